@@ -1,0 +1,1 @@
+//! Configuration: raw serde structs, validation, typed `Config`.

@@ -1,0 +1,18 @@
+//! QueryPilot Router: a thread-per-core SQL proxy for PostgreSQL and MySQL/MariaDB.
+//!
+//! Layering (enforced by `tests/architecture.rs`; see `../shared/DESIGN.md`):
+//!
+//! ```text
+//! L4  admin                         REST API and /metrics on its own thread
+//! L3  core        control           per-core assembly | control-plane thread
+//! L2  session  bridge  pool  rt     data plane on glommio executors (rt is the only glommio user)
+//! L1  routing                       pure decision engine
+//! L0  protocol  sql  config  metrics   pure: no runtime, sockets, clocks or globals
+//! ```
+//!
+//! A module may use only modules of a lower layer, and only those DESIGN.md allows.
+
+pub mod config;
+pub mod error;
+pub mod protocol;
+pub mod sql;

@@ -1,0 +1,2 @@
+//! MySQL client/server protocol (MySQL "Client/Server Protocol" internals manual): packet framing,
+//! the v10 handshake, commands, result sets and authentication math.

@@ -1,0 +1,12 @@
+//! Pure SQL understanding: tokenizing, fingerprinting, semantic facts for routing.
+//!
+//! Depends on `sqlparser` only; never on other modules of the crate, a runtime or a clock.
+
+/// The SQL dialect a statement is written in, decided by the listener protocol it arrived on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// PostgreSQL: `E''` and dollar-quoted strings, `"` identifiers, nested block comments.
+    Postgres,
+    /// MySQL/MariaDB: backtick identifiers, backslash escapes, `#` comments.
+    MySql,
+}
