@@ -1,2 +1,29 @@
 //! PostgreSQL frontend/backend protocol version 3.0 (PostgreSQL docs, chapter 55 "Frontend/Backend
 //! Protocol"): framing, startup, the messages of both directions and authentication math.
+//!
+//! Sans-IO and zero-copy: decoders borrow from the caller's buffer, encoders append to a
+//! caller-provided `Vec<u8>`, nothing here does I/O, logs, reads a clock or depends on another
+//! module of the crate. Lengths are checked against limits before anything is allocated, and no
+//! input can make the codec panic.
+
+pub mod auth;
+pub mod backend;
+pub mod error;
+pub mod framer;
+pub mod frontend;
+pub mod list;
+pub mod notice;
+pub mod sqlstate;
+pub mod startup;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+pub use auth::{ScramClient, ScramError, ScramSecret, ScramServer};
+pub use backend::{Authentication, BackendMessage, BackendPeek, TransactionStatus};
+pub use error::{DecodeError, EncodeError, RewriteError};
+pub use framer::{decode_frame, decode_startup_frame, Frame, Frames, StartupFrame};
+pub use frontend::{FrontendMessage, Target};
+pub use notice::{encode_error, ErrorFields, FieldList, Severity};
+pub use startup::{ProtocolVersion, StartupPacket, StartupParams};

@@ -1,0 +1,376 @@
+//! Password authentication math (PostgreSQL docs 55.2.1 "Start-up", 55.3 "SASL Authentication"):
+//! the MD5 challenge response and SCRAM-SHA-256 (RFC 5802, RFC 7677) for both roles — the router
+//! is a SCRAM client towards backends and a SCRAM server towards its own clients.
+//!
+//! Pure functions of their inputs: nonces and salts come from the caller (who owns the random
+//! source), so every exchange is reproducible in tests. Channel binding is not supported: we
+//! never advertise SCRAM-SHA-256-PLUS, and a client demanding binding (`p=`) is refused clearly.
+//! Passwords are used as raw UTF-8 bytes without SASLprep normalization, which matches
+//! PostgreSQL for every ASCII password.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use md5::{Digest as _, Md5};
+use sha2::Sha256;
+
+use super::sqlstate;
+
+/// The SASL mechanism name of SCRAM-SHA-256.
+pub const SCRAM_SHA_256: &str = "SCRAM-SHA-256";
+/// The iteration count PostgreSQL uses by default, and the router for its own secrets.
+pub const DEFAULT_ITERATIONS: u32 = 4096;
+
+const KEY_LEN: usize = 32;
+type Key = [u8; KEY_LEN];
+
+/// Why a SCRAM exchange failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScramError {
+    /// A SCRAM message did not follow the RFC 5802 grammar.
+    #[error("malformed SCRAM message: {what}")]
+    Malformed {
+        /// What was wrong.
+        what: &'static str,
+    },
+    /// The client requires channel binding (`p=`), which the router does not offer.
+    #[error("SCRAM channel binding is not supported")]
+    ChannelBindingUnsupported,
+    /// The client sent an authorization identity (`a=`), which PostgreSQL does not support.
+    #[error("SCRAM authorization identity is not supported")]
+    AuthzidUnsupported,
+    /// The peer sent a mandatory extension (`m=`) we do not know.
+    #[error("unsupported mandatory SCRAM extension")]
+    ExtensionUnsupported,
+    /// A nonce has characters outside printable ASCII or contains a comma.
+    #[error("invalid SCRAM nonce")]
+    InvalidNonce,
+    /// The nonce echoed by the peer does not extend ours.
+    #[error("SCRAM nonce mismatch")]
+    NonceMismatch,
+    /// The client's proof is wrong: the password does not match.
+    #[error("password authentication failed")]
+    InvalidProof,
+    /// The server's final signature is wrong: it does not know the password.
+    #[error("SCRAM server signature mismatch")]
+    ServerSignatureMismatch,
+    /// The server ended the exchange with an error attribute (`e=`).
+    #[error("SCRAM server error: {0}")]
+    ServerError(String),
+    /// A stored secret is not in `SCRAM-SHA-256$iter:salt$StoredKey:ServerKey` form.
+    #[error("invalid SCRAM secret")]
+    InvalidSecret,
+}
+
+impl ScramError {
+    /// The SQLSTATE to report to a client for this failure.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            Self::InvalidProof => sqlstate::INVALID_PASSWORD,
+            Self::ChannelBindingUnsupported | Self::AuthzidUnsupported | Self::ExtensionUnsupported => {
+                sqlstate::FEATURE_NOT_SUPPORTED
+            }
+            Self::ServerSignatureMismatch | Self::ServerError(_) | Self::InvalidSecret => {
+                sqlstate::INVALID_AUTHORIZATION_SPECIFICATION
+            }
+            _ => sqlstate::PROTOCOL_VIOLATION,
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        for nibble in [b >> 4, b & 0x0f] {
+            s.push(char::from(DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0')));
+        }
+    }
+    s
+}
+
+/// The MD5 secret PostgreSQL stores for a role: `"md5" + hex(md5(password || user))`.
+pub fn md5_secret(user: &str, password: &str) -> String {
+    let digest = Md5::new().chain_update(password).chain_update(user).finalize();
+    format!("md5{}", hex(&digest))
+}
+
+/// The response to AuthenticationMD5Password given a stored secret `md5<32 hex>`:
+/// `"md5" + hex(md5(hex_part || salt))`. Returns `None` if `secret` is not in that form.
+pub fn md5_response_from_secret(secret: &str, salt: [u8; 4]) -> Option<String> {
+    let inner = secret.strip_prefix("md5").filter(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))?;
+    let digest = Md5::new().chain_update(inner).chain_update(salt).finalize();
+    Some(format!("md5{}", hex(&digest)))
+}
+
+/// The response to AuthenticationMD5Password: `"md5" + hex(md5(hex(md5(password || user)) || salt))`.
+pub fn md5_response(user: &str, password: &str, salt: [u8; 4]) -> String {
+    md5_response_from_secret(&md5_secret(user, password), salt).unwrap_or_default()
+}
+
+/// Checks a client's MD5 response against the stored secret in constant time.
+pub fn md5_verify(secret: &str, salt: [u8; 4], response: &str) -> bool {
+    md5_response_from_secret(secret, salt).is_some_and(|want| ct_eq(want.as_bytes(), response.as_bytes()))
+}
+
+/// Compares without an early exit, so timing does not reveal how many bytes matched.
+fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn hmac(key: &[u8], parts: &[&[u8]]) -> Key {
+    // HMAC accepts keys of any length, so construction cannot fail; the fallback is unreachable
+    // and would only make every comparison fail, never succeed.
+    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(key) else {
+        return [0; KEY_LEN];
+    };
+    for p in parts {
+        mac.update(p);
+    }
+    mac.finalize().into_bytes().into()
+}
+
+fn sha256(data: &[u8]) -> Key {
+    sha2::Sha256::digest(data).into()
+}
+
+fn salted_password(password: &str, salt: &[u8], iterations: u32) -> Key {
+    let mut out = [0; KEY_LEN];
+    pbkdf2::pbkdf2_hmac::<Sha256>(password.as_bytes(), salt, iterations, &mut out);
+    out
+}
+
+fn xor(a: &Key, b: &Key) -> Key {
+    let mut out = [0; KEY_LEN];
+    for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+        *o = x ^ y;
+    }
+    out
+}
+
+fn b64_key(s: &str, what: &'static str) -> Result<Key, ScramError> {
+    let bytes = B64.decode(s).map_err(|_| ScramError::Malformed { what })?;
+    Key::try_from(bytes.as_slice()).map_err(|_| ScramError::Malformed { what })
+}
+
+fn check_nonce(nonce: &str) -> Result<(), ScramError> {
+    let printable = |b: u8| (0x21..=0x7e).contains(&b) && b != b',';
+    if !nonce.is_empty() && nonce.bytes().all(printable) {
+        Ok(())
+    } else {
+        Err(ScramError::InvalidNonce)
+    }
+}
+
+/// Splits `key=value` for the expected one-letter attribute.
+fn attr<'m>(part: Option<&'m str>, key: char, what: &'static str) -> Result<&'m str, ScramError> {
+    let part = part.ok_or(ScramError::Malformed { what })?;
+    if part.starts_with("m=") {
+        return Err(ScramError::ExtensionUnsupported);
+    }
+    let mut chars = part.chars();
+    match (chars.next(), chars.next()) {
+        (Some(k), Some('=')) if k == key => Ok(chars.as_str()),
+        _ => Err(ScramError::Malformed { what }),
+    }
+}
+
+fn utf8<'m>(msg: &'m [u8], what: &'static str) -> Result<&'m str, ScramError> {
+    std::str::from_utf8(msg).map_err(|_| ScramError::Malformed { what })
+}
+
+/// The keys a server needs to verify a password without knowing it (RFC 5802 section 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScramSecret {
+    /// PBKDF2 iteration count.
+    pub iterations: u32,
+    /// The salt.
+    pub salt: Vec<u8>,
+    /// `H(HMAC(SaltedPassword, "Client Key"))`.
+    pub stored_key: [u8; 32],
+    /// `HMAC(SaltedPassword, "Server Key")`.
+    pub server_key: [u8; 32],
+}
+
+impl ScramSecret {
+    /// Derives the secret from a plaintext password (costs `iterations` HMAC rounds: do it once
+    /// per configured password, not per login).
+    pub fn from_password(password: &str, salt: &[u8], iterations: u32) -> Self {
+        let salted = salted_password(password, salt, iterations);
+        let client_key = hmac(&salted, &[b"Client Key"]);
+        Self {
+            iterations,
+            salt: salt.to_vec(),
+            stored_key: sha256(&client_key),
+            server_key: hmac(&salted, &[b"Server Key"]),
+        }
+    }
+
+    /// Parses PostgreSQL's stored form `SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`
+    /// (base64 fields), as found in `pg_authid.rolpassword`.
+    pub fn parse(text: &str) -> Result<Self, ScramError> {
+        let bad = |_| ScramError::InvalidSecret;
+        let rest = text.strip_prefix("SCRAM-SHA-256$").ok_or(ScramError::InvalidSecret)?;
+        let (params, keys) = rest.split_once('$').ok_or(ScramError::InvalidSecret)?;
+        let (iterations, salt) = params.split_once(':').ok_or(ScramError::InvalidSecret)?;
+        let (stored, server) = keys.split_once(':').ok_or(ScramError::InvalidSecret)?;
+        let iterations: u32 = iterations.parse().map_err(|_| ScramError::InvalidSecret)?;
+        Ok(Self {
+            iterations,
+            salt: B64.decode(salt).map_err(bad)?,
+            stored_key: b64_key(stored, "stored key").map_err(|_| ScramError::InvalidSecret)?,
+            server_key: b64_key(server, "server key").map_err(|_| ScramError::InvalidSecret)?,
+        })
+    }
+}
+
+/// Client side of SCRAM-SHA-256, used to log into backends. Start with [`ScramClient::new`],
+/// send [`ScramClient::client_first`] in SASLInitialResponse, then feed the server's messages.
+#[derive(Debug, Clone)]
+pub struct ScramClient {
+    password: String,
+    client_first_bare: String,
+    nonce: String,
+}
+
+impl ScramClient {
+    /// Prepares an exchange. PostgreSQL ignores the SCRAM user name (libpq sends an empty one);
+    /// `client_nonce` must be printable ASCII without commas (e.g. base64 of 18 random bytes).
+    pub fn new(user: &str, password: &str, client_nonce: &str) -> Result<Self, ScramError> {
+        check_nonce(client_nonce)?;
+        let user = user.replace('=', "=3D").replace(',', "=2C");
+        Ok(Self {
+            password: password.to_owned(),
+            client_first_bare: format!("n={user},r={client_nonce}"),
+            nonce: client_nonce.to_owned(),
+        })
+    }
+
+    /// The client-first-message (`n,,n=<user>,r=<nonce>`): no channel binding.
+    pub fn client_first(&self) -> String {
+        format!("n,,{}", self.client_first_bare)
+    }
+
+    /// Handles server-first-message (the AuthenticationSASLContinue data) and returns the
+    /// client-final-message to send plus the state that verifies the server's last message.
+    pub fn handle_server_first(&self, server_first: &[u8]) -> Result<(String, ScramClientFinal), ScramError> {
+        let text = utf8(server_first, "server-first-message")?;
+        let mut parts = text.split(',');
+        let nonce = attr(parts.next(), 'r', "server nonce")?;
+        let salt = attr(parts.next(), 's', "salt")?;
+        let iterations = attr(parts.next(), 'i', "iteration count")?;
+        if !nonce.starts_with(&self.nonce) || nonce.len() <= self.nonce.len() {
+            return Err(ScramError::NonceMismatch);
+        }
+        check_nonce(nonce)?;
+        let salt = B64.decode(salt).map_err(|_| ScramError::Malformed { what: "salt" })?;
+        let iterations: u32 = iterations.parse().map_err(|_| ScramError::Malformed { what: "iteration count" })?;
+        if iterations == 0 {
+            return Err(ScramError::Malformed { what: "iteration count" });
+        }
+        let salted = salted_password(&self.password, &salt, iterations);
+        let client_key = hmac(&salted, &[b"Client Key"]);
+        let stored_key = sha256(&client_key);
+        let without_proof = format!("c=biws,r={nonce}");
+        let auth_message = [self.client_first_bare.as_bytes(), b",", server_first, b",", without_proof.as_bytes()];
+        let proof = xor(&client_key, &hmac(&stored_key, &auth_message));
+        let server_key = hmac(&salted, &[b"Server Key"]);
+        let server_signature = hmac(&server_key, &auth_message);
+        let client_final = format!("{without_proof},p={}", B64.encode(proof));
+        Ok((client_final, ScramClientFinal { server_signature }))
+    }
+}
+
+/// The last step of a client exchange: checks that the server knew the password too.
+#[derive(Debug, Clone)]
+pub struct ScramClientFinal {
+    server_signature: Key,
+}
+
+impl ScramClientFinal {
+    /// Verifies server-final-message (the AuthenticationSASLFinal data).
+    pub fn verify_server_final(&self, server_final: &[u8]) -> Result<(), ScramError> {
+        let text = utf8(server_final, "server-final-message")?;
+        let first = text.split(',').next().unwrap_or_default();
+        if let Some(err) = first.strip_prefix("e=") {
+            return Err(ScramError::ServerError(err.to_owned()));
+        }
+        let signature = b64_key(attr(Some(first), 'v', "server signature")?, "server signature")?;
+        if ct_eq(&signature, &self.server_signature) {
+            Ok(())
+        } else {
+            Err(ScramError::ServerSignatureMismatch)
+        }
+    }
+}
+
+/// Server side of SCRAM-SHA-256, used to authenticate clients against a pool's password.
+#[derive(Debug, Clone)]
+pub struct ScramServer {
+    stored_key: Key,
+    server_key: Key,
+    /// `client-first-message-bare "," server-first-message`, the first part of AuthMessage.
+    auth_prefix: String,
+    gs2_header: String,
+    nonce: String,
+}
+
+impl ScramServer {
+    /// Handles client-first-message (SASLInitialResponse data) and returns the exchange state
+    /// plus the server-first-message to send in AuthenticationSASLContinue.
+    /// `server_nonce` is appended to the client's nonce; it must be printable ASCII without commas.
+    pub fn start(secret: &ScramSecret, client_first: &[u8], server_nonce: &str) -> Result<(Self, String), ScramError> {
+        check_nonce(server_nonce)?;
+        let text = utf8(client_first, "client-first-message")?;
+        let mut gs2 = text.splitn(3, ',');
+        match gs2.next() {
+            Some("n" | "y") => {}
+            Some(flag) if flag.starts_with("p=") => return Err(ScramError::ChannelBindingUnsupported),
+            _ => return Err(ScramError::Malformed { what: "channel binding flag" }),
+        }
+        match gs2.next() {
+            Some("") => {}
+            Some(a) if a.starts_with("a=") => return Err(ScramError::AuthzidUnsupported),
+            _ => return Err(ScramError::Malformed { what: "authorization identity" }),
+        }
+        let bare = gs2.next().ok_or(ScramError::Malformed { what: "client-first-message-bare" })?;
+        let gs2_header = text.get(..text.len().saturating_sub(bare.len())).unwrap_or_default();
+        let mut parts = bare.split(',');
+        attr(parts.next(), 'n', "user name")?;
+        let client_nonce = attr(parts.next(), 'r', "client nonce")?;
+        check_nonce(client_nonce)?;
+        let nonce = format!("{client_nonce}{server_nonce}");
+        let server_first = format!("r={nonce},s={},i={}", B64.encode(&secret.salt), secret.iterations);
+        let state = Self {
+            stored_key: secret.stored_key,
+            server_key: secret.server_key,
+            auth_prefix: format!("{bare},{server_first}"),
+            gs2_header: gs2_header.to_owned(),
+            nonce,
+        };
+        Ok((state, server_first))
+    }
+
+    /// Handles client-final-message (SASLResponse data): verifies channel binding data, nonce and
+    /// proof, and returns the server-final-message to send in AuthenticationSASLFinal.
+    pub fn finish(&self, client_final: &[u8]) -> Result<String, ScramError> {
+        let text = utf8(client_final, "client-final-message")?;
+        let (without_proof, proof) = text.rsplit_once(",p=").ok_or(ScramError::Malformed { what: "proof" })?;
+        let mut parts = without_proof.split(',');
+        let binding = attr(parts.next(), 'c', "channel binding")?;
+        let binding = B64.decode(binding).map_err(|_| ScramError::Malformed { what: "channel binding" })?;
+        if binding != self.gs2_header.as_bytes() {
+            return Err(ScramError::Malformed { what: "channel binding does not match gs2 header" });
+        }
+        if attr(parts.next(), 'r', "nonce")? != self.nonce {
+            return Err(ScramError::NonceMismatch);
+        }
+        let proof = b64_key(proof, "proof")?;
+        let auth_message = [self.auth_prefix.as_bytes(), b",", without_proof.as_bytes()];
+        let client_key = xor(&proof, &hmac(&self.stored_key, &auth_message));
+        if !ct_eq(&sha256(&client_key), &self.stored_key) {
+            return Err(ScramError::InvalidProof);
+        }
+        Ok(format!("v={}", B64.encode(hmac(&self.server_key, &auth_message))))
+    }
+}

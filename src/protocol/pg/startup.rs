@@ -1,0 +1,178 @@
+//! The untagged first message of a connection (PostgreSQL docs 55.2.1 "Start-up", 55.2.10
+//! "SSL Session Encryption", 55.2.11 "GSSAPI Session Encryption", 55.2.8 "Canceling Requests in
+//! Progress"; formats in 55.7: StartupMessage, SSLRequest, GSSENCRequest, CancelRequest).
+//!
+//! Parameters are borrowed from the input; their number is capped so a hostile client cannot
+//! make us grow a vector without bound.
+
+use smallvec::SmallVec;
+
+use super::error::{DecodeError, EncodeError};
+use super::wire::{MessageWriter, Reader};
+
+/// Most startup parameters accepted from a client.
+pub const MAX_STARTUP_PARAMS: usize = 1000;
+
+/// Request code of CancelRequest: 1234 in the high 16 bits, 5678 in the low 16 bits.
+pub const CANCEL_REQUEST_CODE: i32 = (1234 << 16) | 5678;
+/// Request code of SSLRequest: 1234 in the high 16 bits, 5679 in the low 16 bits.
+pub const SSL_REQUEST_CODE: i32 = (1234 << 16) | 5679;
+/// Request code of GSSENCRequest: 1234 in the high 16 bits, 5680 in the low 16 bits.
+pub const GSSENC_REQUEST_CODE: i32 = (1234 << 16) | 5680;
+
+/// A protocol version as sent in StartupMessage: major in the high 16 bits, minor in the low.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProtocolVersion {
+    /// Major version; only 3 is supported.
+    pub major: u16,
+    /// Minor version; the server answers newer minors with NegotiateProtocolVersion.
+    pub minor: u16,
+}
+
+impl ProtocolVersion {
+    /// Protocol 3.0, the version every supported server and client speaks.
+    pub const V3_0: Self = Self { major: 3, minor: 0 };
+
+    /// The Int32 wire form.
+    pub fn code(self) -> i32 {
+        i32::from(self.major) << 16 | i32::from(self.minor)
+    }
+
+    fn from_code(code: i32) -> Self {
+        let [a, b, c, d] = code.to_be_bytes();
+        Self { major: u16::from_be_bytes([a, b]), minor: u16::from_be_bytes([c, d]) }
+    }
+}
+
+/// Startup parameters in the order the client sent them (`user`, `database`, `options`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StartupParams<'a>(SmallVec<[(&'a str, &'a str); 8]>);
+
+impl<'a> StartupParams<'a> {
+    /// An empty parameter list.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a parameter.
+    pub fn push(&mut self, name: &'a str, value: &'a str) {
+        self.0.push((name, value));
+    }
+
+    /// The value of the first parameter named `name`.
+    pub fn get(&self, name: &str) -> Option<&'a str> {
+        self.0.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
+    }
+
+    /// Iterates `(name, value)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// Number of parameters.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no parameters.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The first message a client sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartupPacket<'a> {
+    /// StartupMessage: the protocol version and the session parameters.
+    Startup {
+        /// Requested protocol version (major is always 3 after decoding).
+        protocol: ProtocolVersion,
+        /// Session parameters.
+        params: StartupParams<'a>,
+    },
+    /// SSLRequest: the client asks to switch to TLS first.
+    SslRequest,
+    /// GSSENCRequest: the client asks for GSSAPI encryption first.
+    GssEncRequest,
+    /// CancelRequest for the session identified by the key data the server handed out.
+    Cancel {
+        /// Process ID from BackendKeyData.
+        pid: i32,
+        /// Secret key from BackendKeyData (4 bytes in protocol 3.0).
+        key: i32,
+    },
+}
+
+impl<'a> StartupPacket<'a> {
+    /// Decodes the body of a startup frame (everything after the length field).
+    pub fn decode(body: &'a [u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(body);
+        let code = r.i32("request code")?;
+        let packet = match code {
+            SSL_REQUEST_CODE => Self::SslRequest,
+            GSSENC_REQUEST_CODE => Self::GssEncRequest,
+            CANCEL_REQUEST_CODE => {
+                let pid = r.i32("cancel process id")?;
+                let key = r.i32("cancel secret key")?;
+                Self::Cancel { pid, key }
+            }
+            _ => {
+                let protocol = ProtocolVersion::from_code(code);
+                if protocol.major == 1234 {
+                    return Err(DecodeError::UnknownRequestCode(code));
+                }
+                if protocol.major != 3 {
+                    return Err(DecodeError::UnsupportedProtocol { major: protocol.major, minor: protocol.minor });
+                }
+                let params = decode_params(&mut r)?;
+                Self::Startup { protocol, params }
+            }
+        };
+        r.finish("startup packet")?;
+        Ok(packet)
+    }
+
+    /// Appends the complete message (length included) to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let mut w = MessageWriter::untagged(out);
+        match self {
+            Self::SslRequest => {
+                w.i32(SSL_REQUEST_CODE);
+            }
+            Self::GssEncRequest => {
+                w.i32(GSSENC_REQUEST_CODE);
+            }
+            Self::Cancel { pid, key } => {
+                w.i32(CANCEL_REQUEST_CODE).i32(*pid).i32(*key);
+            }
+            Self::Startup { protocol, params } => {
+                w.i32(protocol.code());
+                for (name, value) in params.iter() {
+                    if name.is_empty() {
+                        // An empty name is the list terminator: it cannot be sent as a parameter.
+                        w.fail(EncodeError::Invalid { what: "empty startup parameter name" });
+                    }
+                    w.cstr(name, "startup parameter name").cstr(value, "startup parameter value");
+                }
+                w.u8(0);
+            }
+        }
+        w.finish()
+    }
+}
+
+/// Reads `name\0value\0` pairs up to the terminating empty name.
+fn decode_params<'a>(r: &mut Reader<'a>) -> Result<StartupParams<'a>, DecodeError> {
+    let mut params = StartupParams::new();
+    loop {
+        let name = r.cstr("startup parameter name")?;
+        if name.is_empty() {
+            return Ok(params);
+        }
+        if params.len() >= MAX_STARTUP_PARAMS {
+            return Err(DecodeError::TooManyParams { max: MAX_STARTUP_PARAMS });
+        }
+        let value = r.cstr("startup parameter value")?;
+        params.push(name, value);
+    }
+}
