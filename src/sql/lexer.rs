@@ -1,0 +1,729 @@
+//! Dialect-aware SQL tokenizer: one forward pass over the statement bytes, yielding tokens that
+//! borrow spans of the input (no allocation).
+//!
+//! It owns lexical rules only (strings, comments, numbers, operators, parameters); it knows nothing
+//! of grammar beyond classifying `TRUE`/`FALSE`/`NULL` as literal kinds. It never panics: input it
+//! cannot make sense of becomes an [`TokenKind::Error`] or [`TokenKind::Unterminated`] token.
+//! Whitespace is skipped; comments are yielded (the route hint reader and tests need them) and
+//! consumers that do not care filter them out.
+
+use super::Dialect;
+
+/// What a string literal looked like in the source; decides how its body is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StringKind {
+    /// `'..'` with `''` doubling and no backslash escapes (PostgreSQL standard strings).
+    Standard,
+    /// Backslash escapes apply: PostgreSQL `E'..'`, every MySQL `'..'`/`".."` string.
+    Escaped,
+    /// PostgreSQL `$tag$..$tag$`: the body is taken verbatim.
+    Dollar,
+    /// `B'0101'` / MySQL `b'0101'` bit strings.
+    Bit,
+    /// `X'1F'` hex strings.
+    Hex,
+    /// PostgreSQL `U&'..'` Unicode-escape strings.
+    Unicode,
+}
+
+/// The lexical class of a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TokenKind {
+    /// A keyword or unquoted identifier; compare with [`Token::is_word`] (ASCII case-insensitive).
+    Word,
+    /// `"x"` (PostgreSQL, MySQL with ANSI_QUOTES) or `` `x` `` (MySQL).
+    QuotedIdent,
+    /// MySQL `@user_var` / `@@system_var`.
+    Variable,
+    /// Integer, decimal, exponent, `0x`/`0o`/`0b` prefixed or `1_000` number (no sign).
+    Number,
+    /// A string literal of the given form; the span includes prefix and quotes.
+    String(StringKind),
+    /// `TRUE` or `FALSE`.
+    Bool,
+    /// `NULL`.
+    Null,
+    /// A bind parameter: `$1`, `?`, `:name`.
+    Param,
+    /// An operator such as `=`, `<=`, `::`, `->>`, `||`.
+    Operator,
+    /// `(`
+    LParen,
+    /// `)`
+    RParen,
+    /// `,`
+    Comma,
+    /// `;`
+    Semicolon,
+    /// `.`
+    Dot,
+    /// Other single-character punctuation: `[`, `]`, `{`, `}`, a lone `:`.
+    Punct,
+    /// A `--`, `#` (MySQL) or `/* */` comment, delimiters included.
+    Comment,
+    /// A string, quoted identifier or comment missing its closing delimiter; runs to the end.
+    Unterminated,
+    /// A byte that starts no token in this dialect.
+    Error,
+}
+
+/// One token: its kind and the exact slice of the input it covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Token<'a> {
+    /// Lexical class.
+    pub kind: TokenKind,
+    /// The source text of the token.
+    pub text: &'a str,
+    /// Byte offset of `text` in the input.
+    pub start: usize,
+}
+
+impl Token<'_> {
+    /// Byte offset one past the end of the token.
+    pub fn end(&self) -> usize {
+        self.start + self.text.len()
+    }
+
+    /// Byte range of the token in the input.
+    pub fn span(&self) -> std::ops::Range<usize> {
+        self.start..self.end()
+    }
+
+    /// Whether this is the unquoted word `kw`, compared ASCII case-insensitively.
+    pub fn is_word(&self, kw: &str) -> bool {
+        self.kind == TokenKind::Word && self.text.eq_ignore_ascii_case(kw)
+    }
+
+    /// Whether the token is a literal value (number, string, boolean, NULL).
+    pub fn is_literal(&self) -> bool {
+        matches!(
+            self.kind,
+            TokenKind::Number | TokenKind::String(_) | TokenKind::Bool | TokenKind::Null
+        )
+    }
+}
+
+/// Tokenizer over one SQL text; an [`Iterator`] of [`Token`]s. Cheap to clone for lookahead.
+#[derive(Debug, Clone)]
+pub struct Lexer<'a> {
+    src: &'a str,
+    pos: usize,
+    dialect: Dialect,
+    ansi_quotes: bool,
+    /// Start of an open MySQL `/*! ... */` executable comment whose body is being lexed as code.
+    exec_comment: Option<usize>,
+}
+
+impl<'a> Lexer<'a> {
+    /// A lexer for `src` in `dialect` (MySQL with its default `"` = string rule).
+    pub fn new(src: &'a str, dialect: Dialect) -> Self {
+        Lexer { src, pos: 0, dialect, ansi_quotes: false, exec_comment: None }
+    }
+
+    /// Treat MySQL `".."` as a quoted identifier (the `ANSI_QUOTES` SQL mode). No effect on PostgreSQL.
+    pub fn ansi_quotes(mut self, on: bool) -> Self {
+        self.ansi_quotes = on;
+        self
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        self.src.as_bytes()
+    }
+
+    fn at(&self, i: usize) -> u8 {
+        self.bytes().get(i).copied().unwrap_or(0)
+    }
+
+    fn mysql(&self) -> bool {
+        self.dialect == Dialect::MySql
+    }
+
+    fn token(&mut self, kind: TokenKind, start: usize, end: usize) -> Token<'a> {
+        let end = end.min(self.src.len());
+        self.pos = end;
+        // Every boundary we cut at is next to an ASCII byte, so slicing cannot split a char;
+        // `get` keeps that a checked fact rather than an assumption.
+        let text = self.src.get(start..end).unwrap_or("");
+        Token { kind, text, start }
+    }
+
+    fn skip_whitespace(&mut self) {
+        while matches!(self.at(self.pos), b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+            self.pos += 1;
+        }
+    }
+
+    fn next_token(&mut self) -> Option<Token<'a>> {
+        self.skip_whitespace();
+        let start = self.pos;
+        let b = *self.bytes().get(start)?;
+        let next = self.at(start + 1);
+        Some(match b {
+            b'-' if next == b'-' && self.line_comment_starts(start) => self.line_comment(start),
+            b'#' if self.mysql() => self.line_comment(start),
+            b'/' if next == b'*' => return self.block_comment(start),
+            b'*' if next == b'/' && self.exec_comment.is_some() => {
+                self.exec_comment = None;
+                self.pos = start + 2;
+                return self.next_token();
+            }
+            b'\'' => self.quoted(start, start, b'\'', self.default_string_kind()),
+            b'"' if self.mysql() && !self.ansi_quotes => {
+                self.quoted(start, start, b'"', StringKind::Escaped)
+            }
+            b'"' => self.quoted_ident(start, b'"'),
+            b'`' if self.mysql() => self.quoted_ident(start, b'`'),
+            b'0'..=b'9' => self.number(start),
+            b'.' if next.is_ascii_digit() => self.number(start),
+            b'$' => self.dollar(start),
+            b'?' if !self.pg_question_operator(start) => self.token(TokenKind::Param, start, start + 1),
+            b':' => self.colon(start),
+            b'@' if self.mysql() => self.variable(start),
+            b'(' => self.token(TokenKind::LParen, start, start + 1),
+            b')' => self.token(TokenKind::RParen, start, start + 1),
+            b',' => self.token(TokenKind::Comma, start, start + 1),
+            b';' => self.token(TokenKind::Semicolon, start, start + 1),
+            b'.' => self.token(TokenKind::Dot, start, start + 1),
+            b'[' | b']' | b'{' | b'}' => self.token(TokenKind::Punct, start, start + 1),
+            _ if is_ident_start(b) => self.word_or_prefixed(start),
+            _ if is_op_char(b) => self.operator(start),
+            _ => self.token(TokenKind::Error, start, start + 1),
+        })
+    }
+
+    fn default_string_kind(&self) -> StringKind {
+        if self.mysql() {
+            StringKind::Escaped
+        } else {
+            StringKind::Standard
+        }
+    }
+
+    /// MySQL needs whitespace or a control character after `--`; PostgreSQL does not.
+    fn line_comment_starts(&self, start: usize) -> bool {
+        if !self.mysql() {
+            return true;
+        }
+        // At the end of input `at` yields 0, which counts as a control character.
+        self.at(start + 2) <= b' '
+    }
+
+    fn line_comment(&mut self, start: usize) -> Token<'a> {
+        let end = match self.bytes().get(start..).and_then(|r| r.iter().position(|&c| c == b'\n')) {
+            Some(n) => start + n,
+            None => self.src.len(),
+        };
+        self.token(TokenKind::Comment, start, end)
+    }
+
+    fn block_comment(&mut self, start: usize) -> Option<Token<'a>> {
+        if self.mysql() && self.at(start + 2) == b'!' && self.exec_comment.is_none() {
+            // `/*!50100 code */`: MySQL runs the body, so we lex it as code.
+            let mut p = start + 3;
+            while self.at(p).is_ascii_digit() {
+                p += 1;
+            }
+            self.exec_comment = Some(start);
+            self.pos = p;
+            return self.next_token();
+        }
+        let nested = !self.mysql();
+        let mut depth = 1usize;
+        let mut p = start + 2;
+        while p < self.src.len() {
+            match (self.at(p), self.at(p + 1)) {
+                (b'*', b'/') => {
+                    depth -= 1;
+                    p += 2;
+                    if depth == 0 {
+                        return Some(self.token(TokenKind::Comment, start, p));
+                    }
+                }
+                (b'/', b'*') if nested => {
+                    depth += 1;
+                    p += 2;
+                }
+                _ => p += 1,
+            }
+        }
+        Some(self.token(TokenKind::Unterminated, start, self.src.len()))
+    }
+
+    /// A quoted body starting at `quote_at`; `start` may be earlier (a prefix such as `E` or `_utf8`).
+    fn quoted(&mut self, start: usize, quote_at: usize, q: u8, kind: StringKind) -> Token<'a> {
+        let backslash = kind == StringKind::Escaped;
+        let mut p = quote_at + 1;
+        while p < self.src.len() {
+            let c = self.at(p);
+            if backslash && c == b'\\' {
+                p += 2;
+            } else if c == q {
+                if self.at(p + 1) == q {
+                    p += 2;
+                } else {
+                    return self.token(TokenKind::String(kind), start, p + 1);
+                }
+            } else {
+                p += 1;
+            }
+        }
+        self.token(TokenKind::Unterminated, start, self.src.len())
+    }
+
+    fn quoted_ident(&mut self, start: usize, q: u8) -> Token<'a> {
+        let mut p = start + 1;
+        while p < self.src.len() {
+            if self.at(p) == q {
+                if self.at(p + 1) == q {
+                    p += 2;
+                    continue;
+                }
+                return self.token(TokenKind::QuotedIdent, start, p + 1);
+            }
+            p += 1;
+        }
+        self.token(TokenKind::Unterminated, start, self.src.len())
+    }
+
+    /// End of a digit run; PostgreSQL also allows single `_` separators between digits (`1_000`).
+    fn digits(&self, mut p: usize, ok: impl Fn(u8) -> bool) -> usize {
+        let pg = !self.mysql();
+        loop {
+            let c = self.at(p);
+            let separator = pg && c == b'_' && p > 0 && ok(self.at(p - 1)) && ok(self.at(p + 1));
+            if !(ok(c) || separator) {
+                return p;
+            }
+            p += 1;
+        }
+    }
+
+    fn number(&mut self, start: usize) -> Token<'a> {
+        let radix = match (self.at(start), self.at(start + 1) | 0x20) {
+            (b'0', b'x') if self.at(start + 2).is_ascii_hexdigit() => Some(16),
+            (b'0', b'o') if matches!(self.at(start + 2), b'0'..=b'7') => Some(8),
+            (b'0', b'b') if matches!(self.at(start + 2), b'0' | b'1') => Some(2),
+            _ => None,
+        };
+        let mut p = match radix {
+            Some(r) => self.digits(start + 2, |c| (c as char).is_digit(r)),
+            None => {
+                let mut p = self.digits(start, |c| c.is_ascii_digit());
+                if self.at(p) == b'.' && self.at(p + 1) != b'.' {
+                    p = self.digits(p + 1, |c| c.is_ascii_digit());
+                }
+                let e = self.at(p) | 0x20 == b'e';
+                let sign = matches!(self.at(p + 1), b'+' | b'-');
+                let exp_digit = self.at(p + 1 + usize::from(sign)).is_ascii_digit();
+                if e && exp_digit {
+                    p = self.digits(p + 1 + usize::from(sign), |c| c.is_ascii_digit());
+                }
+                p
+            }
+        };
+        // MySQL identifiers may begin with digits (`1st_col`): a number run into word characters is a word.
+        if self.mysql() && is_ident_char(self.at(p)) {
+            while is_ident_char(self.at(p)) {
+                p += 1;
+            }
+            return self.token(TokenKind::Word, start, p);
+        }
+        self.token(TokenKind::Number, start, p)
+    }
+
+    fn dollar(&mut self, start: usize) -> Token<'a> {
+        let next = self.at(start + 1);
+        if next.is_ascii_digit() {
+            let end = self.digits(start + 1, |c| c.is_ascii_digit());
+            return self.token(TokenKind::Param, start, end);
+        }
+        if self.dialect == Dialect::Postgres && (next == b'$' || is_ident_start(next)) {
+            let mut p = start + 1;
+            while p < self.src.len() && self.at(p) != b'$' && is_ident_char_no_dollar(self.at(p)) {
+                p += 1;
+            }
+            if self.at(p) == b'$' {
+                let tag = self.src.get(start..=p).unwrap_or("$");
+                let body = p + 1;
+                return match self.src.get(body..).and_then(|r| r.find(tag)) {
+                    Some(n) => self.token(TokenKind::String(StringKind::Dollar), start, body + n + tag.len()),
+                    None => self.token(TokenKind::Unterminated, start, self.src.len()),
+                };
+            }
+        }
+        self.token(TokenKind::Error, start, start + 1)
+    }
+
+    /// PostgreSQL jsonb operators `?|`, `?&`, `?-`, `?-|`, `?||` start with `?`.
+    fn pg_question_operator(&self, start: usize) -> bool {
+        !self.mysql() && matches!(self.at(start + 1), b'|' | b'&' | b'-' | b'#')
+    }
+
+    fn colon(&mut self, start: usize) -> Token<'a> {
+        match self.at(start + 1) {
+            b':' | b'=' => self.token(TokenKind::Operator, start, start + 2),
+            c if is_ident_start(c) => {
+                let end = self.ident_end(start + 1);
+                self.token(TokenKind::Param, start, end)
+            }
+            _ => self.token(TokenKind::Punct, start, start + 1),
+        }
+    }
+
+    fn variable(&mut self, start: usize) -> Token<'a> {
+        let mut p = start + 1;
+        if self.at(p) == b'@' {
+            p += 1;
+        }
+        match self.at(p) {
+            q @ (b'\'' | b'"' | b'`') => {
+                let t = self.quoted_ident(p, q);
+                let kind = if t.kind == TokenKind::QuotedIdent { TokenKind::Variable } else { t.kind };
+                self.token(kind, start, t.end())
+            }
+            c if is_ident_char(c) => {
+                let mut end = p;
+                while is_ident_char(self.at(end)) || self.at(end) == b'.' {
+                    end += 1;
+                }
+                self.token(TokenKind::Variable, start, end)
+            }
+            _ => self.token(TokenKind::Operator, start, start + 1),
+        }
+    }
+
+    fn ident_end(&self, mut p: usize) -> usize {
+        while is_ident_char(self.at(p)) {
+            p += 1;
+        }
+        p
+    }
+
+    fn word_or_prefixed(&mut self, start: usize) -> Token<'a> {
+        let b = self.at(start) | 0x20;
+        let next = self.at(start + 1);
+        let pg = !self.mysql();
+        if next == b'\'' {
+            let kind = match b {
+                b'e' if pg => Some(StringKind::Escaped),
+                b'b' => Some(StringKind::Bit),
+                b'x' => Some(StringKind::Hex),
+                b'n' => Some(self.default_string_kind()),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                return self.quoted(start, start + 1, b'\'', kind);
+            }
+        }
+        if pg && b == b'u' && next == b'&' {
+            match self.at(start + 2) {
+                b'\'' => return self.quoted(start, start + 2, b'\'', StringKind::Unicode),
+                b'"' => {
+                    let t = self.quoted_ident(start + 2, b'"');
+                    return self.token(t.kind, start, t.end());
+                }
+                _ => {}
+            }
+        }
+        let end = self.ident_end(start);
+        if self.mysql() && self.at(start) == b'_' {
+            if let Some(t) = self.introducer(start, end) {
+                return t;
+            }
+        }
+        let text = self.src.get(start..end).unwrap_or("");
+        let kind = if text.eq_ignore_ascii_case("null") {
+            TokenKind::Null
+        } else if text.eq_ignore_ascii_case("true") || text.eq_ignore_ascii_case("false") {
+            TokenKind::Bool
+        } else {
+            TokenKind::Word
+        };
+        self.token(kind, start, end)
+    }
+
+    /// MySQL `_charset'..'` (always) or `_charset '..'` (known character sets only).
+    fn introducer(&mut self, start: usize, end: usize) -> Option<Token<'a>> {
+        let mut q = end;
+        if !matches!(self.at(q), b'\'' | b'"') {
+            let name = self.src.get(start + 1..end)?;
+            if !MYSQL_CHARSETS.iter().any(|c| c.eq_ignore_ascii_case(name)) {
+                return None;
+            }
+            while matches!(self.at(q), b' ' | b'\t' | b'\n' | b'\r') {
+                q += 1;
+            }
+        }
+        match self.at(q) {
+            b'\'' => Some(self.quoted(start, q, b'\'', StringKind::Escaped)),
+            b'"' if !self.ansi_quotes => Some(self.quoted(start, q, b'"', StringKind::Escaped)),
+            _ => None,
+        }
+    }
+
+    fn operator(&mut self, start: usize) -> Token<'a> {
+        let end = if self.mysql() { self.mysql_operator_end(start) } else { self.pg_operator_end(start) };
+        self.token(TokenKind::Operator, start, end)
+    }
+
+    fn mysql_operator_end(&self, start: usize) -> usize {
+        let rest = self.bytes().get(start..).unwrap_or(&[]);
+        for op in MYSQL_OPERATORS {
+            if rest.starts_with(op.as_bytes()) {
+                return start + op.len();
+            }
+        }
+        start + 1
+    }
+
+    /// PostgreSQL operator rule: a maximal run of operator characters, cut before `--` or `/*`,
+    /// and a trailing `+`/`-` is dropped unless the operator contains `~ ! @ # % ^ & | \` ?`.
+    fn pg_operator_end(&self, start: usize) -> usize {
+        let mut p = start;
+        // `?` only continues an operator that began with it (`?|`), so `id=?` stays `=` then `?`.
+        let question = self.at(start) == b'?';
+        while is_op_char(self.at(p)) && (question || self.at(p) != b'?') {
+            let two = (self.at(p), self.at(p + 1));
+            if p > start && (two == (b'-', b'-') || two == (b'/', b'*')) {
+                break;
+            }
+            p += 1;
+        }
+        let run = self.bytes().get(start..p).unwrap_or(&[]);
+        let special = run.iter().any(|c| b"~!@#%^&|`?".contains(c));
+        let mut end = p;
+        while !special && end > start + 1 && matches!(self.at(end - 1), b'+' | b'-') {
+            end -= 1;
+        }
+        end
+    }
+}
+
+impl<'a> Iterator for Lexer<'a> {
+    type Item = Token<'a>;
+
+    fn next(&mut self) -> Option<Token<'a>> {
+        match self.next_token() {
+            Some(t) => Some(t),
+            None => {
+                // An executable comment left open at the end: report it once.
+                let open = self.exec_comment.take()?;
+                Some(Token { kind: TokenKind::Unterminated, text: self.src.get(open..open + 3)?, start: open })
+            }
+        }
+    }
+}
+
+/// Longest first, so a prefix never shadows a longer operator.
+const MYSQL_OPERATORS: &[&str] = &[
+    "<=>", "->>", "<=", ">=", "<>", "!=", "||", "&&", "<<", ">>", "->", ":=",
+];
+
+/// Character sets MySQL accepts as `_name 'string'` introducers with whitespace in between.
+const MYSQL_CHARSETS: &[&str] = &[
+    "utf8mb4", "utf8mb3", "utf8", "latin1", "binary", "ascii", "ucs2", "utf16", "utf16le", "utf32",
+    "big5", "gbk", "gb2312", "gb18030", "sjis", "ujis", "euckr", "cp1250", "cp1251", "cp1252", "cp932",
+    "latin2", "koi8r",
+];
+
+fn is_ident_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_' || b >= 0x80
+}
+
+fn is_ident_char(b: u8) -> bool {
+    is_ident_char_no_dollar(b) || b == b'$'
+}
+
+fn is_ident_char_no_dollar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
+fn is_op_char(b: u8) -> bool {
+    b"+-*/<>=~!@#%^&|`?".contains(&b)
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use StringKind as S;
+    use TokenKind as K;
+
+    fn lex(sql: &str, d: Dialect) -> Vec<(TokenKind, &str)> {
+        Lexer::new(sql, d).map(|t| (t.kind, t.text)).collect()
+    }
+
+    fn pg(sql: &str) -> Vec<(TokenKind, &str)> {
+        lex(sql, Dialect::Postgres)
+    }
+
+    fn my(sql: &str) -> Vec<(TokenKind, &str)> {
+        lex(sql, Dialect::MySql)
+    }
+
+    #[test]
+    fn words_identifiers_and_punctuation() {
+        let want = vec![
+            (K::Word, "SELECT"),
+            (K::Word, "a"),
+            (K::Comma, ","),
+            (K::Word, "t"),
+            (K::Dot, "."),
+            (K::Word, "b$1"),
+            (K::Word, "FROM"),
+            (K::Word, "tbl_ü"),
+            (K::Semicolon, ";"),
+        ];
+        assert_eq!(pg("SELECT a, t.b$1 FROM tbl_ü;"), want);
+        assert_eq!(my("SELECT a, t.b$1 FROM tbl_ü;"), want);
+        assert!(Lexer::new("x", Dialect::Postgres).next().is_some_and(|t| t.is_word("X")));
+    }
+
+    #[test]
+    fn quoted_identifiers() {
+        assert_eq!(pg(r#""My ""Col""""#), vec![(K::QuotedIdent, r#""My ""Col""""#)]);
+        assert_eq!(pg(r#"U&"d\0061t""#), vec![(K::QuotedIdent, r#"U&"d\0061t""#)]);
+        assert_eq!(my("`a``b`"), vec![(K::QuotedIdent, "`a``b`")]);
+        assert_eq!(my(r#""x""#), vec![(K::String(S::Escaped), r#""x""#)]);
+        let ansi: Vec<_> = Lexer::new(r#""x""#, Dialect::MySql).ansi_quotes(true).map(|t| t.kind).collect();
+        assert_eq!(ansi, vec![K::QuotedIdent]);
+        assert_eq!(pg("`a`"), vec![(K::Operator, "`"), (K::Word, "a"), (K::Operator, "`")]);
+    }
+
+    #[test]
+    fn numbers() {
+        for d in [Dialect::Postgres, Dialect::MySql] {
+            for n in ["0", "42", "3.14", ".5", "1.", "1e10", "1.5E-3", "2e+7", "0x1F", "0b101"] {
+                assert_eq!(lex(n, d), vec![(K::Number, n)], "{n} in {d:?}");
+            }
+        }
+        assert_eq!(pg("1_000_000"), vec![(K::Number, "1_000_000")]);
+        assert_eq!(pg("0o17"), vec![(K::Number, "0o17")]);
+        assert_eq!(pg("1e"), vec![(K::Number, "1"), (K::Word, "e")]);
+        assert_eq!(my("1e"), vec![(K::Word, "1e")]);
+        assert_eq!(my("1st_col"), vec![(K::Word, "1st_col")]);
+        assert_eq!(pg("1..5"), vec![(K::Number, "1"), (K::Dot, "."), (K::Number, ".5")]);
+    }
+
+    #[test]
+    fn postgres_strings() {
+        assert_eq!(pg("'it''s'"), vec![(K::String(S::Standard), "'it''s'")]);
+        assert_eq!(pg(r"'a\'"), vec![(K::String(S::Standard), r"'a\'")]);
+        assert_eq!(pg(r"E'a\'b'"), vec![(K::String(S::Escaped), r"E'a\'b'")]);
+        assert_eq!(pg(r"e'\\'"), vec![(K::String(S::Escaped), r"e'\\'")]);
+        assert_eq!(pg("$$a'b$$"), vec![(K::String(S::Dollar), "$$a'b$$")]);
+        assert_eq!(pg("$fn$ $x$ $$ $fn$"), vec![(K::String(S::Dollar), "$fn$ $x$ $$ $fn$")]);
+        assert_eq!(pg("B'0101'"), vec![(K::String(S::Bit), "B'0101'")]);
+        assert_eq!(pg("X'1F'"), vec![(K::String(S::Hex), "X'1F'")]);
+        assert_eq!(pg("N'x'"), vec![(K::String(S::Standard), "N'x'")]);
+        assert_eq!(pg(r"U&'\0041'"), vec![(K::String(S::Unicode), r"U&'\0041'")]);
+        assert_eq!(pg("e 'x'"), vec![(K::Word, "e"), (K::String(S::Standard), "'x'")]);
+    }
+
+    #[test]
+    fn mysql_strings() {
+        assert_eq!(my(r"'a\'b'"), vec![(K::String(S::Escaped), r"'a\'b'")]);
+        assert_eq!(my("'a''b'"), vec![(K::String(S::Escaped), "'a''b'")]);
+        assert_eq!(my(r#""a\"b""#), vec![(K::String(S::Escaped), r#""a\"b""#)]);
+        assert_eq!(my("_utf8mb4'x'"), vec![(K::String(S::Escaped), "_utf8mb4'x'")]);
+        assert_eq!(my("_latin1 'x'"), vec![(K::String(S::Escaped), "_latin1 'x'")]);
+        assert_eq!(my("_col 'x'"), vec![(K::Word, "_col"), (K::String(S::Escaped), "'x'")]);
+        assert_eq!(my("X'4142'"), vec![(K::String(S::Hex), "X'4142'")]);
+        assert_eq!(my("b'01'"), vec![(K::String(S::Bit), "b'01'")]);
+        assert_eq!(my("E'x'"), vec![(K::Word, "E"), (K::String(S::Escaped), "'x'")]);
+        assert_eq!(my("$$"), vec![(K::Error, "$"), (K::Error, "$")]);
+    }
+
+    #[test]
+    fn comments() {
+        assert_eq!(pg("a -- c\nb"), vec![(K::Word, "a"), (K::Comment, "-- c"), (K::Word, "b")]);
+        assert_eq!(pg("a--c"), vec![(K::Word, "a"), (K::Comment, "--c")]);
+        assert_eq!(my("a--c"), vec![(K::Word, "a"), (K::Operator, "-"), (K::Operator, "-"), (K::Word, "c")]);
+        assert_eq!(my("a-- c"), vec![(K::Word, "a"), (K::Comment, "-- c")]);
+        assert_eq!(my("a--"), vec![(K::Word, "a"), (K::Comment, "--")]);
+        assert_eq!(my("# x\ny"), vec![(K::Comment, "# x"), (K::Word, "y")]);
+        assert_eq!(pg("/* a /* b */ c */x"), vec![(K::Comment, "/* a /* b */ c */"), (K::Word, "x")]);
+        assert_eq!(
+            my("/* a /* b */ c */"),
+            vec![(K::Comment, "/* a /* b */"), (K::Word, "c"), (K::Operator, "*"), (K::Operator, "/")]
+        );
+        assert_eq!(
+            my("SELECT /*!40101 SQL_NO_CACHE */ 1"),
+            vec![(K::Word, "SELECT"), (K::Word, "SQL_NO_CACHE"), (K::Number, "1")]
+        );
+        assert_eq!(my("/*+ BKA(t) */ x"), vec![(K::Comment, "/*+ BKA(t) */"), (K::Word, "x")]);
+        assert_eq!(pg("/*! x */"), vec![(K::Comment, "/*! x */")]);
+    }
+
+    #[test]
+    fn operators() {
+        assert_eq!(pg("a<=b"), vec![(K::Word, "a"), (K::Operator, "<="), (K::Word, "b")]);
+        assert_eq!(pg("x=-1"), vec![(K::Word, "x"), (K::Operator, "="), (K::Operator, "-"), (K::Number, "1")]);
+        assert_eq!(pg("a @> b"), vec![(K::Word, "a"), (K::Operator, "@>"), (K::Word, "b")]);
+        assert_eq!(pg("a::int"), vec![(K::Word, "a"), (K::Operator, "::"), (K::Word, "int")]);
+        assert_eq!(pg("j->>'k'")[1], (K::Operator, "->>"));
+        assert_eq!(pg("a*/*c*/b"), vec![(K::Word, "a"), (K::Operator, "*"), (K::Comment, "/*c*/"), (K::Word, "b")]);
+        assert_eq!(pg("j ?| a")[1], (K::Operator, "?|"));
+        assert_eq!(my("a<=>b")[1], (K::Operator, "<=>"));
+        assert_eq!(my("a=-1")[1], (K::Operator, "="));
+        assert_eq!(my("@a := 1")[1], (K::Operator, ":="));
+        assert_eq!(pg("a[1:2]")[3], (K::Punct, ":"));
+        assert_eq!(pg("\\x"), vec![(K::Error, "\\"), (K::Word, "x")]);
+    }
+
+    #[test]
+    fn parameters_variables_and_literal_words() {
+        assert_eq!(pg("$1 $23 ? :name"), vec![(K::Param, "$1"), (K::Param, "$23"), (K::Param, "?"), (K::Param, ":name")]);
+        assert_eq!(pg("id=?"), vec![(K::Word, "id"), (K::Operator, "="), (K::Param, "?")]);
+        assert_eq!(my("?"), vec![(K::Param, "?")]);
+        assert_eq!(my("@x @@session.sql_mode @'q r'"), vec![
+            (K::Variable, "@x"),
+            (K::Variable, "@@session.sql_mode"),
+            (K::Variable, "@'q r'"),
+        ]);
+        assert_eq!(pg("TRUE false Null nullable"), vec![
+            (K::Bool, "TRUE"),
+            (K::Bool, "false"),
+            (K::Null, "Null"),
+            (K::Word, "nullable"),
+        ]);
+    }
+
+    #[test]
+    fn unterminated_constructs_are_tokens() {
+        assert_eq!(pg("'abc"), vec![(K::Unterminated, "'abc")]);
+        assert_eq!(pg(r"E'ab\'"), vec![(K::Unterminated, r"E'ab\'")]);
+        assert_eq!(my(r"'ab\"), vec![(K::Unterminated, r"'ab\")]);
+        assert_eq!(pg("$q$ body"), vec![(K::Unterminated, "$q$ body")]);
+        assert_eq!(pg("/* /* */"), vec![(K::Unterminated, "/* /* */")]);
+        assert_eq!(pg("\"id"), vec![(K::Unterminated, "\"id")]);
+        assert_eq!(my("`id"), vec![(K::Unterminated, "`id")]);
+        assert_eq!(my("/*! SELECT 1"), vec![(K::Word, "SELECT"), (K::Number, "1"), (K::Unterminated, "/*!")]);
+    }
+
+    #[test]
+    fn spans_point_into_the_input() {
+        let sql = "SELECT  'x' ,\n $1";
+        for t in Lexer::new(sql, Dialect::Postgres) {
+            assert_eq!(sql.get(t.span()), Some(t.text));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_and_spans_cover_input(s in "\\PC{0,64}|[-'\"`$/*#!?:@_a-zA-Z0-9 \\\\\n.eExX&|]{0,64}") {
+            for d in [Dialect::Postgres, Dialect::MySql] {
+                let mut last = 0;
+                for t in Lexer::new(&s, d) {
+                    prop_assert!(s.get(t.span()).is_some());
+                    prop_assert!(!t.text.is_empty());
+                    if t.kind != K::Unterminated {
+                        prop_assert!(t.start >= last);
+                        last = t.end();
+                    }
+                }
+            }
+        }
+    }
+}
