@@ -30,6 +30,9 @@ pub use value::{
 use check::Checker;
 use raw::RawConfig;
 
+#[cfg(test)]
+mod tests;
+
 /// The validated configuration of the whole router.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {

@@ -22,6 +22,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if digits.is_empty() {
         return Err(format!("invalid duration \"{s}\": expected a number with a unit, e.g. \"250ms\", \"10s\", \"5m\", \"1h\""));
     }
+    if unit.is_empty() {
+        return Err(format!("invalid duration \"{s}\": missing unit (ms, s, m or h)"));
+    }
     let Some(&(_, millis_per_unit)) = DURATION_UNITS.iter().find(|(name, _)| *name == unit) else {
         return Err(format!("invalid duration \"{s}\": unit must be one of ms, s, m, h"));
     };
