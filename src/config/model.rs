@@ -1,0 +1,294 @@
+//! The typed, validated configuration that the rest of the router consumes. Every value here has
+//! passed validation: pools named anywhere exist, regexes compile, limits are in range.
+
+use std::net::SocketAddr;
+use std::num::{NonZeroU32, NonZeroUsize};
+use std::time::Duration;
+
+use super::value::{
+    ClientAuth, NormalizationStrategy, PatternKind, PoolMode, Protocol, ReadYourWrites, ReplicaFallback,
+};
+
+/// `[general]`: process-wide settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct General {
+    /// Pool mode of pools that do not set `mode`. Reload: yes (new checkouts).
+    pub pool_mode: PoolMode,
+    /// CPU ids to run one core on each; `None` means every CPU the process may use. Restart only.
+    pub cores: Option<Vec<usize>>,
+    /// How long shutdown waits for sessions to finish before closing them.
+    pub shutdown_drain: Duration,
+    /// Log filter, e.g. "info" or "querypilot=debug,info".
+    pub log_level: String,
+}
+
+/// One `[[listeners]]` entry: a socket clients connect to. Restart only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listener {
+    /// Unique name, used as the `listener` metrics label; defaults to "<protocol>-<index>".
+    pub name: String,
+    /// The protocol clients speak on this socket.
+    pub protocol: Protocol,
+    /// Address and port to bind (every core binds it with SO_REUSEPORT).
+    pub bind: SocketAddr,
+    /// Accept clients without checking a password even on a non-loopback address.
+    pub allow_anonymous: bool,
+    /// Password exchange demanded from postgres clients; always the default on mysql listeners,
+    /// where setting it is an error.
+    pub auth_method: ClientAuth,
+    /// Cap on concurrent client connections on this listener (whole process); `None` = no cap.
+    pub max_client_connections: Option<NonZeroU32>,
+    /// Largest client message accepted, in bytes (1 KiB ..= 1 GiB); larger frames are refused
+    /// before any allocation.
+    pub max_message_size: usize,
+}
+
+/// One `[pools.<name>]` table: a set of interchangeable backends and how to use them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool {
+    /// The table name, as referenced by routing and shown in metrics.
+    pub name: String,
+    /// Pool mode, resolved against `general.pool_mode`.
+    pub mode: PoolMode,
+    /// The backends' protocol when it differs from the client's (cross-protocol bridge);
+    /// `None` means "the client's protocol".
+    pub protocol: Option<Protocol>,
+    /// Backend user; `None` means the client's own credentials are passed through.
+    pub username: Option<String>,
+    /// Backend password (never logged; redacted by [`super::Config::redacted_toml`]).
+    pub password: Option<String>,
+    /// Backend database; defaults to the pool name.
+    pub database: String,
+    /// At least one backend.
+    pub backends: Vec<Backend>,
+    /// Connection-count limits.
+    pub limits: PoolLimits,
+    /// Connection and statement timeouts.
+    pub timeouts: PoolTimeouts,
+    /// Relay bytes untouched without statement-level routing (same protocol only, not MySQL).
+    pub raw_passthrough: bool,
+    /// Retry of failed statements on another backend.
+    pub retry: RetryPolicy,
+    /// Backend health probing.
+    pub health: HealthCheck,
+}
+
+impl Pool {
+    /// The protocol spoken to this pool's backends by a client speaking `client`.
+    pub fn backend_protocol(&self, client: Protocol) -> Protocol {
+        self.protocol.unwrap_or(client)
+    }
+
+    /// Whether the pool logs in with its own credentials rather than the client's.
+    pub fn has_credentials(&self) -> bool {
+        self.username.is_some() && self.password.is_some()
+    }
+}
+
+/// One backend server of a pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backend {
+    /// Host name or IP address.
+    pub host: String,
+    /// TCP port (1..=65535).
+    pub port: u16,
+    /// Relative share of new connections.
+    pub weight: NonZeroU32,
+    /// A replica lagging more than this (by replay time) gets no reads.
+    pub max_replica_lag: Option<Duration>,
+    /// A replica lagging more than this many bytes of WAL/binlog gets no reads.
+    pub max_replica_lag_bytes: Option<u64>,
+}
+
+/// Connection-count limits of a pool, exact for the whole process (all cores together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolLimits {
+    /// Connections kept open per backend even when idle.
+    pub min_connections: u32,
+    /// Most connections per backend; at least `min_connections`.
+    pub max_connections: NonZeroU32,
+    /// Prepared statements kept per backend connection before the oldest is closed.
+    pub max_prepared_statements: NonZeroU32,
+}
+
+/// Timeouts of a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolTimeouts {
+    /// How long a client waits for a free connection.
+    pub acquire: Duration,
+    /// How long an idle connection above `min_connections` is kept.
+    pub idle: Duration,
+    /// TCP connect plus backend authentication.
+    pub connect: Duration,
+    /// Statement timeout enforced by the router; `None` = none.
+    pub query: Option<Duration>,
+}
+
+/// `[pools.<name>.retry]`: how failed statements are retried on another backend (only when the
+/// error is retryable, nothing was relayed yet and no transaction is open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Total attempts including the first; 1 means no retry.
+    pub maximum_attempts: NonZeroU32,
+    /// Backoff before the first retry, doubled each time.
+    pub backoff_base: Duration,
+    /// Ceiling of the backoff; at least `backoff_base`.
+    pub backoff_max: Duration,
+    /// Randomize each backoff (full jitter) so clients do not retry in lockstep.
+    pub jitter: bool,
+    /// No retry starts after this much time since the first attempt.
+    pub deadline: Duration,
+    /// Tell the client (NOTICE / warning) that its statement was retried.
+    pub notify_client: bool,
+}
+
+/// `[pools.<name>.health]`: backend health probing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthCheck {
+    /// Time between probes.
+    pub interval: Duration,
+    /// A probe slower than this fails.
+    pub timeout: Duration,
+    /// Consecutive failures that mark a backend down.
+    pub failure_threshold: NonZeroU32,
+    /// Consecutive successes that mark a down backend up again.
+    pub success_threshold: NonZeroU32,
+}
+
+/// `[routing]`: where statements go.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Routing {
+    /// Pool for statements no rule claims (and for all statements without a split).
+    pub default_pool: Option<String>,
+    /// Send reads to `read_pool` and writes to `write_pool`.
+    pub read_write_split: bool,
+    /// Reads go here when splitting.
+    pub read_pool: Option<String>,
+    /// Writes (and anything not provably a read) go here when splitting.
+    pub write_pool: Option<String>,
+    /// Pool for mysql listeners, taking precedence over the other defaults for them.
+    pub mysql_default_pool: Option<String>,
+    /// How a session reads its own writes.
+    pub read_your_writes: ReadYourWrites,
+    /// What to do with a read when no replica is eligible.
+    pub replica_fallback: ReplicaFallback,
+    /// The per-core plan cache.
+    pub cache: CacheConfig,
+    /// Rules matching statement shapes (template, regex or fingerprint hash).
+    pub pattern_rules: Vec<PatternRule>,
+    /// Rules matching SQL text by regex and/or the session's user, database and protocol.
+    pub rules: Vec<RegexRule>,
+}
+
+impl Routing {
+    /// The pool a statement from a `protocol` client goes to when no rule claims it and it is
+    /// not a read sent to `read_pool`: `mysql_default_pool` for mysql clients, else `write_pool`
+    /// when splitting, else `default_pool`. Validation guarantees `Some` for every listener's
+    /// protocol.
+    pub fn primary_pool(&self, protocol: Protocol) -> Option<&str> {
+        let mysql = match protocol {
+            Protocol::MySql => self.mysql_default_pool.as_deref(),
+            Protocol::Postgres => None,
+        };
+        let split = self.write_pool.as_deref().filter(|_| self.read_write_split);
+        mysql.or(split).or(self.default_pool.as_deref())
+    }
+}
+
+/// `[routing.cache]`: the per-core plan cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// Whether routing decisions are cached per fingerprint.
+    pub enabled: bool,
+    /// How statements are normalized into the cache key.
+    pub normalization_strategy: NormalizationStrategy,
+    /// Entries per core.
+    pub size: NonZeroUsize,
+}
+
+/// What a matching rule does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleTarget {
+    /// Route to this pool.
+    Pool(String),
+    /// Refuse the statement with this message.
+    Reject(String),
+}
+
+/// One `[[routing.pattern_rules]]` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatternRule {
+    /// Unique among all routing rules; shown as the decision reason.
+    pub name: String,
+    /// How `pattern` matches.
+    pub kind: PatternKind,
+    /// A template, a regex (known to compile) or a decimal u64 fingerprint.
+    pub pattern: String,
+    /// What a match does.
+    pub target: RuleTarget,
+    /// Higher wins when several rules match.
+    pub priority: i32,
+}
+
+impl PatternRule {
+    /// The fingerprint of a `hash` rule (validated to be a decimal u64); `None` for other kinds.
+    pub fn hash(&self) -> Option<u64> {
+        match self.kind {
+            PatternKind::Hash => self.pattern.trim().parse().ok(),
+            PatternKind::Template | PatternKind::Regex => None,
+        }
+    }
+}
+
+/// One `[[routing.rules]]` entry; every present matcher must match.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegexRule {
+    /// Unique among all routing rules; shown as the decision reason.
+    pub name: String,
+    /// Regex over the SQL text (known to compile).
+    pub pattern: Option<String>,
+    /// Exact client user name.
+    pub user: Option<String>,
+    /// Exact database name the client asked for.
+    pub database: Option<String>,
+    /// The client's protocol.
+    pub protocol: Option<Protocol>,
+    /// What a match does.
+    pub target: RuleTarget,
+    /// Higher wins when several rules match.
+    pub priority: i32,
+}
+
+/// One `[[translation.rules]]` entry: rewrite a statement shape before sending it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranslationRule {
+    /// The statement as clients send it (literals become slots).
+    pub original_sql: String,
+    /// What is sent instead, reusing the original's literals.
+    pub translated_sql: String,
+    /// The pool the translated statement goes to.
+    pub target_pool: String,
+}
+
+/// `[metrics]`: the Prometheus endpoint and the admin API next to it. Restart only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metrics {
+    /// Serve `/metrics` and the admin API.
+    pub enabled: bool,
+    /// Address of `/metrics`; the admin API uses the same IP and the next port.
+    pub bind: SocketAddr,
+    /// Bearer token the admin API demands; required off loopback.
+    pub admin_token: Option<String>,
+}
+
+impl Metrics {
+    /// The admin API address: `bind`'s IP at port + 1. Port 0 (ephemeral, for tests) stays 0;
+    /// validation refuses port 65535, which has no successor.
+    pub fn admin_bind(&self) -> SocketAddr {
+        let port = match self.bind.port() {
+            0 => 0,
+            p => p.saturating_add(1),
+        };
+        SocketAddr::new(self.bind.ip(), port)
+    }
+}

@@ -1,0 +1,194 @@
+//! The file format as serde sees it: every key of `querypilot.toml`, nothing more
+//! (`deny_unknown_fields` everywhere, so a typo is an error, not a silently ignored setting).
+//!
+//! Values that are validated later are kept as strings or `i64` inside `toml::Spanned`, so a bad
+//! value becomes one reported issue with its position instead of stopping deserialization, and so
+//! every later issue can name its line. Tables are never wrapped in `Spanned`: toml 0.8 cannot
+//! span a table implied by a dotted header (`[pools.x.retry]` without `[pools.x]`).
+//!
+//! These structs mirror the file layout, so some exceed the usual 12-field budget: grouping them
+//! would need `#[serde(flatten)]`, which serde cannot combine with `deny_unknown_fields`.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A value together with its byte span in the file.
+pub(crate) type Sp<T> = Spanned<T>;
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    #[serde(default)]
+    pub general: RawGeneral,
+    #[serde(default)]
+    pub listeners: Vec<Sp<RawListener>>,
+    #[serde(default)]
+    pub pools: BTreeMap<String, RawPool>,
+    #[serde(default)]
+    pub routing: RawRouting,
+    #[serde(default)]
+    pub translation: RawTranslation,
+    #[serde(default)]
+    pub metrics: RawMetrics,
+}
+
+/// `[general]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawGeneral {
+    pub pool_mode: Option<Sp<String>>,
+    pub cores: Option<Sp<Vec<Sp<i64>>>>,
+    pub shutdown_drain: Option<Sp<String>>,
+    pub log_level: Option<Sp<String>>,
+}
+
+/// One `[[listeners]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawListener {
+    pub name: Option<Sp<String>>,
+    pub protocol: Sp<String>,
+    pub bind: Sp<String>,
+    pub allow_anonymous: Option<bool>,
+    pub auth_method: Option<Sp<String>>,
+    pub max_client_connections: Option<Sp<i64>>,
+    pub max_message_size: Option<Sp<String>>,
+}
+
+/// One `[pools.<name>]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPool {
+    pub mode: Option<Sp<String>>,
+    pub protocol: Option<Sp<String>>,
+    pub username: Option<Sp<String>>,
+    pub password: Option<Sp<String>>,
+    pub database: Option<Sp<String>>,
+    pub backends: Option<Sp<Vec<Sp<RawBackend>>>>,
+    pub min_connections: Option<Sp<i64>>,
+    pub max_connections: Option<Sp<i64>>,
+    pub max_prepared_statements: Option<Sp<i64>>,
+    pub acquire_timeout: Option<Sp<String>>,
+    pub idle_timeout: Option<Sp<String>>,
+    pub connect_timeout: Option<Sp<String>>,
+    pub query_timeout: Option<Sp<String>>,
+    pub raw_passthrough: Option<Sp<bool>>,
+    pub retry: Option<RawRetry>,
+    pub health: Option<RawHealth>,
+}
+
+/// One entry of a pool's `backends` array.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawBackend {
+    pub host: Sp<String>,
+    pub port: Sp<i64>,
+    pub weight: Option<Sp<i64>>,
+    pub max_replica_lag: Option<Sp<String>>,
+    pub max_replica_lag_bytes: Option<Sp<i64>>,
+}
+
+/// `[pools.<name>.retry]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRetry {
+    pub maximum_attempts: Option<Sp<i64>>,
+    pub backoff_base: Option<Sp<String>>,
+    pub backoff_max: Option<Sp<String>>,
+    pub jitter: Option<bool>,
+    pub deadline: Option<Sp<String>>,
+    pub notify_client: Option<bool>,
+}
+
+/// `[pools.<name>.health]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHealth {
+    pub interval: Option<Sp<String>>,
+    pub timeout: Option<Sp<String>>,
+    pub failure_threshold: Option<Sp<i64>>,
+    pub success_threshold: Option<Sp<i64>>,
+}
+
+/// `[routing]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRouting {
+    pub default_pool: Option<Sp<String>>,
+    pub read_write_split: Option<Sp<bool>>,
+    pub read_pool: Option<Sp<String>>,
+    pub write_pool: Option<Sp<String>>,
+    pub mysql_default_pool: Option<Sp<String>>,
+    pub read_your_writes: Option<Sp<String>>,
+    pub replica_fallback: Option<Sp<String>>,
+    pub cache: Option<RawCache>,
+    #[serde(default)]
+    pub pattern_rules: Vec<Sp<RawPatternRule>>,
+    #[serde(default)]
+    pub rules: Vec<Sp<RawRegexRule>>,
+}
+
+/// `[routing.cache]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCache {
+    pub enabled: Option<bool>,
+    pub normalization_strategy: Option<Sp<String>>,
+    pub size: Option<Sp<i64>>,
+}
+
+/// One `[[routing.pattern_rules]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPatternRule {
+    pub name: Sp<String>,
+    #[serde(rename = "type")]
+    pub kind: Sp<String>,
+    pub pattern: Sp<String>,
+    pub pool: Option<Sp<String>>,
+    pub reject: Option<Sp<String>>,
+    pub priority: Option<Sp<i64>>,
+}
+
+/// One `[[routing.rules]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRegexRule {
+    pub name: Sp<String>,
+    pub pattern: Option<Sp<String>>,
+    pub user: Option<Sp<String>>,
+    pub database: Option<Sp<String>>,
+    pub protocol: Option<Sp<String>>,
+    pub pool: Option<Sp<String>>,
+    pub reject: Option<Sp<String>>,
+    pub priority: Option<Sp<i64>>,
+}
+
+/// `[translation]`, which only holds `[[translation.rules]]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTranslation {
+    #[serde(default)]
+    pub rules: Vec<Sp<RawTranslationRule>>,
+}
+
+/// One `[[translation.rules]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTranslationRule {
+    pub original_sql: Sp<String>,
+    pub translated_sql: Sp<String>,
+    pub target_pool: Sp<String>,
+}
+
+/// `[metrics]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMetrics {
+    pub enabled: Option<bool>,
+    pub bind: Option<Sp<String>>,
+    pub admin_token: Option<Sp<String>>,
+}

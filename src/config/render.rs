@@ -1,0 +1,201 @@
+//! Writes a [`Config`] back as TOML in the file's own schema, defaults made explicit, secrets
+//! replaced by `"***"`. The output parses again with `Config::parse`, so an operator can
+//! copy it into a file.
+
+use std::time::Duration;
+
+use toml::{Table, Value};
+
+use super::model::{Backend, Listener, Pool, RegexRule, Routing, RuleTarget};
+use super::value::{format_duration, format_size, Protocol};
+use super::Config;
+
+/// What replaces every secret.
+const REDACTED: &str = "***";
+
+/// Renders `config` with passwords and the admin token redacted.
+pub(crate) fn redacted_toml(config: &Config) -> String {
+    let mut root = Table::new();
+    root.insert("general".into(), Value::Table(general(config)));
+    root.insert("listeners".into(), Value::Array(config.listeners.iter().map(listener).collect()));
+    let pools: Table = config.pools.iter().map(|p| (p.name.clone(), pool(p))).collect();
+    root.insert("pools".into(), Value::Table(pools));
+    root.insert("routing".into(), Value::Table(routing(&config.routing)));
+    let translations = config.translations.iter().map(|t| {
+        let mut table = Table::new();
+        put_str(&mut table, "original_sql", &t.original_sql);
+        put_str(&mut table, "translated_sql", &t.translated_sql);
+        put_str(&mut table, "target_pool", &t.target_pool);
+        Value::Table(table)
+    });
+    let mut translation = Table::new();
+    translation.insert("rules".into(), Value::Array(translations.collect()));
+    root.insert("translation".into(), Value::Table(translation));
+    let mut metrics = Table::new();
+    metrics.insert("enabled".into(), Value::Boolean(config.metrics.enabled));
+    put_str(&mut metrics, "bind", &config.metrics.bind.to_string());
+    if config.metrics.admin_token.is_some() {
+        put_str(&mut metrics, "admin_token", REDACTED);
+    }
+    root.insert("metrics".into(), Value::Table(metrics));
+    // A table of strings, numbers, booleans and arrays of tables always serializes; the
+    // fallback only keeps this path free of panics.
+    toml::to_string(&root).unwrap_or_default()
+}
+
+fn general(config: &Config) -> Table {
+    let general = &config.general;
+    let mut table = Table::new();
+    put_str(&mut table, "pool_mode", general.pool_mode.as_str());
+    if let Some(cores) = &general.cores {
+        let ids = cores.iter().map(|&id| Value::Integer(int(id))).collect();
+        table.insert("cores".into(), Value::Array(ids));
+    }
+    put_duration(&mut table, "shutdown_drain", general.shutdown_drain);
+    put_str(&mut table, "log_level", &general.log_level);
+    table
+}
+
+fn listener(listener: &Listener) -> Value {
+    let mut table = Table::new();
+    put_str(&mut table, "name", &listener.name);
+    put_str(&mut table, "protocol", listener.protocol.as_str());
+    put_str(&mut table, "bind", &listener.bind.to_string());
+    table.insert("allow_anonymous".into(), Value::Boolean(listener.allow_anonymous));
+    if listener.protocol == Protocol::Postgres {
+        put_str(&mut table, "auth_method", listener.auth_method.as_str());
+    }
+    if let Some(max) = listener.max_client_connections {
+        table.insert("max_client_connections".into(), Value::Integer(i64::from(max.get())));
+    }
+    put_str(&mut table, "max_message_size", &format_size(u64::try_from(listener.max_message_size).unwrap_or(u64::MAX)));
+    Value::Table(table)
+}
+
+fn pool(pool: &Pool) -> Value {
+    let mut table = Table::new();
+    put_str(&mut table, "mode", pool.mode.as_str());
+    if let Some(protocol) = pool.protocol {
+        put_str(&mut table, "protocol", protocol.as_str());
+    }
+    if let Some(username) = &pool.username {
+        put_str(&mut table, "username", username);
+    }
+    if pool.password.is_some() {
+        put_str(&mut table, "password", REDACTED);
+    }
+    put_str(&mut table, "database", &pool.database);
+    table.insert("backends".into(), Value::Array(pool.backends.iter().map(backend).collect()));
+    table.insert("min_connections".into(), Value::Integer(i64::from(pool.limits.min_connections)));
+    table.insert("max_connections".into(), Value::Integer(i64::from(pool.limits.max_connections.get())));
+    let max_prepared = i64::from(pool.limits.max_prepared_statements.get());
+    table.insert("max_prepared_statements".into(), Value::Integer(max_prepared));
+    put_duration(&mut table, "acquire_timeout", pool.timeouts.acquire);
+    put_duration(&mut table, "idle_timeout", pool.timeouts.idle);
+    put_duration(&mut table, "connect_timeout", pool.timeouts.connect);
+    if let Some(query) = pool.timeouts.query {
+        put_duration(&mut table, "query_timeout", query);
+    }
+    table.insert("raw_passthrough".into(), Value::Boolean(pool.raw_passthrough));
+    let retry = &pool.retry;
+    let mut r = Table::new();
+    r.insert("maximum_attempts".into(), Value::Integer(i64::from(retry.maximum_attempts.get())));
+    put_duration(&mut r, "backoff_base", retry.backoff_base);
+    put_duration(&mut r, "backoff_max", retry.backoff_max);
+    r.insert("jitter".into(), Value::Boolean(retry.jitter));
+    put_duration(&mut r, "deadline", retry.deadline);
+    r.insert("notify_client".into(), Value::Boolean(retry.notify_client));
+    table.insert("retry".into(), Value::Table(r));
+    let health = &pool.health;
+    let mut h = Table::new();
+    put_duration(&mut h, "interval", health.interval);
+    put_duration(&mut h, "timeout", health.timeout);
+    h.insert("failure_threshold".into(), Value::Integer(i64::from(health.failure_threshold.get())));
+    h.insert("success_threshold".into(), Value::Integer(i64::from(health.success_threshold.get())));
+    table.insert("health".into(), Value::Table(h));
+    Value::Table(table)
+}
+
+fn backend(backend: &Backend) -> Value {
+    let mut table = Table::new();
+    put_str(&mut table, "host", &backend.host);
+    table.insert("port".into(), Value::Integer(i64::from(backend.port)));
+    table.insert("weight".into(), Value::Integer(i64::from(backend.weight.get())));
+    if let Some(lag) = backend.max_replica_lag {
+        put_duration(&mut table, "max_replica_lag", lag);
+    }
+    if let Some(bytes) = backend.max_replica_lag_bytes {
+        table.insert("max_replica_lag_bytes".into(), Value::Integer(int(bytes)));
+    }
+    Value::Table(table)
+}
+
+fn routing(routing: &Routing) -> Table {
+    let mut table = Table::new();
+    for (key, value) in [
+        ("default_pool", &routing.default_pool),
+        ("read_pool", &routing.read_pool),
+        ("write_pool", &routing.write_pool),
+        ("mysql_default_pool", &routing.mysql_default_pool),
+    ] {
+        if let Some(value) = value {
+            put_str(&mut table, key, value);
+        }
+    }
+    table.insert("read_write_split".into(), Value::Boolean(routing.read_write_split));
+    put_str(&mut table, "read_your_writes", &routing.read_your_writes.to_string());
+    put_str(&mut table, "replica_fallback", routing.replica_fallback.as_str());
+    let mut cache = Table::new();
+    cache.insert("enabled".into(), Value::Boolean(routing.cache.enabled));
+    put_str(&mut cache, "normalization_strategy", routing.cache.normalization_strategy.as_str());
+    cache.insert("size".into(), Value::Integer(int(routing.cache.size.get())));
+    table.insert("cache".into(), Value::Table(cache));
+    let patterns = routing.pattern_rules.iter().map(|rule| {
+        let mut t = Table::new();
+        put_str(&mut t, "name", &rule.name);
+        put_str(&mut t, "type", rule.kind.as_str());
+        put_str(&mut t, "pattern", &rule.pattern);
+        put_target(&mut t, &rule.target);
+        t.insert("priority".into(), Value::Integer(i64::from(rule.priority)));
+        Value::Table(t)
+    });
+    table.insert("pattern_rules".into(), Value::Array(patterns.collect()));
+    table.insert("rules".into(), Value::Array(routing.rules.iter().map(regex_rule).collect()));
+    table
+}
+
+fn regex_rule(rule: &RegexRule) -> Value {
+    let mut t = Table::new();
+    put_str(&mut t, "name", &rule.name);
+    for (key, value) in [("pattern", &rule.pattern), ("user", &rule.user), ("database", &rule.database)] {
+        if let Some(value) = value {
+            put_str(&mut t, key, value);
+        }
+    }
+    if let Some(protocol) = rule.protocol {
+        put_str(&mut t, "protocol", protocol.as_str());
+    }
+    put_target(&mut t, &rule.target);
+    t.insert("priority".into(), Value::Integer(i64::from(rule.priority)));
+    Value::Table(t)
+}
+
+fn put_target(table: &mut Table, target: &RuleTarget) {
+    match target {
+        RuleTarget::Pool(pool) => put_str(table, "pool", pool),
+        RuleTarget::Reject(message) => put_str(table, "reject", message),
+    }
+}
+
+fn put_str(table: &mut Table, key: &str, value: &str) {
+    table.insert(key.into(), Value::String(value.to_string()));
+}
+
+fn put_duration(table: &mut Table, key: &str, value: Duration) {
+    put_str(table, key, &format_duration(value));
+}
+
+/// TOML integers are i64; values beyond (impossible after validation) saturate.
+fn int<T: TryInto<i64>>(n: T) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
+}

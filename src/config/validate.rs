@@ -1,0 +1,183 @@
+//! Checks that span sections: listeners against each other, every pool reference against
+//! `[pools]`, routing against the listeners it must serve, and credentials against exposure.
+//! Positions come from the raw file; values from the typed config built before.
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::SocketAddr;
+
+use super::build::is_loopback;
+use super::check::Checker;
+use super::model::{Listener, RuleTarget};
+use super::Config;
+use super::raw::{RawConfig, Sp};
+use super::value::Protocol;
+
+/// Runs every cross-section check, reporting into `ck`.
+pub(crate) fn cross_check(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
+    listeners(ck, raw, config);
+    pool_references(ck, raw, config);
+    split(ck, raw);
+    routable(ck, raw, config);
+    mysql_passthrough(ck, raw, config);
+    exposure(ck, raw, config);
+}
+
+/// The listeners whose protocol and bind were valid, with their raw entry, so a bad value is
+/// reported once and not again by every check that reads it.
+fn valid_listeners<'r>(raw: &'r RawConfig, config: &'r Config) -> impl Iterator<Item = (usize, &'r Listener, SocketAddr)> + 'r {
+    raw.listeners.iter().zip(&config.listeners).enumerate().filter_map(|(i, (r, l))| {
+        let r = r.get_ref();
+        let bind = r.bind.get_ref().trim().parse::<SocketAddr>().ok()?;
+        r.protocol.get_ref().parse::<Protocol>().ok()?;
+        Some((i, l, bind))
+    })
+}
+
+fn listeners(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
+    if raw.listeners.is_empty() {
+        ck.report(0, "listeners", "at least one [[listeners]] entry is required");
+    }
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    for (i, (entry, listener)) in raw.listeners.iter().zip(&config.listeners).enumerate() {
+        if let Some(first) = names.get(listener.name.as_str()) {
+            let message = format!("duplicate listener name `{}` (first used by listeners[{first}])", listener.name);
+            match &entry.get_ref().name {
+                Some(name) => ck.report_at(name, &format!("listeners[{i}].name"), message),
+                None => ck.report_at(entry, &format!("listeners[{i}]"), message),
+            }
+        } else {
+            names.insert(&listener.name, i);
+        }
+    }
+    let valid: Vec<_> = valid_listeners(raw, config).collect();
+    for (n, &(i, listener, bind)) in valid.iter().enumerate() {
+        let clash = valid.iter().take(n).find(|(_, _, other)| binds_overlap(bind, *other));
+        if let (Some((_, first, other)), Some(entry)) = (clash, raw.listeners.get(i)) {
+            ck.report_at(
+                &entry.get_ref().bind,
+                &format!("listeners[{i}].bind"),
+                format!("bind {bind} of listener `{}` overlaps {other} of listener `{}`", listener.name, first.name),
+            );
+        }
+    }
+}
+
+/// Two binds overlap when they share a port and an address, or one is the wildcard address.
+/// With SO_REUSEPORT on both, an overlap would not fail at bind time but silently split
+/// connections between the two listeners. Port 0 (ephemeral) never overlaps.
+fn binds_overlap(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() != 0 && a.port() == b.port() && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
+}
+
+fn pool_references(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
+    let known: BTreeSet<&str> = config.pools.iter().map(|p| p.name.as_str()).collect();
+    let check = |ck: &mut Checker<'_>, value: &Option<Sp<String>>, path: &str| {
+        if let Some(name) = value {
+            if !known.contains(name.get_ref().as_str()) {
+                ck.report_at(name, path, format!("unknown pool `{}`", name.get_ref()));
+            }
+        }
+    };
+    let routing = &raw.routing;
+    check(ck, &routing.default_pool, "routing.default_pool");
+    check(ck, &routing.read_pool, "routing.read_pool");
+    check(ck, &routing.write_pool, "routing.write_pool");
+    check(ck, &routing.mysql_default_pool, "routing.mysql_default_pool");
+    for (i, rule) in routing.pattern_rules.iter().enumerate() {
+        check(ck, &rule.get_ref().pool, &format!("routing.pattern_rules[{i}].pool"));
+    }
+    for (i, rule) in routing.rules.iter().enumerate() {
+        check(ck, &rule.get_ref().pool, &format!("routing.rules[{i}].pool"));
+    }
+    for (i, rule) in raw.translation.rules.iter().enumerate() {
+        check(ck, &Some(rule.get_ref().target_pool.clone()), &format!("translation.rules[{i}].target_pool"));
+    }
+}
+
+fn split(ck: &mut Checker<'_>, raw: &RawConfig) {
+    let routing = &raw.routing;
+    let Some(flag) = routing.read_write_split.as_ref().filter(|v| *v.get_ref()) else {
+        return;
+    };
+    for (key, value) in [("read_pool", &routing.read_pool), ("write_pool", &routing.write_pool)] {
+        if value.is_none() {
+            ck.report_at(flag, "routing.read_write_split", format!("read_write_split = true requires routing.{key}"));
+        }
+    }
+}
+
+/// Every listener's clients must have somewhere to go when no rule matches.
+fn routable(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
+    for (i, listener, _) in valid_listeners(raw, config) {
+        if config.routing.primary_pool(listener.protocol).is_some() {
+            continue;
+        }
+        let hint = match listener.protocol {
+            Protocol::Postgres => "set routing.default_pool, or routing.write_pool with read_write_split = true",
+            Protocol::MySql => {
+                "set routing.mysql_default_pool or routing.default_pool, or routing.write_pool with read_write_split = true"
+            }
+        };
+        if let Some(entry) = raw.listeners.get(i) {
+            ck.report_at(
+                entry,
+                &format!("listeners[{i}]"),
+                format!("routing has no pool for listener `{}` ({}): {hint}", listener.name, listener.protocol),
+            );
+        }
+    }
+}
+
+/// Raw passthrough relays bytes without parsing, which the MySQL session cannot do (it must
+/// track sequence ids and capabilities). A pool counts as MySQL when mysql clients reach it by
+/// default or through a rule restricted to mysql clients. (A pool with an explicit `protocol`
+/// is already refused for passthrough in `pool`.)
+fn mysql_passthrough(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
+    let routing = &config.routing;
+    let mut mysql_pools: BTreeSet<&str> = routing.mysql_default_pool.iter().map(String::as_str).collect();
+    if config.listeners.iter().any(|l| l.protocol == Protocol::MySql) {
+        mysql_pools.extend(routing.primary_pool(Protocol::MySql));
+    }
+    for rule in routing.rules.iter().filter(|r| r.protocol == Some(Protocol::MySql)) {
+        if let RuleTarget::Pool(pool) = &rule.target {
+            mysql_pools.insert(pool);
+        }
+    }
+    for name in mysql_pools {
+        let Some(pool) = raw.pools.get(name) else { continue };
+        if pool.protocol.is_some() {
+            continue;
+        }
+        if let Some(flag) = pool.raw_passthrough.as_ref().filter(|v| *v.get_ref()) {
+            ck.report_at(
+                flag,
+                &format!("pools.{name}.raw_passthrough"),
+                "raw_passthrough is not supported on a pool serving mysql clients",
+            );
+        }
+    }
+}
+
+/// Clients are authenticated against the pools' credentials; with none configured the router
+/// has nothing to check a password against, so exposing a listener beyond loopback then has to
+/// be asked for explicitly with `allow_anonymous`.
+fn exposure(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
+    if config.pools.iter().any(|p| p.has_credentials()) {
+        return;
+    }
+    for (i, listener, bind) in valid_listeners(raw, config) {
+        if listener.allow_anonymous || is_loopback(&bind) {
+            continue;
+        }
+        if let Some(entry) = raw.listeners.get(i) {
+            ck.report_at(
+                &entry.get_ref().bind,
+                &format!("listeners[{i}].bind"),
+                format!(
+                    "listener `{}` binds non-loopback {bind} but no pool has username and password; set allow_anonymous = true to accept that",
+                    listener.name
+                ),
+            );
+        }
+    }
+}
