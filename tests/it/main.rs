@@ -1,0 +1,7 @@
+//! The single integration-test binary: one module per area, all sharing `support`
+//! (real PostgreSQL and MariaDB servers, started once for the whole binary).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod harness;

@@ -1,0 +1,246 @@
+//! Real-database harness shared by every integration test (tests/it/*).
+//!
+//! What it does: starts, once per test binary, a PostgreSQL primary + streaming hot standby
+//! and a MariaDB primary + replica on 127.0.0.1 through `tests/support/dbs.sh` (the project's
+//! single implementation of server lifecycle), and hands out typed connection helpers.
+//!
+//! What it owns: the shared environment returned by [`dbs()`] (base dir
+//! `/tmp/qp-<pid>-<suffix>`, or under `$QP_DBS_DIR`) and every [`Dbs::private`] environment.
+//! Teardown is guaranteed three ways: a detached watchdog started by `dbs.sh up --owner-pid`
+//! tears down once this process is gone (even after SIGKILL), an `atexit` hook stops the
+//! shared servers synchronously on normal exit (so the next run starts from a clean
+//! machine), and a private environment stops in `Drop`.
+//!
+//! Rules for tests (the environment is shared by tests running in parallel threads):
+//! - Isolate by name: every test creates its own tables, e.g. with [`unique_name`]; never
+//!   rely on a table another test created, never drop or truncate shared objects.
+//! - Never disturb the shared servers. Fault injection (stop/start, pause/resume
+//!   replication) is only allowed on an environment of your own from [`Dbs::private`]; on
+//!   the shared one those methods panic, because concurrent tests would see the fault.
+//! - Replication is asynchronous: after a write on a primary, call
+//!   `wait_replica_caught_up` (or poll with [`eventually`]) before reading the replica.
+//! - MySQL clients must connect over TCP with `prefer_socket(false)` (see
+//!   [`MyEnv::opts`]): the `mysql` crate otherwise asks the server for `@@socket` and
+//!   silently reconnects over the unix socket, which would bypass a proxy under test.
+//!
+//! `QP_DBS_ENV=BASE_DIR` reuses servers started by hand with `dbs.sh up BASE_DIR` (they are
+//! neither stopped nor faulted by the tests), which makes an edit-test loop faster.
+//!
+//! Must not depend on: anything in `querypilot` (this harness tests it from the outside).
+
+// Each test module uses a subset of this API; the rest is not dead, just unused there.
+#![allow(dead_code)]
+
+mod my;
+mod pg;
+mod script;
+
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub use my::MyEnv;
+pub use pg::PgEnv;
+
+/// One of the four servers of an environment, for fault injection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Server {
+    /// PostgreSQL primary (read-write).
+    PgPrimary,
+    /// PostgreSQL hot standby (read-only, streaming from the primary).
+    PgReplica,
+    /// MariaDB primary (read-write).
+    MyPrimary,
+    /// MariaDB replica (`read_only=1`, GTID replication from the primary).
+    MyReplica,
+}
+
+impl Server {
+    /// The name `dbs.sh stop|start` expects.
+    fn script_name(self) -> &'static str {
+        match self {
+            Server::PgPrimary => "pg-primary",
+            Server::PgReplica => "pg-replica",
+            Server::MyPrimary => "my-primary",
+            Server::MyReplica => "my-replica",
+        }
+    }
+}
+
+/// A database family, for replication-wide operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// PostgreSQL (pause = `pg_wal_replay_pause()` on the standby).
+    Pg,
+    /// MariaDB (pause = `STOP SLAVE SQL_THREAD` on the replica).
+    Mariadb,
+}
+
+/// A running environment: both server pairs plus what is needed to fault or stop them.
+#[derive(Debug)]
+pub struct Dbs {
+    /// PostgreSQL primary + hot standby.
+    pub pg: PgEnv,
+    /// MariaDB primary + replica.
+    pub my: MyEnv,
+    /// Directory holding data, logs (`pg/*.log`, `mariadb/*.log`) and `env.sh`.
+    pub base: PathBuf,
+    /// Who may fault and who tears the servers down.
+    role: Role,
+}
+
+/// Ownership of an environment's servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// The per-binary environment: shared by concurrent tests, stopped at process exit.
+    Shared,
+    /// Started by `QP_DBS_ENV`'s owner: never stopped or faulted by tests.
+    External,
+    /// One test's own environment: may be faulted, stopped on drop.
+    Private,
+}
+
+static SHARED: OnceLock<Result<Dbs, String>> = OnceLock::new();
+static NAMES: AtomicU64 = AtomicU64::new(0);
+
+/// The environment shared by all tests of this binary, started on first use.
+///
+/// Panics (in every caller, without retrying) if the servers could not be started, with
+/// the script's progress log in the message.
+pub fn dbs() -> &'static Dbs {
+    let shared = SHARED.get_or_init(|| {
+        let started = match std::env::var("QP_DBS_ENV") {
+            Ok(base) if !base.is_empty() => script::attach(PathBuf::from(base)),
+            _ => script::up(&new_base_dir()).map(|(base, vars)| (base, vars, Role::Shared)),
+        };
+        let dbs = started.and_then(|(base, vars, role)| Dbs::from_vars(base, &vars, role))?;
+        if dbs.role == Role::Shared {
+            register_exit_teardown();
+        }
+        Ok(dbs)
+    });
+    match shared {
+        Ok(dbs) => dbs,
+        Err(e) => panic!("test databases unavailable: {e}"),
+    }
+}
+
+impl Dbs {
+    /// Starts an environment owned by the calling test (for fault injection); its servers
+    /// stop when the value is dropped. Costs about 1-5 s; prefer [`dbs()`] when no fault is
+    /// injected.
+    pub fn private() -> Dbs {
+        let (base, vars) = script::up(&new_base_dir()).unwrap_or_else(|e| panic!("private databases: {e}"));
+        Dbs::from_vars(base, &vars, Role::Private).unwrap_or_else(|e| panic!("private databases: {e}"))
+    }
+
+    fn from_vars(base: PathBuf, vars: &script::Vars, role: Role) -> Result<Dbs, String> {
+        Ok(Dbs { pg: PgEnv::from_vars(vars)?, my: MyEnv::from_vars(vars)?, base, role })
+    }
+
+    /// Stops one server (clean shutdown); returns once its process is gone.
+    pub fn stop(&self, s: Server) {
+        self.fault(&["stop", s.script_name()]);
+    }
+
+    /// Starts a server stopped by [`Dbs::stop`]; returns once it accepts connections.
+    /// A restarted replica reconnects and catches up by itself (PG keeps WAL in a slot).
+    pub fn start(&self, s: Server) {
+        self.fault(&["start", s.script_name()]);
+    }
+
+    /// Stops applying replicated changes on the replica of `k` (changes are still
+    /// received); takes effect when this returns.
+    pub fn pause_replication(&self, k: Kind) {
+        self.fault(&["pause-replication", kind_name(k)]);
+    }
+
+    /// Undoes [`Dbs::pause_replication`]; the replica then applies the backlog.
+    pub fn resume_replication(&self, k: Kind) {
+        self.fault(&["resume-replication", kind_name(k)]);
+    }
+
+    fn fault(&self, args: &[&str]) {
+        assert!(
+            self.role == Role::Private,
+            "fault injection ({}) on the shared test databases would break concurrently running \
+             tests; start your own with support::Dbs::private()",
+            args.join(" ")
+        );
+        if let Err(e) = script::run(args[0], &self.base, &args[1..]) {
+            panic!("dbs.sh {} failed: {e}", args.join(" "));
+        }
+    }
+}
+
+impl Drop for Dbs {
+    fn drop(&mut self) {
+        if self.role == Role::Private {
+            script::down(&self.base);
+        }
+    }
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Pg => "pg",
+        Kind::Mariadb => "mariadb",
+    }
+}
+
+/// Stops the shared servers when the test binary exits normally (libtest calls `exit`),
+/// so they are gone before `cargo test` returns. Statics are never dropped, hence `atexit`;
+/// the watchdog covers the exits that skip it (signals).
+fn register_exit_teardown() {
+    extern "C" fn teardown() {
+        if let Some(Ok(dbs)) = SHARED.get() {
+            script::down(&dbs.base);
+        }
+    }
+    // SAFETY: `teardown` is a plain `extern "C" fn` with no arguments that lives for the
+    // whole program; registering it has no other precondition.
+    let rc = unsafe { libc::atexit(teardown) };
+    if rc != 0 {
+        eprintln!("[support] atexit failed; the dbs.sh watchdog will stop the servers");
+    }
+}
+
+/// A fresh, short base directory (unix socket paths must stay under 108 bytes).
+fn new_base_dir() -> PathBuf {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let parent = std::env::var("QP_DBS_DIR").unwrap_or_else(|_| "/tmp".to_owned());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    PathBuf::from(format!("{parent}/qp-{}-{seq}-{:x}", std::process::id(), nanos >> 8))
+}
+
+/// A loopback TCP port that was free a moment ago (bind to port 0, read it, release it),
+/// for a router or fake backend under test. Comes from the kernel's ephemeral range, which
+/// `dbs.sh` never uses for the database servers.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local_addr of a bound listener").port()
+}
+
+/// A name unique within this test binary run (`<prefix>_<n>`), for tables and databases.
+pub fn unique_name(prefix: &str) -> String {
+    format!("{prefix}_{}", NAMES.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Polls `check` every 20 ms until it returns true; panics with `what` after `timeout`.
+/// Use this instead of fixed sleeps whenever a test waits for something asynchronous.
+pub fn eventually(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if check() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
