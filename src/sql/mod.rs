@@ -2,6 +2,8 @@
 //!
 //! Depends on `sqlparser` only; never on other modules of the crate, a runtime or a clock.
 
+pub mod fingerprint;
+pub mod hint;
 pub mod lexer;
 
 /// The SQL dialect a statement is written in, decided by the listener protocol it arrived on.
