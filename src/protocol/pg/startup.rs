@@ -5,8 +5,6 @@
 //! Parameters are borrowed from the input; their number is capped so a hostile client cannot
 //! make us grow a vector without bound.
 
-use smallvec::SmallVec;
-
 use super::error::{DecodeError, EncodeError};
 use super::wire::{MessageWriter, Reader};
 
@@ -45,8 +43,11 @@ impl ProtocolVersion {
 }
 
 /// Startup parameters in the order the client sent them (`user`, `database`, `options`, ...).
+///
+/// A plain `Vec` (one allocation per connection) rather than a `SmallVec`, because `SmallVec`'s
+/// union layout makes the borrow lifetime invariant, which would leak into every caller.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct StartupParams<'a>(SmallVec<[(&'a str, &'a str); 8]>);
+pub struct StartupParams<'a>(Vec<(&'a str, &'a str)>);
 
 impl<'a> StartupParams<'a> {
     /// An empty parameter list.
