@@ -3,7 +3,9 @@
 
 
 
+mod backend;
 mod framer;
+mod frontend;
 
 
 mod startup;
