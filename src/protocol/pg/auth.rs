@@ -21,6 +21,10 @@ pub const SCRAM_SHA_256: &str = "SCRAM-SHA-256";
 /// The iteration count PostgreSQL uses by default, and the router for its own secrets.
 pub const DEFAULT_ITERATIONS: u32 = 4096;
 
+/// Highest iteration count a backend may demand. PBKDF2 runs on the connection's core, so an
+/// absurd count (the wire allows 2^32 - 1) would stall every session on that core.
+pub const MAX_ITERATIONS: u32 = 1_000_000;
+
 const KEY_LEN: usize = 32;
 type Key = [u8; KEY_LEN];
 
@@ -121,6 +125,18 @@ pub fn md5_verify(secret: &str, salt: [u8; 4], response: &str) -> bool {
         .is_some_and(|want| ct_eq(want.as_bytes(), response.as_bytes()))
 }
 
+/// Writes a type's name with its secret fields elided, so key material never reaches a log.
+macro_rules! redacted_debug {
+    ($($t:ty),+) => {$(
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($t)).finish_non_exhaustive()
+            }
+        }
+    )+};
+}
+redacted_debug!(ScramSecret, ScramClient, ScramClientFinal, ScramServer);
+
 /// Compares without an early exit, so timing does not reveal how many bytes matched.
 fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -188,7 +204,7 @@ fn utf8<'m>(msg: &'m [u8], what: &'static str) -> Result<&'m str, ScramError> {
 }
 
 /// The keys a server needs to verify a password without knowing it (RFC 5802 section 3).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ScramSecret {
     /// PBKDF2 iteration count.
     pub iterations: u32,
@@ -236,7 +252,7 @@ impl ScramSecret {
 
 /// Client side of SCRAM-SHA-256, used to log into backends. Start with [`ScramClient::new`],
 /// send [`ScramClient::client_first`] in SASLInitialResponse, then feed the server's messages.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ScramClient {
     password: String,
     client_first_bare: String,
@@ -282,7 +298,7 @@ impl ScramClient {
         let iterations: u32 = iterations.parse().map_err(|_| ScramError::Malformed {
             what: "iteration count",
         })?;
-        if iterations == 0 {
+        if iterations == 0 || iterations > MAX_ITERATIONS {
             return Err(ScramError::Malformed {
                 what: "iteration count",
             });
@@ -307,7 +323,7 @@ impl ScramClient {
 }
 
 /// The last step of a client exchange: checks that the server knew the password too.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ScramClientFinal {
     server_signature: Key,
 }
@@ -333,7 +349,7 @@ impl ScramClientFinal {
 }
 
 /// Server side of SCRAM-SHA-256, used to authenticate clients against a pool's password.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ScramServer {
     stored_key: Key,
     server_key: Key,

@@ -203,6 +203,16 @@ fn scram_client_refusals() {
 }
 
 #[test]
+fn scram_debug_output_hides_secrets() {
+    let client = ScramClient::new("", "hunter2", "abc").unwrap();
+    let secret = ScramSecret::from_password("hunter2", b"salt", 2);
+    assert_eq!(
+        format!("{client:?} {secret:?}"),
+        "ScramClient { .. } ScramSecret { .. }"
+    );
+}
+
+#[test]
 fn scram_secret_parse_errors() {
     for bad in [
         "",
