@@ -6,6 +6,14 @@
 //! module of the crate. Lengths are checked against limits before anything is allocated, and no
 //! input can make the codec panic.
 
+// The no-panic contract, checked by clippy rather than by review.
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
 pub mod auth;
 pub mod backend;
 pub mod error;

@@ -5,8 +5,6 @@
 //! Parameters are borrowed from the input; their number is capped so a hostile client cannot
 //! make us grow a vector without bound.
 
-use smallvec::SmallVec;
-
 use super::error::{DecodeError, EncodeError};
 use super::wire::{MessageWriter, Reader};
 
@@ -40,13 +38,19 @@ impl ProtocolVersion {
 
     fn from_code(code: i32) -> Self {
         let [a, b, c, d] = code.to_be_bytes();
-        Self { major: u16::from_be_bytes([a, b]), minor: u16::from_be_bytes([c, d]) }
+        Self {
+            major: u16::from_be_bytes([a, b]),
+            minor: u16::from_be_bytes([c, d]),
+        }
     }
 }
 
 /// Startup parameters in the order the client sent them (`user`, `database`, `options`, ...).
+///
+/// A plain `Vec` (one allocation per connection) rather than a `SmallVec`, because `SmallVec`'s
+/// union layout makes the borrow lifetime invariant, which would leak into every caller.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct StartupParams<'a>(SmallVec<[(&'a str, &'a str); 8]>);
+pub struct StartupParams<'a>(Vec<(&'a str, &'a str)>);
 
 impl<'a> StartupParams<'a> {
     /// An empty parameter list.
@@ -122,7 +126,10 @@ impl<'a> StartupPacket<'a> {
                     return Err(DecodeError::UnknownRequestCode(code));
                 }
                 if protocol.major != 3 {
-                    return Err(DecodeError::UnsupportedProtocol { major: protocol.major, minor: protocol.minor });
+                    return Err(DecodeError::UnsupportedProtocol {
+                        major: protocol.major,
+                        minor: protocol.minor,
+                    });
                 }
                 let params = decode_params(&mut r)?;
                 Self::Startup { protocol, params }
@@ -150,9 +157,12 @@ impl<'a> StartupPacket<'a> {
                 for (name, value) in params.iter() {
                     if name.is_empty() {
                         // An empty name is the list terminator: it cannot be sent as a parameter.
-                        w.fail(EncodeError::Invalid { what: "empty startup parameter name" });
+                        w.fail(EncodeError::Invalid {
+                            what: "empty startup parameter name",
+                        });
                     }
-                    w.cstr(name, "startup parameter name").cstr(value, "startup parameter value");
+                    w.cstr(name, "startup parameter name")
+                        .cstr(value, "startup parameter value");
                 }
                 w.u8(0);
             }
@@ -170,7 +180,9 @@ fn decode_params<'a>(r: &mut Reader<'a>) -> Result<StartupParams<'a>, DecodeErro
             return Ok(params);
         }
         if params.len() >= MAX_STARTUP_PARAMS {
-            return Err(DecodeError::TooManyParams { max: MAX_STARTUP_PARAMS });
+            return Err(DecodeError::TooManyParams {
+                max: MAX_STARTUP_PARAMS,
+            });
         }
         let value = r.cstr("startup parameter value")?;
         params.push(name, value);
