@@ -12,7 +12,15 @@
 //!
 //! A module may use only modules of a lower layer, and only those DESIGN.md allows.
 
+pub mod app;
 pub mod config;
+pub mod control;
+pub mod core;
 pub mod error;
+pub mod id;
+pub mod metrics;
+pub mod pool;
 pub mod protocol;
+pub mod rt;
+pub mod session;
 pub mod sql;

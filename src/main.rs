@@ -1,1 +1,74 @@
-fn main() {}
+//! `querypilot`: command line entry point. Parses arguments, loads the configuration, starts the
+//! router and turns errors into messages and exit codes.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use querypilot::{app, config::Config};
+
+const USAGE: &str = "usage: querypilot [-c|--config FILE] [--check]
+
+Config file: --config/-c, else $QUERYPILOT_CONFIG, else ./querypilot.toml
+  --check    validate the configuration and exit (0 = valid)";
+
+struct Args {
+    config: PathBuf,
+    check: bool,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut config = None;
+    let mut check = false;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-c" | "--config" => config = Some(PathBuf::from(it.next().context("--config needs a file")?)),
+            "--check" => check = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => bail!("unknown argument {other:?}\n{USAGE}"),
+        }
+    }
+    let config = config
+        .or_else(|| std::env::var_os("QUERYPILOT_CONFIG").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("querypilot.toml"));
+    Ok(Args { config, check })
+}
+
+fn load(path: &PathBuf) -> Result<Config> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Config::parse(&text, &path.display().to_string())?)
+}
+
+fn run() -> Result<()> {
+    let args = parse_args()?;
+    let config = load(&args.config)?;
+    if args.check {
+        println!("{}: configuration is valid", args.config.display());
+        return Ok(());
+    }
+    let filter = tracing_subscriber::EnvFilter::try_from_env("QUERYPILOT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&config.general.log_level));
+    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+    let running = app::start(config, Some(args.config.clone()))?;
+    for addr in &running.listen {
+        tracing::info!(%addr, "listening");
+    }
+    app::watch_signals(running.control.clone()).context("cannot install signal handlers")?;
+    running.wait();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("querypilot: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Bootstrap and shutdown: starts the cores (first one alone, to learn the ports it bound), the
+//! control plane, and wires signals. Used by `main` and by in-process integration tests.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{bounded, unbounded};
+
+use crate::config::Config;
+use crate::control::msg::{Snapshot};
+use crate::control::{self, ControlHandle, ControlSetup};
+use crate::core::{self, CoreSetup};
+use crate::id::{CoreId, RulesVersion};
+use crate::pool::BudgetRegistry;
+use crate::rt::CoreHandle;
+
+/// Why the router could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A core's executor could not be created.
+    #[error(transparent)]
+    Runtime(#[from] crate::rt::RtError),
+    /// A listener could not be bound.
+    #[error("cannot listen: {0}")]
+    Listen(std::io::Error),
+    /// A thread could not be spawned.
+    #[error("cannot start thread: {0}")]
+    Thread(std::io::Error),
+    /// The configured CPU list is empty after intersecting with the allowed CPUs.
+    #[error("no usable CPU in general.cores")]
+    NoCpu,
+}
+
+/// A running router.
+pub struct Running {
+    /// Bound listener addresses, in config order (ports resolved when configured as 0).
+    pub listen: Vec<SocketAddr>,
+    /// Handle to the control plane.
+    pub control: ControlHandle,
+    cores: Vec<CoreHandle>,
+    control_thread: JoinHandle<()>,
+}
+
+impl Running {
+    /// Blocks until every core has drained and the control plane stopped.
+    pub fn wait(self) {
+        for c in self.cores {
+            if let Err(e) = c.join() {
+                tracing::error!(error = %e, "core ended abnormally");
+            }
+        }
+        let _ = self.control_thread.join();
+    }
+}
+
+/// The CPUs to run on: the configured list, or every CPU this process may use.
+fn cpus(config: &Config) -> Result<Vec<Option<usize>>, StartError> {
+    match &config.general.cores {
+        Some(list) if list.is_empty() => Err(StartError::NoCpu),
+        Some(list) => Ok(list.iter().map(|c| Some(*c)).collect()),
+        None => {
+            let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            Ok((0..n).map(Some).collect())
+        }
+    }
+}
+
+/// Starts cores and the control plane for `config`; `config_path` is what reloads re-read.
+pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, StartError> {
+    let cpus = cpus(&config)?;
+    let drain_window = config.general.shutdown_drain;
+    let snapshot = Arc::new(Snapshot { version: RulesVersion(1), config: Arc::new(config) });
+    let budgets = BudgetRegistry::default();
+    let (events_tx, events_rx) = unbounded();
+    let mut listen: Vec<SocketAddr> = snapshot.config.listeners.iter().map(|l| l.bind).collect();
+    let mut inboxes = Vec::with_capacity(cpus.len());
+    let mut cores = Vec::with_capacity(cpus.len());
+    for (i, cpu) in cpus.into_iter().enumerate() {
+        let (tx, rx) = unbounded();
+        inboxes.push(tx);
+        // The first core binds alone so that port 0 resolves once and the others join it.
+        let (bound_tx, bound_rx) = bounded(1);
+        let setup = CoreSetup {
+            id: CoreId(i as u16),
+            cpu,
+            inbox: rx,
+            events: events_tx.clone(),
+            snapshot: snapshot.clone(),
+            listen: listen.clone(),
+            budgets: budgets.clone(),
+            bound: Some(bound_tx),
+        };
+        cores.push(core::spawn(setup)?);
+        match bound_rx.recv() {
+            Ok(Ok(addrs)) => listen = addrs,
+            Ok(Err(e)) => return Err(StartError::Listen(e)),
+            Err(_) => return Err(StartError::Listen(std::io::Error::other("core exited during start"))),
+        }
+    }
+    let (control, control_thread) = control::start(ControlSetup {
+        config_path,
+        initial: snapshot,
+        cores: inboxes,
+        events: events_rx,
+        drain_window,
+    })
+    .map_err(StartError::Thread)?;
+    Ok(Running { listen, control, cores, control_thread })
+}
+
+/// Routes SIGTERM/SIGINT to a drain and SIGHUP to a reload, on a plain thread.
+pub fn watch_signals(control: ControlHandle) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+    std::thread::Builder::new().name("qp-signals".into()).spawn(move || {
+        for sig in signals.forever() {
+            if sig == SIGHUP {
+                match control.reload() {
+                    Ok(v) => tracing::info!(version = v.0, "reloaded on SIGHUP"),
+                    Err(e) => tracing::error!(error = %e, "reload rejected; the old configuration keeps serving"),
+                }
+            } else {
+                tracing::info!(signal = sig, "shutdown requested");
+                control.drain();
+            }
+        }
+    })?;
+    Ok(())
+}

@@ -1,0 +1,285 @@
+//! The control plane: a plain thread that owns the configuration, publishes immutable snapshots
+//! to every core over crossbeam channels and waits for their acknowledgements, forwards cross-core
+//! requests, and gathers per-core metrics on demand.
+//!
+//! It never runs on a data core and never touches a session; it must not depend on `rt`,
+//! `session`, `pool` or glommio.
+
+pub mod msg;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
+
+use crate::config::{Config, ConfigErrors};
+use crate::error::{ErrorCode, Origin};
+use msg::{CoreCommand, CoreEvent, CoreId, CoreReport, RulesVersion, Snapshot};
+
+/// How long the control plane waits for every core to acknowledge a snapshot or report metrics.
+const CORE_REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Failures of control-plane requests.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The configuration file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The new configuration is invalid; the old one keeps serving.
+    #[error("{0}")]
+    Invalid(#[from] ConfigErrors),
+    /// No file to reload from (the router was started from an in-memory config).
+    #[error("no configuration file to reload from")]
+    NoFile,
+    /// Some cores did not acknowledge in time.
+    #[error("cores {0:?} did not acknowledge in time")]
+    CoresSilent(Vec<CoreId>),
+    /// The control thread is gone (the router is shutting down).
+    #[error("the control plane has stopped")]
+    Stopped,
+}
+
+impl ErrorCode for ControlError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Read { .. } => "control.read",
+            Self::Invalid(_) => "control.invalid_config",
+            Self::NoFile => "control.no_file",
+            Self::CoresSilent(_) => "control.cores_silent",
+            Self::Stopped => "control.stopped",
+        }
+    }
+    fn origin(&self) -> Origin {
+        match self {
+            Self::Invalid(_) | Self::Read { .. } | Self::NoFile => Origin::Client,
+            _ => Origin::Internal,
+        }
+    }
+}
+
+enum Request {
+    Reload(Sender<Result<RulesVersion, ControlError>>),
+    Drain,
+    Collect(Sender<Vec<CoreReport>>),
+    Current(Sender<Arc<Snapshot>>),
+}
+
+/// A cloneable, `Send` handle to the control plane, for the signal thread, the admin API and tests.
+#[derive(Clone)]
+pub struct ControlHandle {
+    requests: Sender<Request>,
+}
+
+impl ControlHandle {
+    /// Re-reads the config file, publishes it to every core, and returns once all acknowledged.
+    /// An invalid file is rejected and the old configuration keeps serving.
+    pub fn reload(&self) -> Result<RulesVersion, ControlError> {
+        let (tx, rx) = bounded(1);
+        self.requests.send(Request::Reload(tx)).map_err(|_| ControlError::Stopped)?;
+        rx.recv().map_err(|_| ControlError::Stopped)?
+    }
+
+    /// Starts a graceful drain: cores stop accepting, finish or close their sessions, then stop.
+    pub fn drain(&self) {
+        // A stopped control plane has nothing left to drain.
+        let _ = self.requests.send(Request::Drain);
+    }
+
+    /// Per-core counters, gathered now.
+    pub fn collect(&self) -> Result<Vec<CoreReport>, ControlError> {
+        let (tx, rx) = bounded(1);
+        self.requests.send(Request::Collect(tx)).map_err(|_| ControlError::Stopped)?;
+        rx.recv().map_err(|_| ControlError::Stopped)
+    }
+
+    /// The snapshot currently published.
+    pub fn current(&self) -> Result<Arc<Snapshot>, ControlError> {
+        let (tx, rx) = bounded(1);
+        self.requests.send(Request::Current(tx)).map_err(|_| ControlError::Stopped)?;
+        rx.recv().map_err(|_| ControlError::Stopped)
+    }
+}
+
+/// Everything the control thread needs at start.
+pub struct ControlSetup {
+    /// Where reloads read from; `None` for an in-memory configuration.
+    pub config_path: Option<PathBuf>,
+    /// The snapshot the cores were started with.
+    pub initial: Arc<Snapshot>,
+    /// One command channel per core, indexed by core id.
+    pub cores: Vec<Sender<CoreCommand>>,
+    /// Events from all cores.
+    pub events: Receiver<CoreEvent>,
+    /// How long sessions may drain after SIGTERM.
+    pub drain_window: Duration,
+}
+
+/// Starts the control thread; it exits once every core has stopped.
+pub fn start(setup: ControlSetup) -> std::io::Result<(ControlHandle, JoinHandle<()>)> {
+    let (tx, rx) = unbounded();
+    let join = std::thread::Builder::new()
+        .name("qp-control".into())
+        .spawn(move || ControlPlane::new(setup).run(rx))?;
+    Ok((ControlHandle { requests: tx }, join))
+}
+
+struct ControlPlane {
+    setup: ControlSetup,
+    current: Arc<Snapshot>,
+    stopped: Vec<bool>,
+}
+
+impl ControlPlane {
+    fn new(setup: ControlSetup) -> Self {
+        let n = setup.cores.len();
+        Self { current: setup.initial.clone(), setup, stopped: vec![false; n] }
+    }
+
+    fn run(mut self, requests: Receiver<Request>) {
+        let events = self.setup.events.clone();
+        while !self.stopped.iter().all(|s| *s) {
+            select! {
+                recv(requests) -> req => match req {
+                    Ok(r) => self.handle(r),
+                    // Every handle dropped: nobody can ask for a drain any more, so start one.
+                    Err(_) => { self.drain(); break; }
+                },
+                recv(events) -> ev => match ev {
+                    Ok(e) => self.on_event(e),
+                    Err(_) => break,
+                },
+            }
+        }
+        self.wait_all_stopped(&events);
+    }
+
+    fn handle(&mut self, req: Request) {
+        match req {
+            Request::Reload(reply) => {
+                let _ = reply.send(self.reload());
+            }
+            Request::Drain => self.drain(),
+            Request::Collect(reply) => {
+                let _ = reply.send(self.collect());
+            }
+            Request::Current(reply) => {
+                let _ = reply.send(self.current.clone());
+            }
+        }
+    }
+
+    fn on_event(&mut self, ev: CoreEvent) {
+        match ev {
+            CoreEvent::Applied { .. } => {} // late acknowledgement of an older publish
+            CoreEvent::ForwardCancel(key) => {
+                if let Some(core) = self.setup.cores.get(usize::from(key.core().0)) {
+                    let _ = core.send(CoreCommand::Cancel(key));
+                }
+            }
+            CoreEvent::Stopped(id) => {
+                if let Some(s) = self.stopped.get_mut(usize::from(id.0)) {
+                    *s = true;
+                }
+            }
+        }
+    }
+
+    fn reload(&mut self) -> Result<RulesVersion, ControlError> {
+        let path = self.setup.config_path.clone().ok_or(ControlError::NoFile)?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|source| ControlError::Read { path: path.display().to_string(), source })?;
+        let config = Config::parse(&text, &path.display().to_string())?;
+        self.warn_restart_only(&config);
+        let version = RulesVersion(self.current.version.0 + 1);
+        self.publish(Arc::new(Snapshot { version, config: Arc::new(config) }))
+    }
+
+    /// Listener addresses and core placement are fixed at start; say so instead of pretending.
+    fn warn_restart_only(&self, new: &Config) {
+        let old = &self.current.config;
+        if old.listeners != new.listeners || old.general.cores != new.general.cores {
+            tracing::warn!("listener and core changes take effect only after a restart");
+        }
+    }
+
+    fn publish(&mut self, snap: Arc<Snapshot>) -> Result<RulesVersion, ControlError> {
+        let version = snap.version;
+        self.current = snap.clone();
+        for (i, core) in self.setup.cores.iter().enumerate() {
+            if !self.stopped.get(i).copied().unwrap_or(true) {
+                let _ = core.send(CoreCommand::Apply(snap.clone()));
+            }
+        }
+        let mut pending: Vec<bool> = self.stopped.iter().map(|s| !s).collect();
+        let deadline = Instant::now() + CORE_REPLY_TIMEOUT;
+        while pending.iter().any(|p| *p) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.setup.events.recv_timeout(left) {
+                Ok(CoreEvent::Applied { core, version: v }) if v == version => {
+                    if let Some(p) = pending.get_mut(usize::from(core.0)) {
+                        *p = false;
+                    }
+                }
+                Ok(other) => self.on_event(other),
+                Err(_) => break,
+            }
+        }
+        let silent: Vec<CoreId> = pending
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| **p && !self.stopped.get(*i).copied().unwrap_or(true))
+            .map(|(i, _)| CoreId(i as u16))
+            .collect();
+        if silent.is_empty() {
+            tracing::info!(version = version.0, "configuration published to every core");
+            Ok(version)
+        } else {
+            Err(ControlError::CoresSilent(silent))
+        }
+    }
+
+    fn drain(&mut self) {
+        let deadline = Instant::now() + self.setup.drain_window;
+        tracing::info!(window = ?self.setup.drain_window, "draining");
+        for core in &self.setup.cores {
+            let _ = core.send(CoreCommand::Drain { deadline });
+        }
+    }
+
+    fn collect(&mut self) -> Vec<CoreReport> {
+        let (tx, rx) = unbounded();
+        let mut expected = 0;
+        for (i, core) in self.setup.cores.iter().enumerate() {
+            if !self.stopped.get(i).copied().unwrap_or(true) && core.send(CoreCommand::Collect(tx.clone())).is_ok() {
+                expected += 1;
+            }
+        }
+        let deadline = Instant::now() + CORE_REPLY_TIMEOUT;
+        let mut reports = Vec::with_capacity(expected);
+        while reports.len() < expected {
+            match rx.recv_deadline(deadline) {
+                Ok(r) => reports.push(r),
+                Err(_) => break,
+            }
+        }
+        reports.sort_by_key(|r| r.core);
+        reports
+    }
+
+    fn wait_all_stopped(&mut self, events: &Receiver<CoreEvent>) {
+        let deadline = Instant::now() + self.setup.drain_window + CORE_REPLY_TIMEOUT;
+        while !self.stopped.iter().all(|s| *s) {
+            match events.recv_deadline(deadline) {
+                Ok(e) => self.on_event(e),
+                Err(_) => break,
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Per-core assembly: binds this core's listeners (SO_REUSEPORT), accepts connections and hands
+//! them to sessions, owns the core's only crossbeam receiver (drained with `try_recv` on the
+//! background queue), applies snapshots and acknowledges them, and drains on request.
+//!
+//! Never blocks on a channel, never touches `admin`.
+
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+
+use crate::control::msg::{CoreCommand, CoreEvent, CoreReport, Snapshot};
+use crate::id::{CoreId, RulesVersion};
+use crate::pool::{BudgetRegistry, PoolSet};
+use crate::rt::{self, CoreHandle, CoreQueues, Listener, RtError};
+use crate::session::{self, CoreContext};
+
+/// How often a core looks at its control inbox. Control traffic is rare; a short sleep keeps a
+/// config change visible within milliseconds at negligible cost.
+const INBOX_POLL: Duration = Duration::from_millis(5);
+
+/// Everything a core needs to start.
+pub struct CoreSetup {
+    /// This core's id.
+    pub id: CoreId,
+    /// CPU to pin to, or `None` to let the OS schedule.
+    pub cpu: Option<usize>,
+    /// Commands from the control plane.
+    pub inbox: Receiver<CoreCommand>,
+    /// Events to the control plane.
+    pub events: Sender<CoreEvent>,
+    /// The snapshot to start with.
+    pub snapshot: Arc<Snapshot>,
+    /// Resolved listener addresses, in config order.
+    pub listen: Vec<SocketAddr>,
+    /// Process-wide connection budgets shared by every core's pools.
+    pub budgets: BudgetRegistry,
+    /// Where to report the addresses actually bound (the first core, when ports are 0).
+    pub bound: Option<Sender<io::Result<Vec<SocketAddr>>>>,
+}
+
+/// Starts the core on its own pinned executor thread.
+pub fn spawn(setup: CoreSetup) -> Result<CoreHandle, RtError> {
+    let name = format!("qp-core-{}", setup.id.0);
+    rt::spawn_core(&name, setup.cpu, move |queues| run(setup, queues))
+}
+
+async fn run(setup: CoreSetup, queues: CoreQueues) {
+    let CoreSetup { id, inbox, events, snapshot, listen, budgets, bound, .. } = setup;
+    let listeners = match bind_all(&listen) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(core = id.0, error = %e, "cannot bind listeners");
+            if let Some(b) = bound {
+                let _ = b.send(Err(e));
+            }
+            let _ = events.send(CoreEvent::Stopped(id));
+            return;
+        }
+    };
+    if let Some(b) = bound {
+        let _ = b.send(Ok(listeners.iter().filter_map(|l| l.local_addr().ok()).collect()));
+    }
+    let pools = PoolSet::build(&snapshot.config, &budgets, None);
+    let fwd = events.clone();
+    let ctx = Rc::new(CoreContext::new(
+        id,
+        queues,
+        snapshot.config.clone(),
+        pools,
+        Box::new(move |key| {
+            let _ = fwd.send(CoreEvent::ForwardCancel(key));
+        }),
+    ));
+    session::install_cancel_delivery(&ctx);
+    for (index, listener) in listeners.into_iter().enumerate() {
+        rt::spawn_guarded(queues.latency, accept_loop(ctx.clone(), listener, index), |msg| {
+            tracing::error!(panic = %msg, "accept loop panicked");
+        });
+    }
+    let mut version = snapshot.version;
+    let _ = events.send(CoreEvent::Applied { core: id, version });
+    let mut drain_deadline: Option<Instant> = None;
+    loop {
+        loop {
+            match inbox.try_recv() {
+                Ok(cmd) => handle(&ctx, cmd, &events, &budgets, &mut version, &mut drain_deadline),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    drain_deadline.get_or_insert_with(rt::now);
+                    ctx.drain.set();
+                    break;
+                }
+            }
+        }
+        ctx.pools().maintain(rt::now());
+        if let Some(deadline) = drain_deadline {
+            if ctx.counters.sessions_active() == 0 || rt::now() >= deadline {
+                break;
+            }
+        }
+        rt::sleep(INBOX_POLL).await;
+    }
+    tracing::info!(core = id.0, left = ctx.counters.sessions_active(), "core stopped");
+    let _ = events.send(CoreEvent::Stopped(id));
+}
+
+fn handle(
+    ctx: &CoreContext,
+    cmd: CoreCommand,
+    events: &Sender<CoreEvent>,
+    budgets: &BudgetRegistry,
+    version: &mut RulesVersion,
+    drain_deadline: &mut Option<Instant>,
+) {
+    match cmd {
+        CoreCommand::Apply(snap) => {
+            let pools = PoolSet::build(&snap.config, budgets, Some(&ctx.pools()));
+            ctx.apply(snap.config.clone(), pools);
+            *version = snap.version;
+            let _ = events.send(CoreEvent::Applied { core: ctx.core, version: snap.version });
+        }
+        CoreCommand::Collect(reply) => {
+            let _ = reply.send(CoreReport { core: ctx.core, version: *version, counters: ctx.counters.snapshot() });
+        }
+        CoreCommand::Cancel(key) => ctx.cancels.cancel(key),
+        CoreCommand::Drain { deadline } => {
+            *drain_deadline = Some(deadline);
+            ctx.drain.set();
+        }
+    }
+}
+
+fn bind_all(addrs: &[SocketAddr]) -> io::Result<Vec<Listener>> {
+    addrs
+        .iter()
+        .map(|a| rt::bind_reuseport(*a).map_err(|e| io::Error::new(e.kind(), format!("bind {a}: {e}"))))
+        .collect()
+}
+
+async fn accept_loop(ctx: Rc<CoreContext>, listener: Listener, index: usize) {
+    loop {
+        let accepted = rt::race(async { Some(listener.accept().await) }, async {
+            ctx.drain.wait().await;
+            None
+        })
+        .await;
+        match accepted {
+            None => return, // draining: the listener closes when dropped here
+            Some(Ok(stream)) => session::spawn(&ctx, stream, index),
+            Some(Err(e)) => {
+                // EMFILE and friends: back off instead of spinning on a failing accept.
+                tracing::warn!(error = %e, "accept failed");
+                rt::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Process-wide connection budgets: `max_connections` is an exact cap per pool and backend for
+//! the whole process, while the connections themselves stay core-local.
+//!
+//! A core draws one unit from the shared atomic to open a connection and returns it when the
+//! connection closes; only connection open/close touches it, never a statement.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+/// One (pool, backend) budget shared by every core.
+#[derive(Debug)]
+pub struct Budget {
+    max: AtomicU32,
+    used: AtomicU32,
+    /// Cores currently waiting for a unit: while non-zero, other cores close connections they
+    /// would otherwise keep idle, so a busy core is never starved by an idle one.
+    wanted: AtomicU32,
+}
+
+impl Budget {
+    /// Takes one unit if any is left.
+    pub fn try_acquire(&self) -> bool {
+        let max = self.max.load(Ordering::Relaxed);
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| (u < max).then_some(u + 1))
+            .is_ok()
+    }
+
+    /// Gives one unit back (a connection closed).
+    pub fn release(&self) {
+        let _ = self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| u.checked_sub(1));
+    }
+
+    /// A core starts waiting for a unit.
+    pub fn want(&self) {
+        self.wanted.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A core stopped waiting.
+    pub fn unwant(&self) {
+        let _ = self.wanted.fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| w.checked_sub(1));
+    }
+
+    /// Whether some core is waiting for a unit of this budget.
+    pub fn is_wanted(&self) -> bool {
+        self.wanted.load(Ordering::Acquire) > 0
+    }
+
+    /// Connections currently open against this budget, process-wide.
+    pub fn used(&self) -> u32 {
+        self.used.load(Ordering::Acquire)
+    }
+}
+
+/// Registry of budgets by (pool, backend address); a reload that changes `max_connections`
+/// updates the cap in place so open connections stay counted.
+#[derive(Debug, Clone, Default)]
+pub struct BudgetRegistry {
+    inner: Arc<Mutex<HashMap<(String, String), Arc<Budget>>>>,
+}
+
+impl BudgetRegistry {
+    /// The budget for `pool` on `backend` with cap `max` (created on first use). Called only
+    /// when pools are (re)built, never per statement.
+    pub fn get(&self, pool: &str, backend: &str, max: u32) -> Arc<Budget> {
+        let mut map = self.inner.lock();
+        let b = map
+            .entry((pool.to_owned(), backend.to_owned()))
+            .or_insert_with(|| Arc::new(Budget { max: AtomicU32::new(max), used: AtomicU32::new(0), wanted: AtomicU32::new(0) }))
+            .clone();
+        b.max.store(max, Ordering::Relaxed);
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_is_an_exact_cap_shared_by_all_holders() {
+        let reg = BudgetRegistry::default();
+        let a = reg.get("p", "h:1", 2);
+        let b = reg.get("p", "h:1", 2);
+        assert!(a.try_acquire());
+        assert!(b.try_acquire());
+        assert!(!a.try_acquire(), "third connection exceeds max_connections");
+        b.release();
+        assert!(a.try_acquire());
+        assert_eq!(a.used(), 2);
+        let other = reg.get("p", "h:2", 2);
+        assert_eq!(other.used(), 0, "budgets are per backend");
+    }
+
+    #[test]
+    fn concurrent_acquire_never_exceeds_cap() {
+        let reg = BudgetRegistry::default();
+        let b = reg.get("p", "h", 5);
+        let wins: u32 = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| (0..100).filter(|_| b.try_acquire()).count() as u32))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+        });
+        assert_eq!(wins, 5);
+        b.release();
+        b.release();
+        assert_eq!(b.used(), 3);
+    }
+}

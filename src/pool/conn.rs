@@ -1,0 +1,94 @@
+//! A pooled backend connection and the budget unit it holds while open.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Budget, Waiters};
+use crate::config::Protocol;
+use crate::rt::Stream;
+
+/// One unit of a (pool, backend) budget; released, and a waiter woken, when dropped.
+pub(crate) struct BudgetUnit {
+    budget: Arc<Budget>,
+    waiters: Rc<Waiters>,
+}
+
+impl BudgetUnit {
+    pub(crate) fn new(budget: Arc<Budget>, waiters: Rc<Waiters>) -> Self {
+        Self { budget, waiters }
+    }
+}
+
+impl Drop for BudgetUnit {
+    fn drop(&mut self) {
+        self.budget.release();
+        self.waiters.wake_one();
+    }
+}
+
+/// What the backend told us about a PostgreSQL connection at startup.
+#[derive(Debug, Clone, Default)]
+pub struct PgInfo {
+    /// BackendKeyData process id (for cancel requests).
+    pub pid: i32,
+    /// BackendKeyData secret.
+    pub secret: i32,
+    /// ParameterStatus values reported at startup, in order.
+    pub params: Vec<(String, String)>,
+}
+
+/// Protocol-specific identity of a backend connection.
+#[derive(Debug, Clone)]
+pub enum ConnInfo {
+    /// A PostgreSQL backend.
+    Pg(PgInfo),
+}
+
+/// An open, authenticated backend connection owned by one core.
+pub struct Conn {
+    /// The socket.
+    pub stream: Stream,
+    /// Bytes read from the backend and not consumed yet.
+    pub rbuf: Vec<u8>,
+    /// Backend address (for cancel connections).
+    pub addr: SocketAddr,
+    /// Index of the backend within its pool.
+    pub backend: usize,
+    /// Protocol-specific identity.
+    pub info: ConnInfo,
+    /// Names of the statements the router prepared on this connection, most recent last.
+    pub prepared: Vec<u64>,
+    /// Signature of the session settings applied on this connection (0: server defaults).
+    pub settings: u64,
+    /// Set when an I/O error or protocol desync makes the connection unusable.
+    pub broken: bool,
+    /// Last time the connection was checked in.
+    pub last_used: Instant,
+    _unit: BudgetUnit,
+}
+
+impl Conn {
+    pub(crate) fn new(stream: Stream, addr: SocketAddr, backend: usize, info: ConnInfo, unit: BudgetUnit) -> Self {
+        Self {
+            stream,
+            rbuf: Vec::with_capacity(8192),
+            addr,
+            backend,
+            info,
+            prepared: Vec::new(),
+            settings: 0,
+            broken: false,
+            last_used: Instant::now(),
+            _unit: unit,
+        }
+    }
+
+    /// The wire protocol this connection speaks.
+    pub fn protocol(&self) -> Protocol {
+        match self.info {
+            ConnInfo::Pg(_) => Protocol::Postgres,
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Opening and authenticating PostgreSQL backend connections (trust, cleartext, MD5,
+//! SCRAM-SHA-256), and delivering cancel requests to backends.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use base64::Engine as _;
+
+use super::conn::BudgetUnit;
+use super::{Conn, ConnInfo, PgInfo, PoolError};
+use crate::config::Pool as PoolConfig;
+use crate::protocol::pg::{
+    auth, decode_frame, frontend, Authentication, BackendMessage, ProtocolVersion, ScramClient, StartupPacket,
+    StartupParams,
+};
+use crate::rt::{self, Stream};
+
+/// Largest message accepted from a backend during startup.
+const STARTUP_MAX: usize = 1 << 20;
+
+struct Login<'a> {
+    cfg: &'a PoolConfig,
+    label: &'a str,
+}
+
+impl Login<'_> {
+    fn connect_err(&self, reason: impl std::fmt::Display) -> PoolError {
+        PoolError::Connect { pool: self.cfg.name.clone(), addr: self.label.to_owned(), reason: reason.to_string() }
+    }
+    fn auth_err(&self, message: impl std::fmt::Display) -> PoolError {
+        PoolError::Auth { pool: self.cfg.name.clone(), addr: self.label.to_owned(), message: message.to_string() }
+    }
+}
+
+/// Connects to `addr`, logs in as the pool's user and returns an idle connection.
+pub(super) async fn connect(
+    cfg: &PoolConfig,
+    addr: SocketAddr,
+    label: &str,
+    backend: usize,
+    unit: BudgetUnit,
+    deadline: Instant,
+) -> Result<Conn, PoolError> {
+    let login = Login { cfg, label };
+    let work = async {
+        let mut stream = rt::connect(addr, deadline).await.map_err(|e| login.connect_err(e))?;
+        let mut rbuf = Vec::with_capacity(4096);
+        let info = startup(&login, &mut stream, &mut rbuf).await?;
+        Ok::<_, PoolError>((stream, rbuf, info))
+    };
+    match rt::with_deadline(deadline, work).await {
+        Ok(Ok((stream, rbuf, info))) => {
+            let mut c = Conn::new(stream, addr, backend, ConnInfo::Pg(info), unit);
+            c.rbuf = rbuf;
+            Ok(c)
+        }
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(login.connect_err("connect_timeout elapsed")),
+    }
+}
+
+async fn send(login: &Login<'_>, stream: &mut Stream, out: &[u8]) -> Result<(), PoolError> {
+    rt::write_all(stream, out).await.map_err(|e| login.connect_err(e))
+}
+
+async fn startup(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> Result<PgInfo, PoolError> {
+    let cfg = login.cfg;
+    let user = cfg.username.as_deref().ok_or_else(|| login.auth_err("the pool has no username"))?;
+    let mut params = StartupParams::new();
+    params.push("user", user);
+    params.push("database", &cfg.database);
+    params.push("application_name", "querypilot");
+    let mut out = Vec::with_capacity(128);
+    StartupPacket::Startup { protocol: ProtocolVersion { major: 3, minor: 0 }, params }
+        .encode(&mut out)
+        .map_err(|e| login.connect_err(e))?;
+    send(login, stream, &out).await?;
+    let mut info = PgInfo::default();
+    let mut scram: Option<(ScramClient, Option<auth::ScramClientFinal>)> = None;
+    loop {
+        let frame = loop {
+            match decode_frame(rbuf, STARTUP_MAX) {
+                Ok(Some(f)) => break (f.tag, f.body.to_vec(), f.total_len),
+                Ok(None) => {}
+                Err(e) => return Err(login.connect_err(e)),
+            }
+            let n = rt::read_some(stream, rbuf, 4096).await.map_err(|e| login.connect_err(e))?;
+            if n == 0 {
+                return Err(login.connect_err("backend closed the connection during startup"));
+            }
+        };
+        let (tag, body, consumed) = frame;
+        rbuf.drain(..consumed);
+        let f = crate::protocol::pg::Frame::new(tag, &body);
+        let msg = BackendMessage::decode(&f).map_err(|e| login.connect_err(e))?;
+        out.clear();
+        match msg {
+            BackendMessage::Authentication(a) => {
+                answer_auth(login, a, user, &mut scram, &mut out)?;
+                if !out.is_empty() {
+                    send(login, stream, &out).await?;
+                }
+            }
+            BackendMessage::ParameterStatus { name, value } => info.params.push((name.to_owned(), value.to_owned())),
+            BackendMessage::BackendKeyData { pid, key } => {
+                info.pid = pid;
+                info.secret = key;
+            }
+            BackendMessage::ReadyForQuery(_) => return Ok(info),
+            BackendMessage::ErrorResponse(fields) => {
+                let code = fields.code().unwrap_or("?????");
+                let text = fields.get(b'M').unwrap_or("");
+                return Err(login.auth_err(format!("{code} {text}")));
+            }
+            BackendMessage::NegotiateProtocolVersion { .. } | BackendMessage::NoticeResponse(_) => {}
+            other => return Err(login.connect_err(format!("unexpected message {:?} during startup", other.tag() as char))),
+        }
+    }
+}
+
+fn answer_auth(
+    login: &Login<'_>,
+    a: Authentication<'_>,
+    user: &str,
+    scram: &mut Option<(ScramClient, Option<auth::ScramClientFinal>)>,
+    out: &mut Vec<u8>,
+) -> Result<(), PoolError> {
+    let password = || login.cfg.password.as_deref().ok_or_else(|| login.auth_err("the backend asks for a password the pool does not have"));
+    match a {
+        Authentication::Ok => Ok(()),
+        Authentication::CleartextPassword => {
+            frontend::encode_password(password()?, out).map_err(|e| login.connect_err(e))
+        }
+        Authentication::Md5Password { salt } => {
+            frontend::encode_password(&auth::md5_response(user, password()?, salt), out).map_err(|e| login.connect_err(e))
+        }
+        Authentication::Sasl { .. } => {
+            let nonce = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>());
+            let client = ScramClient::new("", password()?, &nonce).map_err(|e| login.auth_err(e))?;
+            frontend::encode_sasl_initial_response("SCRAM-SHA-256", Some(client.client_first().as_bytes()), out)
+                .map_err(|e| login.connect_err(e))?;
+            *scram = Some((client, None));
+            Ok(())
+        }
+        Authentication::SaslContinue(data) => {
+            let Some((client, fin)) = scram.as_mut() else {
+                return Err(login.auth_err("SASL continue without SASL start"));
+            };
+            let (msg, state) = client.handle_server_first(data).map_err(|e| login.auth_err(e))?;
+            *fin = Some(state);
+            frontend::encode_sasl_response(msg.as_bytes(), out).map_err(|e| login.connect_err(e))
+        }
+        Authentication::SaslFinal(data) => match scram.as_ref().and_then(|(_, f)| f.as_ref()) {
+            Some(f) => f.verify_server_final(data).map_err(|e| login.auth_err(e)),
+            None => Err(login.auth_err("SASL final before SASL continue")),
+        },
+        other => Err(login.auth_err(format!("unsupported authentication request {other:?}"))),
+    }
+}
+
+/// Sends a CancelRequest for backend process `pid`/`secret` to `addr` and waits until the
+/// server has processed it (it closes the connection), so the caller knows the signal was sent.
+pub async fn deliver_cancel(addr: SocketAddr, pid: i32, secret: i32, deadline: Instant) -> std::io::Result<()> {
+    let work = async {
+        let mut s = rt::connect(addr, deadline).await?;
+        let mut out = Vec::with_capacity(16);
+        StartupPacket::Cancel { pid, key: secret }
+            .encode(&mut out)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+        rt::write_all(&mut s, &out).await?;
+        let mut sink = Vec::with_capacity(16);
+        while rt::read_some(&mut s, &mut sink, 16).await? > 0 {
+            sink.clear();
+        }
+        Ok(())
+    };
+    rt::with_deadline(deadline, work)
+        .await
+        .unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "cancel delivery timed out")))
+}

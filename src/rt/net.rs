@@ -1,0 +1,46 @@
+//! Sockets: SO_REUSEPORT listeners (one per core per listener address) and deadline-bound connects.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+/// A client or backend TCP connection owned by the core that created it.
+pub type Stream = glommio::net::TcpStream;
+
+/// A listening socket owned by one core.
+pub struct Listener {
+    inner: glommio::net::TcpListener,
+}
+
+impl Listener {
+    /// Waits for the next connection; TCP_NODELAY is set because the router relays small
+    /// request/response messages whose latency matters more than segment count.
+    pub async fn accept(&self) -> io::Result<Stream> {
+        let s = self.inner.accept().await.map_err(io::Error::from)?;
+        s.set_nodelay(true).map_err(io::Error::from)?;
+        Ok(s)
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.local_addr().map_err(io::Error::from)
+    }
+}
+
+/// Binds `addr` with SO_REUSEPORT so every core can own a listener on the same port and the
+/// kernel spreads incoming connections between them.
+pub fn bind_reuseport(addr: SocketAddr) -> io::Result<Listener> {
+    let inner = glommio::net::TcpListener::bind(addr).map_err(io::Error::from)?;
+    Ok(Listener { inner })
+}
+
+/// Connects to `addr`, failing with `TimedOut` once `deadline` has passed.
+pub async fn connect(addr: SocketAddr, deadline: Instant) -> io::Result<Stream> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(io::Error::new(io::ErrorKind::TimedOut, "connect deadline already passed"));
+    }
+    let s = Stream::connect_timeout(addr, left).await.map_err(io::Error::from)?;
+    s.set_nodelay(true).map_err(io::Error::from)?;
+    Ok(s)
+}

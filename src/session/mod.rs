@@ -1,0 +1,67 @@
+//! Client sessions: one task per client connection, owned by the core that accepted it.
+//!
+//! `pg` and `mysql` hold the protocol driver loops; `state` is the sans-IO session state
+//! (settings to replay, pins); `client_error` is the one place errors become wire errors;
+//! `cancel` tracks which statements a cancel may reach. May use protocol, sql, routing, pool,
+//! metrics, config, rt and error; never control, admin or crossbeam.
+
+pub mod cancel;
+pub mod client_error;
+mod context;
+mod pg;
+pub mod state;
+
+use std::rc::Rc;
+use std::time::Duration;
+
+pub use context::CoreContext;
+
+use crate::config::Protocol;
+use crate::rt::{self, Stream};
+use cancel::{CancelTarget, TargetKind};
+
+/// Starts serving a freshly accepted client of listener `listener` on this core.
+pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) {
+    let protocol = ctx.config().listeners.get(listener).map(|l| l.protocol);
+    let ctx2 = ctx.clone();
+    let ctx3 = ctx.clone();
+    let fut = async move {
+        ctx2.counters.session_opened();
+        let _open = OpenSession(ctx2.clone());
+        match protocol {
+            Some(Protocol::Postgres) => pg::serve(ctx2, stream, listener).await,
+            // MySQL sessions arrive with the MySQL driver; until then the connection is closed.
+            Some(Protocol::MySql) | None => drop(stream),
+        }
+    };
+    rt::spawn_guarded(ctx.queues.latency, fut, move |msg| {
+        ctx3.counters.session_panicked();
+        tracing::error!(panic = %msg, "session panicked; its connection was closed");
+    });
+}
+
+/// Decrements the active-session gauge however the session ends (also on panic).
+struct OpenSession(Rc<CoreContext>);
+
+impl Drop for OpenSession {
+    fn drop(&mut self) {
+        self.0.counters.session_closed();
+    }
+}
+
+/// Wires the core's cancel registry to the backends' cancel mechanisms.
+pub fn install_cancel_delivery(ctx: &Rc<CoreContext>) {
+    ctx.cancels.set_deliver(Rc::new(|target: CancelTarget, done: rt::Event| {
+        rt::spawn_local(async move {
+            let deadline = rt::now() + Duration::from_secs(5);
+            let res = match target.kind {
+                TargetKind::Pg { pid, secret } => crate::pool::deliver_pg_cancel(target.addr, pid, secret, deadline).await,
+                TargetKind::MySql { .. } => Ok(()),
+            };
+            if let Err(e) = res {
+                tracing::warn!(backend = %target.addr, error = %e, "cancel delivery failed");
+            }
+            done.set();
+        });
+    }));
+}

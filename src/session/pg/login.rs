@@ -1,0 +1,263 @@
+//! Client startup for PostgreSQL: SSL/GSS refusal, cancel requests, pool resolution, password
+//! authentication (SCRAM-SHA-256 or MD5) against the pool's credentials, and the greeting with
+//! the real server's parameters and a router-issued BackendKeyData.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use base64::Engine as _;
+
+use super::Session;
+use crate::config::{ClientAuth, Config, Pool as PoolConfig};
+use crate::id::CancelKey;
+use crate::protocol::pg::{
+    auth, backend, decode_frame, decode_startup_frame, frontend, sqlstate, Authentication, ScramSecret, ScramServer,
+    StartupPacket, TransactionStatus,
+};
+use crate::rt::{self, Stream};
+use crate::session::client_error::PgClientError;
+use crate::session::state::SessionState;
+use crate::pool::CorePool;
+use crate::session::CoreContext;
+
+/// A slow or silent client gets this long to finish logging in.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(15);
+/// Startup packets are small; anything bigger is abuse.
+const STARTUP_MAX: usize = 10_000;
+/// SCRAM iteration count the router uses for clients (PostgreSQL's default).
+const SCRAM_ITERATIONS: u32 = 4096;
+
+/// Why a login ended without a session.
+pub(super) enum LoginEnd {
+    /// The client sent a CancelRequest, or went away: close quietly.
+    Quiet,
+    /// Tell the client, then close.
+    Refused(PgClientError),
+}
+
+impl From<PgClientError> for LoginEnd {
+    fn from(e: PgClientError) -> Self {
+        LoginEnd::Refused(e)
+    }
+}
+
+struct Client {
+    stream: Stream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    /// Reads until one whole startup-phase frame is buffered; returns its tag (0 for untagged
+    /// startup frames), body and length.
+    async fn next(&mut self, startup: bool) -> Result<(u8, Vec<u8>), LoginEnd> {
+        loop {
+            let decoded = if startup {
+                decode_startup_frame(&self.buf, STARTUP_MAX).map(|f| f.map(|f| (0u8, f.body.to_vec(), f.total_len)))
+            } else {
+                decode_frame(&self.buf, STARTUP_MAX).map(|f| f.map(|f| (f.tag, f.body.to_vec(), f.total_len)))
+            };
+            match decoded {
+                Ok(Some((tag, body, len))) => {
+                    self.buf.drain(..len);
+                    return Ok((tag, body));
+                }
+                Ok(None) => {}
+                Err(e) => return Err(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()).into()),
+            }
+            match rt::read_some(&mut self.stream, &mut self.buf, 4096).await {
+                Ok(0) | Err(_) => return Err(LoginEnd::Quiet),
+                Ok(_) => {}
+            }
+        }
+    }
+
+    async fn send(&mut self, out: &[u8]) -> Result<(), LoginEnd> {
+        rt::write_all(&mut self.stream, out).await.map_err(|_| LoginEnd::Quiet)
+    }
+}
+
+/// Runs the whole login; on success the session is ready for its first query.
+pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) -> Option<Session> {
+    let mut client = Client { stream, buf: Vec::with_capacity(1024) };
+    let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, run(ctx, &mut client, listener)).await;
+    let end = match attempt {
+        Ok(Ok(g)) => {
+            let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
+            return Some(Session::new(ctx.clone(), client.stream, client.buf, g.pool, g.state, g.key, max));
+        }
+        Ok(Err(end)) => end,
+        Err(_) => LoginEnd::Refused(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "login timed out")),
+    };
+    if let LoginEnd::Refused(e) = end {
+        let mut out = Vec::new();
+        e.encode_fatal(&mut out);
+        let _ = client.send(&out).await;
+    }
+    None
+}
+
+async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Greeted, LoginEnd> {
+    let config = ctx.config();
+    let (user, database, params) = loop {
+        let (_, body) = client.next(true).await?;
+        let packet = StartupPacket::decode(&body)
+            .map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
+        match packet {
+            StartupPacket::SslRequest | StartupPacket::GssEncRequest => client.send(b"N").await?,
+            StartupPacket::Cancel { pid, key } => {
+                ctx.cancel(CancelKey { pid, secret: key });
+                return Err(LoginEnd::Quiet);
+            }
+            StartupPacket::Startup { params, .. } => {
+                let user = params.get("user").unwrap_or("").to_owned();
+                let database = params.get("database").filter(|d| !d.is_empty()).unwrap_or(&user).to_owned();
+                let rest: Vec<(String, String)> = params
+                    .iter()
+                    .filter(|(k, _)| !matches!(*k, "user" | "database" | "options" | "replication"))
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect();
+                break (user, database, rest);
+            }
+        }
+    };
+    if user.is_empty() {
+        return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, "no user name given").into());
+    }
+    let pool_cfg = resolve_pool(&config, &database)?;
+    let auth = config.listeners.get(listener).map_or(ClientAuth::ScramSha256, |l| l.auth_method);
+    let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
+    authenticate(client, pool_cfg, &user, auth, anonymous).await?;
+    greet(ctx, client, pool_cfg, params).await
+}
+
+fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig, PgClientError> {
+    config
+        .pool(database)
+        .or_else(|| config.routing.default_pool.as_deref().and_then(|p| config.pool(p)))
+        .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{database}\" does not exist")))
+}
+
+fn refuse(user: &str) -> LoginEnd {
+    PgClientError::new(sqlstate::INVALID_PASSWORD, format!("password authentication failed for user \"{user}\"")).into()
+}
+
+async fn authenticate(
+    client: &mut Client,
+    pool: &PoolConfig,
+    user: &str,
+    method: ClientAuth,
+    anonymous: bool,
+) -> Result<(), LoginEnd> {
+    let (Some(pool_user), Some(password)) = (pool.username.as_deref(), pool.password.as_deref()) else {
+        if anonymous {
+            return Ok(());
+        }
+        return Err(PgClientError::new(
+            sqlstate::INVALID_AUTHORIZATION_SPECIFICATION,
+            format!("pool \"{}\" has no credentials and the listener does not allow anonymous clients", pool.name),
+        )
+        .into());
+    };
+    // The exchange runs to the end even for a wrong user name, so a failed login takes the same
+    // time whichever part was wrong.
+    let user_ok = pool_user == user;
+    let password_ok = match method {
+        ClientAuth::Md5 => md5_exchange(client, user, password).await?,
+        ClientAuth::ScramSha256 => scram_exchange(client, password).await?,
+    };
+    if user_ok && password_ok {
+        Ok(())
+    } else {
+        Err(refuse(user))
+    }
+}
+
+async fn md5_exchange(client: &mut Client, user: &str, password: &str) -> Result<bool, LoginEnd> {
+    let salt: [u8; 4] = rand::random();
+    let mut out = Vec::new();
+    backend::encode_authentication(&Authentication::Md5Password { salt }, &mut out)
+        .map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
+    client.send(&out).await?;
+    let (tag, body) = client.next(false).await?;
+    if tag != b'p' {
+        return Err(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected a password message").into());
+    }
+    let response = frontend::password_text(&body).unwrap_or("");
+    Ok(auth::md5_verify(&auth::md5_secret(user, password), salt, response))
+}
+
+async fn scram_exchange(client: &mut Client, password: &str) -> Result<bool, LoginEnd> {
+    let mut out = Vec::new();
+    backend::encode_auth_sasl_scram(&mut out);
+    client.send(&out).await?;
+    let violation = |m: &str| LoginEnd::from(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, m.to_owned()));
+    let (tag, body) = client.next(false).await?;
+    if tag != b'p' {
+        return Err(violation("expected SASLInitialResponse"));
+    }
+    let (mechanism, data) = frontend::decode_sasl_initial_response(&body).map_err(|e| violation(&e.to_string()))?;
+    if mechanism != "SCRAM-SHA-256" {
+        return Err(violation("only SCRAM-SHA-256 is supported"));
+    }
+    let salt: [u8; 16] = rand::random();
+    let secret = ScramSecret::from_password(password, &salt, SCRAM_ITERATIONS);
+    let nonce = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>());
+    let (server, server_first) =
+        ScramServer::start(&secret, data.unwrap_or_default(), &nonce).map_err(|e| violation(&e.to_string()))?;
+    out.clear();
+    backend::encode_authentication(&Authentication::SaslContinue(server_first.as_bytes()), &mut out)
+        .map_err(|e| violation(&e.to_string()))?;
+    client.send(&out).await?;
+    let (tag, body) = client.next(false).await?;
+    if tag != b'p' {
+        return Err(violation("expected SASLResponse"));
+    }
+    match server.finish(&body) {
+        Ok(server_final) => {
+            out.clear();
+            backend::encode_authentication(&Authentication::SaslFinal(server_final.as_bytes()), &mut out)
+                .map_err(|e| violation(&e.to_string()))?;
+            client.send(&out).await?;
+            Ok(true)
+        }
+        Err(_) => Ok(false),
+    }
+}
+
+/// What a successful login hands to the session.
+struct Greeted {
+    pool: Rc<CorePool>,
+    state: SessionState,
+    key: CancelKey,
+}
+
+async fn greet(
+    ctx: &Rc<CoreContext>,
+    client: &mut Client,
+    pool_cfg: &PoolConfig,
+    client_params: Vec<(String, String)>,
+) -> Result<Greeted, LoginEnd> {
+    let pools = ctx.pools();
+    let pool = pools
+        .get(&pool_cfg.name)
+        .cloned()
+        .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, "pool disappeared during login"))?;
+    let server_params = super::server_params(&pool).await.map_err(|e| PgClientError::from(&e))?;
+    let mut out = Vec::with_capacity(512);
+    let _ = backend::encode_authentication(&Authentication::Ok, &mut out);
+    // The client sees the real server's parameters, overridden by what it asked for itself.
+    for (name, value) in server_params.iter() {
+        let own = client_params.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+        let _ = (backend::BackendMessage::ParameterStatus { name, value: own.unwrap_or(value) }).encode(&mut out);
+    }
+    let key = ctx.new_cancel_key();
+    let _ = (backend::BackendMessage::BackendKeyData { pid: key.pid, key: key.secret }).encode(&mut out);
+    backend::encode_ready_for_query(TransactionStatus::Idle, &mut out);
+    client.send(&out).await?;
+    // Only parameters that differ from the server's defaults need replaying on borrowed connections.
+    let differing = client_params
+        .iter()
+        .filter(|(k, v)| !server_params.iter().any(|(sk, sv)| sk.eq_ignore_ascii_case(k) && sv == v));
+    let state = SessionState::from_startup(differing.map(|(k, v)| (k.as_str(), v.as_str())));
+    Ok(Greeted { pool, state, key })
+}

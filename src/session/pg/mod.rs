@@ -1,0 +1,546 @@
+//! The PostgreSQL session driver: reads client messages, borrows backend connections as the
+//! pool mode says, rewrites prepared-statement names so statements follow the client across
+//! backend connections, and relays responses.
+//!
+//! The loop is a `match` over message kinds delegating to one handler each; the response side
+//! lives in `relay`, statement bookkeeping in `prepared`, client login in `login`.
+
+mod login;
+mod prepared;
+mod relay;
+
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+
+use crate::config::{PoolMode, Protocol};
+use crate::id::CancelKey;
+use crate::pool::{Conn, ConnInfo, CorePool, PoolError};
+use crate::protocol::pg::{backend, decode_frame, frontend, sqlstate, FrontendMessage, Frame, Target, TransactionStatus};
+use crate::rt::{self, Stream};
+use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
+use crate::session::client_error::PgClientError;
+use crate::session::state::{pg_effects, SessionState};
+use crate::session::CoreContext;
+use prepared::{Expect, Stmt};
+
+/// Bytes buffered for the client before they are written out mid-result.
+const CLIENT_FLUSH_AT: usize = 64 * 1024;
+/// Read size for client and backend sockets.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Why a session loop ended.
+enum End {
+    /// The client said Terminate or closed its socket.
+    ClientGone,
+    /// The router is draining and the session was idle.
+    Drained,
+    /// An error the client was told about (FATAL); close.
+    Fatal,
+}
+
+/// One PostgreSQL client connection.
+pub(super) struct Session {
+    ctx: Rc<CoreContext>,
+    client: Stream,
+    cbuf: Vec<u8>,
+    cpos: usize,
+    msg: Vec<u8>,
+    out: Vec<u8>,
+    bout: Vec<u8>,
+    pool: Rc<CorePool>,
+    backend: Option<Conn>,
+    state: SessionState,
+    stmts: HashMap<String, Rc<Stmt>>,
+    expect: VecDeque<Expect>,
+    slot: Rc<CancelSlot>,
+    key: CancelKey,
+    /// Largest client message accepted (the listener's `max_message_size`).
+    max_msg: usize,
+    /// In an extended-protocol batch that failed before reaching a backend: skip to Sync.
+    skipping: bool,
+    tx: TransactionStatus,
+}
+
+/// Serves one client from login to close.
+pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
+    let Some(mut s) = login::login(&ctx, stream, listener).await else { return };
+    let end = s.run().await;
+    if let End::Drained = end {
+        let mut out = Vec::new();
+        PgClientError::new(sqlstate::ADMIN_SHUTDOWN, "terminating connection: the router is shutting down")
+            .encode_fatal(&mut out);
+        let _ = rt::write_all(&mut s.client, &out).await;
+    }
+    s.release_backend(true).await;
+    ctx.cancels.remove(s.key);
+}
+
+/// The server parameters of `pool`, learned from a real backend connection.
+pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String, String)>>, PoolError> {
+    if let Some(p) = pool.server_params() {
+        return Ok(p);
+    }
+    let deadline = rt::now() + pool.config.timeouts.acquire;
+    let conn = pool.checkout(Protocol::Postgres, deadline).await?;
+    pool.checkin(conn, true);
+    pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))
+}
+
+impl Session {
+    fn new(ctx: Rc<CoreContext>, client: Stream, leftover: Vec<u8>, pool: Rc<CorePool>, state: SessionState, key: CancelKey, max_msg: usize) -> Self {
+        let slot = ctx.cancels.register(key);
+        Self {
+            ctx,
+            client,
+            cbuf: leftover,
+            cpos: 0,
+            msg: Vec::with_capacity(1024),
+            out: Vec::with_capacity(16 * 1024),
+            bout: Vec::with_capacity(4096),
+            pool,
+            backend: None,
+            state,
+            stmts: HashMap::new(),
+            expect: VecDeque::new(),
+            slot,
+            key,
+            max_msg,
+            skipping: false,
+            tx: TransactionStatus::Idle,
+        }
+    }
+
+    fn mode(&self) -> PoolMode {
+        self.pool.config.mode
+    }
+
+    fn max_message(&self) -> usize {
+        self.max_msg
+    }
+
+    async fn run(&mut self) -> End {
+        loop {
+            let tag = match self.next_client_frame().await {
+                Ok(Some(tag)) => tag,
+                Ok(None) => return End::ClientGone,
+                Err(end) => return end,
+            };
+            let res = self.dispatch(tag).await;
+            if let Err(end) = res {
+                return end;
+            }
+        }
+    }
+
+    /// Buffers the next whole client message into `self.msg` (tag byte first) and returns its
+    /// tag; `None` when the client closed. Idle sessions also end here when draining.
+    async fn next_client_frame(&mut self) -> Result<Option<u8>, End> {
+        loop {
+            let max = self.max_message();
+            match decode_frame(self.cbuf.get(self.cpos..).unwrap_or_default(), max) {
+                Ok(Some(f)) => {
+                    let len = f.total_len;
+                    let tag = f.tag;
+                    self.msg.clear();
+                    self.msg.extend_from_slice(self.cbuf.get(self.cpos..self.cpos + len).unwrap_or_default());
+                    self.cpos += len;
+                    if self.cpos == self.cbuf.len() {
+                        self.cbuf.clear();
+                        self.cpos = 0;
+                    }
+                    return Ok(Some(tag));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.out.clear();
+                    PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.out);
+                    let _ = self.flush_client().await;
+                    return Err(End::Fatal);
+                }
+            }
+            if self.cpos > 0 {
+                self.cbuf.drain(..self.cpos);
+                self.cpos = 0;
+            }
+            self.flush_client().await?;
+            let idle = self.backend.is_none() && self.expect.is_empty();
+            let read = if idle {
+                let drain = self.ctx.drain.clone();
+                let client = &mut self.client;
+                let cbuf = &mut self.cbuf;
+                rt::race(async { Some(rt::read_some(client, cbuf, READ_CHUNK).await) }, async {
+                    drain.wait().await;
+                    None
+                })
+                .await
+            } else {
+                Some(rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK).await)
+            };
+            match read {
+                None => return Err(End::Drained),
+                Some(Ok(0)) | Some(Err(_)) => return Ok(None),
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+
+    async fn dispatch(&mut self, tag: u8) -> Result<(), End> {
+        let msg = std::mem::take(&mut self.msg);
+        let res = self.dispatch_msg(tag, &msg).await;
+        self.msg = msg;
+        res
+    }
+
+    async fn dispatch_msg(&mut self, tag: u8, raw: &[u8]) -> Result<(), End> {
+        let body = raw.get(5..).unwrap_or_default();
+        let frame = Frame::new(tag, body);
+        let decoded = match FrontendMessage::decode(&frame) {
+            Ok(m) => m,
+            Err(e) => return self.fatal(PgClientError::new(e.sqlstate(), e.to_string())).await,
+        };
+        if self.skipping && !matches!(decoded, FrontendMessage::Sync | FrontendMessage::Terminate) {
+            return Ok(());
+        }
+        match decoded {
+            FrontendMessage::Query(sql) => self.on_query(sql, raw).await,
+            FrontendMessage::Parse { name, query, param_types } => {
+                let types: Vec<u32> = param_types.iter().collect();
+                self.on_parse(name, query, &types, raw).await
+            }
+            FrontendMessage::Bind { statement, .. } => self.on_bind(statement, raw).await,
+            FrontendMessage::Describe { kind, name } => self.on_describe(kind, name, raw).await,
+            FrontendMessage::Execute { .. } => self.forward_ext(raw, Expect::Execute).await,
+            FrontendMessage::Close { kind, name } => self.on_close(kind, name, raw).await,
+            FrontendMessage::Flush => self.on_flush(raw).await,
+            FrontendMessage::Sync => self.on_sync(raw).await,
+            FrontendMessage::Terminate => Err(End::ClientGone),
+            FrontendMessage::FunctionCall(_) => self.on_simple(raw).await,
+            // Outside COPY the server ignores these too.
+            FrontendMessage::CopyData(_) | FrontendMessage::CopyDone | FrontendMessage::CopyFail(_) => Ok(()),
+            FrontendMessage::Password(_) => {
+                self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "unexpected password message")).await
+            }
+        }
+    }
+
+    async fn fatal(&mut self, e: PgClientError) -> Result<(), End> {
+        e.encode_fatal(&mut self.out);
+        let _ = self.flush_client().await;
+        Err(End::Fatal)
+    }
+
+    /// Writes buffered client output.
+    async fn flush_client(&mut self) -> Result<(), End> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let r = rt::write_all(&mut self.client, &self.out).await;
+        self.out.clear();
+        r.map_err(|_| End::ClientGone)
+    }
+
+    async fn on_query(&mut self, sql: &str, raw: &[u8]) -> Result<(), End> {
+        if self.mode() == PoolMode::Statement && begins_transaction(sql) {
+            PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "transaction blocks are not allowed in statement pooling mode")
+                .encode(&mut self.out);
+            backend::encode_ready_for_query(self.tx, &mut self.out);
+            return self.flush_client().await;
+        }
+        self.state.stage(pg_effects(sql));
+        self.on_simple(raw).await
+    }
+
+    /// A message answered by a full response ending in ReadyForQuery (Query, FunctionCall).
+    async fn on_simple(&mut self, raw: &[u8]) -> Result<(), End> {
+        if let Err(e) = self.ensure_backend().await {
+            e.encode(&mut self.out);
+            backend::encode_ready_for_query(self.tx, &mut self.out);
+            return self.flush_client().await;
+        }
+        self.bout.extend_from_slice(raw);
+        self.send_backend().await?;
+        self.relay(relay::Until::Ready).await
+    }
+
+    async fn on_parse(&mut self, name: &str, query: &str, types: &[u32], raw: &[u8]) -> Result<(), End> {
+        if self.mode() == PoolMode::Statement && begins_transaction(query) {
+            return self.fail_batch(PgClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "transaction blocks are not allowed in statement pooling mode",
+            ));
+        }
+        if name.is_empty() {
+            self.state.stage(pg_effects(query));
+            return self.forward_ext(raw, Expect::Parse { swallow: false, key: None }).await;
+        }
+        let stmt = Rc::new(Stmt::new(query, types));
+        self.stmts.insert(name.to_owned(), stmt.clone());
+        if self.backend.is_none() {
+            // Outside a transaction a named statement needs no connection yet: it is prepared
+            // on whichever connection its first Bind or Describe lands on. Holding a connection
+            // for a bare Parse would let synchronous clients (libpq's PQprepare) deadlock a
+            // small pool. A statement the server rejects reports its error at that first use.
+            self.expect.push_back(Expect::Synth(b'1'));
+            return Ok(());
+        }
+        if self.has_prepared(stmt.key) {
+            self.expect.push_back(Expect::Synth(b'1'));
+        } else {
+            self.prepare_on_backend(&stmt, false);
+        }
+        Ok(())
+    }
+
+    async fn on_bind(&mut self, statement: &str, raw: &[u8]) -> Result<(), End> {
+        if statement.is_empty() {
+            return self.forward_ext(raw, Expect::Bind).await;
+        }
+        let Some(stmt) = self.stmts.get(statement).cloned() else {
+            // Unknown to the router: let the server report it.
+            return self.forward_ext(raw, Expect::Bind).await;
+        };
+        if let Err(e) = self.ensure_backend().await {
+            return self.fail_batch(e);
+        }
+        self.state.stage(stmt.effects.iter().cloned());
+        if !self.has_prepared(stmt.key) {
+            self.prepare_on_backend(&stmt, true);
+        }
+        let body = raw.get(5..).unwrap_or_default();
+        if frontend::encode_bind_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
+            return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed Bind"));
+        }
+        self.expect.push_back(Expect::Bind);
+        Ok(())
+    }
+
+    async fn on_describe(&mut self, kind: Target, name: &str, raw: &[u8]) -> Result<(), End> {
+        let expect = match kind {
+            Target::Statement => Expect::DescribeStatement,
+            Target::Portal => Expect::DescribePortal,
+        };
+        let stmt = match kind {
+            Target::Statement if !name.is_empty() => self.stmts.get(name).cloned(),
+            _ => None,
+        };
+        let Some(stmt) = stmt else { return self.forward_ext(raw, expect).await };
+        if let Err(e) = self.ensure_backend().await {
+            return self.fail_batch(e);
+        }
+        if !self.has_prepared(stmt.key) {
+            self.prepare_on_backend(&stmt, true);
+        }
+        let body = raw.get(5..).unwrap_or_default();
+        if frontend::encode_describe_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
+            return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed Describe"));
+        }
+        self.expect.push_back(expect);
+        Ok(())
+    }
+
+    async fn on_close(&mut self, kind: Target, name: &str, raw: &[u8]) -> Result<(), End> {
+        if kind == Target::Statement && !name.is_empty() {
+            // Only the client's name goes away; the backend keeps the statement for reuse.
+            self.stmts.remove(name);
+            self.expect.push_back(Expect::Synth(b'3'));
+            return Ok(());
+        }
+        self.forward_ext(raw, Expect::Close { swallow: false }).await
+    }
+
+    async fn on_flush(&mut self, raw: &[u8]) -> Result<(), End> {
+        if self.backend.is_none() {
+            return self.relay_synth_only().await;
+        }
+        self.bout.extend_from_slice(raw);
+        self.send_backend().await?;
+        self.relay(relay::Until::Drained).await
+    }
+
+    async fn on_sync(&mut self, raw: &[u8]) -> Result<(), End> {
+        if self.skipping || self.backend.is_none() {
+            if !self.skipping {
+                self.emit_synth();
+            }
+            self.skipping = false;
+            self.expect.clear();
+            backend::encode_ready_for_query(self.tx, &mut self.out);
+            return self.flush_client().await;
+        }
+        self.bout.extend_from_slice(raw);
+        self.expect.push_back(Expect::Sync);
+        self.send_backend().await?;
+        self.relay(relay::Until::Ready).await
+    }
+
+    /// Queues an extended-protocol message unchanged for the backend.
+    async fn forward_ext(&mut self, raw: &[u8], expect: Expect) -> Result<(), End> {
+        if let Err(e) = self.ensure_backend().await {
+            return self.fail_batch(e);
+        }
+        self.bout.extend_from_slice(raw);
+        self.expect.push_back(expect);
+        Ok(())
+    }
+
+    /// Reports `e` for the current extended batch and skips the rest of it until Sync.
+    fn fail_batch(&mut self, e: PgClientError) -> Result<(), End> {
+        // What was already queued for the backend is discarded with the batch.
+        self.bout.clear();
+        self.expect.clear();
+        e.encode(&mut self.out);
+        self.skipping = true;
+        Ok(())
+    }
+
+    /// Emits synthesized responses when no backend is involved (a Flush with nothing sent).
+    async fn relay_synth_only(&mut self) -> Result<(), End> {
+        while let Some(Expect::Synth(tag)) = self.expect.front().copied() {
+            self.expect.pop_front();
+            self.out.extend_from_slice(&[tag, 0, 0, 0, 4]);
+        }
+        self.flush_client().await
+    }
+
+    fn has_prepared(&mut self, key: u64) -> bool {
+        let Some(conn) = self.backend.as_mut() else { return false };
+        match conn.prepared.iter().position(|k| *k == key) {
+            Some(i) => {
+                // Most recently used last, so eviction takes the coldest.
+                let k = conn.prepared.remove(i);
+                conn.prepared.push(k);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Queues a Parse of `stmt` under its router name on the current backend connection,
+    /// evicting the coldest statement when the connection is at its limit.
+    fn prepare_on_backend(&mut self, stmt: &Stmt, swallow: bool) {
+        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
+        let Some(conn) = self.backend.as_mut() else { return };
+        if conn.prepared.len() >= limit {
+            let cold = conn.prepared.remove(0);
+            let _ = frontend::encode_close(Target::Statement, &prepared::server_name(cold), &mut self.bout);
+            self.expect.push_back(Expect::Close { swallow: true });
+        }
+        self.bout.extend_from_slice(&stmt.parse_msg);
+        conn.prepared.push(stmt.key);
+        self.expect.push_back(Expect::Parse { swallow, key: Some(stmt.key) });
+    }
+
+    /// Makes sure a backend connection is attached, replaying session settings on it.
+    async fn ensure_backend(&mut self) -> Result<(), PgClientError> {
+        if self.backend.is_some() {
+            return Ok(());
+        }
+        let deadline = rt::now() + self.pool.config.timeouts.acquire;
+        let conn = self.pool.checkout(Protocol::Postgres, deadline).await.map_err(|e| PgClientError::from(&e))?;
+        self.backend = Some(conn);
+        if self.backend.as_ref().is_some_and(|c| c.settings != self.state.signature()) {
+            self.replay_settings().await?;
+        }
+        Ok(())
+    }
+
+    /// Sends everything queued for the backend and marks the session's statement cancellable.
+    async fn send_backend(&mut self) -> Result<(), End> {
+        let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+        let ConnInfo::Pg(info) = &conn.info;
+        self.slot.set_running(Some(CancelTarget { addr: conn.addr, kind: TargetKind::Pg { pid: info.pid, secret: info.secret } }));
+        let r = rt::write_all(&mut conn.stream, &self.bout).await;
+        self.bout.clear();
+        if r.is_err() {
+            return self.backend_lost().await;
+        }
+        Ok(())
+    }
+
+    /// The backend connection broke: tell the client, drop the connection, stay alive.
+    async fn backend_lost(&mut self) -> Result<(), End> {
+        if let Some(mut c) = self.backend.take() {
+            c.broken = true;
+            self.pool.checkin(c, false);
+        }
+        self.expect.clear();
+        self.slot.set_running(None);
+        let was_in_tx = self.tx != TransactionStatus::Idle;
+        self.tx = TransactionStatus::Idle;
+        self.state.rollback();
+        PgClientError::new(sqlstate::CONNECTION_FAILURE, "the backend connection was lost; the statement may not have completed")
+            .encode(&mut self.out);
+        backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.out);
+        if was_in_tx {
+            tracing::warn!("backend lost inside a transaction; the transaction was rolled back by the server");
+        }
+        self.flush_client().await
+    }
+
+    /// Gives the backend connection back when the pool mode says the client is done with it.
+    async fn maybe_release(&mut self) {
+        let release = match self.mode() {
+            PoolMode::Session => false,
+            PoolMode::Transaction | PoolMode::Statement => self.tx == TransactionStatus::Idle && self.state.pin().is_none(),
+        };
+        if release && self.expect.is_empty() {
+            self.release_backend(false).await;
+        }
+    }
+
+    /// Returns the backend to the pool (cleaning it when the session ends).
+    async fn release_backend(&mut self, session_end: bool) {
+        self.slot.set_running(None);
+        self.slot.settle().await;
+        let Some(mut conn) = self.backend.take() else { return };
+        let clean = self.tx == TransactionStatus::Idle && self.expect.is_empty() && !conn.broken;
+        if !clean {
+            self.pool.checkin(conn, false);
+            return;
+        }
+        if session_end && (self.mode() == PoolMode::Session || self.state.pin().is_some()) {
+            // State the next client must not inherit: DISCARD ALL drops it all, including our
+            // prepared statements.
+            if relay::discard_all(&mut conn).await.is_err() {
+                self.pool.checkin(conn, false);
+                return;
+            }
+            conn.prepared.clear();
+            conn.settings = 0;
+        } else {
+            conn.settings = self.state.signature();
+        }
+        conn.last_used = rt::now();
+        self.pool.checkin(conn, true);
+    }
+
+    async fn replay_settings(&mut self) -> Result<(), PgClientError> {
+        let sql = self.state.replay_sql();
+        let sig = self.state.signature();
+        let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+        match relay::run_silently(conn, &sql).await {
+            Ok(()) => {
+                conn.settings = sig;
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(mut c) = self.backend.take() {
+                    c.broken = true;
+                    self.pool.checkin(c, false);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Whether a statement opens a transaction block (for statement pooling's refusal).
+fn begins_transaction(sql: &str) -> bool {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let mut words = Lexer::new(sql, crate::sql::Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment);
+    match words.next() {
+        Some(t) if t.is_word("BEGIN") => true,
+        Some(t) if t.is_word("START") => words.next().is_some_and(|t| t.is_word("TRANSACTION")),
+        _ => false,
+    }
+}
