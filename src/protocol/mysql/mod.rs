@@ -1,2 +1,6 @@
 //! MySQL client/server protocol (MySQL "Client/Server Protocol" internals manual): packet framing,
 //! the v10 handshake, commands, result sets and authentication math.
+
+pub mod codec;
+pub mod error;
+pub mod framer;
