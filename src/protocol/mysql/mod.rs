@@ -4,3 +4,5 @@
 pub mod codec;
 pub mod error;
 pub mod framer;
+pub mod column;
+pub mod value;
