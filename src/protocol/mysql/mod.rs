@@ -6,3 +6,5 @@ pub mod error;
 pub mod framer;
 pub mod column;
 pub mod value;
+pub mod capability;
+pub mod response;
