@@ -8,3 +8,4 @@ pub mod column;
 pub mod value;
 pub mod capability;
 pub mod response;
+pub mod row;
