@@ -9,3 +9,4 @@ pub mod value;
 pub mod capability;
 pub mod response;
 pub mod row;
+pub mod handshake;
