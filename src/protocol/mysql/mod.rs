@@ -10,3 +10,5 @@ pub mod capability;
 pub mod response;
 pub mod row;
 pub mod handshake;
+pub mod command;
+pub mod execute;
