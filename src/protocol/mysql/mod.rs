@@ -12,3 +12,5 @@ pub mod row;
 pub mod handshake;
 pub mod command;
 pub mod execute;
+pub mod auth;
+pub mod errcode;
