@@ -111,6 +111,8 @@ load_state() {   # load_state BASE : variables written by `up`
     MY_DIR=$BASE/mariadb
 }
 
+started() { [ "$WHAT" = all ] || [ "$WHAT" = "$1" ]; }   # started pg|mariadb
+
 # ---------------------------------------------------------------- PostgreSQL
 
 pg_sql() {       # pg_sql PORT [DB] : superuser psql over TCP, stdin = SQL, unaligned output
@@ -409,6 +411,10 @@ cmd_up() {
     [ $(( ${#BASE} + 24 )) -le 107 ] || die "BASE_DIR too long for unix socket paths: $BASE"
     if [ -e "$BASE" ] && [ -n "$(ls -A "$BASE" 2>/dev/null)" ]; then die "$BASE exists and is not empty"; fi
 
+    if [ -n "$PORT_BASE" ]; then    # before creating anything, so a refusal leaves no trace
+        [ $(( PORT_BASE + 3 )) -le 65535 ] || die "port base $PORT_BASE out of range"
+        ports_free "$PORT_BASE" || die "a port in $PORT_BASE..$((PORT_BASE + 3)) is busy"
+    fi
     PG_BIN=$(detect_pg_bin)
     setup_user
     PG_DIR=$BASE/pg
@@ -419,12 +425,7 @@ cmd_up() {
     [ "$(id -u)" != 0 ] || chown "$RUN_AS:$RUN_GROUP" "$BASE"
     chmod 755 "$BASE"
     as_user test -w "$BASE" || die "$RUN_AS cannot write $BASE (is a parent directory 0700?)"
-    if [ -z "$PORT_BASE" ]; then
-        reserve_ports
-    else
-        [ $(( PORT_BASE + 3 )) -le 65535 ] || die "port base $PORT_BASE out of range"
-        ports_free "$PORT_BASE" || die "a port in $PORT_BASE..$((PORT_BASE + 3)) is busy"
-    fi
+    [ -n "$PORT_BASE" ] || reserve_ports
     PG_PRIMARY_PORT=$PORT_BASE PG_REPLICA_PORT=$((PORT_BASE + 1))
     MY_PRIMARY_PORT=$((PORT_BASE + 2)) MY_REPLICA_PORT=$((PORT_BASE + 3))
     WHAT=$what
@@ -556,6 +557,7 @@ cmd_stop_start() {   # stop|start BASE SERVER
     local action=$1 server=${3:?usage: dbs.sh $1 BASE_DIR SERVER}
     case $server in pg-primary|pg-replica|my-primary|my-replica) ;; *) die "unknown server '$server'" ;; esac
     load_state "$2"
+    case $server in pg-*) started pg ;; *) started mariadb ;; esac || die "$server was not started in $BASE (--what $WHAT)"
     case $action in
         stop) stop_servers fast "$server" ;;
         start)
@@ -572,6 +574,7 @@ cmd_stop_start() {   # stop|start BASE SERVER
 cmd_replication() {  # pause-replication|resume-replication BASE pg|mariadb
     local action=$1 kind=${3:?usage: dbs.sh $1 BASE_DIR pg|mariadb}
     load_state "$2"
+    started "$kind" || die "$kind was not started in $BASE (--what $WHAT)"
     case $action:$kind in
         # pg_wal_replay_pause() takes effect on return: no further record is applied.
         pause-replication:pg) pg_sql "$PG_REPLICA_PORT" <<<'SELECT pg_wal_replay_pause()' >/dev/null ;;
