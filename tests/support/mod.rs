@@ -241,9 +241,12 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A name unique within this test binary run (`<prefix>_<n>`), for tables and databases.
+/// A table/database name unique across concurrent tests and across runs against the same
+/// servers (`QP_DBS_ENV`): `<prefix>_<pid>_<n>`. Keep `prefix` under 40 bytes (identifiers
+/// are limited to 63 bytes in PostgreSQL and 64 in MariaDB).
 pub fn unique_name(prefix: &str) -> String {
-    format!("{prefix}_{}", NAMES.fetch_add(1, Ordering::Relaxed))
+    let n = NAMES.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}_{}_{n}", std::process::id())
 }
 
 /// Polls `check` every 20 ms until it returns true; panics with `what` after `timeout`.
