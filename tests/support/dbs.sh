@@ -111,6 +111,8 @@ load_state() {   # load_state BASE : variables written by `up`
     MY_DIR=$BASE/mariadb
 }
 
+started() { [ "$WHAT" = all ] || [ "$WHAT" = "$1" ]; }   # started pg|mariadb
+
 # ---------------------------------------------------------------- PostgreSQL
 
 pg_sql() {       # pg_sql PORT [DB] : superuser psql over TCP, stdin = SQL, unaligned output
@@ -409,21 +411,21 @@ cmd_up() {
     [ $(( ${#BASE} + 24 )) -le 107 ] || die "BASE_DIR too long for unix socket paths: $BASE"
     if [ -e "$BASE" ] && [ -n "$(ls -A "$BASE" 2>/dev/null)" ]; then die "$BASE exists and is not empty"; fi
 
+    if [ -n "$PORT_BASE" ]; then    # before creating anything, so a refusal leaves no trace
+        [ $(( PORT_BASE + 3 )) -le 65535 ] || die "port base $PORT_BASE out of range"
+        ports_free "$PORT_BASE" || die "a port in $PORT_BASE..$((PORT_BASE + 3)) is busy"
+    fi
     PG_BIN=$(detect_pg_bin)
     setup_user
     PG_DIR=$BASE/pg
     MY_DIR=$BASE/mariadb
     mkdir -p "$BASE"
     : >"$BASE/$MARKER"
+    echo "$$ $(start_time $$)" >"$BASE/up.pid"
     [ "$(id -u)" != 0 ] || chown "$RUN_AS:$RUN_GROUP" "$BASE"
     chmod 755 "$BASE"
     as_user test -w "$BASE" || die "$RUN_AS cannot write $BASE (is a parent directory 0700?)"
-    if [ -z "$PORT_BASE" ]; then
-        reserve_ports
-    else
-        [ $(( PORT_BASE + 3 )) -le 65535 ] || die "port base $PORT_BASE out of range"
-        ports_free "$PORT_BASE" || die "a port in $PORT_BASE..$((PORT_BASE + 3)) is busy"
-    fi
+    [ -n "$PORT_BASE" ] || reserve_ports
     PG_PRIMARY_PORT=$PORT_BASE PG_REPLICA_PORT=$((PORT_BASE + 1))
     MY_PRIMARY_PORT=$((PORT_BASE + 2)) MY_REPLICA_PORT=$((PORT_BASE + 3))
     WHAT=$what
@@ -492,9 +494,16 @@ cmd_down() {
     BASE=${1:?usage: dbs.sh down BASE_DIR}
     BASE=${BASE%/}
     if [ ! -e "$BASE" ]; then log "$BASE does not exist; nothing to do"; return 0; fi
-    load_state "$BASE"
-    stop_servers now pg-replica my-replica
-    stop_servers now pg-primary my-primary
+    [ -f "$BASE/$MARKER" ] || die "refusing: $BASE was not created by dbs.sh up (no $MARKER)"
+    kill_unfinished_up
+    if [ -f "$BASE/state.sh" ]; then
+        load_state "$BASE"
+        stop_servers now pg-replica my-replica
+        stop_servers now pg-primary my-primary
+    else
+        setup_user
+    fi
+    sweep_base
     if [ -n "${RESERVATION:-}" ] && [ "$(readlink "$RESERVATION" 2>/dev/null)" = "$BASE" ]; then
         rm -f "$RESERVATION"
     fi
@@ -502,10 +511,53 @@ cmd_down() {
     log "removed $BASE"
 }
 
+# An `up` still running (its owner died mid-setup) would go on creating servers and files
+# after we delete them. `up` runs as its own process group, recorded in BASE/up.pid with
+# its start time; kill the whole group and wait until no member is left.
+kill_unfinished_up() {
+    local pid st
+    read -r pid st <"$BASE/up.pid" 2>/dev/null || return 0
+    [ -n "$pid" ] && [ "$(start_time "$pid" 2>/dev/null)" = "$st" ] || return 0
+    log "killing unfinished up (process group $pid)"
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    wait_until "$TIMEOUT" "process group $pid to exit" group_gone "$pid"
+}
+group_gone() {   # group_gone PGID: no live (non-zombie) process is in that process group
+    local f s
+    for f in /proc/[0-9]*/stat; do
+        s=$(cat "$f" 2>/dev/null) || continue
+        s=${s##*) }
+        set -- $s
+        [ "$3" != "$1" ] || [ "$1" = Z ] || [ "$1" = X ] || return 1
+    done
+}
+
+# Safety net for servers whose pid file did not exist yet when `up` was killed: every
+# process of the server user whose command line names a path inside BASE.
+sweep_base() {
+    local pattern pid pids=() cmd end
+    pattern=$(printf '%s/' "$BASE" | sed 's/[][\\.*^$+?(){}|]/\\&/g')
+    for pid in $(pgrep -u "$RUN_AS" -f -- "$pattern" 2>/dev/null); do
+        cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+        case $cmd in *dbs.sh*) continue ;; esac
+        log "sweep: stopping pid $pid ($cmd)"
+        case $cmd in *postgres*) kill -QUIT "$pid" 2>/dev/null ;; *) kill -TERM "$pid" 2>/dev/null ;; esac
+        pids+=("$pid")
+    done
+    end=$(( $(date +%s) + TIMEOUT ))
+    for pid in "${pids[@]}"; do
+        while alive "$pid"; do
+            [ "$(date +%s)" -lt "$end" ] || kill -KILL "$pid" 2>/dev/null
+            sleep 0.05
+        done
+    done
+}
+
 cmd_stop_start() {   # stop|start BASE SERVER
     local action=$1 server=${3:?usage: dbs.sh $1 BASE_DIR SERVER}
     case $server in pg-primary|pg-replica|my-primary|my-replica) ;; *) die "unknown server '$server'" ;; esac
     load_state "$2"
+    case $server in pg-*) started pg ;; *) started mariadb ;; esac || die "$server was not started in $BASE (--what $WHAT)"
     case $action in
         stop) stop_servers fast "$server" ;;
         start)
@@ -522,6 +574,7 @@ cmd_stop_start() {   # stop|start BASE SERVER
 cmd_replication() {  # pause-replication|resume-replication BASE pg|mariadb
     local action=$1 kind=${3:?usage: dbs.sh $1 BASE_DIR pg|mariadb}
     load_state "$2"
+    started "$kind" || die "$kind was not started in $BASE (--what $WHAT)"
     case $action:$kind in
         # pg_wal_replay_pause() takes effect on return: no further record is applied.
         pause-replication:pg) pg_sql "$PG_REPLICA_PORT" <<<'SELECT pg_wal_replay_pause()' >/dev/null ;;
@@ -539,7 +592,10 @@ CMD=${1:-}
 case $CMD in
     # fd 3 = the caller's stdout, reserved for the single result line; everything else
     # (and every server we start) writes to stderr and never holds the caller's stdout.
-    up) exec 3>&1 1>&2; cmd_up "$@" ;;
+    # `up` runs as its own process group (setsid), so `down` can kill an unfinished one
+    # with all its children; setsid forks (and -w waits) only if we already lead a group.
+    up) exec setsid -w bash "$SELF" __up "$@" ;;
+    __up) CMD=up; exec 3>&1 1>&2; cmd_up "$@" ;;
     down) cmd_down "$@" ;;
     stop|start) cmd_stop_start "$CMD" "$@" ;;
     pause-replication|resume-replication) cmd_replication "$CMD" "$@" ;;

@@ -132,12 +132,19 @@ impl Dbs {
     /// stop when the value is dropped. Costs about 1-5 s; prefer [`dbs()`] when no fault is
     /// injected.
     pub fn private() -> Dbs {
-        let (base, vars) = script::up(&new_base_dir()).unwrap_or_else(|e| panic!("private databases: {e}"));
-        Dbs::from_vars(base, &vars, Role::Private).unwrap_or_else(|e| panic!("private databases: {e}"))
+        let (base, vars) =
+            script::up(&new_base_dir()).unwrap_or_else(|e| panic!("private databases: {e}"));
+        Dbs::from_vars(base, &vars, Role::Private)
+            .unwrap_or_else(|e| panic!("private databases: {e}"))
     }
 
     fn from_vars(base: PathBuf, vars: &script::Vars, role: Role) -> Result<Dbs, String> {
-        Ok(Dbs { pg: PgEnv::from_vars(vars)?, my: MyEnv::from_vars(vars)?, base, role })
+        Ok(Dbs {
+            pg: PgEnv::from_vars(vars)?,
+            my: MyEnv::from_vars(vars)?,
+            base,
+            role,
+        })
     }
 
     /// Stops one server (clean shutdown); returns once its process is gone.
@@ -216,7 +223,11 @@ fn new_base_dir() -> PathBuf {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-    PathBuf::from(format!("{parent}/qp-{}-{seq}-{:x}", std::process::id(), nanos >> 8))
+    PathBuf::from(format!(
+        "{parent}/qp-{}-{seq}-{:x}",
+        std::process::id(),
+        nanos >> 8
+    ))
 }
 
 /// A loopback TCP port that was free a moment ago (bind to port 0, read it, release it),
@@ -224,12 +235,18 @@ fn new_base_dir() -> PathBuf {
 /// `dbs.sh` never uses for the database servers.
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr of a bound listener").port()
+    listener
+        .local_addr()
+        .expect("local_addr of a bound listener")
+        .port()
 }
 
-/// A name unique within this test binary run (`<prefix>_<n>`), for tables and databases.
+/// A table/database name unique across concurrent tests and across runs against the same
+/// servers (`QP_DBS_ENV`): `<prefix>_<pid>_<n>`. Keep `prefix` under 40 bytes (identifiers
+/// are limited to 63 bytes in PostgreSQL and 64 in MariaDB).
 pub fn unique_name(prefix: &str) -> String {
-    format!("{prefix}_{}", NAMES.fetch_add(1, Ordering::Relaxed))
+    let n = NAMES.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}_{}_{n}", std::process::id())
 }
 
 /// Polls `check` every 20 ms until it returns true; panics with `what` after `timeout`.
@@ -240,7 +257,10 @@ pub fn eventually(timeout: Duration, what: &str, mut check: impl FnMut() -> bool
         if check() {
             return;
         }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
