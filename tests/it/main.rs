@@ -5,3 +5,5 @@
 mod support;
 
 mod harness;
+mod foundation;
+mod router;
