@@ -1,0 +1,124 @@
+//! Semantic analysis: may this SQL string run on a replica?
+//!
+//! Owns [`analyze`] and the [`StatementFacts`] it returns. Pure: sqlparser (with its `visitor`
+//! feature) and the sibling [`crate::sql::volatility`] catalog only; no runtime, clock or globals.
+//!
+//! The rule is "unknown never means safe": a string is replica-eligible only when analysis proves
+//! every statement is a read, calls only immutable or stable functions, takes no row lock and
+//! needs no session or transaction affinity. Unparsable SQL, unknown functions, unsupported
+//! statements and inputs past the complexity guards are all `Unknown` or volatile.
+//!
+//! Decisions worth knowing:
+//! - SHOW / DESCRIBE are reads carrying [`Affinity::ServerState`], hence never eligible.
+//! - EXPLAIN without ANALYZE is an eligible read (nothing executes); EXPLAIN ANALYZE has the facts
+//!   of the statement it runs.
+//! - COPY ... TO STDOUT is a read (eligible when its query is); COPY FROM is a write; COPY TO a
+//!   server file or program is admin.
+//! - CALL, DO, EXECUTE and unparsable statements are `Unknown`.
+//! - A multi-statement string is split at top-level semicolons and each statement analyzed on
+//!   its own; facts combine (strongest operation, most volatile, union of affinities), so the
+//!   string is eligible only when every statement is.
+//! - Statements sqlparser 0.59 cannot parse but the session layer must see (RESET, ABORT,
+//!   PREPARE TRANSACTION, XA) are recognized from their leading words, still with `parse_error`.
+
+mod facts;
+mod fallback;
+mod session;
+mod statement;
+mod tokens;
+mod walker;
+
+#[cfg(test)]
+mod tests;
+
+use sqlparser::dialect::{Dialect as SqlDialect, MySqlDialect, PostgreSqlDialect};
+use sqlparser::parser::Parser;
+
+pub use facts::{
+    Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, SessionEffect,
+    SetScope, StatementFacts, TxControl,
+};
+
+use crate::sql::volatility::FunctionCatalog;
+use crate::sql::Dialect;
+
+/// sqlparser recursion limit. Together with the token guards this keeps the deepest parse, walk
+/// and drop well inside a 2 MiB thread stack even in debug builds (tested).
+const RECURSION_LIMIT: usize = 48;
+
+/// Analyzes one SQL string (possibly several statements). Never panics and never fails: anything
+/// it cannot prove safe comes back as not eligible.
+pub fn analyze(sql: &str, dialect: Dialect, catalog: &FunctionCatalog) -> StatementFacts {
+    let pg = PostgreSqlDialect {};
+    let my = MySqlDialect {};
+    let sql_dialect: &dyn SqlDialect = match dialect {
+        Dialect::Postgres => &pg,
+        Dialect::MySql => &my,
+    };
+    let segments = match tokens::split(sql, sql_dialect) {
+        Ok(s) => s,
+        Err(e) => return StatementFacts::unknown("parse_error", e),
+    };
+    if segments.len() > usize::from(u16::MAX) {
+        return StatementFacts::unknown("too_many_statements", segments.len().to_string());
+    }
+    let mut combined: Option<StatementFacts> = None;
+    for segment in segments {
+        let facts = analyze_segment(segment, sql_dialect, dialect, catalog);
+        match combined.as_mut() {
+            Some(c) => c.combine(facts),
+            None => combined = Some(facts),
+        }
+    }
+    combined.unwrap_or_else(|| {
+        let mut f = StatementFacts::unknown("empty", "no statement");
+        f.statement_count = 0;
+        f
+    })
+}
+
+fn analyze_segment(
+    segment: tokens::Segment,
+    sql_dialect: &dyn SqlDialect,
+    dialect: Dialect,
+    catalog: &FunctionCatalog,
+) -> StatementFacts {
+    if segment.chain_operators > tokens::MAX_CHAIN_OPERATORS {
+        return StatementFacts::unknown("too_complex", format!("{} operators", segment.chain_operators));
+    }
+    if segment.max_nesting > tokens::MAX_NESTING {
+        return StatementFacts::unknown("too_deep", format!("nesting {}", segment.max_nesting));
+    }
+    let parsed = Parser::new(sql_dialect)
+        .with_recursion_limit(RECURSION_LIMIT)
+        .with_tokens_with_locations(segment.tokens.clone())
+        .parse_statements();
+    let statements = match parsed {
+        Ok(s) if !s.is_empty() => s,
+        Ok(_) => return fallback::classify(&segment, "no statement parsed"),
+        Err(e) => return fallback::classify(&segment, &e.to_string()),
+    };
+    let mut combined: Option<StatementFacts> = None;
+    for stmt in &statements {
+        let facts = statement::analyze_statement(stmt, dialect, catalog);
+        match combined.as_mut() {
+            Some(c) => c.combine(facts),
+            None => combined = Some(facts),
+        }
+    }
+    let mut facts = combined.unwrap_or_else(|| StatementFacts::unknown("empty", "no statement"));
+    refine_lock_strength(&mut facts, &segment.lock_phrases);
+    facts
+}
+
+/// The AST knows only UPDATE/SHARE; the token scan knows the spelling (NO KEY UPDATE, KEY SHARE).
+/// When the AST confirmed a lock, report the strongest spelling actually written.
+fn refine_lock_strength(facts: &mut StatementFacts, phrases: &[LockStrength]) {
+    if let (Some(lock), Some(strongest)) = (facts.locking.as_mut(), phrases.iter().max()) {
+        lock.strength = *strongest;
+        let text = lock.to_string();
+        if let Some(e) = facts.evidence.iter_mut().find(|e| e.fact == "row_lock") {
+            e.detail = text;
+        }
+    }
+}
