@@ -247,7 +247,7 @@ const PG_IMMUTABLE: &[&str] = &[
     "bool", "concat", "concat_ws", "format", "array_fill", "tsvector_to_array", "similarity",
     "trim_array", "extract", "date_bin", "timezone", "bpchar",
     "to_ascii", "unistr", "normalize", "convert_from", "convert_to", "get_byte", "set_byte",
-    "crc32", "crc32c", "uuid_extract_timestamp", "uuid_extract_version",
+    "crc32", "crc32c", "array", "uuid_extract_timestamp", "uuid_extract_version",
 ];
 
 const PG_STABLE: &[&str] = &[
@@ -276,7 +276,8 @@ const PG_STABLE: &[&str] = &[
     "pg_trigger_depth", "pg_listening_channels", "row_security_active",
     "pg_index_column_has_property", "pg_indexam_has_property", "pg_index_has_property",
     "jsonb_path_query_tz",
-    "jsonb_path_exists_tz", "jsonb_path_match_tz",
+    "jsonb_path_exists_tz", "jsonb_to_record", "jsonb_to_recordset", "json_to_record",
+    "json_to_recordset", "jsonb_populate_record", "json_populate_record", "jsonb_path_match_tz",
 ];
 
 const PG_VOLATILE: &[&str] = &[

@@ -44,7 +44,7 @@ use crate::sql::Dialect;
 
 /// sqlparser recursion limit. Together with the token guards this keeps the deepest parse, walk
 /// and drop well inside a 2 MiB thread stack even in debug builds (tested).
-const RECURSION_LIMIT: usize = 48;
+const RECURSION_LIMIT: usize = 24;
 
 /// Analyzes one SQL string (possibly several statements). Never panics and never fails: anything
 /// it cannot prove safe comes back as not eligible.
@@ -95,8 +95,8 @@ fn analyze_segment(
         .parse_statements();
     let statements = match parsed {
         Ok(s) if !s.is_empty() => s,
-        Ok(_) => return fallback::classify(&segment, "no statement parsed"),
-        Err(e) => return fallback::classify(&segment, &e.to_string()),
+        Ok(_) => return fallback::classify(&segment, "no statement parsed", dialect),
+        Err(e) => return fallback::classify(&segment, &e.to_string(), dialect),
     };
     let mut combined: Option<StatementFacts> = None;
     for stmt in &statements {
@@ -108,7 +108,39 @@ fn analyze_segment(
     }
     let mut facts = combined.unwrap_or_else(|| StatementFacts::unknown("empty", "no statement"));
     refine_lock_strength(&mut facts, &segment.lock_phrases);
+    if dialect == Dialect::MySql {
+        mysql_token_facts(&mut facts, &segment);
+    }
     facts
+}
+
+/// MySQL spellings sqlparser 0.59 parses without keeping their meaning.
+fn mysql_token_facts(facts: &mut StatementFacts, segment: &tokens::Segment) {
+    // SQL_CALC_FOUND_ROWS parses as a plain select item, yet it sets FOUND_ROWS() for the next
+    // statement on this connection.
+    if segment.has_word("SQL_CALC_FOUND_ROWS") {
+        facts.affinity.insert(Affinity::FoundRows);
+        facts.note(Affinity::FoundRows.name(), "SQL_CALC_FOUND_ROWS");
+    }
+    // `SET SESSION TRANSACTION ...` parses as a one-transaction SET TRANSACTION, but in MySQL it
+    // sets the characteristics of every following transaction of the session.
+    if facts.operation == Operation::TransactionControl(TxControl::SetTransaction) {
+        let words = segment.leading_words(2);
+        match words.get(1).map(String::as_str) {
+            Some("SESSION") => {
+                facts.operation = Operation::Session;
+                facts.affinity.insert(Affinity::SessionSet);
+                facts.note(Affinity::SessionSet.name(), "SET SESSION TRANSACTION");
+                facts.effects.push(SessionEffect::Set {
+                    name: "transaction".into(),
+                    scope: SetScope::Session,
+                    value: None,
+                });
+            }
+            Some("GLOBAL") => facts.operation = Operation::Admin,
+            _ => {}
+        }
+    }
 }
 
 /// The AST knows only UPDATE/SHARE; the token scan knows the spelling (NO KEY UPDATE, KEY SHARE).

@@ -16,7 +16,7 @@ use super::facts::LockStrength;
 pub(super) const MAX_CHAIN_OPERATORS: usize = 1_000;
 
 /// Deepest bracket nesting accepted before parsing; the parser's own limit backs it up.
-pub(super) const MAX_NESTING: usize = 40;
+pub(super) const MAX_NESTING: usize = 10;
 
 /// One statement's tokens plus what the pre-scan learned about it.
 pub(super) struct Segment {
@@ -31,6 +31,18 @@ pub(super) struct Segment {
 }
 
 impl Segment {
+    /// True when the unquoted keyword `kw` appears anywhere in the statement.
+    pub fn has_keyword(&self, kw: Keyword) -> bool {
+        self.tokens.iter().any(|t| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.keyword == kw))
+    }
+
+    /// True when the unquoted word `upper` (upper case) appears anywhere in the statement.
+    pub fn has_word(&self, upper: &str) -> bool {
+        self.tokens.iter().any(|t| {
+            matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(upper))
+        })
+    }
+
     /// The first words of the statement (upper-cased, unquoted words only), for the fallback
     /// classifier and error details.
     pub fn leading_words(&self, n: usize) -> Vec<String> {
@@ -70,13 +82,30 @@ fn push_segment(out: &mut Vec<Segment>, tokens: Vec<TokenWithSpan>) {
     let mut chain_operators = 0;
     let mut depth = 0usize;
     let mut max_nesting = 0;
+    // Consecutive prefix operators (NOT NOT x, - - x) nest like brackets do.
+    let mut prefix_run = 0usize;
     for t in &tokens {
+        match &t.token {
+            Token::Whitespace(_) => continue,
+            Token::Minus | Token::Plus | Token::Tilde => prefix_run += 1,
+            Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::NOT => prefix_run += 1,
+            _ => prefix_run = 0,
+        }
+        max_nesting = max_nesting.max(depth + prefix_run);
         match &t.token {
             Token::LParen | Token::LBracket => {
                 depth += 1;
                 max_nesting = max_nesting.max(depth);
             }
             Token::RParen | Token::RBracket => depth = depth.saturating_sub(1),
+            // CASE ... END nests without brackets and costs as much stack per level.
+            Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::CASE => {
+                depth += 1;
+                max_nesting = max_nesting.max(depth);
+            }
+            Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::END => {
+                depth = depth.saturating_sub(1);
+            }
             other if is_chain_operator(other) => chain_operators += 1,
             _ => {}
         }

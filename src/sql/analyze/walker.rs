@@ -158,6 +158,44 @@ impl<'a> Walker<'a> {
     }
 }
 
+/// Views whose rows describe the server (or session) answering rather than the data: activity,
+/// locks, statistics, settings, replication. Monitoring asks these about the primary.
+fn server_state_relation(dialect: Dialect, name: &str) -> bool {
+    let (schema, base) = name.rsplit_once('.').unwrap_or(("", name));
+    match dialect {
+        Dialect::Postgres => {
+            base.starts_with("pg_stat")
+                || matches!(
+                    base,
+                    "pg_locks"
+                        | "pg_settings"
+                        | "pg_prepared_xacts"
+                        | "pg_prepared_statements"
+                        | "pg_cursors"
+                        | "pg_replication_slots"
+                        | "pg_backend_memory_contexts"
+                        | "pg_file_settings"
+                        | "pg_hba_file_rules"
+                        | "pg_replication_origin_status"
+                )
+        }
+        Dialect::MySql => {
+            matches!(schema, "performance_schema" | "sys")
+                || (schema == "information_schema"
+                    && (base.starts_with("innodb_")
+                        || matches!(
+                            base,
+                            "processlist"
+                                | "session_variables"
+                                | "session_status"
+                                | "global_variables"
+                                | "global_status"
+                                | "user_variables"
+                        )))
+        }
+    }
+}
+
 /// Lower-cased dotted name, identifiers unquoted.
 pub(super) fn object_name(name: &ObjectName) -> String {
     let mut out = String::new();
@@ -226,6 +264,14 @@ impl Visitor for Walker<'_> {
                 }
                 _ => {}
             }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_relation(&mut self, relation: &ObjectName) -> ControlFlow<()> {
+        let name = object_name(relation);
+        if server_state_relation(self.dialect, &name) {
+            self.affinity(Affinity::ServerState, name);
         }
         ControlFlow::Continue(())
     }
