@@ -84,7 +84,11 @@ pub fn parse_pg_udf_row(schema: &str, name: &str, provolatile: &str) -> Option<U
         "v" => Volatility::Volatile,
         _ => return None,
     };
-    Some(UdfRow { schema: schema.to_owned(), name: name.to_owned(), volatility })
+    Some(UdfRow {
+        schema: schema.to_owned(),
+        name: name.to_owned(),
+        volatility,
+    })
 }
 
 /// Turns one [`MYSQL_UDF_QUERY`] row into an entry. MySQL does not verify `DETERMINISTIC`, and a
@@ -107,8 +111,16 @@ pub fn parse_mysql_udf_row(
         "MODIFIES SQL DATA" => true,
         _ => return None,
     };
-    let volatility = if deterministic && !modifies { Volatility::Stable } else { Volatility::Volatile };
-    Some(UdfRow { schema: schema.to_owned(), name: name.to_owned(), volatility })
+    let volatility = if deterministic && !modifies {
+        Volatility::Stable
+    } else {
+        Volatility::Volatile
+    };
+    Some(UdfRow {
+        schema: schema.to_owned(),
+        name: name.to_owned(),
+        volatility,
+    })
 }
 
 impl FunctionCatalog {
@@ -126,7 +138,13 @@ impl FunctionCatalog {
         };
         for (volatility, names) in lists {
             for name in names.iter() {
-                builtin.insert(*name, FunctionInfo { volatility: *volatility, ..plain });
+                builtin.insert(
+                    *name,
+                    FunctionInfo {
+                        volatility: *volatility,
+                        ..plain
+                    },
+                );
             }
         }
         for (name, volatility, writes, affinities) in special {
@@ -134,9 +152,20 @@ impl FunctionCatalog {
             for a in affinities.iter() {
                 affinity.insert(*a);
             }
-            builtin.insert(*name, FunctionInfo { volatility: *volatility, writes: *writes, affinity });
+            builtin.insert(
+                *name,
+                FunctionInfo {
+                    volatility: *volatility,
+                    writes: *writes,
+                    affinity,
+                },
+            );
         }
-        FunctionCatalog { dialect, builtin, loaded: HashMap::new() }
+        FunctionCatalog {
+            dialect,
+            builtin,
+            loaded: HashMap::new(),
+        }
     }
 
     /// The dialect this catalog describes.
@@ -149,9 +178,13 @@ impl FunctionCatalog {
     pub fn insert(&mut self, schema: Option<&str>, name: &str, v: Volatility) {
         let name = name.to_ascii_lowercase();
         if let Some(schema) = schema {
-            self.loaded.insert(format!("{}.{name}", schema.to_ascii_lowercase()), v);
+            self.loaded
+                .insert(format!("{}.{name}", schema.to_ascii_lowercase()), v);
         }
-        self.loaded.entry(name).and_modify(|old| *old = (*old).max(v)).or_insert(v);
+        self.loaded
+            .entry(name)
+            .and_modify(|old| *old = (*old).max(v))
+            .or_insert(v);
     }
 
     /// Adds a row produced by [`parse_pg_udf_row`] or [`parse_mysql_udf_row`].
@@ -180,7 +213,10 @@ impl FunctionCatalog {
                 };
                 merge(builtin, loaded)
             }
-            None => merge(self.builtin.get(name.as_str()).copied(), self.loaded.get(&name).copied()),
+            None => merge(
+                self.builtin.get(name.as_str()).copied(),
+                self.loaded.get(&name).copied(),
+            ),
         }
     }
 }
@@ -189,11 +225,16 @@ impl FunctionCatalog {
 /// volatile of both.
 fn merge(builtin: Option<FunctionInfo>, loaded: Option<Volatility>) -> Option<FunctionInfo> {
     match (builtin, loaded) {
-        (Some(b), Some(v)) => Some(FunctionInfo { volatility: b.volatility.max(v), ..b }),
+        (Some(b), Some(v)) => Some(FunctionInfo {
+            volatility: b.volatility.max(v),
+            ..b
+        }),
         (Some(b), None) => Some(b),
-        (None, Some(v)) => {
-            Some(FunctionInfo { volatility: v, writes: false, affinity: AffinitySet::EMPTY })
-        }
+        (None, Some(v)) => Some(FunctionInfo {
+            volatility: v,
+            writes: false,
+            affinity: AffinitySet::EMPTY,
+        }),
         (None, None) => None,
     }
 }
@@ -207,6 +248,7 @@ use Volatility::{Immutable, Stable, Volatile};
 type Special = (&'static str, Volatility, bool, &'static [Affinity]);
 
 /// Aggregates and window functions: immutable for routing (they only combine row values).
+#[rustfmt::skip] // Dense name tables: one name per line would triple the file.
 const AGGREGATES: &[&str] = &[
     "count", "sum", "avg", "min", "max", "string_agg", "array_agg", "json_agg", "jsonb_agg",
     "json_object_agg", "jsonb_object_agg", "group_concat", "json_arrayagg", "json_objectagg",
@@ -217,6 +259,7 @@ const AGGREGATES: &[&str] = &[
     "cume_dist", "ntile", "lag", "lead", "first_value", "last_value", "nth_value",
 ];
 
+#[rustfmt::skip] // Dense name tables: one name per line would triple the file.
 const PG_IMMUTABLE: &[&str] = &[
     "abs", "cbrt", "ceil", "ceiling", "degrees", "div", "exp", "floor", "ln", "log", "log10", "mod",
     "pi", "power", "radians", "round", "sign", "sqrt", "trunc", "width_bucket", "gcd", "lcm",
@@ -250,6 +293,7 @@ const PG_IMMUTABLE: &[&str] = &[
     "crc32", "crc32c", "array", "uuid_extract_timestamp", "uuid_extract_version",
 ];
 
+#[rustfmt::skip] // Dense name tables: one name per line would triple the file.
 const PG_STABLE: &[&str] = &[
     "now", "current_timestamp", "current_date", "current_time", "localtime", "localtimestamp",
     "transaction_timestamp", "statement_timestamp", "to_char", "to_date", "to_timestamp",
@@ -280,6 +324,7 @@ const PG_STABLE: &[&str] = &[
     "json_to_recordset", "jsonb_populate_record", "json_populate_record", "jsonb_path_match_tz",
 ];
 
+#[rustfmt::skip] // Dense name tables: one name per line would triple the file.
 const PG_VOLATILE: &[&str] = &[
     "random", "random_normal", "setseed", "clock_timestamp", "timeofday", "gen_random_uuid",
     "uuid_generate_v1", "uuid_generate_v1mc", "uuid_generate_v4", "uuidv4", "uuidv7",
@@ -307,20 +352,65 @@ const PG_SPECIAL: &[Special] = &[
     ("pg_advisory_lock", Volatile, false, &[AdvisoryLock]),
     ("pg_advisory_lock_shared", Volatile, false, &[AdvisoryLock]),
     ("pg_try_advisory_lock", Volatile, false, &[AdvisoryLock]),
-    ("pg_try_advisory_lock_shared", Volatile, false, &[AdvisoryLock]),
+    (
+        "pg_try_advisory_lock_shared",
+        Volatile,
+        false,
+        &[AdvisoryLock],
+    ),
     ("pg_advisory_unlock", Volatile, false, &[AdvisoryLock]),
-    ("pg_advisory_unlock_shared", Volatile, false, &[AdvisoryLock]),
+    (
+        "pg_advisory_unlock_shared",
+        Volatile,
+        false,
+        &[AdvisoryLock],
+    ),
     ("pg_advisory_unlock_all", Volatile, false, &[AdvisoryLock]),
-    ("pg_advisory_xact_lock", Volatile, false, &[AdvisoryLock, TransactionScoped]),
-    ("pg_advisory_xact_lock_shared", Volatile, false, &[AdvisoryLock, TransactionScoped]),
-    ("pg_try_advisory_xact_lock", Volatile, false, &[AdvisoryLock, TransactionScoped]),
-    ("pg_try_advisory_xact_lock_shared", Volatile, false, &[AdvisoryLock, TransactionScoped]),
+    (
+        "pg_advisory_xact_lock",
+        Volatile,
+        false,
+        &[AdvisoryLock, TransactionScoped],
+    ),
+    (
+        "pg_advisory_xact_lock_shared",
+        Volatile,
+        false,
+        &[AdvisoryLock, TransactionScoped],
+    ),
+    (
+        "pg_try_advisory_xact_lock",
+        Volatile,
+        false,
+        &[AdvisoryLock, TransactionScoped],
+    ),
+    (
+        "pg_try_advisory_xact_lock_shared",
+        Volatile,
+        false,
+        &[AdvisoryLock, TransactionScoped],
+    ),
     ("set_config", Volatile, false, &[SessionSet]),
     ("txid_current", Volatile, true, &[TransactionScoped]),
     ("pg_current_xact_id", Volatile, true, &[TransactionScoped]),
-    ("txid_current_if_assigned", Volatile, false, &[TransactionScoped]),
-    ("pg_current_xact_id_if_assigned", Volatile, false, &[TransactionScoped]),
-    ("txid_current_snapshot", Volatile, false, &[TransactionScoped]),
+    (
+        "txid_current_if_assigned",
+        Volatile,
+        false,
+        &[TransactionScoped],
+    ),
+    (
+        "pg_current_xact_id_if_assigned",
+        Volatile,
+        false,
+        &[TransactionScoped],
+    ),
+    (
+        "txid_current_snapshot",
+        Volatile,
+        false,
+        &[TransactionScoped],
+    ),
     ("pg_current_snapshot", Volatile, false, &[TransactionScoped]),
     ("pg_export_snapshot", Volatile, false, &[TransactionScoped]),
     ("pg_notify", Volatile, true, &[]),
@@ -341,6 +431,7 @@ const PG_SPECIAL: &[Special] = &[
     ("pg_drop_replication_slot", Volatile, true, &[]),
 ];
 
+#[rustfmt::skip] // Dense name tables: one name per line would triple the file.
 const MYSQL_IMMUTABLE: &[&str] = &[
     "abs", "acos", "asin", "atan", "atan2", "ceil", "ceiling", "conv", "cos", "cot", "crc32",
     "degrees", "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power",
@@ -369,6 +460,7 @@ const MYSQL_IMMUTABLE: &[&str] = &[
     "point", "char_length", "nvl", "nvl2", "natural_sort_key", "get_format",
 ];
 
+#[rustfmt::skip] // Dense name tables: one name per line would triple the file.
 const MYSQL_STABLE: &[&str] = &[
     "now", "current_timestamp", "localtime", "localtimestamp", "curdate", "current_date",
     "curtime", "current_time", "utc_date", "utc_time", "utc_timestamp", "unix_timestamp",
@@ -377,6 +469,7 @@ const MYSQL_STABLE: &[&str] = &[
     "icu_version", "roles_graphml", "format_bytes", "format_pico_time",
 ];
 
+#[rustfmt::skip] // Dense name tables: one name per line would triple the file.
 const MYSQL_VOLATILE: &[&str] = &[
     "rand", "uuid", "uuid_short", "sleep", "sysdate", "benchmark", "master_pos_wait",
     "source_pos_wait", "master_gtid_wait", "wait_for_executed_gtid_set",

@@ -377,7 +377,10 @@ impl StatementFacts {
 
     /// Records one piece of evidence.
     pub(crate) fn note(&mut self, fact: &'static str, detail: impl Into<String>) {
-        self.evidence.push(Evidence { fact, detail: detail.into() });
+        self.evidence.push(Evidence {
+            fact,
+            detail: detail.into(),
+        });
     }
 
     /// Raises the operation to `op` if it is stronger than the current one.

@@ -6,45 +6,47 @@
 //! telling label than `Unknown` (none of them can be eligible); everything else is
 //! `Operation::Unknown`.
 
-use sqlparser::keywords::Keyword;
-
 use super::facts::{Affinity, Operation, SessionEffect, StatementFacts, TxControl};
 use super::tokens::Segment;
 use crate::sql::Dialect;
 
 /// Facts for an unparsable segment.
 pub(super) fn classify(segment: &Segment, error: &str, dialect: Dialect) -> StatementFacts {
-    let words = segment.leading_words(3);
+    let words = &segment.leading;
     let word = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     let mut facts = StatementFacts::unknown("parse_error", error);
     let op = match (word(0), word(1)) {
         ("RESET", _) if dialect == Dialect::MySql => Operation::Admin,
         ("RESET", "ALL") => {
             facts.effects.push(SessionEffect::ResetAll);
-            with_affinity(&mut facts, Affinity::SessionSet, &words)
+            with_affinity(&mut facts, Affinity::SessionSet, words)
         }
         ("RESET", name) if !name.is_empty() => {
-            facts.effects.push(SessionEffect::Reset(name.to_ascii_lowercase()));
-            with_affinity(&mut facts, Affinity::SessionSet, &words)
+            facts
+                .effects
+                .push(SessionEffect::Reset(name.to_ascii_lowercase()));
+            with_affinity(&mut facts, Affinity::SessionSet, words)
         }
         ("SET", scope) if !matches!(scope, "GLOBAL" | "PERSIST" | "PERSIST_ONLY") => {
-            with_affinity(&mut facts, Affinity::SessionSet, &words)
+            with_affinity(&mut facts, Affinity::SessionSet, words)
         }
         ("SET", _) => Operation::Admin,
-        ("MOVE", _) => with_affinity(&mut facts, Affinity::Cursor, &words),
+        ("MOVE", _) => with_affinity(&mut facts, Affinity::Cursor, words),
         ("PREPARE", name) if name != "TRANSACTION" => {
             facts.effects.push(SessionEffect::Prepare(name.to_owned()));
-            with_affinity(&mut facts, Affinity::SqlPrepare, &words)
+            with_affinity(&mut facts, Affinity::SqlPrepare, words)
         }
         ("DROP" | "DEALLOCATE", "PREPARE") => {
-            facts.effects.push(SessionEffect::Deallocate(Some(word(2).to_owned())));
-            with_affinity(&mut facts, Affinity::SqlPrepare, &words)
+            facts
+                .effects
+                .push(SessionEffect::Deallocate(Some(word(2).to_owned())));
+            with_affinity(&mut facts, Affinity::SqlPrepare, words)
         }
         ("EXECUTE", _) => {
             facts.affinity.insert(Affinity::SqlPrepare);
             Operation::Unknown
         }
-        ("SHOW", _) => with_affinity(&mut facts, Affinity::ServerState, &words),
+        ("SHOW", _) => with_affinity(&mut facts, Affinity::ServerState, words),
         _ => by_leading_words(word(0), word(1), segment),
     };
     facts.operation = op;
@@ -73,10 +75,11 @@ fn by_leading_words(first: &str, second: &str, segment: &Segment) -> Operation {
         | ("INSTALL" | "UNINSTALL" | "FLUSH" | "KILL" | "GRANT" | "REVOKE", _)
         | ("START", "SLAVE" | "REPLICA" | "GROUP_REPLICATION") => Operation::Admin,
         ("CREATE" | "ALTER" | "DROP" | "RENAME" | "COMMENT", _) => Operation::Ddl,
-        ("INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "MERGE" | "TRUNCATE" | "REFRESH" | "LOAD", _) => {
-            Operation::Write
-        }
-        ("COPY", _) if segment.has_keyword(Keyword::FROM) => Operation::Write,
+        (
+            "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "MERGE" | "TRUNCATE" | "REFRESH" | "LOAD",
+            _,
+        ) => Operation::Write,
+        ("COPY", _) if segment.has_from => Operation::Write,
         _ => Operation::Unknown,
     }
 }

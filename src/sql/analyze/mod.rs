@@ -78,20 +78,23 @@ pub fn analyze(sql: &str, dialect: Dialect, catalog: &FunctionCatalog) -> Statem
 }
 
 fn analyze_segment(
-    segment: tokens::Segment,
+    mut segment: tokens::Segment,
     sql_dialect: &dyn SqlDialect,
     dialect: Dialect,
     catalog: &FunctionCatalog,
 ) -> StatementFacts {
     if segment.chain_operators > tokens::MAX_CHAIN_OPERATORS {
-        return StatementFacts::unknown("too_complex", format!("{} operators", segment.chain_operators));
+        return StatementFacts::unknown(
+            "too_complex",
+            format!("{} operators", segment.chain_operators),
+        );
     }
     if segment.max_nesting > tokens::MAX_NESTING {
         return StatementFacts::unknown("too_deep", format!("nesting {}", segment.max_nesting));
     }
     let parsed = Parser::new(sql_dialect)
         .with_recursion_limit(RECURSION_LIMIT)
-        .with_tokens_with_locations(segment.tokens.clone())
+        .with_tokens_with_locations(std::mem::take(&mut segment.tokens))
         .parse_statements();
     let statements = match parsed {
         Ok(s) if !s.is_empty() => s,
@@ -118,15 +121,14 @@ fn analyze_segment(
 fn mysql_token_facts(facts: &mut StatementFacts, segment: &tokens::Segment) {
     // SQL_CALC_FOUND_ROWS parses as a plain select item, yet it sets FOUND_ROWS() for the next
     // statement on this connection.
-    if segment.has_word("SQL_CALC_FOUND_ROWS") {
+    if segment.calc_found_rows {
         facts.affinity.insert(Affinity::FoundRows);
         facts.note(Affinity::FoundRows.name(), "SQL_CALC_FOUND_ROWS");
     }
     // `SET SESSION TRANSACTION ...` parses as a one-transaction SET TRANSACTION, but in MySQL it
     // sets the characteristics of every following transaction of the session.
     if facts.operation == Operation::TransactionControl(TxControl::SetTransaction) {
-        let words = segment.leading_words(2);
-        match words.get(1).map(String::as_str) {
+        match segment.leading.get(1).map(String::as_str) {
             Some("SESSION") => {
                 facts.operation = Operation::Session;
                 facts.affinity.insert(Affinity::SessionSet);

@@ -54,10 +54,20 @@ fn classify(stmt: &Statement, w: &mut Walker<'_>) -> Operation {
             w.walk(stmt);
             Operation::Write
         }
-        Statement::Copy { source, to, target, .. } => copy(source, *to, target, w),
-        Statement::Explain { analyze, statement, options, .. } => {
+        Statement::Copy {
+            source, to, target, ..
+        } => copy(source, *to, target, w),
+        Statement::Explain {
+            analyze,
+            statement,
+            options,
+            ..
+        } => {
             let analyzes = *analyze
-                || options.iter().flatten().any(|o| o.name.value.eq_ignore_ascii_case("analyze"));
+                || options
+                    .iter()
+                    .flatten()
+                    .any(|o| o.name.value.eq_ignore_ascii_case("analyze"));
             if analyzes {
                 // EXPLAIN ANALYZE executes the statement: its facts are the statement's.
                 w.facts.note("explain_analyze", "");
@@ -77,7 +87,11 @@ fn classify(stmt: &Statement, w: &mut Walker<'_>) -> Operation {
             }
             Operation::Ddl
         }
-        Statement::CreateSequence { temporary: true, name, .. } => {
+        Statement::CreateSequence {
+            temporary: true,
+            name,
+            ..
+        } => {
             w.affinity(Affinity::TempTable, object_name(name));
             Operation::Ddl
         }
@@ -90,12 +104,12 @@ fn classify_simple(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
     let op = match stmt {
         Statement::StartTransaction { .. } => Operation::TransactionControl(TxControl::Begin),
         Statement::Commit { .. } => Operation::TransactionControl(TxControl::Commit),
-        Statement::Rollback { savepoint: None, .. } => {
-            Operation::TransactionControl(TxControl::Rollback)
-        }
-        Statement::Rollback { savepoint: Some(_), .. } => {
-            Operation::TransactionControl(TxControl::RollbackTo)
-        }
+        Statement::Rollback {
+            savepoint: None, ..
+        } => Operation::TransactionControl(TxControl::Rollback),
+        Statement::Rollback {
+            savepoint: Some(_), ..
+        } => Operation::TransactionControl(TxControl::RollbackTo),
         Statement::Savepoint { .. } => Operation::TransactionControl(TxControl::Savepoint),
         Statement::ReleaseSavepoint { .. } => Operation::TransactionControl(TxControl::Release),
         Statement::ShowFunctions { .. }
@@ -119,7 +133,9 @@ fn classify_simple(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
         }
         Statement::Use(u) => {
             let name = match u {
-                Use::Object(n) | Use::Database(n) | Use::Schema(n) | Use::Catalog(n) => object_name(n),
+                Use::Object(n) | Use::Database(n) | Use::Schema(n) | Use::Catalog(n) => {
+                    object_name(n)
+                }
                 other => other.to_string(),
             };
             w.affinity(Affinity::SessionSet, format!("USE {name}"));
@@ -139,7 +155,9 @@ fn classify_simple(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
         }
         Statement::LISTEN { channel } => {
             w.affinity(Affinity::Listen, channel.value.clone());
-            w.facts.effects.push(SessionEffect::Listen(channel.value.clone()));
+            w.facts
+                .effects
+                .push(SessionEffect::Listen(channel.value.clone()));
             Operation::Session
         }
         Statement::UNLISTEN { channel } => {
@@ -154,7 +172,9 @@ fn classify_simple(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
         }
         Statement::Prepare { name, .. } => {
             w.affinity(Affinity::SqlPrepare, name.value.clone());
-            w.facts.effects.push(SessionEffect::Prepare(name.value.clone()));
+            w.facts
+                .effects
+                .push(SessionEffect::Prepare(name.value.clone()));
             Operation::Session
         }
         Statement::Deallocate { name, .. } => {
@@ -167,7 +187,10 @@ fn classify_simple(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
         Statement::Execute { name, .. } => {
             let name = name.as_ref().map(object_name).unwrap_or_default();
             w.affinity(Affinity::SqlPrepare, name.clone());
-            w.facts.note("execute", format!("{name}: prepared statement text unknown here"));
+            w.facts.note(
+                "execute",
+                format!("{name}: prepared statement text unknown here"),
+            );
             Operation::Unknown
         }
         Statement::Fetch { name, .. } => {
@@ -179,7 +202,10 @@ fn classify_simple(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
                 CloseCursor::All => None,
                 CloseCursor::Specific { name } => Some(name.value.clone()),
             };
-            w.affinity(Affinity::Cursor, name.clone().unwrap_or_else(|| "ALL".into()));
+            w.affinity(
+                Affinity::Cursor,
+                name.clone().unwrap_or_else(|| "ALL".into()),
+            );
             w.facts.effects.push(SessionEffect::CloseCursor(name));
             Operation::Session
         }
@@ -236,7 +262,10 @@ fn declare(stmts: &[sqlparser::ast::Declare], w: &mut Walker<'_>) -> Operation {
             if with_hold {
                 w.affinity(Affinity::CursorWithHold, name.value.clone());
             }
-            w.facts.effects.push(SessionEffect::DeclareCursor { name: name.value.clone(), with_hold });
+            w.facts.effects.push(SessionEffect::DeclareCursor {
+                name: name.value.clone(),
+                with_hold,
+            });
         }
         if let Some(q) = &d.for_query {
             w.walk_part(q.as_ref());
@@ -311,5 +340,8 @@ fn classify_other(stmt: &Statement, w: &mut Walker<'_>) -> Operation {
 /// The first two words of a statement's SQL rendering, for evidence details.
 fn first_words(stmt: &Statement) -> String {
     let text = stmt.to_string();
-    text.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+    text.split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -28,40 +28,20 @@ pub(super) struct Segment {
     pub max_nesting: usize,
     /// Lock clauses as written, strongest meaning kept (FOR NO KEY UPDATE etc.).
     pub lock_phrases: Vec<LockStrength>,
-}
-
-impl Segment {
-    /// True when the unquoted keyword `kw` appears anywhere in the statement.
-    pub fn has_keyword(&self, kw: Keyword) -> bool {
-        self.tokens.iter().any(|t| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.keyword == kw))
-    }
-
-    /// True when the unquoted word `upper` (upper case) appears anywhere in the statement.
-    pub fn has_word(&self, upper: &str) -> bool {
-        self.tokens.iter().any(|t| {
-            matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(upper))
-        })
-    }
-
-    /// The first words of the statement (upper-cased, unquoted words only), for the fallback
-    /// classifier and error details.
-    pub fn leading_words(&self, n: usize) -> Vec<String> {
-        self.tokens
-            .iter()
-            .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-            .take(n)
-            .map(|t| match &t.token {
-                Token::Word(w) if w.quote_style.is_none() => w.value.to_ascii_uppercase(),
-                other => other.to_string(),
-            })
-            .collect()
-    }
+    /// First three words, upper-cased when unquoted, for the fallback classifier.
+    pub leading: Vec<String>,
+    /// An unquoted FROM keyword appears (tells COPY FROM apart when COPY does not parse).
+    pub has_from: bool,
+    /// MySQL SQL_CALC_FOUND_ROWS appears (sqlparser parses it as a plain select item).
+    pub calc_found_rows: bool,
 }
 
 /// Tokenizes `sql` and splits it into statements at top-level semicolons; empty statements
 /// (only whitespace/comments) are dropped.
 pub(super) fn split(sql: &str, dialect: &dyn SqlDialect) -> Result<Vec<Segment>, String> {
-    let tokens = Tokenizer::new(dialect, sql).tokenize_with_location().map_err(|e| e.to_string())?;
+    let tokens = Tokenizer::new(dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| e.to_string())?;
     let mut segments = Vec::new();
     let mut current = Vec::new();
     for t in tokens {
@@ -76,7 +56,10 @@ pub(super) fn split(sql: &str, dialect: &dyn SqlDialect) -> Result<Vec<Segment>,
 }
 
 fn push_segment(out: &mut Vec<Segment>, tokens: Vec<TokenWithSpan>) {
-    if tokens.iter().all(|t| matches!(t.token, Token::Whitespace(_) | Token::EOF)) {
+    if tokens
+        .iter()
+        .all(|t| matches!(t.token, Token::Whitespace(_) | Token::EOF))
+    {
         return;
     }
     let mut chain_operators = 0;
@@ -88,7 +71,9 @@ fn push_segment(out: &mut Vec<Segment>, tokens: Vec<TokenWithSpan>) {
         match &t.token {
             Token::Whitespace(_) => continue,
             Token::Minus | Token::Plus | Token::Tilde => prefix_run += 1,
-            Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::NOT => prefix_run += 1,
+            Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::NOT => {
+                prefix_run += 1
+            }
             _ => prefix_run = 0,
         }
         max_nesting = max_nesting.max(depth + prefix_run);
@@ -110,8 +95,40 @@ fn push_segment(out: &mut Vec<Segment>, tokens: Vec<TokenWithSpan>) {
             _ => {}
         }
     }
+    let leading = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .take(3)
+        .map(|t| match &t.token {
+            Token::Word(w) if w.quote_style.is_none() => w.value.to_ascii_uppercase(),
+            other => other.to_string(),
+        })
+        .collect();
+    let has_from = tokens
+        .iter()
+        .filter_map(unquoted)
+        .any(|w| w.keyword == Keyword::FROM);
+    let calc_found_rows = tokens
+        .iter()
+        .filter_map(unquoted)
+        .any(|w| w.value.eq_ignore_ascii_case("SQL_CALC_FOUND_ROWS"));
     let (tokens, lock_phrases) = normalize_locks(tokens);
-    out.push(Segment { tokens, chain_operators, max_nesting, lock_phrases });
+    out.push(Segment {
+        tokens,
+        chain_operators,
+        max_nesting,
+        lock_phrases,
+        leading,
+        has_from,
+        calc_found_rows,
+    });
+}
+
+fn unquoted(t: &TokenWithSpan) -> Option<&Word> {
+    match &t.token {
+        Token::Word(w) if w.quote_style.is_none() => Some(w),
+        _ => None,
+    }
 }
 
 /// True for tokens that can extend an expression or set-operation chain in a loop.
@@ -166,7 +183,10 @@ fn is_chain_operator(t: &Token) -> bool {
 
 fn keyword_at(tokens: &[TokenWithSpan], idx: &[usize], i: usize, kw: Keyword) -> bool {
     match idx.get(i).and_then(|&j| tokens.get(j)) {
-        Some(TokenWithSpan { token: Token::Word(w), .. }) => w.quote_style.is_none() && w.keyword == kw,
+        Some(TokenWithSpan {
+            token: Token::Word(w),
+            ..
+        }) => w.quote_style.is_none() && w.keyword == kw,
         _ => false,
     }
 }
@@ -193,7 +213,11 @@ fn normalize_locks(tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Vec<LockS
                 *slot = true;
             }
         };
-        if at(i, Keyword::FOR) && at(i + 1, Keyword::NO) && at(i + 2, Keyword::KEY) && at(i + 3, Keyword::UPDATE) {
+        if at(i, Keyword::FOR)
+            && at(i + 1, Keyword::NO)
+            && at(i + 2, Keyword::KEY)
+            && at(i + 3, Keyword::UPDATE)
+        {
             phrases.push(LockStrength::NoKeyUpdate);
             mark(i + 1, &mut drop);
             mark(i + 2, &mut drop);
@@ -204,7 +228,11 @@ fn normalize_locks(tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Vec<LockS
             phrases.push(LockStrength::Update);
         } else if at(i, Keyword::FOR) && at(i + 1, Keyword::SHARE) {
             phrases.push(LockStrength::Share);
-        } else if at(i, Keyword::LOCK) && at(i + 1, Keyword::IN) && at(i + 2, Keyword::SHARE) && at(i + 3, Keyword::MODE) {
+        } else if at(i, Keyword::LOCK)
+            && at(i + 1, Keyword::IN)
+            && at(i + 2, Keyword::SHARE)
+            && at(i + 3, Keyword::MODE)
+        {
             phrases.push(LockStrength::Share);
             if let Some(&j) = idx.get(i) {
                 replace_with_for.push(j);
@@ -222,7 +250,11 @@ fn normalize_locks(tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Vec<LockS
         .filter(|(i, _)| !drop.get(*i).copied().unwrap_or(false))
         .map(|(i, mut t)| {
             if replace_with_for.contains(&i) {
-                t.token = Token::Word(Word { value: "FOR".into(), quote_style: None, keyword: Keyword::FOR });
+                t.token = Token::Word(Word {
+                    value: "FOR".into(),
+                    quote_style: None,
+                    keyword: Keyword::FOR,
+                });
             }
             t
         })

@@ -93,7 +93,9 @@ impl<'a> Walker<'a> {
     /// `set_config(name, value, is_local)`: record the SET when its arguments are literals.
     fn set_config(&mut self, args: &[FunctionArg]) {
         let lit = |i: usize| match args.get(i) {
-            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) => Some(v.value.clone()),
+            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) => {
+                Some(v.value.clone())
+            }
             _ => None,
         };
         let text = |v: Option<Value>| v.and_then(|v| v.into_string());
@@ -104,7 +106,11 @@ impl<'a> Walker<'a> {
         }
         self.facts.effects.push(SessionEffect::Set {
             name: name.to_ascii_lowercase(),
-            scope: if local { SetScope::Local } else { SetScope::Session },
+            scope: if local {
+                SetScope::Local
+            } else {
+                SetScope::Session
+            },
             value: text(lit(1)),
         });
     }
@@ -137,13 +143,17 @@ impl<'a> Walker<'a> {
                 self.facts.note("select_into", name.clone());
                 if into.temporary {
                     self.affinity(Affinity::TempTable, name.clone());
-                    self.facts.effects.push(SessionEffect::CreateTempTable(name));
+                    self.facts
+                        .effects
+                        .push(SessionEffect::CreateTempTable(name));
                 }
             }
             Dialect::MySql => {
                 if name.starts_with('@') {
                     self.affinity(Affinity::UserVariable, name.clone());
-                    self.facts.effects.push(SessionEffect::UserVariableSet(name.clone()));
+                    self.facts
+                        .effects
+                        .push(SessionEffect::UserVariableSet(name.clone()));
                 }
                 self.affinity(Affinity::SelectInto, name);
             }
@@ -234,7 +244,8 @@ impl Visitor for Walker<'_> {
                 Statement::Query(_) => {}
                 _ => {
                     self.nested_other = true;
-                    self.facts.note("nested_statement", "non-query statement inside a query");
+                    self.facts
+                        .note("nested_statement", "non-query statement inside a query");
                 }
             }
         }
@@ -278,7 +289,11 @@ impl Visitor for Walker<'_> {
 
     fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
         match factor {
-            TableFactor::Table { name, args: Some(args), .. } => self.call(name, Some(&args.args)),
+            TableFactor::Table {
+                name,
+                args: Some(args),
+                ..
+            } => self.call(name, Some(&args.args)),
             TableFactor::Function { name, args, .. } => self.call(name, Some(args)),
             _ => {}
         }
