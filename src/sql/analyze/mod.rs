@@ -18,6 +18,11 @@
 //! - A multi-statement string is split at top-level semicolons and each statement analyzed on
 //!   its own; facts combine (strongest operation, most volatile, union of affinities), so the
 //!   string is eligible only when every statement is.
+//! - Stack safety: before parsing, a token scan refuses (as `Unknown`, evidence `too_deep` /
+//!   `too_complex`) nesting deeper than 10 (brackets, CASE, prefix NOT/minus runs) and more than
+//!   1,000 chain operators per statement; sqlparser's recursion limit (24) backs this up. The
+//!   deepest accepted input is tested on a 2 MiB thread in a debug build. Deeper SQL simply runs
+//!   on the primary.
 //! - Statements sqlparser 0.59 cannot parse but the session layer must see (RESET, ABORT,
 //!   PREPARE TRANSACTION, XA) are recognized from their leading words, still with `parse_error`.
 

@@ -63,19 +63,13 @@ pub(super) fn set(set: &Set, w: &mut Walker<'_>) -> Operation {
             charset_name,
             collation_name,
         } => {
-            let mut text = charset_name.value.clone();
-            if let Some(c) = collation_name {
-                text = format!("{text} COLLATE {c}");
-            }
-            w.affinity(Affinity::SessionSet, format!("SET NAMES {text}"));
-            w.facts.effects.push(SessionEffect::SetNames(Some(text)));
-            Operation::Session
+            let text = match collation_name {
+                Some(c) => format!("{} COLLATE {c}", charset_name.value),
+                None => charset_name.value.clone(),
+            };
+            set_names(Some(text), w)
         }
-        Set::SetNamesDefault {} => {
-            w.affinity(Affinity::SessionSet, "SET NAMES DEFAULT");
-            w.facts.effects.push(SessionEffect::SetNames(None));
-            Operation::Session
-        }
+        Set::SetNamesDefault {} => set_names(None, w),
         Set::SetTransaction { session: false, .. } => {
             Operation::TransactionControl(TxControl::SetTransaction)
         }
@@ -96,6 +90,14 @@ pub(super) fn set(set: &Set, w: &mut Walker<'_>) -> Operation {
             Operation::Session
         }
     }
+}
+
+/// MySQL `SET NAMES charset [COLLATE c]`, or `SET NAMES DEFAULT` as `None`.
+fn set_names(text: Option<String>, w: &mut Walker<'_>) -> Operation {
+    let shown = text.clone().unwrap_or_else(|| "DEFAULT".into());
+    w.affinity(Affinity::SessionSet, format!("SET NAMES {shown}"));
+    w.facts.effects.push(SessionEffect::SetNames(text));
+    Operation::Session
 }
 
 fn render(values: &[Expr]) -> String {

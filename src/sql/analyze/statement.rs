@@ -131,6 +131,22 @@ fn classify_simple(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
             w.affinity(Affinity::ServerState, first_words(stmt));
             Operation::Read
         }
+        Statement::NOTIFY { channel, .. } => {
+            w.facts.note("notify", channel.value.clone());
+            Operation::Write
+        }
+        Statement::Call(f) => {
+            w.facts.note("call", object_name(&f.name));
+            Operation::Unknown
+        }
+        _ => return connection_state(stmt, w),
+    };
+    Some(op)
+}
+
+/// Statements that create or drop per-connection state the session layer tracks.
+fn connection_state(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
+    let op = match stmt {
         Statement::Use(u) => {
             let name = match u {
                 Use::Object(n) | Use::Database(n) | Use::Schema(n) | Use::Catalog(n) => {
@@ -166,49 +182,6 @@ fn classify_simple(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
             w.facts.effects.push(SessionEffect::Unlisten(ch));
             Operation::Session
         }
-        Statement::NOTIFY { channel, .. } => {
-            w.facts.note("notify", channel.value.clone());
-            Operation::Write
-        }
-        Statement::Prepare { name, .. } => {
-            w.affinity(Affinity::SqlPrepare, name.value.clone());
-            w.facts
-                .effects
-                .push(SessionEffect::Prepare(name.value.clone()));
-            Operation::Session
-        }
-        Statement::Deallocate { name, .. } => {
-            w.affinity(Affinity::SqlPrepare, name.value.clone());
-            let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
-            let target = (!all).then(|| name.value.clone());
-            w.facts.effects.push(SessionEffect::Deallocate(target));
-            Operation::Session
-        }
-        Statement::Execute { name, .. } => {
-            let name = name.as_ref().map(object_name).unwrap_or_default();
-            w.affinity(Affinity::SqlPrepare, name.clone());
-            w.facts.note(
-                "execute",
-                format!("{name}: prepared statement text unknown here"),
-            );
-            Operation::Unknown
-        }
-        Statement::Fetch { name, .. } => {
-            w.affinity(Affinity::Cursor, name.value.clone());
-            Operation::Read
-        }
-        Statement::Close { cursor } => {
-            let name = match cursor {
-                CloseCursor::All => None,
-                CloseCursor::Specific { name } => Some(name.value.clone()),
-            };
-            w.affinity(
-                Affinity::Cursor,
-                name.clone().unwrap_or_else(|| "ALL".into()),
-            );
-            w.facts.effects.push(SessionEffect::CloseCursor(name));
-            Operation::Session
-        }
         Statement::LockTables { .. } => {
             w.affinity(Affinity::LockTables, "LOCK TABLES");
             w.facts.effects.push(SessionEffect::LockTables);
@@ -219,11 +192,7 @@ fn classify_simple(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
             w.facts.effects.push(SessionEffect::UnlockTables);
             Operation::Session
         }
-        Statement::Call(f) => {
-            w.facts.note("call", object_name(&f.name));
-            Operation::Unknown
-        }
-        _ => return None,
+        _ => return prepared_or_cursor(stmt, w),
     };
     Some(op)
 }
@@ -344,4 +313,51 @@ fn first_words(stmt: &Statement) -> String {
         .take(2)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// SQL-level prepared statements and cursors.
+fn prepared_or_cursor(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
+    let op = match stmt {
+        Statement::Prepare { name, .. } => {
+            w.affinity(Affinity::SqlPrepare, name.value.clone());
+            w.facts
+                .effects
+                .push(SessionEffect::Prepare(name.value.clone()));
+            Operation::Session
+        }
+        Statement::Deallocate { name, .. } => {
+            w.affinity(Affinity::SqlPrepare, name.value.clone());
+            let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
+            let target = (!all).then(|| name.value.clone());
+            w.facts.effects.push(SessionEffect::Deallocate(target));
+            Operation::Session
+        }
+        Statement::Execute { name, .. } => {
+            let name = name.as_ref().map(object_name).unwrap_or_default();
+            w.affinity(Affinity::SqlPrepare, name.clone());
+            w.facts.note(
+                "execute",
+                format!("{name}: prepared statement text unknown here"),
+            );
+            Operation::Unknown
+        }
+        Statement::Fetch { name, .. } => {
+            w.affinity(Affinity::Cursor, name.value.clone());
+            Operation::Read
+        }
+        Statement::Close { cursor } => {
+            let name = match cursor {
+                CloseCursor::All => None,
+                CloseCursor::Specific { name } => Some(name.value.clone()),
+            };
+            w.affinity(
+                Affinity::Cursor,
+                name.clone().unwrap_or_else(|| "ALL".into()),
+            );
+            w.facts.effects.push(SessionEffect::CloseCursor(name));
+            Operation::Session
+        }
+        _ => return None,
+    };
+    Some(op)
 }
