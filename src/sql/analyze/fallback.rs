@@ -27,6 +27,13 @@ pub(super) fn classify(segment: &Segment, error: &str, dialect: Dialect) -> Stat
                 .push(SessionEffect::Reset(name.to_ascii_lowercase()));
             with_affinity(&mut facts, Affinity::SessionSet, words)
         }
+        ("SET", var) if var.starts_with('@') && !var.starts_with("@@") => {
+            // `SET @x := 1` (the `:=` spelling does not parse).
+            facts
+                .effects
+                .push(SessionEffect::UserVariableSet(var.to_ascii_lowercase()));
+            with_affinity(&mut facts, Affinity::UserVariable, words)
+        }
         ("SET", scope) if !matches!(scope, "GLOBAL" | "PERSIST" | "PERSIST_ONLY") => {
             with_affinity(&mut facts, Affinity::SessionSet, words)
         }

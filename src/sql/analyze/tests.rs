@@ -345,6 +345,11 @@ fn session_resets_and_pins() {
         .affinity
         .contains(Affinity::GetLock));
     assert!(my("SELECT @x").affinity.contains(Affinity::UserVariable));
+    let f = my("SET @x := 1");
+    assert!(f.affinity.contains(Affinity::UserVariable));
+    assert!(f
+        .effects
+        .contains(&SessionEffect::UserVariableSet("@x".into())));
     assert!(my("SELECT LAST_INSERT_ID()")
         .affinity
         .contains(Affinity::LastInsertId));
