@@ -14,3 +14,6 @@ pub enum Dialect {
     /// MySQL/MariaDB: backtick identifiers, backslash escapes, `#` comments.
     MySql,
 }
+
+pub mod analyze;
+pub mod volatility;

@@ -1,0 +1,163 @@
+//! Semantic analysis: may this SQL string run on a replica?
+//!
+//! Owns [`analyze`] and the [`StatementFacts`] it returns. Pure: sqlparser (with its `visitor`
+//! feature) and the sibling [`crate::sql::volatility`] catalog only; no runtime, clock or globals.
+//!
+//! The rule is "unknown never means safe": a string is replica-eligible only when analysis proves
+//! every statement is a read, calls only immutable or stable functions, takes no row lock and
+//! needs no session or transaction affinity. Unparsable SQL, unknown functions, unsupported
+//! statements and inputs past the complexity guards are all `Unknown` or volatile.
+//!
+//! Decisions worth knowing:
+//! - SHOW / DESCRIBE are reads carrying [`Affinity::ServerState`], hence never eligible.
+//! - EXPLAIN without ANALYZE is an eligible read (nothing executes); EXPLAIN ANALYZE has the facts
+//!   of the statement it runs.
+//! - COPY ... TO STDOUT is a read (eligible when its query is); COPY FROM is a write; COPY TO a
+//!   server file or program is admin.
+//! - CALL, DO, EXECUTE and unparsable statements are `Unknown`.
+//! - A multi-statement string is split at top-level semicolons and each statement analyzed on
+//!   its own; facts combine (strongest operation, most volatile, union of affinities), so the
+//!   string is eligible only when every statement is.
+//! - Stack safety: before parsing, a token scan refuses (as `Unknown`, evidence `too_deep` /
+//!   `too_complex`) nesting deeper than 10 (brackets, CASE, prefix NOT/minus runs) and more than
+//!   1,000 chain operators per statement; sqlparser's recursion limit (24) backs this up. The
+//!   deepest accepted input is tested on a 2 MiB thread in a debug build. Deeper SQL simply runs
+//!   on the primary.
+//! - Statements sqlparser 0.59 cannot parse but the session layer must see (RESET, ABORT,
+//!   PREPARE TRANSACTION, XA) are recognized from their leading words, still with `parse_error`.
+
+mod facts;
+mod fallback;
+mod session;
+mod statement;
+mod tokens;
+mod walker;
+
+#[cfg(test)]
+mod tests;
+
+use sqlparser::dialect::{Dialect as SqlDialect, MySqlDialect, PostgreSqlDialect};
+use sqlparser::parser::Parser;
+
+pub use facts::{
+    Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, SessionEffect,
+    SetScope, StatementFacts, TxControl,
+};
+
+use crate::sql::volatility::FunctionCatalog;
+use crate::sql::Dialect;
+
+/// sqlparser recursion limit. Together with the token guards this keeps the deepest parse, walk
+/// and drop well inside a 2 MiB thread stack even in debug builds (tested).
+const RECURSION_LIMIT: usize = 24;
+
+/// Analyzes one SQL string (possibly several statements). Never panics and never fails: anything
+/// it cannot prove safe comes back as not eligible.
+pub fn analyze(sql: &str, dialect: Dialect, catalog: &FunctionCatalog) -> StatementFacts {
+    let pg = PostgreSqlDialect {};
+    let my = MySqlDialect {};
+    let sql_dialect: &dyn SqlDialect = match dialect {
+        Dialect::Postgres => &pg,
+        Dialect::MySql => &my,
+    };
+    let segments = match tokens::split(sql, sql_dialect) {
+        Ok(s) => s,
+        Err(e) => return StatementFacts::unknown("parse_error", e),
+    };
+    if segments.len() > usize::from(u16::MAX) {
+        return StatementFacts::unknown("too_many_statements", segments.len().to_string());
+    }
+    let mut combined: Option<StatementFacts> = None;
+    for segment in segments {
+        let facts = analyze_segment(segment, sql_dialect, dialect, catalog);
+        match combined.as_mut() {
+            Some(c) => c.combine(facts),
+            None => combined = Some(facts),
+        }
+    }
+    combined.unwrap_or_else(|| {
+        let mut f = StatementFacts::unknown("empty", "no statement");
+        f.statement_count = 0;
+        f
+    })
+}
+
+fn analyze_segment(
+    mut segment: tokens::Segment,
+    sql_dialect: &dyn SqlDialect,
+    dialect: Dialect,
+    catalog: &FunctionCatalog,
+) -> StatementFacts {
+    if segment.chain_operators > tokens::MAX_CHAIN_OPERATORS {
+        return StatementFacts::unknown(
+            "too_complex",
+            format!("{} operators", segment.chain_operators),
+        );
+    }
+    if segment.max_nesting > tokens::MAX_NESTING {
+        return StatementFacts::unknown("too_deep", format!("nesting {}", segment.max_nesting));
+    }
+    let parsed = Parser::new(sql_dialect)
+        .with_recursion_limit(RECURSION_LIMIT)
+        .with_tokens_with_locations(std::mem::take(&mut segment.tokens))
+        .parse_statements();
+    let statements = match parsed {
+        Ok(s) if !s.is_empty() => s,
+        Ok(_) => return fallback::classify(&segment, "no statement parsed", dialect),
+        Err(e) => return fallback::classify(&segment, &e.to_string(), dialect),
+    };
+    let mut combined: Option<StatementFacts> = None;
+    for stmt in &statements {
+        let facts = statement::analyze_statement(stmt, dialect, catalog);
+        match combined.as_mut() {
+            Some(c) => c.combine(facts),
+            None => combined = Some(facts),
+        }
+    }
+    let mut facts = combined.unwrap_or_else(|| StatementFacts::unknown("empty", "no statement"));
+    refine_lock_strength(&mut facts, &segment.lock_phrases);
+    if dialect == Dialect::MySql {
+        mysql_token_facts(&mut facts, &segment);
+    }
+    facts
+}
+
+/// MySQL spellings sqlparser 0.59 parses without keeping their meaning.
+fn mysql_token_facts(facts: &mut StatementFacts, segment: &tokens::Segment) {
+    // SQL_CALC_FOUND_ROWS parses as a plain select item, yet it sets FOUND_ROWS() for the next
+    // statement on this connection.
+    if segment.calc_found_rows {
+        facts.affinity.insert(Affinity::FoundRows);
+        facts.note(Affinity::FoundRows.name(), "SQL_CALC_FOUND_ROWS");
+    }
+    // `SET SESSION TRANSACTION ...` parses as a one-transaction SET TRANSACTION, but in MySQL it
+    // sets the characteristics of every following transaction of the session.
+    if facts.operation == Operation::TransactionControl(TxControl::SetTransaction) {
+        match segment.leading.get(1).map(String::as_str) {
+            Some("SESSION") => {
+                facts.operation = Operation::Session;
+                facts.affinity.insert(Affinity::SessionSet);
+                facts.note(Affinity::SessionSet.name(), "SET SESSION TRANSACTION");
+                facts.effects.push(SessionEffect::Set {
+                    name: "transaction".into(),
+                    scope: SetScope::Session,
+                    value: None,
+                });
+            }
+            Some("GLOBAL") => facts.operation = Operation::Admin,
+            _ => {}
+        }
+    }
+}
+
+/// The AST knows only UPDATE/SHARE; the token scan knows the spelling (NO KEY UPDATE, KEY SHARE).
+/// When the AST confirmed a lock, report the strongest spelling actually written.
+fn refine_lock_strength(facts: &mut StatementFacts, phrases: &[LockStrength]) {
+    if let (Some(lock), Some(strongest)) = (facts.locking.as_mut(), phrases.iter().max()) {
+        lock.strength = *strongest;
+        let text = lock.to_string();
+        if let Some(e) = facts.evidence.iter_mut().find(|e| e.fact == "row_lock") {
+            e.detail = text;
+        }
+    }
+}
