@@ -55,11 +55,14 @@ impl Budget {
     }
 }
 
+/// Budgets by (pool name, backend `host:port`).
+type BudgetMap = HashMap<(String, String), Arc<Budget>>;
+
 /// Registry of budgets by (pool, backend address); a reload that changes `max_connections`
 /// updates the cap in place so open connections stay counted.
 #[derive(Debug, Clone, Default)]
 pub struct BudgetRegistry {
-    inner: Arc<Mutex<HashMap<(String, String), Arc<Budget>>>>,
+    inner: Arc<Mutex<BudgetMap>>,
 }
 
 impl BudgetRegistry {

@@ -79,6 +79,9 @@ impl ErrorCode for PoolError {
     }
 }
 
+/// Startup parameters a server reported, shared by the sessions greeted with them.
+pub type ServerParams = Rc<Vec<(String, String)>>;
+
 /// How often a waiting checkout looks for budget freed by another core.
 const CROSS_CORE_RECHECK: std::time::Duration = std::time::Duration::from_millis(2);
 
@@ -137,7 +140,7 @@ pub struct CorePool {
     waiters: Rc<Waiters>,
     /// What the servers reported at startup (PostgreSQL ParameterStatus), from the first
     /// connection opened: clients are greeted with it without borrowing a connection.
-    server_params: RefCell<Option<Rc<Vec<(String, String)>>>>,
+    server_params: RefCell<Option<ServerParams>>,
 }
 
 impl CorePool {
@@ -163,7 +166,7 @@ impl CorePool {
     }
 
     /// Startup parameters reported by this pool's servers, once a connection was opened.
-    pub fn server_params(&self) -> Option<Rc<Vec<(String, String)>>> {
+    pub fn server_params(&self) -> Option<ServerParams> {
         self.server_params.borrow().clone()
     }
 
