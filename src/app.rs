@@ -67,9 +67,21 @@ fn cpus(config: &Config) -> Result<Vec<Option<usize>>, StartError> {
     }
 }
 
+/// SO_REUSEPORT lets a second process join a port silently and take half its connections;
+/// binding once without it first turns that into a clear "address in use" at start.
+fn ensure_ports_free(config: &Config) -> Result<(), StartError> {
+    for l in config.listeners.iter().filter(|l| l.bind.port() != 0) {
+        std::net::TcpListener::bind(l.bind).map_err(|e| {
+            StartError::Listen(std::io::Error::new(e.kind(), format!("{} ({}): {e}", l.bind, l.name)))
+        })?;
+    }
+    Ok(())
+}
+
 /// Starts cores and the control plane for `config`; `config_path` is what reloads re-read.
 pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, StartError> {
     let cpus = cpus(&config)?;
+    ensure_ports_free(&config)?;
     let drain_window = config.general.shutdown_drain;
     let snapshot = Arc::new(Snapshot { version: RulesVersion(1), config: Arc::new(config) });
     let budgets = BudgetRegistry::default();

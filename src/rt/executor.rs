@@ -72,3 +72,4 @@ where
         .map_err(|e| RtError::Spawn { cpu: cpu.unwrap_or(usize::MAX), reason: e.to_string() })?;
     Ok(CoreHandle { inner })
 }
+

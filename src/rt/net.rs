@@ -27,10 +27,24 @@ impl Listener {
     }
 }
 
+/// Listen backlog per core and listener (the kernel caps it at `net.core.somaxconn`).
+const BACKLOG: i32 = 1024;
+
 /// Binds `addr` with SO_REUSEPORT so every core can own a listener on the same port and the
-/// kernel spreads incoming connections between them.
+/// kernel spreads incoming connections between them. SO_REUSEADDR too, so that accepted
+/// connections inherit it and their TIME_WAIT remnants never block a restart.
 pub fn bind_reuseport(addr: SocketAddr) -> io::Result<Listener> {
-    let inner = glommio::net::TcpListener::bind(addr).map_err(io::Error::from)?;
+    use socket2::{Domain, Protocol, Socket, Type};
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    sock.set_reuse_address(true)?;
+    sock.set_reuse_port(true)?;
+    sock.set_nonblocking(true)?;
+    sock.bind(&addr.into())?;
+    sock.listen(BACKLOG)?;
+    // SAFETY: the descriptor is a bound, listening TCP socket that we own exclusively; its
+    // ownership moves into the glommio listener, which closes it.
+    let inner = unsafe { glommio::net::TcpListener::from_raw_fd(sock.into_raw_fd()) };
     Ok(Listener { inner })
 }
 

@@ -228,3 +228,20 @@ fn scram_secret_parse_errors() {
         );
     }
 }
+
+#[test]
+fn scram_round_trip_with_random_salts_and_nonces() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for i in 0..64u32 {
+        let salt: [u8; 16] = rand::random();
+        let secret = ScramSecret::from_password("app", &salt, 4096);
+        let cnonce = b64.encode(rand::random::<[u8; 18]>());
+        let snonce = b64.encode(rand::random::<[u8; 18]>());
+        let client = ScramClient::new("", "app", &cnonce).expect("client");
+        let (server, first) = ScramServer::start(&secret, client.client_first().as_bytes(), &snonce).expect("start");
+        let (fin, verify) = client.handle_server_first(first.as_bytes()).expect("server first");
+        let last = server.finish(fin.as_bytes()).unwrap_or_else(|e| panic!("round {i}: {e:?} salt={salt:?}"));
+        verify.verify_server_final(last.as_bytes()).expect("server final");
+    }
+}

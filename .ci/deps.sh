@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# .ci/deps.sh - installs, with apt-get and only when absent, the system packages the tests,
+# the perf scripts and the demo need on a fresh Debian 12 machine. Used by .ci/run and
+# perf/demo.sh.
+set -euo pipefail
+log() { printf '[deps] %s\n' "$*" >&2; }
+
+# Each check names a program the suite or the perf scripts use (PostgreSQL: any major).
+pg_server_present() { compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; }
+missing=()
+pg_server_present || missing+=(postgresql postgresql-contrib)
+command -v psql >/dev/null || missing+=(postgresql-client)
+command -v mariadbd >/dev/null || missing+=(mariadb-server)
+command -v mariadb >/dev/null || missing+=(mariadb-client)
+command -v sysbench >/dev/null || missing+=(sysbench)
+command -v pgbouncer >/dev/null || missing+=(pgbouncer)
+command -v promtool >/dev/null || missing+=(prometheus)   # promtool checks /metrics output
+command -v setpriv >/dev/null || missing+=(util-linux)     # runs the servers unprivileged as root
+command -v ss >/dev/null || missing+=(iproute2)           # free-port checks
+command -v cc >/dev/null || missing+=(build-essential)     # linker for cargo
+
+if [ ${#missing[@]} -gt 0 ]; then
+    log "installing: ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+    log "all system packages present"
+fi
+
