@@ -44,9 +44,9 @@ impl Budget {
         let _ = self.wanted.fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| w.checked_sub(1));
     }
 
-    /// Whether some core is waiting for a unit of this budget.
-    pub fn is_wanted(&self) -> bool {
-        self.wanted.load(Ordering::Acquire) > 0
+    /// How many checkouts, on all cores, are waiting for a unit of this budget.
+    pub fn wanted(&self) -> u32 {
+        self.wanted.load(Ordering::Acquire)
     }
 
     /// Connections currently open against this budget, process-wide.

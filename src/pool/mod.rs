@@ -85,17 +85,20 @@ pub type ServerParams = Rc<Vec<(String, String)>>;
 /// How often a waiting checkout looks for budget freed by another core.
 const CROSS_CORE_RECHECK: std::time::Duration = std::time::Duration::from_millis(2);
 
-/// Marks every backend budget of a pool as wanted while a checkout waits.
+/// Marks every backend budget of a pool as wanted while a checkout waits, and counts the
+/// waiting checkouts of this core so it can tell its own demand from other cores'.
 struct Wanting<'a> {
     backends: &'a [BackendSlot],
+    local: &'a Cell<u32>,
 }
 
 impl<'a> Wanting<'a> {
-    fn new(backends: &'a [BackendSlot]) -> Self {
+    fn new(backends: &'a [BackendSlot], local: &'a Cell<u32>) -> Self {
         for b in backends {
             b.budget.want();
         }
-        Self { backends }
+        local.set(local.get() + 1);
+        Self { backends, local }
     }
 }
 
@@ -104,6 +107,7 @@ impl Drop for Wanting<'_> {
         for b in self.backends {
             b.budget.unwant();
         }
+        self.local.set(self.local.get().saturating_sub(1));
     }
 }
 
@@ -138,6 +142,8 @@ pub struct CorePool {
     backends: Vec<BackendSlot>,
     idle: RefCell<Vec<Conn>>,
     waiters: Rc<Waiters>,
+    /// Checkouts of this core currently waiting for budget.
+    wanting_here: Cell<u32>,
     /// What the servers reported at startup (PostgreSQL ParameterStatus), from the first
     /// connection opened: clients are greeted with it without borrowing a connection.
     server_params: RefCell<Option<ServerParams>>,
@@ -162,12 +168,19 @@ impl CorePool {
                 })
             })
             .collect();
-        Self { config: config.clone(), backends, idle: RefCell::new(Vec::new()), waiters: Rc::default(), server_params: RefCell::new(None) }
+        Self { config: config.clone(), backends, idle: RefCell::new(Vec::new()), waiters: Rc::default(), wanting_here: Cell::new(0), server_params: RefCell::new(None) }
     }
 
     /// Startup parameters reported by this pool's servers, once a connection was opened.
     pub fn server_params(&self) -> Option<ServerParams> {
         self.server_params.borrow().clone()
+    }
+
+    /// Whether another core waits for budget of `backend` (this core's own waiters take idle
+    /// connections directly, so their demand must not close them).
+    fn wanted_elsewhere(&self, backend: usize) -> bool {
+        let waiting_here = self.wanting_here.get();
+        self.backends.get(backend).is_some_and(|b| b.budget.wanted() > waiting_here)
     }
 
     /// Idle connections held by this core.
@@ -210,7 +223,7 @@ impl CorePool {
             return Err(PoolError::NoBackend(self.config.name.clone()));
         }
         let started = rt::now();
-        let _wanting = Wanting::new(&self.backends);
+        let _wanting = Wanting::new(&self.backends, &self.wanting_here);
         loop {
             let ev = Event::new();
             self.waiters.queue.borrow_mut().push_back(ev.clone());
@@ -266,7 +279,7 @@ impl CorePool {
     /// one that another core is waiting for while nobody here is.
     pub fn checkin(&self, conn: Conn, reusable: bool) {
         let local_waiters = !self.waiters.queue.borrow().is_empty();
-        let elsewhere = self.backends.get(conn.backend).is_some_and(|b| b.budget.is_wanted());
+        let elsewhere = self.wanted_elsewhere(conn.backend);
         if reusable && !conn.broken && (local_waiters || !elsewhere) {
             self.idle.borrow_mut().push(conn);
             self.waiters.wake_one();
@@ -278,11 +291,9 @@ impl CorePool {
     /// Periodic upkeep: closes connections idle since before `cutoff`, and idle connections that
     /// another core is waiting for.
     pub fn maintain(&self, cutoff: Instant) {
-        let backends = &self.backends;
-        self.idle.borrow_mut().retain(|c| {
-            let wanted = backends.get(c.backend).is_some_and(|b| b.budget.is_wanted());
-            c.last_used >= cutoff && !wanted
-        });
+        let mut idle = std::mem::take(&mut *self.idle.borrow_mut());
+        idle.retain(|c| c.last_used >= cutoff && !self.wanted_elsewhere(c.backend));
+        *self.idle.borrow_mut() = idle;
     }
 
 }
