@@ -82,6 +82,10 @@ impl ErrorCode for PoolError {
 /// Startup parameters a server reported, shared by the sessions greeted with them.
 pub type ServerParams = Rc<Vec<(String, String)>>;
 
+/// Upkeep ticks (5 ms each) another core must have been starved before an idle connection is
+/// given up for it.
+const STARVED_TICKS: u32 = 4;
+
 /// How often a waiting checkout looks for budget freed by another core.
 const CROSS_CORE_RECHECK: std::time::Duration = std::time::Duration::from_millis(2);
 
@@ -144,6 +148,9 @@ pub struct CorePool {
     waiters: Rc<Waiters>,
     /// Checkouts of this core currently waiting for budget.
     wanting_here: Cell<u32>,
+    /// Consecutive upkeep ticks during which another core waited while this one held idle
+    /// connections.
+    starved_ticks: Cell<u32>,
     /// What the servers reported at startup (PostgreSQL ParameterStatus), from the first
     /// connection opened: clients are greeted with it without borrowing a connection.
     server_params: RefCell<Option<ServerParams>>,
@@ -168,7 +175,7 @@ impl CorePool {
                 })
             })
             .collect();
-        Self { config: config.clone(), backends, idle: RefCell::new(Vec::new()), waiters: Rc::default(), wanting_here: Cell::new(0), server_params: RefCell::new(None) }
+        Self { config: config.clone(), backends, idle: RefCell::new(Vec::new()), waiters: Rc::default(), wanting_here: Cell::new(0), starved_ticks: Cell::new(0), server_params: RefCell::new(None) }
     }
 
     /// Startup parameters reported by this pool's servers, once a connection was opened.
@@ -278,9 +285,7 @@ impl CorePool {
     /// Returns a connection; a connection that is not `reusable` is closed instead, and so is
     /// one that another core is waiting for while nobody here is.
     pub fn checkin(&self, conn: Conn, reusable: bool) {
-        let local_waiters = !self.waiters.queue.borrow().is_empty();
-        let elsewhere = self.wanted_elsewhere(conn.backend);
-        if reusable && !conn.broken && (local_waiters || !elsewhere) {
+        if reusable && !conn.broken {
             self.idle.borrow_mut().push(conn);
             self.waiters.wake_one();
         } else {
@@ -288,12 +293,22 @@ impl CorePool {
         }
     }
 
-    /// Periodic upkeep: closes connections idle since before `cutoff`, and idle connections that
-    /// another core is waiting for.
+    /// Periodic upkeep: closes connections idle since before `cutoff`, and hands one idle
+    /// connection's budget to another core once that core has been starved for a few ticks in
+    /// a row. The hysteresis keeps two busy cores from trading connections (each trade costs a
+    /// backend login) on every momentary imbalance.
     pub fn maintain(&self, cutoff: Instant) {
-        let mut idle = std::mem::take(&mut *self.idle.borrow_mut());
-        idle.retain(|c| c.last_used >= cutoff && !self.wanted_elsewhere(c.backend));
-        *self.idle.borrow_mut() = idle;
+        self.idle.borrow_mut().retain(|c| c.last_used >= cutoff);
+        let starved = self.idle.borrow().iter().position(|c| self.wanted_elsewhere(c.backend));
+        match starved {
+            Some(i) if self.starved_ticks.get() + 1 >= STARVED_TICKS => {
+                self.starved_ticks.set(0);
+                let conn = self.idle.borrow_mut().swap_remove(i);
+                drop(conn); // frees its budget unit for the waiting core
+            }
+            Some(_) => self.starved_ticks.set(self.starved_ticks.get() + 1),
+            None => self.starved_ticks.set(0),
+        }
     }
 
 }
