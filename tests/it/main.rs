@@ -9,3 +9,4 @@ mod foundation;
 mod router;
 mod mysql_session;
 mod mysql_sysbench;
+mod mysql_types;
