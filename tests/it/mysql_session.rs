@@ -205,3 +205,48 @@ fn mysql_cli_through_the_router() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("1045"), "{}", String::from_utf8_lossy(&bad.stderr));
 }
+
+#[test]
+fn pinned_and_session_clients_leave_a_clean_connection() {
+    for mode in ["transaction", "session"] {
+        let router = my_router(mode, 1);
+        let mut a = client(&router);
+        a.query_drop("SET @leak = 'a'; SET sql_mode = 'ANSI'").expect("set");
+        a.query_drop("CREATE TEMPORARY TABLE leak_tmp (x INT)").expect("temp");
+        drop(a);
+        let mut b = client(&router);
+        let v: Option<Option<String>> = b.query_first("SELECT @leak").expect("read");
+        assert_eq!(v, Some(None), "{mode}: user variable leaked");
+        let mode_b: Option<String> = b.query_first("SELECT @@sql_mode").expect("sql_mode");
+        assert_ne!(mode_b.as_deref(), Some("REAL_AS_FLOAT,PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE,ANSI"), "{mode}: sql_mode leaked");
+        b.query_drop("CREATE TEMPORARY TABLE leak_tmp (x INT)").expect("temp table must not exist any more");
+    }
+}
+
+#[test]
+fn backend_dying_mid_query_gives_an_error_and_the_pool_recovers() {
+    let router = my_router("transaction", 1);
+    let my = &dbs().my;
+    let mut a = client(&router);
+    let marker = unique_name("victim");
+    let sql = format!("SELECT SLEEP(20) AS {marker}");
+    let handle = std::thread::spawn(move || a.query_drop(sql).map(|_| a));
+    let mut root = my.superuser_client(my.primary_port);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let id = loop {
+        let id: Option<u64> = root
+            .query_first(format!("SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{marker}%' AND INFO NOT LIKE '%PROCESSLIST%'"))
+            .expect("processlist");
+        if let Some(id) = id {
+            break id;
+        }
+        assert!(std::time::Instant::now() < deadline, "query never reached the backend");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    root.query_drop(format!("KILL CONNECTION {id}")).expect("kill backend connection");
+    let r = handle.join().expect("join");
+    assert!(r.is_err(), "the client must see an error when its backend dies");
+    let mut b = client(&router);
+    let one: Option<i64> = b.query_first("SELECT 1").expect("pool recovered");
+    assert_eq!(one, Some(1));
+}
