@@ -39,11 +39,32 @@ pub struct PgInfo {
     pub params: Vec<(String, String)>,
 }
 
+/// What the backend told us about a MySQL/MariaDB connection at login, plus the router's
+/// bookkeeping of statements prepared on it.
+#[derive(Debug, Clone, Default)]
+pub struct MyInfo {
+    /// Backend connection (thread) id, for `KILL QUERY`.
+    pub thread_id: u32,
+    /// Server version string from the handshake.
+    pub server_version: String,
+    /// Capabilities in force on this connection (ours intersected with the server's).
+    pub capabilities: u64,
+    /// Status flags of the last OK/EOF the server sent.
+    pub status: u16,
+    /// Collation id the connection was opened with.
+    pub charset: u8,
+    /// Statements prepared on this connection: (router statement key, backend statement id),
+    /// coldest first.
+    pub prepared: Vec<(u64, u32)>,
+}
+
 /// Protocol-specific identity of a backend connection.
 #[derive(Debug, Clone)]
 pub enum ConnInfo {
     /// A PostgreSQL backend.
     Pg(PgInfo),
+    /// A MySQL or MariaDB backend.
+    MySql(MyInfo),
 }
 
 /// An open, authenticated backend connection owned by one core.
@@ -89,6 +110,7 @@ impl Conn {
     pub fn protocol(&self) -> Protocol {
         match self.info {
             ConnInfo::Pg(_) => Protocol::Postgres,
+            ConnInfo::MySql(_) => Protocol::MySql,
         }
     }
 }

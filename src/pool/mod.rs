@@ -6,6 +6,7 @@
 
 mod budget;
 mod conn;
+mod mysql;
 mod pg;
 
 use std::cell::{Cell, RefCell};
@@ -16,7 +17,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub use budget::{Budget, BudgetRegistry};
-pub use conn::{Conn, ConnInfo, PgInfo};
+pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
+pub use mysql::{deliver_kill as deliver_mysql_kill, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES};
 pub use pg::deliver_cancel as deliver_pg_cancel;
 
 use crate::config::{Config, Pool as PoolConfig, Protocol};
@@ -190,6 +192,11 @@ impl CorePool {
         self.backends.get(backend).is_some_and(|b| b.budget.wanted() > waiting_here)
     }
 
+    /// Whether `addr` is one of this pool's backends.
+    pub fn serves(&self, addr: SocketAddr) -> bool {
+        self.backends.iter().any(|b| b.addr == addr)
+    }
+
     /// Idle connections held by this core.
     pub fn idle_count(&self) -> usize {
         self.idle.borrow().len()
@@ -269,16 +276,25 @@ impl CorePool {
             Protocol::Postgres => {
                 let conn = pg::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline).await?;
                 if self.server_params.borrow().is_none() {
-                    let ConnInfo::Pg(info) = &conn.info;
-                    *self.server_params.borrow_mut() = Some(Rc::new(info.params.clone()));
+                    if let ConnInfo::Pg(info) = &conn.info {
+                        *self.server_params.borrow_mut() = Some(Rc::new(info.params.clone()));
+                    }
                 }
                 Ok(conn)
             }
-            Protocol::MySql => Err(PoolError::Connect {
-                pool: self.config.name.clone(),
-                addr: slot.label.clone(),
-                reason: "MySQL backends are not supported yet".into(),
-            }),
+            Protocol::MySql => {
+                let conn = mysql::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline).await?;
+                if self.server_params.borrow().is_none() {
+                    if let ConnInfo::MySql(info) = &conn.info {
+                        let params = vec![
+                            ("server_version".to_owned(), info.server_version.clone()),
+                            ("charset".to_owned(), info.charset.to_string()),
+                        ];
+                        *self.server_params.borrow_mut() = Some(Rc::new(params));
+                    }
+                }
+                Ok(conn)
+            }
         }
     }
 

@@ -1,6 +1,8 @@
-//! The one place where errors become what a client sees on the wire: SQLSTATEs for PostgreSQL.
+//! The one place where errors become what a client sees on the wire: SQLSTATEs for PostgreSQL,
+//! error numbers with SQLSTATEs for MySQL.
 
 use crate::pool::PoolError;
+use crate::protocol::mysql::errcode::{self, ErrorNumber};
 use crate::protocol::pg::{encode_error, sqlstate, Severity};
 
 /// A client-facing PostgreSQL error: SQLSTATE plus message.
@@ -37,5 +39,37 @@ impl From<&PoolError> for PgClientError {
             PoolError::Auth { .. } => sqlstate::CONNECTION_FAILURE,
         };
         Self::new(code, e.to_string())
+    }
+}
+
+/// A client-facing MySQL error: error number with SQLSTATE, plus message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MyClientError {
+    /// Error number and SQLSTATE.
+    pub number: ErrorNumber,
+    /// Human-readable message.
+    pub message: String,
+}
+
+impl MyClientError {
+    /// Builds an error with `number` and `message`.
+    pub fn new(number: ErrorNumber, message: impl Into<String>) -> Self {
+        Self { number, message: message.into() }
+    }
+
+    /// Appends this error as an ERR packet with sequence id `seq`.
+    pub fn encode(&self, seq: u8, out: &mut Vec<u8>) {
+        self.number.encode(self.message.as_bytes(), seq, out);
+    }
+}
+
+impl From<&PoolError> for MyClientError {
+    fn from(e: &PoolError) -> Self {
+        let number = match e {
+            PoolError::Timeout { .. } => errcode::ER_QP_POOL_TIMEOUT,
+            PoolError::Connect { .. } | PoolError::NoBackend(_) => ErrorNumber { code: 2003, sql_state: *b"HY000" },
+            PoolError::Auth { .. } => errcode::ER_ACCESS_DENIED_ERROR,
+        };
+        Self::new(number, e.to_string())
     }
 }

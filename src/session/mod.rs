@@ -8,6 +8,7 @@
 pub mod cancel;
 pub mod client_error;
 mod context;
+mod mysql;
 mod pg;
 pub mod state;
 
@@ -30,8 +31,8 @@ pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) {
         let _open = OpenSession(ctx2.clone());
         match protocol {
             Some(Protocol::Postgres) => pg::serve(ctx2, stream, listener).await,
-            // MySQL sessions arrive with the MySQL driver; until then the connection is closed.
-            Some(Protocol::MySql) | None => drop(stream),
+            Some(Protocol::MySql) => mysql::serve(ctx2, stream, listener).await,
+            None => drop(stream),
         }
     };
     rt::spawn_guarded(ctx.queues.latency, fut, move |msg| {
@@ -50,13 +51,21 @@ impl Drop for OpenSession {
 }
 
 /// Wires the core's cancel registry to the backends' cancel mechanisms.
+///
+/// MySQL statements are cancelled with `KILL QUERY <thread id>` on a fresh connection logged in
+/// with the credentials of a pool that serves the backend.
 pub fn install_cancel_delivery(ctx: &Rc<CoreContext>) {
-    ctx.cancels.set_deliver(Rc::new(|target: CancelTarget, done: rt::Event| {
+    // Weak: the registry lives inside the context, so a strong reference would be a cycle.
+    let weak = Rc::downgrade(ctx);
+    ctx.cancels.set_deliver(Rc::new(move |target: CancelTarget, done: rt::Event| {
+        let weak = weak.clone();
         rt::spawn_local(async move {
             let deadline = rt::now() + Duration::from_secs(5);
             let res = match target.kind {
-                TargetKind::Pg { pid, secret } => crate::pool::deliver_pg_cancel(target.addr, pid, secret, deadline).await,
-                TargetKind::MySql { .. } => Ok(()),
+                TargetKind::Pg { pid, secret } => {
+                    crate::pool::deliver_pg_cancel(target.addr, pid, secret, deadline).await.map_err(|e| e.to_string())
+                }
+                TargetKind::MySql { thread_id } => deliver_mysql(weak, target, thread_id, deadline).await,
             };
             if let Err(e) = res {
                 tracing::warn!(backend = %target.addr, error = %e, "cancel delivery failed");
@@ -64,4 +73,19 @@ pub fn install_cancel_delivery(ctx: &Rc<CoreContext>) {
             done.set();
         });
     }));
+}
+
+async fn deliver_mysql(
+    ctx: std::rc::Weak<CoreContext>,
+    target: CancelTarget,
+    thread_id: u32,
+    deadline: std::time::Instant,
+) -> Result<(), String> {
+    let pools = ctx.upgrade().ok_or("core is shutting down")?.pools();
+    let pool = pools
+        .iter()
+        .find(|p| p.serves(target.addr) && p.config.has_credentials())
+        .cloned()
+        .ok_or("no pool with credentials serves this backend")?;
+    crate::pool::deliver_mysql_kill(&pool.config, target.addr, thread_id, deadline).await.map_err(|e| e.to_string())
 }

@@ -7,3 +7,6 @@ mod support;
 mod harness;
 mod foundation;
 mod router;
+mod mysql_session;
+mod mysql_sysbench;
+mod mysql_types;

@@ -447,8 +447,9 @@ impl Session {
     /// Sends everything queued for the backend and marks the session's statement cancellable.
     async fn send_backend(&mut self) -> Result<(), End> {
         let Some(conn) = self.backend.as_mut() else { return Ok(()) };
-        let ConnInfo::Pg(info) = &conn.info;
-        self.slot.set_running(Some(CancelTarget { addr: conn.addr, kind: TargetKind::Pg { pid: info.pid, secret: info.secret } }));
+        if let ConnInfo::Pg(info) = &conn.info {
+            self.slot.set_running(Some(CancelTarget { addr: conn.addr, kind: TargetKind::Pg { pid: info.pid, secret: info.secret } }));
+        }
         let r = rt::write_all(&mut conn.stream, &self.bout).await;
         self.bout.clear();
         if r.is_err() {

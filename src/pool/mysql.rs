@@ -1,0 +1,224 @@
+//! Opening and authenticating MySQL/MariaDB backend connections: HandshakeV10 →
+//! HandshakeResponse41 with the capabilities the router relays faithfully,
+//! `mysql_native_password`, the `caching_sha2_password` fast path, `mysql_clear_password` and
+//! auth-switch requests.
+//!
+//! The capability set is the same for every backend connection, so any pooled connection can
+//! serve any client: no `CLIENT_DEPRECATE_EOF`, no `CLIENT_SESSION_TRACK` and no MariaDB
+//! extended capabilities (the router offers none of them to clients either), so result sets
+//! are byte-for-byte what clients expect.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use super::conn::BudgetUnit;
+use super::{Conn, ConnInfo, MyInfo, PoolError};
+use crate::config::Pool as PoolConfig;
+use crate::protocol::mysql::auth::{
+    caching_sha2_token, native_password_token, CACHING_SHA2_PASSWORD, MYSQL_CLEAR_PASSWORD, MYSQL_NATIVE_PASSWORD,
+};
+use crate::protocol::mysql::capability::*;
+use crate::protocol::mysql::handshake::{CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PERFORM_FULL_AUTH};
+use crate::protocol::mysql::{decode_payload, encode_packets, AuthReply, HandshakeResponse41, HandshakeV10};
+use crate::rt::{self, Stream};
+
+/// Capabilities the router asks of every backend. `CLIENT_LONG_PASSWORD` (MariaDB's
+/// `CLIENT_MYSQL`) is always set so MariaDB sends no extended-capability formats.
+pub const BACKEND_CAPABILITIES: u64 = CLIENT_LONG_PASSWORD
+    | CLIENT_LONG_FLAG
+    | CLIENT_CONNECT_WITH_DB
+    | CLIENT_PROTOCOL_41
+    | CLIENT_TRANSACTIONS
+    | CLIENT_SECURE_CONNECTION
+    | CLIENT_MULTI_STATEMENTS
+    | CLIENT_MULTI_RESULTS
+    | CLIENT_PS_MULTI_RESULTS
+    | CLIENT_PLUGIN_AUTH
+    | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA;
+
+/// Largest packet accepted from a backend during login.
+const LOGIN_MAX: usize = 1 << 20;
+/// `max_packet_size` announced to backends (the server's own `max_allowed_packet` still rules).
+const MAX_PACKET: u32 = 1 << 30;
+
+struct Login<'a> {
+    cfg: &'a PoolConfig,
+    label: &'a str,
+}
+
+impl Login<'_> {
+    fn connect_err(&self, reason: impl std::fmt::Display) -> PoolError {
+        PoolError::Connect { pool: self.cfg.name.clone(), addr: self.label.to_owned(), reason: reason.to_string() }
+    }
+    fn auth_err(&self, message: impl std::fmt::Display) -> PoolError {
+        PoolError::Auth { pool: self.cfg.name.clone(), addr: self.label.to_owned(), message: message.to_string() }
+    }
+}
+
+/// Connects to `addr`, logs in as the pool's user into the pool's database and returns an idle
+/// connection.
+pub(super) async fn connect(
+    cfg: &PoolConfig,
+    addr: SocketAddr,
+    label: &str,
+    backend: usize,
+    unit: BudgetUnit,
+    deadline: Instant,
+) -> Result<Conn, PoolError> {
+    let login = Login { cfg, label };
+    let work = async {
+        let mut stream = rt::connect(addr, deadline).await.map_err(|e| login.connect_err(e))?;
+        let mut rbuf = Vec::with_capacity(4096);
+        let info = handshake(&login, &mut stream, &mut rbuf).await?;
+        Ok::<_, PoolError>((stream, rbuf, info))
+    };
+    match rt::with_deadline(deadline, work).await {
+        Ok(Ok((stream, rbuf, info))) => {
+            let mut c = Conn::new(stream, addr, backend, ConnInfo::MySql(info), unit);
+            c.rbuf = rbuf;
+            Ok(c)
+        }
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(login.connect_err("connect_timeout elapsed")),
+    }
+}
+
+/// Reads one logical payload; returns it with its last sequence id.
+async fn read(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> Result<(Vec<u8>, u8), PoolError> {
+    loop {
+        match decode_payload(rbuf, LOGIN_MAX) {
+            Ok(Some(f)) => {
+                let out = (f.payload.to_vec(), f.last_seq);
+                let n = f.consumed;
+                rbuf.drain(..n);
+                return Ok(out);
+            }
+            Ok(None) => {}
+            Err(e) => return Err(login.connect_err(e)),
+        }
+        let n = rt::read_some(stream, rbuf, 4096).await.map_err(|e| login.connect_err(e))?;
+        if n == 0 {
+            return Err(login.connect_err("backend closed the connection during login"));
+        }
+    }
+}
+
+async fn send(login: &Login<'_>, stream: &mut Stream, payload: &[u8], seq: u8) -> Result<(), PoolError> {
+    let mut out = Vec::with_capacity(payload.len() + 4);
+    encode_packets(payload, seq, &mut out);
+    rt::write_all(stream, &out).await.map_err(|e| login.connect_err(e))
+}
+
+/// The auth response `plugin` expects for `password` and `scramble`.
+fn token(login: &Login<'_>, plugin: &[u8], password: &[u8], scramble: &[u8]) -> Result<Vec<u8>, PoolError> {
+    if password.is_empty() && plugin != MYSQL_CLEAR_PASSWORD {
+        return Ok(Vec::new());
+    }
+    match plugin {
+        p if p == MYSQL_NATIVE_PASSWORD => Ok(native_password_token(password, scramble).to_vec()),
+        p if p == CACHING_SHA2_PASSWORD => Ok(caching_sha2_token(password, scramble).to_vec()),
+        p if p == MYSQL_CLEAR_PASSWORD => Ok([password, b"\0"].concat()),
+        other => Err(login.auth_err(format!(
+            "unsupported authentication plugin \"{}\"",
+            String::from_utf8_lossy(other)
+        ))),
+    }
+}
+
+async fn handshake(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> Result<MyInfo, PoolError> {
+    let cfg = login.cfg;
+    let user = cfg.username.as_deref().ok_or_else(|| login.auth_err("the pool has no username"))?;
+    let password = cfg.password.as_deref().unwrap_or("").as_bytes();
+    let (greeting, seq) = read(login, stream, rbuf).await?;
+    if greeting.first() == Some(&0xFF) {
+        let msg = crate::protocol::mysql::ErrPacket::decode(&greeting).map(|e| String::from_utf8_lossy(e.message).into_owned());
+        return Err(login.connect_err(msg.unwrap_or_else(|_| "backend refused the connection".into())));
+    }
+    let hs = HandshakeV10::decode(&greeting).map_err(|e| login.connect_err(e))?;
+    if hs.capabilities & CLIENT_PROTOCOL_41 == 0 {
+        return Err(login.connect_err("backend does not speak protocol 4.1"));
+    }
+    let caps = BACKEND_CAPABILITIES & (hs.capabilities | CLIENT_LONG_PASSWORD);
+    let mut plugin: Vec<u8> = if hs.auth_plugin.is_empty() { MYSQL_NATIVE_PASSWORD.to_vec() } else { hs.auth_plugin.to_vec() };
+    let mut scramble = hs.scramble.to_vec();
+    let auth = token(login, &plugin, password, &scramble).or_else(|_| {
+        // Start with native password; the server answers with an auth switch if it must.
+        plugin = MYSQL_NATIVE_PASSWORD.to_vec();
+        token(login, &plugin, password, &scramble)
+    })?;
+    let resp = HandshakeResponse41 {
+        capabilities: caps,
+        max_packet_size: MAX_PACKET,
+        charset: hs.charset,
+        username: user.as_bytes(),
+        auth_response: &auth,
+        database: Some(cfg.database.as_bytes()),
+        auth_plugin: Some(&plugin),
+        connect_attrs: None,
+        zstd_level: None,
+    };
+    let mut payload = Vec::with_capacity(128);
+    resp.encode(&mut payload);
+    send(login, stream, &payload, seq.wrapping_add(1)).await?;
+    loop {
+        let (reply, seq) = read(login, stream, rbuf).await?;
+        match AuthReply::decode(&reply, caps).map_err(|e| login.connect_err(e))? {
+            AuthReply::Ok(ok) => {
+                return Ok(MyInfo {
+                    thread_id: hs.connection_id,
+                    server_version: String::from_utf8_lossy(hs.server_version).into_owned(),
+                    capabilities: caps,
+                    status: ok.status,
+                    charset: hs.charset,
+                    prepared: Vec::new(),
+                });
+            }
+            AuthReply::Err(e) => {
+                let state = e.sql_state.map(|s| String::from_utf8_lossy(&s).into_owned()).unwrap_or_default();
+                return Err(login.auth_err(format!("{} ({state}): {}", e.code, String::from_utf8_lossy(e.message))));
+            }
+            AuthReply::Switch(sw) => {
+                plugin = sw.plugin.to_vec();
+                scramble = sw.scramble().to_vec();
+                let answer = token(login, &plugin, password, &scramble)?;
+                send(login, stream, &answer, seq.wrapping_add(1)).await?;
+            }
+            AuthReply::MoreData(data) => match data.first().copied() {
+                Some(CACHING_SHA2_FAST_AUTH_SUCCESS) => {}
+                Some(CACHING_SHA2_PERFORM_FULL_AUTH) => {
+                    return Err(login.auth_err(
+                        "caching_sha2_password full authentication needs TLS or the server's RSA key, which the router does not support; \
+                         log in once directly (to fill the server's cache) or use mysql_native_password",
+                    ));
+                }
+                _ => return Err(login.connect_err("unexpected authentication data from the backend")),
+            },
+        }
+    }
+}
+
+/// Sends `KILL QUERY thread_id` on a fresh connection to `addr` logged in as the pool's user,
+/// and waits for the server's answer, so the caller knows the kill was processed.
+pub async fn deliver_kill(cfg: &PoolConfig, addr: SocketAddr, thread_id: u32, deadline: Instant) -> Result<(), PoolError> {
+    let label = addr.to_string();
+    let login = Login { cfg, label: &label };
+    let work = async {
+        let mut stream = rt::connect(addr, deadline).await.map_err(|e| login.connect_err(e))?;
+        let mut rbuf = Vec::with_capacity(1024);
+        handshake(&login, &mut stream, &mut rbuf).await?;
+        let sql = format!("\x03KILL QUERY {thread_id}");
+        send(&login, &mut stream, sql.as_bytes(), 0).await?;
+        let (reply, _) = read(&login, &mut stream, &mut rbuf).await?;
+        let _ = send(&login, &mut stream, &[0x01], 0).await;
+        match reply.first() {
+            Some(0x00) => Ok(()),
+            _ => {
+                let msg = crate::protocol::mysql::ErrPacket::decode(&reply)
+                    .map(|e| String::from_utf8_lossy(e.message).into_owned())
+                    .unwrap_or_default();
+                Err(login.auth_err(format!("KILL QUERY failed: {msg}")))
+            }
+        }
+    };
+    rt::with_deadline(deadline, work).await.unwrap_or_else(|_| Err(login.connect_err("kill delivery timed out")))
+}

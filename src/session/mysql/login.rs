@@ -1,0 +1,212 @@
+//! Client login for MySQL: the v10 greeting with a router-issued connection id (which encodes
+//! the owning core, so `KILL <id>` finds the session from any core), SSL refusal, pool
+//! resolution and `mysql_native_password` against the pool's credentials (with an auth switch
+//! when the client proposes another plugin).
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::state::{names_for_collation, MyState};
+use super::{ClientIo, Session};
+use crate::config::{Config, Pool as PoolConfig, Protocol};
+use crate::id::CancelKey;
+use crate::pool::{CorePool, PoolError};
+use crate::protocol::mysql::auth::{native_password_verify, MYSQL_NATIVE_PASSWORD};
+use crate::protocol::mysql::capability::*;
+use crate::protocol::mysql::errcode::{ErrorNumber, ER_ACCESS_DENIED_ERROR, ER_BAD_DB_ERROR, ER_NET_PACKETS_OUT_OF_ORDER};
+use crate::protocol::mysql::response::{OkPacket, SERVER_STATUS_AUTOCOMMIT};
+use crate::protocol::mysql::{decode_payload, encode_packets, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest};
+use crate::rt::{self, Stream};
+use crate::session::client_error::MyClientError;
+use crate::session::CoreContext;
+
+/// A slow or silent client gets this long to finish logging in.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(15);
+/// Handshake packets are small; anything bigger is abuse.
+const LOGIN_MAX: usize = 64 * 1024;
+
+/// Capabilities the router offers clients: what it relays faithfully (see `pool::mysql`), plus
+/// connection attributes, which it reads and drops.
+pub(super) const SERVER_CAPABILITIES: u64 = crate::pool::MYSQL_BACKEND_CAPABILITIES | CLIENT_CONNECT_ATTRS;
+
+/// `ER_NOT_SUPPORTED_AUTH_MODE`.
+const ER_NOT_SUPPORTED_AUTH_MODE: ErrorNumber = ErrorNumber { code: 1251, sql_state: *b"08004" };
+/// `ER_HANDSHAKE_ERROR`.
+const ER_HANDSHAKE_ERROR: ErrorNumber = ErrorNumber { code: 1043, sql_state: *b"08S01" };
+
+struct Client {
+    stream: Stream,
+    buf: Vec<u8>,
+    /// Sequence id of the next packet the router sends.
+    seq: u8,
+}
+
+impl Client {
+    async fn next(&mut self) -> Result<Vec<u8>, Option<MyClientError>> {
+        loop {
+            match decode_payload(&self.buf, LOGIN_MAX) {
+                Ok(Some(f)) => {
+                    if f.first_seq != self.seq {
+                        return Err(Some(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order")));
+                    }
+                    self.seq = f.last_seq.wrapping_add(1);
+                    let payload = f.payload.to_vec();
+                    let n = f.consumed;
+                    self.buf.drain(..n);
+                    return Ok(payload);
+                }
+                Ok(None) => {}
+                Err(e) => return Err(Some(MyClientError::new(ER_HANDSHAKE_ERROR, format!("Bad handshake: {e}")))),
+            }
+            match rt::read_some(&mut self.stream, &mut self.buf, 4096).await {
+                Ok(0) | Err(_) => return Err(None),
+                Ok(_) => {}
+            }
+        }
+    }
+
+    async fn send(&mut self, payload: &[u8]) -> Result<(), Option<MyClientError>> {
+        let mut out = Vec::with_capacity(payload.len() + 4);
+        self.seq = encode_packets(payload, self.seq, &mut out);
+        rt::write_all(&mut self.stream, &out).await.map_err(|_| None)
+    }
+}
+
+/// What a successful login hands to the session.
+pub(super) struct Greeted {
+    pub pool: Rc<CorePool>,
+    pub state: MyState,
+    pub key: CancelKey,
+    pub caps: u64,
+    pub names: Option<String>,
+    pub scramble: [u8; 20],
+}
+
+/// Runs the whole login; on success the session is ready for its first command.
+pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) -> Option<Session> {
+    let mut client = Client { stream, buf: Vec::with_capacity(1024), seq: 0 };
+    let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, run(ctx, &mut client, listener)).await;
+    let err = match attempt {
+        Ok(Ok(g)) => {
+            let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
+            let io = ClientIo { stream: client.stream, buf: client.buf, max_msg: max };
+            return Some(Session::new(ctx.clone(), io, g));
+        }
+        Ok(Err(e)) => e,
+        Err(_) => Some(MyClientError::new(ER_HANDSHAKE_ERROR, "Bad handshake: login timed out")),
+    };
+    if let Some(e) = err {
+        let mut out = Vec::new();
+        e.encode(client.seq, &mut out);
+        let _ = rt::write_all(&mut client.stream, &out).await;
+    }
+    None
+}
+
+fn scramble() -> [u8; 20] {
+    // Printable, never NUL: some clients treat the scramble as a C string.
+    let mut s = [0u8; 20];
+    for b in &mut s {
+        *b = rand::random::<u8>() % 94 + 33;
+    }
+    s
+}
+
+async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Greeted, Option<MyClientError>> {
+    let config = ctx.config();
+    let default = default_pool(ctx, &config).map_err(|e| Some(MyClientError::from(&e)))?;
+    let params = super::server_params(&default).await.map_err(|e| Some(MyClientError::from(&e)))?;
+    let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
+    let backend_charset: u8 = param("charset").parse().unwrap_or(45);
+    let key = ctx.new_cancel_key();
+    let scramble = scramble();
+    let version = param("server_version");
+    let greeting = HandshakeV10 {
+        server_version: version.as_bytes(),
+        connection_id: key.pid as u32,
+        scramble,
+        capabilities: SERVER_CAPABILITIES,
+        charset: backend_charset,
+        status: SERVER_STATUS_AUTOCOMMIT,
+        auth_plugin: MYSQL_NATIVE_PASSWORD,
+    };
+    let mut payload = Vec::with_capacity(128);
+    greeting.encode(&mut payload);
+    client.send(&payload).await?;
+    let reply = client.next().await?;
+    if SslRequest::detect(&reply).is_some() {
+        return Err(Some(MyClientError::new(
+            ER_HANDSHAKE_ERROR,
+            "SSL is not supported by this router and was not offered; connect without TLS (e.g. --skip-ssl / ssl-mode=DISABLED)",
+        )));
+    }
+    let resp = HandshakeResponse41::decode(&reply).map_err(|e| Some(MyClientError::new(ER_HANDSHAKE_ERROR, format!("Bad handshake: {e}"))))?;
+    let user = String::from_utf8_lossy(resp.username).into_owned();
+    let database = resp.database.filter(|d| !d.is_empty()).map(|d| String::from_utf8_lossy(d).into_owned());
+    let (pool_cfg, db) = resolve_pool(&config, database.as_deref()).map_err(Some)?;
+    let token = match resp.auth_plugin {
+        Some(p) if p != MYSQL_NATIVE_PASSWORD && !p.is_empty() => {
+            let mut data = scramble.to_vec();
+            data.push(0);
+            let mut sw = Vec::new();
+            AuthSwitchRequest { plugin: MYSQL_NATIVE_PASSWORD, data: &data }.encode(&mut sw);
+            client.send(&sw).await?;
+            client.next().await?
+        }
+        _ => resp.auth_response.to_vec(),
+    };
+    let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
+    check_password(pool_cfg, &user, &scramble, &token, anonymous).map_err(Some)?;
+    let pools = ctx.pools();
+    let pool = pools
+        .get(&pool_cfg.name)
+        .cloned()
+        .ok_or_else(|| Some(MyClientError::new(ER_BAD_DB_ERROR, "pool disappeared during login")))?;
+    let mut ok = Vec::new();
+    OkPacket { status: SERVER_STATUS_AUTOCOMMIT, ..OkPacket::default() }.encode(resp.capabilities & SERVER_CAPABILITIES, &mut ok);
+    client.send(&ok).await?;
+    let names = if resp.charset == backend_charset { None } else { names_for_collation(resp.charset) };
+    let caps = resp.capabilities & SERVER_CAPABILITIES;
+    Ok(Greeted { pool, state: MyState::new(db, names.clone()), key: CancelKey { pid: key.pid, secret: 0 }, caps, names, scramble })
+}
+
+/// The pool whose greeting parameters the router shows before it knows the client's choice.
+fn default_pool(ctx: &Rc<CoreContext>, config: &Config) -> Result<Rc<CorePool>, PoolError> {
+    let name = config.routing.primary_pool(Protocol::MySql).unwrap_or_default();
+    ctx.pools().get(name).cloned().ok_or_else(|| PoolError::NoBackend(name.to_owned()))
+}
+
+/// The client's database names a pool, or it is a database on the default MySQL pool.
+/// Returns the pool and the database to select when it differs from the pool's own.
+pub(super) fn resolve_pool<'c>(config: &'c Config, database: Option<&str>) -> Result<(&'c PoolConfig, Option<String>), MyClientError> {
+    if let Some(p) = database.and_then(|d| config.pool(d)) {
+        return Ok((p, None));
+    }
+    let pool = config
+        .routing
+        .primary_pool(Protocol::MySql)
+        .and_then(|p| config.pool(p))
+        .ok_or_else(|| MyClientError::new(ER_BAD_DB_ERROR, "no pool serves MySQL clients"))?;
+    let db = database.filter(|d| *d != pool.database).map(str::to_owned);
+    Ok((pool, db))
+}
+
+/// Verifies a `mysql_native_password` response against the pool's credentials. The whole check
+/// runs even for a wrong user name, so failures take the same time whichever part was wrong.
+pub(super) fn check_password(pool: &PoolConfig, user: &str, scramble: &[u8], token: &[u8], anonymous: bool) -> Result<(), MyClientError> {
+    let (Some(pool_user), Some(password)) = (pool.username.as_deref(), pool.password.as_deref()) else {
+        if anonymous {
+            return Ok(());
+        }
+        return Err(MyClientError::new(
+            ER_NOT_SUPPORTED_AUTH_MODE,
+            format!("pool \"{}\" has no credentials and the listener does not allow anonymous clients", pool.name),
+        ));
+    };
+    let password_ok = native_password_verify(password.as_bytes(), scramble, token);
+    if password_ok && pool_user == user {
+        return Ok(());
+    }
+    let using = if token.is_empty() { "NO" } else { "YES" };
+    Err(MyClientError::new(ER_ACCESS_DENIED_ERROR, format!("Access denied for user '{user}' (using password: {using})")))
+}

@@ -1,0 +1,555 @@
+//! The MySQL session driver: reads client commands, borrows backend connections as the pool
+//! mode says (releasing them when the server's status flags show no open transaction), replays
+//! the client's session state on borrowed connections, maps prepared statements onto whichever
+//! connection executes them, and relays responses untouched.
+//!
+//! The loop is a `match` over command codes delegating to one handler each; the response side
+//! lives in `relay`, statements in `prepared` and `stmt`, session state in `state`, client login
+//! in `login`.
+
+mod login;
+mod prepared;
+mod relay;
+mod state;
+mod stmt;
+
+use std::rc::Rc;
+
+use crate::config::{PoolMode, Protocol};
+use crate::id::CancelKey;
+use crate::pool::{Conn, CorePool, PoolError};
+use crate::protocol::mysql::command::*;
+use crate::protocol::mysql::errcode::{ErrorNumber, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR};
+use crate::protocol::mysql::response::{EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
+use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
+use crate::rt::{self, Stream};
+use crate::session::cancel::CancelSlot;
+use crate::session::client_error::MyClientError;
+use crate::session::CoreContext;
+use relay::{Grammar, Outcome};
+use state::{Effect, MyState};
+
+/// Bytes buffered for the client before they are written out mid-result.
+const CLIENT_FLUSH_AT: usize = 64 * 1024;
+/// Read size for client and backend sockets.
+const READ_CHUNK: usize = 16 * 1024;
+/// `ER_SERVER_SHUTDOWN`.
+const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
+/// `ER_CONNECTION_KILLED`-like error for a backend lost mid-command (`CR_SERVER_LOST` text).
+const ER_BACKEND_LOST: ErrorNumber = ErrorNumber { code: 2013, sql_state: *b"HY000" };
+/// `ER_PARSE_ERROR` for multi-statement text from a client that did not enable them.
+const ER_PARSE_ERROR: ErrorNumber = ErrorNumber { code: 1064, sql_state: *b"42000" };
+/// `ER_CANT_DO_THIS_DURING_AN_TRANSACTION`-like refusal used in statement pooling mode.
+const ER_NOT_SUPPORTED_YET: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
+
+/// Why a session loop ended.
+enum End {
+    /// The client said COM_QUIT or closed its socket.
+    ClientGone,
+    /// The router is draining and the session was idle.
+    Drained,
+    /// An error the client was told about; close.
+    Fatal,
+}
+
+/// The client socket and its buffers.
+pub(super) struct ClientIo {
+    stream: Stream,
+    buf: Vec<u8>,
+    max_msg: usize,
+}
+
+/// Transaction-related facts learned from the server's status flags.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tx {
+    /// Status flags of the last OK/EOF relayed.
+    status: u16,
+    /// A cursor of client statement `.0` (backend statement `.1`) is open on the attached
+    /// backend connection.
+    cursor: Option<(u32, u32)>,
+    /// The last statement generated an insert id: keep the connection until the next command,
+    /// so `SELECT LAST_INSERT_ID()` right after an INSERT reads the right connection.
+    sticky: bool,
+}
+
+/// What the client negotiated at login.
+struct ClientInfo {
+    caps: u64,
+    names: Option<String>,
+    scramble: [u8; 20],
+    multi_statements: bool,
+}
+
+/// One MySQL client connection.
+pub(super) struct Session {
+    ctx: Rc<CoreContext>,
+    io: ClientIo,
+    out: Vec<u8>,
+    bout: Vec<u8>,
+    bpos: usize,
+    pool: Rc<CorePool>,
+    backend: Option<Conn>,
+    state: MyState,
+    stmts: prepared::Statements,
+    slot: Rc<CancelSlot>,
+    key: CancelKey,
+    tx: Tx,
+    client: ClientInfo,
+    query_deadline: Option<std::time::Instant>,
+}
+
+/// Serves one client from login to close.
+pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
+    let Some(mut s) = login::login(&ctx, stream, listener).await else { return };
+    let end = s.run().await;
+    if let End::Drained = end {
+        MyClientError::new(ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining").encode(0, &mut s.out);
+        let _ = s.flush_client().await;
+    }
+    s.release_backend(true).await;
+    ctx.cancels.remove(s.key);
+}
+
+/// The server parameters (version, charset) of `pool`, learned from a real backend connection.
+pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String, String)>>, PoolError> {
+    if let Some(p) = pool.server_params() {
+        return Ok(p);
+    }
+    let deadline = rt::now() + pool.config.timeouts.acquire;
+    let conn = pool.checkout(Protocol::MySql, deadline).await?;
+    pool.checkin(conn, true);
+    pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))
+}
+
+impl Session {
+    fn new(ctx: Rc<CoreContext>, io: ClientIo, g: login::Greeted) -> Self {
+        let slot = ctx.cancels.register(g.key);
+        Self {
+            ctx,
+            io,
+            out: Vec::with_capacity(16 * 1024),
+            bout: Vec::with_capacity(4096),
+            bpos: 0,
+            pool: g.pool,
+            backend: None,
+            state: g.state,
+            stmts: prepared::Statements::default(),
+            slot,
+            key: g.key,
+            tx: Tx { status: SERVER_STATUS_AUTOCOMMIT, ..Tx::default() },
+            client: ClientInfo {
+                caps: g.caps,
+                names: g.names,
+                scramble: g.scramble,
+                multi_statements: g.caps & crate::protocol::mysql::capability::CLIENT_MULTI_STATEMENTS != 0,
+            },
+            query_deadline: None,
+        }
+    }
+
+    fn mode(&self) -> PoolMode {
+        self.pool.config.mode
+    }
+
+    async fn run(&mut self) -> End {
+        loop {
+            let payload = match self.next_command().await {
+                Ok(Some(p)) => p,
+                Ok(None) => return End::ClientGone,
+                Err(end) => return end,
+            };
+            if let Err(end) = self.dispatch(&payload).await {
+                return end;
+            }
+            if let Err(end) = self.flush_client().await {
+                return end;
+            }
+        }
+    }
+
+    /// Reads the next whole command payload; `None` when the client closed. Idle sessions also
+    /// end here when draining. Malformed framing gets an ERR and ends the session.
+    async fn next_command(&mut self) -> Result<Option<Vec<u8>>, End> {
+        loop {
+            match decode_payload(&self.io.buf, self.io.max_msg) {
+                Ok(Some(f)) if f.first_seq != 0 => {
+                    return self.fatal(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order")).await;
+                }
+                Ok(Some(f)) => {
+                    let payload = f.payload.into_owned();
+                    let n = f.consumed;
+                    self.io.buf.drain(..n);
+                    return Ok(Some(payload));
+                }
+                Ok(None) => {}
+                Err(DecodeError::PayloadTooLarge { len, max }) => {
+                    let msg = format!("Got a packet bigger than 'max_allowed_packet' bytes ({len} > {max})");
+                    return self.fatal(MyClientError::new(ER_NET_PACKET_TOO_LARGE, msg)).await;
+                }
+                Err(e) => return self.fatal(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, e.to_string())).await,
+            }
+            self.flush_client().await?;
+            let idle = self.backend.is_none();
+            let read = if idle {
+                let drain = self.ctx.drain.clone();
+                let io = &mut self.io;
+                rt::race(async { Some(rt::read_some(&mut io.stream, &mut io.buf, READ_CHUNK).await) }, async {
+                    drain.wait().await;
+                    None
+                })
+                .await
+            } else {
+                Some(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await)
+            };
+            match read {
+                None => return Err(End::Drained),
+                Some(Ok(0)) | Some(Err(_)) => return Ok(None),
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+
+    async fn fatal<T>(&mut self, e: MyClientError) -> Result<T, End> {
+        e.encode(1, &mut self.out);
+        let _ = self.flush_client().await;
+        Err(End::Fatal)
+    }
+
+    /// Writes buffered client output.
+    async fn flush_client(&mut self) -> Result<(), End> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let r = rt::write_all(&mut self.io.stream, &self.out).await;
+        self.out.clear();
+        r.map_err(|_| End::ClientGone)
+    }
+
+    async fn dispatch(&mut self, payload: &[u8]) -> Result<(), End> {
+        let code = payload.first().copied().unwrap_or(0xFF);
+        let body = payload.get(1..).unwrap_or_default();
+        if self.tx.sticky && code != COM_QUERY {
+            self.tx.sticky = false;
+            self.maybe_release().await;
+        }
+        match code {
+            COM_QUIT => Err(End::ClientGone),
+            COM_PING => self.ok_local(),
+            COM_QUERY => self.on_query(payload, body).await,
+            COM_INIT_DB => {
+                let db = String::from_utf8_lossy(body).into_owned();
+                self.forward(payload, Grammar::Single, vec![(0, Effect::Use(db))]).await
+            }
+            COM_FIELD_LIST => self.forward(payload, Grammar::UntilEof, Vec::new()).await,
+            COM_STATISTICS => self.forward(payload, Grammar::Single, Vec::new()).await,
+            COM_RESET_CONNECTION => self.on_reset().await,
+            COM_CHANGE_USER => self.on_change_user(payload).await,
+            COM_SET_OPTION => self.on_set_option(body),
+            COM_PROCESS_KILL => {
+                let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
+                self.kill(id, false).await
+            }
+            COM_STMT_PREPARE => self.on_prepare(body).await,
+            COM_STMT_EXECUTE => self.on_execute(payload).await,
+            COM_STMT_SEND_LONG_DATA => self.on_long_data(body),
+            COM_STMT_CLOSE => self.on_stmt_close(body).await,
+            COM_STMT_RESET => self.on_stmt_reset(payload).await,
+            COM_STMT_FETCH => self.on_fetch(payload).await,
+            _ => {
+                MyClientError::new(ER_UNKNOWN_COM_ERROR, format!("Unknown command {code:#04x}")).encode(1, &mut self.out);
+                Ok(())
+            }
+        }
+    }
+
+    /// Answers with an OK packet carrying the session's current status.
+    fn ok_local(&mut self) -> Result<(), End> {
+        let mut payload = Vec::with_capacity(16);
+        OkPacket { status: self.tx.status, ..OkPacket::default() }.encode(self.client.caps, &mut payload);
+        encode_packets(&payload, 1, &mut self.out);
+        Ok(())
+    }
+
+    fn on_set_option(&mut self, body: &[u8]) -> Result<(), End> {
+        match body {
+            [0, 0] => self.client.multi_statements = true,
+            [1, 0] => self.client.multi_statements = false,
+            _ => {
+                MyClientError::new(ER_UNKNOWN_COM_ERROR, "Unknown COM_SET_OPTION value").encode(1, &mut self.out);
+                return Ok(());
+            }
+        }
+        let mut payload = Vec::with_capacity(8);
+        EofPacket { warnings: 0, status: self.tx.status }.encode(&mut payload);
+        encode_packets(&payload, 1, &mut self.out);
+        Ok(())
+    }
+
+    async fn on_query(&mut self, payload: &[u8], body: &[u8]) -> Result<(), End> {
+        let sql = String::from_utf8_lossy(body);
+        if let Some((id, connection)) = parse_kill(&sql) {
+            return self.kill(id, connection).await;
+        }
+        let (effects, count) = state::effects(&sql);
+        if count > 1 && !self.client.multi_statements {
+            let e = MyClientError::new(ER_PARSE_ERROR, "You have an error in your SQL syntax: multiple statements are not enabled for this connection");
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        if self.mode() == PoolMode::Statement && begins_transaction(&sql) {
+            let e = MyClientError::new(ER_NOT_SUPPORTED_YET, "transactions are not allowed in statement pooling mode");
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        self.forward(payload, Grammar::Query, effects).await
+    }
+
+    /// Sends a client command to a backend and relays the response, applying `effects` for
+    /// the statements that succeeded.
+    async fn forward(&mut self, payload: &[u8], grammar: Grammar, effects: Vec<(usize, Effect)>) -> Result<(), End> {
+        self.tx.sticky = false;
+        if let Err(e) = self.ensure_backend().await {
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        self.arm_query_timeout();
+        if self.send_command(payload).await.is_err() {
+            return self.backend_lost().await;
+        }
+        let Ok(outcome) = self.relay_response(grammar, true).await else {
+            return self.backend_lost().await;
+        };
+        self.state.apply(&effects, outcome.succeeded);
+        self.after_response(&outcome).await;
+        Ok(())
+    }
+
+    fn arm_query_timeout(&mut self) {
+        self.query_deadline = self.pool.config.timeouts.query.map(|d| rt::now() + d);
+    }
+
+    /// Bookkeeping after a relayed response: status flags, cursor, release.
+    async fn after_response(&mut self, outcome: &Outcome) {
+        self.query_deadline = None;
+        self.slot.set_running(None);
+        if let Some(s) = outcome.status {
+            self.tx.status = s;
+            if let Some(c) = self.backend.as_mut() {
+                relay::note_status(c, Some(s));
+            }
+        }
+        let in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
+        if self.mode() == PoolMode::Statement && in_tx {
+            // A transaction slipped past the check (autocommit off, a procedure): closing the
+            // connection rolls it back rather than leaking it to another client.
+            if let Some(c) = self.backend.as_mut() {
+                c.broken = true;
+            }
+            self.tx.status &= !SERVER_STATUS_IN_TRANS;
+        }
+        self.tx.sticky = outcome.last_insert_id != 0 && !outcome.error;
+        self.maybe_release().await;
+    }
+
+    /// The backend connection broke: tell the client, drop the connection, stay alive.
+    async fn backend_lost(&mut self) -> Result<(), End> {
+        if let Some(mut c) = self.backend.take() {
+            c.broken = true;
+            self.pool.checkin(c, false);
+        }
+        self.bpos = 0;
+        self.query_deadline = None;
+        self.slot.set_running(None);
+        self.tx.status = SERVER_STATUS_AUTOCOMMIT;
+        self.tx.cursor = None;
+        self.tx.sticky = false;
+        // Relayed packets of the broken response may have left the client mid-result: it
+        // cannot resynchronize, so the session ends after the error.
+        let mid_response = !self.out.is_empty();
+        self.out.clear();
+        MyClientError::new(ER_BACKEND_LOST, "Lost connection to the backend server during query; the statement may not have completed")
+            .encode(1, &mut self.out);
+        let _ = self.flush_client().await;
+        if mid_response {
+            Err(End::Fatal)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Gives the backend connection back when the pool mode says the client is done with it.
+    async fn maybe_release(&mut self) {
+        let release = match self.mode() {
+            PoolMode::Session => false,
+            PoolMode::Transaction | PoolMode::Statement => {
+                self.tx.status & SERVER_STATUS_IN_TRANS == 0 && self.state.pin().is_none() && self.tx.cursor.is_none() && !self.tx.sticky
+            }
+        };
+        if release {
+            self.release_backend(false).await;
+        }
+    }
+
+    /// Returns the backend to the pool, resetting it when the session ends with state the next
+    /// client must not inherit.
+    async fn release_backend(&mut self, session_end: bool) {
+        self.slot.set_running(None);
+        self.slot.settle().await;
+        let Some(mut conn) = self.backend.take() else { return };
+        let clean = self.tx.status & SERVER_STATUS_IN_TRANS == 0 && self.tx.cursor.is_none() && !conn.broken && self.bpos == 0;
+        if !clean {
+            self.pool.checkin(conn, false);
+            return;
+        }
+        if session_end && (self.mode() == PoolMode::Session || self.state.pin().is_some() || self.state.signature() != 0) {
+            if stmt::reset_connection(&mut conn, &self.pool.config.database).await.is_err() {
+                self.pool.checkin(conn, false);
+                return;
+            }
+            conn.settings = 0;
+        } else {
+            conn.settings = self.state.signature();
+        }
+        conn.last_used = rt::now();
+        self.pool.checkin(conn, true);
+    }
+
+    /// Makes sure a backend connection is attached, replaying session state on it.
+    async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
+        if self.backend.is_some() {
+            return Ok(());
+        }
+        let deadline = rt::now() + self.pool.config.timeouts.acquire;
+        let mut conn = self.pool.checkout(Protocol::MySql, deadline).await.map_err(|e| MyClientError::from(&e))?;
+        self.bpos = 0;
+        if conn.settings != self.state.signature() {
+            if let Err(e) = stmt::replay(&mut conn, &self.state, &self.pool.config.database).await {
+                conn.broken = true;
+                self.pool.checkin(conn, false);
+                return Err(e);
+            }
+            conn.settings = self.state.signature();
+        }
+        self.backend = Some(conn);
+        Ok(())
+    }
+
+    async fn on_reset(&mut self) -> Result<(), End> {
+        if let Some(mut c) = self.backend.take() {
+            // The connection may hold pins or a transaction: it is cleaned before reuse.
+            let ok = self.tx.cursor.is_none() && stmt::reset_connection(&mut c, &self.pool.config.database).await.is_ok();
+            if ok {
+                c.settings = 0;
+            }
+            self.pool.checkin(c, ok);
+        }
+        self.bpos = 0;
+        self.tx = Tx { status: SERVER_STATUS_AUTOCOMMIT, ..Tx::default() };
+        let db = self.state.db().map(str::to_owned);
+        self.state.reset(db, self.client.names.clone());
+        self.stmts.clear();
+        self.ok_local()
+    }
+
+    async fn on_change_user(&mut self, payload: &[u8]) -> Result<(), End> {
+        let cu = match Command::decode(payload, self.client.caps) {
+            Ok(Command::ChangeUser(cu)) => cu,
+            _ => return self.fatal(MyClientError::new(ER_UNKNOWN_COM_ERROR, "malformed COM_CHANGE_USER")).await,
+        };
+        let plugin_ok = cu.auth_plugin.map_or(true, |p| p.is_empty() || p == crate::protocol::mysql::auth::MYSQL_NATIVE_PASSWORD);
+        let config = self.ctx.config();
+        let user = String::from_utf8_lossy(cu.username).into_owned();
+        let database = Some(String::from_utf8_lossy(cu.database).into_owned()).filter(|d| !d.is_empty());
+        let checked = login::resolve_pool(&config, database.as_deref()).and_then(|(p, db)| {
+            if !plugin_ok {
+                return Err(MyClientError::new(
+                    crate::protocol::mysql::errcode::ER_ACCESS_DENIED_ERROR,
+                    "COM_CHANGE_USER through the router supports mysql_native_password only",
+                ));
+            }
+            if p.name != self.pool.config.name {
+                return Err(MyClientError::new(
+                    crate::protocol::mysql::errcode::ER_BAD_DB_ERROR,
+                    "COM_CHANGE_USER cannot move a session to another pool",
+                ));
+            }
+            login::check_password(p, &user, &self.client.scramble, cu.auth_response, false).map(|()| db)
+        });
+        match checked {
+            Ok(db) => {
+                self.on_reset().await?;
+                self.out.clear();
+                self.state.reset(db, self.client.names.clone());
+                self.ok_local()
+            }
+            Err(e) => self.fatal(e).await,
+        }
+    }
+
+    /// `KILL [QUERY|CONNECTION] id` / COM_PROCESS_KILL with a router-issued id: cancels that
+    /// session's running statement, on whichever core owns it.
+    async fn kill(&mut self, id: u32, connection: bool) -> Result<(), End> {
+        let target = CancelKey { pid: id as i32, secret: 0 };
+        if target == self.key && connection {
+            return Err(End::ClientGone);
+        }
+        self.ctx.cancel(target);
+        self.ok_local()
+    }
+}
+
+/// `KILL [QUERY | CONNECTION] <number>`: (id, whether the connection itself is meant).
+fn parse_kill(sql: &str) -> Option<(u32, bool)> {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let mut words = Lexer::new(sql, crate::sql::Dialect::MySql).filter(|t| t.kind != TokenKind::Comment && t.kind != TokenKind::Semicolon);
+    if !words.next()?.is_word("KILL") {
+        return None;
+    }
+    let mut t = words.next()?;
+    let mut connection = true;
+    if t.is_word("HARD") || t.is_word("SOFT") {
+        t = words.next()?;
+    }
+    if t.is_word("QUERY") {
+        connection = false;
+        t = words.next()?;
+    } else if t.is_word("CONNECTION") {
+        t = words.next()?;
+    }
+    let id = t.text.parse().ok().filter(|_| t.kind == TokenKind::Number)?;
+    words.next().is_none().then_some((id, connection))
+}
+
+/// Whether a statement opens a transaction block (for statement pooling's refusal).
+fn begins_transaction(sql: &str) -> bool {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let mut words = Lexer::new(sql, crate::sql::Dialect::MySql).filter(|t| t.kind != TokenKind::Comment);
+    match words.next() {
+        Some(t) if t.is_word("BEGIN") => true,
+        Some(t) if t.is_word("START") => words.next().is_some_and(|t| t.is_word("TRANSACTION")),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kill_forms() {
+        assert_eq!(parse_kill("KILL 42"), Some((42, true)));
+        assert_eq!(parse_kill("kill query 7;"), Some((7, false)));
+        assert_eq!(parse_kill("KILL CONNECTION 9"), Some((9, true)));
+        assert_eq!(parse_kill("KILL HARD QUERY 9"), Some((9, false)));
+        assert_eq!(parse_kill("KILL QUERY ID 9"), None);
+        assert_eq!(parse_kill("SELECT 1"), None);
+        assert_eq!(parse_kill("KILL 1; SELECT 2"), None);
+    }
+
+    #[test]
+    fn transaction_starts() {
+        assert!(begins_transaction("BEGIN"));
+        assert!(begins_transaction("start transaction read only"));
+        assert!(!begins_transaction("SELECT 1"));
+    }
+}

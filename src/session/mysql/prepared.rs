@@ -1,0 +1,171 @@
+//! Prepared-statement bookkeeping for MySQL clients: router-issued statement ids, the text each
+//! one stands for (so it can be prepared again on whichever backend connection executes it),
+//! the parameter types last bound (so an execute that says "types as before" still carries
+//! them to a connection that never saw them), and long data buffered until the execute.
+
+use std::collections::HashMap;
+
+use crate::protocol::mysql::codec::put_u32;
+use crate::protocol::mysql::command::COM_STMT_EXECUTE;
+
+/// Most statements one client may keep prepared at once (MySQL's `max_prepared_stmt_count`
+/// default is the server-wide equivalent).
+pub(super) const MAX_CLIENT_STATEMENTS: usize = 16_382;
+
+/// One client statement.
+#[derive(Debug)]
+pub(super) struct Stmt {
+    /// Identity of text + default database; names the statement on backend connections.
+    pub key: u64,
+    /// The statement text.
+    pub sql: Vec<u8>,
+    /// Number of `?` parameters the server reported.
+    pub params: u16,
+    /// Parameter types (2 bytes each) from the last execute that bound them.
+    pub types: Vec<u8>,
+    /// `COM_STMT_SEND_LONG_DATA` chunks waiting for the next execute: (parameter, bytes).
+    pub long_data: Vec<(u16, Vec<u8>)>,
+}
+
+/// A client's statements by router-issued id.
+#[derive(Debug, Default)]
+pub(super) struct Statements {
+    by_id: HashMap<u32, Stmt>,
+    next_id: u32,
+    /// The most recently prepared id (MariaDB's "-1 means the last prepared statement").
+    pub last: u32,
+}
+
+impl Statements {
+    /// Registers a statement and returns its router-issued id.
+    pub fn insert(&mut self, stmt: Stmt) -> u32 {
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        while self.by_id.contains_key(&self.next_id) {
+            self.next_id = self.next_id.wrapping_add(1).max(1);
+        }
+        self.by_id.insert(self.next_id, stmt);
+        self.last = self.next_id;
+        self.next_id
+    }
+
+    /// The statement with client id `id` (0xFFFFFFFF: the last prepared).
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut Stmt> {
+        let id = if id == u32::MAX { self.last } else { id };
+        self.by_id.get_mut(&id)
+    }
+
+    /// Resolves 0xFFFFFFFF to the last prepared id.
+    pub fn resolve(&self, id: u32) -> u32 {
+        if id == u32::MAX {
+            self.last
+        } else {
+            id
+        }
+    }
+
+    /// Forgets statement `id`.
+    pub fn remove(&mut self, id: u32) {
+        self.by_id.remove(&self.resolve(id));
+    }
+
+    /// Number of statements.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Forgets every statement.
+    pub fn clear(&mut self) {
+        self.by_id.clear();
+    }
+}
+
+/// The backend key of a statement: its text and the database it was prepared in.
+pub(super) fn statement_key(sql: &[u8], db: Option<&str>) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = ahash::RandomState::with_seeds(0x6d79, 0x9e37_79b9, 0x7f4a_7c15, 0x2545_f491).build_hasher();
+    sql.hash(&mut h);
+    db.hash(&mut h);
+    h.finish()
+}
+
+/// Writes a COM_STMT_EXECUTE payload for backend statement `backend_id` from the client's
+/// payload `client` (command byte included), making sure parameter types are always bound:
+/// types the client sent are remembered in `types`; an execute without them gets the
+/// remembered ones inserted. Returns `false` when the payload is too short to be valid.
+pub(super) fn rewrite_execute(client: &[u8], backend_id: u32, params: u16, types: &mut Vec<u8>, out: &mut Vec<u8>) -> bool {
+    // code(1) stmt_id(4) flags(1) iterations(4) = 10 bytes before the parameters.
+    let Some((head, body)) = client.split_at_checked(10) else { return false };
+    out.push(COM_STMT_EXECUTE);
+    put_u32(out, backend_id);
+    out.extend_from_slice(head.get(5..).unwrap_or_default());
+    let n = usize::from(params);
+    if n == 0 {
+        out.extend_from_slice(body);
+        return true;
+    }
+    let bitmap = n.div_ceil(8);
+    let (Some(nulls), Some(&flag)) = (body.get(..bitmap), body.get(bitmap)) else { return false };
+    let rest = body.get(bitmap + 1..).unwrap_or_default();
+    out.extend_from_slice(nulls);
+    if flag == 1 {
+        let Some(t) = rest.get(..2 * n) else { return false };
+        types.clear();
+        types.extend_from_slice(t);
+        out.push(1);
+        out.extend_from_slice(rest);
+    } else if types.len() == 2 * n {
+        out.push(1);
+        out.extend_from_slice(types);
+        out.extend_from_slice(rest);
+    } else {
+        // Nothing to add: the server reports the missing types itself.
+        out.push(flag);
+        out.extend_from_slice(rest);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_issued_and_last_resolves() {
+        let mut s = Statements::default();
+        let mk = || Stmt { key: 1, sql: b"SELECT ?".to_vec(), params: 1, types: Vec::new(), long_data: Vec::new() };
+        let a = s.insert(mk());
+        let b = s.insert(mk());
+        assert_eq!((a, b), (1, 2));
+        assert_eq!(s.resolve(u32::MAX), 2);
+        assert!(s.get_mut(u32::MAX).is_some());
+        s.remove(1);
+        assert!(s.get_mut(1).is_none());
+        assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn keys_depend_on_text_and_database() {
+        assert_eq!(statement_key(b"SELECT 1", None), statement_key(b"SELECT 1", None));
+        assert_ne!(statement_key(b"SELECT 1", None), statement_key(b"SELECT 1", Some("x")));
+        assert_ne!(statement_key(b"SELECT 1", None), statement_key(b"SELECT 2", None));
+    }
+
+    #[test]
+    fn execute_rewrite_binds_remembered_types() {
+        // Two params, types LONGLONG and VAR_STRING, values 7 and NULL.
+        let first = [&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0x02, 0x01, 0x08, 0x00, 0xFD, 0x00], &[7, 0, 0, 0, 0, 0, 0, 0]].concat();
+        let mut types = Vec::new();
+        let mut out = Vec::new();
+        assert!(rewrite_execute(&first, 9, 2, &mut types, &mut out));
+        assert_eq!(&out[1..5], &[9, 0, 0, 0]);
+        assert_eq!(&out[5..], &first[5..]);
+        assert_eq!(types, [0x08, 0x00, 0xFD, 0x00]);
+        let again = [&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0x02, 0x00], &[8, 0, 0, 0, 0, 0, 0, 0]].concat();
+        let mut out2 = Vec::new();
+        assert!(rewrite_execute(&again, 3, 2, &mut types, &mut out2));
+        let want = [&[0x17, 3, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0x02, 0x01, 0x08, 0x00, 0xFD, 0x00], &[8, 0, 0, 0, 0, 0, 0, 0]].concat();
+        assert_eq!(out2, want);
+        assert!(!rewrite_execute(&[0x17, 1], 3, 2, &mut types, &mut Vec::new()));
+        assert!(!rewrite_execute(&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0], 3, 2, &mut types, &mut Vec::new()));
+    }
+}

@@ -1,0 +1,302 @@
+//! The response side of a MySQL session: reads backend packets, relays them to the client
+//! untouched (sequence ids included) while following the response grammar far enough to know
+//! where it ends, which results succeeded and what the server's status flags say.
+
+use super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
+use crate::pool::{Conn, ConnInfo};
+use crate::protocol::mysql::codec::Reader;
+use crate::protocol::mysql::errcode::ER_NOT_ALLOWED_COMMAND;
+use crate::protocol::mysql::framer::HEADER_LEN;
+use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_CURSOR_EXISTS};
+use crate::protocol::mysql::{decode_packet, encode_packets, MAX_PACKET_PAYLOAD};
+use crate::rt;
+use crate::session::client_error::MyClientError;
+
+/// Payload bytes of a packet kept for inspection; first packets of responses (OK, ERR, EOF,
+/// column counts, prepare OK) are always shorter.
+const HEAD_MAX: usize = 4096;
+
+/// One logical backend payload: its first sequence id, total length and leading bytes.
+pub(super) struct Pkt {
+    pub seq: u8,
+    pub len: usize,
+    pub head: Vec<u8>,
+}
+
+impl Pkt {
+    /// The payload's first byte.
+    pub fn first(&self) -> Option<u8> {
+        self.head.first().copied()
+    }
+
+    /// An EOF packet (0xFE, shorter than 9 bytes).
+    pub fn is_eof(&self) -> bool {
+        self.first() == Some(0xFE) && self.len < 9
+    }
+
+    /// An ERR packet.
+    pub fn is_err(&self) -> bool {
+        self.first() == Some(0xFF)
+    }
+
+    /// The whole payload, when it was small enough to be kept.
+    pub fn whole(&self) -> Option<&[u8]> {
+        (self.len == self.head.len()).then_some(&self.head[..])
+    }
+}
+
+/// What one relayed response said.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Outcome {
+    /// Results (OK packets or result sets) that completed before any error.
+    pub succeeded: usize,
+    /// The response ended with an ERR packet.
+    pub error: bool,
+    /// Status flags of the last OK/EOF packet.
+    pub status: Option<u16>,
+    /// Last insert id of the last OK packet.
+    pub last_insert_id: u64,
+    /// A cursor was opened (COM_STMT_EXECUTE with a cursor type).
+    pub cursor: bool,
+}
+
+/// Status flags and last insert id of an OK packet, or status of an EOF packet.
+pub(super) fn status_of(p: &Pkt) -> (Option<u16>, u64) {
+    let mut r = Reader::new(&p.head);
+    match r.u8("header") {
+        Ok(0xFE) if p.len < 9 => {
+            let _ = r.u16("warnings");
+            (r.u16("status").ok(), 0)
+        }
+        Ok(0x00 | 0xFE) => {
+            let _ = r.lenenc_int("affected rows");
+            let id = r.lenenc_int("last insert id").unwrap_or(0);
+            (r.u16("status").ok(), id)
+        }
+        _ => (None, 0),
+    }
+}
+
+/// Result grammar variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Grammar {
+    /// COM_QUERY: OK / ERR / LOCAL INFILE / text result sets, chained by MORE_RESULTS.
+    Query,
+    /// COM_STMT_EXECUTE: as Query, but binary rows and a cursor may be opened.
+    Execute,
+    /// COM_FIELD_LIST and COM_STMT_FETCH: packets until EOF or ERR.
+    UntilEof,
+    /// COM_STATISTICS, COM_PING, COM_INIT_DB, COM_STMT_RESET, COM_RESET_CONNECTION: one packet.
+    Single,
+}
+
+impl Session {
+    /// Reads the next logical payload from the backend, forwarding its packets to the client
+    /// when `forward`. `Err` means the backend connection is gone or desynchronized.
+    pub(super) async fn backend_payload(&mut self, forward: bool) -> Result<Pkt, ()> {
+        let mut pkt: Option<Pkt> = None;
+        loop {
+            let (seq, plen) = self.next_backend_packet().await?;
+            let Some(conn) = self.backend.as_mut() else { return Err(()) };
+            let raw = conn.rbuf.get(self.bpos..self.bpos + HEADER_LEN + plen).ok_or(())?;
+            let payload = raw.get(HEADER_LEN..).unwrap_or_default();
+            let p = pkt.get_or_insert_with(|| Pkt { seq, len: 0, head: Vec::new() });
+            p.len += plen;
+            let room = HEAD_MAX.saturating_sub(p.head.len());
+            p.head.extend_from_slice(payload.get(..room.min(payload.len())).unwrap_or_default());
+            if forward {
+                self.out.extend_from_slice(raw);
+            }
+            self.bpos += HEADER_LEN + plen;
+            if plen < MAX_PACKET_PAYLOAD {
+                break;
+            }
+        }
+        if forward && self.out.len() >= CLIENT_FLUSH_AT {
+            self.flush_client().await.map_err(|_| ())?;
+        }
+        pkt.ok_or(())
+    }
+
+    /// Waits for one whole backend packet at `self.bpos`; returns (sequence id, payload length).
+    /// Past the query deadline the running statement is killed and reading goes on.
+    async fn next_backend_packet(&mut self) -> Result<(u8, usize), ()> {
+        loop {
+            let conn = self.backend.as_mut().ok_or(())?;
+            match decode_packet(conn.rbuf.get(self.bpos..).unwrap_or_default(), MAX_PACKET_PAYLOAD) {
+                Ok(Some(p)) => return Ok((p.seq, p.payload.len())),
+                Ok(None) => {}
+                Err(_) => return Err(()),
+            }
+            if self.bpos > 0 {
+                conn.rbuf.drain(..self.bpos);
+                self.bpos = 0;
+            }
+            let read = match self.query_deadline {
+                Some(deadline) => match rt::with_deadline(deadline, rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK)).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        self.query_deadline = None;
+                        self.ctx.cancels.cancel(self.key);
+                        continue;
+                    }
+                },
+                None => rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await,
+            };
+            match read {
+                Ok(0) | Err(_) => return Err(()),
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// Drops the bytes of the finished response from the backend buffer.
+    pub(super) fn compact(&mut self) {
+        if let Some(conn) = self.backend.as_mut() {
+            let n = self.bpos.min(conn.rbuf.len());
+            conn.rbuf.drain(..n);
+        }
+        self.bpos = 0;
+    }
+
+    /// Forwards a payload read with `forward = false` (it must have been kept whole).
+    pub(super) fn forward_pkt(&mut self, p: &Pkt) -> Result<(), ()> {
+        let whole = p.whole().ok_or(())?;
+        encode_packets(whole, p.seq, &mut self.out);
+        Ok(())
+    }
+
+    /// Relays one whole response of `grammar`; with `forward = false` nothing reaches the
+    /// client (settings replay, re-prepare). `Err` means the backend was lost.
+    pub(super) async fn relay_response(&mut self, grammar: Grammar, forward: bool) -> Result<Outcome, ()> {
+        let mut out = Outcome::default();
+        if grammar == Grammar::UntilEof {
+            self.rows_until_end(forward, &mut out).await?;
+            self.compact();
+            return Ok(out);
+        }
+        loop {
+            let p = self.backend_payload(false).await?;
+            if p.is_err() || grammar == Grammar::Single {
+                if forward {
+                    self.forward_pkt(&p)?;
+                }
+                out.error = p.is_err();
+                if !out.error {
+                    (out.status, out.last_insert_id) = status_of(&p);
+                    out.succeeded += 1;
+                }
+                break;
+            }
+            match p.first() {
+                Some(0x00) => {
+                    if forward {
+                        self.forward_pkt(&p)?;
+                    }
+                    (out.status, out.last_insert_id) = status_of(&p);
+                    out.succeeded += 1;
+                }
+                Some(0xFB) => {
+                    self.refuse_local_infile(&p, forward, &mut out).await?;
+                    break;
+                }
+                _ => {
+                    if forward {
+                        self.forward_pkt(&p)?;
+                    }
+                    let columns = Reader::new(&p.head).lenenc_int("column count").map_err(|_| ())?;
+                    self.result_set(columns, grammar, forward, &mut out).await?;
+                    if out.error || out.cursor {
+                        break;
+                    }
+                }
+            }
+            if out.status.map_or(true, |s| s & SERVER_MORE_RESULTS_EXISTS == 0) {
+                break;
+            }
+        }
+        self.compact();
+        Ok(out)
+    }
+
+    async fn result_set(&mut self, columns: u64, grammar: Grammar, forward: bool, out: &mut Outcome) -> Result<(), ()> {
+        for _ in 0..columns {
+            self.backend_payload(forward).await?;
+        }
+        let eof = self.backend_payload(forward).await?;
+        if !eof.is_eof() {
+            return Err(());
+        }
+        let status = status_of(&eof).0;
+        if grammar == Grammar::Execute && status.is_some_and(|s| s & SERVER_STATUS_CURSOR_EXISTS != 0) {
+            out.status = status;
+            out.cursor = true;
+            out.succeeded += 1;
+            return Ok(());
+        }
+        self.rows_until_end(forward, out).await
+    }
+
+    /// Relays rows up to and including the terminating EOF or ERR.
+    pub(super) async fn rows_until_end(&mut self, forward: bool, out: &mut Outcome) -> Result<(), ()> {
+        loop {
+            let p = self.backend_payload(forward).await?;
+            if p.is_eof() {
+                out.status = status_of(&p).0;
+                out.succeeded += 1;
+                return Ok(());
+            }
+            if p.is_err() {
+                out.error = true;
+                return Ok(());
+            }
+        }
+    }
+
+    /// The server asked for a local file: send it none, and tell the client why its statement
+    /// failed. A server that continues with more results leaves the connection unusable.
+    async fn refuse_local_infile(&mut self, p: &Pkt, forward: bool, out: &mut Outcome) -> Result<(), ()> {
+        let conn = self.backend.as_mut().ok_or(())?;
+        let mut empty = Vec::with_capacity(4);
+        encode_packets(&[], p.seq.wrapping_add(1), &mut empty);
+        rt::write_all(&mut conn.stream, &empty).await.map_err(|_| ())?;
+        let reply = self.backend_payload(false).await?;
+        if status_of(&reply).0.is_some_and(|s| s & SERVER_MORE_RESULTS_EXISTS != 0) {
+            if let Some(c) = self.backend.as_mut() {
+                c.broken = true;
+            }
+        }
+        if forward {
+            MyClientError::new(ER_NOT_ALLOWED_COMMAND, "LOAD DATA LOCAL INFILE is not supported through the router")
+                .encode(p.seq, &mut self.out);
+        }
+        out.error = true;
+        Ok(())
+    }
+
+    /// Sends `payload` as a new command (sequence 0) to the backend and marks it cancellable.
+    pub(super) async fn send_command(&mut self, payload: &[u8]) -> Result<(), ()> {
+        self.bout.clear();
+        encode_packets(payload, 0, &mut self.bout);
+        self.flush_backend().await
+    }
+
+    /// Writes `self.bout` to the backend.
+    pub(super) async fn flush_backend(&mut self) -> Result<(), ()> {
+        let conn = self.backend.as_mut().ok_or(())?;
+        if let ConnInfo::MySql(info) = &conn.info {
+            let kind = crate::session::cancel::TargetKind::MySql { thread_id: info.thread_id };
+            self.slot.set_running(Some(crate::session::cancel::CancelTarget { addr: conn.addr, kind }));
+        }
+        let r = rt::write_all(&mut conn.stream, &self.bout).await;
+        self.bout.clear();
+        r.map_err(|_| ())
+    }
+}
+
+/// Updates the connection's last known status flags.
+pub(super) fn note_status(conn: &mut Conn, status: Option<u16>) {
+    if let (ConnInfo::MySql(info), Some(s)) = (&mut conn.info, status) {
+        info.status = s;
+    }
+}

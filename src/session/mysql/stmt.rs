@@ -1,0 +1,394 @@
+//! Prepared-statement commands (`COM_STMT_*`) and the silent commands the router runs on a
+//! connection itself: settings replay, connection reset, re-prepare.
+
+use super::prepared::{rewrite_execute, statement_key, Stmt, MAX_CLIENT_STATEMENTS};
+use super::relay::{Grammar, Pkt};
+use super::state::{Effect, MyState};
+use super::{End, Session};
+use crate::pool::{Conn, ConnInfo};
+use crate::protocol::mysql::codec::{put_u16, put_u32, Reader};
+use crate::protocol::mysql::command::{COM_INIT_DB, COM_QUERY, COM_RESET_CONNECTION, COM_STMT_CLOSE, COM_STMT_FETCH, COM_STMT_PREPARE, COM_STMT_RESET, COM_STMT_SEND_LONG_DATA};
+use crate::protocol::mysql::errcode::{ErrorNumber, ER_UNKNOWN_STMT_HANDLER};
+use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_LAST_ROW_SENT};
+use crate::protocol::mysql::{decode_payload, encode_packets, StmtPrepareOk};
+use crate::rt;
+use crate::session::client_error::MyClientError;
+
+/// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
+const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
+/// `ER_STMT_HAS_NO_OPEN_CURSOR`.
+const ER_STMT_HAS_NO_OPEN_CURSOR: ErrorNumber = ErrorNumber { code: 1421, sql_state: *b"HY000" };
+/// Largest response payload the router reads for its own silent commands.
+const SILENT_MAX: usize = 1 << 24;
+
+fn lost() -> MyClientError {
+    MyClientError::new(ErrorNumber { code: 2013, sql_state: *b"HY000" }, "Lost connection to the backend while restoring session state")
+}
+
+fn info(conn: &mut Conn) -> Option<&mut crate::pool::MyInfo> {
+    match &mut conn.info {
+        ConnInfo::MySql(i) => Some(i),
+        ConnInfo::Pg(_) => None,
+    }
+}
+
+/// Reads one logical payload from `conn` (drained from its buffer).
+async fn read_payload(conn: &mut Conn) -> Result<Vec<u8>, ()> {
+    loop {
+        match decode_payload(&conn.rbuf, SILENT_MAX) {
+            Ok(Some(f)) => {
+                let p = f.payload.into_owned();
+                let n = f.consumed;
+                conn.rbuf.drain(..n);
+                return Ok(p);
+            }
+            Ok(None) => {}
+            Err(_) => return Err(()),
+        }
+        match rt::read_some(&mut conn.stream, &mut conn.rbuf, 16 * 1024).await {
+            Ok(0) | Err(_) => return Err(()),
+            Ok(_) => {}
+        }
+    }
+}
+
+fn more_results(ok_or_eof: &[u8]) -> bool {
+    super::relay::status_of(&Pkt { seq: 0, len: ok_or_eof.len(), head: ok_or_eof.to_vec() })
+        .0
+        .is_some_and(|s| s & SERVER_MORE_RESULTS_EXISTS != 0)
+}
+
+/// Runs `payload` as a command on `conn` and discards its (query-grammar) response.
+/// `Ok(Some(err))` carries an ERR payload the server answered with.
+async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+    let mut out = Vec::with_capacity(payload.len() + 4);
+    encode_packets(payload, 0, &mut out);
+    rt::write_all(&mut conn.stream, &out).await.map_err(|_| ())?;
+    loop {
+        let first = read_payload(conn).await?;
+        match first.first() {
+            Some(0xFF) => return Ok(Some(first)),
+            Some(0x00) => {
+                if !more_results(&first) {
+                    return Ok(None);
+                }
+            }
+            Some(0xFB) | None => return Err(()),
+            Some(_) => {
+                // A result set: skip column definitions and rows up to the final EOF.
+                let mut eofs = 0;
+                loop {
+                    let p = read_payload(conn).await?;
+                    if p.first() == Some(&0xFF) {
+                        return Ok(Some(p));
+                    }
+                    if p.first() == Some(&0xFE) && p.len() < 9 {
+                        eofs += 1;
+                        if eofs == 2 {
+                            if !more_results(&p) {
+                                return Ok(None);
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn err_text(p: &[u8]) -> String {
+    crate::protocol::mysql::ErrPacket::decode(p).map(|e| String::from_utf8_lossy(e.message).into_owned()).unwrap_or_default()
+}
+
+/// `COM_RESET_CONNECTION` plus the pool's default database: the connection is as new, except
+/// that the router's prepared statements are gone.
+pub(super) async fn reset_connection(conn: &mut Conn, default_db: &str) -> Result<(), MyClientError> {
+    if silent(conn, &[COM_RESET_CONNECTION]).await.map_err(|_| lost())?.is_some() {
+        return Err(lost());
+    }
+    if let Some(i) = info(conn) {
+        i.prepared.clear();
+    }
+    let init = [&[COM_INIT_DB][..], default_db.as_bytes()].concat();
+    match silent(conn, &init).await.map_err(|_| lost())? {
+        None => Ok(()),
+        Some(e) => Err(MyClientError::new(ErrorNumber { code: 1049, sql_state: *b"42000" }, err_text(&e))),
+    }
+}
+
+/// Turns any pooled connection's session state into `state`'s.
+pub(super) async fn replay(conn: &mut Conn, state: &MyState, default_db: &str) -> Result<(), MyClientError> {
+    if conn.settings != 0 {
+        reset_connection(conn, default_db).await?;
+    }
+    let fail = |e: Vec<u8>| MyClientError::new(ErrorNumber { code: 1231, sql_state: *b"42000" }, format!("restoring session state failed: {}", err_text(&e)));
+    if let Some(db) = state.db() {
+        let init = [&[COM_INIT_DB][..], db.as_bytes()].concat();
+        if let Some(e) = silent(conn, &init).await.map_err(|_| lost())? {
+            return Err(MyClientError::new(ErrorNumber { code: 1049, sql_state: *b"42000" }, err_text(&e)));
+        }
+    }
+    if let Some(sql) = state.replay_sql() {
+        let q = [&[COM_QUERY][..], sql.as_bytes()].concat();
+        if let Some(e) = silent(conn, &q).await.map_err(|_| lost())? {
+            return Err(fail(e));
+        }
+    }
+    Ok(())
+}
+
+/// Prepares `sql` on `conn` silently; returns the backend statement id, or the server's ERR.
+async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec<u8>>, ()> {
+    let payload = [&[COM_STMT_PREPARE][..], sql].concat();
+    let mut out = Vec::with_capacity(payload.len() + 4);
+    encode_packets(&payload, 0, &mut out);
+    rt::write_all(&mut conn.stream, &out).await.map_err(|_| ())?;
+    let first = read_payload(conn).await?;
+    if first.first() == Some(&0xFF) {
+        return Ok(Err(first));
+    }
+    let ok = StmtPrepareOk::decode(&first).map_err(|_| ())?;
+    for n in [ok.num_params, ok.num_columns] {
+        if n > 0 {
+            for _ in 0..=n {
+                read_payload(conn).await?;
+            }
+        }
+    }
+    Ok(Ok(ok.stmt_id))
+}
+
+impl Session {
+    /// The backend id of statement `key` on the attached connection (most recently used last).
+    fn backend_stmt(&mut self, key: u64) -> Option<u32> {
+        let i = info(self.backend.as_mut()?)?;
+        let pos = i.prepared.iter().position(|(k, _)| *k == key)?;
+        let entry = i.prepared.remove(pos);
+        i.prepared.push(entry);
+        Some(entry.1)
+    }
+
+    /// Records a backend statement, closing the coldest one past the pool's limit.
+    async fn remember_backend_stmt(&mut self, key: u64, id: u32) {
+        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
+        let Some(conn) = self.backend.as_mut() else { return };
+        let mut evicted = Vec::new();
+        if let ConnInfo::MySql(i) = &mut conn.info {
+            if let Some(pos) = i.prepared.iter().position(|(k, _)| *k == key) {
+                evicted.push(i.prepared.remove(pos).1);
+            }
+            while i.prepared.len() >= limit.max(1) {
+                evicted.push(i.prepared.remove(0).1);
+            }
+            i.prepared.push((key, id));
+        }
+        let mut out = Vec::new();
+        for old in evicted {
+            let mut p = vec![COM_STMT_CLOSE];
+            put_u32(&mut p, old);
+            encode_packets(&p, 0, &mut out);
+        }
+        if !out.is_empty() && rt::write_all(&mut conn.stream, &out).await.is_err() {
+            conn.broken = true;
+        }
+    }
+
+    pub(super) async fn on_prepare(&mut self, sql: &[u8]) -> Result<(), End> {
+        if self.stmts.len() >= MAX_CLIENT_STATEMENTS {
+            let e = MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, "Can't create more than max_prepared_stmt_count statements");
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        self.tx.sticky = false;
+        if let Err(e) = self.ensure_backend().await {
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(sql);
+        let (effects, _) = super::state::effects(&text);
+        let pins: Vec<(usize, Effect)> = effects.into_iter().filter(|(_, e)| matches!(e, Effect::Pin(_))).collect();
+        let payload = [&[COM_STMT_PREPARE][..], sql].concat();
+        if self.send_command(&payload).await.is_err() {
+            return self.backend_lost().await;
+        }
+        let res = self.relay_prepare(sql).await;
+        self.compact();
+        if res.is_err() {
+            return self.backend_lost().await;
+        }
+        self.state.apply(&pins, 0);
+        self.slot.set_running(None);
+        self.maybe_release().await;
+        Ok(())
+    }
+
+    /// Relays a prepare response under a router-issued statement id.
+    async fn relay_prepare(&mut self, sql: &[u8]) -> Result<(), ()> {
+        let first = self.backend_payload(false).await?;
+        if first.is_err() {
+            return self.forward_pkt(&first);
+        }
+        let ok = StmtPrepareOk::decode(&first.head).map_err(|_| ())?;
+        let key = statement_key(sql, self.state.db());
+        let stmt = Stmt { key, sql: sql.to_vec(), params: ok.num_params, types: Vec::new(), long_data: Vec::new() };
+        let id = self.stmts.insert(stmt);
+        let mut payload = Vec::with_capacity(12);
+        StmtPrepareOk { stmt_id: id, ..ok }.encode(&mut payload);
+        encode_packets(&payload, first.seq, &mut self.out);
+        for n in [ok.num_params, ok.num_columns] {
+            if n > 0 {
+                for _ in 0..=n {
+                    self.backend_payload(true).await?;
+                }
+            }
+        }
+        self.remember_backend_stmt(key, ok.stmt_id).await;
+        Ok(())
+    }
+
+    fn unknown_stmt(&mut self, id: u32, seq: u8) {
+        let e = MyClientError::new(ER_UNKNOWN_STMT_HANDLER, format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"));
+        e.encode(seq, &mut self.out);
+    }
+
+    pub(super) async fn on_execute(&mut self, payload: &[u8]) -> Result<(), End> {
+        let id = crate::protocol::mysql::stmt_id(payload).unwrap_or(0);
+        let Some(stmt) = self.stmts.get_mut(id) else {
+            self.unknown_stmt(id, 1);
+            return Ok(());
+        };
+        let (key, sql, params) = (stmt.key, stmt.sql.clone(), stmt.params);
+        let long_data = std::mem::take(&mut stmt.long_data);
+        self.tx.sticky = false;
+        if let Err(e) = self.ensure_backend().await {
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        self.close_cursor().await;
+        let backend_id = match self.backend_stmt(key) {
+            Some(b) => b,
+            None => {
+                let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+                match prepare_silently(conn, &sql).await {
+                    Err(()) => return self.backend_lost().await,
+                    Ok(Err(err)) => {
+                        encode_packets(&err, 1, &mut self.out);
+                        self.maybe_release().await;
+                        return Ok(());
+                    }
+                    Ok(Ok(b)) => {
+                        self.remember_backend_stmt(key, b).await;
+                        b
+                    }
+                }
+            }
+        };
+        let mut cmd = Vec::with_capacity(payload.len() + 16);
+        let stmt_types = self.stmts.get_mut(id).map(|s| &mut s.types);
+        let mut scratch = Vec::new();
+        let types = stmt_types.unwrap_or(&mut scratch);
+        if !rewrite_execute(payload, backend_id, params, types, &mut cmd) {
+            MyClientError::new(crate::protocol::mysql::errcode::ER_WRONG_ARGUMENTS, "Incorrect arguments to mysqld_stmt_execute").encode(1, &mut self.out);
+            self.maybe_release().await;
+            return Ok(());
+        }
+        self.bout.clear();
+        for (param, data) in long_data {
+            let mut p = Vec::with_capacity(data.len() + 7);
+            p.push(COM_STMT_SEND_LONG_DATA);
+            put_u32(&mut p, backend_id);
+            put_u16(&mut p, param);
+            p.extend_from_slice(&data);
+            encode_packets(&p, 0, &mut self.bout);
+        }
+        encode_packets(&cmd, 0, &mut self.bout);
+        self.arm_query_timeout();
+        if self.flush_backend().await.is_err() {
+            return self.backend_lost().await;
+        }
+        let Ok(outcome) = self.relay_response(Grammar::Execute, true).await else {
+            return self.backend_lost().await;
+        };
+        if outcome.cursor {
+            self.tx.cursor = Some((self.stmts.resolve(id), backend_id));
+        }
+        self.after_response(&outcome).await;
+        Ok(())
+    }
+
+    /// Closes the open cursor (if any) on the backend, so its statement can run again.
+    async fn close_cursor(&mut self) {
+        let Some((_, backend_id)) = self.tx.cursor.take() else { return };
+        let mut p = vec![COM_STMT_RESET];
+        put_u32(&mut p, backend_id);
+        let Some(conn) = self.backend.as_mut() else { return };
+        if !matches!(silent(conn, &p).await, Ok(None)) {
+            conn.broken = true;
+        }
+    }
+
+    pub(super) fn on_long_data(&mut self, body: &[u8]) -> Result<(), End> {
+        let mut r = Reader::new(body);
+        let (Ok(id), Ok(param)) = (r.u32("statement id"), r.u16("parameter")) else { return Ok(()) };
+        if let Some(stmt) = self.stmts.get_mut(id) {
+            match stmt.long_data.iter_mut().find(|(p, _)| *p == param) {
+                Some((_, buf)) => buf.extend_from_slice(r.rest()),
+                None => stmt.long_data.push((param, r.rest().to_vec())),
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn on_stmt_close(&mut self, body: &[u8]) -> Result<(), End> {
+        let id = Reader::new(body).u32("statement id").unwrap_or(0);
+        let id = self.stmts.resolve(id);
+        if self.tx.cursor.is_some_and(|(c, _)| c == id) {
+            self.close_cursor().await;
+            self.maybe_release().await;
+        }
+        // Only the client's id goes away; the backend keeps the statement for reuse.
+        self.stmts.remove(id);
+        Ok(())
+    }
+
+    pub(super) async fn on_stmt_reset(&mut self, payload: &[u8]) -> Result<(), End> {
+        let id = crate::protocol::mysql::stmt_id(payload).unwrap_or(0);
+        let Some(stmt) = self.stmts.get_mut(id) else {
+            self.unknown_stmt(id, 1);
+            return Ok(());
+        };
+        stmt.long_data.clear();
+        if self.tx.cursor.is_some_and(|(c, _)| c == self.stmts.resolve(id)) {
+            self.close_cursor().await;
+            self.maybe_release().await;
+        }
+        self.ok_local()
+    }
+
+    pub(super) async fn on_fetch(&mut self, payload: &[u8]) -> Result<(), End> {
+        let id = self.stmts.resolve(crate::protocol::mysql::stmt_id(payload).unwrap_or(0));
+        let Some((_, backend_id)) = self.tx.cursor.filter(|(c, _)| *c == id) else {
+            MyClientError::new(ER_STMT_HAS_NO_OPEN_CURSOR, "The statement has no open cursor").encode(1, &mut self.out);
+            return Ok(());
+        };
+        let mut cmd = Vec::with_capacity(payload.len());
+        if crate::protocol::mysql::rewrite_stmt_id(payload, backend_id, &mut cmd).is_err() || payload.first() != Some(&COM_STMT_FETCH) {
+            return Ok(());
+        }
+        self.arm_query_timeout();
+        if self.send_command(&cmd).await.is_err() {
+            return self.backend_lost().await;
+        }
+        let Ok(outcome) = self.relay_response(Grammar::UntilEof, true).await else {
+            return self.backend_lost().await;
+        };
+        if outcome.error || outcome.status.is_some_and(|s| s & SERVER_STATUS_LAST_ROW_SENT != 0) {
+            self.close_cursor().await;
+        }
+        let mut o = outcome;
+        o.last_insert_id = 0;
+        self.after_response(&o).await;
+        Ok(())
+    }
+}
