@@ -29,7 +29,7 @@ macro_rules! label_enum {
             }
 
             /// Position in [`Self::ALL`].
-            pub(crate) fn index(self) -> usize {
+            pub fn index(self) -> usize {
                 self as usize
             }
         }
