@@ -7,3 +7,4 @@ mod support;
 mod harness;
 mod foundation;
 mod router;
+mod admin;
