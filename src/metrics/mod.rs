@@ -55,7 +55,8 @@ impl CoreCounters {
 
     /// A session ended (normally or not).
     pub fn session_closed(&self) {
-        self.sessions_active.set(self.sessions_active.get().saturating_sub(1));
+        self.sessions_active
+            .set(self.sessions_active.get().saturating_sub(1));
     }
 
     /// A session task panicked and was contained.
@@ -123,7 +124,11 @@ impl CoreCounters {
     /// A client of `listener` took a backend connection (`true`) or gave it back (`false`).
     pub fn client_active(&self, listener: usize, active: bool) {
         self.with_client(listener, |c| {
-            c.active = if active { c.active + 1 } else { c.active.saturating_sub(1) };
+            c.active = if active {
+                c.active + 1
+            } else {
+                c.active.saturating_sub(1)
+            };
         });
     }
 
@@ -145,7 +150,11 @@ impl CoreCounters {
                 .enumerate()
                 .map(|(i, name)| {
                     let c = clients.get(i).copied().unwrap_or_default();
-                    ClientSnapshot { listener: (*name).to_owned(), active: c.active.min(c.open), idle: c.open.saturating_sub(c.active) }
+                    ClientSnapshot {
+                        listener: (*name).to_owned(),
+                        active: c.active.min(c.open),
+                        idle: c.open.saturating_sub(c.active),
+                    }
                 })
                 .collect(),
             pools,
@@ -208,7 +217,11 @@ impl CounterSnapshot {
         add_arrays(&mut self.operations_total, &other.operations_total);
         merge_keyed(&mut self.pins_total, &other.pins_total);
         for c in &other.clients {
-            match self.clients.iter_mut().find(|mine| mine.listener == c.listener) {
+            match self
+                .clients
+                .iter_mut()
+                .find(|mine| mine.listener == c.listener)
+            {
                 Some(mine) => {
                     mine.idle += c.idle;
                     mine.active += c.active;

@@ -106,7 +106,11 @@ impl PoolCounters {
         if let Some(b) = list.iter().find(|b| b.label == label) {
             return b.clone();
         }
-        let b = Rc::new(BackendCounters { label: label.to_owned(), active: Cell::default(), connect_failures: Cell::default() });
+        let b = Rc::new(BackendCounters {
+            label: label.to_owned(),
+            active: Cell::default(),
+            connect_failures: Cell::default(),
+        });
         list.push(b.clone());
         b
     }
@@ -114,7 +118,10 @@ impl PoolCounters {
     /// A session asked for a connection.
     pub fn acquire_started(&self) -> QueueSlot<'_> {
         bump(&self.acquires);
-        QueueSlot { counters: self, queued: false }
+        QueueSlot {
+            counters: self,
+            queued: false,
+        }
     }
 
     /// No connection became free before the deadline.
@@ -272,7 +279,11 @@ impl PoolSnapshot {
         self.reprepares_total += other.reprepares_total;
         self.queue_depth += other.queue_depth;
         self.wait.merge(&other.wait);
-        for (a, b) in self.decisions_total.iter_mut().zip(other.decisions_total.iter()) {
+        for (a, b) in self
+            .decisions_total
+            .iter_mut()
+            .zip(other.decisions_total.iter())
+        {
             *a += b;
         }
         merge_keyed(&mut self.errors_total, &other.errors_total);

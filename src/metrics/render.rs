@@ -9,7 +9,9 @@
 use std::fmt::{self, Write as _};
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelValue, LabelValueEncoder, MetricEncoder, NoLabelSet};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabelValue, LabelValueEncoder, MetricEncoder, NoLabelSet,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
@@ -133,8 +135,13 @@ impl Family<'_> {
         if self.def.labels.len() != values.len() {
             return Err(fmt::Error); // a renderer bug; refuse rather than mislabel
         }
-        let labels: Vec<(&str, Escaped<'_>)> =
-            self.def.labels.iter().copied().zip(values.iter().map(|v| Escaped(v))).collect();
+        let labels: Vec<(&str, Escaped<'_>)> = self
+            .def
+            .labels
+            .iter()
+            .copied()
+            .zip(values.iter().map(|v| Escaped(v)))
+            .collect();
         if labels.is_empty() {
             return encode_value(&mut self.enc, value);
         }
@@ -161,13 +168,22 @@ fn encode_value(enc: &mut MetricEncoder<'_>, value: Value<'_>) -> fmt::Result {
     }
 }
 
-fn family<'a>(encoder: &'a mut DescriptorEncoder, def: &'static MetricDef) -> Result<Family<'a>, fmt::Error> {
+fn family<'a>(
+    encoder: &'a mut DescriptorEncoder,
+    def: &'static MetricDef,
+) -> Result<Family<'a>, fmt::Error> {
     let (name, ty) = match def.kind {
-        Kind::Counter => (def.name.strip_suffix("_total").unwrap_or(def.name), MetricType::Counter),
+        Kind::Counter => (
+            def.name.strip_suffix("_total").unwrap_or(def.name),
+            MetricType::Counter,
+        ),
         Kind::Gauge => (def.name, MetricType::Gauge),
         Kind::Histogram => (def.name, MetricType::Histogram),
     };
-    Ok(Family { def, enc: encoder.encode_descriptor(name, def.help, None, ty)? })
+    Ok(Family {
+        def,
+        enc: encoder.encode_descriptor(name, def.help, None, ty)?,
+    })
 }
 
 #[derive(Debug)]
@@ -175,7 +191,12 @@ struct ScrapeCollector(Scrape);
 
 impl Collector for ScrapeCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let cores: Vec<(String, &CounterSnapshot)> = self.0.cores.iter().map(|(id, s)| (id.to_string(), s)).collect();
+        let cores: Vec<(String, &CounterSnapshot)> = self
+            .0
+            .cores
+            .iter()
+            .map(|(id, s)| (id.to_string(), s))
+            .collect();
         core_metrics(&mut encoder, &cores)?;
         statement_metrics(&mut encoder, &cores)?;
         pool_metrics(&mut encoder, &cores)?;
@@ -188,6 +209,9 @@ impl Collector for ScrapeCollector {
 }
 
 type Cores<'a> = [(String, &'a CounterSnapshot)];
+
+/// Reads one pool-level value out of a pool's figures.
+type PoolValue = for<'p> fn(&'p super::PoolSnapshot) -> Value<'p>;
 
 fn core_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Result {
     let mut f = family(encoder, &cat::SESSIONS_ACTIVE)?;
@@ -205,8 +229,14 @@ fn core_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
     let mut f = family(encoder, &cat::CLIENT_CONNECTIONS)?;
     for (c, s) in cores {
         for l in &s.clients {
-            f.series(&[c, &l.listener, ClientState::Idle.as_str()], Value::Gauge(l.idle))?;
-            f.series(&[c, &l.listener, ClientState::Active.as_str()], Value::Gauge(l.active))?;
+            f.series(
+                &[c, &l.listener, ClientState::Idle.as_str()],
+                Value::Gauge(l.idle),
+            )?;
+            f.series(
+                &[c, &l.listener, ClientState::Active.as_str()],
+                Value::Gauge(l.active),
+            )?;
         }
     }
     let mut f = family(encoder, &cat::BYTES)?;
@@ -228,7 +258,10 @@ fn statement_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt:
                 }
             }
         }
-        f.series(&[c, Decision::Reject.as_str(), ""], Value::Count(s.rejects_total))?;
+        f.series(
+            &[c, Decision::Reject.as_str(), ""],
+            Value::Count(s.rejects_total),
+        )?;
     }
     let mut f = family(encoder, &cat::ROUTING_CACHE)?;
     for (c, s) in cores {
@@ -281,7 +314,7 @@ fn pool_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
             }
         }
     }
-    let per_pool: [(&'static MetricDef, fn(&super::PoolSnapshot) -> Value<'_>); 5] = [
+    let per_pool: [(&'static MetricDef, PoolValue); 5] = [
         (&cat::POOL_ACQUIRE, |p| Value::Count(p.acquires_total)),
         (&cat::POOL_QUEUE_DEPTH, |p| Value::Gauge(p.queue_depth)),
         (&cat::POOL_WAIT, |p| Value::Histogram(&p.wait)),
@@ -300,7 +333,10 @@ fn pool_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
     for (c, s) in cores {
         for p in &s.pools {
             for b in &p.backends {
-                f.series(&[c, &p.name, &b.label], Value::Count(b.connect_failures_total))?;
+                f.series(
+                    &[c, &p.name, &b.label],
+                    Value::Count(b.connect_failures_total),
+                )?;
             }
         }
     }
