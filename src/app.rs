@@ -1,5 +1,9 @@
-//! Bootstrap and shutdown: starts the cores (first one alone, to learn the ports it bound), the
-//! control plane, and wires signals. Used by `main` and by in-process integration tests.
+//! Bootstrap and shutdown: binds the admin ports, starts the cores (first one alone, to learn
+//! the ports it bound), the control plane and the admin server, and wires signals. Used by `main`
+//! and by in-process integration tests.
+//!
+//! Shutdown order: a drain flips `/health` to 503 at once (the control handle's flag); the admin
+//! server keeps answering `/metrics` and the API until the cores and the control plane are done.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,9 +12,10 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded};
 
+use crate::admin::{self, AdminError, AdminHandle, Plugins};
 use crate::config::Config;
-use crate::control::msg::{Snapshot};
-use crate::control::{self, ControlHandle, ControlSetup};
+use crate::control::msg::Snapshot;
+use crate::control::{self, ControlHandle, ControlSetup, Endpoints};
 use crate::core::{self, CoreSetup};
 use crate::id::{CoreId, RulesVersion};
 use crate::pool::BudgetRegistry;
@@ -31,6 +36,9 @@ pub enum StartError {
     /// The configured CPU list is empty after intersecting with the allowed CPUs.
     #[error("no usable CPU in general.cores")]
     NoCpu,
+    /// The metrics/admin server could not start.
+    #[error(transparent)]
+    Admin(#[from] AdminError),
 }
 
 /// A running router.
@@ -41,10 +49,12 @@ pub struct Running {
     pub control: ControlHandle,
     cores: Vec<CoreHandle>,
     control_thread: JoinHandle<()>,
+    admin: Option<AdminHandle>,
 }
 
 impl Running {
-    /// Blocks until every core has drained and the control plane stopped.
+    /// Blocks until every core has drained and the control plane stopped, then stops the admin
+    /// server (which answers until then).
     pub fn wait(self) {
         for c in self.cores {
             if let Err(e) = c.join() {
@@ -52,6 +62,9 @@ impl Running {
             }
         }
         let _ = self.control_thread.join();
+        if let Some(a) = self.admin {
+            a.stop();
+        }
     }
 }
 
@@ -82,6 +95,9 @@ fn ensure_ports_free(config: &Config) -> Result<(), StartError> {
 pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, StartError> {
     let cpus = cpus(&config)?;
     ensure_ports_free(&config)?;
+    // Bound before any core starts: a taken port or a missing token fails the start cleanly.
+    let admin_bound = admin::bind(&config.metrics)?;
+    let admin_addrs = admin_bound.as_ref().map(admin::Bound::addrs).transpose()?;
     let drain_window = config.general.shutdown_drain;
     let snapshot = Arc::new(Snapshot { version: RulesVersion(1), config: Arc::new(config) });
     let budgets = BudgetRegistry::default();
@@ -111,15 +127,28 @@ pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, St
             Err(_) => return Err(StartError::Listen(std::io::Error::other("core exited during start"))),
         }
     }
+    let endpoints = Endpoints {
+        listen: listen.clone(),
+        metrics: admin_addrs.map(|(m, _)| m),
+        admin: admin_addrs.map(|(_, a)| a),
+    };
     let (control, control_thread) = control::start(ControlSetup {
         config_path,
         initial: snapshot,
         cores: inboxes,
         events: events_rx,
         drain_window,
+        endpoints,
     })
     .map_err(StartError::Thread)?;
-    Ok(Running { listen, control, cores, control_thread })
+    let admin = match admin_bound.map(|b| admin::serve(b, control.clone(), Plugins::default())).transpose() {
+        Ok(a) => a,
+        Err(e) => {
+            control.drain();
+            return Err(e.into());
+        }
+    };
+    Ok(Running { listen, control, cores, control_thread, admin })
 }
 
 /// Routes SIGTERM/SIGINT to a drain and SIGHUP to a reload, on a plain thread.

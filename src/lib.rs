@@ -12,6 +12,7 @@
 //!
 //! A module may use only modules of a lower layer, and only those DESIGN.md allows.
 
+pub mod admin;
 pub mod app;
 pub mod config;
 pub mod control;

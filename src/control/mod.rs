@@ -7,7 +7,9 @@
 
 pub mod msg;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -16,6 +18,7 @@ use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
 
 use crate::config::{Config, ConfigErrors};
 use crate::error::{ErrorCode, Origin};
+use crate::metrics::Scrape;
 use msg::{CoreCommand, CoreEvent, CoreId, CoreReport, RulesVersion, Snapshot};
 
 /// How long the control plane waits for every core to acknowledge a snapshot or report metrics.
@@ -68,13 +71,29 @@ enum Request {
     Reload(Sender<Result<RulesVersion, ControlError>>),
     Drain,
     Collect(Sender<Vec<CoreReport>>),
+    Scrape(Sender<Scrape>),
     Current(Sender<Arc<Snapshot>>),
+}
+
+/// Where the router serves, fixed at start (ports resolved when configured as 0).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Endpoints {
+    /// Client listeners, in config order.
+    pub listen: Vec<SocketAddr>,
+    /// `/metrics`, when `[metrics] enabled`.
+    pub metrics: Option<SocketAddr>,
+    /// The admin API, when `[metrics] enabled`.
+    pub admin: Option<SocketAddr>,
 }
 
 /// A cloneable, `Send` handle to the control plane, for the signal thread, the admin API and tests.
 #[derive(Clone)]
 pub struct ControlHandle {
     requests: Sender<Request>,
+    /// Set by [`ControlHandle::drain`] in the caller's thread, so health checks fail from the
+    /// moment a drain is asked for, before any core has heard of it.
+    draining: Arc<AtomicBool>,
+    endpoints: Arc<Endpoints>,
 }
 
 impl ControlHandle {
@@ -88,8 +107,26 @@ impl ControlHandle {
 
     /// Starts a graceful drain: cores stop accepting, finish or close their sessions, then stop.
     pub fn drain(&self) {
+        self.draining.store(true, Ordering::Release);
         // A stopped control plane has nothing left to drain.
         let _ = self.requests.send(Request::Drain);
+    }
+
+    /// Whether a drain was requested (the router is shutting down).
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    /// Where the router serves.
+    pub fn endpoints(&self) -> &Endpoints {
+        &self.endpoints
+    }
+
+    /// Every core's counters plus the control plane's own figures, for `/metrics`.
+    pub fn scrape(&self) -> Result<Scrape, ControlError> {
+        let (tx, rx) = bounded(1);
+        self.requests.send(Request::Scrape(tx)).map_err(|_| ControlError::Stopped)?;
+        rx.recv().map_err(|_| ControlError::Stopped)
     }
 
     /// Per-core counters, gathered now.
@@ -119,27 +156,32 @@ pub struct ControlSetup {
     pub events: Receiver<CoreEvent>,
     /// How long sessions may drain after SIGTERM.
     pub drain_window: Duration,
+    /// Where the router serves, for handles to report.
+    pub endpoints: Endpoints,
 }
 
 /// Starts the control thread; it exits once every core has stopped.
-pub fn start(setup: ControlSetup) -> std::io::Result<(ControlHandle, JoinHandle<()>)> {
+pub fn start(mut setup: ControlSetup) -> std::io::Result<(ControlHandle, JoinHandle<()>)> {
     let (tx, rx) = unbounded();
+    let endpoints = Arc::new(std::mem::take(&mut setup.endpoints));
     let join = std::thread::Builder::new()
         .name("qp-control".into())
         .spawn(move || ControlPlane::new(setup).run(rx))?;
-    Ok((ControlHandle { requests: tx }, join))
+    Ok((ControlHandle { requests: tx, draining: Arc::default(), endpoints }, join))
 }
 
 struct ControlPlane {
     setup: ControlSetup,
     current: Arc<Snapshot>,
     stopped: Vec<bool>,
+    reloads_applied: u64,
+    reloads_rejected: u64,
 }
 
 impl ControlPlane {
     fn new(setup: ControlSetup) -> Self {
         let n = setup.cores.len();
-        Self { current: setup.initial.clone(), setup, stopped: vec![false; n] }
+        Self { current: setup.initial.clone(), setup, stopped: vec![false; n], reloads_applied: 0, reloads_rejected: 0 }
     }
 
     fn run(mut self, requests: Receiver<Request>) {
@@ -163,11 +205,25 @@ impl ControlPlane {
     fn handle(&mut self, req: Request) {
         match req {
             Request::Reload(reply) => {
-                let _ = reply.send(self.reload());
+                let res = self.reload();
+                match res {
+                    Ok(_) => self.reloads_applied += 1,
+                    Err(_) => self.reloads_rejected += 1,
+                }
+                let _ = reply.send(res);
             }
             Request::Drain => self.drain(),
             Request::Collect(reply) => {
                 let _ = reply.send(self.collect());
+            }
+            Request::Scrape(reply) => {
+                let cores = self.collect().into_iter().map(|r| (r.core.0, r.counters)).collect();
+                let _ = reply.send(Scrape {
+                    cores,
+                    config_version: self.current.version.0,
+                    reloads_applied: self.reloads_applied,
+                    reloads_rejected: self.reloads_rejected,
+                });
             }
             Request::Current(reply) => {
                 let _ = reply.send(self.current.clone());

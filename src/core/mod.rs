@@ -124,7 +124,7 @@ fn handle(
             let _ = events.send(CoreEvent::Applied { core: ctx.core, version: snap.version });
         }
         CoreCommand::Collect(reply) => {
-            let _ = reply.send(CoreReport { core: ctx.core, version: *version, counters: ctx.counters.snapshot() });
+            let _ = reply.send(report(ctx, *version));
         }
         CoreCommand::Cancel(key) => ctx.cancels.cancel(key),
         CoreCommand::Drain { deadline } => {
@@ -132,6 +132,15 @@ fn handle(
             ctx.drain.set();
         }
     }
+}
+
+/// This core's counters, with its pools' figures (sorted by name for a stable exposition).
+fn report(ctx: &CoreContext, version: RulesVersion) -> CoreReport {
+    let config = ctx.config();
+    let listeners: Vec<&str> = config.listeners.iter().map(|l| l.name.as_str()).collect();
+    let mut pools: Vec<_> = ctx.pools().iter().map(|p| p.metrics_snapshot()).collect();
+    pools.sort_by(|a, b| a.name.cmp(&b.name));
+    CoreReport { core: ctx.core, version, counters: ctx.counters.snapshot(&listeners, pools) }
 }
 
 fn bind_all(addrs: &[SocketAddr]) -> io::Result<Vec<Listener>> {

@@ -23,6 +23,7 @@ pub use pg::deliver_cancel as deliver_pg_cancel;
 
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::error::{ErrorCode, Origin};
+use crate::metrics::{BackendCounters, PoolCounters, PoolSnapshot, QueueSlot};
 use crate::rt::{self, Event};
 
 /// Why a connection could not be had.
@@ -124,6 +125,8 @@ struct BackendSlot {
     budget: Arc<Budget>,
     weight: i64,
     current: Cell<i64>,
+    /// metrics: this core's counters of the backend, resolved when the pool is built.
+    counters: Rc<BackendCounters>,
 }
 
 /// State shared between a pool and the connections it lent out, so a closing connection can
@@ -156,10 +159,13 @@ pub struct CorePool {
     /// What the servers reported at startup (PostgreSQL ParameterStatus), from the first
     /// connection opened: clients are greeted with it without borrowing a connection.
     server_params: RefCell<Option<ServerParams>>,
+    /// metrics: this core's counters of the pool; handed from a rebuilt pool to its successor
+    /// so they stay monotonic. Sessions record statements, decisions and errors here.
+    pub counters: Rc<PoolCounters>,
 }
 
 impl CorePool {
-    fn build(config: &PoolConfig, budgets: &BudgetRegistry) -> Self {
+    fn build(config: &PoolConfig, budgets: &BudgetRegistry, counters: Rc<PoolCounters>) -> Self {
         let max = config.limits.max_connections.get();
         let backends = config
             .backends
@@ -171,13 +177,34 @@ impl CorePool {
                 Some(BackendSlot {
                     addr,
                     budget: budgets.get(&config.name, &label, max),
-                    label,
                     weight: i64::from(b.weight.get()),
                     current: Cell::new(0),
+                    counters: counters.backend(&label),
+                    label,
                 })
             })
             .collect();
-        Self { config: config.clone(), backends, idle: RefCell::new(Vec::new()), waiters: Rc::default(), wanting_here: Cell::new(0), starved_ticks: Cell::new(0), server_params: RefCell::new(None) }
+        Self {
+            config: config.clone(),
+            backends,
+            idle: RefCell::new(Vec::new()),
+            waiters: Rc::default(),
+            wanting_here: Cell::new(0),
+            starved_ticks: Cell::new(0),
+            server_params: RefCell::new(None),
+            counters,
+        }
+    }
+
+    /// metrics: this core's figures for the pool (idle connections counted now, per backend).
+    pub fn metrics_snapshot(&self) -> PoolSnapshot {
+        let idle = self.idle.borrow();
+        let capacity = u64::from(self.config.limits.max_connections.get()) * self.backends.len() as u64;
+        let count = |label: &str| {
+            let index = self.backends.iter().position(|b| b.label == label);
+            idle.iter().filter(|c| Some(c.backend) == index).count() as u64
+        };
+        self.counters.snapshot(capacity, &count)
     }
 
     /// Startup parameters reported by this pool's servers, once a connection was opened.
@@ -227,6 +254,25 @@ impl CorePool {
     /// Borrows a connection speaking `protocol`, opening one if the budget allows, else waiting
     /// for a checkin until `deadline`.
     pub async fn checkout(self: &Rc<Self>, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
+        // metrics: acquire count, queue depth while waiting, wait time, timeouts, lent connections.
+        let started = rt::now();
+        let mut slot = self.counters.acquire_started();
+        let res = self.acquire(protocol, deadline, &mut slot).await;
+        drop(slot);
+        self.counters.acquire_finished(started.elapsed());
+        match &res {
+            Ok(c) => {
+                if let Some(b) = self.backends.get(c.backend) {
+                    b.counters.checked_out();
+                }
+            }
+            Err(PoolError::Timeout { .. }) => self.counters.acquire_timed_out(),
+            Err(_) => {}
+        }
+        res
+    }
+
+    async fn acquire(self: &Rc<Self>, protocol: Protocol, deadline: Instant, slot: &mut QueueSlot<'_>) -> Result<Conn, PoolError> {
         if let Some(c) = self.take_idle(protocol) {
             return Ok(c);
         }
@@ -238,6 +284,7 @@ impl CorePool {
         }
         let started = rt::now();
         let _wanting = Wanting::new(&self.backends, &self.wanting_here);
+        slot.queue(); // metrics
         loop {
             let ev = Event::new();
             self.waiters.queue.borrow_mut().push_back(ev.clone());
@@ -274,7 +321,9 @@ impl CorePool {
         let guard = conn::BudgetUnit::new(slot.budget.clone(), self.waiters.clone());
         match protocol {
             Protocol::Postgres => {
-                let conn = pg::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline).await?;
+                let conn = pg::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline)
+                    .await
+                    .inspect_err(|_| slot.counters.connect_failed())?; // metrics
                 if self.server_params.borrow().is_none() {
                     if let ConnInfo::Pg(info) = &conn.info {
                         *self.server_params.borrow_mut() = Some(Rc::new(info.params.clone()));
@@ -301,6 +350,9 @@ impl CorePool {
     /// Returns a connection; a connection that is not `reusable` is closed instead, and so is
     /// one that another core is waiting for while nobody here is.
     pub fn checkin(&self, conn: Conn, reusable: bool) {
+        if let Some(b) = self.backends.get(conn.backend) {
+            b.counters.checked_in(); // metrics
+        }
         if reusable && !conn.broken {
             self.idle.borrow_mut().push(conn);
             self.waiters.wake_one();
@@ -343,8 +395,11 @@ impl PoolSet {
             .pools
             .iter()
             .map(|p| {
-                let kept = previous.and_then(|prev| prev.pools.get(&p.name)).filter(|old| old.config == *p).cloned();
-                (p.name.clone(), kept.unwrap_or_else(|| Rc::new(CorePool::build(p, budgets))))
+                let old = previous.and_then(|prev| prev.pools.get(&p.name));
+                let kept = old.filter(|old| old.config == *p).cloned();
+                // metrics: a rebuilt pool keeps its predecessor's counters.
+                let counters = old.map_or_else(|| Rc::new(PoolCounters::new(&p.name)), |o| o.counters.clone());
+                (p.name.clone(), kept.unwrap_or_else(|| Rc::new(CorePool::build(p, budgets, counters))))
             })
             .collect();
         Self { pools }

@@ -28,7 +28,8 @@ pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) {
     let ctx3 = ctx.clone();
     let fut = async move {
         ctx2.counters.session_opened();
-        let _open = OpenSession(ctx2.clone());
+        ctx2.counters.client_connected(listener); // metrics
+        let _open = OpenSession(ctx2.clone(), listener);
         match protocol {
             Some(Protocol::Postgres) => pg::serve(ctx2, stream, listener).await,
             Some(Protocol::MySql) => mysql::serve(ctx2, stream, listener).await,
@@ -41,12 +42,14 @@ pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) {
     });
 }
 
-/// Decrements the active-session gauge however the session ends (also on panic).
-struct OpenSession(Rc<CoreContext>);
+/// Decrements the active-session and client-connection gauges however the session ends (also
+/// on panic).
+struct OpenSession(Rc<CoreContext>, usize);
 
 impl Drop for OpenSession {
     fn drop(&mut self) {
         self.0.counters.session_closed();
+        self.0.counters.client_disconnected(self.1); // metrics
     }
 }
 

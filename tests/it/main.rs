@@ -7,6 +7,7 @@ mod support;
 mod harness;
 mod foundation;
 mod router;
+mod admin;
 mod mysql_session;
 mod mysql_sysbench;
 mod mysql_types;

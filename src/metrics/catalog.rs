@@ -1,0 +1,252 @@
+//! The catalog of every exported metric: name, help, type and label names. The renderer takes
+//! label names from here, so a series can only carry the labels its entry declares, and the
+//! tests check every entry against the naming rules and the bounded label set.
+
+/// The metric's Prometheus type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Monotonic; the name ends in `_total`.
+    Counter,
+    /// Goes up and down.
+    Gauge,
+    /// Fixed-bucket histogram.
+    Histogram,
+}
+
+/// One exported metric.
+#[derive(Debug)]
+pub struct MetricDef {
+    /// Full exported name (`sqp_` prefix; counters end in `_total`).
+    pub name: &'static str,
+    /// One-line help text.
+    pub help: &'static str,
+    /// Type.
+    pub kind: Kind,
+    /// Label names, in the order the renderer passes values.
+    pub labels: &'static [&'static str],
+}
+
+/// Every label name a metric may use: each one's values come from a bounded set (config names,
+/// core ids, or the enums in [`super::label`]).
+pub const LABELS: &[&str] = &[
+    "core",
+    "listener",
+    "protocol",
+    "pool",
+    "backend",
+    "decision",
+    "reason",
+    "code",
+    "state",
+    "op",
+    "outcome",
+    "direction",
+    "operation",
+];
+
+macro_rules! metric {
+    ($id:ident, $name:literal, $kind:ident, [$($label:literal),*], $help:literal) => {
+        #[doc = $help]
+        pub const $id: MetricDef = MetricDef { name: $name, help: $help, kind: Kind::$kind, labels: &[$($label),*] };
+    };
+}
+
+metric!(
+    SESSIONS_ACTIVE,
+    "sqp_sessions_active",
+    Gauge,
+    ["core"],
+    "Client sessions open on each core."
+);
+metric!(
+    SESSIONS_ACCEPTED,
+    "sqp_sessions_accepted_total",
+    Counter,
+    ["core"],
+    "Client sessions accepted."
+);
+metric!(
+    SESSION_PANICS,
+    "sqp_session_panics_total",
+    Counter,
+    ["core"],
+    "Session tasks that panicked and were closed."
+);
+metric!(
+    CLIENT_CONNECTIONS,
+    "sqp_client_connections",
+    Gauge,
+    ["core", "listener", "state"],
+    "Client connections by listener and state (active: holding a backend connection)."
+);
+metric!(
+    BYTES,
+    "sqp_bytes_total",
+    Counter,
+    ["core", "direction"],
+    "Bytes relayed, by direction."
+);
+metric!(
+    ROUTING_DECISIONS,
+    "sqp_routing_decisions_total",
+    Counter,
+    ["core", "decision", "pool"],
+    "Routing decisions by what decided and the chosen pool (empty pool: rejected)."
+);
+metric!(
+    ROUTING_CACHE,
+    "sqp_routing_cache_operations_total",
+    Counter,
+    ["core", "op"],
+    "Plan-cache operations."
+);
+metric!(
+    STATEMENT_OPERATIONS,
+    "sqp_statement_operations_total",
+    Counter,
+    ["core", "operation"],
+    "Routed statements by semantic operation."
+);
+metric!(
+    SESSION_PINS,
+    "sqp_session_pins_total",
+    Counter,
+    ["core", "reason"],
+    "Sessions pinned to their backend connection, by reason."
+);
+metric!(
+    STATEMENTS,
+    "sqp_statements_total",
+    Counter,
+    ["core", "pool"],
+    "Statements sent to each pool."
+);
+metric!(
+    ERRORS,
+    "sqp_errors_total",
+    Counter,
+    ["core", "pool", "code"],
+    "Statement errors by pool and router error code."
+);
+metric!(
+    REPREPARES,
+    "sqp_prepared_reprepares_total",
+    Counter,
+    ["core", "pool"],
+    "Prepared statements prepared again on another backend connection."
+);
+metric!(
+    POOL_CONNECTIONS,
+    "sqp_pool_connections",
+    Gauge,
+    ["core", "pool", "backend", "state"],
+    "Backend connections held by each core, idle or lent to a session (active)."
+);
+metric!(
+    POOL_ACQUIRE,
+    "sqp_pool_acquire_total",
+    Counter,
+    ["core", "pool"],
+    "Connection checkouts requested."
+);
+metric!(
+    POOL_QUEUE_DEPTH,
+    "sqp_pool_queue_depth",
+    Gauge,
+    ["core", "pool"],
+    "Sessions waiting for a connection."
+);
+metric!(
+    POOL_WAIT,
+    "sqp_pool_wait_duration_seconds",
+    Histogram,
+    ["core", "pool"],
+    "Time from checkout request to a connection or failure."
+);
+metric!(
+    POOL_TIMEOUTS,
+    "sqp_pool_timeouts_total",
+    Counter,
+    ["core", "pool"],
+    "Checkouts that gave up at acquire_timeout."
+);
+metric!(POOL_UTILIZATION, "sqp_pool_utilization", Gauge, ["core", "pool"], "Share of the pool's process-wide max_connections lent to sessions by each core; sums to the pool's utilization.");
+metric!(
+    CONNECT_FAILURES,
+    "sqp_backend_connect_failures_total",
+    Counter,
+    ["core", "pool", "backend"],
+    "Failed backend connection attempts (connect or login)."
+);
+metric!(
+    CONFIG_RELOADS,
+    "sqp_config_reloads_total",
+    Counter,
+    ["outcome"],
+    "Configuration reloads by outcome (applied or rejected)."
+);
+metric!(
+    CONFIG_VERSION,
+    "sqp_config_version",
+    Gauge,
+    [],
+    "Version of the configuration being served (1 at start, +1 per applied reload)."
+);
+
+/// Every metric, in exposition order.
+pub const ALL: &[&MetricDef] = &[
+    &SESSIONS_ACTIVE,
+    &SESSIONS_ACCEPTED,
+    &SESSION_PANICS,
+    &CLIENT_CONNECTIONS,
+    &BYTES,
+    &ROUTING_DECISIONS,
+    &ROUTING_CACHE,
+    &STATEMENT_OPERATIONS,
+    &SESSION_PINS,
+    &STATEMENTS,
+    &ERRORS,
+    &REPREPARES,
+    &POOL_CONNECTIONS,
+    &POOL_ACQUIRE,
+    &POOL_QUEUE_DEPTH,
+    &POOL_WAIT,
+    &POOL_TIMEOUTS,
+    &POOL_UTILIZATION,
+    &CONNECT_FAILURES,
+    &CONFIG_RELOADS,
+    &CONFIG_VERSION,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_entry_follows_the_naming_rules() {
+        let mut names = std::collections::HashSet::new();
+        for m in ALL {
+            assert!(names.insert(m.name), "{} listed twice", m.name);
+            assert!(m.name.starts_with("sqp_"), "{}", m.name);
+            assert!(
+                m.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{}",
+                m.name
+            );
+            assert_eq!(
+                m.kind == Kind::Counter,
+                m.name.ends_with("_total"),
+                "{}: only counters end in _total",
+                m.name
+            );
+            assert!(!m.help.is_empty() && !m.help.contains('\n'), "{}", m.name);
+            for l in m.labels {
+                assert!(
+                    LABELS.contains(l),
+                    "{}: label {l} is not in the bounded set",
+                    m.name
+                );
+            }
+        }
+    }
+}

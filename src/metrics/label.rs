@@ -1,0 +1,145 @@
+//! Bounded label values: each enum is one label's whole value set, so a series can never be
+//! created from client input. Counters index fixed arrays by these enums (no hashing per event).
+
+/// Declares a label enum with its exported strings, `ALL` in index order and `COUNT`.
+macro_rules! label_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl $name {
+            /// Every value, in index order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// Number of values (array size of per-value counters).
+            pub const COUNT: usize = Self::ALL.len();
+
+            /// The exported label value.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            /// The value exported as `text`, if any.
+            pub fn from_name(text: &str) -> Option<$name> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == text)
+            }
+
+            /// Position in [`Self::ALL`].
+            pub fn index(self) -> usize {
+                self as usize
+            }
+        }
+    };
+}
+
+label_enum! {
+    /// What decided where a statement went (`decision` label).
+    Decision {
+        /// Inside a transaction or a pinned session: stays on the current backend.
+        TransactionPin => "transaction_pin",
+        /// A translation rule rewrote the statement.
+        Translation => "translation",
+        /// A rule added at runtime through the admin API.
+        DynamicRule => "dynamic_rule",
+        /// The plan cache already knew the statement's shape.
+        Cache => "cache",
+        /// A configured fingerprint pattern rule.
+        PatternRule => "pattern_rule",
+        /// A configured regex rule.
+        RegexRule => "regex_rule",
+        /// Semantic analysis: reads to replicas, the rest to the primary.
+        ReadWriteSplit => "read_write_split",
+        /// Nothing matched: the default pool.
+        Default => "default",
+        /// A rule refused the statement.
+        Reject => "reject",
+        /// A routing hint comment in the statement.
+        Hint => "hint",
+    }
+}
+
+label_enum! {
+    /// Plan-cache operations (`op` label).
+    CacheOp {
+        /// A lookup found the shape.
+        Hit => "hit",
+        /// A lookup did not.
+        Miss => "miss",
+        /// A new shape was stored.
+        Insert => "insert",
+        /// A shape was dropped to stay within the bound.
+        Evict => "evict",
+        /// The cache was cleared by a rule change.
+        Invalidate => "invalidate",
+    }
+}
+
+label_enum! {
+    /// Which way bytes moved (`direction` label).
+    Direction {
+        /// Read from clients.
+        ClientIn => "client_in",
+        /// Written to clients.
+        ClientOut => "client_out",
+        /// Read from backends.
+        BackendIn => "backend_in",
+        /// Written to backends.
+        BackendOut => "backend_out",
+    }
+}
+
+label_enum! {
+    /// Semantic operation of a routed statement (`operation` label), the names
+    /// `sql::analyze::Operation::name` uses.
+    Operation {
+        /// SELECT and other side-effect-free reads.
+        Read => "read",
+        /// Data changes.
+        Write => "write",
+        /// Schema changes.
+        Ddl => "ddl",
+        /// Transaction boundaries and savepoints.
+        Transaction => "transaction",
+        /// Connection-state statements (SET, LISTEN, ...).
+        Session => "session",
+        /// Server administration.
+        Admin => "admin",
+        /// Not analyzable.
+        Unknown => "unknown",
+    }
+}
+
+label_enum! {
+    /// State of a client connection (`state` label of `sqp_client_connections`).
+    ClientState {
+        /// Connected, holding no backend connection.
+        Idle => "idle",
+        /// Holding a backend connection (in a statement or transaction).
+        Active => "active",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indexes_follow_all_and_names_round_trip() {
+        for (i, d) in Decision::ALL.iter().enumerate() {
+            assert_eq!(d.index(), i);
+            assert_eq!(Decision::from_name(d.as_str()), Some(*d));
+        }
+        assert_eq!(Decision::COUNT, 10);
+        assert_eq!(CacheOp::COUNT, 5);
+        assert_eq!(Operation::from_name("ddl"), Some(Operation::Ddl));
+        assert_eq!(Operation::from_name("DROP TABLE x"), None);
+        assert_eq!(
+            Direction::ALL.last().map(|d| d.index()),
+            Some(Direction::COUNT - 1)
+        );
+    }
+}

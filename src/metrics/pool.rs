@@ -1,0 +1,301 @@
+//! Per-pool and per-backend counters of one core, and their snapshots.
+//!
+//! A core's pool holds an `Rc<PoolCounters>` that survives pool rebuilds on reload (the pool
+//! layer hands it from the old pool to the new one), so counters stay monotonic; backends are
+//! resolved to their `Rc<BackendCounters>` once, when the pool is built, never per statement.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+
+use smallvec::SmallVec;
+
+use super::histogram::{Histogram, HistogramSnapshot};
+use super::label::Decision;
+
+/// Adds one to a counter cell.
+pub(crate) fn bump(c: &Cell<u64>) {
+    c.set(c.get().wrapping_add(1));
+}
+
+/// Adds one to the entry for `key` in a short list keyed by static strings (error codes, pin
+/// reasons: rare events from a small fixed set, so a linear scan beats hashing).
+pub(crate) fn bump_keyed(list: &RefCell<SmallVec<[(&'static str, u64); 4]>>, key: &'static str) {
+    let mut list = list.borrow_mut();
+    match list.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, n)) => *n += 1,
+        None => list.push((key, 1)),
+    }
+}
+
+/// Merges `(key, count)` lists by key.
+pub(crate) fn merge_keyed(into: &mut Vec<(&'static str, u64)>, from: &[(&'static str, u64)]) {
+    for (k, n) in from {
+        match into.iter_mut().find(|(key, _)| key == k) {
+            Some((_, total)) => *total += n,
+            None => into.push((k, *n)),
+        }
+    }
+}
+
+/// Counters of one backend of one pool on one core.
+#[derive(Debug)]
+pub struct BackendCounters {
+    label: String,
+    active: Cell<u64>,
+    connect_failures: Cell<u64>,
+}
+
+impl BackendCounters {
+    /// The backend's label (`host:port`).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// A connection to this backend was lent to a session.
+    pub fn checked_out(&self) {
+        bump(&self.active);
+    }
+
+    /// A lent connection came back (kept idle or closed).
+    pub fn checked_in(&self) {
+        self.active.set(self.active.get().saturating_sub(1));
+    }
+
+    /// Opening a connection to this backend failed (connect or login).
+    pub fn connect_failed(&self) {
+        bump(&self.connect_failures);
+    }
+}
+
+/// Counters of one pool on one core.
+#[derive(Debug)]
+pub struct PoolCounters {
+    name: String,
+    acquires: Cell<u64>,
+    timeouts: Cell<u64>,
+    statements: Cell<u64>,
+    reprepares: Cell<u64>,
+    waiting: Cell<u64>,
+    wait: Histogram,
+    decisions: [Cell<u64>; Decision::COUNT],
+    errors: RefCell<SmallVec<[(&'static str, u64); 4]>>,
+    backends: RefCell<Vec<Rc<BackendCounters>>>,
+}
+
+impl PoolCounters {
+    /// Fresh counters for pool `name`.
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            acquires: Cell::default(),
+            timeouts: Cell::default(),
+            statements: Cell::default(),
+            reprepares: Cell::default(),
+            waiting: Cell::default(),
+            wait: Histogram::default(),
+            decisions: Default::default(),
+            errors: RefCell::default(),
+            backends: RefCell::default(),
+        }
+    }
+
+    /// The counters of backend `label`, created on first use. Called when pools are built.
+    pub fn backend(&self, label: &str) -> Rc<BackendCounters> {
+        let mut list = self.backends.borrow_mut();
+        if let Some(b) = list.iter().find(|b| b.label == label) {
+            return b.clone();
+        }
+        let b = Rc::new(BackendCounters {
+            label: label.to_owned(),
+            active: Cell::default(),
+            connect_failures: Cell::default(),
+        });
+        list.push(b.clone());
+        b
+    }
+
+    /// A session asked for a connection.
+    pub fn acquire_started(&self) -> QueueSlot<'_> {
+        bump(&self.acquires);
+        QueueSlot {
+            counters: self,
+            queued: false,
+        }
+    }
+
+    /// No connection became free before the deadline.
+    pub fn acquire_timed_out(&self) {
+        bump(&self.timeouts);
+    }
+
+    /// How long one checkout took, whatever its outcome.
+    pub fn acquire_finished(&self, waited: Duration) {
+        self.wait.observe(waited);
+    }
+
+    /// A statement was sent to this pool.
+    pub fn statement(&self) {
+        bump(&self.statements);
+    }
+
+    /// A prepared statement was prepared again on another backend connection.
+    pub fn reprepared(&self) {
+        bump(&self.reprepares);
+    }
+
+    /// The routing engine sent a statement here because of `decision`.
+    pub fn decided(&self, decision: Decision) {
+        if let Some(c) = self.decisions.get(decision.index()) {
+            bump(c);
+        }
+    }
+
+    /// A statement on this pool failed with router error code `code` (an
+    /// `ErrorCode::code()`, a static string from a fixed set).
+    pub fn error(&self, code: &'static str) {
+        bump_keyed(&self.errors, code);
+    }
+
+    /// A plain copy. `capacity` is the pool's process-wide connection cap (`max_connections`
+    /// times its backends); `idle` gives this core's idle connections per backend label.
+    pub fn snapshot(&self, capacity: u64, idle: &dyn Fn(&str) -> u64) -> PoolSnapshot {
+        PoolSnapshot {
+            name: self.name.clone(),
+            capacity,
+            acquires_total: self.acquires.get(),
+            timeouts_total: self.timeouts.get(),
+            statements_total: self.statements.get(),
+            reprepares_total: self.reprepares.get(),
+            queue_depth: self.waiting.get(),
+            wait: self.wait.snapshot(),
+            decisions_total: self.decisions.each_ref().map(Cell::get),
+            errors_total: self.errors.borrow().to_vec(),
+            backends: self
+                .backends
+                .borrow()
+                .iter()
+                .map(|b| BackendSnapshot {
+                    label: b.label.clone(),
+                    idle: idle(&b.label),
+                    active: b.active.get(),
+                    connect_failures_total: b.connect_failures.get(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One checkout in progress; counts in the queue depth while [`QueueSlot::queue`] was called,
+/// until dropped (however the checkout ends).
+#[derive(Debug)]
+pub struct QueueSlot<'a> {
+    counters: &'a PoolCounters,
+    queued: bool,
+}
+
+impl QueueSlot<'_> {
+    /// The checkout found nothing free and waits.
+    pub fn queue(&mut self) {
+        if !self.queued {
+            self.queued = true;
+            bump(&self.counters.waiting);
+        }
+    }
+}
+
+impl Drop for QueueSlot<'_> {
+    fn drop(&mut self) {
+        if self.queued {
+            let w = &self.counters.waiting;
+            w.set(w.get().saturating_sub(1));
+        }
+    }
+}
+
+/// A backend's figures on one core (or summed over cores).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendSnapshot {
+    /// `host:port`.
+    pub label: String,
+    /// Open connections not lent to a session.
+    pub idle: u64,
+    /// Connections lent to sessions.
+    pub active: u64,
+    /// Failed connection attempts since start.
+    pub connect_failures_total: u64,
+}
+
+/// A pool's figures on one core (or summed over cores).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolSnapshot {
+    /// Pool name.
+    pub name: String,
+    /// Process-wide connection cap of the pool (all backends).
+    pub capacity: u64,
+    /// Checkouts requested.
+    pub acquires_total: u64,
+    /// Checkouts that gave up at `acquire_timeout`.
+    pub timeouts_total: u64,
+    /// Statements sent.
+    pub statements_total: u64,
+    /// Prepared statements prepared again on another connection.
+    pub reprepares_total: u64,
+    /// Sessions waiting for a connection now.
+    pub queue_depth: u64,
+    /// Checkout durations.
+    pub wait: HistogramSnapshot,
+    /// Routing decisions that chose this pool, indexed like [`Decision::ALL`].
+    pub decisions_total: [u64; Decision::COUNT],
+    /// Errors by router error code.
+    pub errors_total: Vec<(&'static str, u64)>,
+    /// Per backend.
+    pub backends: Vec<BackendSnapshot>,
+}
+
+impl PoolSnapshot {
+    /// Connections lent out across backends.
+    pub fn active(&self) -> u64 {
+        self.backends.iter().map(|b| b.active).sum()
+    }
+
+    /// Share of the pool's process-wide cap lent out by these figures' core(s); per-core values
+    /// sum to the process-wide utilization.
+    pub fn utilization(&self) -> f64 {
+        if self.capacity == 0 {
+            0.0
+        } else {
+            self.active() as f64 / self.capacity as f64
+        }
+    }
+
+    /// Adds another core's figures for the same pool. Gauges add (each core holds its own
+    /// connections and waiters); the capacity is process-wide and stays as is.
+    pub fn merge(&mut self, other: &PoolSnapshot) {
+        self.capacity = self.capacity.max(other.capacity);
+        self.acquires_total += other.acquires_total;
+        self.timeouts_total += other.timeouts_total;
+        self.statements_total += other.statements_total;
+        self.reprepares_total += other.reprepares_total;
+        self.queue_depth += other.queue_depth;
+        self.wait.merge(&other.wait);
+        for (a, b) in self
+            .decisions_total
+            .iter_mut()
+            .zip(other.decisions_total.iter())
+        {
+            *a += b;
+        }
+        merge_keyed(&mut self.errors_total, &other.errors_total);
+        for b in &other.backends {
+            match self.backends.iter_mut().find(|mine| mine.label == b.label) {
+                Some(mine) => {
+                    mine.idle += b.idle;
+                    mine.active += b.active;
+                    mine.connect_failures_total += b.connect_failures_total;
+                }
+                None => self.backends.push(b.clone()),
+            }
+        }
+    }
+}
