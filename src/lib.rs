@@ -14,6 +14,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod bridge;
 pub mod config;
 pub mod control;
 pub mod core;

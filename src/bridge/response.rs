@@ -1,0 +1,281 @@
+//! Re-encodes a PostgreSQL response (simple query or one extended-protocol execution) as the
+//! MySQL response to a `COM_QUERY` (text rows) or `COM_STMT_EXECUTE` (binary rows). Sans-IO:
+//! the session feeds each backend message in and writes `out` to the client.
+//!
+//! Each result ends in an OK (or EOF) packet that is held back until the next message shows
+//! whether another result follows (`SERVER_MORE_RESULTS_EXISTS`) or ReadyForQuery gives the
+//! final transaction status, which the MySQL status flags must report.
+
+use super::errmap;
+use super::tag::affected_rows;
+use super::types::{map_type, Column};
+use super::value::{binary_value, text_value};
+use crate::protocol::mysql::capability::CLIENT_DEPRECATE_EOF;
+use crate::protocol::mysql::codec::put_lenenc_int;
+use crate::protocol::mysql::errcode::ErrorNumber;
+use crate::protocol::mysql::response::{
+    EofPacket, OkPacket, SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
+    SERVER_STATUS_NO_BACKSLASH_ESCAPES,
+};
+use crate::protocol::mysql::row::{encode_binary_row, encode_text_row};
+use crate::protocol::mysql::{encode_packets, BinaryValue};
+use crate::protocol::pg::{BackendMessage, TransactionStatus};
+
+/// `ER_EMPTY_QUERY`.
+const ER_EMPTY_QUERY: ErrorNumber = ErrorNumber { code: 1065, sql_state: *b"42000" };
+/// `ER_NOT_SUPPORTED_YET`, for COPY through the bridge.
+const ER_NOT_SUPPORTED_YET: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
+
+/// Row encoding of the response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowFormat {
+    /// Text rows (`COM_QUERY`).
+    Text,
+    /// Binary rows (`COM_STMT_EXECUTE`).
+    Binary,
+}
+
+/// A notice PostgreSQL sent during the statement, kept for `SHOW WARNINGS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// `Note` or `Warning` (MySQL's levels).
+    pub level: &'static str,
+    /// The MySQL error number its SQLSTATE maps to.
+    pub code: u16,
+    /// The server's message.
+    pub message: String,
+}
+
+/// What the session does after feeding a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Feed the next backend message.
+    More,
+    /// ReadyForQuery arrived: the response is complete.
+    Done(TransactionStatus),
+    /// The backend started COPY, which the bridge cannot carry: the client was told; the
+    /// connection must be closed because it now waits for COPY data.
+    Unsupported,
+}
+
+/// MySQL status flags for the session's autocommit setting and PostgreSQL transaction state.
+#[must_use]
+pub fn status_flags(autocommit: bool, tx: TransactionStatus) -> u16 {
+    // Backslashes are literal in PostgreSQL strings (standard_conforming_strings): clients that
+    // escape on their side must double quotes instead, which this flag tells them.
+    let mut s = SERVER_STATUS_NO_BACKSLASH_ESCAPES;
+    if autocommit {
+        s |= SERVER_STATUS_AUTOCOMMIT;
+    }
+    if tx != TransactionStatus::Idle {
+        s |= SERVER_STATUS_IN_TRANS;
+    }
+    s
+}
+
+/// The end of a result, held until its status flags are known.
+#[derive(Debug, Clone, Copy)]
+enum Pending {
+    Ok(u64),
+    EndOfRows,
+}
+
+/// Translates one PostgreSQL response into MySQL packets.
+#[derive(Debug)]
+pub struct ResultWriter {
+    caps: u64,
+    format: RowFormat,
+    autocommit: bool,
+    /// Transaction state assumed for results before ReadyForQuery.
+    tx: TransactionStatus,
+    seq: u8,
+    columns: Vec<Column>,
+    in_rows: bool,
+    pending: Option<Pending>,
+    sent_anything: bool,
+    errored: bool,
+    /// Notices of this response.
+    pub warnings: Vec<Warning>,
+    scratch: Vec<Vec<u8>>,
+    payload: Vec<u8>,
+}
+
+impl ResultWriter {
+    /// A writer for a client with capabilities `caps`; `tx` is the transaction state before the
+    /// statement (used for intermediate results of a multi-statement query).
+    #[must_use]
+    pub fn new(caps: u64, format: RowFormat, autocommit: bool, tx: TransactionStatus) -> Self {
+        Self {
+            caps,
+            format,
+            autocommit,
+            tx,
+            seq: 1,
+            columns: Vec::new(),
+            in_rows: false,
+            pending: None,
+            sent_anything: false,
+            errored: false,
+            warnings: Vec::new(),
+            scratch: Vec::new(),
+            payload: Vec::with_capacity(256),
+        }
+    }
+
+    /// Whether the response carried an error.
+    #[must_use]
+    pub fn errored(&self) -> bool {
+        self.errored
+    }
+
+    fn packet(&mut self, out: &mut Vec<u8>) {
+        self.seq = encode_packets(&self.payload, self.seq, out);
+        self.payload.clear();
+        self.sent_anything = true;
+    }
+
+    fn warning_count(&self) -> u16 {
+        u16::try_from(self.warnings.len()).unwrap_or(u16::MAX)
+    }
+
+    fn flush_pending(&mut self, status: u16, out: &mut Vec<u8>) {
+        let Some(p) = self.pending.take() else { return };
+        let warnings = self.warning_count();
+        let deprecate_eof = self.caps & CLIENT_DEPRECATE_EOF != 0;
+        match p {
+            Pending::Ok(affected_rows) => {
+                OkPacket { affected_rows, status, warnings, ..OkPacket::default() }.encode(self.caps, &mut self.payload);
+            }
+            Pending::EndOfRows if deprecate_eof => {
+                OkPacket { status, warnings, ..OkPacket::default() }.encode_as_eof(self.caps, &mut self.payload);
+            }
+            Pending::EndOfRows => EofPacket { warnings, status }.encode(&mut self.payload),
+        }
+        self.packet(out);
+    }
+
+    fn more_results(&mut self, out: &mut Vec<u8>) {
+        let status = status_flags(self.autocommit, self.tx) | SERVER_MORE_RESULTS_EXISTS;
+        self.flush_pending(status, out);
+    }
+
+    /// Feeds one backend message, appending client packets to `out`.
+    pub fn on_message(&mut self, msg: &BackendMessage<'_>, out: &mut Vec<u8>) -> Step {
+        match msg {
+            BackendMessage::RowDescription(rd) => {
+                self.more_results(out);
+                self.columns = rd.iter().map(|f| map_type(f.type_oid, f.type_modifier)).collect();
+                self.scratch.resize_with(self.columns.len(), Vec::new);
+                put_lenenc_int(&mut self.payload, rd.len() as u64);
+                self.packet(out);
+                for (f, c) in rd.iter().zip(self.columns.clone()) {
+                    c.encode_definition(f.name.as_bytes(), &mut self.payload);
+                    self.packet(out);
+                }
+                if self.caps & CLIENT_DEPRECATE_EOF == 0 {
+                    EofPacket { warnings: 0, status: status_flags(self.autocommit, self.tx) }.encode(&mut self.payload);
+                    self.packet(out);
+                }
+                self.in_rows = true;
+            }
+            BackendMessage::DataRow(values) => {
+                self.encode_row(values.iter(), out);
+            }
+            BackendMessage::CommandComplete(tag) => {
+                self.more_results(out);
+                self.pending = Some(if self.in_rows { Pending::EndOfRows } else { Pending::Ok(affected_rows(tag)) });
+                self.in_rows = false;
+            }
+            BackendMessage::EmptyQueryResponse => {
+                self.more_results(out);
+                self.error(ER_EMPTY_QUERY, "Query was empty", out);
+            }
+            BackendMessage::ErrorResponse(fields) => {
+                self.more_results(out);
+                self.seq = errmap::encode_error(fields, self.seq, out);
+                self.sent_anything = true;
+                self.errored = true;
+            }
+            BackendMessage::NoticeResponse(fields) => {
+                let level = if fields.get(b'V') == Some("WARNING") { "Warning" } else { "Note" };
+                let code = errmap::error_number(fields.code()).code;
+                let message = fields.get(b'M').unwrap_or_default().to_owned();
+                self.warnings.push(Warning { level, code, message });
+            }
+            BackendMessage::ReadyForQuery(tx) => {
+                self.tx = *tx;
+                if !self.errored {
+                    if !self.sent_anything && self.pending.is_none() {
+                        self.pending = Some(Pending::Ok(0));
+                    }
+                    self.flush_pending(status_flags(self.autocommit, *tx), out);
+                }
+                return Step::Done(*tx);
+            }
+            BackendMessage::CopyInResponse(_) | BackendMessage::CopyOutResponse(_) | BackendMessage::CopyBothResponse(_) => {
+                self.more_results(out);
+                self.error(ER_NOT_SUPPORTED_YET, "COPY is not supported through a cross-protocol pool", out);
+                return Step::Unsupported;
+            }
+            _ => {}
+        }
+        Step::More
+    }
+
+    fn error(&mut self, number: ErrorNumber, message: &str, out: &mut Vec<u8>) {
+        if !self.errored {
+            self.seq = number.encode(message.as_bytes(), self.seq, out);
+            self.sent_anything = true;
+            self.errored = true;
+        }
+    }
+
+    fn encode_row<'v>(&mut self, values: impl Iterator<Item = Option<&'v [u8]>>, out: &mut Vec<u8>) {
+        let cols = self.columns.iter().zip(self.scratch.iter_mut());
+        match self.format {
+            RowFormat::Text => {
+                let row: Vec<Option<&[u8]>> = values.zip(cols).map(|(v, (c, s))| v.map(|v| text_value(c, v, s))).collect();
+                encode_text_row(&row, &mut self.payload);
+            }
+            RowFormat::Binary => {
+                let row: Vec<BinaryValue<'_>> =
+                    values.zip(cols).map(|(v, (c, s))| v.map_or(BinaryValue::Null, |v| binary_value(c, v, s))).collect();
+                encode_binary_row(&row, &mut self.payload);
+            }
+        }
+        self.packet(out);
+    }
+}
+
+/// Appends a complete text result set computed by the router (emulated session commands):
+/// columns of `(name, column)` and rows of optional text values, ending with `status`.
+pub fn encode_local_result(caps: u64, columns: &[(&str, Column)], rows: &[Vec<Option<String>>], status: u16, out: &mut Vec<u8>) {
+    let mut payload = Vec::with_capacity(128);
+    let mut seq = 1;
+    put_lenenc_int(&mut payload, columns.len() as u64);
+    seq = encode_packets(&payload, seq, out);
+    for (name, c) in columns {
+        payload.clear();
+        c.encode_definition(name.as_bytes(), &mut payload);
+        seq = encode_packets(&payload, seq, out);
+    }
+    let deprecate_eof = caps & CLIENT_DEPRECATE_EOF != 0;
+    if !deprecate_eof {
+        payload.clear();
+        EofPacket { warnings: 0, status }.encode(&mut payload);
+        seq = encode_packets(&payload, seq, out);
+    }
+    for row in rows {
+        payload.clear();
+        let values: Vec<Option<&[u8]>> = row.iter().map(|v| v.as_deref().map(str::as_bytes)).collect();
+        encode_text_row(&values, &mut payload);
+        seq = encode_packets(&payload, seq, out);
+    }
+    payload.clear();
+    if deprecate_eof {
+        OkPacket { status, ..OkPacket::default() }.encode_as_eof(caps, &mut payload);
+    } else {
+        EofPacket { warnings: 0, status }.encode(&mut payload);
+    }
+    encode_packets(&payload, seq, out);
+}
