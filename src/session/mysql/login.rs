@@ -14,7 +14,7 @@ use crate::pool::{CorePool, PoolError};
 use crate::protocol::mysql::auth::{native_password_verify, MYSQL_NATIVE_PASSWORD};
 use crate::protocol::mysql::capability::*;
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_ACCESS_DENIED_ERROR, ER_BAD_DB_ERROR, ER_NET_PACKETS_OUT_OF_ORDER};
-use crate::protocol::mysql::response::{OkPacket, SERVER_STATUS_AUTOCOMMIT};
+use crate::protocol::mysql::response::{OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_NO_BACKSLASH_ESCAPES};
 use crate::protocol::mysql::{decode_payload, encode_packets, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest};
 use crate::rt::{self, Stream};
 use crate::session::client_error::MyClientError;
@@ -80,6 +80,8 @@ pub(super) struct Greeted {
     pub caps: u64,
     pub names: Option<String>,
     pub scramble: [u8; 20],
+    /// The server version the client was greeted with.
+    pub version: String,
 }
 
 /// Runs the whole login; on success the session is ready for its first command.
@@ -120,14 +122,18 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let backend_charset: u8 = param("charset").parse().unwrap_or(45);
     let key = ctx.new_cancel_key();
     let scramble = scramble();
-    let version = param("server_version");
+    // A PostgreSQL pool greets with a MySQL-style version (connectors parse it) and tells
+    // clients that backslashes are literal in strings there.
+    let bridged = default.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
+    let version = if bridged { super::bridged::greeting_version(&param("server_version")) } else { param("server_version") };
+    let status = if bridged { SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_NO_BACKSLASH_ESCAPES } else { SERVER_STATUS_AUTOCOMMIT };
     let greeting = HandshakeV10 {
         server_version: version.as_bytes(),
         connection_id: key.pid as u32,
         scramble,
         capabilities: SERVER_CAPABILITIES,
         charset: backend_charset,
-        status: SERVER_STATUS_AUTOCOMMIT,
+        status,
         auth_plugin: MYSQL_NATIVE_PASSWORD,
     };
     let mut payload = Vec::with_capacity(128);
@@ -163,11 +169,11 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         .cloned()
         .ok_or_else(|| Some(MyClientError::new(ER_BAD_DB_ERROR, "pool disappeared during login")))?;
     let mut ok = Vec::new();
-    OkPacket { status: SERVER_STATUS_AUTOCOMMIT, ..OkPacket::default() }.encode(resp.capabilities & SERVER_CAPABILITIES, &mut ok);
+    OkPacket { status, ..OkPacket::default() }.encode(resp.capabilities & SERVER_CAPABILITIES, &mut ok);
     client.send(&ok).await?;
     let names = if resp.charset == backend_charset { None } else { names_for_collation(resp.charset) };
     let caps = resp.capabilities & SERVER_CAPABILITIES;
-    Ok(Greeted { pool, state: MyState::new(db, names.clone()), key: CancelKey { pid: key.pid, secret: 0 }, caps, names, scramble })
+    Ok(Greeted { pool, state: MyState::new(db, names.clone()), key: CancelKey { pid: key.pid, secret: 0 }, caps, names, scramble, version })
 }
 
 /// The pool whose greeting parameters the router shows before it knows the client's choice.

@@ -7,6 +7,7 @@
 //! lives in `relay`, statements in `prepared` and `stmt`, session state in `state`, client login
 //! in `login`.
 
+mod bridged;
 mod login;
 mod prepared;
 mod relay;
@@ -96,6 +97,8 @@ pub(super) struct Session {
     tx: Tx,
     client: ClientInfo,
     query_deadline: Option<std::time::Instant>,
+    /// State of a session served by a PostgreSQL pool (unused otherwise).
+    bridge: bridged::Bridge,
 }
 
 /// Serves one client from login to close.
@@ -116,7 +119,7 @@ pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String,
         return Ok(p);
     }
     let deadline = rt::now() + pool.config.timeouts.acquire;
-    let conn = pool.checkout(Protocol::MySql, deadline).await?;
+    let conn = pool.checkout(pool.config.backend_protocol(Protocol::MySql), deadline).await?;
     pool.checkin(conn, true);
     pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))
 }
@@ -124,6 +127,13 @@ pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String,
 impl Session {
     fn new(ctx: Rc<CoreContext>, io: ClientIo, g: login::Greeted) -> Self {
         let slot = ctx.cancels.register(g.key);
+        let bridged = g.pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
+        let status = if bridged {
+            crate::bridge::status_flags(true, crate::protocol::pg::TransactionStatus::Idle)
+        } else {
+            SERVER_STATUS_AUTOCOMMIT
+        };
+        let bridge = bridged::Bridge::new(g.state.db().map(str::to_owned), g.version);
         Self {
             ctx,
             io,
@@ -136,7 +146,7 @@ impl Session {
             stmts: prepared::Statements::default(),
             slot,
             key: g.key,
-            tx: Tx { status: SERVER_STATUS_AUTOCOMMIT, ..Tx::default() },
+            tx: Tx { status, ..Tx::default() },
             client: ClientInfo {
                 caps: g.caps,
                 names: g.names,
@@ -144,7 +154,13 @@ impl Session {
                 multi_statements: g.caps & crate::protocol::mysql::capability::CLIENT_MULTI_STATEMENTS != 0,
             },
             query_deadline: None,
+            bridge,
         }
+    }
+
+    /// Whether this session is served by a PostgreSQL pool through the bridge.
+    fn is_bridged(&self) -> bool {
+        self.pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres
     }
 
     fn mode(&self) -> PoolMode {
@@ -228,6 +244,9 @@ impl Session {
     async fn dispatch(&mut self, payload: &[u8]) -> Result<(), End> {
         let code = payload.first().copied().unwrap_or(0xFF);
         let body = payload.get(1..).unwrap_or_default();
+        if self.is_bridged() {
+            return self.bridged_dispatch(code, payload, body).await;
+        }
         if self.tx.sticky && code != COM_QUERY {
             self.tx.sticky = false;
             self.maybe_release().await;
@@ -395,6 +414,10 @@ impl Session {
     async fn release_backend(&mut self, session_end: bool) {
         self.slot.set_running(None);
         self.slot.settle().await;
+        if self.is_bridged() {
+            self.pg_release(session_end);
+            return;
+        }
         let Some(mut conn) = self.backend.take() else { return };
         let clean = self.tx.status & SERVER_STATUS_IN_TRANS == 0 && self.tx.cursor.is_none() && !conn.broken && self.bpos == 0;
         if !clean {
@@ -435,6 +458,9 @@ impl Session {
     }
 
     async fn on_reset(&mut self) -> Result<(), End> {
+        if self.is_bridged() {
+            return self.bridged_reset();
+        }
         if let Some(mut c) = self.backend.take() {
             // The connection may hold pins or a transaction: it is cleaned before reuse.
             let ok = self.tx.cursor.is_none() && stmt::reset_connection(&mut c, &self.pool.config.database).await.is_ok();

@@ -1,0 +1,198 @@
+//! PostgreSQL backend I/O for a bridged MySQL session: checkout with `search_path` replay,
+//! sending messages, streaming a response through the bridge's `ResultWriter`, quiet helper
+//! queries, and giving the connection back.
+
+use crate::bridge::{status_flags, ResultWriter, Step};
+use crate::config::{PoolMode, Protocol};
+use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame, TransactionStatus};
+use crate::rt;
+use crate::session::cancel::{CancelTarget, TargetKind};
+use crate::session::client_error::MyClientError;
+use crate::pool::ConnInfo;
+
+use super::super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
+
+/// Largest backend message accepted (PostgreSQL's own limit for a field is 1 GiB).
+const MAX_BACKEND_MESSAGE: usize = 1 << 30;
+
+/// What a quiet helper query returned.
+pub(super) struct Quiet {
+    /// Data rows received.
+    pub rows: usize,
+    /// The error message, if the statement failed.
+    pub error: Option<String>,
+}
+
+/// Double-quotes a PostgreSQL identifier.
+pub(super) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Single-quotes a PostgreSQL string literal (standard_conforming_strings).
+pub(super) fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+impl Session {
+    /// Attaches a PostgreSQL connection, replaying the session's `search_path` when the
+    /// connection's settings differ.
+    pub(super) async fn pg_backend(&mut self) -> Result<(), MyClientError> {
+        if self.backend.is_some() {
+            return Ok(());
+        }
+        let deadline = rt::now() + self.pool.config.timeouts.acquire;
+        let conn = self.pool.checkout(Protocol::Postgres, deadline).await.map_err(|e| MyClientError::from(&e))?;
+        self.backend = Some(conn);
+        let sig = self.bridge.signature();
+        if self.backend.as_ref().is_some_and(|c| c.settings != sig) {
+            let sql = match &self.bridge.schema {
+                Some(s) => format!("SET search_path TO {}", quote_ident(s)),
+                None => "RESET search_path".to_owned(),
+            };
+            match self.pg_quiet(&sql).await {
+                Ok(Quiet { error: None, .. }) => {
+                    if let Some(c) = self.backend.as_mut() {
+                        c.settings = sig;
+                    }
+                }
+                Ok(Quiet { error: Some(m), .. }) => {
+                    self.drop_pg_backend();
+                    return Err(MyClientError::new(super::ER_BRIDGE, format!("cannot restore search_path: {m}")));
+                }
+                Err(()) => {
+                    self.drop_pg_backend();
+                    return Err(MyClientError::new(super::ER_BRIDGE, "lost the PostgreSQL backend while restoring search_path"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the attached connection (its open transaction, if any, rolls back).
+    pub(super) fn drop_pg_backend(&mut self) {
+        if let Some(mut c) = self.backend.take() {
+            c.broken = true;
+            self.pool.checkin(c, false);
+        }
+        let b = &mut self.bridge;
+        b.tx = TransactionStatus::Idle;
+        self.sync_status();
+    }
+
+    /// Writes `self.bout` to the backend and marks the statement cancellable.
+    pub(super) async fn pg_send(&mut self) -> Result<(), ()> {
+        let conn = self.backend.as_mut().ok_or(())?;
+        if let ConnInfo::Pg(info) = &conn.info {
+            self.slot.set_running(Some(CancelTarget { addr: conn.addr, kind: TargetKind::Pg { pid: info.pid, secret: info.secret } }));
+        }
+        let r = rt::write_all(&mut conn.stream, &self.bout).await;
+        self.bout.clear();
+        r.map_err(|_| ())
+    }
+
+    /// Reads one whole message, returned as (tag, body) copies: for the small control paths.
+    pub(super) async fn pg_frame(&mut self) -> Result<(u8, Vec<u8>), ()> {
+        let conn = self.backend.as_mut().ok_or(())?;
+        loop {
+            match decode_frame(&conn.rbuf, MAX_BACKEND_MESSAGE) {
+                Ok(Some(f)) => {
+                    let (tag, body, n) = (f.tag, f.body.to_vec(), f.total_len);
+                    conn.rbuf.drain(..n);
+                    return Ok((tag, body));
+                }
+                Ok(None) => {}
+                Err(_) => return Err(()),
+            }
+            if rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await.map_err(|_| ())? == 0 {
+                return Err(());
+            }
+        }
+    }
+
+    /// Runs `sql` as a simple query without telling the client anything.
+    pub(super) async fn pg_quiet(&mut self, sql: &str) -> Result<Quiet, ()> {
+        frontend::encode_query(sql, &mut self.bout).map_err(|_| ())?;
+        self.pg_send().await?;
+        let mut q = Quiet { rows: 0, error: None };
+        loop {
+            let (tag, body) = self.pg_frame().await?;
+            match BackendMessage::decode(&Frame::new(tag, &body)).map_err(|_| ())? {
+                BackendMessage::DataRow(_) => q.rows += 1,
+                BackendMessage::ErrorResponse(f) => q.error = Some(f.get(b'M').unwrap_or("error").to_owned()),
+                BackendMessage::ReadyForQuery(tx) => {
+                    self.bridge.tx = tx;
+                    self.sync_status();
+                    self.slot.set_running(None);
+                    return Ok(q);
+                }
+                BackendMessage::CopyInResponse(_) | BackendMessage::CopyOutResponse(_) | BackendMessage::CopyBothResponse(_) => {
+                    return Err(())
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Streams the backend's response through `writer` into the client buffer until
+    /// ReadyForQuery, flushing the client as the buffer fills.
+    pub(super) async fn pg_stream(&mut self, writer: &mut ResultWriter) -> Result<Step, ()> {
+        loop {
+            let conn = self.backend.as_mut().ok_or(())?;
+            let mut consumed = 0;
+            let mut step = Step::More;
+            while step == Step::More {
+                let rest = conn.rbuf.get(consumed..).unwrap_or_default();
+                let Some(frame) = decode_frame(rest, MAX_BACKEND_MESSAGE).map_err(|_| ())? else { break };
+                consumed += frame.total_len;
+                let msg = BackendMessage::decode(&frame).map_err(|_| ())?;
+                step = writer.on_message(&msg, &mut self.out);
+            }
+            conn.rbuf.drain(..consumed);
+            if step != Step::More {
+                self.slot.set_running(None);
+                return Ok(step);
+            }
+            if self.out.len() >= CLIENT_FLUSH_AT {
+                // A client that went away is noticed at its next read; the backend response
+                // is still drained so the connection stays usable.
+                let _ = self.flush_client().await;
+            }
+            let conn = self.backend.as_mut().ok_or(())?;
+            if rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await.map_err(|_| ())? == 0 {
+                return Err(());
+            }
+        }
+    }
+
+    /// Mirrors the PostgreSQL transaction state and autocommit mode into the MySQL status flags.
+    pub(super) fn sync_status(&mut self) {
+        let b = &self.bridge;
+        self.tx.status = status_flags(b.autocommit, b.tx);
+    }
+
+    /// Gives the connection back after a response when the pool mode allows: PostgreSQL said
+    /// idle (no transaction) and the mode is not session pooling.
+    pub(super) fn pg_maybe_release(&mut self) {
+        let idle = self.bridge.tx == TransactionStatus::Idle;
+        if self.mode() != PoolMode::Session && idle {
+            self.pg_release(false);
+        }
+    }
+
+    /// Returns the connection to the pool. A connection inside a transaction is closed (that
+    /// rolls it back); so is one carrying a `search_path` at session end, rather than handing
+    /// the setting to another client.
+    pub(in crate::session::mysql) fn pg_release(&mut self, session_end: bool) {
+        self.slot.set_running(None);
+        let Some(mut conn) = self.backend.take() else { return };
+        let sig = self.bridge.signature();
+        let clean = self.bridge.tx == TransactionStatus::Idle && !conn.broken && !(session_end && sig != 0);
+        if clean {
+            conn.settings = sig;
+            conn.last_used = rt::now();
+        }
+        self.pool.checkin(conn, clean);
+        self.bridge.tx = TransactionStatus::Idle;
+        self.sync_status();
+    }
+}

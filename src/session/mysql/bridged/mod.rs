@@ -1,0 +1,350 @@
+//! A MySQL session served by a PostgreSQL pool (`protocol = "postgres"` on the pool): commands
+//! run through the `bridge` module's translation instead of being relayed. Text queries become
+//! simple queries, prepared statements become Parse/Bind/Execute, and the session commands
+//! connectors send on connect are answered from `bridge::emulated`.
+//!
+//! Transactions: `BEGIN`/`COMMIT`/… pass through; `SET autocommit = 0` is emulated by sending
+//! `BEGIN` before the next statement whenever PostgreSQL reports no open transaction. The MySQL
+//! status flags follow PostgreSQL's ReadyForQuery, and transaction pooling gives the connection
+//! back whenever PostgreSQL is idle.
+
+mod io;
+mod stmt;
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use crate::bridge::emulated::{self, Emulation, VarContext, VarValue};
+use crate::bridge::types::{map_type, oid};
+use crate::bridge::{encode_local_result, ResultWriter, RowFormat, Step, Warning};
+use crate::protocol::mysql::command::*;
+use crate::protocol::mysql::errcode::{ErrorNumber, ER_BAD_DB_ERROR, ER_UNKNOWN_COM_ERROR};
+use crate::protocol::mysql::encode_packets;
+use crate::protocol::mysql::response::EofPacket;
+use crate::protocol::pg::{frontend, TransactionStatus};
+use crate::session::client_error::MyClientError;
+
+use super::{End, Session};
+
+/// Generic error for bridge failures that have no closer MySQL number (`ER_UNKNOWN_ERROR`).
+const ER_BRIDGE: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
+/// `ER_UNKNOWN_SYSTEM_VARIABLE`.
+const ER_UNKNOWN_SYSTEM_VARIABLE: ErrorNumber = ErrorNumber { code: 1193, sql_state: *b"HY000" };
+
+/// The bridged part of a MySQL session's state.
+#[derive(Debug)]
+pub(in crate::session::mysql) struct Bridge {
+    /// MySQL autocommit mode (emulated).
+    autocommit: bool,
+    /// PostgreSQL transaction state from the last ReadyForQuery.
+    tx: TransactionStatus,
+    /// Schema chosen with `USE`/`COM_INIT_DB` (`None`: the pool database's default path).
+    schema: Option<String>,
+    /// Notices of the last statement, for `SHOW WARNINGS`.
+    warnings: Vec<Warning>,
+    /// Prepared statements by client id.
+    stmts: HashMap<u32, stmt::PgStmt>,
+    next_stmt: u32,
+    /// The version string the client was greeted with.
+    version: String,
+}
+
+impl Bridge {
+    /// Fresh state for a client whose login selected `schema`.
+    pub(in crate::session::mysql) fn new(schema: Option<String>, version: String) -> Self {
+        Self {
+            autocommit: true,
+            tx: TransactionStatus::Idle,
+            schema,
+            warnings: Vec::new(),
+            stmts: HashMap::new(),
+            next_stmt: 0,
+            version,
+        }
+    }
+
+    /// Identity of the settings replayed on a connection (0: the server defaults).
+    fn signature(&self) -> u64 {
+        let Some(s) = &self.schema else { return 0 };
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        s.hash(&mut h);
+        h.finish() | 1
+    }
+}
+
+/// The MySQL version string shown to clients of a bridged pool: MySQL 8.0 syntax for what the
+/// connectors should expect, plus the PostgreSQL server version.
+pub(in crate::session::mysql) fn greeting_version(pg_version: &str) -> String {
+    let v = pg_version.split_whitespace().next().unwrap_or("unknown");
+    format!("8.0.36-QueryPilot-PostgreSQL-{v}")
+}
+
+/// Whether a statement controls transactions itself (no emulated `BEGIN` before it).
+fn controls_transaction(sql: &str) -> bool {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let first = Lexer::new(sql, crate::sql::Dialect::MySql).find(|t| t.kind != TokenKind::Comment);
+    first.is_some_and(|t| ["BEGIN", "START", "COMMIT", "ROLLBACK", "END", "ABORT"].iter().any(|w| t.is_word(w)))
+}
+
+impl Session {
+    /// Handles one command of a bridged session.
+    pub(in crate::session::mysql) async fn bridged_dispatch(&mut self, code: u8, payload: &[u8], body: &[u8]) -> Result<(), End> {
+        match code {
+            COM_QUIT => Err(End::ClientGone),
+            COM_PING | COM_STMT_RESET => {
+                if code == COM_STMT_RESET {
+                    self.stmt_reset(body);
+                }
+                self.ok_local()
+            }
+            COM_QUERY => self.bridged_query(body).await,
+            COM_INIT_DB => self.bridged_use(String::from_utf8_lossy(body).into_owned()).await,
+            COM_FIELD_LIST => {
+                let mut p = Vec::new();
+                EofPacket { warnings: 0, status: self.tx.status }.encode(&mut p);
+                encode_packets(&p, 1, &mut self.out);
+                Ok(())
+            }
+            COM_STATISTICS => {
+                encode_packets(b"QueryPilot bridge to PostgreSQL", 1, &mut self.out);
+                Ok(())
+            }
+            COM_RESET_CONNECTION => self.bridged_reset(),
+            COM_CHANGE_USER => self.on_change_user(payload).await,
+            COM_SET_OPTION => self.on_set_option(body),
+            COM_PROCESS_KILL => {
+                let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
+                self.kill(id, false).await
+            }
+            COM_STMT_PREPARE => self.bridged_prepare(body).await,
+            COM_STMT_EXECUTE => self.bridged_execute(payload).await,
+            COM_STMT_SEND_LONG_DATA => {
+                self.stmt_long_data(payload);
+                Ok(())
+            }
+            COM_STMT_CLOSE => {
+                let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
+                self.bridge.stmts.remove(&id);
+                Ok(())
+            }
+            _ => {
+                let msg = format!("Command {code:#04x} is not supported through a cross-protocol pool");
+                MyClientError::new(ER_UNKNOWN_COM_ERROR, msg).encode(1, &mut self.out);
+                Ok(())
+            }
+        }
+    }
+
+    /// COM_RESET_CONNECTION: the backend is closed (it may hold a transaction or settings)
+    /// and the bridged state starts over.
+    pub(in crate::session::mysql) fn bridged_reset(&mut self) -> Result<(), End> {
+        self.drop_pg_backend();
+        let version = std::mem::take(&mut self.bridge.version);
+        self.bridge = Bridge::new(None, version);
+        self.tx = super::Tx::default();
+        self.sync_status();
+        self.ok_local()
+    }
+
+    async fn bridged_query(&mut self, body: &[u8]) -> Result<(), End> {
+        let sql = String::from_utf8_lossy(body).into_owned();
+        if let Some((id, connection)) = super::parse_kill(&sql) {
+            return self.kill(id, connection).await;
+        }
+        let (_, count) = super::state::effects(&sql);
+        if count > 1 && !self.client.multi_statements {
+            let e = MyClientError::new(super::ER_PARSE_ERROR, "You have an error in your SQL syntax: multiple statements are not enabled for this connection");
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        if self.mode() == crate::config::PoolMode::Statement && super::begins_transaction(&sql) {
+            MyClientError::new(super::ER_NOT_SUPPORTED_YET, "transactions are not allowed in statement pooling mode").encode(1, &mut self.out);
+            return Ok(());
+        }
+        match emulated::classify(&sql) {
+            None => self.bridged_simple(&sql).await,
+            Some(Emulation::Set(autocommit)) => self.bridged_set(autocommit).await,
+            Some(Emulation::SelectVariables(items)) => self.answer_variables(&items),
+            Some(Emulation::ShowVariables(patterns)) => self.answer_show_variables(&patterns),
+            Some(Emulation::ShowWarnings) => self.answer_warnings(),
+            Some(Emulation::Database) => {
+                let db = self.current_database();
+                self.answer_strings(&["DATABASE()"], &[vec![Some(db)]]);
+                Ok(())
+            }
+            Some(Emulation::ConnectionId) => {
+                let col = map_type(oid::INT8, -1);
+                encode_local_result(self.client.caps, &[("CONNECTION_ID()", col)], &[vec![Some(self.key.pid.to_string())]], self.tx.status, &mut self.out);
+                Ok(())
+            }
+            Some(Emulation::Use(db)) => self.bridged_use(db).await,
+            Some(Emulation::ShowTables) => self.bridged_simple(&emulated::show_tables_query(&self.current_database())).await,
+            Some(Emulation::Translate(q)) => self.bridged_simple(&q).await,
+        }
+    }
+
+    fn current_database(&self) -> String {
+        self.bridge.schema.clone().unwrap_or_else(|| self.pool.config.database.clone())
+    }
+
+    /// Opens the emulated transaction of `autocommit = 0` when PostgreSQL has none.
+    async fn begin_if_needed(&mut self, sql: &str) -> Result<(), ()> {
+        let b = &self.bridge;
+        if b.autocommit || b.tx != TransactionStatus::Idle || controls_transaction(sql) {
+            return Ok(());
+        }
+        self.pg_quiet("BEGIN").await.map(|_| ())
+    }
+
+    /// Runs `sql` as a simple query and relays its results as text result sets.
+    async fn bridged_simple(&mut self, sql: &str) -> Result<(), End> {
+        if let Err(e) = self.pg_backend().await {
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        if self.begin_if_needed(sql).await.is_err() || frontend::encode_query(sql, &mut self.bout).is_err() {
+            return self.bridged_lost().await;
+        }
+        if self.pg_send().await.is_err() {
+            return self.bridged_lost().await;
+        }
+        self.finish_response(RowFormat::Text).await
+    }
+
+    /// Streams a response already requested from the backend, then updates the status and
+    /// releases the connection as the pool mode says.
+    async fn finish_response(&mut self, format: RowFormat) -> Result<(), End> {
+        let b = &self.bridge;
+        let mut writer = ResultWriter::new(self.client.caps, format, b.autocommit, b.tx);
+        match self.pg_stream(&mut writer).await {
+            Ok(Step::Done(tx)) => self.bridge.tx = tx,
+            Ok(Step::Unsupported) => self.drop_pg_backend(),
+            Ok(Step::More) | Err(()) => return self.bridged_lost().await,
+        }
+        self.bridge.warnings = writer.warnings;
+        self.sync_status();
+        self.pg_maybe_release();
+        Ok(())
+    }
+
+    /// The PostgreSQL connection failed mid-command.
+    async fn bridged_lost(&mut self) -> Result<(), End> {
+        self.drop_pg_backend();
+        self.bout.clear();
+        self.backend_lost().await
+    }
+
+    async fn bridged_set(&mut self, autocommit: Option<bool>) -> Result<(), End> {
+        if autocommit == Some(true) && self.bridge.tx != TransactionStatus::Idle {
+            // MySQL commits an open transaction when autocommit is switched back on.
+            match self.pg_quiet("COMMIT").await {
+                Ok(q) if q.error.is_none() => {}
+                Ok(q) => {
+                    let msg = q.error.unwrap_or_default();
+                    MyClientError::new(ER_BRIDGE, msg).encode(1, &mut self.out);
+                    return Ok(());
+                }
+                Err(()) => return self.bridged_lost().await,
+            }
+        }
+        if let Some(on) = autocommit {
+            self.bridge.autocommit = on;
+        }
+        self.sync_status();
+        self.pg_maybe_release();
+        self.ok_local()
+    }
+
+    /// `USE db`: selects schema `db` through `search_path`; the pool's own database name
+    /// selects the default path again.
+    async fn bridged_use(&mut self, db: String) -> Result<(), End> {
+        let schema = (db != self.pool.config.database).then_some(db.clone());
+        if let Some(s) = &schema {
+            if let Err(e) = self.pg_backend().await {
+                e.encode(1, &mut self.out);
+                return Ok(());
+            }
+            let check = format!("SELECT 1 FROM pg_namespace WHERE nspname = {}", io::quote_literal(s));
+            match self.pg_quiet(&check).await {
+                Ok(q) if q.rows > 0 => {}
+                Ok(_) => {
+                    MyClientError::new(ER_BAD_DB_ERROR, format!("Unknown database '{db}' (no such schema on the PostgreSQL backend)")).encode(1, &mut self.out);
+                    self.pg_maybe_release();
+                    return Ok(());
+                }
+                Err(()) => return self.bridged_lost().await,
+            }
+        }
+        self.bridge.schema = schema;
+        // The next checkout (or this connection, re-attached) replays the new path.
+        if let Some(c) = self.backend.as_mut() {
+            c.settings = u64::MAX;
+        }
+        self.pg_release(false);
+        self.ok_local()
+    }
+
+    fn var_context(&self) -> VarContext<'_> {
+        let b = &self.bridge;
+        VarContext { autocommit: b.autocommit, version: &b.version, max_allowed_packet: self.io.max_msg }
+    }
+
+    fn answer_variables(&mut self, items: &[(String, String)]) -> Result<(), End> {
+        let ctx = self.var_context();
+        let mut values = Vec::with_capacity(items.len());
+        for (_, name) in items {
+            match emulated::variable(name, &ctx) {
+                Some(v) => values.push(v),
+                None => {
+                    MyClientError::new(ER_UNKNOWN_SYSTEM_VARIABLE, format!("Unknown system variable '{name}'")).encode(1, &mut self.out);
+                    return Ok(());
+                }
+            }
+        }
+        let cols: Vec<(&str, crate::bridge::Column)> = items
+            .iter()
+            .zip(&values)
+            .map(|((col, _), v)| (col.as_str(), map_type(if matches!(v, VarValue::Int(_)) { oid::INT8 } else { oid::TEXT }, -1)))
+            .collect();
+        let row: Vec<Option<String>> = values.iter().map(|v| Some(var_text(v))).collect();
+        encode_local_result(self.client.caps, &cols, &[row], self.tx.status, &mut self.out);
+        Ok(())
+    }
+
+    fn answer_show_variables(&mut self, patterns: &[String]) -> Result<(), End> {
+        let ctx = self.var_context();
+        let rows: Vec<Vec<Option<String>>> = emulated::all_variables(&ctx)
+            .into_iter()
+            .filter(|(name, _)| patterns.is_empty() || patterns.iter().any(|p| emulated::like(p, name)))
+            .map(|(name, v)| vec![Some(name), Some(var_text(&v))])
+            .collect();
+        self.answer_strings(&["Variable_name", "Value"], &rows);
+        Ok(())
+    }
+
+    fn answer_warnings(&mut self) -> Result<(), End> {
+        let text = map_type(oid::TEXT, -1);
+        let cols = [("Level", text), ("Code", map_type(oid::INT4, -1)), ("Message", text)];
+        let rows: Vec<Vec<Option<String>>> = self
+            .bridge
+            .warnings
+            .iter()
+            .map(|w| vec![Some(w.level.to_owned()), Some(w.code.to_string()), Some(w.message.clone())])
+            .collect();
+        encode_local_result(self.client.caps, &cols, &rows, self.tx.status, &mut self.out);
+        Ok(())
+    }
+
+    fn answer_strings(&mut self, names: &[&str], rows: &[Vec<Option<String>>]) {
+        let text = map_type(oid::TEXT, -1);
+        let cols: Vec<(&str, crate::bridge::Column)> = names.iter().map(|n| (*n, text)).collect();
+        encode_local_result(self.client.caps, &cols, rows, self.tx.status, &mut self.out);
+    }
+}
+
+fn var_text(v: &VarValue) -> String {
+    match v {
+        VarValue::Int(n) => n.to_string(),
+        VarValue::Str(s) => s.clone(),
+    }
+}

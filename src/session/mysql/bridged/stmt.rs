@@ -1,0 +1,229 @@
+//! Prepared statements of a bridged session: `COM_STMT_PREPARE` describes the statement on
+//! PostgreSQL (Parse + Describe of the unnamed statement) to learn parameter and column types;
+//! each `COM_STMT_EXECUTE` runs Parse/Bind/Describe/Execute/Sync on whichever connection the
+//! session holds, so a statement needs no per-connection bookkeeping in transaction pooling.
+
+use crate::bridge::placeholder::number_placeholders;
+use crate::bridge::types::map_type;
+use crate::bridge::value::{bind_param, BindParam};
+use crate::bridge::RowFormat;
+use crate::protocol::mysql::capability::CLIENT_DEPRECATE_EOF;
+use crate::protocol::mysql::column::ValueType;
+use crate::protocol::mysql::errcode::{ErrorNumber, ER_UNKNOWN_STMT_HANDLER, ER_WRONG_ARGUMENTS};
+use crate::protocol::mysql::response::{EofPacket, StmtPrepareOk};
+use crate::protocol::mysql::{decode_execute_params, encode_packets, BinaryValue, Command};
+use crate::protocol::pg::{frontend, BackendMessage, Frame, Target};
+use crate::session::client_error::MyClientError;
+
+use super::super::prepared::MAX_CLIENT_STATEMENTS;
+use super::super::{End, Session};
+
+/// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
+const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
+
+/// A client statement as PostgreSQL runs it.
+#[derive(Debug)]
+pub(super) struct PgStmt {
+    /// The statement text with `$n` parameters.
+    sql: String,
+    /// Parameter types PostgreSQL inferred at prepare time.
+    param_oids: Vec<u32>,
+    /// MySQL parameter types from the last execute that bound them.
+    types: Vec<ValueType>,
+    /// `COM_STMT_SEND_LONG_DATA` pieces per parameter, until the next execute.
+    long_data: Vec<(u16, Vec<u8>)>,
+}
+
+/// What describing a statement on PostgreSQL returned.
+#[derive(Default)]
+struct Described {
+    params: Vec<u32>,
+    /// (name, type oid, typmod) per result column.
+    columns: Vec<(String, u32, i32)>,
+    error: Option<Vec<u8>>,
+}
+
+impl Session {
+    pub(super) async fn bridged_prepare(&mut self, body: &[u8]) -> Result<(), End> {
+        if self.bridge.stmts.len() >= MAX_CLIENT_STATEMENTS {
+            let msg = format!("Can't create more than max_prepared_stmt_count statements (current value: {MAX_CLIENT_STATEMENTS})");
+            MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, msg).encode(1, &mut self.out);
+            return Ok(());
+        }
+        let (sql, _) = number_placeholders(&String::from_utf8_lossy(body));
+        if let Err(e) = self.pg_backend().await {
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        let encoded = frontend::encode_parse("", &sql, &[], &mut self.bout)
+            .and_then(|()| frontend::encode_describe(Target::Statement, "", &mut self.bout));
+        if encoded.is_err() {
+            self.bout.clear();
+            MyClientError::new(ER_WRONG_ARGUMENTS, "statement text cannot be sent to PostgreSQL (NUL byte or too long)").encode(1, &mut self.out);
+            return Ok(());
+        }
+        frontend::encode_sync(&mut self.bout);
+        let described = match self.pg_send().await {
+            Ok(()) => self.read_description().await,
+            Err(()) => Err(()),
+        };
+        let Ok(d) = described else { return self.bridged_lost().await };
+        self.sync_status();
+        if let Some(err) = d.error {
+            self.out.extend_from_slice(&err);
+        } else {
+            self.answer_prepare(sql, d);
+        }
+        self.pg_maybe_release();
+        Ok(())
+    }
+
+    async fn read_description(&mut self) -> Result<Described, ()> {
+        let mut d = Described::default();
+        loop {
+            let (tag, body) = self.pg_frame().await?;
+            match BackendMessage::decode(&Frame::new(tag, &body)).map_err(|_| ())? {
+                BackendMessage::ParameterDescription(oids) => d.params = oids.iter().collect(),
+                BackendMessage::RowDescription(rd) => {
+                    d.columns = rd.iter().map(|f| (f.name.to_owned(), f.type_oid, f.type_modifier)).collect();
+                }
+                BackendMessage::ErrorResponse(f) => {
+                    let mut out = Vec::new();
+                    crate::bridge::errmap::encode_error(&f, 1, &mut out);
+                    d.error = Some(out);
+                }
+                BackendMessage::ReadyForQuery(tx) => {
+                    self.bridge.tx = tx;
+                    self.slot.set_running(None);
+                    return Ok(d);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Sends `COM_STMT_PREPARE_OK` with parameter and column definitions.
+    fn answer_prepare(&mut self, sql: String, d: Described) {
+        self.bridge.next_stmt = self.bridge.next_stmt.wrapping_add(1).max(1);
+        while self.bridge.stmts.contains_key(&self.bridge.next_stmt) {
+            self.bridge.next_stmt = self.bridge.next_stmt.wrapping_add(1).max(1);
+        }
+        let id = self.bridge.next_stmt;
+        let num_params = u16::try_from(d.params.len()).unwrap_or(u16::MAX);
+        let num_columns = u16::try_from(d.columns.len()).unwrap_or(u16::MAX);
+        let mut p = Vec::with_capacity(64);
+        StmtPrepareOk { stmt_id: id, num_columns, num_params, warnings: 0 }.encode(&mut p);
+        let mut seq = encode_packets(&p, 1, &mut self.out);
+        let eof = self.client.caps & CLIENT_DEPRECATE_EOF == 0;
+        let status = self.tx.status;
+        let mut section = |defs: Vec<(String, u32, i32)>, seq: &mut u8, out: &mut Vec<u8>| {
+            if defs.is_empty() {
+                return;
+            }
+            for (name, oid, typmod) in defs {
+                p.clear();
+                map_type(oid, typmod).encode_definition(name.as_bytes(), &mut p);
+                *seq = encode_packets(&p, *seq, out);
+            }
+            if eof {
+                p.clear();
+                EofPacket { warnings: 0, status }.encode(&mut p);
+                *seq = encode_packets(&p, *seq, out);
+            }
+        };
+        let params = d.params.iter().map(|o| ("?".to_owned(), *o, -1)).collect();
+        section(params, &mut seq, &mut self.out);
+        section(d.columns, &mut seq, &mut self.out);
+        let stmt = PgStmt { sql, param_oids: d.params, types: Vec::new(), long_data: Vec::new() };
+        self.bridge.stmts.insert(id, stmt);
+    }
+
+    /// `COM_STMT_SEND_LONG_DATA`: buffered until the execute (no response, as on MySQL).
+    pub(super) fn stmt_long_data(&mut self, payload: &[u8]) {
+        if let Ok(Command::StmtSendLongData { stmt_id, param, data }) = Command::decode(payload, self.client.caps) {
+            if let Some(s) = self.bridge.stmts.get_mut(&stmt_id) {
+                s.long_data.push((param, data.to_vec()));
+            }
+        }
+    }
+
+    /// `COM_STMT_RESET`: drops buffered long data.
+    pub(super) fn stmt_reset(&mut self, body: &[u8]) {
+        let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
+        if let Some(s) = self.bridge.stmts.get_mut(&id) {
+            s.long_data.clear();
+        }
+    }
+
+    /// Decodes the execute's parameters into Bind parameters for statement `id`.
+    fn bind_params(&mut self, id: u32, params: &[u8]) -> Option<Result<(String, Vec<u32>, Vec<BindParam>), MyClientError>> {
+        let stmt = self.bridge.stmts.get_mut(&id)?;
+        let count = u16::try_from(stmt.param_oids.len()).unwrap_or(u16::MAX);
+        let long: Vec<bool> = (0..count).map(|i| stmt.long_data.iter().any(|(p, _)| *p == i)).collect();
+        let decoded = match decode_execute_params(params, count, &stmt.types, &long) {
+            Ok(d) => d,
+            Err(e) => return Some(Err(MyClientError::new(ER_WRONG_ARGUMENTS, format!("Incorrect arguments to mysqld_stmt_execute: {e}")))),
+        };
+        if decoded.new_params_bound {
+            stmt.types = decoded.types.to_vec();
+        }
+        let long_data = std::mem::take(&mut stmt.long_data);
+        let binds = decoded
+            .values
+            .iter()
+            .zip(&stmt.param_oids)
+            .enumerate()
+            .map(|(i, (v, oid))| match v {
+                Some(v) => bind_param(v, *oid),
+                None => {
+                    let bytes: Vec<u8> = long_data.iter().filter(|(p, _)| usize::from(*p) == i).flat_map(|(_, d)| d.iter().copied()).collect();
+                    bind_param(&BinaryValue::Bytes(&bytes), *oid)
+                }
+            })
+            .collect();
+        Some(Ok((stmt.sql.clone(), stmt.param_oids.clone(), binds)))
+    }
+
+    pub(super) async fn bridged_execute(&mut self, payload: &[u8]) -> Result<(), End> {
+        let Ok(Command::StmtExecute { stmt_id, params, .. }) = Command::decode(payload, self.client.caps) else {
+            MyClientError::new(ER_WRONG_ARGUMENTS, "malformed COM_STMT_EXECUTE").encode(1, &mut self.out);
+            return Ok(());
+        };
+        let (sql, oids, binds) = match self.bind_params(stmt_id, params) {
+            None => {
+                let msg = format!("Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute");
+                MyClientError::new(ER_UNKNOWN_STMT_HANDLER, msg).encode(1, &mut self.out);
+                return Ok(());
+            }
+            Some(Err(e)) => {
+                e.encode(1, &mut self.out);
+                return Ok(());
+            }
+            Some(Ok(parts)) => parts,
+        };
+        if let Err(e) = self.pg_backend().await {
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        if self.begin_if_needed(&sql).await.is_err() {
+            return self.bridged_lost().await;
+        }
+        let formats: Vec<i16> = binds.iter().map(|b| b.format).collect();
+        let values: Vec<Option<&[u8]>> = binds.iter().map(|b| b.value.as_deref()).collect();
+        let encoded = frontend::encode_parse("", &sql, &oids, &mut self.bout)
+            .and_then(|()| frontend::encode_bind("", "", &formats, &values, &[0], &mut self.bout))
+            .and_then(|()| frontend::encode_describe(Target::Portal, "", &mut self.bout))
+            .and_then(|()| frontend::encode_execute("", 0, &mut self.bout));
+        if encoded.is_err() {
+            self.bout.clear();
+            MyClientError::new(ER_WRONG_ARGUMENTS, "parameters cannot be sent to PostgreSQL (too many or too large)").encode(1, &mut self.out);
+            self.pg_maybe_release();
+            return Ok(());
+        }
+        frontend::encode_sync(&mut self.bout);
+        if self.pg_send().await.is_err() {
+            return self.bridged_lost().await;
+        }
+        self.finish_response(RowFormat::Binary).await
+    }
+}
