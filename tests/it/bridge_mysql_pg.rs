@@ -306,6 +306,25 @@ fn warnings_use_and_multi_results() {
     let found: Option<String> = c.query_first("SELECT current_schema()").expect("current_schema");
     assert_eq!(found.as_deref(), Some("public"));
     c.query_drop(format!("DROP SCHEMA {schema} CASCADE")).expect("drop schema");
+    // A multi-statement query returns one result per statement, then the error that stopped it.
+    let mut sets = Vec::new();
+    let mut result = c.query_iter("SELECT 1 AS a; SELECT 'x' AS b, 2 AS c").expect("multi");
+    while let Some(set) = result.iter() {
+        sets.push(set.map(|r| r.expect("row").unwrap()).collect::<Vec<_>>());
+    }
+    drop(result);
+    assert_eq!(sets, vec![vec![vec![Value::Bytes(b"1".to_vec())]], vec![vec![Value::Bytes(b"x".to_vec()), Value::Bytes(b"2".to_vec())]]]);
+    let mut result = c.query_iter("SELECT 1; SELECT 1/0; SELECT 3").expect("first result");
+    let mut outcomes = Vec::new();
+    while let Some(set) = result.iter() {
+        outcomes.push(set.map(|r| r.map(|_| ()).map_err(server_error)).collect::<Vec<_>>());
+    }
+    drop(result);
+    assert_eq!(outcomes.len(), 2, "the third statement never ran: {outcomes:?}");
+    assert_eq!(outcomes[0], vec![Ok(())]);
+    assert!(matches!(outcomes[1].last(), Some(Err((1365, _, _)))), "{outcomes:?}");
+    let one: Option<i64> = c.query_first("SELECT 1").expect("still in sync");
+    assert_eq!(one, Some(1));
 }
 
 #[test]

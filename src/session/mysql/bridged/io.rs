@@ -188,7 +188,7 @@ impl Session {
         let sig = self.bridge.signature();
         let clean = self.bridge.tx == TransactionStatus::Idle && !conn.broken && !(session_end && sig != 0);
         if clean {
-            conn.settings = sig;
+            // `conn.settings` already says what was replayed on it (set by `pg_backend`).
             conn.last_used = rt::now();
         }
         self.pool.checkin(conn, clean);
