@@ -482,7 +482,7 @@ impl Session {
             Ok(Command::ChangeUser(cu)) => cu,
             _ => return self.fatal(MyClientError::new(ER_UNKNOWN_COM_ERROR, "malformed COM_CHANGE_USER")).await,
         };
-        let plugin_ok = cu.auth_plugin.map_or(true, |p| p.is_empty() || p == crate::protocol::mysql::auth::MYSQL_NATIVE_PASSWORD);
+        let plugin_ok = cu.auth_plugin.is_none_or(|p| p.is_empty() || p == crate::protocol::mysql::auth::MYSQL_NATIVE_PASSWORD);
         let config = self.ctx.config();
         let user = String::from_utf8_lossy(cu.username).into_owned();
         let database = Some(String::from_utf8_lossy(cu.database).into_owned()).filter(|d| !d.is_empty());

@@ -211,7 +211,7 @@ impl Session {
                     }
                 }
             }
-            if out.status.map_or(true, |s| s & SERVER_MORE_RESULTS_EXISTS == 0) {
+            if out.status.is_none_or(|s| s & SERVER_MORE_RESULTS_EXISTS == 0) {
                 break;
             }
         }

@@ -88,7 +88,7 @@ fn classify(sql: &str, stmt: &[Token<'_>], out: &mut Vec<Effect>) {
                 push_pin(out, PinReason::LastInsertId);
             }
         }
-        if t.kind != TokenKind::Word || stmt.get(i + 1).map_or(true, |n| n.kind != TokenKind::LParen) {
+        if t.kind != TokenKind::Word || stmt.get(i + 1).is_none_or(|n| n.kind != TokenKind::LParen) {
             continue;
         }
         if t.is_word("GET_LOCK") {

@@ -34,6 +34,13 @@ pub(super) struct PgStmt {
     long_data: Vec<(u16, Vec<u8>)>,
 }
 
+/// One execution's statement text, parameter types and Bind parameters.
+struct Execution {
+    sql: String,
+    oids: Vec<u32>,
+    binds: Vec<BindParam>,
+}
+
 /// What describing a statement on PostgreSQL returned.
 #[derive(Default)]
 struct Described {
@@ -156,7 +163,7 @@ impl Session {
     }
 
     /// Decodes the execute's parameters into Bind parameters for statement `id`.
-    fn bind_params(&mut self, id: u32, params: &[u8]) -> Option<Result<(String, Vec<u32>, Vec<BindParam>), MyClientError>> {
+    fn bind_params(&mut self, id: u32, params: &[u8]) -> Option<Result<Execution, MyClientError>> {
         let stmt = self.bridge.stmts.get_mut(&id)?;
         let count = u16::try_from(stmt.param_oids.len()).unwrap_or(u16::MAX);
         let long: Vec<bool> = (0..count).map(|i| stmt.long_data.iter().any(|(p, _)| *p == i)).collect();
@@ -181,7 +188,7 @@ impl Session {
                 }
             })
             .collect();
-        Some(Ok((stmt.sql.clone(), stmt.param_oids.clone(), binds)))
+        Some(Ok(Execution { sql: stmt.sql.clone(), oids: stmt.param_oids.clone(), binds }))
     }
 
     pub(super) async fn bridged_execute(&mut self, payload: &[u8]) -> Result<(), End> {
@@ -189,7 +196,7 @@ impl Session {
             MyClientError::new(ER_WRONG_ARGUMENTS, "malformed COM_STMT_EXECUTE").encode(1, &mut self.out);
             return Ok(());
         };
-        let (sql, oids, binds) = match self.bind_params(stmt_id, params) {
+        let Execution { sql, oids, binds } = match self.bind_params(stmt_id, params) {
             None => {
                 let msg = format!("Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute");
                 MyClientError::new(ER_UNKNOWN_STMT_HANDLER, msg).encode(1, &mut self.out);
