@@ -12,7 +12,9 @@ fn allowed(module: &str) -> Option<&'static [&'static str]> {
         "protocol" | "sql" | "config" | "metrics" | "id" | "error" | "rt" => &[],
         "routing" => &["sql", "config", "id"],
         "pool" => &["protocol", "config", "metrics", "rt", "error", "id"],
-        "session" | "bridge" => &["protocol", "sql", "routing", "pool", "metrics", "config", "rt", "error", "id"],
+        // The session drives the bridge's sans-IO translation; the bridge never calls back.
+        "session" => &["protocol", "sql", "routing", "pool", "metrics", "config", "rt", "error", "id", "bridge"],
+        "bridge" => &["protocol", "sql", "routing", "pool", "metrics", "config", "rt", "error", "id"],
         "core" => &["session", "pool", "routing", "metrics", "config", "rt", "control", "id", "error"],
         "control" => &["routing", "config", "metrics", "error", "id"],
         "admin" => &["control", "metrics", "config", "error", "id"],
