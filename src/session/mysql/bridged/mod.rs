@@ -231,7 +231,10 @@ impl Session {
     async fn bridged_lost(&mut self) -> Result<(), End> {
         self.drop_pg_backend();
         self.bout.clear();
-        self.backend_lost().await
+        let r = self.backend_lost().await;
+        // `backend_lost` resets the flags for a MySQL backend; keep the bridged ones.
+        self.sync_status();
+        r
     }
 
     async fn bridged_set(&mut self, autocommit: Option<bool>) -> Result<(), End> {
