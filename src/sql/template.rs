@@ -669,7 +669,7 @@ mod tests {
             prop_assert!(out.is_some());
             let back = parameterize(out.as_deref().unwrap_or(""), d);
             prop_assert_eq!(back.fingerprint, fingerprint("SELECT * FROM t WHERE b = 1 AND a = 'x'", d));
-            prop_assert_eq!(back.literals.get(0).and_then(|l| l.value.clone()), Some(n.to_string()));
+            prop_assert_eq!(back.literals.first().and_then(|l| l.value.clone()), Some(n.to_string()));
             prop_assert_eq!(back.literals.get(1).and_then(|l| l.value.clone()), Some(v));
         }
 
