@@ -4,9 +4,9 @@
 // mod cache;
 mod chain;
 // mod danger;
-// mod hints;
+mod hints;
 // mod rules;
-// mod ryw;
+mod ryw;
 
 use std::sync::Arc;
 
