@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::sql::analyze::{analyze, StatementFacts};
+use crate::config::Protocol;
+use crate::sql::analyze::{analyze, Evidence, StatementFacts};
 use crate::sql::hint::{route_hint, RouteHint};
 
 use super::cache::{CacheStats, Plan, PlanCache};
@@ -90,7 +91,7 @@ impl Router {
 
     /// The key of `sql` for `protocol` clients under the current strategy; a session may keep it
     /// with a prepared statement and pass it back in [`RouteInput::key`].
-    pub fn key(&self, sql: &str, protocol: crate::config::Protocol) -> StatementKey {
+    pub fn key(&self, sql: &str, protocol: Protocol) -> StatementKey {
         StatementKey::compute(sql, protocol, self.rules.strategy())
     }
 
@@ -109,13 +110,32 @@ impl Router {
         )
     }
 
+    /// The routing facts of a fresh analysis, distrusting what the analysis cannot see.
+    fn facts(&self, input: &RouteInput<'_>) -> Facts {
+        self.facts_of(input, &self.analyze(input))
+    }
+
+    fn facts_of(&self, input: &RouteInput<'_>, analysis: &StatementFacts) -> Facts {
+        let mut facts = Facts::from_analysis(analysis);
+        if hidden_code(input) {
+            // MySQL runs `/*! ... */` bodies, but sqlparser skips them as comments: whatever they
+            // hold (FOR UPDATE, a function call) is invisible to the analysis.
+            facts.ineligibility = Some("executable_comment");
+            facts.changes_data = true;
+            let detail = "MySQL /*! ... */ body not analyzed".to_owned();
+            facts.evidence.push(Evidence {
+                fact: "executable_comment",
+                detail,
+            });
+        }
+        facts
+    }
+
     /// Decides where `input` runs. Never fails: analysis problems send the statement to the
     /// primary; refusals are [`Outcome::Reject`] or [`Outcome::Error`].
     pub fn route(&mut self, input: &RouteInput<'_>) -> Decision {
         let key = self.key_for(input);
-        let base = match self.early(input, &key, || {
-            Arc::new(Facts::from_analysis(&self.analyze(input)))
-        }) {
+        let base = match self.early(input, &key, || Arc::new(self.facts(input))) {
             Some(base) => base,
             None => {
                 let (plan, cached) = self.plan(input, &key);
@@ -130,7 +150,7 @@ impl Router {
     pub fn explain(&self, input: &RouteInput<'_>) -> Explanation {
         let key = self.key_for(input);
         let analysis = self.analyze(input);
-        let facts = Arc::new(Facts::from_analysis(&analysis));
+        let facts = Arc::new(self.facts_of(input, &analysis));
         let base = match self.early(input, &key, || facts.clone()) {
             Some(base) => base,
             None => {
@@ -181,14 +201,15 @@ impl Router {
     }
 
     /// Step 4: the cached plan, or a fresh analysis stored for next time.
+    /// Statements with code the analysis cannot see bypass the cache both ways.
     fn plan(&mut self, input: &RouteInput<'_>, key: &StatementKey) -> (Plan, bool) {
-        let enabled = self.rules.cache_config().enabled;
+        let enabled = self.rules.cache_config().enabled && !hidden_code(input);
         if enabled {
             if let Some(plan) = self.cache.get(key) {
                 return (plan, true);
             }
         }
-        let facts = Arc::new(Facts::from_analysis(&self.analyze(input)));
+        let facts = Arc::new(self.facts(input));
         let plan = Plan {
             facts,
             pattern: self.rules.key_pattern(key),
@@ -388,4 +409,10 @@ impl Router {
             }),
         };
     }
+}
+
+/// A MySQL executable comment (`/*! ... */`) may hide code from sqlparser. Any occurrence counts,
+/// even inside a string literal: a false positive only sends a statement to the primary.
+fn hidden_code(input: &RouteInput<'_>) -> bool {
+    input.protocol == Protocol::MySql && input.sql.contains("/*!")
 }

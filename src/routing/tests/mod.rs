@@ -3,7 +3,7 @@
 
 // mod cache;
 mod chain;
-// mod danger;
+mod danger;
 mod hints;
 // mod rules;
 mod ryw;
@@ -60,7 +60,11 @@ fn config(routing: &str, tail: &str) -> Config {
     }
 }
 
-fn rules_with(config: &Config, dynamic: &[PatternRule], translations: &[TranslationRule]) -> Arc<RuleSet> {
+fn rules_with(
+    config: &Config,
+    dynamic: &[PatternRule],
+    translations: &[TranslationRule],
+) -> Arc<RuleSet> {
     match RuleSet::build(config, dynamic, translations) {
         Ok(r) => Arc::new(r),
         Err(e) => panic!("rules do not build: {e}"),
@@ -110,8 +114,20 @@ fn not_honored(d: &Decision) -> &str {
     }
 }
 
-fn pattern_rule(name: &str, kind: PatternKind, pattern: &str, target: RuleTarget, priority: i32) -> PatternRule {
-    PatternRule { name: name.into(), kind, pattern: pattern.into(), target, priority }
+fn pattern_rule(
+    name: &str,
+    kind: PatternKind,
+    pattern: &str,
+    target: RuleTarget,
+    priority: i32,
+) -> PatternRule {
+    PatternRule {
+        name: name.into(),
+        kind,
+        pattern: pattern.into(),
+        target,
+        priority,
+    }
 }
 
 fn to_pool(p: &str) -> RuleTarget {
