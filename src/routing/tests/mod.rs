@@ -1,11 +1,11 @@
 //! Table-driven tests of the routing engine: every chain step and rule type, hints,
 //! read-your-writes, the plan cache, and the dangerous direction (nothing unsafe reaches a replica).
 
-// mod cache;
+mod cache;
 mod chain;
 mod danger;
 mod hints;
-// mod rules;
+mod rules;
 mod ryw;
 
 use std::sync::Arc;
