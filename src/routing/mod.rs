@@ -27,6 +27,21 @@
 //!
 //! Rule priority: rules are tried from the highest `priority` to the lowest (ties in file
 //! order), as the configuration documents ("higher wins among matching rules").
+//!
+//! Session state, applied after the rules, in this order:
+//! - a reject (from any rule) always wins: neither a transaction nor a hint bypasses it;
+//! - an invalid `/* querypilot: ... */` hint is an error;
+//! - inside a transaction the statement stays on the transaction's pool, untranslated; a hint is
+//!   honored there only when it names that pool's role;
+//! - `route=primary` overrides rule targets and translations (the original SQL goes to the
+//!   protocol's primary pool) and pins the session; `route=replica` sends an eligible statement
+//!   of an unpinned session to the read pool, and is an error otherwise;
+//! - rule targets are explicit operator choices: read-your-writes does not move them;
+//! - the split sends a replica-eligible statement to the read pool unless the session is pinned.
+//!
+//! MySQL clients are split only when `mysql_default_pool` is unset (it takes all their
+//! statements otherwise). The `ast` and `auto` strategies both key single SELECTs by their AST
+//! and everything else by the lexer; the two hash spaces never share an entry.
 
 mod cache;
 mod decision;
