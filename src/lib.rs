@@ -23,6 +23,7 @@ pub mod id;
 pub mod metrics;
 pub mod pool;
 pub mod protocol;
+pub mod routing;
 pub mod rt;
 pub mod session;
 pub mod sql;

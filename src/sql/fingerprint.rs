@@ -222,15 +222,20 @@ pub(crate) struct Normalizer<'a, S> {
     mute: bool,
     /// Inside a `VALUES` row: nested rows are not collapsed, which keeps the pass linear.
     in_row: bool,
+    /// Bytes `VALUES` probes may still scan. Successful probes cover disjoint text (at most the
+    /// input length); only failed ones nested inside each other could rescan, and this caps them.
+    probe_budget: usize,
+    /// A probing row pass stops at this input offset (its share of the budget).
+    limit: usize,
 }
 
 impl<'a, S: Sink<'a>> Normalizer<'a, S> {
     pub(crate) fn new(sql: &'a str, dialect: Dialect, sink: S) -> Self {
-        Self::over(Lexer::new(sql, dialect), sink)
+        Self::over(Lexer::new(sql, dialect), sink, sql.len().saturating_mul(2))
     }
 
-    fn over(lex: Lexer<'a>, sink: S) -> Self {
-        Normalizer { lex, sink, prev: [None, None], last: Last::Nothing, mute: false, in_row: false }
+    fn over(lex: Lexer<'a>, sink: S, probe_budget: usize) -> Self {
+        Normalizer { lex, sink, prev: [None, None], last: Last::Nothing, mute: false, in_row: false, probe_budget, limit: usize::MAX }
     }
 
     /// Normalize the whole input.
@@ -270,9 +275,7 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
     fn step(&mut self, t: Token<'a>) {
         match t.kind {
             TokenKind::Comment => {}
-            TokenKind::Semicolon if only_semicolons(self.lex.clone()) => {
-                while next_sig(&mut self.lex).is_some() {}
-            }
+            TokenKind::Semicolon => self.semicolons(t),
             TokenKind::Operator if matches!(t.text, "-" | "+") && self.sign_starts_value() => {
                 match peek_sig(&self.lex) {
                     Some(n) if n.kind == TokenKind::Number => {
@@ -302,6 +305,32 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
                 self.shift(t);
             }
             _ => self.plain(t),
+        }
+    }
+
+    /// A run of `;`: dropped when nothing follows, written otherwise (one scan, so linear).
+    fn semicolons(&mut self, first: Token<'a>) {
+        let mut probe = self.lex.clone();
+        let mut run = 0usize;
+        loop {
+            let mut step = probe.clone();
+            match next_sig(&mut step) {
+                Some(t) if t.kind == TokenKind::Semicolon => {
+                    run += 1;
+                    probe = step;
+                }
+                Some(_) => break,
+                None => {
+                    self.lex = probe;
+                    return;
+                }
+            }
+        }
+        self.plain(first);
+        for _ in 0..run {
+            if let Some(t) = next_sig(&mut self.lex) {
+                self.plain(t);
+            }
         }
     }
 
@@ -401,11 +430,20 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
             if !peek_sig(&probe).is_some_and(|t| t.kind == TokenKind::LParen) {
                 break;
             }
+            let before = probe.offset();
             let mut hash = HashSink::default();
-            let mut row = Normalizer::over(probe.clone(), &mut hash);
+            let mut row = Normalizer::over(probe.clone(), &mut hash, 0);
             row.in_row = true;
+            row.limit = before.saturating_add(self.probe_budget);
             row.row();
             probe = row.lex;
+            self.probe_budget = match self.probe_budget.checked_sub(probe.offset().saturating_sub(before)) {
+                Some(left) if probe.offset() <= row.limit => left,
+                _ => {
+                    self.probe_budget = 0;
+                    return;
+                }
+            };
             let h = hash.finish();
             if *shape.get_or_insert(h) != h {
                 return;
@@ -442,7 +480,7 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
                 _ => {}
             }
             self.step(t);
-            if depth == 0 {
+            if depth == 0 || self.lex.offset() > self.limit {
                 return;
             }
         }
@@ -458,9 +496,6 @@ fn peek_sig<'a>(lex: &Lexer<'a>) -> Option<Token<'a>> {
     next_sig(&mut lex.clone())
 }
 
-fn only_semicolons(mut lex: Lexer<'_>) -> bool {
-    lex.all(|t| matches!(t.kind, TokenKind::Semicolon | TokenKind::Comment))
-}
 
 #[cfg(test)]
 mod tests {
@@ -539,10 +574,23 @@ mod tests {
         differ("INSERT INTO t VALUES (1, 2)", "INSERT INTO t VALUES (1, 2, 3)", MY);
         differ("INSERT INTO t VALUES (1, 2), (3, now())", "INSERT INTO t VALUES (1, 2), (3, 4)", MY);
         differ("SELECT 1; SELECT 2", "SELECT 1", PG);
+        same("SELECT 1;; SELECT 2;;", "SELECT 3;; SELECT 4", PG);
+        differ("SELECT 1;; SELECT 2", "SELECT 1; SELECT 2", PG);
         same("select A from T", "SELECT a FROM t", PG);
         same("SELECT a\n\tFROM t  -- x", "SELECT a FROM t;", MY);
         same("SELECT * FROM t WHERE x IN ($1, $2)", "SELECT * FROM t WHERE x IN (1)", PG);
         same("INSERT INTO t VALUES (1, f(2)), (3, f(-4))", "INSERT INTO t VALUES (5, f(6))", PG);
+    }
+
+    #[test]
+    fn pathological_inputs_stay_linear() {
+        // Each of these would take minutes if a lookahead rescanned the rest per token.
+        let semis = format!("{}x", ";".repeat(200_000));
+        assert!(normalize(&semis, PG).ends_with("; x"));
+        let nested = format!("{}1{}", "values (".repeat(3_000), "), (2)".repeat(3_000));
+        let _ = fingerprint(&nested, PG);
+        let list = format!("x in ({}a)", "1, ".repeat(100_000));
+        assert!(normalize(&list, MY).starts_with("x in (?, ?"));
     }
 
     #[test]
@@ -567,7 +615,9 @@ mod tests {
                     groups.push(vec![]);
                 }
             } else if !line.starts_with("##") {
-                groups.last_mut().map(|g| g.push(line));
+                if let Some(g) = groups.last_mut() {
+                    g.push(line);
+                }
             }
         }
         groups.retain(|g| !g.is_empty());

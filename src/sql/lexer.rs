@@ -126,6 +126,11 @@ impl<'a> Lexer<'a> {
         self
     }
 
+    /// Byte offset where the next token's scan starts.
+    pub fn offset(&self) -> usize {
+        self.pos
+    }
+
     fn bytes(&self) -> &'a [u8] {
         self.src.as_bytes()
     }

@@ -1,0 +1,418 @@
+//! The core-local router: the decision chain over one [`RuleSet`] snapshot, its plan cache and
+//! the function catalogs analysis uses. `route` serves traffic; `explain` is the same computation
+//! from a fresh analysis that leaves the cache alone.
+
+use std::sync::Arc;
+
+use crate::config::Protocol;
+use crate::sql::analyze::{analyze, Evidence, StatementFacts};
+use crate::sql::hint::{route_hint, RouteHint};
+
+use super::cache::{CacheStats, Plan, PlanCache};
+use super::decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome};
+use super::rules::{RuleSet, Target};
+use super::{dialect, Catalogs, RouteInput, StatementKey};
+
+/// One core's router. Replacing the rules or the catalogs empties the cache.
+#[derive(Debug)]
+pub struct Router {
+    rules: Arc<RuleSet>,
+    catalogs: Catalogs,
+    cache: PlanCache,
+}
+
+/// What the rules say before the session is taken into account (steps 2–7).
+struct Base {
+    /// `None`: no rule matched, the split/default decides.
+    target: Option<Target>,
+    step: DecisionKind,
+    rule: Option<Arc<str>>,
+    rewritten: Option<String>,
+    facts: Arc<Facts>,
+    /// The facts came from the plan cache.
+    cached: bool,
+    /// The deciding step itself was answered by the cache.
+    from_cache: bool,
+}
+
+impl Base {
+    fn rule(target: &Target, step: DecisionKind, name: &Arc<str>, facts: Arc<Facts>) -> Base {
+        let (cached, from_cache, rewritten) = (false, false, None);
+        Base {
+            target: Some(target.clone()),
+            step,
+            rule: Some(name.clone()),
+            rewritten,
+            facts,
+            cached,
+            from_cache,
+        }
+    }
+}
+
+impl Router {
+    /// A router over `rules`, analyzing with `catalogs`, with an empty cache.
+    pub fn new(rules: Arc<RuleSet>, catalogs: Catalogs) -> Router {
+        let cache = PlanCache::new(rules.cache_config().size.get());
+        Router {
+            rules,
+            catalogs,
+            cache,
+        }
+    }
+
+    /// Switches to a new rule set; the cache is cleared (counted as an invalidation).
+    pub fn set_rules(&mut self, rules: Arc<RuleSet>) {
+        self.cache.reset(rules.cache_config().size.get());
+        self.rules = rules;
+    }
+
+    /// Switches to new function catalogs (UDFs reloaded); cached facts came from the old ones, so
+    /// the cache is cleared.
+    pub fn set_catalogs(&mut self, catalogs: Catalogs) {
+        self.cache.clear();
+        self.catalogs = catalogs;
+    }
+
+    /// The rule set in use.
+    pub fn rules(&self) -> &Arc<RuleSet> {
+        &self.rules
+    }
+
+    /// Cache operation counters (monotonic across rule changes).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// Entries in the plan cache now.
+    pub fn cache_len(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// The key of `sql` for `protocol` clients under the current strategy; a session may keep it
+    /// with a prepared statement and pass it back in [`RouteInput::key`].
+    pub fn key(&self, sql: &str, protocol: Protocol) -> StatementKey {
+        StatementKey::compute(sql, protocol, self.rules.strategy())
+    }
+
+    fn key_for(&self, input: &RouteInput<'_>) -> StatementKey {
+        match input.key {
+            Some(k) if k.protocol == input.protocol && k.strategy == self.rules.strategy() => k,
+            _ => self.key(input.sql, input.protocol),
+        }
+    }
+
+    fn analyze(&self, input: &RouteInput<'_>) -> StatementFacts {
+        analyze(
+            input.sql,
+            dialect(input.protocol),
+            self.catalogs.get(input.protocol),
+        )
+    }
+
+    /// The routing facts of a fresh analysis, distrusting what the analysis cannot see.
+    fn facts(&self, input: &RouteInput<'_>) -> Facts {
+        self.facts_of(input, &self.analyze(input))
+    }
+
+    fn facts_of(&self, input: &RouteInput<'_>, analysis: &StatementFacts) -> Facts {
+        let mut facts = Facts::from_analysis(analysis);
+        if hidden_code(input) {
+            // MySQL runs `/*! ... */` bodies, but sqlparser skips them as comments: whatever they
+            // hold (FOR UPDATE, a function call) is invisible to the analysis.
+            facts.ineligibility = Some("executable_comment");
+            facts.changes_data = true;
+            let detail = "MySQL /*! ... */ body not analyzed".to_owned();
+            facts.evidence.push(Evidence {
+                fact: "executable_comment",
+                detail,
+            });
+        }
+        facts
+    }
+
+    /// Decides where `input` runs. Never fails: analysis problems send the statement to the
+    /// primary; refusals are [`Outcome::Reject`] or [`Outcome::Error`].
+    pub fn route(&mut self, input: &RouteInput<'_>) -> Decision {
+        let key = self.key_for(input);
+        let base = match self.early(input, &key, || Arc::new(self.facts(input))) {
+            Some(base) => base,
+            None => {
+                let (plan, cached) = self.plan(input, &key);
+                self.late(input, plan, cached)
+            }
+        };
+        self.finish(base, input, &key)
+    }
+
+    /// The decision `route` would make, from a fresh analysis, with the full evidence. Never
+    /// reads or writes cache entries or counters.
+    pub fn explain(&self, input: &RouteInput<'_>) -> Explanation {
+        let key = self.key_for(input);
+        let analysis = self.analyze(input);
+        let facts = Arc::new(self.facts_of(input, &analysis));
+        let base = match self.early(input, &key, || facts.clone()) {
+            Some(base) => base,
+            None => {
+                let plan = Plan {
+                    facts: facts.clone(),
+                    pattern: self.rules.key_pattern(&key),
+                };
+                self.late(input, plan, false)
+            }
+        };
+        Explanation {
+            decision: self.finish(base, input, &key),
+            analysis,
+            key,
+            normalized: crate::sql::fingerprint::normalize(input.sql, dialect(input.protocol)),
+            hint: route_hint(input.sql),
+            in_cache: self.rules.cache_config().enabled && self.cache.contains(&key),
+        }
+    }
+
+    /// Steps 2 and 3: translation (not inside a transaction, which cannot change pools) and
+    /// dynamic rules. Neither is cached; `facts` is only called on a hit.
+    fn early(
+        &self,
+        input: &RouteInput<'_>,
+        key: &StatementKey,
+        facts: impl FnOnce() -> Arc<Facts>,
+    ) -> Option<Base> {
+        if input.session.transaction_pool.is_none() {
+            if let Some((t, sql)) = self.rules.translate(key, input.sql) {
+                let mut base = Base::rule(
+                    &Target::Pool(t.pool.clone()),
+                    DecisionKind::Translation,
+                    &t.name,
+                    facts(),
+                );
+                base.rewritten = Some(sql);
+                return Some(base);
+            }
+        }
+        let rule = self.rules.dynamic(key, input.sql)?;
+        Some(Base::rule(
+            &rule.target,
+            DecisionKind::DynamicRule,
+            &rule.name,
+            facts(),
+        ))
+    }
+
+    /// Step 4: the cached plan, or a fresh analysis stored for next time.
+    /// Statements with code the analysis cannot see bypass the cache both ways.
+    fn plan(&mut self, input: &RouteInput<'_>, key: &StatementKey) -> (Plan, bool) {
+        let enabled = self.rules.cache_config().enabled && !hidden_code(input);
+        if enabled {
+            if let Some(plan) = self.cache.get(key) {
+                return (plan, true);
+            }
+        }
+        let facts = Arc::new(self.facts(input));
+        let plan = Plan {
+            facts,
+            pattern: self.rules.key_pattern(key),
+        };
+        if enabled {
+            self.cache.insert(key, plan.clone());
+        }
+        (plan, false)
+    }
+
+    /// Steps 5–7 given the plan: regex pattern rules ranked above the cached template/hash match,
+    /// that match, session rules, then the split (resolved in `finish`).
+    fn late(&self, input: &RouteInput<'_>, plan: Plan, cached: bool) -> Base {
+        if let Some((i, p)) = self.rules.pattern(plan.pattern, input.sql) {
+            let mut base = Base::rule(&p.target, DecisionKind::PatternRule, &p.name, plan.facts);
+            base.cached = cached;
+            base.from_cache = cached && plan.pattern == Some(i);
+            return base;
+        }
+        if let Some(r) = self.rules.session_rule(input) {
+            let mut base = Base::rule(&r.target, DecisionKind::RegexRule, &r.name, plan.facts);
+            base.cached = cached;
+            return base;
+        }
+        let step = if self.rules.read_pool(input.protocol).is_some() {
+            DecisionKind::ReadWriteSplit
+        } else {
+            DecisionKind::Default
+        };
+        let (rule, rewritten) = (None, None);
+        Base {
+            target: None,
+            step,
+            rule,
+            rewritten,
+            facts: plan.facts,
+            cached,
+            from_cache: cached,
+        }
+    }
+
+    /// Applies the session: rejects first, then hints, the open transaction, rule targets and
+    /// finally the split with read-your-writes.
+    fn finish(&self, base: Base, input: &RouteInput<'_>, key: &StatementKey) -> Decision {
+        let writes = base.facts.changes_data && !input.session.read_only_transaction;
+        let label = if base.from_cache {
+            DecisionKind::Cache
+        } else {
+            base.step
+        };
+        let mut d = Decision {
+            outcome: Outcome::Error(DecisionError::NoPool {
+                protocol: input.protocol,
+            }),
+            kind: label,
+            step: base.step,
+            cached: base.cached,
+            fingerprint: key.fingerprint,
+            rule: base.rule,
+            rewritten: base.rewritten,
+            reason: "rule",
+            facts: base.facts,
+            pins_primary: false,
+            writes,
+        };
+        let hint = route_hint(input.sql);
+        match (&base.target, hint, input.session.transaction_pool) {
+            (Some(Target::Reject(msg)), _, _) => {
+                d.outcome = Outcome::Reject(msg.clone());
+                d.kind = DecisionKind::Reject;
+            }
+            (_, Some(RouteHint::Invalid), _) => self.hint_error(&mut d, DecisionError::InvalidHint),
+            (_, hint, Some(tx_pool)) => self.in_transaction(&mut d, hint, tx_pool, input),
+            (_, Some(RouteHint::Primary), None) => self.hint_primary(&mut d, input),
+            (_, Some(RouteHint::Replica), None) => self.hint_replica(&mut d, input),
+            (Some(Target::Pool(pool)), None, None) => {
+                d.outcome = Outcome::Route(pool.clone());
+                if base.step == DecisionKind::Translation {
+                    d.reason = "translation";
+                }
+            }
+            (None, None, None) => self.split(&mut d, input),
+        }
+        d
+    }
+
+    fn hint_error(&self, d: &mut Decision, error: DecisionError) {
+        d.outcome = Outcome::Error(error);
+        d.kind = DecisionKind::Hint;
+        d.reason = "hint";
+        d.rewritten = None;
+    }
+
+    fn not_honored(&self, d: &mut Decision, reason: String) {
+        self.hint_error(d, DecisionError::HintNotHonored { reason });
+    }
+
+    /// Inside a transaction the statement stays on the transaction's pool (untranslated); a hint
+    /// is honored only when it names that same pool's role.
+    fn in_transaction(
+        &self,
+        d: &mut Decision,
+        hint: Option<RouteHint>,
+        tx_pool: &Arc<str>,
+        input: &RouteInput<'_>,
+    ) {
+        let role_pool = match hint {
+            Some(RouteHint::Primary) => self.rules.primary_pool(input.protocol),
+            Some(RouteHint::Replica) if !d.facts.replica_eligible() => {
+                let why = d.facts.ineligibility.unwrap_or("unanalyzable");
+                return self.not_honored(
+                    d,
+                    format!("route=replica: statement is not replica-eligible ({why})"),
+                );
+            }
+            Some(RouteHint::Replica) => self.rules.read_pool(input.protocol),
+            Some(RouteHint::Invalid) | None => Some(tx_pool),
+        };
+        if role_pool != Some(tx_pool) {
+            return self.not_honored(
+                d,
+                format!("a transaction is open on pool `{tx_pool}`; the hint cannot move it"),
+            );
+        }
+        d.outcome = Outcome::Route(tx_pool.clone());
+        d.kind = DecisionKind::TransactionPin;
+        d.step = DecisionKind::TransactionPin;
+        d.reason = "transaction";
+        d.rewritten = None;
+        d.pins_primary = hint == Some(RouteHint::Primary);
+    }
+
+    /// `route=primary` always wins (over rules and translations, never over a reject) and pins.
+    fn hint_primary(&self, d: &mut Decision, input: &RouteInput<'_>) {
+        match self.rules.primary_pool(input.protocol) {
+            Some(pool) => {
+                d.outcome = Outcome::Route(pool.clone());
+                d.kind = DecisionKind::Hint;
+                d.reason = "hint_primary";
+                d.rewritten = None;
+                d.pins_primary = true;
+            }
+            None => self.hint_error(
+                d,
+                DecisionError::NoPool {
+                    protocol: input.protocol,
+                },
+            ),
+        }
+    }
+
+    /// `route=replica` only for a replica-eligible statement of an unpinned session with a read
+    /// pool; anything else is an error, so the statement never runs on the wrong role.
+    fn hint_replica(&self, d: &mut Decision, input: &RouteInput<'_>) {
+        let Some(read) = self.rules.read_pool(input.protocol) else {
+            return self.not_honored(
+                d,
+                format!(
+                    "route=replica: no read pool is configured for {} clients",
+                    input.protocol
+                ),
+            );
+        };
+        if let Some(why) = d.facts.ineligibility {
+            return self.not_honored(
+                d,
+                format!("route=replica: statement is not replica-eligible ({why})"),
+            );
+        }
+        if input.session.pinned_to_primary {
+            let why = "route=replica: the session is pinned to the primary (read-your-writes or route=primary)";
+            return self.not_honored(d, why.to_owned());
+        }
+        d.outcome = Outcome::Route(read.clone());
+        d.kind = DecisionKind::Hint;
+        d.reason = "hint_replica";
+        d.rewritten = None;
+    }
+
+    /// Step 7: the read pool for a replica-eligible statement of an unpinned session, else the
+    /// primary (write or default) pool.
+    fn split(&self, d: &mut Decision, input: &RouteInput<'_>) {
+        let read = self.rules.read_pool(input.protocol);
+        let (pool, reason) = match (read, d.facts.ineligibility) {
+            (Some(read), None) if !input.session.pinned_to_primary => {
+                (Some(read), "replica_eligible")
+            }
+            (Some(_), None) => (self.rules.primary_pool(input.protocol), "read_your_writes"),
+            (Some(_), Some(why)) => (self.rules.primary_pool(input.protocol), why),
+            (None, _) => (self.rules.primary_pool(input.protocol), "default"),
+        };
+        d.reason = reason;
+        d.outcome = match pool {
+            Some(pool) => Outcome::Route(pool.clone()),
+            None => Outcome::Error(DecisionError::NoPool {
+                protocol: input.protocol,
+            }),
+        };
+    }
+}
+
+/// A MySQL executable comment (`/*! ... */`) may hide code from sqlparser. Any occurrence counts,
+/// even inside a string literal: a false positive only sends a statement to the primary.
+fn hidden_code(input: &RouteInput<'_>) -> bool {
+    input.protocol == Protocol::MySql && input.sql.contains("/*!")
+}

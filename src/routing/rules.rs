@@ -1,0 +1,504 @@
+//! The compiled, immutable rule set: pattern rules, session rules, dynamic rules, translation
+//! templates and the default pools, built once on the control plane from the `Config`, the
+//! runtime-added rules and the runtime translations, then shared by every core (`Send + Sync`).
+//!
+//! Regexes and templates are compiled here, once; every problem is reported with the rule's name.
+
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use regex::Regex;
+
+use crate::config::{
+    CacheConfig, Config, NormalizationStrategy, PatternKind, PatternRule, Protocol, ReadYourWrites,
+    RegexRule, RuleTarget, TranslationRule,
+};
+use crate::error::{ErrorCode, Origin};
+use crate::sql::fingerprint::Fingerprint;
+use crate::sql::template::{TemplateError, TranslationTemplate};
+
+use super::{dialect, KeySpace, RouteInput, StatementKey};
+
+/// A rule that cannot be compiled; names the rule so the operator can find it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// A regex pattern does not compile.
+    #[error("rule `{rule}`: invalid regex: {message}")]
+    InvalidRegex {
+        /// Rule name.
+        rule: String,
+        /// The regex engine's reason.
+        message: String,
+    },
+    /// A `hash` pattern is not a decimal u64.
+    #[error("rule `{rule}`: hash pattern `{pattern}` is not a decimal u64 fingerprint")]
+    InvalidHash {
+        /// Rule name.
+        rule: String,
+        /// The pattern as given.
+        pattern: String,
+    },
+    /// A `template` pattern is empty.
+    #[error("rule `{rule}`: a template pattern must not be empty")]
+    EmptyTemplate {
+        /// Rule name.
+        rule: String,
+    },
+    /// A rule names a pool the configuration does not define.
+    #[error("rule `{rule}`: unknown pool `{pool}`")]
+    UnknownPool {
+        /// Rule name.
+        rule: String,
+        /// The pool name as given.
+        pool: String,
+    },
+    /// A translation rule's literals cannot be mapped.
+    #[error("rule `{rule}` ({protocol} clients): {source}")]
+    Translation {
+        /// Rule name (`translation.rules[i]` or `api.translations[i]`).
+        rule: String,
+        /// The client protocol the template was compiled for.
+        protocol: Protocol,
+        /// Why the mapping is refused.
+        source: TemplateError,
+    },
+}
+
+impl ErrorCode for RuleError {
+    fn code(&self) -> &'static str {
+        "routing.invalid_rule"
+    }
+
+    fn origin(&self) -> Origin {
+        Origin::Client
+    }
+}
+
+/// Every rule error found while building a [`RuleSet`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct RuleErrors(pub Vec<RuleError>);
+
+impl ErrorCode for RuleErrors {
+    fn code(&self) -> &'static str {
+        "routing.invalid_rule"
+    }
+
+    fn origin(&self) -> Origin {
+        Origin::Client
+    }
+}
+
+/// What a matched rule does.
+#[derive(Debug, Clone)]
+pub(super) enum Target {
+    Pool(Arc<str>),
+    Reject(Arc<str>),
+}
+
+#[derive(Debug)]
+enum Matcher {
+    /// Key of the example, per client protocol (indexed by [`proto_index`]).
+    Template([(Fingerprint, KeySpace); 2]),
+    Regex(Regex),
+    Hash(u64),
+}
+
+/// A compiled pattern rule (config or dynamic).
+#[derive(Debug)]
+pub(super) struct Pattern {
+    pub(super) name: Arc<str>,
+    matcher: Matcher,
+    pub(super) target: Target,
+}
+
+impl Pattern {
+    fn is_regex(&self) -> bool {
+        matches!(self.matcher, Matcher::Regex(_))
+    }
+
+    /// Template and hash rules: decided by the key alone, hence cacheable.
+    fn matches_key(&self, key: &StatementKey) -> bool {
+        match &self.matcher {
+            Matcher::Template(keys) => {
+                keys.get(proto_index(key.protocol)) == Some(&(key.fingerprint, key.space))
+            }
+            Matcher::Hash(h) => key.fingerprint.0 == *h,
+            Matcher::Regex(_) => false,
+        }
+    }
+
+    fn matches(&self, key: &StatementKey, sql: &str) -> bool {
+        match &self.matcher {
+            Matcher::Regex(re) => re.is_match(sql),
+            Matcher::Template(_) | Matcher::Hash(_) => self.matches_key(key),
+        }
+    }
+}
+
+/// A compiled `[[routing.rules]]` entry.
+#[derive(Debug)]
+pub(super) struct SessionRule {
+    pub(super) name: Arc<str>,
+    regex: Option<Regex>,
+    user: Option<String>,
+    database: Option<String>,
+    protocol: Option<Protocol>,
+    pub(super) target: Target,
+}
+
+impl SessionRule {
+    fn matches(&self, input: &RouteInput<'_>) -> bool {
+        self.protocol.map_or(true, |p| p == input.protocol)
+            && self.user.as_deref().map_or(true, |u| u == input.user)
+            && self
+                .database
+                .as_deref()
+                .map_or(true, |d| d == input.database)
+            && self
+                .regex
+                .as_ref()
+                .map_or(true, |re| re.is_match(input.sql))
+    }
+}
+
+/// A compiled translation template with its target.
+#[derive(Debug)]
+pub(super) struct Translation {
+    pub(super) name: Arc<str>,
+    template: TranslationTemplate,
+    pub(super) pool: Arc<str>,
+}
+
+/// The immutable rules of one configuration version. A new `RuleSet` means an empty plan cache.
+#[derive(Debug)]
+pub struct RuleSet {
+    cache: CacheConfig,
+    read_your_writes: ReadYourWrites,
+    split: bool,
+    /// Per protocol ([`proto_index`]): the primary (write/default) pool and the read pool.
+    primary: [Option<Arc<str>>; 2],
+    read: [Option<Arc<str>>; 2],
+    /// Keyed by (lexer fingerprint, client protocol); candidates in registration order.
+    translations: AHashMap<(Fingerprint, Protocol), Vec<Translation>>,
+    dynamic: Vec<Pattern>,
+    patterns: Vec<Pattern>,
+    pattern_regexes: bool,
+    rules: Vec<SessionRule>,
+}
+
+/// Index of a protocol in per-protocol arrays.
+fn proto_index(p: Protocol) -> usize {
+    match p {
+        Protocol::Postgres => 0,
+        Protocol::MySql => 1,
+    }
+}
+
+const PROTOCOLS: [Protocol; 2] = [Protocol::Postgres, Protocol::MySql];
+
+/// Rules are tried highest priority first; ties keep their file order (the sort is stable).
+fn by_priority<T>(mut rules: Vec<(i32, T)>) -> Vec<T> {
+    rules.sort_by_key(|(priority, _)| std::cmp::Reverse(*priority));
+    rules.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Builds rules, interning pool names and collecting errors.
+struct Builder<'c> {
+    config: &'c Config,
+    pools: AHashMap<String, Arc<str>>,
+    errors: Vec<RuleError>,
+}
+
+impl Builder<'_> {
+    fn pool(&mut self, rule: &str, name: &str) -> Option<Arc<str>> {
+        if self.config.pool(name).is_none() {
+            self.errors.push(RuleError::UnknownPool {
+                rule: rule.to_owned(),
+                pool: name.to_owned(),
+            });
+            return None;
+        }
+        Some(
+            self.pools
+                .entry(name.to_owned())
+                .or_insert_with(|| Arc::from(name))
+                .clone(),
+        )
+    }
+
+    fn target(&mut self, rule: &str, target: &RuleTarget) -> Option<Target> {
+        match target {
+            RuleTarget::Pool(p) => self.pool(rule, p).map(Target::Pool),
+            RuleTarget::Reject(msg) => Some(Target::Reject(Arc::from(msg.as_str()))),
+        }
+    }
+
+    fn regex(&mut self, rule: &str, pattern: &str) -> Option<Regex> {
+        Regex::new(pattern)
+            .map_err(|e| {
+                let text = e.to_string();
+                let message = text.lines().last().unwrap_or(&text).trim().to_owned();
+                self.errors.push(RuleError::InvalidRegex {
+                    rule: rule.to_owned(),
+                    message,
+                });
+            })
+            .ok()
+    }
+
+    fn pattern(&mut self, rule: &PatternRule) -> Option<(i32, Pattern)> {
+        let strategy = self.config.routing.cache.normalization_strategy;
+        let matcher = match rule.kind {
+            PatternKind::Template if rule.pattern.trim().is_empty() => {
+                self.errors.push(RuleError::EmptyTemplate {
+                    rule: rule.name.clone(),
+                });
+                None
+            }
+            PatternKind::Template => Some(Matcher::Template(PROTOCOLS.map(|p| {
+                let key = StatementKey::compute(&rule.pattern, p, strategy);
+                (key.fingerprint, key.space)
+            }))),
+            PatternKind::Regex => self.regex(&rule.name, &rule.pattern).map(Matcher::Regex),
+            PatternKind::Hash => match rule.pattern.trim().parse::<u64>() {
+                Ok(h) => Some(Matcher::Hash(h)),
+                Err(_) => {
+                    let (rule, pattern) = (rule.name.clone(), rule.pattern.clone());
+                    self.errors.push(RuleError::InvalidHash { rule, pattern });
+                    None
+                }
+            },
+        };
+        let target = self.target(&rule.name, &rule.target);
+        let (matcher, target) = (matcher?, target?);
+        Some((
+            rule.priority,
+            Pattern {
+                name: Arc::from(rule.name.as_str()),
+                matcher,
+                target,
+            },
+        ))
+    }
+
+    fn session_rule(&mut self, rule: &RegexRule) -> Option<(i32, SessionRule)> {
+        let regex = match &rule.pattern {
+            Some(p) => Some(self.regex(&rule.name, p)?),
+            None => None,
+        };
+        let target = self.target(&rule.name, &rule.target)?;
+        let compiled = SessionRule {
+            name: Arc::from(rule.name.as_str()),
+            regex,
+            user: rule.user.clone(),
+            database: rule.database.clone(),
+            protocol: rule.protocol,
+            target,
+        };
+        Some((rule.priority, compiled))
+    }
+
+    /// Compiles `rule` for every client protocol with a listener.
+    fn translation(&mut self, name: &str, rule: &TranslationRule, into: &mut TranslationMap) {
+        let Some(pool) = self.pool(name, &rule.target_pool) else {
+            return;
+        };
+        let backend = self.config.pool(&rule.target_pool).and_then(|p| p.protocol);
+        for protocol in client_protocols(self.config) {
+            let target = dialect(backend.unwrap_or(protocol));
+            match TranslationTemplate::compile(
+                &rule.original_sql,
+                &rule.translated_sql,
+                dialect(protocol),
+                target,
+            ) {
+                Ok(template) => into
+                    .entry((template.fingerprint(), protocol))
+                    .or_default()
+                    .push(Translation {
+                        name: Arc::from(name),
+                        template,
+                        pool: pool.clone(),
+                    }),
+                Err(source) => self.errors.push(RuleError::Translation {
+                    rule: name.to_owned(),
+                    protocol,
+                    source,
+                }),
+            }
+        }
+    }
+}
+
+type TranslationMap = AHashMap<(Fingerprint, Protocol), Vec<Translation>>;
+
+/// The protocols clients may speak: those with a listener (both when none is configured).
+fn client_protocols(config: &Config) -> Vec<Protocol> {
+    let listed: Vec<Protocol> = PROTOCOLS
+        .into_iter()
+        .filter(|p| config.listeners.iter().any(|l| l.protocol == *p))
+        .collect();
+    if listed.is_empty() {
+        PROTOCOLS.to_vec()
+    } else {
+        listed
+    }
+}
+
+impl RuleSet {
+    /// Compiles the configuration's rules, the runtime-added pattern rules (`dynamic`, same shape
+    /// as `[[routing.pattern_rules]]`) and the runtime translations (`POST /api/translations`,
+    /// tried after the configured ones). Every error is reported, each naming its rule.
+    pub fn build(
+        config: &Config,
+        dynamic: &[PatternRule],
+        runtime_translations: &[TranslationRule],
+    ) -> Result<RuleSet, RuleErrors> {
+        let mut b = Builder {
+            config,
+            pools: AHashMap::new(),
+            errors: Vec::new(),
+        };
+        let routing = &config.routing;
+        let patterns = by_priority(
+            routing
+                .pattern_rules
+                .iter()
+                .filter_map(|r| b.pattern(r))
+                .collect(),
+        );
+        let dynamic = by_priority(dynamic.iter().filter_map(|r| b.pattern(r)).collect());
+        let rules = by_priority(
+            routing
+                .rules
+                .iter()
+                .filter_map(|r| b.session_rule(r))
+                .collect(),
+        );
+        let mut translations = TranslationMap::new();
+        for (i, rule) in config.translations.iter().enumerate() {
+            b.translation(&format!("translation.rules[{i}]"), rule, &mut translations);
+        }
+        for (i, rule) in runtime_translations.iter().enumerate() {
+            b.translation(&format!("api.translations[{i}]"), rule, &mut translations);
+        }
+        let split = routing.read_write_split;
+        let mut primary = [None, None];
+        let mut read = [None, None];
+        for protocol in PROTOCOLS {
+            let i = proto_index(protocol);
+            if let (Some(slot), Some(name)) = (primary.get_mut(i), routing.primary_pool(protocol)) {
+                *slot = b.pool("routing", name);
+            }
+            // mysql_default_pool takes every MySQL statement: no split for those clients.
+            let own_default = protocol == Protocol::MySql && routing.mysql_default_pool.is_some();
+            if let (true, false, Some(slot), Some(name)) =
+                (split, own_default, read.get_mut(i), &routing.read_pool)
+            {
+                *slot = b.pool("routing", name);
+            }
+        }
+        if !b.errors.is_empty() {
+            return Err(RuleErrors(b.errors));
+        }
+        Ok(RuleSet {
+            cache: routing.cache,
+            read_your_writes: routing.read_your_writes,
+            split,
+            primary,
+            read,
+            translations,
+            dynamic,
+            pattern_regexes: patterns.iter().any(Pattern::is_regex),
+            patterns,
+            rules,
+        })
+    }
+
+    /// The normalization strategy of the cache key and template rules.
+    pub fn strategy(&self) -> NormalizationStrategy {
+        self.cache.normalization_strategy
+    }
+
+    /// The plan-cache settings.
+    pub fn cache_config(&self) -> CacheConfig {
+        self.cache
+    }
+
+    /// The configured read-your-writes mode (for [`super::RywState::new`]).
+    pub fn read_your_writes(&self) -> ReadYourWrites {
+        self.read_your_writes
+    }
+
+    /// Whether reads are split from writes.
+    pub fn read_write_split(&self) -> bool {
+        self.split
+    }
+
+    /// The primary (write or default) pool of `protocol` clients.
+    pub fn primary_pool(&self, protocol: Protocol) -> Option<&Arc<str>> {
+        self.primary
+            .get(proto_index(protocol))
+            .and_then(Option::as_ref)
+    }
+
+    /// The read pool of `protocol` clients; `None` when they are not split.
+    pub fn read_pool(&self, protocol: Protocol) -> Option<&Arc<str>> {
+        self.read
+            .get(proto_index(protocol))
+            .and_then(Option::as_ref)
+    }
+
+    /// Step 2: the first translation whose template fits, with the rewritten SQL.
+    pub(super) fn translate(
+        &self,
+        key: &StatementKey,
+        sql: &str,
+    ) -> Option<(&Translation, String)> {
+        if self.translations.is_empty() {
+            return None;
+        }
+        let candidates = self.translations.get(&(key.lexer, key.protocol))?;
+        candidates.iter().find_map(|t| {
+            t.template
+                .apply(sql, dialect(key.protocol))
+                .map(|out| (t, out))
+        })
+    }
+
+    /// Step 3: the first matching dynamic rule.
+    pub(super) fn dynamic(&self, key: &StatementKey, sql: &str) -> Option<&Pattern> {
+        self.dynamic.iter().find(|p| p.matches(key, sql))
+    }
+
+    /// Step 5, cacheable half: index of the first template/hash rule the key matches.
+    pub(super) fn key_pattern(&self, key: &StatementKey) -> Option<u32> {
+        let i = self.patterns.iter().position(|p| p.matches_key(key))?;
+        u32::try_from(i).ok()
+    }
+
+    /// Step 5 in full, given the cached template/hash match: a regex rule ranked before it wins.
+    /// Returns the rule's index in priority order with the rule.
+    pub(super) fn pattern(&self, cached: Option<u32>, sql: &str) -> Option<(u32, &Pattern)> {
+        let limit = cached.map_or(self.patterns.len(), |i| i as usize);
+        if self.pattern_regexes {
+            let before = self.patterns.get(..limit).unwrap_or(&self.patterns);
+            let regex_hit = before
+                .iter()
+                .position(|p| matches!(&p.matcher, Matcher::Regex(re) if re.is_match(sql)));
+            if let Some((i, p)) =
+                regex_hit.and_then(|i| Some((u32::try_from(i).ok()?, before.get(i)?)))
+            {
+                return Some((i, p));
+            }
+        }
+        let i = cached?;
+        Some((i, self.patterns.get(i as usize)?))
+    }
+
+    /// Step 6: the first `[[routing.rules]]` entry whose every matcher matches.
+    pub(super) fn session_rule(&self, input: &RouteInput<'_>) -> Option<&SessionRule> {
+        self.rules.iter().find(|r| r.matches(input))
+    }
+}

@@ -1,0 +1,203 @@
+//! Read-your-writes in its three modes, with time as a parameter, driven through the router as a
+//! session would: route with `pinned(now)`, then `observe(decision, now)`.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::config::ReadYourWrites;
+
+const READ: &str = "SELECT a FROM t WHERE id = 1";
+const WRITE: &str = "UPDATE t SET a = 1 WHERE id = 1";
+
+/// A session: its own read-your-writes state and an optional open transaction.
+struct Session {
+    ryw: RywState,
+    tx: Option<Arc<str>>,
+    read_only: bool,
+}
+
+impl Session {
+    fn new(r: &Router) -> Session {
+        Session {
+            ryw: RywState::new(r.rules().read_your_writes()),
+            tx: None,
+            read_only: false,
+        }
+    }
+
+    /// Routes and executes `sql` at `now`; returns the decision.
+    fn run(&mut self, r: &mut Router, sql: &str, now: Instant) -> Decision {
+        let mut input = RouteInput::new(sql, Protocol::Postgres, "app", "app");
+        input.session.pinned_to_primary = self.ryw.pinned(now);
+        input.session.transaction_pool = self.tx.as_ref();
+        input.session.read_only_transaction = self.read_only;
+        let d = r.route(&input);
+        self.ryw.observe(&d, now);
+        d
+    }
+}
+
+fn router(mode: &str) -> Router {
+    router_for(&config(
+        &format!("{SPLIT}\nread_your_writes = \"{mode}\""),
+        "",
+    ))
+}
+
+#[test]
+fn session_mode_pins_for_the_rest_of_the_session_only() {
+    let mut r = router("session");
+    assert_eq!(r.rules().read_your_writes(), ReadYourWrites::Session);
+    let t0 = Instant::now();
+    let (mut a, mut b) = (Session::new(&r), Session::new(&r));
+    assert_eq!(pool(&a.run(&mut r, READ, t0)), "replicas");
+    assert_eq!(pool(&a.run(&mut r, WRITE, t0)), "primary");
+    let later = t0 + Duration::from_secs(3600);
+    let d = a.run(&mut r, READ, later);
+    assert_eq!(
+        (pool(&d), d.reason, d.kind),
+        ("primary", "read_your_writes", DecisionKind::Cache)
+    );
+    // Another session is unaffected by a's write.
+    assert_eq!(pool(&b.run(&mut r, READ, later)), "replicas");
+}
+
+#[test]
+fn none_mode_never_pins_on_writes() {
+    let mut r = router("none");
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    s.run(&mut r, WRITE, t0);
+    assert_eq!(pool(&s.run(&mut r, READ, t0)), "replicas");
+}
+
+#[test]
+fn window_mode_pins_for_the_window_after_the_last_write() {
+    let mut r = router("2s");
+    assert_eq!(
+        r.rules().read_your_writes(),
+        ReadYourWrites::Window(Duration::from_secs(2))
+    );
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    s.run(&mut r, WRITE, t0);
+    let table = [
+        (0, "primary"),
+        (1_999, "primary"),
+        (2_000, "replicas"),
+        (10_000, "replicas"),
+    ];
+    for (ms, want) in table {
+        let now = t0 + Duration::from_millis(ms);
+        let mut input = RouteInput::new(READ, Protocol::Postgres, "app", "app");
+        input.session.pinned_to_primary = s.ryw.pinned(now);
+        assert_eq!(pool(&r.route(&input)), want, "{ms} ms");
+    }
+    assert_eq!(
+        s.ryw.window_left(t0 + Duration::from_millis(500)),
+        Some(Duration::from_millis(1_500))
+    );
+    assert_eq!(s.ryw.window_left(t0 + Duration::from_secs(3)), None);
+}
+
+#[test]
+fn window_restarts_when_a_writing_transaction_commits() {
+    let mut r = router("2s");
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    s.run(&mut r, "BEGIN", t0);
+    s.tx = Some(Arc::from("primary"));
+    s.run(&mut r, WRITE, t0);
+    let commit = t0 + Duration::from_secs(5);
+    s.run(&mut r, "COMMIT", commit);
+    s.tx = None;
+    assert!(
+        s.ryw.pinned(commit + Duration::from_millis(1_500)),
+        "the window counts from the commit"
+    );
+    assert!(!s.ryw.pinned(commit + Duration::from_secs(2)));
+    // A transaction without writes does not restart it.
+    s.run(&mut r, "BEGIN", commit + Duration::from_secs(10));
+    s.run(&mut r, "COMMIT", commit + Duration::from_secs(10));
+    assert!(!s.ryw.pinned(commit + Duration::from_secs(10)));
+}
+
+#[test]
+fn what_starts_pinning() {
+    let table = [
+        (WRITE, true),
+        ("INSERT INTO t VALUES (1)", true),
+        ("CREATE TABLE x (a int)", true),
+        ("SELECT nextval('s')", true),
+        ("SELECT random()", true),
+        ("SELECT my_udf(1)", true),
+        ("CALL proc()", true),
+        ("garbage (((", true),
+        ("VACUUM t", true),
+        (READ, false),
+        ("BEGIN", false),
+        ("COMMIT", false),
+        ("SET search_path = app", false),
+        ("SHOW search_path", false),
+        ("SELECT a FROM t FOR UPDATE", false),
+    ];
+    let mut r = router("session");
+    let t0 = Instant::now();
+    for (sql, pins) in table {
+        let mut s = Session::new(&r);
+        let d = s.run(&mut r, sql, t0);
+        assert_eq!((d.writes, s.ryw.pinned(t0)), (pins, pins), "{sql}");
+    }
+}
+
+#[test]
+fn read_only_transactions_and_refused_statements_do_not_pin() {
+    let tail = "[[routing.rules]]\nname = \"deny\"\npattern = \"^DELETE\"\nreject = \"no\"\n";
+    let mut r = router_for(&config(SPLIT, tail));
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    s.tx = Some(Arc::from("primary"));
+    s.read_only = true;
+    let d = s.run(&mut r, "SELECT random()", t0);
+    assert!(!d.writes && !s.ryw.pinned(t0));
+    s.tx = None;
+    s.read_only = false;
+    assert_eq!(rejected(&s.run(&mut r, "DELETE FROM t", t0)), "no");
+    assert!(!s.ryw.pinned(t0), "a refused statement never ran");
+    let d = s.run(
+        &mut r,
+        "/* querypilot: route=banana */ UPDATE t SET a = 1",
+        t0,
+    );
+    assert!(
+        d.pool().is_none() && !s.ryw.pinned(t0),
+        "an erroring statement never ran"
+    );
+}
+
+#[test]
+fn primary_hint_pins_in_every_mode() {
+    for mode in ["none", "session", "1s"] {
+        let mut r = router(mode);
+        let t0 = Instant::now();
+        let mut s = Session::new(&r);
+        s.run(
+            &mut r,
+            &format!("/* querypilot: route=primary */ {READ}"),
+            t0,
+        );
+        let later = t0 + Duration::from_secs(3600);
+        assert_eq!(pool(&s.run(&mut r, READ, later)), "primary", "{mode}");
+    }
+}
+
+#[test]
+fn mode_change_keeps_what_was_observed() {
+    let mut r = router("none");
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    s.run(&mut r, WRITE, t0);
+    assert!(!s.ryw.pinned(t0));
+    s.ryw.set_mode(ReadYourWrites::Session);
+    assert!(s.ryw.pinned(t0));
+}
