@@ -226,7 +226,7 @@ pub struct PatternRule {
     pub pattern: String,
     /// What a match does.
     pub target: RuleTarget,
-    /// Higher wins when several rules match.
+    /// Rules are tried by ascending priority: the lowest matching one wins.
     pub priority: i32,
 }
 
@@ -255,7 +255,7 @@ pub struct RegexRule {
     pub protocol: Option<Protocol>,
     /// What a match does.
     pub target: RuleTarget,
-    /// Higher wins when several rules match.
+    /// Rules are tried by ascending priority: the lowest matching one wins.
     pub priority: i32,
 }
 

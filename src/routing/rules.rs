@@ -197,9 +197,10 @@ fn proto_index(p: Protocol) -> usize {
 
 const PROTOCOLS: [Protocol; 2] = [Protocol::Postgres, Protocol::MySql];
 
-/// Rules are tried highest priority first; ties keep their file order (the sort is stable).
+/// Rules are tried by ascending priority (issue #5: lower numbers first); ties keep their file
+/// order (the sort is stable).
 fn by_priority<T>(mut rules: Vec<(i32, T)>) -> Vec<T> {
-    rules.sort_by_key(|(priority, _)| std::cmp::Reverse(*priority));
+    rules.sort_by_key(|(priority, _)| *priority);
     rules.into_iter().map(|(_, r)| r).collect()
 }
 

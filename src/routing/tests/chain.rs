@@ -153,15 +153,16 @@ fn hash_rule_matches_the_decimal_fingerprint() {
     );
 }
 
-/// Rules in file order a, b, c over one statement: which name decides for given priorities.
+/// Rules in file order a, b, c over one statement: which name decides for given priorities
+/// (ascending: the lowest priority number is tried first).
 #[test]
-fn pattern_priority_higher_first_ties_in_file_order() {
+fn pattern_priority_lower_first_ties_in_file_order() {
     let sql = "SELECT * FROM orders WHERE id = 1";
     let table: [([i32; 3], &str); 4] = [
         ([0, 0, 0], "a"),
-        ([1, 5, 3], "b"),
-        ([-1, -2, 0], "c"),
-        ([2, 9, 9], "b"),
+        ([5, 1, 3], "b"),
+        ([3, 3, -1], "c"),
+        ([2, 9, 9], "a"),
     ];
     for (prio, want) in table {
         let tail = format!(
@@ -267,13 +268,8 @@ pool = "analytics"
         (Protocol::Postgres, "x", "shop", "SELECT 1", Some("shop-db")),
         (Protocol::Postgres, "x", "shop", "UPDATE t SET a = 1", None),
         (Protocol::Postgres, "x", "shopx", "SELECT 1", None),
-        (
-            Protocol::MySql,
-            "reporting",
-            "shop",
-            "SELECT 1",
-            Some("reporting-mysql"),
-        ),
+        // Both match; "shop-db" has the lower priority number, so it is tried first.
+        (Protocol::MySql, "reporting", "shop", "SELECT 1", Some("shop-db")),
     ];
     for (protocol, user, db, sql, want) in table {
         let d = r.route(&RouteInput::new(sql, protocol, user, db));
