@@ -134,11 +134,12 @@ struct BackendSlot {
 }
 
 impl BackendSlot {
-    /// A connection attempt failed: counted, and an unreachable backend (not a refused login,
-    /// which may be the client's own credentials) is marked down for every core at once.
-    fn connect_failed(&self, e: &PoolError) {
+    /// A connection attempt failed: counted, and a backend that refused it before `deadline`
+    /// is marked down for every core at once. A refused login (perhaps the client's own
+    /// credentials) or a slow one that hit the deadline (a busy server) is left to the probes.
+    fn connect_failed(&self, e: &PoolError, deadline: Instant) {
         self.counters.connect_failed();
-        if matches!(e, PoolError::Connect { .. }) {
+        if matches!(e, PoolError::Connect { .. }) && rt::now() < deadline {
             self.health.connect_failed();
         }
     }
@@ -241,6 +242,10 @@ impl CorePool {
     /// probe (the router decides about fallbacks with [`CorePool::has_healthy_backend`]).
     fn usable(&self, i: usize, any_healthy: bool) -> bool {
         !any_healthy || self.backends.get(i).is_some_and(|b| b.health.is_healthy())
+    }
+
+    fn marked_down(&self, i: usize) -> bool {
+        self.backends.get(i).is_some_and(|b| !b.health.is_healthy())
     }
     // ---- end health ----
 
@@ -351,14 +356,15 @@ impl CorePool {
         Some(idle.swap_remove(pos))
     }
 
-    /// health: opens on backend `first`; when it cannot be reached (it is then marked down,
-    /// see [`CorePool::open`]) and another backend is healthy, tries that one instead, so a
-    /// dead backend costs the client nothing but a connect attempt.
+    /// health: opens on backend `first`; when it refused the connection (it is then marked
+    /// down, see `BackendSlot::connect_failed`) and another backend is healthy, tries that one
+    /// instead, so a dead backend costs the client nothing but a refused connect. Each retry
+    /// follows a new mark, so there are at most as many attempts as backends.
     async fn open_healthy(&self, first: usize, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
         let mut index = first;
         loop {
             match self.open(index, protocol, deadline).await {
-                Err(e @ PoolError::Connect { .. }) if self.has_healthy_backend() && rt::now() < deadline => {
+                Err(e @ PoolError::Connect { .. }) if self.marked_down(index) && self.has_healthy_backend() => {
                     match self.pick_backend() {
                         Some(next) => index = next,
                         None => return Err(e),
@@ -379,7 +385,7 @@ impl CorePool {
             Protocol::Postgres => {
                 let conn = pg::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline)
                     .await
-                    .inspect_err(|e| slot.connect_failed(e))?; // metrics, health
+                    .inspect_err(|e| slot.connect_failed(e, connect_deadline))?; // metrics, health
                 if self.server_params.borrow().is_none() {
                     if let ConnInfo::Pg(info) = &conn.info {
                         *self.server_params.borrow_mut() = Some(Rc::new(info.params.clone()));
@@ -390,7 +396,7 @@ impl CorePool {
             Protocol::MySql => {
                 let conn = mysql::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline)
                     .await
-                    .inspect_err(|e| slot.connect_failed(e))?; // metrics, health
+                    .inspect_err(|e| slot.connect_failed(e, connect_deadline))?; // metrics, health
                 if self.server_params.borrow().is_none() {
                     if let ConnInfo::MySql(info) = &conn.info {
                         let params = vec![

@@ -11,3 +11,4 @@ mod admin;
 mod mysql_session;
 mod mysql_sysbench;
 mod mysql_types;
+mod health;
