@@ -175,23 +175,25 @@ pub enum Verdict {
 }
 
 /// The hysteresis of one backend: a state changes only after `failure_threshold` failures or
-/// `success_threshold` successes in a row; a refused connection marks it down at once. The
-/// first result after start (or after the backend's configuration changed) decides directly,
-/// so a lagging replica is not trusted for `failure_threshold` intervals at start.
+/// `success_threshold` successes in a row; a refused connection marks it down at once. A
+/// backend that starts unhealthy because its lag is not known yet is decided by its first
+/// result, so a replica is neither trusted nor shunned for several intervals at start; one that
+/// starts healthy (assumed) needs the usual failures, so one slow first check under load does
+/// not take it out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hysteresis {
     /// The state this tracker believes in.
     pub healthy: bool,
     /// Consecutive results disagreeing with `healthy`.
     pub streak: u32,
-    /// Whether a probe result has been seen since start.
+    /// Whether `healthy` follows the thresholds; `false` only for the assumed-unhealthy start.
     pub decided: bool,
 }
 
 impl Hysteresis {
-    /// A tracker that starts from `healthy` with nothing decided yet.
+    /// A tracker starting from the shared state `healthy` (see the type's docs).
     pub fn new(healthy: bool) -> Self {
-        Self { healthy, streak: 0, decided: false }
+        Self { healthy, streak: 0, decided: healthy }
     }
 
     /// The state after `verdict`, with thresholds `failures` (to go down) and `successes`
@@ -234,9 +236,10 @@ mod tests {
     const F: Verdict = Verdict::Fail(Cause::Query);
 
     #[test]
-    fn first_result_decides_directly() {
-        assert_eq!(run(Hysteresis::new(true), &[F]), vec![false]);
+    fn an_unknown_start_is_decided_by_the_first_result_an_assumed_healthy_one_is_not() {
         assert_eq!(run(Hysteresis::new(false), &[P]), vec![true]);
+        assert_eq!(run(Hysteresis::new(false), &[F, P, P]), vec![false, false, true]);
+        assert_eq!(run(Hysteresis::new(true), &[F, F, F]), vec![true, true, false]);
     }
 
     #[test]

@@ -200,10 +200,19 @@ impl Prober {
             for (index, b) in p.backends.iter().enumerate() {
                 let label = format!("{}:{}", b.host, b.port);
                 let key = (p.name.clone(), label.clone());
-                let kept = old
-                    .remove(&key)
-                    .filter(|t| *t.pool == *p && t.protocol == protocol && t.is_primary == is_primary);
-                let target = kept.or_else(|| self.target(&pool, b, index, label, protocol, is_primary));
+                let previous = old.remove(&key);
+                let unchanged = |t: &Rc<Target>| *t.pool == *p && t.protocol == protocol && t.is_primary == is_primary;
+                let target = match previous {
+                    Some(t) if unchanged(&t) => Some(t),
+                    previous => {
+                        // A changed backend keeps its hysteresis: a reload is no shortcut back.
+                        let tracker = previous.map(|t| {
+                            t.retired.set(true);
+                            t.tracker.get()
+                        });
+                        self.target(&pool, b, index, label, protocol, is_primary, tracker)
+                    }
+                };
                 if let Some(t) = target {
                     next.insert(key, t);
                 }
@@ -215,14 +224,24 @@ impl Prober {
         *self.targets.borrow_mut() = next;
     }
 
-    fn target(&self, pool: &Rc<PoolConfig>, b: &Backend, index: usize, label: String, protocol: Protocol, is_primary: bool) -> Option<Rc<Target>> {
+    #[allow(clippy::too_many_arguments)] // one call site, all of them facts of the backend
+    fn target(
+        &self,
+        pool: &Rc<PoolConfig>,
+        b: &Backend,
+        index: usize,
+        label: String,
+        protocol: Protocol,
+        is_primary: bool,
+        tracker: Option<Hysteresis>,
+    ) -> Option<Rc<Target>> {
         // Resolution happens on (re)configuration only, as for the pools.
         let addr = (b.host.as_str(), b.port).to_socket_addrs().ok()?.next()?;
         if protocol == Protocol::MySql && b.max_replica_lag_bytes.is_some() {
             tracing::warn!(pool = %pool.name, backend = %label, "max_replica_lag_bytes is not measured on MySQL backends; only max_replica_lag and the replication threads are checked");
         }
         let health = self.budgets.health(&pool.name, &label, has_lag_threshold(b));
-        let tracker = Hysteresis::new(health.is_healthy());
+        let tracker = tracker.unwrap_or_else(|| Hysteresis::new(health.is_healthy()));
         Some(Rc::new(Target {
             pool: pool.clone(),
             backend: b.clone(),
@@ -270,20 +289,20 @@ impl Target {
         if self.pool.username.is_none() {
             return match rt::connect(self.addr, deadline).await {
                 Ok(_) => (self.judge(&Lag::UNKNOWN), Lag::UNKNOWN),
-                Err(_) => (Verdict::Refused, Lag::UNKNOWN),
+                Err(_) => (Self::unreachable(deadline), Lag::UNKNOWN),
             };
         }
         let reused = self.conn.borrow_mut().take();
         let fresh = reused.is_none();
         let Some(mut conn) = self.open(prober, reused, deadline).await else {
-            return (Verdict::Refused, Lag::UNKNOWN);
+            return (Self::unreachable(deadline), Lag::UNKNOWN);
         };
         let mut result = rt::with_deadline(deadline, self.sample(prober, &mut conn)).await;
         if !fresh && matches!(result, Ok(Err(ProbeError::Io(_)))) {
             // The kept connection died (e.g. the server restarted): judge by a fresh one.
             drop(conn);
             let Some(again) = self.open(prober, None, deadline).await else {
-                return (Verdict::Refused, Lag::UNKNOWN);
+                return (Self::unreachable(deadline), Lag::UNKNOWN);
             };
             conn = again;
             result = rt::with_deadline(deadline, self.sample(prober, &mut conn)).await;
@@ -302,6 +321,16 @@ impl Target {
             }
             // A probe cut off mid-answer leaves the connection out of sync: it is dropped.
             Err(_) => (Verdict::Fail(Cause::Query), Lag::UNKNOWN),
+        }
+    }
+
+    /// A connection that failed before the probe's deadline was refused (down at once); one
+    /// that ran out of time is a slow backend, judged with the failure threshold.
+    fn unreachable(deadline: Instant) -> Verdict {
+        if rt::now() < deadline {
+            Verdict::Refused
+        } else {
+            Verdict::Fail(Cause::Connect)
         }
     }
 
