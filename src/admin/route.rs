@@ -229,7 +229,7 @@ fn pools(api: &Api, _: &Request) -> Response {
                         active: f.map_or(0, |f| f.active),
                         connect_failures_total: f.map_or(0, |f| f.connect_failures_total),
                         // No figures yet (no core reported): nothing says it is unhealthy.
-                        healthy: health.map_or(true, |h| h.healthy),
+                        healthy: health.is_none_or(|h| h.healthy),
                         health_cause: health.map_or("none", |h| h.cause),
                         replica_lag_seconds: health.and_then(|h| h.lag_seconds()),
                         replica_lag_bytes: health.and_then(|h| h.lag_bytes),

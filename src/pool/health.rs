@@ -284,6 +284,49 @@ mod tests {
         assert_eq!((lagging.is_healthy(), lagging.cause()), (false, Cause::Unknown));
     }
 
+    /// A core's pool over `weights` (backends 127.0.0.1:1.., nothing is connected).
+    fn pool(weights: &[u32]) -> (crate::pool::CorePool, crate::pool::BudgetRegistry) {
+        let backends: Vec<String> =
+            weights.iter().enumerate().map(|(i, w)| format!("{{ host = \"127.0.0.1\", port = {}, weight = {w} }}", i + 1)).collect();
+        let toml = format!(
+            "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n[pools.p]\nusername = \"u\"\npassword = \"x\"\n\
+             max_connections = 1000\nbackends = [{}]\n\n[routing]\ndefault_pool = \"p\"\n",
+            backends.join(", ")
+        );
+        let config = crate::config::Config::parse(&toml, "t.toml").expect("config");
+        let budgets = crate::pool::BudgetRegistry::default();
+        let pool = config.pools.first().expect("pool");
+        let counters = std::rc::Rc::new(crate::metrics::PoolCounters::new("p"));
+        (crate::pool::CorePool::build(pool, &budgets, counters), budgets)
+    }
+
+    fn picks(p: &crate::pool::CorePool, n: usize) -> Vec<usize> {
+        let mut counts = vec![0; p.backends.len()];
+        for _ in 0..n {
+            if let Some(c) = p.pick_backend().and_then(|i| counts.get_mut(i)) {
+                *c += 1;
+            }
+        }
+        counts
+    }
+
+    #[test]
+    fn weighted_round_robin_skips_unhealthy_backends_and_fails_open() {
+        let (p, budgets) = pool(&[2, 1, 1]);
+        assert_eq!(picks(&p, 40), vec![20, 10, 10]);
+        let second = budgets.health("p", "127.0.0.1:2", false);
+        second.connect_failed();
+        assert!(p.has_healthy_backend());
+        assert_eq!(picks(&p, 30), vec![20, 0, 10], "the unhealthy backend gets nothing");
+        assert!(second.transition(false, true, Cause::None));
+        assert_eq!(picks(&p, 40), vec![20, 10, 10], "back in rotation with its weight");
+        for port in 1..=3 {
+            budgets.health("p", &format!("127.0.0.1:{port}"), false).connect_failed();
+        }
+        assert!(!p.has_healthy_backend());
+        assert_eq!(picks(&p, 4).iter().sum::<usize>(), 4, "no healthy backend: the pool fails open");
+    }
+
     #[test]
     fn figures_report_lag_and_failures() {
         let h = BackendHealth::new(true);

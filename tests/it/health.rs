@@ -84,6 +84,8 @@ impl Writer {
     fn start(mut write: impl FnMut() + Send + 'static) -> Writer {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        // A plain test thread, not a core: pacing it with a sleep is fine.
+        #[allow(clippy::disallowed_methods)]
         let thread = std::thread::spawn(move || {
             while !flag.load(Ordering::Relaxed) {
                 write();

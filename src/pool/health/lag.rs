@@ -102,8 +102,8 @@ pub fn lag_ok(lag: &Lag, max_time: Option<Duration>, max_bytes: Option<u64>) -> 
     let Some(seconds) = lag.seconds else {
         return false;
     };
-    let time_ok = max_time.map_or(true, |m| seconds <= m.as_secs_f64());
-    let bytes_ok = max_bytes.map_or(true, |m| lag.bytes.is_some_and(|b| b <= m));
+    let time_ok = max_time.is_none_or(|m| seconds <= m.as_secs_f64());
+    let bytes_ok = max_bytes.is_none_or(|m| lag.bytes.is_some_and(|b| b <= m));
     time_ok && bytes_ok
 }
 
