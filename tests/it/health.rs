@@ -17,8 +17,10 @@ use crate::support::{dbs, eventually, free_port, unique_name, Dbs, Kind, Server}
 const INTERVAL_MS: u64 = 200;
 
 fn get(addr: SocketAddr, path: &str) -> String {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to admin");
-    s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let mut s =
+        TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to admin");
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
     let req = format!("GET {path} HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n\r\n");
     s.write_all(req.as_bytes()).expect("send");
     let mut raw = String::new();
@@ -33,24 +35,45 @@ fn backend(router: &Router, pool: &str, port: u16) -> serde_json::Value {
     let admin = router.control().endpoints().admin.expect("admin endpoint");
     let v: serde_json::Value = serde_json::from_str(&get(admin, "/api/pools")).expect("JSON");
     let pools = v["pools"].as_array().expect("pools").clone();
-    let p = pools.into_iter().find(|p| p["name"] == pool).unwrap_or_else(|| panic!("pool {pool} in {v}"));
+    let p = pools
+        .into_iter()
+        .find(|p| p["name"] == pool)
+        .unwrap_or_else(|| panic!("pool {pool} in {v}"));
     let address = format!("127.0.0.1:{port}");
     let backends = p["backends"].as_array().expect("backends").clone();
-    backends.into_iter().find(|b| b["address"] == address.as_str()).unwrap_or_else(|| panic!("{address} in {p}"))
+    backends
+        .into_iter()
+        .find(|b| b["address"] == address.as_str())
+        .unwrap_or_else(|| panic!("{address} in {p}"))
 }
 
 fn healthy(router: &Router, pool: &str, port: u16) -> bool {
-    backend(router, pool, port)["healthy"].as_bool().expect("healthy flag")
+    backend(router, pool, port)["healthy"]
+        .as_bool()
+        .expect("healthy flag")
 }
 
 /// The value of the `/metrics` sample starting with `series`.
 fn metric(router: &Router, series: &str) -> Option<f64> {
-    let addr = router.control().endpoints().metrics.expect("metrics endpoint");
-    get(addr, "/metrics").lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    let addr = router
+        .control()
+        .endpoints()
+        .metrics
+        .expect("metrics endpoint");
+    get(addr, "/metrics")
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
 /// `[pools.NAME]` with the given backends (inline tables) and fast health checks.
-fn pool(name: &str, user: &str, password: &str, database: &str, mode: &str, backends: &[String]) -> String {
+fn pool(
+    name: &str,
+    user: &str,
+    password: &str,
+    database: &str,
+    mode: &str,
+    backends: &[String],
+) -> String {
     format!(
         "[pools.{name}]\nmode = \"{mode}\"\nusername = \"{user}\"\npassword = \"{password}\"\ndatabase = \"{database}\"\n\
          max_connections = 40\nacquire_timeout = \"20s\"\nconnect_timeout = \"10s\"\nbackends = [{}]\n\n\
@@ -66,7 +89,11 @@ fn be(port: u16, extra: &str) -> String {
 /// A router with one listener of `protocol`, the pools, read/write split between `read` and
 /// `write`, and metrics + admin API on ephemeral ports.
 fn router(protocol: &str, pools: &str, read: &str, write: &str) -> Router {
-    let mysql_default = if protocol == "mysql" { format!("mysql_default_pool = \"{write}\"\n") } else { String::new() };
+    let mysql_default = if protocol == "mysql" {
+        format!("mysql_default_pool = \"{write}\"\n")
+    } else {
+        String::new()
+    };
     Router::start(&format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"{protocol}\"\nbind = \"127.0.0.1:0\"\n\n\
          {pools}[routing]\nread_write_split = true\nread_pool = \"{read}\"\nwrite_pool = \"{write}\"\n{mysql_default}\n\
@@ -92,7 +119,10 @@ impl Writer {
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        Writer { stop, thread: Some(thread) }
+        Writer {
+            stop,
+            thread: Some(thread),
+        }
     }
 }
 
@@ -108,7 +138,11 @@ impl Drop for Writer {
 /// Waits until backend `port` of `pool` is `want`, returning how long that took.
 fn until_health(router: &Router, pool: &str, port: u16, want: bool, timeout: Duration) -> Duration {
     let started = Instant::now();
-    eventually(timeout, &format!("{pool} 127.0.0.1:{port} healthy = {want}"), || healthy(router, pool, port) == want);
+    eventually(
+        timeout,
+        &format!("{pool} 127.0.0.1:{port} healthy = {want}"),
+        || healthy(router, pool, port) == want,
+    );
     started.elapsed()
 }
 
@@ -116,40 +150,105 @@ fn until_health(router: &Router, pool: &str, port: u16, want: bool, timeout: Dur
 fn pg_paused_replay_makes_the_standby_unhealthy_until_resumed() {
     let env = Dbs::private();
     let pg = &env.pg;
-    let pools = pool("primary", &pg.user, &pg.password, &pg.database, "transaction", &[be(pg.primary_port, "")])
-        + &pool("replica", &pg.user, &pg.password, &pg.database, "transaction", &[be(pg.replica_port, ", max_replica_lag = \"1s\"")]);
+    let pools = pool(
+        "primary",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "transaction",
+        &[be(pg.primary_port, "")],
+    ) + &pool(
+        "replica",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "transaction",
+        &[be(pg.replica_port, ", max_replica_lag = \"1s\"")],
+    );
     let router = router("postgres", &pools, "replica", "primary");
-    until_health(&router, "replica", pg.replica_port, true, Duration::from_secs(10));
-    let series = format!("sqp_backend_healthy{{pool=\"replica\",backend=\"127.0.0.1:{}\"}}", pg.replica_port);
+    until_health(
+        &router,
+        "replica",
+        pg.replica_port,
+        true,
+        Duration::from_secs(10),
+    );
+    let series = format!(
+        "sqp_backend_healthy{{pool=\"replica\",backend=\"127.0.0.1:{}\"}}",
+        pg.replica_port
+    );
     assert_eq!(metric(&router, &series), Some(1.0));
     let lag = backend(&router, "replica", pg.replica_port);
-    assert!(lag["replica_lag_seconds"].as_f64().is_some_and(|s| s < 1.0), "caught up: {lag}");
+    assert!(
+        lag["replica_lag_seconds"].as_f64().is_some_and(|s| s < 1.0),
+        "caught up: {lag}"
+    );
 
     let table = unique_name("health_pg");
     let mut setup = pg.primary_client();
-    setup.batch_execute(&format!("CREATE TABLE {table} (id serial PRIMARY KEY, at timestamptz DEFAULT now())")).expect("create");
+    setup
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (id serial PRIMARY KEY, at timestamptz DEFAULT now())"
+        ))
+        .expect("create");
     let (writer_env, writes) = (pg.clone(), table.clone());
     let writer = Writer::start(move || {
-        let _ = writer_env.primary_client().execute(&format!("INSERT INTO {writes} DEFAULT VALUES"), &[]);
+        let _ = writer_env
+            .primary_client()
+            .execute(&format!("INSERT INTO {writes} DEFAULT VALUES"), &[]);
     });
     env.pause_replication(Kind::Pg);
-    let took = until_health(&router, "replica", pg.replica_port, false, Duration::from_secs(15));
+    let took = until_health(
+        &router,
+        "replica",
+        pg.replica_port,
+        false,
+        Duration::from_secs(15),
+    );
     // Lag exceeds 1s about one second after the pause; two failing checks then mark it down.
     let allowed = Duration::from_millis(1000 + 3 * INTERVAL_MS + 1500);
-    assert!(took <= allowed, "standby marked unhealthy after {took:?} (allowed {allowed:?})");
+    assert!(
+        took <= allowed,
+        "standby marked unhealthy after {took:?} (allowed {allowed:?})"
+    );
     let down = backend(&router, "replica", pg.replica_port);
     assert_eq!(down["health_cause"], "lag", "{down}");
-    assert!(down["replica_lag_seconds"].as_f64().is_some_and(|s| s > 1.0), "{down}");
-    assert!(down["replica_lag_bytes"].as_u64().is_some_and(|b| b > 0), "WAL behind: {down}");
+    assert!(
+        down["replica_lag_seconds"]
+            .as_f64()
+            .is_some_and(|s| s > 1.0),
+        "{down}"
+    );
+    assert!(
+        down["replica_lag_bytes"].as_u64().is_some_and(|b| b > 0),
+        "WAL behind: {down}"
+    );
     assert_eq!(metric(&router, &series), Some(0.0));
-    let lag_series = format!("sqp_backend_replica_lag_seconds{{pool=\"replica\",backend=\"127.0.0.1:{}\"}}", pg.replica_port);
+    let lag_series = format!(
+        "sqp_backend_replica_lag_seconds{{pool=\"replica\",backend=\"127.0.0.1:{}\"}}",
+        pg.replica_port
+    );
     assert!(metric(&router, &lag_series).is_some_and(|s| s > 1.0));
-    assert!(healthy(&router, "primary", pg.primary_port), "the primary is not a lagging replica");
+    assert!(
+        healthy(&router, "primary", pg.primary_port),
+        "the primary is not a lagging replica"
+    );
 
     env.resume_replication(Kind::Pg);
-    until_health(&router, "replica", pg.replica_port, true, Duration::from_secs(15));
+    until_health(
+        &router,
+        "replica",
+        pg.replica_port,
+        true,
+        Duration::from_secs(15),
+    );
     let back = backend(&router, "replica", pg.replica_port);
-    assert!(back["replica_lag_seconds"].as_f64().is_some_and(|s| s <= 1.0), "{back}");
+    assert!(
+        back["replica_lag_seconds"]
+            .as_f64()
+            .is_some_and(|s| s <= 1.0),
+        "{back}"
+    );
     drop(writer);
 }
 
@@ -157,20 +256,54 @@ fn pg_paused_replay_makes_the_standby_unhealthy_until_resumed() {
 fn mariadb_stopped_sql_thread_makes_the_replica_unhealthy_until_restarted() {
     let env = Dbs::private();
     let my = &env.my;
-    let pools = pool("primary", &my.user, &my.password, &my.database, "transaction", &[be(my.primary_port, "")])
-        + &pool("replica", &my.user, &my.password, &my.database, "transaction", &[be(my.replica_port, ", max_replica_lag = \"1s\"")]);
+    let pools = pool(
+        "primary",
+        &my.user,
+        &my.password,
+        &my.database,
+        "transaction",
+        &[be(my.primary_port, "")],
+    ) + &pool(
+        "replica",
+        &my.user,
+        &my.password,
+        &my.database,
+        "transaction",
+        &[be(my.replica_port, ", max_replica_lag = \"1s\"")],
+    );
     let router = router("mysql", &pools, "replica", "primary");
-    until_health(&router, "replica", my.replica_port, true, Duration::from_secs(10));
-    assert_eq!(backend(&router, "replica", my.replica_port)["replica_lag_seconds"].as_f64(), Some(0.0));
+    until_health(
+        &router,
+        "replica",
+        my.replica_port,
+        true,
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        backend(&router, "replica", my.replica_port)["replica_lag_seconds"].as_f64(),
+        Some(0.0)
+    );
 
     env.pause_replication(Kind::Mariadb);
-    let took = until_health(&router, "replica", my.replica_port, false, Duration::from_secs(10));
+    let took = until_health(
+        &router,
+        "replica",
+        my.replica_port,
+        false,
+        Duration::from_secs(10),
+    );
     // A stopped SQL thread is unknown lag at once: two failing checks, no lag to build up.
     let allowed = Duration::from_millis(3 * INTERVAL_MS + 1500);
-    assert!(took <= allowed, "replica marked unhealthy after {took:?} (allowed {allowed:?})");
+    assert!(
+        took <= allowed,
+        "replica marked unhealthy after {took:?} (allowed {allowed:?})"
+    );
     let down = backend(&router, "replica", my.replica_port);
     assert_eq!(down["health_cause"], "lag", "{down}");
-    assert!(down["replica_lag_seconds"].is_null(), "unknown lag is shown as null: {down}");
+    assert!(
+        down["replica_lag_seconds"].is_null(),
+        "unknown lag is shown as null: {down}"
+    );
     let failures = format!(
         "sqp_backend_health_check_failures_total{{pool=\"replica\",backend=\"127.0.0.1:{}\",reason=\"lag\"}}",
         my.replica_port
@@ -178,7 +311,13 @@ fn mariadb_stopped_sql_thread_makes_the_replica_unhealthy_until_restarted() {
     assert!(metric(&router, &failures).is_some_and(|n| n >= 2.0));
 
     env.resume_replication(Kind::Mariadb);
-    until_health(&router, "replica", my.replica_port, true, Duration::from_secs(15));
+    until_health(
+        &router,
+        "replica",
+        my.replica_port,
+        true,
+        Duration::from_secs(15),
+    );
 }
 
 /// Opens `n` PostgreSQL clients at once through the router (session mode: each holds its own
@@ -190,13 +329,19 @@ fn pg_ports(router: &Router, pool: &str, n: usize) -> Vec<u16> {
             .map(|_| {
                 s.spawn(|| {
                     let mut c = router.pg(pool);
-                    let port: i32 = c.query_one("SELECT inet_server_port()", &[]).expect("port").get(0);
+                    let port: i32 = c
+                        .query_one("SELECT inet_server_port()", &[])
+                        .expect("port")
+                        .get(0);
                     (c, port as u16)
                 })
             })
             .collect();
         // Hold every client until all have answered, so no connection is reused.
-        let held: Vec<_> = clients.into_iter().map(|h| h.join().expect("client thread")).collect();
+        let held: Vec<_> = clients
+            .into_iter()
+            .map(|h| h.join().expect("client thread"))
+            .collect();
         held.into_iter().map(|(_, port)| port).collect()
     })
 }
@@ -216,19 +361,43 @@ fn a_stopped_replica_is_skipped_and_returns_after_restart() {
     );
     let router = router("postgres", &pools, "reads", "reads");
     let before = pg_ports(&router, "reads", 6);
-    assert!(before.contains(&pg.replica_port) && before.contains(&pg.primary_port), "{before:?}");
+    assert!(
+        before.contains(&pg.replica_port) && before.contains(&pg.primary_port),
+        "{before:?}"
+    );
 
     env.stop(Server::PgReplica);
-    until_health(&router, "reads", pg.replica_port, false, Duration::from_secs(5));
-    assert_eq!(backend(&router, "reads", pg.replica_port)["health_cause"], "connect");
+    until_health(
+        &router,
+        "reads",
+        pg.replica_port,
+        false,
+        Duration::from_secs(5),
+    );
+    assert_eq!(
+        backend(&router, "reads", pg.replica_port)["health_cause"],
+        "connect"
+    );
     let during = pg_ports(&router, "reads", 6);
-    assert!(during.iter().all(|p| *p == pg.primary_port), "new connections skip the stopped replica: {during:?}");
+    assert!(
+        during.iter().all(|p| *p == pg.primary_port),
+        "new connections skip the stopped replica: {during:?}"
+    );
 
     env.start(Server::PgReplica);
-    until_health(&router, "reads", pg.replica_port, true, Duration::from_secs(15));
+    until_health(
+        &router,
+        "reads",
+        pg.replica_port,
+        true,
+        Duration::from_secs(15),
+    );
     // The six connections of `during` are idle on the primary and reused first.
     let after = pg_ports(&router, "reads", 12);
-    assert!(after.contains(&pg.replica_port), "the restarted replica gets connections again: {after:?}");
+    assert!(
+        after.contains(&pg.replica_port),
+        "the restarted replica gets connections again: {after:?}"
+    );
 }
 
 #[test]
@@ -237,13 +406,27 @@ fn an_unreachable_backend_costs_clients_nothing() {
     // connects (passive health) or the prober's first check to find it, whichever comes first.
     let pg = &dbs().pg;
     let dead = free_port();
-    let pools = pool("reads", &pg.user, &pg.password, &pg.database, "session", &[be(dead, ""), be(pg.primary_port, "")])
-        .replace(&format!("interval = \"{INTERVAL_MS}ms\""), "interval = \"60s\"");
+    let pools = pool(
+        "reads",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "session",
+        &[be(dead, ""), be(pg.primary_port, "")],
+    )
+    .replace(
+        &format!("interval = \"{INTERVAL_MS}ms\""),
+        "interval = \"60s\"",
+    );
     let router = router("postgres", &pools, "reads", "reads");
     let ports = pg_ports(&router, "reads", 8);
     assert!(ports.iter().all(|p| *p == pg.primary_port), "{ports:?}");
     let b = backend(&router, "reads", dead);
-    assert_eq!((b["healthy"].as_bool(), b["health_cause"].as_str()), (Some(false), Some("connect")), "{b}");
+    assert_eq!(
+        (b["healthy"].as_bool(), b["health_cause"].as_str()),
+        (Some(false), Some("connect")),
+        "{b}"
+    );
 }
 
 #[test]
@@ -255,10 +438,19 @@ fn weighted_backends_get_connections_two_to_one() {
         &pg.password,
         &pg.database,
         "session",
-        &[be(pg.primary_port, ", weight = 2"), be(pg.replica_port, ", weight = 1")],
+        &[
+            be(pg.primary_port, ", weight = 2"),
+            be(pg.replica_port, ", weight = 1"),
+        ],
     );
     let router = router("postgres", &pools, "reads", "reads");
-    until_health(&router, "reads", pg.replica_port, true, Duration::from_secs(10));
+    until_health(
+        &router,
+        "reads",
+        pg.replica_port,
+        true,
+        Duration::from_secs(10),
+    );
     // The first login borrows a connection to learn the server parameters; after it, every
     // held client is one selection (but for that one idle connection, reused).
     let mut first = router.pg("reads");
@@ -268,5 +460,8 @@ fn weighted_backends_get_connections_two_to_one() {
     let on_primary = ports.iter().filter(|p| **p == pg.primary_port).count();
     let on_replica = ports.iter().filter(|p| **p == pg.replica_port).count();
     assert_eq!(on_primary + on_replica, 30);
-    assert!((19..=21).contains(&on_primary) && (9..=11).contains(&on_replica), "2:1 expected, got {on_primary}:{on_replica}");
+    assert!(
+        (19..=21).contains(&on_primary) && (9..=11).contains(&on_replica),
+        "2:1 expected, got {on_primary}:{on_replica}"
+    );
 }
