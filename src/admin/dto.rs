@@ -73,4 +73,14 @@ pub struct BackendView {
     pub active: u64,
     /// Failed connection attempts since start.
     pub connect_failures_total: u64,
+    /// Whether new connections go to this backend (health checks and failed connects).
+    pub healthy: bool,
+    /// Why it is unhealthy: `none`, `connect`, `query`, `lag` or `unknown` (not checked yet).
+    pub health_cause: &'static str,
+    /// Replica lag measured by the last health check, in seconds (`null`: unknown or not a replica).
+    pub replica_lag_seconds: Option<f64>,
+    /// PostgreSQL standby WAL bytes not yet replayed (`null`: unknown or not measured).
+    pub replica_lag_bytes: Option<u64>,
+    /// Failed health checks since start.
+    pub health_check_failures_total: u64,
 }

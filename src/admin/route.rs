@@ -223,10 +223,17 @@ fn pools(api: &Api, _: &Request) -> Response {
                 .map(|b| {
                     let address = format!("{}:{}", b.host, b.port);
                     let f = figures.and_then(|f| f.backends.iter().find(|x| x.label == address));
+                    let health = f.and_then(|f| f.health.as_ref());
                     dto::BackendView {
                         idle: f.map_or(0, |f| f.idle),
                         active: f.map_or(0, |f| f.active),
                         connect_failures_total: f.map_or(0, |f| f.connect_failures_total),
+                        // No figures yet (no core reported): nothing says it is unhealthy.
+                        healthy: health.is_none_or(|h| h.healthy),
+                        health_cause: health.map_or("none", |h| h.cause),
+                        replica_lag_seconds: health.and_then(|h| h.lag_seconds()),
+                        replica_lag_bytes: health.and_then(|h| h.lag_bytes),
+                        health_check_failures_total: health.map_or(0, |h| h.check_failures()),
                         address,
                     }
                 })

@@ -81,6 +81,14 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
             tracing::error!(panic = %msg, "accept loop panicked");
         });
     }
+    if id.0 == 0 {
+        // One prober for the process: health lands in the shared table every core reads.
+        let probe_ctx = ctx.clone();
+        let probe = crate::pool::health::run(budgets.clone(), move || probe_ctx.config());
+        rt::spawn_guarded(queues.background, probe, |msg| {
+            tracing::error!(panic = %msg, "health prober panicked; backend health is no longer updated");
+        });
+    }
     let mut version = snapshot.version;
     let _ = events.send(CoreEvent::Applied { core: id, version });
     let mut drain_deadline: Option<Instant> = None;

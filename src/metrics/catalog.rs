@@ -179,6 +179,34 @@ metric!(
     "Failed backend connection attempts (connect or login)."
 );
 metric!(
+    BACKEND_HEALTHY,
+    "sqp_backend_healthy",
+    Gauge,
+    ["pool", "backend"],
+    "Whether the backend gets new connections (1) or is skipped as unhealthy (0); process-wide."
+);
+metric!(
+    BACKEND_LAG_SECONDS,
+    "sqp_backend_replica_lag_seconds",
+    Gauge,
+    ["pool", "backend"],
+    "Replica replay lag measured by the last health check (absent when unknown or not a replica)."
+);
+metric!(
+    BACKEND_LAG_BYTES,
+    "sqp_backend_replica_lag_bytes",
+    Gauge,
+    ["pool", "backend"],
+    "PostgreSQL standby WAL bytes not yet replayed, by the last health check (absent when unknown)."
+);
+metric!(
+    HEALTH_CHECK_FAILURES,
+    "sqp_backend_health_check_failures_total",
+    Counter,
+    ["pool", "backend", "reason"],
+    "Failed backend health checks by reason (connect, query, lag); process-wide."
+);
+metric!(
     CONFIG_RELOADS,
     "sqp_config_reloads_total",
     Counter,
@@ -214,6 +242,10 @@ pub const ALL: &[&MetricDef] = &[
     &POOL_TIMEOUTS,
     &POOL_UTILIZATION,
     &CONNECT_FAILURES,
+    &BACKEND_HEALTHY,
+    &BACKEND_LAG_SECONDS,
+    &BACKEND_LAG_BYTES,
+    &HEALTH_CHECK_FAILURES,
     &CONFIG_RELOADS,
     &CONFIG_VERSION,
 ];

@@ -19,7 +19,7 @@ use smallvec::SmallVec;
 
 pub use histogram::{Histogram, HistogramSnapshot, BOUNDS_MICROS, BUCKETS};
 pub use label::{CacheOp, ClientState, Decision, Direction, Operation};
-pub use pool::{BackendCounters, BackendSnapshot, PoolCounters, PoolSnapshot, QueueSlot};
+pub use pool::{BackendCounters, BackendSnapshot, HealthFigures, PoolCounters, PoolSnapshot, QueueSlot};
 pub use render::{render, Format, Scrape};
 
 use pool::{bump, bump_keyed, merge_keyed};

@@ -180,6 +180,7 @@ impl PoolCounters {
                     idle: idle(&b.label),
                     active: b.active.get(),
                     connect_failures_total: b.connect_failures.get(),
+                    health: None,
                 })
                 .collect(),
         }
@@ -224,6 +225,36 @@ pub struct BackendSnapshot {
     pub active: u64,
     /// Failed connection attempts since start.
     pub connect_failures_total: u64,
+    /// Health and replica lag: process-wide (the same on every core), filled in by the pool
+    /// layer for the backends configured now; `None` for a backend no longer configured.
+    pub health: Option<HealthFigures>,
+}
+
+/// Health of one backend, process-wide (not per core).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthFigures {
+    /// Whether new connections may go to the backend.
+    pub healthy: bool,
+    /// Why it is unhealthy (`none` when healthy): `connect`, `query`, `lag` or `unknown`.
+    pub cause: &'static str,
+    /// Last measured replica lag in microseconds; `None` when unknown or not a replica.
+    pub lag_micros: Option<u64>,
+    /// Last measured replica lag in WAL bytes; `None` when unknown or not measured.
+    pub lag_bytes: Option<u64>,
+    /// Failed health checks by reason (`connect`, `query`, `lag`).
+    pub check_failures_total: [(&'static str, u64); 3],
+}
+
+impl HealthFigures {
+    /// Replica lag in seconds, when known.
+    pub fn lag_seconds(&self) -> Option<f64> {
+        self.lag_micros.map(|m| m as f64 / 1e6)
+    }
+
+    /// Failed health checks, all reasons together.
+    pub fn check_failures(&self) -> u64 {
+        self.check_failures_total.iter().map(|(_, n)| n).sum()
+    }
 }
 
 /// A pool's figures on one core (or summed over cores).
@@ -293,6 +324,10 @@ impl PoolSnapshot {
                     mine.idle += b.idle;
                     mine.active += b.active;
                     mine.connect_failures_total += b.connect_failures_total;
+                    // Process-wide already: every core reports the same figures.
+                    if mine.health.is_none() {
+                        mine.health.clone_from(&b.health);
+                    }
                 }
                 None => self.backends.push(b.clone()),
             }

@@ -200,6 +200,7 @@ impl Collector for ScrapeCollector {
         core_metrics(&mut encoder, &cores)?;
         statement_metrics(&mut encoder, &cores)?;
         pool_metrics(&mut encoder, &cores)?;
+        health_metrics(&mut encoder, &cores)?;
         let s = &self.0;
         let mut f = family(&mut encoder, &cat::CONFIG_RELOADS)?;
         f.series(&["applied"], Value::Count(s.reloads_applied))?;
@@ -338,6 +339,46 @@ fn pool_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
                     Value::Count(b.connect_failures_total),
                 )?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Health is process-wide: every core reports the same figures, so each (pool, backend) is
+/// written once, without a `core` label, from the first core that has it.
+fn health_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Result {
+    let mut seen: Vec<(&str, &str, &super::HealthFigures)> = Vec::new();
+    for (_, s) in cores {
+        for p in &s.pools {
+            for b in &p.backends {
+                if let Some(h) = &b.health {
+                    if !seen.iter().any(|(pool, backend, _)| *pool == p.name && *backend == b.label) {
+                        seen.push((&p.name, &b.label, h));
+                    }
+                }
+            }
+        }
+    }
+    let mut f = family(encoder, &cat::BACKEND_HEALTHY)?;
+    for (p, b, h) in &seen {
+        f.series(&[p, b], Value::Gauge(u64::from(h.healthy)))?;
+    }
+    let mut f = family(encoder, &cat::BACKEND_LAG_SECONDS)?;
+    for (p, b, h) in &seen {
+        if let Some(lag) = h.lag_seconds() {
+            f.series(&[p, b], Value::Ratio(lag))?;
+        }
+    }
+    let mut f = family(encoder, &cat::BACKEND_LAG_BYTES)?;
+    for (p, b, h) in &seen {
+        if let Some(bytes) = h.lag_bytes {
+            f.series(&[p, b], Value::Gauge(bytes))?;
+        }
+    }
+    let mut f = family(encoder, &cat::HEALTH_CHECK_FAILURES)?;
+    for (p, b, h) in &seen {
+        for (reason, n) in &h.check_failures_total {
+            f.series(&[p, b, reason], Value::Count(*n))?;
         }
     }
     Ok(())

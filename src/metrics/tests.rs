@@ -114,6 +114,7 @@ fn merge_sums_by_pool_backend_listener_and_key() {
         idle: 1,
         active: 0,
         connect_failures_total: 4,
+        health: None,
     });
     b.pools.push(PoolSnapshot {
         name: "other".into(),
@@ -231,4 +232,40 @@ fn label_values_are_escaped() {
     };
     let text = render(scrape, Format::Prometheus).expect("render");
     assert!(text.contains("pool=\"we\\\"ird\\\\pool\\nname\""), "{text}");
+}
+
+#[test]
+fn health_is_written_once_per_backend_without_a_core_label() {
+    let figures = HealthFigures {
+        healthy: false,
+        cause: "lag",
+        lag_micros: Some(2_500_000),
+        lag_bytes: Some(8192),
+        check_failures_total: [("connect", 1), ("query", 0), ("lag", 4)],
+    };
+    let with_health = |k| {
+        let mut s = core(k);
+        s.pools[0].backends[0].health = Some(figures.clone());
+        s
+    };
+    let mut merged = with_health(1);
+    merged.merge(&with_health(2));
+    assert_eq!(merged.pools[0].backends[0].health, Some(figures.clone()), "process-wide: not summed");
+    let scrape = Scrape { cores: vec![(0, with_health(1)), (1, with_health(2))], ..Scrape::default() };
+    let text = render(scrape, Format::Prometheus).expect("render");
+    let b = "pool=\"main\",backend=\"db1:5432\"";
+    assert_eq!(sample(&text, &format!("sqp_backend_healthy{{{b}}}")), Some(0.0));
+    assert_eq!(sample(&text, &format!("sqp_backend_replica_lag_seconds{{{b}}}")), Some(2.5));
+    assert_eq!(sample(&text, &format!("sqp_backend_replica_lag_bytes{{{b}}}")), Some(8192.0));
+    assert_eq!(
+        sample(&text, &format!("sqp_backend_health_check_failures_total{{{b},reason=\"lag\"}}")),
+        Some(4.0)
+    );
+    assert_eq!(text.matches("sqp_backend_healthy{").count(), 1);
+    // Unknown lag is absent rather than a made-up number.
+    let unknown = HealthFigures { lag_micros: None, lag_bytes: None, ..figures };
+    let mut s = core(1);
+    s.pools[0].backends[0].health = Some(unknown);
+    let text = render(Scrape { cores: vec![(0, s)], ..Scrape::default() }, Format::Prometheus).expect("render");
+    assert!(!text.contains("sqp_backend_replica_lag_seconds{"), "{text}");
 }

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::health::BackendHealth;
+
 /// One (pool, backend) budget shared by every core.
 #[derive(Debug)]
 pub struct Budget {
@@ -53,16 +55,26 @@ impl Budget {
     pub fn used(&self) -> u32 {
         self.used.load(Ordering::Acquire)
     }
+
+    /// A budget that caps nothing, for connections outside every pool's budget (health probes).
+    pub(crate) fn unlimited() -> Arc<Budget> {
+        Arc::new(Budget { max: AtomicU32::new(u32::MAX), used: AtomicU32::new(0), wanted: AtomicU32::new(0) })
+    }
 }
 
 /// Budgets by (pool name, backend `host:port`).
 type BudgetMap = HashMap<(String, String), Arc<Budget>>;
 
+/// Health entries by (pool name, backend `host:port`).
+type HealthMap = HashMap<(String, String), Arc<BackendHealth>>;
+
 /// Registry of budgets by (pool, backend address); a reload that changes `max_connections`
-/// updates the cap in place so open connections stay counted.
+/// updates the cap in place so open connections stay counted. It also holds each backend's
+/// shared health entry (see `pool::health`), created once and kept across reloads.
 #[derive(Debug, Clone, Default)]
 pub struct BudgetRegistry {
     inner: Arc<Mutex<BudgetMap>>,
+    health: Arc<Mutex<HealthMap>>,
 }
 
 impl BudgetRegistry {
@@ -76,6 +88,16 @@ impl BudgetRegistry {
             .clone();
         b.max.store(max, Ordering::Relaxed);
         b
+    }
+
+    /// The health entry of `pool` on `backend` (created on first use; see
+    /// [`BackendHealth::new`] for the initial state). Called only when pools are (re)built.
+    pub fn health(&self, pool: &str, backend: &str, has_lag_threshold: bool) -> Arc<BackendHealth> {
+        self.health
+            .lock()
+            .entry((pool.to_owned(), backend.to_owned()))
+            .or_insert_with(|| Arc::new(BackendHealth::new(has_lag_threshold)))
+            .clone()
     }
 }
 

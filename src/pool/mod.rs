@@ -6,6 +6,7 @@
 
 mod budget;
 mod conn;
+pub mod health;
 mod mysql;
 mod pg;
 
@@ -18,6 +19,7 @@ use std::time::Instant;
 
 pub use budget::{Budget, BudgetRegistry};
 pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
+pub use health::{BackendHealth, Cause};
 pub use mysql::{deliver_kill as deliver_mysql_kill, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES};
 pub use pg::deliver_cancel as deliver_pg_cancel;
 
@@ -127,6 +129,20 @@ struct BackendSlot {
     current: Cell<i64>,
     /// metrics: this core's counters of the backend, resolved when the pool is built.
     counters: Rc<BackendCounters>,
+    /// health: shared by every core, read with one atomic load (see `health`).
+    health: Arc<BackendHealth>,
+}
+
+impl BackendSlot {
+    /// A connection attempt failed: counted, and a backend that refused it before `deadline`
+    /// is marked down for every core at once. A refused login (perhaps the client's own
+    /// credentials) or a slow one that hit the deadline (a busy server) is left to the probes.
+    fn connect_failed(&self, e: &PoolError, deadline: Instant) {
+        self.counters.connect_failed();
+        if matches!(e, PoolError::Connect { .. }) && rt::now() < deadline {
+            self.health.connect_failed();
+        }
+    }
 }
 
 /// State shared between a pool and the connections it lent out, so a closing connection can
@@ -180,6 +196,7 @@ impl CorePool {
                     weight: i64::from(b.weight.get()),
                     current: Cell::new(0),
                     counters: counters.backend(&label),
+                    health: budgets.health(&config.name, &label, b.max_replica_lag.is_some() || b.max_replica_lag_bytes.is_some()),
                     label,
                 })
             })
@@ -204,8 +221,33 @@ impl CorePool {
             let index = self.backends.iter().position(|b| b.label == label);
             idle.iter().filter(|c| Some(c.backend) == index).count() as u64
         };
-        self.counters.snapshot(capacity, &count)
+        let mut snap = self.counters.snapshot(capacity, &count);
+        // health: process-wide figures, shown for the backends configured now.
+        for b in &mut snap.backends {
+            b.health = self.backends.iter().find(|s| s.label == b.label).map(|s| s.health.figures());
+        }
+        snap
     }
+
+    // ---- health (pool::health): selection skips unhealthy backends ----
+
+    /// Whether any backend of the pool is healthy now: a few relaxed atomic loads, no lock, so
+    /// the router may ask it for every statement (`routing.replica_fallback`).
+    pub fn has_healthy_backend(&self) -> bool {
+        self.backends.iter().any(|b| b.health.is_healthy())
+    }
+
+    /// Whether backend `i` may get (or keep lending) connections: healthy, or every backend is
+    /// unhealthy — then the pool fails open rather than refusing everything on the word of a
+    /// probe (the router decides about fallbacks with [`CorePool::has_healthy_backend`]).
+    fn usable(&self, i: usize, any_healthy: bool) -> bool {
+        !any_healthy || self.backends.get(i).is_some_and(|b| b.health.is_healthy())
+    }
+
+    fn marked_down(&self, i: usize) -> bool {
+        self.backends.get(i).is_some_and(|b| !b.health.is_healthy())
+    }
+    // ---- end health ----
 
     /// Startup parameters reported by this pool's servers, once a connection was opened.
     pub fn server_params(&self) -> Option<ServerParams> {
@@ -229,18 +271,18 @@ impl CorePool {
         self.idle.borrow().len()
     }
 
-    /// Smooth weighted round-robin over the backends that still have budget: each backend gets
-    /// connections in proportion to its weight, interleaved rather than in bursts.
+    /// Smooth weighted round-robin over the healthy backends that still have budget: each
+    /// backend gets connections in proportion to its weight, interleaved rather than in bursts;
+    /// an unhealthy backend takes no part (its credit is frozen) until it is healthy again.
     fn pick_backend(&self) -> Option<usize> {
-        let total: i64 = self.backends.iter().map(|b| b.weight).sum();
-        for b in &self.backends {
+        let any_healthy = self.has_healthy_backend();
+        let mut order: Vec<usize> = (0..self.backends.len()).filter(|i| self.usable(*i, any_healthy)).collect();
+        let eligible = || order.iter().filter_map(|i| self.backends.get(*i));
+        let total: i64 = eligible().map(|b| b.weight).sum();
+        for b in eligible() {
             b.current.set(b.current.get() + b.weight);
         }
-        let order: Vec<usize> = {
-            let mut v: Vec<usize> = (0..self.backends.len()).collect();
-            v.sort_by_key(|i| std::cmp::Reverse(self.backends.get(*i).map_or(0, |b| b.current.get())));
-            v
-        };
+        order.sort_by_key(|i| std::cmp::Reverse(self.backends.get(*i).map_or(0, |b| b.current.get())));
         for i in order {
             let b = self.backends.get(i)?;
             if b.budget.try_acquire() {
@@ -277,7 +319,7 @@ impl CorePool {
             return Ok(c);
         }
         if let Some(i) = self.pick_backend() {
-            return self.open(i, protocol, deadline).await;
+            return self.open_healthy(i, protocol, deadline).await;
         }
         if self.backends.is_empty() {
             return Err(PoolError::NoBackend(self.config.name.clone()));
@@ -296,7 +338,7 @@ impl CorePool {
                 return Ok(c);
             }
             if let Some(i) = self.pick_backend() {
-                return self.open(i, protocol, deadline).await;
+                return self.open_healthy(i, protocol, deadline).await;
             }
             if timed_out {
                 return Err(PoolError::Timeout {
@@ -308,9 +350,29 @@ impl CorePool {
     }
 
     fn take_idle(&self, protocol: Protocol) -> Option<Conn> {
+        let any_healthy = self.has_healthy_backend(); // health
         let mut idle = self.idle.borrow_mut();
-        let pos = idle.iter().rposition(|c| c.protocol() == protocol)?;
+        let pos = idle.iter().rposition(|c| c.protocol() == protocol && self.usable(c.backend, any_healthy))?;
         Some(idle.swap_remove(pos))
+    }
+
+    /// health: opens on backend `first`; when it refused the connection (it is then marked
+    /// down, see `BackendSlot::connect_failed`) and another backend is healthy, tries that one
+    /// instead, so a dead backend costs the client nothing but a refused connect. Each retry
+    /// follows a new mark, so there are at most as many attempts as backends.
+    async fn open_healthy(&self, first: usize, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
+        let mut index = first;
+        loop {
+            match self.open(index, protocol, deadline).await {
+                Err(e @ PoolError::Connect { .. }) if self.marked_down(index) && self.has_healthy_backend() => {
+                    match self.pick_backend() {
+                        Some(next) => index = next,
+                        None => return Err(e),
+                    }
+                }
+                other => return other,
+            }
+        }
     }
 
     async fn open(&self, index: usize, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
@@ -323,7 +385,7 @@ impl CorePool {
             Protocol::Postgres => {
                 let conn = pg::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline)
                     .await
-                    .inspect_err(|_| slot.counters.connect_failed())?; // metrics
+                    .inspect_err(|e| slot.connect_failed(e, connect_deadline))?; // metrics, health
                 if self.server_params.borrow().is_none() {
                     if let ConnInfo::Pg(info) = &conn.info {
                         *self.server_params.borrow_mut() = Some(Rc::new(info.params.clone()));
@@ -332,7 +394,9 @@ impl CorePool {
                 Ok(conn)
             }
             Protocol::MySql => {
-                let conn = mysql::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline).await?;
+                let conn = mysql::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline)
+                    .await
+                    .inspect_err(|e| slot.connect_failed(e, connect_deadline))?; // metrics, health
                 if self.server_params.borrow().is_none() {
                     if let ConnInfo::MySql(info) = &conn.info {
                         let params = vec![
@@ -353,7 +417,8 @@ impl CorePool {
         if let Some(b) = self.backends.get(conn.backend) {
             b.counters.checked_in(); // metrics
         }
-        if reusable && !conn.broken {
+        let healthy = self.usable(conn.backend, self.has_healthy_backend()); // health: next checkout moves
+        if reusable && !conn.broken && healthy {
             self.idle.borrow_mut().push(conn);
             self.waiters.wake_one();
         } else {
@@ -366,7 +431,8 @@ impl CorePool {
     /// a row. The hysteresis keeps two busy cores from trading connections (each trade costs a
     /// backend login) on every momentary imbalance.
     pub fn maintain(&self, cutoff: Instant) {
-        self.idle.borrow_mut().retain(|c| c.last_used >= cutoff);
+        let any_healthy = self.has_healthy_backend(); // health: close idle connections of unhealthy backends
+        self.idle.borrow_mut().retain(|c| c.last_used >= cutoff && self.usable(c.backend, any_healthy));
         let starved = self.idle.borrow().iter().position(|c| self.wanted_elsewhere(c.backend));
         match starved {
             Some(i) if self.starved_ticks.get() + 1 >= STARVED_TICKS => {

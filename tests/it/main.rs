@@ -12,3 +12,4 @@ mod mysql_session;
 mod mysql_sysbench;
 mod mysql_types;
 mod bridge_mysql_pg;
+mod health;

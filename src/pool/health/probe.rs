@@ -1,0 +1,535 @@
+//! The prober: one task on core 0's background queue probes every (pool, backend) of the
+//! current configuration every `health.interval`, each probe bounded by `health.timeout`, and
+//! publishes the result to the shared [`BackendHealth`] table through the [`Hysteresis`].
+//!
+//! Each backend gets one dedicated, long-lived probe connection opened with the pool's own
+//! connect code and credentials. It is *outside* the pool's `max_connections` budget: a probe
+//! must not be refused because clients filled the pool (that would mark a busy backend
+//! unhealthy), nor take a unit a client is waiting for. So a backend sees at most
+//! `max_connections + 1` connections from the router per pool. A pool without a `username`
+//! (clients' credentials passed through) cannot log in on its own: its probe is a TCP connect,
+//! and lag cannot be measured there.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::lag::{lag_ok, my_lag, pg_lag, Lag, MySample, PgSample};
+use super::query::{my_query, pg_query, ProbeError, Rows};
+use super::{BackendHealth, Cause, Hysteresis, Verdict};
+use crate::config::{Backend, Config, Pool as PoolConfig, Protocol, RuleTarget};
+use crate::pool::conn::BudgetUnit;
+use crate::pool::{Budget, BudgetRegistry, Conn, ConnInfo, PoolError, Waiters};
+use crate::rt;
+
+/// How often the prober looks for due probes (well under any sensible interval).
+const TICK: Duration = Duration::from_millis(20);
+
+/// One query reads everything a PostgreSQL probe needs, on a primary and on a standby alike
+/// (the `CASE` keeps `pg_current_wal_flush_lsn()`, which fails during recovery, off standbys).
+const PG_PROBE: &str = "SELECT pg_is_in_recovery(), \
+     (CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_current_wal_flush_lsn() END - '0/0'::pg_lsn)::text, \
+     (pg_last_wal_receive_lsn() - '0/0'::pg_lsn)::text, \
+     (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::text, \
+     extract(epoch from pg_last_xact_replay_timestamp())::text, \
+     extract(epoch from clock_timestamp())::text";
+
+/// Probes the backends of `config()` (re-read every tick, so reloads apply) until the core
+/// stops. `budgets` is the process-wide registry the pools use; health lands there.
+pub async fn run(budgets: BudgetRegistry, config: impl Fn() -> Arc<Config> + 'static) {
+    let prober = Rc::new(Prober {
+        budgets,
+        outside: Budget::unlimited(),
+        waiters: Rc::default(),
+        targets: RefCell::default(),
+        primary_lsn: Cell::new(None),
+    });
+    let mut current: Option<Arc<Config>> = None;
+    loop {
+        let cfg = config();
+        if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &cfg)) {
+            prober.sync(&cfg);
+            current = Some(cfg);
+        }
+        let now = rt::now();
+        let due: Vec<Rc<Target>> = prober
+            .targets
+            .borrow()
+            .values()
+            .filter(|t| !t.busy.get() && now >= t.next_due.get())
+            .cloned()
+            .collect();
+        for t in due {
+            t.busy.set(true);
+            t.next_due.set(now + t.pool.health.interval);
+            rt::spawn_local(probe(prober.clone(), t));
+        }
+        rt::sleep(TICK).await;
+    }
+}
+
+struct Prober {
+    budgets: BudgetRegistry,
+    /// The probe connections' own budget, which caps nothing (see the module docs).
+    outside: Arc<Budget>,
+    waiters: Rc<Waiters>,
+    targets: RefCell<HashMap<(String, String), Rc<Target>>>,
+    /// Latest flushed WAL position of the PostgreSQL write pool's backends, and when it was read.
+    primary_lsn: Cell<Option<(u64, Instant)>>,
+}
+
+/// One (pool, backend) being probed.
+struct Target {
+    pool: Rc<PoolConfig>,
+    backend: Backend,
+    index: usize,
+    addr: SocketAddr,
+    label: String,
+    protocol: Protocol,
+    /// A backend of the PostgreSQL write pool: its WAL position is the reference for byte lag.
+    is_primary: bool,
+    health: Arc<BackendHealth>,
+    conn: RefCell<Option<Conn>>,
+    tracker: Cell<Hysteresis>,
+    next_due: Cell<Instant>,
+    busy: Cell<bool>,
+    /// Set when a reload replaced or removed the target: an in-flight probe must not publish.
+    retired: Cell<bool>,
+}
+
+/// Clears `busy` however the probe task ends (even by a contained panic).
+struct Busy(Rc<Target>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.set(false);
+    }
+}
+
+async fn probe(prober: Rc<Prober>, target: Rc<Target>) {
+    let guard = Busy(target);
+    let t = &guard.0;
+    let (verdict, lag) = t.check(&prober).await;
+    if !t.retired.get() {
+        t.publish(verdict, lag);
+    }
+}
+
+fn has_lag_threshold(b: &Backend) -> bool {
+    b.max_replica_lag.is_some() || b.max_replica_lag_bytes.is_some()
+}
+
+/// The protocol a pool's backends speak: its explicit `protocol`, else that of the clients that
+/// reach it (MySQL when mysql listeners default to it or a mysql-only rule targets it, or when
+/// every listener is mysql), else PostgreSQL.
+fn backend_protocol(cfg: &Config, pool: &PoolConfig) -> Protocol {
+    if let Some(p) = pool.protocol {
+        return p;
+    }
+    let name = Some(pool.name.as_str());
+    let has_mysql = cfg.listeners.iter().any(|l| l.protocol == Protocol::MySql);
+    let mysql_default = has_mysql && cfg.routing.primary_pool(Protocol::MySql) == name;
+    let mysql_rule = cfg.routing.rules.iter().any(|r| {
+        r.protocol == Some(Protocol::MySql)
+            && matches!(&r.target, RuleTarget::Pool(p) if Some(p.as_str()) == name)
+    });
+    let all_mysql =
+        !cfg.listeners.is_empty() && cfg.listeners.iter().all(|l| l.protocol == Protocol::MySql);
+    if cfg.routing.mysql_default_pool.as_deref() == name || mysql_default || mysql_rule || all_mysql
+    {
+        Protocol::MySql
+    } else {
+        Protocol::Postgres
+    }
+}
+
+/// The replication-status statement this MySQL-family server understands.
+fn replica_status_sql(server_version: &str) -> &'static str {
+    if server_version.contains("MariaDB") {
+        return "SHOW SLAVE STATUS";
+    }
+    let mut parts = server_version
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let version = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    if version >= (8, 0, 22) {
+        "SHOW REPLICA STATUS"
+    } else {
+        "SHOW SLAVE STATUS"
+    }
+}
+
+fn lsn(v: Option<&str>) -> Option<u64> {
+    v.and_then(|s| s.split('.').next())
+        .and_then(|s| s.parse().ok())
+}
+
+fn pg_sample(rows: &Rows) -> Result<PgSample, ProbeError> {
+    let row = rows
+        .rows
+        .first()
+        .ok_or_else(|| ProbeError::Protocol("probe returned no row".into()))?;
+    let col = |i: usize| row.get(i).and_then(|v| v.as_deref());
+    Ok(PgSample {
+        in_recovery: col(0) == Some("t"),
+        flush_lsn: lsn(col(1)),
+        receive_lsn: lsn(col(2)),
+        replay_lsn: lsn(col(3)),
+        replay_time: col(4).and_then(|s| s.parse().ok()),
+        now: col(5)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| ProbeError::Protocol("no clock reading".into()))?,
+    })
+}
+
+fn my_sample(rows: &Rows) -> MySample {
+    let yes = |names: &[&str]| {
+        rows.first(names)
+            .is_some_and(|v| v.eq_ignore_ascii_case("yes"))
+    };
+    MySample {
+        configured: !rows.rows.is_empty(),
+        io_running: yes(&["Slave_IO_Running", "Replica_IO_Running"]),
+        sql_running: yes(&["Slave_SQL_Running", "Replica_SQL_Running"]),
+        seconds_behind: rows
+            .first(&["Seconds_Behind_Master", "Seconds_Behind_Source"])
+            .and_then(|v| v.parse().ok()),
+    }
+}
+
+impl Prober {
+    /// Rebuilds the target list for `cfg`, keeping (with their connections and hysteresis)
+    /// targets whose pool configuration did not change.
+    fn sync(&self, cfg: &Config) {
+        let primary = cfg.routing.primary_pool(Protocol::Postgres);
+        let mut old = std::mem::take(&mut *self.targets.borrow_mut());
+        let mut next = HashMap::new();
+        for p in &cfg.pools {
+            let protocol = backend_protocol(cfg, p);
+            let is_primary = protocol == Protocol::Postgres && primary == Some(p.name.as_str());
+            let pool = Rc::new(p.clone());
+            for (index, b) in p.backends.iter().enumerate() {
+                let label = format!("{}:{}", b.host, b.port);
+                let key = (p.name.clone(), label.clone());
+                let previous = old.remove(&key);
+                let unchanged = |t: &Rc<Target>| {
+                    *t.pool == *p && t.protocol == protocol && t.is_primary == is_primary
+                };
+                let target = match previous {
+                    Some(t) if unchanged(&t) => Some(t),
+                    previous => {
+                        // A changed backend keeps its hysteresis: a reload is no shortcut back.
+                        let tracker = previous.map(|t| {
+                            t.retired.set(true);
+                            t.tracker.get()
+                        });
+                        self.target(&pool, b, index, label, protocol, is_primary, tracker)
+                    }
+                };
+                if let Some(t) = target {
+                    next.insert(key, t);
+                }
+            }
+        }
+        for t in old.values() {
+            t.retired.set(true);
+        }
+        *self.targets.borrow_mut() = next;
+    }
+
+    #[allow(clippy::too_many_arguments)] // one call site, all of them facts of the backend
+    fn target(
+        &self,
+        pool: &Rc<PoolConfig>,
+        b: &Backend,
+        index: usize,
+        label: String,
+        protocol: Protocol,
+        is_primary: bool,
+        tracker: Option<Hysteresis>,
+    ) -> Option<Rc<Target>> {
+        // Resolution happens on (re)configuration only, as for the pools.
+        let addr = (b.host.as_str(), b.port).to_socket_addrs().ok()?.next()?;
+        if protocol == Protocol::MySql && b.max_replica_lag_bytes.is_some() {
+            tracing::warn!(pool = %pool.name, backend = %label, "max_replica_lag_bytes is not measured on MySQL backends; only max_replica_lag and the replication threads are checked");
+        }
+        let health = self
+            .budgets
+            .health(&pool.name, &label, has_lag_threshold(b));
+        let tracker = tracker.unwrap_or_else(|| Hysteresis::new(health.is_healthy()));
+        Some(Rc::new(Target {
+            pool: pool.clone(),
+            backend: b.clone(),
+            index,
+            addr,
+            label,
+            protocol,
+            is_primary,
+            health,
+            conn: RefCell::new(None),
+            tracker: Cell::new(tracker),
+            next_due: Cell::new(rt::now()),
+            busy: Cell::new(false),
+            retired: Cell::new(false),
+        }))
+    }
+
+    /// The write pool's WAL position, if read recently enough to compare with a standby probed
+    /// every `interval`.
+    fn primary_lsn(&self, interval: Duration) -> Option<u64> {
+        let (lsn, at) = self.primary_lsn.get()?;
+        (at.elapsed() <= interval * 3).then_some(lsn)
+    }
+
+    fn note_primary_lsn(&self, lsn: u64) {
+        let newest = self.primary_lsn.get().map_or(lsn, |(old, _)| old.max(lsn));
+        self.primary_lsn.set(Some((newest, rt::now())));
+    }
+
+    async fn connect(&self, t: &Target, deadline: Instant) -> Result<Conn, PoolError> {
+        let unit = BudgetUnit::new(self.outside.clone(), self.waiters.clone());
+        // The unit is released when the connection drops; `outside` never refuses.
+        self.outside.try_acquire();
+        match t.protocol {
+            Protocol::Postgres => {
+                crate::pool::pg::connect(&t.pool, t.addr, &t.label, t.index, unit, deadline).await
+            }
+            Protocol::MySql => {
+                crate::pool::mysql::connect(&t.pool, t.addr, &t.label, t.index, unit, deadline)
+                    .await
+            }
+        }
+    }
+}
+
+impl Target {
+    /// One probe: (verdict, measured lag).
+    async fn check(&self, prober: &Prober) -> (Verdict, Lag) {
+        let deadline = rt::now() + self.pool.health.timeout;
+        if self.pool.username.is_none() {
+            return match rt::connect(self.addr, deadline).await {
+                Ok(_) => (self.judge(&Lag::UNKNOWN), Lag::UNKNOWN),
+                Err(_) => (Self::unreachable(deadline), Lag::UNKNOWN),
+            };
+        }
+        let reused = self.conn.borrow_mut().take();
+        let fresh = reused.is_none();
+        let Some(mut conn) = self.open(prober, reused, deadline).await else {
+            return (Self::unreachable(deadline), Lag::UNKNOWN);
+        };
+        let mut result = rt::with_deadline(deadline, self.sample(prober, &mut conn)).await;
+        if !fresh && matches!(result, Ok(Err(ProbeError::Io(_)))) {
+            // The kept connection died (e.g. the server restarted): judge by a fresh one.
+            drop(conn);
+            let Some(again) = self.open(prober, None, deadline).await else {
+                return (Self::unreachable(deadline), Lag::UNKNOWN);
+            };
+            conn = again;
+            result = rt::with_deadline(deadline, self.sample(prober, &mut conn)).await;
+        }
+        match result {
+            Ok(Ok(lag)) => {
+                *self.conn.borrow_mut() = Some(conn);
+                (self.judge(&lag), lag)
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(pool = %self.pool.name, backend = %self.label, error = %e, "health probe failed");
+                if matches!(e, ProbeError::Server(_)) {
+                    *self.conn.borrow_mut() = Some(conn); // still in sync: keep it
+                }
+                (Verdict::Fail(Cause::Query), Lag::UNKNOWN)
+            }
+            // A probe cut off mid-answer leaves the connection out of sync: it is dropped.
+            Err(_) => (Verdict::Fail(Cause::Query), Lag::UNKNOWN),
+        }
+    }
+
+    /// A connection that failed before the probe's deadline was refused (down at once); one
+    /// that ran out of time is a slow backend, judged with the failure threshold.
+    fn unreachable(deadline: Instant) -> Verdict {
+        if rt::now() < deadline {
+            Verdict::Refused
+        } else {
+            Verdict::Fail(Cause::Connect)
+        }
+    }
+
+    async fn open(&self, prober: &Prober, reused: Option<Conn>, deadline: Instant) -> Option<Conn> {
+        if reused.is_some() {
+            return reused;
+        }
+        match prober.connect(self, deadline).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::debug!(pool = %self.pool.name, backend = %self.label, error = %e, "health probe cannot connect");
+                None
+            }
+        }
+    }
+
+    fn judge(&self, lag: &Lag) -> Verdict {
+        let max_bytes = self
+            .backend
+            .max_replica_lag_bytes
+            .filter(|_| self.protocol == Protocol::Postgres);
+        if lag_ok(lag, self.backend.max_replica_lag, max_bytes) {
+            Verdict::Pass
+        } else {
+            Verdict::Fail(Cause::Lag)
+        }
+    }
+
+    async fn sample(&self, prober: &Prober, conn: &mut Conn) -> Result<Lag, ProbeError> {
+        match self.protocol {
+            Protocol::Postgres => {
+                let s = pg_sample(&pg_query(conn, PG_PROBE).await?)?;
+                if let Some(lsn) = s.flush_lsn.filter(|_| self.is_primary) {
+                    prober.note_primary_lsn(lsn);
+                }
+                Ok(pg_lag(&s, prober.primary_lsn(self.pool.health.interval)))
+            }
+            Protocol::MySql if has_lag_threshold(&self.backend) => {
+                let sql = match &conn.info {
+                    ConnInfo::MySql(info) => replica_status_sql(&info.server_version),
+                    ConnInfo::Pg(_) => "SHOW SLAVE STATUS",
+                };
+                Ok(my_lag(&my_sample(&my_query(conn, sql).await?)))
+            }
+            Protocol::MySql => my_query(conn, "SELECT 1").await.map(|_| Lag::UNKNOWN),
+        }
+    }
+
+    /// Counts the result and moves the shared state when the hysteresis says so.
+    fn publish(&self, verdict: Verdict, lag: Lag) {
+        let h = &self.health;
+        h.record_lag(lag);
+        let cause = match verdict {
+            Verdict::Pass => Cause::None,
+            Verdict::Fail(c) => c,
+            Verdict::Refused => Cause::Connect,
+        };
+        h.count_failure(cause);
+        let shared = h.is_healthy();
+        let mut tracker = self.tracker.get();
+        if tracker.decided && tracker.healthy != shared {
+            // A session's failed connect marked the backend down since the last probe.
+            tracker = Hysteresis {
+                healthy: shared,
+                streak: 0,
+                decided: true,
+            };
+        }
+        let hc = &self.pool.health;
+        let next = tracker.step(
+            verdict,
+            hc.failure_threshold.get(),
+            hc.success_threshold.get(),
+        );
+        if h.transition(shared, next.healthy, cause) {
+            if next.healthy != shared {
+                let (pool, backend) = (&self.pool.name, &self.label);
+                if next.healthy {
+                    tracing::info!(%pool, %backend, "backend healthy again");
+                } else {
+                    tracing::warn!(%pool, %backend, cause = cause.as_str(), "backend marked unhealthy");
+                }
+            }
+            self.tracker.set(next);
+        } else {
+            self.tracker.set(Hysteresis {
+                healthy: h.is_healthy(),
+                streak: 0,
+                decided: true,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replica_status_statement_follows_the_server_version() {
+        assert_eq!(
+            replica_status_sql("10.11.6-MariaDB-0+deb12u1"),
+            "SHOW SLAVE STATUS"
+        );
+        assert_eq!(replica_status_sql("8.0.21"), "SHOW SLAVE STATUS");
+        assert_eq!(replica_status_sql("8.0.22"), "SHOW REPLICA STATUS");
+        assert_eq!(
+            replica_status_sql("8.4.0-commercial"),
+            "SHOW REPLICA STATUS"
+        );
+        assert_eq!(replica_status_sql("5.7.44-log"), "SHOW SLAVE STATUS");
+    }
+
+    fn rows(columns: &[&str], values: &[Option<&str>]) -> Rows {
+        Rows {
+            columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+            rows: vec![values.iter().map(|v| v.map(str::to_owned)).collect()],
+        }
+    }
+
+    #[test]
+    fn samples_parse_from_text_results() {
+        let r = rows(
+            &["a", "b", "c", "d", "e", "f"],
+            &[
+                Some("t"),
+                None,
+                Some("5000"),
+                Some("4000"),
+                Some("10.5"),
+                Some("12.25"),
+            ],
+        );
+        let s = pg_sample(&r).expect("sample");
+        assert_eq!(
+            s,
+            PgSample {
+                in_recovery: true,
+                flush_lsn: None,
+                receive_lsn: Some(5000),
+                replay_lsn: Some(4000),
+                replay_time: Some(10.5),
+                now: 12.25
+            }
+        );
+        assert!(pg_sample(&Rows::default()).is_err());
+        let m = rows(
+            &[
+                "Slave_IO_Running",
+                "Slave_SQL_Running",
+                "Seconds_Behind_Master",
+            ],
+            &[Some("Yes"), Some("No"), None],
+        );
+        assert_eq!(
+            my_sample(&m),
+            MySample {
+                configured: true,
+                io_running: true,
+                sql_running: false,
+                seconds_behind: None
+            }
+        );
+        let m8 = rows(
+            &[
+                "Replica_IO_Running",
+                "Replica_SQL_Running",
+                "Seconds_Behind_Source",
+            ],
+            &[Some("Yes"), Some("Yes"), Some("7")],
+        );
+        assert_eq!(my_lag(&my_sample(&m8)).seconds, Some(7.0));
+        assert!(!my_sample(&Rows::default()).configured);
+    }
+}

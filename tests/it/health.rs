@@ -1,0 +1,467 @@
+//! Issue #8 (without the routing-level fallback): backend health checks, replica lag and
+//! weighted selection, against real servers. Faults (paused replay, stopped SQL thread,
+//! stopped server) are injected only on private environments. Health is observed from the
+//! outside — `/api/pools` and `/metrics` — and selection by where connections actually landed
+//! (`inet_server_port()`).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::router::Router;
+use crate::support::{dbs, eventually, free_port, unique_name, Dbs, Kind, Server};
+
+/// Probe interval used throughout: short, so the tests are quick.
+const INTERVAL_MS: u64 = 200;
+
+fn get(addr: SocketAddr, path: &str) -> String {
+    let mut s =
+        TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to admin");
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n\r\n");
+    s.write_all(req.as_bytes()).expect("send");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("read reply");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("reply has a head");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}\n{body}");
+    body.to_owned()
+}
+
+/// The `/api/pools` entry of backend `port` in `pool`.
+fn backend(router: &Router, pool: &str, port: u16) -> serde_json::Value {
+    let admin = router.control().endpoints().admin.expect("admin endpoint");
+    let v: serde_json::Value = serde_json::from_str(&get(admin, "/api/pools")).expect("JSON");
+    let pools = v["pools"].as_array().expect("pools").clone();
+    let p = pools
+        .into_iter()
+        .find(|p| p["name"] == pool)
+        .unwrap_or_else(|| panic!("pool {pool} in {v}"));
+    let address = format!("127.0.0.1:{port}");
+    let backends = p["backends"].as_array().expect("backends").clone();
+    backends
+        .into_iter()
+        .find(|b| b["address"] == address.as_str())
+        .unwrap_or_else(|| panic!("{address} in {p}"))
+}
+
+fn healthy(router: &Router, pool: &str, port: u16) -> bool {
+    backend(router, pool, port)["healthy"]
+        .as_bool()
+        .expect("healthy flag")
+}
+
+/// The value of the `/metrics` sample starting with `series`.
+fn metric(router: &Router, series: &str) -> Option<f64> {
+    let addr = router
+        .control()
+        .endpoints()
+        .metrics
+        .expect("metrics endpoint");
+    get(addr, "/metrics")
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// `[pools.NAME]` with the given backends (inline tables) and fast health checks.
+fn pool(
+    name: &str,
+    user: &str,
+    password: &str,
+    database: &str,
+    mode: &str,
+    backends: &[String],
+) -> String {
+    format!(
+        "[pools.{name}]\nmode = \"{mode}\"\nusername = \"{user}\"\npassword = \"{password}\"\ndatabase = \"{database}\"\n\
+         max_connections = 40\nacquire_timeout = \"20s\"\nconnect_timeout = \"10s\"\nbackends = [{}]\n\n\
+         [pools.{name}.health]\ninterval = \"{INTERVAL_MS}ms\"\ntimeout = \"1s\"\nfailure_threshold = 2\nsuccess_threshold = 2\n\n",
+        backends.join(", ")
+    )
+}
+
+fn be(port: u16, extra: &str) -> String {
+    format!("{{ host = \"127.0.0.1\", port = {port}{extra} }}")
+}
+
+/// A router with one listener of `protocol`, the pools, read/write split between `read` and
+/// `write`, and metrics + admin API on ephemeral ports.
+fn router(protocol: &str, pools: &str, read: &str, write: &str) -> Router {
+    let mysql_default = if protocol == "mysql" {
+        format!("mysql_default_pool = \"{write}\"\n")
+    } else {
+        String::new()
+    };
+    Router::start(&format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"{protocol}\"\nbind = \"127.0.0.1:0\"\n\n\
+         {pools}[routing]\nread_write_split = true\nread_pool = \"{read}\"\nwrite_pool = \"{write}\"\n{mysql_default}\n\
+         [metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n"
+    ))
+}
+
+/// Writes on a primary every 50 ms until dropped, so a paused replica falls behind.
+struct Writer {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Writer {
+    fn start(mut write: impl FnMut() + Send + 'static) -> Writer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        // A plain test thread, not a core: pacing it with a sleep is fine.
+        #[allow(clippy::disallowed_methods)]
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                write();
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        Writer {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Waits until backend `port` of `pool` is `want`, returning how long that took.
+fn until_health(router: &Router, pool: &str, port: u16, want: bool, timeout: Duration) -> Duration {
+    let started = Instant::now();
+    eventually(
+        timeout,
+        &format!("{pool} 127.0.0.1:{port} healthy = {want}"),
+        || healthy(router, pool, port) == want,
+    );
+    started.elapsed()
+}
+
+#[test]
+fn pg_paused_replay_makes_the_standby_unhealthy_until_resumed() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let pools = pool(
+        "primary",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "transaction",
+        &[be(pg.primary_port, "")],
+    ) + &pool(
+        "replica",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "transaction",
+        &[be(pg.replica_port, ", max_replica_lag = \"1s\"")],
+    );
+    let router = router("postgres", &pools, "replica", "primary");
+    until_health(
+        &router,
+        "replica",
+        pg.replica_port,
+        true,
+        Duration::from_secs(10),
+    );
+    let series = format!(
+        "sqp_backend_healthy{{pool=\"replica\",backend=\"127.0.0.1:{}\"}}",
+        pg.replica_port
+    );
+    assert_eq!(metric(&router, &series), Some(1.0));
+    let lag = backend(&router, "replica", pg.replica_port);
+    assert!(
+        lag["replica_lag_seconds"].as_f64().is_some_and(|s| s < 1.0),
+        "caught up: {lag}"
+    );
+
+    let table = unique_name("health_pg");
+    let mut setup = pg.primary_client();
+    setup
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (id serial PRIMARY KEY, at timestamptz DEFAULT now())"
+        ))
+        .expect("create");
+    let (writer_env, writes) = (pg.clone(), table.clone());
+    let writer = Writer::start(move || {
+        let _ = writer_env
+            .primary_client()
+            .execute(&format!("INSERT INTO {writes} DEFAULT VALUES"), &[]);
+    });
+    env.pause_replication(Kind::Pg);
+    let took = until_health(
+        &router,
+        "replica",
+        pg.replica_port,
+        false,
+        Duration::from_secs(15),
+    );
+    // Lag exceeds 1s about one second after the pause; two failing checks then mark it down.
+    let allowed = Duration::from_millis(1000 + 3 * INTERVAL_MS + 1500);
+    assert!(
+        took <= allowed,
+        "standby marked unhealthy after {took:?} (allowed {allowed:?})"
+    );
+    let down = backend(&router, "replica", pg.replica_port);
+    assert_eq!(down["health_cause"], "lag", "{down}");
+    assert!(
+        down["replica_lag_seconds"]
+            .as_f64()
+            .is_some_and(|s| s > 1.0),
+        "{down}"
+    );
+    assert!(
+        down["replica_lag_bytes"].as_u64().is_some_and(|b| b > 0),
+        "WAL behind: {down}"
+    );
+    assert_eq!(metric(&router, &series), Some(0.0));
+    let lag_series = format!(
+        "sqp_backend_replica_lag_seconds{{pool=\"replica\",backend=\"127.0.0.1:{}\"}}",
+        pg.replica_port
+    );
+    assert!(metric(&router, &lag_series).is_some_and(|s| s > 1.0));
+    assert!(
+        healthy(&router, "primary", pg.primary_port),
+        "the primary is not a lagging replica"
+    );
+
+    env.resume_replication(Kind::Pg);
+    until_health(
+        &router,
+        "replica",
+        pg.replica_port,
+        true,
+        Duration::from_secs(15),
+    );
+    let back = backend(&router, "replica", pg.replica_port);
+    assert!(
+        back["replica_lag_seconds"]
+            .as_f64()
+            .is_some_and(|s| s <= 1.0),
+        "{back}"
+    );
+    drop(writer);
+}
+
+#[test]
+fn mariadb_stopped_sql_thread_makes_the_replica_unhealthy_until_restarted() {
+    let env = Dbs::private();
+    let my = &env.my;
+    let pools = pool(
+        "primary",
+        &my.user,
+        &my.password,
+        &my.database,
+        "transaction",
+        &[be(my.primary_port, "")],
+    ) + &pool(
+        "replica",
+        &my.user,
+        &my.password,
+        &my.database,
+        "transaction",
+        &[be(my.replica_port, ", max_replica_lag = \"1s\"")],
+    );
+    let router = router("mysql", &pools, "replica", "primary");
+    until_health(
+        &router,
+        "replica",
+        my.replica_port,
+        true,
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        backend(&router, "replica", my.replica_port)["replica_lag_seconds"].as_f64(),
+        Some(0.0)
+    );
+
+    env.pause_replication(Kind::Mariadb);
+    let took = until_health(
+        &router,
+        "replica",
+        my.replica_port,
+        false,
+        Duration::from_secs(10),
+    );
+    // A stopped SQL thread is unknown lag at once: two failing checks, no lag to build up.
+    let allowed = Duration::from_millis(3 * INTERVAL_MS + 1500);
+    assert!(
+        took <= allowed,
+        "replica marked unhealthy after {took:?} (allowed {allowed:?})"
+    );
+    let down = backend(&router, "replica", my.replica_port);
+    assert_eq!(down["health_cause"], "lag", "{down}");
+    assert!(
+        down["replica_lag_seconds"].is_null(),
+        "unknown lag is shown as null: {down}"
+    );
+    let failures = format!(
+        "sqp_backend_health_check_failures_total{{pool=\"replica\",backend=\"127.0.0.1:{}\",reason=\"lag\"}}",
+        my.replica_port
+    );
+    assert!(metric(&router, &failures).is_some_and(|n| n >= 2.0));
+
+    env.resume_replication(Kind::Mariadb);
+    until_health(
+        &router,
+        "replica",
+        my.replica_port,
+        true,
+        Duration::from_secs(15),
+    );
+}
+
+/// Opens `n` PostgreSQL clients at once through the router (session mode: each holds its own
+/// backend connection) and returns the backend port each landed on. Clients name the pool as
+/// their database.
+fn pg_ports(router: &Router, pool: &str, n: usize) -> Vec<u16> {
+    std::thread::scope(|s| {
+        let clients: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut c = router.pg(pool);
+                    let port: i32 = c
+                        .query_one("SELECT inet_server_port()", &[])
+                        .expect("port")
+                        .get(0);
+                    (c, port as u16)
+                })
+            })
+            .collect();
+        // Hold every client until all have answered, so no connection is reused.
+        let held: Vec<_> = clients
+            .into_iter()
+            .map(|h| h.join().expect("client thread"))
+            .collect();
+        held.into_iter().map(|(_, port)| port).collect()
+    })
+}
+
+#[test]
+fn a_stopped_replica_is_skipped_and_returns_after_restart() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    // The primary stands in as the pool's second backend.
+    let pools = pool(
+        "reads",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "session",
+        &[be(pg.replica_port, ""), be(pg.primary_port, "")],
+    );
+    let router = router("postgres", &pools, "reads", "reads");
+    let before = pg_ports(&router, "reads", 6);
+    assert!(
+        before.contains(&pg.replica_port) && before.contains(&pg.primary_port),
+        "{before:?}"
+    );
+
+    env.stop(Server::PgReplica);
+    until_health(
+        &router,
+        "reads",
+        pg.replica_port,
+        false,
+        Duration::from_secs(5),
+    );
+    assert_eq!(
+        backend(&router, "reads", pg.replica_port)["health_cause"],
+        "connect"
+    );
+    let during = pg_ports(&router, "reads", 6);
+    assert!(
+        during.iter().all(|p| *p == pg.primary_port),
+        "new connections skip the stopped replica: {during:?}"
+    );
+
+    env.start(Server::PgReplica);
+    until_health(
+        &router,
+        "reads",
+        pg.replica_port,
+        true,
+        Duration::from_secs(15),
+    );
+    // The six connections of `during` are idle on the primary and reused first.
+    let after = pg_ports(&router, "reads", 12);
+    assert!(
+        after.contains(&pg.replica_port),
+        "the restarted replica gets connections again: {after:?}"
+    );
+}
+
+#[test]
+fn an_unreachable_backend_costs_clients_nothing() {
+    // A closed port: no fault on the shared servers. A long interval leaves the first failed
+    // connects (passive health) or the prober's first check to find it, whichever comes first.
+    let pg = &dbs().pg;
+    let dead = free_port();
+    let pools = pool(
+        "reads",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "session",
+        &[be(dead, ""), be(pg.primary_port, "")],
+    )
+    .replace(
+        &format!("interval = \"{INTERVAL_MS}ms\""),
+        "interval = \"60s\"",
+    );
+    let router = router("postgres", &pools, "reads", "reads");
+    let ports = pg_ports(&router, "reads", 8);
+    assert!(ports.iter().all(|p| *p == pg.primary_port), "{ports:?}");
+    let b = backend(&router, "reads", dead);
+    assert_eq!(
+        (b["healthy"].as_bool(), b["health_cause"].as_str()),
+        (Some(false), Some("connect")),
+        "{b}"
+    );
+}
+
+#[test]
+fn weighted_backends_get_connections_two_to_one() {
+    let pg = &dbs().pg;
+    let pools = pool(
+        "reads",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "session",
+        &[
+            be(pg.primary_port, ", weight = 2"),
+            be(pg.replica_port, ", weight = 1"),
+        ],
+    );
+    let router = router("postgres", &pools, "reads", "reads");
+    until_health(
+        &router,
+        "reads",
+        pg.replica_port,
+        true,
+        Duration::from_secs(10),
+    );
+    // The first login borrows a connection to learn the server parameters; after it, every
+    // held client is one selection (but for that one idle connection, reused).
+    let mut first = router.pg("reads");
+    first.simple_query("SELECT 1").expect("warm-up");
+    drop(first);
+    let ports = pg_ports(&router, "reads", 30);
+    let on_primary = ports.iter().filter(|p| **p == pg.primary_port).count();
+    let on_replica = ports.iter().filter(|p| **p == pg.replica_port).count();
+    assert_eq!(on_primary + on_replica, 30);
+    assert!(
+        (19..=21).contains(&on_primary) && (9..=11).contains(&on_replica),
+        "2:1 expected, got {on_primary}:{on_replica}"
+    );
+}
