@@ -7,3 +7,5 @@ mod support;
 mod harness;
 mod foundation;
 mod router;
+mod pg_util;
+mod pg_clients;
