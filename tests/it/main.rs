@@ -9,3 +9,7 @@ mod foundation;
 mod router;
 mod pg_util;
 mod pg_clients;
+mod pg_cancel;
+mod pg_faults;
+mod pg_raw;
+mod pg_extended;

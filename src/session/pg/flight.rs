@@ -1,12 +1,15 @@
 //! Bookkeeping of the statement in flight on a backend connection: a FATAL the backend sent
 //! before going away, whether `query_timeout` fired, and what is needed to heal a stale plan.
 //!
-//! Healing: after a schema change, executing a statement the router prepared fails at Bind
-//! with `0A000 cached plan must not change result type`. Outside an explicit transaction, and
-//! when that Bind is the first thing of its Sync batch to run, nothing of the batch took
-//! effect, so the router re-prepares the statement on that connection (Close + Parse) and
-//! sends the batch again, once. Inside a transaction the error reaches the client unchanged:
-//! the transaction is already aborted and only the client can decide what to do.
+//! Healing: after a schema change, a statement the router prepared on a backend earlier fails
+//! at Describe or Bind with `0A000 cached plan must not change result type`. Outside an
+//! explicit transaction, and when that message is the first thing of its Sync batch to run,
+//! nothing of the batch took effect, so the router re-prepares the statement on that
+//! connection (Close + Parse) and sends the batch again, once. A Bind is healed only when the
+//! batch also describes the portal before executing it (libpq does, for every execution):
+//! otherwise the client would decode new rows with the row description it learned before the
+//! change, so it gets the error, as from the server itself. Inside a transaction the error
+//! reaches the client unchanged: the transaction is aborted and only the client can decide.
 
 use super::prepared::Expect;
 use crate::protocol::pg::{BackendMessage, Frame};
@@ -24,8 +27,10 @@ pub(super) struct HealMark {
     pub bout: usize,
     /// Offset of its expectation in the expectation queue.
     pub expect: usize,
-    /// The router statement the Bind uses.
+    /// The router statement the message uses.
     pub key: u64,
+    /// A Bind (rather than a Describe of the statement): needs a Describe of the portal.
+    pub bind: bool,
 }
 
 /// A sent batch that can be sent again once its statement is re-prepared.
@@ -52,6 +57,9 @@ pub(super) struct Flight {
     pub replay: Option<Replay>,
     /// The stale-plan error was swallowed: resend `replay` at ReadyForQuery.
     pub healing: Option<Replay>,
+    /// ParameterDescription of a healable Describe, held until its RowDescription shows the
+    /// plan is valid (the server revalidates between the two).
+    pub held: Vec<u8>,
 }
 
 impl Flight {
@@ -63,7 +71,14 @@ impl Flight {
         if bytes.len() > REPLAY_MAX {
             return;
         }
-        let expects = expect.iter().skip(mark.expect).copied().collect();
+        let expects: Vec<Expect> = expect.iter().skip(mark.expect).copied().collect();
+        let described = expects
+            .iter()
+            .take_while(|e| **e != Expect::Execute)
+            .any(|e| *e == Expect::DescribePortal);
+        if mark.bind && !described {
+            return;
+        }
         self.replay = Some(Replay { key: mark.key, bytes: bytes.to_vec(), expects });
     }
 
@@ -73,6 +88,7 @@ impl Flight {
         self.mark = None;
         self.replay = None;
         self.healing = None;
+        self.held.clear();
     }
 }
 
@@ -130,14 +146,19 @@ mod tests {
     #[test]
     fn arms_only_small_marked_batches() {
         let mut f = Flight::default();
-        let expect: std::collections::VecDeque<Expect> = [Expect::Synth(b'1'), Expect::Bind, Expect::Execute, Expect::Sync].into();
-        f.arm(b"PPPPBBBBEEEESSSS", &expect);
+        let bare: std::collections::VecDeque<Expect> = [Expect::Synth(b'1'), Expect::Bind, Expect::Execute, Expect::Sync].into();
+        f.arm(b"PPPPBBBBEEEESSSS", &bare);
         assert!(f.replay.is_none(), "no mark, nothing to replay");
-        f.mark = Some(HealMark { bout: 4, expect: 1, key: 7 });
-        f.arm(b"PPPPBBBBEEEESSSS", &expect);
+        f.mark = Some(HealMark { bout: 4, expect: 1, key: 7, bind: true });
+        f.arm(b"PPPPBBBBEEEESSSS", &bare);
+        assert!(f.replay.is_none(), "a Bind without a portal Describe is not healed");
+        let expect: std::collections::VecDeque<Expect> =
+            [Expect::Synth(b'1'), Expect::Bind, Expect::DescribePortal, Expect::Execute, Expect::Sync].into();
+        f.mark = Some(HealMark { bout: 4, expect: 1, key: 7, bind: true });
+        f.arm(b"PPPPBBBBDDDDEEEESSSS", &expect);
         let r = f.replay.as_ref().expect("armed");
-        assert_eq!((r.key, r.bytes.as_slice(), r.expects.len()), (7, &b"BBBBEEEESSSS"[..], 3));
-        f.mark = Some(HealMark { bout: 0, expect: 0, key: 7 });
+        assert_eq!((r.key, r.bytes.as_slice(), r.expects.len()), (7, &b"BBBBDDDDEEEESSSS"[..], 4));
+        f.mark = Some(HealMark { bout: 0, expect: 0, key: 7, bind: false });
         f.arm(&vec![0u8; REPLAY_MAX + 1], &expect);
         assert!(f.replay.is_none(), "too big to keep");
     }

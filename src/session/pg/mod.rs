@@ -316,13 +316,8 @@ impl Session {
         self.state.stage(stmt.effects.iter().cloned());
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
-        } else if self.tx == TransactionStatus::Idle
-            && self.flight.mark.is_none()
-            && !self.expect.iter().any(|e| matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal))
-        {
-            // The first statement of the batch to run: if its plan is stale, nothing of the
-            // batch took effect and it can be healed (see `flight`).
-            self.flight.mark = Some(HealMark { bout: self.bout.len(), expect: self.expect.len(), key: stmt.key });
+        } else {
+            self.mark_healable(stmt.key, true);
         }
         let body = raw.get(5..).unwrap_or_default();
         if frontend::encode_bind_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
@@ -347,6 +342,8 @@ impl Session {
         }
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
+        } else {
+            self.mark_healable(stmt.key, false);
         }
         let body = raw.get(5..).unwrap_or_default();
         if frontend::encode_describe_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
@@ -422,6 +419,15 @@ impl Session {
             self.out.extend_from_slice(&[tag, 0, 0, 0, 4]);
         }
         self.flush_client().await
+    }
+
+    /// Marks the message being queued as healable when it is the first of its batch to use a
+    /// statement prepared earlier on this connection, outside a transaction (see `flight`).
+    fn mark_healable(&mut self, key: u64, bind: bool) {
+        let first = !self.expect.iter().any(|e| matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement));
+        if self.tx == TransactionStatus::Idle && self.flight.mark.is_none() && first {
+            self.flight.mark = Some(HealMark { bout: self.bout.len(), expect: self.expect.len(), key, bind });
+        }
     }
 
     fn has_prepared(&mut self, key: u64) -> bool {

@@ -186,7 +186,15 @@ impl Session {
                 if matches!(front, Some(Expect::DescribeStatement | Expect::DescribePortal)) {
                     self.expect.pop_front();
                 }
+                // The Describe got past revalidation: release what was held, no healing.
+                self.out.append(&mut self.flight.held);
+                self.flight.replay = None;
                 true
+            }
+            b't' if self.flight.replay.is_some() && front == Some(Expect::DescribeStatement) => {
+                let frame = self.backend.as_ref().and_then(|c| c.rbuf.get(pos..pos + len)).unwrap_or_default();
+                self.flight.held.extend_from_slice(frame);
+                false
             }
             b'C' | b'I' | b's' => {
                 if front == Some(Expect::Execute) {
@@ -212,7 +220,10 @@ impl Session {
     fn on_error_response(&mut self, pos: usize, len: usize, front: Option<Expect>, outcome: &mut Outcome) -> bool {
         let body = self.backend.as_ref().and_then(|c| c.rbuf.get(pos + 5..pos + len)).unwrap_or_default();
         match classify_error(body) {
-            ErrorKind::StalePlan if front == Some(Expect::Bind) && self.flight.replay.is_some() => {
+            ErrorKind::StalePlan
+                if matches!(front, Some(Expect::Bind | Expect::DescribeStatement)) && self.flight.replay.is_some() =>
+            {
+                self.flight.held.clear();
                 self.flight.healing = self.flight.replay.take();
                 tracing::debug!("stale prepared plan: re-preparing and retrying the batch once");
                 return false;
@@ -231,6 +242,7 @@ impl Session {
             }
             _ => {}
         }
+        self.out.append(&mut self.flight.held);
         outcome.error = true;
         true
     }
