@@ -13,3 +13,5 @@ mod pg_cancel;
 mod pg_faults;
 mod pg_raw;
 mod pg_extended;
+mod pg_isolation;
+mod pg_badinput;

@@ -131,6 +131,11 @@ impl Raw {
         }
     }
 
+    /// Half-closes the connection.
+    pub fn shutdown(&mut self, how: std::net::Shutdown) {
+        let _ = self.s.shutdown(how);
+    }
+
     /// Writes bytes as they are.
     pub fn send(&mut self, bytes: &[u8]) {
         self.s.write_all(bytes).expect("write to router");
