@@ -15,3 +15,5 @@ mod pg_raw;
 mod pg_extended;
 mod pg_isolation;
 mod pg_badinput;
+mod pg_pgbench;
+mod pg_psql;
