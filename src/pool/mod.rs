@@ -138,6 +138,8 @@ pub struct CorePool {
     /// What the servers reported at startup (PostgreSQL ParameterStatus), from the first
     /// connection opened: clients are greeted with it without borrowing a connection.
     server_params: RefCell<Option<Rc<Vec<(String, String)>>>>,
+    /// This core's share of `min_connections` per backend, kept open by `maintain`.
+    min_share: Cell<u32>,
 }
 
 impl CorePool {
@@ -159,7 +161,7 @@ impl CorePool {
                 })
             })
             .collect();
-        Self { config: config.clone(), backends, idle: RefCell::new(Vec::new()), waiters: Rc::default(), server_params: RefCell::new(None) }
+        Self { config: config.clone(), backends, idle: RefCell::new(Vec::new()), waiters: Rc::default(), server_params: RefCell::new(None), min_share: Cell::new(0) }
     }
 
     /// Startup parameters reported by this pool's servers, once a connection was opened.
@@ -272,14 +274,61 @@ impl CorePool {
         }
     }
 
-    /// Periodic upkeep: closes connections idle since before `cutoff`, and idle connections that
-    /// another core is waiting for.
+    /// Periodic upkeep: closes connections idle since before `cutoff` (beyond this core's
+    /// share of `min_connections`), and idle connections that another core is waiting for.
     pub fn maintain(&self, cutoff: Instant) {
-        let backends = &self.backends;
-        self.idle.borrow_mut().retain(|c| {
-            let wanted = backends.get(c.backend).is_some_and(|b| b.budget.is_wanted());
-            c.last_used >= cutoff && !wanted
-        });
+        let share = self.min_share.get() as usize;
+        let mut kept = vec![0usize; self.backends.len()];
+        let mut idle = self.idle.borrow_mut();
+        // Most recently used last: walking backwards keeps the warmest as the minimum.
+        let keep: Vec<bool> = idle
+            .iter()
+            .rev()
+            .map(|c| {
+                let wanted = self.backends.get(c.backend).is_some_and(|b| b.budget.is_wanted());
+                let Some(k) = kept.get_mut(c.backend) else { return false };
+                let keep = !wanted && (c.last_used >= cutoff || *k < share);
+                *k += usize::from(keep);
+                keep
+            })
+            .collect();
+        let mut flags = keep.into_iter().rev();
+        idle.retain(|_| flags.next().unwrap_or(false));
+    }
+
+    /// This core's share of a per-backend `min_connections` spread over `cores` cores: core
+    /// `index` gets `min / cores`, plus one for the first `min % cores` cores.
+    pub fn min_share(min: u32, cores: usize, index: usize) -> u32 {
+        let cores = u32::try_from(cores.max(1)).unwrap_or(u32::MAX);
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        min / cores + u32::from(index < min % cores)
+    }
+
+    /// Opens connections speaking `protocol` until this core holds `share` idle connections
+    /// per backend (its part of `min_connections`, see [`CorePool::min_share`]); `maintain`
+    /// keeps that many open from then on. Meant to run on the core's background queue when
+    /// pools are built. Stops early when a backend's budget is used up; returns how many
+    /// connections it opened, or the first connect error.
+    pub async fn prewarm(self: &Rc<Self>, protocol: Protocol, share: u32) -> Result<usize, PoolError> {
+        self.min_share.set(share);
+        let mut opened = 0;
+        for (index, slot) in self.backends.iter().enumerate() {
+            let held = || self.idle.borrow().iter().filter(|c| c.backend == index).count();
+            while held() < share as usize {
+                if !slot.budget.try_acquire() {
+                    break;
+                }
+                let before = held();
+                let conn = self.open(index, protocol, rt::now() + self.config.timeouts.connect).await?;
+                self.checkin(conn, true);
+                if held() <= before {
+                    // Another core is short of this backend's budget: let it have it.
+                    break;
+                }
+                opened += 1;
+            }
+        }
+        Ok(opened)
     }
 
 }

@@ -17,3 +17,4 @@ mod pg_isolation;
 mod pg_badinput;
 mod pg_pgbench;
 mod pg_psql;
+mod pg_prewarm;
