@@ -11,7 +11,9 @@
 //! change, so it gets the error, as from the server itself. Inside a transaction the error
 //! reaches the client unchanged: the transaction is aborted and only the client can decide.
 
-use super::prepared::Expect;
+use std::rc::Rc;
+
+use super::prepared::{Expect, Stmt};
 use crate::protocol::pg::{BackendMessage, Frame};
 
 /// Largest batch kept for a heal retry; bigger batches (large parameters) are not retried.
@@ -21,14 +23,14 @@ const REPLAY_MAX: usize = 64 * 1024;
 const STALE_PLAN: &str = "cached plan must not change result type";
 
 /// Where, in the batch being assembled, a healable Bind starts.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct HealMark {
     /// Offset of the Bind in the bytes queued for the backend.
     pub bout: usize,
     /// Offset of its expectation in the expectation queue.
     pub expect: usize,
     /// The router statement the message uses.
-    pub key: u64,
+    pub stmt: Rc<Stmt>,
     /// A Bind (rather than a Describe of the statement): needs a Describe of the portal.
     pub bind: bool,
 }
@@ -36,8 +38,8 @@ pub(super) struct HealMark {
 /// A sent batch that can be sent again once its statement is re-prepared.
 #[derive(Debug)]
 pub(super) struct Replay {
-    /// The router statement to re-prepare.
-    pub key: u64,
+    /// The router statement to re-prepare (kept even if the client closes its name).
+    pub stmt: Rc<Stmt>,
     /// The batch from the healable Bind through Sync.
     pub bytes: Vec<u8>,
     /// The expectations of those messages.
@@ -79,7 +81,7 @@ impl Flight {
         if mark.bind && !described {
             return;
         }
-        self.replay = Some(Replay { key: mark.key, bytes: bytes.to_vec(), expects });
+        self.replay = Some(Replay { stmt: mark.stmt, bytes: bytes.to_vec(), expects });
     }
 
     /// Forgets everything about the batch (at ReadyForQuery or when the connection goes).
@@ -146,19 +148,20 @@ mod tests {
     #[test]
     fn arms_only_small_marked_batches() {
         let mut f = Flight::default();
+        let stmt = Rc::new(Stmt::new("SELECT 1", &[]));
         let bare: std::collections::VecDeque<Expect> = [Expect::Synth(b'1'), Expect::Bind, Expect::Execute, Expect::Sync].into();
         f.arm(b"PPPPBBBBEEEESSSS", &bare);
         assert!(f.replay.is_none(), "no mark, nothing to replay");
-        f.mark = Some(HealMark { bout: 4, expect: 1, key: 7, bind: true });
+        f.mark = Some(HealMark { bout: 4, expect: 1, stmt: stmt.clone(), bind: true });
         f.arm(b"PPPPBBBBEEEESSSS", &bare);
         assert!(f.replay.is_none(), "a Bind without a portal Describe is not healed");
         let expect: std::collections::VecDeque<Expect> =
             [Expect::Synth(b'1'), Expect::Bind, Expect::DescribePortal, Expect::Execute, Expect::Sync].into();
-        f.mark = Some(HealMark { bout: 4, expect: 1, key: 7, bind: true });
+        f.mark = Some(HealMark { bout: 4, expect: 1, stmt: stmt.clone(), bind: true });
         f.arm(b"PPPPBBBBDDDDEEEESSSS", &expect);
         let r = f.replay.as_ref().expect("armed");
-        assert_eq!((r.key, r.bytes.as_slice(), r.expects.len()), (7, &b"BBBBDDDDEEEESSSS"[..], 4));
-        f.mark = Some(HealMark { bout: 0, expect: 0, key: 7, bind: false });
+        assert_eq!((r.stmt.key, r.bytes.as_slice(), r.expects.len()), (stmt.key, &b"BBBBDDDDEEEESSSS"[..], 4));
+        f.mark = Some(HealMark { bout: 0, expect: 0, stmt: stmt.clone(), bind: false });
         f.arm(&vec![0u8; REPLAY_MAX + 1], &expect);
         assert!(f.replay.is_none(), "too big to keep");
     }

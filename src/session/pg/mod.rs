@@ -317,7 +317,7 @@ impl Session {
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
         } else {
-            self.mark_healable(stmt.key, true);
+            self.mark_healable(&stmt, true);
         }
         let body = raw.get(5..).unwrap_or_default();
         if frontend::encode_bind_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
@@ -343,7 +343,7 @@ impl Session {
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
         } else {
-            self.mark_healable(stmt.key, false);
+            self.mark_healable(&stmt, false);
         }
         let body = raw.get(5..).unwrap_or_default();
         if frontend::encode_describe_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
@@ -423,10 +423,10 @@ impl Session {
 
     /// Marks the message being queued as healable when it is the first of its batch to use a
     /// statement prepared earlier on this connection, outside a transaction (see `flight`).
-    fn mark_healable(&mut self, key: u64, bind: bool) {
+    fn mark_healable(&mut self, stmt: &Rc<Stmt>, bind: bool) {
         let first = !self.expect.iter().any(|e| matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement));
         if self.tx == TransactionStatus::Idle && self.flight.mark.is_none() && first {
-            self.flight.mark = Some(HealMark { bout: self.bout.len(), expect: self.expect.len(), key, bind });
+            self.flight.mark = Some(HealMark { bout: self.bout.len(), expect: self.expect.len(), stmt: stmt.clone(), bind });
         }
     }
 

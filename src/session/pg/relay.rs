@@ -12,7 +12,7 @@ use crate::protocol::pg::notice::peek_sqlstate;
 use crate::protocol::pg::{decode_frame, frontend, sqlstate, Target, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
-use crate::session::pg::prepared::{self, Expect};
+use crate::session::pg::prepared::Expect;
 
 /// Largest backend message accepted (PostgreSQL's own limit on a field is 1 GiB).
 const BACKEND_MAX: usize = (1 << 30) + 1024;
@@ -32,6 +32,8 @@ enum Woke {
     Client(std::io::Result<usize>),
     /// The backend sent bytes (`true`) or closed (`false`).
     Backend(bool),
+    /// The router is draining and the session is between transactions.
+    Drain,
 }
 
 /// What one relay pass learned about the transaction.
@@ -255,18 +257,13 @@ impl Session {
     /// Re-prepares the healed statement on this connection and sends its batch again.
     async fn resend_healed(&mut self) -> Result<(), End> {
         let Some(replay) = self.flight.healing.take() else { return Ok(()) };
-        let name = prepared::server_name(replay.key);
-        let Some(stmt) = self.stmts.values().find(|s| s.key == replay.key).cloned() else {
-            // The client closed the statement meanwhile: nothing left to heal it with.
-            return self.backend_lost().await;
-        };
         self.bout.clear();
-        let _ = frontend::encode_close(Target::Statement, &name, &mut self.bout);
-        self.bout.extend_from_slice(&stmt.parse_msg);
+        let _ = frontend::encode_close(Target::Statement, &replay.stmt.server_name, &mut self.bout);
+        self.bout.extend_from_slice(&replay.stmt.parse_msg);
         self.bout.extend_from_slice(&replay.bytes);
         self.expect.clear();
         self.expect.push_back(Expect::Close { swallow: true });
-        self.expect.push_back(Expect::Parse { swallow: true, key: Some(replay.key) });
+        self.expect.push_back(Expect::Parse { swallow: true, key: Some(replay.stmt.key) });
         if let Some(conn) = self.backend.as_mut() {
             // The error made the server skip the batch's Parses: they run again now.
             for e in &replay.expects {
@@ -288,12 +285,21 @@ impl Session {
             return Ok(Some(rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK).await));
         };
         let (client, cbuf) = (&mut self.client, &mut self.cbuf);
-        let woke = rt::race(async { Woke::Client(read_abandonable(client, cbuf, READ_CHUNK).await) }, async {
+        let drain = (self.tx == TransactionStatus::Idle).then(|| self.ctx.drain.clone());
+        let reads = rt::race(async { Woke::Client(read_abandonable(client, cbuf, READ_CHUNK).await) }, async {
             Woke::Backend(matches!(read_abandonable(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await, Ok(n) if n > 0))
-        })
-        .await;
+        });
+        let drained = async {
+            match drain {
+                Some(d) => d.wait().await,
+                None => std::future::pending::<()>().await,
+            }
+            Woke::Drain
+        };
+        let woke = rt::race(reads, drained).await;
         let res = match woke {
             Woke::Client(r) => return Ok(Some(r)),
+            Woke::Drain => return Err(End::Drained),
             Woke::Backend(true) => self.relay_unprompted(),
             Woke::Backend(false) => Err(self.lost_while_idle()),
         };
