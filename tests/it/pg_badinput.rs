@@ -7,7 +7,6 @@ use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
 
 use crate::pg_raw::{code, md5_router, msg, query, startup, tags, Raw};
 use crate::pg_util::{connect, sqlstate};

@@ -1,6 +1,8 @@
 //! The response side of a PostgreSQL session: relays backend messages to the client in order,
 //! swallowing responses to messages the router injected and inserting the ones it answers
-//! itself; COPY in both directions; settings replay and connection cleanup.
+//! itself; COPY in both directions; `query_timeout` (a cancel through the session's own cancel
+//! slot); stale-plan healing (see `flight`); what a held backend sends while the client is idle
+//! (NOTIFY, notices, its own death); settings replay and connection cleanup.
 
 use std::time::Instant;
 
