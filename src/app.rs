@@ -105,6 +105,7 @@ pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, St
     let mut listen: Vec<SocketAddr> = snapshot.config.listeners.iter().map(|l| l.bind).collect();
     let mut inboxes = Vec::with_capacity(cpus.len());
     let mut cores = Vec::with_capacity(cpus.len());
+    let n_cores = cpus.len();
     for (i, cpu) in cpus.into_iter().enumerate() {
         let (tx, rx) = unbounded();
         inboxes.push(tx);
@@ -112,6 +113,7 @@ pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, St
         let (bound_tx, bound_rx) = bounded(1);
         let setup = CoreSetup {
             id: CoreId(i as u16),
+            cores: n_cores,
             cpu,
             inbox: rx,
             events: events_tx.clone(),

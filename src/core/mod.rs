@@ -14,7 +14,7 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
 use crate::control::msg::{CoreCommand, CoreEvent, CoreReport, Snapshot};
 use crate::id::{CoreId, RulesVersion};
-use crate::pool::{BudgetRegistry, PoolSet};
+use crate::pool::{BudgetRegistry, CorePool, PoolSet};
 use crate::rt::{self, CoreHandle, CoreQueues, Listener, RtError};
 use crate::session::{self, CoreContext};
 
@@ -26,6 +26,8 @@ const INBOX_POLL: Duration = Duration::from_millis(5);
 pub struct CoreSetup {
     /// This core's id.
     pub id: CoreId,
+    /// How many cores the process runs (for each core's share of `min_connections`).
+    pub cores: usize,
     /// CPU to pin to, or `None` to let the OS schedule.
     pub cpu: Option<usize>,
     /// Commands from the control plane.
@@ -49,7 +51,7 @@ pub fn spawn(setup: CoreSetup) -> Result<CoreHandle, RtError> {
 }
 
 async fn run(setup: CoreSetup, queues: CoreQueues) {
-    let CoreSetup { id, inbox, events, snapshot, listen, budgets, bound, .. } = setup;
+    let CoreSetup { id, cores, inbox, events, snapshot, listen, budgets, bound, .. } = setup;
     let listeners = match bind_all(&listen) {
         Ok(l) => l,
         Err(e) => {
@@ -76,6 +78,7 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
         }),
     ));
     session::install_cancel_delivery(&ctx);
+    prewarm(&ctx, cores);
     for (index, listener) in listeners.into_iter().enumerate() {
         rt::spawn_guarded(queues.latency, accept_loop(ctx.clone(), listener, index), |msg| {
             tracing::error!(panic = %msg, "accept loop panicked");
@@ -95,7 +98,7 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
     loop {
         loop {
             match inbox.try_recv() {
-                Ok(cmd) => handle(&ctx, cmd, &events, &budgets, &mut version, &mut drain_deadline),
+                Ok(cmd) => handle(&ctx, cmd, &events, &budgets, cores, &mut version, &mut drain_deadline),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
                     drain_deadline.get_or_insert_with(rt::now);
@@ -116,11 +119,40 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
     let _ = events.send(CoreEvent::Stopped(id));
 }
 
+/// Opens this core's share of every pool's `min_connections` on the background queue. A pool
+/// without an explicit `protocol` is warmed only when every listener speaks one protocol
+/// (otherwise which kind of connection to open is unknown until a client arrives).
+fn prewarm(ctx: &Rc<CoreContext>, cores: usize) {
+    let config = ctx.config();
+    let mut protocols = config.listeners.iter().map(|l| l.protocol);
+    let first = protocols.next();
+    let only = first.filter(|p| protocols.all(|q| q == *p));
+    for pool in ctx.pools().iter() {
+        let min = pool.config.limits.min_connections;
+        let Some(protocol) = pool.config.protocol.or(only) else { continue };
+        let share = CorePool::min_share(min, cores, usize::from(ctx.core.0));
+        if share == 0 {
+            continue;
+        }
+        let pool = pool.clone();
+        rt::spawn_guarded(
+            ctx.queues.background,
+            async move {
+                if let Err(e) = pool.prewarm(protocol, share).await {
+                    tracing::warn!(pool = %pool.config.name, error = %e, "could not open min_connections");
+                }
+            },
+            |msg| tracing::error!(panic = %msg, "prewarm panicked"),
+        );
+    }
+}
+
 fn handle(
-    ctx: &CoreContext,
+    ctx: &Rc<CoreContext>,
     cmd: CoreCommand,
     events: &Sender<CoreEvent>,
     budgets: &BudgetRegistry,
+    cores: usize,
     version: &mut RulesVersion,
     drain_deadline: &mut Option<Instant>,
 ) {
@@ -128,6 +160,7 @@ fn handle(
         CoreCommand::Apply(snap) => {
             let pools = PoolSet::build(&snap.config, budgets, Some(&ctx.pools()));
             ctx.apply(snap.config.clone(), pools);
+            prewarm(ctx, cores);
             *version = snap.version;
             let _ = events.send(CoreEvent::Applied { core: ctx.core, version: snap.version });
         }

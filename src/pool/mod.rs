@@ -178,6 +178,8 @@ pub struct CorePool {
     /// metrics: this core's counters of the pool; handed from a rebuilt pool to its successor
     /// so they stay monotonic. Sessions record statements, decisions and errors here.
     pub counters: Rc<PoolCounters>,
+    /// This core's share of `min_connections` per backend, kept open by `maintain`.
+    min_share: Cell<u32>,
 }
 
 impl CorePool {
@@ -210,6 +212,7 @@ impl CorePool {
             starved_ticks: Cell::new(0),
             server_params: RefCell::new(None),
             counters,
+            min_share: Cell::new(0),
         }
     }
 
@@ -426,13 +429,34 @@ impl CorePool {
         }
     }
 
-    /// Periodic upkeep: closes connections idle since before `cutoff`, and hands one idle
+    /// Periodic upkeep: closes connections idle since before `cutoff` (beyond this core's
+    /// share of `min_connections`) and those of unhealthy backends, and hands one idle
     /// connection's budget to another core once that core has been starved for a few ticks in
     /// a row. The hysteresis keeps two busy cores from trading connections (each trade costs a
     /// backend login) on every momentary imbalance.
     pub fn maintain(&self, cutoff: Instant) {
         let any_healthy = self.has_healthy_backend(); // health: close idle connections of unhealthy backends
-        self.idle.borrow_mut().retain(|c| c.last_used >= cutoff && self.usable(c.backend, any_healthy));
+        let share = self.min_share.get() as usize;
+        let mut kept = vec![0usize; self.backends.len()];
+        {
+            let mut idle = self.idle.borrow_mut();
+            // Most recently used last: walking backwards keeps the warmest as the minimum.
+            let keep: Vec<bool> = idle
+                .iter()
+                .rev()
+                .map(|c| {
+                    if !self.usable(c.backend, any_healthy) {
+                        return false;
+                    }
+                    let Some(k) = kept.get_mut(c.backend) else { return false };
+                    let keep = c.last_used >= cutoff || *k < share;
+                    *k += usize::from(keep);
+                    keep
+                })
+                .collect();
+            let mut flags = keep.into_iter().rev();
+            idle.retain(|_| flags.next().unwrap_or(false));
+        }
         let starved = self.idle.borrow().iter().position(|c| self.wanted_elsewhere(c.backend));
         match starved {
             Some(i) if self.starved_ticks.get() + 1 >= STARVED_TICKS => {
@@ -443,6 +467,41 @@ impl CorePool {
             Some(_) => self.starved_ticks.set(self.starved_ticks.get() + 1),
             None => self.starved_ticks.set(0),
         }
+    }
+
+    /// This core's share of a per-backend `min_connections` spread over `cores` cores: core
+    /// `index` gets `min / cores`, plus one for the first `min % cores` cores.
+    pub fn min_share(min: u32, cores: usize, index: usize) -> u32 {
+        let cores = u32::try_from(cores.max(1)).unwrap_or(u32::MAX);
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        min / cores + u32::from(index < min % cores)
+    }
+
+    /// Opens connections speaking `protocol` until this core holds `share` idle connections
+    /// per backend (its part of `min_connections`, see [`CorePool::min_share`]); `maintain`
+    /// keeps that many open from then on. Meant to run on the core's background queue when
+    /// pools are built. Stops early when a backend's budget is used up; returns how many
+    /// connections it opened, or the first connect error.
+    pub async fn prewarm(self: &Rc<Self>, protocol: Protocol, share: u32) -> Result<usize, PoolError> {
+        self.min_share.set(share);
+        let mut opened = 0;
+        for (index, slot) in self.backends.iter().enumerate() {
+            let held = || self.idle.borrow().iter().filter(|c| c.backend == index).count();
+            while held() < share as usize {
+                if !slot.budget.try_acquire() {
+                    break;
+                }
+                let before = held();
+                let conn = self.open(index, protocol, rt::now() + self.config.timeouts.connect).await?;
+                self.checkin(conn, true);
+                if held() <= before {
+                    // Another core is short of this backend's budget: let it have it.
+                    break;
+                }
+                opened += 1;
+            }
+        }
+        Ok(opened)
     }
 
 }

@@ -6,17 +6,31 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
 use super::Stream;
 
+/// Restores a buffer's length if a read is abandoned mid-await (a raced or timed-out read is
+/// dropped), so the zeroed spare space never looks like received bytes.
+struct Spare<'a> {
+    buf: &'a mut Vec<u8>,
+    keep: usize,
+}
+
+impl Drop for Spare<'_> {
+    fn drop(&mut self) {
+        self.buf.truncate(self.keep);
+    }
+}
+
 /// Reads whatever is available (at most `chunk` bytes) and appends it to `buf`.
-/// Returns the number of bytes read; 0 means the peer closed the connection.
+/// Returns the number of bytes read; 0 means the peer closed the connection. Safe to abandon:
+/// if the future is dropped before completing, `buf` is left as it was.
 pub async fn read_some(stream: &mut Stream, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
     let start = buf.len();
     buf.resize(start + chunk, 0);
-    let res = match buf.get_mut(start..) {
-        Some(spare) => stream.read(spare).await,
+    let mut spare = Spare { buf, keep: start };
+    let res = match spare.buf.get_mut(start..) {
+        Some(room) => stream.read(room).await,
         None => Ok(0),
     };
-    let n = *res.as_ref().unwrap_or(&0);
-    buf.truncate(start + n);
+    spare.keep = start + *res.as_ref().unwrap_or(&0);
     res
 }
 

@@ -5,6 +5,7 @@
 //! The loop is a `match` over message kinds delegating to one handler each; the response side
 //! lives in `relay`, statement bookkeeping in `prepared`, client login in `login`.
 
+mod flight;
 mod login;
 mod prepared;
 mod relay;
@@ -21,6 +22,7 @@ use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
 use crate::session::state::{pg_effects, SessionState};
 use crate::session::CoreContext;
+use flight::{Flight, HealMark};
 use prepared::{Expect, Stmt};
 
 /// Bytes buffered for the client before they are written out mid-result.
@@ -59,6 +61,8 @@ pub(super) struct Session {
     /// In an extended-protocol batch that failed before reaching a backend: skip to Sync.
     skipping: bool,
     tx: TransactionStatus,
+    /// The statement in flight: FATAL seen, timeout fired, stale-plan healing.
+    flight: Flight,
 }
 
 /// Serves one client from login to close.
@@ -107,6 +111,7 @@ impl Session {
             max_msg,
             skipping: false,
             tx: TransactionStatus::Idle,
+            flight: Flight::default(),
         }
     }
 
@@ -164,7 +169,13 @@ impl Session {
             }
             self.flush_client().await?;
             let idle = self.backend.is_none() && self.expect.is_empty();
-            let read = if idle {
+            let read = if !idle && self.expect.is_empty() {
+                // A held backend may speak unprompted (NOTIFY, notices, its own death).
+                match self.wait_client_or_backend().await? {
+                    Some(r) => Some(r),
+                    None => continue,
+                }
+            } else if idle {
                 let drain = self.ctx.drain.clone();
                 let client = &mut self.client;
                 let cbuf = &mut self.cbuf;
@@ -305,6 +316,8 @@ impl Session {
         self.state.stage(stmt.effects.iter().cloned());
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
+        } else {
+            self.mark_healable(&stmt, true);
         }
         let body = raw.get(5..).unwrap_or_default();
         if frontend::encode_bind_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
@@ -329,6 +342,8 @@ impl Session {
         }
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
+        } else {
+            self.mark_healable(&stmt, false);
         }
         let body = raw.get(5..).unwrap_or_default();
         if frontend::encode_describe_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
@@ -349,6 +364,8 @@ impl Session {
     }
 
     async fn on_flush(&mut self, raw: &[u8]) -> Result<(), End> {
+        // Responses before Sync reach the client: a batch split by Flush is never replayed.
+        self.flight.mark = None;
         if self.backend.is_none() {
             return self.relay_synth_only().await;
         }
@@ -369,6 +386,7 @@ impl Session {
         }
         self.bout.extend_from_slice(raw);
         self.expect.push_back(Expect::Sync);
+        self.flight.arm(&self.bout, &self.expect);
         self.send_backend().await?;
         self.relay(relay::Until::Ready).await
     }
@@ -388,6 +406,7 @@ impl Session {
         // What was already queued for the backend is discarded with the batch.
         self.bout.clear();
         self.expect.clear();
+        self.flight.mark = None;
         e.encode(&mut self.out);
         self.skipping = true;
         Ok(())
@@ -400,6 +419,15 @@ impl Session {
             self.out.extend_from_slice(&[tag, 0, 0, 0, 4]);
         }
         self.flush_client().await
+    }
+
+    /// Marks the message being queued as healable when it is the first of its batch to use a
+    /// statement prepared earlier on this connection, outside a transaction (see `flight`).
+    fn mark_healable(&mut self, stmt: &Rc<Stmt>, bind: bool) {
+        let first = !self.expect.iter().any(|e| matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement));
+        if self.tx == TransactionStatus::Idle && self.flight.mark.is_none() && first {
+            self.flight.mark = Some(HealMark { bout: self.bout.len(), expect: self.expect.len(), stmt: stmt.clone(), bind });
+        }
     }
 
     fn has_prepared(&mut self, key: u64) -> bool {
@@ -469,8 +497,13 @@ impl Session {
         let was_in_tx = self.tx != TransactionStatus::Idle;
         self.tx = TransactionStatus::Idle;
         self.state.rollback();
-        PgClientError::new(sqlstate::CONNECTION_FAILURE, "the backend connection was lost; the statement may not have completed")
-            .encode(&mut self.out);
+        let why = self.flight.fatal.take().map(|m| format!(" ({m})")).unwrap_or_default();
+        self.flight.settle();
+        PgClientError::new(
+            sqlstate::CONNECTION_FAILURE,
+            format!("the backend connection was lost{why}; the statement may not have completed"),
+        )
+        .encode(&mut self.out);
         backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.out);
         if was_in_tx {
             tracing::warn!("backend lost inside a transaction; the transaction was rolled back by the server");

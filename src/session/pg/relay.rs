@@ -1,12 +1,17 @@
 //! The response side of a PostgreSQL session: relays backend messages to the client in order,
 //! swallowing responses to messages the router injected and inserting the ones it answers
-//! itself; COPY in both directions; settings replay and connection cleanup.
+//! itself; COPY in both directions; `query_timeout` (a cancel through the session's own cancel
+//! slot); stale-plan healing (see `flight`); what a held backend sends while the client is idle
+//! (NOTIFY, notices, its own death); settings replay and connection cleanup.
 
+use std::time::Instant;
+
+use super::flight::{classify_error, ErrorKind};
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::config::PoolMode;
 use crate::pool::Conn;
 use crate::protocol::pg::notice::peek_sqlstate;
-use crate::protocol::pg::{decode_frame, frontend, sqlstate, TransactionStatus};
+use crate::protocol::pg::{decode_frame, frontend, sqlstate, Target, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::pg::prepared::Expect;
@@ -23,12 +28,23 @@ pub(super) enum Until {
     Drained,
 }
 
+/// What woke a session that waits for its client while holding a backend connection.
+enum Woke {
+    /// The client sent bytes (or closed: `Ok(0)`).
+    Client(std::io::Result<usize>),
+    /// The backend sent bytes (`true`) or closed (`false`).
+    Backend(bool),
+    /// The router is draining and the session is between transactions.
+    Drain,
+}
+
 /// What one relay pass learned about the transaction.
 #[derive(Default)]
 struct Outcome {
     error: bool,
     last_tag_commit: Option<bool>,
 }
+
 
 /// Reads the next whole backend frame; returns (tag, length) of the frame at `*pos`.
 async fn next_frame(conn: &mut Conn, pos: &mut usize) -> Result<(u8, usize), ()> {
@@ -61,13 +77,26 @@ impl Session {
     pub(super) async fn relay(&mut self, until: Until) -> Result<(), End> {
         let mut outcome = Outcome::default();
         let mut pos = 0usize;
+        let mut deadline = self.query_deadline();
         loop {
             self.emit_synth();
             if until == Until::Drained && self.expect.is_empty() {
                 break;
             }
             let Some(conn) = self.backend.as_mut() else { return Ok(()) };
-            let Ok((tag, len)) = next_frame(conn, &mut pos).await else {
+            let next = match deadline {
+                Some(d) => rt::with_deadline(d, next_frame(conn, &mut pos)).await,
+                None => Ok(next_frame(conn, &mut pos).await),
+            };
+            let Ok(next) = next else {
+                // query_timeout: cancel through the same path a client's CancelRequest takes,
+                // then wait for the backend's answer without a deadline.
+                deadline = None;
+                self.flight.timed_out = true;
+                self.ctx.cancels.cancel(self.key);
+                continue;
+            };
+            let Ok((tag, len)) = next else {
                 return self.backend_lost().await;
             };
             let forward = self.on_backend_message(tag, pos, len, &mut outcome);
@@ -81,6 +110,13 @@ impl Session {
             match tag {
                 b'Z' => {
                     conn.rbuf.drain(..pos);
+                    pos = 0;
+                    if self.flight.healing.is_some() {
+                        self.resend_healed().await?;
+                        outcome = Outcome::default();
+                        continue;
+                    }
+                    self.flight.settle();
                     self.on_ready(status, &outcome).await;
                     return self.flush_client().await;
                 }
@@ -88,6 +124,7 @@ impl Session {
                     conn.rbuf.drain(..pos);
                     pos = 0;
                     self.pump_copy_in().await?;
+                    deadline = self.query_deadline();
                 }
                 b'E' if until == Until::Drained => break,
                 _ => {}
@@ -124,13 +161,23 @@ impl Session {
                 if front == Some(Expect::Bind) {
                     self.expect.pop_front();
                 }
+                // The batch's first Bind succeeded: no stale plan to heal in this batch.
+                self.flight.replay = None;
                 true
             }
             b'T' | b'n' => {
                 if matches!(front, Some(Expect::DescribeStatement | Expect::DescribePortal)) {
                     self.expect.pop_front();
                 }
+                // The Describe got past revalidation: release what was held, no healing.
+                self.out.append(&mut self.flight.held);
+                self.flight.replay = None;
                 true
+            }
+            b't' if self.flight.replay.is_some() && front == Some(Expect::DescribeStatement) => {
+                let frame = self.backend.as_ref().and_then(|c| c.rbuf.get(pos..pos + len)).unwrap_or_default();
+                self.flight.held.extend_from_slice(frame);
+                false
             }
             b'C' | b'I' | b's' => {
                 if front == Some(Expect::Execute) {
@@ -142,12 +189,150 @@ impl Session {
                 true
             }
             b'E' => {
-                outcome.error = true;
+                let forward = self.on_error_response(pos, len, front, outcome);
                 self.on_backend_error(front);
-                true
+                forward
             }
+            b'Z' => self.flight.healing.is_none(),
             _ => true,
         }
+    }
+
+    /// Decides what the client sees of an ErrorResponse: most are relayed; a FATAL becomes the
+    /// connection-loss error; a stale plan is healed; a cancel sent by query_timeout says so.
+    fn on_error_response(&mut self, pos: usize, len: usize, front: Option<Expect>, outcome: &mut Outcome) -> bool {
+        let body = self.backend.as_ref().and_then(|c| c.rbuf.get(pos + 5..pos + len)).unwrap_or_default();
+        match classify_error(body) {
+            ErrorKind::StalePlan
+                if matches!(front, Some(Expect::Bind | Expect::DescribeStatement)) && self.flight.replay.is_some() =>
+            {
+                self.flight.held.clear();
+                self.flight.healing = self.flight.replay.take();
+                tracing::debug!("stale prepared plan: re-preparing and retrying the batch once");
+                return false;
+            }
+            ErrorKind::Fatal(m) => {
+                self.flight.fatal = Some(m);
+                outcome.error = true;
+                return false;
+            }
+            ErrorKind::Canceled if self.flight.timed_out => {
+                let ms = self.pool.config.timeouts.query.map_or(0, |d| d.as_millis());
+                PgClientError::new(sqlstate::QUERY_CANCELED, format!("canceling statement due to query_timeout ({ms} ms)"))
+                    .encode(&mut self.out);
+                outcome.error = true;
+                return false;
+            }
+            _ => {}
+        }
+        self.out.append(&mut self.flight.held);
+        outcome.error = true;
+        true
+    }
+
+    /// The deadline of the statement being relayed, under the pool's query_timeout.
+    fn query_deadline(&self) -> Option<Instant> {
+        self.pool.config.timeouts.query.map(|t| rt::now() + t)
+    }
+
+    /// Re-prepares the healed statement on this connection and sends its batch again.
+    async fn resend_healed(&mut self) -> Result<(), End> {
+        let Some(replay) = self.flight.healing.take() else { return Ok(()) };
+        self.bout.clear();
+        let _ = frontend::encode_close(Target::Statement, &replay.stmt.server_name, &mut self.bout);
+        self.bout.extend_from_slice(&replay.stmt.parse_msg);
+        self.bout.extend_from_slice(&replay.bytes);
+        self.expect.clear();
+        self.expect.push_back(Expect::Close { swallow: true });
+        self.expect.push_back(Expect::Parse { swallow: true, key: Some(replay.stmt.key) });
+        if let Some(conn) = self.backend.as_mut() {
+            // The error made the server skip the batch's Parses: they run again now.
+            for e in &replay.expects {
+                if let Expect::Parse { key: Some(k), .. } = e {
+                    if !conn.prepared.contains(k) {
+                        conn.prepared.push(*k);
+                    }
+                }
+            }
+        }
+        self.expect.extend(replay.expects.iter().copied());
+        self.send_backend().await
+    }
+
+    /// Waits for the client while a backend connection is held, relaying what the backend
+    /// sends unprompted meanwhile. `Ok(None)`: something was relayed, wait again.
+    pub(super) async fn wait_client_or_backend(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
+        let Some(conn) = self.backend.as_mut() else {
+            return Ok(Some(rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK).await));
+        };
+        let (client, cbuf) = (&mut self.client, &mut self.cbuf);
+        let drain = (self.tx == TransactionStatus::Idle).then(|| self.ctx.drain.clone());
+        let reads = rt::race(async { Woke::Client(rt::read_some(client, cbuf, READ_CHUNK).await) }, async {
+            Woke::Backend(matches!(rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await, Ok(n) if n > 0))
+        });
+        let drained = async {
+            match drain {
+                Some(d) => d.wait().await,
+                None => std::future::pending::<()>().await,
+            }
+            Woke::Drain
+        };
+        let woke = rt::race(reads, drained).await;
+        let res = match woke {
+            Woke::Client(r) => return Ok(Some(r)),
+            Woke::Drain => return Err(End::Drained),
+            Woke::Backend(true) => self.relay_unprompted(),
+            Woke::Backend(false) => Err(self.lost_while_idle()),
+        };
+        if let Err(end) = res {
+            // The FATAL error must reach the client before the session closes.
+            let _ = self.flush_client().await;
+            return Err(end);
+        }
+        Ok(None)
+    }
+
+    /// Relays complete unprompted messages (NotificationResponse, NoticeResponse,
+    /// ParameterStatus); anything else means the backend is going away.
+    fn relay_unprompted(&mut self) -> Result<(), End> {
+        let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+        let mut pos = 0usize;
+        let mut bad = false;
+        while let Ok(Some(f)) = decode_frame(conn.rbuf.get(pos..).unwrap_or_default(), BACKEND_MAX) {
+            let (tag, len) = (f.tag, f.total_len);
+            match tag {
+                b'A' | b'N' | b'S' => self.out.extend_from_slice(conn.rbuf.get(pos..pos + len).unwrap_or_default()),
+                b'E' => {
+                    if let ErrorKind::Fatal(m) = classify_error(conn.rbuf.get(pos + 5..pos + len).unwrap_or_default()) {
+                        self.flight.fatal = Some(m);
+                    }
+                    bad = true;
+                }
+                _ => bad = true,
+            }
+            pos += len;
+        }
+        conn.rbuf.drain(..pos);
+        if bad {
+            return Err(self.lost_while_idle());
+        }
+        Ok(())
+    }
+
+    /// The held backend went away while the client was idle: the session's server-side state
+    /// (transaction, temp objects, LISTEN) is gone, so the client is told and closed, as
+    /// PostgreSQL itself would.
+    fn lost_while_idle(&mut self) -> End {
+        if let Some(mut c) = self.backend.take() {
+            c.broken = true;
+            self.pool.checkin(c, false);
+        }
+        self.slot.set_running(None);
+        let why = self.flight.fatal.take().map(|m| format!(" ({m})")).unwrap_or_default();
+        self.flight.settle();
+        PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}"))
+            .encode_fatal(&mut self.out);
+        End::Fatal
     }
 
     fn on_command_complete(&mut self, pos: usize, len: usize, outcome: &mut Outcome) {
@@ -216,6 +401,11 @@ impl Session {
     /// Forwards the client's COPY data until CopyDone or CopyFail.
     async fn pump_copy_in(&mut self) -> Result<(), End> {
         self.flush_client().await?;
+        // In the extended protocol the server ignores the batch's Sync while copying; the
+        // client sends another after CopyDone/CopyFail (libpq and tokio-postgres both do), and
+        // only that one ends the batch.
+        let extended = self.expect.contains(&Expect::Sync);
+        let mut ended = false;
         loop {
             let tag = match self.next_client_frame().await {
                 Ok(Some(t)) => t,
@@ -232,13 +422,26 @@ impl Session {
                 }
             };
             match tag {
+                b'S' if ended => {
+                    self.bout.extend_from_slice(&self.msg);
+                    return self.send_backend().await;
+                }
+                _ if ended => {
+                    let e = PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected Sync after the end of COPY data");
+                    e.encode_fatal(&mut self.out);
+                    let _ = self.flush_client().await;
+                    return Err(End::Fatal);
+                }
                 b'd' | b'c' | b'f' => {
                     self.bout.extend_from_slice(&self.msg);
                     if tag != b'd' || self.bout.len() >= CLIENT_FLUSH_AT {
                         self.send_backend().await?;
                     }
                     if tag != b'd' {
-                        return Ok(());
+                        if !extended {
+                            return Ok(());
+                        }
+                        ended = true;
                     }
                 }
                 // The server ignores Flush and Sync during COPY IN.

@@ -1,0 +1,168 @@
+//! Bookkeeping of the statement in flight on a backend connection: a FATAL the backend sent
+//! before going away, whether `query_timeout` fired, and what is needed to heal a stale plan.
+//!
+//! Healing: after a schema change, a statement the router prepared on a backend earlier fails
+//! at Describe or Bind with `0A000 cached plan must not change result type`. Outside an
+//! explicit transaction, and when that message is the first thing of its Sync batch to run,
+//! nothing of the batch took effect, so the router re-prepares the statement on that
+//! connection (Close + Parse) and sends the batch again, once. A Bind is healed only when the
+//! batch also describes the portal before executing it (libpq does, for every execution):
+//! otherwise the client would decode new rows with the row description it learned before the
+//! change, so it gets the error, as from the server itself. Inside a transaction the error
+//! reaches the client unchanged: the transaction is aborted and only the client can decide.
+
+use std::rc::Rc;
+
+use super::prepared::{Expect, Stmt};
+use crate::protocol::pg::{BackendMessage, Frame};
+
+/// Largest batch kept for a heal retry; bigger batches (large parameters) are not retried.
+const REPLAY_MAX: usize = 64 * 1024;
+
+/// The server's text for a prepared statement whose result type changed.
+const STALE_PLAN: &str = "cached plan must not change result type";
+
+/// Where, in the batch being assembled, a healable Bind starts.
+#[derive(Debug, Clone)]
+pub(super) struct HealMark {
+    /// Offset of the Bind in the bytes queued for the backend.
+    pub bout: usize,
+    /// Offset of its expectation in the expectation queue.
+    pub expect: usize,
+    /// The router statement the message uses.
+    pub stmt: Rc<Stmt>,
+    /// A Bind (rather than a Describe of the statement): needs a Describe of the portal.
+    pub bind: bool,
+}
+
+/// A sent batch that can be sent again once its statement is re-prepared.
+#[derive(Debug)]
+pub(super) struct Replay {
+    /// The router statement to re-prepare (kept even if the client closes its name).
+    pub stmt: Rc<Stmt>,
+    /// The batch from the healable Bind through Sync.
+    pub bytes: Vec<u8>,
+    /// The expectations of those messages.
+    pub expects: Vec<Expect>,
+}
+
+/// The in-flight statement's state on the current backend connection.
+#[derive(Debug, Default)]
+pub(super) struct Flight {
+    /// The backend said FATAL (it is going away): its SQLSTATE and message.
+    pub fatal: Option<String>,
+    /// `query_timeout` fired and a cancel was sent for the running statement.
+    pub timed_out: bool,
+    /// Set while the batch being assembled starts with a healable Bind.
+    pub mark: Option<HealMark>,
+    /// The batch sent last, while its first Bind may still fail with a stale plan.
+    pub replay: Option<Replay>,
+    /// The stale-plan error was swallowed: resend `replay` at ReadyForQuery.
+    pub healing: Option<Replay>,
+    /// ParameterDescription of a healable Describe, held until its RowDescription shows the
+    /// plan is valid (the server revalidates between the two).
+    pub held: Vec<u8>,
+}
+
+impl Flight {
+    /// At Sync: keeps the batch from the healable Bind on, if there is one and it is small.
+    pub fn arm(&mut self, bout: &[u8], expect: &std::collections::VecDeque<Expect>) {
+        self.replay = None;
+        let Some(mark) = self.mark.take() else { return };
+        let Some(bytes) = bout.get(mark.bout..) else { return };
+        if bytes.len() > REPLAY_MAX {
+            return;
+        }
+        let expects: Vec<Expect> = expect.iter().skip(mark.expect).copied().collect();
+        let described = expects
+            .iter()
+            .take_while(|e| **e != Expect::Execute)
+            .any(|e| *e == Expect::DescribePortal);
+        if mark.bind && !described {
+            return;
+        }
+        self.replay = Some(Replay { stmt: mark.stmt, bytes: bytes.to_vec(), expects });
+    }
+
+    /// Forgets everything about the batch (at ReadyForQuery or when the connection goes).
+    pub fn settle(&mut self) {
+        self.timed_out = false;
+        self.mark = None;
+        self.replay = None;
+        self.healing = None;
+        self.held.clear();
+    }
+}
+
+/// What an ErrorResponse means to the relay.
+pub(super) enum ErrorKind {
+    /// The backend is going away (FATAL or PANIC); its code and message.
+    Fatal(String),
+    /// A statement the router prepared has a stale plan.
+    StalePlan,
+    /// The statement was canceled (57014).
+    Canceled,
+    /// Anything else: relay it.
+    Other,
+}
+
+/// Classifies an ErrorResponse body.
+pub(super) fn classify_error(body: &[u8]) -> ErrorKind {
+    let Ok(BackendMessage::ErrorResponse(fields)) = BackendMessage::decode(&Frame::new(b'E', body)) else {
+        return ErrorKind::Other;
+    };
+    let severity = fields.get(b'V').or_else(|| fields.get(b'S')).unwrap_or("ERROR");
+    let code = fields.code().unwrap_or("XX000");
+    let message = fields.get(b'M').unwrap_or("");
+    if matches!(severity, "FATAL" | "PANIC") {
+        return ErrorKind::Fatal(format!("{code}: {message}"));
+    }
+    match code {
+        "0A000" if message.starts_with(STALE_PLAN) => ErrorKind::StalePlan,
+        "57014" => ErrorKind::Canceled,
+        _ => ErrorKind::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::pg::{encode_error, Severity};
+
+    fn body(severity: Severity, code: &str, message: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_error(severity, code, message, &mut out);
+        out.get(5..).unwrap_or_default().to_vec()
+    }
+
+    #[test]
+    fn classifies_backend_errors() {
+        let fatal = body(Severity::Fatal, "57P01", "terminating connection due to administrator command");
+        assert!(matches!(classify_error(&fatal), ErrorKind::Fatal(m) if m.starts_with("57P01: terminating")));
+        assert!(matches!(classify_error(&body(Severity::Error, "0A000", STALE_PLAN)), ErrorKind::StalePlan));
+        assert!(matches!(classify_error(&body(Severity::Error, "0A000", "other")), ErrorKind::Other));
+        assert!(matches!(classify_error(&body(Severity::Error, "57014", "canceling")), ErrorKind::Canceled));
+        assert!(matches!(classify_error(b"garbage"), ErrorKind::Other));
+    }
+
+    #[test]
+    fn arms_only_small_marked_batches() {
+        let mut f = Flight::default();
+        let stmt = Rc::new(Stmt::new("SELECT 1", &[]));
+        let bare: std::collections::VecDeque<Expect> = [Expect::Synth(b'1'), Expect::Bind, Expect::Execute, Expect::Sync].into();
+        f.arm(b"PPPPBBBBEEEESSSS", &bare);
+        assert!(f.replay.is_none(), "no mark, nothing to replay");
+        f.mark = Some(HealMark { bout: 4, expect: 1, stmt: stmt.clone(), bind: true });
+        f.arm(b"PPPPBBBBEEEESSSS", &bare);
+        assert!(f.replay.is_none(), "a Bind without a portal Describe is not healed");
+        let expect: std::collections::VecDeque<Expect> =
+            [Expect::Synth(b'1'), Expect::Bind, Expect::DescribePortal, Expect::Execute, Expect::Sync].into();
+        f.mark = Some(HealMark { bout: 4, expect: 1, stmt: stmt.clone(), bind: true });
+        f.arm(b"PPPPBBBBDDDDEEEESSSS", &expect);
+        let r = f.replay.as_ref().expect("armed");
+        assert_eq!((r.stmt.key, r.bytes.as_slice(), r.expects.len()), (stmt.key, &b"BBBBDDDDEEEESSSS"[..], 4));
+        f.mark = Some(HealMark { bout: 0, expect: 0, stmt: stmt.clone(), bind: false });
+        f.arm(&vec![0u8; REPLAY_MAX + 1], &expect);
+        assert!(f.replay.is_none(), "too big to keep");
+    }
+}

@@ -1,0 +1,111 @@
+//! Issue #3: cancel requests through the router reach the running statement (also when the
+//! cancel connection lands on another core), a stale cancel never hits another client's
+//! statement on the same backend connection, and `query_timeout` cancels long statements.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::pg_util::{router, sqlstate, superuser};
+use crate::router::{pg_config, pg_pool, Router};
+use crate::support::{dbs, eventually, unique_name};
+
+/// Blocks until a statement containing `marker` is running on the primary.
+fn wait_running(marker: &str) {
+    let mut su = superuser();
+    eventually(Duration::from_secs(10), "the statement to start", || {
+        let n: i64 = su
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1 || '%' \
+                 AND pid <> pg_backend_pid()",
+                &[&marker],
+            )
+            .expect("pg_stat_activity")
+            .get(0);
+        n > 0
+    });
+}
+
+/// Runs `SELECT pg_sleep(30)` on `client`, cancels it through the router and checks that it
+/// ends with 57014 quickly and the client stays usable.
+fn cancel_round(client: &mut postgres::Client) {
+    let marker = unique_name("cancel_me");
+    let token = client.cancel_token();
+    let m = marker.clone();
+    let canceller = thread::spawn(move || {
+        wait_running(&m);
+        token.cancel_query(postgres::NoTls).expect("send cancel");
+    });
+    let t0 = Instant::now();
+    let e = client.batch_execute(&format!("SELECT pg_sleep(30) /* {marker} */")).expect_err("canceled");
+    assert_eq!(sqlstate(&e), "57014", "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(10), "cancel took {:?}", t0.elapsed());
+    canceller.join().expect("canceller");
+    assert_eq!(client.query_one("SELECT 5::int", &[]).expect("usable after cancel").get::<_, i32>(0), 5);
+}
+
+#[test]
+fn cancel_ends_a_running_statement_in_every_mode() {
+    for mode in ["session", "transaction", "statement"] {
+        let r = router(mode, 2, "");
+        let mut c = r.pg("main");
+        cancel_round(&mut c);
+    }
+}
+
+#[test]
+fn cancel_accepted_by_another_core_reaches_the_owning_core() {
+    let pools = pg_pool("main", dbs().pg.primary_port, "transaction", 4);
+    let r = Router::start(&pg_config(&[0, 1], &pools, "main"));
+    // The kernel spreads connections over both cores by source port: with several clients
+    // and their cancel connections both the local and the forwarded path are taken.
+    for _ in 0..6 {
+        let mut c = r.pg("main");
+        cancel_round(&mut c);
+    }
+}
+
+#[test]
+fn a_stale_cancel_does_not_hit_the_next_client_on_the_same_connection() {
+    let r = router("transaction", 1, "");
+    let mut a = r.pg("main");
+    let pid_a: i32 = a.query_one("SELECT pg_backend_pid()", &[]).expect("a runs").get(0);
+    let stale = a.cancel_token();
+    let mut b = r.pg("main");
+    let marker = unique_name("not_me");
+    let m = marker.clone();
+    let canceller = thread::spawn(move || {
+        wait_running(&m);
+        // `a` runs nothing now: its key must not reach the statement `b` runs on the
+        // connection `a` used before.
+        for _ in 0..3 {
+            stale.cancel_query(postgres::NoTls).expect("send stale cancel");
+        }
+    });
+    let row = b
+        .query_one(&format!("SELECT pg_backend_pid(), pg_sleep(1.5)::text /* {marker} */"), &[])
+        .expect("b's statement is not canceled");
+    canceller.join().expect("canceller");
+    assert_eq!(row.get::<_, i32>(0), pid_a, "pool of one: b ran on a's former connection");
+}
+
+#[test]
+fn query_timeout_cancels_and_names_itself() {
+    let r = router("transaction", 2, "query_timeout = \"400ms\"");
+    let mut c = r.pg("main");
+    for extended in [false, true] {
+        let t0 = Instant::now();
+        let e = if extended {
+            c.query("SELECT pg_sleep(20)", &[]).map(|_| ()).expect_err("timed out")
+        } else {
+            c.batch_execute("SELECT pg_sleep(20)").expect_err("timed out")
+        };
+        assert_eq!(sqlstate(&e), "57014", "{e}");
+        let msg = e.as_db_error().map(|d| d.message().to_owned()).unwrap_or_default();
+        assert!(msg.contains("query_timeout"), "message names query_timeout: {msg}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "timed out after {:?}", t0.elapsed());
+        assert!(t0.elapsed() >= Duration::from_millis(400), "not before the timeout: {:?}", t0.elapsed());
+    }
+    // Shorter statements and the connection itself are unaffected.
+    c.batch_execute("SELECT pg_sleep(0.1)").expect("short statement");
+    assert_eq!(c.query_one("SELECT 3::int", &[]).expect("after timeouts").get::<_, i32>(0), 3);
+}
