@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 fn allowed(module: &str) -> Option<&'static [&'static str]> {
     Some(match module {
         "protocol" | "sql" | "config" | "metrics" | "id" | "error" | "rt" => &[],
-        "routing" => &["sql", "config", "id"],
+        "routing" => &["sql", "config", "id", "error"],
         "pool" => &["protocol", "config", "metrics", "rt", "error", "id"],
         // The session drives the bridge's sans-IO translation; the bridge never calls back.
         "session" => &["protocol", "sql", "routing", "pool", "metrics", "config", "rt", "error", "id", "bridge"],
