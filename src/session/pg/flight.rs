@@ -148,7 +148,7 @@ mod tests {
     #[test]
     fn arms_only_small_marked_batches() {
         let mut f = Flight::default();
-        let stmt = Rc::new(Stmt::new("SELECT 1", &[]));
+        let stmt = Rc::new(Stmt::new("SELECT 1", None, &[]));
         let bare: std::collections::VecDeque<Expect> = [Expect::Synth(b'1'), Expect::Bind, Expect::Execute, Expect::Sync].into();
         f.arm(b"PPPPBBBBEEEESSSS", &bare);
         assert!(f.replay.is_none(), "no mark, nothing to replay");

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
-use super::Session;
+use super::{Identity, Session};
 use crate::config::{ClientAuth, Config, Pool as PoolConfig};
 use crate::id::CancelKey;
 use crate::protocol::pg::{
@@ -83,7 +83,7 @@ pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize
     let end = match attempt {
         Ok(Ok(g)) => {
             let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
-            return Some(Session::new(ctx.clone(), client.stream, client.buf, g.pool, g.state, g.key, max));
+            return Some(Session::new(ctx.clone(), client.stream, client.buf, g.pool, g.state, g.key, max, g.identity));
         }
         Ok(Err(end)) => end,
         Err(_) => LoginEnd::Refused(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "login timed out")),
@@ -127,13 +127,13 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let auth = config.listeners.get(listener).map_or(ClientAuth::ScramSha256, |l| l.auth_method);
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
     authenticate(client, pool_cfg, &user, auth, anonymous).await?;
-    greet(ctx, client, pool_cfg, params).await
+    greet(ctx, client, pool_cfg, params, Identity { user, database }).await
 }
 
 fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig, PgClientError> {
     config
         .pool(database)
-        .or_else(|| config.routing.default_pool.as_deref().and_then(|p| config.pool(p)))
+        .or_else(|| config.routing.primary_pool(crate::config::Protocol::Postgres).and_then(|p| config.pool(p)))
         .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{database}\" does not exist")))
 }
 
@@ -229,6 +229,7 @@ struct Greeted {
     pool: Rc<CorePool>,
     state: SessionState,
     key: CancelKey,
+    identity: Identity,
 }
 
 async fn greet(
@@ -236,6 +237,7 @@ async fn greet(
     client: &mut Client,
     pool_cfg: &PoolConfig,
     client_params: Vec<(String, String)>,
+    identity: Identity,
 ) -> Result<Greeted, LoginEnd> {
     let pools = ctx.pools();
     let pool = pools
@@ -259,5 +261,5 @@ async fn greet(
         .iter()
         .filter(|(k, v)| !server_params.iter().any(|(sk, sv)| sk.eq_ignore_ascii_case(k) && sv == v));
     let state = SessionState::from_startup(differing.map(|(k, v)| (k.as_str(), v.as_str())));
-    Ok(Greeted { pool, state, key })
+    Ok(Greeted { pool, state, key, identity })
 }

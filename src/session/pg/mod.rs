@@ -9,6 +9,7 @@ mod flight;
 mod login;
 mod prepared;
 mod relay;
+mod route;
 
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -21,6 +22,7 @@ use crate::rt::{self, Stream};
 use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
 use crate::session::state::{pg_effects, SessionState};
+use crate::routing::RywState;
 use crate::session::CoreContext;
 use flight::{Flight, HealMark};
 use prepared::{Expect, Stmt};
@@ -63,6 +65,16 @@ pub(super) struct Session {
     tx: TransactionStatus,
     /// The statement in flight: FATAL seen, timeout fired, stale-plan healing.
     flight: Flight,
+    /// Who the client is, for rules matching user and database.
+    identity: Identity,
+    /// Read-your-writes: whether reads must stay on the primary after a write.
+    ryw: RywState,
+}
+
+/// The client's user and requested database.
+pub(super) struct Identity {
+    pub user: String,
+    pub database: String,
 }
 
 /// Serves one client from login to close.
@@ -91,8 +103,19 @@ pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String,
 }
 
 impl Session {
-    fn new(ctx: Rc<CoreContext>, client: Stream, leftover: Vec<u8>, pool: Rc<CorePool>, state: SessionState, key: CancelKey, max_msg: usize) -> Self {
+    #[allow(clippy::too_many_arguments)] // one call site: the login hands over everything it learned
+    fn new(
+        ctx: Rc<CoreContext>,
+        client: Stream,
+        leftover: Vec<u8>,
+        pool: Rc<CorePool>,
+        state: SessionState,
+        key: CancelKey,
+        max_msg: usize,
+        identity: Identity,
+    ) -> Self {
         let slot = ctx.cancels.register(key);
+        let ryw = RywState::new(ctx.read_your_writes());
         Self {
             ctx,
             client,
@@ -112,6 +135,8 @@ impl Session {
             skipping: false,
             tx: TransactionStatus::Idle,
             flight: Flight::default(),
+            identity,
+            ryw,
         }
     }
 
@@ -257,8 +282,24 @@ impl Session {
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
         }
-        self.state.stage(pg_effects(sql));
-        self.on_simple(raw).await
+        let rewritten = match self.route_statement(sql).await {
+            Ok(r) => r,
+            Err(e) => {
+                e.encode(&mut self.out);
+                backend::encode_ready_for_query(self.tx, &mut self.out);
+                return self.flush_client().await;
+            }
+        };
+        let Some(sql) = rewritten else {
+            self.state.stage(pg_effects(sql));
+            return self.on_simple(raw).await;
+        };
+        self.state.stage(pg_effects(&sql));
+        let mut query = Vec::with_capacity(sql.len() + 6);
+        if frontend::encode_query(&sql, &mut query).is_err() {
+            return self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable")).await;
+        }
+        self.on_simple(&query).await
     }
 
     /// A message answered by a full response ending in ReadyForQuery (Query, FunctionCall).
@@ -281,10 +322,25 @@ impl Session {
             ));
         }
         if name.is_empty() {
-            self.state.stage(pg_effects(query));
-            return self.forward_ext(raw, Expect::Parse { swallow: false, key: None }).await;
+            let rewritten = match self.route_statement(query).await {
+                Ok(r) => r,
+                Err(e) => return self.fail_batch(e),
+            };
+            let Some(sql) = rewritten else {
+                self.state.stage(pg_effects(query));
+                return self.forward_ext(raw, Expect::Parse { swallow: false, key: None }).await;
+            };
+            self.state.stage(pg_effects(&sql));
+            let mut parse = Vec::with_capacity(sql.len() + 16);
+            if frontend::encode_parse("", &sql, types, &mut parse).is_err() {
+                return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"));
+            }
+            return self.forward_ext(&parse, Expect::Parse { swallow: false, key: None }).await;
         }
-        let stmt = Rc::new(Stmt::new(query, types));
+        // Named statements are routed at execute time; here only a translation matters, since it
+        // changes what is prepared on backends.
+        let translated = self.decide(query).rewritten;
+        let stmt = Rc::new(Stmt::new(query, translated.as_deref(), types));
         self.stmts.insert(name.to_owned(), stmt.clone());
         if self.backend.is_none() {
             // Outside a transaction a named statement needs no connection yet: it is prepared
@@ -310,6 +366,9 @@ impl Session {
             // Unknown to the router: let the server report it.
             return self.forward_ext(raw, Expect::Bind).await;
         };
+        if let Err(e) = self.route_statement(&stmt.query).await {
+            return self.fail_batch(e);
+        }
         if let Err(e) = self.ensure_backend().await {
             return self.fail_batch(e);
         }
@@ -337,6 +396,9 @@ impl Session {
             _ => None,
         };
         let Some(stmt) = stmt else { return self.forward_ext(raw, expect).await };
+        if let Err(e) = self.route_statement(&stmt.query).await {
+            return self.fail_batch(e);
+        }
         if let Err(e) = self.ensure_backend().await {
             return self.fail_batch(e);
         }

@@ -19,16 +19,22 @@ pub(super) struct Stmt {
     pub parse_msg: Vec<u8>,
     /// Session effects of the statement text (SET and friends).
     pub effects: Vec<Effect>,
+    /// The client's text, which routing decides on at every execute.
+    pub query: String,
 }
 
 impl Stmt {
-    pub fn new(query: &str, types: &[u32]) -> Self {
+    /// `translated` is what a translation rule rewrote the client's `query` into; it is what
+    /// backends prepare.
+    pub fn new(query: &str, translated: Option<&str>, types: &[u32]) -> Self {
+        let client_query = query;
+        let query = translated.unwrap_or(query);
         let key = statement_key(query, types);
         let server_name = server_name(key);
         let mut parse_msg = Vec::with_capacity(query.len() + 32);
         // Encoding fails only on NUL bytes, which the decoder already rejected.
         let _ = frontend::encode_parse(&server_name, query, types, &mut parse_msg);
-        Self { key, server_name, parse_msg, effects: pg_effects(query) }
+        Self { key, server_name, parse_msg, effects: pg_effects(query), query: client_query.to_owned() }
     }
 }
 
@@ -73,10 +79,10 @@ mod tests {
 
     #[test]
     fn same_text_and_types_share_a_name() {
-        let a = Stmt::new("SELECT $1", &[23]);
-        let b = Stmt::new("SELECT $1", &[23]);
-        let c = Stmt::new("SELECT $1", &[25]);
-        let d = Stmt::new("SELECT $2", &[23]);
+        let a = Stmt::new("SELECT $1", None, &[23]);
+        let b = Stmt::new("SELECT $1", None, &[23]);
+        let c = Stmt::new("SELECT $1", None, &[25]);
+        let d = Stmt::new("SELECT $2", None, &[23]);
         assert_eq!(a.server_name, b.server_name);
         assert_ne!(a.server_name, c.server_name);
         assert_ne!(a.server_name, d.server_name);

@@ -1,0 +1,89 @@
+//! Per-statement routing for PostgreSQL sessions: asks the core's router where a statement
+//! runs, applies the answer (switching the session's pool only at a safe point), and reports
+//! rejections and unhonorable hints as errors that never reach a backend.
+
+use std::sync::Arc;
+
+use super::Session;
+use crate::config::Protocol;
+use crate::metrics;
+use crate::protocol::pg::{sqlstate, TransactionStatus};
+use crate::routing::{Decision, DecisionError, Outcome, RouteInput, SessionView};
+use crate::rt;
+use crate::session::client_error::PgClientError;
+
+/// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
+const REJECTED: &str = "42501";
+
+impl Session {
+    /// Whether the session must stay on its current backend connection: inside a transaction,
+    /// pinned by session state, or in the middle of an extended-protocol batch.
+    fn held(&self) -> bool {
+        self.backend.is_some()
+            && (self.tx != TransactionStatus::Idle
+                || self.state.pin().is_some()
+                || !self.expect.is_empty()
+                || !self.bout.is_empty())
+    }
+
+    /// Asks the router about `sql` without moving the session (for a named Parse, which only
+    /// needs to know whether a translation rewrites it).
+    pub(super) fn decide(&mut self, sql: &str) -> Decision {
+        let held: Option<Arc<str>> = self.held().then(|| Arc::from(self.pool.config.name.as_str()));
+        let input = RouteInput {
+            sql,
+            protocol: Protocol::Postgres,
+            user: &self.identity.user,
+            database: &self.identity.database,
+            session: SessionView {
+                transaction_pool: held.as_ref(),
+                pinned_to_primary: self.ryw.pinned(rt::now()),
+                read_only_transaction: false,
+            },
+            key: None,
+        };
+        self.ctx.route(&input)
+    }
+
+    /// Routes `sql` and moves the session to the decided pool when it may move. Returns the
+    /// rewritten SQL when a translation rule applied.
+    pub(super) async fn route_statement(&mut self, sql: &str) -> Result<Option<String>, PgClientError> {
+        let decision = self.decide(sql);
+        self.ryw.observe(&decision, rt::now());
+        let target = match &decision.outcome {
+            Outcome::Route(pool) => pool.clone(),
+            Outcome::Reject(message) => {
+                self.ctx.counters.rejected();
+                return Err(PgClientError::new(REJECTED, message.to_string()));
+            }
+            Outcome::Error(e) => return Err(decision_error(e)),
+        };
+        if *target != *self.pool.config.name && !self.held() {
+            let Some(pool) = self.ctx.pools().get(&target).cloned() else {
+                return Err(PgClientError::new(
+                    sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+                    format!("routing chose pool \"{target}\", which does not exist"),
+                ));
+            };
+            // A different pool: give the current connection back first (it is idle here).
+            self.release_backend(false).await;
+            self.pool = pool;
+        }
+        if let Some(kind) = metrics::Decision::from_name(decision.kind.as_str()) {
+            self.pool.counters.decided(kind);
+        }
+        Ok(decision.rewritten)
+    }
+}
+
+/// How a routing error reaches the client: hints that cannot be honored are QP001.
+fn decision_error(e: &DecisionError) -> PgClientError {
+    match e {
+        DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint => {
+            PgClientError::new(sqlstate::ROUTE_HINT_NOT_HONORED, e.to_string())
+        }
+        DecisionError::NoPool { .. } => {
+            PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, e.to_string())
+        }
+    }
+}
