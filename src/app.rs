@@ -13,13 +13,16 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{bounded, unbounded};
 
 use crate::admin::{self, AdminError, AdminHandle, Plugins};
-use crate::config::Config;
+use crate::config::{Config, Protocol, TranslationRule};
 use crate::control::msg::Snapshot;
+use crate::control::view::{LiteralView, MappingView, TemplateView};
 use crate::control::{self, ControlHandle, ControlSetup, Endpoints};
 use crate::core::{self, CoreSetup};
 use crate::id::{CoreId, RulesVersion};
 use crate::pool::BudgetRegistry;
+use crate::routing::{dialect, RuleErrors};
 use crate::rt::CoreHandle;
+use crate::sql::template::{LiteralKind, SlotSource, TranslationTemplate};
 
 /// Why the router could not start.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +42,9 @@ pub enum StartError {
     /// The metrics/admin server could not start.
     #[error(transparent)]
     Admin(#[from] AdminError),
+    /// The routing rules do not compile.
+    #[error("invalid routing rules: {0}")]
+    Rules(#[from] RuleErrors),
 }
 
 /// A running router.
@@ -94,12 +100,14 @@ fn ensure_ports_free(config: &Config) -> Result<(), StartError> {
 /// Starts cores and the control plane for `config`; `config_path` is what reloads re-read.
 pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, StartError> {
     let cpus = cpus(&config)?;
-    ensure_ports_free(&config)?;
+    // Rules first: a bad rule should not cost a bound port.
+    let snapshot = Arc::new(Snapshot::build(RulesVersion(1), Arc::new(config), &[], &[])?);
+    let config = &snapshot.config;
+    ensure_ports_free(config)?;
     // Bound before any core starts: a taken port or a missing token fails the start cleanly.
     let admin_bound = admin::bind(&config.metrics)?;
     let admin_addrs = admin_bound.as_ref().map(admin::Bound::addrs).transpose()?;
     let drain_window = config.general.shutdown_drain;
-    let snapshot = Arc::new(Snapshot { version: RulesVersion(1), config: Arc::new(config) });
     let budgets = BudgetRegistry::default();
     let (events_tx, events_rx) = unbounded();
     let mut listen: Vec<SocketAddr> = snapshot.config.listeners.iter().map(|l| l.bind).collect();
@@ -141,6 +149,7 @@ pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, St
         events: events_rx,
         drain_window,
         endpoints,
+        describe: describe_translation,
     })
     .map_err(StartError::Thread)?;
     let admin = match admin_bound.map(|b| admin::serve(b, control.clone(), Plugins::default())).transpose() {
@@ -171,4 +180,70 @@ pub fn watch_signals(control: ControlHandle) -> std::io::Result<()> {
         }
     })?;
     Ok(())
+}
+
+/// The admin API's view of a runtime translation: compiled per client protocol with a listener,
+/// as the rule set compiles it (source dialect: the client's; target: the pool's backend).
+fn describe_translation(config: &Config, rule: &TranslationRule) -> Vec<TemplateView> {
+    let mut protocols: Vec<Protocol> = [Protocol::Postgres, Protocol::MySql]
+        .into_iter()
+        .filter(|p| config.listeners.iter().any(|l| l.protocol == *p))
+        .collect();
+    if protocols.is_empty() {
+        protocols = vec![Protocol::Postgres, Protocol::MySql];
+    }
+    let backend = config.pool(&rule.target_pool).and_then(|p| p.protocol);
+    protocols
+        .into_iter()
+        .filter_map(|protocol| {
+            let target = dialect(backend.unwrap_or(protocol));
+            let t = TranslationTemplate::compile(
+                &rule.original_sql,
+                &rule.translated_sql,
+                dialect(protocol),
+                target,
+            )
+            .ok()?;
+            let d = t.describe();
+            Some(TemplateView {
+                protocol: protocol.as_str(),
+                original: d.original,
+                translated: d.translated,
+                original_literals: d
+                    .original_slots
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, l)| LiteralView {
+                        index,
+                        kind: literal_kind(l.kind),
+                        text: l.text,
+                    })
+                    .collect(),
+                mapping: d
+                    .mapping
+                    .into_iter()
+                    .map(|m| MappingView {
+                        kind: literal_kind(m.kind),
+                        text: m.text,
+                        from_original: match m.source {
+                            SlotSource::Original(i) => Some(i),
+                            SlotSource::Constant => None,
+                        },
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+fn literal_kind(k: LiteralKind) -> &'static str {
+    match k {
+        LiteralKind::Number => "number",
+        LiteralKind::String => "string",
+        LiteralKind::Bool => "bool",
+        LiteralKind::Null => "null",
+        LiteralKind::Bits => "bits",
+        LiteralKind::Param => "param",
+        LiteralKind::InList(_) => "in_list",
+    }
 }

@@ -1,6 +1,8 @@
 //! JSON shapes of the admin API's responses.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::control::view::PatternRuleView;
 
 /// `GET /health`.
 #[derive(Debug, Serialize)]
@@ -83,4 +85,61 @@ pub struct BackendView {
     pub replica_lag_bytes: Option<u64>,
     /// Failed health checks since start.
     pub health_check_failures_total: u64,
+}
+
+/// `POST /api/pattern-rules` body: a pattern rule like `[[routing.pattern_rules]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewPatternRule {
+    /// Unique among all routing rules.
+    pub name: String,
+    /// `template`, `regex` or `hash`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The template, regex or decimal fingerprint.
+    pub pattern: String,
+    /// Target pool (exactly one of `pool` and `reject`).
+    pub pool: Option<String>,
+    /// Reject message (exactly one of `pool` and `reject`).
+    pub reject: Option<String>,
+    /// Lower numbers are tried first; default 0.
+    #[serde(default)]
+    pub priority: i32,
+}
+
+/// `POST /api/translations` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewTranslation {
+    /// A concrete example of the statements to rewrite.
+    pub original_sql: String,
+    /// What runs instead, reusing the example's literal values.
+    pub translated_sql: String,
+    /// The pool the rewritten statement runs on.
+    pub target_pool: String,
+}
+
+/// `POST /api/pattern-rules` when every core has the rule.
+#[derive(Debug, Serialize)]
+pub struct RuleAdded {
+    /// The rules version now served by every core.
+    pub version: u64,
+    /// The rule as stored.
+    pub rule: PatternRuleView,
+}
+
+/// A `DELETE` of runtime rules or translations that every core acknowledged.
+#[derive(Debug, Serialize)]
+pub struct RulesRemoved {
+    /// The rules version now served by every core.
+    pub version: u64,
+    /// Entries removed.
+    pub removed: usize,
+}
+
+/// `DELETE /api/stats/digests`.
+#[derive(Debug, Serialize)]
+pub struct DigestsReset {
+    /// Cores that cleared their statistics.
+    pub cores_reset: usize,
 }

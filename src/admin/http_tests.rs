@@ -29,6 +29,24 @@ fn parses_a_request_with_query_headers_and_body() {
 }
 
 #[test]
+fn query_parameters_are_form_decoded() {
+    let req = Request {
+        method: "GET".into(),
+        path: "/x".into(),
+        query: Some("sql=SELECT+%2A+FROM+t+WHERE+a%3D%27%C3%A9%27&user=&bad=%zz%4&limit=5".into()),
+        headers: Vec::new(),
+        body: Vec::new(),
+    };
+    assert_eq!(req.query_param("sql").as_deref(), Some("SELECT * FROM t WHERE a='é'"));
+    assert_eq!(req.query_param("user").as_deref(), Some(""));
+    assert_eq!(req.query_param("bad").as_deref(), Some("%zz%4"));
+    assert_eq!(req.query_param("limit").as_deref(), Some("5"));
+    assert_eq!(req.query_param("database"), None);
+    let none = Request { query: None, ..req };
+    assert_eq!(none.query_param("sql"), None);
+}
+
+#[test]
 fn needs_more_bytes_until_head_and_body_are_complete() {
     let raw = "GET /health HTTP/1.0\r\nContent-Length: 2\r\n\r\nok";
     for cut in 0..raw.len() {

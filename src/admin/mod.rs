@@ -13,6 +13,7 @@ pub mod dto;
 pub mod http;
 pub mod plugin;
 pub mod route;
+mod routing;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,13 +1,14 @@
 //! The route tables of the two ports and their handlers. A route is a row (method, path,
-//! handler); routes that need the routing engine (`/api/routing/test`, `/api/pattern-rules`,
-//! `/api/translations`, `/api/stats/digests`) are added as rows when it exists, and answer 404
-//! until then. Plugins answer under their mount points.
+//! handler); the routing endpoints (`/api/routing/test`, `/api/pattern-rules`,
+//! `/api/translations`, `/api/stats/digests`) live in [`super::routing`]. Plugins answer under
+//! their mount points.
 
 use sha2::{Digest, Sha256};
 
 use super::dto;
 use super::http::{Request, Response};
 use super::plugin::{Mount, Plugins};
+use super::routing;
 use crate::control::{ControlError, ControlHandle};
 use crate::error::{ErrorCode, Origin};
 use crate::metrics::{self, CounterSnapshot, Format};
@@ -57,6 +58,51 @@ const API_ROUTES: &[Route] = &[
         method: "POST",
         path: "/api/reload",
         handler: reload,
+    },
+    Route {
+        method: "GET",
+        path: "/api/routing/test",
+        handler: routing::route_test,
+    },
+    Route {
+        method: "GET",
+        path: "/api/pattern-rules",
+        handler: routing::list_pattern_rules,
+    },
+    Route {
+        method: "POST",
+        path: "/api/pattern-rules",
+        handler: routing::add_pattern_rule,
+    },
+    Route {
+        method: "DELETE",
+        path: "/api/pattern-rules",
+        handler: routing::remove_pattern_rules,
+    },
+    Route {
+        method: "GET",
+        path: "/api/translations",
+        handler: routing::list_translations,
+    },
+    Route {
+        method: "POST",
+        path: "/api/translations",
+        handler: routing::add_translation,
+    },
+    Route {
+        method: "DELETE",
+        path: "/api/translations",
+        handler: routing::remove_translations,
+    },
+    Route {
+        method: "GET",
+        path: "/api/stats/digests",
+        handler: routing::digests,
+    },
+    Route {
+        method: "DELETE",
+        path: "/api/stats/digests",
+        handler: routing::reset_digests,
     },
 ];
 
@@ -114,6 +160,11 @@ impl Api {
         }
     }
 
+    /// The control plane the handlers talk to.
+    pub(super) fn control(&self) -> &ControlHandle {
+        &self.control
+    }
+
     /// Constant-time check of the bearer token (digests compared, so neither the content nor
     /// the length of the configured token leaks through timing).
     fn authorized(&self, req: &Request) -> bool {
@@ -149,10 +200,12 @@ fn digest(s: &str) -> [u8; 32] {
     Sha256::digest(s.as_bytes()).into()
 }
 
-fn control_error(e: &ControlError) -> Response {
+/// A control-plane failure as a JSON error with its code and a fitting status.
+pub(super) fn control_error(e: &ControlError) -> Response {
     let status = match (e, e.origin()) {
         (ControlError::Stopped, _) => 503,
         (ControlError::CoresSilent(_), _) => 504,
+        (ControlError::NotFound(_), _) => 404,
         (_, Origin::Client) => 400,
         _ => 500,
     };
@@ -275,14 +328,14 @@ mod tests {
         let (_, events) = crossbeam_channel::unbounded();
         let setup = ControlSetup {
             config_path: None,
-            initial: Arc::new(Snapshot {
-                version: RulesVersion(1),
-                config: Arc::new(config),
-            }),
+            initial: Arc::new(
+                Snapshot::build(RulesVersion(1), Arc::new(config), &[], &[]).expect("rules"),
+            ),
             cores: Vec::new(),
             events,
             drain_window: std::time::Duration::from_millis(10),
             endpoints: Endpoints::default(),
+            describe: |_, _| Vec::new(),
         };
         let (handle, join) = control::start(setup).expect("control");
         let _ = join.join();
@@ -344,9 +397,9 @@ mod tests {
     #[test]
     fn unknown_paths_404_wrong_methods_405_and_ports_keep_their_tables() {
         let api = Api::new(control(), None, Plugins::default());
-        let resp = api.handle(Port::Api, &get("/api/routing/test", None));
+        let resp = api.handle(Port::Api, &get("/api/routing/tests", None));
         assert_eq!(resp.status, 404);
-        assert!(error_of(&resp).contains("/api/routing/test"));
+        assert!(error_of(&resp).contains("/api/routing/tests"));
         assert_eq!(
             api.handle(Port::Api, &get("/metrics", None)).status,
             404,

@@ -5,7 +5,9 @@
 //! It never runs on a data core and never touches a session; it must not depend on `rt`,
 //! `session`, `pool` or glommio.
 
+mod api;
 pub mod msg;
+pub mod view;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,10 +18,13 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
 
-use crate::config::{Config, ConfigErrors};
+use crate::config::{Config, ConfigErrors, PatternRule, TranslationRule};
 use crate::error::{ErrorCode, Origin};
 use crate::metrics::Scrape;
+use crate::routing::{Catalogs, Router, RuleErrors};
+pub use api::RouteQuery;
 use msg::{CoreCommand, CoreEvent, CoreId, CoreReport, RulesVersion, Snapshot};
+use view::TemplateView;
 
 /// How long the control plane waits for every core to acknowledge a snapshot or report metrics.
 const CORE_REPLY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -38,6 +43,16 @@ pub enum ControlError {
     /// The new configuration is invalid; the old one keeps serving.
     #[error("{0}")]
     Invalid(#[from] ConfigErrors),
+    /// The routing rules (configured or added through the API) do not compile; the old ones
+    /// keep serving.
+    #[error("{0}")]
+    Rules(#[from] RuleErrors),
+    /// A request the control plane refuses as given (duplicate rule name, bad value).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The request names something that does not exist (a rule, a translation).
+    #[error("{0}")]
+    NotFound(String),
     /// No file to reload from (the router was started from an in-memory config).
     #[error("no configuration file to reload from")]
     NoFile,
@@ -54,6 +69,9 @@ impl ErrorCode for ControlError {
         match self {
             Self::Read { .. } => "control.read",
             Self::Invalid(_) => "control.invalid_config",
+            Self::Rules(_) => "routing.invalid_rule",
+            Self::BadRequest(_) => "control.bad_request",
+            Self::NotFound(_) => "control.not_found",
             Self::NoFile => "control.no_file",
             Self::CoresSilent(_) => "control.cores_silent",
             Self::Stopped => "control.stopped",
@@ -61,7 +79,12 @@ impl ErrorCode for ControlError {
     }
     fn origin(&self) -> Origin {
         match self {
-            Self::Invalid(_) | Self::Read { .. } | Self::NoFile => Origin::Client,
+            Self::Invalid(_)
+            | Self::Read { .. }
+            | Self::NoFile
+            | Self::Rules(_)
+            | Self::BadRequest(_)
+            | Self::NotFound(_) => Origin::Client,
             _ => Origin::Internal,
         }
     }
@@ -73,7 +96,14 @@ enum Request {
     Collect(Sender<Vec<CoreReport>>),
     Scrape(Sender<Scrape>),
     Current(Sender<Arc<Snapshot>>),
+    /// Anything else: runs on the control thread, which owns the state; the closure replies.
+    Run(Box<dyn FnOnce(&mut ControlPlane) + Send>),
 }
+
+/// Compiles a runtime translation for the admin API's description (the parameterized forms and
+/// the literal mapping, per client protocol). Supplied by `app`, which may use the SQL layer;
+/// called only after the rule set built, so the rule is known to compile.
+pub type DescribeTranslation = fn(&Config, &TranslationRule) -> Vec<TemplateView>;
 
 /// Where the router serves, fixed at start (ports resolved when configured as 0).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -142,6 +172,19 @@ impl ControlHandle {
         self.requests.send(Request::Current(tx)).map_err(|_| ControlError::Stopped)?;
         rx.recv().map_err(|_| ControlError::Stopped)
     }
+
+    /// Runs `f` on the control thread and returns its answer.
+    fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut ControlPlane) -> T + Send + 'static,
+    ) -> Result<T, ControlError> {
+        let (tx, rx) = bounded(1);
+        let job = Box::new(move |cp: &mut ControlPlane| {
+            let _ = tx.send(f(cp));
+        });
+        self.requests.send(Request::Run(job)).map_err(|_| ControlError::Stopped)?;
+        rx.recv().map_err(|_| ControlError::Stopped)
+    }
 }
 
 /// Everything the control thread needs at start.
@@ -158,6 +201,8 @@ pub struct ControlSetup {
     pub drain_window: Duration,
     /// Where the router serves, for handles to report.
     pub endpoints: Endpoints,
+    /// Describes runtime translations for the admin API.
+    pub describe: DescribeTranslation,
 }
 
 /// Starts the control thread; it exits once every core has stopped.
@@ -170,18 +215,36 @@ pub fn start(mut setup: ControlSetup) -> std::io::Result<(ControlHandle, JoinHan
     Ok((ControlHandle { requests: tx, draining: Arc::default(), endpoints }, join))
 }
 
+/// The control thread's state.
 struct ControlPlane {
     setup: ControlSetup,
     current: Arc<Snapshot>,
     stopped: Vec<bool>,
     reloads_applied: u64,
     reloads_rejected: u64,
+    /// Pattern rules added through the API since the last reload.
+    dynamic: Vec<PatternRule>,
+    /// Translations added through the API since the last reload.
+    translations: Vec<TranslationRule>,
+    /// A router over the current rules and the latest loaded catalogs, for dry-runs (`explain`
+    /// leaves its cache unused).
+    explainer: Router,
 }
 
 impl ControlPlane {
     fn new(setup: ControlSetup) -> Self {
         let n = setup.cores.len();
-        Self { current: setup.initial.clone(), setup, stopped: vec![false; n], reloads_applied: 0, reloads_rejected: 0 }
+        let explainer = Router::new(setup.initial.rules.clone(), Catalogs::builtin());
+        Self {
+            current: setup.initial.clone(),
+            setup,
+            stopped: vec![false; n],
+            reloads_applied: 0,
+            reloads_rejected: 0,
+            dynamic: Vec::new(),
+            translations: Vec::new(),
+            explainer,
+        }
     }
 
     fn run(mut self, requests: Receiver<Request>) {
@@ -228,12 +291,14 @@ impl ControlPlane {
             Request::Current(reply) => {
                 let _ = reply.send(self.current.clone());
             }
+            Request::Run(job) => job(self),
         }
     }
 
     fn on_event(&mut self, ev: CoreEvent) {
         match ev {
             CoreEvent::Applied { .. } => {} // late acknowledgement of an older publish
+            CoreEvent::Catalogs(catalogs) => self.set_catalogs(catalogs),
             CoreEvent::ForwardCancel(key) => {
                 if let Some(core) = self.setup.cores.get(usize::from(key.core().0)) {
                     let _ = core.send(CoreCommand::Cancel(key));
@@ -253,8 +318,25 @@ impl ControlPlane {
             .map_err(|source| ControlError::Read { path: path.display().to_string(), source })?;
         let config = Config::parse(&text, &path.display().to_string())?;
         self.warn_restart_only(&config);
-        let version = RulesVersion(self.current.version.0 + 1);
-        self.publish(Arc::new(Snapshot { version, config: Arc::new(config) }))
+        // Runtime rules and translations are ephemeral: a reload starts from the file alone.
+        let snap = Snapshot::build(self.next_version(), Arc::new(config), &[], &[])?;
+        self.dynamic.clear();
+        self.translations.clear();
+        self.publish(Arc::new(snap))
+    }
+
+    fn next_version(&self) -> RulesVersion {
+        RulesVersion(self.current.version.0 + 1)
+    }
+
+    /// New catalogs from a core: used by the dry-run and sent to every core.
+    fn set_catalogs(&mut self, catalogs: Catalogs) {
+        for (i, core) in self.setup.cores.iter().enumerate() {
+            if !self.stopped.get(i).copied().unwrap_or(true) {
+                let _ = core.send(CoreCommand::SetCatalogs(catalogs.clone()));
+            }
+        }
+        self.explainer.set_catalogs(catalogs);
     }
 
     /// Listener addresses and core placement are fixed at start; say so instead of pretending.
@@ -268,6 +350,7 @@ impl ControlPlane {
     fn publish(&mut self, snap: Arc<Snapshot>) -> Result<RulesVersion, ControlError> {
         let version = snap.version;
         self.current = snap.clone();
+        self.explainer.set_rules(snap.rules.clone());
         for (i, core) in self.setup.cores.iter().enumerate() {
             if !self.stopped.get(i).copied().unwrap_or(true) {
                 let _ = core.send(CoreCommand::Apply(snap.clone()));
@@ -310,10 +393,16 @@ impl ControlPlane {
     }
 
     fn collect(&mut self) -> Vec<CoreReport> {
+        self.collect_with(false)
+    }
+
+    /// Every running core's report; with `digests`, their digest tables too.
+    fn collect_with(&mut self, digests: bool) -> Vec<CoreReport> {
         let (tx, rx) = unbounded();
         let mut expected = 0;
         for (i, core) in self.setup.cores.iter().enumerate() {
-            if !self.stopped.get(i).copied().unwrap_or(true) && core.send(CoreCommand::Collect(tx.clone())).is_ok() {
+            let cmd = CoreCommand::Collect { reply: tx.clone(), digests };
+            if !self.stopped.get(i).copied().unwrap_or(true) && core.send(cmd).is_ok() {
                 expected += 1;
             }
         }

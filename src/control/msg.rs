@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::config::Config;
-use crate::metrics::CounterSnapshot;
+use crate::config::{Config, PatternRule, TranslationRule};
 pub use crate::id::{CancelKey, CoreId, RulesVersion};
+use crate::metrics::{CounterSnapshot, DigestSnapshot};
+use crate::routing::{Catalogs, RuleErrors, RuleSet};
 
 /// An immutable view of everything a core needs to serve traffic.
 #[derive(Debug)]
@@ -14,6 +15,27 @@ pub struct Snapshot {
     pub version: RulesVersion,
     /// The validated configuration.
     pub config: Arc<Config>,
+    /// The compiled routing rules: the configuration's, plus the pattern rules and translations
+    /// added through the admin API since the last reload.
+    pub rules: Arc<RuleSet>,
+}
+
+impl Snapshot {
+    /// Compiles the rules of `config` plus the runtime-added `dynamic` pattern rules and
+    /// `translations`; fails with every rule error when any rule does not compile.
+    pub fn build(
+        version: RulesVersion,
+        config: Arc<Config>,
+        dynamic: &[PatternRule],
+        translations: &[TranslationRule],
+    ) -> Result<Snapshot, RuleErrors> {
+        let rules = Arc::new(RuleSet::build(&config, dynamic, translations)?);
+        Ok(Snapshot {
+            version,
+            config,
+            rules,
+        })
+    }
 }
 
 /// What the control plane asks of a core.
@@ -21,8 +43,17 @@ pub struct Snapshot {
 pub enum CoreCommand {
     /// Swap to this snapshot between statements and acknowledge.
     Apply(Arc<Snapshot>),
-    /// Report counters on the given channel.
-    Collect(crossbeam_channel::Sender<CoreReport>),
+    /// Analyze with these function catalogs from now on (loaded from the backends).
+    SetCatalogs(Catalogs),
+    /// Report counters (and the digest table when `digests` is set) on `reply`.
+    Collect {
+        /// Where the report goes.
+        reply: crossbeam_channel::Sender<CoreReport>,
+        /// Include the per-digest statistics (large; only the digest API asks).
+        digests: bool,
+    },
+    /// Forget the digest statistics, then answer with the core's id.
+    ResetDigests(crossbeam_channel::Sender<CoreId>),
     /// Cancel the statement of a session this core owns.
     Cancel(CancelKey),
     /// Stop accepting; let sessions finish until the deadline, then close them and stop.
@@ -42,6 +73,9 @@ pub enum CoreEvent {
         /// The version now in use.
         version: RulesVersion,
     },
+    /// Function catalogs loaded from the backends (core 0, after start and each reload), for
+    /// every core and the dry-run.
+    Catalogs(Catalogs),
     /// A cancel arrived on this core for a session of another core.
     ForwardCancel(CancelKey),
     /// The core's executor finished draining.
@@ -57,4 +91,6 @@ pub struct CoreReport {
     pub version: RulesVersion,
     /// Its counters.
     pub counters: CounterSnapshot,
+    /// Its digest statistics (empty unless asked for).
+    pub digests: DigestSnapshot,
 }

@@ -1,6 +1,9 @@
 //! Per-core assembly: binds this core's listeners (SO_REUSEPORT), accepts connections and hands
 //! them to sessions, owns the core's only crossbeam receiver (drained with `try_recv` on the
-//! background queue), applies snapshots and acknowledges them, and drains on request.
+//! background queue), applies snapshots (config, pools, rules) and acknowledges them, reports
+//! counters and digests, and drains on request. Core 0 also loads the backends' function
+//! catalogs after start and after each reload and hands them to the control plane, which sends
+//! them to every core.
 //!
 //! Never blocks on a channel, never touches `admin`.
 
@@ -14,7 +17,9 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
 use crate::control::msg::{CoreCommand, CoreEvent, CoreReport, Snapshot};
 use crate::id::{CoreId, RulesVersion};
+use crate::metrics::{CacheOp, DigestSnapshot};
 use crate::pool::{BudgetRegistry, CorePool, PoolSet};
+use crate::routing::CacheStats;
 use crate::rt::{self, CoreHandle, CoreQueues, Listener, RtError};
 use crate::session::{self, CoreContext};
 
@@ -72,6 +77,7 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
         id,
         queues,
         snapshot.config.clone(),
+        snapshot.rules.clone(),
         pools,
         Box::new(move |key| {
             let _ = fwd.send(CoreEvent::ForwardCancel(key));
@@ -94,6 +100,7 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
     }
     let mut version = snapshot.version;
     let _ = events.send(CoreEvent::Applied { core: id, version });
+    load_catalogs(&ctx, &events);
     let mut drain_deadline: Option<Instant> = None;
     loop {
         loop {
@@ -158,14 +165,29 @@ fn handle(
 ) {
     match cmd {
         CoreCommand::Apply(snap) => {
-            let pools = PoolSet::build(&snap.config, budgets, Some(&ctx.pools()));
-            ctx.apply(snap.config.clone(), pools);
-            prewarm(ctx, cores);
+            // A new file means new pools and maybe other functions; a rule change through the
+            // API keeps the configuration (the same `Arc`) and its pools.
+            let reloaded = !Arc::ptr_eq(&snap.config, &ctx.config());
+            if reloaded {
+                let pools = PoolSet::build(&snap.config, budgets, Some(&ctx.pools()));
+                ctx.apply(snap.config.clone(), pools, snap.rules.clone());
+                prewarm(ctx, cores);
+            } else {
+                ctx.set_rules(snap.rules.clone());
+            }
             *version = snap.version;
             let _ = events.send(CoreEvent::Applied { core: ctx.core, version: snap.version });
+            if reloaded {
+                load_catalogs(ctx, events);
+            }
         }
-        CoreCommand::Collect(reply) => {
-            let _ = reply.send(report(ctx, *version));
+        CoreCommand::SetCatalogs(catalogs) => ctx.set_catalogs(catalogs),
+        CoreCommand::Collect { reply, digests } => {
+            let _ = reply.send(report(ctx, *version, digests));
+        }
+        CoreCommand::ResetDigests(reply) => {
+            ctx.reset_digests();
+            let _ = reply.send(ctx.core);
         }
         CoreCommand::Cancel(key) => ctx.cancels.cancel(key),
         CoreCommand::Drain { deadline } => {
@@ -175,13 +197,51 @@ fn handle(
     }
 }
 
-/// This core's counters, with its pools' figures (sorted by name for a stable exposition).
-fn report(ctx: &CoreContext, version: RulesVersion) -> CoreReport {
+/// This core's counters, with its pools' figures (sorted by name for a stable exposition), the
+/// router's plan-cache figures and, when asked, the digest table.
+fn report(ctx: &CoreContext, version: RulesVersion, digests: bool) -> CoreReport {
     let config = ctx.config();
     let listeners: Vec<&str> = config.listeners.iter().map(|l| l.name.as_str()).collect();
     let mut pools: Vec<_> = ctx.pools().iter().map(|p| p.metrics_snapshot()).collect();
     pools.sort_by(|a, b| a.name.cmp(&b.name));
-    CoreReport { core: ctx.core, version, counters: ctx.counters.snapshot(&listeners, pools) }
+    let mut counters = ctx.counters.snapshot(&listeners, pools);
+    counters.cache_ops_total = cache_ops(ctx.cache_stats());
+    let digests = if digests { ctx.digests() } else { DigestSnapshot::default() };
+    CoreReport { core: ctx.core, version, counters, digests }
+}
+
+/// The plan cache's counters by `CacheOp` index (`sqp_routing_cache_operations_total{op}`).
+fn cache_ops(s: CacheStats) -> [u64; CacheOp::COUNT] {
+    let mut ops = [0; CacheOp::COUNT];
+    for (op, n) in [
+        (CacheOp::Hit, s.hits),
+        (CacheOp::Miss, s.misses),
+        (CacheOp::Insert, s.inserts),
+        (CacheOp::Evict, s.evictions),
+        (CacheOp::Invalidate, s.invalidations),
+    ] {
+        if let Some(slot) = ops.get_mut(op.index()) {
+            *slot = n;
+        }
+    }
+    ops
+}
+
+/// On core 0 only: loads the function catalogs in the background and sends them to the control
+/// plane (which sends them to every core, this one included).
+fn load_catalogs(ctx: &Rc<CoreContext>, events: &Sender<CoreEvent>) {
+    if ctx.core != CoreId(0) {
+        return;
+    }
+    let (ctx, events) = (ctx.clone(), events.clone());
+    rt::spawn_guarded(
+        ctx.queues.background,
+        async move {
+            let catalogs = ctx.load_catalogs().await;
+            let _ = events.send(CoreEvent::Catalogs(catalogs));
+        },
+        |msg| tracing::error!(panic = %msg, "loading function catalogs panicked"),
+    );
 }
 
 fn bind_all(addrs: &[SocketAddr]) -> io::Result<Vec<Listener>> {

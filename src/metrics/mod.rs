@@ -8,6 +8,7 @@
 //! parameters. Must not depend on other crate modules, sockets, clocks or threads.
 
 pub mod catalog;
+pub mod digest;
 mod histogram;
 pub mod label;
 mod pool;
@@ -17,6 +18,7 @@ use std::cell::{Cell, RefCell};
 
 use smallvec::SmallVec;
 
+pub use digest::{DigestRow, DigestSnapshot, MAX_DIGEST_POOLS};
 pub use histogram::{Histogram, HistogramSnapshot, BOUNDS_MICROS, BUCKETS};
 pub use label::{CacheOp, ClientState, Decision, Direction, Operation};
 pub use pool::{BackendCounters, BackendSnapshot, HealthFigures, PoolCounters, PoolSnapshot, QueueSlot};
@@ -39,7 +41,6 @@ pub struct CoreCounters {
     session_panics: Cell<u64>,
     rejects: Cell<u64>,
     bytes: [Cell<u64>; Direction::COUNT],
-    cache_ops: [Cell<u64>; CacheOp::COUNT],
     operations: [Cell<u64>; Operation::COUNT],
     pins: RefCell<SmallVec<[(&'static str, u64); 4]>>,
     /// By listener index; grown on first use (listeners are fixed at start).
@@ -73,13 +74,6 @@ impl CoreCounters {
     pub fn bytes(&self, direction: Direction, n: usize) {
         if let Some(c) = self.bytes.get(direction.index()) {
             c.set(c.get().wrapping_add(n as u64));
-        }
-    }
-
-    /// The plan cache did `op`.
-    pub fn cache(&self, op: CacheOp) {
-        if let Some(c) = self.cache_ops.get(op.index()) {
-            bump(c);
         }
     }
 
@@ -142,7 +136,7 @@ impl CoreCounters {
             session_panics_total: self.session_panics.get(),
             rejects_total: self.rejects.get(),
             bytes_total: self.bytes.each_ref().map(Cell::get),
-            cache_ops_total: self.cache_ops.each_ref().map(Cell::get),
+            cache_ops_total: [0; CacheOp::COUNT],
             operations_total: self.operations.each_ref().map(Cell::get),
             pins_total: self.pins.borrow().to_vec(),
             clients: listeners
@@ -186,7 +180,9 @@ pub struct CounterSnapshot {
     pub rejects_total: u64,
     /// Bytes by [`Direction`] index.
     pub bytes_total: [u64; Direction::COUNT],
-    /// Plan-cache operations by [`CacheOp`] index.
+    /// Plan-cache operations by [`CacheOp`] index. The plan cache counts these itself; the core
+    /// copies its router's monotonic figures here when it reports (zero from
+    /// [`CoreCounters::snapshot`]).
     pub cache_ops_total: [u64; CacheOp::COUNT],
     /// Routed statements by [`Operation`] index.
     pub operations_total: [u64; Operation::COUNT],

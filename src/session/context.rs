@@ -1,18 +1,30 @@
-//! What a session may use of the core it runs on: configuration, pools, counters, signals.
+//! What a session may use of the core it runs on: configuration, pools, the core's router,
+//! digest statistics, counters, signals.
 //!
 //! One `CoreContext` per core, shared by that core's sessions through `Rc`; it never crosses
-//! threads. The core assembly (`crate::core`) builds it and swaps snapshots into it.
+//! threads. The core assembly (`crate::core`) builds it and swaps snapshots into it. Every
+//! `RefCell` here is borrowed only inside one synchronous call, never across an `.await`.
+
+mod udf;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::config::Config;
+use crate::config::{Config, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId};
-use crate::metrics::CoreCounters;
+use crate::metrics::{self, CoreCounters, DigestSnapshot};
 use crate::pool::PoolSet;
+use crate::routing::{
+    CacheStats, Catalogs, Decision, DecisionKind, Outcome, RouteInput, Router, RuleSet,
+    StatementKey,
+};
 use crate::rt::{CoreQueues, Event};
 use crate::session::cancel::CancelRegistry;
+use crate::session::digest::{DigestTable, Execution};
+use crate::sql::analyze::Operation;
+use crate::sql::fingerprint::Fingerprint;
 
 /// Core-local state shared by the sessions of one core.
 pub struct CoreContext {
@@ -28,17 +40,21 @@ pub struct CoreContext {
     pub cancels: CancelRegistry,
     config: RefCell<Arc<Config>>,
     pools: RefCell<Rc<PoolSet>>,
+    router: RefCell<Router>,
+    digests: RefCell<DigestTable>,
     next_session: Cell<u32>,
     forward_cancel: Box<dyn Fn(CancelKey)>,
 }
 
 impl CoreContext {
-    /// Builds the context of `core`; `forward_cancel` hands cancels for other cores to the
-    /// control plane.
+    /// Builds the context of `core` serving `rules` (with the built-in function catalogs until
+    /// the loaded ones arrive); `forward_cancel` hands cancels for other cores to the control
+    /// plane.
     pub fn new(
         core: CoreId,
         queues: CoreQueues,
         config: Arc<Config>,
+        rules: Arc<RuleSet>,
         pools: PoolSet,
         forward_cancel: Box<dyn Fn(CancelKey)>,
     ) -> Self {
@@ -50,6 +66,8 @@ impl CoreContext {
             cancels: CancelRegistry::default(),
             config: RefCell::new(config),
             pools: RefCell::new(Rc::new(pools)),
+            router: RefCell::new(Router::new(rules, Catalogs::builtin())),
+            digests: RefCell::default(),
             next_session: Cell::new(1),
             forward_cancel,
         }
@@ -65,11 +83,99 @@ impl CoreContext {
         self.pools.borrow().clone()
     }
 
-    /// Swaps in a new configuration and pool set (between statements: sessions re-read them
-    /// per statement, in-flight statements keep the `Rc`s they hold).
-    pub fn apply(&self, config: Arc<Config>, pools: PoolSet) {
+    /// Swaps in a new configuration, pool set and rule set (between statements: sessions re-read
+    /// them per statement, in-flight statements keep the `Rc`s they hold). The router's plan
+    /// cache is cleared.
+    pub fn apply(&self, config: Arc<Config>, pools: PoolSet, rules: Arc<RuleSet>) {
         *self.config.borrow_mut() = config;
         *self.pools.borrow_mut() = Rc::new(pools);
+        self.router.borrow_mut().set_rules(rules);
+    }
+
+    /// Switches the router to a new rule set, same configuration (a rule added or removed
+    /// through the admin API); clears its plan cache.
+    pub fn set_rules(&self, rules: Arc<RuleSet>) {
+        self.router.borrow_mut().set_rules(rules);
+    }
+
+    /// Switches the router to newly loaded function catalogs (clears its plan cache).
+    pub fn set_catalogs(&self, catalogs: Catalogs) {
+        self.router.borrow_mut().set_catalogs(catalogs);
+    }
+
+    /// Decides where a statement runs, with this core's router and plan cache.
+    pub fn route(&self, input: &RouteInput<'_>) -> Decision {
+        self.router.borrow_mut().route(input)
+    }
+
+    /// The routing key of `sql` under the current normalization strategy, to keep with a
+    /// prepared statement and pass back in [`RouteInput::key`].
+    pub fn statement_key(&self, sql: &str, protocol: Protocol) -> StatementKey {
+        self.router.borrow().key(sql, protocol)
+    }
+
+    /// The read-your-writes mode of the rules in force (for a session's `RywState`).
+    pub fn read_your_writes(&self) -> ReadYourWrites {
+        self.router.borrow().rules().read_your_writes()
+    }
+
+    /// The rule set in force now.
+    pub fn rules(&self) -> Arc<RuleSet> {
+        self.router.borrow().rules().clone()
+    }
+
+    /// The router's plan-cache counters (monotonic), for metrics.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.router.borrow().cache_stats()
+    }
+
+    /// Counts a decision in the metrics: `sqp_routing_decisions_total{decision,pool}` on the
+    /// chosen pool (a statement that runs nowhere, rejected by a rule or refused because of a
+    /// hint, counts as `reject` without a pool) and `sqp_statement_operations_total{operation}`.
+    pub fn count_decision(&self, d: &Decision) {
+        self.counters.operation(operation_label(d.facts.operation));
+        match &d.outcome {
+            Outcome::Route(pool) => {
+                if let Some(p) = self.pools.borrow().get(pool) {
+                    p.counters.decided(decision_label(d.kind));
+                }
+            }
+            Outcome::Reject(_) | Outcome::Error(_) => self.counters.rejected(),
+        }
+    }
+
+    /// Adds one execution to this core's digest statistics. Cheap when the shape is known (no
+    /// allocation unless the shape is new or `pool` is new for it).
+    #[allow(clippy::too_many_arguments)] // the session's figures of one statement, passed flat
+    pub fn record_digest(
+        &self,
+        fingerprint: Fingerprint,
+        sql: &str,
+        protocol: Protocol,
+        elapsed: Duration,
+        rows: u64,
+        error: bool,
+        pool: &str,
+    ) {
+        self.digests.borrow_mut().record(&Execution {
+            fingerprint,
+            sql,
+            protocol,
+            elapsed,
+            rows,
+            error,
+            pool,
+        });
+    }
+
+    /// A copy of this core's digest statistics.
+    pub fn digests(&self) -> DigestSnapshot {
+        self.digests.borrow().snapshot()
+    }
+
+    /// Forgets this core's digest statistics.
+    pub fn reset_digests(&self) {
+        self.digests.borrow_mut().reset();
     }
 
     /// A fresh cancel key for a new session of this core.
@@ -85,6 +191,72 @@ impl CoreContext {
             self.cancels.cancel(key);
         } else {
             (self.forward_cancel)(key);
+        }
+    }
+}
+
+/// The `decision` metric label of a routing decision kind (the same names, one for one).
+pub fn decision_label(kind: DecisionKind) -> metrics::Decision {
+    match kind {
+        DecisionKind::TransactionPin => metrics::Decision::TransactionPin,
+        DecisionKind::Translation => metrics::Decision::Translation,
+        DecisionKind::DynamicRule => metrics::Decision::DynamicRule,
+        DecisionKind::Cache => metrics::Decision::Cache,
+        DecisionKind::PatternRule => metrics::Decision::PatternRule,
+        DecisionKind::RegexRule => metrics::Decision::RegexRule,
+        DecisionKind::ReadWriteSplit => metrics::Decision::ReadWriteSplit,
+        DecisionKind::Default => metrics::Decision::Default,
+        DecisionKind::Reject => metrics::Decision::Reject,
+        DecisionKind::Hint => metrics::Decision::Hint,
+    }
+}
+
+/// The `operation` metric label of an analyzed statement.
+pub fn operation_label(op: Operation) -> metrics::Operation {
+    match op {
+        Operation::Read => metrics::Operation::Read,
+        Operation::Write => metrics::Operation::Write,
+        Operation::Ddl => metrics::Operation::Ddl,
+        Operation::TransactionControl(_) => metrics::Operation::Transaction,
+        Operation::Session => metrics::Operation::Session,
+        Operation::Admin => metrics::Operation::Admin,
+        Operation::Unknown => metrics::Operation::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::routing::DecisionKind as K;
+
+    #[test]
+    fn every_decision_kind_and_operation_maps_to_the_same_metric_label() {
+        let kinds = [
+            K::TransactionPin,
+            K::Translation,
+            K::DynamicRule,
+            K::Cache,
+            K::PatternRule,
+            K::RegexRule,
+            K::ReadWriteSplit,
+            K::Default,
+            K::Reject,
+            K::Hint,
+        ];
+        assert_eq!(kinds.len(), metrics::Decision::COUNT);
+        for k in kinds {
+            assert_eq!(decision_label(k).as_str(), k.as_str());
+        }
+        for op in [
+            Operation::Read,
+            Operation::Write,
+            Operation::Ddl,
+            Operation::TransactionControl(crate::sql::analyze::TxControl::Begin),
+            Operation::Session,
+            Operation::Admin,
+            Operation::Unknown,
+        ] {
+            assert_eq!(operation_label(op).as_str(), op.name());
         }
     }
 }

@@ -8,6 +8,7 @@
 pub mod cancel;
 pub mod client_error;
 mod context;
+pub mod digest;
 mod mysql;
 mod pg;
 pub mod state;

@@ -1,0 +1,172 @@
+//! Handlers of the routing endpoints: the dry-run (`/api/routing/test`), runtime pattern rules
+//! and translations, and digest statistics. Each forwards to the control plane, which owns the
+//! rules and answers with serializable views; rule changes return once every core has them.
+
+use super::dto;
+use super::http::{Request, Response};
+use super::route::{control_error, Api};
+use crate::config::{PatternKind, PatternRule, Protocol, RuleTarget, TranslationRule};
+use crate::control::RouteQuery;
+
+/// Digest rows returned when `limit` is not given.
+const DEFAULT_DIGEST_LIMIT: usize = 100;
+
+fn bad_request(message: &str) -> Response {
+    Response::error(400, message)
+}
+
+/// `GET /api/routing/test?sql=...&user=&database=&protocol=`.
+pub(super) fn route_test(api: &Api, req: &Request) -> Response {
+    let Some(sql) = req.query_param("sql").filter(|s| !s.trim().is_empty()) else {
+        return bad_request("missing query parameter `sql`");
+    };
+    let protocol = match req.query_param("protocol").filter(|p| !p.is_empty()) {
+        Some(p) => match p.parse::<Protocol>() {
+            Ok(p) => Some(p),
+            Err(e) => return bad_request(&e),
+        },
+        None => None,
+    };
+    let q = RouteQuery {
+        sql,
+        user: req.query_param("user").unwrap_or_default(),
+        database: req.query_param("database").unwrap_or_default(),
+        protocol,
+    };
+    match api.control().route_test(q) {
+        Ok(view) => Response::json(200, &view),
+        Err(e) => control_error(&e),
+    }
+}
+
+fn json_body<T: serde::de::DeserializeOwned>(req: &Request) -> Result<T, Response> {
+    serde_json::from_slice(&req.body).map_err(|e| bad_request(&format!("invalid JSON body: {e}")))
+}
+
+/// `GET /api/pattern-rules`.
+pub(super) fn list_pattern_rules(api: &Api, _: &Request) -> Response {
+    match api.control().pattern_rules() {
+        Ok(rules) => Response::json(200, &rules),
+        Err(e) => control_error(&e),
+    }
+}
+
+fn pattern_rule(body: dto::NewPatternRule) -> Result<PatternRule, Response> {
+    let kind = body.kind.parse::<PatternKind>().map_err(|e| bad_request(&e))?;
+    let target = match (body.pool, body.reject) {
+        (Some(pool), None) => RuleTarget::Pool(pool),
+        (None, Some(message)) => RuleTarget::Reject(message),
+        _ => return Err(bad_request("give exactly one of `pool` and `reject`")),
+    };
+    Ok(PatternRule {
+        name: body.name.trim().to_owned(),
+        kind,
+        pattern: body.pattern,
+        target,
+        priority: body.priority,
+    })
+}
+
+/// `POST /api/pattern-rules` with a JSON rule.
+pub(super) fn add_pattern_rule(api: &Api, req: &Request) -> Response {
+    let rule = match json_body(req).and_then(pattern_rule) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let view = (&rule).into();
+    match api.control().add_pattern_rule(rule) {
+        Ok(v) => Response::json(
+            200,
+            &dto::RuleAdded {
+                version: v.0,
+                rule: view,
+            },
+        ),
+        Err(e) => control_error(&e),
+    }
+}
+
+/// `DELETE /api/pattern-rules?name=...` (one rule) or without `name` (all of them).
+pub(super) fn remove_pattern_rules(api: &Api, req: &Request) -> Response {
+    let name = req.query_param("name").filter(|n| !n.is_empty());
+    match api.control().remove_pattern_rules(name) {
+        Ok((removed, v)) => Response::json(
+            200,
+            &dto::RulesRemoved {
+                version: v.0,
+                removed,
+            },
+        ),
+        Err(e) => control_error(&e),
+    }
+}
+
+/// `GET /api/translations`.
+pub(super) fn list_translations(api: &Api, _: &Request) -> Response {
+    match api.control().translations() {
+        Ok(list) => Response::json(200, &list),
+        Err(e) => control_error(&e),
+    }
+}
+
+/// `POST /api/translations` with `{original_sql, translated_sql, target_pool}`: answers with
+/// the parameterized forms and the literal mapping.
+pub(super) fn add_translation(api: &Api, req: &Request) -> Response {
+    let body: dto::NewTranslation = match json_body(req) {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    let rule = TranslationRule {
+        original_sql: body.original_sql,
+        translated_sql: body.translated_sql,
+        target_pool: body.target_pool,
+    };
+    match api.control().add_translation(rule) {
+        Ok(view) => Response::json(200, &view),
+        Err(e) => control_error(&e),
+    }
+}
+
+/// `DELETE /api/translations?index=N` (one) or without `index` (all of them).
+pub(super) fn remove_translations(api: &Api, req: &Request) -> Response {
+    let index = match req.query_param("index").filter(|i| !i.is_empty()) {
+        Some(i) => match i.parse::<usize>() {
+            Ok(i) => Some(i),
+            Err(_) => return bad_request("`index` must be a non-negative integer"),
+        },
+        None => None,
+    };
+    match api.control().remove_translations(index) {
+        Ok((removed, v)) => Response::json(
+            200,
+            &dto::RulesRemoved {
+                version: v.0,
+                removed,
+            },
+        ),
+        Err(e) => control_error(&e),
+    }
+}
+
+/// `GET /api/stats/digests?limit=N`.
+pub(super) fn digests(api: &Api, req: &Request) -> Response {
+    let limit = match req.query_param("limit").filter(|l| !l.is_empty()) {
+        Some(l) => match l.parse::<usize>() {
+            Ok(l) => l,
+            Err(_) => return bad_request("`limit` must be a non-negative integer"),
+        },
+        None => DEFAULT_DIGEST_LIMIT,
+    };
+    match api.control().digests(limit) {
+        Ok(view) => Response::json(200, &view),
+        Err(e) => control_error(&e),
+    }
+}
+
+/// `DELETE /api/stats/digests`: clears the statistics on every core.
+pub(super) fn reset_digests(api: &Api, _: &Request) -> Response {
+    match api.control().reset_digests() {
+        Ok(cores_reset) => Response::json(200, &dto::DigestsReset { cores_reset }),
+        Err(e) => control_error(&e),
+    }
+}

@@ -1,0 +1,231 @@
+//! The routing side of the control plane's API: dry-run decisions, pattern rules and
+//! translations added at runtime (ephemeral: a reload clears them), and digest statistics.
+//!
+//! Every rule change compiles a whole new rule set first (so an invalid rule changes nothing),
+//! then publishes it to every core and returns once each acknowledged: a statement sent right
+//! after the call already sees the change.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::unbounded;
+
+use super::msg::{CoreCommand, RulesVersion, Snapshot};
+use super::view::{DigestsView, PatternRuleView, RouteTest, TranslationView};
+use super::{ControlError, ControlHandle, ControlPlane, CORE_REPLY_TIMEOUT};
+use crate::config::{PatternRule, Protocol, TranslationRule};
+use crate::metrics::DigestSnapshot;
+use crate::routing::RouteInput;
+
+/// A statement to decide without running it.
+#[derive(Debug, Clone)]
+pub struct RouteQuery {
+    /// The SQL text.
+    pub sql: String,
+    /// Session user (for user-matched rules).
+    pub user: String,
+    /// Database (for database-matched rules).
+    pub database: String,
+    /// Client protocol; `None`: the first listener's.
+    pub protocol: Option<Protocol>,
+}
+
+impl ControlHandle {
+    /// The decision live traffic would get for `q` now, with its evidence: the same router code
+    /// over the current rules and catalogs, without sending anything anywhere.
+    pub fn route_test(&self, q: RouteQuery) -> Result<RouteTest, ControlError> {
+        self.call(move |cp| cp.route_test(&q))
+    }
+
+    /// The pattern rules added through the API.
+    pub fn pattern_rules(&self) -> Result<Vec<PatternRuleView>, ControlError> {
+        self.call(|cp| cp.dynamic.iter().map(PatternRuleView::from).collect())
+    }
+
+    /// Adds a runtime pattern rule and publishes it to every core.
+    pub fn add_pattern_rule(&self, rule: PatternRule) -> Result<RulesVersion, ControlError> {
+        self.call(move |cp| cp.add_pattern_rule(rule))?
+    }
+
+    /// Removes the runtime pattern rule `name`, or all of them with `None`; returns how many
+    /// went and the version every core acknowledged.
+    pub fn remove_pattern_rules(
+        &self,
+        name: Option<String>,
+    ) -> Result<(usize, RulesVersion), ControlError> {
+        self.call(move |cp| cp.remove_pattern_rules(name.as_deref()))?
+    }
+
+    /// The translations added through the API, with their compiled forms.
+    pub fn translations(&self) -> Result<Vec<TranslationView>, ControlError> {
+        self.call(|cp| {
+            (0..cp.translations.len())
+                .filter_map(|i| cp.translation_view(i))
+                .collect()
+        })
+    }
+
+    /// Registers a runtime translation, publishes it, and returns its parameterized forms and
+    /// literal mapping.
+    pub fn add_translation(&self, rule: TranslationRule) -> Result<TranslationView, ControlError> {
+        self.call(move |cp| cp.add_translation(rule))?
+    }
+
+    /// Removes runtime translation `index`, or all of them with `None`.
+    pub fn remove_translations(
+        &self,
+        index: Option<usize>,
+    ) -> Result<(usize, RulesVersion), ControlError> {
+        self.call(move |cp| cp.remove_translations(index))?
+    }
+
+    /// Digest statistics merged over cores, longest total time first, at most `limit` shapes.
+    pub fn digests(&self, limit: usize) -> Result<DigestsView, ControlError> {
+        self.call(move |cp| cp.digests(limit))
+    }
+
+    /// Clears the digest statistics on every core; returns how many cores confirmed.
+    pub fn reset_digests(&self) -> Result<usize, ControlError> {
+        self.call(|cp| cp.reset_digests())?
+    }
+}
+
+impl ControlPlane {
+    fn route_test(&self, q: &RouteQuery) -> RouteTest {
+        let config = &self.current.config;
+        let protocol = q
+            .protocol
+            .or_else(|| config.listeners.first().map(|l| l.protocol))
+            .unwrap_or(Protocol::Postgres);
+        let input = RouteInput::new(&q.sql, protocol, &q.user, &q.database);
+        let explanation = self.explainer.explain(&input);
+        RouteTest::new(self.current.version.0, protocol, &explanation)
+    }
+
+    /// Compiles the current configuration with these runtime rules and publishes the result;
+    /// nothing changes when the rules do not compile.
+    fn republish(
+        &mut self,
+        dynamic: Vec<PatternRule>,
+        translations: Vec<TranslationRule>,
+    ) -> Result<RulesVersion, ControlError> {
+        let config = self.current.config.clone();
+        let snap = Snapshot::build(self.next_version(), config, &dynamic, &translations)?;
+        self.dynamic = dynamic;
+        self.translations = translations;
+        self.publish(Arc::new(snap))
+    }
+
+    fn add_pattern_rule(&mut self, rule: PatternRule) -> Result<RulesVersion, ControlError> {
+        let name = rule.name.trim();
+        if name.is_empty() {
+            return Err(ControlError::BadRequest("a rule needs a name".into()));
+        }
+        let routing = &self.current.config.routing;
+        let taken = routing.pattern_rules.iter().any(|r| r.name == name)
+            || routing.rules.iter().any(|r| r.name == name)
+            || self.dynamic.iter().any(|r| r.name == name);
+        if taken {
+            return Err(ControlError::BadRequest(format!(
+                "a rule named `{name}` already exists; rule names are unique"
+            )));
+        }
+        let mut dynamic = self.dynamic.clone();
+        dynamic.push(rule);
+        self.republish(dynamic, self.translations.clone())
+    }
+
+    fn remove_pattern_rules(
+        &mut self,
+        name: Option<&str>,
+    ) -> Result<(usize, RulesVersion), ControlError> {
+        let mut dynamic = self.dynamic.clone();
+        match name {
+            Some(n) => dynamic.retain(|r| r.name != n),
+            None => dynamic.clear(),
+        }
+        let removed = self.dynamic.len() - dynamic.len();
+        if let (Some(n), 0) = (name, removed) {
+            return Err(ControlError::NotFound(format!("no runtime pattern rule named `{n}`")));
+        }
+        let version = self.republish(dynamic, self.translations.clone())?;
+        Ok((removed, version))
+    }
+
+    fn translation_view(&self, index: usize) -> Option<TranslationView> {
+        let rule = self.translations.get(index)?;
+        let templates = (self.setup.describe)(&self.current.config, rule);
+        Some(TranslationView::new(index, rule, templates))
+    }
+
+    fn add_translation(&mut self, rule: TranslationRule) -> Result<TranslationView, ControlError> {
+        let mut translations = self.translations.clone();
+        translations.push(rule);
+        let index = translations.len() - 1;
+        self.republish(self.dynamic.clone(), translations)?;
+        self.translation_view(index)
+            .ok_or_else(|| ControlError::NotFound("the translation vanished".into()))
+    }
+
+    fn remove_translations(
+        &mut self,
+        index: Option<usize>,
+    ) -> Result<(usize, RulesVersion), ControlError> {
+        let mut translations = self.translations.clone();
+        match index {
+            Some(i) if i < translations.len() => {
+                translations.remove(i);
+            }
+            Some(i) => {
+                return Err(ControlError::NotFound(format!(
+                    "no runtime translation with index {i}"
+                )))
+            }
+            None => translations.clear(),
+        }
+        let removed = self.translations.len() - translations.len();
+        let version = self.republish(self.dynamic.clone(), translations)?;
+        Ok((removed, version))
+    }
+
+    fn digests(&mut self, limit: usize) -> DigestsView {
+        let reports = self.collect_with(true);
+        let cores_reporting = reports.len();
+        let merged = DigestSnapshot::merge(reports.into_iter().map(|r| r.digests));
+        let shapes = merged.rows.len();
+        DigestsView {
+            cores_reporting,
+            shapes,
+            dropped: merged.dropped,
+            digests: merged.rows.into_iter().take(limit).map(Into::into).collect(),
+        }
+    }
+
+    fn reset_digests(&mut self) -> Result<usize, ControlError> {
+        let (tx, rx) = unbounded();
+        let mut expected = 0;
+        for (i, core) in self.setup.cores.iter().enumerate() {
+            let running = !self.stopped.get(i).copied().unwrap_or(true);
+            if running && core.send(CoreCommand::ResetDigests(tx.clone())).is_ok() {
+                expected += 1;
+            }
+        }
+        let deadline = Instant::now() + CORE_REPLY_TIMEOUT;
+        let mut confirmed = Vec::with_capacity(expected);
+        while confirmed.len() < expected {
+            match rx.recv_deadline(deadline) {
+                Ok(core) => confirmed.push(core),
+                Err(_) => break,
+            }
+        }
+        if confirmed.len() < expected {
+            let silent = (0..self.setup.cores.len())
+                .filter(|i| !self.stopped.get(*i).copied().unwrap_or(true))
+                .map(|i| super::msg::CoreId(i as u16))
+                .filter(|c| !confirmed.contains(c))
+                .collect();
+            return Err(ControlError::CoresSilent(silent));
+        }
+        Ok(confirmed.len())
+    }
+}

@@ -1,0 +1,313 @@
+//! Loading function volatility from the backends: the primary pool of each client protocol is
+//! asked for its functions (`pg_proc.provolatile`, `information_schema.ROUTINES`) over a pooled
+//! connection, and the rows extend the built-in catalogs routing analyzes with.
+//!
+//! Runs on core 0's background queue after start and after a reload. Never fails as a whole: a
+//! protocol whose load fails (no pool, backend down, query refused, timeout) keeps its built-in
+//! catalog, where an unknown function counts as volatile, and the failure is logged.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::CoreContext;
+use crate::config::Protocol;
+use crate::pool::{Conn, ConnInfo, CorePool};
+use crate::protocol::mysql::capability::CLIENT_DEPRECATE_EOF;
+use crate::protocol::mysql::command::COM_QUERY;
+use crate::protocol::mysql::response::{classify_response, classify_row, ResponseKind, RowKind};
+use crate::protocol::mysql::{decode_payload, decode_text_row, encode_packets, ErrPacket};
+use crate::protocol::pg::notice::peek_sqlstate;
+use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame};
+use crate::routing::{dialect, Catalogs};
+use crate::rt;
+use crate::sql::volatility::{
+    parse_mysql_udf_row, parse_pg_udf_row, FunctionCatalog, UdfRow, MYSQL_UDF_QUERY, PG_UDF_QUERY,
+};
+
+/// How long one protocol's load may take, connection included.
+const LOAD_TIMEOUT: Duration = Duration::from_secs(15);
+/// Largest response message accepted (catalog rows are small).
+const MAX_MESSAGE: usize = 1 << 24;
+/// Bytes read from the socket at a time.
+const READ_CHUNK: usize = 16 * 1024;
+
+impl CoreContext {
+    /// The built-in catalogs extended with the functions of each protocol's primary pool.
+    pub async fn load_catalogs(&self) -> Catalogs {
+        let rules = self.rules();
+        let mut catalogs = Catalogs::builtin();
+        for protocol in [Protocol::Postgres, Protocol::MySql] {
+            let Some(name) = rules.primary_pool(protocol) else { continue };
+            let Some(pool) = self.pools().get(name).cloned() else { continue };
+            if pool.config.backend_protocol(protocol) != protocol {
+                // A bridged pool speaks the other dialect: its functions mean nothing here.
+                continue;
+            }
+            let deadline = rt::now() + LOAD_TIMEOUT;
+            let rows = match rt::with_deadline(deadline, load_rows(&pool, protocol)).await {
+                Ok(Ok(rows)) => rows,
+                Ok(Err(e)) => {
+                    tracing::warn!(pool = %name, %protocol, error = %e, "cannot load function volatility; unknown functions count as volatile");
+                    continue;
+                }
+                Err(_) => {
+                    tracing::warn!(pool = %name, %protocol, "loading function volatility timed out; unknown functions count as volatile");
+                    continue;
+                }
+            };
+            tracing::info!(pool = %name, %protocol, functions = rows.len(), "function volatility loaded");
+            let catalog = Arc::new(catalog_with(protocol, &rows));
+            match protocol {
+                Protocol::Postgres => catalogs.postgres = catalog,
+                Protocol::MySql => catalogs.mysql = catalog,
+            }
+        }
+        catalogs
+    }
+}
+
+/// The built-in catalog of `protocol`'s dialect plus `rows`.
+fn catalog_with(protocol: Protocol, rows: &[UdfRow]) -> FunctionCatalog {
+    let mut catalog = FunctionCatalog::builtin(dialect(protocol));
+    for row in rows {
+        catalog.insert_row(row);
+    }
+    catalog
+}
+
+/// Runs the protocol's catalog query on a connection of `pool`, which gets it back unless
+/// something went wrong.
+async fn load_rows(pool: &Rc<CorePool>, protocol: Protocol) -> Result<Vec<UdfRow>, String> {
+    let deadline = rt::now() + pool.config.timeouts.acquire;
+    let mut conn = pool
+        .checkout(protocol, deadline)
+        .await
+        .map_err(|e| e.to_string())?;
+    let res = match protocol {
+        Protocol::Postgres => pg_rows(&mut conn).await,
+        Protocol::MySql => mysql_rows(&mut conn).await,
+    };
+    pool.checkin(conn, res.is_ok());
+    res
+}
+
+/// Reads until `conn.rbuf[*pos..]` starts with a whole PostgreSQL message; returns its length.
+async fn pg_message(conn: &mut Conn, pos: &mut usize) -> Result<usize, String> {
+    loop {
+        match decode_frame(conn.rbuf.get(*pos..).unwrap_or_default(), MAX_MESSAGE) {
+            Ok(Some(f)) => return Ok(f.total_len),
+            Ok(None) => {}
+            Err(e) => return Err(format!("bad backend message: {e}")),
+        }
+        conn.rbuf.drain(..*pos);
+        *pos = 0;
+        match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
+            Ok(0) => return Err("backend closed the connection".into()),
+            Err(e) => return Err(e.to_string()),
+            Ok(_) => {}
+        }
+    }
+}
+
+/// [`PG_UDF_QUERY`] as a simple query, up to ReadyForQuery.
+async fn pg_rows(conn: &mut Conn) -> Result<Vec<UdfRow>, String> {
+    let mut out = Vec::with_capacity(PG_UDF_QUERY.len() + 8);
+    frontend::encode_query(PG_UDF_QUERY, &mut out).map_err(|e| e.to_string())?;
+    rt::write_all(&mut conn.stream, &out)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut rows, mut failure, mut pos) = (Vec::new(), None, 0usize);
+    loop {
+        let len = pg_message(conn, &mut pos).await?;
+        let bytes = conn.rbuf.get(pos..pos + len).unwrap_or_default();
+        if let Ok(Some(frame)) = decode_frame(bytes, MAX_MESSAGE) {
+            match frame.tag {
+                b'D' => rows.extend(pg_udf_row(&frame)),
+                b'E' => {
+                    let code = peek_sqlstate(frame.body).unwrap_or("XX000");
+                    failure = Some(format!("the catalog query failed (SQLSTATE {code})"));
+                }
+                b'Z' => {
+                    pos += len;
+                    conn.rbuf.drain(..pos);
+                    return failure.map_or(Ok(rows), Err);
+                }
+                _ => {}
+            }
+        }
+        pos += len;
+    }
+}
+
+/// One DataRow of [`PG_UDF_QUERY`] (schema, name, provolatile); `None` for anything else.
+fn pg_udf_row(frame: &Frame<'_>) -> Option<UdfRow> {
+    let BackendMessage::DataRow(values) = BackendMessage::decode(frame).ok()? else {
+        return None;
+    };
+    let mut it = values
+        .iter()
+        .map(|v| v.and_then(|b| std::str::from_utf8(b).ok()));
+    let (schema, name, provolatile) = (it.next()??, it.next()??, it.next()??);
+    parse_pg_udf_row(schema, name, provolatile)
+}
+
+/// Reads one whole MySQL payload from `conn`.
+async fn mysql_payload(conn: &mut Conn) -> Result<Vec<u8>, String> {
+    loop {
+        match decode_payload(&conn.rbuf, MAX_MESSAGE) {
+            Ok(Some(f)) => {
+                let payload = f.payload.into_owned();
+                let n = f.consumed;
+                conn.rbuf.drain(..n);
+                return Ok(payload);
+            }
+            Ok(None) => {}
+            Err(e) => return Err(format!("bad backend packet: {e}")),
+        }
+        match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
+            Ok(0) => return Err("backend closed the connection".into()),
+            Err(e) => return Err(e.to_string()),
+            Ok(_) => {}
+        }
+    }
+}
+
+/// [`MYSQL_UDF_QUERY`] as `COM_QUERY`, up to the end of its result set.
+async fn mysql_rows(conn: &mut Conn) -> Result<Vec<UdfRow>, String> {
+    let caps = match &conn.info {
+        ConnInfo::MySql(i) => i.capabilities,
+        ConnInfo::Pg(_) => return Err("not a MySQL connection".into()),
+    };
+    let mut payload = Vec::with_capacity(MYSQL_UDF_QUERY.len() + 1);
+    payload.push(COM_QUERY);
+    payload.extend_from_slice(MYSQL_UDF_QUERY.as_bytes());
+    let mut out = Vec::with_capacity(payload.len() + 4);
+    encode_packets(&payload, 0, &mut out);
+    rt::write_all(&mut conn.stream, &out)
+        .await
+        .map_err(|e| e.to_string())?;
+    let first = mysql_payload(conn).await?;
+    let columns = match classify_response(&first).map_err(|e| e.to_string())? {
+        ResponseKind::ResultSet { column_count } => column_count,
+        ResponseKind::Err => return Err(mysql_error(&first)),
+        _ => return Err("the catalog query returned no result set".into()),
+    };
+    for _ in 0..columns {
+        mysql_payload(conn).await?;
+    }
+    if caps & CLIENT_DEPRECATE_EOF == 0 {
+        mysql_payload(conn).await?; // EOF after the column definitions
+    }
+    let columns = usize::try_from(columns).map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    loop {
+        let p = mysql_payload(conn).await?;
+        match classify_row(&p, caps) {
+            RowKind::Row => rows.extend(mysql_udf_row(&p, columns)),
+            RowKind::End => return Ok(rows),
+            RowKind::Err => return Err(mysql_error(&p)),
+        }
+    }
+}
+
+fn mysql_error(payload: &[u8]) -> String {
+    match ErrPacket::decode(payload) {
+        Ok(e) => format!(
+            "the catalog query failed: {}",
+            String::from_utf8_lossy(e.message)
+        ),
+        Err(_) => "the catalog query failed".into(),
+    }
+}
+
+/// One text row of [`MYSQL_UDF_QUERY`] (schema, name, IS_DETERMINISTIC, SQL_DATA_ACCESS).
+fn mysql_udf_row(payload: &[u8], columns: usize) -> Option<UdfRow> {
+    let values = decode_text_row(payload, columns).ok()?;
+    let mut it = values.iter();
+    let mut text = || {
+        it.next()
+            .copied()
+            .flatten()
+            .and_then(|b| std::str::from_utf8(b).ok())
+    };
+    let (schema, name, deterministic, access) = (text()?, text()?, text()?, text()?);
+    parse_mysql_udf_row(schema, name, deterministic, access)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::mysql::encode_text_row;
+    use crate::protocol::pg::backend::encode_data_row;
+    use crate::sql::volatility::Volatility;
+
+    fn pg_frame(values: &[Option<&[u8]>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_data_row(values, &mut out).expect("encode");
+        out
+    }
+
+    fn pg_row(values: &[Option<&[u8]>]) -> Option<UdfRow> {
+        let bytes = pg_frame(values);
+        let frame = decode_frame(&bytes, MAX_MESSAGE).expect("frame").expect("whole");
+        pg_udf_row(&frame)
+    }
+
+    fn my_row(values: &[Option<&[u8]>]) -> Option<UdfRow> {
+        let mut payload = Vec::new();
+        encode_text_row(values, &mut payload);
+        mysql_udf_row(&payload, values.len())
+    }
+
+    #[test]
+    fn postgres_rows_become_catalog_entries() {
+        let stable = pg_row(&[Some(b"public"), Some(b"price_of"), Some(b"s")]).expect("row");
+        let volatile = pg_row(&[Some(b"app"), Some(b"bump"), Some(b"v")]).expect("row");
+        assert_eq!(stable.volatility, Volatility::Stable);
+        assert_eq!(pg_row(&[Some(b"public"), Some(b"f"), Some(b"x")]), None, "unknown code");
+        assert_eq!(pg_row(&[Some(b"public"), None, Some(b"s")]), None, "NULL name");
+        assert_eq!(pg_row(&[Some(b"public"), Some(b"f")]), None, "short row");
+        let catalog = catalog_with(Protocol::Postgres, &[stable, volatile]);
+        assert_eq!(catalog.volatility("price_of"), Some(Volatility::Stable));
+        assert_eq!(catalog.volatility("public.price_of"), Some(Volatility::Stable));
+        assert_eq!(catalog.volatility("app.bump"), Some(Volatility::Volatile));
+        assert_eq!(catalog.volatility("never_created"), None);
+        assert_eq!(
+            catalog.volatility("lower"),
+            Some(Volatility::Immutable),
+            "built-ins stay"
+        );
+    }
+
+    #[test]
+    fn a_non_data_row_message_is_no_entry() {
+        let mut out = Vec::new();
+        frontend::encode_query("SELECT 1", &mut out).expect("encode");
+        let frame = decode_frame(&out, MAX_MESSAGE).expect("frame").expect("whole");
+        assert_eq!(pg_udf_row(&frame), None);
+    }
+
+    #[test]
+    fn mysql_rows_become_catalog_entries() {
+        let det = my_row(&[Some(b"shop"), Some(b"tax"), Some(b"YES"), Some(b"NO SQL")]);
+        let writes = my_row(&[
+            Some(b"shop"),
+            Some(b"log_it"),
+            Some(b"YES"),
+            Some(b"MODIFIES SQL DATA"),
+        ]);
+        let (det, writes) = (det.expect("row"), writes.expect("row"));
+        assert_eq!(det.volatility, Volatility::Stable);
+        assert_eq!(writes.volatility, Volatility::Volatile);
+        assert_eq!(
+            my_row(&[Some(b"shop"), Some(b"x"), Some(b"MAYBE"), Some(b"NO SQL")]),
+            None
+        );
+        assert_eq!(my_row(&[Some(b"shop"), Some(b"x"), None, Some(b"NO SQL")]), None);
+        let catalog = catalog_with(Protocol::MySql, &[det, writes]);
+        assert_eq!(catalog.volatility("TAX"), Some(Volatility::Stable));
+        assert_eq!(catalog.volatility("shop.log_it"), Some(Volatility::Volatile));
+        assert_eq!(catalog.volatility("now"), Some(Volatility::Stable));
+    }
+}

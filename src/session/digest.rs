@@ -1,0 +1,216 @@
+//! Core-local per-digest statistics: for each query shape (fingerprint and client protocol) the
+//! normalized text, calls, total and max time, rows, errors and the pools it ran on.
+//!
+//! Owned by one core (`CoreContext`), so recording takes no lock. Bounded: once `capacity`
+//! shapes are known, new shapes are refused and counted as dropped rather than evicting, so a
+//! flood of one-off statements costs nothing and the shapes already measured keep their figures
+//! (`DELETE /api/stats/digests` makes room). Recording an existing shape on a pool it has used
+//! allocates nothing; the normalized text is computed once, when a shape is first seen.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use smallvec::SmallVec;
+
+use crate::config::Protocol;
+use crate::metrics::{DigestRow, DigestSnapshot, MAX_DIGEST_POOLS};
+use crate::routing::dialect;
+use crate::sql::fingerprint::{normalize, Fingerprint};
+
+/// Shapes a core remembers by default.
+pub const DEFAULT_CAPACITY: usize = 5_000;
+
+/// One execution to record.
+#[derive(Debug, Clone, Copy)]
+pub struct Execution<'a> {
+    /// The statement's fingerprint (as routing computed it).
+    pub fingerprint: Fingerprint,
+    /// The SQL text, normalized only if the shape is new.
+    pub sql: &'a str,
+    /// The client's protocol.
+    pub protocol: Protocol,
+    /// From sending the statement to the end of its response.
+    pub elapsed: Duration,
+    /// Rows returned or affected.
+    pub rows: u64,
+    /// Whether it ended in an error.
+    pub error: bool,
+    /// The pool it ran on.
+    pub pool: &'a str,
+}
+
+#[derive(Debug)]
+struct Entry {
+    normalized: String,
+    calls: u64,
+    total: Duration,
+    max: Duration,
+    rows: u64,
+    errors: u64,
+    pools: SmallVec<[Box<str>; 2]>,
+}
+
+impl Entry {
+    fn record(&mut self, e: &Execution<'_>) {
+        self.calls += 1;
+        self.total += e.elapsed;
+        self.max = self.max.max(e.elapsed);
+        self.rows += e.rows;
+        self.errors += u64::from(e.error);
+        if self.pools.len() < MAX_DIGEST_POOLS && !self.pools.iter().any(|p| &**p == e.pool) {
+            self.pools.push(e.pool.into());
+        }
+    }
+}
+
+/// A core's digest table.
+#[derive(Debug)]
+pub struct DigestTable {
+    entries: HashMap<(u64, Protocol), Entry, ahash::RandomState>,
+    capacity: usize,
+    dropped: u64,
+}
+
+impl Default for DigestTable {
+    fn default() -> Self {
+        Self::with_capacity(DEFAULT_CAPACITY)
+    }
+}
+
+impl DigestTable {
+    /// An empty table remembering at most `capacity` shapes.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            entries: HashMap::with_hasher(ahash::RandomState::new()),
+            capacity,
+            dropped: 0,
+        }
+    }
+
+    /// Adds one execution to its shape's figures (creating the shape if there is room).
+    pub fn record(&mut self, e: &Execution<'_>) {
+        let key = (e.fingerprint.0, e.protocol);
+        if let Some(entry) = self.entries.get_mut(&key) {
+            entry.record(e);
+            return;
+        }
+        if self.entries.len() >= self.capacity {
+            self.dropped += 1;
+            return;
+        }
+        let mut entry = Entry {
+            normalized: normalize(e.sql, dialect(e.protocol)),
+            calls: 0,
+            total: Duration::ZERO,
+            max: Duration::ZERO,
+            rows: 0,
+            errors: 0,
+            pools: SmallVec::new(),
+        };
+        entry.record(e);
+        self.entries.insert(key, entry);
+    }
+
+    /// Shapes known now.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no shape is known.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// A plain copy for the control plane.
+    pub fn snapshot(&self) -> DigestSnapshot {
+        let rows = self
+            .entries
+            .iter()
+            .map(|((fp, protocol), e)| DigestRow {
+                fingerprint: *fp,
+                protocol: protocol.as_str(),
+                normalized: e.normalized.clone(),
+                calls: e.calls,
+                total: e.total,
+                max: e.max,
+                rows: e.rows,
+                errors: e.errors,
+                pools: e.pools.iter().map(|p| p.to_string()).collect(),
+            })
+            .collect();
+        DigestSnapshot {
+            rows,
+            dropped: self.dropped,
+        }
+    }
+
+    /// Forgets every shape and the drop count.
+    pub fn reset(&mut self) {
+        self.entries.clear();
+        self.entries.shrink_to(self.capacity.min(1024));
+        self.dropped = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exec<'a>(sql: &'a str, ms: u64, pool: &'a str, error: bool) -> Execution<'a> {
+        Execution {
+            fingerprint: crate::sql::fingerprint::fingerprint(sql, crate::sql::Dialect::Postgres),
+            sql,
+            protocol: Protocol::Postgres,
+            elapsed: Duration::from_millis(ms),
+            rows: 2,
+            error,
+            pool,
+        }
+    }
+
+    #[test]
+    fn one_shape_accumulates_calls_time_rows_errors_and_pools() {
+        let mut t = DigestTable::default();
+        t.record(&exec("SELECT * FROM t WHERE id = 1", 3, "primary", false));
+        t.record(&exec("select * from t where id = 42", 7, "replica", true));
+        t.record(&exec("SELECT * FROM t WHERE id = 9", 1, "primary", false));
+        let s = t.snapshot();
+        assert_eq!(s.rows.len(), 1);
+        let r = &s.rows[0];
+        assert_eq!((r.calls, r.rows, r.errors), (3, 6, 1));
+        assert_eq!((r.total, r.max), (Duration::from_millis(11), Duration::from_millis(7)));
+        assert_eq!(r.pools, vec!["primary".to_owned(), "replica".to_owned()]);
+        assert_eq!(r.protocol, "postgres");
+        assert!(!r.normalized.contains("42") && !r.normalized.contains('1'), "{}", r.normalized);
+    }
+
+    #[test]
+    fn a_full_table_refuses_new_shapes_counts_them_and_reset_makes_room() {
+        let mut t = DigestTable::with_capacity(2);
+        t.record(&exec("SELECT a FROM t", 1, "p", false));
+        t.record(&exec("SELECT b FROM t", 1, "p", false));
+        t.record(&exec("SELECT c FROM t", 1, "p", false));
+        t.record(&exec("SELECT a FROM t", 1, "p", false));
+        let s = t.snapshot();
+        assert_eq!((t.len(), s.dropped), (2, 1));
+        assert_eq!(s.rows.iter().map(|r| r.calls).sum::<u64>(), 3, "known shapes still count");
+        t.reset();
+        assert!(t.is_empty());
+        assert_eq!(t.snapshot().dropped, 0);
+        t.record(&exec("SELECT c FROM t", 1, "p", false));
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn the_same_hash_under_two_protocols_is_two_shapes() {
+        let mut t = DigestTable::default();
+        let pg = exec("SELECT 1", 1, "p", false);
+        let my = Execution {
+            protocol: Protocol::MySql,
+            ..pg
+        };
+        t.record(&pg);
+        t.record(&my);
+        assert_eq!(t.len(), 2);
+    }
+}
