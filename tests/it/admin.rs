@@ -121,15 +121,14 @@ fn metrics_per_core_sum_to_the_totals_and_promtool_accepts_them() {
         acquires >= queries && acquires <= queries + 2.0 + clients_n as f64,
         "acquires {acquires}"
     );
-    assert_eq!(
-        sum(
-            text,
-            "sqp_pool_wait_duration_seconds_count",
-            &["pool=\"main\""]
-        )
-        .0,
-        acquires
-    );
+    // Every finished acquisition is observed once in the wait histogram. Core 0 also borrows a
+    // connection in the background (it loads user-defined functions after start), so compare
+    // once no acquisition is in flight.
+    crate::support::eventually(std::time::Duration::from_secs(10), "acquisitions settle", || {
+        let text = http(metrics, "GET", "/metrics", &[]).body;
+        let acquires = sum(&text, "sqp_pool_acquire_total", &["pool=\"main\""]).0;
+        sum(&text, "sqp_pool_wait_duration_seconds_count", &["pool=\"main\""]).0 == acquires
+    });
     assert_eq!(
         sum(text, "sqp_pool_connections", &["state=\"active\""]).0,
         0.0,
@@ -350,7 +349,8 @@ fn a_configured_token_guards_every_api_request_and_plugins_answer_404() {
     }
     assert_eq!(
         http(api, "GET", "/api/stats/digests", &bearer).status,
-        404,
-        "comes with the routing engine"
+        200,
+        "routing endpoints answer with the token"
     );
+    assert_eq!(http(api, "GET", "/api/stats/digests", &[]).status, 401);
 }
