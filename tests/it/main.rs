@@ -23,4 +23,5 @@ mod pg_pgbench;
 mod pg_prewarm;
 mod pg_psql;
 mod pg_raw;
+mod pg_routing;
 mod pg_util;
