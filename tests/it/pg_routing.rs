@@ -182,7 +182,7 @@ fn pgbench_select_only_reads_land_on_the_standby() {
         .expect("pgbench -i");
     assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
     dbs().pg.wait_replica_caught_up(Duration::from_secs(30));
-    let r = Router::start(&split_config(&db, ""));
+    let r = Router::start(&split_config(&db, "\n[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n"));
     let mut primary = dbs().pg.superuser_client(dbs().pg.primary_port);
     let mut standby = dbs().pg.superuser_client(dbs().pg.replica_port);
     let (p0, s0) = (xact_commits(&mut primary, &db), xact_commits(&mut standby, &db));
@@ -198,6 +198,26 @@ fn pgbench_select_only_reads_land_on_the_standby() {
     eventually(Duration::from_secs(15), "standby counts the reads", || xact_commits(&mut standby, &db) - s0 >= 2000);
     let on_primary = xact_commits(&mut primary, &db) - p0;
     assert!(on_primary < 200, "the primary saw {on_primary} transactions of 2000 reads");
+    // Per-shape statistics saw pgbench's one SELECT shape exactly as often as pgbench ran it.
+    let admin = r.control().endpoints().admin.expect("admin API enabled");
+    let digests = get_json(admin, "/api/stats/digests?limit=50");
+    let rows = digests["digests"].as_array().or_else(|| digests.as_array()).cloned().unwrap_or_default();
+    let select = rows
+        .iter()
+        .find(|d| d["normalized"].as_str().is_some_and(|n| n.contains("select abalance from pgbench_accounts")))
+        .unwrap_or_else(|| panic!("pgbench's SELECT shape in {digests}"));
+    assert_eq!(select["calls"].as_u64(), Some(2000), "{select}");
     drop(r);
     let _ = superuser().batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
+}
+
+/// GET `path` from the admin API and parse the JSON body.
+fn get_json(addr: std::net::SocketAddr, path: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect admin");
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n").as_bytes()).expect("send");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("read");
+    let body = raw.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {raw}"))
 }

@@ -5,6 +5,7 @@
 //! The loop is a `match` over message kinds delegating to one handler each; the response side
 //! lives in `relay`, statement bookkeeping in `prepared`, client login in `login`.
 
+mod digest;
 mod flight;
 mod login;
 mod prepared;
@@ -69,6 +70,8 @@ pub(super) struct Session {
     identity: Identity,
     /// Read-your-writes: whether reads must stay on the primary after a write.
     ryw: RywState,
+    /// The statement timed for per-shape statistics.
+    digest: digest::DigestTracker,
 }
 
 /// The client's user and requested database.
@@ -137,6 +140,7 @@ impl Session {
             flight: Flight::default(),
             identity,
             ryw,
+            digest: digest::DigestTracker::default(),
         }
     }
 

@@ -189,6 +189,7 @@ impl Session {
                 true
             }
             b'E' => {
+                self.digest.error();
                 let forward = self.on_error_response(pos, len, front, outcome);
                 self.on_backend_error(front);
                 forward
@@ -339,6 +340,7 @@ impl Session {
         let Some(conn) = self.backend.as_mut() else { return };
         let tag = conn.rbuf.get(pos + 5..pos + len).unwrap_or_default();
         let tag = tag.strip_suffix(b"\0").unwrap_or(tag);
+        self.digest.command_complete(tag);
         match tag {
             b"COMMIT" => outcome.last_tag_commit = Some(true),
             b"ROLLBACK" => outcome.last_tag_commit = Some(false),
@@ -367,6 +369,7 @@ impl Session {
     }
 
     async fn on_ready(&mut self, status: Option<u8>, outcome: &Outcome) {
+        self.finish_digest();
         if self.expect.front() == Some(&Expect::Sync) {
             self.expect.pop_front();
         }

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::Session;
 use crate::config::Protocol;
-use crate::metrics;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::{Decision, DecisionError, Outcome, RouteInput, SessionView};
 use crate::rt;
@@ -49,13 +48,12 @@ impl Session {
     /// rewritten SQL when a translation rule applied.
     pub(super) async fn route_statement(&mut self, sql: &str) -> Result<Option<String>, PgClientError> {
         let decision = self.decide(sql);
-        self.ryw.observe(&decision, rt::now());
+        let now = rt::now();
+        self.ryw.observe(&decision, now);
+        self.ctx.count_decision(&decision);
         let target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
-            Outcome::Reject(message) => {
-                self.ctx.counters.rejected();
-                return Err(PgClientError::new(REJECTED, message.to_string()));
-            }
+            Outcome::Reject(message) => return Err(PgClientError::new(REJECTED, message.to_string())),
             Outcome::Error(e) => return Err(decision_error(e)),
         };
         if *target != *self.pool.config.name && !self.held() {
@@ -69,9 +67,8 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        if let Some(kind) = metrics::Decision::from_name(decision.kind.as_str()) {
-            self.pool.counters.decided(kind);
-        }
+        self.finish_digest();
+        self.digest.begin(decision.fingerprint, sql, now);
         Ok(decision.rewritten)
     }
 }
@@ -84,6 +81,23 @@ fn decision_error(e: &DecisionError) -> PgClientError {
         }
         DecisionError::NoPool { .. } => {
             PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, e.to_string())
+        }
+    }
+}
+
+impl Session {
+    /// Records the statement the digest tracks (if any) into the core's per-shape statistics.
+    pub(super) fn finish_digest(&mut self) {
+        if let Some(done) = self.digest.finish(rt::now()) {
+            self.ctx.record_digest(
+                done.fingerprint,
+                &done.sql,
+                Protocol::Postgres,
+                done.elapsed,
+                done.rows,
+                done.error,
+                &self.pool.config.name,
+            );
         }
     }
 }
