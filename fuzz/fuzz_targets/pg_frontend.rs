@@ -3,7 +3,7 @@
 //! rename rewrites the router applies to Parse/Bind/Describe/Close.
 //!
 //! Properties: no panic; frames stay inside the input; a decoded message re-encodes to the same
-//! tag and body bytes and decodes back equal; a rename rewrite yields a frame that decodes.
+//! tag and body bytes and decodes back equal; a rename of a decodable message yields a frame that decodes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -76,13 +76,12 @@ fn rewrites(frame: &Frame<'_>) {
     if rewrite(frame.body, "qp_s1", &mut out).is_ok() {
         let renamed = decode_frame(&out, usize::MAX).expect("own frame").expect("complete");
         assert_eq!(renamed.total_len, out.len());
-        // The rewrite copies the rest untouched: it decodes exactly when the original does.
-        assert_eq!(
-            FrontendMessage::decode(&renamed).is_ok(),
-            FrontendMessage::decode(frame).is_ok(),
-            "rename changed decodability of {:?}",
-            frame
-        );
+        // The rewrite copies the rest untouched, so a message that decodes still decodes under
+        // its new name (the reverse need not hold: the old name may be invalid UTF-8).
+        if let Ok(original) = FrontendMessage::decode(frame) {
+            let renamed_msg = FrontendMessage::decode(&renamed).expect("renamed message decodes");
+            assert_eq!(renamed_msg.tag(), original.tag());
+        }
     } else {
         assert!(out.is_empty() || decode_frame(&out, usize::MAX).is_ok());
     }

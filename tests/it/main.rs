@@ -5,5 +5,6 @@
 mod support;
 
 mod harness;
+mod abuse;
 mod foundation;
 mod router;
