@@ -2,6 +2,10 @@
 //! router (in-process, one core, so every abuser shares the core with the well-behaved clients
 //! it must not slow down). Raw sockets speak the wire protocol with the router's own codecs.
 
+// These are blocking test clients on their own threads, not data-plane code: clippy.toml's
+// "never block a core" bans do not apply to them.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::{mpsc, Mutex, MutexGuard};
