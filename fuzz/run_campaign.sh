@@ -5,12 +5,14 @@
 #
 #   fuzz/run_campaign.sh                    # the bounded run recorded in fuzz/README.md
 #   MAX_TIME=1800 fuzz/run_campaign.sh      # the issue's 30 minutes per target
+#   RUNS=10000000 MAX_TIME=0 fuzz/run_campaign.sh   # the issue's 10 million executions each
 #   TARGETS="sql_lexer config_parse" fuzz/run_campaign.sh
 #
 # Only a stable toolchain is needed: RUSTC_BOOTSTRAP=1 lets it accept -Zsanitizer=address.
 set -u
 cd "$(dirname "$0")"
 MAX_TIME=${MAX_TIME:-150}
+RUNS=${RUNS:--1}
 LOG_DIR=${LOG_DIR:-logs}
 mkdir -p "$LOG_DIR"
 export RUSTC_BOOTSTRAP=1
@@ -18,7 +20,7 @@ cargo fuzz build -O >/dev/null 2>&1 || { echo "build failed: run 'RUSTC_BOOTSTRA
 for t in ${TARGETS:-$(cargo fuzz list)}; do
     mkdir -p "corpus/$t" "artifacts/$t"
     cargo fuzz run -O "$t" "corpus/$t" "seeds/$t" -- \
-        -max_total_time="$MAX_TIME" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+        -max_total_time="$MAX_TIME" -runs="$RUNS" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
         >"$LOG_DIR/$t.log" 2>&1
     rc=$?
     runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$LOG_DIR/$t.log" | grep -oE '[0-9]+$')

@@ -62,13 +62,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(HandshakeResponse41::decode(&e2).expect("stable"), again);
     }
 
-    if let Ok(reply) = AuthReply::decode(payload, caps) {
-        if let AuthReply::Switch(switch) = reply {
-            let _ = switch.scramble();
-            let mut out = Vec::new();
-            switch.encode(&mut out);
-            assert_eq!(AuthSwitchRequest::decode(&out).expect("own switch decodes"), switch);
-        }
+    if let Ok(AuthReply::Switch(switch)) = AuthReply::decode(payload, caps) {
+        let _ = switch.scramble();
+        let mut out = Vec::new();
+        switch.encode(&mut out);
+        assert_eq!(AuthSwitchRequest::decode(&out).expect("own switch decodes"), switch);
     }
 
     if let Ok(attrs) = ConnectAttrs::new(payload) {
