@@ -5,6 +5,7 @@
 mod support;
 
 mod harness;
+mod abuse;
 mod foundation;
 mod router;
 mod admin;

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Writes the small committed seed corpus under fuzz/seeds/<target>/ (run from fuzz/).
+
+Seeds are well-formed messages built by hand from the protocol docs, so the fuzzer starts from
+inputs that pass the decoders' first checks. Re-running overwrites the same files.
+"""
+import os
+import struct
+
+def put(target, name, data):
+    d = os.path.join("seeds", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+def pg_msg(tag, body):
+    return tag + struct.pack(">i", len(body) + 4) + body
+
+def cstr(s):
+    return s.encode() + b"\0"
+
+# --- pg_startup
+startup = struct.pack(">i", 196608) + cstr("user") + cstr("app") + cstr("database") + cstr("main") + cstr("application_name") + cstr("psql") + b"\0"
+put("pg_startup", "startup", struct.pack(">i", len(startup) + 4) + startup)
+put("pg_startup", "ssl", struct.pack(">ii", 8, 80877103))
+put("pg_startup", "gssenc", struct.pack(">ii", 8, 80877104))
+put("pg_startup", "cancel", struct.pack(">iiii", 16, 80877102, 4242, -7))
+
+# --- pg_frontend
+put("pg_frontend", "query", pg_msg(b"Q", cstr("SELECT 1")))
+ext = (pg_msg(b"P", cstr("s1") + cstr("SELECT $1::int") + struct.pack(">hi", 1, 23))
+       + pg_msg(b"B", cstr("") + cstr("s1") + struct.pack(">hh", 1, 0) + struct.pack(">hi", 1, 1) + b"7" + struct.pack(">hh", 1, 1))
+       + pg_msg(b"D", b"P" + cstr(""))
+       + pg_msg(b"E", cstr("") + struct.pack(">i", 0))
+       + pg_msg(b"C", b"S" + cstr("s1"))
+       + pg_msg(b"H", b"") + pg_msg(b"S", b""))
+put("pg_frontend", "extended", ext)
+put("pg_frontend", "copy", pg_msg(b"d", b"1\tx\n") + pg_msg(b"c", b"") + pg_msg(b"f", cstr("nope")) + pg_msg(b"X", b""))
+put("pg_frontend", "sasl_initial", pg_msg(b"p", cstr("SCRAM-SHA-256") + struct.pack(">i", 32) + b"n,,n=,r=rOprNGfwEbeRWgbNEkqO%hvY"))
+
+# --- pg_backend
+be = (pg_msg(b"R", struct.pack(">i", 0))
+      + pg_msg(b"S", cstr("server_version") + cstr("16.2"))
+      + pg_msg(b"K", struct.pack(">ii", 1, 2))
+      + pg_msg(b"Z", b"I"))
+put("pg_backend", "greeting", be)
+put("pg_backend", "sasl", pg_msg(b"R", struct.pack(">i", 10) + cstr("SCRAM-SHA-256") + b"\0") + pg_msg(b"R", struct.pack(">i", 5) + b"salt"))
+rows = (pg_msg(b"T", struct.pack(">h", 1) + cstr("x") + struct.pack(">ihihih", 0, 0, 23, 4, -1, 0))
+        + pg_msg(b"D", struct.pack(">h", 2) + struct.pack(">i", 1) + b"1" + struct.pack(">i", -1))
+        + pg_msg(b"C", cstr("SELECT 1")) + pg_msg(b"Z", b"T"))
+put("pg_backend", "rows", rows)
+err = pg_msg(b"E", b"SERROR\0C42P01\0Mrelation \"t\" does not exist\0P15\0\0") + pg_msg(b"N", b"SNOTICE\0C00000\0Mhi\0\0")
+put("pg_backend", "error", err)
+put("pg_backend", "misc", pg_msg(b"t", struct.pack(">hI", 1, 23)) + pg_msg(b"G", b"\0" + struct.pack(">hh", 1, 0))
+    + pg_msg(b"A", struct.pack(">i", 9) + cstr("chan") + cstr("payload")) + pg_msg(b"v", struct.pack(">ii", 0, 1) + cstr("_pq_.x"))
+    + pg_msg(b"V", struct.pack(">i", 2) + b"ok"))
+
+# --- pg_scram
+put("pg_scram", "exchange", "n,,n=app,r=rOprNGfwEbeRWgbNEkqO\nc=biws,r=rOprNGfwEbeRWgbNEkqO3rfu9VZQ8SJ3kqZd,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+put("pg_scram", "secret", "SCRAM-SHA-256$4096:W22ZaJ0SNY7soEsUEjb6gQ==$WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=:HKZbQBO1LoVZrq/MgHDkoHJjUs5Ro5EKiTpr/Qq4ws4=")
+
+# --- MySQL
+def lenenc(b):
+    assert len(b) < 251
+    return bytes([len(b)]) + b
+
+def my_packet(seq, payload):
+    return struct.pack("<I", len(payload))[:3] + bytes([seq]) + payload
+
+put("mysql_framer", "two_packets", b"\x00" + my_packet(0, b"\x03SELECT 1") + my_packet(1, b"\x00\x00\x00\x02\x00\x00\x00"))
+put("mysql_framer", "small_limit", b"\x85" + my_packet(0, b"\x0e"))
+
+greeting = (b"\x0a" + b"8.0.36\0" + struct.pack("<I", 11) + b"abcdefgh" + b"\0" + struct.pack("<H", 0xFFFF) + b"\xff"
+            + struct.pack("<H", 2) + struct.pack("<H", 0xDFFF) + bytes([21]) + b"\0" * 10 + b"ijklmnopqrst\0" + b"caching_sha2_password\0")
+put("mysql_handshake", "greeting", b"\x00" + greeting)
+caps = 0x0200 | 0x8000 | 0x0008 | 0x80000 | 0x100000 | 0x200000
+resp = (struct.pack("<IIB", caps, 1 << 24, 45) + b"\0" * 23 + cstr("app") + lenenc(b"x" * 20) + cstr("main")
+        + cstr("mysql_native_password") + lenenc(lenenc(b"_os") + lenenc(b"linux")))
+put("mysql_handshake", "response", b"\x00" + resp)
+put("mysql_handshake", "ssl_request", b"\x00" + struct.pack("<IIB", caps | 0x0800, 1 << 24, 45) + b"\0" * 23)
+put("mysql_handshake", "auth_switch", b"\x00" + b"\xfemysql_native_password\0" + b"01234567890123456789\0")
+put("mysql_handshake", "auth_ok", b"\x01" + b"\x00\x00\x00\x02\x00\x00\x00")
+
+put("mysql_command", "query", b"\x00" + b"\x03SELECT 1")
+put("mysql_command", "change_user", b"\x07" + b"\x11" + cstr("app") + lenenc(b"y" * 20) + cstr("db") + struct.pack("<H", 45) + cstr("mysql_native_password") + lenenc(lenenc(b"k") + lenenc(b"v")))
+execute = b"\x17" + struct.pack("<IBI", 1, 0, 1) + b"\x00" + b"\x01" + b"\x08\x00" + b"\xfe\x00" + struct.pack("<q", 42) + lenenc(b"abc")
+put("mysql_command", "stmt_execute", b"\x20" + execute)
+put("mysql_command", "stmt_misc", b"\x00" + b"\x19" + struct.pack("<I", 7))
+
+put("mysql_response", "ok_tracked", b"\x0f" + b"\x00\x01\x00" + struct.pack("<HH", 0x4002, 0) + lenenc(b"") + lenenc(b"\x01" + lenenc(lenenc(b"shop"))))
+put("mysql_response", "err", b"\x01" + b"\xff" + struct.pack("<H", 1146) + b"#42S02" + b"Table 'x' doesn't exist")
+put("mysql_response", "eof", b"\x01" + b"\xfe\x00\x00\x02\x00")
+put("mysql_response", "column", b"\x00" + lenenc(b"def") + lenenc(b"shop") + lenenc(b"o") + lenenc(b"orders") + lenenc(b"id") + lenenc(b"id") + b"\x0c" + struct.pack("<HIBHB", 63, 20, 8, 0x23, 0) + b"\0\0")
+put("mysql_response", "prepare_ok", b"\x00" + b"\x00" + struct.pack("<IHHBH", 1, 2, 1, 0, 0))
+
+put("mysql_rows", "text", bytes([2, 0xfd, 0x08, 0]) + lenenc(b"hello") + b"\xfb")
+put("mysql_rows", "binary", bytes([3, 0x08, 0x0c, 0xfd, 0x01]) + b"\x00" + b"\x00" + struct.pack("<Q", 7) + bytes([7]) + struct.pack("<HBBBBB", 2024, 5, 17, 12, 30, 0) + lenenc(b"x"))
+
+# --- SQL
+for name, sql in [
+    ("select", "SELECT a, b FROM t WHERE id IN (1, 2, 3) AND name = 'x' -- c\n"),
+    ("hint", "/* querypilot: route=replica */ SELECT now()"),
+    ("pg_strings", "SELECT E'a\\'b', $tag$x$tag$, B'101', X'ff', U&'d\\0061t', $1, \"Q\"\"id\" /* a /* nested */ */;"),
+    ("mysql", "SELECT `c`, @v := 1, 0x1F, b'01' FROM t # hash\n/*!50000 STRAIGHT_JOIN */ LIMIT 1 FOR UPDATE"),
+    ("multi", "BEGIN; UPDATE t SET x = x + 1 WHERE id = ?; SELECT nextval('s'); COMMIT"),
+    ("set", "SET LOCAL statement_timeout = 5; SET @x := 3; WITH c AS (SELECT 1) SELECT * FROM c"),
+]:
+    put("sql_lexer", name, sql)
+    put("sql_analyze", name, sql)
+put("sql_analyze", "nested", "SELECT " + "(" * 30 + "1" + ")" * 30)
