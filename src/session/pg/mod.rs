@@ -72,6 +72,8 @@ pub(super) struct Session {
     ryw: RywState,
     /// The statement timed for per-shape statistics.
     digest: digest::DigestTracker,
+    /// Bytes were sent to the backend whose response has not ended with ReadyForQuery yet.
+    awaiting_ready: bool,
 }
 
 /// The client's user and requested database.
@@ -141,6 +143,7 @@ impl Session {
             identity,
             ryw,
             digest: digest::DigestTracker::default(),
+            awaiting_ready: false,
         }
     }
 
@@ -198,8 +201,12 @@ impl Session {
             }
             self.flush_client().await?;
             let idle = self.backend.is_none() && self.expect.is_empty();
-            let read = if !idle && self.expect.is_empty() {
-                // A held backend may speak unprompted (NOTIFY, notices, its own death).
+            // Between transactions a held backend may speak unprompted (NOTIFY is delivered only
+            // then; notices; its own death), so watch it too. Inside a transaction only a dying
+            // backend speaks, and the next statement finds that out: racing a second read there
+            // would cost an io_uring cancellation per statement.
+            let watch_backend = !idle && self.expect.is_empty() && self.tx == TransactionStatus::Idle;
+            let read = if watch_backend {
                 match self.wait_client_or_backend().await? {
                     Some(r) => Some(r),
                     None => continue,
@@ -544,6 +551,9 @@ impl Session {
         if let ConnInfo::Pg(info) = &conn.info {
             self.slot.set_running(Some(CancelTarget { addr: conn.addr, kind: TargetKind::Pg { pid: info.pid, secret: info.secret } }));
         }
+        // Until its ReadyForQuery arrives the connection carries this client's response: it must
+        // never be handed to anyone else (the client may vanish mid-result).
+        self.awaiting_ready = true;
         let r = rt::write_all(&mut conn.stream, &self.bout).await;
         self.bout.clear();
         if r.is_err() {
@@ -558,6 +568,7 @@ impl Session {
             c.broken = true;
             self.pool.checkin(c, false);
         }
+        self.awaiting_ready = false;
         self.expect.clear();
         self.slot.set_running(None);
         let was_in_tx = self.tx != TransactionStatus::Idle;
@@ -593,7 +604,8 @@ impl Session {
         self.slot.set_running(None);
         self.slot.settle().await;
         let Some(mut conn) = self.backend.take() else { return };
-        let clean = self.tx == TransactionStatus::Idle && self.expect.is_empty() && !conn.broken;
+        let clean = self.tx == TransactionStatus::Idle && self.expect.is_empty() && !conn.broken && !self.awaiting_ready;
+        self.awaiting_ready = false;
         if !clean {
             self.pool.checkin(conn, false);
             return;

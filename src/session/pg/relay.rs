@@ -369,6 +369,7 @@ impl Session {
     }
 
     async fn on_ready(&mut self, status: Option<u8>, outcome: &Outcome) {
+        self.awaiting_ready = false;
         self.finish_digest();
         if self.expect.front() == Some(&Expect::Sync) {
             self.expect.pop_front();
