@@ -281,7 +281,12 @@ pub fn classify_response(payload: &[u8]) -> Result<ResponseKind, DecodeError> {
         Some(0xFF) => Ok(ResponseKind::Err),
         Some(0xFE) if payload.len() < 9 => Ok(ResponseKind::Eof),
         Some(0xFB) => Ok(ResponseKind::LocalInfile),
-        Some(_) => Ok(ResponseKind::ResultSet { column_count: Reader::new(payload).lenenc_int("column count")? }),
+        Some(_) => match Reader::new(payload).lenenc_int("column count")? {
+            // Only an over-long encoding (`FC 00 00`, `FE` + zeros) can say 0 here; a relay that
+            // trusted it would wait for no column definitions and misread what follows.
+            0 => Err(DecodeError::InvalidValue { field: "column count", value: 0 }),
+            column_count => Ok(ResponseKind::ResultSet { column_count }),
+        },
     }
 }
 
@@ -482,5 +487,18 @@ mod tests {
             let _ = StmtPrepareOk::decode(&bytes);
             let _ = session_state_changes(&bytes).count();
         }
+    }
+}
+
+#[cfg(test)]
+mod zero_column_tests {
+    use super::*;
+
+    #[test]
+    fn an_over_long_zero_column_count_is_refused() {
+        for payload in [&[0xFC, 0x00, 0x00][..], &[0xFE, 0, 0, 0, 0, 0, 0, 0, 0][..]] {
+            assert!(classify_response(payload).is_err(), "{payload:?}");
+        }
+        assert_eq!(classify_response(&[0x02]).ok(), Some(ResponseKind::ResultSet { column_count: 2 }));
     }
 }
