@@ -104,3 +104,27 @@ fn decision_error(e: &DecisionError) -> MyClientError {
         DecisionError::NoPool { .. } => MyClientError::new(ER_NO_POOL, e.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn number(e: &MyClientError) -> (u16, [u8; 5]) {
+        let mut out = Vec::new();
+        e.encode(1, &mut out);
+        // header(4) 0xFF code(2) '#' state(5)
+        let code = u16::from_le_bytes([out[5], out[6]]);
+        let mut state = [0u8; 5];
+        state.copy_from_slice(&out[8..13]);
+        (code, state)
+    }
+
+    #[test]
+    fn hint_errors_are_9001_qp001_and_missing_pools_a_connection_error() {
+        let hint = decision_error(&DecisionError::HintNotHonored { reason: "row_lock".into() });
+        assert_eq!(number(&hint), (9001, *b"QP001"));
+        assert_eq!(number(&decision_error(&DecisionError::InvalidHint)), (9001, *b"QP001"));
+        let none = decision_error(&DecisionError::NoPool { protocol: Protocol::MySql });
+        assert_eq!(number(&none), (2003, *b"HY000"));
+    }
+}
