@@ -11,6 +11,7 @@ mod router;
 mod admin;
 mod bridge_mysql_pg;
 mod health;
+mod mysql_routing;
 mod mysql_session;
 mod mysql_sysbench;
 mod mysql_types;

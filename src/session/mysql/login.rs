@@ -82,6 +82,8 @@ pub(super) struct Greeted {
     pub scramble: [u8; 20],
     /// The server version the client was greeted with.
     pub version: String,
+    /// The client's user name (for routing rules matching users).
+    pub user: String,
 }
 
 /// Runs the whole login; on success the session is ready for its first command.
@@ -173,7 +175,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     client.send(&ok).await?;
     let names = if resp.charset == backend_charset { None } else { names_for_collation(resp.charset) };
     let caps = resp.capabilities & SERVER_CAPABILITIES;
-    Ok(Greeted { pool, state: MyState::new(db, names.clone()), key: CancelKey { pid: key.pid, secret: 0 }, caps, names, scramble, version })
+    Ok(Greeted { pool, state: MyState::new(db, names.clone()), key: CancelKey { pid: key.pid, secret: 0 }, caps, names, scramble, version, user })
 }
 
 /// The pool whose greeting parameters the router shows before it knows the client's choice.

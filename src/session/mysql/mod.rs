@@ -11,6 +11,7 @@ mod bridged;
 mod login;
 mod prepared;
 mod relay;
+mod route;
 mod state;
 mod stmt;
 
@@ -26,6 +27,7 @@ use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
 use crate::rt::{self, Stream};
 use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
+use crate::routing::RywState;
 use crate::session::CoreContext;
 use relay::{Grammar, Outcome};
 use state::{Effect, MyState};
@@ -99,6 +101,10 @@ pub(super) struct Session {
     query_deadline: Option<std::time::Instant>,
     /// State of a session served by a PostgreSQL pool (unused otherwise).
     bridge: bridged::Bridge,
+    /// The client's user name, for rules matching users.
+    user: String,
+    /// Read-your-writes: whether reads must stay on the primary after a write.
+    ryw: RywState,
 }
 
 /// Serves one client from login to close.
@@ -134,6 +140,7 @@ impl Session {
             SERVER_STATUS_AUTOCOMMIT
         };
         let bridge = bridged::Bridge::new(g.state.db().map(str::to_owned), g.version);
+        let ryw = RywState::new(ctx.read_your_writes());
         Self {
             ctx,
             io,
@@ -155,6 +162,8 @@ impl Session {
             },
             query_deadline: None,
             bridge,
+            user: g.user,
+            ryw,
         }
     }
 
@@ -320,27 +329,52 @@ impl Session {
             e.encode(1, &mut self.out);
             return Ok(());
         }
-        self.forward(payload, Grammar::Query, effects).await
+        let routed = match self.route_statement(&sql, None).await {
+            Ok(r) => r,
+            Err(e) => {
+                e.encode(1, &mut self.out);
+                return Ok(());
+            }
+        };
+        let started = rt::now();
+        let outcome = match routed.rewritten {
+            None => self.run_command(payload, Grammar::Query, effects).await?,
+            Some(translated) => {
+                let (effects, _) = state::effects(&translated);
+                let payload = [&[COM_QUERY][..], translated.as_bytes()].concat();
+                self.run_command(&payload, Grammar::Query, effects).await?
+            }
+        };
+        if let Some(o) = outcome {
+            self.record(routed.fingerprint, &sql, started, &o);
+        }
+        Ok(())
     }
 
     /// Sends a client command to a backend and relays the response, applying `effects` for
     /// the statements that succeeded.
     async fn forward(&mut self, payload: &[u8], grammar: Grammar, effects: Vec<(usize, Effect)>) -> Result<(), End> {
+        self.run_command(payload, grammar, effects).await.map(drop)
+    }
+
+    /// [`Session::forward`], returning what the response said (`None` when the command never
+    /// ran: no backend, or the backend was lost).
+    async fn run_command(&mut self, payload: &[u8], grammar: Grammar, effects: Vec<(usize, Effect)>) -> Result<Option<Outcome>, End> {
         self.tx.sticky = false;
         if let Err(e) = self.ensure_backend().await {
             e.encode(1, &mut self.out);
-            return Ok(());
+            return Ok(None);
         }
         self.arm_query_timeout();
         if self.send_command(payload).await.is_err() {
-            return self.backend_lost().await;
+            return self.backend_lost().await.map(|()| None);
         }
         let Ok(outcome) = self.relay_response(grammar, true).await else {
-            return self.backend_lost().await;
+            return self.backend_lost().await.map(|()| None);
         };
         self.state.apply(&effects, outcome.succeeded);
         self.after_response(&outcome).await;
-        Ok(())
+        Ok(Some(outcome))
     }
 
     fn arm_query_timeout(&mut self) {
@@ -493,7 +527,7 @@ impl Session {
                     "COM_CHANGE_USER through the router supports mysql_native_password only",
                 ));
             }
-            if p.name != self.pool.config.name {
+            if !self.serves(&p.name) {
                 return Err(MyClientError::new(
                     crate::protocol::mysql::errcode::ER_BAD_DB_ERROR,
                     "COM_CHANGE_USER cannot move a session to another pool",
@@ -503,6 +537,7 @@ impl Session {
         });
         match checked {
             Ok(db) => {
+                self.user = user;
                 self.on_reset().await?;
                 self.out.clear();
                 self.state.reset(db, self.client.names.clone());
@@ -510,6 +545,12 @@ impl Session {
             }
             Err(e) => self.fatal(e).await,
         }
+    }
+
+    /// Whether pool `name` is the session's current pool or the one routing starts MySQL
+    /// clients on (the session may have moved from it to a read pool).
+    fn serves(&self, name: &str) -> bool {
+        name == self.pool.config.name || self.ctx.rules().primary_pool(Protocol::MySql).is_some_and(|p| **p == *name)
     }
 
     /// `KILL [QUERY|CONNECTION] id` / COM_PROCESS_KILL with a router-issued id: cancels that

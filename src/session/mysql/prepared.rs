@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use crate::protocol::mysql::codec::put_u32;
 use crate::protocol::mysql::command::COM_STMT_EXECUTE;
+use crate::routing::StatementKey;
 
 /// Most statements one client may keep prepared at once (MySQL's `max_prepared_stmt_count`
 /// default is the server-wide equivalent).
@@ -17,8 +18,12 @@ pub(super) const MAX_CLIENT_STATEMENTS: usize = 16_382;
 pub(super) struct Stmt {
     /// Identity of text + default database; names the statement on backend connections.
     pub key: u64,
-    /// The statement text.
+    /// The statement text prepared on backends (a translation rule's rewrite, if one applied).
     pub sql: Vec<u8>,
+    /// The client's original text: what the statement is routed by at every execute.
+    pub origin: std::rc::Rc<str>,
+    /// The routing key of `origin`, computed once at prepare.
+    pub route_key: Option<StatementKey>,
     /// Number of `?` parameters the server reported.
     pub params: u16,
     /// Parameter types (2 bytes each) from the last execute that bound them.
@@ -132,7 +137,7 @@ mod tests {
     #[test]
     fn ids_are_issued_and_last_resolves() {
         let mut s = Statements::default();
-        let mk = || Stmt { key: 1, sql: b"SELECT ?".to_vec(), params: 1, types: Vec::new(), long_data: Vec::new() };
+        let mk = || Stmt { key: 1, sql: b"SELECT ?".to_vec(), origin: "SELECT ?".into(), route_key: None, params: 1, types: Vec::new(), long_data: Vec::new() };
         let a = s.insert(mk());
         let b = s.insert(mk());
         assert_eq!((a, b), (1, 2));

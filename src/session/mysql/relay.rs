@@ -58,6 +58,8 @@ pub(super) struct Outcome {
     pub last_insert_id: u64,
     /// A cursor was opened (COM_STMT_EXECUTE with a cursor type).
     pub cursor: bool,
+    /// Rows relayed plus rows the OK packets say were affected (for digest statistics).
+    pub rows: u64,
 }
 
 /// Status flags and last insert id of an OK packet, or status of an EOF packet.
@@ -74,6 +76,15 @@ pub(super) fn status_of(p: &Pkt) -> (Option<u16>, u64) {
             (r.u16("status").ok(), id)
         }
         _ => (None, 0),
+    }
+}
+
+/// Affected rows of an OK packet (0 for anything else).
+fn affected_rows(p: &Pkt) -> u64 {
+    let mut r = Reader::new(&p.head);
+    match r.u8("header") {
+        Ok(0x00) => r.lenenc_int("affected rows").unwrap_or(0),
+        _ => 0,
     }
 }
 
@@ -193,6 +204,7 @@ impl Session {
                     if forward {
                         self.forward_pkt(&p)?;
                     }
+                    out.rows += affected_rows(&p);
                     (out.status, out.last_insert_id) = status_of(&p);
                     out.succeeded += 1;
                 }
@@ -250,6 +262,7 @@ impl Session {
                 out.error = true;
                 return Ok(());
             }
+            out.rows += 1;
         }
     }
 

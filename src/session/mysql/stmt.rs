@@ -5,12 +5,14 @@ use super::prepared::{rewrite_execute, statement_key, Stmt, MAX_CLIENT_STATEMENT
 use super::relay::{Grammar, Pkt};
 use super::state::{Effect, MyState};
 use super::{End, Session};
+use crate::config::Protocol;
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::mysql::codec::{put_u16, put_u32, Reader};
 use crate::protocol::mysql::command::{COM_INIT_DB, COM_QUERY, COM_RESET_CONNECTION, COM_STMT_CLOSE, COM_STMT_FETCH, COM_STMT_PREPARE, COM_STMT_RESET, COM_STMT_SEND_LONG_DATA};
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_UNKNOWN_STMT_HANDLER};
 use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_LAST_ROW_SENT};
 use crate::protocol::mysql::{decode_payload, encode_packets, StmtPrepareOk};
+use crate::routing::StatementKey;
 use crate::rt;
 use crate::session::client_error::MyClientError;
 
@@ -205,14 +207,18 @@ impl Session {
             e.encode(1, &mut self.out);
             return Ok(());
         }
-        let text = String::from_utf8_lossy(sql);
-        let (effects, _) = super::state::effects(&text);
+        // Routed at every execute; here only a translation matters, since it changes what is
+        // prepared on backends.
+        let origin = String::from_utf8_lossy(sql).into_owned();
+        let route_key = self.ctx.statement_key(&origin, Protocol::MySql);
+        let prepared = self.decide(&origin, Some(route_key)).rewritten.map_or_else(|| sql.to_vec(), String::into_bytes);
+        let (effects, _) = super::state::effects(&String::from_utf8_lossy(&prepared));
         let pins: Vec<(usize, Effect)> = effects.into_iter().filter(|(_, e)| matches!(e, Effect::Pin(_))).collect();
-        let payload = [&[COM_STMT_PREPARE][..], sql].concat();
+        let payload = [&[COM_STMT_PREPARE][..], &prepared].concat();
         if self.send_command(&payload).await.is_err() {
             return self.backend_lost().await;
         }
-        let res = self.relay_prepare(sql).await;
+        let res = self.relay_prepare(prepared, origin.into(), route_key).await;
         self.compact();
         if res.is_err() {
             return self.backend_lost().await;
@@ -224,14 +230,15 @@ impl Session {
     }
 
     /// Relays a prepare response under a router-issued statement id.
-    async fn relay_prepare(&mut self, sql: &[u8]) -> Result<(), ()> {
+    async fn relay_prepare(&mut self, sql: Vec<u8>, origin: std::rc::Rc<str>, route_key: StatementKey) -> Result<(), ()> {
         let first = self.backend_payload(false).await?;
         if first.is_err() {
             return self.forward_pkt(&first);
         }
         let ok = StmtPrepareOk::decode(&first.head).map_err(|_| ())?;
-        let key = statement_key(sql, self.state.db());
-        let stmt = Stmt { key, sql: sql.to_vec(), params: ok.num_params, types: Vec::new(), long_data: Vec::new() };
+        let key = statement_key(&sql, self.state.db());
+        let route_key = Some(route_key);
+        let stmt = Stmt { key, sql, origin, route_key, params: ok.num_params, types: Vec::new(), long_data: Vec::new() };
         let id = self.stmts.insert(stmt);
         let mut payload = Vec::with_capacity(12);
         StmtPrepareOk { stmt_id: id, ..ok }.encode(&mut payload);
@@ -259,8 +266,22 @@ impl Session {
             return Ok(());
         };
         let (key, sql, params) = (stmt.key, stmt.sql.clone(), stmt.params);
+        let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
+        let routed = match self.route_statement(&origin, route_key).await {
+            Ok(r) => r,
+            Err(e) => {
+                // The statement runs nowhere: its buffered long data goes with it.
+                if let Some(s) = self.stmts.get_mut(id) {
+                    s.long_data.clear();
+                }
+                e.encode(1, &mut self.out);
+                return Ok(());
+            }
+        };
+        let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
         let long_data = std::mem::take(&mut stmt.long_data);
         self.tx.sticky = false;
+        let started = rt::now();
         if let Err(e) = self.ensure_backend().await {
             e.encode(1, &mut self.out);
             return Ok(());
@@ -313,6 +334,7 @@ impl Session {
         if outcome.cursor {
             self.tx.cursor = Some((self.stmts.resolve(id), backend_id));
         }
+        self.record(routed.fingerprint, &origin, started, &outcome);
         self.after_response(&outcome).await;
         Ok(())
     }

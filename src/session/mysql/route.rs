@@ -1,0 +1,130 @@
+//! Per-statement routing for MySQL sessions: asks the core's router where a statement runs,
+//! applies the answer (switching the session's pool only between commands, outside a
+//! transaction and when nothing pins the connection), reports rejections and unhonorable hints
+//! as ERR packets that never reach a backend, and records digest statistics.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::relay::Outcome as Relayed;
+use super::Session;
+use crate::config::Protocol;
+use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT};
+use crate::protocol::mysql::response::{SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY};
+use crate::routing::{Decision, DecisionError, Outcome, RouteInput, SessionView, StatementKey};
+use crate::rt;
+use crate::session::client_error::MyClientError;
+use crate::sql::fingerprint::Fingerprint;
+
+/// `ER_SPECIFIC_ACCESS_DENIED_ERROR`: a `reject` rule refuses the statement (a policy refusal).
+const ER_REJECTED: ErrorNumber = ErrorNumber { code: 1227, sql_state: *b"42000" };
+/// `CR_CONN_HOST_ERROR`-like: routing chose a pool this session cannot use.
+const ER_NO_POOL: ErrorNumber = ErrorNumber { code: 2003, sql_state: *b"HY000" };
+
+/// What routing decided for a statement that will run.
+pub(super) struct Routed {
+    /// The SQL to send instead of the client's, when a translation rule applied.
+    pub rewritten: Option<String>,
+    /// The statement's fingerprint, for digest statistics.
+    pub fingerprint: Fingerprint,
+}
+
+impl Session {
+    /// Whether the session must stay on its current backend connection: inside a transaction,
+    /// pinned by session state, with a cursor open, right after a statement that generated an
+    /// insert id (`LAST_INSERT_ID()` reads that connection), or mid-response.
+    fn held(&self) -> bool {
+        self.backend.is_some()
+            && (self.tx.status & SERVER_STATUS_IN_TRANS != 0
+                || self.state.pin().is_some()
+                || self.tx.cursor.is_some()
+                || self.tx.sticky
+                || self.bpos != 0)
+    }
+
+    /// Asks the router about `sql` without moving the session (for COM_STMT_PREPARE, which only
+    /// needs to know whether a translation rewrites what is prepared). `key` is the statement's
+    /// memoized routing key, if any.
+    pub(super) fn decide(&self, sql: &str, key: Option<StatementKey>) -> Decision {
+        let held: Option<Arc<str>> = self.held().then(|| Arc::from(self.pool.config.name.as_str()));
+        let input = RouteInput {
+            sql,
+            protocol: Protocol::MySql,
+            user: &self.user,
+            database: self.state.db().unwrap_or(&self.pool.config.database),
+            session: SessionView {
+                transaction_pool: held.as_ref(),
+                pinned_to_primary: self.ryw.pinned(rt::now()),
+                read_only_transaction: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
+            },
+            key,
+        };
+        self.ctx.route(&input)
+    }
+
+    /// Routes `sql` and moves the session to the decided pool when it may move.
+    pub(super) async fn route_statement(&mut self, sql: &str, key: Option<StatementKey>) -> Result<Routed, MyClientError> {
+        let decision = self.decide(sql, key);
+        self.ctx.count_decision(&decision);
+        self.ryw.observe(&decision, rt::now());
+        let target = match &decision.outcome {
+            Outcome::Route(pool) => pool.clone(),
+            Outcome::Reject(message) => return Err(MyClientError::new(ER_REJECTED, message.to_string())),
+            Outcome::Error(e) => return Err(decision_error(e)),
+        };
+        if *target != *self.pool.config.name && !self.held() {
+            let Some(pool) = self.ctx.pools().get(&target).cloned() else {
+                return Err(MyClientError::new(ER_NO_POOL, format!("routing chose pool \"{target}\", which does not exist")));
+            };
+            if pool.config.backend_protocol(Protocol::MySql) != Protocol::MySql {
+                return Err(MyClientError::new(
+                    ER_NO_POOL,
+                    format!("routing chose pool \"{target}\", which serves PostgreSQL backends; a MySQL session cannot move there"),
+                ));
+            }
+            // A different pool: give the current connection back first (it is idle here), as
+            // transaction pooling does between transactions.
+            self.release_backend(false).await;
+            self.pool = pool;
+        }
+        Ok(Routed { rewritten: decision.rewritten, fingerprint: decision.fingerprint })
+    }
+
+    /// Adds one execution of `sql` (started at `started`) to the core's digest statistics.
+    pub(super) fn record(&self, fingerprint: Fingerprint, sql: &str, started: Instant, outcome: &Relayed) {
+        let elapsed = rt::now().saturating_duration_since(started);
+        self.ctx.record_digest(fingerprint, sql, Protocol::MySql, elapsed, outcome.rows, outcome.error, &self.pool.config.name);
+    }
+}
+
+/// How a routing error reaches the client: hints that cannot be honored are 9001 / `QP001`.
+fn decision_error(e: &DecisionError) -> MyClientError {
+    match e {
+        DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint => MyClientError::new(ER_QP_ROUTE_HINT, e.to_string()),
+        DecisionError::NoPool { .. } => MyClientError::new(ER_NO_POOL, e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn number(e: &MyClientError) -> (u16, [u8; 5]) {
+        let mut out = Vec::new();
+        e.encode(1, &mut out);
+        // header(4) 0xFF code(2) '#' state(5)
+        let code = u16::from_le_bytes([out[5], out[6]]);
+        let mut state = [0u8; 5];
+        state.copy_from_slice(&out[8..13]);
+        (code, state)
+    }
+
+    #[test]
+    fn hint_errors_are_9001_qp001_and_missing_pools_a_connection_error() {
+        let hint = decision_error(&DecisionError::HintNotHonored { reason: "row_lock".into() });
+        assert_eq!(number(&hint), (9001, *b"QP001"));
+        assert_eq!(number(&decision_error(&DecisionError::InvalidHint)), (9001, *b"QP001"));
+        let none = decision_error(&DecisionError::NoPool { protocol: Protocol::MySql });
+        assert_eq!(number(&none), (2003, *b"HY000"));
+    }
+}
