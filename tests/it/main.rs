@@ -24,3 +24,4 @@ mod pg_prewarm;
 mod pg_psql;
 mod pg_raw;
 mod pg_util;
+mod retry;
