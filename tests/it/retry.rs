@@ -178,3 +178,121 @@ fn pg_serialization_failure_without_retry_and_in_a_transaction_reaches_the_clien
         assert_eq!(after, 110);
     }
 }
+
+fn my_router(mode: &str, attempts: u32) -> Router {
+    use crate::mysql_session::{my_config, my_pool};
+    Router::start(&my_config(&[0], &format!("{}{}", my_pool("main", mode, 4), retry_section(attempts)), "main"))
+}
+
+/// A fresh InnoDB `(id int primary key, bal int)` table with rows (1,100),(2,100).
+fn my_table(direct: &mut mysql::Conn) -> String {
+    use mysql::prelude::Queryable;
+    let t = unique_name("retry");
+    direct.query_drop(format!("CREATE TABLE {t} (id int PRIMARY KEY, bal int) ENGINE=InnoDB")).expect("create");
+    direct.query_drop(format!("INSERT INTO {t} VALUES (1, 100), (2, 100)")).expect("fill");
+    t
+}
+
+/// Waits until the statement containing `needle` waits for a row lock. INNODB_TRX lists a
+/// transaction that has only taken read locks so far (an `UPDATE ... ORDER BY` reads its rows
+/// before changing any) only intermittently, so the process list's own timer is used too: two
+/// rows are read in microseconds, so 300 ms in that state is a lock wait.
+fn my_wait_lock(needle: &str) {
+    use mysql::prelude::Queryable;
+    let my = &dbs().my;
+    let mut monitor = my.superuser_client(my.primary_port);
+    let sql = format!(
+        "SELECT (SELECT count(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE '%{needle}%') \
+         + (SELECT count(*) FROM information_schema.PROCESSLIST WHERE info LIKE '%{needle}%' \
+            AND state = 'Searching rows for update' AND time_ms > 300)"
+    );
+    eventually(Duration::from_secs(20), "a statement waiting for a row lock", || {
+        monitor.query_first::<i64, _>(sql.as_str()).ok().flatten().unwrap_or(0) >= 1
+    });
+}
+
+fn my_code(r: &Result<(), mysql::Error>) -> Option<u16> {
+    match r {
+        Err(mysql::Error::MySqlError(e)) => Some(e.code),
+        _ => None,
+    }
+}
+
+/// A real 1213 whose victim is the router's client: its autocommit UPDATE locks row 2, then
+/// waits for row 1, held by a direct session X made heavier (more undo) so that InnoDB picks
+/// the client when X closes the cycle by updating row 2. Returns the client's result and the
+/// balances after X committed.
+fn my_deadlock(router: &Router, explicit: bool) -> (Result<(), mysql::Error>, (i32, i32)) {
+    use mysql::prelude::Queryable;
+    let my = &dbs().my;
+    let mut direct = my.primary_client();
+    let t = my_table(&mut direct);
+    direct.query_drop(format!("CREATE TABLE {t}_w (id int PRIMARY KEY) ENGINE=InnoDB")).expect("weight table");
+    let mut x = my.primary_client();
+    x.query_drop("BEGIN").expect("x begins");
+    let weight: Vec<String> = (1..=50).map(|i| format!("({i})")).collect();
+    x.query_drop(format!("INSERT INTO {t}_w VALUES {}", weight.join(","))).expect("x gains weight");
+    x.query_drop(format!("UPDATE {t} SET bal = bal + 10 WHERE id = 1")).expect("x holds row 1");
+    let mut v = crate::mysql_session::client(router);
+    let sql = format!("UPDATE {t} SET bal = bal + 1 WHERE id IN (1, 2) ORDER BY id DESC");
+    let victim = thread::spawn(move || {
+        if explicit {
+            v.query_drop("BEGIN")?;
+        }
+        let r = v.query_drop(sql);
+        if explicit {
+            v.query_drop("ROLLBACK")?;
+        }
+        r
+    });
+    my_wait_lock(&format!("UPDATE {t} SET bal = bal + 1"));
+    x.query_drop(format!("UPDATE {t} SET bal = bal + 10 WHERE id = 2")).expect("x survives the deadlock");
+    x.query_drop("COMMIT").expect("x commits");
+    let result = victim.join().expect("victim thread");
+    let after: (i32, i32) = direct
+        .query_first(format!("SELECT (SELECT bal FROM {t} WHERE id = 1), (SELECT bal FROM {t} WHERE id = 2)"))
+        .expect("read")
+        .expect("row");
+    direct.query_drop(format!("DROP TABLE {t}, {t}_w")).expect("drop");
+    (result, after)
+}
+
+#[test]
+fn mysql_autocommit_deadlock_victim_succeeds_on_retry() {
+    let router = my_router("transaction", 3);
+    let (result, after) = my_deadlock(&router, false);
+    result.expect("the victim's autocommit statement succeeds on retry");
+    assert_eq!(after, (111, 111), "X's and the victim's updates each applied exactly once");
+}
+
+#[test]
+fn mysql_deadlock_without_retry_and_in_a_transaction_reaches_the_client() {
+    for (attempts, explicit) in [(1, false), (3, true)] {
+        let router = my_router("transaction", attempts);
+        let (result, after) = my_deadlock(&router, explicit);
+        assert_eq!(my_code(&result), Some(1213), "attempts {attempts}, explicit {explicit}: {result:?}");
+        assert_eq!(after, (110, 110));
+    }
+}
+
+#[test]
+fn mysql_lock_wait_timeout_is_not_retried() {
+    use mysql::prelude::Queryable;
+    let router = my_router("session", 3);
+    let my = &dbs().my;
+    let mut direct = my.primary_client();
+    let t = my_table(&mut direct);
+    let mut x = my.primary_client();
+    x.query_drop("BEGIN").expect("x begins");
+    x.query_drop(format!("UPDATE {t} SET bal = bal + 10 WHERE id = 1")).expect("x holds row 1");
+    let mut v = crate::mysql_session::client(&router);
+    v.query_drop("SET SESSION innodb_lock_wait_timeout = 1").expect("short lock wait");
+    let started = std::time::Instant::now();
+    let result = v.query_drop(format!("UPDATE {t} SET bal = bal + 1 WHERE id = 1"));
+    let took = started.elapsed();
+    assert_eq!(my_code(&result), Some(1205), "{result:?}");
+    // A retry would have waited for the lock a second time.
+    assert!(took < Duration::from_millis(1900), "relayed after one wait, not retried: {took:?}");
+    x.query_drop("ROLLBACK").expect("x rolls back");
+    direct.query_drop(format!("DROP TABLE {t}")).expect("drop");
+}
