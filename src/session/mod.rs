@@ -11,6 +11,7 @@ mod context;
 pub mod digest;
 mod mysql;
 mod pg;
+pub mod retry;
 pub mod state;
 
 use std::rc::Rc;

@@ -27,3 +27,4 @@ mod pg_psql;
 mod pg_raw;
 mod pg_routing;
 mod pg_util;
+mod retry;

@@ -11,6 +11,7 @@ mod bridged;
 mod login;
 mod prepared;
 mod relay;
+mod retry;
 mod route;
 mod state;
 mod stmt;
@@ -366,10 +367,8 @@ impl Session {
             return Ok(None);
         }
         self.arm_query_timeout();
-        if self.send_command(payload).await.is_err() {
-            return self.backend_lost().await.map(|()| None);
-        }
-        let Ok(outcome) = self.relay_response(grammar, true).await else {
+        // Sends and relays, retrying a deadlock when the pool opts in (#11).
+        let Ok(outcome) = self.send_and_relay(payload, grammar).await else {
             return self.backend_lost().await.map(|()| None);
         };
         self.state.apply(&effects, outcome.succeeded);

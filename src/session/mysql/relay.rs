@@ -131,7 +131,7 @@ impl Session {
 
     /// Waits for one whole backend packet at `self.bpos`; returns (sequence id, payload length).
     /// Past the query deadline the running statement is killed and reading goes on.
-    async fn next_backend_packet(&mut self) -> Result<(u8, usize), ()> {
+    pub(super) async fn next_backend_packet(&mut self) -> Result<(u8, usize), ()> {
         loop {
             let conn = self.backend.as_mut().ok_or(())?;
             match decode_packet(conn.rbuf.get(self.bpos..).unwrap_or_default(), MAX_PACKET_PAYLOAD) {

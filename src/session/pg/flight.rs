@@ -14,6 +14,7 @@
 use std::rc::Rc;
 
 use super::prepared::{Expect, Stmt};
+use super::retry::RetryBatch;
 use crate::protocol::pg::{BackendMessage, Frame};
 
 /// Largest batch kept for a heal retry; bigger batches (large parameters) are not retried.
@@ -62,6 +63,10 @@ pub(super) struct Flight {
     /// ParameterDescription of a healable Describe, held until its RowDescription shows the
     /// plan is valid (the server revalidates between the two).
     pub held: Vec<u8>,
+    /// Issue #11: the batch kept for a retry of a serialization failure or deadlock.
+    pub retry: Option<RetryBatch>,
+    /// Issue #11: part of the batch was already relayed at a Flush (it cannot be retried).
+    pub flushed: bool,
 }
 
 impl Flight {
@@ -91,6 +96,8 @@ impl Flight {
         self.replay = None;
         self.healing = None;
         self.held.clear();
+        self.retry = None;
+        self.flushed = false;
     }
 }
 

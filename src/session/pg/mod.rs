@@ -10,6 +10,7 @@ mod flight;
 mod login;
 mod prepared;
 mod relay;
+mod retry;
 mod route;
 
 use std::collections::{HashMap, VecDeque};
@@ -321,6 +322,7 @@ impl Session {
             return self.flush_client().await;
         }
         self.bout.extend_from_slice(raw);
+        self.arm_retry(); // retry (#11)
         self.send_backend().await?;
         self.relay(relay::Until::Ready).await
     }
@@ -460,6 +462,7 @@ impl Session {
         self.bout.extend_from_slice(raw);
         self.expect.push_back(Expect::Sync);
         self.flight.arm(&self.bout, &self.expect);
+        self.arm_retry(); // retry (#11)
         self.send_backend().await?;
         self.relay(relay::Until::Ready).await
     }

@@ -78,6 +78,7 @@ impl Session {
         let mut outcome = Outcome::default();
         let mut pos = 0usize;
         let mut deadline = self.query_deadline();
+        self.flight.flushed |= until == Until::Drained; // retry (#11)
         loop {
             self.emit_synth();
             if until == Until::Drained && self.expect.is_empty() {
@@ -116,6 +117,10 @@ impl Session {
                         outcome = Outcome::default();
                         continue;
                     }
+                    if self.retry_at_ready(status).await? {
+                        outcome = Outcome::default(); // retry (#11): a new attempt
+                        continue;
+                    }
                     self.flight.settle();
                     self.on_ready(status, &outcome).await;
                     return self.flush_client().await;
@@ -141,6 +146,7 @@ impl Session {
 
     /// Updates bookkeeping for one backend message; returns whether the client gets it.
     fn on_backend_message(&mut self, tag: u8, pos: usize, len: usize, outcome: &mut Outcome) -> bool {
+        self.retry_note(tag, len); // retry (#11)
         let front = self.expect.front().copied();
         match tag {
             b'1' => match front {
@@ -194,7 +200,7 @@ impl Session {
                 self.on_backend_error(front);
                 forward
             }
-            b'Z' => self.flight.healing.is_none(),
+            b'Z' => self.flight.healing.is_none() && !self.retry_pending(),
             _ => true,
         }
     }
@@ -221,6 +227,11 @@ impl Session {
                 let ms = self.pool.config.timeouts.query.map_or(0, |d| d.as_millis());
                 PgClientError::new(sqlstate::QUERY_CANCELED, format!("canceling statement due to query_timeout ({ms} ms)"))
                     .encode(&mut self.out);
+                outcome.error = true;
+                return false;
+            }
+            _ if self.retry_hold(pos, len) => {
+                // retry (#11): held back with its ReadyForQuery until the batch runs again.
                 outcome.error = true;
                 return false;
             }

@@ -1,0 +1,241 @@
+//! Opt-in retry of a PostgreSQL statement that failed with a serialization failure (`40001`)
+//! or a deadlock (`40P01`) (issue #11; classifier and backoff in `session::retry`).
+//!
+//! Built on the same idea as stale-plan healing (`flight`): the batch is recorded when it is
+//! sent, and sent again when nothing of it reached the client. A batch is armed only outside a
+//! client transaction and only when it is the whole implicit transaction (a simple Query or
+//! FunctionCall, or an extended-protocol batch up to Sync with no Flush before it). Responses
+//! stay in the client buffer while relaying; when the classified error arrives before any
+//! result-bearing message (rows, CommandComplete, COPY, notifications, parameter changes) was
+//! buffered, the error and its ReadyForQuery are held back, the buffer is cut back to where the
+//! batch began, and after the backoff the batch goes again on the same connection of the same
+//! pool. Router-prepared statements the failed attempt created are not prepared again. Any
+//! other case, and an exhausted budget or deadline, relays the last error unchanged.
+
+use std::time::Duration;
+
+use super::prepared::Expect;
+use super::{End, Session, CLIENT_FLUSH_AT};
+use crate::protocol::pg::notice::peek_sqlstate;
+use crate::protocol::pg::{decode_frame, ErrorFields, Severity, TransactionStatus};
+use crate::rt;
+use crate::session::retry::{pg_retryable, Attempts, Outcome};
+
+/// Largest batch kept for a retry; bigger ones (large parameters) are not retried.
+const RETRY_MAX: usize = 64 * 1024;
+
+/// Messages that may precede the failure without ruling out a retry: they carry no result and
+/// come again on the next attempt (ParseComplete, BindComplete, CloseComplete,
+/// ParameterDescription, RowDescription, NoData, NoticeResponse).
+const BEFORE_RESULT: &[u8] = b"123tTnN";
+
+/// A sent batch kept so it can be sent again.
+#[derive(Debug)]
+pub(super) struct RetryBatch {
+    /// The batch as sent (first attempt).
+    bytes: Vec<u8>,
+    /// Its expectations, synthesized ones included.
+    expects: Vec<Expect>,
+    /// Length of the client buffer before the batch's first response.
+    out_mark: usize,
+    /// Something the client must not see twice was buffered (or written) for this attempt.
+    relayed: bool,
+    /// Attempts so far; set when the first attempt is sent.
+    attempts: Attempts,
+    /// The held error (ParameterDescription held by healing first, if any), while a retry is
+    /// pending; delivered unchanged if the retry is abandoned.
+    held: Option<Vec<u8>>,
+    /// SQLSTATE of the held error, for the notice.
+    code: String,
+    /// Backoff before the pending attempt.
+    wait: Duration,
+}
+
+impl Session {
+    /// Hook before a batch is sent: records it when its pool retries and it may be retried.
+    pub(super) fn arm_retry(&mut self) {
+        self.flight.retry = None;
+        let policy = self.pool.config.retry;
+        if policy.maximum_attempts.get() < 2
+            || self.tx != TransactionStatus::Idle
+            || self.flight.flushed
+            || self.bout.len() > RETRY_MAX
+            || !aligned(&self.bout, &self.expect)
+        {
+            return;
+        }
+        self.flight.retry = Some(RetryBatch {
+            bytes: self.bout.clone(),
+            expects: self.expect.iter().copied().collect(),
+            out_mark: self.out.len(),
+            relayed: false,
+            attempts: Attempts::new(policy, rt::now()),
+            held: None,
+            code: String::new(),
+            wait: Duration::ZERO,
+        });
+    }
+
+    /// Hook for every backend message of an armed batch, before it is buffered.
+    pub(super) fn retry_note(&mut self, tag: u8, len: usize) {
+        let buffered = self.out.len();
+        let Some(r) = self.flight.retry.as_mut() else { return };
+        // A buffer about to be flushed has reached the client.
+        // ErrorResponse and ReadyForQuery are judged by `retry_hold` and `retry_at_ready`.
+        let result = !BEFORE_RESULT.contains(&tag) && tag != b'E' && tag != b'Z';
+        if result || buffered + len >= CLIENT_FLUSH_AT || buffered < r.out_mark {
+            r.relayed = true;
+        }
+    }
+
+    /// Hook for an ErrorResponse relayed normally otherwise: holds it back when the batch will
+    /// be retried.
+    pub(super) fn retry_hold(&mut self, pos: usize, len: usize) -> bool {
+        let frame = self.backend.as_ref().and_then(|c| c.rbuf.get(pos..pos + len)).unwrap_or_default();
+        let body = frame.get(5..).unwrap_or_default();
+        let Some(r) = self.flight.retry.as_mut() else { return false };
+        if r.relayed || !pg_retryable(body) {
+            self.flight.retry = None;
+            return false;
+        }
+        match r.attempts.next(rt::now(), rand::random::<f64>()) {
+            Ok(wait) => {
+                let mut held = std::mem::take(&mut self.flight.held);
+                held.extend_from_slice(frame);
+                r.held = Some(held);
+                r.code = peek_sqlstate(body).unwrap_or_default().to_owned();
+                r.wait = wait;
+                true
+            }
+            Err(why) => {
+                self.flight.retry = None;
+                self.count_retry(why);
+                false
+            }
+        }
+    }
+
+    /// Whether an error is held back for a retry (its ReadyForQuery is held back too).
+    pub(super) fn retry_pending(&self) -> bool {
+        self.flight.retry.as_ref().is_some_and(|r| r.held.is_some())
+    }
+
+    /// Hook at ReadyForQuery: after the backoff sends the batch again (`Ok(true)`: keep
+    /// relaying), or, when the router is shutting down, delivers the held error and its
+    /// ReadyForQuery as the server sent them (`Ok(false)`).
+    pub(super) async fn retry_at_ready(&mut self, status: Option<u8>) -> Result<bool, End> {
+        let Some(mut r) = self.flight.retry.take() else { return Ok(false) };
+        let Some(held) = r.held.take() else {
+            if r.attempts.made() > 1 {
+                self.count_retry(Outcome::Settled);
+            }
+            return Ok(false);
+        };
+        let drain = self.ctx.drain.clone();
+        let slept = rt::race(
+            async {
+                rt::sleep(r.wait).await;
+                true
+            },
+            async {
+                drain.wait().await;
+                false
+            },
+        )
+        .await;
+        if !slept {
+            self.count_retry(Outcome::Shutdown);
+            self.out.extend_from_slice(&held);
+            self.out.extend_from_slice(&[b'Z', 0, 0, 0, 5, status.unwrap_or(b'I')]);
+            return Ok(false);
+        }
+        self.count_retry(Outcome::Retried);
+        self.out.truncate(r.out_mark);
+        if self.pool.config.retry.notify_client {
+            let text = format!(
+                "querypilot: statement failed with SQLSTATE {} before any result; retrying (attempt {} of {})",
+                r.code,
+                r.attempts.made(),
+                self.pool.config.retry.maximum_attempts
+            );
+            let _ = ErrorFields::new(Severity::Notice, "00000", &text).encode_notice(&mut self.out);
+        }
+        self.rebuild_batch(&r);
+        self.flight.held.clear();
+        r.relayed = false;
+        r.out_mark = self.out.len();
+        self.flight.retry = Some(r);
+        self.send_backend().await?;
+        Ok(true)
+    }
+
+    /// Queues the batch again for the attached connection, leaving out the router's Parses of
+    /// statements the failed attempt already prepared there (they outlive the transaction).
+    fn rebuild_batch(&mut self, r: &RetryBatch) {
+        self.bout.clear();
+        self.expect.clear();
+        let Some(conn) = self.backend.as_mut() else { return };
+        let mut pos = 0usize;
+        for e in &r.expects {
+            if let Expect::Synth(_) = e {
+                self.expect.push_back(*e);
+                continue;
+            }
+            let Ok(Some(f)) = decode_frame(r.bytes.get(pos..).unwrap_or_default(), RETRY_MAX) else { break };
+            let raw = r.bytes.get(pos..pos + f.total_len).unwrap_or_default();
+            pos += f.total_len;
+            match *e {
+                Expect::Parse { swallow, key: Some(k) } if conn.prepared.contains(&k) => {
+                    if !swallow {
+                        self.expect.push_back(Expect::Synth(b'1'));
+                    }
+                    continue;
+                }
+                Expect::Parse { key: Some(k), .. } => conn.prepared.push(k),
+                _ => {}
+            }
+            self.bout.extend_from_slice(raw);
+            self.expect.push_back(*e);
+        }
+        // A simple Query or FunctionCall has no expectations: the bytes are the whole batch.
+        self.bout.extend_from_slice(r.bytes.get(pos..).unwrap_or_default());
+    }
+
+    /// Counts one retry event of this pool.
+    fn count_retry(&self, outcome: Outcome) {
+        // TODO(#11): count in sqp_retries_total{pool,outcome} once metrics has the counter.
+        tracing::debug!(pool = %self.pool.config.name, outcome = outcome.as_str(), "statement retry");
+    }
+}
+
+/// Whether every message of the batch has one expectation (synthesized ones aside), so the
+/// batch can be rebuilt message by message; a simple Query has none.
+fn aligned(bytes: &[u8], expects: &std::collections::VecDeque<Expect>) -> bool {
+    let wanted = expects.iter().filter(|e| !matches!(e, Expect::Synth(_))).count();
+    let mut pos = 0usize;
+    let mut frames = 0usize;
+    while let Ok(Some(f)) = decode_frame(bytes.get(pos..).unwrap_or_default(), RETRY_MAX) {
+        pos += f.total_len;
+        frames += 1;
+    }
+    pos == bytes.len() && (frames == wanted || (wanted == 0 && frames == 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alignment_of_batches() {
+        let q = [b'Q', 0, 0, 0, 5, 0];
+        assert!(aligned(&q, &Default::default()), "a simple query");
+        let s = [b'S', 0, 0, 0, 4];
+        let mut two = q.to_vec();
+        two.extend_from_slice(&s);
+        assert!(!aligned(&two, &Default::default()));
+        let e: std::collections::VecDeque<Expect> = [Expect::Synth(b'1'), Expect::Sync].into();
+        assert!(aligned(&s, &e));
+        assert!(!aligned(&s[..3], &e), "a cut message");
+        assert!(!aligned(&two, &e));
+    }
+}

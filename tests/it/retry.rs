@@ -1,0 +1,300 @@
+//! Issue #11: opt-in retry of serialization failures and deadlocks, proven with real failures
+//! produced by two real sessions (one direct, one through the router) on the harness servers.
+//! Waits use the server's own view of lock waits, never a guess of how long they take.
+
+use std::thread;
+use std::time::Duration;
+
+use postgres::error::SqlState;
+
+use crate::router::{pg_config, pg_pool, Router};
+use crate::support::{dbs, eventually, unique_name};
+
+/// `[pools.main.retry]` allowing `attempts` attempts.
+fn retry_section(attempts: u32) -> String {
+    format!(
+        "[pools.main.retry]\nmaximum_attempts = {attempts}\nbackoff_base = \"10ms\"\nbackoff_max = \"100ms\"\n\
+         deadline = \"20s\"\nnotify_client = true\n"
+    )
+}
+
+fn pg_router(mode: &str, attempts: u32) -> Router {
+    let pools = format!("{}{}", pg_pool("main", dbs().pg.primary_port, mode, 4), retry_section(attempts));
+    Router::start(&pg_config(&[0], &pools, "main"))
+}
+
+/// A fresh `(id int primary key, bal int)` table with rows (1,100),(2,100).
+fn pg_table(direct: &mut postgres::Client) -> String {
+    let t = unique_name("retry");
+    direct
+        .batch_execute(&format!("CREATE TABLE {t} (id int PRIMARY KEY, bal int); INSERT INTO {t} VALUES (1, 100), (2, 100)"))
+        .expect("create table");
+    t
+}
+
+fn balances(direct: &mut postgres::Client, t: &str) -> (i32, i32) {
+    let r = direct.query_one(&format!("SELECT (SELECT bal FROM {t} WHERE id = 1), (SELECT bal FROM {t} WHERE id = 2)"), &[]).expect("read");
+    (r.get(0), r.get(1))
+}
+
+/// Waits until `n` backends running a statement containing `needle` wait for a lock.
+fn pg_wait_lock(monitor: &mut postgres::Client, needle: &str, n: i64) {
+    let sql = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()";
+    eventually(Duration::from_secs(20), "a backend waiting for a lock", || {
+        monitor.query_one(sql, &[&needle]).map(|r| r.get::<_, i64>(0) >= n).unwrap_or(false)
+    });
+}
+
+/// A real 40P01 whose victim is the router's client: its autocommit DO block locks row 2,
+/// waits for an advisory lock the test holds while a direct session X (holding row 1) starts
+/// waiting for row 2, and after X's deadlock check has passed, goes for row 1 and closes the
+/// cycle (so its own check, deadlock_timeout later, picks it). Returns the client's result
+/// and the balances after X committed.
+fn pg_deadlock(router: &Router, explicit: bool) -> (Result<(), postgres::Error>, (i32, i32)) {
+    let pg = &dbs().pg;
+    let mut direct = pg.primary_client();
+    let t = pg_table(&mut direct);
+    let key: i64 = rand_key();
+    let mut holder = pg.primary_client();
+    holder.query_one("SELECT pg_advisory_lock($1)", &[&key]).expect("advisory lock");
+    let mut x = pg.primary_client();
+    x.batch_execute(&format!("BEGIN; UPDATE {t} SET bal = bal + 10 WHERE id = 1")).expect("x holds row 1");
+    let mut v = router.pg("main");
+    let victim_sql = format!(
+        "DO $$BEGIN UPDATE {t} SET bal = bal + 1 WHERE id = 2; PERFORM pg_advisory_xact_lock({key}); \
+         UPDATE {t} SET bal = bal + 1 WHERE id = 1; END$$"
+    );
+    let victim = thread::spawn(move || {
+        if explicit {
+            v.batch_execute("BEGIN")?;
+        }
+        let r = v.batch_execute(&victim_sql);
+        if explicit {
+            v.batch_execute("ROLLBACK")?;
+        }
+        r
+    });
+    let mut monitor = pg.primary_client();
+    pg_wait_lock(&mut monitor, &format!("pg_advisory_xact_lock({key})"), 1);
+    let t2 = t.clone();
+    let x_thread = thread::spawn(move || {
+        x.batch_execute(&format!("UPDATE {t2} SET bal = bal + 10 WHERE id = 2; COMMIT")).expect("x survives");
+    });
+    pg_wait_lock(&mut monitor, &format!("UPDATE {t} SET bal = bal + 10 WHERE id = 2"), 1);
+    // X's own deadlock check runs deadlock_timeout (100 ms) after it began to wait and must
+    // find no cycle yet, so that the victim is the router's client. The server shows no sign
+    // that the check ran, so this one wait is timed (4x deadlock_timeout).
+    #[allow(clippy::disallowed_methods)]
+    thread::sleep(Duration::from_millis(400));
+    holder.query_one("SELECT pg_advisory_unlock($1)", &[&key]).expect("advisory unlock");
+    let result = victim.join().expect("victim thread");
+    x_thread.join().expect("x thread");
+    let after = balances(&mut direct, &t);
+    direct.batch_execute(&format!("DROP TABLE {t}")).expect("drop");
+    (result, after)
+}
+
+/// A key for advisory locks unique to this test run.
+fn rand_key() -> i64 {
+    let name = unique_name("k");
+    name.bytes().fold(0x5151_i64, |h, b| h.wrapping_mul(31).wrapping_add(i64::from(b))).abs()
+}
+
+fn code(e: &postgres::Error) -> Option<&SqlState> {
+    e.code()
+}
+
+#[test]
+fn pg_autocommit_deadlock_victim_succeeds_on_retry() {
+    let router = pg_router("transaction", 3);
+    let (result, after) = pg_deadlock(&router, false);
+    result.expect("the victim's autocommit statement succeeds on retry");
+    assert_eq!(after, (111, 111), "X's and the victim's updates each applied exactly once");
+}
+
+#[test]
+fn pg_deadlock_reaches_the_client_without_retry() {
+    let router = pg_router("transaction", 1);
+    let (result, after) = pg_deadlock(&router, false);
+    let e = result.expect_err("no retry: the client sees the deadlock");
+    assert_eq!(code(&e), Some(&SqlState::T_R_DEADLOCK_DETECTED), "{e}");
+    assert_eq!(after, (110, 110), "only X's updates");
+}
+
+#[test]
+fn pg_deadlock_inside_a_transaction_is_never_retried() {
+    let router = pg_router("transaction", 3);
+    let (result, after) = pg_deadlock(&router, true);
+    let e = result.expect_err("explicit transaction: the client owns it and sees the error");
+    assert_eq!(code(&e), Some(&SqlState::T_R_DEADLOCK_DETECTED), "{e}");
+    assert_eq!(after, (110, 110));
+}
+
+/// A real 40001: the router's client runs an autocommit UPDATE at REPEATABLE READ that waits
+/// for row 1, which a direct session updates and commits. Returns the client's result and
+/// the final balance of row 1.
+fn pg_serialization(router: &Router, explicit: bool) -> (Result<u64, postgres::Error>, i32) {
+    let pg = &dbs().pg;
+    let mut direct = pg.primary_client();
+    let t = pg_table(&mut direct);
+    let mut x = pg.primary_client();
+    x.batch_execute(&format!("BEGIN; UPDATE {t} SET bal = bal + 10 WHERE id = 1")).expect("x holds row 1");
+    let mut v = router.pg("main");
+    v.batch_execute("SET default_transaction_isolation = 'repeatable read'").expect("isolation");
+    let sql = format!("UPDATE {t} SET bal = bal + 1 WHERE id = 1");
+    let victim = thread::spawn(move || {
+        if explicit {
+            v.batch_execute("BEGIN")?;
+        }
+        // The extended protocol (Parse/Bind/Execute/Sync).
+        let r = v.execute(sql.as_str(), &[]);
+        if explicit {
+            v.batch_execute("ROLLBACK")?;
+        }
+        r
+    });
+    let mut monitor = pg.primary_client();
+    pg_wait_lock(&mut monitor, &format!("UPDATE {t} SET bal = bal + 1 WHERE id = 1"), 1);
+    x.batch_execute("COMMIT").expect("x commits");
+    let result = victim.join().expect("victim thread");
+    let after = balances(&mut direct, &t).0;
+    direct.batch_execute(&format!("DROP TABLE {t}")).expect("drop");
+    (result, after)
+}
+
+#[test]
+fn pg_serialization_failure_succeeds_on_retry() {
+    let router = pg_router("session", 3);
+    let (result, after) = pg_serialization(&router, false);
+    assert_eq!(result.expect("retried at a new snapshot"), 1);
+    assert_eq!(after, 111);
+}
+
+#[test]
+fn pg_serialization_failure_without_retry_and_in_a_transaction_reaches_the_client() {
+    for (attempts, explicit) in [(1, false), (3, true)] {
+        let router = pg_router("session", attempts);
+        let (result, after) = pg_serialization(&router, explicit);
+        let e = result.expect_err("the client sees the serialization failure");
+        assert_eq!(code(&e), Some(&SqlState::T_R_SERIALIZATION_FAILURE), "attempts {attempts}, explicit {explicit}: {e}");
+        assert_eq!(after, 110);
+    }
+}
+
+fn my_router(mode: &str, attempts: u32) -> Router {
+    use crate::mysql_session::{my_config, my_pool};
+    Router::start(&my_config(&[0], &format!("{}{}", my_pool("main", mode, 4), retry_section(attempts)), "main"))
+}
+
+/// A fresh InnoDB `(id int primary key, bal int)` table with rows (1,100),(2,100).
+fn my_table(direct: &mut mysql::Conn) -> String {
+    use mysql::prelude::Queryable;
+    let t = unique_name("retry");
+    direct.query_drop(format!("CREATE TABLE {t} (id int PRIMARY KEY, bal int) ENGINE=InnoDB")).expect("create");
+    direct.query_drop(format!("INSERT INTO {t} VALUES (1, 100), (2, 100)")).expect("fill");
+    t
+}
+
+/// Waits until the statement containing `needle` waits for a row lock. INNODB_TRX lists a
+/// transaction that has only taken read locks so far (an `UPDATE ... ORDER BY` reads its rows
+/// before changing any) only intermittently, so the process list's own timer is used too: two
+/// rows are read in microseconds, so 300 ms in that state is a lock wait.
+fn my_wait_lock(needle: &str) {
+    use mysql::prelude::Queryable;
+    let my = &dbs().my;
+    let mut monitor = my.superuser_client(my.primary_port);
+    let sql = format!(
+        "SELECT (SELECT count(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE '%{needle}%') \
+         + (SELECT count(*) FROM information_schema.PROCESSLIST WHERE info LIKE '%{needle}%' \
+            AND state = 'Searching rows for update' AND time_ms > 300)"
+    );
+    eventually(Duration::from_secs(20), "a statement waiting for a row lock", || {
+        monitor.query_first::<i64, _>(sql.as_str()).ok().flatten().unwrap_or(0) >= 1
+    });
+}
+
+fn my_code(r: &Result<(), mysql::Error>) -> Option<u16> {
+    match r {
+        Err(mysql::Error::MySqlError(e)) => Some(e.code),
+        _ => None,
+    }
+}
+
+/// A real 1213 whose victim is the router's client: its autocommit UPDATE locks row 2, then
+/// waits for row 1, held by a direct session X made heavier (more undo) so that InnoDB picks
+/// the client when X closes the cycle by updating row 2. Returns the client's result and the
+/// balances after X committed.
+fn my_deadlock(router: &Router, explicit: bool) -> (Result<(), mysql::Error>, (i32, i32)) {
+    use mysql::prelude::Queryable;
+    let my = &dbs().my;
+    let mut direct = my.primary_client();
+    let t = my_table(&mut direct);
+    direct.query_drop(format!("CREATE TABLE {t}_w (id int PRIMARY KEY) ENGINE=InnoDB")).expect("weight table");
+    let mut x = my.primary_client();
+    x.query_drop("BEGIN").expect("x begins");
+    let weight: Vec<String> = (1..=50).map(|i| format!("({i})")).collect();
+    x.query_drop(format!("INSERT INTO {t}_w VALUES {}", weight.join(","))).expect("x gains weight");
+    x.query_drop(format!("UPDATE {t} SET bal = bal + 10 WHERE id = 1")).expect("x holds row 1");
+    let mut v = crate::mysql_session::client(router);
+    let sql = format!("UPDATE {t} SET bal = bal + 1 WHERE id IN (1, 2) ORDER BY id DESC");
+    let victim = thread::spawn(move || {
+        if explicit {
+            v.query_drop("BEGIN")?;
+        }
+        let r = v.query_drop(sql);
+        if explicit {
+            v.query_drop("ROLLBACK")?;
+        }
+        r
+    });
+    my_wait_lock(&format!("UPDATE {t} SET bal = bal + 1"));
+    x.query_drop(format!("UPDATE {t} SET bal = bal + 10 WHERE id = 2")).expect("x survives the deadlock");
+    x.query_drop("COMMIT").expect("x commits");
+    let result = victim.join().expect("victim thread");
+    let after: (i32, i32) = direct
+        .query_first(format!("SELECT (SELECT bal FROM {t} WHERE id = 1), (SELECT bal FROM {t} WHERE id = 2)"))
+        .expect("read")
+        .expect("row");
+    direct.query_drop(format!("DROP TABLE {t}, {t}_w")).expect("drop");
+    (result, after)
+}
+
+#[test]
+fn mysql_autocommit_deadlock_victim_succeeds_on_retry() {
+    let router = my_router("transaction", 3);
+    let (result, after) = my_deadlock(&router, false);
+    result.expect("the victim's autocommit statement succeeds on retry");
+    assert_eq!(after, (111, 111), "X's and the victim's updates each applied exactly once");
+}
+
+#[test]
+fn mysql_deadlock_without_retry_and_in_a_transaction_reaches_the_client() {
+    for (attempts, explicit) in [(1, false), (3, true)] {
+        let router = my_router("transaction", attempts);
+        let (result, after) = my_deadlock(&router, explicit);
+        assert_eq!(my_code(&result), Some(1213), "attempts {attempts}, explicit {explicit}: {result:?}");
+        assert_eq!(after, (110, 110));
+    }
+}
+
+#[test]
+fn mysql_lock_wait_timeout_is_not_retried() {
+    use mysql::prelude::Queryable;
+    let router = my_router("session", 3);
+    let my = &dbs().my;
+    let mut direct = my.primary_client();
+    let t = my_table(&mut direct);
+    let mut x = my.primary_client();
+    x.query_drop("BEGIN").expect("x begins");
+    x.query_drop(format!("UPDATE {t} SET bal = bal + 10 WHERE id = 1")).expect("x holds row 1");
+    let mut v = crate::mysql_session::client(&router);
+    v.query_drop("SET SESSION innodb_lock_wait_timeout = 1").expect("short lock wait");
+    let started = std::time::Instant::now();
+    let result = v.query_drop(format!("UPDATE {t} SET bal = bal + 1 WHERE id = 1"));
+    let took = started.elapsed();
+    assert_eq!(my_code(&result), Some(1205), "{result:?}");
+    // A retry would have waited for the lock a second time.
+    assert!(took < Duration::from_millis(1900), "relayed after one wait, not retried: {took:?}");
+    x.query_drop("ROLLBACK").expect("x rolls back");
+    direct.query_drop(format!("DROP TABLE {t}")).expect("drop");
+}
