@@ -127,9 +127,9 @@ INI
     printf '"%s" "%s"\n' "$PG_USER" "$PG_PASSWORD" > "$WORK/pgb/userlist.txt"
     chown -R postgres: "$WORK/pgb" 2>/dev/null || true
     if [ "$(id -u)" = 0 ]; then
-        setpriv --reuid=postgres --regid=postgres --init-groups pgbouncer "$WORK/pgb/pgbouncer.ini" &
+        setpriv --reuid=postgres --regid=postgres --init-groups pgbouncer -q "$WORK/pgb/pgbouncer.ini" &
     else
-        pgbouncer "$WORK/pgb/pgbouncer.ini" &
+        pgbouncer -q "$WORK/pgb/pgbouncer.ini" &
     fi
     PGB_PID=$!
     for _ in $(seq 1 100); do
@@ -158,7 +158,7 @@ run_pgbench() { # target port pid scenario clients
 run_sysbench() { # target port pid test
     local target=$1 port=$2 pid=$3 test=$4
     local t0; t0=$(cpu_ticks "$pid")
-    local out; out=$(sysbench "$test" "${SB_ARGS[@]}" --mysql-port="$port" --threads=16 --time="$DURATION" --db-ps-mode=auto run 2>&1) || { log "sysbench failed: $target $test"; return; }
+    local out; out=$(sysbench "$test" "${SB_ARGS[@]}" --mysql-port="$port" --threads=16 --time="$DURATION" --db-ps-mode=auto run 2>&1) || { log "sysbench failed: $target $test"; echo "$out" | tail -5 >&2; return; }
     local t1; t1=$(cpu_ticks "$pid")
     python3 "$ROOT/perf/parse.py" sysbench "$target" "$test" "$t0" "$t1" "$(rss_kib "$pid")" >>"$RAW" <<<"$out"
 }

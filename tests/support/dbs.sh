@@ -129,7 +129,7 @@ pg_conf() {
 listen_addresses = '$HOST'
 port = $PG_PRIMARY_PORT
 unix_socket_directories = '$PG_DIR'
-max_connections = 200
+max_connections = 600
 max_prepared_transactions = 20
 shared_buffers = 32MB
 fsync = off
@@ -234,7 +234,7 @@ binlog-format=ROW
 report-host=$HOST
 report-port=$3
 skip-name-resolve
-max-connections=200
+max-connections=600
 max-allowed-packet=64M
 character-set-server=utf8mb4
 collation-server=utf8mb4_general_ci
