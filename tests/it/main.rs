@@ -8,6 +8,7 @@ mod harness;
 mod foundation;
 mod router;
 mod admin;
+mod routing_api;
 mod mysql_session;
 mod mysql_sysbench;
 mod mysql_types;
