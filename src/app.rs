@@ -131,7 +131,10 @@ pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, St
             bound: Some(bound_tx),
         };
         cores.push(core::spawn(setup)?);
-        match bound_rx.recv() {
+        // The bootstrap thread, not a core, waits for the core to bind.
+        #[allow(clippy::disallowed_methods)]
+        let bound = bound_rx.recv();
+        match bound {
             Ok(Ok(addrs)) => listen = addrs,
             Ok(Err(e)) => return Err(StartError::Listen(e)),
             Err(_) => return Err(StartError::Listen(std::io::Error::other("core exited during start"))),

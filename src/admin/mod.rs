@@ -195,6 +195,8 @@ fn accept_loop(listener: &TcpListener, api: &Api, port: Port, stop: &AtomicBool)
             Err(e) => {
                 // EMFILE and friends: back off instead of spinning on a failing accept.
                 tracing::warn!(error = %e, "admin accept failed");
+                // The admin thread's own blocking loop, not a core or the control plane.
+                #[allow(clippy::disallowed_methods)]
                 std::thread::sleep(Duration::from_millis(50));
             }
         }

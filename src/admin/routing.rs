@@ -52,7 +52,10 @@ pub(super) fn list_pattern_rules(api: &Api, _: &Request) -> Response {
 }
 
 fn pattern_rule(body: dto::NewPatternRule) -> Result<PatternRule, Response> {
-    let kind = body.kind.parse::<PatternKind>().map_err(|e| bad_request(&e))?;
+    let kind = body
+        .kind
+        .parse::<PatternKind>()
+        .map_err(|e| bad_request(&e))?;
     let target = match (body.pool, body.reject) {
         (Some(pool), None) => RuleTarget::Pool(pool),
         (None, Some(message)) => RuleTarget::Reject(message),

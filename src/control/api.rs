@@ -146,7 +146,9 @@ impl ControlPlane {
         }
         let removed = self.dynamic.len() - dynamic.len();
         if let (Some(n), 0) = (name, removed) {
-            return Err(ControlError::NotFound(format!("no runtime pattern rule named `{n}`")));
+            return Err(ControlError::NotFound(format!(
+                "no runtime pattern rule named `{n}`"
+            )));
         }
         let version = self.republish(dynamic, self.translations.clone())?;
         Ok((removed, version))
@@ -197,7 +199,12 @@ impl ControlPlane {
             cores_reporting,
             shapes,
             dropped: merged.dropped,
-            digests: merged.rows.into_iter().take(limit).map(Into::into).collect(),
+            digests: merged
+                .rows
+                .into_iter()
+                .take(limit)
+                .map(Into::into)
+                .collect(),
         }
     }
 

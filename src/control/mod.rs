@@ -126,6 +126,8 @@ pub struct ControlHandle {
     endpoints: Arc<Endpoints>,
 }
 
+// Callers are the admin, signal and test threads, never a core: blocking on the reply is the point.
+#[allow(clippy::disallowed_methods)]
 impl ControlHandle {
     /// Re-reads the config file, publishes it to every core, and returns once all acknowledged.
     /// An invalid file is rejected and the old configuration keeps serving.

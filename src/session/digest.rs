@@ -178,10 +178,17 @@ mod tests {
         assert_eq!(s.rows.len(), 1);
         let r = &s.rows[0];
         assert_eq!((r.calls, r.rows, r.errors), (3, 6, 1));
-        assert_eq!((r.total, r.max), (Duration::from_millis(11), Duration::from_millis(7)));
+        assert_eq!(
+            (r.total, r.max),
+            (Duration::from_millis(11), Duration::from_millis(7))
+        );
         assert_eq!(r.pools, vec!["primary".to_owned(), "replica".to_owned()]);
         assert_eq!(r.protocol, "postgres");
-        assert!(!r.normalized.contains("42") && !r.normalized.contains('1'), "{}", r.normalized);
+        assert!(
+            !r.normalized.contains("42") && !r.normalized.contains('1'),
+            "{}",
+            r.normalized
+        );
     }
 
     #[test]
@@ -193,7 +200,11 @@ mod tests {
         t.record(&exec("SELECT a FROM t", 1, "p", false));
         let s = t.snapshot();
         assert_eq!((t.len(), s.dropped), (2, 1));
-        assert_eq!(s.rows.iter().map(|r| r.calls).sum::<u64>(), 3, "known shapes still count");
+        assert_eq!(
+            s.rows.iter().map(|r| r.calls).sum::<u64>(),
+            3,
+            "known shapes still count"
+        );
         t.reset();
         assert!(t.is_empty());
         assert_eq!(t.snapshot().dropped, 0);

@@ -12,6 +12,7 @@ mod admin;
 mod bridge_mysql_pg;
 mod health;
 mod mysql_routing;
+mod routing_api;
 mod mysql_session;
 mod mysql_sysbench;
 mod mysql_types;

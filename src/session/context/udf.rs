@@ -35,11 +35,20 @@ const READ_CHUNK: usize = 16 * 1024;
 impl CoreContext {
     /// The built-in catalogs extended with the functions of each protocol's primary pool.
     pub async fn load_catalogs(&self) -> Catalogs {
-        let rules = self.rules();
+        let (rules, config) = (self.rules(), self.config());
         let mut catalogs = Catalogs::builtin();
         for protocol in [Protocol::Postgres, Protocol::MySql] {
-            let Some(name) = rules.primary_pool(protocol) else { continue };
-            let Some(pool) = self.pools().get(name).cloned() else { continue };
+            if !config.listeners.iter().any(|l| l.protocol == protocol) {
+                // No client speaks it: nothing to analyze, and the pool's backends may well
+                // speak the other protocol.
+                continue;
+            }
+            let Some(name) = rules.primary_pool(protocol) else {
+                continue;
+            };
+            let Some(pool) = self.pools().get(name).cloned() else {
+                continue;
+            };
             if pool.config.backend_protocol(protocol) != protocol {
                 // A bridged pool speaks the other dialect: its functions mean nothing here.
                 continue;
@@ -250,7 +259,9 @@ mod tests {
 
     fn pg_row(values: &[Option<&[u8]>]) -> Option<UdfRow> {
         let bytes = pg_frame(values);
-        let frame = decode_frame(&bytes, MAX_MESSAGE).expect("frame").expect("whole");
+        let frame = decode_frame(&bytes, MAX_MESSAGE)
+            .expect("frame")
+            .expect("whole");
         pg_udf_row(&frame)
     }
 
@@ -265,12 +276,23 @@ mod tests {
         let stable = pg_row(&[Some(b"public"), Some(b"price_of"), Some(b"s")]).expect("row");
         let volatile = pg_row(&[Some(b"app"), Some(b"bump"), Some(b"v")]).expect("row");
         assert_eq!(stable.volatility, Volatility::Stable);
-        assert_eq!(pg_row(&[Some(b"public"), Some(b"f"), Some(b"x")]), None, "unknown code");
-        assert_eq!(pg_row(&[Some(b"public"), None, Some(b"s")]), None, "NULL name");
+        assert_eq!(
+            pg_row(&[Some(b"public"), Some(b"f"), Some(b"x")]),
+            None,
+            "unknown code"
+        );
+        assert_eq!(
+            pg_row(&[Some(b"public"), None, Some(b"s")]),
+            None,
+            "NULL name"
+        );
         assert_eq!(pg_row(&[Some(b"public"), Some(b"f")]), None, "short row");
         let catalog = catalog_with(Protocol::Postgres, &[stable, volatile]);
         assert_eq!(catalog.volatility("price_of"), Some(Volatility::Stable));
-        assert_eq!(catalog.volatility("public.price_of"), Some(Volatility::Stable));
+        assert_eq!(
+            catalog.volatility("public.price_of"),
+            Some(Volatility::Stable)
+        );
         assert_eq!(catalog.volatility("app.bump"), Some(Volatility::Volatile));
         assert_eq!(catalog.volatility("never_created"), None);
         assert_eq!(
@@ -284,7 +306,9 @@ mod tests {
     fn a_non_data_row_message_is_no_entry() {
         let mut out = Vec::new();
         frontend::encode_query("SELECT 1", &mut out).expect("encode");
-        let frame = decode_frame(&out, MAX_MESSAGE).expect("frame").expect("whole");
+        let frame = decode_frame(&out, MAX_MESSAGE)
+            .expect("frame")
+            .expect("whole");
         assert_eq!(pg_udf_row(&frame), None);
     }
 
@@ -304,10 +328,16 @@ mod tests {
             my_row(&[Some(b"shop"), Some(b"x"), Some(b"MAYBE"), Some(b"NO SQL")]),
             None
         );
-        assert_eq!(my_row(&[Some(b"shop"), Some(b"x"), None, Some(b"NO SQL")]), None);
+        assert_eq!(
+            my_row(&[Some(b"shop"), Some(b"x"), None, Some(b"NO SQL")]),
+            None
+        );
         let catalog = catalog_with(Protocol::MySql, &[det, writes]);
         assert_eq!(catalog.volatility("TAX"), Some(Volatility::Stable));
-        assert_eq!(catalog.volatility("shop.log_it"), Some(Volatility::Volatile));
+        assert_eq!(
+            catalog.volatility("shop.log_it"),
+            Some(Volatility::Volatile)
+        );
         assert_eq!(catalog.volatility("now"), Some(Volatility::Stable));
     }
 }
