@@ -66,8 +66,14 @@ pub struct FunctionCatalog {
 /// Query the runtime runs on a PostgreSQL primary to load every function's volatility, built-ins
 /// included (so the server's own `provolatile` refines our short built-in list). Columns: schema,
 /// name, provolatile (`i`/`s`/`v`); feed each row to [`parse_pg_udf_row`].
+///
+/// System schemas are left out: the built-in list is the authority for built-ins, and it
+/// deliberately differs from `pg_proc` for a few (e.g. `pg_is_in_recovery()` is VOLATILE there
+/// because a promotion changes it, yet asking a replica is exactly what it is for). Built-ins
+/// missing from the list stay unknown, which the analysis treats as volatile.
 pub const PG_UDF_QUERY: &str = "SELECT n.nspname::text, p.proname::text, p.provolatile::text \
-     FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace";
+     FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace \
+     WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'";
 
 /// Query the runtime runs on a MySQL/MariaDB primary to load stored functions. Columns: schema,
 /// name, IS_DETERMINISTIC (`YES`/`NO`), SQL_DATA_ACCESS; feed each row to [`parse_mysql_udf_row`].

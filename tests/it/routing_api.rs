@@ -348,3 +348,31 @@ fn user_defined_function_volatility_is_loaded_from_the_primary() {
     ))
     .expect("drop functions");
 }
+
+/// A runtime rule changes where the very next statement runs, on every core: sessions spread
+/// over two cores all move from the standby to the primary right after the POST returns.
+#[test]
+fn a_runtime_rule_moves_the_next_statement_on_every_core() {
+    let (router, admin) = split_router(&[0, 1]);
+    let ran_on_standby = |c: &mut postgres::Client| -> bool {
+        let rows = c.simple_query("SELECT pg_is_in_recovery(), 5").expect("query");
+        rows.iter().any(|m| matches!(m, postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("t")))
+    };
+    let mut clients: Vec<postgres::Client> = (0..16).map(|_| router.pg("primary")).collect();
+    for c in clients.iter_mut() {
+        assert!(ran_on_standby(c), "before the rule, a safe read runs on the standby");
+    }
+    let reports = router.control().collect().expect("collect");
+    assert!(reports.iter().all(|r| r.counters.sessions_accepted_total > 0), "both cores serve sessions: {reports:?}");
+    let rule = json!({"name": "recovery_on_primary", "type": "template", "pattern": "SELECT pg_is_in_recovery(), 1", "pool": "primary"});
+    let (status, v) = http(admin, "POST", "/api/pattern-rules", Some(&rule));
+    assert_eq!(status, 200, "{v}");
+    for c in clients.iter_mut() {
+        assert!(!ran_on_standby(c), "right after the POST, every core routes to the primary");
+    }
+    let (status, _) = http(admin, "DELETE", "/api/pattern-rules?name=recovery_on_primary", None);
+    assert_eq!(status, 200);
+    for c in clients.iter_mut() {
+        assert!(ran_on_standby(c), "after DELETE, back to the standby");
+    }
+}
