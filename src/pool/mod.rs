@@ -7,6 +7,7 @@
 mod budget;
 mod conn;
 pub mod health;
+mod login;
 mod mysql;
 mod pg;
 

@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::conn::BudgetUnit;
+use super::login::Login;
 use super::{Conn, ConnInfo, MyInfo, PoolError};
 use crate::config::Pool as PoolConfig;
 use crate::protocol::mysql::auth::{
@@ -41,19 +42,6 @@ const LOGIN_MAX: usize = 1 << 20;
 /// `max_packet_size` announced to backends (the server's own `max_allowed_packet` still rules).
 const MAX_PACKET: u32 = 1 << 30;
 
-struct Login<'a> {
-    cfg: &'a PoolConfig,
-    label: &'a str,
-}
-
-impl Login<'_> {
-    fn connect_err(&self, reason: impl std::fmt::Display) -> PoolError {
-        PoolError::Connect { pool: self.cfg.name.clone(), addr: self.label.to_owned(), reason: reason.to_string() }
-    }
-    fn auth_err(&self, message: impl std::fmt::Display) -> PoolError {
-        PoolError::Auth { pool: self.cfg.name.clone(), addr: self.label.to_owned(), message: message.to_string() }
-    }
-}
 
 /// Connects to `addr`, logs in as the pool's user into the pool's database and returns an idle
 /// connection.
@@ -67,20 +55,12 @@ pub(super) async fn connect(
 ) -> Result<Conn, PoolError> {
     let login = Login { cfg, label };
     let work = async {
-        let mut stream = rt::connect(addr, deadline).await.map_err(|e| login.connect_err(e))?;
+        let mut stream = login.dial(addr, deadline).await?;
         let mut rbuf = Vec::with_capacity(4096);
         let info = handshake(&login, &mut stream, &mut rbuf).await?;
-        Ok::<_, PoolError>((stream, rbuf, info))
+        Ok::<_, PoolError>((stream, rbuf, ConnInfo::MySql(info)))
     };
-    match rt::with_deadline(deadline, work).await {
-        Ok(Ok((stream, rbuf, info))) => {
-            let mut c = Conn::new(stream, addr, backend, ConnInfo::MySql(info), unit);
-            c.rbuf = rbuf;
-            Ok(c)
-        }
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(login.connect_err("connect_timeout elapsed")),
-    }
+    login.assemble(rt::with_deadline(deadline, work).await, addr, backend, unit)
 }
 
 /// Reads one logical payload; returns it with its last sequence id.

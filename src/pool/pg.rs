@@ -7,6 +7,7 @@ use std::time::Instant;
 use base64::Engine as _;
 
 use super::conn::BudgetUnit;
+use super::login::Login;
 use super::{Conn, ConnInfo, PgInfo, PoolError};
 use crate::config::Pool as PoolConfig;
 use crate::protocol::pg::{
@@ -18,19 +19,6 @@ use crate::rt::{self, Stream};
 /// Largest message accepted from a backend during startup.
 const STARTUP_MAX: usize = 1 << 20;
 
-struct Login<'a> {
-    cfg: &'a PoolConfig,
-    label: &'a str,
-}
-
-impl Login<'_> {
-    fn connect_err(&self, reason: impl std::fmt::Display) -> PoolError {
-        PoolError::Connect { pool: self.cfg.name.clone(), addr: self.label.to_owned(), reason: reason.to_string() }
-    }
-    fn auth_err(&self, message: impl std::fmt::Display) -> PoolError {
-        PoolError::Auth { pool: self.cfg.name.clone(), addr: self.label.to_owned(), message: message.to_string() }
-    }
-}
 
 /// Connects to `addr`, logs in as the pool's user and returns an idle connection.
 pub(super) async fn connect(
@@ -43,20 +31,12 @@ pub(super) async fn connect(
 ) -> Result<Conn, PoolError> {
     let login = Login { cfg, label };
     let work = async {
-        let mut stream = rt::connect(addr, deadline).await.map_err(|e| login.connect_err(e))?;
+        let mut stream = login.dial(addr, deadline).await?;
         let mut rbuf = Vec::with_capacity(4096);
         let info = startup(&login, &mut stream, &mut rbuf).await?;
-        Ok::<_, PoolError>((stream, rbuf, info))
+        Ok::<_, PoolError>((stream, rbuf, ConnInfo::Pg(info)))
     };
-    match rt::with_deadline(deadline, work).await {
-        Ok(Ok((stream, rbuf, info))) => {
-            let mut c = Conn::new(stream, addr, backend, ConnInfo::Pg(info), unit);
-            c.rbuf = rbuf;
-            Ok(c)
-        }
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(login.connect_err("connect_timeout elapsed")),
-    }
+    login.assemble(rt::with_deadline(deadline, work).await, addr, backend, unit)
 }
 
 async fn send(login: &Login<'_>, stream: &mut Stream, out: &[u8]) -> Result<(), PoolError> {
