@@ -80,21 +80,24 @@ auth_method = "md5"
 [[listeners]]
 protocol = "mysql"
 bind = "127.0.0.1:$QP_MY_PORT"
-[pools.app]
+[pools.pg_primary]
 username = "$PG_USER"
 password = "$PG_PASSWORD"
 database = "$PG_DATABASE"
 max_connections = 10
 backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
-[pools.myapp]
+[pools.my_primary]
 username = "$MY_USER"
 password = "$MY_PASSWORD"
 database = "$MY_DATABASE"
 max_connections = 10
 backends = [{ host = "127.0.0.1", port = ${MY_PRIMARY_PORT:-3306} }]
 [routing]
-default_pool = "app"
-mysql_default_pool = "myapp"
+# Pool names differ from the database names on purpose: a client's database name selects the
+# pool of that name first, so a MySQL client asking for database "app" must not land on a
+# PostgreSQL pool called "app".
+default_pool = "pg_primary"
+mysql_default_pool = "my_primary"
 TOML
     ulimit -n 65536 2>/dev/null || true
     "$QP_BIN" -c "$WORK/qp.toml" 2>"$WORK/qp.log" &
