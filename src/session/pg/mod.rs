@@ -33,6 +33,11 @@ use prepared::{Expect, Stmt};
 const CLIENT_FLUSH_AT: usize = 64 * 1024;
 /// Read size for client and backend sockets.
 const READ_CHUNK: usize = 16 * 1024;
+/// Read size while a session waits between transactions: most requests fit, and thousands of
+/// idle clients must not each hold a large buffer (a longer message just takes more reads).
+const IDLE_READ_CHUNK: usize = 1024;
+/// Capacity a session keeps in each buffer while idle.
+const IDLE_BUFFER_KEEP: usize = 1024;
 
 /// Why a session loop ended.
 enum End {
@@ -85,7 +90,8 @@ pub(super) struct Identity {
 
 /// Serves one client from login to close.
 pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
-    let Some(mut s) = login::login(&ctx, stream, listener).await else { return };
+    // Boxed: the login's state is large and needed only until the greeting.
+    let Some(mut s) = Box::pin(login::login(&ctx, stream, listener)).await else { return };
     let end = s.run().await;
     if let End::Drained = end {
         let mut out = Vec::new();
@@ -127,9 +133,9 @@ impl Session {
             client,
             cbuf: leftover,
             cpos: 0,
-            msg: Vec::with_capacity(1024),
-            out: Vec::with_capacity(16 * 1024),
-            bout: Vec::with_capacity(4096),
+            msg: Vec::new(),
+            out: Vec::new(),
+            bout: Vec::new(),
             pool,
             backend: None,
             state,
@@ -213,10 +219,11 @@ impl Session {
                     None => continue,
                 }
             } else if idle {
+                self.release_idle_buffers();
                 let drain = self.ctx.drain.clone();
                 let client = &mut self.client;
                 let cbuf = &mut self.cbuf;
-                rt::race(async { Some(rt::read_some(client, cbuf, READ_CHUNK).await) }, async {
+                rt::race(async { Some(rt::read_some(client, cbuf, IDLE_READ_CHUNK).await) }, async {
                     drain.wait().await;
                     None
                 })
@@ -228,6 +235,19 @@ impl Session {
                 None => return Err(End::Drained),
                 Some(Ok(0)) | Some(Err(_)) => return Ok(None),
                 Some(Ok(_)) => {}
+            }
+        }
+    }
+
+    /// Gives back buffer space a large statement or result left behind, before a possibly long
+    /// wait for the client's next transaction.
+    fn release_idle_buffers(&mut self) {
+        if self.cbuf.is_empty() {
+            self.cbuf.shrink_to(IDLE_BUFFER_KEEP);
+        }
+        for buf in [&mut self.out, &mut self.bout, &mut self.msg] {
+            if buf.is_empty() {
+                buf.shrink_to(IDLE_BUFFER_KEEP);
             }
         }
     }
