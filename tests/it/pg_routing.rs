@@ -207,17 +207,32 @@ fn pgbench_select_only_reads_land_on_the_standby() {
         .find(|d| d["normalized"].as_str().is_some_and(|n| n.contains("select abalance from pgbench_accounts")))
         .unwrap_or_else(|| panic!("pgbench's SELECT shape in {digests}"));
     assert_eq!(select["calls"].as_u64(), Some(2000), "{select}");
+    // And the metrics count those decisions per pool: every one of the 2000 reads was a
+    // read/write-split decision for the replica pool (fresh or from the plan cache).
+    let metrics = r.control().endpoints().metrics.expect("metrics endpoint");
+    let text = get_text(metrics, "/metrics");
+    let split: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("sqp_routing_decisions_total{") && l.contains("pool=\"replica\""))
+        .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+        .sum();
+    assert!(split >= 2000.0, "decisions for the replica pool: {split}\n{text}");
     drop(r);
     let _ = superuser().batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
 }
 
-/// GET `path` from the admin API and parse the JSON body.
-fn get_json(addr: std::net::SocketAddr, path: &str) -> serde_json::Value {
+/// GET `path` and return the body as text.
+fn get_text(addr: std::net::SocketAddr, path: &str) -> String {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).expect("connect admin");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
     s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n").as_bytes()).expect("send");
     let mut raw = String::new();
     s.read_to_string(&mut raw).expect("read");
-    let body = raw.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {raw}"))
+    raw.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default()
+}
+
+/// GET `path` from the admin API and parse the JSON body.
+fn get_json(addr: std::net::SocketAddr, path: &str) -> serde_json::Value {
+    let body = get_text(addr, path);
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
