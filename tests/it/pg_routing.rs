@@ -236,3 +236,27 @@ fn get_json(addr: std::net::SocketAddr, path: &str) -> serde_json::Value {
     let body = get_text(addr, path);
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
+
+/// Issue #8: when every backend of the read pool is unhealthy, split reads go to the write pool
+/// (`replica_fallback = "primary"`, the default) or fail clearly (`"error"`).
+#[test]
+fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
+    let dead = crate::support::free_port(); // nothing listens there: connects are refused
+    let base = split_config(&dbs().pg.database, "")
+        .replace(&format!("port = {} }}]", dbs().pg.replica_port), &format!("port = {dead} }}]\n[pools.replica.health]\ninterval = \"200ms\"\nfailure_threshold = 1"));
+    assert!(base.contains(&format!("port = {dead}")), "{base}");
+    let r = Router::start(&base);
+    eventually(Duration::from_secs(15), "reads fall back to the primary", || {
+        let Ok(mut c) = crate::pg_util::connect(r.port(), "app", "app") else { return false };
+        matches!(c.query_one("SELECT pg_is_in_recovery()", &[]), Ok(row) if !row.get::<_, bool>(0))
+    });
+    drop(r);
+    let r = Router::start(&base.replace("read_write_split = true", "read_write_split = true\nreplica_fallback = \"error\""));
+    eventually(Duration::from_secs(15), "reads fail clearly", || {
+        let Ok(mut c) = crate::pg_util::connect(r.port(), "app", "app") else { return false };
+        match c.query_one("SELECT pg_is_in_recovery()", &[]) {
+            Err(e) => e.as_db_error().is_some_and(|d| d.message().contains("replica_fallback")),
+            Ok(_) => false,
+        }
+    });
+}
