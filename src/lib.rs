@@ -12,6 +12,9 @@
 //!
 //! A module may use only modules of a lower layer, and only those DESIGN.md allows.
 
+// Bad input must become an error, never a panic: no unwrap/expect outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod admin;
 pub mod app;
 pub mod bridge;

@@ -96,8 +96,8 @@ fn limits(ck: &mut Checker<'_>, base: &str, raw: &RawPool) -> PoolLimits {
     let min_connections = ck.count(&raw.min_connections, &format!("{base}.min_connections"), 0, 1);
     let max_connections = ck.nonzero(&raw.max_connections, &format!("{base}.max_connections"), nz(10));
     // Compare only values that came out valid, so one bad number yields one issue.
-    let min_ok = raw.min_connections.as_ref().map_or(true, |v| *v.get_ref() >= 0);
-    let max_ok = raw.max_connections.as_ref().map_or(true, |v| *v.get_ref() >= 1);
+    let min_ok = raw.min_connections.as_ref().is_none_or(|v| *v.get_ref() >= 0);
+    let max_ok = raw.max_connections.as_ref().is_none_or(|v| *v.get_ref() >= 1);
     if min_ok && max_ok && max_connections.get() < min_connections {
         let message = format!("max_connections ({max_connections}) must be at least min_connections ({min_connections})");
         match (&raw.max_connections, &raw.min_connections) {
@@ -127,7 +127,7 @@ fn retry(ck: &mut Checker<'_>, base: &str, raw: &RawRetry) -> RetryPolicy {
     let default_max = Duration::from_secs(1);
     let backoff_base = ck.duration(&raw.backoff_base, &format!("{base}.backoff_base"), default_base, Zero::Allowed);
     let backoff_max = ck.duration(&raw.backoff_max, &format!("{base}.backoff_max"), default_max, Zero::Allowed);
-    let valid = |v: &Option<Sp<String>>| v.as_ref().map_or(true, |s| parse_duration(s.get_ref()).is_ok());
+    let valid = |v: &Option<Sp<String>>| v.as_ref().is_none_or(|s| parse_duration(s.get_ref()).is_ok());
     if valid(&raw.backoff_base) && valid(&raw.backoff_max) && backoff_max < backoff_base {
         let message = "backoff_max must be at least backoff_base";
         match (&raw.backoff_max, &raw.backoff_base) {

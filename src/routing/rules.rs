@@ -149,16 +149,16 @@ pub(super) struct SessionRule {
 
 impl SessionRule {
     fn matches(&self, input: &RouteInput<'_>) -> bool {
-        self.protocol.map_or(true, |p| p == input.protocol)
-            && self.user.as_deref().map_or(true, |u| u == input.user)
+        self.protocol.is_none_or(|p| p == input.protocol)
+            && self.user.as_deref().is_none_or(|u| u == input.user)
             && self
                 .database
                 .as_deref()
-                .map_or(true, |d| d == input.database)
+                .is_none_or(|d| d == input.database)
             && self
                 .regex
                 .as_ref()
-                .map_or(true, |re| re.is_match(input.sql))
+                .is_none_or(|re| re.is_match(input.sql))
     }
 }
 

@@ -99,7 +99,7 @@ fn classify(sql: &str, stmt: &[Token<'_>], out: &mut Vec<Effect>) {
         out.push(Effect::Pin(PinReason::TempObject));
     }
     for (i, t) in stmt.iter().enumerate() {
-        if t.kind != TokenKind::Word || stmt.get(i + 1).map_or(true, |n| n.kind != TokenKind::LParen) {
+        if t.kind != TokenKind::Word || stmt.get(i + 1).is_none_or(|n| n.kind != TokenKind::LParen) {
             continue;
         }
         let f = t.text.to_ascii_lowercase();

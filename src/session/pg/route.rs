@@ -114,7 +114,7 @@ impl Session {
         if let Some(done) = self.digest.finish(rt::now()) {
             self.ctx.record_digest(
                 done.fingerprint,
-                &done.sql,
+                done.sql,
                 Protocol::Postgres,
                 done.elapsed,
                 done.rows,
