@@ -129,6 +129,13 @@ metric!(
     "Statement errors by pool and router error code."
 );
 metric!(
+    RETRIES,
+    "sqp_retries_total",
+    Counter,
+    ["core", "pool", "outcome"],
+    "Opt-in statement retries of serialization failures and deadlocks, by outcome."
+);
+metric!(
     REPREPARES,
     "sqp_prepared_reprepares_total",
     Counter,

@@ -143,3 +143,19 @@ mod tests {
         );
     }
 }
+
+label_enum! {
+    /// How a retried statement's attempt ended (`outcome` label of `sqp_retries_total`).
+    RetryOutcome {
+        /// A classified failure was retried.
+        Retried => "retried",
+        /// A statement that had been retried finally succeeded or failed for good.
+        Settled => "settled",
+        /// `maximum_attempts` were used up; the last error reached the client.
+        Exhausted => "exhausted",
+        /// The next wait would end past the retry deadline; the error reached the client.
+        Deadline => "deadline",
+        /// Shutdown ended the wait; the error reached the client.
+        Shutdown => "shutdown",
+    }
+}

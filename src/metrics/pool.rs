@@ -11,7 +11,7 @@ use std::time::Duration;
 use smallvec::SmallVec;
 
 use super::histogram::{Histogram, HistogramSnapshot};
-use super::label::Decision;
+use super::label::{Decision, RetryOutcome};
 
 /// Adds one to a counter cell.
 pub(crate) fn bump(c: &Cell<u64>) {
@@ -79,6 +79,7 @@ pub struct PoolCounters {
     waiting: Cell<u64>,
     wait: Histogram,
     decisions: [Cell<u64>; Decision::COUNT],
+    retries: [Cell<u64>; RetryOutcome::COUNT],
     errors: RefCell<SmallVec<[(&'static str, u64); 4]>>,
     backends: RefCell<Vec<Rc<BackendCounters>>>,
 }
@@ -95,6 +96,7 @@ impl PoolCounters {
             waiting: Cell::default(),
             wait: Histogram::default(),
             decisions: Default::default(),
+            retries: Default::default(),
             errors: RefCell::default(),
             backends: RefCell::default(),
         }
@@ -151,6 +153,13 @@ impl PoolCounters {
         }
     }
 
+    /// A retry attempt of a statement on this pool ended with `outcome` (issue #11).
+    pub fn retried(&self, outcome: RetryOutcome) {
+        if let Some(c) = self.retries.get(outcome.index()) {
+            bump(c);
+        }
+    }
+
     /// A statement on this pool failed with router error code `code` (an
     /// `ErrorCode::code()`, a static string from a fixed set).
     pub fn error(&self, code: &'static str) {
@@ -170,6 +179,7 @@ impl PoolCounters {
             queue_depth: self.waiting.get(),
             wait: self.wait.snapshot(),
             decisions_total: self.decisions.each_ref().map(Cell::get),
+            retries_total: self.retries.each_ref().map(Cell::get),
             errors_total: self.errors.borrow().to_vec(),
             backends: self
                 .backends
@@ -278,6 +288,8 @@ pub struct PoolSnapshot {
     pub wait: HistogramSnapshot,
     /// Routing decisions that chose this pool, indexed like [`Decision::ALL`].
     pub decisions_total: [u64; Decision::COUNT],
+    /// Retry attempts by outcome.
+    pub retries_total: [u64; RetryOutcome::COUNT],
     /// Errors by router error code.
     pub errors_total: Vec<(&'static str, u64)>,
     /// Per backend.
@@ -315,6 +327,9 @@ impl PoolSnapshot {
             .iter_mut()
             .zip(other.decisions_total.iter())
         {
+            *a += b;
+        }
+        for (a, b) in self.retries_total.iter_mut().zip(other.retries_total.iter()) {
             *a += b;
         }
         merge_keyed(&mut self.errors_total, &other.errors_total);

@@ -17,7 +17,7 @@ use prometheus_client::registry::Registry;
 
 use super::catalog::{self as cat, Kind, MetricDef};
 use super::histogram::{HistogramSnapshot, BOUNDS_MICROS};
-use super::label::{CacheOp, ClientState, Decision, Direction, Operation};
+use super::label::{CacheOp, ClientState, Decision, Direction, Operation, RetryOutcome};
 use super::CounterSnapshot;
 
 /// The two text formats a scraper may ask for.
@@ -293,6 +293,14 @@ fn statement_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt:
         for p in &s.pools {
             for (code, n) in &p.errors_total {
                 f.series(&[c, &p.name, code], Value::Count(*n))?;
+            }
+        }
+    }
+    let mut f = family(encoder, &cat::RETRIES)?;
+    for (c, s) in cores {
+        for p in &s.pools {
+            for (o, n) in RetryOutcome::ALL.iter().zip(p.retries_total.iter()) {
+                f.series(&[c, &p.name, o.as_str()], Value::Count(*n))?;
             }
         }
     }

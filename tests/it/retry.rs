@@ -110,6 +110,16 @@ fn pg_autocommit_deadlock_victim_succeeds_on_retry() {
     let (result, after) = pg_deadlock(&router, false);
     result.expect("the victim's autocommit statement succeeds on retry");
     assert_eq!(after, (111, 111), "X's and the victim's updates each applied exactly once");
+    let scrape = router.control().scrape().expect("scrape");
+    let text = querypilot::metrics::render(scrape, querypilot::metrics::Format::Prometheus).expect("render");
+    let count = |outcome: &str| -> f64 {
+        text.lines()
+            .filter(|l| l.starts_with("sqp_retries_total{") && l.contains(&format!("outcome=\"{outcome}\"")))
+            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+            .sum()
+    };
+    assert!(count("retried") >= 1.0, "sqp_retries_total counts the retry:\n{text}");
+    assert!(count("settled") >= 1.0, "and the statement that finally succeeded");
 }
 
 #[test]

@@ -81,7 +81,9 @@ impl Session {
 
     /// Counts one retry event of this pool.
     fn count_retry(&self, outcome: Outcome) {
-        // TODO(#11): count in sqp_retries_total{pool,outcome} once metrics has the counter.
         tracing::debug!(pool = %self.pool.config.name, outcome = outcome.as_str(), "statement retry");
+        if let Some(o) = crate::metrics::RetryOutcome::from_name(outcome.as_str()) {
+            self.pool.counters.retried(o);
+        }
     }
 }
