@@ -114,6 +114,23 @@ impl CoreContext {
         self.router.borrow().key(sql, protocol)
     }
 
+    /// Applies `routing.replica_fallback` to a read/write-split decision for `target`: the
+    /// pool to use, or the reason reads must fail. A read pool with no healthy backend sends
+    /// reads to the write pool ("primary") or fails them ("error"); health is a few atomic loads.
+    pub fn replica_fallback(&self, protocol: Protocol, target: Arc<str>) -> Result<Arc<str>, String> {
+        let config = self.config();
+        let write = config.routing.primary_pool(protocol);
+        if write == Some(&*target) || self.pools().get(&target).is_none_or(|p| p.has_healthy_backend()) {
+            return Ok(target);
+        }
+        match (config.routing.replica_fallback, write) {
+            (crate::config::ReplicaFallback::Primary, Some(w)) => Ok(Arc::from(w)),
+            _ => Err(format!(
+                "no healthy backend in read pool \"{target}\" and routing.replica_fallback = \"error\""
+            )),
+        }
+    }
+
     /// The read-your-writes mode of the rules in force (for a session's `RywState`).
     pub fn read_your_writes(&self) -> ReadYourWrites {
         self.router.borrow().rules().read_your_writes()

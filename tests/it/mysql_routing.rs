@@ -260,3 +260,21 @@ fn reads(summary: &str) -> u64 {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no read line in:\n{summary}"))
 }
+
+/// Issue #8 for MySQL clients: with no healthy replica, split reads go to the primary.
+#[test]
+fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
+    let dead = crate::support::free_port(); // nothing listens there: connects are refused
+    let toml = split_config("").replace(
+        &format!("{}", pool("myread", dbs().my.replica_port)),
+        &format!("{}\n[pools.myread.health]\ninterval = \"200ms\"\nfailure_threshold = 1\n", pool("myread", dead)),
+    );
+    assert!(toml.contains(&format!("port = {dead}")), "{toml}");
+    let r = Router::start(&toml);
+    crate::support::eventually(std::time::Duration::from_secs(15), "reads fall back to the primary", || {
+        let opts = mysql::OptsBuilder::from_opts(crate::support::dbs().my.opts(r.port(), "app", "app")).db_name(Some("app"));
+        let Ok(mut c) = mysql::Conn::new(opts) else { return false };
+        use mysql::prelude::Queryable;
+        matches!(c.query_first::<u64, _>("SELECT @@server_id"), Ok(Some(1)))
+    });
+}

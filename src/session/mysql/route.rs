@@ -11,7 +11,7 @@ use super::Session;
 use crate::config::Protocol;
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT};
 use crate::protocol::mysql::response::{SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY};
-use crate::routing::{Decision, DecisionError, Outcome, RouteInput, SessionView, StatementKey};
+use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::sql::fingerprint::Fingerprint;
@@ -67,11 +67,14 @@ impl Session {
         let decision = self.decide(sql, key);
         self.ctx.count_decision(&decision);
         self.ryw.observe(&decision, rt::now());
-        let target = match &decision.outcome {
+        let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
             Outcome::Reject(message) => return Err(MyClientError::new(ER_REJECTED, message.to_string())),
             Outcome::Error(e) => return Err(decision_error(e)),
         };
+        if decision.step == DecisionKind::ReadWriteSplit {
+            target = self.ctx.replica_fallback(Protocol::MySql, target).map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
+        }
         if *target != *self.pool.config.name && !self.held() {
             let Some(pool) = self.ctx.pools().get(&target).cloned() else {
                 return Err(MyClientError::new(ER_NO_POOL, format!("routing chose pool \"{target}\", which does not exist")));

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::Session;
-use crate::config::{Protocol, ReplicaFallback};
+use crate::config::Protocol;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView};
 use crate::rt;
@@ -57,7 +57,10 @@ impl Session {
             Outcome::Error(e) => return Err(decision_error(e)),
         };
         if decision.step == DecisionKind::ReadWriteSplit {
-            target = self.replica_fallback(target)?;
+            target = self
+                .ctx
+                .replica_fallback(Protocol::Postgres, target)
+                .map_err(|m| PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, m))?;
         }
         if *target != *self.pool.config.name && !self.held() {
             let Some(pool) = self.ctx.pools().get(&target).cloned() else {
@@ -73,26 +76,6 @@ impl Session {
         self.finish_digest();
         self.digest.begin(decision.fingerprint, sql, now);
         Ok(decision.rewritten)
-    }
-}
-
-impl Session {
-    /// A split read whose read pool has no healthy backend goes to the write pool, or fails,
-    /// as `routing.replica_fallback` says (issue #8). Health is read from the shared table with
-    /// a few atomic loads.
-    fn replica_fallback(&self, target: Arc<str>) -> Result<Arc<str>, PgClientError> {
-        let config = self.ctx.config();
-        let write = config.routing.primary_pool(Protocol::Postgres);
-        if write == Some(&*target) || self.ctx.pools().get(&target).is_none_or(|p| p.has_healthy_backend()) {
-            return Ok(target);
-        }
-        match (config.routing.replica_fallback, write) {
-            (ReplicaFallback::Primary, Some(w)) => Ok(Arc::from(w)),
-            _ => Err(PgClientError::new(
-                sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
-                format!("no healthy backend in read pool \"{target}\" and routing.replica_fallback = \"error\""),
-            )),
-        }
     }
 }
 
