@@ -30,13 +30,22 @@ pub(crate) struct Checker<'a> {
 impl<'a> Checker<'a> {
     /// A collector for `text`.
     pub(crate) fn new(text: &'a str) -> Self {
-        Checker { text, index: LineIndex::new(text), issues: Vec::new() }
+        Checker {
+            text,
+            index: LineIndex::new(text),
+            issues: Vec::new(),
+        }
     }
 
     /// Records an issue at a byte offset.
     pub(crate) fn report(&mut self, offset: usize, path: &str, message: impl Into<String>) {
         let (line, column) = self.index.position(offset);
-        self.issues.push(ConfigIssue { line, column, path: path.to_string(), message: message.into() });
+        self.issues.push(ConfigIssue {
+            line,
+            column,
+            path: path.to_string(),
+            message: message.into(),
+        });
     }
 
     /// Records an issue at the start of a spanned value.
@@ -64,17 +73,30 @@ impl<'a> Checker<'a> {
     }
 
     /// A keyword (enum) value, or `default` when absent or invalid.
-    pub(crate) fn keyword<T: FromStr<Err = String>>(&mut self, value: &Option<Sp<String>>, path: &str, default: T) -> T {
+    pub(crate) fn keyword<T: FromStr<Err = String>>(
+        &mut self,
+        value: &Option<Sp<String>>,
+        path: &str,
+        default: T,
+    ) -> T {
         self.opt_keyword(value, path).unwrap_or(default)
     }
 
     /// An optional keyword (enum) value; invalid values are reported and read as absent.
-    pub(crate) fn opt_keyword<T: FromStr<Err = String>>(&mut self, value: &Option<Sp<String>>, path: &str) -> Option<T> {
+    pub(crate) fn opt_keyword<T: FromStr<Err = String>>(
+        &mut self,
+        value: &Option<Sp<String>>,
+        path: &str,
+    ) -> Option<T> {
         self.parse_keyword(value.as_ref()?, path)
     }
 
     /// A required keyword (enum) value; an invalid one is reported and read as absent.
-    pub(crate) fn parse_keyword<T: FromStr<Err = String>>(&mut self, value: &Sp<String>, path: &str) -> Option<T> {
+    pub(crate) fn parse_keyword<T: FromStr<Err = String>>(
+        &mut self,
+        value: &Sp<String>,
+        path: &str,
+    ) -> Option<T> {
         match value.get_ref().parse() {
             Ok(parsed) => Some(parsed),
             Err(message) => {
@@ -85,16 +107,31 @@ impl<'a> Checker<'a> {
     }
 
     /// A duration, or `default` when absent or invalid.
-    pub(crate) fn duration(&mut self, value: &Option<Sp<String>>, path: &str, default: Duration, zero: Zero) -> Duration {
+    pub(crate) fn duration(
+        &mut self,
+        value: &Option<Sp<String>>,
+        path: &str,
+        default: Duration,
+        zero: Zero,
+    ) -> Duration {
         self.opt_duration(value, path, zero).unwrap_or(default)
     }
 
     /// An optional duration; invalid values are reported and read as absent.
-    pub(crate) fn opt_duration(&mut self, value: &Option<Sp<String>>, path: &str, zero: Zero) -> Option<Duration> {
+    pub(crate) fn opt_duration(
+        &mut self,
+        value: &Option<Sp<String>>,
+        path: &str,
+        zero: Zero,
+    ) -> Option<Duration> {
         let value = value.as_ref()?;
         match parse_duration(value.get_ref()) {
             Ok(d) if d.is_zero() && zero == Zero::Refused => {
-                self.report_at(value, path, format!("{} must be greater than 0s", leaf(path)));
+                self.report_at(
+                    value,
+                    path,
+                    format!("{} must be greater than 0s", leaf(path)),
+                );
                 None
             }
             Ok(d) => Some(d),
@@ -106,11 +143,21 @@ impl<'a> Checker<'a> {
     }
 
     /// An integer within `min..=max`; out-of-range values are reported and read as absent.
-    pub(crate) fn int_in(&mut self, value: &Option<Sp<i64>>, path: &str, min: i64, max: i64) -> Option<i64> {
+    pub(crate) fn int_in(
+        &mut self,
+        value: &Option<Sp<i64>>,
+        path: &str,
+        min: i64,
+        max: i64,
+    ) -> Option<i64> {
         let value = value.as_ref()?;
         let n = *value.get_ref();
         if n < min {
-            self.report_at(value, path, format!("{} must be at least {min}", leaf(path)));
+            self.report_at(
+                value,
+                path,
+                format!("{} must be at least {min}", leaf(path)),
+            );
             None
         } else if n > max {
             self.report_at(value, path, format!("{} must be at most {max}", leaf(path)));
@@ -121,14 +168,25 @@ impl<'a> Checker<'a> {
     }
 
     /// A `u32` count of at least `min`, or `default`.
-    pub(crate) fn count(&mut self, value: &Option<Sp<i64>>, path: &str, min: u32, default: u32) -> u32 {
+    pub(crate) fn count(
+        &mut self,
+        value: &Option<Sp<i64>>,
+        path: &str,
+        min: u32,
+        default: u32,
+    ) -> u32 {
         self.int_in(value, path, i64::from(min), i64::from(u32::MAX))
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(default)
     }
 
     /// A count that must be at least 1, or `default`.
-    pub(crate) fn nonzero(&mut self, value: &Option<Sp<i64>>, path: &str, default: NonZeroU32) -> NonZeroU32 {
+    pub(crate) fn nonzero(
+        &mut self,
+        value: &Option<Sp<i64>>,
+        path: &str,
+        default: NonZeroU32,
+    ) -> NonZeroU32 {
         NonZeroU32::new(self.count(value, path, 1, default.get())).unwrap_or(default)
     }
 
@@ -149,7 +207,10 @@ pub(crate) fn leaf(path: &str) -> &str {
 
 /// Whether a pool or listener name is usable as a metrics label and a URL segment.
 pub(crate) fn is_identifier(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// `NonZeroU32` from a constant known to be non-zero, without a panic path.

@@ -16,15 +16,14 @@ mod span;
 mod validate;
 mod value;
 
-
 pub use error::{ConfigErrors, ConfigIssue};
 pub use model::{
-    Backend, CacheConfig, General, HealthCheck, Listener, Metrics, PatternRule, Pool, PoolLimits, PoolTimeouts,
-    RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
+    Backend, CacheConfig, General, HealthCheck, Listener, Metrics, PatternRule, Pool, PoolLimits,
+    PoolTimeouts, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
 };
 pub use value::{
-    parse_duration, parse_size, ClientAuth, NormalizationStrategy, PatternKind, PoolMode, Protocol, ReadYourWrites,
-    ReplicaFallback,
+    parse_duration, parse_size, ClientAuth, NormalizationStrategy, PatternKind, PoolMode, Protocol,
+    ReadYourWrites, ReplicaFallback,
 };
 
 use check::Checker;
@@ -68,7 +67,10 @@ impl Config {
         if ck.is_clean() {
             Ok(config)
         } else {
-            Err(ConfigErrors { file: file.to_string(), issues: ck.into_issues() })
+            Err(ConfigErrors {
+                file: file.to_string(),
+                issues: ck.into_issues(),
+            })
         }
     }
 

@@ -8,9 +8,9 @@ use std::net::SocketAddr;
 use super::build::is_loopback;
 use super::check::Checker;
 use super::model::{Listener, RuleTarget};
-use super::Config;
 use super::raw::{RawConfig, Sp};
 use super::value::Protocol;
+use super::Config;
 
 /// Runs every cross-section check, reporting into `ck`.
 pub(crate) fn cross_check(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
@@ -24,23 +24,37 @@ pub(crate) fn cross_check(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config
 
 /// The listeners whose protocol and bind were valid, with their raw entry, so a bad value is
 /// reported once and not again by every check that reads it.
-fn valid_listeners<'r>(raw: &'r RawConfig, config: &'r Config) -> impl Iterator<Item = (usize, &'r Listener, SocketAddr)> + 'r {
-    raw.listeners.iter().zip(&config.listeners).enumerate().filter_map(|(i, (r, l))| {
-        let r = r.get_ref();
-        let bind = r.bind.get_ref().trim().parse::<SocketAddr>().ok()?;
-        r.protocol.get_ref().parse::<Protocol>().ok()?;
-        Some((i, l, bind))
-    })
+fn valid_listeners<'r>(
+    raw: &'r RawConfig,
+    config: &'r Config,
+) -> impl Iterator<Item = (usize, &'r Listener, SocketAddr)> + 'r {
+    raw.listeners
+        .iter()
+        .zip(&config.listeners)
+        .enumerate()
+        .filter_map(|(i, (r, l))| {
+            let r = r.get_ref();
+            let bind = r.bind.get_ref().trim().parse::<SocketAddr>().ok()?;
+            r.protocol.get_ref().parse::<Protocol>().ok()?;
+            Some((i, l, bind))
+        })
 }
 
 fn listeners(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     if raw.listeners.is_empty() {
-        ck.report(0, "listeners", "at least one [[listeners]] entry is required");
+        ck.report(
+            0,
+            "listeners",
+            "at least one [[listeners]] entry is required",
+        );
     }
     let mut names: HashMap<&str, usize> = HashMap::new();
     for (i, (entry, listener)) in raw.listeners.iter().zip(&config.listeners).enumerate() {
         if let Some(first) = names.get(listener.name.as_str()) {
-            let message = format!("duplicate listener name `{}` (first used by listeners[{first}])", listener.name);
+            let message = format!(
+                "duplicate listener name `{}` (first used by listeners[{first}])",
+                listener.name
+            );
             match &entry.get_ref().name {
                 Some(name) => ck.report_at(name, &format!("listeners[{i}].name"), message),
                 None => ck.report_at(entry, &format!("listeners[{i}]"), message),
@@ -51,12 +65,18 @@ fn listeners(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     }
     let valid: Vec<_> = valid_listeners(raw, config).collect();
     for (n, &(i, listener, bind)) in valid.iter().enumerate() {
-        let clash = valid.iter().take(n).find(|(_, _, other)| binds_overlap(bind, *other));
+        let clash = valid
+            .iter()
+            .take(n)
+            .find(|(_, _, other)| binds_overlap(bind, *other));
         if let (Some((_, first, other)), Some(entry)) = (clash, raw.listeners.get(i)) {
             ck.report_at(
                 &entry.get_ref().bind,
                 &format!("listeners[{i}].bind"),
-                format!("bind {bind} of listener `{}` overlaps {other} of listener `{}`", listener.name, first.name),
+                format!(
+                    "bind {bind} of listener `{}` overlaps {other} of listener `{}`",
+                    listener.name, first.name
+                ),
             );
         }
     }
@@ -66,7 +86,9 @@ fn listeners(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
 /// With SO_REUSEPORT on both, an overlap would not fail at bind time but silently split
 /// connections between the two listeners. Port 0 (ephemeral) never overlaps.
 fn binds_overlap(a: SocketAddr, b: SocketAddr) -> bool {
-    a.port() != 0 && a.port() == b.port() && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
+    a.port() != 0
+        && a.port() == b.port()
+        && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
 }
 
 fn pool_references(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
@@ -82,15 +104,31 @@ fn pool_references(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     check(ck, &routing.default_pool, "routing.default_pool");
     check(ck, &routing.read_pool, "routing.read_pool");
     check(ck, &routing.write_pool, "routing.write_pool");
-    check(ck, &routing.mysql_default_pool, "routing.mysql_default_pool");
+    check(
+        ck,
+        &routing.mysql_default_pool,
+        "routing.mysql_default_pool",
+    );
     for (i, rule) in routing.pattern_rules.iter().enumerate() {
-        check(ck, &rule.get_ref().pool, &format!("routing.pattern_rules[{i}].pool"));
+        check(
+            ck,
+            &rule.get_ref().pool,
+            &format!("routing.pattern_rules[{i}].pool"),
+        );
     }
     for (i, rule) in routing.rules.iter().enumerate() {
-        check(ck, &rule.get_ref().pool, &format!("routing.rules[{i}].pool"));
+        check(
+            ck,
+            &rule.get_ref().pool,
+            &format!("routing.rules[{i}].pool"),
+        );
     }
     for (i, rule) in raw.translation.rules.iter().enumerate() {
-        check(ck, &Some(rule.get_ref().target_pool.clone()), &format!("translation.rules[{i}].target_pool"));
+        check(
+            ck,
+            &Some(rule.get_ref().target_pool.clone()),
+            &format!("translation.rules[{i}].target_pool"),
+        );
     }
 }
 
@@ -99,9 +137,16 @@ fn split(ck: &mut Checker<'_>, raw: &RawConfig) {
     let Some(flag) = routing.read_write_split.as_ref().filter(|v| *v.get_ref()) else {
         return;
     };
-    for (key, value) in [("read_pool", &routing.read_pool), ("write_pool", &routing.write_pool)] {
+    for (key, value) in [
+        ("read_pool", &routing.read_pool),
+        ("write_pool", &routing.write_pool),
+    ] {
         if value.is_none() {
-            ck.report_at(flag, "routing.read_write_split", format!("read_write_split = true requires routing.{key}"));
+            ck.report_at(
+                flag,
+                "routing.read_write_split",
+                format!("read_write_split = true requires routing.{key}"),
+            );
         }
     }
 }
@@ -122,7 +167,10 @@ fn routable(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
             ck.report_at(
                 entry,
                 &format!("listeners[{i}]"),
-                format!("routing has no pool for listener `{}` ({}): {hint}", listener.name, listener.protocol),
+                format!(
+                    "routing has no pool for listener `{}` ({}): {hint}",
+                    listener.name, listener.protocol
+                ),
             );
         }
     }
@@ -134,17 +182,31 @@ fn routable(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
 /// is already refused for passthrough in `pool`.)
 fn mysql_passthrough(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     let routing = &config.routing;
-    let mut mysql_pools: BTreeSet<&str> = routing.mysql_default_pool.iter().map(String::as_str).collect();
-    if config.listeners.iter().any(|l| l.protocol == Protocol::MySql) {
+    let mut mysql_pools: BTreeSet<&str> = routing
+        .mysql_default_pool
+        .iter()
+        .map(String::as_str)
+        .collect();
+    if config
+        .listeners
+        .iter()
+        .any(|l| l.protocol == Protocol::MySql)
+    {
         mysql_pools.extend(routing.primary_pool(Protocol::MySql));
     }
-    for rule in routing.rules.iter().filter(|r| r.protocol == Some(Protocol::MySql)) {
+    for rule in routing
+        .rules
+        .iter()
+        .filter(|r| r.protocol == Some(Protocol::MySql))
+    {
         if let RuleTarget::Pool(pool) = &rule.target {
             mysql_pools.insert(pool);
         }
     }
     for name in mysql_pools {
-        let Some(pool) = raw.pools.get(name) else { continue };
+        let Some(pool) = raw.pools.get(name) else {
+            continue;
+        };
         if pool.protocol.is_some() {
             continue;
         }

@@ -24,31 +24,59 @@ fn pool(name: &str, extra: &str) -> String {
 #[test]
 fn no_listener_is_an_error_at_the_top_of_the_file() {
     let issue = one_issue(&format!("{POOL}{ROUTING}"));
-    assert_eq!((issue.line, issue.column, issue.path.as_str()), (1, 1, "listeners"));
-    assert_eq!(issue.message, "at least one [[listeners]] entry is required");
+    assert_eq!(
+        (issue.line, issue.column, issue.path.as_str()),
+        (1, 1, "listeners")
+    );
+    assert_eq!(
+        issue.message,
+        "at least one [[listeners]] entry is required"
+    );
 }
 
 #[test]
 fn duplicate_listener_names() {
-    let text = format!("{}{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:1", "name = \"a\""), listener("mysql", "127.0.0.1:2", "name = \"a\""));
+    let text = format!(
+        "{}{}{POOL}{ROUTING}",
+        listener("postgres", "127.0.0.1:1", "name = \"a\""),
+        listener("mysql", "127.0.0.1:2", "name = \"a\"")
+    );
     let issue = one_issue(&text);
-    assert_eq!(issue.message, "duplicate listener name `a` (first used by listeners[0])");
+    assert_eq!(
+        issue.message,
+        "duplicate listener name `a` (first used by listeners[0])"
+    );
     assert_eq!(issue.path, "listeners[1].name");
     assert_eq!(issue.line, 8);
 }
 
 #[test]
 fn listener_name_with_spaces() {
-    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:1", "name = \"my listener\""));
-    expect(&text, "name =", "listeners[0].name", "listener names may contain only ASCII letters, digits, '_' and '-'");
+    let text = format!(
+        "{}{POOL}{ROUTING}",
+        listener("postgres", "127.0.0.1:1", "name = \"my listener\"")
+    );
+    expect(
+        &text,
+        "name =",
+        "listeners[0].name",
+        "listener names may contain only ASCII letters, digits, '_' and '-'",
+    );
 }
 
 #[test]
 fn identical_binds() {
-    let text = format!("{}{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:6432", ""), listener("mysql", "127.0.0.1:6432", ""));
+    let text = format!(
+        "{}{}{POOL}{ROUTING}",
+        listener("postgres", "127.0.0.1:6432", ""),
+        listener("mysql", "127.0.0.1:6432", "")
+    );
     let issue = one_issue(&text);
     assert_eq!(issue.message, "bind 127.0.0.1:6432 of listener `mysql-1` overlaps 127.0.0.1:6432 of listener `postgres-0`");
-    assert_eq!((issue.path.as_str(), issue.line, issue.column), ("listeners[1].bind", 7, 8));
+    assert_eq!(
+        (issue.path.as_str(), issue.line, issue.column),
+        ("listeners[1].bind", 7, 8)
+    );
 }
 
 #[test]
@@ -63,49 +91,101 @@ fn wildcard_bind_overlaps_a_specific_address_on_the_same_port() {
 
 #[test]
 fn ephemeral_ports_never_overlap() {
-    let text = format!("{}{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:0", ""), listener("mysql", "127.0.0.1:0", ""));
+    let text = format!(
+        "{}{}{POOL}{ROUTING}",
+        listener("postgres", "127.0.0.1:0", ""),
+        listener("mysql", "127.0.0.1:0", "")
+    );
     assert_eq!(parse_ok(&text).listeners.len(), 2);
 }
 
 #[test]
 fn bind_must_be_ip_and_port() {
-    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "localhost:6432", ""));
-    expect(&text, "localhost", "listeners[0].bind", "invalid address \"localhost:6432\": expected IP:port such as 127.0.0.1:6432 or [::1]:6432");
+    let text = format!(
+        "{}{POOL}{ROUTING}",
+        listener("postgres", "localhost:6432", "")
+    );
+    expect(
+        &text,
+        "localhost",
+        "listeners[0].bind",
+        "invalid address \"localhost:6432\": expected IP:port such as 127.0.0.1:6432 or [::1]:6432",
+    );
 }
 
 #[test]
 fn unknown_listener_protocol() {
     let text = format!("{}{POOL}{ROUTING}", listener("pgsql", "127.0.0.1:6432", ""));
-    expect(&text, "pgsql", "listeners[0].protocol", "invalid protocol \"pgsql\": expected one of \"postgres\", \"mysql\"");
+    expect(
+        &text,
+        "pgsql",
+        "listeners[0].protocol",
+        "invalid protocol \"pgsql\": expected one of \"postgres\", \"mysql\"",
+    );
 }
 
 #[test]
 fn auth_method_on_a_mysql_listener() {
-    let text = format!("{}{POOL}{ROUTING}", listener("mysql", "127.0.0.1:6033", "auth_method = \"md5\""));
-    expect(&text, "auth_method", "listeners[0].auth_method", "auth_method applies only to postgres listeners");
+    let text = format!(
+        "{}{POOL}{ROUTING}",
+        listener("mysql", "127.0.0.1:6033", "auth_method = \"md5\"")
+    );
+    expect(
+        &text,
+        "auth_method",
+        "listeners[0].auth_method",
+        "auth_method applies only to postgres listeners",
+    );
 }
 
 #[test]
 fn unknown_auth_method() {
-    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:6432", "auth_method = \"password\""));
-    expect(&text, "auth_method", "listeners[0].auth_method", "invalid auth method \"password\": expected one of \"scram-sha-256\", \"md5\"");
+    let text = format!(
+        "{}{POOL}{ROUTING}",
+        listener("postgres", "127.0.0.1:6432", "auth_method = \"password\"")
+    );
+    expect(
+        &text,
+        "auth_method",
+        "listeners[0].auth_method",
+        "invalid auth method \"password\": expected one of \"scram-sha-256\", \"md5\"",
+    );
 }
 
 #[test]
 fn max_message_size_below_one_kib() {
-    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:6432", "max_message_size = \"512\""));
-    expect(&text, "max_message_size", "listeners[0].max_message_size", "max_message_size must be between 1KiB and 1GiB");
+    let text = format!(
+        "{}{POOL}{ROUTING}",
+        listener("postgres", "127.0.0.1:6432", "max_message_size = \"512\"")
+    );
+    expect(
+        &text,
+        "max_message_size",
+        "listeners[0].max_message_size",
+        "max_message_size must be between 1KiB and 1GiB",
+    );
 }
 
 #[test]
 fn max_client_connections_zero() {
-    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:6432", "max_client_connections = 0"));
-    expect(&text, "max_client_connections", "listeners[0].max_client_connections", "max_client_connections must be at least 1");
+    let text = format!(
+        "{}{POOL}{ROUTING}",
+        listener("postgres", "127.0.0.1:6432", "max_client_connections = 0")
+    );
+    expect(
+        &text,
+        "max_client_connections",
+        "listeners[0].max_client_connections",
+        "max_client_connections must be at least 1",
+    );
 }
 
 #[test]
 fn non_loopback_listener_without_credentials() {
-    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "0.0.0.0:6432", ""));
+    let text = format!(
+        "{}{POOL}{ROUTING}",
+        listener("postgres", "0.0.0.0:6432", "")
+    );
     expect(
         &text,
         "0.0.0.0",
@@ -116,9 +196,16 @@ fn non_loopback_listener_without_credentials() {
 
 #[test]
 fn non_loopback_listener_is_fine_with_anonymous_or_credentials() {
-    let anonymous = format!("{}{POOL}{ROUTING}", listener("postgres", "10.1.2.3:6432", "allow_anonymous = true"));
+    let anonymous = format!(
+        "{}{POOL}{ROUTING}",
+        listener("postgres", "10.1.2.3:6432", "allow_anonymous = true")
+    );
     parse_ok(&anonymous);
-    let credentials = format!("{}{}{ROUTING}", listener("postgres", "[::]:6432", ""), pool("main", "username = \"u\"\npassword = \"p\""));
+    let credentials = format!(
+        "{}{}{ROUTING}",
+        listener("postgres", "[::]:6432", ""),
+        pool("main", "username = \"u\"\npassword = \"p\"")
+    );
     parse_ok(&credentials);
     let loopback_v6 = format!("{}{POOL}{ROUTING}", listener("postgres", "[::1]:6432", ""));
     parse_ok(&loopback_v6);
@@ -131,7 +218,10 @@ fn unknown_default_pool() {
     let text = format!("{LISTENER}{POOL}[routing]\ndefault_pool = \"nope\"\n");
     let issue = one_issue(&text);
     assert_eq!((issue.line, issue.column), (line_of(&text, "nope"), 16));
-    assert_eq!((issue.path.as_str(), issue.message.as_str()), ("routing.default_pool", "unknown pool `nope`"));
+    assert_eq!(
+        (issue.path.as_str(), issue.message.as_str()),
+        ("routing.default_pool", "unknown pool `nope`")
+    );
 }
 
 #[test]
@@ -139,13 +229,28 @@ fn unknown_split_and_mysql_pools_are_each_reported() {
     let text = format!(
         "{LISTENER}{POOL}[routing]\nread_write_split = true\nread_pool = \"r\"\nwrite_pool = \"w\"\nmysql_default_pool = \"m\"\n"
     );
-    let found: Vec<_> = issues(&text).into_iter().map(|i| (i.line, i.path, i.message)).collect();
+    let found: Vec<_> = issues(&text)
+        .into_iter()
+        .map(|i| (i.line, i.path, i.message))
+        .collect();
     assert_eq!(
         found,
         [
-            (line_of(&text, "read_pool"), "routing.read_pool".into(), "unknown pool `r`".into()),
-            (line_of(&text, "write_pool"), "routing.write_pool".into(), "unknown pool `w`".into()),
-            (line_of(&text, "mysql_default_pool"), "routing.mysql_default_pool".into(), "unknown pool `m`".to_string()),
+            (
+                line_of(&text, "read_pool"),
+                "routing.read_pool".into(),
+                "unknown pool `r`".into()
+            ),
+            (
+                line_of(&text, "write_pool"),
+                "routing.write_pool".into(),
+                "unknown pool `w`".into()
+            ),
+            (
+                line_of(&text, "mysql_default_pool"),
+                "routing.mysql_default_pool".into(),
+                "unknown pool `m`".to_string()
+            ),
         ]
     );
 }
@@ -153,32 +258,58 @@ fn unknown_split_and_mysql_pools_are_each_reported() {
 #[test]
 fn unknown_pool_in_a_pattern_rule() {
     let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"template\"\npattern = \"SELECT ?\"\npool = \"ghost\"\n", base());
-    expect(&text, "ghost", "routing.pattern_rules[0].pool", "unknown pool `ghost`");
+    expect(
+        &text,
+        "ghost",
+        "routing.pattern_rules[0].pool",
+        "unknown pool `ghost`",
+    );
 }
 
 #[test]
 fn unknown_pool_in_a_regex_rule() {
-    let text = format!("{}[[routing.rules]]\nname = \"a\"\nuser = \"bob\"\npool = \"ghost\"\n", base());
-    expect(&text, "ghost", "routing.rules[0].pool", "unknown pool `ghost`");
+    let text = format!(
+        "{}[[routing.rules]]\nname = \"a\"\nuser = \"bob\"\npool = \"ghost\"\n",
+        base()
+    );
+    expect(
+        &text,
+        "ghost",
+        "routing.rules[0].pool",
+        "unknown pool `ghost`",
+    );
 }
 
 #[test]
 fn unknown_translation_target_pool() {
     let text = format!("{}[[translation.rules]]\noriginal_sql = \"SELECT 1\"\ntranslated_sql = \"SELECT 2\"\ntarget_pool = \"ghost\"\n", base());
-    expect(&text, "ghost", "translation.rules[0].target_pool", "unknown pool `ghost`");
+    expect(
+        &text,
+        "ghost",
+        "translation.rules[0].target_pool",
+        "unknown pool `ghost`",
+    );
 }
 
 #[test]
 fn read_write_split_without_read_pool() {
     let text = format!("{}read_write_split = true\nwrite_pool = \"main\"\n", base());
-    expect(&text, "read_write_split", "routing.read_write_split", "read_write_split = true requires routing.read_pool");
+    expect(
+        &text,
+        "read_write_split",
+        "routing.read_write_split",
+        "read_write_split = true requires routing.read_pool",
+    );
 }
 
 #[test]
 fn postgres_listener_without_a_pool_to_route_to() {
     let text = format!("{LISTENER}{POOL}");
     let issue = one_issue(&text);
-    assert_eq!((issue.line, issue.column, issue.path.as_str()), (1, 1, "listeners[0]"));
+    assert_eq!(
+        (issue.line, issue.column, issue.path.as_str()),
+        (1, 1, "listeners[0]")
+    );
     assert_eq!(
         issue.message,
         "routing has no pool for listener `postgres-0` (postgres): set routing.default_pool, or routing.write_pool with read_write_split = true"
@@ -187,10 +318,20 @@ fn postgres_listener_without_a_pool_to_route_to() {
 
 #[test]
 fn only_the_listener_lacking_a_pool_is_named() {
-    let text = format!("{}{}{POOL}[routing]\nmysql_default_pool = \"main\"\n", listener("mysql", "127.0.0.1:6033", ""), listener("postgres", "127.0.0.1:6432", "name = \"pg\""));
+    let text = format!(
+        "{}{}{POOL}[routing]\nmysql_default_pool = \"main\"\n",
+        listener("mysql", "127.0.0.1:6033", ""),
+        listener("postgres", "127.0.0.1:6432", "name = \"pg\"")
+    );
     let issue = one_issue(&text);
     assert_eq!((issue.line, issue.path.as_str()), (5, "listeners[1]"));
-    assert!(issue.message.starts_with("routing has no pool for listener `pg` (postgres)"), "{}", issue.message);
+    assert!(
+        issue
+            .message
+            .starts_with("routing has no pool for listener `pg` (postgres)"),
+        "{}",
+        issue.message
+    );
 }
 
 #[test]
@@ -201,7 +342,10 @@ fn mysql_listener_is_served_by_the_write_pool_when_splitting() {
         pool("r", ""),
         pool("w", "")
     );
-    assert_eq!(parse_ok(&text).routing.primary_pool(Protocol::MySql), Some("w"));
+    assert_eq!(
+        parse_ok(&text).routing.primary_pool(Protocol::MySql),
+        Some("w")
+    );
 }
 
 // ---- pools ----
@@ -218,13 +362,23 @@ fn backend_weight_zero() {
 #[test]
 fn backend_port_out_of_range() {
     let text = format!("{LISTENER}{ROUTING}[[pools.main.backends]]\nhost = \"a\"\nport = 70000\n");
-    expect(&text, "70000", "pools.main.backends[0].port", "port must be at most 65535");
+    expect(
+        &text,
+        "70000",
+        "pools.main.backends[0].port",
+        "port must be at most 65535",
+    );
 }
 
 #[test]
 fn pool_without_backends_is_located_at_its_table() {
     let text = format!("{LISTENER}{ROUTING}[pools.main]\nusername = \"u\"\n");
-    expect(&text, "[pools.main]", "pools.main.backends", "a pool needs at least one backend");
+    expect(
+        &text,
+        "[pools.main]",
+        "pools.main.backends",
+        "a pool needs at least one backend",
+    );
 }
 
 #[test]
@@ -240,18 +394,34 @@ fn duplicate_backend_in_a_pool() {
     let text = format!("{LISTENER}{ROUTING}[pools.main]\nbackends = [\n  {{ host = \"db\", port = 5432 }},\n  {{ host = \"db\", port = 5432 }},\n]\n");
     let issue = one_issue(&text);
     assert_eq!(issue.line, line_of(&text, "[pools.main]") + 3);
-    assert_eq!((issue.path.as_str(), issue.message.as_str()), ("pools.main.backends[1]", "backend db:5432 is listed twice in this pool"));
+    assert_eq!(
+        (issue.path.as_str(), issue.message.as_str()),
+        (
+            "pools.main.backends[1]",
+            "backend db:5432 is listed twice in this pool"
+        )
+    );
 }
 
 #[test]
 fn pool_name_with_a_dot() {
-    let text = format!("{LISTENER}{ROUTING}{POOL}[pools.\"a.b\"]\nbackends = [{{ host = \"x\", port = 1 }}]\n");
-    expect(&text, "[pools.\"a.b\"]", "pools.a.b", "pool names may contain only ASCII letters, digits, '_' and '-'");
+    let text = format!(
+        "{LISTENER}{ROUTING}{POOL}[pools.\"a.b\"]\nbackends = [{{ host = \"x\", port = 1 }}]\n"
+    );
+    expect(
+        &text,
+        "[pools.\"a.b\"]",
+        "pools.a.b",
+        "pool names may contain only ASCII letters, digits, '_' and '-'",
+    );
 }
 
 #[test]
 fn raw_passthrough_with_a_protocol_override() {
-    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "protocol = \"postgres\"\nraw_passthrough = true"));
+    let text = format!(
+        "{LISTENER}{ROUTING}{}",
+        pool("main", "protocol = \"postgres\"\nraw_passthrough = true")
+    );
     expect(
         &text,
         "raw_passthrough",
@@ -262,82 +432,170 @@ fn raw_passthrough_with_a_protocol_override() {
 
 #[test]
 fn raw_passthrough_on_the_mysql_default_pool() {
-    let text = format!("{LISTENER}{ROUTING}{POOL}{}[routing.rules]", pool("my", "raw_passthrough = true"))
-        .replace("[routing.rules]", "")
-        .replace("default_pool = \"main\"\n", "default_pool = \"main\"\nmysql_default_pool = \"my\"\n");
-    expect(&text, "raw_passthrough", "pools.my.raw_passthrough", "raw_passthrough is not supported on a pool serving mysql clients");
+    let text = format!(
+        "{LISTENER}{ROUTING}{POOL}{}[routing.rules]",
+        pool("my", "raw_passthrough = true")
+    )
+    .replace("[routing.rules]", "")
+    .replace(
+        "default_pool = \"main\"\n",
+        "default_pool = \"main\"\nmysql_default_pool = \"my\"\n",
+    );
+    expect(
+        &text,
+        "raw_passthrough",
+        "pools.my.raw_passthrough",
+        "raw_passthrough is not supported on a pool serving mysql clients",
+    );
 }
 
 #[test]
 fn raw_passthrough_on_a_pool_reached_by_a_mysql_listener() {
-    let text = format!("{}{ROUTING}{}", listener("mysql", "127.0.0.1:6033", ""), pool("main", "raw_passthrough = true"));
-    expect(&text, "raw_passthrough", "pools.main.raw_passthrough", "raw_passthrough is not supported on a pool serving mysql clients");
+    let text = format!(
+        "{}{ROUTING}{}",
+        listener("mysql", "127.0.0.1:6033", ""),
+        pool("main", "raw_passthrough = true")
+    );
+    expect(
+        &text,
+        "raw_passthrough",
+        "pools.main.raw_passthrough",
+        "raw_passthrough is not supported on a pool serving mysql clients",
+    );
 }
 
 #[test]
 fn raw_passthrough_on_a_postgres_pool_is_accepted() {
-    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "raw_passthrough = true"));
+    let text = format!(
+        "{LISTENER}{ROUTING}{}",
+        pool("main", "raw_passthrough = true")
+    );
     assert!(parse_ok(&text).pools[0].raw_passthrough);
 }
 
 #[test]
 fn max_connections_below_min_connections() {
-    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "min_connections = 5\nmax_connections = 4"));
-    expect(&text, "max_connections", "pools.main.max_connections", "max_connections (4) must be at least min_connections (5)");
+    let text = format!(
+        "{LISTENER}{ROUTING}{}",
+        pool("main", "min_connections = 5\nmax_connections = 4")
+    );
+    expect(
+        &text,
+        "max_connections",
+        "pools.main.max_connections",
+        "max_connections (4) must be at least min_connections (5)",
+    );
 }
 
 #[test]
 fn min_connections_above_the_default_max() {
-    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "min_connections = 11"));
-    expect(&text, "min_connections", "pools.main.min_connections", "max_connections (10) must be at least min_connections (11)");
+    let text = format!(
+        "{LISTENER}{ROUTING}{}",
+        pool("main", "min_connections = 11")
+    );
+    expect(
+        &text,
+        "min_connections",
+        "pools.main.min_connections",
+        "max_connections (10) must be at least min_connections (11)",
+    );
 }
 
 #[test]
 fn max_prepared_statements_zero() {
-    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "max_prepared_statements = 0"));
-    expect(&text, "max_prepared", "pools.main.max_prepared_statements", "max_prepared_statements must be at least 1");
+    let text = format!(
+        "{LISTENER}{ROUTING}{}",
+        pool("main", "max_prepared_statements = 0")
+    );
+    expect(
+        &text,
+        "max_prepared",
+        "pools.main.max_prepared_statements",
+        "max_prepared_statements must be at least 1",
+    );
 }
 
 #[test]
 fn zero_acquire_timeout() {
-    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "acquire_timeout = \"0s\""));
-    expect(&text, "acquire_timeout", "pools.main.acquire_timeout", "acquire_timeout must be greater than 0s");
+    let text = format!(
+        "{LISTENER}{ROUTING}{}",
+        pool("main", "acquire_timeout = \"0s\"")
+    );
+    expect(
+        &text,
+        "acquire_timeout",
+        "pools.main.acquire_timeout",
+        "acquire_timeout must be greater than 0s",
+    );
 }
 
 #[test]
 fn unknown_pool_mode() {
     let text = format!("{LISTENER}{ROUTING}{}", pool("main", "mode = \"txn\""));
-    expect(&text, "txn", "pools.main.mode", "invalid pool mode \"txn\": expected one of \"session\", \"transaction\", \"statement\"");
+    expect(
+        &text,
+        "txn",
+        "pools.main.mode",
+        "invalid pool mode \"txn\": expected one of \"session\", \"transaction\", \"statement\"",
+    );
 }
 
 #[test]
 fn empty_username() {
     let text = format!("{LISTENER}{ROUTING}{}", pool("main", "username = \"\""));
-    expect(&text, "username", "pools.main.username", "username must not be empty");
+    expect(
+        &text,
+        "username",
+        "pools.main.username",
+        "username must not be empty",
+    );
 }
 
 #[test]
 fn backoff_max_below_backoff_base() {
-    let text = format!("{}[pools.main.retry]\nbackoff_base = \"2s\"\nbackoff_max = \"500ms\"\n", base());
-    expect(&text, "backoff_max", "pools.main.retry.backoff_max", "backoff_max must be at least backoff_base");
+    let text = format!(
+        "{}[pools.main.retry]\nbackoff_base = \"2s\"\nbackoff_max = \"500ms\"\n",
+        base()
+    );
+    expect(
+        &text,
+        "backoff_max",
+        "pools.main.retry.backoff_max",
+        "backoff_max must be at least backoff_base",
+    );
 }
 
 #[test]
 fn retry_maximum_attempts_zero() {
     let text = format!("{}[pools.main.retry]\nmaximum_attempts = 0\n", base());
-    expect(&text, "maximum_attempts", "pools.main.retry.maximum_attempts", "maximum_attempts must be at least 1");
+    expect(
+        &text,
+        "maximum_attempts",
+        "pools.main.retry.maximum_attempts",
+        "maximum_attempts must be at least 1",
+    );
 }
 
 #[test]
 fn health_interval_without_unit() {
     let text = format!("{}[pools.main.health]\ninterval = \"2\"\n", base());
-    expect(&text, "interval", "pools.main.health.interval", "invalid duration \"2\": missing unit (ms, s, m or h)");
+    expect(
+        &text,
+        "interval",
+        "pools.main.health.interval",
+        "invalid duration \"2\": missing unit (ms, s, m or h)",
+    );
 }
 
 #[test]
 fn health_failure_threshold_zero() {
     let text = format!("{}[pools.main.health]\nfailure_threshold = 0\n", base());
-    expect(&text, "failure_threshold", "pools.main.health.failure_threshold", "failure_threshold must be at least 1");
+    expect(
+        &text,
+        "failure_threshold",
+        "pools.main.health.failure_threshold",
+        "failure_threshold must be at least 1",
+    );
 }
 
 // ---- rules ----
@@ -345,39 +603,72 @@ fn health_failure_threshold_zero() {
 #[test]
 fn regex_pattern_rule_that_does_not_compile() {
     let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"regex\"\npattern = \"(select\"\npool = \"main\"\n", base());
-    expect(&text, "(select", "routing.pattern_rules[0].pattern", "invalid regex: unclosed group");
+    expect(
+        &text,
+        "(select",
+        "routing.pattern_rules[0].pattern",
+        "invalid regex: unclosed group",
+    );
 }
 
 #[test]
 fn regex_rule_that_does_not_compile() {
-    let text = format!("{}[[routing.rules]]\nname = \"a\"\npattern = \"[a-\"\npool = \"main\"\n", base());
+    let text = format!(
+        "{}[[routing.rules]]\nname = \"a\"\npattern = \"[a-\"\npool = \"main\"\n",
+        base()
+    );
     let issue = one_issue(&text);
-    assert_eq!((issue.line, issue.path.as_str()), (line_of(&text, "[a-"), "routing.rules[0].pattern"));
-    assert!(issue.message.starts_with("invalid regex: "), "{}", issue.message);
+    assert_eq!(
+        (issue.line, issue.path.as_str()),
+        (line_of(&text, "[a-"), "routing.rules[0].pattern")
+    );
+    assert!(
+        issue.message.starts_with("invalid regex: "),
+        "{}",
+        issue.message
+    );
 }
 
 #[test]
 fn hash_pattern_that_is_not_a_u64() {
     let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"hash\"\npattern = \"0xdeadbeef\"\npool = \"main\"\n", base());
-    expect(&text, "0xdeadbeef", "routing.pattern_rules[0].pattern", "a hash pattern must be a decimal u64 fingerprint");
+    expect(
+        &text,
+        "0xdeadbeef",
+        "routing.pattern_rules[0].pattern",
+        "a hash pattern must be a decimal u64 fingerprint",
+    );
 }
 
 #[test]
 fn hash_pattern_rule_exposes_its_fingerprint() {
     let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"hash\"\npattern = \"18446744073709551615\"\nreject = \"no\"\n", base());
-    assert_eq!(parse_ok(&text).routing.pattern_rules[0].hash(), Some(u64::MAX));
+    assert_eq!(
+        parse_ok(&text).routing.pattern_rules[0].hash(),
+        Some(u64::MAX)
+    );
 }
 
 #[test]
 fn empty_template_pattern() {
     let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"template\"\npattern = \"  \"\npool = \"main\"\n", base());
-    expect(&text, "pattern =", "routing.pattern_rules[0].pattern", "a template pattern must not be empty");
+    expect(
+        &text,
+        "pattern =",
+        "routing.pattern_rules[0].pattern",
+        "a template pattern must not be empty",
+    );
 }
 
 #[test]
 fn unknown_pattern_type() {
     let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"glob\"\npattern = \"x\"\npool = \"main\"\n", base());
-    expect(&text, "glob", "routing.pattern_rules[0].type", "invalid pattern type \"glob\": expected one of \"template\", \"regex\", \"hash\"");
+    expect(
+        &text,
+        "glob",
+        "routing.pattern_rules[0].type",
+        "invalid pattern type \"glob\": expected one of \"template\", \"regex\", \"hash\"",
+    );
 }
 
 #[test]
@@ -387,51 +678,108 @@ fn rule_names_are_unique_across_both_lists() {
         base()
     );
     let issue = one_issue(&text);
-    assert_eq!(issue.line, text.lines().collect::<Vec<_>>().iter().rposition(|l| l.contains("\"dup\"")).map_or(0, |i| i + 1));
+    assert_eq!(
+        issue.line,
+        text.lines()
+            .collect::<Vec<_>>()
+            .iter()
+            .rposition(|l| l.contains("\"dup\""))
+            .map_or(0, |i| i + 1)
+    );
     assert_eq!(issue.path, "routing.rules[0].name");
-    assert_eq!(issue.message, "duplicate rule name `dup` (first used by routing.pattern_rules[0])");
+    assert_eq!(
+        issue.message,
+        "duplicate rule name `dup` (first used by routing.pattern_rules[0])"
+    );
 }
 
 #[test]
 fn regex_rule_without_any_matcher() {
-    let text = format!("{}[[routing.rules]]\nname = \"a\"\npool = \"main\"\n", base());
-    expect(&text, "[[routing.rules]]", "routing.rules[0]", "a rule needs at least one matcher: pattern, user, database or protocol");
+    let text = format!(
+        "{}[[routing.rules]]\nname = \"a\"\npool = \"main\"\n",
+        base()
+    );
+    expect(
+        &text,
+        "[[routing.rules]]",
+        "routing.rules[0]",
+        "a rule needs at least one matcher: pattern, user, database or protocol",
+    );
 }
 
 #[test]
 fn rule_with_both_pool_and_reject() {
-    let text = format!("{}[[routing.rules]]\nname = \"a\"\nuser = \"u\"\npool = \"main\"\nreject = \"no\"\n", base());
-    expect(&text, "[[routing.rules]]", "routing.rules[0]", "set exactly one of pool or reject, not both");
+    let text = format!(
+        "{}[[routing.rules]]\nname = \"a\"\nuser = \"u\"\npool = \"main\"\nreject = \"no\"\n",
+        base()
+    );
+    expect(
+        &text,
+        "[[routing.rules]]",
+        "routing.rules[0]",
+        "set exactly one of pool or reject, not both",
+    );
 }
 
 #[test]
 fn rule_with_neither_pool_nor_reject() {
-    let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"template\"\npattern = \"SELECT 1\"\n", base());
-    expect(&text, "[[routing.pattern_rules]]", "routing.pattern_rules[0]", "set exactly one of pool or reject");
+    let text = format!(
+        "{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"template\"\npattern = \"SELECT 1\"\n",
+        base()
+    );
+    expect(
+        &text,
+        "[[routing.pattern_rules]]",
+        "routing.pattern_rules[0]",
+        "set exactly one of pool or reject",
+    );
 }
 
 #[test]
 fn rule_priority_beyond_i32() {
-    let text = format!("{}[[routing.rules]]\nname = \"a\"\nuser = \"u\"\nreject = \"no\"\npriority = 3000000000\n", base());
-    expect(&text, "priority", "routing.rules[0].priority", "priority must be at most 2147483647");
+    let text = format!(
+        "{}[[routing.rules]]\nname = \"a\"\nuser = \"u\"\nreject = \"no\"\npriority = 3000000000\n",
+        base()
+    );
+    expect(
+        &text,
+        "priority",
+        "routing.rules[0].priority",
+        "priority must be at most 2147483647",
+    );
 }
 
 #[test]
 fn read_your_writes_zero_window() {
     let text = format!("{}read_your_writes = \"0s\"\n", base());
-    expect(&text, "read_your_writes", "routing.read_your_writes", "a zero window means no read-your-writes; write \"none\"");
+    expect(
+        &text,
+        "read_your_writes",
+        "routing.read_your_writes",
+        "a zero window means no read-your-writes; write \"none\"",
+    );
 }
 
 #[test]
 fn cache_size_zero() {
     let text = format!("{}[routing.cache]\nsize = 0\n", base());
-    expect(&text, "size", "routing.cache.size", "size must be at least 1");
+    expect(
+        &text,
+        "size",
+        "routing.cache.size",
+        "size must be at least 1",
+    );
 }
 
 #[test]
 fn translation_with_empty_original_sql() {
     let text = format!("{}[[translation.rules]]\noriginal_sql = \"\"\ntranslated_sql = \"SELECT 2\"\ntarget_pool = \"main\"\n", base());
-    expect(&text, "original_sql", "translation.rules[0].original_sql", "original_sql must not be empty");
+    expect(
+        &text,
+        "original_sql",
+        "translation.rules[0].original_sql",
+        "original_sql must not be empty",
+    );
 }
 
 // ---- general and metrics ----
@@ -439,47 +787,96 @@ fn translation_with_empty_original_sql() {
 #[test]
 fn empty_cores_list() {
     let text = format!("[general]\ncores = []\n{}", base());
-    expect(&text, "cores", "general.cores", "cores must list at least one CPU id; omit the key to use every CPU");
+    expect(
+        &text,
+        "cores",
+        "general.cores",
+        "cores must list at least one CPU id; omit the key to use every CPU",
+    );
 }
 
 #[test]
 fn cpu_listed_twice_and_out_of_range() {
     let text = format!("[general]\ncores = [0, 1, 0, 5000]\n{}", base());
-    let found: Vec<_> = issues(&text).into_iter().map(|i| (i.line, i.column, i.path, i.message)).collect();
+    let found: Vec<_> = issues(&text)
+        .into_iter()
+        .map(|i| (i.line, i.column, i.path, i.message))
+        .collect();
     assert_eq!(
         found,
         [
-            (2, 16, "general.cores[2]".into(), "CPU 0 is listed twice".into()),
-            (2, 19, "general.cores[3]".into(), "cores must be at most 1023".to_string()),
+            (
+                2,
+                16,
+                "general.cores[2]".into(),
+                "CPU 0 is listed twice".into()
+            ),
+            (
+                2,
+                19,
+                "general.cores[3]".into(),
+                "cores must be at most 1023".to_string()
+            ),
         ]
     );
-    assert_eq!(parse_ok(&format!("[general]\ncores = [3, 1]\n{}", base())).general.cores, Some(vec![3, 1]));
+    assert_eq!(
+        parse_ok(&format!("[general]\ncores = [3, 1]\n{}", base()))
+            .general
+            .cores,
+        Some(vec![3, 1])
+    );
 }
 
 #[test]
 fn invalid_shutdown_drain() {
     let text = format!("[general]\nshutdown_drain = \"30 seconds\"\n{}", base());
-    expect(&text, "shutdown_drain", "general.shutdown_drain", "invalid duration \"30 seconds\": unit must be one of ms, s, m, h");
+    expect(
+        &text,
+        "shutdown_drain",
+        "general.shutdown_drain",
+        "invalid duration \"30 seconds\": unit must be one of ms, s, m, h",
+    );
 }
 
 #[test]
 fn metrics_on_a_public_address_needs_an_admin_token() {
-    let text = format!("{}[metrics]\nenabled = true\nbind = \"0.0.0.0:9090\"\n", base());
-    expect(&text, "bind = \"0.0.0.0", "metrics.bind", "a non-loopback metrics bind exposes the admin API: set metrics.admin_token");
+    let text = format!(
+        "{}[metrics]\nenabled = true\nbind = \"0.0.0.0:9090\"\n",
+        base()
+    );
+    expect(
+        &text,
+        "bind = \"0.0.0.0",
+        "metrics.bind",
+        "a non-loopback metrics bind exposes the admin API: set metrics.admin_token",
+    );
     let disabled = format!("{}[metrics]\nbind = \"0.0.0.0:9090\"\n", base());
     parse_ok(&disabled);
-    let with_token = format!("{}[metrics]\nenabled = true\nbind = \"0.0.0.0:9090\"\nadmin_token = \"s\"\n", base());
+    let with_token = format!(
+        "{}[metrics]\nenabled = true\nbind = \"0.0.0.0:9090\"\nadmin_token = \"s\"\n",
+        base()
+    );
     parse_ok(&with_token);
 }
 
 #[test]
 fn metrics_port_65535_leaves_no_admin_port() {
     let text = format!("{}[metrics]\nbind = \"127.0.0.1:65535\"\n", base());
-    expect(&text, "65535", "metrics.bind", "port 65535 leaves no port for the admin API, which listens on port + 1");
+    expect(
+        &text,
+        "65535",
+        "metrics.bind",
+        "port 65535 leaves no port for the admin API, which listens on port + 1",
+    );
 }
 
 #[test]
 fn empty_admin_token() {
     let text = format!("{}[metrics]\nadmin_token = \"\"\n", base());
-    expect(&text, "admin_token", "metrics.admin_token", "admin_token must not be empty");
+    expect(
+        &text,
+        "admin_token",
+        "metrics.admin_token",
+        "admin_token must not be empty",
+    );
 }
