@@ -241,6 +241,7 @@ pub const ALL: &[&MetricDef] = &[
     &SESSION_PINS,
     &STATEMENTS,
     &ERRORS,
+    &RETRIES,
     &REPREPARES,
     &POOL_CONNECTIONS,
     &POOL_ACQUIRE,

@@ -260,3 +260,16 @@ fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
         }
     });
 }
+
+/// Without a split or a matching rule, a client that names a pool as its database stays on that
+/// pool instead of the configured default.
+#[test]
+fn a_pool_chosen_by_database_name_is_the_default_target() {
+    let pg = &dbs().pg;
+    let pools = pg_pool("primary", pg.primary_port, "transaction", 2) + &pg_pool("replica", pg.replica_port, "transaction", 2);
+    let r = Router::start(&crate::router::pg_config(&[0], &pools, "primary"));
+    let mut on_replica = client(&r, "replica");
+    assert!(on_standby(&mut on_replica, "SELECT pg_is_in_recovery()"), "database \"replica\" selects that pool");
+    let mut other = client(&r, "app");
+    assert!(!on_standby(&mut other, "SELECT pg_is_in_recovery()"), "an unknown database uses the default pool");
+}

@@ -56,6 +56,13 @@ impl Session {
             Outcome::Reject(message) => return Err(PgClientError::new(REJECTED, message.to_string())),
             Outcome::Error(e) => return Err(decision_error(e)),
         };
+        if decision.step == DecisionKind::Default {
+            // No rule and no split decided: a client that named a pool as its database stays on
+            // that pool rather than the configured default.
+            if let Some(own) = self.ctx.pools().get(&self.identity.database) {
+                target = Arc::from(own.config.name.as_str());
+            }
+        }
         if decision.step == DecisionKind::ReadWriteSplit {
             target = self
                 .ctx
