@@ -181,6 +181,8 @@ pub struct CorePool {
     pub counters: Rc<PoolCounters>,
     /// This core's share of `min_connections` per backend, kept open by `maintain`.
     min_share: Cell<u32>,
+    /// The pool's name, shared: routing compares it on every statement of a transaction.
+    name: Arc<str>,
 }
 
 impl CorePool {
@@ -214,7 +216,13 @@ impl CorePool {
             server_params: RefCell::new(None),
             counters,
             min_share: Cell::new(0),
+            name: Arc::from(config.name.as_str()),
         }
+    }
+
+    /// The pool's name (as routing decisions name pools).
+    pub fn name(&self) -> &Arc<str> {
+        &self.name
     }
 
     /// metrics: this core's figures for the pool (idle connections counted now, per backend).

@@ -47,8 +47,11 @@ pub fn spawn_guarded<F>(queue: TaskQueueHandle, fut: F, on_panic: impl FnOnce(St
 where
     F: Future<Output = ()> + 'static,
 {
+    // Boxed before the async block captures it: captured by value, the unstarted block would
+    // hold the whole session future inline and the task allocation would be as big as the box.
+    let inner = CatchUnwind { inner: Box::pin(fut) };
     let guarded = async move {
-        if let Err(msg) = (CatchUnwind { inner: Box::pin(fut) }).await {
+        if let Err(msg) = inner.await {
             on_panic(msg);
         }
     };

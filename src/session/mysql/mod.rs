@@ -37,6 +37,10 @@ use state::{Effect, MyState};
 const CLIENT_FLUSH_AT: usize = 64 * 1024;
 /// Read size for client and backend sockets.
 const READ_CHUNK: usize = 16 * 1024;
+/// First read of an idle session: most commands are small.
+const IDLE_READ_CHUNK: usize = 1024;
+/// Buffer capacity an idle session keeps.
+const IDLE_BUFFER_KEEP: usize = 1024;
 /// `ER_SERVER_SHUTDOWN`.
 const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
 /// `ER_CONNECTION_KILLED`-like error for a backend lost mid-command (`CR_SERVER_LOST` text).
@@ -110,7 +114,8 @@ pub(super) struct Session {
 
 /// Serves one client from login to close.
 pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
-    let Some(mut s) = login::login(&ctx, stream, listener).await else { return };
+    // Boxed: the login's state is large and needed only until the greeting.
+    let Some(mut s) = Box::pin(login::login(&ctx, stream, listener)).await else { return };
     let end = s.run().await;
     if let End::Drained = end {
         MyClientError::new(ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining").encode(0, &mut s.out);
@@ -145,8 +150,8 @@ impl Session {
         Self {
             ctx,
             io,
-            out: Vec::with_capacity(16 * 1024),
-            bout: Vec::with_capacity(4096),
+            out: Vec::new(),
+            bout: Vec::new(),
             bpos: 0,
             pool: g.pool,
             backend: None,
@@ -184,7 +189,9 @@ impl Session {
                 Ok(None) => return End::ClientGone,
                 Err(end) => return end,
             };
-            if let Err(end) = self.dispatch(&payload).await {
+            // Boxed per command: the handlers' state is large, and an idle session should
+            // hold only what waiting for the next command needs.
+            if let Err(end) = Box::pin(self.dispatch(&payload)).await {
                 return end;
             }
             if let Err(end) = self.flush_client().await {
@@ -217,9 +224,13 @@ impl Session {
             self.flush_client().await?;
             let idle = self.backend.is_none();
             let read = if idle {
+                self.release_idle_buffers();
+                // A small first read keeps idle buffers small; the rest of a big command
+                // arrives in full-size chunks.
+                let chunk = if self.io.buf.is_empty() { IDLE_READ_CHUNK } else { READ_CHUNK };
                 let drain = self.ctx.drain.clone();
                 let io = &mut self.io;
-                rt::race(async { Some(rt::read_some(&mut io.stream, &mut io.buf, READ_CHUNK).await) }, async {
+                rt::race(async { Some(rt::read_some(&mut io.stream, &mut io.buf, chunk).await) }, async {
                     drain.wait().await;
                     None
                 })
@@ -231,6 +242,16 @@ impl Session {
                 None => return Err(End::Drained),
                 Some(Ok(0)) | Some(Err(_)) => return Ok(None),
                 Some(Ok(_)) => {}
+            }
+        }
+    }
+
+    /// Gives back buffer space a large command or result left behind, before a possibly long
+    /// wait for the client's next command.
+    fn release_idle_buffers(&mut self) {
+        for buf in [&mut self.io.buf, &mut self.out, &mut self.bout] {
+            if buf.is_empty() {
+                buf.shrink_to(IDLE_BUFFER_KEEP);
             }
         }
     }

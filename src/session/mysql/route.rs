@@ -3,7 +3,6 @@
 //! transaction and when nothing pins the connection), reports rejections and unhonorable hints
 //! as ERR packets that never reach a backend, and records digest statistics.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::relay::Outcome as Relayed;
@@ -46,14 +45,13 @@ impl Session {
     /// needs to know whether a translation rewrites what is prepared). `key` is the statement's
     /// memoized routing key, if any.
     pub(super) fn decide(&self, sql: &str, key: Option<StatementKey>) -> Decision {
-        let held: Option<Arc<str>> = self.held().then(|| Arc::from(self.pool.config.name.as_str()));
         let input = RouteInput {
             sql,
             protocol: Protocol::MySql,
             user: &self.user,
             database: self.state.db().unwrap_or(&self.pool.config.database),
             session: SessionView {
-                transaction_pool: held.as_ref(),
+                transaction_pool: self.held().then(|| self.pool.name()),
                 pinned_to_primary: self.ryw.pinned(rt::now()),
                 read_only_transaction: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
             },

@@ -169,7 +169,9 @@ impl Session {
                 Ok(None) => return End::ClientGone,
                 Err(end) => return end,
             };
-            let res = self.dispatch(tag).await;
+            // Boxed per message: the handlers' state is large, and an idle session (most of
+            // them, most of the time) should hold only what waiting for the next message needs.
+            let res = Box::pin(self.dispatch(tag)).await;
             if let Err(end) = res {
                 return end;
             }
@@ -221,9 +223,12 @@ impl Session {
             } else if idle {
                 self.release_idle_buffers();
                 let drain = self.ctx.drain.clone();
+                // A small first read keeps idle buffers small; the rest of a big message
+                // arrives in full-size chunks.
+                let chunk = if self.cbuf.is_empty() { IDLE_READ_CHUNK } else { READ_CHUNK };
                 let client = &mut self.client;
                 let cbuf = &mut self.cbuf;
-                rt::race(async { Some(rt::read_some(client, cbuf, IDLE_READ_CHUNK).await) }, async {
+                rt::race(async { Some(rt::read_some(client, cbuf, chunk).await) }, async {
                     drain.wait().await;
                     None
                 })
@@ -314,7 +319,7 @@ impl Session {
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
         }
-        let rewritten = match self.route_statement(sql).await {
+        let rewritten = match self.route_statement(sql, None).await {
             Ok(r) => r,
             Err(e) => {
                 e.encode(&mut self.out);
@@ -355,7 +360,7 @@ impl Session {
             ));
         }
         if name.is_empty() {
-            let rewritten = match self.route_statement(query).await {
+            let rewritten = match self.route_statement(query, None).await {
                 Ok(r) => r,
                 Err(e) => return self.fail_batch(e),
             };
@@ -372,8 +377,11 @@ impl Session {
         }
         // Named statements are routed at execute time; here only a translation matters, since it
         // changes what is prepared on backends.
-        let translated = self.decide(query).rewritten;
-        let stmt = Rc::new(Stmt::new(query, translated.as_deref(), types));
+        let route_key = self.ctx.statement_key(query, Protocol::Postgres);
+        let translated = self.decide(query, Some(route_key)).rewritten;
+        let mut stmt = Stmt::new(query, translated.as_deref(), types);
+        stmt.route_key = Some(route_key);
+        let stmt = Rc::new(stmt);
         self.stmts.insert(name.to_owned(), stmt.clone());
         if self.backend.is_none() {
             // Outside a transaction a named statement needs no connection yet: it is prepared
@@ -399,7 +407,7 @@ impl Session {
             // Unknown to the router: let the server report it.
             return self.forward_ext(raw, Expect::Bind).await;
         };
-        if let Err(e) = self.route_statement(&stmt.query).await {
+        if let Err(e) = self.route_statement(&stmt.query, stmt.route_key).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {
@@ -429,7 +437,7 @@ impl Session {
             _ => None,
         };
         let Some(stmt) = stmt else { return self.forward_ext(raw, expect).await };
-        if let Err(e) = self.route_statement(&stmt.query).await {
+        if let Err(e) = self.route_statement(&stmt.query, stmt.route_key).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {

@@ -6,6 +6,7 @@
 //! statement can be re-prepared transparently on whichever connection the client borrows next.
 
 use crate::protocol::pg::frontend;
+use crate::routing::StatementKey;
 use crate::session::state::{pg_effects, Effect};
 
 /// A statement a client prepared.
@@ -21,6 +22,8 @@ pub(super) struct Stmt {
     pub effects: Vec<Effect>,
     /// The client's text, which routing decides on at every execute.
     pub query: String,
+    /// The routing key of `query`, computed once at Parse.
+    pub route_key: Option<StatementKey>,
 }
 
 impl Stmt {
@@ -34,7 +37,7 @@ impl Stmt {
         let mut parse_msg = Vec::with_capacity(query.len() + 32);
         // Encoding fails only on NUL bytes, which the decoder already rejected.
         let _ = frontend::encode_parse(&server_name, query, types, &mut parse_msg);
-        Self { key, server_name, parse_msg, effects: pg_effects(query), query: client_query.to_owned() }
+        Self { key, server_name, parse_msg, effects: pg_effects(query), query: client_query.to_owned(), route_key: None }
     }
 }
 

@@ -2,12 +2,11 @@
 //! runs, applies the answer (switching the session's pool only at a safe point), and reports
 //! rejections and unhonorable hints as errors that never reach a backend.
 
-use std::sync::Arc;
 
 use super::Session;
 use crate::config::Protocol;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
-use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView};
+use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 
@@ -26,28 +25,28 @@ impl Session {
     }
 
     /// Asks the router about `sql` without moving the session (for a named Parse, which only
-    /// needs to know whether a translation rewrites it).
-    pub(super) fn decide(&mut self, sql: &str) -> Decision {
-        let held: Option<Arc<str>> = self.held().then(|| Arc::from(self.pool.config.name.as_str()));
+    /// needs to know whether a translation rewrites it). `key` is the statement's routing key
+    /// when computed before (a prepared statement's), sparing a fingerprint per execute.
+    pub(super) fn decide(&mut self, sql: &str, key: Option<StatementKey>) -> Decision {
         let input = RouteInput {
             sql,
             protocol: Protocol::Postgres,
             user: &self.identity.user,
             database: &self.identity.database,
             session: SessionView {
-                transaction_pool: held.as_ref(),
+                transaction_pool: self.held().then(|| self.pool.name()),
                 pinned_to_primary: self.ryw.pinned(rt::now()),
                 read_only_transaction: false,
             },
-            key: None,
+            key,
         };
         self.ctx.route(&input)
     }
 
     /// Routes `sql` and moves the session to the decided pool when it may move. Returns the
     /// rewritten SQL when a translation rule applied.
-    pub(super) async fn route_statement(&mut self, sql: &str) -> Result<Option<String>, PgClientError> {
-        let decision = self.decide(sql);
+    pub(super) async fn route_statement(&mut self, sql: &str, key: Option<StatementKey>) -> Result<Option<String>, PgClientError> {
+        let decision = self.decide(sql, key);
         let now = rt::now();
         self.ryw.observe(&decision, now);
         self.ctx.count_decision(&decision);
@@ -60,7 +59,7 @@ impl Session {
             // No rule and no split decided: a client that named a pool as its database stays on
             // that pool rather than the configured default.
             if let Some(own) = self.ctx.pools().get(&self.identity.database) {
-                target = Arc::from(own.config.name.as_str());
+                target = own.name().clone();
             }
         }
         if decision.step == DecisionKind::ReadWriteSplit {
