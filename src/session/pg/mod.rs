@@ -314,7 +314,7 @@ impl Session {
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
         }
-        let rewritten = match self.route_statement(sql).await {
+        let rewritten = match self.route_statement(sql, true).await {
             Ok(r) => r,
             Err(e) => {
                 e.encode(&mut self.out);
@@ -355,7 +355,7 @@ impl Session {
             ));
         }
         if name.is_empty() {
-            let rewritten = match self.route_statement(query).await {
+            let rewritten = match self.route_statement(query, true).await {
                 Ok(r) => r,
                 Err(e) => return self.fail_batch(e),
             };
@@ -399,7 +399,7 @@ impl Session {
             // Unknown to the router: let the server report it.
             return self.forward_ext(raw, Expect::Bind).await;
         };
-        if let Err(e) = self.route_statement(&stmt.query).await {
+        if let Err(e) = self.route_statement(&stmt.query, true).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {
@@ -429,7 +429,7 @@ impl Session {
             _ => None,
         };
         let Some(stmt) = stmt else { return self.forward_ext(raw, expect).await };
-        if let Err(e) = self.route_statement(&stmt.query).await {
+        if let Err(e) = self.route_statement(&stmt.query, false).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {

@@ -45,12 +45,16 @@ impl Session {
     }
 
     /// Routes `sql` and moves the session to the decided pool when it may move. Returns the
-    /// rewritten SQL when a translation rule applied.
-    pub(super) async fn route_statement(&mut self, sql: &str) -> Result<Option<String>, PgClientError> {
+    /// rewritten SQL when a translation rule applied. Only a statement that `runs` is counted
+    /// (decision metrics, digest, read-your-writes): a Describe routes too, to reach the pool
+    /// its Bind will run on, but counting it would count one execution twice.
+    pub(super) async fn route_statement(&mut self, sql: &str, runs: bool) -> Result<Option<String>, PgClientError> {
         let decision = self.decide(sql);
         let now = rt::now();
-        self.ryw.observe(&decision, now);
-        self.ctx.count_decision(&decision);
+        if runs {
+            self.ryw.observe(&decision, now);
+            self.ctx.count_decision(&decision);
+        }
         let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
             Outcome::Reject(message) => return Err(PgClientError::new(REJECTED, message.to_string())),
@@ -66,7 +70,7 @@ impl Session {
         if decision.step == DecisionKind::ReadWriteSplit {
             target = self
                 .ctx
-                .replica_fallback(Protocol::Postgres, target)
+                .replica_fallback(Protocol::Postgres, target, runs)
                 .map_err(|m| PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, m))?;
         }
         if *target != *self.pool.config.name && !self.held() {
@@ -80,8 +84,10 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        self.finish_digest();
-        self.digest.begin(decision.fingerprint, sql, now);
+        if runs {
+            self.finish_digest();
+            self.digest.begin(decision.fingerprint, sql, now);
+        }
         Ok(decision.rewritten)
     }
 }
