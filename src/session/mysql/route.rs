@@ -73,7 +73,7 @@ impl Session {
             Outcome::Error(e) => return Err(decision_error(e)),
         };
         if decision.step == DecisionKind::ReadWriteSplit {
-            target = self.ctx.replica_fallback(Protocol::MySql, target).map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
+            target = self.ctx.replica_fallback(Protocol::MySql, target, true).map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
         }
         if *target != *self.pool.config.name && !self.held() {
             let Some(pool) = self.ctx.pools().get(&target).cloned() else {
