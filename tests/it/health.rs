@@ -16,7 +16,7 @@ use crate::support::{dbs, eventually, free_port, unique_name, Dbs, Kind, Server}
 /// Probe interval used throughout: short, so the tests are quick.
 const INTERVAL_MS: u64 = 200;
 
-fn get(addr: SocketAddr, path: &str) -> String {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> String {
     let mut s =
         TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to admin");
     s.set_read_timeout(Some(Duration::from_secs(20)))
