@@ -1,14 +1,16 @@
-//! Issue #8 (without the routing-level fallback): backend health checks, replica lag and
-//! weighted selection, against real servers. Faults (paused replay, stopped SQL thread,
-//! stopped server) are injected only on private environments. Health is observed from the
-//! outside — `/api/pools` and `/metrics` — and selection by where connections actually landed
-//! (`inet_server_port()`).
+//! Issue #8: backend health checks, replica lag, the read fallback to the primary and weighted
+//! selection, against real servers. Faults (paused replay, stopped SQL thread, stopped server)
+//! are injected only on private environments. Health is observed from the outside —
+//! `/api/pools` and `/metrics` — and routing and selection by where statements actually ran
+//! (`pg_is_in_recovery()`, `@@server_id`, `inet_server_port()`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
 
 use crate::router::Router;
 use crate::support::{dbs, eventually, free_port, unique_name, Dbs, Kind, Server};
@@ -89,14 +91,9 @@ fn be(port: u16, extra: &str) -> String {
 /// A router with one listener of `protocol`, the pools, read/write split between `read` and
 /// `write`, and metrics + admin API on ephemeral ports.
 fn router(protocol: &str, pools: &str, read: &str, write: &str) -> Router {
-    let mysql_default = if protocol == "mysql" {
-        format!("mysql_default_pool = \"{write}\"\n")
-    } else {
-        String::new()
-    };
     Router::start(&format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"{protocol}\"\nbind = \"127.0.0.1:0\"\n\n\
-         {pools}[routing]\nread_write_split = true\nread_pool = \"{read}\"\nwrite_pool = \"{write}\"\n{mysql_default}\n\
+         {pools}[routing]\nread_write_split = true\nread_pool = \"{read}\"\nwrite_pool = \"{write}\"\n\n\
          [metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n"
     ))
 }
@@ -133,6 +130,31 @@ impl Drop for Writer {
             let _ = t.join();
         }
     }
+}
+
+/// Sum over cores of `sqp_replica_fallbacks_total` for read pool `pool` and `outcome`.
+fn fallbacks(router: &Router, pool: &str, outcome: &str) -> f64 {
+    let addr = router.control().endpoints().metrics.expect("metrics endpoint");
+    let labels = format!("pool=\"{pool}\",outcome=\"{outcome}\"");
+    get(addr, "/metrics")
+        .lines()
+        .filter(|l| l.starts_with("sqp_replica_fallbacks_total{") && l.contains(&labels))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// How long reads may take to move once the replica's lag is over the threshold: the check
+/// that measured it is the first of `failure_threshold` (2) failing checks, so one or two more
+/// intervals, plus generous slack for a loaded machine.
+fn move_deadline() -> Duration {
+    Duration::from_millis(2 * INTERVAL_MS) + Duration::from_secs(3)
+}
+
+/// Whether a replica-eligible read through the router ran on the PostgreSQL standby.
+fn pg_read_on_standby(c: &mut postgres::Client) -> bool {
+    c.query_one("SELECT pg_is_in_recovery()", &[])
+        .expect("read through the router")
+        .get(0)
 }
 
 /// Waits until backend `port` of `pool` is `want`, returning how long that took.
@@ -191,13 +213,28 @@ fn pg_paused_replay_makes_the_standby_unhealthy_until_resumed() {
             "CREATE TABLE {table} (id serial PRIMARY KEY, at timestamptz DEFAULT now())"
         ))
         .expect("create");
-    let (writer_env, writes) = (pg.clone(), table.clone());
+    pg.wait_replica_caught_up(Duration::from_secs(20));
+    // A client connected before the fault, and its reads on the standby.
+    let mut client = router.pg(&pg.database);
+    assert!(pg_read_on_standby(&mut client), "a healthy standby serves reads");
+    let insert = format!("INSERT INTO {table} DEFAULT VALUES");
+    let (writer_env, writes) = (pg.clone(), insert.clone());
     let writer = Writer::start(move || {
-        let _ = writer_env
-            .primary_client()
-            .execute(&format!("INSERT INTO {writes} DEFAULT VALUES"), &[]);
+        let _ = writer_env.primary_client().execute(&writes, &[]);
     });
     env.pause_replication(Kind::Pg);
+    eventually(Duration::from_secs(15), "a check to measure lag over 1s", || {
+        backend(&router, "replica", pg.replica_port)["replica_lag_seconds"]
+            .as_f64()
+            .is_some_and(|s| s > 1.0)
+    });
+    eventually(move_deadline(), "reads to move to the primary", || {
+        !pg_read_on_standby(&mut client)
+    });
+    assert!(!pg_read_on_standby(&mut router.pg(&pg.database)), "a new client reads from the primary too");
+    // Another client writes: after a write, read-your-writes keeps a session's reads on the primary.
+    router.pg(&pg.database).execute(&insert, &[]).expect("writes still run on the primary");
+    assert!(fallbacks(&router, "replica", "primary") >= 2.0, "each moved read is counted");
     let took = until_health(
         &router,
         "replica",
@@ -235,13 +272,10 @@ fn pg_paused_replay_makes_the_standby_unhealthy_until_resumed() {
     );
 
     env.resume_replication(Kind::Pg);
-    until_health(
-        &router,
-        "replica",
-        pg.replica_port,
-        true,
-        Duration::from_secs(15),
-    );
+    eventually(Duration::from_secs(15), "reads to come back to the standby", || {
+        pg_read_on_standby(&mut client)
+    });
+    assert!(healthy(&router, "replica", pg.replica_port));
     let back = backend(&router, "replica", pg.replica_port);
     assert!(
         back["replica_lag_seconds"]
@@ -283,8 +317,33 @@ fn mariadb_stopped_sql_thread_makes_the_replica_unhealthy_until_restarted() {
         backend(&router, "replica", my.replica_port)["replica_lag_seconds"].as_f64(),
         Some(0.0)
     );
+    let server_id = |c: &mut mysql::Conn| -> u64 {
+        c.query_first("SELECT @@server_id").expect("@@server_id").expect("a row")
+    };
+    let replica_id = server_id(&mut my.replica_client());
+    let primary_id = server_id(&mut my.primary_client());
+    assert_ne!(replica_id, primary_id);
+    let table = unique_name("health_my");
+    my.primary_client()
+        .query_drop(format!("CREATE TABLE {table} (id int AUTO_INCREMENT PRIMARY KEY)"))
+        .expect("create");
+    my.wait_replica_caught_up(Duration::from_secs(20));
+    let mut client = mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
+        .expect("connect through the router");
+    assert_eq!(server_id(&mut client), replica_id, "a healthy replica serves reads");
 
     env.pause_replication(Kind::Mariadb);
+    // A stopped SQL thread is unknown lag from the next check on: reads move within the checks
+    // that mark the replica down.
+    eventually(move_deadline(), "reads to move to the primary", || {
+        server_id(&mut client) == primary_id
+    });
+    // Another client writes: after a write, read-your-writes keeps a session's reads on the primary.
+    mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
+        .expect("connect through the router")
+        .query_drop(format!("INSERT INTO {table} VALUES ()"))
+        .expect("writes still run on the primary (the replica refuses them)");
+    assert!(fallbacks(&router, "replica", "primary") >= 1.0, "the moved read is counted");
     let took = until_health(
         &router,
         "replica",
@@ -311,13 +370,10 @@ fn mariadb_stopped_sql_thread_makes_the_replica_unhealthy_until_restarted() {
     assert!(metric(&router, &failures).is_some_and(|n| n >= 2.0));
 
     env.resume_replication(Kind::Mariadb);
-    until_health(
-        &router,
-        "replica",
-        my.replica_port,
-        true,
-        Duration::from_secs(15),
-    );
+    eventually(Duration::from_secs(15), "reads to come back to the replica", || {
+        server_id(&mut client) == replica_id
+    });
+    assert!(healthy(&router, "replica", my.replica_port));
 }
 
 /// Opens `n` PostgreSQL clients at once through the router (session mode: each holds its own
