@@ -420,3 +420,82 @@ fn mariadb_config_rule_rewrites_text_and_prepared_statements() {
     let other: Vec<(String, u64)> = c.query(format!("SELECT v, @@server_id FROM {a} WHERE id = 3")).expect("other");
     assert_eq!(other, vec![("a3".to_owned(), 2)]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// MySQL client, PostgreSQL pool (cross-protocol)
+
+/// A MySQL listener whose default pool `pgx` is the PostgreSQL primary (bridged), with rules
+/// that turn MySQL-only SQL (backticks, `IFNULL`) reading `ta` into PostgreSQL SQL reading `tb`.
+fn bridged_router(t: &PgTables) -> Router {
+    let pg = &dbs().pg;
+    let (a, b) = (&t.a, &t.b);
+    let rules = rule(
+        &format!("SELECT IFNULL(v, 'none') FROM `{a}` WHERE id = 1"),
+        &format!("SELECT COALESCE(v, 'none') FROM {b} WHERE id = 1"),
+        "pgx",
+    ) + &rule(
+        &format!("SELECT `v` FROM `{a}` WHERE id IN (1, 2) ORDER BY id"),
+        &format!("SELECT v FROM {b} WHERE id IN (1, 2) ORDER BY id"),
+        "pgx",
+    ) + &rule(
+        &format!("SELECT `id` FROM `{a}` WHERE v = 'x'"),
+        &format!("SELECT id FROM {b} WHERE v = 'x'"),
+        "pgx",
+    );
+    Router::start(&format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
+         [pools.pgx]\nprotocol = \"postgres\"\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
+         max_connections = 4\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
+         [routing]\nmysql_default_pool = \"pgx\"\n\n{rules}{m}",
+        u = pg.user,
+        p = pg.password,
+        d = pg.database,
+        port = pg.primary_port,
+        m = metrics_section()
+    ))
+}
+
+/// Issue #7's cross-protocol case: a MySQL client's MySQL-dialect statement is rewritten into
+/// PostgreSQL SQL and runs on the PostgreSQL pool (untranslated, PostgreSQL would reject the
+/// backticks and `IFNULL`), as a text query and as a prepared statement.
+#[test]
+fn mysql_client_statements_are_rewritten_for_a_postgres_pool() {
+    let t = pg_tables();
+    let router = bridged_router(&t);
+    let metrics = router.control().endpoints().metrics.expect("metrics endpoint");
+    let my = &dbs().my;
+    let pg = &dbs().pg;
+    let mut c = mysql::Conn::new(my.opts(router.port(), &pg.user, &pg.password))
+        .unwrap_or_else(|e| panic!("connect through the bridge: {e}"));
+    let a = &t.a;
+    let before = translations_counted(metrics, "pgx");
+    for id in [1, 7, 40] {
+        let text: Vec<String> = c.query(format!("SELECT IFNULL(v, 'nothing') FROM `{a}` WHERE id = {id}")).expect("text");
+        let want = if id == 40 { vec![] } else { vec![format!("b{id}")] };
+        assert_eq!(text, want, "COM_QUERY id = {id}");
+        let prepared: Vec<String> = c.exec(format!("SELECT IFNULL(v, ?) FROM `{a}` WHERE id = ?"), ("nothing", id)).expect("prepared");
+        assert_eq!(prepared, want, "COM_STMT_EXECUTE id = {id}");
+    }
+    for len in [1usize, 4, 12] {
+        let ids: Vec<i32> = (1..=len as i32).collect();
+        let list: Vec<String> = ids.iter().map(i32::to_string).collect();
+        let want: Vec<String> = ids.iter().map(|i| format!("b{i}")).collect();
+        let text: Vec<String> =
+            c.query(format!("SELECT `v` FROM `{a}` WHERE id IN ({}) ORDER BY id", list.join(","))).expect("text list");
+        assert_eq!(text, want, "IN list of {len}");
+        let marks = vec!["?"; len].join(",");
+        let params: Vec<mysql::Value> = ids.iter().map(|i| mysql::Value::from(*i)).collect();
+        let prepared: Vec<String> =
+            c.exec(format!("SELECT `v` FROM `{a}` WHERE id IN ({marks}) ORDER BY id"), params).expect("prepared list");
+        assert_eq!(prepared, want, "IN list of {len} parameters");
+    }
+    // MySQL escapes in, PostgreSQL quoting out.
+    let escaped = AWKWARD.replace('\\', "\\\\").replace('\'', "\\'").replace('"', "\\\"");
+    let text: Vec<i32> = c.query(format!("SELECT `id` FROM `{a}` WHERE v = '{escaped}'")).expect("text string");
+    assert_eq!(text, vec![100]);
+    let prepared: Vec<i32> = c.exec(format!("SELECT `id` FROM `{a}` WHERE v = ?"), (AWKWARD,)).expect("prepared string");
+    assert_eq!(prepared, vec![100]);
+    // 7 text queries and 5 prepares (the mysql crate prepares each distinct text once; a
+    // bridged statement's translation is decided when it is prepared).
+    assert_eq!(translations_counted(metrics, "pgx") - before, 12, "translations are counted");
+}
