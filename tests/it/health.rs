@@ -216,7 +216,10 @@ fn pg_paused_replay_makes_the_standby_unhealthy_until_resumed() {
     pg.wait_replica_caught_up(Duration::from_secs(20));
     // A client connected before the fault, and its reads on the standby.
     let mut client = router.pg(&pg.database);
-    assert!(pg_read_on_standby(&mut client), "a healthy standby serves reads");
+    // A fresh environment's first checks may still fail while the standby settles.
+    eventually(Duration::from_secs(15), "a healthy standby to serve reads", || {
+        pg_read_on_standby(&mut client)
+    });
     let insert = format!("INSERT INTO {table} DEFAULT VALUES");
     let (writer_env, writes) = (pg.clone(), insert.clone());
     let writer = Writer::start(move || {
@@ -330,7 +333,9 @@ fn mariadb_stopped_sql_thread_makes_the_replica_unhealthy_until_restarted() {
     my.wait_replica_caught_up(Duration::from_secs(20));
     let mut client = mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
         .expect("connect through the router");
-    assert_eq!(server_id(&mut client), replica_id, "a healthy replica serves reads");
+    eventually(Duration::from_secs(15), "a healthy replica to serve reads", || {
+        server_id(&mut client) == replica_id
+    });
 
     env.pause_replication(Kind::Mariadb);
     // A stopped SQL thread is unknown lag from the next check on: reads move within the checks
@@ -520,4 +525,103 @@ fn weighted_backends_get_connections_two_to_one() {
         (19..=21).contains(&on_primary) && (9..=11).contains(&on_replica),
         "2:1 expected, got {on_primary}:{on_replica}"
     );
+}
+
+/// Stopping the only standby of a split's read pool costs clients nothing: reads issued after
+/// the stop (none was in flight) all succeed, on the primary, in an existing session and a new
+/// one; once the standby is back, reads return to it.
+#[test]
+fn reads_survive_a_stopped_standby_and_return_after_restart() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let pools = pool(
+        "primary",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "transaction",
+        &[be(pg.primary_port, "")],
+    ) + &pool(
+        "replica",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "transaction",
+        &[be(pg.replica_port, "")],
+    );
+    let router = router("postgres", &pools, "replica", "primary");
+    until_health(&router, "replica", pg.replica_port, true, Duration::from_secs(10));
+    let mut client = router.pg(&pg.database);
+    // A fresh environment's first checks may still fail while the standby settles.
+    eventually(Duration::from_secs(15), "a healthy standby to serve reads", || {
+        pg_read_on_standby(&mut client)
+    });
+
+    env.stop(Server::PgReplica);
+    let mut errors = Vec::new();
+    for _ in 0..20 {
+        match client.query_one("SELECT pg_is_in_recovery()", &[]) {
+            Ok(row) => assert!(!row.get::<_, bool>(0), "the stopped standby ran nothing"),
+            Err(e) => errors.push(format!("{:?}", e.as_db_error().map(|d| (d.code().code().to_owned(), d.message().to_owned())))),
+        }
+    }
+    assert!(errors.is_empty(), "reads after the stop failed: {errors:?}");
+    assert!(!pg_read_on_standby(&mut router.pg(&pg.database)), "a new session reads from the primary");
+    assert!(!healthy(&router, "replica", pg.replica_port));
+    assert!(fallbacks(&router, "replica", "primary") >= 20.0);
+
+    env.start(Server::PgReplica);
+    eventually(Duration::from_secs(20), "reads to come back to the standby", || {
+        pg_read_on_standby(&mut client)
+    });
+}
+
+/// The same for MariaDB: reads after the replica stopped all succeed on the primary, and return
+/// to the replica once it is back.
+#[test]
+fn mariadb_reads_survive_a_stopped_replica_and_return_after_restart() {
+    let env = Dbs::private();
+    let my = &env.my;
+    let pools = pool(
+        "primary",
+        &my.user,
+        &my.password,
+        &my.database,
+        "transaction",
+        &[be(my.primary_port, "")],
+    ) + &pool(
+        "replica",
+        &my.user,
+        &my.password,
+        &my.database,
+        "transaction",
+        &[be(my.replica_port, "")],
+    );
+    let router = router("mysql", &pools, "replica", "primary");
+    until_health(&router, "replica", my.replica_port, true, Duration::from_secs(10));
+    let server_id = |c: &mut mysql::Conn| -> mysql::Result<u64> {
+        c.query_first("SELECT @@server_id").map(|v| v.unwrap_or(0))
+    };
+    let replica_id = server_id(&mut my.replica_client()).expect("replica id");
+    let mut client = mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
+        .expect("connect through the router");
+    eventually(Duration::from_secs(15), "a healthy replica to serve reads", || {
+        server_id(&mut client).is_ok_and(|id| id == replica_id)
+    });
+
+    env.stop(Server::MyReplica);
+    let mut errors = Vec::new();
+    for _ in 0..20 {
+        match server_id(&mut client) {
+            Ok(id) => assert_ne!(id, replica_id, "the stopped replica ran nothing"),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    assert!(errors.is_empty(), "reads after the stop failed: {errors:?}");
+    assert!(!healthy(&router, "replica", my.replica_port));
+
+    env.start(Server::MyReplica);
+    eventually(Duration::from_secs(20), "reads to come back to the replica", || {
+        server_id(&mut client).is_ok_and(|id| id == replica_id)
+    });
 }

@@ -90,7 +90,25 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
+        if decision.step == DecisionKind::ReadWriteSplit && self.backend.is_none() {
+            self.connect_split().await?;
+        }
         Ok(Routed { rewritten: decision.rewritten, fingerprint: decision.fingerprint })
+    }
+
+    /// Borrows a connection for a split statement. The read pool may have lost its last backend
+    /// since the decision: the connect that finds out marks it down (passive health), and the
+    /// read then falls back as `routing.replica_fallback` says instead of failing.
+    async fn connect_split(&mut self) -> Result<(), MyClientError> {
+        let Err(e) = self.ensure_backend().await else { return Ok(()) };
+        let current: Arc<str> = Arc::from(self.pool.config.name.as_str());
+        let next = match self.ctx.replica_fallback(Protocol::MySql, current.clone(), true) {
+            Ok(next) if next != current => next,
+            _ => return Err(e),
+        };
+        let Some(pool) = self.ctx.pools().get(&next).cloned() else { return Err(e) };
+        self.pool = pool;
+        self.ensure_backend().await
     }
 
     /// For a session bridged to a PostgreSQL pool: the rewritten SQL when a translation rule
