@@ -420,6 +420,10 @@ fn a_stopped_replica_is_skipped_and_returns_after_restart() {
         "session",
         &[be(pg.replica_port, ""), be(pg.primary_port, "")],
     );
+    // A fresh standby that is still starting fails the first checks and takes no connections.
+    eventually(Duration::from_secs(30), "the standby to accept connections", || {
+        pg.config(pg.replica_port, &pg.user, &pg.password).connect(postgres::NoTls).is_ok()
+    });
     let router = router("postgres", &pools, "reads", "reads");
     let before = pg_ports(&router, "reads", 6);
     assert!(
