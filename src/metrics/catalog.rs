@@ -136,6 +136,13 @@ metric!(
     "Opt-in statement retries of serialization failures and deadlocks, by outcome."
 );
 metric!(
+    REPLICA_FALLBACKS,
+    "sqp_replica_fallbacks_total",
+    Counter,
+    ["core", "pool", "outcome"],
+    "Replica-eligible reads whose read pool had no healthy backend, by read pool and outcome (primary: sent to the write pool; error: refused)."
+);
+metric!(
     REPREPARES,
     "sqp_prepared_reprepares_total",
     Counter,
@@ -242,6 +249,7 @@ pub const ALL: &[&MetricDef] = &[
     &STATEMENTS,
     &ERRORS,
     &RETRIES,
+    &REPLICA_FALLBACKS,
     &REPREPARES,
     &POOL_CONNECTIONS,
     &POOL_ACQUIRE,

@@ -145,6 +145,17 @@ mod tests {
 }
 
 label_enum! {
+    /// What happened to a replica-eligible read whose read pool had no healthy backend
+    /// (`outcome` label of `sqp_replica_fallbacks_total`, `routing.replica_fallback`).
+    FallbackOutcome {
+        /// Sent to the write pool.
+        Primary => "primary",
+        /// Refused with an error.
+        Error => "error",
+    }
+}
+
+label_enum! {
     /// How a retried statement's attempt ended (`outcome` label of `sqp_retries_total`).
     RetryOutcome {
         /// A classified failure was retried.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use smallvec::SmallVec;
 
 use super::histogram::{Histogram, HistogramSnapshot};
-use super::label::{Decision, RetryOutcome};
+use super::label::{Decision, FallbackOutcome, RetryOutcome};
 
 /// Adds one to a counter cell.
 pub(crate) fn bump(c: &Cell<u64>) {
@@ -80,6 +80,7 @@ pub struct PoolCounters {
     wait: Histogram,
     decisions: [Cell<u64>; Decision::COUNT],
     retries: [Cell<u64>; RetryOutcome::COUNT],
+    fallbacks: [Cell<u64>; FallbackOutcome::COUNT],
     errors: RefCell<SmallVec<[(&'static str, u64); 4]>>,
     backends: RefCell<Vec<Rc<BackendCounters>>>,
 }
@@ -97,6 +98,7 @@ impl PoolCounters {
             wait: Histogram::default(),
             decisions: Default::default(),
             retries: Default::default(),
+            fallbacks: Default::default(),
             errors: RefCell::default(),
             backends: RefCell::default(),
         }
@@ -160,6 +162,14 @@ impl PoolCounters {
         }
     }
 
+    /// A replica-eligible read found no healthy backend in this (read) pool and went the
+    /// way `routing.replica_fallback` says.
+    pub fn fell_back(&self, outcome: FallbackOutcome) {
+        if let Some(c) = self.fallbacks.get(outcome.index()) {
+            bump(c);
+        }
+    }
+
     /// A statement on this pool failed with router error code `code` (an
     /// `ErrorCode::code()`, a static string from a fixed set).
     pub fn error(&self, code: &'static str) {
@@ -180,6 +190,7 @@ impl PoolCounters {
             wait: self.wait.snapshot(),
             decisions_total: self.decisions.each_ref().map(Cell::get),
             retries_total: self.retries.each_ref().map(Cell::get),
+            fallbacks_total: self.fallbacks.each_ref().map(Cell::get),
             errors_total: self.errors.borrow().to_vec(),
             backends: self
                 .backends
@@ -290,6 +301,8 @@ pub struct PoolSnapshot {
     pub decisions_total: [u64; Decision::COUNT],
     /// Retry attempts by outcome.
     pub retries_total: [u64; RetryOutcome::COUNT],
+    /// Reads that found no healthy backend here, by what happened to them.
+    pub fallbacks_total: [u64; FallbackOutcome::COUNT],
     /// Errors by router error code.
     pub errors_total: Vec<(&'static str, u64)>,
     /// Per backend.
@@ -330,6 +343,9 @@ impl PoolSnapshot {
             *a += b;
         }
         for (a, b) in self.retries_total.iter_mut().zip(other.retries_total.iter()) {
+            *a += b;
+        }
+        for (a, b) in self.fallbacks_total.iter_mut().zip(other.fallbacks_total.iter()) {
             *a += b;
         }
         merge_keyed(&mut self.errors_total, &other.errors_total);

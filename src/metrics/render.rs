@@ -17,7 +17,7 @@ use prometheus_client::registry::Registry;
 
 use super::catalog::{self as cat, Kind, MetricDef};
 use super::histogram::{HistogramSnapshot, BOUNDS_MICROS};
-use super::label::{CacheOp, ClientState, Decision, Direction, Operation, RetryOutcome};
+use super::label::{CacheOp, ClientState, Decision, Direction, FallbackOutcome, Operation, RetryOutcome};
 use super::CounterSnapshot;
 
 /// The two text formats a scraper may ask for.
@@ -300,6 +300,14 @@ fn statement_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt:
     for (c, s) in cores {
         for p in &s.pools {
             for (o, n) in RetryOutcome::ALL.iter().zip(p.retries_total.iter()) {
+                f.series(&[c, &p.name, o.as_str()], Value::Count(*n))?;
+            }
+        }
+    }
+    let mut f = family(encoder, &cat::REPLICA_FALLBACKS)?;
+    for (c, s) in cores {
+        for p in &s.pools {
+            for (o, n) in FallbackOutcome::ALL.iter().zip(p.fallbacks_total.iter()) {
                 f.series(&[c, &p.name, o.as_str()], Value::Count(*n))?;
             }
         }

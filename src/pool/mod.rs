@@ -361,11 +361,22 @@ impl CorePool {
         }
     }
 
+    /// The warmest idle connection for `protocol` on a usable backend. A connection the server
+    /// closed or wrote to while it sat idle (a stopped or restarted backend) is dropped here
+    /// rather than lent, so a statement never goes down a dead connection it could have avoided.
     fn take_idle(&self, protocol: Protocol) -> Option<Conn> {
         let any_healthy = self.has_healthy_backend(); // health
-        let mut idle = self.idle.borrow_mut();
-        let pos = idle.iter().rposition(|c| c.protocol() == protocol && self.usable(c.backend, any_healthy))?;
-        Some(idle.swap_remove(pos))
+        loop {
+            let conn = {
+                let mut idle = self.idle.borrow_mut();
+                let pos = idle.iter().rposition(|c| c.protocol() == protocol && self.usable(c.backend, any_healthy))?;
+                idle.swap_remove(pos)
+            };
+            if rt::idle_stream_usable(&conn.stream) {
+                return Some(conn);
+            }
+            drop(conn); // its budget unit wakes a waiter
+        }
     }
 
     /// health: opens on backend `first`; when it refused the connection (it is then marked

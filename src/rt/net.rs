@@ -58,3 +58,20 @@ pub async fn connect(addr: SocketAddr, deadline: Instant) -> io::Result<Stream> 
     s.set_nodelay(true).map_err(io::Error::from)?;
     Ok(s)
 }
+
+/// Whether a connection that sat idle is still usable: the peer has neither closed it nor sent
+/// anything. An idle PostgreSQL or MySQL connection receives bytes only when the server is
+/// about to close it (FATAL 57P01 at shutdown, an idle timeout), so either means "do not lend
+/// this one". Never blocks: one non-blocking peek.
+pub fn idle_stream_usable(stream: &Stream) -> bool {
+    use std::os::fd::{AsRawFd, BorrowedFd};
+    // SAFETY: the descriptor belongs to `stream`, which is borrowed for longer than `fd` lives.
+    let fd = unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) };
+    let sock = socket2::SockRef::from(&fd);
+    let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+    match sock.recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT) {
+        Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+        // 0: the peer closed; more: unsolicited bytes.
+        Ok(_) => false,
+    }
+}

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::config::{Config, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId};
-use crate::metrics::{self, CoreCounters, DigestSnapshot};
+use crate::metrics::{self, CoreCounters, DigestSnapshot, FallbackOutcome};
 use crate::pool::PoolSet;
 use crate::routing::{
     CacheStats, Catalogs, Decision, DecisionKind, Outcome, RouteInput, Router, RuleSet,
@@ -117,18 +117,24 @@ impl CoreContext {
     /// Applies `routing.replica_fallback` to a read/write-split decision for `target`: the
     /// pool to use, or the reason reads must fail. A read pool with no healthy backend sends
     /// reads to the write pool ("primary") or fails them ("error"); health is a few atomic loads.
-    pub fn replica_fallback(&self, protocol: Protocol, target: Arc<str>) -> Result<Arc<str>, String> {
+    /// When `count`, a fallback is counted on the read pool (`sqp_replica_fallbacks_total`).
+    pub fn replica_fallback(&self, protocol: Protocol, target: Arc<str>, count: bool) -> Result<Arc<str>, String> {
         let config = self.config();
         let write = config.routing.primary_pool(protocol);
-        if write == Some(&*target) || self.pools().get(&target).is_none_or(|p| p.has_healthy_backend()) {
+        let pools = self.pools();
+        let Some(read) = pools.get(&target).filter(|p| write != Some(&*target) && !p.has_healthy_backend()) else {
             return Ok(target);
+        };
+        let to_primary = match (config.routing.replica_fallback, write) {
+            (crate::config::ReplicaFallback::Primary, Some(w)) => Some(w),
+            _ => None,
+        };
+        if count {
+            read.counters.fell_back(if to_primary.is_some() { FallbackOutcome::Primary } else { FallbackOutcome::Error });
         }
-        match (config.routing.replica_fallback, write) {
-            (crate::config::ReplicaFallback::Primary, Some(w)) => Ok(Arc::from(w)),
-            _ => Err(format!(
-                "no healthy backend in read pool \"{target}\" and routing.replica_fallback = \"error\""
-            )),
-        }
+        to_primary.map(Arc::from).ok_or_else(|| {
+            format!("no healthy backend in read pool \"{target}\" and routing.replica_fallback = \"error\"")
+        })
     }
 
     /// The read-your-writes mode of the rules in force (for a session's `RywState`).

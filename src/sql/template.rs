@@ -350,6 +350,13 @@ impl TranslationTemplate {
     /// the translated text, quoted for the target dialect. `None` when the shape differs, a slot's
     /// kind differs, a value the translation does not use differs from the example (the translation
     /// may depend on it), or a value cannot be rendered safely.
+    ///
+    /// A bind parameter (`$1`, `?`, `:name`) stands for a value of any scalar kind, so a prepared
+    /// statement matches a rule written with example values; the parameter itself is written into
+    /// the translated text, so numbered and named parameters keep their meaning wherever the
+    /// translation moves them. Positional `?` parameters are bound by position, so they must
+    /// appear in the translation exactly once each and in their original order (else `None`:
+    /// the statement is not translated rather than bound to the wrong values).
     pub fn apply(&self, incoming_sql: &str, dialect: Dialect) -> Option<String> {
         if dialect != self.source {
             return None;
@@ -367,13 +374,12 @@ impl TranslationTemplate {
             })
             .collect();
         for (i, (now, was)) in incoming.literals.iter().zip(&self.original.literals).enumerate() {
-            let same_kind = match (now.kind, was.kind) {
-                (LiteralKind::InList(_), LiteralKind::InList(_)) => true,
-                (a, b) => a == b,
-            };
-            if !same_kind || (!used.contains(&i) && !same_value(now, was)) {
+            if !kind_fits(now.kind, was.kind) || (!used.contains(&i) && !same_value(now, was)) {
                 return None;
             }
+        }
+        if !positional_order_kept(&incoming.literals, &self.mapping) {
+            return None;
         }
         let mut out = String::with_capacity(self.translated_sql.len() + incoming_sql.len());
         let mut at = 0;
@@ -397,6 +403,50 @@ impl TranslationTemplate {
             mapping: self.mapping.clone(),
         }
     }
+}
+
+/// Whether an incoming slot of kind `now` may fill the example's slot of kind `was`.
+fn kind_fits(now: LiteralKind, was: LiteralKind) -> bool {
+    match (now, was) {
+        (LiteralKind::InList(_), LiteralKind::InList(_)) => true,
+        // A parameter's value arrives at execute time and may be of any scalar kind.
+        (LiteralKind::Param, w) => !matches!(w, LiteralKind::InList(_)),
+        (a, b) => a == b,
+    }
+}
+
+/// How many positional (`?`) parameters a slot holds.
+fn positional_params(lit: &Literal) -> usize {
+    let one = |l: &Literal| usize::from(l.kind == LiteralKind::Param && l.value.as_deref() == Some("?"));
+    if lit.items.is_empty() {
+        one(lit)
+    } else {
+        lit.items.iter().map(one).sum()
+    }
+}
+
+/// Whether the translation writes the statement's `?` parameters once each, in their order: a
+/// client binds them by position, so anything else would bind values to the wrong places.
+fn positional_order_kept(incoming: &[Literal], mapping: &[SlotMapping]) -> bool {
+    let counts: Vec<usize> = incoming.iter().map(positional_params).collect();
+    let total: usize = counts.iter().sum();
+    if total == 0 {
+        return true;
+    }
+    let mut next = 0;
+    for m in mapping {
+        let SlotSource::Original(i) = m.source else { continue };
+        let n = counts.get(i).copied().unwrap_or(0);
+        if n == 0 {
+            continue;
+        }
+        let first: usize = counts.iter().take(i).sum();
+        if first != next {
+            return false;
+        }
+        next += n;
+    }
+    next == total
 }
 
 fn slot(lit: &Literal, source: SlotSource) -> SlotMapping {
@@ -650,6 +700,42 @@ mod tests {
             assert_eq!(list.map(|l| l.kind), Some(LiteralKind::InList(len)));
             assert_eq!(list.and_then(|l| l.items.last()).and_then(|i| i.value.clone()), Some(format!("v{}'", len - 1)));
         }
+    }
+
+    #[test]
+    fn parameters_fill_slots_of_any_kind() {
+        let t = compile("SELECT v FROM a WHERE id = 1 AND s = 'x' AND f = true", "SELECT v FROM b WHERE s = 'x' AND id = 1 AND f = true", PG, PG);
+        assert_eq!(
+            t.apply("SELECT v FROM a WHERE id = $1 AND s = $2 AND f = $3", PG).as_deref(),
+            Some("SELECT v FROM b WHERE s = $2 AND id = $1 AND f = $3"),
+            "numbered parameters keep their numbers wherever they move"
+        );
+        assert_eq!(
+            t.apply("SELECT v FROM a WHERE id = :id AND s = 'q' AND f = $1", PG).as_deref(),
+            Some("SELECT v FROM b WHERE s = 'q' AND id = :id AND f = $1")
+        );
+        let list = compile("SELECT v FROM a WHERE id IN (1, 2)", "SELECT v FROM b WHERE id IN (1, 2)", MY, MY);
+        assert_eq!(list.apply("SELECT v FROM a WHERE id IN (?, ?, 7)", MY).as_deref(), Some("SELECT v FROM b WHERE id IN (?, ?, 7)"));
+        // A parameter in a slot the translation drops would leave the client's value unbound.
+        let dropped = compile("SELECT v FROM a WHERE id = 1 AND s = 'x'", "SELECT v FROM b WHERE id = 1", PG, PG);
+        assert_eq!(dropped.apply("SELECT v FROM a WHERE id = $1 AND s = $2", PG), None);
+        assert_eq!(dropped.apply("SELECT v FROM a WHERE id = $1 AND s = 'x'", PG).as_deref(), Some("SELECT v FROM b WHERE id = $1"));
+    }
+
+    #[test]
+    fn positional_parameters_must_keep_their_order() {
+        let same = compile("SELECT v FROM a WHERE id = 1 AND s = 'x'", "SELECT v, 0 FROM b WHERE id = 1 AND s = 'x'", MY, MY);
+        assert_eq!(same.apply("SELECT v FROM a WHERE id = ? AND s = ?", MY).as_deref(), Some("SELECT v, 0 FROM b WHERE id = ? AND s = ?"));
+        let swapped = compile("SELECT v FROM a WHERE id = 1 AND s = 'x'", "SELECT v FROM b WHERE s = 'x' AND id = 1", MY, MY);
+        assert_eq!(swapped.apply("SELECT v FROM a WHERE id = ? AND s = ?", MY), None, "? would bind to the wrong slot");
+        assert_eq!(
+            swapped.apply("SELECT v FROM a WHERE id = ? AND s = 'y'", MY).as_deref(),
+            Some("SELECT v FROM b WHERE s = 'y' AND id = ?"),
+            "one positional parameter cannot be misplaced"
+        );
+        let twice = compile("SELECT v FROM a WHERE id = 5", "SELECT v FROM b WHERE id = 5 OR parent = 5", MY, MY);
+        assert_eq!(twice.apply("SELECT v FROM a WHERE id = ?", MY), None, "one ? cannot be bound twice");
+        assert_eq!(twice.apply("SELECT v FROM a WHERE id = 6", MY).as_deref(), Some("SELECT v FROM b WHERE id = 6 OR parent = 6"));
     }
 
     fn text_value() -> impl Strategy<Value = String> {

@@ -1,8 +1,8 @@
-//! Issue #8 (without the routing-level fallback): backend health checks, replica lag and
-//! weighted selection, against real servers. Faults (paused replay, stopped SQL thread,
-//! stopped server) are injected only on private environments. Health is observed from the
-//! outside — `/api/pools` and `/metrics` — and selection by where connections actually landed
-//! (`inet_server_port()`).
+//! Issue #8: backend health checks, replica lag, the read fallback to the primary and weighted
+//! selection, against real servers. Faults (paused replay, stopped SQL thread, stopped server)
+//! are injected only on private environments. Health is observed from the outside —
+//! `/api/pools` and `/metrics` — and routing and selection by where statements actually ran
+//! (`pg_is_in_recovery()`, `@@server_id`, `inet_server_port()`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -10,13 +10,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mysql::prelude::Queryable;
+
 use crate::router::Router;
 use crate::support::{dbs, eventually, free_port, unique_name, Dbs, Kind, Server};
 
 /// Probe interval used throughout: short, so the tests are quick.
 const INTERVAL_MS: u64 = 200;
 
-fn get(addr: SocketAddr, path: &str) -> String {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> String {
     let mut s =
         TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to admin");
     s.set_read_timeout(Some(Duration::from_secs(20)))
@@ -89,14 +91,9 @@ fn be(port: u16, extra: &str) -> String {
 /// A router with one listener of `protocol`, the pools, read/write split between `read` and
 /// `write`, and metrics + admin API on ephemeral ports.
 fn router(protocol: &str, pools: &str, read: &str, write: &str) -> Router {
-    let mysql_default = if protocol == "mysql" {
-        format!("mysql_default_pool = \"{write}\"\n")
-    } else {
-        String::new()
-    };
     Router::start(&format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"{protocol}\"\nbind = \"127.0.0.1:0\"\n\n\
-         {pools}[routing]\nread_write_split = true\nread_pool = \"{read}\"\nwrite_pool = \"{write}\"\n{mysql_default}\n\
+         {pools}[routing]\nread_write_split = true\nread_pool = \"{read}\"\nwrite_pool = \"{write}\"\n\n\
          [metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n"
     ))
 }
@@ -133,6 +130,31 @@ impl Drop for Writer {
             let _ = t.join();
         }
     }
+}
+
+/// Sum over cores of `sqp_replica_fallbacks_total` for read pool `pool` and `outcome`.
+fn fallbacks(router: &Router, pool: &str, outcome: &str) -> f64 {
+    let addr = router.control().endpoints().metrics.expect("metrics endpoint");
+    let labels = format!("pool=\"{pool}\",outcome=\"{outcome}\"");
+    get(addr, "/metrics")
+        .lines()
+        .filter(|l| l.starts_with("sqp_replica_fallbacks_total{") && l.contains(&labels))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// How long reads may take to move once the replica's lag is over the threshold: the check
+/// that measured it is the first of `failure_threshold` (2) failing checks, so one or two more
+/// intervals, plus generous slack for a loaded machine.
+fn move_deadline() -> Duration {
+    Duration::from_millis(2 * INTERVAL_MS) + Duration::from_secs(3)
+}
+
+/// Whether a replica-eligible read through the router ran on the PostgreSQL standby.
+fn pg_read_on_standby(c: &mut postgres::Client) -> bool {
+    c.query_one("SELECT pg_is_in_recovery()", &[])
+        .expect("read through the router")
+        .get(0)
 }
 
 /// Waits until backend `port` of `pool` is `want`, returning how long that took.
@@ -191,13 +213,31 @@ fn pg_paused_replay_makes_the_standby_unhealthy_until_resumed() {
             "CREATE TABLE {table} (id serial PRIMARY KEY, at timestamptz DEFAULT now())"
         ))
         .expect("create");
-    let (writer_env, writes) = (pg.clone(), table.clone());
+    pg.wait_replica_caught_up(Duration::from_secs(20));
+    // A client connected before the fault, and its reads on the standby.
+    let mut client = router.pg(&pg.database);
+    // A fresh environment's first checks may still fail while the standby settles.
+    eventually(Duration::from_secs(15), "a healthy standby to serve reads", || {
+        pg_read_on_standby(&mut client)
+    });
+    let insert = format!("INSERT INTO {table} DEFAULT VALUES");
+    let (writer_env, writes) = (pg.clone(), insert.clone());
     let writer = Writer::start(move || {
-        let _ = writer_env
-            .primary_client()
-            .execute(&format!("INSERT INTO {writes} DEFAULT VALUES"), &[]);
+        let _ = writer_env.primary_client().execute(&writes, &[]);
     });
     env.pause_replication(Kind::Pg);
+    eventually(Duration::from_secs(15), "a check to measure lag over 1s", || {
+        backend(&router, "replica", pg.replica_port)["replica_lag_seconds"]
+            .as_f64()
+            .is_some_and(|s| s > 1.0)
+    });
+    eventually(move_deadline(), "reads to move to the primary", || {
+        !pg_read_on_standby(&mut client)
+    });
+    assert!(!pg_read_on_standby(&mut router.pg(&pg.database)), "a new client reads from the primary too");
+    // Another client writes: after a write, read-your-writes keeps a session's reads on the primary.
+    router.pg(&pg.database).execute(&insert, &[]).expect("writes still run on the primary");
+    assert!(fallbacks(&router, "replica", "primary") >= 2.0, "each moved read is counted");
     let took = until_health(
         &router,
         "replica",
@@ -235,13 +275,10 @@ fn pg_paused_replay_makes_the_standby_unhealthy_until_resumed() {
     );
 
     env.resume_replication(Kind::Pg);
-    until_health(
-        &router,
-        "replica",
-        pg.replica_port,
-        true,
-        Duration::from_secs(15),
-    );
+    eventually(Duration::from_secs(15), "reads to come back to the standby", || {
+        pg_read_on_standby(&mut client)
+    });
+    assert!(healthy(&router, "replica", pg.replica_port));
     let back = backend(&router, "replica", pg.replica_port);
     assert!(
         back["replica_lag_seconds"]
@@ -283,8 +320,35 @@ fn mariadb_stopped_sql_thread_makes_the_replica_unhealthy_until_restarted() {
         backend(&router, "replica", my.replica_port)["replica_lag_seconds"].as_f64(),
         Some(0.0)
     );
+    let server_id = |c: &mut mysql::Conn| -> u64 {
+        c.query_first("SELECT @@server_id").expect("@@server_id").expect("a row")
+    };
+    let replica_id = server_id(&mut my.replica_client());
+    let primary_id = server_id(&mut my.primary_client());
+    assert_ne!(replica_id, primary_id);
+    let table = unique_name("health_my");
+    my.primary_client()
+        .query_drop(format!("CREATE TABLE {table} (id int AUTO_INCREMENT PRIMARY KEY)"))
+        .expect("create");
+    my.wait_replica_caught_up(Duration::from_secs(20));
+    let mut client = mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
+        .expect("connect through the router");
+    eventually(Duration::from_secs(15), "a healthy replica to serve reads", || {
+        server_id(&mut client) == replica_id
+    });
 
     env.pause_replication(Kind::Mariadb);
+    // A stopped SQL thread is unknown lag from the next check on: reads move within the checks
+    // that mark the replica down.
+    eventually(move_deadline(), "reads to move to the primary", || {
+        server_id(&mut client) == primary_id
+    });
+    // Another client writes: after a write, read-your-writes keeps a session's reads on the primary.
+    mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
+        .expect("connect through the router")
+        .query_drop(format!("INSERT INTO {table} VALUES ()"))
+        .expect("writes still run on the primary (the replica refuses them)");
+    assert!(fallbacks(&router, "replica", "primary") >= 1.0, "the moved read is counted");
     let took = until_health(
         &router,
         "replica",
@@ -311,13 +375,10 @@ fn mariadb_stopped_sql_thread_makes_the_replica_unhealthy_until_restarted() {
     assert!(metric(&router, &failures).is_some_and(|n| n >= 2.0));
 
     env.resume_replication(Kind::Mariadb);
-    until_health(
-        &router,
-        "replica",
-        my.replica_port,
-        true,
-        Duration::from_secs(15),
-    );
+    eventually(Duration::from_secs(15), "reads to come back to the replica", || {
+        server_id(&mut client) == replica_id
+    });
+    assert!(healthy(&router, "replica", my.replica_port));
 }
 
 /// Opens `n` PostgreSQL clients at once through the router (session mode: each holds its own
@@ -359,6 +420,10 @@ fn a_stopped_replica_is_skipped_and_returns_after_restart() {
         "session",
         &[be(pg.replica_port, ""), be(pg.primary_port, "")],
     );
+    // A fresh standby that is still starting fails the first checks and takes no connections.
+    eventually(Duration::from_secs(30), "the standby to accept connections", || {
+        pg.config(pg.replica_port, &pg.user, &pg.password).connect(postgres::NoTls).is_ok()
+    });
     let router = router("postgres", &pools, "reads", "reads");
     let before = pg_ports(&router, "reads", 6);
     assert!(
@@ -464,4 +529,103 @@ fn weighted_backends_get_connections_two_to_one() {
         (19..=21).contains(&on_primary) && (9..=11).contains(&on_replica),
         "2:1 expected, got {on_primary}:{on_replica}"
     );
+}
+
+/// Stopping the only standby of a split's read pool costs clients nothing: reads issued after
+/// the stop (none was in flight) all succeed, on the primary, in an existing session and a new
+/// one; once the standby is back, reads return to it.
+#[test]
+fn reads_survive_a_stopped_standby_and_return_after_restart() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let pools = pool(
+        "primary",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "transaction",
+        &[be(pg.primary_port, "")],
+    ) + &pool(
+        "replica",
+        &pg.user,
+        &pg.password,
+        &pg.database,
+        "transaction",
+        &[be(pg.replica_port, "")],
+    );
+    let router = router("postgres", &pools, "replica", "primary");
+    until_health(&router, "replica", pg.replica_port, true, Duration::from_secs(10));
+    let mut client = router.pg(&pg.database);
+    // A fresh environment's first checks may still fail while the standby settles.
+    eventually(Duration::from_secs(15), "a healthy standby to serve reads", || {
+        pg_read_on_standby(&mut client)
+    });
+
+    env.stop(Server::PgReplica);
+    let mut errors = Vec::new();
+    for _ in 0..20 {
+        match client.query_one("SELECT pg_is_in_recovery()", &[]) {
+            Ok(row) => assert!(!row.get::<_, bool>(0), "the stopped standby ran nothing"),
+            Err(e) => errors.push(format!("{:?}", e.as_db_error().map(|d| (d.code().code().to_owned(), d.message().to_owned())))),
+        }
+    }
+    assert!(errors.is_empty(), "reads after the stop failed: {errors:?}");
+    assert!(!pg_read_on_standby(&mut router.pg(&pg.database)), "a new session reads from the primary");
+    assert!(!healthy(&router, "replica", pg.replica_port));
+    assert!(fallbacks(&router, "replica", "primary") >= 20.0);
+
+    env.start(Server::PgReplica);
+    eventually(Duration::from_secs(20), "reads to come back to the standby", || {
+        pg_read_on_standby(&mut client)
+    });
+}
+
+/// The same for MariaDB: reads after the replica stopped all succeed on the primary, and return
+/// to the replica once it is back.
+#[test]
+fn mariadb_reads_survive_a_stopped_replica_and_return_after_restart() {
+    let env = Dbs::private();
+    let my = &env.my;
+    let pools = pool(
+        "primary",
+        &my.user,
+        &my.password,
+        &my.database,
+        "transaction",
+        &[be(my.primary_port, "")],
+    ) + &pool(
+        "replica",
+        &my.user,
+        &my.password,
+        &my.database,
+        "transaction",
+        &[be(my.replica_port, "")],
+    );
+    let router = router("mysql", &pools, "replica", "primary");
+    until_health(&router, "replica", my.replica_port, true, Duration::from_secs(10));
+    let server_id = |c: &mut mysql::Conn| -> mysql::Result<u64> {
+        c.query_first("SELECT @@server_id").map(|v| v.unwrap_or(0))
+    };
+    let replica_id = server_id(&mut my.replica_client()).expect("replica id");
+    let mut client = mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
+        .expect("connect through the router");
+    eventually(Duration::from_secs(15), "a healthy replica to serve reads", || {
+        server_id(&mut client).is_ok_and(|id| id == replica_id)
+    });
+
+    env.stop(Server::MyReplica);
+    let mut errors = Vec::new();
+    for _ in 0..20 {
+        match server_id(&mut client) {
+            Ok(id) => assert_ne!(id, replica_id, "the stopped replica ran nothing"),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    assert!(errors.is_empty(), "reads after the stop failed: {errors:?}");
+    assert!(!healthy(&router, "replica", my.replica_port));
+
+    env.start(Server::MyReplica);
+    eventually(Duration::from_secs(20), "reads to come back to the replica", || {
+        server_id(&mut client).is_ok_and(|id| id == replica_id)
+    });
 }

@@ -29,3 +29,4 @@ mod pg_raw;
 mod pg_routing;
 mod pg_util;
 mod retry;
+mod translation;

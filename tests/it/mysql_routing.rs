@@ -261,7 +261,9 @@ fn reads(summary: &str) -> u64 {
         .unwrap_or_else(|| panic!("no read line in:\n{summary}"))
 }
 
-/// Issue #8 for MySQL clients: with no healthy replica, split reads go to the primary.
+/// Issue #8 for MySQL clients: with no healthy replica, split reads go to the primary
+/// (`replica_fallback = "primary"`, the default) or fail with a clear error (`"error"`), and
+/// both are counted in `sqp_replica_fallbacks_total`.
 #[test]
 fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
     let dead = crate::support::free_port(); // nothing listens there: connects are refused
@@ -277,4 +279,29 @@ fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
         use mysql::prelude::Queryable;
         matches!(c.query_first::<u64, _>("SELECT @@server_id"), Ok(Some(1)))
     });
+    drop(r);
+
+    let metrics = "\n[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n";
+    let toml = toml.replace("read_write_split = true", "read_write_split = true\nreplica_fallback = \"error\"") + metrics;
+    let r = Router::start(&toml);
+    // The mysql crate reads session variables while connecting: once the replica is known to
+    // be down, that read fails too, with the same error.
+    crate::support::eventually(Duration::from_secs(15), "reads to fail clearly", || {
+        let opts = dbs().my.opts(r.port(), &dbs().my.user, &dbs().my.password);
+        match mysql::Conn::new(opts).and_then(|mut c| c.query_first::<u64, _>("SELECT @@server_id")) {
+            Err(mysql::Error::MySqlError(e)) => {
+                assert_eq!((e.code, e.state.as_str()), (2003, "HY000"), "{e:?}");
+                assert!(e.message.contains("replica_fallback"), "{e:?}");
+                true
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => false,
+        }
+    });
+    let text = crate::health::get(r.control().endpoints().metrics.expect("metrics"), "/metrics");
+    let refused = text
+        .lines()
+        .find_map(|l| l.strip_prefix("sqp_replica_fallbacks_total{core=\"0\",pool=\"myread\",outcome=\"error\"} "))
+        .and_then(|n| n.parse::<f64>().ok());
+    assert!(refused.is_some_and(|n| n >= 1.0), "{text}");
 }

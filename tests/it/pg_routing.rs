@@ -255,7 +255,9 @@ fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
     eventually(Duration::from_secs(15), "reads fail clearly", || {
         let Ok(mut c) = crate::pg_util::connect(r.port(), "app", "app") else { return false };
         match c.query_one("SELECT pg_is_in_recovery()", &[]) {
-            Err(e) => e.as_db_error().is_some_and(|d| d.message().contains("replica_fallback")),
+            Err(e) => e.as_db_error().is_some_and(|d| {
+                d.message().contains("replica_fallback") && d.code().code() == "08001"
+            }),
             Ok(_) => false,
         }
     });

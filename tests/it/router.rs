@@ -53,7 +53,7 @@ impl Router {
         let mut c = postgres::Config::new();
         c.host("127.0.0.1").port(self.port()).user("app").password("app").dbname(database);
         c.connect_timeout(Duration::from_secs(20));
-        c.connect(postgres::NoTls).unwrap_or_else(|e| panic!("connect through router: {e}"))
+        c.connect(postgres::NoTls).unwrap_or_else(|e| panic!("connect through router: {e:?}"))
     }
 }
 

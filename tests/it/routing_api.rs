@@ -14,7 +14,7 @@ use crate::router::{pg_config, pg_pool, Router};
 use crate::support::{dbs, eventually, unique_name};
 
 /// Status and JSON body of one admin request.
-fn http(addr: SocketAddr, method: &str, target: &str, body: Option<&Value>) -> (u16, Value) {
+pub(crate) fn http(addr: SocketAddr, method: &str, target: &str, body: Option<&Value>) -> (u16, Value) {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");
@@ -37,7 +37,7 @@ fn http(addr: SocketAddr, method: &str, target: &str, body: Option<&Value>) -> (
 }
 
 /// Form-encodes a query parameter value.
-fn enc(s: &str) -> String {
+pub(crate) fn enc(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),

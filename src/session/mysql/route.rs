@@ -71,7 +71,7 @@ impl Session {
             Outcome::Error(e) => return Err(decision_error(e)),
         };
         if decision.step == DecisionKind::ReadWriteSplit {
-            target = self.ctx.replica_fallback(Protocol::MySql, target).map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
+            target = self.ctx.replica_fallback(Protocol::MySql, target, true).map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
         }
         if *target != *self.pool.config.name && !self.held() {
             let Some(pool) = self.ctx.pools().get(&target).cloned() else {
@@ -88,7 +88,39 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
+        if decision.step == DecisionKind::ReadWriteSplit && self.backend.is_none() {
+            self.connect_split().await?;
+        }
         Ok(Routed { rewritten: decision.rewritten, fingerprint: decision.fingerprint })
+    }
+
+    /// Borrows a connection for a split statement. The read pool may have lost its last backend
+    /// since the decision: the connect that finds out marks it down (passive health), and the
+    /// read then falls back as `routing.replica_fallback` says instead of failing.
+    async fn connect_split(&mut self) -> Result<(), MyClientError> {
+        let Err(e) = self.ensure_backend().await else { return Ok(()) };
+        let current: Arc<str> = Arc::from(self.pool.config.name.as_str());
+        let next = match self.ctx.replica_fallback(Protocol::MySql, current.clone(), true) {
+            Ok(next) if next != current => next,
+            _ => return Err(e),
+        };
+        let Some(pool) = self.ctx.pools().get(&next).cloned() else { return Err(e) };
+        self.pool = pool;
+        self.ensure_backend().await
+    }
+
+    /// For a session bridged to a PostgreSQL pool: the rewritten SQL when a translation rule
+    /// for `sql` targets this session's own pool, counted as a translation decision. A bridged
+    /// session does not change pools (other rules and the split do not apply to it), so a rule
+    /// for another pool leaves the statement as written.
+    pub(super) fn bridged_translation(&self, sql: &str) -> Option<String> {
+        let d = self.decide(sql, None);
+        let own_pool = matches!(&d.outcome, Outcome::Route(p) if **p == *self.pool.config.name);
+        if d.step != DecisionKind::Translation || !own_pool {
+            return None;
+        }
+        self.ctx.count_decision(&d);
+        d.rewritten
     }
 
     /// Adds one execution of `sql` (started at `started`) to the core's digest statistics.

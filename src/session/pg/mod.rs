@@ -319,7 +319,7 @@ impl Session {
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
         }
-        let rewritten = match self.route_statement(sql, None).await {
+        let rewritten = match self.route_statement(sql, None, true).await {
             Ok(r) => r,
             Err(e) => {
                 e.encode(&mut self.out);
@@ -360,7 +360,7 @@ impl Session {
             ));
         }
         if name.is_empty() {
-            let rewritten = match self.route_statement(query, None).await {
+            let rewritten = match self.route_statement(query, None, true).await {
                 Ok(r) => r,
                 Err(e) => return self.fail_batch(e),
             };
@@ -407,7 +407,7 @@ impl Session {
             // Unknown to the router: let the server report it.
             return self.forward_ext(raw, Expect::Bind).await;
         };
-        if let Err(e) = self.route_statement(&stmt.query, stmt.route_key).await {
+        if let Err(e) = self.route_statement(&stmt.query, stmt.route_key, true).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {
@@ -437,7 +437,7 @@ impl Session {
             _ => None,
         };
         let Some(stmt) = stmt else { return self.forward_ext(raw, expect).await };
-        if let Err(e) = self.route_statement(&stmt.query, stmt.route_key).await {
+        if let Err(e) = self.route_statement(&stmt.query, stmt.route_key, false).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {

@@ -44,12 +44,22 @@ impl Session {
     }
 
     /// Routes `sql` and moves the session to the decided pool when it may move. Returns the
-    /// rewritten SQL when a translation rule applied.
-    pub(super) async fn route_statement(&mut self, sql: &str, key: Option<StatementKey>) -> Result<Option<String>, PgClientError> {
+    /// rewritten SQL when a translation rule applied. Only a statement that `runs` is counted
+    /// (decision metrics, digest, read-your-writes): a Describe routes too, to reach the pool
+    /// its Bind will run on, but counting it would count one execution twice.
+    /// `key` is the statement's routing key when computed before (see [`Session::decide`]).
+    pub(super) async fn route_statement(
+        &mut self,
+        sql: &str,
+        key: Option<StatementKey>,
+        runs: bool,
+    ) -> Result<Option<String>, PgClientError> {
         let decision = self.decide(sql, key);
         let now = rt::now();
-        self.ryw.observe(&decision, now);
-        self.ctx.count_decision(&decision);
+        if runs {
+            self.ryw.observe(&decision, now);
+            self.ctx.count_decision(&decision);
+        }
         let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
             Outcome::Reject(message) => return Err(PgClientError::new(REJECTED, message.to_string())),
@@ -65,7 +75,7 @@ impl Session {
         if decision.step == DecisionKind::ReadWriteSplit {
             target = self
                 .ctx
-                .replica_fallback(Protocol::Postgres, target)
+                .replica_fallback(Protocol::Postgres, target, runs)
                 .map_err(|m| PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, m))?;
         }
         if *target != *self.pool.config.name && !self.held() {
@@ -79,9 +89,31 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        self.finish_digest();
-        self.digest.begin(decision.fingerprint, sql, now);
+        if decision.step == DecisionKind::ReadWriteSplit && self.backend.is_none() {
+            self.connect_split(runs).await?;
+        }
+        if runs {
+            self.finish_digest();
+            self.digest.begin(decision.fingerprint, sql, now);
+        }
         Ok(decision.rewritten)
+    }
+}
+
+impl Session {
+    /// Borrows a connection for a split statement. The read pool may have lost its last backend
+    /// since the decision: the connect that finds out marks it down (passive health), and the
+    /// read then falls back as `routing.replica_fallback` says instead of failing.
+    async fn connect_split(&mut self, runs: bool) -> Result<(), PgClientError> {
+        let Err(e) = self.ensure_backend().await else { return Ok(()) };
+        let current: Arc<str> = Arc::from(self.pool.config.name.as_str());
+        let next = match self.ctx.replica_fallback(Protocol::Postgres, current.clone(), runs) {
+            Ok(next) if next != current => next,
+            _ => return Err(e),
+        };
+        let Some(pool) = self.ctx.pools().get(&next).cloned() else { return Err(e) };
+        self.pool = pool;
+        self.ensure_backend().await
     }
 }
 

@@ -162,7 +162,10 @@ impl Session {
             return Ok(());
         }
         match emulated::classify(&sql) {
-            None => self.bridged_simple(&sql).await,
+            None => match self.bridged_translation(&sql) {
+                Some(translated) => self.bridged_simple(&translated).await,
+                None => self.bridged_simple(&sql).await,
+            },
             Some(Emulation::Set(autocommit)) => self.bridged_set(autocommit).await,
             Some(Emulation::SelectVariables(items)) => self.answer_variables(&items),
             Some(Emulation::ShowVariables(patterns)) => self.answer_show_variables(&patterns),

@@ -57,7 +57,11 @@ impl Session {
             MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, msg).encode(1, &mut self.out);
             return Ok(());
         }
-        let (sql, _) = number_placeholders(&String::from_utf8_lossy(body));
+        // A translation is decided (and counted) once, here: what is prepared is what every
+        // execute runs.
+        let text = String::from_utf8_lossy(body);
+        let translated = self.bridged_translation(&text);
+        let (sql, _) = number_placeholders(translated.as_deref().unwrap_or(&text));
         if let Err(e) = self.pg_backend().await {
             e.encode(1, &mut self.out);
             return Ok(());
