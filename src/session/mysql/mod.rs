@@ -403,8 +403,12 @@ impl Session {
         self.maybe_release().await;
     }
 
-    /// The backend connection broke: tell the client, drop the connection, stay alive.
+    /// The backend connection broke: tell the client, drop the connection, stay alive — unless
+    /// a transaction was open: the server rolled it back, and a session that went on would run
+    /// the client's next statements in autocommit and answer its COMMIT with OK. The session
+    /// then ends after the error, as a direct connection would.
     async fn backend_lost(&mut self) -> Result<(), End> {
+        let was_in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
         if let Some(mut c) = self.backend.take() {
             c.broken = true;
             self.pool.checkin(c, false);
@@ -422,7 +426,7 @@ impl Session {
         MyClientError::new(ER_BACKEND_LOST, "Lost connection to the backend server during query; the statement may not have completed")
             .encode(1, &mut self.out);
         let _ = self.flush_client().await;
-        if mid_response {
+        if mid_response || was_in_tx {
             Err(End::Fatal)
         } else {
             Ok(())
