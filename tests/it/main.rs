@@ -22,6 +22,7 @@ mod pg_clients;
 mod pg_extended;
 mod pg_faults;
 mod faults_kill;
+mod faults_fake;
 mod pg_isolation;
 mod pg_pgbench;
 mod pg_prewarm;

@@ -84,6 +84,17 @@ struct ClientInfo {
     multi_statements: bool,
 }
 
+/// The `query_timeout` of the statement being relayed: when it fires, and whether it fired
+/// already (the statement was killed; a backend that stays silent for another `query_timeout`
+/// after that is given up).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct QueryTimer {
+    /// When it fires (next).
+    pub at: std::time::Instant,
+    /// It fired once and the statement was killed.
+    pub killed: bool,
+}
+
 /// One MySQL client connection.
 pub(super) struct Session {
     ctx: Rc<CoreContext>,
@@ -99,7 +110,7 @@ pub(super) struct Session {
     key: CancelKey,
     tx: Tx,
     client: ClientInfo,
-    query_deadline: Option<std::time::Instant>,
+    query_deadline: Option<QueryTimer>,
     /// State of a session served by a PostgreSQL pool (unused otherwise).
     bridge: bridged::Bridge,
     /// The client's user name, for rules matching users.
@@ -377,7 +388,7 @@ impl Session {
     }
 
     fn arm_query_timeout(&mut self) {
-        self.query_deadline = self.pool.config.timeouts.query.map(|d| rt::now() + d);
+        self.query_deadline = self.pool.config.timeouts.query.map(|d| QueryTimer { at: rt::now() + d, killed: false });
     }
 
     /// Bookkeeping after a relayed response: status flags, cursor, release.

@@ -2,7 +2,7 @@
 //! untouched (sequence ids included) while following the response grammar far enough to know
 //! where it ends, which results succeeded and what the server's status flags say.
 
-use super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
+use super::{QueryTimer, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::mysql::codec::Reader;
 use crate::protocol::mysql::errcode::ER_NOT_ALLOWED_COMMAND;
@@ -130,7 +130,8 @@ impl Session {
     }
 
     /// Waits for one whole backend packet at `self.bpos`; returns (sequence id, payload length).
-    /// Past the query deadline the running statement is killed and reading goes on.
+    /// Past the query deadline the running statement is killed and reading goes on for another
+    /// `query_timeout`; past that the backend counts as lost.
     pub(super) async fn next_backend_packet(&mut self) -> Result<(u8, usize), ()> {
         loop {
             let conn = self.backend.as_mut().ok_or(())?;
@@ -144,10 +145,13 @@ impl Session {
                 self.bpos = 0;
             }
             let read = match self.query_deadline {
-                Some(deadline) => match rt::with_deadline(deadline, rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK)).await {
+                Some(timer) => match rt::with_deadline(timer.at, rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK)).await {
                     Ok(r) => r,
+                    // Killed a query_timeout ago and still silent: the backend is not answering.
+                    Err(_) if timer.killed => return Err(()),
                     Err(_) => {
-                        self.query_deadline = None;
+                        let again = self.pool.config.timeouts.query.map(|d| rt::now() + d);
+                        self.query_deadline = again.map(|at| QueryTimer { at, killed: true });
                         self.ctx.cancels.cancel(self.key);
                         continue;
                     }
