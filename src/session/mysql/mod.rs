@@ -102,6 +102,9 @@ pub(super) struct Session {
     out: Vec<u8>,
     bout: Vec<u8>,
     bpos: usize,
+    /// Sequence id the next backend packet must carry (`None` until a command set it): a
+    /// packet out of sequence means the connection is out of step and is given up.
+    bseq: Option<u8>,
     pool: Rc<CorePool>,
     backend: Option<Conn>,
     state: MyState,
@@ -159,6 +162,7 @@ impl Session {
             out: Vec::with_capacity(16 * 1024),
             bout: Vec::with_capacity(4096),
             bpos: 0,
+            bseq: None,
             pool: g.pool,
             backend: None,
             state: g.state,

@@ -1,6 +1,7 @@
 //! The response side of a MySQL session: reads backend packets, relays them to the client
 //! untouched (sequence ids included) while following the response grammar far enough to know
-//! where it ends, which results succeeded and what the server's status flags say.
+//! where it ends, which results succeeded and what the server's status flags say. A packet out
+//! of sequence, like a broken one, means the backend connection is lost.
 
 use super::{QueryTimer, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::pool::{Conn, ConnInfo};
@@ -108,6 +109,11 @@ impl Session {
         let mut pkt: Option<Pkt> = None;
         loop {
             let (seq, plen) = self.next_backend_packet().await?;
+            if self.bseq.is_some_and(|want| want != seq) {
+                tracing::warn!(want = ?self.bseq, got = seq, "backend packet out of sequence; giving the connection up");
+                return Err(());
+            }
+            self.bseq = Some(seq.wrapping_add(1));
             let Some(conn) = self.backend.as_mut() else { return Err(()) };
             let raw = conn.rbuf.get(self.bpos..self.bpos + HEADER_LEN + plen).ok_or(())?;
             let payload = raw.get(HEADER_LEN..).unwrap_or_default();
@@ -275,7 +281,7 @@ impl Session {
     async fn refuse_local_infile(&mut self, p: &Pkt, forward: bool, out: &mut Outcome) -> Result<(), ()> {
         let conn = self.backend.as_mut().ok_or(())?;
         let mut empty = Vec::with_capacity(4);
-        encode_packets(&[], p.seq.wrapping_add(1), &mut empty);
+        self.bseq = Some(encode_packets(&[], p.seq.wrapping_add(1), &mut empty));
         rt::write_all(&mut conn.stream, &empty).await.map_err(|_| ())?;
         let reply = self.backend_payload(false).await?;
         if status_of(&reply).0.is_some_and(|s| s & SERVER_MORE_RESULTS_EXISTS != 0) {
@@ -294,7 +300,7 @@ impl Session {
     /// Sends `payload` as a new command (sequence 0) to the backend and marks it cancellable.
     pub(super) async fn send_command(&mut self, payload: &[u8]) -> Result<(), ()> {
         self.bout.clear();
-        encode_packets(payload, 0, &mut self.bout);
+        self.bseq = Some(encode_packets(payload, 0, &mut self.bout));
         self.flush_backend().await
     }
 
