@@ -353,11 +353,20 @@ impl CorePool {
         }
     }
 
+    /// The most recently used idle connection speaking `protocol`. Connections whose backend
+    /// went away while they sat idle (a server restart or crash, an idle timeout) are closed
+    /// on the way, so a client never gets one that fails at its first byte.
     fn take_idle(&self, protocol: Protocol) -> Option<Conn> {
         let any_healthy = self.has_healthy_backend(); // health
         let mut idle = self.idle.borrow_mut();
-        let pos = idle.iter().rposition(|c| c.protocol() == protocol && self.usable(c.backend, any_healthy))?;
-        Some(idle.swap_remove(pos))
+        loop {
+            let pos = idle.iter().rposition(|c| c.protocol() == protocol && self.usable(c.backend, any_healthy))?;
+            let conn = idle.swap_remove(pos);
+            if !rt::idle_peer_gone(&conn.stream) {
+                return Some(conn);
+            }
+            drop(conn); // its budget unit wakes a waiter
+        }
     }
 
     /// health: opens on backend `first`; when it refused the connection (it is then marked

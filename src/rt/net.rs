@@ -1,4 +1,5 @@
-//! Sockets: SO_REUSEPORT listeners (one per core per listener address) and deadline-bound connects.
+//! Sockets: SO_REUSEPORT listeners (one per core per listener address), deadline-bound connects,
+//! and a non-blocking look at whether an idle connection's peer is still there.
 
 use std::io;
 use std::net::SocketAddr;
@@ -57,4 +58,24 @@ pub async fn connect(addr: SocketAddr, deadline: Instant) -> io::Result<Stream> 
     let s = Stream::connect_timeout(addr, left).await.map_err(io::Error::from)?;
     s.set_nodelay(true).map_err(io::Error::from)?;
     Ok(s)
+}
+
+/// Whether an idle connection can no longer be used: its peer closed it, or sent something
+/// nobody asked for (a server going away says why first, e.g. PostgreSQL's FATAL 57P01 at
+/// shutdown), or the socket failed. Looks without reading or blocking, so a connection that
+/// is fine is left exactly as it was.
+pub fn idle_peer_gone(s: &Stream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut byte = 0u8;
+    // SAFETY: `recv` on a descriptor the stream owns and keeps open for the duration of the
+    // call, into a one-byte buffer that outlives it; MSG_PEEK leaves any data in the socket and
+    // MSG_DONTWAIT keeps the call from blocking.
+    let n = unsafe {
+        libc::recv(s.as_raw_fd(), (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+    };
+    if n < 0 {
+        let err = io::Error::last_os_error();
+        return !matches!(err.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted);
+    }
+    true
 }

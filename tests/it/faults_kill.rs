@@ -2,13 +2,15 @@
 //! connection) while clients are mid-statement, mid-transaction and mid-COPY. Every client gets
 //! an error instead of hanging, a transaction cut short is never reported committed, the pool
 //! drops the dead connections, and once the server is restarted the same router (no restart)
-//! serves new statements. Each test owns its servers (`Dbs::private`).
+//! serves new statements. A replica stopped and restarted under read load costs at most the
+//! reads running on it at that moment. Each test owns its servers (`Dbs::private`).
 
 // Blocking test clients on their own threads, not data-plane code.
-#![allow(clippy::disallowed_methods)]
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::io::Write;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -208,4 +210,102 @@ fn mariadb_sigkill_mid_statement_and_transaction_then_restart() {
         let one: Option<i64> = c.query_first("SELECT 1").unwrap_or_else(|e| panic!("statement {i} after the restart: {e}"));
         assert_eq!(one, Some(1));
     }
+}
+
+/// What the readers of [`pg_replica_stopped_and_restarted_under_read_load`] saw.
+#[derive(Default)]
+struct Tally {
+    standby: AtomicU64,
+    primary: AtomicU64,
+    errors: Mutex<Vec<String>>,
+}
+
+impl Tally {
+    fn standby(&self) -> u64 {
+        self.standby.load(Ordering::SeqCst)
+    }
+    fn primary(&self) -> u64 {
+        self.primary.load(Ordering::SeqCst)
+    }
+}
+
+/// One reader: split-eligible reads back to back until `stop`, tallying where each ran.
+fn reader(port: u16, stop: Arc<AtomicBool>, tally: Arc<Tally>) {
+    let mut client = None;
+    while !stop.load(Ordering::SeqCst) {
+        let c = match client.as_mut() {
+            Some(c) => c,
+            None => match crate::pg_util::connect(port, "app", "app") {
+                Ok(c) => client.insert(c),
+                Err(e) => {
+                    tally.errors.lock().expect("tally").push(format!("connect: {}", describe(&e)));
+                    continue;
+                }
+            },
+        };
+        match c.query_one("SELECT pg_is_in_recovery()", &[]) {
+            Ok(row) if row.get::<_, bool>(0) => tally.standby.fetch_add(1, Ordering::SeqCst),
+            Ok(_) => tally.primary.fetch_add(1, Ordering::SeqCst),
+            Err(e) => {
+                tally.errors.lock().expect("tally").push(describe(&e));
+                if c.is_closed() {
+                    client = None;
+                }
+                continue;
+            }
+        };
+    }
+}
+
+#[test]
+fn pg_replica_stopped_and_restarted_under_read_load() {
+    const READERS: usize = 4;
+    let env = Dbs::private();
+    let pg = env.pg.clone();
+    let pool = |name: &str, port: u16| {
+        format!(
+            "[pools.{name}]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
+             max_connections = 8\nacquire_timeout = \"20s\"\nconnect_timeout = \"5s\"\n\
+             backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
+             [pools.{name}.health]\ninterval = \"200ms\"\nfailure_threshold = 2\nsuccess_threshold = 2\n\n",
+            u = pg.user,
+            p = pg.password,
+            d = pg.database,
+        )
+    };
+    let r = Router::start(&format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n{}{}\
+         [routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n",
+        pool("primary", pg.primary_port),
+        pool("replica", pg.replica_port)
+    ));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Tally::default());
+    let readers: Vec<_> = (0..READERS)
+        .map(|_| {
+            let (stop, tally, port) = (stop.clone(), tally.clone(), r.port());
+            thread::spawn(move || reader(port, stop, tally))
+        })
+        .collect();
+
+    eventually(Duration::from_secs(15), "reads on the standby", || tally.standby() >= 200);
+    env.stop(Server::PgReplica);
+    let primary_before = tally.primary();
+    eventually(Duration::from_secs(15), "reads moving to the primary", || tally.primary() >= primary_before + 200);
+    let standby_while_down = tally.standby();
+    env.start(Server::PgReplica);
+    eventually(Duration::from_secs(30), "reads back on the restarted standby", || tally.standby() >= standby_while_down + 200);
+    stop.store(true, Ordering::SeqCst);
+    for t in readers {
+        t.join().expect("reader");
+    }
+    let errors = tally.errors.lock().expect("tally");
+    eprintln!(
+        "replica stop/start under load: {} reads on the standby, {} on the primary, {} errors: {errors:?}",
+        tally.standby(),
+        tally.primary(),
+        errors.len()
+    );
+    // Only statements running on the standby when it stopped may fail: one per reader at most.
+    assert!(errors.len() <= READERS, "{} errors for {READERS} readers: {errors:?}", errors.len());
 }
