@@ -10,6 +10,10 @@ use super::{Conn, ConnInfo, PoolError};
 use crate::config::Pool as PoolConfig;
 use crate::rt::{self, Elapsed, Stream};
 
+/// What a finished login hands over: the socket, bytes read past the login, and the
+/// backend's identity.
+type Opened = (Stream, Vec<u8>, ConnInfo);
+
 /// The pool and backend a login is for; builds errors that name both.
 pub(super) struct Login<'a> {
     pub cfg: &'a PoolConfig,
@@ -35,7 +39,7 @@ impl Login<'_> {
     /// Turns a finished (or timed-out) login into a pooled connection.
     pub fn assemble(
         &self,
-        outcome: Result<Result<(Stream, Vec<u8>, ConnInfo), PoolError>, Elapsed>,
+        outcome: Result<Result<Opened, PoolError>, Elapsed>,
         addr: SocketAddr,
         backend: usize,
         unit: BudgetUnit,
