@@ -212,7 +212,7 @@ fn mariadb_sigkill_mid_statement_and_transaction_then_restart() {
     }
 }
 
-/// What the readers of [`pg_replica_stopped_and_restarted_under_read_load`] saw.
+/// What the readers of the replica stop/start tests saw (`standby`: reads that ran on the replica).
 #[derive(Default)]
 struct Tally {
     standby: AtomicU64,
@@ -230,7 +230,7 @@ impl Tally {
 }
 
 /// One reader: split-eligible reads back to back until `stop`, tallying where each ran.
-fn reader(port: u16, stop: Arc<AtomicBool>, tally: Arc<Tally>) {
+fn pg_reader(port: u16, stop: Arc<AtomicBool>, tally: Arc<Tally>) {
     let mut client = None;
     while !stop.load(Ordering::SeqCst) {
         let c = match client.as_mut() {
@@ -284,7 +284,7 @@ fn pg_replica_stopped_and_restarted_under_read_load() {
     let readers: Vec<_> = (0..READERS)
         .map(|_| {
             let (stop, tally, port) = (stop.clone(), tally.clone(), r.port());
-            thread::spawn(move || reader(port, stop, tally))
+            thread::spawn(move || pg_reader(port, stop, tally))
         })
         .collect();
 
@@ -307,5 +307,85 @@ fn pg_replica_stopped_and_restarted_under_read_load() {
         errors.len()
     );
     // Only statements running on the standby when it stopped may fail: one per reader at most.
+    assert!(errors.len() <= READERS, "{} errors for {READERS} readers: {errors:?}", errors.len());
+}
+
+/// One MariaDB reader: split-eligible reads back to back until `stop`, tallying where each
+/// ran (`@@server_id` 2 is the replica).
+fn my_reader(opts: mysql::OptsBuilder, stop: Arc<AtomicBool>, tally: Arc<Tally>) {
+    let mut client: Option<mysql::Conn> = None;
+    while !stop.load(Ordering::SeqCst) {
+        let c = match client.as_mut() {
+            Some(c) => c,
+            None => match mysql::Conn::new(opts.clone()) {
+                Ok(c) => client.insert(c),
+                Err(e) => {
+                    tally.errors.lock().expect("tally").push(format!("connect: {e}"));
+                    continue;
+                }
+            },
+        };
+        match c.query_first::<u32, _>("SELECT @@server_id") {
+            Ok(Some(2)) => tally.standby.fetch_add(1, Ordering::SeqCst),
+            Ok(_) => tally.primary.fetch_add(1, Ordering::SeqCst),
+            Err(e) => {
+                tally.errors.lock().expect("tally").push(e.to_string());
+                client = None; // the driver's connection state is unknown after an error
+                continue;
+            }
+        };
+    }
+}
+
+#[test]
+fn mariadb_replica_stopped_and_restarted_under_read_load() {
+    const READERS: usize = 4;
+    let env = Dbs::private();
+    let my = env.my.clone();
+    let pool = |name: &str, port: u16| {
+        format!(
+            "[pools.{name}]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
+             max_connections = 8\nacquire_timeout = \"20s\"\nconnect_timeout = \"5s\"\n\
+             backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
+             [pools.{name}.health]\ninterval = \"200ms\"\nfailure_threshold = 2\nsuccess_threshold = 2\n\n",
+            u = my.user,
+            p = my.password,
+            d = my.database,
+        )
+    };
+    let r = Router::start(&format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n{}{}\
+         [routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n",
+        pool("primary", my.primary_port),
+        pool("replica", my.replica_port)
+    ));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Tally::default());
+    let readers: Vec<_> = (0..READERS)
+        .map(|_| {
+            let (stop, tally) = (stop.clone(), tally.clone());
+            let opts = my.opts(r.port(), &my.user, &my.password);
+            thread::spawn(move || my_reader(opts, stop, tally))
+        })
+        .collect();
+
+    eventually(Duration::from_secs(15), "reads on the replica", || tally.standby() >= 200);
+    env.stop(Server::MyReplica);
+    let primary_before = tally.primary();
+    eventually(Duration::from_secs(15), "reads moving to the primary", || tally.primary() >= primary_before + 200);
+    let replica_while_down = tally.standby();
+    env.start(Server::MyReplica);
+    eventually(Duration::from_secs(30), "reads back on the restarted replica", || tally.standby() >= replica_while_down + 200);
+    stop.store(true, Ordering::SeqCst);
+    for t in readers {
+        t.join().expect("reader");
+    }
+    let errors = tally.errors.lock().expect("tally");
+    eprintln!(
+        "replica stop/start under load: {} reads on the replica, {} on the primary, {} errors: {errors:?}",
+        tally.standby(),
+        tally.primary(),
+        errors.len()
+    );
     assert!(errors.len() <= READERS, "{} errors for {READERS} readers: {errors:?}", errors.len());
 }

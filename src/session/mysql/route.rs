@@ -90,7 +90,25 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
+        if decision.step == DecisionKind::ReadWriteSplit && self.backend.is_none() && !self.is_bridged() {
+            self.read_pool_or_fallback(target).await?;
+        }
         Ok(Routed { rewritten: decision.rewritten, fingerprint: decision.fingerprint })
+    }
+
+    /// Borrows a connection of read pool `target` now rather than at send time, so a backend
+    /// that died since its last health check (its refused connect marks it down at once) costs
+    /// the read nothing: it moves to the write pool as `replica_fallback` would have sent it.
+    async fn read_pool_or_fallback(&mut self, target: Arc<str>) -> Result<(), MyClientError> {
+        let Err(e) = self.ensure_backend().await else { return Ok(()) };
+        let fallback = self.ctx.replica_fallback(Protocol::MySql, target.clone()).map_err(|_| e.clone())?;
+        if fallback == target {
+            return Err(e);
+        }
+        let pool = self.ctx.pools().get(&fallback).cloned().ok_or(e)?;
+        tracing::debug!(pool = %fallback, "read pool lost its backend; read moved to the write pool");
+        self.pool = pool;
+        self.ensure_backend().await
     }
 
     /// Adds one execution of `sql` (started at `started`) to the core's digest statistics.
