@@ -90,6 +90,12 @@ async fn startup(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> 
             BackendMessage::ErrorResponse(fields) => {
                 let code = fields.code().unwrap_or("?????");
                 let text = fields.get(b'M').unwrap_or("");
+                // Class 57 (shutting down, starting up, crash recovery): the server is not
+                // accepting connections, as if it refused the TCP connect; other refusals may be
+                // about the pool's credentials and are left to the health probes.
+                if code.starts_with("57P") {
+                    return Err(login.connect_err(format!("{code} {text}")));
+                }
                 return Err(login.auth_err(format!("{code} {text}")));
             }
             BackendMessage::NegotiateProtocolVersion { .. } | BackendMessage::NoticeResponse(_) => {}

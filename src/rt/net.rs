@@ -1,4 +1,5 @@
-//! Sockets: SO_REUSEPORT listeners (one per core per listener address) and deadline-bound connects.
+//! Sockets: SO_REUSEPORT listeners (one per core per listener address), deadline-bound connects,
+//! and a non-blocking look at whether an idle connection's peer is still there.
 
 use std::io;
 use std::net::SocketAddr;

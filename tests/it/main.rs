@@ -21,6 +21,8 @@ mod pg_cancel;
 mod pg_clients;
 mod pg_extended;
 mod pg_faults;
+mod faults_kill;
+mod faults_fake;
 mod pg_isolation;
 mod pg_pgbench;
 mod pg_prewarm;

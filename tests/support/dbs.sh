@@ -13,7 +13,9 @@
 #   dbs.sh down BASE_DIR
 #       Stop exactly these servers (replicas first) and delete BASE_DIR (only if it holds
 #       the marker file written by `up`).
-#   dbs.sh stop|start BASE_DIR pg-primary|pg-replica|my-primary|my-replica
+#   dbs.sh stop|start|kill BASE_DIR pg-primary|pg-replica|my-primary|my-replica
+#       kill = SIGKILL of the server process (a crash: no shutdown, recovery at the next
+#       start); returns once it and, for PostgreSQL, its backends are gone.
 #   dbs.sh pause-replication|resume-replication BASE_DIR pg|mariadb
 #       Fault injection. PG pause = pg_wal_replay_pause() on the standby (WAL is still
 #       received, nothing is applied); MariaDB pause = STOP SLAVE SQL_THREAD on the replica.
@@ -553,13 +555,38 @@ sweep_base() {
     done
 }
 
-cmd_stop_start() {   # stop|start BASE SERVER
+# kill_server SERVER: SIGKILL the server. PostgreSQL's backends notice the postmaster's death
+# and exit by themselves; they are waited for (SIGKILLed after the timeout) because a new
+# postmaster refuses to start while they still hold the old shared memory. The dead
+# postmaster's lock files (data directory, unix socket) go too: its pid may linger as a
+# zombie (PID 1 may reap slowly), which a new postmaster would take for a running server.
+kill_server() {
+    local p c end procs
+    p=$(server_pid "$1") || die "$1 is not running"
+    procs="$p $(pgrep -P "$p" | tr "\n" " " || true)"
+    log "kill $1 (pid $p, SIGKILL)"
+    kill -KILL "$p"
+    end=$(( $(date +%s) + TIMEOUT ))
+    for c in $procs; do
+        while alive "$c"; do
+            if [ "$(date +%s)" -ge "$end" ]; then log "pid $c still alive, SIGKILL"; kill -KILL "$c" 2>/dev/null; fi
+            sleep 0.05
+        done
+    done
+    case $1 in
+        pg-primary) rm -f "$PG_DIR/primary/postmaster.pid" "$PG_DIR/.s.PGSQL.$PG_PRIMARY_PORT.lock" ;;
+        pg-replica) rm -f "$PG_DIR/replica/postmaster.pid" "$PG_DIR/.s.PGSQL.$PG_REPLICA_PORT.lock" ;;
+    esac
+}
+
+cmd_stop_start() {   # stop|start|kill BASE SERVER
     local action=$1 server=${3:?usage: dbs.sh $1 BASE_DIR SERVER}
     case $server in pg-primary|pg-replica|my-primary|my-replica) ;; *) die "unknown server '$server'" ;; esac
     load_state "$2"
     case $server in pg-*) started pg ;; *) started mariadb ;; esac || die "$server was not started in $BASE (--what $WHAT)"
     case $action in
         stop) stop_servers fast "$server" ;;
+        kill) kill_server "$server" ;;
         start)
             if server_pid "$server" >/dev/null; then log "$server already running"; return 0; fi
             case $server in
@@ -597,7 +624,7 @@ case $CMD in
     up) exec setsid -w bash "$SELF" __up "$@" ;;
     __up) CMD=up; exec 3>&1 1>&2; cmd_up "$@" ;;
     down) cmd_down "$@" ;;
-    stop|start) cmd_stop_start "$CMD" "$@" ;;
+    stop|start|kill) cmd_stop_start "$CMD" "$@" ;;
     pause-replication|resume-replication) cmd_replication "$CMD" "$@" ;;
     __watch) cmd_watch "$@" ;;
     *) usage ;;

@@ -152,7 +152,13 @@ impl Dbs {
         self.fault(&["stop", s.script_name()]);
     }
 
-    /// Starts a server stopped by [`Dbs::stop`]; returns once it accepts connections.
+    /// Kills one server with SIGKILL (a crash, no shutdown); returns once its process (and a
+    /// PostgreSQL server's backends) are gone. [`Dbs::start`] restarts it with crash recovery.
+    pub fn kill(&self, s: Server) {
+        self.fault(&["kill", s.script_name()]);
+    }
+
+    /// Starts a server stopped by [`Dbs::stop`] or [`Dbs::kill`]; returns once it accepts connections.
     /// A restarted replica reconnects and catches up by itself (PG keeps WAL in a slot).
     pub fn start(&self, s: Server) {
         self.fault(&["start", s.script_name()]);

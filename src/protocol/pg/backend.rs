@@ -538,3 +538,14 @@ pub fn peek<'a>(frame: &Frame<'a>) -> Result<BackendPeek<'a>, DecodeError> {
         tag => Ok(BackendPeek::Other(tag)),
     }
 }
+
+/// Whether a server may send a message of type `tag` once startup is over (55.7): everything
+/// but the startup-only Authentication (`R`), BackendKeyData (`K`) and NegotiateProtocolVersion
+/// (`v`), and the type bytes no message has. Anything else means the connection is out of step.
+pub fn is_after_startup(tag: u8) -> bool {
+    matches!(
+        tag,
+        b'1' | b'2' | b'3' | b'A' | b'C' | b'D' | b'E' | b'G' | b'H' | b'I' | b'N' | b'S' | b'T' | b'V' | b'W' | b'Z'
+            | b'c' | b'd' | b'n' | b's' | b't'
+    )
+}

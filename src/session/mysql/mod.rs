@@ -88,6 +88,17 @@ struct ClientInfo {
     multi_statements: bool,
 }
 
+/// The `query_timeout` of the statement being relayed: when it fires, and whether it fired
+/// already (the statement was killed; a backend that stays silent for another `query_timeout`
+/// after that is given up).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct QueryTimer {
+    /// When it fires (next).
+    pub at: std::time::Instant,
+    /// It fired once and the statement was killed.
+    pub killed: bool,
+}
+
 /// One MySQL client connection.
 pub(super) struct Session {
     ctx: Rc<CoreContext>,
@@ -95,6 +106,9 @@ pub(super) struct Session {
     out: Vec<u8>,
     bout: Vec<u8>,
     bpos: usize,
+    /// Sequence id the next backend packet must carry (`None` until a command set it): a
+    /// packet out of sequence means the connection is out of step and is given up.
+    bseq: Option<u8>,
     pool: Rc<CorePool>,
     backend: Option<Conn>,
     state: MyState,
@@ -103,7 +117,7 @@ pub(super) struct Session {
     key: CancelKey,
     tx: Tx,
     client: ClientInfo,
-    query_deadline: Option<std::time::Instant>,
+    query_deadline: Option<QueryTimer>,
     /// State of a session served by a PostgreSQL pool (unused otherwise).
     bridge: bridged::Bridge,
     /// The client's user name, for rules matching users.
@@ -153,6 +167,7 @@ impl Session {
             out: Vec::new(),
             bout: Vec::new(),
             bpos: 0,
+            bseq: None,
             pool: g.pool,
             backend: None,
             state: g.state,
@@ -398,7 +413,7 @@ impl Session {
     }
 
     fn arm_query_timeout(&mut self) {
-        self.query_deadline = self.pool.config.timeouts.query.map(|d| rt::now() + d);
+        self.query_deadline = self.pool.config.timeouts.query.map(|d| QueryTimer { at: rt::now() + d, killed: false });
     }
 
     /// Bookkeeping after a relayed response: status flags, cursor, release.
@@ -424,8 +439,12 @@ impl Session {
         self.maybe_release().await;
     }
 
-    /// The backend connection broke: tell the client, drop the connection, stay alive.
+    /// The backend connection broke: tell the client, drop the connection, stay alive — unless
+    /// a transaction was open: the server rolled it back, and a session that went on would run
+    /// the client's next statements in autocommit and answer its COMMIT with OK. The session
+    /// then ends after the error, as a direct connection would.
     async fn backend_lost(&mut self) -> Result<(), End> {
+        let was_in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
         if let Some(mut c) = self.backend.take() {
             c.broken = true;
             self.pool.checkin(c, false);
@@ -443,7 +462,7 @@ impl Session {
         MyClientError::new(ER_BACKEND_LOST, "Lost connection to the backend server during query; the statement may not have completed")
             .encode(1, &mut self.out);
         let _ = self.flush_client().await;
-        if mid_response {
+        if mid_response || was_in_tx {
             Err(End::Fatal)
         } else {
             Ok(())

@@ -1,8 +1,9 @@
 //! The response side of a MySQL session: reads backend packets, relays them to the client
 //! untouched (sequence ids included) while following the response grammar far enough to know
-//! where it ends, which results succeeded and what the server's status flags say.
+//! where it ends, which results succeeded and what the server's status flags say. A packet out
+//! of sequence, like a broken one, means the backend connection is lost.
 
-use super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
+use super::{QueryTimer, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::mysql::codec::Reader;
 use crate::protocol::mysql::errcode::ER_NOT_ALLOWED_COMMAND;
@@ -108,6 +109,11 @@ impl Session {
         let mut pkt: Option<Pkt> = None;
         loop {
             let (seq, plen) = self.next_backend_packet().await?;
+            if self.bseq.is_some_and(|want| want != seq) {
+                tracing::warn!(want = ?self.bseq, got = seq, "backend packet out of sequence; giving the connection up");
+                return Err(());
+            }
+            self.bseq = Some(seq.wrapping_add(1));
             let Some(conn) = self.backend.as_mut() else { return Err(()) };
             let raw = conn.rbuf.get(self.bpos..self.bpos + HEADER_LEN + plen).ok_or(())?;
             let payload = raw.get(HEADER_LEN..).unwrap_or_default();
@@ -130,7 +136,8 @@ impl Session {
     }
 
     /// Waits for one whole backend packet at `self.bpos`; returns (sequence id, payload length).
-    /// Past the query deadline the running statement is killed and reading goes on.
+    /// Past the query deadline the running statement is killed and reading goes on for another
+    /// `query_timeout`; past that the backend counts as lost.
     pub(super) async fn next_backend_packet(&mut self) -> Result<(u8, usize), ()> {
         loop {
             let conn = self.backend.as_mut().ok_or(())?;
@@ -144,10 +151,13 @@ impl Session {
                 self.bpos = 0;
             }
             let read = match self.query_deadline {
-                Some(deadline) => match rt::with_deadline(deadline, rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK)).await {
+                Some(timer) => match rt::with_deadline(timer.at, rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK)).await {
                     Ok(r) => r,
+                    // Killed a query_timeout ago and still silent: the backend is not answering.
+                    Err(_) if timer.killed => return Err(()),
                     Err(_) => {
-                        self.query_deadline = None;
+                        let again = self.pool.config.timeouts.query.map(|d| rt::now() + d);
+                        self.query_deadline = again.map(|at| QueryTimer { at, killed: true });
                         self.ctx.cancels.cancel(self.key);
                         continue;
                     }
@@ -271,7 +281,7 @@ impl Session {
     async fn refuse_local_infile(&mut self, p: &Pkt, forward: bool, out: &mut Outcome) -> Result<(), ()> {
         let conn = self.backend.as_mut().ok_or(())?;
         let mut empty = Vec::with_capacity(4);
-        encode_packets(&[], p.seq.wrapping_add(1), &mut empty);
+        self.bseq = Some(encode_packets(&[], p.seq.wrapping_add(1), &mut empty));
         rt::write_all(&mut conn.stream, &empty).await.map_err(|_| ())?;
         let reply = self.backend_payload(false).await?;
         if status_of(&reply).0.is_some_and(|s| s & SERVER_MORE_RESULTS_EXISTS != 0) {
@@ -290,7 +300,7 @@ impl Session {
     /// Sends `payload` as a new command (sequence 0) to the backend and marks it cancellable.
     pub(super) async fn send_command(&mut self, payload: &[u8]) -> Result<(), ()> {
         self.bout.clear();
-        encode_packets(payload, 0, &mut self.bout);
+        self.bseq = Some(encode_packets(payload, 0, &mut self.bout));
         self.flush_backend().await
     }
 

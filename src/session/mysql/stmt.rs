@@ -323,7 +323,7 @@ impl Session {
             p.extend_from_slice(&data);
             encode_packets(&p, 0, &mut self.bout);
         }
-        encode_packets(&cmd, 0, &mut self.bout);
+        self.bseq = Some(encode_packets(&cmd, 0, &mut self.bout));
         self.arm_query_timeout();
         if self.flush_backend().await.is_err() {
             return self.backend_lost().await;

@@ -593,7 +593,10 @@ impl Session {
         Ok(())
     }
 
-    /// The backend connection broke: tell the client, drop the connection, stay alive.
+    /// The backend connection broke: tell the client, drop the connection, stay alive — unless
+    /// a transaction was open. The server rolled it back; a session that went on would run the
+    /// client's next statements in autocommit and answer its COMMIT with success, so the session
+    /// ends with a FATAL error as a direct connection would.
     async fn backend_lost(&mut self) -> Result<(), End> {
         if let Some(mut c) = self.backend.take() {
             c.broken = true;
@@ -607,15 +610,22 @@ impl Session {
         self.state.rollback();
         let why = self.flight.fatal.take().map(|m| format!(" ({m})")).unwrap_or_default();
         self.flight.settle();
+        if was_in_tx {
+            tracing::warn!("backend lost inside a transaction; the transaction was rolled back by the server");
+            PgClientError::new(
+                sqlstate::CONNECTION_FAILURE,
+                format!("the backend connection was lost{why} inside a transaction; the transaction was rolled back"),
+            )
+            .encode_fatal(&mut self.out);
+            let _ = self.flush_client().await;
+            return Err(End::Fatal);
+        }
         PgClientError::new(
             sqlstate::CONNECTION_FAILURE,
             format!("the backend connection was lost{why}; the statement may not have completed"),
         )
         .encode(&mut self.out);
         backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.out);
-        if was_in_tx {
-            tracing::warn!("backend lost inside a transaction; the transaction was rolled back by the server");
-        }
         self.flush_client().await
     }
 

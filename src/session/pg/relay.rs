@@ -1,8 +1,10 @@
 //! The response side of a PostgreSQL session: relays backend messages to the client in order,
 //! swallowing responses to messages the router injected and inserting the ones it answers
 //! itself; COPY in both directions; `query_timeout` (a cancel through the session's own cancel
-//! slot); stale-plan healing (see `flight`); what a held backend sends while the client is idle
-//! (NOTIFY, notices, its own death); settings replay and connection cleanup.
+//! slot; a backend that leaves the cancel unanswered for another `query_timeout` is given up);
+//! a backend out of step (a message type with no place after startup) is lost; stale-plan
+//! healing (see `flight`); what a held backend sends while the client is idle (NOTIFY, notices,
+//! its own death); settings replay and connection cleanup.
 
 use std::time::Instant;
 
@@ -11,6 +13,7 @@ use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::config::PoolMode;
 use crate::pool::Conn;
 use crate::protocol::pg::notice::peek_sqlstate;
+use crate::protocol::pg::backend::is_after_startup;
 use crate::protocol::pg::{decode_frame, frontend, sqlstate, Target, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
@@ -90,9 +93,16 @@ impl Session {
                 None => Ok(next_frame(conn, &mut pos).await),
             };
             let Ok(next) = next else {
+                if self.flight.timed_out {
+                    // The backend ignored the cancel for another query_timeout: it is not
+                    // answering at all, and the connection is given up.
+                    let ms = self.pool.config.timeouts.query.map_or(0, |d| d.as_millis());
+                    self.flight.fatal = Some(format!("no answer to the cancel sent at query_timeout ({ms} ms)"));
+                    return self.backend_lost().await;
+                }
                 // query_timeout: cancel through the same path a client's CancelRequest takes,
-                // then wait for the backend's answer without a deadline.
-                deadline = None;
+                // then wait one more query_timeout for the backend's answer.
+                deadline = self.query_deadline();
                 self.flight.timed_out = true;
                 self.ctx.cancels.cancel(self.key);
                 continue;
@@ -100,6 +110,10 @@ impl Session {
             let Ok((tag, len)) = next else {
                 return self.backend_lost().await;
             };
+            if !is_after_startup(tag) {
+                self.flight.fatal = Some(format!("protocol violation: the backend sent message type {:?}", tag as char));
+                return self.backend_lost().await;
+            }
             let forward = self.on_backend_message(tag, pos, len, &mut outcome);
             let Some(conn) = self.backend.as_mut() else { return Ok(()) };
             let frame = conn.rbuf.get(pos..pos + len).unwrap_or_default();

@@ -1,7 +1,7 @@
 use super::msg;
 use crate::protocol::pg::backend::{
     encode_auth_sasl_scram, encode_authentication, encode_data_row, encode_ready_for_query,
-    encode_row_description, peek, FieldDescription,
+    encode_row_description, is_after_startup, peek, FieldDescription,
 };
 use crate::protocol::pg::notice::peek_sqlstate;
 use crate::protocol::pg::{
@@ -347,4 +347,14 @@ fn malformed_backend_messages() {
         BackendMessage::decode(&Frame::new(b'x', b"")),
         Err(DecodeError::UnknownTag(b'x'))
     );
+}
+
+#[test]
+fn startup_only_and_unknown_types_are_not_session_messages() {
+    for tag in *b"123ACDEGHINSTVWZcdnst" {
+        assert!(is_after_startup(tag), "{}", tag as char);
+    }
+    for tag in [b'R', b'K', b'v', b'X', b'Q', 0, 0xFF] {
+        assert!(!is_after_startup(tag), "{}", tag as char);
+    }
 }

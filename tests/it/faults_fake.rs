@@ -1,0 +1,576 @@
+//! Issue #12, faults a real server will not produce, from scripted fake backends built with the
+//! router's own codecs: a backend that accepts TCP and never answers, one that logs in and then
+//! never replies (`connect_timeout` / `query_timeout`), an authentication exchange that never
+//! ends, truncated messages, impossible lengths, a message type that has no place in a result
+//! and a MySQL packet out of sequence. For each: the client gets a clear error in bounded time,
+//! the broken connection is closed rather than pooled, and a session on a healthy pool (the
+//! shared real PostgreSQL / MariaDB) of the same one-core router keeps working meanwhile.
+//!
+//! A fake backend numbers its logins; its answer to an ordinary query names the connection it
+//! ran on (a PostgreSQL row, a MySQL OK packet's affected-rows), which proves where statements
+//! ran without asking the router.
+
+// Blocking fake servers and clients on their own threads, not data-plane code.
+#![allow(clippy::disallowed_methods)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::Duration;
+
+use mysql::prelude::Queryable;
+use querypilot::protocol::mysql::capability::{
+    CLIENT_CONNECT_WITH_DB, CLIENT_LONG_FLAG, CLIENT_LONG_PASSWORD, CLIENT_MULTI_RESULTS, CLIENT_MULTI_STATEMENTS,
+    CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION, CLIENT_TRANSACTIONS,
+};
+use querypilot::protocol::mysql::response::SERVER_STATUS_AUTOCOMMIT;
+use querypilot::protocol::mysql::{decode_packet, encode_packets, AuthSwitchRequest, HandshakeV10, OkPacket};
+use querypilot::protocol::pg::backend::{encode_data_row, encode_ready_for_query, encode_row_description, FieldDescription};
+use querypilot::protocol::pg::{
+    decode_frame, decode_startup_frame, encode_error, Authentication, BackendMessage, Severity, StartupPacket,
+    TransactionStatus,
+};
+
+use crate::pg_util::connect;
+use crate::router::{pg_pool, Router};
+use crate::support::{dbs, eventually};
+
+/// Far beyond what any timeout below needs, so only a hang reaches it.
+const NO_HANG: Duration = Duration::from_secs(30);
+
+/// How a fake backend treats a new connection before any query.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Login {
+    /// Completes the login at once.
+    Normal,
+    /// Accepts the TCP connection and never sends a byte.
+    Silent,
+    /// Asks for a password again after every answer (PostgreSQL MD5, MySQL auth switch).
+    Endless,
+}
+
+/// What a fake backend saw.
+#[derive(Default)]
+struct Seen {
+    /// Completed logins; the n-th login's connection answers queries with `n`.
+    logins: AtomicU32,
+    /// Connections the router closed (EOF on a connection the fake was holding or serving).
+    closed: AtomicU32,
+    /// PostgreSQL CancelRequests received.
+    cancels: AtomicU32,
+}
+
+/// A fake backend on an ephemeral loopback port; its threads end with the test binary.
+struct Fake {
+    port: u16,
+    seen: Arc<Seen>,
+}
+
+impl Fake {
+    fn start(serve: fn(TcpStream, &Seen, Login), login: Login) -> Fake {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind fake backend");
+        let port = listener.local_addr().expect("local addr").port();
+        let seen = Arc::new(Seen::default());
+        let shared = seen.clone();
+        thread::spawn(move || {
+            for s in listener.incoming().flatten() {
+                let seen = shared.clone();
+                thread::spawn(move || serve(s, &seen, login));
+            }
+        });
+        Fake { port, seen }
+    }
+
+    fn logins(&self) -> u32 {
+        self.seen.logins.load(Ordering::SeqCst)
+    }
+
+    fn closed(&self) -> u32 {
+        self.seen.closed.load(Ordering::SeqCst)
+    }
+}
+
+/// Reads and discards until the router closes the connection, then counts that.
+fn hold(s: &mut TcpStream, seen: &Seen) {
+    let mut sink = [0u8; 4096];
+    while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
+    seen.closed.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Reads into `buf` until `complete` finds a whole message; `None` at EOF.
+fn fill(s: &mut TcpStream, buf: &mut Vec<u8>, complete: impl Fn(&[u8]) -> Option<usize>) -> Option<usize> {
+    loop {
+        if let Some(n) = complete(buf) {
+            return Some(n);
+        }
+        let mut chunk = [0u8; 4096];
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- PostgreSQL fake
+
+fn pg_msg(msg: BackendMessage<'_>, out: &mut Vec<u8>) {
+    msg.encode(out).expect("encode backend message");
+}
+
+/// A one-column text row description (`name`).
+fn pg_row_description(name: &str, out: &mut Vec<u8>) {
+    let f = FieldDescription { name, table_oid: 0, column_attr: 0, type_oid: 25, type_size: -1, type_modifier: -1, format: 0 };
+    encode_row_description(&[f], out).expect("row description");
+}
+
+fn pg_serve(mut s: TcpStream, seen: &Seen, login: Login) {
+    let mut buf = Vec::new();
+    let Some(n) = fill(&mut s, &mut buf, |b| decode_startup_frame(b, 1 << 16).ok().flatten().map(|f| f.total_len)) else {
+        return;
+    };
+    let startup = buf.drain(..n).collect::<Vec<u8>>();
+    match StartupPacket::decode(startup.get(4..).unwrap_or_default()) {
+        Ok(StartupPacket::Cancel { .. }) => {
+            seen.cancels.fetch_add(1, Ordering::SeqCst);
+            return; // closing is the answer
+        }
+        Ok(StartupPacket::Startup { .. }) => {}
+        _ => return,
+    }
+    let mut out = Vec::new();
+    match login {
+        Login::Silent => return hold(&mut s, seen),
+        Login::Endless => loop {
+            out.clear();
+            pg_msg(BackendMessage::Authentication(Authentication::Md5Password { salt: *b"salt" }), &mut out);
+            if s.write_all(&out).is_err() {
+                return;
+            }
+            let Some(n) = fill(&mut s, &mut buf, |b| decode_frame(b, 1 << 16).ok().flatten().map(|f| f.total_len)) else {
+                seen.closed.fetch_add(1, Ordering::SeqCst);
+                return;
+            };
+            buf.drain(..n);
+        },
+        Login::Normal => {}
+    }
+    let conn = seen.logins.fetch_add(1, Ordering::SeqCst) + 1;
+    pg_msg(BackendMessage::Authentication(Authentication::Ok), &mut out);
+    for (name, value) in [
+        ("server_version", "15.0"),
+        ("server_encoding", "UTF8"),
+        ("client_encoding", "UTF8"),
+        ("DateStyle", "ISO, MDY"),
+        ("integer_datetimes", "on"),
+        ("standard_conforming_strings", "on"),
+        ("TimeZone", "UTC"),
+    ] {
+        pg_msg(BackendMessage::ParameterStatus { name, value }, &mut out);
+    }
+    pg_msg(BackendMessage::BackendKeyData { pid: conn as i32, key: 7 }, &mut out);
+    encode_ready_for_query(TransactionStatus::Idle, &mut out);
+    if s.write_all(&out).is_err() {
+        return;
+    }
+    loop {
+        let Some(n) = fill(&mut s, &mut buf, |b| decode_frame(b, 1 << 20).ok().flatten().map(|f| f.total_len)) else {
+            seen.closed.fetch_add(1, Ordering::SeqCst);
+            return;
+        };
+        let frame: Vec<u8> = buf.drain(..n).collect();
+        out.clear();
+        match frame.first() {
+            Some(b'X') => return,
+            Some(b'Q') => {
+                let sql = String::from_utf8_lossy(frame.get(5..frame.len() - 1).unwrap_or_default()).into_owned();
+                let then = pg_answer(&sql, conn, &mut out);
+                if then != Then::Serve {
+                    let _ = s.write_all(&out);
+                    if then == Then::Eof {
+                        let _ = s.shutdown(std::net::Shutdown::Write);
+                    }
+                    return hold(&mut s, seen);
+                }
+            }
+            // The extended protocol is not scripted: every batch fails at its Sync.
+            Some(b'S') => {
+                encode_error(Severity::Error, "0A000", "the fake backend speaks the simple protocol only", &mut out);
+                encode_ready_for_query(TransactionStatus::Idle, &mut out);
+            }
+            _ => {}
+        }
+        if s.write_all(&out).is_err() {
+            return;
+        }
+    }
+}
+
+/// What the fake does after sending its answer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Serves the next query.
+    Serve,
+    /// Never sends another byte, keeping the socket open.
+    Hold,
+    /// Ends its side of the connection (EOF for the router).
+    Eof,
+}
+
+/// Appends the answer to `sql` and says what follows it.
+fn pg_answer(sql: &str, conn: u32, out: &mut Vec<u8>) -> Then {
+    let row = conn.to_string();
+    let mut data_row = Vec::new();
+    encode_data_row(&[Some(row.as_bytes())], &mut data_row).expect("data row");
+    if sql.contains("fault_truncated") {
+        // Half a DataRow, then EOF.
+        pg_row_description("conn", out);
+        out.extend_from_slice(data_row.get(..data_row.len() / 2).unwrap_or_default());
+        return Then::Eof;
+    }
+    if sql.contains("fault_short_length") {
+        pg_row_description("conn", out);
+        out.extend_from_slice(&[b'D', 0, 0, 0, 2]);
+        return Then::Hold;
+    }
+    if sql.contains("fault_huge_length") {
+        pg_row_description("conn", out);
+        out.extend_from_slice(&[b'D', 0x7f, 0xff, 0xff, 0xf0, 0, 1]);
+        return Then::Hold;
+    }
+    if sql.contains("fault_auth_mid_result") {
+        pg_row_description("conn", out);
+        out.extend_from_slice(&data_row);
+        pg_msg(BackendMessage::Authentication(Authentication::Ok), out);
+        return Then::Hold;
+    }
+    if sql.contains("fault_stall") {
+        return Then::Hold;
+    }
+    let upper = sql.trim_start().to_ascii_uppercase();
+    if let Some(word) = ["SET", "RESET", "DISCARD"].iter().find(|w| upper.starts_with(*w)) {
+        pg_msg(BackendMessage::CommandComplete(word), out);
+    } else {
+        pg_row_description("conn", out);
+        out.extend_from_slice(&data_row);
+        pg_msg(BackendMessage::CommandComplete("SELECT 1"), out);
+    }
+    encode_ready_for_query(TransactionStatus::Idle, out);
+    Then::Serve
+}
+
+/// One core; pool `fake` (one connection, so a leaked or reused broken connection shows) on
+/// the fake backend and pool `real` on the shared PostgreSQL primary. Health probes are
+/// effectively off for the fake (one probe at start; its failure alone marks nothing down).
+fn pg_router(fake: &Fake, extra: &str) -> Router {
+    let real = pg_pool("real", dbs().pg.primary_port, "transaction", 2);
+    Router::start(&format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
+         [pools.fake]\nmode = \"transaction\"\nusername = \"app\"\npassword = \"app\"\ndatabase = \"fake\"\nmax_connections = 1\n\
+         acquire_timeout = \"10s\"\nconnect_timeout = \"1s\"\n{extra}\nbackends = [{{ host = \"127.0.0.1\", port = {} }}]\n\n\
+         [pools.fake.health]\ninterval = \"1h\"\n\n{real}\n[routing]\ndefault_pool = \"real\"\n",
+        fake.port
+    ))
+}
+
+/// SQLSTATE and message of a PostgreSQL error.
+fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(d) => format!("{} {}", d.code().code(), d.message()),
+        None => e.to_string(),
+    }
+}
+
+/// The connection number the fake reports for `SELECT conn`.
+fn pg_conn(c: &mut postgres::Client) -> u32 {
+    let msgs = c.simple_query("SELECT conn").unwrap_or_else(|e| panic!("SELECT conn: {}", describe(&e)));
+    msgs.iter()
+        .find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse().ok()),
+            _ => None,
+        })
+        .expect("a row naming the connection")
+}
+
+/// Runs `work` on a thread and returns its result, failing the test if it takes longer than
+/// [`NO_HANG`].
+fn bounded<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(work());
+    });
+    rx.recv_timeout(NO_HANG).unwrap_or_else(|_| panic!("{what}: no answer within {NO_HANG:?} (hang)"))
+}
+
+/// The healthy pool of the same router answers.
+fn pg_real_works(real: &mut postgres::Client) {
+    let port: i32 = real.query_one("SELECT inet_server_port()", &[]).expect("healthy pool").get(0);
+    assert_eq!(port as u16, dbs().pg.primary_port);
+}
+
+#[test]
+fn pg_backend_that_never_answers_the_login_is_bounded_by_connect_timeout() {
+    for login in [Login::Silent, Login::Endless] {
+        let fake = Fake::start(pg_serve, login);
+        let r = pg_router(&fake, "");
+        let mut real = r.pg("real");
+        let port = r.port();
+        let res = bounded("login", move || connect(port, "fake", "app").map(drop).map_err(|e| describe(&e)));
+        let err = res.expect_err("no backend login, no session");
+        assert!(err.starts_with("08001") && err.contains("connect_timeout"), "{err}");
+        pg_real_works(&mut real);
+        // The router gave up on the connection: the fake sees it closed.
+        eventually(Duration::from_secs(10), "the router to close the stuck login", || fake.closed() >= 1);
+    }
+}
+
+#[test]
+fn pg_backend_that_stops_answering_mid_query_is_bounded_by_query_timeout() {
+    let fake = Fake::start(pg_serve, Login::Normal);
+    let r = pg_router(&fake, "query_timeout = \"1s\"");
+    let mut real = r.pg("real");
+    let mut c = r.pg("fake");
+    let before = pg_conn(&mut c);
+    let (res, mut c) = bounded("stalled query", move || {
+        let res = c.simple_query("SELECT fault_stall").map(drop).map_err(|e| describe(&e));
+        (res, c)
+    });
+    let err = res.expect_err("the statement was bounded");
+    assert!(err.contains("query_timeout"), "{err}");
+    assert!(fake.seen.cancels.load(Ordering::SeqCst) >= 1, "a cancel was tried first");
+    pg_real_works(&mut real);
+    let after = pg_conn(&mut c);
+    assert_ne!(after, before, "the silent connection was not reused");
+    eventually(Duration::from_secs(10), "the router to close the silent connection", || fake.closed() >= 1);
+}
+
+#[test]
+fn pg_broken_backend_messages_give_an_error_and_a_fresh_connection() {
+    for fault in ["fault_truncated", "fault_short_length", "fault_huge_length", "fault_auth_mid_result"] {
+        let fake = Fake::start(pg_serve, Login::Normal);
+        let r = pg_router(&fake, "");
+        let mut real = r.pg("real");
+        let mut c = r.pg("fake");
+        let before = pg_conn(&mut c);
+        let sql = format!("SELECT {fault}");
+        let (res, c) = bounded(fault, move || {
+            let res = c.simple_query(&sql).map(drop).map_err(|e| describe(&e));
+            (res, c)
+        });
+        let err = res.expect_err("a broken backend is an error");
+        assert!(err.starts_with("08006"), "{fault}: connection-failure error, got {err}");
+        pg_real_works(&mut real);
+        eventually(Duration::from_secs(10), "the router to close the broken connection", || fake.closed() >= 1);
+        // The client's session goes on (outside a transaction), on a new connection: the
+        // broken one was not pooled, and its budget came back (max_connections = 1).
+        let mut c = c;
+        let after = pg_conn(&mut c);
+        assert!(after > before, "{fault}: a new connection ({before} -> {after})");
+        assert!(fake.logins() >= 2, "{fault}");
+    }
+}
+
+// ---------------------------------------------------------------- MySQL fake
+
+const MY_CAPS: u64 = CLIENT_LONG_PASSWORD
+    | CLIENT_LONG_FLAG
+    | CLIENT_CONNECT_WITH_DB
+    | CLIENT_PROTOCOL_41
+    | CLIENT_TRANSACTIONS
+    | CLIENT_SECURE_CONNECTION
+    | CLIENT_MULTI_STATEMENTS
+    | CLIENT_MULTI_RESULTS
+    | CLIENT_PLUGIN_AUTH;
+
+fn my_send(s: &mut TcpStream, payload: &[u8], seq: u8) -> bool {
+    let mut out = Vec::new();
+    encode_packets(payload, seq, &mut out);
+    s.write_all(&out).is_ok()
+}
+
+/// The next packet: (sequence id, payload); `None` at EOF.
+fn my_read(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(u8, Vec<u8>)> {
+    let n = fill(s, buf, |b| decode_packet(b, 1 << 24).ok().flatten().map(|p| p.payload.len() + 4))?;
+    let raw: Vec<u8> = buf.drain(..n).collect();
+    Some((raw.get(3).copied().unwrap_or(0), raw.get(4..).unwrap_or_default().to_vec()))
+}
+
+fn my_ok(affected_rows: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    OkPacket { affected_rows, status: SERVER_STATUS_AUTOCOMMIT, ..OkPacket::default() }.encode(MY_CAPS, &mut out);
+    out
+}
+
+fn my_serve(mut s: TcpStream, seen: &Seen, login: Login) {
+    if login == Login::Silent {
+        return hold(&mut s, seen);
+    }
+    let id = seen.logins.load(Ordering::SeqCst) + 1;
+    let mut greeting = Vec::new();
+    HandshakeV10 {
+        server_version: b"5.5.5-10.11.0-MariaDB-fake",
+        connection_id: id,
+        scramble: [7; 20],
+        capabilities: MY_CAPS,
+        charset: 45,
+        status: SERVER_STATUS_AUTOCOMMIT,
+        auth_plugin: b"mysql_native_password",
+    }
+    .encode(&mut greeting);
+    if !my_send(&mut s, &greeting, 0) {
+        return;
+    }
+    let mut buf = Vec::new();
+    let Some((mut seq, _response)) = my_read(&mut s, &mut buf) else { return };
+    if login == Login::Endless {
+        let mut switch = Vec::new();
+        AuthSwitchRequest { plugin: b"mysql_native_password", data: &[9; 21] }.encode(&mut switch);
+        loop {
+            if !my_send(&mut s, &switch, seq.wrapping_add(1)) {
+                return;
+            }
+            let Some((next, _)) = my_read(&mut s, &mut buf) else {
+                seen.closed.fetch_add(1, Ordering::SeqCst);
+                return;
+            };
+            seq = next;
+        }
+    }
+    let conn = seen.logins.fetch_add(1, Ordering::SeqCst) + 1;
+    if !my_send(&mut s, &my_ok(0), seq.wrapping_add(1)) {
+        return;
+    }
+    loop {
+        let Some((_, cmd)) = my_read(&mut s, &mut buf) else {
+            seen.closed.fetch_add(1, Ordering::SeqCst);
+            return;
+        };
+        let sql = String::from_utf8_lossy(cmd.get(1..).unwrap_or_default()).into_owned();
+        match cmd.first() {
+            Some(0x01) => return, // COM_QUIT
+            Some(0x03) if sql.contains("fault_stall") => return hold(&mut s, seen),
+            Some(0x03) if sql.contains("fault_truncated") => {
+                // A header announcing 100 bytes, 10 of them, then EOF.
+                let _ = s.write_all(&[100, 0, 0, 1]);
+                let _ = s.write_all(&[0; 10]);
+                let _ = s.shutdown(std::net::Shutdown::Write);
+                return hold(&mut s, seen);
+            }
+            Some(0x03) if sql.contains("fault_bad_seq") => {
+                // An OK packet whose sequence id skips ahead.
+                let _ = my_send(&mut s, &my_ok(u64::from(conn)), 5);
+                return hold(&mut s, seen);
+            }
+            _ => {
+                if !my_send(&mut s, &my_ok(u64::from(conn)), 1) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// One core; MySQL pool `fake` (one connection) on the fake backend, pool `real` on the shared
+/// MariaDB primary; clients of database `fake` run their statements on the fake (a routing rule).
+fn my_router(fake: &Fake, extra: &str) -> Router {
+    let my = &dbs().my;
+    Router::start(&format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
+         [pools.fake]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"fake\"\nmax_connections = 1\n\
+         acquire_timeout = \"10s\"\nconnect_timeout = \"1s\"\n{extra}\nbackends = [{{ host = \"127.0.0.1\", port = {fport} }}]\n\n\
+         [pools.fake.health]\ninterval = \"1h\"\n\n\
+         [pools.real]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\nmax_connections = 2\n\
+         acquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {rport} }}]\n\n\
+         [routing]\nmysql_default_pool = \"real\"\n\n\
+         [[routing.rules]]\nname = \"fake-db\"\ndatabase = \"fake\"\npool = \"fake\"\n",
+        u = my.user,
+        p = my.password,
+        d = my.database,
+        fport = fake.port,
+        rport = my.primary_port,
+    ))
+}
+
+/// A MySQL client through the router into `db` (the pool of that name); `max_allowed_packet`
+/// is given so the driver asks the (fake) server nothing at connect.
+fn my_connect(port: u16, db: &str) -> Result<mysql::Conn, mysql::Error> {
+    let my = &dbs().my;
+    let opts = my.opts(port, &my.user, &my.password).db_name(Some(db)).max_allowed_packet(Some(4 << 20));
+    mysql::Conn::new(opts)
+}
+
+fn my_real_works(real: &mut mysql::Conn) {
+    let id: Option<u32> = real.query_first("SELECT @@server_id").expect("healthy pool");
+    assert!(id.is_some());
+}
+
+/// The connection number the fake reports (affected rows of its OK packet).
+fn my_conn(c: &mut mysql::Conn) -> u64 {
+    c.query_drop("SELECT conn").expect("SELECT conn");
+    c.affected_rows()
+}
+
+fn my_error(e: &mysql::Error) -> String {
+    match e {
+        mysql::Error::MySqlError(e) => format!("{} ({}) {}", e.code, e.state, e.message),
+        other => format!("driver: {other}"),
+    }
+}
+
+#[test]
+fn mysql_backend_that_never_answers_the_login_is_bounded_by_connect_timeout() {
+    for login in [Login::Silent, Login::Endless] {
+        let fake = Fake::start(my_serve, login);
+        let r = my_router(&fake, "");
+        let mut real = my_connect(r.port(), &dbs().my.database).expect("real pool");
+        let port = r.port();
+        let res = bounded("login", move || {
+            let mut c = my_connect(port, "fake").map_err(|e| my_error(&e))?;
+            c.query_drop("SELECT 1").map_err(|e| my_error(&e))
+        });
+        let err = res.expect_err("no backend login, no statement");
+        assert!(err.starts_with("2003 ") && err.contains("connect_timeout"), "{err}");
+        my_real_works(&mut real);
+        eventually(Duration::from_secs(10), "the router to close the stuck login", || fake.closed() >= 1);
+    }
+}
+
+#[test]
+fn mysql_backend_that_stops_answering_mid_query_is_bounded_by_query_timeout() {
+    let fake = Fake::start(my_serve, Login::Normal);
+    let r = my_router(&fake, "query_timeout = \"1s\"");
+    let mut real = my_connect(r.port(), &dbs().my.database).expect("real pool");
+    let mut c = my_connect(r.port(), "fake").expect("fake pool");
+    let before = my_conn(&mut c);
+    let (res, mut c) = bounded("stalled query", move || {
+        let res = c.query_drop("SELECT fault_stall").map_err(|e| my_error(&e));
+        (res, c)
+    });
+    let err = res.expect_err("the statement was bounded");
+    assert!(err.starts_with("2013 "), "{err}");
+    my_real_works(&mut real);
+    eventually(Duration::from_secs(10), "the router to close the silent connection", || fake.closed() >= 1);
+    let after = my_conn(&mut c);
+    assert!(after > before, "a new connection ({before} -> {after})");
+}
+
+#[test]
+fn mysql_broken_backend_packets_give_an_error_and_a_fresh_connection() {
+    for fault in ["fault_truncated", "fault_bad_seq"] {
+        let fake = Fake::start(my_serve, Login::Normal);
+        let r = my_router(&fake, "");
+        let mut real = my_connect(r.port(), &dbs().my.database).expect("real pool");
+        let mut c = my_connect(r.port(), "fake").expect("fake pool");
+        let before = my_conn(&mut c);
+        let sql = format!("SELECT {fault}");
+        let res = bounded(fault, move || c.query_drop(sql).map_err(|e| my_error(&e)));
+        let err = res.expect_err("a broken backend is an error");
+        assert!(err.starts_with("2013 "), "{fault}: lost-connection error, got {err}");
+        my_real_works(&mut real);
+        eventually(Duration::from_secs(10), "the router to close the broken connection", || fake.closed() >= 1);
+        let mut c = my_connect(r.port(), "fake").expect("fake pool again");
+        let after = my_conn(&mut c);
+        assert!(after > before, "{fault}: a new connection ({before} -> {after})");
+    }
+}
