@@ -103,6 +103,11 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     ctx.cancels.remove(s.key);
 }
 
+/// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
+pub(super) async fn refuse(ctx: Rc<CoreContext>, stream: Stream) {
+    login::turn_away(&ctx, stream).await;
+}
+
 /// The server parameters of `pool`, learned from a real backend connection.
 pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String, String)>>, PoolError> {
     if let Some(p) = pool.server_params() {
