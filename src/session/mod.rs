@@ -26,6 +26,10 @@ use crate::config::Protocol;
 use crate::rt::{self, Stream};
 use cancel::{CancelTarget, TargetKind};
 
+/// How long a session that refused a client's message keeps reading (and discarding) what the
+/// client still sends, so the error it was sent is not destroyed by a connection reset.
+const FATAL_LINGER: Duration = Duration::from_secs(2);
+
 /// Starts serving a freshly accepted client of listener `listener` on this core. Without a
 /// `slot` (the listener's `max_client_connections` are in use) the client is told so in its
 /// protocol (PostgreSQL `53300` after its startup packet, MySQL error 1040 instead of the

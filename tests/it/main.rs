@@ -16,6 +16,7 @@ mod routing_api;
 mod mysql_session;
 mod mysql_sysbench;
 mod mysql_types;
+mod overload;
 mod pg_badinput;
 mod pg_cancel;
 mod pg_clients;

@@ -124,7 +124,7 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
 /// "Too many connections") where the greeting would be, as MySQL does, then close.
 pub(super) async fn refuse(mut stream: Stream) {
     let mut out = Vec::new();
-    MyClientError::new(ER_CON_COUNT_ERROR, "Too many connections").encode(0, &mut out);
+    MyClientError::new(ER_CON_COUNT_ERROR, "Too many connections").encode_before_greeting(&mut out);
     let _ = rt::write_all(&mut stream, &out).await;
 }
 
@@ -243,9 +243,13 @@ impl Session {
         }
     }
 
+    /// Tells the client why its session ends, in a way the error survives (see
+    /// [`rt::linger_close`]): the client may still be sending the packet that was refused.
     async fn fatal<T>(&mut self, e: MyClientError) -> Result<T, End> {
         e.encode(1, &mut self.out);
-        let _ = self.flush_client().await;
+        if self.flush_client().await.is_ok() {
+            rt::linger_close(&mut self.io.stream, rt::now() + super::FATAL_LINGER).await;
+        }
         Err(End::Fatal)
     }
 

@@ -203,7 +203,11 @@ impl Session {
                 Err(e) => {
                     self.out.clear();
                     PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.out);
-                    let _ = self.flush_client().await;
+                    // The client may still be sending the message refused here: close so that
+                    // the error survives (see `rt::linger_close`).
+                    if self.flush_client().await.is_ok() {
+                        rt::linger_close(&mut self.client, rt::now() + super::FATAL_LINGER).await;
+                    }
                     return Err(End::Fatal);
                 }
             }
