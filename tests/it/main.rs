@@ -10,6 +10,7 @@ mod foundation;
 mod router;
 mod admin;
 mod bridge_mysql_pg;
+mod drain;
 mod health;
 mod mysql_routing;
 mod routing_api;
