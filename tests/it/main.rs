@@ -6,6 +6,7 @@ mod support;
 
 mod harness;
 mod abuse;
+mod auth;
 mod foundation;
 mod router;
 mod admin;

@@ -189,16 +189,26 @@ async fn authenticate(
     // The exchange runs to the end against the pool's secret before the user name is even
     // looked at, so an unknown user costs the same messages and hashing as a wrong password,
     // and both get the same answer: which part was wrong is not revealed, not even by timing.
-    let password_ok = match method {
-        ClientAuth::Md5 => md5_exchange(client, user, password).await?,
-        ClientAuth::ScramSha256 => scram_exchange(client, password).await?,
+    // Nothing is sent between the proof check and the verdict (not even SCRAM's server
+    // signature), so a right password with a wrong user looks like any other failure.
+    let (password_ok, server_final) = match method {
+        ClientAuth::Md5 => (md5_exchange(client, user, password).await?, None),
+        ClientAuth::ScramSha256 => match scram_exchange(client, password).await? {
+            Some(server_final) => (true, Some(server_final)),
+            None => (false, None),
+        },
     };
     let user_ok = auth::ct_eq(pool_user.as_bytes(), user.as_bytes());
-    if user_ok & password_ok {
-        Ok(())
-    } else {
-        Err(refuse(user))
+    if !(user_ok & password_ok) {
+        return Err(refuse(user));
     }
+    if let Some(server_final) = server_final {
+        let mut out = Vec::new();
+        backend::encode_authentication(&Authentication::SaslFinal(server_final.as_bytes()), &mut out)
+            .map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
+        client.send(&out).await?;
+    }
+    Ok(())
 }
 
 async fn md5_exchange(client: &mut Client, user: &str, password: &str) -> Result<bool, LoginEnd> {
@@ -215,7 +225,10 @@ async fn md5_exchange(client: &mut Client, user: &str, password: &str) -> Result
     Ok(auth::md5_verify(&auth::md5_secret(user, password), salt, response))
 }
 
-async fn scram_exchange(client: &mut Client, password: &str) -> Result<bool, LoginEnd> {
+/// Runs SCRAM-SHA-256 up to the client's proof; returns the server-final message to send when
+/// the proof is right (`None` when it is not). Sending it is left to the caller, after the
+/// user name is checked too.
+async fn scram_exchange(client: &mut Client, password: &str) -> Result<Option<String>, LoginEnd> {
     let mut out = Vec::new();
     backend::encode_auth_sasl_scram(&mut out);
     client.send(&out).await?;
@@ -241,16 +254,7 @@ async fn scram_exchange(client: &mut Client, password: &str) -> Result<bool, Log
     if tag != b'p' {
         return Err(violation("expected SASLResponse"));
     }
-    match server.finish(&body) {
-        Ok(server_final) => {
-            out.clear();
-            backend::encode_authentication(&Authentication::SaslFinal(server_final.as_bytes()), &mut out)
-                .map_err(|e| violation(&e.to_string()))?;
-            client.send(&out).await?;
-            Ok(true)
-        }
-        Err(_) => Ok(false),
-    }
+    Ok(server.finish(&body).ok())
 }
 
 /// What a successful login hands to the session.
