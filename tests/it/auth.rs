@@ -164,7 +164,7 @@ fn the_admin_api_off_loopback_needs_a_token_and_refuses_every_request_without_it
     let base = pg_config(&[0], &pools, "main");
     // Off loopback without a token the configuration itself is refused.
     let open = with_metrics(&base, None).replacen("[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"", "[metrics]\nenabled = true\nbind = \"0.0.0.0:0\"", 1);
-    let err = querypilot::config::Config::parse(&open, "t.toml").err().expect("a non-loopback admin API without a token is refused");
+    let err = querypilot::config::Config::parse(&open, "t.toml").expect_err("a non-loopback admin API without a token is refused");
     assert!(err.to_string().contains("admin_token"), "{err}");
 
     let guarded = with_metrics(&base, Some("s3cret-admin-token"))
@@ -237,7 +237,7 @@ fn logs_at_the_default_level_hold_no_password_sql_or_parameter() {
     c.simple_query(&format!("SELECT '{SQL_MARKER}' AS {SQL_MARKER}")).expect("query");
     let row = c.query_one("SELECT $1::text", &[&PARAM_MARKER]).expect("parameter");
     assert_eq!(row.get::<_, String>(0), PARAM_MARKER);
-    let e = c.query_one("SELECT $1::text::int", &[&BAD_PARAM_MARKER]).err().expect("a bad parameter fails");
+    let e = c.query_one("SELECT $1::text::int", &[&BAD_PARAM_MARKER]).expect_err("a bad parameter fails");
     assert_eq!(sqlstate(&e), "22P02");
     assert!(c.simple_query(&format!("SELECT * FROM {MISSING_TABLE} WHERE x = '{SQL_MARKER}'")).is_err());
     assert!(c.simple_query(&format!("SELEC '{SQL_MARKER}'")).is_err());

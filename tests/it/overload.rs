@@ -198,7 +198,7 @@ fn mysql_listener_cap_refuses_the_next_client_with_1040_and_admits_one_after_a_c
     let my = &dbs().my;
     let mut held: Vec<mysql::Conn> = (0..2).map(|_| mysql::Conn::new(my.opts(port, &my.user, &my.password)).expect("admitted")).collect();
 
-    let (number, message) = my_error(mysql::Conn::new(my.opts(port, &my.user, &my.password)).err().expect("a third client is refused"));
+    let (number, message) = my_error(mysql::Conn::new(my.opts(port, &my.user, &my.password)).expect_err("a third client is refused"));
     assert_eq!((number, message.as_str()), (1040, "Too many connections"));
     // On the wire: an ERR packet with sequence id 0 where the greeting would be, then EOF.
     let mut raw = TcpStream::connect(("127.0.0.1", port)).expect("connect");
@@ -279,7 +279,7 @@ fn mysql_packet_over_max_message_size_ends_only_that_session() {
 
     let mut big_client = mysql::Conn::new(my.opts(port, &my.user, &my.password)).expect("login");
     let big = format!("SELECT length('{}')", "x".repeat(8_000));
-    let (number, message) = my_error(big_client.query_first::<i64, _>(&big).err().expect("an 8 KB packet is refused"));
+    let (number, message) = my_error(big_client.query_first::<i64, _>(&big).expect_err("an 8 KB packet is refused"));
     assert_eq!(number, 1153, "{message}");
     assert!(message.contains("max_allowed_packet"), "{message}");
     assert!(big_client.query_first::<i64, _>("SELECT 1").is_err(), "the session is closed after the error");
