@@ -234,12 +234,13 @@ fn pg_message_over_max_message_size_ends_only_that_session() {
     let small = format!("SELECT length('{}')", "x".repeat(2_000));
     bystander.simple_query(&small).expect("a message under the limit passes");
 
-    // A client that sends the whole 8 KB message (as drivers do) and then reads: the router's
-    // ErrorResponse arrives intact, then the close; no reset swallows it while the client is
-    // still writing.
-    let big = format!("SELECT length('{}')", "x".repeat(8_000));
+    // A client that sends a whole 4 MB message (as drivers do: write everything, then read):
+    // its write completes and the router's ErrorResponse arrives intact, then the close. (Had
+    // the router closed with the rest unread, the kernel's reset would fail the write and
+    // destroy the error.)
+    let huge = format!("SELECT length('{}')", "x".repeat(4 << 20));
     let mut raw = Raw::login(port, "main", "app").expect("raw login");
-    raw.send(&crate::pg_raw::query(&big));
+    raw.send(&crate::pg_raw::query(&huge));
     let got: Vec<_> = std::iter::from_fn(|| raw.recv()).collect();
     assert_eq!(tags(&got), "E", "one ErrorResponse, then the close: {got:?}");
     assert_eq!(code(&got[0].1), "08P01");
@@ -248,6 +249,7 @@ fn pg_message_over_max_message_size_ends_only_that_session() {
 
     // psql (libpq) shows that error to its user. (The `postgres` crate reports a FATAL that
     // arrives together with the close only as "connection closed", as it does with PostgreSQL.)
+    let big = format!("SELECT length('{}')", "x".repeat(8_000));
     let out = crate::pg_util::psql(port, "main", "app", &["-c", &big], "");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "psql must fail");
@@ -278,8 +280,10 @@ fn mysql_packet_over_max_message_size_ends_only_that_session() {
     assert_eq!(n, Some(2_000));
 
     let mut big_client = mysql::Conn::new(my.opts(port, &my.user, &my.password)).expect("login");
-    let big = format!("SELECT length('{}')", "x".repeat(8_000));
-    let (number, message) = my_error(big_client.query_first::<i64, _>(&big).expect_err("an 8 KB packet is refused"));
+    // 4 MB: the driver writes it all before reading, so the error reaches it only because the
+    // router keeps reading (and discarding) after refusing, instead of resetting the connection.
+    let big = format!("SELECT length('{}')", "x".repeat(4 << 20));
+    let (number, message) = my_error(big_client.query_first::<i64, _>(&big).expect_err("a 4 MB packet is refused"));
     assert_eq!(number, 1153, "{message}");
     assert!(message.contains("max_allowed_packet"), "{message}");
     assert!(big_client.query_first::<i64, _>("SELECT 1").is_err(), "the session is closed after the error");
