@@ -91,13 +91,16 @@ fn sigterm_during_pgbench_loses_no_committed_transaction() {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
 
-    // 8 clients for up to 20 s; the router is told to stop a few seconds in.
-    let bench = pgbench(port, "pgb", &["-n", "-M", "simple", "-c", "8", "-j", "2", "-T", "20"])
+    // 8 clients for up to 60 s; the router is told to stop once they are well under way (by
+    // progress, not by the clock: on a loaded machine the logins alone can take seconds).
+    let bench = pgbench(port, "pgb", &["-n", "-M", "simple", "-c", "8", "-j", "2", "-T", "60"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start pgbench");
-    thread::sleep(Duration::from_secs(6));
+    crate::support::eventually(Duration::from_secs(50), "pgbench to commit 100 transactions", || {
+        ledger(&db.0).history_rows - before.history_rows >= 100
+    });
     let signalled = Instant::now();
     let kill = Command::new("kill").arg("-TERM").arg(router.id().to_string()).status().expect("kill");
     assert!(kill.success());
@@ -108,7 +111,9 @@ fn sigterm_during_pgbench_loses_no_committed_transaction() {
     let out = bench.wait_with_output().expect("pgbench output");
     let report = String::from_utf8_lossy(&out.stdout);
     let errors = String::from_utf8_lossy(&out.stderr);
-    let processed = number(&report, "number of transactions actually processed");
+    const PROCESSED: &str = "number of transactions actually processed";
+    assert!(report.contains(PROCESSED), "pgbench printed no report:\n{report}\n{errors}");
+    let processed = number(&report, PROCESSED);
     let after = ledger(&db.0);
     let committed = after.history_rows - before.history_rows;
     eprintln!(
