@@ -22,6 +22,7 @@ use crate::id::{CoreId, RulesVersion};
 use crate::pool::BudgetRegistry;
 use crate::routing::{dialect, RuleErrors};
 use crate::rt::CoreHandle;
+use crate::session::ClientSlots;
 use crate::sql::template::{LiteralKind, SlotSource, TranslationTemplate};
 
 /// Why the router could not start.
@@ -109,6 +110,7 @@ pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, St
     let admin_addrs = admin_bound.as_ref().map(admin::Bound::addrs).transpose()?;
     let drain_window = config.general.shutdown_drain;
     let budgets = BudgetRegistry::default();
+    let clients = ClientSlots::new(&config.listeners);
     let (events_tx, events_rx) = unbounded();
     let mut listen: Vec<SocketAddr> = snapshot.config.listeners.iter().map(|l| l.bind).collect();
     let mut inboxes = Vec::with_capacity(cpus.len());
@@ -128,6 +130,7 @@ pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, St
             snapshot: snapshot.clone(),
             listen: listen.clone(),
             budgets: budgets.clone(),
+            clients: clients.clone(),
             bound: Some(bound_tx),
         };
         cores.push(core::spawn(setup)?);

@@ -21,7 +21,7 @@ use crate::metrics::{CacheOp, DigestSnapshot};
 use crate::pool::{BudgetRegistry, CorePool, PoolSet};
 use crate::routing::CacheStats;
 use crate::rt::{self, CoreHandle, CoreQueues, Listener, RtError};
-use crate::session::{self, CoreContext};
+use crate::session::{self, ClientSlots, CoreContext};
 
 /// How often a core looks at its control inbox. Control traffic is rare; a short sleep keeps a
 /// config change visible within milliseconds at negligible cost.
@@ -45,6 +45,8 @@ pub struct CoreSetup {
     pub listen: Vec<SocketAddr>,
     /// Process-wide connection budgets shared by every core's pools.
     pub budgets: BudgetRegistry,
+    /// Process-wide client-connection counts per listener (`max_client_connections`).
+    pub clients: Arc<ClientSlots>,
     /// Where to report the addresses actually bound (the first core, when ports are 0).
     pub bound: Option<Sender<io::Result<Vec<SocketAddr>>>>,
 }
@@ -56,7 +58,7 @@ pub fn spawn(setup: CoreSetup) -> Result<CoreHandle, RtError> {
 }
 
 async fn run(setup: CoreSetup, queues: CoreQueues) {
-    let CoreSetup { id, cores, inbox, events, snapshot, listen, budgets, bound, .. } = setup;
+    let CoreSetup { id, cores, inbox, events, snapshot, listen, budgets, clients, bound, .. } = setup;
     let listeners = match bind_all(&listen) {
         Ok(l) => l,
         Err(e) => {
@@ -86,7 +88,7 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
     session::install_cancel_delivery(&ctx);
     prewarm(&ctx, cores);
     for (index, listener) in listeners.into_iter().enumerate() {
-        rt::spawn_guarded(queues.latency, accept_loop(ctx.clone(), listener, index), |msg| {
+        rt::spawn_guarded(queues.latency, accept_loop(ctx.clone(), listener, index, clients.clone()), |msg| {
             tracing::error!(panic = %msg, "accept loop panicked");
         });
     }
@@ -251,7 +253,7 @@ fn bind_all(addrs: &[SocketAddr]) -> io::Result<Vec<Listener>> {
         .collect()
 }
 
-async fn accept_loop(ctx: Rc<CoreContext>, listener: Listener, index: usize) {
+async fn accept_loop(ctx: Rc<CoreContext>, listener: Listener, index: usize, clients: Arc<ClientSlots>) {
     loop {
         let accepted = rt::race(async { Some(listener.accept().await) }, async {
             ctx.drain.wait().await;
@@ -260,7 +262,7 @@ async fn accept_loop(ctx: Rc<CoreContext>, listener: Listener, index: usize) {
         .await;
         match accepted {
             None => return, // draining: the listener closes when dropped here
-            Some(Ok(stream)) => session::spawn(&ctx, stream, index),
+            Some(Ok(stream)) => session::spawn(&ctx, stream, index, clients.try_admit(index)),
             Some(Err(e)) => {
                 // EMFILE and friends: back off instead of spinning on a failing accept.
                 tracing::warn!(error = %e, "accept failed");

@@ -80,6 +80,13 @@ metric!(
     "Client connections by listener and state (active: holding a backend connection)."
 );
 metric!(
+    CLIENT_REFUSED,
+    "sqp_client_connections_refused_total",
+    Counter,
+    ["core", "listener"],
+    "Client connections refused because the listener's max_client_connections were in use."
+);
+metric!(
     BYTES,
     "sqp_bytes_total",
     Counter,
@@ -241,6 +248,7 @@ pub const ALL: &[&MetricDef] = &[
     &SESSIONS_ACCEPTED,
     &SESSION_PANICS,
     &CLIENT_CONNECTIONS,
+    &CLIENT_REFUSED,
     &BYTES,
     &ROUTING_DECISIONS,
     &ROUTING_CACHE,

@@ -31,6 +31,7 @@ use pool::{bump, bump_keyed, merge_keyed};
 struct ClientCounts {
     open: u64,
     active: u64,
+    refused: u64,
 }
 
 /// Core-wide live counters. `!Sync` on purpose: only the owning core touches them.
@@ -115,6 +116,12 @@ impl CoreCounters {
         self.with_client(listener, |c| c.open = c.open.saturating_sub(1));
     }
 
+    /// A client of `listener` was turned away because the listener's `max_client_connections`
+    /// were all in use.
+    pub fn client_refused(&self, listener: usize) {
+        self.with_client(listener, |c| c.refused += 1);
+    }
+
     /// A client of `listener` took a backend connection (`true`) or gave it back (`false`).
     pub fn client_active(&self, listener: usize, active: bool) {
         self.with_client(listener, |c| {
@@ -148,6 +155,7 @@ impl CoreCounters {
                         listener: (*name).to_owned(),
                         active: c.active.min(c.open),
                         idle: c.open.saturating_sub(c.active),
+                        refused_total: c.refused,
                     }
                 })
                 .collect(),
@@ -165,6 +173,8 @@ pub struct ClientSnapshot {
     pub idle: u64,
     /// Connected clients holding a backend connection.
     pub active: u64,
+    /// Clients refused at the listener's `max_client_connections` since start.
+    pub refused_total: u64,
 }
 
 /// A point-in-time copy of one core's counters (or, after [`CounterSnapshot::merge`], of several).
@@ -221,6 +231,7 @@ impl CounterSnapshot {
                 Some(mine) => {
                     mine.idle += c.idle;
                     mine.active += c.active;
+                    mine.refused_total += c.refused_total;
                 }
                 None => self.clients.push(c.clone()),
             }

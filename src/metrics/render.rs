@@ -240,6 +240,12 @@ fn core_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
             )?;
         }
     }
+    let mut f = family(encoder, &cat::CLIENT_REFUSED)?;
+    for (c, s) in cores {
+        for l in &s.clients {
+            f.series(&[c, &l.listener], Value::Count(l.refused_total))?;
+        }
+    }
     let mut f = family(encoder, &cat::BYTES)?;
     for (c, s) in cores {
         for (d, n) in Direction::ALL.iter().zip(s.bytes_total.iter()) {

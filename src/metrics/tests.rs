@@ -34,6 +34,7 @@ fn core(k: u64) -> CounterSnapshot {
         c.pinned("listen");
     }
     backend.connect_failed();
+    c.client_refused(0);
     pool.acquire_timed_out();
     c.rejected();
     c.session_closed();
@@ -60,7 +61,8 @@ fn counters_record_into_the_snapshot() {
         vec![ClientSnapshot {
             listener: "pg".into(),
             idle: 0,
-            active: 3
+            active: 3,
+            refused_total: 1
         }]
     );
     assert_eq!(s.bytes_total[Direction::ClientIn.index()], 30);

@@ -1,6 +1,8 @@
-//! Buffered socket reads and whole writes over [`Stream`].
+//! Buffered socket reads, whole writes and lingering closes over [`Stream`].
 
 use std::io;
+use std::net::Shutdown;
+use std::time::Instant;
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
@@ -46,3 +48,28 @@ pub async fn read_some(stream: &mut Stream, buf: &mut Vec<u8>, chunk: usize) -> 
 pub async fn write_all(stream: &mut Stream, data: &[u8]) -> io::Result<()> {
     stream.write_all(data).await
 }
+
+/// Closes our side after a final error message without losing it: closing a socket that still
+/// has unread input makes the kernel answer with a reset, and a reset can destroy the error the
+/// peer has not read yet (typically a client still sending an oversized message). So: half-close
+/// (the peer sees the error, then EOF), then read and discard what the peer still sends until it
+/// closes too or `deadline` passes. Discarded bytes are never buffered beyond one chunk.
+pub async fn linger_close(stream: &mut Stream, deadline: Instant) {
+    if stream.shutdown(Shutdown::Write).await.is_err() {
+        return;
+    }
+    let mut sink = Vec::with_capacity(LINGER_CHUNK);
+    let drain = async {
+        loop {
+            sink.clear();
+            match read_some(stream, &mut sink, LINGER_CHUNK).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    let _ = super::with_deadline(deadline, drain).await;
+}
+
+/// Read size while discarding a closing peer's input.
+const LINGER_CHUNK: usize = 16 * 1024;

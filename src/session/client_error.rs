@@ -3,6 +3,7 @@
 
 use crate::pool::PoolError;
 use crate::protocol::mysql::errcode::{self, ErrorNumber};
+use crate::protocol::mysql::{encode_packets, ErrPacket};
 use crate::protocol::pg::{encode_error, sqlstate, Severity};
 
 /// A client-facing PostgreSQL error: SQLSTATE plus message.
@@ -60,6 +61,16 @@ impl MyClientError {
     /// Appends this error as an ERR packet with sequence id `seq`.
     pub fn encode(&self, seq: u8, out: &mut Vec<u8>) {
         self.number.encode(self.message.as_bytes(), seq, out);
+    }
+
+    /// Appends this error as the first packet of a connection, where the greeting would be
+    /// (sequence id 0). No capabilities are agreed yet, so, as MySQL does there, the packet has
+    /// no SQLSTATE marker: a client parsing it without `CLIENT_PROTOCOL_41` would otherwise
+    /// show `#08004` as part of the message.
+    pub fn encode_before_greeting(&self, out: &mut Vec<u8>) {
+        let mut payload = Vec::with_capacity(self.message.len() + 3);
+        ErrPacket { code: self.number.code, sql_state: None, message: self.message.as_bytes() }.encode(&mut payload);
+        encode_packets(&payload, 0, out);
     }
 }
 

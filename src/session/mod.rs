@@ -2,9 +2,11 @@
 //!
 //! `pg` and `mysql` hold the protocol driver loops; `state` is the sans-IO session state
 //! (settings to replay, pins); `client_error` is the one place errors become wire errors;
-//! `cancel` tracks which statements a cancel may reach. May use protocol, sql, routing, pool,
+//! `cancel` tracks which statements a cancel may reach; `admission` caps client connections
+//! per listener. May use protocol, sql, routing, pool,
 //! metrics, config, rt and error; never control, admin or crossbeam.
 
+pub mod admission;
 pub mod cancel;
 pub mod client_error;
 mod context;
@@ -17,21 +19,39 @@ pub mod state;
 use std::rc::Rc;
 use std::time::Duration;
 
+pub use admission::{ClientSlot, ClientSlots};
 pub use context::CoreContext;
 
 use crate::config::Protocol;
 use crate::rt::{self, Stream};
 use cancel::{CancelTarget, TargetKind};
 
-/// Starts serving a freshly accepted client of listener `listener` on this core.
-pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) {
+/// How long a session that refused a client's message keeps reading (and discarding) what the
+/// client still sends, so the error it was sent is not destroyed by a connection reset.
+const FATAL_LINGER: Duration = Duration::from_secs(2);
+
+/// Starts serving a freshly accepted client of listener `listener` on this core. Without a
+/// `slot` (the listener's `max_client_connections` are in use) the client is told so in its
+/// protocol (PostgreSQL `53300` after its startup packet, MySQL error 1040 instead of the
+/// greeting) and closed.
+pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize, slot: Option<ClientSlot>) {
     let protocol = ctx.config().listeners.get(listener).map(|l| l.protocol);
     let ctx2 = ctx.clone();
     let ctx3 = ctx.clone();
     let fut = async move {
         ctx2.counters.session_opened();
+        let Some(slot) = slot else {
+            ctx2.counters.client_refused(listener); // metrics
+            let _open = OpenSession(ctx2.clone(), None);
+            match protocol {
+                Some(Protocol::Postgres) => pg::refuse(ctx2, stream).await,
+                Some(Protocol::MySql) => mysql::refuse(stream).await,
+                None => drop(stream),
+            }
+            return;
+        };
         ctx2.counters.client_connected(listener); // metrics
-        let _open = OpenSession(ctx2.clone(), listener);
+        let _open = OpenSession(ctx2.clone(), Some((listener, slot)));
         match protocol {
             Some(Protocol::Postgres) => pg::serve(ctx2, stream, listener).await,
             Some(Protocol::MySql) => mysql::serve(ctx2, stream, listener).await,
@@ -44,14 +64,16 @@ pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) {
     });
 }
 
-/// Decrements the active-session and client-connection gauges however the session ends (also
-/// on panic).
-struct OpenSession(Rc<CoreContext>, usize);
+/// Decrements the active-session and client-connection gauges and frees the listener slot
+/// however the session ends (also on panic). A refused client holds no slot.
+struct OpenSession(Rc<CoreContext>, Option<(usize, ClientSlot)>);
 
 impl Drop for OpenSession {
     fn drop(&mut self) {
         self.0.counters.session_closed();
-        self.0.counters.client_disconnected(self.1); // metrics
+        if let Some((listener, _slot)) = &self.1 {
+            self.0.counters.client_disconnected(*listener); // metrics
+        }
     }
 }
 

@@ -25,7 +25,7 @@ use crate::support::dbs;
 /// RSS (the router runs in-process, so VmRSS is shared by every test of the binary).
 static HEAVY: Mutex<()> = Mutex::new(());
 
-fn heavy() -> MutexGuard<'static, ()> {
+pub(crate) fn heavy() -> MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
@@ -121,7 +121,7 @@ impl RawPg {
 }
 
 /// This process's resident set (the router runs in-process), in KiB.
-fn vm_rss_kib() -> u64 {
+pub(crate) fn vm_rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
     status
         .lines()

@@ -11,19 +11,19 @@ use crate::router::{pg_config, pg_pool, Router};
 use crate::support::dbs;
 
 /// A response: status, headers (lower-cased names) and body.
-struct Reply {
-    status: u16,
-    head: String,
-    body: String,
+pub(crate) struct Reply {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
 }
 
 impl Reply {
-    fn json(&self) -> serde_json::Value {
+    pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 }
 
-fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
+pub(crate) fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
     let mut s =
         TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to admin");
     s.set_read_timeout(Some(Duration::from_secs(20)))
@@ -49,14 +49,14 @@ fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) ->
     }
 }
 
-fn with_metrics(toml: &str, token: Option<&str>) -> String {
+pub(crate) fn with_metrics(toml: &str, token: Option<&str>) -> String {
     let token = token
         .map(|t| format!("admin_token = \"{t}\"\n"))
         .unwrap_or_default();
     format!("{toml}\n[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n{token}")
 }
 
-fn addrs(router: &Router) -> (SocketAddr, SocketAddr) {
+pub(crate) fn addrs(router: &Router) -> (SocketAddr, SocketAddr) {
     let e = router.control().endpoints();
     (
         e.metrics.expect("metrics endpoint"),
@@ -65,7 +65,7 @@ fn addrs(router: &Router) -> (SocketAddr, SocketAddr) {
 }
 
 /// Sum of the samples of `name` whose labels contain every `filters` pair, and how many series.
-fn sum(text: &str, name: &str, filters: &[&str]) -> (f64, usize) {
+pub(crate) fn sum(text: &str, name: &str, filters: &[&str]) -> (f64, usize) {
     let mut total = 0.0;
     let mut n = 0;
     for line in text.lines().filter(|l| !l.starts_with('#')) {

@@ -9,10 +9,10 @@ use crate::router::{pg_config, pg_pool, Router};
 use crate::support::{dbs, unique_name};
 
 /// A fresh database owned by `app`, dropped (with its connections) on drop.
-struct Database(String);
+pub(crate) struct Database(pub String);
 
 impl Database {
-    fn create() -> Database {
+    pub fn create() -> Database {
         let name = unique_name("pgb");
         superuser().batch_execute(&format!("CREATE DATABASE {name} OWNER app")).expect("create database");
         Database(name)
@@ -42,7 +42,7 @@ fn pgbench(port: u16, db: &str, args: &[&str]) -> String {
 }
 
 /// The number after `label` on its line of pgbench's report.
-fn number(report: &str, label: &str) -> u64 {
+pub(crate) fn number(report: &str, label: &str) -> u64 {
     let line = report.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no {label:?} in:\n{report}"));
     let rest = line[label.len()..].trim_start_matches([':', ' ']);
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();

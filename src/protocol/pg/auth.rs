@@ -137,8 +137,10 @@ macro_rules! redacted_debug {
 }
 redacted_debug!(ScramSecret, ScramClient, ScramClientFinal, ScramServer);
 
-/// Compares without an early exit, so timing does not reveal how many bytes matched.
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+/// Compares without an early exit, so timing does not reveal how many bytes matched (the
+/// length is not secret).
+#[must_use]
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

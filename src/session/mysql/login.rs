@@ -11,7 +11,7 @@ use super::{ClientIo, Session};
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::id::CancelKey;
 use crate::pool::{CorePool, PoolError};
-use crate::protocol::mysql::auth::{native_password_verify, MYSQL_NATIVE_PASSWORD};
+use crate::protocol::mysql::auth::{constant_time_eq, native_password_verify, MYSQL_NATIVE_PASSWORD};
 use crate::protocol::mysql::capability::*;
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_ACCESS_DENIED_ERROR, ER_BAD_DB_ERROR, ER_NET_PACKETS_OUT_OF_ORDER};
 use crate::protocol::mysql::response::{OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_NO_BACKSLASH_ESCAPES};
@@ -202,6 +202,20 @@ pub(super) fn resolve_pool<'c>(config: &'c Config, database: Option<&str>) -> Re
 /// Verifies a `mysql_native_password` response against the pool's credentials. The whole check
 /// runs even for a wrong user name, so failures take the same time whichever part was wrong.
 pub(super) fn check_password(pool: &PoolConfig, user: &str, scramble: &[u8], token: &[u8], anonymous: bool) -> Result<(), MyClientError> {
+    check_with(pool, user, token.is_empty(), anonymous, |password| native_password_verify(password.as_bytes(), scramble, token))
+}
+
+/// [`check_password`] with the token verification passed in (a seam for the tests, which count
+/// that it runs). `verify` is called exactly once, against the pool's password, before the user
+/// name is compared, so an unknown user costs the same hashing as a wrong password; both get
+/// the same error.
+fn check_with(
+    pool: &PoolConfig,
+    user: &str,
+    token_empty: bool,
+    anonymous: bool,
+    verify: impl FnOnce(&str) -> bool,
+) -> Result<(), MyClientError> {
     let (Some(pool_user), Some(password)) = (pool.username.as_deref(), pool.password.as_deref()) else {
         if anonymous {
             return Ok(());
@@ -211,10 +225,65 @@ pub(super) fn check_password(pool: &PoolConfig, user: &str, scramble: &[u8], tok
             format!("pool \"{}\" has no credentials and the listener does not allow anonymous clients", pool.name),
         ));
     };
-    let password_ok = native_password_verify(password.as_bytes(), scramble, token);
-    if password_ok && pool_user == user {
+    let password_ok = verify(password);
+    let user_ok = constant_time_eq(pool_user.as_bytes(), user.as_bytes());
+    if password_ok & user_ok {
         return Ok(());
     }
-    let using = if token.is_empty() { "NO" } else { "YES" };
+    let using = if token_empty { "NO" } else { "YES" };
     Err(MyClientError::new(ER_ACCESS_DENIED_ERROR, format!("Access denied for user '{user}' (using password: {using})")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::protocol::mysql::auth::native_password_token;
+
+    fn pool() -> PoolConfig {
+        let toml = "[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\nusername = \"app\"\n\
+                    password = \"s3cret\"\ndatabase = \"app\"\nbackends = [{ host = \"127.0.0.1\", port = 3306 }]\n\n\
+                    [routing]\ndefault_pool = \"main\"\n";
+        let config = Config::parse(toml, "t.toml").expect("valid config");
+        config.pool("main").expect("pool").clone()
+    }
+
+    #[test]
+    fn every_failed_login_runs_the_same_verification_and_gets_the_same_error() {
+        let pool = pool();
+        let scramble = [7u8; 20];
+        let right = native_password_token(b"s3cret", &scramble);
+        let wrong = native_password_token(b"guess", &scramble);
+        let cases: [(&str, &[u8], bool); 5] = [
+            ("app", &right, true),
+            ("app", &wrong, false),
+            ("nobody", &right, false),
+            ("nobody", &wrong, false),
+            ("app", b"", false),
+        ];
+        for (user, token, ok) in cases {
+            let calls = Cell::new(0);
+            let verified_against = Cell::new(String::new());
+            let res = check_with(&pool, user, token.is_empty(), false, |password| {
+                calls.set(calls.get() + 1);
+                verified_against.set(password.to_owned());
+                native_password_verify(password.as_bytes(), &scramble, token)
+            });
+            assert_eq!(calls.get(), 1, "{user}: the token is verified exactly once, whoever asks");
+            assert_eq!(verified_against.take(), "s3cret", "{user}: always against the pool's secret");
+            match (res, ok) {
+                (Ok(()), true) => {}
+                (Err(e), false) => {
+                    assert_eq!(e.number, ER_ACCESS_DENIED_ERROR, "{user}");
+                    let using = if token.is_empty() { "NO" } else { "YES" };
+                    assert_eq!(e.message, format!("Access denied for user '{user}' (using password: {using})"));
+                }
+                (res, _) => panic!("{user} with {token:?}: unexpected {res:?}"),
+            }
+        }
+        // The public entry point agrees with the seam.
+        assert!(check_password(&pool, "app", &scramble, &right, false).is_ok());
+        assert!(check_password(&pool, "nobody", &scramble, &right, false).is_err());
+    }
 }

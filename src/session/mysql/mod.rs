@@ -22,7 +22,7 @@ use crate::config::{PoolMode, Protocol};
 use crate::id::CancelKey;
 use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::mysql::command::*;
-use crate::protocol::mysql::errcode::{ErrorNumber, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR};
+use crate::protocol::mysql::errcode::{ErrorNumber, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR};
 use crate::protocol::mysql::response::{EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
 use crate::rt::{self, Stream};
@@ -137,6 +137,14 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     }
     s.release_backend(true).await;
     ctx.cancels.remove(s.key);
+}
+
+/// Turns away a client over its listener's `max_client_connections`: an ERR packet (1040,
+/// "Too many connections") where the greeting would be, as MySQL does, then close.
+pub(super) async fn refuse(mut stream: Stream) {
+    let mut out = Vec::new();
+    MyClientError::new(ER_CON_COUNT_ERROR, "Too many connections").encode_before_greeting(&mut out);
+    let _ = rt::write_all(&mut stream, &out).await;
 }
 
 /// The server parameters (version, charset) of `pool`, learned from a real backend connection.
@@ -271,9 +279,13 @@ impl Session {
         }
     }
 
+    /// Tells the client why its session ends, in a way the error survives (see
+    /// [`rt::linger_close`]): the client may still be sending the packet that was refused.
     async fn fatal<T>(&mut self, e: MyClientError) -> Result<T, End> {
         e.encode(1, &mut self.out);
-        let _ = self.flush_client().await;
+        if self.flush_client().await.is_ok() {
+            rt::linger_close(&mut self.io.stream, rt::now() + super::FATAL_LINGER).await;
+        }
         Err(End::Fatal)
     }
 

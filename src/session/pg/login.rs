@@ -96,9 +96,32 @@ pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize
     None
 }
 
-async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Greeted, LoginEnd> {
-    let config = ctx.config();
-    let (user, database, params) = loop {
+/// Turns away a client over its listener's `max_client_connections`: reads its startup packet
+/// (answering SSL/GSS requests and honouring a CancelRequest, which takes no slot), then answers
+/// FATAL `53300` and closes, as PostgreSQL does when it is full. Answering only after the
+/// startup packet means the client is not writing while the router closes, so the error is not
+/// lost to a connection reset.
+pub(super) async fn turn_away(ctx: &Rc<CoreContext>, stream: Stream) {
+    let mut client = Client { stream, buf: Vec::with_capacity(1024) };
+    let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, startup(ctx, &mut client)).await;
+    let error = match attempt {
+        Ok(Ok(_)) => PgClientError::new(sqlstate::TOO_MANY_CONNECTIONS, "sorry, too many clients already"),
+        Ok(Err(LoginEnd::Refused(e))) => e,
+        Ok(Err(LoginEnd::Quiet)) => return,
+        Err(_) => PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "login timed out"),
+    };
+    let mut out = Vec::new();
+    error.encode_fatal(&mut out);
+    let _ = client.send(&out).await;
+}
+
+/// The client's user, database and other startup parameters.
+type Startup = (String, String, Vec<(String, String)>);
+
+/// Reads the startup phase up to the StartupMessage, refusing encryption and delivering a
+/// CancelRequest (which ends the connection quietly).
+async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, LoginEnd> {
+    loop {
         let (_, body) = client.next(true).await?;
         let packet = StartupPacket::decode(&body)
             .map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
@@ -116,10 +139,15 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
                     .filter(|(k, _)| !matches!(*k, "user" | "database" | "options" | "replication"))
                     .map(|(k, v)| (k.to_owned(), v.to_owned()))
                     .collect();
-                break (user, database, rest);
+                return Ok((user, database, rest));
             }
         }
-    };
+    }
+}
+
+async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Greeted, LoginEnd> {
+    let config = ctx.config();
+    let (user, database, params) = startup(ctx, client).await?;
     if user.is_empty() {
         return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, "no user name given").into());
     }
@@ -158,18 +186,29 @@ async fn authenticate(
         )
         .into());
     };
-    // The exchange runs to the end even for a wrong user name, so a failed login takes the same
-    // time whichever part was wrong.
-    let user_ok = pool_user == user;
-    let password_ok = match method {
-        ClientAuth::Md5 => md5_exchange(client, user, password).await?,
-        ClientAuth::ScramSha256 => scram_exchange(client, password).await?,
+    // The exchange runs to the end against the pool's secret before the user name is even
+    // looked at, so an unknown user costs the same messages and hashing as a wrong password,
+    // and both get the same answer: which part was wrong is not revealed, not even by timing.
+    // Nothing is sent between the proof check and the verdict (not even SCRAM's server
+    // signature), so a right password with a wrong user looks like any other failure.
+    let (password_ok, server_final) = match method {
+        ClientAuth::Md5 => (md5_exchange(client, user, password).await?, None),
+        ClientAuth::ScramSha256 => match scram_exchange(client, password).await? {
+            Some(server_final) => (true, Some(server_final)),
+            None => (false, None),
+        },
     };
-    if user_ok && password_ok {
-        Ok(())
-    } else {
-        Err(refuse(user))
+    let user_ok = auth::ct_eq(pool_user.as_bytes(), user.as_bytes());
+    if !(user_ok & password_ok) {
+        return Err(refuse(user));
     }
+    if let Some(server_final) = server_final {
+        let mut out = Vec::new();
+        backend::encode_authentication(&Authentication::SaslFinal(server_final.as_bytes()), &mut out)
+            .map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
+        client.send(&out).await?;
+    }
+    Ok(())
 }
 
 async fn md5_exchange(client: &mut Client, user: &str, password: &str) -> Result<bool, LoginEnd> {
@@ -186,7 +225,10 @@ async fn md5_exchange(client: &mut Client, user: &str, password: &str) -> Result
     Ok(auth::md5_verify(&auth::md5_secret(user, password), salt, response))
 }
 
-async fn scram_exchange(client: &mut Client, password: &str) -> Result<bool, LoginEnd> {
+/// Runs SCRAM-SHA-256 up to the client's proof; returns the server-final message to send when
+/// the proof is right (`None` when it is not). Sending it is left to the caller, after the
+/// user name is checked too.
+async fn scram_exchange(client: &mut Client, password: &str) -> Result<Option<String>, LoginEnd> {
     let mut out = Vec::new();
     backend::encode_auth_sasl_scram(&mut out);
     client.send(&out).await?;
@@ -212,16 +254,7 @@ async fn scram_exchange(client: &mut Client, password: &str) -> Result<bool, Log
     if tag != b'p' {
         return Err(violation("expected SASLResponse"));
     }
-    match server.finish(&body) {
-        Ok(server_final) => {
-            out.clear();
-            backend::encode_authentication(&Authentication::SaslFinal(server_final.as_bytes()), &mut out)
-                .map_err(|e| violation(&e.to_string()))?;
-            client.send(&out).await?;
-            Ok(true)
-        }
-        Err(_) => Ok(false),
-    }
+    Ok(server.finish(&body).ok())
 }
 
 /// What a successful login hands to the session.

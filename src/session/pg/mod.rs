@@ -103,6 +103,11 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     ctx.cancels.remove(s.key);
 }
 
+/// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
+pub(super) async fn refuse(ctx: Rc<CoreContext>, stream: Stream) {
+    login::turn_away(&ctx, stream).await;
+}
+
 /// The server parameters of `pool`, learned from a real backend connection.
 pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String, String)>>, PoolError> {
     if let Some(p) = pool.server_params() {
@@ -200,7 +205,11 @@ impl Session {
                 Err(e) => {
                     self.out.clear();
                     PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.out);
-                    let _ = self.flush_client().await;
+                    // The client may still be sending the message refused here: close so that
+                    // the error survives (see `rt::linger_close`).
+                    if self.flush_client().await.is_ok() {
+                        rt::linger_close(&mut self.client, rt::now() + super::FATAL_LINGER).await;
+                    }
                     return Err(End::Fatal);
                 }
             }

@@ -1,0 +1,114 @@
+//! Per-listener admission: how many client connections each listener holds, process-wide,
+//! against its `max_client_connections`.
+//!
+//! Like the pools' connection budgets this is one atomic per listener shared by every core:
+//! the cap is for the whole process while sessions stay on the core that accepted them, and
+//! only accepting and closing a connection touch it, never a statement. Listeners (and their
+//! caps) change only on restart, so the table is built once at start.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use crate::config::Listener;
+
+/// The open-connection count and cap of every listener, in config order.
+#[derive(Debug)]
+pub struct ClientSlots {
+    listeners: Vec<Slots>,
+}
+
+#[derive(Debug)]
+struct Slots {
+    /// `None`: no cap.
+    max: Option<u32>,
+    used: AtomicU32,
+}
+
+impl ClientSlots {
+    /// The table for `listeners` (config order), every count at zero.
+    pub fn new(listeners: &[Listener]) -> Arc<Self> {
+        let listeners = listeners
+            .iter()
+            .map(|l| Slots { max: l.max_client_connections.map(|n| n.get()), used: AtomicU32::new(0) })
+            .collect();
+        Arc::new(Self { listeners })
+    }
+
+    /// Takes a slot of listener `listener` if it has one free; the slot is given back when the
+    /// returned guard drops. `None` means the client must be turned away.
+    pub fn try_admit(self: &Arc<Self>, listener: usize) -> Option<ClientSlot> {
+        let slots = self.listeners.get(listener)?;
+        let taken = match slots.max {
+            None => {
+                slots.used.fetch_add(1, Ordering::AcqRel);
+                true
+            }
+            Some(max) => {
+                slots.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| (u < max).then_some(u + 1)).is_ok()
+            }
+        };
+        taken.then(|| ClientSlot { table: self.clone(), listener })
+    }
+
+    /// Connections listener `listener` holds now, process-wide.
+    pub fn used(&self, listener: usize) -> u32 {
+        self.listeners.get(listener).map_or(0, |s| s.used.load(Ordering::Acquire))
+    }
+}
+
+/// One admitted client connection; frees its slot on drop (however the session ends).
+#[derive(Debug)]
+pub struct ClientSlot {
+    table: Arc<ClientSlots>,
+    listener: usize,
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        if let Some(s) = self.table.listeners.get(self.listener) {
+            let _ = s.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| u.checked_sub(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(caps: &[Option<u32>]) -> Arc<ClientSlots> {
+        let listeners = caps
+            .iter()
+            .map(|max| Slots { max: *max, used: AtomicU32::new(0) })
+            .collect();
+        Arc::new(ClientSlots { listeners })
+    }
+
+    #[test]
+    fn a_capped_listener_admits_up_to_its_cap_and_again_after_a_close() {
+        let t = table(&[Some(2), None]);
+        let a = t.try_admit(0).expect("first");
+        let _b = t.try_admit(0).expect("second");
+        assert!(t.try_admit(0).is_none(), "third is over the cap");
+        assert_eq!(t.used(0), 2, "a refusal takes no slot");
+        drop(a);
+        assert_eq!(t.used(0), 1);
+        let _c = t.try_admit(0).expect("a closed connection frees its slot");
+        // The uncapped listener next to it counts but never refuses.
+        let many: Vec<_> = (0..100).map(|_| t.try_admit(1).expect("uncapped")).collect();
+        assert_eq!(t.used(1), 100);
+        drop(many);
+        assert_eq!(t.used(1), 0);
+        assert!(t.try_admit(7).is_none(), "an unknown listener admits no one");
+    }
+
+    #[test]
+    fn the_cap_holds_across_threads() {
+        let t = table(&[Some(10)]);
+        let admitted: Vec<Vec<ClientSlot>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8).map(|_| s.spawn(|| (0..10).filter_map(|_| t.try_admit(0)).collect())).collect();
+            handles.into_iter().map(|h| h.join().expect("thread")).collect()
+        });
+        assert_eq!(admitted.iter().map(Vec::len).sum::<usize>(), 10);
+        assert_eq!(t.used(0), 10);
+    }
+}

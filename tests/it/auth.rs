@@ -1,0 +1,272 @@
+//! Issue #12, no one let in: wrong passwords, unknown users and empty passwords are refused on
+//! both protocols with the same answer; an unknown user goes through the very same exchange
+//! (and hashing) as a wrong password; the admin API off loopback refuses every request
+//! without its token; and the logs of a run at the default level hold no password, SQL text or
+//! parameter value.
+
+// Blocking test code driving sockets and child processes, not data-plane code.
+#![allow(clippy::disallowed_methods)]
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+use querypilot::protocol::pg::frontend::{encode_sasl_initial_response, encode_sasl_response};
+use querypilot::protocol::pg::{Authentication, BackendMessage, Frame, ScramClient};
+
+use crate::admin::{http, with_metrics};
+use crate::mysql_session::{my_config, my_pool};
+use crate::pg_raw::{fields, msg, Raw};
+use crate::pg_util::{connect, sqlstate};
+use crate::router::{pg_config, pg_pool, Router};
+use crate::support::{dbs, eventually, free_port};
+
+fn pg_refusal(port: u16, user: &str, password: &str) -> (String, String) {
+    let mut c = postgres::Config::new();
+    c.host("127.0.0.1").port(port).user(user).password(password).dbname("main");
+    c.connect_timeout(Duration::from_secs(10));
+    let e = c.connect(postgres::NoTls).err().unwrap_or_else(|| panic!("{user}/{password:?} must be refused"));
+    let db = e.as_db_error().unwrap_or_else(|| panic!("{user}/{password:?}: not a server error: {e}"));
+    (db.code().code().to_owned(), db.message().to_owned())
+}
+
+#[test]
+fn postgres_refuses_wrong_password_unknown_user_and_empty_password_alike() {
+    for method in ["scram-sha-256", "md5"] {
+        let pools = pg_pool("main", dbs().pg.primary_port, "transaction", 2);
+        let toml = pg_config(&[0], &pools, "main")
+            .replace("bind = \"127.0.0.1:0\"\n", &format!("bind = \"127.0.0.1:0\"\nauth_method = \"{method}\"\n"));
+        let router = Router::start(&toml);
+        let port = router.port();
+        for (user, password) in [("app", "wrong"), ("nobody", "app"), ("nobody", "wrong"), ("app", "")] {
+            let (code, message) = pg_refusal(port, user, password);
+            assert_eq!(code, "28P01", "{method} {user}/{password:?}: {message}");
+            // One answer whichever part was wrong: only the name the client gave differs.
+            assert_eq!(message, format!("password authentication failed for user \"{user}\""), "{method}");
+        }
+        connect(port, "main", "app").expect("the right credentials still work").simple_query("SELECT 1").expect("served");
+    }
+}
+
+/// A protocol 3.0 StartupMessage for `user` and database `main`.
+fn startup_as(user: &str) -> Vec<u8> {
+    let mut body = 196608u32.to_be_bytes().to_vec();
+    for s in ["user", user, "database", "main", ""] {
+        body.extend_from_slice(s.as_bytes());
+        body.push(0);
+    }
+    let mut packet = (body.len() as u32 + 4).to_be_bytes().to_vec();
+    packet.extend_from_slice(&body);
+    packet
+}
+
+/// One SCRAM login attempt over a raw socket, as a transcript of what the router asked for and
+/// answered: message kinds, the SCRAM iteration count (the hashing work), and the error with
+/// the user's own name blanked out.
+fn scram_transcript(port: u16, user: &str, password: &str) -> Vec<String> {
+    let mut c = Raw::open(port);
+    c.send(&startup_as(user));
+    let scram = ScramClient::new(user, password, "authTestNonce8Qm2xZ").expect("scram client");
+    let mut transcript = Vec::new();
+    while let Some((tag, body)) = c.recv() {
+        let m = BackendMessage::decode(&Frame::new(tag, &body)).expect("decode");
+        let mut out = Vec::new();
+        match m {
+            BackendMessage::Authentication(Authentication::Sasl { .. }) => {
+                transcript.push("AuthenticationSASL".to_owned());
+                encode_sasl_initial_response("SCRAM-SHA-256", Some(scram.client_first().as_bytes()), &mut out).expect("encode");
+            }
+            BackendMessage::Authentication(Authentication::SaslContinue(data)) => {
+                let text = String::from_utf8_lossy(data).into_owned();
+                let iterations = text.split(',').find(|a| a.starts_with("i=")).unwrap_or("no i=").to_owned();
+                transcript.push(format!("AuthenticationSASLContinue {iterations}"));
+                let (client_final, _) = scram.handle_server_first(data).expect("server-first");
+                encode_sasl_response(client_final.as_bytes(), &mut out).expect("encode");
+            }
+            BackendMessage::Authentication(a) => transcript.push(format!("{a:?}")),
+            BackendMessage::ErrorResponse(_) => {
+                let f = fields(&body);
+                let get = |k: u8| f.iter().find(|(key, _)| *key == k).map(|(_, v)| v.clone()).unwrap_or_default();
+                transcript.push(format!("{} {} {}", get(b'S'), get(b'C'), get(b'M').replace(user, "<user>")));
+            }
+            other => transcript.push(format!("{other:?}")),
+        }
+        if !out.is_empty() {
+            c.send(&out);
+        }
+    }
+    transcript
+}
+
+#[test]
+fn an_unknown_user_goes_through_the_same_exchange_as_a_wrong_password() {
+    let router = crate::pg_util::router("transaction", 2, "");
+    let port = router.port();
+    let wrong_password = scram_transcript(port, "app", "wrong");
+    assert_eq!(
+        wrong_password,
+        [
+            "AuthenticationSASL",
+            "AuthenticationSASLContinue i=4096",
+            "FATAL 28P01 password authentication failed for user \"<user>\"",
+        ],
+        "the whole SCRAM exchange, then the refusal"
+    );
+    // Unknown user, and both wrong: the router still derives the pool secret (4096 rounds),
+    // waits for the client's proof and checks it before refusing, so nothing differs.
+    assert_eq!(scram_transcript(port, "nobody", "app"), wrong_password);
+    assert_eq!(scram_transcript(port, "nobody", "wrong"), wrong_password);
+
+    // MD5: an unknown user is asked for the salted hash like anyone else.
+    let md5 = crate::pg_raw::md5_router("transaction", 2);
+    let mut c = Raw::open(md5.port());
+    c.send(&startup_as("nobody"));
+    let (tag, body) = c.recv().expect("an auth request");
+    assert_eq!((tag, body.get(..4)), (b'R', Some(&5u32.to_be_bytes()[..])), "MD5 challenge for an unknown user");
+    c.send(&msg(b'p', b"md500000000000000000000000000000000\0"));
+    let (tag, body) = c.recv().expect("the refusal");
+    assert_eq!(tag, b'E');
+    assert!(fields(&body).contains(&(b'C', "28P01".to_owned())), "{:?}", fields(&body));
+}
+
+#[test]
+fn mysql_refuses_wrong_password_unknown_user_and_empty_password_alike() {
+    let router = Router::start(&my_config(&[0], &my_pool("main", "transaction", 2), "main"));
+    let my = &dbs().my;
+    for (user, password, using) in [
+        (my.user.as_str(), "wrong", "YES"),
+        ("nobody", my.password.as_str(), "YES"),
+        ("nobody", "wrong", "YES"),
+        (my.user.as_str(), "", "NO"),
+    ] {
+        let e = mysql::Conn::new(my.opts(router.port(), user, password)).err().unwrap_or_else(|| panic!("{user}/{password:?} let in"));
+        let mysql::Error::MySqlError(e) = e else { panic!("{user}/{password:?}: not a server error: {e}") };
+        assert_eq!((e.code, e.state.as_str()), (1045, "28000"), "{user}/{password:?}");
+        assert_eq!(e.message, format!("Access denied for user '{user}' (using password: {using})"));
+    }
+    let mut ok = mysql::Conn::new(my.opts(router.port(), &my.user, &my.password)).expect("right credentials");
+    ok.query_drop("SELECT 1").expect("served");
+}
+
+/// An address of this host that is not loopback (the source address of the default route), if
+/// the machine has one. Connecting a UDP socket sends nothing.
+fn non_loopback_address() -> Option<IpAddr> {
+    let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
+    s.connect((Ipv4Addr::new(192, 0, 2, 254), 9)).ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[test]
+fn the_admin_api_off_loopback_needs_a_token_and_refuses_every_request_without_it() {
+    let pools = pg_pool("main", dbs().pg.primary_port, "transaction", 2);
+    let base = pg_config(&[0], &pools, "main");
+    // Off loopback without a token the configuration itself is refused.
+    let open = with_metrics(&base, None).replacen("[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"", "[metrics]\nenabled = true\nbind = \"0.0.0.0:0\"", 1);
+    let err = querypilot::config::Config::parse(&open, "t.toml").expect_err("a non-loopback admin API without a token is refused");
+    assert!(err.to_string().contains("admin_token"), "{err}");
+
+    let guarded = with_metrics(&base, Some("s3cret-admin-token"))
+        .replacen("[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"", "[metrics]\nenabled = true\nbind = \"0.0.0.0:0\"", 1);
+    let router = Router::start(&guarded);
+    let api_port = router.control().endpoints().admin.expect("admin endpoint").port();
+    let host = non_loopback_address().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    eprintln!("admin API reached at {host}:{api_port}");
+    let api = SocketAddr::new(host, api_port);
+    let before = router.control().current().expect("current").version;
+    let bearer = [("Authorization", "Bearer s3cret-admin-token")];
+    for (method, path) in [
+        ("POST", "/api/reload"),
+        ("POST", "/api/pattern-rules"),
+        ("DELETE", "/api/pattern-rules/1"),
+        ("POST", "/api/translations"),
+        ("DELETE", "/api/stats/digests"),
+        ("GET", "/api/config"),
+    ] {
+        for headers in [&[][..], &[("Authorization", "Bearer wrong")][..], &[("Authorization", "s3cret-admin-token")][..]] {
+            let reply = http(api, method, path, headers);
+            assert_eq!(reply.status, 401, "{method} {path} {headers:?}: {}", reply.body);
+        }
+    }
+    assert_eq!(router.control().current().expect("current").version, before, "nothing changed");
+    let reply = http(api, "POST", "/api/reload", &bearer);
+    assert_eq!(reply.status, 200, "with the token the API works: {}", reply.body);
+}
+
+/// Markers that must never reach the logs.
+const SECRET_PASSWORD: &str = "Pw-Zebra-7731";
+const SQL_MARKER: &str = "Sql_Marker_4417";
+const PARAM_MARKER: &str = "Param-Secret-8812";
+const BAD_PARAM_MARKER: &str = "Param-Bad-9931";
+const MISSING_TABLE: &str = "no_such_table_marker_5529";
+
+#[test]
+fn logs_at_the_default_level_hold_no_password_sql_or_parameter() {
+    let (pg_port, my_port) = (free_port(), free_port());
+    let pg = pg_pool("pgmain", dbs().pg.primary_port, "transaction", 2);
+    let my = my_pool("mymain", "transaction", 2);
+    let toml = format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n\
+         [[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:{pg_port}\"\n\n\
+         [[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:{my_port}\"\n\n{pg}\n{my}\n\
+         [routing]\ndefault_pool = \"pgmain\"\nmysql_default_pool = \"mymain\"\n"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("querypilot.toml");
+    std::fs::write(&path, toml).expect("write config");
+    let (out, err) = (dir.path().join("stdout.log"), dir.path().join("stderr.log"));
+    let mut router = Command::new(env!("CARGO_BIN_EXE_querypilot"))
+        .arg("-c")
+        .arg(&path)
+        .env_remove("QUERYPILOT_LOG")
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::from(std::fs::File::create(&out).expect("stdout file")))
+        .stderr(Stdio::from(std::fs::File::create(&err).expect("stderr file")))
+        .spawn()
+        .expect("start the router");
+    eventually(Duration::from_secs(20), "the router to accept connections", || {
+        std::net::TcpStream::connect(("127.0.0.1", pg_port)).is_ok() && std::net::TcpStream::connect(("127.0.0.1", my_port)).is_ok()
+    });
+
+    // PostgreSQL: a failed login, statements and parameters that succeed and fail.
+    let mut cfg = postgres::Config::new();
+    cfg.host("127.0.0.1").port(pg_port).user("app").dbname("pgmain").connect_timeout(Duration::from_secs(10));
+    assert!(cfg.clone().password(SECRET_PASSWORD).connect(postgres::NoTls).is_err());
+    let mut c = cfg.password("app").connect(postgres::NoTls).expect("login");
+    c.simple_query(&format!("SELECT '{SQL_MARKER}' AS {SQL_MARKER}")).expect("query");
+    let row = c.query_one("SELECT $1::text", &[&PARAM_MARKER]).expect("parameter");
+    assert_eq!(row.get::<_, String>(0), PARAM_MARKER);
+    let e = c.query_one("SELECT $1::text::int", &[&BAD_PARAM_MARKER]).expect_err("a bad parameter fails");
+    assert_eq!(sqlstate(&e), "22P02");
+    assert!(c.simple_query(&format!("SELECT * FROM {MISSING_TABLE} WHERE x = '{SQL_MARKER}'")).is_err());
+    assert!(c.simple_query(&format!("SELEC '{SQL_MARKER}'")).is_err());
+
+    // MySQL: the same.
+    let my_env = &dbs().my;
+    assert!(mysql::Conn::new(my_env.opts(my_port, &my_env.user, SECRET_PASSWORD)).is_err());
+    let mut m = mysql::Conn::new(my_env.opts(my_port, &my_env.user, &my_env.password)).expect("login");
+    let v: Option<String> = m.query_first(format!("SELECT '{SQL_MARKER}'")).expect("query");
+    assert_eq!(v.as_deref(), Some(SQL_MARKER));
+    let v: Option<String> = m.exec_first("SELECT CONCAT(?, '')", (PARAM_MARKER,)).expect("parameter");
+    assert_eq!(v.as_deref(), Some(PARAM_MARKER));
+    assert!(m.exec_drop(format!("SELECT * FROM {MISSING_TABLE} WHERE x = ?"), (BAD_PARAM_MARKER,)).is_err());
+    assert!(m.query_drop(format!("SELEC '{SQL_MARKER}'")).is_err());
+    drop((c, m));
+
+    let t = Instant::now();
+    assert!(Command::new("kill").arg("-TERM").arg(router.id().to_string()).status().expect("kill").success());
+    while router.try_wait().expect("wait").is_none() {
+        assert!(t.elapsed() < Duration::from_secs(15), "router did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let logs = format!(
+        "{}{}",
+        std::fs::read_to_string(&out).expect("stdout"),
+        std::fs::read_to_string(&err).expect("stderr")
+    );
+    assert!(logs.contains("listening"), "the run's logs were captured: {logs}");
+    for marker in [SECRET_PASSWORD, SQL_MARKER, PARAM_MARKER, BAD_PARAM_MARKER, MISSING_TABLE] {
+        assert!(!logs.to_lowercase().contains(&marker.to_lowercase()), "{marker} leaked into the logs:\n{logs}");
+    }
+}
