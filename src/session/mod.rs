@@ -2,9 +2,11 @@
 //!
 //! `pg` and `mysql` hold the protocol driver loops; `state` is the sans-IO session state
 //! (settings to replay, pins); `client_error` is the one place errors become wire errors;
-//! `cancel` tracks which statements a cancel may reach. May use protocol, sql, routing, pool,
+//! `cancel` tracks which statements a cancel may reach; `retry` and `backoff` are the opt-in
+//! retry of transient failures (issue #11). May use protocol, sql, routing, pool,
 //! metrics, config, rt and error; never control, admin or crossbeam.
 
+mod backoff;
 pub mod cancel;
 pub mod client_error;
 mod context;

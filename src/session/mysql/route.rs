@@ -90,6 +90,7 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
+        self.rule_retry = decision.retry; // retry (#11)
         Ok(Routed { rewritten: decision.rewritten, fingerprint: decision.fingerprint })
     }
 

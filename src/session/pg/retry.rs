@@ -10,15 +10,22 @@
 //! buffered, the error and its ReadyForQuery are held back, the buffer is cut back to where the
 //! batch began, and after the backoff the batch goes again on the same connection of the same
 //! pool. Router-prepared statements the failed attempt created are not prepared again. Any
-//! other case, and an exhausted budget or deadline, relays the last error unchanged.
+//! other case, and an exhausted budget or deadline, relays the last error unchanged; so does a
+//! CancelRequest for the session (from the first attempt on) or a drain during the backoff.
+//!
+//! The policy is the pool's, unless the routing rule that decided the batch's statements has
+//! its own `retry`: then that one. A batch whose statements were decided under different rule
+//! policies is not retried at all (no policy speaks for all of it).
 
 use std::time::Duration;
 
 use super::prepared::Expect;
 use super::{End, Session, CLIENT_FLUSH_AT};
+use crate::config::RetryPolicy;
 use crate::protocol::pg::notice::peek_sqlstate;
 use crate::protocol::pg::{decode_frame, ErrorFields, Severity, TransactionStatus};
-use crate::rt;
+use crate::rt::{self, Event};
+use crate::session::backoff;
 use crate::session::retry::{pg_retryable, Attempts, Outcome};
 
 /// Largest batch kept for a retry; bigger ones (large parameters) are not retried.
@@ -49,13 +56,49 @@ pub(super) struct RetryBatch {
     code: String,
     /// Backoff before the pending attempt.
     wait: Duration,
+    /// Set by a cancel for this session: no further attempt.
+    interrupt: Event,
+}
+
+/// What the rules that routed a batch's statements said about retrying it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RulePolicy {
+    /// No statement was routed yet: the pool's policy.
+    #[default]
+    Unrouted,
+    /// Every statement had this rule policy (`None`: no rule policy, the pool's applies).
+    Same(Option<RetryPolicy>),
+    /// Statements disagreed: no retry.
+    Mixed,
+}
+
+impl RulePolicy {
+    /// Adds a routed statement's rule policy.
+    pub(super) fn note(&mut self, rule: Option<RetryPolicy>) {
+        *self = match *self {
+            Self::Unrouted => Self::Same(rule),
+            Self::Same(p) if p == rule => Self::Same(p),
+            Self::Same(_) | Self::Mixed => Self::Mixed,
+        };
+    }
+
+    /// The policy for the batch given its pool's; `None` for no retry.
+    fn resolve(self, pool: RetryPolicy) -> Option<RetryPolicy> {
+        match self {
+            Self::Unrouted | Self::Same(None) => Some(pool),
+            Self::Same(Some(rule)) => Some(rule),
+            Self::Mixed => None,
+        }
+    }
 }
 
 impl Session {
-    /// Hook before a batch is sent: records it when its pool retries and it may be retried.
+    /// Hook before a batch is sent: records it when its rule or pool retries and it may be
+    /// retried.
     pub(super) fn arm_retry(&mut self) {
         self.flight.retry = None;
-        let policy = self.pool.config.retry;
+        let rules = std::mem::take(&mut self.flight.rules);
+        let Some(policy) = rules.resolve(self.pool.config.retry) else { return };
         if policy.maximum_attempts.get() < 2
             || self.tx != TransactionStatus::Idle
             || self.flight.flushed
@@ -73,6 +116,7 @@ impl Session {
             held: None,
             code: String::new(),
             wait: Duration::ZERO,
+            interrupt: self.slot.watch(),
         });
     }
 
@@ -121,8 +165,8 @@ impl Session {
     }
 
     /// Hook at ReadyForQuery: after the backoff sends the batch again (`Ok(true)`: keep
-    /// relaying), or, when the router is shutting down, delivers the held error and its
-    /// ReadyForQuery as the server sent them (`Ok(false)`).
+    /// relaying), or, when the client cancelled or the router is shutting down, delivers the
+    /// held error and its ReadyForQuery as the server sent them (`Ok(false)`).
     pub(super) async fn retry_at_ready(&mut self, status: Option<u8>) -> Result<bool, End> {
         let Some(mut r) = self.flight.retry.take() else { return Ok(false) };
         let Some(held) = r.held.take() else {
@@ -131,32 +175,22 @@ impl Session {
             }
             return Ok(false);
         };
-        let drain = self.ctx.drain.clone();
-        let slept = rt::race(
-            async {
-                rt::sleep(r.wait).await;
-                true
-            },
-            async {
-                drain.wait().await;
-                false
-            },
-        )
-        .await;
-        if !slept {
-            self.count_retry(Outcome::Shutdown);
+        // Nothing runs for the session while it waits: a cancel now is for the wait alone.
+        self.slot.set_running(None);
+        if let Err(why) = backoff::wait(r.wait, &r.interrupt, &self.ctx.drain).await {
+            self.count_retry(why);
             self.out.extend_from_slice(&held);
             self.out.extend_from_slice(&[b'Z', 0, 0, 0, 5, status.unwrap_or(b'I')]);
             return Ok(false);
         }
         self.count_retry(Outcome::Retried);
         self.out.truncate(r.out_mark);
-        if self.pool.config.retry.notify_client {
+        if r.attempts.policy().notify_client {
             let text = format!(
                 "querypilot: statement failed with SQLSTATE {} before any result; retrying (attempt {} of {})",
                 r.code,
                 r.attempts.made(),
-                self.pool.config.retry.maximum_attempts
+                r.attempts.policy().maximum_attempts
             );
             let _ = ErrorFields::new(Severity::Notice, "00000", &text).encode_notice(&mut self.out);
         }

@@ -80,6 +80,7 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
+        self.flight.rules.note(decision.retry); // retry (#11)
         self.finish_digest();
         self.digest.begin(decision.fingerprint, sql, now);
         Ok(decision.rewritten)
