@@ -118,7 +118,8 @@ fn example_with_every_commented_setting_enabled_parses() {
     assert!(enabled >= 25, "only {enabled} commented settings found");
     let config = parse_ok(&text);
     assert_eq!(config.general.cores, Some(vec![0, 1]));
-    assert_eq!(config.routing.pattern_rules.len(), 3);
+    assert_eq!(config.routing.pattern_rules.len(), 4);
+    assert_eq!(config.routing.pattern_rules[0].retry.map(|r| r.maximum_attempts.get()), Some(3));
     assert_eq!(config.routing.rules.len(), 2);
     assert_eq!(config.translations.len(), 1);
     assert_eq!(
