@@ -261,6 +261,34 @@ fn aligned(bytes: &[u8], expects: &std::collections::VecDeque<Expect>) -> bool {
 mod tests {
     use super::*;
 
+    fn policy(attempts: u32) -> RetryPolicy {
+        RetryPolicy {
+            maximum_attempts: std::num::NonZeroU32::new(attempts).unwrap(),
+            backoff_base: Duration::from_millis(10),
+            backoff_max: Duration::from_secs(1),
+            jitter: true,
+            deadline: Duration::from_secs(5),
+            notify_client: false,
+        }
+    }
+
+    #[test]
+    fn a_batch_follows_its_rules_policy_only_when_they_agree() {
+        let pool = policy(1);
+        let resolve = |notes: &[Option<RetryPolicy>]| {
+            let mut r = RulePolicy::default();
+            for n in notes {
+                r.note(*n);
+            }
+            r.resolve(pool)
+        };
+        assert_eq!(resolve(&[]), Some(pool), "nothing routed: the pool's");
+        assert_eq!(resolve(&[None, None]), Some(pool));
+        assert_eq!(resolve(&[Some(policy(3)), Some(policy(3))]), Some(policy(3)));
+        assert_eq!(resolve(&[Some(policy(3)), None]), None, "mixed: no retry");
+        assert_eq!(resolve(&[Some(policy(3)), Some(policy(2)), Some(policy(3))]), None);
+    }
+
     #[test]
     fn alignment_of_batches() {
         let q = [b'Q', 0, 0, 0, 5, 0];
