@@ -461,3 +461,65 @@ fn mysql_kill_query_during_the_backoff_returns_the_error_at_once() {
     assert!(took < LONG_BACKOFF, "answered {took:?} after the kill, before the {LONG_BACKOFF:?} backoff ended");
     assert!(retries(&router, "cancelled") >= 1.0, "sqp_retries_total counts the cancelled retry");
 }
+
+/// A read on the standby cancelled by a real recovery conflict (SQLSTATE 40001): while it
+/// scans a table, the primary takes an ACCESS EXCLUSIVE lock on that table; the standby replays
+/// the lock and, `max_standby_streaming_delay` later, cancels the read. The retry is a new
+/// attempt on a primary connection, proven by `pg_is_in_recovery()` in the client's answer.
+#[test]
+fn pg_replica_recovery_conflict_is_retried_on_a_primary_connection() {
+    let env = crate::support::Dbs::private();
+    let pg = &env.pg;
+    let mut standby = pg.superuser_client(pg.replica_port);
+    standby.batch_execute("ALTER SYSTEM SET max_standby_streaming_delay = '100ms'").expect("alter system");
+    standby.batch_execute("SELECT pg_reload_conf()").expect("reload");
+    eventually(Duration::from_secs(20), "the standby's new max_standby_streaming_delay", || {
+        standby.query_one("SHOW max_standby_streaming_delay", &[]).map(|r| r.get::<_, String>(0) == "100ms").unwrap_or(false)
+    });
+    let mut direct = pg.primary_client();
+    let t = unique_name("conflict");
+    direct.batch_execute(&format!("CREATE TABLE {t} (id int); INSERT INTO {t} VALUES (1)")).expect("table");
+    pg.wait_replica_caught_up(Duration::from_secs(30));
+    let pool = |name: &str, port: u16| {
+        format!(
+            "[pools.{name}]\nmode = \"transaction\"\nusername = \"{}\"\npassword = \"{}\"\ndatabase = \"{}\"\n\
+             max_connections = 4\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n",
+            pg.user, pg.password, pg.database
+        )
+    };
+    let pools = format!(
+        "{}{}[pools.ro.retry]\nmaximum_attempts = 3\nbackoff_base = \"10ms\"\ndeadline = \"60s\"\n",
+        pool("rw", pg.primary_port),
+        pool("ro", pg.replica_port)
+    );
+    let text = format!("{}read_write_split = true\nread_pool = \"ro\"\nwrite_pool = \"rw\"\n", pg_config(&[0], &pools, "rw"));
+    let router = Router::start(&text);
+    let mut v = pg.config(router.port(), &pg.user, &pg.password).connect(postgres::NoTls).expect("connect through the router");
+    // A simple Query: a batch that needs nothing prepared on the replica connection.
+    let sql = format!("SELECT pg_is_in_recovery(), count(*) FROM {t}, generate_series(1, 30000000) g");
+    let victim_sql = sql.clone();
+    let victim = thread::spawn(move || {
+        let rows = v.simple_query(&sql)?;
+        Ok::<_, postgres::Error>(rows.into_iter().find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+            _ => None,
+        }))
+    });
+    let running = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = $1";
+    eventually(Duration::from_secs(20), "the read running on the standby", || {
+        standby.query_one(running, &[&victim_sql]).map(|r| r.get::<_, i64>(0) >= 1).unwrap_or(false)
+    });
+    direct.batch_execute(&format!("BEGIN; LOCK TABLE {t} IN ACCESS EXCLUSIVE MODE")).expect("primary locks the table");
+    // The lock's WAL record goes to the standby once flushed: another session's commit does it.
+    pg.primary_client().batch_execute("SELECT txid_current()").expect("a commit flushes the WAL");
+    let conflicts = "SELECT confl_lock FROM pg_stat_database_conflicts WHERE datname = current_database()";
+    eventually(Duration::from_secs(30), "the standby cancelled the read (recovery conflict)", || {
+        standby.query_one(conflicts, &[]).map(|r| r.get::<_, i64>(0) >= 1).unwrap_or(false)
+    });
+    // The retry waits for the lock on the primary until it is released.
+    direct.batch_execute("ROLLBACK").expect("primary releases the lock");
+    let in_recovery = victim.join().expect("victim thread").expect("the read succeeds on retry");
+    assert_eq!(in_recovery.as_deref(), Some("f"), "the retry ran on the primary");
+    assert!(retries(&router, "retried") >= 1.0);
+    direct.batch_execute(&format!("DROP TABLE {t}")).expect("drop");
+}

@@ -3,7 +3,7 @@
 //! (1205) is never retried.
 //!
 //! Armed for a text command (`COM_QUERY`) or a prepared execute (`COM_STMT_EXECUTE`) sent in
-//! autocommit mode outside a transaction, under the policy of the routing rule that decided it
+//! autocommit mode outside a transaction, not on the split's read pool, under the policy of the routing rule that decided it
 //! or else of its pool. Only an ERR that is the first payload of its response qualifies:
 //! nothing of the response has reached the client then. InnoDB has already rolled the
 //! statement's implicit transaction back, so after the backoff the same command goes again on
@@ -13,7 +13,7 @@
 
 use super::relay::{Grammar, Outcome as Relayed};
 use super::Session;
-use crate::config::RetryPolicy;
+use crate::config::{Protocol, RetryPolicy};
 use crate::protocol::mysql::encode_packets;
 use crate::protocol::mysql::framer::HEADER_LEN;
 use crate::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
@@ -81,11 +81,15 @@ impl Session {
     }
 
     /// Whether a command of `grammar` may be retried now under `policy`: it retries, the
-    /// command is text SQL or a prepared execute, and the server said autocommit with no open
-    /// transaction.
+    /// command is text SQL or a prepared execute, the server said autocommit with no open
+    /// transaction, and the session is not on the read pool of the split (a retry is a new
+    /// attempt on a primary connection, #11; InnoDB reads on a replica do not deadlock, so
+    /// those statements are simply not retried).
     fn retry_armed(&self, grammar: Grammar, policy: &RetryPolicy) -> bool {
         let status = self.tx.status;
+        let on_read_pool = self.ctx.rules().read_pool(Protocol::MySql).is_some_and(|r| **r == *self.pool.config.name);
         policy.maximum_attempts.get() > 1
+            && !on_read_pool
             && matches!(grammar, Grammar::Query | Grammar::Execute)
             && status & SERVER_STATUS_AUTOCOMMIT != 0
             && status & SERVER_STATUS_IN_TRANS == 0

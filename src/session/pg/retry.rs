@@ -17,15 +17,18 @@
 //! its own `retry`: then that one. A batch whose statements were decided under different rule
 //! policies is not retried at all (no policy speaks for all of it).
 
+use std::rc::Rc;
 use std::time::Duration;
 
 use super::prepared::Expect;
 use super::{End, Session, CLIENT_FLUSH_AT};
-use crate::config::RetryPolicy;
+use crate::config::{Protocol, RetryPolicy};
+use crate::pool::CorePool;
 use crate::protocol::pg::notice::peek_sqlstate;
 use crate::protocol::pg::{decode_frame, ErrorFields, Severity, TransactionStatus};
 use crate::rt::{self, Event};
 use crate::session::backoff;
+use crate::session::client_error::PgClientError;
 use crate::session::retry::{pg_retryable, Attempts, Outcome};
 
 /// Largest batch kept for a retry; bigger ones (large parameters) are not retried.
@@ -99,7 +102,11 @@ impl Session {
         self.flight.retry = None;
         let rules = std::mem::take(&mut self.flight.rules);
         let Some(policy) = rules.resolve(self.pool.config.retry) else { return };
+        // A batch leaving the read pool for a primary connection must not depend on statements
+        // prepared on its replica connection: only a simple Query or FunctionCall may move.
+        let moves = self.primary_for_retry().is_some();
         if policy.maximum_attempts.get() < 2
+            || (moves && !self.expect.is_empty())
             || self.tx != TransactionStatus::Idle
             || self.flight.flushed
             || self.bout.len() > RETRY_MAX
@@ -183,6 +190,15 @@ impl Session {
             self.out.extend_from_slice(&[b'Z', 0, 0, 0, 5, status.unwrap_or(b'I')]);
             return Ok(false);
         }
+        if let Some(primary) = self.primary_for_retry() {
+            if let Err(e) = self.move_to(primary).await {
+                tracing::debug!(error = ?e, "no primary connection for a retry");
+                self.count_retry(Outcome::Exhausted);
+                self.out.extend_from_slice(&held);
+                self.out.extend_from_slice(&[b'Z', 0, 0, 0, 5, status.unwrap_or(b'I')]);
+                return Ok(false);
+            }
+        }
         self.count_retry(Outcome::Retried);
         self.out.truncate(r.out_mark);
         if r.attempts.policy().notify_client {
@@ -201,6 +217,28 @@ impl Session {
         self.flight.retry = Some(r);
         self.send_backend().await?;
         Ok(true)
+    }
+
+    /// The write pool of the read/write split when the session runs on its read pool: a retry
+    /// is a new attempt on a primary connection (#11). On a standby, `40001`/`40P01` mean a
+    /// recovery conflict, which tends to strike the same replica again.
+    fn primary_for_retry(&self) -> Option<Rc<CorePool>> {
+        let rules = self.ctx.rules();
+        let read = rules.read_pool(Protocol::Postgres)?;
+        if **read != *self.pool.config.name {
+            return None;
+        }
+        let primary = rules.primary_pool(Protocol::Postgres)?;
+        self.ctx.pools().get(&**primary).cloned()
+    }
+
+    /// Gives the failed attempt's connection back (its ReadyForQuery arrived: it is idle) and
+    /// attaches one of `pool`, with the session's settings replayed.
+    async fn move_to(&mut self, pool: Rc<CorePool>) -> Result<(), PgClientError> {
+        self.awaiting_ready = false;
+        self.release_backend(false).await;
+        self.pool = pool;
+        self.ensure_backend().await
     }
 
     /// Queues the batch again for the attached connection, leaving out the router's Parses of
