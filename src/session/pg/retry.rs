@@ -229,7 +229,7 @@ impl Session {
             return None;
         }
         let primary = rules.primary_pool(Protocol::Postgres)?;
-        self.ctx.pools().get(&**primary).cloned()
+        self.ctx.pools().get(primary).cloned()
     }
 
     /// Gives the failed attempt's connection back (its ReadyForQuery arrived: it is idle) and
