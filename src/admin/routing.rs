@@ -67,6 +67,8 @@ fn pattern_rule(body: dto::NewPatternRule) -> Result<PatternRule, Response> {
         pattern: body.pattern,
         target,
         priority: body.priority,
+        // Runtime rules have no retry of their own: their statements follow the pool's.
+        retry: None,
     })
 }
 

@@ -229,6 +229,9 @@ pub struct PatternRule {
     pub target: RuleTarget,
     /// Rules are tried by ascending priority: the lowest matching one wins.
     pub priority: i32,
+    /// `retry = { ... }`: the retry policy of statements this rule routes, replacing their
+    /// pool's `[pools.<name>.retry]` (#11). `None`: the pool's applies.
+    pub retry: Option<RetryPolicy>,
 }
 
 impl PatternRule {
@@ -258,6 +261,9 @@ pub struct RegexRule {
     pub target: RuleTarget,
     /// Rules are tried by ascending priority: the lowest matching one wins.
     pub priority: i32,
+    /// `retry = { ... }`: the retry policy of statements this rule routes, replacing their
+    /// pool's `[pools.<name>.retry]` (#11). `None`: the pool's applies.
+    pub retry: Option<RetryPolicy>,
 }
 
 /// One `[[translation.rules]]` entry: rewrite a statement shape before sending it.

@@ -201,7 +201,8 @@ fn timeouts(ck: &mut Checker<'_>, base: &str, raw: &RawPool) -> PoolTimeouts {
     }
 }
 
-fn retry(ck: &mut Checker<'_>, base: &str, raw: &RawRetry) -> RetryPolicy {
+/// Converts a retry table at `base` (a pool's section or a routing rule's `retry`).
+pub(crate) fn retry(ck: &mut Checker<'_>, base: &str, raw: &RawRetry) -> RetryPolicy {
     let default_base = Duration::from_millis(10);
     let default_max = Duration::from_secs(1);
     let backoff_base = ck.duration(&raw.backoff_base, &format!("{base}.backoff_base"), default_base, Zero::Allowed);

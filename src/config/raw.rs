@@ -91,7 +91,7 @@ pub(crate) struct RawBackend {
     pub max_replica_lag_bytes: Option<Sp<i64>>,
 }
 
-/// `[pools.<name>.retry]`.
+/// `[pools.<name>.retry]`, and a routing rule's `retry = { ... }`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRetry {
@@ -151,6 +151,7 @@ pub(crate) struct RawPatternRule {
     pub pool: Option<Sp<String>>,
     pub reject: Option<Sp<String>>,
     pub priority: Option<Sp<i64>>,
+    pub retry: Option<Sp<RawRetry>>,
 }
 
 /// One `[[routing.rules]]` entry.
@@ -165,6 +166,7 @@ pub(crate) struct RawRegexRule {
     pub pool: Option<Sp<String>>,
     pub reject: Option<Sp<String>>,
     pub priority: Option<Sp<i64>>,
+    pub retry: Option<Sp<RawRetry>>,
 }
 
 /// `[translation]`, which only holds `[[translation.rules]]`.

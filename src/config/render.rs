@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
-use super::model::{Backend, Listener, Pool, RegexRule, Routing, RuleTarget};
+use super::model::{Backend, Listener, Pool, RegexRule, RetryPolicy, Routing, RuleTarget};
 use super::value::{format_duration, format_size, Protocol};
 use super::Config;
 
@@ -129,18 +129,7 @@ fn pool(pool: &Pool) -> Value {
         "raw_passthrough".into(),
         Value::Boolean(pool.raw_passthrough),
     );
-    let retry = &pool.retry;
-    let mut r = Table::new();
-    r.insert(
-        "maximum_attempts".into(),
-        Value::Integer(i64::from(retry.maximum_attempts.get())),
-    );
-    put_duration(&mut r, "backoff_base", retry.backoff_base);
-    put_duration(&mut r, "backoff_max", retry.backoff_max);
-    r.insert("jitter".into(), Value::Boolean(retry.jitter));
-    put_duration(&mut r, "deadline", retry.deadline);
-    r.insert("notify_client".into(), Value::Boolean(retry.notify_client));
-    table.insert("retry".into(), Value::Table(r));
+    table.insert("retry".into(), Value::Table(retry(&pool.retry)));
     let health = &pool.health;
     let mut h = Table::new();
     put_duration(&mut h, "interval", health.interval);
@@ -216,6 +205,9 @@ fn routing(routing: &Routing) -> Table {
         put_str(&mut t, "pattern", &rule.pattern);
         put_target(&mut t, &rule.target);
         t.insert("priority".into(), Value::Integer(i64::from(rule.priority)));
+        if let Some(r) = &rule.retry {
+            t.insert("retry".into(), Value::Table(retry(r)));
+        }
         Value::Table(t)
     });
     table.insert("pattern_rules".into(), Value::Array(patterns.collect()));
@@ -243,7 +235,25 @@ fn regex_rule(rule: &RegexRule) -> Value {
     }
     put_target(&mut t, &rule.target);
     t.insert("priority".into(), Value::Integer(i64::from(rule.priority)));
+    if let Some(r) = &rule.retry {
+        t.insert("retry".into(), Value::Table(retry(r)));
+    }
     Value::Table(t)
+}
+
+/// A pool's `[pools.<name>.retry]` or a rule's `retry = { ... }`.
+fn retry(retry: &RetryPolicy) -> Table {
+    let mut r = Table::new();
+    r.insert(
+        "maximum_attempts".into(),
+        Value::Integer(i64::from(retry.maximum_attempts.get())),
+    );
+    put_duration(&mut r, "backoff_base", retry.backoff_base);
+    put_duration(&mut r, "backoff_max", retry.backoff_max);
+    r.insert("jitter".into(), Value::Boolean(retry.jitter));
+    put_duration(&mut r, "deadline", retry.deadline);
+    r.insert("notify_client".into(), Value::Boolean(retry.notify_client));
+    r
 }
 
 fn put_target(table: &mut Table, target: &RuleTarget) {

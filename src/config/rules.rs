@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::num::NonZeroUsize;
 
 use super::check::Checker;
-use super::model::{CacheConfig, PatternRule, RegexRule, Routing, RuleTarget, TranslationRule};
-use super::raw::{RawCache, RawPatternRule, RawRegexRule, RawRouting, RawTranslation, Sp};
+use super::model::{CacheConfig, PatternRule, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule};
+use super::raw::{RawCache, RawPatternRule, RawRegexRule, RawRetry, RawRouting, RawTranslation, Sp};
 use super::value::{NormalizationStrategy, PatternKind, ReadYourWrites, ReplicaFallback};
 
 /// Default plan-cache entries per core.
@@ -132,6 +132,7 @@ fn pattern_rule(ck: &mut Checker<'_>, path: &str, rule: &Sp<RawPatternRule>) -> 
         pattern: pattern.clone(),
         target: target(ck, path, rule, &raw.pool, &raw.reject),
         priority: priority(ck, path, &raw.priority),
+        retry: rule_retry(ck, path, &raw.retry, &raw.reject),
     }
 }
 
@@ -160,6 +161,7 @@ fn regex_rule(ck: &mut Checker<'_>, path: &str, rule: &Sp<RawRegexRule>) -> Rege
         protocol: ck.opt_keyword(&raw.protocol, &format!("{path}.protocol")),
         target: target(ck, path, rule, &raw.pool, &raw.reject),
         priority: priority(ck, path, &raw.priority),
+        retry: rule_retry(ck, path, &raw.retry, &raw.reject),
     }
 }
 
@@ -196,6 +198,25 @@ fn target<T>(
             RuleTarget::Reject(String::new())
         }
     }
+}
+
+/// A rule's own retry policy (#11): the keys of `[pools.<name>.retry]` with the same defaults,
+/// except that `maximum_attempts` must be given (a rule that says `retry` means it).
+fn rule_retry(
+    ck: &mut Checker<'_>,
+    path: &str,
+    raw: &Option<Sp<RawRetry>>,
+    reject: &Option<Sp<String>>,
+) -> Option<RetryPolicy> {
+    let raw = raw.as_ref()?;
+    let base = format!("{path}.retry");
+    if reject.is_some() {
+        ck.report_at(raw, &base, "retry needs a rule with a pool: a rejected statement runs nowhere");
+    }
+    if raw.get_ref().maximum_attempts.is_none() {
+        ck.report_at(raw, &format!("{base}.maximum_attempts"), "required in a rule's retry (2 or more retries, 1 turns the pool's retry off for this rule)");
+    }
+    Some(super::pool::retry(ck, &base, raw.get_ref()))
 }
 
 fn priority(ck: &mut Checker<'_>, path: &str, raw: &Option<Sp<i64>>) -> i32 {

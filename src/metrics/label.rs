@@ -168,5 +168,7 @@ label_enum! {
         Deadline => "deadline",
         /// Shutdown ended the wait; the error reached the client.
         Shutdown => "shutdown",
+        /// A client cancel (or the query timeout) ended the wait; the error reached the client.
+        Cancelled => "cancelled",
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::config::Protocol;
+use crate::config::{Protocol, RetryPolicy};
 use crate::error::{ErrorCode, Origin};
 use crate::sql::analyze::{
     AffinitySet, Evidence, LockClause, Operation, StatementFacts, TxControl,
@@ -188,6 +188,9 @@ pub struct Decision {
     pub pins_primary: bool,
     /// Running it may change data (outside a read-only transaction): read-your-writes input.
     pub writes: bool,
+    /// The retry policy of the pattern or regex rule that chose the pool, when that rule has
+    /// one (#11); not set when a hint, an open transaction or a rejection overrode the rule.
+    pub retry: Option<RetryPolicy>,
 }
 
 impl Decision {

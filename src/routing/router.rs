@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::config::Protocol;
+use crate::config::{Protocol, RetryPolicy};
 use crate::sql::analyze::{analyze, Evidence, StatementFacts};
 use crate::sql::hint::{route_hint, RouteHint};
 
@@ -33,6 +33,8 @@ struct Base {
     cached: bool,
     /// The deciding step itself was answered by the cache.
     from_cache: bool,
+    /// The matched rule's own retry policy.
+    retry: Option<RetryPolicy>,
 }
 
 impl Base {
@@ -46,6 +48,7 @@ impl Base {
             facts,
             cached,
             from_cache,
+            retry: None,
         }
     }
 }
@@ -226,12 +229,14 @@ impl Router {
         if let Some((i, p)) = self.rules.pattern(plan.pattern, input.sql) {
             let mut base = Base::rule(&p.target, DecisionKind::PatternRule, &p.name, plan.facts);
             base.cached = cached;
+            base.retry = p.retry;
             base.from_cache = cached && plan.pattern == Some(i);
             return base;
         }
         if let Some(r) = self.rules.session_rule(input) {
             let mut base = Base::rule(&r.target, DecisionKind::RegexRule, &r.name, plan.facts);
             base.cached = cached;
+            base.retry = r.retry;
             return base;
         }
         let step = if self.rules.read_pool(input.protocol).is_some() {
@@ -248,6 +253,7 @@ impl Router {
             facts: plan.facts,
             cached,
             from_cache: cached,
+            retry: None,
         }
     }
 
@@ -274,6 +280,7 @@ impl Router {
             facts: base.facts,
             pins_primary: false,
             writes,
+            retry: None,
         };
         let hint = route_hint(input.sql);
         match (&base.target, hint, input.session.transaction_pool) {
@@ -287,6 +294,7 @@ impl Router {
             (_, Some(RouteHint::Replica), None) => self.hint_replica(&mut d, input),
             (Some(Target::Pool(pool)), None, None) => {
                 d.outcome = Outcome::Route(pool.clone());
+                d.retry = base.retry;
                 if base.step == DecisionKind::Translation {
                     d.reason = "translation";
                 }

@@ -11,7 +11,7 @@ use regex::Regex;
 
 use crate::config::{
     CacheConfig, Config, NormalizationStrategy, PatternKind, PatternRule, Protocol, ReadYourWrites,
-    RegexRule, RuleTarget, TranslationRule,
+    RegexRule, RetryPolicy, RuleTarget, TranslationRule,
 };
 use crate::error::{ErrorCode, Origin};
 use crate::sql::fingerprint::Fingerprint;
@@ -110,6 +110,8 @@ pub(super) struct Pattern {
     pub(super) name: Arc<str>,
     matcher: Matcher,
     pub(super) target: Target,
+    /// The rule's own retry policy (#11).
+    pub(super) retry: Option<RetryPolicy>,
 }
 
 impl Pattern {
@@ -145,6 +147,8 @@ pub(super) struct SessionRule {
     database: Option<String>,
     protocol: Option<Protocol>,
     pub(super) target: Target,
+    /// The rule's own retry policy (#11).
+    pub(super) retry: Option<RetryPolicy>,
 }
 
 impl SessionRule {
@@ -279,6 +283,7 @@ impl Builder<'_> {
                 name: Arc::from(rule.name.as_str()),
                 matcher,
                 target,
+                retry: rule.retry,
             },
         ))
     }
@@ -296,6 +301,7 @@ impl Builder<'_> {
             database: rule.database.clone(),
             protocol: rule.protocol,
             target,
+            retry: rule.retry,
         };
         Some((rule.priority, compiled))
     }

@@ -49,6 +49,12 @@ impl Event {
     }
 }
 
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event").field("set", &self.is_set()).finish()
+    }
+}
+
 /// Future returned by [`Event::wait`].
 pub struct EventWait {
     event: Event,

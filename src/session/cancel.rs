@@ -4,6 +4,10 @@
 //! that backend connection, and the session does not give the connection back to its pool until
 //! every cancel it forwarded has been delivered. So a late or stale cancel can never hit a
 //! statement of another client that later borrows the same connection.
+//!
+//! A cancel also sets the session's *interrupt* event, when it watches one: a statement the
+//! router is about to run again (issue #11) is waiting in a backoff, not on a backend, and
+//! learns of the cancel there.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -46,12 +50,22 @@ pub struct CancelSlot {
     secret: i32,
     running: Cell<Option<CancelTarget>>,
     delivering: RefCell<Option<Event>>,
+    interrupt: RefCell<Option<Event>>,
 }
 
 impl CancelSlot {
     /// Marks `target` as running a statement of this session (or nothing, with `None`).
     pub fn set_running(&self, target: Option<CancelTarget>) {
         self.running.set(target);
+    }
+
+    /// A fresh event that the next cancel for this session sets (replacing any earlier one):
+    /// a statement that may be retried watches it from its first attempt on, so a cancel that
+    /// arrives while it runs or while it waits for its next attempt stops the retries.
+    pub fn watch(&self) -> Event {
+        let ev = Event::new();
+        *self.interrupt.borrow_mut() = Some(ev.clone());
+        ev
     }
 
     /// Waits until every cancel forwarded for this session has been delivered, so the backend
@@ -97,12 +111,16 @@ impl CancelRegistry {
     }
 
     /// Cancels the running statement of the session owning `key`, if the secret matches and a
-    /// statement is running; otherwise does nothing (as PostgreSQL does, silently).
+    /// statement is running, and sets the event the session watches (see
+    /// [`CancelSlot::watch`]); otherwise does nothing (as PostgreSQL does, silently).
     pub fn cancel(&self, key: CancelKey) {
         let slot = match self.slots.borrow().get(&key.pid) {
             Some(s) if s.secret == key.secret => s.clone(),
             _ => return,
         };
+        if let Some(ev) = slot.interrupt.borrow().as_ref() {
+            ev.set();
+        }
         let Some(target) = slot.running.get() else { return };
         let Some(deliver) = self.deliver.borrow().clone() else { return };
         // One delivery at a time is enough: a second cancel for the same statement adds nothing.
@@ -112,5 +130,30 @@ impl CancelRegistry {
         let done = Event::new();
         *slot.delivering.borrow_mut() = Some(done.clone());
         deliver(target, done);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(pid: i32, secret: i32) -> CancelKey {
+        CancelKey { pid, secret }
+    }
+
+    #[test]
+    fn a_cancel_sets_the_watched_interrupt_even_with_nothing_running() {
+        let registry = CancelRegistry::default();
+        let slot = registry.register(key(7, 42));
+        let first = slot.watch();
+        registry.cancel(key(7, 1));
+        assert!(!first.is_set(), "a wrong secret does nothing");
+        registry.cancel(key(7, 42));
+        assert!(first.is_set());
+        let second = slot.watch();
+        assert!(!second.is_set(), "a new watch starts clear");
+        registry.remove(key(7, 42));
+        registry.cancel(key(7, 42));
+        assert!(!second.is_set(), "a finished session is not found");
     }
 }

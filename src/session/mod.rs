@@ -3,10 +3,12 @@
 //! `pg` and `mysql` hold the protocol driver loops; `state` is the sans-IO session state
 //! (settings to replay, pins); `client_error` is the one place errors become wire errors;
 //! `cancel` tracks which statements a cancel may reach; `admission` caps client connections
-//! per listener. May use protocol, sql, routing, pool,
-//! metrics, config, rt and error; never control, admin or crossbeam.
+//! per listener; `retry` and `backoff` are the opt-in retry of transient failures (issue #11).
+//! May use protocol, sql, routing, pool, metrics, config, rt and error; never control, admin or
+//! crossbeam.
 
 pub mod admission;
+mod backoff;
 pub mod cancel;
 pub mod client_error;
 mod context;

@@ -52,6 +52,9 @@ pub enum Outcome {
     Deadline,
     /// The router is shutting down: the client got the last error.
     Shutdown,
+    /// The client cancelled the statement (CancelRequest, `KILL QUERY`) or its query timeout
+    /// passed: the client got the last error.
+    Cancelled,
 }
 
 impl Outcome {
@@ -63,6 +66,7 @@ impl Outcome {
             Self::Exhausted => "exhausted",
             Self::Deadline => "deadline",
             Self::Shutdown => "shutdown",
+            Self::Cancelled => "cancelled",
         }
     }
 }
@@ -81,6 +85,11 @@ impl Attempts {
     /// The first attempt, sent at `started`.
     pub fn new(policy: RetryPolicy, started: Instant) -> Self {
         Self { policy, started, made: 1 }
+    }
+
+    /// The policy these attempts follow.
+    pub fn policy(&self) -> &RetryPolicy {
+        &self.policy
     }
 
     /// Attempts made so far, the first included.

@@ -18,6 +18,20 @@ fn retry_section(attempts: u32) -> String {
     )
 }
 
+/// A backoff of exactly `LONG_BACKOFF` before the first retry (no jitter).
+const LONG_RETRY: &str = "[pools.main.retry]\nmaximum_attempts = 3\nbackoff_base = \"10s\"\nbackoff_max = \"10s\"\njitter = false\ndeadline = \"60s\"\n";
+const LONG_BACKOFF: Duration = Duration::from_secs(10);
+
+/// `sqp_retries_total` of `outcome`, summed over cores and pools.
+fn retries(router: &Router, outcome: &str) -> f64 {
+    let scrape = router.control().scrape().expect("scrape");
+    let text = querypilot::metrics::render(scrape, querypilot::metrics::Format::Prometheus).expect("render");
+    text.lines()
+        .filter(|l| l.starts_with("sqp_retries_total{") && l.contains(&format!("outcome=\"{outcome}\"")))
+        .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+        .sum()
+}
+
 fn pg_router(mode: &str, attempts: u32) -> Router {
     let pools = format!("{}{}", pg_pool("main", dbs().pg.primary_port, mode, 4), retry_section(attempts));
     Router::start(&pg_config(&[0], &pools, "main"))
@@ -110,16 +124,8 @@ fn pg_autocommit_deadlock_victim_succeeds_on_retry() {
     let (result, after) = pg_deadlock(&router, false);
     result.expect("the victim's autocommit statement succeeds on retry");
     assert_eq!(after, (111, 111), "X's and the victim's updates each applied exactly once");
-    let scrape = router.control().scrape().expect("scrape");
-    let text = querypilot::metrics::render(scrape, querypilot::metrics::Format::Prometheus).expect("render");
-    let count = |outcome: &str| -> f64 {
-        text.lines()
-            .filter(|l| l.starts_with("sqp_retries_total{") && l.contains(&format!("outcome=\"{outcome}\"")))
-            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
-            .sum()
-    };
-    assert!(count("retried") >= 1.0, "sqp_retries_total counts the retry:\n{text}");
-    assert!(count("settled") >= 1.0, "and the statement that finally succeeded");
+    assert!(retries(&router, "retried") >= 1.0, "sqp_retries_total counts the retry");
+    assert!(retries(&router, "settled") >= 1.0, "and the statement that finally succeeded");
 }
 
 #[test]
@@ -230,11 +236,30 @@ fn my_code(r: &Result<(), mysql::Error>) -> Option<u16> {
     }
 }
 
+/// How the victim of [`my_deadlock_with`] sends its statement.
+#[derive(Clone, Copy)]
+enum Victim {
+    /// COM_QUERY.
+    Text,
+    /// COM_STMT_PREPARE, then COM_STMT_EXECUTE with the ids as parameters.
+    Prepared,
+}
+
+fn my_deadlock(router: &Router, explicit: bool) -> (Result<(), mysql::Error>, (i32, i32)) {
+    my_deadlock_with(router, explicit, Victim::Text, |_| {})
+}
+
 /// A real 1213 whose victim is the router's client: its autocommit UPDATE locks row 2, then
 /// waits for row 1, held by a direct session X made heavier (more undo) so that InnoDB picks
-/// the client when X closes the cycle by updating row 2. Returns the client's result and the
-/// balances after X committed.
-fn my_deadlock(router: &Router, explicit: bool) -> (Result<(), mysql::Error>, (i32, i32)) {
+/// the client when X closes the cycle by updating row 2. Once X survived the deadlock and
+/// committed (the victim's attempt has failed), `after_failure` runs with the victim's
+/// router-issued connection id. Returns the client's result and the balances after X committed.
+fn my_deadlock_with(
+    router: &Router,
+    explicit: bool,
+    how: Victim,
+    after_failure: impl FnOnce(u32),
+) -> (Result<(), mysql::Error>, (i32, i32)) {
     use mysql::prelude::Queryable;
     let my = &dbs().my;
     let mut direct = my.primary_client();
@@ -245,13 +270,17 @@ fn my_deadlock(router: &Router, explicit: bool) -> (Result<(), mysql::Error>, (i
     let weight: Vec<String> = (1..=50).map(|i| format!("({i})")).collect();
     x.query_drop(format!("INSERT INTO {t}_w VALUES {}", weight.join(","))).expect("x gains weight");
     x.query_drop(format!("UPDATE {t} SET bal = bal + 10 WHERE id = 1")).expect("x holds row 1");
+    let t2 = t.clone();
     let mut v = crate::mysql_session::client(router);
-    let sql = format!("UPDATE {t} SET bal = bal + 1 WHERE id IN (1, 2) ORDER BY id DESC");
+    let victim_id = v.connection_id();
     let victim = thread::spawn(move || {
         if explicit {
             v.query_drop("BEGIN")?;
         }
-        let r = v.query_drop(sql);
+        let r = match how {
+            Victim::Text => v.query_drop(format!("UPDATE {t2} SET bal = bal + 1 WHERE id IN (1, 2) ORDER BY id DESC")),
+            Victim::Prepared => v.exec_drop(format!("UPDATE {t2} SET bal = bal + 1 WHERE id IN (?, ?) ORDER BY id DESC"), (1, 2)),
+        };
         if explicit {
             v.query_drop("ROLLBACK")?;
         }
@@ -260,6 +289,7 @@ fn my_deadlock(router: &Router, explicit: bool) -> (Result<(), mysql::Error>, (i
     my_wait_lock(&format!("UPDATE {t} SET bal = bal + 1"));
     x.query_drop(format!("UPDATE {t} SET bal = bal + 10 WHERE id = 2")).expect("x survives the deadlock");
     x.query_drop("COMMIT").expect("x commits");
+    after_failure(victim_id);
     let result = victim.join().expect("victim thread");
     let after: (i32, i32) = direct
         .query_first(format!("SELECT (SELECT bal FROM {t} WHERE id = 1), (SELECT bal FROM {t} WHERE id = 2)"))
@@ -307,4 +337,197 @@ fn mysql_lock_wait_timeout_is_not_retried() {
     assert!(took < Duration::from_millis(1900), "relayed after one wait, not retried: {took:?}");
     x.query_drop("ROLLBACK").expect("x rolls back");
     direct.query_drop(format!("DROP TABLE {t}")).expect("drop");
+}
+
+/// A real 40001 as in [`pg_serialization`] on a pool whose first retry waits `LONG_BACKOFF`.
+/// Once the victim's first attempt has failed (its backend is idle again), `interrupt` runs
+/// with the victim's cancel token. Returns the client's result, the final balance of row 1 and
+/// how long after `interrupt` began the client had its answer.
+fn pg_serialization_interrupted(
+    router: &Router,
+    interrupt: impl FnOnce(postgres::CancelToken),
+) -> (Result<u64, postgres::Error>, i32, Duration) {
+    let pg = &dbs().pg;
+    let mut direct = pg.primary_client();
+    let t = pg_table(&mut direct);
+    let mut x = pg.primary_client();
+    x.batch_execute(&format!("BEGIN; UPDATE {t} SET bal = bal + 10 WHERE id = 1")).expect("x holds row 1");
+    let mut v = router.pg("main");
+    v.batch_execute("SET default_transaction_isolation = 'repeatable read'").expect("isolation");
+    let token = v.cancel_token();
+    let victim_sql = format!("UPDATE {t} SET bal = bal + 1 WHERE id = 1");
+    let sql = victim_sql.clone();
+    let victim = thread::spawn(move || {
+        let r = v.execute(sql.as_str(), &[]);
+        (r, std::time::Instant::now())
+    });
+    let mut monitor = pg.primary_client();
+    pg_wait_lock(&mut monitor, &victim_sql, 1);
+    x.batch_execute("COMMIT").expect("x commits");
+    // The failed attempt is over when the victim's backend is idle with the UPDATE as its last
+    // statement; the router now holds the error for LONG_BACKOFF.
+    let idle = "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle' AND query = $1 AND pid <> pg_backend_pid()";
+    eventually(Duration::from_secs(20), "the victim's first attempt failed", || {
+        monitor.query_one(idle, &[&victim_sql]).map(|r| r.get::<_, i64>(0) >= 1).unwrap_or(false)
+    });
+    let interrupted = std::time::Instant::now();
+    interrupt(token);
+    let (result, answered) = victim.join().expect("victim thread");
+    let after = balances(&mut direct, &t).0;
+    direct.batch_execute(&format!("DROP TABLE {t}")).expect("drop");
+    (result, after, answered.saturating_duration_since(interrupted))
+}
+
+/// A router whose pool retries after `LONG_BACKOFF`; a drain waits up to `drain` for busy
+/// sessions.
+fn pg_long_backoff_router(drain: &str) -> Router {
+    let pools = format!("{}{LONG_RETRY}", pg_pool("main", dbs().pg.primary_port, "transaction", 4));
+    Router::start(&pg_config(&[0, 1], &pools, "main").replace("shutdown_drain = \"2s\"", &format!("shutdown_drain = \"{drain}\"")))
+}
+
+#[test]
+fn pg_cancel_during_the_backoff_returns_the_error_at_once() {
+    let router = pg_long_backoff_router("2s");
+    let (result, after, took) = pg_serialization_interrupted(&router, |token| {
+        token.cancel_query(postgres::NoTls).expect("cancel request");
+    });
+    // Had the wait run out, the retry would have succeeded: the error proves it was cut short.
+    let e = result.expect_err("a cancelled retry hands the client the last error");
+    assert_eq!(code(&e), Some(&SqlState::T_R_SERIALIZATION_FAILURE), "{e}");
+    assert_eq!(after, 110, "the victim's update never ran again");
+    assert!(took < LONG_BACKOFF, "answered {took:?} after the cancel, before the {LONG_BACKOFF:?} backoff ended");
+    assert!(retries(&router, "cancelled") >= 1.0, "sqp_retries_total counts the cancelled retry");
+    assert_eq!(retries(&router, "retried"), 0.0);
+}
+
+#[test]
+fn pg_drain_during_the_backoff_returns_the_error_at_once() {
+    // The drain window outlasts the backoff: had the wait not ended, the retry would have run
+    // (busy sessions may finish) and succeeded.
+    let router = pg_long_backoff_router("60s");
+    let control = router.control().clone();
+    let (result, after, took) = pg_serialization_interrupted(&router, move |_| control.drain());
+    let e = result.expect_err("a drained retry hands the client the last error");
+    // The router sends the held 40001 and, the session being idle then, its own 57P01 FATAL;
+    // the postgres crate may report the connection's FATAL instead when both arrive together.
+    let message = e.as_db_error().map(|d| d.message().to_owned()).unwrap_or_default();
+    let shutdown = code(&e) == Some(&SqlState::ADMIN_SHUTDOWN) && message.contains("the router is shutting down");
+    assert!(code(&e) == Some(&SqlState::T_R_SERIALIZATION_FAILURE) || shutdown, "{e:?}");
+    assert_eq!(after, 110, "the victim's update never ran again");
+    assert!(took < LONG_BACKOFF, "answered {took:?} after the drain began, before the backoff ended");
+}
+
+#[test]
+fn pg_rule_level_retry_on_a_pool_without_retry() {
+    // The pool has no retry section; only the statements the rule routes are retried.
+    let pools = pg_pool("main", dbs().pg.primary_port, "session", 4);
+    let rule = "[[routing.rules]]\nname = \"victim\"\npattern = \"bal = bal \\\\+ 1 \"\npool = \"main\"\n\
+                retry = { maximum_attempts = 3, backoff_base = \"10ms\", deadline = \"20s\" }\n";
+    let router = Router::start(&format!("{}{rule}", pg_config(&[0], &pools, "main")));
+    let (result, after) = pg_serialization(&router, false);
+    assert_eq!(result.expect("the rule's policy retried it at a new snapshot"), 1);
+    assert_eq!(after, 111);
+    assert!(retries(&router, "retried") >= 1.0);
+}
+
+/// A real 1213 as in [`my_deadlock`] but the victim's statement is a prepared execute with
+/// parameters (COM_STMT_PREPARE + COM_STMT_EXECUTE).
+#[test]
+fn mysql_prepared_deadlock_victim_succeeds_on_retry() {
+    let router = my_router("transaction", 3);
+    let (result, after) = my_deadlock_with(&router, false, Victim::Prepared, |_| {});
+    result.expect("the victim's prepared execute succeeds on retry");
+    assert_eq!(after, (111, 111), "X's and the victim's updates each applied exactly once");
+    assert!(retries(&router, "settled") >= 1.0);
+}
+
+#[test]
+fn mysql_prepared_deadlock_without_retry_and_in_a_transaction_reaches_the_client() {
+    for (attempts, explicit) in [(1, false), (3, true)] {
+        let router = my_router("transaction", attempts);
+        let (result, after) = my_deadlock_with(&router, explicit, Victim::Prepared, |_| {});
+        assert_eq!(my_code(&result), Some(1213), "attempts {attempts}, explicit {explicit}: {result:?}");
+        assert_eq!(after, (110, 110));
+    }
+}
+
+#[test]
+fn mysql_kill_query_during_the_backoff_returns_the_error_at_once() {
+    use mysql::prelude::Queryable;
+    use crate::mysql_session::{my_config, my_pool};
+    let router = Router::start(&my_config(&[0, 1], &format!("{}{LONG_RETRY}", my_pool("main", "transaction", 4)), "main"));
+    let mut killer = crate::mysql_session::client(&router);
+    let mut killed = None;
+    let (result, after) = my_deadlock_with(&router, false, Victim::Text, |id| {
+        killed = Some(std::time::Instant::now());
+        killer.query_drop(format!("KILL QUERY {id}")).expect("kill query through the router");
+    });
+    let took = killed.map(|k| k.elapsed()).unwrap_or_default();
+    // Had the wait run out, the retry would have succeeded: the error proves it was cut short.
+    assert_eq!(my_code(&result), Some(1213), "a killed retry hands the client the last error: {result:?}");
+    assert_eq!(after, (110, 110), "the victim's update never ran again");
+    assert!(took < LONG_BACKOFF, "answered {took:?} after the kill, before the {LONG_BACKOFF:?} backoff ended");
+    assert!(retries(&router, "cancelled") >= 1.0, "sqp_retries_total counts the cancelled retry");
+}
+
+/// A read on the standby cancelled by a real recovery conflict (SQLSTATE 40001): while it
+/// scans a table, the primary takes an ACCESS EXCLUSIVE lock on that table; the standby replays
+/// the lock and, `max_standby_streaming_delay` later, cancels the read. The retry is a new
+/// attempt on a primary connection, proven by `pg_is_in_recovery()` in the client's answer.
+#[test]
+fn pg_replica_recovery_conflict_is_retried_on_a_primary_connection() {
+    let env = crate::support::Dbs::private();
+    let pg = &env.pg;
+    let mut standby = pg.superuser_client(pg.replica_port);
+    standby.batch_execute("ALTER SYSTEM SET max_standby_streaming_delay = '100ms'").expect("alter system");
+    standby.batch_execute("SELECT pg_reload_conf()").expect("reload");
+    eventually(Duration::from_secs(20), "the standby's new max_standby_streaming_delay", || {
+        standby.query_one("SHOW max_standby_streaming_delay", &[]).map(|r| r.get::<_, String>(0) == "100ms").unwrap_or(false)
+    });
+    let mut direct = pg.primary_client();
+    let t = unique_name("conflict");
+    direct.batch_execute(&format!("CREATE TABLE {t} (id int); INSERT INTO {t} VALUES (1)")).expect("table");
+    pg.wait_replica_caught_up(Duration::from_secs(30));
+    let pool = |name: &str, port: u16| {
+        format!(
+            "[pools.{name}]\nmode = \"transaction\"\nusername = \"{}\"\npassword = \"{}\"\ndatabase = \"{}\"\n\
+             max_connections = 4\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n",
+            pg.user, pg.password, pg.database
+        )
+    };
+    let pools = format!(
+        "{}{}[pools.ro.retry]\nmaximum_attempts = 3\nbackoff_base = \"10ms\"\ndeadline = \"60s\"\n",
+        pool("rw", pg.primary_port),
+        pool("ro", pg.replica_port)
+    );
+    let text = format!("{}read_write_split = true\nread_pool = \"ro\"\nwrite_pool = \"rw\"\n", pg_config(&[0], &pools, "rw"));
+    let router = Router::start(&text);
+    let mut v = pg.config(router.port(), &pg.user, &pg.password).connect(postgres::NoTls).expect("connect through the router");
+    // A simple Query: a batch that needs nothing prepared on the replica connection.
+    let sql = format!("SELECT pg_is_in_recovery(), count(*) FROM {t}, generate_series(1, 30000000) g");
+    let victim_sql = sql.clone();
+    let victim = thread::spawn(move || {
+        let rows = v.simple_query(&sql)?;
+        Ok::<_, postgres::Error>(rows.into_iter().find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+            _ => None,
+        }))
+    });
+    let running = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = $1";
+    eventually(Duration::from_secs(20), "the read running on the standby", || {
+        standby.query_one(running, &[&victim_sql]).map(|r| r.get::<_, i64>(0) >= 1).unwrap_or(false)
+    });
+    direct.batch_execute(&format!("BEGIN; LOCK TABLE {t} IN ACCESS EXCLUSIVE MODE")).expect("primary locks the table");
+    // The lock's WAL record goes to the standby once flushed: another session's commit does it.
+    pg.primary_client().batch_execute("SELECT txid_current()").expect("a commit flushes the WAL");
+    let conflicts = "SELECT confl_lock FROM pg_stat_database_conflicts WHERE datname = current_database()";
+    eventually(Duration::from_secs(30), "the standby cancelled the read (recovery conflict)", || {
+        standby.query_one(conflicts, &[]).map(|r| r.get::<_, i64>(0) >= 1).unwrap_or(false)
+    });
+    // The retry waits for the lock on the primary until it is released.
+    direct.batch_execute("ROLLBACK").expect("primary releases the lock");
+    let in_recovery = victim.join().expect("victim thread").expect("the read succeeds on retry");
+    assert_eq!(in_recovery.as_deref(), Some("f"), "the retry ran on the primary");
+    assert!(retries(&router, "retried") >= 1.0);
+    direct.batch_execute(&format!("DROP TABLE {t}")).expect("drop");
 }

@@ -227,6 +227,7 @@ bind-address=$HOST
 socket=$MY_DIR/$1.sock
 pid-file=$MY_DIR/$1.pid
 log-error=$MY_DIR/$1.log
+tmpdir=$MY_DIR/tmp
 server-id=$2
 read-only=$4
 log-bin=mysql-bin
@@ -271,11 +272,13 @@ my_start() {     # my_start primary|replica : detached mariadbd, ready at the fi
 }
 
 my_up() {
-    as_user mkdir -p "$MY_DIR"
+    # Each environment has its own tmpdir: temp-table files are named after the server's pid,
+    # and servers of other environments (other pid namespaces) share /tmp.
+    as_user mkdir -p "$MY_DIR" "$MY_DIR/tmp"
     log "mariadb: install-db"
     # normal root auth = passwordless root@localhost/127.0.0.1/::1 (the default, socket
     # auth, gives no TCP root). --no-defaults: never read /etc/mysql.
-    as_user mariadb-install-db --no-defaults --datadir="$MY_DIR/primary" --skip-test-db \
+    as_user mariadb-install-db --no-defaults --datadir="$MY_DIR/primary" --tmpdir="$MY_DIR/tmp" --skip-test-db \
         --skip-name-resolve --auth-root-authentication-method=normal \
         --innodb-log-file-size=8M --innodb-buffer-pool-size=32M \
         --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 >"$MY_DIR/install.log" 2>&1 ||

@@ -577,6 +577,75 @@ fn retry_maximum_attempts_zero() {
 }
 
 #[test]
+fn rule_retry_without_maximum_attempts() {
+    let text = format!(
+        "{}[[routing.rules]]\nname = \"a\"\nuser = \"bob\"\npool = \"main\"\nretry = {{ backoff_base = \"5ms\" }}\n",
+        base()
+    );
+    expect(
+        &text,
+        "retry =",
+        "routing.rules[0].retry.maximum_attempts",
+        "required in a rule's retry (2 or more retries, 1 turns the pool's retry off for this rule)",
+    );
+}
+
+#[test]
+fn rule_retry_on_a_reject_rule() {
+    let text = format!(
+        "{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"template\"\npattern = \"SELECT ?\"\nreject = \"no\"\nretry = {{ maximum_attempts = 3 }}\n",
+        base()
+    );
+    expect(
+        &text,
+        "retry =",
+        "routing.pattern_rules[0].retry",
+        "retry needs a rule with a pool: a rejected statement runs nowhere",
+    );
+}
+
+#[test]
+fn rule_retry_maximum_attempts_zero() {
+    let text = format!(
+        "{}[[routing.rules]]\nname = \"a\"\nuser = \"bob\"\npool = \"main\"\nretry = {{ maximum_attempts = 0 }}\n",
+        base()
+    );
+    expect(
+        &text,
+        "retry =",
+        "routing.rules[0].retry.maximum_attempts",
+        "maximum_attempts must be at least 1",
+    );
+}
+
+#[test]
+fn rule_retry_backoff_max_below_backoff_base() {
+    let text = format!(
+        "{}[[routing.rules]]\nname = \"a\"\nuser = \"bob\"\npool = \"main\"\nretry = {{ maximum_attempts = 3, backoff_base = \"2s\", backoff_max = \"1s\" }}\n",
+        base()
+    );
+    expect(
+        &text,
+        "retry =",
+        "routing.rules[0].retry.backoff_max",
+        "backoff_max must be at least backoff_base",
+    );
+}
+
+#[test]
+fn rule_retry_with_an_unknown_key() {
+    let text = format!(
+        "{}[[routing.rules]]\nname = \"a\"\nuser = \"bob\"\npool = \"main\"\nretry = {{ maximum_attempts = 3, attempts = 2 }}\n",
+        base()
+    );
+    let issue = one_issue(&text);
+    // As for other inline tables, the path names the table and the message the key.
+    assert_eq!(issue.path, "routing.rules[0].retry");
+    assert_eq!(issue.line, line_of(&text, "retry ="));
+    assert!(issue.message.starts_with("unknown field `attempts`"), "{}", issue.message);
+}
+
+#[test]
 fn health_interval_without_unit() {
     let text = format!("{}[pools.main.health]\ninterval = \"2\"\n", base());
     expect(

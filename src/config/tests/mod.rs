@@ -118,7 +118,8 @@ fn example_with_every_commented_setting_enabled_parses() {
     assert!(enabled >= 25, "only {enabled} commented settings found");
     let config = parse_ok(&text);
     assert_eq!(config.general.cores, Some(vec![0, 1]));
-    assert_eq!(config.routing.pattern_rules.len(), 3);
+    assert_eq!(config.routing.pattern_rules.len(), 4);
+    assert_eq!(config.routing.pattern_rules[0].retry.map(|r| r.maximum_attempts.get()), Some(3));
     assert_eq!(config.routing.rules.len(), 2);
     assert_eq!(config.translations.len(), 1);
     assert_eq!(
@@ -273,6 +274,23 @@ fn pool_tables_implied_by_dotted_headers_are_accepted() {
 }
 
 #[test]
+fn a_routing_rule_may_carry_its_own_retry_policy() {
+    let text = format!(
+        "{}[[routing.rules]]\nname = \"a\"\nuser = \"bob\"\npool = \"main\"\nretry = {{ maximum_attempts = 4, backoff_base = \"5ms\", jitter = false }}\n\
+         [[routing.pattern_rules]]\nname = \"p\"\ntype = \"template\"\npattern = \"SELECT ?\"\npool = \"main\"\n",
+        base()
+    );
+    let config = parse_ok(&text);
+    let retry = config.routing.rules[0].retry.expect("the rule's policy");
+    assert_eq!(retry.maximum_attempts.get(), 4);
+    assert_eq!((retry.backoff_base, retry.jitter), (std::time::Duration::from_millis(5), false));
+    // Keys left out take the defaults of `[pools.<name>.retry]`, not the pool's values.
+    let defaults = config.pool("main").unwrap().retry;
+    assert_eq!((retry.backoff_max, retry.deadline, retry.notify_client), (defaults.backoff_max, defaults.deadline, defaults.notify_client));
+    assert_eq!(config.routing.pattern_rules[0].retry, None, "no retry key: the pool's policy applies");
+}
+
+#[test]
 fn unknown_top_level_key_reports_its_line() {
     let text = format!("listen_port = 5\n{}", base());
     let issue = one_issue(&text);
@@ -411,6 +429,7 @@ fn redacted_toml_hides_every_secret() {
 fn redacted_toml_parses_back_to_the_same_config() {
     let text = format!(
         "{EXAMPLE}\n[[routing.pattern_rules]]\nname = \"t\"\ntype = \"template\"\npattern = \"SELECT 1\"\nreject = \"no\"\npriority = -3\n\
+         [[routing.pattern_rules]]\nname = \"r\"\ntype = \"regex\"\npattern = \"^UPDATE\"\npool = \"pg_primary\"\nretry = {{ maximum_attempts = 3, deadline = \"2s\" }}\n\
          [[translation.rules]]\noriginal_sql = \"SELECT NOW()\"\ntranslated_sql = \"SELECT CURRENT_TIMESTAMP\"\ntarget_pool = \"pg_primary\"\n"
     );
     let config = parse_ok(&text);
@@ -419,8 +438,9 @@ fn redacted_toml_parses_back_to_the_same_config() {
             config.translations.len(),
             config.routing.pattern_rules.len()
         ),
-        (1, 1)
+        (1, 2)
     );
+    assert!(config.routing.pattern_rules[1].retry.is_some());
     let mut reparsed = parse_ok(&config.redacted_toml());
     for pool in &mut reparsed.pools {
         assert_eq!(pool.password.as_deref(), Some("***"));

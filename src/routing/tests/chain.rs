@@ -488,3 +488,44 @@ fn explain_matches_route_and_leaves_the_cache_alone() {
     );
     assert_eq!(e.decision.facts.ineligibility, Some("row_lock"));
 }
+
+#[test]
+fn a_rule_retry_policy_travels_with_the_decision_that_rule_made() {
+    let tail = r#"
+[[routing.pattern_rules]]
+name = "upd"
+type = "regex"
+pattern = "^UPDATE"
+pool = "analytics"
+retry = { maximum_attempts = 4 }
+
+[[routing.rules]]
+name = "bob"
+user = "bob"
+pool = "primary"
+retry = { maximum_attempts = 2 }
+
+[[routing.pattern_rules]]
+name = "plain"
+type = "template"
+pattern = "DELETE FROM t WHERE id = ?"
+pool = "primary"
+"#;
+    let mut r = split_router(tail);
+    let attempts = |d: &Decision| d.retry.map(|p| p.maximum_attempts.get());
+    for _ in 0..2 {
+        // The second round is answered from the plan cache.
+        assert_eq!(attempts(&pg(&mut r, "UPDATE t SET a = 1")), Some(4));
+    }
+    let bob = r.route(&RouteInput::new("DELETE FROM t WHERE id = 9", Protocol::Postgres, "bob", "app"));
+    assert_eq!((bob.kind, attempts(&bob)), (DecisionKind::PatternRule, None), "the rule that decided has none");
+    let bob = r.route(&RouteInput::new("INSERT INTO t VALUES (1)", Protocol::Postgres, "bob", "app"));
+    assert_eq!(attempts(&bob), Some(2));
+    assert_eq!(attempts(&pg(&mut r, "INSERT INTO t VALUES (1)")), None, "the split decided");
+    // A hint or an open transaction overrides the rule, and with it its retry.
+    assert_eq!(attempts(&pg(&mut r, "/* querypilot: route=primary */ UPDATE t SET a = 1")), None);
+    let tx: Arc<str> = Arc::from("primary");
+    let mut input = RouteInput::new("UPDATE t SET a = 1", Protocol::Postgres, "app", "app");
+    input.session.transaction_pool = Some(&tx);
+    assert_eq!(attempts(&r.route(&input)), None);
+}

@@ -127,6 +127,7 @@ fn pattern_rule(
         pattern: pattern.into(),
         target,
         priority,
+        retry: None,
     }
 }
 

@@ -124,6 +124,9 @@ pub(super) struct Session {
     user: String,
     /// Read-your-writes: whether reads must stay on the primary after a write.
     ryw: RywState,
+    /// The retry policy of the routing rule that decided the statement about to run, if it
+    /// has one (it replaces the pool's, #11).
+    rule_retry: Option<crate::config::RetryPolicy>,
 }
 
 /// Serves one client from login to close.
@@ -193,6 +196,7 @@ impl Session {
             bridge,
             user: g.user,
             ryw,
+            rule_retry: None,
         }
     }
 

@@ -2,81 +2,98 @@
 //! `40001`) (issue #11; classifier and backoff in `session::retry`). A lock-wait timeout
 //! (1205) is never retried.
 //!
-//! Only a text command (`COM_QUERY`) sent in autocommit mode outside a transaction is armed,
-//! and only an ERR that is the first payload of its response qualifies: nothing of the
-//! response has reached the client then. InnoDB has already rolled the statement's implicit
-//! transaction back, so after the backoff the same command goes again on the same connection.
-//! Otherwise, and when attempts or the deadline run out, the ERR is relayed unchanged.
+//! Armed for a text command (`COM_QUERY`) or a prepared execute (`COM_STMT_EXECUTE`) sent in
+//! autocommit mode outside a transaction, not on the split's read pool, under the policy of the routing rule that decided it
+//! or else of its pool. Only an ERR that is the first payload of its response qualifies:
+//! nothing of the response has reached the client then. InnoDB has already rolled the
+//! statement's implicit transaction back, so after the backoff the same command goes again on
+//! the same connection. Otherwise, when attempts or the deadline run out, when the client
+//! cancels (`KILL QUERY` with the router-issued id, or the query timeout) and when the router
+//! drains, the ERR is relayed unchanged.
 
 use super::relay::{Grammar, Outcome as Relayed};
 use super::Session;
+use crate::config::{Protocol, RetryPolicy};
+use crate::protocol::mysql::encode_packets;
 use crate::protocol::mysql::framer::HEADER_LEN;
 use crate::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::rt;
+use crate::session::backoff;
 use crate::session::retry::{mysql_retryable, Attempts, Outcome};
+
+/// Largest command (with the long data before an execute) kept for a retry.
+const RETRY_MAX: usize = 1 << 20;
 
 impl Session {
     /// Sends a client command and relays its response, retrying it after a deadlock when its
-    /// pool says so. `Err` means the backend was lost.
+    /// rule or pool says so. `Err` means the backend was lost.
     pub(super) async fn send_and_relay(&mut self, payload: &[u8], grammar: Grammar) -> Result<Relayed, ()> {
-        self.send_command(payload).await?;
-        let mut attempts = self.retry_armed(grammar).then(|| Attempts::new(self.pool.config.retry, rt::now()));
-        while let Some(a) = attempts.as_mut() {
+        self.bout.clear();
+        encode_packets(payload, 0, &mut self.bout);
+        self.flush_and_relay(grammar, true).await
+    }
+
+    /// Writes the queued command (`self.bout`) and relays its response, retrying it after a
+    /// deadlock when `retryable` and its rule or pool says so. `Err` means the backend was lost.
+    pub(super) async fn flush_and_relay(&mut self, grammar: Grammar, retryable: bool) -> Result<Relayed, ()> {
+        let policy = self.rule_retry.take().unwrap_or(self.pool.config.retry);
+        if !retryable || !self.retry_armed(grammar, &policy) || self.bout.len() > RETRY_MAX {
+            self.flush_backend().await?;
+            return self.relay_response(grammar, true).await;
+        }
+        let resend = self.bout.clone();
+        let mut attempts = Attempts::new(policy, rt::now());
+        let interrupt = self.slot.watch();
+        self.flush_backend().await?;
+        let settled = loop {
             // Peek at the first payload without consuming it: `relay_response` reads it again.
             let (_, plen) = self.next_backend_packet().await?;
             let start = self.bpos + HEADER_LEN;
             let first = self.backend.as_ref().and_then(|c| c.rbuf.get(start..start + plen)).unwrap_or_default();
             if !mysql_retryable(first) {
-                break;
+                break true;
             }
-            let wait = match a.next(rt::now(), rand::random::<f64>()) {
+            let wait = match attempts.next(rt::now(), rand::random::<f64>()) {
                 Ok(wait) => wait,
                 Err(why) => {
                     self.count_retry(why);
-                    break;
+                    break false;
                 }
             };
-            if !self.back_off(wait).await {
-                self.count_retry(Outcome::Shutdown);
-                break;
+            // Nothing runs for the session while it waits: a cancel now is for the wait alone.
+            self.slot.set_running(None);
+            if let Err(why) = backoff::wait(wait, &interrupt, &self.ctx.drain).await {
+                self.count_retry(why);
+                break false;
             }
             self.count_retry(Outcome::Retried);
             self.bpos += HEADER_LEN + plen;
             self.compact();
-            self.send_command(payload).await?;
-        }
+            self.bout.clear();
+            self.bout.extend_from_slice(&resend);
+            self.flush_backend().await?;
+        };
         let relayed = self.relay_response(grammar, true).await?;
-        if attempts.is_some_and(|a| a.made() > 1) {
+        if settled && attempts.made() > 1 {
             self.count_retry(Outcome::Settled);
         }
         Ok(relayed)
     }
 
-    /// Whether a command of `grammar` may be retried now: the pool retries, it is text SQL,
-    /// and the server said autocommit with no open transaction.
-    fn retry_armed(&self, grammar: Grammar) -> bool {
+    /// Whether a command of `grammar` may be retried now under `policy`: it retries, the
+    /// command is text SQL or a prepared execute, the server said autocommit with no open
+    /// transaction, and the session is not on the read pool of the split (a retry is a new
+    /// attempt on a primary connection, #11; InnoDB reads on a replica do not deadlock, so
+    /// those statements are simply not retried).
+    fn retry_armed(&self, grammar: Grammar, policy: &RetryPolicy) -> bool {
         let status = self.tx.status;
-        self.pool.config.retry.maximum_attempts.get() > 1
-            && grammar == Grammar::Query
+        let on_read_pool = self.ctx.rules().read_pool(Protocol::MySql).is_some_and(|r| **r == *self.pool.config.name);
+        policy.maximum_attempts.get() > 1
+            && !on_read_pool
+            && matches!(grammar, Grammar::Query | Grammar::Execute)
             && status & SERVER_STATUS_AUTOCOMMIT != 0
             && status & SERVER_STATUS_IN_TRANS == 0
             && self.tx.cursor.is_none()
-    }
-
-    /// Sleeps `wait`; `false` when the router started draining meanwhile.
-    async fn back_off(&self, wait: std::time::Duration) -> bool {
-        let drain = self.ctx.drain.clone();
-        rt::race(
-            async {
-                rt::sleep(wait).await;
-                true
-            },
-            async {
-                drain.wait().await;
-                false
-            },
-        )
-        .await
     }
 
     /// Counts one retry event of this pool.

@@ -91,6 +91,7 @@ impl Session {
         if decision.step == DecisionKind::ReadWriteSplit && self.backend.is_none() {
             self.connect_split().await?;
         }
+        self.rule_retry = decision.retry; // retry (#11)
         Ok(Routed { rewritten: decision.rewritten, fingerprint: decision.fingerprint })
     }
 

@@ -315,6 +315,9 @@ impl Session {
             return Ok(());
         }
         self.bout.clear();
+        // The server's handling of long data after a failed execute is not the router's to
+        // rely on: such an execute is not retried (#11).
+        let retryable = long_data.is_empty();
         for (param, data) in long_data {
             let mut p = Vec::with_capacity(data.len() + 7);
             p.push(COM_STMT_SEND_LONG_DATA);
@@ -325,10 +328,8 @@ impl Session {
         }
         self.bseq = Some(encode_packets(&cmd, 0, &mut self.bout));
         self.arm_query_timeout();
-        if self.flush_backend().await.is_err() {
-            return self.backend_lost().await;
-        }
-        let Ok(outcome) = self.relay_response(Grammar::Execute, true).await else {
+        // Sends and relays, retrying a deadlock when its rule or pool opts in (#11).
+        let Ok(outcome) = self.flush_and_relay(Grammar::Execute, retryable).await else {
             return self.backend_lost().await;
         };
         if outcome.cursor {

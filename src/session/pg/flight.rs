@@ -14,7 +14,7 @@
 use std::rc::Rc;
 
 use super::prepared::{Expect, Stmt};
-use super::retry::RetryBatch;
+use super::retry::{RetryBatch, RulePolicy};
 use crate::protocol::pg::{BackendMessage, Frame};
 
 /// Largest batch kept for a heal retry; bigger batches (large parameters) are not retried.
@@ -67,6 +67,8 @@ pub(super) struct Flight {
     pub retry: Option<RetryBatch>,
     /// Issue #11: part of the batch was already relayed at a Flush (it cannot be retried).
     pub flushed: bool,
+    /// Issue #11: the retry policies of the rules that routed the batch's statements so far.
+    pub rules: RulePolicy,
 }
 
 impl Flight {
@@ -98,6 +100,7 @@ impl Flight {
         self.held.clear();
         self.retry = None;
         self.flushed = false;
+        self.rules = RulePolicy::default();
     }
 }
 

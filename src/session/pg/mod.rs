@@ -520,6 +520,7 @@ impl Session {
         self.bout.clear();
         self.expect.clear();
         self.flight.mark = None;
+        self.flight.rules = retry::RulePolicy::default();
         e.encode(&mut self.out);
         self.skipping = true;
         Ok(())

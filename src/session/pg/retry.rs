@@ -10,15 +10,25 @@
 //! buffered, the error and its ReadyForQuery are held back, the buffer is cut back to where the
 //! batch began, and after the backoff the batch goes again on the same connection of the same
 //! pool. Router-prepared statements the failed attempt created are not prepared again. Any
-//! other case, and an exhausted budget or deadline, relays the last error unchanged.
+//! other case, and an exhausted budget or deadline, relays the last error unchanged; so does a
+//! CancelRequest for the session (from the first attempt on) or a drain during the backoff.
+//!
+//! The policy is the pool's, unless the routing rule that decided the batch's statements has
+//! its own `retry`: then that one. A batch whose statements were decided under different rule
+//! policies is not retried at all (no policy speaks for all of it).
 
+use std::rc::Rc;
 use std::time::Duration;
 
 use super::prepared::Expect;
 use super::{End, Session, CLIENT_FLUSH_AT};
+use crate::config::{Protocol, RetryPolicy};
+use crate::pool::CorePool;
 use crate::protocol::pg::notice::peek_sqlstate;
 use crate::protocol::pg::{decode_frame, ErrorFields, Severity, TransactionStatus};
-use crate::rt;
+use crate::rt::{self, Event};
+use crate::session::backoff;
+use crate::session::client_error::PgClientError;
 use crate::session::retry::{pg_retryable, Attempts, Outcome};
 
 /// Largest batch kept for a retry; bigger ones (large parameters) are not retried.
@@ -49,14 +59,54 @@ pub(super) struct RetryBatch {
     code: String,
     /// Backoff before the pending attempt.
     wait: Duration,
+    /// Set by a cancel for this session: no further attempt.
+    interrupt: Event,
+}
+
+/// What the rules that routed a batch's statements said about retrying it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RulePolicy {
+    /// No statement was routed yet: the pool's policy.
+    #[default]
+    Unrouted,
+    /// Every statement had this rule policy (`None`: no rule policy, the pool's applies).
+    Same(Option<RetryPolicy>),
+    /// Statements disagreed: no retry.
+    Mixed,
+}
+
+impl RulePolicy {
+    /// Adds a routed statement's rule policy.
+    pub(super) fn note(&mut self, rule: Option<RetryPolicy>) {
+        *self = match *self {
+            Self::Unrouted => Self::Same(rule),
+            Self::Same(p) if p == rule => Self::Same(p),
+            Self::Same(_) | Self::Mixed => Self::Mixed,
+        };
+    }
+
+    /// The policy for the batch given its pool's; `None` for no retry.
+    fn resolve(self, pool: RetryPolicy) -> Option<RetryPolicy> {
+        match self {
+            Self::Unrouted | Self::Same(None) => Some(pool),
+            Self::Same(Some(rule)) => Some(rule),
+            Self::Mixed => None,
+        }
+    }
 }
 
 impl Session {
-    /// Hook before a batch is sent: records it when its pool retries and it may be retried.
+    /// Hook before a batch is sent: records it when its rule or pool retries and it may be
+    /// retried.
     pub(super) fn arm_retry(&mut self) {
         self.flight.retry = None;
-        let policy = self.pool.config.retry;
+        let rules = std::mem::take(&mut self.flight.rules);
+        let Some(policy) = rules.resolve(self.pool.config.retry) else { return };
+        // A batch leaving the read pool for a primary connection must not depend on statements
+        // prepared on its replica connection: only a simple Query or FunctionCall may move.
+        let moves = self.primary_for_retry().is_some();
         if policy.maximum_attempts.get() < 2
+            || (moves && !self.expect.is_empty())
             || self.tx != TransactionStatus::Idle
             || self.flight.flushed
             || self.bout.len() > RETRY_MAX
@@ -73,6 +123,7 @@ impl Session {
             held: None,
             code: String::new(),
             wait: Duration::ZERO,
+            interrupt: self.slot.watch(),
         });
     }
 
@@ -121,8 +172,8 @@ impl Session {
     }
 
     /// Hook at ReadyForQuery: after the backoff sends the batch again (`Ok(true)`: keep
-    /// relaying), or, when the router is shutting down, delivers the held error and its
-    /// ReadyForQuery as the server sent them (`Ok(false)`).
+    /// relaying), or, when the client cancelled or the router is shutting down, delivers the
+    /// held error and its ReadyForQuery as the server sent them (`Ok(false)`).
     pub(super) async fn retry_at_ready(&mut self, status: Option<u8>) -> Result<bool, End> {
         let Some(mut r) = self.flight.retry.take() else { return Ok(false) };
         let Some(held) = r.held.take() else {
@@ -131,32 +182,31 @@ impl Session {
             }
             return Ok(false);
         };
-        let drain = self.ctx.drain.clone();
-        let slept = rt::race(
-            async {
-                rt::sleep(r.wait).await;
-                true
-            },
-            async {
-                drain.wait().await;
-                false
-            },
-        )
-        .await;
-        if !slept {
-            self.count_retry(Outcome::Shutdown);
+        // Nothing runs for the session while it waits: a cancel now is for the wait alone.
+        self.slot.set_running(None);
+        if let Err(why) = backoff::wait(r.wait, &r.interrupt, &self.ctx.drain).await {
+            self.count_retry(why);
             self.out.extend_from_slice(&held);
             self.out.extend_from_slice(&[b'Z', 0, 0, 0, 5, status.unwrap_or(b'I')]);
             return Ok(false);
         }
+        if let Some(primary) = self.primary_for_retry() {
+            if let Err(e) = self.move_to(primary).await {
+                tracing::debug!(error = ?e, "no primary connection for a retry");
+                self.count_retry(Outcome::Exhausted);
+                self.out.extend_from_slice(&held);
+                self.out.extend_from_slice(&[b'Z', 0, 0, 0, 5, status.unwrap_or(b'I')]);
+                return Ok(false);
+            }
+        }
         self.count_retry(Outcome::Retried);
         self.out.truncate(r.out_mark);
-        if self.pool.config.retry.notify_client {
+        if r.attempts.policy().notify_client {
             let text = format!(
                 "querypilot: statement failed with SQLSTATE {} before any result; retrying (attempt {} of {})",
                 r.code,
                 r.attempts.made(),
-                self.pool.config.retry.maximum_attempts
+                r.attempts.policy().maximum_attempts
             );
             let _ = ErrorFields::new(Severity::Notice, "00000", &text).encode_notice(&mut self.out);
         }
@@ -167,6 +217,28 @@ impl Session {
         self.flight.retry = Some(r);
         self.send_backend().await?;
         Ok(true)
+    }
+
+    /// The write pool of the read/write split when the session runs on its read pool: a retry
+    /// is a new attempt on a primary connection (#11). On a standby, `40001`/`40P01` mean a
+    /// recovery conflict, which tends to strike the same replica again.
+    fn primary_for_retry(&self) -> Option<Rc<CorePool>> {
+        let rules = self.ctx.rules();
+        let read = rules.read_pool(Protocol::Postgres)?;
+        if **read != *self.pool.config.name {
+            return None;
+        }
+        let primary = rules.primary_pool(Protocol::Postgres)?;
+        self.ctx.pools().get(primary).cloned()
+    }
+
+    /// Gives the failed attempt's connection back (its ReadyForQuery arrived: it is idle) and
+    /// attaches one of `pool`, with the session's settings replayed.
+    async fn move_to(&mut self, pool: Rc<CorePool>) -> Result<(), PgClientError> {
+        self.awaiting_ready = false;
+        self.release_backend(false).await;
+        self.pool = pool;
+        self.ensure_backend().await
     }
 
     /// Queues the batch again for the attached connection, leaving out the router's Parses of
@@ -226,6 +298,34 @@ fn aligned(bytes: &[u8], expects: &std::collections::VecDeque<Expect>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn policy(attempts: u32) -> RetryPolicy {
+        RetryPolicy {
+            maximum_attempts: std::num::NonZeroU32::new(attempts).unwrap(),
+            backoff_base: Duration::from_millis(10),
+            backoff_max: Duration::from_secs(1),
+            jitter: true,
+            deadline: Duration::from_secs(5),
+            notify_client: false,
+        }
+    }
+
+    #[test]
+    fn a_batch_follows_its_rules_policy_only_when_they_agree() {
+        let pool = policy(1);
+        let resolve = |notes: &[Option<RetryPolicy>]| {
+            let mut r = RulePolicy::default();
+            for n in notes {
+                r.note(*n);
+            }
+            r.resolve(pool)
+        };
+        assert_eq!(resolve(&[]), Some(pool), "nothing routed: the pool's");
+        assert_eq!(resolve(&[None, None]), Some(pool));
+        assert_eq!(resolve(&[Some(policy(3)), Some(policy(3))]), Some(policy(3)));
+        assert_eq!(resolve(&[Some(policy(3)), None]), None, "mixed: no retry");
+        assert_eq!(resolve(&[Some(policy(3)), Some(policy(2)), Some(policy(3))]), None);
+    }
 
     #[test]
     fn alignment_of_batches() {

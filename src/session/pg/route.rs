@@ -92,6 +92,7 @@ impl Session {
         if decision.step == DecisionKind::ReadWriteSplit && self.backend.is_none() {
             self.connect_split(runs).await?;
         }
+        self.flight.rules.note(decision.retry); // retry (#11)
         if runs {
             self.finish_digest();
             self.digest.begin(decision.fingerprint, sql, now);
