@@ -278,3 +278,28 @@ fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
         matches!(c.query_first::<u64, _>("SELECT @@server_id"), Ok(Some(1)))
     });
 }
+
+/// Without a split or a matching rule, a MySQL client whose handshake names a pool as its
+/// database stays on that pool instead of `mysql_default_pool`, for text and prepared
+/// statements alike, and across COM_CHANGE_USER to another pool's name.
+#[test]
+fn a_pool_chosen_by_database_name_is_the_default_target() {
+    let my = &dbs().my;
+    let pools = pool("primary", my.primary_port) + &pool("replica", my.replica_port);
+    let r = Router::start(&crate::mysql_session::my_config(&[0], &pools, "primary"));
+    let connect = |db: &str| {
+        let opts = mysql::OptsBuilder::from_opts(my.opts(r.port(), &my.user, &my.password)).db_name(Some(db));
+        Conn::new(opts).unwrap_or_else(|e| panic!("connect to {db} through the router: {e}"))
+    };
+    let mut on_replica = connect("replica");
+    for _ in 0..3 {
+        assert_eq!(ran_on(&mut on_replica, "SELECT @@server_id"), REPLICA, "database \"replica\" selects that pool");
+        assert_eq!(ran_on_prepared(&mut on_replica, "SELECT @@server_id"), REPLICA, "prepared, database \"replica\"");
+    }
+    let db: Option<String> = on_replica.query_first("SELECT DATABASE()").expect("database");
+    assert_eq!(db.as_deref(), Some(my.database.as_str()), "the pool's own database is selected on its backend");
+    let mut other = connect(&my.database);
+    assert_eq!(ran_on(&mut other, "SELECT @@server_id"), PRIMARY, "a plain database uses the default pool");
+    on_replica.change_user(mysql::ChangeUserOpts::new().with_db_name(Some("primary".into()))).expect("change user");
+    assert_eq!(ran_on(&mut on_replica, "SELECT @@server_id"), PRIMARY, "after COM_CHANGE_USER to database \"primary\"");
+}

@@ -82,6 +82,8 @@ struct ClientInfo {
     names: Option<String>,
     scramble: [u8; 20],
     multi_statements: bool,
+    /// The pool the client's database named (handshake or COM_CHANGE_USER), if it named one.
+    named_pool: Option<String>,
 }
 
 /// One MySQL client connection.
@@ -160,6 +162,7 @@ impl Session {
                 names: g.names,
                 scramble: g.scramble,
                 multi_statements: g.caps & crate::protocol::mysql::capability::CLIENT_MULTI_STATEMENTS != 0,
+                named_pool: g.named_pool,
             },
             query_deadline: None,
             bridge,
@@ -537,6 +540,7 @@ impl Session {
         match checked {
             Ok(db) => {
                 self.user = user;
+                self.client.named_pool = login::named_pool(&config, database.as_deref());
                 self.on_reset().await?;
                 self.out.clear();
                 self.state.reset(db, self.client.names.clone());
