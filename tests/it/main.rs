@@ -14,6 +14,7 @@ mod health;
 mod mysql_routing;
 mod routing_api;
 mod mysql_session;
+mod mysql_sha2;
 mod mysql_sysbench;
 mod mysql_types;
 mod pg_badinput;
