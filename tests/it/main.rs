@@ -11,6 +11,7 @@ mod router;
 mod admin;
 mod bridge_mysql_pg;
 mod health;
+mod mysql_commands;
 mod mysql_routing;
 mod routing_api;
 mod mysql_session;
