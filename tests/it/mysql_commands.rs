@@ -464,3 +464,54 @@ fn local_infile_is_refused_clearly() {
     let n: Option<i64> = dbs().my.primary_client().query_first(format!("SELECT COUNT(*) FROM {t}")).expect("count");
     assert_eq!(n, Some(0));
 }
+
+impl Raw {
+    /// Reads one ERR packet and then expects the router to close: returns the error number.
+    fn error_then_close(&mut self) -> u16 {
+        let p = self.read();
+        let code = ErrPacket::decode(&p).unwrap_or_else(|e| panic!("expected ERR, got {p:?}: {e}")).code;
+        let mut rest = Vec::new();
+        let n = self.s.read_to_end(&mut rest).expect("the router closes the connection");
+        assert_eq!(n, 0, "nothing may follow the ERR");
+        code
+    }
+}
+
+/// After login, malformed or oversized packets get an ERR and a close, while a client querying
+/// all along never notices; an unknown command is an ERR and the session goes on.
+#[test]
+fn malformed_and_oversized_commands_get_an_error_and_a_close() {
+    let pool = my_pool("main", "transaction", 2);
+    let toml = my_config(&[0], &pool, "main").replace("bind = \"127.0.0.1:0\"\n", "bind = \"127.0.0.1:0\"\nmax_message_size = \"4KiB\"\n");
+    let r = Router::start(&toml);
+    let port = r.port();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let healthy = std::thread::spawn(move || {
+        let mut c = Raw::login(port);
+        let mut n = 0u32;
+        while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+            assert_eq!(c.query("SELECT 'fine'"), Ok(vec!["fine".to_owned()]), "healthy query {n}");
+            n += 1;
+        }
+        n
+    });
+    let cases: [(&str, Vec<u8>, u16); 4] = [
+        ("a command announcing 1 MiB over a 4 KiB limit", vec![0x00, 0x00, 0x10, 0x00, 0x03], 1153),
+        ("a command announcing a 16 MiB continued packet", vec![0xFF, 0xFF, 0xFF, 0x00, 0x03], 1153),
+        ("a command with sequence id 5", vec![0x09, 0x00, 0x00, 0x05, 0x03, b'S', b'E', b'L', b'E', b'C', b'T', b' ', b'1'], 1156),
+        ("a truncated COM_CHANGE_USER", vec![0x02, 0x00, 0x00, 0x00, 0x11, b'a'], 1047),
+    ];
+    for (what, bytes, code) in cases {
+        let mut raw = Raw::login(port);
+        raw.s.write_all(&bytes).expect("write");
+        assert_eq!(raw.error_then_close(), code, "{what}");
+    }
+    let mut raw = Raw::login(port);
+    raw.command(&[0xEE, 1, 2, 3]);
+    assert_eq!(ErrPacket::decode(&raw.read()).map(|e| e.code), Ok(1047), "unknown command");
+    assert_eq!(raw.query("SELECT 'goes on'"), Ok(vec!["goes on".to_owned()]));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let n = healthy.join().expect("the healthy client never failed");
+    assert!(n > 0, "the healthy client kept querying");
+}
