@@ -515,3 +515,26 @@ fn malformed_and_oversized_commands_get_an_error_and_a_close() {
     let n = healthy.join().expect("the healthy client never failed");
     assert!(n > 0, "the healthy client kept querying");
 }
+
+/// The greeting offers no TLS; a client that asks for it anyway (SSLRequest) is told clearly
+/// that the router has none, and closed.
+#[test]
+fn ssl_requests_are_refused_clearly() {
+    let r = router("transaction", 1);
+    let s = TcpStream::connect(("127.0.0.1", r.port())).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let mut raw = Raw { s, buf: Vec::new() };
+    let hs = raw.read();
+    let caps = HandshakeV10::decode(&hs).expect("greeting").capabilities;
+    assert_eq!(caps & CLIENT_SSL, 0, "the router must not offer TLS");
+    let mut p = Vec::new();
+    querypilot::protocol::mysql::SslRequest { capabilities: CLIENT_PROTOCOL_41 | CLIENT_SSL | CLIENT_SECURE_CONNECTION, max_packet_size: 1 << 24, charset: 45 }
+        .encode(&mut p);
+    raw.send(&p, 1);
+    let err = raw.read();
+    let e = ErrPacket::decode(&err).expect("ERR");
+    assert_eq!(e.code, 1043);
+    assert!(String::from_utf8_lossy(e.message).contains("SSL is not supported"), "{e:?}");
+    let mut rest = Vec::new();
+    assert_eq!(raw.s.read_to_end(&mut rest).expect("closed"), 0);
+}
