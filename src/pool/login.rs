@@ -10,6 +10,9 @@ use super::{Conn, ConnInfo, PoolError};
 use crate::config::Pool as PoolConfig;
 use crate::rt::{self, Elapsed, Stream};
 
+/// A finished login: the stream, bytes read past the login, what the backend said about itself.
+pub(super) type LoggedIn = (Stream, Vec<u8>, ConnInfo);
+
 /// The pool and backend a login is for; builds errors that name both.
 pub(super) struct Login<'a> {
     pub cfg: &'a PoolConfig,
@@ -35,7 +38,7 @@ impl Login<'_> {
     /// Turns a finished (or timed-out) login into a pooled connection.
     pub fn assemble(
         &self,
-        outcome: Result<Result<(Stream, Vec<u8>, ConnInfo), PoolError>, Elapsed>,
+        outcome: Result<Result<LoggedIn, PoolError>, Elapsed>,
         addr: SocketAddr,
         backend: usize,
         unit: BudgetUnit,

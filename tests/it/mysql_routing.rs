@@ -266,7 +266,7 @@ fn reads(summary: &str) -> u64 {
 fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
     let dead = crate::support::free_port(); // nothing listens there: connects are refused
     let toml = split_config("").replace(
-        &format!("{}", pool("myread", dbs().my.replica_port)),
+        &pool("myread", dbs().my.replica_port),
         &format!("{}\n[pools.myread.health]\ninterval = \"200ms\"\nfailure_threshold = 1\n", pool("myread", dead)),
     );
     assert!(toml.contains(&format!("port = {dead}")), "{toml}");
