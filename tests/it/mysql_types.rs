@@ -14,7 +14,14 @@ use crate::support::{dbs, unique_name};
 
 #[test]
 fn every_column_type_round_trips_in_binary_and_text() {
-    let router = my_router("transaction", 2);
+    for mode in ["session", "transaction", "statement"] {
+        eprintln!("pool mode {mode}");
+        every_type_round_trips(mode);
+    }
+}
+
+fn every_type_round_trips(mode: &str) {
+    let router = my_router(mode, 2);
     let mut c = client(&router);
     let table = unique_name("my_types");
     c.query_drop(format!(
