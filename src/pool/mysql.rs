@@ -1,7 +1,8 @@
 //! Opening and authenticating MySQL/MariaDB backend connections: HandshakeV10 →
 //! HandshakeResponse41 with the capabilities the router relays faithfully,
-//! `mysql_native_password`, the `caching_sha2_password` fast path, `mysql_clear_password` and
-//! auth-switch requests.
+//! `mysql_native_password`, `caching_sha2_password` (fast path, and full authentication with
+//! the password RSA-encrypted under the public key the server sends on request),
+//! `mysql_clear_password` and auth-switch requests.
 //!
 //! The capability set is the same for every backend connection, so any pooled connection can
 //! serve any client: no `CLIENT_DEPRECATE_EOF`, no `CLIENT_SESSION_TRACK` and no MariaDB
@@ -16,10 +17,11 @@ use super::login::Login;
 use super::{Conn, ConnInfo, MyInfo, PoolError};
 use crate::config::Pool as PoolConfig;
 use crate::protocol::mysql::auth::{
-    caching_sha2_token, native_password_token, CACHING_SHA2_PASSWORD, MYSQL_CLEAR_PASSWORD, MYSQL_NATIVE_PASSWORD,
+    caching_sha2_token, native_password_token, rsa_encrypted_password, rsa_public_key, CACHING_SHA2_PASSWORD, MYSQL_CLEAR_PASSWORD,
+    MYSQL_NATIVE_PASSWORD,
 };
 use crate::protocol::mysql::capability::*;
-use crate::protocol::mysql::handshake::{CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PERFORM_FULL_AUTH};
+use crate::protocol::mysql::handshake::{CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PERFORM_FULL_AUTH, CACHING_SHA2_REQUEST_PUBLIC_KEY};
 use crate::protocol::mysql::{decode_payload, encode_packets, AuthReply, HandshakeResponse41, HandshakeV10};
 use crate::rt::{self, Stream};
 
@@ -140,6 +142,8 @@ async fn handshake(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -
     let mut payload = Vec::with_capacity(128);
     resp.encode(&mut payload);
     send(login, stream, &payload, seq.wrapping_add(1)).await?;
+    // Set once the router asked for the server's RSA key: the next AuthMoreData carries it.
+    let mut awaiting_key = false;
     loop {
         let (reply, seq) = read(login, stream, rbuf).await?;
         match AuthReply::decode(&reply, caps).map_err(|e| login.connect_err(e))? {
@@ -158,18 +162,25 @@ async fn handshake(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -
                 return Err(login.auth_err(format!("{} ({state}): {}", e.code, String::from_utf8_lossy(e.message))));
             }
             AuthReply::Switch(sw) => {
+                awaiting_key = false;
                 plugin = sw.plugin.to_vec();
                 scramble = sw.scramble().to_vec();
                 let answer = token(login, &plugin, password, &scramble)?;
                 send(login, stream, &answer, seq.wrapping_add(1)).await?;
             }
+            AuthReply::MoreData(pem) if awaiting_key => {
+                // Without TLS the password may travel only encrypted with the server's key.
+                awaiting_key = false;
+                let sealed = rsa_public_key(pem)
+                    .and_then(|key| rsa_encrypted_password(password, &scramble, &key, &mut rand::thread_rng()))
+                    .map_err(|e| login.auth_err(e))?;
+                send(login, stream, &sealed, seq.wrapping_add(1)).await?;
+            }
             AuthReply::MoreData(data) => match data.first().copied() {
                 Some(CACHING_SHA2_FAST_AUTH_SUCCESS) => {}
-                Some(CACHING_SHA2_PERFORM_FULL_AUTH) => {
-                    return Err(login.auth_err(
-                        "caching_sha2_password full authentication needs TLS or the server's RSA key, which the router does not support; \
-                         log in once directly (to fill the server's cache) or use mysql_native_password",
-                    ));
+                Some(CACHING_SHA2_PERFORM_FULL_AUTH) if plugin == CACHING_SHA2_PASSWORD => {
+                    awaiting_key = true;
+                    send(login, stream, &[CACHING_SHA2_REQUEST_PUBLIC_KEY], seq.wrapping_add(1)).await?;
                 }
                 _ => return Err(login.connect_err("unexpected authentication data from the backend")),
             },

@@ -240,7 +240,8 @@ fn sysbench_read_only_reads_reach_the_replica() {
     for ps in ["auto", "disable"] {
         let (p0, r0) = (com_select(my.primary_port), com_select(my.replica_port));
         // Without BEGIN/COMMIT around each event: a transaction holds its (primary) connection.
-        let args = ["oltp_read_only", "run", "--threads=8", "--time=3", "--skip_trx=on", &format!("--db-ps-mode={ps}")];
+        // A fixed number of events, not a duration: the assertions must not depend on speed.
+        let args = ["oltp_read_only", "run", "--threads=8", "--events=200", "--time=0", "--skip_trx=on", &format!("--db-ps-mode={ps}")];
         let summary = sysbench(router.port(), &db, &args);
         let (p1, r1) = (com_select(my.primary_port), com_select(my.replica_port));
         let (on_primary, on_replica, reads) = (p1 - p0, r1 - r0, reads(&summary));
@@ -268,7 +269,7 @@ fn reads(summary: &str) -> u64 {
 fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
     let dead = crate::support::free_port(); // nothing listens there: connects are refused
     let toml = split_config("").replace(
-        &format!("{}", pool("myread", dbs().my.replica_port)),
+        &pool("myread", dbs().my.replica_port),
         &format!("{}\n[pools.myread.health]\ninterval = \"200ms\"\nfailure_threshold = 1\n", pool("myread", dead)),
     );
     assert!(toml.contains(&format!("port = {dead}")), "{toml}");
@@ -304,4 +305,29 @@ fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
         .find_map(|l| l.strip_prefix("sqp_replica_fallbacks_total{core=\"0\",pool=\"myread\",outcome=\"error\"} "))
         .and_then(|n| n.parse::<f64>().ok());
     assert!(refused.is_some_and(|n| n >= 1.0), "{text}");
+}
+
+/// Without a split or a matching rule, a MySQL client whose handshake names a pool as its
+/// database stays on that pool instead of `mysql_default_pool`, for text and prepared
+/// statements alike, and across COM_CHANGE_USER to another pool's name.
+#[test]
+fn a_pool_chosen_by_database_name_is_the_default_target() {
+    let my = &dbs().my;
+    let pools = pool("primary", my.primary_port) + &pool("replica", my.replica_port);
+    let r = Router::start(&crate::mysql_session::my_config(&[0], &pools, "primary"));
+    let connect = |db: &str| {
+        let opts = mysql::OptsBuilder::from_opts(my.opts(r.port(), &my.user, &my.password)).db_name(Some(db));
+        Conn::new(opts).unwrap_or_else(|e| panic!("connect to {db} through the router: {e}"))
+    };
+    let mut on_replica = connect("replica");
+    for _ in 0..3 {
+        assert_eq!(ran_on(&mut on_replica, "SELECT @@server_id"), REPLICA, "database \"replica\" selects that pool");
+        assert_eq!(ran_on_prepared(&mut on_replica, "SELECT @@server_id"), REPLICA, "prepared, database \"replica\"");
+    }
+    let db: Option<String> = on_replica.query_first("SELECT DATABASE()").expect("database");
+    assert_eq!(db.as_deref(), Some(my.database.as_str()), "the pool's own database is selected on its backend");
+    let mut other = connect(&my.database);
+    assert_eq!(ran_on(&mut other, "SELECT @@server_id"), PRIMARY, "a plain database uses the default pool");
+    on_replica.change_user(mysql::ChangeUserOpts::new().with_db_name(Some("primary".into()))).expect("change user");
+    assert_eq!(ran_on(&mut on_replica, "SELECT @@server_id"), PRIMARY, "after COM_CHANGE_USER to database \"primary\"");
 }

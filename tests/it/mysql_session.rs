@@ -78,7 +78,14 @@ fn wrong_password_is_1045() {
 
 #[test]
 fn multi_statements_and_multi_results() {
-    let router = my_router("transaction", 2);
+    for mode in ["session", "transaction", "statement"] {
+        eprintln!("pool mode {mode}");
+        multi_statements_in(mode);
+    }
+}
+
+fn multi_statements_in(mode: &str) {
+    let router = my_router(mode, 2);
     let mut c = client(&router);
     let table = unique_name("my_multi");
     c.query_drop(format!("CREATE TABLE {table} (id INT PRIMARY KEY AUTO_INCREMENT, v TEXT)")).expect("create");
@@ -188,7 +195,14 @@ fn kill_query_with_the_router_issued_id() {
 
 #[test]
 fn mysql_cli_through_the_router() {
-    let router = my_router("transaction", 2);
+    for mode in ["session", "transaction", "statement"] {
+        eprintln!("pool mode {mode}");
+        mysql_cli_in(mode);
+    }
+}
+
+fn mysql_cli_in(mode: &str) {
+    let router = my_router(mode, 2);
     let out = Command::new("mariadb")
         .args(["--no-defaults", "--skip-ssl", "-h127.0.0.1", "-uapp", "-papp", "-N", "-B"])
         .arg(format!("-P{}", router.port()))

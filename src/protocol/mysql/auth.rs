@@ -1,8 +1,13 @@
 //! Authentication math (Client/Server Protocol, "Authentication Methods"):
-//! `mysql_native_password` (SHA-1) for both sides, and the `caching_sha2_password` fast-path token
-//! (SHA-256) a client — the router towards a backend — sends. Full `caching_sha2_password`
-//! authentication (RSA key exchange or cleartext over TLS) is not implemented here.
+//! `mysql_native_password` (SHA-1) for both sides, and what a `caching_sha2_password` client — the
+//! router towards a backend — sends: the fast-path token (SHA-256) and, for full authentication
+//! without TLS, the password encrypted with the server's RSA public key. Cleartext over TLS is not
+//! here (the router speaks no TLS).
 
+use rsa::pkcs1::DecodeRsaPublicKey;
+use rsa::pkcs8::DecodePublicKey;
+use rsa::rand_core::CryptoRngCore;
+use rsa::{Oaep, RsaPublicKey};
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
@@ -79,13 +84,48 @@ pub fn native_password_verify_hash(stored: &[u8; NATIVE_TOKEN_LEN], scramble: &[
 
 /// `SHA256(password) XOR SHA256(SHA256(SHA256(password)) + scramble)`: the client's
 /// `caching_sha2_password` token. It succeeds only when the server has the account cached
-/// (`AuthMoreData` 0x03); otherwise the server asks for full authentication (0x04), which needs TLS
-/// or RSA and is out of scope here.
+/// (`AuthMoreData` 0x03); otherwise the server asks for full authentication (0x04), answered
+/// with [`rsa_encrypted_password`].
 #[must_use]
 pub fn caching_sha2_token(password: &[u8], scramble: &[u8]) -> [u8; SHA2_TOKEN_LEN] {
     let stage1 = sha256(&[password]);
     let stage2 = sha256(&[&stage1]);
     xor(stage1, sha256(&[&stage2, scramble]))
+}
+
+/// Why the password could not be encrypted for `caching_sha2_password` full authentication.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RsaAuthError {
+    /// The server's key is neither a PEM `PUBLIC KEY` (SubjectPublicKeyInfo) nor `RSA PUBLIC KEY`
+    /// (PKCS#1).
+    #[error("the server's RSA public key cannot be read: {0}")]
+    BadKey(String),
+    /// The key is too small for the password (OAEP with SHA-1 needs 42 bytes of room).
+    #[error("the server's RSA key cannot encrypt the password: {0}")]
+    Encrypt(String),
+}
+
+/// The server's RSA public key from the PEM text it sent (trailing NULs and whitespace allowed).
+pub fn rsa_public_key(pem: &[u8]) -> Result<RsaPublicKey, RsaAuthError> {
+    let text = std::str::from_utf8(pem).map_err(|e| RsaAuthError::BadKey(e.to_string()))?;
+    let text = text.trim_end_matches('\0').trim();
+    RsaPublicKey::from_public_key_pem(text)
+        .or_else(|spki| RsaPublicKey::from_pkcs1_pem(text).map_err(|_| RsaAuthError::BadKey(spki.to_string())))
+}
+
+/// `caching_sha2_password` (and `sha256_password`) full authentication without TLS: the password
+/// with its NUL terminator, XORed with the scramble repeated over its length, encrypted with
+/// RSA-OAEP (SHA-1 and MGF1-SHA-1, OpenSSL's `RSA_PKCS1_OAEP_PADDING`) under the server's key.
+pub fn rsa_encrypted_password<R: CryptoRngCore>(password: &[u8], scramble: &[u8], key: &RsaPublicKey, rng: &mut R) -> Result<Vec<u8>, RsaAuthError> {
+    let mut plain = Vec::with_capacity(password.len() + 1);
+    plain.extend_from_slice(password);
+    plain.push(0);
+    if !scramble.is_empty() {
+        for (p, s) in plain.iter_mut().zip(scramble.iter().cycle()) {
+            *p ^= s;
+        }
+    }
+    key.encrypt(rng, Oaep::new::<Sha1>(), &plain).map_err(|e| RsaAuthError::Encrypt(e.to_string()))
 }
 
 /// Compares two byte strings in time independent of where they differ (length is not secret).
@@ -135,6 +175,61 @@ mod tests {
         assert!(native_password_verify_hash(&stored, &SCRAMBLE, &token));
         assert!(!native_password_verify_hash(&stored, &SCRAMBLE, &native_password_token(b"other", &SCRAMBLE)));
         assert!(!native_password_verify_hash(&stored, &SCRAMBLE, b"short"));
+    }
+
+    /// A 2048-bit key made with `openssl genpkey` for tests only.
+    const TEST_KEY: &str = include_str!("../../../tests/support/mysql_rsa_test_key.pem");
+
+    fn test_key() -> rsa::RsaPrivateKey {
+        use rsa::pkcs8::DecodePrivateKey;
+        rsa::RsaPrivateKey::from_pkcs8_pem(TEST_KEY).expect("test key")
+    }
+
+    fn unmask(plain: &[u8]) -> Vec<u8> {
+        plain.iter().zip(SCRAMBLE.iter().cycle()).map(|(p, s)| p ^ s).collect()
+    }
+
+    #[test]
+    fn rsa_password_decrypts_to_the_masked_password() {
+        use rsa::pkcs1::EncodeRsaPublicKey;
+        use rsa::pkcs8::{EncodePublicKey, LineEnding};
+        let private = test_key();
+        let public = private.to_public_key();
+        // Servers send SubjectPublicKeyInfo PEM, sometimes NUL-terminated; PKCS#1 is accepted too.
+        let spki = public.to_public_key_pem(LineEnding::LF).expect("spki pem") + "\0";
+        let pkcs1 = public.to_pkcs1_pem(LineEnding::LF).expect("pkcs1 pem");
+        for pem in [spki.as_bytes(), pkcs1.as_bytes()] {
+            let key = rsa_public_key(pem).expect("key parses");
+            let sealed = rsa_encrypted_password(b"secret", &SCRAMBLE, &key, &mut rand::thread_rng()).expect("encrypt");
+            assert_eq!(sealed.len(), 256);
+            let plain = private.decrypt(Oaep::new::<Sha1>(), &sealed).expect("decrypt");
+            assert_eq!(unmask(&plain), b"secret\0");
+        }
+        // A password longer than the scramble wraps around it.
+        let key = rsa_public_key(spki.as_bytes()).expect("key");
+        let long = b"a password of more than twenty bytes";
+        let sealed = rsa_encrypted_password(long, &SCRAMBLE, &key, &mut rand::thread_rng()).expect("encrypt");
+        assert_eq!(unmask(&private.decrypt(Oaep::new::<Sha1>(), &sealed).expect("decrypt")), [&long[..], b"\0"].concat());
+    }
+
+    /// `openssl pkeyutl -encrypt -pkeyopt rsa_padding_mode:oaep` (what MySQL's OpenSSL-based server
+    /// and clients use) of `"secret\0"` masked with SCRAMBLE: the padding the router uses is the same.
+    #[test]
+    fn oaep_matches_openssl() {
+        use base64::Engine;
+        let sealed = base64::engine::general_purpose::STANDARD.decode("D7sTc1KxhPXpaA4z91CylCeAKdoWibNefVhga3wWhdJudcpKIpoQh9smGTYw18DaECj4xnV5828L/6EGkErjiWdW+nHf5w1gY8cfkK/Tak+ZpxcS2jtxjAPhQmnABY3OAJlhYQxsmxceLROd7AhwgvdKBfZLdB1sbqRHusbD06mr6TicZYS9T0gkkHKlxF7CUto35U4dk/XXgb6N51lsgm6ddP2tLM22JESBl0jeLzJXmgDF/Tb432C+trPujAbJTGYFGZfPfPQD9aiSBzjFuMqmz64H7JLIg5fIdgewXTQGv1jsle6cjPnAFK1meZ20x09FrkRTZ5cyQ7r8UBTsiQ==").expect("base64");
+        let plain = test_key().decrypt(Oaep::new::<Sha1>(), &sealed).expect("openssl ciphertext decrypts");
+        assert_eq!(unmask(&plain), b"secret\0");
+    }
+
+    #[test]
+    fn bad_keys_are_reported() {
+        assert!(matches!(rsa_public_key(b"not a key"), Err(RsaAuthError::BadKey(_))));
+        assert!(matches!(rsa_public_key(&[0xFF, 0xFE]), Err(RsaAuthError::BadKey(_))));
+        // A 512-bit key leaves OAEP-SHA-1 22 bytes: a long password does not fit.
+        let small = rsa::RsaPublicKey::new(rsa::BigUint::from_bytes_be(&[0xC5; 64]), rsa::BigUint::from(65_537u32)).expect("small key");
+        let err = rsa_encrypted_password(&[b'x'; 40], &SCRAMBLE, &small, &mut rand::thread_rng());
+        assert!(matches!(err, Err(RsaAuthError::Encrypt(_))), "{err:?}");
     }
 
     #[test]

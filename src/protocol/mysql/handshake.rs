@@ -25,6 +25,9 @@ pub const SSL_REQUEST_LEN: usize = 32;
 pub const CACHING_SHA2_FAST_AUTH_SUCCESS: u8 = 0x03;
 /// `AuthMoreData` byte from `caching_sha2_password`: full authentication (TLS or RSA) is needed.
 pub const CACHING_SHA2_PERFORM_FULL_AUTH: u8 = 0x04;
+/// Client payload of `caching_sha2_password` full authentication without TLS: "send me your RSA
+/// public key" (the server answers with `AuthMoreData` carrying the key as PEM).
+pub const CACHING_SHA2_REQUEST_PUBLIC_KEY: u8 = 0x02;
 
 /// The server's initial `Protocol::HandshakeV10`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

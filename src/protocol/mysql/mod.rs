@@ -9,7 +9,7 @@
 //!
 //! Not supported (the router must not offer these capabilities): compression,
 //! `CLIENT_QUERY_ATTRIBUTES`, `CLIENT_OPTIONAL_RESULTSET_METADATA`, MariaDB progress reports and
-//! extended type info. Full `caching_sha2_password` authentication (RSA/TLS cleartext) is not here.
+//! extended type info. `caching_sha2_password` cleartext over TLS is not here (the router speaks no TLS).
 
 pub mod auth;
 pub mod capability;

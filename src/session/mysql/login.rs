@@ -84,6 +84,8 @@ pub(super) struct Greeted {
     pub version: String,
     /// The client's user name (for routing rules matching users).
     pub user: String,
+    /// The pool the client's handshake database named, if it named one.
+    pub named_pool: Option<String>,
 }
 
 /// Runs the whole login; on success the session is ready for its first command.
@@ -152,6 +154,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let user = String::from_utf8_lossy(resp.username).into_owned();
     let database = resp.database.filter(|d| !d.is_empty()).map(|d| String::from_utf8_lossy(d).into_owned());
     let (pool_cfg, db) = resolve_pool(&config, database.as_deref()).map_err(Some)?;
+    let named_pool = named_pool(&config, database.as_deref());
     let token = match resp.auth_plugin {
         Some(p) if p != MYSQL_NATIVE_PASSWORD && !p.is_empty() => {
             let mut data = scramble.to_vec();
@@ -175,7 +178,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     client.send(&ok).await?;
     let names = if resp.charset == backend_charset { None } else { names_for_collation(resp.charset) };
     let caps = resp.capabilities & SERVER_CAPABILITIES;
-    Ok(Greeted { pool, state: MyState::new(db, names.clone()), key: CancelKey { pid: key.pid, secret: 0 }, caps, names, scramble, version, user })
+    Ok(Greeted { pool, state: MyState::new(db, names.clone()), key: CancelKey { pid: key.pid, secret: 0 }, caps, names, scramble, version, user, named_pool })
 }
 
 /// The pool whose greeting parameters the router shows before it knows the client's choice.
@@ -197,6 +200,12 @@ pub(super) fn resolve_pool<'c>(config: &'c Config, database: Option<&str>) -> Re
         .ok_or_else(|| MyClientError::new(ER_BAD_DB_ERROR, "no pool serves MySQL clients"))?;
     let db = database.filter(|d| *d != pool.database).map(str::to_owned);
     Ok((pool, db))
+}
+
+/// `database` when it is the name of a pool: that pool stays the session's routing target when
+/// no rule or split decides (as for PostgreSQL clients).
+pub(super) fn named_pool(config: &Config, database: Option<&str>) -> Option<String> {
+    database.filter(|d| config.pool(d).is_some()).map(str::to_owned)
 }
 
 /// Verifies a `mysql_native_password` response against the pool's credentials. The whole check

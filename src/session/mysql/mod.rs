@@ -22,7 +22,9 @@ use crate::config::{PoolMode, Protocol};
 use crate::id::CancelKey;
 use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::mysql::command::*;
-use crate::protocol::mysql::errcode::{ErrorNumber, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR};
+use crate::protocol::mysql::errcode::{
+    ErrorNumber, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_NOT_ALLOWED_COMMAND, ER_UNKNOWN_COM_ERROR,
+};
 use crate::protocol::mysql::response::{EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
 use crate::rt::{self, Stream};
@@ -86,6 +88,8 @@ struct ClientInfo {
     names: Option<String>,
     scramble: [u8; 20],
     multi_statements: bool,
+    /// The pool the client's database named (handshake or COM_CHANGE_USER), if it named one.
+    named_pool: Option<String>,
 }
 
 /// The `query_timeout` of the statement being relayed: when it fires, and whether it fired
@@ -191,6 +195,7 @@ impl Session {
                 names: g.names,
                 scramble: g.scramble,
                 multi_statements: g.caps & crate::protocol::mysql::capability::CLIENT_MULTI_STATEMENTS != 0,
+                named_pool: g.named_pool,
             },
             query_deadline: None,
             bridge,
@@ -374,6 +379,18 @@ impl Session {
         let (effects, count) = state::effects(&sql);
         if count > 1 && !self.client.multi_statements {
             let e = MyClientError::new(ER_PARSE_ERROR, "You have an error in your SQL syntax: multiple statements are not enabled for this connection");
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        if loads_local_file(&sql) {
+            // The router offers no client CLIENT_LOCAL_FILES and has no switch to relay files, so
+            // the statement is refused here with a reason rather than by the server with 1148's
+            // "not allowed with this MariaDB version".
+            let e = MyClientError::new(
+                ER_NOT_ALLOWED_COMMAND,
+                "LOAD DATA LOCAL INFILE is not supported through the router (it does not relay client files); \
+                 load a file the server can read with LOAD DATA INFILE, or send the rows as INSERTs",
+            );
             e.encode(1, &mut self.out);
             return Ok(());
         }
@@ -582,19 +599,18 @@ impl Session {
                     "COM_CHANGE_USER through the router supports mysql_native_password only",
                 ));
             }
-            if !self.serves(&p.name) {
-                return Err(MyClientError::new(
-                    crate::protocol::mysql::errcode::ER_BAD_DB_ERROR,
-                    "COM_CHANGE_USER cannot move a session to another pool",
-                ));
-            }
-            login::check_password(p, &user, &self.client.scramble, cu.auth_response, false).map(|()| db)
+            login::check_password(p, &user, &self.client.scramble, cu.auth_response, false)?;
+            let target = self.target_pool(&p.name)?;
+            Ok((target, db))
         });
         match checked {
-            Ok(db) => {
+            Ok((target, db)) => {
                 self.user = user;
+                self.client.named_pool = login::named_pool(&config, database.as_deref());
                 self.on_reset().await?;
                 self.out.clear();
+                // The client proved the credentials of `target`, as a new connection would.
+                self.pool = target;
                 self.state.reset(db, self.client.names.clone());
                 self.ok_local()
             }
@@ -602,10 +618,19 @@ impl Session {
         }
     }
 
-    /// Whether pool `name` is the session's current pool or the one routing starts MySQL
-    /// clients on (the session may have moved from it to a read pool).
-    fn serves(&self, name: &str) -> bool {
-        name == self.pool.config.name || self.ctx.rules().primary_pool(Protocol::MySql).is_some_and(|p| **p == *name)
+    /// The pool a COM_CHANGE_USER moves the session to: its own, or another pool whose backends
+    /// speak the same protocol (a bridged session keeps its PostgreSQL pool).
+    fn target_pool(&self, name: &str) -> Result<Rc<CorePool>, MyClientError> {
+        let same = |p: &Rc<CorePool>| p.config.backend_protocol(Protocol::MySql) == self.pool.config.backend_protocol(Protocol::MySql);
+        if name == self.pool.config.name {
+            return Ok(self.pool.clone());
+        }
+        self.ctx.pools().get(name).cloned().filter(|p| !self.is_bridged() && same(p)).ok_or_else(|| {
+            MyClientError::new(
+                crate::protocol::mysql::errcode::ER_BAD_DB_ERROR,
+                format!("COM_CHANGE_USER cannot move this session to pool \"{name}\""),
+            )
+        })
     }
 
     /// `KILL [QUERY|CONNECTION] id` / COM_PROCESS_KILL with a router-issued id: cancels that
@@ -642,6 +667,17 @@ fn parse_kill(sql: &str) -> Option<(u32, bool)> {
     words.next().is_none().then_some((id, connection))
 }
 
+/// Whether any statement of `sql` is `LOAD DATA|XML ... LOCAL INFILE`.
+fn loads_local_file(sql: &str) -> bool {
+    use crate::sql::lexer::{Lexer, Token, TokenKind};
+    let tokens: Vec<Token<'_>> = Lexer::new(sql, crate::sql::Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
+    tokens.split(|t| t.kind == TokenKind::Semicolon).any(|stmt| {
+        let local = stmt.iter().position(|t| t.is_word("LOCAL"));
+        let infile = stmt.iter().position(|t| t.is_word("INFILE"));
+        stmt.first().is_some_and(|t| t.is_word("LOAD")) && matches!((local, infile), (Some(l), Some(i)) if l < i)
+    })
+}
+
 /// Whether a statement opens a transaction block (for statement pooling's refusal).
 fn begins_transaction(sql: &str) -> bool {
     use crate::sql::lexer::{Lexer, TokenKind};
@@ -666,6 +702,16 @@ mod tests {
         assert_eq!(parse_kill("KILL QUERY ID 9"), None);
         assert_eq!(parse_kill("SELECT 1"), None);
         assert_eq!(parse_kill("KILL 1; SELECT 2"), None);
+    }
+
+    #[test]
+    fn local_infile_is_recognized() {
+        assert!(loads_local_file("LOAD DATA LOCAL INFILE '/tmp/x' INTO TABLE t"));
+        assert!(loads_local_file("load data low_priority local infile 'x' into table t"));
+        assert!(loads_local_file("SELECT 1; /* c */ LOAD XML LOCAL INFILE 'x' INTO TABLE t"));
+        assert!(!loads_local_file("LOAD DATA INFILE '/tmp/x' INTO TABLE t"));
+        assert!(!loads_local_file("SELECT 'LOAD DATA LOCAL INFILE'"));
+        assert!(!loads_local_file("SELECT local, infile FROM t"));
     }
 
     #[test]

@@ -70,6 +70,13 @@ impl Session {
             Outcome::Reject(message) => return Err(MyClientError::new(ER_REJECTED, message.to_string())),
             Outcome::Error(e) => return Err(decision_error(e)),
         };
+        if decision.step == DecisionKind::Default {
+            // No rule and no split decided: a client that named a pool as its database stays on
+            // that pool rather than the configured default.
+            if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.ctx.pools().get(n).cloned()) {
+                target = Arc::from(own.config.name.as_str());
+            }
+        }
         if decision.step == DecisionKind::ReadWriteSplit {
             target = self.ctx.replica_fallback(Protocol::MySql, target, true).map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
         }
