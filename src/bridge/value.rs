@@ -119,7 +119,7 @@ fn digits(s: &[u8]) -> Option<u32> {
 
 /// `YYYY-MM-DD` (ISO DateStyle); the rest of the input after the date. BC and years past 9999
 /// are refused: MySQL cannot represent them.
-fn parse_date(s: &[u8]) -> Option<(DateTime, &[u8])> {
+pub(super) fn parse_date(s: &[u8]) -> Option<(DateTime, &[u8])> {
     let y = s.get(..4)?;
     let rest = s.get(4..)?.strip_prefix(b"-")?;
     let m = rest.get(..2)?;
@@ -139,7 +139,7 @@ fn parse_date(s: &[u8]) -> Option<(DateTime, &[u8])> {
 }
 
 /// `HH:MM:SS[.ffffff]`; the rest of the input after it (a time zone offset, if any).
-fn parse_time(s: &[u8]) -> Option<(Time, &[u8])> {
+pub(super) fn parse_time(s: &[u8]) -> Option<(Time, &[u8])> {
     let h = digits(s.get(..2)?)?;
     let rest = s.get(2..)?.strip_prefix(b":")?;
     let m = digits(rest.get(..2)?)?;
@@ -166,7 +166,7 @@ fn parse_time(s: &[u8]) -> Option<(Time, &[u8])> {
 
 /// `YYYY-MM-DD HH:MM:SS[.ffffff][±HH[:MM[:SS]]]`: the offset of a timestamptz (already in the
 /// session's time zone) is dropped.
-fn parse_timestamp(s: &[u8]) -> Option<DateTime> {
+pub(super) fn parse_timestamp(s: &[u8]) -> Option<DateTime> {
     let (mut dt, rest) = parse_date(s)?;
     let (t, rest) = parse_time(rest.strip_prefix(b" ")?)?;
     if !(rest.is_empty() || rest.starts_with(b"+") || rest.starts_with(b"-")) {
