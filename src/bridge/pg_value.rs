@@ -386,7 +386,10 @@ enum Owned {
 }
 
 impl MyParam {
+    /// Integers of every width travel as LONGLONG (`value` holds an i64): MySQL converts them
+    /// to the column's type, and the declared type must match the 8 bytes sent.
     fn new(t: ColumnType, value: Owned) -> Self {
+        let t = if matches!(value, Owned::Int(_)) { ColumnType::LONGLONG } else { t };
         Self { ty: ValueType::new(t, false), value }
     }
 

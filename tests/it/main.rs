@@ -10,6 +10,7 @@ mod foundation;
 mod router;
 mod admin;
 mod bridge_mysql_pg;
+mod bridge_pg_mysql;
 mod health;
 mod mysql_routing;
 mod routing_api;
