@@ -299,3 +299,164 @@ fn patch(out: &mut [u8], at: usize, len: i32) {
         slot.copy_from_slice(&len.to_be_bytes());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::types::{oid, BINARY, UTF8MB4};
+    use crate::protocol::mysql::capability::{CLIENT_PROTOCOL_41, CLIENT_TRANSACTIONS};
+    use crate::protocol::mysql::codec::put_lenenc_int;
+    use crate::protocol::mysql::column::{ColumnType, NUM_FLAG};
+    use crate::protocol::mysql::{encode_binary_row, encode_text_row, BinaryValue};
+    use crate::protocol::pg::decode_frame;
+
+    /// What the backend connection negotiates (`pool::mysql`), as far as responses care.
+    const CAPS: u64 = CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS;
+
+    fn def(name: &[u8], column_type: ColumnType, charset: u16) -> Vec<u8> {
+        let mut p = Vec::new();
+        ColumnDefinition41 {
+            catalog: b"def",
+            schema: b"",
+            table: b"",
+            org_table: b"",
+            name,
+            org_name: name,
+            charset,
+            column_length: 11,
+            column_type,
+            flags: NUM_FLAG,
+            decimals: 0,
+        }
+        .encode(&mut p);
+        p
+    }
+
+    fn eof(status: u16) -> Vec<u8> {
+        let mut p = Vec::new();
+        EofPacket { warnings: 0, status }.encode(&mut p);
+        p
+    }
+
+    fn ok(affected_rows: u64, status: u16) -> Vec<u8> {
+        let mut p = Vec::new();
+        OkPacket { affected_rows, status, ..OkPacket::default() }.encode(CAPS, &mut p);
+        p
+    }
+
+    fn result_set(rows: Vec<Vec<u8>>, status: u16) -> Vec<Vec<u8>> {
+        let mut count = Vec::new();
+        put_lenenc_int(&mut count, 2);
+        let mut all = vec![count, def(b"id", ColumnType::LONG, BINARY), def(b"name", ColumnType::VAR_STRING, UTF8MB4), eof(status)];
+        all.extend(rows);
+        all.push(eof(status));
+        all
+    }
+
+    /// Feeds payloads; returns (tag, body) of each PostgreSQL message and the last step.
+    fn run(w: &mut PgResultWriter<'_>, payloads: &[Vec<u8>]) -> (Vec<(u8, Vec<u8>)>, PgStep) {
+        let mut out = Vec::new();
+        let mut step = PgStep::More;
+        for p in payloads {
+            step = w.on_payload(p, &mut out).expect("decodes");
+        }
+        let mut msgs = Vec::new();
+        let mut rest = &out[..];
+        while let Some(f) = decode_frame(rest, 1 << 20).expect("frame") {
+            msgs.push((f.tag, f.body.to_vec()));
+            rest = &rest[f.total_len..];
+        }
+        (msgs, step)
+    }
+
+    fn decode<'a>(m: &'a (u8, Vec<u8>)) -> BackendMessage<'a> {
+        BackendMessage::decode(&crate::protocol::pg::Frame::new(m.0, &m.1)).expect("message")
+    }
+
+    #[test]
+    fn text_result_set_becomes_row_description_rows_and_select_tag() {
+        let mut row1 = Vec::new();
+        encode_text_row(&[Some(b"7"), Some("é".as_bytes())], &mut row1);
+        let mut row2 = Vec::new();
+        encode_text_row(&[Some(b"-1"), None], &mut row2);
+        let mut w = PgResultWriter::new(vec!["SELECT id, name FROM t"], false, true, &[], CAPS, 0);
+        let (msgs, step) = run(&mut w, &result_set(vec![row1, row2], SERVER_STATUS_IN_TRANS));
+        assert_eq!(step, PgStep::Done);
+        assert_eq!(msgs.iter().map(|m| m.0).collect::<Vec<_>>(), b"TDDC");
+        let BackendMessage::RowDescription(rd) = decode(&msgs[0]) else { panic!("row description") };
+        let fields: Vec<_> = rd.iter().map(|f| (f.name, f.type_oid, f.type_size, f.format)).collect();
+        assert_eq!(fields, vec![("id", oid::INT4, 4, 0), ("name", oid::TEXT, -1, 0)]);
+        let BackendMessage::DataRow(v) = decode(&msgs[1]) else { panic!("data row") };
+        assert_eq!(v.iter().collect::<Vec<_>>(), vec![Some(&b"7"[..]), Some("é".as_bytes())]);
+        let BackendMessage::DataRow(v) = decode(&msgs[2]) else { panic!("data row") };
+        assert_eq!(v.iter().collect::<Vec<_>>(), vec![Some(&b"-1"[..]), None]);
+        assert_eq!(decode(&msgs[3]), BackendMessage::CommandComplete("SELECT 2"));
+        assert_eq!(w.transaction_status(), TransactionStatus::InBlock);
+        assert_eq!(w.columns().len(), 2);
+    }
+
+    #[test]
+    fn multi_statement_ok_then_error() {
+        let stmts = vec!["INSERT INTO t VALUES (1),(2),(3)", "UPDATE t SET a = 1", "INSERT INTO t VALUES (1)"];
+        let mut w = PgResultWriter::new(stmts, false, true, &[], CAPS, 0);
+        let mut err = Vec::new();
+        ErrPacket { code: 1062, sql_state: Some(*b"23000"), message: b"Duplicate entry '1' for key 'PRIMARY'" }.encode(&mut err);
+        let more = SERVER_MORE_RESULTS_EXISTS | SERVER_STATUS_IN_TRANS;
+        let (msgs, step) = run(&mut w, &[ok(3, more), ok(2, more), err]);
+        assert_eq!(step, PgStep::Done);
+        assert_eq!(decode(&msgs[0]), BackendMessage::CommandComplete("INSERT 0 3"));
+        assert_eq!(decode(&msgs[1]), BackendMessage::CommandComplete("UPDATE 2"));
+        let BackendMessage::ErrorResponse(f) = decode(&msgs[2]) else { panic!("error") };
+        assert_eq!(f.code(), Some("23505"));
+        assert_eq!(f.get(b'M'), Some("Duplicate entry '1' for key 'PRIMARY'"));
+        assert_eq!(f.get(b'D'), Some("MySQL error 1062"));
+        assert!(w.errored);
+        // MySQL keeps the transaction open after a failed statement.
+        assert_eq!(w.transaction_status(), TransactionStatus::InBlock);
+    }
+
+    #[test]
+    fn deadlock_ends_the_transaction() {
+        let mut w = PgResultWriter::new(vec!["UPDATE t SET a = 1"], false, true, &[], CAPS, SERVER_STATUS_IN_TRANS);
+        let mut err = Vec::new();
+        ErrPacket { code: 1213, sql_state: Some(*b"40001"), message: b"Deadlock found" }.encode(&mut err);
+        let (msgs, _) = run(&mut w, &[err]);
+        let BackendMessage::ErrorResponse(f) = decode(&msgs[0]) else { panic!("error") };
+        assert_eq!(f.code(), Some("40P01"));
+        assert_eq!(w.transaction_status(), TransactionStatus::Idle);
+    }
+
+    #[test]
+    fn binary_rows_in_requested_formats_without_description() {
+        let mut row = Vec::new();
+        encode_binary_row(&[BinaryValue::I32(-5), BinaryValue::Bytes(b"x")], &mut row);
+        let formats = [1, 0];
+        let mut w = PgResultWriter::new(vec!["SELECT id, name FROM t WHERE id = ?"], true, false, &formats, CAPS, 0);
+        let (msgs, step) = run(&mut w, &result_set(vec![row], 0));
+        assert_eq!(step, PgStep::Done);
+        assert_eq!(msgs.iter().map(|m| m.0).collect::<Vec<_>>(), b"DC", "Execute sends no RowDescription");
+        let BackendMessage::DataRow(v) = decode(&msgs[0]) else { panic!("data row") };
+        assert_eq!(v.iter().collect::<Vec<_>>(), vec![Some(&(-5i32).to_be_bytes()[..]), Some(&b"x"[..])]);
+        assert_eq!(decode(&msgs[1]), BackendMessage::CommandComplete("SELECT 1"));
+    }
+
+    #[test]
+    fn local_infile_is_refused() {
+        let mut w = PgResultWriter::new(vec!["LOAD DATA LOCAL INFILE 'x' INTO TABLE t"], false, true, &[], CAPS, 0);
+        let (msgs, step) = run(&mut w, &[b"\xFBx".to_vec()]);
+        assert_eq!(step, PgStep::LocalInfile);
+        let BackendMessage::ErrorResponse(f) = decode(&msgs[0]) else { panic!("error") };
+        assert_eq!(f.code(), Some("0A000"));
+        // The server's answer after the empty file is drained silently.
+        let (msgs, step) = run(&mut w, &[ok(0, 0)]);
+        assert_eq!((msgs.len(), step), (0, PgStep::Done));
+    }
+
+    #[test]
+    fn format_codes() {
+        assert_eq!(format_of(&[], 3), 0);
+        assert_eq!(format_of(&[1], 3), 1);
+        assert_eq!(format_of(&[0, 1], 1), 1);
+        assert_eq!(format_of(&[0, 1], 5), 0);
+    }
+}

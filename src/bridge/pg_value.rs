@@ -525,3 +525,134 @@ fn time_from_micros(micros: i64) -> Time {
         micros: u32::try_from(abs % 1_000_000).unwrap_or_default(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::mysql::column::ColumnType as T;
+
+    fn col(kind: PgKind) -> PgColumn {
+        PgColumn { name: "c".into(), kind, typmod: -1, value_type: ValueType::new(T::VAR_STRING, false) }
+    }
+
+    fn text_row(kind: PgKind, raw: &[u8], format: i16) -> Vec<u8> {
+        let mut out = Vec::new();
+        text_row_value(&col(kind), raw, format, &mut out);
+        out
+    }
+
+    fn bin_row(kind: PgKind, v: BinaryValue<'_>, format: i16) -> Vec<u8> {
+        let mut out = Vec::new();
+        binary_row_value(&col(kind), &v, format, &mut out);
+        out
+    }
+
+    #[test]
+    fn text_rows_in_text_format() {
+        assert_eq!(text_row(PgKind::Int8, b"-5", 0), b"-5");
+        assert_eq!(text_row(PgKind::Bytea, &[0x00, 0xFF, 0x41], 0), b"\\x00ff41");
+        assert_eq!(text_row(PgKind::Timestamp, b"2024-01-02 03:04:05.120000", 0), b"2024-01-02 03:04:05.12");
+        assert_eq!(text_row(PgKind::Timestamp, b"2024-01-02 03:04:05.000", 0), b"2024-01-02 03:04:05");
+        assert_eq!(text_row(PgKind::Timestamp, b"2024-01-02 03:04:00", 0), b"2024-01-02 03:04:00");
+        assert_eq!(text_row(PgKind::Interval, b"-838:59:58.500", 0), b"-838:59:58.5");
+        assert_eq!(text_row(PgKind::Numeric, b"100.00", 0), b"100.00");
+        assert_eq!(text_row(PgKind::Text, "日本".as_bytes(), 0), "日本".as_bytes());
+    }
+
+    #[test]
+    fn text_rows_in_binary_format() {
+        assert_eq!(text_row(PgKind::Int2, b"-128", 1), (-128i16).to_be_bytes());
+        assert_eq!(text_row(PgKind::Int4, b"65535", 1), 65535i32.to_be_bytes());
+        assert_eq!(text_row(PgKind::Int8, b"4294967295", 1), 4_294_967_295i64.to_be_bytes());
+        assert_eq!(text_row(PgKind::Float4, b"-1.5", 1), (-1.5f32).to_be_bytes());
+        assert_eq!(text_row(PgKind::Float8, b"1e300", 1), 1e300f64.to_be_bytes());
+        assert_eq!(text_row(PgKind::Date, b"2000-01-01", 1), 0i32.to_be_bytes());
+        assert_eq!(text_row(PgKind::Date, b"2024-02-29", 1), 8825i32.to_be_bytes());
+        assert_eq!(text_row(PgKind::Date, b"1999-12-31", 1), (-1i32).to_be_bytes());
+        assert_eq!(text_row(PgKind::Date, b"0000-00-00", 1), i32::MIN.to_be_bytes(), "zero date: -infinity");
+        let micros = 8825 * MICROS_PER_DAY + 3_723_000_001;
+        assert_eq!(text_row(PgKind::Timestamp, b"2024-02-29 01:02:03.000001", 1), micros.to_be_bytes());
+        let mut interval = (-(26 * 3600 + 3 * 60 + 4) * 1_000_000i64 - 5).to_be_bytes().to_vec();
+        interval.extend_from_slice(&[0; 8]);
+        assert_eq!(text_row(PgKind::Interval, b"-26:03:04.000005", 1), interval);
+        assert_eq!(text_row(PgKind::Bytea, &[1, 2], 1), [1, 2]);
+        assert_eq!(text_row(PgKind::Json, b"{\"a\": 1}", 1), b"{\"a\": 1}");
+    }
+
+    #[test]
+    fn binary_rows_both_formats() {
+        assert_eq!(bin_row(PgKind::Int2, BinaryValue::U8(255), 1), 255i16.to_be_bytes());
+        assert_eq!(bin_row(PgKind::Int8, BinaryValue::U32(u32::MAX), 0), b"4294967295");
+        assert_eq!(bin_row(PgKind::Numeric, BinaryValue::U64(u64::MAX), 0), b"18446744073709551615");
+        assert_eq!(bin_row(PgKind::Float4, BinaryValue::Float(0.1), 0), b"0.1");
+        assert_eq!(bin_row(PgKind::Float8, BinaryValue::Double(f64::NEG_INFINITY), 0), b"-Infinity");
+        let dt = DateTime { year: 2024, month: 1, day: 2, hour: 3, minute: 4, second: 5, micros: 500_000 };
+        assert_eq!(bin_row(PgKind::Timestamp, BinaryValue::DateTime(dt), 0), b"2024-01-02 03:04:05.5");
+        assert_eq!(bin_row(PgKind::Date, BinaryValue::DateTime(dt), 0), b"2024-01-02");
+        let t = Time { negative: true, days: 1, hours: 2, minutes: 3, seconds: 4, micros: 0 };
+        assert_eq!(bin_row(PgKind::Interval, BinaryValue::Time(t), 0), b"-26:03:04");
+        assert_eq!(bin_row(PgKind::Bytea, BinaryValue::Bytes(&[0xAB]), 0), b"\\xab");
+        assert_eq!(bin_row(PgKind::Date, BinaryValue::DateTime(DateTime::default()), 1), i32::MIN.to_be_bytes());
+    }
+
+    fn numeric(text: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_numeric(text, &mut out);
+        out
+    }
+
+    fn words(w: &[i16]) -> Vec<u8> {
+        w.iter().flat_map(|x| x.to_be_bytes()).collect()
+    }
+
+    #[test]
+    fn numeric_binary_form() {
+        // ndigits, weight, sign, dscale, digits.
+        assert_eq!(numeric("0"), words(&[0, 0, 0, 0]));
+        assert_eq!(numeric("0.00"), words(&[0, 0, 0, 2]));
+        assert_eq!(numeric("12345.678"), words(&[3, 1, 0, 3, 1, 2345, 6780]));
+        assert_eq!(numeric("-0.5"), words(&[1, -1, 0x4000, 1, 5000]));
+        assert_eq!(numeric("10000"), words(&[1, 1, 0, 0, 1]));
+        assert_eq!(numeric("0.0001"), words(&[1, -1, 0, 4, 1]));
+        assert_eq!(numeric("0.00000001"), words(&[1, -2, 0, 8, 1]));
+        assert_eq!(numeric("NaN"), words(&[0, 0, -0x4000, 0]));
+        for text in ["0", "12345.678", "-0.5", "10000", "0.0001", "0.00000001", "-12345678901234567890.0123456789", "18446744073709551615", "1.10"] {
+            assert_eq!(decode_numeric(&numeric(text)).as_deref(), Some(text), "round trip {text}");
+        }
+        assert_eq!(decode_numeric(&numeric("NaN")).as_deref(), Some("NaN"));
+        assert_eq!(decode_numeric(&[0, 1]), None);
+    }
+
+    #[test]
+    fn parameters_text_and_binary() {
+        let p = |oid, format, v: Option<&[u8]>| my_param(oid, format, v).map(|p| (p.ty.column_type, format!("{:?}", p.value())));
+        assert_eq!(p(oid::INT4, 0, None), Ok((T::NULL, "Null".into())));
+        assert_eq!(p(oid::INT4, 0, Some(b"42")), Ok((T::VAR_STRING, "Bytes([52, 50])".into())));
+        assert_eq!(p(oid::BOOL, 0, Some(b"true")), Ok((T::LONGLONG, "I64(1)".into())));
+        assert_eq!(p(oid::BYTEA, 0, Some(b"\\x00ff")), Ok((T::BLOB, "Bytes([0, 255])".into())));
+        assert_eq!(p(oid::INT2, 1, Some(&(-2i16).to_be_bytes())), Ok((T::LONGLONG, "I64(-2)".into())));
+        assert_eq!(p(oid::INT4, 1, Some(&7i32.to_be_bytes())), Ok((T::LONGLONG, "I64(7)".into())));
+        assert_eq!(p(oid::INT8, 1, Some(&i64::MIN.to_be_bytes())), Ok((T::LONGLONG, format!("I64({})", i64::MIN))));
+        assert_eq!(p(oid::FLOAT8, 1, Some(&0.5f64.to_be_bytes())), Ok((T::DOUBLE, "Double(0.5)".into())));
+        assert_eq!(p(oid::TEXT, 1, Some("é".as_bytes())), Ok((T::VAR_STRING, "Bytes([195, 169])".into())));
+        assert_eq!(p(oid::JSONB, 1, Some(b"\x01{}")), Ok((T::VAR_STRING, "Bytes([123, 125])".into())));
+        let mut num = Vec::new();
+        encode_numeric("-1.50", &mut num);
+        assert_eq!(p(oid::NUMERIC, 1, Some(&num)), Ok((T::NEWDECIMAL, "Bytes([45, 49, 46, 53, 48])".into())));
+        let dt = my_param(oid::TIMESTAMP, 1, Some(&(8825 * MICROS_PER_DAY + 1).to_be_bytes())).unwrap();
+        let want = DateTime { year: 2024, month: 2, day: 29, hour: 0, minute: 0, second: 0, micros: 1 };
+        assert_eq!((dt.ty.column_type, dt.value()), (T::DATETIME, BinaryValue::DateTime(want)));
+        let d = my_param(oid::DATE, 1, Some(&(-1i32).to_be_bytes())).unwrap();
+        assert_eq!(d.value(), BinaryValue::DateTime(DateTime { year: 1999, month: 12, day: 31, ..DateTime::default() }));
+        let mut iv = (-90_000_000_001i64).to_be_bytes().to_vec();
+        iv.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0]);
+        let t = my_param(oid::INTERVAL, 1, Some(&iv)).unwrap();
+        // 1 day - 25h 0.000001s = -1h 0.000001s.
+        assert_eq!(t.value(), BinaryValue::Time(Time { negative: true, days: 0, hours: 1, minutes: 0, seconds: 0, micros: 1 }));
+        let uuid = my_param(oid::UUID, 1, Some(&[0x12; 16])).unwrap();
+        assert_eq!(uuid.value(), BinaryValue::Bytes(b"12121212-1212-1212-1212-121212121212"));
+        assert!(my_param(oid::INT4, 1, Some(&[0, 1])).is_err());
+        assert!(my_param(oid::DATE, 1, Some(&i32::MAX.to_be_bytes())).is_err());
+        assert!(my_param(1007, 1, Some(&[0; 12])).is_err(), "int4[] in binary");
+    }
+}
