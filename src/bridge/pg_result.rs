@@ -303,32 +303,19 @@ fn patch(out: &mut [u8], at: usize, len: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bridge::types::{oid, BINARY, UTF8MB4};
+    use crate::bridge::types::{map_type, oid};
     use crate::protocol::mysql::capability::{CLIENT_PROTOCOL_41, CLIENT_TRANSACTIONS};
     use crate::protocol::mysql::codec::put_lenenc_int;
-    use crate::protocol::mysql::column::{ColumnType, NUM_FLAG};
     use crate::protocol::mysql::{encode_binary_row, encode_text_row, BinaryValue};
     use crate::protocol::pg::decode_frame;
 
     /// What the backend connection negotiates (`pool::mysql`), as far as responses care.
     const CAPS: u64 = CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS;
 
-    fn def(name: &[u8], column_type: ColumnType, charset: u16) -> Vec<u8> {
+    /// A MySQL column definition as the forward bridge describes PostgreSQL type `type_oid`.
+    fn def(name: &[u8], type_oid: u32) -> Vec<u8> {
         let mut p = Vec::new();
-        ColumnDefinition41 {
-            catalog: b"def",
-            schema: b"",
-            table: b"",
-            org_table: b"",
-            name,
-            org_name: name,
-            charset,
-            column_length: 11,
-            column_type,
-            flags: NUM_FLAG,
-            decimals: 0,
-        }
-        .encode(&mut p);
+        map_type(type_oid, -1).encode_definition(name, &mut p);
         p
     }
 
@@ -347,7 +334,7 @@ mod tests {
     fn result_set(rows: Vec<Vec<u8>>, status: u16) -> Vec<Vec<u8>> {
         let mut count = Vec::new();
         put_lenenc_int(&mut count, 2);
-        let mut all = vec![count, def(b"id", ColumnType::LONG, BINARY), def(b"name", ColumnType::VAR_STRING, UTF8MB4), eof(status)];
+        let mut all = vec![count, def(b"id", oid::INT4), def(b"name", oid::TEXT), eof(status)];
         all.extend(rows);
         all.push(eof(status));
         all

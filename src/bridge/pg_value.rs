@@ -8,7 +8,7 @@
 
 use super::pg_column::{PgColumn, PgKind};
 use super::types::oid;
-use super::value::{decode_bytea, parse_date, parse_time, parse_timestamp};
+use super::value::{decode_bytea, integer, parse_date, parse_time, parse_timestamp};
 use crate::protocol::mysql::column::{ColumnType, ValueType};
 use crate::protocol::mysql::value::{BinaryValue, DateTime, Time};
 
@@ -105,16 +105,8 @@ fn parse_text(kind: PgKind, raw: &[u8]) -> BinaryValue<'_> {
 
 fn as_i64(v: &BinaryValue<'_>) -> Option<i64> {
     match *v {
-        BinaryValue::I8(x) => Some(x.into()),
-        BinaryValue::U8(x) => Some(x.into()),
-        BinaryValue::I16(x) => Some(x.into()),
-        BinaryValue::U16(x) => Some(x.into()),
-        BinaryValue::I32(x) => Some(x.into()),
-        BinaryValue::U32(x) => Some(x.into()),
-        BinaryValue::I64(x) => Some(x),
-        BinaryValue::U64(x) => i64::try_from(x).ok(),
         BinaryValue::Bytes(b) => parse(b),
-        _ => None,
+        _ => integer(v).and_then(|x| i64::try_from(x).ok()),
     }
 }
 

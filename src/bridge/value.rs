@@ -225,6 +225,21 @@ fn float_text(v: f64) -> String {
     }
 }
 
+/// The value of any binary integer variant, whatever its width and sign.
+pub(super) fn integer(value: &BinaryValue<'_>) -> Option<i128> {
+    Some(match *value {
+        BinaryValue::I8(v) => v.into(),
+        BinaryValue::U8(v) => v.into(),
+        BinaryValue::I16(v) => v.into(),
+        BinaryValue::U16(v) => v.into(),
+        BinaryValue::I32(v) => v.into(),
+        BinaryValue::U32(v) => v.into(),
+        BinaryValue::I64(v) => v.into(),
+        BinaryValue::U64(v) => v.into(),
+        _ => return None,
+    })
+}
+
 /// Converts a `COM_STMT_EXECUTE` parameter for a PostgreSQL parameter of type `target` (the OID
 /// PostgreSQL inferred at prepare time): bytea travels in binary format, everything else as text
 /// PostgreSQL's input functions accept.
@@ -239,14 +254,14 @@ pub fn bind_param(value: &BinaryValue<'_>, target: u32) -> BindParam {
     };
     match *value {
         BinaryValue::Null => BindParam { format: 0, value: None },
-        BinaryValue::I8(v) => int(v.into()),
-        BinaryValue::U8(v) => int(v.into()),
-        BinaryValue::I16(v) => int(v.into()),
-        BinaryValue::U16(v) => int(v.into()),
-        BinaryValue::I32(v) => int(v.into()),
-        BinaryValue::U32(v) => int(v.into()),
-        BinaryValue::I64(v) => int(v.into()),
-        BinaryValue::U64(v) => int(v.into()),
+        BinaryValue::I8(_)
+        | BinaryValue::U8(_)
+        | BinaryValue::I16(_)
+        | BinaryValue::U16(_)
+        | BinaryValue::I32(_)
+        | BinaryValue::U32(_)
+        | BinaryValue::I64(_)
+        | BinaryValue::U64(_) => int(integer(value).unwrap_or_default()),
         // f32 → f64 is exact, but printing the f64 would show the widening noise.
         BinaryValue::Float(v) if v.is_finite() => text(v.to_string()),
         BinaryValue::Float(v) => text(float_text(f64::from(v))),
