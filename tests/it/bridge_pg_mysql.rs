@@ -268,3 +268,33 @@ fn session_mode_keeps_mysql_session_state() {
     let rows = msgs.iter().filter(|m| matches!(m, SimpleQueryMessage::Row(_))).count();
     assert_eq!(rows, 2);
 }
+
+#[test]
+fn cancel_request_kills_the_mysql_query() {
+    use mysql::prelude::Queryable;
+    let router = bridge_router("transaction");
+    let mut c = client(&router);
+    let marker = unique_name("bcancel");
+    let token = c.cancel_token();
+    let m = marker.clone();
+    let canceller = std::thread::spawn(move || {
+        let my = &dbs().my;
+        let mut admin = my.superuser_client(my.primary_port);
+        let sql = format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{m}%' AND INFO NOT LIKE '%PROCESSLIST%'");
+        crate::support::eventually(Duration::from_secs(20), "the statement runs on MariaDB", || {
+            admin.query_first::<i64, _>(&sql).ok().flatten() == Some(1)
+        });
+        token.cancel_query(postgres::NoTls).expect("send cancel");
+    });
+    // KILL QUERY interrupts SLEEP, which then returns 1 (or fails with 1317 → 57014).
+    match c.simple_query(&format!("SELECT SLEEP(60) /* {marker} */")) {
+        Ok(msgs) => {
+            let v = msgs.iter().find_map(|m| if let SimpleQueryMessage::Row(r) = m { r.get(0).map(str::to_owned) } else { None });
+            assert_eq!(v.as_deref(), Some("1"), "SLEEP was interrupted");
+        }
+        Err(e) => assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED), "{e}"),
+    }
+    canceller.join().expect("canceller");
+    let n: i32 = c.query_one("SELECT 5", &[]).expect("usable after cancel").get(0);
+    assert_eq!(n, 5);
+}
