@@ -16,6 +16,7 @@ pub mod emulated;
 pub mod errmap;
 pub mod pg_column;
 pub mod pg_params;
+pub mod pg_portal;
 pub mod pg_result;
 pub mod pg_value;
 pub mod placeholder;

@@ -298,3 +298,21 @@ fn cancel_request_kills_the_mysql_query() {
     let n: i32 = c.query_one("SELECT 5", &[]).expect("usable after cancel").get(0);
     assert_eq!(n, 5);
 }
+
+#[test]
+fn portal_row_limit_hands_out_rows_in_batches() {
+    let router = bridge_router("transaction");
+    let mut c = client(&router);
+    let mut tx = c.transaction().expect("begin");
+    let portal = tx.bind("SELECT CAST(seq AS SIGNED) FROM seq_1_to_5 ORDER BY seq", &[]).expect("bind");
+    let mut batches = Vec::new();
+    loop {
+        let rows = tx.query_portal(&portal, 2).expect("execute with a row limit");
+        if rows.is_empty() {
+            break;
+        }
+        batches.push(rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>());
+    }
+    assert_eq!(batches, vec![vec![1, 2], vec![3, 4], vec![5]]);
+    tx.commit().expect("commit");
+}

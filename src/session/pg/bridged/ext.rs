@@ -11,6 +11,7 @@ use smallvec::SmallVec;
 
 use crate::bridge::errmap;
 use crate::bridge::pg_column::{pg_column, PgColumn};
+use crate::bridge::pg_portal::{limit_rows, resume_rows};
 use crate::bridge::pg_result::{encode_error_fields, format_of, PgResultWriter};
 use crate::bridge::pg_value::{my_param, MyParam};
 use crate::bridge::placeholder::question_placeholders;
@@ -20,7 +21,7 @@ use crate::pool::ConnInfo;
 use crate::protocol::mysql::response::{classify_response, ResponseKind, StmtPrepareOk};
 use crate::protocol::mysql::{encode_execute_params, ColumnDefinition41, Command, ErrPacket, ExecuteParams};
 use crate::protocol::pg::backend::encode_row_description;
-use crate::protocol::pg::sqlstate;
+use crate::protocol::pg::{sqlstate, BackendMessage};
 use crate::session::client_error::PgClientError;
 
 use super::super::{End, Session};
@@ -56,6 +57,10 @@ pub(super) struct Portal {
     params: Vec<MyParam>,
     /// Result format codes.
     formats: Vec<i16>,
+    /// Rows of a row-limited Execute not handed out yet (PortalSuspended was sent).
+    kept: Option<Vec<u8>>,
+    /// The portal ran to completion: a further Execute returns no rows, as on PostgreSQL.
+    done: bool,
 }
 
 /// What a successful `COM_STMT_PREPARE` reported.
@@ -197,7 +202,7 @@ impl Session {
             }
         }
         let params: Vec<MyParam> = stmt.order.iter().filter_map(|i| converted.get(usize::from(*i)).cloned()).collect();
-        self.bridge.portals.insert(portal.to_owned(), Portal { stmt, params, formats: result_formats });
+        self.bridge.portals.insert(portal.to_owned(), Portal { stmt, params, formats: result_formats, kept: None, done: false });
         self.out.extend_from_slice(&[b'2', 0, 0, 0, 4]);
         Ok(())
     }
@@ -242,11 +247,23 @@ impl Session {
         let _ = encode_row_description(&fields, &mut self.out);
     }
 
-    pub(super) async fn bridged_execute(&mut self, portal: &str) -> Result<(), End> {
-        let Some(p) = self.bridge.portals.remove(portal) else {
+    pub(super) async fn bridged_execute(&mut self, portal: &str, max_rows: i32) -> Result<(), End> {
+        let Some(mut p) = self.bridge.portals.remove(portal) else {
             return self.fail_batch(PgClientError::new(INVALID_CURSOR_NAME, format!("portal \"{portal}\" does not exist")));
         };
-        let r = self.execute_portal(&p).await;
+        let max_rows = usize::try_from(max_rows).unwrap_or(0);
+        let r = match p.kept.take() {
+            Some(kept) => {
+                p.kept = resume_rows(&kept, max_rows, &mut self.out);
+                Ok(())
+            }
+            None if p.done => {
+                let _ = BackendMessage::CommandComplete("SELECT 0").encode(&mut self.out);
+                Ok(())
+            }
+            None => self.execute_portal(&mut p, max_rows).await,
+        };
+        p.done = p.kept.is_none();
         self.bridge.portals.insert(portal.to_owned(), p);
         match r {
             Ok(()) => Ok(()),
@@ -254,7 +271,7 @@ impl Session {
         }
     }
 
-    async fn execute_portal(&mut self, p: &Portal) -> Result<(), Lost> {
+    async fn execute_portal(&mut self, p: &mut Portal, max_rows: usize) -> Result<(), Lost> {
         if let Err(e) = self.my_backend().await {
             let _ = self.fail_batch(e);
             return Ok(());
@@ -276,10 +293,17 @@ impl Session {
         let cmd = Command::StmtExecute { stmt_id: id, flags: 0, iteration_count: 1, params: &params };
         let status = self.my_status();
         let mut writer = PgResultWriter::new(vec![p.stmt.sql.as_str()], true, false, &p.formats, self.my_caps(), status);
-        let mut out = std::mem::take(&mut self.out);
-        let r = self.my_run(&cmd, &mut writer, &mut out).await;
-        self.out = out;
-        r?;
+        if max_rows == 0 {
+            let mut out = std::mem::take(&mut self.out);
+            let r = self.my_run(&cmd, &mut writer, &mut out, true).await;
+            self.out = out;
+            r?;
+        } else {
+            // Held whole: only the first `max_rows` rows go out now.
+            let mut all = Vec::new();
+            self.my_run(&cmd, &mut writer, &mut all, false).await?;
+            p.kept = limit_rows(&all, max_rows, &mut self.out);
+        }
         if writer.errored {
             self.skipping = true;
         }

@@ -36,7 +36,7 @@ impl Session {
         if fresh {
             let mut scratch = Vec::new();
             let mut w = PgResultWriter::new(vec!["SET"], false, false, &[], self.my_caps(), 0);
-            let ok = self.my_run(&Command::Query(b"SET NAMES utf8mb4"), &mut w, &mut scratch).await;
+            let ok = self.my_run(&Command::Query(b"SET NAMES utf8mb4"), &mut w, &mut scratch, false).await;
             match ok {
                 Ok(()) if !w.errored => {
                     if let Some(c) = self.backend.as_mut() {
@@ -104,15 +104,15 @@ impl Session {
         }
     }
 
-    /// Sends `cmd` and feeds its whole response through `writer` into `out`, flushing the
-    /// client when `out` is the session's output and grows large.
-    pub(super) async fn my_run(&mut self, cmd: &Command<'_>, writer: &mut PgResultWriter<'_>, out: &mut Vec<u8>) -> Result<(), Lost> {
+    /// Sends `cmd` and feeds its whole response through `writer` into `out`; with `flush`
+    /// (`out` is what the client gets next, in order) it is written out as it grows large.
+    pub(super) async fn my_run(&mut self, cmd: &Command<'_>, writer: &mut PgResultWriter<'_>, out: &mut Vec<u8>, flush: bool) -> Result<(), Lost> {
         self.my_send(cmd).await?;
-        self.my_stream(writer, out).await
+        self.my_stream(writer, out, flush).await
     }
 
     /// Feeds the response already requested through `writer` until it is complete.
-    pub(super) async fn my_stream(&mut self, writer: &mut PgResultWriter<'_>, out: &mut Vec<u8>) -> Result<(), Lost> {
+    async fn my_stream(&mut self, writer: &mut PgResultWriter<'_>, out: &mut Vec<u8>, flush: bool) -> Result<(), Lost> {
         loop {
             let (payload, seq) = self.my_payload().await?;
             match writer.on_payload(&payload, out).map_err(|_| Lost)? {
@@ -126,7 +126,7 @@ impl Session {
                     rt::write_all(&mut conn.stream, &empty).await.map_err(|_| Lost)?;
                 }
             }
-            if out.len() >= CLIENT_FLUSH_AT {
+            if flush && out.len() >= CLIENT_FLUSH_AT {
                 // A vanished client is noticed at its next read; the response is still drained
                 // so the connection stays usable.
                 let r = rt::write_all(&mut self.client, out).await;

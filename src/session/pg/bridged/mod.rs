@@ -53,7 +53,7 @@ impl Session {
             }
             FrontendMessage::Describe { kind: Target::Statement, name } => self.describe_statement(name),
             FrontendMessage::Describe { kind: Target::Portal, name } => self.describe_portal(name),
-            FrontendMessage::Execute { portal, .. } => self.bridged_execute(portal).await,
+            FrontendMessage::Execute { portal, max_rows } => self.bridged_execute(portal, max_rows).await,
             FrontendMessage::Close { kind, name } => {
                 match kind {
                     Target::Statement => self.bridge.stmts.remove(name).map(|_| ()),
@@ -106,7 +106,7 @@ impl Session {
         let status = self.my_status();
         let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), status);
         let mut out = std::mem::take(&mut self.out);
-        let r = self.my_run(&Command::Query(sql.as_bytes()), &mut writer, &mut out).await;
+        let r = self.my_run(&Command::Query(sql.as_bytes()), &mut writer, &mut out, true).await;
         self.out = out;
         if r.is_err() {
             return self.bridged_lost(false).await;
