@@ -199,7 +199,7 @@ fn prepared_parameters_of_every_type() {
     row[11] = Value::Int(1); // bool from an integer
     let marks = vec!["?"; row.len()].join(", ");
     c.exec_drop(format!("INSERT INTO {table} VALUES ({marks})"), Params::Positional(row.clone())).expect("insert with parameters");
-    let nulls: Vec<Value> = std::iter::once(Value::Int(2)).chain(std::iter::repeat(Value::NULL).take(row.len() - 1)).collect();
+    let nulls: Vec<Value> = std::iter::once(Value::Int(2)).chain(std::iter::repeat_n(Value::NULL, row.len() - 1)).collect();
     c.exec_drop(format!("INSERT INTO {table} VALUES ({marks})"), Params::Positional(nulls)).expect("insert NULL parameters");
     let got: mysql::Row = c.exec_first(format!("SELECT * FROM {table} WHERE id = ?"), (1,)).expect("select").expect("row");
     assert_eq!(got.unwrap(), expected_row());

@@ -3,7 +3,8 @@
 //! backend connections, and relays responses.
 //!
 //! The loop is a `match` over message kinds delegating to one handler each; the response side
-//! lives in `relay`, statement bookkeeping in `prepared`, client login in `login`.
+//! lives in `relay`, statement bookkeeping in `prepared`, client login in `login`. A session
+//! whose pool speaks MySQL (`protocol = "mysql"`) is served by `bridged` instead.
 
 mod bridged;
 mod digest;
