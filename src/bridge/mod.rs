@@ -1,17 +1,24 @@
 //! Cross-protocol bridge: serves a MySQL client from a PostgreSQL backend (a pool whose
-//! `protocol = "postgres"` is reached from a MySQL listener).
+//! `protocol = "postgres"` is reached from a MySQL listener), and a PostgreSQL client from a
+//! MySQL backend (`protocol = "mysql"` reached from a PostgreSQL listener).
 //!
-//! Everything here is sans-IO: the MySQL session driver (`session::mysql::bridged`) owns the
-//! sockets and feeds backend messages through [`response::ResultWriter`]. What it owns: the type
-//! mapping ([`types`]), value conversion both ways ([`value`]), `?` → `$n` ([`placeholder`]),
-//! CommandComplete tags ([`tag`]), SQLSTATE → MySQL error numbers ([`errmap`]) and the table of
-//! emulated session commands ([`emulated`]).
+//! Everything here is sans-IO: the session drivers (`session::mysql::bridged`,
+//! `session::pg::bridged`) own the sockets and feed backend messages through
+//! [`response::ResultWriter`] or [`pg_result::PgResultWriter`]. What it owns: the type mappings
+//! ([`types`] PostgreSQL → MySQL, [`pg_column`] MySQL → PostgreSQL), value conversion
+//! ([`value`], [`pg_value`]), placeholders both ways ([`placeholder`]), CommandComplete tags both
+//! ways ([`tag`]), error mapping both ways ([`errmap`]), the table of emulated MySQL session
+//! commands ([`emulated`]) and the parameters a PostgreSQL client is greeted with ([`pg_params`]).
 //!
 //! May use protocol, sql, config; must not depend on session, routing, control or admin.
-//! PostgreSQL client → MySQL backend is not implemented (see README.md "Cross-protocol pools").
 
 pub mod emulated;
 pub mod errmap;
+pub mod pg_column;
+pub mod pg_params;
+pub mod pg_portal;
+pub mod pg_result;
+pub mod pg_value;
 pub mod placeholder;
 pub mod response;
 pub mod tag;

@@ -1,6 +1,7 @@
-//! MySQL `?` placeholders → PostgreSQL `$n` parameters, found with the SQL lexer so a `?` inside
-//! a string, quoted identifier or comment is left alone. The statement is lexed as PostgreSQL
-//! (it runs there), where `?|`, `?&`, `?-` and `?#` stay operators.
+//! Placeholders between the protocols, found with the SQL lexer so one inside a string, quoted
+//! identifier or comment is left alone: MySQL `?` → PostgreSQL `$n` (the statement is lexed as
+//! PostgreSQL, where it runs, so `?|`, `?&`, `?-` and `?#` stay operators), and PostgreSQL `$n` →
+//! MySQL `?` (lexed as MySQL, where backslash escapes end strings differently).
 
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
@@ -25,9 +26,41 @@ pub fn number_placeholders(sql: &str) -> (String, u16) {
     (out, n)
 }
 
+/// Rewrites each `$n` parameter to `?`; returns the text and, for each `?` in order, the
+/// 0-based PostgreSQL parameter it stands for. `$1` used twice yields two `?` both bound to
+/// parameter 0, and `$2 … $1` yields `[1, 0]`: the caller sends values in that order.
+#[must_use]
+pub fn question_placeholders(sql: &str) -> (String, Vec<u16>) {
+    let mut out = String::with_capacity(sql.len());
+    let mut copied = 0;
+    let mut order = Vec::new();
+    for t in Lexer::new(sql, Dialect::MySql) {
+        let Some(n) = t.text.strip_prefix('$').and_then(|n| n.parse::<u16>().ok()).filter(|n| *n > 0) else { continue };
+        if t.kind != TokenKind::Param {
+            continue;
+        }
+        out.push_str(sql.get(copied..t.start).unwrap_or_default());
+        out.push('?');
+        order.push(n - 1);
+        copied = t.end();
+    }
+    out.push_str(sql.get(copied..).unwrap_or_default());
+    (out, order)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dollars_to_questions_with_reuse_and_reordering() {
+        assert_eq!(question_placeholders("SELECT $1 + 1, $2"), ("SELECT ? + 1, ?".to_owned(), vec![0, 1]));
+        assert_eq!(question_placeholders("SELECT $2, $1, $2"), ("SELECT ?, ?, ?".to_owned(), vec![1, 0, 1]));
+        assert_eq!(question_placeholders("SELECT 1"), ("SELECT 1".to_owned(), vec![]));
+        let sql = "SELECT '$1', 'it\\'s $1', `a$1`, \"$2\" /* $1 */ FROM t WHERE x = $10 -- $1\n AND y = $1";
+        let want = "SELECT '$1', 'it\\'s $1', `a$1`, \"$2\" /* $1 */ FROM t WHERE x = ? -- $1\n AND y = ?";
+        assert_eq!(question_placeholders(sql), (want.to_owned(), vec![9, 0]));
+    }
 
     #[test]
     fn numbers_in_order() {

@@ -30,6 +30,8 @@ pub mod oid {
     pub const TEXT: u32 = 25;
     /// `json`.
     pub const JSON: u32 = 114;
+    /// `unknown` (an untyped literal or parameter).
+    pub const UNKNOWN: u32 = 705;
     /// `float4`.
     pub const FLOAT4: u32 = 700;
     /// `float8`.
@@ -46,6 +48,8 @@ pub mod oid {
     pub const TIMESTAMP: u32 = 1114;
     /// `timestamptz`.
     pub const TIMESTAMPTZ: u32 = 1184;
+    /// `interval`.
+    pub const INTERVAL: u32 = 1186;
     /// `numeric`.
     pub const NUMERIC: u32 = 1700;
     /// `uuid`.

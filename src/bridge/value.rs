@@ -119,7 +119,7 @@ fn digits(s: &[u8]) -> Option<u32> {
 
 /// `YYYY-MM-DD` (ISO DateStyle); the rest of the input after the date. BC and years past 9999
 /// are refused: MySQL cannot represent them.
-fn parse_date(s: &[u8]) -> Option<(DateTime, &[u8])> {
+pub(super) fn parse_date(s: &[u8]) -> Option<(DateTime, &[u8])> {
     let y = s.get(..4)?;
     let rest = s.get(4..)?.strip_prefix(b"-")?;
     let m = rest.get(..2)?;
@@ -139,7 +139,7 @@ fn parse_date(s: &[u8]) -> Option<(DateTime, &[u8])> {
 }
 
 /// `HH:MM:SS[.ffffff]`; the rest of the input after it (a time zone offset, if any).
-fn parse_time(s: &[u8]) -> Option<(Time, &[u8])> {
+pub(super) fn parse_time(s: &[u8]) -> Option<(Time, &[u8])> {
     let h = digits(s.get(..2)?)?;
     let rest = s.get(2..)?.strip_prefix(b":")?;
     let m = digits(rest.get(..2)?)?;
@@ -166,7 +166,7 @@ fn parse_time(s: &[u8]) -> Option<(Time, &[u8])> {
 
 /// `YYYY-MM-DD HH:MM:SS[.ffffff][±HH[:MM[:SS]]]`: the offset of a timestamptz (already in the
 /// session's time zone) is dropped.
-fn parse_timestamp(s: &[u8]) -> Option<DateTime> {
+pub(super) fn parse_timestamp(s: &[u8]) -> Option<DateTime> {
     let (mut dt, rest) = parse_date(s)?;
     let (t, rest) = parse_time(rest.strip_prefix(b" ")?)?;
     if !(rest.is_empty() || rest.starts_with(b"+") || rest.starts_with(b"-")) {
@@ -225,6 +225,21 @@ fn float_text(v: f64) -> String {
     }
 }
 
+/// The value of any binary integer variant, whatever its width and sign.
+pub(super) fn integer(value: &BinaryValue<'_>) -> Option<i128> {
+    Some(match *value {
+        BinaryValue::I8(v) => v.into(),
+        BinaryValue::U8(v) => v.into(),
+        BinaryValue::I16(v) => v.into(),
+        BinaryValue::U16(v) => v.into(),
+        BinaryValue::I32(v) => v.into(),
+        BinaryValue::U32(v) => v.into(),
+        BinaryValue::I64(v) => v.into(),
+        BinaryValue::U64(v) => v.into(),
+        _ => return None,
+    })
+}
+
 /// Converts a `COM_STMT_EXECUTE` parameter for a PostgreSQL parameter of type `target` (the OID
 /// PostgreSQL inferred at prepare time): bytea travels in binary format, everything else as text
 /// PostgreSQL's input functions accept.
@@ -239,14 +254,14 @@ pub fn bind_param(value: &BinaryValue<'_>, target: u32) -> BindParam {
     };
     match *value {
         BinaryValue::Null => BindParam { format: 0, value: None },
-        BinaryValue::I8(v) => int(v.into()),
-        BinaryValue::U8(v) => int(v.into()),
-        BinaryValue::I16(v) => int(v.into()),
-        BinaryValue::U16(v) => int(v.into()),
-        BinaryValue::I32(v) => int(v.into()),
-        BinaryValue::U32(v) => int(v.into()),
-        BinaryValue::I64(v) => int(v.into()),
-        BinaryValue::U64(v) => int(v.into()),
+        BinaryValue::I8(_)
+        | BinaryValue::U8(_)
+        | BinaryValue::I16(_)
+        | BinaryValue::U16(_)
+        | BinaryValue::I32(_)
+        | BinaryValue::U32(_)
+        | BinaryValue::I64(_)
+        | BinaryValue::U64(_) => int(integer(value).unwrap_or_default()),
         // f32 → f64 is exact, but printing the f64 would show the widening noise.
         BinaryValue::Float(v) if v.is_finite() => text(v.to_string()),
         BinaryValue::Float(v) => text(float_text(f64::from(v))),

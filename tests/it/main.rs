@@ -15,6 +15,7 @@ mod foundation;
 mod router;
 mod admin;
 mod bridge_mysql_pg;
+mod bridge_pg_mysql;
 mod drain;
 mod health;
 mod mysql_commands;

@@ -3,8 +3,10 @@
 //! backend connections, and relays responses.
 //!
 //! The loop is a `match` over message kinds delegating to one handler each; the response side
-//! lives in `relay`, statement bookkeeping in `prepared`, client login in `login`.
+//! lives in `relay`, statement bookkeeping in `prepared`, client login in `login`. A session
+//! whose pool speaks MySQL (`protocol = "mysql"`) is served by `bridged` instead.
 
+mod bridged;
 mod digest;
 mod flight;
 mod login;
@@ -80,6 +82,8 @@ pub(super) struct Session {
     digest: digest::DigestTracker,
     /// Bytes were sent to the backend whose response has not ended with ReadyForQuery yet.
     awaiting_ready: bool,
+    /// Statements and portals of a session served by a MySQL pool (unused otherwise).
+    bridge: bridged::Bridge,
 }
 
 /// The client's user and requested database.
@@ -108,15 +112,24 @@ pub(super) async fn refuse(ctx: Rc<CoreContext>, stream: Stream) {
     login::turn_away(&ctx, stream).await;
 }
 
-/// The server parameters of `pool`, learned from a real backend connection.
+/// The server parameters a client of `pool` is greeted with, learned from a real backend
+/// connection: the server's own, or for a MySQL pool the bridge's set for its version.
 pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String, String)>>, PoolError> {
-    if let Some(p) = pool.server_params() {
-        return Ok(p);
+    let protocol = pool.config.backend_protocol(Protocol::Postgres);
+    let params = match pool.server_params() {
+        Some(p) => p,
+        None => {
+            let deadline = rt::now() + pool.config.timeouts.acquire;
+            let conn = pool.checkout(protocol, deadline).await?;
+            pool.checkin(conn, true);
+            pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))?
+        }
+    };
+    if protocol == Protocol::Postgres {
+        return Ok(params);
     }
-    let deadline = rt::now() + pool.config.timeouts.acquire;
-    let conn = pool.checkout(Protocol::Postgres, deadline).await?;
-    pool.checkin(conn, true);
-    pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))
+    let version = params.iter().find(|(k, _)| k == "server_version").map_or("unknown", |(_, v)| v.as_str());
+    Ok(Rc::new(crate::bridge::pg_params::pg_parameters(version)))
 }
 
 impl Session {
@@ -156,6 +169,7 @@ impl Session {
             ryw,
             digest: digest::DigestTracker::default(),
             awaiting_ready: false,
+            bridge: bridged::Bridge::default(),
         }
     }
 
@@ -223,7 +237,8 @@ impl Session {
             // then; notices; its own death), so watch it too. Inside a transaction only a dying
             // backend speaks, and the next statement finds that out: racing a second read there
             // would cost an io_uring cancellation per statement.
-            let watch_backend = !idle && self.expect.is_empty() && self.tx == TransactionStatus::Idle;
+            // A bridged MySQL connection has nothing unprompted to relay.
+            let watch_backend = !idle && self.expect.is_empty() && self.tx == TransactionStatus::Idle && !self.is_bridged();
             let read = if watch_backend {
                 match self.wait_client_or_backend().await? {
                     Some(r) => Some(r),
@@ -282,6 +297,9 @@ impl Session {
         };
         if self.skipping && !matches!(decoded, FrontendMessage::Sync | FrontendMessage::Terminate) {
             return Ok(());
+        }
+        if self.is_bridged() {
+            return self.bridged_dispatch(decoded).await;
         }
         match decoded {
             FrontendMessage::Query(sql) => self.on_query(sql, raw).await,
@@ -652,6 +670,10 @@ impl Session {
 
     /// Returns the backend to the pool (cleaning it when the session ends).
     async fn release_backend(&mut self, session_end: bool) {
+        if self.is_bridged() {
+            self.my_release(session_end);
+            return;
+        }
         self.slot.set_running(None);
         self.slot.settle().await;
         let Some(mut conn) = self.backend.take() else { return };

@@ -1,0 +1,312 @@
+//! The extended query protocol over a MySQL backend: Parse prepares the statement on MySQL
+//! (so errors surface at Parse and the result columns are known for Describe), Bind converts
+//! the parameters, Execute runs `COM_STMT_EXECUTE`. Statements are kept per client under their
+//! text and prepared again on whichever connection a later Execute lands on.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+
+use smallvec::SmallVec;
+
+use crate::bridge::errmap;
+use crate::bridge::pg_column::{pg_column, PgColumn};
+use crate::bridge::pg_portal::{limit_rows, resume_rows};
+use crate::bridge::pg_result::{encode_error_fields, format_of, PgResultWriter};
+use crate::bridge::pg_value::{my_param, MyParam};
+use crate::bridge::placeholder::question_placeholders;
+use crate::bridge::types::oid;
+use crate::config::PoolMode;
+use crate::pool::ConnInfo;
+use crate::protocol::mysql::response::{classify_response, ResponseKind, StmtPrepareOk};
+use crate::protocol::mysql::{encode_execute_params, ColumnDefinition41, Command, ErrPacket, ExecuteParams};
+use crate::protocol::pg::backend::encode_row_description;
+use crate::protocol::pg::{sqlstate, BackendMessage};
+use crate::session::client_error::PgClientError;
+
+use super::super::{End, Session};
+use super::io::Lost;
+
+/// `invalid_sql_statement_name`.
+const INVALID_SQL_STATEMENT_NAME: &str = "26000";
+/// `invalid_cursor_name`.
+const INVALID_CURSOR_NAME: &str = "34000";
+/// `invalid_binary_representation`.
+const INVALID_BINARY_REPRESENTATION: &str = "22P03";
+
+/// A statement the client prepared.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    /// Identity of the MySQL text on backend connections.
+    key: u64,
+    /// The text with `$n` rewritten to `?`.
+    sql: String,
+    /// For each `?`, the 0-based PostgreSQL parameter it takes.
+    order: Vec<u16>,
+    /// Parameter types as declared by Parse (0: unspecified, described as text).
+    param_types: Vec<u32>,
+    /// Result columns MySQL reported at prepare time.
+    columns: Vec<PgColumn>,
+}
+
+/// A bound portal.
+#[derive(Debug)]
+pub(super) struct Portal {
+    stmt: Rc<Prepared>,
+    /// Parameters in MySQL's `?` order.
+    params: Vec<MyParam>,
+    /// Result format codes.
+    formats: Vec<i16>,
+    /// Rows of a row-limited Execute not handed out yet (PortalSuspended was sent).
+    kept: Option<Vec<u8>>,
+    /// The portal ran to completion: a further Execute returns no rows, as on PostgreSQL.
+    done: bool,
+}
+
+/// What a successful `COM_STMT_PREPARE` reported.
+struct PrepareOk {
+    id: u32,
+    columns: Vec<PgColumn>,
+}
+
+fn key_of(sql: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    sql.hash(&mut h);
+    h.finish()
+}
+
+impl Session {
+    pub(super) async fn bridged_parse(&mut self, name: &str, query: &str, mut types: Vec<u32>) -> Result<(), End> {
+        if self.mode() == PoolMode::Statement && super::super::begins_transaction(query) {
+            return self.fail_batch(PgClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "transaction blocks are not allowed in statement pooling mode",
+            ));
+        }
+        let (sql, order) = question_placeholders(query);
+        let count = order.iter().max().map_or(0, |m| usize::from(*m) + 1).max(types.len());
+        types.resize(count, 0);
+        if let Err(e) = self.my_backend().await {
+            return self.fail_batch(e);
+        }
+        let key = key_of(&sql);
+        // Columns this session already learned for the same text; otherwise it is prepared
+        // afresh even when the connection has it (another client's statement), to learn them.
+        let known = self.bridge.stmts.values().find(|s| s.key == key).map(|s| s.columns.clone());
+        let columns = match self.ensure_prepared(key, &sql, known.is_none()).await {
+            Ok(Ok((_, columns))) => columns.or(known),
+            Ok(Err(())) => {
+                self.skipping = true;
+                return Ok(());
+            }
+            Err(Lost) => return self.bridged_lost(true).await,
+        };
+        let stmt = Prepared { key, sql, order, param_types: types, columns: columns.unwrap_or_default() };
+        self.bridge.stmts.insert(name.to_owned(), Rc::new(stmt));
+        self.out.extend_from_slice(&[b'1', 0, 0, 0, 4]);
+        Ok(())
+    }
+
+    /// The backend statement id of `sql` on the attached connection, preparing it there when
+    /// needed or when `describe` asks for its columns (evicting the coldest statement at the
+    /// pool's limit). The columns are returned when it was prepared now. `Ok(Err(()))`: MySQL
+    /// refused it and the client was told.
+    async fn ensure_prepared(&mut self, key: u64, sql: &str, describe: bool) -> Result<Result<(u32, Option<Vec<PgColumn>>), ()>, Lost> {
+        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
+        let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) else { return Err(Lost) };
+        let mut stale = None;
+        if let Some(i) = info.prepared.iter().position(|(k, _)| *k == key) {
+            let entry = info.prepared.remove(i);
+            if !describe {
+                // Most recently used last, so eviction takes the coldest.
+                info.prepared.push(entry);
+                return Ok(Ok((entry.1, None)));
+            }
+            stale = Some(entry);
+        } else if info.prepared.len() >= limit && !info.prepared.is_empty() {
+            stale = Some(info.prepared.remove(0));
+        }
+        if let Some((_, id)) = stale {
+            // COM_STMT_CLOSE has no response.
+            self.my_send(&Command::StmtClose(id)).await?;
+        }
+        let Some(ok) = self.my_prepare(sql).await? else { return Ok(Err(())) };
+        if let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) {
+            info.prepared.push((key, ok.id));
+        }
+        Ok(Ok((ok.id, Some(ok.columns))))
+    }
+
+    /// `COM_STMT_PREPARE`; `None` when MySQL refused (the ErrorResponse is written).
+    async fn my_prepare(&mut self, sql: &str) -> Result<Option<PrepareOk>, Lost> {
+        self.my_send(&Command::StmtPrepare(sql.as_bytes())).await?;
+        let (first, _) = self.my_payload().await?;
+        if classify_response(&first).map_err(|_| Lost)? == ResponseKind::Err {
+            self.slot.set_running(None);
+            let err = ErrPacket::decode(&first).map_err(|_| Lost)?;
+            let state = errmap::sqlstate(err.code, err.sql_state);
+            let detail = format!("MySQL error {}", err.code);
+            encode_error_fields(std::str::from_utf8(&state).unwrap_or("XX000"), &String::from_utf8_lossy(err.message), Some(&detail), &mut self.out);
+            return Ok(None);
+        }
+        let ok = StmtPrepareOk::decode(&first).map_err(|_| Lost)?;
+        // Parameter definitions say nothing useful (MySQL types parameters at execute time).
+        self.skip_definitions(ok.num_params).await?;
+        let mut columns = Vec::with_capacity(usize::from(ok.num_columns));
+        for _ in 0..ok.num_columns {
+            let (payload, _) = self.my_payload().await?;
+            columns.push(pg_column(&ColumnDefinition41::decode(&payload).map_err(|_| Lost)?));
+        }
+        if ok.num_columns > 0 {
+            self.my_payload().await?; // EOF
+        }
+        self.slot.set_running(None);
+        Ok(Some(PrepareOk { id: ok.stmt_id, columns }))
+    }
+
+    async fn skip_definitions(&mut self, count: u16) -> Result<(), Lost> {
+        for _ in 0..count {
+            self.my_payload().await?;
+        }
+        if count > 0 {
+            self.my_payload().await?; // EOF
+        }
+        Ok(())
+    }
+
+    pub(super) fn bridged_bind(
+        &mut self,
+        portal: &str,
+        statement: &str,
+        formats: &[i16],
+        values: &[Option<&[u8]>],
+        result_formats: Vec<i16>,
+    ) -> Result<(), End> {
+        let Some(stmt) = self.bridge.stmts.get(statement).cloned() else {
+            let msg = format!("prepared statement \"{statement}\" does not exist");
+            return self.fail_batch(PgClientError::new(INVALID_SQL_STATEMENT_NAME, msg));
+        };
+        if values.len() != stmt.param_types.len() {
+            let msg = format!(
+                "bind message supplies {} parameters, but prepared statement \"{statement}\" requires {}",
+                values.len(),
+                stmt.param_types.len()
+            );
+            return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, msg));
+        }
+        let mut converted = Vec::with_capacity(values.len());
+        for (i, (v, ty)) in values.iter().zip(&stmt.param_types).enumerate() {
+            match my_param(*ty, format_of(formats, i), *v) {
+                Ok(p) => converted.push(p),
+                Err(e) => return self.fail_batch(PgClientError::new(INVALID_BINARY_REPRESENTATION, e.to_string())),
+            }
+        }
+        let params: Vec<MyParam> = stmt.order.iter().filter_map(|i| converted.get(usize::from(*i)).cloned()).collect();
+        self.bridge.portals.insert(portal.to_owned(), Portal { stmt, params, formats: result_formats, kept: None, done: false });
+        self.out.extend_from_slice(&[b'2', 0, 0, 0, 4]);
+        Ok(())
+    }
+
+    pub(super) fn describe_statement(&mut self, name: &str) -> Result<(), End> {
+        let Some(stmt) = self.bridge.stmts.get(name).cloned() else {
+            return self.fail_batch(PgClientError::new(INVALID_SQL_STATEMENT_NAME, format!("prepared statement \"{name}\" does not exist")));
+        };
+        let start = self.out.len();
+        self.out.push(b't');
+        self.out.extend_from_slice(&[0; 4]);
+        self.out.extend_from_slice(&u16::try_from(stmt.param_types.len()).unwrap_or(u16::MAX).to_be_bytes());
+        for ty in &stmt.param_types {
+            let described = if *ty == 0 { oid::TEXT } else { *ty };
+            self.out.extend_from_slice(&described.to_be_bytes());
+        }
+        let len = u32::try_from(self.out.len() - start - 1).unwrap_or(u32::MAX);
+        if let Some(slot) = self.out.get_mut(start + 1..start + 5) {
+            slot.copy_from_slice(&len.to_be_bytes());
+        }
+        self.describe_rows(&stmt.columns, &[]);
+        Ok(())
+    }
+
+    pub(super) fn describe_portal(&mut self, name: &str) -> Result<(), End> {
+        let Some(p) = self.bridge.portals.get(name) else {
+            return self.fail_batch(PgClientError::new(INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist")));
+        };
+        let (stmt, formats) = (p.stmt.clone(), p.formats.clone());
+        self.describe_rows(&stmt.columns, &formats);
+        Ok(())
+    }
+
+    /// RowDescription of `columns` in `formats`, or NoData.
+    fn describe_rows(&mut self, columns: &[PgColumn], formats: &[i16]) {
+        if columns.is_empty() {
+            self.out.extend_from_slice(&[b'n', 0, 0, 0, 4]);
+            return;
+        }
+        let fields: Vec<_> = columns.iter().enumerate().map(|(i, c)| c.field(format_of(formats, i))).collect();
+        // MySQL column names hold no NUL; an over-long description cannot be sent.
+        let _ = encode_row_description(&fields, &mut self.out);
+    }
+
+    pub(super) async fn bridged_execute(&mut self, portal: &str, max_rows: i32) -> Result<(), End> {
+        let Some(mut p) = self.bridge.portals.remove(portal) else {
+            return self.fail_batch(PgClientError::new(INVALID_CURSOR_NAME, format!("portal \"{portal}\" does not exist")));
+        };
+        let max_rows = usize::try_from(max_rows).unwrap_or(0);
+        let r = match p.kept.take() {
+            Some(kept) => {
+                p.kept = resume_rows(&kept, max_rows, &mut self.out);
+                Ok(())
+            }
+            None if p.done => {
+                let _ = BackendMessage::CommandComplete("SELECT 0").encode(&mut self.out);
+                Ok(())
+            }
+            None => self.execute_portal(&mut p, max_rows).await,
+        };
+        p.done = p.kept.is_none();
+        self.bridge.portals.insert(portal.to_owned(), p);
+        match r {
+            Ok(()) => Ok(()),
+            Err(Lost) => self.bridged_lost(true).await,
+        }
+    }
+
+    async fn execute_portal(&mut self, p: &mut Portal, max_rows: usize) -> Result<(), Lost> {
+        if let Err(e) = self.my_backend().await {
+            let _ = self.fail_batch(e);
+            return Ok(());
+        }
+        let id = match self.ensure_prepared(p.stmt.key, &p.stmt.sql, false).await? {
+            Ok((id, _)) => id,
+            Err(()) => {
+                self.skipping = true;
+                return Ok(());
+            }
+        };
+        let block = ExecuteParams {
+            new_params_bound: true,
+            types: p.params.iter().map(|x| x.ty).collect(),
+            values: p.params.iter().map(|x| Some(x.value())).collect::<SmallVec<_>>(),
+        };
+        let mut params = Vec::with_capacity(16 * p.params.len());
+        encode_execute_params(&block, &mut params);
+        let cmd = Command::StmtExecute { stmt_id: id, flags: 0, iteration_count: 1, params: &params };
+        let status = self.my_status();
+        let mut writer = PgResultWriter::new(vec![p.stmt.sql.as_str()], true, false, &p.formats, self.my_caps(), status);
+        if max_rows == 0 {
+            let mut out = std::mem::take(&mut self.out);
+            let r = self.my_run(&cmd, &mut writer, &mut out, true).await;
+            self.out = out;
+            r?;
+        } else {
+            // Held whole: only the first `max_rows` rows go out now.
+            let mut all = Vec::new();
+            self.my_run(&cmd, &mut writer, &mut all, false).await?;
+            p.kept = limit_rows(&all, max_rows, &mut self.out);
+        }
+        if writer.errored {
+            self.skipping = true;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,166 @@
+//! MySQL backend I/O for a bridged PostgreSQL session: checkout (setting `utf8mb4` once per
+//! connection), sending one command, reading payloads, streaming a response through the
+//! bridge's `PgResultWriter`, and giving the connection back.
+
+use crate::bridge::pg_result::{PgResultWriter, PgStep};
+use crate::config::{PoolMode, Protocol};
+use crate::pool::ConnInfo;
+use crate::protocol::mysql::{decode_payload, encode_packets, Command};
+use crate::protocol::pg::TransactionStatus;
+use crate::rt;
+use crate::session::cancel::{CancelTarget, TargetKind};
+use crate::session::client_error::PgClientError;
+
+use super::super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
+
+/// Largest backend payload accepted (MySQL's own `max_allowed_packet` ceiling).
+const MAX_BACKEND_PAYLOAD: usize = 1 << 30;
+/// `conn.settings` of a connection the bridge switched to `utf8mb4` (any value but 0).
+const UTF8MB4_SETTINGS: u64 = 0x5150_7574_6638_6d62;
+
+/// The backend connection broke or spoke out of turn.
+#[derive(Debug)]
+pub(super) struct Lost;
+
+impl Session {
+    /// Attaches a MySQL connection; a fresh one gets `SET NAMES utf8mb4` (PostgreSQL clients
+    /// speak UTF-8).
+    pub(super) async fn my_backend(&mut self) -> Result<(), PgClientError> {
+        if self.backend.is_some() {
+            return Ok(());
+        }
+        let deadline = rt::now() + self.pool.config.timeouts.acquire;
+        let conn = self.pool.checkout(Protocol::MySql, deadline).await.map_err(|e| PgClientError::from(&e))?;
+        let fresh = conn.settings != UTF8MB4_SETTINGS;
+        self.backend = Some(conn);
+        if fresh {
+            let mut scratch = Vec::new();
+            let mut w = PgResultWriter::new(vec!["SET"], false, false, &[], self.my_caps(), 0);
+            let ok = self.my_run(&Command::Query(b"SET NAMES utf8mb4"), &mut w, &mut scratch, false).await;
+            match ok {
+                Ok(()) if !w.errored => {
+                    if let Some(c) = self.backend.as_mut() {
+                        c.settings = UTF8MB4_SETTINGS;
+                    }
+                }
+                _ => {
+                    self.drop_my_backend();
+                    return Err(PgClientError::new(
+                        crate::protocol::pg::sqlstate::CONNECTION_FAILURE,
+                        "cannot set utf8mb4 on the MySQL backend connection",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Capabilities of the attached MySQL connection.
+    pub(super) fn my_caps(&self) -> u64 {
+        match self.backend.as_ref().map(|c| &c.info) {
+            Some(ConnInfo::MySql(info)) => info.capabilities,
+            _ => 0,
+        }
+    }
+
+    /// Closes the attached connection (an open transaction rolls back).
+    pub(super) fn drop_my_backend(&mut self) {
+        if let Some(mut c) = self.backend.take() {
+            c.broken = true;
+            self.pool.checkin(c, false);
+        }
+        self.slot.set_running(None);
+        self.tx = TransactionStatus::Idle;
+    }
+
+    /// Sends `cmd` (sequence 0), marking the statement cancellable by `KILL QUERY`.
+    pub(super) async fn my_send(&mut self, cmd: &Command<'_>) -> Result<(), Lost> {
+        let caps = self.my_caps();
+        let conn = self.backend.as_mut().ok_or(Lost)?;
+        if let ConnInfo::MySql(info) = &conn.info {
+            self.slot.set_running(Some(CancelTarget { addr: conn.addr, kind: TargetKind::MySql { thread_id: info.thread_id } }));
+        }
+        let mut payload = Vec::with_capacity(64);
+        cmd.encode(caps, &mut payload);
+        self.bout.clear();
+        encode_packets(&payload, 0, &mut self.bout);
+        let r = rt::write_all(&mut conn.stream, &self.bout).await;
+        self.bout.clear();
+        r.map_err(|_| Lost)
+    }
+
+    /// Reads one logical payload and its last sequence id.
+    pub(super) async fn my_payload(&mut self) -> Result<(Vec<u8>, u8), Lost> {
+        let conn = self.backend.as_mut().ok_or(Lost)?;
+        loop {
+            if let Some(f) = decode_payload(&conn.rbuf, MAX_BACKEND_PAYLOAD).map_err(|_| Lost)? {
+                let (payload, seq, n) = (f.payload.into_owned(), f.last_seq, f.consumed);
+                conn.rbuf.drain(..n);
+                return Ok((payload, seq));
+            }
+            if rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await.map_err(|_| Lost)? == 0 {
+                return Err(Lost);
+            }
+        }
+    }
+
+    /// Sends `cmd` and feeds its whole response through `writer` into `out`; with `flush`
+    /// (`out` is what the client gets next, in order) it is written out as it grows large.
+    pub(super) async fn my_run(&mut self, cmd: &Command<'_>, writer: &mut PgResultWriter<'_>, out: &mut Vec<u8>, flush: bool) -> Result<(), Lost> {
+        self.my_send(cmd).await?;
+        self.my_stream(writer, out, flush).await
+    }
+
+    /// Feeds the response already requested through `writer` until it is complete.
+    async fn my_stream(&mut self, writer: &mut PgResultWriter<'_>, out: &mut Vec<u8>, flush: bool) -> Result<(), Lost> {
+        loop {
+            let (payload, seq) = self.my_payload().await?;
+            match writer.on_payload(&payload, out).map_err(|_| Lost)? {
+                PgStep::More => {}
+                PgStep::Done => break,
+                PgStep::LocalInfile => {
+                    // No file: an empty packet ends the transfer; the server then answers.
+                    let conn = self.backend.as_mut().ok_or(Lost)?;
+                    let mut empty = Vec::new();
+                    encode_packets(&[], seq.wrapping_add(1), &mut empty);
+                    rt::write_all(&mut conn.stream, &empty).await.map_err(|_| Lost)?;
+                }
+            }
+            if flush && out.len() >= CLIENT_FLUSH_AT {
+                // A vanished client is noticed at its next read; the response is still drained
+                // so the connection stays usable.
+                let r = rt::write_all(&mut self.client, out).await;
+                out.clear();
+                let _ = r;
+            }
+        }
+        self.slot.set_running(None);
+        if let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) {
+            info.status = writer.status;
+        }
+        self.tx = writer.transaction_status();
+        Ok(())
+    }
+
+    /// Gives the connection back when the pool mode allows: no transaction open and not
+    /// session pooling.
+    pub(super) fn my_maybe_release(&mut self) {
+        if self.mode() != PoolMode::Session && self.tx == TransactionStatus::Idle {
+            self.my_release(false);
+        }
+    }
+
+    /// Returns the connection to the pool. One inside a transaction is closed (rolling it
+    /// back); so is one at the end of a session-pooled session, whose session state (variables,
+    /// temporary tables) must not reach another client.
+    pub(in crate::session::pg) fn my_release(&mut self, session_end: bool) {
+        self.slot.set_running(None);
+        let Some(mut conn) = self.backend.take() else { return };
+        let clean = self.tx == TransactionStatus::Idle && !conn.broken && !(session_end && self.mode() == PoolMode::Session);
+        if clean {
+            conn.last_used = rt::now();
+        }
+        self.pool.checkin(conn, clean);
+        self.tx = TransactionStatus::Idle;
+    }
+}

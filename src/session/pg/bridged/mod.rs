@@ -1,0 +1,140 @@
+//! A PostgreSQL session served by a MySQL pool (`protocol = "mysql"` on the pool): messages run
+//! through the `bridge` module's translation instead of being relayed. A simple Query becomes
+//! `COM_QUERY` (MySQL runs every statement of a multi-statement string, as PostgreSQL does);
+//! the extended protocol becomes `COM_STMT_PREPARE` at Parse (`$n` rewritten to `?`, repeated or
+//! reordered parameters duplicated in the order MySQL needs them) and `COM_STMT_EXECUTE` at
+//! Execute, with results in the formats the Bind asked for.
+//!
+//! Transactions: statements pass through; ReadyForQuery reports MySQL's `IN_TRANS` status flag,
+//! and transaction pooling gives the connection back whenever MySQL reports none open.
+
+mod ext;
+mod io;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::bridge::pg_result::PgResultWriter;
+use crate::bridge::tag::statements;
+use crate::config::{PoolMode, Protocol};
+use crate::protocol::mysql::Command;
+use crate::protocol::pg::{backend, sqlstate, FrontendMessage, Target};
+use crate::session::client_error::PgClientError;
+
+use super::{End, Session};
+
+/// The bridged part of a PostgreSQL session's state.
+#[derive(Debug, Default)]
+pub(in crate::session::pg) struct Bridge {
+    /// Prepared statements by client name ("" = unnamed).
+    stmts: HashMap<String, Rc<ext::Prepared>>,
+    /// Bound portals by name.
+    portals: HashMap<String, ext::Portal>,
+}
+
+impl Session {
+    /// Whether this session is served by a MySQL pool through the bridge.
+    pub(super) fn is_bridged(&self) -> bool {
+        self.pool.config.backend_protocol(Protocol::Postgres) == Protocol::MySql
+    }
+
+    /// Handles one client message of a bridged session.
+    pub(super) async fn bridged_dispatch(&mut self, msg: FrontendMessage<'_>) -> Result<(), End> {
+        match msg {
+            FrontendMessage::Query(sql) => self.bridged_query(sql).await,
+            FrontendMessage::Parse { name, query, param_types } => {
+                let types: Vec<u32> = param_types.iter().collect();
+                self.bridged_parse(name, query, types).await
+            }
+            FrontendMessage::Bind { portal, statement, param_formats, params, result_formats } => {
+                let formats: Vec<i16> = param_formats.iter().collect();
+                let values: Vec<Option<&[u8]>> = params.iter().collect();
+                self.bridged_bind(portal, statement, &formats, &values, result_formats.iter().collect())
+            }
+            FrontendMessage::Describe { kind: Target::Statement, name } => self.describe_statement(name),
+            FrontendMessage::Describe { kind: Target::Portal, name } => self.describe_portal(name),
+            FrontendMessage::Execute { portal, max_rows } => self.bridged_execute(portal, max_rows).await,
+            FrontendMessage::Close { kind, name } => {
+                match kind {
+                    Target::Statement => self.bridge.stmts.remove(name).map(|_| ()),
+                    Target::Portal => self.bridge.portals.remove(name).map(|_| ()),
+                };
+                self.out.extend_from_slice(&[b'3', 0, 0, 0, 4]);
+                Ok(())
+            }
+            FrontendMessage::Flush => self.flush_client().await,
+            FrontendMessage::Sync => {
+                self.skipping = false;
+                backend::encode_ready_for_query(self.tx, &mut self.out);
+                self.my_maybe_release();
+                self.flush_client().await
+            }
+            FrontendMessage::Terminate => Err(End::ClientGone),
+            FrontendMessage::CopyData(_) | FrontendMessage::CopyDone | FrontendMessage::CopyFail(_) => Ok(()),
+            FrontendMessage::FunctionCall(_) => {
+                PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "function calls are not supported through a cross-protocol pool")
+                    .encode(&mut self.out);
+                backend::encode_ready_for_query(self.tx, &mut self.out);
+                self.flush_client().await
+            }
+            FrontendMessage::Password(_) => {
+                self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "unexpected password message")).await
+            }
+        }
+    }
+
+    /// A simple Query: `COM_QUERY` with the text as written, each result translated.
+    async fn bridged_query(&mut self, sql: &str) -> Result<(), End> {
+        if self.mode() == PoolMode::Statement && super::begins_transaction(sql) {
+            PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "transaction blocks are not allowed in statement pooling mode")
+                .encode(&mut self.out);
+            backend::encode_ready_for_query(self.tx, &mut self.out);
+            return self.flush_client().await;
+        }
+        let parts = statements(sql);
+        if parts.is_empty() {
+            // MySQL refuses an empty query; PostgreSQL answers EmptyQueryResponse.
+            self.out.extend_from_slice(&[b'I', 0, 0, 0, 4]);
+            backend::encode_ready_for_query(self.tx, &mut self.out);
+            return self.flush_client().await;
+        }
+        if let Err(e) = self.my_backend().await {
+            e.encode(&mut self.out);
+            backend::encode_ready_for_query(self.tx, &mut self.out);
+            return self.flush_client().await;
+        }
+        let status = self.my_status();
+        let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), status);
+        let mut out = std::mem::take(&mut self.out);
+        let r = self.my_run(&Command::Query(sql.as_bytes()), &mut writer, &mut out, true).await;
+        self.out = out;
+        if r.is_err() {
+            return self.bridged_lost(false).await;
+        }
+        backend::encode_ready_for_query(self.tx, &mut self.out);
+        self.my_maybe_release();
+        self.flush_client().await
+    }
+
+    /// Status flags of the attached connection's last response.
+    fn my_status(&self) -> u16 {
+        match self.backend.as_ref().map(|c| &c.info) {
+            Some(crate::pool::ConnInfo::MySql(info)) => info.status,
+            _ => 0,
+        }
+    }
+
+    /// The MySQL connection failed mid-command: tell the client, stay alive. In an
+    /// extended-protocol batch the rest is skipped until Sync, which sends ReadyForQuery.
+    async fn bridged_lost(&mut self, batch: bool) -> Result<(), End> {
+        self.drop_my_backend();
+        PgClientError::new(sqlstate::CONNECTION_FAILURE, "the backend connection was lost; the statement may not have completed")
+            .encode(&mut self.out);
+        if batch {
+            self.skipping = true;
+            return Ok(());
+        }
+        backend::encode_ready_for_query(self.tx, &mut self.out);
+        self.flush_client().await
+    }
+}
