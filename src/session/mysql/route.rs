@@ -74,7 +74,7 @@ impl Session {
             // No rule and no split decided: a client that named a pool as its database stays on
             // that pool rather than the configured default.
             if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.ctx.pools().get(n).cloned()) {
-                target = Arc::from(own.config.name.as_str());
+                target = own.name().clone();
             }
         }
         if decision.step == DecisionKind::ReadWriteSplit {
@@ -107,7 +107,7 @@ impl Session {
     /// read then falls back as `routing.replica_fallback` says instead of failing.
     async fn connect_split(&mut self) -> Result<(), MyClientError> {
         let Err(e) = self.ensure_backend().await else { return Ok(()) };
-        let current: Arc<str> = Arc::from(self.pool.config.name.as_str());
+        let current = self.pool.name().clone();
         let next = match self.ctx.replica_fallback(Protocol::MySql, current.clone(), true) {
             Ok(next) if next != current => next,
             _ => return Err(e),

@@ -107,7 +107,7 @@ impl Session {
     /// read then falls back as `routing.replica_fallback` says instead of failing.
     async fn connect_split(&mut self, runs: bool) -> Result<(), PgClientError> {
         let Err(e) = self.ensure_backend().await else { return Ok(()) };
-        let current: Arc<str> = Arc::from(self.pool.config.name.as_str());
+        let current = self.pool.name().clone();
         let next = match self.ctx.replica_fallback(Protocol::Postgres, current.clone(), runs) {
             Ok(next) if next != current => next,
             _ => return Err(e),
