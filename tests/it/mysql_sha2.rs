@@ -107,17 +107,8 @@ impl Conn {
 
     fn serve(mut self, mode: Mode, id: u32, key: &RsaPrivateKey, seen: &Seen) -> std::io::Result<()> {
         let scramble: [u8; 20] = std::array::from_fn(|_| rand::random::<u8>() % 94 + 33);
-        let caps = CLIENT_LONG_PASSWORD
-            | CLIENT_LONG_FLAG
-            | CLIENT_CONNECT_WITH_DB
-            | CLIENT_PROTOCOL_41
-            | CLIENT_TRANSACTIONS
-            | CLIENT_SECURE_CONNECTION
-            | CLIENT_MULTI_STATEMENTS
-            | CLIENT_MULTI_RESULTS
-            | CLIENT_PS_MULTI_RESULTS
-            | CLIENT_PLUGIN_AUTH
-            | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA;
+        // A server offering exactly what the router asks for.
+        let caps = querypilot::pool::MYSQL_BACKEND_CAPABILITIES;
         let greeting = HandshakeV10 {
             server_version: b"8.0.36-fake",
             connection_id: id,

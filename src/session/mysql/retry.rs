@@ -29,7 +29,7 @@ impl Session {
     /// rule or pool says so. `Err` means the backend was lost.
     pub(super) async fn send_and_relay(&mut self, payload: &[u8], grammar: Grammar) -> Result<Relayed, ()> {
         self.bout.clear();
-        encode_packets(payload, 0, &mut self.bout);
+        self.bseq = Some(encode_packets(payload, 0, &mut self.bout));
         self.flush_and_relay(grammar, true).await
     }
 
@@ -42,6 +42,8 @@ impl Session {
             return self.relay_response(grammar, true).await;
         }
         let resend = self.bout.clone();
+        // The sequence id the response to `resend` starts at, for every attempt.
+        let bseq = self.bseq;
         let mut attempts = Attempts::new(policy, rt::now());
         let interrupt = self.slot.watch();
         self.flush_backend().await?;
@@ -71,6 +73,7 @@ impl Session {
             self.compact();
             self.bout.clear();
             self.bout.extend_from_slice(&resend);
+            self.bseq = bseq;
             self.flush_backend().await?;
         };
         let relayed = self.relay_response(grammar, true).await?;
