@@ -257,57 +257,74 @@ fn pg_reader(port: u16, stop: Arc<AtomicBool>, tally: Arc<Tally>) {
     }
 }
 
+/// Readers running split-eligible reads through a read/write split while the replica is
+/// stopped and restarted: reads move to the primary and come back, and only statements
+/// running on the replica when it stopped may fail (one per reader at most).
+struct ReplicaUnderLoad<'a> {
+    env: &'a Dbs,
+    protocol: &'a str,
+    /// (user, password, database, primary port, replica port).
+    server: (&'a str, &'a str, &'a str, u16, u16),
+    replica: Server,
+}
+
+impl ReplicaUnderLoad<'_> {
+    fn run(&self, spawn_reader: impl Fn(u16, Arc<AtomicBool>, Arc<Tally>) -> thread::JoinHandle<()>) {
+        const READERS: usize = 4;
+        let (user, password, database, primary_port, replica_port) = self.server;
+        let pool = |name: &str, port: u16| {
+            format!(
+                "[pools.{name}]\nmode = \"transaction\"\nusername = \"{user}\"\npassword = \"{password}\"\ndatabase = \"{database}\"\n\
+                 max_connections = 8\nacquire_timeout = \"20s\"\nconnect_timeout = \"5s\"\n\
+                 backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
+                 [pools.{name}.health]\ninterval = \"200ms\"\nfailure_threshold = 2\nsuccess_threshold = 2\n\n",
+            )
+        };
+        let r = Router::start(&format!(
+            "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"{}\"\nbind = \"127.0.0.1:0\"\n\n{}{}\
+             [routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n",
+            self.protocol,
+            pool("primary", primary_port),
+            pool("replica", replica_port)
+        ));
+        let stop = Arc::new(AtomicBool::new(false));
+        let tally = Arc::new(Tally::default());
+        let readers: Vec<_> = (0..READERS).map(|_| spawn_reader(r.port(), stop.clone(), tally.clone())).collect();
+
+        eventually(Duration::from_secs(15), "reads on the replica", || tally.standby() >= 200);
+        self.env.stop(self.replica);
+        let primary_before = tally.primary();
+        eventually(Duration::from_secs(15), "reads moving to the primary", || tally.primary() >= primary_before + 200);
+        let replica_while_down = tally.standby();
+        self.env.start(self.replica);
+        eventually(Duration::from_secs(30), "reads back on the restarted replica", || tally.standby() >= replica_while_down + 200);
+        stop.store(true, Ordering::SeqCst);
+        for t in readers {
+            t.join().expect("reader");
+        }
+        let errors = tally.errors.lock().expect("tally");
+        eprintln!(
+            "{} replica stop/start under load: {} reads on the replica, {} on the primary, {} errors: {errors:?}",
+            self.protocol,
+            tally.standby(),
+            tally.primary(),
+            errors.len()
+        );
+        assert!(errors.len() <= READERS, "{} errors for {READERS} readers: {errors:?}", errors.len());
+    }
+}
+
 #[test]
 fn pg_replica_stopped_and_restarted_under_read_load() {
-    const READERS: usize = 4;
     let env = Dbs::private();
     let pg = env.pg.clone();
-    let pool = |name: &str, port: u16| {
-        format!(
-            "[pools.{name}]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
-             max_connections = 8\nacquire_timeout = \"20s\"\nconnect_timeout = \"5s\"\n\
-             backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
-             [pools.{name}.health]\ninterval = \"200ms\"\nfailure_threshold = 2\nsuccess_threshold = 2\n\n",
-            u = pg.user,
-            p = pg.password,
-            d = pg.database,
-        )
+    let scenario = ReplicaUnderLoad {
+        env: &env,
+        protocol: "postgres",
+        server: (&pg.user, &pg.password, &pg.database, pg.primary_port, pg.replica_port),
+        replica: Server::PgReplica,
     };
-    let r = Router::start(&format!(
-        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n{}{}\
-         [routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n",
-        pool("primary", pg.primary_port),
-        pool("replica", pg.replica_port)
-    ));
-    let stop = Arc::new(AtomicBool::new(false));
-    let tally = Arc::new(Tally::default());
-    let readers: Vec<_> = (0..READERS)
-        .map(|_| {
-            let (stop, tally, port) = (stop.clone(), tally.clone(), r.port());
-            thread::spawn(move || pg_reader(port, stop, tally))
-        })
-        .collect();
-
-    eventually(Duration::from_secs(15), "reads on the standby", || tally.standby() >= 200);
-    env.stop(Server::PgReplica);
-    let primary_before = tally.primary();
-    eventually(Duration::from_secs(15), "reads moving to the primary", || tally.primary() >= primary_before + 200);
-    let standby_while_down = tally.standby();
-    env.start(Server::PgReplica);
-    eventually(Duration::from_secs(30), "reads back on the restarted standby", || tally.standby() >= standby_while_down + 200);
-    stop.store(true, Ordering::SeqCst);
-    for t in readers {
-        t.join().expect("reader");
-    }
-    let errors = tally.errors.lock().expect("tally");
-    eprintln!(
-        "replica stop/start under load: {} reads on the standby, {} on the primary, {} errors: {errors:?}",
-        tally.standby(),
-        tally.primary(),
-        errors.len()
-    );
-    // Only statements running on the standby when it stopped may fail: one per reader at most.
-    assert!(errors.len() <= READERS, "{} errors for {READERS} readers: {errors:?}", errors.len());
+    scenario.run(|port, stop, tally| thread::spawn(move || pg_reader(port, stop, tally)));
 }
 
 /// One MariaDB reader: split-eligible reads back to back until `stop`, tallying where each
@@ -339,53 +356,16 @@ fn my_reader(opts: mysql::OptsBuilder, stop: Arc<AtomicBool>, tally: Arc<Tally>)
 
 #[test]
 fn mariadb_replica_stopped_and_restarted_under_read_load() {
-    const READERS: usize = 4;
     let env = Dbs::private();
     let my = env.my.clone();
-    let pool = |name: &str, port: u16| {
-        format!(
-            "[pools.{name}]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
-             max_connections = 8\nacquire_timeout = \"20s\"\nconnect_timeout = \"5s\"\n\
-             backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
-             [pools.{name}.health]\ninterval = \"200ms\"\nfailure_threshold = 2\nsuccess_threshold = 2\n\n",
-            u = my.user,
-            p = my.password,
-            d = my.database,
-        )
+    let scenario = ReplicaUnderLoad {
+        env: &env,
+        protocol: "mysql",
+        server: (&my.user, &my.password, &my.database, my.primary_port, my.replica_port),
+        replica: Server::MyReplica,
     };
-    let r = Router::start(&format!(
-        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n{}{}\
-         [routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n",
-        pool("primary", my.primary_port),
-        pool("replica", my.replica_port)
-    ));
-    let stop = Arc::new(AtomicBool::new(false));
-    let tally = Arc::new(Tally::default());
-    let readers: Vec<_> = (0..READERS)
-        .map(|_| {
-            let (stop, tally) = (stop.clone(), tally.clone());
-            let opts = my.opts(r.port(), &my.user, &my.password);
-            thread::spawn(move || my_reader(opts, stop, tally))
-        })
-        .collect();
-
-    eventually(Duration::from_secs(15), "reads on the replica", || tally.standby() >= 200);
-    env.stop(Server::MyReplica);
-    let primary_before = tally.primary();
-    eventually(Duration::from_secs(15), "reads moving to the primary", || tally.primary() >= primary_before + 200);
-    let replica_while_down = tally.standby();
-    env.start(Server::MyReplica);
-    eventually(Duration::from_secs(30), "reads back on the restarted replica", || tally.standby() >= replica_while_down + 200);
-    stop.store(true, Ordering::SeqCst);
-    for t in readers {
-        t.join().expect("reader");
-    }
-    let errors = tally.errors.lock().expect("tally");
-    eprintln!(
-        "replica stop/start under load: {} reads on the replica, {} on the primary, {} errors: {errors:?}",
-        tally.standby(),
-        tally.primary(),
-        errors.len()
-    );
-    assert!(errors.len() <= READERS, "{} errors for {READERS} readers: {errors:?}", errors.len());
+    scenario.run(|port, stop, tally| {
+        let opts = my.opts(port, &my.user, &my.password);
+        thread::spawn(move || my_reader(opts, stop, tally))
+    });
 }

@@ -2,7 +2,6 @@
 //! runs, applies the answer (switching the session's pool only at a safe point), and reports
 //! rejections and unhonorable hints as errors that never reach a backend.
 
-
 use super::Session;
 use crate::config::Protocol;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
