@@ -259,6 +259,12 @@ impl CorePool {
     fn marked_down(&self, i: usize) -> bool {
         self.backends.get(i).is_some_and(|b| !b.health.is_healthy())
     }
+
+    /// Whether a session holding a connection to `backend` should leave it at its next
+    /// transaction boundary: the backend is marked down and another one is healthy.
+    pub fn should_move_off(&self, backend: usize) -> bool {
+        self.marked_down(backend) && self.has_healthy_backend()
+    }
     // ---- end health ----
 
     /// Startup parameters reported by this pool's servers, once a connection was opened.

@@ -629,3 +629,119 @@ fn mariadb_reads_survive_a_stopped_replica_and_return_after_restart() {
         server_id(&mut client).is_ok_and(|id| id == replica_id)
     });
 }
+
+/// A session on a backend that turns unhealthy finishes its transaction there; its next one
+/// runs elsewhere. In session mode the session's settings and prepared statements follow it.
+/// The pool's second backend is the primary, standing in for another replica.
+#[test]
+fn pg_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_moves() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let table = unique_name("move_pg");
+    pg.primary_client()
+        .batch_execute(&format!("CREATE TABLE {table} (id serial PRIMARY KEY)"))
+        .expect("create");
+    pg.wait_replica_caught_up(Duration::from_secs(20));
+    for mode in ["transaction", "session"] {
+        let pools = pool(
+            "reads",
+            &pg.user,
+            &pg.password,
+            &pg.database,
+            mode,
+            &[be(pg.replica_port, ", max_replica_lag = \"1s\""), be(pg.primary_port, "")],
+        );
+        let router = router("postgres", &pools, "reads", "reads");
+        until_health(&router, "reads", pg.replica_port, true, Duration::from_secs(15));
+        // New connections alternate between the backends; the others stay in their transactions
+        // (`held`) so that each attempt opens one.
+        let (mut client, mut held) = (None, Vec::new());
+        for _ in 0..6 {
+            let mut c = router.pg("reads");
+            c.batch_execute("SET application_name = 'moved'").expect("SET");
+            let statement = c.prepare("SELECT $1::int + 1").expect("prepare");
+            c.batch_execute("BEGIN").expect("BEGIN");
+            if pg_read_on_standby(&mut c) {
+                client = Some((c, statement));
+                break;
+            }
+            held.push(c);
+        }
+        drop(held);
+        let (mut c, statement) = client.expect("a transaction on the standby");
+
+        let insert = format!("INSERT INTO {table} DEFAULT VALUES");
+        let writer_env = pg.clone();
+        let writer = Writer::start(move || {
+            let _ = writer_env.primary_client().execute(&insert, &[]);
+        });
+        env.pause_replication(Kind::Pg);
+        until_health(&router, "reads", pg.replica_port, false, Duration::from_secs(20));
+        assert!(pg_read_on_standby(&mut c), "{mode}: the open transaction stays on its backend");
+        c.query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .expect("the transaction goes on");
+        c.batch_execute("COMMIT").expect("COMMIT on the backend marked down");
+        for _ in 0..5 {
+            assert!(!pg_read_on_standby(&mut c), "{mode}: the next transactions moved");
+        }
+        let name: String = c.query_one("SHOW application_name", &[]).expect("SHOW").get(0);
+        assert_eq!(name, "moved", "{mode}: the setting followed the session");
+        let two: i32 = c.query_one(&statement, &[&41i32]).expect("prepared statement after the move").get(0);
+        assert_eq!(two, 42);
+        drop(writer);
+        env.resume_replication(Kind::Pg);
+        pg.wait_replica_caught_up(Duration::from_secs(30));
+    }
+}
+
+/// The same for MariaDB, with the replica's SQL thread stopped.
+#[test]
+fn mariadb_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_moves() {
+    let env = Dbs::private();
+    let my = &env.my;
+    let server_id = |c: &mut mysql::Conn| -> u64 {
+        c.query_first("SELECT @@server_id").expect("@@server_id").expect("a row")
+    };
+    let replica_id = server_id(&mut my.replica_client());
+    for mode in ["transaction", "session"] {
+        let pools = pool(
+            "reads",
+            &my.user,
+            &my.password,
+            &my.database,
+            mode,
+            &[be(my.replica_port, ", max_replica_lag = \"1s\""), be(my.primary_port, "")],
+        );
+        let router = router("mysql", &pools, "reads", "reads");
+        until_health(&router, "reads", my.replica_port, true, Duration::from_secs(15));
+        let (mut client, mut held) = (None, Vec::new());
+        for _ in 0..6 {
+            let mut c = mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
+                .expect("connect through the router");
+            c.query_drop("SET SESSION time_zone = '+03:00'").expect("SET");
+            let statement = c.prep("SELECT ? + 1").expect("prepare");
+            c.query_drop("START TRANSACTION").expect("START TRANSACTION");
+            if server_id(&mut c) == replica_id {
+                client = Some((c, statement));
+                break;
+            }
+            held.push(c);
+        }
+        drop(held);
+        let (mut c, statement) = client.expect("a transaction on the replica");
+
+        env.pause_replication(Kind::Mariadb);
+        until_health(&router, "reads", my.replica_port, false, Duration::from_secs(20));
+        assert_eq!(server_id(&mut c), replica_id, "{mode}: the open transaction stays on its backend");
+        c.query_drop("COMMIT").expect("COMMIT on the backend marked down");
+        for _ in 0..5 {
+            assert_ne!(server_id(&mut c), replica_id, "{mode}: the next transactions moved");
+        }
+        let zone: String = c.query_first("SELECT @@session.time_zone").expect("SELECT").expect("a row");
+        assert_eq!(zone, "+03:00", "{mode}: the setting followed the session");
+        let two: i64 = c.exec_first(&statement, (41,)).expect("prepared statement after the move").expect("a row");
+        assert_eq!(two, 42);
+        env.resume_replication(Kind::Mariadb);
+        until_health(&router, "reads", my.replica_port, true, Duration::from_secs(20));
+    }
+}

@@ -505,14 +505,22 @@ impl Session {
     /// Gives the backend connection back when the pool mode says the client is done with it.
     async fn maybe_release(&mut self) {
         let release = match self.mode() {
-            PoolMode::Session => false,
-            PoolMode::Transaction | PoolMode::Statement => {
-                self.tx.status & SERVER_STATUS_IN_TRANS == 0 && self.state.pin().is_none() && self.tx.cursor.is_none() && !self.tx.sticky
+            // health: as for PostgreSQL, a session-mode client leaves a backend marked down
+            // between transactions when its state can follow it.
+            PoolMode::Session => {
+                self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend)) && self.between_transactions()
             }
+            PoolMode::Transaction | PoolMode::Statement => self.between_transactions(),
         };
         if release {
             self.release_backend(false).await;
         }
+    }
+
+    /// Whether nothing ties the client to its backend connection now: no transaction, pin,
+    /// open cursor or sticky state.
+    fn between_transactions(&self) -> bool {
+        self.tx.status & SERVER_STATUS_IN_TRANS == 0 && self.state.pin().is_none() && self.tx.cursor.is_none() && !self.tx.sticky
     }
 
     /// Returns the backend to the pool, resetting it when the session ends with state the next

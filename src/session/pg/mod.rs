@@ -660,7 +660,13 @@ impl Session {
     /// Gives the backend connection back when the pool mode says the client is done with it.
     async fn maybe_release(&mut self) {
         let release = match self.mode() {
-            PoolMode::Session => false,
+            // health: a session-mode client leaves a backend marked down between transactions
+            // when its state can follow it (settings replay, re-prepare), as pooled ones do.
+            PoolMode::Session => {
+                self.tx == TransactionStatus::Idle
+                    && self.state.pin().is_none()
+                    && self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend))
+            }
             PoolMode::Transaction | PoolMode::Statement => self.tx == TransactionStatus::Idle && self.state.pin().is_none(),
         };
         if release && self.expect.is_empty() {
