@@ -108,3 +108,14 @@ for name, sql in [
     put("sql_lexer", name, sql)
     put("sql_analyze", name, sql)
 put("sql_analyze", "nested", "SELECT " + "(" * 30 + "1" + ")" * 30)
+
+# --- sql_template: selector byte (bit 0: source MySQL, bit 1: target MySQL), then original, translated
+# and incoming statements separated by NUL.
+for name, selector, parts in [
+    ("pg_to_pg", 0, ["SELECT * FROM t WHERE a = 1 AND b = 'x'", "SELECT * FROM v WHERE b = 'x' AND a = 1", "select * from t where a = -42 and b = 'it''s'"]),
+    ("in_list", 0, ["SELECT * FROM t WHERE id IN (1, 2)", "SELECT * FROM v WHERE id IN (1, 2) LIMIT 5", "SELECT * FROM t WHERE id IN (7, 8, 9, 10)"]),
+    ("my_to_pg", 1, ["SELECT JSON_OVERLAPS(tags, '[1,2]') FROM t WHERE id = 3", "SELECT tags ?| '{1,2}' FROM t WHERE id = 3", "SELECT JSON_OVERLAPS(tags, 'a\\\\b\\'c') FROM t WHERE id = ?"]),
+    ("pg_to_my", 2, ["SELECT $1::int, 'é', TRUE, NULL", "SELECT `x`, 'é', TRUE, NULL", "SELECT $1::int, 'é', FALSE, NULL"]),
+    ("params", 3, ["SELECT * FROM t WHERE a = 1 AND b = 2", "SELECT * FROM v WHERE a = 1 AND b = 2", "SELECT * FROM t WHERE a = ? AND b = ?"]),
+]:
+    put("sql_template", name, bytes([selector]) + "\0".join(parts).encode())
