@@ -11,7 +11,7 @@ use crate::router::Router;
 use crate::support::{dbs, unique_name};
 
 /// A router with a MySQL listener whose default pool `pgx` is the PostgreSQL primary.
-fn bridge_router(mode: &str) -> Router {
+pub(crate) fn bridge_router(mode: &str) -> Router {
     bridge_router_on(mode, &dbs().pg.database)
 }
 

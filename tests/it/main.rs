@@ -16,6 +16,7 @@ mod router;
 mod admin;
 mod bridge_mysql_pg;
 mod bridge_pg_mysql;
+mod connectors;
 mod drain;
 mod health;
 mod mysql_commands;
