@@ -623,6 +623,11 @@ fn bridged_router(t: &PgTables) -> Router {
         &format!("SELECT `id` FROM `{a}` WHERE v = 'x'"),
         &format!("SELECT id FROM {b} WHERE v = 'x'"),
         "pgx",
+    ) + &rule(
+        // Moves and repeats the parameters: PostgreSQL gets `$2 … $1 … $1`.
+        &format!("SELECT `v` FROM `{a}` WHERE id = 1 AND v <> 'x'"),
+        &format!("SELECT v || 'x' FROM {b} WHERE id = 1 OR id = 1 + 2 ORDER BY id"),
+        "pgx",
     );
     Router::start(&format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
@@ -639,7 +644,8 @@ fn bridged_router(t: &PgTables) -> Router {
 
 /// Issue #7's cross-protocol case: a MySQL client's MySQL-dialect statement is rewritten into
 /// PostgreSQL SQL and runs on the PostgreSQL pool (untranslated, PostgreSQL would reject the
-/// backticks and `IFNULL`), as a text query and as a prepared statement.
+/// backticks and `IFNULL`), as a text query and as a prepared statement, also when the
+/// translation moves and repeats the `?` parameters.
 #[test]
 fn mysql_client_statements_are_rewritten_for_a_postgres_pool() {
     let t = pg_tables();
@@ -680,4 +686,9 @@ fn mysql_client_statements_are_rewritten_for_a_postgres_pool() {
     // 7 text queries and 5 prepares (the mysql crate prepares each distinct text once; a
     // bridged statement's translation is decided when it is prepared).
     assert_eq!(translations_counted(metrics, "pgx") - before, 12, "translations are counted");
+    let moved = format!("SELECT `v` FROM `{a}` WHERE id = ? AND v <> ?");
+    for (id, s) in [(3, " it's ü€"), (9, AWKWARD)] {
+        let prepared: Vec<String> = c.exec(&moved, (id, s)).expect("prepared, parameters moved");
+        assert_eq!(prepared, vec![format!("b{id}{s}"), format!("b{}{s}", id + 2)], "moved and repeated ({id}, {s})");
+    }
 }
