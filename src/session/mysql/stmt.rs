@@ -271,7 +271,7 @@ impl Session {
         let mut columns = Vec::with_capacity(usize::from(ok.num_columns) + 1);
         for (n, section) in [(ok.num_params, &mut params), (ok.num_columns, &mut columns)] {
             // n definitions and their EOF (backends never get CLIENT_DEPRECATE_EOF).
-            for _ in 0..if n > 0 { n + 1 } else { 0 } {
+            for _ in 0..if n > 0 { usize::from(n) + 1 } else { 0 } {
                 section.push(self.backend_payload(false).await?.whole().ok_or(())?.to_vec());
             }
         }
