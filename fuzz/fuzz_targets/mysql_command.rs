@@ -74,4 +74,15 @@ fn execute_params(sel: u8, body: &[u8]) {
     let mut e2 = Vec::new();
     encode_execute_params(&again, &mut e2);
     assert_eq!(e1, e2, "parameter encoding is stable");
+    // A translation's order: every parameter backwards, then the first again.
+    let order: Vec<u16> = (0..count).rev().chain((count > 0).then_some(0)).collect();
+    let moved = params.reorder(&order).expect("order within the parameters");
+    let mut e3 = Vec::new();
+    encode_execute_params(&moved, &mut e3);
+    let long_moved: Vec<bool> = order.iter().map(|&i| long.get(usize::from(i)).copied().unwrap_or(false)).collect();
+    // At most 16 positions (count < 16), so the length fits.
+    let back = decode_execute_params(&e3, order.len() as u16, &[], &long_moved).expect("reordered parameters decode");
+    let mut e4 = Vec::new();
+    encode_execute_params(&back, &mut e4);
+    assert_eq!(e3, e4, "reordered parameters re-encode the same");
 }

@@ -6,9 +6,11 @@
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
 
-/// Rewrites each `?` parameter to `$1`, `$2`, … in order; returns the text and the count.
+/// Rewrites each `?` parameter to `$1`, `$2`, … in order, or, given `order`, the `j`-th `?` to
+/// `$(order[j] + 1)` (a translation that moved or repeated the client's parameters; a `?` past
+/// the end of `order` keeps its own position); returns the text and the count of `?`.
 #[must_use]
-pub fn number_placeholders(sql: &str) -> (String, u16) {
+pub fn number_placeholders(sql: &str, order: Option<&[u16]>) -> (String, u16) {
     let mut out = String::with_capacity(sql.len() + 8);
     let mut copied = 0;
     let mut n: u16 = 0;
@@ -16,10 +18,11 @@ pub fn number_placeholders(sql: &str) -> (String, u16) {
         if t.kind != TokenKind::Param || t.text != "?" {
             continue;
         }
+        let number = order.and_then(|o| o.get(usize::from(n))).map_or(u32::from(n) + 1, |p| u32::from(*p) + 1);
         n = n.saturating_add(1);
         out.push_str(sql.get(copied..t.start).unwrap_or_default());
         out.push('$');
-        out.push_str(&n.to_string());
+        out.push_str(&number.to_string());
         copied = t.end();
     }
     out.push_str(sql.get(copied..).unwrap_or_default());
@@ -63,21 +66,27 @@ mod tests {
     }
 
     #[test]
+    fn numbers_follow_a_translation_order() {
+        assert_eq!(number_placeholders("SELECT ? + ?, ?", Some(&[1, 0, 1])), ("SELECT $2 + $1, $2".to_owned(), 3));
+        assert_eq!(number_placeholders("SELECT ?, '?', ?", Some(&[0])), ("SELECT $1, '?', $2".to_owned(), 2));
+    }
+
+    #[test]
     fn numbers_in_order() {
-        assert_eq!(number_placeholders("SELECT ? + 1, ?"), ("SELECT $1 + 1, $2".to_owned(), 2));
-        assert_eq!(number_placeholders("INSERT INTO t VALUES (?,?,?)"), ("INSERT INTO t VALUES ($1,$2,$3)".to_owned(), 3));
-        assert_eq!(number_placeholders("SELECT 1"), ("SELECT 1".to_owned(), 0));
+        assert_eq!(number_placeholders("SELECT ? + 1, ?", None), ("SELECT $1 + 1, $2".to_owned(), 2));
+        assert_eq!(number_placeholders("INSERT INTO t VALUES (?,?,?)", None), ("INSERT INTO t VALUES ($1,$2,$3)".to_owned(), 3));
+        assert_eq!(number_placeholders("SELECT 1", None), ("SELECT 1".to_owned(), 0));
     }
 
     #[test]
     fn strings_comments_and_identifiers_untouched() {
         let sql = "SELECT '?', \"a?\", $$?$$, E'\\'?' /* ? */ FROM t WHERE x = ? -- ?\n AND y = ?";
         let want = "SELECT '?', \"a?\", $$?$$, E'\\'?' /* ? */ FROM t WHERE x = $1 -- ?\n AND y = $2";
-        assert_eq!(number_placeholders(sql), (want.to_owned(), 2));
+        assert_eq!(number_placeholders(sql, None), (want.to_owned(), 2));
     }
 
     #[test]
     fn jsonb_operators_stay() {
-        assert_eq!(number_placeholders("SELECT j ?| array['a'] FROM t WHERE id = ?"), ("SELECT j ?| array['a'] FROM t WHERE id = $1".to_owned(), 1));
+        assert_eq!(number_placeholders("SELECT j ?| array['a'] FROM t WHERE id = ?", None), ("SELECT j ?| array['a'] FROM t WHERE id = $1".to_owned(), 1));
     }
 }

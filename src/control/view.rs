@@ -31,6 +31,9 @@ pub struct RouteTest {
     pub rule: Option<String>,
     /// The SQL a translation rule would send instead.
     pub rewritten_sql: Option<String>,
+    /// For a MySQL client's `?` parameters that the translation moves or repeats: for each `?`
+    /// of `rewritten_sql`, the client's parameter (0-based) it binds; `null` when in order.
+    pub rewritten_param_order: Option<Vec<u16>>,
     /// The fingerprint as a decimal u64 (what `hash` rules take), as a string so JSON readers
     /// lose no digits.
     pub fingerprint: String,
@@ -99,6 +102,7 @@ impl RouteTest {
             reason: d.reason,
             rule: d.rule.as_deref().map(str::to_owned),
             rewritten_sql: d.rewritten.clone(),
+            rewritten_param_order: d.param_order.clone(),
             fingerprint: d.fingerprint.0.to_string(),
             fingerprint_hex: d.fingerprint.to_string(),
             fingerprint_space: match e.key.space {

@@ -180,6 +180,9 @@ pub struct Decision {
     pub rule: Option<Arc<str>>,
     /// The SQL to send instead of the client's, when a translation rule matched.
     pub rewritten: Option<String>,
+    /// When `rewritten` moves or repeats the client's positional `?` parameters: for each `?` of
+    /// it in order, the client's parameter (0-based) it binds. Only for MySQL clients.
+    pub param_order: Option<Vec<u16>>,
     /// Why this target, a bounded label (`replica_eligible`, `row_lock`, `read_your_writes`...).
     pub reason: &'static str,
     /// The semantic evidence (cached facts on a cache hit).

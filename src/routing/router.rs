@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::config::{Protocol, RetryPolicy};
 use crate::sql::analyze::{analyze, Evidence, StatementFacts};
 use crate::sql::hint::{route_hint, RouteHint};
+use crate::sql::template::Translated;
 
 use super::cache::{CacheStats, Plan, PlanCache};
 use super::decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome};
@@ -27,7 +28,7 @@ struct Base {
     target: Option<Target>,
     step: DecisionKind,
     rule: Option<Arc<str>>,
-    rewritten: Option<String>,
+    rewritten: Option<Translated>,
     facts: Arc<Facts>,
     /// The facts came from the plan cache.
     cached: bool,
@@ -183,14 +184,14 @@ impl Router {
         facts: impl FnOnce() -> Arc<Facts>,
     ) -> Option<Base> {
         if input.session.transaction_pool.is_none() {
-            if let Some((t, sql)) = self.rules.translate(key, input.sql) {
+            if let Some((t, translated)) = self.rules.translate(key, input.sql) {
                 let mut base = Base::rule(
                     &Target::Pool(t.pool.clone()),
                     DecisionKind::Translation,
                     &t.name,
                     facts(),
                 );
-                base.rewritten = Some(sql);
+                base.rewritten = Some(translated);
                 return Some(base);
             }
         }
@@ -275,7 +276,8 @@ impl Router {
             cached: base.cached,
             fingerprint: key.fingerprint,
             rule: base.rule,
-            rewritten: base.rewritten,
+            param_order: base.rewritten.as_ref().and_then(|t| t.param_order.clone()),
+            rewritten: base.rewritten.map(|t| t.sql),
             reason: "rule",
             facts: base.facts,
             pins_primary: false,
@@ -309,6 +311,7 @@ impl Router {
         d.kind = DecisionKind::Hint;
         d.reason = "hint";
         d.rewritten = None;
+        d.param_order = None;
     }
 
     fn not_honored(&self, d: &mut Decision, reason: String) {
@@ -347,6 +350,7 @@ impl Router {
         d.step = DecisionKind::TransactionPin;
         d.reason = "transaction";
         d.rewritten = None;
+        d.param_order = None;
         d.pins_primary = hint == Some(RouteHint::Primary);
     }
 
@@ -358,6 +362,7 @@ impl Router {
                 d.kind = DecisionKind::Hint;
                 d.reason = "hint_primary";
                 d.rewritten = None;
+                d.param_order = None;
                 d.pins_primary = true;
             }
             None => self.hint_error(
@@ -395,6 +400,7 @@ impl Router {
         d.kind = DecisionKind::Hint;
         d.reason = "hint_replica";
         d.rewritten = None;
+        d.param_order = None;
     }
 
     /// Step 7: the read pool for a replica-eligible statement of an unpinned session, else the

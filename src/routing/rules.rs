@@ -15,7 +15,7 @@ use crate::config::{
 };
 use crate::error::{ErrorCode, Origin};
 use crate::sql::fingerprint::Fingerprint;
-use crate::sql::template::{TemplateError, TranslationTemplate};
+use crate::sql::template::{TemplateError, TranslationTemplate, Translated};
 
 use super::{dialect, KeySpace, RouteInput, StatementKey};
 
@@ -457,12 +457,13 @@ impl RuleSet {
             .and_then(Option::as_ref)
     }
 
-    /// Step 2: the first translation whose template fits, with the rewritten SQL.
+    /// Step 2: the first translation whose template fits, with the rewritten SQL. Only MySQL
+    /// clients bind parameters by position (`?`), so only their translations may reorder them.
     pub(super) fn translate(
         &self,
         key: &StatementKey,
         sql: &str,
-    ) -> Option<(&Translation, String)> {
+    ) -> Option<(&Translation, Translated)> {
         if self.translations.is_empty() {
             return None;
         }
@@ -470,6 +471,7 @@ impl RuleSet {
         candidates.iter().find_map(|t| {
             t.template
                 .apply(sql, dialect(key.protocol))
+                .filter(|out| out.param_order.is_none() || key.protocol == Protocol::MySql)
                 .map(|out| (t, out))
         })
     }

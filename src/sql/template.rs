@@ -291,6 +291,17 @@ pub struct TemplateDescription {
     pub mapping: Vec<SlotMapping>,
 }
 
+/// A statement rewritten by a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Translated {
+    /// The translated text.
+    pub sql: String,
+    /// When the translation moves or repeats positional `?` parameters: for each `?` of `sql`
+    /// in order, the 0-based `?` parameter of the incoming statement it stands for. `None` when
+    /// they appear once each in their order (or there are none).
+    pub param_order: Option<Vec<u16>>,
+}
+
 /// A compiled translation rule: original shape → translated text with value holes.
 #[derive(Debug, Clone)]
 pub struct TranslationTemplate {
@@ -354,10 +365,12 @@ impl TranslationTemplate {
     /// A bind parameter (`$1`, `?`, `:name`) stands for a value of any scalar kind, so a prepared
     /// statement matches a rule written with example values; the parameter itself is written into
     /// the translated text, so numbered and named parameters keep their meaning wherever the
-    /// translation moves them. Positional `?` parameters are bound by position, so they must
-    /// appear in the translation exactly once each and in their original order (else `None`:
-    /// the statement is not translated rather than bound to the wrong values).
-    pub fn apply(&self, incoming_sql: &str, dialect: Dialect) -> Option<String> {
+    /// translation moves them. Positional `?` parameters are bound by position, so when the
+    /// translation moves or repeats them [`Translated::param_order`] says which of the
+    /// statement's parameters each `?` of the result binds; the caller must then reorder the
+    /// values (or not translate). `None` when a `?` of the result has no parameter of the
+    /// statement behind it or one of the statement's `?` is not used.
+    pub fn apply(&self, incoming_sql: &str, dialect: Dialect) -> Option<Translated> {
         if dialect != self.source {
             return None;
         }
@@ -378,9 +391,7 @@ impl TranslationTemplate {
                 return None;
             }
         }
-        if !positional_order_kept(&incoming.literals, &self.mapping) {
-            return None;
-        }
+        let param_order = positional_order(&incoming.literals, &self.mapping)?;
         let mut out = String::with_capacity(self.translated_sql.len() + incoming_sql.len());
         let mut at = 0;
         for m in &self.mapping {
@@ -391,7 +402,7 @@ impl TranslationTemplate {
         }
         out.push_str(self.translated_sql.get(at..)?);
         // The structural guarantee: whatever the values were, the result has the translation's shape.
-        (fingerprint(&out, self.target) == self.translated_fingerprint).then_some(out)
+        (fingerprint(&out, self.target) == self.translated_fingerprint).then_some(Translated { sql: out, param_order })
     }
 
     /// Normalized texts and the slot mapping, for the admin API.
@@ -425,28 +436,34 @@ fn positional_params(lit: &Literal) -> usize {
     }
 }
 
-/// Whether the translation writes the statement's `?` parameters once each, in their order: a
-/// client binds them by position, so anything else would bind values to the wrong places.
-fn positional_order_kept(incoming: &[Literal], mapping: &[SlotMapping]) -> bool {
+/// Which of the statement's `?` parameters each `?` of the translation binds, in translated
+/// order; `Some(None)` when that is simply each of them once in their order (nothing to
+/// reorder). `None` when the translation keeps a `?` of its own (no value would bind it), leaves
+/// one of the statement's `?` out (its value would bind the next one) or has more `?` than a
+/// prepared statement may.
+fn positional_order(incoming: &[Literal], mapping: &[SlotMapping]) -> Option<Option<Vec<u16>>> {
     let counts: Vec<usize> = incoming.iter().map(positional_params).collect();
     let total: usize = counts.iter().sum();
-    if total == 0 {
-        return true;
-    }
-    let mut next = 0;
+    let mut order: Vec<u16> = Vec::with_capacity(total);
     for m in mapping {
-        let SlotSource::Original(i) = m.source else { continue };
-        let n = counts.get(i).copied().unwrap_or(0);
-        if n == 0 {
-            continue;
-        }
+        let i = match m.source {
+            SlotSource::Original(i) => i,
+            SlotSource::Constant if m.kind == LiteralKind::Param && m.text == "?" => return None,
+            SlotSource::Constant => continue,
+        };
         let first: usize = counts.iter().take(i).sum();
-        if first != next {
-            return false;
+        for p in first..first + counts.get(i).copied().unwrap_or(0) {
+            order.push(u16::try_from(p).ok()?);
         }
-        next += n;
     }
-    next == total
+    if order.iter().copied().map(usize::from).eq(0..total) {
+        return Some(None);
+    }
+    let mut used = vec![false; total];
+    for &p in &order {
+        *used.get_mut(usize::from(p))? = true;
+    }
+    (used.into_iter().all(|u| u) && u16::try_from(order.len()).is_ok()).then_some(Some(order))
 }
 
 fn slot(lit: &Literal, source: SlotSource) -> SlotMapping {
@@ -623,15 +640,15 @@ mod tests {
             PG,
             MY,
         );
-        let out = t.apply("select name from users where id = any(array[7, 8, 9]) and email ilike 'o''b\\r%' limit 50", PG);
+        let out = t.apply("select name from users where id = any(array[7, 8, 9]) and email ilike 'o''b\\r%' limit 50", PG).map(|a| a.sql);
         assert_eq!(
             out.as_deref(),
             Some("SELECT name FROM users WHERE id IN (7, 8, 9) AND LOWER(email) LIKE LOWER('o''b\\\\r%') LIMIT 50")
         );
         let back = parameterize(out.as_deref().unwrap_or(""), MY);
         assert_eq!(back.literals.get(1).and_then(|l| l.value.as_deref()), Some("o'b\\r%"));
-        assert_eq!(t.apply("SELECT name FROM users WHERE id = 1", PG), None);
-        assert_eq!(t.apply("SELECT name FROM users WHERE id = ANY(ARRAY[1]) AND email ILIKE 'a' LIMIT 5", MY), None);
+        assert_eq!(t.apply("SELECT name FROM users WHERE id = 1", PG).map(|a| a.sql), None);
+        assert_eq!(t.apply("SELECT name FROM users WHERE id = ANY(ARRAY[1]) AND email ILIKE 'a' LIMIT 5", MY).map(|a| a.sql), None);
     }
 
     #[test]
@@ -642,20 +659,20 @@ mod tests {
             MY,
             PG,
         );
-        let out = t.apply(r#"SELECT `c` FROM t WHERE a = "q\"\\'ü€" AND b = 4.5e3 AND f = FALSE AND g <=> NULL LIMIT 1"#, MY);
+        let out = t.apply(r#"SELECT `c` FROM t WHERE a = "q\"\\'ü€" AND b = 4.5e3 AND f = FALSE AND g <=> NULL LIMIT 1"#, MY).map(|a| a.sql);
         assert_eq!(
             out.as_deref(),
             Some(r#"SELECT "c" FROM t WHERE a = 'q"\''ü€' AND b = 4.5e3 AND f = FALSE AND g IS NOT DISTINCT FROM NULL LIMIT 1 FOR READ ONLY"#)
         );
-        assert_eq!(t.apply("SELECT `c` FROM t WHERE a = 'x' AND b = 'y' AND f = true AND g <=> NULL LIMIT 10", MY), None);
-        assert_eq!(t.apply("SELECT `c` FROM t WHERE a = 'nul\\0' AND b = 1 AND f = true AND g <=> NULL LIMIT 1", MY), None);
+        assert_eq!(t.apply("SELECT `c` FROM t WHERE a = 'x' AND b = 'y' AND f = true AND g <=> NULL LIMIT 10", MY).map(|a| a.sql), None);
+        assert_eq!(t.apply("SELECT `c` FROM t WHERE a = 'nul\\0' AND b = 1 AND f = true AND g <=> NULL LIMIT 1", MY).map(|a| a.sql), None);
     }
 
     #[test]
     fn negative_numbers_never_form_comments() {
         let t = compile("SELECT a-1 FROM t", "SELECT a-1 FROM t", PG, PG);
-        assert_eq!(t.apply("SELECT a - -7 FROM t", PG).as_deref(), Some("SELECT a- -7 FROM t"));
-        assert_eq!(t.apply("SELECT a - 8 FROM t", PG).as_deref(), Some("SELECT a-8 FROM t"));
+        assert_eq!(t.apply("SELECT a - -7 FROM t", PG).map(|a| a.sql).as_deref(), Some("SELECT a- -7 FROM t"));
+        assert_eq!(t.apply("SELECT a - 8 FROM t", PG).map(|a| a.sql).as_deref(), Some("SELECT a-8 FROM t"));
     }
 
     #[test]
@@ -665,9 +682,9 @@ mod tests {
         assert_eq!(d.original, "select * from t where a = ? and b = ?");
         assert_eq!(d.translated, "select * from t where a = ? limit ?");
         assert_eq!(d.mapping.iter().map(|m| m.source).collect::<Vec<_>>(), vec![SlotSource::Original(0), SlotSource::Constant]);
-        assert_eq!(t.apply("SELECT * FROM t WHERE a = 2 AND b = 'k'", PG).as_deref(), Some("SELECT * FROM t WHERE a = 2 LIMIT 1000"));
+        assert_eq!(t.apply("SELECT * FROM t WHERE a = 2 AND b = 'k'", PG).map(|a| a.sql).as_deref(), Some("SELECT * FROM t WHERE a = 2 LIMIT 1000"));
         // `b` is not carried into the translation, so only the example's value is known to be safe.
-        assert_eq!(t.apply("SELECT * FROM t WHERE a = 2 AND b = 'other'", PG), None);
+        assert_eq!(t.apply("SELECT * FROM t WHERE a = 2 AND b = 'other'", PG).map(|a| a.sql), None);
     }
 
     #[test]
@@ -685,7 +702,7 @@ mod tests {
     #[test]
     fn scalars_can_become_a_fixed_list() {
         let t = compile("SELECT * FROM t WHERE a = 1 OR a = 2", "SELECT * FROM t WHERE a IN (1, 2)", MY, PG);
-        assert_eq!(t.apply("SELECT * FROM t WHERE a = 5 OR a = -6", MY).as_deref(), Some("SELECT * FROM t WHERE a IN (5, -6)"));
+        assert_eq!(t.apply("SELECT * FROM t WHERE a = 5 OR a = -6", MY).map(|a| a.sql).as_deref(), Some("SELECT * FROM t WHERE a IN (5, -6)"));
     }
 
     #[test]
@@ -694,7 +711,7 @@ mod tests {
         for len in [1usize, 2, 3, 17, 999, 1000] {
             let items: Vec<String> = (0..len).map(|i| format!("'v{i}\\''")).collect();
             let sql = format!("SELECT * FROM t WHERE id IN ({}) AND s = 'b'", items.join(","));
-            let out = t.apply(&sql, MY);
+            let out = t.apply(&sql, MY).map(|a| a.sql);
             let back = out.as_deref().map(|o| parameterize(o, PG));
             let list = back.as_ref().and_then(|b| b.literals.get(1));
             assert_eq!(list.map(|l| l.kind), Some(LiteralKind::InList(len)));
@@ -706,36 +723,61 @@ mod tests {
     fn parameters_fill_slots_of_any_kind() {
         let t = compile("SELECT v FROM a WHERE id = 1 AND s = 'x' AND f = true", "SELECT v FROM b WHERE s = 'x' AND id = 1 AND f = true", PG, PG);
         assert_eq!(
-            t.apply("SELECT v FROM a WHERE id = $1 AND s = $2 AND f = $3", PG).as_deref(),
+            t.apply("SELECT v FROM a WHERE id = $1 AND s = $2 AND f = $3", PG).map(|a| a.sql).as_deref(),
             Some("SELECT v FROM b WHERE s = $2 AND id = $1 AND f = $3"),
             "numbered parameters keep their numbers wherever they move"
         );
         assert_eq!(
-            t.apply("SELECT v FROM a WHERE id = :id AND s = 'q' AND f = $1", PG).as_deref(),
+            t.apply("SELECT v FROM a WHERE id = :id AND s = 'q' AND f = $1", PG).map(|a| a.sql).as_deref(),
             Some("SELECT v FROM b WHERE s = 'q' AND id = :id AND f = $1")
         );
         let list = compile("SELECT v FROM a WHERE id IN (1, 2)", "SELECT v FROM b WHERE id IN (1, 2)", MY, MY);
-        assert_eq!(list.apply("SELECT v FROM a WHERE id IN (?, ?, 7)", MY).as_deref(), Some("SELECT v FROM b WHERE id IN (?, ?, 7)"));
+        assert_eq!(list.apply("SELECT v FROM a WHERE id IN (?, ?, 7)", MY).map(|a| a.sql).as_deref(), Some("SELECT v FROM b WHERE id IN (?, ?, 7)"));
         // A parameter in a slot the translation drops would leave the client's value unbound.
         let dropped = compile("SELECT v FROM a WHERE id = 1 AND s = 'x'", "SELECT v FROM b WHERE id = 1", PG, PG);
-        assert_eq!(dropped.apply("SELECT v FROM a WHERE id = $1 AND s = $2", PG), None);
-        assert_eq!(dropped.apply("SELECT v FROM a WHERE id = $1 AND s = 'x'", PG).as_deref(), Some("SELECT v FROM b WHERE id = $1"));
+        assert_eq!(dropped.apply("SELECT v FROM a WHERE id = $1 AND s = $2", PG).map(|a| a.sql), None);
+        assert_eq!(dropped.apply("SELECT v FROM a WHERE id = $1 AND s = 'x'", PG).map(|a| a.sql).as_deref(), Some("SELECT v FROM b WHERE id = $1"));
+    }
+
+    /// `(sql, param_order)` of a translation.
+    fn applied(t: &TranslationTemplate, sql: &str) -> Option<(String, Option<Vec<u16>>)> {
+        t.apply(sql, MY).map(|a| (a.sql, a.param_order))
     }
 
     #[test]
-    fn positional_parameters_must_keep_their_order() {
+    fn positional_parameters_that_move_or_repeat_come_with_their_order() {
         let same = compile("SELECT v FROM a WHERE id = 1 AND s = 'x'", "SELECT v, 0 FROM b WHERE id = 1 AND s = 'x'", MY, MY);
-        assert_eq!(same.apply("SELECT v FROM a WHERE id = ? AND s = ?", MY).as_deref(), Some("SELECT v, 0 FROM b WHERE id = ? AND s = ?"));
+        assert_eq!(applied(&same, "SELECT v FROM a WHERE id = ? AND s = ?"), Some(("SELECT v, 0 FROM b WHERE id = ? AND s = ?".to_owned(), None)));
         let swapped = compile("SELECT v FROM a WHERE id = 1 AND s = 'x'", "SELECT v FROM b WHERE s = 'x' AND id = 1", MY, MY);
-        assert_eq!(swapped.apply("SELECT v FROM a WHERE id = ? AND s = ?", MY), None, "? would bind to the wrong slot");
+        assert_eq!(applied(&swapped, "SELECT v FROM a WHERE id = ? AND s = ?"), Some(("SELECT v FROM b WHERE s = ? AND id = ?".to_owned(), Some(vec![1, 0]))));
         assert_eq!(
-            swapped.apply("SELECT v FROM a WHERE id = ? AND s = 'y'", MY).as_deref(),
-            Some("SELECT v FROM b WHERE s = 'y' AND id = ?"),
-            "one positional parameter cannot be misplaced"
+            applied(&swapped, "SELECT v FROM a WHERE id = ? AND s = 'y'"),
+            Some(("SELECT v FROM b WHERE s = 'y' AND id = ?".to_owned(), None)),
+            "one positional parameter needs no reordering"
         );
-        let twice = compile("SELECT v FROM a WHERE id = 5", "SELECT v FROM b WHERE id = 5 OR parent = 5", MY, MY);
-        assert_eq!(twice.apply("SELECT v FROM a WHERE id = ?", MY), None, "one ? cannot be bound twice");
-        assert_eq!(twice.apply("SELECT v FROM a WHERE id = 6", MY).as_deref(), Some("SELECT v FROM b WHERE id = 6 OR parent = 6"));
+        let twice = compile("SELECT v FROM a WHERE id = 5 AND k = 'x'", "SELECT v FROM b WHERE k = 'x' AND (id = 5 OR parent = 5)", MY, MY);
+        assert_eq!(
+            applied(&twice, "SELECT v FROM a WHERE id = ? AND k = ?"),
+            Some(("SELECT v FROM b WHERE k = ? AND (id = ? OR parent = ?)".to_owned(), Some(vec![1, 0, 0])))
+        );
+        assert_eq!(applied(&twice, "SELECT v FROM a WHERE id = 6 AND k = 'x'"), Some(("SELECT v FROM b WHERE k = 'x' AND (id = 6 OR parent = 6)".to_owned(), None)));
+        // A list's parameters move together, each keeping its place within the list.
+        let list = compile("SELECT v FROM a WHERE s = 'x' AND id IN (1, 2)", "SELECT v FROM b WHERE id IN (1, 2) AND s = 'x' OR s = 'x'", MY, MY);
+        assert_eq!(
+            applied(&list, "SELECT v FROM a WHERE s = ? AND id IN (?, 7, ?)"),
+            Some(("SELECT v FROM b WHERE id IN (?, 7, ?) AND s = ? OR s = ?".to_owned(), Some(vec![1, 2, 0, 0])))
+        );
+    }
+
+    #[test]
+    fn positional_parameters_that_cannot_be_bound_are_not_translated() {
+        // The translation's own `?` would have no value behind it.
+        let own = compile("SELECT v FROM a WHERE id = 1", "SELECT v FROM b WHERE id = 1 AND k = ?", MY, MY);
+        assert_eq!(applied(&own, "SELECT v FROM a WHERE id = ?"), None);
+        // The example's own `?` in a slot the translation drops: the client's value would bind nothing.
+        let dropped = compile("SELECT v FROM a WHERE id = 1 AND k = ?", "SELECT v FROM b WHERE id = 1", MY, MY);
+        assert_eq!(applied(&dropped, "SELECT v FROM a WHERE id = ? AND k = ?"), None);
+        assert_eq!(applied(&dropped, "SELECT v FROM a WHERE id = 3 AND k = ?"), None);
     }
 
     fn text_value() -> impl Strategy<Value = String> {
@@ -751,7 +793,7 @@ mod tests {
                 Dialect::Postgres => format!("'{}'", v.replace('\'', "''")),
                 Dialect::MySql => format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'")),
             };
-            let out = t.apply(&format!("SELECT * FROM t WHERE a = {quoted} AND b = {n}"), s);
+            let out = t.apply(&format!("SELECT * FROM t WHERE a = {quoted} AND b = {n}"), s).map(|a| a.sql);
             prop_assert!(out.is_some());
             let back = parameterize(out.as_deref().unwrap_or(""), d);
             prop_assert_eq!(back.fingerprint, fingerprint("SELECT * FROM t WHERE b = 1 AND a = 'x'", d));

@@ -59,13 +59,13 @@ fn ids_table(rows: u32) -> String {
 }
 
 /// A MySQL client speaking raw packets, logged in as app/app.
-struct Raw {
+pub(crate) struct Raw {
     s: TcpStream,
     buf: Vec<u8>,
 }
 
 impl Raw {
-    fn login(port: u16) -> Raw {
+    pub(crate) fn login(port: u16) -> Raw {
         let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
         let mut raw = Raw { s, buf: Vec::new() };
@@ -100,7 +100,7 @@ impl Raw {
         raw
     }
 
-    fn read(&mut self) -> Vec<u8> {
+    pub(crate) fn read(&mut self) -> Vec<u8> {
         loop {
             if let Some(f) = decode_payload(&self.buf, 1 << 26).expect("framing") {
                 let p = f.payload.to_vec();
@@ -122,12 +122,12 @@ impl Raw {
     }
 
     /// Sends a command (sequence 0).
-    fn command(&mut self, payload: &[u8]) {
+    pub(crate) fn command(&mut self, payload: &[u8]) {
         self.send(payload, 0);
     }
 
     /// Reads packets up to and including an EOF; `Err` with the ERR packet's code instead.
-    fn until_eof(&mut self) -> Result<(Vec<Vec<u8>>, EofPacket), u16> {
+    pub(crate) fn until_eof(&mut self) -> Result<(Vec<Vec<u8>>, EofPacket), u16> {
         let mut packets = Vec::new();
         loop {
             let p = self.read();

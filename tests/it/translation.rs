@@ -15,6 +15,9 @@ use postgres::types::ToSql;
 use postgres::SimpleQueryMessage;
 use serde_json::json;
 
+use querypilot::protocol::mysql::{decode_binary_row, BinaryValue, ColumnDefinition41, ErrPacket, StmtPrepareOk, ValueType};
+
+use crate::mysql_commands::Raw;
 use crate::router::{pg_config, pg_pool, Router};
 use crate::routing_api::{enc, http};
 use crate::support::{dbs, unique_name};
@@ -324,16 +327,6 @@ const MY_PRIMARY: u64 = 1;
 /// A MySQL split router (reads to the replica) whose rules send reads of `ta` to `tb` on the
 /// primary, adding `@@server_id`.
 fn my_router(a: &str, b: &str) -> Router {
-    let my = &dbs().my;
-    let pool = |name: &str, port: u16| {
-        format!(
-            "[pools.{name}]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
-             max_connections = 4\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n",
-            u = my.user,
-            p = my.password,
-            d = my.database,
-        )
-    };
     let rules = rule(
         &format!("SELECT v FROM {a} WHERE id = 1"),
         &format!("SELECT v, @@server_id FROM {b} WHERE id = 1"),
@@ -347,11 +340,30 @@ fn my_router(a: &str, b: &str) -> Router {
         &format!("SELECT id, @@server_id FROM {b} WHERE v = 'x'"),
         "mywrite",
     );
+    my_split_router("transaction", &rules)
+}
+
+/// `[pools.<name>]` of the MariaDB server on `port` in pool `mode`.
+fn my_pool(name: &str, port: u16, mode: &str) -> String {
+    let my = &dbs().my;
+    format!(
+        "[pools.{name}]\nmode = \"{mode}\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
+         max_connections = 4\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n",
+        u = my.user,
+        p = my.password,
+        d = my.database,
+    )
+}
+
+/// A MySQL router splitting reads (`myread`, the replica) from writes (`mywrite`, the primary),
+/// both pools in `mode`, with translation `rules` and the admin API.
+fn my_split_router(mode: &str, rules: &str) -> Router {
+    let my = &dbs().my;
     Router::start(&format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n{w}{r}\
          [routing]\nread_write_split = true\nwrite_pool = \"mywrite\"\nread_pool = \"myread\"\n\n{rules}{m}",
-        w = pool("mywrite", my.primary_port),
-        r = pool("myread", my.replica_port),
+        w = my_pool("mywrite", my.primary_port, mode),
+        r = my_pool("myread", my.replica_port, mode),
         m = metrics_section()
     ))
 }
@@ -422,6 +434,176 @@ fn mariadb_config_rule_rewrites_text_and_prepared_statements() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// MariaDB prepared statements whose `?` parameters the translation moves or repeats
+
+/// Swaps the parameters: the string (filtering nothing) is echoed before the id filters, and
+/// the backend connection that ran it comes back with the row.
+fn my_swap_rule(a: &str, b: &str) -> (String, String) {
+    (
+        format!("SELECT v FROM {a} WHERE id = 1 AND v <> 'x'"),
+        format!("SELECT v, @@server_id, 'x', CONNECTION_ID() FROM {b} WHERE id = 1"),
+    )
+}
+
+/// Repeats both parameters and keeps the rule's own literals (`'/'`, `100`, `7`, `1`)
+/// constant: rows `id` and `id + 1` of `tb`, the string, and `string/<id * 100 + 7>`.
+fn my_repeat_rule(a: &str, b: &str) -> String {
+    rule(
+        &format!("SELECT v FROM {a} WHERE id = 5 AND v = 'x'"),
+        &format!("SELECT v, @@server_id, 'x', CONCAT('x', '/', 5 * 100 + 7) FROM {b} WHERE id = 5 OR id = 5 + 1 ORDER BY id"),
+        "mywrite",
+    )
+}
+
+/// What the repeat rule's translation returns for `(id, s)`.
+fn repeated(id: i64, s: Option<&str>) -> Vec<(String, u64, Option<String>, Option<String>)> {
+    [id, id + 1].iter().map(|i| (format!("b{i}"), MY_PRIMARY, s.map(str::to_owned), s.map(|s| format!("{s}/{}", id * 100 + 7)))).collect()
+}
+
+/// Issue #7 for positional parameters: with the `mysql` crate (binary protocol), a translation
+/// that swaps the two `?` and one that repeats them bind each value where the translation put
+/// it (NULL, quotes, backslashes, non-ASCII), read the other table on the primary, in
+/// transaction and session mode. The swap rule is registered through the API and the dry-run
+/// reports the parameter order. In transaction mode an execute on a backend connection the
+/// statement was never prepared on (another client holds the first one) prepares it there.
+#[test]
+fn mariadb_prepared_translations_move_and_repeat_parameters() {
+    let (a, b) = my_tables();
+    let swap = format!("SELECT v FROM {a} WHERE id = ? AND v <> ?");
+    let repeat = format!("SELECT v FROM {a} WHERE id = ? AND v = ?");
+    for mode in ["transaction", "session"] {
+        let router = my_split_router(mode, &my_repeat_rule(&a, &b));
+        let admin = router.control().endpoints().admin.expect("admin endpoint");
+        let (original, translated) = my_swap_rule(&a, &b);
+        let body = json!({"original_sql": original, "translated_sql": translated, "target_pool": "mywrite"});
+        let (status, v) = http(admin, "POST", "/api/translations", Some(&body));
+        assert_eq!(status, 200, "{mode}: {v}");
+        let (status, d) = http(admin, "GET", &format!("/api/routing/test?sql={}&protocol=mysql", enc(&swap)), None);
+        assert_eq!(status, 200, "{d}");
+        assert_eq!((d["decision"].as_str(), d["pool"].as_str()), (Some("translation"), Some("mywrite")), "{d}");
+        assert_eq!(d["rewritten_sql"].as_str(), Some(format!("SELECT v, @@server_id, ?, CONNECTION_ID() FROM {b} WHERE id = ?").as_str()));
+        assert_eq!(d["rewritten_param_order"], json!([1, 0]), "{d}");
+
+        let mut c = my_client(&router);
+        for (id, s) in [(3, Some(AWKWARD)), (7, None), (12, Some("ü€😀 'q' \"d\" \\")), (1, Some(""))] {
+            let rows: Vec<(String, u64, Option<String>, u64)> = c.exec(&swap, (id, s)).unwrap_or_else(|e| panic!("{mode}: swap: {e}"));
+            let got: Vec<(String, u64, Option<String>)> = rows.into_iter().map(|r| (r.0, r.1, r.2)).collect();
+            assert_eq!(got, vec![(format!("b{id}"), MY_PRIMARY, s.map(str::to_owned))], "{mode}: swapped ({id}, {s:?})");
+        }
+        for (id, s) in [(3, Some("it's")), (11, None), (1, Some(AWKWARD))] {
+            let rows: Vec<(String, u64, Option<String>, Option<String>)> = c.exec(&repeat, (id, s)).unwrap_or_else(|e| panic!("{mode}: repeat: {e}"));
+            assert_eq!(rows, repeated(id, s), "{mode}: repeated ({id}, {s:?})");
+        }
+        if mode == "transaction" {
+            assert_runs_on_other_connections(&router, &mut c, &swap);
+        }
+    }
+}
+
+/// Executes `swap` while another client holds a write-pool connection in a transaction, until
+/// the executes have run on two backend connections (so on one the statement was prepared
+/// again); every row stays right.
+fn assert_runs_on_other_connections(router: &Router, c: &mut mysql::Conn, swap: &str) {
+    let mut holder = my_client(router);
+    let mut seen = std::collections::BTreeSet::new();
+    for round in 0..10 {
+        holder.query_drop("BEGIN").expect("begin");
+        let held: Option<(u64, u64)> = holder.query_first("SELECT @@server_id, CONNECTION_ID() FOR UPDATE").expect("hold");
+        assert_eq!(held.map(|h| h.0), Some(MY_PRIMARY), "the holder is on the write pool");
+        for hold in [true, false] {
+            let rows: Vec<(String, u64, Option<String>, u64)> = c.exec(swap, (round + 1, "r")).expect("execute");
+            assert_eq!(rows.len(), 1);
+            let (v, server, echo, conn) = rows.into_iter().next().unwrap_or_default();
+            assert_eq!((v, server, echo), (format!("b{}", round + 1), MY_PRIMARY, Some("r".to_owned())));
+            seen.insert(conn);
+            if hold {
+                holder.query_drop("COMMIT").expect("commit");
+            }
+        }
+        if seen.len() >= 2 {
+            return;
+        }
+    }
+    panic!("every execute ran on one backend connection: {seen:?}");
+}
+
+/// COM_STMT_EXECUTE of statement `id` with NULL bitmap `nulls`, the parameter `types` when
+/// bound (else the flag is 0) and the `values`.
+fn execute_payload(id: u32, nulls: u8, types: Option<&[u8]>, values: &[u8]) -> Vec<u8> {
+    let mut p = vec![0x17];
+    p.extend_from_slice(&id.to_le_bytes());
+    p.push(0);
+    p.extend_from_slice(&1u32.to_le_bytes());
+    p.push(nulls);
+    p.push(u8::from(types.is_some()));
+    p.extend_from_slice(types.unwrap_or_default());
+    p.extend_from_slice(values);
+    p
+}
+
+/// The rows of a binary result set, each value as text (`None` for NULL).
+fn binary_rows(raw: &mut Raw) -> Vec<Vec<Option<String>>> {
+    let count = raw.read();
+    assert_ne!(count.first(), Some(&0xFF), "execute: {:?}", ErrPacket::decode(&count));
+    let (defs, _) = raw.until_eof().expect("column definitions");
+    let types: Vec<ValueType> = defs.iter().map(|d| ColumnDefinition41::decode(d).expect("column").value_type()).collect();
+    let (rows, _) = raw.until_eof().expect("rows");
+    rows.iter()
+        .map(|r| {
+            decode_binary_row(r, &types)
+                .expect("binary row")
+                .iter()
+                .map(|v| match v {
+                    BinaryValue::Null => None,
+                    BinaryValue::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                    BinaryValue::U64(n) => Some(n.to_string()),
+                    BinaryValue::I64(n) => Some(n.to_string()),
+                    BinaryValue::U32(n) => Some(n.to_string()),
+                    BinaryValue::I32(n) => Some(n.to_string()),
+                    other => panic!("unexpected value {other:?}"),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// What the repeat rule returns for `(id, s)`, as text.
+fn repeated_text(id: i64, s: Option<&str>) -> Vec<Vec<Option<String>>> {
+    repeated(id, s).into_iter().map(|(v, server, echo, joined)| vec![Some(v), Some(server.to_string()), echo, joined]).collect()
+}
+
+/// With raw packets: the client's PREPARE_OK shows its own two parameters (the translation has
+/// five `?`); a string sent in two COM_STMT_SEND_LONG_DATA pieces reaches both places the
+/// translation uses it; an execute that does not bind types again (as clients do after the
+/// first) and a NULL are bound right, in transaction and session mode.
+#[test]
+fn mariadb_reordered_translation_takes_long_data_and_types_bound_once() {
+    let (a, b) = my_tables();
+    for mode in ["transaction", "session"] {
+        let router = my_split_router(mode, &my_repeat_rule(&a, &b));
+        let mut raw = Raw::login(router.port());
+        raw.command(&[&[0x16][..], format!("SELECT v FROM {a} WHERE id = ? AND v = ?").as_bytes()].concat());
+        let first = raw.read();
+        let ok = StmtPrepareOk::decode(&first).unwrap_or_else(|e| panic!("{mode}: prepare: {e:?} {:?}", ErrPacket::decode(&first)));
+        assert_eq!((ok.num_params, ok.num_columns), (2, 4), "{mode}");
+        assert_eq!(raw.until_eof().map(|(p, _)| p.len()), Ok(2), "{mode}: parameter definitions");
+        assert_eq!(raw.until_eof().map(|(c, _)| c.len()), Ok(4), "{mode}: column definitions");
+        let pieces = ["long ü€ 'q' \\ ", "\"second\" piece 😀"];
+        for piece in pieces {
+            raw.command(&[&[0x18][..], &ok.stmt_id.to_le_bytes(), &1u16.to_le_bytes(), piece.as_bytes()].concat());
+        }
+        // LONGLONG id, VAR_STRING text (from long data, so no value bytes).
+        raw.command(&execute_payload(ok.stmt_id, 0, Some(&[0x08, 0x00, 0xFD, 0x00]), &3i64.to_le_bytes()));
+        assert_eq!(binary_rows(&mut raw), repeated_text(3, Some(&pieces.concat())), "{mode}: long data");
+        let values = [&11i64.to_le_bytes()[..], &[6], b"second"].concat();
+        raw.command(&execute_payload(ok.stmt_id, 0, None, &values));
+        assert_eq!(binary_rows(&mut raw), repeated_text(11, Some("second")), "{mode}: types bound before");
+        raw.command(&execute_payload(ok.stmt_id, 0b10, None, &5i64.to_le_bytes()));
+        assert_eq!(binary_rows(&mut raw), repeated_text(5, None), "{mode}: NULL");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // MySQL client, PostgreSQL pool (cross-protocol)
 
 /// A MySQL listener whose default pool `pgx` is the PostgreSQL primary (bridged), with rules
@@ -441,6 +623,11 @@ fn bridged_router(t: &PgTables) -> Router {
         &format!("SELECT `id` FROM `{a}` WHERE v = 'x'"),
         &format!("SELECT id FROM {b} WHERE v = 'x'"),
         "pgx",
+    ) + &rule(
+        // Moves and repeats the parameters: PostgreSQL gets `$2 … $1 … $1`.
+        &format!("SELECT `v` FROM `{a}` WHERE id = 1 AND v <> 'x'"),
+        &format!("SELECT v || 'x' FROM {b} WHERE id = 1 OR id = 1 + 2 ORDER BY id"),
+        "pgx",
     );
     Router::start(&format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
@@ -457,7 +644,8 @@ fn bridged_router(t: &PgTables) -> Router {
 
 /// Issue #7's cross-protocol case: a MySQL client's MySQL-dialect statement is rewritten into
 /// PostgreSQL SQL and runs on the PostgreSQL pool (untranslated, PostgreSQL would reject the
-/// backticks and `IFNULL`), as a text query and as a prepared statement.
+/// backticks and `IFNULL`), as a text query and as a prepared statement, also when the
+/// translation moves and repeats the `?` parameters.
 #[test]
 fn mysql_client_statements_are_rewritten_for_a_postgres_pool() {
     let t = pg_tables();
@@ -498,4 +686,9 @@ fn mysql_client_statements_are_rewritten_for_a_postgres_pool() {
     // 7 text queries and 5 prepares (the mysql crate prepares each distinct text once; a
     // bridged statement's translation is decided when it is prepared).
     assert_eq!(translations_counted(metrics, "pgx") - before, 12, "translations are counted");
+    let moved = format!("SELECT `v` FROM `{a}` WHERE id = ? AND v <> ?");
+    for (id, s) in [(3, " it's ü€"), (9, AWKWARD)] {
+        let prepared: Vec<String> = c.exec(&moved, (id, s)).expect("prepared, parameters moved");
+        assert_eq!(prepared, vec![format!("b{id}{s}"), format!("b{}{s}", id + 2)], "moved and repeated ({id}, {s})");
+    }
 }

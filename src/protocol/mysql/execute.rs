@@ -77,6 +77,23 @@ pub fn decode_execute_params<'a>(
     Ok(ExecuteParams { new_params_bound, types, values })
 }
 
+impl<'a> ExecuteParams<'a> {
+    /// The parameters of a statement whose `j`-th placeholder takes parameter `order[j]` of this
+    /// execution (a rewrite that moves or repeats positional `?`): types, NULL bits, long-data
+    /// markers and values follow their parameter. Types are always bound, because the statement
+    /// they go to may never have been sent them. `None` if `order` names a parameter beyond the
+    /// last.
+    pub fn reorder(&self, order: &[u16]) -> Option<ExecuteParams<'a>> {
+        let mut types = SmallVec::with_capacity(order.len());
+        let mut values = SmallVec::with_capacity(order.len());
+        for &i in order {
+            types.push(*self.types.get(usize::from(i))?);
+            values.push(*self.values.get(usize::from(i))?);
+        }
+        Some(ExecuteParams { new_params_bound: true, types, values })
+    }
+}
+
 /// Appends the parameter block. NULL values become bitmap bits, `None` values (long data) take no
 /// bytes, and types are written when `new_params_bound` is set.
 pub fn encode_execute_params(params: &ExecuteParams<'_>, out: &mut Vec<u8>) {
@@ -140,7 +157,71 @@ mod tests {
         assert_eq!(decode_execute_params(&[], 0, &[], &[]).unwrap().values.len(), 0);
     }
 
+    #[test]
+    fn golden_reorder_with_repeats_nulls_and_strings() {
+        // Client: (7 as LONGLONG, NULL as VAR_STRING, "it's ü" as VAR_STRING), types bound.
+        let s = "it's ü".as_bytes();
+        let body = [&[0x02, 0x01, 0x08, 0x00, 0xFD, 0x00, 0xFD, 0x00][..], &[7, 0, 0, 0, 0, 0, 0, 0], &[s.len() as u8], s].concat();
+        let p = decode_execute_params(&body, 3, &[], &[]).unwrap();
+        // Translated: `? ? ? ? ?` binding parameters 2, 0, 1, 0, 2.
+        let mut out = Vec::new();
+        encode_execute_params(&p.reorder(&[2, 0, 1, 0, 2]).unwrap(), &mut out);
+        let want = [
+            &[0b0000_0100, 0x01][..],
+            &[0xFD, 0x00, 0x08, 0x00, 0xFD, 0x00, 0x08, 0x00, 0xFD, 0x00],
+            &[s.len() as u8],
+            s,
+            &[7, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0],
+            &[s.len() as u8],
+            s,
+        ]
+        .concat();
+        assert_eq!(out, want);
+        // Not rebound by the client: the remembered types still go out with the reordered values.
+        let prev = p.types.clone();
+        let again = [&[0b100, 0x00][..], &[9, 0, 0, 0, 0, 0, 0, 0], &[1, b'x']].concat();
+        let q = decode_execute_params(&again, 3, &prev, &[]).unwrap();
+        let mut out = Vec::new();
+        encode_execute_params(&q.reorder(&[1, 2, 0]).unwrap(), &mut out);
+        assert_eq!(out, [&[0b010, 0x01, 0xFD, 0x00, 0xFD, 0x00, 0x08, 0x00][..], &[1, b'x'], &[9, 0, 0, 0, 0, 0, 0, 0]].concat());
+        assert_eq!(p.reorder(&[3]), None);
+        assert_eq!(p.reorder(&[]).map(|r| r.values.len()), Some(0));
+    }
+
     proptest! {
+        #[test]
+        fn reorder_moves_every_part_of_a_parameter(
+            params in prop::collection::vec((typed_value(), 0u8..4), 1..24),
+            picks in prop::collection::vec(any::<prop::sample::Index>(), 1..48),
+            bound in any::<bool>(),
+        ) {
+            let n = params.len();
+            let types: SmallVec<[ValueType; 8]> = params.iter().map(|((t, _), _)| *t).collect();
+            let values: SmallVec<[Option<BinaryValue<'_>>; 8]> = params
+                .iter()
+                .map(|((_, v), kind)| match kind { 0 => Some(BinaryValue::Null), 1 => None, _ => Some(*v) })
+                .collect();
+            let long: Vec<bool> = values.iter().map(Option::is_none).collect();
+            // Every parameter at least once, then repeats in any order.
+            let mut order: Vec<u16> = (0..n as u16).rev().collect();
+            order.extend(picks.iter().map(|i| i.index(n) as u16));
+            let client = ExecuteParams { new_params_bound: bound, types: types.clone(), values: values.clone() };
+            let mut wire = Vec::new();
+            encode_execute_params(&client, &mut wire);
+            let prev: &[ValueType] = if bound { &[] } else { &types };
+            let decoded = decode_execute_params(&wire, n as u16, prev, &long).unwrap();
+            let mut out = Vec::new();
+            encode_execute_params(&decoded.reorder(&order).unwrap(), &mut out);
+            let long_out: Vec<bool> = order.iter().map(|&i| long[usize::from(i)]).collect();
+            let back = decode_execute_params(&out, order.len() as u16, &[], &long_out).unwrap();
+            prop_assert!(back.new_params_bound);
+            for (j, &i) in order.iter().enumerate() {
+                prop_assert_eq!(back.types[j], types[usize::from(i)]);
+                prop_assert_eq!(back.values[j], values[usize::from(i)]);
+            }
+            prop_assert_eq!(back.values.len(), order.len());
+        }
+
         #[test]
         fn round_trip_many_params(params in prop::collection::vec((typed_value(), 0u8..4), 1..80)) {
             // Declared first: the decoded params borrow them and must not outlive them.

@@ -340,6 +340,34 @@ fn translation_rewrites_and_wins_over_rules() {
 }
 
 #[test]
+fn positional_parameters_may_move_for_mysql_clients_only() {
+    let mut r = split_router(
+        r#"
+[[translation.rules]]
+original_sql = "SELECT v FROM a WHERE id = 1 AND k = 'x'"
+translated_sql = "SELECT v FROM b WHERE k = 'x' AND (id = 1 OR parent = 1)"
+target_pool = "my_primary"
+"#,
+    );
+    let d = my(&mut r, "SELECT v FROM a WHERE id = ? AND k = ?");
+    assert_eq!((pool(&d), d.kind), ("my_primary", DecisionKind::Translation));
+    assert_eq!(
+        (d.rewritten.as_deref(), d.param_order),
+        (Some("SELECT v FROM b WHERE k = ? AND (id = ? OR parent = ?)"), Some(vec![1, 0, 0]))
+    );
+    let d = my(&mut r, "SELECT v FROM a WHERE id = 3 AND k = ?");
+    assert_eq!(
+        (d.rewritten.as_deref(), d.param_order),
+        (Some("SELECT v FROM b WHERE k = ? AND (id = 3 OR parent = 3)"), None),
+        "one parameter cannot be misplaced"
+    );
+    // PostgreSQL clients bind `$n` by number; a `?` is not theirs to move.
+    let d = pg(&mut r, "SELECT v FROM a WHERE id = ? AND k = ?");
+    assert_ne!(d.kind, DecisionKind::Translation);
+    assert_eq!((d.rewritten, d.param_order), (None, None));
+}
+
+#[test]
 fn runtime_translations_and_dynamic_rules() {
     let config = config(SPLIT, TRANSLATION);
     let runtime = [TranslationRule {

@@ -1,12 +1,16 @@
 //! Prepared-statement bookkeeping for MySQL clients: router-issued statement ids, the text each
 //! one stands for (so it can be prepared again on whichever backend connection executes it),
 //! the parameter types last bound (so an execute that says "types as before" still carries
-//! them to a connection that never saw them), and long data buffered until the execute.
+//! them to a connection that never saw them), long data buffered until the execute, and the
+//! reordering of parameters for a translation that moves or repeats the client's `?`.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use crate::protocol::mysql::codec::put_u32;
 use crate::protocol::mysql::command::COM_STMT_EXECUTE;
+use crate::protocol::mysql::execute::PARAM_UNSIGNED;
+use crate::protocol::mysql::{decode_execute_params, encode_execute_params, ColumnType, ValueType};
 use crate::routing::StatementKey;
 
 /// Most statements one client may keep prepared at once (MySQL's `max_prepared_stmt_count`
@@ -21,11 +25,14 @@ pub(super) struct Stmt {
     /// The statement text prepared on backends (a translation rule's rewrite, if one applied).
     pub sql: Vec<u8>,
     /// The client's original text: what the statement is routed by at every execute.
-    pub origin: std::rc::Rc<str>,
+    pub origin: Rc<str>,
     /// The routing key of `origin`, computed once at prepare.
     pub route_key: Option<StatementKey>,
-    /// Number of `?` parameters the server reported.
+    /// Number of `?` parameters the client binds (the server's count, unless `order` is set).
     pub params: u16,
+    /// For a translation that moves or repeats the `?` parameters: for each `?` of `sql`, the
+    /// client parameter it takes (from the routing decision at prepare).
+    pub order: Option<Rc<[u16]>>,
     /// Parameter types (2 bytes each) from the last execute that bound them.
     pub types: Vec<u8>,
     /// `COM_STMT_SEND_LONG_DATA` chunks waiting for the next execute: (parameter, bytes).
@@ -130,6 +137,44 @@ pub(super) fn rewrite_execute(client: &[u8], backend_id: u32, params: u16, types
     true
 }
 
+/// Writes a COM_STMT_EXECUTE payload for backend statement `backend_id` whose `j`-th `?` takes
+/// the client's parameter `order[j]`, from the client's payload `client` (command byte included)
+/// for its `params` parameters. `long_data[i]`: client parameter `i` came through
+/// `COM_STMT_SEND_LONG_DATA`. Types the client sent are remembered in `types` (2 bytes each, as
+/// on the wire) and used when it sends none. Returns `false` when the payload is not valid.
+pub(super) fn reorder_execute(client: &[u8], backend_id: u32, params: u16, order: &[u16], long_data: &[bool], types: &mut Vec<u8>, out: &mut Vec<u8>) -> bool {
+    let Some((head, body)) = client.split_at_checked(10) else { return false };
+    let prev: Vec<ValueType> = types
+        .chunks_exact(2)
+        .map(|pair| match *pair {
+            [t, flags] => ValueType::new(ColumnType(t), flags & PARAM_UNSIGNED != 0),
+            _ => ValueType::new(ColumnType::NULL, false),
+        })
+        .collect();
+    let Ok(decoded) = decode_execute_params(body, params, &prev, long_data) else { return false };
+    if decoded.new_params_bound {
+        types.clear();
+        for t in &decoded.types {
+            types.extend_from_slice(&[t.column_type.0, if t.unsigned { PARAM_UNSIGNED } else { 0 }]);
+        }
+    }
+    let Some(reordered) = decoded.reorder(order) else { return false };
+    out.push(COM_STMT_EXECUTE);
+    put_u32(out, backend_id);
+    out.extend_from_slice(head.get(5..).unwrap_or_default());
+    encode_execute_params(&reordered, out);
+    true
+}
+
+/// The backend parameters that client parameter `param` binds: itself, or with a reordering
+/// translation every `?` that takes it (long data is then sent once for each).
+pub(super) fn backend_params(order: Option<&[u16]>, param: u16) -> Vec<u16> {
+    match order {
+        None => vec![param],
+        Some(order) => order.iter().enumerate().filter(|(_, p)| **p == param).filter_map(|(j, _)| u16::try_from(j).ok()).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,7 +182,7 @@ mod tests {
     #[test]
     fn ids_are_issued_and_last_resolves() {
         let mut s = Statements::default();
-        let mk = || Stmt { key: 1, sql: b"SELECT ?".to_vec(), origin: "SELECT ?".into(), route_key: None, params: 1, types: Vec::new(), long_data: Vec::new() };
+        let mk = || Stmt { key: 1, sql: b"SELECT ?".to_vec(), origin: "SELECT ?".into(), route_key: None, params: 1, order: None, types: Vec::new(), long_data: Vec::new() };
         let a = s.insert(mk());
         let b = s.insert(mk());
         assert_eq!((a, b), (1, 2));
@@ -153,6 +198,37 @@ mod tests {
         assert_eq!(statement_key(b"SELECT 1", None), statement_key(b"SELECT 1", None));
         assert_ne!(statement_key(b"SELECT 1", None), statement_key(b"SELECT 1", Some("x")));
         assert_ne!(statement_key(b"SELECT 1", None), statement_key(b"SELECT 2", None));
+    }
+
+    #[test]
+    fn reordered_execute_moves_values_and_remembers_types() {
+        // Client: (a = 7 LONGLONG, b = NULL VAR_STRING, c = long data BLOB); cursor flag 1.
+        let first = [&[0x17, 5, 0, 0, 0, 1, 1, 0, 0, 0][..], &[0b010, 0x01, 0x08, 0x00, 0xFD, 0x00, 0xFC, 0x00], &[7, 0, 0, 0, 0, 0, 0, 0]].concat();
+        let (mut types, mut out) = (Vec::new(), Vec::new());
+        // Translated `? ? ? ?` takes c, a, b, a.
+        assert!(reorder_execute(&first, 9, 3, &[2, 0, 1, 0], &[false, false, true], &mut types, &mut out));
+        let want = [&[0x17, 9, 0, 0, 0, 1, 1, 0, 0, 0][..], &[0b0100, 0x01, 0xFC, 0x00, 0x08, 0x00, 0xFD, 0x00, 0x08, 0x00], &[7, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0]].concat();
+        assert_eq!(out, want);
+        assert_eq!(types, [0x08, 0x00, 0xFD, 0x00, 0xFC, 0x00]);
+        // Types not sent again: the remembered ones are bound; an unsigned flag survives.
+        types = vec![0x08, 0x80, 0xFD, 0x00, 0xFC, 0x00];
+        let again = [&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0b000, 0x00], &[0xFF; 8], &[2, b'h', b'i'], &[1, b'c']].concat();
+        let mut out2 = Vec::new();
+        assert!(reorder_execute(&again, 3, 3, &[2, 0, 1, 0], &[false; 3], &mut types, &mut out2));
+        let want2 = [&[0x17, 3, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0b0000, 0x01, 0xFC, 0x00, 0x08, 0x80, 0xFD, 0x00, 0x08, 0x80], &[1, b'c'], &[0xFF; 8], &[2, b'h', b'i'], &[0xFF; 8]].concat();
+        assert_eq!(out2, want2);
+        // Invalid: truncated, no types ever bound, trailing bytes.
+        assert!(!reorder_execute(&first[..12], 9, 3, &[0, 1, 2], &[], &mut Vec::new(), &mut Vec::new()));
+        assert!(!reorder_execute(&again, 9, 3, &[0, 1, 2], &[], &mut Vec::new(), &mut Vec::new()));
+        assert!(!reorder_execute(&[&first[..], &[0]].concat(), 9, 3, &[0, 1, 2], &[false, false, true], &mut Vec::new(), &mut Vec::new()));
+    }
+
+    #[test]
+    fn long_data_goes_to_every_position_of_its_parameter() {
+        assert_eq!(backend_params(None, 4), vec![4]);
+        assert_eq!(backend_params(Some(&[1, 0, 1, 2]), 1), vec![0, 2]);
+        assert_eq!(backend_params(Some(&[1, 0, 1, 2]), 2), vec![3]);
+        assert_eq!(backend_params(Some(&[1, 0]), 5), Vec::<u16>::new());
     }
 
     #[test]

@@ -120,15 +120,16 @@ impl Session {
     /// For a session bridged to a PostgreSQL pool: the rewritten SQL when a translation rule
     /// for `sql` targets this session's own pool, counted as a translation decision. A bridged
     /// session does not change pools (other rules and the split do not apply to it), so a rule
-    /// for another pool leaves the statement as written.
-    pub(super) fn bridged_translation(&self, sql: &str) -> Option<String> {
+    /// for another pool leaves the statement as written. With the SQL comes the decision's
+    /// `param_order` (how the rewrite moves or repeats the client's `?` parameters).
+    pub(super) fn bridged_translation(&self, sql: &str) -> Option<(String, Option<Vec<u16>>)> {
         let d = self.decide(sql, None);
         let own_pool = matches!(&d.outcome, Outcome::Route(p) if **p == *self.pool.config.name);
         if d.step != DecisionKind::Translation || !own_pool {
             return None;
         }
         self.ctx.count_decision(&d);
-        d.rewritten
+        Some((d.rewritten?, d.param_order))
     }
 
     /// Adds one execution of `sql` (started at `started`) to the core's digest statistics.

@@ -1,7 +1,9 @@
 //! Prepared-statement commands (`COM_STMT_*`) and the silent commands the router runs on a
 //! connection itself: settings replay, connection reset, re-prepare.
 
-use super::prepared::{rewrite_execute, statement_key, Stmt, MAX_CLIENT_STATEMENTS};
+use std::rc::Rc;
+
+use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, Stmt, MAX_CLIENT_STATEMENTS};
 use super::relay::{Grammar, Pkt};
 use super::state::{Effect, MyState};
 use super::{End, Session};
@@ -9,7 +11,7 @@ use crate::config::Protocol;
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::mysql::codec::{put_u16, put_u32, Reader};
 use crate::protocol::mysql::command::{COM_INIT_DB, COM_QUERY, COM_RESET_CONNECTION, COM_STMT_CLOSE, COM_STMT_FETCH, COM_STMT_PREPARE, COM_STMT_RESET, COM_STMT_SEND_LONG_DATA};
-use crate::protocol::mysql::errcode::{ErrorNumber, ER_UNKNOWN_STMT_HANDLER};
+use crate::protocol::mysql::errcode::{ErrorNumber, ER_UNKNOWN_STMT_HANDLER, ER_WRONG_ARGUMENTS};
 use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_LAST_ROW_SENT};
 use crate::protocol::mysql::{decode_payload, encode_packets, StmtPrepareOk};
 use crate::routing::StatementKey;
@@ -211,14 +213,16 @@ impl Session {
         // prepared on backends.
         let origin = String::from_utf8_lossy(sql).into_owned();
         let route_key = self.ctx.statement_key(&origin, Protocol::MySql);
-        let prepared = self.decide(&origin, Some(route_key)).rewritten.map_or_else(|| sql.to_vec(), String::into_bytes);
+        let decision = self.decide(&origin, Some(route_key));
+        let order = decision.param_order.map(Rc::from);
+        let prepared = decision.rewritten.map_or_else(|| sql.to_vec(), String::into_bytes);
         let (effects, _) = super::state::effects(&String::from_utf8_lossy(&prepared));
         let pins: Vec<(usize, Effect)> = effects.into_iter().filter(|(_, e)| matches!(e, Effect::Pin(_))).collect();
         let payload = [&[COM_STMT_PREPARE][..], &prepared].concat();
         if self.send_command(&payload).await.is_err() {
             return self.backend_lost().await;
         }
-        let res = self.relay_prepare(prepared, origin.into(), route_key).await;
+        let res = self.relay_prepare(prepared, origin.into(), route_key, order).await;
         self.compact();
         if res.is_err() {
             return self.backend_lost().await;
@@ -230,7 +234,7 @@ impl Session {
     }
 
     /// Relays a prepare response under a router-issued statement id.
-    async fn relay_prepare(&mut self, sql: Vec<u8>, origin: std::rc::Rc<str>, route_key: StatementKey) -> Result<(), ()> {
+    async fn relay_prepare(&mut self, sql: Vec<u8>, origin: Rc<str>, route_key: StatementKey, order: Option<Rc<[u16]>>) -> Result<(), ()> {
         let first = self.backend_payload(false).await?;
         if first.is_err() {
             return self.forward_pkt(&first);
@@ -238,7 +242,10 @@ impl Session {
         let ok = StmtPrepareOk::decode(&first.head).map_err(|_| ())?;
         let key = statement_key(&sql, self.state.db());
         let route_key = Some(route_key);
-        let stmt = Stmt { key, sql, origin, route_key, params: ok.num_params, types: Vec::new(), long_data: Vec::new() };
+        let stmt = Stmt { key, sql, origin, route_key, params: ok.num_params, order, types: Vec::new(), long_data: Vec::new() };
+        if stmt.order.is_some() {
+            return self.relay_reordered_prepare(first.seq, ok, stmt).await;
+        }
         let id = self.stmts.insert(stmt);
         let mut payload = Vec::with_capacity(12);
         StmtPrepareOk { stmt_id: id, ..ok }.encode(&mut payload);
@@ -254,6 +261,43 @@ impl Session {
         Ok(())
     }
 
+    /// Answers a prepare whose translation moves or repeats the client's `?` parameters: the
+    /// client sees its own parameter count, each parameter described as the first `?` that
+    /// takes it, and the columns unchanged (sequence ids renumbered after the shorter or longer
+    /// parameter section).
+    async fn relay_reordered_prepare(&mut self, seq: u8, ok: StmtPrepareOk, mut stmt: Stmt) -> Result<(), ()> {
+        let order = stmt.order.clone().unwrap_or_default();
+        let mut params = Vec::with_capacity(usize::from(ok.num_params) + 1);
+        let mut columns = Vec::with_capacity(usize::from(ok.num_columns) + 1);
+        for (n, section) in [(ok.num_params, &mut params), (ok.num_columns, &mut columns)] {
+            // n definitions and their EOF (backends never get CLIENT_DEPRECATE_EOF).
+            for _ in 0..if n > 0 { usize::from(n) + 1 } else { 0 } {
+                section.push(self.backend_payload(false).await?.whole().ok_or(())?.to_vec());
+            }
+        }
+        self.remember_backend_stmt(stmt.key, ok.stmt_id).await;
+        let client_params = order.iter().max().map_or(0, |m| m.saturating_add(1));
+        if usize::from(ok.num_params) != order.len() {
+            let msg = format!("the translated statement has {} parameters where the translation rule placed {}; it cannot be bound", ok.num_params, order.len());
+            MyClientError::new(ER_WRONG_ARGUMENTS, msg).encode(seq, &mut self.out);
+            return Ok(());
+        }
+        stmt.params = client_params;
+        let id = self.stmts.insert(stmt);
+        let mut payload = Vec::with_capacity(12);
+        StmtPrepareOk { stmt_id: id, num_params: client_params, ..ok }.encode(&mut payload);
+        let mut seq = encode_packets(&payload, seq, &mut self.out);
+        let eof = params.last().cloned();
+        for i in 0..client_params {
+            let def = order.iter().position(|p| *p == i).and_then(|j| params.get(j)).ok_or(())?;
+            seq = encode_packets(def, seq, &mut self.out);
+        }
+        for p in eof.iter().chain(&columns) {
+            seq = encode_packets(p, seq, &mut self.out);
+        }
+        Ok(())
+    }
+
     fn unknown_stmt(&mut self, id: u32, seq: u8) {
         let e = MyClientError::new(ER_UNKNOWN_STMT_HANDLER, format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"));
         e.encode(seq, &mut self.out);
@@ -265,7 +309,7 @@ impl Session {
             self.unknown_stmt(id, 1);
             return Ok(());
         };
-        let (key, sql, params) = (stmt.key, stmt.sql.clone(), stmt.params);
+        let (key, sql, params, order) = (stmt.key, stmt.sql.clone(), stmt.params, stmt.order.clone());
         let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
         let routed = match self.route_statement(&origin, route_key).await {
             Ok(r) => r,
@@ -309,8 +353,15 @@ impl Session {
         let stmt_types = self.stmts.get_mut(id).map(|s| &mut s.types);
         let mut scratch = Vec::new();
         let types = stmt_types.unwrap_or(&mut scratch);
-        if !rewrite_execute(payload, backend_id, params, types, &mut cmd) {
-            MyClientError::new(crate::protocol::mysql::errcode::ER_WRONG_ARGUMENTS, "Incorrect arguments to mysqld_stmt_execute").encode(1, &mut self.out);
+        let valid = match order.as_deref() {
+            None => rewrite_execute(payload, backend_id, params, types, &mut cmd),
+            Some(order) => {
+                let long: Vec<bool> = (0..params).map(|i| long_data.iter().any(|(p, _)| *p == i)).collect();
+                reorder_execute(payload, backend_id, params, order, &long, types, &mut cmd)
+            }
+        };
+        if !valid {
+            MyClientError::new(ER_WRONG_ARGUMENTS, "Incorrect arguments to mysqld_stmt_execute").encode(1, &mut self.out);
             self.maybe_release().await;
             return Ok(());
         }
@@ -319,12 +370,14 @@ impl Session {
         // rely on: such an execute is not retried (#11).
         let retryable = long_data.is_empty();
         for (param, data) in long_data {
-            let mut p = Vec::with_capacity(data.len() + 7);
-            p.push(COM_STMT_SEND_LONG_DATA);
-            put_u32(&mut p, backend_id);
-            put_u16(&mut p, param);
-            p.extend_from_slice(&data);
-            encode_packets(&p, 0, &mut self.bout);
+            for target in backend_params(order.as_deref(), param) {
+                let mut p = Vec::with_capacity(data.len() + 7);
+                p.push(COM_STMT_SEND_LONG_DATA);
+                put_u32(&mut p, backend_id);
+                put_u16(&mut p, target);
+                p.extend_from_slice(&data);
+                encode_packets(&p, 0, &mut self.bout);
+            }
         }
         self.bseq = Some(encode_packets(&cmd, 0, &mut self.bout));
         self.arm_query_timeout();

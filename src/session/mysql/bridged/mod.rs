@@ -163,7 +163,7 @@ impl Session {
         }
         match emulated::classify(&sql) {
             None => match self.bridged_translation(&sql) {
-                Some(translated) => self.bridged_simple(&translated).await,
+                Some((translated, _)) => self.bridged_simple(&translated).await,
                 None => self.bridged_simple(&sql).await,
             },
             Some(Emulation::Set(autocommit)) => self.bridged_set(autocommit).await,

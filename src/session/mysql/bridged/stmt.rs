@@ -60,8 +60,12 @@ impl Session {
         // A translation is decided (and counted) once, here: what is prepared is what every
         // execute runs.
         let text = String::from_utf8_lossy(body);
-        let translated = self.bridged_translation(&text);
-        let (sql, _) = number_placeholders(translated.as_deref().unwrap_or(&text));
+        // PostgreSQL binds `$n` by number, so a rewrite that moves or repeats the client's `?`
+        // just numbers each after the client parameter it takes.
+        let (sql, _) = match self.bridged_translation(&text) {
+            Some((translated, order)) => number_placeholders(&translated, order.as_deref()),
+            None => number_placeholders(&text, None),
+        };
         if let Err(e) = self.pg_backend().await {
             e.encode(1, &mut self.out);
             return Ok(());
