@@ -6,12 +6,13 @@
 //! statement. Properties: no panic; the mapping's spans lie inside the translated example; a
 //! translated statement has the translation's shape, and every literal it took from the incoming
 //! statement decodes back to the incoming value (a value can be re-quoted but never changed, and
-//! never spill into the statement's structure).
+//! never spill into the statement's structure); a `?` parameter order names one incoming `?` per
+//! output `?`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use querypilot::sql::fingerprint::fingerprint;
-use querypilot::sql::template::{parameterize, LiteralKind, SlotSource, TranslationTemplate};
+use querypilot::sql::template::{parameterize, Literal, LiteralKind, SlotSource, TranslationTemplate, Translated};
 use querypilot::sql::Dialect;
 
 fn dialect(bit: bool) -> Dialect {
@@ -19,6 +20,16 @@ fn dialect(bit: bool) -> Dialect {
         Dialect::MySql
     } else {
         Dialect::Postgres
+    }
+}
+
+/// How many positional `?` parameters a slot holds (an IN list may hold several).
+fn positional(lit: &Literal) -> usize {
+    let one = |l: &Literal| usize::from(l.kind == LiteralKind::Param && l.value.as_deref() == Some("?"));
+    if lit.items.is_empty() {
+        one(lit)
+    } else {
+        lit.items.iter().map(one).sum()
     }
 }
 
@@ -42,8 +53,15 @@ fuzz_target!(|data: &[u8]| {
     for m in &description.mapping {
         assert!(translated.get(m.span.clone()).is_some(), "mapping span {:?} outside the translation", m.span);
     }
-    let Some(out) = template.apply(incoming, source) else { return };
+    let Some(Translated { sql: out, param_order }) = template.apply(incoming, source) else { return };
     assert_eq!(fingerprint(&out, target), fingerprint(translated, target), "translated: {out:?}");
+    if let Some(order) = &param_order {
+        // Each `?` of the output names one of the incoming statement's `?` parameters.
+        let questions = |sql: &str, d| parameterize(sql, d).literals.iter().map(positional).sum::<usize>();
+        assert_eq!(order.len(), questions(&out, target), "one entry per `?` of {out:?}");
+        let incoming_count = questions(incoming, source);
+        assert!(order.iter().all(|&i| usize::from(i) < incoming_count), "{order:?} beyond {incoming_count} parameters");
+    }
 
     // Scalar slots taken from the incoming statement keep their decoded value in the output. The
     // output's literals line up with the mapping: a list mapped whole is one entry, any other
