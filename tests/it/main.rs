@@ -19,6 +19,7 @@ mod bridge_pg_mysql;
 mod drain;
 mod health;
 mod mysql_commands;
+mod mysql_infile;
 mod mysql_routing;
 mod routing_api;
 mod mysql_session;

@@ -21,6 +21,7 @@ pub mod error;
 pub mod execute;
 pub mod framer;
 pub mod handshake;
+pub mod infile;
 pub mod response;
 pub mod row;
 pub mod value;

@@ -23,7 +23,7 @@ use crate::id::CancelKey;
 use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::mysql::command::*;
 use crate::protocol::mysql::errcode::{
-    ErrorNumber, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_NOT_ALLOWED_COMMAND, ER_UNKNOWN_COM_ERROR,
+    ErrorNumber, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR,
 };
 use crate::protocol::mysql::response::{EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
@@ -382,17 +382,15 @@ impl Session {
             e.encode(1, &mut self.out);
             return Ok(());
         }
+        let mut grammar = Grammar::Query;
         if loads_local_file(&sql) {
-            // The router offers no client CLIENT_LOCAL_FILES and has no switch to relay files, so
-            // the statement is refused here with a reason rather than by the server with 1148's
-            // "not allowed with this MariaDB version".
-            let e = MyClientError::new(
-                ER_NOT_ALLOWED_COMMAND,
-                "LOAD DATA LOCAL INFILE is not supported through the router (it does not relay client files); \
-                 load a file the server can read with LOAD DATA INFILE, or send the rows as INSERTs",
-            );
-            e.encode(1, &mut self.out);
-            return Ok(());
+            // Refused here with the reason rather than by the server with 1148's "not allowed
+            // with this MariaDB version" (#4).
+            if let Some(e) = self.local_infile_refusal() {
+                e.encode(1, &mut self.out);
+                return Ok(());
+            }
+            grammar = Grammar::LoadLocal;
         }
         if self.mode() == PoolMode::Statement && begins_transaction(&sql) {
             let e = MyClientError::new(ER_NOT_SUPPORTED_YET, "transactions are not allowed in statement pooling mode");
@@ -408,11 +406,11 @@ impl Session {
         };
         let started = rt::now();
         let outcome = match routed.rewritten {
-            None => self.run_command(payload, Grammar::Query, effects).await?,
+            None => self.run_command(payload, grammar, effects).await?,
             Some(translated) => {
                 let (effects, _) = state::effects(&translated);
                 let payload = [&[COM_QUERY][..], translated.as_bytes()].concat();
-                self.run_command(&payload, Grammar::Query, effects).await?
+                self.run_command(&payload, grammar, effects).await?
             }
         };
         if let Some(o) = outcome {
@@ -442,6 +440,9 @@ impl Session {
         };
         self.state.apply(&effects, outcome.succeeded);
         self.after_response(&outcome).await;
+        if outcome.abandoned {
+            return Err(self.end_abandoned().await);
+        }
         Ok(Some(outcome))
     }
 
