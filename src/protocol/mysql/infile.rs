@@ -47,7 +47,14 @@ impl FileStream {
     /// `max_len` are refused.
     #[must_use]
     pub fn new(request_seq: u8, max_len: usize) -> Self {
-        Self { next_seq: request_seq.wrapping_add(1), remaining: 0, payload_len: 0, continued: false, max_len, done: false }
+        Self {
+            next_seq: request_seq.wrapping_add(1),
+            remaining: 0,
+            payload_len: 0,
+            continued: false,
+            max_len,
+            done: false,
+        }
     }
 
     /// How many leading bytes of `buf` (the client's unread input) belong to the file and can be
@@ -67,14 +74,26 @@ impl FileStream {
                 self.remaining -= take;
                 continue;
             }
-            let Some(&[a, b, c, seq]) = buf.get(used..used + HEADER_LEN) else { break };
+            let Some(&[a, b, c, seq]) = buf.get(used..used + HEADER_LEN) else {
+                break;
+            };
             let len = u32::from_le_bytes([a, b, c, 0]) as usize;
             if seq != self.next_seq {
-                return Err(DecodeError::SequenceMismatch { expected: self.next_seq, got: seq });
+                return Err(DecodeError::SequenceMismatch {
+                    expected: self.next_seq,
+                    got: seq,
+                });
             }
-            let total = if self.continued { self.payload_len + len } else { len };
+            let total = if self.continued {
+                self.payload_len + len
+            } else {
+                len
+            };
             if total > self.max_len {
-                return Err(DecodeError::PayloadTooLarge { len: total, max: self.max_len });
+                return Err(DecodeError::PayloadTooLarge {
+                    len: total,
+                    max: self.max_len,
+                });
             }
             used += HEADER_LEN;
             self.next_seq = seq.wrapping_add(1);
@@ -171,9 +190,18 @@ mod tests {
     fn out_of_sequence_and_oversize_packets_are_refused_from_the_header() {
         let (bytes, _) = file(&[b"abc"], 3);
         let mut s = FileStream::new(1, 1 << 20);
-        assert_eq!(s.advance(&bytes), Err(DecodeError::SequenceMismatch { expected: 2, got: 4 }));
+        assert_eq!(
+            s.advance(&bytes),
+            Err(DecodeError::SequenceMismatch {
+                expected: 2,
+                got: 4
+            })
+        );
         let mut s = FileStream::new(3, 2);
-        assert_eq!(s.advance(&bytes[..HEADER_LEN]), Err(DecodeError::PayloadTooLarge { len: 3, max: 2 }));
+        assert_eq!(
+            s.advance(&bytes[..HEADER_LEN]),
+            Err(DecodeError::PayloadTooLarge { len: 3, max: 2 })
+        );
     }
 
     #[test]
@@ -186,7 +214,10 @@ mod tests {
         assert_eq!(s.advance(&body), Ok(MAX_PACKET_PAYLOAD));
         assert_eq!(
             s.advance(&[11, 0, 0, 3]),
-            Err(DecodeError::PayloadTooLarge { len: MAX_PACKET_PAYLOAD + 11, max: MAX_PACKET_PAYLOAD + 10 })
+            Err(DecodeError::PayloadTooLarge {
+                len: MAX_PACKET_PAYLOAD + 11,
+                max: MAX_PACKET_PAYLOAD + 10
+            })
         );
     }
 }

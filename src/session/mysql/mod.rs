@@ -15,6 +15,7 @@ mod retry;
 mod route;
 mod state;
 mod stmt;
+mod warning;
 
 use std::rc::Rc;
 
@@ -131,6 +132,8 @@ pub(super) struct Session {
     /// The retry policy of the routing rule that decided the statement about to run, if it
     /// has one (it replaces the pool's, #11).
     rule_retry: Option<crate::config::RetryPolicy>,
+    /// The warning of a statement that succeeded after a retry (#11).
+    notice: warning::RetryNotice,
 }
 
 /// Serves one client from login to close.
@@ -202,6 +205,7 @@ impl Session {
             user: g.user,
             ryw,
             rule_retry: None,
+            notice: warning::RetryNotice::default(),
         }
     }
 
@@ -313,6 +317,9 @@ impl Session {
         let body = payload.get(1..).unwrap_or_default();
         if self.is_bridged() {
             return self.bridged_dispatch(code, payload, body).await;
+        }
+        if self.answer_retry_warning(code, body) {
+            return Ok(());
         }
         if self.tx.sticky && code != COM_QUERY {
             self.tx.sticky = false;

@@ -121,6 +121,22 @@ impl Session {
     /// Reads the next logical payload from the backend, forwarding its packets to the client
     /// when `forward`. `Err` means the backend connection is gone or desynchronized.
     pub(super) async fn backend_payload(&mut self, forward: bool) -> Result<Pkt, ()> {
+        let p = self.read_payload(forward).await?;
+        self.flush_full(forward).await?;
+        Ok(p)
+    }
+
+    /// Writes the client output out once it is large, mid-response.
+    async fn flush_full(&mut self, forward: bool) -> Result<(), ()> {
+        if forward && self.out.len() >= CLIENT_FLUSH_AT {
+            self.flush_client().await.map_err(|_| ())?;
+        }
+        Ok(())
+    }
+
+    /// [`Session::backend_payload`] without the flush, so the payload can still be changed in
+    /// the client output.
+    async fn read_payload(&mut self, forward: bool) -> Result<Pkt, ()> {
         let mut pkt: Option<Pkt> = None;
         loop {
             let (seq, plen) = self.next_backend_packet().await?;
@@ -143,9 +159,6 @@ impl Session {
             if plen < MAX_PACKET_PAYLOAD {
                 break;
             }
-        }
-        if forward && self.out.len() >= CLIENT_FLUSH_AT {
-            self.flush_client().await.map_err(|_| ())?;
         }
         pkt.ok_or(())
     }
@@ -226,12 +239,13 @@ impl Session {
             }
             match p.first() {
                 Some(0x00) => {
-                    if forward {
-                        self.forward_pkt(&p)?;
-                    }
                     out.rows += affected_rows(&p);
                     (out.status, out.last_insert_id) = status_of(&p);
                     out.succeeded += 1;
+                    if forward {
+                        self.forward_pkt(&p)?;
+                        self.bump_final(p.len, out.status);
+                    }
                 }
                 Some(LOCAL_INFILE_REQUEST) if grammar == Grammar::LoadLocal && forward => {
                     if !self.relay_local_infile(&p, &mut out).await? {
@@ -284,12 +298,16 @@ impl Session {
     /// Relays rows up to and including the terminating EOF or ERR.
     pub(super) async fn rows_until_end(&mut self, forward: bool, out: &mut Outcome) -> Result<(), ()> {
         loop {
-            let p = self.backend_payload(forward).await?;
+            let p = self.read_payload(forward).await?;
             if p.is_eof() {
                 out.status = status_of(&p).0;
                 out.succeeded += 1;
-                return Ok(());
+                if forward {
+                    self.bump_final(p.len, out.status);
+                }
+                return self.flush_full(forward).await;
             }
+            self.flush_full(forward).await?;
             if p.is_err() {
                 out.error = true;
                 return Ok(());
