@@ -251,6 +251,9 @@ enum Victim {
     /// COM_QUERY of the UPDATE followed by `DO 1/0`, whose "Division by 0" warning (1365) the
     /// server reports in the final OK packet.
     TextWithWarning,
+    /// COM_QUERY of the UPDATE followed by a SELECT: the response ends with a result set's EOF
+    /// packet, not an OK packet.
+    TextThenRows,
 }
 
 fn my_deadlock(router: &Router, explicit: bool) -> (Result<(), mysql::Error>, (i32, i32)) {
@@ -302,6 +305,7 @@ fn my_deadlock_on(
                 Victim::Text => v.query_drop(&update),
                 Victim::Prepared => v.exec_drop(format!("UPDATE {t2} SET bal = bal + 1 WHERE id IN (?, ?) ORDER BY id DESC"), (1, 2)),
                 Victim::TextWithWarning => v.query_drop(format!("{update}; DO 1/0")),
+                Victim::TextThenRows => v.query_drop(format!("{update}; SELECT bal FROM {t2} ORDER BY id")),
             };
             if explicit {
                 v.query_drop("ROLLBACK")?;
@@ -382,6 +386,20 @@ fn mysql_warning_count_after_a_retried_statement() {
         let n: Option<u64> = v.query_first(question).expect(question);
         assert_eq!(n, Some(expected), "{question}");
     }
+}
+
+/// A retried statement whose response ends with rows gets its warning in the EOF packet that
+/// ends them.
+#[test]
+fn mysql_retried_statement_ending_with_rows_reports_a_warning_in_the_last_eof() {
+    let router = my_router("transaction", 3);
+    let (result, after, mut v) = my_deadlock_on(&router, false, Victim::TextThenRows, |_| {});
+    result.expect("the victim succeeds on retry");
+    assert_eq!(after, (111, 111));
+    assert_eq!(v.warnings(), 1, "the router's note, in the EOF after the rows");
+    let rows = my_show_warnings(&mut v);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].0.as_str(), rows[0].1), ("Note", 1213));
 }
 
 /// Without `notify_client` the retried statement's response is relayed as the server sent it.
