@@ -100,6 +100,15 @@ fn affected_rows(p: &Pkt) -> u64 {
     }
 }
 
+/// How a client's LOCAL INFILE transfer ended before its last packet.
+#[derive(Debug)]
+enum BrokeOff {
+    /// The client closed its connection.
+    Gone,
+    /// A packet out of sequence or over the size limit.
+    Bad(DecodeError),
+}
+
 /// Result grammar variants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Grammar {
@@ -342,39 +351,24 @@ impl Session {
     async fn relay_local_infile(&mut self, p: &Pkt, out: &mut Outcome) -> Result<bool, ()> {
         self.forward_pkt(p)?;
         let mut file = FileStream::new(p.seq, self.io.max_msg);
-        let mut failure = self.flush_client().await.err().map(|_| None);
-        while failure.is_none() {
-            let n = match file.advance(&self.io.buf) {
-                Ok(n) => n,
-                Err(e) => {
-                    failure = Some(Some(e));
-                    break;
-                }
-            };
-            if n > 0 {
-                let conn = self.backend.as_mut().ok_or(())?;
-                rt::write_all(&mut conn.stream, self.io.buf.get(..n).unwrap_or_default()).await.map_err(|_| ())?;
-                self.io.buf.drain(..n);
-            }
-            if file.done() {
+        let why = match self.stream_file(&mut file).await? {
+            Ok(()) => {
                 self.bseq = Some(file.next_seq());
                 return Ok(true);
             }
-            if !matches!(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await, Ok(1..)) {
-                failure = Some(None);
-            }
-        }
-        tracing::debug!(error = ?failure, "client broke off a LOCAL INFILE transfer; closing its backend connection");
+            Err(why) => why,
+        };
+        tracing::debug!(?why, "client broke off a LOCAL INFILE transfer; closing its backend connection");
         if let Some(c) = self.backend.as_mut() {
             c.broken = true;
         }
-        let told = match failure {
-            Some(Some(DecodeError::PayloadTooLarge { len, max })) => Some(MyClientError::new(
+        let told = match why {
+            BrokeOff::Gone => None,
+            BrokeOff::Bad(DecodeError::PayloadTooLarge { len, max }) => Some(MyClientError::new(
                 ER_NET_PACKET_TOO_LARGE,
                 format!("Got a packet bigger than 'max_allowed_packet' bytes ({len} > {max}) in a LOCAL INFILE file"),
             )),
-            Some(Some(e)) => Some(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}"))),
-            _ => None,
+            BrokeOff::Bad(e) => Some(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}"))),
         };
         if let Some(e) = told {
             e.encode(file.next_seq(), &mut self.out);
@@ -382,6 +376,31 @@ impl Session {
         out.error = true;
         out.abandoned = true;
         Ok(false)
+    }
+
+    /// Passes the client's file on to the backend as it arrives, up to its end. `Err` means the
+    /// backend was lost; `Ok(Err)` that the client broke off.
+    async fn stream_file(&mut self, file: &mut FileStream) -> Result<Result<(), BrokeOff>, ()> {
+        if self.flush_client().await.is_err() {
+            return Ok(Err(BrokeOff::Gone));
+        }
+        loop {
+            let n = match file.advance(&self.io.buf) {
+                Ok(n) => n,
+                Err(e) => return Ok(Err(BrokeOff::Bad(e))),
+            };
+            if n > 0 {
+                let conn = self.backend.as_mut().ok_or(())?;
+                rt::write_all(&mut conn.stream, self.io.buf.get(..n).unwrap_or_default()).await.map_err(|_| ())?;
+                self.io.buf.drain(..n);
+            }
+            if file.done() {
+                return Ok(Ok(()));
+            }
+            if !matches!(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await, Ok(1..)) {
+                return Ok(Err(BrokeOff::Gone));
+            }
+        }
     }
 
     /// Ends a session whose client broke off a LOCAL INFILE transfer: its error (if any) is

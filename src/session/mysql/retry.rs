@@ -92,7 +92,7 @@ impl Session {
             self.count_retry(Outcome::Settled);
         }
         if let Some(r) = retried.filter(|_| self.notice.bumped && !relayed.error) {
-            self.keep_retry_warnings(r).await?;
+            self.keep_retry_warnings(r).await;
         }
         Ok(relayed)
     }

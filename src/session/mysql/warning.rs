@@ -153,39 +153,19 @@ impl Session {
 
     /// After a retried statement succeeded with its warning count raised: reads the backend's
     /// warnings of it on the same connection and keeps them with the router's note for the
-    /// client's next command. `Err` means the backend was lost.
-    pub(super) async fn keep_retry_warnings(&mut self, retried: Retried) -> Result<(), ()> {
-        self.send_command(b"\x03SHOW WARNINGS").await?;
-        let first = self.backend_payload(false).await?;
-        let columns = Reader::new(&first.head)
-            .lenenc_int("column count")
-            .unwrap_or(0);
-        let mut head = vec![first.whole().map(<[u8]>::to_vec)];
-        let mut rows = Vec::new();
-        if !first.is_err() {
-            for _ in 0..=columns {
-                let p = self.backend_payload(false).await?;
-                head.push(p.whole().map(<[u8]>::to_vec));
-            }
-            loop {
-                let p = self.backend_payload(false).await?;
-                if p.is_eof() || p.is_err() {
-                    break;
+    /// client's next command. The statement's response stands whatever happens here: a backend
+    /// lost now only costs the note (and the connection, closed at release).
+    pub(super) async fn keep_retry_warnings(&mut self, retried: Retried) {
+        let (head, rows) = match self.backend_warnings().await {
+            Ok(Some(kept)) => kept,
+            Ok(None) => return,
+            Err(()) => {
+                if let Some(c) = self.backend.as_mut() {
+                    c.broken = true;
                 }
-                rows.push(p.whole().map(<[u8]>::to_vec));
+                return;
             }
-        }
-        self.compact();
-        // Kept only when every payload was whole and the server answered with rows.
-        let (Some(head), Some(rows)) = (
-            head.into_iter().collect::<Option<Vec<_>>>(),
-            rows.into_iter().collect::<Option<Vec<_>>>(),
-        ) else {
-            return Ok(());
         };
-        if first.is_err() || columns != 3 {
-            return Ok(());
-        }
         let text = format!(
             "querypilot: statement failed with error {} ({}) before any result; retried, attempt {} of {}",
             retried.code,
@@ -203,7 +183,38 @@ impl Session {
             &mut note,
         );
         self.notice.pending = Some(Box::new(Pending { head, rows, note }));
-        Ok(())
+    }
+
+    /// Runs SHOW WARNINGS on the backend: its column count, column definitions and EOF, and its
+    /// rows, each payload whole; `None` when the answer is not that (an ERR, or a payload too
+    /// long to keep). `Err` means the backend was lost.
+    async fn backend_warnings(&mut self) -> Result<Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)>, ()> {
+        self.send_command(b"\x03SHOW WARNINGS").await?;
+        let first = self.backend_payload(false).await?;
+        if first.is_err() {
+            self.compact();
+            return Ok(None);
+        }
+        let columns = Reader::new(&first.head)
+            .lenenc_int("column count")
+            .map_err(|_| ())?;
+        let mut head = vec![first.whole().map(<[u8]>::to_vec)];
+        for _ in 0..=columns {
+            let p = self.backend_payload(false).await?;
+            head.push(p.whole().map(<[u8]>::to_vec));
+        }
+        let mut rows = Vec::new();
+        loop {
+            let p = self.backend_payload(false).await?;
+            if p.is_eof() || p.is_err() {
+                break;
+            }
+            rows.push(p.whole().map(<[u8]>::to_vec));
+        }
+        self.compact();
+        let head: Option<Vec<_>> = head.into_iter().collect();
+        let rows: Option<Vec<_>> = rows.into_iter().collect();
+        Ok(head.zip(rows).filter(|_| columns == 3))
     }
 
     /// Answers the client's command from the kept retry warning when it asks for warnings;
