@@ -204,6 +204,39 @@ mod tests {
         );
     }
 
+    /// Feeds `bytes` in two pieces cut at `cut`, as a relay would: the second call gets what the
+    /// first left over plus the rest.
+    fn in_two(bytes: &[u8], cut: usize, max_len: usize) -> (Result<usize, DecodeError>, bool, u8) {
+        let mut s = FileStream::new(0, max_len);
+        let cut = cut.min(bytes.len());
+        let first = match s.advance(&bytes[..cut]) {
+            Ok(n) => n,
+            Err(e) => return (Err(e), s.done(), s.next_seq()),
+        };
+        let second = s.advance(&bytes[first..]);
+        (second.map(|n| first + n), s.done(), s.next_seq())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_any_cut_give_the_same_answer_as_one_piece(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+            cut in 0usize..64,
+            max_len in 0usize..40,
+        ) {
+            let mut whole = FileStream::new(0, max_len);
+            let at_once = whole.advance(&bytes);
+            if let Ok(n) = at_once {
+                proptest::prop_assert!(n <= bytes.len());
+            }
+            let (pieces, done, next) = in_two(&bytes, cut, max_len);
+            proptest::prop_assert_eq!(pieces, at_once.clone());
+            if at_once.is_ok() {
+                proptest::prop_assert_eq!((done, next), (whole.done(), whole.next_seq()));
+            }
+        }
+    }
+
     #[test]
     fn split_payloads_count_against_the_limit_together() {
         let mut header = Vec::new();

@@ -4,8 +4,8 @@
 //! connection executes them, and relays responses untouched.
 //!
 //! The loop is a `match` over command codes delegating to one handler each; the response side
-//! lives in `relay`, statements in `prepared` and `stmt`, session state in `state`, client login
-//! in `login`.
+//! lives in `relay` (LOCAL INFILE included), statements in `prepared` and `stmt`, session state
+//! in `state`, client login in `login`, the warning of a retried statement in `warning`.
 
 mod bridged;
 mod login;
