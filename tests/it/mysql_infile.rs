@@ -225,3 +225,41 @@ fn a_client_breaking_off_mid_file_costs_only_its_backend_connection() {
         assert_eq!(contents(&t), (10, sum(1, 11)), "{mode}");
     }
 }
+
+/// A file packet larger than the listener's `max_message_size` is refused from its header
+/// (1153) without being buffered: the session ends, the statement is aborted with its backend
+/// connection, and the pool serves the next client.
+#[test]
+fn a_file_packet_over_max_message_size_ends_the_session() {
+    let t = table();
+    let pool = format!("{}local_infile = true\n", my_pool("main", "transaction", 1));
+    let config = my_config(&[0], &pool, "main").replace(
+        "bind = \"127.0.0.1:0\"\n",
+        "bind = \"127.0.0.1:0\"\nmax_message_size = \"16KiB\"\n",
+    );
+    let r = Router::start(&config);
+    let mut c = client(&r, 64 << 10);
+    c.set_local_infile_handler(Some(handler(csv(1, 20_001), Arc::default())));
+    let err = c
+        .query_drop(format!(
+            "LOAD DATA LOCAL INFILE 'big.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"
+        ))
+        .expect_err("a 64 KiB packet is over the limit");
+    match err {
+        mysql::Error::MySqlError(e) => {
+            assert_eq!(e.code, 1153, "{}", e.message);
+            assert!(
+                e.message.contains("in a LOCAL INFILE file"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("expected ERR 1153, got {other}"),
+    }
+    drop(c);
+    let mut next = client(&r, 64 << 10);
+    let n: Option<i64> = next
+        .query_first(format!("SELECT COUNT(*) FROM {t}"))
+        .expect("next client");
+    assert_eq!(n, Some(0), "the refused load left no rows");
+}

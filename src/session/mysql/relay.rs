@@ -359,23 +359,43 @@ impl Session {
             Err(why) => why,
         };
         tracing::debug!(?why, "client broke off a LOCAL INFILE transfer; closing its backend connection");
-        if let Some(c) = self.backend.as_mut() {
+        // Closing the connection aborts the statement (its rows are rolled back) at once.
+        if let Some(mut c) = self.backend.take() {
             c.broken = true;
+            self.pool.checkin(c, false);
         }
         let told = match why {
             BrokeOff::Gone => None,
-            BrokeOff::Bad(DecodeError::PayloadTooLarge { len, max }) => Some(MyClientError::new(
-                ER_NET_PACKET_TOO_LARGE,
-                format!("Got a packet bigger than 'max_allowed_packet' bytes ({len} > {max}) in a LOCAL INFILE file"),
-            )),
-            BrokeOff::Bad(e) => Some(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}"))),
+            // The client goes on sending its file: read it to its end, unbuffered, so that the
+            // error arrives where the client expects the server's answer.
+            BrokeOff::Bad(DecodeError::PayloadTooLarge { len, max }) => self.discard_file(file.next_seq()).await.map(|seq| {
+                let text = format!("Got a packet bigger than 'max_allowed_packet' bytes ({len} > {max}) in a LOCAL INFILE file");
+                (seq, MyClientError::new(ER_NET_PACKET_TOO_LARGE, text))
+            }),
+            BrokeOff::Bad(e) => Some((file.next_seq(), MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}")))),
         };
-        if let Some(e) = told {
-            e.encode(file.next_seq(), &mut self.out);
+        if let Some((seq, e)) = told {
+            e.encode(seq, &mut self.out);
         }
         out.error = true;
         out.abandoned = true;
         Ok(false)
+    }
+
+    /// Reads and drops the rest of a client's file from the packet with sequence id `seq` on;
+    /// returns the sequence id the answer must carry, `None` when the client went away.
+    async fn discard_file(&mut self, seq: u8) -> Option<u8> {
+        let mut rest = FileStream::new(seq.wrapping_sub(1), usize::MAX);
+        loop {
+            let n = rest.advance(&self.io.buf).ok()?;
+            self.io.buf.drain(..n);
+            if rest.done() {
+                return Some(rest.next_seq());
+            }
+            if !matches!(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await, Ok(1..)) {
+                return None;
+            }
+        }
     }
 
     /// Passes the client's file on to the backend as it arrives, up to its end. `Err` means the
