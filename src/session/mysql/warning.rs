@@ -156,6 +156,9 @@ impl Session {
     /// client's next command. The statement's response stands whatever happens here: a backend
     /// lost now only costs the note (and the connection, closed at release).
     pub(super) async fn keep_retry_warnings(&mut self, retried: Retried) {
+        // The client has its answer before the router asks the server for more; a client gone
+        // meanwhile is noticed at its next command.
+        let _ = self.flush_client().await;
         let (head, rows) = match self.backend_warnings().await {
             Ok(Some(kept)) => kept,
             Ok(None) => return,
