@@ -1,13 +1,15 @@
-//! MySQL packet framing: `decode_packet` / `decode_payload` over a byte stream, and
-//! `encode_packets` → `decode_payload` round trips.
+//! MySQL packet framing: `decode_packet` / `decode_payload` over a byte stream,
+//! `encode_packets` → `decode_payload` round trips, and the LOCAL INFILE `FileStream`.
 //!
 //! Properties: no panic; a frame never consumes more than the input; the declared-size limit is
 //! honoured; any payload framed by `encode_packets` reassembles to itself with consecutive
-//! sequence ids. (Payloads of 16 MiB and more, which need continuation packets, are beyond
+//! sequence ids; `FileStream` never claims more bytes than it was given and answers the same
+//! whether the stream comes in one piece or two. (Payloads of 16 MiB and more, which need continuation packets, are beyond
 //! libFuzzer's input sizes; the unit tests cover them.)
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use querypilot::protocol::mysql::infile::FileStream;
 use querypilot::protocol::mysql::{decode_packet, decode_payload, encode_packets, MAX_PACKET_PAYLOAD};
 
 fuzz_target!(|data: &[u8]| {
@@ -24,7 +26,20 @@ fuzz_target!(|data: &[u8]| {
         rest = &rest[frame.consumed..];
     }
     round_trip(stream, limit_byte);
+    file_stream(stream, limit_byte, max_len);
 });
+
+fn file_stream(stream: &[u8], seq: u8, max_len: usize) {
+    let mut whole = FileStream::new(seq, max_len);
+    let at_once = whole.advance(stream);
+    if let Ok(n) = at_once {
+        assert!(n <= stream.len());
+    }
+    let cut = usize::from(seq) % (stream.len() + 1);
+    let mut split = FileStream::new(seq, max_len);
+    let pieces = split.advance(&stream[..cut]).and_then(|first| split.advance(&stream[first..]).map(|n| first + n));
+    assert_eq!(pieces, at_once);
+}
 
 fn round_trip(payload: &[u8], seq: u8) {
     let mut out = Vec::new();

@@ -1,8 +1,9 @@
 //! MySQL command phase, server side: response classification, OK/ERR/EOF packets (capability
 //! flags from the first input byte), the OK packet's session-state block, COM_STMT_PREPARE_OK
-//! and column definitions.
+//! and column definitions; `add_warning`.
 //!
-//! Properties: no panic; decode → encode → decode gives an equal value for every packet type.
+//! Properties: no panic; decode → encode → decode gives an equal value for every packet type;
+//! `add_warning` changes only the warning count of an OK/EOF packet, by one, and nothing else.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -11,7 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use querypilot::protocol::mysql::capability::*;
 use querypilot::protocol::mysql::response::session_state_changes;
 use querypilot::protocol::mysql::{
-    classify_response, classify_row, ColumnDefinition41, EofPacket, ErrPacket, OkPacket, ResponseKind, StmtPrepareOk,
+    add_warning, classify_response, classify_row, ColumnDefinition41, EofPacket, ErrPacket, OkPacket, ResponseKind, StmtPrepareOk,
 };
 
 /// `QP_FUZZ_STRICT=1` also asserts the known, reported findings; without it the campaign keeps
@@ -71,6 +72,20 @@ fuzz_target!(|data: &[u8]| {
         let mut out = Vec::new();
         prep.encode(&mut out);
         assert_eq!(StmtPrepareOk::decode(&out).expect("own prepare OK decodes"), prep);
+    }
+
+    let mut bumped = payload.to_vec();
+    match add_warning(&mut bumped) {
+        None => assert_eq!(bumped, payload, "untouched"),
+        Some(old) => {
+            let changed: Vec<usize> = (0..payload.len()).filter(|&i| bumped[i] != payload[i]).collect();
+            assert!(changed.len() <= 2 && changed.windows(2).all(|w| w[1] == w[0] + 1), "only the count's two bytes");
+            let ok = OkPacket::decode(payload, CLIENT_PROTOCOL_41).ok().filter(|_| payload.first() == Some(&0x00));
+            if let Some(ok) = ok {
+                let after = OkPacket::decode(&bumped, CLIENT_PROTOCOL_41).expect("still an OK packet");
+                assert_eq!((ok.warnings, after), (old, OkPacket { warnings: old.saturating_add(1), ..ok }));
+            }
+        }
     }
 
     if let Ok(col) = ColumnDefinition41::decode(payload) {

@@ -68,6 +68,8 @@ pub struct Pool {
     pub timeouts: PoolTimeouts,
     /// Relay bytes untouched without statement-level routing (same protocol only, not MySQL).
     pub raw_passthrough: bool,
+    /// Relay `LOAD DATA LOCAL INFILE` file requests to clients that enabled them (MySQL pools only).
+    pub local_infile: bool,
     /// Retry of failed statements on another backend.
     pub retry: RetryPolicy,
     /// Backend health probing.

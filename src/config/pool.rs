@@ -1,5 +1,6 @@
 //! Raw → typed conversion of `[pools.<name>]` tables: backends, limits, timeouts, retry and
-//! health. Checks that need routing (pool references, MySQL raw passthrough) are in `validate`.
+//! health. Checks that need routing (pool references, MySQL raw passthrough, LOCAL INFILE on
+//! PostgreSQL pools) are in `validate`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
@@ -44,6 +45,17 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
             "raw_passthrough cannot be combined with a protocol override: bytes cannot be relayed untouched across protocols",
         );
     }
+    let local_infile = raw.local_infile.as_ref().is_some_and(|v| *v.get_ref());
+    if let (Some(flag), Some(_)) = (
+        raw.local_infile.as_ref().filter(|v| *v.get_ref()),
+        &raw.protocol,
+    ) {
+        ck.report_at(
+            flag,
+            &format!("{base}.local_infile"),
+            "local_infile cannot be combined with a protocol override: LOAD DATA LOCAL INFILE exists only between MySQL clients and MySQL servers",
+        );
+    }
     let username = raw
         .username
         .as_ref()
@@ -63,6 +75,7 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         limits: limits(ck, &base, raw),
         timeouts: timeouts(ck, &base, raw),
         raw_passthrough,
+        local_infile,
         retry: retry(
             ck,
             &format!("{base}.retry"),

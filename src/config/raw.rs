@@ -76,6 +76,7 @@ pub(crate) struct RawPool {
     pub connect_timeout: Option<Sp<String>>,
     pub query_timeout: Option<Sp<String>>,
     pub raw_passthrough: Option<Sp<bool>>,
+    pub local_infile: Option<Sp<bool>>,
     pub retry: Option<RawRetry>,
     pub health: Option<RawHealth>,
 }

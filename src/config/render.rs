@@ -129,6 +129,7 @@ fn pool(pool: &Pool) -> Value {
         "raw_passthrough".into(),
         Value::Boolean(pool.raw_passthrough),
     );
+    table.insert("local_infile".into(), Value::Boolean(pool.local_infile));
     table.insert("retry".into(), Value::Table(retry(&pool.retry)));
     let health = &pool.health;
     let mut h = Table::new();

@@ -19,6 +19,7 @@ pub(crate) fn cross_check(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config
     split(ck, raw);
     routable(ck, raw, config);
     mysql_passthrough(ck, raw, config);
+    postgres_local_infile(ck, raw, config);
     exposure(ck, raw, config);
 }
 
@@ -215,6 +216,49 @@ fn mysql_passthrough(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
                 flag,
                 &format!("pools.{name}.raw_passthrough"),
                 "raw_passthrough is not supported on a pool serving mysql clients",
+            );
+        }
+    }
+}
+
+/// `LOAD DATA LOCAL INFILE` is a MySQL exchange: a pool reached by PostgreSQL clients (by
+/// default, as the split's read pool, or through a rule restricted to postgres clients) has
+/// PostgreSQL backends and no use for it. (A pool with an explicit `protocol` is already refused
+/// in `pool`.)
+fn postgres_local_infile(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
+    let routing = &config.routing;
+    let mut pg_pools: BTreeSet<&str> = BTreeSet::new();
+    if config
+        .listeners
+        .iter()
+        .any(|l| l.protocol == Protocol::Postgres)
+    {
+        pg_pools.extend(routing.primary_pool(Protocol::Postgres));
+        if routing.read_write_split {
+            pg_pools.extend(routing.read_pool.as_deref());
+        }
+    }
+    for rule in routing
+        .rules
+        .iter()
+        .filter(|r| r.protocol == Some(Protocol::Postgres))
+    {
+        if let RuleTarget::Pool(pool) = &rule.target {
+            pg_pools.insert(pool);
+        }
+    }
+    for name in pg_pools {
+        let Some(pool) = raw.pools.get(name) else {
+            continue;
+        };
+        if pool.protocol.is_some() {
+            continue;
+        }
+        if let Some(flag) = pool.local_infile.as_ref().filter(|v| *v.get_ref()) {
+            ck.report_at(
+                flag,
+                &format!("pools.{name}.local_infile"),
+                "local_infile is a MySQL setting and this pool serves postgres clients",
             );
         }
     }

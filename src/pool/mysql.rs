@@ -7,7 +7,9 @@
 //! The capability set is the same for every backend connection, so any pooled connection can
 //! serve any client: no `CLIENT_DEPRECATE_EOF`, no `CLIENT_SESSION_TRACK` and no MariaDB
 //! extended capabilities (the router offers none of them to clients either), so result sets
-//! are byte-for-byte what clients expect.
+//! are byte-for-byte what clients expect. The one per-pool bit is `CLIENT_LOCAL_FILES`, asked
+//! for on pools with `local_infile` (#4): it only lets the server ask for a file, which the
+//! session relays to clients that allowed it and refuses otherwise.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -120,7 +122,8 @@ async fn handshake(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -
     if hs.capabilities & CLIENT_PROTOCOL_41 == 0 {
         return Err(login.connect_err("backend does not speak protocol 4.1"));
     }
-    let caps = BACKEND_CAPABILITIES & (hs.capabilities | CLIENT_LONG_PASSWORD);
+    let wanted = if cfg.local_infile { BACKEND_CAPABILITIES | CLIENT_LOCAL_FILES } else { BACKEND_CAPABILITIES };
+    let caps = wanted & (hs.capabilities | CLIENT_LONG_PASSWORD);
     let mut plugin: Vec<u8> = if hs.auth_plugin.is_empty() { MYSQL_NATIVE_PASSWORD.to_vec() } else { hs.auth_plugin.to_vec() };
     let mut scramble = hs.scramble.to_vec();
     let auth = token(login, &plugin, password, &scramble).or_else(|_| {

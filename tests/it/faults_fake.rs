@@ -2,7 +2,7 @@
 //! router's own codecs: a backend that accepts TCP and never answers, one that logs in and then
 //! never replies (`connect_timeout` / `query_timeout`), an authentication exchange that never
 //! ends, truncated messages, impossible lengths, a message type that has no place in a result
-//! and a MySQL packet out of sequence. For each: the client gets a clear error in bounded time,
+//! and a MySQL packet out of sequence; and a MySQL server asking for a local file (#4). For each: the client gets a clear error in bounded time,
 //! the broken connection is closed rather than pooled, and a session on a healthy pool (the
 //! shared real PostgreSQL / MariaDB) of the same one-core router keeps working meanwhile.
 //!
@@ -457,6 +457,27 @@ fn my_serve(mut s: TcpStream, seen: &Seen, login: Login) {
                 let _ = s.shutdown(std::net::Shutdown::Write);
                 return hold(&mut s, seen);
             }
+            Some(0x03) if sql.contains("fault_infile") => {
+                // Asks for a file the statement did not name; answers OK with the bytes it got.
+                if !my_send(&mut s, b"\xfb/etc/passwd", 1) {
+                    return;
+                }
+                let (mut got, mut next) = (0u64, 2u8);
+                loop {
+                    let Some((seq, chunk)) = my_read(&mut s, &mut buf) else { return };
+                    if seq != next {
+                        return hold(&mut s, seen);
+                    }
+                    next = next.wrapping_add(1);
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    got += chunk.len() as u64;
+                }
+                if !my_send(&mut s, &my_ok(got), next) {
+                    return;
+                }
+            }
             Some(0x03) if sql.contains("fault_bad_seq") => {
                 // An OK packet whose sequence id skips ahead.
                 let _ = my_send(&mut s, &my_ok(u64::from(conn)), 5);
@@ -573,4 +594,41 @@ fn mysql_broken_backend_packets_give_an_error_and_a_fresh_connection() {
         let after = my_conn(&mut c);
         assert!(after > before, "{fault}: a new connection ({before} -> {after})");
     }
+}
+
+/// A server that asks for a local file (`/etc/passwd`, whatever the statement said), through a
+/// pool with `local_infile`, to a client that allows local files: for a statement that is not
+/// LOAD DATA LOCAL INFILE the router sends the server an empty file itself and the client gets
+/// 1148, its handler never asked; for a LOAD DATA LOCAL INFILE the request reaches the client
+/// unchanged (the client decides) and the file the client sends reaches the server. The
+/// connection stays in step either way.
+#[test]
+fn mysql_file_requests_are_relayed_only_for_load_data_local() {
+    let fake = Fake::start(my_serve, Login::Normal);
+    let r = my_router(&fake, "local_infile = true");
+    let mut c = my_connect(r.port(), "fake").expect("fake pool");
+    let before = my_conn(&mut c);
+    let asked = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = asked.clone();
+    c.set_local_infile_handler(Some(mysql::LocalInfileHandler::new(move |name, w| {
+        seen.lock().expect("lock").push(String::from_utf8_lossy(name).into_owned());
+        w.write_all(b"1,x\n")
+    })));
+    let (res, mut c) = bounded("unrequested file", move || {
+        let res = c.query_drop("SELECT fault_infile").map_err(|e| my_error(&e));
+        (res, c)
+    });
+    let err = res.expect_err("refused");
+    assert!(err.starts_with("1148 (42000) the server asked for a local file"), "{err}");
+    assert!(asked.lock().expect("lock").is_empty(), "the client was never asked");
+    assert_eq!(my_conn(&mut c), before, "the same connection, still in step");
+
+    let (res, mut c) = bounded("requested file", move || {
+        let res = c.query_drop("LOAD DATA LOCAL INFILE 'fault_infile.csv' INTO TABLE t").map_err(|e| my_error(&e));
+        (res, c)
+    });
+    res.expect("the load runs");
+    assert_eq!(c.affected_rows(), 4, "the fake got the client's 4 bytes");
+    assert_eq!(*asked.lock().expect("lock"), ["/etc/passwd"], "the request reached the client unchanged");
+    assert_eq!(my_conn(&mut c), before, "the same connection, still in step");
 }

@@ -20,6 +20,7 @@ mod connectors;
 mod drain;
 mod health;
 mod mysql_commands;
+mod mysql_infile;
 mod mysql_routing;
 mod routing_api;
 mod mysql_session;

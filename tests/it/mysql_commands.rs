@@ -2,7 +2,7 @@
 //! through the router against the harness's real MariaDB, in every pool mode: server-side
 //! cursors (COM_STMT_EXECUTE with CURSOR_TYPE_READ_ONLY + COM_STMT_FETCH), long data
 //! (COM_STMT_SEND_LONG_DATA), COM_FIELD_LIST, COM_STATISTICS, COM_RESET_CONNECTION,
-//! COM_CHANGE_USER and the LOCAL INFILE refusal. Raw commands are written with the router's own
+//! COM_CHANGE_USER and the LOCAL INFILE refusal of a pool without `local_infile`. Raw commands are written with the router's own
 //! codec over a plain TcpStream.
 
 use std::io::{Read, Write};
@@ -442,8 +442,9 @@ fn change_user_same_pool_other_pool_and_wrong_password() {
     }
 }
 
-/// LOAD DATA LOCAL INFILE is refused by the router with 1148 and a reason, before any backend
-/// sees it (the router has no switch to relay client files); the session goes on.
+/// LOAD DATA LOCAL INFILE on a pool without `local_infile` is refused by the router with 1148
+/// and a reason, before any backend sees it; the session goes on (the relay itself:
+/// `mysql_infile`).
 #[test]
 fn local_infile_is_refused_clearly() {
     let t = ids_table(0);
@@ -454,7 +455,7 @@ fn local_infile_is_refused_clearly() {
         match err {
             mysql::Error::MySqlError(e) => {
                 assert_eq!((e.code, e.state.as_str()), (1148, "42000"), "{mode}");
-                assert!(e.message.contains("not supported through the router"), "{mode}: {}", e.message);
+                assert!(e.message.contains("not enabled on pool \"main\" (pool setting local_infile)"), "{mode}: {}", e.message);
             }
             other => panic!("{mode}: expected ERR 1148, got {other}"),
         }

@@ -198,8 +198,13 @@ fn pg_serialization_failure_without_retry_and_in_a_transaction_reaches_the_clien
 }
 
 fn my_router(mode: &str, attempts: u32) -> Router {
+    my_router_notifying(mode, attempts, true)
+}
+
+fn my_router_notifying(mode: &str, attempts: u32, notify: bool) -> Router {
     use crate::mysql_session::{my_config, my_pool};
-    Router::start(&my_config(&[0], &format!("{}{}", my_pool("main", mode, 4), retry_section(attempts)), "main"))
+    let retry = retry_section(attempts).replace("notify_client = true", &format!("notify_client = {notify}"));
+    Router::start(&my_config(&[0], &format!("{}{retry}", my_pool("main", mode, 4)), "main"))
 }
 
 /// A fresh InnoDB `(id int primary key, bal int)` table with rows (1,100),(2,100).
@@ -243,6 +248,12 @@ enum Victim {
     Text,
     /// COM_STMT_PREPARE, then COM_STMT_EXECUTE with the ids as parameters.
     Prepared,
+    /// COM_QUERY of the UPDATE followed by `DO 1/0`, whose "Division by 0" warning (1365) the
+    /// server reports in the final OK packet.
+    TextWithWarning,
+    /// COM_QUERY of the UPDATE followed by a SELECT: the response ends with a result set's EOF
+    /// packet, not an OK packet.
+    TextThenRows,
 }
 
 fn my_deadlock(router: &Router, explicit: bool) -> (Result<(), mysql::Error>, (i32, i32)) {
@@ -260,6 +271,17 @@ fn my_deadlock_with(
     how: Victim,
     after_failure: impl FnOnce(u32),
 ) -> (Result<(), mysql::Error>, (i32, i32)) {
+    let (result, after, _) = my_deadlock_on(router, explicit, how, after_failure);
+    (result, after)
+}
+
+/// [`my_deadlock_with`], also returning the victim's connection for what it asks next.
+fn my_deadlock_on(
+    router: &Router,
+    explicit: bool,
+    how: Victim,
+    after_failure: impl FnOnce(u32),
+) -> (Result<(), mysql::Error>, (i32, i32), mysql::Conn) {
     use mysql::prelude::Queryable;
     let my = &dbs().my;
     let mut direct = my.primary_client();
@@ -274,29 +296,36 @@ fn my_deadlock_with(
     let mut v = crate::mysql_session::client(router);
     let victim_id = v.connection_id();
     let victim = thread::spawn(move || {
-        if explicit {
-            v.query_drop("BEGIN")?;
-        }
-        let r = match how {
-            Victim::Text => v.query_drop(format!("UPDATE {t2} SET bal = bal + 1 WHERE id IN (1, 2) ORDER BY id DESC")),
-            Victim::Prepared => v.exec_drop(format!("UPDATE {t2} SET bal = bal + 1 WHERE id IN (?, ?) ORDER BY id DESC"), (1, 2)),
+        let mut run = || {
+            if explicit {
+                v.query_drop("BEGIN")?;
+            }
+            let update = format!("UPDATE {t2} SET bal = bal + 1 WHERE id IN (1, 2) ORDER BY id DESC");
+            let r = match how {
+                Victim::Text => v.query_drop(&update),
+                Victim::Prepared => v.exec_drop(format!("UPDATE {t2} SET bal = bal + 1 WHERE id IN (?, ?) ORDER BY id DESC"), (1, 2)),
+                Victim::TextWithWarning => v.query_drop(format!("{update}; DO 1/0")),
+                Victim::TextThenRows => v.query_drop(format!("{update}; SELECT bal FROM {t2} ORDER BY id")),
+            };
+            if explicit {
+                v.query_drop("ROLLBACK")?;
+            }
+            r
         };
-        if explicit {
-            v.query_drop("ROLLBACK")?;
-        }
-        r
+        let r = run();
+        (r, v)
     });
     my_wait_lock(&format!("UPDATE {t} SET bal = bal + 1"));
     x.query_drop(format!("UPDATE {t} SET bal = bal + 10 WHERE id = 2")).expect("x survives the deadlock");
     x.query_drop("COMMIT").expect("x commits");
     after_failure(victim_id);
-    let result = victim.join().expect("victim thread");
+    let (result, v) = victim.join().expect("victim thread");
     let after: (i32, i32) = direct
         .query_first(format!("SELECT (SELECT bal FROM {t} WHERE id = 1), (SELECT bal FROM {t} WHERE id = 2)"))
         .expect("read")
         .expect("row");
     direct.query_drop(format!("DROP TABLE {t}, {t}_w")).expect("drop");
-    (result, after)
+    (result, after, v)
 }
 
 #[test]
@@ -305,6 +334,85 @@ fn mysql_autocommit_deadlock_victim_succeeds_on_retry() {
     let (result, after) = my_deadlock(&router, false);
     result.expect("the victim's autocommit statement succeeds on retry");
     assert_eq!(after, (111, 111), "X's and the victim's updates each applied exactly once");
+}
+
+/// (Level, Code, Message) rows of SHOW WARNINGS.
+fn my_show_warnings(c: &mut mysql::Conn) -> Vec<(String, u32, String)> {
+    use mysql::prelude::Queryable;
+    c.query("SHOW WARNINGS").expect("show warnings")
+}
+
+/// With `notify_client`, a deadlock victim that succeeded on retry sees one more warning than
+/// the server reported, in every pool mode; its next SHOW WARNINGS lists the router's note and
+/// the statement's own warning (read from the connection it ran on, which transaction and
+/// statement mode gave back to the pool meanwhile); the command after that is the server's again.
+#[test]
+fn mysql_retried_statement_reports_a_warning_when_notify_client() {
+    use mysql::prelude::Queryable;
+    for mode in ["session", "transaction", "statement"] {
+        let router = my_router(mode, 3);
+        let (result, after, mut v) = my_deadlock_on(&router, false, Victim::TextWithWarning, |_| {});
+        result.unwrap_or_else(|e| panic!("{mode}: the victim succeeds on retry: {e}"));
+        assert_eq!(after, (111, 111), "{mode}");
+        assert_eq!(v.warnings(), 2, "{mode}: DO 1/0's warning and the router's");
+        let rows = my_show_warnings(&mut v);
+        assert_eq!(rows.len(), 2, "{mode}: {rows:?}");
+        let (level, code, message) = &rows[0];
+        assert_eq!((level.as_str(), *code), ("Note", 1213), "{mode}: {rows:?}");
+        assert!(
+            message.contains("failed with error 1213 (40001) before any result; retried, attempt 2 of 3"),
+            "{mode}: {message}"
+        );
+        assert_eq!((rows[1].0.as_str(), rows[1].1), ("Warning", 1365), "{mode}: the server's own warning is kept: {rows:?}");
+        // Answered once: the next command is the server's business again.
+        let one: Option<i64> = v.query_first("SELECT 1").expect("select");
+        assert_eq!(one, Some(1));
+        // (A SELECT without tables does not clear the server's own list.)
+        let later = my_show_warnings(&mut v);
+        assert!(later.iter().all(|(level, _, _)| level != "Note"), "{mode}: the note is gone after another command: {later:?}");
+    }
+}
+
+/// `SHOW COUNT(*) WARNINGS` and `SELECT @@warning_count` right after a retried statement count
+/// the router's note too.
+#[test]
+fn mysql_warning_count_after_a_retried_statement() {
+    use mysql::prelude::Queryable;
+    for (question, expected) in [("SHOW COUNT(*) WARNINGS", 1u64), ("SELECT @@warning_count", 1)] {
+        let router = my_router("transaction", 3);
+        let (result, _, mut v) = my_deadlock_on(&router, false, Victim::Text, |_| {});
+        result.expect("the victim succeeds on retry");
+        assert_eq!(v.warnings(), 1, "the router's note only");
+        let n: Option<u64> = v.query_first(question).expect(question);
+        assert_eq!(n, Some(expected), "{question}");
+    }
+}
+
+/// A retried statement whose response ends with rows gets its warning in the EOF packet that
+/// ends them.
+#[test]
+fn mysql_retried_statement_ending_with_rows_reports_a_warning_in_the_last_eof() {
+    let router = my_router("transaction", 3);
+    let (result, after, mut v) = my_deadlock_on(&router, false, Victim::TextThenRows, |_| {});
+    result.expect("the victim succeeds on retry");
+    assert_eq!(after, (111, 111));
+    assert_eq!(v.warnings(), 1, "the router's note, in the EOF after the rows");
+    let rows = my_show_warnings(&mut v);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].0.as_str(), rows[0].1), ("Note", 1213));
+}
+
+/// Without `notify_client` the retried statement's response is relayed as the server sent it.
+#[test]
+fn mysql_retried_statement_without_notify_client_adds_no_warning() {
+    let router = my_router_notifying("transaction", 3, false);
+    let (result, after, mut v) = my_deadlock_on(&router, false, Victim::TextWithWarning, |_| {});
+    result.expect("the victim succeeds on retry");
+    assert_eq!(after, (111, 111));
+    assert!(retries(&router, "settled") >= 1.0, "it was retried");
+    assert_eq!(v.warnings(), 1, "DO 1/0's warning only");
+    let rows = my_show_warnings(&mut v);
+    assert!(rows.iter().all(|(level, _, _)| level != "Note"), "{rows:?}");
 }
 
 #[test]

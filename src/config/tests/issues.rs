@@ -474,6 +474,62 @@ fn raw_passthrough_on_a_postgres_pool_is_accepted() {
 }
 
 #[test]
+fn local_infile_with_a_protocol_override() {
+    let text = format!(
+        "{}{ROUTING}{}",
+        listener("mysql", "127.0.0.1:6033", ""),
+        pool("main", "protocol = \"postgres\"\nlocal_infile = true")
+    );
+    expect(
+        &text,
+        "local_infile",
+        "pools.main.local_infile",
+        "local_infile cannot be combined with a protocol override: LOAD DATA LOCAL INFILE exists only between MySQL clients and MySQL servers",
+    );
+}
+
+#[test]
+fn local_infile_on_the_postgres_default_pool() {
+    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "local_infile = true"));
+    expect(
+        &text,
+        "local_infile",
+        "pools.main.local_infile",
+        "local_infile is a MySQL setting and this pool serves postgres clients",
+    );
+}
+
+#[test]
+fn local_infile_on_a_pool_of_a_postgres_rule() {
+    let text = format!(
+        "{LISTENER}{ROUTING}{POOL}{}[[routing.rules]]\nname = \"r\"\nprotocol = \"postgres\"\npattern = \"^COPY\"\npool = \"bulk\"\n",
+        pool("bulk", "local_infile = true")
+    );
+    expect(
+        &text,
+        "local_infile",
+        "pools.bulk.local_infile",
+        "local_infile is a MySQL setting and this pool serves postgres clients",
+    );
+}
+
+#[test]
+fn local_infile_on_a_mysql_pool_is_accepted_and_off_by_default() {
+    let text = format!(
+        "{LISTENER}{}{ROUTING}{POOL}{}",
+        listener("mysql", "127.0.0.1:6033", ""),
+        pool("my", "local_infile = true")
+    )
+    .replace(
+        "default_pool = \"main\"\n",
+        "default_pool = \"main\"\nmysql_default_pool = \"my\"\n",
+    );
+    let config = parse_ok(&text);
+    let flag = |name: &str| config.pool(name).map(|p| p.local_infile);
+    assert_eq!((flag("my"), flag("main")), (Some(true), Some(false)));
+}
+
+#[test]
 fn max_connections_below_min_connections() {
     let text = format!(
         "{LISTENER}{ROUTING}{}",

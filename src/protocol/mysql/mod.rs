@@ -21,6 +21,7 @@ pub mod error;
 pub mod execute;
 pub mod framer;
 pub mod handshake;
+pub mod infile;
 pub mod response;
 pub mod row;
 pub mod value;
@@ -34,7 +35,7 @@ pub use execute::{decode_execute_params, encode_execute_params, ExecuteParams};
 pub use framer::{decode_packet, decode_payload, encode_packets, Frame, Packet, Payload, MAX_PACKET_PAYLOAD};
 pub use handshake::{AuthReply, AuthSwitchRequest, ConnectAttrs, HandshakeResponse41, HandshakeV10, SslRequest};
 pub use response::{
-    classify_response, classify_row, EofPacket, ErrPacket, OkPacket, ResponseKind, RowKind, StmtPrepareOk,
+    add_warning, classify_response, classify_row, EofPacket, ErrPacket, OkPacket, ResponseKind, RowKind, StmtPrepareOk,
 };
 pub use row::{decode_binary_row, decode_text_row, encode_binary_row, encode_text_row};
 pub use value::{BinaryValue, DateTime, Time};

@@ -353,6 +353,55 @@ impl StmtPrepareOk {
     }
 }
 
+/// Adds one to the warning count of a 4.1 OK packet (header 0x00) or EOF packet, in place and
+/// saturating; returns the count it had. `None` (payload untouched) for anything else.
+pub fn add_warning(payload: &mut [u8]) -> Option<u16> {
+    let at = match payload.first()? {
+        0x00 => {
+            let mut r = Reader::new(payload);
+            r.u8("OK header").ok()?;
+            r.lenenc_int("affected rows").ok()?;
+            r.lenenc_int("last insert id").ok()?;
+            r.u16("status flags").ok()?;
+            payload.len() - r.remaining()
+        }
+        0xFE if payload.len() < 9 => 1,
+        _ => return None,
+    };
+    let field = payload.get_mut(at..at + 2)?;
+    let old = u16::from_le_bytes([*field.first()?, *field.get(1)?]);
+    field.copy_from_slice(&old.saturating_add(1).to_le_bytes());
+    Some(old)
+}
+
+#[cfg(test)]
+mod warning_tests {
+    use super::*;
+
+    #[test]
+    fn ok_and_eof_packets_gain_one_warning_and_nothing_else_changes() {
+        let ok = OkPacket { affected_rows: 300, last_insert_id: 70_000, status: 0x0002, warnings: 4, info: b"Rows matched: 1", session_state: None };
+        let mut bytes = Vec::new();
+        ok.encode(CLIENT_PROTOCOL_41, &mut bytes);
+        assert_eq!(add_warning(&mut bytes), Some(4));
+        assert_eq!(OkPacket::decode(&bytes, CLIENT_PROTOCOL_41), Ok(OkPacket { warnings: 5, ..ok }));
+
+        let mut eof = Vec::new();
+        EofPacket { warnings: u16::MAX, status: 0x0022 }.encode(&mut eof);
+        assert_eq!(add_warning(&mut eof), Some(u16::MAX));
+        assert_eq!(EofPacket::decode(&eof), Ok(EofPacket { warnings: u16::MAX, status: 0x0022 }), "saturates");
+    }
+
+    #[test]
+    fn other_payloads_are_left_alone() {
+        for payload in [&b"\xff\x28\x04#40001deadlock"[..], b"\x03", b"", b"\x00\x01", b"\xfe\x00\x00\x00\x00\x00\x00\x00\x00\x00"] {
+            let mut copy = payload.to_vec();
+            assert_eq!(add_warning(&mut copy), None, "{payload:?}");
+            assert_eq!(copy, payload);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,6 +29,14 @@ const LOGIN_MAX: usize = 64 * 1024;
 /// connection attributes, which it reads and drops.
 pub(super) const SERVER_CAPABILITIES: u64 = crate::pool::MYSQL_BACKEND_CAPABILITIES | CLIENT_CONNECT_ATTRS;
 
+/// What the greeting offers: [`SERVER_CAPABILITIES`], plus `CLIENT_LOCAL_FILES` when some pool
+/// relays LOCAL INFILE (#4). The greeting goes out before the client names its pool, so the
+/// session checks its pool's `local_infile` again when a file is asked for.
+fn offered_capabilities(config: &Config) -> u64 {
+    let infile = config.pools.iter().any(|p| p.local_infile);
+    SERVER_CAPABILITIES | if infile { CLIENT_LOCAL_FILES } else { 0 }
+}
+
 /// `ER_NOT_SUPPORTED_AUTH_MODE`.
 const ER_NOT_SUPPORTED_AUTH_MODE: ErrorNumber = ErrorNumber { code: 1251, sql_state: *b"08004" };
 /// `ER_HANDSHAKE_ERROR`.
@@ -131,11 +139,12 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let bridged = default.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
     let version = if bridged { super::bridged::greeting_version(&param("server_version")) } else { param("server_version") };
     let status = if bridged { SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_NO_BACKSLASH_ESCAPES } else { SERVER_STATUS_AUTOCOMMIT };
+    let offered = offered_capabilities(&config);
     let greeting = HandshakeV10 {
         server_version: version.as_bytes(),
         connection_id: key.pid as u32,
         scramble,
-        capabilities: SERVER_CAPABILITIES,
+        capabilities: offered,
         charset: backend_charset,
         status,
         auth_plugin: MYSQL_NATIVE_PASSWORD,
@@ -174,10 +183,10 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         .cloned()
         .ok_or_else(|| Some(MyClientError::new(ER_BAD_DB_ERROR, "pool disappeared during login")))?;
     let mut ok = Vec::new();
-    OkPacket { status, ..OkPacket::default() }.encode(resp.capabilities & SERVER_CAPABILITIES, &mut ok);
+    OkPacket { status, ..OkPacket::default() }.encode(resp.capabilities & offered, &mut ok);
     client.send(&ok).await?;
     let names = if resp.charset == backend_charset { None } else { names_for_collation(resp.charset) };
-    let caps = resp.capabilities & SERVER_CAPABILITIES;
+    let caps = resp.capabilities & offered;
     Ok(Greeted { pool, state: MyState::new(db, names.clone()), key: CancelKey { pid: key.pid, secret: 0 }, caps, names, scramble, version, user, named_pool })
 }
 

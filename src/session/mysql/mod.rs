@@ -4,8 +4,8 @@
 //! connection executes them, and relays responses untouched.
 //!
 //! The loop is a `match` over command codes delegating to one handler each; the response side
-//! lives in `relay`, statements in `prepared` and `stmt`, session state in `state`, client login
-//! in `login`.
+//! lives in `relay` (LOCAL INFILE included), statements in `prepared` and `stmt`, session state
+//! in `state`, client login in `login`, the warning of a retried statement in `warning`.
 
 mod bridged;
 mod login;
@@ -15,6 +15,7 @@ mod retry;
 mod route;
 mod state;
 mod stmt;
+mod warning;
 
 use std::rc::Rc;
 
@@ -23,7 +24,7 @@ use crate::id::CancelKey;
 use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::mysql::command::*;
 use crate::protocol::mysql::errcode::{
-    ErrorNumber, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_NOT_ALLOWED_COMMAND, ER_UNKNOWN_COM_ERROR,
+    ErrorNumber, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR,
 };
 use crate::protocol::mysql::response::{EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
@@ -131,6 +132,8 @@ pub(super) struct Session {
     /// The retry policy of the routing rule that decided the statement about to run, if it
     /// has one (it replaces the pool's, #11).
     rule_retry: Option<crate::config::RetryPolicy>,
+    /// The warning of a statement that succeeded after a retry (#11).
+    notice: warning::RetryNotice,
 }
 
 /// Serves one client from login to close.
@@ -202,6 +205,7 @@ impl Session {
             user: g.user,
             ryw,
             rule_retry: None,
+            notice: warning::RetryNotice::default(),
         }
     }
 
@@ -314,6 +318,9 @@ impl Session {
         if self.is_bridged() {
             return self.bridged_dispatch(code, payload, body).await;
         }
+        if self.answer_retry_warning(code, body) {
+            return Ok(());
+        }
         if self.tx.sticky && code != COM_QUERY {
             self.tx.sticky = false;
             self.maybe_release().await;
@@ -382,17 +389,15 @@ impl Session {
             e.encode(1, &mut self.out);
             return Ok(());
         }
+        let mut grammar = Grammar::Query;
         if loads_local_file(&sql) {
-            // The router offers no client CLIENT_LOCAL_FILES and has no switch to relay files, so
-            // the statement is refused here with a reason rather than by the server with 1148's
-            // "not allowed with this MariaDB version".
-            let e = MyClientError::new(
-                ER_NOT_ALLOWED_COMMAND,
-                "LOAD DATA LOCAL INFILE is not supported through the router (it does not relay client files); \
-                 load a file the server can read with LOAD DATA INFILE, or send the rows as INSERTs",
-            );
-            e.encode(1, &mut self.out);
-            return Ok(());
+            // Refused here with the reason rather than by the server with 1148's "not allowed
+            // with this MariaDB version" (#4).
+            if let Some(e) = self.local_infile_refusal() {
+                e.encode(1, &mut self.out);
+                return Ok(());
+            }
+            grammar = Grammar::LoadLocal;
         }
         if self.mode() == PoolMode::Statement && begins_transaction(&sql) {
             let e = MyClientError::new(ER_NOT_SUPPORTED_YET, "transactions are not allowed in statement pooling mode");
@@ -408,11 +413,11 @@ impl Session {
         };
         let started = rt::now();
         let outcome = match routed.rewritten {
-            None => self.run_command(payload, Grammar::Query, effects).await?,
+            None => self.run_command(payload, grammar, effects).await?,
             Some(translated) => {
                 let (effects, _) = state::effects(&translated);
                 let payload = [&[COM_QUERY][..], translated.as_bytes()].concat();
-                self.run_command(&payload, Grammar::Query, effects).await?
+                self.run_command(&payload, grammar, effects).await?
             }
         };
         if let Some(o) = outcome {
@@ -442,6 +447,9 @@ impl Session {
         };
         self.state.apply(&effects, outcome.succeeded);
         self.after_response(&outcome).await;
+        if outcome.abandoned {
+            return Err(self.end_abandoned().await);
+        }
         Ok(Some(outcome))
     }
 

@@ -2,12 +2,19 @@
 //! untouched (sequence ids included) while following the response grammar far enough to know
 //! where it ends, which results succeeded and what the server's status flags say. A packet out
 //! of sequence, like a broken one, means the backend connection is lost.
+//!
+//! A server's LOCAL INFILE request is relayed only for a statement the session let through as
+//! [`Grammar::LoadLocal`] (#4); the client's file then streams to the backend packet piece by
+//! packet piece. Any other request is refused here.
 
-use super::{QueryTimer, Session, CLIENT_FLUSH_AT, READ_CHUNK};
+use super::{End, QueryTimer, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::pool::{Conn, ConnInfo};
+use crate::protocol::mysql::capability::CLIENT_LOCAL_FILES;
 use crate::protocol::mysql::codec::Reader;
-use crate::protocol::mysql::errcode::ER_NOT_ALLOWED_COMMAND;
+use crate::protocol::mysql::errcode::{ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_NOT_ALLOWED_COMMAND};
 use crate::protocol::mysql::framer::HEADER_LEN;
+use crate::protocol::mysql::infile::{FileStream, LOCAL_INFILE_REQUEST};
+use crate::protocol::mysql::DecodeError;
 use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_CURSOR_EXISTS};
 use crate::protocol::mysql::{decode_packet, encode_packets, MAX_PACKET_PAYLOAD};
 use crate::rt;
@@ -61,6 +68,10 @@ pub(super) struct Outcome {
     pub cursor: bool,
     /// Rows relayed plus rows the OK packets say were affected (for digest statistics).
     pub rows: u64,
+    /// The client broke off in the middle of sending a local file (closed, or sent packets out
+    /// of sequence or over the size limit): the backend connection was given up and the
+    /// session ends.
+    pub abandoned: bool,
 }
 
 /// Status flags and last insert id of an OK packet, or status of an EOF packet.
@@ -89,11 +100,24 @@ fn affected_rows(p: &Pkt) -> u64 {
     }
 }
 
+/// How a client's LOCAL INFILE transfer ended before its last packet.
+#[derive(Debug)]
+enum BrokeOff {
+    /// The client closed its connection.
+    Gone,
+    /// A packet out of sequence or over the size limit.
+    Bad(DecodeError),
+}
+
 /// Result grammar variants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Grammar {
-    /// COM_QUERY: OK / ERR / LOCAL INFILE / text result sets, chained by MORE_RESULTS.
+    /// COM_QUERY: OK / ERR / text result sets, chained by MORE_RESULTS; a LOCAL INFILE request
+    /// is refused.
     Query,
+    /// COM_QUERY of `LOAD DATA LOCAL INFILE` on a pool with `local_infile`, from a client that
+    /// set `CLIENT_LOCAL_FILES`: as Query, but the server's file request goes to the client.
+    LoadLocal,
     /// COM_STMT_EXECUTE: as Query, but binary rows and a cursor may be opened.
     Execute,
     /// COM_FIELD_LIST and COM_STMT_FETCH: packets until EOF or ERR.
@@ -106,6 +130,22 @@ impl Session {
     /// Reads the next logical payload from the backend, forwarding its packets to the client
     /// when `forward`. `Err` means the backend connection is gone or desynchronized.
     pub(super) async fn backend_payload(&mut self, forward: bool) -> Result<Pkt, ()> {
+        let p = self.read_payload(forward).await?;
+        self.flush_full(forward).await?;
+        Ok(p)
+    }
+
+    /// Writes the client output out once it is large, mid-response.
+    async fn flush_full(&mut self, forward: bool) -> Result<(), ()> {
+        if forward && self.out.len() >= CLIENT_FLUSH_AT {
+            self.flush_client().await.map_err(|_| ())?;
+        }
+        Ok(())
+    }
+
+    /// [`Session::backend_payload`] without the flush, so the payload can still be changed in
+    /// the client output.
+    async fn read_payload(&mut self, forward: bool) -> Result<Pkt, ()> {
         let mut pkt: Option<Pkt> = None;
         loop {
             let (seq, plen) = self.next_backend_packet().await?;
@@ -128,9 +168,6 @@ impl Session {
             if plen < MAX_PACKET_PAYLOAD {
                 break;
             }
-        }
-        if forward && self.out.len() >= CLIENT_FLUSH_AT {
-            self.flush_client().await.map_err(|_| ())?;
         }
         pkt.ok_or(())
     }
@@ -211,14 +248,22 @@ impl Session {
             }
             match p.first() {
                 Some(0x00) => {
-                    if forward {
-                        self.forward_pkt(&p)?;
-                    }
                     out.rows += affected_rows(&p);
                     (out.status, out.last_insert_id) = status_of(&p);
                     out.succeeded += 1;
+                    if forward {
+                        self.forward_pkt(&p)?;
+                        self.bump_final(p.len, out.status);
+                    }
                 }
-                Some(0xFB) => {
+                Some(LOCAL_INFILE_REQUEST) if grammar == Grammar::LoadLocal && forward => {
+                    if !self.relay_local_infile(&p, &mut out).await? {
+                        break;
+                    }
+                    // The server's OK or ERR for the loaded file follows.
+                    continue;
+                }
+                Some(LOCAL_INFILE_REQUEST) => {
                     self.refuse_local_infile(&p, forward, &mut out).await?;
                     break;
                 }
@@ -262,12 +307,16 @@ impl Session {
     /// Relays rows up to and including the terminating EOF or ERR.
     pub(super) async fn rows_until_end(&mut self, forward: bool, out: &mut Outcome) -> Result<(), ()> {
         loop {
-            let p = self.backend_payload(forward).await?;
+            let p = self.read_payload(forward).await?;
             if p.is_eof() {
                 out.status = status_of(&p).0;
                 out.succeeded += 1;
-                return Ok(());
+                if forward {
+                    self.bump_final(p.len, out.status);
+                }
+                return self.flush_full(forward).await;
             }
+            self.flush_full(forward).await?;
             if p.is_err() {
                 out.error = true;
                 return Ok(());
@@ -276,8 +325,116 @@ impl Session {
         }
     }
 
-    /// The server asked for a local file: send it none, and tell the client why its statement
-    /// failed. A server that continues with more results leaves the connection unusable.
+    /// Why a `LOAD DATA LOCAL INFILE` may not run through this session, if it may not: its pool
+    /// has no `local_infile`, or its client did not allow local files.
+    pub(super) fn local_infile_refusal(&self) -> Option<MyClientError> {
+        let why = if !self.pool.config.local_infile {
+            format!(
+                "LOAD DATA LOCAL INFILE is not enabled on pool \"{}\" (pool setting local_infile); load a file the server \
+                 can read with LOAD DATA INFILE, or send the rows as INSERTs",
+                self.pool.config.name
+            )
+        } else if self.client.caps & CLIENT_LOCAL_FILES == 0 {
+            "LOAD DATA LOCAL INFILE needs a client that allows local files (CLIENT_LOCAL_FILES), \
+             e.g. mysql --local-infile=1"
+                .to_owned()
+        } else {
+            return None;
+        };
+        Some(MyClientError::new(ER_NOT_ALLOWED_COMMAND, why))
+    }
+
+    /// Relays the server's file request `p` to the client and the client's file to the server,
+    /// as it streams: the client's packets go on unchanged (sequence ids included) up to the
+    /// empty one that ends the file, and the server's answer is next. `Ok(false)` when the
+    /// client broke off: the backend connection, mid-statement, is given up.
+    async fn relay_local_infile(&mut self, p: &Pkt, out: &mut Outcome) -> Result<bool, ()> {
+        self.forward_pkt(p)?;
+        let mut file = FileStream::new(p.seq, self.io.max_msg);
+        let why = match self.stream_file(&mut file).await? {
+            Ok(()) => {
+                self.bseq = Some(file.next_seq());
+                return Ok(true);
+            }
+            Err(why) => why,
+        };
+        tracing::debug!(?why, "client broke off a LOCAL INFILE transfer; closing its backend connection");
+        // Closing the connection aborts the statement (its rows are rolled back) at once.
+        if let Some(mut c) = self.backend.take() {
+            c.broken = true;
+            self.pool.checkin(c, false);
+        }
+        let told = match why {
+            BrokeOff::Gone => None,
+            // The client goes on sending its file: read it to its end, unbuffered, so that the
+            // error arrives where the client expects the server's answer.
+            BrokeOff::Bad(DecodeError::PayloadTooLarge { len, max }) => self.discard_file(file.next_seq()).await.map(|seq| {
+                let text = format!("Got a packet bigger than 'max_allowed_packet' bytes ({len} > {max}) in a LOCAL INFILE file");
+                (seq, MyClientError::new(ER_NET_PACKET_TOO_LARGE, text))
+            }),
+            BrokeOff::Bad(e) => Some((file.next_seq(), MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}")))),
+        };
+        if let Some((seq, e)) = told {
+            e.encode(seq, &mut self.out);
+        }
+        out.error = true;
+        out.abandoned = true;
+        Ok(false)
+    }
+
+    /// Reads and drops the rest of a client's file from the packet with sequence id `seq` on;
+    /// returns the sequence id the answer must carry, `None` when the client went away.
+    async fn discard_file(&mut self, seq: u8) -> Option<u8> {
+        let mut rest = FileStream::new(seq.wrapping_sub(1), usize::MAX);
+        loop {
+            let n = rest.advance(&self.io.buf).ok()?;
+            self.io.buf.drain(..n);
+            if rest.done() {
+                return Some(rest.next_seq());
+            }
+            if !matches!(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await, Ok(1..)) {
+                return None;
+            }
+        }
+    }
+
+    /// Passes the client's file on to the backend as it arrives, up to its end. `Err` means the
+    /// backend was lost; `Ok(Err)` that the client broke off.
+    async fn stream_file(&mut self, file: &mut FileStream) -> Result<Result<(), BrokeOff>, ()> {
+        if self.flush_client().await.is_err() {
+            return Ok(Err(BrokeOff::Gone));
+        }
+        loop {
+            let n = match file.advance(&self.io.buf) {
+                Ok(n) => n,
+                Err(e) => return Ok(Err(BrokeOff::Bad(e))),
+            };
+            if n > 0 {
+                let conn = self.backend.as_mut().ok_or(())?;
+                rt::write_all(&mut conn.stream, self.io.buf.get(..n).unwrap_or_default()).await.map_err(|_| ())?;
+                self.io.buf.drain(..n);
+            }
+            if file.done() {
+                return Ok(Ok(()));
+            }
+            if !matches!(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await, Ok(1..)) {
+                return Ok(Err(BrokeOff::Gone));
+            }
+        }
+    }
+
+    /// Ends a session whose client broke off a LOCAL INFILE transfer: its error (if any) is
+    /// sent in a way that survives the client still sending file bytes.
+    pub(super) async fn end_abandoned(&mut self) -> End {
+        if !self.out.is_empty() && self.flush_client().await.is_ok() {
+            rt::linger_close(&mut self.io.stream, rt::now() + crate::session::FATAL_LINGER).await;
+        }
+        End::Fatal
+    }
+
+    /// The server asked for a local file this statement may not send through the router: send
+    /// it none, and tell the client why its statement failed. A server that continues with more
+    /// results leaves the connection unusable.
     async fn refuse_local_infile(&mut self, p: &Pkt, forward: bool, out: &mut Outcome) -> Result<(), ()> {
         let conn = self.backend.as_mut().ok_or(())?;
         let mut empty = Vec::with_capacity(4);
@@ -290,8 +447,12 @@ impl Session {
             }
         }
         if forward {
-            MyClientError::new(ER_NOT_ALLOWED_COMMAND, "LOAD DATA LOCAL INFILE is not supported through the router")
-                .encode(p.seq, &mut self.out);
+            MyClientError::new(
+                ER_NOT_ALLOWED_COMMAND,
+                "the server asked for a local file, which the router relays only for a LOAD DATA LOCAL INFILE \
+                 statement on a pool with local_infile, from a client that allows local files",
+            )
+            .encode(p.seq, &mut self.out);
         }
         out.error = true;
         Ok(())

@@ -9,9 +9,11 @@
 //! statement's implicit transaction back, so after the backoff the same command goes again on
 //! the same connection. Otherwise, when attempts or the deadline run out, when the client
 //! cancels (`KILL QUERY` with the router-issued id, or the query timeout) and when the router
-//! drains, the ERR is relayed unchanged.
+//! drains, the ERR is relayed unchanged. A statement that succeeded after a retry under
+//! `notify_client` gets a warning (see `warning`).
 
 use super::relay::{Grammar, Outcome as Relayed};
+use super::warning::Retried;
 use super::Session;
 use crate::config::{Protocol, RetryPolicy};
 use crate::protocol::mysql::encode_packets;
@@ -47,6 +49,8 @@ impl Session {
         let mut attempts = Attempts::new(policy, rt::now());
         let interrupt = self.slot.watch();
         self.flush_backend().await?;
+        // The last error retried, kept for the client's warning.
+        let mut retried: Option<Vec<u8>> = None;
         let settled = loop {
             // Peek at the first payload without consuming it: `relay_response` reads it again.
             let (_, plen) = self.next_backend_packet().await?;
@@ -69,6 +73,7 @@ impl Session {
                 break false;
             }
             self.count_retry(Outcome::Retried);
+            retried = Some(first.to_vec());
             self.bpos += HEADER_LEN + plen;
             self.compact();
             self.bout.clear();
@@ -76,9 +81,18 @@ impl Session {
             self.bseq = bseq;
             self.flush_backend().await?;
         };
-        let relayed = self.relay_response(grammar, true).await?;
+        let notify = retried.as_deref().filter(|_| settled && policy.notify_client);
+        let retried = notify.and_then(|err| Retried::new(err, attempts.made(), policy.maximum_attempts.get()));
+        self.notice.bump = retried.is_some();
+        self.notice.bumped = false;
+        let relayed = self.relay_response(grammar, true).await;
+        self.notice.bump = false;
+        let relayed = relayed?;
         if settled && attempts.made() > 1 {
             self.count_retry(Outcome::Settled);
+        }
+        if let Some(r) = retried.filter(|_| self.notice.bumped && !relayed.error) {
+            self.keep_retry_warnings(r).await;
         }
         Ok(relayed)
     }
