@@ -27,14 +27,17 @@ use crate::session::pg::prepared::Expect;
 /// Largest backend message accepted (PostgreSQL's own limit on a field is 1 GiB).
 const BACKEND_MAX: usize = (1 << 30) + 1024;
 
-/// Backend read size while rows are passed through: a result streaming in fills bigger reads,
-/// and each read's rows go to the client in one write.
+/// Backend read size while rows are passed through and the reads come back full: a result
+/// streaming in fills bigger reads, and each read's rows go to the client in one write. Only
+/// then, because every read first zeroes the room it offers (`rt::read_some`): a small result
+/// read 64 KiB at a time cost more than the decoded path in profiles.
 const PASS_READ_CHUNK: usize = 64 * 1024;
 
 /// A passed-through run of rows at least this long is written to the client straight from the
-/// backend's read buffer; a shorter one (a few rows of a small result) costs less as one copy
-/// into the client buffer than as a write of its own.
-const PASS_DIRECT_AT: usize = 8 * 1024;
+/// backend's read buffer. A shorter one (a small result, or a read that caught only a few of
+/// the server's 8 KiB sends) costs less as one copy into the client buffer, which is written
+/// out at `CLIENT_FLUSH_AT` as on the decoded path, than as a write of its own.
+const PASS_DIRECT_AT: usize = 32 * 1024;
 
 /// Where relaying stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +136,8 @@ impl Session {
             if tag == b'D' && self.passes_rows() {
                 // Still read under the deadline above: query_timeout works as on the decoded path.
                 self.pass_rows(&mut pos).await?;
-                chunk = PASS_READ_CHUNK;
+                let full = self.backend.as_ref().is_some_and(|c| c.rbuf.len() >= READ_CHUNK);
+                chunk = if full { PASS_READ_CHUNK } else { READ_CHUNK };
                 continue;
             }
             chunk = READ_CHUNK;
