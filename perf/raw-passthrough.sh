@@ -3,7 +3,7 @@
 # pgbench -M prepared through one router process with two pools on the same database, `dec`
 # (raw_passthrough = false) and `raw` (raw_passthrough = true), run alternately.
 #
-#   perf/raw-passthrough.sh [--no-build] [--callgrind]
+#   perf/raw-passthrough.sh [--no-build] [--callgrind | --strace]
 #
 # Starts its own PostgreSQL with tests/support/dbs.sh (free ports, torn down on exit), builds
 # the router with `cargo build --release` (skip with --no-build), initializes pgbench data, then
@@ -16,6 +16,9 @@
 # workload runs once per pool with one client and a fixed number of transactions (TX_SELECT1,
 # TX_ROWS100, TX_ROWS10K); prints the router's user-space instructions per transaction, which
 # unlike CPU time do not depend on what else the machine runs (kernel work is not counted).
+#
+# --strace: the same fixed runs on the router as built, under `strace -c -f -p`; prints the
+# router's system calls per transaction by name.
 #
 # Workloads (all -M prepared): select1 = pgbench -S (one row per transaction); rows100 = a
 # script selecting 100 pgbench_accounts rows (~12 KB); rows10k = 10,000 rows (~1.2 MB).
@@ -37,11 +40,12 @@ WORKLOADS=${WORKLOADS:-select1 rows100 rows10k}
 
 log() { printf '[perf] %s\n' "$*" >&2; }
 
-BUILD=1; CALLGRIND=0
+BUILD=1; CALLGRIND=0; STRACE=0
 for a in "$@"; do
     case $a in
         --no-build) BUILD=0 ;;
         --callgrind) CALLGRIND=1 ;;
+        --strace) STRACE=1 ;;
         *) sed -n '2,25p' "$0" >&2; exit 2 ;;
     esac
 done
@@ -142,6 +146,44 @@ run() { # workload pool round
     log "round $3 $1 $2: tps $tps, $tx transactions, ${failed:-0} failed"
 }
 
+fixed_runs() { # label-printing loop over workloads and pools; $1 = command run around each
+    for w in $WORKLOADS; do
+        case $w in
+            select1) a=(-S); n=${TX_SELECT1:-2000} ;;
+            rows100) a=(-f "$BASE/$w.sql"); n=${TX_ROWS100:-1000} ;;
+            *) a=(-f "$BASE/$w.sql"); n=${TX_ROWS10K:-30} ;;
+        esac
+        for p in dec raw; do "$1" "$w" "$p" "$n" "${a[@]}"; done
+    done
+}
+strace_one() { # workload pool tx pgbench-args...
+    local w=$1 p=$2 n=$3
+    shift 3
+    strace -f -c -o "$BASE/strace.txt" -p "$ROUTER_PID" 2>/dev/null &
+    local st=$!
+    sleep 1
+    pgbench -n -M prepared -c 1 -t "$n" "$@" -h 127.0.0.1 -p "$PORT" -U "$PG_USER" "$p" >/dev/null
+    kill -INT "$st"; wait "$st" 2>/dev/null || true
+    python3 - "$BASE/strace.txt" "$w" "$p" "$n" <<'PY'
+import sys
+calls = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 5 and f[0][0].isdigit() and f[-1] != "total":
+        calls[f[-1]] = int(f[3])
+n = int(sys.argv[4])
+top = sorted(calls.items(), key=lambda kv: -kv[1])[:5]
+print(f"{sys.argv[2]:10} {sys.argv[3]:4} {n:6} {sum(calls.values()) / n:8.2f}  " + ", ".join(f"{k} {v / n:.2f}" for k, v in top))
+PY
+}
+if [ $STRACE = 1 ]; then
+    for p in dec raw; do
+        pgbench -n -S -M prepared -c 1 -t 10 -h 127.0.0.1 -p "$PORT" -U "$PG_USER" "$p" >/dev/null
+    done
+    printf '\n%-10s %4s %6s %8s  %s\n' workload pool tx "calls/tx" "by name (per tx)"
+    fixed_runs strace_one
+    exit 0
+fi
 if [ $CALLGRIND = 1 ]; then
     for p in dec raw; do # warm-up: connections opened, statements prepared
         for w in $WORKLOADS; do
