@@ -3,12 +3,14 @@
 //! lists (RowDescription, DataRow, Error/Notice fields, SASL mechanisms).
 //!
 //! Properties: no panic; decode → encode gives the same tag and body bytes and decodes back
-//! equal; `peek` agrees with the full decode on ReadyForQuery and ErrorResponse.
+//! equal; `peek` agrees with the full decode on ReadyForQuery and ErrorResponse;
+//! `data_row_run` (raw_passthrough's header scan) spans exactly the leading complete DataRows
+//! the full framer finds.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use querypilot::protocol::pg::backend::peek;
-use querypilot::protocol::pg::{decode_frame, Authentication, BackendMessage, BackendPeek, Frame, Frames};
+use querypilot::protocol::pg::{data_row_run, decode_frame, Authentication, BackendMessage, BackendPeek, Frame, Frames};
 
 const MAX_LEN: usize = 1 << 16;
 
@@ -19,6 +21,14 @@ fuzz_target!(|data: &[u8]| {
         check(&frame);
     }
     assert!(frames.consumed() <= data.len());
+    let mut rows = 0;
+    for frame in Frames::new(data, MAX_LEN) {
+        match frame {
+            Ok(f) if f.tag == b'D' => rows += f.total_len,
+            _ => break,
+        }
+    }
+    assert_eq!(data_row_run(data, MAX_LEN), rows, "the header scan and the framer disagree");
     if let Some((&tag, body)) = data.split_first() {
         check(&Frame::new(tag, body));
     }

@@ -66,7 +66,8 @@ pub struct Pool {
     pub limits: PoolLimits,
     /// Connection and statement timeouts.
     pub timeouts: PoolTimeouts,
-    /// Relay bytes untouched without statement-level routing (same protocol only, not MySQL).
+    /// Pass the rows of extended-protocol Executes to the client unchanged, in bulk, instead of
+    /// message by message (PostgreSQL clients of a PostgreSQL pool only; see tuning.md).
     pub raw_passthrough: bool,
     /// Relay `LOAD DATA LOCAL INFILE` file requests to clients that enabled them (MySQL pools only).
     pub local_infile: bool,

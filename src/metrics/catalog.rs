@@ -157,6 +157,13 @@ metric!(
     "Prepared statements prepared again on another backend connection."
 );
 metric!(
+    PASSTHROUGH_BYTES,
+    "sqp_passthrough_bytes_total",
+    Counter,
+    ["core", "pool"],
+    "Result-row bytes a raw_passthrough pool relayed without decoding them, by pool."
+);
+metric!(
     POOL_CONNECTIONS,
     "sqp_pool_connections",
     Gauge,
@@ -259,6 +266,7 @@ pub const ALL: &[&MetricDef] = &[
     &RETRIES,
     &REPLICA_FALLBACKS,
     &REPREPARES,
+    &PASSTHROUGH_BYTES,
     &POOL_CONNECTIONS,
     &POOL_ACQUIRE,
     &POOL_QUEUE_DEPTH,

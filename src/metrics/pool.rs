@@ -76,6 +76,7 @@ pub struct PoolCounters {
     timeouts: Cell<u64>,
     statements: Cell<u64>,
     reprepares: Cell<u64>,
+    passthrough_bytes: Cell<u64>,
     waiting: Cell<u64>,
     wait: Histogram,
     decisions: [Cell<u64>; Decision::COUNT],
@@ -94,6 +95,7 @@ impl PoolCounters {
             timeouts: Cell::default(),
             statements: Cell::default(),
             reprepares: Cell::default(),
+            passthrough_bytes: Cell::default(),
             waiting: Cell::default(),
             wait: Histogram::default(),
             decisions: Default::default(),
@@ -148,6 +150,11 @@ impl PoolCounters {
         bump(&self.reprepares);
     }
 
+    /// `n` bytes of result rows were relayed without decoding (`raw_passthrough`, #10).
+    pub fn passed_through(&self, n: u64) {
+        self.passthrough_bytes.set(self.passthrough_bytes.get().wrapping_add(n));
+    }
+
     /// The routing engine sent a statement here because of `decision`.
     pub fn decided(&self, decision: Decision) {
         if let Some(c) = self.decisions.get(decision.index()) {
@@ -186,6 +193,7 @@ impl PoolCounters {
             timeouts_total: self.timeouts.get(),
             statements_total: self.statements.get(),
             reprepares_total: self.reprepares.get(),
+            passthrough_bytes_total: self.passthrough_bytes.get(),
             queue_depth: self.waiting.get(),
             wait: self.wait.snapshot(),
             decisions_total: self.decisions.each_ref().map(Cell::get),
@@ -293,6 +301,8 @@ pub struct PoolSnapshot {
     pub statements_total: u64,
     /// Prepared statements prepared again on another connection.
     pub reprepares_total: u64,
+    /// Result-row bytes relayed without decoding (`raw_passthrough`).
+    pub passthrough_bytes_total: u64,
     /// Sessions waiting for a connection now.
     pub queue_depth: u64,
     /// Checkout durations.
@@ -333,6 +343,7 @@ impl PoolSnapshot {
         self.timeouts_total += other.timeouts_total;
         self.statements_total += other.statements_total;
         self.reprepares_total += other.reprepares_total;
+        self.passthrough_bytes_total += other.passthrough_bytes_total;
         self.queue_depth += other.queue_depth;
         self.wait.merge(&other.wait);
         for (a, b) in self

@@ -42,5 +42,6 @@ mod pg_psql;
 mod pg_raw;
 mod pg_routing;
 mod pg_util;
+mod raw_passthrough;
 mod retry;
 mod translation;

@@ -27,7 +27,7 @@ impl Drop for Database {
 
 /// Runs pgbench against the router with `args`; returns its stdout, panicking with both
 /// streams when it fails.
-fn pgbench(port: u16, db: &str, args: &[&str]) -> String {
+pub(crate) fn pgbench(port: u16, db: &str, args: &[&str]) -> String {
     let out = Command::new("pgbench")
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "app"])
         .args(args)

@@ -77,6 +77,28 @@ pub fn decode_frame(buf: &[u8], max_len: usize) -> Result<Option<Frame<'_>>, Dec
     }))
 }
 
+/// Bytes at the start of `buf` taken by consecutive complete DataRow (`D`, 55.7) messages, read
+/// from their 5-byte headers alone (bodies are not looked at). Stops before the first message
+/// of another type, the first incomplete one, or one whose length [`decode_frame`] would
+/// refuse under `max_len`, so that message is left for the caller's full decoder.
+pub fn data_row_run(buf: &[u8], max_len: usize) -> usize {
+    let mut end = 0usize;
+    while buf.get(end) == Some(&b'D') {
+        let Some(len) = read_len(buf, end.saturating_add(1)) else {
+            break;
+        };
+        let Ok(len) = checked_len(len, 4, max_len) else {
+            break;
+        };
+        let next = end.saturating_add(len).saturating_add(1);
+        if next > buf.len() {
+            break;
+        }
+        end = next;
+    }
+    end
+}
+
 /// Decodes the untagged first message from the start of `buf`.
 ///
 /// The length must cover at least itself and the Int32 request code; `max_len` is usually

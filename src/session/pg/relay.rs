@@ -5,6 +5,11 @@
 //! a backend out of step (a message type with no place after startup) is lost; stale-plan
 //! healing (see `flight`); what a held backend sends while the client is idle (NOTIFY, notices,
 //! its own death); settings replay and connection cleanup.
+//!
+//! `raw_passthrough` (#10): every backend message normally goes through `next_frame` and
+//! `on_backend_message` and is copied into the client buffer (the decoded path). On a pool with
+//! `raw_passthrough = true`, the rows of an extended-protocol Execute skip that: see
+//! `Session::passes_rows` for when, and `Session::pass_rows` for how.
 
 use std::time::Instant;
 
@@ -14,13 +19,25 @@ use crate::config::PoolMode;
 use crate::pool::Conn;
 use crate::protocol::pg::notice::peek_sqlstate;
 use crate::protocol::pg::backend::is_after_startup;
-use crate::protocol::pg::{decode_frame, frontend, sqlstate, Target, TransactionStatus};
+use crate::protocol::pg::{data_row_run, decode_frame, frontend, sqlstate, Target, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::pg::prepared::Expect;
 
 /// Largest backend message accepted (PostgreSQL's own limit on a field is 1 GiB).
 const BACKEND_MAX: usize = (1 << 30) + 1024;
+
+/// Backend read size while rows are passed through and the reads come back full: a result
+/// streaming in fills bigger reads, and each read's rows go to the client in one write. Only
+/// then, because every read first zeroes the room it offers (`rt::read_some`): a small result
+/// read 64 KiB at a time cost more than the decoded path in profiles.
+const PASS_READ_CHUNK: usize = 64 * 1024;
+
+/// A passed-through run of rows at least this long is written to the client straight from the
+/// backend's read buffer. A shorter one (a small result, or a read that caught only a few of
+/// the server's 8 KiB sends) costs less as one copy into the client buffer, which is written
+/// out at `CLIENT_FLUSH_AT` as on the decoded path, than as a write of its own.
+const PASS_DIRECT_AT: usize = 32 * 1024;
 
 /// Where relaying stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,8 +66,9 @@ struct Outcome {
 }
 
 
-/// Reads the next whole backend frame; returns (tag, length) of the frame at `*pos`.
-async fn next_frame(conn: &mut Conn, pos: &mut usize) -> Result<(u8, usize), ()> {
+/// Reads the next whole backend frame, `chunk` bytes at a time; returns (tag, length) of the
+/// frame at `*pos`.
+async fn next_frame(conn: &mut Conn, pos: &mut usize, chunk: usize) -> Result<(u8, usize), ()> {
     loop {
         match decode_frame(conn.rbuf.get(*pos..).unwrap_or_default(), BACKEND_MAX) {
             Ok(Some(f)) => return Ok((f.tag, f.total_len)),
@@ -61,7 +79,7 @@ async fn next_frame(conn: &mut Conn, pos: &mut usize) -> Result<(u8, usize), ()>
             conn.rbuf.drain(..*pos);
             *pos = 0;
         }
-        match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
+        match rt::read_some(&mut conn.stream, &mut conn.rbuf, chunk).await {
             Ok(0) | Err(_) => return Err(()),
             Ok(_) => {}
         }
@@ -81,6 +99,7 @@ impl Session {
         let mut outcome = Outcome::default();
         let mut pos = 0usize;
         let mut deadline = self.query_deadline();
+        let mut chunk = READ_CHUNK;
         self.flight.flushed |= until == Until::Drained; // retry (#11)
         loop {
             self.emit_synth();
@@ -89,8 +108,8 @@ impl Session {
             }
             let Some(conn) = self.backend.as_mut() else { return Ok(()) };
             let next = match deadline {
-                Some(d) => rt::with_deadline(d, next_frame(conn, &mut pos)).await,
-                None => Ok(next_frame(conn, &mut pos).await),
+                Some(d) => rt::with_deadline(d, next_frame(conn, &mut pos, chunk)).await,
+                None => Ok(next_frame(conn, &mut pos, chunk).await),
             };
             let Ok(next) = next else {
                 if self.flight.timed_out {
@@ -114,6 +133,14 @@ impl Session {
                 self.flight.fatal = Some(format!("protocol violation: the backend sent message type {:?}", tag as char));
                 return self.backend_lost().await;
             }
+            if tag == b'D' && self.passes_rows() {
+                // Still read under the deadline above: query_timeout works as on the decoded path.
+                self.pass_rows(&mut pos).await?;
+                let full = self.backend.as_ref().is_some_and(|c| c.rbuf.len() >= READ_CHUNK);
+                chunk = if full { PASS_READ_CHUNK } else { READ_CHUNK };
+                continue;
+            }
+            chunk = READ_CHUNK;
             let forward = self.on_backend_message(tag, pos, len, &mut outcome);
             let Some(conn) = self.backend.as_mut() else { return Ok(()) };
             let frame = conn.rbuf.get(pos..pos + len).unwrap_or_default();
@@ -156,6 +183,58 @@ impl Session {
             conn.rbuf.drain(..pos);
         }
         self.flush_client().await
+    }
+
+    /// Whether the DataRow at hand, and the complete ones after it, may be passed through
+    /// (`raw_passthrough`, #10) rather than relayed message by message. Only the rows of an
+    /// Execute of the extended protocol qualify (named or unnamed statement; a simple Query,
+    /// FunctionCall and COPY stay on the decoded path), and only when the relay has nothing to
+    /// do with them there:
+    /// - the Execute heads the expectations: no response before the rows is swallowed or
+    ///   synthesized, and whatever is queued after the Execute comes after its CommandComplete;
+    /// - no stale-plan healing is under way and no ParameterDescription is held for it (both
+    ///   end before rows can flow);
+    /// - no error is held back for a retry. Rows are results, so they end any chance of a
+    ///   retry, here as on the decoded path (`retry_note`).
+    ///
+    /// Nothing else looks at rows: per-statement statistics count rows from CommandComplete,
+    /// session state comes from the statement's text and from CommandComplete and
+    /// ReadyForQuery, and query_timeout bounds the reads. So a statement "cannot be passed
+    /// through" exactly when it returns no rows to an Execute (DDL, SET and other session
+    /// commands, DML without RETURNING): all of its messages take the decoded path, as do the
+    /// messages around every result (BindComplete, RowDescription, CommandComplete,
+    /// ErrorResponse, notices, ReadyForQuery), one by one.
+    fn passes_rows(&self) -> bool {
+        self.pool.config.raw_passthrough
+            && self.expect.front() == Some(&Expect::Execute)
+            && self.flight.healing.is_none()
+            && self.flight.held.is_empty()
+            && !self.retry_pending()
+    }
+
+    /// Passes through the run of complete DataRows starting at `*pos` and moves `*pos` past
+    /// it: the run is found from the message headers alone ([`data_row_run`]) and goes to the
+    /// client unchanged, a long run straight from the backend's read buffer after what the
+    /// client buffer already holds.
+    async fn pass_rows(&mut self, pos: &mut usize) -> Result<(), End> {
+        let Some(conn) = self.backend.as_ref() else { return Ok(()) };
+        let run = data_row_run(conn.rbuf.get(*pos..).unwrap_or_default(), BACKEND_MAX);
+        self.retry_note(b'D', run);
+        self.pool.counters.passed_through(run as u64);
+        if run < PASS_DIRECT_AT {
+            let rows = self.backend.as_ref().and_then(|c| c.rbuf.get(*pos..*pos + run)).unwrap_or_default();
+            self.out.extend_from_slice(rows);
+            *pos += run;
+            if self.out.len() >= CLIENT_FLUSH_AT {
+                self.flush_client().await?;
+            }
+            return Ok(());
+        }
+        self.flush_client().await?;
+        let Some(conn) = self.backend.as_ref() else { return Ok(()) };
+        let written = rt::write_all(&mut self.client, conn.rbuf.get(*pos..*pos + run).unwrap_or_default()).await;
+        *pos += run;
+        written.map_err(|_| End::ClientGone)
     }
 
     /// Updates bookkeeping for one backend message; returns whether the client gets it.
@@ -494,7 +573,7 @@ pub(super) async fn run_silently(conn: &mut Conn, sql: &str) -> Result<(), PgCli
     let mut pos = 0usize;
     let mut failure = None;
     loop {
-        let (tag, len) = next_frame(conn, &mut pos).await.map_err(|_| lost())?;
+        let (tag, len) = next_frame(conn, &mut pos, READ_CHUNK).await.map_err(|_| lost())?;
         let body = conn.rbuf.get(pos + 5..pos + len).unwrap_or_default();
         if tag == b'E' {
             let code = peek_sqlstate(body).unwrap_or("XX000").to_owned();

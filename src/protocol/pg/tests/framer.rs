@@ -1,6 +1,6 @@
 use super::msg;
 use crate::protocol::pg::framer::{
-    decode_frame, decode_startup_frame, Frame, Frames, MAX_STARTUP_PACKET_LEN,
+    data_row_run, decode_frame, decode_startup_frame, Frame, Frames, MAX_STARTUP_PACKET_LEN,
 };
 use crate::protocol::pg::DecodeError;
 
@@ -167,4 +167,83 @@ fn decode_errors_map_to_sqlstates() {
         DecodeError::UnsupportedProtocol { major: 2, minor: 0 }.sqlstate(),
         "0A000"
     );
+}
+
+/// DataRows of growing width (the first with 0 columns), then CommandComplete and ReadyForQuery.
+fn rows_then_complete() -> (Vec<u8>, usize) {
+    let mut s = Vec::new();
+    for i in 0..30u16 {
+        let mut body = 1u16.to_be_bytes().to_vec();
+        body.extend_from_slice(&i32::from(i).to_be_bytes());
+        body.extend((0..i).map(|b| b as u8));
+        s.extend(msg(b'D', if i == 0 { &[0, 0] } else { &body }));
+    }
+    let rows = s.len();
+    s.extend(msg(b'C', b"SELECT 30\0"));
+    s.extend(msg(b'Z', b"I"));
+    (s, rows)
+}
+
+/// The reference: complete leading `D` frames counted by the full decoder.
+fn leading_rows(buf: &[u8], max: usize) -> usize {
+    let mut it = Frames::new(buf, max);
+    let mut end = 0;
+    while let Some(Ok(f)) = it.next() {
+        if f.tag != b'D' {
+            break;
+        }
+        end += f.total_len;
+    }
+    end
+}
+
+#[test]
+fn data_row_run_ends_at_the_first_other_message() {
+    let (s, rows) = rows_then_complete();
+    assert_eq!(data_row_run(&s, 1 << 16), rows);
+    assert_eq!(
+        data_row_run(&s[rows..], 1 << 16),
+        0,
+        "CommandComplete is not a row"
+    );
+    assert_eq!(data_row_run(b"", 1 << 16), 0);
+    let mut mixed = msg(b'D', b"\0\0");
+    mixed.extend(msg(b'N', b"\0"));
+    mixed.extend(msg(b'D', b"\0\0"));
+    assert_eq!(
+        data_row_run(&mixed, 100),
+        7,
+        "a notice between rows ends the run"
+    );
+}
+
+#[test]
+fn data_row_run_counts_only_complete_rows_at_every_cut() {
+    let (s, _) = rows_then_complete();
+    for cut in 0..=s.len() {
+        assert_eq!(
+            data_row_run(&s[..cut], 1 << 16),
+            leading_rows(&s[..cut], 1 << 16),
+            "cut at {cut}"
+        );
+    }
+}
+
+#[test]
+fn data_row_run_leaves_bad_lengths_to_the_decoder() {
+    let row = msg(b'D', b"\0\0");
+    for bad in [
+        &b"D\0\0\0\x03"[..],
+        &b"D\xff\xff\xff\xff"[..],
+        &[b'D', 0, 2, 0, 0][..],
+    ] {
+        let mut buf = row.clone();
+        buf.extend_from_slice(bad);
+        buf.extend_from_slice(&[0; 70_000]);
+        assert_eq!(data_row_run(&buf, 1 << 16), row.len(), "{bad:?}");
+        assert!(
+            decode_frame(&buf[row.len()..], 1 << 16).is_err(),
+            "the decoder refuses {bad:?}"
+        );
+    }
 }
