@@ -23,16 +23,6 @@ fn dialect(bit: bool) -> Dialect {
     }
 }
 
-/// How many positional `?` parameters a slot holds (an IN list may hold several).
-fn positional(lit: &Literal) -> usize {
-    let one = |l: &Literal| usize::from(l.kind == LiteralKind::Param && l.value.as_deref() == Some("?"));
-    if lit.items.is_empty() {
-        one(lit)
-    } else {
-        lit.items.iter().map(one).sum()
-    }
-}
-
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else { return };
     let (source, target) = (dialect(selector & 1 != 0), dialect(selector & 2 != 0));
@@ -57,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(fingerprint(&out, target), fingerprint(translated, target), "translated: {out:?}");
     if let Some(order) = &param_order {
         // Each `?` of the output names one of the incoming statement's `?` parameters.
-        let questions = |sql: &str, d| parameterize(sql, d).literals.iter().map(positional).sum::<usize>();
+        let questions = |sql: &str, d| parameterize(sql, d).literals.iter().map(Literal::positional_params).sum::<usize>();
         assert_eq!(order.len(), questions(&out, target), "one entry per `?` of {out:?}");
         let incoming_count = questions(incoming, source);
         assert!(order.iter().all(|&i| usize::from(i) < incoming_count), "{order:?} beyond {incoming_count} parameters");

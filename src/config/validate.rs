@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use super::build::is_loopback;
 use super::check::Checker;
 use super::model::{Listener, RuleTarget};
-use super::raw::{RawConfig, Sp};
+use super::raw::{RawConfig, RawPool, Sp};
 use super::value::Protocol;
 use super::Config;
 
@@ -204,19 +204,25 @@ fn mysql_passthrough(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
             mysql_pools.insert(pool);
         }
     }
-    for name in mysql_pools {
-        let Some(pool) = raw.pools.get(name) else {
+    refuse_flag(ck, raw, mysql_pools, "raw_passthrough", |p| &p.raw_passthrough, "raw_passthrough is not supported on a pool serving mysql clients");
+}
+
+/// Reports pool flag `key` (read by `flag`) where it is on for one of `pools` that speaks its
+/// clients' protocol (a pool with an explicit `protocol` is judged in `pool`).
+fn refuse_flag<'a>(
+    ck: &mut Checker<'_>,
+    raw: &'a RawConfig,
+    pools: BTreeSet<&str>,
+    key: &str,
+    flag: impl Fn(&'a RawPool) -> &'a Option<Sp<bool>>,
+    message: &str,
+) {
+    for name in pools {
+        let Some(pool) = raw.pools.get(name).filter(|p| p.protocol.is_none()) else {
             continue;
         };
-        if pool.protocol.is_some() {
-            continue;
-        }
-        if let Some(flag) = pool.raw_passthrough.as_ref().filter(|v| *v.get_ref()) {
-            ck.report_at(
-                flag,
-                &format!("pools.{name}.raw_passthrough"),
-                "raw_passthrough is not supported on a pool serving mysql clients",
-            );
+        if let Some(on) = flag(pool).as_ref().filter(|v| *v.get_ref()) {
+            ck.report_at(on, &format!("pools.{name}.{key}"), message);
         }
     }
 }
@@ -247,21 +253,7 @@ fn postgres_local_infile(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config)
             pg_pools.insert(pool);
         }
     }
-    for name in pg_pools {
-        let Some(pool) = raw.pools.get(name) else {
-            continue;
-        };
-        if pool.protocol.is_some() {
-            continue;
-        }
-        if let Some(flag) = pool.local_infile.as_ref().filter(|v| *v.get_ref()) {
-            ck.report_at(
-                flag,
-                &format!("pools.{name}.local_infile"),
-                "local_infile is a MySQL setting and this pool serves postgres clients",
-            );
-        }
-    }
+    refuse_flag(ck, raw, pg_pools, "local_infile", |p| &p.local_infile, "local_infile is a MySQL setting and this pool serves postgres clients");
 }
 
 /// Clients are authenticated against the pools' credentials; with none configured the router

@@ -51,6 +51,18 @@ pub struct Literal {
     pub items: Vec<Literal>,
 }
 
+impl Literal {
+    /// How many positional (`?`) parameters the slot holds (an IN list may hold several).
+    pub fn positional_params(&self) -> usize {
+        let one = |l: &Literal| usize::from(l.kind == LiteralKind::Param && l.value.as_deref() == Some("?"));
+        if self.items.is_empty() {
+            one(self)
+        } else {
+            self.items.iter().map(one).sum()
+        }
+    }
+}
+
 /// A statement split into its shape and its literal slots, in source order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parameterized {
@@ -426,15 +438,6 @@ fn kind_fits(now: LiteralKind, was: LiteralKind) -> bool {
     }
 }
 
-/// How many positional (`?`) parameters a slot holds.
-fn positional_params(lit: &Literal) -> usize {
-    let one = |l: &Literal| usize::from(l.kind == LiteralKind::Param && l.value.as_deref() == Some("?"));
-    if lit.items.is_empty() {
-        one(lit)
-    } else {
-        lit.items.iter().map(one).sum()
-    }
-}
 
 /// Which of the statement's `?` parameters each `?` of the translation binds, in translated
 /// order; `Some(None)` when that is simply each of them once in their order (nothing to
@@ -442,7 +445,7 @@ fn positional_params(lit: &Literal) -> usize {
 /// one of the statement's `?` out (its value would bind the next one) or has more `?` than a
 /// prepared statement may.
 fn positional_order(incoming: &[Literal], mapping: &[SlotMapping]) -> Option<Option<Vec<u16>>> {
-    let counts: Vec<usize> = incoming.iter().map(positional_params).collect();
+    let counts: Vec<usize> = incoming.iter().map(Literal::positional_params).collect();
     let total: usize = counts.iter().sum();
     let mut order: Vec<u16> = Vec::with_capacity(total);
     for m in mapping {
