@@ -1,5 +1,6 @@
 //! Routing hot paths on the pgbench and sysbench statements: lexer+fingerprint throughput, the
-//! cache-hit decision (the common case, target well under 1 µs) and the analysis a miss costs.
+//! cache-hit decision (the common case, target well under 1 µs) and the analysis a miss costs,
+//! including what hostile shapes cost next to an ordinary statement of the same length.
 //! Run: `cargo bench --bench routing` (or `-- --test` to check it runs once).
 
 use std::hint::black_box;
@@ -9,7 +10,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use querypilot::config::{Config, Protocol};
 use querypilot::routing::{Catalogs, RouteInput, Router, RuleSet};
 use querypilot::sql::analyze::analyze;
-use querypilot::sql::fingerprint::fingerprint;
+use querypilot::sql::fingerprint::{fingerprint, fingerprint_ast};
 use querypilot::sql::volatility::FunctionCatalog;
 use querypilot::sql::Dialect;
 
@@ -123,10 +124,41 @@ fn analysis_on_miss(c: &mut Criterion) {
     group.finish();
 }
 
+/// Shapes sqlparser backtracks on (exponential in their nesting without `sql::parse`'s budget)
+/// next to a flat statement of the same list: the ratio is what a hostile statement costs a core.
+fn analysis_of_hostile_shapes(c: &mut Criterion) {
+    let mut group = c.benchmark_group("analysis_hostile");
+    group.sample_size(10);
+    let pg = FunctionCatalog::builtin(Dialect::Postgres);
+    let list = "x, ".repeat(5_000);
+    let cases = [
+        ("flat_list_5000", format!("SELECT {list}1 FROM t")),
+        ("nested_calls_10_list_5000", format!("SELECT {}{list}1{} FROM t", "abs(".repeat(10), ")".repeat(10))),
+        ("unbalanced_parens_10_list_5000", format!("SELECT {}{list}", "(a ".repeat(10))),
+        ("unbalanced_calls_5_list_5000", format!("SELECT {}{list}", "(t(".repeat(5))),
+        ("nested_casts_10", format!("SELECT {}1", "CAST(".repeat(10))),
+    ];
+    for (name, sql) in &cases {
+        group.bench_function(*name, |b| {
+            b.iter(|| black_box(analyze(black_box(sql), Dialect::Postgres, &pg)))
+        });
+    }
+    // The sql_analyze fuzz campaign's slow input, through the AST fingerprint it stalled.
+    let fuzzed = String::from_utf8_lossy(include_bytes!(
+        "../fuzz/regressions/sql_analyze/slow-nested-parens-debug-build"
+    ))
+    .into_owned();
+    group.bench_function("fuzzed_parens_fingerprint_ast", |b| {
+        b.iter(|| black_box(fingerprint_ast(black_box(&fuzzed), Dialect::Postgres)))
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
     fingerprint_throughput,
     cache_hit_decision,
-    analysis_on_miss
+    analysis_on_miss,
+    analysis_of_hostile_shapes
 );
 criterion_main!(benches);

@@ -5,6 +5,7 @@
 pub mod fingerprint;
 pub mod hint;
 pub mod lexer;
+pub mod parse;
 pub mod template;
 
 /// The SQL dialect a statement is written in, decided by the listener protocol it arrived on.

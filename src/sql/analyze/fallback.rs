@@ -1,6 +1,6 @@
-//! Facts for a statement sqlparser could not parse.
+//! Facts for a statement sqlparser could not parse, or was not allowed to (too deep, too complex).
 //!
-//! Always `parse_error` evidence and never eligible. Statement shapes the session layer must still
+//! Always `parse_error` / `too_deep` / `too_complex` evidence and never eligible. Statement shapes the session layer must still
 //! see (RESET, SET, PREPARE, two-phase commit, ABORT, XA) are recognized from their leading words;
 //! the leading words of admin, DDL, COPY FROM, SET and MOVE statements only choose a more
 //! telling label than `Unknown` (none of them can be eligible); everything else is
@@ -10,11 +10,16 @@ use super::facts::{Affinity, Operation, SessionEffect, StatementFacts, TxControl
 use super::tokens::Segment;
 use crate::sql::Dialect;
 
-/// Facts for an unparsable segment.
-pub(super) fn classify(segment: &Segment, error: &str, dialect: Dialect) -> StatementFacts {
+/// Facts for an unparsed segment; `why` is the evidence label (`parse_error`, `too_deep`, ...).
+pub(super) fn classify(
+    segment: &Segment,
+    why: &'static str,
+    error: &str,
+    dialect: Dialect,
+) -> StatementFacts {
     let words = &segment.leading;
     let word = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
-    let mut facts = StatementFacts::unknown("parse_error", error);
+    let mut facts = StatementFacts::unknown(why, error);
     let op = match (word(0), word(1)) {
         ("RESET", _) if dialect == Dialect::MySql => Operation::Admin,
         ("RESET", "ALL") => {

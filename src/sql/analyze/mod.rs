@@ -18,11 +18,11 @@
 //! - A multi-statement string is split at top-level semicolons and each statement analyzed on
 //!   its own; facts combine (strongest operation, most volatile, union of affinities), so the
 //!   string is eligible only when every statement is.
-//! - Stack safety: before parsing, a token scan refuses (as `Unknown`, evidence `too_deep` /
-//!   `too_complex`) nesting deeper than 10 (brackets, CASE, prefix NOT/minus runs) and more than
-//!   1,000 chain operators per statement; sqlparser's recursion limit (24) backs this up. The
-//!   deepest accepted input is tested on a 2 MiB thread in a debug build. Deeper SQL simply runs
-//!   on the primary.
+//! - Stack and time safety: statements are parsed through [`crate::sql::parse`], which refuses
+//!   nesting deeper than 10, more than 1,000 chain operators and parses that overrun their work
+//!   budget (evidence `too_deep` / `too_complex`). The deepest accepted input is tested on a
+//!   2 MiB thread in a debug build. A refused statement gets the fallback classifier's label and
+//!   simply runs on the primary.
 //! - Statements sqlparser 0.59 cannot parse but the session layer must see (RESET, ABORT,
 //!   PREPARE TRANSACTION, XA) are recognized from their leading words, still with `parse_error`.
 
@@ -36,40 +36,28 @@ mod walker;
 #[cfg(test)]
 mod tests;
 
-use sqlparser::dialect::{Dialect as SqlDialect, MySqlDialect, PostgreSqlDialect};
-use sqlparser::parser::Parser;
-
 pub use facts::{
     Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, SessionEffect,
     SetScope, StatementFacts, TxControl,
 };
 
+use crate::sql::parse;
 use crate::sql::volatility::FunctionCatalog;
 use crate::sql::Dialect;
-
-/// sqlparser recursion limit. Together with the token guards this keeps the deepest parse, walk
-/// and drop well inside a 2 MiB thread stack even in debug builds (tested).
-const RECURSION_LIMIT: usize = 24;
 
 /// Analyzes one SQL string (possibly several statements). Never panics and never fails: anything
 /// it cannot prove safe comes back as not eligible.
 pub fn analyze(sql: &str, dialect: Dialect, catalog: &FunctionCatalog) -> StatementFacts {
-    let pg = PostgreSqlDialect {};
-    let my = MySqlDialect {};
-    let sql_dialect: &dyn SqlDialect = match dialect {
-        Dialect::Postgres => &pg,
-        Dialect::MySql => &my,
-    };
-    let segments = match tokens::split(sql, sql_dialect) {
+    let segments = match tokens::split(sql, dialect) {
         Ok(s) => s,
-        Err(e) => return StatementFacts::unknown("parse_error", e),
+        Err(e) => return StatementFacts::unknown(e.label(), e.to_string()),
     };
     if segments.len() > usize::from(u16::MAX) {
         return StatementFacts::unknown("too_many_statements", segments.len().to_string());
     }
     let mut combined: Option<StatementFacts> = None;
     for segment in segments {
-        let facts = analyze_segment(segment, sql_dialect, dialect, catalog);
+        let facts = analyze_segment(segment, dialect, catalog);
         match combined.as_mut() {
             Some(c) => c.combine(facts),
             None => combined = Some(facts),
@@ -84,27 +72,13 @@ pub fn analyze(sql: &str, dialect: Dialect, catalog: &FunctionCatalog) -> Statem
 
 fn analyze_segment(
     mut segment: tokens::Segment,
-    sql_dialect: &dyn SqlDialect,
     dialect: Dialect,
     catalog: &FunctionCatalog,
 ) -> StatementFacts {
-    if segment.chain_operators > tokens::MAX_CHAIN_OPERATORS {
-        return StatementFacts::unknown(
-            "too_complex",
-            format!("{} operators", segment.chain_operators),
-        );
-    }
-    if segment.max_nesting > tokens::MAX_NESTING {
-        return StatementFacts::unknown("too_deep", format!("nesting {}", segment.max_nesting));
-    }
-    let parsed = Parser::new(sql_dialect)
-        .with_recursion_limit(RECURSION_LIMIT)
-        .with_tokens_with_locations(std::mem::take(&mut segment.tokens))
-        .parse_statements();
-    let statements = match parsed {
+    let statements = match parse::parse_tokens(std::mem::take(&mut segment.tokens), dialect) {
         Ok(s) if !s.is_empty() => s,
-        Ok(_) => return fallback::classify(&segment, "no statement parsed", dialect),
-        Err(e) => return fallback::classify(&segment, &e.to_string(), dialect),
+        Ok(_) => return fallback::classify(&segment, "parse_error", "no statement parsed", dialect),
+        Err(e) => return fallback::classify(&segment, e.label(), &e.to_string(), dialect),
     };
     let mut combined: Option<StatementFacts> = None;
     for stmt in &statements {

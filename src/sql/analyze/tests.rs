@@ -472,7 +472,7 @@ fn deep_nesting_is_unknown_not_a_crash() {
         "array",
     ];
     for kind in kinds {
-        let n = tokens::MAX_NESTING;
+        let n = crate::sql::parse::MAX_NESTING;
         // At the limit: analyzed for real, on a 2 MiB stack, in a debug build.
         let f = on_small_stack(nested(kind, n), Dialect::Postgres);
         assert_eq!(
@@ -494,7 +494,7 @@ fn deep_nesting_is_unknown_not_a_crash() {
 
 #[test]
 fn long_operator_chains_are_bounded() {
-    let at_limit = (0..tokens::MAX_CHAIN_OPERATORS / 2)
+    let at_limit = (0..crate::sql::parse::MAX_CHAIN_OPERATORS / 2)
         .map(|i| format!("id = {i}"))
         .collect::<Vec<_>>()
         .join(" OR ");
@@ -522,4 +522,19 @@ fn long_operator_chains_are_bounded() {
         Dialect::Postgres
     )
     .replica_eligible());
+}
+
+#[test]
+fn refused_statements_keep_what_their_leading_words_say() {
+    let deep = format!("{}1{}", "(".repeat(12), ")".repeat(12));
+    let insert = pg(&format!("INSERT INTO t VALUES ({deep})"));
+    assert_eq!(insert.operation, Operation::Write);
+    assert!(has(&insert, "too_deep"), "{:?}", insert.evidence);
+    let set = my(&format!("SET @@session.sql_mode = {deep}"));
+    assert_eq!(set.operation, Operation::Session);
+    assert!(set.affinity.contains(Affinity::SessionSet));
+    let select = pg(&format!("SELECT {}", "(a ".repeat(10) + &"x, ".repeat(5_000)));
+    assert_eq!(select.operation, Operation::Unknown);
+    assert!(has(&select, "too_complex"), "{:?}", select.evidence);
+    assert!(!select.replica_eligible());
 }

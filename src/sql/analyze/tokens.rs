@@ -1,31 +1,18 @@
-//! Token-level work done before parsing: statement splitting, complexity guards and the
-//! lock-clause spellings sqlparser 0.59 does not parse.
-//!
-//! Why guards here: sqlparser bounds its own recursion, but long operator chains (`a OR b OR ...`,
-//! `UNION` chains, `::` casts) are parsed in a loop into a left-deep tree whose walking and dropping
-//! recurse once per operator. Counting those operators on the flat token list bounds the tree depth
-//! before any tree exists, so analysis is safe on a small thread stack.
+//! Token-level work done before parsing: statement splitting, the leading words the fallback
+//! classifier reads, and the lock-clause spellings sqlparser 0.59 does not parse. The complexity
+//! guards live with the parser, in [`crate::sql::parse`].
 
-use sqlparser::dialect::Dialect as SqlDialect;
 use sqlparser::keywords::Keyword;
-use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Word};
 
 use super::facts::LockStrength;
-
-/// Most operator tokens one statement may hold (bounds the depth of left-deep trees).
-pub(super) const MAX_CHAIN_OPERATORS: usize = 1_000;
-
-/// Deepest bracket nesting accepted before parsing; the parser's own limit backs it up.
-pub(super) const MAX_NESTING: usize = 10;
+use crate::sql::parse::{self, Refusal};
+use crate::sql::Dialect;
 
 /// One statement's tokens plus what the pre-scan learned about it.
 pub(super) struct Segment {
     /// Tokens to hand to the parser (lock clauses already normalized).
     pub tokens: Vec<TokenWithSpan>,
-    /// Infix-capable operator tokens counted.
-    pub chain_operators: usize,
-    /// Deepest `(` / `[` nesting.
-    pub max_nesting: usize,
     /// Lock clauses as written, strongest meaning kept (FOR NO KEY UPDATE etc.).
     pub lock_phrases: Vec<LockStrength>,
     /// First three words, upper-cased when unquoted, for the fallback classifier.
@@ -38,10 +25,8 @@ pub(super) struct Segment {
 
 /// Tokenizes `sql` and splits it into statements at top-level semicolons; empty statements
 /// (only whitespace/comments) are dropped.
-pub(super) fn split(sql: &str, dialect: &dyn SqlDialect) -> Result<Vec<Segment>, String> {
-    let tokens = Tokenizer::new(dialect, sql)
-        .tokenize_with_location()
-        .map_err(|e| e.to_string())?;
+pub(super) fn split(sql: &str, dialect: Dialect) -> Result<Vec<Segment>, Refusal> {
+    let tokens = parse::tokenize(sql, dialect)?;
     let mut segments = Vec::new();
     let mut current = Vec::new();
     for t in tokens {
@@ -61,39 +46,6 @@ fn push_segment(out: &mut Vec<Segment>, tokens: Vec<TokenWithSpan>) {
         .all(|t| matches!(t.token, Token::Whitespace(_) | Token::EOF))
     {
         return;
-    }
-    let mut chain_operators = 0;
-    let mut depth = 0usize;
-    let mut max_nesting = 0;
-    // Consecutive prefix operators (NOT NOT x, - - x) nest like brackets do.
-    let mut prefix_run = 0usize;
-    for t in &tokens {
-        match &t.token {
-            Token::Whitespace(_) => continue,
-            Token::Minus | Token::Plus | Token::Tilde => prefix_run += 1,
-            Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::NOT => {
-                prefix_run += 1
-            }
-            _ => prefix_run = 0,
-        }
-        max_nesting = max_nesting.max(depth + prefix_run);
-        match &t.token {
-            Token::LParen | Token::LBracket => {
-                depth += 1;
-                max_nesting = max_nesting.max(depth);
-            }
-            Token::RParen | Token::RBracket => depth = depth.saturating_sub(1),
-            // CASE ... END nests without brackets and costs as much stack per level.
-            Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::CASE => {
-                depth += 1;
-                max_nesting = max_nesting.max(depth);
-            }
-            Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::END => {
-                depth = depth.saturating_sub(1);
-            }
-            other if is_chain_operator(other) => chain_operators += 1,
-            _ => {}
-        }
     }
     let leading = tokens
         .iter()
@@ -115,8 +67,6 @@ fn push_segment(out: &mut Vec<Segment>, tokens: Vec<TokenWithSpan>) {
     let (tokens, lock_phrases) = normalize_locks(tokens);
     out.push(Segment {
         tokens,
-        chain_operators,
-        max_nesting,
         lock_phrases,
         leading,
         has_from,
@@ -128,56 +78,6 @@ fn unquoted(t: &TokenWithSpan) -> Option<&Word> {
     match &t.token {
         Token::Word(w) if w.quote_style.is_none() => Some(w),
         _ => None,
-    }
-}
-
-/// True for tokens that can extend an expression or set-operation chain in a loop.
-fn is_chain_operator(t: &Token) -> bool {
-    match t {
-        Token::Word(w) => {
-            w.quote_style.is_none()
-                && matches!(
-                    w.keyword,
-                    Keyword::AND
-                        | Keyword::OR
-                        | Keyword::XOR
-                        | Keyword::IS
-                        | Keyword::IN
-                        | Keyword::LIKE
-                        | Keyword::ILIKE
-                        | Keyword::BETWEEN
-                        | Keyword::UNION
-                        | Keyword::EXCEPT
-                        | Keyword::INTERSECT
-                        | Keyword::MINUS
-                        | Keyword::COLLATE
-                        | Keyword::AT
-                        | Keyword::SIMILAR
-                        | Keyword::REGEXP
-                        | Keyword::RLIKE
-                        | Keyword::DIV
-                )
-        }
-        Token::Whitespace(_)
-        | Token::Comma
-        | Token::LParen
-        | Token::RParen
-        | Token::Period
-        | Token::SemiColon
-        | Token::LBracket
-        | Token::RBracket
-        | Token::LBrace
-        | Token::RBrace
-        | Token::Placeholder(_)
-        | Token::Number(_, _)
-        | Token::Char(_)
-        | Token::EOF => false,
-        other => {
-            // Remaining tokens are string-like literals (start with a quote, `$` or a letter
-            // prefix such as E'' / X'') or operators (punctuation).
-            let text = other.to_string();
-            !text.starts_with(|c: char| c.is_alphanumeric() || matches!(c, '\'' | '"' | '$' | '`'))
-        }
     }
 }
 
