@@ -9,6 +9,7 @@
 #   TARGETS="sql_lexer config_parse" fuzz/run_campaign.sh
 #   SANITIZER=none fuzz/run_campaign.sh     # no ASan: 2-3x the executions; the decoders are safe
 #                                           # Rust, so ASan watches only std and the fuzzer
+#   TIMEOUT=1 fuzz/run_campaign.sh          # an input slower than this many seconds is a finding
 #
 # Builds always enable debug assertions (-a), so an integer overflow is a finding, not a wrap.
 # Only a stable toolchain is needed: RUSTC_BOOTSTRAP=1 lets it accept -Zsanitizer=address.
@@ -18,13 +19,14 @@ MAX_TIME=${MAX_TIME:-150}
 RUNS=${RUNS:--1}
 LOG_DIR=${LOG_DIR:-logs}
 SANITIZER=${SANITIZER:-address}
+TIMEOUT=${TIMEOUT:-10}
 mkdir -p "$LOG_DIR"
 export RUSTC_BOOTSTRAP=1
 cargo fuzz build -O -a -s "$SANITIZER" >/dev/null 2>&1 || { echo "build failed: run 'RUSTC_BOOTSTRAP=1 cargo fuzz build -O -a -s $SANITIZER'"; exit 1; }
 for t in ${TARGETS:-$(cargo fuzz list)}; do
     mkdir -p "corpus/$t" "artifacts/$t"
     cargo fuzz run -O -a -s "$SANITIZER" "$t" "corpus/$t" "seeds/$t" -- \
-        -max_total_time="$MAX_TIME" -runs="$RUNS" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+        -max_total_time="$MAX_TIME" -runs="$RUNS" -rss_limit_mb=2048 -timeout="$TIMEOUT" -print_final_stats=1 \
         >"$LOG_DIR/$t.log" 2>&1
     rc=$?
     runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$LOG_DIR/$t.log" | grep -oE '[0-9]+$')
