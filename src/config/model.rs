@@ -126,6 +126,10 @@ pub struct PoolTimeouts {
     pub connect: Duration,
     /// Statement timeout enforced by the router; `None` = none.
     pub query: Option<Duration>,
+    /// How long a client may stay silent while it holds a backend connection inside a
+    /// transaction or mid-statement (COPY, LOAD DATA LOCAL, an unfinished extended-protocol
+    /// batch) before the router closes it; `None` = forever.
+    pub idle_transaction: Option<Duration>,
 }
 
 /// `[pools.<name>.retry]`: how failed statements are retried on another backend (only when the

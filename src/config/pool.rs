@@ -211,6 +211,11 @@ fn timeouts(ck: &mut Checker<'_>, base: &str, raw: &RawPool) -> PoolTimeouts {
             &format!("{base}.query_timeout"),
             Zero::Refused,
         ),
+        idle_transaction: ck.opt_duration(
+            &raw.idle_transaction_timeout,
+            &format!("{base}.idle_transaction_timeout"),
+            Zero::Refused,
+        ),
     }
 }
 

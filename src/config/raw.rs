@@ -75,6 +75,7 @@ pub(crate) struct RawPool {
     pub idle_timeout: Option<Sp<String>>,
     pub connect_timeout: Option<Sp<String>>,
     pub query_timeout: Option<Sp<String>>,
+    pub idle_transaction_timeout: Option<Sp<String>>,
     pub raw_passthrough: Option<Sp<bool>>,
     pub local_infile: Option<Sp<bool>>,
     pub retry: Option<RawRetry>,

@@ -125,6 +125,9 @@ fn pool(pool: &Pool) -> Value {
     if let Some(query) = pool.timeouts.query {
         put_duration(&mut table, "query_timeout", query);
     }
+    if let Some(idle) = pool.timeouts.idle_transaction {
+        put_duration(&mut table, "idle_transaction_timeout", idle);
+    }
     table.insert(
         "raw_passthrough".into(),
         Value::Boolean(pool.raw_passthrough),

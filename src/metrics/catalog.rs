@@ -157,6 +157,13 @@ metric!(
     "Prepared statements prepared again on another backend connection."
 );
 metric!(
+    IDLE_TRANSACTION_TIMEOUTS,
+    "sqp_idle_transaction_timeouts_total",
+    Counter,
+    ["core", "pool"],
+    "Clients disconnected because they stayed silent past idle_transaction_timeout while holding a backend connection."
+);
+metric!(
     PASSTHROUGH_BYTES,
     "sqp_passthrough_bytes_total",
     Counter,
@@ -266,6 +273,7 @@ pub const ALL: &[&MetricDef] = &[
     &RETRIES,
     &REPLICA_FALLBACKS,
     &REPREPARES,
+    &IDLE_TRANSACTION_TIMEOUTS,
     &PASSTHROUGH_BYTES,
     &POOL_CONNECTIONS,
     &POOL_ACQUIRE,

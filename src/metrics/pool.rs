@@ -76,6 +76,7 @@ pub struct PoolCounters {
     timeouts: Cell<u64>,
     statements: Cell<u64>,
     reprepares: Cell<u64>,
+    idle_transaction_timeouts: Cell<u64>,
     passthrough_bytes: Cell<u64>,
     waiting: Cell<u64>,
     wait: Histogram,
@@ -95,6 +96,7 @@ impl PoolCounters {
             timeouts: Cell::default(),
             statements: Cell::default(),
             reprepares: Cell::default(),
+            idle_transaction_timeouts: Cell::default(),
             passthrough_bytes: Cell::default(),
             waiting: Cell::default(),
             wait: Histogram::default(),
@@ -150,6 +152,11 @@ impl PoolCounters {
         bump(&self.reprepares);
     }
 
+    /// A client silent past `idle_transaction_timeout` was disconnected.
+    pub fn idle_transaction_timed_out(&self) {
+        bump(&self.idle_transaction_timeouts);
+    }
+
     /// `n` bytes of result rows were relayed without decoding (`raw_passthrough`, #10).
     pub fn passed_through(&self, n: u64) {
         self.passthrough_bytes.set(self.passthrough_bytes.get().wrapping_add(n));
@@ -193,6 +200,7 @@ impl PoolCounters {
             timeouts_total: self.timeouts.get(),
             statements_total: self.statements.get(),
             reprepares_total: self.reprepares.get(),
+            idle_transaction_timeouts_total: self.idle_transaction_timeouts.get(),
             passthrough_bytes_total: self.passthrough_bytes.get(),
             queue_depth: self.waiting.get(),
             wait: self.wait.snapshot(),
@@ -301,6 +309,8 @@ pub struct PoolSnapshot {
     pub statements_total: u64,
     /// Prepared statements prepared again on another connection.
     pub reprepares_total: u64,
+    /// Clients disconnected by `idle_transaction_timeout`.
+    pub idle_transaction_timeouts_total: u64,
     /// Result-row bytes relayed without decoding (`raw_passthrough`).
     pub passthrough_bytes_total: u64,
     /// Sessions waiting for a connection now.
@@ -343,6 +353,7 @@ impl PoolSnapshot {
         self.timeouts_total += other.timeouts_total;
         self.statements_total += other.statements_total;
         self.reprepares_total += other.reprepares_total;
+        self.idle_transaction_timeouts_total += other.idle_transaction_timeouts_total;
         self.passthrough_bytes_total += other.passthrough_bytes_total;
         self.queue_depth += other.queue_depth;
         self.wait.merge(&other.wait);

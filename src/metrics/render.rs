@@ -324,6 +324,12 @@ fn statement_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt:
             f.series(&[c, &p.name], Value::Count(p.reprepares_total))?;
         }
     }
+    let mut f = family(encoder, &cat::IDLE_TRANSACTION_TIMEOUTS)?;
+    for (c, s) in cores {
+        for p in &s.pools {
+            f.series(&[c, &p.name], Value::Count(p.idle_transaction_timeouts_total))?;
+        }
+    }
     let mut f = family(encoder, &cat::PASSTHROUGH_BYTES)?;
     for (c, s) in cores {
         for p in &s.pools {

@@ -19,6 +19,7 @@ mod bridge_pg_mysql;
 mod connectors;
 mod drain;
 mod health;
+mod idle_transaction;
 mod mysql_commands;
 mod mysql_infile;
 mod mysql_routing;

@@ -126,6 +126,10 @@ fn example_with_every_commented_setting_enabled_parses() {
         config.pool("pg_primary").and_then(|p| p.timeouts.query),
         Some(std::time::Duration::from_secs(60))
     );
+    assert_eq!(
+        config.pool("pg_primary").and_then(|p| p.timeouts.idle_transaction),
+        Some(std::time::Duration::from_secs(30))
+    );
     assert_eq!(config.metrics.admin_token.as_deref(), Some("change-me"));
 }
 
@@ -200,7 +204,8 @@ fn pool_defaults_are_applied() {
             acquire: secs(30),
             idle: secs(600),
             connect: secs(10),
-            query: None
+            query: None,
+            idle_transaction: None
         }
     );
     assert!(!pool.raw_passthrough);

@@ -37,6 +37,9 @@ pub const ER_NET_PACKET_TOO_LARGE: ErrorNumber = ErrorNumber { code: 1153, sql_s
 pub const ER_NET_PACKETS_OUT_OF_ORDER: ErrorNumber = ErrorNumber { code: 1156, sql_state: *b"08S01" };
 /// Reading from the backend failed: the router lost its backend connection.
 pub const ER_NET_READ_ERROR: ErrorNumber = ErrorNumber { code: 1158, sql_state: *b"08S01" };
+/// The client stayed silent too long (MySQL 8.0.24's wording for `wait_timeout`; the router
+/// sends it for `idle_transaction_timeout`).
+pub const ER_CLIENT_INTERACTION_TIMEOUT: ErrorNumber = ErrorNumber { code: 4031, sql_state: *b"HY000" };
 /// Lock wait timeout; recognized as retryable outside a transaction.
 pub const ER_LOCK_WAIT_TIMEOUT: ErrorNumber = ErrorNumber { code: 1205, sql_state: *b"HY000" };
 /// Wrong arguments to a statement command.

@@ -24,7 +24,8 @@ use crate::id::CancelKey;
 use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::mysql::command::*;
 use crate::protocol::mysql::errcode::{
-    ErrorNumber, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR,
+    ErrorNumber, ER_CLIENT_INTERACTION_TIMEOUT, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE,
+    ER_UNKNOWN_COM_ERROR,
 };
 use crate::protocol::mysql::response::{EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
@@ -272,7 +273,18 @@ impl Session {
                 })
                 .await
             } else {
-                Some(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await)
+                // In a transaction or with a cursor open the backend is this client's alone, so
+                // a silent client may not keep it for ever.
+                let held = self.tx.status & SERVER_STATUS_IN_TRANS != 0 || self.tx.cursor.is_some();
+                let limit = self.pool.config.timeouts.idle_transaction.filter(|_| held);
+                let read = rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK);
+                match limit {
+                    Some(limit) => match rt::with_deadline(rt::now() + limit, read).await {
+                        Ok(r) => Some(r),
+                        Err(rt::Elapsed) => return self.idle_transaction_expired(limit).await,
+                    },
+                    None => Some(read.await),
+                }
             };
             match read {
                 None => return Err(End::Drained),
@@ -290,6 +302,20 @@ impl Session {
                 buf.shrink_to(IDLE_BUFFER_KEEP);
             }
         }
+    }
+
+    /// Ends a session whose client stayed silent past `idle_transaction_timeout` while holding
+    /// its backend connection, which is closed (rolling the transaction back).
+    async fn idle_transaction_expired<T>(&mut self, limit: std::time::Duration) -> Result<T, End> {
+        if let Some(c) = self.backend.as_mut() {
+            c.broken = true;
+        }
+        self.pool.counters.idle_transaction_timed_out();
+        let text = format!(
+            "The client was disconnected by the router because of inactivity inside a transaction (idle_transaction_timeout {} ms)",
+            limit.as_millis()
+        );
+        self.fatal(MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text)).await
     }
 
     /// Tells the client why its session ends, in a way the error survives (see

@@ -11,7 +11,9 @@ use super::{End, QueryTimer, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::mysql::capability::CLIENT_LOCAL_FILES;
 use crate::protocol::mysql::codec::Reader;
-use crate::protocol::mysql::errcode::{ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_NOT_ALLOWED_COMMAND};
+use crate::protocol::mysql::errcode::{
+    ER_CLIENT_INTERACTION_TIMEOUT, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_NOT_ALLOWED_COMMAND,
+};
 use crate::protocol::mysql::framer::HEADER_LEN;
 use crate::protocol::mysql::infile::{FileStream, LOCAL_INFILE_REQUEST};
 use crate::protocol::mysql::DecodeError;
@@ -105,6 +107,8 @@ fn affected_rows(p: &Pkt) -> u64 {
 enum BrokeOff {
     /// The client closed its connection.
     Gone,
+    /// The client sent nothing for `idle_transaction_timeout`.
+    Silent(std::time::Duration),
     /// A packet out of sequence or over the size limit.
     Bad(DecodeError),
 }
@@ -373,6 +377,11 @@ impl Session {
                 (seq, MyClientError::new(ER_NET_PACKET_TOO_LARGE, text))
             }),
             BrokeOff::Bad(e) => Some((file.next_seq(), MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}")))),
+            BrokeOff::Silent(limit) => {
+                self.pool.counters.idle_transaction_timed_out();
+                let text = format!("LOCAL INFILE file: the client sent nothing for idle_transaction_timeout ({} ms)", limit.as_millis());
+                Some((file.next_seq(), MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text)))
+            }
         };
         if let Some((seq, e)) = told {
             e.encode(seq, &mut self.out);
@@ -417,7 +426,15 @@ impl Session {
             if file.done() {
                 return Ok(Ok(()));
             }
-            if !matches!(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await, Ok(1..)) {
+            let read = rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK);
+            let read = match self.pool.config.timeouts.idle_transaction {
+                Some(limit) => match rt::with_deadline(rt::now() + limit, read).await {
+                    Ok(r) => r,
+                    Err(rt::Elapsed) => return Ok(Err(BrokeOff::Silent(limit))),
+                },
+                None => read.await,
+            };
+            if !matches!(read, Ok(1..)) {
                 return Ok(Err(BrokeOff::Gone));
             }
         }

@@ -239,8 +239,18 @@ impl Session {
             // would cost an io_uring cancellation per statement.
             // A bridged MySQL connection has nothing unprompted to relay.
             let watch_backend = !idle && self.expect.is_empty() && self.tx == TransactionStatus::Idle && !self.is_bridged();
+            // While the backend is held for this client alone (a transaction, a COPY, a batch),
+            // a silent client may not keep it for ever.
+            let limit = self.idle_transaction_timeout();
             let read = if watch_backend {
-                match self.wait_client_or_backend().await? {
+                let waited = match limit {
+                    Some(limit) => match rt::with_deadline(rt::now() + limit, self.wait_client_or_backend()).await {
+                        Ok(r) => r?,
+                        Err(rt::Elapsed) => return Err(self.idle_transaction_expired(limit).await),
+                    },
+                    None => self.wait_client_or_backend().await?,
+                };
+                match waited {
                     Some(r) => Some(r),
                     None => continue,
                 }
@@ -258,7 +268,14 @@ impl Session {
                 })
                 .await
             } else {
-                Some(rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK).await)
+                let read = rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK);
+                match limit {
+                    Some(limit) => match rt::with_deadline(rt::now() + limit, read).await {
+                        Ok(r) => Some(r),
+                        Err(rt::Elapsed) => return Err(self.idle_transaction_expired(limit).await),
+                    },
+                    None => Some(read.await),
+                }
             };
             match read {
                 None => return Err(End::Drained),
@@ -266,6 +283,28 @@ impl Session {
                 Some(Ok(_)) => {}
             }
         }
+    }
+
+    /// The pool's `idle_transaction_timeout` when the session holds its backend inside a
+    /// transaction or mid-exchange (COPY, an extended batch awaiting Sync); `None` otherwise.
+    fn idle_transaction_timeout(&self) -> Option<std::time::Duration> {
+        let mid_exchange = !self.expect.is_empty() || self.awaiting_ready;
+        let held = self.backend.is_some() && (self.tx != TransactionStatus::Idle || mid_exchange);
+        held.then_some(self.pool.config.timeouts.idle_transaction).flatten()
+    }
+
+    /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
+    /// told why, and the backend connection is closed, which rolls its transaction back.
+    async fn idle_transaction_expired(&mut self, limit: std::time::Duration) -> End {
+        if let Some(c) = self.backend.as_mut() {
+            c.broken = true;
+        }
+        self.pool.counters.idle_transaction_timed_out();
+        let ms = limit.as_millis();
+        let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
+        PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.out);
+        let _ = self.flush_client().await;
+        End::Fatal
     }
 
     /// Gives back buffer space a large statement or result left behind, before a possibly long
