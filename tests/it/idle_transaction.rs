@@ -13,6 +13,7 @@ use mysql::prelude::Queryable;
 use mysql::LocalInfileHandler;
 
 use crate::admin::{addrs, http, sum, with_metrics};
+use crate::mysql_infile::client;
 use crate::mysql_session::{my_config, my_pool};
 use crate::pg_raw::{code, fields, msg, query, Raw};
 use crate::router::{pg_config, pg_pool, Router};
@@ -174,14 +175,6 @@ fn my_router(mode: &str) -> Router {
     Router::start(&with_metrics(&my_config(&[0], &pool, "main"), None))
 }
 
-fn my_client(router: &Router) -> mysql::Conn {
-    let my = &dbs().my;
-    let opts = my
-        .opts(router.port(), &my.user, &my.password)
-        .max_allowed_packet(Some(4096));
-    mysql::Conn::new(opts).unwrap_or_else(|e| panic!("connect through router: {e}"))
-}
-
 fn my_table() -> String {
     let t = unique_name("my_idle_tx");
     dbs()
@@ -216,7 +209,7 @@ fn mariadb_a_client_silent_inside_a_transaction_is_cut_off_and_rolled_back() {
     for mode in ["transaction", "session"] {
         let t = my_table();
         let router = my_router(mode);
-        let mut silent = my_client(&router);
+        let mut silent = client(&router, 4096);
         silent.query_drop("START TRANSACTION").expect("begin");
         silent
             .query_drop(format!("INSERT INTO {t} VALUES (1)"))
@@ -249,7 +242,7 @@ fn mariadb_a_client_silent_inside_a_transaction_is_cut_off_and_rolled_back() {
 fn mariadb_a_client_silent_mid_local_infile_is_cut_off() {
     let t = my_table();
     let router = my_router("transaction");
-    let mut silent = my_client(&router);
+    let mut silent = client(&router, 4096);
     silent.set_local_infile_handler(Some(LocalInfileHandler::new(|_, w| {
         // Several packets of the file, then three seconds of silence.
         let rows: String = (1..2_000).map(|i| format!("{i}\n")).collect();

@@ -25,7 +25,7 @@ fn router(mode: &str, max: u32) -> Router {
 
 /// The `mysql` crate through the router; it allows local files whenever the server offers them.
 /// `packet` is its `max_allowed_packet`, which also sizes the packets it sends a file in.
-fn client(router: &Router, packet: usize) -> mysql::Conn {
+pub(crate) fn client(router: &Router, packet: usize) -> mysql::Conn {
     let my = &dbs().my;
     let opts = my
         .opts(router.port(), &my.user, &my.password)
