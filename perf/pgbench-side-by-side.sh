@@ -24,35 +24,14 @@ POOL=${POOL:-4}
 CORES=${CORES:-1}
 MODE=${MODE:-simple}
 
-log() { printf '[perf] %s\n' "$*" >&2; }
+# shellcheck source=perf/lib.sh
+. "$ROOT/perf/lib.sh"
 
-if [ "${1:-}" != "--no-build" ]; then
-    log "cargo build --release"
-    (cd "$ROOT" && cargo build --release --quiet)
-fi
-BIN="$ROOT/target/release/querypilot"
-[ -x "$BIN" ] || { log "no $BIN: build it first"; exit 1; }
-
-BASE=$(mktemp -d /tmp/qp-perf-XXXXXX)
-rmdir "$BASE"
-ROUTER_PID=""
-cleanup() {
-    if [ -n "$ROUTER_PID" ]; then kill -TERM "$ROUTER_PID" 2>/dev/null || true; wait "$ROUTER_PID" 2>/dev/null || true; fi
-    "$ROOT/tests/support/dbs.sh" down "$BASE" >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-
-log "starting PostgreSQL under $BASE"
-VARS=$("$ROOT/tests/support/dbs.sh" up "$BASE" --what pg --owner-pid $$)
-eval "$VARS"
-export PGPASSWORD="$PG_PASSWORD"
+build_router "$([ "${1:-}" = "--no-build" ] && echo 0 || echo 1)"
 DB=pgbench_perf
-"$PG_BIN/psql" -X -q -h "$PG_HOST" -p "$PG_PRIMARY_PORT" -U "$PG_SUPERUSER" -d postgres \
-    -c "CREATE DATABASE $DB OWNER $PG_USER"
-log "pgbench -i -s $SCALE"
-pgbench -i -q -s "$SCALE" -h "$PG_HOST" -p "$PG_PRIMARY_PORT" -U "$PG_USER" "$DB" >/dev/null 2>&1
+start_pg_pgbench qp-perf "$DB" "$SCALE"
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 CORE_LIST=$(seq -s, 0 $((CORES - 1)))
 CONF="$BASE/querypilot.toml"
 cat >"$CONF" <<EOF
@@ -74,21 +53,7 @@ backends = [{ host = "$PG_HOST", port = $PG_PRIMARY_PORT }]
 [routing]
 default_pool = "$DB"
 EOF
-"$BIN" -c "$CONF" >"$BASE/router.log" 2>&1 &
-ROUTER_PID=$!
-for _ in $(seq 100); do
-    "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" && break
-    sleep 0.1
-done
-
-# cpu_ticks PID: utime + stime (fields 14 and 15 of /proc/PID/stat, in clock ticks).
-cpu_ticks() {
-    local s f
-    s=$(cat "/proc/$1/stat")
-    s=${s##*) }
-    read -r -a f <<<"$s"
-    echo $((f[11] + f[12]))
-}
+start_router "$CONF" "$PORT"
 
 # run PORT: pgbench select-only; prints "tps transactions failed".
 run() {

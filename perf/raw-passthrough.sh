@@ -38,7 +38,8 @@ POOL=${POOL:-4}
 CORES=${CORES:-1}
 WORKLOADS=${WORKLOADS:-select1 rows100 rows10k}
 
-log() { printf '[perf] %s\n' "$*" >&2; }
+# shellcheck source=perf/lib.sh
+. "$ROOT/perf/lib.sh"
 
 BUILD=1; CALLGRIND=0; STRACE=0
 for a in "$@"; do
@@ -49,30 +50,9 @@ for a in "$@"; do
         *) sed -n '2,25p' "$0" >&2; exit 2 ;;
     esac
 done
-if [ $BUILD = 1 ]; then
-    log "cargo build --release"
-    (cd "$ROOT" && cargo build --release --quiet)
-fi
-BIN="$ROOT/target/release/querypilot"
-[ -x "$BIN" ] || { log "no $BIN: build it first"; exit 1; }
-
-BASE=$(mktemp -d /tmp/qp-raw-XXXXXX)
-rmdir "$BASE"
-ROUTER_PID=""
-cleanup() {
-    if [ -n "$ROUTER_PID" ]; then kill -TERM "$ROUTER_PID" 2>/dev/null || true; wait "$ROUTER_PID" 2>/dev/null || true; fi
-    "$ROOT/tests/support/dbs.sh" down "$BASE" >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-
-log "starting PostgreSQL under $BASE"
-eval "$("$ROOT/tests/support/dbs.sh" up "$BASE" --what pg --owner-pid $$)"
-export PGPASSWORD="$PG_PASSWORD"
+build_router "$BUILD"
 DB=pgbench_raw
-"$PG_BIN/psql" -X -q -h "$PG_HOST" -p "$PG_PRIMARY_PORT" -U "$PG_SUPERUSER" -d postgres \
-    -c "CREATE DATABASE $DB OWNER $PG_USER"
-log "pgbench -i -s $SCALE"
-pgbench -i -q -s "$SCALE" -h "$PG_HOST" -p "$PG_PRIMARY_PORT" -U "$PG_USER" "$DB" >/dev/null 2>&1
+start_pg_pgbench qp-raw "$DB" "$SCALE"
 MAX_AID=$((SCALE * 100000))
 cat >"$BASE/rows100.sql" <<EOF
 \set a random(1, $MAX_AID - 99)
@@ -83,7 +63,7 @@ cat >"$BASE/rows10k.sql" <<EOF
 SELECT aid, bid, abalance, filler FROM pgbench_accounts WHERE aid BETWEEN :a AND :a + 9999;
 EOF
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 CONF="$BASE/querypilot.toml"
 pool() { # name flag
     cat <<EOF
@@ -108,24 +88,10 @@ EOF
     printf '[routing]\ndefault_pool = "dec"\n'
 } >"$CONF"
 if [ $CALLGRIND = 1 ]; then
-    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$BASE/cg.out" \
-        "$BIN" -c "$CONF" >"$BASE/router.log" 2>&1 &
+    start_router "$CONF" "$PORT" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$BASE/cg.out"
 else
-    "$BIN" -c "$CONF" >"$BASE/router.log" 2>&1 &
+    start_router "$CONF" "$PORT"
 fi
-ROUTER_PID=$!
-for _ in $(seq 600); do
-    "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" && break
-    sleep 0.1
-done
-
-cpu_ticks() { # utime + stime of PID (fields 14 and 15 of /proc/PID/stat)
-    local s f
-    s=$(cat "/proc/$1/stat")
-    s=${s##*) }
-    read -r -a f <<<"$s"
-    echo $((f[11] + f[12]))
-}
 
 RESULTS="$BASE/results.tsv"
 : >"$RESULTS"
