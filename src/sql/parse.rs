@@ -28,9 +28,11 @@
 //! A refused statement is simply not understood: analysis sends it to the primary and
 //! fingerprinting falls back to the lexer.
 
+use std::any::TypeId;
 use std::cell::{Cell, RefCell};
+use std::panic::AssertUnwindSafe;
 
-use sqlparser::ast::{Expr, Statement};
+use sqlparser::ast::{BinaryOperator, Expr, Statement};
 use sqlparser::dialect::{Dialect as SqlDialect, MySqlDialect, PostgreSqlDialect, Precedence};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -96,8 +98,9 @@ impl Refusal {
 
 /// Tokenizes `sql` the way the parser expects.
 pub fn tokenize(sql: &str, dialect: Dialect) -> Result<Vec<TokenWithSpan>, Refusal> {
-    Tokenizer::new(sql_dialect(dialect), sql)
-        .tokenize_with_location()
+    // Caught like the parse's panics (see `parse_metered`).
+    std::panic::catch_unwind(|| Tokenizer::new(sql_dialect(dialect), sql).tokenize_with_location())
+        .map_err(|_| Refusal::Tokenize("sqlparser panicked".to_owned()))?
         .map_err(|e| Refusal::Tokenize(e.to_string()))
 }
 
@@ -137,11 +140,18 @@ fn parse_metered(
     budget: Budget,
 ) -> (Result<Vec<Statement>, Refusal>, Spent) {
     let metered = Metered::new(sql_dialect(dialect), budget, tokens.len());
-    let parsed = Parser::new(&metered)
-        .with_recursion_limit(RECURSION_LIMIT)
-        .with_tokens_with_locations(tokens)
-        .parse_statements();
+    // sqlparser 0.59 still unwraps in a few error paths (`FLUSH RELAY LOGS FOR CHANNEL` with no
+    // name panics): a statement that makes it panic is simply not understood.
+    let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        Parser::new(&metered)
+            .with_recursion_limit(RECURSION_LIMIT)
+            .with_tokens_with_locations(tokens)
+            .parse_statements()
+    }));
     let spent = metered.spent();
+    let Ok(parsed) = parsed else {
+        return (Err(Refusal::Syntax("sqlparser panicked".to_owned())), spent);
+    };
     // Checked before the result: a parse that ran dry may have ended in an alternative reading
     // it would never have chosen with more work left.
     if metered.exhausted.get() {
@@ -350,6 +360,18 @@ impl SqlDialect for Metered {
     ) -> Option<Result<Expr, ParserError>> {
         if let Err(e) = self.spend(parser) {
             return Some(Err(e));
+        }
+        // MySqlDialect::parse_infix (its only override: `DIV`) unwraps the right operand, so
+        // `a DIV /` panics (sql_analyze fuzz finding). The same parse, with the error returned.
+        if self.inner.dialect() == TypeId::of::<MySqlDialect>() {
+            if !parser.parse_keyword(Keyword::DIV) {
+                return None;
+            }
+            return Some(parser.parse_expr().map(|right| Expr::BinaryOp {
+                left: Box::new(expr.clone()),
+                op: BinaryOperator::MyIntegerDivide,
+                right: Box::new(right),
+            }));
         }
         self.inner.parse_infix(parser, expr, precedence)
     }

@@ -318,3 +318,37 @@ fn refusal_labels() {
     assert_eq!(Refusal::Syntax("x".into()).label(), "parse_error");
     assert_eq!(Refusal::Tokenize("x".into()).label(), "parse_error");
 }
+
+#[test]
+fn statements_sqlparser_panics_on_are_refused() {
+    // The sql_analyze campaign's crash: MySqlDialect unwraps the operand after DIV.
+    let crash = String::from_utf8_lossy(include_bytes!(
+        "../../../fuzz/regressions/sql_analyze/mysql-div-without-operand"
+    ))
+    .into_owned();
+    for sql in [crash.as_str(), "SELECT 1 DIV /", "SELECT a DIV"] {
+        let Ok(tokens) = tokenize(sql, Dialect::MySql) else {
+            panic!("tokenize {sql}")
+        };
+        let refused = parse_tokens(tokens, Dialect::MySql);
+        assert!(
+            matches!(&refused, Err(Refusal::Syntax(m)) if m != "sqlparser panicked"),
+            "{sql}: {refused:?}"
+        );
+    }
+    // DIV itself still parses as MySQL integer division.
+    let Ok(tokens) = tokenize("SELECT 7 DIV 2", Dialect::MySql) else {
+        panic!("tokenize")
+    };
+    let parsed = parse_tokens(tokens, Dialect::MySql)
+        .map(|s| s.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert_eq!(parsed, Ok(vec!["SELECT 7 DIV 2".to_owned()]));
+    // Another unwrap in sqlparser's error paths, caught rather than fixed one by one.
+    let Ok(tokens) = tokenize("FLUSH RELAY LOGS FOR CHANNEL", Dialect::MySql) else {
+        panic!("tokenize")
+    };
+    assert_eq!(
+        parse_tokens(tokens, Dialect::MySql),
+        Err(Refusal::Syntax("sqlparser panicked".to_owned()))
+    );
+}
