@@ -53,6 +53,7 @@ fn run() -> Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("QUERYPILOT_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&config.general.log_level));
     tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+    quiet_caught_sqlparser_panics();
     let running = app::start(config, Some(args.config.clone()))?;
     for addr in &running.listen {
         tracing::info!(%addr, "listening");
@@ -61,6 +62,19 @@ fn run() -> Result<()> {
     running.wait();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// sqlparser's own panics are caught by `sql::parse`, which refuses the statement, so they are
+/// not failures; and their messages quote the client's SQL, which logs must never hold (#12). The
+/// default hook would print them to stderr: for those it only notes the location at debug level.
+fn quiet_caught_sqlparser_panics() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| match info.location() {
+        Some(at) if at.file().contains("/sqlparser-") => {
+            tracing::debug!(%at, "sqlparser panicked; the statement is treated as unparsable");
+        }
+        _ => default_hook(info),
+    }));
 }
 
 fn main() -> ExitCode {

@@ -200,6 +200,8 @@ const SQL_MARKER: &str = "Sql_Marker_4417";
 const PARAM_MARKER: &str = "Param-Secret-8812";
 const BAD_PARAM_MARKER: &str = "Param-Bad-9931";
 const MISSING_TABLE: &str = "no_such_table_marker_5529";
+/// A number sqlparser quotes in the message of a panic (see below).
+const NUMBER_MARKER: &str = "4417004277";
 
 #[test]
 fn logs_at_the_default_level_hold_no_password_sql_or_parameter() {
@@ -252,6 +254,11 @@ fn logs_at_the_default_level_hold_no_password_sql_or_parameter() {
     assert_eq!(v.as_deref(), Some(PARAM_MARKER));
     assert!(m.exec_drop(format!("SELECT * FROM {MISSING_TABLE} WHERE x = ?"), (BAD_PARAM_MARKER,)).is_err());
     assert!(m.query_drop(format!("SELEC '{SQL_MARKER}'")).is_err());
+    // sqlparser panics on this (an unwrap in its error path) with the marker in its message:
+    // the router refuses the statement for analysis, and the panic must not reach the logs.
+    let _ = m.query_drop(format!("FLUSH RELAY LOGS FOR CHANNEL {NUMBER_MARKER}"));
+    let v: Option<i64> = m.query_first("SELECT 1").expect("the session goes on");
+    assert_eq!(v, Some(1));
     drop((c, m));
 
     let t = Instant::now();
@@ -266,7 +273,7 @@ fn logs_at_the_default_level_hold_no_password_sql_or_parameter() {
         std::fs::read_to_string(&err).expect("stderr")
     );
     assert!(logs.contains("listening"), "the run's logs were captured: {logs}");
-    for marker in [SECRET_PASSWORD, SQL_MARKER, PARAM_MARKER, BAD_PARAM_MARKER, MISSING_TABLE] {
+    for marker in [SECRET_PASSWORD, SQL_MARKER, PARAM_MARKER, BAD_PARAM_MARKER, MISSING_TABLE, NUMBER_MARKER] {
         assert!(!logs.to_lowercase().contains(&marker.to_lowercase()), "{marker} leaked into the logs:\n{logs}");
     }
 }
