@@ -262,3 +262,52 @@ fn mariadb_a_client_silent_mid_local_infile_is_cut_off() {
     );
     assert_eq!(timeouts_counted(&router), 1.0);
 }
+
+/// A PostgreSQL client on a MariaDB pool (the bridge) is held to the same limit.
+#[test]
+fn bridged_pg_client_silent_inside_a_transaction_is_cut_off() {
+    let my = &dbs().my;
+    let toml = format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
+         [pools.main]\nprotocol = \"mysql\"\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
+         max_connections = 1\nacquire_timeout = \"20s\"\n{TIMEOUT}backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
+         [routing]\ndefault_pool = \"main\"\n",
+        u = my.user,
+        p = my.password,
+        d = my.database,
+        port = my.primary_port,
+    );
+    let router = Router::start(&with_metrics(&toml, None));
+    let t = my_table();
+    let mut silent = router.pg(&my.database);
+    silent
+        .batch_execute(&format!("BEGIN; INSERT INTO {t} VALUES (1)"))
+        .expect("begin and insert");
+    let queued = {
+        let (port, sql) = (router.port(), format!("INSERT INTO {t} VALUES (2)"));
+        let (user, password, db) = (my.user.clone(), my.password.clone(), my.database.clone());
+        thread::spawn(move || {
+            let mut c = postgres::Config::new()
+                .host("127.0.0.1")
+                .port(port)
+                .user(&user)
+                .password(password)
+                .dbname(&db)
+                .connect(postgres::NoTls)
+                .expect("queued client connects");
+            c.batch_execute(&sql).expect("queued insert");
+        })
+    };
+    queued.join().expect("the queued client got the connection");
+    let err = silent
+        .batch_execute("COMMIT")
+        .expect_err("the silent client was disconnected");
+    let code = err.as_db_error().map(|e| e.code().code().to_owned());
+    assert!(code.as_deref() == Some("25P03") || err.is_closed(), "{err}");
+    assert_eq!(
+        my_ids(&t),
+        vec![2],
+        "the silent client's insert was rolled back"
+    );
+    assert_eq!(timeouts_counted(&router), 1.0);
+}
