@@ -101,8 +101,8 @@ impl RouteTest {
             step: d.step.as_str(),
             reason: d.reason,
             rule: d.rule.as_deref().map(str::to_owned),
-            rewritten_sql: d.rewritten.clone(),
-            rewritten_param_order: d.param_order.clone(),
+            rewritten_sql: d.rewritten_sql().map(str::to_owned),
+            rewritten_param_order: d.param_order().map(<[u16]>::to_vec),
             fingerprint: d.fingerprint.0.to_string(),
             fingerprint_hex: d.fingerprint.to_string(),
             fingerprint_space: match e.key.space {

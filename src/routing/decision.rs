@@ -10,6 +10,7 @@ use crate::sql::analyze::{
 };
 use crate::sql::fingerprint::Fingerprint;
 use crate::sql::hint::RouteHint;
+use crate::sql::template::Translated;
 use crate::sql::volatility::Volatility;
 
 use super::StatementKey;
@@ -178,11 +179,9 @@ pub struct Decision {
     pub fingerprint: Fingerprint,
     /// The name of the rule that matched, if one did.
     pub rule: Option<Arc<str>>,
-    /// The SQL to send instead of the client's, when a translation rule matched.
-    pub rewritten: Option<String>,
-    /// When `rewritten` moves or repeats the client's positional `?` parameters: for each `?` of
-    /// it in order, the client's parameter (0-based) it binds. Only for MySQL clients.
-    pub param_order: Option<Vec<u16>>,
+    /// The SQL to send instead of the client's, when a translation rule matched, with how it
+    /// moves or repeats the client's positional `?` parameters (MySQL clients only).
+    pub rewritten: Option<Translated>,
     /// Why this target, a bounded label (`replica_eligible`, `row_lock`, `read_your_writes`...).
     pub reason: &'static str,
     /// The semantic evidence (cached facts on a cache hit).
@@ -197,6 +196,16 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The translated SQL, when a translation rule matched.
+    pub fn rewritten_sql(&self) -> Option<&str> {
+        self.rewritten.as_ref().map(|t| t.sql.as_str())
+    }
+
+    /// How the translated SQL binds the client's `?` parameters, when it moves or repeats them.
+    pub fn param_order(&self) -> Option<&[u16]> {
+        self.rewritten.as_ref().and_then(|t| t.param_order.as_deref())
+    }
+
     /// The pool to run on, if the statement runs at all.
     pub fn pool(&self) -> Option<&Arc<str>> {
         match &self.outcome {

@@ -276,8 +276,7 @@ impl Router {
             cached: base.cached,
             fingerprint: key.fingerprint,
             rule: base.rule,
-            param_order: base.rewritten.as_ref().and_then(|t| t.param_order.clone()),
-            rewritten: base.rewritten.map(|t| t.sql),
+            rewritten: base.rewritten,
             reason: "rule",
             facts: base.facts,
             pins_primary: false,
@@ -311,7 +310,6 @@ impl Router {
         d.kind = DecisionKind::Hint;
         d.reason = "hint";
         d.rewritten = None;
-        d.param_order = None;
     }
 
     fn not_honored(&self, d: &mut Decision, reason: String) {
@@ -350,7 +348,6 @@ impl Router {
         d.step = DecisionKind::TransactionPin;
         d.reason = "transaction";
         d.rewritten = None;
-        d.param_order = None;
         d.pins_primary = hint == Some(RouteHint::Primary);
     }
 
@@ -362,8 +359,7 @@ impl Router {
                 d.kind = DecisionKind::Hint;
                 d.reason = "hint_primary";
                 d.rewritten = None;
-                d.param_order = None;
-                d.pins_primary = true;
+                        d.pins_primary = true;
             }
             None => self.hint_error(
                 d,
@@ -400,7 +396,6 @@ impl Router {
         d.kind = DecisionKind::Hint;
         d.reason = "hint_replica";
         d.rewritten = None;
-        d.param_order = None;
     }
 
     /// Step 7: the read pool for a replica-eligible statement of an unpinned session, else the

@@ -36,6 +36,14 @@ pub async fn with_deadline<T>(deadline: Instant, fut: impl Future<Output = T>) -
     race(work, timer).await
 }
 
+/// Runs `fut` for at most `limit` from now; without a limit, until it completes.
+pub async fn within<T>(limit: Option<Duration>, fut: impl Future<Output = T>) -> Result<T, Elapsed> {
+    match limit {
+        Some(limit) => with_deadline(Instant::now() + limit, fut).await,
+        None => Ok(fut.await),
+    }
+}
+
 /// Polls both futures and returns the output of whichever completes first (the first on a tie).
 pub async fn race<T>(a: impl Future<Output = T>, b: impl Future<Output = T>) -> T {
     futures_lite::future::or(a, b).await

@@ -330,13 +330,13 @@ fn translation_rewrites_and_wins_over_rules() {
         ("analytics", DecisionKind::Translation, "translation")
     );
     assert_eq!(
-        d.rewritten.as_deref(),
+        d.rewritten_sql(),
         Some("SELECT * FROM orders_v WHERE id = 77")
     );
     assert_eq!(d.rule.as_deref(), Some("translation.rules[0]"));
     // Another shape is not translated and falls to the pattern rule.
     let d = pg(&mut r, "SELECT * FROM orders WHERE id > 77");
-    assert_eq!((pool(&d), d.rewritten.as_deref()), ("primary", None));
+    assert_eq!((pool(&d), d.rewritten_sql()), ("primary", None));
 }
 
 #[test]
@@ -352,19 +352,19 @@ target_pool = "my_primary"
     let d = my(&mut r, "SELECT v FROM a WHERE id = ? AND k = ?");
     assert_eq!((pool(&d), d.kind), ("my_primary", DecisionKind::Translation));
     assert_eq!(
-        (d.rewritten.as_deref(), d.param_order),
-        (Some("SELECT v FROM b WHERE k = ? AND (id = ? OR parent = ?)"), Some(vec![1, 0, 0]))
+        (d.rewritten_sql(), d.param_order()),
+        (Some("SELECT v FROM b WHERE k = ? AND (id = ? OR parent = ?)"), Some(&[1, 0, 0][..]))
     );
     let d = my(&mut r, "SELECT v FROM a WHERE id = 3 AND k = ?");
     assert_eq!(
-        (d.rewritten.as_deref(), d.param_order),
+        (d.rewritten_sql(), d.param_order()),
         (Some("SELECT v FROM b WHERE k = ? AND (id = 3 OR parent = 3)"), None),
         "one parameter cannot be misplaced"
     );
     // PostgreSQL clients bind `$n` by number; a `?` is not theirs to move.
     let d = pg(&mut r, "SELECT v FROM a WHERE id = ? AND k = ?");
     assert_ne!(d.kind, DecisionKind::Translation);
-    assert_eq!((d.rewritten, d.param_order), (None, None));
+    assert_eq!((d.rewritten_sql(), d.param_order()), (None, None));
 }
 
 #[test]
@@ -394,7 +394,7 @@ fn runtime_translations_and_dynamic_rules() {
     let mut r = Router::new(rules_with(&config, &dynamic, &runtime), Catalogs::builtin());
     let d = pg(&mut r, "SELECT name FROM users WHERE id = 9");
     assert_eq!(
-        d.rewritten.as_deref(),
+        d.rewritten_sql(),
         Some("SELECT name FROM users_archive WHERE id = 9")
     );
     assert_eq!(d.rule.as_deref(), Some("api.translations[0]"));
@@ -500,7 +500,7 @@ fn explain_matches_route_and_leaves_the_cache_alone() {
         "app",
     ));
     assert_eq!(
-        e.decision.rewritten.as_deref(),
+        e.decision.rewritten_sql(),
         Some("SELECT * FROM orders_v WHERE id = 6")
     );
     let e = r.explain(&RouteInput::new(

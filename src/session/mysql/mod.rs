@@ -277,14 +277,10 @@ impl Session {
                 // a silent client may not keep it for ever.
                 let held = self.tx.status & SERVER_STATUS_IN_TRANS != 0 || self.tx.cursor.is_some();
                 let limit = self.pool.config.timeouts.idle_transaction.filter(|_| held);
-                let read = rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK);
-                match limit {
-                    Some(limit) => match rt::with_deadline(rt::now() + limit, read).await {
-                        Ok(r) => Some(r),
-                        Err(rt::Elapsed) => return self.idle_transaction_expired(limit).await,
-                    },
-                    None => Some(read.await),
-                }
+                let Ok(read) = rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await else {
+                    return self.idle_transaction_expired().await;
+                };
+                Some(read)
             };
             match read {
                 None => return Err(End::Drained),
@@ -306,14 +302,14 @@ impl Session {
 
     /// Ends a session whose client stayed silent past `idle_transaction_timeout` while holding
     /// its backend connection, which is closed (rolling the transaction back).
-    async fn idle_transaction_expired<T>(&mut self, limit: std::time::Duration) -> Result<T, End> {
+    async fn idle_transaction_expired<T>(&mut self) -> Result<T, End> {
         if let Some(c) = self.backend.as_mut() {
             c.broken = true;
         }
         self.pool.counters.idle_transaction_timed_out();
         let text = format!(
             "The client was disconnected by the router because of inactivity inside a transaction (idle_transaction_timeout {} ms)",
-            limit.as_millis()
+            self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis()
         );
         self.fatal(MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text)).await
     }

@@ -108,7 +108,7 @@ enum BrokeOff {
     /// The client closed its connection.
     Gone,
     /// The client sent nothing for `idle_transaction_timeout`.
-    Silent(std::time::Duration),
+    Silent,
     /// A packet out of sequence or over the size limit.
     Bad(DecodeError),
 }
@@ -377,8 +377,9 @@ impl Session {
                 (seq, MyClientError::new(ER_NET_PACKET_TOO_LARGE, text))
             }),
             BrokeOff::Bad(e) => Some((file.next_seq(), MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}")))),
-            BrokeOff::Silent(limit) => {
+            BrokeOff::Silent => {
                 self.pool.counters.idle_transaction_timed_out();
+                let limit = self.pool.config.timeouts.idle_transaction.unwrap_or_default();
                 let text = format!("LOCAL INFILE file: the client sent nothing for idle_transaction_timeout ({} ms)", limit.as_millis());
                 Some((file.next_seq(), MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text)))
             }
@@ -426,13 +427,9 @@ impl Session {
             if file.done() {
                 return Ok(Ok(()));
             }
-            let read = rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK);
-            let read = match self.pool.config.timeouts.idle_transaction {
-                Some(limit) => match rt::with_deadline(rt::now() + limit, read).await {
-                    Ok(r) => r,
-                    Err(rt::Elapsed) => return Ok(Err(BrokeOff::Silent(limit))),
-                },
-                None => read.await,
+            let limit = self.pool.config.timeouts.idle_transaction;
+            let Ok(read) = rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await else {
+                return Ok(Err(BrokeOff::Silent));
             };
             if !matches!(read, Ok(1..)) {
                 return Ok(Err(BrokeOff::Gone));

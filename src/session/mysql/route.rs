@@ -99,7 +99,7 @@ impl Session {
             self.connect_split().await?;
         }
         self.rule_retry = decision.retry; // retry (#11)
-        Ok(Routed { rewritten: decision.rewritten, fingerprint: decision.fingerprint })
+        Ok(Routed { rewritten: decision.rewritten.map(|t| t.sql), fingerprint: decision.fingerprint })
     }
 
     /// Borrows a connection for a split statement. The read pool may have lost its last backend
@@ -129,7 +129,7 @@ impl Session {
             return None;
         }
         self.ctx.count_decision(&d);
-        Some((d.rewritten?, d.param_order))
+        d.rewritten.map(|t| (t.sql, t.param_order))
     }
 
     /// Adds one execution of `sql` (started at `started`) to the core's digest statistics.

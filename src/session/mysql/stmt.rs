@@ -214,8 +214,10 @@ impl Session {
         let origin = String::from_utf8_lossy(sql).into_owned();
         let route_key = self.ctx.statement_key(&origin, Protocol::MySql);
         let decision = self.decide(&origin, Some(route_key));
-        let order = decision.param_order.map(Rc::from);
-        let prepared = decision.rewritten.map_or_else(|| sql.to_vec(), String::into_bytes);
+        let (prepared, order) = match decision.rewritten {
+            Some(t) => (t.sql.into_bytes(), t.param_order.map(Rc::from)),
+            None => (sql.to_vec(), None),
+        };
         let (effects, _) = super::state::effects(&String::from_utf8_lossy(&prepared));
         let pins: Vec<(usize, Effect)> = effects.into_iter().filter(|(_, e)| matches!(e, Effect::Pin(_))).collect();
         let payload = [&[COM_STMT_PREPARE][..], &prepared].concat();

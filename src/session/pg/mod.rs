@@ -243,14 +243,10 @@ impl Session {
             // a silent client may not keep it for ever.
             let limit = self.idle_transaction_timeout();
             let read = if watch_backend {
-                let waited = match limit {
-                    Some(limit) => match rt::with_deadline(rt::now() + limit, self.wait_client_or_backend()).await {
-                        Ok(r) => r?,
-                        Err(rt::Elapsed) => return Err(self.idle_transaction_expired(limit).await),
-                    },
-                    None => self.wait_client_or_backend().await?,
+                let Ok(waited) = rt::within(limit, self.wait_client_or_backend()).await else {
+                    return Err(self.idle_transaction_expired().await);
                 };
-                match waited {
+                match waited? {
                     Some(r) => Some(r),
                     None => continue,
                 }
@@ -268,14 +264,10 @@ impl Session {
                 })
                 .await
             } else {
-                let read = rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK);
-                match limit {
-                    Some(limit) => match rt::with_deadline(rt::now() + limit, read).await {
-                        Ok(r) => Some(r),
-                        Err(rt::Elapsed) => return Err(self.idle_transaction_expired(limit).await),
-                    },
-                    None => Some(read.await),
-                }
+                let Ok(read) = rt::within(limit, rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK)).await else {
+                    return Err(self.idle_transaction_expired().await);
+                };
+                Some(read)
             };
             match read {
                 None => return Err(End::Drained),
@@ -295,12 +287,12 @@ impl Session {
 
     /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
     /// told why, and the backend connection is closed, which rolls its transaction back.
-    async fn idle_transaction_expired(&mut self, limit: std::time::Duration) -> End {
+    async fn idle_transaction_expired(&mut self) -> End {
         if let Some(c) = self.backend.as_mut() {
             c.broken = true;
         }
         self.pool.counters.idle_transaction_timed_out();
-        let ms = limit.as_millis();
+        let ms = self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis();
         let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
         PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.out);
         let _ = self.flush_client().await;
@@ -444,7 +436,7 @@ impl Session {
         // Named statements are routed at execute time; here only a translation matters, since it
         // changes what is prepared on backends.
         let route_key = self.ctx.statement_key(query, Protocol::Postgres);
-        let translated = self.decide(query, Some(route_key)).rewritten;
+        let translated = self.decide(query, Some(route_key)).rewritten.map(|t| t.sql);
         let mut stmt = Stmt::new(query, translated.as_deref(), types);
         stmt.route_key = Some(route_key);
         let stmt = Rc::new(stmt);

@@ -96,7 +96,7 @@ impl Session {
             self.finish_digest();
             self.digest.begin(decision.fingerprint, sql, now);
         }
-        Ok(decision.rewritten)
+        Ok(decision.rewritten.map(|t| t.sql))
     }
 }
 
