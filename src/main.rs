@@ -70,7 +70,7 @@ fn run() -> Result<()> {
 fn quiet_caught_sqlparser_panics() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| match info.location() {
-        Some(at) if at.file().contains("/sqlparser-") => {
+        Some(at) if querypilot::sql::parse::raised_in_sqlparser(at) => {
             tracing::debug!(%at, "sqlparser panicked; the statement is treated as unparsable");
         }
         _ => default_hook(info),

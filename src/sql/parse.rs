@@ -161,6 +161,12 @@ fn parse_metered(
     (parsed.map_err(|e| Refusal::Syntax(e.to_string())), spent)
 }
 
+/// Whether a panic at `location` was raised inside sqlparser, the panics [`tokenize`] and
+/// [`parse_tokens`] catch (a process's panic hook may keep those quiet).
+pub fn raised_in_sqlparser(location: &std::panic::Location<'_>) -> bool {
+    location.file().contains("/sqlparser-")
+}
+
 fn sql_dialect(dialect: Dialect) -> &'static dyn SqlDialect {
     match dialect {
         Dialect::Postgres => &PostgreSqlDialect {},
