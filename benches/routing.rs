@@ -64,10 +64,7 @@ fn router() -> Router {
 
 fn fingerprint_throughput(c: &mut Criterion) {
     let mut group = c.benchmark_group("fingerprint");
-    for (name, set, dialect) in [
-        ("pgbench", PGBENCH, Dialect::Postgres),
-        ("sysbench", SYSBENCH, Dialect::MySql),
-    ] {
+    for (name, set, dialect) in [("pgbench", PGBENCH, Dialect::Postgres), ("sysbench", SYSBENCH, Dialect::MySql)] {
         let bytes: usize = set.iter().map(|s| s.len()).sum();
         group.throughput(Throughput::Bytes(bytes as u64));
         group.bench_function(name, |b| {
@@ -118,9 +115,7 @@ fn analysis_on_miss(c: &mut Criterion) {
     let r = router();
     let input = RouteInput::new(PGBENCH[0], Protocol::Postgres, "app", "app");
     // `explain` is the full chain from a fresh analysis: what a miss costs end to end.
-    group.bench_function("route_miss_pgbench_select", |b| {
-        b.iter(|| black_box(r.explain(black_box(&input))))
-    });
+    group.bench_function("route_miss_pgbench_select", |b| b.iter(|| black_box(r.explain(black_box(&input)))));
     group.finish();
 }
 
@@ -139,26 +134,17 @@ fn analysis_of_hostile_shapes(c: &mut Criterion) {
         ("nested_casts_10", format!("SELECT {}1", "CAST(".repeat(10))),
     ];
     for (name, sql) in &cases {
-        group.bench_function(*name, |b| {
-            b.iter(|| black_box(analyze(black_box(sql), Dialect::Postgres, &pg)))
-        });
+        group.bench_function(*name, |b| b.iter(|| black_box(analyze(black_box(sql), Dialect::Postgres, &pg))));
     }
     // The sql_analyze fuzz campaign's slow input, through the AST fingerprint it stalled.
-    let fuzzed = String::from_utf8_lossy(include_bytes!(
-        "../fuzz/regressions/sql_analyze/slow-nested-parens-debug-build"
-    ))
-    .into_owned();
+    let fuzzed =
+        String::from_utf8_lossy(include_bytes!("../fuzz/regressions/sql_analyze/slow-nested-parens-debug-build"))
+            .into_owned();
     group.bench_function("fuzzed_parens_fingerprint_ast", |b| {
         b.iter(|| black_box(fingerprint_ast(black_box(&fuzzed), Dialect::Postgres)))
     });
     group.finish();
 }
 
-criterion_group!(
-    benches,
-    fingerprint_throughput,
-    cache_hit_decision,
-    analysis_on_miss,
-    analysis_of_hostile_shapes
-);
+criterion_group!(benches, fingerprint_throughput, cache_hit_decision, analysis_on_miss, analysis_of_hostile_shapes);
 criterion_main!(benches);

@@ -91,9 +91,8 @@ fn cpus(config: &Config) -> Result<Vec<Option<usize>>, StartError> {
 /// binding once without it first turns that into a clear "address in use" at start.
 fn ensure_ports_free(config: &Config) -> Result<(), StartError> {
     for l in config.listeners.iter().filter(|l| l.bind.port() != 0) {
-        std::net::TcpListener::bind(l.bind).map_err(|e| {
-            StartError::Listen(std::io::Error::new(e.kind(), format!("{} ({}): {e}", l.bind, l.name)))
-        })?;
+        std::net::TcpListener::bind(l.bind)
+            .map_err(|e| StartError::Listen(std::io::Error::new(e.kind(), format!("{} ({}): {e}", l.bind, l.name))))?;
     }
     Ok(())
 }
@@ -143,11 +142,8 @@ pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, St
             Err(_) => return Err(StartError::Listen(std::io::Error::other("core exited during start"))),
         }
     }
-    let endpoints = Endpoints {
-        listen: listen.clone(),
-        metrics: admin_addrs.map(|(m, _)| m),
-        admin: admin_addrs.map(|(_, a)| a),
-    };
+    let endpoints =
+        Endpoints { listen: listen.clone(), metrics: admin_addrs.map(|(m, _)| m), admin: admin_addrs.map(|(_, a)| a) };
     let (control, control_thread) = control::start(ControlSetup {
         config_path,
         initial: snapshot,
@@ -203,13 +199,8 @@ fn describe_translation(config: &Config, rule: &TranslationRule) -> Vec<Template
         .into_iter()
         .filter_map(|protocol| {
             let target = dialect(backend.unwrap_or(protocol));
-            let t = TranslationTemplate::compile(
-                &rule.original_sql,
-                &rule.translated_sql,
-                dialect(protocol),
-                target,
-            )
-            .ok()?;
+            let t = TranslationTemplate::compile(&rule.original_sql, &rule.translated_sql, dialect(protocol), target)
+                .ok()?;
             let d = t.describe();
             Some(TemplateView {
                 protocol: protocol.as_str(),
@@ -219,11 +210,7 @@ fn describe_translation(config: &Config, rule: &TranslationRule) -> Vec<Template
                     .original_slots
                     .into_iter()
                     .enumerate()
-                    .map(|(index, l)| LiteralView {
-                        index,
-                        kind: literal_kind(l.kind),
-                        text: l.text,
-                    })
+                    .map(|(index, l)| LiteralView { index, kind: literal_kind(l.kind), text: l.text })
                     .collect(),
                 mapping: d
                     .mapping

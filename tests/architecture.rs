@@ -35,7 +35,8 @@ const RESTRICTED_CRATES: &[&str] = &["glommio", "crossbeam_channel"];
 
 /// Constructs banned in the pure layers.
 const PURE: &[&str] = &["protocol", "sql", "config", "metrics", "routing", "id"];
-const PURE_BANNED: &[&str] = &["std::net::TcpStream", "std::net::TcpListener", "std::thread", "Instant::now", "SystemTime::now"];
+const PURE_BANNED: &[&str] =
+    &["std::net::TcpStream", "std::net::TcpListener", "std::thread", "Instant::now", "SystemTime::now"];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read src") {
@@ -86,7 +87,8 @@ fn crate_refs(line: &str) -> Vec<String> {
                     '}' => depth -= 1,
                     ',' if depth == 0 => start = true,
                     c if start && depth == 0 && (c.is_alphabetic() || c == '_') => {
-                        let name: String = inner[j..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                        let name: String =
+                            inner[j..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
                         refs.push(name);
                         start = false;
                     }
@@ -124,7 +126,8 @@ fn modules_only_use_what_design_md_allows() {
             if let Some(ok) = allowed(&module) {
                 for r in crate_refs(line) {
                     if r != module && !ok.contains(&r.as_str()) {
-                        violations.insert(format!("src/{shown}:{}: module `{module}` must not use `crate::{r}`", n + 1));
+                        violations
+                            .insert(format!("src/{shown}:{}: module `{module}` must not use `crate::{r}`", n + 1));
                     }
                 }
             }

@@ -22,11 +22,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self {
-            max_head: 8 * 1024,
-            max_headers: 64,
-            max_body: 64 * 1024,
-        }
+        Self { max_head: 8 * 1024, max_headers: 64, max_body: 64 * 1024 }
     }
 }
 
@@ -95,10 +91,7 @@ pub struct Request {
 impl Request {
     /// The first value of header `name` (lower-case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 
     /// The first value of query parameter `name`, decoded as a form value (`+` is a space,
@@ -137,28 +130,20 @@ fn form_decode(s: &str) -> String {
 }
 
 fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 fn parse_request_line(line: &str) -> Result<(String, String, Option<String>), HttpError> {
     let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Err(HttpError::BadRequestLine);
     };
-    if !is_token(method) || !target.starts_with('/') || target.bytes().any(|b| b.is_ascii_control())
-    {
+    if !is_token(method) || !target.starts_with('/') || target.bytes().any(|b| b.is_ascii_control()) {
         return Err(HttpError::BadRequestLine);
     }
     if version != "HTTP/1.1" && version != "HTTP/1.0" {
-        return Err(if version.starts_with("HTTP/") {
-            HttpError::Version
-        } else {
-            HttpError::BadRequestLine
-        });
+        return Err(if version.starts_with("HTTP/") { HttpError::Version } else { HttpError::BadRequestLine });
     }
     let (path, query) = match target.split_once('?') {
         Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
@@ -187,11 +172,7 @@ fn content_length(headers: &[(String, String)], limits: &Limits) -> Result<usize
             return Err(HttpError::BadLength);
         }
         // Anything longer than the cap is refused without parsing huge numbers.
-        let n = if v.len() > 12 {
-            usize::MAX
-        } else {
-            v.parse().map_err(|_| HttpError::BadLength)?
-        };
+        let n = if v.len() > 12 { usize::MAX } else { v.parse().map_err(|_| HttpError::BadLength)? };
         if length.is_some_and(|l| l != n) {
             return Err(HttpError::BadLength);
         }
@@ -208,11 +189,7 @@ fn content_length(headers: &[(String, String)], limits: &Limits) -> Result<usize
 /// request and how many bytes it took. Never panics, whatever `buf` holds.
 pub fn parse(buf: &[u8], limits: &Limits) -> Result<Option<(Request, usize)>, HttpError> {
     let Some(head_end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return if buf.len() > limits.max_head {
-            Err(HttpError::HeadTooLarge(limits.max_head))
-        } else {
-            Ok(None)
-        };
+        return if buf.len() > limits.max_head { Err(HttpError::HeadTooLarge(limits.max_head)) } else { Ok(None) };
     };
     if head_end > limits.max_head {
         return Err(HttpError::HeadTooLarge(limits.max_head));
@@ -236,25 +213,12 @@ pub fn parse(buf: &[u8], limits: &Limits) -> Result<Option<(Request, usize)>, Ht
     let Some(body) = buf.get(body_start..body_start.saturating_add(length)) else {
         return Ok(None);
     };
-    Ok(Some((
-        Request {
-            method,
-            path,
-            query,
-            headers,
-            body: body.to_vec(),
-        },
-        body_start + length,
-    )))
+    Ok(Some((Request { method, path, query, headers, body: body.to_vec() }, body_start + length)))
 }
 
 /// Reads one request from `stream`, giving up at `deadline` (a slow client cannot hold the
 /// server longer than that).
-pub fn read_request(
-    stream: &mut TcpStream,
-    limits: &Limits,
-    deadline: Instant,
-) -> Result<Request, HttpError> {
+pub fn read_request(stream: &mut TcpStream, limits: &Limits, deadline: Instant) -> Result<Request, HttpError> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
@@ -262,11 +226,7 @@ pub fn read_request(
             return Ok(req);
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero()
-            || stream
-                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-                .is_err()
-        {
+        if left.is_zero() || stream.set_read_timeout(Some(left.max(Duration::from_millis(1)))).is_err() {
             return Err(HttpError::Incomplete);
         }
         match stream.read(&mut chunk) {
@@ -296,37 +256,20 @@ impl Response {
     /// A JSON body.
     pub fn json<T: serde::Serialize>(status: u16, value: &T) -> Response {
         match serde_json::to_vec(value) {
-            Ok(body) => Response {
-                status,
-                content_type: JSON,
-                headers: Vec::new(),
-                body,
-            },
+            Ok(body) => Response { status, content_type: JSON, headers: Vec::new(), body },
             Err(e) => Response::error(500, &format!("cannot encode the response: {e}")),
         }
     }
 
     /// `{"error": message}` with `status`.
     pub fn error(status: u16, message: &str) -> Response {
-        let body = serde_json::json!({ "error": message })
-            .to_string()
-            .into_bytes();
-        Response {
-            status,
-            content_type: JSON,
-            headers: Vec::new(),
-            body,
-        }
+        let body = serde_json::json!({ "error": message }).to_string().into_bytes();
+        Response { status, content_type: JSON, headers: Vec::new(), body }
     }
 
     /// A text body.
     pub fn text(status: u16, content_type: &'static str, body: String) -> Response {
-        Response {
-            status,
-            content_type,
-            headers: Vec::new(),
-            body: body.into_bytes(),
-        }
+        Response { status, content_type, headers: Vec::new(), body: body.into_bytes() }
     }
 
     /// Adds a header field.

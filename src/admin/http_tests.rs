@@ -5,11 +5,7 @@ use proptest::prelude::*;
 use super::*;
 
 fn lim() -> Limits {
-    Limits {
-        max_head: 256,
-        max_headers: 4,
-        max_body: 16,
-    }
+    Limits { max_head: 256, max_headers: 4, max_body: 16 }
 }
 
 fn parse_all(s: &str) -> Result<Option<(Request, usize)>, HttpError> {
@@ -18,7 +14,8 @@ fn parse_all(s: &str) -> Result<Option<(Request, usize)>, HttpError> {
 
 #[test]
 fn parses_a_request_with_query_headers_and_body() {
-    let raw = "POST /api/reload?dry=1 HTTP/1.1\r\nHost: x\r\nAuthorization:  Bearer t \r\nContent-Length: 3\r\n\r\nabcEXTRA";
+    let raw =
+        "POST /api/reload?dry=1 HTTP/1.1\r\nHost: x\r\nAuthorization:  Bearer t \r\nContent-Length: 3\r\n\r\nabcEXTRA";
     let (req, used) = parse_all(raw).expect("valid").expect("complete");
     assert_eq!(req.method, "POST");
     assert_eq!(req.path, "/api/reload");
@@ -61,24 +58,12 @@ fn every_limit_and_malformation_has_its_status() {
     let cases: Vec<(String, u16)> = vec![
         (long.clone(), 431),
         (long[..280].to_owned(), 431), // no end of head yet, but already over the cap
-        (
-            "GET / HTTP/1.1\r\na: 1\r\nb: 2\r\nc: 3\r\nd: 4\r\ne: 5\r\n\r\n".into(),
-            431,
-        ),
+        ("GET / HTTP/1.1\r\na: 1\r\nb: 2\r\nc: 3\r\nd: 4\r\ne: 5\r\n\r\n".into(), 431),
         ("GET / HTTP/1.1\r\nContent-Length: 17\r\n\r\n".into(), 413),
-        (
-            "GET / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n".into(),
-            413,
-        ),
-        (
-            "GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n".into(),
-            400,
-        ),
+        ("GET / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n".into(), 413),
+        ("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n".into(), 400),
         ("GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n".into(), 400),
-        (
-            "GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".into(),
-            501,
-        ),
+        ("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".into(), 501),
         ("GET / HTTP/2.0\r\n\r\n".into(), 505),
         ("GET / FTP/1.0\r\n\r\n".into(), 400),
         ("GET  / HTTP/1.1\r\n\r\n".into(), 400),
@@ -100,10 +85,7 @@ fn every_limit_and_malformation_has_its_status() {
 #[test]
 fn responses_are_framed_and_close_the_connection() {
     let mut out = Vec::new();
-    Response::error(404, "no \"such\" route")
-        .with_header("Allow", "GET".into())
-        .write_to(&mut out)
-        .expect("write");
+    Response::error(404, "no \"such\" route").with_header("Allow", "GET".into()).write_to(&mut out).expect("write");
     let text = String::from_utf8(out).expect("utf8");
     let (head, body) = text.split_once("\r\n\r\n").expect("head");
     assert!(head.starts_with("HTTP/1.1 404 Not Found\r\n"));

@@ -79,10 +79,7 @@ impl Bound {
     /// `(metrics, api)` addresses actually bound (ports resolved when configured as 0).
     pub fn addrs(&self) -> Result<(SocketAddr, SocketAddr), AdminError> {
         let local = |l: &TcpListener| {
-            l.local_addr().map_err(|source| AdminError::Bind {
-                addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-                source,
-            })
+            l.local_addr().map_err(|source| AdminError::Bind { addr: SocketAddr::from(([0, 0, 0, 0], 0)), source })
         };
         Ok((local(&self.metrics)?, local(&self.api)?))
     }
@@ -103,11 +100,7 @@ pub fn bind(config: &Metrics) -> Result<Option<Bound>, AdminError> {
     }
     let metrics = bind_one(config.bind)?;
     let api = bind_one(api_addr)?;
-    Ok(Some(Bound {
-        metrics,
-        api,
-        token: config.admin_token.clone(),
-    }))
+    Ok(Some(Bound { metrics, api, token: config.admin_token.clone() }))
 }
 
 /// The running server; stopping (or dropping) it closes both ports and joins the threads.
@@ -144,34 +137,21 @@ impl Drop for AdminHandle {
 /// A connectable address for a listener bound to `addr` (the unspecified address is not).
 fn wake_addr(addr: SocketAddr) -> SocketAddr {
     match addr.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => {
-            SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port())
-        }
-        IpAddr::V6(ip) if ip.is_unspecified() => {
-            SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port())
-        }
+        IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port()),
+        IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port()),
         _ => addr,
     }
 }
 
 /// Starts serving both ports on their own threads.
-pub fn serve(
-    bound: Bound,
-    control: ControlHandle,
-    plugins: Plugins,
-) -> Result<AdminHandle, AdminError> {
+pub fn serve(bound: Bound, control: ControlHandle, plugins: Plugins) -> Result<AdminHandle, AdminError> {
     let (metrics_addr, api_addr) = bound.addrs()?;
     let api = Arc::new(Api::new(control, bound.token.as_deref(), plugins));
     let stop = Arc::new(AtomicBool::new(false));
-    let mut handle = AdminHandle {
-        stop: stop.clone(),
-        addrs: Vec::new(),
-        threads: Vec::new(),
-    };
-    for (name, listener, port, addr) in [
-        ("qp-metrics", bound.metrics, Port::Metrics, metrics_addr),
-        ("qp-admin", bound.api, Port::Api, api_addr),
-    ] {
+    let mut handle = AdminHandle { stop: stop.clone(), addrs: Vec::new(), threads: Vec::new() };
+    for (name, listener, port, addr) in
+        [("qp-metrics", bound.metrics, Port::Metrics, metrics_addr), ("qp-admin", bound.api, Port::Api, api_addr)]
+    {
         let (api, stop) = (api.clone(), stop.clone());
         let t = std::thread::Builder::new()
             .name(name.into())
@@ -220,11 +200,7 @@ mod tests {
     use super::*;
 
     fn metrics(bind: &str, token: Option<&str>) -> Metrics {
-        Metrics {
-            enabled: true,
-            bind: bind.parse().expect("addr"),
-            admin_token: token.map(str::to_owned),
-        }
+        Metrics { enabled: true, bind: bind.parse().expect("addr"), admin_token: token.map(str::to_owned) }
     }
 
     #[test]
@@ -236,10 +212,7 @@ mod tests {
         }
         bind_and_stop(&metrics("0.0.0.0:0", Some("t"))).expect("a token makes it acceptable");
         bind_and_stop(&metrics("127.0.0.1:0", None)).expect("loopback needs no token");
-        let off = Metrics {
-            enabled: false,
-            ..metrics("0.0.0.0:0", None)
-        };
+        let off = Metrics { enabled: false, ..metrics("0.0.0.0:0", None) };
         assert!(bind(&off).expect("disabled").is_none());
     }
 
@@ -252,17 +225,8 @@ mod tests {
 
     #[test]
     fn wake_address_is_connectable() {
-        assert_eq!(
-            wake_addr("0.0.0.0:9".parse().expect("a")),
-            "127.0.0.1:9".parse().expect("a")
-        );
-        assert_eq!(
-            wake_addr("[::]:9".parse().expect("a")),
-            "[::1]:9".parse().expect("a")
-        );
-        assert_eq!(
-            wake_addr("10.1.2.3:9".parse().expect("a")),
-            "10.1.2.3:9".parse().expect("a")
-        );
+        assert_eq!(wake_addr("0.0.0.0:9".parse().expect("a")), "127.0.0.1:9".parse().expect("a"));
+        assert_eq!(wake_addr("[::]:9".parse().expect("a")), "[::1]:9".parse().expect("a"));
+        assert_eq!(wake_addr("10.1.2.3:9".parse().expect("a")), "10.1.2.3:9".parse().expect("a"));
     }
 }

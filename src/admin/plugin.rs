@@ -36,8 +36,7 @@ impl Mount {
 
     /// Whether `path` is the mount point or below it (`/api/v1/plugins/guardian` is not).
     pub fn matches(self, path: &str) -> bool {
-        path.strip_prefix(self.path())
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        path.strip_prefix(self.path()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
     }
 }
 

@@ -25,85 +25,25 @@ struct Route {
 
 /// The metrics port: read-only, never authenticated.
 const METRICS_ROUTES: &[Route] = &[
-    Route {
-        method: "GET",
-        path: "/metrics",
-        handler: metrics_text,
-    },
-    Route {
-        method: "GET",
-        path: "/health",
-        handler: health,
-    },
+    Route { method: "GET", path: "/metrics", handler: metrics_text },
+    Route { method: "GET", path: "/health", handler: health },
 ];
 
 /// The admin API port.
 const API_ROUTES: &[Route] = &[
-    Route {
-        method: "GET",
-        path: "/health",
-        handler: health,
-    },
-    Route {
-        method: "GET",
-        path: "/api/config",
-        handler: config,
-    },
-    Route {
-        method: "GET",
-        path: "/api/pools",
-        handler: pools,
-    },
-    Route {
-        method: "POST",
-        path: "/api/reload",
-        handler: reload,
-    },
-    Route {
-        method: "GET",
-        path: "/api/routing/test",
-        handler: routing::route_test,
-    },
-    Route {
-        method: "GET",
-        path: "/api/pattern-rules",
-        handler: routing::list_pattern_rules,
-    },
-    Route {
-        method: "POST",
-        path: "/api/pattern-rules",
-        handler: routing::add_pattern_rule,
-    },
-    Route {
-        method: "DELETE",
-        path: "/api/pattern-rules",
-        handler: routing::remove_pattern_rules,
-    },
-    Route {
-        method: "GET",
-        path: "/api/translations",
-        handler: routing::list_translations,
-    },
-    Route {
-        method: "POST",
-        path: "/api/translations",
-        handler: routing::add_translation,
-    },
-    Route {
-        method: "DELETE",
-        path: "/api/translations",
-        handler: routing::remove_translations,
-    },
-    Route {
-        method: "GET",
-        path: "/api/stats/digests",
-        handler: routing::digests,
-    },
-    Route {
-        method: "DELETE",
-        path: "/api/stats/digests",
-        handler: routing::reset_digests,
-    },
+    Route { method: "GET", path: "/health", handler: health },
+    Route { method: "GET", path: "/api/config", handler: config },
+    Route { method: "GET", path: "/api/pools", handler: pools },
+    Route { method: "POST", path: "/api/reload", handler: reload },
+    Route { method: "GET", path: "/api/routing/test", handler: routing::route_test },
+    Route { method: "GET", path: "/api/pattern-rules", handler: routing::list_pattern_rules },
+    Route { method: "POST", path: "/api/pattern-rules", handler: routing::add_pattern_rule },
+    Route { method: "DELETE", path: "/api/pattern-rules", handler: routing::remove_pattern_rules },
+    Route { method: "GET", path: "/api/translations", handler: routing::list_translations },
+    Route { method: "POST", path: "/api/translations", handler: routing::add_translation },
+    Route { method: "DELETE", path: "/api/translations", handler: routing::remove_translations },
+    Route { method: "GET", path: "/api/stats/digests", handler: routing::digests },
+    Route { method: "DELETE", path: "/api/stats/digests", handler: routing::reset_digests },
 ];
 
 /// Which port a request arrived on.
@@ -126,11 +66,7 @@ pub struct Api {
 impl Api {
     /// Handlers over `control`; with `token`, every API request must carry it.
     pub fn new(control: ControlHandle, token: Option<&str>, plugins: Plugins) -> Self {
-        Self {
-            control,
-            token: token.map(digest),
-            plugins,
-        }
+        Self { control, token: token.map(digest), plugins }
     }
 
     /// Answers one request that arrived on `port`.
@@ -171,15 +107,9 @@ impl Api {
         let Some(expected) = &self.token else {
             return true;
         };
-        let given = req
-            .header("authorization")
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .unwrap_or_default();
+        let given = req.header("authorization").and_then(|h| h.strip_prefix("Bearer ")).unwrap_or_default();
         let got = digest(given.trim());
-        got.iter()
-            .zip(expected.iter())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+        got.iter().zip(expected.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
     }
 
     /// Requests under a plugin mount point: the plugin's answer, or 404 while none is registered.
@@ -188,10 +118,7 @@ impl Api {
         let rest = req.path.get(mount.path().len()..).unwrap_or_default();
         Some(match self.plugins.get(*mount) {
             Some(p) => p.handle(req, rest),
-            None => Response::error(
-                404,
-                &format!("no {} plugin is registered with this router", mount.name()),
-            ),
+            None => Response::error(404, &format!("no {} plugin is registered with this router", mount.name())),
         })
     }
 }
@@ -209,13 +136,7 @@ pub(super) fn control_error(e: &ControlError) -> Response {
         (_, Origin::Client) => 400,
         _ => 500,
     };
-    Response::json(
-        status,
-        &dto::CodedError {
-            error: e.to_string(),
-            code: e.code(),
-        },
-    )
+    Response::json(status, &dto::CodedError { error: e.to_string(), code: e.code() })
 }
 
 fn health(api: &Api, _: &Request) -> Response {
@@ -237,13 +158,9 @@ fn metrics_text(api: &Api, req: &Request) -> Response {
 
 fn config(api: &Api, _: &Request) -> Response {
     match api.control.current() {
-        Ok(snap) => Response::json(
-            200,
-            &dto::ConfigView {
-                version: snap.version.0,
-                toml: snap.config.redacted_toml(),
-            },
-        ),
+        Ok(snap) => {
+            Response::json(200, &dto::ConfigView { version: snap.version.0, toml: snap.config.redacted_toml() })
+        }
         Err(e) => control_error(&e),
     }
 }
@@ -302,13 +219,7 @@ fn pools(api: &Api, _: &Request) -> Response {
             }
         })
         .collect();
-    Response::json(
-        200,
-        &dto::PoolsView {
-            cores_reporting: reports.len(),
-            pools,
-        },
-    )
+    Response::json(200, &dto::PoolsView { cores_reporting: reports.len(), pools })
 }
 
 #[cfg(test)]
@@ -328,9 +239,7 @@ mod tests {
         let (_, events) = crossbeam_channel::unbounded();
         let setup = ControlSetup {
             config_path: None,
-            initial: Arc::new(
-                Snapshot::build(RulesVersion(1), Arc::new(config), &[], &[]).expect("rules"),
-            ),
+            initial: Arc::new(Snapshot::build(RulesVersion(1), Arc::new(config), &[], &[]).expect("rules")),
             cores: Vec::new(),
             events,
             drain_window: std::time::Duration::from_millis(10),
@@ -343,16 +252,8 @@ mod tests {
     }
 
     fn get(path: &str, auth: Option<&str>) -> Request {
-        let headers = auth
-            .map(|a| vec![("authorization".to_owned(), a.to_owned())])
-            .unwrap_or_default();
-        Request {
-            method: "GET".into(),
-            path: path.into(),
-            query: None,
-            headers,
-            body: Vec::new(),
-        }
+        let headers = auth.map(|a| vec![("authorization".to_owned(), a.to_owned())]).unwrap_or_default();
+        Request { method: "GET".into(), path: path.into(), query: None, headers, body: Vec::new() }
     }
 
     fn error_of(resp: &Response) -> String {
@@ -373,22 +274,12 @@ mod tests {
     #[test]
     fn token_is_required_on_every_api_request_but_not_on_the_metrics_port() {
         let api = Api::new(control(), Some("s3cret"), Plugins::default());
-        for auth in [
-            None,
-            Some("Bearer wrong"),
-            Some("Basic s3cret"),
-            Some("Bearer s3cret2"),
-            Some("Bearer "),
-        ] {
+        for auth in [None, Some("Bearer wrong"), Some("Basic s3cret"), Some("Bearer s3cret2"), Some("Bearer ")] {
             let resp = api.handle(Port::Api, &get("/health", auth));
             assert_eq!(resp.status, 401, "{auth:?}");
             assert!(error_of(&resp).contains("bearer token"));
         }
-        assert_eq!(
-            api.handle(Port::Api, &get("/health", Some("Bearer s3cret")))
-                .status,
-            200
-        );
+        assert_eq!(api.handle(Port::Api, &get("/health", Some("Bearer s3cret"))).status, 200);
         assert_eq!(api.handle(Port::Metrics, &get("/health", None)).status, 200);
         let open = Api::new(control(), None, Plugins::default());
         assert_eq!(open.handle(Port::Api, &get("/health", None)).status, 200);
@@ -400,15 +291,8 @@ mod tests {
         let resp = api.handle(Port::Api, &get("/api/routing/tests", None));
         assert_eq!(resp.status, 404);
         assert!(error_of(&resp).contains("/api/routing/tests"));
-        assert_eq!(
-            api.handle(Port::Api, &get("/metrics", None)).status,
-            404,
-            "metrics live on their own port"
-        );
-        assert_eq!(
-            api.handle(Port::Metrics, &get("/api/config", None)).status,
-            404
-        );
+        assert_eq!(api.handle(Port::Api, &get("/metrics", None)).status, 404, "metrics live on their own port");
+        assert_eq!(api.handle(Port::Metrics, &get("/api/config", None)).status, 404);
         let resp = api.handle(Port::Api, &get("/api/reload", None));
         assert_eq!(resp.status, 405);
         assert!(resp.headers.contains(&("Allow", "POST".to_owned())));
@@ -420,33 +304,16 @@ mod tests {
         for path in ["/api/v1/plugins/accelerator", "/api/v1/plugins/guard/rules"] {
             let resp = api.handle(Port::Api, &get(path, None));
             assert_eq!(resp.status, 404);
-            assert!(
-                error_of(&resp).contains("plugin is registered"),
-                "{}",
-                error_of(&resp)
-            );
+            assert!(error_of(&resp).contains("plugin is registered"), "{}", error_of(&resp));
         }
         let mut plugins = Plugins::default();
         assert!(plugins.register(Arc::new(Echo)).is_ok());
-        assert!(
-            plugins.register(Arc::new(Echo)).is_err(),
-            "one plugin per mount point"
-        );
+        assert!(plugins.register(Arc::new(Echo)).is_err(), "one plugin per mount point");
         let api = Api::new(control(), None, plugins);
         let resp = api.handle(Port::Api, &get("/api/v1/plugins/guard/rules", None));
-        assert_eq!(
-            (resp.status, resp.body.as_slice()),
-            (200, br#"{"rest":"/rules"}"#.as_slice())
-        );
-        assert_eq!(
-            api.handle(Port::Api, &get("/api/v1/plugins/guardian", None))
-                .status,
-            404
-        );
-        assert!(
-            error_of(&api.handle(Port::Api, &get("/api/v1/plugins/accelerator", None)))
-                .contains("accelerator")
-        );
+        assert_eq!((resp.status, resp.body.as_slice()), (200, br#"{"rest":"/rules"}"#.as_slice()));
+        assert_eq!(api.handle(Port::Api, &get("/api/v1/plugins/guardian", None)).status, 404);
+        assert!(error_of(&api.handle(Port::Api, &get("/api/v1/plugins/accelerator", None))).contains("accelerator"));
     }
 
     #[test]

@@ -52,10 +52,7 @@ pub(super) fn list_pattern_rules(api: &Api, _: &Request) -> Response {
 }
 
 fn pattern_rule(body: dto::NewPatternRule) -> Result<PatternRule, Response> {
-    let kind = body
-        .kind
-        .parse::<PatternKind>()
-        .map_err(|e| bad_request(&e))?;
+    let kind = body.kind.parse::<PatternKind>().map_err(|e| bad_request(&e))?;
     let target = match (body.pool, body.reject) {
         (Some(pool), None) => RuleTarget::Pool(pool),
         (None, Some(message)) => RuleTarget::Reject(message),
@@ -80,13 +77,7 @@ pub(super) fn add_pattern_rule(api: &Api, req: &Request) -> Response {
     };
     let view = (&rule).into();
     match api.control().add_pattern_rule(rule) {
-        Ok(v) => Response::json(
-            200,
-            &dto::RuleAdded {
-                version: v.0,
-                rule: view,
-            },
-        ),
+        Ok(v) => Response::json(200, &dto::RuleAdded { version: v.0, rule: view }),
         Err(e) => control_error(&e),
     }
 }
@@ -95,13 +86,7 @@ pub(super) fn add_pattern_rule(api: &Api, req: &Request) -> Response {
 pub(super) fn remove_pattern_rules(api: &Api, req: &Request) -> Response {
     let name = req.query_param("name").filter(|n| !n.is_empty());
     match api.control().remove_pattern_rules(name) {
-        Ok((removed, v)) => Response::json(
-            200,
-            &dto::RulesRemoved {
-                version: v.0,
-                removed,
-            },
-        ),
+        Ok((removed, v)) => Response::json(200, &dto::RulesRemoved { version: v.0, removed }),
         Err(e) => control_error(&e),
     }
 }
@@ -142,13 +127,7 @@ pub(super) fn remove_translations(api: &Api, req: &Request) -> Response {
         None => None,
     };
     match api.control().remove_translations(index) {
-        Ok((removed, v)) => Response::json(
-            200,
-            &dto::RulesRemoved {
-                version: v.0,
-                removed,
-            },
-        ),
+        Ok((removed, v)) => Response::json(200, &dto::RulesRemoved { version: v.0, removed }),
         Err(e) => control_error(&e),
     }
 }

@@ -151,7 +151,8 @@ pub fn variable(name: &str, ctx: &VarContext<'_>) -> Option<VarValue> {
 /// Every variable in name order (for `SHOW VARIABLES`).
 #[must_use]
 pub fn all_variables(ctx: &VarContext<'_>) -> Vec<(String, VarValue)> {
-    let mut names: Vec<&str> = FIXED.iter().map(|(n, _, _)| *n).chain(["autocommit", "version", "max_allowed_packet"]).collect();
+    let mut names: Vec<&str> =
+        FIXED.iter().map(|(n, _, _)| *n).chain(["autocommit", "version", "max_allowed_packet"]).collect();
     names.sort_unstable();
     names.into_iter().filter_map(|n| Some((n.to_owned(), variable(n, ctx)?))).collect()
 }
@@ -333,7 +334,10 @@ fn classify_select(sql: &str, rest: &[Token<'_>]) -> Option<Emulation> {
             return None;
         }
         let name = var.text.trim_start_matches('@').to_ascii_lowercase();
-        let name = ["session.", "local.", "global."].iter().find_map(|p| name.strip_prefix(p)).map_or(name.clone(), str::to_owned);
+        let name = ["session.", "local.", "global."]
+            .iter()
+            .find_map(|p| name.strip_prefix(p))
+            .map_or(name.clone(), str::to_owned);
         let column = match alias {
             Some(a) if matches!(a.kind, TokenKind::Word | TokenKind::QuotedIdent | TokenKind::String(_)) => unquote(a),
             Some(_) => return None,
@@ -359,7 +363,9 @@ fn classify_show(rest: &[Token<'_>]) -> Option<Emulation> {
                 _ => return None,
             },
             // `WHERE Variable_name = 'a' OR Variable_name IN ('b', …)`: the names it mentions.
-            Some(t) if t.is_word("WHERE") => tail.iter().filter(|t| matches!(t.kind, TokenKind::String(_))).map(unquote).collect(),
+            Some(t) if t.is_word("WHERE") => {
+                tail.iter().filter(|t| matches!(t.kind, TokenKind::String(_))).map(unquote).collect()
+            }
             Some(_) => return None,
         };
         return Some(Emulation::ShowVariables(patterns));

@@ -126,7 +126,11 @@ pub fn pg_column(def: &ColumnDefinition41<'_>) -> PgColumn {
             let scale = u32::from(def.decimals);
             let extra = u32::from(!unsigned) + u32::from(scale > 0);
             let precision = def.column_length.saturating_sub(extra);
-            let typmod = if precision > 0 && scale <= precision && scale <= 0x1E { numeric_typmod(precision, scale) } else { -1 };
+            let typmod = if precision > 0 && scale <= precision && scale <= 0x1E {
+                numeric_typmod(precision, scale)
+            } else {
+                -1
+            };
             (PgKind::Numeric, typmod)
         }
         ColumnType::FLOAT => (PgKind::Float4, -1),

@@ -12,7 +12,9 @@ use super::errmap;
 use super::pg_column::{pg_column, PgColumn};
 use super::pg_value::{binary_row_value, text_row_value};
 use super::tag::command_tag;
-use crate::protocol::mysql::response::{classify_response, classify_row, EofPacket, ErrPacket, OkPacket, ResponseKind, RowKind};
+use crate::protocol::mysql::response::{
+    classify_response, classify_row, EofPacket, ErrPacket, OkPacket, ResponseKind, RowKind,
+};
 use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_IN_TRANS};
 use crate::protocol::mysql::{decode_binary_row, decode_text_row, ColumnDefinition41, DecodeError, ValueType};
 use crate::protocol::pg::backend::encode_row_description;
@@ -74,7 +76,14 @@ impl<'s> PgResultWriter<'s> {
     /// set; `formats`: the Bind's result format codes (none: all text, one: for all columns);
     /// `caps`: the backend connection's capabilities; `status`: the flags before the statement.
     #[must_use]
-    pub fn new(statements: Vec<&'s str>, binary_rows: bool, describe: bool, formats: &'s [i16], caps: u64, status: u16) -> Self {
+    pub fn new(
+        statements: Vec<&'s str>,
+        binary_rows: bool,
+        describe: bool,
+        formats: &'s [i16],
+        caps: u64,
+        status: u16,
+    ) -> Self {
         Self {
             statements,
             index: 0,
@@ -163,7 +172,8 @@ impl<'s> PgResultWriter<'s> {
     fn start_rows(&mut self, out: &mut Vec<u8>) {
         self.state = State::Rows;
         if self.describe && !self.errored {
-            let fields: Vec<_> = self.columns.iter().enumerate().map(|(i, c)| c.field(format_of(self.formats, i))).collect();
+            let fields: Vec<_> =
+                self.columns.iter().enumerate().map(|(i, c)| c.field(format_of(self.formats, i))).collect();
             // Names come from MySQL and hold no NUL; an over-long description cannot be sent.
             let _ = encode_row_description(&fields, out);
         }
@@ -387,7 +397,8 @@ mod tests {
         let stmts = vec!["INSERT INTO t VALUES (1),(2),(3)", "UPDATE t SET a = 1", "INSERT INTO t VALUES (1)"];
         let mut w = PgResultWriter::new(stmts, false, true, &[], CAPS, 0);
         let mut err = Vec::new();
-        ErrPacket { code: 1062, sql_state: Some(*b"23000"), message: b"Duplicate entry '1' for key 'PRIMARY'" }.encode(&mut err);
+        ErrPacket { code: 1062, sql_state: Some(*b"23000"), message: b"Duplicate entry '1' for key 'PRIMARY'" }
+            .encode(&mut err);
         let more = SERVER_MORE_RESULTS_EXISTS | SERVER_STATUS_IN_TRANS;
         let (msgs, step) = run(&mut w, &[ok(3, more), ok(2, more), err]);
         assert_eq!(step, PgStep::Done);

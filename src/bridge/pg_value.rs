@@ -114,7 +114,11 @@ fn float_text(v: f64, shortest: String) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+        if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
     } else {
         shortest
     }
@@ -194,7 +198,8 @@ fn pg_days(d: &DateTime) -> Option<i64> {
 }
 
 fn time_micros(t: &Time) -> i64 {
-    let secs = i64::from(t.days) * 86_400 + i64::from(t.hours) * 3600 + i64::from(t.minutes) * 60 + i64::from(t.seconds);
+    let secs =
+        i64::from(t.days) * 86_400 + i64::from(t.hours) * 3600 + i64::from(t.minutes) * 60 + i64::from(t.seconds);
     let micros = secs * 1_000_000 + i64::from(t.micros);
     if t.negative {
         -micros
@@ -206,8 +211,12 @@ fn time_micros(t: &Time) -> i64 {
 /// Appends the PostgreSQL binary form of `v` for `kind`.
 fn encode_binary(kind: PgKind, v: &BinaryValue<'_>, out: &mut Vec<u8>) {
     match kind {
-        PgKind::Int2 => out.extend_from_slice(&as_i64(v).and_then(|x| i16::try_from(x).ok()).unwrap_or_default().to_be_bytes()),
-        PgKind::Int4 => out.extend_from_slice(&as_i64(v).and_then(|x| i32::try_from(x).ok()).unwrap_or_default().to_be_bytes()),
+        PgKind::Int2 => {
+            out.extend_from_slice(&as_i64(v).and_then(|x| i16::try_from(x).ok()).unwrap_or_default().to_be_bytes())
+        }
+        PgKind::Int4 => {
+            out.extend_from_slice(&as_i64(v).and_then(|x| i32::try_from(x).ok()).unwrap_or_default().to_be_bytes())
+        }
         PgKind::Int8 => out.extend_from_slice(&as_i64(v).unwrap_or_default().to_be_bytes()),
         PgKind::Float4 => {
             let x = match *v {
@@ -283,10 +292,8 @@ pub fn encode_numeric(text: &str, out: &mut Vec<u8>) {
         .chain(frac.bytes())
         .chain(std::iter::repeat_n(b'0', pad_right))
         .collect();
-    let mut groups: Vec<i16> = all
-        .chunks(4)
-        .map(|c| c.iter().fold(0i16, |acc, d| acc * 10 + i16::from(d - b'0')))
-        .collect();
+    let mut groups: Vec<i16> =
+        all.chunks(4).map(|c| c.iter().fold(0i16, |acc, d| acc * 10 + i16::from(d - b'0'))).collect();
     let mut weight = i64::try_from((pad_left + int.len()) / 4).unwrap_or(0) - 1;
     let leading = groups.iter().take_while(|g| **g == 0).count();
     groups.drain(..leading);
@@ -424,11 +431,23 @@ pub fn my_param(type_oid: u32, format: i16, value: Option<&[u8]>) -> Result<MyPa
     let be_i64 = |b: &[u8]| <[u8; 8]>::try_from(b).map(i64::from_be_bytes).map_err(|_| err("wrong length"));
     Ok(match type_oid {
         oid::BOOL => MyParam::new(ColumnType::TINY, Owned::Int(i64::from(fixed(1)? != [0]))),
-        oid::INT2 => MyParam::new(ColumnType::SHORT, Owned::Int(i16::from_be_bytes(arr(raw).ok_or_else(|| err("wrong length"))?).into())),
-        oid::INT4 => MyParam::new(ColumnType::LONG, Owned::Int(i32::from_be_bytes(arr(raw).ok_or_else(|| err("wrong length"))?).into())),
+        oid::INT2 => MyParam::new(
+            ColumnType::SHORT,
+            Owned::Int(i16::from_be_bytes(arr(raw).ok_or_else(|| err("wrong length"))?).into()),
+        ),
+        oid::INT4 => MyParam::new(
+            ColumnType::LONG,
+            Owned::Int(i32::from_be_bytes(arr(raw).ok_or_else(|| err("wrong length"))?).into()),
+        ),
         oid::INT8 => MyParam::new(ColumnType::LONGLONG, Owned::Int(be_i64(fixed(8)?)?)),
-        oid::FLOAT4 => MyParam::new(ColumnType::FLOAT, Owned::Float(f32::from_be_bytes(arr(raw).ok_or_else(|| err("wrong length"))?))),
-        oid::FLOAT8 => MyParam::new(ColumnType::DOUBLE, Owned::Double(f64::from_be_bytes(arr(raw).ok_or_else(|| err("wrong length"))?))),
+        oid::FLOAT4 => MyParam::new(
+            ColumnType::FLOAT,
+            Owned::Float(f32::from_be_bytes(arr(raw).ok_or_else(|| err("wrong length"))?)),
+        ),
+        oid::FLOAT8 => MyParam::new(
+            ColumnType::DOUBLE,
+            Owned::Double(f64::from_be_bytes(arr(raw).ok_or_else(|| err("wrong length"))?)),
+        ),
         oid::BYTEA => MyParam::new(ColumnType::BLOB, Owned::Bytes(raw.to_vec())),
         oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::JSON | oid::UNKNOWN | NAME | 0 => {
             MyParam::new(ColumnType::VAR_STRING, Owned::Bytes(raw.to_vec()))
@@ -453,7 +472,10 @@ pub fn my_param(type_oid: u32, format: i16, value: Option<&[u8]>) -> Result<MyPa
             if micros == i64::MIN || micros == i64::MAX {
                 return Err(err("infinite timestamps have no MySQL value"));
             }
-            MyParam::new(ColumnType::DATETIME, Owned::DateTime(datetime_from_micros(micros).ok_or_else(|| err("year out of MySQL's range"))?))
+            MyParam::new(
+                ColumnType::DATETIME,
+                Owned::DateTime(datetime_from_micros(micros).ok_or_else(|| err("year out of MySQL's range"))?),
+            )
         }
         oid::TIME => MyParam::new(ColumnType::TIME, Owned::Time(time_from_micros(be_i64(fixed(8)?)?))),
         oid::INTERVAL => {
@@ -608,7 +630,17 @@ mod tests {
         assert_eq!(numeric("0.0001"), words(&[1, -1, 0, 4, 1]));
         assert_eq!(numeric("0.00000001"), words(&[1, -2, 0, 8, 1]));
         assert_eq!(numeric("NaN"), words(&[0, 0, -0x4000, 0]));
-        for text in ["0", "12345.678", "-0.5", "10000", "0.0001", "0.00000001", "-12345678901234567890.0123456789", "18446744073709551615", "1.10"] {
+        for text in [
+            "0",
+            "12345.678",
+            "-0.5",
+            "10000",
+            "0.0001",
+            "0.00000001",
+            "-12345678901234567890.0123456789",
+            "18446744073709551615",
+            "1.10",
+        ] {
             assert_eq!(decode_numeric(&numeric(text)).as_deref(), Some(text), "round trip {text}");
         }
         assert_eq!(decode_numeric(&numeric("NaN")).as_deref(), Some("NaN"));
@@ -617,7 +649,9 @@ mod tests {
 
     #[test]
     fn parameters_text_and_binary() {
-        let p = |oid, format, v: Option<&[u8]>| my_param(oid, format, v).map(|p| (p.ty.column_type, format!("{:?}", p.value())));
+        let p = |oid, format, v: Option<&[u8]>| {
+            my_param(oid, format, v).map(|p| (p.ty.column_type, format!("{:?}", p.value())))
+        };
         assert_eq!(p(oid::INT4, 0, None), Ok((T::NULL, "Null".into())));
         assert_eq!(p(oid::INT4, 0, Some(b"42")), Ok((T::VAR_STRING, "Bytes([52, 50])".into())));
         assert_eq!(p(oid::BOOL, 0, Some(b"true")), Ok((T::LONGLONG, "I64(1)".into())));
@@ -635,12 +669,18 @@ mod tests {
         let want = DateTime { year: 2024, month: 2, day: 29, hour: 0, minute: 0, second: 0, micros: 1 };
         assert_eq!((dt.ty.column_type, dt.value()), (T::DATETIME, BinaryValue::DateTime(want)));
         let d = my_param(oid::DATE, 1, Some(&(-1i32).to_be_bytes())).unwrap();
-        assert_eq!(d.value(), BinaryValue::DateTime(DateTime { year: 1999, month: 12, day: 31, ..DateTime::default() }));
+        assert_eq!(
+            d.value(),
+            BinaryValue::DateTime(DateTime { year: 1999, month: 12, day: 31, ..DateTime::default() })
+        );
         let mut iv = (-90_000_000_001i64).to_be_bytes().to_vec();
         iv.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0]);
         let t = my_param(oid::INTERVAL, 1, Some(&iv)).unwrap();
         // 1 day - 25h 0.000001s = -1h 0.000001s.
-        assert_eq!(t.value(), BinaryValue::Time(Time { negative: true, days: 0, hours: 1, minutes: 0, seconds: 0, micros: 1 }));
+        assert_eq!(
+            t.value(),
+            BinaryValue::Time(Time { negative: true, days: 0, hours: 1, minutes: 0, seconds: 0, micros: 1 })
+        );
         let uuid = my_param(oid::UUID, 1, Some(&[0x12; 16])).unwrap();
         assert_eq!(uuid.value(), BinaryValue::Bytes(b"12121212-1212-1212-1212-121212121212"));
         assert!(my_param(oid::INT4, 1, Some(&[0, 1])).is_err());

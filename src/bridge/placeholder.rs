@@ -74,7 +74,10 @@ mod tests {
     #[test]
     fn numbers_in_order() {
         assert_eq!(number_placeholders("SELECT ? + 1, ?", None), ("SELECT $1 + 1, $2".to_owned(), 2));
-        assert_eq!(number_placeholders("INSERT INTO t VALUES (?,?,?)", None), ("INSERT INTO t VALUES ($1,$2,$3)".to_owned(), 3));
+        assert_eq!(
+            number_placeholders("INSERT INTO t VALUES (?,?,?)", None),
+            ("INSERT INTO t VALUES ($1,$2,$3)".to_owned(), 3)
+        );
         assert_eq!(number_placeholders("SELECT 1", None), ("SELECT 1".to_owned(), 0));
     }
 
@@ -87,6 +90,9 @@ mod tests {
 
     #[test]
     fn jsonb_operators_stay() {
-        assert_eq!(number_placeholders("SELECT j ?| array['a'] FROM t WHERE id = ?", None), ("SELECT j ?| array['a'] FROM t WHERE id = $1".to_owned(), 1));
+        assert_eq!(
+            number_placeholders("SELECT j ?| array['a'] FROM t WHERE id = ?", None),
+            ("SELECT j ?| array['a'] FROM t WHERE id = $1".to_owned(), 1)
+        );
     }
 }

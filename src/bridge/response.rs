@@ -144,7 +144,8 @@ impl ResultWriter {
         let deprecate_eof = self.caps & CLIENT_DEPRECATE_EOF != 0;
         match p {
             Pending::Ok(affected_rows) => {
-                OkPacket { affected_rows, status, warnings, ..OkPacket::default() }.encode(self.caps, &mut self.payload);
+                OkPacket { affected_rows, status, warnings, ..OkPacket::default() }
+                    .encode(self.caps, &mut self.payload);
             }
             Pending::EndOfRows if deprecate_eof => {
                 OkPacket { status, warnings, ..OkPacket::default() }.encode_as_eof(self.caps, &mut self.payload);
@@ -212,7 +213,9 @@ impl ResultWriter {
                 }
                 return Step::Done(*tx);
             }
-            BackendMessage::CopyInResponse(_) | BackendMessage::CopyOutResponse(_) | BackendMessage::CopyBothResponse(_) => {
+            BackendMessage::CopyInResponse(_)
+            | BackendMessage::CopyOutResponse(_)
+            | BackendMessage::CopyBothResponse(_) => {
                 self.more_results(out);
                 self.error(ER_NOT_SUPPORTED_YET, "COPY is not supported through a cross-protocol pool", out);
                 return Step::Unsupported;
@@ -234,12 +237,15 @@ impl ResultWriter {
         let cols = self.columns.iter().zip(self.scratch.iter_mut());
         match self.format {
             RowFormat::Text => {
-                let row: Vec<Option<&[u8]>> = values.zip(cols).map(|(v, (c, s))| v.map(|v| text_value(c, v, s))).collect();
+                let row: Vec<Option<&[u8]>> =
+                    values.zip(cols).map(|(v, (c, s))| v.map(|v| text_value(c, v, s))).collect();
                 encode_text_row(&row, &mut self.payload);
             }
             RowFormat::Binary => {
-                let row: Vec<BinaryValue<'_>> =
-                    values.zip(cols).map(|(v, (c, s))| v.map_or(BinaryValue::Null, |v| binary_value(c, v, s))).collect();
+                let row: Vec<BinaryValue<'_>> = values
+                    .zip(cols)
+                    .map(|(v, (c, s))| v.map_or(BinaryValue::Null, |v| binary_value(c, v, s)))
+                    .collect();
                 encode_binary_row(&row, &mut self.payload);
             }
         }
@@ -249,7 +255,13 @@ impl ResultWriter {
 
 /// Appends a complete text result set computed by the router (emulated session commands):
 /// columns of `(name, column)` and rows of optional text values, ending with `status`.
-pub fn encode_local_result(caps: u64, columns: &[(&str, Column)], rows: &[Vec<Option<String>>], status: u16, out: &mut Vec<u8>) {
+pub fn encode_local_result(
+    caps: u64,
+    columns: &[(&str, Column)],
+    rows: &[Vec<Option<String>>],
+    status: u16,
+    out: &mut Vec<u8>,
+) {
     let mut payload = Vec::with_capacity(128);
     let mut seq = 1;
     put_lenenc_int(&mut payload, columns.len() as u64);

@@ -10,7 +10,8 @@ use crate::sql::Dialect;
 #[must_use]
 pub fn affected_rows(tag: &str) -> u64 {
     let mut words = tag.split_ascii_whitespace();
-    let counted = matches!(words.next(), Some("INSERT" | "UPDATE" | "DELETE" | "MERGE" | "SELECT" | "COPY" | "MOVE" | "FETCH"));
+    let counted =
+        matches!(words.next(), Some("INSERT" | "UPDATE" | "DELETE" | "MERGE" | "SELECT" | "COPY" | "MOVE" | "FETCH"));
     if !counted {
         return 0;
     }
@@ -45,7 +46,22 @@ pub fn statements(sql: &str) -> Vec<&str> {
 }
 
 /// Words that may sit between `CREATE`/`DROP`/`ALTER` and the object kind.
-const MODIFIERS: &[&str] = &["OR", "REPLACE", "TEMPORARY", "TEMP", "UNIQUE", "FULLTEXT", "SPATIAL", "ONLINE", "OFFLINE", "DEFINER", "SQL", "SECURITY", "ALGORITHM", "IGNORE"];
+const MODIFIERS: &[&str] = &[
+    "OR",
+    "REPLACE",
+    "TEMPORARY",
+    "TEMP",
+    "UNIQUE",
+    "FULLTEXT",
+    "SPATIAL",
+    "ONLINE",
+    "OFFLINE",
+    "DEFINER",
+    "SQL",
+    "SECURITY",
+    "ALGORITHM",
+    "IGNORE",
+];
 
 /// The CommandComplete tag of `statement` after MySQL answered it with an OK packet reporting
 /// `affected` rows (result sets are always `SELECT n`): `INSERT 0 n` (also REPLACE), `UPDATE n`,
@@ -62,7 +78,8 @@ pub fn command_tag(statement: &str, affected: u64) -> String {
         "START" => "START TRANSACTION".to_owned(),
         "TRUNCATE" => "TRUNCATE TABLE".to_owned(),
         "CREATE" | "DROP" | "ALTER" => {
-            let object = words.iter().skip(1).find(|t| t.kind == TokenKind::Word && !MODIFIERS.iter().any(|m| t.is_word(m)));
+            let object =
+                words.iter().skip(1).find(|t| t.kind == TokenKind::Word && !MODIFIERS.iter().any(|m| t.is_word(m)));
             match object {
                 Some(o) => format!("{verb} {}", o.text.to_ascii_uppercase()),
                 None => verb,

@@ -48,7 +48,11 @@ fn run(writer: &mut ResultWriter, pg: &[u8]) -> (Vec<Vec<u8>>, Step) {
 #[test]
 fn text_result_set_with_eof_packets() {
     let mut pg = Vec::new();
-    encode_row_description(&[field("n", oid::INT4, -1), field("b", oid::BOOL, -1), field("x", oid::BYTEA, -1)], &mut pg).unwrap();
+    encode_row_description(
+        &[field("n", oid::INT4, -1), field("b", oid::BOOL, -1), field("x", oid::BYTEA, -1)],
+        &mut pg,
+    )
+    .unwrap();
     encode_data_row(&[Some(b"-7"), Some(b"t"), Some(b"\\x00ff")], &mut pg).unwrap();
     encode_data_row(&[None, Some(b"f"), None], &mut pg).unwrap();
     command_complete("SELECT 2", &mut pg);
@@ -78,7 +82,10 @@ fn binary_rows_and_deprecate_eof() {
     let mut w = ResultWriter::new(caps, RowFormat::Binary, false, TransactionStatus::InBlock);
     let (p, _) = run(&mut w, &pg);
     assert_eq!(p.len(), 1 + 2 + 1 + 1, "no EOF after the column definitions");
-    let types = [ColumnDefinition41::decode(&p[1]).unwrap().value_type(), ColumnDefinition41::decode(&p[2]).unwrap().value_type()];
+    let types = [
+        ColumnDefinition41::decode(&p[1]).unwrap().value_type(),
+        ColumnDefinition41::decode(&p[2]).unwrap().value_type(),
+    ];
     let row = decode_binary_row(&p[3], &types).unwrap();
     assert_eq!(row[0], BinaryValue::I64(i64::MAX));
     assert!(matches!(row[1], BinaryValue::DateTime(dt) if dt.micros == 500_000 && dt.second == 9));
@@ -172,7 +179,10 @@ fn variable_selects() {
 
 #[test]
 fn show_and_use() {
-    assert_eq!(classify("SHOW VARIABLES LIKE 'max_allowed%'"), Some(Emulation::ShowVariables(vec!["max_allowed%".into()])));
+    assert_eq!(
+        classify("SHOW VARIABLES LIKE 'max_allowed%'"),
+        Some(Emulation::ShowVariables(vec!["max_allowed%".into()]))
+    );
     assert_eq!(classify("SHOW SESSION VARIABLES"), Some(Emulation::ShowVariables(vec![])));
     assert_eq!(
         classify("SHOW VARIABLES WHERE Variable_name = 'a' OR Variable_name = 'b'"),

@@ -5,9 +5,7 @@
 //! sent as utf8mb4 (`utf8mb4_general_ci`, id 45, the collation the router greets bridged clients
 //! with); numbers, dates and bytea use the binary character set (63) like a MySQL server does.
 
-use crate::protocol::mysql::column::{
-    ColumnDefinition41, ColumnType, ValueType, BINARY_FLAG, BLOB_FLAG, NUM_FLAG,
-};
+use crate::protocol::mysql::column::{ColumnDefinition41, ColumnType, ValueType, BINARY_FLAG, BLOB_FLAG, NUM_FLAG};
 
 /// Collation id of `utf8mb4_general_ci`, used for every textual column.
 pub const UTF8MB4: u16 = 45;
@@ -146,7 +144,14 @@ pub fn map_type(type_oid: u32, typmod: i32) -> Column {
             Some((p, s)) => {
                 // Sign and decimal point count in the display length, as MySQL reports it.
                 let length = u32::from(p) + 1 + u32::from(s > 0);
-                column(ValueKind::Numeric, ColumnType::NEWDECIMAL, num, BINARY, length, u8::try_from(s).unwrap_or(NOT_FIXED))
+                column(
+                    ValueKind::Numeric,
+                    ColumnType::NEWDECIMAL,
+                    num,
+                    BINARY,
+                    length,
+                    u8::try_from(s).unwrap_or(NOT_FIXED),
+                )
             }
             None => column(ValueKind::Numeric, ColumnType::NEWDECIMAL, num, BINARY, 67, NOT_FIXED),
         },

@@ -84,7 +84,9 @@ pub fn decode_bytea(pg: &[u8], out: &mut Vec<u8>) {
     if let Some(hex) = pg.strip_prefix(b"\\x") {
         out.reserve(hex.len() / 2);
         for pair in hex.chunks_exact(2) {
-            if let (Some(hi), Some(lo)) = (pair.first().and_then(|c| hex_digit(*c)), pair.get(1).and_then(|c| hex_digit(*c))) {
+            if let (Some(hi), Some(lo)) =
+                (pair.first().and_then(|c| hex_digit(*c)), pair.get(1).and_then(|c| hex_digit(*c)))
+            {
                 out.push(hi << 4 | lo);
             }
         }
@@ -219,7 +221,11 @@ fn float_text(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+        if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
     } else {
         v.to_string()
     }

@@ -33,30 +33,23 @@ pub(crate) fn general(ck: &mut Checker<'_>, raw: &RawGeneral) -> General {
             Duration::from_secs(30),
             Zero::Allowed,
         ),
-        log_level: raw.log_level.as_ref().map_or_else(
-            || "info".to_string(),
-            |level| ck.non_empty(level, "general.log_level"),
-        ),
+        log_level: raw
+            .log_level
+            .as_ref()
+            .map_or_else(|| "info".to_string(), |level| ck.non_empty(level, "general.log_level")),
     }
 }
 
 fn cores(ck: &mut Checker<'_>, list: &Sp<Vec<Sp<i64>>>) -> Option<Vec<usize>> {
     if list.get_ref().is_empty() {
-        ck.report_at(
-            list,
-            "general.cores",
-            "cores must list at least one CPU id; omit the key to use every CPU",
-        );
+        ck.report_at(list, "general.cores", "cores must list at least one CPU id; omit the key to use every CPU");
         return None;
     }
     let mut seen = HashSet::new();
     let mut ids = Vec::with_capacity(list.get_ref().len());
     for (i, id) in list.get_ref().iter().enumerate() {
         let path = format!("general.cores[{i}]");
-        let Some(cpu) = ck
-            .int_in(&Some(id.clone()), &path, 0, MAX_CPU_ID)
-            .and_then(|n| usize::try_from(n).ok())
-        else {
+        let Some(cpu) = ck.int_in(&Some(id.clone()), &path, 0, MAX_CPU_ID).and_then(|n| usize::try_from(n).ok()) else {
             continue;
         };
         if !seen.insert(cpu) {
@@ -69,17 +62,12 @@ fn cores(ck: &mut Checker<'_>, list: &Sp<Vec<Sp<i64>>>) -> Option<Vec<usize>> {
 
 /// Converts every `[[listeners]]` entry, in file order.
 pub(crate) fn listeners(ck: &mut Checker<'_>, raw: &[Sp<RawListener>]) -> Vec<Listener> {
-    raw.iter()
-        .enumerate()
-        .map(|(i, l)| listener(ck, i, l.get_ref()))
-        .collect()
+    raw.iter().enumerate().map(|(i, l)| listener(ck, i, l.get_ref())).collect()
 }
 
 fn listener(ck: &mut Checker<'_>, index: usize, raw: &RawListener) -> Listener {
     let base = format!("listeners[{index}]");
-    let protocol = ck
-        .parse_keyword(&raw.protocol, &format!("{base}.protocol"))
-        .unwrap_or(Protocol::Postgres);
+    let protocol = ck.parse_keyword(&raw.protocol, &format!("{base}.protocol")).unwrap_or(Protocol::Postgres);
     let name = match &raw.name {
         Some(name) => {
             if !is_identifier(name.get_ref()) {
@@ -98,22 +86,13 @@ fn listener(ck: &mut Checker<'_>, index: usize, raw: &RawListener) -> Listener {
     let auth_path = format!("{base}.auth_method");
     let auth_method = match (&raw.auth_method, protocol) {
         (Some(method), Protocol::MySql) => {
-            ck.report_at(
-                method,
-                &auth_path,
-                "auth_method applies only to postgres listeners",
-            );
+            ck.report_at(method, &auth_path, "auth_method applies only to postgres listeners");
             ClientAuth::ScramSha256
         }
         (method, _) => ck.keyword(method, &auth_path, ClientAuth::ScramSha256),
     };
     let max_client_connections = ck
-        .int_in(
-            &raw.max_client_connections,
-            &format!("{base}.max_client_connections"),
-            1,
-            i64::from(u32::MAX),
-        )
+        .int_in(&raw.max_client_connections, &format!("{base}.max_client_connections"), 1, i64::from(u32::MAX))
         .and_then(|n| u32::try_from(n).ok())
         .and_then(NonZeroU32::new);
     Listener {
@@ -123,11 +102,7 @@ fn listener(ck: &mut Checker<'_>, index: usize, raw: &RawListener) -> Listener {
         allow_anonymous: raw.allow_anonymous.unwrap_or(false),
         auth_method,
         max_client_connections,
-        max_message_size: message_size(
-            ck,
-            &raw.max_message_size,
-            &format!("{base}.max_message_size"),
-        ),
+        max_message_size: message_size(ck, &raw.max_message_size, &format!("{base}.max_message_size")),
     }
 }
 
@@ -137,11 +112,7 @@ fn message_size(ck: &mut Checker<'_>, raw: &Option<Sp<String>>, path: &str) -> u
         Some(value) => match parse_size(value.get_ref()) {
             Ok(n) if (MIN_MESSAGE_SIZE..=MAX_MESSAGE_SIZE).contains(&n) => n,
             Ok(_) => {
-                ck.report_at(
-                    value,
-                    path,
-                    "max_message_size must be between 1KiB and 1GiB",
-                );
+                ck.report_at(value, path, "max_message_size must be between 1KiB and 1GiB");
                 DEFAULT_MESSAGE_SIZE
             }
             Err(message) => {
@@ -155,21 +126,14 @@ fn message_size(ck: &mut Checker<'_>, raw: &Option<Sp<String>>, path: &str) -> u
 }
 
 /// Parses an `IP:port` string; host names are refused because binding must not depend on DNS.
-pub(crate) fn socket_addr(
-    ck: &mut Checker<'_>,
-    raw: &Sp<String>,
-    path: &str,
-) -> Option<SocketAddr> {
+pub(crate) fn socket_addr(ck: &mut Checker<'_>, raw: &Sp<String>, path: &str) -> Option<SocketAddr> {
     match raw.get_ref().trim().parse() {
         Ok(addr) => Some(addr),
         Err(_) => {
             ck.report_at(
                 raw,
                 path,
-                format!(
-                    "invalid address \"{}\": expected IP:port such as 127.0.0.1:6432 or [::1]:6432",
-                    raw.get_ref()
-                ),
+                format!("invalid address \"{}\": expected IP:port such as 127.0.0.1:6432 or [::1]:6432", raw.get_ref()),
             );
             None
         }
@@ -198,20 +162,17 @@ pub(crate) fn metrics(ck: &mut Checker<'_>, raw: &RawMetrics) -> Metrics {
             }
             Some(addr) => {
                 if enabled && !is_loopback(&addr) && raw.admin_token.is_none() {
-                    ck.report_at(value, "metrics.bind", "a non-loopback metrics bind exposes the admin API: set metrics.admin_token");
+                    ck.report_at(
+                        value,
+                        "metrics.bind",
+                        "a non-loopback metrics bind exposes the admin API: set metrics.admin_token",
+                    );
                 }
                 addr
             }
             None => DEFAULT_METRICS_BIND,
         },
     };
-    let admin_token = raw
-        .admin_token
-        .as_ref()
-        .map(|token| ck.non_empty(token, "metrics.admin_token"));
-    Metrics {
-        enabled,
-        bind,
-        admin_token,
-    }
+    let admin_token = raw.admin_token.as_ref().map(|token| ck.non_empty(token, "metrics.admin_token"));
+    Metrics { enabled, bind, admin_token }
 }

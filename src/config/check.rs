@@ -30,22 +30,13 @@ pub(crate) struct Checker<'a> {
 impl<'a> Checker<'a> {
     /// A collector for `text`.
     pub(crate) fn new(text: &'a str) -> Self {
-        Checker {
-            text,
-            index: LineIndex::new(text),
-            issues: Vec::new(),
-        }
+        Checker { text, index: LineIndex::new(text), issues: Vec::new() }
     }
 
     /// Records an issue at a byte offset.
     pub(crate) fn report(&mut self, offset: usize, path: &str, message: impl Into<String>) {
         let (line, column) = self.index.position(offset);
-        self.issues.push(ConfigIssue {
-            line,
-            column,
-            path: path.to_string(),
-            message: message.into(),
-        });
+        self.issues.push(ConfigIssue { line, column, path: path.to_string(), message: message.into() });
     }
 
     /// Records an issue at the start of a spanned value.
@@ -92,11 +83,7 @@ impl<'a> Checker<'a> {
     }
 
     /// A required keyword (enum) value; an invalid one is reported and read as absent.
-    pub(crate) fn parse_keyword<T: FromStr<Err = String>>(
-        &mut self,
-        value: &Sp<String>,
-        path: &str,
-    ) -> Option<T> {
+    pub(crate) fn parse_keyword<T: FromStr<Err = String>>(&mut self, value: &Sp<String>, path: &str) -> Option<T> {
         match value.get_ref().parse() {
             Ok(parsed) => Some(parsed),
             Err(message) => {
@@ -118,20 +105,11 @@ impl<'a> Checker<'a> {
     }
 
     /// An optional duration; invalid values are reported and read as absent.
-    pub(crate) fn opt_duration(
-        &mut self,
-        value: &Option<Sp<String>>,
-        path: &str,
-        zero: Zero,
-    ) -> Option<Duration> {
+    pub(crate) fn opt_duration(&mut self, value: &Option<Sp<String>>, path: &str, zero: Zero) -> Option<Duration> {
         let value = value.as_ref()?;
         match parse_duration(value.get_ref()) {
             Ok(d) if d.is_zero() && zero == Zero::Refused => {
-                self.report_at(
-                    value,
-                    path,
-                    format!("{} must be greater than 0s", leaf(path)),
-                );
+                self.report_at(value, path, format!("{} must be greater than 0s", leaf(path)));
                 None
             }
             Ok(d) => Some(d),
@@ -143,21 +121,11 @@ impl<'a> Checker<'a> {
     }
 
     /// An integer within `min..=max`; out-of-range values are reported and read as absent.
-    pub(crate) fn int_in(
-        &mut self,
-        value: &Option<Sp<i64>>,
-        path: &str,
-        min: i64,
-        max: i64,
-    ) -> Option<i64> {
+    pub(crate) fn int_in(&mut self, value: &Option<Sp<i64>>, path: &str, min: i64, max: i64) -> Option<i64> {
         let value = value.as_ref()?;
         let n = *value.get_ref();
         if n < min {
-            self.report_at(
-                value,
-                path,
-                format!("{} must be at least {min}", leaf(path)),
-            );
+            self.report_at(value, path, format!("{} must be at least {min}", leaf(path)));
             None
         } else if n > max {
             self.report_at(value, path, format!("{} must be at most {max}", leaf(path)));
@@ -168,25 +136,14 @@ impl<'a> Checker<'a> {
     }
 
     /// A `u32` count of at least `min`, or `default`.
-    pub(crate) fn count(
-        &mut self,
-        value: &Option<Sp<i64>>,
-        path: &str,
-        min: u32,
-        default: u32,
-    ) -> u32 {
+    pub(crate) fn count(&mut self, value: &Option<Sp<i64>>, path: &str, min: u32, default: u32) -> u32 {
         self.int_in(value, path, i64::from(min), i64::from(u32::MAX))
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(default)
     }
 
     /// A count that must be at least 1, or `default`.
-    pub(crate) fn nonzero(
-        &mut self,
-        value: &Option<Sp<i64>>,
-        path: &str,
-        default: NonZeroU32,
-    ) -> NonZeroU32 {
+    pub(crate) fn nonzero(&mut self, value: &Option<Sp<i64>>, path: &str, default: NonZeroU32) -> NonZeroU32 {
         NonZeroU32::new(self.count(value, path, 1, default.get())).unwrap_or(default)
     }
 
@@ -207,10 +164,7 @@ pub(crate) fn leaf(path: &str) -> &str {
 
 /// Whether a pool or listener name is usable as a metrics label and a URL segment.
 pub(crate) fn is_identifier(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// `NonZeroU32` from a constant known to be non-zero, without a panic path.

@@ -18,12 +18,12 @@ mod value;
 
 pub use error::{ConfigErrors, ConfigIssue};
 pub use model::{
-    Backend, CacheConfig, General, HealthCheck, Listener, Metrics, PatternRule, Pool, PoolLimits,
-    PoolTimeouts, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
+    Backend, CacheConfig, General, HealthCheck, Listener, Metrics, PatternRule, Pool, PoolLimits, PoolTimeouts,
+    RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
 };
 pub use value::{
-    parse_duration, parse_size, ClientAuth, NormalizationStrategy, PatternKind, PoolMode, Protocol,
-    ReadYourWrites, ReplicaFallback,
+    parse_duration, parse_size, ClientAuth, NormalizationStrategy, PatternKind, PoolMode, Protocol, ReadYourWrites,
+    ReplicaFallback,
 };
 
 use check::Checker;
@@ -67,19 +67,13 @@ impl Config {
         if ck.is_clean() {
             Ok(config)
         } else {
-            Err(ConfigErrors {
-                file: file.to_string(),
-                issues: ck.into_issues(),
-            })
+            Err(ConfigErrors { file: file.to_string(), issues: ck.into_issues() })
         }
     }
 
     /// The pool with this name.
     pub fn pool(&self, name: &str) -> Option<&Pool> {
-        self.pools
-            .binary_search_by(|p| p.name.as_str().cmp(name))
-            .ok()
-            .and_then(|i| self.pools.get(i))
+        self.pools.binary_search_by(|p| p.name.as_str().cmp(name)).ok().and_then(|i| self.pools.get(i))
     }
 
     /// The whole configuration, defaults filled in, as TOML that [`Config::parse`] accepts, with

@@ -6,8 +6,7 @@ use std::num::{NonZeroU32, NonZeroUsize};
 use std::time::Duration;
 
 use super::value::{
-    ClientAuth, NormalizationStrategy, PatternKind, PoolMode, Protocol, ReadYourWrites,
-    ReplicaFallback,
+    ClientAuth, NormalizationStrategy, PatternKind, PoolMode, Protocol, ReadYourWrites, ReplicaFallback,
 };
 
 /// `[general]`: process-wide settings.

@@ -11,34 +11,19 @@ use super::raw::{RawBackend, RawHealth, RawPool, RawRetry, Sp};
 use super::value::{parse_duration, PoolMode, Protocol};
 
 /// Converts every pool; the map is ordered, so the result is sorted by name.
-pub(crate) fn pools(
-    ck: &mut Checker<'_>,
-    raw: &BTreeMap<String, RawPool>,
-    default_mode: PoolMode,
-) -> Vec<Pool> {
-    raw.iter()
-        .map(|(name, pool)| convert(ck, name, pool, default_mode))
-        .collect()
+pub(crate) fn pools(ck: &mut Checker<'_>, raw: &BTreeMap<String, RawPool>, default_mode: PoolMode) -> Vec<Pool> {
+    raw.iter().map(|(name, pool)| convert(ck, name, pool, default_mode)).collect()
 }
 
 fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMode) -> Pool {
     let base = format!("pools.{name}");
     if !is_identifier(name) {
-        ck.report_table(
-            &["pools", name],
-            &base,
-            "pool names may contain only ASCII letters, digits, '_' and '-'",
-        );
+        ck.report_table(&["pools", name], &base, "pool names may contain only ASCII letters, digits, '_' and '-'");
     }
-    let mode = ck
-        .opt_keyword(&raw.mode, &format!("{base}.mode"))
-        .unwrap_or(default_mode);
+    let mode = ck.opt_keyword(&raw.mode, &format!("{base}.mode")).unwrap_or(default_mode);
     let protocol: Option<Protocol> = ck.opt_keyword(&raw.protocol, &format!("{base}.protocol"));
     let raw_passthrough = raw.raw_passthrough.as_ref().is_some_and(|v| *v.get_ref());
-    if let (Some(flag), Some(_)) = (
-        raw.raw_passthrough.as_ref().filter(|v| *v.get_ref()),
-        &raw.protocol,
-    ) {
+    if let (Some(flag), Some(_)) = (raw.raw_passthrough.as_ref().filter(|v| *v.get_ref()), &raw.protocol) {
         ck.report_at(
             flag,
             &format!("{base}.raw_passthrough"),
@@ -46,20 +31,14 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         );
     }
     let local_infile = raw.local_infile.as_ref().is_some_and(|v| *v.get_ref());
-    if let (Some(flag), Some(_)) = (
-        raw.local_infile.as_ref().filter(|v| *v.get_ref()),
-        &raw.protocol,
-    ) {
+    if let (Some(flag), Some(_)) = (raw.local_infile.as_ref().filter(|v| *v.get_ref()), &raw.protocol) {
         ck.report_at(
             flag,
             &format!("{base}.local_infile"),
             "local_infile cannot be combined with a protocol override: LOAD DATA LOCAL INFILE exists only between MySQL clients and MySQL servers",
         );
     }
-    let username = raw
-        .username
-        .as_ref()
-        .map(|u| ck.non_empty(u, &format!("{base}.username")));
+    let username = raw.username.as_ref().map(|u| ck.non_empty(u, &format!("{base}.username")));
     let database = match &raw.database {
         Some(db) => ck.non_empty(db, &format!("{base}.database")),
         None => name.to_string(),
@@ -76,24 +55,12 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         timeouts: timeouts(ck, &base, raw),
         raw_passthrough,
         local_infile,
-        retry: retry(
-            ck,
-            &format!("{base}.retry"),
-            raw.retry.as_ref().unwrap_or(&RawRetry::default()),
-        ),
-        health: health(
-            ck,
-            &format!("{base}.health"),
-            raw.health.as_ref().unwrap_or(&RawHealth::default()),
-        ),
+        retry: retry(ck, &format!("{base}.retry"), raw.retry.as_ref().unwrap_or(&RawRetry::default())),
+        health: health(ck, &format!("{base}.health"), raw.health.as_ref().unwrap_or(&RawHealth::default())),
     }
 }
 
-fn backends(
-    ck: &mut Checker<'_>,
-    pool: &str,
-    raw: &Option<Sp<Vec<Sp<RawBackend>>>>,
-) -> Vec<Backend> {
+fn backends(ck: &mut Checker<'_>, pool: &str, raw: &Option<Sp<Vec<Sp<RawBackend>>>>) -> Vec<Backend> {
     let path = format!("pools.{pool}.backends");
     let Some(list) = raw else {
         ck.report_table(&["pools", pool], &path, "a pool needs at least one backend");
@@ -110,10 +77,7 @@ fn backends(
             ck.report_at(
                 entry,
                 &format!("{path}[{i}]"),
-                format!(
-                    "backend {}:{} is listed twice in this pool",
-                    backend.host, backend.port
-                ),
+                format!("backend {}:{} is listed twice in this pool", backend.host, backend.port),
             );
         }
         out.push(backend);
@@ -124,51 +88,29 @@ fn backends(
 fn backend(ck: &mut Checker<'_>, base: &str, raw: &RawBackend) -> Backend {
     let host = ck.non_empty(&raw.host, &format!("{base}.host"));
     let port = ck
-        .int_in(
-            &Some(raw.port.clone()),
-            &format!("{base}.port"),
-            1,
-            i64::from(u16::MAX),
-        )
+        .int_in(&Some(raw.port.clone()), &format!("{base}.port"), 1, i64::from(u16::MAX))
         .and_then(|p| u16::try_from(p).ok())
         .unwrap_or(0);
     Backend {
         host,
         port,
         weight: ck.nonzero(&raw.weight, &format!("{base}.weight"), nz(1)),
-        max_replica_lag: ck.opt_duration(
-            &raw.max_replica_lag,
-            &format!("{base}.max_replica_lag"),
-            Zero::Allowed,
-        ),
+        max_replica_lag: ck.opt_duration(&raw.max_replica_lag, &format!("{base}.max_replica_lag"), Zero::Allowed),
         max_replica_lag_bytes: ck
-            .int_in(
-                &raw.max_replica_lag_bytes,
-                &format!("{base}.max_replica_lag_bytes"),
-                0,
-                i64::MAX,
-            )
+            .int_in(&raw.max_replica_lag_bytes, &format!("{base}.max_replica_lag_bytes"), 0, i64::MAX)
             .and_then(|n| u64::try_from(n).ok()),
     }
 }
 
 fn limits(ck: &mut Checker<'_>, base: &str, raw: &RawPool) -> PoolLimits {
-    let min_connections = ck.count(
-        &raw.min_connections,
-        &format!("{base}.min_connections"),
-        0,
-        1,
-    );
-    let max_connections = ck.nonzero(
-        &raw.max_connections,
-        &format!("{base}.max_connections"),
-        nz(10),
-    );
+    let min_connections = ck.count(&raw.min_connections, &format!("{base}.min_connections"), 0, 1);
+    let max_connections = ck.nonzero(&raw.max_connections, &format!("{base}.max_connections"), nz(10));
     // Compare only values that came out valid, so one bad number yields one issue.
     let min_ok = raw.min_connections.as_ref().is_none_or(|v| *v.get_ref() >= 0);
     let max_ok = raw.max_connections.as_ref().is_none_or(|v| *v.get_ref() >= 1);
     if min_ok && max_ok && max_connections.get() < min_connections {
-        let message = format!("max_connections ({max_connections}) must be at least min_connections ({min_connections})");
+        let message =
+            format!("max_connections ({max_connections}) must be at least min_connections ({min_connections})");
         match (&raw.max_connections, &raw.min_connections) {
             (Some(max), _) => ck.report_at(max, &format!("{base}.max_connections"), message),
             (None, Some(min)) => ck.report_at(min, &format!("{base}.min_connections"), message),
@@ -194,23 +136,14 @@ fn timeouts(ck: &mut Checker<'_>, base: &str, raw: &RawPool) -> PoolTimeouts {
             Duration::from_secs(30),
             Zero::Refused,
         ),
-        idle: ck.duration(
-            &raw.idle_timeout,
-            &format!("{base}.idle_timeout"),
-            Duration::from_secs(600),
-            Zero::Refused,
-        ),
+        idle: ck.duration(&raw.idle_timeout, &format!("{base}.idle_timeout"), Duration::from_secs(600), Zero::Refused),
         connect: ck.duration(
             &raw.connect_timeout,
             &format!("{base}.connect_timeout"),
             Duration::from_secs(10),
             Zero::Refused,
         ),
-        query: ck.opt_duration(
-            &raw.query_timeout,
-            &format!("{base}.query_timeout"),
-            Zero::Refused,
-        ),
+        query: ck.opt_duration(&raw.query_timeout, &format!("{base}.query_timeout"), Zero::Refused),
         idle_transaction: ck.opt_duration(
             &raw.idle_transaction_timeout,
             &format!("{base}.idle_transaction_timeout"),
@@ -235,47 +168,20 @@ pub(crate) fn retry(ck: &mut Checker<'_>, base: &str, raw: &RawRetry) -> RetryPo
         }
     }
     RetryPolicy {
-        maximum_attempts: ck.nonzero(
-            &raw.maximum_attempts,
-            &format!("{base}.maximum_attempts"),
-            nz(1),
-        ),
+        maximum_attempts: ck.nonzero(&raw.maximum_attempts, &format!("{base}.maximum_attempts"), nz(1)),
         backoff_base,
         backoff_max,
         jitter: raw.jitter.unwrap_or(true),
-        deadline: ck.duration(
-            &raw.deadline,
-            &format!("{base}.deadline"),
-            Duration::from_secs(5),
-            Zero::Refused,
-        ),
+        deadline: ck.duration(&raw.deadline, &format!("{base}.deadline"), Duration::from_secs(5), Zero::Refused),
         notify_client: raw.notify_client.unwrap_or(false),
     }
 }
 
 fn health(ck: &mut Checker<'_>, base: &str, raw: &RawHealth) -> HealthCheck {
     HealthCheck {
-        interval: ck.duration(
-            &raw.interval,
-            &format!("{base}.interval"),
-            Duration::from_secs(2),
-            Zero::Refused,
-        ),
-        timeout: ck.duration(
-            &raw.timeout,
-            &format!("{base}.timeout"),
-            Duration::from_secs(1),
-            Zero::Refused,
-        ),
-        failure_threshold: ck.nonzero(
-            &raw.failure_threshold,
-            &format!("{base}.failure_threshold"),
-            nz(3),
-        ),
-        success_threshold: ck.nonzero(
-            &raw.success_threshold,
-            &format!("{base}.success_threshold"),
-            nz(2),
-        ),
+        interval: ck.duration(&raw.interval, &format!("{base}.interval"), Duration::from_secs(2), Zero::Refused),
+        timeout: ck.duration(&raw.timeout, &format!("{base}.timeout"), Duration::from_secs(1), Zero::Refused),
+        failure_threshold: ck.nonzero(&raw.failure_threshold, &format!("{base}.failure_threshold"), nz(3)),
+        success_threshold: ck.nonzero(&raw.success_threshold, &format!("{base}.success_threshold"), nz(2)),
     }
 }

@@ -17,15 +17,8 @@ const REDACTED: &str = "***";
 pub(crate) fn redacted_toml(config: &Config) -> String {
     let mut root = Table::new();
     root.insert("general".into(), Value::Table(general(config)));
-    root.insert(
-        "listeners".into(),
-        Value::Array(config.listeners.iter().map(listener).collect()),
-    );
-    let pools: Table = config
-        .pools
-        .iter()
-        .map(|p| (p.name.clone(), pool(p)))
-        .collect();
+    root.insert("listeners".into(), Value::Array(config.listeners.iter().map(listener).collect()));
+    let pools: Table = config.pools.iter().map(|p| (p.name.clone(), pool(p))).collect();
     root.insert("pools".into(), Value::Table(pools));
     root.insert("routing".into(), Value::Table(routing(&config.routing)));
     let translations = config.translations.iter().map(|t| {
@@ -68,24 +61,14 @@ fn listener(listener: &Listener) -> Value {
     put_str(&mut table, "name", &listener.name);
     put_str(&mut table, "protocol", listener.protocol.as_str());
     put_str(&mut table, "bind", &listener.bind.to_string());
-    table.insert(
-        "allow_anonymous".into(),
-        Value::Boolean(listener.allow_anonymous),
-    );
+    table.insert("allow_anonymous".into(), Value::Boolean(listener.allow_anonymous));
     if listener.protocol == Protocol::Postgres {
         put_str(&mut table, "auth_method", listener.auth_method.as_str());
     }
     if let Some(max) = listener.max_client_connections {
-        table.insert(
-            "max_client_connections".into(),
-            Value::Integer(i64::from(max.get())),
-        );
+        table.insert("max_client_connections".into(), Value::Integer(i64::from(max.get())));
     }
-    put_str(
-        &mut table,
-        "max_message_size",
-        &format_size(u64::try_from(listener.max_message_size).unwrap_or(u64::MAX)),
-    );
+    put_str(&mut table, "max_message_size", &format_size(u64::try_from(listener.max_message_size).unwrap_or(u64::MAX)));
     Value::Table(table)
 }
 
@@ -102,23 +85,11 @@ fn pool(pool: &Pool) -> Value {
         put_str(&mut table, "password", REDACTED);
     }
     put_str(&mut table, "database", &pool.database);
-    table.insert(
-        "backends".into(),
-        Value::Array(pool.backends.iter().map(backend).collect()),
-    );
-    table.insert(
-        "min_connections".into(),
-        Value::Integer(i64::from(pool.limits.min_connections)),
-    );
-    table.insert(
-        "max_connections".into(),
-        Value::Integer(i64::from(pool.limits.max_connections.get())),
-    );
+    table.insert("backends".into(), Value::Array(pool.backends.iter().map(backend).collect()));
+    table.insert("min_connections".into(), Value::Integer(i64::from(pool.limits.min_connections)));
+    table.insert("max_connections".into(), Value::Integer(i64::from(pool.limits.max_connections.get())));
     let max_prepared = i64::from(pool.limits.max_prepared_statements.get());
-    table.insert(
-        "max_prepared_statements".into(),
-        Value::Integer(max_prepared),
-    );
+    table.insert("max_prepared_statements".into(), Value::Integer(max_prepared));
     put_duration(&mut table, "acquire_timeout", pool.timeouts.acquire);
     put_duration(&mut table, "idle_timeout", pool.timeouts.idle);
     put_duration(&mut table, "connect_timeout", pool.timeouts.connect);
@@ -128,24 +99,15 @@ fn pool(pool: &Pool) -> Value {
     if let Some(idle) = pool.timeouts.idle_transaction {
         put_duration(&mut table, "idle_transaction_timeout", idle);
     }
-    table.insert(
-        "raw_passthrough".into(),
-        Value::Boolean(pool.raw_passthrough),
-    );
+    table.insert("raw_passthrough".into(), Value::Boolean(pool.raw_passthrough));
     table.insert("local_infile".into(), Value::Boolean(pool.local_infile));
     table.insert("retry".into(), Value::Table(retry(&pool.retry)));
     let health = &pool.health;
     let mut h = Table::new();
     put_duration(&mut h, "interval", health.interval);
     put_duration(&mut h, "timeout", health.timeout);
-    h.insert(
-        "failure_threshold".into(),
-        Value::Integer(i64::from(health.failure_threshold.get())),
-    );
-    h.insert(
-        "success_threshold".into(),
-        Value::Integer(i64::from(health.success_threshold.get())),
-    );
+    h.insert("failure_threshold".into(), Value::Integer(i64::from(health.failure_threshold.get())));
+    h.insert("success_threshold".into(), Value::Integer(i64::from(health.success_threshold.get())));
     table.insert("health".into(), Value::Table(h));
     Value::Table(table)
 }
@@ -154,10 +116,7 @@ fn backend(backend: &Backend) -> Value {
     let mut table = Table::new();
     put_str(&mut table, "host", &backend.host);
     table.insert("port".into(), Value::Integer(i64::from(backend.port)));
-    table.insert(
-        "weight".into(),
-        Value::Integer(i64::from(backend.weight.get())),
-    );
+    table.insert("weight".into(), Value::Integer(i64::from(backend.weight.get())));
     if let Some(lag) = backend.max_replica_lag {
         put_duration(&mut table, "max_replica_lag", lag);
     }
@@ -179,27 +138,12 @@ fn routing(routing: &Routing) -> Table {
             put_str(&mut table, key, value);
         }
     }
-    table.insert(
-        "read_write_split".into(),
-        Value::Boolean(routing.read_write_split),
-    );
-    put_str(
-        &mut table,
-        "read_your_writes",
-        &routing.read_your_writes.to_string(),
-    );
-    put_str(
-        &mut table,
-        "replica_fallback",
-        routing.replica_fallback.as_str(),
-    );
+    table.insert("read_write_split".into(), Value::Boolean(routing.read_write_split));
+    put_str(&mut table, "read_your_writes", &routing.read_your_writes.to_string());
+    put_str(&mut table, "replica_fallback", routing.replica_fallback.as_str());
     let mut cache = Table::new();
     cache.insert("enabled".into(), Value::Boolean(routing.cache.enabled));
-    put_str(
-        &mut cache,
-        "normalization_strategy",
-        routing.cache.normalization_strategy.as_str(),
-    );
+    put_str(&mut cache, "normalization_strategy", routing.cache.normalization_strategy.as_str());
     cache.insert("size".into(), Value::Integer(int(routing.cache.size.get())));
     table.insert("cache".into(), Value::Table(cache));
     let patterns = routing.pattern_rules.iter().map(|rule| {
@@ -215,21 +159,14 @@ fn routing(routing: &Routing) -> Table {
         Value::Table(t)
     });
     table.insert("pattern_rules".into(), Value::Array(patterns.collect()));
-    table.insert(
-        "rules".into(),
-        Value::Array(routing.rules.iter().map(regex_rule).collect()),
-    );
+    table.insert("rules".into(), Value::Array(routing.rules.iter().map(regex_rule).collect()));
     table
 }
 
 fn regex_rule(rule: &RegexRule) -> Value {
     let mut t = Table::new();
     put_str(&mut t, "name", &rule.name);
-    for (key, value) in [
-        ("pattern", &rule.pattern),
-        ("user", &rule.user),
-        ("database", &rule.database),
-    ] {
+    for (key, value) in [("pattern", &rule.pattern), ("user", &rule.user), ("database", &rule.database)] {
         if let Some(value) = value {
             put_str(&mut t, key, value);
         }
@@ -248,10 +185,7 @@ fn regex_rule(rule: &RegexRule) -> Value {
 /// A pool's `[pools.<name>.retry]` or a rule's `retry = { ... }`.
 fn retry(retry: &RetryPolicy) -> Table {
     let mut r = Table::new();
-    r.insert(
-        "maximum_attempts".into(),
-        Value::Integer(i64::from(retry.maximum_attempts.get())),
-    );
+    r.insert("maximum_attempts".into(), Value::Integer(i64::from(retry.maximum_attempts.get())));
     put_duration(&mut r, "backoff_base", retry.backoff_base);
     put_duration(&mut r, "backoff_max", retry.backoff_max);
     r.insert("jitter".into(), Value::Boolean(retry.jitter));

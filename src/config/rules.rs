@@ -45,16 +45,8 @@ pub(crate) fn routing(ck: &mut Checker<'_>, raw: &RawRouting) -> Routing {
         read_pool: name(&raw.read_pool),
         write_pool: name(&raw.write_pool),
         mysql_default_pool: name(&raw.mysql_default_pool),
-        read_your_writes: ck.keyword(
-            &raw.read_your_writes,
-            "routing.read_your_writes",
-            ReadYourWrites::Session,
-        ),
-        replica_fallback: ck.keyword(
-            &raw.replica_fallback,
-            "routing.replica_fallback",
-            ReplicaFallback::Primary,
-        ),
+        read_your_writes: ck.keyword(&raw.read_your_writes, "routing.read_your_writes", ReadYourWrites::Session),
+        replica_fallback: ck.keyword(&raw.replica_fallback, "routing.replica_fallback", ReplicaFallback::Primary),
         cache: cache(ck, raw.cache.as_ref().unwrap_or(&RawCache::default())),
         pattern_rules,
         rules,
@@ -80,24 +72,12 @@ fn cache(ck: &mut Checker<'_>, raw: &RawCache) -> CacheConfig {
 
 /// Rule names share one namespace across both rule lists: they are the decision reason shown
 /// in logs and the admin API, so two rules with one name would be indistinguishable.
-fn unique_name(
-    ck: &mut Checker<'_>,
-    names: &mut HashMap<String, String>,
-    name: &Sp<String>,
-    path: &str,
-) {
+fn unique_name(ck: &mut Checker<'_>, names: &mut HashMap<String, String>, name: &Sp<String>, path: &str) {
     let name_path = format!("{path}.name");
     if name.get_ref().trim().is_empty() {
         ck.report_at(name, &name_path, "name must not be empty");
     } else if let Some(first) = names.get(name.get_ref()) {
-        ck.report_at(
-            name,
-            &name_path,
-            format!(
-                "duplicate rule name `{}` (first used by {first})",
-                name.get_ref()
-            ),
-        );
+        ck.report_at(name, &name_path, format!("duplicate rule name `{}` (first used by {first})", name.get_ref()));
     } else {
         names.insert(name.get_ref().clone(), path.to_string());
     }
@@ -110,19 +90,11 @@ fn pattern_rule(ck: &mut Checker<'_>, path: &str, rule: &Sp<RawPatternRule>) -> 
     let pattern = raw.pattern.get_ref();
     match kind {
         Some(PatternKind::Template) if pattern.trim().is_empty() => {
-            ck.report_at(
-                &raw.pattern,
-                &pattern_path,
-                "a template pattern must not be empty",
-            );
+            ck.report_at(&raw.pattern, &pattern_path, "a template pattern must not be empty");
         }
         Some(PatternKind::Regex) => check_regex(ck, &raw.pattern, &pattern_path),
         Some(PatternKind::Hash) if pattern.trim().parse::<u64>().is_err() => {
-            ck.report_at(
-                &raw.pattern,
-                &pattern_path,
-                "a hash pattern must be a decimal u64 fingerprint",
-            );
+            ck.report_at(&raw.pattern, &pattern_path, "a hash pattern must be a decimal u64 fingerprint");
         }
         _ => {}
     }
@@ -141,16 +113,8 @@ fn regex_rule(ck: &mut Checker<'_>, path: &str, rule: &Sp<RawRegexRule>) -> Rege
     if let Some(pattern) = &raw.pattern {
         check_regex(ck, pattern, &format!("{path}.pattern"));
     }
-    if raw.pattern.is_none()
-        && raw.user.is_none()
-        && raw.database.is_none()
-        && raw.protocol.is_none()
-    {
-        ck.report_at(
-            rule,
-            path,
-            "a rule needs at least one matcher: pattern, user, database or protocol",
-        );
+    if raw.pattern.is_none() && raw.user.is_none() && raw.database.is_none() && raw.protocol.is_none() {
+        ck.report_at(rule, path, "a rule needs at least one matcher: pattern, user, database or protocol");
     }
     let text = |v: &Option<Sp<String>>| v.as_ref().map(|s| s.get_ref().clone());
     RegexRule {
@@ -169,12 +133,7 @@ fn check_regex(ck: &mut Checker<'_>, pattern: &Sp<String>, path: &str) {
     if let Err(err) = regex::Regex::new(pattern.get_ref()) {
         // regex errors draw a multi-line caret diagram; its last line is the actual reason.
         let text = err.to_string();
-        let reason = text
-            .lines()
-            .last()
-            .unwrap_or(&text)
-            .trim()
-            .trim_start_matches("error: ");
+        let reason = text.lines().last().unwrap_or(&text).trim().trim_start_matches("error: ");
         ck.report_at(pattern, path, format!("invalid regex: {reason}"));
     }
 }
@@ -214,20 +173,19 @@ fn rule_retry(
         ck.report_at(raw, &base, "retry needs a rule with a pool: a rejected statement runs nowhere");
     }
     if raw.get_ref().maximum_attempts.is_none() {
-        ck.report_at(raw, &format!("{base}.maximum_attempts"), "required in a rule's retry (2 or more retries, 1 turns the pool's retry off for this rule)");
+        ck.report_at(
+            raw,
+            &format!("{base}.maximum_attempts"),
+            "required in a rule's retry (2 or more retries, 1 turns the pool's retry off for this rule)",
+        );
     }
     Some(super::pool::retry(ck, &base, raw.get_ref()))
 }
 
 fn priority(ck: &mut Checker<'_>, path: &str, raw: &Option<Sp<i64>>) -> i32 {
-    ck.int_in(
-        raw,
-        &format!("{path}.priority"),
-        i64::from(i32::MIN),
-        i64::from(i32::MAX),
-    )
-    .and_then(|n| i32::try_from(n).ok())
-    .unwrap_or(0)
+    ck.int_in(raw, &format!("{path}.priority"), i64::from(i32::MIN), i64::from(i32::MAX))
+        .and_then(|n| i32::try_from(n).ok())
+        .unwrap_or(0)
 }
 
 /// Converts `[[translation.rules]]`, in file order.
@@ -240,8 +198,7 @@ pub(crate) fn translations(ck: &mut Checker<'_>, raw: &RawTranslation) -> Vec<Tr
             let rule = rule.get_ref();
             TranslationRule {
                 original_sql: ck.non_empty(&rule.original_sql, &format!("{path}.original_sql")),
-                translated_sql: ck
-                    .non_empty(&rule.translated_sql, &format!("{path}.translated_sql")),
+                translated_sql: ck.non_empty(&rule.translated_sql, &format!("{path}.translated_sql")),
                 target_pool: rule.target_pool.get_ref().clone(),
             }
         })

@@ -27,16 +27,9 @@ impl<'a> LineIndex<'a> {
     /// end clamp to the end of the text.
     pub(crate) fn position(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
-        let line = self
-            .line_starts
-            .partition_point(|&start| start <= offset)
-            .max(1);
+        let line = self.line_starts.partition_point(|&start| start <= offset).max(1);
         let start = self.line_starts.get(line - 1).copied().unwrap_or(0);
-        let column = self
-            .text
-            .get(start..offset)
-            .map_or(offset - start, |s| s.chars().count())
-            + 1;
+        let column = self.text.get(start..offset).map_or(offset - start, |s| s.chars().count()) + 1;
         (line, column)
     }
 }
@@ -105,11 +98,7 @@ fn scan(text: &str) -> Vec<ScannedLine> {
             if line.matches(delim).count() % 2 == 1 {
                 open_multiline = None;
             }
-            out.push(ScannedLine {
-                start,
-                end,
-                kind: LineKind::Other,
-            });
+            out.push(ScannedLine { start, end, kind: LineKind::Other });
             continue;
         }
         let body = line.trim_start();
@@ -122,19 +111,14 @@ fn scan(text: &str) -> Vec<ScannedLine> {
         } else {
             scan_key(body, &table, &table_path)
         };
-        open_multiline = ["\"\"\"", "'''"]
-            .into_iter()
-            .find(|d| line.matches(d).count() % 2 == 1);
+        open_multiline = ["\"\"\"", "'''"].into_iter().find(|d| line.matches(d).count() % 2 == 1);
         out.push(ScannedLine { start, end, kind });
     }
     out
 }
 
 /// Parses the rest of a header line after its first `[`.
-fn scan_header(
-    header: &str,
-    array_counts: &mut HashMap<String, usize>,
-) -> Option<(Vec<String>, String)> {
+fn scan_header(header: &str, array_counts: &mut HashMap<String, usize>) -> Option<(Vec<String>, String)> {
     let (is_array, inner) = match header.strip_prefix('[') {
         Some(rest) => (true, rest),
         None => (false, header),
@@ -160,11 +144,7 @@ fn scan_key(body: &str, table: &[String], table_path: &str) -> LineKind {
         Some((key, rest)) if rest.trim_start().starts_with('=') => {
             let mut parts = table.to_vec();
             parts.extend(key.iter().cloned());
-            let path = if table_path.is_empty() {
-                key.join(".")
-            } else {
-                format!("{table_path}.{}", key.join("."))
-            };
+            let path = if table_path.is_empty() { key.join(".") } else { format!("{table_path}.{}", key.join(".")) };
             LineKind::Key { parts, path }
         }
         _ => LineKind::Other,
@@ -184,9 +164,7 @@ fn parse_key(s: &str) -> Option<(Vec<String>, &str)> {
             let close = quoted.find('\'')?;
             (quoted.get(..close)?.to_string(), quoted.get(close + 1..)?)
         } else {
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-                .unwrap_or(rest.len());
+            let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(rest.len());
             if end == 0 {
                 return None;
             }

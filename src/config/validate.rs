@@ -29,33 +29,22 @@ fn valid_listeners<'r>(
     raw: &'r RawConfig,
     config: &'r Config,
 ) -> impl Iterator<Item = (usize, &'r Listener, SocketAddr)> + 'r {
-    raw.listeners
-        .iter()
-        .zip(&config.listeners)
-        .enumerate()
-        .filter_map(|(i, (r, l))| {
-            let r = r.get_ref();
-            let bind = r.bind.get_ref().trim().parse::<SocketAddr>().ok()?;
-            r.protocol.get_ref().parse::<Protocol>().ok()?;
-            Some((i, l, bind))
-        })
+    raw.listeners.iter().zip(&config.listeners).enumerate().filter_map(|(i, (r, l))| {
+        let r = r.get_ref();
+        let bind = r.bind.get_ref().trim().parse::<SocketAddr>().ok()?;
+        r.protocol.get_ref().parse::<Protocol>().ok()?;
+        Some((i, l, bind))
+    })
 }
 
 fn listeners(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     if raw.listeners.is_empty() {
-        ck.report(
-            0,
-            "listeners",
-            "at least one [[listeners]] entry is required",
-        );
+        ck.report(0, "listeners", "at least one [[listeners]] entry is required");
     }
     let mut names: HashMap<&str, usize> = HashMap::new();
     for (i, (entry, listener)) in raw.listeners.iter().zip(&config.listeners).enumerate() {
         if let Some(first) = names.get(listener.name.as_str()) {
-            let message = format!(
-                "duplicate listener name `{}` (first used by listeners[{first}])",
-                listener.name
-            );
+            let message = format!("duplicate listener name `{}` (first used by listeners[{first}])", listener.name);
             match &entry.get_ref().name {
                 Some(name) => ck.report_at(name, &format!("listeners[{i}].name"), message),
                 None => ck.report_at(entry, &format!("listeners[{i}]"), message),
@@ -66,18 +55,12 @@ fn listeners(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     }
     let valid: Vec<_> = valid_listeners(raw, config).collect();
     for (n, &(i, listener, bind)) in valid.iter().enumerate() {
-        let clash = valid
-            .iter()
-            .take(n)
-            .find(|(_, _, other)| binds_overlap(bind, *other));
+        let clash = valid.iter().take(n).find(|(_, _, other)| binds_overlap(bind, *other));
         if let (Some((_, first, other)), Some(entry)) = (clash, raw.listeners.get(i)) {
             ck.report_at(
                 &entry.get_ref().bind,
                 &format!("listeners[{i}].bind"),
-                format!(
-                    "bind {bind} of listener `{}` overlaps {other} of listener `{}`",
-                    listener.name, first.name
-                ),
+                format!("bind {bind} of listener `{}` overlaps {other} of listener `{}`", listener.name, first.name),
             );
         }
     }
@@ -87,9 +70,7 @@ fn listeners(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
 /// With SO_REUSEPORT on both, an overlap would not fail at bind time but silently split
 /// connections between the two listeners. Port 0 (ephemeral) never overlaps.
 fn binds_overlap(a: SocketAddr, b: SocketAddr) -> bool {
-    a.port() != 0
-        && a.port() == b.port()
-        && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
+    a.port() != 0 && a.port() == b.port() && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
 }
 
 fn pool_references(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
@@ -105,31 +86,15 @@ fn pool_references(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     check(ck, &routing.default_pool, "routing.default_pool");
     check(ck, &routing.read_pool, "routing.read_pool");
     check(ck, &routing.write_pool, "routing.write_pool");
-    check(
-        ck,
-        &routing.mysql_default_pool,
-        "routing.mysql_default_pool",
-    );
+    check(ck, &routing.mysql_default_pool, "routing.mysql_default_pool");
     for (i, rule) in routing.pattern_rules.iter().enumerate() {
-        check(
-            ck,
-            &rule.get_ref().pool,
-            &format!("routing.pattern_rules[{i}].pool"),
-        );
+        check(ck, &rule.get_ref().pool, &format!("routing.pattern_rules[{i}].pool"));
     }
     for (i, rule) in routing.rules.iter().enumerate() {
-        check(
-            ck,
-            &rule.get_ref().pool,
-            &format!("routing.rules[{i}].pool"),
-        );
+        check(ck, &rule.get_ref().pool, &format!("routing.rules[{i}].pool"));
     }
     for (i, rule) in raw.translation.rules.iter().enumerate() {
-        check(
-            ck,
-            &Some(rule.get_ref().target_pool.clone()),
-            &format!("translation.rules[{i}].target_pool"),
-        );
+        check(ck, &Some(rule.get_ref().target_pool.clone()), &format!("translation.rules[{i}].target_pool"));
     }
 }
 
@@ -138,16 +103,9 @@ fn split(ck: &mut Checker<'_>, raw: &RawConfig) {
     let Some(flag) = routing.read_write_split.as_ref().filter(|v| *v.get_ref()) else {
         return;
     };
-    for (key, value) in [
-        ("read_pool", &routing.read_pool),
-        ("write_pool", &routing.write_pool),
-    ] {
+    for (key, value) in [("read_pool", &routing.read_pool), ("write_pool", &routing.write_pool)] {
         if value.is_none() {
-            ck.report_at(
-                flag,
-                "routing.read_write_split",
-                format!("read_write_split = true requires routing.{key}"),
-            );
+            ck.report_at(flag, "routing.read_write_split", format!("read_write_split = true requires routing.{key}"));
         }
     }
 }
@@ -168,10 +126,7 @@ fn routable(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
             ck.report_at(
                 entry,
                 &format!("listeners[{i}]"),
-                format!(
-                    "routing has no pool for listener `{}` ({}): {hint}",
-                    listener.name, listener.protocol
-                ),
+                format!("routing has no pool for listener `{}` ({}): {hint}", listener.name, listener.protocol),
             );
         }
     }
@@ -183,28 +138,23 @@ fn routable(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
 /// is already refused for passthrough in `pool`.)
 fn mysql_passthrough(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     let routing = &config.routing;
-    let mut mysql_pools: BTreeSet<&str> = routing
-        .mysql_default_pool
-        .iter()
-        .map(String::as_str)
-        .collect();
-    if config
-        .listeners
-        .iter()
-        .any(|l| l.protocol == Protocol::MySql)
-    {
+    let mut mysql_pools: BTreeSet<&str> = routing.mysql_default_pool.iter().map(String::as_str).collect();
+    if config.listeners.iter().any(|l| l.protocol == Protocol::MySql) {
         mysql_pools.extend(routing.primary_pool(Protocol::MySql));
     }
-    for rule in routing
-        .rules
-        .iter()
-        .filter(|r| r.protocol == Some(Protocol::MySql))
-    {
+    for rule in routing.rules.iter().filter(|r| r.protocol == Some(Protocol::MySql)) {
         if let RuleTarget::Pool(pool) = &rule.target {
             mysql_pools.insert(pool);
         }
     }
-    refuse_flag(ck, raw, mysql_pools, "raw_passthrough", |p| &p.raw_passthrough, "raw_passthrough is not supported on a pool serving mysql clients");
+    refuse_flag(
+        ck,
+        raw,
+        mysql_pools,
+        "raw_passthrough",
+        |p| &p.raw_passthrough,
+        "raw_passthrough is not supported on a pool serving mysql clients",
+    );
 }
 
 /// Reports pool flag `key` (read by `flag`) where it is on for one of `pools` that speaks its
@@ -234,26 +184,25 @@ fn refuse_flag<'a>(
 fn postgres_local_infile(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     let routing = &config.routing;
     let mut pg_pools: BTreeSet<&str> = BTreeSet::new();
-    if config
-        .listeners
-        .iter()
-        .any(|l| l.protocol == Protocol::Postgres)
-    {
+    if config.listeners.iter().any(|l| l.protocol == Protocol::Postgres) {
         pg_pools.extend(routing.primary_pool(Protocol::Postgres));
         if routing.read_write_split {
             pg_pools.extend(routing.read_pool.as_deref());
         }
     }
-    for rule in routing
-        .rules
-        .iter()
-        .filter(|r| r.protocol == Some(Protocol::Postgres))
-    {
+    for rule in routing.rules.iter().filter(|r| r.protocol == Some(Protocol::Postgres)) {
         if let RuleTarget::Pool(pool) = &rule.target {
             pg_pools.insert(pool);
         }
     }
-    refuse_flag(ck, raw, pg_pools, "local_infile", |p| &p.local_infile, "local_infile is a MySQL setting and this pool serves postgres clients");
+    refuse_flag(
+        ck,
+        raw,
+        pg_pools,
+        "local_infile",
+        |p| &p.local_infile,
+        "local_infile is a MySQL setting and this pool serves postgres clients",
+    );
 }
 
 /// Clients are authenticated against the pools' credentials; with none configured the router

@@ -12,12 +12,7 @@ const DURATION_UNITS: [(&str, u64); 4] = [("h", 3_600_000), ("m", 60_000), ("s",
 
 /// Binary size units, largest first. Decimal units (KB, MB) are refused on purpose: DBAs mix them
 /// up and a factor of 1.024 matters for message limits.
-const SIZE_UNITS: [(&str, u64); 4] = [
-    ("GiB", 1 << 30),
-    ("MiB", 1 << 20),
-    ("KiB", 1 << 10),
-    ("B", 1),
-];
+const SIZE_UNITS: [(&str, u64); 4] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1)];
 
 /// Parses a duration written as an unsigned integer followed by a unit: `ms`, `s`, `m` or `h`
 /// (e.g. "250ms", "10s", "5m", "1h", "0s"). A bare number is refused because its unit would be a
@@ -25,24 +20,19 @@ const SIZE_UNITS: [(&str, u64); 4] = [
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (digits, unit) = split_number(s.trim());
     if digits.is_empty() {
-        return Err(format!("invalid duration \"{s}\": expected a number with a unit, e.g. \"250ms\", \"10s\", \"5m\", \"1h\""));
+        return Err(format!(
+            "invalid duration \"{s}\": expected a number with a unit, e.g. \"250ms\", \"10s\", \"5m\", \"1h\""
+        ));
     }
     if unit.is_empty() {
-        return Err(format!(
-            "invalid duration \"{s}\": missing unit (ms, s, m or h)"
-        ));
+        return Err(format!("invalid duration \"{s}\": missing unit (ms, s, m or h)"));
     }
     let Some(&(_, millis_per_unit)) = DURATION_UNITS.iter().find(|(name, _)| *name == unit) else {
-        return Err(format!(
-            "invalid duration \"{s}\": unit must be one of ms, s, m, h"
-        ));
+        return Err(format!("invalid duration \"{s}\": unit must be one of ms, s, m, h"));
     };
-    let count: u64 = digits
-        .parse()
-        .map_err(|_| format!("invalid duration \"{s}\": number too large"))?;
-    let millis = count
-        .checked_mul(millis_per_unit)
-        .ok_or_else(|| format!("invalid duration \"{s}\": number too large"))?;
+    let count: u64 = digits.parse().map_err(|_| format!("invalid duration \"{s}\": number too large"))?;
+    let millis =
+        count.checked_mul(millis_per_unit).ok_or_else(|| format!("invalid duration \"{s}\": number too large"))?;
     Ok(Duration::from_millis(millis))
 }
 
@@ -51,23 +41,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let (digits, unit) = split_number(s.trim());
     if digits.is_empty() {
-        return Err(format!("invalid size \"{s}\": expected a number of bytes with an optional unit, e.g. \"64KiB\", \"16MiB\""));
+        return Err(format!(
+            "invalid size \"{s}\": expected a number of bytes with an optional unit, e.g. \"64KiB\", \"16MiB\""
+        ));
     }
     let multiplier = if unit.is_empty() {
         1
     } else if let Some(&(_, m)) = SIZE_UNITS.iter().find(|(name, _)| *name == unit) {
         m
     } else {
-        return Err(format!(
-            "invalid size \"{s}\": unit must be one of B, KiB, MiB, GiB"
-        ));
+        return Err(format!("invalid size \"{s}\": unit must be one of B, KiB, MiB, GiB"));
     };
-    let count: u64 = digits
-        .parse()
-        .map_err(|_| format!("invalid size \"{s}\": number too large"))?;
-    count
-        .checked_mul(multiplier)
-        .ok_or_else(|| format!("invalid size \"{s}\": number too large"))
+    let count: u64 = digits.parse().map_err(|_| format!("invalid size \"{s}\": number too large"))?;
+    count.checked_mul(multiplier).ok_or_else(|| format!("invalid size \"{s}\": number too large"))
 }
 
 /// Writes a duration in the largest unit that represents it exactly. Sub-millisecond parts, which

@@ -49,20 +49,13 @@ impl ControlHandle {
 
     /// Removes the runtime pattern rule `name`, or all of them with `None`; returns how many
     /// went and the version every core acknowledged.
-    pub fn remove_pattern_rules(
-        &self,
-        name: Option<String>,
-    ) -> Result<(usize, RulesVersion), ControlError> {
+    pub fn remove_pattern_rules(&self, name: Option<String>) -> Result<(usize, RulesVersion), ControlError> {
         self.call(move |cp| cp.remove_pattern_rules(name.as_deref()))?
     }
 
     /// The translations added through the API, with their compiled forms.
     pub fn translations(&self) -> Result<Vec<TranslationView>, ControlError> {
-        self.call(|cp| {
-            (0..cp.translations.len())
-                .filter_map(|i| cp.translation_view(i))
-                .collect()
-        })
+        self.call(|cp| (0..cp.translations.len()).filter_map(|i| cp.translation_view(i)).collect())
     }
 
     /// Registers a runtime translation, publishes it, and returns its parameterized forms and
@@ -72,10 +65,7 @@ impl ControlHandle {
     }
 
     /// Removes runtime translation `index`, or all of them with `None`.
-    pub fn remove_translations(
-        &self,
-        index: Option<usize>,
-    ) -> Result<(usize, RulesVersion), ControlError> {
+    pub fn remove_translations(&self, index: Option<usize>) -> Result<(usize, RulesVersion), ControlError> {
         self.call(move |cp| cp.remove_translations(index))?
     }
 
@@ -93,10 +83,8 @@ impl ControlHandle {
 impl ControlPlane {
     fn route_test(&self, q: &RouteQuery) -> RouteTest {
         let config = &self.current.config;
-        let protocol = q
-            .protocol
-            .or_else(|| config.listeners.first().map(|l| l.protocol))
-            .unwrap_or(Protocol::Postgres);
+        let protocol =
+            q.protocol.or_else(|| config.listeners.first().map(|l| l.protocol)).unwrap_or(Protocol::Postgres);
         let input = RouteInput::new(&q.sql, protocol, &q.user, &q.database);
         let explanation = self.explainer.explain(&input);
         RouteTest::new(self.current.version.0, protocol, &explanation)
@@ -135,10 +123,7 @@ impl ControlPlane {
         self.republish(dynamic, self.translations.clone())
     }
 
-    fn remove_pattern_rules(
-        &mut self,
-        name: Option<&str>,
-    ) -> Result<(usize, RulesVersion), ControlError> {
+    fn remove_pattern_rules(&mut self, name: Option<&str>) -> Result<(usize, RulesVersion), ControlError> {
         let mut dynamic = self.dynamic.clone();
         match name {
             Some(n) => dynamic.retain(|r| r.name != n),
@@ -146,9 +131,7 @@ impl ControlPlane {
         }
         let removed = self.dynamic.len() - dynamic.len();
         if let (Some(n), 0) = (name, removed) {
-            return Err(ControlError::NotFound(format!(
-                "no runtime pattern rule named `{n}`"
-            )));
+            return Err(ControlError::NotFound(format!("no runtime pattern rule named `{n}`")));
         }
         let version = self.republish(dynamic, self.translations.clone())?;
         Ok((removed, version))
@@ -165,24 +148,16 @@ impl ControlPlane {
         translations.push(rule);
         let index = translations.len() - 1;
         self.republish(self.dynamic.clone(), translations)?;
-        self.translation_view(index)
-            .ok_or_else(|| ControlError::NotFound("the translation vanished".into()))
+        self.translation_view(index).ok_or_else(|| ControlError::NotFound("the translation vanished".into()))
     }
 
-    fn remove_translations(
-        &mut self,
-        index: Option<usize>,
-    ) -> Result<(usize, RulesVersion), ControlError> {
+    fn remove_translations(&mut self, index: Option<usize>) -> Result<(usize, RulesVersion), ControlError> {
         let mut translations = self.translations.clone();
         match index {
             Some(i) if i < translations.len() => {
                 translations.remove(i);
             }
-            Some(i) => {
-                return Err(ControlError::NotFound(format!(
-                    "no runtime translation with index {i}"
-                )))
-            }
+            Some(i) => return Err(ControlError::NotFound(format!("no runtime translation with index {i}"))),
             None => translations.clear(),
         }
         let removed = self.translations.len() - translations.len();
@@ -199,12 +174,7 @@ impl ControlPlane {
             cores_reporting,
             shapes,
             dropped: merged.dropped,
-            digests: merged
-                .rows
-                .into_iter()
-                .take(limit)
-                .map(Into::into)
-                .collect(),
+            digests: merged.rows.into_iter().take(limit).map(Into::into).collect(),
         }
     }
 

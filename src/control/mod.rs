@@ -211,9 +211,7 @@ pub struct ControlSetup {
 pub fn start(mut setup: ControlSetup) -> std::io::Result<(ControlHandle, JoinHandle<()>)> {
     let (tx, rx) = unbounded();
     let endpoints = Arc::new(std::mem::take(&mut setup.endpoints));
-    let join = std::thread::Builder::new()
-        .name("qp-control".into())
-        .spawn(move || ControlPlane::new(setup).run(rx))?;
+    let join = std::thread::Builder::new().name("qp-control".into()).spawn(move || ControlPlane::new(setup).run(rx))?;
     Ok((ControlHandle { requests: tx, draining: Arc::default(), endpoints }, join))
 }
 

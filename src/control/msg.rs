@@ -30,11 +30,7 @@ impl Snapshot {
         translations: &[TranslationRule],
     ) -> Result<Snapshot, RuleErrors> {
         let rules = Arc::new(RuleSet::build(&config, dynamic, translations)?);
-        Ok(Snapshot {
-            version,
-            config,
-            rules,
-        })
+        Ok(Snapshot { version, config, rules })
     }
 }
 

@@ -123,10 +123,7 @@ impl RouteTest {
                 evidence: a
                     .evidence
                     .iter()
-                    .map(|ev| EvidenceView {
-                        fact: ev.fact,
-                        detail: ev.detail.clone(),
-                    })
+                    .map(|ev| EvidenceView { fact: ev.fact, detail: ev.detail.clone() })
                     .collect(),
             },
         }

@@ -51,27 +51,9 @@ macro_rules! metric {
     };
 }
 
-metric!(
-    SESSIONS_ACTIVE,
-    "sqp_sessions_active",
-    Gauge,
-    ["core"],
-    "Client sessions open on each core."
-);
-metric!(
-    SESSIONS_ACCEPTED,
-    "sqp_sessions_accepted_total",
-    Counter,
-    ["core"],
-    "Client sessions accepted."
-);
-metric!(
-    SESSION_PANICS,
-    "sqp_session_panics_total",
-    Counter,
-    ["core"],
-    "Session tasks that panicked and were closed."
-);
+metric!(SESSIONS_ACTIVE, "sqp_sessions_active", Gauge, ["core"], "Client sessions open on each core.");
+metric!(SESSIONS_ACCEPTED, "sqp_sessions_accepted_total", Counter, ["core"], "Client sessions accepted.");
+metric!(SESSION_PANICS, "sqp_session_panics_total", Counter, ["core"], "Session tasks that panicked and were closed.");
 metric!(
     CLIENT_CONNECTIONS,
     "sqp_client_connections",
@@ -86,13 +68,7 @@ metric!(
     ["core", "listener"],
     "Client connections refused because the listener's max_client_connections were in use."
 );
-metric!(
-    BYTES,
-    "sqp_bytes_total",
-    Counter,
-    ["core", "direction"],
-    "Bytes relayed, by direction."
-);
+metric!(BYTES, "sqp_bytes_total", Counter, ["core", "direction"], "Bytes relayed, by direction.");
 metric!(
     ROUTING_DECISIONS,
     "sqp_routing_decisions_total",
@@ -100,13 +76,7 @@ metric!(
     ["core", "decision", "pool"],
     "Routing decisions by what decided and the chosen pool (empty pool: rejected)."
 );
-metric!(
-    ROUTING_CACHE,
-    "sqp_routing_cache_operations_total",
-    Counter,
-    ["core", "op"],
-    "Plan-cache operations."
-);
+metric!(ROUTING_CACHE, "sqp_routing_cache_operations_total", Counter, ["core", "op"], "Plan-cache operations.");
 metric!(
     STATEMENT_OPERATIONS,
     "sqp_statement_operations_total",
@@ -121,13 +91,7 @@ metric!(
     ["core", "reason"],
     "Sessions pinned to their backend connection, by reason."
 );
-metric!(
-    STATEMENTS,
-    "sqp_statements_total",
-    Counter,
-    ["core", "pool"],
-    "Statements sent to each pool."
-);
+metric!(STATEMENTS, "sqp_statements_total", Counter, ["core", "pool"], "Statements sent to each pool.");
 metric!(
     ERRORS,
     "sqp_errors_total",
@@ -177,20 +141,8 @@ metric!(
     ["core", "pool", "backend", "state"],
     "Backend connections held by each core, idle or lent to a session (active)."
 );
-metric!(
-    POOL_ACQUIRE,
-    "sqp_pool_acquire_total",
-    Counter,
-    ["core", "pool"],
-    "Connection checkouts requested."
-);
-metric!(
-    POOL_QUEUE_DEPTH,
-    "sqp_pool_queue_depth",
-    Gauge,
-    ["core", "pool"],
-    "Sessions waiting for a connection."
-);
+metric!(POOL_ACQUIRE, "sqp_pool_acquire_total", Counter, ["core", "pool"], "Connection checkouts requested.");
+metric!(POOL_QUEUE_DEPTH, "sqp_pool_queue_depth", Gauge, ["core", "pool"], "Sessions waiting for a connection.");
 metric!(
     POOL_WAIT,
     "sqp_pool_wait_duration_seconds",
@@ -205,7 +157,13 @@ metric!(
     ["core", "pool"],
     "Checkouts that gave up at acquire_timeout."
 );
-metric!(POOL_UTILIZATION, "sqp_pool_utilization", Gauge, ["core", "pool"], "Share of the pool's process-wide max_connections lent to sessions by each core; sums to the pool's utilization.");
+metric!(
+    POOL_UTILIZATION,
+    "sqp_pool_utilization",
+    Gauge,
+    ["core", "pool"],
+    "Share of the pool's process-wide max_connections lent to sessions by each core; sums to the pool's utilization."
+);
 metric!(
     CONNECT_FAILURES,
     "sqp_backend_connect_failures_total",
@@ -300,24 +258,11 @@ mod tests {
         for m in ALL {
             assert!(names.insert(m.name), "{} listed twice", m.name);
             assert!(m.name.starts_with("sqp_"), "{}", m.name);
-            assert!(
-                m.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
-                "{}",
-                m.name
-            );
-            assert_eq!(
-                m.kind == Kind::Counter,
-                m.name.ends_with("_total"),
-                "{}: only counters end in _total",
-                m.name
-            );
+            assert!(m.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{}", m.name);
+            assert_eq!(m.kind == Kind::Counter, m.name.ends_with("_total"), "{}: only counters end in _total", m.name);
             assert!(!m.help.is_empty() && !m.help.contains('\n'), "{}", m.name);
             for l in m.labels {
-                assert!(
-                    LABELS.contains(l),
-                    "{}: label {l} is not in the bounded set",
-                    m.name
-                );
+                assert!(LABELS.contains(l), "{}: label {l} is not in the bounded set", m.name);
             }
         }
     }

@@ -89,12 +89,8 @@ impl DigestSnapshot {
                 }
             }
         }
-        out.rows.sort_by(|a, b| {
-            b.total
-                .cmp(&a.total)
-                .then(b.calls.cmp(&a.calls))
-                .then(a.fingerprint.cmp(&b.fingerprint))
-        });
+        out.rows
+            .sort_by(|a, b| b.total.cmp(&a.total).then(b.calls.cmp(&a.calls)).then(a.fingerprint.cmp(&b.fingerprint)));
         out
     }
 }
@@ -119,20 +115,11 @@ mod tests {
 
     #[test]
     fn merges_the_same_shape_across_cores_and_sorts_by_total_time() {
-        let a = DigestSnapshot {
-            rows: vec![row(1, 2, 10, &["a"]), row(2, 1, 50, &["b"])],
-            dropped: 1,
-        };
-        let b = DigestSnapshot {
-            rows: vec![row(1, 3, 60, &["b", "a"])],
-            dropped: 2,
-        };
+        let a = DigestSnapshot { rows: vec![row(1, 2, 10, &["a"]), row(2, 1, 50, &["b"])], dropped: 1 };
+        let b = DigestSnapshot { rows: vec![row(1, 3, 60, &["b", "a"])], dropped: 2 };
         let mut other_protocol = row(2, 1, 1, &[]);
         other_protocol.protocol = "mysql";
-        let c = DigestSnapshot {
-            rows: vec![other_protocol],
-            dropped: 0,
-        };
+        let c = DigestSnapshot { rows: vec![other_protocol], dropped: 0 };
         let m = DigestSnapshot::merge([a, b, c]);
         assert_eq!(m.dropped, 3);
         assert_eq!(m.rows.len(), 3, "same hash, other protocol: another shape");

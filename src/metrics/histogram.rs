@@ -7,8 +7,8 @@ use std::time::Duration;
 /// Upper bounds of the buckets in microseconds; a final `+Inf` bucket follows. Chosen for pool
 /// waits: sub-millisecond when a connection is idle, seconds when the pool is exhausted.
 pub const BOUNDS_MICROS: [u64; 14] = [
-    100, 500, 1_000, 5_000, 10_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000,
-    5_000_000, 10_000_000, 30_000_000,
+    100, 500, 1_000, 5_000, 10_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000,
+    30_000_000,
 ];
 
 /// Number of buckets including `+Inf`.
@@ -25,23 +25,16 @@ impl Histogram {
     /// Records one observation.
     pub fn observe(&self, d: Duration) {
         let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        let i = BOUNDS_MICROS
-            .iter()
-            .position(|b| micros <= *b)
-            .unwrap_or(BOUNDS_MICROS.len());
+        let i = BOUNDS_MICROS.iter().position(|b| micros <= *b).unwrap_or(BOUNDS_MICROS.len());
         if let Some(c) = self.counts.get(i) {
             c.set(c.get() + 1);
         }
-        self.sum_micros
-            .set(self.sum_micros.get().saturating_add(micros));
+        self.sum_micros.set(self.sum_micros.get().saturating_add(micros));
     }
 
     /// A plain copy.
     pub fn snapshot(&self) -> HistogramSnapshot {
-        HistogramSnapshot {
-            counts: self.counts.each_ref().map(Cell::get),
-            sum_micros: self.sum_micros.get(),
-        }
+        HistogramSnapshot { counts: self.counts.each_ref().map(Cell::get), sum_micros: self.sum_micros.get() }
     }
 }
 

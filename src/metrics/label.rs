@@ -137,10 +137,7 @@ mod tests {
         assert_eq!(CacheOp::COUNT, 5);
         assert_eq!(Operation::from_name("ddl"), Some(Operation::Ddl));
         assert_eq!(Operation::from_name("DROP TABLE x"), None);
-        assert_eq!(
-            Direction::ALL.last().map(|d| d.index()),
-            Some(Direction::COUNT - 1)
-        );
+        assert_eq!(Direction::ALL.last().map(|d| d.index()), Some(Direction::COUNT - 1));
     }
 }
 

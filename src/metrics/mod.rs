@@ -57,8 +57,7 @@ impl CoreCounters {
 
     /// A session ended (normally or not).
     pub fn session_closed(&self) {
-        self.sessions_active
-            .set(self.sessions_active.get().saturating_sub(1));
+        self.sessions_active.set(self.sessions_active.get().saturating_sub(1));
     }
 
     /// A session task panicked and was contained.
@@ -125,11 +124,7 @@ impl CoreCounters {
     /// A client of `listener` took a backend connection (`true`) or gave it back (`false`).
     pub fn client_active(&self, listener: usize, active: bool) {
         self.with_client(listener, |c| {
-            c.active = if active {
-                c.active + 1
-            } else {
-                c.active.saturating_sub(1)
-            };
+            c.active = if active { c.active + 1 } else { c.active.saturating_sub(1) };
         });
     }
 
@@ -223,11 +218,7 @@ impl CounterSnapshot {
         add_arrays(&mut self.operations_total, &other.operations_total);
         merge_keyed(&mut self.pins_total, &other.pins_total);
         for c in &other.clients {
-            match self
-                .clients
-                .iter_mut()
-                .find(|mine| mine.listener == c.listener)
-            {
+            match self.clients.iter_mut().find(|mine| mine.listener == c.listener) {
                 Some(mine) => {
                     mine.idle += c.idle;
                     mine.active += c.active;

@@ -126,10 +126,7 @@ impl PoolCounters {
     /// A session asked for a connection.
     pub fn acquire_started(&self) -> QueueSlot<'_> {
         bump(&self.acquires);
-        QueueSlot {
-            counters: self,
-            queued: false,
-        }
+        QueueSlot { counters: self, queued: false }
     }
 
     /// No connection became free before the deadline.
@@ -357,11 +354,7 @@ impl PoolSnapshot {
         self.passthrough_bytes_total += other.passthrough_bytes_total;
         self.queue_depth += other.queue_depth;
         self.wait.merge(&other.wait);
-        for (a, b) in self
-            .decisions_total
-            .iter_mut()
-            .zip(other.decisions_total.iter())
-        {
+        for (a, b) in self.decisions_total.iter_mut().zip(other.decisions_total.iter()) {
             *a += b;
         }
         for (a, b) in self.retries_total.iter_mut().zip(other.retries_total.iter()) {

@@ -9,9 +9,7 @@
 use std::fmt::{self, Write as _};
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{
-    DescriptorEncoder, EncodeLabelValue, LabelValueEncoder, MetricEncoder, NoLabelSet,
-};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelValue, LabelValueEncoder, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
@@ -135,13 +133,8 @@ impl Family<'_> {
         if self.def.labels.len() != values.len() {
             return Err(fmt::Error); // a renderer bug; refuse rather than mislabel
         }
-        let labels: Vec<(&str, Escaped<'_>)> = self
-            .def
-            .labels
-            .iter()
-            .copied()
-            .zip(values.iter().map(|v| Escaped(v)))
-            .collect();
+        let labels: Vec<(&str, Escaped<'_>)> =
+            self.def.labels.iter().copied().zip(values.iter().map(|v| Escaped(v))).collect();
         if labels.is_empty() {
             return encode_value(&mut self.enc, value);
         }
@@ -168,22 +161,13 @@ fn encode_value(enc: &mut MetricEncoder<'_>, value: Value<'_>) -> fmt::Result {
     }
 }
 
-fn family<'a>(
-    encoder: &'a mut DescriptorEncoder,
-    def: &'static MetricDef,
-) -> Result<Family<'a>, fmt::Error> {
+fn family<'a>(encoder: &'a mut DescriptorEncoder, def: &'static MetricDef) -> Result<Family<'a>, fmt::Error> {
     let (name, ty) = match def.kind {
-        Kind::Counter => (
-            def.name.strip_suffix("_total").unwrap_or(def.name),
-            MetricType::Counter,
-        ),
+        Kind::Counter => (def.name.strip_suffix("_total").unwrap_or(def.name), MetricType::Counter),
         Kind::Gauge => (def.name, MetricType::Gauge),
         Kind::Histogram => (def.name, MetricType::Histogram),
     };
-    Ok(Family {
-        def,
-        enc: encoder.encode_descriptor(name, def.help, None, ty)?,
-    })
+    Ok(Family { def, enc: encoder.encode_descriptor(name, def.help, None, ty)? })
 }
 
 #[derive(Debug)]
@@ -191,12 +175,7 @@ struct ScrapeCollector(Scrape);
 
 impl Collector for ScrapeCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let cores: Vec<(String, &CounterSnapshot)> = self
-            .0
-            .cores
-            .iter()
-            .map(|(id, s)| (id.to_string(), s))
-            .collect();
+        let cores: Vec<(String, &CounterSnapshot)> = self.0.cores.iter().map(|(id, s)| (id.to_string(), s)).collect();
         core_metrics(&mut encoder, &cores)?;
         statement_metrics(&mut encoder, &cores)?;
         pool_metrics(&mut encoder, &cores)?;
@@ -230,14 +209,8 @@ fn core_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
     let mut f = family(encoder, &cat::CLIENT_CONNECTIONS)?;
     for (c, s) in cores {
         for l in &s.clients {
-            f.series(
-                &[c, &l.listener, ClientState::Idle.as_str()],
-                Value::Gauge(l.idle),
-            )?;
-            f.series(
-                &[c, &l.listener, ClientState::Active.as_str()],
-                Value::Gauge(l.active),
-            )?;
+            f.series(&[c, &l.listener, ClientState::Idle.as_str()], Value::Gauge(l.idle))?;
+            f.series(&[c, &l.listener, ClientState::Active.as_str()], Value::Gauge(l.active))?;
         }
     }
     let mut f = family(encoder, &cat::CLIENT_REFUSED)?;
@@ -265,10 +238,7 @@ fn statement_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt:
                 }
             }
         }
-        f.series(
-            &[c, Decision::Reject.as_str(), ""],
-            Value::Count(s.rejects_total),
-        )?;
+        f.series(&[c, Decision::Reject.as_str(), ""], Value::Count(s.rejects_total))?;
     }
     let mut f = family(encoder, &cat::ROUTING_CACHE)?;
     for (c, s) in cores {
@@ -368,10 +338,7 @@ fn pool_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
     for (c, s) in cores {
         for p in &s.pools {
             for b in &p.backends {
-                f.series(
-                    &[c, &p.name, &b.label],
-                    Value::Count(b.connect_failures_total),
-                )?;
+                f.series(&[c, &p.name, &b.label], Value::Count(b.connect_failures_total))?;
             }
         }
     }

@@ -13,10 +13,7 @@ fn core(k: u64) -> CounterSnapshot {
     let c = CoreCounters::default();
     let pool = PoolCounters::new("main");
     let backend = pool.backend("db1:5432");
-    assert!(
-        std::rc::Rc::ptr_eq(&backend, &pool.backend("db1:5432")),
-        "resolved once, shared"
-    );
+    assert!(std::rc::Rc::ptr_eq(&backend, &pool.backend("db1:5432")), "resolved once, shared");
     for _ in 0..k {
         c.session_opened();
         c.client_connected(0);
@@ -48,36 +45,13 @@ fn core(k: u64) -> CounterSnapshot {
 #[test]
 fn counters_record_into_the_snapshot() {
     let s = core(3);
-    assert_eq!(
-        (
-            s.sessions_active,
-            s.sessions_accepted_total,
-            s.session_panics_total
-        ),
-        (2, 3, 1)
-    );
-    assert_eq!(
-        s.clients,
-        vec![ClientSnapshot {
-            listener: "pg".into(),
-            idle: 0,
-            active: 3,
-            refused_total: 1
-        }]
-    );
+    assert_eq!((s.sessions_active, s.sessions_accepted_total, s.session_panics_total), (2, 3, 1));
+    assert_eq!(s.clients, vec![ClientSnapshot { listener: "pg".into(), idle: 0, active: 3, refused_total: 1 }]);
     assert_eq!(s.bytes_total[Direction::ClientIn.index()], 30);
     assert_eq!(s.operations_total[Operation::Read.index()], 3);
     assert_eq!(s.pins_total, vec![("listen", 3)]);
     let p = s.pool("main").expect("pool");
-    assert_eq!(
-        (
-            p.acquires_total,
-            p.timeouts_total,
-            p.statements_total,
-            p.queue_depth
-        ),
-        (3, 1, 3, 0)
-    );
+    assert_eq!((p.acquires_total, p.timeouts_total, p.statements_total, p.queue_depth), (3, 1, 3, 0));
     assert_eq!(p.decisions_total[Decision::ReadWriteSplit.index()], 3);
     assert_eq!(p.errors_total, vec![("pool.exhausted", 3)]);
     assert_eq!(p.wait.count(), 3);
@@ -120,10 +94,7 @@ fn merge_sums_by_pool_backend_listener_and_key() {
         connect_failures_total: 4,
         health: None,
     });
-    b.pools.push(PoolSnapshot {
-        name: "other".into(),
-        ..a.pools[0].clone()
-    });
+    b.pools.push(PoolSnapshot { name: "other".into(), ..a.pools[0].clone() });
     b.pins_total.push(("temp_object", 1));
     let mut total = a.clone();
     total.merge(&b);
@@ -139,15 +110,12 @@ fn merge_sums_by_pool_backend_listener_and_key() {
     assert_eq!(main.backends.len(), 2);
     assert_eq!(main.backends[0].active, 3);
     assert_eq!(main.backends[1].connect_failures_total, 4);
-    assert!(
-        (main.utilization() - (a.pools[0].utilization() + b.pools[0].utilization())).abs() < 1e-12
-    );
+    assert!((main.utilization() - (a.pools[0].utilization() + b.pools[0].utilization())).abs() < 1e-12);
 }
 
 /// The value of the sample whose line starts with `series` (name plus labels).
 fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
 #[test]
@@ -157,12 +125,7 @@ fn render_writes_every_catalog_metric_with_a_core_label_summing_to_the_merge() {
     for (_, s) in &cores {
         merged.merge(s);
     }
-    let scrape = Scrape {
-        cores,
-        config_version: 2,
-        reloads_applied: 1,
-        reloads_rejected: 3,
-    };
+    let scrape = Scrape { cores, config_version: 2, reloads_applied: 1, reloads_rejected: 3 };
     let open = render(scrape.clone(), Format::OpenMetrics).expect("render");
     assert!(open.ends_with("# EOF\n"));
     assert!(open.contains("# TYPE sqp_bytes counter\n"));
@@ -171,57 +134,22 @@ fn render_writes_every_catalog_metric_with_a_core_label_summing_to_the_merge() {
     assert!(text.contains("# HELP sqp_bytes_total Bytes relayed"));
     assert!(text.contains("# TYPE sqp_bytes_total counter\n"));
     for def in catalog::ALL {
-        assert!(
-            text.contains(&format!("# TYPE {} ", def.name)),
-            "{} missing",
-            def.name
-        );
+        assert!(text.contains(&format!("# TYPE {} ", def.name)), "{} missing", def.name);
     }
-    let acq = |c: u8| {
-        sample(
-            &text,
-            &format!("sqp_pool_acquire_total{{core=\"{c}\",pool=\"main\"}}"),
-        )
-        .expect("acquire")
-    };
-    assert_eq!(
-        acq(0) + acq(1),
-        merged.pool("main").expect("main").acquires_total as f64
-    );
-    let active =
-        |c: u8| sample(&text, &format!("sqp_sessions_active{{core=\"{c}\"}}")).expect("active");
+    let acq = |c: u8| sample(&text, &format!("sqp_pool_acquire_total{{core=\"{c}\",pool=\"main\"}}")).expect("acquire");
+    assert_eq!(acq(0) + acq(1), merged.pool("main").expect("main").acquires_total as f64);
+    let active = |c: u8| sample(&text, &format!("sqp_sessions_active{{core=\"{c}\"}}")).expect("active");
     assert_eq!(active(0) + active(1), merged.sessions_active as f64);
+    assert_eq!(sample(&text, "sqp_pool_wait_duration_seconds_count{core=\"1\",pool=\"main\"}"), Some(4.0));
     assert_eq!(
-        sample(
-            &text,
-            "sqp_pool_wait_duration_seconds_count{core=\"1\",pool=\"main\"}"
-        ),
+        sample(&text, "sqp_pool_wait_duration_seconds_bucket{le=\"0.005\",core=\"1\",pool=\"main\"}"),
         Some(4.0)
     );
-    assert_eq!(
-        sample(
-            &text,
-            "sqp_pool_wait_duration_seconds_bucket{le=\"0.005\",core=\"1\",pool=\"main\"}"
-        ),
-        Some(4.0)
-    );
-    assert_eq!(
-        sample(
-            &text,
-            "sqp_pool_wait_duration_seconds_bucket{le=\"+Inf\",core=\"1\",pool=\"main\"}"
-        ),
-        Some(4.0)
-    );
-    assert_eq!(
-        sample(&text, "sqp_config_reloads_total{outcome=\"rejected\"}"),
-        Some(3.0)
-    );
+    assert_eq!(sample(&text, "sqp_pool_wait_duration_seconds_bucket{le=\"+Inf\",core=\"1\",pool=\"main\"}"), Some(4.0));
+    assert_eq!(sample(&text, "sqp_config_reloads_total{outcome=\"rejected\"}"), Some(3.0));
     assert_eq!(sample(&text, "sqp_config_version"), Some(2.0));
     assert_eq!(
-        sample(
-            &text,
-            "sqp_routing_decisions_total{core=\"0\",decision=\"read_write_split\",pool=\"main\"}"
-        ),
+        sample(&text, "sqp_routing_decisions_total{core=\"0\",decision=\"read_write_split\",pool=\"main\"}"),
         Some(1.0)
     );
 }
@@ -230,10 +158,7 @@ fn render_writes_every_catalog_metric_with_a_core_label_summing_to_the_merge() {
 fn label_values_are_escaped() {
     let pool = PoolCounters::new("we\"ird\\pool\nname");
     let c = CoreCounters::default();
-    let scrape = Scrape {
-        cores: vec![(0, c.snapshot(&[], vec![pool.snapshot(1, &|_| 0)]))],
-        ..Scrape::default()
-    };
+    let scrape = Scrape { cores: vec![(0, c.snapshot(&[], vec![pool.snapshot(1, &|_| 0)]))], ..Scrape::default() };
     let text = render(scrape, Format::Prometheus).expect("render");
     assert!(text.contains("pool=\"we\\\"ird\\\\pool\\nname\""), "{text}");
 }
@@ -261,10 +186,7 @@ fn health_is_written_once_per_backend_without_a_core_label() {
     assert_eq!(sample(&text, &format!("sqp_backend_healthy{{{b}}}")), Some(0.0));
     assert_eq!(sample(&text, &format!("sqp_backend_replica_lag_seconds{{{b}}}")), Some(2.5));
     assert_eq!(sample(&text, &format!("sqp_backend_replica_lag_bytes{{{b}}}")), Some(8192.0));
-    assert_eq!(
-        sample(&text, &format!("sqp_backend_health_check_failures_total{{{b},reason=\"lag\"}}")),
-        Some(4.0)
-    );
+    assert_eq!(sample(&text, &format!("sqp_backend_health_check_failures_total{{{b},reason=\"lag\"}}")), Some(4.0));
     assert_eq!(text.matches("sqp_backend_healthy{").count(), 1);
     // Unknown lag is absent rather than a made-up number.
     let unknown = HealthFigures { lag_micros: None, lag_bytes: None, ..figures };

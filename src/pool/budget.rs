@@ -26,9 +26,7 @@ impl Budget {
     /// Takes one unit if any is left.
     pub fn try_acquire(&self) -> bool {
         let max = self.max.load(Ordering::Relaxed);
-        self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| (u < max).then_some(u + 1))
-            .is_ok()
+        self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| (u < max).then_some(u + 1)).is_ok()
     }
 
     /// Gives one unit back (a connection closed).
@@ -84,7 +82,9 @@ impl BudgetRegistry {
         let mut map = self.inner.lock();
         let b = map
             .entry((pool.to_owned(), backend.to_owned()))
-            .or_insert_with(|| Arc::new(Budget { max: AtomicU32::new(max), used: AtomicU32::new(0), wanted: AtomicU32::new(0) }))
+            .or_insert_with(|| {
+                Arc::new(Budget { max: AtomicU32::new(max), used: AtomicU32::new(0), wanted: AtomicU32::new(0) })
+            })
             .clone();
         b.max.store(max, Ordering::Relaxed);
         b
@@ -125,9 +125,7 @@ mod tests {
         let reg = BudgetRegistry::default();
         let b = reg.get("p", "h", 5);
         let wins: u32 = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..8)
-                .map(|_| s.spawn(|| (0..100).filter(|_| b.try_acquire()).count() as u32))
-                .collect();
+            let hs: Vec<_> = (0..8).map(|_| s.spawn(|| (0..100).filter(|_| b.try_acquire()).count() as u32)).collect();
             hs.into_iter().map(|h| h.join().unwrap_or(0)).sum()
         });
         assert_eq!(wins, 5);

@@ -84,11 +84,7 @@ impl BackendHealth {
     pub fn new(has_lag_threshold: bool) -> Self {
         Self {
             up: AtomicU8::new(u8::from(!has_lag_threshold)),
-            cause: AtomicU8::new(if has_lag_threshold {
-                Cause::Unknown as u8
-            } else {
-                Cause::None as u8
-            }),
+            cause: AtomicU8::new(if has_lag_threshold { Cause::Unknown as u8 } else { Cause::None as u8 }),
             lag_micros: AtomicU64::new(UNKNOWN),
             lag_bytes: AtomicU64::new(UNKNOWN),
             failures: Default::default(),
@@ -121,15 +117,7 @@ impl BackendHealth {
     /// mark wins over a probe that started before it). Returns whether the change happened.
     fn transition(&self, from: bool, to: bool, cause: Cause) -> bool {
         let moved = to == from
-            || self
-                .up
-                .compare_exchange(
-                    u8::from(from),
-                    u8::from(to),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .is_ok();
+            || self.up.compare_exchange(u8::from(from), u8::from(to), Ordering::AcqRel, Ordering::Acquire).is_ok();
         // While down, the cause follows the latest failure (a passing check keeps the last one).
         if moved && !to && cause != Cause::None {
             self.cause.store(cause as u8, Ordering::Relaxed);
@@ -138,14 +126,9 @@ impl BackendHealth {
     }
 
     fn record_lag(&self, lag: Lag) {
-        let micros = lag
-            .seconds
-            .map_or(UNKNOWN, |s| (s * 1e6).min(UNKNOWN as f64 - 1.0) as u64);
+        let micros = lag.seconds.map_or(UNKNOWN, |s| (s * 1e6).min(UNKNOWN as f64 - 1.0) as u64);
         self.lag_micros.store(micros, Ordering::Relaxed);
-        self.lag_bytes.store(
-            lag.bytes.map_or(UNKNOWN, |b| b.min(UNKNOWN - 1)),
-            Ordering::Relaxed,
-        );
+        self.lag_bytes.store(lag.bytes.map_or(UNKNOWN, |b| b.min(UNKNOWN - 1)), Ordering::Relaxed);
     }
 
     fn count_failure(&self, cause: Cause) {
@@ -207,11 +190,7 @@ pub struct Hysteresis {
 impl Hysteresis {
     /// A tracker starting from the shared state `healthy` (see the type's docs).
     pub fn new(healthy: bool) -> Self {
-        Self {
-            healthy,
-            streak: 0,
-            decided: healthy,
-        }
+        Self { healthy, streak: 0, decided: healthy }
     }
 
     /// The state after `verdict`, with thresholds `failures` (to go down) and `successes`
@@ -220,11 +199,7 @@ impl Hysteresis {
     pub fn step(self, verdict: Verdict, failures: u32, successes: u32) -> Self {
         let pass = verdict == Verdict::Pass;
         if !self.decided || verdict == Verdict::Refused {
-            return Self {
-                healthy: pass,
-                streak: 0,
-                decided: true,
-            };
+            return Self { healthy: pass, streak: 0, decided: true };
         }
         if pass == self.healthy {
             return Self { streak: 0, ..self };
@@ -232,11 +207,7 @@ impl Hysteresis {
         let streak = self.streak.saturating_add(1);
         let needed = if pass { successes } else { failures };
         if streak >= needed.max(1) {
-            Self {
-                healthy: pass,
-                streak: 0,
-                decided: true,
-            }
+            Self { healthy: pass, streak: 0, decided: true }
         } else {
             Self { streak, ..self }
         }
@@ -264,62 +235,31 @@ mod tests {
     #[test]
     fn an_unknown_start_is_decided_by_the_first_result_an_assumed_healthy_one_is_not() {
         assert_eq!(run(Hysteresis::new(false), &[P]), vec![true]);
-        assert_eq!(
-            run(Hysteresis::new(false), &[F, P, P]),
-            vec![false, false, true]
-        );
-        assert_eq!(
-            run(Hysteresis::new(true), &[F, F, F]),
-            vec![true, true, false]
-        );
+        assert_eq!(run(Hysteresis::new(false), &[F, P, P]), vec![false, false, true]);
+        assert_eq!(run(Hysteresis::new(true), &[F, F, F]), vec![true, true, false]);
     }
 
     #[test]
     fn going_down_needs_failure_threshold_failures_in_a_row() {
-        let decided = Hysteresis {
-            healthy: true,
-            streak: 0,
-            decided: true,
-        };
-        assert_eq!(
-            run(decided, &[F, F, P, F, F, F]),
-            vec![true, true, true, true, true, false]
-        );
+        let decided = Hysteresis { healthy: true, streak: 0, decided: true };
+        assert_eq!(run(decided, &[F, F, P, F, F, F]), vec![true, true, true, true, true, false]);
     }
 
     #[test]
     fn coming_back_needs_success_threshold_successes_in_a_row() {
-        let down = Hysteresis {
-            healthy: false,
-            streak: 0,
-            decided: true,
-        };
-        assert_eq!(
-            run(down, &[P, F, P, P, F]),
-            vec![false, false, false, true, true]
-        );
+        let down = Hysteresis { healthy: false, streak: 0, decided: true };
+        assert_eq!(run(down, &[P, F, P, P, F]), vec![false, false, false, true, true]);
     }
 
     #[test]
     fn a_refused_connection_marks_down_at_once() {
-        let decided = Hysteresis {
-            healthy: true,
-            streak: 2,
-            decided: true,
-        };
-        assert_eq!(
-            run(decided, &[Verdict::Refused, P, P]),
-            vec![false, false, true]
-        );
+        let decided = Hysteresis { healthy: true, streak: 2, decided: true };
+        assert_eq!(run(decided, &[Verdict::Refused, P, P]), vec![false, false, true]);
     }
 
     #[test]
     fn threshold_one_follows_every_result() {
-        let mut h = Hysteresis {
-            healthy: true,
-            streak: 0,
-            decided: true,
-        };
+        let mut h = Hysteresis { healthy: true, streak: 0, decided: true };
         for (v, want) in [(F, false), (P, true), (F, false)] {
             h = h.step(v, 1, 1);
             assert_eq!(h.healthy, want);
@@ -332,23 +272,13 @@ mod tests {
         assert!(h.is_healthy());
         h.connect_failed();
         assert_eq!(h.cause(), Cause::Connect);
-        assert!(
-            !h.transition(true, false, Cause::Query),
-            "state moved under the prober"
-        );
-        assert_eq!(
-            h.cause(),
-            Cause::Connect,
-            "a lost transition changes nothing"
-        );
+        assert!(!h.transition(true, false, Cause::Query), "state moved under the prober");
+        assert_eq!(h.cause(), Cause::Connect, "a lost transition changes nothing");
         assert!(h.transition(false, true, Cause::None));
         assert!(h.is_healthy());
         assert_eq!(h.cause(), Cause::None);
         let lagging = BackendHealth::new(true);
-        assert_eq!(
-            (lagging.is_healthy(), lagging.cause()),
-            (false, Cause::Unknown)
-        );
+        assert_eq!((lagging.is_healthy(), lagging.cause()), (false, Cause::Unknown));
     }
 
     /// A core's pool over `weights` (backends 127.0.0.1:1.., nothing is connected).
@@ -367,10 +297,7 @@ mod tests {
         let budgets = crate::pool::BudgetRegistry::default();
         let pool = config.pools.first().expect("pool");
         let counters = std::rc::Rc::new(crate::metrics::PoolCounters::new("p"));
-        (
-            crate::pool::CorePool::build(pool, &budgets, counters),
-            budgets,
-        )
+        (crate::pool::CorePool::build(pool, &budgets, counters), budgets)
     }
 
     fn picks(p: &crate::pool::CorePool, n: usize) -> Vec<usize> {
@@ -390,47 +317,27 @@ mod tests {
         let second = budgets.health("p", "127.0.0.1:2", false);
         second.connect_failed();
         assert!(p.has_healthy_backend());
-        assert_eq!(
-            picks(&p, 30),
-            vec![20, 0, 10],
-            "the unhealthy backend gets nothing"
-        );
+        assert_eq!(picks(&p, 30), vec![20, 0, 10], "the unhealthy backend gets nothing");
         assert!(second.transition(false, true, Cause::None));
-        assert_eq!(
-            picks(&p, 40),
-            vec![20, 10, 10],
-            "back in rotation with its weight"
-        );
+        assert_eq!(picks(&p, 40), vec![20, 10, 10], "back in rotation with its weight");
         for port in 1..=3 {
-            budgets
-                .health("p", &format!("127.0.0.1:{port}"), false)
-                .connect_failed();
+            budgets.health("p", &format!("127.0.0.1:{port}"), false).connect_failed();
         }
         assert!(!p.has_healthy_backend());
-        assert_eq!(
-            picks(&p, 4).iter().sum::<usize>(),
-            4,
-            "no healthy backend: the pool fails open"
-        );
+        assert_eq!(picks(&p, 4).iter().sum::<usize>(), 4, "no healthy backend: the pool fails open");
     }
 
     #[test]
     fn figures_report_lag_and_failures() {
         let h = BackendHealth::new(true);
         assert_eq!(h.figures().lag_micros, None);
-        h.record_lag(Lag {
-            seconds: Some(1.5),
-            bytes: Some(4096),
-        });
+        h.record_lag(Lag { seconds: Some(1.5), bytes: Some(4096) });
         h.count_failure(Cause::Lag);
         h.count_failure(Cause::Lag);
         h.count_failure(Cause::Connect);
         let f = h.figures();
         assert_eq!((f.lag_micros, f.lag_bytes), (Some(1_500_000), Some(4096)));
-        assert_eq!(
-            f.check_failures_total,
-            [("connect", 1), ("query", 0), ("lag", 2)]
-        );
+        assert_eq!(f.check_failures_total, [("connect", 1), ("query", 0), ("lag", 2)]);
         h.record_lag(Lag::UNKNOWN);
         assert_eq!(h.figures().lag_bytes, None);
     }

@@ -201,7 +201,11 @@ impl CorePool {
                     weight: i64::from(b.weight.get()),
                     current: Cell::new(0),
                     counters: counters.backend(&label),
-                    health: budgets.health(&config.name, &label, b.max_replica_lag.is_some() || b.max_replica_lag_bytes.is_some()),
+                    health: budgets.health(
+                        &config.name,
+                        &label,
+                        b.max_replica_lag.is_some() || b.max_replica_lag_bytes.is_some(),
+                    ),
                     label,
                 })
             })
@@ -332,7 +336,12 @@ impl CorePool {
         res
     }
 
-    async fn acquire(self: &Rc<Self>, protocol: Protocol, deadline: Instant, slot: &mut QueueSlot<'_>) -> Result<Conn, PoolError> {
+    async fn acquire(
+        self: &Rc<Self>,
+        protocol: Protocol,
+        deadline: Instant,
+        slot: &mut QueueSlot<'_>,
+    ) -> Result<Conn, PoolError> {
         if let Some(c) = self.take_idle(protocol) {
             return Ok(c);
         }
@@ -529,7 +538,6 @@ impl CorePool {
         }
         Ok(opened)
     }
-
 }
 
 /// All pools of one core, by name.

@@ -19,11 +19,13 @@ use super::login::Login;
 use super::{Conn, ConnInfo, MyInfo, PoolError};
 use crate::config::Pool as PoolConfig;
 use crate::protocol::mysql::auth::{
-    caching_sha2_token, native_password_token, rsa_encrypted_password, rsa_public_key, CACHING_SHA2_PASSWORD, MYSQL_CLEAR_PASSWORD,
-    MYSQL_NATIVE_PASSWORD,
+    caching_sha2_token, native_password_token, rsa_encrypted_password, rsa_public_key, CACHING_SHA2_PASSWORD,
+    MYSQL_CLEAR_PASSWORD, MYSQL_NATIVE_PASSWORD,
 };
 use crate::protocol::mysql::capability::*;
-use crate::protocol::mysql::handshake::{CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PERFORM_FULL_AUTH, CACHING_SHA2_REQUEST_PUBLIC_KEY};
+use crate::protocol::mysql::handshake::{
+    CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PERFORM_FULL_AUTH, CACHING_SHA2_REQUEST_PUBLIC_KEY,
+};
 use crate::protocol::mysql::{decode_payload, encode_packets, AuthReply, HandshakeResponse41, HandshakeV10};
 use crate::rt::{self, Stream};
 
@@ -45,7 +47,6 @@ pub const BACKEND_CAPABILITIES: u64 = CLIENT_LONG_PASSWORD
 const LOGIN_MAX: usize = 1 << 20;
 /// `max_packet_size` announced to backends (the server's own `max_allowed_packet` still rules).
 const MAX_PACKET: u32 = 1 << 30;
-
 
 /// Connects to `addr`, logs in as the pool's user into the pool's database and returns an idle
 /// connection.
@@ -102,10 +103,9 @@ fn token(login: &Login<'_>, plugin: &[u8], password: &[u8], scramble: &[u8]) -> 
         p if p == MYSQL_NATIVE_PASSWORD => Ok(native_password_token(password, scramble).to_vec()),
         p if p == CACHING_SHA2_PASSWORD => Ok(caching_sha2_token(password, scramble).to_vec()),
         p if p == MYSQL_CLEAR_PASSWORD => Ok([password, b"\0"].concat()),
-        other => Err(login.auth_err(format!(
-            "unsupported authentication plugin \"{}\"",
-            String::from_utf8_lossy(other)
-        ))),
+        other => {
+            Err(login.auth_err(format!("unsupported authentication plugin \"{}\"", String::from_utf8_lossy(other))))
+        }
     }
 }
 
@@ -115,7 +115,8 @@ async fn handshake(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -
     let password = cfg.password.as_deref().unwrap_or("").as_bytes();
     let (greeting, seq) = read(login, stream, rbuf).await?;
     if greeting.first() == Some(&0xFF) {
-        let msg = crate::protocol::mysql::ErrPacket::decode(&greeting).map(|e| String::from_utf8_lossy(e.message).into_owned());
+        let msg = crate::protocol::mysql::ErrPacket::decode(&greeting)
+            .map(|e| String::from_utf8_lossy(e.message).into_owned());
         return Err(login.connect_err(msg.unwrap_or_else(|_| "backend refused the connection".into())));
     }
     let hs = HandshakeV10::decode(&greeting).map_err(|e| login.connect_err(e))?;
@@ -124,7 +125,8 @@ async fn handshake(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -
     }
     let wanted = if cfg.local_infile { BACKEND_CAPABILITIES | CLIENT_LOCAL_FILES } else { BACKEND_CAPABILITIES };
     let caps = wanted & (hs.capabilities | CLIENT_LONG_PASSWORD);
-    let mut plugin: Vec<u8> = if hs.auth_plugin.is_empty() { MYSQL_NATIVE_PASSWORD.to_vec() } else { hs.auth_plugin.to_vec() };
+    let mut plugin: Vec<u8> =
+        if hs.auth_plugin.is_empty() { MYSQL_NATIVE_PASSWORD.to_vec() } else { hs.auth_plugin.to_vec() };
     let mut scramble = hs.scramble.to_vec();
     let auth = token(login, &plugin, password, &scramble).or_else(|_| {
         // Start with native password; the server answers with an auth switch if it must.
@@ -193,7 +195,12 @@ async fn handshake(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -
 
 /// Sends `KILL QUERY thread_id` on a fresh connection to `addr` logged in as the pool's user,
 /// and waits for the server's answer, so the caller knows the kill was processed.
-pub async fn deliver_kill(cfg: &PoolConfig, addr: SocketAddr, thread_id: u32, deadline: Instant) -> Result<(), PoolError> {
+pub async fn deliver_kill(
+    cfg: &PoolConfig,
+    addr: SocketAddr,
+    thread_id: u32,
+    deadline: Instant,
+) -> Result<(), PoolError> {
     let label = addr.to_string();
     let login = Login { cfg, label: &label };
     let work = async {

@@ -19,7 +19,6 @@ use crate::rt::{self, Stream};
 /// Largest message accepted from a backend during startup.
 const STARTUP_MAX: usize = 1 << 20;
 
-
 /// Connects to `addr`, logs in as the pool's user and returns an idle connection.
 pub(super) async fn connect(
     cfg: &PoolConfig,
@@ -99,7 +98,9 @@ async fn startup(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> 
                 return Err(login.auth_err(format!("{code} {text}")));
             }
             BackendMessage::NegotiateProtocolVersion { .. } | BackendMessage::NoticeResponse(_) => {}
-            other => return Err(login.connect_err(format!("unexpected message {:?} during startup", other.tag() as char))),
+            other => {
+                return Err(login.connect_err(format!("unexpected message {:?} during startup", other.tag() as char)))
+            }
         }
     }
 }
@@ -111,14 +112,21 @@ fn answer_auth(
     scram: &mut Option<(ScramClient, Option<auth::ScramClientFinal>)>,
     out: &mut Vec<u8>,
 ) -> Result<(), PoolError> {
-    let password = || login.cfg.password.as_deref().ok_or_else(|| login.auth_err("the backend asks for a password the pool does not have"));
+    let password = || {
+        login
+            .cfg
+            .password
+            .as_deref()
+            .ok_or_else(|| login.auth_err("the backend asks for a password the pool does not have"))
+    };
     match a {
         Authentication::Ok => Ok(()),
         Authentication::CleartextPassword => {
             frontend::encode_password(password()?, out).map_err(|e| login.connect_err(e))
         }
         Authentication::Md5Password { salt } => {
-            frontend::encode_password(&auth::md5_response(user, password()?, salt), out).map_err(|e| login.connect_err(e))
+            frontend::encode_password(&auth::md5_response(user, password()?, salt), out)
+                .map_err(|e| login.connect_err(e))
         }
         Authentication::Sasl { .. } => {
             let nonce = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>());

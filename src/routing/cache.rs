@@ -56,10 +56,7 @@ impl CacheKey {
             KeySpace::Lexer => 0,
             KeySpace::Ast => 2,
         };
-        CacheKey {
-            fingerprint: key.fingerprint.0,
-            tag: proto | space,
-        }
+        CacheKey { fingerprint: key.fingerprint.0, tag: proto | space }
     }
 }
 
@@ -95,10 +92,7 @@ impl PlanCache {
 
     /// Looks `key` up, counting a hit or a miss.
     pub(super) fn get(&mut self, key: &StatementKey) -> Option<Plan> {
-        let found = self
-            .map
-            .get(&CacheKey::of(key))
-            .and_then(|&i| self.slots.get_mut(i));
+        let found = self.map.get(&CacheKey::of(key)).and_then(|&i| self.slots.get_mut(i));
         match found {
             Some(slot) => {
                 slot.referenced = true;
@@ -127,22 +121,14 @@ impl PlanCache {
         self.stats.inserts += 1;
         if self.slots.len() < self.capacity {
             self.map.insert(key, self.slots.len());
-            self.slots.push(Slot {
-                key,
-                plan,
-                referenced: false,
-            });
+            self.slots.push(Slot { key, plan, referenced: false });
             return;
         }
         let victim = self.advance_hand();
         if let Some(slot) = self.slots.get_mut(victim) {
             self.map.remove(&slot.key);
             self.stats.evictions += 1;
-            *slot = Slot {
-                key,
-                plan,
-                referenced: false,
-            };
+            *slot = Slot { key, plan, referenced: false };
             self.map.insert(key, victim);
         }
     }
@@ -220,10 +206,7 @@ mod tests {
             changes_data: false,
             evidence: Vec::new(),
         };
-        Plan {
-            facts: Arc::new(facts),
-            pattern,
-        }
+        Plan { facts: Arc::new(facts), pattern }
     }
 
     #[test]

@@ -5,9 +5,7 @@ use std::sync::Arc;
 
 use crate::config::{Protocol, RetryPolicy};
 use crate::error::{ErrorCode, Origin};
-use crate::sql::analyze::{
-    AffinitySet, Evidence, LockClause, Operation, StatementFacts, TxControl,
-};
+use crate::sql::analyze::{AffinitySet, Evidence, LockClause, Operation, StatementFacts, TxControl};
 use crate::sql::fingerprint::Fingerprint;
 use crate::sql::hint::RouteHint;
 use crate::sql::template::Translated;
@@ -219,10 +217,7 @@ impl Decision {
         matches!(
             self.facts.operation,
             Operation::TransactionControl(
-                TxControl::Commit
-                    | TxControl::Rollback
-                    | TxControl::CommitPrepared
-                    | TxControl::RollbackPrepared
+                TxControl::Commit | TxControl::Rollback | TxControl::CommitPrepared | TxControl::RollbackPrepared
             )
         )
     }

@@ -86,14 +86,7 @@ pub struct RouteInput<'a> {
 impl<'a> RouteInput<'a> {
     /// An input outside any transaction with a fresh session: the common test and dry-run case.
     pub fn new(sql: &'a str, protocol: Protocol, user: &'a str, database: &'a str) -> Self {
-        RouteInput {
-            sql,
-            protocol,
-            user,
-            database,
-            session: SessionView::default(),
-            key: None,
-        }
+        RouteInput { sql, protocol, user, database, session: SessionView::default(), key: None }
     }
 }
 
@@ -153,13 +146,7 @@ impl StatementKey {
             Some(fp) => (fp, KeySpace::Ast),
             None => (lexer, KeySpace::Lexer),
         };
-        StatementKey {
-            fingerprint,
-            lexer,
-            space,
-            strategy,
-            protocol,
-        }
+        StatementKey { fingerprint, lexer, space, strategy, protocol }
     }
 }
 

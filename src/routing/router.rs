@@ -58,11 +58,7 @@ impl Router {
     /// A router over `rules`, analyzing with `catalogs`, with an empty cache.
     pub fn new(rules: Arc<RuleSet>, catalogs: Catalogs) -> Router {
         let cache = PlanCache::new(rules.cache_config().size.get());
-        Router {
-            rules,
-            catalogs,
-            cache,
-        }
+        Router { rules, catalogs, cache }
     }
 
     /// Switches to a new rule set; the cache is cleared (counted as an invalidation).
@@ -107,11 +103,7 @@ impl Router {
     }
 
     fn analyze(&self, input: &RouteInput<'_>) -> StatementFacts {
-        analyze(
-            input.sql,
-            dialect(input.protocol),
-            self.catalogs.get(input.protocol),
-        )
+        analyze(input.sql, dialect(input.protocol), self.catalogs.get(input.protocol))
     }
 
     /// The routing facts of a fresh analysis, distrusting what the analysis cannot see.
@@ -127,10 +119,7 @@ impl Router {
             facts.ineligibility = Some("executable_comment");
             facts.changes_data = true;
             let detail = "MySQL /*! ... */ body not analyzed".to_owned();
-            facts.evidence.push(Evidence {
-                fact: "executable_comment",
-                detail,
-            });
+            facts.evidence.push(Evidence { fact: "executable_comment", detail });
         }
         facts
     }
@@ -158,10 +147,7 @@ impl Router {
         let base = match self.early(input, &key, || facts.clone()) {
             Some(base) => base,
             None => {
-                let plan = Plan {
-                    facts: facts.clone(),
-                    pattern: self.rules.key_pattern(&key),
-                };
+                let plan = Plan { facts: facts.clone(), pattern: self.rules.key_pattern(&key) };
                 self.late(input, plan, false)
             }
         };
@@ -177,31 +163,16 @@ impl Router {
 
     /// Steps 2 and 3: translation (not inside a transaction, which cannot change pools) and
     /// dynamic rules. Neither is cached; `facts` is only called on a hit.
-    fn early(
-        &self,
-        input: &RouteInput<'_>,
-        key: &StatementKey,
-        facts: impl FnOnce() -> Arc<Facts>,
-    ) -> Option<Base> {
+    fn early(&self, input: &RouteInput<'_>, key: &StatementKey, facts: impl FnOnce() -> Arc<Facts>) -> Option<Base> {
         if input.session.transaction_pool.is_none() {
             if let Some((t, translated)) = self.rules.translate(key, input.sql) {
-                let mut base = Base::rule(
-                    &Target::Pool(t.pool.clone()),
-                    DecisionKind::Translation,
-                    &t.name,
-                    facts(),
-                );
+                let mut base = Base::rule(&Target::Pool(t.pool.clone()), DecisionKind::Translation, &t.name, facts());
                 base.rewritten = Some(translated);
                 return Some(base);
             }
         }
         let rule = self.rules.dynamic(key, input.sql)?;
-        Some(Base::rule(
-            &rule.target,
-            DecisionKind::DynamicRule,
-            &rule.name,
-            facts(),
-        ))
+        Some(Base::rule(&rule.target, DecisionKind::DynamicRule, &rule.name, facts()))
     }
 
     /// Step 4: the cached plan, or a fresh analysis stored for next time.
@@ -214,10 +185,7 @@ impl Router {
             }
         }
         let facts = Arc::new(self.facts(input));
-        let plan = Plan {
-            facts,
-            pattern: self.rules.key_pattern(key),
-        };
+        let plan = Plan { facts, pattern: self.rules.key_pattern(key) };
         if enabled {
             self.cache.insert(key, plan.clone());
         }
@@ -246,31 +214,16 @@ impl Router {
             DecisionKind::Default
         };
         let (rule, rewritten) = (None, None);
-        Base {
-            target: None,
-            step,
-            rule,
-            rewritten,
-            facts: plan.facts,
-            cached,
-            from_cache: cached,
-            retry: None,
-        }
+        Base { target: None, step, rule, rewritten, facts: plan.facts, cached, from_cache: cached, retry: None }
     }
 
     /// Applies the session: rejects first, then hints, the open transaction, rule targets and
     /// finally the split with read-your-writes.
     fn finish(&self, base: Base, input: &RouteInput<'_>, key: &StatementKey) -> Decision {
         let writes = base.facts.changes_data && !input.session.read_only_transaction;
-        let label = if base.from_cache {
-            DecisionKind::Cache
-        } else {
-            base.step
-        };
+        let label = if base.from_cache { DecisionKind::Cache } else { base.step };
         let mut d = Decision {
-            outcome: Outcome::Error(DecisionError::NoPool {
-                protocol: input.protocol,
-            }),
+            outcome: Outcome::Error(DecisionError::NoPool { protocol: input.protocol }),
             kind: label,
             step: base.step,
             cached: base.cached,
@@ -318,30 +271,18 @@ impl Router {
 
     /// Inside a transaction the statement stays on the transaction's pool (untranslated); a hint
     /// is honored only when it names that same pool's role.
-    fn in_transaction(
-        &self,
-        d: &mut Decision,
-        hint: Option<RouteHint>,
-        tx_pool: &Arc<str>,
-        input: &RouteInput<'_>,
-    ) {
+    fn in_transaction(&self, d: &mut Decision, hint: Option<RouteHint>, tx_pool: &Arc<str>, input: &RouteInput<'_>) {
         let role_pool = match hint {
             Some(RouteHint::Primary) => self.rules.primary_pool(input.protocol),
             Some(RouteHint::Replica) if !d.facts.replica_eligible() => {
                 let why = d.facts.ineligibility.unwrap_or("unanalyzable");
-                return self.not_honored(
-                    d,
-                    format!("route=replica: statement is not replica-eligible ({why})"),
-                );
+                return self.not_honored(d, format!("route=replica: statement is not replica-eligible ({why})"));
             }
             Some(RouteHint::Replica) => self.rules.read_pool(input.protocol),
             Some(RouteHint::Invalid) | None => Some(tx_pool),
         };
         if role_pool != Some(tx_pool) {
-            return self.not_honored(
-                d,
-                format!("a transaction is open on pool `{tx_pool}`; the hint cannot move it"),
-            );
+            return self.not_honored(d, format!("a transaction is open on pool `{tx_pool}`; the hint cannot move it"));
         }
         d.outcome = Outcome::Route(tx_pool.clone());
         d.kind = DecisionKind::TransactionPin;
@@ -359,14 +300,9 @@ impl Router {
                 d.kind = DecisionKind::Hint;
                 d.reason = "hint_primary";
                 d.rewritten = None;
-                        d.pins_primary = true;
+                d.pins_primary = true;
             }
-            None => self.hint_error(
-                d,
-                DecisionError::NoPool {
-                    protocol: input.protocol,
-                },
-            ),
+            None => self.hint_error(d, DecisionError::NoPool { protocol: input.protocol }),
         }
     }
 
@@ -374,19 +310,11 @@ impl Router {
     /// pool; anything else is an error, so the statement never runs on the wrong role.
     fn hint_replica(&self, d: &mut Decision, input: &RouteInput<'_>) {
         let Some(read) = self.rules.read_pool(input.protocol) else {
-            return self.not_honored(
-                d,
-                format!(
-                    "route=replica: no read pool is configured for {} clients",
-                    input.protocol
-                ),
-            );
+            return self
+                .not_honored(d, format!("route=replica: no read pool is configured for {} clients", input.protocol));
         };
         if let Some(why) = d.facts.ineligibility {
-            return self.not_honored(
-                d,
-                format!("route=replica: statement is not replica-eligible ({why})"),
-            );
+            return self.not_honored(d, format!("route=replica: statement is not replica-eligible ({why})"));
         }
         if input.session.pinned_to_primary {
             let why = "route=replica: the session is pinned to the primary (read-your-writes or route=primary)";
@@ -403,9 +331,7 @@ impl Router {
     fn split(&self, d: &mut Decision, input: &RouteInput<'_>) {
         let read = self.rules.read_pool(input.protocol);
         let (pool, reason) = match (read, d.facts.ineligibility) {
-            (Some(read), None) if !input.session.pinned_to_primary => {
-                (Some(read), "replica_eligible")
-            }
+            (Some(read), None) if !input.session.pinned_to_primary => (Some(read), "replica_eligible"),
             (Some(_), None) => (self.rules.primary_pool(input.protocol), "read_your_writes"),
             (Some(_), Some(why)) => (self.rules.primary_pool(input.protocol), why),
             (None, _) => (self.rules.primary_pool(input.protocol), "default"),
@@ -413,9 +339,7 @@ impl Router {
         d.reason = reason;
         d.outcome = match pool {
             Some(pool) => Outcome::Route(pool.clone()),
-            None => Outcome::Error(DecisionError::NoPool {
-                protocol: input.protocol,
-            }),
+            None => Outcome::Error(DecisionError::NoPool { protocol: input.protocol }),
         };
     }
 }

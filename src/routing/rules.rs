@@ -10,12 +10,12 @@ use ahash::AHashMap;
 use regex::Regex;
 
 use crate::config::{
-    CacheConfig, Config, NormalizationStrategy, PatternKind, PatternRule, Protocol, ReadYourWrites,
-    RegexRule, RetryPolicy, RuleTarget, TranslationRule,
+    CacheConfig, Config, NormalizationStrategy, PatternKind, PatternRule, Protocol, ReadYourWrites, RegexRule,
+    RetryPolicy, RuleTarget, TranslationRule,
 };
 use crate::error::{ErrorCode, Origin};
 use crate::sql::fingerprint::Fingerprint;
-use crate::sql::template::{TemplateError, TranslationTemplate, Translated};
+use crate::sql::template::{TemplateError, Translated, TranslationTemplate};
 
 use super::{dialect, KeySpace, RouteInput, StatementKey};
 
@@ -122,9 +122,7 @@ impl Pattern {
     /// Template and hash rules: decided by the key alone, hence cacheable.
     fn matches_key(&self, key: &StatementKey) -> bool {
         match &self.matcher {
-            Matcher::Template(keys) => {
-                keys.get(proto_index(key.protocol)) == Some(&(key.fingerprint, key.space))
-            }
+            Matcher::Template(keys) => keys.get(proto_index(key.protocol)) == Some(&(key.fingerprint, key.space)),
             Matcher::Hash(h) => key.fingerprint.0 == *h,
             Matcher::Regex(_) => false,
         }
@@ -155,14 +153,8 @@ impl SessionRule {
     fn matches(&self, input: &RouteInput<'_>) -> bool {
         self.protocol.is_none_or(|p| p == input.protocol)
             && self.user.as_deref().is_none_or(|u| u == input.user)
-            && self
-                .database
-                .as_deref()
-                .is_none_or(|d| d == input.database)
-            && self
-                .regex
-                .as_ref()
-                .is_none_or(|re| re.is_match(input.sql))
+            && self.database.as_deref().is_none_or(|d| d == input.database)
+            && self.regex.as_ref().is_none_or(|re| re.is_match(input.sql))
     }
 }
 
@@ -218,18 +210,10 @@ struct Builder<'c> {
 impl Builder<'_> {
     fn pool(&mut self, rule: &str, name: &str) -> Option<Arc<str>> {
         if self.config.pool(name).is_none() {
-            self.errors.push(RuleError::UnknownPool {
-                rule: rule.to_owned(),
-                pool: name.to_owned(),
-            });
+            self.errors.push(RuleError::UnknownPool { rule: rule.to_owned(), pool: name.to_owned() });
             return None;
         }
-        Some(
-            self.pools
-                .entry(name.to_owned())
-                .or_insert_with(|| Arc::from(name))
-                .clone(),
-        )
+        Some(self.pools.entry(name.to_owned()).or_insert_with(|| Arc::from(name)).clone())
     }
 
     fn target(&mut self, rule: &str, target: &RuleTarget) -> Option<Target> {
@@ -244,10 +228,7 @@ impl Builder<'_> {
             .map_err(|e| {
                 let text = e.to_string();
                 let message = text.lines().last().unwrap_or(&text).trim().to_owned();
-                self.errors.push(RuleError::InvalidRegex {
-                    rule: rule.to_owned(),
-                    message,
-                });
+                self.errors.push(RuleError::InvalidRegex { rule: rule.to_owned(), message });
             })
             .ok()
     }
@@ -256,9 +237,7 @@ impl Builder<'_> {
         let strategy = self.config.routing.cache.normalization_strategy;
         let matcher = match rule.kind {
             PatternKind::Template if rule.pattern.trim().is_empty() => {
-                self.errors.push(RuleError::EmptyTemplate {
-                    rule: rule.name.clone(),
-                });
+                self.errors.push(RuleError::EmptyTemplate { rule: rule.name.clone() });
                 None
             }
             PatternKind::Template => Some(Matcher::Template(PROTOCOLS.map(|p| {
@@ -277,15 +256,7 @@ impl Builder<'_> {
         };
         let target = self.target(&rule.name, &rule.target);
         let (matcher, target) = (matcher?, target?);
-        Some((
-            rule.priority,
-            Pattern {
-                name: Arc::from(rule.name.as_str()),
-                matcher,
-                target,
-                retry: rule.retry,
-            },
-        ))
+        Some((rule.priority, Pattern { name: Arc::from(rule.name.as_str()), matcher, target, retry: rule.retry }))
     }
 
     fn session_rule(&mut self, rule: &RegexRule) -> Option<(i32, SessionRule)> {
@@ -314,25 +285,13 @@ impl Builder<'_> {
         let backend = self.config.pool(&rule.target_pool).and_then(|p| p.protocol);
         for protocol in client_protocols(self.config) {
             let target = dialect(backend.unwrap_or(protocol));
-            match TranslationTemplate::compile(
-                &rule.original_sql,
-                &rule.translated_sql,
-                dialect(protocol),
-                target,
-            ) {
-                Ok(template) => into
-                    .entry((template.fingerprint(), protocol))
-                    .or_default()
-                    .push(Translation {
-                        name: Arc::from(name),
-                        template,
-                        pool: pool.clone(),
-                    }),
-                Err(source) => self.errors.push(RuleError::Translation {
-                    rule: name.to_owned(),
-                    protocol,
-                    source,
+            match TranslationTemplate::compile(&rule.original_sql, &rule.translated_sql, dialect(protocol), target) {
+                Ok(template) => into.entry((template.fingerprint(), protocol)).or_default().push(Translation {
+                    name: Arc::from(name),
+                    template,
+                    pool: pool.clone(),
                 }),
+                Err(source) => self.errors.push(RuleError::Translation { rule: name.to_owned(), protocol, source }),
             }
         }
     }
@@ -342,10 +301,8 @@ type TranslationMap = AHashMap<(Fingerprint, Protocol), Vec<Translation>>;
 
 /// The protocols clients may speak: those with a listener (both when none is configured).
 fn client_protocols(config: &Config) -> Vec<Protocol> {
-    let listed: Vec<Protocol> = PROTOCOLS
-        .into_iter()
-        .filter(|p| config.listeners.iter().any(|l| l.protocol == *p))
-        .collect();
+    let listed: Vec<Protocol> =
+        PROTOCOLS.into_iter().filter(|p| config.listeners.iter().any(|l| l.protocol == *p)).collect();
     if listed.is_empty() {
         PROTOCOLS.to_vec()
     } else {
@@ -362,27 +319,11 @@ impl RuleSet {
         dynamic: &[PatternRule],
         runtime_translations: &[TranslationRule],
     ) -> Result<RuleSet, RuleErrors> {
-        let mut b = Builder {
-            config,
-            pools: AHashMap::new(),
-            errors: Vec::new(),
-        };
+        let mut b = Builder { config, pools: AHashMap::new(), errors: Vec::new() };
         let routing = &config.routing;
-        let patterns = by_priority(
-            routing
-                .pattern_rules
-                .iter()
-                .filter_map(|r| b.pattern(r))
-                .collect(),
-        );
+        let patterns = by_priority(routing.pattern_rules.iter().filter_map(|r| b.pattern(r)).collect());
         let dynamic = by_priority(dynamic.iter().filter_map(|r| b.pattern(r)).collect());
-        let rules = by_priority(
-            routing
-                .rules
-                .iter()
-                .filter_map(|r| b.session_rule(r))
-                .collect(),
-        );
+        let rules = by_priority(routing.rules.iter().filter_map(|r| b.session_rule(r)).collect());
         let mut translations = TranslationMap::new();
         for (i, rule) in config.translations.iter().enumerate() {
             b.translation(&format!("translation.rules[{i}]"), rule, &mut translations);
@@ -400,9 +341,7 @@ impl RuleSet {
             }
             // mysql_default_pool takes every MySQL statement: no split for those clients.
             let own_default = protocol == Protocol::MySql && routing.mysql_default_pool.is_some();
-            if let (true, false, Some(slot), Some(name)) =
-                (split, own_default, read.get_mut(i), &routing.read_pool)
-            {
+            if let (true, false, Some(slot), Some(name)) = (split, own_default, read.get_mut(i), &routing.read_pool) {
                 *slot = b.pool("routing", name);
             }
         }
@@ -445,25 +384,17 @@ impl RuleSet {
 
     /// The primary (write or default) pool of `protocol` clients.
     pub fn primary_pool(&self, protocol: Protocol) -> Option<&Arc<str>> {
-        self.primary
-            .get(proto_index(protocol))
-            .and_then(Option::as_ref)
+        self.primary.get(proto_index(protocol)).and_then(Option::as_ref)
     }
 
     /// The read pool of `protocol` clients; `None` when they are not split.
     pub fn read_pool(&self, protocol: Protocol) -> Option<&Arc<str>> {
-        self.read
-            .get(proto_index(protocol))
-            .and_then(Option::as_ref)
+        self.read.get(proto_index(protocol)).and_then(Option::as_ref)
     }
 
     /// Step 2: the first translation whose template fits, with the rewritten SQL. Only MySQL
     /// clients bind parameters by position (`?`), so only their translations may reorder them.
-    pub(super) fn translate(
-        &self,
-        key: &StatementKey,
-        sql: &str,
-    ) -> Option<(&Translation, Translated)> {
+    pub(super) fn translate(&self, key: &StatementKey, sql: &str) -> Option<(&Translation, Translated)> {
         if self.translations.is_empty() {
             return None;
         }
@@ -493,12 +424,8 @@ impl RuleSet {
         let limit = cached.map_or(self.patterns.len(), |i| i as usize);
         if self.pattern_regexes {
             let before = self.patterns.get(..limit).unwrap_or(&self.patterns);
-            let regex_hit = before
-                .iter()
-                .position(|p| matches!(&p.matcher, Matcher::Regex(re) if re.is_match(sql)));
-            if let Some((i, p)) =
-                regex_hit.and_then(|i| Some((u32::try_from(i).ok()?, before.get(i)?)))
-            {
+            let regex_hit = before.iter().position(|p| matches!(&p.matcher, Matcher::Regex(re) if re.is_match(sql)));
+            if let Some((i, p)) = regex_hit.and_then(|i| Some((u32::try_from(i).ok()?, before.get(i)?))) {
                 return Some((i, p));
             }
         }

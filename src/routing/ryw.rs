@@ -27,12 +27,7 @@ pub struct RywState {
 impl RywState {
     /// A fresh session in `mode` (`RuleSet::read_your_writes()`).
     pub fn new(mode: ReadYourWrites) -> RywState {
-        RywState {
-            mode,
-            hinted: false,
-            last_write: None,
-            open_write: false,
-        }
+        RywState { mode, hinted: false, last_write: None, open_write: false }
     }
 
     /// Changes the mode (after a reload); what was observed is kept.
@@ -65,18 +60,16 @@ impl RywState {
         match (self.mode, self.last_write) {
             (ReadYourWrites::None, _) | (_, None) => false,
             (ReadYourWrites::Session, Some(_)) => true,
-            (ReadYourWrites::Window(window), Some(at)) => {
-                now.saturating_duration_since(at) < window
-            }
+            (ReadYourWrites::Window(window), Some(at)) => now.saturating_duration_since(at) < window,
         }
     }
 
     /// Time left in the window at `now` (`None` when not pinned by a window), for diagnostics.
     pub fn window_left(&self, now: Instant) -> Option<Duration> {
         match (self.mode, self.last_write) {
-            (ReadYourWrites::Window(window), Some(at)) => window
-                .checked_sub(now.saturating_duration_since(at))
-                .filter(|d| !d.is_zero()),
+            (ReadYourWrites::Window(window), Some(at)) => {
+                window.checked_sub(now.saturating_duration_since(at)).filter(|d| !d.is_zero())
+            }
             _ => None,
         }
     }

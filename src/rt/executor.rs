@@ -61,15 +61,10 @@ where
             let ex = executor();
             let queues = CoreQueues {
                 latency: ex.create_task_queue(Shares::Static(1000), Latency::NotImportant, "latency"),
-                background: ex.create_task_queue(
-                    Shares::Static(50),
-                    Latency::NotImportant,
-                    "background",
-                ),
+                background: ex.create_task_queue(Shares::Static(50), Latency::NotImportant, "background"),
             };
             main(queues).await
         })
         .map_err(|e| RtError::Spawn { cpu: cpu.unwrap_or(usize::MAX), reason: e.to_string() })?;
     Ok(CoreHandle { inner })
 }
-

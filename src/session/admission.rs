@@ -76,10 +76,7 @@ mod tests {
     use super::*;
 
     fn table(caps: &[Option<u32>]) -> Arc<ClientSlots> {
-        let listeners = caps
-            .iter()
-            .map(|max| Slots { max: *max, used: AtomicU32::new(0) })
-            .collect();
+        let listeners = caps.iter().map(|max| Slots { max: *max, used: AtomicU32::new(0) }).collect();
         Arc::new(ClientSlots { listeners })
     }
 
@@ -105,7 +102,8 @@ mod tests {
     fn the_cap_holds_across_threads() {
         let t = table(&[Some(10)]);
         let admitted: Vec<Vec<ClientSlot>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..8).map(|_| s.spawn(|| (0..10).filter_map(|_| t.try_admit(0)).collect())).collect();
+            let handles: Vec<_> =
+                (0..8).map(|_| s.spawn(|| (0..10).filter_map(|_| t.try_admit(0)).collect())).collect();
             handles.into_iter().map(|h| h.join().expect("thread")).collect()
         });
         assert_eq!(admitted.iter().map(Vec::len).sum::<usize>(), 10);

@@ -36,7 +36,9 @@ impl From<&PoolError> for PgClientError {
     fn from(e: &PoolError) -> Self {
         let code = match e {
             PoolError::Timeout { .. } => sqlstate::TOO_MANY_CONNECTIONS,
-            PoolError::Connect { .. } | PoolError::NoBackend(_) => sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+            PoolError::Connect { .. } | PoolError::NoBackend(_) => {
+                sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION
+            }
             PoolError::Auth { .. } => sqlstate::CONNECTION_FAILURE,
         };
         Self::new(code, e.to_string())

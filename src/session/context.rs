@@ -17,8 +17,7 @@ use crate::id::{CancelKey, CoreId};
 use crate::metrics::{self, CoreCounters, DigestSnapshot, FallbackOutcome};
 use crate::pool::PoolSet;
 use crate::routing::{
-    CacheStats, Catalogs, Decision, DecisionKind, Outcome, RouteInput, Router, RuleSet,
-    StatementKey,
+    CacheStats, Catalogs, Decision, DecisionKind, Outcome, RouteInput, Router, RuleSet, StatementKey,
 };
 use crate::rt::{CoreQueues, Event};
 use crate::session::cancel::CancelRegistry;
@@ -130,7 +129,11 @@ impl CoreContext {
             _ => None,
         };
         if count {
-            read.counters.fell_back(if to_primary.is_some() { FallbackOutcome::Primary } else { FallbackOutcome::Error });
+            read.counters.fell_back(if to_primary.is_some() {
+                FallbackOutcome::Primary
+            } else {
+                FallbackOutcome::Error
+            });
         }
         to_primary.map(Arc::from).ok_or_else(|| {
             format!("no healthy backend in read pool \"{target}\" and routing.replica_fallback = \"error\"")
@@ -180,15 +183,7 @@ impl CoreContext {
         error: bool,
         pool: &str,
     ) {
-        self.digests.borrow_mut().record(&Execution {
-            fingerprint,
-            sql,
-            protocol,
-            elapsed,
-            rows,
-            error,
-            pool,
-        });
+        self.digests.borrow_mut().record(&Execution { fingerprint, sql, protocol, elapsed, rows, error, pool });
     }
 
     /// A copy of this core's digest statistics.

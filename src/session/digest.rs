@@ -80,11 +80,7 @@ impl Default for DigestTable {
 impl DigestTable {
     /// An empty table remembering at most `capacity` shapes.
     pub fn with_capacity(capacity: usize) -> Self {
-        Self {
-            entries: HashMap::with_hasher(ahash::RandomState::new()),
-            capacity,
-            dropped: 0,
-        }
+        Self { entries: HashMap::with_hasher(ahash::RandomState::new()), capacity, dropped: 0 }
     }
 
     /// Adds one execution to its shape's figures (creating the shape if there is room).
@@ -138,10 +134,7 @@ impl DigestTable {
                 pools: e.pools.iter().map(|p| p.to_string()).collect(),
             })
             .collect();
-        DigestSnapshot {
-            rows,
-            dropped: self.dropped,
-        }
+        DigestSnapshot { rows, dropped: self.dropped }
     }
 
     /// Forgets every shape and the drop count.
@@ -178,17 +171,10 @@ mod tests {
         assert_eq!(s.rows.len(), 1);
         let r = &s.rows[0];
         assert_eq!((r.calls, r.rows, r.errors), (3, 6, 1));
-        assert_eq!(
-            (r.total, r.max),
-            (Duration::from_millis(11), Duration::from_millis(7))
-        );
+        assert_eq!((r.total, r.max), (Duration::from_millis(11), Duration::from_millis(7)));
         assert_eq!(r.pools, vec!["primary".to_owned(), "replica".to_owned()]);
         assert_eq!(r.protocol, "postgres");
-        assert!(
-            !r.normalized.contains("42") && !r.normalized.contains('1'),
-            "{}",
-            r.normalized
-        );
+        assert!(!r.normalized.contains("42") && !r.normalized.contains('1'), "{}", r.normalized);
     }
 
     #[test]
@@ -200,11 +186,7 @@ mod tests {
         t.record(&exec("SELECT a FROM t", 1, "p", false));
         let s = t.snapshot();
         assert_eq!((t.len(), s.dropped), (2, 1));
-        assert_eq!(
-            s.rows.iter().map(|r| r.calls).sum::<u64>(),
-            3,
-            "known shapes still count"
-        );
+        assert_eq!(s.rows.iter().map(|r| r.calls).sum::<u64>(), 3, "known shapes still count");
         t.reset();
         assert!(t.is_empty());
         assert_eq!(t.snapshot().dropped, 0);
@@ -216,10 +198,7 @@ mod tests {
     fn the_same_hash_under_two_protocols_is_two_shapes() {
         let mut t = DigestTable::default();
         let pg = exec("SELECT 1", 1, "p", false);
-        let my = Execution {
-            protocol: Protocol::MySql,
-            ..pg
-        };
+        let my = Execution { protocol: Protocol::MySql, ..pg };
         t.record(&pg);
         t.record(&my);
         assert_eq!(t.len(), 2);

@@ -63,8 +63,7 @@ pub enum Effect {
 /// Lists the session effects of a (possibly multi-statement) PostgreSQL query string.
 pub fn pg_effects(sql: &str) -> Vec<Effect> {
     let mut effects = Vec::new();
-    let tokens: Vec<Token<'_>> =
-        Lexer::new(sql, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment).collect();
+    let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment).collect();
     for stmt in tokens.split(|t| t.kind == TokenKind::Semicolon) {
         classify(sql, stmt, &mut effects);
     }
@@ -103,7 +102,10 @@ fn classify(sql: &str, stmt: &[Token<'_>], out: &mut Vec<Effect>) {
             continue;
         }
         let f = t.text.to_ascii_lowercase();
-        if matches!(f.as_str(), "pg_advisory_lock" | "pg_advisory_lock_shared" | "pg_try_advisory_lock" | "pg_try_advisory_lock_shared") {
+        if matches!(
+            f.as_str(),
+            "pg_advisory_lock" | "pg_advisory_lock_shared" | "pg_try_advisory_lock" | "pg_try_advisory_lock_shared"
+        ) {
             out.push(Effect::Pin(PinReason::AdvisoryLock));
         } else if f == "set_config" {
             out.push(Effect::Pin(PinReason::UntrackedSetting));
@@ -263,10 +265,16 @@ mod tests {
 
     #[test]
     fn recognizes_set_forms() {
-        assert_eq!(pg_effects("SET search_path = app, public"), vec![set("search_path", "SET search_path = app, public")]);
+        assert_eq!(
+            pg_effects("SET search_path = app, public"),
+            vec![set("search_path", "SET search_path = app, public")]
+        );
         assert_eq!(pg_effects("set TimeZone to 'UTC';"), vec![set("timezone", "set TimeZone to 'UTC'")]);
         assert_eq!(pg_effects("SET TIME ZONE 'Europe/Paris'"), vec![set("timezone", "SET TIME ZONE 'Europe/Paris'")]);
-        assert_eq!(pg_effects("SET SESSION statement_timeout = 5"), vec![set("statement_timeout", "SET SESSION statement_timeout = 5")]);
+        assert_eq!(
+            pg_effects("SET SESSION statement_timeout = 5"),
+            vec![set("statement_timeout", "SET SESSION statement_timeout = 5")]
+        );
         assert_eq!(pg_effects("SET myapp.tenant = '7'"), vec![set("myapp.tenant", "SET myapp.tenant = '7'")]);
         assert!(pg_effects("SET LOCAL work_mem = '1MB'").is_empty());
         assert!(pg_effects("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE").is_empty());

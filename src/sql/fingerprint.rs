@@ -194,15 +194,44 @@ enum Last {
 
 /// Words after which `-`/`+` starts a signed number rather than a subtraction.
 const VALUE_KEYWORDS: &[&str] = &[
-    "select", "where", "and", "or", "not", "then", "else", "when", "between", "like", "limit", "offset",
-    "return", "by", "having", "on", "case", "in", "distinct", "all", "any", "some", "escape", "interval",
+    "select", "where", "and", "or", "not", "then", "else", "when", "between", "like", "limit", "offset", "return",
+    "by", "having", "on", "case", "in", "distinct", "all", "any", "some", "escape", "interval",
 ];
 
 /// Words that keep a space before a following `(` (they are syntax, not function names).
 const SPACED_KEYWORDS: &[&str] = &[
-    "in", "values", "and", "or", "not", "exists", "as", "on", "from", "join", "where", "select", "using",
-    "when", "then", "else", "into", "set", "over", "by", "lateral", "with", "union", "except",
-    "intersect", "having", "returning", "is", "like", "between", "case", "table",
+    "in",
+    "values",
+    "and",
+    "or",
+    "not",
+    "exists",
+    "as",
+    "on",
+    "from",
+    "join",
+    "where",
+    "select",
+    "using",
+    "when",
+    "then",
+    "else",
+    "into",
+    "set",
+    "over",
+    "by",
+    "lateral",
+    "with",
+    "union",
+    "except",
+    "intersect",
+    "having",
+    "returning",
+    "is",
+    "like",
+    "between",
+    "case",
+    "table",
 ];
 
 fn word_in(t: &Token<'_>, list: &[&str]) -> bool {
@@ -233,7 +262,16 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
     }
 
     fn over(lex: Lexer<'a>, sink: S, probe_budget: usize) -> Self {
-        Normalizer { lex, sink, prev: [None, None], last: Last::Nothing, mute: false, in_row: false, probe_budget, limit: usize::MAX }
+        Normalizer {
+            lex,
+            sink,
+            prev: [None, None],
+            last: Last::Nothing,
+            mute: false,
+            in_row: false,
+            probe_budget,
+            limit: usize::MAX,
+        }
     }
 
     /// Normalize the whole input.
@@ -358,7 +396,11 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
             Some(p) => {
                 matches!(
                     p.kind,
-                    TokenKind::Operator | TokenKind::LParen | TokenKind::Comma | TokenKind::Semicolon | TokenKind::Punct
+                    TokenKind::Operator
+                        | TokenKind::LParen
+                        | TokenKind::Comma
+                        | TokenKind::Semicolon
+                        | TokenKind::Punct
                 ) && p.text != "]"
                     || word_in(&p, VALUE_KEYWORDS)
             }
@@ -493,7 +535,6 @@ pub(crate) fn next_sig<'a>(lex: &mut Lexer<'a>) -> Option<Token<'a>> {
 fn peek_sig<'a>(lex: &Lexer<'a>) -> Option<Token<'a>> {
     next_sig(&mut lex.clone())
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -96,10 +96,7 @@ impl Token<'_> {
 
     /// Whether the token is a literal value (number, string, boolean, NULL).
     pub fn is_literal(&self) -> bool {
-        matches!(
-            self.kind,
-            TokenKind::Number | TokenKind::String(_) | TokenKind::Bool | TokenKind::Null
-        )
+        matches!(self.kind, TokenKind::Number | TokenKind::String(_) | TokenKind::Bool | TokenKind::Null)
     }
 }
 
@@ -173,9 +170,7 @@ impl<'a> Lexer<'a> {
                 return self.next_token();
             }
             b'\'' => self.quoted(start, start, b'\'', self.default_string_kind()),
-            b'"' if self.mysql() && !self.ansi_quotes => {
-                self.quoted(start, start, b'"', StringKind::Escaped)
-            }
+            b'"' if self.mysql() && !self.ansi_quotes => self.quoted(start, start, b'"', StringKind::Escaped),
             b'"' => self.quoted_ident(start, b'"'),
             b'`' if self.mysql() => self.quoted_ident(start, b'`'),
             b'0'..=b'9' => self.number(start),
@@ -520,15 +515,12 @@ impl<'a> Iterator for Lexer<'a> {
 }
 
 /// Longest first, so a prefix never shadows a longer operator.
-const MYSQL_OPERATORS: &[&str] = &[
-    "<=>", "->>", "<=", ">=", "<>", "!=", "||", "&&", "<<", ">>", "->", ":=",
-];
+const MYSQL_OPERATORS: &[&str] = &["<=>", "->>", "<=", ">=", "<>", "!=", "||", "&&", "<<", ">>", "->", ":="];
 
 /// Character sets MySQL accepts as `_name 'string'` introducers with whitespace in between.
 const MYSQL_CHARSETS: &[&str] = &[
-    "utf8mb4", "utf8mb3", "utf8", "latin1", "binary", "ascii", "ucs2", "utf16", "utf16le", "utf32",
-    "big5", "gbk", "gb2312", "gb18030", "sjis", "ujis", "euckr", "cp1250", "cp1251", "cp1252", "cp932",
-    "latin2", "koi8r",
+    "utf8mb4", "utf8mb3", "utf8", "latin1", "binary", "ascii", "ucs2", "utf16", "utf16le", "utf32", "big5", "gbk",
+    "gb2312", "gb18030", "sjis", "ujis", "euckr", "cp1250", "cp1251", "cp1252", "cp932", "latin2", "koi8r",
 ];
 
 fn is_ident_start(b: u8) -> bool {
@@ -546,7 +538,6 @@ fn is_ident_char_no_dollar(b: u8) -> bool {
 fn is_op_char(b: u8) -> bool {
     b"+-*/<>=~!@#%^&|`?".contains(&b)
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -679,20 +670,20 @@ mod tests {
 
     #[test]
     fn parameters_variables_and_literal_words() {
-        assert_eq!(pg("$1 $23 ? :name"), vec![(K::Param, "$1"), (K::Param, "$23"), (K::Param, "?"), (K::Param, ":name")]);
+        assert_eq!(
+            pg("$1 $23 ? :name"),
+            vec![(K::Param, "$1"), (K::Param, "$23"), (K::Param, "?"), (K::Param, ":name")]
+        );
         assert_eq!(pg("id=?"), vec![(K::Word, "id"), (K::Operator, "="), (K::Param, "?")]);
         assert_eq!(my("?"), vec![(K::Param, "?")]);
-        assert_eq!(my("@x @@session.sql_mode @'q r'"), vec![
-            (K::Variable, "@x"),
-            (K::Variable, "@@session.sql_mode"),
-            (K::Variable, "@'q r'"),
-        ]);
-        assert_eq!(pg("TRUE false Null nullable"), vec![
-            (K::Bool, "TRUE"),
-            (K::Bool, "false"),
-            (K::Null, "Null"),
-            (K::Word, "nullable"),
-        ]);
+        assert_eq!(
+            my("@x @@session.sql_mode @'q r'"),
+            vec![(K::Variable, "@x"), (K::Variable, "@@session.sql_mode"), (K::Variable, "@'q r'"),]
+        );
+        assert_eq!(
+            pg("TRUE false Null nullable"),
+            vec![(K::Bool, "TRUE"), (K::Bool, "false"), (K::Null, "Null"), (K::Word, "nullable"),]
+        );
     }
 
     #[test]

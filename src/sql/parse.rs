@@ -106,10 +106,7 @@ pub fn tokenize(sql: &str, dialect: Dialect) -> Result<Vec<TokenWithSpan>, Refus
 }
 
 /// Parses one statement's (or one string's) tokens within all three bounds.
-pub fn parse_tokens(
-    tokens: Vec<TokenWithSpan>,
-    dialect: Dialect,
-) -> Result<Vec<Statement>, Refusal> {
+pub fn parse_tokens(tokens: Vec<TokenWithSpan>, dialect: Dialect) -> Result<Vec<Statement>, Refusal> {
     let shape = Shape::of(&tokens);
     if shape.chain_operators > MAX_CHAIN_OPERATORS {
         return Err(Refusal::TooComplex(shape.chain_operators));
@@ -186,19 +183,13 @@ impl Shape {
     fn budget(&self) -> Budget {
         let n = self.significant_tokens.max(1);
         Budget {
-            calls: n
-                .saturating_mul(BUDGET_PER_TOKEN)
-                .saturating_add(BUDGET_BASE),
+            calls: n.saturating_mul(BUDGET_PER_TOKEN).saturating_add(BUDGET_BASE),
             visits: (REPARSE_LIMIT / n).max(MIN_VISITS),
         }
     }
 
     fn of(tokens: &[TokenWithSpan]) -> Shape {
-        let mut shape = Shape {
-            chain_operators: 0,
-            max_nesting: 0,
-            significant_tokens: 0,
-        };
+        let mut shape = Shape { chain_operators: 0, max_nesting: 0, significant_tokens: 0 };
         let mut depth = 0usize;
         // Consecutive prefix operators (NOT NOT x, - - x) nest like brackets do.
         let mut prefix_run = 0usize;
@@ -206,9 +197,7 @@ impl Shape {
             match &t.token {
                 Token::Whitespace(_) | Token::EOF => continue,
                 Token::Minus | Token::Plus | Token::Tilde => prefix_run += 1,
-                Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::NOT => {
-                    prefix_run += 1
-                }
+                Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::NOT => prefix_run += 1,
                 _ => prefix_run = 0,
             }
             shape.significant_tokens += 1;
@@ -315,10 +304,7 @@ impl Metered {
     }
 
     fn spent(&self) -> Spent {
-        Spent {
-            calls: self.calls.get(),
-            max_visits: self.max_visits.get(),
-        }
+        Spent { calls: self.calls.get(), max_visits: self.max_visits.get() }
     }
 
     /// Charges one hook call at the parser's position; `Err` once the budget is gone. The
@@ -359,12 +345,7 @@ impl SqlDialect for Metered {
         }
         self.inner.parse_prefix(parser)
     }
-    fn parse_infix(
-        &self,
-        parser: &mut Parser,
-        expr: &Expr,
-        precedence: u8,
-    ) -> Option<Result<Expr, ParserError>> {
+    fn parse_infix(&self, parser: &mut Parser, expr: &Expr, precedence: u8) -> Option<Result<Expr, ParserError>> {
         if let Err(e) = self.spend(parser) {
             return Some(Err(e));
         }

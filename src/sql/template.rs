@@ -195,7 +195,8 @@ fn mysql_escape(bytes: &[u8], i: usize, out: &mut Vec<u8>) -> usize {
 fn pg_escape(bytes: &[u8], i: usize, out: &mut Vec<u8>) -> Option<usize> {
     let c = *bytes.get(i)?;
     let digits = |from: usize, max: usize, radix: u32| {
-        let run = bytes.get(from..).unwrap_or(&[]).iter().take(max).take_while(|d| (**d as char).is_digit(radix)).count();
+        let run =
+            bytes.get(from..).unwrap_or(&[]).iter().take(max).take_while(|d| (**d as char).is_digit(radix)).count();
         let s = std::str::from_utf8(bytes.get(from..from + run)?).ok()?;
         u32::from_str_radix(s, radix).ok().map(|v| (v, from + run))
     };
@@ -387,7 +388,8 @@ impl TranslationTemplate {
             return None;
         }
         let incoming = parameterize(incoming_sql, dialect);
-        if incoming.fingerprint != self.original.fingerprint || incoming.literals.len() != self.original.literals.len() {
+        if incoming.fingerprint != self.original.fingerprint || incoming.literals.len() != self.original.literals.len()
+        {
             return None;
         }
         let used: Vec<usize> = self
@@ -437,7 +439,6 @@ fn kind_fits(now: LiteralKind, was: LiteralKind) -> bool {
         (a, b) => a == b,
     }
 }
-
 
 /// Which of the statement's `?` parameters each `?` of the translation binds, in translated
 /// order; `Some(None)` when that is simply each of them once in their order (nothing to
@@ -611,20 +612,26 @@ mod tests {
 
     #[test]
     fn parameterize_slots() {
-        let p = parameterize("SELECT -1, 'it''s', E'a\\nb', $t$x$t$, TRUE, NULL, X'1F', $1 FROM t WHERE a IN (1, 'b') AND c IS NULL", PG);
+        let p = parameterize(
+            "SELECT -1, 'it''s', E'a\\nb', $t$x$t$, TRUE, NULL, X'1F', $1 FROM t WHERE a IN (1, 'b') AND c IS NULL",
+            PG,
+        );
         assert_eq!(p.fingerprint, fingerprint("SELECT 1, 2, 3, 4, 5, 6, 7, 8 FROM t WHERE a IN (1) AND c IS NULL", PG));
         let got: Vec<_> = p.literals.iter().map(|l| (l.kind, l.value.as_deref())).collect();
-        assert_eq!(got, vec![
-            (LiteralKind::Number, Some("-1")),
-            (LiteralKind::String, Some("it's")),
-            (LiteralKind::String, Some("a\nb")),
-            (LiteralKind::String, Some("x")),
-            (LiteralKind::Bool, Some("true")),
-            (LiteralKind::Null, Some("null")),
-            (LiteralKind::Bits, Some("X'1f'")),
-            (LiteralKind::Param, Some("$1")),
-            (LiteralKind::InList(2), None),
-        ]);
+        assert_eq!(
+            got,
+            vec![
+                (LiteralKind::Number, Some("-1")),
+                (LiteralKind::String, Some("it's")),
+                (LiteralKind::String, Some("a\nb")),
+                (LiteralKind::String, Some("x")),
+                (LiteralKind::Bool, Some("true")),
+                (LiteralKind::Null, Some("null")),
+                (LiteralKind::Bits, Some("X'1f'")),
+                (LiteralKind::Param, Some("$1")),
+                (LiteralKind::InList(2), None),
+            ]
+        );
         assert_eq!(p.literals.last().map(|l| l.text.as_str()), Some("1, 'b'"));
         let m = parameterize(r#"SELECT 'a\'b\\c', "d""e", _utf8mb4'\%', 'x\0' FROM t"#, MY);
         let got: Vec<_> = m.literals.iter().map(|l| l.value.as_deref()).collect();
@@ -632,7 +639,10 @@ mod tests {
         let rows = parameterize("INSERT INTO t VALUES (1, 'a'), (2, 'b')", MY);
         assert_eq!(rows.literals.len(), 4);
         assert_eq!(rows.fingerprint, fingerprint("INSERT INTO t VALUES (9, 'z')", MY));
-        assert_eq!(parameterize(r"SELECT U&'\0041', E'\xff'", PG).literals.iter().map(|l| l.value.clone()).collect::<Vec<_>>(), vec![None, None]);
+        assert_eq!(
+            parameterize(r"SELECT U&'\0041', E'\xff'", PG).literals.iter().map(|l| l.value.clone()).collect::<Vec<_>>(),
+            vec![None, None]
+        );
     }
 
     #[test]
@@ -643,7 +653,9 @@ mod tests {
             PG,
             MY,
         );
-        let out = t.apply("select name from users where id = any(array[7, 8, 9]) and email ilike 'o''b\\r%' limit 50", PG).map(|a| a.sql);
+        let out = t
+            .apply("select name from users where id = any(array[7, 8, 9]) and email ilike 'o''b\\r%' limit 50", PG)
+            .map(|a| a.sql);
         assert_eq!(
             out.as_deref(),
             Some("SELECT name FROM users WHERE id IN (7, 8, 9) AND LOWER(email) LIKE LOWER('o''b\\\\r%') LIMIT 50")
@@ -651,7 +663,10 @@ mod tests {
         let back = parameterize(out.as_deref().unwrap_or(""), MY);
         assert_eq!(back.literals.get(1).and_then(|l| l.value.as_deref()), Some("o'b\\r%"));
         assert_eq!(t.apply("SELECT name FROM users WHERE id = 1", PG).map(|a| a.sql), None);
-        assert_eq!(t.apply("SELECT name FROM users WHERE id = ANY(ARRAY[1]) AND email ILIKE 'a' LIMIT 5", MY).map(|a| a.sql), None);
+        assert_eq!(
+            t.apply("SELECT name FROM users WHERE id = ANY(ARRAY[1]) AND email ILIKE 'a' LIMIT 5", MY).map(|a| a.sql),
+            None
+        );
     }
 
     #[test]
@@ -662,13 +677,25 @@ mod tests {
             MY,
             PG,
         );
-        let out = t.apply(r#"SELECT `c` FROM t WHERE a = "q\"\\'ü€" AND b = 4.5e3 AND f = FALSE AND g <=> NULL LIMIT 1"#, MY).map(|a| a.sql);
+        let out = t
+            .apply(r#"SELECT `c` FROM t WHERE a = "q\"\\'ü€" AND b = 4.5e3 AND f = FALSE AND g <=> NULL LIMIT 1"#, MY)
+            .map(|a| a.sql);
         assert_eq!(
             out.as_deref(),
-            Some(r#"SELECT "c" FROM t WHERE a = 'q"\''ü€' AND b = 4.5e3 AND f = FALSE AND g IS NOT DISTINCT FROM NULL LIMIT 1 FOR READ ONLY"#)
+            Some(
+                r#"SELECT "c" FROM t WHERE a = 'q"\''ü€' AND b = 4.5e3 AND f = FALSE AND g IS NOT DISTINCT FROM NULL LIMIT 1 FOR READ ONLY"#
+            )
         );
-        assert_eq!(t.apply("SELECT `c` FROM t WHERE a = 'x' AND b = 'y' AND f = true AND g <=> NULL LIMIT 10", MY).map(|a| a.sql), None);
-        assert_eq!(t.apply("SELECT `c` FROM t WHERE a = 'nul\\0' AND b = 1 AND f = true AND g <=> NULL LIMIT 1", MY).map(|a| a.sql), None);
+        assert_eq!(
+            t.apply("SELECT `c` FROM t WHERE a = 'x' AND b = 'y' AND f = true AND g <=> NULL LIMIT 10", MY)
+                .map(|a| a.sql),
+            None
+        );
+        assert_eq!(
+            t.apply("SELECT `c` FROM t WHERE a = 'nul\\0' AND b = 1 AND f = true AND g <=> NULL LIMIT 1", MY)
+                .map(|a| a.sql),
+            None
+        );
     }
 
     #[test]
@@ -684,20 +711,41 @@ mod tests {
         let d = t.describe();
         assert_eq!(d.original, "select * from t where a = ? and b = ?");
         assert_eq!(d.translated, "select * from t where a = ? limit ?");
-        assert_eq!(d.mapping.iter().map(|m| m.source).collect::<Vec<_>>(), vec![SlotSource::Original(0), SlotSource::Constant]);
-        assert_eq!(t.apply("SELECT * FROM t WHERE a = 2 AND b = 'k'", PG).map(|a| a.sql).as_deref(), Some("SELECT * FROM t WHERE a = 2 LIMIT 1000"));
+        assert_eq!(
+            d.mapping.iter().map(|m| m.source).collect::<Vec<_>>(),
+            vec![SlotSource::Original(0), SlotSource::Constant]
+        );
+        assert_eq!(
+            t.apply("SELECT * FROM t WHERE a = 2 AND b = 'k'", PG).map(|a| a.sql).as_deref(),
+            Some("SELECT * FROM t WHERE a = 2 LIMIT 1000")
+        );
         // `b` is not carried into the translation, so only the example's value is known to be safe.
         assert_eq!(t.apply("SELECT * FROM t WHERE a = 2 AND b = 'other'", PG).map(|a| a.sql), None);
     }
 
     #[test]
     fn rejects_guesses_with_the_literal_named() {
-        let err = TranslationTemplate::compile("SELECT * FROM t WHERE a = 1 AND b = 1", "SELECT * FROM t WHERE a = 1", PG, MY);
-        assert!(matches!(&err, Err(TemplateError::Ambiguous { position: 1, count: 2, text, .. }) if text == "1"), "{err:?}");
+        let err = TranslationTemplate::compile(
+            "SELECT * FROM t WHERE a = 1 AND b = 1",
+            "SELECT * FROM t WHERE a = 1",
+            PG,
+            MY,
+        );
+        assert!(
+            matches!(&err, Err(TemplateError::Ambiguous { position: 1, count: 2, text, .. }) if text == "1"),
+            "{err:?}"
+        );
         let err = TranslationTemplate::compile("SELECT * FROM t WHERE a = '5'", "SELECT * FROM t WHERE a = 5", PG, MY);
-        assert!(matches!(&err, Err(TemplateError::KindChanged { from: LiteralKind::String, to: LiteralKind::Number, .. })), "{err:?}");
-        let err = TranslationTemplate::compile("SELECT * FROM t WHERE a IN (5, 6)", "SELECT * FROM t WHERE a = 5", PG, MY);
-        assert!(matches!(&err, Err(TemplateError::KindChanged { from: LiteralKind::InList(2), original: 1, .. })), "{err:?}");
+        assert!(
+            matches!(&err, Err(TemplateError::KindChanged { from: LiteralKind::String, to: LiteralKind::Number, .. })),
+            "{err:?}"
+        );
+        let err =
+            TranslationTemplate::compile("SELECT * FROM t WHERE a IN (5, 6)", "SELECT * FROM t WHERE a = 5", PG, MY);
+        assert!(
+            matches!(&err, Err(TemplateError::KindChanged { from: LiteralKind::InList(2), original: 1, .. })),
+            "{err:?}"
+        );
         let msg = err.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(msg.contains("#1") && msg.contains("`5`"), "{msg}");
     }
@@ -705,12 +753,20 @@ mod tests {
     #[test]
     fn scalars_can_become_a_fixed_list() {
         let t = compile("SELECT * FROM t WHERE a = 1 OR a = 2", "SELECT * FROM t WHERE a IN (1, 2)", MY, PG);
-        assert_eq!(t.apply("SELECT * FROM t WHERE a = 5 OR a = -6", MY).map(|a| a.sql).as_deref(), Some("SELECT * FROM t WHERE a IN (5, -6)"));
+        assert_eq!(
+            t.apply("SELECT * FROM t WHERE a = 5 OR a = -6", MY).map(|a| a.sql).as_deref(),
+            Some("SELECT * FROM t WHERE a IN (5, -6)")
+        );
     }
 
     #[test]
     fn in_lists_expand_to_any_length() {
-        let t = compile("SELECT * FROM t WHERE id IN (1, 2) AND s = 'a'", "SELECT * FROM t WHERE s = 'a' AND id IN (1, 2)", MY, PG);
+        let t = compile(
+            "SELECT * FROM t WHERE id IN (1, 2) AND s = 'a'",
+            "SELECT * FROM t WHERE s = 'a' AND id IN (1, 2)",
+            MY,
+            PG,
+        );
         for len in [1usize, 2, 3, 17, 999, 1000] {
             let items: Vec<String> = (0..len).map(|i| format!("'v{i}\\''")).collect();
             let sql = format!("SELECT * FROM t WHERE id IN ({}) AND s = 'b'", items.join(","));
@@ -724,7 +780,12 @@ mod tests {
 
     #[test]
     fn parameters_fill_slots_of_any_kind() {
-        let t = compile("SELECT v FROM a WHERE id = 1 AND s = 'x' AND f = true", "SELECT v FROM b WHERE s = 'x' AND id = 1 AND f = true", PG, PG);
+        let t = compile(
+            "SELECT v FROM a WHERE id = 1 AND s = 'x' AND f = true",
+            "SELECT v FROM b WHERE s = 'x' AND id = 1 AND f = true",
+            PG,
+            PG,
+        );
         assert_eq!(
             t.apply("SELECT v FROM a WHERE id = $1 AND s = $2 AND f = $3", PG).map(|a| a.sql).as_deref(),
             Some("SELECT v FROM b WHERE s = $2 AND id = $1 AND f = $3"),
@@ -735,11 +796,17 @@ mod tests {
             Some("SELECT v FROM b WHERE s = 'q' AND id = :id AND f = $1")
         );
         let list = compile("SELECT v FROM a WHERE id IN (1, 2)", "SELECT v FROM b WHERE id IN (1, 2)", MY, MY);
-        assert_eq!(list.apply("SELECT v FROM a WHERE id IN (?, ?, 7)", MY).map(|a| a.sql).as_deref(), Some("SELECT v FROM b WHERE id IN (?, ?, 7)"));
+        assert_eq!(
+            list.apply("SELECT v FROM a WHERE id IN (?, ?, 7)", MY).map(|a| a.sql).as_deref(),
+            Some("SELECT v FROM b WHERE id IN (?, ?, 7)")
+        );
         // A parameter in a slot the translation drops would leave the client's value unbound.
         let dropped = compile("SELECT v FROM a WHERE id = 1 AND s = 'x'", "SELECT v FROM b WHERE id = 1", PG, PG);
         assert_eq!(dropped.apply("SELECT v FROM a WHERE id = $1 AND s = $2", PG).map(|a| a.sql), None);
-        assert_eq!(dropped.apply("SELECT v FROM a WHERE id = $1 AND s = 'x'", PG).map(|a| a.sql).as_deref(), Some("SELECT v FROM b WHERE id = $1"));
+        assert_eq!(
+            dropped.apply("SELECT v FROM a WHERE id = $1 AND s = 'x'", PG).map(|a| a.sql).as_deref(),
+            Some("SELECT v FROM b WHERE id = $1")
+        );
     }
 
     /// `(sql, param_order)` of a translation.
@@ -749,23 +816,44 @@ mod tests {
 
     #[test]
     fn positional_parameters_that_move_or_repeat_come_with_their_order() {
-        let same = compile("SELECT v FROM a WHERE id = 1 AND s = 'x'", "SELECT v, 0 FROM b WHERE id = 1 AND s = 'x'", MY, MY);
-        assert_eq!(applied(&same, "SELECT v FROM a WHERE id = ? AND s = ?"), Some(("SELECT v, 0 FROM b WHERE id = ? AND s = ?".to_owned(), None)));
-        let swapped = compile("SELECT v FROM a WHERE id = 1 AND s = 'x'", "SELECT v FROM b WHERE s = 'x' AND id = 1", MY, MY);
-        assert_eq!(applied(&swapped, "SELECT v FROM a WHERE id = ? AND s = ?"), Some(("SELECT v FROM b WHERE s = ? AND id = ?".to_owned(), Some(vec![1, 0]))));
+        let same =
+            compile("SELECT v FROM a WHERE id = 1 AND s = 'x'", "SELECT v, 0 FROM b WHERE id = 1 AND s = 'x'", MY, MY);
+        assert_eq!(
+            applied(&same, "SELECT v FROM a WHERE id = ? AND s = ?"),
+            Some(("SELECT v, 0 FROM b WHERE id = ? AND s = ?".to_owned(), None))
+        );
+        let swapped =
+            compile("SELECT v FROM a WHERE id = 1 AND s = 'x'", "SELECT v FROM b WHERE s = 'x' AND id = 1", MY, MY);
+        assert_eq!(
+            applied(&swapped, "SELECT v FROM a WHERE id = ? AND s = ?"),
+            Some(("SELECT v FROM b WHERE s = ? AND id = ?".to_owned(), Some(vec![1, 0])))
+        );
         assert_eq!(
             applied(&swapped, "SELECT v FROM a WHERE id = ? AND s = 'y'"),
             Some(("SELECT v FROM b WHERE s = 'y' AND id = ?".to_owned(), None)),
             "one positional parameter needs no reordering"
         );
-        let twice = compile("SELECT v FROM a WHERE id = 5 AND k = 'x'", "SELECT v FROM b WHERE k = 'x' AND (id = 5 OR parent = 5)", MY, MY);
+        let twice = compile(
+            "SELECT v FROM a WHERE id = 5 AND k = 'x'",
+            "SELECT v FROM b WHERE k = 'x' AND (id = 5 OR parent = 5)",
+            MY,
+            MY,
+        );
         assert_eq!(
             applied(&twice, "SELECT v FROM a WHERE id = ? AND k = ?"),
             Some(("SELECT v FROM b WHERE k = ? AND (id = ? OR parent = ?)".to_owned(), Some(vec![1, 0, 0])))
         );
-        assert_eq!(applied(&twice, "SELECT v FROM a WHERE id = 6 AND k = 'x'"), Some(("SELECT v FROM b WHERE k = 'x' AND (id = 6 OR parent = 6)".to_owned(), None)));
+        assert_eq!(
+            applied(&twice, "SELECT v FROM a WHERE id = 6 AND k = 'x'"),
+            Some(("SELECT v FROM b WHERE k = 'x' AND (id = 6 OR parent = 6)".to_owned(), None))
+        );
         // A list's parameters move together, each keeping its place within the list.
-        let list = compile("SELECT v FROM a WHERE s = 'x' AND id IN (1, 2)", "SELECT v FROM b WHERE id IN (1, 2) AND s = 'x' OR s = 'x'", MY, MY);
+        let list = compile(
+            "SELECT v FROM a WHERE s = 'x' AND id IN (1, 2)",
+            "SELECT v FROM b WHERE id IN (1, 2) AND s = 'x' OR s = 'x'",
+            MY,
+            MY,
+        );
         assert_eq!(
             applied(&list, "SELECT v FROM a WHERE s = ? AND id IN (?, 7, ?)"),
             Some(("SELECT v FROM b WHERE id IN (?, 7, ?) AND s = ? OR s = ?".to_owned(), Some(vec![1, 2, 0, 0])))

@@ -77,8 +77,7 @@ pub const PG_UDF_QUERY: &str = "SELECT n.nspname::text, p.proname::text, p.provo
 
 /// Query the runtime runs on a MySQL/MariaDB primary to load stored functions. Columns: schema,
 /// name, IS_DETERMINISTIC (`YES`/`NO`), SQL_DATA_ACCESS; feed each row to [`parse_mysql_udf_row`].
-pub const MYSQL_UDF_QUERY: &str =
-    "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, IS_DETERMINISTIC, SQL_DATA_ACCESS \
+pub const MYSQL_UDF_QUERY: &str = "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, IS_DETERMINISTIC, SQL_DATA_ACCESS \
      FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'";
 
 /// Turns one [`PG_UDF_QUERY`] row into an entry; `None` for an unrecognized `provolatile`
@@ -90,23 +89,14 @@ pub fn parse_pg_udf_row(schema: &str, name: &str, provolatile: &str) -> Option<U
         "v" => Volatility::Volatile,
         _ => return None,
     };
-    Some(UdfRow {
-        schema: schema.to_owned(),
-        name: name.to_owned(),
-        volatility,
-    })
+    Some(UdfRow { schema: schema.to_owned(), name: name.to_owned(), volatility })
 }
 
 /// Turns one [`MYSQL_UDF_QUERY`] row into an entry. MySQL does not verify `DETERMINISTIC`, and a
 /// function reading tables depends on their contents, so the best a stored function gets is
 /// stable: DETERMINISTIC with NO SQL / CONTAINS SQL / READS SQL DATA is stable; NOT DETERMINISTIC
 /// or MODIFIES SQL DATA is volatile. `None` for values MySQL does not define.
-pub fn parse_mysql_udf_row(
-    schema: &str,
-    name: &str,
-    is_deterministic: &str,
-    sql_data_access: &str,
-) -> Option<UdfRow> {
+pub fn parse_mysql_udf_row(schema: &str, name: &str, is_deterministic: &str, sql_data_access: &str) -> Option<UdfRow> {
     let deterministic = match is_deterministic.trim().to_ascii_uppercase().as_str() {
         "YES" => true,
         "NO" => false,
@@ -117,16 +107,8 @@ pub fn parse_mysql_udf_row(
         "MODIFIES SQL DATA" => true,
         _ => return None,
     };
-    let volatility = if deterministic && !modifies {
-        Volatility::Stable
-    } else {
-        Volatility::Volatile
-    };
-    Some(UdfRow {
-        schema: schema.to_owned(),
-        name: name.to_owned(),
-        volatility,
-    })
+    let volatility = if deterministic && !modifies { Volatility::Stable } else { Volatility::Volatile };
+    Some(UdfRow { schema: schema.to_owned(), name: name.to_owned(), volatility })
 }
 
 impl FunctionCatalog {
@@ -137,20 +119,10 @@ impl FunctionCatalog {
             Dialect::Postgres => (PG_PLAIN, PG_SPECIAL),
             Dialect::MySql => (MYSQL_PLAIN, MYSQL_SPECIAL),
         };
-        let plain = FunctionInfo {
-            volatility: Volatility::Immutable,
-            writes: false,
-            affinity: AffinitySet::EMPTY,
-        };
+        let plain = FunctionInfo { volatility: Volatility::Immutable, writes: false, affinity: AffinitySet::EMPTY };
         for (volatility, names) in lists {
             for name in names.iter() {
-                builtin.insert(
-                    *name,
-                    FunctionInfo {
-                        volatility: *volatility,
-                        ..plain
-                    },
-                );
+                builtin.insert(*name, FunctionInfo { volatility: *volatility, ..plain });
             }
         }
         for (name, volatility, writes, affinities) in special {
@@ -158,20 +130,9 @@ impl FunctionCatalog {
             for a in affinities.iter() {
                 affinity.insert(*a);
             }
-            builtin.insert(
-                *name,
-                FunctionInfo {
-                    volatility: *volatility,
-                    writes: *writes,
-                    affinity,
-                },
-            );
+            builtin.insert(*name, FunctionInfo { volatility: *volatility, writes: *writes, affinity });
         }
-        FunctionCatalog {
-            dialect,
-            builtin,
-            loaded: HashMap::new(),
-        }
+        FunctionCatalog { dialect, builtin, loaded: HashMap::new() }
     }
 
     /// The dialect this catalog describes.
@@ -184,13 +145,9 @@ impl FunctionCatalog {
     pub fn insert(&mut self, schema: Option<&str>, name: &str, v: Volatility) {
         let name = name.to_ascii_lowercase();
         if let Some(schema) = schema {
-            self.loaded
-                .insert(format!("{}.{name}", schema.to_ascii_lowercase()), v);
+            self.loaded.insert(format!("{}.{name}", schema.to_ascii_lowercase()), v);
         }
-        self.loaded
-            .entry(name)
-            .and_modify(|old| *old = (*old).max(v))
-            .or_insert(v);
+        self.loaded.entry(name).and_modify(|old| *old = (*old).max(v)).or_insert(v);
     }
 
     /// Adds a row produced by [`parse_pg_udf_row`] or [`parse_mysql_udf_row`].
@@ -219,10 +176,7 @@ impl FunctionCatalog {
                 };
                 merge(builtin, loaded)
             }
-            None => merge(
-                self.builtin.get(name.as_str()).copied(),
-                self.loaded.get(&name).copied(),
-            ),
+            None => merge(self.builtin.get(name.as_str()).copied(), self.loaded.get(&name).copied()),
         }
     }
 }
@@ -231,23 +185,14 @@ impl FunctionCatalog {
 /// volatile of both.
 fn merge(builtin: Option<FunctionInfo>, loaded: Option<Volatility>) -> Option<FunctionInfo> {
     match (builtin, loaded) {
-        (Some(b), Some(v)) => Some(FunctionInfo {
-            volatility: b.volatility.max(v),
-            ..b
-        }),
+        (Some(b), Some(v)) => Some(FunctionInfo { volatility: b.volatility.max(v), ..b }),
         (Some(b), None) => Some(b),
-        (None, Some(v)) => Some(FunctionInfo {
-            volatility: v,
-            writes: false,
-            affinity: AffinitySet::EMPTY,
-        }),
+        (None, Some(v)) => Some(FunctionInfo { volatility: v, writes: false, affinity: AffinitySet::EMPTY }),
         (None, None) => None,
     }
 }
 
-use Affinity::{
-    AdvisoryLock, FoundRows, GetLock, LastInsertId, Sequence, SessionSet, TransactionScoped,
-};
+use Affinity::{AdvisoryLock, FoundRows, GetLock, LastInsertId, Sequence, SessionSet, TransactionScoped};
 use Volatility::{Immutable, Stable, Volatile};
 
 /// A function with side effects: (name, volatility, writes, affinities).
@@ -343,12 +288,8 @@ const PG_VOLATILE: &[&str] = &[
     "dblink_disconnect", "pg_stat_get_activity", "pg_blocking_pids",
 ];
 
-const PG_PLAIN: &[(Volatility, &[&str])] = &[
-    (Immutable, AGGREGATES),
-    (Immutable, PG_IMMUTABLE),
-    (Stable, PG_STABLE),
-    (Volatile, PG_VOLATILE),
-];
+const PG_PLAIN: &[(Volatility, &[&str])] =
+    &[(Immutable, AGGREGATES), (Immutable, PG_IMMUTABLE), (Stable, PG_STABLE), (Volatile, PG_VOLATILE)];
 
 const PG_SPECIAL: &[Special] = &[
     ("nextval", Volatile, true, &[Sequence]),
@@ -358,65 +299,20 @@ const PG_SPECIAL: &[Special] = &[
     ("pg_advisory_lock", Volatile, false, &[AdvisoryLock]),
     ("pg_advisory_lock_shared", Volatile, false, &[AdvisoryLock]),
     ("pg_try_advisory_lock", Volatile, false, &[AdvisoryLock]),
-    (
-        "pg_try_advisory_lock_shared",
-        Volatile,
-        false,
-        &[AdvisoryLock],
-    ),
+    ("pg_try_advisory_lock_shared", Volatile, false, &[AdvisoryLock]),
     ("pg_advisory_unlock", Volatile, false, &[AdvisoryLock]),
-    (
-        "pg_advisory_unlock_shared",
-        Volatile,
-        false,
-        &[AdvisoryLock],
-    ),
+    ("pg_advisory_unlock_shared", Volatile, false, &[AdvisoryLock]),
     ("pg_advisory_unlock_all", Volatile, false, &[AdvisoryLock]),
-    (
-        "pg_advisory_xact_lock",
-        Volatile,
-        false,
-        &[AdvisoryLock, TransactionScoped],
-    ),
-    (
-        "pg_advisory_xact_lock_shared",
-        Volatile,
-        false,
-        &[AdvisoryLock, TransactionScoped],
-    ),
-    (
-        "pg_try_advisory_xact_lock",
-        Volatile,
-        false,
-        &[AdvisoryLock, TransactionScoped],
-    ),
-    (
-        "pg_try_advisory_xact_lock_shared",
-        Volatile,
-        false,
-        &[AdvisoryLock, TransactionScoped],
-    ),
+    ("pg_advisory_xact_lock", Volatile, false, &[AdvisoryLock, TransactionScoped]),
+    ("pg_advisory_xact_lock_shared", Volatile, false, &[AdvisoryLock, TransactionScoped]),
+    ("pg_try_advisory_xact_lock", Volatile, false, &[AdvisoryLock, TransactionScoped]),
+    ("pg_try_advisory_xact_lock_shared", Volatile, false, &[AdvisoryLock, TransactionScoped]),
     ("set_config", Volatile, false, &[SessionSet]),
     ("txid_current", Volatile, true, &[TransactionScoped]),
     ("pg_current_xact_id", Volatile, true, &[TransactionScoped]),
-    (
-        "txid_current_if_assigned",
-        Volatile,
-        false,
-        &[TransactionScoped],
-    ),
-    (
-        "pg_current_xact_id_if_assigned",
-        Volatile,
-        false,
-        &[TransactionScoped],
-    ),
-    (
-        "txid_current_snapshot",
-        Volatile,
-        false,
-        &[TransactionScoped],
-    ),
+    ("txid_current_if_assigned", Volatile, false, &[TransactionScoped]),
+    ("pg_current_xact_id_if_assigned", Volatile, false, &[TransactionScoped]),
+    ("txid_current_snapshot", Volatile, false, &[TransactionScoped]),
     ("pg_current_snapshot", Volatile, false, &[TransactionScoped]),
     ("pg_export_snapshot", Volatile, false, &[TransactionScoped]),
     ("pg_notify", Volatile, true, &[]),
@@ -483,12 +379,8 @@ const MYSQL_VOLATILE: &[&str] = &[
     "is_free_lock", "is_used_lock",
 ];
 
-const MYSQL_PLAIN: &[(Volatility, &[&str])] = &[
-    (Immutable, AGGREGATES),
-    (Immutable, MYSQL_IMMUTABLE),
-    (Stable, MYSQL_STABLE),
-    (Volatile, MYSQL_VOLATILE),
-];
+const MYSQL_PLAIN: &[(Volatility, &[&str])] =
+    &[(Immutable, AGGREGATES), (Immutable, MYSQL_IMMUTABLE), (Stable, MYSQL_STABLE), (Volatile, MYSQL_VOLATILE)];
 
 const MYSQL_SPECIAL: &[Special] = &[
     ("get_lock", Volatile, false, &[GetLock]),

@@ -13,7 +13,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use querypilot::protocol::pg::auth::md5_response;
-use querypilot::protocol::pg::frontend::{encode_password, encode_query, encode_sasl_initial_response, encode_sasl_response};
+use querypilot::protocol::pg::frontend::{
+    encode_password, encode_query, encode_sasl_initial_response, encode_sasl_response,
+};
 use querypilot::protocol::pg::{
     decode_frame, Authentication, BackendMessage, Frame, ProtocolVersion, ScramClient, StartupPacket, StartupParams,
 };
@@ -101,7 +103,11 @@ impl RawPg {
                     pending_final = Some(verifier);
                 }
                 BackendMessage::Authentication(Authentication::SaslFinal(data)) => {
-                    pending_final.take().expect("final after continue").verify_server_final(data).expect("server proof");
+                    pending_final
+                        .take()
+                        .expect("final after continue")
+                        .verify_server_final(data)
+                        .expect("server proof");
                 }
                 BackendMessage::Authentication(Authentication::Md5Password { salt }) => {
                     encode_password(&md5_response(user, password, salt), &mut out).expect("encode");
@@ -288,7 +294,8 @@ fn many_connections_opened_and_dropped_leave_the_router_serving() {
     crate::support::eventually(Duration::from_secs(10), "every dropped connection is closed", || {
         sessions_active_no_panics(&router) <= 1
     });
-    let accepted: u64 = router.control().collect().expect("collect").iter().map(|r| r.counters.sessions_accepted_total).sum();
+    let accepted: u64 =
+        router.control().collect().expect("collect").iter().map(|r| r.counters.sessions_accepted_total).sum();
     assert!(accepted >= N as u64, "router accepted only {accepted} of {N} connections");
 }
 
@@ -305,7 +312,9 @@ fn startup_packets_with_too_many_parameters_are_refused_with_an_error() {
         c.send(&packet);
         let (tag, body) = c.next().unwrap_or_else(|e| panic!("{count} parameters: no reply before close: {e}"));
         let msg = BackendMessage::decode(&Frame::new(tag, &body)).expect("decode");
-        let BackendMessage::ErrorResponse(fields) = msg else { panic!("{count} parameters: expected an error, got {msg:?}") };
+        let BackendMessage::ErrorResponse(fields) = msg else {
+            panic!("{count} parameters: expected an error, got {msg:?}")
+        };
         assert_eq!(fields.code(), Some("08P01"), "{count} parameters: {:?}", fields.to_fields());
         assert!(c.next().is_err(), "{count} parameters: the connection must be closed after the error");
     }
@@ -339,4 +348,3 @@ fn deeply_nested_sql_reaches_the_server_without_hurting_the_router() {
     }
     sessions_active_no_panics(&router);
 }
-

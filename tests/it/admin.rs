@@ -24,10 +24,8 @@ impl Reply {
 }
 
 pub(crate) fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
-    let mut s =
-        TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to admin");
-    s.set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to admin");
+    s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n");
     for (n, v) in headers {
         req.push_str(&format!("{n}: {v}\r\n"));
@@ -37,31 +35,18 @@ pub(crate) fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str,
     let mut raw = String::new();
     s.read_to_string(&mut raw).expect("read reply");
     let (head, body) = raw.split_once("\r\n\r\n").expect("reply has a head");
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status code");
-    Reply {
-        status,
-        head: head.to_ascii_lowercase(),
-        body: body.to_owned(),
-    }
+    let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("status code");
+    Reply { status, head: head.to_ascii_lowercase(), body: body.to_owned() }
 }
 
 pub(crate) fn with_metrics(toml: &str, token: Option<&str>) -> String {
-    let token = token
-        .map(|t| format!("admin_token = \"{t}\"\n"))
-        .unwrap_or_default();
+    let token = token.map(|t| format!("admin_token = \"{t}\"\n")).unwrap_or_default();
     format!("{toml}\n[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n{token}")
 }
 
 pub(crate) fn addrs(router: &Router) -> (SocketAddr, SocketAddr) {
     let e = router.control().endpoints();
-    (
-        e.metrics.expect("metrics endpoint"),
-        e.admin.expect("admin endpoint"),
-    )
+    (e.metrics.expect("metrics endpoint"), e.admin.expect("admin endpoint"))
 }
 
 /// Sum of the samples of `name` whose labels contain every `filters` pair, and how many series.
@@ -95,32 +80,16 @@ fn metrics_per_core_sum_to_the_totals_and_promtool_accepts_them() {
     }
     let reply = http(metrics, "GET", "/metrics", &[]);
     assert_eq!(reply.status, 200);
-    assert!(
-        reply
-            .head
-            .contains("content-type: text/plain; version=0.0.4"),
-        "{}",
-        reply.head
-    );
+    assert!(reply.head.contains("content-type: text/plain; version=0.0.4"), "{}", reply.head);
     let text = &reply.body;
     let (accepted, cores) = sum(text, "sqp_sessions_accepted_total", &[]);
-    assert_eq!(
-        (accepted, cores),
-        (clients_n as f64, 2),
-        "one series per core, summing to the clients"
-    );
+    assert_eq!((accepted, cores), (clients_n as f64, 2), "one series per core, summing to the clients");
     assert_eq!(sum(text, "sqp_sessions_active", &[]).0, clients_n as f64);
-    assert_eq!(
-        sum(text, "sqp_client_connections", &["state=\"idle\""]).0,
-        clients_n as f64
-    );
+    assert_eq!(sum(text, "sqp_client_connections", &["state=\"idle\""]).0, clients_n as f64);
     let (acquires, series) = sum(text, "sqp_pool_acquire_total", &["pool=\"main\""]);
     assert_eq!(series, 2);
     let queries = (clients_n * 3) as f64;
-    assert!(
-        acquires >= queries && acquires <= queries + 2.0 + clients_n as f64,
-        "acquires {acquires}"
-    );
+    assert!(acquires >= queries && acquires <= queries + 2.0 + clients_n as f64, "acquires {acquires}");
     // Every finished acquisition is observed once in the wait histogram. Core 0 also borrows a
     // connection in the background (it loads user-defined functions after start), so compare
     // once no acquisition is in flight.
@@ -129,34 +98,19 @@ fn metrics_per_core_sum_to_the_totals_and_promtool_accepts_them() {
         let acquires = sum(&text, "sqp_pool_acquire_total", &["pool=\"main\""]).0;
         sum(&text, "sqp_pool_wait_duration_seconds_count", &["pool=\"main\""]).0 == acquires
     });
-    assert_eq!(
-        sum(text, "sqp_pool_connections", &["state=\"active\""]).0,
-        0.0,
-        "all returned between statements"
-    );
+    assert_eq!(sum(text, "sqp_pool_connections", &["state=\"active\""]).0, 0.0, "all returned between statements");
     let idle = sum(text, "sqp_pool_connections", &["state=\"idle\""]).0;
-    assert!(
-        (1.0..=4.0).contains(&idle),
-        "idle connections {idle} within max_connections"
-    );
+    assert!((1.0..=4.0).contains(&idle), "idle connections {idle} within max_connections");
 
     // The per-core series sum to the control plane's merged totals (traffic is quiet now).
     let mut total = querypilot::metrics::CounterSnapshot::default();
     for r in router.control().collect().expect("collect") {
         total.merge(&r.counters);
     }
-    assert_eq!(
-        total.pool("main").expect("main").acquires_total as f64,
-        acquires
-    );
+    assert_eq!(total.pool("main").expect("main").acquires_total as f64, acquires);
     assert_eq!(total.sessions_accepted_total as f64, accepted);
 
-    let open = http(
-        metrics,
-        "GET",
-        "/metrics",
-        &[("Accept", "application/openmetrics-text; version=1.0.0")],
-    );
+    let open = http(metrics, "GET", "/metrics", &[("Accept", "application/openmetrics-text; version=1.0.0")]);
     assert!(open.head.contains("application/openmetrics-text") && open.body.ends_with("# EOF\n"));
     promtool_accepts(text);
     drop(clients);
@@ -175,12 +129,7 @@ fn promtool_accepts(text: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run promtool");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(text.as_bytes())
-        .expect("feed promtool");
+    child.stdin.take().expect("stdin").write_all(text.as_bytes()).expect("feed promtool");
     let out = child.wait_with_output().expect("promtool result");
     assert!(
         out.status.success(),
@@ -196,65 +145,25 @@ fn reload_through_the_api_rejects_a_broken_file_and_keeps_the_old_config() {
     let toml = with_metrics(&pg_config(&[0], &pools, "main"), None);
     let router = Router::start(&toml);
     let (metrics, api) = addrs(&router);
-    assert!(
-        router
-            .reload_with("[general]\npool_mod = \"session\"\n")
-            .is_err(),
-        "the file is broken now"
-    );
+    assert!(router.reload_with("[general]\npool_mod = \"session\"\n").is_err(), "the file is broken now");
     let reply = http(api, "POST", "/api/reload", &[]);
     assert_eq!(reply.status, 400, "{}", reply.body);
     let err = reply.json();
-    assert!(
-        err["error"].as_str().expect("error").contains("pool_mod"),
-        "names the bad key: {err}"
-    );
+    assert!(err["error"].as_str().expect("error").contains("pool_mod"), "names the bad key: {err}");
     assert_eq!(err["code"], "control.invalid_config");
-    assert_eq!(
-        http(api, "GET", "/api/config", &[]).json()["version"],
-        1,
-        "old config still in force"
-    );
-    router
-        .pg("main")
-        .simple_query("SELECT 1")
-        .expect("old config still serves");
+    assert_eq!(http(api, "GET", "/api/config", &[]).json()["version"], 1, "old config still in force");
+    router.pg("main").simple_query("SELECT 1").expect("old config still serves");
 
-    router
-        .reload_with(&toml.replace("max_connections = 2", "max_connections = 3"))
-        .expect("valid reload");
+    router.reload_with(&toml.replace("max_connections = 2", "max_connections = 3")).expect("valid reload");
     let reply = http(api, "POST", "/api/reload", &[]);
-    assert_eq!(
-        (reply.status, reply.json()["version"].as_u64()),
-        (200, Some(3)),
-        "{}",
-        reply.body
-    );
+    assert_eq!((reply.status, reply.json()["version"].as_u64()), (200, Some(3)), "{}", reply.body);
     let config = http(api, "GET", "/api/config", &[]).json();
-    assert!(
-        config["toml"]
-            .as_str()
-            .expect("toml")
-            .contains("max_connections = 3"),
-        "{config}"
-    );
+    assert!(config["toml"].as_str().expect("toml").contains("max_connections = 3"), "{config}");
     let leaked = format!("password = \"{}\"", dbs().pg.password);
-    assert!(
-        !config["toml"]
-            .as_str()
-            .unwrap_or_default()
-            .contains(&leaked),
-        "password redacted: {config}"
-    );
+    assert!(!config["toml"].as_str().unwrap_or_default().contains(&leaked), "password redacted: {config}");
     let text = http(metrics, "GET", "/metrics", &[]).body;
-    assert_eq!(
-        sum(&text, "sqp_config_reloads_total", &["outcome=\"rejected\""]).0,
-        2.0
-    );
-    assert_eq!(
-        sum(&text, "sqp_config_reloads_total", &["outcome=\"applied\""]).0,
-        2.0
-    );
+    assert_eq!(sum(&text, "sqp_config_reloads_total", &["outcome=\"rejected\""]).0, 2.0);
+    assert_eq!(sum(&text, "sqp_config_reloads_total", &["outcome=\"applied\""]).0, 2.0);
     assert_eq!(sum(&text, "sqp_config_version", &[]).0, 3.0);
 }
 
@@ -265,10 +174,7 @@ fn health_turns_503_as_soon_as_a_drain_starts_while_metrics_keep_answering() {
     let (metrics, api) = addrs(&router);
     for addr in [metrics, api] {
         let reply = http(addr, "GET", "/health", &[]);
-        assert_eq!(
-            (reply.status, reply.json()["status"].as_str()),
-            (200, Some("serving"))
-        );
+        assert_eq!((reply.status, reply.json()["status"].as_str()), (200, Some("serving")));
     }
     // A statement in flight keeps the core draining for a while.
     let mut busy = router.pg("main");
@@ -277,23 +183,12 @@ fn health_turns_503_as_soon_as_a_drain_starts_while_metrics_keep_answering() {
     router.control().drain();
     for addr in [metrics, api] {
         let reply = http(addr, "GET", "/health", &[]);
-        assert_eq!(
-            (reply.status, reply.json()["status"].as_str()),
-            (503, Some("draining"))
-        );
+        assert_eq!((reply.status, reply.json()["status"].as_str()), (503, Some("draining")));
     }
     let reply = http(metrics, "GET", "/metrics", &[]);
-    assert_eq!(
-        reply.status, 200,
-        "metrics answer during the drain: {}",
-        reply.body
-    );
+    assert_eq!(reply.status, 200, "metrics answer during the drain: {}", reply.body);
     assert_eq!(sum(&reply.body, "sqp_sessions_active", &[]).0, 1.0);
-    assert_eq!(
-        http(api, "GET", "/api/pools", &[]).status,
-        200,
-        "the API answers during the drain"
-    );
+    assert_eq!(http(api, "GET", "/api/pools", &[]).status, 200, "the API answers during the drain");
     // How the busy session ends (result, then 57P01 at its next read) is the session's business.
     let _ = worker.join().expect("worker");
 }
@@ -301,18 +196,10 @@ fn health_turns_503_as_soon_as_a_drain_starts_while_metrics_keep_answering() {
 #[test]
 fn a_configured_token_guards_every_api_request_and_plugins_answer_404() {
     let pools = pg_pool("main", dbs().pg.primary_port, "transaction", 2);
-    let router = Router::start(&with_metrics(
-        &pg_config(&[0], &pools, "main"),
-        Some("t0ken"),
-    ));
+    let router = Router::start(&with_metrics(&pg_config(&[0], &pools, "main"), Some("t0ken")));
     let (metrics, api) = addrs(&router);
     let bearer = [("Authorization", "Bearer t0ken")];
-    for (method, path) in [
-        ("GET", "/api/pools"),
-        ("GET", "/api/config"),
-        ("POST", "/api/reload"),
-        ("GET", "/health"),
-    ] {
+    for (method, path) in [("GET", "/api/pools"), ("GET", "/api/config"), ("POST", "/api/reload"), ("GET", "/health")] {
         for headers in [&[][..], &[("Authorization", "Bearer nope")][..]] {
             let reply = http(api, method, path, headers);
             assert_eq!(reply.status, 401, "{method} {path} {headers:?}");
@@ -320,37 +207,20 @@ fn a_configured_token_guards_every_api_request_and_plugins_answer_404() {
             assert!(reply.head.contains("www-authenticate: bearer"));
         }
     }
-    assert_eq!(
-        http(api, "GET", "/api/config", &bearer).json()["version"],
-        1,
-        "the refused reload changed nothing"
-    );
+    assert_eq!(http(api, "GET", "/api/config", &bearer).json()["version"], 1, "the refused reload changed nothing");
     let pools = http(api, "GET", "/api/pools", &bearer);
     assert_eq!(pools.status, 200);
     let pools = pools.json();
     assert_eq!(pools["pools"][0]["name"], "main");
     assert_eq!(pools["pools"][0]["max_connections"], 2);
-    assert!(pools["pools"][0]["backends"][0]["address"]
-        .as_str()
-        .is_some());
-    assert_eq!(
-        http(metrics, "GET", "/metrics", &[]).status,
-        200,
-        "metrics stay read-only and open"
-    );
+    assert!(pools["pools"][0]["backends"][0]["address"].as_str().is_some());
+    assert_eq!(http(metrics, "GET", "/metrics", &[]).status, 200, "metrics stay read-only and open");
     assert!(!http(metrics, "GET", "/metrics", &[]).body.contains("t0ken"));
     for path in ["/api/v1/plugins/accelerator", "/api/v1/plugins/guard/x"] {
         let reply = http(api, "GET", path, &bearer);
         assert_eq!(reply.status, 404);
-        assert!(reply.json()["error"]
-            .as_str()
-            .expect("message")
-            .contains("plugin is registered"));
+        assert!(reply.json()["error"].as_str().expect("message").contains("plugin is registered"));
     }
-    assert_eq!(
-        http(api, "GET", "/api/stats/digests", &bearer).status,
-        200,
-        "routing endpoints answer with the token"
-    );
+    assert_eq!(http(api, "GET", "/api/stats/digests", &bearer).status, 200, "routing endpoints answer with the token");
     assert_eq!(http(api, "GET", "/api/stats/digests", &[]).status, 401);
 }

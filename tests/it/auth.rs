@@ -45,7 +45,10 @@ fn postgres_refuses_wrong_password_unknown_user_and_empty_password_alike() {
             // One answer whichever part was wrong: only the name the client gave differs.
             assert_eq!(message, format!("password authentication failed for user \"{user}\""), "{method}");
         }
-        connect(port, "main", "app").expect("the right credentials still work").simple_query("SELECT 1").expect("served");
+        connect(port, "main", "app")
+            .expect("the right credentials still work")
+            .simple_query("SELECT 1")
+            .expect("served");
     }
 }
 
@@ -75,7 +78,8 @@ fn scram_transcript(port: u16, user: &str, password: &str) -> Vec<String> {
         match m {
             BackendMessage::Authentication(Authentication::Sasl { .. }) => {
                 transcript.push("AuthenticationSASL".to_owned());
-                encode_sasl_initial_response("SCRAM-SHA-256", Some(scram.client_first().as_bytes()), &mut out).expect("encode");
+                encode_sasl_initial_response("SCRAM-SHA-256", Some(scram.client_first().as_bytes()), &mut out)
+                    .expect("encode");
             }
             BackendMessage::Authentication(Authentication::SaslContinue(data)) => {
                 let text = String::from_utf8_lossy(data).into_owned();
@@ -140,7 +144,9 @@ fn mysql_refuses_wrong_password_unknown_user_and_empty_password_alike() {
         ("nobody", "wrong", "YES"),
         (my.user.as_str(), "", "NO"),
     ] {
-        let e = mysql::Conn::new(my.opts(router.port(), user, password)).err().unwrap_or_else(|| panic!("{user}/{password:?} let in"));
+        let e = mysql::Conn::new(my.opts(router.port(), user, password))
+            .err()
+            .unwrap_or_else(|| panic!("{user}/{password:?} let in"));
         let mysql::Error::MySqlError(e) = e else { panic!("{user}/{password:?}: not a server error: {e}") };
         assert_eq!((e.code, e.state.as_str()), (1045, "28000"), "{user}/{password:?}");
         assert_eq!(e.message, format!("Access denied for user '{user}' (using password: {using})"));
@@ -163,12 +169,20 @@ fn the_admin_api_off_loopback_needs_a_token_and_refuses_every_request_without_it
     let pools = pg_pool("main", dbs().pg.primary_port, "transaction", 2);
     let base = pg_config(&[0], &pools, "main");
     // Off loopback without a token the configuration itself is refused.
-    let open = with_metrics(&base, None).replacen("[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"", "[metrics]\nenabled = true\nbind = \"0.0.0.0:0\"", 1);
-    let err = querypilot::config::Config::parse(&open, "t.toml").expect_err("a non-loopback admin API without a token is refused");
+    let open = with_metrics(&base, None).replacen(
+        "[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"",
+        "[metrics]\nenabled = true\nbind = \"0.0.0.0:0\"",
+        1,
+    );
+    let err = querypilot::config::Config::parse(&open, "t.toml")
+        .expect_err("a non-loopback admin API without a token is refused");
     assert!(err.to_string().contains("admin_token"), "{err}");
 
-    let guarded = with_metrics(&base, Some("s3cret-admin-token"))
-        .replacen("[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"", "[metrics]\nenabled = true\nbind = \"0.0.0.0:0\"", 1);
+    let guarded = with_metrics(&base, Some("s3cret-admin-token")).replacen(
+        "[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"",
+        "[metrics]\nenabled = true\nbind = \"0.0.0.0:0\"",
+        1,
+    );
     let router = Router::start(&guarded);
     let api_port = router.control().endpoints().admin.expect("admin endpoint").port();
     let host = non_loopback_address().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
@@ -184,7 +198,9 @@ fn the_admin_api_off_loopback_needs_a_token_and_refuses_every_request_without_it
         ("DELETE", "/api/stats/digests"),
         ("GET", "/api/config"),
     ] {
-        for headers in [&[][..], &[("Authorization", "Bearer wrong")][..], &[("Authorization", "s3cret-admin-token")][..]] {
+        for headers in
+            [&[][..], &[("Authorization", "Bearer wrong")][..], &[("Authorization", "s3cret-admin-token")][..]]
+        {
             let reply = http(api, method, path, headers);
             assert_eq!(reply.status, 401, "{method} {path} {headers:?}: {}", reply.body);
         }
@@ -228,7 +244,8 @@ fn logs_at_the_default_level_hold_no_password_sql_or_parameter() {
         .spawn()
         .expect("start the router");
     eventually(Duration::from_secs(20), "the router to accept connections", || {
-        std::net::TcpStream::connect(("127.0.0.1", pg_port)).is_ok() && std::net::TcpStream::connect(("127.0.0.1", my_port)).is_ok()
+        std::net::TcpStream::connect(("127.0.0.1", pg_port)).is_ok()
+            && std::net::TcpStream::connect(("127.0.0.1", my_port)).is_ok()
     });
 
     // PostgreSQL: a failed login, statements and parameters that succeed and fail.
@@ -267,11 +284,8 @@ fn logs_at_the_default_level_hold_no_password_sql_or_parameter() {
         assert!(t.elapsed() < Duration::from_secs(15), "router did not stop");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let logs = format!(
-        "{}{}",
-        std::fs::read_to_string(&out).expect("stdout"),
-        std::fs::read_to_string(&err).expect("stderr")
-    );
+    let logs =
+        format!("{}{}", std::fs::read_to_string(&out).expect("stdout"), std::fs::read_to_string(&err).expect("stderr"));
     assert!(logs.contains("listening"), "the run's logs were captured: {logs}");
     for marker in [SECRET_PASSWORD, SQL_MARKER, PARAM_MARKER, BAD_PARAM_MARKER, MISSING_TABLE, NUMBER_MARKER] {
         assert!(!logs.to_lowercase().contains(&marker.to_lowercase()), "{marker} leaked into the logs:\n{logs}");

@@ -33,7 +33,8 @@ fn bridge_router_on(mode: &str, database: &str) -> Router {
 /// The `mysql` crate through the router (TCP only: `prefer_socket(false)` in `opts`).
 fn client(router: &Router) -> Conn {
     let my = &dbs().my;
-    Conn::new(my.opts(router.port(), &dbs().pg.user, &dbs().pg.password)).unwrap_or_else(|e| panic!("connect through the bridge: {e}"))
+    Conn::new(my.opts(router.port(), &dbs().pg.user, &dbs().pg.password))
+        .unwrap_or_else(|e| panic!("connect through the bridge: {e}"))
 }
 
 fn server_error(e: mysql::Error) -> (u16, String, String) {
@@ -69,8 +70,10 @@ fn connects_and_answers_connector_probes() {
     c.query_drop("SET SESSION sql_mode='STRICT_TRANS_TABLES'").expect("sql_mode");
     let comment: Option<String> = c.query_first("SELECT @@version_comment LIMIT 1").expect("version comment");
     assert!(comment.unwrap_or_default().contains("QueryPilot"));
-    let (inc, packet): (i64, i64) =
-        c.query_first("SELECT @@session.auto_increment_increment AS a, @@max_allowed_packet").expect("variables").expect("row");
+    let (inc, packet): (i64, i64) = c
+        .query_first("SELECT @@session.auto_increment_increment AS a, @@max_allowed_packet")
+        .expect("variables")
+        .expect("row");
     assert_eq!((inc, packet > 0), (1, true));
     let vars: Vec<(String, String)> = c.query("SHOW VARIABLES LIKE 'max_allowed%'").expect("show variables");
     assert_eq!(vars.len(), 1);
@@ -135,7 +138,9 @@ fn typed(row: mysql::Row) -> Vec<Value> {
                     }
                     T::MYSQL_TYPE_FLOAT => Value::Float(text.parse().expect("float")),
                     T::MYSQL_TYPE_DOUBLE => Value::Double(text.parse().expect("double")),
-                    T::MYSQL_TYPE_DATE | T::MYSQL_TYPE_DATETIME | T::MYSQL_TYPE_TIME => parse_temporal(&text, c.column_type()),
+                    T::MYSQL_TYPE_DATE | T::MYSQL_TYPE_DATETIME | T::MYSQL_TYPE_TIME => {
+                        parse_temporal(&text, c.column_type())
+                    }
                     _ => Value::Bytes(b),
                 }
             }
@@ -159,7 +164,15 @@ fn parse_temporal(text: &str, t: mysql::consts::ColumnType) -> Value {
             let d: Vec<&str> = date.split('-').collect();
             let (hms, f) = time.split_once('.').map_or((time, None), |(a, b)| (a, Some(b)));
             let h: Vec<&str> = hms.split(':').collect();
-            Value::Date(num(d[0]) as u16, num(d[1]) as u8, num(d[2]) as u8, num(h[0]) as u8, num(h[1]) as u8, num(h[2]) as u8, frac(f))
+            Value::Date(
+                num(d[0]) as u16,
+                num(d[1]) as u8,
+                num(d[2]) as u8,
+                num(h[0]) as u8,
+                num(h[1]) as u8,
+                num(h[2]) as u8,
+                frac(f),
+            )
         }
     }
 }
@@ -176,14 +189,18 @@ fn every_mapped_type_round_trips_in_text_and_binary() {
     c.query_drop(format!("INSERT INTO {table} VALUES (2, {nulls})")).expect("insert nulls");
     let want = expected_row();
     // Text protocol (COM_QUERY).
-    let text: mysql::Row = c.query_first(format!("SELECT * FROM {table} WHERE id = 1")).expect("text select").expect("row");
+    let text: mysql::Row =
+        c.query_first(format!("SELECT * FROM {table} WHERE id = 1")).expect("text select").expect("row");
     assert_eq!(typed(text), want, "text protocol");
     // Binary protocol (COM_STMT_EXECUTE).
-    let bin: mysql::Row = c.exec_first(format!("SELECT * FROM {table} WHERE id = ?"), (1,)).expect("binary select").expect("row");
+    let bin: mysql::Row =
+        c.exec_first(format!("SELECT * FROM {table} WHERE id = ?"), (1,)).expect("binary select").expect("row");
     assert_eq!(bin.unwrap(), want, "binary protocol");
-    let nulls_text: mysql::Row = c.query_first(format!("SELECT * FROM {table} WHERE id = 2")).expect("nulls").expect("row");
+    let nulls_text: mysql::Row =
+        c.query_first(format!("SELECT * FROM {table} WHERE id = 2")).expect("nulls").expect("row");
     assert!(nulls_text.unwrap().iter().skip(1).all(|v| *v == Value::NULL));
-    let nulls_bin: mysql::Row = c.exec_first(format!("SELECT * FROM {table} WHERE id = ?"), (2,)).expect("nulls").expect("row");
+    let nulls_bin: mysql::Row =
+        c.exec_first(format!("SELECT * FROM {table} WHERE id = ?"), (2,)).expect("nulls").expect("row");
     assert!(nulls_bin.unwrap().iter().skip(1).all(|v| *v == Value::NULL));
     c.query_drop(format!("DROP TABLE {table}")).expect("drop");
 }
@@ -198,17 +215,24 @@ fn prepared_parameters_of_every_type() {
     let mut row = expected_row();
     row[11] = Value::Int(1); // bool from an integer
     let marks = vec!["?"; row.len()].join(", ");
-    c.exec_drop(format!("INSERT INTO {table} VALUES ({marks})"), Params::Positional(row.clone())).expect("insert with parameters");
-    let nulls: Vec<Value> = std::iter::once(Value::Int(2)).chain(std::iter::repeat_n(Value::NULL, row.len() - 1)).collect();
-    c.exec_drop(format!("INSERT INTO {table} VALUES ({marks})"), Params::Positional(nulls)).expect("insert NULL parameters");
-    let got: mysql::Row = c.exec_first(format!("SELECT * FROM {table} WHERE id = ?"), (1,)).expect("select").expect("row");
+    c.exec_drop(format!("INSERT INTO {table} VALUES ({marks})"), Params::Positional(row.clone()))
+        .expect("insert with parameters");
+    let nulls: Vec<Value> =
+        std::iter::once(Value::Int(2)).chain(std::iter::repeat_n(Value::NULL, row.len() - 1)).collect();
+    c.exec_drop(format!("INSERT INTO {table} VALUES ({marks})"), Params::Positional(nulls))
+        .expect("insert NULL parameters");
+    let got: mysql::Row =
+        c.exec_first(format!("SELECT * FROM {table} WHERE id = ?"), (1,)).expect("select").expect("row");
     assert_eq!(got.unwrap(), expected_row());
-    let count: Option<i64> = c.exec_first(format!("SELECT count(*) FROM {table} WHERE s IS NULL AND id = ?"), (2,)).expect("count");
+    let count: Option<i64> =
+        c.exec_first(format!("SELECT count(*) FROM {table} WHERE s IS NULL AND id = ?"), (2,)).expect("count");
     assert_eq!(count, Some(1));
     // Large binary data and a long string travel intact (long data, too).
     let blob: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
-    c.exec_drop(format!("UPDATE {table} SET by = ?, t = ? WHERE id = ?"), (blob.clone(), "x".repeat(100_000), 2)).expect("update blob");
-    let (b, t): (Vec<u8>, String) = c.exec_first(format!("SELECT by, t FROM {table} WHERE id = ?"), (2,)).expect("blob").expect("row");
+    c.exec_drop(format!("UPDATE {table} SET by = ?, t = ? WHERE id = ?"), (blob.clone(), "x".repeat(100_000), 2))
+        .expect("update blob");
+    let (b, t): (Vec<u8>, String) =
+        c.exec_first(format!("SELECT by, t FROM {table} WHERE id = ?"), (2,)).expect("blob").expect("row");
     assert_eq!((b == blob, t.len()), (true, 100_000));
     // `?` inside strings and comments is not a parameter.
     let s: Option<(String, i64)> = c.exec_first("SELECT '?' /* ? */, ? + 1", (41,)).expect("question marks");
@@ -259,12 +283,16 @@ fn errors_map_to_mysql_numbers() {
     let table = unique_name("br_err");
     c.query_drop(format!("CREATE TABLE {table} (id int PRIMARY KEY, v text NOT NULL)")).expect("create");
     c.query_drop(format!("INSERT INTO {table} VALUES (1, 'a')")).expect("insert");
-    let (code, state, msg) = server_error(c.query_drop(format!("INSERT INTO {table} VALUES (1, 'b')")).expect_err("duplicate"));
+    let (code, state, msg) =
+        server_error(c.query_drop(format!("INSERT INTO {table} VALUES (1, 'b')")).expect_err("duplicate"));
     assert_eq!((code, state.as_str()), (1062, "23000"));
     assert!(msg.contains("duplicate key"), "{msg}");
-    let (code, state, _) = server_error(c.exec_drop(format!("INSERT INTO {table} VALUES (?, ?)"), (1, "c")).expect_err("duplicate prepared"));
+    let (code, state, _) = server_error(
+        c.exec_drop(format!("INSERT INTO {table} VALUES (?, ?)"), (1, "c")).expect_err("duplicate prepared"),
+    );
     assert_eq!((code, state.as_str()), (1062, "23000"));
-    let (code, state, _) = server_error(c.query_drop(format!("INSERT INTO {table} VALUES (2, NULL)")).expect_err("not null"));
+    let (code, state, _) =
+        server_error(c.query_drop(format!("INSERT INTO {table} VALUES (2, NULL)")).expect_err("not null"));
     assert_eq!((code, state.as_str()), (1048, "23000"));
     let (code, state, _) = server_error(c.query_drop("SELECT * FROM no_such_table_here").expect_err("missing table"));
     assert_eq!((code, state.as_str()), (1146, "42S02"));
@@ -273,7 +301,8 @@ fn errors_map_to_mysql_numbers() {
     assert!(msg.contains("syntax error"), "{msg}");
     let (code, state, _) = server_error(c.query_drop("SELECT 1/0").expect_err("division"));
     assert_eq!((code, state.as_str()), (1365, "22012"));
-    let (code, _, _) = server_error(c.prep("SELECT * FROM no_such_table_here WHERE id = ?").map(|_| ()).expect_err("prepare error"));
+    let (code, _, _) =
+        server_error(c.prep("SELECT * FROM no_such_table_here WHERE id = ?").map(|_| ()).expect_err("prepare error"));
     assert_eq!(code, 1146);
     // An error inside a transaction leaves it failed until ROLLBACK, as PostgreSQL does.
     c.query_drop("BEGIN").expect("begin");
@@ -318,7 +347,13 @@ fn warnings_use_and_multi_results() {
         sets.push(set.map(|r| r.expect("row").unwrap()).collect::<Vec<_>>());
     }
     drop(result);
-    assert_eq!(sets, vec![vec![vec![Value::Bytes(b"1".to_vec())]], vec![vec![Value::Bytes(b"x".to_vec()), Value::Bytes(b"2".to_vec())]]]);
+    assert_eq!(
+        sets,
+        vec![
+            vec![vec![Value::Bytes(b"1".to_vec())]],
+            vec![vec![Value::Bytes(b"x".to_vec()), Value::Bytes(b"2".to_vec())]]
+        ]
+    );
     let mut result = c.query_iter("SELECT 1; SELECT 1/0; SELECT 3").expect("first result");
     let mut outcomes = Vec::new();
     while let Some(set) = result.iter() {
@@ -343,11 +378,17 @@ fn mariadb_cli_round_trip() {
     );
     let out = cli(&router, &script).unwrap_or_else(|e| panic!("mariadb CLI failed: {e}"));
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines, vec!["id\tn\tt\tts\tby\tok", "1\t-3.50\tünï\t2024-01-02 03:04:05.600\thi\t1", "2\tNULL\tNULL\tNULL\tNULL\t0"]);
+    assert_eq!(
+        lines,
+        vec!["id\tn\tt\tts\tby\tok", "1\t-3.50\tünï\t2024-01-02 03:04:05.600\thi\t1", "2\tNULL\tNULL\tNULL\tNULL\t0"]
+    );
     let err = cli(&router, &format!("INSERT INTO {table} VALUES (1, 0, '', NULL, NULL, true)")).expect_err("duplicate");
     assert!(err.contains("ERROR 1062 (23000)"), "{err}");
-    let out = cli(&router, &format!("BEGIN; DELETE FROM {table}; ROLLBACK; SELECT count(*) AS c FROM {table}; DROP TABLE {table};"))
-        .unwrap_or_else(|e| panic!("mariadb CLI failed: {e}"));
+    let out = cli(
+        &router,
+        &format!("BEGIN; DELETE FROM {table}; ROLLBACK; SELECT count(*) AS c FROM {table}; DROP TABLE {table};"),
+    )
+    .unwrap_or_else(|e| panic!("mariadb CLI failed: {e}"));
     assert_eq!(out.lines().collect::<Vec<_>>(), vec!["c", "2"]);
 }
 
@@ -371,9 +412,12 @@ fn sysbench(args: &[String]) -> Result<String, String> {
 fn sysbench_mysql_driver_through_the_bridge() {
     let pg = &dbs().pg;
     let db = unique_name("sbpg");
-    pg.superuser_client(pg.primary_port).batch_execute(&format!("CREATE DATABASE {db} OWNER {}", pg.user)).expect("create database");
+    pg.superuser_client(pg.primary_port)
+        .batch_execute(&format!("CREATE DATABASE {db} OWNER {}", pg.user))
+        .expect("create database");
     let common = ["--tables=2".to_owned(), "--table-size=1000".to_owned()];
-    let mut prepare: Vec<String> = ["oltp_read_write", "prepare", "--db-driver=pgsql", "--pgsql-host=127.0.0.1"].map(String::from).to_vec();
+    let mut prepare: Vec<String> =
+        ["oltp_read_write", "prepare", "--db-driver=pgsql", "--pgsql-host=127.0.0.1"].map(String::from).to_vec();
     prepare.extend([
         format!("--pgsql-port={}", pg.primary_port),
         format!("--pgsql-user={}", pg.user),
@@ -385,9 +429,10 @@ fn sysbench_mysql_driver_through_the_bridge() {
     let router = bridge_router_on("transaction", &db);
     for (test, threads) in [("oltp_point_select", 32), ("oltp_read_only", 32), ("oltp_read_write", 1)] {
         for ps in ["auto", "disable"] {
-            let mut run: Vec<String> = [test, "run", "--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-ssl=off", "--time=2"]
-                .map(String::from)
-                .to_vec();
+            let mut run: Vec<String> =
+                [test, "run", "--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-ssl=off", "--time=2"]
+                    .map(String::from)
+                    .to_vec();
             run.extend([
                 format!("--threads={threads}"),
                 format!("--mysql-port={}", router.port()),

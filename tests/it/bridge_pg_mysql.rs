@@ -54,7 +54,8 @@ const ROW1: &str = "(1, -128, -32768, 65535, -2147483648, 4294967295, -922337203
     -12345678901234567890.0123456789, -1.5, 2.25, '2024-02-29', '-838:59:58.5', '2024-01-02 03:04:05.123456', \
     '1999-12-31 23:59:59.50', 'héllo wörld ✓ 日本', 'plain text', 0x00FF41, 0xDEADBEEF)";
 
-const ROW2: &str = "(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)";
+const ROW2: &str =
+    "(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)";
 
 /// Row 1 as PostgreSQL prints it (psql unaligned, `|`-separated).
 const ROW1_TEXT: &str = "1|-128|-32768|65535|-2147483648|4294967295|-9223372036854775808|18446744073709551615|\
@@ -110,7 +111,13 @@ fn psql_round_trip_over_mariadb() {
     assert!(stderr.contains("ERROR:  42P01:"), "unknown table is 42P01:\n{stderr}");
     assert_eq!(stderr.matches("ERROR:").count(), 2, "only the two intended errors:\n{stderr}");
     // The DROP ran: the table is gone.
-    let out = psql(router.port(), db, "app", &["-A", "-t", "-v", "VERBOSITY=verbose", "-c", &format!("SELECT count(*) FROM {t}")], "");
+    let out = psql(
+        router.port(),
+        db,
+        "app",
+        &["-A", "-t", "-v", "VERBOSITY=verbose", "-c", &format!("SELECT count(*) FROM {t}")],
+        "",
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("42P01"));
 }
 
@@ -124,7 +131,8 @@ fn rust_client_text_and_binary_results() {
     assert_eq!(n, 2, "INSERT 0 2");
     // Simple query: text format, exactly PostgreSQL's text forms.
     let msgs = c.simple_query(&format!("SELECT * FROM {t} ORDER BY id")).expect("simple select");
-    let rows: Vec<_> = msgs.iter().filter_map(|m| if let SimpleQueryMessage::Row(r) = m { Some(r) } else { None }).collect();
+    let rows: Vec<_> =
+        msgs.iter().filter_map(|m| if let SimpleQueryMessage::Row(r) = m { Some(r) } else { None }).collect();
     assert_eq!(rows.len(), 2);
     let texts: Vec<&str> = (0..19).map(|i| rows[0].get(i).expect("not null")).collect();
     assert_eq!(texts.join("|"), ROW1_TEXT);
@@ -135,9 +143,25 @@ fn rust_client_text_and_binary_results() {
     let row = c.query_one(&format!("SELECT * FROM {t} WHERE id = 1"), &[]).expect("binary select");
     let types: Vec<Type> = row.columns().iter().map(|col| col.type_().clone()).collect();
     let want = [
-        Type::INT4, Type::INT2, Type::INT2, Type::INT4, Type::INT4, Type::INT8, Type::INT8, Type::NUMERIC, Type::NUMERIC,
-        Type::FLOAT4, Type::FLOAT8, Type::DATE, Type::INTERVAL, Type::TIMESTAMP, Type::TIMESTAMP, Type::TEXT, Type::TEXT,
-        Type::BYTEA, Type::BYTEA,
+        Type::INT4,
+        Type::INT2,
+        Type::INT2,
+        Type::INT4,
+        Type::INT4,
+        Type::INT8,
+        Type::INT8,
+        Type::NUMERIC,
+        Type::NUMERIC,
+        Type::FLOAT4,
+        Type::FLOAT8,
+        Type::DATE,
+        Type::INTERVAL,
+        Type::TIMESTAMP,
+        Type::TIMESTAMP,
+        Type::TEXT,
+        Type::TEXT,
+        Type::BYTEA,
+        Type::BYTEA,
     ];
     assert_eq!(types, want);
     assert_eq!(row.get::<_, i32>(0), 1);
@@ -182,8 +206,10 @@ fn rust_client_prepared_statements_and_transactions() {
     let router = bridge_router("transaction");
     let mut c = client(&router);
     let t = unique_name("bprep");
-    c.batch_execute(&format!("CREATE TABLE {t} (id INT PRIMARY KEY, s VARCHAR(40), bi BIGINT, f DOUBLE, b BLOB, ts DATETIME(6), ok BOOL)"))
-        .expect("create");
+    c.batch_execute(&format!(
+        "CREATE TABLE {t} (id INT PRIMARY KEY, s VARCHAR(40), bi BIGINT, f DOUBLE, b BLOB, ts DATETIME(6), ok BOOL)"
+    ))
+    .expect("create");
     let insert = c
         .prepare_typed(
             &format!("INSERT INTO {t} VALUES ($1, $2, $3, $4, $5, $6, $7)"),
@@ -194,20 +220,39 @@ fn rust_client_prepared_statements_and_transactions() {
     for id in 1..=3i32 {
         let s = format!("ünï {id}");
         let n = c
-            .execute(&insert, &[&id, &s, &(-(id as i64) * 1_000_000_000_000), &(id as f64 / 4.0), &vec![0u8, id as u8], &when, &(id % 2 == 1)])
+            .execute(
+                &insert,
+                &[
+                    &id,
+                    &s,
+                    &(-(id as i64) * 1_000_000_000_000),
+                    &(id as f64 / 4.0),
+                    &vec![0u8, id as u8],
+                    &when,
+                    &(id % 2 == 1),
+                ],
+            )
             .expect("insert");
         assert_eq!(n, 1);
     }
     let none: Option<String> = None;
-    c.execute(&insert, &[&4i32, &none, &None::<i64>, &None::<f64>, &None::<Vec<u8>>, &None::<SystemTime>, &None::<bool>])
-        .expect("insert NULLs");
+    c.execute(
+        &insert,
+        &[&4i32, &none, &None::<i64>, &None::<f64>, &None::<Vec<u8>>, &None::<SystemTime>, &None::<bool>],
+    )
+    .expect("insert NULLs");
     // Parameters repeated and out of order: $2 is sent to MySQL twice, after $1.
     let row = c
-        .query_one(&format!("SELECT CONCAT($2, '-', $1, '-', $2), count(*) FROM {t} WHERE id >= $3"), &[&"a", &"b", &"2"])
+        .query_one(
+            &format!("SELECT CONCAT($2, '-', $1, '-', $2), count(*) FROM {t} WHERE id >= $3"),
+            &[&"a", &"b", &"2"],
+        )
         .expect("reordered parameters");
     assert_eq!(row.get::<_, String>(0), "b-a-b");
     assert_eq!(row.get::<_, i64>(1), 3);
-    let sel = c.prepare_typed(&format!("SELECT s, bi, f, b, ts, ok FROM {t} WHERE id = $1"), &[Type::INT4]).expect("prepare select");
+    let sel = c
+        .prepare_typed(&format!("SELECT s, bi, f, b, ts, ok FROM {t} WHERE id = $1"), &[Type::INT4])
+        .expect("prepare select");
     let r = c.query_one(&sel, &[&2i32]).expect("select 2");
     assert_eq!(r.get::<_, String>(0), "ünï 2");
     assert_eq!(r.get::<_, i64>(1), -2_000_000_000_000);
@@ -289,7 +334,13 @@ fn cancel_request_kills_the_mysql_query() {
     // KILL QUERY interrupts SLEEP, which then returns 1 (or fails with 1317 → 57014).
     match c.simple_query(&format!("SELECT SLEEP(60) /* {marker} */")) {
         Ok(msgs) => {
-            let v = msgs.iter().find_map(|m| if let SimpleQueryMessage::Row(r) = m { r.get(0).map(str::to_owned) } else { None });
+            let v = msgs.iter().find_map(|m| {
+                if let SimpleQueryMessage::Row(r) = m {
+                    r.get(0).map(str::to_owned)
+                } else {
+                    None
+                }
+            });
             assert_eq!(v.as_deref(), Some("1"), "SLEEP was interrupted");
         }
         Err(e) => assert_eq!(e.code(), Some(&SqlState::QUERY_CANCELED), "{e}"),

@@ -26,9 +26,14 @@ fn run(cmd: &mut Command, what: &str) -> Vec<String> {
 fn pymysql(router: &Router, user: &str, password: &str, database: &str) -> Vec<String> {
     let table = unique_name("pymysql");
     run(
-        Command::new("/usr/bin/python3")
-            .arg(Path::new(SCRIPTS).join("pymysql_roundtrip.py"))
-            .args(["127.0.0.1", &router.port().to_string(), user, password, database, &table]),
+        Command::new("/usr/bin/python3").arg(Path::new(SCRIPTS).join("pymysql_roundtrip.py")).args([
+            "127.0.0.1",
+            &router.port().to_string(),
+            user,
+            password,
+            database,
+            &table,
+        ]),
         "PyMySQL round trip",
     )
 }
@@ -96,7 +101,15 @@ fn jdbc_round_trip_on_mariadb_and_through_the_postgres_bridge() {
     let router = my_router("transaction", 4);
     let bridge = bridge_router("transaction");
     for server_prepare in [false, true] {
-        assert_eq!(jdbc(&router, &my.user, &my.password, &my.database, server_prepare), expected_jdbc(), "MariaDB, server prepare {server_prepare}");
-        assert_eq!(jdbc(&bridge, &pg.user, &pg.password, &pg.database, server_prepare), expected_jdbc(), "bridge, server prepare {server_prepare}");
+        assert_eq!(
+            jdbc(&router, &my.user, &my.password, &my.database, server_prepare),
+            expected_jdbc(),
+            "MariaDB, server prepare {server_prepare}"
+        );
+        assert_eq!(
+            jdbc(&bridge, &pg.user, &pg.password, &pg.database, server_prepare),
+            expected_jdbc(),
+            "bridge, server prepare {server_prepare}"
+        );
     }
 }

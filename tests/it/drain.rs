@@ -52,7 +52,8 @@ struct Ledger {
 
 fn ledger(db: &str) -> Ledger {
     let pg = &dbs().pg;
-    let mut direct = pg.config(pg.primary_port, &pg.superuser, "").dbname(db).connect(postgres::NoTls).expect("direct connection");
+    let mut direct =
+        pg.config(pg.primary_port, &pg.superuser, "").dbname(db).connect(postgres::NoTls).expect("direct connection");
     let row = direct
         .query_one(
             "SELECT (SELECT count(*) FROM pgbench_history), (SELECT coalesce(sum(delta), 0) FROM pgbench_history)::int8, \
@@ -61,7 +62,13 @@ fn ledger(db: &str) -> Ledger {
             &[],
         )
         .expect("ledger");
-    Ledger { history_rows: row.get(0), history_delta: row.get(1), accounts: row.get(2), branches: row.get(3), tellers: row.get(4) }
+    Ledger {
+        history_rows: row.get(0),
+        history_delta: row.get(1),
+        accounts: row.get(2),
+        branches: row.get(3),
+        tellers: row.get(4),
+    }
 }
 
 #[test]
@@ -121,7 +128,10 @@ fn sigterm_during_pgbench_loses_no_committed_transaction() {
          router exited {exited_after:?} after SIGTERM (window {DRAIN:?})\npgbench stderr:\n{errors}"
     );
     assert!(processed > 0, "pgbench committed something before the drain:\n{report}\n{errors}");
-    assert_eq!(committed, processed as i64, "every transaction pgbench counted is in pgbench_history, and no other:\n{report}");
+    assert_eq!(
+        committed, processed as i64,
+        "every transaction pgbench counted is in pgbench_history, and no other:\n{report}"
+    );
     assert_eq!(
         (after.accounts, after.branches, after.tellers),
         (after.history_delta, after.history_delta, after.history_delta),

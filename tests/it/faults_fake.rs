@@ -27,7 +27,9 @@ use querypilot::protocol::mysql::capability::{
 };
 use querypilot::protocol::mysql::response::SERVER_STATUS_AUTOCOMMIT;
 use querypilot::protocol::mysql::{decode_packet, encode_packets, AuthSwitchRequest, HandshakeV10, OkPacket};
-use querypilot::protocol::pg::backend::{encode_data_row, encode_ready_for_query, encode_row_description, FieldDescription};
+use querypilot::protocol::pg::backend::{
+    encode_data_row, encode_ready_for_query, encode_row_description, FieldDescription,
+};
 use querypilot::protocol::pg::{
     decode_frame, decode_startup_frame, encode_error, Authentication, BackendMessage, Severity, StartupPacket,
     TransactionStatus,
@@ -121,13 +123,22 @@ fn pg_msg(msg: BackendMessage<'_>, out: &mut Vec<u8>) {
 
 /// A one-column text row description (`name`).
 fn pg_row_description(name: &str, out: &mut Vec<u8>) {
-    let f = FieldDescription { name, table_oid: 0, column_attr: 0, type_oid: 25, type_size: -1, type_modifier: -1, format: 0 };
+    let f = FieldDescription {
+        name,
+        table_oid: 0,
+        column_attr: 0,
+        type_oid: 25,
+        type_size: -1,
+        type_modifier: -1,
+        format: 0,
+    };
     encode_row_description(&[f], out).expect("row description");
 }
 
 fn pg_serve(mut s: TcpStream, seen: &Seen, login: Login) {
     let mut buf = Vec::new();
-    let Some(n) = fill(&mut s, &mut buf, |b| decode_startup_frame(b, 1 << 16).ok().flatten().map(|f| f.total_len)) else {
+    let Some(n) = fill(&mut s, &mut buf, |b| decode_startup_frame(b, 1 << 16).ok().flatten().map(|f| f.total_len))
+    else {
         return;
     };
     let startup = buf.drain(..n).collect::<Vec<u8>>();
@@ -148,7 +159,8 @@ fn pg_serve(mut s: TcpStream, seen: &Seen, login: Login) {
             if s.write_all(&out).is_err() {
                 return;
             }
-            let Some(n) = fill(&mut s, &mut buf, |b| decode_frame(b, 1 << 16).ok().flatten().map(|f| f.total_len)) else {
+            let Some(n) = fill(&mut s, &mut buf, |b| decode_frame(b, 1 << 16).ok().flatten().map(|f| f.total_len))
+            else {
                 seen.closed.fetch_add(1, Ordering::SeqCst);
                 return;
             };

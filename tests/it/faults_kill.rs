@@ -144,7 +144,8 @@ fn pg_sigkill_mid_statement_transaction_and_copy_then_restart() {
         .collect();
     assert!(ids.is_empty(), "no piece of a crashed transaction was committed: {ids:?}");
     assert!(!b_commit && !d_commit, "a crashed transaction reported as committed (b {b_commit}, d {d_commit})");
-    let copied: i64 = check.query_one(&format!("SELECT count(*) FROM {table} WHERE id >= 100"), &[]).expect("count").get(0);
+    let copied: i64 =
+        check.query_one(&format!("SELECT count(*) FROM {table} WHERE id >= 100"), &[]).expect("count").get(0);
     assert_eq!(copied, 0, "the interrupted COPY committed nothing");
 
     // The same router serves again: the survivor of the mid-statement error and new clients,
@@ -207,7 +208,8 @@ fn mariadb_sigkill_mid_statement_and_transaction_then_restart() {
 
     for i in 0..20 {
         let mut c = client();
-        let one: Option<i64> = c.query_first("SELECT 1").unwrap_or_else(|e| panic!("statement {i} after the restart: {e}"));
+        let one: Option<i64> =
+            c.query_first("SELECT 1").unwrap_or_else(|e| panic!("statement {i} after the restart: {e}"));
         assert_eq!(one, Some(1));
     }
 }
@@ -297,7 +299,9 @@ impl ReplicaUnderLoad<'_> {
         eventually(Duration::from_secs(15), "reads moving to the primary", || tally.primary() >= primary_before + 200);
         let replica_while_down = tally.standby();
         self.env.start(self.replica);
-        eventually(Duration::from_secs(30), "reads back on the restarted replica", || tally.standby() >= replica_while_down + 200);
+        eventually(Duration::from_secs(30), "reads back on the restarted replica", || {
+            tally.standby() >= replica_while_down + 200
+        });
         stop.store(true, Ordering::SeqCst);
         for t in readers {
             t.join().expect("reader");

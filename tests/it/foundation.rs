@@ -67,7 +67,11 @@ fn check_accepts_the_example_and_rejects_each_broken_config_with_its_line() {
         (base.replace("bind =", "bnid ="), "bnid", 3),
         (base.replace("port = 5432 }", "port = 5432, weight = 0 }"), "weight", 8),
         (base.replace("default_pool = \"main\"", "default_pool = \"nope\""), "nope", 11),
-        (base.replace("127.0.0.1:6432", "0.0.0.0:6432").replace("username = \"u\"\npassword = \"p\"\n", ""), "anonymous", 3),
+        (
+            base.replace("127.0.0.1:6432", "0.0.0.0:6432").replace("username = \"u\"\npassword = \"p\"\n", ""),
+            "anonymous",
+            3,
+        ),
     ];
     for (text, needle, line) in cases {
         let (ok, err) = check(&text);
@@ -85,7 +89,8 @@ fn sigterm_with_idle_clients_exits_zero_within_the_drain_window() {
     let toml = pg_config(&[0, 1], &pools, "main").replace("127.0.0.1:0", &format!("127.0.0.1:{port}"));
     let path = dir.path().join("q.toml");
     std::fs::write(&path, toml).expect("write");
-    let mut child = querypilot().arg("-c").arg(&path).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let mut child =
+        querypilot().arg("-c").arg(&path).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn");
     let mut clients = Vec::new();
     let started = Instant::now();
     while clients.len() < 3 {

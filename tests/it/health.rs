@@ -19,10 +19,8 @@ use crate::support::{dbs, eventually, free_port, unique_name, Dbs, Kind, Server}
 const INTERVAL_MS: u64 = 200;
 
 pub(crate) fn get(addr: SocketAddr, path: &str) -> String {
-    let mut s =
-        TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to admin");
-    s.set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to admin");
+    s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     let req = format!("GET {path} HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n\r\n");
     s.write_all(req.as_bytes()).expect("send");
     let mut raw = String::new();
@@ -37,45 +35,24 @@ fn backend(router: &Router, pool: &str, port: u16) -> serde_json::Value {
     let admin = router.control().endpoints().admin.expect("admin endpoint");
     let v: serde_json::Value = serde_json::from_str(&get(admin, "/api/pools")).expect("JSON");
     let pools = v["pools"].as_array().expect("pools").clone();
-    let p = pools
-        .into_iter()
-        .find(|p| p["name"] == pool)
-        .unwrap_or_else(|| panic!("pool {pool} in {v}"));
+    let p = pools.into_iter().find(|p| p["name"] == pool).unwrap_or_else(|| panic!("pool {pool} in {v}"));
     let address = format!("127.0.0.1:{port}");
     let backends = p["backends"].as_array().expect("backends").clone();
-    backends
-        .into_iter()
-        .find(|b| b["address"] == address.as_str())
-        .unwrap_or_else(|| panic!("{address} in {p}"))
+    backends.into_iter().find(|b| b["address"] == address.as_str()).unwrap_or_else(|| panic!("{address} in {p}"))
 }
 
 fn healthy(router: &Router, pool: &str, port: u16) -> bool {
-    backend(router, pool, port)["healthy"]
-        .as_bool()
-        .expect("healthy flag")
+    backend(router, pool, port)["healthy"].as_bool().expect("healthy flag")
 }
 
 /// The value of the `/metrics` sample starting with `series`.
 fn metric(router: &Router, series: &str) -> Option<f64> {
-    let addr = router
-        .control()
-        .endpoints()
-        .metrics
-        .expect("metrics endpoint");
-    get(addr, "/metrics")
-        .lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    let addr = router.control().endpoints().metrics.expect("metrics endpoint");
+    get(addr, "/metrics").lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
 /// `[pools.NAME]` with the given backends (inline tables) and fast health checks.
-fn pool(
-    name: &str,
-    user: &str,
-    password: &str,
-    database: &str,
-    mode: &str,
-    backends: &[String],
-) -> String {
+fn pool(name: &str, user: &str, password: &str, database: &str, mode: &str, backends: &[String]) -> String {
     format!(
         "[pools.{name}]\nmode = \"{mode}\"\nusername = \"{user}\"\npassword = \"{password}\"\ndatabase = \"{database}\"\n\
          max_connections = 40\nacquire_timeout = \"20s\"\nconnect_timeout = \"10s\"\nbackends = [{}]\n\n\
@@ -116,10 +93,7 @@ impl Writer {
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        Writer {
-            stop,
-            thread: Some(thread),
-        }
+        Writer { stop, thread: Some(thread) }
     }
 }
 
@@ -152,19 +126,13 @@ fn move_deadline() -> Duration {
 
 /// Whether a replica-eligible read through the router ran on the PostgreSQL standby.
 fn pg_read_on_standby(c: &mut postgres::Client) -> bool {
-    c.query_one("SELECT pg_is_in_recovery()", &[])
-        .expect("read through the router")
-        .get(0)
+    c.query_one("SELECT pg_is_in_recovery()", &[]).expect("read through the router").get(0)
 }
 
 /// Waits until backend `port` of `pool` is `want`, returning how long that took.
 fn until_health(router: &Router, pool: &str, port: u16, want: bool, timeout: Duration) -> Duration {
     let started = Instant::now();
-    eventually(
-        timeout,
-        &format!("{pool} 127.0.0.1:{port} healthy = {want}"),
-        || healthy(router, pool, port) == want,
-    );
+    eventually(timeout, &format!("{pool} 127.0.0.1:{port} healthy = {want}"), || healthy(router, pool, port) == want);
     started.elapsed()
 }
 
@@ -172,54 +140,32 @@ fn until_health(router: &Router, pool: &str, port: u16, want: bool, timeout: Dur
 fn pg_paused_replay_makes_the_standby_unhealthy_until_resumed() {
     let env = Dbs::private();
     let pg = &env.pg;
-    let pools = pool(
-        "primary",
-        &pg.user,
-        &pg.password,
-        &pg.database,
-        "transaction",
-        &[be(pg.primary_port, "")],
-    ) + &pool(
-        "replica",
-        &pg.user,
-        &pg.password,
-        &pg.database,
-        "transaction",
-        &[be(pg.replica_port, ", max_replica_lag = \"1s\"")],
-    );
+    let pools = pool("primary", &pg.user, &pg.password, &pg.database, "transaction", &[be(pg.primary_port, "")])
+        + &pool(
+            "replica",
+            &pg.user,
+            &pg.password,
+            &pg.database,
+            "transaction",
+            &[be(pg.replica_port, ", max_replica_lag = \"1s\"")],
+        );
     let router = router("postgres", &pools, "replica", "primary");
-    until_health(
-        &router,
-        "replica",
-        pg.replica_port,
-        true,
-        Duration::from_secs(10),
-    );
-    let series = format!(
-        "sqp_backend_healthy{{pool=\"replica\",backend=\"127.0.0.1:{}\"}}",
-        pg.replica_port
-    );
+    until_health(&router, "replica", pg.replica_port, true, Duration::from_secs(10));
+    let series = format!("sqp_backend_healthy{{pool=\"replica\",backend=\"127.0.0.1:{}\"}}", pg.replica_port);
     assert_eq!(metric(&router, &series), Some(1.0));
     let lag = backend(&router, "replica", pg.replica_port);
-    assert!(
-        lag["replica_lag_seconds"].as_f64().is_some_and(|s| s < 1.0),
-        "caught up: {lag}"
-    );
+    assert!(lag["replica_lag_seconds"].as_f64().is_some_and(|s| s < 1.0), "caught up: {lag}");
 
     let table = unique_name("health_pg");
     let mut setup = pg.primary_client();
     setup
-        .batch_execute(&format!(
-            "CREATE TABLE {table} (id serial PRIMARY KEY, at timestamptz DEFAULT now())"
-        ))
+        .batch_execute(&format!("CREATE TABLE {table} (id serial PRIMARY KEY, at timestamptz DEFAULT now())"))
         .expect("create");
     pg.wait_replica_caught_up(Duration::from_secs(20));
     // A client connected before the fault, and its reads on the standby.
     let mut client = router.pg(&pg.database);
     // A fresh environment's first checks may still fail while the standby settles.
-    eventually(Duration::from_secs(15), "a healthy standby to serve reads", || {
-        pg_read_on_standby(&mut client)
-    });
+    eventually(Duration::from_secs(15), "a healthy standby to serve reads", || pg_read_on_standby(&mut client));
     let insert = format!("INSERT INTO {table} DEFAULT VALUES");
     let (writer_env, writes) = (pg.clone(), insert.clone());
     let writer = Writer::start(move || {
@@ -227,65 +173,32 @@ fn pg_paused_replay_makes_the_standby_unhealthy_until_resumed() {
     });
     env.pause_replication(Kind::Pg);
     eventually(Duration::from_secs(15), "a check to measure lag over 1s", || {
-        backend(&router, "replica", pg.replica_port)["replica_lag_seconds"]
-            .as_f64()
-            .is_some_and(|s| s > 1.0)
+        backend(&router, "replica", pg.replica_port)["replica_lag_seconds"].as_f64().is_some_and(|s| s > 1.0)
     });
-    eventually(move_deadline(), "reads to move to the primary", || {
-        !pg_read_on_standby(&mut client)
-    });
+    eventually(move_deadline(), "reads to move to the primary", || !pg_read_on_standby(&mut client));
     assert!(!pg_read_on_standby(&mut router.pg(&pg.database)), "a new client reads from the primary too");
     // Another client writes: after a write, read-your-writes keeps a session's reads on the primary.
     router.pg(&pg.database).execute(&insert, &[]).expect("writes still run on the primary");
     assert!(fallbacks(&router, "replica", "primary") >= 2.0, "each moved read is counted");
-    let took = until_health(
-        &router,
-        "replica",
-        pg.replica_port,
-        false,
-        Duration::from_secs(15),
-    );
+    let took = until_health(&router, "replica", pg.replica_port, false, Duration::from_secs(15));
     // Lag exceeds 1s about one second after the pause; two failing checks then mark it down.
     let allowed = Duration::from_millis(1000 + 3 * INTERVAL_MS + 1500);
-    assert!(
-        took <= allowed,
-        "standby marked unhealthy after {took:?} (allowed {allowed:?})"
-    );
+    assert!(took <= allowed, "standby marked unhealthy after {took:?} (allowed {allowed:?})");
     let down = backend(&router, "replica", pg.replica_port);
     assert_eq!(down["health_cause"], "lag", "{down}");
-    assert!(
-        down["replica_lag_seconds"]
-            .as_f64()
-            .is_some_and(|s| s > 1.0),
-        "{down}"
-    );
-    assert!(
-        down["replica_lag_bytes"].as_u64().is_some_and(|b| b > 0),
-        "WAL behind: {down}"
-    );
+    assert!(down["replica_lag_seconds"].as_f64().is_some_and(|s| s > 1.0), "{down}");
+    assert!(down["replica_lag_bytes"].as_u64().is_some_and(|b| b > 0), "WAL behind: {down}");
     assert_eq!(metric(&router, &series), Some(0.0));
-    let lag_series = format!(
-        "sqp_backend_replica_lag_seconds{{pool=\"replica\",backend=\"127.0.0.1:{}\"}}",
-        pg.replica_port
-    );
+    let lag_series =
+        format!("sqp_backend_replica_lag_seconds{{pool=\"replica\",backend=\"127.0.0.1:{}\"}}", pg.replica_port);
     assert!(metric(&router, &lag_series).is_some_and(|s| s > 1.0));
-    assert!(
-        healthy(&router, "primary", pg.primary_port),
-        "the primary is not a lagging replica"
-    );
+    assert!(healthy(&router, "primary", pg.primary_port), "the primary is not a lagging replica");
 
     env.resume_replication(Kind::Pg);
-    eventually(Duration::from_secs(15), "reads to come back to the standby", || {
-        pg_read_on_standby(&mut client)
-    });
+    eventually(Duration::from_secs(15), "reads to come back to the standby", || pg_read_on_standby(&mut client));
     assert!(healthy(&router, "replica", pg.replica_port));
     let back = backend(&router, "replica", pg.replica_port);
-    assert!(
-        back["replica_lag_seconds"]
-            .as_f64()
-            .is_some_and(|s| s <= 1.0),
-        "{back}"
-    );
+    assert!(back["replica_lag_seconds"].as_f64().is_some_and(|s| s <= 1.0), "{back}");
     drop(writer);
 }
 
@@ -293,36 +206,20 @@ fn pg_paused_replay_makes_the_standby_unhealthy_until_resumed() {
 fn mariadb_stopped_sql_thread_makes_the_replica_unhealthy_until_restarted() {
     let env = Dbs::private();
     let my = &env.my;
-    let pools = pool(
-        "primary",
-        &my.user,
-        &my.password,
-        &my.database,
-        "transaction",
-        &[be(my.primary_port, "")],
-    ) + &pool(
-        "replica",
-        &my.user,
-        &my.password,
-        &my.database,
-        "transaction",
-        &[be(my.replica_port, ", max_replica_lag = \"1s\"")],
-    );
+    let pools = pool("primary", &my.user, &my.password, &my.database, "transaction", &[be(my.primary_port, "")])
+        + &pool(
+            "replica",
+            &my.user,
+            &my.password,
+            &my.database,
+            "transaction",
+            &[be(my.replica_port, ", max_replica_lag = \"1s\"")],
+        );
     let router = router("mysql", &pools, "replica", "primary");
-    until_health(
-        &router,
-        "replica",
-        my.replica_port,
-        true,
-        Duration::from_secs(10),
-    );
-    assert_eq!(
-        backend(&router, "replica", my.replica_port)["replica_lag_seconds"].as_f64(),
-        Some(0.0)
-    );
-    let server_id = |c: &mut mysql::Conn| -> u64 {
-        c.query_first("SELECT @@server_id").expect("@@server_id").expect("a row")
-    };
+    until_health(&router, "replica", my.replica_port, true, Duration::from_secs(10));
+    assert_eq!(backend(&router, "replica", my.replica_port)["replica_lag_seconds"].as_f64(), Some(0.0));
+    let server_id =
+        |c: &mut mysql::Conn| -> u64 { c.query_first("SELECT @@server_id").expect("@@server_id").expect("a row") };
     let replica_id = server_id(&mut my.replica_client());
     let primary_id = server_id(&mut my.primary_client());
     assert_ne!(replica_id, primary_id);
@@ -331,43 +228,27 @@ fn mariadb_stopped_sql_thread_makes_the_replica_unhealthy_until_restarted() {
         .query_drop(format!("CREATE TABLE {table} (id int AUTO_INCREMENT PRIMARY KEY)"))
         .expect("create");
     my.wait_replica_caught_up(Duration::from_secs(20));
-    let mut client = mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
-        .expect("connect through the router");
-    eventually(Duration::from_secs(15), "a healthy replica to serve reads", || {
-        server_id(&mut client) == replica_id
-    });
+    let mut client =
+        mysql::Conn::new(my.opts(router.port(), &my.user, &my.password)).expect("connect through the router");
+    eventually(Duration::from_secs(15), "a healthy replica to serve reads", || server_id(&mut client) == replica_id);
 
     env.pause_replication(Kind::Mariadb);
     // A stopped SQL thread is unknown lag from the next check on: reads move within the checks
     // that mark the replica down.
-    eventually(move_deadline(), "reads to move to the primary", || {
-        server_id(&mut client) == primary_id
-    });
+    eventually(move_deadline(), "reads to move to the primary", || server_id(&mut client) == primary_id);
     // Another client writes: after a write, read-your-writes keeps a session's reads on the primary.
     mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
         .expect("connect through the router")
         .query_drop(format!("INSERT INTO {table} VALUES ()"))
         .expect("writes still run on the primary (the replica refuses them)");
     assert!(fallbacks(&router, "replica", "primary") >= 1.0, "the moved read is counted");
-    let took = until_health(
-        &router,
-        "replica",
-        my.replica_port,
-        false,
-        Duration::from_secs(10),
-    );
+    let took = until_health(&router, "replica", my.replica_port, false, Duration::from_secs(10));
     // A stopped SQL thread is unknown lag at once: two failing checks, no lag to build up.
     let allowed = Duration::from_millis(3 * INTERVAL_MS + 1500);
-    assert!(
-        took <= allowed,
-        "replica marked unhealthy after {took:?} (allowed {allowed:?})"
-    );
+    assert!(took <= allowed, "replica marked unhealthy after {took:?} (allowed {allowed:?})");
     let down = backend(&router, "replica", my.replica_port);
     assert_eq!(down["health_cause"], "lag", "{down}");
-    assert!(
-        down["replica_lag_seconds"].is_null(),
-        "unknown lag is shown as null: {down}"
-    );
+    assert!(down["replica_lag_seconds"].is_null(), "unknown lag is shown as null: {down}");
     let failures = format!(
         "sqp_backend_health_check_failures_total{{pool=\"replica\",backend=\"127.0.0.1:{}\",reason=\"lag\"}}",
         my.replica_port
@@ -375,9 +256,7 @@ fn mariadb_stopped_sql_thread_makes_the_replica_unhealthy_until_restarted() {
     assert!(metric(&router, &failures).is_some_and(|n| n >= 2.0));
 
     env.resume_replication(Kind::Mariadb);
-    eventually(Duration::from_secs(15), "reads to come back to the replica", || {
-        server_id(&mut client) == replica_id
-    });
+    eventually(Duration::from_secs(15), "reads to come back to the replica", || server_id(&mut client) == replica_id);
     assert!(healthy(&router, "replica", my.replica_port));
 }
 
@@ -390,19 +269,13 @@ fn pg_ports(router: &Router, pool: &str, n: usize) -> Vec<u16> {
             .map(|_| {
                 s.spawn(|| {
                     let mut c = router.pg(pool);
-                    let port: i32 = c
-                        .query_one("SELECT inet_server_port()", &[])
-                        .expect("port")
-                        .get(0);
+                    let port: i32 = c.query_one("SELECT inet_server_port()", &[]).expect("port").get(0);
                     (c, port as u16)
                 })
             })
             .collect();
         // Hold every client until all have answered, so no connection is reused.
-        let held: Vec<_> = clients
-            .into_iter()
-            .map(|h| h.join().expect("client thread"))
-            .collect();
+        let held: Vec<_> = clients.into_iter().map(|h| h.join().expect("client thread")).collect();
         held.into_iter().map(|(_, port)| port).collect()
     })
 }
@@ -426,43 +299,19 @@ fn a_stopped_replica_is_skipped_and_returns_after_restart() {
     });
     let router = router("postgres", &pools, "reads", "reads");
     let before = pg_ports(&router, "reads", 6);
-    assert!(
-        before.contains(&pg.replica_port) && before.contains(&pg.primary_port),
-        "{before:?}"
-    );
+    assert!(before.contains(&pg.replica_port) && before.contains(&pg.primary_port), "{before:?}");
 
     env.stop(Server::PgReplica);
-    until_health(
-        &router,
-        "reads",
-        pg.replica_port,
-        false,
-        Duration::from_secs(5),
-    );
-    assert_eq!(
-        backend(&router, "reads", pg.replica_port)["health_cause"],
-        "connect"
-    );
+    until_health(&router, "reads", pg.replica_port, false, Duration::from_secs(5));
+    assert_eq!(backend(&router, "reads", pg.replica_port)["health_cause"], "connect");
     let during = pg_ports(&router, "reads", 6);
-    assert!(
-        during.iter().all(|p| *p == pg.primary_port),
-        "new connections skip the stopped replica: {during:?}"
-    );
+    assert!(during.iter().all(|p| *p == pg.primary_port), "new connections skip the stopped replica: {during:?}");
 
     env.start(Server::PgReplica);
-    until_health(
-        &router,
-        "reads",
-        pg.replica_port,
-        true,
-        Duration::from_secs(15),
-    );
+    until_health(&router, "reads", pg.replica_port, true, Duration::from_secs(15));
     // The six connections of `during` are idle on the primary and reused first.
     let after = pg_ports(&router, "reads", 12);
-    assert!(
-        after.contains(&pg.replica_port),
-        "the restarted replica gets connections again: {after:?}"
-    );
+    assert!(after.contains(&pg.replica_port), "the restarted replica gets connections again: {after:?}");
 }
 
 #[test]
@@ -471,27 +320,14 @@ fn an_unreachable_backend_costs_clients_nothing() {
     // connects (passive health) or the prober's first check to find it, whichever comes first.
     let pg = &dbs().pg;
     let dead = free_port();
-    let pools = pool(
-        "reads",
-        &pg.user,
-        &pg.password,
-        &pg.database,
-        "session",
-        &[be(dead, ""), be(pg.primary_port, "")],
-    )
-    .replace(
-        &format!("interval = \"{INTERVAL_MS}ms\""),
-        "interval = \"60s\"",
-    );
+    let pools =
+        pool("reads", &pg.user, &pg.password, &pg.database, "session", &[be(dead, ""), be(pg.primary_port, "")])
+            .replace(&format!("interval = \"{INTERVAL_MS}ms\""), "interval = \"60s\"");
     let router = router("postgres", &pools, "reads", "reads");
     let ports = pg_ports(&router, "reads", 8);
     assert!(ports.iter().all(|p| *p == pg.primary_port), "{ports:?}");
     let b = backend(&router, "reads", dead);
-    assert_eq!(
-        (b["healthy"].as_bool(), b["health_cause"].as_str()),
-        (Some(false), Some("connect")),
-        "{b}"
-    );
+    assert_eq!((b["healthy"].as_bool(), b["health_cause"].as_str()), (Some(false), Some("connect")), "{b}");
 }
 
 #[test]
@@ -503,19 +339,10 @@ fn weighted_backends_get_connections_two_to_one() {
         &pg.password,
         &pg.database,
         "session",
-        &[
-            be(pg.primary_port, ", weight = 2"),
-            be(pg.replica_port, ", weight = 1"),
-        ],
+        &[be(pg.primary_port, ", weight = 2"), be(pg.replica_port, ", weight = 1")],
     );
     let router = router("postgres", &pools, "reads", "reads");
-    until_health(
-        &router,
-        "reads",
-        pg.replica_port,
-        true,
-        Duration::from_secs(10),
-    );
+    until_health(&router, "reads", pg.replica_port, true, Duration::from_secs(10));
     // The first login borrows a connection to learn the server parameters; after it, every
     // held client is one selection (but for that one idle connection, reused).
     let mut first = router.pg("reads");
@@ -538,35 +365,21 @@ fn weighted_backends_get_connections_two_to_one() {
 fn reads_survive_a_stopped_standby_and_return_after_restart() {
     let env = Dbs::private();
     let pg = &env.pg;
-    let pools = pool(
-        "primary",
-        &pg.user,
-        &pg.password,
-        &pg.database,
-        "transaction",
-        &[be(pg.primary_port, "")],
-    ) + &pool(
-        "replica",
-        &pg.user,
-        &pg.password,
-        &pg.database,
-        "transaction",
-        &[be(pg.replica_port, "")],
-    );
+    let pools = pool("primary", &pg.user, &pg.password, &pg.database, "transaction", &[be(pg.primary_port, "")])
+        + &pool("replica", &pg.user, &pg.password, &pg.database, "transaction", &[be(pg.replica_port, "")]);
     let router = router("postgres", &pools, "replica", "primary");
     until_health(&router, "replica", pg.replica_port, true, Duration::from_secs(10));
     let mut client = router.pg(&pg.database);
     // A fresh environment's first checks may still fail while the standby settles.
-    eventually(Duration::from_secs(15), "a healthy standby to serve reads", || {
-        pg_read_on_standby(&mut client)
-    });
+    eventually(Duration::from_secs(15), "a healthy standby to serve reads", || pg_read_on_standby(&mut client));
 
     env.stop(Server::PgReplica);
     let mut errors = Vec::new();
     for _ in 0..20 {
         match client.query_one("SELECT pg_is_in_recovery()", &[]) {
             Ok(row) => assert!(!row.get::<_, bool>(0), "the stopped standby ran nothing"),
-            Err(e) => errors.push(format!("{:?}", e.as_db_error().map(|d| (d.code().code().to_owned(), d.message().to_owned())))),
+            Err(e) => errors
+                .push(format!("{:?}", e.as_db_error().map(|d| (d.code().code().to_owned(), d.message().to_owned())))),
         }
     }
     assert!(errors.is_empty(), "reads after the stop failed: {errors:?}");
@@ -575,9 +388,7 @@ fn reads_survive_a_stopped_standby_and_return_after_restart() {
     assert!(fallbacks(&router, "replica", "primary") >= 20.0);
 
     env.start(Server::PgReplica);
-    eventually(Duration::from_secs(20), "reads to come back to the standby", || {
-        pg_read_on_standby(&mut client)
-    });
+    eventually(Duration::from_secs(20), "reads to come back to the standby", || pg_read_on_standby(&mut client));
 }
 
 /// The same for MariaDB: reads after the replica stopped all succeed on the primary, and return
@@ -586,29 +397,15 @@ fn reads_survive_a_stopped_standby_and_return_after_restart() {
 fn mariadb_reads_survive_a_stopped_replica_and_return_after_restart() {
     let env = Dbs::private();
     let my = &env.my;
-    let pools = pool(
-        "primary",
-        &my.user,
-        &my.password,
-        &my.database,
-        "transaction",
-        &[be(my.primary_port, "")],
-    ) + &pool(
-        "replica",
-        &my.user,
-        &my.password,
-        &my.database,
-        "transaction",
-        &[be(my.replica_port, "")],
-    );
+    let pools = pool("primary", &my.user, &my.password, &my.database, "transaction", &[be(my.primary_port, "")])
+        + &pool("replica", &my.user, &my.password, &my.database, "transaction", &[be(my.replica_port, "")]);
     let router = router("mysql", &pools, "replica", "primary");
     until_health(&router, "replica", my.replica_port, true, Duration::from_secs(10));
-    let server_id = |c: &mut mysql::Conn| -> mysql::Result<u64> {
-        c.query_first("SELECT @@server_id").map(|v| v.unwrap_or(0))
-    };
+    let server_id =
+        |c: &mut mysql::Conn| -> mysql::Result<u64> { c.query_first("SELECT @@server_id").map(|v| v.unwrap_or(0)) };
     let replica_id = server_id(&mut my.replica_client()).expect("replica id");
-    let mut client = mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
-        .expect("connect through the router");
+    let mut client =
+        mysql::Conn::new(my.opts(router.port(), &my.user, &my.password)).expect("connect through the router");
     eventually(Duration::from_secs(15), "a healthy replica to serve reads", || {
         server_id(&mut client).is_ok_and(|id| id == replica_id)
     });
@@ -638,9 +435,7 @@ fn pg_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_moves() {
     let env = Dbs::private();
     let pg = &env.pg;
     let table = unique_name("move_pg");
-    pg.primary_client()
-        .batch_execute(&format!("CREATE TABLE {table} (id serial PRIMARY KEY)"))
-        .expect("create");
+    pg.primary_client().batch_execute(&format!("CREATE TABLE {table} (id serial PRIMARY KEY)")).expect("create");
     pg.wait_replica_caught_up(Duration::from_secs(20));
     for mode in ["transaction", "session"] {
         let pools = pool(
@@ -678,8 +473,7 @@ fn pg_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_moves() {
         env.pause_replication(Kind::Pg);
         until_health(&router, "reads", pg.replica_port, false, Duration::from_secs(20));
         assert!(pg_read_on_standby(&mut c), "{mode}: the open transaction stays on its backend");
-        c.query_one(&format!("SELECT count(*) FROM {table}"), &[])
-            .expect("the transaction goes on");
+        c.query_one(&format!("SELECT count(*) FROM {table}"), &[]).expect("the transaction goes on");
         c.batch_execute("COMMIT").expect("COMMIT on the backend marked down");
         for _ in 0..5 {
             assert!(!pg_read_on_standby(&mut c), "{mode}: the next transactions moved");
@@ -699,9 +493,8 @@ fn pg_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_moves() {
 fn mariadb_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_moves() {
     let env = Dbs::private();
     let my = &env.my;
-    let server_id = |c: &mut mysql::Conn| -> u64 {
-        c.query_first("SELECT @@server_id").expect("@@server_id").expect("a row")
-    };
+    let server_id =
+        |c: &mut mysql::Conn| -> u64 { c.query_first("SELECT @@server_id").expect("@@server_id").expect("a row") };
     let replica_id = server_id(&mut my.replica_client());
     for mode in ["transaction", "session"] {
         let pools = pool(
@@ -716,8 +509,8 @@ fn mariadb_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_move
         until_health(&router, "reads", my.replica_port, true, Duration::from_secs(15));
         let (mut client, mut held) = (None, Vec::new());
         for _ in 0..6 {
-            let mut c = mysql::Conn::new(my.opts(router.port(), &my.user, &my.password))
-                .expect("connect through the router");
+            let mut c =
+                mysql::Conn::new(my.opts(router.port(), &my.user, &my.password)).expect("connect through the router");
             c.query_drop("SET SESSION time_zone = '+03:00'").expect("SET");
             let statement = c.prep("SELECT ? + 1").expect("prepare");
             c.query_drop("START TRANSACTION").expect("START TRANSACTION");

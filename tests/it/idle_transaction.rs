@@ -23,43 +23,25 @@ const TIMEOUT: &str = "idle_transaction_timeout = \"1s\"\n";
 
 /// A router whose only pool `main` has one connection and a 1 s `idle_transaction_timeout`.
 fn pg_router(mode: &str) -> Router {
-    let pool = format!(
-        "{}{TIMEOUT}",
-        pg_pool("main", dbs().pg.primary_port, mode, 1)
-    );
-    let toml = pg_config(&[0], &pool, "main").replace(
-        "bind = \"127.0.0.1:0\"\n",
-        "bind = \"127.0.0.1:0\"\nauth_method = \"md5\"\n",
-    );
+    let pool = format!("{}{TIMEOUT}", pg_pool("main", dbs().pg.primary_port, mode, 1));
+    let toml = pg_config(&[0], &pool, "main")
+        .replace("bind = \"127.0.0.1:0\"\n", "bind = \"127.0.0.1:0\"\nauth_method = \"md5\"\n");
     Router::start(&with_metrics(&toml, None))
 }
 
 fn timeouts_counted(router: &Router) -> f64 {
     let reply = http(addrs(router).0, "GET", "/metrics", &[]);
-    sum(
-        &reply.body,
-        "sqp_idle_transaction_timeouts_total",
-        &["pool=\"main\""],
-    )
-    .0
+    sum(&reply.body, "sqp_idle_transaction_timeouts_total", &["pool=\"main\""]).0
 }
 
 fn pg_table() -> String {
     let t = unique_name("idle_tx");
-    dbs()
-        .pg
-        .primary_client()
-        .batch_execute(&format!("CREATE TABLE {t} (id int)"))
-        .expect("create");
+    dbs().pg.primary_client().batch_execute(&format!("CREATE TABLE {t} (id int)")).expect("create");
     t
 }
 
 fn pg_ids(t: &str) -> Vec<i32> {
-    let rows = dbs()
-        .pg
-        .primary_client()
-        .query(&format!("SELECT id FROM {t} ORDER BY id"), &[])
-        .expect("select");
+    let rows = dbs().pg.primary_client().query(&format!("SELECT id FROM {t} ORDER BY id"), &[]).expect("select");
     rows.iter().map(|r| r.get(0)).collect()
 }
 
@@ -71,10 +53,7 @@ fn queued_insert(router: &Router, t: &str, id: i32) -> thread::JoinHandle<Durati
         let mut c = Raw::login(port, "main", "app").unwrap_or_else(|e| panic!("login: {e:?}"));
         c.send(&query(&sql));
         let answer = c.until_ready();
-        assert!(
-            answer.iter().all(|(tag, _)| *tag != b'E'),
-            "queued insert failed: {answer:?}"
-        );
+        assert!(answer.iter().all(|(tag, _)| *tag != b'E'), "queued insert failed: {answer:?}");
         started.elapsed()
     })
 }
@@ -83,10 +62,7 @@ fn queued_insert(router: &Router, t: &str, id: i32) -> thread::JoinHandle<Durati
 fn fatal_then_close(c: &mut Raw) -> Vec<(u8, String)> {
     let (tag, body) = c.recv().expect("an error before the close");
     assert_eq!(tag, b'E', "{:?}", fields(&body));
-    assert!(
-        c.recv().is_none(),
-        "the connection is closed after the FATAL"
-    );
+    assert!(c.recv().is_none(), "the connection is closed after the FATAL");
     fields(&body)
 }
 
@@ -98,34 +74,16 @@ fn pg_a_client_silent_inside_a_transaction_is_cut_off_and_rolled_back() {
         let mut silent = Raw::login(router.port(), "main", "app").expect("login");
         silent.send(&query(&format!("BEGIN; INSERT INTO {t} VALUES (1)")));
         let answer = silent.until_ready();
-        assert_eq!(
-            answer.last().map(|(_, b)| b.clone()),
-            Some(b"T".to_vec()),
-            "{mode}: in a transaction"
-        );
+        assert_eq!(answer.last().map(|(_, b)| b.clone()), Some(b"T".to_vec()), "{mode}: in a transaction");
         let queued = queued_insert(&router, &t, 2);
         let f = fatal_then_close(&mut silent);
         assert!(f.contains(&(b'S', "FATAL".into())), "{mode}: {f:?}");
         assert!(f.contains(&(b'C', "25P03".into())), "{mode}: {f:?}");
-        let m = f
-            .iter()
-            .find(|(k, _)| *k == b'M')
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default();
-        assert!(
-            m.contains("idle_transaction_timeout (1000 ms)"),
-            "{mode}: {m}"
-        );
+        let m = f.iter().find(|(k, _)| *k == b'M').map(|(_, v)| v.clone()).unwrap_or_default();
+        assert!(m.contains("idle_transaction_timeout (1000 ms)"), "{mode}: {m}");
         let waited = queued.join().expect("queued client");
-        assert!(
-            waited < Duration::from_secs(15),
-            "{mode}: the queued client got the connection ({waited:?})"
-        );
-        assert_eq!(
-            pg_ids(&t),
-            vec![2],
-            "{mode}: the silent client's insert was rolled back"
-        );
+        assert!(waited < Duration::from_secs(15), "{mode}: the queued client got the connection ({waited:?})");
+        assert_eq!(pg_ids(&t), vec![2], "{mode}: the silent client's insert was rolled back");
         assert_eq!(timeouts_counted(&router), 1.0, "{mode}");
     }
 }
@@ -143,11 +101,7 @@ fn pg_a_client_silent_mid_copy_is_cut_off() {
     let f = fatal_then_close(&mut silent);
     assert!(f.contains(&(b'C', "25P03".into())), "{f:?}");
     queued.join().expect("queued client");
-    assert_eq!(
-        pg_ids(&t),
-        vec![9],
-        "the half-sent COPY left nothing behind"
-    );
+    assert_eq!(pg_ids(&t), vec![9], "the half-sent COPY left nothing behind");
     assert_eq!(timeouts_counted(&router), 1.0);
 }
 
@@ -160,11 +114,7 @@ fn pg_idle_sessions_outside_a_transaction_are_left_alone() {
     thread::sleep(Duration::from_millis(2_500));
     c.send(&query("SELECT 2"));
     let answer = c.until_ready();
-    let errors: Vec<String> = answer
-        .iter()
-        .filter(|(tag, _)| *tag == b'E')
-        .map(|(_, body)| code(body))
-        .collect();
+    let errors: Vec<String> = answer.iter().filter(|(tag, _)| *tag == b'E').map(|(_, body)| code(body)).collect();
     assert!(errors.is_empty(), "{errors:?}");
     assert!(answer.iter().any(|(tag, _)| *tag == b'D'), "{answer:?}");
     assert_eq!(timeouts_counted(&router), 0.0);
@@ -177,20 +127,12 @@ fn my_router(mode: &str) -> Router {
 
 fn my_table() -> String {
     let t = unique_name("my_idle_tx");
-    dbs()
-        .my
-        .primary_client()
-        .query_drop(format!("CREATE TABLE {t} (id INT)"))
-        .expect("create");
+    dbs().my.primary_client().query_drop(format!("CREATE TABLE {t} (id INT)")).expect("create");
     t
 }
 
 fn my_ids(t: &str) -> Vec<i32> {
-    dbs()
-        .my
-        .primary_client()
-        .query(format!("SELECT id FROM {t} ORDER BY id"))
-        .expect("select")
+    dbs().my.primary_client().query(format!("SELECT id FROM {t} ORDER BY id")).expect("select")
 }
 
 fn my_queued_insert(router: &Router, t: &str, id: i32) -> thread::JoinHandle<()> {
@@ -199,8 +141,7 @@ fn my_queued_insert(router: &Router, t: &str, id: i32) -> thread::JoinHandle<()>
     let sql = format!("INSERT INTO {t} VALUES ({id})");
     thread::spawn(move || {
         let mut c = mysql::Conn::new(opts).unwrap_or_else(|e| panic!("connect: {e}"));
-        c.query_drop(sql)
-            .unwrap_or_else(|e| panic!("queued insert: {e}"));
+        c.query_drop(sql).unwrap_or_else(|e| panic!("queued insert: {e}"));
     })
 }
 
@@ -211,17 +152,11 @@ fn mariadb_a_client_silent_inside_a_transaction_is_cut_off_and_rolled_back() {
         let router = my_router(mode);
         let mut silent = client(&router, 4096);
         silent.query_drop("START TRANSACTION").expect("begin");
-        silent
-            .query_drop(format!("INSERT INTO {t} VALUES (1)"))
-            .expect("insert");
-        my_queued_insert(&router, &t, 2)
-            .join()
-            .expect("the queued client got the connection");
+        silent.query_drop(format!("INSERT INTO {t} VALUES (1)")).expect("insert");
+        my_queued_insert(&router, &t, 2).join().expect("the queued client got the connection");
         // The error waits on the half-closed socket for 2 s (then the close): a client back
         // within that sees 4031, a later one a lost connection.
-        let err = silent
-            .query_drop("COMMIT")
-            .expect_err("the silent client was disconnected");
+        let err = silent.query_drop("COMMIT").expect_err("the silent client was disconnected");
         let text = err.to_string();
         assert!(
             text.contains("4031")
@@ -229,11 +164,7 @@ fn mariadb_a_client_silent_inside_a_transaction_is_cut_off_and_rolled_back() {
                 || matches!(err, mysql::Error::IoError(_) | mysql::Error::DriverError(_)),
             "{mode}: {text}"
         );
-        assert_eq!(
-            my_ids(&t),
-            vec![2],
-            "{mode}: the silent client's insert was rolled back"
-        );
+        assert_eq!(my_ids(&t), vec![2], "{mode}: the silent client's insert was rolled back");
         assert_eq!(timeouts_counted(&router), 1.0, "{mode}");
     }
 }
@@ -255,11 +186,7 @@ fn mariadb_a_client_silent_mid_local_infile_is_cut_off() {
     let err = silent.query_drop(format!("LOAD DATA LOCAL INFILE 'slow.csv' INTO TABLE {t}"));
     assert!(err.is_err(), "the silent transfer was cut off");
     queued.join().expect("the queued client got the connection");
-    assert_eq!(
-        my_ids(&t),
-        vec![9_999],
-        "the half-sent file left nothing behind"
-    );
+    assert_eq!(my_ids(&t), vec![9_999], "the half-sent file left nothing behind");
     assert_eq!(timeouts_counted(&router), 1.0);
 }
 
@@ -280,9 +207,7 @@ fn bridged_pg_client_silent_inside_a_transaction_is_cut_off() {
     let router = Router::start(&with_metrics(&toml, None));
     let t = my_table();
     let mut silent = router.pg(&my.database);
-    silent
-        .batch_execute(&format!("BEGIN; INSERT INTO {t} VALUES (1)"))
-        .expect("begin and insert");
+    silent.batch_execute(&format!("BEGIN; INSERT INTO {t} VALUES (1)")).expect("begin and insert");
     let queued = {
         let (port, sql) = (router.port(), format!("INSERT INTO {t} VALUES (2)"));
         let (user, password, db) = (my.user.clone(), my.password.clone(), my.database.clone());
@@ -299,15 +224,9 @@ fn bridged_pg_client_silent_inside_a_transaction_is_cut_off() {
         })
     };
     queued.join().expect("the queued client got the connection");
-    let err = silent
-        .batch_execute("COMMIT")
-        .expect_err("the silent client was disconnected");
+    let err = silent.batch_execute("COMMIT").expect_err("the silent client was disconnected");
     let code = err.as_db_error().map(|e| e.code().code().to_owned());
     assert!(code.as_deref() == Some("25P03") || err.is_closed(), "{err}");
-    assert_eq!(
-        my_ids(&t),
-        vec![2],
-        "the silent client's insert was rolled back"
-    );
+    assert_eq!(my_ids(&t), vec![2], "the silent client's insert was rolled back");
     assert_eq!(timeouts_counted(&router), 1.0);
 }

@@ -14,8 +14,8 @@ use querypilot::protocol::mysql::auth::{native_password_token, MYSQL_NATIVE_PASS
 use querypilot::protocol::mysql::capability::*;
 use querypilot::protocol::mysql::response::{SERVER_STATUS_CURSOR_EXISTS, SERVER_STATUS_LAST_ROW_SENT};
 use querypilot::protocol::mysql::{
-    decode_binary_row, decode_payload, encode_packets, BinaryValue, ColumnDefinition41, EofPacket, ErrPacket, HandshakeResponse41, HandshakeV10,
-    StmtPrepareOk, ValueType,
+    decode_binary_row, decode_payload, encode_packets, BinaryValue, ColumnDefinition41, EofPacket, ErrPacket,
+    HandshakeResponse41, HandshakeV10, StmtPrepareOk, ValueType,
 };
 
 use crate::mysql_session::{my_config, my_pool};
@@ -270,7 +270,8 @@ fn cursors_fetch_in_chunks_and_hold_the_connection_while_open() {
         raw.fetch(id, 2, &types).expect("fetch");
         raw.stmt_command(0x19, id); // COM_STMT_CLOSE: no answer
         if mode != "session" {
-            let one: Option<i64> = client(&r).query_first("SELECT 1").expect("closing the statement freed the connection");
+            let one: Option<i64> =
+                client(&r).query_first("SELECT 1").expect("closing the statement freed the connection");
             assert_eq!(one, Some(1), "{mode}");
         }
         assert_eq!(raw.query("SELECT 'still here'"), Ok(vec!["still here".to_owned()]), "{mode}");
@@ -324,11 +325,14 @@ fn long_data_arrives_whole_in_every_mode() {
         let ok = raw.read();
         assert_eq!(ok.first(), Some(&0x00), "{mode}: second execute {:?}", ErrPacket::decode(&ok));
         let mut direct = dbs().my.primary_client();
-        let got: Option<Vec<u8>> = direct.query_first(format!("SELECT b FROM {t} WHERE id = {row}")).expect("read back");
+        let got: Option<Vec<u8>> =
+            direct.query_first(format!("SELECT b FROM {t} WHERE id = {row}")).expect("read back");
         assert_eq!(got.map(|b| b.len()), Some(600_000), "{mode}");
-        let got: Option<Vec<u8>> = direct.query_first(format!("SELECT b FROM {t} WHERE id = {row}")).expect("read back");
+        let got: Option<Vec<u8>> =
+            direct.query_first(format!("SELECT b FROM {t} WHERE id = {row}")).expect("read back");
         assert!(got == Some(pieces.concat()), "{mode}: the blob differs from its pieces");
-        let small: Option<Vec<u8>> = direct.query_first(format!("SELECT b FROM {t} WHERE id = {}", row + 10)).expect("read back");
+        let small: Option<Vec<u8>> =
+            direct.query_first(format!("SELECT b FROM {t} WHERE id = {}", row + 10)).expect("read back");
         assert_eq!(small.as_deref(), Some(&b"abc"[..]), "{mode}");
     }
 }
@@ -338,13 +342,20 @@ fn long_data_arrives_whole_in_every_mode() {
 #[test]
 fn field_list_and_statistics() {
     let t = unique_name("my_fields");
-    dbs().my.primary_client().query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, name VARCHAR(20), born DATE)")).expect("create");
+    dbs()
+        .my
+        .primary_client()
+        .query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, name VARCHAR(20), born DATE)"))
+        .expect("create");
     for mode in MODES {
         let r = router(mode, 1);
         let mut raw = Raw::login(r.port());
         raw.command(&[&[0x04][..], t.as_bytes(), b"\0"].concat());
         let (defs, _) = raw.until_eof().expect("field list");
-        let names: Vec<String> = defs.iter().map(|d| String::from_utf8_lossy(ColumnDefinition41::decode(d).expect("def").name).into_owned()).collect();
+        let names: Vec<String> = defs
+            .iter()
+            .map(|d| String::from_utf8_lossy(ColumnDefinition41::decode(d).expect("def").name).into_owned())
+            .collect();
         assert_eq!(names, ["id", "name", "born"], "{mode}");
         raw.command(b"\x04no_such_table_here\0");
         assert_eq!(raw.until_eof().map(|_| ()), Err(1146), "{mode}");
@@ -432,8 +443,14 @@ fn change_user_same_pool_other_pool_and_wrong_password() {
             .with_db_name(Some("admin".into()));
         c.change_user(to_admin).expect("another pool's user");
         let who: Option<String> = c.query_first("SELECT CURRENT_USER()").expect("user");
-        assert!(who.unwrap_or_default().starts_with(&format!("{}@", my.superuser)), "{mode}: the session moved to pool admin");
-        let bad = mysql::ChangeUserOpts::new().with_user(Some(my.user.clone())).with_pass(Some("wrong".into())).with_db_name(Some(my.database.clone()));
+        assert!(
+            who.unwrap_or_default().starts_with(&format!("{}@", my.superuser)),
+            "{mode}: the session moved to pool admin"
+        );
+        let bad = mysql::ChangeUserOpts::new()
+            .with_user(Some(my.user.clone()))
+            .with_pass(Some("wrong".into()))
+            .with_db_name(Some(my.database.clone()));
         let err = c.change_user(bad).expect_err("wrong password");
         assert_eq!(server_error(err), (1045, "28000".to_owned()), "{mode}");
         assert!(c.query_drop("SELECT 1").is_err(), "{mode}: the session ends after a failed COM_CHANGE_USER");
@@ -455,7 +472,11 @@ fn local_infile_is_refused_clearly() {
         match err {
             mysql::Error::MySqlError(e) => {
                 assert_eq!((e.code, e.state.as_str()), (1148, "42000"), "{mode}");
-                assert!(e.message.contains("not enabled on pool \"main\" (pool setting local_infile)"), "{mode}: {}", e.message);
+                assert!(
+                    e.message.contains("not enabled on pool \"main\" (pool setting local_infile)"),
+                    "{mode}: {}",
+                    e.message
+                );
             }
             other => panic!("{mode}: expected ERR 1148, got {other}"),
         }
@@ -483,7 +504,8 @@ impl Raw {
 #[test]
 fn malformed_and_oversized_commands_get_an_error_and_a_close() {
     let pool = my_pool("main", "transaction", 2);
-    let toml = my_config(&[0], &pool, "main").replace("bind = \"127.0.0.1:0\"\n", "bind = \"127.0.0.1:0\"\nmax_message_size = \"4KiB\"\n");
+    let toml = my_config(&[0], &pool, "main")
+        .replace("bind = \"127.0.0.1:0\"\n", "bind = \"127.0.0.1:0\"\nmax_message_size = \"4KiB\"\n");
     let r = Router::start(&toml);
     let port = r.port();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -500,7 +522,11 @@ fn malformed_and_oversized_commands_get_an_error_and_a_close() {
     let cases: [(&str, Vec<u8>, u16); 4] = [
         ("a command announcing 1 MiB over a 4 KiB limit", vec![0x00, 0x00, 0x10, 0x00, 0x03], 1153),
         ("a command announcing a 16 MiB continued packet", vec![0xFF, 0xFF, 0xFF, 0x00, 0x03], 1153),
-        ("a command with sequence id 5", vec![0x09, 0x00, 0x00, 0x05, 0x03, b'S', b'E', b'L', b'E', b'C', b'T', b' ', b'1'], 1156),
+        (
+            "a command with sequence id 5",
+            vec![0x09, 0x00, 0x00, 0x05, 0x03, b'S', b'E', b'L', b'E', b'C', b'T', b' ', b'1'],
+            1156,
+        ),
         ("a truncated COM_CHANGE_USER", vec![0x02, 0x00, 0x00, 0x00, 0x11, b'a'], 1047),
     ];
     for (what, bytes, code) in cases {
@@ -529,8 +555,12 @@ fn ssl_requests_are_refused_clearly() {
     let caps = HandshakeV10::decode(&hs).expect("greeting").capabilities;
     assert_eq!(caps & CLIENT_SSL, 0, "the router must not offer TLS");
     let mut p = Vec::new();
-    querypilot::protocol::mysql::SslRequest { capabilities: CLIENT_PROTOCOL_41 | CLIENT_SSL | CLIENT_SECURE_CONNECTION, max_packet_size: 1 << 24, charset: 45 }
-        .encode(&mut p);
+    querypilot::protocol::mysql::SslRequest {
+        capabilities: CLIENT_PROTOCOL_41 | CLIENT_SSL | CLIENT_SECURE_CONNECTION,
+        max_packet_size: 1 << 24,
+        charset: 45,
+    }
+    .encode(&mut p);
     raw.send(&p, 1);
     let err = raw.read();
     let e = ErrPacket::decode(&err).expect("ERR");

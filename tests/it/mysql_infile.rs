@@ -27,9 +27,7 @@ fn router(mode: &str, max: u32) -> Router {
 /// `packet` is its `max_allowed_packet`, which also sizes the packets it sends a file in.
 pub(crate) fn client(router: &Router, packet: usize) -> mysql::Conn {
     let my = &dbs().my;
-    let opts = my
-        .opts(router.port(), &my.user, &my.password)
-        .max_allowed_packet(Some(packet));
+    let opts = my.opts(router.port(), &my.user, &my.password).max_allowed_packet(Some(packet));
     mysql::Conn::new(opts).unwrap_or_else(|e| panic!("connect through router: {e}"))
 }
 
@@ -39,20 +37,15 @@ fn table() -> String {
     dbs()
         .my
         .primary_client()
-        .query_drop(format!(
-            "CREATE TABLE {t} (id INT PRIMARY KEY, label VARCHAR(64))"
-        ))
+        .query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, label VARCHAR(64))"))
         .expect("create");
     t
 }
 
 /// (rows, sum of ids) of `t`, read on the primary directly.
 fn contents(t: &str) -> (i64, i64) {
-    let row: Option<(i64, Option<i64>)> = dbs()
-        .my
-        .primary_client()
-        .query_first(format!("SELECT COUNT(*), SUM(id) FROM {t}"))
-        .expect("count");
+    let row: Option<(i64, Option<i64>)> =
+        dbs().my.primary_client().query_first(format!("SELECT COUNT(*), SUM(id) FROM {t}")).expect("count");
     let (n, sum) = row.expect("one row");
     (n, sum.unwrap_or(0))
 }
@@ -90,10 +83,8 @@ fn rows_arrive_through_the_router_in_every_mode() {
         let data = csv(1, 5001);
         assert!(data.len() > 20 * 4096, "several packets");
         c.set_local_infile_handler(Some(handler(data, asked.clone())));
-        c.query_drop(format!(
-            "LOAD DATA LOCAL INFILE 'rows.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"
-        ))
-        .unwrap_or_else(|e| panic!("{mode}: load: {e}"));
+        c.query_drop(format!("LOAD DATA LOCAL INFILE 'rows.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"))
+            .unwrap_or_else(|e| panic!("{mode}: load: {e}"));
         assert_eq!(c.affected_rows(), 5000, "{mode}");
         assert_eq!(
             asked.lock().expect("lock").as_slice(),
@@ -106,18 +97,10 @@ fn rows_arrive_through_the_router_in_every_mode() {
         if mode != "statement" {
             c.set_local_infile_handler(Some(handler(csv(5001, 5101), Arc::default())));
             c.query_drop("BEGIN").expect("begin");
-            c.query_drop(format!(
-                "LOAD DATA LOCAL INFILE 'more.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"
-            ))
-            .unwrap_or_else(|e| panic!("{mode}: load in a transaction: {e}"));
-            let inside: Option<i64> = c
-                .query_first(format!("SELECT COUNT(*) FROM {t}"))
-                .expect("count inside");
-            assert_eq!(
-                inside,
-                Some(5100),
-                "{mode}: the transaction's own connection sees the rows"
-            );
+            c.query_drop(format!("LOAD DATA LOCAL INFILE 'more.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"))
+                .unwrap_or_else(|e| panic!("{mode}: load in a transaction: {e}"));
+            let inside: Option<i64> = c.query_first(format!("SELECT COUNT(*) FROM {t}")).expect("count inside");
+            assert_eq!(inside, Some(5100), "{mode}: the transaction's own connection sees the rows");
             c.query_drop("ROLLBACK").expect("rollback");
             assert_eq!(contents(&t), (5000, sum(1, 5001)), "{mode}: rolled back");
         }
@@ -135,24 +118,13 @@ fn a_file_over_one_packet_streams_through() {
     let data = csv(1, rows + 1);
     assert!(data.len() > 16 << 20, "{} bytes", data.len());
     c.set_local_infile_handler(Some(handler(data, Arc::default())));
-    c.query_drop(format!(
-        "LOAD DATA LOCAL INFILE 'big.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"
-    ))
-    .expect("load");
+    c.query_drop(format!("LOAD DATA LOCAL INFILE 'big.csv' INTO TABLE {t} FIELDS TERMINATED BY ','")).expect("load");
     assert_eq!(contents(&t), (i64::from(rows), sum(1, rows + 1)));
 }
 
 fn cli(router: &Router, local_infile: bool, sql: &str) -> std::process::Output {
     Command::new("mariadb")
-        .args([
-            "--no-defaults",
-            "--skip-ssl",
-            "-h127.0.0.1",
-            "-uapp",
-            "-papp",
-            "-N",
-            "-B",
-        ])
+        .args(["--no-defaults", "--skip-ssl", "-h127.0.0.1", "-uapp", "-papp", "-N", "-B"])
         .arg(format!("--local-infile={}", u8::from(local_infile)))
         .arg(format!("-P{}", router.port()))
         .args(["app", "-e", sql])
@@ -168,29 +140,21 @@ fn mariadb_cli_with_and_without_local_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("cli.csv");
     std::fs::write(&path, csv(1, 3001)).expect("write file");
-    let load = format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE {t} FIELDS TERMINATED BY ','; SELECT COUNT(*) FROM {t}", path.display());
+    let load = format!(
+        "LOAD DATA LOCAL INFILE '{}' INTO TABLE {t} FIELDS TERMINATED BY ','; SELECT COUNT(*) FROM {t}",
+        path.display()
+    );
     let r = router("transaction", 2);
     let out = cli(&r, true, &load);
-    assert!(
-        out.status.success(),
-        "mariadb failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "mariadb failed: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "3000\n");
     assert_eq!(contents(&t), (3000, sum(1, 3001)));
 
     let refused = cli(&r, false, &load);
     assert!(!refused.status.success());
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        err.contains("1148") && err.contains("needs a client that allows local files"),
-        "{err}"
-    );
-    assert_eq!(
-        contents(&t),
-        (3000, sum(1, 3001)),
-        "nothing more was loaded"
-    );
+    assert!(err.contains("1148") && err.contains("needs a client that allows local files"), "{err}");
+    assert_eq!(contents(&t), (3000, sum(1, 3001)), "nothing more was loaded");
 }
 
 /// A client that breaks off mid-file (its handler fails after sending part of it, and the
@@ -207,9 +171,7 @@ fn a_client_breaking_off_mid_file_costs_only_its_backend_connection() {
             w.write_all(&partial)?;
             Err(std::io::Error::other("the client gives up"))
         })));
-        let err = c.query_drop(format!(
-            "LOAD DATA LOCAL INFILE 'partial.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"
-        ));
+        let err = c.query_drop(format!("LOAD DATA LOCAL INFILE 'partial.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"));
         assert!(err.is_err(), "{mode}: the handler failed");
         drop(c);
         let mut next = client(&r, 4096);
@@ -218,10 +180,8 @@ fn a_client_breaking_off_mid_file_costs_only_its_backend_connection() {
             .unwrap_or_else(|e| panic!("{mode}: next client: {e}"));
         assert_eq!(n, Some(0), "{mode}: the aborted load left no rows");
         next.set_local_infile_handler(Some(handler(csv(1, 11), Arc::default())));
-        next.query_drop(format!(
-            "LOAD DATA LOCAL INFILE 'ok.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"
-        ))
-        .expect("load after");
+        next.query_drop(format!("LOAD DATA LOCAL INFILE 'ok.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"))
+            .expect("load after");
         assert_eq!(contents(&t), (10, sum(1, 11)), "{mode}");
     }
 }
@@ -233,33 +193,23 @@ fn a_client_breaking_off_mid_file_costs_only_its_backend_connection() {
 fn a_file_packet_over_max_message_size_ends_the_session() {
     let t = table();
     let pool = format!("{}local_infile = true\n", my_pool("main", "transaction", 1));
-    let config = my_config(&[0], &pool, "main").replace(
-        "bind = \"127.0.0.1:0\"\n",
-        "bind = \"127.0.0.1:0\"\nmax_message_size = \"16KiB\"\n",
-    );
+    let config = my_config(&[0], &pool, "main")
+        .replace("bind = \"127.0.0.1:0\"\n", "bind = \"127.0.0.1:0\"\nmax_message_size = \"16KiB\"\n");
     let r = Router::start(&config);
     let mut c = client(&r, 64 << 10);
     c.set_local_infile_handler(Some(handler(csv(1, 20_001), Arc::default())));
     let err = c
-        .query_drop(format!(
-            "LOAD DATA LOCAL INFILE 'big.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"
-        ))
+        .query_drop(format!("LOAD DATA LOCAL INFILE 'big.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"))
         .expect_err("a 64 KiB packet is over the limit");
     match err {
         mysql::Error::MySqlError(e) => {
             assert_eq!(e.code, 1153, "{}", e.message);
-            assert!(
-                e.message.contains("in a LOCAL INFILE file"),
-                "{}",
-                e.message
-            );
+            assert!(e.message.contains("in a LOCAL INFILE file"), "{}", e.message);
         }
         other => panic!("expected ERR 1153, got {other}"),
     }
     drop(c);
     let mut next = client(&r, 64 << 10);
-    let n: Option<i64> = next
-        .query_first(format!("SELECT COUNT(*) FROM {t}"))
-        .expect("next client");
+    let n: Option<i64> = next.query_first(format!("SELECT COUNT(*) FROM {t}")).expect("next client");
     assert_eq!(n, Some(0), "the refused load left no rows");
 }

@@ -115,7 +115,11 @@ fn safe_reads_reach_the_replica_and_everything_else_the_primary() {
     assert_eq!(ran_on(&mut c, "SELECT @@server_id"), REPLICA, "a safe read");
     assert_eq!(ran_on(&mut c, &format!("SELECT COUNT(*), @@server_id FROM {t}")), REPLICA, "a safe read of a table");
     assert_eq!(ran_on(&mut c, &format!("SELECT id, @@server_id FROM {t} LIMIT 1 FOR UPDATE")), PRIMARY, "FOR UPDATE");
-    assert_eq!(ran_on(&mut c, &format!("SELECT 1, @@server_id FROM {t} LOCK IN SHARE MODE")), PRIMARY, "LOCK IN SHARE MODE");
+    assert_eq!(
+        ran_on(&mut c, &format!("SELECT 1, @@server_id FROM {t} LOCK IN SHARE MODE")),
+        PRIMARY,
+        "LOCK IN SHARE MODE"
+    );
     assert_eq!(ran_on(&mut c, "SELECT 1 AS forced_primary, @@server_id"), PRIMARY, "a mysql regex rule");
     assert_eq!(ran_on(&mut c, "SELECT 1 AS pg_only, @@server_id"), REPLICA, "a postgres-only rule does not apply");
     // Locking reads and rule targets change no data: reads still reach the replica.
@@ -181,7 +185,11 @@ fn prepared_statements_are_routed_at_execute() {
     let row: Option<(u64, u64)> = d.exec_first("SELECT ?, @@server_id", (1u64,)).expect("fresh session read");
     assert_eq!(row, Some((1, REPLICA)));
     d.exec_drop(format!("INSERT INTO {t} (sid) SELECT @@server_id"), ()).expect("prepared write");
-    let n: Option<u64> = dbs().my.primary_client().query_first(format!("SELECT COUNT(*) FROM {t} WHERE sid = {PRIMARY}")).expect("count");
+    let n: Option<u64> = dbs()
+        .my
+        .primary_client()
+        .query_first(format!("SELECT COUNT(*) FROM {t} WHERE sid = {PRIMARY}"))
+        .expect("count");
     assert_eq!(n, Some(1), "the prepared write ran on the primary");
 }
 
@@ -204,21 +212,32 @@ fn hints_that_cannot_be_honored_and_rejects_run_nowhere() {
     assert_eq!(ran_on(&mut c, "SELECT @@server_id"), PRIMARY, "route=primary pins the session");
     dbs().my.wait_replica_caught_up(Duration::from_secs(30));
     for port in [dbs().my.primary_port, dbs().my.replica_port] {
-        let n: Option<u64> = dbs().my.superuser_client(port).query_first(format!("SELECT COUNT(*) FROM {}.{t}", dbs().my.database)).expect("count");
+        let n: Option<u64> = dbs()
+            .my
+            .superuser_client(port)
+            .query_first(format!("SELECT COUNT(*) FROM {}.{t}", dbs().my.database))
+            .expect("count");
         assert_eq!(n, Some(0), "the refused write ran nowhere (port {port})");
     }
 }
 
 /// `Com_select` of the server on `port`.
 fn com_select(port: u16) -> u64 {
-    let row: Option<(String, u64)> = dbs().my.superuser_client(port).query_first("SHOW GLOBAL STATUS LIKE 'Com_select'").expect("status");
+    let row: Option<(String, u64)> =
+        dbs().my.superuser_client(port).query_first("SHOW GLOBAL STATUS LIKE 'Com_select'").expect("status");
     row.map_or(0, |r| r.1)
 }
 
 fn sysbench(port: u16, db: &str, args: &[&str]) -> String {
     let out = std::process::Command::new("sysbench")
         .args(args)
-        .args(["--mysql-host=127.0.0.1", "--mysql-user=app", "--mysql-password=app", "--mysql-ssl=off", "--db-driver=mysql"])
+        .args([
+            "--mysql-host=127.0.0.1",
+            "--mysql-user=app",
+            "--mysql-password=app",
+            "--mysql-ssl=off",
+            "--db-driver=mysql",
+        ])
         .arg(format!("--mysql-port={port}"))
         .arg(format!("--mysql-db={db}"))
         .args(["--tables=1", "--table-size=2000"])
@@ -241,14 +260,25 @@ fn sysbench_read_only_reads_reach_the_replica() {
         let (p0, r0) = (com_select(my.primary_port), com_select(my.replica_port));
         // Without BEGIN/COMMIT around each event: a transaction holds its (primary) connection.
         // A fixed number of events, not a duration: the assertions must not depend on speed.
-        let args = ["oltp_read_only", "run", "--threads=8", "--events=200", "--time=0", "--skip_trx=on", &format!("--db-ps-mode={ps}")];
+        let args = [
+            "oltp_read_only",
+            "run",
+            "--threads=8",
+            "--events=200",
+            "--time=0",
+            "--skip_trx=on",
+            &format!("--db-ps-mode={ps}"),
+        ];
         let summary = sysbench(router.port(), &db, &args);
         let (p1, r1) = (com_select(my.primary_port), com_select(my.replica_port));
         let (on_primary, on_replica, reads) = (p1 - p0, r1 - r0, reads(&summary));
         // Every read sysbench counted ran on the replica (the primary's count is not compared:
         // other tests of this binary use it concurrently).
         assert!(reads > 1000, "ps={ps}: too few reads to tell: {reads}\n{summary}");
-        assert!(on_replica >= reads, "ps={ps}: {reads} reads, {on_replica} on the replica, {on_primary} on the primary\n{summary}");
+        assert!(
+            on_replica >= reads,
+            "ps={ps}: {reads} reads, {on_replica} on the replica, {on_primary} on the primary\n{summary}"
+        );
     }
 }
 
@@ -275,7 +305,8 @@ fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
     assert!(toml.contains(&format!("port = {dead}")), "{toml}");
     let r = Router::start(&toml);
     crate::support::eventually(std::time::Duration::from_secs(15), "reads fall back to the primary", || {
-        let opts = mysql::OptsBuilder::from_opts(crate::support::dbs().my.opts(r.port(), "app", "app")).db_name(Some("app"));
+        let opts =
+            mysql::OptsBuilder::from_opts(crate::support::dbs().my.opts(r.port(), "app", "app")).db_name(Some("app"));
         let Ok(mut c) = mysql::Conn::new(opts) else { return false };
         use mysql::prelude::Queryable;
         matches!(c.query_first::<u64, _>("SELECT @@server_id"), Ok(Some(1)))
@@ -283,7 +314,8 @@ fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
     drop(r);
 
     let metrics = "\n[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n";
-    let toml = toml.replace("read_write_split = true", "read_write_split = true\nreplica_fallback = \"error\"") + metrics;
+    let toml =
+        toml.replace("read_write_split = true", "read_write_split = true\nreplica_fallback = \"error\"") + metrics;
     let r = Router::start(&toml);
     // The mysql crate reads session variables while connecting: once the replica is known to
     // be down, that read fails too, with the same error.

@@ -103,7 +103,11 @@ fn multi_statements_in(mode: &str) {
     assert_eq!(sets[2], vec![vec![Value::Bytes(b"7".to_vec()), Value::Bytes(b"8".to_vec())]]);
     // An error in the middle ends the response and the session goes on; directly against
     // the server the client sees the same thing.
-    let direct = dbs().my.primary_client().query_drop("SELECT 1; SELECT * FROM no_such_table_here; SELECT 3").map_err(server_error);
+    let direct = dbs()
+        .my
+        .primary_client()
+        .query_drop("SELECT 1; SELECT * FROM no_such_table_here; SELECT 3")
+        .map_err(server_error);
     let routed = c.query_drop("SELECT 1; SELECT * FROM no_such_table_here; SELECT 3").map_err(server_error);
     assert_eq!(routed, direct);
     let again: Option<i64> = c.query_first("SELECT 5").expect("after error");
@@ -232,7 +236,11 @@ fn pinned_and_session_clients_leave_a_clean_connection() {
         let v: Option<Option<String>> = b.query_first("SELECT @leak").expect("read");
         assert_eq!(v, Some(None), "{mode}: user variable leaked");
         let mode_b: Option<String> = b.query_first("SELECT @@sql_mode").expect("sql_mode");
-        assert_ne!(mode_b.as_deref(), Some("REAL_AS_FLOAT,PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE,ANSI"), "{mode}: sql_mode leaked");
+        assert_ne!(
+            mode_b.as_deref(),
+            Some("REAL_AS_FLOAT,PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE,ANSI"),
+            "{mode}: sql_mode leaked"
+        );
         b.query_drop("CREATE TEMPORARY TABLE leak_tmp (x INT)").expect("temp table must not exist any more");
     }
 }

@@ -16,10 +16,12 @@ use querypilot::protocol::mysql::auth::{caching_sha2_token, CACHING_SHA2_PASSWOR
 use querypilot::protocol::mysql::capability::*;
 use querypilot::protocol::mysql::column::ColumnType;
 use querypilot::protocol::mysql::handshake::{
-    encode_auth_more_data, CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PERFORM_FULL_AUTH, CACHING_SHA2_REQUEST_PUBLIC_KEY,
+    encode_auth_more_data, CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PERFORM_FULL_AUTH,
+    CACHING_SHA2_REQUEST_PUBLIC_KEY,
 };
 use querypilot::protocol::mysql::{
-    decode_payload, encode_packets, encode_text_row, ColumnDefinition41, EofPacket, ErrPacket, HandshakeResponse41, HandshakeV10, OkPacket,
+    decode_payload, encode_packets, encode_text_row, ColumnDefinition41, EofPacket, ErrPacket, HandshakeResponse41,
+    HandshakeV10, OkPacket,
 };
 use rsa::pkcs8::{DecodePrivateKey, EncodePublicKey, LineEnding};
 use rsa::{Oaep, RsaPrivateKey};
@@ -164,7 +166,11 @@ impl Conn {
             OkPacket { status: 2, ..OkPacket::default() }.encode(CLIENT_PROTOCOL_41, &mut p);
             before.push(p);
         } else {
-            let e = ErrPacket { code: 1045, sql_state: Some(*b"28000"), message: b"Access denied (fake caching_sha2 server)" };
+            let e = ErrPacket {
+                code: 1045,
+                sql_state: Some(*b"28000"),
+                message: b"Access denied (fake caching_sha2 server)",
+            };
             e.encode(&mut p);
             before = vec![p];
         }

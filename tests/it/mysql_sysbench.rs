@@ -13,7 +13,13 @@ use crate::support::{dbs, unique_name};
 fn sysbench(port: u16, db: &str, args: &[&str]) -> String {
     let out = Command::new("sysbench")
         .args(args)
-        .args(["--mysql-host=127.0.0.1", "--mysql-user=app", "--mysql-password=app", "--mysql-ssl=off", "--db-driver=mysql"])
+        .args([
+            "--mysql-host=127.0.0.1",
+            "--mysql-user=app",
+            "--mysql-password=app",
+            "--mysql-ssl=off",
+            "--db-driver=mysql",
+        ])
         .arg(format!("--mysql-port={port}"))
         .arg(format!("--mysql-db={db}"))
         .args(["--tables=2", "--table-size=5000"])
@@ -52,7 +58,8 @@ fn sysbench_oltp_through_transaction_pool_of_four() {
     sysbench(port, &db, &["oltp_read_write", "prepare"]);
     for test in ["oltp_read_write", "oltp_read_only", "oltp_point_select"] {
         for ps in ["auto", "disable"] {
-            let summary = sysbench(port, &db, &[test, "run", "--threads=32", "--time=3", &format!("--db-ps-mode={ps}")]);
+            let summary =
+                sysbench(port, &db, &[test, "run", "--threads=32", "--time=3", &format!("--db-ps-mode={ps}")]);
             // sysbench aborts on any error but InnoDB's own deadlocks and lock-wait timeouts,
             // which a read-write mix can hit without any proxy; reads must see none at all.
             if test != "oltp_read_write" {

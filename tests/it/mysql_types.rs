@@ -71,7 +71,9 @@ fn every_type_round_trips(mode: &str) {
             }
             (Value::Int(a), Value::UInt(b)) => assert_eq!(*a, *b as i64, "column {i}"),
             (Value::UInt(a), Value::Int(b)) => assert_eq!(*a as i64, *b, "column {i}"),
-            (Value::Date(y, mo, d, 0, 0, 0, 0), Value::Date(y2, mo2, d2, ..)) => assert_eq!((y, mo, d), (y2, mo2, d2), "column {i}"),
+            (Value::Date(y, mo, d, 0, 0, 0, 0), Value::Date(y2, mo2, d2, ..)) => {
+                assert_eq!((y, mo, d), (y2, mo2, d2), "column {i}")
+            }
             (Value::Bytes(a), Value::Bytes(b)) if i == 18 => {
                 let norm = |v: &[u8]| String::from_utf8_lossy(v).replace(' ', "");
                 assert_eq!(norm(a), norm(b), "json");
@@ -82,7 +84,8 @@ fn every_type_round_trips(mode: &str) {
     let nulls: mysql::Row = c.exec_first(&sql, (2,)).expect("select nulls").expect("row");
     assert!(nulls.unwrap().iter().skip(1).all(|v| *v == Value::NULL));
     // Text protocol: the big values arrive whole as well.
-    let (t, b): (Vec<u8>, Vec<u8>) = c.query_first(format!("SELECT tx, bl FROM {table} WHERE id = 1")).expect("text").expect("row");
+    let (t, b): (Vec<u8>, Vec<u8>) =
+        c.query_first(format!("SELECT tx, bl FROM {table} WHERE id = 1")).expect("text").expect("row");
     assert!(t == big.as_bytes() && b == blob, "16 MiB+ values must round-trip in text results");
 }
 

@@ -73,7 +73,9 @@ fn pool_exhaustion_queues_clients_until_acquire_timeout_then_answers_53300() {
             let client = connect(port, "main", "app");
             start.wait();
             let outcome = match client {
-                Err(e) => Outcome { waited: Duration::ZERO, error: Some(("login".into(), e.to_string())), client: None },
+                Err(e) => {
+                    Outcome { waited: Duration::ZERO, error: Some(("login".into(), e.to_string())), client: None }
+                }
                 Ok(mut c) => {
                     let t = Instant::now();
                     let res = c.simple_query("SELECT pg_sleep(0.2)");
@@ -97,7 +99,9 @@ fn pool_exhaustion_queues_clients_until_acquire_timeout_then_answers_53300() {
     // No client waits forever: every one has its answer well within a generous bound.
     let mut outcomes = Vec::with_capacity(CLIENTS);
     for i in 0..CLIENTS {
-        let o = rx.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| panic!("only {i} of {CLIENTS} clients got an answer"));
+        let o = rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("only {i} of {CLIENTS} clients got an answer"));
         outcomes.push(o);
     }
     let (ran, timed_out): (Vec<&Outcome>, Vec<&Outcome>) = outcomes.iter().partition(|o| o.error.is_none());
@@ -118,11 +122,8 @@ fn pool_exhaustion_queues_clients_until_acquire_timeout_then_answers_53300() {
         scrape(&router, "sqp_pool_queue_depth", &["pool=\"main\""]) == 0.0
     });
     // 53300 is an ERROR, not FATAL: the client that got it carries on once the pool has room.
-    let mut survivor = outcomes
-        .iter_mut()
-        .find(|o| o.error.is_some())
-        .and_then(|o| o.client.take())
-        .expect("a client that timed out");
+    let mut survivor =
+        outcomes.iter_mut().find(|o| o.error.is_some()).and_then(|o| o.client.take()).expect("a client that timed out");
     survivor.simple_query("SELECT 1").expect("a client that got 53300 keeps its session");
 
     let grown_mib = crate::abuse::vm_rss_kib().saturating_sub(rss_before) / 1024;
@@ -147,7 +148,8 @@ fn pg_listener_cap_refuses_the_next_client_with_53300_and_admits_one_after_a_clo
     // Two cores: the cap is for the whole process, whichever core the kernel hands a client.
     let router = Router::start(&listener_with(&pg_config(&[0, 1], &pools, "main"), "max_client_connections = 3"));
     let port = router.port();
-    let mut held: Vec<postgres::Client> = (0..3).map(|i| connect(port, "main", "app").unwrap_or_else(|e| panic!("client {i}: {e}"))).collect();
+    let mut held: Vec<postgres::Client> =
+        (0..3).map(|i| connect(port, "main", "app").unwrap_or_else(|e| panic!("client {i}: {e}"))).collect();
 
     let e = connect(port, "main", "app").err().expect("a fourth client is refused");
     assert_eq!(sqlstate(&e), "53300", "{e}");
@@ -192,13 +194,16 @@ fn my_error(e: mysql::Error) -> (u16, String) {
 
 #[test]
 fn mysql_listener_cap_refuses_the_next_client_with_1040_and_admits_one_after_a_close() {
-    let toml = listener_with(&my_config(&[0, 1], &my_pool("main", "transaction", 4), "main"), "max_client_connections = 2");
+    let toml =
+        listener_with(&my_config(&[0, 1], &my_pool("main", "transaction", 4), "main"), "max_client_connections = 2");
     let router = Router::start(&toml);
     let port = router.port();
     let my = &dbs().my;
-    let mut held: Vec<mysql::Conn> = (0..2).map(|_| mysql::Conn::new(my.opts(port, &my.user, &my.password)).expect("admitted")).collect();
+    let mut held: Vec<mysql::Conn> =
+        (0..2).map(|_| mysql::Conn::new(my.opts(port, &my.user, &my.password)).expect("admitted")).collect();
 
-    let (number, message) = my_error(mysql::Conn::new(my.opts(port, &my.user, &my.password)).expect_err("a third client is refused"));
+    let (number, message) =
+        my_error(mysql::Conn::new(my.opts(port, &my.user, &my.password)).expect_err("a third client is refused"));
     assert_eq!((number, message.as_str()), (1040, "Too many connections"));
     // On the wire: an ERR packet with sequence id 0 where the greeting would be, then EOF.
     let mut raw = TcpStream::connect(("127.0.0.1", port)).expect("connect");
@@ -270,7 +275,8 @@ fn pg_message_over_max_message_size_ends_only_that_session() {
 
 #[test]
 fn mysql_packet_over_max_message_size_ends_only_that_session() {
-    let toml = listener_with(&my_config(&[0], &my_pool("main", "transaction", 2), "main"), "max_message_size = \"4KiB\"");
+    let toml =
+        listener_with(&my_config(&[0], &my_pool("main", "transaction", 2), "main"), "max_message_size = \"4KiB\"");
     let router = Router::start(&toml);
     let port = router.port();
     let my = &dbs().my;

@@ -56,7 +56,8 @@ fn exercise(mode: &str) {
     assert!(row.get::<_, bool>(3));
     let n = c.execute(&format!("UPDATE {table} SET name = $1 WHERE id = $2"), &[&"uno", &1i32]).expect("update");
     assert_eq!(n, 1);
-    let typed = c.query_typed("SELECT $1::int8 * 2", &[(&21i64, postgres::types::Type::INT8)]).expect("unnamed statement");
+    let typed =
+        c.query_typed("SELECT $1::int8 * 2", &[(&21i64, postgres::types::Type::INT8)]).expect("unnamed statement");
     assert_eq!(typed[0].get::<_, i64>(0), 42);
 
     // COPY FROM STDIN then COPY TO STDOUT.

@@ -67,7 +67,11 @@ fn a_stale_plan_is_healed_for_libpq_style_executions() {
         exec.extend(sync());
         c.send(&exec);
         assert_eq!(tags(&c.until_ready()), "2TDCZ", "{mode}");
-        dbs().pg.primary_client().batch_execute(&format!("ALTER TABLE {table} ADD COLUMN w int DEFAULT 7")).expect("alter");
+        dbs()
+            .pg
+            .primary_client()
+            .batch_execute(&format!("ALTER TABLE {table} ADD COLUMN w int DEFAULT 7"))
+            .expect("alter");
         c.send(&exec);
         let got = c.until_ready();
         assert_eq!(tags(&got), "2TDCZ", "{mode}: healed, not an error: {got:?}");

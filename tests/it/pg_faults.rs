@@ -69,7 +69,9 @@ fn a_backend_killed_while_a_session_mode_client_idles_closes_that_client_only() 
     let done: bool = superuser().query_one("SELECT pg_terminate_backend($1)", &[&pid]).expect("terminate").get(0);
     assert!(done);
     // Like a direct connection: the session (and its server-side state) is gone.
-    eventually(Duration::from_secs(5), "the victim to notice", || victim.is_closed() || victim.simple_query("SELECT 1").is_err());
+    eventually(Duration::from_secs(5), "the victim to notice", || {
+        victim.is_closed() || victim.simple_query("SELECT 1").is_err()
+    });
     backend_pid(&mut bystander);
     let mut fresh = r.pg("main");
     assert_ne!(backend_pid(&mut fresh), pid);
@@ -88,7 +90,11 @@ fn stale_plan_setup(c: &mut postgres::Client) -> (String, postgres::Statement) {
 
 /// Changes the result type of `SELECT * FROM table` behind the router's back.
 fn alter(table: &str, column: &str) {
-    dbs().pg.primary_client().batch_execute(&format!("ALTER TABLE {table} ADD COLUMN {column} int DEFAULT 7")).expect("alter");
+    dbs()
+        .pg
+        .primary_client()
+        .batch_execute(&format!("ALTER TABLE {table} ADD COLUMN {column} int DEFAULT 7"))
+        .expect("alter");
 }
 
 #[test]
@@ -105,7 +111,8 @@ fn a_stale_backend_copy_is_healed_when_a_client_prepares_after_a_schema_change()
         let e = c.query(&old, &[]).map(|_| ()).expect_err("stale description");
         assert_eq!(sqlstate(&e), "0A000", "{mode}: {e}");
         drop(old);
-        let fresh = c.prepare(&format!("SELECT * FROM {table} ORDER BY id")).unwrap_or_else(|e| panic!("{mode}: {e:?}"));
+        let fresh =
+            c.prepare(&format!("SELECT * FROM {table} ORDER BY id")).unwrap_or_else(|e| panic!("{mode}: {e:?}"));
         assert_eq!(fresh.columns().len(), 3, "{mode}: the new shape");
         let row = c.query_one(&fresh, &[]).unwrap_or_else(|e| panic!("{mode}: {e}"));
         assert_eq!(row.get::<_, Option<i32>>(2), Some(7), "{mode}");
@@ -121,7 +128,10 @@ fn a_stale_plan_inside_a_transaction_reaches_the_client() {
         let (table, _old) = stale_plan_setup(&mut c);
         alter(&table, "w");
         let mut tx = c.transaction().expect("begin");
-        let e = tx.prepare(&format!("SELECT * FROM {table} ORDER BY id")).map(|_| ()).expect_err("stale inside a transaction");
+        let e = tx
+            .prepare(&format!("SELECT * FROM {table} ORDER BY id"))
+            .map(|_| ())
+            .expect_err("stale inside a transaction");
         assert_eq!(sqlstate(&e), "0A000", "{mode}: {e}");
         let msg = e.as_db_error().map(|d| d.message().to_owned()).unwrap_or_default();
         assert!(msg.contains("cached plan must not change result type"), "{mode}: {msg}");

@@ -21,7 +21,8 @@ fn min_share_spreads_the_minimum_over_cores() {
 
 #[test]
 fn prewarm_opens_the_share_and_maintain_keeps_it() {
-    let pools = pg_pool("main", dbs().pg.primary_port, "transaction", 4) + "min_connections = 3\nidle_timeout = \"1s\"\n";
+    let pools =
+        pg_pool("main", dbs().pg.primary_port, "transaction", 4) + "min_connections = 3\nidle_timeout = \"1s\"\n";
     let config = Config::parse(&pg_config(&[0], &pools, "main"), "prewarm.toml").expect("config");
     let (tx, rx) = mpsc::channel();
     let core = querypilot::rt::spawn_core("prewarm-test", None, move |_queues| async move {
@@ -32,10 +33,16 @@ fn prewarm_opens_the_share_and_maintain_keeps_it() {
         let after_prewarm = pool.idle_count();
         let again = pool.prewarm(Protocol::Postgres, 3).await.expect("prewarm again");
         // Far in the future every connection is past idle_timeout: only the minimum stays.
-        let extra = pool.checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5)).await.expect("checkout");
-        let extra2 = pool.checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5)).await.expect("checkout");
-        let extra3 = pool.checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5)).await.expect("checkout");
-        let extra4 = pool.checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5)).await.expect("checkout a 4th");
+        let extra =
+            pool.checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5)).await.expect("checkout");
+        let extra2 =
+            pool.checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5)).await.expect("checkout");
+        let extra3 =
+            pool.checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5)).await.expect("checkout");
+        let extra4 = pool
+            .checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5))
+            .await
+            .expect("checkout a 4th");
         for c in [extra, extra2, extra3, extra4] {
             pool.checkin(c, true);
         }

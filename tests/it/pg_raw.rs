@@ -13,7 +13,8 @@ use crate::support::dbs;
 /// A router whose PostgreSQL listener authenticates clients with MD5, pool `main` in `mode`.
 pub fn md5_router(mode: &str, max: u32) -> Router {
     let pools = pg_pool("main", dbs().pg.primary_port, mode, max);
-    let toml = pg_config(&[0], &pools, "main").replace("bind = \"127.0.0.1:0\"\n", "bind = \"127.0.0.1:0\"\nauth_method = \"md5\"\n");
+    let toml = pg_config(&[0], &pools, "main")
+        .replace("bind = \"127.0.0.1:0\"\n", "bind = \"127.0.0.1:0\"\nauth_method = \"md5\"\n");
     Router::start(&toml)
 }
 

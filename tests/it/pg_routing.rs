@@ -166,9 +166,7 @@ reject = "never for postgres clients"
 }
 
 fn xact_commits(c: &mut postgres::Client, db: &str) -> i64 {
-    c.query_one("SELECT xact_commit FROM pg_stat_database WHERE datname = $1", &[&db])
-        .expect("stats")
-        .get(0)
+    c.query_one("SELECT xact_commit FROM pg_stat_database WHERE datname = $1", &[&db]).expect("stats").get(0)
 }
 
 #[test]
@@ -187,7 +185,24 @@ fn pgbench_select_only_reads_land_on_the_standby() {
     let mut standby = dbs().pg.superuser_client(dbs().pg.replica_port);
     let (p0, s0) = (xact_commits(&mut primary, &db), xact_commits(&mut standby, &db));
     let out = Command::new("pgbench")
-        .args(["-S", "-M", "prepared", "-c", "4", "-j", "2", "-t", "500", "-h", "127.0.0.1", "-p", &r.port().to_string(), "-U", "app", "app"])
+        .args([
+            "-S",
+            "-M",
+            "prepared",
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-t",
+            "500",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &r.port().to_string(),
+            "-U",
+            "app",
+            "app",
+        ])
         .env("PGPASSWORD", "app")
         .output()
         .expect("pgbench -S");
@@ -242,8 +257,10 @@ fn get_json(addr: std::net::SocketAddr, path: &str) -> serde_json::Value {
 #[test]
 fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
     let dead = crate::support::free_port(); // nothing listens there: connects are refused
-    let base = split_config(&dbs().pg.database, "")
-        .replace(&format!("port = {} }}]", dbs().pg.replica_port), &format!("port = {dead} }}]\n[pools.replica.health]\ninterval = \"200ms\"\nfailure_threshold = 1"));
+    let base = split_config(&dbs().pg.database, "").replace(
+        &format!("port = {} }}]", dbs().pg.replica_port),
+        &format!("port = {dead} }}]\n[pools.replica.health]\ninterval = \"200ms\"\nfailure_threshold = 1"),
+    );
     assert!(base.contains(&format!("port = {dead}")), "{base}");
     let r = Router::start(&base);
     eventually(Duration::from_secs(15), "reads fall back to the primary", || {
@@ -251,13 +268,15 @@ fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
         matches!(c.query_one("SELECT pg_is_in_recovery()", &[]), Ok(row) if !row.get::<_, bool>(0))
     });
     drop(r);
-    let r = Router::start(&base.replace("read_write_split = true", "read_write_split = true\nreplica_fallback = \"error\""));
+    let r = Router::start(
+        &base.replace("read_write_split = true", "read_write_split = true\nreplica_fallback = \"error\""),
+    );
     eventually(Duration::from_secs(15), "reads fail clearly", || {
         let Ok(mut c) = crate::pg_util::connect(r.port(), "app", "app") else { return false };
         match c.query_one("SELECT pg_is_in_recovery()", &[]) {
-            Err(e) => e.as_db_error().is_some_and(|d| {
-                d.message().contains("replica_fallback") && d.code().code() == "08001"
-            }),
+            Err(e) => {
+                e.as_db_error().is_some_and(|d| d.message().contains("replica_fallback") && d.code().code() == "08001")
+            }
             Ok(_) => false,
         }
     });
@@ -268,7 +287,8 @@ fn reads_fall_back_to_the_primary_when_no_replica_is_healthy() {
 #[test]
 fn a_pool_chosen_by_database_name_is_the_default_target() {
     let pg = &dbs().pg;
-    let pools = pg_pool("primary", pg.primary_port, "transaction", 2) + &pg_pool("replica", pg.replica_port, "transaction", 2);
+    let pools =
+        pg_pool("primary", pg.primary_port, "transaction", 2) + &pg_pool("replica", pg.replica_port, "transaction", 2);
     let r = Router::start(&crate::router::pg_config(&[0], &pools, "primary"));
     let mut on_replica = client(&r, "replica");
     assert!(on_standby(&mut on_replica, "SELECT pg_is_in_recovery()"), "database \"replica\" selects that pool");

@@ -34,10 +34,7 @@ type WideRow = (i32, String, Vec<u8>);
 /// A router on one core with pool `main` in `mode`, `raw_passthrough = raw`, `extra` pool lines,
 /// and `/metrics`.
 fn router(mode: &str, raw: bool, extra: &str) -> Router {
-    let pools = format!(
-        "{}raw_passthrough = {raw}\n{extra}\n",
-        pg_pool("main", dbs().pg.primary_port, mode, 2)
-    );
+    let pools = format!("{}raw_passthrough = {raw}\n{extra}\n", pg_pool("main", dbs().pg.primary_port, mode, 2));
     Router::start(&with_metrics(&pg_config(&[0], &pools, "main"), None))
 }
 
@@ -45,28 +42,19 @@ fn router(mode: &str, raw: bool, extra: &str) -> Router {
 fn passed_through(r: &Router) -> f64 {
     let reply = http(addrs(r).0, "GET", "/metrics", &[]);
     assert_eq!(reply.status, 200, "{}", reply.body);
-    sum(
-        &reply.body,
-        "sqp_passthrough_bytes_total",
-        &["pool=\"main\""],
-    )
-    .0
+    sum(&reply.body, "sqp_passthrough_bytes_total", &["pool=\"main\""]).0
 }
 
 fn many(c: &mut Client, n: i32) -> Vec<ManyRow> {
     let stmt = c.prepare(MANY).expect("prepare");
     let rows = c.query(&stmt, &[&n]).expect("many rows");
-    rows.iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
-        .collect()
+    rows.iter().map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))).collect()
 }
 
 fn wide(c: &mut Client, n: i32) -> Vec<WideRow> {
     let stmt = c.prepare(WIDE).expect("prepare");
     let rows = c.query(&stmt, &[&n]).expect("wide rows");
-    rows.iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
-        .collect()
+    rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()
 }
 
 /// Rows received before the error, and the error's SQLSTATE (`None`: no error).
@@ -90,10 +78,7 @@ fn rows_until_error(c: &mut Client, at: i32) -> (usize, Option<String>) {
 /// Panics at the first row that differs, without printing whole result sets.
 fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
     if let Some(i) = got.iter().zip(want).position(|(a, b)| a != b) {
-        panic!(
-            "{what}: row {i} differs:\n got  {:?}\n want {:?}",
-            got[i], want[i]
-        );
+        panic!("{what}: row {i} differs:\n got  {:?}\n want {:?}", got[i], want[i]);
     }
     assert_eq!(got.len(), want.len(), "{what}: row count");
 }
@@ -116,42 +101,21 @@ fn passes_rows_unchanged(mode: &str) {
     results_match_direct(&mut c, mode);
     // 100,000 rows of at least 30 bytes each went through the fast path, and 40 wide ones.
     let passed = passed_through(&r);
-    assert!(
-        passed > 100_000.0 * 30.0 + 40.0 * 6_000.0,
-        "{mode}: only {passed} bytes passed through"
-    );
+    assert!(passed > 100_000.0 * 30.0 + 40.0 * 6_000.0, "{mode}: only {passed} bytes passed through");
 
     // An error after 149,999 rows arrives after them, the same as directly, and the session
     // goes on, also inside a transaction.
     let mut direct = dbs().pg.primary_client();
     let want = rows_until_error(&mut direct, 150_000);
     assert_eq!(want, (149_999, Some("22012".into())));
-    assert_eq!(
-        rows_until_error(&mut c, 150_000),
-        want,
-        "{mode}: error mid-stream"
-    );
-    assert_eq!(
-        rows_until_error(&mut c, 300_000),
-        (200_000, None),
-        "{mode}: no error"
-    );
+    assert_eq!(rows_until_error(&mut c, 150_000), want, "{mode}: error mid-stream");
+    assert_eq!(rows_until_error(&mut c, 300_000), (200_000, None), "{mode}: no error");
     c.batch_execute("BEGIN").expect("begin");
-    assert_eq!(
-        rows_until_error(&mut c, 50_000),
-        (49_999, Some("22012".into())),
-        "{mode}: in a transaction"
-    );
-    let e = c
-        .query("SELECT 1", &[])
-        .expect_err("the transaction is aborted");
+    assert_eq!(rows_until_error(&mut c, 50_000), (49_999, Some("22012".into())), "{mode}: in a transaction");
+    let e = c.query("SELECT 1", &[]).expect_err("the transaction is aborted");
     assert_eq!(sqlstate(&e), "25P02");
     c.batch_execute("ROLLBACK").expect("rollback");
-    assert_same(
-        &many(&mut c, 5_000),
-        &many(&mut direct, 5_000),
-        &format!("{mode}: after the rollback"),
-    );
+    assert_same(&many(&mut c, 5_000), &many(&mut direct, 5_000), &format!("{mode}: after the rollback"));
 }
 
 #[test]
@@ -178,51 +142,35 @@ fn ddl_set_and_dml_between_passed_through_statements() {
         let r = router(mode, true, "");
         let mut c = r.pg("main");
         let table = unique_name("rawpass");
-        c.batch_execute(&format!(
-            "CREATE TABLE {table} (id int PRIMARY KEY, payload text)"
-        ))
-        .expect("create");
-        let insert = c.prepare(&format!("INSERT INTO {table} SELECT g, md5(g::text) FROM generate_series(1, $1::int) g RETURNING id")).expect("prepare insert");
+        c.batch_execute(&format!("CREATE TABLE {table} (id int PRIMARY KEY, payload text)")).expect("create");
+        let insert = c
+            .prepare(&format!(
+                "INSERT INTO {table} SELECT g, md5(g::text) FROM generate_series(1, $1::int) g RETURNING id"
+            ))
+            .expect("prepare insert");
         let returned = c.query(&insert, &[&3000i32]).expect("insert returning");
-        assert_eq!(
-            returned.iter().map(|r| r.get::<_, i32>(0)).sum::<i32>(),
-            3000 * 3001 / 2,
-            "{mode}"
-        );
-        c.execute("SET application_name = 'raw_passthrough_it'", &[])
-            .expect("set");
-        c.batch_execute(&format!(
-            "ALTER TABLE {table} ADD COLUMN extra int DEFAULT 7"
-        ))
-        .expect("alter");
+        assert_eq!(returned.iter().map(|r| r.get::<_, i32>(0)).sum::<i32>(), 3000 * 3001 / 2, "{mode}");
+        c.execute("SET application_name = 'raw_passthrough_it'", &[]).expect("set");
+        c.batch_execute(&format!("ALTER TABLE {table} ADD COLUMN extra int DEFAULT 7")).expect("alter");
         // A new statement after the DDL sees the new column, on whatever connection it lands.
-        let select = c.prepare(&format!("SELECT id, payload, extra, current_setting('application_name') FROM {table} ORDER BY id")).expect("prepare select");
+        let select = c
+            .prepare(&format!(
+                "SELECT id, payload, extra, current_setting('application_name') FROM {table} ORDER BY id"
+            ))
+            .expect("prepare select");
         let rows = c.query(&select, &[]).expect("select");
         assert_eq!(rows.len(), 3000, "{mode}");
         for (i, row) in rows.iter().enumerate() {
             let (id, payload, extra, app): (i32, String, i32, String) =
                 (row.get(0), row.get(1), row.get(2), row.get(3));
-            assert_eq!(
-                (id, extra, app.as_str()),
-                (i as i32 + 1, 7, "raw_passthrough_it"),
-                "{mode}"
-            );
+            assert_eq!((id, extra, app.as_str()), (i as i32 + 1, 7, "raw_passthrough_it"), "{mode}");
             assert_eq!(payload.len(), 32, "{mode}");
         }
-        let updated = c
-            .execute(
-                &format!("UPDATE {table} SET extra = id WHERE id <= $1"),
-                &[&10i32],
-            )
-            .expect("update");
+        let updated = c.execute(&format!("UPDATE {table} SET extra = id WHERE id <= $1"), &[&10i32]).expect("update");
         assert_eq!(updated, 10, "{mode}");
-        let sum: i64 = c
-            .query_one(&format!("SELECT sum(extra)::int8 FROM {table}"), &[])
-            .expect("sum")
-            .get(0);
+        let sum: i64 = c.query_one(&format!("SELECT sum(extra)::int8 FROM {table}"), &[]).expect("sum").get(0);
         assert_eq!(sum, 55 + 7 * 2990, "{mode}");
-        c.batch_execute(&format!("DROP TABLE {table}"))
-            .expect("drop");
+        c.batch_execute(&format!("DROP TABLE {table}")).expect("drop");
         assert!(passed_through(&r) > 0.0, "{mode}");
     }
 }
@@ -234,9 +182,7 @@ fn query_timeout_cancels_a_statement_whose_rows_pass_through() {
     let stmt = c
         .prepare("SELECT g, CASE WHEN g = 20000 THEN pg_sleep(60)::text END FROM generate_series(1, 40000) g")
         .expect("prepare");
-    let mut it = c
-        .query_raw(&stmt, std::iter::empty::<i32>())
-        .expect("execute");
+    let mut it = c.query_raw(&stmt, std::iter::empty::<i32>()).expect("execute");
     let mut rows = 0;
     let err = loop {
         match it.next() {
@@ -247,30 +193,19 @@ fn query_timeout_cancels_a_statement_whose_rows_pass_through() {
     };
     drop(it);
     assert_eq!(sqlstate(&err), "57014", "{err}");
-    let message = err
-        .as_db_error()
-        .map(|e| e.message().to_owned())
-        .unwrap_or_default();
+    let message = err.as_db_error().map(|e| e.message().to_owned()).unwrap_or_default();
     assert!(message.contains("query_timeout"), "{err:?}");
     assert!(rows < 20_000, "{rows} rows");
-    assert!(
-        passed_through(&r) > 0.0,
-        "rows before the sleep passed through"
-    );
+    assert!(passed_through(&r) > 0.0, "rows before the sleep passed through");
     assert_eq!(many(&mut c, 10).len(), 10, "the session goes on");
 }
 
 #[test]
 fn pgbench_prepared_through_raw_passthrough_has_no_failures() {
     let db = Database::create();
-    let pools = pg_pool("pgb", dbs().pg.primary_port, "transaction", 4).replace(
-        &format!("database = \"{}\"", dbs().pg.database),
-        &format!("database = \"{}\"", db.0),
-    );
-    let r = Router::start(&with_metrics(
-        &pg_config(&[0], &format!("{pools}raw_passthrough = true\n"), "pgb"),
-        None,
-    ));
+    let pools = pg_pool("pgb", dbs().pg.primary_port, "transaction", 4)
+        .replace(&format!("database = \"{}\"", dbs().pg.database), &format!("database = \"{}\"", db.0));
+    let r = Router::start(&with_metrics(&pg_config(&[0], &format!("{pools}raw_passthrough = true\n"), "pgb"), None));
     pgbench(r.port(), "pgb", &["-i", "-q", "-s", "1"]);
     let script = tempfile::NamedTempFile::new().expect("script");
     std::fs::write(
@@ -283,28 +218,12 @@ fn pgbench_prepared_through_raw_passthrough_has_no_failures() {
         let mut args = vec!["-n", "-M", "prepared", "-c", "16", "-j", "2", "-t", "30"];
         args.extend_from_slice(workload);
         let report = pgbench(r.port(), "pgb", &args);
-        assert_eq!(
-            number(&report, "number of transactions actually processed"),
-            16 * 30,
-            "{workload:?}:\n{report}"
-        );
-        assert_eq!(
-            number(&report, "number of failed transactions"),
-            0,
-            "{workload:?}:\n{report}"
-        );
+        assert_eq!(number(&report, "number of transactions actually processed"), 16 * 30, "{workload:?}:\n{report}");
+        assert_eq!(number(&report, "number of failed transactions"), 0, "{workload:?}:\n{report}");
     }
     let reply = http(addrs(&r).0, "GET", "/metrics", &[]);
     // 480 transactions of 100 rows of at least 90 bytes took the fast path at least.
-    let passed = sum(
-        &reply.body,
-        "sqp_passthrough_bytes_total",
-        &["pool=\"pgb\""],
-    )
-    .0;
-    assert!(
-        passed > 480.0 * 100.0 * 90.0,
-        "only {passed} bytes passed through"
-    );
+    let passed = sum(&reply.body, "sqp_passthrough_bytes_total", &["pool=\"pgb\""]).0;
+    assert!(passed > 480.0 * 100.0 * 90.0, "only {passed} bytes passed through");
     drop(r);
 }

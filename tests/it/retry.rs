@@ -41,13 +41,17 @@ fn pg_router(mode: &str, attempts: u32) -> Router {
 fn pg_table(direct: &mut postgres::Client) -> String {
     let t = unique_name("retry");
     direct
-        .batch_execute(&format!("CREATE TABLE {t} (id int PRIMARY KEY, bal int); INSERT INTO {t} VALUES (1, 100), (2, 100)"))
+        .batch_execute(&format!(
+            "CREATE TABLE {t} (id int PRIMARY KEY, bal int); INSERT INTO {t} VALUES (1, 100), (2, 100)"
+        ))
         .expect("create table");
     t
 }
 
 fn balances(direct: &mut postgres::Client, t: &str) -> (i32, i32) {
-    let r = direct.query_one(&format!("SELECT (SELECT bal FROM {t} WHERE id = 1), (SELECT bal FROM {t} WHERE id = 2)"), &[]).expect("read");
+    let r = direct
+        .query_one(&format!("SELECT (SELECT bal FROM {t} WHERE id = 1), (SELECT bal FROM {t} WHERE id = 2)"), &[])
+        .expect("read");
     (r.get(0), r.get(1))
 }
 
@@ -192,7 +196,11 @@ fn pg_serialization_failure_without_retry_and_in_a_transaction_reaches_the_clien
         let router = pg_router("session", attempts);
         let (result, after) = pg_serialization(&router, explicit);
         let e = result.expect_err("the client sees the serialization failure");
-        assert_eq!(code(&e), Some(&SqlState::T_R_SERIALIZATION_FAILURE), "attempts {attempts}, explicit {explicit}: {e}");
+        assert_eq!(
+            code(&e),
+            Some(&SqlState::T_R_SERIALIZATION_FAILURE),
+            "attempts {attempts}, explicit {explicit}: {e}"
+        );
         assert_eq!(after, 110);
     }
 }
@@ -303,7 +311,9 @@ fn my_deadlock_on(
             let update = format!("UPDATE {t2} SET bal = bal + 1 WHERE id IN (1, 2) ORDER BY id DESC");
             let r = match how {
                 Victim::Text => v.query_drop(&update),
-                Victim::Prepared => v.exec_drop(format!("UPDATE {t2} SET bal = bal + 1 WHERE id IN (?, ?) ORDER BY id DESC"), (1, 2)),
+                Victim::Prepared => {
+                    v.exec_drop(format!("UPDATE {t2} SET bal = bal + 1 WHERE id IN (?, ?) ORDER BY id DESC"), (1, 2))
+                }
                 Victim::TextWithWarning => v.query_drop(format!("{update}; DO 1/0")),
                 Victim::TextThenRows => v.query_drop(format!("{update}; SELECT bal FROM {t2} ORDER BY id")),
             };
@@ -363,13 +373,20 @@ fn mysql_retried_statement_reports_a_warning_when_notify_client() {
             message.contains("failed with error 1213 (40001) before any result; retried, attempt 2 of 3"),
             "{mode}: {message}"
         );
-        assert_eq!((rows[1].0.as_str(), rows[1].1), ("Warning", 1365), "{mode}: the server's own warning is kept: {rows:?}");
+        assert_eq!(
+            (rows[1].0.as_str(), rows[1].1),
+            ("Warning", 1365),
+            "{mode}: the server's own warning is kept: {rows:?}"
+        );
         // Answered once: the next command is the server's business again.
         let one: Option<i64> = v.query_first("SELECT 1").expect("select");
         assert_eq!(one, Some(1));
         // (A SELECT without tables does not clear the server's own list.)
         let later = my_show_warnings(&mut v);
-        assert!(later.iter().all(|(level, _, _)| level != "Note"), "{mode}: the note is gone after another command: {later:?}");
+        assert!(
+            later.iter().all(|(level, _, _)| level != "Note"),
+            "{mode}: the note is gone after another command: {later:?}"
+        );
     }
 }
 
@@ -490,7 +507,10 @@ fn pg_serialization_interrupted(
 /// sessions.
 fn pg_long_backoff_router(drain: &str) -> Router {
     let pools = format!("{}{LONG_RETRY}", pg_pool("main", dbs().pg.primary_port, "transaction", 4));
-    Router::start(&pg_config(&[0, 1], &pools, "main").replace("shutdown_drain = \"2s\"", &format!("shutdown_drain = \"{drain}\"")))
+    Router::start(
+        &pg_config(&[0, 1], &pools, "main")
+            .replace("shutdown_drain = \"2s\"", &format!("shutdown_drain = \"{drain}\"")),
+    )
 }
 
 #[test]
@@ -561,9 +581,10 @@ fn mysql_prepared_deadlock_without_retry_and_in_a_transaction_reaches_the_client
 
 #[test]
 fn mysql_kill_query_during_the_backoff_returns_the_error_at_once() {
-    use mysql::prelude::Queryable;
     use crate::mysql_session::{my_config, my_pool};
-    let router = Router::start(&my_config(&[0, 1], &format!("{}{LONG_RETRY}", my_pool("main", "transaction", 4)), "main"));
+    use mysql::prelude::Queryable;
+    let router =
+        Router::start(&my_config(&[0, 1], &format!("{}{LONG_RETRY}", my_pool("main", "transaction", 4)), "main"));
     let mut killer = crate::mysql_session::client(&router);
     let mut killed = None;
     let (result, after) = my_deadlock_with(&router, false, Victim::Text, |id| {
@@ -590,7 +611,10 @@ fn pg_replica_recovery_conflict_is_retried_on_a_primary_connection() {
     standby.batch_execute("ALTER SYSTEM SET max_standby_streaming_delay = '100ms'").expect("alter system");
     standby.batch_execute("SELECT pg_reload_conf()").expect("reload");
     eventually(Duration::from_secs(20), "the standby's new max_standby_streaming_delay", || {
-        standby.query_one("SHOW max_standby_streaming_delay", &[]).map(|r| r.get::<_, String>(0) == "100ms").unwrap_or(false)
+        standby
+            .query_one("SHOW max_standby_streaming_delay", &[])
+            .map(|r| r.get::<_, String>(0) == "100ms")
+            .unwrap_or(false)
     });
     let mut direct = pg.primary_client();
     let t = unique_name("conflict");
@@ -608,9 +632,11 @@ fn pg_replica_recovery_conflict_is_retried_on_a_primary_connection() {
         pool("rw", pg.primary_port),
         pool("ro", pg.replica_port)
     );
-    let text = format!("{}read_write_split = true\nread_pool = \"ro\"\nwrite_pool = \"rw\"\n", pg_config(&[0], &pools, "rw"));
+    let text =
+        format!("{}read_write_split = true\nread_pool = \"ro\"\nwrite_pool = \"rw\"\n", pg_config(&[0], &pools, "rw"));
     let router = Router::start(&text);
-    let mut v = pg.config(router.port(), &pg.user, &pg.password).connect(postgres::NoTls).expect("connect through the router");
+    let mut v =
+        pg.config(router.port(), &pg.user, &pg.password).connect(postgres::NoTls).expect("connect through the router");
     // A simple Query: a batch that needs nothing prepared on the replica connection.
     let sql = format!("SELECT pg_is_in_recovery(), count(*) FROM {t}, generate_series(1, 30000000) g");
     let victim_sql = sql.clone();

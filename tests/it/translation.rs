@@ -15,7 +15,9 @@ use postgres::types::ToSql;
 use postgres::SimpleQueryMessage;
 use serde_json::json;
 
-use querypilot::protocol::mysql::{decode_binary_row, BinaryValue, ColumnDefinition41, ErrPacket, StmtPrepareOk, ValueType};
+use querypilot::protocol::mysql::{
+    decode_binary_row, BinaryValue, ColumnDefinition41, ErrPacket, StmtPrepareOk, ValueType,
+};
 
 use crate::mysql_commands::Raw;
 use crate::router::{pg_config, pg_pool, Router};
@@ -82,8 +84,8 @@ fn pg_tables() -> PgTables {
 /// `tb` on the primary, adding `pg_is_in_recovery()` so the rows say where they ran.
 fn pg_router(t: &PgTables) -> Router {
     let pg = &dbs().pg;
-    let pools = pg_pool("primary", pg.primary_port, "transaction", 4)
-        + &pg_pool("replica", pg.replica_port, "transaction", 4);
+    let pools =
+        pg_pool("primary", pg.primary_port, "transaction", 4) + &pg_pool("replica", pg.replica_port, "transaction", 4);
     let (a, b) = (&t.a, &t.b);
     let rules = rule(
         &format!("SELECT v FROM {a} WHERE id = 1"),
@@ -117,10 +119,9 @@ fn simple_rows(c: &mut postgres::Client, sql: &str) -> Vec<(String, String)> {
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
         .into_iter()
         .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some((
-                r.get(0).unwrap_or("NULL").to_owned(),
-                r.get(1).unwrap_or("<no second column>").to_owned(),
-            )),
+            SimpleQueryMessage::Row(r) => {
+                Some((r.get(0).unwrap_or("NULL").to_owned(), r.get(1).unwrap_or("<no second column>").to_owned()))
+            }
             _ => None,
         })
         .collect()
@@ -206,30 +207,20 @@ fn pg_config_rule_rewrites_prepared_statements_and_maps_parameters() {
         assert_eq!(prepared_rows(&rows), from_b_on_primary(&ids), "IN list of {len} parameters");
     }
     // A parameter and a literal mixed in one IN list.
-    let rows = c
-        .query(&format!("SELECT v FROM {a} WHERE id IN ($1, 9) ORDER BY id"), &[&8i32])
-        .expect("mixed list");
+    let rows = c.query(&format!("SELECT v FROM {a} WHERE id IN ($1, 9) ORDER BY id"), &[&8i32]).expect("mixed list");
     assert_eq!(prepared_rows(&rows), from_b_on_primary(&[8, 9]));
     // A text parameter carries any string: its value never becomes SQL text.
-    let rows = c
-        .query(&format!("SELECT id FROM {a} WHERE v = $1"), &[&AWKWARD])
-        .expect("string parameter");
+    let rows = c.query(&format!("SELECT id FROM {a} WHERE v = $1"), &[&AWKWARD]).expect("string parameter");
     let got: Vec<(i32, bool)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     assert_eq!(got, vec![(100, false)]);
     // The translation swaps the two values; `$1` and `$2` keep their meaning.
     let rows = c
-        .query(
-            &format!("SELECT v FROM {a} WHERE id >= $1 AND id <= $2 ORDER BY id"),
-            &[&2i32, &4i32],
-        )
+        .query(&format!("SELECT v FROM {a} WHERE id >= $1 AND id <= $2 ORDER BY id"), &[&2i32, &4i32])
         .expect("reordered parameters");
     assert_eq!(prepared_rows(&rows), from_b_on_primary(&[2, 3, 4]));
     // The unnamed statement (Parse "", typed parameters).
     let rows = c
-        .query_typed(
-            &format!("SELECT v FROM {a} WHERE id = $1"),
-            &[(&5i32, postgres::types::Type::INT4)],
-        )
+        .query_typed(&format!("SELECT v FROM {a} WHERE id = $1"), &[(&5i32, postgres::types::Type::INT4)])
         .expect("unnamed statement");
     assert_eq!(prepared_rows(&rows), from_b_on_primary(&[5]));
     // Inside a transaction the statement stays where the transaction runs, untranslated.
@@ -268,37 +259,23 @@ fn pg_api_rule_works_until_reload_and_hits_are_counted() {
             "the API rule applies at once"
         );
     }
-    let rows = c
-        .query(&format!("SELECT v, id FROM {a} WHERE id = $1 AND v <> 'zz'"), &[&6i32])
-        .expect("prepared");
+    let rows = c.query(&format!("SELECT v, id FROM {a} WHERE id = $1 AND v <> 'zz'"), &[&6i32]).expect("prepared");
     assert_eq!(rows.first().map(|r| r.get::<_, String>(0)), Some("b6".to_owned()));
     assert_eq!(
         translations_counted(metrics, "replica") - before,
         3,
         "each rewritten statement is one translation decision"
     );
-    let (status, d) = http(
-        admin,
-        "GET",
-        &format!("/api/routing/test?sql={}&protocol=postgres", enc(&sql(77))),
-        None,
-    );
+    let (status, d) = http(admin, "GET", &format!("/api/routing/test?sql={}&protocol=postgres", enc(&sql(77))), None);
     assert_eq!(status, 200, "{d}");
-    assert_eq!(
-        (d["decision"].as_str(), d["pool"].as_str()),
-        (Some("translation"), Some("replica"))
-    );
+    assert_eq!((d["decision"].as_str(), d["pool"].as_str()), (Some("translation"), Some("replica")));
     assert_eq!(
         d["rewritten_sql"].as_str(),
         Some(format!("SELECT v, id FROM {b} WHERE id = 77 AND v <> 'zz'").as_str())
     );
 
     router.control().reload().expect("reload");
-    assert_eq!(
-        simple_rows(&mut c, &sql(4)),
-        vec![("a4".to_owned(), "4".to_owned())],
-        "a reload clears API rules"
-    );
+    assert_eq!(simple_rows(&mut c, &sql(4)), vec![("a4".to_owned(), "4".to_owned())], "a reload clears API rules");
     assert_eq!(
         simple_rows(&mut c, &format!("SELECT v FROM {a} WHERE id = 2")),
         from_b_on_primary(&[2]),
@@ -374,8 +351,10 @@ fn my_tables() -> (String, String) {
     let (a, b) = (unique_name("tr_a"), unique_name("tr_b"));
     let mut c = my.primary_client();
     for table in [&a, &b] {
-        c.query_drop(format!("CREATE TABLE {table} (id int PRIMARY KEY, v varchar(64) CHARACTER SET utf8mb4 NOT NULL)"))
-            .expect("create");
+        c.query_drop(format!(
+            "CREATE TABLE {table} (id int PRIMARY KEY, v varchar(64) CHARACTER SET utf8mb4 NOT NULL)"
+        ))
+        .expect("create");
     }
     for i in 1..=12 {
         c.exec_drop(format!("INSERT INTO {a} VALUES (?, ?)"), (i, format!("a{i}"))).expect("insert a");
@@ -426,7 +405,8 @@ fn mariadb_config_rule_rewrites_text_and_prepared_statements() {
     let escaped = AWKWARD.replace('\\', "\\\\").replace('\'', "\\'").replace('"', "\\\"");
     let text: Vec<(i32, u64)> = c.query(format!("SELECT id FROM {a} WHERE v = '{escaped}'")).expect("text string");
     assert_eq!(text, vec![(100, MY_PRIMARY)]);
-    let prepared: Vec<(i32, u64)> = c2.exec(format!("SELECT id FROM {a} WHERE v = ?"), (AWKWARD,)).expect("prepared string");
+    let prepared: Vec<(i32, u64)> =
+        c2.exec(format!("SELECT id FROM {a} WHERE v = ?"), (AWKWARD,)).expect("prepared string");
     assert_eq!(prepared, vec![(100, MY_PRIMARY)]);
     // Another shape follows the split: ta's rows, from the replica.
     let other: Vec<(String, u64)> = c.query(format!("SELECT v, @@server_id FROM {a} WHERE id = 3")).expect("other");
@@ -450,14 +430,19 @@ fn my_swap_rule(a: &str, b: &str) -> (String, String) {
 fn my_repeat_rule(a: &str, b: &str) -> String {
     rule(
         &format!("SELECT v FROM {a} WHERE id = 5 AND v = 'x'"),
-        &format!("SELECT v, @@server_id, 'x', CONCAT('x', '/', 5 * 100 + 7) FROM {b} WHERE id = 5 OR id = 5 + 1 ORDER BY id"),
+        &format!(
+            "SELECT v, @@server_id, 'x', CONCAT('x', '/', 5 * 100 + 7) FROM {b} WHERE id = 5 OR id = 5 + 1 ORDER BY id"
+        ),
         "mywrite",
     )
 }
 
 /// What the repeat rule's translation returns for `(id, s)`.
 fn repeated(id: i64, s: Option<&str>) -> Vec<(String, u64, Option<String>, Option<String>)> {
-    [id, id + 1].iter().map(|i| (format!("b{i}"), MY_PRIMARY, s.map(str::to_owned), s.map(|s| format!("{s}/{}", id * 100 + 7)))).collect()
+    [id, id + 1]
+        .iter()
+        .map(|i| (format!("b{i}"), MY_PRIMARY, s.map(str::to_owned), s.map(|s| format!("{s}/{}", id * 100 + 7))))
+        .collect()
 }
 
 /// Issue #7 for positional parameters: with the `mysql` crate (binary protocol), a translation
@@ -481,17 +466,26 @@ fn mariadb_prepared_translations_move_and_repeat_parameters() {
         let (status, d) = http(admin, "GET", &format!("/api/routing/test?sql={}&protocol=mysql", enc(&swap)), None);
         assert_eq!(status, 200, "{d}");
         assert_eq!((d["decision"].as_str(), d["pool"].as_str()), (Some("translation"), Some("mywrite")), "{d}");
-        assert_eq!(d["rewritten_sql"].as_str(), Some(format!("SELECT v, @@server_id, ?, CONNECTION_ID() FROM {b} WHERE id = ?").as_str()));
+        assert_eq!(
+            d["rewritten_sql"].as_str(),
+            Some(format!("SELECT v, @@server_id, ?, CONNECTION_ID() FROM {b} WHERE id = ?").as_str())
+        );
         assert_eq!(d["rewritten_param_order"], json!([1, 0]), "{d}");
 
         let mut c = my_client(&router);
         for (id, s) in [(3, Some(AWKWARD)), (7, None), (12, Some("ü€😀 'q' \"d\" \\")), (1, Some(""))] {
-            let rows: Vec<(String, u64, Option<String>, u64)> = c.exec(&swap, (id, s)).unwrap_or_else(|e| panic!("{mode}: swap: {e}"));
+            let rows: Vec<(String, u64, Option<String>, u64)> =
+                c.exec(&swap, (id, s)).unwrap_or_else(|e| panic!("{mode}: swap: {e}"));
             let got: Vec<(String, u64, Option<String>)> = rows.into_iter().map(|r| (r.0, r.1, r.2)).collect();
-            assert_eq!(got, vec![(format!("b{id}"), MY_PRIMARY, s.map(str::to_owned))], "{mode}: swapped ({id}, {s:?})");
+            assert_eq!(
+                got,
+                vec![(format!("b{id}"), MY_PRIMARY, s.map(str::to_owned))],
+                "{mode}: swapped ({id}, {s:?})"
+            );
         }
         for (id, s) in [(3, Some("it's")), (11, None), (1, Some(AWKWARD))] {
-            let rows: Vec<(String, u64, Option<String>, Option<String>)> = c.exec(&repeat, (id, s)).unwrap_or_else(|e| panic!("{mode}: repeat: {e}"));
+            let rows: Vec<(String, u64, Option<String>, Option<String>)> =
+                c.exec(&repeat, (id, s)).unwrap_or_else(|e| panic!("{mode}: repeat: {e}"));
             assert_eq!(rows, repeated(id, s), "{mode}: repeated ({id}, {s:?})");
         }
         if mode == "transaction" {
@@ -508,7 +502,8 @@ fn assert_runs_on_other_connections(router: &Router, c: &mut mysql::Conn, swap: 
     let mut seen = std::collections::BTreeSet::new();
     for round in 0..10 {
         holder.query_drop("BEGIN").expect("begin");
-        let held: Option<(u64, u64)> = holder.query_first("SELECT @@server_id, CONNECTION_ID() FOR UPDATE").expect("hold");
+        let held: Option<(u64, u64)> =
+            holder.query_first("SELECT @@server_id, CONNECTION_ID() FOR UPDATE").expect("hold");
         assert_eq!(held.map(|h| h.0), Some(MY_PRIMARY), "the holder is on the write pool");
         for hold in [true, false] {
             let rows: Vec<(String, u64, Option<String>, u64)> = c.exec(swap, (round + 1, "r")).expect("execute");
@@ -546,7 +541,8 @@ fn binary_rows(raw: &mut Raw) -> Vec<Vec<Option<String>>> {
     let count = raw.read();
     assert_ne!(count.first(), Some(&0xFF), "execute: {:?}", ErrPacket::decode(&count));
     let (defs, _) = raw.until_eof().expect("column definitions");
-    let types: Vec<ValueType> = defs.iter().map(|d| ColumnDefinition41::decode(d).expect("column").value_type()).collect();
+    let types: Vec<ValueType> =
+        defs.iter().map(|d| ColumnDefinition41::decode(d).expect("column").value_type()).collect();
     let (rows, _) = raw.until_eof().expect("rows");
     rows.iter()
         .map(|r| {
@@ -569,7 +565,10 @@ fn binary_rows(raw: &mut Raw) -> Vec<Vec<Option<String>>> {
 
 /// What the repeat rule returns for `(id, s)`, as text.
 fn repeated_text(id: i64, s: Option<&str>) -> Vec<Vec<Option<String>>> {
-    repeated(id, s).into_iter().map(|(v, server, echo, joined)| vec![Some(v), Some(server.to_string()), echo, joined]).collect()
+    repeated(id, s)
+        .into_iter()
+        .map(|(v, server, echo, joined)| vec![Some(v), Some(server.to_string()), echo, joined])
+        .collect()
 }
 
 /// With raw packets: the client's PREPARE_OK shows its own two parameters (the translation has
@@ -584,7 +583,8 @@ fn mariadb_reordered_translation_takes_long_data_and_types_bound_once() {
         let mut raw = Raw::login(router.port());
         raw.command(&[&[0x16][..], format!("SELECT v FROM {a} WHERE id = ? AND v = ?").as_bytes()].concat());
         let first = raw.read();
-        let ok = StmtPrepareOk::decode(&first).unwrap_or_else(|e| panic!("{mode}: prepare: {e:?} {:?}", ErrPacket::decode(&first)));
+        let ok = StmtPrepareOk::decode(&first)
+            .unwrap_or_else(|e| panic!("{mode}: prepare: {e:?} {:?}", ErrPacket::decode(&first)));
         assert_eq!((ok.num_params, ok.num_columns), (2, 4), "{mode}");
         assert_eq!(raw.until_eof().map(|(p, _)| p.len()), Ok(2), "{mode}: parameter definitions");
         assert_eq!(raw.until_eof().map(|(c, _)| c.len()), Ok(4), "{mode}: column definitions");
@@ -658,10 +658,12 @@ fn mysql_client_statements_are_rewritten_for_a_postgres_pool() {
     let a = &t.a;
     let before = translations_counted(metrics, "pgx");
     for id in [1, 7, 40] {
-        let text: Vec<String> = c.query(format!("SELECT IFNULL(v, 'nothing') FROM `{a}` WHERE id = {id}")).expect("text");
+        let text: Vec<String> =
+            c.query(format!("SELECT IFNULL(v, 'nothing') FROM `{a}` WHERE id = {id}")).expect("text");
         let want = if id == 40 { vec![] } else { vec![format!("b{id}")] };
         assert_eq!(text, want, "COM_QUERY id = {id}");
-        let prepared: Vec<String> = c.exec(format!("SELECT IFNULL(v, ?) FROM `{a}` WHERE id = ?"), ("nothing", id)).expect("prepared");
+        let prepared: Vec<String> =
+            c.exec(format!("SELECT IFNULL(v, ?) FROM `{a}` WHERE id = ?"), ("nothing", id)).expect("prepared");
         assert_eq!(prepared, want, "COM_STMT_EXECUTE id = {id}");
     }
     for len in [1usize, 4, 12] {
@@ -681,7 +683,8 @@ fn mysql_client_statements_are_rewritten_for_a_postgres_pool() {
     let escaped = AWKWARD.replace('\\', "\\\\").replace('\'', "\\'").replace('"', "\\\"");
     let text: Vec<i32> = c.query(format!("SELECT `id` FROM `{a}` WHERE v = '{escaped}'")).expect("text string");
     assert_eq!(text, vec![100]);
-    let prepared: Vec<i32> = c.exec(format!("SELECT `id` FROM `{a}` WHERE v = ?"), (AWKWARD,)).expect("prepared string");
+    let prepared: Vec<i32> =
+        c.exec(format!("SELECT `id` FROM `{a}` WHERE v = ?"), (AWKWARD,)).expect("prepared string");
     assert_eq!(prepared, vec![100]);
     // 7 text queries and 5 prepares (the mysql crate prepares each distinct text once; a
     // bridged statement's translation is decided when it is prepared).

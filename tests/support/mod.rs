@@ -132,19 +132,12 @@ impl Dbs {
     /// stop when the value is dropped. Costs about 1-5 s; prefer [`dbs()`] when no fault is
     /// injected.
     pub fn private() -> Dbs {
-        let (base, vars) =
-            script::up(&new_base_dir()).unwrap_or_else(|e| panic!("private databases: {e}"));
-        Dbs::from_vars(base, &vars, Role::Private)
-            .unwrap_or_else(|e| panic!("private databases: {e}"))
+        let (base, vars) = script::up(&new_base_dir()).unwrap_or_else(|e| panic!("private databases: {e}"));
+        Dbs::from_vars(base, &vars, Role::Private).unwrap_or_else(|e| panic!("private databases: {e}"))
     }
 
     fn from_vars(base: PathBuf, vars: &script::Vars, role: Role) -> Result<Dbs, String> {
-        Ok(Dbs {
-            pg: PgEnv::from_vars(vars)?,
-            my: MyEnv::from_vars(vars)?,
-            base,
-            role,
-        })
+        Ok(Dbs { pg: PgEnv::from_vars(vars)?, my: MyEnv::from_vars(vars)?, base, role })
     }
 
     /// Stops one server (clean shutdown); returns once its process is gone.
@@ -224,16 +217,10 @@ fn register_exit_teardown() {
 fn new_base_dir() -> PathBuf {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let parent = std::env::var("QP_DBS_DIR").unwrap_or_else(|_| "/tmp".to_owned());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-    PathBuf::from(format!(
-        "{parent}/qp-{}-{seq}-{:x}",
-        std::process::id(),
-        nanos >> 8
-    ))
+    PathBuf::from(format!("{parent}/qp-{}-{seq}-{:x}", std::process::id(), nanos >> 8))
 }
 
 /// A loopback TCP port that was free a moment ago (bind to port 0, read it, release it),
@@ -241,10 +228,7 @@ fn new_base_dir() -> PathBuf {
 /// `dbs.sh` never uses for the database servers.
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    listener
-        .local_addr()
-        .expect("local_addr of a bound listener")
-        .port()
+    listener.local_addr().expect("local_addr of a bound listener").port()
 }
 
 /// A table/database name unique across concurrent tests and across runs against the same
@@ -263,10 +247,7 @@ pub fn eventually(timeout: Duration, what: &str, mut check: impl FnMut() -> bool
         if check() {
             return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
 }

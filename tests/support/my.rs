@@ -92,15 +92,8 @@ impl MyEnv {
             .unwrap_or_default();
         let result: Option<i64> = self
             .superuser_client(self.replica_port)
-            .exec_first(
-                "SELECT MASTER_GTID_WAIT(?, ?)",
-                (&gtid, timeout.as_secs_f64()),
-            )
+            .exec_first("SELECT MASTER_GTID_WAIT(?, ?)", (&gtid, timeout.as_secs_f64()))
             .unwrap_or_else(|e| panic!("MASTER_GTID_WAIT on the replica: {e}"));
-        assert_eq!(
-            result,
-            Some(0),
-            "MariaDB replica did not reach GTID {gtid} within {timeout:?}"
-        );
+        assert_eq!(result, Some(0), "MariaDB replica did not reach GTID {gtid} within {timeout:?}");
     }
 }

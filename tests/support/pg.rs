@@ -94,19 +94,13 @@ impl PgEnv {
         let deadline = Instant::now() + timeout;
         loop {
             let replayed: Option<bool> = replica
-                .query_one(
-                    "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn",
-                    &[&lsn],
-                )
+                .query_one("SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn", &[&lsn])
                 .map(|row| row.get(0))
                 .unwrap_or_else(|e| panic!("pg_last_wal_replay_lsn on the standby: {e}"));
             if replayed == Some(true) {
                 return;
             }
-            assert!(
-                Instant::now() < deadline,
-                "PG standby did not replay {lsn} within {timeout:?}"
-            );
+            assert!(Instant::now() < deadline, "PG standby did not replay {lsn} within {timeout:?}");
             std::thread::sleep(Duration::from_millis(20));
         }
     }

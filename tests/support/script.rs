@@ -19,20 +19,12 @@ fn script_path() -> PathBuf {
 
 fn command(cmd: &str, base: &Path, args: &[&str]) -> Command {
     let mut c = Command::new("bash");
-    c.arg(script_path())
-        .arg(cmd)
-        .arg(base)
-        .args(args)
-        .stdin(Stdio::null());
+    c.arg(script_path()).arg(cmd).arg(base).args(args).stdin(Stdio::null());
     c
 }
 
 fn describe_failure(out: &Output) -> String {
-    format!(
-        "exit status {}\n--- dbs.sh stderr ---\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    )
+    format!("exit status {}\n--- dbs.sh stderr ---\n{}", out.status, String::from_utf8_lossy(&out.stderr))
 }
 
 /// `dbs.sh up BASE --owner-pid <this process>`: starts all four servers.
@@ -43,27 +35,18 @@ pub fn up(base: &Path) -> Result<(PathBuf, Vars), String> {
         .output()
         .map_err(|e| format!("cannot run bash {}: {e}", script_path().display()))?;
     if !out.status.success() {
-        return Err(format!(
-            "dbs.sh up {} failed: {}",
-            base.display(),
-            describe_failure(&out)
-        ));
+        return Err(format!("dbs.sh up {} failed: {}", base.display(), describe_failure(&out)));
     }
     let line = String::from_utf8_lossy(&out.stdout);
     let vars = parse_line(line.trim());
-    eprintln!(
-        "[support] databases up in {:.2?} at {}",
-        started.elapsed(),
-        base.display()
-    );
+    eprintln!("[support] databases up in {:.2?} at {}", started.elapsed(), base.display());
     Ok((base.to_path_buf(), vars))
 }
 
 /// Uses servers someone else started (`QP_DBS_ENV=BASE`): reads `BASE/env.sh`.
 pub fn attach(base: PathBuf) -> Result<(PathBuf, Vars, super::Role), String> {
     let env = base.join("env.sh");
-    let text = std::fs::read_to_string(&env)
-        .map_err(|e| format!("QP_DBS_ENV: read {}: {e}", env.display()))?;
+    let text = std::fs::read_to_string(&env).map_err(|e| format!("QP_DBS_ENV: read {}: {e}", env.display()))?;
     let vars = text
         .lines()
         .filter_map(|l| l.strip_prefix("export "))
@@ -75,9 +58,7 @@ pub fn attach(base: PathBuf) -> Result<(PathBuf, Vars, super::Role), String> {
 
 /// Runs a management subcommand (`stop`, `start`, `pause-replication`, ...).
 pub fn run(cmd: &str, base: &Path, args: &[&str]) -> Result<(), String> {
-    let out = command(cmd, base, args)
-        .output()
-        .map_err(|e| format!("cannot run dbs.sh: {e}"))?;
+    let out = command(cmd, base, args).output().map_err(|e| format!("cannot run dbs.sh: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
@@ -88,41 +69,28 @@ pub fn run(cmd: &str, base: &Path, args: &[&str]) -> Result<(), String> {
 /// `dbs.sh down BASE`, best effort: teardown failures are reported, never fatal, because
 /// this runs in `Drop` and at process exit.
 pub fn down(base: &Path) {
-    let result = command("down", base, &[])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output();
+    let result = command("down", base, &[]).stdout(Stdio::null()).stderr(Stdio::piped()).output();
     match result {
         Ok(out) if out.status.success() => {}
-        Ok(out) => eprintln!(
-            "[support] dbs.sh down {} failed: {}",
-            base.display(),
-            describe_failure(&out)
-        ),
+        Ok(out) => eprintln!("[support] dbs.sh down {} failed: {}", base.display(), describe_failure(&out)),
         Err(e) => eprintln!("[support] cannot run dbs.sh down {}: {e}", base.display()),
     }
 }
 
 /// Splits `K1=V1 K2=V2 ...` (values never contain spaces: the script refuses such paths).
 fn parse_line(line: &str) -> Vars {
-    line.split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+    line.split_whitespace().filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
 }
 
 /// The value of `key`, or an error naming the missing key.
 pub fn get<'a>(vars: &'a Vars, key: &str) -> Result<&'a str, String> {
-    vars.get(key)
-        .map(String::as_str)
-        .ok_or_else(|| format!("dbs.sh did not report {key}"))
+    vars.get(key).map(String::as_str).ok_or_else(|| format!("dbs.sh did not report {key}"))
 }
 
 /// The port in `key`.
 pub fn get_port(vars: &Vars, key: &str) -> Result<u16, String> {
     let v = get(vars, key)?;
-    v.parse()
-        .map_err(|e| format!("{key}={v} is not a port: {e}"))
+    v.parse().map_err(|e| format!("{key}={v} is not a port: {e}"))
 }
 
 #[cfg(test)]
@@ -131,9 +99,7 @@ mod tests {
 
     #[test]
     fn parses_the_up_line() {
-        let vars = parse_line(
-            "DBS_BASE=/tmp/x PG_PRIMARY_PORT=25400 PG_PRIMARY_URL=postgres://a:b@h:1/d\n",
-        );
+        let vars = parse_line("DBS_BASE=/tmp/x PG_PRIMARY_PORT=25400 PG_PRIMARY_URL=postgres://a:b@h:1/d\n");
         assert_eq!(get(&vars, "DBS_BASE"), Ok("/tmp/x"));
         assert_eq!(get_port(&vars, "PG_PRIMARY_PORT"), Ok(25400));
         assert_eq!(get(&vars, "PG_PRIMARY_URL"), Ok("postgres://a:b@h:1/d"));

@@ -24,14 +24,8 @@ fn pool(name: &str, extra: &str) -> String {
 #[test]
 fn no_listener_is_an_error_at_the_top_of_the_file() {
     let issue = one_issue(&format!("{POOL}{ROUTING}"));
-    assert_eq!(
-        (issue.line, issue.column, issue.path.as_str()),
-        (1, 1, "listeners")
-    );
-    assert_eq!(
-        issue.message,
-        "at least one [[listeners]] entry is required"
-    );
+    assert_eq!((issue.line, issue.column, issue.path.as_str()), (1, 1, "listeners"));
+    assert_eq!(issue.message, "at least one [[listeners]] entry is required");
 }
 
 #[test]
@@ -42,26 +36,15 @@ fn duplicate_listener_names() {
         listener("mysql", "127.0.0.1:2", "name = \"a\"")
     );
     let issue = one_issue(&text);
-    assert_eq!(
-        issue.message,
-        "duplicate listener name `a` (first used by listeners[0])"
-    );
+    assert_eq!(issue.message, "duplicate listener name `a` (first used by listeners[0])");
     assert_eq!(issue.path, "listeners[1].name");
     assert_eq!(issue.line, 8);
 }
 
 #[test]
 fn listener_name_with_spaces() {
-    let text = format!(
-        "{}{POOL}{ROUTING}",
-        listener("postgres", "127.0.0.1:1", "name = \"my listener\"")
-    );
-    expect(
-        &text,
-        "name =",
-        "listeners[0].name",
-        "listener names may contain only ASCII letters, digits, '_' and '-'",
-    );
+    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:1", "name = \"my listener\""));
+    expect(&text, "name =", "listeners[0].name", "listener names may contain only ASCII letters, digits, '_' and '-'");
 }
 
 #[test]
@@ -72,11 +55,11 @@ fn identical_binds() {
         listener("mysql", "127.0.0.1:6432", "")
     );
     let issue = one_issue(&text);
-    assert_eq!(issue.message, "bind 127.0.0.1:6432 of listener `mysql-1` overlaps 127.0.0.1:6432 of listener `postgres-0`");
     assert_eq!(
-        (issue.path.as_str(), issue.line, issue.column),
-        ("listeners[1].bind", 7, 8)
+        issue.message,
+        "bind 127.0.0.1:6432 of listener `mysql-1` overlaps 127.0.0.1:6432 of listener `postgres-0`"
     );
+    assert_eq!((issue.path.as_str(), issue.line, issue.column), ("listeners[1].bind", 7, 8));
 }
 
 #[test]
@@ -86,25 +69,24 @@ fn wildcard_bind_overlaps_a_specific_address_on_the_same_port() {
         listener("postgres", "127.0.0.1:6432", ""),
         listener("postgres", "0.0.0.0:6432", "allow_anonymous = true")
     );
-    expect(&text, "0.0.0.0", "listeners[1].bind", "bind 0.0.0.0:6432 of listener `postgres-1` overlaps 127.0.0.1:6432 of listener `postgres-0`");
+    expect(
+        &text,
+        "0.0.0.0",
+        "listeners[1].bind",
+        "bind 0.0.0.0:6432 of listener `postgres-1` overlaps 127.0.0.1:6432 of listener `postgres-0`",
+    );
 }
 
 #[test]
 fn ephemeral_ports_never_overlap() {
-    let text = format!(
-        "{}{}{POOL}{ROUTING}",
-        listener("postgres", "127.0.0.1:0", ""),
-        listener("mysql", "127.0.0.1:0", "")
-    );
+    let text =
+        format!("{}{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:0", ""), listener("mysql", "127.0.0.1:0", ""));
     assert_eq!(parse_ok(&text).listeners.len(), 2);
 }
 
 #[test]
 fn bind_must_be_ip_and_port() {
-    let text = format!(
-        "{}{POOL}{ROUTING}",
-        listener("postgres", "localhost:6432", "")
-    );
+    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "localhost:6432", ""));
     expect(
         &text,
         "localhost",
@@ -126,24 +108,13 @@ fn unknown_listener_protocol() {
 
 #[test]
 fn auth_method_on_a_mysql_listener() {
-    let text = format!(
-        "{}{POOL}{ROUTING}",
-        listener("mysql", "127.0.0.1:6033", "auth_method = \"md5\"")
-    );
-    expect(
-        &text,
-        "auth_method",
-        "listeners[0].auth_method",
-        "auth_method applies only to postgres listeners",
-    );
+    let text = format!("{}{POOL}{ROUTING}", listener("mysql", "127.0.0.1:6033", "auth_method = \"md5\""));
+    expect(&text, "auth_method", "listeners[0].auth_method", "auth_method applies only to postgres listeners");
 }
 
 #[test]
 fn unknown_auth_method() {
-    let text = format!(
-        "{}{POOL}{ROUTING}",
-        listener("postgres", "127.0.0.1:6432", "auth_method = \"password\"")
-    );
+    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:6432", "auth_method = \"password\""));
     expect(
         &text,
         "auth_method",
@@ -154,10 +125,7 @@ fn unknown_auth_method() {
 
 #[test]
 fn max_message_size_below_one_kib() {
-    let text = format!(
-        "{}{POOL}{ROUTING}",
-        listener("postgres", "127.0.0.1:6432", "max_message_size = \"512\"")
-    );
+    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:6432", "max_message_size = \"512\""));
     expect(
         &text,
         "max_message_size",
@@ -168,10 +136,7 @@ fn max_message_size_below_one_kib() {
 
 #[test]
 fn max_client_connections_zero() {
-    let text = format!(
-        "{}{POOL}{ROUTING}",
-        listener("postgres", "127.0.0.1:6432", "max_client_connections = 0")
-    );
+    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:6432", "max_client_connections = 0"));
     expect(
         &text,
         "max_client_connections",
@@ -182,10 +147,7 @@ fn max_client_connections_zero() {
 
 #[test]
 fn non_loopback_listener_without_credentials() {
-    let text = format!(
-        "{}{POOL}{ROUTING}",
-        listener("postgres", "0.0.0.0:6432", "")
-    );
+    let text = format!("{}{POOL}{ROUTING}", listener("postgres", "0.0.0.0:6432", ""));
     expect(
         &text,
         "0.0.0.0",
@@ -196,10 +158,7 @@ fn non_loopback_listener_without_credentials() {
 
 #[test]
 fn non_loopback_listener_is_fine_with_anonymous_or_credentials() {
-    let anonymous = format!(
-        "{}{POOL}{ROUTING}",
-        listener("postgres", "10.1.2.3:6432", "allow_anonymous = true")
-    );
+    let anonymous = format!("{}{POOL}{ROUTING}", listener("postgres", "10.1.2.3:6432", "allow_anonymous = true"));
     parse_ok(&anonymous);
     let credentials = format!(
         "{}{}{ROUTING}",
@@ -218,10 +177,7 @@ fn unknown_default_pool() {
     let text = format!("{LISTENER}{POOL}[routing]\ndefault_pool = \"nope\"\n");
     let issue = one_issue(&text);
     assert_eq!((issue.line, issue.column), (line_of(&text, "nope"), 16));
-    assert_eq!(
-        (issue.path.as_str(), issue.message.as_str()),
-        ("routing.default_pool", "unknown pool `nope`")
-    );
+    assert_eq!((issue.path.as_str(), issue.message.as_str()), ("routing.default_pool", "unknown pool `nope`"));
 }
 
 #[test]
@@ -229,87 +185,49 @@ fn unknown_split_and_mysql_pools_are_each_reported() {
     let text = format!(
         "{LISTENER}{POOL}[routing]\nread_write_split = true\nread_pool = \"r\"\nwrite_pool = \"w\"\nmysql_default_pool = \"m\"\n"
     );
-    let found: Vec<_> = issues(&text)
-        .into_iter()
-        .map(|i| (i.line, i.path, i.message))
-        .collect();
+    let found: Vec<_> = issues(&text).into_iter().map(|i| (i.line, i.path, i.message)).collect();
     assert_eq!(
         found,
         [
-            (
-                line_of(&text, "read_pool"),
-                "routing.read_pool".into(),
-                "unknown pool `r`".into()
-            ),
-            (
-                line_of(&text, "write_pool"),
-                "routing.write_pool".into(),
-                "unknown pool `w`".into()
-            ),
-            (
-                line_of(&text, "mysql_default_pool"),
-                "routing.mysql_default_pool".into(),
-                "unknown pool `m`".to_string()
-            ),
+            (line_of(&text, "read_pool"), "routing.read_pool".into(), "unknown pool `r`".into()),
+            (line_of(&text, "write_pool"), "routing.write_pool".into(), "unknown pool `w`".into()),
+            (line_of(&text, "mysql_default_pool"), "routing.mysql_default_pool".into(), "unknown pool `m`".to_string()),
         ]
     );
 }
 
 #[test]
 fn unknown_pool_in_a_pattern_rule() {
-    let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"template\"\npattern = \"SELECT ?\"\npool = \"ghost\"\n", base());
-    expect(
-        &text,
-        "ghost",
-        "routing.pattern_rules[0].pool",
-        "unknown pool `ghost`",
+    let text = format!(
+        "{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"template\"\npattern = \"SELECT ?\"\npool = \"ghost\"\n",
+        base()
     );
+    expect(&text, "ghost", "routing.pattern_rules[0].pool", "unknown pool `ghost`");
 }
 
 #[test]
 fn unknown_pool_in_a_regex_rule() {
-    let text = format!(
-        "{}[[routing.rules]]\nname = \"a\"\nuser = \"bob\"\npool = \"ghost\"\n",
-        base()
-    );
-    expect(
-        &text,
-        "ghost",
-        "routing.rules[0].pool",
-        "unknown pool `ghost`",
-    );
+    let text = format!("{}[[routing.rules]]\nname = \"a\"\nuser = \"bob\"\npool = \"ghost\"\n", base());
+    expect(&text, "ghost", "routing.rules[0].pool", "unknown pool `ghost`");
 }
 
 #[test]
 fn unknown_translation_target_pool() {
     let text = format!("{}[[translation.rules]]\noriginal_sql = \"SELECT 1\"\ntranslated_sql = \"SELECT 2\"\ntarget_pool = \"ghost\"\n", base());
-    expect(
-        &text,
-        "ghost",
-        "translation.rules[0].target_pool",
-        "unknown pool `ghost`",
-    );
+    expect(&text, "ghost", "translation.rules[0].target_pool", "unknown pool `ghost`");
 }
 
 #[test]
 fn read_write_split_without_read_pool() {
     let text = format!("{}read_write_split = true\nwrite_pool = \"main\"\n", base());
-    expect(
-        &text,
-        "read_write_split",
-        "routing.read_write_split",
-        "read_write_split = true requires routing.read_pool",
-    );
+    expect(&text, "read_write_split", "routing.read_write_split", "read_write_split = true requires routing.read_pool");
 }
 
 #[test]
 fn postgres_listener_without_a_pool_to_route_to() {
     let text = format!("{LISTENER}{POOL}");
     let issue = one_issue(&text);
-    assert_eq!(
-        (issue.line, issue.column, issue.path.as_str()),
-        (1, 1, "listeners[0]")
-    );
+    assert_eq!((issue.line, issue.column, issue.path.as_str()), (1, 1, "listeners[0]"));
     assert_eq!(
         issue.message,
         "routing has no pool for listener `postgres-0` (postgres): set routing.default_pool, or routing.write_pool with read_write_split = true"
@@ -325,13 +243,7 @@ fn only_the_listener_lacking_a_pool_is_named() {
     );
     let issue = one_issue(&text);
     assert_eq!((issue.line, issue.path.as_str()), (5, "listeners[1]"));
-    assert!(
-        issue
-            .message
-            .starts_with("routing has no pool for listener `pg` (postgres)"),
-        "{}",
-        issue.message
-    );
+    assert!(issue.message.starts_with("routing has no pool for listener `pg` (postgres)"), "{}", issue.message);
 }
 
 #[test]
@@ -342,10 +254,7 @@ fn mysql_listener_is_served_by_the_write_pool_when_splitting() {
         pool("r", ""),
         pool("w", "")
     );
-    assert_eq!(
-        parse_ok(&text).routing.primary_pool(Protocol::MySql),
-        Some("w")
-    );
+    assert_eq!(parse_ok(&text).routing.primary_pool(Protocol::MySql), Some("w"));
 }
 
 // ---- pools ----
@@ -362,23 +271,13 @@ fn backend_weight_zero() {
 #[test]
 fn backend_port_out_of_range() {
     let text = format!("{LISTENER}{ROUTING}[[pools.main.backends]]\nhost = \"a\"\nport = 70000\n");
-    expect(
-        &text,
-        "70000",
-        "pools.main.backends[0].port",
-        "port must be at most 65535",
-    );
+    expect(&text, "70000", "pools.main.backends[0].port", "port must be at most 65535");
 }
 
 #[test]
 fn pool_without_backends_is_located_at_its_table() {
     let text = format!("{LISTENER}{ROUTING}[pools.main]\nusername = \"u\"\n");
-    expect(
-        &text,
-        "[pools.main]",
-        "pools.main.backends",
-        "a pool needs at least one backend",
-    );
+    expect(&text, "[pools.main]", "pools.main.backends", "a pool needs at least one backend");
 }
 
 #[test]
@@ -396,32 +295,19 @@ fn duplicate_backend_in_a_pool() {
     assert_eq!(issue.line, line_of(&text, "[pools.main]") + 3);
     assert_eq!(
         (issue.path.as_str(), issue.message.as_str()),
-        (
-            "pools.main.backends[1]",
-            "backend db:5432 is listed twice in this pool"
-        )
+        ("pools.main.backends[1]", "backend db:5432 is listed twice in this pool")
     );
 }
 
 #[test]
 fn pool_name_with_a_dot() {
-    let text = format!(
-        "{LISTENER}{ROUTING}{POOL}[pools.\"a.b\"]\nbackends = [{{ host = \"x\", port = 1 }}]\n"
-    );
-    expect(
-        &text,
-        "[pools.\"a.b\"]",
-        "pools.a.b",
-        "pool names may contain only ASCII letters, digits, '_' and '-'",
-    );
+    let text = format!("{LISTENER}{ROUTING}{POOL}[pools.\"a.b\"]\nbackends = [{{ host = \"x\", port = 1 }}]\n");
+    expect(&text, "[pools.\"a.b\"]", "pools.a.b", "pool names may contain only ASCII letters, digits, '_' and '-'");
 }
 
 #[test]
 fn raw_passthrough_with_a_protocol_override() {
-    let text = format!(
-        "{LISTENER}{ROUTING}{}",
-        pool("main", "protocol = \"postgres\"\nraw_passthrough = true")
-    );
+    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "protocol = \"postgres\"\nraw_passthrough = true"));
     expect(
         &text,
         "raw_passthrough",
@@ -432,15 +318,9 @@ fn raw_passthrough_with_a_protocol_override() {
 
 #[test]
 fn raw_passthrough_on_the_mysql_default_pool() {
-    let text = format!(
-        "{LISTENER}{ROUTING}{POOL}{}[routing.rules]",
-        pool("my", "raw_passthrough = true")
-    )
-    .replace("[routing.rules]", "")
-    .replace(
-        "default_pool = \"main\"\n",
-        "default_pool = \"main\"\nmysql_default_pool = \"my\"\n",
-    );
+    let text = format!("{LISTENER}{ROUTING}{POOL}{}[routing.rules]", pool("my", "raw_passthrough = true"))
+        .replace("[routing.rules]", "")
+        .replace("default_pool = \"main\"\n", "default_pool = \"main\"\nmysql_default_pool = \"my\"\n");
     expect(
         &text,
         "raw_passthrough",
@@ -451,11 +331,8 @@ fn raw_passthrough_on_the_mysql_default_pool() {
 
 #[test]
 fn raw_passthrough_on_a_pool_reached_by_a_mysql_listener() {
-    let text = format!(
-        "{}{ROUTING}{}",
-        listener("mysql", "127.0.0.1:6033", ""),
-        pool("main", "raw_passthrough = true")
-    );
+    let text =
+        format!("{}{ROUTING}{}", listener("mysql", "127.0.0.1:6033", ""), pool("main", "raw_passthrough = true"));
     expect(
         &text,
         "raw_passthrough",
@@ -466,10 +343,7 @@ fn raw_passthrough_on_a_pool_reached_by_a_mysql_listener() {
 
 #[test]
 fn raw_passthrough_on_a_postgres_pool_is_accepted() {
-    let text = format!(
-        "{LISTENER}{ROUTING}{}",
-        pool("main", "raw_passthrough = true")
-    );
+    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "raw_passthrough = true"));
     assert!(parse_ok(&text).pools[0].raw_passthrough);
 }
 
@@ -520,10 +394,7 @@ fn local_infile_on_a_mysql_pool_is_accepted_and_off_by_default() {
         listener("mysql", "127.0.0.1:6033", ""),
         pool("my", "local_infile = true")
     )
-    .replace(
-        "default_pool = \"main\"\n",
-        "default_pool = \"main\"\nmysql_default_pool = \"my\"\n",
-    );
+    .replace("default_pool = \"main\"\n", "default_pool = \"main\"\nmysql_default_pool = \"my\"\n");
     let config = parse_ok(&text);
     let flag = |name: &str| config.pool(name).map(|p| p.local_infile);
     assert_eq!((flag("my"), flag("main")), (Some(true), Some(false)));
@@ -531,10 +402,7 @@ fn local_infile_on_a_mysql_pool_is_accepted_and_off_by_default() {
 
 #[test]
 fn max_connections_below_min_connections() {
-    let text = format!(
-        "{LISTENER}{ROUTING}{}",
-        pool("main", "min_connections = 5\nmax_connections = 4")
-    );
+    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "min_connections = 5\nmax_connections = 4"));
     expect(
         &text,
         "max_connections",
@@ -545,10 +413,7 @@ fn max_connections_below_min_connections() {
 
 #[test]
 fn min_connections_above_the_default_max() {
-    let text = format!(
-        "{LISTENER}{ROUTING}{}",
-        pool("main", "min_connections = 11")
-    );
+    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "min_connections = 11"));
     expect(
         &text,
         "min_connections",
@@ -559,30 +424,14 @@ fn min_connections_above_the_default_max() {
 
 #[test]
 fn max_prepared_statements_zero() {
-    let text = format!(
-        "{LISTENER}{ROUTING}{}",
-        pool("main", "max_prepared_statements = 0")
-    );
-    expect(
-        &text,
-        "max_prepared",
-        "pools.main.max_prepared_statements",
-        "max_prepared_statements must be at least 1",
-    );
+    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "max_prepared_statements = 0"));
+    expect(&text, "max_prepared", "pools.main.max_prepared_statements", "max_prepared_statements must be at least 1");
 }
 
 #[test]
 fn zero_acquire_timeout() {
-    let text = format!(
-        "{LISTENER}{ROUTING}{}",
-        pool("main", "acquire_timeout = \"0s\"")
-    );
-    expect(
-        &text,
-        "acquire_timeout",
-        "pools.main.acquire_timeout",
-        "acquire_timeout must be greater than 0s",
-    );
+    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "acquire_timeout = \"0s\""));
+    expect(&text, "acquire_timeout", "pools.main.acquire_timeout", "acquire_timeout must be greater than 0s");
 }
 
 #[test]
@@ -599,37 +448,19 @@ fn unknown_pool_mode() {
 #[test]
 fn empty_username() {
     let text = format!("{LISTENER}{ROUTING}{}", pool("main", "username = \"\""));
-    expect(
-        &text,
-        "username",
-        "pools.main.username",
-        "username must not be empty",
-    );
+    expect(&text, "username", "pools.main.username", "username must not be empty");
 }
 
 #[test]
 fn backoff_max_below_backoff_base() {
-    let text = format!(
-        "{}[pools.main.retry]\nbackoff_base = \"2s\"\nbackoff_max = \"500ms\"\n",
-        base()
-    );
-    expect(
-        &text,
-        "backoff_max",
-        "pools.main.retry.backoff_max",
-        "backoff_max must be at least backoff_base",
-    );
+    let text = format!("{}[pools.main.retry]\nbackoff_base = \"2s\"\nbackoff_max = \"500ms\"\n", base());
+    expect(&text, "backoff_max", "pools.main.retry.backoff_max", "backoff_max must be at least backoff_base");
 }
 
 #[test]
 fn retry_maximum_attempts_zero() {
     let text = format!("{}[pools.main.retry]\nmaximum_attempts = 0\n", base());
-    expect(
-        &text,
-        "maximum_attempts",
-        "pools.main.retry.maximum_attempts",
-        "maximum_attempts must be at least 1",
-    );
+    expect(&text, "maximum_attempts", "pools.main.retry.maximum_attempts", "maximum_attempts must be at least 1");
 }
 
 #[test]
@@ -666,12 +497,7 @@ fn rule_retry_maximum_attempts_zero() {
         "{}[[routing.rules]]\nname = \"a\"\nuser = \"bob\"\npool = \"main\"\nretry = {{ maximum_attempts = 0 }}\n",
         base()
     );
-    expect(
-        &text,
-        "retry =",
-        "routing.rules[0].retry.maximum_attempts",
-        "maximum_attempts must be at least 1",
-    );
+    expect(&text, "retry =", "routing.rules[0].retry.maximum_attempts", "maximum_attempts must be at least 1");
 }
 
 #[test]
@@ -680,12 +506,7 @@ fn rule_retry_backoff_max_below_backoff_base() {
         "{}[[routing.rules]]\nname = \"a\"\nuser = \"bob\"\npool = \"main\"\nretry = {{ maximum_attempts = 3, backoff_base = \"2s\", backoff_max = \"1s\" }}\n",
         base()
     );
-    expect(
-        &text,
-        "retry =",
-        "routing.rules[0].retry.backoff_max",
-        "backoff_max must be at least backoff_base",
-    );
+    expect(&text, "retry =", "routing.rules[0].retry.backoff_max", "backoff_max must be at least backoff_base");
 }
 
 #[test]
@@ -704,90 +525,64 @@ fn rule_retry_with_an_unknown_key() {
 #[test]
 fn health_interval_without_unit() {
     let text = format!("{}[pools.main.health]\ninterval = \"2\"\n", base());
-    expect(
-        &text,
-        "interval",
-        "pools.main.health.interval",
-        "invalid duration \"2\": missing unit (ms, s, m or h)",
-    );
+    expect(&text, "interval", "pools.main.health.interval", "invalid duration \"2\": missing unit (ms, s, m or h)");
 }
 
 #[test]
 fn health_failure_threshold_zero() {
     let text = format!("{}[pools.main.health]\nfailure_threshold = 0\n", base());
-    expect(
-        &text,
-        "failure_threshold",
-        "pools.main.health.failure_threshold",
-        "failure_threshold must be at least 1",
-    );
+    expect(&text, "failure_threshold", "pools.main.health.failure_threshold", "failure_threshold must be at least 1");
 }
 
 // ---- rules ----
 
 #[test]
 fn regex_pattern_rule_that_does_not_compile() {
-    let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"regex\"\npattern = \"(select\"\npool = \"main\"\n", base());
-    expect(
-        &text,
-        "(select",
-        "routing.pattern_rules[0].pattern",
-        "invalid regex: unclosed group",
+    let text = format!(
+        "{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"regex\"\npattern = \"(select\"\npool = \"main\"\n",
+        base()
     );
+    expect(&text, "(select", "routing.pattern_rules[0].pattern", "invalid regex: unclosed group");
 }
 
 #[test]
 fn regex_rule_that_does_not_compile() {
-    let text = format!(
-        "{}[[routing.rules]]\nname = \"a\"\npattern = \"[a-\"\npool = \"main\"\n",
-        base()
-    );
+    let text = format!("{}[[routing.rules]]\nname = \"a\"\npattern = \"[a-\"\npool = \"main\"\n", base());
     let issue = one_issue(&text);
-    assert_eq!(
-        (issue.line, issue.path.as_str()),
-        (line_of(&text, "[a-"), "routing.rules[0].pattern")
-    );
-    assert!(
-        issue.message.starts_with("invalid regex: "),
-        "{}",
-        issue.message
-    );
+    assert_eq!((issue.line, issue.path.as_str()), (line_of(&text, "[a-"), "routing.rules[0].pattern"));
+    assert!(issue.message.starts_with("invalid regex: "), "{}", issue.message);
 }
 
 #[test]
 fn hash_pattern_that_is_not_a_u64() {
-    let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"hash\"\npattern = \"0xdeadbeef\"\npool = \"main\"\n", base());
-    expect(
-        &text,
-        "0xdeadbeef",
-        "routing.pattern_rules[0].pattern",
-        "a hash pattern must be a decimal u64 fingerprint",
+    let text = format!(
+        "{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"hash\"\npattern = \"0xdeadbeef\"\npool = \"main\"\n",
+        base()
     );
+    expect(&text, "0xdeadbeef", "routing.pattern_rules[0].pattern", "a hash pattern must be a decimal u64 fingerprint");
 }
 
 #[test]
 fn hash_pattern_rule_exposes_its_fingerprint() {
     let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"hash\"\npattern = \"18446744073709551615\"\nreject = \"no\"\n", base());
-    assert_eq!(
-        parse_ok(&text).routing.pattern_rules[0].hash(),
-        Some(u64::MAX)
-    );
+    assert_eq!(parse_ok(&text).routing.pattern_rules[0].hash(), Some(u64::MAX));
 }
 
 #[test]
 fn empty_template_pattern() {
-    let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"template\"\npattern = \"  \"\npool = \"main\"\n", base());
-    expect(
-        &text,
-        "pattern =",
-        "routing.pattern_rules[0].pattern",
-        "a template pattern must not be empty",
+    let text = format!(
+        "{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"template\"\npattern = \"  \"\npool = \"main\"\n",
+        base()
     );
+    expect(&text, "pattern =", "routing.pattern_rules[0].pattern", "a template pattern must not be empty");
 }
 
 #[test]
 fn unknown_pattern_type() {
-    let text = format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"glob\"\npattern = \"x\"\npool = \"main\"\n", base());
+    let text = format!(
+        "{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"glob\"\npattern = \"x\"\npool = \"main\"\n",
+        base()
+    );
     expect(
         &text,
         "glob",
@@ -805,25 +600,15 @@ fn rule_names_are_unique_across_both_lists() {
     let issue = one_issue(&text);
     assert_eq!(
         issue.line,
-        text.lines()
-            .collect::<Vec<_>>()
-            .iter()
-            .rposition(|l| l.contains("\"dup\""))
-            .map_or(0, |i| i + 1)
+        text.lines().collect::<Vec<_>>().iter().rposition(|l| l.contains("\"dup\"")).map_or(0, |i| i + 1)
     );
     assert_eq!(issue.path, "routing.rules[0].name");
-    assert_eq!(
-        issue.message,
-        "duplicate rule name `dup` (first used by routing.pattern_rules[0])"
-    );
+    assert_eq!(issue.message, "duplicate rule name `dup` (first used by routing.pattern_rules[0])");
 }
 
 #[test]
 fn regex_rule_without_any_matcher() {
-    let text = format!(
-        "{}[[routing.rules]]\nname = \"a\"\npool = \"main\"\n",
-        base()
-    );
+    let text = format!("{}[[routing.rules]]\nname = \"a\"\npool = \"main\"\n", base());
     expect(
         &text,
         "[[routing.rules]]",
@@ -834,44 +619,22 @@ fn regex_rule_without_any_matcher() {
 
 #[test]
 fn rule_with_both_pool_and_reject() {
-    let text = format!(
-        "{}[[routing.rules]]\nname = \"a\"\nuser = \"u\"\npool = \"main\"\nreject = \"no\"\n",
-        base()
-    );
-    expect(
-        &text,
-        "[[routing.rules]]",
-        "routing.rules[0]",
-        "set exactly one of pool or reject, not both",
-    );
+    let text = format!("{}[[routing.rules]]\nname = \"a\"\nuser = \"u\"\npool = \"main\"\nreject = \"no\"\n", base());
+    expect(&text, "[[routing.rules]]", "routing.rules[0]", "set exactly one of pool or reject, not both");
 }
 
 #[test]
 fn rule_with_neither_pool_nor_reject() {
-    let text = format!(
-        "{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"template\"\npattern = \"SELECT 1\"\n",
-        base()
-    );
-    expect(
-        &text,
-        "[[routing.pattern_rules]]",
-        "routing.pattern_rules[0]",
-        "set exactly one of pool or reject",
-    );
+    let text =
+        format!("{}[[routing.pattern_rules]]\nname = \"a\"\ntype = \"template\"\npattern = \"SELECT 1\"\n", base());
+    expect(&text, "[[routing.pattern_rules]]", "routing.pattern_rules[0]", "set exactly one of pool or reject");
 }
 
 #[test]
 fn rule_priority_beyond_i32() {
-    let text = format!(
-        "{}[[routing.rules]]\nname = \"a\"\nuser = \"u\"\nreject = \"no\"\npriority = 3000000000\n",
-        base()
-    );
-    expect(
-        &text,
-        "priority",
-        "routing.rules[0].priority",
-        "priority must be at most 2147483647",
-    );
+    let text =
+        format!("{}[[routing.rules]]\nname = \"a\"\nuser = \"u\"\nreject = \"no\"\npriority = 3000000000\n", base());
+    expect(&text, "priority", "routing.rules[0].priority", "priority must be at most 2147483647");
 }
 
 #[test]
@@ -888,23 +651,16 @@ fn read_your_writes_zero_window() {
 #[test]
 fn cache_size_zero() {
     let text = format!("{}[routing.cache]\nsize = 0\n", base());
-    expect(
-        &text,
-        "size",
-        "routing.cache.size",
-        "size must be at least 1",
-    );
+    expect(&text, "size", "routing.cache.size", "size must be at least 1");
 }
 
 #[test]
 fn translation_with_empty_original_sql() {
-    let text = format!("{}[[translation.rules]]\noriginal_sql = \"\"\ntranslated_sql = \"SELECT 2\"\ntarget_pool = \"main\"\n", base());
-    expect(
-        &text,
-        "original_sql",
-        "translation.rules[0].original_sql",
-        "original_sql must not be empty",
+    let text = format!(
+        "{}[[translation.rules]]\noriginal_sql = \"\"\ntranslated_sql = \"SELECT 2\"\ntarget_pool = \"main\"\n",
+        base()
     );
+    expect(&text, "original_sql", "translation.rules[0].original_sql", "original_sql must not be empty");
 }
 
 // ---- general and metrics ----
@@ -912,44 +668,21 @@ fn translation_with_empty_original_sql() {
 #[test]
 fn empty_cores_list() {
     let text = format!("[general]\ncores = []\n{}", base());
-    expect(
-        &text,
-        "cores",
-        "general.cores",
-        "cores must list at least one CPU id; omit the key to use every CPU",
-    );
+    expect(&text, "cores", "general.cores", "cores must list at least one CPU id; omit the key to use every CPU");
 }
 
 #[test]
 fn cpu_listed_twice_and_out_of_range() {
     let text = format!("[general]\ncores = [0, 1, 0, 5000]\n{}", base());
-    let found: Vec<_> = issues(&text)
-        .into_iter()
-        .map(|i| (i.line, i.column, i.path, i.message))
-        .collect();
+    let found: Vec<_> = issues(&text).into_iter().map(|i| (i.line, i.column, i.path, i.message)).collect();
     assert_eq!(
         found,
         [
-            (
-                2,
-                16,
-                "general.cores[2]".into(),
-                "CPU 0 is listed twice".into()
-            ),
-            (
-                2,
-                19,
-                "general.cores[3]".into(),
-                "cores must be at most 1023".to_string()
-            ),
+            (2, 16, "general.cores[2]".into(), "CPU 0 is listed twice".into()),
+            (2, 19, "general.cores[3]".into(), "cores must be at most 1023".to_string()),
         ]
     );
-    assert_eq!(
-        parse_ok(&format!("[general]\ncores = [3, 1]\n{}", base()))
-            .general
-            .cores,
-        Some(vec![3, 1])
-    );
+    assert_eq!(parse_ok(&format!("[general]\ncores = [3, 1]\n{}", base())).general.cores, Some(vec![3, 1]));
 }
 
 #[test]
@@ -965,10 +698,7 @@ fn invalid_shutdown_drain() {
 
 #[test]
 fn metrics_on_a_public_address_needs_an_admin_token() {
-    let text = format!(
-        "{}[metrics]\nenabled = true\nbind = \"0.0.0.0:9090\"\n",
-        base()
-    );
+    let text = format!("{}[metrics]\nenabled = true\nbind = \"0.0.0.0:9090\"\n", base());
     expect(
         &text,
         "bind = \"0.0.0.0",
@@ -977,31 +707,18 @@ fn metrics_on_a_public_address_needs_an_admin_token() {
     );
     let disabled = format!("{}[metrics]\nbind = \"0.0.0.0:9090\"\n", base());
     parse_ok(&disabled);
-    let with_token = format!(
-        "{}[metrics]\nenabled = true\nbind = \"0.0.0.0:9090\"\nadmin_token = \"s\"\n",
-        base()
-    );
+    let with_token = format!("{}[metrics]\nenabled = true\nbind = \"0.0.0.0:9090\"\nadmin_token = \"s\"\n", base());
     parse_ok(&with_token);
 }
 
 #[test]
 fn metrics_port_65535_leaves_no_admin_port() {
     let text = format!("{}[metrics]\nbind = \"127.0.0.1:65535\"\n", base());
-    expect(
-        &text,
-        "65535",
-        "metrics.bind",
-        "port 65535 leaves no port for the admin API, which listens on port + 1",
-    );
+    expect(&text, "65535", "metrics.bind", "port 65535 leaves no port for the admin API, which listens on port + 1");
 }
 
 #[test]
 fn empty_admin_token() {
     let text = format!("{}[metrics]\nadmin_token = \"\"\n", base());
-    expect(
-        &text,
-        "admin_token",
-        "metrics.admin_token",
-        "admin_token must not be empty",
-    );
+    expect(&text, "admin_token", "metrics.admin_token", "admin_token must not be empty");
 }

@@ -57,11 +57,8 @@ fn line_of(text: &str, needle: &str) -> usize {
 #[test]
 fn example_file_parses() {
     let config = parse_ok(EXAMPLE);
-    let listeners: Vec<_> = config
-        .listeners
-        .iter()
-        .map(|l| (l.name.as_str(), l.protocol, l.bind.to_string()))
-        .collect();
+    let listeners: Vec<_> =
+        config.listeners.iter().map(|l| (l.name.as_str(), l.protocol, l.bind.to_string())).collect();
     assert_eq!(
         listeners,
         [
@@ -70,29 +67,14 @@ fn example_file_parses() {
         ]
     );
     let names: Vec<_> = config.pools.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(
-        names,
-        ["my_primary", "my_replicas", "pg_primary", "pg_replicas"]
-    );
+    assert_eq!(names, ["my_primary", "my_replicas", "pg_primary", "pg_replicas"]);
     assert!(config.routing.read_write_split);
     assert_eq!(config.routing.read_pool.as_deref(), Some("pg_replicas"));
-    assert_eq!(
-        config.routing.primary_pool(Protocol::MySql),
-        Some("my_primary")
-    );
-    assert_eq!(
-        config.routing.primary_pool(Protocol::Postgres),
-        Some("pg_primary")
-    );
+    assert_eq!(config.routing.primary_pool(Protocol::MySql), Some("my_primary"));
+    assert_eq!(config.routing.primary_pool(Protocol::Postgres), Some("pg_primary"));
     assert_eq!(config.routing.rules.len(), 1);
-    assert_eq!(
-        config.routing.rules[0].target,
-        RuleTarget::Pool("my_replicas".into())
-    );
-    let replicas = config
-        .pool("pg_replicas")
-        .map(|p| p.backends.clone())
-        .unwrap_or_default();
+    assert_eq!(config.routing.rules[0].target, RuleTarget::Pool("my_replicas".into()));
+    let replicas = config.pool("pg_replicas").map(|p| p.backends.clone()).unwrap_or_default();
     assert_eq!(replicas.len(), 2);
     assert_eq!(replicas[1].max_replica_lag_bytes, Some(16 << 20));
     assert_eq!(config.listeners[1].max_message_size, 16 << 20);
@@ -107,9 +89,8 @@ fn example_with_every_commented_setting_enabled_parses() {
         let body = line.strip_prefix("# ")?;
         let is_header = body.starts_with("[[") && body.ends_with("]]");
         let key = body.split(" = ").next()?;
-        let is_key = body.contains(" = ")
-            && !key.is_empty()
-            && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+        let is_key =
+            body.contains(" = ") && !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
         (is_header || is_key).then_some(body)
     }
     let uncommented: Vec<&str> = EXAMPLE.lines().map(|l| setting(l).unwrap_or(l)).collect();
@@ -122,10 +103,7 @@ fn example_with_every_commented_setting_enabled_parses() {
     assert_eq!(config.routing.pattern_rules[0].retry.map(|r| r.maximum_attempts.get()), Some(3));
     assert_eq!(config.routing.rules.len(), 2);
     assert_eq!(config.translations.len(), 1);
-    assert_eq!(
-        config.pool("pg_primary").and_then(|p| p.timeouts.query),
-        Some(std::time::Duration::from_secs(60))
-    );
+    assert_eq!(config.pool("pg_primary").and_then(|p| p.timeouts.query), Some(std::time::Duration::from_secs(60)));
     assert_eq!(
         config.pool("pg_primary").and_then(|p| p.timeouts.idle_transaction),
         Some(std::time::Duration::from_secs(30))
@@ -138,10 +116,7 @@ fn defaults_are_applied() {
     let config = parse_ok(&base());
     assert_eq!(config.general.pool_mode, PoolMode::Session);
     assert_eq!(config.general.cores, None);
-    assert_eq!(
-        config.general.shutdown_drain,
-        std::time::Duration::from_secs(30)
-    );
+    assert_eq!(config.general.shutdown_drain, std::time::Duration::from_secs(30));
     assert_eq!(config.general.log_level, "info");
     let listener = &config.listeners[0];
     assert_eq!(listener.name, "postgres-0");
@@ -161,11 +136,7 @@ fn defaults_are_applied() {
             size: std::num::NonZeroUsize::new(10_000).unwrap()
         }
     );
-    assert!(
-        routing.pattern_rules.is_empty()
-            && routing.rules.is_empty()
-            && config.translations.is_empty()
-    );
+    assert!(routing.pattern_rules.is_empty() && routing.rules.is_empty() && config.translations.is_empty());
     assert!(!config.metrics.enabled);
     assert_eq!(config.metrics.bind.to_string(), "127.0.0.1:9090");
     assert_eq!(config.metrics.admin_token, None);
@@ -177,57 +148,26 @@ fn pool_defaults_are_applied() {
     let pool = config.pool("main").unwrap();
     let secs = std::time::Duration::from_secs;
     assert_eq!(pool.mode, PoolMode::Session);
-    assert_eq!(
-        (pool.protocol, &pool.username, &pool.password),
-        (None, &None, &None)
-    );
+    assert_eq!((pool.protocol, &pool.username, &pool.password), (None, &None, &None));
     assert_eq!(pool.database, "main");
     assert_eq!(pool.backends[0].weight.get(), 1);
+    assert_eq!((pool.backends[0].max_replica_lag, pool.backends[0].max_replica_lag_bytes), (None, None));
     assert_eq!(
-        (
-            pool.backends[0].max_replica_lag,
-            pool.backends[0].max_replica_lag_bytes
-        ),
-        (None, None)
-    );
-    assert_eq!(
-        (
-            pool.limits.min_connections,
-            pool.limits.max_connections.get(),
-            pool.limits.max_prepared_statements.get()
-        ),
+        (pool.limits.min_connections, pool.limits.max_connections.get(), pool.limits.max_prepared_statements.get()),
         (1, 10, 256)
     );
     assert_eq!(
         pool.timeouts,
-        PoolTimeouts {
-            acquire: secs(30),
-            idle: secs(600),
-            connect: secs(10),
-            query: None,
-            idle_transaction: None
-        }
+        PoolTimeouts { acquire: secs(30), idle: secs(600), connect: secs(10), query: None, idle_transaction: None }
     );
     assert!(!pool.raw_passthrough);
     let retry = pool.retry;
     assert_eq!(retry.maximum_attempts.get(), 1);
-    assert_eq!(
-        (retry.backoff_base, retry.backoff_max),
-        (std::time::Duration::from_millis(10), secs(1))
-    );
-    assert_eq!(
-        (retry.jitter, retry.deadline, retry.notify_client),
-        (true, secs(5), false)
-    );
+    assert_eq!((retry.backoff_base, retry.backoff_max), (std::time::Duration::from_millis(10), secs(1)));
+    assert_eq!((retry.jitter, retry.deadline, retry.notify_client), (true, secs(5), false));
     let health = pool.health;
     assert_eq!((health.interval, health.timeout), (secs(2), secs(1)));
-    assert_eq!(
-        (
-            health.failure_threshold.get(),
-            health.success_threshold.get()
-        ),
-        (3, 2)
-    );
+    assert_eq!((health.failure_threshold.get(), health.success_threshold.get()), (3, 2));
 }
 
 #[test]
@@ -237,23 +177,14 @@ fn pool_mode_falls_back_to_general_and_can_be_overridden() {
          [pools.other]\nmode = \"statement\"\nbackends = [{{ host = \"db2\", port = 5432 }}]\n"
     );
     let config = parse_ok(&text);
-    assert_eq!(
-        config.pool("main").map(|p| p.mode),
-        Some(PoolMode::Transaction)
-    );
-    assert_eq!(
-        config.pool("other").map(|p| p.mode),
-        Some(PoolMode::Statement)
-    );
+    assert_eq!(config.pool("main").map(|p| p.mode), Some(PoolMode::Transaction));
+    assert_eq!(config.pool("other").map(|p| p.mode), Some(PoolMode::Statement));
     assert_eq!(config.pool("missing"), None);
 }
 
 #[test]
 fn default_listener_names_use_protocol_and_index() {
-    let text = format!(
-        "{}[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:6033\"\n",
-        base()
-    );
+    let text = format!("{}[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:6033\"\n", base());
     let config = parse_ok(&text);
     let names: Vec<_> = config.listeners.iter().map(|l| l.name.as_str()).collect();
     assert_eq!(names, ["postgres-0", "mysql-1"]);
@@ -291,7 +222,10 @@ fn a_routing_rule_may_carry_its_own_retry_policy() {
     assert_eq!((retry.backoff_base, retry.jitter), (std::time::Duration::from_millis(5), false));
     // Keys left out take the defaults of `[pools.<name>.retry]`, not the pool's values.
     let defaults = config.pool("main").unwrap().retry;
-    assert_eq!((retry.backoff_max, retry.deadline, retry.notify_client), (defaults.backoff_max, defaults.deadline, defaults.notify_client));
+    assert_eq!(
+        (retry.backoff_max, retry.deadline, retry.notify_client),
+        (defaults.backoff_max, defaults.deadline, defaults.notify_client)
+    );
     assert_eq!(config.routing.pattern_rules[0].retry, None, "no retry key: the pool's policy applies");
 }
 
@@ -299,40 +233,23 @@ fn a_routing_rule_may_carry_its_own_retry_policy() {
 fn unknown_top_level_key_reports_its_line() {
     let text = format!("listen_port = 5\n{}", base());
     let issue = one_issue(&text);
-    assert_eq!(
-        (issue.line, issue.column),
-        (line_of(&text, "listen_port"), 1)
-    );
+    assert_eq!((issue.line, issue.column), (line_of(&text, "listen_port"), 1));
     assert_eq!(issue.path, "listen_port");
-    assert!(
-        issue.message.starts_with("unknown field `listen_port`"),
-        "{}",
-        issue.message
-    );
+    assert!(issue.message.starts_with("unknown field `listen_port`"), "{}", issue.message);
 }
 
 #[test]
 fn unknown_nested_key_reports_its_line_and_path() {
-    let text = format!(
-        "{}[pools.main.retry]\nmaximum_attempts = 2\nmax_attempts = 3\n",
-        base()
-    );
+    let text = format!("{}[pools.main.retry]\nmaximum_attempts = 2\nmax_attempts = 3\n", base());
     let issue = one_issue(&text);
     assert_eq!(issue.line, line_of(&text, "max_attempts = 3"));
     assert_eq!(issue.path, "pools.main.retry.max_attempts");
-    assert!(
-        issue.message.starts_with("unknown field `max_attempts`"),
-        "{}",
-        issue.message
-    );
+    assert!(issue.message.starts_with("unknown field `max_attempts`"), "{}", issue.message);
 }
 
 #[test]
 fn unknown_key_in_second_listener_names_its_index() {
-    let text = format!(
-        "{}[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:6033\"\nport = 1\n",
-        base()
-    );
+    let text = format!("{}[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:6033\"\nport = 1\n", base());
     let issue = one_issue(&text);
     assert_eq!(issue.line, line_of(&text, "port = 1"));
     assert_eq!(issue.path, "listeners[1].port");
@@ -340,24 +257,16 @@ fn unknown_key_in_second_listener_names_its_index() {
 
 #[test]
 fn unknown_key_in_inline_backend_reports_its_column() {
-    let text =
-        format!("{LISTENER}{ROUTING}[pools.main]\nbackends = [{{ host = \"db\", prot = 5432 }}]\n");
+    let text = format!("{LISTENER}{ROUTING}[pools.main]\nbackends = [{{ host = \"db\", prot = 5432 }}]\n");
     let issue = one_issue(&text);
     assert_eq!((issue.line, issue.column), (line_of(&text, "prot ="), 28));
     assert_eq!(issue.path, "pools.main.backends");
-    assert!(
-        issue.message.starts_with("unknown field `prot`"),
-        "{}",
-        issue.message
-    );
+    assert!(issue.message.starts_with("unknown field `prot`"), "{}", issue.message);
 }
 
 #[test]
 fn syntax_error_reports_line_and_column() {
-    let text = format!(
-        "{}[metrics]\nbind = \"127.0.0.1:9090\nenabled = true\n",
-        base()
-    );
+    let text = format!("{}[metrics]\nbind = \"127.0.0.1:9090\nenabled = true\n", base());
     let issue = one_issue(&text);
     assert_eq!(issue.line, line_of(&text, "bind = \"127.0.0.1:9090"));
     assert_eq!(issue.path, "metrics.bind");
@@ -365,12 +274,11 @@ fn syntax_error_reports_line_and_column() {
 
 #[test]
 fn wrong_value_type_is_reported_at_the_value() {
-    let text = format!("{LISTENER}{ROUTING}[pools.main]\nbackends = [{{ host = \"db\", port = 5432 }}]\nmin_connections = \"2\"\n");
-    let issue = one_issue(&text);
-    assert_eq!(
-        (issue.line, issue.column),
-        (line_of(&text, "min_connections"), 19)
+    let text = format!(
+        "{LISTENER}{ROUTING}[pools.main]\nbackends = [{{ host = \"db\", port = 5432 }}]\nmin_connections = \"2\"\n"
     );
+    let issue = one_issue(&text);
+    assert_eq!((issue.line, issue.column), (line_of(&text, "min_connections"), 19));
     assert!(issue.message.contains("expected i64"), "{}", issue.message);
 }
 
@@ -417,10 +325,7 @@ fn every_issue_is_reported_at_once_in_file_order() {
 
 #[test]
 fn redacted_toml_hides_every_secret() {
-    let text = EXAMPLE.replace(
-        "# admin_token = \"change-me\"",
-        "admin_token = \"t0psecret\"",
-    );
+    let text = EXAMPLE.replace("# admin_token = \"change-me\"", "admin_token = \"t0psecret\"");
     let config = parse_ok(&text);
     assert_eq!(config.metrics.admin_token.as_deref(), Some("t0psecret"));
     let rendered = config.redacted_toml();
@@ -438,13 +343,7 @@ fn redacted_toml_parses_back_to_the_same_config() {
          [[translation.rules]]\noriginal_sql = \"SELECT NOW()\"\ntranslated_sql = \"SELECT CURRENT_TIMESTAMP\"\ntarget_pool = \"pg_primary\"\n"
     );
     let config = parse_ok(&text);
-    assert_eq!(
-        (
-            config.translations.len(),
-            config.routing.pattern_rules.len()
-        ),
-        (1, 2)
-    );
+    assert_eq!((config.translations.len(), config.routing.pattern_rules.len()), (1, 2));
     assert!(config.routing.pattern_rules[1].retry.is_some());
     let mut reparsed = parse_ok(&config.redacted_toml());
     for pool in &mut reparsed.pools {

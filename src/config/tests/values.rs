@@ -28,24 +28,13 @@ fn malformed_durations_are_refused_with_a_reason() {
         assert!(err.starts_with("invalid duration"), "{text}: {err}");
     }
     assert!(parse_duration("30").unwrap_err().contains("missing unit"));
-    assert!(parse_duration("99999999999999999999h")
-        .unwrap_err()
-        .contains("too large"));
-    assert!(parse_duration("18446744073709551615h")
-        .unwrap_err()
-        .contains("too large"));
+    assert!(parse_duration("99999999999999999999h").unwrap_err().contains("too large"));
+    assert!(parse_duration("18446744073709551615h").unwrap_err().contains("too large"));
 }
 
 #[test]
 fn sizes_parse_bytes_and_binary_units() {
-    let cases = [
-        ("512", 512),
-        ("1B", 1),
-        ("64KiB", 64 << 10),
-        ("16MiB", 16 << 20),
-        ("1GiB", 1 << 30),
-        ("0", 0),
-    ];
+    let cases = [("512", 512), ("1B", 1), ("64KiB", 64 << 10), ("16MiB", 16 << 20), ("1GiB", 1 << 30), ("0", 0)];
     for (text, expected) in cases {
         assert_eq!(parse_size(text), Ok(expected), "{text}");
     }
@@ -54,14 +43,9 @@ fn sizes_parse_bytes_and_binary_units() {
 #[test]
 fn malformed_sizes_are_refused() {
     for text in ["", "MiB", "64MB", "64kib", "1.5GiB", "-1", "1TiB"] {
-        assert!(
-            parse_size(text).unwrap_err().starts_with("invalid size"),
-            "{text}"
-        );
+        assert!(parse_size(text).unwrap_err().starts_with("invalid size"), "{text}");
     }
-    assert!(parse_size("17179869184GiB")
-        .unwrap_err()
-        .contains("too large"));
+    assert!(parse_size("17179869184GiB").unwrap_err().contains("too large"));
 }
 
 #[test]
@@ -77,14 +61,9 @@ fn formatting_picks_the_largest_exact_unit_and_round_trips() {
         assert_eq!(format_duration(d), text);
         assert_eq!(parse_duration(text), Ok(d));
     }
-    for (bytes, text) in [
-        (64 << 20, "64MiB"),
-        (3072, "3KiB"),
-        (1536, "1536"),
-        (1000, "1000"),
-        (1 << 30, "1GiB"),
-        (0, "0"),
-    ] {
+    for (bytes, text) in
+        [(64 << 20, "64MiB"), (3072, "3KiB"), (1536, "1536"), (1000, "1000"), (1 << 30, "1GiB"), (0, "0")]
+    {
         assert_eq!(format_size(bytes), text);
         assert_eq!(parse_size(text), Ok(bytes));
     }
@@ -110,22 +89,10 @@ fn keywords_parse_and_list_the_choices_on_error() {
 fn read_your_writes_accepts_keywords_and_windows() {
     assert_eq!("session".parse(), Ok(ReadYourWrites::Session));
     assert_eq!("none".parse(), Ok(ReadYourWrites::None));
-    assert_eq!(
-        "2s".parse(),
-        Ok(ReadYourWrites::Window(Duration::from_secs(2)))
-    );
-    assert!("0s"
-        .parse::<ReadYourWrites>()
-        .unwrap_err()
-        .contains("write \"none\""));
-    assert!("always"
-        .parse::<ReadYourWrites>()
-        .unwrap_err()
-        .starts_with("invalid read_your_writes"));
-    assert_eq!(
-        ReadYourWrites::Window(Duration::from_millis(500)).to_string(),
-        "500ms"
-    );
+    assert_eq!("2s".parse(), Ok(ReadYourWrites::Window(Duration::from_secs(2))));
+    assert!("0s".parse::<ReadYourWrites>().unwrap_err().contains("write \"none\""));
+    assert!("always".parse::<ReadYourWrites>().unwrap_err().starts_with("invalid read_your_writes"));
+    assert_eq!(ReadYourWrites::Window(Duration::from_millis(500)).to_string(), "500ms");
 }
 
 #[test]
@@ -158,14 +125,8 @@ fn path_at_follows_headers_array_indices_and_dotted_keys() {
 #[test]
 fn find_table_locates_headers_and_dotted_definitions() {
     let text = "[general]\n\n[pools]\nmain.backends = []\n[pools.other]\n";
-    assert_eq!(
-        find_table(text, &["pools", "main"]),
-        text.find("main.backends")
-    );
-    assert_eq!(
-        find_table(text, &["pools", "other"]),
-        text.find("[pools.other]")
-    );
+    assert_eq!(find_table(text, &["pools", "main"]), text.find("main.backends"));
+    assert_eq!(find_table(text, &["pools", "other"]), text.find("[pools.other]"));
     assert_eq!(find_table(text, &["pools", "missing"]), None);
     let dotted = "pools.x.backends = []\n";
     assert_eq!(find_table(dotted, &["pools", "x"]), Some(0));

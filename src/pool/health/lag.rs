@@ -14,10 +14,7 @@ pub struct Lag {
 
 impl Lag {
     /// Nothing known.
-    pub const UNKNOWN: Lag = Lag {
-        seconds: None,
-        bytes: None,
-    };
+    pub const UNKNOWN: Lag = Lag { seconds: None, bytes: None };
 }
 
 /// What one PostgreSQL probe read (LSNs as byte offsets, times as Unix epoch seconds).
@@ -87,15 +84,8 @@ pub struct MySample {
 /// unknown otherwise (a stopped thread means the replica no longer follows the primary).
 /// Byte lag is not measured on MySQL.
 pub fn my_lag(s: &MySample) -> Lag {
-    let seconds = if s.configured && s.io_running && s.sql_running {
-        s.seconds_behind.map(|v| v as f64)
-    } else {
-        None
-    };
-    Lag {
-        seconds,
-        bytes: None,
-    }
+    let seconds = if s.configured && s.io_running && s.sql_running { s.seconds_behind.map(|v| v as f64) } else { None };
+    Lag { seconds, bytes: None }
 }
 
 /// Whether `lag` is acceptable for a backend with these thresholds. With no threshold every
@@ -132,25 +122,13 @@ mod tests {
     fn an_idle_primary_is_not_lag() {
         // Last commit an hour ago, everything received was replayed.
         let s = standby(5000, 5000, Some(1000.0), 4600.0);
-        assert_eq!(
-            pg_lag(&s, Some(5000)),
-            Lag {
-                seconds: Some(0.0),
-                bytes: Some(0)
-            }
-        );
+        assert_eq!(pg_lag(&s, Some(5000)), Lag { seconds: Some(0.0), bytes: Some(0) });
     }
 
     #[test]
     fn paused_replay_shows_time_and_bytes() {
         let s = standby(9000, 5000, Some(100.0), 102.5);
-        assert_eq!(
-            pg_lag(&s, Some(12_000)),
-            Lag {
-                seconds: Some(2.5),
-                bytes: Some(7000)
-            }
-        );
+        assert_eq!(pg_lag(&s, Some(12_000)), Lag { seconds: Some(2.5), bytes: Some(7000) });
         // Without a primary reading the receive position stands in.
         assert_eq!(pg_lag(&s, None).bytes, Some(4000));
         // A stale primary reading behind what the standby received does not hide lag.
@@ -160,35 +138,12 @@ mod tests {
     #[test]
     fn null_readings_are_unknown() {
         let s = standby(9000, 5000, None, 102.5);
-        assert_eq!(
-            pg_lag(&s, Some(9000)).seconds,
-            None,
-            "behind, but no replay timestamp"
-        );
-        let not_streaming = PgSample {
-            receive_lsn: None,
-            ..standby(0, 5000, Some(1.0), 2.0)
-        };
+        assert_eq!(pg_lag(&s, Some(9000)).seconds, None, "behind, but no replay timestamp");
+        let not_streaming = PgSample { receive_lsn: None, ..standby(0, 5000, Some(1.0), 2.0) };
         assert_eq!(pg_lag(&not_streaming, None), Lag::UNKNOWN);
-        assert_eq!(
-            pg_lag(&not_streaming, Some(5000)),
-            Lag {
-                seconds: Some(0.0),
-                bytes: Some(0)
-            }
-        );
-        assert_eq!(
-            pg_lag(&not_streaming, Some(7000)),
-            Lag {
-                seconds: None,
-                bytes: Some(2000)
-            }
-        );
-        let primary = PgSample {
-            in_recovery: false,
-            flush_lsn: Some(10),
-            ..PgSample::default()
-        };
+        assert_eq!(pg_lag(&not_streaming, Some(5000)), Lag { seconds: Some(0.0), bytes: Some(0) });
+        assert_eq!(pg_lag(&not_streaming, Some(7000)), Lag { seconds: None, bytes: Some(2000) });
+        let primary = PgSample { in_recovery: false, flush_lsn: Some(10), ..PgSample::default() };
         assert_eq!(pg_lag(&primary, Some(10)), Lag::UNKNOWN, "not a replica");
     }
 
@@ -200,63 +155,26 @@ mod tests {
 
     #[test]
     fn mysql_lag_needs_both_threads_running() {
-        let ok = MySample {
-            configured: true,
-            io_running: true,
-            sql_running: true,
-            seconds_behind: Some(3),
-        };
-        assert_eq!(
-            my_lag(&ok),
-            Lag {
-                seconds: Some(3.0),
-                bytes: None
-            }
-        );
-        let sql_stopped = MySample {
-            sql_running: false,
-            seconds_behind: None,
-            ..ok.clone()
-        };
+        let ok = MySample { configured: true, io_running: true, sql_running: true, seconds_behind: Some(3) };
+        assert_eq!(my_lag(&ok), Lag { seconds: Some(3.0), bytes: None });
+        let sql_stopped = MySample { sql_running: false, seconds_behind: None, ..ok.clone() };
         assert_eq!(my_lag(&sql_stopped), Lag::UNKNOWN);
-        let io_stopped = MySample {
-            io_running: false,
-            ..ok.clone()
-        };
-        assert_eq!(
-            my_lag(&io_stopped),
-            Lag::UNKNOWN,
-            "a stale Seconds_Behind_Master is not trusted"
-        );
+        let io_stopped = MySample { io_running: false, ..ok.clone() };
+        assert_eq!(my_lag(&io_stopped), Lag::UNKNOWN, "a stale Seconds_Behind_Master is not trusted");
         assert_eq!(my_lag(&MySample::default()), Lag::UNKNOWN, "not a replica");
     }
 
     #[test]
     fn thresholds() {
         let one_s = Some(Duration::from_secs(1));
-        let lag = |s: Option<f64>, b: Option<u64>| Lag {
-            seconds: s,
-            bytes: b,
-        };
-        assert!(
-            lag_ok(&Lag::UNKNOWN, None, None),
-            "no threshold: lag is irrelevant"
-        );
-        assert!(
-            !lag_ok(&Lag::UNKNOWN, one_s, None),
-            "unknown counts as unhealthy"
-        );
+        let lag = |s: Option<f64>, b: Option<u64>| Lag { seconds: s, bytes: b };
+        assert!(lag_ok(&Lag::UNKNOWN, None, None), "no threshold: lag is irrelevant");
+        assert!(!lag_ok(&Lag::UNKNOWN, one_s, None), "unknown counts as unhealthy");
         assert!(lag_ok(&lag(Some(1.0), None), one_s, None));
         assert!(!lag_ok(&lag(Some(1.01), None), one_s, None));
         assert!(lag_ok(&lag(Some(0.0), Some(100)), None, Some(100)));
         assert!(!lag_ok(&lag(Some(0.0), Some(101)), None, Some(100)));
-        assert!(
-            !lag_ok(&lag(Some(0.0), None), None, Some(100)),
-            "bytes unknown"
-        );
-        assert!(
-            !lag_ok(&lag(Some(5.0), Some(0)), one_s, Some(100)),
-            "both thresholds apply"
-        );
+        assert!(!lag_ok(&lag(Some(0.0), None), None, Some(100)), "bytes unknown");
+        assert!(!lag_ok(&lag(Some(5.0), Some(0)), one_s, Some(100)), "both thresholds apply");
     }
 }

@@ -55,13 +55,8 @@ pub async fn run(budgets: BudgetRegistry, config: impl Fn() -> Arc<Config> + 'st
             current = Some(cfg);
         }
         let now = rt::now();
-        let due: Vec<Rc<Target>> = prober
-            .targets
-            .borrow()
-            .values()
-            .filter(|t| !t.busy.get() && now >= t.next_due.get())
-            .cloned()
-            .collect();
+        let due: Vec<Rc<Target>> =
+            prober.targets.borrow().values().filter(|t| !t.busy.get() && now >= t.next_due.get()).cloned().collect();
         for t in due {
             t.busy.set(true);
             t.next_due.set(now + t.pool.health.interval);
@@ -133,13 +128,10 @@ fn backend_protocol(cfg: &Config, pool: &PoolConfig) -> Protocol {
     let has_mysql = cfg.listeners.iter().any(|l| l.protocol == Protocol::MySql);
     let mysql_default = has_mysql && cfg.routing.primary_pool(Protocol::MySql) == name;
     let mysql_rule = cfg.routing.rules.iter().any(|r| {
-        r.protocol == Some(Protocol::MySql)
-            && matches!(&r.target, RuleTarget::Pool(p) if Some(p.as_str()) == name)
+        r.protocol == Some(Protocol::MySql) && matches!(&r.target, RuleTarget::Pool(p) if Some(p.as_str()) == name)
     });
-    let all_mysql =
-        !cfg.listeners.is_empty() && cfg.listeners.iter().all(|l| l.protocol == Protocol::MySql);
-    if cfg.routing.mysql_default_pool.as_deref() == name || mysql_default || mysql_rule || all_mysql
-    {
+    let all_mysql = !cfg.listeners.is_empty() && cfg.listeners.iter().all(|l| l.protocol == Protocol::MySql);
+    if cfg.routing.mysql_default_pool.as_deref() == name || mysql_default || mysql_rule || all_mysql {
         Protocol::MySql
     } else {
         Protocol::Postgres
@@ -151,14 +143,8 @@ fn replica_status_sql(server_version: &str) -> &'static str {
     if server_version.contains("MariaDB") {
         return "SHOW SLAVE STATUS";
     }
-    let mut parts = server_version
-        .split(|c: char| !c.is_ascii_digit())
-        .map(|p| p.parse::<u32>().unwrap_or(0));
-    let version = (
-        parts.next().unwrap_or(0),
-        parts.next().unwrap_or(0),
-        parts.next().unwrap_or(0),
-    );
+    let mut parts = server_version.split(|c: char| !c.is_ascii_digit()).map(|p| p.parse::<u32>().unwrap_or(0));
+    let version = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     if version >= (8, 0, 22) {
         "SHOW REPLICA STATUS"
     } else {
@@ -167,15 +153,11 @@ fn replica_status_sql(server_version: &str) -> &'static str {
 }
 
 fn lsn(v: Option<&str>) -> Option<u64> {
-    v.and_then(|s| s.split('.').next())
-        .and_then(|s| s.parse().ok())
+    v.and_then(|s| s.split('.').next()).and_then(|s| s.parse().ok())
 }
 
 fn pg_sample(rows: &Rows) -> Result<PgSample, ProbeError> {
-    let row = rows
-        .rows
-        .first()
-        .ok_or_else(|| ProbeError::Protocol("probe returned no row".into()))?;
+    let row = rows.rows.first().ok_or_else(|| ProbeError::Protocol("probe returned no row".into()))?;
     let col = |i: usize| row.get(i).and_then(|v| v.as_deref());
     Ok(PgSample {
         in_recovery: col(0) == Some("t"),
@@ -183,24 +165,17 @@ fn pg_sample(rows: &Rows) -> Result<PgSample, ProbeError> {
         receive_lsn: lsn(col(2)),
         replay_lsn: lsn(col(3)),
         replay_time: col(4).and_then(|s| s.parse().ok()),
-        now: col(5)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| ProbeError::Protocol("no clock reading".into()))?,
+        now: col(5).and_then(|s| s.parse().ok()).ok_or_else(|| ProbeError::Protocol("no clock reading".into()))?,
     })
 }
 
 fn my_sample(rows: &Rows) -> MySample {
-    let yes = |names: &[&str]| {
-        rows.first(names)
-            .is_some_and(|v| v.eq_ignore_ascii_case("yes"))
-    };
+    let yes = |names: &[&str]| rows.first(names).is_some_and(|v| v.eq_ignore_ascii_case("yes"));
     MySample {
         configured: !rows.rows.is_empty(),
         io_running: yes(&["Slave_IO_Running", "Replica_IO_Running"]),
         sql_running: yes(&["Slave_SQL_Running", "Replica_SQL_Running"]),
-        seconds_behind: rows
-            .first(&["Seconds_Behind_Master", "Seconds_Behind_Source"])
-            .and_then(|v| v.parse().ok()),
+        seconds_behind: rows.first(&["Seconds_Behind_Master", "Seconds_Behind_Source"]).and_then(|v| v.parse().ok()),
     }
 }
 
@@ -219,9 +194,7 @@ impl Prober {
                 let label = format!("{}:{}", b.host, b.port);
                 let key = (p.name.clone(), label.clone());
                 let previous = old.remove(&key);
-                let unchanged = |t: &Rc<Target>| {
-                    *t.pool == *p && t.protocol == protocol && t.is_primary == is_primary
-                };
+                let unchanged = |t: &Rc<Target>| *t.pool == *p && t.protocol == protocol && t.is_primary == is_primary;
                 let target = match previous {
                     Some(t) if unchanged(&t) => Some(t),
                     previous => {
@@ -260,9 +233,7 @@ impl Prober {
         if protocol == Protocol::MySql && b.max_replica_lag_bytes.is_some() {
             tracing::warn!(pool = %pool.name, backend = %label, "max_replica_lag_bytes is not measured on MySQL backends; only max_replica_lag and the replication threads are checked");
         }
-        let health = self
-            .budgets
-            .health(&pool.name, &label, has_lag_threshold(b));
+        let health = self.budgets.health(&pool.name, &label, has_lag_threshold(b));
         let tracker = tracker.unwrap_or_else(|| Hysteresis::new(health.is_healthy()));
         Some(Rc::new(Target {
             pool: pool.clone(),
@@ -298,13 +269,8 @@ impl Prober {
         // The unit is released when the connection drops; `outside` never refuses.
         self.outside.try_acquire();
         match t.protocol {
-            Protocol::Postgres => {
-                crate::pool::pg::connect(&t.pool, t.addr, &t.label, t.index, unit, deadline).await
-            }
-            Protocol::MySql => {
-                crate::pool::mysql::connect(&t.pool, t.addr, &t.label, t.index, unit, deadline)
-                    .await
-            }
+            Protocol::Postgres => crate::pool::pg::connect(&t.pool, t.addr, &t.label, t.index, unit, deadline).await,
+            Protocol::MySql => crate::pool::mysql::connect(&t.pool, t.addr, &t.label, t.index, unit, deadline).await,
         }
     }
 }
@@ -375,10 +341,7 @@ impl Target {
     }
 
     fn judge(&self, lag: &Lag) -> Verdict {
-        let max_bytes = self
-            .backend
-            .max_replica_lag_bytes
-            .filter(|_| self.protocol == Protocol::Postgres);
+        let max_bytes = self.backend.max_replica_lag_bytes.filter(|_| self.protocol == Protocol::Postgres);
         if lag_ok(lag, self.backend.max_replica_lag, max_bytes) {
             Verdict::Pass
         } else {
@@ -420,18 +383,10 @@ impl Target {
         let mut tracker = self.tracker.get();
         if tracker.decided && tracker.healthy != shared {
             // A session's failed connect marked the backend down since the last probe.
-            tracker = Hysteresis {
-                healthy: shared,
-                streak: 0,
-                decided: true,
-            };
+            tracker = Hysteresis { healthy: shared, streak: 0, decided: true };
         }
         let hc = &self.pool.health;
-        let next = tracker.step(
-            verdict,
-            hc.failure_threshold.get(),
-            hc.success_threshold.get(),
-        );
+        let next = tracker.step(verdict, hc.failure_threshold.get(), hc.success_threshold.get());
         if h.transition(shared, next.healthy, cause) {
             if next.healthy != shared {
                 let (pool, backend) = (&self.pool.name, &self.label);
@@ -443,11 +398,7 @@ impl Target {
             }
             self.tracker.set(next);
         } else {
-            self.tracker.set(Hysteresis {
-                healthy: h.is_healthy(),
-                streak: 0,
-                decided: true,
-            });
+            self.tracker.set(Hysteresis { healthy: h.is_healthy(), streak: 0, decided: true });
         }
     }
 }
@@ -458,16 +409,10 @@ mod tests {
 
     #[test]
     fn replica_status_statement_follows_the_server_version() {
-        assert_eq!(
-            replica_status_sql("10.11.6-MariaDB-0+deb12u1"),
-            "SHOW SLAVE STATUS"
-        );
+        assert_eq!(replica_status_sql("10.11.6-MariaDB-0+deb12u1"), "SHOW SLAVE STATUS");
         assert_eq!(replica_status_sql("8.0.21"), "SHOW SLAVE STATUS");
         assert_eq!(replica_status_sql("8.0.22"), "SHOW REPLICA STATUS");
-        assert_eq!(
-            replica_status_sql("8.4.0-commercial"),
-            "SHOW REPLICA STATUS"
-        );
+        assert_eq!(replica_status_sql("8.4.0-commercial"), "SHOW REPLICA STATUS");
         assert_eq!(replica_status_sql("5.7.44-log"), "SHOW SLAVE STATUS");
     }
 
@@ -482,14 +427,7 @@ mod tests {
     fn samples_parse_from_text_results() {
         let r = rows(
             &["a", "b", "c", "d", "e", "f"],
-            &[
-                Some("t"),
-                None,
-                Some("5000"),
-                Some("4000"),
-                Some("10.5"),
-                Some("12.25"),
-            ],
+            &[Some("t"), None, Some("5000"), Some("4000"), Some("10.5"), Some("12.25")],
         );
         let s = pg_sample(&r).expect("sample");
         assert_eq!(
@@ -504,29 +442,14 @@ mod tests {
             }
         );
         assert!(pg_sample(&Rows::default()).is_err());
-        let m = rows(
-            &[
-                "Slave_IO_Running",
-                "Slave_SQL_Running",
-                "Seconds_Behind_Master",
-            ],
-            &[Some("Yes"), Some("No"), None],
-        );
+        let m =
+            rows(&["Slave_IO_Running", "Slave_SQL_Running", "Seconds_Behind_Master"], &[Some("Yes"), Some("No"), None]);
         assert_eq!(
             my_sample(&m),
-            MySample {
-                configured: true,
-                io_running: true,
-                sql_running: false,
-                seconds_behind: None
-            }
+            MySample { configured: true, io_running: true, sql_running: false, seconds_behind: None }
         );
         let m8 = rows(
-            &[
-                "Replica_IO_Running",
-                "Replica_SQL_Running",
-                "Seconds_Behind_Source",
-            ],
+            &["Replica_IO_Running", "Replica_SQL_Running", "Seconds_Behind_Source"],
             &[Some("Yes"), Some("Yes"), Some("7")],
         );
         assert_eq!(my_lag(&my_sample(&m8)).seconds, Some(7.0));

@@ -51,10 +51,7 @@ pub struct Rows {
 impl Rows {
     /// The value of column `name` (first of `names` present) in the first row.
     pub fn first(&self, names: &[&str]) -> Option<&str> {
-        let i = self
-            .columns
-            .iter()
-            .position(|c| names.iter().any(|n| c.eq_ignore_ascii_case(n)))?;
+        let i = self.columns.iter().position(|c| names.iter().any(|n| c.eq_ignore_ascii_case(n)))?;
         self.rows.first()?.get(i)?.as_deref()
     }
 }
@@ -90,9 +87,7 @@ pub async fn pg_query(conn: &mut Conn, sql: &str) -> Result<Rows, ProbeError> {
         conn.rbuf.drain(..used);
         let frame = pg::Frame::new(tag, &body);
         match BackendMessage::decode(&frame).map_err(|e| ProbeError::Protocol(e.to_string()))? {
-            BackendMessage::RowDescription(d) => {
-                rows.columns = d.iter().map(|f| f.name.to_owned()).collect()
-            }
+            BackendMessage::RowDescription(d) => rows.columns = d.iter().map(|f| f.name.to_owned()).collect(),
             BackendMessage::DataRow(values) => rows.rows.push(values.iter().map(text).collect()),
             BackendMessage::ErrorResponse(fields) => {
                 let code = fields.code().unwrap_or("?????");
@@ -123,11 +118,7 @@ async fn my_read(conn: &mut Conn) -> Result<Vec<u8>, ProbeError> {
 
 fn my_error(payload: &[u8]) -> ProbeError {
     match ErrPacket::decode(payload) {
-        Ok(e) => ProbeError::Server(format!(
-            "{}: {}",
-            e.code,
-            String::from_utf8_lossy(e.message)
-        )),
+        Ok(e) => ProbeError::Server(format!("{}: {}", e.code, String::from_utf8_lossy(e.message))),
         Err(e) => ProbeError::Protocol(e.to_string()),
     }
 }
@@ -141,33 +132,22 @@ pub async fn my_query(conn: &mut Conn, sql: &str) -> Result<Rows, ProbeError> {
     my::encode_packets(&payload, 0, &mut out);
     rt::write_all(&mut conn.stream, &out).await?;
     let first = my_read(conn).await?;
-    let count =
-        match my::classify_response(&first).map_err(|e| ProbeError::Protocol(e.to_string()))? {
-            my::ResponseKind::Ok => return Ok(Rows::default()),
-            my::ResponseKind::ResultSet { column_count } => {
-                usize::try_from(column_count).unwrap_or(usize::MAX)
-            }
-            my::ResponseKind::Err => return Err(my_error(&first)),
-            other => {
-                return Err(ProbeError::Protocol(format!(
-                    "unexpected response {other:?}"
-                )))
-            }
-        };
+    let count = match my::classify_response(&first).map_err(|e| ProbeError::Protocol(e.to_string()))? {
+        my::ResponseKind::Ok => return Ok(Rows::default()),
+        my::ResponseKind::ResultSet { column_count } => usize::try_from(column_count).unwrap_or(usize::MAX),
+        my::ResponseKind::Err => return Err(my_error(&first)),
+        other => return Err(ProbeError::Protocol(format!("unexpected response {other:?}"))),
+    };
     let mut rows = Rows::default();
     for _ in 0..count {
         let def = my_read(conn).await?;
-        let col =
-            ColumnDefinition41::decode(&def).map_err(|e| ProbeError::Protocol(e.to_string()))?;
-        rows.columns
-            .push(String::from_utf8_lossy(col.name).into_owned());
+        let col = ColumnDefinition41::decode(&def).map_err(|e| ProbeError::Protocol(e.to_string()))?;
+        rows.columns.push(String::from_utf8_lossy(col.name).into_owned());
     }
     let caps = my::capability::CLIENT_PROTOCOL_41;
     let eof = my_read(conn).await?;
     if my::classify_row(&eof, caps) != my::RowKind::End {
-        return Err(ProbeError::Protocol(
-            "column definitions not followed by EOF".into(),
-        ));
+        return Err(ProbeError::Protocol("column definitions not followed by EOF".into()));
     }
     loop {
         let row = my_read(conn).await?;
@@ -175,8 +155,7 @@ pub async fn my_query(conn: &mut Conn, sql: &str) -> Result<Rows, ProbeError> {
             my::RowKind::End => return Ok(rows),
             my::RowKind::Err => return Err(my_error(&row)),
             my::RowKind::Row => {
-                let values = my::decode_text_row(&row, count)
-                    .map_err(|e| ProbeError::Protocol(e.to_string()))?;
+                let values = my::decode_text_row(&row, count).map_err(|e| ProbeError::Protocol(e.to_string()))?;
                 rows.rows.push(values.iter().map(|v| text(*v)).collect());
             }
         }

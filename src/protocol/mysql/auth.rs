@@ -116,7 +116,12 @@ pub fn rsa_public_key(pem: &[u8]) -> Result<RsaPublicKey, RsaAuthError> {
 /// `caching_sha2_password` (and `sha256_password`) full authentication without TLS: the password
 /// with its NUL terminator, XORed with the scramble repeated over its length, encrypted with
 /// RSA-OAEP (SHA-1 and MGF1-SHA-1, OpenSSL's `RSA_PKCS1_OAEP_PADDING`) under the server's key.
-pub fn rsa_encrypted_password<R: CryptoRngCore>(password: &[u8], scramble: &[u8], key: &RsaPublicKey, rng: &mut R) -> Result<Vec<u8>, RsaAuthError> {
+pub fn rsa_encrypted_password<R: CryptoRngCore>(
+    password: &[u8],
+    scramble: &[u8],
+    key: &RsaPublicKey,
+    rng: &mut R,
+) -> Result<Vec<u8>, RsaAuthError> {
     let mut plain = Vec::with_capacity(password.len() + 1);
     plain.extend_from_slice(password);
     plain.push(0);
@@ -158,7 +163,10 @@ mod tests {
 
     #[test]
     fn caching_sha2_known_value() {
-        assert_eq!(hex(&caching_sha2_token(b"secret", &SCRAMBLE)), "746ebe205d56a0707acb3e796e834e0dd7b1d61743b26bd5202c7a623230c7c9");
+        assert_eq!(
+            hex(&caching_sha2_token(b"secret", &SCRAMBLE)),
+            "746ebe205d56a0707acb3e796e834e0dd7b1d61743b26bd5202c7a623230c7c9"
+        );
     }
 
     #[test]
@@ -209,7 +217,10 @@ mod tests {
         let key = rsa_public_key(spki.as_bytes()).expect("key");
         let long = b"a password of more than twenty bytes";
         let sealed = rsa_encrypted_password(long, &SCRAMBLE, &key, &mut rand::thread_rng()).expect("encrypt");
-        assert_eq!(unmask(&private.decrypt(Oaep::new::<Sha1>(), &sealed).expect("decrypt")), [&long[..], b"\0"].concat());
+        assert_eq!(
+            unmask(&private.decrypt(Oaep::new::<Sha1>(), &sealed).expect("decrypt")),
+            [&long[..], b"\0"].concat()
+        );
     }
 
     /// `openssl pkeyutl -encrypt -pkeyopt rsa_padding_mode:oaep` (what MySQL's OpenSSL-based server
@@ -227,7 +238,8 @@ mod tests {
         assert!(matches!(rsa_public_key(b"not a key"), Err(RsaAuthError::BadKey(_))));
         assert!(matches!(rsa_public_key(&[0xFF, 0xFE]), Err(RsaAuthError::BadKey(_))));
         // A 512-bit key leaves OAEP-SHA-1 22 bytes: a long password does not fit.
-        let small = rsa::RsaPublicKey::new(rsa::BigUint::from_bytes_be(&[0xC5; 64]), rsa::BigUint::from(65_537u32)).expect("small key");
+        let small = rsa::RsaPublicKey::new(rsa::BigUint::from_bytes_be(&[0xC5; 64]), rsa::BigUint::from(65_537u32))
+            .expect("small key");
         let err = rsa_encrypted_password(&[b'x'; 40], &SCRAMBLE, &small, &mut rand::thread_rng());
         assert!(matches!(err, Err(RsaAuthError::Encrypt(_))), "{err:?}");
     }

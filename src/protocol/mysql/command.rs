@@ -197,9 +197,11 @@ impl<'a> Command<'a> {
                 iteration_count: r.u32("iteration count")?,
                 params: r.rest(),
             },
-            COM_STMT_SEND_LONG_DATA => {
-                Self::StmtSendLongData { stmt_id: r.u32("statement id")?, param: r.u16("parameter id")?, data: r.rest() }
-            }
+            COM_STMT_SEND_LONG_DATA => Self::StmtSendLongData {
+                stmt_id: r.u32("statement id")?,
+                param: r.u16("parameter id")?,
+                data: r.rest(),
+            },
             COM_STMT_CLOSE => Self::StmtClose(r.u32("statement id")?),
             COM_STMT_RESET => Self::StmtReset(r.u32("statement id")?),
             COM_STMT_FETCH => Self::StmtFetch { stmt_id: r.u32("statement id")?, rows: r.u32("row count")? },
@@ -306,7 +308,12 @@ fn encode_change_user(cu: &ChangeUser<'_>, caps: u64, out: &mut Vec<u8>) {
 fn carries_stmt_id(code: u8) -> bool {
     matches!(
         code,
-        COM_STMT_EXECUTE | COM_STMT_SEND_LONG_DATA | COM_STMT_CLOSE | COM_STMT_RESET | COM_STMT_FETCH | COM_STMT_BULK_EXECUTE
+        COM_STMT_EXECUTE
+            | COM_STMT_SEND_LONG_DATA
+            | COM_STMT_CLOSE
+            | COM_STMT_RESET
+            | COM_STMT_FETCH
+            | COM_STMT_BULK_EXECUTE
     )
 }
 
@@ -365,11 +372,19 @@ mod tests {
         round_trip(b"\x1a\x05\x00\x00\x00", Command::StmtReset(5));
         round_trip(b"\x1c\x05\x00\x00\x00\x64\x00\x00\x00", Command::StmtFetch { stmt_id: 5, rows: 100 });
         round_trip(b"\x1b\x01\x00", Command::SetOption(1));
-        round_trip(b"\x18\x05\x00\x00\x00\x01\x00blob", Command::StmtSendLongData { stmt_id: 5, param: 1, data: b"blob" });
+        round_trip(
+            b"\x18\x05\x00\x00\x00\x01\x00blob",
+            Command::StmtSendLongData { stmt_id: 5, param: 1, data: b"blob" },
+        );
         round_trip(b"\x12\x01\x02", Command::Other { code: COM_BINLOG_DUMP, body: b"\x01\x02" });
         round_trip(
             b"\x17\x05\x00\x00\x00\x00\x01\x00\x00\x00\x00\x01\x08\x00\x07\x00\x00\x00\x00\x00\x00\x00",
-            Command::StmtExecute { stmt_id: 5, flags: 0, iteration_count: 1, params: b"\x00\x01\x08\x00\x07\x00\x00\x00\x00\x00\x00\x00" },
+            Command::StmtExecute {
+                stmt_id: 5,
+                flags: 0,
+                iteration_count: 1,
+                params: b"\x00\x01\x08\x00\x07\x00\x00\x00\x00\x00\x00\x00",
+            },
         );
         assert!(Command::decode(b"", CAPS).is_err());
         assert!(Command::decode(b"\x19\x05\x00", CAPS).is_err());
@@ -391,7 +406,14 @@ mod tests {
         // Old clients stop after the database.
         round_trip(
             b"\x11bob\x00\x00db\x00",
-            Command::ChangeUser(ChangeUser { username: b"bob", auth_response: b"", database: b"db", charset: None, auth_plugin: None, connect_attrs: None }),
+            Command::ChangeUser(ChangeUser {
+                username: b"bob",
+                auth_response: b"",
+                database: b"db",
+                charset: None,
+                auth_plugin: None,
+                connect_attrs: None,
+            }),
         );
     }
 

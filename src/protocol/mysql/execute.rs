@@ -60,7 +60,10 @@ pub fn decode_execute_params<'a>(
     } else if prev_types.len() == count {
         SmallVec::from_slice(prev_types)
     } else {
-        return Err(DecodeError::InvalidValue { field: "parameter types (none bound yet)", value: prev_types.len() as u64 });
+        return Err(DecodeError::InvalidValue {
+            field: "parameter types (none bound yet)",
+            value: prev_types.len() as u64,
+        });
     };
     let mut values = SmallVec::with_capacity(count);
     for (i, ty) in types.iter().enumerate() {
@@ -133,7 +136,10 @@ mod tests {
         let body = [0x02, 0x01, 0x08, 0x00, 0xFD, 0x00, 0x07, 0, 0, 0, 0, 0, 0, 0];
         let p = decode_execute_params(&body, 2, &[], &[]).unwrap();
         assert!(p.new_params_bound);
-        assert_eq!(&p.types[..], &[ValueType::new(ColumnType::LONGLONG, false), ValueType::new(ColumnType::VAR_STRING, false)]);
+        assert_eq!(
+            &p.types[..],
+            &[ValueType::new(ColumnType::LONGLONG, false), ValueType::new(ColumnType::VAR_STRING, false)]
+        );
         assert_eq!(&p.values[..], &[Some(BinaryValue::I64(7)), Some(BinaryValue::Null)]);
         let mut out = Vec::new();
         encode_execute_params(&p, &mut out);
@@ -153,7 +159,10 @@ mod tests {
         assert_eq!(out, body);
         assert!(decode_execute_params(&body, 2, &[], &[false, true]).is_err());
         assert!(decode_execute_params(&[0x00, 0x02], 1, &prev[..1], &[]).is_err());
-        assert!(matches!(decode_execute_params(&[0x00, 0x00, 1, 2], 1, &prev[..1], &[]), Err(DecodeError::TrailingBytes { .. })));
+        assert!(matches!(
+            decode_execute_params(&[0x00, 0x00, 1, 2], 1, &prev[..1], &[]),
+            Err(DecodeError::TrailingBytes { .. })
+        ));
         assert_eq!(decode_execute_params(&[], 0, &[], &[]).unwrap().values.len(), 0);
     }
 
@@ -161,7 +170,9 @@ mod tests {
     fn golden_reorder_with_repeats_nulls_and_strings() {
         // Client: (7 as LONGLONG, NULL as VAR_STRING, "it's ü" as VAR_STRING), types bound.
         let s = "it's ü".as_bytes();
-        let body = [&[0x02, 0x01, 0x08, 0x00, 0xFD, 0x00, 0xFD, 0x00][..], &[7, 0, 0, 0, 0, 0, 0, 0], &[s.len() as u8], s].concat();
+        let body =
+            [&[0x02, 0x01, 0x08, 0x00, 0xFD, 0x00, 0xFD, 0x00][..], &[7, 0, 0, 0, 0, 0, 0, 0], &[s.len() as u8], s]
+                .concat();
         let p = decode_execute_params(&body, 3, &[], &[]).unwrap();
         // Translated: `? ? ? ? ?` binding parameters 2, 0, 1, 0, 2.
         let mut out = Vec::new();
@@ -183,7 +194,10 @@ mod tests {
         let q = decode_execute_params(&again, 3, &prev, &[]).unwrap();
         let mut out = Vec::new();
         encode_execute_params(&q.reorder(&[1, 2, 0]).unwrap(), &mut out);
-        assert_eq!(out, [&[0b010, 0x01, 0xFD, 0x00, 0xFD, 0x00, 0x08, 0x00][..], &[1, b'x'], &[9, 0, 0, 0, 0, 0, 0, 0]].concat());
+        assert_eq!(
+            out,
+            [&[0b010, 0x01, 0xFD, 0x00, 0xFD, 0x00, 0x08, 0x00][..], &[1, b'x'], &[9, 0, 0, 0, 0, 0, 0, 0]].concat()
+        );
         assert_eq!(p.reorder(&[3]), None);
         assert_eq!(p.reorder(&[]).map(|r| r.values.len()), Some(0));
     }

@@ -209,7 +209,10 @@ mod tests {
     #[test]
     fn over_limit_refused_from_header() {
         assert_eq!(decode_packet(&[5, 0, 0, 0], 4), Err(DecodeError::PayloadTooLarge { len: 5, max: 4 }));
-        assert_eq!(decode_payload(&[0xFF, 0xFF, 0xFF, 0], 1000), Err(DecodeError::PayloadTooLarge { len: 0xFF_FFFF, max: 1000 }));
+        assert_eq!(
+            decode_payload(&[0xFF, 0xFF, 0xFF, 0], 1000),
+            Err(DecodeError::PayloadTooLarge { len: 0xFF_FFFF, max: 1000 })
+        );
         // The limit applies to the running total of a split payload, checked at each header.
         let mut wire = vec![0xFF, 0xFF, 0xFF, 0];
         wire.resize(HEADER_LEN + MAX_PACKET_PAYLOAD, b'x');

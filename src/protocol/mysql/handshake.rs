@@ -185,7 +185,9 @@ impl<'a> ConnectAttrs<'a> {
     /// The `(key, value)` pairs in order.
     pub fn iter(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
         let mut r = Reader::new(self.0);
-        std::iter::from_fn(move || Some((r.lenenc_bytes("attribute key").ok()?, r.lenenc_bytes("attribute value").ok()?)))
+        std::iter::from_fn(move || {
+            Some((r.lenenc_bytes("attribute key").ok()?, r.lenenc_bytes("attribute value").ok()?))
+        })
     }
 
     /// Appends a block (without its length prefix) built from `pairs`; wrap it with [`Self::new`].
@@ -246,8 +248,19 @@ impl<'a> HandshakeResponse41<'a> {
         } else {
             None
         };
-        let zstd_level = if has(CLIENT_ZSTD_COMPRESSION_ALGORITHM) && !r.is_empty() { Some(r.u8("zstd level")?) } else { None };
-        Ok(Self { capabilities, max_packet_size, charset, username, auth_response, database, auth_plugin, connect_attrs, zstd_level })
+        let zstd_level =
+            if has(CLIENT_ZSTD_COMPRESSION_ALGORITHM) && !r.is_empty() { Some(r.u8("zstd level")?) } else { None };
+        Ok(Self {
+            capabilities,
+            max_packet_size,
+            charset,
+            username,
+            auth_response,
+            database,
+            auth_plugin,
+            connect_attrs,
+            zstd_level,
+        })
     }
 
     /// Appends the response. Optional fields are written when their capability is set, as empty
@@ -409,7 +422,10 @@ mod tests {
         let mut bytes = mysql8_greeting();
         bytes.pop();
         assert_eq!(HandshakeV10::decode(&bytes).unwrap().auth_plugin, b"caching_sha2_password");
-        assert!(matches!(HandshakeV10::decode(b"\xff\x10\x04Too many"), Err(DecodeError::UnexpectedHeader { got: 0xFF, .. })));
+        assert!(matches!(
+            HandshakeV10::decode(b"\xff\x10\x04Too many"),
+            Err(DecodeError::UnexpectedHeader { got: 0xFF, .. })
+        ));
     }
 
     fn response_bytes() -> Vec<u8> {
@@ -473,7 +489,11 @@ mod tests {
 
     #[test]
     fn golden_ssl_request() {
-        let req = SslRequest { capabilities: CLIENT_PROTOCOL_41 | CLIENT_SSL | CLIENT_LONG_PASSWORD, max_packet_size: 0x0100_0000, charset: 0xFF };
+        let req = SslRequest {
+            capabilities: CLIENT_PROTOCOL_41 | CLIENT_SSL | CLIENT_LONG_PASSWORD,
+            max_packet_size: 0x0100_0000,
+            charset: 0xFF,
+        };
         let mut out = Vec::new();
         req.encode(&mut out);
         let mut want = vec![0x01, 0x0A, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0xFF];

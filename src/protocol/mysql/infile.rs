@@ -79,21 +79,11 @@ impl FileStream {
             };
             let len = u32::from_le_bytes([a, b, c, 0]) as usize;
             if seq != self.next_seq {
-                return Err(DecodeError::SequenceMismatch {
-                    expected: self.next_seq,
-                    got: seq,
-                });
+                return Err(DecodeError::SequenceMismatch { expected: self.next_seq, got: seq });
             }
-            let total = if self.continued {
-                self.payload_len + len
-            } else {
-                len
-            };
+            let total = if self.continued { self.payload_len + len } else { len };
             if total > self.max_len {
-                return Err(DecodeError::PayloadTooLarge {
-                    len: total,
-                    max: self.max_len,
-                });
+                return Err(DecodeError::PayloadTooLarge { len: total, max: self.max_len });
             }
             used += HEADER_LEN;
             self.next_seq = seq.wrapping_add(1);
@@ -190,18 +180,9 @@ mod tests {
     fn out_of_sequence_and_oversize_packets_are_refused_from_the_header() {
         let (bytes, _) = file(&[b"abc"], 3);
         let mut s = FileStream::new(1, 1 << 20);
-        assert_eq!(
-            s.advance(&bytes),
-            Err(DecodeError::SequenceMismatch {
-                expected: 2,
-                got: 4
-            })
-        );
+        assert_eq!(s.advance(&bytes), Err(DecodeError::SequenceMismatch { expected: 2, got: 4 }));
         let mut s = FileStream::new(3, 2);
-        assert_eq!(
-            s.advance(&bytes[..HEADER_LEN]),
-            Err(DecodeError::PayloadTooLarge { len: 3, max: 2 })
-        );
+        assert_eq!(s.advance(&bytes[..HEADER_LEN]), Err(DecodeError::PayloadTooLarge { len: 3, max: 2 }));
     }
 
     /// Feeds `bytes` in two pieces cut at `cut`, as a relay would: the second call gets what the
@@ -247,10 +228,7 @@ mod tests {
         assert_eq!(s.advance(&body), Ok(MAX_PACKET_PAYLOAD));
         assert_eq!(
             s.advance(&[11, 0, 0, 3]),
-            Err(DecodeError::PayloadTooLarge {
-                len: MAX_PACKET_PAYLOAD + 11,
-                max: MAX_PACKET_PAYLOAD + 10
-            })
+            Err(DecodeError::PayloadTooLarge { len: MAX_PACKET_PAYLOAD + 11, max: MAX_PACKET_PAYLOAD + 10 })
         );
     }
 }

@@ -174,7 +174,9 @@ pub fn session_state_changes(block: &[u8]) -> impl Iterator<Item = Result<Sessio
         if failed || r.is_empty() {
             return None;
         }
-        let entry = r.u8("state change type").and_then(|kind| Ok(SessionStateChange { kind, data: r.lenenc_bytes("state change data")? }));
+        let entry = r
+            .u8("state change type")
+            .and_then(|kind| Ok(SessionStateChange { kind, data: r.lenenc_bytes("state change data")? }));
         failed = entry.is_err();
         Some(entry)
     })
@@ -380,7 +382,14 @@ mod warning_tests {
 
     #[test]
     fn ok_and_eof_packets_gain_one_warning_and_nothing_else_changes() {
-        let ok = OkPacket { affected_rows: 300, last_insert_id: 70_000, status: 0x0002, warnings: 4, info: b"Rows matched: 1", session_state: None };
+        let ok = OkPacket {
+            affected_rows: 300,
+            last_insert_id: 70_000,
+            status: 0x0002,
+            warnings: 4,
+            info: b"Rows matched: 1",
+            session_state: None,
+        };
         let mut bytes = Vec::new();
         ok.encode(CLIENT_PROTOCOL_41, &mut bytes);
         assert_eq!(add_warning(&mut bytes), Some(4));
@@ -394,7 +403,9 @@ mod warning_tests {
 
     #[test]
     fn other_payloads_are_left_alone() {
-        for payload in [&b"\xff\x28\x04#40001deadlock"[..], b"\x03", b"", b"\x00\x01", b"\xfe\x00\x00\x00\x00\x00\x00\x00\x00\x00"] {
+        for payload in
+            [&b"\xff\x28\x04#40001deadlock"[..], b"\x03", b"", b"\x00\x01", b"\xfe\x00\x00\x00\x00\x00\x00\x00\x00\x00"]
+        {
             let mut copy = payload.to_vec();
             assert_eq!(add_warning(&mut copy), None, "{payload:?}");
             assert_eq!(copy, payload);
@@ -419,7 +430,14 @@ mod tests {
         ok.encode(CAPS, &mut out);
         assert_eq!(out, bytes);
         // 300 affected rows, insert id 7, info text without session tracking.
-        let ok = OkPacket { affected_rows: 300, last_insert_id: 7, status: 3, warnings: 1, info: b"Rows matched: 300", session_state: None };
+        let ok = OkPacket {
+            affected_rows: 300,
+            last_insert_id: 7,
+            status: 3,
+            warnings: 1,
+            info: b"Rows matched: 300",
+            session_state: None,
+        };
         let mut out = Vec::new();
         ok.encode(CAPS, &mut out);
         let mut want = vec![0x00, 0xFC, 0x2C, 0x01, 0x07, 0x03, 0x00, 0x01, 0x00];

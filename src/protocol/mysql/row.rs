@@ -60,7 +60,10 @@ pub fn encode_text_row(values: &[Option<&[u8]>], out: &mut Vec<u8>) {
 
 /// Decodes a binary row: header 0x00, NULL bitmap with offset 2, then each non-NULL value in the
 /// form its column type dictates. NULL columns come back as [`BinaryValue::Null`].
-pub fn decode_binary_row<'a>(payload: &'a [u8], columns: &[ValueType]) -> Result<RowValues<BinaryValue<'a>>, DecodeError> {
+pub fn decode_binary_row<'a>(
+    payload: &'a [u8],
+    columns: &[ValueType],
+) -> Result<RowValues<BinaryValue<'a>>, DecodeError> {
     let mut r = Reader::new(payload);
     match r.u8("binary row header")? {
         0x00 => {}

@@ -288,7 +288,10 @@ pub(crate) mod tests {
         assert!(BinaryValue::decode(&mut Reader::new(&[5, 0, 0, 0, 0, 0]), ty(ColumnType::DATE)).is_err());
         assert!(BinaryValue::decode(&mut Reader::new(&[9]), ty(ColumnType::TIME)).is_err());
         assert!(BinaryValue::decode(&mut Reader::new(&[8, 2, 0, 0, 0, 0, 0, 0, 0]), ty(ColumnType::TIME)).is_err());
-        assert_eq!(BinaryValue::decode(&mut Reader::new(&[0]), ty(ColumnType(100))), Err(DecodeError::UnsupportedType(100)));
+        assert_eq!(
+            BinaryValue::decode(&mut Reader::new(&[0]), ty(ColumnType(100))),
+            Err(DecodeError::UnsupportedType(100))
+        );
         assert_eq!(dec(&[3, b'1', b'.', b'5'], ColumnType::NEWDECIMAL, false), BinaryValue::Bytes(b"1.5"));
     }
 
@@ -296,7 +299,15 @@ pub(crate) mod tests {
     pub(crate) fn typed_value() -> impl Strategy<Value = (ValueType, BinaryValue<'static>)> {
         let vt = |t, u| ValueType::new(t, u);
         let datetime = (any::<u16>(), any::<u8>(), any::<u8>(), any::<u8>(), any::<u8>(), any::<u8>(), any::<u32>())
-            .prop_map(|(year, month, day, hour, minute, second, micros)| DateTime { year, month, day, hour, minute, second, micros });
+            .prop_map(|(year, month, day, hour, minute, second, micros)| DateTime {
+                year,
+                month,
+                day,
+                hour,
+                minute,
+                second,
+                micros,
+            });
         let time = (any::<bool>(), any::<u32>(), any::<u8>(), any::<u8>(), any::<u8>(), any::<u32>()).prop_map(
             |(negative, days, hours, minutes, seconds, micros)| {
                 let zero = days == 0 && hours == 0 && minutes == 0 && seconds == 0 && micros == 0;
@@ -315,10 +326,27 @@ pub(crate) mod tests {
             any::<u32>().prop_map(move |v| (vt(ColumnType::INT24, true), BinaryValue::U32(v))),
             any::<i64>().prop_map(move |v| (vt(ColumnType::LONGLONG, false), BinaryValue::I64(v))),
             any::<u64>().prop_map(move |v| (vt(ColumnType::LONGLONG, true), BinaryValue::U64(v))),
-            any::<f32>().prop_filter("NaN", |v| !v.is_nan()).prop_map(move |v| (vt(ColumnType::FLOAT, false), BinaryValue::Float(v))),
-            any::<f64>().prop_filter("NaN", |v| !v.is_nan()).prop_map(move |v| (vt(ColumnType::DOUBLE, false), BinaryValue::Double(v))),
-            (0..strings.len(), prop::sample::select(vec![ColumnType::VAR_STRING, ColumnType::BLOB, ColumnType::NEWDECIMAL, ColumnType::JSON, ColumnType::BIT, ColumnType::GEOMETRY]))
-                .prop_map(move |(i, t)| (vt(t, false), BinaryValue::Bytes(strings.get(i).copied().unwrap_or_default()))),
+            any::<f32>()
+                .prop_filter("NaN", |v| !v.is_nan())
+                .prop_map(move |v| (vt(ColumnType::FLOAT, false), BinaryValue::Float(v))),
+            any::<f64>()
+                .prop_filter("NaN", |v| !v.is_nan())
+                .prop_map(move |v| (vt(ColumnType::DOUBLE, false), BinaryValue::Double(v))),
+            (
+                0..strings.len(),
+                prop::sample::select(vec![
+                    ColumnType::VAR_STRING,
+                    ColumnType::BLOB,
+                    ColumnType::NEWDECIMAL,
+                    ColumnType::JSON,
+                    ColumnType::BIT,
+                    ColumnType::GEOMETRY
+                ])
+            )
+                .prop_map(move |(i, t)| (
+                    vt(t, false),
+                    BinaryValue::Bytes(strings.get(i).copied().unwrap_or_default())
+                )),
             (datetime, prop::sample::select(vec![ColumnType::DATE, ColumnType::DATETIME, ColumnType::TIMESTAMP]))
                 .prop_map(move |(d, t)| (vt(t, false), BinaryValue::DateTime(d))),
             time.prop_map(move |t| (vt(ColumnType::TIME, false), BinaryValue::Time(t))),

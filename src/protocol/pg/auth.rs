@@ -71,9 +71,9 @@ impl ScramError {
     pub fn sqlstate(&self) -> &'static str {
         match self {
             Self::InvalidProof => sqlstate::INVALID_PASSWORD,
-            Self::ChannelBindingUnsupported
-            | Self::AuthzidUnsupported
-            | Self::ExtensionUnsupported => sqlstate::FEATURE_NOT_SUPPORTED,
+            Self::ChannelBindingUnsupported | Self::AuthzidUnsupported | Self::ExtensionUnsupported => {
+                sqlstate::FEATURE_NOT_SUPPORTED
+            }
             Self::ServerSignatureMismatch | Self::ServerError(_) | Self::InvalidSecret => {
                 sqlstate::INVALID_AUTHORIZATION_SPECIFICATION
             }
@@ -87,9 +87,7 @@ fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
     for &b in bytes {
         for nibble in [b >> 4, b & 0x0f] {
-            s.push(char::from(
-                DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0'),
-            ));
+            s.push(char::from(DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0')));
         }
     }
     s
@@ -97,19 +95,14 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The MD5 secret PostgreSQL stores for a role: `"md5" + hex(md5(password || user))`.
 pub fn md5_secret(user: &str, password: &str) -> String {
-    let digest = Md5::new()
-        .chain_update(password)
-        .chain_update(user)
-        .finalize();
+    let digest = Md5::new().chain_update(password).chain_update(user).finalize();
     format!("md5{}", hex(&digest))
 }
 
 /// The response to AuthenticationMD5Password given a stored secret `md5<32 hex>`:
 /// `"md5" + hex(md5(hex_part || salt))`. Returns `None` if `secret` is not in that form.
 pub fn md5_response_from_secret(secret: &str, salt: [u8; 4]) -> Option<String> {
-    let inner = secret
-        .strip_prefix("md5")
-        .filter(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))?;
+    let inner = secret.strip_prefix("md5").filter(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))?;
     let digest = Md5::new().chain_update(inner).chain_update(salt).finalize();
     Some(format!("md5{}", hex(&digest)))
 }
@@ -121,8 +114,7 @@ pub fn md5_response(user: &str, password: &str, salt: [u8; 4]) -> String {
 
 /// Checks a client's MD5 response against the stored secret in constant time.
 pub fn md5_verify(secret: &str, salt: [u8; 4], response: &str) -> bool {
-    md5_response_from_secret(secret, salt)
-        .is_some_and(|want| ct_eq(want.as_bytes(), response.as_bytes()))
+    md5_response_from_secret(secret, salt).is_some_and(|want| ct_eq(want.as_bytes(), response.as_bytes()))
 }
 
 /// Writes a type's name with its secret fields elided, so key material never reaches a log.
@@ -236,9 +228,7 @@ impl ScramSecret {
     /// (base64 fields), as found in `pg_authid.rolpassword`.
     pub fn parse(text: &str) -> Result<Self, ScramError> {
         let bad = |_| ScramError::InvalidSecret;
-        let rest = text
-            .strip_prefix("SCRAM-SHA-256$")
-            .ok_or(ScramError::InvalidSecret)?;
+        let rest = text.strip_prefix("SCRAM-SHA-256$").ok_or(ScramError::InvalidSecret)?;
         let (params, keys) = rest.split_once('$').ok_or(ScramError::InvalidSecret)?;
         let (iterations, salt) = params.split_once(':').ok_or(ScramError::InvalidSecret)?;
         let (stored, server) = keys.split_once(':').ok_or(ScramError::InvalidSecret)?;
@@ -281,10 +271,7 @@ impl ScramClient {
 
     /// Handles server-first-message (the AuthenticationSASLContinue data) and returns the
     /// client-final-message to send plus the state that verifies the server's last message.
-    pub fn handle_server_first(
-        &self,
-        server_first: &[u8],
-    ) -> Result<(String, ScramClientFinal), ScramError> {
+    pub fn handle_server_first(&self, server_first: &[u8]) -> Result<(String, ScramClientFinal), ScramError> {
         let text = utf8(server_first, "server-first-message")?;
         let mut parts = text.split(',');
         let nonce = attr(parts.next(), 'r', "server nonce")?;
@@ -294,28 +281,16 @@ impl ScramClient {
             return Err(ScramError::NonceMismatch);
         }
         check_nonce(nonce)?;
-        let salt = B64
-            .decode(salt)
-            .map_err(|_| ScramError::Malformed { what: "salt" })?;
-        let iterations: u32 = iterations.parse().map_err(|_| ScramError::Malformed {
-            what: "iteration count",
-        })?;
+        let salt = B64.decode(salt).map_err(|_| ScramError::Malformed { what: "salt" })?;
+        let iterations: u32 = iterations.parse().map_err(|_| ScramError::Malformed { what: "iteration count" })?;
         if iterations == 0 || iterations > MAX_ITERATIONS {
-            return Err(ScramError::Malformed {
-                what: "iteration count",
-            });
+            return Err(ScramError::Malformed { what: "iteration count" });
         }
         let salted = salted_password(&self.password, &salt, iterations);
         let client_key = hmac(&salted, &[b"Client Key"]);
         let stored_key = sha256(&client_key);
         let without_proof = format!("c=biws,r={nonce}");
-        let auth_message = [
-            self.client_first_bare.as_bytes(),
-            b",",
-            server_first,
-            b",",
-            without_proof.as_bytes(),
-        ];
+        let auth_message = [self.client_first_bare.as_bytes(), b",", server_first, b",", without_proof.as_bytes()];
         let proof = xor(&client_key, &hmac(&stored_key, &auth_message));
         let server_key = hmac(&salted, &[b"Server Key"]);
         let server_signature = hmac(&server_key, &auth_message);
@@ -338,10 +313,7 @@ impl ScramClientFinal {
         if let Some(err) = first.strip_prefix("e=") {
             return Err(ScramError::ServerError(err.to_owned()));
         }
-        let signature = b64_key(
-            attr(Some(first), 'v', "server signature")?,
-            "server signature",
-        )?;
+        let signature = b64_key(attr(Some(first), 'v', "server signature")?, "server signature")?;
         if ct_eq(&signature, &self.server_signature) {
             Ok(())
         } else {
@@ -365,50 +337,28 @@ impl ScramServer {
     /// Handles client-first-message (SASLInitialResponse data) and returns the exchange state
     /// plus the server-first-message to send in AuthenticationSASLContinue.
     /// `server_nonce` is appended to the client's nonce; it must be printable ASCII without commas.
-    pub fn start(
-        secret: &ScramSecret,
-        client_first: &[u8],
-        server_nonce: &str,
-    ) -> Result<(Self, String), ScramError> {
+    pub fn start(secret: &ScramSecret, client_first: &[u8], server_nonce: &str) -> Result<(Self, String), ScramError> {
         check_nonce(server_nonce)?;
         let text = utf8(client_first, "client-first-message")?;
         let mut gs2 = text.splitn(3, ',');
         match gs2.next() {
             Some("n" | "y") => {}
-            Some(flag) if flag.starts_with("p=") => {
-                return Err(ScramError::ChannelBindingUnsupported)
-            }
-            _ => {
-                return Err(ScramError::Malformed {
-                    what: "channel binding flag",
-                })
-            }
+            Some(flag) if flag.starts_with("p=") => return Err(ScramError::ChannelBindingUnsupported),
+            _ => return Err(ScramError::Malformed { what: "channel binding flag" }),
         }
         match gs2.next() {
             Some("") => {}
             Some(a) if a.starts_with("a=") => return Err(ScramError::AuthzidUnsupported),
-            _ => {
-                return Err(ScramError::Malformed {
-                    what: "authorization identity",
-                })
-            }
+            _ => return Err(ScramError::Malformed { what: "authorization identity" }),
         }
-        let bare = gs2.next().ok_or(ScramError::Malformed {
-            what: "client-first-message-bare",
-        })?;
-        let gs2_header = text
-            .get(..text.len().saturating_sub(bare.len()))
-            .unwrap_or_default();
+        let bare = gs2.next().ok_or(ScramError::Malformed { what: "client-first-message-bare" })?;
+        let gs2_header = text.get(..text.len().saturating_sub(bare.len())).unwrap_or_default();
         let mut parts = bare.split(',');
         attr(parts.next(), 'n', "user name")?;
         let client_nonce = attr(parts.next(), 'r', "client nonce")?;
         check_nonce(client_nonce)?;
         let nonce = format!("{client_nonce}{server_nonce}");
-        let server_first = format!(
-            "r={nonce},s={},i={}",
-            B64.encode(&secret.salt),
-            secret.iterations
-        );
+        let server_first = format!("r={nonce},s={},i={}", B64.encode(&secret.salt), secret.iterations);
         let state = Self {
             stored_key: secret.stored_key,
             server_key: secret.server_key,
@@ -423,18 +373,12 @@ impl ScramServer {
     /// proof, and returns the server-final-message to send in AuthenticationSASLFinal.
     pub fn finish(&self, client_final: &[u8]) -> Result<String, ScramError> {
         let text = utf8(client_final, "client-final-message")?;
-        let (without_proof, proof) = text
-            .rsplit_once(",p=")
-            .ok_or(ScramError::Malformed { what: "proof" })?;
+        let (without_proof, proof) = text.rsplit_once(",p=").ok_or(ScramError::Malformed { what: "proof" })?;
         let mut parts = without_proof.split(',');
         let binding = attr(parts.next(), 'c', "channel binding")?;
-        let binding = B64.decode(binding).map_err(|_| ScramError::Malformed {
-            what: "channel binding",
-        })?;
+        let binding = B64.decode(binding).map_err(|_| ScramError::Malformed { what: "channel binding" })?;
         if binding != self.gs2_header.as_bytes() {
-            return Err(ScramError::Malformed {
-                what: "channel binding does not match gs2 header",
-            });
+            return Err(ScramError::Malformed { what: "channel binding does not match gs2 header" });
         }
         if attr(parts.next(), 'r', "nonce")? != self.nonce {
             return Err(ScramError::NonceMismatch);
@@ -445,9 +389,6 @@ impl ScramServer {
         if !ct_eq(&sha256(&client_key), &self.stored_key) {
             return Err(ScramError::InvalidProof);
         }
-        Ok(format!(
-            "v={}",
-            B64.encode(hmac(&self.server_key, &auth_message))
-        ))
+        Ok(format!("v={}", B64.encode(hmac(&self.server_key, &auth_message))))
     }
 }

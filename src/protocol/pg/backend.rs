@@ -38,10 +38,7 @@ impl TransactionStatus {
             b'I' => Ok(Self::Idle),
             b'T' => Ok(Self::InBlock),
             b'E' => Ok(Self::Failed),
-            _ => Err(DecodeError::InvalidValue {
-                what: "transaction status",
-                value: i64::from(b),
-            }),
+            _ => Err(DecodeError::InvalidValue { what: "transaction status", value: i64::from(b) }),
         }
     }
 }
@@ -109,13 +106,8 @@ impl<'a> FieldDescription<'a> {
     }
 
     fn write(&self, w: &mut MessageWriter<'_>) {
-        w.cstr(self.name, "field name")
-            .u32(self.table_oid)
-            .i16(self.column_attr);
-        w.u32(self.type_oid)
-            .i16(self.type_size)
-            .i32(self.type_modifier)
-            .i16(self.format);
+        w.cstr(self.name, "field name").u32(self.table_oid).i16(self.column_attr);
+        w.u32(self.type_oid).i16(self.type_size).i32(self.type_modifier).i16(self.format);
     }
 }
 
@@ -134,10 +126,7 @@ impl<'a> RowDescription<'a> {
             FieldDescription::read(r)?;
         }
         let used = before.remaining().saturating_sub(r.remaining());
-        Ok(Self {
-            count,
-            raw: before.clone().bytes(used, "row description")?,
-        })
+        Ok(Self { count, raw: before.clone().bytes(used, "row description")? })
     }
 
     /// Number of columns.
@@ -158,13 +147,7 @@ impl<'a> RowDescription<'a> {
     /// Iterates the column descriptions.
     pub fn iter(&self) -> impl Iterator<Item = FieldDescription<'a>> + 'a {
         let mut r = Reader::new(self.raw);
-        std::iter::from_fn(move || {
-            if r.remaining() == 0 {
-                None
-            } else {
-                FieldDescription::read(&mut r).ok()
-            }
-        })
+        std::iter::from_fn(move || if r.remaining() == 0 { None } else { FieldDescription::read(&mut r).ok() })
     }
 }
 
@@ -258,14 +241,8 @@ impl<'a> BackendMessage<'a> {
         let mut r = Reader::new(frame.body);
         let msg = match frame.tag {
             b'R' => Self::Authentication(decode_auth(&mut r)?),
-            b'S' => Self::ParameterStatus {
-                name: r.cstr("parameter name")?,
-                value: r.cstr("parameter value")?,
-            },
-            b'K' => Self::BackendKeyData {
-                pid: r.i32("process id")?,
-                key: r.i32("secret key")?,
-            },
+            b'S' => Self::ParameterStatus { name: r.cstr("parameter name")?, value: r.cstr("parameter value")? },
+            b'K' => Self::BackendKeyData { pid: r.i32("process id")?, key: r.i32("secret key")? },
             b'Z' => Self::ReadyForQuery(TransactionStatus::from_byte(r.u8("transaction status")?)?),
             b'T' => Self::RowDescription(RowDescription::read(&mut r)?),
             b'D' => Self::DataRow(ValueList::read(&mut r, "column value")?),
@@ -333,8 +310,7 @@ impl<'a> BackendMessage<'a> {
         match self {
             Self::Authentication(auth) => encode_auth(auth, &mut w),
             Self::ParameterStatus { name, value } => {
-                w.cstr(name, "parameter name")
-                    .cstr(value, "parameter value");
+                w.cstr(name, "parameter name").cstr(value, "parameter value");
             }
             Self::BackendKeyData { pid, key } => {
                 w.i32(*pid).i32(*key);
@@ -358,29 +334,16 @@ impl<'a> BackendMessage<'a> {
                 w.count16(oids.len(), "parameter types").bytes(oids.raw());
             }
             Self::CopyInResponse(c) | Self::CopyOutResponse(c) | Self::CopyBothResponse(c) => {
-                w.u8(c.format)
-                    .count16(c.column_formats.len(), "column formats")
-                    .bytes(c.column_formats.raw());
+                w.u8(c.format).count16(c.column_formats.len(), "column formats").bytes(c.column_formats.raw());
             }
             Self::CopyData(data) => {
                 w.bytes(data);
             }
-            Self::NotificationResponse {
-                pid,
-                channel,
-                payload,
-            } => {
-                w.i32(*pid)
-                    .cstr(channel, "channel")
-                    .cstr(payload, "payload");
+            Self::NotificationResponse { pid, channel, payload } => {
+                w.i32(*pid).cstr(channel, "channel").cstr(payload, "payload");
             }
-            Self::NegotiateProtocolVersion {
-                newest_minor,
-                unrecognized,
-            } => {
-                w.i32(*newest_minor)
-                    .count32(unrecognized.count(), "options")
-                    .bytes(unrecognized.raw());
+            Self::NegotiateProtocolVersion { newest_minor, unrecognized } => {
+                w.i32(*newest_minor).count32(unrecognized.count(), "options").bytes(unrecognized.raw());
             }
             Self::FunctionCallResponse(value) => {
                 w.value(*value, "function result");
@@ -401,18 +364,11 @@ fn decode_auth<'a>(r: &mut Reader<'a>) -> Result<Authentication<'a>, DecodeError
     Ok(match r.i32("authentication code")? {
         0 => Authentication::Ok,
         3 => Authentication::CleartextPassword,
-        5 => Authentication::Md5Password {
-            salt: r.array("MD5 salt")?,
-        },
-        10 => Authentication::Sasl {
-            mechanisms: StrList::read_terminated(r, "SASL mechanism")?,
-        },
+        5 => Authentication::Md5Password { salt: r.array("MD5 salt")? },
+        10 => Authentication::Sasl { mechanisms: StrList::read_terminated(r, "SASL mechanism")? },
         11 => Authentication::SaslContinue(r.rest()),
         12 => Authentication::SaslFinal(r.rest()),
-        code => Authentication::Other {
-            code,
-            data: r.rest(),
-        },
+        code => Authentication::Other { code, data: r.rest() },
     })
 }
 
@@ -445,25 +401,17 @@ fn encode_auth(auth: &Authentication<'_>, w: &mut MessageWriter<'_>) {
 fn decode_copy_response<'a>(r: &mut Reader<'a>) -> Result<CopyResponse<'a>, DecodeError> {
     let format = r.u8("copy format")?;
     let column_formats = Int16List::read(r, "copy column formats")?;
-    Ok(CopyResponse {
-        format,
-        column_formats,
-    })
+    Ok(CopyResponse { format, column_formats })
 }
 
 fn decode_negotiate<'a>(r: &mut Reader<'a>) -> Result<BackendMessage<'a>, DecodeError> {
     let newest_minor = r.i32("newest minor version")?;
     let count = r.i32("option count")?;
-    let count = usize::try_from(count).map_err(|_| DecodeError::InvalidValue {
-        what: "option count",
-        value: i64::from(count),
-    })?;
+    let count = usize::try_from(count)
+        .map_err(|_| DecodeError::InvalidValue { what: "option count", value: i64::from(count) })?;
     // Each option takes at least its NUL byte, so the loop is bounded by the body length.
     let unrecognized = StrList::read_counted(r, count, "protocol option")?;
-    Ok(BackendMessage::NegotiateProtocolVersion {
-        newest_minor,
-        unrecognized,
-    })
+    Ok(BackendMessage::NegotiateProtocolVersion { newest_minor, unrecognized })
 }
 
 /// Appends ReadyForQuery with the given status.
@@ -472,10 +420,7 @@ pub fn encode_ready_for_query(status: TransactionStatus, out: &mut Vec<u8>) {
 }
 
 /// Appends a RowDescription built from column descriptions (e.g. for translated results).
-pub fn encode_row_description(
-    fields: &[FieldDescription<'_>],
-    out: &mut Vec<u8>,
-) -> Result<(), EncodeError> {
+pub fn encode_row_description(fields: &[FieldDescription<'_>], out: &mut Vec<u8>) -> Result<(), EncodeError> {
     let mut w = MessageWriter::tagged(out, b'T');
     w.count16(fields.len(), "fields");
     for f in fields {
@@ -495,10 +440,7 @@ pub fn encode_data_row(values: &[Option<&[u8]>], out: &mut Vec<u8>) -> Result<()
 }
 
 /// Appends an authentication request (e.g. AuthenticationOk to a client the router accepted).
-pub fn encode_authentication(
-    auth: &Authentication<'_>,
-    out: &mut Vec<u8>,
-) -> Result<(), EncodeError> {
+pub fn encode_authentication(auth: &Authentication<'_>, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     BackendMessage::Authentication(*auth).encode(out)
 }
 
@@ -532,9 +474,7 @@ pub fn peek<'a>(frame: &Frame<'a>) -> Result<BackendPeek<'a>, DecodeError> {
             r.finish("ReadyForQuery")?;
             Ok(BackendPeek::ReadyForQuery(status))
         }
-        b'E' => Ok(BackendPeek::Error {
-            sqlstate: peek_sqlstate(frame.body),
-        }),
+        b'E' => Ok(BackendPeek::Error { sqlstate: peek_sqlstate(frame.body) }),
         tag => Ok(BackendPeek::Other(tag)),
     }
 }
@@ -545,7 +485,25 @@ pub fn peek<'a>(frame: &Frame<'a>) -> Result<BackendPeek<'a>, DecodeError> {
 pub fn is_after_startup(tag: u8) -> bool {
     matches!(
         tag,
-        b'1' | b'2' | b'3' | b'A' | b'C' | b'D' | b'E' | b'G' | b'H' | b'I' | b'N' | b'S' | b'T' | b'V' | b'W' | b'Z'
-            | b'c' | b'd' | b'n' | b's' | b't'
+        b'1' | b'2'
+            | b'3'
+            | b'A'
+            | b'C'
+            | b'D'
+            | b'E'
+            | b'G'
+            | b'H'
+            | b'I'
+            | b'N'
+            | b'S'
+            | b'T'
+            | b'V'
+            | b'W'
+            | b'Z'
+            | b'c'
+            | b'd'
+            | b'n'
+            | b's'
+            | b't'
     )
 }

@@ -25,11 +25,7 @@ pub struct Frame<'a> {
 impl<'a> Frame<'a> {
     /// Builds a frame from its parts, e.g. to decode a message a caller framed itself.
     pub fn new(tag: u8, body: &'a [u8]) -> Self {
-        Self {
-            tag,
-            body,
-            total_len: body.len().saturating_add(5),
-        }
+        Self { tag, body, total_len: body.len().saturating_add(5) }
     }
 }
 
@@ -70,11 +66,7 @@ pub fn decode_frame(buf: &[u8], max_len: usize) -> Result<Option<Frame<'_>>, Dec
     };
     let len = checked_len(len, 4, max_len)?;
     let total_len = len.saturating_add(1);
-    Ok(buf.get(5..total_len).map(|body| Frame {
-        tag,
-        body,
-        total_len,
-    }))
+    Ok(buf.get(5..total_len).map(|body| Frame { tag, body, total_len }))
 }
 
 /// Bytes at the start of `buf` taken by consecutive complete DataRow (`D`, 55.7) messages, read
@@ -103,17 +95,12 @@ pub fn data_row_run(buf: &[u8], max_len: usize) -> usize {
 ///
 /// The length must cover at least itself and the Int32 request code; `max_len` is usually
 /// [`MAX_STARTUP_PACKET_LEN`]. Returns `Ok(None)` while the message is incomplete.
-pub fn decode_startup_frame(
-    buf: &[u8],
-    max_len: usize,
-) -> Result<Option<StartupFrame<'_>>, DecodeError> {
+pub fn decode_startup_frame(buf: &[u8], max_len: usize) -> Result<Option<StartupFrame<'_>>, DecodeError> {
     let Some(len) = read_len(buf, 0) else {
         return Ok(None);
     };
     let total_len = checked_len(len, 8, max_len)?;
-    Ok(buf
-        .get(4..total_len)
-        .map(|body| StartupFrame { body, total_len }))
+    Ok(buf.get(4..total_len).map(|body| StartupFrame { body, total_len }))
 }
 
 /// Iterates the complete tagged messages at the start of a buffer, e.g. everything one socket
@@ -130,12 +117,7 @@ pub struct Frames<'a> {
 impl<'a> Frames<'a> {
     /// Starts iterating `buf` with the given length limit (see [`decode_frame`]).
     pub fn new(buf: &'a [u8], max_len: usize) -> Self {
-        Self {
-            buf,
-            max_len,
-            consumed: 0,
-            failed: false,
-        }
+        Self { buf, max_len, consumed: 0, failed: false }
     }
 
     /// Bytes occupied by the frames yielded so far.

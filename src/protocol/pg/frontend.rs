@@ -33,10 +33,7 @@ impl Target {
         match b {
             b'S' => Ok(Self::Statement),
             b'P' => Ok(Self::Portal),
-            _ => Err(DecodeError::InvalidValue {
-                what: "describe/close kind",
-                value: i64::from(b),
-            }),
+            _ => Err(DecodeError::InvalidValue { what: "describe/close kind", value: i64::from(b) }),
         }
     }
 }
@@ -119,23 +116,14 @@ impl<'a> FrontendMessage<'a> {
             b'B' => decode_bind(&mut r)?,
             b'D' => {
                 let kind = Target::from_byte(r.u8("describe kind")?)?;
-                Self::Describe {
-                    kind,
-                    name: r.cstr("describe name")?,
-                }
+                Self::Describe { kind, name: r.cstr("describe name")? }
             }
-            b'E' => Self::Execute {
-                portal: r.cstr("portal name")?,
-                max_rows: r.i32("max rows")?,
-            },
+            b'E' => Self::Execute { portal: r.cstr("portal name")?, max_rows: r.i32("max rows")? },
             b'S' => Self::Sync,
             b'H' => Self::Flush,
             b'C' => {
                 let kind = Target::from_byte(r.u8("close kind")?)?;
-                Self::Close {
-                    kind,
-                    name: r.cstr("close name")?,
-                }
+                Self::Close { kind, name: r.cstr("close name")? }
             }
             b'X' => Self::Terminate,
             b'd' => Self::CopyData(r.rest()),
@@ -176,29 +164,15 @@ impl<'a> FrontendMessage<'a> {
             Self::Query(q) => {
                 w.cstr(q, "query");
             }
-            Self::Parse {
-                name,
-                query,
-                param_types,
-            } => {
+            Self::Parse { name, query, param_types } => {
                 w.cstr(name, "statement name").cstr(query, "query");
-                w.count16(param_types.len(), "parameter types")
-                    .bytes(param_types.raw());
+                w.count16(param_types.len(), "parameter types").bytes(param_types.raw());
             }
-            Self::Bind {
-                portal,
-                statement,
-                param_formats,
-                params,
-                result_formats,
-            } => {
-                w.cstr(portal, "portal name")
-                    .cstr(statement, "statement name");
-                w.count16(param_formats.len(), "parameter formats")
-                    .bytes(param_formats.raw());
+            Self::Bind { portal, statement, param_formats, params, result_formats } => {
+                w.cstr(portal, "portal name").cstr(statement, "statement name");
+                w.count16(param_formats.len(), "parameter formats").bytes(param_formats.raw());
                 w.count16(params.len(), "parameters").bytes(params.raw());
-                w.count16(result_formats.len(), "result formats")
-                    .bytes(result_formats.raw());
+                w.count16(result_formats.len(), "result formats").bytes(result_formats.raw());
             }
             Self::Describe { kind, name } | Self::Close { kind, name } => {
                 w.u8(kind.byte()).cstr(name, "name");
@@ -222,11 +196,7 @@ fn decode_parse<'a>(r: &mut Reader<'a>) -> Result<FrontendMessage<'a>, DecodeErr
     let name = r.cstr("statement name")?;
     let query = r.cstr("query")?;
     let param_types = OidList::read(r, "parameter types")?;
-    Ok(FrontendMessage::Parse {
-        name,
-        query,
-        param_types,
-    })
+    Ok(FrontendMessage::Parse { name, query, param_types })
 }
 
 fn decode_bind<'a>(r: &mut Reader<'a>) -> Result<FrontendMessage<'a>, DecodeError> {
@@ -235,13 +205,7 @@ fn decode_bind<'a>(r: &mut Reader<'a>) -> Result<FrontendMessage<'a>, DecodeErro
     let param_formats = Int16List::read(r, "parameter formats")?;
     let params = ValueList::read(r, "parameters")?;
     let result_formats = Int16List::read(r, "result formats")?;
-    Ok(FrontendMessage::Bind {
-        portal,
-        statement,
-        param_formats,
-        params,
-        result_formats,
-    })
+    Ok(FrontendMessage::Bind { portal, statement, param_formats, params, result_formats })
 }
 
 /// Appends a simple Query message.
@@ -252,12 +216,7 @@ pub fn encode_query(sql: &str, out: &mut Vec<u8>) -> Result<(), EncodeError> {
 }
 
 /// Appends a Parse message from parts.
-pub fn encode_parse(
-    name: &str,
-    query: &str,
-    param_types: &[u32],
-    out: &mut Vec<u8>,
-) -> Result<(), EncodeError> {
+pub fn encode_parse(name: &str, query: &str, param_types: &[u32], out: &mut Vec<u8>) -> Result<(), EncodeError> {
     let mut w = MessageWriter::tagged(out, b'P');
     w.cstr(name, "statement name").cstr(query, "query");
     w.count16(param_types.len(), "parameter types");
@@ -277,8 +236,7 @@ pub fn encode_bind(
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
     let mut w = MessageWriter::tagged(out, b'B');
-    w.cstr(portal, "portal name")
-        .cstr(statement, "statement name");
+    w.cstr(portal, "portal name").cstr(statement, "statement name");
     w.count16(param_formats.len(), "parameter formats");
     for &f in param_formats {
         w.i16(f);
@@ -325,11 +283,7 @@ pub fn encode_terminate(out: &mut Vec<u8>) {
 }
 
 /// Re-encodes a Parse body under statement name `new_name`, copying query and types untouched.
-pub fn encode_parse_renamed(
-    body: &[u8],
-    new_name: &str,
-    out: &mut Vec<u8>,
-) -> Result<(), RewriteError> {
+pub fn encode_parse_renamed(body: &[u8], new_name: &str, out: &mut Vec<u8>) -> Result<(), RewriteError> {
     let mut r = Reader::new(body);
     r.cstr_bytes("statement name")?;
     let rest = r.rest();
@@ -340,46 +294,27 @@ pub fn encode_parse_renamed(
 
 /// Re-encodes a Bind body with source statement `new_statement`, copying the portal name,
 /// formats and parameter values untouched.
-pub fn encode_bind_renamed(
-    body: &[u8],
-    new_statement: &str,
-    out: &mut Vec<u8>,
-) -> Result<(), RewriteError> {
+pub fn encode_bind_renamed(body: &[u8], new_statement: &str, out: &mut Vec<u8>) -> Result<(), RewriteError> {
     let mut r = Reader::new(body);
     let portal = r.cstr_bytes("portal name")?;
     r.cstr_bytes("statement name")?;
     let rest = r.rest();
     let mut w = MessageWriter::tagged(out, b'B');
-    w.cstr(portal, "portal name")
-        .cstr(new_statement, "statement name")
-        .bytes(rest);
+    w.cstr(portal, "portal name").cstr(new_statement, "statement name").bytes(rest);
     Ok(w.finish()?)
 }
 
 /// Re-encodes a Describe body with name `new_name`, keeping its kind byte.
-pub fn encode_describe_renamed(
-    body: &[u8],
-    new_name: &str,
-    out: &mut Vec<u8>,
-) -> Result<(), RewriteError> {
+pub fn encode_describe_renamed(body: &[u8], new_name: &str, out: &mut Vec<u8>) -> Result<(), RewriteError> {
     encode_target_renamed(b'D', body, new_name, out)
 }
 
 /// Re-encodes a Close body with name `new_name`, keeping its kind byte.
-pub fn encode_close_renamed(
-    body: &[u8],
-    new_name: &str,
-    out: &mut Vec<u8>,
-) -> Result<(), RewriteError> {
+pub fn encode_close_renamed(body: &[u8], new_name: &str, out: &mut Vec<u8>) -> Result<(), RewriteError> {
     encode_target_renamed(b'C', body, new_name, out)
 }
 
-fn encode_target_renamed(
-    tag: u8,
-    body: &[u8],
-    new_name: &str,
-    out: &mut Vec<u8>,
-) -> Result<(), RewriteError> {
+fn encode_target_renamed(tag: u8, body: &[u8], new_name: &str, out: &mut Vec<u8>) -> Result<(), RewriteError> {
     let mut r = Reader::new(body);
     let kind = Target::from_byte(r.u8("describe/close kind")?)?;
     r.cstr_bytes("name")?;
@@ -421,8 +356,7 @@ pub fn encode_sasl_initial_response(
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
     let mut w = MessageWriter::tagged(out, b'p');
-    w.cstr(mechanism, "SASL mechanism")
-        .value(data, "SASL initial response");
+    w.cstr(mechanism, "SASL mechanism").value(data, "SASL initial response");
     w.finish()
 }
 

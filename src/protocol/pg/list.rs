@@ -40,9 +40,7 @@ impl<'a> Int16List<'a> {
 
     /// Iterates the values.
     pub fn iter(&self) -> impl Iterator<Item = i16> + 'a {
-        self.raw
-            .chunks_exact(2)
-            .filter_map(|c| <[u8; 2]>::try_from(c).ok().map(i16::from_be_bytes))
+        self.raw.chunks_exact(2).filter_map(|c| <[u8; 2]>::try_from(c).ok().map(i16::from_be_bytes))
     }
 }
 
@@ -78,9 +76,7 @@ impl<'a> OidList<'a> {
 
     /// Iterates the OIDs.
     pub fn iter(&self) -> impl Iterator<Item = u32> + 'a {
-        self.raw
-            .chunks_exact(4)
-            .filter_map(|c| <[u8; 4]>::try_from(c).ok().map(u32::from_be_bytes))
+        self.raw.chunks_exact(4).filter_map(|c| <[u8; 4]>::try_from(c).ok().map(u32::from_be_bytes))
     }
 }
 
@@ -122,10 +118,7 @@ impl<'a> ValueList<'a> {
 
     /// Iterates the values; `None` is SQL NULL.
     pub fn iter(&self) -> ValueIter<'a> {
-        ValueIter {
-            r: Reader::new(self.raw),
-            left: self.count,
-        }
+        ValueIter { r: Reader::new(self.raw), left: self.count }
     }
 }
 
@@ -157,26 +150,16 @@ pub struct StrList<'a> {
 
 impl<'a> StrList<'a> {
     /// Reads strings until an empty one (the list terminator), which is consumed.
-    pub(crate) fn read_terminated(
-        r: &mut Reader<'a>,
-        what: &'static str,
-    ) -> Result<Self, DecodeError> {
+    pub(crate) fn read_terminated(r: &mut Reader<'a>, what: &'static str) -> Result<Self, DecodeError> {
         let before = r.clone();
         while !r.cstr(what)?.is_empty() {}
-        let used = before
-            .remaining()
-            .saturating_sub(r.remaining())
-            .saturating_sub(1);
+        let used = before.remaining().saturating_sub(r.remaining()).saturating_sub(1);
         let raw = before.clone().bytes(used, what)?;
         Ok(Self { raw })
     }
 
     /// Reads exactly `count` strings.
-    pub(crate) fn read_counted(
-        r: &mut Reader<'a>,
-        count: usize,
-        what: &'static str,
-    ) -> Result<Self, DecodeError> {
+    pub(crate) fn read_counted(r: &mut Reader<'a>, count: usize, what: &'static str) -> Result<Self, DecodeError> {
         let before = r.clone();
         for _ in 0..count {
             r.cstr(what)?;
@@ -194,13 +177,7 @@ impl<'a> StrList<'a> {
     /// Iterates the strings.
     pub fn iter(&self) -> impl Iterator<Item = &'a str> + 'a {
         let mut r = Reader::new(self.raw);
-        std::iter::from_fn(move || {
-            if r.remaining() == 0 {
-                None
-            } else {
-                r.cstr("string").ok()
-            }
-        })
+        std::iter::from_fn(move || if r.remaining() == 0 { None } else { r.cstr("string").ok() })
     }
 
     /// Number of strings (walks the list).

@@ -7,12 +7,7 @@
 //! input can make the codec panic.
 
 // The no-panic contract, checked by clippy rather than by review.
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic
-)]
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod auth;
 pub mod backend;

@@ -55,13 +55,8 @@ impl<'a> FieldList<'a> {
         while r.u8("error field type")? != 0 {
             r.cstr("error field value")?;
         }
-        let used = before
-            .remaining()
-            .saturating_sub(r.remaining())
-            .saturating_sub(1);
-        Ok(Self {
-            raw: before.clone().bytes(used, "error fields")?,
-        })
+        let used = before.remaining().saturating_sub(r.remaining()).saturating_sub(1);
+        Ok(Self { raw: before.clone().bytes(used, "error fields")? })
     }
 
     /// The wire bytes of the fields, without the terminating zero byte.

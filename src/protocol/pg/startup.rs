@@ -38,10 +38,7 @@ impl ProtocolVersion {
 
     fn from_code(code: i32) -> Self {
         let [a, b, c, d] = code.to_be_bytes();
-        Self {
-            major: u16::from_be_bytes([a, b]),
-            minor: u16::from_be_bytes([c, d]),
-        }
+        Self { major: u16::from_be_bytes([a, b]), minor: u16::from_be_bytes([c, d]) }
     }
 }
 
@@ -126,10 +123,7 @@ impl<'a> StartupPacket<'a> {
                     return Err(DecodeError::UnknownRequestCode(code));
                 }
                 if protocol.major != 3 {
-                    return Err(DecodeError::UnsupportedProtocol {
-                        major: protocol.major,
-                        minor: protocol.minor,
-                    });
+                    return Err(DecodeError::UnsupportedProtocol { major: protocol.major, minor: protocol.minor });
                 }
                 let params = decode_params(&mut r)?;
                 Self::Startup { protocol, params }
@@ -157,12 +151,9 @@ impl<'a> StartupPacket<'a> {
                 for (name, value) in params.iter() {
                     if name.is_empty() {
                         // An empty name is the list terminator: it cannot be sent as a parameter.
-                        w.fail(EncodeError::Invalid {
-                            what: "empty startup parameter name",
-                        });
+                        w.fail(EncodeError::Invalid { what: "empty startup parameter name" });
                     }
-                    w.cstr(name, "startup parameter name")
-                        .cstr(value, "startup parameter value");
+                    w.cstr(name, "startup parameter name").cstr(value, "startup parameter value");
                 }
                 w.u8(0);
             }
@@ -180,9 +171,7 @@ fn decode_params<'a>(r: &mut Reader<'a>) -> Result<StartupParams<'a>, DecodeErro
             return Ok(params);
         }
         if params.len() >= MAX_STARTUP_PARAMS {
-            return Err(DecodeError::TooManyParams {
-                max: MAX_STARTUP_PARAMS,
-            });
+            return Err(DecodeError::TooManyParams { max: MAX_STARTUP_PARAMS });
         }
         let value = r.cstr("startup parameter value")?;
         params.push(name, value);

@@ -26,19 +26,13 @@ impl<'a> Reader<'a> {
 
     /// Takes exactly `n` bytes.
     pub(crate) fn bytes(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
-        let (head, tail) = self
-            .buf
-            .split_at_checked(n)
-            .ok_or(DecodeError::Truncated { what })?;
+        let (head, tail) = self.buf.split_at_checked(n).ok_or(DecodeError::Truncated { what })?;
         self.buf = tail;
         Ok(head)
     }
 
     /// Takes `N` bytes as an array.
-    pub(crate) fn array<const N: usize>(
-        &mut self,
-        what: &'static str,
-    ) -> Result<[u8; N], DecodeError> {
+    pub(crate) fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
         let head = self.bytes(N, what)?;
         <[u8; N]>::try_from(head).map_err(|_| DecodeError::Truncated { what })
     }
@@ -70,11 +64,7 @@ impl<'a> Reader<'a> {
 
     /// Reads a NUL-terminated string as raw bytes (without the NUL).
     pub(crate) fn cstr_bytes(&mut self, what: &'static str) -> Result<&'a [u8], DecodeError> {
-        let nul = self
-            .buf
-            .iter()
-            .position(|&b| b == 0)
-            .ok_or(DecodeError::MissingNul { what })?;
+        let nul = self.buf.iter().position(|&b| b == 0).ok_or(DecodeError::MissingNul { what })?;
         let text = self.bytes(nul, what)?;
         self.bytes(1, what)?;
         Ok(text)
@@ -92,10 +82,7 @@ impl<'a> Reader<'a> {
         if len == -1 {
             return Ok(None);
         }
-        let n = usize::try_from(len).map_err(|_| DecodeError::InvalidValue {
-            what,
-            value: i64::from(len),
-        })?;
+        let n = usize::try_from(len).map_err(|_| DecodeError::InvalidValue { what, value: i64::from(len) })?;
         self.bytes(n, what).map(Some)
     }
 
@@ -142,12 +129,7 @@ impl<'o> MessageWriter<'o> {
     fn with_length(out: &'o mut Vec<u8>, start: usize) -> Self {
         let len_at = out.len();
         out.extend_from_slice(&[0; 4]);
-        Self {
-            out,
-            start,
-            len_at,
-            err: None,
-        }
+        Self { out, start, len_at, err: None }
     }
 
     /// Records a failure found by the caller; `finish` will report the first one.

@@ -10,26 +10,15 @@ const READ: &str = "SELECT a FROM t WHERE id = 1";
 fn repeated_shapes_hit_the_cache() {
     let mut r = split_router("");
     let first = pg(&mut r, READ);
-    assert_eq!(
-        (first.kind, first.cached),
-        (DecisionKind::ReadWriteSplit, false)
-    );
+    assert_eq!((first.kind, first.cached), (DecisionKind::ReadWriteSplit, false));
     for id in 2..6 {
         let d = pg(&mut r, &format!("SELECT a FROM t WHERE id = {id}"));
         assert_eq!(
             (pool(&d), d.kind, d.step, d.cached),
-            (
-                "replicas",
-                DecisionKind::Cache,
-                DecisionKind::ReadWriteSplit,
-                true
-            )
+            ("replicas", DecisionKind::Cache, DecisionKind::ReadWriteSplit, true)
         );
         assert_eq!(d.fingerprint, first.fingerprint);
-        assert!(
-            Arc::ptr_eq(&d.facts, &first.facts),
-            "the cached facts are shared, not copied"
-        );
+        assert!(Arc::ptr_eq(&d.facts, &first.facts), "the cached facts are shared, not copied");
     }
     let s = r.cache_stats();
     assert_eq!((s.hits, s.misses, s.inserts), (4, 1, 1));
@@ -44,12 +33,7 @@ fn cached_pattern_rule_keeps_its_name() {
     let d = pg(&mut r, "SELECT a FROM t WHERE id = 2");
     assert_eq!(
         (pool(&d), d.kind, d.step, d.rule.as_deref()),
-        (
-            "analytics",
-            DecisionKind::Cache,
-            DecisionKind::PatternRule,
-            Some("tpl")
-        )
+        ("analytics", DecisionKind::Cache, DecisionKind::PatternRule, Some("tpl"))
     );
 }
 
@@ -67,16 +51,10 @@ fn the_cache_is_bounded() {
 
 #[test]
 fn disabled_cache_is_never_used() {
-    let mut r = router_for(&config(
-        &format!("{SPLIT}\n[routing.cache]\nenabled = false"),
-        "",
-    ));
+    let mut r = router_for(&config(&format!("{SPLIT}\n[routing.cache]\nenabled = false"), ""));
     for _ in 0..3 {
         let d = pg(&mut r, READ);
-        assert_eq!(
-            (pool(&d), d.kind, d.cached),
-            ("replicas", DecisionKind::ReadWriteSplit, false)
-        );
+        assert_eq!((pool(&d), d.kind, d.cached), ("replicas", DecisionKind::ReadWriteSplit, false));
     }
     assert_eq!((r.cache_len(), r.cache_stats()), (0, CacheStats::default()));
 }
@@ -94,13 +72,7 @@ fn a_new_rule_set_invalidates_the_cache() {
     let d = pg(&mut r, READ);
     assert_eq!((pool(&d), d.cached), ("analytics", false));
     // A dynamic rule added at runtime is a new rule set too.
-    let dynamic = [pattern_rule(
-        "dyn",
-        PatternKind::Regex,
-        "^SELECT a",
-        to_pool("primary"),
-        0,
-    )];
+    let dynamic = [pattern_rule("dyn", PatternKind::Regex, "^SELECT a", to_pool("primary"), 0)];
     r.set_rules(rules_with(&config(SPLIT, tail), &dynamic, &[]));
     assert_eq!(pool(&pg(&mut r, READ)), "primary");
     assert_eq!(r.cache_stats().invalidations, 2);
@@ -113,17 +85,8 @@ fn translation_and_dynamic_hits_are_not_cached() {
         translated_sql: "SELECT a FROM t_v WHERE id = 1".into(),
         target_pool: "analytics".into(),
     }];
-    let dynamic = [pattern_rule(
-        "dyn",
-        PatternKind::Template,
-        "UPDATE t SET a = 1",
-        to_pool("analytics"),
-        0,
-    )];
-    let mut r = Router::new(
-        rules_with(&config(SPLIT, ""), &dynamic, &translations),
-        Catalogs::builtin(),
-    );
+    let dynamic = [pattern_rule("dyn", PatternKind::Template, "UPDATE t SET a = 1", to_pool("analytics"), 0)];
+    let mut r = Router::new(rules_with(&config(SPLIT, ""), &dynamic, &translations), Catalogs::builtin());
     for id in 0..3 {
         let d = pg(&mut r, &format!("SELECT a FROM t WHERE id = {id}"));
         assert_eq!((d.kind, d.cached), (DecisionKind::Translation, false));
@@ -136,34 +99,22 @@ fn translation_and_dynamic_hits_are_not_cached() {
 
 #[test]
 fn one_cached_entry_serves_every_session_correctly() {
-    let tail =
-        "[[routing.rules]]\nname = \"reporting\"\nuser = \"reporting\"\npool = \"analytics\"\n";
+    let tail = "[[routing.rules]]\nname = \"reporting\"\nuser = \"reporting\"\npool = \"analytics\"\n";
     let mut r = split_router(tail);
     assert_eq!(pool(&pg(&mut r, READ)), "replicas");
     // Pinned by read-your-writes.
     let mut pinned = RouteInput::new(READ, Protocol::Postgres, "app", "app");
     pinned.session.pinned_to_primary = true;
     let d = r.route(&pinned);
-    assert_eq!(
-        (pool(&d), d.kind, d.reason),
-        ("primary", DecisionKind::Cache, "read_your_writes")
-    );
+    assert_eq!((pool(&d), d.kind, d.reason), ("primary", DecisionKind::Cache, "read_your_writes"));
     // Inside a transaction.
     let tx: Arc<str> = Arc::from("primary");
     let mut in_tx = RouteInput::new(READ, Protocol::Postgres, "app", "app");
     in_tx.session.transaction_pool = Some(&tx);
     assert_eq!(r.route(&in_tx).kind, DecisionKind::TransactionPin);
     // Another user matched by a session rule.
-    let d = r.route(&RouteInput::new(
-        READ,
-        Protocol::Postgres,
-        "reporting",
-        "app",
-    ));
-    assert_eq!(
-        (pool(&d), d.kind, d.cached),
-        ("analytics", DecisionKind::RegexRule, true)
-    );
+    let d = r.route(&RouteInput::new(READ, Protocol::Postgres, "reporting", "app"));
+    assert_eq!((pool(&d), d.kind, d.cached), ("analytics", DecisionKind::RegexRule, true));
     // And the first session again.
     assert_eq!(pool(&pg(&mut r, READ)), "replicas");
     assert_eq!(r.cache_stats().misses, 1);
@@ -178,10 +129,7 @@ fn a_memoized_key_is_used_only_when_it_fits() {
     assert_eq!(r.route(&input).fingerprint, key.fingerprint);
     // A key computed for the other protocol is recomputed.
     let other = r.key(READ, Protocol::MySql);
-    input.key = Some(StatementKey {
-        fingerprint: crate::sql::fingerprint::Fingerprint(1),
-        ..other
-    });
+    input.key = Some(StatementKey { fingerprint: crate::sql::fingerprint::Fingerprint(1), ..other });
     assert_eq!(r.route(&input).fingerprint, key.fingerprint);
 }
 
@@ -194,16 +142,10 @@ fn ast_strategy_keys_selects_and_templates_by_their_syntax_tree() {
     let key = r.key(READ, Protocol::Postgres);
     assert_eq!(key.space, KeySpace::Ast);
     assert_ne!(key.fingerprint, key.lexer);
-    assert_eq!(
-        r.key("UPDATE t SET a = 1", Protocol::Postgres).space,
-        KeySpace::Lexer
-    );
+    assert_eq!(r.key("UPDATE t SET a = 1", Protocol::Postgres).space, KeySpace::Lexer);
     // Other literal values share the AST fingerprint; the template was keyed in the same space.
     let variant = "select a   from t where id = 7";
-    assert_eq!(
-        r.key(variant, Protocol::Postgres).fingerprint,
-        key.fingerprint
-    );
+    assert_eq!(r.key(variant, Protocol::Postgres).fingerprint, key.fingerprint);
     assert_eq!(pg(&mut r, variant).rule.as_deref(), Some("tpl"));
     assert_eq!(pool(&pg(&mut r, "UPDATE t SET a = 1")), "primary");
 }

@@ -8,11 +8,7 @@ fn default_pool_without_split() {
     for sql in ["SELECT 1", "UPDATE t SET a = 1", "BEGIN", "not sql at all"] {
         let d = pg(&mut r, sql);
         assert_eq!(pool(&d), "primary", "{sql}");
-        assert_eq!(
-            (d.step, d.reason),
-            (DecisionKind::Default, "default"),
-            "{sql}"
-        );
+        assert_eq!((d.step, d.reason), (DecisionKind::Default, "default"), "{sql}");
     }
 }
 
@@ -20,11 +16,7 @@ fn default_pool_without_split() {
 fn read_write_split_by_eligibility() {
     let mut r = split_router("");
     let table = [
-        (
-            "SELECT a FROM t WHERE id = 1",
-            "replicas",
-            "replica_eligible",
-        ),
+        ("SELECT a FROM t WHERE id = 1", "replicas", "replica_eligible"),
         ("UPDATE t SET a = 1 WHERE id = 1", "primary", "write"),
         ("CREATE TABLE x (a int)", "primary", "ddl"),
         ("SELECT a FROM t FOR UPDATE", "primary", "row_lock"),
@@ -33,35 +25,22 @@ fn read_write_split_by_eligibility() {
     ];
     for (sql, want, reason) in table {
         let d = pg(&mut r, sql);
-        assert_eq!(
-            (pool(&d), d.reason, d.step),
-            (want, reason, DecisionKind::ReadWriteSplit),
-            "{sql}"
-        );
+        assert_eq!((pool(&d), d.reason, d.step), (want, reason, DecisionKind::ReadWriteSplit), "{sql}");
         assert_eq!(d.facts.replica_eligible(), want == "replicas", "{sql}");
     }
 }
 
 #[test]
 fn mysql_default_pool_takes_mysql_clients_without_split() {
-    let mut r = router_for(&config(
-        &format!("{SPLIT}\nmysql_default_pool = \"my_primary\""),
-        "",
-    ));
+    let mut r = router_for(&config(&format!("{SPLIT}\nmysql_default_pool = \"my_primary\""), ""));
     let d = my(&mut r, "SELECT c FROM sbtest1 WHERE id = 1");
     assert_eq!((pool(&d), d.step), ("my_primary", DecisionKind::Default));
     let d = pg(&mut r, "SELECT 1");
     assert_eq!(pool(&d), "replicas");
     // Without mysql_default_pool, MySQL clients are split like everyone else.
     let mut r = split_router("");
-    assert_eq!(
-        pool(&my(&mut r, "SELECT c FROM sbtest1 WHERE id = 1")),
-        "replicas"
-    );
-    assert_eq!(
-        pool(&my(&mut r, "DELETE FROM sbtest1 WHERE id = 1")),
-        "primary"
-    );
+    assert_eq!(pool(&my(&mut r, "SELECT c FROM sbtest1 WHERE id = 1")), "replicas");
+    assert_eq!(pool(&my(&mut r, "DELETE FROM sbtest1 WHERE id = 1")), "primary");
 }
 
 #[test]
@@ -80,25 +59,13 @@ pool = "analytics"
         "/* app */ SELECT count(*) FROM orders WHERE created_at > 'x'",
     ] {
         let d = pg(&mut r, sql);
-        assert_eq!(
-            (pool(&d), d.step, d.rule.as_deref()),
-            ("analytics", DecisionKind::PatternRule, Some("counts"))
-        );
+        assert_eq!((pool(&d), d.step, d.rule.as_deref()), ("analytics", DecisionKind::PatternRule, Some("counts")));
     }
-    for sql in [
-        "SELECT count(*) FROM orders WHERE created_at < '2024-05-01'",
-        "SELECT count(*) FROM orderz",
-    ] {
+    for sql in ["SELECT count(*) FROM orders WHERE created_at < '2024-05-01'", "SELECT count(*) FROM orderz"] {
         assert_eq!(pg(&mut r, sql).rule, None, "{sql}");
     }
     // Templates apply to both dialects.
-    assert_eq!(
-        pool(&my(
-            &mut r,
-            "SELECT count(*) FROM orders WHERE created_at > '2024-05-01'"
-        )),
-        "analytics"
-    );
+    assert_eq!(pool(&my(&mut r, "SELECT count(*) FROM orders WHERE created_at > '2024-05-01'")), "analytics");
 }
 
 #[test]
@@ -113,14 +80,8 @@ pool = "analytics"
     let mut r = split_router(tail);
     // Same fingerprint, different literals: the regex sees the raw text every time.
     for _ in 0..2 {
-        assert_eq!(
-            pool(&pg(&mut r, "SELECT * FROM t WHERE tenant_id = 42")),
-            "analytics"
-        );
-        assert_eq!(
-            pool(&pg(&mut r, "SELECT * FROM t WHERE tenant_id = 7")),
-            "replicas"
-        );
+        assert_eq!(pool(&pg(&mut r, "SELECT * FROM t WHERE tenant_id = 42")), "analytics");
+        assert_eq!(pool(&pg(&mut r, "SELECT * FROM t WHERE tenant_id = 7")), "replicas");
     }
     assert!(r.cache_stats().hits >= 2);
 }
@@ -128,29 +89,15 @@ pool = "analytics"
 #[test]
 fn hash_rule_matches_the_decimal_fingerprint() {
     let sql = "SELECT abalance FROM pgbench_accounts WHERE aid = 1";
-    let fp = StatementKey::compute(
-        sql,
-        Protocol::Postgres,
-        crate::config::NormalizationStrategy::String,
-    )
-    .fingerprint;
+    let fp = StatementKey::compute(sql, Protocol::Postgres, crate::config::NormalizationStrategy::String).fingerprint;
     let tail = format!(
         "[[routing.pattern_rules]]\nname = \"hot\"\ntype = \"hash\"\npattern = \"{}\"\npool = \"analytics\"\n",
         fp.0
     );
     let mut r = split_router(&tail);
-    let d = pg(
-        &mut r,
-        "SELECT abalance FROM pgbench_accounts WHERE aid = 99",
-    );
+    let d = pg(&mut r, "SELECT abalance FROM pgbench_accounts WHERE aid = 99");
     assert_eq!((pool(&d), d.fingerprint), ("analytics", fp));
-    assert_eq!(
-        pool(&pg(
-            &mut r,
-            "SELECT bbalance FROM pgbench_branches WHERE bid = 1"
-        )),
-        "replicas"
-    );
+    assert_eq!(pool(&pg(&mut r, "SELECT bbalance FROM pgbench_branches WHERE bid = 1")), "replicas");
 }
 
 /// Rules in file order a, b, c over one statement: which name decides for given priorities
@@ -158,12 +105,7 @@ fn hash_rule_matches_the_decimal_fingerprint() {
 #[test]
 fn pattern_priority_lower_first_ties_in_file_order() {
     let sql = "SELECT * FROM orders WHERE id = 1";
-    let table: [([i32; 3], &str); 4] = [
-        ([0, 0, 0], "a"),
-        ([5, 1, 3], "b"),
-        ([3, 3, -1], "c"),
-        ([2, 9, 9], "a"),
-    ];
+    let table: [([i32; 3], &str); 4] = [([0, 0, 0], "a"), ([5, 1, 3], "b"), ([3, 3, -1], "c"), ([2, 9, 9], "a")];
     for (prio, want) in table {
         let tail = format!(
             r#"
@@ -216,26 +158,11 @@ reject = "batch user is disabled"
     let d = pg(&mut r, "DELETE FROM orders");
     assert_eq!(
         (rejected(&d), d.kind, d.rule.as_deref()),
-        (
-            "DELETE without WHERE is not allowed",
-            DecisionKind::Reject,
-            Some("no-full-deletes")
-        )
+        ("DELETE without WHERE is not allowed", DecisionKind::Reject, Some("no-full-deletes"))
     );
-    assert_eq!(
-        pool(&pg(&mut r, "DELETE FROM orders WHERE id = 1")),
-        "primary"
-    );
-    let d = r.route(&RouteInput::new(
-        "SELECT 1",
-        Protocol::Postgres,
-        "batch",
-        "app",
-    ));
-    assert_eq!(
-        (rejected(&d), d.step),
-        ("batch user is disabled", DecisionKind::RegexRule)
-    );
+    assert_eq!(pool(&pg(&mut r, "DELETE FROM orders WHERE id = 1")), "primary");
+    let d = r.route(&RouteInput::new("SELECT 1", Protocol::Postgres, "batch", "app"));
+    assert_eq!((rejected(&d), d.step), ("batch user is disabled", DecisionKind::RegexRule));
 }
 
 #[test]
@@ -256,13 +183,7 @@ pool = "analytics"
 "#;
     let mut r = split_router(tail);
     let table = [
-        (
-            Protocol::MySql,
-            "reporting",
-            "app",
-            "UPDATE t SET a = 1",
-            Some("reporting-mysql"),
-        ),
+        (Protocol::MySql, "reporting", "app", "UPDATE t SET a = 1", Some("reporting-mysql")),
         (Protocol::Postgres, "reporting", "app", "SELECT 1", None),
         (Protocol::MySql, "other", "app", "SELECT 1", None),
         (Protocol::Postgres, "x", "shop", "SELECT 1", Some("shop-db")),
@@ -297,14 +218,8 @@ pool = "primary"
 priority = 100
 "#;
     let mut r = split_router(tail);
-    assert_eq!(
-        pg(&mut r, "SELECT * FROM orders").rule.as_deref(),
-        Some("pattern")
-    );
-    assert_eq!(
-        pg(&mut r, "SELECT * FROM items").rule.as_deref(),
-        Some("session")
-    );
+    assert_eq!(pg(&mut r, "SELECT * FROM orders").rule.as_deref(), Some("pattern"));
+    assert_eq!(pg(&mut r, "SELECT * FROM items").rule.as_deref(), Some("session"));
 }
 
 const TRANSLATION: &str = r#"
@@ -325,14 +240,8 @@ priority = 100
 fn translation_rewrites_and_wins_over_rules() {
     let mut r = split_router(TRANSLATION);
     let d = pg(&mut r, "SELECT * FROM orders WHERE id = 77");
-    assert_eq!(
-        (pool(&d), d.kind, d.reason),
-        ("analytics", DecisionKind::Translation, "translation")
-    );
-    assert_eq!(
-        d.rewritten_sql(),
-        Some("SELECT * FROM orders_v WHERE id = 77")
-    );
+    assert_eq!((pool(&d), d.kind, d.reason), ("analytics", DecisionKind::Translation, "translation"));
+    assert_eq!(d.rewritten_sql(), Some("SELECT * FROM orders_v WHERE id = 77"));
     assert_eq!(d.rule.as_deref(), Some("translation.rules[0]"));
     // Another shape is not translated and falls to the pattern rule.
     let d = pg(&mut r, "SELECT * FROM orders WHERE id > 77");
@@ -376,13 +285,7 @@ fn runtime_translations_and_dynamic_rules() {
         target_pool: "analytics".into(),
     }];
     let dynamic = [
-        pattern_rule(
-            "dyn-orders",
-            PatternKind::Regex,
-            "orders",
-            to_pool("replicas"),
-            0,
-        ),
+        pattern_rule("dyn-orders", PatternKind::Regex, "orders", to_pool("replicas"), 0),
         pattern_rule(
             "dyn-block",
             PatternKind::Template,
@@ -393,26 +296,14 @@ fn runtime_translations_and_dynamic_rules() {
     ];
     let mut r = Router::new(rules_with(&config, &dynamic, &runtime), Catalogs::builtin());
     let d = pg(&mut r, "SELECT name FROM users WHERE id = 9");
-    assert_eq!(
-        d.rewritten_sql(),
-        Some("SELECT name FROM users_archive WHERE id = 9")
-    );
+    assert_eq!(d.rewritten_sql(), Some("SELECT name FROM users_archive WHERE id = 9"));
     assert_eq!(d.rule.as_deref(), Some("api.translations[0]"));
     // Translation (step 2) beats dynamic rules (step 3), which beat config pattern rules (step 5).
-    assert_eq!(
-        pg(&mut r, "SELECT * FROM orders WHERE id = 1").kind,
-        DecisionKind::Translation
-    );
+    assert_eq!(pg(&mut r, "SELECT * FROM orders WHERE id = 1").kind, DecisionKind::Translation);
     let d = pg(&mut r, "UPDATE orders SET a = 1");
-    assert_eq!(
-        (pool(&d), d.kind, d.rule.as_deref()),
-        ("replicas", DecisionKind::DynamicRule, Some("dyn-orders"))
-    );
+    assert_eq!((pool(&d), d.kind, d.rule.as_deref()), ("replicas", DecisionKind::DynamicRule, Some("dyn-orders")));
     let d = pg(&mut r, "DELETE FROM items WHERE id = 42");
-    assert_eq!(
-        (rejected(&d), d.step),
-        ("blocked", DecisionKind::DynamicRule)
-    );
+    assert_eq!((rejected(&d), d.step), ("blocked", DecisionKind::DynamicRule));
 }
 
 #[test]
@@ -422,22 +313,11 @@ fn transaction_pins_the_pool_but_rejects_still_apply() {
     let tx: Arc<str> = Arc::from("primary");
     let mut input = RouteInput::new("SELECT a FROM t", Protocol::Postgres, "app", "app");
     input.session.transaction_pool = Some(&tx);
-    for sql in [
-        "SELECT a FROM t",
-        "SELECT * FROM orders WHERE id = 3",
-        "COMMIT",
-    ] {
+    for sql in ["SELECT a FROM t", "SELECT * FROM orders WHERE id = 3", "COMMIT"] {
         input.sql = sql;
         let d = r.route(&input);
-        assert_eq!(
-            (pool(&d), d.kind, d.reason),
-            ("primary", DecisionKind::TransactionPin, "transaction"),
-            "{sql}"
-        );
-        assert_eq!(
-            d.rewritten, None,
-            "no translation inside a transaction: {sql}"
-        );
+        assert_eq!((pool(&d), d.kind, d.reason), ("primary", DecisionKind::TransactionPin, "transaction"), "{sql}");
+        assert_eq!(d.rewritten, None, "no translation inside a transaction: {sql}");
     }
     input.sql = "SELECT forbidden FROM t";
     assert_eq!(rejected(&r.route(&input)), "no");
@@ -451,69 +331,30 @@ fn transaction_pins_the_pool_but_rejects_still_apply() {
 #[test]
 fn explain_matches_route_and_leaves_the_cache_alone() {
     let mut r = split_router(TRANSLATION);
-    let cases = [
-        "SELECT a FROM t WHERE id = 1",
-        "UPDATE t SET a = 2",
-        "SELECT * FROM orders WHERE id = 5",
-        "garbage (((",
-    ];
+    let cases =
+        ["SELECT a FROM t WHERE id = 1", "UPDATE t SET a = 2", "SELECT * FROM orders WHERE id = 5", "garbage ((("];
     for sql in cases {
         let (len, stats) = (r.cache_len(), r.cache_stats());
         let e = r.explain(&RouteInput::new(sql, Protocol::Postgres, "app", "app"));
-        assert_eq!(
-            (r.cache_len(), r.cache_stats()),
-            (len, stats),
-            "explain must not touch the cache: {sql}"
-        );
+        assert_eq!((r.cache_len(), r.cache_stats()), (len, stats), "explain must not touch the cache: {sql}");
         assert!(!e.in_cache);
         assert_eq!(e.key.fingerprint, e.decision.fingerprint);
         let d = pg(&mut r, sql);
         assert_eq!(
             (&d.outcome, d.step, d.rule.clone(), d.rewritten.clone()),
-            (
-                &e.decision.outcome,
-                e.decision.step,
-                e.decision.rule.clone(),
-                e.decision.rewritten.clone()
-            ),
+            (&e.decision.outcome, e.decision.step, e.decision.rule.clone(), e.decision.rewritten.clone()),
             "{sql}"
         );
     }
     assert_eq!(r.cache_stats().hits, 0);
-    let e = r.explain(&RouteInput::new(
-        "SELECT a FROM t WHERE id = 9",
-        Protocol::Postgres,
-        "app",
-        "app",
-    ));
+    let e = r.explain(&RouteInput::new("SELECT a FROM t WHERE id = 9", Protocol::Postgres, "app", "app"));
     assert!(e.in_cache, "route cached the shape; explain reports it");
-    assert_eq!(
-        e.decision.kind,
-        DecisionKind::ReadWriteSplit,
-        "explain decides from fresh facts"
-    );
+    assert_eq!(e.decision.kind, DecisionKind::ReadWriteSplit, "explain decides from fresh facts");
     assert_eq!(e.normalized, "select a from t where id = ?");
-    let e = r.explain(&RouteInput::new(
-        "SELECT * FROM orders WHERE id = 6",
-        Protocol::Postgres,
-        "app",
-        "app",
-    ));
-    assert_eq!(
-        e.decision.rewritten_sql(),
-        Some("SELECT * FROM orders_v WHERE id = 6")
-    );
-    let e = r.explain(&RouteInput::new(
-        "SELECT a FROM t FOR UPDATE",
-        Protocol::Postgres,
-        "app",
-        "app",
-    ));
-    assert!(
-        e.analysis.evidence.iter().any(|ev| ev.fact == "row_lock"),
-        "{:?}",
-        e.analysis.evidence
-    );
+    let e = r.explain(&RouteInput::new("SELECT * FROM orders WHERE id = 6", Protocol::Postgres, "app", "app"));
+    assert_eq!(e.decision.rewritten_sql(), Some("SELECT * FROM orders_v WHERE id = 6"));
+    let e = r.explain(&RouteInput::new("SELECT a FROM t FOR UPDATE", Protocol::Postgres, "app", "app"));
+    assert!(e.analysis.evidence.iter().any(|ev| ev.fact == "row_lock"), "{:?}", e.analysis.evidence);
     assert_eq!(e.decision.facts.ineligibility, Some("row_lock"));
 }
 

@@ -67,11 +67,7 @@ fn assert_never_replica(r: &mut Router, protocol: Protocol, sql: &str) {
     // Twice: the second decision comes from the cache and must be just as safe.
     for round in 0..2 {
         let d = r.route(&RouteInput::new(sql, protocol, "app", "app"));
-        assert_ne!(
-            d.pool().map(|p| &**p),
-            Some("replicas"),
-            "{protocol} round {round}: {sql:?} -> {d:#?}"
-        );
+        assert_ne!(d.pool().map(|p| &**p), Some("replicas"), "{protocol} round {round}: {sql:?} -> {d:#?}");
         assert!(!d.facts.replica_eligible(), "{sql:?}");
     }
 }
@@ -91,28 +87,16 @@ fn unsafe_statements_never_reach_the_read_pool() {
 fn unsafe_statements_stay_off_the_replica_after_a_safe_cousin_is_cached() {
     let mut r = split_router("");
     let pairs = [
-        (
-            Protocol::Postgres,
-            "SELECT * FROM accounts WHERE id = 1",
-            "SELECT * FROM accounts WHERE id = 2 FOR UPDATE",
-        ),
+        (Protocol::Postgres, "SELECT * FROM accounts WHERE id = 1", "SELECT * FROM accounts WHERE id = 2 FOR UPDATE"),
         (Protocol::Postgres, "SELECT abs(1)", "SELECT random()"),
-        (
-            Protocol::Postgres,
-            "EXPLAIN DELETE FROM t",
-            "EXPLAIN (ANALYZE true) DELETE FROM t",
-        ),
+        (Protocol::Postgres, "EXPLAIN DELETE FROM t", "EXPLAIN (ANALYZE true) DELETE FROM t"),
         (Protocol::Postgres, "SELECT 1", "SELECT 1; DELETE FROM t"),
         (
             Protocol::MySql,
             "SELECT c FROM sbtest1 WHERE id = 1",
             "SELECT c FROM sbtest1 WHERE id = 1 /*!50000 FOR UPDATE */",
         ),
-        (
-            Protocol::MySql,
-            "SELECT 1",
-            "SELECT 1 /*! , RELEASE_LOCK('x') */",
-        ),
+        (Protocol::MySql, "SELECT 1", "SELECT 1 /*! , RELEASE_LOCK('x') */"),
     ];
     for (protocol, safe, unsafe_sql) in pairs {
         let d = r.route(&RouteInput::new(safe, protocol, "app", "app"));
@@ -124,18 +108,11 @@ fn unsafe_statements_stay_off_the_replica_after_a_safe_cousin_is_cached() {
 #[test]
 fn udf_volatility_comes_from_the_catalog() {
     let mut r = split_router("");
-    assert_eq!(
-        pool(&pg(&mut r, "SELECT app.price(1)")),
-        "primary",
-        "unknown function is volatile"
-    );
+    assert_eq!(pool(&pg(&mut r, "SELECT app.price(1)")), "primary", "unknown function is volatile");
     let mut catalog = FunctionCatalog::builtin(Dialect::Postgres);
     catalog.insert(Some("app"), "price", Volatility::Stable);
     catalog.insert(Some("app"), "touch", Volatility::Volatile);
-    r.set_catalogs(Catalogs {
-        postgres: Arc::new(catalog),
-        mysql: Catalogs::builtin().mysql,
-    });
+    r.set_catalogs(Catalogs { postgres: Arc::new(catalog), mysql: Catalogs::builtin().mysql });
     assert_eq!(r.cache_len(), 0, "new catalogs invalidate cached facts");
     assert_eq!(pool(&pg(&mut r, "SELECT app.price(1)")), "replicas");
     assert_eq!(pool(&pg(&mut r, "SELECT app.touch(1)")), "primary");
@@ -159,18 +136,10 @@ fn benchmark_reads_go_to_the_read_pool() {
     let mut r = split_router("");
     for round in 0..3 {
         for sql in PGBENCH_SELECT.iter().chain(SYSBENCH_READ_ONLY) {
-            assert_eq!(
-                pool(&pg(&mut r, sql)),
-                "replicas",
-                "pg round {round}: {sql}"
-            );
+            assert_eq!(pool(&pg(&mut r, sql)), "replicas", "pg round {round}: {sql}");
         }
         for sql in SYSBENCH_READ_ONLY {
-            assert_eq!(
-                pool(&my(&mut r, sql)),
-                "replicas",
-                "mysql round {round}: {sql}"
-            );
+            assert_eq!(pool(&my(&mut r, sql)), "replicas", "mysql round {round}: {sql}");
         }
     }
     let s = r.cache_stats();

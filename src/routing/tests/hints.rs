@@ -26,43 +26,22 @@ translated_sql = "SELECT * FROM orders_v WHERE id = 5"
 target_pool = "analytics"
 "#;
     let mut r = split_router(tail);
-    for sql in [
-        READ,
-        "UPDATE t SET a = 1",
-        "SELECT * FROM analytics_table",
-        "SELECT * FROM orders WHERE id = 9",
-    ] {
+    for sql in [READ, "UPDATE t SET a = 1", "SELECT * FROM analytics_table", "SELECT * FROM orders WHERE id = 9"] {
         let d = pg(&mut r, &hinted(PRIMARY, sql));
-        assert_eq!(
-            (pool(&d), d.kind, d.reason),
-            ("primary", DecisionKind::Hint, "hint_primary"),
-            "{sql}"
-        );
+        assert_eq!((pool(&d), d.kind, d.reason), ("primary", DecisionKind::Hint, "hint_primary"), "{sql}");
         assert!(d.pins_primary, "{sql}");
         assert_eq!(d.rewritten, None, "the hint sends the original SQL: {sql}");
     }
     // Line comments work too; the MySQL primary is the MySQL client's primary pool.
-    let mut r = router_for(&config(
-        &format!("{SPLIT}\nmysql_default_pool = \"my_primary\""),
-        "",
-    ));
-    assert_eq!(
-        pool(&my(
-            &mut r,
-            &format!("-- querypilot: route=primary\n{READ}")
-        )),
-        "my_primary"
-    );
+    let mut r = router_for(&config(&format!("{SPLIT}\nmysql_default_pool = \"my_primary\""), ""));
+    assert_eq!(pool(&my(&mut r, &format!("-- querypilot: route=primary\n{READ}"))), "my_primary");
 }
 
 #[test]
 fn replica_hint_honored_only_when_safe() {
     let mut r = split_router("");
     let d = pg(&mut r, &hinted(REPLICA, READ));
-    assert_eq!(
-        (pool(&d), d.kind, d.reason, d.pins_primary),
-        ("replicas", DecisionKind::Hint, "hint_replica", false)
-    );
+    assert_eq!((pool(&d), d.kind, d.reason, d.pins_primary), ("replicas", DecisionKind::Hint, "hint_replica", false));
     let refused = [
         ("UPDATE t SET a = 1", "write"),
         ("SELECT a FROM t FOR UPDATE", "row_lock"),
@@ -88,10 +67,7 @@ fn replica_hint_honored_only_when_safe() {
 fn replica_hint_without_read_pool_fails() {
     let mut r = router_for(&config(NO_SPLIT, ""));
     assert!(not_honored(&pg(&mut r, &hinted(REPLICA, READ))).contains("no read pool"));
-    let mut r = router_for(&config(
-        &format!("{SPLIT}\nmysql_default_pool = \"my_primary\""),
-        "",
-    ));
+    let mut r = router_for(&config(&format!("{SPLIT}\nmysql_default_pool = \"my_primary\""), ""));
     assert!(not_honored(&my(&mut r, &hinted(REPLICA, READ))).contains("no read pool"));
     assert_eq!(pool(&pg(&mut r, &hinted(REPLICA, READ))), "replicas");
 }
@@ -99,32 +75,14 @@ fn replica_hint_without_read_pool_fails() {
 #[test]
 fn invalid_hints_are_errors() {
     let mut r = split_router("");
-    for hint in [
-        "/* querypilot: route=banana */ ",
-        "/* querypilot: color=red */ ",
-        "/* QueryPilot */ ",
-    ] {
+    for hint in ["/* querypilot: route=banana */ ", "/* querypilot: color=red */ ", "/* QueryPilot */ "] {
         let d = pg(&mut r, &hinted(hint, READ));
-        assert_eq!(
-            (&d.outcome, d.kind),
-            (
-                &Outcome::Error(DecisionError::InvalidHint),
-                DecisionKind::Hint
-            ),
-            "{hint}"
-        );
+        assert_eq!((&d.outcome, d.kind), (&Outcome::Error(DecisionError::InvalidHint), DecisionKind::Hint), "{hint}");
     }
     // Not a leading comment, or inside a string: not a hint at all.
-    for sql in [
-        "SELECT /* querypilot: route=banana */ 1",
-        "SELECT '/* querypilot: route=primary */'",
-    ] {
+    for sql in ["SELECT /* querypilot: route=banana */ 1", "SELECT '/* querypilot: route=primary */'"] {
         let d = pg(&mut r, sql);
-        assert_eq!(
-            (pool(&d), d.step),
-            ("replicas", DecisionKind::ReadWriteSplit),
-            "{sql}"
-        );
+        assert_eq!((pool(&d), d.step), ("replicas", DecisionKind::ReadWriteSplit), "{sql}");
     }
 }
 
@@ -133,11 +91,7 @@ fn hints_never_bypass_a_reject() {
     let tail = "[[routing.rules]]\nname = \"deny\"\npattern = \"secret\"\nreject = \"denied\"\n";
     let mut r = split_router(tail);
     for hint in [PRIMARY, REPLICA, "/* querypilot: route=nope */ "] {
-        assert_eq!(
-            rejected(&pg(&mut r, &hinted(hint, "SELECT secret FROM t"))),
-            "denied",
-            "{hint}"
-        );
+        assert_eq!(rejected(&pg(&mut r, &hinted(hint, "SELECT secret FROM t"))), "denied", "{hint}");
     }
 }
 
@@ -161,11 +115,7 @@ fn hints_inside_a_transaction() {
         let d = r.route(&input);
         match want {
             Some(p) => {
-                assert_eq!(
-                    (pool(&d), d.kind),
-                    (p, DecisionKind::TransactionPin),
-                    "{tx} {text}"
-                );
+                assert_eq!((pool(&d), d.kind), (p, DecisionKind::TransactionPin), "{tx} {text}");
                 assert_eq!(d.pins_primary, hint == PRIMARY);
             }
             None => assert!(!not_honored(&d).is_empty(), "{tx} {text}"),

@@ -60,11 +60,7 @@ fn config(routing: &str, tail: &str) -> Config {
     }
 }
 
-fn rules_with(
-    config: &Config,
-    dynamic: &[PatternRule],
-    translations: &[TranslationRule],
-) -> Arc<RuleSet> {
+fn rules_with(config: &Config, dynamic: &[PatternRule], translations: &[TranslationRule]) -> Arc<RuleSet> {
     match RuleSet::build(config, dynamic, translations) {
         Ok(r) => Arc::new(r),
         Err(e) => panic!("rules do not build: {e}"),
@@ -114,21 +110,8 @@ fn not_honored(d: &Decision) -> &str {
     }
 }
 
-fn pattern_rule(
-    name: &str,
-    kind: PatternKind,
-    pattern: &str,
-    target: RuleTarget,
-    priority: i32,
-) -> PatternRule {
-    PatternRule {
-        name: name.into(),
-        kind,
-        pattern: pattern.into(),
-        target,
-        priority,
-        retry: None,
-    }
+fn pattern_rule(name: &str, kind: PatternKind, pattern: &str, target: RuleTarget, priority: i32) -> PatternRule {
+    PatternRule { name: name.into(), kind, pattern: pattern.into(), target, priority, retry: None }
 }
 
 fn to_pool(p: &str) -> RuleTarget {

@@ -22,28 +22,10 @@ fn rule_set_is_shareable_across_threads() {
 #[test]
 fn each_bad_rule_is_reported_with_its_name() {
     let table: [(PatternRule, &str); 4] = [
-        (
-            pattern_rule(
-                "bad-re",
-                PatternKind::Regex,
-                "(unclosed",
-                to_pool("primary"),
-                0,
-            ),
-            "bad-re",
-        ),
-        (
-            pattern_rule("bad-hash", PatternKind::Hash, "0xff", to_pool("primary"), 0),
-            "bad-hash",
-        ),
-        (
-            pattern_rule("empty", PatternKind::Template, "  ", to_pool("primary"), 0),
-            "empty",
-        ),
-        (
-            pattern_rule("nowhere", PatternKind::Regex, "x", to_pool("missing"), 0),
-            "nowhere",
-        ),
+        (pattern_rule("bad-re", PatternKind::Regex, "(unclosed", to_pool("primary"), 0), "bad-re"),
+        (pattern_rule("bad-hash", PatternKind::Hash, "0xff", to_pool("primary"), 0), "bad-hash"),
+        (pattern_rule("empty", PatternKind::Template, "  ", to_pool("primary"), 0), "empty"),
+        (pattern_rule("nowhere", PatternKind::Regex, "x", to_pool("missing"), 0), "nowhere"),
     ];
     for (rule, name) in &table {
         let errs = errors(std::slice::from_ref(rule), &[]);
@@ -54,12 +36,8 @@ fn each_bad_rule_is_reported_with_its_name() {
     }
     let all: Vec<PatternRule> = table.into_iter().map(|(r, _)| r).collect();
     assert_eq!(errors(&all, &[]).len(), 4, "every error at once");
-    assert!(
-        matches!(&errors(&all[..1], &[])[0], RuleError::InvalidRegex { rule, .. } if rule == "bad-re")
-    );
-    assert!(
-        matches!(&errors(&all[3..], &[])[0], RuleError::UnknownPool { pool, .. } if pool == "missing")
-    );
+    assert!(matches!(&errors(&all[..1], &[])[0], RuleError::InvalidRegex { rule, .. } if rule == "bad-re"));
+    assert!(matches!(&errors(&all[3..], &[])[0], RuleError::UnknownPool { pool, .. } if pool == "missing"));
 }
 
 #[test]
@@ -73,10 +51,7 @@ fn bad_translations_name_the_rule_and_protocol() {
     // Compiled for both client protocols (there is a listener of each).
     assert_eq!(errs.len(), 2, "{errs:?}");
     for e in &errs {
-        assert!(
-            matches!(e, RuleError::Translation { rule, .. } if rule == "api.translations[0]"),
-            "{e}"
-        );
+        assert!(matches!(e, RuleError::Translation { rule, .. } if rule == "api.translations[0]"), "{e}");
     }
     let nowhere = TranslationRule {
         original_sql: "SELECT 1".into(),
@@ -96,30 +71,11 @@ fn default_pools_per_protocol() {
         assert_eq!(split.primary_pool(p).map(|s| &**s), Some("primary"));
         assert_eq!(split.read_pool(p).map(|s| &**s), Some("replicas"));
     }
-    let mysql_own = rules_with(
-        &config(&format!("{SPLIT}\nmysql_default_pool = \"my_primary\""), ""),
-        &[],
-        &[],
-    );
-    assert_eq!(
-        mysql_own.primary_pool(Protocol::MySql).map(|s| &**s),
-        Some("my_primary")
-    );
+    let mysql_own = rules_with(&config(&format!("{SPLIT}\nmysql_default_pool = \"my_primary\""), ""), &[], &[]);
+    assert_eq!(mysql_own.primary_pool(Protocol::MySql).map(|s| &**s), Some("my_primary"));
     assert_eq!(mysql_own.read_pool(Protocol::MySql), None);
-    assert_eq!(
-        mysql_own.read_pool(Protocol::Postgres).map(|s| &**s),
-        Some("replicas")
-    );
+    assert_eq!(mysql_own.read_pool(Protocol::Postgres).map(|s| &**s), Some("replicas"));
     let plain = rules_with(&config(NO_SPLIT, ""), &[], &[]);
-    assert_eq!(
-        plain.primary_pool(Protocol::Postgres).map(|s| &**s),
-        Some("primary")
-    );
-    assert_eq!(
-        (
-            plain.read_pool(Protocol::Postgres),
-            plain.read_write_split()
-        ),
-        (None, false)
-    );
+    assert_eq!(plain.primary_pool(Protocol::Postgres).map(|s| &**s), Some("primary"));
+    assert_eq!((plain.read_pool(Protocol::Postgres), plain.read_write_split()), (None, false));
 }

@@ -18,11 +18,7 @@ struct Session {
 
 impl Session {
     fn new(r: &Router) -> Session {
-        Session {
-            ryw: RywState::new(r.rules().read_your_writes()),
-            tx: None,
-            read_only: false,
-        }
+        Session { ryw: RywState::new(r.rules().read_your_writes()), tx: None, read_only: false }
     }
 
     /// Routes and executes `sql` at `now`; returns the decision.
@@ -38,10 +34,7 @@ impl Session {
 }
 
 fn router(mode: &str) -> Router {
-    router_for(&config(
-        &format!("{SPLIT}\nread_your_writes = \"{mode}\""),
-        "",
-    ))
+    router_for(&config(&format!("{SPLIT}\nread_your_writes = \"{mode}\""), ""))
 }
 
 #[test]
@@ -54,10 +47,7 @@ fn session_mode_pins_for_the_rest_of_the_session_only() {
     assert_eq!(pool(&a.run(&mut r, WRITE, t0)), "primary");
     let later = t0 + Duration::from_secs(3600);
     let d = a.run(&mut r, READ, later);
-    assert_eq!(
-        (pool(&d), d.reason, d.kind),
-        ("primary", "read_your_writes", DecisionKind::Cache)
-    );
+    assert_eq!((pool(&d), d.reason, d.kind), ("primary", "read_your_writes", DecisionKind::Cache));
     // Another session is unaffected by a's write.
     assert_eq!(pool(&b.run(&mut r, READ, later)), "replicas");
 }
@@ -74,29 +64,18 @@ fn none_mode_never_pins_on_writes() {
 #[test]
 fn window_mode_pins_for_the_window_after_the_last_write() {
     let mut r = router("2s");
-    assert_eq!(
-        r.rules().read_your_writes(),
-        ReadYourWrites::Window(Duration::from_secs(2))
-    );
+    assert_eq!(r.rules().read_your_writes(), ReadYourWrites::Window(Duration::from_secs(2)));
     let t0 = Instant::now();
     let mut s = Session::new(&r);
     s.run(&mut r, WRITE, t0);
-    let table = [
-        (0, "primary"),
-        (1_999, "primary"),
-        (2_000, "replicas"),
-        (10_000, "replicas"),
-    ];
+    let table = [(0, "primary"), (1_999, "primary"), (2_000, "replicas"), (10_000, "replicas")];
     for (ms, want) in table {
         let now = t0 + Duration::from_millis(ms);
         let mut input = RouteInput::new(READ, Protocol::Postgres, "app", "app");
         input.session.pinned_to_primary = s.ryw.pinned(now);
         assert_eq!(pool(&r.route(&input)), want, "{ms} ms");
     }
-    assert_eq!(
-        s.ryw.window_left(t0 + Duration::from_millis(500)),
-        Some(Duration::from_millis(1_500))
-    );
+    assert_eq!(s.ryw.window_left(t0 + Duration::from_millis(500)), Some(Duration::from_millis(1_500)));
     assert_eq!(s.ryw.window_left(t0 + Duration::from_secs(3)), None);
 }
 
@@ -111,10 +90,7 @@ fn window_restarts_when_a_writing_transaction_commits() {
     let commit = t0 + Duration::from_secs(5);
     s.run(&mut r, "COMMIT", commit);
     s.tx = None;
-    assert!(
-        s.ryw.pinned(commit + Duration::from_millis(1_500)),
-        "the window counts from the commit"
-    );
+    assert!(s.ryw.pinned(commit + Duration::from_millis(1_500)), "the window counts from the commit");
     assert!(!s.ryw.pinned(commit + Duration::from_secs(2)));
     // A transaction without writes does not restart it.
     s.run(&mut r, "BEGIN", commit + Duration::from_secs(10));
@@ -164,15 +140,8 @@ fn read_only_transactions_and_refused_statements_do_not_pin() {
     s.read_only = false;
     assert_eq!(rejected(&s.run(&mut r, "DELETE FROM t", t0)), "no");
     assert!(!s.ryw.pinned(t0), "a refused statement never ran");
-    let d = s.run(
-        &mut r,
-        "/* querypilot: route=banana */ UPDATE t SET a = 1",
-        t0,
-    );
-    assert!(
-        d.pool().is_none() && !s.ryw.pinned(t0),
-        "an erroring statement never ran"
-    );
+    let d = s.run(&mut r, "/* querypilot: route=banana */ UPDATE t SET a = 1", t0);
+    assert!(d.pool().is_none() && !s.ryw.pinned(t0), "an erroring statement never ran");
 }
 
 #[test]
@@ -181,11 +150,7 @@ fn primary_hint_pins_in_every_mode() {
         let mut r = router(mode);
         let t0 = Instant::now();
         let mut s = Session::new(&r);
-        s.run(
-            &mut r,
-            &format!("/* querypilot: route=primary */ {READ}"),
-            t0,
-        );
+        s.run(&mut r, &format!("/* querypilot: route=primary */ {READ}"), t0);
         let later = t0 + Duration::from_secs(3600);
         assert_eq!(pool(&s.run(&mut r, READ, later)), "primary", "{mode}");
     }

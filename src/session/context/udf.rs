@@ -89,10 +89,7 @@ fn catalog_with(protocol: Protocol, rows: &[UdfRow]) -> FunctionCatalog {
 /// something went wrong.
 async fn load_rows(pool: &Rc<CorePool>, protocol: Protocol) -> Result<Vec<UdfRow>, String> {
     let deadline = rt::now() + pool.config.timeouts.acquire;
-    let mut conn = pool
-        .checkout(protocol, deadline)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut conn = pool.checkout(protocol, deadline).await.map_err(|e| e.to_string())?;
     let res = match protocol {
         Protocol::Postgres => pg_rows(&mut conn).await,
         Protocol::MySql => mysql_rows(&mut conn).await,
@@ -123,9 +120,7 @@ async fn pg_message(conn: &mut Conn, pos: &mut usize) -> Result<usize, String> {
 async fn pg_rows(conn: &mut Conn) -> Result<Vec<UdfRow>, String> {
     let mut out = Vec::with_capacity(PG_UDF_QUERY.len() + 8);
     frontend::encode_query(PG_UDF_QUERY, &mut out).map_err(|e| e.to_string())?;
-    rt::write_all(&mut conn.stream, &out)
-        .await
-        .map_err(|e| e.to_string())?;
+    rt::write_all(&mut conn.stream, &out).await.map_err(|e| e.to_string())?;
     let (mut rows, mut failure, mut pos) = (Vec::new(), None, 0usize);
     loop {
         let len = pg_message(conn, &mut pos).await?;
@@ -154,9 +149,7 @@ fn pg_udf_row(frame: &Frame<'_>) -> Option<UdfRow> {
     let BackendMessage::DataRow(values) = BackendMessage::decode(frame).ok()? else {
         return None;
     };
-    let mut it = values
-        .iter()
-        .map(|v| v.and_then(|b| std::str::from_utf8(b).ok()));
+    let mut it = values.iter().map(|v| v.and_then(|b| std::str::from_utf8(b).ok()));
     let (schema, name, provolatile) = (it.next()??, it.next()??, it.next()??);
     parse_pg_udf_row(schema, name, provolatile)
 }
@@ -193,9 +186,7 @@ async fn mysql_rows(conn: &mut Conn) -> Result<Vec<UdfRow>, String> {
     payload.extend_from_slice(MYSQL_UDF_QUERY.as_bytes());
     let mut out = Vec::with_capacity(payload.len() + 4);
     encode_packets(&payload, 0, &mut out);
-    rt::write_all(&mut conn.stream, &out)
-        .await
-        .map_err(|e| e.to_string())?;
+    rt::write_all(&mut conn.stream, &out).await.map_err(|e| e.to_string())?;
     let first = mysql_payload(conn).await?;
     let columns = match classify_response(&first).map_err(|e| e.to_string())? {
         ResponseKind::ResultSet { column_count } => column_count,
@@ -222,10 +213,7 @@ async fn mysql_rows(conn: &mut Conn) -> Result<Vec<UdfRow>, String> {
 
 fn mysql_error(payload: &[u8]) -> String {
     match ErrPacket::decode(payload) {
-        Ok(e) => format!(
-            "the catalog query failed: {}",
-            String::from_utf8_lossy(e.message)
-        ),
+        Ok(e) => format!("the catalog query failed: {}", String::from_utf8_lossy(e.message)),
         Err(_) => "the catalog query failed".into(),
     }
 }
@@ -234,12 +222,7 @@ fn mysql_error(payload: &[u8]) -> String {
 fn mysql_udf_row(payload: &[u8], columns: usize) -> Option<UdfRow> {
     let values = decode_text_row(payload, columns).ok()?;
     let mut it = values.iter();
-    let mut text = || {
-        it.next()
-            .copied()
-            .flatten()
-            .and_then(|b| std::str::from_utf8(b).ok())
-    };
+    let mut text = || it.next().copied().flatten().and_then(|b| std::str::from_utf8(b).ok());
     let (schema, name, deterministic, access) = (text()?, text()?, text()?, text()?);
     parse_mysql_udf_row(schema, name, deterministic, access)
 }
@@ -259,9 +242,7 @@ mod tests {
 
     fn pg_row(values: &[Option<&[u8]>]) -> Option<UdfRow> {
         let bytes = pg_frame(values);
-        let frame = decode_frame(&bytes, MAX_MESSAGE)
-            .expect("frame")
-            .expect("whole");
+        let frame = decode_frame(&bytes, MAX_MESSAGE).expect("frame").expect("whole");
         pg_udf_row(&frame)
     }
 
@@ -276,68 +257,37 @@ mod tests {
         let stable = pg_row(&[Some(b"public"), Some(b"price_of"), Some(b"s")]).expect("row");
         let volatile = pg_row(&[Some(b"app"), Some(b"bump"), Some(b"v")]).expect("row");
         assert_eq!(stable.volatility, Volatility::Stable);
-        assert_eq!(
-            pg_row(&[Some(b"public"), Some(b"f"), Some(b"x")]),
-            None,
-            "unknown code"
-        );
-        assert_eq!(
-            pg_row(&[Some(b"public"), None, Some(b"s")]),
-            None,
-            "NULL name"
-        );
+        assert_eq!(pg_row(&[Some(b"public"), Some(b"f"), Some(b"x")]), None, "unknown code");
+        assert_eq!(pg_row(&[Some(b"public"), None, Some(b"s")]), None, "NULL name");
         assert_eq!(pg_row(&[Some(b"public"), Some(b"f")]), None, "short row");
         let catalog = catalog_with(Protocol::Postgres, &[stable, volatile]);
         assert_eq!(catalog.volatility("price_of"), Some(Volatility::Stable));
-        assert_eq!(
-            catalog.volatility("public.price_of"),
-            Some(Volatility::Stable)
-        );
+        assert_eq!(catalog.volatility("public.price_of"), Some(Volatility::Stable));
         assert_eq!(catalog.volatility("app.bump"), Some(Volatility::Volatile));
         assert_eq!(catalog.volatility("never_created"), None);
-        assert_eq!(
-            catalog.volatility("lower"),
-            Some(Volatility::Immutable),
-            "built-ins stay"
-        );
+        assert_eq!(catalog.volatility("lower"), Some(Volatility::Immutable), "built-ins stay");
     }
 
     #[test]
     fn a_non_data_row_message_is_no_entry() {
         let mut out = Vec::new();
         frontend::encode_query("SELECT 1", &mut out).expect("encode");
-        let frame = decode_frame(&out, MAX_MESSAGE)
-            .expect("frame")
-            .expect("whole");
+        let frame = decode_frame(&out, MAX_MESSAGE).expect("frame").expect("whole");
         assert_eq!(pg_udf_row(&frame), None);
     }
 
     #[test]
     fn mysql_rows_become_catalog_entries() {
         let det = my_row(&[Some(b"shop"), Some(b"tax"), Some(b"YES"), Some(b"NO SQL")]);
-        let writes = my_row(&[
-            Some(b"shop"),
-            Some(b"log_it"),
-            Some(b"YES"),
-            Some(b"MODIFIES SQL DATA"),
-        ]);
+        let writes = my_row(&[Some(b"shop"), Some(b"log_it"), Some(b"YES"), Some(b"MODIFIES SQL DATA")]);
         let (det, writes) = (det.expect("row"), writes.expect("row"));
         assert_eq!(det.volatility, Volatility::Stable);
         assert_eq!(writes.volatility, Volatility::Volatile);
-        assert_eq!(
-            my_row(&[Some(b"shop"), Some(b"x"), Some(b"MAYBE"), Some(b"NO SQL")]),
-            None
-        );
-        assert_eq!(
-            my_row(&[Some(b"shop"), Some(b"x"), None, Some(b"NO SQL")]),
-            None
-        );
+        assert_eq!(my_row(&[Some(b"shop"), Some(b"x"), Some(b"MAYBE"), Some(b"NO SQL")]), None);
+        assert_eq!(my_row(&[Some(b"shop"), Some(b"x"), None, Some(b"NO SQL")]), None);
         let catalog = catalog_with(Protocol::MySql, &[det, writes]);
         assert_eq!(catalog.volatility("TAX"), Some(Volatility::Stable));
-        assert_eq!(
-            catalog.volatility("shop.log_it"),
-            Some(Volatility::Volatile)
-        );
+        assert_eq!(catalog.volatility("shop.log_it"), Some(Volatility::Volatile));
         assert_eq!(catalog.volatility("now"), Some(Volatility::Stable));
     }
 }

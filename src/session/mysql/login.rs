@@ -13,9 +13,13 @@ use crate::id::CancelKey;
 use crate::pool::{CorePool, PoolError};
 use crate::protocol::mysql::auth::{constant_time_eq, native_password_verify, MYSQL_NATIVE_PASSWORD};
 use crate::protocol::mysql::capability::*;
-use crate::protocol::mysql::errcode::{ErrorNumber, ER_ACCESS_DENIED_ERROR, ER_BAD_DB_ERROR, ER_NET_PACKETS_OUT_OF_ORDER};
+use crate::protocol::mysql::errcode::{
+    ErrorNumber, ER_ACCESS_DENIED_ERROR, ER_BAD_DB_ERROR, ER_NET_PACKETS_OUT_OF_ORDER,
+};
 use crate::protocol::mysql::response::{OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_NO_BACKSLASH_ESCAPES};
-use crate::protocol::mysql::{decode_payload, encode_packets, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest};
+use crate::protocol::mysql::{
+    decode_payload, encode_packets, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest,
+};
 use crate::rt::{self, Stream};
 use crate::session::client_error::MyClientError;
 use crate::session::CoreContext;
@@ -137,8 +141,10 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     // A PostgreSQL pool greets with a MySQL-style version (connectors parse it) and tells
     // clients that backslashes are literal in strings there.
     let bridged = default.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
-    let version = if bridged { super::bridged::greeting_version(&param("server_version")) } else { param("server_version") };
-    let status = if bridged { SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_NO_BACKSLASH_ESCAPES } else { SERVER_STATUS_AUTOCOMMIT };
+    let version =
+        if bridged { super::bridged::greeting_version(&param("server_version")) } else { param("server_version") };
+    let status =
+        if bridged { SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_NO_BACKSLASH_ESCAPES } else { SERVER_STATUS_AUTOCOMMIT };
     let offered = offered_capabilities(&config);
     let greeting = HandshakeV10 {
         server_version: version.as_bytes(),
@@ -159,7 +165,8 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
             "SSL is not supported by this router and was not offered; connect without TLS (e.g. --skip-ssl / ssl-mode=DISABLED)",
         )));
     }
-    let resp = HandshakeResponse41::decode(&reply).map_err(|e| Some(MyClientError::new(ER_HANDSHAKE_ERROR, format!("Bad handshake: {e}"))))?;
+    let resp = HandshakeResponse41::decode(&reply)
+        .map_err(|e| Some(MyClientError::new(ER_HANDSHAKE_ERROR, format!("Bad handshake: {e}"))))?;
     let user = String::from_utf8_lossy(resp.username).into_owned();
     let database = resp.database.filter(|d| !d.is_empty()).map(|d| String::from_utf8_lossy(d).into_owned());
     let (pool_cfg, db) = resolve_pool(&config, database.as_deref()).map_err(Some)?;
@@ -187,7 +194,17 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     client.send(&ok).await?;
     let names = if resp.charset == backend_charset { None } else { names_for_collation(resp.charset) };
     let caps = resp.capabilities & offered;
-    Ok(Greeted { pool, state: MyState::new(db, names.clone()), key: CancelKey { pid: key.pid, secret: 0 }, caps, names, scramble, version, user, named_pool })
+    Ok(Greeted {
+        pool,
+        state: MyState::new(db, names.clone()),
+        key: CancelKey { pid: key.pid, secret: 0 },
+        caps,
+        names,
+        scramble,
+        version,
+        user,
+        named_pool,
+    })
 }
 
 /// The pool whose greeting parameters the router shows before it knows the client's choice.
@@ -198,7 +215,10 @@ fn default_pool(ctx: &Rc<CoreContext>, config: &Config) -> Result<Rc<CorePool>, 
 
 /// The client's database names a pool, or it is a database on the default MySQL pool.
 /// Returns the pool and the database to select when it differs from the pool's own.
-pub(super) fn resolve_pool<'c>(config: &'c Config, database: Option<&str>) -> Result<(&'c PoolConfig, Option<String>), MyClientError> {
+pub(super) fn resolve_pool<'c>(
+    config: &'c Config,
+    database: Option<&str>,
+) -> Result<(&'c PoolConfig, Option<String>), MyClientError> {
     if let Some(p) = database.and_then(|d| config.pool(d)) {
         return Ok((p, None));
     }
@@ -219,8 +239,16 @@ pub(super) fn named_pool(config: &Config, database: Option<&str>) -> Option<Stri
 
 /// Verifies a `mysql_native_password` response against the pool's credentials. The whole check
 /// runs even for a wrong user name, so failures take the same time whichever part was wrong.
-pub(super) fn check_password(pool: &PoolConfig, user: &str, scramble: &[u8], token: &[u8], anonymous: bool) -> Result<(), MyClientError> {
-    check_with(pool, user, token.is_empty(), anonymous, |password| native_password_verify(password.as_bytes(), scramble, token))
+pub(super) fn check_password(
+    pool: &PoolConfig,
+    user: &str,
+    scramble: &[u8],
+    token: &[u8],
+    anonymous: bool,
+) -> Result<(), MyClientError> {
+    check_with(pool, user, token.is_empty(), anonymous, |password| {
+        native_password_verify(password.as_bytes(), scramble, token)
+    })
 }
 
 /// [`check_password`] with the token verification passed in (a seam for the tests, which count
@@ -249,7 +277,10 @@ fn check_with(
         return Ok(());
     }
     let using = if token_empty { "NO" } else { "YES" };
-    Err(MyClientError::new(ER_ACCESS_DENIED_ERROR, format!("Access denied for user '{user}' (using password: {using})")))
+    Err(MyClientError::new(
+        ER_ACCESS_DENIED_ERROR,
+        format!("Access denied for user '{user}' (using password: {using})"),
+    ))
 }
 
 #[cfg(test)]

@@ -24,15 +24,15 @@ use crate::id::CancelKey;
 use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::mysql::command::*;
 use crate::protocol::mysql::errcode::{
-    ErrorNumber, ER_CLIENT_INTERACTION_TIMEOUT, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE,
-    ER_UNKNOWN_COM_ERROR,
+    ErrorNumber, ER_CLIENT_INTERACTION_TIMEOUT, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER,
+    ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR,
 };
 use crate::protocol::mysql::response::{EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
+use crate::routing::RywState;
 use crate::rt::{self, Stream};
 use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
-use crate::routing::RywState;
 use crate::session::CoreContext;
 use relay::{Grammar, Outcome};
 use state::{Effect, MyState};
@@ -143,7 +143,8 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     let Some(mut s) = Box::pin(login::login(&ctx, stream, listener)).await else { return };
     let end = s.run().await;
     if let End::Drained = end {
-        MyClientError::new(ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining").encode(0, &mut s.out);
+        MyClientError::new(ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining")
+            .encode(0, &mut s.out);
         let _ = s.flush_client().await;
     }
     s.release_backend(true).await;
@@ -243,7 +244,9 @@ impl Session {
         loop {
             match decode_payload(&self.io.buf, self.io.max_msg) {
                 Ok(Some(f)) if f.first_seq != 0 => {
-                    return self.fatal(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order")).await;
+                    return self
+                        .fatal(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order"))
+                        .await;
                 }
                 Ok(Some(f)) => {
                     let payload = f.payload.into_owned();
@@ -277,7 +280,9 @@ impl Session {
                 // a silent client may not keep it for ever.
                 let held = self.tx.status & SERVER_STATUS_IN_TRANS != 0 || self.tx.cursor.is_some();
                 let limit = self.pool.config.timeouts.idle_transaction.filter(|_| held);
-                let Ok(read) = rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await else {
+                let Ok(read) =
+                    rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await
+                else {
                     return self.idle_transaction_expired().await;
                 };
                 Some(read)
@@ -371,7 +376,8 @@ impl Session {
             COM_STMT_RESET => self.on_stmt_reset(payload).await,
             COM_STMT_FETCH => self.on_fetch(payload).await,
             _ => {
-                MyClientError::new(ER_UNKNOWN_COM_ERROR, format!("Unknown command {code:#04x}")).encode(1, &mut self.out);
+                MyClientError::new(ER_UNKNOWN_COM_ERROR, format!("Unknown command {code:#04x}"))
+                    .encode(1, &mut self.out);
                 Ok(())
             }
         }
@@ -407,7 +413,10 @@ impl Session {
         }
         let (effects, count) = state::effects(&sql);
         if count > 1 && !self.client.multi_statements {
-            let e = MyClientError::new(ER_PARSE_ERROR, "You have an error in your SQL syntax: multiple statements are not enabled for this connection");
+            let e = MyClientError::new(
+                ER_PARSE_ERROR,
+                "You have an error in your SQL syntax: multiple statements are not enabled for this connection",
+            );
             e.encode(1, &mut self.out);
             return Ok(());
         }
@@ -456,7 +465,12 @@ impl Session {
 
     /// [`Session::forward`], returning what the response said (`None` when the command never
     /// ran: no backend, or the backend was lost).
-    async fn run_command(&mut self, payload: &[u8], grammar: Grammar, effects: Vec<(usize, Effect)>) -> Result<Option<Outcome>, End> {
+    async fn run_command(
+        &mut self,
+        payload: &[u8],
+        grammar: Grammar,
+        effects: Vec<(usize, Effect)>,
+    ) -> Result<Option<Outcome>, End> {
         self.tx.sticky = false;
         if let Err(e) = self.ensure_backend().await {
             e.encode(1, &mut self.out);
@@ -522,8 +536,11 @@ impl Session {
         // cannot resynchronize, so the session ends after the error.
         let mid_response = !self.out.is_empty();
         self.out.clear();
-        MyClientError::new(ER_BACKEND_LOST, "Lost connection to the backend server during query; the statement may not have completed")
-            .encode(1, &mut self.out);
+        MyClientError::new(
+            ER_BACKEND_LOST,
+            "Lost connection to the backend server during query; the statement may not have completed",
+        )
+        .encode(1, &mut self.out);
         let _ = self.flush_client().await;
         if mid_response || was_in_tx {
             Err(End::Fatal)
@@ -538,7 +555,8 @@ impl Session {
             // health: as for PostgreSQL, a session-mode client leaves a backend marked down
             // between transactions when its state can follow it.
             PoolMode::Session => {
-                self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend)) && self.between_transactions()
+                self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend))
+                    && self.between_transactions()
             }
             PoolMode::Transaction | PoolMode::Statement => self.between_transactions(),
         };
@@ -550,7 +568,10 @@ impl Session {
     /// Whether nothing ties the client to its backend connection now: no transaction, pin,
     /// open cursor or sticky state.
     fn between_transactions(&self) -> bool {
-        self.tx.status & SERVER_STATUS_IN_TRANS == 0 && self.state.pin().is_none() && self.tx.cursor.is_none() && !self.tx.sticky
+        self.tx.status & SERVER_STATUS_IN_TRANS == 0
+            && self.state.pin().is_none()
+            && self.tx.cursor.is_none()
+            && !self.tx.sticky
     }
 
     /// Returns the backend to the pool, resetting it when the session ends with state the next
@@ -563,12 +584,15 @@ impl Session {
             return;
         }
         let Some(mut conn) = self.backend.take() else { return };
-        let clean = self.tx.status & SERVER_STATUS_IN_TRANS == 0 && self.tx.cursor.is_none() && !conn.broken && self.bpos == 0;
+        let clean =
+            self.tx.status & SERVER_STATUS_IN_TRANS == 0 && self.tx.cursor.is_none() && !conn.broken && self.bpos == 0;
         if !clean {
             self.pool.checkin(conn, false);
             return;
         }
-        if session_end && (self.mode() == PoolMode::Session || self.state.pin().is_some() || self.state.signature() != 0) {
+        if session_end
+            && (self.mode() == PoolMode::Session || self.state.pin().is_some() || self.state.signature() != 0)
+        {
             if stmt::reset_connection(&mut conn, &self.pool.config.database).await.is_err() {
                 self.pool.checkin(conn, false);
                 return;
@@ -607,7 +631,8 @@ impl Session {
         }
         if let Some(mut c) = self.backend.take() {
             // The connection may hold pins or a transaction: it is cleaned before reuse.
-            let ok = self.tx.cursor.is_none() && stmt::reset_connection(&mut c, &self.pool.config.database).await.is_ok();
+            let ok =
+                self.tx.cursor.is_none() && stmt::reset_connection(&mut c, &self.pool.config.database).await.is_ok();
             if ok {
                 c.settings = 0;
             }
@@ -626,7 +651,8 @@ impl Session {
             Ok(Command::ChangeUser(cu)) => cu,
             _ => return self.fatal(MyClientError::new(ER_UNKNOWN_COM_ERROR, "malformed COM_CHANGE_USER")).await,
         };
-        let plugin_ok = cu.auth_plugin.is_none_or(|p| p.is_empty() || p == crate::protocol::mysql::auth::MYSQL_NATIVE_PASSWORD);
+        let plugin_ok =
+            cu.auth_plugin.is_none_or(|p| p.is_empty() || p == crate::protocol::mysql::auth::MYSQL_NATIVE_PASSWORD);
         let config = self.ctx.config();
         let user = String::from_utf8_lossy(cu.username).into_owned();
         let database = Some(String::from_utf8_lossy(cu.database).into_owned()).filter(|d| !d.is_empty());
@@ -659,7 +685,9 @@ impl Session {
     /// The pool a COM_CHANGE_USER moves the session to: its own, or another pool whose backends
     /// speak the same protocol (a bridged session keeps its PostgreSQL pool).
     fn target_pool(&self, name: &str) -> Result<Rc<CorePool>, MyClientError> {
-        let same = |p: &Rc<CorePool>| p.config.backend_protocol(Protocol::MySql) == self.pool.config.backend_protocol(Protocol::MySql);
+        let same = |p: &Rc<CorePool>| {
+            p.config.backend_protocol(Protocol::MySql) == self.pool.config.backend_protocol(Protocol::MySql)
+        };
         if name == self.pool.config.name {
             return Ok(self.pool.clone());
         }
@@ -686,7 +714,8 @@ impl Session {
 /// `KILL [QUERY | CONNECTION] <number>`: (id, whether the connection itself is meant).
 fn parse_kill(sql: &str) -> Option<(u32, bool)> {
     use crate::sql::lexer::{Lexer, TokenKind};
-    let mut words = Lexer::new(sql, crate::sql::Dialect::MySql).filter(|t| t.kind != TokenKind::Comment && t.kind != TokenKind::Semicolon);
+    let mut words = Lexer::new(sql, crate::sql::Dialect::MySql)
+        .filter(|t| t.kind != TokenKind::Comment && t.kind != TokenKind::Semicolon);
     if !words.next()?.is_word("KILL") {
         return None;
     }
@@ -708,7 +737,8 @@ fn parse_kill(sql: &str) -> Option<(u32, bool)> {
 /// Whether any statement of `sql` is `LOAD DATA|XML ... LOCAL INFILE`.
 fn loads_local_file(sql: &str) -> bool {
     use crate::sql::lexer::{Lexer, Token, TokenKind};
-    let tokens: Vec<Token<'_>> = Lexer::new(sql, crate::sql::Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
+    let tokens: Vec<Token<'_>> =
+        Lexer::new(sql, crate::sql::Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
     tokens.split(|t| t.kind == TokenKind::Semicolon).any(|stmt| {
         let local = stmt.iter().position(|t| t.is_word("LOCAL"));
         let infile = stmt.iter().position(|t| t.is_word("INFILE"));

@@ -104,7 +104,13 @@ pub(super) fn statement_key(sql: &[u8], db: Option<&str>) -> u64 {
 /// payload `client` (command byte included), making sure parameter types are always bound:
 /// types the client sent are remembered in `types`; an execute without them gets the
 /// remembered ones inserted. Returns `false` when the payload is too short to be valid.
-pub(super) fn rewrite_execute(client: &[u8], backend_id: u32, params: u16, types: &mut Vec<u8>, out: &mut Vec<u8>) -> bool {
+pub(super) fn rewrite_execute(
+    client: &[u8],
+    backend_id: u32,
+    params: u16,
+    types: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> bool {
     // code(1) stmt_id(4) flags(1) iterations(4) = 10 bytes before the parameters.
     let Some((head, body)) = client.split_at_checked(10) else { return false };
     out.push(COM_STMT_EXECUTE);
@@ -142,7 +148,15 @@ pub(super) fn rewrite_execute(client: &[u8], backend_id: u32, params: u16, types
 /// for its `params` parameters. `long_data[i]`: client parameter `i` came through
 /// `COM_STMT_SEND_LONG_DATA`. Types the client sent are remembered in `types` (2 bytes each, as
 /// on the wire) and used when it sends none. Returns `false` when the payload is not valid.
-pub(super) fn reorder_execute(client: &[u8], backend_id: u32, params: u16, order: &[u16], long_data: &[bool], types: &mut Vec<u8>, out: &mut Vec<u8>) -> bool {
+pub(super) fn reorder_execute(
+    client: &[u8],
+    backend_id: u32,
+    params: u16,
+    order: &[u16],
+    long_data: &[bool],
+    types: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> bool {
     let Some((head, body)) = client.split_at_checked(10) else { return false };
     let prev: Vec<ValueType> = types
         .chunks_exact(2)
@@ -171,7 +185,9 @@ pub(super) fn reorder_execute(client: &[u8], backend_id: u32, params: u16, order
 pub(super) fn backend_params(order: Option<&[u16]>, param: u16) -> Vec<u16> {
     match order {
         None => vec![param],
-        Some(order) => order.iter().enumerate().filter(|(_, p)| **p == param).filter_map(|(j, _)| u16::try_from(j).ok()).collect(),
+        Some(order) => {
+            order.iter().enumerate().filter(|(_, p)| **p == param).filter_map(|(j, _)| u16::try_from(j).ok()).collect()
+        }
     }
 }
 
@@ -182,7 +198,16 @@ mod tests {
     #[test]
     fn ids_are_issued_and_last_resolves() {
         let mut s = Statements::default();
-        let mk = || Stmt { key: 1, sql: b"SELECT ?".to_vec(), origin: "SELECT ?".into(), route_key: None, params: 1, order: None, types: Vec::new(), long_data: Vec::new() };
+        let mk = || Stmt {
+            key: 1,
+            sql: b"SELECT ?".to_vec(),
+            origin: "SELECT ?".into(),
+            route_key: None,
+            params: 1,
+            order: None,
+            types: Vec::new(),
+            long_data: Vec::new(),
+        };
         let a = s.insert(mk());
         let b = s.insert(mk());
         assert_eq!((a, b), (1, 2));
@@ -203,24 +228,51 @@ mod tests {
     #[test]
     fn reordered_execute_moves_values_and_remembers_types() {
         // Client: (a = 7 LONGLONG, b = NULL VAR_STRING, c = long data BLOB); cursor flag 1.
-        let first = [&[0x17, 5, 0, 0, 0, 1, 1, 0, 0, 0][..], &[0b010, 0x01, 0x08, 0x00, 0xFD, 0x00, 0xFC, 0x00], &[7, 0, 0, 0, 0, 0, 0, 0]].concat();
+        let first = [
+            &[0x17, 5, 0, 0, 0, 1, 1, 0, 0, 0][..],
+            &[0b010, 0x01, 0x08, 0x00, 0xFD, 0x00, 0xFC, 0x00],
+            &[7, 0, 0, 0, 0, 0, 0, 0],
+        ]
+        .concat();
         let (mut types, mut out) = (Vec::new(), Vec::new());
         // Translated `? ? ? ?` takes c, a, b, a.
         assert!(reorder_execute(&first, 9, 3, &[2, 0, 1, 0], &[false, false, true], &mut types, &mut out));
-        let want = [&[0x17, 9, 0, 0, 0, 1, 1, 0, 0, 0][..], &[0b0100, 0x01, 0xFC, 0x00, 0x08, 0x00, 0xFD, 0x00, 0x08, 0x00], &[7, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0]].concat();
+        let want = [
+            &[0x17, 9, 0, 0, 0, 1, 1, 0, 0, 0][..],
+            &[0b0100, 0x01, 0xFC, 0x00, 0x08, 0x00, 0xFD, 0x00, 0x08, 0x00],
+            &[7, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0],
+        ]
+        .concat();
         assert_eq!(out, want);
         assert_eq!(types, [0x08, 0x00, 0xFD, 0x00, 0xFC, 0x00]);
         // Types not sent again: the remembered ones are bound; an unsigned flag survives.
         types = vec![0x08, 0x80, 0xFD, 0x00, 0xFC, 0x00];
-        let again = [&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0b000, 0x00], &[0xFF; 8], &[2, b'h', b'i'], &[1, b'c']].concat();
+        let again =
+            [&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0b000, 0x00], &[0xFF; 8], &[2, b'h', b'i'], &[1, b'c']].concat();
         let mut out2 = Vec::new();
         assert!(reorder_execute(&again, 3, 3, &[2, 0, 1, 0], &[false; 3], &mut types, &mut out2));
-        let want2 = [&[0x17, 3, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0b0000, 0x01, 0xFC, 0x00, 0x08, 0x80, 0xFD, 0x00, 0x08, 0x80], &[1, b'c'], &[0xFF; 8], &[2, b'h', b'i'], &[0xFF; 8]].concat();
+        let want2 = [
+            &[0x17, 3, 0, 0, 0, 0, 1, 0, 0, 0][..],
+            &[0b0000, 0x01, 0xFC, 0x00, 0x08, 0x80, 0xFD, 0x00, 0x08, 0x80],
+            &[1, b'c'],
+            &[0xFF; 8],
+            &[2, b'h', b'i'],
+            &[0xFF; 8],
+        ]
+        .concat();
         assert_eq!(out2, want2);
         // Invalid: truncated, no types ever bound, trailing bytes.
         assert!(!reorder_execute(&first[..12], 9, 3, &[0, 1, 2], &[], &mut Vec::new(), &mut Vec::new()));
         assert!(!reorder_execute(&again, 9, 3, &[0, 1, 2], &[], &mut Vec::new(), &mut Vec::new()));
-        assert!(!reorder_execute(&[&first[..], &[0]].concat(), 9, 3, &[0, 1, 2], &[false, false, true], &mut Vec::new(), &mut Vec::new()));
+        assert!(!reorder_execute(
+            &[&first[..], &[0]].concat(),
+            9,
+            3,
+            &[0, 1, 2],
+            &[false, false, true],
+            &mut Vec::new(),
+            &mut Vec::new()
+        ));
     }
 
     #[test]
@@ -234,7 +286,9 @@ mod tests {
     #[test]
     fn execute_rewrite_binds_remembered_types() {
         // Two params, types LONGLONG and VAR_STRING, values 7 and NULL.
-        let first = [&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0x02, 0x01, 0x08, 0x00, 0xFD, 0x00], &[7, 0, 0, 0, 0, 0, 0, 0]].concat();
+        let first =
+            [&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0x02, 0x01, 0x08, 0x00, 0xFD, 0x00], &[7, 0, 0, 0, 0, 0, 0, 0]]
+                .concat();
         let mut types = Vec::new();
         let mut out = Vec::new();
         assert!(rewrite_execute(&first, 9, 2, &mut types, &mut out));
@@ -244,7 +298,9 @@ mod tests {
         let again = [&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0x02, 0x00], &[8, 0, 0, 0, 0, 0, 0, 0]].concat();
         let mut out2 = Vec::new();
         assert!(rewrite_execute(&again, 3, 2, &mut types, &mut out2));
-        let want = [&[0x17, 3, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0x02, 0x01, 0x08, 0x00, 0xFD, 0x00], &[8, 0, 0, 0, 0, 0, 0, 0]].concat();
+        let want =
+            [&[0x17, 3, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0x02, 0x01, 0x08, 0x00, 0xFD, 0x00], &[8, 0, 0, 0, 0, 0, 0, 0]]
+                .concat();
         assert_eq!(out2, want);
         assert!(!rewrite_execute(&[0x17, 1], 3, 2, &mut types, &mut Vec::new()));
         assert!(!rewrite_execute(&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0], 3, 2, &mut types, &mut Vec::new()));

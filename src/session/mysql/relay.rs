@@ -16,8 +16,8 @@ use crate::protocol::mysql::errcode::{
 };
 use crate::protocol::mysql::framer::HEADER_LEN;
 use crate::protocol::mysql::infile::{FileStream, LOCAL_INFILE_REQUEST};
-use crate::protocol::mysql::DecodeError;
 use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_CURSOR_EXISTS};
+use crate::protocol::mysql::DecodeError;
 use crate::protocol::mysql::{decode_packet, encode_packets, MAX_PACKET_PAYLOAD};
 use crate::rt;
 use crate::session::client_error::MyClientError;
@@ -192,17 +192,20 @@ impl Session {
                 self.bpos = 0;
             }
             let read = match self.query_deadline {
-                Some(timer) => match rt::with_deadline(timer.at, rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK)).await {
-                    Ok(r) => r,
-                    // Killed a query_timeout ago and still silent: the backend is not answering.
-                    Err(_) if timer.killed => return Err(()),
-                    Err(_) => {
-                        let again = self.pool.config.timeouts.query.map(|d| rt::now() + d);
-                        self.query_deadline = again.map(|at| QueryTimer { at, killed: true });
-                        self.ctx.cancels.cancel(self.key);
-                        continue;
+                Some(timer) => {
+                    match rt::with_deadline(timer.at, rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK)).await
+                    {
+                        Ok(r) => r,
+                        // Killed a query_timeout ago and still silent: the backend is not answering.
+                        Err(_) if timer.killed => return Err(()),
+                        Err(_) => {
+                            let again = self.pool.config.timeouts.query.map(|d| rt::now() + d);
+                            self.query_deadline = again.map(|at| QueryTimer { at, killed: true });
+                            self.ctx.cancels.cancel(self.key);
+                            continue;
+                        }
                     }
-                },
+                }
                 None => rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await,
             };
             match read {
@@ -372,15 +375,25 @@ impl Session {
             BrokeOff::Gone => None,
             // The client goes on sending its file: read it to its end, unbuffered, so that the
             // error arrives where the client expects the server's answer.
-            BrokeOff::Bad(DecodeError::PayloadTooLarge { len, max }) => self.discard_file(file.next_seq()).await.map(|seq| {
-                let text = format!("Got a packet bigger than 'max_allowed_packet' bytes ({len} > {max}) in a LOCAL INFILE file");
-                (seq, MyClientError::new(ER_NET_PACKET_TOO_LARGE, text))
-            }),
-            BrokeOff::Bad(e) => Some((file.next_seq(), MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}")))),
+            BrokeOff::Bad(DecodeError::PayloadTooLarge { len, max }) => {
+                self.discard_file(file.next_seq()).await.map(|seq| {
+                    let text = format!(
+                        "Got a packet bigger than 'max_allowed_packet' bytes ({len} > {max}) in a LOCAL INFILE file"
+                    );
+                    (seq, MyClientError::new(ER_NET_PACKET_TOO_LARGE, text))
+                })
+            }
+            BrokeOff::Bad(e) => Some((
+                file.next_seq(),
+                MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}")),
+            )),
             BrokeOff::Silent => {
                 self.pool.counters.idle_transaction_timed_out();
                 let limit = self.pool.config.timeouts.idle_transaction.unwrap_or_default();
-                let text = format!("LOCAL INFILE file: the client sent nothing for idle_transaction_timeout ({} ms)", limit.as_millis());
+                let text = format!(
+                    "LOCAL INFILE file: the client sent nothing for idle_transaction_timeout ({} ms)",
+                    limit.as_millis()
+                );
                 Some((file.next_seq(), MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text)))
             }
         };
@@ -428,7 +441,8 @@ impl Session {
                 return Ok(Ok(()));
             }
             let limit = self.pool.config.timeouts.idle_transaction;
-            let Ok(read) = rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await else {
+            let Ok(read) = rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await
+            else {
                 return Ok(Err(BrokeOff::Silent));
             };
             if !matches!(read, Ok(1..)) {

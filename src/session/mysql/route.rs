@@ -61,7 +61,11 @@ impl Session {
     }
 
     /// Routes `sql` and moves the session to the decided pool when it may move.
-    pub(super) async fn route_statement(&mut self, sql: &str, key: Option<StatementKey>) -> Result<Routed, MyClientError> {
+    pub(super) async fn route_statement(
+        &mut self,
+        sql: &str,
+        key: Option<StatementKey>,
+    ) -> Result<Routed, MyClientError> {
         let decision = self.decide(sql, key);
         self.ctx.count_decision(&decision);
         self.ryw.observe(&decision, rt::now());
@@ -78,11 +82,17 @@ impl Session {
             }
         }
         if decision.step == DecisionKind::ReadWriteSplit {
-            target = self.ctx.replica_fallback(Protocol::MySql, target, true).map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
+            target = self
+                .ctx
+                .replica_fallback(Protocol::MySql, target, true)
+                .map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
         }
         if *target != *self.pool.config.name && !self.held() {
             let Some(pool) = self.ctx.pools().get(&target).cloned() else {
-                return Err(MyClientError::new(ER_NO_POOL, format!("routing chose pool \"{target}\", which does not exist")));
+                return Err(MyClientError::new(
+                    ER_NO_POOL,
+                    format!("routing chose pool \"{target}\", which does not exist"),
+                ));
             };
             if pool.config.backend_protocol(Protocol::MySql) != Protocol::MySql {
                 return Err(MyClientError::new(
@@ -135,14 +145,24 @@ impl Session {
     /// Adds one execution of `sql` (started at `started`) to the core's digest statistics.
     pub(super) fn record(&self, fingerprint: Fingerprint, sql: &str, started: Instant, outcome: &Relayed) {
         let elapsed = rt::now().saturating_duration_since(started);
-        self.ctx.record_digest(fingerprint, sql, Protocol::MySql, elapsed, outcome.rows, outcome.error, &self.pool.config.name);
+        self.ctx.record_digest(
+            fingerprint,
+            sql,
+            Protocol::MySql,
+            elapsed,
+            outcome.rows,
+            outcome.error,
+            &self.pool.config.name,
+        );
     }
 }
 
 /// How a routing error reaches the client: hints that cannot be honored are 9001 / `QP001`.
 fn decision_error(e: &DecisionError) -> MyClientError {
     match e {
-        DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint => MyClientError::new(ER_QP_ROUTE_HINT, e.to_string()),
+        DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint => {
+            MyClientError::new(ER_QP_ROUTE_HINT, e.to_string())
+        }
         DecisionError::NoPool { .. } => MyClientError::new(ER_NO_POOL, e.to_string()),
     }
 }

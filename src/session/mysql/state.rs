@@ -118,7 +118,10 @@ fn unquote(s: &str) -> String {
 /// CHARACTER SET`, `SET TRANSACTION`, `SET GLOBAL`, `SET @user = ...`.
 fn classify_set(sql: &str, rest: &[Token<'_>], out: &mut Vec<Effect>) {
     let Some(first) = rest.first() else { return };
-    if first.is_word("NAMES") || first.is_word("CHARSET") || (first.is_word("CHARACTER") && rest.get(1).is_some_and(|t| t.is_word("SET"))) {
+    if first.is_word("NAMES")
+        || first.is_word("CHARSET")
+        || (first.is_word("CHARACTER") && rest.get(1).is_some_and(|t| t.is_word("SET")))
+    {
         let (Some(a), Some(b)) = (rest.first(), rest.last()) else { return };
         let text = sql.get(a.start..b.end()).unwrap_or("");
         out.push(Effect::Set { name: "names".into(), stmt: format!("SET {text}") });
@@ -136,7 +139,8 @@ fn classify_set(sql: &str, rest: &[Token<'_>], out: &mut Vec<Effect>) {
         out.push(Effect::Set { name: "transaction".into(), stmt: format!("SET {text}") });
         return;
     }
-    if first.is_word("STATEMENT") || first.is_word("GLOBAL") || first.text.to_ascii_lowercase().starts_with("@@global.") {
+    if first.is_word("STATEMENT") || first.is_word("GLOBAL") || first.text.to_ascii_lowercase().starts_with("@@global.")
+    {
         return; // per-statement or server-wide: no session state
     }
     for assignment in split_top_level(rest) {
@@ -325,7 +329,10 @@ mod tests {
         assert!(only("SET GLOBAL max_connections = 5").is_empty());
         assert!(only("SET @@global.max_connections = 5").is_empty());
         assert!(only("SET STATEMENT max_statement_time=1 FOR SELECT 1").is_empty());
-        assert_eq!(only("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"), vec![Effect::Pin(PinReason::UntrackedSetting)]);
+        assert_eq!(
+            only("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+            vec![Effect::Pin(PinReason::UntrackedSetting)]
+        );
         assert_eq!(
             only("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"),
             vec![set("transaction", "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")]

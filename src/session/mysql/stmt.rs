@@ -10,7 +10,10 @@ use super::{End, Session};
 use crate::config::Protocol;
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::mysql::codec::{put_u16, put_u32, Reader};
-use crate::protocol::mysql::command::{COM_INIT_DB, COM_QUERY, COM_RESET_CONNECTION, COM_STMT_CLOSE, COM_STMT_FETCH, COM_STMT_PREPARE, COM_STMT_RESET, COM_STMT_SEND_LONG_DATA};
+use crate::protocol::mysql::command::{
+    COM_INIT_DB, COM_QUERY, COM_RESET_CONNECTION, COM_STMT_CLOSE, COM_STMT_FETCH, COM_STMT_PREPARE, COM_STMT_RESET,
+    COM_STMT_SEND_LONG_DATA,
+};
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_UNKNOWN_STMT_HANDLER, ER_WRONG_ARGUMENTS};
 use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_LAST_ROW_SENT};
 use crate::protocol::mysql::{decode_payload, encode_packets, StmtPrepareOk};
@@ -26,7 +29,10 @@ const ER_STMT_HAS_NO_OPEN_CURSOR: ErrorNumber = ErrorNumber { code: 1421, sql_st
 const SILENT_MAX: usize = 1 << 24;
 
 fn lost() -> MyClientError {
-    MyClientError::new(ErrorNumber { code: 2013, sql_state: *b"HY000" }, "Lost connection to the backend while restoring session state")
+    MyClientError::new(
+        ErrorNumber { code: 2013, sql_state: *b"HY000" },
+        "Lost connection to the backend while restoring session state",
+    )
 }
 
 fn info(conn: &mut Conn) -> Option<&mut crate::pool::MyInfo> {
@@ -102,7 +108,9 @@ async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, ()> 
 }
 
 fn err_text(p: &[u8]) -> String {
-    crate::protocol::mysql::ErrPacket::decode(p).map(|e| String::from_utf8_lossy(e.message).into_owned()).unwrap_or_default()
+    crate::protocol::mysql::ErrPacket::decode(p)
+        .map(|e| String::from_utf8_lossy(e.message).into_owned())
+        .unwrap_or_default()
 }
 
 /// `COM_RESET_CONNECTION` plus the pool's default database: the connection is as new, except
@@ -126,7 +134,12 @@ pub(super) async fn replay(conn: &mut Conn, state: &MyState, default_db: &str) -
     if conn.settings != 0 {
         reset_connection(conn, default_db).await?;
     }
-    let fail = |e: Vec<u8>| MyClientError::new(ErrorNumber { code: 1231, sql_state: *b"42000" }, format!("restoring session state failed: {}", err_text(&e)));
+    let fail = |e: Vec<u8>| {
+        MyClientError::new(
+            ErrorNumber { code: 1231, sql_state: *b"42000" },
+            format!("restoring session state failed: {}", err_text(&e)),
+        )
+    };
     if let Some(db) = state.db() {
         let init = [&[COM_INIT_DB][..], db.as_bytes()].concat();
         if let Some(e) = silent(conn, &init).await.map_err(|_| lost())? {
@@ -200,7 +213,10 @@ impl Session {
 
     pub(super) async fn on_prepare(&mut self, sql: &[u8]) -> Result<(), End> {
         if self.stmts.len() >= MAX_CLIENT_STATEMENTS {
-            let e = MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, "Can't create more than max_prepared_stmt_count statements");
+            let e = MyClientError::new(
+                ER_MAX_PREPARED_STMT_COUNT_REACHED,
+                "Can't create more than max_prepared_stmt_count statements",
+            );
             e.encode(1, &mut self.out);
             return Ok(());
         }
@@ -236,7 +252,13 @@ impl Session {
     }
 
     /// Relays a prepare response under a router-issued statement id.
-    async fn relay_prepare(&mut self, sql: Vec<u8>, origin: Rc<str>, route_key: StatementKey, order: Option<Rc<[u16]>>) -> Result<(), ()> {
+    async fn relay_prepare(
+        &mut self,
+        sql: Vec<u8>,
+        origin: Rc<str>,
+        route_key: StatementKey,
+        order: Option<Rc<[u16]>>,
+    ) -> Result<(), ()> {
         let first = self.backend_payload(false).await?;
         if first.is_err() {
             return self.forward_pkt(&first);
@@ -244,7 +266,16 @@ impl Session {
         let ok = StmtPrepareOk::decode(&first.head).map_err(|_| ())?;
         let key = statement_key(&sql, self.state.db());
         let route_key = Some(route_key);
-        let stmt = Stmt { key, sql, origin, route_key, params: ok.num_params, order, types: Vec::new(), long_data: Vec::new() };
+        let stmt = Stmt {
+            key,
+            sql,
+            origin,
+            route_key,
+            params: ok.num_params,
+            order,
+            types: Vec::new(),
+            long_data: Vec::new(),
+        };
         if stmt.order.is_some() {
             return self.relay_reordered_prepare(first.seq, ok, stmt).await;
         }
@@ -280,7 +311,11 @@ impl Session {
         self.remember_backend_stmt(stmt.key, ok.stmt_id).await;
         let client_params = order.iter().max().map_or(0, |m| m.saturating_add(1));
         if usize::from(ok.num_params) != order.len() {
-            let msg = format!("the translated statement has {} parameters where the translation rule placed {}; it cannot be bound", ok.num_params, order.len());
+            let msg = format!(
+                "the translated statement has {} parameters where the translation rule placed {}; it cannot be bound",
+                ok.num_params,
+                order.len()
+            );
             MyClientError::new(ER_WRONG_ARGUMENTS, msg).encode(seq, &mut self.out);
             return Ok(());
         }
@@ -301,7 +336,10 @@ impl Session {
     }
 
     fn unknown_stmt(&mut self, id: u32, seq: u8) {
-        let e = MyClientError::new(ER_UNKNOWN_STMT_HANDLER, format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"));
+        let e = MyClientError::new(
+            ER_UNKNOWN_STMT_HANDLER,
+            format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"),
+        );
         e.encode(seq, &mut self.out);
     }
 
@@ -363,7 +401,8 @@ impl Session {
             }
         };
         if !valid {
-            MyClientError::new(ER_WRONG_ARGUMENTS, "Incorrect arguments to mysqld_stmt_execute").encode(1, &mut self.out);
+            MyClientError::new(ER_WRONG_ARGUMENTS, "Incorrect arguments to mysqld_stmt_execute")
+                .encode(1, &mut self.out);
             self.maybe_release().await;
             return Ok(());
         }
@@ -451,7 +490,9 @@ impl Session {
             return Ok(());
         };
         let mut cmd = Vec::with_capacity(payload.len());
-        if crate::protocol::mysql::rewrite_stmt_id(payload, backend_id, &mut cmd).is_err() || payload.first() != Some(&COM_STMT_FETCH) {
+        if crate::protocol::mysql::rewrite_stmt_id(payload, backend_id, &mut cmd).is_err()
+            || payload.first() != Some(&COM_STMT_FETCH)
+        {
             return Ok(());
         }
         self.arm_query_timeout();

@@ -11,8 +11,7 @@ use crate::protocol::mysql::column::{BINARY_FLAG, NOT_NULL_FLAG, UNSIGNED_FLAG};
 use crate::protocol::mysql::command::COM_QUERY;
 use crate::protocol::mysql::response::SERVER_MORE_RESULTS_EXISTS;
 use crate::protocol::mysql::{
-    add_warning, encode_packets, encode_text_row, ColumnDefinition41, ColumnType, EofPacket,
-    ErrPacket,
+    add_warning, encode_packets, encode_text_row, ColumnDefinition41, ColumnType, EofPacket, ErrPacket,
 };
 use crate::protocol::mysql::{framer::MAX_PACKET_PAYLOAD, Reader};
 use crate::sql::lexer::{Lexer, TokenKind};
@@ -58,12 +57,7 @@ impl Retried {
     /// From the ERR payload that was retried.
     pub fn new(err: &[u8], attempt: u32, of: u32) -> Option<Self> {
         let e = ErrPacket::decode(err).ok()?;
-        Some(Self {
-            code: e.code,
-            sql_state: e.sql_state.unwrap_or(*b"HY000"),
-            attempt,
-            of,
-        })
+        Some(Self { code: e.code, sql_state: e.sql_state.unwrap_or(*b"HY000"), attempt, of })
     }
 }
 
@@ -91,21 +85,13 @@ fn question(sql: &str) -> Option<Question> {
 }
 
 /// Appends `payloads` framed with consecutive sequence ids from 1, then an EOF with `status`.
-fn encode_result(
-    payloads: impl IntoIterator<Item = impl AsRef<[u8]>>,
-    status: u16,
-    out: &mut Vec<u8>,
-) {
+fn encode_result(payloads: impl IntoIterator<Item = impl AsRef<[u8]>>, status: u16, out: &mut Vec<u8>) {
     let mut seq = 1u8;
     for p in payloads {
         seq = encode_packets(p.as_ref(), seq, out);
     }
     let mut eof = Vec::with_capacity(5);
-    EofPacket {
-        warnings: 0,
-        status,
-    }
-    .encode(&mut eof);
+    EofPacket { warnings: 0, status }.encode(&mut eof);
     encode_packets(&eof, seq, out);
 }
 
@@ -127,11 +113,7 @@ fn encode_count(name: &str, count: u64, status: u16, out: &mut Vec<u8>) {
     let mut def = Vec::with_capacity(48);
     column.encode(&mut def);
     let mut eof = Vec::with_capacity(5);
-    EofPacket {
-        warnings: 0,
-        status,
-    }
-    .encode(&mut eof);
+    EofPacket { warnings: 0, status }.encode(&mut eof);
     let mut row = Vec::with_capacity(8);
     encode_text_row(&[Some(count.to_string().as_bytes())], &mut row);
     encode_result([&[1u8][..], &def, &eof, &row], status, out);
@@ -177,14 +159,7 @@ impl Session {
             retried.of
         );
         let mut note = Vec::with_capacity(text.len() + 16);
-        encode_text_row(
-            &[
-                Some(b"Note"),
-                Some(retried.code.to_string().as_bytes()),
-                Some(text.as_bytes()),
-            ],
-            &mut note,
-        );
+        encode_text_row(&[Some(b"Note"), Some(retried.code.to_string().as_bytes()), Some(text.as_bytes())], &mut note);
         self.notice.pending = Some(Box::new(Pending { head, rows, note }));
     }
 
@@ -198,9 +173,7 @@ impl Session {
             self.compact();
             return Ok(None);
         }
-        let columns = Reader::new(&first.head)
-            .lenenc_int("column count")
-            .map_err(|_| ())?;
+        let columns = Reader::new(&first.head).lenenc_int("column count").map_err(|_| ())?;
         let mut head = vec![first.whole().map(<[u8]>::to_vec)];
         for _ in 0..=columns {
             let p = self.backend_payload(false).await?;
@@ -232,16 +205,10 @@ impl Session {
         let status = self.tx.status;
         match question(&String::from_utf8_lossy(body)) {
             Some(Question::List) => {
-                let payloads = pending
-                    .head
-                    .iter()
-                    .chain(std::iter::once(&pending.note))
-                    .chain(&pending.rows);
+                let payloads = pending.head.iter().chain(std::iter::once(&pending.note)).chain(&pending.rows);
                 encode_result(payloads, status, &mut self.out);
             }
-            Some(Question::Count(name)) => {
-                encode_count(name, pending.rows.len() as u64 + 1, status, &mut self.out)
-            }
+            Some(Question::Count(name)) => encode_count(name, pending.rows.len() as u64 + 1, status, &mut self.out),
             None => return false,
         }
         true
@@ -257,14 +224,8 @@ mod tests {
     fn questions_about_warnings_are_recognized() {
         assert_eq!(question("SHOW WARNINGS"), Some(Question::List));
         assert_eq!(question("show warnings;"), Some(Question::List));
-        assert_eq!(
-            question("/* x */ SHOW  COUNT(*) WARNINGS"),
-            Some(Question::Count("@@session.warning_count"))
-        );
-        assert_eq!(
-            question("select @@warning_count"),
-            Some(Question::Count("@@warning_count"))
-        );
+        assert_eq!(question("/* x */ SHOW  COUNT(*) WARNINGS"), Some(Question::Count("@@session.warning_count")));
+        assert_eq!(question("select @@warning_count"), Some(Question::Count("@@warning_count")));
         assert_eq!(question("SHOW WARNINGS LIMIT 1"), None);
         assert_eq!(question("SHOW ERRORS"), None);
         assert_eq!(question("SELECT @@warning_count, 1"), None);
@@ -290,20 +251,8 @@ mod tests {
         assert_eq!(seqs, [1, 2, 3, 4, 5]);
         assert_eq!(f[0].1, [1]);
         let def = ColumnDefinition41::decode(&f[1].1).expect("column");
-        assert_eq!(
-            (def.name, def.column_type),
-            (&b"@@warning_count"[..], ColumnType::LONGLONG)
-        );
-        assert_eq!(
-            decode_text_row(&f[3].1, 1).expect("row")[0],
-            Some(&b"3"[..])
-        );
-        assert_eq!(
-            EofPacket::decode(&f[4].1),
-            Ok(EofPacket {
-                warnings: 0,
-                status: 0x0002
-            })
-        );
+        assert_eq!((def.name, def.column_type), (&b"@@warning_count"[..], ColumnType::LONGLONG));
+        assert_eq!(decode_text_row(&f[3].1, 1).expect("row")[0], Some(&b"3"[..]));
+        assert_eq!(EofPacket::decode(&f[4].1), Ok(EofPacket { warnings: 0, status: 0x0002 }));
     }
 }

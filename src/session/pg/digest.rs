@@ -50,7 +50,13 @@ impl DigestTracker {
     /// Stops timing and returns what was measured, if a statement was running.
     pub fn finish(&mut self, now: Instant) -> Option<Finished<'_>> {
         let (fingerprint, started) = self.running.take()?;
-        Some(Finished { fingerprint, sql: &self.sql, elapsed: now.saturating_duration_since(started), rows: self.rows, error: self.error })
+        Some(Finished {
+            fingerprint,
+            sql: &self.sql,
+            elapsed: now.saturating_duration_since(started),
+            rows: self.rows,
+            error: self.error,
+        })
     }
 }
 

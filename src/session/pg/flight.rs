@@ -81,10 +81,7 @@ impl Flight {
             return;
         }
         let expects: Vec<Expect> = expect.iter().skip(mark.expect).copied().collect();
-        let described = expects
-            .iter()
-            .take_while(|e| **e != Expect::Execute)
-            .any(|e| *e == Expect::DescribePortal);
+        let described = expects.iter().take_while(|e| **e != Expect::Execute).any(|e| *e == Expect::DescribePortal);
         if mark.bind && !described {
             return;
         }
@@ -159,7 +156,8 @@ mod tests {
     fn arms_only_small_marked_batches() {
         let mut f = Flight::default();
         let stmt = Rc::new(Stmt::new("SELECT 1", None, &[]));
-        let bare: std::collections::VecDeque<Expect> = [Expect::Synth(b'1'), Expect::Bind, Expect::Execute, Expect::Sync].into();
+        let bare: std::collections::VecDeque<Expect> =
+            [Expect::Synth(b'1'), Expect::Bind, Expect::Execute, Expect::Sync].into();
         f.arm(b"PPPPBBBBEEEESSSS", &bare);
         assert!(f.replay.is_none(), "no mark, nothing to replay");
         f.mark = Some(HealMark { bout: 4, expect: 1, stmt: stmt.clone(), bind: true });

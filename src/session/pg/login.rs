@@ -10,6 +10,7 @@ use base64::Engine as _;
 use super::{Identity, Session};
 use crate::config::{ClientAuth, Config, Pool as PoolConfig};
 use crate::id::CancelKey;
+use crate::pool::CorePool;
 use crate::protocol::pg::{
     auth, backend, decode_frame, decode_startup_frame, frontend, sqlstate, Authentication, ScramSecret, ScramServer,
     StartupPacket, TransactionStatus,
@@ -17,7 +18,6 @@ use crate::protocol::pg::{
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
 use crate::session::state::SessionState;
-use crate::pool::CorePool;
 use crate::session::CoreContext;
 
 /// A slow or silent client gets this long to finish logging in.
@@ -162,7 +162,9 @@ fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig
     config
         .pool(database)
         .or_else(|| config.routing.primary_pool(crate::config::Protocol::Postgres).and_then(|p| config.pool(p)))
-        .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{database}\" does not exist")))
+        .ok_or_else(|| {
+            PgClientError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{database}\" does not exist"))
+        })
 }
 
 fn refuse(user: &str) -> LoginEnd {

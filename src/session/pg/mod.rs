@@ -21,12 +21,14 @@ use std::rc::Rc;
 use crate::config::{PoolMode, Protocol};
 use crate::id::CancelKey;
 use crate::pool::{Conn, ConnInfo, CorePool, PoolError};
-use crate::protocol::pg::{backend, decode_frame, frontend, sqlstate, FrontendMessage, Frame, Target, TransactionStatus};
+use crate::protocol::pg::{
+    backend, decode_frame, frontend, sqlstate, Frame, FrontendMessage, Target, TransactionStatus,
+};
+use crate::routing::RywState;
 use crate::rt::{self, Stream};
 use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
 use crate::session::state::{pg_effects, SessionState};
-use crate::routing::RywState;
 use crate::session::CoreContext;
 use flight::{Flight, HealMark};
 use prepared::{Expect, Stmt};
@@ -238,7 +240,8 @@ impl Session {
             // backend speaks, and the next statement finds that out: racing a second read there
             // would cost an io_uring cancellation per statement.
             // A bridged MySQL connection has nothing unprompted to relay.
-            let watch_backend = !idle && self.expect.is_empty() && self.tx == TransactionStatus::Idle && !self.is_bridged();
+            let watch_backend =
+                !idle && self.expect.is_empty() && self.tx == TransactionStatus::Idle && !self.is_bridged();
             // While the backend is held for this client alone (a transaction, a COPY, a batch),
             // a silent client may not keep it for ever.
             let limit = self.idle_transaction_timeout();
@@ -264,7 +267,8 @@ impl Session {
                 })
                 .await
             } else {
-                let Ok(read) = rt::within(limit, rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK)).await else {
+                let Ok(read) = rt::within(limit, rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK)).await
+                else {
                     return Err(self.idle_transaction_expired().await);
                 };
                 Some(read)
@@ -372,8 +376,11 @@ impl Session {
 
     async fn on_query(&mut self, sql: &str, raw: &[u8]) -> Result<(), End> {
         if self.mode() == PoolMode::Statement && begins_transaction(sql) {
-            PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "transaction blocks are not allowed in statement pooling mode")
-                .encode(&mut self.out);
+            PgClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "transaction blocks are not allowed in statement pooling mode",
+            )
+            .encode(&mut self.out);
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
         }
@@ -392,7 +399,9 @@ impl Session {
         self.state.stage(pg_effects(&sql));
         let mut query = Vec::with_capacity(sql.len() + 6);
         if frontend::encode_query(&sql, &mut query).is_err() {
-            return self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable")).await;
+            return self
+                .fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"))
+                .await;
         }
         self.on_simple(&query).await
     }
@@ -429,7 +438,8 @@ impl Session {
             self.state.stage(pg_effects(&sql));
             let mut parse = Vec::with_capacity(sql.len() + 16);
             if frontend::encode_parse("", &sql, types, &mut parse).is_err() {
-                return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"));
+                return self
+                    .fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"));
             }
             return self.forward_ext(&parse, Expect::Parse { swallow: false, key: None }).await;
         }
@@ -587,9 +597,13 @@ impl Session {
     /// Marks the message being queued as healable when it is the first of its batch to use a
     /// statement prepared earlier on this connection, outside a transaction (see `flight`).
     fn mark_healable(&mut self, stmt: &Rc<Stmt>, bind: bool) {
-        let first = !self.expect.iter().any(|e| matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement));
+        let first = !self
+            .expect
+            .iter()
+            .any(|e| matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement));
         if self.tx == TransactionStatus::Idle && self.flight.mark.is_none() && first {
-            self.flight.mark = Some(HealMark { bout: self.bout.len(), expect: self.expect.len(), stmt: stmt.clone(), bind });
+            self.flight.mark =
+                Some(HealMark { bout: self.bout.len(), expect: self.expect.len(), stmt: stmt.clone(), bind });
         }
     }
 
@@ -639,7 +653,10 @@ impl Session {
     async fn send_backend(&mut self) -> Result<(), End> {
         let Some(conn) = self.backend.as_mut() else { return Ok(()) };
         if let ConnInfo::Pg(info) = &conn.info {
-            self.slot.set_running(Some(CancelTarget { addr: conn.addr, kind: TargetKind::Pg { pid: info.pid, secret: info.secret } }));
+            self.slot.set_running(Some(CancelTarget {
+                addr: conn.addr,
+                kind: TargetKind::Pg { pid: info.pid, secret: info.secret },
+            }));
         }
         // Until its ReadyForQuery arrives the connection carries this client's response: it must
         // never be handed to anyone else (the client may vanish mid-result).
@@ -698,7 +715,9 @@ impl Session {
                     && self.state.pin().is_none()
                     && self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend))
             }
-            PoolMode::Transaction | PoolMode::Statement => self.tx == TransactionStatus::Idle && self.state.pin().is_none(),
+            PoolMode::Transaction | PoolMode::Statement => {
+                self.tx == TransactionStatus::Idle && self.state.pin().is_none()
+            }
         };
         if release && self.expect.is_empty() {
             self.release_backend(false).await;
@@ -714,7 +733,8 @@ impl Session {
         self.slot.set_running(None);
         self.slot.settle().await;
         let Some(mut conn) = self.backend.take() else { return };
-        let clean = self.tx == TransactionStatus::Idle && self.expect.is_empty() && !conn.broken && !self.awaiting_ready;
+        let clean =
+            self.tx == TransactionStatus::Idle && self.expect.is_empty() && !conn.broken && !self.awaiting_ready;
         self.awaiting_ready = false;
         if !clean {
             self.pool.checkin(conn, false);

@@ -37,7 +37,14 @@ impl Stmt {
         let mut parse_msg = Vec::with_capacity(query.len() + 32);
         // Encoding fails only on NUL bytes, which the decoder already rejected.
         let _ = frontend::encode_parse(&server_name, query, types, &mut parse_msg);
-        Self { key, server_name, parse_msg, effects: pg_effects(query), query: client_query.to_owned(), route_key: None }
+        Self {
+            key,
+            server_name,
+            parse_msg,
+            effects: pg_effects(query),
+            query: client_query.to_owned(),
+            route_key: None,
+        }
     }
 }
 

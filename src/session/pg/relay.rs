@@ -17,8 +17,8 @@ use super::flight::{classify_error, ErrorKind};
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::config::PoolMode;
 use crate::pool::Conn;
-use crate::protocol::pg::notice::peek_sqlstate;
 use crate::protocol::pg::backend::is_after_startup;
+use crate::protocol::pg::notice::peek_sqlstate;
 use crate::protocol::pg::{data_row_run, decode_frame, frontend, sqlstate, Target, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
@@ -64,7 +64,6 @@ struct Outcome {
     error: bool,
     last_tag_commit: Option<bool>,
 }
-
 
 /// Reads the next whole backend frame, `chunk` bytes at a time; returns (tag, length) of the
 /// frame at `*pos`.
@@ -130,7 +129,8 @@ impl Session {
                 return self.backend_lost().await;
             };
             if !is_after_startup(tag) {
-                self.flight.fatal = Some(format!("protocol violation: the backend sent message type {:?}", tag as char));
+                self.flight.fatal =
+                    Some(format!("protocol violation: the backend sent message type {:?}", tag as char));
                 return self.backend_lost().await;
             }
             if tag == b'D' && self.passes_rows() {
@@ -318,8 +318,11 @@ impl Session {
             }
             ErrorKind::Canceled if self.flight.timed_out => {
                 let ms = self.pool.config.timeouts.query.map_or(0, |d| d.as_millis());
-                PgClientError::new(sqlstate::QUERY_CANCELED, format!("canceling statement due to query_timeout ({ms} ms)"))
-                    .encode(&mut self.out);
+                PgClientError::new(
+                    sqlstate::QUERY_CANCELED,
+                    format!("canceling statement due to query_timeout ({ms} ms)"),
+                )
+                .encode(&mut self.out);
                 outcome.error = true;
                 return false;
             }
@@ -488,7 +491,8 @@ impl Session {
         self.tx = new;
         self.slot.set_running(None);
         if new == TransactionStatus::Idle {
-            let committed = if was == TransactionStatus::Idle { !outcome.error } else { outcome.last_tag_commit == Some(true) };
+            let committed =
+                if was == TransactionStatus::Idle { !outcome.error } else { outcome.last_tag_commit == Some(true) };
             if committed {
                 self.state.commit();
             } else {
@@ -521,7 +525,8 @@ impl Session {
                     // The client vanished mid-COPY: abort it on the backend so the connection
                     // is not left waiting for data.
                     self.bout.clear();
-                    let _ = crate::protocol::pg::FrontendMessage::CopyFail("client disconnected").encode(&mut self.bout);
+                    let _ =
+                        crate::protocol::pg::FrontendMessage::CopyFail("client disconnected").encode(&mut self.bout);
                     let _ = self.send_backend().await;
                     if let Some(c) = self.backend.as_mut() {
                         c.broken = true;
@@ -535,7 +540,8 @@ impl Session {
                     return self.send_backend().await;
                 }
                 _ if ended => {
-                    let e = PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected Sync after the end of COPY data");
+                    let e =
+                        PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected Sync after the end of COPY data");
                     e.encode_fatal(&mut self.out);
                     let _ = self.flush_client().await;
                     return Err(End::Fatal);
@@ -556,7 +562,8 @@ impl Session {
                 b'H' | b'S' => {}
                 _ => {
                     self.bout.clear();
-                    let _ = crate::protocol::pg::FrontendMessage::CopyFail("unexpected message during COPY").encode(&mut self.bout);
+                    let _ = crate::protocol::pg::FrontendMessage::CopyFail("unexpected message during COPY")
+                        .encode(&mut self.bout);
                     return self.send_backend().await;
                 }
             }
@@ -566,9 +573,11 @@ impl Session {
 
 /// Runs `sql` on `conn` as a simple query and discards the responses; fails on any error.
 pub(super) async fn run_silently(conn: &mut Conn, sql: &str) -> Result<(), PgClientError> {
-    let lost = || PgClientError::new(sqlstate::CONNECTION_FAILURE, "backend connection lost while restoring session settings");
+    let lost =
+        || PgClientError::new(sqlstate::CONNECTION_FAILURE, "backend connection lost while restoring session settings");
     let mut out = Vec::with_capacity(sql.len() + 8);
-    frontend::encode_query(sql, &mut out).map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
+    frontend::encode_query(sql, &mut out)
+        .map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
     rt::write_all(&mut conn.stream, &out).await.map_err(|_| lost())?;
     let mut pos = 0usize;
     let mut failure = None;

@@ -377,10 +377,7 @@ impl StatementFacts {
 
     /// Records one piece of evidence.
     pub(crate) fn note(&mut self, fact: &'static str, detail: impl Into<String>) {
-        self.evidence.push(Evidence {
-            fact,
-            detail: detail.into(),
-        });
+        self.evidence.push(Evidence { fact, detail: detail.into() });
     }
 
     /// Raises the operation to `op` if it is stronger than the current one.
@@ -439,8 +436,6 @@ impl StatementFacts {
 
     /// True when the string ends every session state (`DISCARD ALL` or `RESET ALL`).
     pub fn resets_session(&self) -> bool {
-        self.effects
-            .iter()
-            .any(|e| matches!(e, SessionEffect::DiscardAll | SessionEffect::ResetAll))
+        self.effects.iter().any(|e| matches!(e, SessionEffect::DiscardAll | SessionEffect::ResetAll))
     }
 }

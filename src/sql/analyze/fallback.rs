@@ -11,12 +11,7 @@ use super::tokens::Segment;
 use crate::sql::Dialect;
 
 /// Facts for an unparsed segment; `why` is the evidence label (`parse_error`, `too_deep`, ...).
-pub(super) fn classify(
-    segment: &Segment,
-    why: &'static str,
-    error: &str,
-    dialect: Dialect,
-) -> StatementFacts {
+pub(super) fn classify(segment: &Segment, why: &'static str, error: &str, dialect: Dialect) -> StatementFacts {
     let words = &segment.leading;
     let word = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     let mut facts = StatementFacts::unknown(why, error);
@@ -27,16 +22,12 @@ pub(super) fn classify(
             with_affinity(&mut facts, Affinity::SessionSet, words)
         }
         ("RESET", name) if !name.is_empty() => {
-            facts
-                .effects
-                .push(SessionEffect::Reset(name.to_ascii_lowercase()));
+            facts.effects.push(SessionEffect::Reset(name.to_ascii_lowercase()));
             with_affinity(&mut facts, Affinity::SessionSet, words)
         }
         ("SET", var) if var.starts_with('@') && !var.starts_with("@@") => {
             // `SET @x := 1` (the `:=` spelling does not parse).
-            facts
-                .effects
-                .push(SessionEffect::UserVariableSet(var.to_ascii_lowercase()));
+            facts.effects.push(SessionEffect::UserVariableSet(var.to_ascii_lowercase()));
             with_affinity(&mut facts, Affinity::UserVariable, words)
         }
         ("SET", scope) if !matches!(scope, "GLOBAL" | "PERSIST" | "PERSIST_ONLY") => {
@@ -49,9 +40,7 @@ pub(super) fn classify(
             with_affinity(&mut facts, Affinity::SqlPrepare, words)
         }
         ("DROP" | "DEALLOCATE", "PREPARE") => {
-            facts
-                .effects
-                .push(SessionEffect::Deallocate(Some(word(2).to_owned())));
+            facts.effects.push(SessionEffect::Deallocate(Some(word(2).to_owned())));
             with_affinity(&mut facts, Affinity::SqlPrepare, words)
         }
         ("EXECUTE", _) => {
@@ -69,28 +58,17 @@ pub(super) fn classify(
 fn by_leading_words(first: &str, second: &str, segment: &Segment) -> Operation {
     match (first, second) {
         ("ABORT", _) => Operation::TransactionControl(TxControl::Rollback),
-        ("START", "TRANSACTION") | ("XA", "START" | "BEGIN") => {
-            Operation::TransactionControl(TxControl::Begin)
-        }
-        ("PREPARE", "TRANSACTION") | ("XA", "PREPARE") => {
-            Operation::TransactionControl(TxControl::PrepareTransaction)
-        }
-        ("COMMIT", "PREPARED") | ("XA", "COMMIT") => {
-            Operation::TransactionControl(TxControl::CommitPrepared)
-        }
-        ("ROLLBACK", "PREPARED") | ("XA", "ROLLBACK") => {
-            Operation::TransactionControl(TxControl::RollbackPrepared)
-        }
+        ("START", "TRANSACTION") | ("XA", "START" | "BEGIN") => Operation::TransactionControl(TxControl::Begin),
+        ("PREPARE", "TRANSACTION") | ("XA", "PREPARE") => Operation::TransactionControl(TxControl::PrepareTransaction),
+        ("COMMIT", "PREPARED") | ("XA", "COMMIT") => Operation::TransactionControl(TxControl::CommitPrepared),
+        ("ROLLBACK", "PREPARED") | ("XA", "ROLLBACK") => Operation::TransactionControl(TxControl::RollbackPrepared),
         ("CREATE" | "ALTER" | "DROP" | "RENAME", "USER" | "ROLE")
         | ("VACUUM" | "ANALYZE" | "CLUSTER" | "REINDEX" | "CHECKPOINT", _)
         | ("OPTIMIZE" | "CHECK" | "REPAIR" | "PURGE" | "CHANGE" | "STOP", _)
         | ("INSTALL" | "UNINSTALL" | "FLUSH" | "KILL" | "GRANT" | "REVOKE", _)
         | ("START", "SLAVE" | "REPLICA" | "GROUP_REPLICATION") => Operation::Admin,
         ("CREATE" | "ALTER" | "DROP" | "RENAME" | "COMMENT", _) => Operation::Ddl,
-        (
-            "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "MERGE" | "TRUNCATE" | "REFRESH" | "LOAD",
-            _,
-        ) => Operation::Write,
+        ("INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "MERGE" | "TRUNCATE" | "REFRESH" | "LOAD", _) => Operation::Write,
         ("COPY", _) if segment.has_from => Operation::Write,
         _ => Operation::Unknown,
     }

@@ -37,8 +37,8 @@ mod walker;
 mod tests;
 
 pub use facts::{
-    Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, SessionEffect,
-    SetScope, StatementFacts, TxControl,
+    Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, SessionEffect, SetScope,
+    StatementFacts, TxControl,
 };
 
 use crate::sql::parse;
@@ -70,11 +70,7 @@ pub fn analyze(sql: &str, dialect: Dialect, catalog: &FunctionCatalog) -> Statem
     })
 }
 
-fn analyze_segment(
-    mut segment: tokens::Segment,
-    dialect: Dialect,
-    catalog: &FunctionCatalog,
-) -> StatementFacts {
+fn analyze_segment(mut segment: tokens::Segment, dialect: Dialect, catalog: &FunctionCatalog) -> StatementFacts {
     let statements = match parse::parse_tokens(std::mem::take(&mut segment.tokens), dialect) {
         Ok(s) if !s.is_empty() => s,
         Ok(_) => return fallback::classify(&segment, "parse_error", "no statement parsed", dialect),

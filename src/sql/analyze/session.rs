@@ -13,12 +13,7 @@ use super::walker::{object_name, Walker};
 /// Classifies a SET and records its effects.
 pub(super) fn set(set: &Set, w: &mut Walker<'_>) -> Operation {
     match set {
-        Set::SingleAssignment {
-            scope,
-            variable,
-            values,
-            ..
-        } => {
+        Set::SingleAssignment { scope, variable, values, .. } => {
             w.walk_part(values);
             let value = render(values);
             assign(*scope, variable, Some(value), w)
@@ -42,27 +37,15 @@ pub(super) fn set(set: &Set, w: &mut Walker<'_>) -> Operation {
             }
             op
         }
-        Set::SetRole {
-            context_modifier,
-            role_name,
-        } => {
-            let value = role_name
-                .as_ref()
-                .map_or_else(|| "NONE".to_owned(), |r| r.to_string());
+        Set::SetRole { context_modifier, role_name } => {
+            let value = role_name.as_ref().map_or_else(|| "NONE".to_owned(), |r| r.to_string());
             named("role", scope_of(*context_modifier), Some(value), w)
         }
         Set::SetTimeZone { local, value } => {
-            let scope = if *local {
-                SetScope::Local
-            } else {
-                SetScope::Session
-            };
+            let scope = if *local { SetScope::Local } else { SetScope::Session };
             named("timezone", scope, Some(value.to_string()), w)
         }
-        Set::SetNames {
-            charset_name,
-            collation_name,
-        } => {
+        Set::SetNames { charset_name, collation_name } => {
             let text = match collation_name {
                 Some(c) => format!("{} COLLATE {c}", charset_name.value),
                 None => charset_name.value.clone(),
@@ -70,19 +53,9 @@ pub(super) fn set(set: &Set, w: &mut Walker<'_>) -> Operation {
             set_names(Some(text), w)
         }
         Set::SetNamesDefault {} => set_names(None, w),
-        Set::SetTransaction { session: false, .. } => {
-            Operation::TransactionControl(TxControl::SetTransaction)
-        }
-        Set::SetTransaction {
-            session: true,
-            modes,
-            ..
-        } => {
-            let value = modes
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ");
+        Set::SetTransaction { session: false, .. } => Operation::TransactionControl(TxControl::SetTransaction),
+        Set::SetTransaction { session: true, modes, .. } => {
+            let value = modes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
             named("transaction", SetScope::Session, Some(value), w)
         }
         Set::SetSessionParam(p) => {
@@ -101,11 +74,7 @@ fn set_names(text: Option<String>, w: &mut Walker<'_>) -> Operation {
 }
 
 fn render(values: &[Expr]) -> String {
-    values
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
+    values.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 fn scope_of(m: Option<ContextModifier>) -> SetScope {
@@ -165,10 +134,6 @@ fn named(name: &str, scope: SetScope, value: Option<String>, w: &mut Walker<'_>)
             Operation::Admin
         }
     };
-    w.facts.effects.push(SessionEffect::Set {
-        name: name.to_owned(),
-        scope,
-        value,
-    });
+    w.facts.effects.push(SessionEffect::Set { name: name.to_owned(), scope, value });
     op
 }

@@ -1,9 +1,7 @@
 //! Classification of one parsed top-level statement into an [`Operation`] plus the facts its
 //! parts contribute. Anything not recognized here is `Operation::Unknown`.
 
-use sqlparser::ast::{
-    CloseCursor, CopySource, CopyTarget, DeclareType, DiscardObject, Statement, Use,
-};
+use sqlparser::ast::{CloseCursor, CopySource, CopyTarget, DeclareType, DiscardObject, Statement, Use};
 
 use super::facts::{Affinity, Operation, SessionEffect, StatementFacts, TxControl};
 use super::session;
@@ -12,11 +10,7 @@ use crate::sql::volatility::FunctionCatalog;
 use crate::sql::Dialect;
 
 /// Facts for one parsed statement.
-pub(super) fn analyze_statement(
-    stmt: &Statement,
-    dialect: Dialect,
-    catalog: &FunctionCatalog,
-) -> StatementFacts {
+pub(super) fn analyze_statement(stmt: &Statement, dialect: Dialect, catalog: &FunctionCatalog) -> StatementFacts {
     let mut w = Walker::new(catalog, dialect);
     let op = classify(stmt, &mut w);
     finish(w, op)
@@ -47,27 +41,13 @@ fn classify(stmt: &Statement, w: &mut Walker<'_>) -> Operation {
             w.walk(stmt);
             Operation::Read
         }
-        Statement::Insert(_)
-        | Statement::Update { .. }
-        | Statement::Delete(_)
-        | Statement::Merge { .. } => {
+        Statement::Insert(_) | Statement::Update { .. } | Statement::Delete(_) | Statement::Merge { .. } => {
             w.walk(stmt);
             Operation::Write
         }
-        Statement::Copy {
-            source, to, target, ..
-        } => copy(source, *to, target, w),
-        Statement::Explain {
-            analyze,
-            statement,
-            options,
-            ..
-        } => {
-            let analyzes = *analyze
-                || options
-                    .iter()
-                    .flatten()
-                    .any(|o| o.name.value.eq_ignore_ascii_case("analyze"));
+        Statement::Copy { source, to, target, .. } => copy(source, *to, target, w),
+        Statement::Explain { analyze, statement, options, .. } => {
+            let analyzes = *analyze || options.iter().flatten().any(|o| o.name.value.eq_ignore_ascii_case("analyze"));
             if analyzes {
                 // EXPLAIN ANALYZE executes the statement: its facts are the statement's.
                 w.facts.note("explain_analyze", "");
@@ -87,11 +67,7 @@ fn classify(stmt: &Statement, w: &mut Walker<'_>) -> Operation {
             }
             Operation::Ddl
         }
-        Statement::CreateSequence {
-            temporary: true,
-            name,
-            ..
-        } => {
+        Statement::CreateSequence { temporary: true, name, .. } => {
             w.affinity(Affinity::TempTable, object_name(name));
             Operation::Ddl
         }
@@ -104,12 +80,8 @@ fn classify_simple(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
     let op = match stmt {
         Statement::StartTransaction { .. } => Operation::TransactionControl(TxControl::Begin),
         Statement::Commit { .. } => Operation::TransactionControl(TxControl::Commit),
-        Statement::Rollback {
-            savepoint: None, ..
-        } => Operation::TransactionControl(TxControl::Rollback),
-        Statement::Rollback {
-            savepoint: Some(_), ..
-        } => Operation::TransactionControl(TxControl::RollbackTo),
+        Statement::Rollback { savepoint: None, .. } => Operation::TransactionControl(TxControl::Rollback),
+        Statement::Rollback { savepoint: Some(_), .. } => Operation::TransactionControl(TxControl::RollbackTo),
         Statement::Savepoint { .. } => Operation::TransactionControl(TxControl::Savepoint),
         Statement::ReleaseSavepoint { .. } => Operation::TransactionControl(TxControl::Release),
         Statement::ShowFunctions { .. }
@@ -149,9 +121,7 @@ fn connection_state(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
     let op = match stmt {
         Statement::Use(u) => {
             let name = match u {
-                Use::Object(n) | Use::Database(n) | Use::Schema(n) | Use::Catalog(n) => {
-                    object_name(n)
-                }
+                Use::Object(n) | Use::Database(n) | Use::Schema(n) | Use::Catalog(n) => object_name(n),
                 other => other.to_string(),
             };
             w.affinity(Affinity::SessionSet, format!("USE {name}"));
@@ -171,9 +141,7 @@ fn connection_state(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
         }
         Statement::LISTEN { channel } => {
             w.affinity(Affinity::Listen, channel.value.clone());
-            w.facts
-                .effects
-                .push(SessionEffect::Listen(channel.value.clone()));
+            w.facts.effects.push(SessionEffect::Listen(channel.value.clone()));
             Operation::Session
         }
         Statement::UNLISTEN { channel } => {
@@ -231,10 +199,7 @@ fn declare(stmts: &[sqlparser::ast::Declare], w: &mut Walker<'_>) -> Operation {
             if with_hold {
                 w.affinity(Affinity::CursorWithHold, name.value.clone());
             }
-            w.facts.effects.push(SessionEffect::DeclareCursor {
-                name: name.value.clone(),
-                with_hold,
-            });
+            w.facts.effects.push(SessionEffect::DeclareCursor { name: name.value.clone(), with_hold });
         }
         if let Some(q) = &d.for_query {
             w.walk_part(q.as_ref());
@@ -309,10 +274,7 @@ fn classify_other(stmt: &Statement, w: &mut Walker<'_>) -> Operation {
 /// The first two words of a statement's SQL rendering, for evidence details.
 fn first_words(stmt: &Statement) -> String {
     let text = stmt.to_string();
-    text.split_whitespace()
-        .take(2)
-        .collect::<Vec<_>>()
-        .join(" ")
+    text.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
 }
 
 /// SQL-level prepared statements and cursors.
@@ -320,9 +282,7 @@ fn prepared_or_cursor(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation>
     let op = match stmt {
         Statement::Prepare { name, .. } => {
             w.affinity(Affinity::SqlPrepare, name.value.clone());
-            w.facts
-                .effects
-                .push(SessionEffect::Prepare(name.value.clone()));
+            w.facts.effects.push(SessionEffect::Prepare(name.value.clone()));
             Operation::Session
         }
         Statement::Deallocate { name, .. } => {
@@ -335,10 +295,7 @@ fn prepared_or_cursor(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation>
         Statement::Execute { name, .. } => {
             let name = name.as_ref().map(object_name).unwrap_or_default();
             w.affinity(Affinity::SqlPrepare, name.clone());
-            w.facts.note(
-                "execute",
-                format!("{name}: prepared statement text unknown here"),
-            );
+            w.facts.note("execute", format!("{name}: prepared statement text unknown here"));
             Operation::Unknown
         }
         Statement::Fetch { name, .. } => {
@@ -350,10 +307,7 @@ fn prepared_or_cursor(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation>
                 CloseCursor::All => None,
                 CloseCursor::Specific { name } => Some(name.value.clone()),
             };
-            w.affinity(
-                Affinity::Cursor,
-                name.clone().unwrap_or_else(|| "ALL".into()),
-            );
+            w.affinity(Affinity::Cursor, name.clone().unwrap_or_else(|| "ALL".into()));
             w.facts.effects.push(SessionEffect::CloseCursor(name));
             Operation::Session
         }

@@ -5,19 +5,11 @@ use crate::sql::volatility::{parse_mysql_udf_row, parse_pg_udf_row, FunctionCata
 use crate::sql::Dialect;
 
 fn pg(sql: &str) -> StatementFacts {
-    analyze(
-        sql,
-        Dialect::Postgres,
-        &FunctionCatalog::builtin(Dialect::Postgres),
-    )
+    analyze(sql, Dialect::Postgres, &FunctionCatalog::builtin(Dialect::Postgres))
 }
 
 fn my(sql: &str) -> StatementFacts {
-    analyze(
-        sql,
-        Dialect::MySql,
-        &FunctionCatalog::builtin(Dialect::MySql),
-    )
+    analyze(sql, Dialect::MySql, &FunctionCatalog::builtin(Dialect::MySql))
 }
 
 fn has(f: &StatementFacts, fact: &str) -> bool {
@@ -56,30 +48,19 @@ fn check_corpus(text: &str, dialect: Dialect) -> usize {
         }
         checked += 1;
     }
-    assert!(
-        mismatches.is_empty(),
-        "{} corpus mismatches:\n{}",
-        mismatches.len(),
-        mismatches.join("\n")
-    );
+    assert!(mismatches.is_empty(), "{} corpus mismatches:\n{}", mismatches.len(), mismatches.join("\n"));
     checked
 }
 
 #[test]
 fn corpus_pg() {
-    let n = check_corpus(
-        include_str!("../../../tests/corpus/facts_pg.tsv"),
-        Dialect::Postgres,
-    );
+    let n = check_corpus(include_str!("../../../tests/corpus/facts_pg.tsv"), Dialect::Postgres);
     assert!(n >= 300, "only {n} statements");
 }
 
 #[test]
 fn corpus_mysql() {
-    let n = check_corpus(
-        include_str!("../../../tests/corpus/facts_mysql.tsv"),
-        Dialect::MySql,
-    );
+    let n = check_corpus(include_str!("../../../tests/corpus/facts_mysql.tsv"), Dialect::MySql);
     assert!(n >= 300, "only {n} statements");
 }
 
@@ -133,10 +114,7 @@ fn user_defined_functions_override_and_combine() {
     assert_eq!(cat.volatility("txid_current"), Some(Volatility::Volatile));
     // Qualified names outside pg_catalog do not fall back to built-ins.
     assert_eq!(cat.volatility("myschema.lower"), None);
-    assert_eq!(
-        cat.volatility("pg_catalog.lower"),
-        Some(Volatility::Immutable)
-    );
+    assert_eq!(cat.volatility("pg_catalog.lower"), Some(Volatility::Immutable));
     assert_eq!(cat.volatility("LOWER"), Some(Volatility::Immutable));
 }
 
@@ -144,14 +122,8 @@ fn user_defined_functions_override_and_combine() {
 fn udf_rows_parse() {
     let row = parse_pg_udf_row("app", "f", "s").map(|r| r.volatility);
     assert_eq!(row, Some(Volatility::Stable));
-    assert_eq!(
-        parse_pg_udf_row("app", "f", "i").map(|r| r.volatility),
-        Some(Volatility::Immutable)
-    );
-    assert_eq!(
-        parse_pg_udf_row("app", "f", "v").map(|r| r.volatility),
-        Some(Volatility::Volatile)
-    );
+    assert_eq!(parse_pg_udf_row("app", "f", "i").map(|r| r.volatility), Some(Volatility::Immutable));
+    assert_eq!(parse_pg_udf_row("app", "f", "v").map(|r| r.volatility), Some(Volatility::Volatile));
     assert_eq!(parse_pg_udf_row("app", "f", "x"), None);
     let v = |d: &str, a: &str| parse_mysql_udf_row("db", "f", d, a).map(|r| r.volatility);
     assert_eq!(v("YES", "NO SQL"), Some(Volatility::Stable));
@@ -180,26 +152,10 @@ fn writes_and_data_changing_ctes() {
 #[test]
 fn locking_reads_record_exact_strength() {
     let cases = [
-        (
-            "SELECT * FROM t FOR UPDATE",
-            LockStrength::Update,
-            LockWait::Wait,
-        ),
-        (
-            "SELECT * FROM t FOR NO KEY UPDATE",
-            LockStrength::NoKeyUpdate,
-            LockWait::Wait,
-        ),
-        (
-            "SELECT * FROM t FOR SHARE NOWAIT",
-            LockStrength::Share,
-            LockWait::Nowait,
-        ),
-        (
-            "SELECT * FROM t FOR KEY SHARE SKIP LOCKED",
-            LockStrength::KeyShare,
-            LockWait::SkipLocked,
-        ),
+        ("SELECT * FROM t FOR UPDATE", LockStrength::Update, LockWait::Wait),
+        ("SELECT * FROM t FOR NO KEY UPDATE", LockStrength::NoKeyUpdate, LockWait::Wait),
+        ("SELECT * FROM t FOR SHARE NOWAIT", LockStrength::Share, LockWait::Nowait),
+        ("SELECT * FROM t FOR KEY SHARE SKIP LOCKED", LockStrength::KeyShare, LockWait::SkipLocked),
     ];
     for (sql, strength, wait) in cases {
         let f = pg(sql);
@@ -209,9 +165,7 @@ fn locking_reads_record_exact_strength() {
     let f = my("SELECT * FROM t WHERE id = 1 LOCK IN SHARE MODE");
     assert_eq!(f.locking.map(|l| l.strength), Some(LockStrength::Share));
     // A lock inside a subquery still counts.
-    assert!(pg("SELECT * FROM (SELECT * FROM t FOR UPDATE) s")
-        .locking
-        .is_some());
+    assert!(pg("SELECT * FROM (SELECT * FROM t FOR UPDATE) s").locking.is_some());
     // The words in a string literal or quoted identifier are not a lock.
     assert!(pg("SELECT 'FOR UPDATE', \"for\" FROM t").replica_eligible());
 }
@@ -230,14 +184,8 @@ fn select_into() {
 #[test]
 fn explain_rules() {
     assert!(pg("EXPLAIN UPDATE t SET x = 1").replica_eligible());
-    assert_eq!(
-        pg("EXPLAIN ANALYZE UPDATE t SET x = 1").operation,
-        Operation::Write
-    );
-    assert_eq!(
-        pg("EXPLAIN (ANALYZE, BUFFERS) DELETE FROM t").operation,
-        Operation::Write
-    );
+    assert_eq!(pg("EXPLAIN ANALYZE UPDATE t SET x = 1").operation, Operation::Write);
+    assert_eq!(pg("EXPLAIN (ANALYZE, BUFFERS) DELETE FROM t").operation, Operation::Write);
     assert!(pg("EXPLAIN ANALYZE SELECT 1").replica_eligible());
 }
 
@@ -251,18 +199,9 @@ fn copy_rules() {
 #[test]
 fn show_is_never_eligible() {
     for sql in ["SHOW search_path", "SHOW ALL"] {
-        assert_eq!(
-            pg(sql).ineligibility_reason(),
-            Some("server_state"),
-            "{sql}"
-        );
+        assert_eq!(pg(sql).ineligibility_reason(), Some("server_state"), "{sql}");
     }
-    for sql in [
-        "SHOW TABLES",
-        "SHOW VARIABLES LIKE 'x'",
-        "DESCRIBE t",
-        "SHOW FULL PROCESSLIST",
-    ] {
+    for sql in ["SHOW TABLES", "SHOW VARIABLES LIKE 'x'", "DESCRIBE t", "SHOW FULL PROCESSLIST"] {
         assert!(my(sql).affinity.contains(Affinity::ServerState), "{sql}");
         assert!(!my(sql).replica_eligible(), "{sql}");
     }
@@ -274,37 +213,24 @@ fn set_details_for_the_session_layer() {
     assert_eq!(f.operation, Operation::Session);
     assert_eq!(f.session_set(), Some(("search_path", SetScope::Session)));
     let f = pg("SET LOCAL statement_timeout = '5s'");
-    assert_eq!(
-        f.session_set(),
-        Some(("statement_timeout", SetScope::Local))
-    );
+    assert_eq!(f.session_set(), Some(("statement_timeout", SetScope::Local)));
     assert!(f.affinity.contains(Affinity::TransactionScoped));
-    assert_eq!(
-        pg("SET TIME ZONE 'UTC'").session_set(),
-        Some(("timezone", SetScope::Session))
-    );
+    assert_eq!(pg("SET TIME ZONE 'UTC'").session_set(), Some(("timezone", SetScope::Session)));
     let f = my("SET @@SESSION.sql_mode = 'TRADITIONAL', @x = 1");
     assert_eq!(f.session_set(), Some(("sql_mode", SetScope::Session)));
-    assert!(f
-        .effects
-        .contains(&SessionEffect::UserVariableSet("@x".into())));
+    assert!(f.effects.contains(&SessionEffect::UserVariableSet("@x".into())));
     let f = my("SET GLOBAL max_connections = 10");
     assert_eq!(f.operation, Operation::Admin);
     assert_eq!(f.session_set(), Some(("max_connections", SetScope::Global)));
     let f = my("SET NAMES utf8mb4");
-    assert!(f
-        .effects
-        .contains(&SessionEffect::SetNames(Some("utf8mb4".into()))));
+    assert!(f.effects.contains(&SessionEffect::SetNames(Some("utf8mb4".into()))));
     let f = pg("SELECT set_config('app.tenant', '7', true)");
     assert_eq!(f.session_set(), Some(("app.tenant", SetScope::Local)));
     assert_eq!(
         pg("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE").operation,
         Operation::TransactionControl(TxControl::SetTransaction)
     );
-    assert_eq!(
-        my("SET SESSION TRANSACTION READ ONLY").operation,
-        Operation::Session
-    );
+    assert_eq!(my("SET SESSION TRANSACTION READ ONLY").operation, Operation::Session);
 }
 
 #[test]
@@ -312,75 +238,37 @@ fn session_resets_and_pins() {
     assert!(pg("DISCARD ALL").resets_session());
     assert!(pg("RESET ALL").resets_session());
     assert!(!pg("RESET search_path").resets_session());
-    assert!(pg("RESET search_path")
-        .effects
-        .contains(&SessionEffect::Reset("search_path".into())));
+    assert!(pg("RESET search_path").effects.contains(&SessionEffect::Reset("search_path".into())));
     let f = pg("LISTEN jobs");
     assert!(f.affinity.contains(Affinity::Listen));
-    assert!(pg("UNLISTEN *")
-        .effects
-        .contains(&SessionEffect::Unlisten(None)));
+    assert!(pg("UNLISTEN *").effects.contains(&SessionEffect::Unlisten(None)));
     let f = pg("CREATE TEMP TABLE x (id int)");
-    assert!(f
-        .effects
-        .contains(&SessionEffect::CreateTempTable("x".into())));
+    assert!(f.effects.contains(&SessionEffect::CreateTempTable("x".into())));
     let f = pg("DECLARE c CURSOR WITH HOLD FOR SELECT 1");
     assert!(f.affinity.contains(Affinity::CursorWithHold));
-    assert!(pg("PREPARE p AS SELECT 1")
-        .effects
-        .contains(&SessionEffect::Prepare("p".into())));
-    assert!(pg("DEALLOCATE ALL")
-        .effects
-        .contains(&SessionEffect::Deallocate(None)));
-    assert!(my("USE shop")
-        .effects
-        .contains(&SessionEffect::UseDatabase("shop".into())));
-    assert!(my("LOCK TABLES t WRITE")
-        .affinity
-        .contains(Affinity::LockTables));
-    assert!(my("UNLOCK TABLES")
-        .effects
-        .contains(&SessionEffect::UnlockTables));
-    assert!(my("SELECT GET_LOCK('a', 1)")
-        .affinity
-        .contains(Affinity::GetLock));
+    assert!(pg("PREPARE p AS SELECT 1").effects.contains(&SessionEffect::Prepare("p".into())));
+    assert!(pg("DEALLOCATE ALL").effects.contains(&SessionEffect::Deallocate(None)));
+    assert!(my("USE shop").effects.contains(&SessionEffect::UseDatabase("shop".into())));
+    assert!(my("LOCK TABLES t WRITE").affinity.contains(Affinity::LockTables));
+    assert!(my("UNLOCK TABLES").effects.contains(&SessionEffect::UnlockTables));
+    assert!(my("SELECT GET_LOCK('a', 1)").affinity.contains(Affinity::GetLock));
     assert!(my("SELECT @x").affinity.contains(Affinity::UserVariable));
     let f = my("SET @x := 1");
     assert!(f.affinity.contains(Affinity::UserVariable));
-    assert!(f
-        .effects
-        .contains(&SessionEffect::UserVariableSet("@x".into())));
-    assert!(my("SELECT LAST_INSERT_ID()")
-        .affinity
-        .contains(Affinity::LastInsertId));
-    assert!(pg("SELECT nextval('s')")
-        .affinity
-        .contains(Affinity::Sequence));
-    assert!(pg("SELECT pg_advisory_lock(1)")
-        .affinity
-        .contains(Affinity::AdvisoryLock));
+    assert!(f.effects.contains(&SessionEffect::UserVariableSet("@x".into())));
+    assert!(my("SELECT LAST_INSERT_ID()").affinity.contains(Affinity::LastInsertId));
+    assert!(pg("SELECT nextval('s')").affinity.contains(Affinity::Sequence));
+    assert!(pg("SELECT pg_advisory_lock(1)").affinity.contains(Affinity::AdvisoryLock));
     // A system variable read is stable: it is how tests prove which server answered.
     assert!(my("SELECT @@server_id").replica_eligible());
 }
 
 #[test]
 fn transaction_control() {
-    assert_eq!(
-        pg("BEGIN").operation,
-        Operation::TransactionControl(TxControl::Begin)
-    );
-    assert_eq!(
-        pg("ROLLBACK TO sp").operation,
-        Operation::TransactionControl(TxControl::RollbackTo)
-    );
-    assert_eq!(
-        pg("RELEASE sp").operation,
-        Operation::TransactionControl(TxControl::Release)
-    );
-    assert_eq!(
-        pg("PREPARE TRANSACTION 'x'").operation,
-        Operation::TransactionControl(TxControl::PrepareTransaction)
-    );
+    assert_eq!(pg("BEGIN").operation, Operation::TransactionControl(TxControl::Begin));
+    assert_eq!(pg("ROLLBACK TO sp").operation, Operation::TransactionControl(TxControl::RollbackTo));
+    assert_eq!(pg("RELEASE sp").operation, Operation::TransactionControl(TxControl::Release));
+    assert_eq!(pg("PREPARE TRANSACTION 'x'").operation, Operation::TransactionControl(TxControl::PrepareTransaction));
     assert!(has(&pg("PREPARE TRANSACTION 'x'"), "parse_error"));
 }
 
@@ -401,14 +289,7 @@ fn multi_statement_strings_combine() {
 
 #[test]
 fn unparsable_and_empty_are_not_eligible() {
-    for sql in [
-        "SELEC 1",
-        "SELECT (",
-        "SELECT 'x",
-        "",
-        "  -- only a comment",
-        ";;",
-    ] {
+    for sql in ["SELEC 1", "SELECT (", "SELECT 'x", "", "  -- only a comment", ";;"] {
         let f = pg(sql);
         assert!(!f.replica_eligible(), "{sql:?}");
     }
@@ -418,12 +299,10 @@ fn unparsable_and_empty_are_not_eligible() {
 }
 
 fn on_small_stack(sql: String, dialect: Dialect) -> StatementFacts {
-    let handle = std::thread::Builder::new()
-        .stack_size(2 * 1024 * 1024)
-        .spawn(move || {
-            let cat = FunctionCatalog::builtin(dialect);
-            analyze(&sql, dialect, &cat)
-        });
+    let handle = std::thread::Builder::new().stack_size(2 * 1024 * 1024).spawn(move || {
+        let cat = FunctionCatalog::builtin(dialect);
+        analyze(&sql, dialect, &cat)
+    });
     match handle.map(|h| h.join()) {
         Ok(Ok(f)) => f,
         _ => panic!("analysis thread failed"),
@@ -436,20 +315,12 @@ fn nested(kind: &str, n: usize) -> String {
         "parens" => format!("SELECT {}1{}", "(".repeat(n), ")".repeat(n)),
         "scalar_subquery" => format!("SELECT {}1{}", "(SELECT ".repeat(n), ")".repeat(n)),
         "derived_table" => {
-            format!(
-                "SELECT * FROM {}t{}",
-                "(SELECT * FROM ".repeat(n),
-                ") x".repeat(n)
-            )
+            format!("SELECT * FROM {}t{}", "(SELECT * FROM ".repeat(n), ") x".repeat(n))
         }
         "function" => format!("SELECT {}1{}", "abs(".repeat(n), ")".repeat(n)),
         "not" => format!("SELECT {}true", "NOT ".repeat(n)),
         "minus" => format!("SELECT {}1", "- ".repeat(n)),
-        "case" => format!(
-            "SELECT {}1{}",
-            "CASE WHEN true THEN ".repeat(n),
-            " END".repeat(n)
-        ),
+        "case" => format!("SELECT {}1{}", "CASE WHEN true THEN ".repeat(n), " END".repeat(n)),
         _ => format!("SELECT {}1{}", "ARRAY[".repeat(n), "]".repeat(n)),
     }
 }
@@ -457,30 +328,13 @@ fn nested(kind: &str, n: usize) -> String {
 #[test]
 fn deep_nesting_is_unknown_not_a_crash() {
     let deep = nested("parens", 10_000);
-    assert_eq!(
-        on_small_stack(deep, Dialect::Postgres).operation,
-        Operation::Unknown
-    );
-    let kinds = [
-        "parens",
-        "scalar_subquery",
-        "derived_table",
-        "function",
-        "not",
-        "minus",
-        "case",
-        "array",
-    ];
+    assert_eq!(on_small_stack(deep, Dialect::Postgres).operation, Operation::Unknown);
+    let kinds = ["parens", "scalar_subquery", "derived_table", "function", "not", "minus", "case", "array"];
     for kind in kinds {
         let n = crate::sql::parse::MAX_NESTING;
         // At the limit: analyzed for real, on a 2 MiB stack, in a debug build.
         let f = on_small_stack(nested(kind, n), Dialect::Postgres);
-        assert_eq!(
-            f.operation,
-            Operation::Read,
-            "{kind} at {n}: {:?}",
-            f.evidence
-        );
+        assert_eq!(f.operation, Operation::Read, "{kind} at {n}: {:?}", f.evidence);
         let f = on_small_stack(nested(kind, n), Dialect::MySql);
         assert_ne!(f.operation, Operation::Write, "{kind} at {n}");
         // Past it: refused before parsing.
@@ -494,34 +348,19 @@ fn deep_nesting_is_unknown_not_a_crash() {
 
 #[test]
 fn long_operator_chains_are_bounded() {
-    let at_limit = (0..crate::sql::parse::MAX_CHAIN_OPERATORS / 2)
-        .map(|i| format!("id = {i}"))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    let f = on_small_stack(
-        format!("SELECT * FROM t WHERE {at_limit}"),
-        Dialect::Postgres,
-    );
+    let at_limit =
+        (0..crate::sql::parse::MAX_CHAIN_OPERATORS / 2).map(|i| format!("id = {i}")).collect::<Vec<_>>().join(" OR ");
+    let f = on_small_stack(format!("SELECT * FROM t WHERE {at_limit}"), Dialect::Postgres);
     assert!(f.replica_eligible(), "{:?}", f.evidence);
     let huge = vec!["x = 1"; 50_000].join(" OR ");
     let f = on_small_stack(format!("SELECT * FROM t WHERE {huge}"), Dialect::Postgres);
     assert_eq!(f.operation, Operation::Unknown);
     assert!(has(&f, "too_complex"));
     let unions = vec!["SELECT 1"; 20_000].join(" UNION ALL ");
-    assert_eq!(
-        on_small_stack(unions, Dialect::MySql).operation,
-        Operation::Unknown
-    );
+    assert_eq!(on_small_stack(unions, Dialect::MySql).operation, Operation::Unknown);
     // Long flat lists are not chains: a big IN list or bulk insert stays analyzable.
-    let list = (0..20_000)
-        .map(|i| i.to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    assert!(on_small_stack(
-        format!("SELECT * FROM t WHERE id IN ({list})"),
-        Dialect::Postgres
-    )
-    .replica_eligible());
+    let list = (0..20_000).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    assert!(on_small_stack(format!("SELECT * FROM t WHERE id IN ({list})"), Dialect::Postgres).replica_eligible());
 }
 
 #[test]

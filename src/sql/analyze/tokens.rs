@@ -41,10 +41,7 @@ pub(super) fn split(sql: &str, dialect: Dialect) -> Result<Vec<Segment>, Refusal
 }
 
 fn push_segment(out: &mut Vec<Segment>, tokens: Vec<TokenWithSpan>) {
-    if tokens
-        .iter()
-        .all(|t| matches!(t.token, Token::Whitespace(_) | Token::EOF))
-    {
+    if tokens.iter().all(|t| matches!(t.token, Token::Whitespace(_) | Token::EOF)) {
         return;
     }
     let leading = tokens
@@ -56,22 +53,11 @@ fn push_segment(out: &mut Vec<Segment>, tokens: Vec<TokenWithSpan>) {
             other => other.to_string(),
         })
         .collect();
-    let has_from = tokens
-        .iter()
-        .filter_map(unquoted)
-        .any(|w| w.keyword == Keyword::FROM);
-    let calc_found_rows = tokens
-        .iter()
-        .filter_map(unquoted)
-        .any(|w| w.value.eq_ignore_ascii_case("SQL_CALC_FOUND_ROWS"));
+    let has_from = tokens.iter().filter_map(unquoted).any(|w| w.keyword == Keyword::FROM);
+    let calc_found_rows =
+        tokens.iter().filter_map(unquoted).any(|w| w.value.eq_ignore_ascii_case("SQL_CALC_FOUND_ROWS"));
     let (tokens, lock_phrases) = normalize_locks(tokens);
-    out.push(Segment {
-        tokens,
-        lock_phrases,
-        leading,
-        has_from,
-        calc_found_rows,
-    });
+    out.push(Segment { tokens, lock_phrases, leading, has_from, calc_found_rows });
 }
 
 fn unquoted(t: &TokenWithSpan) -> Option<&Word> {
@@ -83,10 +69,7 @@ fn unquoted(t: &TokenWithSpan) -> Option<&Word> {
 
 fn keyword_at(tokens: &[TokenWithSpan], idx: &[usize], i: usize, kw: Keyword) -> bool {
     match idx.get(i).and_then(|&j| tokens.get(j)) {
-        Some(TokenWithSpan {
-            token: Token::Word(w),
-            ..
-        }) => w.quote_style.is_none() && w.keyword == kw,
+        Some(TokenWithSpan { token: Token::Word(w), .. }) => w.quote_style.is_none() && w.keyword == kw,
         _ => false,
     }
 }
@@ -97,12 +80,8 @@ fn keyword_at(tokens: &[TokenWithSpan], idx: &[usize], i: usize, kw: Keyword) ->
 /// the rewrite never changes anything but the lock clause.
 fn normalize_locks(tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Vec<LockStrength>) {
     // Indices of non-whitespace tokens, so phrases match across spaces and comments.
-    let idx: Vec<usize> = tokens
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)))
-        .map(|(i, _)| i)
-        .collect();
+    let idx: Vec<usize> =
+        tokens.iter().enumerate().filter(|(_, t)| !matches!(t.token, Token::Whitespace(_))).map(|(i, _)| i).collect();
     let mut drop = vec![false; tokens.len()];
     let mut replace_with_for = Vec::new();
     let mut phrases = Vec::new();
@@ -113,11 +92,7 @@ fn normalize_locks(tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Vec<LockS
                 *slot = true;
             }
         };
-        if at(i, Keyword::FOR)
-            && at(i + 1, Keyword::NO)
-            && at(i + 2, Keyword::KEY)
-            && at(i + 3, Keyword::UPDATE)
-        {
+        if at(i, Keyword::FOR) && at(i + 1, Keyword::NO) && at(i + 2, Keyword::KEY) && at(i + 3, Keyword::UPDATE) {
             phrases.push(LockStrength::NoKeyUpdate);
             mark(i + 1, &mut drop);
             mark(i + 2, &mut drop);
@@ -150,11 +125,7 @@ fn normalize_locks(tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Vec<LockS
         .filter(|(i, _)| !drop.get(*i).copied().unwrap_or(false))
         .map(|(i, mut t)| {
             if replace_with_for.contains(&i) {
-                t.token = Token::Word(Word {
-                    value: "FOR".into(),
-                    quote_style: None,
-                    keyword: Keyword::FOR,
-                });
+                t.token = Token::Word(Word { value: "FOR".into(), quote_style: None, keyword: Keyword::FOR });
             }
             t
         })

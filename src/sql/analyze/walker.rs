@@ -5,13 +5,11 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, NonBlock, ObjectName, ObjectNamePart,
-    Query, SelectInto, SetExpr, Statement, TableFactor, Value, Visit, Visitor,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, NonBlock, ObjectName, ObjectNamePart, Query, SelectInto,
+    SetExpr, Statement, TableFactor, Value, Visit, Visitor,
 };
 
-use super::facts::{
-    Affinity, LockClause, LockStrength, LockWait, SessionEffect, SetScope, StatementFacts,
-};
+use super::facts::{Affinity, LockClause, LockStrength, LockWait, SessionEffect, SetScope, StatementFacts};
 use crate::sql::volatility::{FunctionCatalog, Volatility};
 use crate::sql::Dialect;
 
@@ -93,9 +91,7 @@ impl<'a> Walker<'a> {
     /// `set_config(name, value, is_local)`: record the SET when its arguments are literals.
     fn set_config(&mut self, args: &[FunctionArg]) {
         let lit = |i: usize| match args.get(i) {
-            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) => {
-                Some(v.value.clone())
-            }
+            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) => Some(v.value.clone()),
             _ => None,
         };
         let text = |v: Option<Value>| v.and_then(|v| v.into_string());
@@ -106,11 +102,7 @@ impl<'a> Walker<'a> {
         }
         self.facts.effects.push(SessionEffect::Set {
             name: name.to_ascii_lowercase(),
-            scope: if local {
-                SetScope::Local
-            } else {
-                SetScope::Session
-            },
+            scope: if local { SetScope::Local } else { SetScope::Session },
             value: text(lit(1)),
         });
     }
@@ -143,17 +135,13 @@ impl<'a> Walker<'a> {
                 self.facts.note("select_into", name.clone());
                 if into.temporary {
                     self.affinity(Affinity::TempTable, name.clone());
-                    self.facts
-                        .effects
-                        .push(SessionEffect::CreateTempTable(name));
+                    self.facts.effects.push(SessionEffect::CreateTempTable(name));
                 }
             }
             Dialect::MySql => {
                 if name.starts_with('@') {
                     self.affinity(Affinity::UserVariable, name.clone());
-                    self.facts
-                        .effects
-                        .push(SessionEffect::UserVariableSet(name.clone()));
+                    self.facts.effects.push(SessionEffect::UserVariableSet(name.clone()));
                 }
                 self.affinity(Affinity::SelectInto, name);
             }
@@ -228,10 +216,7 @@ impl Visitor for Walker<'_> {
         self.depth += 1;
         if self.depth > 1 {
             match statement {
-                Statement::Insert(_)
-                | Statement::Update { .. }
-                | Statement::Delete(_)
-                | Statement::Merge { .. } => {
+                Statement::Insert(_) | Statement::Update { .. } | Statement::Delete(_) | Statement::Merge { .. } => {
                     self.writes = true;
                     let kind = match statement {
                         Statement::Insert(_) => "INSERT",
@@ -244,8 +229,7 @@ impl Visitor for Walker<'_> {
                 Statement::Query(_) => {}
                 _ => {
                     self.nested_other = true;
-                    self.facts
-                        .note("nested_statement", "non-query statement inside a query");
+                    self.facts.note("nested_statement", "non-query statement inside a query");
                 }
             }
         }
@@ -289,11 +273,7 @@ impl Visitor for Walker<'_> {
 
     fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
         match factor {
-            TableFactor::Table {
-                name,
-                args: Some(args),
-                ..
-            } => self.call(name, Some(&args.args)),
+            TableFactor::Table { name, args: Some(args), .. } => self.call(name, Some(&args.args)),
             TableFactor::Function { name, args, .. } => self.call(name, Some(args)),
             _ => {}
         }

@@ -12,14 +12,8 @@ fn corpus() -> Vec<(Dialect, String)> {
             .map(|sql| (d, sql.to_owned()))
             .collect()
     };
-    let mut all = facts(
-        include_str!("../../../tests/corpus/facts_pg.tsv"),
-        Dialect::Postgres,
-    );
-    all.extend(facts(
-        include_str!("../../../tests/corpus/facts_mysql.tsv"),
-        Dialect::MySql,
-    ));
+    let mut all = facts(include_str!("../../../tests/corpus/facts_pg.tsv"), Dialect::Postgres);
+    all.extend(facts(include_str!("../../../tests/corpus/facts_mysql.tsv"), Dialect::MySql));
     all.extend(generated());
     all
 }
@@ -27,37 +21,23 @@ fn corpus() -> Vec<(Dialect, String)> {
 /// Long statements of the shapes ORMs and bulk loads send.
 fn generated() -> Vec<(Dialect, String)> {
     let list = |n: usize| (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
-    let rows = |n: usize| {
-        (0..n)
-            .map(|i| format!("({i}, 'name {i}', now(), NULL)"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let rows = |n: usize| (0..n).map(|i| format!("({i}, 'name {i}', now(), NULL)")).collect::<Vec<_>>().join(", ");
     let mut out = Vec::new();
     for d in [Dialect::Postgres, Dialect::MySql] {
         out.push((d, format!("SELECT * FROM t WHERE id IN ({})", list(20_000))));
-        out.push((
-            d,
-            format!("INSERT INTO t (a, b, c, d) VALUES {}", rows(5_000)),
-        ));
+        out.push((d, format!("INSERT INTO t (a, b, c, d) VALUES {}", rows(5_000))));
         out.push((
             d,
             format!(
                 "SELECT {} FROM t",
-                (0..500)
-                    .map(|i| format!("coalesce(c{i}, 0) + {i} AS x{i}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                (0..500).map(|i| format!("coalesce(c{i}, 0) + {i} AS x{i}")).collect::<Vec<_>>().join(", ")
             ),
         ));
         out.push((
             d,
             format!(
                 "SELECT * FROM t WHERE {}",
-                (0..200)
-                    .map(|i| format!("(a = {i} AND b IN (1, 2))"))
-                    .collect::<Vec<_>>()
-                    .join(" OR ")
+                (0..200).map(|i| format!("(a = {i} AND b IN (1, 2))")).collect::<Vec<_>>().join(" OR ")
             ),
         ));
     }
@@ -69,19 +49,12 @@ fn plain(sql: &str, dialect: Dialect) -> Result<Vec<Statement>, ParserError> {
         Dialect::Postgres => Parser::new(&PostgreSqlDialect {}),
         Dialect::MySql => Parser::new(&MySqlDialect {}),
     };
-    parser
-        .with_recursion_limit(RECURSION_LIMIT)
-        .try_with_sql(sql)?
-        .parse_statements()
+    parser.with_recursion_limit(RECURSION_LIMIT).try_with_sql(sql)?.parse_statements()
 }
 
 fn summary<E: std::fmt::Display>(r: &Result<Vec<Statement>, E>) -> String {
     match r {
-        Ok(s) => s
-            .iter()
-            .map(|s| s.to_string().chars().take(80).collect::<String>())
-            .collect::<Vec<_>>()
-            .join("; "),
+        Ok(s) => s.iter().map(|s| s.to_string().chars().take(80).collect::<String>()).collect::<Vec<_>>().join("; "),
         Err(e) => format!("error: {e}"),
     }
 }
@@ -106,19 +79,11 @@ fn parse_tokens_agree_with_the_plain_dialects() {
             )),
         }
     }
-    assert!(
-        differ.is_empty(),
-        "{} differ:\n{}",
-        differ.len(),
-        differ.join("\n")
-    );
+    assert!(differ.is_empty(), "{} differ:\n{}", differ.len(), differ.join("\n"));
     assert!(parsed >= 500, "only {parsed} statements parsed");
 }
 
-const UNLIMITED: Budget = Budget {
-    calls: usize::MAX,
-    visits: usize::MAX,
-};
+const UNLIMITED: Budget = Budget { calls: usize::MAX, visits: usize::MAX };
 
 #[test]
 fn ordinary_sql_spends_a_small_part_of_its_budget() {
@@ -133,25 +98,14 @@ fn ordinary_sql_spends_a_small_part_of_its_budget() {
         }
         let budget = shape.budget();
         let (_, spent) = parse_metered(tokens, d, UNLIMITED);
-        assert!(
-            spent.calls < budget.calls / 2,
-            "{spent:?} of {budget:?}: {sql:.200}"
-        );
-        assert!(
-            spent.max_visits < budget.visits / 2,
-            "{spent:?} of {budget:?}: {sql:.200}"
-        );
+        assert!(spent.calls < budget.calls / 2, "{spent:?} of {budget:?}: {sql:.200}");
+        assert!(spent.max_visits < budget.visits / 2, "{spent:?} of {budget:?}: {sql:.200}");
         let per_token = spent.calls as f64 / shape.significant_tokens as f64;
         if shape.significant_tokens >= 20 && per_token > worst.0 {
             worst = (per_token, sql.chars().take(120).collect());
         }
     }
-    assert!(
-        worst.0 < 2.0,
-        "{:.2} hook calls per token: {}",
-        worst.0,
-        worst.1
-    );
+    assert!(worst.0 < 2.0, "{:.2} hook calls per token: {}", worst.0, worst.1);
 }
 
 /// Inputs whose unbounded parse takes time exponential in their nesting, within the guards.
@@ -167,10 +121,7 @@ fn blow_ups() -> Vec<(Dialect, String)> {
     // Legitimate SQL, but ten nested calls around a list cost 2^10 times the list (9.6 s
     // unbounded for 20,000 items in a release build).
     let args = "x, ".repeat(300);
-    out.push((
-        Dialect::Postgres,
-        format!("SELECT {}{args}1{}", "abs(".repeat(10), ")".repeat(10)),
-    ));
+    out.push((Dialect::Postgres, format!("SELECT {}{args}1{}", "abs(".repeat(10), ")".repeat(10))));
     out
 }
 
@@ -178,9 +129,7 @@ fn blow_ups() -> Vec<(Dialect, String)> {
 fn backtracking_blow_ups_run_out_of_budget() {
     let mut checked = 0;
     for (d, sql) in blow_ups() {
-        let Ok(tokens) = tokenize(&sql, d) else {
-            panic!("tokenize {sql:.60}")
-        };
+        let Ok(tokens) = tokenize(&sql, d) else { panic!("tokenize {sql:.60}") };
         let budget = Shape::of(&tokens).budget();
         // Unmetered, the parse needs far more than its budget: the blow-up being tested. Some
         // shapes do not blow up in one dialect; those only must not be refused.
@@ -208,20 +157,12 @@ fn a_spent_budget_stops_the_parse_at_once() {
     // through each alternative: one failing call, then no more counted.
     let d = Dialect::Postgres;
     let sql = format!("SELECT {}{}", "(a ".repeat(10), "x, ".repeat(2_000));
-    let Ok(tokens) = tokenize(&sql, d) else {
-        panic!("tokenize")
-    };
-    let budget = Budget {
-        calls: 100,
-        visits: usize::MAX,
-    };
+    let Ok(tokens) = tokenize(&sql, d) else { panic!("tokenize") };
+    let budget = Budget { calls: 100, visits: usize::MAX };
     let (result, spent) = parse_metered(tokens.clone(), d, budget);
     assert_eq!(result, Err(Refusal::OverBudget));
     assert_eq!(spent.calls, 101);
-    let budget = Budget {
-        calls: usize::MAX,
-        visits: 3,
-    };
+    let budget = Budget { calls: usize::MAX, visits: 3 };
     let (result, spent) = parse_metered(tokens, d, budget);
     assert_eq!(result, Err(Refusal::OverBudget));
     assert_eq!(spent.max_visits, 4);
@@ -229,21 +170,8 @@ fn a_spent_budget_stops_the_parse_at_once() {
 
 #[test]
 fn the_budget_grows_with_the_statement() {
-    let budget = |n: usize| {
-        Shape {
-            chain_operators: 0,
-            max_nesting: 0,
-            significant_tokens: n,
-        }
-        .budget()
-    };
-    assert_eq!(
-        budget(0),
-        Budget {
-            calls: BUDGET_BASE + BUDGET_PER_TOKEN,
-            visits: REPARSE_LIMIT
-        }
-    );
+    let budget = |n: usize| Shape { chain_operators: 0, max_nesting: 0, significant_tokens: n }.budget();
+    assert_eq!(budget(0), Budget { calls: BUDGET_BASE + BUDGET_PER_TOKEN, visits: REPARSE_LIMIT });
     assert_eq!(budget(1_000).calls, BUDGET_BASE + 1_000 * BUDGET_PER_TOKEN);
     assert_eq!(budget(1_000).visits, REPARSE_LIMIT / 1_000);
     assert_eq!(budget(10_000_000).visits, MIN_VISITS);
@@ -252,42 +180,17 @@ fn the_budget_grows_with_the_statement() {
 
 #[test]
 fn guards_come_before_the_parse() {
-    let deep = format!(
-        "SELECT {}1{}",
-        "(".repeat(MAX_NESTING + 1),
-        ")".repeat(MAX_NESTING + 1)
-    );
-    let Ok(tokens) = tokenize(&deep, Dialect::Postgres) else {
-        panic!("tokenize")
-    };
-    assert_eq!(
-        parse_tokens(tokens, Dialect::Postgres),
-        Err(Refusal::TooDeep(MAX_NESTING + 1))
-    );
-    let at = format!(
-        "SELECT {}1{}",
-        "(".repeat(MAX_NESTING),
-        ")".repeat(MAX_NESTING)
-    );
-    let Ok(tokens) = tokenize(&at, Dialect::Postgres) else {
-        panic!("tokenize")
-    };
+    let deep = format!("SELECT {}1{}", "(".repeat(MAX_NESTING + 1), ")".repeat(MAX_NESTING + 1));
+    let Ok(tokens) = tokenize(&deep, Dialect::Postgres) else { panic!("tokenize") };
+    assert_eq!(parse_tokens(tokens, Dialect::Postgres), Err(Refusal::TooDeep(MAX_NESTING + 1)));
+    let at = format!("SELECT {}1{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
+    let Ok(tokens) = tokenize(&at, Dialect::Postgres) else { panic!("tokenize") };
     assert!(parse_tokens(tokens, Dialect::Postgres).is_ok());
-    let chain = format!(
-        "SELECT 1 WHERE {}",
-        vec!["a"; MAX_CHAIN_OPERATORS + 2].join(" OR ")
-    );
-    let Ok(tokens) = tokenize(&chain, Dialect::MySql) else {
-        panic!("tokenize")
-    };
-    assert_eq!(
-        parse_tokens(tokens, Dialect::MySql),
-        Err(Refusal::TooComplex(MAX_CHAIN_OPERATORS + 1))
-    );
+    let chain = format!("SELECT 1 WHERE {}", vec!["a"; MAX_CHAIN_OPERATORS + 2].join(" OR "));
+    let Ok(tokens) = tokenize(&chain, Dialect::MySql) else { panic!("tokenize") };
+    assert_eq!(parse_tokens(tokens, Dialect::MySql), Err(Refusal::TooComplex(MAX_CHAIN_OPERATORS + 1)));
     // Prefix runs nest like brackets; whitespace and comments are not counted.
-    let Ok(tokens) = tokenize("SELECT - - - 1 /* ( ( ( */", Dialect::Postgres) else {
-        panic!("tokenize")
-    };
+    let Ok(tokens) = tokenize("SELECT - - - 1 /* ( ( ( */", Dialect::Postgres) else { panic!("tokenize") };
     let shape = Shape::of(&tokens);
     assert_eq!((shape.max_nesting, shape.significant_tokens), (3, 5));
 }
@@ -295,18 +198,14 @@ fn guards_come_before_the_parse() {
 #[test]
 fn the_fuzzed_slow_input_is_refused_before_parsing() {
     // The sql_analyze campaign's slow input: deeper than the guard, so never parsed.
-    let fuzzed = String::from_utf8_lossy(include_bytes!(
-        "../../../fuzz/regressions/sql_analyze/slow-nested-parens-debug-build"
-    ))
-    .into_owned();
+    let fuzzed =
+        String::from_utf8_lossy(include_bytes!("../../../fuzz/regressions/sql_analyze/slow-nested-parens-debug-build"))
+            .into_owned();
     for d in [Dialect::Postgres, Dialect::MySql] {
         let Ok(tokens) = tokenize(&fuzzed, d) else {
             continue;
         };
-        assert!(
-            matches!(parse_tokens(tokens, d), Err(Refusal::TooDeep(_))),
-            "{d:?}"
-        );
+        assert!(matches!(parse_tokens(tokens, d), Err(Refusal::TooDeep(_))), "{d:?}");
     }
 }
 
@@ -322,33 +221,19 @@ fn refusal_labels() {
 #[test]
 fn statements_sqlparser_panics_on_are_refused() {
     // The sql_analyze campaign's crash: MySqlDialect unwraps the operand after DIV.
-    let crash = String::from_utf8_lossy(include_bytes!(
-        "../../../fuzz/regressions/sql_analyze/mysql-div-without-operand"
-    ))
-    .into_owned();
+    let crash =
+        String::from_utf8_lossy(include_bytes!("../../../fuzz/regressions/sql_analyze/mysql-div-without-operand"))
+            .into_owned();
     for sql in [crash.as_str(), "SELECT 1 DIV /", "SELECT a DIV"] {
-        let Ok(tokens) = tokenize(sql, Dialect::MySql) else {
-            panic!("tokenize {sql}")
-        };
+        let Ok(tokens) = tokenize(sql, Dialect::MySql) else { panic!("tokenize {sql}") };
         let refused = parse_tokens(tokens, Dialect::MySql);
-        assert!(
-            matches!(&refused, Err(Refusal::Syntax(m)) if m != "sqlparser panicked"),
-            "{sql}: {refused:?}"
-        );
+        assert!(matches!(&refused, Err(Refusal::Syntax(m)) if m != "sqlparser panicked"), "{sql}: {refused:?}");
     }
     // DIV itself still parses as MySQL integer division.
-    let Ok(tokens) = tokenize("SELECT 7 DIV 2", Dialect::MySql) else {
-        panic!("tokenize")
-    };
-    let parsed = parse_tokens(tokens, Dialect::MySql)
-        .map(|s| s.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    let Ok(tokens) = tokenize("SELECT 7 DIV 2", Dialect::MySql) else { panic!("tokenize") };
+    let parsed = parse_tokens(tokens, Dialect::MySql).map(|s| s.iter().map(|s| s.to_string()).collect::<Vec<_>>());
     assert_eq!(parsed, Ok(vec!["SELECT 7 DIV 2".to_owned()]));
     // Another unwrap in sqlparser's error paths, caught rather than fixed one by one.
-    let Ok(tokens) = tokenize("FLUSH RELAY LOGS FOR CHANNEL", Dialect::MySql) else {
-        panic!("tokenize")
-    };
-    assert_eq!(
-        parse_tokens(tokens, Dialect::MySql),
-        Err(Refusal::Syntax("sqlparser panicked".to_owned()))
-    );
+    let Ok(tokens) = tokenize("FLUSH RELAY LOGS FOR CHANNEL", Dialect::MySql) else { panic!("tokenize") };
+    assert_eq!(parse_tokens(tokens, Dialect::MySql), Err(Refusal::Syntax("sqlparser panicked".to_owned())));
 }

@@ -1,6 +1,4 @@
-use crate::protocol::pg::auth::{
-    md5_response, md5_response_from_secret, md5_secret, md5_verify, DEFAULT_ITERATIONS,
-};
+use crate::protocol::pg::auth::{md5_response, md5_response_from_secret, md5_secret, md5_verify, DEFAULT_ITERATIONS};
 use crate::protocol::pg::{ScramClient, ScramError, ScramSecret, ScramServer};
 use base64::Engine as _;
 
@@ -8,8 +6,7 @@ use base64::Engine as _;
 const CLIENT_NONCE: &str = "rOprNGfwEbeRWgbNEkqO";
 const SERVER_NONCE: &str = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
 const CLIENT_FIRST: &str = "n,,n=user,r=rOprNGfwEbeRWgbNEkqO";
-const SERVER_FIRST: &str =
-    "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+const SERVER_FIRST: &str = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
 const CLIENT_FINAL: &str =
     "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
 const SERVER_FINAL: &str = "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
@@ -17,30 +14,17 @@ const SERVER_FINAL: &str = "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
 const PENCIL_SECRET: &str = "SCRAM-SHA-256$4096:W22ZaJ0SNY7soEsUEjb6gQ==$WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=:wfPLwcE6nTWhTAmQ7tl2KeoiWGPlZqQxSrmfPwDl2dU=";
 
 fn rfc_salt() -> Vec<u8> {
-    base64::engine::general_purpose::STANDARD
-        .decode("W22ZaJ0SNY7soEsUEjb6gQ==")
-        .unwrap()
+    base64::engine::general_purpose::STANDARD.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap()
 }
 
 #[test]
 fn md5_golden_value() {
     // echo -n secretpostgres | md5sum  -> 53f48b7c...; then md5(hex || 01 02 03 04) -> bb41a296...
-    assert_eq!(
-        md5_secret("postgres", "secret"),
-        "md553f48b7c4b76a86ce72276c5755f217d"
-    );
+    assert_eq!(md5_secret("postgres", "secret"), "md553f48b7c4b76a86ce72276c5755f217d");
     let want = "md5bb41a296aab6baccb36ff243a562abff";
     assert_eq!(md5_response("postgres", "secret", [1, 2, 3, 4]), want);
-    assert!(md5_verify(
-        "md553f48b7c4b76a86ce72276c5755f217d",
-        [1, 2, 3, 4],
-        want
-    ));
-    assert!(!md5_verify(
-        "md553f48b7c4b76a86ce72276c5755f217d",
-        [1, 2, 3, 5],
-        want
-    ));
+    assert!(md5_verify("md553f48b7c4b76a86ce72276c5755f217d", [1, 2, 3, 4], want));
+    assert!(!md5_verify("md553f48b7c4b76a86ce72276c5755f217d", [1, 2, 3, 5], want));
     assert_eq!(md5_response_from_secret("md5xyz", [0; 4]), None);
 }
 
@@ -50,15 +34,9 @@ fn scram_client_rfc7677_vector() {
     assert_eq!(client.client_first(), CLIENT_FIRST);
     let (client_final, verifier) = client.handle_server_first(SERVER_FIRST.as_bytes()).unwrap();
     assert_eq!(client_final, CLIENT_FINAL);
-    assert_eq!(
-        verifier.verify_server_final(SERVER_FINAL.as_bytes()),
-        Ok(())
-    );
+    assert_eq!(verifier.verify_server_final(SERVER_FINAL.as_bytes()), Ok(()));
     let forged = "v=AAAATRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
-    assert_eq!(
-        verifier.verify_server_final(forged.as_bytes()),
-        Err(ScramError::ServerSignatureMismatch)
-    );
+    assert_eq!(verifier.verify_server_final(forged.as_bytes()), Err(ScramError::ServerSignatureMismatch));
     assert_eq!(
         verifier.verify_server_final(b"e=invalid-proof"),
         Err(ScramError::ServerError("invalid-proof".to_owned()))
@@ -69,21 +47,16 @@ fn scram_client_rfc7677_vector() {
 fn scram_server_rfc7677_vector() {
     let secret = ScramSecret::from_password("pencil", &rfc_salt(), DEFAULT_ITERATIONS);
     assert_eq!(ScramSecret::parse(PENCIL_SECRET), Ok(secret.clone()));
-    let (server, server_first) =
-        ScramServer::start(&secret, CLIENT_FIRST.as_bytes(), SERVER_NONCE).unwrap();
+    let (server, server_first) = ScramServer::start(&secret, CLIENT_FIRST.as_bytes(), SERVER_NONCE).unwrap();
     assert_eq!(server_first, SERVER_FIRST);
-    assert_eq!(
-        server.finish(CLIENT_FINAL.as_bytes()),
-        Ok(SERVER_FINAL.to_owned())
-    );
+    assert_eq!(server.finish(CLIENT_FINAL.as_bytes()), Ok(SERVER_FINAL.to_owned()));
 }
 
 #[test]
 fn scram_server_rejects_wrong_password() {
     let secret = ScramSecret::from_password("pencil", b"salt", DEFAULT_ITERATIONS);
     let client = ScramClient::new("", "crayon", "abc").unwrap();
-    let (server, server_first) =
-        ScramServer::start(&secret, client.client_first().as_bytes(), "xyz").unwrap();
+    let (server, server_first) = ScramServer::start(&secret, client.client_first().as_bytes(), "xyz").unwrap();
     let (client_final, _) = client.handle_server_first(server_first.as_bytes()).unwrap();
     let err = server.finish(client_final.as_bytes()).unwrap_err();
     assert_eq!(err, ScramError::InvalidProof);
@@ -95,14 +68,10 @@ fn scram_both_sides_agree() {
     let secret = ScramSecret::from_password("p,=ss", b"0123456789abcdef", 16);
     let client = ScramClient::new("a,b=c", "p,=ss", "cnonce").unwrap();
     assert_eq!(client.client_first(), "n,,n=a=2Cb=3Dc,r=cnonce");
-    let (server, server_first) =
-        ScramServer::start(&secret, client.client_first().as_bytes(), "snonce").unwrap();
+    let (server, server_first) = ScramServer::start(&secret, client.client_first().as_bytes(), "snonce").unwrap();
     let (client_final, verifier) = client.handle_server_first(server_first.as_bytes()).unwrap();
     let server_final = server.finish(client_final.as_bytes()).unwrap();
-    assert_eq!(
-        verifier.verify_server_final(server_final.as_bytes()),
-        Ok(())
-    );
+    assert_eq!(verifier.verify_server_final(server_final.as_bytes()), Ok(()));
 }
 
 #[test]
@@ -111,121 +80,54 @@ fn scram_server_accepts_y_flag_and_checks_binding_echo() {
     let (server, first) = ScramServer::start(&secret, b"y,,n=,r=abc", "def").unwrap();
     assert!(first.starts_with("r=abcdef,"));
     // The client must echo base64("y,,") = "eSws", not "biws".
-    assert!(matches!(
-        server.finish(b"c=biws,r=abcdef,p=AAAA"),
-        Err(ScramError::Malformed { .. })
-    ));
+    assert!(matches!(server.finish(b"c=biws,r=abcdef,p=AAAA"), Err(ScramError::Malformed { .. })));
 }
 
 #[test]
 fn scram_server_refusals() {
     let secret = ScramSecret::from_password("pencil", b"salt", 16);
     let start = |msg: &[u8]| ScramServer::start(&secret, msg, "srv").map(|_| ());
-    assert_eq!(
-        start(b"p=tls-server-end-point,,n=,r=abc"),
-        Err(ScramError::ChannelBindingUnsupported)
-    );
-    assert_eq!(
-        start(b"n,a=admin,n=,r=abc"),
-        Err(ScramError::AuthzidUnsupported)
-    );
-    assert_eq!(
-        start(b"n,,m=ext,n=,r=abc"),
-        Err(ScramError::ExtensionUnsupported)
-    );
-    assert_eq!(
-        start(b"n,,n=,r=a,b"),
-        Ok(()),
-        "extensions after the nonce are ignored"
-    );
+    assert_eq!(start(b"p=tls-server-end-point,,n=,r=abc"), Err(ScramError::ChannelBindingUnsupported));
+    assert_eq!(start(b"n,a=admin,n=,r=abc"), Err(ScramError::AuthzidUnsupported));
+    assert_eq!(start(b"n,,m=ext,n=,r=abc"), Err(ScramError::ExtensionUnsupported));
+    assert_eq!(start(b"n,,n=,r=a,b"), Ok(()), "extensions after the nonce are ignored");
     assert_eq!(start(b"n,,n=,r="), Err(ScramError::InvalidNonce));
-    assert!(matches!(
-        start(b"x,,n=,r=abc"),
-        Err(ScramError::Malformed { .. })
-    ));
-    assert!(matches!(
-        start(b"n,,r=abc"),
-        Err(ScramError::Malformed { .. })
-    ));
+    assert!(matches!(start(b"x,,n=,r=abc"), Err(ScramError::Malformed { .. })));
+    assert!(matches!(start(b"n,,r=abc"), Err(ScramError::Malformed { .. })));
     assert!(matches!(start(b"\xff"), Err(ScramError::Malformed { .. })));
-    assert_eq!(
-        ScramServer::start(&secret, b"n,,n=,r=abc", "bad,nonce").map(|_| ()),
-        Err(ScramError::InvalidNonce)
-    );
+    assert_eq!(ScramServer::start(&secret, b"n,,n=,r=abc", "bad,nonce").map(|_| ()), Err(ScramError::InvalidNonce));
 
     let (server, _) = ScramServer::start(&secret, b"n,,n=,r=abc", "srv").unwrap();
-    assert_eq!(
-        server.finish(b"c=biws,r=abcXXX,p=AAAA"),
-        Err(ScramError::NonceMismatch)
-    );
-    assert!(matches!(
-        server.finish(b"c=biws,r=abcsrv"),
-        Err(ScramError::Malformed { .. })
-    ));
-    assert!(matches!(
-        server.finish(b"c=biws,r=abcsrv,p=short"),
-        Err(ScramError::Malformed { .. })
-    ));
+    assert_eq!(server.finish(b"c=biws,r=abcXXX,p=AAAA"), Err(ScramError::NonceMismatch));
+    assert!(matches!(server.finish(b"c=biws,r=abcsrv"), Err(ScramError::Malformed { .. })));
+    assert!(matches!(server.finish(b"c=biws,r=abcsrv,p=short"), Err(ScramError::Malformed { .. })));
 }
 
 #[test]
 fn scram_client_refusals() {
-    assert_eq!(
-        ScramClient::new("", "pw", "").map(|_| ()),
-        Err(ScramError::InvalidNonce)
-    );
+    assert_eq!(ScramClient::new("", "pw", "").map(|_| ()), Err(ScramError::InvalidNonce));
     let client = ScramClient::new("", "pw", "abc").unwrap();
     let first = |msg: &str| client.handle_server_first(msg.as_bytes()).map(|_| ());
-    assert_eq!(
-        first("r=zzzdef,s=c2FsdA==,i=16"),
-        Err(ScramError::NonceMismatch)
-    );
-    assert_eq!(
-        first("r=abc,s=c2FsdA==,i=16"),
-        Err(ScramError::NonceMismatch)
-    );
-    assert_eq!(
-        first("m=x,r=abcdef,s=c2FsdA==,i=16"),
-        Err(ScramError::ExtensionUnsupported)
-    );
-    assert!(matches!(
-        first("r=abcdef,s=!!,i=16"),
-        Err(ScramError::Malformed { .. })
-    ));
-    assert!(matches!(
-        first("r=abcdef,s=c2FsdA==,i=0"),
-        Err(ScramError::Malformed { .. })
-    ));
-    assert!(matches!(
-        first("r=abcdef,s=c2FsdA=="),
-        Err(ScramError::Malformed { .. })
-    ));
+    assert_eq!(first("r=zzzdef,s=c2FsdA==,i=16"), Err(ScramError::NonceMismatch));
+    assert_eq!(first("r=abc,s=c2FsdA==,i=16"), Err(ScramError::NonceMismatch));
+    assert_eq!(first("m=x,r=abcdef,s=c2FsdA==,i=16"), Err(ScramError::ExtensionUnsupported));
+    assert!(matches!(first("r=abcdef,s=!!,i=16"), Err(ScramError::Malformed { .. })));
+    assert!(matches!(first("r=abcdef,s=c2FsdA==,i=0"), Err(ScramError::Malformed { .. })));
+    assert!(matches!(first("r=abcdef,s=c2FsdA=="), Err(ScramError::Malformed { .. })));
 }
 
 #[test]
 fn scram_debug_output_hides_secrets() {
     let client = ScramClient::new("", "hunter2", "abc").unwrap();
     let secret = ScramSecret::from_password("hunter2", b"salt", 2);
-    assert_eq!(
-        format!("{client:?} {secret:?}"),
-        "ScramClient { .. } ScramSecret { .. }"
-    );
+    assert_eq!(format!("{client:?} {secret:?}"), "ScramClient { .. } ScramSecret { .. }");
 }
 
 #[test]
 fn scram_secret_parse_errors() {
-    for bad in [
-        "",
-        "md5abc",
-        "SCRAM-SHA-256$x:c2FsdA==$a:b",
-        "SCRAM-SHA-256$16:c2FsdA==$AAAA:AAAA",
-        "SCRAM-SHA-256$16",
-    ] {
-        assert_eq!(
-            ScramSecret::parse(bad),
-            Err(ScramError::InvalidSecret),
-            "{bad}"
-        );
+    for bad in ["", "md5abc", "SCRAM-SHA-256$x:c2FsdA==$a:b", "SCRAM-SHA-256$16:c2FsdA==$AAAA:AAAA", "SCRAM-SHA-256$16"]
+    {
+        assert_eq!(ScramSecret::parse(bad), Err(ScramError::InvalidSecret), "{bad}");
     }
 }
 

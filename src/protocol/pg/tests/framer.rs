@@ -25,67 +25,34 @@ fn partial_frames_need_more_bytes() {
 #[test]
 fn empty_body_frame() {
     let frame = decode_frame(b"S\0\0\0\x04", 100).unwrap().unwrap();
-    assert_eq!(
-        frame,
-        Frame {
-            tag: b'S',
-            body: b"",
-            total_len: 5
-        }
-    );
+    assert_eq!(frame, Frame { tag: b'S', body: b"", total_len: 5 });
 }
 
 #[test]
 fn length_below_four_is_rejected() {
-    assert_eq!(
-        decode_frame(b"Q\0\0\0\x03", 100),
-        Err(DecodeError::BadLength { len: 3 })
-    );
-    assert_eq!(
-        decode_frame(b"Q\xff\xff\xff\xff", 100),
-        Err(DecodeError::BadLength { len: -1 })
-    );
+    assert_eq!(decode_frame(b"Q\0\0\0\x03", 100), Err(DecodeError::BadLength { len: 3 }));
+    assert_eq!(decode_frame(b"Q\xff\xff\xff\xff", 100), Err(DecodeError::BadLength { len: -1 }));
 }
 
 #[test]
 fn oversized_length_is_refused_from_the_header_alone() {
     // Only the 5-byte header is present: the limit must be enforced before buffering the body.
     let header = [b'D', 0x7f, 0xff, 0xff, 0xff];
-    assert_eq!(
-        decode_frame(&header, 1 << 20),
-        Err(DecodeError::TooLarge {
-            len: i32::MAX as usize,
-            max: 1 << 20
-        })
-    );
-    assert_eq!(
-        decode_frame(b"Q\0\0\0\x0b", 10),
-        Err(DecodeError::TooLarge { len: 11, max: 10 })
-    );
+    assert_eq!(decode_frame(&header, 1 << 20), Err(DecodeError::TooLarge { len: i32::MAX as usize, max: 1 << 20 }));
+    assert_eq!(decode_frame(b"Q\0\0\0\x0b", 10), Err(DecodeError::TooLarge { len: 11, max: 10 }));
     assert!(decode_frame(b"Q\0\0\0\x0a", 10).unwrap().is_none());
 }
 
 #[test]
 fn startup_frame_limits() {
     let buf = [0, 0, 0, 8, 4, 0xd2, 0x16, 0x2f];
-    let f = decode_startup_frame(&buf, MAX_STARTUP_PACKET_LEN)
-        .unwrap()
-        .unwrap();
+    let f = decode_startup_frame(&buf, MAX_STARTUP_PACKET_LEN).unwrap().unwrap();
     assert_eq!((f.body, f.total_len), (&buf[4..], 8));
-    assert_eq!(
-        decode_startup_frame(&buf[..7], MAX_STARTUP_PACKET_LEN),
-        Ok(None)
-    );
-    assert_eq!(
-        decode_startup_frame(&[0, 0, 0, 7], 100),
-        Err(DecodeError::BadLength { len: 7 })
-    );
+    assert_eq!(decode_startup_frame(&buf[..7], MAX_STARTUP_PACKET_LEN), Ok(None));
+    assert_eq!(decode_startup_frame(&[0, 0, 0, 7], 100), Err(DecodeError::BadLength { len: 7 }));
     assert_eq!(
         decode_startup_frame(&[0, 0, 0x27, 0x11], MAX_STARTUP_PACKET_LEN),
-        Err(DecodeError::TooLarge {
-            len: 10_001,
-            max: MAX_STARTUP_PACKET_LEN
-        })
+        Err(DecodeError::TooLarge { len: 10_001, max: MAX_STARTUP_PACKET_LEN })
     );
 }
 
@@ -99,10 +66,7 @@ fn stream() -> Vec<u8> {
 }
 
 fn collect(buf: &[u8]) -> Vec<(u8, Vec<u8>)> {
-    Frames::new(buf, 1 << 16)
-        .map(|f| f.map(|f| (f.tag, f.body.to_vec())))
-        .collect::<Result<_, _>>()
-        .unwrap()
+    Frames::new(buf, 1 << 16).map(|f| f.map(|f| (f.tag, f.body.to_vec()))).collect::<Result<_, _>>().unwrap()
 }
 
 #[test]
@@ -118,11 +82,7 @@ fn chunking_invariance_at_every_offset() {
             pending.extend_from_slice(chunk);
             let mut frames = Frames::new(&pending, 1 << 16);
             got.extend(
-                frames
-                    .by_ref()
-                    .map(|f| f.map(|f| (f.tag, f.body.to_vec())))
-                    .collect::<Result<Vec<_>, _>>()
-                    .unwrap(),
+                frames.by_ref().map(|f| f.map(|f| (f.tag, f.body.to_vec()))).collect::<Result<Vec<_>, _>>().unwrap(),
             );
             let used = frames.consumed();
             pending.drain(..used);
@@ -163,10 +123,7 @@ fn frames_iterator_stops_after_error() {
 #[test]
 fn decode_errors_map_to_sqlstates() {
     assert_eq!(DecodeError::BadLength { len: 1 }.sqlstate(), "08P01");
-    assert_eq!(
-        DecodeError::UnsupportedProtocol { major: 2, minor: 0 }.sqlstate(),
-        "0A000"
-    );
+    assert_eq!(DecodeError::UnsupportedProtocol { major: 2, minor: 0 }.sqlstate(), "0A000");
 }
 
 /// DataRows of growing width (the first with 0 columns), then CommandComplete and ReadyForQuery.
@@ -201,49 +158,30 @@ fn leading_rows(buf: &[u8], max: usize) -> usize {
 fn data_row_run_ends_at_the_first_other_message() {
     let (s, rows) = rows_then_complete();
     assert_eq!(data_row_run(&s, 1 << 16), rows);
-    assert_eq!(
-        data_row_run(&s[rows..], 1 << 16),
-        0,
-        "CommandComplete is not a row"
-    );
+    assert_eq!(data_row_run(&s[rows..], 1 << 16), 0, "CommandComplete is not a row");
     assert_eq!(data_row_run(b"", 1 << 16), 0);
     let mut mixed = msg(b'D', b"\0\0");
     mixed.extend(msg(b'N', b"\0"));
     mixed.extend(msg(b'D', b"\0\0"));
-    assert_eq!(
-        data_row_run(&mixed, 100),
-        7,
-        "a notice between rows ends the run"
-    );
+    assert_eq!(data_row_run(&mixed, 100), 7, "a notice between rows ends the run");
 }
 
 #[test]
 fn data_row_run_counts_only_complete_rows_at_every_cut() {
     let (s, _) = rows_then_complete();
     for cut in 0..=s.len() {
-        assert_eq!(
-            data_row_run(&s[..cut], 1 << 16),
-            leading_rows(&s[..cut], 1 << 16),
-            "cut at {cut}"
-        );
+        assert_eq!(data_row_run(&s[..cut], 1 << 16), leading_rows(&s[..cut], 1 << 16), "cut at {cut}");
     }
 }
 
 #[test]
 fn data_row_run_leaves_bad_lengths_to_the_decoder() {
     let row = msg(b'D', b"\0\0");
-    for bad in [
-        &b"D\0\0\0\x03"[..],
-        &b"D\xff\xff\xff\xff"[..],
-        &[b'D', 0, 2, 0, 0][..],
-    ] {
+    for bad in [&b"D\0\0\0\x03"[..], &b"D\xff\xff\xff\xff"[..], &[b'D', 0, 2, 0, 0][..]] {
         let mut buf = row.clone();
         buf.extend_from_slice(bad);
         buf.extend_from_slice(&[0; 70_000]);
         assert_eq!(data_row_run(&buf, 1 << 16), row.len(), "{bad:?}");
-        assert!(
-            decode_frame(&buf[row.len()..], 1 << 16).is_err(),
-            "the decoder refuses {bad:?}"
-        );
+        assert!(decode_frame(&buf[row.len()..], 1 << 16).is_err(), "the decoder refuses {bad:?}");
     }
 }

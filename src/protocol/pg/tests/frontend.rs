@@ -1,14 +1,11 @@
 use super::msg;
 use crate::protocol::pg::frontend::{
-    decode_sasl_initial_response, encode_bind, encode_bind_renamed, encode_close,
-    encode_close_renamed, encode_describe, encode_describe_renamed, encode_execute, encode_flush,
-    encode_parse, encode_parse_renamed, encode_password, encode_query,
-    encode_sasl_initial_response, encode_sasl_response, encode_sync, encode_terminate,
+    decode_sasl_initial_response, encode_bind, encode_bind_renamed, encode_close, encode_close_renamed,
+    encode_describe, encode_describe_renamed, encode_execute, encode_flush, encode_parse, encode_parse_renamed,
+    encode_password, encode_query, encode_sasl_initial_response, encode_sasl_response, encode_sync, encode_terminate,
     password_text,
 };
-use crate::protocol::pg::{
-    decode_frame, DecodeError, EncodeError, Frame, FrontendMessage, RewriteError, Target,
-};
+use crate::protocol::pg::{decode_frame, DecodeError, EncodeError, Frame, FrontendMessage, RewriteError, Target};
 
 fn frame(bytes: &[u8]) -> Frame<'_> {
     let f = decode_frame(bytes, 1 << 20).unwrap().unwrap();
@@ -31,70 +28,29 @@ const BIND_BODY: &[u8] = b"p1\0s1\0\0\x01\0\x01\0\x02\0\0\0\x0242\xff\xff\xff\xf
 
 #[test]
 fn query_and_simple_messages() {
-    round_trip(&msg(b'Q', b"SELECT 1\0"), |m| {
-        assert_eq!(*m, FrontendMessage::Query("SELECT 1"))
-    });
+    round_trip(&msg(b'Q', b"SELECT 1\0"), |m| assert_eq!(*m, FrontendMessage::Query("SELECT 1")));
     round_trip(&msg(b'S', b""), |m| assert_eq!(*m, FrontendMessage::Sync));
     round_trip(&msg(b'H', b""), |m| assert_eq!(*m, FrontendMessage::Flush));
-    round_trip(&msg(b'X', b""), |m| {
-        assert_eq!(*m, FrontendMessage::Terminate)
-    });
-    round_trip(&msg(b'c', b""), |m| {
-        assert_eq!(*m, FrontendMessage::CopyDone)
-    });
-    round_trip(&msg(b'd', b"1\t2\n"), |m| {
-        assert_eq!(*m, FrontendMessage::CopyData(b"1\t2\n"))
-    });
-    round_trip(&msg(b'f', b"oops\0"), |m| {
-        assert_eq!(*m, FrontendMessage::CopyFail("oops"))
-    });
-    round_trip(&msg(b'p', b"md5abc\0"), |m| {
-        assert_eq!(*m, FrontendMessage::Password(b"md5abc\0"))
-    });
-    round_trip(&msg(b'F', b"\0\0\0\x01\0\0"), |m| {
-        assert_eq!(*m, FrontendMessage::FunctionCall(b"\0\0\0\x01\0\0"))
-    });
+    round_trip(&msg(b'X', b""), |m| assert_eq!(*m, FrontendMessage::Terminate));
+    round_trip(&msg(b'c', b""), |m| assert_eq!(*m, FrontendMessage::CopyDone));
+    round_trip(&msg(b'd', b"1\t2\n"), |m| assert_eq!(*m, FrontendMessage::CopyData(b"1\t2\n")));
+    round_trip(&msg(b'f', b"oops\0"), |m| assert_eq!(*m, FrontendMessage::CopyFail("oops")));
+    round_trip(&msg(b'p', b"md5abc\0"), |m| assert_eq!(*m, FrontendMessage::Password(b"md5abc\0")));
+    round_trip(&msg(b'F', b"\0\0\0\x01\0\0"), |m| assert_eq!(*m, FrontendMessage::FunctionCall(b"\0\0\0\x01\0\0")));
     round_trip(&msg(b'E', b"portal\0\0\0\0\x0a"), |m| {
-        assert_eq!(
-            *m,
-            FrontendMessage::Execute {
-                portal: "portal",
-                max_rows: 10
-            }
-        );
+        assert_eq!(*m, FrontendMessage::Execute { portal: "portal", max_rows: 10 });
     });
     round_trip(&msg(b'D', b"Sstmt\0"), |m| {
-        assert_eq!(
-            *m,
-            FrontendMessage::Describe {
-                kind: Target::Statement,
-                name: "stmt"
-            }
-        );
+        assert_eq!(*m, FrontendMessage::Describe { kind: Target::Statement, name: "stmt" });
     });
-    round_trip(&msg(b'C', b"P\0"), |m| {
-        assert_eq!(
-            *m,
-            FrontendMessage::Close {
-                kind: Target::Portal,
-                name: ""
-            }
-        )
-    });
+    round_trip(&msg(b'C', b"P\0"), |m| assert_eq!(*m, FrontendMessage::Close { kind: Target::Portal, name: "" }));
 }
 
 #[test]
 fn parse_golden() {
     let bytes = msg(b'P', b"s1\0SELECT $1::int\0\0\x01\0\0\0\x17");
     round_trip(&bytes, |m| {
-        let FrontendMessage::Parse {
-            name,
-            query,
-            param_types,
-        } = m
-        else {
-            panic!("{m:?}")
-        };
+        let FrontendMessage::Parse { name, query, param_types } = m else { panic!("{m:?}") };
         assert_eq!((*name, *query), ("s1", "SELECT $1::int"));
         assert_eq!(param_types.iter().collect::<Vec<_>>(), [23]);
     });
@@ -107,14 +63,7 @@ fn parse_golden() {
 fn bind_golden() {
     let bytes = msg(b'B', BIND_BODY);
     round_trip(&bytes, |m| {
-        let FrontendMessage::Bind {
-            portal,
-            statement,
-            param_formats,
-            params,
-            result_formats,
-        } = m
-        else {
+        let FrontendMessage::Bind { portal, statement, param_formats, params, result_formats } = m else {
             panic!("{m:?}")
         };
         assert_eq!((*portal, *statement), ("p1", "s1"));
@@ -138,14 +87,9 @@ fn builders_match_hand_encoded_bytes() {
     encode_flush(&mut out);
     encode_terminate(&mut out);
     let mut want = msg(b'Q', b"SELECT 1\0");
-    for (tag, body) in [
-        (b'D', &b"P\0"[..]),
-        (b'E', b"\0\0\0\0\0"),
-        (b'C', b"Ss\0"),
-        (b'S', b""),
-        (b'H', b""),
-        (b'X', b""),
-    ] {
+    for (tag, body) in
+        [(b'D', &b"P\0"[..]), (b'E', b"\0\0\0\0\0"), (b'C', b"Ss\0"), (b'S', b""), (b'H', b""), (b'X', b"")]
+    {
         want.extend(msg(tag, body));
     }
     assert_eq!(out, want);
@@ -182,14 +126,8 @@ fn renaming_rejects_malformed_bodies_and_names() {
         encode_describe_renamed(b"Xs\0", "x", &mut out),
         Err(RewriteError::Decode(DecodeError::InvalidValue { .. }))
     ));
-    assert!(matches!(
-        encode_close_renamed(b"Ss\0junk", "x", &mut out),
-        Err(RewriteError::Decode(_))
-    ));
-    assert!(matches!(
-        encode_parse_renamed(b"s\0q\0\0\0", "a\0b", &mut out),
-        Err(RewriteError::Encode(_))
-    ));
+    assert!(matches!(encode_close_renamed(b"Ss\0junk", "x", &mut out), Err(RewriteError::Decode(_))));
+    assert!(matches!(encode_parse_renamed(b"s\0q\0\0\0", "a\0b", &mut out), Err(RewriteError::Encode(_))));
     assert_eq!(out, [9]);
 }
 
@@ -205,14 +143,8 @@ fn password_and_sasl_bodies() {
     encode_sasl_initial_response("SCRAM-SHA-256", Some(b"n,,n=,r=abc"), &mut out).unwrap();
     assert_eq!(out, msg(b'p', b"SCRAM-SHA-256\0\0\0\0\x0bn,,n=,r=abc"));
     let f = frame(&out);
-    assert_eq!(
-        decode_sasl_initial_response(f.body),
-        Ok(("SCRAM-SHA-256", Some(&b"n,,n=,r=abc"[..])))
-    );
-    assert_eq!(
-        decode_sasl_initial_response(b"X\0\xff\xff\xff\xff"),
-        Ok(("X", None))
-    );
+    assert_eq!(decode_sasl_initial_response(f.body), Ok(("SCRAM-SHA-256", Some(&b"n,,n=,r=abc"[..]))));
+    assert_eq!(decode_sasl_initial_response(b"X\0\xff\xff\xff\xff"), Ok(("X", None)));
     assert!(decode_sasl_initial_response(b"X\0\0\0\0\x05ab").is_err());
 
     out.clear();
@@ -235,31 +167,19 @@ fn malformed_frontend_messages() {
     ];
     for &(tag, body) in bad {
         let m = msg(tag, body);
-        assert!(
-            FrontendMessage::decode(&frame(&m)).is_err(),
-            "{:?} {body:?}",
-            char::from(tag)
-        );
+        assert!(FrontendMessage::decode(&frame(&m)).is_err(), "{:?} {body:?}", char::from(tag));
     }
-    assert_eq!(
-        FrontendMessage::decode(&Frame::new(b'?', b"")),
-        Err(DecodeError::UnknownTag(b'?'))
-    );
+    assert_eq!(FrontendMessage::decode(&Frame::new(b'?', b"")), Err(DecodeError::UnknownTag(b'?')));
 }
 
 #[test]
 fn encode_errors_roll_back() {
     let mut out = vec![7];
-    assert_eq!(
-        encode_query("a\0b", &mut out),
-        Err(EncodeError::InteriorNul { what: "query" })
-    );
+    assert_eq!(encode_query("a\0b", &mut out), Err(EncodeError::InteriorNul { what: "query" }));
     let too_many: Vec<i16> = vec![0; 70_000];
     assert_eq!(
         encode_bind("", "", &too_many, &[], &[], &mut out),
-        Err(EncodeError::TooLong {
-            what: "parameter formats"
-        })
+        Err(EncodeError::TooLong { what: "parameter formats" })
     );
     assert_eq!(out, [7]);
 }

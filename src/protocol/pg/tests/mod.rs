@@ -2,12 +2,7 @@
 //! robustness and the authentication vectors.
 
 // Tests build fixtures by slicing and fail by panicking; the codec's no-panic lints are for the codec.
-#![allow(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic
-)]
+#![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod auth;
 mod backend;

@@ -1,14 +1,10 @@
 use proptest::prelude::*;
 
-use crate::protocol::pg::backend::{
-    encode_data_row, encode_row_description, peek, FieldDescription,
-};
-use crate::protocol::pg::frontend::{
-    encode_bind, encode_bind_renamed, encode_describe_renamed, encode_parse_renamed,
-};
+use crate::protocol::pg::backend::{encode_data_row, encode_row_description, peek, FieldDescription};
+use crate::protocol::pg::frontend::{encode_bind, encode_bind_renamed, encode_describe_renamed, encode_parse_renamed};
 use crate::protocol::pg::{
-    decode_frame, decode_startup_frame, BackendMessage, Frame, Frames, FrontendMessage,
-    ScramClient, ScramSecret, ScramServer, StartupPacket,
+    decode_frame, decode_startup_frame, BackendMessage, Frame, Frames, FrontendMessage, ScramClient, ScramSecret,
+    ScramServer, StartupPacket,
 };
 
 /// Mostly tags some decoder knows, so bodies reach the message parsers.
@@ -21,22 +17,11 @@ fn name() -> impl Strategy<Value = String> {
 }
 
 fn values() -> impl Strategy<Value = Vec<Option<Vec<u8>>>> {
-    prop::collection::vec(
-        prop::option::of(prop::collection::vec(any::<u8>(), 0..20)),
-        0..12,
-    )
+    prop::collection::vec(prop::option::of(prop::collection::vec(any::<u8>(), 0..20)), 0..12)
 }
 
 fn field() -> impl Strategy<Value = (String, u32, i16, u32, i16, i32, i16)> {
-    (
-        name(),
-        any::<u32>(),
-        any::<i16>(),
-        any::<u32>(),
-        any::<i16>(),
-        any::<i32>(),
-        0i16..2,
-    )
+    (name(), any::<u32>(), any::<i16>(), any::<u32>(), any::<i16>(), any::<i32>(), 0i16..2)
 }
 
 proptest! {

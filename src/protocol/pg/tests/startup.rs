@@ -1,25 +1,18 @@
 use crate::protocol::pg::framer::{decode_startup_frame, MAX_STARTUP_PACKET_LEN};
-use crate::protocol::pg::startup::{
-    ProtocolVersion, StartupPacket, StartupParams, MAX_STARTUP_PARAMS,
-};
+use crate::protocol::pg::startup::{ProtocolVersion, StartupPacket, StartupParams, MAX_STARTUP_PARAMS};
 use crate::protocol::pg::{DecodeError, EncodeError};
 
-const STARTUP_GOLDEN: &[u8] =
-    b"\0\0\0\x29\0\x03\0\0user\0alice\0database\0shop\0application_name\0\0\0";
+const STARTUP_GOLDEN: &[u8] = b"\0\0\0\x29\0\x03\0\0user\0alice\0database\0shop\0application_name\0\0\0";
 
 /// Prefixes a startup body with its length.
 fn packet(body: &[u8]) -> Vec<u8> {
-    let mut buf = u32::try_from(body.len() + 4)
-        .unwrap()
-        .to_be_bytes()
-        .to_vec();
+    let mut buf = u32::try_from(body.len() + 4).unwrap().to_be_bytes().to_vec();
     buf.extend_from_slice(body);
     buf
 }
 
 fn decode(buf: &[u8]) -> Result<StartupPacket<'_>, DecodeError> {
-    let frame =
-        decode_startup_frame(buf, 1 << 20)?.ok_or(DecodeError::Truncated { what: "test" })?;
+    let frame = decode_startup_frame(buf, 1 << 20)?.ok_or(DecodeError::Truncated { what: "test" })?;
     assert_eq!(frame.total_len, buf.len());
     StartupPacket::decode(frame.body)
 }
@@ -30,9 +23,7 @@ fn startup_message_golden() {
     let len = u8::try_from(buf.len()).unwrap();
     buf[3] = len;
     let packet = decode(&buf).unwrap();
-    let StartupPacket::Startup { protocol, params } = &packet else {
-        panic!("not a startup: {packet:?}")
-    };
+    let StartupPacket::Startup { protocol, params } = &packet else { panic!("not a startup: {packet:?}") };
     assert_eq!(*protocol, ProtocolVersion::V3_0);
     assert_eq!(params.get("user"), Some("alice"));
     assert_eq!(params.get("database"), Some("shop"));
@@ -46,94 +37,43 @@ fn startup_message_golden() {
 
 #[test]
 fn ssl_gss_and_cancel_requests() {
-    assert_eq!(
-        decode(&[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]),
-        Ok(StartupPacket::SslRequest)
-    );
-    assert_eq!(
-        decode(&[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x30]),
-        Ok(StartupPacket::GssEncRequest)
-    );
-    let cancel = [
-        0, 0, 0, 16, 0x04, 0xd2, 0x16, 0x2e, 0, 0, 0x30, 0x39, 0xff, 0xff, 0xff, 0xfe,
-    ];
-    assert_eq!(
-        decode(&cancel),
-        Ok(StartupPacket::Cancel {
-            pid: 12345,
-            key: -2
-        })
-    );
-    let packets = [
-        StartupPacket::SslRequest,
-        StartupPacket::GssEncRequest,
-        StartupPacket::Cancel {
-            pid: 12345,
-            key: -2,
-        },
-    ];
+    assert_eq!(decode(&[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]), Ok(StartupPacket::SslRequest));
+    assert_eq!(decode(&[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x30]), Ok(StartupPacket::GssEncRequest));
+    let cancel = [0, 0, 0, 16, 0x04, 0xd2, 0x16, 0x2e, 0, 0, 0x30, 0x39, 0xff, 0xff, 0xff, 0xfe];
+    assert_eq!(decode(&cancel), Ok(StartupPacket::Cancel { pid: 12345, key: -2 }));
+    let packets =
+        [StartupPacket::SslRequest, StartupPacket::GssEncRequest, StartupPacket::Cancel { pid: 12345, key: -2 }];
     for p in &packets {
         let mut out = Vec::new();
         p.encode(&mut out).unwrap();
         assert_eq!(decode(&out).as_ref(), Ok(p));
     }
     let mut out = Vec::new();
-    StartupPacket::Cancel {
-        pid: 12345,
-        key: -2,
-    }
-    .encode(&mut out)
-    .unwrap();
+    StartupPacket::Cancel { pid: 12345, key: -2 }.encode(&mut out).unwrap();
     assert_eq!(out, cancel);
 }
 
 #[test]
 fn rejects_bad_startup_packets() {
     // Unknown 1234.xxxx request code.
-    assert_eq!(
-        decode(&[0, 0, 0, 8, 0x04, 0xd2, 0, 1]),
-        Err(DecodeError::UnknownRequestCode(0x04d2_0001))
-    );
+    assert_eq!(decode(&[0, 0, 0, 8, 0x04, 0xd2, 0, 1]), Err(DecodeError::UnknownRequestCode(0x04d2_0001)));
     // Protocol 2.0.
-    assert_eq!(
-        decode(&[0, 0, 0, 9, 0, 2, 0, 0, 0]),
-        Err(DecodeError::UnsupportedProtocol { major: 2, minor: 0 })
-    );
+    assert_eq!(decode(&[0, 0, 0, 9, 0, 2, 0, 0, 0]), Err(DecodeError::UnsupportedProtocol { major: 2, minor: 0 }));
     // Missing list terminator.
-    assert!(matches!(
-        decode(&packet(b"\0\x03\0\0user\0a\0")),
-        Err(DecodeError::MissingNul { .. })
-    ));
+    assert!(matches!(decode(&packet(b"\0\x03\0\0user\0a\0")), Err(DecodeError::MissingNul { .. })));
     // Cancel with trailing bytes (a protocol 3.2 long key).
-    let long = [
-        0, 0, 0, 17, 0x04, 0xd2, 0x16, 0x2e, 0, 0, 0, 1, 0, 0, 0, 2, 3,
-    ];
-    assert!(matches!(
-        decode(&long),
-        Err(DecodeError::TrailingBytes { .. })
-    ));
+    let long = [0, 0, 0, 17, 0x04, 0xd2, 0x16, 0x2e, 0, 0, 0, 1, 0, 0, 0, 2, 3];
+    assert!(matches!(decode(&long), Err(DecodeError::TrailingBytes { .. })));
     // Data after the terminator.
-    assert!(matches!(
-        decode(&packet(b"\0\x03\0\0\0xx")),
-        Err(DecodeError::TrailingBytes { .. })
-    ));
+    assert!(matches!(decode(&packet(b"\0\x03\0\0\0xx")), Err(DecodeError::TrailingBytes { .. })));
     // Invalid UTF-8 parameter.
-    assert!(matches!(
-        decode(&packet(b"\0\x03\0\0\xff\0\0\0")),
-        Err(DecodeError::InvalidUtf8 { .. })
-    ));
+    assert!(matches!(decode(&packet(b"\0\x03\0\0\xff\0\0\0")), Err(DecodeError::InvalidUtf8 { .. })));
 }
 
 #[test]
 fn newer_minor_version_is_decoded_for_negotiation() {
     let packet = decode(b"\0\0\0\x09\0\x03\0\x02\0").unwrap();
-    assert!(matches!(
-        packet,
-        StartupPacket::Startup {
-            protocol: ProtocolVersion { major: 3, minor: 2 },
-            ..
-        }
-    ));
+    assert!(matches!(packet, StartupPacket::Startup { protocol: ProtocolVersion { major: 3, minor: 2 }, .. }));
 }
 
 fn startup_with(n: usize) -> Vec<u8> {
@@ -148,14 +88,9 @@ fn startup_with(n: usize) -> Vec<u8> {
 #[test]
 fn param_count_limit() {
     let ok = startup_with(MAX_STARTUP_PARAMS);
-    assert!(
-        matches!(decode(&ok), Ok(StartupPacket::Startup { params, .. }) if params.len() == MAX_STARTUP_PARAMS)
-    );
+    assert!(matches!(decode(&ok), Ok(StartupPacket::Startup { params, .. }) if params.len() == MAX_STARTUP_PARAMS));
     let too_many = startup_with(MAX_STARTUP_PARAMS + 1);
-    assert_eq!(
-        decode(&too_many),
-        Err(DecodeError::TooManyParams { max: 1000 })
-    );
+    assert_eq!(decode(&too_many), Err(DecodeError::TooManyParams { max: 1000 }));
     // The packet fits PostgreSQL's startup length limit, so the count limit is what refuses it.
     assert!(too_many.len() < MAX_STARTUP_PACKET_LEN);
 }
@@ -165,25 +100,12 @@ fn encode_rejects_unrepresentable_params() {
     let mut params = StartupParams::new();
     params.push("", "x");
     let mut out = vec![1, 2];
-    let err = StartupPacket::Startup {
-        protocol: ProtocolVersion::V3_0,
-        params,
-    }
-    .encode(&mut out);
+    let err = StartupPacket::Startup { protocol: ProtocolVersion::V3_0, params }.encode(&mut out);
     assert!(matches!(err, Err(EncodeError::Invalid { .. })));
     assert_eq!(out, [1, 2], "partial output must be rolled back");
     let mut params = StartupParams::new();
     params.push("user", "a\0b");
-    let err = StartupPacket::Startup {
-        protocol: ProtocolVersion::V3_0,
-        params,
-    }
-    .encode(&mut out);
-    assert_eq!(
-        err,
-        Err(EncodeError::InteriorNul {
-            what: "startup parameter value"
-        })
-    );
+    let err = StartupPacket::Startup { protocol: ProtocolVersion::V3_0, params }.encode(&mut out);
+    assert_eq!(err, Err(EncodeError::InteriorNul { what: "startup parameter value" }));
     assert_eq!(out, [1, 2]);
 }

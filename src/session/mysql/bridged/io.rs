@@ -4,11 +4,11 @@
 
 use crate::bridge::{status_flags, ResultWriter, Step};
 use crate::config::{PoolMode, Protocol};
+use crate::pool::ConnInfo;
 use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame, TransactionStatus};
 use crate::rt;
 use crate::session::cancel::{CancelTarget, TargetKind};
 use crate::session::client_error::MyClientError;
-use crate::pool::ConnInfo;
 
 use super::super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
 
@@ -61,7 +61,10 @@ impl Session {
                 }
                 Err(()) => {
                     self.drop_pg_backend();
-                    return Err(MyClientError::new(super::ER_BRIDGE, "lost the PostgreSQL backend while restoring search_path"));
+                    return Err(MyClientError::new(
+                        super::ER_BRIDGE,
+                        "lost the PostgreSQL backend while restoring search_path",
+                    ));
                 }
             }
         }
@@ -83,7 +86,10 @@ impl Session {
     pub(super) async fn pg_send(&mut self) -> Result<(), ()> {
         let conn = self.backend.as_mut().ok_or(())?;
         if let ConnInfo::Pg(info) = &conn.info {
-            self.slot.set_running(Some(CancelTarget { addr: conn.addr, kind: TargetKind::Pg { pid: info.pid, secret: info.secret } }));
+            self.slot.set_running(Some(CancelTarget {
+                addr: conn.addr,
+                kind: TargetKind::Pg { pid: info.pid, secret: info.secret },
+            }));
         }
         let r = rt::write_all(&mut conn.stream, &self.bout).await;
         self.bout.clear();
@@ -125,9 +131,9 @@ impl Session {
                     self.slot.set_running(None);
                     return Ok(q);
                 }
-                BackendMessage::CopyInResponse(_) | BackendMessage::CopyOutResponse(_) | BackendMessage::CopyBothResponse(_) => {
-                    return Err(())
-                }
+                BackendMessage::CopyInResponse(_)
+                | BackendMessage::CopyOutResponse(_)
+                | BackendMessage::CopyBothResponse(_) => return Err(()),
                 _ => {}
             }
         }

@@ -18,8 +18,8 @@ use crate::bridge::emulated::{self, Emulation, VarContext, VarValue};
 use crate::bridge::types::{map_type, oid};
 use crate::bridge::{encode_local_result, ResultWriter, RowFormat, Step, Warning};
 use crate::protocol::mysql::command::*;
-use crate::protocol::mysql::errcode::{ErrorNumber, ER_BAD_DB_ERROR, ER_UNKNOWN_COM_ERROR};
 use crate::protocol::mysql::encode_packets;
+use crate::protocol::mysql::errcode::{ErrorNumber, ER_BAD_DB_ERROR, ER_UNKNOWN_COM_ERROR};
 use crate::protocol::mysql::response::EofPacket;
 use crate::protocol::pg::{frontend, TransactionStatus};
 use crate::session::client_error::MyClientError;
@@ -88,7 +88,12 @@ fn controls_transaction(sql: &str) -> bool {
 
 impl Session {
     /// Handles one command of a bridged session.
-    pub(in crate::session::mysql) async fn bridged_dispatch(&mut self, code: u8, payload: &[u8], body: &[u8]) -> Result<(), End> {
+    pub(in crate::session::mysql) async fn bridged_dispatch(
+        &mut self,
+        code: u8,
+        payload: &[u8],
+        body: &[u8],
+    ) -> Result<(), End> {
         match code {
             COM_QUIT => Err(End::ClientGone),
             COM_PING | COM_STMT_RESET => {
@@ -153,12 +158,16 @@ impl Session {
         }
         let (_, count) = super::state::effects(&sql);
         if count > 1 && !self.client.multi_statements {
-            let e = MyClientError::new(super::ER_PARSE_ERROR, "You have an error in your SQL syntax: multiple statements are not enabled for this connection");
+            let e = MyClientError::new(
+                super::ER_PARSE_ERROR,
+                "You have an error in your SQL syntax: multiple statements are not enabled for this connection",
+            );
             e.encode(1, &mut self.out);
             return Ok(());
         }
         if self.mode() == crate::config::PoolMode::Statement && super::begins_transaction(&sql) {
-            MyClientError::new(super::ER_NOT_SUPPORTED_YET, "transactions are not allowed in statement pooling mode").encode(1, &mut self.out);
+            MyClientError::new(super::ER_NOT_SUPPORTED_YET, "transactions are not allowed in statement pooling mode")
+                .encode(1, &mut self.out);
             return Ok(());
         }
         match emulated::classify(&sql) {
@@ -177,11 +186,19 @@ impl Session {
             }
             Some(Emulation::ConnectionId) => {
                 let col = map_type(oid::INT8, -1);
-                encode_local_result(self.client.caps, &[("CONNECTION_ID()", col)], &[vec![Some(self.key.pid.to_string())]], self.tx.status, &mut self.out);
+                encode_local_result(
+                    self.client.caps,
+                    &[("CONNECTION_ID()", col)],
+                    &[vec![Some(self.key.pid.to_string())]],
+                    self.tx.status,
+                    &mut self.out,
+                );
                 Ok(())
             }
             Some(Emulation::Use(db)) => self.bridged_use(db).await,
-            Some(Emulation::ShowTables) => self.bridged_simple(&emulated::show_tables_query(&self.current_database())).await,
+            Some(Emulation::ShowTables) => {
+                self.bridged_simple(&emulated::show_tables_query(&self.current_database())).await
+            }
             Some(Emulation::Translate(q)) => self.bridged_simple(&q).await,
         }
     }
@@ -274,7 +291,11 @@ impl Session {
             match self.pg_quiet(&check).await {
                 Ok(q) if q.rows > 0 => {}
                 Ok(_) => {
-                    MyClientError::new(ER_BAD_DB_ERROR, format!("Unknown database '{db}' (no such schema on the PostgreSQL backend)")).encode(1, &mut self.out);
+                    MyClientError::new(
+                        ER_BAD_DB_ERROR,
+                        format!("Unknown database '{db}' (no such schema on the PostgreSQL backend)"),
+                    )
+                    .encode(1, &mut self.out);
                     self.pg_maybe_release();
                     return Ok(());
                 }
@@ -302,7 +323,8 @@ impl Session {
             match emulated::variable(name, &ctx) {
                 Some(v) => values.push(v),
                 None => {
-                    MyClientError::new(ER_UNKNOWN_SYSTEM_VARIABLE, format!("Unknown system variable '{name}'")).encode(1, &mut self.out);
+                    MyClientError::new(ER_UNKNOWN_SYSTEM_VARIABLE, format!("Unknown system variable '{name}'"))
+                        .encode(1, &mut self.out);
                     return Ok(());
                 }
             }
@@ -310,7 +332,9 @@ impl Session {
         let cols: Vec<(&str, crate::bridge::Column)> = items
             .iter()
             .zip(&values)
-            .map(|((col, _), v)| (col.as_str(), map_type(if matches!(v, VarValue::Int(_)) { oid::INT8 } else { oid::TEXT }, -1)))
+            .map(|((col, _), v)| {
+                (col.as_str(), map_type(if matches!(v, VarValue::Int(_)) { oid::INT8 } else { oid::TEXT }, -1))
+            })
             .collect();
         let row: Vec<Option<String>> = values.iter().map(|v| Some(var_text(v))).collect();
         encode_local_result(self.client.caps, &cols, &[row], self.tx.status, &mut self.out);

@@ -53,7 +53,9 @@ struct Described {
 impl Session {
     pub(super) async fn bridged_prepare(&mut self, body: &[u8]) -> Result<(), End> {
         if self.bridge.stmts.len() >= MAX_CLIENT_STATEMENTS {
-            let msg = format!("Can't create more than max_prepared_stmt_count statements (current value: {MAX_CLIENT_STATEMENTS})");
+            let msg = format!(
+                "Can't create more than max_prepared_stmt_count statements (current value: {MAX_CLIENT_STATEMENTS})"
+            );
             MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, msg).encode(1, &mut self.out);
             return Ok(());
         }
@@ -74,7 +76,11 @@ impl Session {
             .and_then(|()| frontend::encode_describe(Target::Statement, "", &mut self.bout));
         if encoded.is_err() {
             self.bout.clear();
-            MyClientError::new(ER_WRONG_ARGUMENTS, "statement text cannot be sent to PostgreSQL (NUL byte or too long)").encode(1, &mut self.out);
+            MyClientError::new(
+                ER_WRONG_ARGUMENTS,
+                "statement text cannot be sent to PostgreSQL (NUL byte or too long)",
+            )
+            .encode(1, &mut self.out);
             return Ok(());
         }
         frontend::encode_sync(&mut self.bout);
@@ -177,7 +183,12 @@ impl Session {
         let long: Vec<bool> = (0..count).map(|i| stmt.long_data.iter().any(|(p, _)| *p == i)).collect();
         let decoded = match decode_execute_params(params, count, &stmt.types, &long) {
             Ok(d) => d,
-            Err(e) => return Some(Err(MyClientError::new(ER_WRONG_ARGUMENTS, format!("Incorrect arguments to mysqld_stmt_execute: {e}")))),
+            Err(e) => {
+                return Some(Err(MyClientError::new(
+                    ER_WRONG_ARGUMENTS,
+                    format!("Incorrect arguments to mysqld_stmt_execute: {e}"),
+                )))
+            }
         };
         if decoded.new_params_bound {
             stmt.types = decoded.types.to_vec();
@@ -191,7 +202,11 @@ impl Session {
             .map(|(i, (v, oid))| match v {
                 Some(v) => bind_param(v, *oid),
                 None => {
-                    let bytes: Vec<u8> = long_data.iter().filter(|(p, _)| usize::from(*p) == i).flat_map(|(_, d)| d.iter().copied()).collect();
+                    let bytes: Vec<u8> = long_data
+                        .iter()
+                        .filter(|(p, _)| usize::from(*p) == i)
+                        .flat_map(|(_, d)| d.iter().copied())
+                        .collect();
                     bind_param(&BinaryValue::Bytes(&bytes), *oid)
                 }
             })
@@ -231,7 +246,8 @@ impl Session {
             .and_then(|()| frontend::encode_execute("", 0, &mut self.bout));
         if encoded.is_err() {
             self.bout.clear();
-            MyClientError::new(ER_WRONG_ARGUMENTS, "parameters cannot be sent to PostgreSQL (too many or too large)").encode(1, &mut self.out);
+            MyClientError::new(ER_WRONG_ARGUMENTS, "parameters cannot be sent to PostgreSQL (too many or too large)")
+                .encode(1, &mut self.out);
             self.pg_maybe_release();
             return Ok(());
         }

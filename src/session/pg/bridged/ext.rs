@@ -111,7 +111,12 @@ impl Session {
     /// needed or when `describe` asks for its columns (evicting the coldest statement at the
     /// pool's limit). The columns are returned when it was prepared now. `Ok(Err(()))`: MySQL
     /// refused it and the client was told.
-    async fn ensure_prepared(&mut self, key: u64, sql: &str, describe: bool) -> Result<Result<(u32, Option<Vec<PgColumn>>), ()>, Lost> {
+    async fn ensure_prepared(
+        &mut self,
+        key: u64,
+        sql: &str,
+        describe: bool,
+    ) -> Result<Result<(u32, Option<Vec<PgColumn>>), ()>, Lost> {
         let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
         let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) else { return Err(Lost) };
         let mut stale = None;
@@ -146,7 +151,12 @@ impl Session {
             let err = ErrPacket::decode(&first).map_err(|_| Lost)?;
             let state = errmap::sqlstate(err.code, err.sql_state);
             let detail = format!("MySQL error {}", err.code);
-            encode_error_fields(std::str::from_utf8(&state).unwrap_or("XX000"), &String::from_utf8_lossy(err.message), Some(&detail), &mut self.out);
+            encode_error_fields(
+                std::str::from_utf8(&state).unwrap_or("XX000"),
+                &String::from_utf8_lossy(err.message),
+                Some(&detail),
+                &mut self.out,
+            );
             return Ok(None);
         }
         let ok = StmtPrepareOk::decode(&first).map_err(|_| Lost)?;
@@ -202,14 +212,19 @@ impl Session {
             }
         }
         let params: Vec<MyParam> = stmt.order.iter().filter_map(|i| converted.get(usize::from(*i)).cloned()).collect();
-        self.bridge.portals.insert(portal.to_owned(), Portal { stmt, params, formats: result_formats, kept: None, done: false });
+        self.bridge
+            .portals
+            .insert(portal.to_owned(), Portal { stmt, params, formats: result_formats, kept: None, done: false });
         self.out.extend_from_slice(&[b'2', 0, 0, 0, 4]);
         Ok(())
     }
 
     pub(super) fn describe_statement(&mut self, name: &str) -> Result<(), End> {
         let Some(stmt) = self.bridge.stmts.get(name).cloned() else {
-            return self.fail_batch(PgClientError::new(INVALID_SQL_STATEMENT_NAME, format!("prepared statement \"{name}\" does not exist")));
+            return self.fail_batch(PgClientError::new(
+                INVALID_SQL_STATEMENT_NAME,
+                format!("prepared statement \"{name}\" does not exist"),
+            ));
         };
         let start = self.out.len();
         self.out.push(b't');
@@ -229,7 +244,8 @@ impl Session {
 
     pub(super) fn describe_portal(&mut self, name: &str) -> Result<(), End> {
         let Some(p) = self.bridge.portals.get(name) else {
-            return self.fail_batch(PgClientError::new(INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist")));
+            return self
+                .fail_batch(PgClientError::new(INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist")));
         };
         let (stmt, formats) = (p.stmt.clone(), p.formats.clone());
         self.describe_rows(&stmt.columns, &formats);
@@ -249,7 +265,8 @@ impl Session {
 
     pub(super) async fn bridged_execute(&mut self, portal: &str, max_rows: i32) -> Result<(), End> {
         let Some(mut p) = self.bridge.portals.remove(portal) else {
-            return self.fail_batch(PgClientError::new(INVALID_CURSOR_NAME, format!("portal \"{portal}\" does not exist")));
+            return self
+                .fail_batch(PgClientError::new(INVALID_CURSOR_NAME, format!("portal \"{portal}\" does not exist")));
         };
         let max_rows = usize::try_from(max_rows).unwrap_or(0);
         let r = match p.kept.take() {
@@ -292,7 +309,8 @@ impl Session {
         encode_execute_params(&block, &mut params);
         let cmd = Command::StmtExecute { stmt_id: id, flags: 0, iteration_count: 1, params: &params };
         let status = self.my_status();
-        let mut writer = PgResultWriter::new(vec![p.stmt.sql.as_str()], true, false, &p.formats, self.my_caps(), status);
+        let mut writer =
+            PgResultWriter::new(vec![p.stmt.sql.as_str()], true, false, &p.formats, self.my_caps(), status);
         if max_rows == 0 {
             let mut out = std::mem::take(&mut self.out);
             let r = self.my_run(&cmd, &mut writer, &mut out, true).await;

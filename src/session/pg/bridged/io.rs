@@ -78,7 +78,10 @@ impl Session {
         let caps = self.my_caps();
         let conn = self.backend.as_mut().ok_or(Lost)?;
         if let ConnInfo::MySql(info) = &conn.info {
-            self.slot.set_running(Some(CancelTarget { addr: conn.addr, kind: TargetKind::MySql { thread_id: info.thread_id } }));
+            self.slot.set_running(Some(CancelTarget {
+                addr: conn.addr,
+                kind: TargetKind::MySql { thread_id: info.thread_id },
+            }));
         }
         let mut payload = Vec::with_capacity(64);
         cmd.encode(caps, &mut payload);
@@ -106,7 +109,13 @@ impl Session {
 
     /// Sends `cmd` and feeds its whole response through `writer` into `out`; with `flush`
     /// (`out` is what the client gets next, in order) it is written out as it grows large.
-    pub(super) async fn my_run(&mut self, cmd: &Command<'_>, writer: &mut PgResultWriter<'_>, out: &mut Vec<u8>, flush: bool) -> Result<(), Lost> {
+    pub(super) async fn my_run(
+        &mut self,
+        cmd: &Command<'_>,
+        writer: &mut PgResultWriter<'_>,
+        out: &mut Vec<u8>,
+        flush: bool,
+    ) -> Result<(), Lost> {
         self.my_send(cmd).await?;
         self.my_stream(writer, out, flush).await
     }
@@ -156,7 +165,8 @@ impl Session {
     pub(in crate::session::pg) fn my_release(&mut self, session_end: bool) {
         self.slot.set_running(None);
         let Some(mut conn) = self.backend.take() else { return };
-        let clean = self.tx == TransactionStatus::Idle && !conn.broken && !(session_end && self.mode() == PoolMode::Session);
+        let clean =
+            self.tx == TransactionStatus::Idle && !conn.broken && !(session_end && self.mode() == PoolMode::Session);
         if clean {
             conn.last_used = rt::now();
         }

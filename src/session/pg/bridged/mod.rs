@@ -72,8 +72,11 @@ impl Session {
             FrontendMessage::Terminate => Err(End::ClientGone),
             FrontendMessage::CopyData(_) | FrontendMessage::CopyDone | FrontendMessage::CopyFail(_) => Ok(()),
             FrontendMessage::FunctionCall(_) => {
-                PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "function calls are not supported through a cross-protocol pool")
-                    .encode(&mut self.out);
+                PgClientError::new(
+                    sqlstate::FEATURE_NOT_SUPPORTED,
+                    "function calls are not supported through a cross-protocol pool",
+                )
+                .encode(&mut self.out);
                 backend::encode_ready_for_query(self.tx, &mut self.out);
                 self.flush_client().await
             }
@@ -86,8 +89,11 @@ impl Session {
     /// A simple Query: `COM_QUERY` with the text as written, each result translated.
     async fn bridged_query(&mut self, sql: &str) -> Result<(), End> {
         if self.mode() == PoolMode::Statement && super::begins_transaction(sql) {
-            PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, "transaction blocks are not allowed in statement pooling mode")
-                .encode(&mut self.out);
+            PgClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "transaction blocks are not allowed in statement pooling mode",
+            )
+            .encode(&mut self.out);
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
         }
@@ -128,8 +134,11 @@ impl Session {
     /// extended-protocol batch the rest is skipped until Sync, which sends ReadyForQuery.
     async fn bridged_lost(&mut self, batch: bool) -> Result<(), End> {
         self.drop_my_backend();
-        PgClientError::new(sqlstate::CONNECTION_FAILURE, "the backend connection was lost; the statement may not have completed")
-            .encode(&mut self.out);
+        PgClientError::new(
+            sqlstate::CONNECTION_FAILURE,
+            "the backend connection was lost; the statement may not have completed",
+        )
+        .encode(&mut self.out);
         if batch {
             self.skipping = true;
             return Ok(());
