@@ -19,11 +19,16 @@ use crate::control::view::{LiteralView, MappingView, TemplateView};
 use crate::control::{self, ControlHandle, ControlSetup, Endpoints};
 use crate::core::{self, CoreSetup};
 use crate::id::{CoreId, RulesVersion};
+use crate::metrics::LogDrops;
 use crate::pool::BudgetRegistry;
 use crate::routing::{dialect, RuleErrors};
 use crate::rt::CoreHandle;
 use crate::session::ClientSlots;
 use crate::sql::template::{LiteralKind, SlotSource, TranslationTemplate};
+
+pub mod log;
+
+pub use log::LogSink;
 
 /// Why the router could not start.
 #[derive(Debug, thiserror::Error)]
@@ -98,7 +103,8 @@ fn ensure_ports_free(config: &Config) -> Result<(), StartError> {
 }
 
 /// Starts cores and the control plane for `config`; `config_path` is what reloads re-read.
-pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, StartError> {
+/// `log_drops` is the log writer's dropped-lines counter, shown on `/metrics`.
+pub fn start(config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) -> Result<Running, StartError> {
     let cpus = cpus(&config)?;
     // Rules first: a bad rule should not cost a bound port.
     let snapshot = Arc::new(Snapshot::build(RulesVersion(1), Arc::new(config), &[], &[])?);
@@ -152,6 +158,7 @@ pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, St
         drain_window,
         endpoints,
         describe: describe_translation,
+        log_drops,
     })
     .map_err(StartError::Thread)?;
     let admin = match admin_bound.map(|b| admin::serve(b, control.clone(), Plugins::default())).transpose() {
@@ -164,12 +171,21 @@ pub fn start(config: Config, config_path: Option<PathBuf>) -> Result<Running, St
     Ok(Running { listen, control, cores, control_thread, admin })
 }
 
-/// Routes SIGTERM/SIGINT to a drain and SIGHUP to a reload, on a plain thread.
-pub fn watch_signals(control: ControlHandle) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+/// Routes SIGTERM/SIGINT to a drain, SIGHUP to a reload and SIGUSR1 to reopening the log file,
+/// on a plain thread. SIGHUP reopens the log file too (logrotate's usual `postrotate`).
+pub fn watch_signals(control: ControlHandle, log: LogSink) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGUSR1])?;
     std::thread::Builder::new().name("qp-signals".into()).spawn(move || {
         for sig in signals.forever() {
+            if sig == SIGHUP || sig == SIGUSR1 {
+                if let Err(e) = log.reopen() {
+                    tracing::error!(error = %e, "cannot reopen the log file; logging goes on to the old one");
+                }
+            }
+            if sig == SIGUSR1 {
+                continue;
+            }
             if sig == SIGHUP {
                 match control.reload() {
                     Ok(v) => tracing::info!(version = v.0, "reloaded on SIGHUP"),

@@ -52,13 +52,14 @@ fn run() -> Result<()> {
     }
     let filter = tracing_subscriber::EnvFilter::try_from_env("QUERYPILOT_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&config.general.log_level));
-    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+    let log = app::LogSink::open(&config.general).context("cannot open general.log_file")?;
+    log.install(&config.general, filter);
     quiet_caught_sqlparser_panics();
-    let running = app::start(config, Some(args.config.clone()))?;
+    let running = app::start(config, Some(args.config.clone()), log.drops())?;
     for addr in &running.listen {
         tracing::info!(%addr, "listening");
     }
-    app::watch_signals(running.control.clone()).context("cannot install signal handlers")?;
+    app::watch_signals(running.control.clone(), log).context("cannot install signal handlers")?;
     running.wait();
     tracing::info!("stopped");
     Ok(())

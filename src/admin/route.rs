@@ -245,6 +245,7 @@ mod tests {
             drain_window: std::time::Duration::from_millis(10),
             endpoints: Endpoints::default(),
             describe: |_, _| Vec::new(),
+            log_drops: Default::default(),
         };
         let (handle, join) = control::start(setup).expect("control");
         let _ = join.join();

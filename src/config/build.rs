@@ -5,12 +5,13 @@
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::num::NonZeroU32;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::check::{is_identifier, Checker, Zero};
 use super::model::{General, Listener, Metrics};
 use super::raw::{RawGeneral, RawListener, RawMetrics, Sp};
-use super::value::{parse_size, ClientAuth, PoolMode, Protocol};
+use super::value::{parse_size, ClientAuth, LogFormat, PoolMode, Protocol};
 
 /// Highest CPU id a `cpu_set_t` (CPU_SETSIZE = 1024) can hold, hence the highest one can pin to.
 const MAX_CPU_ID: i64 = 1023;
@@ -37,6 +38,8 @@ pub(crate) fn general(ck: &mut Checker<'_>, raw: &RawGeneral) -> General {
             .log_level
             .as_ref()
             .map_or_else(|| "info".to_string(), |level| ck.non_empty(level, "general.log_level")),
+        log_file: raw.log_file.as_ref().map(|path| PathBuf::from(ck.non_empty(path, "general.log_file"))),
+        log_format: ck.keyword(&raw.log_format, "general.log_format", LogFormat::Text),
     }
 }
 

@@ -22,8 +22,8 @@ pub use model::{
     RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
 };
 pub use value::{
-    parse_duration, parse_size, ClientAuth, NormalizationStrategy, PatternKind, PoolMode, Protocol, ReadYourWrites,
-    ReplicaFallback,
+    parse_duration, parse_size, ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, Protocol,
+    ReadYourWrites, ReplicaFallback,
 };
 
 use check::Checker;

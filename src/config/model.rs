@@ -3,10 +3,11 @@
 
 use std::net::SocketAddr;
 use std::num::{NonZeroU32, NonZeroUsize};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::value::{
-    ClientAuth, NormalizationStrategy, PatternKind, PoolMode, Protocol, ReadYourWrites, ReplicaFallback,
+    ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, Protocol, ReadYourWrites, ReplicaFallback,
 };
 
 /// `[general]`: process-wide settings.
@@ -20,6 +21,10 @@ pub struct General {
     pub shutdown_drain: Duration,
     /// Log filter, e.g. "info" or "querypilot=debug,info".
     pub log_level: String,
+    /// File the log is appended to (reopened on SIGHUP and SIGUSR1); `None` = stdout. Restart only.
+    pub log_file: Option<PathBuf>,
+    /// Log line format. Restart only.
+    pub log_format: LogFormat,
 }
 
 /// One `[[listeners]]` entry: a socket clients connect to. Restart only.

@@ -43,6 +43,8 @@ pub(crate) struct RawGeneral {
     pub cores: Option<Sp<Vec<Sp<i64>>>>,
     pub shutdown_drain: Option<Sp<String>>,
     pub log_level: Option<Sp<String>>,
+    pub log_file: Option<Sp<String>>,
+    pub log_format: Option<Sp<String>>,
 }
 
 /// One `[[listeners]]` entry.

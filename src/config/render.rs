@@ -53,6 +53,10 @@ fn general(config: &Config) -> Table {
     }
     put_duration(&mut table, "shutdown_drain", general.shutdown_drain);
     put_str(&mut table, "log_level", &general.log_level);
+    if let Some(path) = &general.log_file {
+        put_str(&mut table, "log_file", &path.display().to_string());
+    }
+    put_str(&mut table, "log_format", general.log_format.as_str());
     table
 }
 

@@ -136,6 +136,16 @@ keyword_enum!(
 );
 
 keyword_enum!(
+    /// How log lines are written.
+    LogFormat, "log format" {
+        /// Human-readable lines.
+        Text => "text",
+        /// One JSON object per line, for log shippers.
+        Json => "json",
+    }
+);
+
+keyword_enum!(
     /// How long a client keeps a backend connection (PgBouncer's pool_mode).
     PoolMode, "pool mode" {
         /// For the whole client session.

@@ -20,7 +20,7 @@ use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
 
 use crate::config::{Config, ConfigErrors, PatternRule, TranslationRule};
 use crate::error::{ErrorCode, Origin};
-use crate::metrics::Scrape;
+use crate::metrics::{LogDrops, Scrape};
 use crate::routing::{Catalogs, Router, RuleErrors};
 pub use api::RouteQuery;
 use msg::{CoreCommand, CoreEvent, CoreId, CoreReport, RulesVersion, Snapshot};
@@ -205,6 +205,8 @@ pub struct ControlSetup {
     pub endpoints: Endpoints,
     /// Describes runtime translations for the admin API.
     pub describe: DescribeTranslation,
+    /// Log lines dropped by the log writer, for the scrape.
+    pub log_drops: LogDrops,
 }
 
 /// Starts the control thread; it exits once every core has stopped.
@@ -286,6 +288,7 @@ impl ControlPlane {
                     config_version: self.current.version.0,
                     reloads_applied: self.reloads_applied,
                     reloads_rejected: self.reloads_rejected,
+                    log_lines_dropped: self.setup.log_drops.count(),
                 });
             }
             Request::Current(reply) => {

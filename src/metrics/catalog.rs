@@ -213,6 +213,13 @@ metric!(
     [],
     "Version of the configuration being served (1 at start, +1 per applied reload)."
 );
+metric!(
+    LOG_LINES_DROPPED,
+    "sqp_log_lines_dropped_total",
+    Counter,
+    [],
+    "Log lines that could not be written (closed pipe, full disk) and were dropped."
+);
 
 /// Every metric, in exposition order.
 pub const ALL: &[&MetricDef] = &[
@@ -245,6 +252,7 @@ pub const ALL: &[&MetricDef] = &[
     &BACKEND_LAG_BYTES,
     &HEALTH_CHECK_FAILURES,
     &CONFIG_RELOADS,
+    &LOG_LINES_DROPPED,
     &CONFIG_VERSION,
 ];
 

@@ -15,6 +15,8 @@ mod pool;
 mod render;
 
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -25,6 +27,23 @@ pub use pool::{BackendCounters, BackendSnapshot, HealthFigures, PoolCounters, Po
 pub use render::{render, Format, Scrape};
 
 use pool::{bump, bump_keyed, merge_keyed};
+
+/// Log lines that could not be written: shared by the log writer (any thread) and the scrape.
+/// Only a failed write touches it, never the per-statement path.
+#[derive(Debug, Default, Clone)]
+pub struct LogDrops(Arc<AtomicU64>);
+
+impl LogDrops {
+    /// Lines dropped since start.
+    pub fn count(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Counts one dropped line.
+    pub fn add(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 /// Client connections of one listener on one core.
 #[derive(Debug, Clone, Copy, Default)]

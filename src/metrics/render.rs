@@ -56,6 +56,8 @@ pub struct Scrape {
     pub reloads_applied: u64,
     /// Reloads rejected (invalid file, unreadable file, silent cores).
     pub reloads_rejected: u64,
+    /// Log lines dropped because the log could not be written.
+    pub log_lines_dropped: u64,
 }
 
 /// Writes `scrape` in `format`.
@@ -184,6 +186,7 @@ impl Collector for ScrapeCollector {
         let mut f = family(&mut encoder, &cat::CONFIG_RELOADS)?;
         f.series(&["applied"], Value::Count(s.reloads_applied))?;
         f.series(&["rejected"], Value::Count(s.reloads_rejected))?;
+        family(&mut encoder, &cat::LOG_LINES_DROPPED)?.series(&[], Value::Count(s.log_lines_dropped))?;
         family(&mut encoder, &cat::CONFIG_VERSION)?.series(&[], Value::Gauge(s.config_version))
     }
 }

@@ -125,7 +125,7 @@ fn render_writes_every_catalog_metric_with_a_core_label_summing_to_the_merge() {
     for (_, s) in &cores {
         merged.merge(s);
     }
-    let scrape = Scrape { cores, config_version: 2, reloads_applied: 1, reloads_rejected: 3 };
+    let scrape = Scrape { cores, config_version: 2, reloads_applied: 1, reloads_rejected: 3, log_lines_dropped: 5 };
     let open = render(scrape.clone(), Format::OpenMetrics).expect("render");
     assert!(open.ends_with("# EOF\n"));
     assert!(open.contains("# TYPE sqp_bytes counter\n"));
@@ -148,6 +148,7 @@ fn render_writes_every_catalog_metric_with_a_core_label_summing_to_the_merge() {
     assert_eq!(sample(&text, "sqp_pool_wait_duration_seconds_bucket{le=\"+Inf\",core=\"1\",pool=\"main\"}"), Some(4.0));
     assert_eq!(sample(&text, "sqp_config_reloads_total{outcome=\"rejected\"}"), Some(3.0));
     assert_eq!(sample(&text, "sqp_config_version"), Some(2.0));
+    assert_eq!(sample(&text, "sqp_log_lines_dropped_total"), Some(5.0));
     assert_eq!(
         sample(&text, "sqp_routing_decisions_total{core=\"0\",decision=\"read_write_split\",pool=\"main\"}"),
         Some(1.0)

@@ -21,6 +21,7 @@ mod foundation;
 mod harness;
 mod health;
 mod idle_transaction;
+mod log_pipe;
 mod mysql_commands;
 mod mysql_infile;
 mod mysql_routing;

@@ -27,7 +27,7 @@ impl Router {
         let config_path = dir.path().join("querypilot.toml");
         std::fs::write(&config_path, toml).expect("write config");
         let config = Config::parse(toml, "test.toml").unwrap_or_else(|e| panic!("test config invalid:\n{e}"));
-        let running = app::start(config, Some(config_path.clone())).expect("router starts");
+        let running = app::start(config, Some(config_path.clone()), Default::default()).expect("router starts");
         let listen = running.listen.clone();
         Router { running: Some(running), listen, config_path, _dir: dir }
     }
