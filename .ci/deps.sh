@@ -18,6 +18,7 @@ command -v promtool >/dev/null || missing+=(prometheus)   # promtool checks /met
 command -v setpriv >/dev/null || missing+=(util-linux)     # runs the servers unprivileged as root
 command -v ss >/dev/null || missing+=(iproute2)           # free-port checks
 command -v cc >/dev/null || missing+=(build-essential)     # linker for cargo
+command -v systemd-analyze >/dev/null || missing+=(systemd)  # verifies querypilot.service
 # Client connectors the MySQL listener is tested with (tests/it/connectors.rs).
 /usr/bin/python3 -c 'import pymysql' 2>/dev/null || missing+=(python3-pymysql)
 [ -f /usr/share/java/mariadb-java-client.jar ] || missing+=(libmariadb-java)

@@ -27,8 +27,10 @@ use crate::session::ClientSlots;
 use crate::sql::template::{LiteralKind, SlotSource, TranslationTemplate};
 
 pub mod log;
+pub mod notify;
 
 pub use log::LogSink;
+pub use notify::Notifier;
 
 /// Why the router could not start.
 #[derive(Debug, thiserror::Error)]
@@ -172,8 +174,9 @@ pub fn start(config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) 
 }
 
 /// Routes SIGTERM/SIGINT to a drain, SIGHUP to a reload and SIGUSR1 to reopening the log file,
-/// on a plain thread. SIGHUP reopens the log file too (logrotate's usual `postrotate`).
-pub fn watch_signals(control: ControlHandle, log: LogSink) -> std::io::Result<()> {
+/// on a plain thread. SIGHUP reopens the log file too (logrotate's usual `postrotate`). The
+/// service manager hears of reloads and the drain through `notifier`.
+pub fn watch_signals(control: ControlHandle, log: LogSink, notifier: Notifier) -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGUSR1])?;
     std::thread::Builder::new().name("qp-signals".into()).spawn(move || {
@@ -187,12 +190,15 @@ pub fn watch_signals(control: ControlHandle, log: LogSink) -> std::io::Result<()
                 continue;
             }
             if sig == SIGHUP {
+                notifier.reloading();
                 match control.reload() {
                     Ok(v) => tracing::info!(version = v.0, "reloaded on SIGHUP"),
                     Err(e) => tracing::error!(error = %e, "reload rejected; the old configuration keeps serving"),
                 }
+                notifier.ready();
             } else {
                 tracing::info!(signal = sig, "shutdown requested");
+                notifier.stopping();
                 control.drain();
             }
         }

@@ -59,7 +59,9 @@ fn run() -> Result<()> {
     for addr in &running.listen {
         tracing::info!(%addr, "listening");
     }
-    app::watch_signals(running.control.clone(), log).context("cannot install signal handlers")?;
+    let notifier = app::Notifier::from_env();
+    app::watch_signals(running.control.clone(), log, notifier.clone()).context("cannot install signal handlers")?;
+    notifier.ready();
     running.wait();
     tracing::info!("stopped");
     Ok(())

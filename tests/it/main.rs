@@ -46,4 +46,5 @@ mod raw_passthrough;
 mod retry;
 mod router;
 mod routing_api;
+mod systemd;
 mod translation;
