@@ -17,6 +17,7 @@ command -v pgbouncer >/dev/null || missing+=(pgbouncer)
 command -v promtool >/dev/null || missing+=(prometheus)   # promtool checks /metrics output
 command -v setpriv >/dev/null || missing+=(util-linux)     # runs the servers unprivileged as root
 command -v ss >/dev/null || missing+=(iproute2)           # free-port checks
+command -v curl >/dev/null || missing+=(curl)              # the demo calls the admin API
 command -v cc >/dev/null || missing+=(build-essential)     # linker for cargo
 command -v systemd-analyze >/dev/null || missing+=(systemd)  # verifies querypilot.service
 # Client connectors the MySQL listener is tested with (tests/it/connectors.rs).

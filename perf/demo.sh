@@ -1,35 +1,79 @@
 #!/usr/bin/env bash
 # perf/demo.sh - a newcomer's first run: installs what is missing, starts a local PostgreSQL
 # primary + streaming replica and a MariaDB primary + replica (unprivileged, in a temp dir),
-# builds QueryPilot, runs it in front of them with a ready config, shows a few statements
-# going through it and prints how to connect. Ctrl-C stops the router and the databases.
+# builds QueryPilot and runs it in front of them with read/write split, read-your-writes and
+# the admin API on. Then it walks through what the router does, printing where each statement
+# actually ran (pg_is_in_recovery(), @@server_id), a routing dry-run with its explanation and a
+# few lines of /metrics, and prints how to connect. Ctrl-C stops the router and the databases.
 #
-#   perf/demo.sh [--pg-port 6432] [--mysql-port 6033]
+#   perf/demo.sh [--pg-port 6432] [--mysql-port 6033] [--admin-port 9090] [--base DIR]
+#                [--binary PATH] [--exit]
+#   --binary PATH  run this querypilot build instead of building a release one
+#   --exit         stop everything after the walkthrough (for scripts and tests)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_PORT=6432
 MY_PORT=6033
+METRICS_PORT=9090
+BASE=/tmp/querypilot-demo
+BINARY=""
+EXIT_AFTER=0
+usage() { echo "usage: perf/demo.sh [--pg-port N] [--mysql-port N] [--admin-port N] [--base DIR] [--binary PATH] [--exit]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
         --pg-port) PG_PORT=${2:?}; shift 2 ;;
         --mysql-port) MY_PORT=${2:?}; shift 2 ;;
-        *) echo "usage: perf/demo.sh [--pg-port N] [--mysql-port N]" >&2; exit 2 ;;
+        --admin-port) METRICS_PORT=${2:?}; shift 2 ;;
+        --base) BASE=${2:?}; shift 2 ;;
+        --binary) BINARY=${2:?}; shift 2 ;;
+        --exit) EXIT_AFTER=1; shift ;;
+        *) usage ;;
     esac
 done
-say() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
+API_PORT=$((METRICS_PORT + 1))
+bold() { if [ -t 2 ]; then printf '\033[1m%s\033[0m' "$*"; else printf '%s' "$*"; fi; }
+say() { printf '\n== %s\n' "$(bold "$*")"; }
 
 say "installing missing system packages (apt-get, only what is absent)"
 bash "$ROOT/.ci/deps.sh"
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 
-say "building querypilot (release)"
-(cd "$ROOT" && cargo build --release --quiet)
+if [ -z "$BINARY" ]; then
+    say "building querypilot (release)"
+    (cd "$ROOT" && cargo build --release --locked --quiet)
+    BINARY="$ROOT/target/release/querypilot"
+fi
 
-BASE=/tmp/querypilot-demo
+QP=""
+cleanup() {
+    trap - EXIT INT TERM
+    if [ -n "$QP" ]; then
+        kill -TERM "$QP" 2>/dev/null || true
+        wait "$QP" 2>/dev/null || true
+    fi
+    bash "$ROOT/tests/support/dbs.sh" down "$BASE" >/dev/null 2>&1 || true
+}
+# Ctrl-C (or a kill) at any point stops whatever was started, every time.
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
 bash "$ROOT/tests/support/dbs.sh" down "$BASE" >/dev/null 2>&1 || true
 say "starting PostgreSQL primary+replica and MariaDB primary+replica in $BASE"
 line=$(bash "$ROOT/tests/support/dbs.sh" up "$BASE" --owner-pid $$)
 eval "$line"
+
+pg_direct() { PGPASSWORD=$PG_PASSWORD psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$1" -U "$PG_USER" "$PG_DATABASE" "${@:2}"; }
+my_direct() { mariadb --no-defaults -N -B -h 127.0.0.1 -P "$1" -u "$MY_USER" -p"$MY_PASSWORD" "$MY_DATABASE" "${@:2}"; }
+
+say "creating the demo tables on the primaries (they replicate to the replicas)"
+pg_direct "$PG_PRIMARY_PORT" -c "CREATE TABLE IF NOT EXISTS demo_events (id serial PRIMARY KEY, note text)" \
+    -c "CREATE SEQUENCE IF NOT EXISTS demo_seq"
+my_direct "$MY_PRIMARY_PORT" -e "CREATE TABLE IF NOT EXISTS demo_events (id INT AUTO_INCREMENT PRIMARY KEY, note TEXT)"
+for _ in $(seq 1 100); do
+    pg_direct "$PG_REPLICA_PORT" -c "SELECT 1 FROM demo_events LIMIT 0" >/dev/null 2>&1 \
+        && my_direct "$MY_REPLICA_PORT" -e "SELECT 1 FROM demo_events LIMIT 0" >/dev/null 2>&1 && break
+    sleep 0.1
+done
 
 CONF="$BASE/querypilot.toml"
 cat > "$CONF" <<TOML
@@ -48,6 +92,7 @@ name = "mysql"
 protocol = "mysql"
 bind = "127.0.0.1:$MY_PORT"
 
+# The PostgreSQL primary and its hot standby.
 [pools.app]
 username = "$PG_USER"
 password = "$PG_PASSWORD"
@@ -60,49 +105,109 @@ username = "$PG_USER"
 password = "$PG_PASSWORD"
 database = "$PG_DATABASE"
 max_connections = 8
-backends = [{ host = "127.0.0.1", port = $PG_REPLICA_PORT }]
+backends = [{ host = "127.0.0.1", port = $PG_REPLICA_PORT, max_replica_lag = "5s" }]
 
+# The MariaDB primary and its replica.
 [pools.myapp]
+protocol = "mysql"
 username = "$MY_USER"
 password = "$MY_PASSWORD"
 database = "$MY_DATABASE"
 max_connections = 8
 backends = [{ host = "127.0.0.1", port = $MY_PRIMARY_PORT }]
 
+[pools.myapp_replica]
+protocol = "mysql"
+username = "$MY_USER"
+password = "$MY_PASSWORD"
+database = "$MY_DATABASE"
+max_connections = 8
+backends = [{ host = "127.0.0.1", port = $MY_REPLICA_PORT }]
+
 [routing]
-default_pool = "app"
+# Reads that analysis proves safe go to the standby, everything else to the primary.
+read_write_split = true
+read_pool = "app_replica"
+write_pool = "app"
+# After a session writes, its reads stay on the primary (it reads its own writes).
+read_your_writes = "session"
 mysql_default_pool = "myapp"
+
+[metrics]
+enabled = true
+bind = "127.0.0.1:$METRICS_PORT"
 TOML
 
-say "starting querypilot -c $CONF"
-"$ROOT/target/release/querypilot" -c "$CONF" &
+say "starting $BINARY -c $CONF"
+"$BINARY" -c "$CONF" > "$BASE/querypilot.log" 2>&1 &
 QP=$!
-cleanup() {
-    kill -TERM "$QP" 2>/dev/null || true
-    wait "$QP" 2>/dev/null || true
-    bash "$ROOT/tests/support/dbs.sh" down "$BASE" >/dev/null 2>&1 || true
-}
-trap cleanup EXIT INT TERM
-for _ in $(seq 1 100); do
-    PGPASSWORD=$PG_PASSWORD psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" app -c 'SELECT 1' >/dev/null 2>&1 && break
+for _ in $(seq 1 200); do
+    PGPASSWORD=$PG_PASSWORD psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" "$PG_DATABASE" -c 'SELECT 1' >/dev/null 2>&1 && break
+    kill -0 "$QP" 2>/dev/null || { cat "$BASE/querypilot.log" >&2; echo "querypilot exited" >&2; exit 1; }
     sleep 0.1
 done
 
-say "three statements through the router (pool 'app' = the primary, 'app_replica' = the standby)"
-PGPASSWORD=$PG_PASSWORD psql -X -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" app \
-    -c "SELECT current_setting('port') AS backend_port, pg_is_in_recovery() AS on_replica"
-PGPASSWORD=$PG_PASSWORD psql -X -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" app_replica \
-    -c "SELECT current_setting('port') AS backend_port, pg_is_in_recovery() AS on_replica"
-mariadb --no-defaults -h 127.0.0.1 -P "$MY_PORT" -u "$MY_USER" -p"$MY_PASSWORD" myapp \
-    -e "SELECT @@server_id AS server_id, @@port AS backend_port" 2>&1 || true
+# Reads go to the standby once the router's health probe has seen it healthy and caught up.
+for _ in $(seq 1 200); do
+    curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" | grep -qE '^sqp_backend_healthy\{[^}]*pool="app_replica"[^}]*\} 1$' && break
+    sleep 0.1
+done
 
-cat >&2 <<EOT
+# Prints "label -> primary|replica (port N)" for each row "label|in_recovery|port".
+placed() {
+    while IFS='|' read -r label recovery port; do
+        [ -n "$label" ] || continue
+        local where=primary
+        [ "$recovery" = "t" ] && where=replica
+        printf '  %-34s -> %s (backend port %s)\n' "$label" "$where" "$port"
+    done
+}
+# Same for MySQL rows "label|server_id|port": the replica is the one whose port is MY_REPLICA_PORT.
+my_placed() {
+    while IFS=$'\t' read -r label server_id port; do
+        [ -n "$label" ] || continue
+        local where=primary
+        [ "$port" = "$MY_REPLICA_PORT" ] && where=replica
+        printf '  %-34s -> %s (server_id %s, backend port %s)\n' "$label" "$where" "$server_id" "$port"
+    done
+}
+WHERE="pg_is_in_recovery(), current_setting('port')"
+pg_router() { PGPASSWORD=$PG_PASSWORD psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" "$PG_DATABASE" "$@"; }
+
+say "PostgreSQL: one session through the router (psql -h 127.0.0.1 -p $PG_PORT)"
+pg_router -c "SELECT 'read', $WHERE" \
+    -c "INSERT INTO demo_events(note) VALUES ('hello') RETURNING 'write (INSERT)', $WHERE" \
+    -c "SELECT 'read after its own write', $WHERE" | placed
+say "PostgreSQL: a new session; volatile functions and row locks never reach the standby"
+pg_router -c "SELECT 'read in a new session', $WHERE" \
+    -c "SELECT 'nextval() (volatile)', $WHERE FROM (SELECT nextval('demo_seq')) s" \
+    -c "SELECT 'SELECT ... FOR UPDATE (row lock)', $WHERE FROM demo_events LIMIT 1 FOR UPDATE" | placed
+
+say "MySQL: the same router, the MariaDB pools (mariadb -h 127.0.0.1 -P $MY_PORT)"
+MYWHERE="@@server_id, @@port"
+mariadb --no-defaults -N -B -h 127.0.0.1 -P "$MY_PORT" -u "$MY_USER" -p"$MY_PASSWORD" myapp \
+    -e "SELECT 'read (pool myapp)', $MYWHERE; INSERT INTO demo_events(note) VALUES ('hello'); SELECT 'write, then read', $MYWHERE" | my_placed
+mariadb --no-defaults -N -B -h 127.0.0.1 -P "$MY_PORT" -u "$MY_USER" -p"$MY_PASSWORD" myapp_replica \
+    -e "SELECT 'read (pool myapp_replica)', $MYWHERE" | my_placed
+
+say "the routing dry-run explains a decision: GET http://127.0.0.1:$API_PORT/api/routing/test"
+for sql in "SELECT note FROM demo_events WHERE id = 1" "SELECT nextval('demo_seq')"; do
+    curl -sfG "http://127.0.0.1:$API_PORT/api/routing/test" --data-urlencode "sql=$sql" --data-urlencode "protocol=postgres" \
+        | python3 -c 'import json,sys; d=json.load(sys.stdin); print("  %-42s -> pool %s, reason %s, replica_eligible %s" % (sys.argv[1], d["pool"], d["reason"], d["replica_eligible"]))' "$sql"
+done
+
+say "a few lines of /metrics (http://127.0.0.1:$METRICS_PORT/metrics)"
+curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" | grep -E '^sqp_(routing_decisions|statements)_total' | grep -v ' 0$' \
+    | head -n 8 | sed 's/^/  /'
+
+cat <<EOT
 
 QueryPilot is running (pid $QP). Connect with:
-  PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p $PG_PORT -U $PG_USER app           # primary pool
-  PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p $PG_PORT -U $PG_USER app_replica   # replica pool
-  mariadb --no-defaults -h 127.0.0.1 -P $MY_PORT -u $MY_USER -p$MY_PASSWORD myapp
-  PGPASSWORD=$PG_PASSWORD pgbench -h 127.0.0.1 -p $PG_PORT -U $PG_USER -i app   # then: pgbench ... -c 16 -T 10 app
-Config: $CONF. Press Ctrl-C to stop the router and the databases.
+  PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p $PG_PORT -U $PG_USER $PG_DATABASE     # split: reads to the standby
+  mariadb --no-defaults -h 127.0.0.1 -P $MY_PORT -u $MY_USER -p$MY_PASSWORD myapp   # the MariaDB primary
+  curl -G http://127.0.0.1:$API_PORT/api/routing/test --data-urlencode "sql=SELECT 1"   # dry-run any statement
+  PGPASSWORD=$PG_PASSWORD pgbench -h 127.0.0.1 -p $PG_PORT -U $PG_USER -i $PG_DATABASE   # then: pgbench ... -c 16 -T 10 -S
+Config: $CONF; router log: $BASE/querypilot.log. Press Ctrl-C to stop the router and the databases.
 EOT
+[ "$EXIT_AFTER" = 1 ] && exit 0
 wait "$QP"
