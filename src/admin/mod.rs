@@ -11,6 +11,7 @@
 
 pub mod dto;
 pub mod http;
+mod pause;
 pub mod plugin;
 pub mod route;
 mod routing;

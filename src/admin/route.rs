@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 
 use super::dto;
 use super::http::{Request, Response};
+use super::pause;
 use super::plugin::{Mount, Plugins};
 use super::routing;
 use crate::control::{ControlError, ControlHandle};
@@ -35,6 +36,8 @@ const API_ROUTES: &[Route] = &[
     Route { method: "GET", path: "/api/config", handler: config },
     Route { method: "GET", path: "/api/pools", handler: pools },
     Route { method: "POST", path: "/api/reload", handler: reload },
+    Route { method: "POST", path: "/api/pause", handler: pause::pause },
+    Route { method: "POST", path: "/api/resume", handler: pause::resume },
     Route { method: "GET", path: "/api/routing/test", handler: routing::route_test },
     Route { method: "GET", path: "/api/pattern-rules", handler: routing::list_pattern_rules },
     Route { method: "POST", path: "/api/pattern-rules", handler: routing::add_pattern_rule },

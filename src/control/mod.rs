@@ -7,6 +7,7 @@
 
 mod api;
 pub mod msg;
+mod pause;
 pub mod view;
 
 use std::net::SocketAddr;
@@ -24,6 +25,7 @@ use crate::metrics::{LogDrops, Scrape};
 use crate::routing::{Catalogs, Router, RuleErrors};
 pub use api::RouteQuery;
 use msg::{CoreCommand, CoreEvent, CoreId, CoreReport, RulesVersion, Snapshot};
+pub use pause::PauseOutcome;
 use view::TemplateView;
 
 /// How long the control plane waits for every core to acknowledge a snapshot or report metrics.
@@ -399,16 +401,21 @@ impl ControlPlane {
         self.collect_with(false)
     }
 
+    /// Sends `command()` to every running core; returns how many took it.
+    fn send_running(&self, command: impl Fn() -> CoreCommand) -> usize {
+        let mut sent = 0;
+        for (i, core) in self.setup.cores.iter().enumerate() {
+            if !self.stopped.get(i).copied().unwrap_or(true) && core.send(command()).is_ok() {
+                sent += 1;
+            }
+        }
+        sent
+    }
+
     /// Every running core's report; with `digests`, their digest tables too.
     fn collect_with(&mut self, digests: bool) -> Vec<CoreReport> {
         let (tx, rx) = unbounded();
-        let mut expected = 0;
-        for (i, core) in self.setup.cores.iter().enumerate() {
-            let cmd = CoreCommand::Collect { reply: tx.clone(), digests };
-            if !self.stopped.get(i).copied().unwrap_or(true) && core.send(cmd).is_ok() {
-                expected += 1;
-            }
-        }
+        let expected = self.send_running(|| CoreCommand::Collect { reply: tx.clone(), digests });
         let deadline = Instant::now() + CORE_REPLY_TIMEOUT;
         let mut reports = Vec::with_capacity(expected);
         while reports.len() < expected {

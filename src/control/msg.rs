@@ -52,6 +52,23 @@ pub enum CoreCommand {
     ResetDigests(crossbeam_channel::Sender<CoreId>),
     /// Cancel the statement of a session this core owns.
     Cancel(CancelKey),
+    /// PAUSE: hold new checkouts of `pool` (every pool when `None`), wait until the connections
+    /// lent out come back or `deadline` passes, close the idle ones, then report.
+    Pause {
+        /// The pool, or every pool.
+        pool: Option<String>,
+        /// When to stop waiting for transactions in flight.
+        deadline: Instant,
+        /// Where the report goes.
+        reply: crossbeam_channel::Sender<PauseReport>,
+    },
+    /// RESUME: let the held checkouts of `pool` (every pool when `None`) go on, then answer.
+    Resume {
+        /// The pool, or every pool.
+        pool: Option<String>,
+        /// Acknowledgement.
+        reply: crossbeam_channel::Sender<CoreId>,
+    },
     /// Stop accepting; let sessions finish until the deadline, then close them and stop.
     Drain {
         /// When remaining sessions are closed.
@@ -76,6 +93,15 @@ pub enum CoreEvent {
     ForwardCancel(CancelKey),
     /// The core's executor finished draining.
     Stopped(CoreId),
+}
+
+/// A core's answer to [`CoreCommand::Pause`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PauseReport {
+    /// Which core.
+    pub core: CoreId,
+    /// Connections still lent out when the core stopped waiting (0: the pause is complete).
+    pub in_use: u64,
 }
 
 /// A core's answer to [`CoreCommand::Collect`].

@@ -7,6 +7,8 @@
 //!
 //! Never blocks on a channel, never touches `admin`.
 
+mod pause;
+
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -139,6 +141,10 @@ fn prewarm(ctx: &Rc<CoreContext>, cores: usize) {
     for pool in ctx.pools().iter() {
         let min = pool.config.limits.min_connections;
         let Some(protocol) = pool.config.protocol.or(only) else { continue };
+        // A paused pool keeps no server connection (the backend may be repointed meanwhile).
+        if pool.gate().is_paused() {
+            continue;
+        }
         let share = CorePool::min_share(min, cores, usize::from(ctx.core.0));
         if share == 0 {
             continue;
@@ -192,6 +198,8 @@ fn handle(
             let _ = reply.send(ctx.core);
         }
         CoreCommand::Cancel(key) => ctx.cancels.cancel(key),
+        CoreCommand::Pause { pool, deadline, reply } => pause::pause(ctx, pool.as_deref(), deadline, reply),
+        CoreCommand::Resume { pool, reply } => pause::resume(ctx, pool.as_deref(), reply),
         CoreCommand::Drain { deadline } => {
             *drain_deadline = Some(deadline);
             ctx.drain.set();

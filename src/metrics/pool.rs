@@ -108,6 +108,11 @@ impl PoolCounters {
         }
     }
 
+    /// Connections of the pool lent out on this core now (every backend).
+    pub fn lent(&self) -> u64 {
+        self.backends.borrow().iter().map(|b| b.active.get()).sum()
+    }
+
     /// The counters of backend `label`, created on first use. Called when pools are built.
     pub fn backend(&self, label: &str) -> Rc<BackendCounters> {
         let mut list = self.backends.borrow_mut();

@@ -297,7 +297,7 @@ mod tests {
         let budgets = crate::pool::BudgetRegistry::default();
         let pool = config.pools.first().expect("pool");
         let counters = std::rc::Rc::new(crate::metrics::PoolCounters::new("p"));
-        (crate::pool::CorePool::build(pool, &budgets, counters), budgets)
+        (crate::pool::CorePool::build(pool, &budgets, counters, Default::default()), budgets)
     }
 
     fn picks(p: &crate::pool::CorePool, n: usize) -> Vec<usize> {

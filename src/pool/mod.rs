@@ -9,6 +9,7 @@ mod conn;
 pub mod health;
 mod login;
 mod mysql;
+mod pause;
 mod pg;
 
 use std::cell::{Cell, RefCell};
@@ -22,6 +23,7 @@ pub use budget::{Budget, BudgetRegistry};
 pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
 pub use health::{BackendHealth, Cause};
 pub use mysql::{deliver_kill as deliver_mysql_kill, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES};
+pub use pause::PauseGate;
 pub use pg::deliver_cancel as deliver_pg_cancel;
 
 use crate::config::{Config, Pool as PoolConfig, Protocol};
@@ -63,6 +65,10 @@ pub enum PoolError {
     /// No backend of the pool resolves to an address.
     #[error("pool \"{0}\" has no reachable backend address")]
     NoBackend(String),
+    /// A reload replaced the pool while the checkout waited (e.g. between PAUSE and RESUME):
+    /// the caller borrows from the pool's successor instead.
+    #[error("pool \"{0}\" was replaced by a reload")]
+    Replaced(String),
 }
 
 impl ErrorCode for PoolError {
@@ -72,11 +78,12 @@ impl ErrorCode for PoolError {
             Self::Connect { .. } => "pool.connect",
             Self::Auth { .. } => "pool.auth",
             Self::NoBackend(_) => "pool.no_backend",
+            Self::Replaced(_) => "pool.replaced",
         }
     }
     fn origin(&self) -> Origin {
         match self {
-            Self::Timeout { .. } => Origin::Internal,
+            Self::Timeout { .. } | Self::Replaced(_) => Origin::Internal,
             _ => Origin::Backend,
         }
     }
@@ -183,10 +190,14 @@ pub struct CorePool {
     min_share: Cell<u32>,
     /// The pool's name, shared: routing compares it on every statement of a transaction.
     name: Arc<str>,
+    /// PAUSE/RESUME, shared with the pool's predecessor and successor across reloads.
+    gate: Rc<PauseGate>,
+    /// A reload built a successor: nothing new is lent from this one.
+    replaced: Cell<bool>,
 }
 
 impl CorePool {
-    fn build(config: &PoolConfig, budgets: &BudgetRegistry, counters: Rc<PoolCounters>) -> Self {
+    fn build(config: &PoolConfig, budgets: &BudgetRegistry, counters: Rc<PoolCounters>, gate: Rc<PauseGate>) -> Self {
         let max = config.limits.max_connections.get();
         let backends = config
             .backends
@@ -221,7 +232,30 @@ impl CorePool {
             counters,
             min_share: Cell::new(0),
             name: Arc::from(config.name.as_str()),
+            gate,
+            replaced: Cell::new(false),
         }
+    }
+
+    /// PAUSE/RESUME of this pool on this core.
+    pub fn gate(&self) -> &PauseGate {
+        &self.gate
+    }
+
+    /// Whether a reload replaced this pool (sessions then borrow from the successor).
+    pub fn is_replaced(&self) -> bool {
+        self.replaced.get()
+    }
+
+    /// Connections of the pool (this object and its predecessors) lent out on this core now.
+    pub fn lent(&self) -> u64 {
+        self.counters.lent()
+    }
+
+    /// Closes every idle connection (PAUSE gives the servers back once nothing is in flight).
+    pub fn close_idle(&self) {
+        let idle = std::mem::take(&mut *self.idle.borrow_mut());
+        drop(idle); // each frees its budget unit
     }
 
     /// The pool's name (as routing decisions name pools).
@@ -321,6 +355,13 @@ impl CorePool {
         // metrics: acquire count, queue depth while waiting, wait time, timeouts, lent connections.
         let started = rt::now();
         let mut slot = self.counters.acquire_started();
+        // A paused pool holds the checkout; the pause does not count against its deadline.
+        let held = self.gate.pass().await;
+        let deadline = deadline + held;
+        if self.replaced.get() {
+            self.counters.acquire_finished(started.elapsed());
+            return Err(PoolError::Replaced(self.config.name.clone()));
+        }
         let res = self.acquire(protocol, deadline, &mut slot).await;
         drop(slot);
         self.counters.acquire_finished(started.elapsed());
@@ -456,7 +497,9 @@ impl CorePool {
             b.counters.checked_in(); // metrics
         }
         let healthy = self.usable(conn.backend, self.has_healthy_backend()); // health: next checkout moves
-        if reusable && !conn.broken && healthy {
+                                                                             // A replaced pool lends nothing again, and a paused one gives its servers back.
+        let keep = !self.replaced.get() && !self.gate.is_paused();
+        if reusable && !conn.broken && healthy && keep {
             self.idle.borrow_mut().push(conn);
             self.waiters.wake_one();
         } else {
@@ -556,9 +599,13 @@ impl PoolSet {
             .map(|p| {
                 let old = previous.and_then(|prev| prev.pools.get(&p.name));
                 let kept = old.filter(|old| old.config == *p).cloned();
-                // metrics: a rebuilt pool keeps its predecessor's counters.
+                if let (Some(old), None) = (old, &kept) {
+                    old.replaced.set(true);
+                }
+                // metrics: a rebuilt pool keeps its predecessor's counters, and its pause state.
                 let counters = old.map_or_else(|| Rc::new(PoolCounters::new(&p.name)), |o| o.counters.clone());
-                (p.name.clone(), kept.unwrap_or_else(|| Rc::new(CorePool::build(p, budgets, counters))))
+                let gate = old.map_or_else(Rc::default, |o| o.gate.clone());
+                (p.name.clone(), kept.unwrap_or_else(|| Rc::new(CorePool::build(p, budgets, counters, gate))))
             })
             .collect();
         Self { pools }

@@ -36,7 +36,7 @@ impl From<&PoolError> for PgClientError {
     fn from(e: &PoolError) -> Self {
         let code = match e {
             PoolError::Timeout { .. } => sqlstate::TOO_MANY_CONNECTIONS,
-            PoolError::Connect { .. } | PoolError::NoBackend(_) => {
+            PoolError::Connect { .. } | PoolError::NoBackend(_) | PoolError::Replaced(_) => {
                 sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION
             }
             PoolError::Auth { .. } => sqlstate::CONNECTION_FAILURE,
@@ -80,7 +80,9 @@ impl From<&PoolError> for MyClientError {
     fn from(e: &PoolError) -> Self {
         let number = match e {
             PoolError::Timeout { .. } => errcode::ER_QP_POOL_TIMEOUT,
-            PoolError::Connect { .. } | PoolError::NoBackend(_) => ErrorNumber { code: 2003, sql_state: *b"HY000" },
+            PoolError::Connect { .. } | PoolError::NoBackend(_) | PoolError::Replaced(_) => {
+                ErrorNumber { code: 2003, sql_state: *b"HY000" }
+            }
             PoolError::Auth { .. } => errcode::ER_ACCESS_DENIED_ERROR,
         };
         Self::new(number, e.to_string())

@@ -10,12 +10,12 @@ mod udf;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::{Config, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId};
 use crate::metrics::{self, CoreCounters, DigestSnapshot, FallbackOutcome};
-use crate::pool::PoolSet;
+use crate::pool::{Conn, CorePool, PoolError, PoolSet};
 use crate::routing::{
     CacheStats, Catalogs, Decision, DecisionKind, Outcome, RouteInput, Router, RuleSet, StatementKey,
 };
@@ -80,6 +80,30 @@ impl CoreContext {
     /// The pools in force now.
     pub fn pools(&self) -> Rc<PoolSet> {
         self.pools.borrow().clone()
+    }
+
+    /// Borrows a connection of `pool` speaking `protocol`, waiting until `deadline`. A pool that
+    /// a reload rebuilt (new backends, limits...) is first swapped for its successor in the
+    /// current pool set, also when the reload happened while the checkout waited (between PAUSE
+    /// and RESUME), so a new transaction always runs on the configuration in force.
+    pub async fn checkout(
+        &self,
+        pool: &mut Rc<CorePool>,
+        protocol: Protocol,
+        deadline: Instant,
+    ) -> Result<Conn, PoolError> {
+        loop {
+            if pool.is_replaced() {
+                let Some(successor) = self.pools().get(pool.config.name.as_str()).cloned() else {
+                    return Err(PoolError::NoBackend(pool.config.name.clone()));
+                };
+                *pool = successor;
+            }
+            match pool.checkout(protocol, deadline).await {
+                Err(PoolError::Replaced(_)) => continue,
+                other => return other,
+            }
+        }
     }
 
     /// Swaps in a new configuration, pool set and rule set (between statements: sessions re-read

@@ -31,6 +31,7 @@ mod mysql_sha2;
 mod mysql_sysbench;
 mod mysql_types;
 mod overload;
+mod pause;
 mod pg_badinput;
 mod pg_cancel;
 mod pg_clients;

@@ -611,7 +611,8 @@ impl Session {
             return Ok(());
         }
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let mut conn = self.pool.checkout(Protocol::MySql, deadline).await.map_err(|e| MyClientError::from(&e))?;
+        let mut conn =
+            self.ctx.checkout(&mut self.pool, Protocol::MySql, deadline).await.map_err(|e| MyClientError::from(&e))?;
         self.bpos = 0;
         if conn.settings != self.state.signature() {
             if let Err(e) = stmt::replay(&mut conn, &self.state, &self.pool.config.database).await {

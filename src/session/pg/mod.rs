@@ -641,7 +641,11 @@ impl Session {
             return Ok(());
         }
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let conn = self.pool.checkout(Protocol::Postgres, deadline).await.map_err(|e| PgClientError::from(&e))?;
+        let conn = self
+            .ctx
+            .checkout(&mut self.pool, Protocol::Postgres, deadline)
+            .await
+            .map_err(|e| PgClientError::from(&e))?;
         self.backend = Some(conn);
         if self.backend.as_ref().is_some_and(|c| c.settings != self.state.signature()) {
             self.replay_settings().await?;

@@ -41,7 +41,11 @@ impl Session {
             return Ok(());
         }
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let conn = self.pool.checkout(Protocol::Postgres, deadline).await.map_err(|e| MyClientError::from(&e))?;
+        let conn = self
+            .ctx
+            .checkout(&mut self.pool, Protocol::Postgres, deadline)
+            .await
+            .map_err(|e| MyClientError::from(&e))?;
         self.backend = Some(conn);
         let sig = self.bridge.signature();
         if self.backend.as_ref().is_some_and(|c| c.settings != sig) {

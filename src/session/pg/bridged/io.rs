@@ -30,7 +30,8 @@ impl Session {
             return Ok(());
         }
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let conn = self.pool.checkout(Protocol::MySql, deadline).await.map_err(|e| PgClientError::from(&e))?;
+        let conn =
+            self.ctx.checkout(&mut self.pool, Protocol::MySql, deadline).await.map_err(|e| PgClientError::from(&e))?;
         let fresh = conn.settings != UTF8MB4_SETTINGS;
         self.backend = Some(conn);
         if fresh {

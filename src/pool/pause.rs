@@ -1,0 +1,53 @@
+//! PAUSE and RESUME of a pool on one core, for switchovers: while a pool is paused its checkouts
+//! wait instead of borrowing or opening a connection, so new transactions queue while the ones
+//! in flight keep their connections and finish. The gate is handed from a pool to its successor
+//! when a reload rebuilds the pool, so a backend can be repointed between PAUSE and RESUME and
+//! the queued statements run on the new one.
+
+use std::cell::{Cell, RefCell};
+use std::time::Duration;
+
+use crate::rt::{self, Event};
+
+/// One pool's pause state on one core.
+#[derive(Default)]
+pub struct PauseGate {
+    paused: Cell<bool>,
+    /// Set on RESUME: every checkout waiting at the gate goes on.
+    resumed: RefCell<Event>,
+}
+
+impl PauseGate {
+    /// Holds new checkouts from now on.
+    pub fn pause(&self) {
+        if !self.paused.replace(true) {
+            *self.resumed.borrow_mut() = Event::new();
+        }
+    }
+
+    /// Lets every held checkout go on.
+    pub fn resume(&self) {
+        if self.paused.replace(false) {
+            self.resumed.borrow().set();
+        }
+    }
+
+    /// Whether checkouts are held.
+    pub fn is_paused(&self) -> bool {
+        self.paused.get()
+    }
+
+    /// Waits while the pool is paused; returns how long, so the caller's acquire deadline can
+    /// leave the pause out (a switchover must not turn queued statements into timeouts).
+    pub async fn pass(&self) -> Duration {
+        if !self.paused.get() {
+            return Duration::ZERO;
+        }
+        let started = rt::now();
+        while self.paused.get() {
+            let resumed = self.resumed.borrow().clone();
+            resumed.wait().await;
+        }
+        started.elapsed()
+    }
+}

@@ -1,0 +1,114 @@
+//! Issue #25, PAUSE and RESUME for switchovers (REST `POST /api/pause`, `/api/resume`): a PAUSE
+//! lets the transaction in flight finish, then closes the pool's server connections; a new
+//! statement is held — past its acquire timeout — and RESUME runs it with no error on either
+//! client, also when a reload repointed the pool's backend between PAUSE and RESUME.
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use crate::admin::{addrs, http, with_metrics};
+use crate::router::{pg_config, pg_pool, Router};
+use crate::support::{dbs, unique_name};
+
+/// A pool of two connections whose checkouts give up after 2 s: a held statement that waits
+/// longer than that proves the pause does not count against its acquire timeout.
+fn config(port: u16) -> String {
+    let pools =
+        pg_pool("main", port, "transaction", 2).replace("acquire_timeout = \"20s\"", "acquire_timeout = \"2s\"");
+    with_metrics(&pg_config(&[0], &pools, "main"), None)
+}
+
+fn idle_connections(router: &Router) -> u64 {
+    let reports = router.control().collect().expect("collect");
+    let pools = reports.iter().flat_map(|r| r.counters.pools.iter()).filter(|p| p.name == "main");
+    pools.flat_map(|p| p.backends.iter()).map(|b| b.idle).sum()
+}
+
+/// Runs `sql` on `client` in a thread; its result arrives on the returned channel.
+fn spawn_query(mut client: postgres::Client, sql: String) -> mpsc::Receiver<Result<String, String>> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let res = client.simple_query(&sql).map_err(|e| e.to_string()).map(|msgs| {
+            msgs.into_iter()
+                .find_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                    _ => None,
+                })
+                .unwrap_or_default()
+        });
+        let _ = tx.send(res);
+    });
+    rx
+}
+
+#[test]
+fn pause_waits_for_the_transaction_in_flight_and_resume_runs_the_held_statement() {
+    let pg = &dbs().pg;
+    let table = unique_name("paused");
+    let mut direct = pg.config(pg.primary_port, &pg.user, &pg.password).connect(postgres::NoTls).expect("direct");
+    direct.batch_execute(&format!("CREATE TABLE {table} (v int)")).expect("create");
+    let router = Router::start(&config(pg.primary_port));
+    let (_, api) = addrs(&router);
+    let mut a = router.pg("main");
+    let b = {
+        let mut b = router.pg("main");
+        b.simple_query("SELECT 1").expect("b is logged in and served before the pause");
+        b
+    };
+    a.batch_execute(&format!("BEGIN; INSERT INTO {table} VALUES (1)")).expect("a's transaction starts");
+
+    let (paused_tx, paused) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = paused_tx.send(http(api, "POST", "/api/pause?pool=main&timeout=20s", &[]));
+    });
+    thread::sleep(Duration::from_millis(400));
+    assert!(paused.try_recv().is_err(), "PAUSE waits while a transaction is in flight");
+    a.batch_execute("COMMIT").expect("the transaction in flight finishes during the pause");
+    let reply = paused.recv_timeout(Duration::from_secs(15)).expect("PAUSE returns once the transaction ended");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(reply.body.contains("\"status\":\"paused\""), "{}", reply.body);
+    assert_eq!(idle_connections(&router), 0, "a paused pool gives its server connections back");
+
+    let held = spawn_query(b, format!("SELECT count(*) FROM {table}"));
+    // Longer than the pool's 2 s acquire timeout.
+    thread::sleep(Duration::from_millis(2600));
+    assert!(held.try_recv().is_err(), "a new statement is held while the pool is paused");
+    let resumed = http(api, "POST", "/api/resume?pool=main", &[]);
+    assert_eq!(resumed.status, 200, "{}", resumed.body);
+    let count = held.recv_timeout(Duration::from_secs(15)).expect("the held statement runs after RESUME");
+    assert_eq!(count.expect("no error for the held client"), "1", "it saw the committed row");
+    a.simple_query("SELECT 1").expect("the other client goes on too");
+
+    let unknown = http(api, "POST", "/api/pause?pool=nope", &[]);
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+}
+
+#[test]
+fn a_reload_between_pause_and_resume_repoints_the_held_statement() {
+    let pg = &dbs().pg;
+    let router = Router::start(&config(pg.primary_port));
+    let (_, api) = addrs(&router);
+    let mut a = router.pg("main");
+    let port_of = |c: &mut postgres::Client| -> String {
+        c.query_one("SELECT current_setting('port')", &[]).expect("port").get(0)
+    };
+    assert_eq!(port_of(&mut a), pg.primary_port.to_string());
+    let mut b = router.pg("main");
+    b.simple_query("SELECT 1").expect("b served before the pause");
+
+    let reply = http(api, "POST", "/api/pause?pool=main&timeout=10s", &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let held = spawn_query(b, "SELECT current_setting('port')".into());
+    thread::sleep(Duration::from_millis(300));
+    assert!(held.try_recv().is_err(), "held while paused");
+
+    // The switchover: the pool's backend moves to another server (here the standby).
+    router.reload_with(&config(pg.replica_port)).expect("reload while paused");
+    thread::sleep(Duration::from_millis(300));
+    assert!(held.try_recv().is_err(), "still held after the reload: the pause survives it");
+    assert_eq!(http(api, "POST", "/api/resume", &[]).status, 200);
+    let port = held.recv_timeout(Duration::from_secs(15)).expect("runs after RESUME");
+    assert_eq!(port.expect("no error for the held client"), pg.replica_port.to_string(), "on the new backend");
+    assert_eq!(port_of(&mut a), pg.replica_port.to_string(), "every client now uses the new backend");
+}
