@@ -15,6 +15,8 @@ command -v mariadb >/dev/null || missing+=(mariadb-client)
 command -v sysbench >/dev/null || missing+=(sysbench)
 command -v pgbouncer >/dev/null || missing+=(pgbouncer)
 command -v promtool >/dev/null || missing+=(prometheus)   # promtool checks /metrics output
+# PgBouncer's exporter scrapes the admin console (tests/it/console.rs).
+command -v prometheus-pgbouncer-exporter >/dev/null || missing+=(prometheus-pgbouncer-exporter)
 command -v setpriv >/dev/null || missing+=(util-linux)     # runs the servers unprivileged as root
 command -v ss >/dev/null || missing+=(iproute2)           # free-port checks
 command -v curl >/dev/null || missing+=(curl)              # the demo calls the admin API

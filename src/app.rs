@@ -119,6 +119,7 @@ pub fn start(config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) 
     let budgets = BudgetRegistry::default();
     let clients = ClientSlots::new(&config.listeners);
     let (events_tx, events_rx) = unbounded();
+    let (console_tx, console_rx) = unbounded();
     let mut listen: Vec<SocketAddr> = snapshot.config.listeners.iter().map(|l| l.bind).collect();
     let mut inboxes = Vec::with_capacity(cpus.len());
     let mut cores = Vec::with_capacity(cpus.len());
@@ -139,6 +140,7 @@ pub fn start(config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) 
             budgets: budgets.clone(),
             clients: clients.clone(),
             bound: Some(bound_tx),
+            console: console_tx.clone(),
         };
         cores.push(core::spawn(setup)?);
         // The bootstrap thread, not a core, waits for the core to bind.
@@ -163,6 +165,8 @@ pub fn start(config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) 
         log_drops,
     })
     .map_err(StartError::Thread)?;
+    drop(console_tx); // the cores hold the only senders: the console thread ends with them
+    admin::console::start(console_rx, control.clone()).map_err(StartError::Thread)?;
     let admin = match admin_bound.map(|b| admin::serve(b, control.clone(), Plugins::default())).transpose() {
         Ok(a) => a,
         Err(e) => {

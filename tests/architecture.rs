@@ -24,7 +24,8 @@ fn allowed(module: &str) -> Option<&'static [&'static str]> {
         "bridge" => &["protocol", "sql", "routing", "pool", "metrics", "config", "rt", "error", "id"],
         "core" => &["session", "pool", "routing", "metrics", "config", "rt", "control", "id", "error"],
         "control" => &["routing", "config", "metrics", "error", "id"],
-        "admin" => &["control", "metrics", "config", "error", "id"],
+        // The admin console speaks the PostgreSQL wire protocol through the pure codecs.
+        "admin" => &["control", "metrics", "config", "error", "id", "protocol"],
         "app" => return Some(ANYTHING),
         _ => return None,
     })

@@ -9,6 +9,7 @@
 //! must carry `Authorization: Bearer <token>`; off loopback a token is mandatory and the server
 //! refuses to start without one. The metrics port is read-only and unauthenticated.
 
+pub mod console;
 pub mod dto;
 pub mod http;
 mod pause;

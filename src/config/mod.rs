@@ -6,6 +6,7 @@
 
 mod build;
 mod check;
+mod console;
 mod error;
 mod model;
 mod pool;
@@ -16,6 +17,7 @@ mod span;
 mod validate;
 mod value;
 
+pub use console::{Console, ConsoleRole, CONSOLE_DATABASES};
 pub use error::{ConfigErrors, ConfigIssue};
 pub use model::{
     Backend, CacheConfig, General, HealthCheck, Listener, Metrics, PatternRule, Pool, PoolLimits, PoolTimeouts,
@@ -47,6 +49,8 @@ pub struct Config {
     pub translations: Vec<TranslationRule>,
     /// `[metrics]`.
     pub metrics: Metrics,
+    /// `[console]`.
+    pub console: Console,
 }
 
 impl Config {
@@ -55,9 +59,11 @@ impl Config {
         let raw: RawConfig = toml::from_str(text).map_err(|err| syntax_error(text, file, &err))?;
         let mut ck = Checker::new(text);
         let general = build::general(&mut ck, &raw.general);
+        let pools = pool::pools(&mut ck, &raw.pools, general.pool_mode);
         let config = Config {
             listeners: build::listeners(&mut ck, &raw.listeners),
-            pools: pool::pools(&mut ck, &raw.pools, general.pool_mode),
+            console: console::console(&mut ck, &raw.console, &pools),
+            pools,
             routing: rules::routing(&mut ck, &raw.routing),
             translations: rules::translations(&mut ck, &raw.translation),
             metrics: build::metrics(&mut ck, &raw.metrics),

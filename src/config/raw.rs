@@ -33,6 +33,21 @@ pub(crate) struct RawConfig {
     pub translation: RawTranslation,
     #[serde(default)]
     pub metrics: RawMetrics,
+    #[serde(default)]
+    pub console: RawConsole,
+}
+
+/// `[console]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConsole {
+    #[serde(default)]
+    pub admin_users: Vec<Sp<String>>,
+    #[serde(default)]
+    pub stats_users: Vec<Sp<String>>,
+    #[serde(default)]
+    pub passwords: BTreeMap<String, Sp<String>>,
+    pub pause_timeout: Option<Sp<String>>,
 }
 
 /// `[general]`.

@@ -8,7 +8,7 @@ use toml::{Table, Value};
 
 use super::model::{Backend, Listener, Pool, RegexRule, RetryPolicy, Routing, RuleTarget};
 use super::value::{format_duration, format_size, Protocol};
-use super::Config;
+use super::{Config, Console};
 
 /// What replaces every secret.
 const REDACTED: &str = "***";
@@ -38,9 +38,21 @@ pub(crate) fn redacted_toml(config: &Config) -> String {
         put_str(&mut metrics, "admin_token", REDACTED);
     }
     root.insert("metrics".into(), Value::Table(metrics));
+    root.insert("console".into(), Value::Table(console(&config.console)));
     // A table of strings, numbers, booleans and arrays of tables always serializes; the
     // fallback only keeps this path free of panics.
     toml::to_string(&root).unwrap_or_default()
+}
+
+fn console(console: &Console) -> Table {
+    let mut table = Table::new();
+    let names = |users: &[String]| Value::Array(users.iter().map(|u| Value::String(u.clone())).collect());
+    table.insert("admin_users".into(), names(&console.admin_users));
+    table.insert("stats_users".into(), names(&console.stats_users));
+    let passwords: Table = console.passwords.keys().map(|u| (u.clone(), Value::String(REDACTED.into()))).collect();
+    table.insert("passwords".into(), Value::Table(passwords));
+    put_duration(&mut table, "pause_timeout", console.pause_timeout);
+    table
 }
 
 fn general(config: &Config) -> Table {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::config::{Config, PatternRule, TranslationRule};
+use crate::config::{Config, ConsoleRole, PatternRule, TranslationRule};
 pub use crate::id::{CancelKey, CoreId, RulesVersion};
 use crate::metrics::{CounterSnapshot, DigestSnapshot};
 use crate::routing::{Catalogs, RuleErrors, RuleSet};
@@ -93,6 +93,19 @@ pub enum CoreEvent {
     ForwardCancel(CancelKey),
     /// The core's executor finished draining.
     Stopped(CoreId),
+}
+
+/// A client of the admin console, logged in on a core and handed to the console thread.
+#[derive(Debug)]
+pub struct ConsoleClient {
+    /// The client's connection, blocking.
+    pub stream: std::net::TcpStream,
+    /// Bytes the client sent after its password message, not yet read.
+    pub leftover: Vec<u8>,
+    /// The console user.
+    pub user: String,
+    /// What the user may do.
+    pub role: ConsoleRole,
 }
 
 /// A core's answer to [`CoreCommand::Pause`].

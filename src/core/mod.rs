@@ -17,13 +17,13 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
-use crate::control::msg::{CoreCommand, CoreEvent, CoreReport, Snapshot};
+use crate::control::msg::{ConsoleClient, CoreCommand, CoreEvent, CoreReport, Snapshot};
 use crate::id::{CoreId, RulesVersion};
 use crate::metrics::{CacheOp, DigestSnapshot};
 use crate::pool::{BudgetRegistry, CorePool, PoolSet};
 use crate::routing::CacheStats;
 use crate::rt::{self, CoreHandle, CoreQueues, Listener, RtError};
-use crate::session::{self, ClientSlots, CoreContext};
+use crate::session::{self, ClientSlots, CoreContext, CoreLinks};
 
 /// How often a core looks at its control inbox. Control traffic is rare; a short sleep keeps a
 /// config change visible within milliseconds at negligible cost.
@@ -51,6 +51,8 @@ pub struct CoreSetup {
     pub clients: Arc<ClientSlots>,
     /// Where to report the addresses actually bound (the first core, when ports are 0).
     pub bound: Option<Sender<io::Result<Vec<SocketAddr>>>>,
+    /// The admin console thread's inbox.
+    pub console: Sender<ConsoleClient>,
 }
 
 /// Starts the core on its own pinned executor thread.
@@ -60,7 +62,7 @@ pub fn spawn(setup: CoreSetup) -> Result<CoreHandle, RtError> {
 }
 
 async fn run(setup: CoreSetup, queues: CoreQueues) {
-    let CoreSetup { id, cores, inbox, events, snapshot, listen, budgets, clients, bound, .. } = setup;
+    let CoreSetup { id, cores, inbox, events, snapshot, listen, budgets, clients, bound, console, .. } = setup;
     let listeners = match bind_all(&listen) {
         Ok(l) => l,
         Err(e) => {
@@ -83,9 +85,15 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
         snapshot.config.clone(),
         snapshot.rules.clone(),
         pools,
-        Box::new(move |key| {
-            let _ = fwd.send(CoreEvent::ForwardCancel(key));
-        }),
+        CoreLinks {
+            forward_cancel: Box::new(move |key| {
+                let _ = fwd.send(CoreEvent::ForwardCancel(key));
+            }),
+            console: Box::new(move |stream, leftover, user, role| {
+                // The console thread lives as long as the process; a failed send drops the client.
+                let _ = console.send(ConsoleClient { stream, leftover, user, role });
+            }),
+        },
     ));
     session::install_cancel_delivery(&ctx);
     prewarm(&ctx, cores);

@@ -254,7 +254,7 @@ impl Drop for QueueSlot<'_> {
 }
 
 /// A backend's figures on one core (or summed over cores).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BackendSnapshot {
     /// `host:port`.
     pub label: String,
@@ -297,7 +297,7 @@ impl HealthFigures {
 }
 
 /// A pool's figures on one core (or summed over cores).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PoolSnapshot {
     /// Pool name.
     pub name: String,

@@ -60,6 +60,20 @@ pub async fn connect(addr: SocketAddr, deadline: Instant) -> io::Result<Stream> 
     Ok(s)
 }
 
+/// Hands a connection to a plain thread (the admin console): a blocking `std` stream on a
+/// duplicate of its descriptor. The core's stream is dropped here, so only the duplicate stays.
+/// Call it only between reads and writes, when no operation of the core is pending on it.
+pub fn detach(stream: Stream) -> io::Result<std::net::TcpStream> {
+    use std::os::fd::{AsRawFd, BorrowedFd};
+    // SAFETY: the descriptor belongs to `stream`, which outlives `fd`; the clone owns its own.
+    let fd = unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) };
+    let owned = fd.try_clone_to_owned()?;
+    drop(stream);
+    let plain = std::net::TcpStream::from(owned);
+    plain.set_nonblocking(false)?;
+    Ok(plain)
+}
+
 /// Whether a connection that sat idle is still usable: the peer has neither closed it nor sent
 /// anything. An idle PostgreSQL or MySQL connection receives bytes only when the server is
 /// about to close it (FATAL 57P01 at shutdown, an idle timeout), so either means "do not lend

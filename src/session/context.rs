@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, Protocol, ReadYourWrites};
+use crate::config::{Config, ConsoleRole, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId};
 use crate::metrics::{self, CoreCounters, DigestSnapshot, FallbackOutcome};
 use crate::pool::{Conn, CorePool, PoolError, PoolSet};
@@ -42,20 +42,32 @@ pub struct CoreContext {
     router: RefCell<Router>,
     digests: RefCell<DigestTable>,
     next_session: Cell<u32>,
-    forward_cancel: Box<dyn Fn(CancelKey)>,
+    links: CoreLinks,
+}
+
+/// Hands a logged-in admin-console client (its connection, unread bytes, user and role) to the
+/// console thread.
+pub type HandOffConsole = Box<dyn Fn(std::net::TcpStream, Vec<u8>, String, ConsoleRole)>;
+
+/// What the core assembly lends its sessions to reach the rest of the process, so sessions own
+/// no channel of their own.
+pub struct CoreLinks {
+    /// Hands cancels for sessions of other cores to the control plane.
+    pub forward_cancel: Box<dyn Fn(CancelKey)>,
+    /// Hands admin-console clients to the console thread.
+    pub console: HandOffConsole,
 }
 
 impl CoreContext {
     /// Builds the context of `core` serving `rules` (with the built-in function catalogs until
-    /// the loaded ones arrive); `forward_cancel` hands cancels for other cores to the control
-    /// plane.
+    /// the loaded ones arrive); `links` reach the control plane and the admin console thread.
     pub fn new(
         core: CoreId,
         queues: CoreQueues,
         config: Arc<Config>,
         rules: Arc<RuleSet>,
         pools: PoolSet,
-        forward_cancel: Box<dyn Fn(CancelKey)>,
+        links: CoreLinks,
     ) -> Self {
         Self {
             core,
@@ -68,8 +80,13 @@ impl CoreContext {
             router: RefCell::new(Router::new(rules, Catalogs::builtin())),
             digests: RefCell::default(),
             next_session: Cell::new(1),
-            forward_cancel,
+            links,
         }
+    }
+
+    /// Hands a logged-in console client to the console thread.
+    pub fn hand_off_console(&self, stream: std::net::TcpStream, leftover: Vec<u8>, user: String, role: ConsoleRole) {
+        (self.links.console)(stream, leftover, user, role);
     }
 
     /// The configuration in force now (cheap clone of an `Arc`; hold it for one statement).
@@ -188,6 +205,7 @@ impl CoreContext {
             Outcome::Route(pool) => {
                 if let Some(p) = self.pools.borrow().get(pool) {
                     p.counters.decided(decision_label(d.kind));
+                    p.counters.statement();
                 }
             }
             Outcome::Reject(_) | Outcome::Error(_) => self.counters.rejected(),
@@ -232,7 +250,7 @@ impl CoreContext {
         if key.core() == self.core {
             self.cancels.cancel(key);
         } else {
-            (self.forward_cancel)(key);
+            (self.links.forward_cancel)(key);
         }
     }
 }

@@ -22,7 +22,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 pub use admission::{ClientSlot, ClientSlots};
-pub use context::CoreContext;
+pub use context::{CoreContext, CoreLinks};
 
 use crate::config::Protocol;
 use crate::rt::{self, Stream};

@@ -8,7 +8,7 @@ use std::time::Duration;
 use base64::Engine as _;
 
 use super::{Identity, Session};
-use crate::config::{ClientAuth, Config, Pool as PoolConfig};
+use crate::config::{ClientAuth, Config, Console, ConsoleRole, Pool as PoolConfig};
 use crate::id::CancelKey;
 use crate::pool::CorePool;
 use crate::protocol::pg::{
@@ -33,6 +33,13 @@ pub(super) enum LoginEnd {
     Quiet,
     /// Tell the client, then close.
     Refused(PgClientError),
+    /// An admin-console user authenticated: hand the connection to the console thread.
+    Console {
+        /// The console user.
+        user: String,
+        /// What it may do.
+        role: ConsoleRole,
+    },
 }
 
 impl From<PgClientError> for LoginEnd {
@@ -85,6 +92,13 @@ pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize
             let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
             return Some(Session::new(ctx.clone(), client.stream, client.buf, g.pool, g.state, g.key, max, g.identity));
         }
+        Ok(Err(LoginEnd::Console { user, role })) => {
+            match rt::detach(client.stream) {
+                Ok(stream) => ctx.hand_off_console(stream, client.buf, user, role),
+                Err(e) => tracing::warn!(error = %e, "cannot hand a console client to the console thread"),
+            }
+            return None;
+        }
         Ok(Err(end)) => end,
         Err(_) => LoginEnd::Refused(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "login timed out")),
     };
@@ -107,7 +121,7 @@ pub(super) async fn turn_away(ctx: &Rc<CoreContext>, stream: Stream) {
     let error = match attempt {
         Ok(Ok(_)) => PgClientError::new(sqlstate::TOO_MANY_CONNECTIONS, "sorry, too many clients already"),
         Ok(Err(LoginEnd::Refused(e))) => e,
-        Ok(Err(LoginEnd::Quiet)) => return,
+        Ok(Err(LoginEnd::Quiet | LoginEnd::Console { .. })) => return,
         Err(_) => PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "login timed out"),
     };
     let mut out = Vec::new();
@@ -151,8 +165,11 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     if user.is_empty() {
         return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, "no user name given").into());
     }
-    let pool_cfg = resolve_pool(&config, &database)?;
     let auth = config.listeners.get(listener).map_or(ClientAuth::ScramSha256, |l| l.auth_method);
+    if config.console.is_console_database(&database) {
+        return Err(console_login(client, &config.console, user, auth).await);
+    }
+    let pool_cfg = resolve_pool(&config, &database)?;
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
     authenticate(client, pool_cfg, &user, auth, anonymous).await?;
     greet(ctx, client, pool_cfg, params, Identity { user, database }).await
@@ -188,6 +205,33 @@ async fn authenticate(
         )
         .into());
     };
+    verify(client, pool_user, password, user, method).await
+}
+
+/// Authenticates an admin-console user against its `console.passwords` entry. An unknown user
+/// runs the same exchange against a password nobody knows and gets the same refusal.
+async fn console_login(client: &mut Client, console: &Console, user: String, method: ClientAuth) -> LoginEnd {
+    let role = console.role_of(&user);
+    let unknowable = format!("{:032x}", rand::random::<u128>());
+    let password = console.passwords.get(&user).filter(|_| role.is_some()).map_or(unknowable.as_str(), String::as_str);
+    if let Err(end) = verify(client, &user, password, &user, method).await {
+        return end;
+    }
+    match role {
+        Some(role) => LoginEnd::Console { user, role },
+        None => refuse(&user),
+    }
+}
+
+/// Runs the password exchange against `password` and accepts the client only if it is
+/// `expected_user` too.
+async fn verify(
+    client: &mut Client,
+    expected_user: &str,
+    password: &str,
+    user: &str,
+    method: ClientAuth,
+) -> Result<(), LoginEnd> {
     // The exchange runs to the end against the pool's secret before the user name is even
     // looked at, so an unknown user costs the same messages and hashing as a wrong password,
     // and both get the same answer: which part was wrong is not revealed, not even by timing.
@@ -200,7 +244,7 @@ async fn authenticate(
             None => (false, None),
         },
     };
-    let user_ok = auth::ct_eq(pool_user.as_bytes(), user.as_bytes());
+    let user_ok = auth::ct_eq(expected_user.as_bytes(), user.as_bytes());
     if !(user_ok & password_ok) {
         return Err(refuse(user));
     }

@@ -1,0 +1,142 @@
+//! The console's commands, parsed from the text of a simple query: PgBouncer's `SHOW`, `PAUSE`,
+//! `RESUME`, `RELOAD`, `SHUTDOWN` and friends, case-insensitive, an optional trailing `;`.
+
+/// What `SHOW` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Show {
+    /// One row per pool: clients and server connections by state.
+    Pools,
+    /// One row per pool: statement, transaction and wait totals.
+    Stats,
+    /// `STATS_TOTALS`: the totals of `STATS` alone.
+    StatsTotals,
+    /// `STATS_AVERAGES`: the averages of `STATS` alone.
+    StatsAverages,
+    /// One row per pool: where it connects and its limits.
+    Databases,
+    /// One row per configuration key.
+    Config,
+    /// Counts of pools, users, clients and servers.
+    Lists,
+    /// The router's version.
+    Version,
+    /// Memory the router's own structures use.
+    Mem,
+    /// One row per backend: its server connections by state and its health.
+    Servers,
+    /// One row per listener: its clients by state.
+    Clients,
+    /// One row per console and pool user.
+    Users,
+}
+
+/// One console command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `SHOW ...`.
+    Show(Show),
+    /// `PAUSE [db]`: hold new transactions of the pool (every pool without one).
+    Pause(Option<String>),
+    /// `RESUME [db]`.
+    Resume(Option<String>),
+    /// `RELOAD`: re-read the configuration file.
+    Reload,
+    /// `SHUTDOWN`: drain and stop the router.
+    Shutdown,
+    /// `SET name = value`: drivers send these at connect; accepted and ignored, as PgBouncer does.
+    Set,
+}
+
+impl Command {
+    /// Parses one command; the error is the message the client gets.
+    pub fn parse(sql: &str) -> Result<Command, String> {
+        let text = sql.trim().trim_end_matches(';').trim();
+        let mut words = text.split_whitespace();
+        let verb = words.next().unwrap_or("").to_ascii_uppercase();
+        let arg = words.next().map(unquote);
+        let extra = words.next();
+        let command = match (verb.as_str(), arg) {
+            ("SET", Some(_)) => return Ok(Command::Set),
+            ("SHOW", Some(what)) => Command::Show(show(&what)?),
+            ("PAUSE", db) => Command::Pause(db),
+            ("RESUME", db) => Command::Resume(db),
+            ("RELOAD", None) => Command::Reload,
+            ("SHUTDOWN", None) => Command::Shutdown,
+            ("", _) => return Err("empty command".into()),
+            _ => return Err(format!("invalid command \"{text}\"; try SHOW HELP")),
+        };
+        match extra {
+            Some(_) => Err(format!("invalid command \"{text}\": too many words")),
+            None => Ok(command),
+        }
+    }
+
+    /// Whether only admin users may run it (stats users may only look).
+    pub fn needs_admin(&self) -> bool {
+        !matches!(self, Command::Show(_) | Command::Set)
+    }
+}
+
+fn unquote(word: &str) -> String {
+    word.trim_matches('"').to_owned()
+}
+
+fn show(what: &str) -> Result<Show, String> {
+    Ok(match what.to_ascii_uppercase().as_str() {
+        "POOLS" => Show::Pools,
+        "STATS" => Show::Stats,
+        "STATS_TOTALS" => Show::StatsTotals,
+        "STATS_AVERAGES" => Show::StatsAverages,
+        "DATABASES" => Show::Databases,
+        "CONFIG" => Show::Config,
+        "LISTS" => Show::Lists,
+        "VERSION" => Show::Version,
+        "MEM" => Show::Mem,
+        "SERVERS" => Show::Servers,
+        "CLIENTS" => Show::Clients,
+        "USERS" => Show::Users,
+        other => {
+            return Err(format!(
+                "unknown SHOW \"{other}\"; the console knows POOLS, STATS, STATS_TOTALS, STATS_AVERAGES, DATABASES, \
+                 CONFIG, LISTS, VERSION, MEM, SERVERS, CLIENTS, USERS"
+            ))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_command_in_any_case_with_or_without_semicolon() {
+        assert_eq!(Command::parse("SHOW POOLS;"), Ok(Command::Show(Show::Pools)));
+        assert_eq!(Command::parse("  show stats_totals "), Ok(Command::Show(Show::StatsTotals)));
+        assert_eq!(Command::parse("Show Lists"), Ok(Command::Show(Show::Lists)));
+        assert_eq!(Command::parse("PAUSE"), Ok(Command::Pause(None)));
+        assert_eq!(Command::parse("pause \"main\";"), Ok(Command::Pause(Some("main".into()))));
+        assert_eq!(Command::parse("RESUME main"), Ok(Command::Resume(Some("main".into()))));
+        assert_eq!(Command::parse("reload"), Ok(Command::Reload));
+        assert_eq!(Command::parse("SHUTDOWN;"), Ok(Command::Shutdown));
+        assert_eq!(Command::parse("SET DateStyle = 'ISO'"), Ok(Command::Set));
+    }
+
+    #[test]
+    fn refuses_what_it_does_not_know_with_a_message() {
+        assert!(Command::parse("SHOW FOO").unwrap_err().contains("unknown SHOW \"FOO\""));
+        assert!(Command::parse("SELECT 1").unwrap_err().contains("invalid command"));
+        assert!(Command::parse("RELOAD now").unwrap_err().contains("invalid command"));
+        assert!(Command::parse("PAUSE a b").unwrap_err().contains("too many words"));
+        assert!(Command::parse(" ; ").unwrap_err().contains("empty"));
+        assert!(Command::parse("SHOW").is_err());
+    }
+
+    #[test]
+    fn only_show_and_set_are_for_stats_users() {
+        assert!(!Command::Show(Show::Pools).needs_admin());
+        assert!(!Command::Set.needs_admin());
+        for c in [Command::Pause(None), Command::Resume(None), Command::Reload, Command::Shutdown] {
+            assert!(c.needs_admin(), "{c:?}");
+        }
+    }
+}
