@@ -331,8 +331,8 @@ fn redacted_toml_hides_every_secret() {
     let rendered = config.redacted_toml();
     assert!(!rendered.contains("change-me"), "{rendered}");
     assert!(!rendered.contains("t0psecret"), "{rendered}");
-    // Four pool passwords and the admin token.
-    assert_eq!(rendered.matches("\"***\"").count(), 5, "{rendered}");
+    // Four pool passwords, the two console passwords and the admin token.
+    assert_eq!(rendered.matches("\"***\"").count(), 7, "{rendered}");
 }
 
 #[test]
@@ -349,6 +349,10 @@ fn redacted_toml_parses_back_to_the_same_config() {
     for pool in &mut reparsed.pools {
         assert_eq!(pool.password.as_deref(), Some("***"));
         pool.password = Some("change-me".into());
+    }
+    for (user, password) in &mut reparsed.console.passwords {
+        assert_eq!(password, "***");
+        *password = config.console.passwords[user].clone();
     }
     assert_eq!(reparsed, config);
 }
