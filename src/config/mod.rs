@@ -25,7 +25,7 @@ pub use model::{
 };
 pub use value::{
     parse_duration, parse_size, ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, Protocol,
-    ReadYourWrites, ReplicaFallback,
+    ReadYourWrites, ReplicaFallback, UnknownDatabase,
 };
 
 use check::Checker;
@@ -80,6 +80,24 @@ impl Config {
     /// The pool with this name.
     pub fn pool(&self, name: &str) -> Option<&Pool> {
         self.pools.binary_search_by(|p| p.name.as_str().cmp(name)).ok().and_then(|i| self.pools.get(i))
+    }
+
+    /// The pool a `protocol` client that asks for `database` at login starts on: the pool of that
+    /// name; else the protocol's primary pool if it serves that database, else the first pool
+    /// (by name) serving it; else, only with `routing.unknown_database = "default_pool"`, the
+    /// primary pool. `None`: the database does not exist here (3D000 / 1049).
+    pub fn login_pool(&self, database: &str, protocol: Protocol) -> Option<&Pool> {
+        if let Some(p) = self.pool(database) {
+            return Some(p);
+        }
+        let primary = self.routing.primary_pool(protocol).and_then(|p| self.pool(p));
+        if let Some(p) = primary.filter(|p| p.database == database) {
+            return Some(p);
+        }
+        if let Some(p) = self.pools.iter().find(|p| p.database == database) {
+            return Some(p);
+        }
+        primary.filter(|_| self.routing.unknown_database == UnknownDatabase::DefaultPool)
     }
 
     /// The whole configuration, defaults filled in, as TOML that [`Config::parse`] accepts, with

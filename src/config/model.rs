@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::value::{
     ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, Protocol, ReadYourWrites, ReplicaFallback,
+    UnknownDatabase,
 };
 
 /// `[general]`: process-wide settings.
@@ -184,6 +185,8 @@ pub struct Routing {
     pub read_your_writes: ReadYourWrites,
     /// What to do with a read when no replica is eligible.
     pub replica_fallback: ReplicaFallback,
+    /// What a client's database name that no pool serves gets.
+    pub unknown_database: UnknownDatabase,
     /// The per-core plan cache.
     pub cache: CacheConfig,
     /// Rules matching statement shapes (template, regex or fingerprint hash).

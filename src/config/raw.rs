@@ -143,6 +143,7 @@ pub(crate) struct RawRouting {
     pub mysql_default_pool: Option<Sp<String>>,
     pub read_your_writes: Option<Sp<String>>,
     pub replica_fallback: Option<Sp<String>>,
+    pub unknown_database: Option<Sp<String>>,
     pub cache: Option<RawCache>,
     #[serde(default)]
     pub pattern_rules: Vec<Sp<RawPatternRule>>,

@@ -157,6 +157,7 @@ fn routing(routing: &Routing) -> Table {
     table.insert("read_write_split".into(), Value::Boolean(routing.read_write_split));
     put_str(&mut table, "read_your_writes", &routing.read_your_writes.to_string());
     put_str(&mut table, "replica_fallback", routing.replica_fallback.as_str());
+    put_str(&mut table, "unknown_database", routing.unknown_database.as_str());
     let mut cache = Table::new();
     cache.insert("enabled".into(), Value::Boolean(routing.cache.enabled));
     put_str(&mut cache, "normalization_strategy", routing.cache.normalization_strategy.as_str());

@@ -7,7 +7,7 @@ use std::num::NonZeroUsize;
 use super::check::Checker;
 use super::model::{CacheConfig, PatternRule, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule};
 use super::raw::{RawCache, RawPatternRule, RawRegexRule, RawRetry, RawRouting, RawTranslation, Sp};
-use super::value::{NormalizationStrategy, PatternKind, ReadYourWrites, ReplicaFallback};
+use super::value::{NormalizationStrategy, PatternKind, ReadYourWrites, ReplicaFallback, UnknownDatabase};
 
 /// Default plan-cache entries per core.
 const DEFAULT_CACHE_SIZE: NonZeroUsize = match NonZeroUsize::new(10_000) {
@@ -47,6 +47,7 @@ pub(crate) fn routing(ck: &mut Checker<'_>, raw: &RawRouting) -> Routing {
         mysql_default_pool: name(&raw.mysql_default_pool),
         read_your_writes: ck.keyword(&raw.read_your_writes, "routing.read_your_writes", ReadYourWrites::Session),
         replica_fallback: ck.keyword(&raw.replica_fallback, "routing.replica_fallback", ReplicaFallback::Primary),
+        unknown_database: ck.keyword(&raw.unknown_database, "routing.unknown_database", UnknownDatabase::Error),
         cache: cache(ck, raw.cache.as_ref().unwrap_or(&RawCache::default())),
         pattern_rules,
         rules,

@@ -136,6 +136,16 @@ keyword_enum!(
 );
 
 keyword_enum!(
+    /// What a client's database name that no pool serves gets.
+    UnknownDatabase, "unknown database policy" {
+        /// Refused: 3D000 (PostgreSQL) / 1049 (MySQL), as the server would.
+        Error => "error",
+        /// Served by the protocol's default pool (the behaviour before this setting existed).
+        DefaultPool => "default_pool",
+    }
+);
+
+keyword_enum!(
     /// How log lines are written.
     LogFormat, "log format" {
         /// Human-readable lines.

@@ -51,3 +51,4 @@ mod router;
 mod routing_api;
 mod systemd;
 mod translation;
+mod unknown_database;

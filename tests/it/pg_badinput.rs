@@ -84,12 +84,15 @@ fn bad_input_is_refused_and_other_sessions_carry_on() {
 
 #[test]
 fn scram_clients_get_28p01_and_unknown_databases_use_the_default_pool() {
-    let r = crate::pg_util::router("transaction", 2, "");
+    let pools = crate::router::pg_pool("main", crate::support::dbs().pg.primary_port, "transaction", 2);
+    let config = crate::router::pg_config(&[0], &pools, "main")
+        .replace("default_pool = \"main\"\n", "default_pool = \"main\"\nunknown_database = \"default_pool\"\n");
+    let r = crate::router::Router::start(&config);
     let e = connect(r.port(), "main", "wrong").err().expect("wrong password refused");
     assert_eq!(sqlstate(&e), "28P01", "{e}");
-    // Validation requires a default pool for every listener, and a database that names no
-    // pool maps to it (issue #3: "`database` maps to [pools.<name>] or routing.default_pool"),
-    // so 3D000 is only reachable when a pool vanishes during login.
+    // A database that names no pool maps to the default pool only when the configuration asks
+    // for it (`routing.unknown_database = "default_pool"`); by default it gets 3D000
+    // (tests/it/unknown_database.rs).
     let mut other = connect(r.port(), "nope", "app").expect("unknown database uses the default pool");
     other.simple_query("SELECT 1").expect("served by the default pool");
     let mut ok = connect(r.port(), "main", "app").expect("right password");

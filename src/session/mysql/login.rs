@@ -219,15 +219,19 @@ pub(super) fn resolve_pool<'c>(
     config: &'c Config,
     database: Option<&str>,
 ) -> Result<(&'c PoolConfig, Option<String>), MyClientError> {
-    if let Some(p) = database.and_then(|d| config.pool(d)) {
-        return Ok((p, None));
-    }
+    let Some(database) = database else {
+        let pool = config
+            .routing
+            .primary_pool(Protocol::MySql)
+            .and_then(|p| config.pool(p))
+            .ok_or_else(|| MyClientError::new(ER_BAD_DB_ERROR, "no pool serves MySQL clients"))?;
+        return Ok((pool, None));
+    };
     let pool = config
-        .routing
-        .primary_pool(Protocol::MySql)
-        .and_then(|p| config.pool(p))
-        .ok_or_else(|| MyClientError::new(ER_BAD_DB_ERROR, "no pool serves MySQL clients"))?;
-    let db = database.filter(|d| *d != pool.database).map(str::to_owned);
+        .login_pool(database, Protocol::MySql)
+        .ok_or_else(|| MyClientError::new(ER_BAD_DB_ERROR, format!("Unknown database '{database}'")))?;
+    // A pool's own name selects its database; a schema name is selected on the pool's server.
+    let db = (database != pool.name && database != pool.database).then(|| database.to_owned());
     Ok((pool, db))
 }
 

@@ -176,12 +176,9 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
 }
 
 fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig, PgClientError> {
-    config
-        .pool(database)
-        .or_else(|| config.routing.primary_pool(crate::config::Protocol::Postgres).and_then(|p| config.pool(p)))
-        .ok_or_else(|| {
-            PgClientError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{database}\" does not exist"))
-        })
+    config.login_pool(database, crate::config::Protocol::Postgres).ok_or_else(|| {
+        PgClientError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{database}\" does not exist"))
+    })
 }
 
 fn refuse(user: &str) -> LoginEnd {
