@@ -66,6 +66,7 @@ fn pattern_rule(body: dto::NewPatternRule) -> Result<PatternRule, Response> {
         priority: body.priority,
         // Runtime rules have no retry of their own: their statements follow the pool's.
         retry: None,
+        allow_writes: body.allow_writes,
     })
 }
 

@@ -22,8 +22,8 @@ pub use model::{
     RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
 };
 pub use value::{
-    parse_duration, parse_size, ClientAuth, NormalizationStrategy, PatternKind, PoolMode, Protocol, ReadYourWrites,
-    ReplicaFallback,
+    parse_duration, parse_size, ClientAuth, NormalizationStrategy, PatternKind, PoolMode, PoolRole, Protocol,
+    ReadYourWrites, ReplicaFallback,
 };
 
 use check::Checker;
@@ -57,7 +57,7 @@ impl Config {
         let general = build::general(&mut ck, &raw.general);
         let config = Config {
             listeners: build::listeners(&mut ck, &raw.listeners),
-            pools: pool::pools(&mut ck, &raw.pools, general.pool_mode),
+            pools: pool::pools(&mut ck, &raw.pools, general.pool_mode, &raw.routing),
             routing: rules::routing(&mut ck, &raw.routing),
             translations: rules::translations(&mut ck, &raw.translation),
             metrics: build::metrics(&mut ck, &raw.metrics),

@@ -51,6 +51,12 @@ pub struct RouteTest {
     pub ineligibility: Option<&'static str>,
     /// Whether running it may change data (starts read-your-writes pinning).
     pub writes: bool,
+    /// The pool-role check (#19): `not_replica`, `replica_safe`, `allowed_by_rule` (a rule's
+    /// `allow_writes`) or `refused`.
+    pub role_check: &'static str,
+    /// Whether it could run on a replica-role pool at all (eligible reads, plus transaction
+    /// control and session settings that change nothing).
+    pub replica_safe: bool,
     /// The full analysis.
     pub analysis: AnalysisView,
 }
@@ -114,6 +120,8 @@ impl RouteTest {
             replica_eligible: d.facts.replica_eligible(),
             ineligibility: d.facts.ineligibility,
             writes: d.writes,
+            role_check: d.replica_check.as_str(),
+            replica_safe: d.facts.replica_safe(),
             analysis: AnalysisView {
                 operation: a.operation.name(),
                 volatility: format!("{:?}", a.volatility).to_ascii_lowercase(),
@@ -146,6 +154,8 @@ pub struct PatternRuleView {
     pub reject: Option<String>,
     /// Lower numbers are tried first.
     pub priority: i32,
+    /// The rule may send statements that are not replica-safe to a replica-role pool.
+    pub allow_writes: bool,
 }
 
 impl From<&PatternRule> for PatternRuleView {
@@ -161,6 +171,7 @@ impl From<&PatternRule> for PatternRuleView {
             pool,
             reject,
             priority: r.priority,
+            allow_writes: r.allow_writes,
         }
     }
 }

@@ -55,7 +55,7 @@ mod tests;
 use std::sync::Arc;
 
 pub use cache::CacheStats;
-pub use decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome};
+pub use decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome, ReplicaCheck};
 pub use router::Router;
 pub use rules::{RuleError, RuleErrors, RuleSet};
 pub use ryw::RywState;

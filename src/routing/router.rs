@@ -10,7 +10,7 @@ use crate::sql::hint::{route_hint, RouteHint};
 use crate::sql::template::Translated;
 
 use super::cache::{CacheStats, Plan, PlanCache};
-use super::decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome};
+use super::decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome, ReplicaCheck};
 use super::rules::{RuleSet, Target};
 use super::{dialect, Catalogs, RouteInput, StatementKey};
 
@@ -36,6 +36,8 @@ struct Base {
     from_cache: bool,
     /// The matched rule's own retry policy.
     retry: Option<RetryPolicy>,
+    /// The matched rule lets unsafe statements reach a replica-role target (#19).
+    allow_writes: bool,
 }
 
 impl Base {
@@ -50,6 +52,7 @@ impl Base {
             cached,
             from_cache,
             retry: None,
+            allow_writes: false,
         }
     }
 }
@@ -172,7 +175,9 @@ impl Router {
             }
         }
         let rule = self.rules.dynamic(key, input.sql)?;
-        Some(Base::rule(&rule.target, DecisionKind::DynamicRule, &rule.name, facts()))
+        let mut base = Base::rule(&rule.target, DecisionKind::DynamicRule, &rule.name, facts());
+        base.allow_writes = rule.allow_writes;
+        Some(base)
     }
 
     /// Step 4: the cached plan, or a fresh analysis stored for next time.
@@ -199,6 +204,7 @@ impl Router {
             let mut base = Base::rule(&p.target, DecisionKind::PatternRule, &p.name, plan.facts);
             base.cached = cached;
             base.retry = p.retry;
+            base.allow_writes = p.allow_writes;
             base.from_cache = cached && plan.pattern == Some(i);
             return base;
         }
@@ -206,6 +212,7 @@ impl Router {
             let mut base = Base::rule(&r.target, DecisionKind::RegexRule, &r.name, plan.facts);
             base.cached = cached;
             base.retry = r.retry;
+            base.allow_writes = r.allow_writes;
             return base;
         }
         let step = if self.rules.read_pool(input.protocol).is_some() {
@@ -214,7 +221,18 @@ impl Router {
             DecisionKind::Default
         };
         let (rule, rewritten) = (None, None);
-        Base { target: None, step, rule, rewritten, facts: plan.facts, cached, from_cache: cached, retry: None }
+        let facts = plan.facts;
+        Base {
+            target: None,
+            step,
+            rule,
+            rewritten,
+            facts,
+            cached,
+            from_cache: cached,
+            retry: None,
+            allow_writes: false,
+        }
     }
 
     /// Applies the session: rejects first, then hints, the open transaction, rule targets and
@@ -235,6 +253,7 @@ impl Router {
             pins_primary: false,
             writes,
             retry: None,
+            replica_check: ReplicaCheck::NotReplica,
         };
         let hint = route_hint(input.sql);
         match (&base.target, hint, input.session.transaction_pool) {
@@ -255,7 +274,38 @@ impl Router {
             }
             (None, None, None) => self.split(&mut d, input),
         }
+        let allowed =
+            base.allow_writes && matches!((&base.target, d.pool()), (Some(Target::Pool(t)), Some(p)) if t == p);
+        self.check_role(&mut d, allowed);
         d
+    }
+
+    /// Whatever chose the pool, a statement that is not replica-safe never runs on a
+    /// replica-role pool unless the rule that chose it says `allow_writes = true` (#19).
+    fn check_role(&self, d: &mut Decision, allowed_by_rule: bool) {
+        let Some(pool) = d.pool().filter(|p| self.rules.is_replica(p)).cloned() else { return };
+        d.replica_check = match (d.facts.replica_safe(), allowed_by_rule) {
+            (true, _) => ReplicaCheck::Safe,
+            (false, true) => ReplicaCheck::AllowedByRule,
+            (false, false) => ReplicaCheck::Refused,
+        };
+        if d.replica_check != ReplicaCheck::Refused {
+            return;
+        }
+        let chosen_by = match (d.kind, &d.rule) {
+            (DecisionKind::TransactionPin, _) => {
+                "the connection the session holds (open transaction or session state)".to_owned()
+            }
+            (DecisionKind::Hint, _) => "a route hint".to_owned(),
+            (DecisionKind::Translation, Some(rule)) => format!("translation `{rule}`"),
+            (_, Some(rule)) => format!("rule `{rule}`"),
+            (kind, None) => kind.as_str().to_owned(),
+        };
+        let reason = d.facts.ineligibility.unwrap_or("unanalyzable");
+        d.outcome = Outcome::Error(DecisionError::ReplicaUnsafe { pool, chosen_by, reason });
+        d.reason = "replica_unsafe";
+        d.rewritten = None;
+        d.retry = None;
     }
 
     fn hint_error(&self, d: &mut Decision, error: DecisionError) {
