@@ -45,4 +45,5 @@ mod raw_passthrough;
 mod retry;
 mod router;
 mod routing_api;
+mod routing_safety;
 mod translation;
