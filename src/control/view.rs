@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::config::{PatternRule, Protocol, RuleTarget, TranslationRule};
 use crate::metrics::DigestRow;
-use crate::routing::{Explanation, KeySpace, Outcome};
+use crate::routing::{DecisionKind, Explanation, KeySpace, Outcome};
 
 /// `GET /api/routing/test`: a dry-run decision with its evidence.
 #[derive(Debug, Clone, Serialize)]
@@ -57,6 +57,12 @@ pub struct RouteTest {
     /// Whether it could run on a replica-role pool at all (eligible reads, plus transaction
     /// control and session settings that change nothing).
     pub replica_safe: bool,
+    /// The session tokenizing mode the statement was read in: `default`, or e.g.
+    /// `standard_conforming_strings=off`, `NO_BACKSLASH_ESCAPES,ANSI_QUOTES`, `unknown`.
+    pub lexer_mode: String,
+    /// Why the session was kept where it is: `transaction` (a held connection) or a session
+    /// setting a standby cannot serve (`serializable_session`); `null` when nothing held it.
+    pub hold: Option<&'static str>,
     /// The full analysis.
     pub analysis: AnalysisView,
 }
@@ -122,6 +128,12 @@ impl RouteTest {
             writes: d.writes,
             role_check: d.replica_check.as_str(),
             replica_safe: d.facts.replica_safe(),
+            lexer_mode: e.key.mode.describe(),
+            hold: match (d.kind, d.reason) {
+                (DecisionKind::TransactionPin, _) => Some("transaction"),
+                (_, "serializable_session") => Some("serializable_session"),
+                _ => None,
+            },
             analysis: AnalysisView {
                 operation: a.operation.name(),
                 volatility: format!("{:?}", a.volatility).to_ascii_lowercase(),

@@ -161,6 +161,14 @@ impl Facts {
         self.ineligibility.is_none()
     }
 
+    /// Whether the statement may change the session's settings (SET, RESET, DISCARD,
+    /// set_config, or anything unanalyzable), so the session re-reads its lexer mode from it.
+    pub fn may_change_session(&self) -> bool {
+        matches!(self.operation, Operation::Session | Operation::Unknown)
+            || self.affinity.contains(Affinity::SessionSet)
+            || self.affinity.contains(Affinity::TransactionScoped)
+    }
+
     /// True when running the statement on a replica can neither change data, take a lock that
     /// should exclude others, nor call a function that might: replica-eligible reads, plus the
     /// transaction control and session settings a connection held on a replica needs. This is

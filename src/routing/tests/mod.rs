@@ -5,6 +5,7 @@ mod cache;
 mod chain;
 mod danger;
 mod hints;
+mod lexmode;
 mod roles;
 mod rules;
 mod ryw;

@@ -57,6 +57,8 @@ impl Session {
                 transaction_pool: self.held().then(|| self.pool.name()),
                 pinned_to_primary: self.ryw.pinned(rt::now()),
                 read_only_transaction: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
+                lex_mode: self.lex.mode,
+                primary_only: self.lex.primary_only(),
             },
             key,
         };
@@ -72,6 +74,10 @@ impl Session {
         let decision = self.decide(sql, key);
         self.ctx.count_decision(&decision);
         self.ryw.observe(&decision, rt::now());
+        if decision.facts.may_change_session() {
+            // MySQL sql_mode does not roll back with a transaction.
+            self.lex.observe(sql, crate::sql::Dialect::MySql, false);
+        }
         let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
             Outcome::Reject(message) => return Err(MyClientError::new(ER_REJECTED, message.to_string())),

@@ -38,6 +38,8 @@ impl Session {
                 transaction_pool: self.held().then(|| self.pool.name()),
                 pinned_to_primary: self.ryw.pinned(rt::now()),
                 read_only_transaction: false,
+                lex_mode: self.identity.lex.mode,
+                primary_only: self.identity.lex.primary_only(),
             },
             key,
         };
@@ -60,6 +62,10 @@ impl Session {
         if runs {
             self.ryw.observe(&decision, now);
             self.ctx.count_decision(&decision);
+            if decision.facts.may_change_session() {
+                let in_transaction = self.tx != TransactionStatus::Idle;
+                self.identity.lex.observe(sql, crate::sql::Dialect::Postgres, in_transaction);
+            }
         }
         let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
