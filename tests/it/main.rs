@@ -46,4 +46,5 @@ mod retry;
 mod router;
 mod routing_api;
 mod routing_safety;
+mod routing_safety_session;
 mod translation;
