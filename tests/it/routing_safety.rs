@@ -215,3 +215,99 @@ fn mariadb_rules_never_send_writes_or_locks_to_a_writable_replica() {
         primary.query_first(format!("SELECT id FROM {}.{t}_etl WHERE id = 7", my.database)).expect("primary read");
     assert_eq!((on_replica, on_primary), (Some(7), None));
 }
+
+#[test]
+fn dry_run_explains_the_role_check_the_lexer_mode_and_the_hold() {
+    use crate::routing_api::{enc, http as api};
+    let text = with_metrics(&pg_config("analytics_x", ""), None);
+    let r = Router::start(&text);
+    let (_, admin) = addrs(&r);
+    let ask = |sql: &str, session: &str| {
+        let target = format!("/api/routing/test?sql={}&protocol=postgres{session}", enc(sql));
+        let (status, v) = api(admin, "GET", &target, None);
+        assert_eq!(status, 200, "{v}");
+        v
+    };
+    let refused = ask("DELETE FROM analytics_x WHERE id = 1", "");
+    assert_eq!((refused["outcome"].as_str(), refused["role_check"].as_str()), (Some("error"), Some("refused")));
+    assert!(refused["message"].as_str().is_some_and(|m| m.contains("rule `analytics`")), "{refused}");
+    let read = ask("SELECT a FROM analytics_x", "");
+    assert_eq!((read["pool"].as_str(), read["role_check"].as_str()), (Some("replica"), Some("replica_safe")));
+    assert_eq!(read["lexer_mode"], "default");
+    let hidden = ask(r"SELECT 'x\' -- '; UPDATE t SET a = 1", "&standard_conforming_strings=off");
+    assert_eq!((hidden["pool"].as_str(), hidden["reason"].as_str()), (Some("primary"), Some("lexer_mode")));
+    assert_eq!(hidden["lexer_mode"], "standard_conforming_strings=off");
+    let plain = ask(r"SELECT 'x\' -- '; UPDATE t SET a = 1", "");
+    assert_eq!(plain["pool"], "replica", "the same text in the default mode is one string");
+    let serializable = ask("SELECT 1", "&default_transaction_isolation=serializable");
+    assert_eq!(
+        (serializable["pool"].as_str(), serializable["hold"].as_str()),
+        (Some("primary"), Some("serializable_session"))
+    );
+    let held = ask("UPDATE t SET a = 1", "&held_pool=replica");
+    assert_eq!((held["hold"].as_str(), held["role_check"].as_str()), (Some("transaction"), Some("refused")));
+}
+
+#[test]
+fn mariadb_role_mismatch_is_detected_by_the_probe() {
+    let my = &dbs().my;
+    let (user, password) = (&my.user, &my.password);
+    let pool = |name: &str, port: u16, role: &str| {
+        format!(
+            "[pools.{name}]\nrole = \"{role}\"\nusername = \"{user}\"\npassword = \"{password}\"\ndatabase = \"{d}\"\n\
+             max_connections = 2\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n",
+            d = my.database
+        )
+    };
+    let text = format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n{}{}{}\
+         [routing]\nmysql_default_pool = \"mywrite\"\n",
+        pool("mywrite", my.primary_port, "primary"),
+        pool("wrong_primary", my.replica_port, "primary"),
+        pool("wrong_replica", my.primary_port, "replica"),
+    );
+    let r = Router::start(&with_metrics(&text, None));
+    let (metrics, _) = addrs(&r);
+    let series = |pool: &str| {
+        let body = http(metrics, "GET", "/metrics", &[]).body;
+        sum(&body, "sqp_backend_role_mismatch", &[&format!("pool=\"{pool}\"")])
+    };
+    eventually(Duration::from_secs(15), "every pool's role is verified", || {
+        ["mywrite", "wrong_primary", "wrong_replica"].iter().all(|p| series(p).1 == 1)
+    });
+    assert_eq!((series("mywrite").0, series("wrong_primary").0, series("wrong_replica").0), (0.0, 1.0, 1.0));
+}
+
+/// Issue #19 case 1 as an invariant that holds whichever pool the implicit transaction of
+/// `autocommit = 0` is given: the UPDATE either runs on the primary or is refused, and never
+/// lands on the (writable) replica alone.
+#[test]
+fn mariadb_autocommit_off_never_writes_on_a_writable_replica() {
+    let my = &dbs().my;
+    let (user, password) = writable_replica_user();
+    let t = unique_name("ac0_");
+    let mut primary = my.primary_client();
+    primary.query_drop(format!("CREATE TABLE {t}(id int primary key, v int)")).expect("setup");
+    primary.query_drop(format!("INSERT INTO {t} VALUES (1, 1)")).expect("row");
+    my.wait_replica_caught_up(Duration::from_secs(20));
+    let r = Router::start(&my_config(&user, &password, "nothing_matches_"));
+    let mut c = mysql::Conn::new(mysql::OptsBuilder::from_opts(my.opts(r.port(), &user, &password))).expect("connect");
+    c.query_drop("SET autocommit = 0").expect("autocommit off");
+    let _: Option<u64> = c.query_first(format!("SELECT v FROM {t} WHERE id = 1")).expect("read");
+    let update = c.query_drop(format!("UPDATE {t} SET v = v + 100 WHERE id = 1"));
+    let commit = update.as_ref().ok().map(|_| c.query_drop("COMMIT"));
+    drop(c);
+    let on_primary: Option<i64> = primary.query_first(format!("SELECT v FROM {t} WHERE id = 1")).expect("primary");
+    my.wait_replica_caught_up(Duration::from_secs(20));
+    let mut replica = my.connect(my.replica_port, &user, &password);
+    let on_replica: Option<i64> =
+        replica.query_first(format!("SELECT v FROM {}.{t} WHERE id = 1", my.database)).expect("replica");
+    assert_eq!(on_primary, on_replica, "the replica holds only what the primary replicated");
+    match (update, commit) {
+        (Ok(()), Some(Ok(()))) => assert_eq!(on_primary, Some(101), "an acknowledged write is on the primary"),
+        (Err(mysql::Error::MySqlError(e)), None) => {
+            assert_eq!((e.code, on_primary), (1792, Some(1)), "refused before reaching any server: {}", e.message)
+        }
+        other => panic!("unexpected outcome {other:?}"),
+    }
+}
