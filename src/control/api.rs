@@ -37,7 +37,7 @@ pub struct RouteQuery {
 #[derive(Debug, Clone, Default)]
 pub struct SessionQuery {
     /// Tokenizing mode (`standard_conforming_strings`, `sql_mode`).
-    pub lex_mode: crate::sql::mode::LexMode,
+    pub lex_mode: crate::routing::LexMode,
     /// The session's transactions default to SERIALIZABLE.
     pub serializable: bool,
     /// The session holds a connection to this pool (open transaction, session state).

@@ -54,6 +54,8 @@ mod tests;
 
 use std::sync::Arc;
 
+/// The session tokenizing mode routing inputs carry (defined with the lexer).
+pub use crate::sql::mode::LexMode;
 pub use cache::CacheStats;
 pub use decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome, ReplicaCheck};
 pub use router::Router;
@@ -62,7 +64,6 @@ pub use ryw::RywState;
 
 use crate::config::{NormalizationStrategy, Protocol};
 use crate::sql::fingerprint::Fingerprint;
-use crate::sql::mode::LexMode;
 use crate::sql::volatility::FunctionCatalog;
 use crate::sql::Dialect;
 
