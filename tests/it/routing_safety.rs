@@ -54,13 +54,17 @@ fn pg_rules_and_hints_never_send_writes_locks_or_nextval_to_the_standby() {
         ))
         .expect("setup");
     dbs().pg.wait_replica_caught_up(Duration::from_secs(20));
-    let r = Router::start(&pg_config(&t, ""));
+    for mode in ["transaction", "session", "statement"] {
+        let text = pg_config(&t, "").replace("mode = \"transaction\"", &format!("mode = \"{mode}\""));
+        pg_role_case(&text, &t, &s, mode, &mut admin);
+    }
+}
+
+fn pg_role_case(text: &str, t: &str, s: &str, mode: &str, admin: &mut postgres::Client) {
+    let r = Router::start(text);
     let mut c = r.pg("app");
-    assert_eq!(
-        first_value(&mut c, &format!("SELECT pg_is_in_recovery() FROM {t} LIMIT 1")),
-        "t",
-        "rule read on standby"
-    );
+    let read = format!("SELECT pg_is_in_recovery() FROM {t} LIMIT 1");
+    assert_eq!(first_value(&mut c, &read), "t", "{mode}: rule read on standby");
     let refused = [
         format!("DELETE FROM {t} WHERE id = 1"),
         format!("SELECT * FROM {t} WHERE id = 1 FOR UPDATE"),
@@ -70,22 +74,23 @@ fn pg_rules_and_hints_never_send_writes_locks_or_nextval_to_the_standby() {
     for sql in &refused {
         let e = pg_error(&mut c, sql);
         let message = e.as_db_error().map(|d| d.message().to_owned()).unwrap_or_default();
-        assert_eq!(sqlstate(&e), "25006", "{sql}: {e:?}");
+        assert_eq!(sqlstate(&e), "25006", "{mode}: {sql}: {e:?}");
         // The router's refusal, not the standby's own read-only error: nothing reached it.
-        assert!(message.contains("rule `analytics`") && message.contains("not replica-safe"), "{sql}: {message}");
+        assert!(message.contains("not replica-safe") && message.contains("`replica`"), "{mode}: {sql}: {message}");
     }
     // Nothing ran anywhere: both rows are still on the primary, the sequence never advanced.
     let rows: i64 = admin.query_one(&format!("SELECT count(*) FROM {t}"), &[]).expect("count").get(0);
-    assert_eq!(rows, 2);
+    assert_eq!(rows, 2, "{mode}");
     let called: bool = admin.query_one(&format!("SELECT is_called FROM {s}"), &[]).expect("seq").get(0);
-    assert!(!called, "nextval never ran");
+    assert!(!called, "{mode}: nextval never ran");
     // A route=replica hint is refused for what is not replica-eligible, as before.
     let e = pg_error(&mut c, &format!("/* querypilot: route=replica */ SELECT v FROM items_{t} FOR UPDATE"));
-    assert_eq!(sqlstate(&e), "QP001");
-    // The session still works and writes outside the rule go to the primary.
-    c.batch_execute(&format!("UPDATE {t} SET v = 10 WHERE id = 1")).expect("write through the split");
+    assert_eq!(sqlstate(&e), "QP001", "{mode}");
+    // A fresh session's writes outside the rule go to the primary.
+    let mut w = r.pg("app");
+    w.batch_execute(&format!("UPDATE {t} SET v = 10 WHERE id = 1")).expect("write through the split");
     let v: i32 = admin.query_one(&format!("SELECT v FROM {t} WHERE id = 1"), &[]).expect("v").get(0);
-    assert_eq!(v, 10);
+    assert_eq!(v, 10, "{mode}");
 }
 
 #[test]
@@ -180,11 +185,19 @@ fn mariadb_rules_never_send_writes_or_locks_to_a_writable_replica() {
     primary.query_drop(format!("INSERT INTO {t} VALUES (1, 1), (2, 2)")).expect("rows");
     primary.query_drop(format!("CREATE TABLE {t}_etl(id int primary key)")).expect("setup etl");
     my.wait_replica_caught_up(Duration::from_secs(20));
-    let r = Router::start(&my_config(&user, &password, &t));
-    let opts = mysql::OptsBuilder::from_opts(my.opts(r.port(), &user, &password));
+    for (i, mode) in ["transaction", "session", "statement"].into_iter().enumerate() {
+        let text = my_config(&user, &password, &t).replace("mode = \"transaction\"", &format!("mode = \"{mode}\""));
+        my_role_case(&text, (&user, &password), &t, mode, 7 + i);
+    }
+}
+
+fn my_role_case(text: &str, (user, password): (&str, &str), t: &str, mode: &str, etl_id: usize) {
+    let my = &dbs().my;
+    let r = Router::start(text);
+    let opts = mysql::OptsBuilder::from_opts(my.opts(r.port(), user, password));
     let mut c = mysql::Conn::new(opts).expect("connect through the router");
     let server: u64 = c.query_first(format!("SELECT @@server_id FROM {t} LIMIT 1")).expect("read").expect("row");
-    assert_eq!(server, 2, "the rule's read runs on the replica");
+    assert_eq!(server, 2, "{mode}: the rule's read runs on the replica");
     for sql in [
         format!("DELETE FROM {t} WHERE id = 1"),
         format!("SELECT v FROM {t} WHERE id = 2 FOR UPDATE"),
@@ -193,27 +206,29 @@ fn mariadb_rules_never_send_writes_or_locks_to_a_writable_replica() {
     ] {
         match c.query_drop(&sql) {
             Err(mysql::Error::MySqlError(e)) => {
-                assert_eq!((e.code, e.state.as_str()), (1792, "25006"), "{sql}: {e:?}");
-                assert!(e.message.contains("rule `analytics`"), "{sql}: {}", e.message);
+                assert_eq!((e.code, e.state.as_str()), (1792, "25006"), "{mode}: {sql}: {e:?}");
+                assert!(e.message.contains("`myread`"), "{mode}: {sql}: {}", e.message);
             }
-            other => panic!("{sql}: expected the router's refusal, got {other:?}"),
+            other => panic!("{mode}: {sql}: expected the router's refusal, got {other:?}"),
         }
     }
     // Both rows are still on both servers: the replica (writable for this user) took nothing.
-    let mut replica = my.connect(my.replica_port, &user, &password);
+    let mut primary = my.primary_client();
+    let mut replica = my.connect(my.replica_port, user, password);
     for (name, conn) in [("primary", &mut primary), ("replica", &mut replica)] {
         let n: u64 =
             conn.query_first(format!("SELECT count(*) FROM {}.{t}", my.database)).expect("count").expect("row");
-        assert_eq!(n, 2, "{name}");
+        assert_eq!(n, 2, "{mode}: {name}");
     }
     // allow_writes = true is the operator's explicit, dangerous opt-out: the write then really
-    // lands on the replica, which shows a misroute would have succeeded silently.
-    c.query_drop(format!("INSERT INTO {t}_etl VALUES (7)")).expect("allowed write");
-    let on_replica: Option<u64> =
-        replica.query_first(format!("SELECT id FROM {}.{t}_etl WHERE id = 7", my.database)).expect("replica read");
-    let on_primary: Option<u64> =
-        primary.query_first(format!("SELECT id FROM {}.{t}_etl WHERE id = 7", my.database)).expect("primary read");
-    assert_eq!((on_replica, on_primary), (Some(7), None));
+    // lands on the replica, which shows a misroute would have succeeded silently. A fresh
+    // session, so a connection held on the replica above does not decide.
+    let mut w = mysql::Conn::new(mysql::OptsBuilder::from_opts(my.opts(r.port(), user, password))).expect("connect");
+    w.query_drop(format!("INSERT INTO {t}_etl VALUES ({etl_id})")).expect("allowed write");
+    let find = |conn: &mut mysql::Conn| -> Option<u64> {
+        conn.query_first(format!("SELECT id FROM {}.{t}_etl WHERE id = {etl_id}", my.database)).expect("read")
+    };
+    assert_eq!((find(&mut replica), find(&mut primary)), (Some(etl_id as u64), None), "{mode}");
 }
 
 #[test]
