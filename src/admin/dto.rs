@@ -52,6 +52,8 @@ pub struct PoolView {
     pub name: String,
     /// `session`, `transaction` or `statement`.
     pub mode: &'static str,
+    /// `primary` or `replica` (#19).
+    pub role: &'static str,
     /// Cap per backend, whole process.
     pub max_connections: u32,
     /// Sessions waiting for a connection now.
@@ -85,6 +87,8 @@ pub struct BackendView {
     pub replica_lag_bytes: Option<u64>,
     /// Failed health checks since start.
     pub health_check_failures_total: u64,
+    /// The server contradicts the pool's role (`null`: not verified yet).
+    pub role_mismatch: Option<bool>,
 }
 
 /// `POST /api/pattern-rules` body: a pattern rule like `[[routing.pattern_rules]]`.
@@ -105,6 +109,10 @@ pub struct NewPatternRule {
     /// Lower numbers are tried first; default 0.
     #[serde(default)]
     pub priority: i32,
+    /// Let the rule send statements that are not replica-safe to a replica-role pool
+    /// (dangerous; default false).
+    #[serde(default)]
+    pub allow_writes: bool,
 }
 
 /// `POST /api/translations` body.

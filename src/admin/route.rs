@@ -207,6 +207,7 @@ fn pools(api: &Api, _: &Request) -> Response {
                         replica_lag_seconds: health.and_then(|h| h.lag_seconds()),
                         replica_lag_bytes: health.and_then(|h| h.lag_bytes),
                         health_check_failures_total: health.map_or(0, |h| h.check_failures()),
+                        role_mismatch: health.and_then(|h| h.role_mismatch),
                         address,
                     }
                 })
@@ -214,6 +215,7 @@ fn pools(api: &Api, _: &Request) -> Response {
             dto::PoolView {
                 name: p.name.clone(),
                 mode: p.mode.as_str(),
+                role: p.role.as_str(),
                 max_connections: p.limits.max_connections.get(),
                 waiting_clients: figures.map_or(0, |f| f.queue_depth),
                 acquires_total: figures.map_or(0, |f| f.acquires_total),

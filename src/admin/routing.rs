@@ -6,7 +6,7 @@ use super::dto;
 use super::http::{Request, Response};
 use super::route::{control_error, Api};
 use crate::config::{PatternKind, PatternRule, Protocol, RuleTarget, TranslationRule};
-use crate::control::RouteQuery;
+use crate::control::{RouteQuery, SessionQuery};
 
 /// Digest rows returned when `limit` is not given.
 const DEFAULT_DIGEST_LIMIT: usize = 100;
@@ -15,7 +15,9 @@ fn bad_request(message: &str) -> Response {
     Response::error(400, message)
 }
 
-/// `GET /api/routing/test?sql=...&user=&database=&protocol=`.
+/// `GET /api/routing/test?sql=...&user=&database=&protocol=`, and the session state to assume:
+/// `standard_conforming_strings=off`, `sql_mode=...`, `default_transaction_isolation=serializable`,
+/// `held_pool=<pool>` (a connection held by an open transaction).
 pub(super) fn route_test(api: &Api, req: &Request) -> Response {
     let Some(sql) = req.query_param("sql").filter(|s| !s.trim().is_empty()) else {
         return bad_request("missing query parameter `sql`");
@@ -27,11 +29,22 @@ pub(super) fn route_test(api: &Api, req: &Request) -> Response {
         },
         None => None,
     };
+    let mut session = SessionQuery::default();
+    if let Some(v) = req.query_param("standard_conforming_strings").filter(|v| !v.is_empty()) {
+        session.lex_mode.set_standard_conforming_strings(&v);
+    }
+    if let Some(v) = req.query_param("sql_mode") {
+        session.lex_mode.set_sql_mode(&v);
+    }
+    session.serializable =
+        req.query_param("default_transaction_isolation").is_some_and(|v| v.eq_ignore_ascii_case("serializable"));
+    session.held_pool = req.query_param("held_pool").filter(|p| !p.is_empty());
     let q = RouteQuery {
         sql,
         user: req.query_param("user").unwrap_or_default(),
         database: req.query_param("database").unwrap_or_default(),
         protocol,
+        session,
     };
     match api.control().route_test(q) {
         Ok(view) => Response::json(200, &view),
@@ -66,6 +79,7 @@ fn pattern_rule(body: dto::NewPatternRule) -> Result<PatternRule, Response> {
         priority: body.priority,
         // Runtime rules have no retry of their own: their statements follow the pool's.
         retry: None,
+        allow_writes: body.allow_writes,
     })
 }
 

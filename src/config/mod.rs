@@ -24,8 +24,8 @@ pub use model::{
     RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
 };
 pub use value::{
-    parse_duration, parse_size, ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, Protocol,
-    ReadYourWrites, ReplicaFallback, UnknownDatabase,
+    parse_duration, parse_size, ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole,
+    Protocol, ReadYourWrites, ReplicaFallback, UnknownDatabase,
 };
 
 use check::Checker;
@@ -59,7 +59,7 @@ impl Config {
         let raw: RawConfig = toml::from_str(text).map_err(|err| syntax_error(text, file, &err))?;
         let mut ck = Checker::new(text);
         let general = build::general(&mut ck, &raw.general);
-        let pools = pool::pools(&mut ck, &raw.pools, general.pool_mode);
+        let pools = pool::pools(&mut ck, &raw.pools, general.pool_mode, &raw.routing);
         let config = Config {
             listeners: build::listeners(&mut ck, &raw.listeners),
             console: console::console(&mut ck, &raw.console, &pools),

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::value::{
-    ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, Protocol, ReadYourWrites, ReplicaFallback,
-    UnknownDatabase,
+    ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole, Protocol, ReadYourWrites,
+    ReplicaFallback, UnknownDatabase,
 };
 
 /// `[general]`: process-wide settings.
@@ -56,6 +56,9 @@ pub struct Pool {
     pub name: String,
     /// Pool mode, resolved against `general.pool_mode`.
     pub mode: PoolMode,
+    /// Primary or replica; defaults to `replica` for the pool named by `routing.read_pool` (and
+    /// no primary pool setting), `primary` otherwise (#19).
+    pub role: PoolRole,
     /// The backends' protocol when it differs from the client's (cross-protocol bridge);
     /// `None` means "the client's protocol".
     pub protocol: Option<Protocol>,
@@ -246,6 +249,9 @@ pub struct PatternRule {
     /// `retry = { ... }`: the retry policy of statements this rule routes, replacing their
     /// pool's `[pools.<name>.retry]` (#11). `None`: the pool's applies.
     pub retry: Option<RetryPolicy>,
+    /// Lets the rule send statements that are not replica-safe to a replica-role pool (#19).
+    /// Dangerous: a write, lock or volatile function then runs on a replica.
+    pub allow_writes: bool,
 }
 
 impl PatternRule {
@@ -278,6 +284,9 @@ pub struct RegexRule {
     /// `retry = { ... }`: the retry policy of statements this rule routes, replacing their
     /// pool's `[pools.<name>.retry]` (#11). `None`: the pool's applies.
     pub retry: Option<RetryPolicy>,
+    /// Lets the rule send statements that are not replica-safe to a replica-role pool (#19).
+    /// Dangerous: a write, lock or volatile function then runs on a replica.
+    pub allow_writes: bool,
 }
 
 /// One `[[translation.rules]]` entry: rewrite a statement shape before sending it.

@@ -7,15 +7,34 @@ use std::time::Duration;
 
 use super::check::{is_identifier, nz, Checker, Zero};
 use super::model::{Backend, HealthCheck, Pool, PoolLimits, PoolTimeouts, RetryPolicy};
-use super::raw::{RawBackend, RawHealth, RawPool, RawRetry, Sp};
-use super::value::{parse_duration, PoolMode, Protocol};
+use super::raw::{RawBackend, RawHealth, RawPool, RawRetry, RawRouting, Sp};
+use super::value::{parse_duration, PoolMode, PoolRole, Protocol};
 
-/// Converts every pool; the map is ordered, so the result is sorted by name.
-pub(crate) fn pools(ck: &mut Checker<'_>, raw: &BTreeMap<String, RawPool>, default_mode: PoolMode) -> Vec<Pool> {
-    raw.iter().map(|(name, pool)| convert(ck, name, pool, default_mode)).collect()
+/// Converts every pool; the map is ordered, so the result is sorted by name. `routing` gives
+/// the default roles.
+pub(crate) fn pools(
+    ck: &mut Checker<'_>,
+    raw: &BTreeMap<String, RawPool>,
+    default_mode: PoolMode,
+    routing: &RawRouting,
+) -> Vec<Pool> {
+    raw.iter().map(|(name, pool)| convert(ck, name, pool, default_mode, default_role(routing, name))).collect()
 }
 
-fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMode) -> Pool {
+/// A pool's role when `role` is not set: `replica` for the configured read pool unless it is
+/// also a primary pool (default, write or MySQL default), `primary` for everything else, which
+/// is how configurations written before roles existed meant them.
+fn default_role(routing: &RawRouting, name: &str) -> PoolRole {
+    let named = |v: &Option<Sp<String>>| v.as_ref().is_some_and(|n| n.get_ref() == name);
+    let primary = named(&routing.default_pool) || named(&routing.write_pool) || named(&routing.mysql_default_pool);
+    if named(&routing.read_pool) && !primary {
+        PoolRole::Replica
+    } else {
+        PoolRole::Primary
+    }
+}
+
+fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMode, default_role: PoolRole) -> Pool {
     let base = format!("pools.{name}");
     if !is_identifier(name) {
         ck.report_table(&["pools", name], &base, "pool names may contain only ASCII letters, digits, '_' and '-'");
@@ -46,6 +65,7 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
     Pool {
         name: name.to_string(),
         mode,
+        role: ck.opt_keyword(&raw.role, &format!("{base}.role")).unwrap_or(default_role),
         protocol,
         username,
         password: raw.password.as_ref().map(|p| p.get_ref().clone()),

@@ -80,6 +80,7 @@ pub(crate) struct RawListener {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawPool {
     pub mode: Option<Sp<String>>,
+    pub role: Option<Sp<String>>,
     pub protocol: Option<Sp<String>>,
     pub username: Option<Sp<String>>,
     pub password: Option<Sp<String>>,
@@ -172,6 +173,7 @@ pub(crate) struct RawPatternRule {
     pub reject: Option<Sp<String>>,
     pub priority: Option<Sp<i64>>,
     pub retry: Option<Sp<RawRetry>>,
+    pub allow_writes: Option<bool>,
 }
 
 /// One `[[routing.rules]]` entry.
@@ -187,6 +189,7 @@ pub(crate) struct RawRegexRule {
     pub reject: Option<Sp<String>>,
     pub priority: Option<Sp<i64>>,
     pub retry: Option<Sp<RawRetry>>,
+    pub allow_writes: Option<bool>,
 }
 
 /// `[translation]`, which only holds `[[translation.rules]]`.

@@ -91,6 +91,7 @@ fn listener(listener: &Listener) -> Value {
 fn pool(pool: &Pool) -> Value {
     let mut table = Table::new();
     put_str(&mut table, "mode", pool.mode.as_str());
+    put_str(&mut table, "role", pool.role.as_str());
     if let Some(protocol) = pool.protocol {
         put_str(&mut table, "protocol", protocol.as_str());
     }
@@ -173,6 +174,9 @@ fn routing(routing: &Routing) -> Table {
         if let Some(r) = &rule.retry {
             t.insert("retry".into(), Value::Table(retry(r)));
         }
+        if rule.allow_writes {
+            t.insert("allow_writes".into(), Value::Boolean(true));
+        }
         Value::Table(t)
     });
     table.insert("pattern_rules".into(), Value::Array(patterns.collect()));
@@ -195,6 +199,9 @@ fn regex_rule(rule: &RegexRule) -> Value {
     t.insert("priority".into(), Value::Integer(i64::from(rule.priority)));
     if let Some(r) = &rule.retry {
         t.insert("retry".into(), Value::Table(retry(r)));
+    }
+    if rule.allow_writes {
+        t.insert("allow_writes".into(), Value::Boolean(true));
     }
     Value::Table(t)
 }

@@ -106,6 +106,7 @@ fn pattern_rule(ck: &mut Checker<'_>, path: &str, rule: &Sp<RawPatternRule>) -> 
         target: target(ck, path, rule, &raw.pool, &raw.reject),
         priority: priority(ck, path, &raw.priority),
         retry: rule_retry(ck, path, &raw.retry, &raw.reject),
+        allow_writes: raw.allow_writes.unwrap_or(false),
     }
 }
 
@@ -127,6 +128,7 @@ fn regex_rule(ck: &mut Checker<'_>, path: &str, rule: &Sp<RawRegexRule>) -> Rege
         target: target(ck, path, rule, &raw.pool, &raw.reject),
         priority: priority(ck, path, &raw.priority),
         retry: rule_retry(ck, path, &raw.retry, &raw.reject),
+        allow_writes: raw.allow_writes.unwrap_or(false),
     }
 }
 

@@ -9,7 +9,7 @@ use super::build::is_loopback;
 use super::check::Checker;
 use super::model::{Listener, RuleTarget};
 use super::raw::{RawConfig, RawPool, Sp};
-use super::value::Protocol;
+use super::value::{PoolRole, Protocol};
 use super::Config;
 
 /// Runs every cross-section check, reporting into `ck`.
@@ -17,6 +17,7 @@ pub(crate) fn cross_check(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config
     listeners(ck, raw, config);
     pool_references(ck, raw, config);
     split(ck, raw);
+    primaries_are_primary(ck, raw, config);
     routable(ck, raw, config);
     mysql_passthrough(ck, raw, config);
     postgres_local_infile(ck, raw, config);
@@ -95,6 +96,27 @@ fn pool_references(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     }
     for (i, rule) in raw.translation.rules.iter().enumerate() {
         check(ck, &Some(rule.get_ref().target_pool.clone()), &format!("translation.rules[{i}].target_pool"));
+    }
+}
+
+/// The pools that take writes must not be replica-role: every statement that is not provably a
+/// read goes there, and a replica-role pool refuses such statements (#19).
+fn primaries_are_primary(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
+    let routing = &raw.routing;
+    let keys = [
+        ("default_pool", &routing.default_pool),
+        ("write_pool", &routing.write_pool),
+        ("mysql_default_pool", &routing.mysql_default_pool),
+    ];
+    for (key, value) in keys {
+        let Some(name) = value else { continue };
+        if config.pool(name.get_ref()).is_some_and(|p| p.role == PoolRole::Replica) {
+            let message = format!(
+                "pool `{}` has role = \"replica\" but routing.{key} sends writes to it: give it role = \"primary\"",
+                name.get_ref()
+            );
+            ck.report_at(name, &format!("routing.{key}"), message);
+        }
     }
 }
 

@@ -180,6 +180,17 @@ keyword_enum!(
 );
 
 keyword_enum!(
+    /// What a pool's backends are: the primary takes anything; a replica only statements analysis
+    /// proved replica-safe, whatever rule, hint or translation chose it (#19).
+    PoolRole, "pool role" {
+        /// Writable primary server(s).
+        Primary => "primary",
+        /// Read-only replica(s): PostgreSQL hot standby, MySQL/MariaDB replica.
+        Replica => "replica",
+    }
+);
+
+keyword_enum!(
     /// What to do with a read when no replica is eligible (all down or lagging).
     ReplicaFallback, "replica fallback" {
         /// Send it to the primary (write) pool.

@@ -28,6 +28,20 @@ pub struct RouteQuery {
     pub database: String,
     /// Client protocol; `None`: the first listener's.
     pub protocol: Option<Protocol>,
+    /// The session's settings as far as routing cares (#19): tokenizing mode, serializable
+    /// default isolation, and the pool a held connection (open transaction) is on.
+    pub session: SessionQuery,
+}
+
+/// The session state a dry-run assumes (all default: a fresh session).
+#[derive(Debug, Clone, Default)]
+pub struct SessionQuery {
+    /// Tokenizing mode (`standard_conforming_strings`, `sql_mode`).
+    pub lex_mode: crate::routing::LexMode,
+    /// The session's transactions default to SERIALIZABLE.
+    pub serializable: bool,
+    /// The session holds a connection to this pool (open transaction, session state).
+    pub held_pool: Option<String>,
 }
 
 impl ControlHandle {
@@ -85,7 +99,11 @@ impl ControlPlane {
         let config = &self.current.config;
         let protocol =
             q.protocol.or_else(|| config.listeners.first().map(|l| l.protocol)).unwrap_or(Protocol::Postgres);
-        let input = RouteInput::new(&q.sql, protocol, &q.user, &q.database);
+        let mut input = RouteInput::new(&q.sql, protocol, &q.user, &q.database);
+        let held: Option<Arc<str>> = q.session.held_pool.as_deref().map(Arc::from);
+        input.session.transaction_pool = held.as_ref();
+        input.session.lex_mode = q.session.lex_mode;
+        input.session.primary_only = q.session.serializable.then_some("serializable_session");
         let explanation = self.explainer.explain(&input);
         RouteTest::new(self.current.version.0, protocol, &explanation)
     }

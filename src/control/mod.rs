@@ -23,7 +23,7 @@ use crate::config::{Config, ConfigErrors, PatternRule, TranslationRule};
 use crate::error::{ErrorCode, Origin};
 use crate::metrics::{LogDrops, Scrape};
 use crate::routing::{Catalogs, Router, RuleErrors};
-pub use api::RouteQuery;
+pub use api::{RouteQuery, SessionQuery};
 use msg::{CoreCommand, CoreEvent, CoreId, CoreReport, RulesVersion, Snapshot};
 pub use pause::PauseOutcome;
 use view::TemplateView;

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::config::{PatternRule, Protocol, RuleTarget, TranslationRule};
 use crate::metrics::DigestRow;
-use crate::routing::{Explanation, KeySpace, Outcome};
+use crate::routing::{DecisionKind, Explanation, KeySpace, Outcome};
 
 /// `GET /api/routing/test`: a dry-run decision with its evidence.
 #[derive(Debug, Clone, Serialize)]
@@ -51,6 +51,18 @@ pub struct RouteTest {
     pub ineligibility: Option<&'static str>,
     /// Whether running it may change data (starts read-your-writes pinning).
     pub writes: bool,
+    /// The pool-role check (#19): `not_replica`, `replica_safe`, `allowed_by_rule` (a rule's
+    /// `allow_writes`) or `refused`.
+    pub role_check: &'static str,
+    /// Whether it could run on a replica-role pool at all (eligible reads, plus transaction
+    /// control and session settings that change nothing).
+    pub replica_safe: bool,
+    /// The session tokenizing mode the statement was read in: `default`, or e.g.
+    /// `standard_conforming_strings=off`, `NO_BACKSLASH_ESCAPES,ANSI_QUOTES`, `unknown`.
+    pub lexer_mode: String,
+    /// Why the session was kept where it is: `transaction` (a held connection) or a session
+    /// setting a standby cannot serve (`serializable_session`); `null` when nothing held it.
+    pub hold: Option<&'static str>,
     /// The full analysis.
     pub analysis: AnalysisView,
 }
@@ -114,6 +126,14 @@ impl RouteTest {
             replica_eligible: d.facts.replica_eligible(),
             ineligibility: d.facts.ineligibility,
             writes: d.writes,
+            role_check: d.replica_check.as_str(),
+            replica_safe: d.facts.replica_safe(),
+            lexer_mode: e.key.mode.describe(),
+            hold: match (d.kind, d.reason) {
+                (DecisionKind::TransactionPin, _) => Some("transaction"),
+                (_, "serializable_session") => Some("serializable_session"),
+                _ => None,
+            },
             analysis: AnalysisView {
                 operation: a.operation.name(),
                 volatility: format!("{:?}", a.volatility).to_ascii_lowercase(),
@@ -146,6 +166,8 @@ pub struct PatternRuleView {
     pub reject: Option<String>,
     /// Lower numbers are tried first.
     pub priority: i32,
+    /// The rule may send statements that are not replica-safe to a replica-role pool.
+    pub allow_writes: bool,
 }
 
 impl From<&PatternRule> for PatternRuleView {
@@ -161,6 +183,7 @@ impl From<&PatternRule> for PatternRuleView {
             pool,
             reject,
             priority: r.priority,
+            allow_writes: r.allow_writes,
         }
     }
 }

@@ -193,6 +193,13 @@ metric!(
     "PostgreSQL standby WAL bytes not yet replayed, by the last health check (absent when unknown)."
 );
 metric!(
+    BACKEND_ROLE_MISMATCH,
+    "sqp_backend_role_mismatch",
+    Gauge,
+    ["pool", "backend"],
+    "1 when the server contradicts the pool's role (pg_is_in_recovery() / @@read_only), else 0; absent until probed."
+);
+metric!(
     HEALTH_CHECK_FAILURES,
     "sqp_backend_health_check_failures_total",
     Counter,
@@ -250,6 +257,7 @@ pub const ALL: &[&MetricDef] = &[
     &BACKEND_HEALTHY,
     &BACKEND_LAG_SECONDS,
     &BACKEND_LAG_BYTES,
+    &BACKEND_ROLE_MISMATCH,
     &HEALTH_CHECK_FAILURES,
     &CONFIG_RELOADS,
     &LOG_LINES_DROPPED,

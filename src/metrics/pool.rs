@@ -282,6 +282,9 @@ pub struct HealthFigures {
     pub lag_bytes: Option<u64>,
     /// Failed health checks by reason (`connect`, `query`, `lag`).
     pub check_failures_total: [(&'static str, u64); 3],
+    /// Whether the server contradicts the pool's configured role (#19); `None` until a probe
+    /// has logged in and read it.
+    pub role_mismatch: Option<bool>,
 }
 
 impl HealthFigures {

@@ -379,6 +379,12 @@ fn health_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Re
             f.series(&[p, b], Value::Gauge(bytes))?;
         }
     }
+    let mut f = family(encoder, &cat::BACKEND_ROLE_MISMATCH)?;
+    for (p, b, h) in &seen {
+        if let Some(mismatch) = h.role_mismatch {
+            f.series(&[p, b], Value::Gauge(u64::from(mismatch)))?;
+        }
+    }
     let mut f = family(encoder, &cat::HEALTH_CHECK_FAILURES)?;
     for (p, b, h) in &seen {
         for (reason, n) in &h.check_failures_total {

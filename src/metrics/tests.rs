@@ -172,6 +172,7 @@ fn health_is_written_once_per_backend_without_a_core_label() {
         lag_micros: Some(2_500_000),
         lag_bytes: Some(8192),
         check_failures_total: [("connect", 1), ("query", 0), ("lag", 4)],
+        role_mismatch: Some(true),
     };
     let with_health = |k| {
         let mut s = core(k);
@@ -189,10 +190,12 @@ fn health_is_written_once_per_backend_without_a_core_label() {
     assert_eq!(sample(&text, &format!("sqp_backend_replica_lag_bytes{{{b}}}")), Some(8192.0));
     assert_eq!(sample(&text, &format!("sqp_backend_health_check_failures_total{{{b},reason=\"lag\"}}")), Some(4.0));
     assert_eq!(text.matches("sqp_backend_healthy{").count(), 1);
+    assert_eq!(sample(&text, &format!("sqp_backend_role_mismatch{{{b}}}")), Some(1.0));
     // Unknown lag is absent rather than a made-up number.
-    let unknown = HealthFigures { lag_micros: None, lag_bytes: None, ..figures };
+    let unknown = HealthFigures { lag_micros: None, lag_bytes: None, role_mismatch: None, ..figures };
     let mut s = core(1);
     s.pools[0].backends[0].health = Some(unknown);
     let text = render(Scrape { cores: vec![(0, s)], ..Scrape::default() }, Format::Prometheus).expect("render");
     assert!(!text.contains("sqp_backend_replica_lag_seconds{"), "{text}");
+    assert!(!text.contains("sqp_backend_role_mismatch{"), "unverified roles are absent: {text}");
 }

@@ -76,7 +76,17 @@ pub struct BackendHealth {
     lag_bytes: AtomicU64,
     /// Failed checks by [`Cause`] index (connect, query, lag).
     failures: [AtomicU64; 3],
+    /// The configured pool role against the server's own word (#19): [`ROLE_UNVERIFIED`],
+    /// [`ROLE_MATCHES`] or [`ROLE_MISMATCH`].
+    role: AtomicU8,
 }
+
+/// `BackendHealth::role`: no probe has read the server's role yet.
+const ROLE_UNVERIFIED: u8 = 0;
+/// `BackendHealth::role`: the server is what the pool's role says.
+const ROLE_MATCHES: u8 = 1;
+/// `BackendHealth::role`: the server is not what the pool's role says.
+const ROLE_MISMATCH: u8 = 2;
 
 impl BackendHealth {
     /// A fresh entry: a backend with a lag threshold starts unhealthy (its lag is unknown until
@@ -88,7 +98,15 @@ impl BackendHealth {
             lag_micros: AtomicU64::new(UNKNOWN),
             lag_bytes: AtomicU64::new(UNKNOWN),
             failures: Default::default(),
+            role: AtomicU8::new(ROLE_UNVERIFIED),
         }
+    }
+
+    /// Records the last role verification; returns whether the result changed (so a mismatch
+    /// is logged once when it appears, not every probe).
+    pub fn set_role_mismatch(&self, mismatch: bool) -> bool {
+        let next = if mismatch { ROLE_MISMATCH } else { ROLE_MATCHES };
+        self.role.swap(next, Ordering::Relaxed) != next
     }
 
     /// Whether new connections may go to this backend (one relaxed load).
@@ -156,6 +174,11 @@ impl BackendHealth {
                 ("query", self.failures[1].load(Ordering::Relaxed)),
                 ("lag", self.failures[2].load(Ordering::Relaxed)),
             ],
+            role_mismatch: match self.role.load(Ordering::Relaxed) {
+                ROLE_MATCHES => Some(false),
+                ROLE_MISMATCH => Some(true),
+                _ => None,
+            },
         }
     }
 }

@@ -39,7 +39,8 @@ pub struct CacheStats {
 }
 
 /// Everything a cached answer depends on besides the rule set: the shape (fingerprint in its
-/// normalization space) and the client protocol (dialect, per-protocol template keys).
+/// normalization space), the client protocol (dialect, per-protocol template keys) and the
+/// session's tokenizing mode (#19).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct CacheKey {
     fingerprint: u64,
@@ -56,7 +57,7 @@ impl CacheKey {
             KeySpace::Lexer => 0,
             KeySpace::Ast => 2,
         };
-        CacheKey { fingerprint: key.fingerprint.0, tag: proto | space }
+        CacheKey { fingerprint: key.fingerprint.0, tag: proto | space | key.mode.bits() << 2 }
     }
 }
 
@@ -188,6 +189,7 @@ mod tests {
             space,
             strategy: NormalizationStrategy::String,
             protocol,
+            mode: crate::sql::mode::LexMode::default(),
         }
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::config::{Protocol, RetryPolicy};
 use crate::error::{ErrorCode, Origin};
-use crate::sql::analyze::{AffinitySet, Evidence, LockClause, Operation, StatementFacts, TxControl};
+use crate::sql::analyze::{Affinity, AffinitySet, Evidence, LockClause, Operation, StatementFacts, TxControl};
 use crate::sql::fingerprint::Fingerprint;
 use crate::sql::hint::RouteHint;
 use crate::sql::template::Translated;
@@ -69,6 +69,16 @@ pub enum DecisionError {
     /// A `/* querypilot: ... */` comment the router does not understand.
     #[error("invalid querypilot hint: use /* querypilot: route=primary */ or /* querypilot: route=replica */")]
     InvalidHint,
+    /// The chosen pool has the `replica` role and the statement is not replica-safe (#19).
+    #[error("cannot run on replica pool `{pool}`: the statement is not replica-safe ({reason}); chosen by {chosen_by} (a rule may set allow_writes = true to permit this, at the risk of writing to a replica)")]
+    ReplicaUnsafe {
+        /// The replica-role pool that was chosen.
+        pool: Arc<str>,
+        /// What chose it: `rule `name``, `the open transaction`, ...
+        chosen_by: String,
+        /// Why the statement is not replica-safe (a bounded label such as `write`, `row_lock`).
+        reason: &'static str,
+    },
     /// No pool serves clients of this protocol (validation normally prevents this).
     #[error("no pool is configured for {protocol} clients")]
     NoPool {
@@ -82,13 +92,16 @@ impl ErrorCode for DecisionError {
         match self {
             DecisionError::HintNotHonored { .. } => "routing.hint_not_honored",
             DecisionError::InvalidHint => "routing.invalid_hint",
+            DecisionError::ReplicaUnsafe { .. } => "routing.replica_unsafe",
             DecisionError::NoPool { .. } => "routing.no_pool",
         }
     }
 
     fn origin(&self) -> Origin {
         match self {
-            DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint => Origin::Client,
+            DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint | DecisionError::ReplicaUnsafe { .. } => {
+                Origin::Client
+            }
             DecisionError::NoPool { .. } => Origin::Internal,
         }
     }
@@ -147,6 +160,73 @@ impl Facts {
     pub fn replica_eligible(&self) -> bool {
         self.ineligibility.is_none()
     }
+
+    /// Whether the statement may change the session's settings (SET, RESET, DISCARD,
+    /// set_config, or anything unanalyzable), so the session re-reads its lexer mode from it.
+    pub fn may_change_session(&self) -> bool {
+        matches!(self.operation, Operation::Session | Operation::Unknown)
+            || self.affinity.contains(Affinity::SessionSet)
+            || self.affinity.contains(Affinity::TransactionScoped)
+    }
+
+    /// True when running the statement on a replica can neither change data, take a lock that
+    /// should exclude others, nor call a function that might: replica-eligible reads, plus the
+    /// transaction control and session settings a connection held on a replica needs. This is
+    /// what a replica-role pool accepts whatever chose it (#19); anything unknown is unsafe.
+    pub fn replica_safe(&self) -> bool {
+        if self.replica_eligible() {
+            return true;
+        }
+        if self.changes_data || self.locking.is_some() || self.volatility == Volatility::Volatile {
+            return false;
+        }
+        let operation = match self.operation {
+            Operation::Read | Operation::Session => true,
+            Operation::TransactionControl(tx) => {
+                !matches!(tx, TxControl::PrepareTransaction | TxControl::CommitPrepared | TxControl::RollbackPrepared)
+            }
+            Operation::Write | Operation::Ddl | Operation::Admin | Operation::Unknown => false,
+        };
+        operation && !self.affinity.iter().any(|a| UNSAFE_AFFINITIES.contains(&a))
+    }
+}
+
+/// Affinities whose statements must not run on a replica even when they change no data: locks
+/// a replica cannot make exclusive with the primary's, files and tables it cannot write,
+/// notifications it cannot deliver, sequences it cannot advance.
+const UNSAFE_AFFINITIES: [Affinity; 7] = [
+    Affinity::AdvisoryLock,
+    Affinity::GetLock,
+    Affinity::LockTables,
+    Affinity::SelectInto,
+    Affinity::Listen,
+    Affinity::TempTable,
+    Affinity::Sequence,
+];
+
+/// What the pool-role check said about a decision (#19), for the dry-run and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaCheck {
+    /// The statement does not run on a replica-role pool.
+    NotReplica,
+    /// It runs on a replica-role pool and is replica-safe.
+    Safe,
+    /// It is not replica-safe, but the rule that chose the replica says `allow_writes = true`.
+    AllowedByRule,
+    /// It is not replica-safe: refused ([`DecisionError::ReplicaUnsafe`]).
+    Refused,
+}
+
+impl ReplicaCheck {
+    /// Stable label for the admin API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplicaCheck::NotReplica => "not_replica",
+            ReplicaCheck::Safe => "replica_safe",
+            ReplicaCheck::AllowedByRule => "allowed_by_rule",
+            ReplicaCheck::Refused => "refused",
+        }
+    }
 }
 
 /// Whether running the statement may change data someone could then read: writes, DDL, admin,
@@ -191,6 +271,8 @@ pub struct Decision {
     /// The retry policy of the pattern or regex rule that chose the pool, when that rule has
     /// one (#11); not set when a hint, an open transaction or a rejection overrode the rule.
     pub retry: Option<RetryPolicy>,
+    /// The pool-role check (#19).
+    pub replica_check: ReplicaCheck,
 }
 
 impl Decision {
@@ -202,6 +284,12 @@ impl Decision {
     /// How the translated SQL binds the client's `?` parameters, when it moves or repeats them.
     pub fn param_order(&self) -> Option<&[u16]> {
         self.rewritten.as_ref().and_then(|t| t.param_order.as_deref())
+    }
+
+    /// True when the statement runs on a replica-role pool (health and lag then decide whether
+    /// that pool may serve it, as for split reads).
+    pub fn on_replica(&self) -> bool {
+        matches!(self.replica_check, ReplicaCheck::Safe | ReplicaCheck::AllowedByRule)
     }
 
     /// The pool to run on, if the statement runs at all.

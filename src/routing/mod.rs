@@ -54,8 +54,10 @@ mod tests;
 
 use std::sync::Arc;
 
+/// The session tokenizing mode routing inputs carry (defined with the lexer).
+pub use crate::sql::mode::LexMode;
 pub use cache::CacheStats;
-pub use decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome};
+pub use decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome, ReplicaCheck};
 pub use router::Router;
 pub use rules::{RuleError, RuleErrors, RuleSet};
 pub use ryw::RywState;
@@ -100,6 +102,12 @@ pub struct SessionView<'a> {
     /// True inside a `READ ONLY` transaction: nothing run there can change data, so it does not
     /// start read-your-writes pinning.
     pub read_only_transaction: bool,
+    /// How the session's server tokenizes SQL now (`standard_conforming_strings`, `sql_mode`):
+    /// statements are lexed and keyed in it, and analysis distrusts what it could misread.
+    pub lex_mode: LexMode,
+    /// Why the session's settings keep all its statements off replicas (a standby cannot serve
+    /// them, e.g. `serializable_session`); `None` when nothing does.
+    pub primary_only: Option<&'static str>,
 }
 
 /// The cache key of a statement: its fingerprint under the configured normalization strategy,
@@ -117,6 +125,8 @@ pub struct StatementKey {
     pub strategy: NormalizationStrategy,
     /// The protocol (dialect) the key was computed for.
     pub protocol: Protocol,
+    /// The session's tokenizing mode the key was computed in: one text may be two shapes.
+    pub mode: LexMode,
 }
 
 /// Which normalization produced a [`StatementKey::fingerprint`]. The two hash spaces never share
@@ -134,9 +144,20 @@ impl StatementKey {
     /// single parsable SELECT and the lexer fingerprint for everything else (the AST strategy
     /// covers SELECT only); `string` never parses.
     pub fn compute(sql: &str, protocol: Protocol, strategy: NormalizationStrategy) -> StatementKey {
+        StatementKey::compute_in(sql, protocol, strategy, LexMode::default())
+    }
+
+    /// [`StatementKey::compute`] for a session in `mode`. The AST (sqlparser knows only the
+    /// default mode) is not used for text the mode could make it misread.
+    pub fn compute_in(sql: &str, protocol: Protocol, strategy: NormalizationStrategy, mode: LexMode) -> StatementKey {
         let dialect = dialect(protocol);
-        let lexer = crate::sql::fingerprint::fingerprint(sql, dialect);
+        let lexer = if mode.is_default() {
+            crate::sql::fingerprint::fingerprint(sql, dialect)
+        } else {
+            crate::sql::fingerprint::fingerprint_in(sql, dialect, mode)
+        };
         let ast = match strategy {
+            _ if mode.may_misread(sql, dialect) => None,
             NormalizationStrategy::String => None,
             NormalizationStrategy::Ast | NormalizationStrategy::Auto => {
                 crate::sql::fingerprint::fingerprint_ast(sql, dialect)
@@ -146,7 +167,7 @@ impl StatementKey {
             Some(fp) => (fp, KeySpace::Ast),
             None => (lexer, KeySpace::Lexer),
         };
-        StatementKey { fingerprint, lexer, space, strategy, protocol }
+        StatementKey { fingerprint, lexer, space, strategy, protocol, mode }
     }
 }
 

@@ -10,7 +10,7 @@ use crate::sql::hint::{route_hint, RouteHint};
 use crate::sql::template::Translated;
 
 use super::cache::{CacheStats, Plan, PlanCache};
-use super::decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome};
+use super::decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome, ReplicaCheck};
 use super::rules::{RuleSet, Target};
 use super::{dialect, Catalogs, RouteInput, StatementKey};
 
@@ -36,6 +36,8 @@ struct Base {
     from_cache: bool,
     /// The matched rule's own retry policy.
     retry: Option<RetryPolicy>,
+    /// The matched rule lets unsafe statements reach a replica-role target (#19).
+    allow_writes: bool,
 }
 
 impl Base {
@@ -50,6 +52,7 @@ impl Base {
             cached,
             from_cache,
             retry: None,
+            allow_writes: false,
         }
     }
 }
@@ -96,9 +99,10 @@ impl Router {
     }
 
     fn key_for(&self, input: &RouteInput<'_>) -> StatementKey {
+        let mode = input.session.lex_mode;
         match input.key {
-            Some(k) if k.protocol == input.protocol && k.strategy == self.rules.strategy() => k,
-            _ => self.key(input.sql, input.protocol),
+            Some(k) if k.protocol == input.protocol && k.strategy == self.rules.strategy() && k.mode == mode => k,
+            _ => StatementKey::compute_in(input.sql, input.protocol, self.rules.strategy(), mode),
         }
     }
 
@@ -120,6 +124,15 @@ impl Router {
             facts.changes_data = true;
             let detail = "MySQL /*! ... */ body not analyzed".to_owned();
             facts.evidence.push(Evidence { fact: "executable_comment", detail });
+        }
+        if misread(input) {
+            // sqlparser reads the default mode only: in this session the server may see other
+            // strings, comments or identifiers (#19 case 5), so nothing the analysis says holds.
+            facts.ineligibility = Some("lexer_mode");
+            facts.changes_data = true;
+            let detail =
+                format!("session lexer mode {} changes how this text reads", input.session.lex_mode.describe());
+            facts.evidence.push(Evidence { fact: "lexer_mode", detail });
         }
         facts
     }
@@ -155,7 +168,11 @@ impl Router {
             decision: self.finish(base, input, &key),
             analysis,
             key,
-            normalized: crate::sql::fingerprint::normalize(input.sql, dialect(input.protocol)),
+            normalized: crate::sql::fingerprint::normalize_in(
+                input.sql,
+                dialect(input.protocol),
+                input.session.lex_mode,
+            ),
             hint: route_hint(input.sql),
             in_cache: self.rules.cache_config().enabled && self.cache.contains(&key),
         }
@@ -164,7 +181,8 @@ impl Router {
     /// Steps 2 and 3: translation (not inside a transaction, which cannot change pools) and
     /// dynamic rules. Neither is cached; `facts` is only called on a hit.
     fn early(&self, input: &RouteInput<'_>, key: &StatementKey, facts: impl FnOnce() -> Arc<Facts>) -> Option<Base> {
-        if input.session.transaction_pool.is_none() {
+        // A translation re-reads literals in the default mode: not for text the mode changes.
+        if input.session.transaction_pool.is_none() && !misread(input) {
             if let Some((t, translated)) = self.rules.translate(key, input.sql) {
                 let mut base = Base::rule(&Target::Pool(t.pool.clone()), DecisionKind::Translation, &t.name, facts());
                 base.rewritten = Some(translated);
@@ -172,13 +190,15 @@ impl Router {
             }
         }
         let rule = self.rules.dynamic(key, input.sql)?;
-        Some(Base::rule(&rule.target, DecisionKind::DynamicRule, &rule.name, facts()))
+        let mut base = Base::rule(&rule.target, DecisionKind::DynamicRule, &rule.name, facts());
+        base.allow_writes = rule.allow_writes;
+        Some(base)
     }
 
     /// Step 4: the cached plan, or a fresh analysis stored for next time.
     /// Statements with code the analysis cannot see bypass the cache both ways.
     fn plan(&mut self, input: &RouteInput<'_>, key: &StatementKey) -> (Plan, bool) {
-        let enabled = self.rules.cache_config().enabled && !hidden_code(input);
+        let enabled = self.rules.cache_config().enabled && !hidden_code(input) && !misread(input);
         if enabled {
             if let Some(plan) = self.cache.get(key) {
                 return (plan, true);
@@ -199,6 +219,7 @@ impl Router {
             let mut base = Base::rule(&p.target, DecisionKind::PatternRule, &p.name, plan.facts);
             base.cached = cached;
             base.retry = p.retry;
+            base.allow_writes = p.allow_writes;
             base.from_cache = cached && plan.pattern == Some(i);
             return base;
         }
@@ -206,6 +227,7 @@ impl Router {
             let mut base = Base::rule(&r.target, DecisionKind::RegexRule, &r.name, plan.facts);
             base.cached = cached;
             base.retry = r.retry;
+            base.allow_writes = r.allow_writes;
             return base;
         }
         let step = if self.rules.read_pool(input.protocol).is_some() {
@@ -214,7 +236,18 @@ impl Router {
             DecisionKind::Default
         };
         let (rule, rewritten) = (None, None);
-        Base { target: None, step, rule, rewritten, facts: plan.facts, cached, from_cache: cached, retry: None }
+        let facts = plan.facts;
+        Base {
+            target: None,
+            step,
+            rule,
+            rewritten,
+            facts,
+            cached,
+            from_cache: cached,
+            retry: None,
+            allow_writes: false,
+        }
     }
 
     /// Applies the session: rejects first, then hints, the open transaction, rule targets and
@@ -235,6 +268,7 @@ impl Router {
             pins_primary: false,
             writes,
             retry: None,
+            replica_check: ReplicaCheck::NotReplica,
         };
         let hint = route_hint(input.sql);
         match (&base.target, hint, input.session.transaction_pool) {
@@ -255,7 +289,42 @@ impl Router {
             }
             (None, None, None) => self.split(&mut d, input),
         }
+        let allowed =
+            base.allow_writes && matches!((&base.target, d.pool()), (Some(Target::Pool(t)), Some(p)) if t == p);
+        self.check_role(&mut d, allowed, input.session.primary_only);
         d
+    }
+
+    /// Whatever chose the pool, a statement that is not replica-safe never runs on a
+    /// replica-role pool unless the rule that chose it says `allow_writes = true` (#19).
+    /// A session whose settings a standby cannot serve (`primary_only`) is refused there too,
+    /// outside a transaction already held on it.
+    fn check_role(&self, d: &mut Decision, allowed_by_rule: bool, primary_only: Option<&'static str>) {
+        let Some(pool) = d.pool().filter(|p| self.rules.is_replica(p)).cloned() else { return };
+        let session_refuses = primary_only.filter(|_| d.kind != DecisionKind::TransactionPin);
+        let safe = d.facts.replica_safe() && session_refuses.is_none();
+        d.replica_check = match (safe, allowed_by_rule) {
+            (true, _) => ReplicaCheck::Safe,
+            (false, true) => ReplicaCheck::AllowedByRule,
+            (false, false) => ReplicaCheck::Refused,
+        };
+        if d.replica_check != ReplicaCheck::Refused {
+            return;
+        }
+        let chosen_by = match (d.kind, &d.rule) {
+            (DecisionKind::TransactionPin, _) => {
+                "the connection the session holds (open transaction or session state)".to_owned()
+            }
+            (DecisionKind::Hint, _) => "a route hint".to_owned(),
+            (DecisionKind::Translation, Some(rule)) => format!("translation `{rule}`"),
+            (_, Some(rule)) => format!("rule `{rule}`"),
+            (kind, None) => kind.as_str().to_owned(),
+        };
+        let reason = session_refuses.or(d.facts.ineligibility).unwrap_or("unanalyzable");
+        d.outcome = Outcome::Error(DecisionError::ReplicaUnsafe { pool, chosen_by, reason });
+        d.reason = "replica_unsafe";
+        d.rewritten = None;
+        d.retry = None;
     }
 
     fn hint_error(&self, d: &mut Decision, error: DecisionError) {
@@ -320,6 +389,10 @@ impl Router {
             let why = "route=replica: the session is pinned to the primary (read-your-writes or route=primary)";
             return self.not_honored(d, why.to_owned());
         }
+        if let Some(why) = input.session.primary_only {
+            return self
+                .not_honored(d, format!("route=replica: a replica cannot serve this session's settings ({why})"));
+        }
         d.outcome = Outcome::Route(read.clone());
         d.kind = DecisionKind::Hint;
         d.reason = "hint_replica";
@@ -331,6 +404,9 @@ impl Router {
     fn split(&self, d: &mut Decision, input: &RouteInput<'_>) {
         let read = self.rules.read_pool(input.protocol);
         let (pool, reason) = match (read, d.facts.ineligibility) {
+            (Some(_), None) if input.session.primary_only.is_some() => {
+                (self.rules.primary_pool(input.protocol), input.session.primary_only.unwrap_or("session"))
+            }
             (Some(read), None) if !input.session.pinned_to_primary => (Some(read), "replica_eligible"),
             (Some(_), None) => (self.rules.primary_pool(input.protocol), "read_your_writes"),
             (Some(_), Some(why)) => (self.rules.primary_pool(input.protocol), why),
@@ -342,6 +418,12 @@ impl Router {
             None => Outcome::Error(DecisionError::NoPool { protocol: input.protocol }),
         };
     }
+}
+
+/// Whether the session's lexer mode may make the server read `input.sql` otherwise than the
+/// analysis does; such statements bypass the plan cache and translations and go to the primary.
+fn misread(input: &RouteInput<'_>) -> bool {
+    input.session.lex_mode.may_misread(input.sql, dialect(input.protocol))
 }
 
 /// A MySQL executable comment (`/*! ... */`) may hide code from sqlparser. Any occurrence counts,

@@ -10,13 +10,14 @@ use ahash::AHashMap;
 use regex::Regex;
 
 use crate::config::{
-    CacheConfig, Config, NormalizationStrategy, PatternKind, PatternRule, Protocol, ReadYourWrites, RegexRule,
-    RetryPolicy, RuleTarget, TranslationRule,
+    CacheConfig, Config, NormalizationStrategy, PatternKind, PatternRule, PoolRole, Protocol, ReadYourWrites,
+    RegexRule, RetryPolicy, RuleTarget, TranslationRule,
 };
 use crate::error::{ErrorCode, Origin};
 use crate::sql::fingerprint::Fingerprint;
 use crate::sql::template::{TemplateError, Translated, TranslationTemplate};
 
+use super::decision::{Decision, DecisionError};
 use super::{dialect, KeySpace, RouteInput, StatementKey};
 
 /// A rule that cannot be compiled; names the rule so the operator can find it.
@@ -112,6 +113,8 @@ pub(super) struct Pattern {
     pub(super) target: Target,
     /// The rule's own retry policy (#11).
     pub(super) retry: Option<RetryPolicy>,
+    /// The operator lets this rule send unsafe statements to a replica-role pool (#19).
+    pub(super) allow_writes: bool,
 }
 
 impl Pattern {
@@ -147,6 +150,8 @@ pub(super) struct SessionRule {
     pub(super) target: Target,
     /// The rule's own retry policy (#11).
     pub(super) retry: Option<RetryPolicy>,
+    /// The operator lets this rule send unsafe statements to a replica-role pool (#19).
+    pub(super) allow_writes: bool,
 }
 
 impl SessionRule {
@@ -175,6 +180,8 @@ pub struct RuleSet {
     /// Per protocol ([`proto_index`]): the primary (write/default) pool and the read pool.
     primary: [Option<Arc<str>>; 2],
     read: [Option<Arc<str>>; 2],
+    /// The pools whose role is `replica` (few: a linear scan beats hashing).
+    replicas: Vec<Arc<str>>,
     /// Keyed by (lexer fingerprint, client protocol); candidates in registration order.
     translations: AHashMap<(Fingerprint, Protocol), Vec<Translation>>,
     dynamic: Vec<Pattern>,
@@ -256,7 +263,9 @@ impl Builder<'_> {
         };
         let target = self.target(&rule.name, &rule.target);
         let (matcher, target) = (matcher?, target?);
-        Some((rule.priority, Pattern { name: Arc::from(rule.name.as_str()), matcher, target, retry: rule.retry }))
+        let name = Arc::from(rule.name.as_str());
+        let (retry, allow_writes) = (rule.retry, rule.allow_writes);
+        Some((rule.priority, Pattern { name, matcher, target, retry, allow_writes }))
     }
 
     fn session_rule(&mut self, rule: &RegexRule) -> Option<(i32, SessionRule)> {
@@ -273,6 +282,7 @@ impl Builder<'_> {
             protocol: rule.protocol,
             target,
             retry: rule.retry,
+            allow_writes: rule.allow_writes,
         };
         Some((rule.priority, compiled))
     }
@@ -345,6 +355,8 @@ impl RuleSet {
                 *slot = b.pool("routing", name);
             }
         }
+        let replicas = config.pools.iter().filter(|p| p.role == PoolRole::Replica).map(|p| Arc::from(p.name.as_str()));
+        let replicas = replicas.collect();
         if !b.errors.is_empty() {
             return Err(RuleErrors(b.errors));
         }
@@ -354,6 +366,7 @@ impl RuleSet {
             split,
             primary,
             read,
+            replicas,
             translations,
             dynamic,
             pattern_regexes: patterns.iter().any(Pattern::is_regex),
@@ -390,6 +403,23 @@ impl RuleSet {
     /// The read pool of `protocol` clients; `None` when they are not split.
     pub fn read_pool(&self, protocol: Protocol) -> Option<&Arc<str>> {
         self.read.get(proto_index(protocol)).and_then(Option::as_ref)
+    }
+
+    /// Whether `pool` has the `replica` role: only replica-safe statements may run there.
+    pub fn is_replica(&self, pool: &str) -> bool {
+        self.replicas.iter().any(|r| **r == *pool)
+    }
+
+    /// The refusal of running `decision`'s statement on `pool` when the session, not the router,
+    /// picked that pool (a client that named a pool as its database): `None` when it may run.
+    pub fn replica_refusal(&self, decision: &Decision, pool: &Arc<str>) -> Option<DecisionError> {
+        let unsafe_here = self.is_replica(pool) && !decision.facts.replica_safe();
+        let why = decision.facts.ineligibility.unwrap_or("unanalyzable");
+        unsafe_here.then(|| DecisionError::ReplicaUnsafe {
+            pool: pool.clone(),
+            chosen_by: "the database name the client connected with".to_owned(),
+            reason: why,
+        })
     }
 
     /// Step 2: the first translation whose template fits, with the rewritten SQL. Only MySQL

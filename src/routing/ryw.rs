@@ -9,9 +9,9 @@ use crate::config::ReadYourWrites;
 
 use super::decision::Decision;
 
-/// A session's read-your-writes state. Call [`RywState::observe`] with every decision that ran
-/// (ideally when the statement completed) and pass [`RywState::pinned`] into the next
-/// [`super::SessionView::pinned_to_primary`].
+/// A session's read-your-writes state. Call [`RywState::observe`] with every decision that ran,
+/// [`RywState::statement_done`] when the backend reports the statement finished, and pass
+/// [`RywState::pinned`] into the next [`super::SessionView::pinned_to_primary`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RywState {
     mode: ReadYourWrites,
@@ -22,12 +22,15 @@ pub struct RywState {
     /// A data change was seen and no transaction end since: the commit refreshes the window,
     /// since that is when the changes become visible to replicas.
     open_write: bool,
+    /// A write (or the commit of one) was routed and the backend has not yet said it finished
+    /// outside a transaction: [`RywState::statement_done`] then starts the window (#19 case 10).
+    awaiting_commit: bool,
 }
 
 impl RywState {
     /// A fresh session in `mode` (`RuleSet::read_your_writes()`).
     pub fn new(mode: ReadYourWrites) -> RywState {
-        RywState { mode, hinted: false, last_write: None, open_write: false }
+        RywState { mode, hinted: false, last_write: None, open_write: false, awaiting_commit: false }
     }
 
     /// Changes the mode (after a reload); what was observed is kept.
@@ -46,8 +49,22 @@ impl RywState {
         if decision.writes {
             self.last_write = Some(now);
             self.open_write = true;
+            self.awaiting_commit = true;
         } else if self.open_write && decision.ends_transaction() {
             self.last_write = Some(now);
+            self.open_write = false;
+            self.awaiting_commit = true;
+        }
+    }
+
+    /// The backend finished a statement at `now` and reports whether a transaction is still
+    /// open. A write is visible to others only once it commits, which for a long UPDATE may be
+    /// seconds after it was routed: the window restarts here when the write (or the commit of
+    /// a transaction that wrote) has just completed outside a transaction.
+    pub fn statement_done(&mut self, now: Instant, in_transaction: bool) {
+        if self.awaiting_commit && !in_transaction {
+            self.last_write = Some(now);
+            self.awaiting_commit = false;
             self.open_write = false;
         }
     }

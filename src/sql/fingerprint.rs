@@ -13,6 +13,7 @@
 //! Depends on [`super::lexer`] and, for [`fingerprint_ast`], `sqlparser`.
 
 use super::lexer::{Lexer, Token, TokenKind};
+use super::mode::LexMode;
 use super::Dialect;
 use std::ops::ControlFlow;
 
@@ -31,6 +32,21 @@ pub fn fingerprint(sql: &str, dialect: Dialect) -> Fingerprint {
     let mut sink = HashSink::default();
     Normalizer::new(sql, dialect, &mut sink).run();
     sink.finish()
+}
+
+/// [`fingerprint`] of `sql` lexed as a session in `mode` would have its server read it (#19):
+/// the same text may be other tokens in another mode, so it is another shape.
+pub fn fingerprint_in(sql: &str, dialect: Dialect, mode: LexMode) -> Fingerprint {
+    let mut sink = HashSink::default();
+    Normalizer::in_mode(sql, dialect, mode, &mut sink).run();
+    sink.finish()
+}
+
+/// [`normalize`] in a session's `mode`.
+pub fn normalize_in(sql: &str, dialect: Dialect, mode: LexMode) -> String {
+    let mut sink = TextSink(String::with_capacity(sql.len()));
+    Normalizer::in_mode(sql, dialect, mode, &mut sink).run();
+    sink.0
 }
 
 /// The normalized text whose hash is [`fingerprint`]; for digests and the admin API.
@@ -259,6 +275,10 @@ pub(crate) struct Normalizer<'a, S> {
 impl<'a, S: Sink<'a>> Normalizer<'a, S> {
     pub(crate) fn new(sql: &'a str, dialect: Dialect, sink: S) -> Self {
         Self::over(Lexer::new(sql, dialect), sink, sql.len().saturating_mul(2))
+    }
+
+    fn in_mode(sql: &'a str, dialect: Dialect, mode: LexMode, sink: S) -> Self {
+        Self::over(Lexer::new(sql, dialect).mode(mode), sink, sql.len().saturating_mul(2))
     }
 
     fn over(lex: Lexer<'a>, sink: S, probe_budget: usize) -> Self {

@@ -7,6 +7,7 @@
 //! Whitespace is skipped; comments are yielded (the route hint reader and tests need them) and
 //! consumers that do not care filter them out.
 
+use super::mode::LexMode;
 use super::Dialect;
 
 /// What a string literal looked like in the source; decides how its body is decoded.
@@ -106,7 +107,8 @@ pub struct Lexer<'a> {
     src: &'a str,
     pos: usize,
     dialect: Dialect,
-    ansi_quotes: bool,
+    /// The session's string and quote rules (#19).
+    mode: LexMode,
     /// Start of an open MySQL `/*! ... */` executable comment whose body is being lexed as code.
     exec_comment: Option<usize>,
 }
@@ -114,13 +116,31 @@ pub struct Lexer<'a> {
 impl<'a> Lexer<'a> {
     /// A lexer for `src` in `dialect` (MySQL with its default `"` = string rule).
     pub fn new(src: &'a str, dialect: Dialect) -> Self {
-        Lexer { src, pos: 0, dialect, ansi_quotes: false, exec_comment: None }
+        Lexer { src, pos: 0, dialect, mode: LexMode::default(), exec_comment: None }
     }
 
     /// Treat MySQL `".."` as a quoted identifier (the `ANSI_QUOTES` SQL mode). No effect on PostgreSQL.
     pub fn ansi_quotes(mut self, on: bool) -> Self {
-        self.ansi_quotes = on;
+        self.mode.ansi_quotes = on;
         self
+    }
+
+    /// Lex as a session in `mode` would be read by its server: PostgreSQL
+    /// `standard_conforming_strings = off` (backslash escapes in `'..'`), MySQL
+    /// `NO_BACKSLASH_ESCAPES` and `ANSI_QUOTES`.
+    pub fn mode(mut self, mode: LexMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// How a MySQL `'..'` / `".."` string is read: with backslash escapes unless the session
+    /// runs with `NO_BACKSLASH_ESCAPES`.
+    fn mysql_string_kind(&self) -> StringKind {
+        if self.mode.no_backslash_escapes {
+            StringKind::Standard
+        } else {
+            StringKind::Escaped
+        }
     }
 
     /// Byte offset where the next token's scan starts.
@@ -170,7 +190,7 @@ impl<'a> Lexer<'a> {
                 return self.next_token();
             }
             b'\'' => self.quoted(start, start, b'\'', self.default_string_kind()),
-            b'"' if self.mysql() && !self.ansi_quotes => self.quoted(start, start, b'"', StringKind::Escaped),
+            b'"' if self.mysql() && !self.mode.ansi_quotes => self.quoted(start, start, b'"', self.mysql_string_kind()),
             b'"' => self.quoted_ident(start, b'"'),
             b'`' if self.mysql() => self.quoted_ident(start, b'`'),
             b'0'..=b'9' => self.number(start),
@@ -193,6 +213,8 @@ impl<'a> Lexer<'a> {
 
     fn default_string_kind(&self) -> StringKind {
         if self.mysql() {
+            self.mysql_string_kind()
+        } else if self.mode.backslash_strings {
             StringKind::Escaped
         } else {
             StringKind::Standard
@@ -455,8 +477,8 @@ impl<'a> Lexer<'a> {
             }
         }
         match self.at(q) {
-            b'\'' => Some(self.quoted(start, q, b'\'', StringKind::Escaped)),
-            b'"' if !self.ansi_quotes => Some(self.quoted(start, q, b'"', StringKind::Escaped)),
+            b'\'' => Some(self.quoted(start, q, b'\'', self.mysql_string_kind())),
+            b'"' if !self.mode.ansi_quotes => Some(self.quoted(start, q, b'"', self.mysql_string_kind())),
             _ => None,
         }
     }

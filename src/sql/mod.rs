@@ -4,7 +4,9 @@
 
 pub mod fingerprint;
 pub mod hint;
+pub mod isolation;
 pub mod lexer;
+pub mod mode;
 pub mod parse;
 pub mod template;
 
@@ -19,3 +21,6 @@ pub enum Dialect {
 
 pub mod analyze;
 pub mod volatility;
+
+#[cfg(test)]
+mod mode_tests;

@@ -160,6 +160,13 @@ impl FunctionCatalog {
         self.lookup(name).map(|i| i.volatility)
     }
 
+    /// What the backends said about `name` (lower-cased, merged across case variants, so the
+    /// most volatile wins), ignoring the built-in lists: for a call whose quoted name cannot be
+    /// the built-in of the same letters (#19: `"Now"()` is not `now()`).
+    pub fn lookup_loaded(&self, name: &str) -> Option<FunctionInfo> {
+        merge(None, self.loaded.get(&name.to_ascii_lowercase()).copied())
+    }
+
     /// Everything known about `name` (`fn` or `schema.fn`, any case), `None` when unknown.
     ///
     /// A qualified name matches its loaded entry; it falls back to the built-in list only for

@@ -49,6 +49,8 @@ mod raw_passthrough;
 mod retry;
 mod router;
 mod routing_api;
+mod routing_safety;
+mod routing_safety_session;
 mod systemd;
 mod translation;
 mod unknown_database;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use super::lag::{lag_ok, my_lag, pg_lag, Lag, MySample, PgSample};
 use super::query::{my_query, pg_query, ProbeError, Rows};
 use super::{BackendHealth, Cause, Hysteresis, Verdict};
-use crate::config::{Backend, Config, Pool as PoolConfig, Protocol, RuleTarget};
+use crate::config::{Backend, Config, Pool as PoolConfig, PoolRole, Protocol, RuleTarget};
 use crate::pool::conn::BudgetUnit;
 use crate::pool::{Budget, BudgetRegistry, Conn, ConnInfo, PoolError, Waiters};
 use crate::rt;
@@ -356,16 +356,38 @@ impl Target {
                 if let Some(lsn) = s.flush_lsn.filter(|_| self.is_primary) {
                     prober.note_primary_lsn(lsn);
                 }
+                self.verify_role(s.in_recovery, "pg_is_in_recovery()");
                 Ok(pg_lag(&s, prober.primary_lsn(self.pool.health.interval)))
             }
-            Protocol::MySql if has_lag_threshold(&self.backend) => {
+            Protocol::MySql => {
+                // Doubles as the liveness query of a backend without a lag threshold.
+                let read_only = my_query(conn, "SELECT @@read_only").await?;
+                let value = read_only.rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref());
+                self.verify_role(value == Some("1"), "@@read_only");
+                if !has_lag_threshold(&self.backend) {
+                    return Ok(Lag::UNKNOWN);
+                }
                 let sql = match &conn.info {
                     ConnInfo::MySql(info) => replica_status_sql(&info.server_version),
                     ConnInfo::Pg(_) => "SHOW SLAVE STATUS",
                 };
                 Ok(my_lag(&my_sample(&my_query(conn, sql).await?)))
             }
-            Protocol::MySql => my_query(conn, "SELECT 1").await.map(|_| Lag::UNKNOWN),
+        }
+    }
+
+    /// Compares the pool's configured role with what the server says it is (#19): a mismatch
+    /// is logged when it appears and counted in `sqp_backend_role_mismatch`. Routing keeps
+    /// following the configured role, the safe direction for a replica-role pool; a primary-role
+    /// pool on a read-only server fails its writes at the server.
+    fn verify_role(&self, read_only: bool, source: &'static str) {
+        let expected = self.pool.role == PoolRole::Replica;
+        let mismatch = read_only != expected;
+        if self.health.set_role_mismatch(mismatch) && mismatch {
+            let (pool, backend) = (&self.pool.name, &self.label);
+            let role = self.pool.role.as_str();
+            let actual = if read_only { "read-only (a replica)" } else { "writable (a primary)" };
+            tracing::warn!(%pool, %backend, role, source, "pool role mismatch: configured {role}, but {source} says the server is {actual}");
         }
     }
 

@@ -284,8 +284,13 @@ fn runtime_translations_and_dynamic_rules() {
         translated_sql: "SELECT name FROM users_archive WHERE id = 1".into(),
         target_pool: "analytics".into(),
     }];
+    // The UPDATE below reaches the replica-role pool only because the rule allows writes (#19).
+    let orders = PatternRule {
+        allow_writes: true,
+        ..pattern_rule("dyn-orders", PatternKind::Regex, "orders", to_pool("replicas"), 0)
+    };
     let dynamic = [
-        pattern_rule("dyn-orders", PatternKind::Regex, "orders", to_pool("replicas"), 0),
+        orders,
         pattern_rule(
             "dyn-block",
             PatternKind::Template,

@@ -5,6 +5,8 @@ mod cache;
 mod chain;
 mod danger;
 mod hints;
+mod lexmode;
+mod roles;
 mod rules;
 mod ryw;
 
@@ -111,7 +113,7 @@ fn not_honored(d: &Decision) -> &str {
 }
 
 fn pattern_rule(name: &str, kind: PatternKind, pattern: &str, target: RuleTarget, priority: i32) -> PatternRule {
-    PatternRule { name: name.into(), kind, pattern: pattern.into(), target, priority, retry: None }
+    PatternRule { name: name.into(), kind, pattern: pattern.into(), target, priority, retry: None, allow_writes: false }
 }
 
 fn to_pool(p: &str) -> RuleTarget {

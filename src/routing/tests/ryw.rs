@@ -166,3 +166,33 @@ fn mode_change_keeps_what_was_observed() {
     s.ryw.set_mode(ReadYourWrites::Session);
     assert!(s.ryw.pinned(t0));
 }
+
+#[test]
+fn the_window_starts_when_a_long_write_completes() {
+    let mut r = router("2s");
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    // A 5-second autocommit UPDATE: routed at t0, done at t0 + 5 s.
+    s.run(&mut r, WRITE, t0);
+    let done = t0 + Duration::from_secs(5);
+    s.ryw.statement_done(done, false);
+    assert!(s.ryw.pinned(done + Duration::from_millis(1_900)), "the window counts from completion");
+    assert!(!s.ryw.pinned(done + Duration::from_secs(2)));
+    // Inside a transaction completion does not start it; the commit's completion does.
+    let t1 = done + Duration::from_secs(10);
+    s.run(&mut r, "BEGIN", t1);
+    s.tx = Some(Arc::from("primary"));
+    s.run(&mut r, WRITE, t1);
+    s.ryw.statement_done(t1 + Duration::from_secs(5), true);
+    let commit = t1 + Duration::from_secs(6);
+    s.run(&mut r, "COMMIT", commit);
+    s.tx = None;
+    let committed = commit + Duration::from_secs(3);
+    s.ryw.statement_done(committed, false);
+    assert!(s.ryw.pinned(committed + Duration::from_millis(1_900)));
+    assert!(!s.ryw.pinned(committed + Duration::from_secs(2)));
+    // A read's completion changes nothing.
+    s.run(&mut r, READ, committed + Duration::from_secs(5));
+    s.ryw.statement_done(committed + Duration::from_secs(60), false);
+    assert!(!s.ryw.pinned(committed + Duration::from_secs(60)));
+}

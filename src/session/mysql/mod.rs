@@ -130,6 +130,9 @@ pub(super) struct Session {
     user: String,
     /// Read-your-writes: whether reads must stay on the primary after a write.
     ryw: RywState,
+    /// How the server tokenizes this session's SQL (`sql_mode`, #19); the server's global
+    /// mode is assumed to be the default.
+    lex: crate::sql::mode::SessionModes,
     /// The retry policy of the routing rule that decided the statement about to run, if it
     /// has one (it replaces the pool's, #11).
     rule_retry: Option<crate::config::RetryPolicy>,
@@ -206,6 +209,7 @@ impl Session {
             bridge,
             user: g.user,
             ryw,
+            lex: crate::sql::mode::SessionModes::default(),
             rule_retry: None,
             notice: warning::RetryNotice::default(),
         }
@@ -504,6 +508,7 @@ impl Session {
             }
         }
         let in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
+        self.ryw.statement_done(rt::now(), in_tx); // #19: window from commit
         if self.mode() == PoolMode::Statement && in_tx {
             // A transaction slipped past the check (autocommit off, a procedure): closing the
             // connection rolls it back rather than leaking it to another client.

@@ -17,6 +17,9 @@ use crate::sql::fingerprint::Fingerprint;
 
 /// `ER_SPECIFIC_ACCESS_DENIED_ERROR`: a `reject` rule refuses the statement (a policy refusal).
 const ER_REJECTED: ErrorNumber = ErrorNumber { code: 1227, sql_state: *b"42000" };
+/// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION` (SQLSTATE 25006): a statement that is not
+/// replica-safe refused on a replica-role pool (#19), the same text as PostgreSQL clients get.
+const ER_REPLICA_UNSAFE: ErrorNumber = ErrorNumber { code: 1792, sql_state: *b"25006" };
 /// `CR_CONN_HOST_ERROR`-like: routing chose a pool this session cannot use.
 const ER_NO_POOL: ErrorNumber = ErrorNumber { code: 2003, sql_state: *b"HY000" };
 
@@ -54,6 +57,8 @@ impl Session {
                 transaction_pool: self.held().then(|| self.pool.name()),
                 pinned_to_primary: self.ryw.pinned(rt::now()),
                 read_only_transaction: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
+                lex_mode: self.lex.mode,
+                primary_only: self.lex.primary_only(),
             },
             key,
         };
@@ -69,6 +74,10 @@ impl Session {
         let decision = self.decide(sql, key);
         self.ctx.count_decision(&decision);
         self.ryw.observe(&decision, rt::now());
+        if decision.facts.may_change_session() {
+            // MySQL sql_mode does not roll back with a transaction.
+            self.lex.observe(sql, crate::sql::Dialect::MySql, false);
+        }
         let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
             Outcome::Reject(message) => return Err(MyClientError::new(ER_REJECTED, message.to_string())),
@@ -79,9 +88,15 @@ impl Session {
             // that pool rather than the configured default.
             if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.ctx.pools().get(n).cloned()) {
                 target = own.name().clone();
+                if let Some(e) = self.ctx.rules().replica_refusal(&decision, &target) {
+                    return Err(decision_error(&e));
+                }
             }
         }
-        if decision.step == DecisionKind::ReadWriteSplit {
+        // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
+        let to_replica = decision.step == DecisionKind::ReadWriteSplit
+            || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin);
+        if to_replica {
             target = self
                 .ctx
                 .replica_fallback(Protocol::MySql, target, true)
@@ -105,7 +120,7 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        if decision.step == DecisionKind::ReadWriteSplit && self.backend.is_none() {
+        if to_replica && self.backend.is_none() {
             self.connect_split().await?;
         }
         self.rule_retry = decision.retry; // retry (#11)
@@ -163,6 +178,7 @@ fn decision_error(e: &DecisionError) -> MyClientError {
         DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint => {
             MyClientError::new(ER_QP_ROUTE_HINT, e.to_string())
         }
+        DecisionError::ReplicaUnsafe { .. } => MyClientError::new(ER_REPLICA_UNSAFE, e.to_string()),
         DecisionError::NoPool { .. } => MyClientError::new(ER_NO_POOL, e.to_string()),
     }
 }
@@ -188,5 +204,7 @@ mod tests {
         assert_eq!(number(&decision_error(&DecisionError::InvalidHint)), (9001, *b"QP001"));
         let none = decision_error(&DecisionError::NoPool { protocol: Protocol::MySql });
         assert_eq!(number(&none), (2003, *b"HY000"));
+        let replica = DecisionError::ReplicaUnsafe { pool: "r".into(), chosen_by: "rule `x`".into(), reason: "write" };
+        assert_eq!(number(&decision_error(&replica)), (1792, *b"25006"));
     }
 }

@@ -172,7 +172,8 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let pool_cfg = resolve_pool(&config, &database)?;
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
     authenticate(client, pool_cfg, &user, auth, anonymous).await?;
-    greet(ctx, client, pool_cfg, params, Identity { user, database }).await
+    let lex = crate::sql::mode::SessionModes::default();
+    greet(ctx, client, pool_cfg, params, Identity { user, database, lex }).await
 }
 
 fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig, PgClientError> {
@@ -313,7 +314,7 @@ async fn greet(
     client: &mut Client,
     pool_cfg: &PoolConfig,
     client_params: Vec<(String, String)>,
-    identity: Identity,
+    mut identity: Identity,
 ) -> Result<Greeted, LoginEnd> {
     let pools = ctx.pools();
     let pool = pools
@@ -321,6 +322,10 @@ async fn greet(
         .cloned()
         .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, "pool disappeared during login"))?;
     let server_params = super::server_params(&pool).await.map_err(|e| PgClientError::from(&e))?;
+    identity.lex = crate::sql::mode::SessionModes::pg_startup(
+        client_params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        server_params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    );
     let mut out = Vec::with_capacity(512);
     let _ = backend::encode_authentication(&Authentication::Ok, &mut out);
     // The client sees the real server's parameters, overridden by what it asked for itself.

@@ -92,6 +92,8 @@ pub(super) struct Session {
 pub(super) struct Identity {
     pub user: String,
     pub database: String,
+    /// How the server tokenizes this session's SQL (`standard_conforming_strings`, #19).
+    pub lex: crate::sql::mode::SessionModes,
 }
 
 /// Serves one client from login to close.

@@ -489,6 +489,7 @@ impl Session {
         };
         let was = self.tx;
         self.tx = new;
+        self.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit
         self.slot.set_running(None);
         if new == TransactionStatus::Idle {
             let committed =

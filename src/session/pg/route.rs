@@ -11,6 +11,8 @@ use crate::session::client_error::PgClientError;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
 const REJECTED: &str = "42501";
+/// SQLSTATE for a statement refused on a replica-role pool (read_only_sql_transaction), #19.
+const REPLICA_UNSAFE: &str = "25006";
 
 impl Session {
     /// Whether the session must stay on its current backend connection: inside a transaction,
@@ -36,6 +38,8 @@ impl Session {
                 transaction_pool: self.held().then(|| self.pool.name()),
                 pinned_to_primary: self.ryw.pinned(rt::now()),
                 read_only_transaction: false,
+                lex_mode: self.identity.lex.mode,
+                primary_only: self.identity.lex.primary_only(),
             },
             key,
         };
@@ -58,6 +62,10 @@ impl Session {
         if runs {
             self.ryw.observe(&decision, now);
             self.ctx.count_decision(&decision);
+            if decision.facts.may_change_session() {
+                let in_transaction = self.tx != TransactionStatus::Idle;
+                self.identity.lex.observe(sql, crate::sql::Dialect::Postgres, in_transaction);
+            }
         }
         let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
@@ -69,9 +77,15 @@ impl Session {
             // that pool rather than the configured default.
             if let Some(own) = self.ctx.pools().get(&self.identity.database) {
                 target = own.name().clone();
+                if let Some(e) = self.ctx.rules().replica_refusal(&decision, &target) {
+                    return Err(decision_error(&e));
+                }
             }
         }
-        if decision.step == DecisionKind::ReadWriteSplit {
+        // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
+        let to_replica = decision.step == DecisionKind::ReadWriteSplit
+            || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin);
+        if to_replica {
             target = self
                 .ctx
                 .replica_fallback(Protocol::Postgres, target, runs)
@@ -88,7 +102,7 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        if decision.step == DecisionKind::ReadWriteSplit && self.backend.is_none() {
+        if to_replica && self.backend.is_none() {
             self.connect_split(runs).await?;
         }
         self.flight.rules.note(decision.retry); // retry (#11)
@@ -123,6 +137,7 @@ fn decision_error(e: &DecisionError) -> PgClientError {
         DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint => {
             PgClientError::new(sqlstate::ROUTE_HINT_NOT_HONORED, e.to_string())
         }
+        DecisionError::ReplicaUnsafe { .. } => PgClientError::new(REPLICA_UNSAFE, e.to_string()),
         DecisionError::NoPool { .. } => {
             PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, e.to_string())
         }

@@ -34,6 +34,8 @@ mod tokens;
 mod walker;
 
 #[cfg(test)]
+mod quoted_tests;
+#[cfg(test)]
 mod tests;
 
 pub use facts::{

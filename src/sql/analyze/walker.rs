@@ -67,7 +67,12 @@ impl<'a> Walker<'a> {
     /// Records a call of `name` (as written, possibly qualified) with its arguments.
     fn call(&mut self, name: &ObjectName, args: Option<&[FunctionArg]>) {
         let full = object_name(name);
-        let Some(info) = self.catalog.lookup(&full) else {
+        let info = if quoted_case(name, self.catalog.dialect()) {
+            self.catalog.lookup_loaded(&full)
+        } else {
+            self.catalog.lookup(&full)
+        };
+        let Some(info) = info else {
             self.facts.volatility = Volatility::Volatile;
             self.facts.note("unknown_function", full);
             return;
@@ -192,6 +197,20 @@ fn server_state_relation(dialect: Dialect, name: &str) -> bool {
                         )))
         }
     }
+}
+
+/// Whether a quoted part of a function name keeps the name from meaning a built-in: in
+/// PostgreSQL a quoted identifier keeps its case (`"Now"` is not `now`, `"now"` is); in MySQL a
+/// quoted function name is not taken for the built-in, whatever its case.
+fn quoted_case(name: &ObjectName, dialect: Dialect) -> bool {
+    name.0.iter().any(|part| match part {
+        ObjectNamePart::Identifier(i) => match (i.quote_style, dialect) {
+            (None, _) => false,
+            (Some(_), Dialect::MySql) => true,
+            (Some(_), Dialect::Postgres) => i.value.bytes().any(|b| b.is_ascii_uppercase()),
+        },
+        _ => true,
+    })
 }
 
 /// Lower-cased dotted name, identifiers unquoted.
