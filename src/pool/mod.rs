@@ -10,6 +10,7 @@ pub mod health;
 mod login;
 mod mysql;
 mod pg;
+mod schema;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -23,6 +24,7 @@ pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
 pub use health::{BackendHealth, Cause};
 pub use mysql::{deliver_kill as deliver_mysql_kill, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES};
 pub use pg::deliver_cancel as deliver_pg_cancel;
+pub use schema::SchemaGeneration;
 
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::error::{ErrorCode, Origin};
@@ -183,6 +185,9 @@ pub struct CorePool {
     min_share: Cell<u32>,
     /// The pool's name, shared: routing compares it on every statement of a transaction.
     name: Arc<str>,
+    /// The process-wide schema generation (#18): names the server statements of PostgreSQL
+    /// clients, so a statement prepared after a schema change never reuses one parsed before.
+    schema: Arc<SchemaGeneration>,
 }
 
 impl CorePool {
@@ -221,7 +226,19 @@ impl CorePool {
             counters,
             min_share: Cell::new(0),
             name: Arc::from(config.name.as_str()),
+            schema: budgets.schema(),
         }
+    }
+
+    /// The schema generation in force now (see [`SchemaGeneration`]).
+    pub fn schema_generation(&self) -> u64 {
+        self.schema.current()
+    }
+
+    /// A schema change passed through the router or made a prepared plan stale: every
+    /// statement prepared from now on, on every core, gets a new server name.
+    pub fn schema_changed(&self) {
+        self.schema.advance();
     }
 
     /// The pool's name (as routing decisions name pools).

@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use super::prepared::{Expect, Stmt};
 use super::retry::{RetryBatch, RulePolicy};
-use crate::protocol::pg::{BackendMessage, Frame};
+use crate::protocol::pg::{sqlstate, BackendMessage, Frame};
 
 /// Largest batch kept for a heal retry; bigger batches (large parameters) are not retried.
 const REPLAY_MAX: usize = 64 * 1024;
@@ -107,6 +107,9 @@ pub(super) enum ErrorKind {
     Fatal(String),
     /// A statement the router prepared has a stale plan.
     StalePlan,
+    /// The backend has (`exists`) or lacks a statement of the router's that the connection's
+    /// bookkeeping says otherwise about (42P05 / 26000 naming a `qp_` statement).
+    Misnamed { key: u64, exists: bool },
     /// The statement was canceled (57014).
     Canceled,
     /// Anything else: relay it.
@@ -127,6 +130,12 @@ pub(super) fn classify_error(body: &[u8]) -> ErrorKind {
     match code {
         "0A000" if message.starts_with(STALE_PLAN) => ErrorKind::StalePlan,
         "57014" => ErrorKind::Canceled,
+        sqlstate::INVALID_SQL_STATEMENT_NAME | sqlstate::DUPLICATE_PREPARED_STATEMENT => {
+            match super::prepared::key_in_message(message) {
+                Some(key) => ErrorKind::Misnamed { key, exists: code == sqlstate::DUPLICATE_PREPARED_STATEMENT },
+                None => ErrorKind::Other,
+            }
+        }
         _ => ErrorKind::Other,
     }
 }
@@ -150,12 +159,19 @@ mod tests {
         assert!(matches!(classify_error(&body(Severity::Error, "0A000", "other")), ErrorKind::Other));
         assert!(matches!(classify_error(&body(Severity::Error, "57014", "canceling")), ErrorKind::Canceled));
         assert!(matches!(classify_error(b"garbage"), ErrorKind::Other));
+        let name = super::super::prepared::server_name(0xab);
+        let missing = body(Severity::Error, "26000", &format!("prepared statement \"{name}\" does not exist"));
+        assert!(matches!(classify_error(&missing), ErrorKind::Misnamed { key: 0xab, exists: false }));
+        let dup = body(Severity::Error, "42P05", &format!("prepared statement \"{name}\" already exists"));
+        assert!(matches!(classify_error(&dup), ErrorKind::Misnamed { key: 0xab, exists: true }));
+        let client = body(Severity::Error, "26000", "prepared statement \"s1\" does not exist");
+        assert!(matches!(classify_error(&client), ErrorKind::Other));
     }
 
     #[test]
     fn arms_only_small_marked_batches() {
         let mut f = Flight::default();
-        let stmt = Rc::new(Stmt::new("SELECT 1", None, &[]));
+        let stmt = Rc::new(Stmt::new("SELECT 1", None, &[], 0));
         let bare: std::collections::VecDeque<Expect> =
             [Expect::Synth(b'1'), Expect::Bind, Expect::Execute, Expect::Sync].into();
         f.arm(b"PPPPBBBBEEEESSSS", &bare);

@@ -10,6 +10,7 @@ mod bridged;
 mod digest;
 mod flight;
 mod login;
+mod named;
 mod prepared;
 mod relay;
 mod retry;
@@ -384,6 +385,9 @@ impl Session {
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
         }
+        if let Some(done) = self.on_named_query(sql).await {
+            return done;
+        }
         let rewritten = match self.route_statement(sql, None, true).await {
             Ok(r) => r,
             Err(e) => {
@@ -427,6 +431,9 @@ impl Session {
             ));
         }
         if name.is_empty() {
+            if let Some(done) = self.on_named_parse(query, types).await {
+                return done;
+            }
             let rewritten = match self.route_statement(query, None, true).await {
                 Ok(r) => r,
                 Err(e) => return self.fail_batch(e),
@@ -443,11 +450,18 @@ impl Session {
             }
             return self.forward_ext(&parse, Expect::Parse { swallow: false, key: None }).await;
         }
+        if self.stmts.contains_key(name) {
+            // As the server: the existing statement stays, the batch fails (#18).
+            return self.fail_batch(PgClientError::new(
+                sqlstate::DUPLICATE_PREPARED_STATEMENT,
+                format!("prepared statement \"{name}\" already exists"),
+            ));
+        }
         // Named statements are routed at execute time; here only a translation matters, since it
         // changes what is prepared on backends.
         let route_key = self.ctx.statement_key(query, Protocol::Postgres);
         let translated = self.decide(query, Some(route_key)).rewritten.map(|t| t.sql);
-        let mut stmt = Stmt::new(query, translated.as_deref(), types);
+        let mut stmt = Stmt::new(query, translated.as_deref(), types, self.pool.schema_generation());
         stmt.route_key = Some(route_key);
         let stmt = Rc::new(stmt);
         self.stmts.insert(name.to_owned(), stmt.clone());
@@ -531,7 +545,7 @@ impl Session {
             self.expect.push_back(Expect::Synth(b'3'));
             return Ok(());
         }
-        self.forward_ext(raw, Expect::Close { swallow: false }).await
+        self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
     }
 
     async fn on_flush(&mut self, raw: &[u8]) -> Result<(), End> {
@@ -620,6 +634,16 @@ impl Session {
         }
     }
 
+    /// Corrects the connection's bookkeeping of statement `key` from a server error that named
+    /// it: the client sees the error once, and its next attempt prepares or reuses correctly.
+    fn correct_prepared(&mut self, key: u64, exists: bool) {
+        let Some(conn) = self.backend.as_mut() else { return };
+        conn.prepared.retain(|k| *k != key);
+        if exists {
+            conn.prepared.push(key);
+        }
+    }
+
     /// Queues a Parse of `stmt` under its router name on the current backend connection,
     /// evicting the coldest statement when the connection is at its limit.
     fn prepare_on_backend(&mut self, stmt: &Stmt, swallow: bool) {
@@ -628,7 +652,7 @@ impl Session {
         if conn.prepared.len() >= limit {
             let cold = conn.prepared.remove(0);
             let _ = frontend::encode_close(Target::Statement, &prepared::server_name(cold), &mut self.bout);
-            self.expect.push_back(Expect::Close { swallow: true });
+            self.expect.push_back(Expect::Close { swallow: true, key: Some(cold) });
         }
         self.bout.extend_from_slice(&stmt.parse_msg);
         conn.prepared.push(stmt.key);

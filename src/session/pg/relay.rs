@@ -25,7 +25,7 @@ use crate::session::client_error::PgClientError;
 use crate::session::pg::prepared::Expect;
 
 /// Largest backend message accepted (PostgreSQL's own limit on a field is 1 GiB).
-const BACKEND_MAX: usize = (1 << 30) + 1024;
+pub(super) const BACKEND_MAX: usize = (1 << 30) + 1024;
 
 /// Backend read size while rows are passed through and the reads come back full: a result
 /// streaming in fills bigger reads, and each read's rows go to the client in one write. Only
@@ -250,7 +250,7 @@ impl Session {
                 _ => true,
             },
             b'3' => match front {
-                Some(Expect::Close { swallow }) => {
+                Some(Expect::Close { swallow, .. }) => {
                     self.expect.pop_front();
                     !swallow
                 }
@@ -302,7 +302,13 @@ impl Session {
     /// connection-loss error; a stale plan is healed; a cancel sent by query_timeout says so.
     fn on_error_response(&mut self, pos: usize, len: usize, front: Option<Expect>, outcome: &mut Outcome) -> bool {
         let body = self.backend.as_ref().and_then(|c| c.rbuf.get(pos + 5..pos + len)).unwrap_or_default();
-        match classify_error(body) {
+        let kind = classify_error(body);
+        if matches!(kind, ErrorKind::StalePlan) {
+            // A schema change the router did not see (#18): statements prepared from now on
+            // get new server names, on every connection.
+            self.pool.schema_changed();
+        }
+        match kind {
             ErrorKind::StalePlan
                 if matches!(front, Some(Expect::Bind | Expect::DescribeStatement)) && self.flight.replay.is_some() =>
             {
@@ -326,6 +332,7 @@ impl Session {
                 outcome.error = true;
                 return false;
             }
+            ErrorKind::Misnamed { key, exists } => self.correct_prepared(key, exists),
             _ if self.retry_hold(pos, len) => {
                 // retry (#11): held back with its ReadyForQuery until the batch runs again.
                 outcome.error = true;
@@ -351,7 +358,7 @@ impl Session {
         self.bout.extend_from_slice(&replay.stmt.parse_msg);
         self.bout.extend_from_slice(&replay.bytes);
         self.expect.clear();
-        self.expect.push_back(Expect::Close { swallow: true });
+        self.expect.push_back(Expect::Close { swallow: true, key: None });
         self.expect.push_back(Expect::Parse { swallow: true, key: Some(replay.stmt.key) });
         if let Some(conn) = self.backend.as_mut() {
             // The error made the server skip the batch's Parses: they run again now.
@@ -453,6 +460,7 @@ impl Session {
             b"ROLLBACK" => outcome.last_tag_commit = Some(false),
             // The client dropped every prepared statement of the connection, ours included.
             b"DISCARD ALL" | b"DEALLOCATE ALL" => conn.prepared.clear(),
+            tag if super::prepared::changes_schema(tag) => self.pool.schema_changed(),
             _ => {}
         }
     }
@@ -469,6 +477,12 @@ impl Session {
             if let Expect::Parse { key: Some(k), .. } = *e {
                 if let Some(conn) = self.backend.as_mut() {
                     conn.prepared.retain(|p| *p != k);
+                }
+            }
+            if let (Expect::Close { key: Some(k), .. }, Some(conn)) = (*e, self.backend.as_mut()) {
+                // The evicted statement is still on the backend (#18).
+                if !conn.prepared.contains(&k) {
+                    conn.prepared.insert(0, k);
                 }
             }
             self.expect.pop_front();

@@ -1,0 +1,125 @@
+//! Issue #18: prepared statements behave as on the server — after schema changes (a client
+//! preparing the same text again gets a statement parsed after the change, on its own
+//! connection and on a new one sharing the server connection) and by name (protocol-level
+//! statements usable from SQL `EXECUTE` / `DEALLOCATE`, a duplicate Parse refused with 42P05).
+//!
+//! Each case runs real client libraries (asyncpg 0.27, psycopg 3.1 — `tests/connectors/
+//! pg_prepared_ddl.py`) once directly against PostgreSQL and once through the router, in
+//! session and transaction mode with a pool of one server connection so that consecutive
+//! clients share it; both outputs must be the same. The Rust `postgres` crate checks where the
+//! shared statements ran.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::pg_util::{backend_pid, router};
+use crate::router::Router;
+use crate::support::{dbs, unique_name};
+
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors/pg_prepared_ddl.py");
+
+/// Runs `case` of the script against `port` as `user`; its output lines.
+fn script(case: &str, port: u16, user: &str, password: &str, database: &str) -> Vec<String> {
+    let table = unique_name("ppd");
+    let out = Command::new("/usr/bin/python3")
+        .arg(Path::new(SCRIPT))
+        .args([case, "127.0.0.1", &port.to_string(), user, password, database, &table])
+        .output()
+        .unwrap_or_else(|e| panic!("run python3 {case}: {e} (installed by .ci/deps.sh)"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{case} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout.lines().map(str::to_owned).collect()
+}
+
+/// The script's output directly against the primary.
+fn direct(case: &str) -> Vec<String> {
+    let pg = &dbs().pg;
+    script(case, pg.primary_port, &pg.user, &pg.password, &pg.database)
+}
+
+/// The script's output through `r`.
+fn through(r: &Router, case: &str) -> Vec<String> {
+    script(case, r.port(), "app", "app", "main")
+}
+
+/// Runs `case` directly, checks `expected` lines are in that output (the server's behaviour
+/// the test relies on), then through the router in session and transaction mode on a pool of
+/// one connection: the same output.
+fn same_as_direct(case: &str, expected: &[&str]) {
+    let want = direct(case);
+    for line in expected {
+        assert!(want.iter().any(|l| l == line), "direct {case}: no line {line:?} in {want:#?}");
+    }
+    // Session mode: each client has a server connection of its own (two at most at once).
+    for (mode, max) in [("session", 2), ("transaction", 1)] {
+        let r = router(mode, max, "");
+        assert_eq!(through(&r, case), want, "{case} through the router in {mode} mode");
+    }
+}
+
+#[test]
+fn asyncpg_gets_the_new_row_type_after_alter_table() {
+    same_as_direct("stale_plan", &["before (1, 2)", "after 0 (1, '2')", "after 1 (1, '2')", "new connection (1, '2')"]);
+}
+
+#[test]
+fn asyncpg_new_client_never_gets_another_clients_stale_statement() {
+    same_as_direct("other_client", &["client A (1, 2)", "client B (1, 'x')", "client A again (1, 'x')"]);
+}
+
+#[test]
+fn asyncpg_sees_the_new_parameter_types_after_re_create() {
+    same_as_direct("param_types", &["before ['date']", "after ['time']", "stored 12:34:00"]);
+}
+
+#[test]
+fn psycopg_protocol_statements_are_usable_from_sql_execute_and_deallocate() {
+    same_as_direct(
+        "deallocate",
+        &[
+            "EXECUTE s1 -> SELECT 1 [(42,)]",
+            "EXECUTE s1 -> ERROR 26000",
+            "DEALLOCATE s1 -> DEALLOCATE ",
+            "DEALLOCATE ALL -> DEALLOCATE ALL",
+            "cache eviction ok",
+        ],
+    );
+}
+
+#[test]
+fn psycopg_duplicate_parse_fails_with_42p05_and_keeps_the_statement() {
+    same_as_direct("duplicate", &["exec s1 -> 2 b'1'"]);
+}
+
+/// The Rust `postgres` crate: after DDL through the router, a statement prepared again on the
+/// same shared server connection gets the new parameter type, while the old one stays usable.
+#[test]
+fn postgres_crate_prepares_anew_after_ddl_on_the_shared_connection() {
+    for (mode, max) in [("session", 2), ("transaction", 1)] {
+        let r = router(mode, max, "");
+        let mut a = r.pg("main");
+        let mut b = r.pg("main");
+        let pid = backend_pid(&mut a);
+        let table = unique_name("ppd_rs");
+        a.batch_execute(&format!("CREATE TABLE {table} (v int4)")).expect("create");
+        let insert = format!("INSERT INTO {table} VALUES ($1)");
+        let old = a.prepare(&insert).expect("prepare");
+        assert_eq!(old.params(), &[postgres::types::Type::INT4], "{mode}");
+        b.batch_execute(&format!("DROP TABLE {table}; CREATE TABLE {table} (v text)")).expect("re-create");
+        let new = a.prepare(&insert).expect("prepare again");
+        assert_eq!(new.params(), &[postgres::types::Type::TEXT], "{mode}: parsed after the change");
+        a.execute(&new, &[&"x"]).expect("insert text");
+        let other = b.prepare(&insert).expect("another client prepares");
+        assert_eq!(other.params(), &[postgres::types::Type::TEXT], "{mode}");
+        if mode == "transaction" {
+            assert_eq!(backend_pid(&mut b), pid, "{mode}: one server connection for both clients");
+        }
+        // As on the server: the statement prepared before keeps its parameter type and is
+        // revalidated against the new table (int4 is assigned to text).
+        a.execute(&old, &[&1i32]).unwrap_or_else(|e| panic!("{mode}: the old statement runs: {e}"));
+        let all: String =
+            a.query_one(&format!("SELECT string_agg(v, ',' ORDER BY v) FROM {table}"), &[]).expect("read").get(0);
+        assert_eq!(all, "1,x", "{mode}");
+        a.batch_execute(&format!("DROP TABLE {table}")).expect("drop");
+    }
+}
