@@ -123,3 +123,46 @@ fn postgres_crate_prepares_anew_after_ddl_on_the_shared_connection() {
         a.batch_execute(&format!("DROP TABLE {table}")).expect("drop");
     }
 }
+
+/// Raw protocol messages (`pg_raw`): a named Parse the server rejects creates no name, so the
+/// client may Parse that name again (as on the server); a duplicate fails with 42P05 whatever
+/// the text, and the first statement stays.
+#[test]
+fn a_rejected_parse_leaves_its_name_free_and_a_duplicate_keeps_the_first() {
+    use crate::pg_raw::{bind, code, columns, execute, md5_router, parse, query, sync, tags, Raw};
+    for mode in ["session", "transaction"] {
+        let r = md5_router(mode, 1);
+        let mut c = Raw::login(r.port(), "main", "app").unwrap_or_else(|e| panic!("login: {e:?}"));
+        // Inside a transaction the backend is attached: the Parse reaches the server.
+        c.send(&query("BEGIN"));
+        c.until_ready();
+        let mut bad = parse("s1", "SELECT * FROM no_such_table_ppd");
+        bad.extend(sync());
+        c.send(&bad);
+        let got = c.until_ready();
+        assert_eq!((tags(&got).as_str(), code(&got[0].1).as_str()), ("EZ", "42P01"), "{mode}");
+        c.send(&query("ROLLBACK"));
+        c.until_ready();
+        let mut good = parse("s1", "SELECT 9");
+        good.extend(bind("s1", &[], 0));
+        good.extend(execute());
+        good.extend(sync());
+        c.send(&good);
+        let got = c.until_ready();
+        assert_eq!(tags(&got), "12DCZ", "{mode}: the name was free");
+        assert_eq!(columns(&got[2].1), vec![Some(b"9".to_vec())], "{mode}");
+        let mut dup = parse("s1", "SELECT 10");
+        dup.extend(bind("s1", &[], 0));
+        dup.extend(execute());
+        dup.extend(sync());
+        c.send(&dup);
+        let got = c.until_ready();
+        assert_eq!((tags(&got).as_str(), code(&got[0].1).as_str()), ("EZ", "42P05"), "{mode}");
+        let mut again = bind("s1", &[], 0);
+        again.extend(execute());
+        again.extend(sync());
+        c.send(&again);
+        let got = c.until_ready();
+        assert_eq!(columns(&got[1].1), vec![Some(b"9".to_vec())], "{mode}: the first statement stays");
+    }
+}

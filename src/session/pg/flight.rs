@@ -69,6 +69,9 @@ pub(super) struct Flight {
     pub flushed: bool,
     /// Issue #11: the retry policies of the rules that routed the batch's statements so far.
     pub rules: RulePolicy,
+    /// Issue #18: the client's named Parses sent to the backend and not answered yet, in order;
+    /// a name whose Parse the server did not run is forgotten, as on the server.
+    pub named: std::collections::VecDeque<(String, Rc<Stmt>)>,
 }
 
 impl Flight {
@@ -98,6 +101,7 @@ impl Flight {
         self.retry = None;
         self.flushed = false;
         self.rules = RulePolicy::default();
+        self.named.clear();
     }
 }
 

@@ -477,6 +477,7 @@ impl Session {
             self.expect.push_back(Expect::Synth(b'1'));
         } else {
             self.prepare_on_backend(&stmt, false);
+            self.flight.named.push_back((name.to_owned(), stmt));
         }
         Ok(())
     }
@@ -594,6 +595,7 @@ impl Session {
         self.expect.clear();
         self.flight.mark = None;
         self.flight.rules = retry::RulePolicy::default();
+        self.flight.named.clear(); // none of its Parses reaches the server
         e.encode(&mut self.out);
         self.skipping = true;
         Ok(())
@@ -631,6 +633,32 @@ impl Session {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Bookkeeping of a message the server did not run (it failed, or an earlier error of its
+    /// batch made the server skip it).
+    fn not_run(&mut self, e: Expect) {
+        match e {
+            Expect::Parse { swallow, key: Some(k) } => {
+                if let Some(conn) = self.backend.as_mut() {
+                    conn.prepared.retain(|p| *p != k);
+                }
+                // The client's own named Parse: as on the server, the name was not created,
+                // and the client may use it again (#18).
+                if let (false, Some((name, stmt))) = (swallow, self.flight.named.pop_front()) {
+                    if self.stmts.get(&name).is_some_and(|s| Rc::ptr_eq(s, &stmt)) {
+                        self.stmts.remove(&name);
+                    }
+                }
+            }
+            Expect::Close { key: Some(k), .. } => {
+                // The evicted statement is still on the backend.
+                if let Some(conn) = self.backend.as_mut().filter(|c| !c.prepared.contains(&k)) {
+                    conn.prepared.insert(0, k);
+                }
+            }
+            _ => {}
         }
     }
 

@@ -243,8 +243,11 @@ impl Session {
         let front = self.expect.front().copied();
         match tag {
             b'1' => match front {
-                Some(Expect::Parse { swallow, .. }) => {
+                Some(Expect::Parse { swallow, key }) => {
                     self.expect.pop_front();
+                    if !swallow && key.is_some() {
+                        self.flight.named.pop_front(); // the client's named statement exists (#18)
+                    }
                     !swallow
                 }
                 _ => true,
@@ -474,17 +477,8 @@ impl Session {
             if *e == Expect::Sync {
                 break;
             }
-            if let Expect::Parse { key: Some(k), .. } = *e {
-                if let Some(conn) = self.backend.as_mut() {
-                    conn.prepared.retain(|p| *p != k);
-                }
-            }
-            if let (Expect::Close { key: Some(k), .. }, Some(conn)) = (*e, self.backend.as_mut()) {
-                // The evicted statement is still on the backend (#18).
-                if !conn.prepared.contains(&k) {
-                    conn.prepared.insert(0, k);
-                }
-            }
+            let e = *e;
+            self.not_run(e);
             self.expect.pop_front();
         }
     }
