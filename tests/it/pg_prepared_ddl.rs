@@ -166,3 +166,57 @@ fn a_rejected_parse_leaves_its_name_free_and_a_duplicate_keeps_the_first() {
         assert_eq!(columns(&got[1].1), vec![Some(b"9".to_vec())], "{mode}: the first statement stays");
     }
 }
+
+/// The Rust `postgres` crate (Bind + Execute, no Describe): in transaction mode a statement
+/// prepared before a schema change and executed on a connection that never had it gets the
+/// server's `0A000` when its row type changed, as its own connection would answer, and runs
+/// when it did not. The connections are told apart by their backend pids.
+#[test]
+fn postgres_crate_moved_statement_after_ddl_gets_0a000_only_when_its_row_type_changed() {
+    let r = router("transaction", 2, "");
+    let table = unique_name("ppd_move");
+    let mut a = r.pg("main");
+    let mut b = r.pg("main");
+    let mut ddl = r.pg("main");
+    ddl.batch_execute(&format!("CREATE TABLE {table} (a int, b int); INSERT INTO {table} VALUES (1, 2)"))
+        .expect("create");
+    // b holds one connection (q), so a prepares and runs on the other (p).
+    b.batch_execute("BEGIN").expect("begin");
+    let q = backend_pid(&mut b);
+    let all = a.prepare(&format!("SELECT * FROM {table}")).expect("prepare all");
+    let cols = a.prepare(&format!("SELECT a, b FROM {table} WHERE a > 0")).expect("prepare cols");
+    assert_eq!(a.query_one(&all, &[]).expect("all").get::<_, i32>(1), 2);
+    assert_eq!(a.query_one(&cols, &[]).expect("cols").get::<_, i32>(1), 2);
+    let p = backend_pid(&mut a);
+    assert_ne!(p, q, "two server connections");
+    b.batch_execute("COMMIT").expect("commit");
+    // A schema change that keeps the row type, then hold p so that a runs on q.
+    ddl.batch_execute(&format!("ALTER TABLE {table} ALTER COLUMN b SET DEFAULT 5")).expect("harmless alter");
+    let mut holders = Vec::new();
+    loop {
+        let mut h = r.pg("main");
+        h.batch_execute("BEGIN").expect("begin");
+        let pid = backend_pid(&mut h);
+        holders.push((pid, h));
+        if pid == p {
+            break;
+        }
+        assert!(holders.len() < 2, "p is held");
+    }
+    for (pid, h) in &mut holders {
+        if *pid != p {
+            h.batch_execute("COMMIT").expect("q given back");
+        }
+    }
+    assert_eq!(a.query_one(&all, &[]).expect("same row type on q").get::<_, i32>(1), 2);
+    // Change the row type through another client (on q), and run the statement q never had.
+    let mut other = r.pg("main");
+    other.batch_execute(&format!("ALTER TABLE {table} ALTER COLUMN b TYPE text")).expect("alter type");
+    let e = a.query_one(&cols, &[]).map(|_| ()).expect_err("row type changed");
+    let db = e.as_db_error().unwrap_or_else(|| panic!("not a server error: {e}"));
+    assert_eq!((db.code().code(), db.message()), ("0A000", "cached plan must not change result type"));
+    let fresh = a.prepare(&format!("SELECT a, b FROM {table} WHERE a > 0")).expect("prepare again");
+    assert_eq!(a.query_one(&fresh, &[]).expect("fresh").get::<_, String>(1), "2");
+    drop(holders);
+    ddl.batch_execute(&format!("DROP TABLE {table}")).expect("drop");
+}

@@ -72,6 +72,9 @@ pub(super) struct Flight {
     /// Issue #18: the client's named Parses sent to the backend and not answered yet, in order;
     /// a name whose Parse the server did not run is forgotten, as on the server.
     pub named: std::collections::VecDeque<(String, Rc<Stmt>)>,
+    /// Issue #18: the statements of the Describe (statement) messages sent and not answered
+    /// yet, in order (`None`: not one of the router's), to note the row type the client learns.
+    pub describing: std::collections::VecDeque<Option<Rc<Stmt>>>,
 }
 
 impl Flight {
@@ -102,6 +105,7 @@ impl Flight {
         self.flushed = false;
         self.rules = RulePolicy::default();
         self.named.clear();
+        self.describing.clear();
     }
 }
 

@@ -15,6 +15,7 @@ mod prepared;
 mod relay;
 mod retry;
 mod route;
+mod verify;
 
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -498,6 +499,11 @@ impl Session {
         }
         self.state.stage(stmt.effects.iter().cloned());
         if !self.has_prepared(stmt.key) {
+            if let Err(e) = self.check_moved(&stmt).await {
+                return self.fail_batch(e);
+            }
+        }
+        if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
         } else {
             self.mark_healable(&stmt, true);
@@ -519,12 +525,20 @@ impl Session {
             Target::Statement if !name.is_empty() => self.stmts.get(name).cloned(),
             _ => None,
         };
-        let Some(stmt) = stmt else { return self.forward_ext(raw, expect).await };
+        let Some(stmt) = stmt else {
+            if kind == Target::Statement {
+                self.flight.describing.push_back(None);
+            }
+            return self.forward_ext(raw, expect).await;
+        };
         if let Err(e) = self.route_statement(&stmt.query, stmt.route_key, false).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {
             return self.fail_batch(e);
+        }
+        if kind == Target::Statement {
+            self.flight.describing.push_back(Some(stmt.clone()));
         }
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
@@ -596,6 +610,7 @@ impl Session {
         self.flight.mark = None;
         self.flight.rules = retry::RulePolicy::default();
         self.flight.named.clear(); // none of its Parses reaches the server
+        self.flight.describing.clear();
         e.encode(&mut self.out);
         self.skipping = true;
         Ok(())
@@ -652,6 +667,9 @@ impl Session {
                     }
                 }
             }
+            Expect::DescribeStatement => {
+                self.flight.describing.pop_front();
+            }
             Expect::Close { key: Some(k), .. } => {
                 // The evicted statement is still on the backend.
                 if let Some(conn) = self.backend.as_mut().filter(|c| !c.prepared.contains(&k)) {
@@ -677,7 +695,7 @@ impl Session {
     fn prepare_on_backend(&mut self, stmt: &Stmt, swallow: bool) {
         let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
         let Some(conn) = self.backend.as_mut() else { return };
-        if conn.prepared.len() >= limit {
+        while conn.prepared.len() >= limit {
             let cold = conn.prepared.remove(0);
             let _ = frontend::encode_close(Target::Statement, &prepared::server_name(cold), &mut self.bout);
             self.expect.push_back(Expect::Close { swallow: true, key: Some(cold) });

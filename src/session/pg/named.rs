@@ -12,9 +12,8 @@ use std::ops::Range;
 use std::rc::Rc;
 
 use super::prepared::{Expect, Stmt};
-use super::{End, Session, READ_CHUNK};
-use crate::protocol::pg::{backend, decode_frame, frontend, BackendMessage, Frame, TransactionStatus};
-use crate::rt;
+use super::{End, Session};
+use crate::protocol::pg::{backend, frontend, BackendMessage, TransactionStatus};
 use crate::session::client_error::PgClientError;
 use crate::sql::lexer::{Lexer, Token, TokenKind};
 use crate::sql::Dialect;
@@ -220,37 +219,11 @@ impl Session {
         }
         out.extend_from_slice(&stmt.parse_msg);
         frontend::encode_sync(&mut out);
-        rt::write_all(&mut conn.stream, &out).await.map_err(|_| ())?;
-        let mut error = None;
-        loop {
-            let (tag, len) = loop {
-                match decode_frame(&conn.rbuf, super::relay::BACKEND_MAX) {
-                    Ok(Some(f)) => break (f.tag, f.total_len),
-                    Ok(None) => {}
-                    Err(_) => return Err(()),
-                }
-                match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
-                    Ok(0) | Err(_) => return Err(()),
-                    Ok(_) => {}
-                }
-            };
-            let frame: Vec<u8> = conn.rbuf.drain(..len).collect();
-            match tag {
-                b'E' => error = Some(frame),
-                b'Z' => {
-                    let status = match BackendMessage::decode(&Frame::new(tag, frame.get(5..).unwrap_or_default())) {
-                        Ok(BackendMessage::ReadyForQuery(s)) => s,
-                        _ => return Err(()),
-                    };
-                    if error.is_none() {
-                        conn.prepared.push(stmt.key);
-                    }
-                    return Ok(error.map(|e| (e, status)));
-                }
-                // ParseComplete, CloseComplete, and notices the server may send meanwhile.
-                _ => {}
-            }
+        let answer = super::verify::exchange(conn, &out).await?;
+        if answer.error.is_none() {
+            conn.prepared.push(stmt.key);
         }
+        Ok(answer.error.map(|e| (e, answer.status)))
     }
 }
 

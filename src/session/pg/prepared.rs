@@ -29,6 +29,10 @@ pub(super) struct Stmt {
     pub query: String,
     /// The routing key of `query`, computed once at Parse.
     pub route_key: Option<StatementKey>,
+    /// The schema generation in force when the client prepared it.
+    pub generation: u64,
+    /// The row type the client was told when it described the statement (see `verify`).
+    pub row_type: std::cell::Cell<Option<u64>>,
 }
 
 impl Stmt {
@@ -49,6 +53,8 @@ impl Stmt {
             effects: pg_effects(query),
             query: client_query.to_owned(),
             route_key: None,
+            generation,
+            row_type: std::cell::Cell::new(None),
         }
     }
 }

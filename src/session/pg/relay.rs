@@ -268,6 +268,9 @@ impl Session {
                 true
             }
             b'T' | b'n' => {
+                if front == Some(Expect::DescribeStatement) {
+                    self.note_row_type(tag, pos, len); // #18
+                }
                 if matches!(front, Some(Expect::DescribeStatement | Expect::DescribePortal)) {
                     self.expect.pop_front();
                 }
