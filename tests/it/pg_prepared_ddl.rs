@@ -220,3 +220,42 @@ fn postgres_crate_moved_statement_after_ddl_gets_0a000_only_when_its_row_type_ch
     drop(holders);
     ddl.batch_execute(&format!("DROP TABLE {table}")).expect("drop");
 }
+
+/// A stale plan healed for one client is healed under a new server name: libpq's pattern
+/// (Bind, Describe portal, Execute — `pg_raw`) gets the new rows transparently, while the Rust
+/// `postgres` crate, which shares that server statement (pool of one) and decodes with the row
+/// description it learned before, still gets the server's `0A000` for its old statement.
+#[test]
+fn healing_one_client_never_changes_a_statement_another_client_shares() {
+    use crate::pg_raw::{bind, describe_portal, execute, md5_router, parse, sync, tags, Raw};
+    let r = md5_router("transaction", 1);
+    let table = unique_name("ppd_heal");
+    let mut a = r.pg("main");
+    a.batch_execute(&format!("CREATE TABLE {table} (id int); INSERT INTO {table} VALUES (1)")).expect("create");
+    let sql = format!("SELECT * FROM {table}");
+    let old = a.prepare(&sql).expect("prepare");
+    assert_eq!(a.query(&old, &[]).expect("first run").len(), 1);
+    let mut l = Raw::login(r.port(), "main", "app").unwrap_or_else(|e| panic!("login: {e:?}"));
+    let mut prep = parse("p", &sql);
+    prep.extend(sync());
+    l.send(&prep);
+    assert_eq!(tags(&l.until_ready()), "1Z");
+    let mut exec = bind("p", &[], 0);
+    exec.extend(describe_portal());
+    exec.extend(execute());
+    exec.extend(sync());
+    l.send(&exec);
+    assert_eq!(tags(&l.until_ready()), "2TDCZ");
+    // Behind the router's back: no schema change passes through it.
+    dbs().pg.primary_client().batch_execute(&format!("ALTER TABLE {table} ADD COLUMN w int DEFAULT 7")).expect("alter");
+    l.send(&exec);
+    let got = l.until_ready();
+    assert_eq!(tags(&got), "2TDCZ", "healed for libpq's pattern");
+    assert_eq!(crate::pg_raw::columns(&got[2].1).len(), 2, "the new row type");
+    let e = a.query(&old, &[]).map(|_| ()).expect_err("the shared statement is still the old one");
+    let db = e.as_db_error().unwrap_or_else(|| panic!("not a server error: {e}"));
+    assert_eq!((db.code().code(), db.message()), ("0A000", "cached plan must not change result type"));
+    let fresh = a.prepare(&sql).expect("prepare again");
+    assert_eq!(a.query_one(&fresh, &[]).expect("fresh").get::<_, Option<i32>>(1), Some(7));
+    a.batch_execute(&format!("DROP TABLE {table}")).expect("drop");
+}

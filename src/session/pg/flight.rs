@@ -4,8 +4,10 @@
 //! Healing: after a schema change, a statement the router prepared on a backend earlier fails
 //! at Describe or Bind with `0A000 cached plan must not change result type`. Outside an
 //! explicit transaction, and when that message is the first thing of its Sync batch to run,
-//! nothing of the batch took effect, so the router re-prepares the statement on that
-//! connection (Close + Parse) and sends the batch again, once. A Bind is healed only when the
+//! nothing of the batch took effect, so the router prepares the statement on that connection
+//! again under a fresh server name (#18: other clients sharing the stale server statement
+//! learned its old row type, and must keep getting the server's error for it) and sends the
+//! batch again, renamed, once. A Bind is healed only when the
 //! batch also describes the portal before executing it (libpq does, for every execution):
 //! otherwise the client would decode new rows with the row description it learned before the
 //! change, so it gets the error, as from the server itself. Inside a transaction the error
@@ -109,6 +111,30 @@ impl Flight {
     }
 }
 
+/// `bytes` (whole frontend messages) with every Bind and statement Describe of statement `old`
+/// naming `new` instead; `None` if a message is malformed (the router encoded them itself).
+pub(super) fn renamed(bytes: &[u8], old: &str, new: &str) -> Option<Vec<u8>> {
+    use crate::protocol::pg::{decode_frame, frontend, FrontendMessage, Target};
+    let mut out = Vec::with_capacity(bytes.len() + 16);
+    let mut pos = 0usize;
+    while pos < bytes.len() {
+        let f = decode_frame(bytes.get(pos..)?, REPLAY_MAX).ok()??;
+        let raw = bytes.get(pos..pos + f.total_len)?;
+        let body = raw.get(5..)?;
+        match FrontendMessage::decode(&Frame::new(f.tag, body)).ok()? {
+            FrontendMessage::Bind { statement, .. } if statement == old => {
+                frontend::encode_bind_renamed(body, new, &mut out).ok()?
+            }
+            FrontendMessage::Describe { kind: Target::Statement, name } if name == old => {
+                frontend::encode_describe_renamed(body, new, &mut out).ok()?
+            }
+            _ => out.extend_from_slice(raw),
+        }
+        pos += f.total_len;
+    }
+    Some(out)
+}
+
 /// What an ErrorResponse means to the relay.
 pub(super) enum ErrorKind {
     /// The backend is going away (FATAL or PANIC); its code and message.
@@ -174,6 +200,28 @@ mod tests {
         assert!(matches!(classify_error(&dup), ErrorKind::Misnamed { key: 0xab, exists: true }));
         let client = body(Severity::Error, "26000", "prepared statement \"s1\" does not exist");
         assert!(matches!(classify_error(&client), ErrorKind::Other));
+    }
+
+    #[test]
+    fn renames_one_statement_in_a_batch() {
+        use crate::protocol::pg::{frontend, FrontendMessage, Target};
+        let mut batch = Vec::new();
+        let _ = frontend::encode_describe(Target::Statement, "qp_old", &mut batch);
+        let _ = FrontendMessage::Bind {
+            portal: "",
+            statement: "qp_old",
+            param_formats: Default::default(),
+            params: Default::default(),
+            result_formats: Default::default(),
+        }
+        .encode(&mut batch);
+        let _ = frontend::encode_describe(Target::Statement, "qp_other", &mut batch);
+        frontend::encode_sync(&mut batch);
+        let out = renamed(&batch, "qp_old", "qp_new").expect("well-formed");
+        let text = String::from_utf8_lossy(&out);
+        assert_eq!((text.matches("qp_new").count(), text.contains("qp_old")), (2, false));
+        assert!(text.contains("qp_other"));
+        assert_eq!(renamed(b"B\0\0", "a", "b"), None);
     }
 
     #[test]

@@ -680,6 +680,25 @@ impl Session {
         }
     }
 
+    /// Heals `stale` for this client under a new server name: the client's names for it now
+    /// mean the fresh statement, which is queued for preparing; returns the batch `bytes`
+    /// renamed to it (or, should they not decode, the old name re-prepared in place).
+    fn heal_fresh(&mut self, stale: &Rc<Stmt>, bytes: &[u8]) -> Vec<u8> {
+        let fresh = Rc::new(stale.regenerated(self.pool.schema_generation()));
+        let Some(renamed) = flight::renamed(bytes, &stale.server_name, &fresh.server_name) else {
+            let _ = frontend::encode_close(Target::Statement, &stale.server_name, &mut self.bout);
+            self.expect.push_back(Expect::Close { swallow: true, key: None });
+            self.bout.extend_from_slice(&stale.parse_msg);
+            self.expect.push_back(Expect::Parse { swallow: true, key: Some(stale.key) });
+            return bytes.to_vec();
+        };
+        for s in self.stmts.values_mut().filter(|s| Rc::ptr_eq(s, stale)) {
+            *s = fresh.clone();
+        }
+        self.prepare_on_backend(&fresh, true);
+        renamed
+    }
+
     /// Corrects the connection's bookkeeping of statement `key` from a server error that named
     /// it: the client sees the error once, and its next attempt prepares or reuses correctly.
     fn correct_prepared(&mut self, key: u64, exists: bool) {

@@ -29,6 +29,8 @@ pub(super) struct Stmt {
     pub query: String,
     /// The routing key of `query`, computed once at Parse.
     pub route_key: Option<StatementKey>,
+    /// What backends prepare (`query`, or its translation) and the declared parameter types.
+    pub sent: (String, Vec<u32>),
     /// The schema generation in force when the client prepared it.
     pub generation: u64,
     /// The row type the client was told when it described the statement (see `verify`).
@@ -53,9 +55,21 @@ impl Stmt {
             effects: pg_effects(query),
             query: client_query.to_owned(),
             route_key: None,
+            sent: (query.to_owned(), types.to_vec()),
             generation,
             row_type: std::cell::Cell::new(None),
         }
+    }
+}
+
+impl Stmt {
+    /// The same client statement under `generation`: a new server name, for a statement the
+    /// server found stale (others sharing the old server statement keep theirs, and get the
+    /// server's own verdict on it).
+    pub fn regenerated(&self, generation: u64) -> Self {
+        let mut fresh = Self::new(&self.query, Some(&self.sent.0), &self.sent.1, generation);
+        fresh.route_key = self.route_key;
+        fresh
     }
 }
 
@@ -133,6 +147,16 @@ mod tests {
         assert_ne!(a.server_name, d.server_name);
         assert!(a.server_name.starts_with("qp_") && a.server_name.len() == 19);
         assert_eq!(a.parse_msg.first(), Some(&b'P'));
+    }
+
+    #[test]
+    fn a_regenerated_statement_keeps_its_text_under_a_new_name() {
+        let mut s = Stmt::new("SELECT ?", Some("SELECT $1"), &[23], 1);
+        s.route_key = None;
+        let fresh = s.regenerated(2);
+        assert_ne!(fresh.server_name, s.server_name);
+        assert_eq!(fresh.key, Stmt::new("SELECT ?", Some("SELECT $1"), &[23], 2).key);
+        assert_eq!((fresh.query.as_str(), &fresh.sent), ("SELECT ?", &("SELECT $1".to_owned(), vec![23])));
     }
 
     #[test]

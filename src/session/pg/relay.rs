@@ -19,7 +19,7 @@ use crate::config::PoolMode;
 use crate::pool::Conn;
 use crate::protocol::pg::backend::is_after_startup;
 use crate::protocol::pg::notice::peek_sqlstate;
-use crate::protocol::pg::{data_row_run, decode_frame, frontend, sqlstate, Target, TransactionStatus};
+use crate::protocol::pg::{data_row_run, decode_frame, frontend, sqlstate, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::pg::prepared::Expect;
@@ -360,12 +360,10 @@ impl Session {
     async fn resend_healed(&mut self) -> Result<(), End> {
         let Some(replay) = self.flight.healing.take() else { return Ok(()) };
         self.bout.clear();
-        let _ = frontend::encode_close(Target::Statement, &replay.stmt.server_name, &mut self.bout);
-        self.bout.extend_from_slice(&replay.stmt.parse_msg);
-        self.bout.extend_from_slice(&replay.bytes);
         self.expect.clear();
-        self.expect.push_back(Expect::Close { swallow: true, key: None });
-        self.expect.push_back(Expect::Parse { swallow: true, key: Some(replay.stmt.key) });
+        // Under a fresh name (#18): other clients sharing the stale server statement keep it.
+        let bytes = self.heal_fresh(&replay.stmt, &replay.bytes);
+        self.bout.extend_from_slice(&bytes);
         if let Some(conn) = self.backend.as_mut() {
             // The error made the server skip the batch's Parses: they run again now.
             for e in &replay.expects {
