@@ -259,3 +259,47 @@ fn healing_one_client_never_changes_a_statement_another_client_shares() {
     assert_eq!(a.query_one(&fresh, &[]).expect("fresh").get::<_, Option<i32>>(1), Some(7));
     a.batch_execute(&format!("DROP TABLE {table}")).expect("drop");
 }
+
+/// A healed batch that also prepares a named statement after the stale one (`pg_raw`,
+/// libpq's pattern): the server skipped that Parse the first time and runs it in the resent
+/// batch, so the name exists afterwards, as it would directly.
+#[test]
+fn a_named_parse_in_a_healed_batch_keeps_its_name() {
+    use crate::pg_raw::{bind, columns, describe_portal, execute, md5_router, parse, sync, tags, Raw};
+    for mode in ["session", "transaction"] {
+        let r = md5_router(mode, 1);
+        let table = unique_name("ppd_hb");
+        let mut l = Raw::login(r.port(), "main", "app").unwrap_or_else(|e| panic!("login: {e:?}"));
+        l.send(&crate::pg_raw::query(&format!("CREATE TABLE {table} (id int); INSERT INTO {table} VALUES (1)")));
+        l.until_ready();
+        let mut prep = parse("p", &format!("SELECT * FROM {table}"));
+        prep.extend(sync());
+        l.send(&prep);
+        l.until_ready();
+        let mut exec = bind("p", &[], 0);
+        exec.extend(describe_portal());
+        exec.extend(execute());
+        exec.extend(sync());
+        l.send(&exec);
+        assert_eq!(tags(&l.until_ready()), "2TDCZ", "{mode}");
+        dbs().pg.primary_client().batch_execute(&format!("ALTER TABLE {table} ADD COLUMN w int")).expect("alter");
+        let mut batch = bind("p", &[], 0);
+        batch.extend(describe_portal());
+        batch.extend(execute());
+        batch.extend(parse("s2", "SELECT 2"));
+        batch.extend(bind("s2", &[], 0));
+        batch.extend(execute());
+        batch.extend(sync());
+        l.send(&batch);
+        assert_eq!(tags(&l.until_ready()), "2TDC12DCZ", "{mode}: healed");
+        let mut again = bind("s2", &[], 0);
+        again.extend(execute());
+        again.extend(sync());
+        l.send(&again);
+        let got = l.until_ready();
+        assert_eq!(tags(&got), "2DCZ", "{mode}: s2 exists");
+        assert_eq!(columns(&got[1].1), vec![Some(b"2".to_vec())], "{mode}");
+        l.send(&crate::pg_raw::query(&format!("DROP TABLE {table}")));
+        l.until_ready();
+    }
+}

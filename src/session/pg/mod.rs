@@ -660,14 +660,19 @@ impl Session {
                     conn.prepared.retain(|p| *p != k);
                 }
                 // The client's own named Parse: as on the server, the name was not created,
-                // and the client may use it again (#18).
-                if let (false, Some((name, stmt))) = (swallow, self.flight.named.pop_front()) {
+                // and the client may use it again (#18). Unless the batch is sent again (a
+                // healed stale plan, a retry): then the Parse runs again, and answers then.
+                let again = self.flight.healing.is_some() || self.retry_pending();
+                if swallow || again {
+                    return;
+                }
+                if let Some((name, stmt)) = self.flight.named.pop_front() {
                     if self.stmts.get(&name).is_some_and(|s| Rc::ptr_eq(s, &stmt)) {
                         self.stmts.remove(&name);
                     }
                 }
             }
-            Expect::DescribeStatement => {
+            Expect::DescribeStatement if self.flight.healing.is_none() && !self.retry_pending() => {
                 self.flight.describing.pop_front();
             }
             Expect::Close { key: Some(k), .. } => {
@@ -693,6 +698,9 @@ impl Session {
             return bytes.to_vec();
         };
         for s in self.stmts.values_mut().filter(|s| Rc::ptr_eq(s, stale)) {
+            *s = fresh.clone();
+        }
+        for s in self.flight.describing.iter_mut().flatten().filter(|s| Rc::ptr_eq(s, stale)) {
             *s = fresh.clone();
         }
         self.prepare_on_backend(&fresh, true);
