@@ -219,7 +219,7 @@ impl Session {
         }
         out.extend_from_slice(&stmt.parse_msg);
         frontend::encode_sync(&mut out);
-        let answer = super::verify::exchange(conn, &out).await?;
+        let answer = super::verify::exchange(conn, &out, self.pool.config.timeouts.query).await?;
         if answer.error.is_none() {
             conn.prepared.push(stmt.key);
         }

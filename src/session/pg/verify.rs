@@ -11,6 +11,7 @@
 //! type fails the batch with the server's `0A000`, as the statement's own connection would.
 
 use std::hash::{BuildHasher, Hash, Hasher};
+use std::time::Duration;
 
 use super::prepared::Stmt;
 use super::{Session, READ_CHUNK};
@@ -50,9 +51,14 @@ pub(super) struct Answer {
     pub row_type: Option<u64>,
 }
 
-/// Sends `bytes` (ending in Sync) and reads the answers through ReadyForQuery. `Err`: the
-/// connection is lost or out of step.
-pub(super) async fn exchange(conn: &mut Conn, bytes: &[u8]) -> Result<Answer, ()> {
+/// Sends `bytes` (ending in Sync) and reads the answers through ReadyForQuery, within `limit`
+/// (the pool's `query_timeout`: a Parse can wait for a lock). `Err`: the connection is lost,
+/// out of step or too slow; the caller gives it up.
+pub(super) async fn exchange(conn: &mut Conn, bytes: &[u8], limit: Option<Duration>) -> Result<Answer, ()> {
+    rt::within(limit, exchange_now(conn, bytes)).await.map_err(|_| ())?
+}
+
+async fn exchange_now(conn: &mut Conn, bytes: &[u8]) -> Result<Answer, ()> {
     rt::write_all(&mut conn.stream, bytes).await.map_err(|_| ())?;
     let mut answer = Answer { error: None, status: TransactionStatus::Idle, row_type: None };
     loop {
@@ -106,11 +112,12 @@ impl Session {
             return Ok(());
         }
         let lost = || PgClientError::new(sqlstate::CONNECTION_FAILURE, "the backend connection was lost");
+        let limit = self.pool.config.timeouts.query;
         let Some(conn) = self.backend.as_mut() else { return Ok(()) };
         let mut out = stmt.parse_msg.clone();
         let _ = frontend::encode_describe(Target::Statement, &stmt.server_name, &mut out);
         frontend::encode_sync(&mut out);
-        let Ok(answer) = exchange(conn, &out).await else {
+        let Ok(answer) = exchange(conn, &out, limit).await else {
             conn.broken = true;
             return Err(lost());
         };
@@ -125,7 +132,7 @@ impl Session {
         let mut close = Vec::new();
         let _ = frontend::encode_close(Target::Statement, &stmt.server_name, &mut close);
         frontend::encode_sync(&mut close);
-        if exchange(conn, &close).await.is_err() {
+        if exchange(conn, &close, limit).await.is_err() {
             conn.broken = true;
             return Err(lost());
         }
