@@ -5,8 +5,8 @@
 //!
 //! Each case runs real client libraries (asyncpg 0.27, psycopg 3.1 — `tests/connectors/
 //! pg_prepared_ddl.py`) once directly against PostgreSQL and once through the router, in
-//! session and transaction mode with a pool of one server connection so that consecutive
-//! clients share it; both outputs must be the same. The Rust `postgres` crate checks where the
+//! session mode and in transaction and statement mode with a pool of one server connection so
+//! that consecutive clients share it; the outputs must be the same. The Rust `postgres` crate checks where the
 //! shared statements ran.
 
 use std::path::Path;
@@ -43,15 +43,15 @@ fn through(r: &Router, case: &str) -> Vec<String> {
 }
 
 /// Runs `case` directly, checks `expected` lines are in that output (the server's behaviour
-/// the test relies on), then through the router in session and transaction mode on a pool of
-/// one connection: the same output.
+/// the test relies on), then through the router in every pool mode: the same output.
 fn same_as_direct(case: &str, expected: &[&str]) {
     let want = direct(case);
     for line in expected {
         assert!(want.iter().any(|l| l == line), "direct {case}: no line {line:?} in {want:#?}");
     }
-    // Session mode: each client has a server connection of its own (two at most at once).
-    for (mode, max) in [("session", 2), ("transaction", 1)] {
+    // Session mode: each client has a server connection of its own (two at most at once);
+    // transaction and statement mode share one.
+    for (mode, max) in [("session", 2), ("transaction", 1), ("statement", 1)] {
         let r = router(mode, max, "");
         assert_eq!(through(&r, case), want, "{case} through the router in {mode} mode");
     }
