@@ -6,8 +6,8 @@
 //! Each case runs real client libraries (asyncpg 0.27, psycopg 3.1 — `tests/connectors/
 //! pg_prepared_ddl.py`) once directly against PostgreSQL and once through the router, in
 //! session mode and in transaction and statement mode with a pool of one server connection so
-//! that consecutive clients share it; the outputs must be the same. The Rust `postgres` crate checks where the
-//! shared statements ran.
+//! that consecutive clients share it; the outputs must be the same. The Rust `postgres` crate
+//! and raw protocol messages (`pg_raw`) check the cases the libraries do not reach.
 
 use std::path::Path;
 use std::process::Command;
