@@ -11,6 +11,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::health::BackendHealth;
+use super::schema::SchemaGeneration;
 
 /// One (pool, backend) budget shared by every core.
 #[derive(Debug)]
@@ -68,11 +69,13 @@ type HealthMap = HashMap<(String, String), Arc<BackendHealth>>;
 
 /// Registry of budgets by (pool, backend address); a reload that changes `max_connections`
 /// updates the cap in place so open connections stay counted. It also holds each backend's
-/// shared health entry (see `pool::health`), created once and kept across reloads.
+/// shared health entry (see `pool::health`), created once and kept across reloads, and the
+/// process-wide schema generation (see `pool::schema`).
 #[derive(Debug, Clone, Default)]
 pub struct BudgetRegistry {
     inner: Arc<Mutex<BudgetMap>>,
     health: Arc<Mutex<HealthMap>>,
+    schema: Arc<SchemaGeneration>,
 }
 
 impl BudgetRegistry {
@@ -98,6 +101,11 @@ impl BudgetRegistry {
             .entry((pool.to_owned(), backend.to_owned()))
             .or_insert_with(|| Arc::new(BackendHealth::new(has_lag_threshold)))
             .clone()
+    }
+
+    /// The process-wide schema generation every pool shares. Called only when pools are built.
+    pub fn schema(&self) -> Arc<SchemaGeneration> {
+        self.schema.clone()
     }
 }
 

@@ -11,6 +11,7 @@ mod login;
 mod mysql;
 mod pause;
 mod pg;
+mod schema;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -25,6 +26,7 @@ pub use health::{BackendHealth, Cause};
 pub use mysql::{deliver_kill as deliver_mysql_kill, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES};
 pub use pause::PauseGate;
 pub use pg::deliver_cancel as deliver_pg_cancel;
+pub use schema::SchemaGeneration;
 
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::error::{ErrorCode, Origin};
@@ -194,6 +196,9 @@ pub struct CorePool {
     gate: Rc<PauseGate>,
     /// A reload built a successor: nothing new is lent from this one.
     replaced: Cell<bool>,
+    /// The process-wide schema generation (#18): names the server statements of PostgreSQL
+    /// clients, so a statement prepared after a schema change never reuses one parsed before.
+    schema: Arc<SchemaGeneration>,
 }
 
 impl CorePool {
@@ -234,7 +239,19 @@ impl CorePool {
             name: Arc::from(config.name.as_str()),
             gate,
             replaced: Cell::new(false),
+            schema: budgets.schema(),
         }
+    }
+
+    /// The schema generation in force now (see [`SchemaGeneration`]).
+    pub fn schema_generation(&self) -> u64 {
+        self.schema.current()
+    }
+
+    /// A schema change passed through the router or made a prepared plan stale: every
+    /// statement prepared from now on, on every core, gets a new server name.
+    pub fn schema_changed(&self) {
+        self.schema.advance();
     }
 
     /// PAUSE/RESUME of this pool on this core.

@@ -40,6 +40,7 @@ mod pg_extended;
 mod pg_faults;
 mod pg_isolation;
 mod pg_pgbench;
+mod pg_prepared_ddl;
 mod pg_prewarm;
 mod pg_psql;
 mod pg_raw;

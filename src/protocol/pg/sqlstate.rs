@@ -9,6 +9,8 @@ pub const CONNECTION_FAILURE: &str = "08006";
 pub const SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION: &str = "08001";
 /// Class 0A: the request uses a feature the router does not support.
 pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
+/// Class 26: no prepared statement of that name.
+pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
 /// Class 25: statement sent inside a transaction that already failed.
 pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
 /// Class 25: the client stayed silent too long inside a transaction.
@@ -25,6 +27,8 @@ pub const SERIALIZATION_FAILURE: &str = "40001";
 pub const DEADLOCK_DETECTED: &str = "40P01";
 /// Class 42: SQL syntax error.
 pub const SYNTAX_ERROR: &str = "42601";
+/// Class 42: a prepared statement of that name already exists.
+pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
 /// Class 53: too many connections.
 pub const TOO_MANY_CONNECTIONS: &str = "53300";
 /// Class 54: a limit was exceeded (e.g. message too large).

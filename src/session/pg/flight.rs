@@ -4,8 +4,10 @@
 //! Healing: after a schema change, a statement the router prepared on a backend earlier fails
 //! at Describe or Bind with `0A000 cached plan must not change result type`. Outside an
 //! explicit transaction, and when that message is the first thing of its Sync batch to run,
-//! nothing of the batch took effect, so the router re-prepares the statement on that
-//! connection (Close + Parse) and sends the batch again, once. A Bind is healed only when the
+//! nothing of the batch took effect, so the router prepares the statement on that connection
+//! again under a fresh server name (#18: other clients sharing the stale server statement
+//! learned its old row type, and must keep getting the server's error for it) and sends the
+//! batch again, renamed, once. A Bind is healed only when the
 //! batch also describes the portal before executing it (libpq does, for every execution):
 //! otherwise the client would decode new rows with the row description it learned before the
 //! change, so it gets the error, as from the server itself. Inside a transaction the error
@@ -15,7 +17,7 @@ use std::rc::Rc;
 
 use super::prepared::{Expect, Stmt};
 use super::retry::{RetryBatch, RulePolicy};
-use crate::protocol::pg::{BackendMessage, Frame};
+use crate::protocol::pg::{sqlstate, BackendMessage, Frame};
 
 /// Largest batch kept for a heal retry; bigger batches (large parameters) are not retried.
 const REPLAY_MAX: usize = 64 * 1024;
@@ -69,6 +71,12 @@ pub(super) struct Flight {
     pub flushed: bool,
     /// Issue #11: the retry policies of the rules that routed the batch's statements so far.
     pub rules: RulePolicy,
+    /// Issue #18: the client's named Parses sent to the backend and not answered yet, in order;
+    /// a name whose Parse the server did not run is forgotten, as on the server.
+    pub named: std::collections::VecDeque<(String, Rc<Stmt>)>,
+    /// Issue #18: the statements of the Describe (statement) messages sent and not answered
+    /// yet, in order (`None`: not one of the router's), to note the row type the client learns.
+    pub describing: std::collections::VecDeque<Option<Rc<Stmt>>>,
 }
 
 impl Flight {
@@ -98,7 +106,33 @@ impl Flight {
         self.retry = None;
         self.flushed = false;
         self.rules = RulePolicy::default();
+        self.named.clear();
+        self.describing.clear();
     }
+}
+
+/// `bytes` (whole frontend messages) with every Bind and statement Describe of statement `old`
+/// naming `new` instead; `None` if a message is malformed (the router encoded them itself).
+pub(super) fn renamed(bytes: &[u8], old: &str, new: &str) -> Option<Vec<u8>> {
+    use crate::protocol::pg::{decode_frame, frontend, FrontendMessage, Target};
+    let mut out = Vec::with_capacity(bytes.len() + 16);
+    let mut pos = 0usize;
+    while pos < bytes.len() {
+        let f = decode_frame(bytes.get(pos..)?, REPLAY_MAX).ok()??;
+        let raw = bytes.get(pos..pos + f.total_len)?;
+        let body = raw.get(5..)?;
+        match FrontendMessage::decode(&Frame::new(f.tag, body)).ok()? {
+            FrontendMessage::Bind { statement, .. } if statement == old => {
+                frontend::encode_bind_renamed(body, new, &mut out).ok()?
+            }
+            FrontendMessage::Describe { kind: Target::Statement, name } if name == old => {
+                frontend::encode_describe_renamed(body, new, &mut out).ok()?
+            }
+            _ => out.extend_from_slice(raw),
+        }
+        pos += f.total_len;
+    }
+    Some(out)
 }
 
 /// What an ErrorResponse means to the relay.
@@ -107,6 +141,9 @@ pub(super) enum ErrorKind {
     Fatal(String),
     /// A statement the router prepared has a stale plan.
     StalePlan,
+    /// The backend has (`exists`) or lacks a statement of the router's that the connection's
+    /// bookkeeping says otherwise about (42P05 / 26000 naming a `qp_` statement).
+    Misnamed { key: u64, exists: bool },
     /// The statement was canceled (57014).
     Canceled,
     /// Anything else: relay it.
@@ -127,6 +164,12 @@ pub(super) fn classify_error(body: &[u8]) -> ErrorKind {
     match code {
         "0A000" if message.starts_with(STALE_PLAN) => ErrorKind::StalePlan,
         "57014" => ErrorKind::Canceled,
+        sqlstate::INVALID_SQL_STATEMENT_NAME | sqlstate::DUPLICATE_PREPARED_STATEMENT => {
+            match super::prepared::key_in_message(message) {
+                Some(key) => ErrorKind::Misnamed { key, exists: code == sqlstate::DUPLICATE_PREPARED_STATEMENT },
+                None => ErrorKind::Other,
+            }
+        }
         _ => ErrorKind::Other,
     }
 }
@@ -150,12 +193,41 @@ mod tests {
         assert!(matches!(classify_error(&body(Severity::Error, "0A000", "other")), ErrorKind::Other));
         assert!(matches!(classify_error(&body(Severity::Error, "57014", "canceling")), ErrorKind::Canceled));
         assert!(matches!(classify_error(b"garbage"), ErrorKind::Other));
+        let name = super::super::prepared::server_name(0xab);
+        let missing = body(Severity::Error, "26000", &format!("prepared statement \"{name}\" does not exist"));
+        assert!(matches!(classify_error(&missing), ErrorKind::Misnamed { key: 0xab, exists: false }));
+        let dup = body(Severity::Error, "42P05", &format!("prepared statement \"{name}\" already exists"));
+        assert!(matches!(classify_error(&dup), ErrorKind::Misnamed { key: 0xab, exists: true }));
+        let client = body(Severity::Error, "26000", "prepared statement \"s1\" does not exist");
+        assert!(matches!(classify_error(&client), ErrorKind::Other));
+    }
+
+    #[test]
+    fn renames_one_statement_in_a_batch() {
+        use crate::protocol::pg::{frontend, FrontendMessage, Target};
+        let mut batch = Vec::new();
+        let _ = frontend::encode_describe(Target::Statement, "qp_old", &mut batch);
+        let _ = FrontendMessage::Bind {
+            portal: "",
+            statement: "qp_old",
+            param_formats: Default::default(),
+            params: Default::default(),
+            result_formats: Default::default(),
+        }
+        .encode(&mut batch);
+        let _ = frontend::encode_describe(Target::Statement, "qp_other", &mut batch);
+        frontend::encode_sync(&mut batch);
+        let out = renamed(&batch, "qp_old", "qp_new").expect("well-formed");
+        let text = String::from_utf8_lossy(&out);
+        assert_eq!((text.matches("qp_new").count(), text.contains("qp_old")), (2, false));
+        assert!(text.contains("qp_other"));
+        assert_eq!(renamed(b"B\0\0", "a", "b"), None);
     }
 
     #[test]
     fn arms_only_small_marked_batches() {
         let mut f = Flight::default();
-        let stmt = Rc::new(Stmt::new("SELECT 1", None, &[]));
+        let stmt = Rc::new(Stmt::new("SELECT 1", None, &[], 0));
         let bare: std::collections::VecDeque<Expect> =
             [Expect::Synth(b'1'), Expect::Bind, Expect::Execute, Expect::Sync].into();
         f.arm(b"PPPPBBBBEEEESSSS", &bare);

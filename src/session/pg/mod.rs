@@ -3,17 +3,22 @@
 //! backend connections, and relays responses.
 //!
 //! The loop is a `match` over message kinds delegating to one handler each; the response side
-//! lives in `relay`, statement bookkeeping in `prepared`, client login in `login`. A session
-//! whose pool speaks MySQL (`protocol = "mysql"`) is served by `bridged` instead.
+//! lives in `relay`, statement bookkeeping in `prepared` (on backend connections: `backend_stmts`;
+//! SQL `EXECUTE`/`DEALLOCATE` of them: `named`; row types after schema changes: `verify`), client
+//! login in `login`. A session whose pool speaks MySQL (`protocol = "mysql"`) is served by
+//! `bridged` instead.
 
+mod backend_stmts;
 mod bridged;
 mod digest;
 mod flight;
 mod login;
+mod named;
 mod prepared;
 mod relay;
 mod retry;
 mod route;
+mod verify;
 
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -30,7 +35,7 @@ use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
 use crate::session::state::{pg_effects, SessionState};
 use crate::session::CoreContext;
-use flight::{Flight, HealMark};
+use flight::Flight;
 use prepared::{Expect, Stmt};
 
 /// Bytes buffered for the client before they are written out mid-result.
@@ -386,6 +391,9 @@ impl Session {
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
         }
+        if let Some(done) = self.on_named_query(sql).await {
+            return done;
+        }
         let rewritten = match self.route_statement(sql, None, true).await {
             Ok(r) => r,
             Err(e) => {
@@ -429,6 +437,9 @@ impl Session {
             ));
         }
         if name.is_empty() {
+            if let Some(done) = self.on_named_parse(query, types).await {
+                return done;
+            }
             let rewritten = match self.route_statement(query, None, true).await {
                 Ok(r) => r,
                 Err(e) => return self.fail_batch(e),
@@ -445,11 +456,18 @@ impl Session {
             }
             return self.forward_ext(&parse, Expect::Parse { swallow: false, key: None }).await;
         }
+        if self.stmts.contains_key(name) {
+            // As the server: the existing statement stays, the batch fails (#18).
+            return self.fail_batch(PgClientError::new(
+                sqlstate::DUPLICATE_PREPARED_STATEMENT,
+                format!("prepared statement \"{name}\" already exists"),
+            ));
+        }
         // Named statements are routed at execute time; here only a translation matters, since it
         // changes what is prepared on backends.
         let route_key = self.ctx.statement_key(query, Protocol::Postgres);
         let translated = self.decide(query, Some(route_key)).rewritten.map(|t| t.sql);
-        let mut stmt = Stmt::new(query, translated.as_deref(), types);
+        let mut stmt = Stmt::new(query, translated.as_deref(), types, self.pool.schema_generation());
         stmt.route_key = Some(route_key);
         let stmt = Rc::new(stmt);
         self.stmts.insert(name.to_owned(), stmt.clone());
@@ -465,6 +483,7 @@ impl Session {
             self.expect.push_back(Expect::Synth(b'1'));
         } else {
             self.prepare_on_backend(&stmt, false);
+            self.flight.named.push_back((name.to_owned(), stmt));
         }
         Ok(())
     }
@@ -484,6 +503,11 @@ impl Session {
             return self.fail_batch(e);
         }
         self.state.stage(stmt.effects.iter().cloned());
+        if !self.has_prepared(stmt.key) {
+            if let Err(e) = self.check_moved(&stmt).await {
+                return self.fail_batch(e);
+            }
+        }
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
         } else {
@@ -506,12 +530,20 @@ impl Session {
             Target::Statement if !name.is_empty() => self.stmts.get(name).cloned(),
             _ => None,
         };
-        let Some(stmt) = stmt else { return self.forward_ext(raw, expect).await };
+        let Some(stmt) = stmt else {
+            if kind == Target::Statement {
+                self.flight.describing.push_back(None);
+            }
+            return self.forward_ext(raw, expect).await;
+        };
         if let Err(e) = self.route_statement(&stmt.query, stmt.route_key, false).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {
             return self.fail_batch(e);
+        }
+        if kind == Target::Statement {
+            self.flight.describing.push_back(Some(stmt.clone()));
         }
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
@@ -533,7 +565,7 @@ impl Session {
             self.expect.push_back(Expect::Synth(b'3'));
             return Ok(());
         }
-        self.forward_ext(raw, Expect::Close { swallow: false }).await
+        self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
     }
 
     async fn on_flush(&mut self, raw: &[u8]) -> Result<(), End> {
@@ -582,6 +614,8 @@ impl Session {
         self.expect.clear();
         self.flight.mark = None;
         self.flight.rules = retry::RulePolicy::default();
+        self.flight.named.clear(); // none of its Parses reaches the server
+        self.flight.describing.clear();
         e.encode(&mut self.out);
         self.skipping = true;
         Ok(())
@@ -594,47 +628,6 @@ impl Session {
             self.out.extend_from_slice(&[tag, 0, 0, 0, 4]);
         }
         self.flush_client().await
-    }
-
-    /// Marks the message being queued as healable when it is the first of its batch to use a
-    /// statement prepared earlier on this connection, outside a transaction (see `flight`).
-    fn mark_healable(&mut self, stmt: &Rc<Stmt>, bind: bool) {
-        let first = !self
-            .expect
-            .iter()
-            .any(|e| matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement));
-        if self.tx == TransactionStatus::Idle && self.flight.mark.is_none() && first {
-            self.flight.mark =
-                Some(HealMark { bout: self.bout.len(), expect: self.expect.len(), stmt: stmt.clone(), bind });
-        }
-    }
-
-    fn has_prepared(&mut self, key: u64) -> bool {
-        let Some(conn) = self.backend.as_mut() else { return false };
-        match conn.prepared.iter().position(|k| *k == key) {
-            Some(i) => {
-                // Most recently used last, so eviction takes the coldest.
-                let k = conn.prepared.remove(i);
-                conn.prepared.push(k);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Queues a Parse of `stmt` under its router name on the current backend connection,
-    /// evicting the coldest statement when the connection is at its limit.
-    fn prepare_on_backend(&mut self, stmt: &Stmt, swallow: bool) {
-        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
-        let Some(conn) = self.backend.as_mut() else { return };
-        if conn.prepared.len() >= limit {
-            let cold = conn.prepared.remove(0);
-            let _ = frontend::encode_close(Target::Statement, &prepared::server_name(cold), &mut self.bout);
-            self.expect.push_back(Expect::Close { swallow: true });
-        }
-        self.bout.extend_from_slice(&stmt.parse_msg);
-        conn.prepared.push(stmt.key);
-        self.expect.push_back(Expect::Parse { swallow, key: Some(stmt.key) });
     }
 
     /// Makes sure a backend connection is attached, replaying session settings on it.

@@ -1,9 +1,14 @@
 //! Prepared-statement bookkeeping: the client's statements under router-chosen backend names,
 //! and the queue of responses the relay must expect, swallow or synthesize.
 //!
-//! A client statement `s1` becomes `qp_<hash of text and parameter types>` on every backend
-//! connection, so identical statements of different clients share one backend preparation and a
-//! statement can be re-prepared transparently on whichever connection the client borrows next.
+//! A client statement `s1` becomes `qp_<hash of text, parameter types and schema generation>` on
+//! every backend connection, so identical statements of different clients share one backend
+//! preparation and a statement can be re-prepared transparently on whichever connection the
+//! client borrows next. The schema generation (#18, `pool::SchemaGeneration`) is the one in force
+//! when the client prepared: after a schema change the router saw, a client preparing the same
+//! text gets a server statement parsed after the change, while a statement prepared before
+//! keeps the server statement it was described with (which the server revalidates, reporting
+//! `0A000` when its result type changed, as on a direct connection).
 
 use crate::protocol::pg::frontend;
 use crate::routing::StatementKey;
@@ -24,15 +29,21 @@ pub(super) struct Stmt {
     pub query: String,
     /// The routing key of `query`, computed once at Parse.
     pub route_key: Option<StatementKey>,
+    /// What backends prepare (`query`, or its translation) and the declared parameter types.
+    pub sent: (String, Vec<u32>),
+    /// The schema generation in force when the client prepared it.
+    pub generation: u64,
+    /// The row type the client was told when it described the statement (see `verify`).
+    pub row_type: std::cell::Cell<Option<u64>>,
 }
 
 impl Stmt {
     /// `translated` is what a translation rule rewrote the client's `query` into; it is what
-    /// backends prepare.
-    pub fn new(query: &str, translated: Option<&str>, types: &[u32]) -> Self {
+    /// backends prepare. `generation` is the schema generation in force.
+    pub fn new(query: &str, translated: Option<&str>, types: &[u32], generation: u64) -> Self {
         let client_query = query;
         let query = translated.unwrap_or(query);
-        let key = statement_key(query, types);
+        let key = statement_key(query, types, generation);
         let server_name = server_name(key);
         let mut parse_msg = Vec::with_capacity(query.len() + 32);
         // Encoding fails only on NUL bytes, which the decoder already rejected.
@@ -44,7 +55,21 @@ impl Stmt {
             effects: pg_effects(query),
             query: client_query.to_owned(),
             route_key: None,
+            sent: (query.to_owned(), types.to_vec()),
+            generation,
+            row_type: std::cell::Cell::new(None),
         }
+    }
+}
+
+impl Stmt {
+    /// The same client statement under `generation`: a new server name, for a statement the
+    /// server found stale (others sharing the old server statement keep theirs, and get the
+    /// server's own verdict on it).
+    pub fn regenerated(&self, generation: u64) -> Self {
+        let mut fresh = Self::new(&self.query, Some(&self.sent.0), &self.sent.1, generation);
+        fresh.route_key = self.route_key;
+        fresh
     }
 }
 
@@ -54,12 +79,35 @@ pub(super) fn server_name(key: u64) -> String {
 }
 
 /// A fixed-seed hash: the same statement gets the same name on every core and connection.
-fn statement_key(query: &str, types: &[u32]) -> u64 {
+fn statement_key(query: &str, types: &[u32], generation: u64) -> u64 {
     use std::hash::{BuildHasher, Hash, Hasher};
     let mut h = ahash::RandomState::with_seeds(0x5150, 0x9e37_79b9, 0x7f4a_7c15, 0x2545_f491).build_hasher();
     query.hash(&mut h);
     types.hash(&mut h);
+    generation.hash(&mut h);
     h.finish()
+}
+
+/// The statement key in a server message naming one of the router's statements (`26000
+/// prepared statement "qp_…" does not exist`, `42P05 … already exists`): the connection's
+/// bookkeeping of that statement was wrong and is corrected from it.
+pub(super) fn key_in_message(message: &str) -> Option<u64> {
+    let start = message.find("\"qp_")? + 4;
+    let hex = message.get(start..start + 16)?;
+    if message.get(start + 16..start + 17) != Some("\"") {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
+/// Whether a CommandComplete tag reports a schema change that can make a prepared statement's
+/// plan, result type or parameter types stale (#18). A new table, index or sequence changes
+/// no existing object (PostgreSQL invalidates no plan for it either), and temp-table-heavy
+/// applications create tables all the time: those do not count.
+pub(super) fn changes_schema(tag: &[u8]) -> bool {
+    const UNCHANGING: [&[u8]; 4] = [b"CREATE TABLE", b"CREATE TABLE AS", b"CREATE INDEX", b"CREATE SEQUENCE"];
+    let ddl = [&b"ALTER "[..], b"DROP ", b"CREATE "].iter().any(|p| tag.starts_with(p));
+    ddl && !UNCHANGING.contains(&tag)
 }
 
 /// One response the backend (or the router itself) owes the client, in order.
@@ -75,8 +123,9 @@ pub(super) enum Expect {
     DescribePortal,
     /// Rows and CommandComplete/EmptyQueryResponse/PortalSuspended.
     Execute,
-    /// CloseComplete; `swallow` when the router evicted a statement.
-    Close { swallow: bool },
+    /// CloseComplete; `swallow` when the router evicted a statement; `key` of the evicted
+    /// statement, still on the backend when an earlier error makes the server skip the Close.
+    Close { swallow: bool, key: Option<u64> },
     /// ReadyForQuery.
     Sync,
     /// A response the router answers itself (ParseComplete `'1'` or CloseComplete `'3'`).
@@ -89,14 +138,55 @@ mod tests {
 
     #[test]
     fn same_text_and_types_share_a_name() {
-        let a = Stmt::new("SELECT $1", None, &[23]);
-        let b = Stmt::new("SELECT $1", None, &[23]);
-        let c = Stmt::new("SELECT $1", None, &[25]);
-        let d = Stmt::new("SELECT $2", None, &[23]);
+        let a = Stmt::new("SELECT $1", None, &[23], 0);
+        let b = Stmt::new("SELECT $1", None, &[23], 0);
+        let c = Stmt::new("SELECT $1", None, &[25], 0);
+        let d = Stmt::new("SELECT $2", None, &[23], 0);
         assert_eq!(a.server_name, b.server_name);
         assert_ne!(a.server_name, c.server_name);
         assert_ne!(a.server_name, d.server_name);
         assert!(a.server_name.starts_with("qp_") && a.server_name.len() == 19);
         assert_eq!(a.parse_msg.first(), Some(&b'P'));
+    }
+
+    #[test]
+    fn a_regenerated_statement_keeps_its_text_under_a_new_name() {
+        let mut s = Stmt::new("SELECT ?", Some("SELECT $1"), &[23], 1);
+        s.route_key = None;
+        let fresh = s.regenerated(2);
+        assert_ne!(fresh.server_name, s.server_name);
+        assert_eq!(fresh.key, Stmt::new("SELECT ?", Some("SELECT $1"), &[23], 2).key);
+        assert_eq!((fresh.query.as_str(), &fresh.sent), ("SELECT ?", &("SELECT $1".to_owned(), vec![23])));
+    }
+
+    #[test]
+    fn a_schema_change_gives_a_new_name() {
+        let before = Stmt::new("SELECT * FROM t", None, &[], 3);
+        let after = Stmt::new("SELECT * FROM t", None, &[], 4);
+        assert_ne!(before.server_name, after.server_name);
+        assert_ne!(before.key, after.key);
+    }
+
+    #[test]
+    fn finds_the_router_statement_a_server_message_names() {
+        let s = Stmt::new("SELECT 1", None, &[], 0);
+        let missing = format!("prepared statement \"{}\" does not exist", s.server_name);
+        assert_eq!(key_in_message(&missing), Some(s.key));
+        let exists = format!("prepared statement \"{}\" already exists", s.server_name);
+        assert_eq!(key_in_message(&exists), Some(s.key));
+        assert_eq!(key_in_message("prepared statement \"s1\" does not exist"), None);
+        assert_eq!(key_in_message("prepared statement \"qp_0123\" does not exist"), None);
+        assert_eq!(key_in_message("prepared statement \"qp_0123456789abcdefx\" does not exist"), None);
+        assert_eq!(key_in_message("prepared statement \"qp_zz23456789abcdef\" does not exist"), None);
+    }
+
+    #[test]
+    fn schema_changes_are_told_by_their_command_tag() {
+        for tag in ["ALTER TABLE", "DROP TABLE", "DROP VIEW", "CREATE VIEW", "CREATE FUNCTION", "CREATE RULE"] {
+            assert!(changes_schema(tag.as_bytes()), "{tag}");
+        }
+        for tag in ["CREATE TABLE", "CREATE TABLE AS", "CREATE INDEX", "SELECT 1", "INSERT 0 1", "DEALLOCATE"] {
+            assert!(!changes_schema(tag.as_bytes()), "{tag}");
+        }
     }
 }

@@ -19,13 +19,13 @@ use crate::config::PoolMode;
 use crate::pool::Conn;
 use crate::protocol::pg::backend::is_after_startup;
 use crate::protocol::pg::notice::peek_sqlstate;
-use crate::protocol::pg::{data_row_run, decode_frame, frontend, sqlstate, Target, TransactionStatus};
+use crate::protocol::pg::{data_row_run, decode_frame, frontend, sqlstate, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::pg::prepared::Expect;
 
 /// Largest backend message accepted (PostgreSQL's own limit on a field is 1 GiB).
-const BACKEND_MAX: usize = (1 << 30) + 1024;
+pub(super) const BACKEND_MAX: usize = (1 << 30) + 1024;
 
 /// Backend read size while rows are passed through and the reads come back full: a result
 /// streaming in fills bigger reads, and each read's rows go to the client in one write. Only
@@ -243,14 +243,17 @@ impl Session {
         let front = self.expect.front().copied();
         match tag {
             b'1' => match front {
-                Some(Expect::Parse { swallow, .. }) => {
+                Some(Expect::Parse { swallow, key }) => {
                     self.expect.pop_front();
+                    if !swallow && key.is_some() {
+                        self.flight.named.pop_front(); // the client's named statement exists (#18)
+                    }
                     !swallow
                 }
                 _ => true,
             },
             b'3' => match front {
-                Some(Expect::Close { swallow }) => {
+                Some(Expect::Close { swallow, .. }) => {
                     self.expect.pop_front();
                     !swallow
                 }
@@ -265,6 +268,9 @@ impl Session {
                 true
             }
             b'T' | b'n' => {
+                if front == Some(Expect::DescribeStatement) {
+                    self.note_row_type(tag, pos, len); // #18
+                }
                 if matches!(front, Some(Expect::DescribeStatement | Expect::DescribePortal)) {
                     self.expect.pop_front();
                 }
@@ -302,7 +308,13 @@ impl Session {
     /// connection-loss error; a stale plan is healed; a cancel sent by query_timeout says so.
     fn on_error_response(&mut self, pos: usize, len: usize, front: Option<Expect>, outcome: &mut Outcome) -> bool {
         let body = self.backend.as_ref().and_then(|c| c.rbuf.get(pos + 5..pos + len)).unwrap_or_default();
-        match classify_error(body) {
+        let kind = classify_error(body);
+        if matches!(kind, ErrorKind::StalePlan) {
+            // A schema change the router did not see (#18): statements prepared from now on
+            // get new server names, on every connection.
+            self.pool.schema_changed();
+        }
+        match kind {
             ErrorKind::StalePlan
                 if matches!(front, Some(Expect::Bind | Expect::DescribeStatement)) && self.flight.replay.is_some() =>
             {
@@ -326,6 +338,7 @@ impl Session {
                 outcome.error = true;
                 return false;
             }
+            ErrorKind::Misnamed { key, exists } => self.correct_prepared(key, exists),
             _ if self.retry_hold(pos, len) => {
                 // retry (#11): held back with its ReadyForQuery until the batch runs again.
                 outcome.error = true;
@@ -347,12 +360,10 @@ impl Session {
     async fn resend_healed(&mut self) -> Result<(), End> {
         let Some(replay) = self.flight.healing.take() else { return Ok(()) };
         self.bout.clear();
-        let _ = frontend::encode_close(Target::Statement, &replay.stmt.server_name, &mut self.bout);
-        self.bout.extend_from_slice(&replay.stmt.parse_msg);
-        self.bout.extend_from_slice(&replay.bytes);
         self.expect.clear();
-        self.expect.push_back(Expect::Close { swallow: true });
-        self.expect.push_back(Expect::Parse { swallow: true, key: Some(replay.stmt.key) });
+        // Under a fresh name (#18): other clients sharing the stale server statement keep it.
+        let bytes = self.heal_fresh(&replay.stmt, &replay.bytes);
+        self.bout.extend_from_slice(&bytes);
         if let Some(conn) = self.backend.as_mut() {
             // The error made the server skip the batch's Parses: they run again now.
             for e in &replay.expects {
@@ -453,6 +464,7 @@ impl Session {
             b"ROLLBACK" => outcome.last_tag_commit = Some(false),
             // The client dropped every prepared statement of the connection, ours included.
             b"DISCARD ALL" | b"DEALLOCATE ALL" => conn.prepared.clear(),
+            tag if super::prepared::changes_schema(tag) => self.pool.schema_changed(),
             _ => {}
         }
     }
@@ -466,11 +478,8 @@ impl Session {
             if *e == Expect::Sync {
                 break;
             }
-            if let Expect::Parse { key: Some(k), .. } = *e {
-                if let Some(conn) = self.backend.as_mut() {
-                    conn.prepared.retain(|p| *p != k);
-                }
-            }
+            let e = *e;
+            self.not_run(e);
             self.expect.pop_front();
         }
     }

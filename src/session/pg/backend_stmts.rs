@@ -1,0 +1,119 @@
+//! The router's statements on the attached backend connection: which are prepared there
+//! (`Conn::prepared`, most recently used last), preparing and evicting them, healing a stale
+//! one under a fresh name, and correcting the bookkeeping from what the server answered (#18).
+
+use std::rc::Rc;
+
+use super::flight::{self, HealMark};
+use super::prepared::{self, Expect, Stmt};
+use super::Session;
+use crate::protocol::pg::{frontend, Target, TransactionStatus};
+
+impl Session {
+    /// Marks the message being queued as healable when it is the first of its batch to use a
+    /// statement prepared earlier on this connection, outside a transaction (see `flight`).
+    pub(super) fn mark_healable(&mut self, stmt: &Rc<Stmt>, bind: bool) {
+        let first = !self
+            .expect
+            .iter()
+            .any(|e| matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement));
+        if self.tx == TransactionStatus::Idle && self.flight.mark.is_none() && first {
+            self.flight.mark =
+                Some(HealMark { bout: self.bout.len(), expect: self.expect.len(), stmt: stmt.clone(), bind });
+        }
+    }
+
+    pub(super) fn has_prepared(&mut self, key: u64) -> bool {
+        let Some(conn) = self.backend.as_mut() else { return false };
+        match conn.prepared.iter().position(|k| *k == key) {
+            Some(i) => {
+                // Most recently used last, so eviction takes the coldest.
+                let k = conn.prepared.remove(i);
+                conn.prepared.push(k);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Bookkeeping of a message the server did not run (it failed, or an earlier error of its
+    /// batch made the server skip it).
+    pub(super) fn not_run(&mut self, e: Expect) {
+        match e {
+            Expect::Parse { swallow, key: Some(k) } => {
+                if let Some(conn) = self.backend.as_mut() {
+                    conn.prepared.retain(|p| *p != k);
+                }
+                // The client's own named Parse: as on the server, the name was not created,
+                // and the client may use it again (#18). Unless the batch is sent again (a
+                // healed stale plan, a retry): then the Parse runs again, and answers then.
+                let again = self.flight.healing.is_some() || self.retry_pending();
+                if swallow || again {
+                    return;
+                }
+                if let Some((name, stmt)) = self.flight.named.pop_front() {
+                    if self.stmts.get(&name).is_some_and(|s| Rc::ptr_eq(s, &stmt)) {
+                        self.stmts.remove(&name);
+                    }
+                }
+            }
+            Expect::DescribeStatement if self.flight.healing.is_none() && !self.retry_pending() => {
+                self.flight.describing.pop_front();
+            }
+            Expect::Close { key: Some(k), .. } => {
+                // The evicted statement is still on the backend.
+                if let Some(conn) = self.backend.as_mut().filter(|c| !c.prepared.contains(&k)) {
+                    conn.prepared.insert(0, k);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Heals `stale` for this client under a new server name: the client's names for it now
+    /// mean the fresh statement, which is queued for preparing; returns the batch `bytes`
+    /// renamed to it (or, should they not decode, the old name re-prepared in place).
+    pub(super) fn heal_fresh(&mut self, stale: &Rc<Stmt>, bytes: &[u8]) -> Vec<u8> {
+        let fresh = Rc::new(stale.regenerated(self.pool.schema_generation()));
+        let Some(renamed) = flight::renamed(bytes, &stale.server_name, &fresh.server_name) else {
+            let _ = frontend::encode_close(Target::Statement, &stale.server_name, &mut self.bout);
+            self.expect.push_back(Expect::Close { swallow: true, key: None });
+            self.bout.extend_from_slice(&stale.parse_msg);
+            self.expect.push_back(Expect::Parse { swallow: true, key: Some(stale.key) });
+            return bytes.to_vec();
+        };
+        for s in self.stmts.values_mut().filter(|s| Rc::ptr_eq(s, stale)) {
+            *s = fresh.clone();
+        }
+        for s in self.flight.describing.iter_mut().flatten().filter(|s| Rc::ptr_eq(s, stale)) {
+            *s = fresh.clone();
+        }
+        self.prepare_on_backend(&fresh, true);
+        renamed
+    }
+
+    /// Corrects the connection's bookkeeping of statement `key` from a server error that named
+    /// it: the client sees the error once, and its next attempt prepares or reuses correctly.
+    pub(super) fn correct_prepared(&mut self, key: u64, exists: bool) {
+        let Some(conn) = self.backend.as_mut() else { return };
+        conn.prepared.retain(|k| *k != key);
+        if exists {
+            conn.prepared.push(key);
+        }
+    }
+
+    /// Queues a Parse of `stmt` under its router name on the current backend connection,
+    /// evicting the coldest statement when the connection is at its limit.
+    pub(super) fn prepare_on_backend(&mut self, stmt: &Stmt, swallow: bool) {
+        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
+        let Some(conn) = self.backend.as_mut() else { return };
+        while conn.prepared.len() >= limit {
+            let cold = conn.prepared.remove(0);
+            let _ = frontend::encode_close(Target::Statement, &prepared::server_name(cold), &mut self.bout);
+            self.expect.push_back(Expect::Close { swallow: true, key: Some(cold) });
+        }
+        self.bout.extend_from_slice(&stmt.parse_msg);
+        conn.prepared.push(stmt.key);
+        self.expect.push_back(Expect::Parse { swallow, key: Some(stmt.key) });
+    }
+}

@@ -1,0 +1,283 @@
+//! SQL `EXECUTE name` / `DEALLOCATE [PREPARE] name` / `DEALLOCATE ALL` naming statements the
+//! client prepared with the protocol's Parse (#18). On the server those names are one
+//! namespace; through the router a protocol-level statement lives on backends under its router
+//! name (`prepared`), so SQL that names it is answered or rewritten here. psycopg built against
+//! libpq < 17 evicts its statement cache with SQL `DEALLOCATE`, so this is ordinary traffic.
+//!
+//! Only a query that is exactly one such statement is handled; anything else (a name the
+//! client prepared with SQL `PREPARE`, which pins the session and lives on the server under
+//! its own name, or several statements in one string) goes to the server unchanged.
+
+use std::ops::Range;
+use std::rc::Rc;
+
+use super::prepared::{Expect, Stmt};
+use super::{End, Session};
+use crate::protocol::pg::{backend, frontend, BackendMessage, TransactionStatus};
+use crate::session::client_error::PgClientError;
+use crate::sql::lexer::{Lexer, Token, TokenKind};
+use crate::sql::Dialect;
+
+/// Name of the throwaway statement an extended-protocol `DEALLOCATE name` is rewritten to
+/// deallocate: the server then answers every message of the client's batch itself.
+const DEALLOCATE_STANDIN: &str = "qp_deallocate";
+
+/// A statement naming a prepared statement in SQL.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Command {
+    /// `EXECUTE name [(args)]`; `span` is where the name is in the query.
+    Execute { name: String, span: Range<usize> },
+    /// `DEALLOCATE [PREPARE] name`.
+    Deallocate(String),
+    /// `DEALLOCATE [PREPARE] ALL`.
+    DeallocateAll,
+}
+
+/// Recognizes a query that is exactly one `EXECUTE` or `DEALLOCATE` statement.
+pub(super) fn parse(sql: &str) -> Option<Command> {
+    // Most queries are told apart by their first byte, sparing a lexer pass per statement.
+    let first = sql.trim_start().bytes().next()?;
+    if !matches!(first.to_ascii_lowercase(), b'e' | b'd' | b'/' | b'-') {
+        return None;
+    }
+    let mut tokens: Vec<Token<'_>> =
+        Lexer::new(sql, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment).collect();
+    if tokens.last().is_some_and(|t| t.kind == TokenKind::Semicolon) {
+        tokens.pop();
+    }
+    if tokens.iter().any(|t| t.kind == TokenKind::Semicolon) {
+        return None;
+    }
+    let first = tokens.first()?;
+    if first.is_word("EXECUTE") {
+        let name = tokens.get(1)?;
+        let rest_ok = tokens.get(2).is_none_or(|t| t.kind == TokenKind::LParen);
+        if !rest_ok {
+            return None;
+        }
+        return Some(Command::Execute { name: identifier(name)?, span: name.span() });
+    }
+    if !first.is_word("DEALLOCATE") {
+        return None;
+    }
+    let mut rest = tokens.get(1..).unwrap_or_default();
+    if rest.len() == 2 && rest.first().is_some_and(|t| t.is_word("PREPARE")) {
+        rest = rest.get(1..).unwrap_or_default();
+    }
+    match rest {
+        [t] if t.is_word("ALL") => Some(Command::DeallocateAll),
+        [t] => identifier(t).map(Command::Deallocate),
+        _ => None,
+    }
+}
+
+/// The name an identifier token stands for: folded to lower case unless quoted.
+fn identifier(t: &Token<'_>) -> Option<String> {
+    match t.kind {
+        TokenKind::Word => Some(t.text.to_ascii_lowercase()),
+        TokenKind::QuotedIdent => {
+            let inner = t.text.strip_prefix('"')?.strip_suffix('"')?;
+            Some(inner.replace("\"\"", "\""))
+        }
+        _ => None,
+    }
+}
+
+impl Session {
+    /// A simple Query naming a protocol-level statement: `Some` when handled here.
+    pub(super) async fn on_named_query(&mut self, sql: &str) -> Option<Result<(), End>> {
+        if self.stmts.is_empty() {
+            return None;
+        }
+        match parse(sql)? {
+            Command::DeallocateAll => {
+                // Also sent on: the server drops the client's SQL-level statements, and the
+                // relay forgets the router's statements of that connection at its tag.
+                self.stmts.clear();
+                None
+            }
+            Command::Deallocate(name) => {
+                if self.tx == TransactionStatus::Failed || self.stmts.remove(&name).is_none() {
+                    return None;
+                }
+                let _ = BackendMessage::CommandComplete("DEALLOCATE").encode(&mut self.out);
+                backend::encode_ready_for_query(self.tx, &mut self.out);
+                Some(self.flush_client().await)
+            }
+            Command::Execute { name, span } => {
+                let stmt = self.stmts.get(&name).cloned()?;
+                Some(self.execute_named(sql, span, stmt).await)
+            }
+        }
+    }
+
+    /// An unnamed Parse naming a protocol-level statement: `Some` when handled here.
+    pub(super) async fn on_named_parse(&mut self, query: &str, types: &[u32]) -> Option<Result<(), End>> {
+        if self.stmts.is_empty() {
+            return None;
+        }
+        let (name, span, deallocate) = match parse(query)? {
+            Command::DeallocateAll => {
+                self.stmts.clear();
+                return None;
+            }
+            Command::Deallocate(name) => (name, None, true),
+            Command::Execute { name, span } => (name, Some(span), false),
+        };
+        if self.tx == TransactionStatus::Failed {
+            return None;
+        }
+        let stmt = self.stmts.get(&name).cloned()?;
+        if span.is_some() {
+            if let Err(e) = self.route_statement(query, None, true).await {
+                return Some(self.fail_batch(e));
+            }
+        }
+        if let Err(e) = self.ensure_backend().await {
+            return Some(self.fail_batch(e));
+        }
+        let sql = if deallocate {
+            // The server runs a real DEALLOCATE of a throwaway statement: its responses to
+            // the client's Parse, Bind, Describe and Execute are the ones a direct DEALLOCATE
+            // gets. The Close first clears one a failed batch may have left.
+            self.stmts.remove(&name);
+            let _ = frontend::encode_close(crate::protocol::pg::Target::Statement, DEALLOCATE_STANDIN, &mut self.bout);
+            self.expect.push_back(Expect::Close { swallow: true, key: None });
+            let _ = frontend::encode_parse(DEALLOCATE_STANDIN, "SELECT 1", &[], &mut self.bout);
+            self.expect.push_back(Expect::Parse { swallow: true, key: None });
+            format!("DEALLOCATE {DEALLOCATE_STANDIN}")
+        } else {
+            self.state.stage(stmt.effects.iter().cloned());
+            if !self.has_prepared(stmt.key) {
+                self.prepare_on_backend(&stmt, true);
+            }
+            renamed(query, span.unwrap_or_default(), &stmt.server_name)
+        };
+        let mut parse = Vec::with_capacity(sql.len() + 16);
+        if frontend::encode_parse("", &sql, types, &mut parse).is_err() {
+            return Some(
+                self.fail_batch(PgClientError::new(
+                    crate::protocol::pg::sqlstate::PROTOCOL_VIOLATION,
+                    "malformed Parse",
+                )),
+            );
+        }
+        self.bout.extend_from_slice(&parse);
+        self.expect.push_back(Expect::Parse { swallow: false, key: None });
+        Some(Ok(()))
+    }
+
+    /// `EXECUTE name(...)` as a simple Query: the statement is prepared on the connection
+    /// first (its own Sync'd exchange: a Parse error must not make the server skip the Query),
+    /// then the Query runs under the statement's router name.
+    async fn execute_named(&mut self, sql: &str, span: Range<usize>, stmt: Rc<Stmt>) -> Result<(), End> {
+        let ready = |s: &mut Self, e: PgClientError| {
+            e.encode(&mut s.out);
+            backend::encode_ready_for_query(s.tx, &mut s.out);
+        };
+        if let Err(e) = self.route_statement(sql, None, true).await {
+            ready(self, e);
+            return self.flush_client().await;
+        }
+        if let Err(e) = self.ensure_backend().await {
+            ready(self, e);
+            return self.flush_client().await;
+        }
+        if !self.has_prepared(stmt.key) {
+            match self.prepare_now(&stmt).await {
+                Ok(None) => {}
+                Ok(Some((error, status))) => {
+                    self.out.extend_from_slice(&error);
+                    self.tx = status;
+                    backend::encode_ready_for_query(status, &mut self.out);
+                    self.maybe_release().await;
+                    return self.flush_client().await;
+                }
+                Err(()) => return self.backend_lost().await,
+            }
+        }
+        self.state.stage(stmt.effects.iter().cloned());
+        let mut query = Vec::with_capacity(sql.len() + 24);
+        let _ = frontend::encode_query(&renamed(sql, span, &stmt.server_name), &mut query);
+        self.on_simple(&query).await
+    }
+
+    /// Prepares `stmt` on the attached connection in an exchange of its own (evicting the
+    /// coldest statement at the limit). `Ok(Some)`: the server's ErrorResponse and the
+    /// transaction status it reported; `Err`: the connection is lost.
+    async fn prepare_now(&mut self, stmt: &Stmt) -> Result<Option<(Vec<u8>, TransactionStatus)>, ()> {
+        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
+        let Some(conn) = self.backend.as_mut() else { return Err(()) };
+        let mut out = Vec::with_capacity(stmt.parse_msg.len() + 32);
+        if conn.prepared.len() >= limit {
+            let cold = conn.prepared.remove(0);
+            let _ = frontend::encode_close(
+                crate::protocol::pg::Target::Statement,
+                &super::prepared::server_name(cold),
+                &mut out,
+            );
+        }
+        out.extend_from_slice(&stmt.parse_msg);
+        frontend::encode_sync(&mut out);
+        let answer = super::verify::exchange(conn, &out, self.pool.config.timeouts.query).await?;
+        if answer.error.is_none() {
+            conn.prepared.push(stmt.key);
+        }
+        Ok(answer.error.map(|e| (e, answer.status)))
+    }
+}
+
+/// `sql` with the name at `span` replaced by `server_name`.
+fn renamed(sql: &str, span: Range<usize>, server_name: &str) -> String {
+    let head = sql.get(..span.start).unwrap_or_default();
+    let tail = sql.get(span.end..).unwrap_or_default();
+    format!("{head}{server_name}{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn execute(name: &str, sql: &str) -> Option<Command> {
+        let start = sql.find(name)?;
+        Some(Command::Execute { name: name.to_ascii_lowercase(), span: start..start + name.len() })
+    }
+
+    #[test]
+    fn recognizes_statements_naming_prepared_statements() {
+        assert_eq!(parse("DEALLOCATE s1"), Some(Command::Deallocate("s1".into())));
+        assert_eq!(parse("deallocate prepare _pg3_0;"), Some(Command::Deallocate("_pg3_0".into())));
+        assert_eq!(parse("DEALLOCATE \"S1\""), Some(Command::Deallocate("S1".into())));
+        assert_eq!(parse("DEALLOCATE S1"), Some(Command::Deallocate("s1".into())));
+        assert_eq!(parse("DEALLOCATE prepare"), Some(Command::Deallocate("prepare".into())));
+        assert_eq!(parse("DEALLOCATE ALL"), Some(Command::DeallocateAll));
+        assert_eq!(parse("/* c */ DEALLOCATE PREPARE ALL ;"), Some(Command::DeallocateAll));
+        assert_eq!(parse("EXECUTE s1"), execute("s1", "EXECUTE s1"));
+        assert_eq!(parse("execute S1 (1, 'x')"), execute("S1", "execute S1 (1, 'x')"));
+    }
+
+    #[test]
+    fn leaves_everything_else_alone() {
+        for sql in [
+            "DEALLOCATE s1; SELECT 1",
+            "DEALLOCATE",
+            "DEALLOCATE a b",
+            "EXECUTE",
+            "EXECUTE s1 x",
+            "SELECT 'DEALLOCATE s1'",
+            "PREPARE s1 AS SELECT 1",
+            "EXECUTE 'x'",
+            "SELECT 1",
+            "",
+        ] {
+            assert_eq!(parse(sql), None, "{sql}");
+        }
+    }
+
+    #[test]
+    fn renames_the_statement_in_place() {
+        let sql = "EXECUTE s1 (1, 2)";
+        let Some(Command::Execute { span, .. }) = parse(sql) else { panic!("not recognized") };
+        assert_eq!(renamed(sql, span, "qp_00000000000000ab"), "EXECUTE qp_00000000000000ab (1, 2)");
+    }
+}
