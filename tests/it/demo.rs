@@ -12,12 +12,22 @@ use std::time::{Duration, Instant};
 
 use crate::support::free_port;
 
+/// A free port whose successor is free too (the admin API listens on metrics port + 1).
+fn free_port_pair() -> u16 {
+    loop {
+        let port = free_port();
+        if port < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            return port;
+        }
+    }
+}
+
 fn demo(base: &std::path::Path, exit: bool) -> Command {
     let mut cmd = Command::new("bash");
     cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/perf/demo.sh"))
         .args(["--binary", env!("CARGO_BIN_EXE_querypilot")])
         .args(["--pg-port", &free_port().to_string(), "--mysql-port", &free_port().to_string()])
-        .args(["--admin-port", &free_port().to_string()])
+        .args(["--admin-port", &free_port_pair().to_string()])
         .arg("--base")
         .arg(base);
     if exit {

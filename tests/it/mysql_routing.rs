@@ -30,11 +30,13 @@ fn pool(name: &str, port: u16) -> String {
 
 /// One MySQL listener, `mywrite` on the primary, `myread` on the replica, split on, plus
 /// `rules` (TOML for `[[routing.rules]]`).
+/// sysbench's schemas are served by no pool: the clients opt in to the default pool's server.
 fn split_config(rules: &str) -> String {
     let my = &dbs().my;
     format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n{w}\n{r}\n\
-         [routing]\nread_write_split = true\nwrite_pool = \"mywrite\"\nread_pool = \"myread\"\n\n{rules}",
+         [routing]\nread_write_split = true\nwrite_pool = \"mywrite\"\nread_pool = \"myread\"\n\
+         unknown_database = \"default_pool\"\n\n{rules}",
         w = pool("mywrite", my.primary_port),
         r = pool("myread", my.replica_port),
     )

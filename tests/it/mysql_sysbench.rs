@@ -53,7 +53,12 @@ fn transactions(summary: &str) -> u64 {
 fn sysbench_oltp_through_transaction_pool_of_four() {
     let db = unique_name("sb");
     dbs().my.superuser_client(dbs().my.primary_port).query_drop(format!("CREATE DATABASE {db}")).expect("create db");
-    let router = Router::start(&my_config(&[0, 1], &my_pool("main", "transaction", 4), "main"));
+    // sysbench's schema is served by no pool: it is selected on the default pool's server.
+    let config = my_config(&[0, 1], &my_pool("main", "transaction", 4), "main").replace(
+        "mysql_default_pool = \"main\"\n",
+        "mysql_default_pool = \"main\"\nunknown_database = \"default_pool\"\n",
+    );
+    let router = Router::start(&config);
     let port = router.port();
     sysbench(port, &db, &["oltp_read_write", "prepare"]);
     for test in ["oltp_read_write", "oltp_read_only", "oltp_point_select"] {

@@ -11,6 +11,8 @@ use crate::router::{pg_pool, Router};
 use crate::support::{dbs, eventually, unique_name};
 
 /// A split config: `primary` and `replica` pools on the harness's servers, `extra` appended.
+/// Clients here name databases no pool serves (pgbench's, a rule's `database`): they opt in to
+/// the default pool.
 fn split_config(database: &str, extra: &str) -> String {
     let pg = &dbs().pg;
     let primary = pg_pool("primary", pg.primary_port, "transaction", 4);
@@ -18,7 +20,8 @@ fn split_config(database: &str, extra: &str) -> String {
     let db = |p: String| p.replace(&format!("database = \"{}\"", pg.database), &format!("database = \"{database}\""));
     format!(
         "[general]\ncores = [0, 1]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n{}\n{}\n\
-         [routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n{extra}",
+         [routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n\
+         unknown_database = \"default_pool\"\n{extra}",
         db(primary),
         db(replica)
     )
