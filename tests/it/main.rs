@@ -36,6 +36,7 @@ mod pg_extended;
 mod pg_faults;
 mod pg_isolation;
 mod pg_pgbench;
+mod pg_pipeline;
 mod pg_prewarm;
 mod pg_psql;
 mod pg_raw;

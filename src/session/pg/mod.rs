@@ -10,6 +10,7 @@ mod bridged;
 mod digest;
 mod flight;
 mod login;
+mod pipeline;
 mod prepared;
 mod relay;
 mod retry;
@@ -73,6 +74,9 @@ pub(super) struct Session {
     max_msg: usize,
     /// In an extended-protocol batch that failed before reaching a backend: skip to Sync.
     skipping: bool,
+    /// The backend reported an error in the current extended batch before its Sync was sent:
+    /// it discards everything up to the client's Sync, and so does the session.
+    aborted: bool,
     tx: TransactionStatus,
     /// The statement in flight: FATAL seen, timeout fired, stale-plan healing.
     flight: Flight,
@@ -165,6 +169,7 @@ impl Session {
             key,
             max_msg,
             skipping: false,
+            aborted: false,
             tx: TransactionStatus::Idle,
             flight: Flight::default(),
             identity,
@@ -330,7 +335,7 @@ impl Session {
             Ok(m) => m,
             Err(e) => return self.fatal(PgClientError::new(e.sqlstate(), e.to_string())).await,
         };
-        if self.skipping && !matches!(decoded, FrontendMessage::Sync | FrontendMessage::Terminate) {
+        if (self.skipping || self.aborted) && !matches!(decoded, FrontendMessage::Sync | FrontendMessage::Terminate) {
             return Ok(());
         }
         if self.is_bridged() {
@@ -546,6 +551,9 @@ impl Session {
     }
 
     async fn on_sync(&mut self, raw: &[u8]) -> Result<(), End> {
+        if self.aborted || (self.skipping && self.awaiting_ready) {
+            return self.sync_aborted(raw).await;
+        }
         if self.skipping || self.backend.is_none() {
             if !self.skipping {
                 self.emit_synth();
@@ -679,6 +687,7 @@ impl Session {
             self.pool.checkin(c, false);
         }
         self.awaiting_ready = false;
+        self.aborted = false;
         self.expect.clear();
         self.slot.set_running(None);
         let was_in_tx = self.tx != TransactionStatus::Idle;

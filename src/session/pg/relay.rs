@@ -172,7 +172,11 @@ impl Session {
                     self.pump_copy_in().await?;
                     deadline = self.query_deadline();
                 }
-                b'E' if until == Until::Drained => break,
+                b'E' if until == Until::Drained => {
+                    // Before Sync: the server now discards the client's messages up to Sync.
+                    self.aborted = true;
+                    break;
+                }
                 _ => {}
             }
             if self.out.len() >= CLIENT_FLUSH_AT {
@@ -436,6 +440,7 @@ impl Session {
             self.pool.checkin(c, false);
         }
         self.slot.set_running(None);
+        self.aborted = false;
         let why = self.flight.fatal.take().map(|m| format!(" ({m})")).unwrap_or_default();
         self.flight.settle();
         PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}"))

@@ -14,10 +14,12 @@ const REJECTED: &str = "42501";
 
 impl Session {
     /// Whether the session must stay on its current backend connection: inside a transaction,
-    /// pinned by session state, or in the middle of an extended-protocol batch.
+    /// pinned by session state, or in the middle of an extended-protocol batch (also after a
+    /// Flush sent part of it: its implicit transaction is open until ReadyForQuery).
     fn held(&self) -> bool {
         self.backend.is_some()
             && (self.tx != TransactionStatus::Idle
+                || self.awaiting_ready
                 || self.state.pin().is_some()
                 || !self.expect.is_empty()
                 || !self.bout.is_empty())
