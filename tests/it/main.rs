@@ -32,6 +32,7 @@ mod overload;
 mod pg_badinput;
 mod pg_cancel;
 mod pg_clients;
+mod pg_copy_reject;
 mod pg_extended;
 mod pg_faults;
 mod pg_isolation;

@@ -7,6 +7,7 @@
 //! whose pool speaks MySQL (`protocol = "mysql"`) is served by `bridged` instead.
 
 mod bridged;
+mod copy;
 mod digest;
 mod flight;
 mod login;
@@ -23,7 +24,7 @@ use crate::config::{PoolMode, Protocol};
 use crate::id::CancelKey;
 use crate::pool::{Conn, ConnInfo, CorePool, PoolError};
 use crate::protocol::pg::{
-    backend, decode_frame, frontend, sqlstate, Frame, FrontendMessage, Target, TransactionStatus,
+    backend, decode_frame, frontend, sqlstate, DecodeError, Frame, FrontendMessage, Target, TransactionStatus,
 };
 use crate::routing::RywState;
 use crate::rt::{self, Stream};
@@ -208,31 +209,10 @@ impl Session {
     /// tag; `None` when the client closed. Idle sessions also end here when draining.
     async fn next_client_frame(&mut self) -> Result<Option<u8>, End> {
         loop {
-            let max = self.max_message();
-            match decode_frame(self.cbuf.get(self.cpos..).unwrap_or_default(), max) {
-                Ok(Some(f)) => {
-                    let len = f.total_len;
-                    let tag = f.tag;
-                    self.msg.clear();
-                    self.msg.extend_from_slice(self.cbuf.get(self.cpos..self.cpos + len).unwrap_or_default());
-                    self.cpos += len;
-                    if self.cpos == self.cbuf.len() {
-                        self.cbuf.clear();
-                        self.cpos = 0;
-                    }
-                    return Ok(Some(tag));
-                }
+            match self.take_client_frame() {
+                Ok(Some(tag)) => return Ok(Some(tag)),
                 Ok(None) => {}
-                Err(e) => {
-                    self.out.clear();
-                    PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.out);
-                    // The client may still be sending the message refused here: close so that
-                    // the error survives (see `rt::linger_close`).
-                    if self.flush_client().await.is_ok() {
-                        rt::linger_close(&mut self.client, rt::now() + super::FATAL_LINGER).await;
-                    }
-                    return Err(End::Fatal);
-                }
+                Err(e) => return Err(self.refuse_frame(e).await),
             }
             if self.cpos > 0 {
                 self.cbuf.drain(..self.cpos);
@@ -245,8 +225,13 @@ impl Session {
             // backend speaks, and the next statement finds that out: racing a second read there
             // would cost an io_uring cancellation per statement.
             // A bridged MySQL connection has nothing unprompted to relay.
-            let watch_backend =
-                !idle && self.expect.is_empty() && self.tx == TransactionStatus::Idle && !self.is_bridged();
+            // Mid-exchange (a pipeline past a Flush, an aborted batch, a COPY) the backend's next
+            // words answer the client's next message, never an unprompted one.
+            let watch_backend = !idle
+                && self.expect.is_empty()
+                && !self.awaiting_ready
+                && self.tx == TransactionStatus::Idle
+                && !self.is_bridged();
             // While the backend is held for this client alone (a transaction, a COPY, a batch),
             // a silent client may not keep it for ever.
             let limit = self.idle_transaction_timeout();
@@ -284,6 +269,36 @@ impl Session {
                 Some(Ok(_)) => {}
             }
         }
+    }
+
+    /// Moves the next whole client message from `cbuf` into `msg` and returns its tag;
+    /// `Ok(None)` when it has not fully arrived yet.
+    fn take_client_frame(&mut self) -> Result<Option<u8>, DecodeError> {
+        let Some(f) = decode_frame(self.cbuf.get(self.cpos..).unwrap_or_default(), self.max_message())? else {
+            return Ok(None);
+        };
+        let len = f.total_len;
+        let tag = f.tag;
+        self.msg.clear();
+        self.msg.extend_from_slice(self.cbuf.get(self.cpos..self.cpos + len).unwrap_or_default());
+        self.cpos += len;
+        if self.cpos == self.cbuf.len() {
+            self.cbuf.clear();
+            self.cpos = 0;
+        }
+        Ok(Some(tag))
+    }
+
+    /// Ends the session over a client message that cannot be framed (e.g. over the size limit).
+    async fn refuse_frame(&mut self, e: DecodeError) -> End {
+        self.out.clear();
+        PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.out);
+        // The client may still be sending the message refused here: close so that the error
+        // survives (see `rt::linger_close`).
+        if self.flush_client().await.is_ok() {
+            rt::linger_close(&mut self.client, rt::now() + super::FATAL_LINGER).await;
+        }
+        End::Fatal
     }
 
     /// The pool's `idle_transaction_timeout` when the session holds its backend inside a

@@ -4,7 +4,7 @@
 //! slot; a backend that leaves the cancel unanswered for another `query_timeout` is given up);
 //! a backend out of step (a message type with no place after startup) is lost; stale-plan
 //! healing (see `flight`); what a held backend sends while the client is idle (NOTIFY, notices,
-//! its own death); settings replay and connection cleanup.
+//! its own death); settings replay and connection cleanup. COPY FROM STDIN is pumped by `copy`.
 //!
 //! `raw_passthrough` (#10): every backend message normally goes through `next_frame` and
 //! `on_backend_message` and is copied into the client buffer (the decoded path). On a pool with
@@ -13,6 +13,7 @@
 
 use std::time::Instant;
 
+use super::copy::CopyIn;
 use super::flight::{classify_error, ErrorKind};
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::config::PoolMode;
@@ -99,6 +100,7 @@ impl Session {
         let mut pos = 0usize;
         let mut deadline = self.query_deadline();
         let mut chunk = READ_CHUNK;
+        let mut copy_rejected = false;
         self.flight.flushed |= until == Until::Drained; // retry (#11)
         loop {
             self.emit_synth();
@@ -169,11 +171,17 @@ impl Session {
                 b'G' => {
                     conn.rbuf.drain(..pos);
                     pos = 0;
-                    self.pump_copy_in().await?;
+                    let extended = self.expect.contains(&Expect::Sync);
+                    if let CopyIn::Rejected = self.pump_copy_in().await? {
+                        // The server took the batch's Sync as part of the COPY: the client's
+                        // next Sync ends the batch.
+                        copy_rejected = extended;
+                    }
                     deadline = self.query_deadline();
                 }
-                b'E' if until == Until::Drained => {
+                b'E' if until == Until::Drained || copy_rejected => {
                     // Before Sync: the server now discards the client's messages up to Sync.
+                    self.expect.retain(|e| *e != Expect::Sync);
                     self.aborted = true;
                     break;
                 }
@@ -513,66 +521,6 @@ impl Session {
             self.tx = TransactionStatus::Idle;
         }
         self.maybe_release().await;
-    }
-
-    /// Forwards the client's COPY data until CopyDone or CopyFail.
-    async fn pump_copy_in(&mut self) -> Result<(), End> {
-        self.flush_client().await?;
-        // In the extended protocol the server ignores the batch's Sync while copying; the
-        // client sends another after CopyDone/CopyFail (libpq and tokio-postgres both do), and
-        // only that one ends the batch.
-        let extended = self.expect.contains(&Expect::Sync);
-        let mut ended = false;
-        loop {
-            let tag = match self.next_client_frame().await {
-                Ok(Some(t)) => t,
-                Ok(None) | Err(_) => {
-                    // The client vanished mid-COPY: abort it on the backend so the connection
-                    // is not left waiting for data.
-                    self.bout.clear();
-                    let _ =
-                        crate::protocol::pg::FrontendMessage::CopyFail("client disconnected").encode(&mut self.bout);
-                    let _ = self.send_backend().await;
-                    if let Some(c) = self.backend.as_mut() {
-                        c.broken = true;
-                    }
-                    return Err(End::ClientGone);
-                }
-            };
-            match tag {
-                b'S' if ended => {
-                    self.bout.extend_from_slice(&self.msg);
-                    return self.send_backend().await;
-                }
-                _ if ended => {
-                    let e =
-                        PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected Sync after the end of COPY data");
-                    e.encode_fatal(&mut self.out);
-                    let _ = self.flush_client().await;
-                    return Err(End::Fatal);
-                }
-                b'd' | b'c' | b'f' => {
-                    self.bout.extend_from_slice(&self.msg);
-                    if tag != b'd' || self.bout.len() >= CLIENT_FLUSH_AT {
-                        self.send_backend().await?;
-                    }
-                    if tag != b'd' {
-                        if !extended {
-                            return Ok(());
-                        }
-                        ended = true;
-                    }
-                }
-                // The server ignores Flush and Sync during COPY IN.
-                b'H' | b'S' => {}
-                _ => {
-                    self.bout.clear();
-                    let _ = crate::protocol::pg::FrontendMessage::CopyFail("unexpected message during COPY")
-                        .encode(&mut self.bout);
-                    return self.send_backend().await;
-                }
-            }
-        }
     }
 }
 
