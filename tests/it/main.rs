@@ -42,6 +42,7 @@ mod pg_prewarm;
 mod pg_psql;
 mod pg_raw;
 mod pg_routing;
+mod pg_stream;
 mod pg_util;
 mod raw_passthrough;
 mod retry;

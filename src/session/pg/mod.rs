@@ -340,7 +340,8 @@ impl Session {
         let msg = std::mem::take(&mut self.msg);
         let res = self.dispatch_msg(tag, &msg).await;
         self.msg = msg;
-        res
+        res?;
+        self.stream_batch().await
     }
 
     async fn dispatch_msg(&mut self, tag: u8, raw: &[u8]) -> Result<(), End> {

@@ -1,13 +1,32 @@
 //! Extended-protocol batches as the server sees them (#18): once the backend reported an error
 //! in a batch whose Sync it has not received yet (after a Flush, or while the batch streams in),
 //! the server discards every message up to that Sync; the session then does the same, and the
-//! client's Sync goes to the backend, whose ReadyForQuery ends the batch.
+//! client's Sync goes to the backend, whose ReadyForQuery ends the batch. A long batch streams
+//! to the backend before its Sync (`stream_batch`).
 
 use super::prepared::Expect;
 use super::{relay, End, Session};
 use crate::protocol::pg::backend;
 
+/// Bytes of an extended batch queued for the backend before they are sent ahead of its Sync
+/// or Flush (larger than the batches kept for healing and retries, which are never streamed).
+pub(super) const STREAM_AT: usize = 64 * 1024;
+
 impl Session {
+    /// Sends a long extended batch on before its Sync, so that the router holds a bounded part
+    /// of it, and relays what the backend answered so far: an error reaches the client while
+    /// it is still sending (the server reports it at once and skips to Sync), and the server
+    /// never waits on unread answers while the router writes.
+    pub(super) async fn stream_batch(&mut self) -> Result<(), End> {
+        if self.bout.len() < STREAM_AT || self.backend.is_none() || self.skipping || self.aborted || self.is_bridged() {
+            return Ok(());
+        }
+        // What was sent cannot be sent again: no stale-plan healing for this batch.
+        self.flight.mark = None;
+        self.send_backend().await?;
+        self.relay(relay::Until::Available).await
+    }
+
     /// The Sync of a batch that the backend aborted, or that the router refused after part of
     /// it had already reached the backend: only the backend can end the batch it is in.
     pub(super) async fn sync_aborted(&mut self, raw: &[u8]) -> Result<(), End> {

@@ -47,6 +47,9 @@ pub(super) enum Until {
     Ready,
     /// When every expected response arrived (after a Flush), or at an error.
     Drained,
+    /// When the backend has nothing more to say right now, or at an error (a batch streaming
+    /// to the backend before its Sync or Flush).
+    Available,
 }
 
 /// What woke a session that waits for its client while holding a backend connection.
@@ -64,6 +67,11 @@ enum Woke {
 struct Outcome {
     error: bool,
     last_tag_commit: Option<bool>,
+}
+
+/// Whether a whole backend frame starts at `pos` of `rbuf`.
+fn has_frame(rbuf: &[u8], pos: usize) -> bool {
+    matches!(decode_frame(rbuf.get(pos..).unwrap_or_default(), BACKEND_MAX), Ok(Some(_)))
 }
 
 /// Reads the next whole backend frame, `chunk` bytes at a time; returns (tag, length) of the
@@ -101,13 +109,16 @@ impl Session {
         let mut deadline = self.query_deadline();
         let mut chunk = READ_CHUNK;
         let mut copy_rejected = false;
-        self.flight.flushed |= until == Until::Drained; // retry (#11)
+        self.flight.flushed |= until != Until::Ready; // retry (#11)
         loop {
             self.emit_synth();
-            if until == Until::Drained && self.expect.is_empty() {
+            if until != Until::Ready && self.expect.is_empty() {
                 break;
             }
             let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+            if until == Until::Available && !has_frame(&conn.rbuf, pos) && !rt::readable_now(&conn.stream) {
+                break;
+            }
             let next = match deadline {
                 Some(d) => rt::with_deadline(d, next_frame(conn, &mut pos, chunk)).await,
                 None => Ok(next_frame(conn, &mut pos, chunk).await),
@@ -179,7 +190,7 @@ impl Session {
                     }
                     deadline = self.query_deadline();
                 }
-                b'E' if until == Until::Drained || copy_rejected => {
+                b'E' if until != Until::Ready || copy_rejected => {
                     // Before Sync: the server now discards the client's messages up to Sync.
                     self.expect.retain(|e| *e != Expect::Sync);
                     self.aborted = true;
