@@ -3,6 +3,7 @@
 #   abort  an error mid-pipeline, more statements, then Sync: every result as from the server
 #   leave  an error mid-pipeline, then the client vanishes without Sync
 #   route  SELECT, UPDATE, SELECT of TABLE in one pipeline (read/write split): where each ran
+#   reads  two SELECTs in one pipeline: both on the standby
 #   flush  SELECT fetched (a Flush), then UPDATE in the same pipeline: refused or on the primary
 import os
 import signal
@@ -47,6 +48,11 @@ elif mode == "route":
         c2 = conn.execute(f"update {table} set v = v + 1 where id = 1 returning pg_is_in_recovery(), v")
         c3 = conn.execute(f"select pg_is_in_recovery(), v from {table} where id = 1")
     print(c1.fetchone(), c2.fetchone(), c3.fetchone())
+elif mode == "reads":
+    with conn.pipeline():
+        c1 = conn.execute(f"select pg_is_in_recovery(), v from {table} where id = 1")
+        c2 = conn.execute(f"select pg_is_in_recovery(), count(*) from {table}")
+    print(c1.fetchone(), c2.fetchone())
 elif mode == "flush":
     with conn.pipeline() as p:
         first = conn.execute(f"select pg_is_in_recovery(), v from {table} where id = 1").fetchone()

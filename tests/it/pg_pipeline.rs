@@ -9,6 +9,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::pg_util::router;
+use crate::router::{pg_pool, Router};
+use crate::support::{dbs, unique_name};
 
 const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors");
 
@@ -57,5 +59,69 @@ fn psycopg_pipeline_error_then_sync_is_answered_like_the_server_and_frees_the_ba
         }
         pool_serves_within(r.port(), Duration::from_secs(10));
         pool_serves_within(r.port(), Duration::from_secs(10));
+    }
+}
+
+/// A read/write split router: pools `primary` and `replica` in `mode` on the harness's servers.
+fn split_router(mode: &str) -> Router {
+    let pg = &dbs().pg;
+    Router::start(&format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n{}\n{}\n\
+         [routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n",
+        pg_pool("primary", pg.primary_port, mode, 2),
+        pg_pool("replica", pg.replica_port, mode, 2),
+    ))
+}
+
+/// `v` of row 1 of `table` on the primary.
+fn primary_v(table: &str) -> i32 {
+    dbs().pg.primary_client().query_one(&format!("SELECT v FROM {table} WHERE id = 1"), &[]).expect("read v").get(0)
+}
+
+#[test]
+fn psycopg_pipeline_with_a_write_runs_whole_on_the_primary_and_reads_alone_on_the_standby() {
+    let t = unique_name("h3");
+    let pg = &dbs().pg;
+    pg.primary_client()
+        .batch_execute(&format!("CREATE TABLE {t}(id int primary key, v int); INSERT INTO {t} VALUES (1, 10)"))
+        .expect("setup");
+    pg.wait_replica_caught_up(Duration::from_secs(20));
+    let mut v = 10;
+    for mode in ["session", "transaction"] {
+        let r = split_router(mode);
+        let lines = psycopg("route", r.port(), &pg.database, &t).unwrap_or_else(|e| panic!("{mode} route: {e}"));
+        let (a, b) = (v, v + 1);
+        assert_eq!(
+            lines,
+            [format!("(False, {a}) (False, {b}) (False, {b})")],
+            "{mode}: every statement on the primary"
+        );
+        v += 1;
+        assert_eq!(primary_v(&t), v, "{mode}: the UPDATE landed on the primary");
+        pg.wait_replica_caught_up(Duration::from_secs(20));
+        let lines = psycopg("reads", r.port(), &pg.database, &t).unwrap_or_else(|e| panic!("{mode} reads: {e}"));
+        assert_eq!(lines, [format!("(True, {v}) (True, 1)")], "{mode}: a pipeline of reads stays on the standby");
+    }
+}
+
+#[test]
+fn psycopg_pipeline_write_after_a_flushed_standby_read_is_refused_with_25006() {
+    let t = unique_name("h3f");
+    let pg = &dbs().pg;
+    pg.primary_client()
+        .batch_execute(&format!("CREATE TABLE {t}(id int primary key, v int); INSERT INTO {t} VALUES (1, 10)"))
+        .expect("setup");
+    pg.wait_replica_caught_up(Duration::from_secs(20));
+    for mode in ["session", "transaction"] {
+        let r = split_router(mode);
+        let lines = psycopg("flush", r.port(), &pg.database, &t).unwrap_or_else(|e| panic!("{mode} flush: {e}"));
+        assert_eq!(lines.len(), 3, "{mode}: {lines:?}");
+        assert!(
+            lines[0].starts_with("update refused 25006 cannot run a statement that is not replica-safe")
+                && lines[0].contains("read pool \"replica\""),
+            "{mode}: {lines:?}"
+        );
+        assert_eq!(lines[1..], ["first in recovery: True", "after: (1,)"], "{mode}");
+        assert_eq!(primary_v(&t), 10, "{mode}: the refused UPDATE ran nowhere");
     }
 }

@@ -6,6 +6,7 @@
 //! lives in `relay`, statement bookkeeping in `prepared`, client login in `login`. A session
 //! whose pool speaks MySQL (`protocol = "mysql"`) is served by `bridged` instead.
 
+mod batch;
 mod bridged;
 mod copy;
 mod digest;
@@ -78,6 +79,10 @@ pub(super) struct Session {
     /// The backend reported an error in the current extended batch before its Sync was sent:
     /// it discards everything up to the client's Sync, and so does the session.
     aborted: bool,
+    /// Extended messages held until the batch can be routed as one unit (#19).
+    batch: batch::Held,
+    /// The batch being released must run on the primary: some statement of it is not a read.
+    batch_primary: bool,
     tx: TransactionStatus,
     /// The statement in flight: FATAL seen, timeout fired, stale-plan healing.
     flight: Flight,
@@ -171,6 +176,8 @@ impl Session {
             max_msg,
             skipping: false,
             aborted: false,
+            batch: batch::Held::default(),
+            batch_primary: false,
             tx: TransactionStatus::Idle,
             flight: Flight::default(),
             identity,
@@ -351,12 +358,32 @@ impl Session {
             Ok(m) => m,
             Err(e) => return self.fatal(PgClientError::new(e.sqlstate(), e.to_string())).await,
         };
-        if (self.skipping || self.aborted) && !matches!(decoded, FrontendMessage::Sync | FrontendMessage::Terminate) {
+        if self.skips(&decoded) {
             return Ok(());
         }
         if self.is_bridged() {
             return self.bridged_dispatch(decoded).await;
         }
+        if self.holds(&decoded) {
+            return self.hold(raw).await;
+        }
+        if !self.batch.is_empty() && decoded != FrontendMessage::Terminate {
+            // The held batch ends here: it goes first, routed as one unit (#19).
+            self.release_batch(false).await?;
+            if self.skips(&decoded) {
+                return Ok(());
+            }
+        }
+        self.handle(decoded, raw).await
+    }
+
+    /// Whether the current batch failed and `msg` is dropped until its Sync, as on the server.
+    fn skips(&self, msg: &FrontendMessage<'_>) -> bool {
+        (self.skipping || self.aborted) && !matches!(msg, FrontendMessage::Sync | FrontendMessage::Terminate)
+    }
+
+    /// Handles one client message of a PostgreSQL-speaking pool.
+    async fn handle(&mut self, decoded: FrontendMessage<'_>, raw: &[u8]) -> Result<(), End> {
         match decoded {
             FrontendMessage::Query(sql) => self.on_query(sql, raw).await,
             FrontendMessage::Parse { name, query, param_types } => {
@@ -555,38 +582,6 @@ impl Session {
         self.forward_ext(raw, Expect::Close { swallow: false }).await
     }
 
-    async fn on_flush(&mut self, raw: &[u8]) -> Result<(), End> {
-        // Responses before Sync reach the client: a batch split by Flush is never replayed.
-        self.flight.mark = None;
-        if self.backend.is_none() {
-            return self.relay_synth_only().await;
-        }
-        self.bout.extend_from_slice(raw);
-        self.send_backend().await?;
-        self.relay(relay::Until::Drained).await
-    }
-
-    async fn on_sync(&mut self, raw: &[u8]) -> Result<(), End> {
-        if self.aborted || (self.skipping && self.awaiting_ready) {
-            return self.sync_aborted(raw).await;
-        }
-        if self.skipping || self.backend.is_none() {
-            if !self.skipping {
-                self.emit_synth();
-            }
-            self.skipping = false;
-            self.expect.clear();
-            backend::encode_ready_for_query(self.tx, &mut self.out);
-            return self.flush_client().await;
-        }
-        self.bout.extend_from_slice(raw);
-        self.expect.push_back(Expect::Sync);
-        self.flight.arm(&self.bout, &self.expect);
-        self.arm_retry(); // retry (#11)
-        self.send_backend().await?;
-        self.relay(relay::Until::Ready).await
-    }
-
     /// Queues an extended-protocol message unchanged for the backend.
     async fn forward_ext(&mut self, raw: &[u8], expect: Expect) -> Result<(), End> {
         if let Err(e) = self.ensure_backend().await {
@@ -595,27 +590,6 @@ impl Session {
         self.bout.extend_from_slice(raw);
         self.expect.push_back(expect);
         Ok(())
-    }
-
-    /// Reports `e` for the current extended batch and skips the rest of it until Sync.
-    fn fail_batch(&mut self, e: PgClientError) -> Result<(), End> {
-        // What was already queued for the backend is discarded with the batch.
-        self.bout.clear();
-        self.expect.clear();
-        self.flight.mark = None;
-        self.flight.rules = retry::RulePolicy::default();
-        e.encode(&mut self.out);
-        self.skipping = true;
-        Ok(())
-    }
-
-    /// Emits synthesized responses when no backend is involved (a Flush with nothing sent).
-    async fn relay_synth_only(&mut self) -> Result<(), End> {
-        while let Some(Expect::Synth(tag)) = self.expect.front().copied() {
-            self.expect.pop_front();
-            self.out.extend_from_slice(&[tag, 0, 0, 0, 4]);
-        }
-        self.flush_client().await
     }
 
     /// Marks the message being queued as healable when it is the first of its batch to use a

@@ -16,7 +16,7 @@ impl Session {
     /// Whether the session must stay on its current backend connection: inside a transaction,
     /// pinned by session state, or in the middle of an extended-protocol batch (also after a
     /// Flush sent part of it: its implicit transaction is open until ReadyForQuery).
-    fn held(&self) -> bool {
+    pub(super) fn held(&self) -> bool {
         self.backend.is_some()
             && (self.tx != TransactionStatus::Idle
                 || self.awaiting_ready
@@ -56,6 +56,9 @@ impl Session {
         runs: bool,
     ) -> Result<Option<String>, PgClientError> {
         let decision = self.decide(sql, key);
+        if let Some(e) = self.replica_hold_refusal(&decision) {
+            return Err(e);
+        }
         let now = rt::now();
         if runs {
             self.ryw.observe(&decision, now);
@@ -72,6 +75,9 @@ impl Session {
             if let Some(own) = self.ctx.pools().get(&self.identity.database) {
                 target = own.name().clone();
             }
+        }
+        if let Some(primary) = self.batch_override(&decision, &target) {
+            target = primary;
         }
         if decision.step == DecisionKind::ReadWriteSplit {
             target = self
