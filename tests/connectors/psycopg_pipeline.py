@@ -4,6 +4,7 @@
 #   leave  an error mid-pipeline, then the client vanishes without Sync
 #   route  SELECT, UPDATE, SELECT of TABLE in one pipeline (read/write split): where each ran
 #   reads  two SELECTs in one pipeline: both on the standby
+#   refused  INSERT fetched (a Flush), then a statement a rule rejects, then Sync
 #   flush  SELECT fetched (a Flush), then UPDATE in the same pipeline: refused or on the primary
 import os
 import signal
@@ -67,5 +68,17 @@ elif mode == "flush":
             pass
     print("first in recovery:", first[0])
     print("after:", conn.execute("select 1").fetchone())
+elif mode == "refused":
+    with conn.pipeline() as p:
+        conn.execute(f"insert into {table} values (2, 0) returning id").fetchone()
+        try:
+            conn.execute(f"drop table {table}").fetchone()
+        except psycopg.Error as err:
+            print("refused", err.sqlstate)
+        try:
+            p.sync()
+        except psycopg.Error:
+            pass
+    print("rows", conn.execute(f"select count(*) from {table} where id = 2").fetchone())
 else:
     sys.exit(f"unknown mode {mode}")

@@ -125,3 +125,20 @@ fn psycopg_pipeline_write_after_a_flushed_standby_read_is_refused_with_25006() {
         assert_eq!(primary_v(&t), 10, "{mode}: the refused UPDATE ran nowhere");
     }
 }
+
+#[test]
+fn psycopg_pipeline_refused_by_a_rule_after_a_flush_rolls_its_insert_back() {
+    let t = unique_name("refp");
+    let pg = &dbs().pg;
+    pg.primary_client().batch_execute(&format!("CREATE TABLE {t}(id int primary key, v int)")).expect("setup");
+    for mode in ["session", "transaction"] {
+        let pools = pg_pool("main", pg.primary_port, mode, 2);
+        let rule = "[[routing.pattern_rules]]\nname = \"no-drops\"\ntype = \"regex\"\n\
+                    pattern = \"(?i)^\\\\s*drop\\\\s\"\nreject = \"DROP is disabled by policy\"\n";
+        let r = Router::start(&format!("{}{rule}", crate::router::pg_config(&[0], &pools, "main")));
+        let lines = psycopg("refused", r.port(), "main", &t).unwrap_or_else(|e| panic!("{mode} refused: {e}"));
+        // As if the DROP had failed on the server: the pipeline's implicit transaction, and
+        // with it the INSERT that ran before the Flush, is rolled back.
+        assert_eq!(lines, ["refused 42501", "rows (0,)"], "{mode}");
+    }
+}

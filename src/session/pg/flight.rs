@@ -69,6 +69,9 @@ pub(super) struct Flight {
     pub flushed: bool,
     /// Issue #11: the retry policies of the rules that routed the batch's statements so far.
     pub rules: RulePolicy,
+    /// The router refused a statement of a batch the backend already holds part of, and sent
+    /// a failing one in its place (see `Session::sync_aborted`): that error is not relayed.
+    pub aborting: bool,
 }
 
 impl Flight {
@@ -98,6 +101,7 @@ impl Flight {
         self.retry = None;
         self.flushed = false;
         self.rules = RulePolicy::default();
+        self.aborting = false;
     }
 }
 

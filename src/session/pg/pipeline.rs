@@ -6,12 +6,15 @@
 
 use super::prepared::Expect;
 use super::{relay, retry, End, Session};
-use crate::protocol::pg::backend;
+use crate::protocol::pg::{backend, frontend};
 use crate::session::client_error::PgClientError;
 
 /// Bytes of an extended batch queued for the backend before they are sent ahead of its Sync
 /// or Flush (larger than the batches kept for healing and retries, which are never streamed).
 pub(super) const STREAM_AT: usize = 64 * 1024;
+
+/// Fails to parse on every server (a syntax error), aborting the batch it is sent in.
+const ABORT_SQL: &str = "querypilot: the router refused a statement of this batch";
 
 impl Session {
     /// Flush: what was queued goes to the backend, and its answers so far to the client.
@@ -86,6 +89,7 @@ impl Session {
     /// The Sync of a batch that the backend aborted, or that the router refused after part of
     /// it had already reached the backend: only the backend can end the batch it is in.
     pub(super) async fn sync_aborted(&mut self, raw: &[u8]) -> Result<(), End> {
+        let refused = self.skipping && !self.aborted;
         self.aborted = false;
         self.skipping = false;
         self.flight.mark = None;
@@ -94,6 +98,13 @@ impl Session {
         if self.backend.is_none() {
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
+        }
+        if refused {
+            // What the backend ran of the batch must not outlive the refusal: a statement that
+            // fails makes the server roll the batch's implicit transaction back (or fail the
+            // client's open one), as if the refused statement had failed there.
+            let _ = frontend::encode_parse("", ABORT_SQL, &[], &mut self.bout);
+            self.flight.aborting = true;
         }
         self.bout.extend_from_slice(raw);
         self.expect.push_back(Expect::Sync);

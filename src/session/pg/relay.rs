@@ -324,6 +324,11 @@ impl Session {
     /// Decides what the client sees of an ErrorResponse: most are relayed; a FATAL becomes the
     /// connection-loss error; a stale plan is healed; a cancel sent by query_timeout says so.
     fn on_error_response(&mut self, pos: usize, len: usize, front: Option<Expect>, outcome: &mut Outcome) -> bool {
+        if std::mem::take(&mut self.flight.aborting) {
+            // The router's stand-in for a statement it refused: the client has its error.
+            outcome.error = true;
+            return false;
+        }
         let body = self.backend.as_ref().and_then(|c| c.rbuf.get(pos + 5..pos + len)).unwrap_or_default();
         match classify_error(body) {
             ErrorKind::StalePlan
