@@ -142,3 +142,27 @@ fn psycopg_pipeline_refused_by_a_rule_after_a_flush_rolls_its_insert_back() {
         assert_eq!(lines, ["refused 42501", "rows (0,)"], "{mode}");
     }
 }
+
+/// Whether `sql` (returning pg_is_in_recovery() first) ran on the standby.
+fn on_standby(c: &mut postgres::Client, sql: &str) -> bool {
+    c.query_one(sql, &[]).unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
+}
+
+#[test]
+fn rust_postgres_read_only_transaction_does_not_pin_later_reads_to_the_primary() {
+    // routing.read_your_writes defaults to "session": after a statement that may change data,
+    // the session reads from the primary. In a READ ONLY transaction nothing can.
+    for mode in ["session", "transaction"] {
+        let r = split_router(mode);
+        let mut c = r.pg(&dbs().pg.database);
+        c.batch_execute("BEGIN READ ONLY").expect("begin");
+        c.batch_execute("SELECT random()").expect("volatile read");
+        c.batch_execute("COMMIT").expect("commit");
+        assert!(on_standby(&mut c, "SELECT pg_is_in_recovery()"), "{mode}: pinned by a READ ONLY transaction");
+        let mut rw = r.pg(&dbs().pg.database);
+        rw.batch_execute("BEGIN").expect("begin");
+        rw.batch_execute("SELECT random()").expect("volatile read");
+        rw.batch_execute("COMMIT").expect("commit");
+        assert!(!on_standby(&mut rw, "SELECT pg_is_in_recovery()"), "{mode}: a read-write one still pins");
+    }
+}

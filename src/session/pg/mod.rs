@@ -83,6 +83,8 @@ pub(super) struct Session {
     batch: batch::Held,
     /// The batch being released must run on the primary: some statement of it is not a read.
     batch_primary: bool,
+    /// The open transaction was declared `READ ONLY`: nothing in it changes data.
+    read_only_tx: bool,
     tx: TransactionStatus,
     /// The statement in flight: FATAL seen, timeout fired, stale-plan healing.
     flight: Flight,
@@ -178,6 +180,7 @@ impl Session {
             aborted: false,
             batch: batch::Held::default(),
             batch_primary: false,
+            read_only_tx: false,
             tx: TransactionStatus::Idle,
             flight: Flight::default(),
             identity,

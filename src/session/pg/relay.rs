@@ -520,6 +520,7 @@ impl Session {
         self.tx = new;
         self.slot.set_running(None);
         if new == TransactionStatus::Idle {
+            self.read_only_tx = false;
             let committed =
                 if was == TransactionStatus::Idle { !outcome.error } else { outcome.last_tag_commit == Some(true) };
             if committed {

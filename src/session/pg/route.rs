@@ -37,7 +37,7 @@ impl Session {
             session: SessionView {
                 transaction_pool: self.held().then(|| self.pool.name()),
                 pinned_to_primary: self.ryw.pinned(rt::now()),
-                read_only_transaction: false,
+                read_only_transaction: self.read_only_tx,
             },
             key,
         };
@@ -60,6 +60,9 @@ impl Session {
             return Err(e);
         }
         let now = rt::now();
+        if runs && declares_read_only(sql) {
+            self.read_only_tx = true;
+        }
         if runs {
             self.ryw.observe(&decision, now);
             self.ctx.count_decision(&decision);
@@ -125,6 +128,33 @@ impl Session {
     }
 }
 
+/// Whether `sql` opens or sets a `READ ONLY` transaction (`BEGIN`/`START TRANSACTION`/`SET
+/// TRANSACTION` with `READ ONLY` among its modes): the server then refuses every data change in
+/// it, so nothing run there starts read-your-writes pinning.
+fn declares_read_only(sql: &str) -> bool {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let mut words = Lexer::new(sql, crate::sql::Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment);
+    let opens = match words.next() {
+        Some(t) if t.is_word("BEGIN") => true,
+        Some(t) if t.is_word("START") || t.is_word("SET") => words.next().is_some_and(|t| t.is_word("TRANSACTION")),
+        _ => false,
+    };
+    if !opens {
+        return false;
+    }
+    // A string of several statements is left out: what follows could end the transaction.
+    let (mut read, mut only, mut ended) = (false, false, false);
+    for t in words {
+        if ended {
+            return false;
+        }
+        ended = t.kind == TokenKind::Semicolon;
+        only |= read && t.is_word("ONLY");
+        read = t.is_word("READ");
+    }
+    only
+}
+
 /// How a routing error reaches the client: hints that cannot be honored are QP001.
 fn decision_error(e: &DecisionError) -> PgClientError {
     match e {
@@ -150,6 +180,35 @@ impl Session {
                 done.error,
                 &self.pool.config.name,
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::declares_read_only;
+
+    #[test]
+    fn read_only_transactions_are_recognized() {
+        for sql in [
+            "BEGIN READ ONLY",
+            "begin transaction isolation level repeatable read, read only",
+            "START TRANSACTION READ ONLY",
+            "/* c */ SET TRANSACTION READ ONLY",
+            "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE",
+            "BEGIN READ ONLY;",
+        ] {
+            assert!(declares_read_only(sql), "{sql}");
+        }
+        for sql in [
+            "BEGIN",
+            "BEGIN READ WRITE",
+            "SELECT 'READ ONLY'",
+            "SET default_transaction_read_only = on",
+            "BEGIN READ ONLY; UPDATE t SET a = 1",
+            "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+        ] {
+            assert!(!declares_read_only(sql), "{sql}");
         }
     }
 }
