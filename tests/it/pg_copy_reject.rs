@@ -47,3 +47,30 @@ fn psql_copy_rejected_mid_stream_or_at_once_leaves_the_session_alive() {
     let n: i64 = dbs().pg.primary_client().query_one(&format!("SELECT count(*) FROM {t}"), &[]).expect("count").get(0);
     assert_eq!(n, 0, "no row of a rejected COPY may remain");
 }
+
+#[test]
+fn rust_postgres_extended_copy_rejected_mid_stream_leaves_the_session_alive() {
+    use std::io::Write;
+    let t = unique_name("copy_rej_ext");
+    dbs().pg.primary_client().batch_execute(&format!("CREATE TABLE {t}(a int)")).expect("create table");
+    for mode in ["session", "transaction"] {
+        let r = router(mode, 2, "");
+        let mut c = r.pg("main");
+        for round in 0..3 {
+            // tokio-postgres sends COPY in the extended protocol (Bind, Execute, Sync), then
+            // its data, CopyDone and another Sync.
+            let mut w = c.copy_in(&format!("COPY {t} FROM STDIN")).expect("copy in");
+            let mut sent = writeln!(w, "not_a_number");
+            for i in 0..200_000 {
+                if sent.is_err() {
+                    break;
+                }
+                sent = writeln!(w, "{i}");
+            }
+            let e = w.finish().expect_err("bad COPY data fails");
+            assert_eq!(crate::pg_util::sqlstate(&e), "22P02", "{mode} round {round}: {e}");
+            let n: i64 = c.query_one(&format!("SELECT count(*) FROM {t}"), &[]).expect("session alive").get(0);
+            assert_eq!(n, 0, "{mode} round {round}");
+        }
+    }
+}
