@@ -139,9 +139,11 @@ impl Session {
 
     /// Whether some statement of a batch of several would not run on the read pool.
     fn batch_needs_primary(&mut self, bytes: &[u8]) -> bool {
-        let stmts = statements(bytes, &self.stmts);
+        let mut stmts = statements(bytes, &self.stmts);
+        let mut seen = std::collections::HashSet::new();
+        stmts.retain(|(sql, _)| seen.insert(sql.clone()));
         if stmts.len() < 2 {
-            // One statement decides for itself, as outside a pipeline.
+            // One statement (however often it runs) decides for itself, as outside a pipeline.
             return false;
         }
         stmts.iter().any(|(sql, key)| {

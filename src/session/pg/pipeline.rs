@@ -1,7 +1,9 @@
-//! Extended-protocol batches as the server sees them (#18): once the backend reported an error
-//! in a batch whose Sync it has not received yet (after a Flush, or while the batch streams in),
-//! the server discards every message up to that Sync; the session then does the same, and the
-//! client's Sync goes to the backend, whose ReadyForQuery ends the batch. A long batch streams
+//! The end of extended-protocol batches (Flush, Sync), as the server sees them (#18): once the
+//! backend reported an error in a batch whose Sync it has not received yet (after a Flush, or
+//! while the batch streams in), the server discards every message up to that Sync; the session
+//! then does the same, and the client's Sync goes to the backend, whose ReadyForQuery ends the
+//! batch. When the router refuses a statement of a batch the backend already runs part of, it
+//! makes the server abort that batch as if the statement had failed there. A long batch streams
 //! to the backend before its Sync (`stream_batch`).
 
 use super::prepared::Expect;
@@ -74,8 +76,8 @@ impl Session {
 
     /// Sends a long extended batch on before its Sync, so that the router holds a bounded part
     /// of it, and relays what the backend answered so far: an error reaches the client while
-    /// it is still sending (the server reports it at once and skips to Sync), and the server
-    /// never waits on unread answers while the router writes.
+    /// it is still sending (the server reports it at once and skips to Sync), and the answers
+    /// are read as the batch goes rather than left to pile up unread.
     pub(super) async fn stream_batch(&mut self) -> Result<(), End> {
         if self.bout.len() < STREAM_AT || self.backend.is_none() || self.skipping || self.aborted || self.is_bridged() {
             return Ok(());
@@ -88,7 +90,7 @@ impl Session {
 
     /// The Sync of a batch that the backend aborted, or that the router refused after part of
     /// it had already reached the backend: only the backend can end the batch it is in.
-    pub(super) async fn sync_aborted(&mut self, raw: &[u8]) -> Result<(), End> {
+    async fn sync_aborted(&mut self, raw: &[u8]) -> Result<(), End> {
         let refused = self.skipping && !self.aborted;
         self.aborted = false;
         self.skipping = false;
