@@ -20,6 +20,9 @@ command -v ss >/dev/null || missing+=(iproute2)           # free-port checks
 command -v cc >/dev/null || missing+=(build-essential)     # linker for cargo
 # Client connectors the MySQL listener is tested with (tests/it/connectors.rs).
 /usr/bin/python3 -c 'import pymysql' 2>/dev/null || missing+=(python3-pymysql)
+# PostgreSQL client libraries the pipeline, COPY and batch tests drive (tests/it/pg_pipeline.rs, pg_stream.rs).
+/usr/bin/python3 -c 'import psycopg' 2>/dev/null || missing+=(python3-psycopg)
+/usr/bin/python3 -c 'import asyncpg' 2>/dev/null || missing+=(python3-asyncpg)
 [ -f /usr/share/java/mariadb-java-client.jar ] || missing+=(libmariadb-java)
 command -v javac >/dev/null || missing+=(default-jdk-headless)   # runs the JDBC check as a source file
 
