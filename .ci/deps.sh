@@ -24,7 +24,8 @@ command -v cc >/dev/null || missing+=(build-essential)     # linker for cargo
 command -v systemd-analyze >/dev/null || missing+=(systemd)  # verifies querypilot.service
 # Client connectors the MySQL listener is tested with (tests/it/connectors.rs).
 /usr/bin/python3 -c 'import pymysql' 2>/dev/null || missing+=(python3-pymysql)
-# PostgreSQL client libraries the prepared-statement tests run (tests/it/pg_prepared_ddl.rs).
+# PostgreSQL client libraries the prepared-statement, pipeline and batch tests drive
+# (tests/it/pg_prepared_ddl.rs, pg_pipeline.rs, pg_stream.rs).
 /usr/bin/python3 -c 'import psycopg' 2>/dev/null || missing+=(python3-psycopg)
 /usr/bin/python3 -c 'import asyncpg' 2>/dev/null || missing+=(python3-asyncpg)
 [ -f /usr/share/java/mariadb-java-client.jar ] || missing+=(libmariadb-java)

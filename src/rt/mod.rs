@@ -17,5 +17,5 @@ pub use event::{Event, EventWait};
 pub use executor::{spawn_core, CoreHandle, CoreQueues, RtError};
 pub use guard::{current_queue, spawn_guarded, spawn_local, Task};
 pub use io::{linger_close, read_some, write_all};
-pub use net::{bind_reuseport, connect, detach, idle_stream_usable, Listener, Stream};
+pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now, Listener, Stream};
 pub use time::{now, race, sleep, sleep_until, with_deadline, within, Elapsed};

@@ -90,3 +90,18 @@ pub fn idle_stream_usable(stream: &Stream) -> bool {
         Ok(_) => false,
     }
 }
+
+/// Whether a read on `stream` would not wait: the peer sent bytes, closed, or the socket has
+/// an error. Never blocks: one non-blocking peek. Lets a session sending a long request notice
+/// an early answer (an error) without racing a read against its writes.
+pub fn readable_now(stream: &Stream) -> bool {
+    use std::os::fd::{AsRawFd, BorrowedFd};
+    // SAFETY: the descriptor belongs to `stream`, which is borrowed for longer than `fd` lives.
+    let fd = unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) };
+    let sock = socket2::SockRef::from(&fd);
+    let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+    match sock.recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT) {
+        Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+        Ok(_) => true,
+    }
+}

@@ -181,6 +181,16 @@ impl CoreContext {
         })
     }
 
+    /// Whether `protocol`'s reads are split off to a read pool.
+    pub fn splits_reads(&self, protocol: Protocol) -> bool {
+        self.router.borrow().rules().read_pool(protocol).is_some()
+    }
+
+    /// Whether `pool` is the read pool of `protocol`'s read/write split.
+    pub fn is_read_pool(&self, protocol: Protocol, pool: &str) -> bool {
+        self.router.borrow().rules().read_pool(protocol).is_some_and(|r| **r == *pool)
+    }
+
     /// The read-your-writes mode of the rules in force (for a session's `RywState`).
     pub fn read_your_writes(&self) -> ReadYourWrites {
         self.router.borrow().rules().read_your_writes()

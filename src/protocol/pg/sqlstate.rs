@@ -13,6 +13,8 @@ pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
 pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
 /// Class 25: statement sent inside a transaction that already failed.
 pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
+/// Class 25: a statement that may change data where only reads may run.
+pub const READ_ONLY_SQL_TRANSACTION: &str = "25006";
 /// Class 25: the client stayed silent too long inside a transaction.
 pub const IDLE_IN_TRANSACTION_SESSION_TIMEOUT: &str = "25P03";
 /// Class 28: authentication failed.

@@ -77,6 +77,9 @@ pub(super) struct Flight {
     /// Issue #18: the statements of the Describe (statement) messages sent and not answered
     /// yet, in order (`None`: not one of the router's), to note the row type the client learns.
     pub describing: std::collections::VecDeque<Option<Rc<Stmt>>>,
+    /// The router refused a statement of a batch the backend already holds part of, and sent
+    /// a failing one in its place (see `Session::sync_aborted`): that error is not relayed.
+    pub aborting: bool,
 }
 
 impl Flight {
@@ -108,6 +111,7 @@ impl Flight {
         self.rules = RulePolicy::default();
         self.named.clear();
         self.describing.clear();
+        self.aborting = false;
     }
 }
 

@@ -9,11 +9,14 @@
 //! `bridged` instead.
 
 mod backend_stmts;
+mod batch;
 mod bridged;
+mod copy;
 mod digest;
 mod flight;
 mod login;
 mod named;
+mod pipeline;
 mod prepared;
 mod relay;
 mod retry;
@@ -27,7 +30,7 @@ use crate::config::{PoolMode, Protocol};
 use crate::id::CancelKey;
 use crate::pool::{Conn, ConnInfo, CorePool, PoolError};
 use crate::protocol::pg::{
-    backend, decode_frame, frontend, sqlstate, Frame, FrontendMessage, Target, TransactionStatus,
+    backend, decode_frame, frontend, sqlstate, DecodeError, Frame, FrontendMessage, Target, TransactionStatus,
 };
 use crate::routing::RywState;
 use crate::rt::{self, Stream};
@@ -78,6 +81,15 @@ pub(super) struct Session {
     max_msg: usize,
     /// In an extended-protocol batch that failed before reaching a backend: skip to Sync.
     skipping: bool,
+    /// The backend reported an error in the current extended batch before its Sync was sent:
+    /// it discards everything up to the client's Sync, and so does the session.
+    aborted: bool,
+    /// Extended messages held until the batch can be routed as one unit (#19).
+    batch: batch::Held,
+    /// The batch being released must run on the primary: some statement of it is not a read.
+    batch_primary: bool,
+    /// The open transaction was declared `READ ONLY`: nothing in it changes data.
+    read_only_tx: bool,
     tx: TransactionStatus,
     /// The statement in flight: FATAL seen, timeout fired, stale-plan healing.
     flight: Flight,
@@ -172,6 +184,10 @@ impl Session {
             key,
             max_msg,
             skipping: false,
+            aborted: false,
+            batch: batch::Held::default(),
+            batch_primary: false,
+            read_only_tx: false,
             tx: TransactionStatus::Idle,
             flight: Flight::default(),
             identity,
@@ -210,31 +226,10 @@ impl Session {
     /// tag; `None` when the client closed. Idle sessions also end here when draining.
     async fn next_client_frame(&mut self) -> Result<Option<u8>, End> {
         loop {
-            let max = self.max_message();
-            match decode_frame(self.cbuf.get(self.cpos..).unwrap_or_default(), max) {
-                Ok(Some(f)) => {
-                    let len = f.total_len;
-                    let tag = f.tag;
-                    self.msg.clear();
-                    self.msg.extend_from_slice(self.cbuf.get(self.cpos..self.cpos + len).unwrap_or_default());
-                    self.cpos += len;
-                    if self.cpos == self.cbuf.len() {
-                        self.cbuf.clear();
-                        self.cpos = 0;
-                    }
-                    return Ok(Some(tag));
-                }
+            match self.take_client_frame() {
+                Ok(Some(tag)) => return Ok(Some(tag)),
                 Ok(None) => {}
-                Err(e) => {
-                    self.out.clear();
-                    PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.out);
-                    // The client may still be sending the message refused here: close so that
-                    // the error survives (see `rt::linger_close`).
-                    if self.flush_client().await.is_ok() {
-                        rt::linger_close(&mut self.client, rt::now() + super::FATAL_LINGER).await;
-                    }
-                    return Err(End::Fatal);
-                }
+                Err(e) => return Err(self.refuse_frame(e).await),
             }
             if self.cpos > 0 {
                 self.cbuf.drain(..self.cpos);
@@ -247,8 +242,13 @@ impl Session {
             // backend speaks, and the next statement finds that out: racing a second read there
             // would cost an io_uring cancellation per statement.
             // A bridged MySQL connection has nothing unprompted to relay.
-            let watch_backend =
-                !idle && self.expect.is_empty() && self.tx == TransactionStatus::Idle && !self.is_bridged();
+            // Mid-exchange (a pipeline past a Flush, an aborted batch, a COPY) the backend's next
+            // words answer the client's next message, never an unprompted one.
+            let watch_backend = !idle
+                && self.expect.is_empty()
+                && !self.awaiting_ready
+                && self.tx == TransactionStatus::Idle
+                && !self.is_bridged();
             // While the backend is held for this client alone (a transaction, a COPY, a batch),
             // a silent client may not keep it for ever.
             let limit = self.idle_transaction_timeout();
@@ -286,6 +286,36 @@ impl Session {
                 Some(Ok(_)) => {}
             }
         }
+    }
+
+    /// Moves the next whole client message from `cbuf` into `msg` and returns its tag;
+    /// `Ok(None)` when it has not fully arrived yet.
+    fn take_client_frame(&mut self) -> Result<Option<u8>, DecodeError> {
+        let Some(f) = decode_frame(self.cbuf.get(self.cpos..).unwrap_or_default(), self.max_message())? else {
+            return Ok(None);
+        };
+        let len = f.total_len;
+        let tag = f.tag;
+        self.msg.clear();
+        self.msg.extend_from_slice(self.cbuf.get(self.cpos..self.cpos + len).unwrap_or_default());
+        self.cpos += len;
+        if self.cpos == self.cbuf.len() {
+            self.cbuf.clear();
+            self.cpos = 0;
+        }
+        Ok(Some(tag))
+    }
+
+    /// Ends the session over a client message that cannot be framed (e.g. over the size limit).
+    async fn refuse_frame(&mut self, e: DecodeError) -> End {
+        self.out.clear();
+        PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.out);
+        // The client may still be sending the message refused here: close so that the error
+        // survives (see `rt::linger_close`).
+        if self.flush_client().await.is_ok() {
+            rt::linger_close(&mut self.client, rt::now() + super::FATAL_LINGER).await;
+        }
+        End::Fatal
     }
 
     /// The pool's `idle_transaction_timeout` when the session holds its backend inside a
@@ -327,7 +357,8 @@ impl Session {
         let msg = std::mem::take(&mut self.msg);
         let res = self.dispatch_msg(tag, &msg).await;
         self.msg = msg;
-        res
+        res?;
+        self.stream_batch().await
     }
 
     async fn dispatch_msg(&mut self, tag: u8, raw: &[u8]) -> Result<(), End> {
@@ -337,12 +368,32 @@ impl Session {
             Ok(m) => m,
             Err(e) => return self.fatal(PgClientError::new(e.sqlstate(), e.to_string())).await,
         };
-        if self.skipping && !matches!(decoded, FrontendMessage::Sync | FrontendMessage::Terminate) {
+        if self.skips(&decoded) {
             return Ok(());
         }
         if self.is_bridged() {
             return self.bridged_dispatch(decoded).await;
         }
+        if self.holds(&decoded) {
+            return self.hold(raw).await;
+        }
+        if !self.batch.is_empty() && decoded != FrontendMessage::Terminate {
+            // The held batch ends here: it goes first, routed as one unit (#19).
+            self.release_batch(false).await?;
+            if self.skips(&decoded) {
+                return Ok(());
+            }
+        }
+        self.handle(decoded, raw).await
+    }
+
+    /// Whether the current batch failed and `msg` is dropped until its Sync, as on the server.
+    fn skips(&self, msg: &FrontendMessage<'_>) -> bool {
+        (self.skipping || self.aborted) && !matches!(msg, FrontendMessage::Sync | FrontendMessage::Terminate)
+    }
+
+    /// Handles one client message of a PostgreSQL-speaking pool.
+    async fn handle(&mut self, decoded: FrontendMessage<'_>, raw: &[u8]) -> Result<(), End> {
         match decoded {
             FrontendMessage::Query(sql) => self.on_query(sql, raw).await,
             FrontendMessage::Parse { name, query, param_types } => {
@@ -568,35 +619,6 @@ impl Session {
         self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
     }
 
-    async fn on_flush(&mut self, raw: &[u8]) -> Result<(), End> {
-        // Responses before Sync reach the client: a batch split by Flush is never replayed.
-        self.flight.mark = None;
-        if self.backend.is_none() {
-            return self.relay_synth_only().await;
-        }
-        self.bout.extend_from_slice(raw);
-        self.send_backend().await?;
-        self.relay(relay::Until::Drained).await
-    }
-
-    async fn on_sync(&mut self, raw: &[u8]) -> Result<(), End> {
-        if self.skipping || self.backend.is_none() {
-            if !self.skipping {
-                self.emit_synth();
-            }
-            self.skipping = false;
-            self.expect.clear();
-            backend::encode_ready_for_query(self.tx, &mut self.out);
-            return self.flush_client().await;
-        }
-        self.bout.extend_from_slice(raw);
-        self.expect.push_back(Expect::Sync);
-        self.flight.arm(&self.bout, &self.expect);
-        self.arm_retry(); // retry (#11)
-        self.send_backend().await?;
-        self.relay(relay::Until::Ready).await
-    }
-
     /// Queues an extended-protocol message unchanged for the backend.
     async fn forward_ext(&mut self, raw: &[u8], expect: Expect) -> Result<(), End> {
         if let Err(e) = self.ensure_backend().await {
@@ -605,29 +627,6 @@ impl Session {
         self.bout.extend_from_slice(raw);
         self.expect.push_back(expect);
         Ok(())
-    }
-
-    /// Reports `e` for the current extended batch and skips the rest of it until Sync.
-    fn fail_batch(&mut self, e: PgClientError) -> Result<(), End> {
-        // What was already queued for the backend is discarded with the batch.
-        self.bout.clear();
-        self.expect.clear();
-        self.flight.mark = None;
-        self.flight.rules = retry::RulePolicy::default();
-        self.flight.named.clear(); // none of its Parses reaches the server
-        self.flight.describing.clear();
-        e.encode(&mut self.out);
-        self.skipping = true;
-        Ok(())
-    }
-
-    /// Emits synthesized responses when no backend is involved (a Flush with nothing sent).
-    async fn relay_synth_only(&mut self) -> Result<(), End> {
-        while let Some(Expect::Synth(tag)) = self.expect.front().copied() {
-            self.expect.pop_front();
-            self.out.extend_from_slice(&[tag, 0, 0, 0, 4]);
-        }
-        self.flush_client().await
     }
 
     /// Makes sure a backend connection is attached, replaying session settings on it.
@@ -678,6 +677,7 @@ impl Session {
             self.pool.checkin(c, false);
         }
         self.awaiting_ready = false;
+        self.aborted = false;
         self.expect.clear();
         self.slot.set_running(None);
         let was_in_tx = self.tx != TransactionStatus::Idle;

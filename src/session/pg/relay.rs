@@ -4,7 +4,7 @@
 //! slot; a backend that leaves the cancel unanswered for another `query_timeout` is given up);
 //! a backend out of step (a message type with no place after startup) is lost; stale-plan
 //! healing (see `flight`); what a held backend sends while the client is idle (NOTIFY, notices,
-//! its own death); settings replay and connection cleanup.
+//! its own death); settings replay and connection cleanup. COPY FROM STDIN is pumped by `copy`.
 //!
 //! `raw_passthrough` (#10): every backend message normally goes through `next_frame` and
 //! `on_backend_message` and is copied into the client buffer (the decoded path). On a pool with
@@ -13,6 +13,7 @@
 
 use std::time::Instant;
 
+use super::copy::CopyIn;
 use super::flight::{classify_error, ErrorKind};
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::config::PoolMode;
@@ -46,6 +47,9 @@ pub(super) enum Until {
     Ready,
     /// When every expected response arrived (after a Flush), or at an error.
     Drained,
+    /// When the backend has nothing more to say right now, or at an error (a batch streaming
+    /// to the backend before its Sync or Flush).
+    Available,
 }
 
 /// What woke a session that waits for its client while holding a backend connection.
@@ -63,6 +67,11 @@ enum Woke {
 struct Outcome {
     error: bool,
     last_tag_commit: Option<bool>,
+}
+
+/// Whether a whole backend frame starts at `pos` of `rbuf`.
+fn has_frame(rbuf: &[u8], pos: usize) -> bool {
+    matches!(decode_frame(rbuf.get(pos..).unwrap_or_default(), BACKEND_MAX), Ok(Some(_)))
 }
 
 /// Reads the next whole backend frame, `chunk` bytes at a time; returns (tag, length) of the
@@ -99,13 +108,17 @@ impl Session {
         let mut pos = 0usize;
         let mut deadline = self.query_deadline();
         let mut chunk = READ_CHUNK;
-        self.flight.flushed |= until == Until::Drained; // retry (#11)
+        let mut copy_rejected = false;
+        self.flight.flushed |= until != Until::Ready; // retry (#11)
         loop {
             self.emit_synth();
-            if until == Until::Drained && self.expect.is_empty() {
+            if until != Until::Ready && self.expect.is_empty() {
                 break;
             }
             let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+            if until == Until::Available && !has_frame(&conn.rbuf, pos) && !rt::readable_now(&conn.stream) {
+                break;
+            }
             let next = match deadline {
                 Some(d) => rt::with_deadline(d, next_frame(conn, &mut pos, chunk)).await,
                 None => Ok(next_frame(conn, &mut pos, chunk).await),
@@ -169,10 +182,20 @@ impl Session {
                 b'G' => {
                     conn.rbuf.drain(..pos);
                     pos = 0;
-                    self.pump_copy_in().await?;
+                    let extended = self.expect.contains(&Expect::Sync);
+                    if let CopyIn::Rejected = self.pump_copy_in().await? {
+                        // The server took the batch's Sync as part of the COPY: the client's
+                        // next Sync ends the batch.
+                        copy_rejected = extended;
+                    }
                     deadline = self.query_deadline();
                 }
-                b'E' if until == Until::Drained => break,
+                b'E' if until != Until::Ready || copy_rejected => {
+                    // Before Sync: the server now discards the client's messages up to Sync.
+                    self.expect.retain(|e| *e != Expect::Sync);
+                    self.aborted = true;
+                    break;
+                }
                 _ => {}
             }
             if self.out.len() >= CLIENT_FLUSH_AT {
@@ -307,6 +330,11 @@ impl Session {
     /// Decides what the client sees of an ErrorResponse: most are relayed; a FATAL becomes the
     /// connection-loss error; a stale plan is healed; a cancel sent by query_timeout says so.
     fn on_error_response(&mut self, pos: usize, len: usize, front: Option<Expect>, outcome: &mut Outcome) -> bool {
+        if std::mem::take(&mut self.flight.aborting) {
+            // The router's stand-in for a statement it refused: the client has its error.
+            outcome.error = true;
+            return false;
+        }
         let body = self.backend.as_ref().and_then(|c| c.rbuf.get(pos + 5..pos + len)).unwrap_or_default();
         let kind = classify_error(body);
         if matches!(kind, ErrorKind::StalePlan) {
@@ -447,6 +475,7 @@ impl Session {
             self.pool.checkin(c, false);
         }
         self.slot.set_running(None);
+        self.aborted = false;
         let why = self.flight.fatal.take().map(|m| format!(" ({m})")).unwrap_or_default();
         self.flight.settle();
         PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}"))
@@ -501,6 +530,7 @@ impl Session {
         self.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit
         self.slot.set_running(None);
         if new == TransactionStatus::Idle {
+            self.read_only_tx = false;
             let committed =
                 if was == TransactionStatus::Idle { !outcome.error } else { outcome.last_tag_commit == Some(true) };
             if committed {
@@ -518,66 +548,6 @@ impl Session {
             self.tx = TransactionStatus::Idle;
         }
         self.maybe_release().await;
-    }
-
-    /// Forwards the client's COPY data until CopyDone or CopyFail.
-    async fn pump_copy_in(&mut self) -> Result<(), End> {
-        self.flush_client().await?;
-        // In the extended protocol the server ignores the batch's Sync while copying; the
-        // client sends another after CopyDone/CopyFail (libpq and tokio-postgres both do), and
-        // only that one ends the batch.
-        let extended = self.expect.contains(&Expect::Sync);
-        let mut ended = false;
-        loop {
-            let tag = match self.next_client_frame().await {
-                Ok(Some(t)) => t,
-                Ok(None) | Err(_) => {
-                    // The client vanished mid-COPY: abort it on the backend so the connection
-                    // is not left waiting for data.
-                    self.bout.clear();
-                    let _ =
-                        crate::protocol::pg::FrontendMessage::CopyFail("client disconnected").encode(&mut self.bout);
-                    let _ = self.send_backend().await;
-                    if let Some(c) = self.backend.as_mut() {
-                        c.broken = true;
-                    }
-                    return Err(End::ClientGone);
-                }
-            };
-            match tag {
-                b'S' if ended => {
-                    self.bout.extend_from_slice(&self.msg);
-                    return self.send_backend().await;
-                }
-                _ if ended => {
-                    let e =
-                        PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected Sync after the end of COPY data");
-                    e.encode_fatal(&mut self.out);
-                    let _ = self.flush_client().await;
-                    return Err(End::Fatal);
-                }
-                b'd' | b'c' | b'f' => {
-                    self.bout.extend_from_slice(&self.msg);
-                    if tag != b'd' || self.bout.len() >= CLIENT_FLUSH_AT {
-                        self.send_backend().await?;
-                    }
-                    if tag != b'd' {
-                        if !extended {
-                            return Ok(());
-                        }
-                        ended = true;
-                    }
-                }
-                // The server ignores Flush and Sync during COPY IN.
-                b'H' | b'S' => {}
-                _ => {
-                    self.bout.clear();
-                    let _ = crate::protocol::pg::FrontendMessage::CopyFail("unexpected message during COPY")
-                        .encode(&mut self.bout);
-                    return self.send_backend().await;
-                }
-            }
-        }
     }
 }
 

@@ -16,10 +16,12 @@ const REPLICA_UNSAFE: &str = "25006";
 
 impl Session {
     /// Whether the session must stay on its current backend connection: inside a transaction,
-    /// pinned by session state, or in the middle of an extended-protocol batch.
-    fn held(&self) -> bool {
+    /// pinned by session state, or in the middle of an extended-protocol batch (also after a
+    /// Flush sent part of it: its implicit transaction is open until ReadyForQuery).
+    pub(super) fn held(&self) -> bool {
         self.backend.is_some()
             && (self.tx != TransactionStatus::Idle
+                || self.awaiting_ready
                 || self.state.pin().is_some()
                 || !self.expect.is_empty()
                 || !self.bout.is_empty())
@@ -37,7 +39,7 @@ impl Session {
             session: SessionView {
                 transaction_pool: self.held().then(|| self.pool.name()),
                 pinned_to_primary: self.ryw.pinned(rt::now()),
-                read_only_transaction: false,
+                read_only_transaction: self.read_only_tx,
                 lex_mode: self.identity.lex.mode,
                 primary_only: self.identity.lex.primary_only(),
             },
@@ -58,7 +60,13 @@ impl Session {
         runs: bool,
     ) -> Result<Option<String>, PgClientError> {
         let decision = self.decide(sql, key);
+        if let Some(e) = self.replica_hold_refusal(&decision) {
+            return Err(e);
+        }
         let now = rt::now();
+        if runs && declares_read_only(sql) {
+            self.read_only_tx = true;
+        }
         if runs {
             self.ryw.observe(&decision, now);
             self.ctx.count_decision(&decision);
@@ -81,6 +89,9 @@ impl Session {
                     return Err(decision_error(&e));
                 }
             }
+        }
+        if let Some(primary) = self.batch_override(&decision, &target) {
+            target = primary;
         }
         // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
         let to_replica = decision.step == DecisionKind::ReadWriteSplit
@@ -131,6 +142,33 @@ impl Session {
     }
 }
 
+/// Whether `sql` opens or sets a `READ ONLY` transaction (`BEGIN`/`START TRANSACTION`/`SET
+/// TRANSACTION` with `READ ONLY` among its modes): the server then refuses every data change in
+/// it, so nothing run there starts read-your-writes pinning.
+fn declares_read_only(sql: &str) -> bool {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let mut words = Lexer::new(sql, crate::sql::Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment);
+    let opens = match words.next() {
+        Some(t) if t.is_word("BEGIN") => true,
+        Some(t) if t.is_word("START") || t.is_word("SET") => words.next().is_some_and(|t| t.is_word("TRANSACTION")),
+        _ => false,
+    };
+    if !opens {
+        return false;
+    }
+    // A string of several statements is left out: what follows could end the transaction.
+    let (mut read, mut only, mut ended) = (false, false, false);
+    for t in words {
+        if ended {
+            return false;
+        }
+        ended = t.kind == TokenKind::Semicolon;
+        only |= read && t.is_word("ONLY");
+        read = t.is_word("READ");
+    }
+    only
+}
+
 /// How a routing error reaches the client: hints that cannot be honored are QP001.
 fn decision_error(e: &DecisionError) -> PgClientError {
     match e {
@@ -157,6 +195,35 @@ impl Session {
                 done.error,
                 &self.pool.config.name,
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::declares_read_only;
+
+    #[test]
+    fn read_only_transactions_are_recognized() {
+        for sql in [
+            "BEGIN READ ONLY",
+            "begin transaction isolation level repeatable read, read only",
+            "START TRANSACTION READ ONLY",
+            "/* c */ SET TRANSACTION READ ONLY",
+            "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE",
+            "BEGIN READ ONLY;",
+        ] {
+            assert!(declares_read_only(sql), "{sql}");
+        }
+        for sql in [
+            "BEGIN",
+            "BEGIN READ WRITE",
+            "SELECT 'READ ONLY'",
+            "SET default_transaction_read_only = on",
+            "BEGIN READ ONLY; UPDATE t SET a = 1",
+            "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+        ] {
+            assert!(!declares_read_only(sql), "{sql}");
         }
     }
 }

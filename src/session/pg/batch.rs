@@ -1,0 +1,250 @@
+//! Pipelines routed as one unit (#19): with a read/write split, the extended messages of a
+//! batch are held (bounded) until its Sync or Flush, so that the batch is routed as a whole:
+//! to a replica only when every statement it runs or describes is a replica read, else to the
+//! primary. A batch too large to hold goes to the primary (unknown never means safe). Once
+//! part of a batch ran on a replica (after a Flush), the session is held there until
+//! ReadyForQuery, and a statement that is not replica-safe is refused with `25006` rather than
+//! sent there (`replica_hold_refusal`).
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::prepared::Stmt;
+use super::{End, Session};
+use crate::config::Protocol;
+use crate::protocol::pg::{decode_frame, sqlstate, Frame, FrontendMessage, Target, TransactionStatus};
+use crate::routing::{Decision, DecisionKind, Outcome, StatementKey};
+use crate::session::client_error::PgClientError;
+
+/// Bytes of client messages held for one batch (a larger batch goes to the primary).
+const HOLD_BYTES: usize = 64 * 1024;
+/// Messages held for one batch.
+const HOLD_MESSAGES: usize = 1024;
+
+/// The client's extended messages held until their batch is routed.
+#[derive(Debug, Default)]
+pub(super) struct Held {
+    bytes: Vec<u8>,
+    count: usize,
+}
+
+impl Held {
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Holds one whole message; `false` once the batch is over the limits.
+    pub fn push(&mut self, raw: &[u8]) -> bool {
+        self.bytes.extend_from_slice(raw);
+        self.count += 1;
+        self.bytes.len() <= HOLD_BYTES && self.count <= HOLD_MESSAGES
+    }
+
+    /// Hands over the held messages, leaving nothing held.
+    pub fn take(&mut self) -> Vec<u8> {
+        self.count = 0;
+        std::mem::take(&mut self.bytes)
+    }
+}
+
+/// Each statement text that `bytes` (whole extended messages) runs or describes, in order,
+/// with its routing key when prepared before the batch: unnamed Parses, and the statements that
+/// Binds and statement Describes name (parsed in the batch itself, or in `known`). Names the
+/// router does not know are left out: the server reports them.
+pub(super) fn statements(bytes: &[u8], known: &HashMap<String, Rc<Stmt>>) -> Vec<(String, Option<StatementKey>)> {
+    let mut parsed: HashMap<&str, &str> = HashMap::new();
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while let Ok(Some(f)) = decode_frame(bytes.get(pos..).unwrap_or_default(), usize::MAX) {
+        let body = bytes.get(pos + 5..pos + f.total_len).unwrap_or_default();
+        pos += f.total_len;
+        let name = match FrontendMessage::decode(&Frame::new(f.tag, body)) {
+            Ok(FrontendMessage::Parse { name: "", query, .. }) => {
+                out.push((query.to_owned(), None));
+                continue;
+            }
+            Ok(FrontendMessage::Parse { name, query, .. }) => {
+                parsed.insert(name, query);
+                continue;
+            }
+            Ok(FrontendMessage::Bind { statement, .. }) if !statement.is_empty() => statement,
+            Ok(FrontendMessage::Describe { kind: Target::Statement, name }) if !name.is_empty() => name,
+            _ => continue,
+        };
+        match (parsed.get(name), known.get(name)) {
+            (Some(query), _) => out.push(((*query).to_owned(), None)),
+            (None, Some(stmt)) => out.push((stmt.query.clone(), stmt.route_key)),
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// Whether a statement cannot change data or lock rows where it runs (what a held replica
+/// connection may still be given).
+fn replica_safe(d: &Decision) -> bool {
+    !d.facts.changes_data && d.facts.locking.is_none()
+}
+
+impl Session {
+    /// Whether `msg` is held for unit routing rather than handled now: an extended message
+    /// while a batch is held, or one that starts a batch free to choose its pool.
+    pub(super) fn holds(&self, msg: &FrontendMessage<'_>) -> bool {
+        let extended = matches!(
+            msg,
+            FrontendMessage::Parse { .. }
+                | FrontendMessage::Bind { .. }
+                | FrontendMessage::Describe { .. }
+                | FrontendMessage::Execute { .. }
+                | FrontendMessage::Close { .. }
+        );
+        extended && (!self.batch.is_empty() || (!self.held() && self.ctx.splits_reads(Protocol::Postgres)))
+    }
+
+    /// Holds one message; a batch over the limits is released to the primary at once.
+    pub(super) async fn hold(&mut self, raw: &[u8]) -> Result<(), End> {
+        if self.batch.push(raw) {
+            return Ok(());
+        }
+        self.release_batch(true).await
+    }
+
+    /// Routes the held batch as one unit and handles its messages; `overflow`: it was too large
+    /// to hold whole, so what follows is unknown and it goes to the primary.
+    pub(super) async fn release_batch(&mut self, overflow: bool) -> Result<(), End> {
+        let bytes = self.batch.take();
+        self.batch_primary = overflow || self.batch_needs_primary(&bytes);
+        let res = self.handle_held(&bytes).await;
+        self.batch_primary = false;
+        res
+    }
+
+    async fn handle_held(&mut self, bytes: &[u8]) -> Result<(), End> {
+        let mut pos = 0usize;
+        while let Ok(Some(f)) = decode_frame(bytes.get(pos..).unwrap_or_default(), usize::MAX) {
+            let raw = bytes.get(pos..pos + f.total_len).unwrap_or_default();
+            pos += f.total_len;
+            let Ok(msg) = FrontendMessage::decode(&Frame::new(f.tag, raw.get(5..).unwrap_or_default())) else {
+                continue; // decoded once already when it was held
+            };
+            if self.skips(&msg) {
+                continue;
+            }
+            self.handle(msg, raw).await?;
+            self.stream_batch().await?;
+        }
+        Ok(())
+    }
+
+    /// Whether some statement of a batch of several would not run on the read pool.
+    fn batch_needs_primary(&mut self, bytes: &[u8]) -> bool {
+        let mut stmts = statements(bytes, &self.stmts);
+        let mut seen = std::collections::HashSet::new();
+        stmts.retain(|(sql, _)| seen.insert(sql.clone()));
+        if stmts.len() < 2 {
+            // One statement (however often it runs) decides for itself, as outside a pipeline.
+            return false;
+        }
+        stmts.iter().any(|(sql, key)| {
+            let d = self.decide(sql, *key);
+            !matches!(&d.outcome, Outcome::Route(p) if self.ctx.is_read_pool(Protocol::Postgres, p))
+        })
+    }
+
+    /// The error for a statement that is not replica-safe while the session is held on the read
+    /// pool (an open transaction, part of a pipeline already run there, pinned state): it must
+    /// never be sent there, and cannot move either.
+    pub(super) fn replica_hold_refusal(&self, d: &Decision) -> Option<PgClientError> {
+        if !self.held() || replica_safe(d) || !self.ctx.is_read_pool(Protocol::Postgres, self.pool.name()) {
+            return None;
+        }
+        let why = d.facts.ineligibility.unwrap_or("unanalyzable");
+        let hold = if self.tx != TransactionStatus::Idle {
+            "the open transaction runs there"
+        } else if self.awaiting_ready || !self.expect.is_empty() || !self.bout.is_empty() {
+            "earlier statements of this pipeline ran there and hold it until Sync"
+        } else {
+            "session state pins the session there"
+        };
+        let pool = self.pool.name();
+        Some(PgClientError::new(
+            sqlstate::READ_ONLY_SQL_TRANSACTION,
+            format!("cannot run a statement that is not replica-safe ({why}) on read pool \"{pool}\": {hold}"),
+        ))
+    }
+
+    /// The write pool, when the batch being released must not use the read pool.
+    pub(super) fn batch_override(&self, d: &Decision, target: &str) -> Option<std::sync::Arc<str>> {
+        let split_read = d.step == DecisionKind::ReadWriteSplit && self.ctx.is_read_pool(Protocol::Postgres, target);
+        if !self.batch_primary || !split_read {
+            return None;
+        }
+        self.ctx.rules().primary_pool(Protocol::Postgres).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::pg::frontend;
+
+    fn parse(name: &str, sql: &str, out: &mut Vec<u8>) {
+        frontend::encode_parse(name, sql, &[], out).expect("parse");
+    }
+
+    fn bind(statement: &str, out: &mut Vec<u8>) {
+        let mut body = Vec::new();
+        body.extend_from_slice(b"\0"); // unnamed portal
+        body.extend_from_slice(statement.as_bytes());
+        body.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0]); // no formats, no params, no result formats
+        out.push(b'B');
+        out.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+        out.extend_from_slice(&body);
+    }
+
+    #[test]
+    fn lists_what_each_message_runs_in_order() {
+        let mut known = HashMap::new();
+        let mut before = Stmt::new("SELECT 2", None, &[], 0);
+        let key = crate::routing::StatementKey {
+            fingerprint: crate::sql::fingerprint::Fingerprint(7),
+            lexer: crate::sql::fingerprint::Fingerprint(7),
+            space: crate::routing::KeySpace::Lexer,
+            strategy: crate::config::NormalizationStrategy::String,
+            protocol: Protocol::Postgres,
+            mode: Default::default(),
+        };
+        before.route_key = Some(key);
+        known.insert("old".to_owned(), Rc::new(before));
+        let mut b = Vec::new();
+        parse("", "SELECT 1", &mut b);
+        bind("", &mut b);
+        parse("s1", "UPDATE t SET v = 1", &mut b);
+        bind("s1", &mut b);
+        bind("old", &mut b);
+        bind("nobody", &mut b);
+        frontend::encode_describe(Target::Statement, "s1", &mut b).expect("describe");
+        frontend::encode_close(Target::Statement, "old", &mut b).expect("close");
+        let got = statements(&b, &known);
+        let texts: Vec<&str> = got.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(texts, ["SELECT 1", "UPDATE t SET v = 1", "SELECT 2", "UPDATE t SET v = 1"]);
+        assert_eq!(got[2].1, Some(key), "a statement prepared before the batch keeps its routing key");
+        assert_eq!(got[1].1, None);
+    }
+
+    #[test]
+    fn holds_up_to_the_limits() {
+        let mut h = Held::default();
+        assert!(h.is_empty());
+        assert!(h.push(&[0u8; 100]));
+        assert!(!h.is_empty());
+        assert!(!h.push(&vec![0u8; HOLD_BYTES]), "over the byte limit");
+        assert_eq!(h.take().len(), HOLD_BYTES + 100);
+        assert!(h.is_empty());
+        for _ in 0..HOLD_MESSAGES {
+            assert!(h.push(b"x"));
+        }
+        assert!(!h.push(b"x"), "over the message limit");
+    }
+}

@@ -1,0 +1,165 @@
+//! COPY FROM STDIN: the client's copy data goes to the backend until CopyDone or CopyFail,
+//! while the backend is watched: a server that rejects the COPY (bad data, or `FREEZE` refused
+//! right after CopyInResponse) answers at once with ErrorResponse (and, for a simple query,
+//! ReadyForQuery) and from then on ignores the client's copy data. The relay then delivers
+//! that answer while the client is still sending, and the session drops the rest of the
+//! client's copy data as the server would (#18): the session and its backend stay usable.
+
+use super::prepared::Expect;
+use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
+use crate::protocol::pg::{decode_frame, sqlstate, FrontendMessage};
+use crate::rt;
+use crate::session::client_error::PgClientError;
+
+/// Largest backend message looked at while copying (notices are small; anything else ends the
+/// COPY and is read by the relay under its own limit).
+const PEEK_MAX: usize = 1 << 30;
+
+/// How the client's part of a COPY FROM STDIN ended.
+pub(super) enum CopyIn {
+    /// Its data ended (CopyDone or CopyFail, and in the extended protocol the Sync after it).
+    Sent,
+    /// The backend answered before the data ended: the COPY was rejected (or the backend
+    /// went away), and the relay reads the answer.
+    Rejected,
+}
+
+/// What woke a session pumping copy data.
+enum Woke {
+    /// A whole client message is in `msg`; its tag.
+    Client(u8),
+    /// More client bytes arrived.
+    ClientBytes,
+    /// The client closed its connection.
+    ClientGone,
+    /// The backend sent bytes (`true`) or closed (`false`).
+    Backend(bool),
+}
+
+impl Session {
+    /// Forwards the client's COPY data until CopyDone or CopyFail, or until the backend speaks.
+    pub(super) async fn pump_copy_in(&mut self) -> Result<CopyIn, End> {
+        self.flush_client().await?;
+        // In the extended protocol the server ignores the batch's Sync while copying; the
+        // client sends another after CopyDone/CopyFail (libpq and tokio-postgres both do), and
+        // only that one ends the batch.
+        let extended = self.expect.contains(&Expect::Sync);
+        let mut ended = false;
+        loop {
+            let tag = match self.next_copy_event(!ended).await? {
+                Woke::Client(tag) => tag,
+                Woke::ClientBytes => continue,
+                Woke::Backend(alive) => {
+                    if !alive || !self.relay_notices_during_copy() {
+                        self.bout.clear();
+                        return Ok(CopyIn::Rejected);
+                    }
+                    continue;
+                }
+                Woke::ClientGone => {
+                    // The client vanished mid-COPY: abort it on the backend so the connection
+                    // is not left waiting for data.
+                    self.bout.clear();
+                    let _ = FrontendMessage::CopyFail("client disconnected").encode(&mut self.bout);
+                    let _ = self.send_backend().await;
+                    if let Some(c) = self.backend.as_mut() {
+                        c.broken = true;
+                    }
+                    return Err(End::ClientGone);
+                }
+            };
+            match tag {
+                b'S' if ended => {
+                    self.bout.extend_from_slice(&self.msg);
+                    self.send_backend().await?;
+                    return Ok(CopyIn::Sent);
+                }
+                _ if ended => {
+                    let e =
+                        PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected Sync after the end of COPY data");
+                    e.encode_fatal(&mut self.out);
+                    let _ = self.flush_client().await;
+                    return Err(End::Fatal);
+                }
+                b'd' | b'c' | b'f' => {
+                    self.bout.extend_from_slice(&self.msg);
+                    if tag != b'd' || self.bout.len() >= CLIENT_FLUSH_AT {
+                        self.send_backend().await?;
+                    }
+                    if tag != b'd' {
+                        if !extended {
+                            return Ok(CopyIn::Sent);
+                        }
+                        ended = true;
+                    }
+                }
+                // The server ignores Flush and Sync during COPY IN.
+                b'H' | b'S' => {}
+                _ => {
+                    self.bout.clear();
+                    let _ = FrontendMessage::CopyFail("unexpected message during COPY").encode(&mut self.bout);
+                    self.send_backend().await?;
+                    return Ok(CopyIn::Sent);
+                }
+            }
+        }
+    }
+
+    /// Waits for the next whole client message, or (when `watch`) for the backend to speak.
+    async fn next_copy_event(&mut self, watch: bool) -> Result<Woke, End> {
+        loop {
+            match self.take_client_frame() {
+                Ok(Some(tag)) => return Ok(Woke::Client(tag)),
+                Ok(None) => {}
+                Err(e) => return Err(self.refuse_frame(e).await),
+            }
+            if self.cpos > 0 {
+                self.cbuf.drain(..self.cpos);
+                self.cpos = 0;
+            }
+            self.flush_client().await?;
+            let limit = self.idle_transaction_timeout();
+            let (client, cbuf) = (&mut self.client, &mut self.cbuf);
+            let from_client = async {
+                match rt::read_some(client, cbuf, READ_CHUNK).await {
+                    Ok(n) if n > 0 => Woke::ClientBytes,
+                    _ => Woke::ClientGone,
+                }
+            };
+            let woke = match self.backend.as_mut().filter(|_| watch) {
+                Some(conn) => {
+                    let from_backend = async {
+                        Woke::Backend(
+                            matches!(rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await, Ok(n) if n > 0),
+                        )
+                    };
+                    rt::within(limit, rt::race(from_client, from_backend)).await
+                }
+                None => rt::within(limit, from_client).await,
+            };
+            match woke {
+                Err(_) => return Err(self.idle_transaction_expired().await),
+                Ok(Woke::ClientBytes) => {}
+                Ok(other) => return Ok(other),
+            }
+        }
+    }
+
+    /// Relays the notices and parameter changes at the start of the backend's buffer; `false`
+    /// when anything else is there (an ErrorResponse: the COPY was rejected).
+    fn relay_notices_during_copy(&mut self) -> bool {
+        let Some(conn) = self.backend.as_mut() else { return false };
+        let mut pos = 0usize;
+        let mut only_notices = true;
+        while let Ok(Some(f)) = decode_frame(conn.rbuf.get(pos..).unwrap_or_default(), PEEK_MAX) {
+            if !matches!(f.tag, b'N' | b'S' | b'A') {
+                only_notices = false;
+                break;
+            }
+            self.out.extend_from_slice(conn.rbuf.get(pos..pos + f.total_len).unwrap_or_default());
+            pos += f.total_len;
+        }
+        conn.rbuf.drain(..pos);
+        only_notices
+    }
+}
