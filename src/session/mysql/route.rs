@@ -7,9 +7,12 @@ use std::time::Instant;
 
 use super::relay::Outcome as Relayed;
 use super::Session;
+use crate::config::PoolMode;
 use crate::config::Protocol;
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT};
-use crate::protocol::mysql::response::{SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY};
+use crate::protocol::mysql::response::{
+    SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
+};
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
 use crate::rt;
 use crate::session::client_error::MyClientError;
@@ -19,6 +22,11 @@ use crate::sql::fingerprint::Fingerprint;
 const ER_REJECTED: ErrorNumber = ErrorNumber { code: 1227, sql_state: *b"42000" };
 /// `CR_CONN_HOST_ERROR`-like: routing chose a pool this session cannot use.
 const ER_NO_POOL: ErrorNumber = ErrorNumber { code: 2003, sql_state: *b"HY000" };
+/// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION`: a statement that is not replica-safe while the
+/// session holds a replica connection (#19).
+const ER_HELD_REPLICA: ErrorNumber = ErrorNumber { code: 1792, sql_state: *b"25006" };
+/// `ER_NOT_SUPPORTED_YET`: statement pooling cannot serve a transaction.
+pub(super) const ER_STATEMENT_POOLING: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
 
 /// What routing decided for a statement that will run.
 pub(super) struct Routed {
@@ -39,6 +47,57 @@ impl Session {
                 || self.tx.cursor.is_some()
                 || self.tx.sticky
                 || self.bpos != 0)
+    }
+
+    /// Whether the session's pool is the MySQL read pool of the split (and not also its
+    /// primary): a connection held there must only see replica-safe statements.
+    fn on_replica(&self) -> bool {
+        let rules = self.ctx.rules();
+        let name = self.pool.name();
+        rules.read_pool(Protocol::MySql) == Some(name) && rules.primary_pool(Protocol::MySql) != Some(name)
+    }
+
+    /// Whether the next statement opens a transaction the client did not declare read-only:
+    /// the server last reported autocommit off and no transaction open (so the statement opens
+    /// one implicitly), and the session's transactions are not `READ ONLY`.
+    fn opens_write_transaction(&self) -> bool {
+        self.tx.status & (SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_IN_TRANS) == 0
+            && !self.state.read_only_transactions()
+    }
+
+    /// The refusal of a statement statement pooling cannot serve, before anything runs (#19).
+    pub(super) fn statement_pooling_refusal(&self, sql: &str) -> Option<MyClientError> {
+        if self.mode() != PoolMode::Statement {
+            return None;
+        }
+        let why = super::txguard::statement_pooling_refusal(sql)?;
+        let text = format!(
+            "pool \"{}\" uses statement pooling, which cannot serve a transaction spanning statements: {why}",
+            self.pool.config.name
+        );
+        Some(MyClientError::new(ER_STATEMENT_POOLING, text))
+    }
+
+    /// The refusal of a statement that is not replica-safe while the session holds a replica
+    /// connection (an open transaction, a cursor, a pin): it never reaches the replica (#19).
+    fn held_replica_refusal(&self, decision: &Decision, sql: &str) -> Option<MyClientError> {
+        if !self.held() || !self.on_replica() {
+            return None;
+        }
+        let why = super::txguard::held_replica_refusal(&decision.facts, sql)?;
+        let hold = if self.tx.status & SERVER_STATUS_IN_TRANS != 0 {
+            "a transaction is open"
+        } else if self.tx.cursor.is_some() {
+            "a cursor is open"
+        } else {
+            "the session is pinned to it"
+        };
+        let text = format!(
+            "Cannot execute statement: the session holds a connection to replica pool \"{}\" ({hold}) and the \
+             statement is not replica-safe ({why}); end the transaction or close the cursor first",
+            self.pool.config.name
+        );
+        Some(MyClientError::new(ER_HELD_REPLICA, text))
     }
 
     /// Asks the router about `sql` without moving the session (for COM_STMT_PREPARE, which only
@@ -79,6 +138,16 @@ impl Session {
             // that pool rather than the configured default.
             if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.ctx.pools().get(n).cloned()) {
                 target = own.name().clone();
+            }
+        }
+        if let Some(e) = self.held_replica_refusal(&decision, sql) {
+            return Err(e);
+        }
+        if decision.step == DecisionKind::ReadWriteSplit && !self.held() && self.opens_write_transaction() {
+            // The read opens a transaction whose later statements may write: all of it runs on
+            // the primary (#19).
+            if let Some(primary) = self.ctx.rules().primary_pool(Protocol::MySql) {
+                target = primary.clone();
             }
         }
         if decision.step == DecisionKind::ReadWriteSplit {

@@ -53,9 +53,12 @@ pub fn effects(sql: &str) -> (Vec<(usize, Effect)>, usize) {
     let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
     let mut out = Vec::new();
     let mut count = 0;
-    for stmt in tokens.split(|t| t.kind == TokenKind::Semicolon).filter(|s| !s.is_empty()) {
+    for stmt in super::split::statements(&tokens) {
         let mut effs = Vec::new();
-        classify(sql, stmt, &mut effs);
+        // A stored program's body runs later, when called: defining it changes no session.
+        if !super::split::defines_stored_program(stmt) {
+            classify(sql, stmt, &mut effs);
+        }
         out.extend(effs.into_iter().map(|e| (count, e)));
         count += 1;
     }
@@ -262,6 +265,26 @@ impl MyState {
         self.signature
     }
 
+    /// Whether the client made its transactions `READ ONLY` for the session (`SET SESSION
+    /// TRANSACTION READ ONLY`, `tx_read_only` / `transaction_read_only` on), so an implicitly
+    /// opened transaction cannot write.
+    pub fn read_only_transactions(&self) -> bool {
+        let upper = |k: &str| self.settings.get(k).map(|s| s.to_ascii_uppercase());
+        let on = |k: &str| {
+            upper(k).is_some_and(|s| {
+                let v = s.rsplit_once('=').map_or("", |(_, v)| v).trim().trim_matches('\'');
+                matches!(v, "1" | "ON" | "TRUE")
+            })
+        };
+        let characteristics = upper("transaction").is_some_and(|s| {
+            s.split(|c: char| c == ',' || c.is_whitespace())
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w == ["READ", "ONLY"])
+        });
+        characteristics || on("tx_read_only") || on("transaction_read_only")
+    }
+
     /// One multi-statement query that applies every tracked setting, or `None`.
     pub fn replay_sql(&self) -> Option<String> {
         if self.settings.is_empty() {
@@ -360,6 +383,9 @@ mod tests {
         assert_eq!(n, 3);
         assert_eq!(e, vec![(0, set("a", "SET SESSION a = 1")), (2, Effect::Use("b".into()))]);
         assert_eq!(effects("").1, 1);
+        let body = "CREATE PROCEDURE p() BEGIN SET @x = 1; SELECT LAST_INSERT_ID(); END";
+        assert_eq!(effects(body), (Vec::new(), 1), "a definition is one statement with no effect");
+        assert_eq!(effects(&format!("{body}; SET @y = 2")).1, 2);
     }
 
     #[test]
@@ -377,6 +403,22 @@ mod tests {
         assert_ne!(s.signature(), sig);
         s.reset(None, None);
         assert_eq!((s.signature(), s.pin()), (0, None));
+    }
+
+    #[test]
+    fn read_only_transactions_are_tracked() {
+        let mut s = MyState::default();
+        assert!(!s.read_only_transactions());
+        s.apply(&effects("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED, READ ONLY").0, 1);
+        assert!(s.read_only_transactions());
+        s.apply(&effects("SET SESSION TRANSACTION READ WRITE").0, 1);
+        assert!(!s.read_only_transactions());
+        s.apply(&effects("SET @@session.tx_read_only = ON").0, 1);
+        assert!(s.read_only_transactions());
+        s.apply(&effects("SET tx_read_only = 0").0, 1);
+        assert!(!s.read_only_transactions());
+        s.apply(&effects("SET transaction_read_only = 1").0, 1);
+        assert!(s.read_only_transactions());
     }
 
     #[test]

@@ -351,6 +351,17 @@ impl Session {
         };
         let (key, sql, params, order) = (stmt.key, stmt.sql.clone(), stmt.params, stmt.order.clone());
         let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
+        if let Some(e) = self.statement_pooling_refusal(&origin) {
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        if self.tx.cursor.is_some() {
+            // An execute closes the open cursor anyway (below); closing it first frees a
+            // connection it alone held, so this statement is routed on its own merits instead
+            // of following the cursor to its server (#19).
+            self.close_cursor().await;
+            self.maybe_release().await;
+        }
         let routed = match self.route_statement(&origin, route_key).await {
             Ok(r) => r,
             Err(e) => {
