@@ -24,6 +24,7 @@ mod idle_transaction;
 mod mysql_commands;
 mod mysql_infile;
 mod mysql_routing;
+mod mysql_safety;
 mod mysql_session;
 mod mysql_sha2;
 mod mysql_sysbench;

@@ -143,9 +143,11 @@ impl Session {
         if let Some(e) = self.held_replica_refusal(&decision, sql) {
             return Err(e);
         }
-        if decision.step == DecisionKind::ReadWriteSplit && !self.held() && self.opens_write_transaction() {
+        let split = decision.step == DecisionKind::ReadWriteSplit && decision.kind != DecisionKind::Hint;
+        if split && !self.held() && self.opens_write_transaction() {
             // The read opens a transaction whose later statements may write: all of it runs on
-            // the primary (#19).
+            // the primary (#19). A `route=replica` hint is the client's word that the replica
+            // may serve it; what follows there is held to replica-safe statements.
             if let Some(primary) = self.ctx.rules().primary_pool(Protocol::MySql) {
                 target = primary.clone();
             }
