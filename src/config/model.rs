@@ -179,6 +179,10 @@ pub struct Routing {
     pub read_your_writes: ReadYourWrites,
     /// What to do with a read when no replica is eligible.
     pub replica_fallback: ReplicaFallback,
+    /// MySQL stored functions (`schema.name`, lower case) the operator vouches for: a call may
+    /// run on a replica. Every other stored function counts as volatile, since the server does
+    /// not enforce `DETERMINISTIC` / `READS SQL DATA` (#19).
+    pub replica_safe_functions: Vec<String>,
     /// The per-core plan cache.
     pub cache: CacheConfig,
     /// Rules matching statement shapes (template, regex or fingerprint hash).

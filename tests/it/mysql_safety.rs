@@ -351,3 +351,44 @@ fn jdbc_autocommit_off_read_modify_write_through_the_split() {
         assert_v_everywhere(&t, 30, mode);
     }
 }
+
+/// The server that answered `SELECT f()` where `f` returns `@@server_id`.
+fn function_ran_on(c: &mut Conn, f: &str) -> u64 {
+    ran_on(c, &format!("SELECT {f}()"))
+}
+
+/// MySQL does not check `DETERMINISTIC` / `READS SQL DATA` (issue case 7): a function declared
+/// so that writes runs on the primary; a function reaches the replica only when the operator
+/// lists it in `routing.replica_safe_functions`.
+#[test]
+fn stored_functions_reach_a_replica_only_when_listed() {
+    let my = &dbs().my;
+    let db = &my.database;
+    for mode in ["transaction", "session"] {
+        let t = table();
+        let (liar, honest) = (unique_name("qp_liar"), unique_name("qp_honest"));
+        let mut root = my.superuser_client(my.primary_port);
+        root.query_drop(format!(
+            "CREATE FUNCTION {db}.{liar}() RETURNS INT DETERMINISTIC READS SQL DATA \
+             BEGIN UPDATE {db}.{t} SET v = v + 1 WHERE id = 1; RETURN @@server_id; END"
+        ))
+        .expect("create the writing function");
+        root.query_drop(format!("CREATE FUNCTION {db}.{honest}() RETURNS INT DETERMINISTIC NO SQL RETURN @@server_id"))
+            .expect("create the read-only function");
+        my.wait_replica_caught_up(Duration::from_secs(30));
+        let extra = format!("replica_safe_functions = [\"{db}.{honest}\"]");
+        let router = Router::start(&split_config(mode, &extra));
+        let mut c = client(&router);
+        // The catalog loads in the background after start: until then every stored function is
+        // unknown, hence volatile. The listed one reaching the replica shows it has loaded.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while function_ran_on(&mut c, &honest) != REPLICA {
+            assert!(std::time::Instant::now() < deadline, "{mode}: the listed function never reached the replica");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(function_ran_on(&mut c, &liar), PRIMARY, "{mode}: an unlisted function, whatever it declares");
+        assert_eq!(function_ran_on(&mut c, &liar), PRIMARY, "{mode}: again, from the plan cache");
+        drop(c);
+        assert_v_everywhere(&t, 12, mode);
+    }
+}
