@@ -23,6 +23,7 @@ mod health;
 mod idle_transaction;
 mod mysql_commands;
 mod mysql_infile;
+mod mysql_probe;
 mod mysql_procedures;
 mod mysql_routing;
 mod mysql_safety;
