@@ -1,9 +1,9 @@
-//! Stored programs through the MySQL listener (#18): `CREATE PROCEDURE / FUNCTION / TRIGGER ...
-//! BEGIN ...; ...; END` is one statement, which the server runs without
+//! Behaving like the server for MySQL clients (#18). Stored programs: `CREATE PROCEDURE /
+//! FUNCTION / TRIGGER ... BEGIN ...; ...; END` is one statement, which the server runs without
 //! `CLIENT_MULTI_STATEMENTS`, and `CALL` of a procedure returning several result sets works
-//! with `CLIENT_MULTI_RESULTS`. Driven by PyMySQL (multi-statements off by default) and the
-//! mariadb command-line client (`DELIMITER`), in transaction and session pooling; both must
-//! print what MariaDB itself prints.
+//! with `CLIENT_MULTI_RESULTS`, driven by PyMySQL (multi-statements off by default) and the
+//! mariadb command-line client (`DELIMITER`) in transaction and session pooling; both must print
+//! what MariaDB itself prints. Also what transaction pooling does with `wait_timeout`.
 
 use std::io::Write;
 use std::path::Path;
@@ -90,4 +90,21 @@ fn mariadb_cli_creates_and_calls_a_procedure() {
         let router: Router = my_router(mode, 2);
         assert_eq!(mariadb_cli(router.port(), &cli_script(&unique_name("qp_cli"))), direct, "{mode}");
     }
+}
+
+/// `SET wait_timeout` in transaction pooling (documented in tuning.md): the setting follows the
+/// client to every connection it borrows, the server never sees the client idle (the router
+/// holds the client's connection), and a pooled connection the server closed for idling under
+/// that setting costs the next statement nothing.
+#[test]
+fn wait_timeout_in_transaction_pooling() {
+    use mysql::prelude::Queryable;
+    let router = my_router("transaction", 1);
+    let mut c = crate::mysql_session::client(&router);
+    c.query_drop("SET wait_timeout = 2").expect("set");
+    let seen: Option<u64> = c.query_first("SELECT @@wait_timeout").expect("read back");
+    assert_eq!(seen, Some(2), "replayed on the borrowed connection");
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let after: Option<u64> = c.query_first("SELECT @@wait_timeout").expect("the client idled past wait_timeout");
+    assert_eq!(after, Some(2));
 }
