@@ -8,6 +8,7 @@
 //! in `state`, client login in `login`, the warning of a retried statement in `warning`.
 
 mod bridged;
+mod detour;
 mod login;
 mod prepared;
 mod relay;
@@ -451,6 +452,7 @@ impl Session {
         };
         let started = rt::now();
         let outcome = match routed.rewritten {
+            None if routed.detour => self.detour(payload, grammar).await?,
             None => self.run_command(payload, grammar, effects).await?,
             Some(translated) => {
                 let (effects, _) = state::effects(&translated);

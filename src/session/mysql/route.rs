@@ -24,7 +24,7 @@ const ER_REJECTED: ErrorNumber = ErrorNumber { code: 1227, sql_state: *b"42000" 
 const ER_NO_POOL: ErrorNumber = ErrorNumber { code: 2003, sql_state: *b"HY000" };
 /// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION`: a statement that is not replica-safe while the
 /// session holds a replica connection (#19).
-const ER_HELD_REPLICA: ErrorNumber = ErrorNumber { code: 1792, sql_state: *b"25006" };
+pub(super) const ER_HELD_REPLICA: ErrorNumber = ErrorNumber { code: 1792, sql_state: *b"25006" };
 /// `ER_NOT_SUPPORTED_YET`: statement pooling cannot serve a transaction.
 pub(super) const ER_STATEMENT_POOLING: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
 
@@ -34,6 +34,9 @@ pub(super) struct Routed {
     pub rewritten: Option<String>,
     /// The statement's fingerprint, for digest statistics.
     pub fingerprint: Fingerprint,
+    /// Run it on the primary on another connection while the replica connection an open
+    /// cursor holds waits (see [`Session::detour`]).
+    pub detour: bool,
 }
 
 impl Session {
@@ -141,6 +144,10 @@ impl Session {
             }
         }
         if let Some(e) = self.held_replica_refusal(&decision, sql) {
+            if self.may_detour(&decision, sql) {
+                let fingerprint = decision.fingerprint;
+                return Ok(Routed { rewritten: None, fingerprint, detour: true });
+            }
             return Err(e);
         }
         let split = decision.step == DecisionKind::ReadWriteSplit && decision.kind != DecisionKind::Hint;
@@ -180,7 +187,7 @@ impl Session {
             self.connect_split().await?;
         }
         self.rule_retry = decision.retry; // retry (#11)
-        Ok(Routed { rewritten: decision.rewritten.map(|t| t.sql), fingerprint: decision.fingerprint })
+        Ok(Routed { rewritten: decision.rewritten.map(|t| t.sql), fingerprint: decision.fingerprint, detour: false })
     }
 
     /// Borrows a connection for a split statement. The read pool may have lost its last backend
