@@ -228,6 +228,17 @@ fn statement_pooling_refuses_transactions_and_loses_no_write() {
     assert_eq!(ran_on(&mut c, &format!("SELECT v, @@server_id FROM {t}")), REPLICA, "reads still split");
     drop(c);
     assert_v_everywhere(&t, 17, "statement");
+    // PyMySQL turns autocommit off while connecting (its default): a clear error at connect,
+    // not a session whose writes vanish.
+    let (u, p) = replica_writer();
+    let script = format!(
+        "import pymysql\ntry:\n    pymysql.connect(host='127.0.0.1', port={}, user='{u}', password='{p}', database='{}')\n    \
+         print('connected')\nexcept pymysql.MySQLError as e:\n    print('refused', e.args[0])\n",
+        router.port(),
+        dbs().my.database
+    );
+    let lines = run(Command::new("/usr/bin/python3").args(["-c", &script]), "PyMySQL connect");
+    assert_eq!(lines, [format!("refused {STATEMENT_POOLING}")], "PyMySQL in statement pooling");
 }
 
 /// Statement pooling: a command that leaves autocommit off behind the check's back (here inside
