@@ -137,9 +137,13 @@ fn classify_set(sql: &str, rest: &[Token<'_>], out: &mut Vec<Effect>) {
         return;
     }
     if first.is_word("SESSION") && rest.get(1).is_some_and(|t| t.is_word("TRANSACTION")) {
-        let (Some(a), Some(b)) = (rest.first(), rest.last()) else { return };
-        let text = sql.get(a.start..b.end()).unwrap_or("");
-        out.push(Effect::Set { name: "transaction".into(), stmt: format!("SET {text}") });
+        // Isolation level and access mode are separate settings: setting one keeps the other.
+        for part in split_top_level(rest.get(2..).unwrap_or_default()) {
+            let (Some(a), Some(b)) = (part.first(), part.last()) else { continue };
+            let text = sql.get(a.start..b.end()).unwrap_or("");
+            let name = if a.is_word("ISOLATION") { ISOLATION } else { ACCESS_MODE };
+            out.push(Effect::Set { name: name.into(), stmt: format!("SET SESSION TRANSACTION {text}") });
+        }
         return;
     }
     if first.is_word("STATEMENT") || first.is_word("GLOBAL") || first.text.to_ascii_lowercase().starts_with("@@global.")
@@ -150,6 +154,13 @@ fn classify_set(sql: &str, rest: &[Token<'_>], out: &mut Vec<Effect>) {
         classify_assignment(sql, assignment, out);
     }
 }
+
+/// The setting key of the session's transaction isolation level (`SET SESSION TRANSACTION
+/// ISOLATION LEVEL`, `tx_isolation`, `transaction_isolation`).
+const ISOLATION: &str = "transaction";
+/// The setting key of the session's transaction access mode (`SET SESSION TRANSACTION READ
+/// ONLY | READ WRITE`, `tx_read_only`, `transaction_read_only`).
+const ACCESS_MODE: &str = "transaction_access";
 
 /// Splits `a = f(x, y), b = 2` at top-level commas.
 fn split_top_level<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]> {
@@ -195,7 +206,14 @@ fn classify_assignment(sql: &str, tokens: &[Token<'_>], out: &mut Vec<Effect>) {
     let Some(value_from) = toks.iter().position(|t| t.kind == TokenKind::Operator).map(|p| p + 1) else { return };
     let (Some(a), Some(b)) = (toks.get(value_from), toks.last()) else { return };
     let value = sql.get(a.start..b.end()).unwrap_or("");
-    out.push(Effect::Set { stmt: format!("SET SESSION {name} = {value}"), name });
+    let stmt = format!("SET SESSION {name} = {value}");
+    // Spellings of one setting share its key, so the last one set is the one replayed.
+    let name = match name.as_str() {
+        "tx_isolation" | "transaction_isolation" => ISOLATION.to_owned(),
+        "tx_read_only" | "transaction_read_only" => ACCESS_MODE.to_owned(),
+        _ => name,
+    };
+    out.push(Effect::Set { stmt, name });
 }
 
 /// Settings, default database and pins of one client.
@@ -269,20 +287,11 @@ impl MyState {
     /// TRANSACTION READ ONLY`, `tx_read_only` / `transaction_read_only` on), so an implicitly
     /// opened transaction cannot write.
     pub fn read_only_transactions(&self) -> bool {
-        let upper = |k: &str| self.settings.get(k).map(|s| s.to_ascii_uppercase());
-        let on = |k: &str| {
-            upper(k).is_some_and(|s| {
-                let v = s.rsplit_once('=').map_or("", |(_, v)| v).trim().trim_matches('\'');
-                matches!(v, "1" | "ON" | "TRUE")
-            })
-        };
-        let characteristics = upper("transaction").is_some_and(|s| {
-            s.split(|c: char| c == ',' || c.is_whitespace())
-                .collect::<Vec<_>>()
-                .windows(2)
-                .any(|w| w == ["READ", "ONLY"])
-        });
-        characteristics || on("tx_read_only") || on("transaction_read_only")
+        let Some(stmt) = self.settings.get(ACCESS_MODE).map(|s| s.to_ascii_uppercase()) else { return false };
+        match stmt.rsplit_once('=') {
+            Some((_, value)) => matches!(value.trim().trim_matches('\''), "1" | "ON" | "TRUE"),
+            None => stmt.ends_with("READ ONLY"),
+        }
     }
 
     /// One multi-statement query that applies every tracked setting, or `None`.
@@ -411,6 +420,12 @@ mod tests {
         assert!(!s.read_only_transactions());
         s.apply(&effects("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED, READ ONLY").0, 1);
         assert!(s.read_only_transactions());
+        s.apply(&effects("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE").0, 1);
+        assert!(s.read_only_transactions(), "the isolation level leaves the access mode");
+        assert_eq!(
+            s.replay_sql().as_deref(),
+            Some("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE; SET SESSION TRANSACTION READ ONLY")
+        );
         s.apply(&effects("SET SESSION TRANSACTION READ WRITE").0, 1);
         assert!(!s.read_only_transactions());
         s.apply(&effects("SET @@session.tx_read_only = ON").0, 1);
