@@ -83,7 +83,7 @@ impl Session {
 
     /// The refusal of a statement that is not replica-safe while the session holds a replica
     /// connection (an open transaction, a cursor, a pin): it never reaches the replica (#19).
-    fn held_replica_refusal(&self, decision: &Decision, sql: &str) -> Option<MyClientError> {
+    fn held_replica_refusal(&self, decision: &Decision, sql: &str) -> Option<String> {
         if !self.held() || !self.on_replica() {
             return None;
         }
@@ -95,12 +95,40 @@ impl Session {
         } else {
             "the session is pinned to it"
         };
-        let text = format!(
+        Some(format!(
             "Cannot execute statement: the session holds a connection to replica pool \"{}\" ({hold}) and the \
              statement is not replica-safe ({why}); end the transaction or close the cursor first",
             self.pool.config.name
-        );
-        Some(MyClientError::new(ER_HELD_REPLICA, text))
+        ))
+    }
+
+    /// What the session makes of the router's decision before it is counted (#19): a statement
+    /// the held replica connection must not take is refused (or detours to the primary), and a
+    /// split read that opens a write transaction goes to the primary. Returns the refusal, and
+    /// whether the statement detours.
+    fn settle(&self, decision: &mut Decision, sql: &str) -> (Option<String>, bool) {
+        let primary = self.ctx.rules().primary_pool(Protocol::MySql).cloned();
+        if let Some(text) = self.held_replica_refusal(decision, sql) {
+            if self.may_detour(decision, sql) {
+                if let Some(p) = primary {
+                    decision.outcome = Outcome::Route(p);
+                }
+                return (None, true);
+            }
+            decision.outcome = Outcome::Reject(text.as_str().into());
+            return (Some(text), false);
+        }
+        let split = decision.step == DecisionKind::ReadWriteSplit && decision.kind != DecisionKind::Hint;
+        let routed = matches!(decision.outcome, Outcome::Route(_));
+        if split && routed && !self.held() && self.opens_write_transaction() {
+            // The read opens a transaction whose later statements may write: all of it runs on
+            // the primary. A `route=replica` hint is the client's word that the replica may
+            // serve it; what follows there is held to replica-safe statements.
+            if let Some(p) = primary {
+                decision.outcome = Outcome::Route(p);
+            }
+        }
+        (None, false)
     }
 
     /// Asks the router about `sql` without moving the session (for COM_STMT_PREPARE, which only
@@ -128,9 +156,16 @@ impl Session {
         sql: &str,
         key: Option<StatementKey>,
     ) -> Result<Routed, MyClientError> {
-        let decision = self.decide(sql, key);
+        let mut decision = self.decide(sql, key);
+        let (refusal, detour) = self.settle(&mut decision, sql);
         self.ctx.count_decision(&decision);
+        if let Some(text) = refusal {
+            return Err(MyClientError::new(ER_HELD_REPLICA, text));
+        }
         self.ryw.observe(&decision, rt::now());
+        if detour {
+            return Ok(Routed { rewritten: None, fingerprint: decision.fingerprint, detour });
+        }
         let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
             Outcome::Reject(message) => return Err(MyClientError::new(ER_REJECTED, message.to_string())),
@@ -141,22 +176,6 @@ impl Session {
             // that pool rather than the configured default.
             if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.ctx.pools().get(n).cloned()) {
                 target = own.name().clone();
-            }
-        }
-        if let Some(e) = self.held_replica_refusal(&decision, sql) {
-            if self.may_detour(&decision, sql) {
-                let fingerprint = decision.fingerprint;
-                return Ok(Routed { rewritten: None, fingerprint, detour: true });
-            }
-            return Err(e);
-        }
-        let split = decision.step == DecisionKind::ReadWriteSplit && decision.kind != DecisionKind::Hint;
-        if split && !self.held() && self.opens_write_transaction() {
-            // The read opens a transaction whose later statements may write: all of it runs on
-            // the primary (#19). A `route=replica` hint is the client's word that the replica
-            // may serve it; what follows there is held to replica-safe statements.
-            if let Some(primary) = self.ctx.rules().primary_pool(Protocol::MySql) {
-                target = primary.clone();
             }
         }
         if decision.step == DecisionKind::ReadWriteSplit {
