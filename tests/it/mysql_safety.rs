@@ -193,6 +193,9 @@ fn a_replica_held_by_a_transaction_takes_no_unsafe_statement() {
             assert!(msg.contains("a transaction is open"), "{mode}: {sql}: {msg}");
         }
         assert_eq!(ran_on(&mut c, "SELECT @@server_id"), REPLICA, "{mode}: still the replica's transaction");
+        // Reads about the held connection itself ask that connection.
+        c.query_drop("SHOW WARNINGS").expect("SHOW WARNINGS on the held connection");
+        assert_eq!(ran_on(&mut c, "SHOW VARIABLES LIKE 'server_id'"), REPLICA, "{mode}: SHOW on the held connection");
         c.query_drop("COMMIT").expect("commit on the replica");
         assert_eq!(ran_on(&mut c, "SELECT @@server_id"), PRIMARY, "{mode}: the next transaction");
         c.query_drop(format!("UPDATE {t} SET v = v + 5 WHERE id = 1")).expect("update on the primary");

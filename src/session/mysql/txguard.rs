@@ -10,8 +10,9 @@
 use super::split;
 use super::state::{self, Effect};
 use crate::routing::Facts;
-use crate::sql::analyze::{Operation, TxControl};
+use crate::sql::analyze::{Affinity, Operation, TxControl};
 use crate::sql::lexer::{Lexer, Token, TokenKind};
+use crate::sql::volatility::Volatility;
 use crate::sql::Dialect;
 
 /// Why statement pooling cannot serve `sql` (each statement runs on whichever connection is
@@ -48,12 +49,24 @@ fn autocommit_on(stmt: &str) -> bool {
 }
 
 /// Why a statement may not run on the replica connection the session holds, or `None` when it
-/// may: a replica-safe read, the end of the transaction (`COMMIT`, `ROLLBACK`, savepoints), or
-/// a session setting the router replays anyway. Anything else — a write, a lock, a volatile
-/// function, a new transaction, state that would pin the session to the replica — is refused.
+/// may: a replica-safe read, a read about that very connection (`SHOW WARNINGS`,
+/// `FOUND_ROWS()`, `LAST_INSERT_ID()` — the held connection is the one it must ask), the end of
+/// the transaction (`COMMIT`, `ROLLBACK`, savepoints), or a session setting the router replays
+/// anyway. Anything else — a write, a lock, a volatile function, a new transaction, state that
+/// would pin the session to the replica — is refused.
 pub(super) fn held_replica_refusal(facts: &Facts, sql: &str) -> Option<&'static str> {
     let why = facts.ineligibility?;
+    let about_this_connection = |a: Affinity| {
+        matches!(a, Affinity::ServerState | Affinity::LastInsertId | Affinity::FoundRows | Affinity::TransactionScoped)
+    };
     match facts.operation {
+        Operation::Read
+            if facts.locking.is_none()
+                && facts.volatility != Volatility::Volatile
+                && facts.affinity.iter().all(about_this_connection) =>
+        {
+            None
+        }
         Operation::TransactionControl(tx) => match tx {
             TxControl::Commit
             | TxControl::Rollback
@@ -74,8 +87,7 @@ pub(super) fn held_replica_refusal(facts: &Facts, sql: &str) -> Option<&'static 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::analyze::AffinitySet;
-    use crate::sql::volatility::Volatility;
+    use crate::sql::analyze::{AffinitySet, LockClause, LockStrength, LockWait};
 
     #[test]
     fn statement_pooling_refuses_transaction_openers() {
@@ -129,7 +141,8 @@ mod tests {
         assert_eq!(held_replica_refusal(&facts(Operation::Read, None), "SELECT 1"), None);
         let write = facts(Operation::Write, Some("write"));
         assert_eq!(held_replica_refusal(&write, "UPDATE t SET a = 1"), Some("write"));
-        let locking = facts(Operation::Read, Some("row_lock"));
+        let mut locking = facts(Operation::Read, Some("row_lock"));
+        locking.locking = Some(LockClause { strength: LockStrength::Update, wait: LockWait::Wait });
         assert_eq!(held_replica_refusal(&locking, "SELECT 1 FOR UPDATE"), Some("row_lock"));
         let commit = facts(Operation::TransactionControl(TxControl::Commit), Some("transaction"));
         assert_eq!(held_replica_refusal(&commit, "COMMIT"), None);
@@ -139,6 +152,15 @@ mod tests {
         assert_eq!(held_replica_refusal(&set, "SET time_zone = '+00:00'"), None);
         assert_eq!(held_replica_refusal(&set, "SET @x = 1"), Some("session_pin"));
         assert_eq!(held_replica_refusal(&set, "LOCK TABLES t WRITE"), Some("session_pin"));
+        let mut show = facts(Operation::Read, Some("server_state"));
+        show.affinity.insert(Affinity::ServerState);
+        assert_eq!(held_replica_refusal(&show, "SHOW WARNINGS"), None, "about the held connection itself");
+        let mut var = facts(Operation::Read, Some("user_variable"));
+        var.affinity.insert(Affinity::UserVariable);
+        assert_eq!(held_replica_refusal(&var, "SELECT @x"), Some("user_variable"));
+        let mut volatile = facts(Operation::Read, Some("volatile_function"));
+        volatile.volatility = Volatility::Volatile;
+        assert_eq!(held_replica_refusal(&volatile, "SELECT f()"), Some("volatile_function"));
         let unknown = facts(Operation::Unknown, Some("unanalyzable"));
         assert_eq!(held_replica_refusal(&unknown, "CALL p()"), Some("unanalyzable"));
     }
