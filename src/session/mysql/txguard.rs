@@ -49,8 +49,9 @@ fn autocommit_on(stmt: &str) -> bool {
 }
 
 /// Why a statement may not run on the replica connection the session holds, or `None` when it
-/// may: a replica-safe read, a read about that very connection (`SHOW WARNINGS`,
-/// `FOUND_ROWS()`, `LAST_INSERT_ID()` — the held connection is the one it must ask), the end of
+/// may: a replica-safe read, a read about that very connection (`SHOW WARNINGS`: the held
+/// connection is the one it must ask; the catalog's volatile `FOUND_ROWS()` and
+/// `LAST_INSERT_ID()` are still refused, as any volatile function is), the end of
 /// the transaction (`COMMIT`, `ROLLBACK`, savepoints), or a session setting the router replays
 /// anyway. Anything else — a write, a lock, a volatile function, a new transaction, state that
 /// would pin the session to the replica — is refused.
