@@ -107,10 +107,11 @@ impl Session {
     /// split read that opens a write transaction goes to the primary. Returns the refusal, and
     /// whether the statement detours.
     fn settle(&self, decision: &mut Decision, sql: &str) -> (Option<String>, bool) {
-        let primary = self.ctx.rules().primary_pool(Protocol::MySql).cloned();
+        // Only the rare cases below read the rule set: the common statement pays nothing.
+        let primary = || self.ctx.rules().primary_pool(Protocol::MySql).cloned();
         if let Some(text) = self.held_replica_refusal(decision, sql) {
             if self.may_detour(decision, sql) {
-                if let Some(p) = primary {
+                if let Some(p) = primary() {
                     decision.outcome = Outcome::Route(p);
                 }
                 return (None, true);
@@ -124,7 +125,7 @@ impl Session {
             // The read opens a transaction whose later statements may write: all of it runs on
             // the primary. A `route=replica` hint is the client's word that the replica may
             // serve it; what follows there is held to replica-safe statements.
-            if let Some(p) = primary {
+            if let Some(p) = primary() {
                 decision.outcome = Outcome::Route(p);
             }
         }
