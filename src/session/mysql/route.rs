@@ -1,7 +1,9 @@
 //! Per-statement routing for MySQL sessions: asks the core's router where a statement runs,
-//! applies the answer (switching the session's pool only between commands, outside a
-//! transaction and when nothing pins the connection), reports rejections and unhonorable hints
-//! as ERR packets that never reach a backend, and records digest statistics.
+//! settles what only the session knows (#19: a split read that opens a transaction with
+//! autocommit off goes to the primary; a held replica connection takes only replica-safe
+//! statements), applies the answer (switching the session's pool only between commands,
+//! outside a transaction and when nothing pins the connection), reports rejections and
+//! unhonorable hints as ERR packets that never reach a backend, and records digest statistics.
 
 use std::time::Instant;
 
@@ -109,6 +111,9 @@ impl Session {
     fn settle(&self, decision: &mut Decision, sql: &str) -> (Option<String>, bool) {
         // Only the rare cases below read the rule set: the common statement pays nothing.
         let primary = || self.ctx.rules().primary_pool(Protocol::MySql).cloned();
+        if !matches!(decision.outcome, Outcome::Route(_)) {
+            return (None, false); // a rule's reject or a hint's error stands as the router said
+        }
         if let Some(text) = self.held_replica_refusal(decision, sql) {
             if self.may_detour(decision, sql) {
                 if let Some(p) = primary() {
@@ -120,8 +125,7 @@ impl Session {
             return (Some(text), false);
         }
         let split = decision.step == DecisionKind::ReadWriteSplit && decision.kind != DecisionKind::Hint;
-        let routed = matches!(decision.outcome, Outcome::Route(_));
-        if split && routed && !self.held() && self.opens_write_transaction() {
+        if split && !self.held() && self.opens_write_transaction() {
             // The read opens a transaction whose later statements may write: all of it runs on
             // the primary. A `route=replica` hint is the client's word that the replica may
             // serve it; what follows there is held to replica-safe statements.
