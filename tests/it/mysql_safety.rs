@@ -412,3 +412,25 @@ fn stored_functions_reach_a_replica_only_when_listed() {
         assert_v_everywhere(&t, 12, mode);
     }
 }
+
+/// A prepared `SET autocommit = 0` (the binary protocol, as the `mysql` crate's `exec` sends it)
+/// changes the session as a text one does: it follows the client to every connection it
+/// borrows, and the next client of that pooled connection (one connection, transaction pooling)
+/// gets it back with its own settings, not with autocommit off.
+#[test]
+fn a_prepared_set_autocommit_follows_its_session_only() {
+    let t = table();
+    let router = crate::mysql_session::my_router("transaction", 1);
+    let mut a = crate::mysql_session::client(&router);
+    let mut b = crate::mysql_session::client(&router);
+    a.exec_drop("SET autocommit = 0", ()).expect("prepared SET");
+    let seen_by_b: Option<u64> = b.query_first("SELECT @@autocommit").expect("b reads autocommit");
+    assert_eq!(seen_by_b, Some(1), "the next client of the connection does not inherit autocommit = 0");
+    let seen_by_a: Option<u64> = a.query_first("SELECT @@autocommit").expect("a reads autocommit");
+    assert_eq!(seen_by_a, Some(0), "the setting follows its client");
+    a.query_drop("COMMIT").expect("end a's implicit transaction");
+    a.query_drop(format!("UPDATE {t} SET v = v + 100 WHERE id = 1")).expect("update in a transaction");
+    a.query_drop("ROLLBACK").expect("rollback");
+    drop((a, b));
+    assert_v_everywhere(&t, 10, "prepared SET autocommit");
+}
