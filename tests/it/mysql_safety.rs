@@ -434,3 +434,23 @@ fn a_prepared_set_autocommit_follows_its_session_only() {
     drop((a, b));
     assert_v_everywhere(&t, 10, "prepared SET autocommit");
 }
+
+/// Transaction pooling, one connection: a procedure that turns autocommit off changes the
+/// session behind the router's back. The server's status flags show it, so the session keeps
+/// its connection (as a pin would) and the next client gets a clean one, with autocommit on.
+#[test]
+fn autocommit_turned_off_inside_a_procedure_stays_with_its_session() {
+    let my = &dbs().my;
+    let proc_name = unique_name("qp_ac_off_tx");
+    let mut root = my.superuser_client(my.primary_port);
+    root.query_drop(format!("CREATE PROCEDURE {}.{proc_name}() SET autocommit = 0", my.database)).expect("proc");
+    let router = crate::mysql_session::my_router("transaction", 1);
+    let mut a = crate::mysql_session::client(&router);
+    a.query_drop(format!("CALL {proc_name}()")).expect("call");
+    let seen_by_a: Option<u64> = a.query_first("SELECT @@autocommit").expect("a reads autocommit");
+    assert_eq!(seen_by_a, Some(0), "the client keeps what its procedure set");
+    drop(a);
+    let mut b = crate::mysql_session::client(&router);
+    let seen_by_b: Option<u64> = b.query_first("SELECT @@autocommit").expect("b reads autocommit");
+    assert_eq!(seen_by_b, Some(1), "the next client of the connection does not inherit autocommit = 0");
+}

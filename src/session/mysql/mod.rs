@@ -38,7 +38,7 @@ use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
 use crate::session::CoreContext;
 use relay::{Grammar, Outcome};
-use state::{Effect, MyState};
+use state::{Effect, MyState, PinReason};
 
 /// Bytes buffered for the client before they are written out mid-result.
 const CLIENT_FLUSH_AT: usize = 64 * 1024;
@@ -523,6 +523,12 @@ impl Session {
             }
             self.tx.status = SERVER_STATUS_AUTOCOMMIT;
             self.tx.lost = true;
+        }
+        let off = self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
+        if self.mode() == PoolMode::Transaction && outcome.status.is_some() && off != self.state.autocommit_off() {
+            // The server's autocommit is not what the router would replay (a procedure changed
+            // it, say): the connection cannot be shared, so the session keeps it (#19).
+            self.state.apply(&[(0, Effect::Pin(PinReason::UntrackedSetting))], 0);
         }
         self.tx.sticky = outcome.last_insert_id != 0 && !outcome.error;
         self.maybe_release().await;

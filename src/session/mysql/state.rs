@@ -216,6 +216,13 @@ fn classify_assignment(sql: &str, tokens: &[Token<'_>], out: &mut Vec<Effect>) {
     out.push(Effect::Set { stmt, name });
 }
 
+/// Whether the replayable `SET SESSION name = <value>` sets a boolean on; any value the router
+/// cannot read (an expression, a variable, `DEFAULT`) counts as off.
+pub fn setting_on(stmt: &str) -> bool {
+    let value = stmt.rsplit_once('=').map_or("", |(_, v)| v).trim().trim_matches(|c| c == '\'' || c == '"');
+    ["1", "ON", "TRUE"].iter().any(|v| value.eq_ignore_ascii_case(v))
+}
+
 /// Settings, default database and pins of one client.
 #[derive(Debug, Default, Clone)]
 pub struct MyState {
@@ -292,6 +299,11 @@ impl MyState {
             Some((_, value)) => matches!(value.trim().trim_matches('\''), "1" | "ON" | "TRUE"),
             None => stmt.ends_with("READ ONLY"),
         }
+    }
+
+    /// Whether the setting the router replays turns autocommit off.
+    pub fn autocommit_off(&self) -> bool {
+        self.settings.get("autocommit").is_some_and(|stmt| !setting_on(stmt))
     }
 
     /// One multi-statement query that applies every tracked setting, or `None`.

@@ -34,18 +34,11 @@ pub(super) fn statement_pooling_refusal(sql: &str) -> Option<String> {
         }
     }
     state::effects(sql).0.into_iter().find_map(|(_, e)| match e {
-        Effect::Set { name, stmt } if name == "autocommit" && !autocommit_on(&stmt) => {
+        Effect::Set { name, stmt } if name == "autocommit" && !state::setting_on(&stmt) => {
             Some(format!("{stmt} makes every later statement part of a transaction"))
         }
         _ => None,
     })
-}
-
-/// Whether the replayable `SET SESSION autocommit = <value>` sets it on; any value the router
-/// cannot read (an expression, a variable, `DEFAULT`) counts as off.
-fn autocommit_on(stmt: &str) -> bool {
-    let value = stmt.rsplit_once('=').map_or("", |(_, v)| v).trim().trim_matches(|c| c == '\'' || c == '"');
-    ["1", "ON", "TRUE"].iter().any(|v| value.eq_ignore_ascii_case(v))
 }
 
 /// Why a statement may not run on the replica connection the session holds, or `None` when it
