@@ -190,6 +190,10 @@ pub struct Routing {
     pub replica_fallback: ReplicaFallback,
     /// What a client's database name that no pool serves gets.
     pub unknown_database: UnknownDatabase,
+    /// MySQL stored functions (`schema.name`, lower case) the operator vouches for: a call may
+    /// run on a replica. Every other stored function counts as volatile, since the server does
+    /// not enforce `DETERMINISTIC` / `READS SQL DATA` (#19).
+    pub replica_safe_functions: Vec<String>,
     /// The per-core plan cache.
     pub cache: CacheConfig,
     /// Rules matching statement shapes (template, regex or fingerprint hash).

@@ -145,6 +145,8 @@ pub(crate) struct RawRouting {
     pub read_your_writes: Option<Sp<String>>,
     pub replica_fallback: Option<Sp<String>>,
     pub unknown_database: Option<Sp<String>>,
+    #[serde(default)]
+    pub replica_safe_functions: Vec<Sp<String>>,
     pub cache: Option<RawCache>,
     #[serde(default)]
     pub pattern_rules: Vec<Sp<RawPatternRule>>,

@@ -159,6 +159,8 @@ fn routing(routing: &Routing) -> Table {
     put_str(&mut table, "read_your_writes", &routing.read_your_writes.to_string());
     put_str(&mut table, "replica_fallback", routing.replica_fallback.as_str());
     put_str(&mut table, "unknown_database", routing.unknown_database.as_str());
+    let safe = routing.replica_safe_functions.iter().map(|f| Value::String(f.clone())).collect();
+    table.insert("replica_safe_functions".into(), Value::Array(safe));
     let mut cache = Table::new();
     cache.insert("enabled".into(), Value::Boolean(routing.cache.enabled));
     put_str(&mut cache, "normalization_strategy", routing.cache.normalization_strategy.as_str());

@@ -48,10 +48,35 @@ pub(crate) fn routing(ck: &mut Checker<'_>, raw: &RawRouting) -> Routing {
         read_your_writes: ck.keyword(&raw.read_your_writes, "routing.read_your_writes", ReadYourWrites::Session),
         replica_fallback: ck.keyword(&raw.replica_fallback, "routing.replica_fallback", ReplicaFallback::Primary),
         unknown_database: ck.keyword(&raw.unknown_database, "routing.unknown_database", UnknownDatabase::Error),
+        replica_safe_functions: replica_safe_functions(ck, &raw.replica_safe_functions),
         cache: cache(ck, raw.cache.as_ref().unwrap_or(&RawCache::default())),
         pattern_rules,
         rules,
     }
+}
+
+/// `routing.replica_safe_functions`: each entry `schema.name` (a stored function is created in a
+/// database, and an unqualified name could mean another database's function), lower-cased.
+fn replica_safe_functions(ck: &mut Checker<'_>, raw: &[Sp<String>]) -> Vec<String> {
+    let mut out = Vec::with_capacity(raw.len());
+    for (i, entry) in raw.iter().enumerate() {
+        let text = entry.get_ref().trim();
+        let valid = text.split_once('.').is_some_and(|(schema, name)| {
+            let part = |s: &str| !s.is_empty() && !s.contains(|c: char| c.is_whitespace() || c == '.' || c == '`');
+            part(schema) && part(name)
+        });
+        if valid {
+            out.push(text.to_ascii_lowercase());
+        } else {
+            let path = format!("routing.replica_safe_functions[{i}]");
+            ck.report_at(
+                entry,
+                &path,
+                format!("`{text}` is not `schema.function` (a MySQL stored function named with its database)"),
+            );
+        }
+    }
+    out
 }
 
 fn cache(ck: &mut Checker<'_>, raw: &RawCache) -> CacheConfig {

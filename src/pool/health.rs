@@ -14,6 +14,7 @@
 mod lag;
 mod probe;
 mod query;
+mod sniff;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 

@@ -92,10 +92,14 @@ pub fn parse_pg_udf_row(schema: &str, name: &str, provolatile: &str) -> Option<U
     Some(UdfRow { schema: schema.to_owned(), name: name.to_owned(), volatility })
 }
 
-/// Turns one [`MYSQL_UDF_QUERY`] row into an entry. MySQL does not verify `DETERMINISTIC`, and a
-/// function reading tables depends on their contents, so the best a stored function gets is
+/// Turns one [`MYSQL_UDF_QUERY`] row into an entry with the volatility the function *declares*.
+/// A function reading tables depends on their contents, so the best a stored function gets is
 /// stable: DETERMINISTIC with NO SQL / CONTAINS SQL / READS SQL DATA is stable; NOT DETERMINISTIC
 /// or MODIFIES SQL DATA is volatile. `None` for values MySQL does not define.
+///
+/// MySQL never checks these declarations (a `READS SQL DATA` function may write or set
+/// variables), so the loader keeps a declared stable only for functions the operator lists in
+/// `routing.replica_safe_functions`; every other stored function is volatile (#19).
 pub fn parse_mysql_udf_row(schema: &str, name: &str, is_deterministic: &str, sql_data_access: &str) -> Option<UdfRow> {
     let deterministic = match is_deterministic.trim().to_ascii_uppercase().as_str() {
         "YES" => true,

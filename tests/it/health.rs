@@ -31,7 +31,7 @@ pub(crate) fn get(addr: SocketAddr, path: &str) -> String {
 }
 
 /// The `/api/pools` entry of backend `port` in `pool`.
-fn backend(router: &Router, pool: &str, port: u16) -> serde_json::Value {
+pub(crate) fn backend(router: &Router, pool: &str, port: u16) -> serde_json::Value {
     let admin = router.control().endpoints().admin.expect("admin endpoint");
     let v: serde_json::Value = serde_json::from_str(&get(admin, "/api/pools")).expect("JSON");
     let pools = v["pools"].as_array().expect("pools").clone();

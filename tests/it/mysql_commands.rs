@@ -66,13 +66,19 @@ pub(crate) struct Raw {
 
 impl Raw {
     pub(crate) fn login(port: u16) -> Raw {
+        let my = &dbs().my;
+        Raw::login_as(port, &my.user, &my.password)
+    }
+
+    /// Logs in as `user`/`password` on the harness's database.
+    pub(crate) fn login_as(port: u16, user: &str, password: &str) -> Raw {
         let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
         let mut raw = Raw { s, buf: Vec::new() };
         let greeting = raw.read();
         let hs = HandshakeV10::decode(&greeting).expect("greeting");
         let my = &dbs().my;
-        let token = native_password_token(my.password.as_bytes(), &hs.scramble);
+        let token = native_password_token(password.as_bytes(), &hs.scramble);
         let resp = HandshakeResponse41 {
             capabilities: CLIENT_LONG_PASSWORD
                 | CLIENT_LONG_FLAG
@@ -85,7 +91,7 @@ impl Raw {
                 | CLIENT_PLUGIN_AUTH,
             max_packet_size: 1 << 24,
             charset: hs.charset,
-            username: my.user.as_bytes(),
+            username: user.as_bytes(),
             auth_response: &token,
             database: Some(my.database.as_bytes()),
             auth_plugin: Some(MYSQL_NATIVE_PASSWORD),
@@ -140,7 +146,7 @@ impl Raw {
     }
 
     /// COM_STMT_PREPARE; returns the statement id and the result columns' types.
-    fn prepare(&mut self, sql: &str) -> (u32, u16, Vec<ValueType>) {
+    pub(crate) fn prepare(&mut self, sql: &str) -> (u32, u16, Vec<ValueType>) {
         self.command(&[&[0x16][..], sql.as_bytes()].concat());
         let first = self.read();
         assert_ne!(first.first(), Some(&0xFF), "prepare {sql}: {:?}", ErrPacket::decode(&first));
@@ -158,7 +164,7 @@ impl Raw {
 
     /// COM_STMT_EXECUTE of a parameterless statement with a read-only cursor; returns the
     /// status flags of the metadata's EOF.
-    fn execute_cursor(&mut self, id: u32) -> u16 {
+    pub(crate) fn execute_cursor(&mut self, id: u32) -> u16 {
         let mut p = vec![0x17];
         p.extend_from_slice(&id.to_le_bytes());
         p.push(0x01); // CURSOR_TYPE_READ_ONLY
@@ -188,7 +194,7 @@ impl Raw {
     }
 
     /// Fetches the whole cursor `batch` rows at a time.
-    fn fetch_all(&mut self, id: u32, batch: u32, types: &[ValueType]) -> Vec<i64> {
+    pub(crate) fn fetch_all(&mut self, id: u32, batch: u32, types: &[ValueType]) -> Vec<i64> {
         let mut all = Vec::new();
         for _ in 0..100 {
             let (ids, status) = self.fetch(id, batch, types).expect("fetch");
@@ -203,7 +209,7 @@ impl Raw {
 
     /// COM_QUERY whose response is one result set or an OK; returns the first column of each
     /// row as text.
-    fn query(&mut self, sql: &str) -> Result<Vec<String>, u16> {
+    pub(crate) fn query(&mut self, sql: &str) -> Result<Vec<String>, u16> {
         self.command(&[&[0x03][..], sql.as_bytes()].concat());
         let first = self.read();
         match first.first() {

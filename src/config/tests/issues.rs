@@ -655,6 +655,19 @@ fn cache_size_zero() {
 }
 
 #[test]
+fn replica_safe_function_without_its_database() {
+    let text = format!("{}replica_safe_functions = [\"shop.price\", \"price\"]\n", base());
+    expect(
+        &text,
+        "\"price\"]",
+        "routing.replica_safe_functions[1]",
+        "`price` is not `schema.function` (a MySQL stored function named with its database)",
+    );
+    let config = parse_ok(&format!("{}replica_safe_functions = [\"Shop.Price\"]\n", base()));
+    assert_eq!(config.routing.replica_safe_functions, ["shop.price"]);
+}
+
+#[test]
 fn translation_with_empty_original_sql() {
     let text = format!(
         "{}[[translation.rules]]\noriginal_sql = \"\"\ntranslated_sql = \"SELECT 2\"\ntarget_pool = \"main\"\n",

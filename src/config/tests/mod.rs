@@ -128,6 +128,7 @@ fn defaults_are_applied() {
     assert!(!routing.read_write_split);
     assert_eq!(routing.read_your_writes, ReadYourWrites::Session);
     assert_eq!(routing.replica_fallback, ReplicaFallback::Primary);
+    assert!(routing.replica_safe_functions.is_empty());
     assert_eq!(
         routing.cache,
         CacheConfig {

@@ -83,7 +83,13 @@ struct Target {
     index: usize,
     addr: SocketAddr,
     label: String,
+    /// The protocol configured for the pool, else the one guessed from its clients.
     protocol: Protocol,
+    /// The pool has no `protocol` and clients of both protocols may reach it: the backend is
+    /// asked which it speaks.
+    ambiguous: bool,
+    /// What the backend itself speaks, once asked (when `ambiguous`).
+    detected: Cell<Option<Protocol>>,
     /// A backend of the PostgreSQL write pool: its WAL position is the reference for byte lag.
     is_primary: bool,
     health: Arc<BackendHealth>,
@@ -138,6 +144,19 @@ fn backend_protocol(cfg: &Config, pool: &PoolConfig) -> Protocol {
     }
 }
 
+/// What the prober knows of a pool's backends before it probes them.
+struct Facts {
+    protocol: Protocol,
+    ambiguous: bool,
+    is_primary: bool,
+}
+
+/// Whether clients of both protocols connect: a pool without `protocol` may then speak either.
+fn mixed_listeners(cfg: &Config) -> bool {
+    let has = |p: Protocol| cfg.listeners.iter().any(|l| l.protocol == p);
+    has(Protocol::MySql) && has(Protocol::Postgres)
+}
+
 /// The replication-status statement this MySQL-family server understands.
 fn replica_status_sql(server_version: &str) -> &'static str {
     if server_version.contains("MariaDB") {
@@ -188,13 +207,16 @@ impl Prober {
         let mut next = HashMap::new();
         for p in &cfg.pools {
             let protocol = backend_protocol(cfg, p);
+            let ambiguous = p.protocol.is_none() && mixed_listeners(cfg);
             let is_primary = protocol == Protocol::Postgres && primary == Some(p.name.as_str());
             let pool = Rc::new(p.clone());
             for (index, b) in p.backends.iter().enumerate() {
                 let label = format!("{}:{}", b.host, b.port);
                 let key = (p.name.clone(), label.clone());
                 let previous = old.remove(&key);
-                let unchanged = |t: &Rc<Target>| *t.pool == *p && t.protocol == protocol && t.is_primary == is_primary;
+                let unchanged = |t: &Rc<Target>| {
+                    *t.pool == *p && t.protocol == protocol && t.ambiguous == ambiguous && t.is_primary == is_primary
+                };
                 let target = match previous {
                     Some(t) if unchanged(&t) => Some(t),
                     previous => {
@@ -203,7 +225,8 @@ impl Prober {
                             t.retired.set(true);
                             t.tracker.get()
                         });
-                        self.target(&pool, b, index, label, protocol, is_primary, tracker)
+                        let facts = Facts { protocol, ambiguous, is_primary };
+                        self.target(&pool, b, index, label, facts, tracker)
                     }
                 };
                 if let Some(t) = target {
@@ -217,17 +240,16 @@ impl Prober {
         *self.targets.borrow_mut() = next;
     }
 
-    #[allow(clippy::too_many_arguments)] // one call site, all of them facts of the backend
     fn target(
         &self,
         pool: &Rc<PoolConfig>,
         b: &Backend,
         index: usize,
         label: String,
-        protocol: Protocol,
-        is_primary: bool,
+        facts: Facts,
         tracker: Option<Hysteresis>,
     ) -> Option<Rc<Target>> {
+        let Facts { protocol, ambiguous, is_primary } = facts;
         // Resolution happens on (re)configuration only, as for the pools.
         let addr = (b.host.as_str(), b.port).to_socket_addrs().ok()?.next()?;
         if protocol == Protocol::MySql && b.max_replica_lag_bytes.is_some() {
@@ -242,6 +264,8 @@ impl Prober {
             addr,
             label,
             protocol,
+            ambiguous,
+            detected: Cell::new(None),
             is_primary,
             health,
             conn: RefCell::new(None),
@@ -268,7 +292,7 @@ impl Prober {
         let unit = BudgetUnit::new(self.outside.clone(), self.waiters.clone());
         // The unit is released when the connection drops; `outside` never refuses.
         self.outside.try_acquire();
-        match t.protocol {
+        match t.speaks() {
             Protocol::Postgres => crate::pool::pg::connect(&t.pool, t.addr, &t.label, t.index, unit, deadline).await,
             Protocol::MySql => crate::pool::mysql::connect(&t.pool, t.addr, &t.label, t.index, unit, deadline).await,
         }
@@ -276,8 +300,28 @@ impl Prober {
 }
 
 impl Target {
-    /// One probe: (verdict, measured lag).
+    /// The protocol to probe with: the configured one, else what the backend showed it speaks,
+    /// else the guess (#18: a MySQL pool without `protocol` was probed as PostgreSQL for ever).
+    fn speaks(&self) -> Protocol {
+        self.detected.get().filter(|_| self.ambiguous).unwrap_or(self.protocol)
+    }
+
+    /// One probe: (verdict, measured lag). An ambiguous pool first asks the backend which
+    /// protocol it speaks, and asks again after a probe that kept no connection failed (the
+    /// server may have been too slow to greet, or replaced).
     async fn check(&self, prober: &Prober) -> (Verdict, Lag) {
+        if self.ambiguous && self.pool.username.is_some() && self.detected.get().is_none() {
+            let deadline = rt::now() + self.pool.health.timeout;
+            self.detected.set(super::sniff::sniff(self.addr, deadline).await);
+        }
+        let (verdict, lag) = self.check_once(prober).await;
+        if !matches!(verdict, Verdict::Pass) && self.conn.borrow().is_none() {
+            self.detected.set(None);
+        }
+        (verdict, lag)
+    }
+
+    async fn check_once(&self, prober: &Prober) -> (Verdict, Lag) {
         let deadline = rt::now() + self.pool.health.timeout;
         if self.pool.username.is_none() {
             return match rt::connect(self.addr, deadline).await {
@@ -341,7 +385,7 @@ impl Target {
     }
 
     fn judge(&self, lag: &Lag) -> Verdict {
-        let max_bytes = self.backend.max_replica_lag_bytes.filter(|_| self.protocol == Protocol::Postgres);
+        let max_bytes = self.backend.max_replica_lag_bytes.filter(|_| self.speaks() == Protocol::Postgres);
         if lag_ok(lag, self.backend.max_replica_lag, max_bytes) {
             Verdict::Pass
         } else {
@@ -350,7 +394,7 @@ impl Target {
     }
 
     async fn sample(&self, prober: &Prober, conn: &mut Conn) -> Result<Lag, ProbeError> {
-        match self.protocol {
+        match self.speaks() {
             Protocol::Postgres => {
                 let s = pg_sample(&pg_query(conn, PG_PROBE).await?)?;
                 if let Some(lsn) = s.flush_lsn.filter(|_| self.is_primary) {

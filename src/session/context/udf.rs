@@ -22,7 +22,7 @@ use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame};
 use crate::routing::{dialect, Catalogs};
 use crate::rt;
 use crate::sql::volatility::{
-    parse_mysql_udf_row, parse_pg_udf_row, FunctionCatalog, UdfRow, MYSQL_UDF_QUERY, PG_UDF_QUERY,
+    parse_mysql_udf_row, parse_pg_udf_row, FunctionCatalog, UdfRow, Volatility, MYSQL_UDF_QUERY, PG_UDF_QUERY,
 };
 
 /// How long one protocol's load may take, connection included.
@@ -66,7 +66,7 @@ impl CoreContext {
                 }
             };
             tracing::info!(pool = %name, %protocol, functions = rows.len(), "function volatility loaded");
-            let catalog = Arc::new(catalog_with(protocol, &rows));
+            let catalog = Arc::new(catalog_with(protocol, &rows, &config.routing.replica_safe_functions));
             match protocol {
                 Protocol::Postgres => catalogs.postgres = catalog,
                 Protocol::MySql => catalogs.mysql = catalog,
@@ -76,11 +76,23 @@ impl CoreContext {
     }
 }
 
-/// The built-in catalog of `protocol`'s dialect plus `rows`.
-fn catalog_with(protocol: Protocol, rows: &[UdfRow]) -> FunctionCatalog {
+/// The built-in catalog of `protocol`'s dialect plus `rows`. A MySQL stored function keeps its
+/// declared volatility only when `trusted` (`routing.replica_safe_functions`) lists it: the
+/// server never checks `DETERMINISTIC` / `READS SQL DATA`, so any other one may write or set
+/// variables and counts as volatile (#19). PostgreSQL's `STABLE`/`IMMUTABLE` are kept: the
+/// server refuses data-changing commands inside them.
+fn catalog_with(protocol: Protocol, rows: &[UdfRow], trusted: &[String]) -> FunctionCatalog {
     let mut catalog = FunctionCatalog::builtin(dialect(protocol));
     for row in rows {
-        catalog.insert_row(row);
+        let vouched = || {
+            let qualified = format!("{}.{}", row.schema, row.name).to_ascii_lowercase();
+            trusted.contains(&qualified)
+        };
+        if protocol == Protocol::MySql && !vouched() {
+            catalog.insert(Some(&row.schema), &row.name, Volatility::Volatile);
+        } else {
+            catalog.insert_row(row);
+        }
     }
     catalog
 }
@@ -232,7 +244,6 @@ mod tests {
     use super::*;
     use crate::protocol::mysql::encode_text_row;
     use crate::protocol::pg::backend::encode_data_row;
-    use crate::sql::volatility::Volatility;
 
     fn pg_frame(values: &[Option<&[u8]>]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -260,7 +271,7 @@ mod tests {
         assert_eq!(pg_row(&[Some(b"public"), Some(b"f"), Some(b"x")]), None, "unknown code");
         assert_eq!(pg_row(&[Some(b"public"), None, Some(b"s")]), None, "NULL name");
         assert_eq!(pg_row(&[Some(b"public"), Some(b"f")]), None, "short row");
-        let catalog = catalog_with(Protocol::Postgres, &[stable, volatile]);
+        let catalog = catalog_with(Protocol::Postgres, &[stable, volatile], &[]);
         assert_eq!(catalog.volatility("price_of"), Some(Volatility::Stable));
         assert_eq!(catalog.volatility("public.price_of"), Some(Volatility::Stable));
         assert_eq!(catalog.volatility("app.bump"), Some(Volatility::Volatile));
@@ -285,9 +296,22 @@ mod tests {
         assert_eq!(writes.volatility, Volatility::Volatile);
         assert_eq!(my_row(&[Some(b"shop"), Some(b"x"), Some(b"MAYBE"), Some(b"NO SQL")]), None);
         assert_eq!(my_row(&[Some(b"shop"), Some(b"x"), None, Some(b"NO SQL")]), None);
-        let catalog = catalog_with(Protocol::MySql, &[det, writes]);
+        let trusted = ["shop.tax".to_owned(), "shop.log_it".to_owned()];
+        let catalog = catalog_with(Protocol::MySql, &[det.clone(), writes.clone()], &trusted);
         assert_eq!(catalog.volatility("TAX"), Some(Volatility::Stable));
-        assert_eq!(catalog.volatility("shop.log_it"), Some(Volatility::Volatile));
+        assert_eq!(catalog.volatility("shop.log_it"), Some(Volatility::Volatile), "a listed declaration of writes");
         assert_eq!(catalog.volatility("now"), Some(Volatility::Stable));
+        let unlisted = catalog_with(Protocol::MySql, &[det, writes], &[]);
+        assert_eq!(unlisted.volatility("shop.tax"), Some(Volatility::Volatile), "declarations alone are not trusted");
+        assert_eq!(unlisted.volatility("tax"), Some(Volatility::Volatile));
+    }
+
+    #[test]
+    fn a_listed_mysql_function_in_one_database_leaves_its_namesakes_volatile() {
+        let row = |schema: &str| parse_mysql_udf_row(schema, "price", "YES", "READS SQL DATA").expect("row");
+        let catalog = catalog_with(Protocol::MySql, &[row("shop"), row("other")], &["shop.price".to_owned()]);
+        assert_eq!(catalog.volatility("shop.price"), Some(Volatility::Stable));
+        assert_eq!(catalog.volatility("other.price"), Some(Volatility::Volatile));
+        assert_eq!(catalog.volatility("price"), Some(Volatility::Volatile), "unqualified: either database's");
     }
 }

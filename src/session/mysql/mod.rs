@@ -8,13 +8,16 @@
 //! in `state`, client login in `login`, the warning of a retried statement in `warning`.
 
 mod bridged;
+mod detour;
 mod login;
 mod prepared;
 mod relay;
 mod retry;
 mod route;
+mod split;
 mod state;
 mod stmt;
+mod txguard;
 mod warning;
 
 use std::rc::Rc;
@@ -35,7 +38,7 @@ use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
 use crate::session::CoreContext;
 use relay::{Grammar, Outcome};
-use state::{Effect, MyState};
+use state::{Effect, MyState, PinReason};
 
 /// Bytes buffered for the client before they are written out mid-result.
 const CLIENT_FLUSH_AT: usize = 64 * 1024;
@@ -51,8 +54,6 @@ const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"
 const ER_BACKEND_LOST: ErrorNumber = ErrorNumber { code: 2013, sql_state: *b"HY000" };
 /// `ER_PARSE_ERROR` for multi-statement text from a client that did not enable them.
 const ER_PARSE_ERROR: ErrorNumber = ErrorNumber { code: 1064, sql_state: *b"42000" };
-/// `ER_CANT_DO_THIS_DURING_AN_TRANSACTION`-like refusal used in statement pooling mode.
-const ER_NOT_SUPPORTED_YET: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
 
 /// Why a session loop ended.
 enum End {
@@ -82,6 +83,9 @@ struct Tx {
     /// The last statement generated an insert id: keep the connection until the next command,
     /// so `SELECT LAST_INSERT_ID()` right after an INSERT reads the right connection.
     sticky: bool,
+    /// Statement pooling: the server reported a transaction or autocommit off after a command,
+    /// and the connection holding it was closed; the session ends at its next command.
+    lost: bool,
 }
 
 /// What the client negotiated at login.
@@ -352,6 +356,11 @@ impl Session {
         if self.answer_retry_warning(code, body) {
             return Ok(());
         }
+        if self.tx.lost && code != COM_QUIT {
+            let text = "statement pooling cannot serve a transaction or autocommit = 0: the last command left one \
+                        open, so its connection was closed (rolling it back) and this session ends";
+            return self.fatal(MyClientError::new(route::ER_STATEMENT_POOLING, text)).await;
+        }
         if self.tx.sticky && code != COM_QUERY {
             self.tx.sticky = false;
             self.maybe_release().await;
@@ -434,8 +443,7 @@ impl Session {
             }
             grammar = Grammar::LoadLocal;
         }
-        if self.mode() == PoolMode::Statement && begins_transaction(&sql) {
-            let e = MyClientError::new(ER_NOT_SUPPORTED_YET, "transactions are not allowed in statement pooling mode");
+        if let Some(e) = self.statement_pooling_refusal(&sql) {
             e.encode(1, &mut self.out);
             return Ok(());
         }
@@ -448,6 +456,7 @@ impl Session {
         };
         let started = rt::now();
         let outcome = match routed.rewritten {
+            None if routed.detour => self.detour(payload, grammar).await?,
             None => self.run_command(payload, grammar, effects).await?,
             Some(translated) => {
                 let (effects, _) = state::effects(&translated);
@@ -509,13 +518,23 @@ impl Session {
         }
         let in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
         self.ryw.statement_done(rt::now(), in_tx); // #19: window from commit
-        if self.mode() == PoolMode::Statement && in_tx {
-            // A transaction slipped past the check (autocommit off, a procedure): closing the
-            // connection rolls it back rather than leaking it to another client.
+        let escaped = in_tx || self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
+        if self.mode() == PoolMode::Statement && escaped {
+            // A transaction or autocommit = 0 slipped past the refusal (a procedure, a spelling
+            // the check cannot read): closing the connection rolls it back rather than leaking
+            // it to another client, and the session ends at its next command, since what the
+            // client believes is open is gone and its COMMIT must never be answered OK (#19).
             if let Some(c) = self.backend.as_mut() {
                 c.broken = true;
             }
-            self.tx.status &= !SERVER_STATUS_IN_TRANS;
+            self.tx.status = SERVER_STATUS_AUTOCOMMIT;
+            self.tx.lost = true;
+        }
+        let off = self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
+        if self.mode() == PoolMode::Transaction && outcome.status.is_some() && off != self.state.autocommit_off() {
+            // The server's autocommit is not what the router would replay (a procedure changed
+            // it, say): the connection cannot be shared, so the session keeps it (#19).
+            self.state.apply(&[(0, Effect::Pin(PinReason::UntrackedSetting))], 0);
         }
         self.tx.sticky = outcome.last_insert_id != 0 && !outcome.error;
         self.maybe_release().await;
@@ -745,22 +764,11 @@ fn loads_local_file(sql: &str) -> bool {
     use crate::sql::lexer::{Lexer, Token, TokenKind};
     let tokens: Vec<Token<'_>> =
         Lexer::new(sql, crate::sql::Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
-    tokens.split(|t| t.kind == TokenKind::Semicolon).any(|stmt| {
+    split::statements(&tokens).into_iter().any(|stmt| {
         let local = stmt.iter().position(|t| t.is_word("LOCAL"));
         let infile = stmt.iter().position(|t| t.is_word("INFILE"));
         stmt.first().is_some_and(|t| t.is_word("LOAD")) && matches!((local, infile), (Some(l), Some(i)) if l < i)
     })
-}
-
-/// Whether a statement opens a transaction block (for statement pooling's refusal).
-fn begins_transaction(sql: &str) -> bool {
-    use crate::sql::lexer::{Lexer, TokenKind};
-    let mut words = Lexer::new(sql, crate::sql::Dialect::MySql).filter(|t| t.kind != TokenKind::Comment);
-    match words.next() {
-        Some(t) if t.is_word("BEGIN") => true,
-        Some(t) if t.is_word("START") => words.next().is_some_and(|t| t.is_word("TRANSACTION")),
-        _ => false,
-    }
 }
 
 #[cfg(test)]
@@ -786,12 +794,5 @@ mod tests {
         assert!(!loads_local_file("LOAD DATA INFILE '/tmp/x' INTO TABLE t"));
         assert!(!loads_local_file("SELECT 'LOAD DATA LOCAL INFILE'"));
         assert!(!loads_local_file("SELECT local, infile FROM t"));
-    }
-
-    #[test]
-    fn transaction_starts() {
-        assert!(begins_transaction("BEGIN"));
-        assert!(begins_transaction("start transaction read only"));
-        assert!(!begins_transaction("SELECT 1"));
     }
 }

@@ -1,15 +1,20 @@
 //! Per-statement routing for MySQL sessions: asks the core's router where a statement runs,
-//! applies the answer (switching the session's pool only between commands, outside a
-//! transaction and when nothing pins the connection), reports rejections and unhonorable hints
-//! as ERR packets that never reach a backend, and records digest statistics.
+//! settles what only the session knows (#19: a split read that opens a transaction with
+//! autocommit off goes to the primary; a held replica connection takes only replica-safe
+//! statements), applies the answer (switching the session's pool only between commands,
+//! outside a transaction and when nothing pins the connection), reports rejections and
+//! unhonorable hints as ERR packets that never reach a backend, and records digest statistics.
 
 use std::time::Instant;
 
 use super::relay::Outcome as Relayed;
 use super::Session;
 use crate::config::Protocol;
+use crate::config::{PoolMode, PoolRole};
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT};
-use crate::protocol::mysql::response::{SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY};
+use crate::protocol::mysql::response::{
+    SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
+};
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
 use crate::rt;
 use crate::session::client_error::MyClientError;
@@ -17,11 +22,14 @@ use crate::sql::fingerprint::Fingerprint;
 
 /// `ER_SPECIFIC_ACCESS_DENIED_ERROR`: a `reject` rule refuses the statement (a policy refusal).
 const ER_REJECTED: ErrorNumber = ErrorNumber { code: 1227, sql_state: *b"42000" };
-/// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION` (SQLSTATE 25006): a statement that is not
-/// replica-safe refused on a replica-role pool (#19), the same text as PostgreSQL clients get.
-const ER_REPLICA_UNSAFE: ErrorNumber = ErrorNumber { code: 1792, sql_state: *b"25006" };
 /// `CR_CONN_HOST_ERROR`-like: routing chose a pool this session cannot use.
 const ER_NO_POOL: ErrorNumber = ErrorNumber { code: 2003, sql_state: *b"HY000" };
+/// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION` (SQLSTATE 25006): a statement that is not
+/// replica-safe, refused on a replica-role pool or while the session holds a replica connection
+/// (#19); the same text as PostgreSQL clients get.
+pub(super) const ER_HELD_REPLICA: ErrorNumber = ErrorNumber { code: 1792, sql_state: *b"25006" };
+/// `ER_NOT_SUPPORTED_YET`: statement pooling cannot serve a transaction.
+pub(super) const ER_STATEMENT_POOLING: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
 
 /// What routing decided for a statement that will run.
 pub(super) struct Routed {
@@ -29,6 +37,9 @@ pub(super) struct Routed {
     pub rewritten: Option<String>,
     /// The statement's fingerprint, for digest statistics.
     pub fingerprint: Fingerprint,
+    /// Run it on the primary on another connection while the replica connection an open
+    /// cursor holds waits (see [`Session::detour`]).
+    pub detour: bool,
 }
 
 impl Session {
@@ -42,6 +53,92 @@ impl Session {
                 || self.tx.cursor.is_some()
                 || self.tx.sticky
                 || self.bpos != 0)
+    }
+
+    /// Whether the session's pool is a replica: a `role = "replica"` pool, or the MySQL read pool
+    /// of the split (and not also its primary). A connection held there must only see
+    /// replica-safe statements.
+    fn on_replica(&self) -> bool {
+        if self.pool.config.role == PoolRole::Replica {
+            return true;
+        }
+        let rules = self.ctx.rules();
+        let name = self.pool.name();
+        rules.read_pool(Protocol::MySql) == Some(name) && rules.primary_pool(Protocol::MySql) != Some(name)
+    }
+
+    /// Whether the next statement opens a transaction the client did not declare read-only:
+    /// the server last reported autocommit off and no transaction open (so the statement opens
+    /// one implicitly), and the session's transactions are not `READ ONLY`.
+    fn opens_write_transaction(&self) -> bool {
+        self.tx.status & (SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_IN_TRANS) == 0
+            && !self.state.read_only_transactions()
+    }
+
+    /// The refusal of a statement statement pooling cannot serve, before anything runs (#19).
+    pub(super) fn statement_pooling_refusal(&self, sql: &str) -> Option<MyClientError> {
+        if self.mode() != PoolMode::Statement {
+            return None;
+        }
+        let why = super::txguard::statement_pooling_refusal(sql)?;
+        let text = format!(
+            "pool \"{}\" uses statement pooling, which cannot serve a transaction spanning statements: {why}",
+            self.pool.config.name
+        );
+        Some(MyClientError::new(ER_STATEMENT_POOLING, text))
+    }
+
+    /// The refusal of a statement that is not replica-safe while the session holds a replica
+    /// connection (an open transaction, a cursor, a pin): it never reaches the replica (#19).
+    fn held_replica_refusal(&self, decision: &Decision, sql: &str) -> Option<String> {
+        if !self.held() || !self.on_replica() {
+            return None;
+        }
+        let why = super::txguard::held_replica_refusal(&decision.facts, sql)?;
+        let hold = if self.tx.status & SERVER_STATUS_IN_TRANS != 0 {
+            "a transaction is open"
+        } else if self.tx.cursor.is_some() {
+            "a cursor is open"
+        } else {
+            "the session is pinned to it"
+        };
+        Some(format!(
+            "Cannot execute statement: the session holds a connection to replica pool \"{}\" ({hold}) and the \
+             statement is not replica-safe ({why}); end the transaction or close the cursor first",
+            self.pool.config.name
+        ))
+    }
+
+    /// What the session makes of the router's decision before it is counted (#19): a statement
+    /// the held replica connection must not take is refused (or detours to the primary), and a
+    /// split read that opens a write transaction goes to the primary. Returns the refusal, and
+    /// whether the statement detours.
+    fn settle(&self, decision: &mut Decision, sql: &str) -> (Option<String>, bool) {
+        // Only the rare cases below read the rule set: the common statement pays nothing.
+        let primary = || self.ctx.rules().primary_pool(Protocol::MySql).cloned();
+        if !matches!(decision.outcome, Outcome::Route(_)) {
+            return (None, false); // a rule's reject or a hint's error stands as the router said
+        }
+        if let Some(text) = self.held_replica_refusal(decision, sql) {
+            if self.may_detour(decision, sql) {
+                if let Some(p) = primary() {
+                    decision.outcome = Outcome::Route(p);
+                }
+                return (None, true);
+            }
+            decision.outcome = Outcome::Reject(text.as_str().into());
+            return (Some(text), false);
+        }
+        let split = decision.step == DecisionKind::ReadWriteSplit && decision.kind != DecisionKind::Hint;
+        if split && !self.held() && self.opens_write_transaction() {
+            // The read opens a transaction whose later statements may write: all of it runs on
+            // the primary. A `route=replica` hint is the client's word that the replica may
+            // serve it; what follows there is held to replica-safe statements.
+            if let Some(p) = primary() {
+                decision.outcome = Outcome::Route(p);
+            }
+        }
+        (None, false)
     }
 
     /// Asks the router about `sql` without moving the session (for COM_STMT_PREPARE, which only
@@ -71,12 +168,19 @@ impl Session {
         sql: &str,
         key: Option<StatementKey>,
     ) -> Result<Routed, MyClientError> {
-        let decision = self.decide(sql, key);
+        let mut decision = self.decide(sql, key);
+        let (refusal, detour) = self.settle(&mut decision, sql);
         self.ctx.count_decision(&decision);
+        if let Some(text) = refusal {
+            return Err(MyClientError::new(ER_HELD_REPLICA, text));
+        }
         self.ryw.observe(&decision, rt::now());
         if decision.facts.may_change_session() {
             // MySQL sql_mode does not roll back with a transaction.
             self.lex.observe(sql, crate::sql::Dialect::MySql, false);
+        }
+        if detour {
+            return Ok(Routed { rewritten: None, fingerprint: decision.fingerprint, detour });
         }
         let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
@@ -124,7 +228,7 @@ impl Session {
             self.connect_split().await?;
         }
         self.rule_retry = decision.retry; // retry (#11)
-        Ok(Routed { rewritten: decision.rewritten.map(|t| t.sql), fingerprint: decision.fingerprint })
+        Ok(Routed { rewritten: decision.rewritten.map(|t| t.sql), fingerprint: decision.fingerprint, detour: false })
     }
 
     /// Borrows a connection for a split statement. The read pool may have lost its last backend
@@ -178,7 +282,7 @@ fn decision_error(e: &DecisionError) -> MyClientError {
         DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint => {
             MyClientError::new(ER_QP_ROUTE_HINT, e.to_string())
         }
-        DecisionError::ReplicaUnsafe { .. } => MyClientError::new(ER_REPLICA_UNSAFE, e.to_string()),
+        DecisionError::ReplicaUnsafe { .. } => MyClientError::new(ER_HELD_REPLICA, e.to_string()),
         DecisionError::NoPool { .. } => MyClientError::new(ER_NO_POOL, e.to_string()),
     }
 }

@@ -53,9 +53,12 @@ pub fn effects(sql: &str) -> (Vec<(usize, Effect)>, usize) {
     let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
     let mut out = Vec::new();
     let mut count = 0;
-    for stmt in tokens.split(|t| t.kind == TokenKind::Semicolon).filter(|s| !s.is_empty()) {
+    for stmt in super::split::statements(&tokens) {
         let mut effs = Vec::new();
-        classify(sql, stmt, &mut effs);
+        // A stored program's body runs later, when called: defining it changes no session.
+        if !super::split::defines_stored_program(stmt) {
+            classify(sql, stmt, &mut effs);
+        }
         out.extend(effs.into_iter().map(|e| (count, e)));
         count += 1;
     }
@@ -134,9 +137,13 @@ fn classify_set(sql: &str, rest: &[Token<'_>], out: &mut Vec<Effect>) {
         return;
     }
     if first.is_word("SESSION") && rest.get(1).is_some_and(|t| t.is_word("TRANSACTION")) {
-        let (Some(a), Some(b)) = (rest.first(), rest.last()) else { return };
-        let text = sql.get(a.start..b.end()).unwrap_or("");
-        out.push(Effect::Set { name: "transaction".into(), stmt: format!("SET {text}") });
+        // Isolation level and access mode are separate settings: setting one keeps the other.
+        for part in split_top_level(rest.get(2..).unwrap_or_default()) {
+            let (Some(a), Some(b)) = (part.first(), part.last()) else { continue };
+            let text = sql.get(a.start..b.end()).unwrap_or("");
+            let name = if a.is_word("ISOLATION") { ISOLATION } else { ACCESS_MODE };
+            out.push(Effect::Set { name: name.into(), stmt: format!("SET SESSION TRANSACTION {text}") });
+        }
         return;
     }
     if first.is_word("STATEMENT") || first.is_word("GLOBAL") || first.text.to_ascii_lowercase().starts_with("@@global.")
@@ -147,6 +154,13 @@ fn classify_set(sql: &str, rest: &[Token<'_>], out: &mut Vec<Effect>) {
         classify_assignment(sql, assignment, out);
     }
 }
+
+/// The setting key of the session's transaction isolation level (`SET SESSION TRANSACTION
+/// ISOLATION LEVEL`, `tx_isolation`, `transaction_isolation`).
+const ISOLATION: &str = "transaction";
+/// The setting key of the session's transaction access mode (`SET SESSION TRANSACTION READ
+/// ONLY | READ WRITE`, `tx_read_only`, `transaction_read_only`).
+const ACCESS_MODE: &str = "transaction_access";
 
 /// Splits `a = f(x, y), b = 2` at top-level commas.
 fn split_top_level<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]> {
@@ -192,7 +206,21 @@ fn classify_assignment(sql: &str, tokens: &[Token<'_>], out: &mut Vec<Effect>) {
     let Some(value_from) = toks.iter().position(|t| t.kind == TokenKind::Operator).map(|p| p + 1) else { return };
     let (Some(a), Some(b)) = (toks.get(value_from), toks.last()) else { return };
     let value = sql.get(a.start..b.end()).unwrap_or("");
-    out.push(Effect::Set { stmt: format!("SET SESSION {name} = {value}"), name });
+    let stmt = format!("SET SESSION {name} = {value}");
+    // Spellings of one setting share its key, so the last one set is the one replayed.
+    let name = match name.as_str() {
+        "tx_isolation" | "transaction_isolation" => ISOLATION.to_owned(),
+        "tx_read_only" | "transaction_read_only" => ACCESS_MODE.to_owned(),
+        _ => name,
+    };
+    out.push(Effect::Set { stmt, name });
+}
+
+/// Whether the replayable `SET SESSION name = <value>` sets a boolean on; any value the router
+/// cannot read (an expression, a variable, `DEFAULT`) counts as off.
+pub fn setting_on(stmt: &str) -> bool {
+    let value = stmt.rsplit_once('=').map_or("", |(_, v)| v).trim().trim_matches(|c| c == '\'' || c == '"');
+    ["1", "ON", "TRUE"].iter().any(|v| value.eq_ignore_ascii_case(v))
 }
 
 /// Settings, default database and pins of one client.
@@ -260,6 +288,22 @@ impl MyState {
     /// Identifies settings plus database; 0 means "connection defaults".
     pub fn signature(&self) -> u64 {
         self.signature
+    }
+
+    /// Whether the client made its transactions `READ ONLY` for the session (`SET SESSION
+    /// TRANSACTION READ ONLY`, `tx_read_only` / `transaction_read_only` on), so an implicitly
+    /// opened transaction cannot write.
+    pub fn read_only_transactions(&self) -> bool {
+        let Some(stmt) = self.settings.get(ACCESS_MODE).map(|s| s.to_ascii_uppercase()) else { return false };
+        match stmt.rsplit_once('=') {
+            Some((_, value)) => matches!(value.trim().trim_matches('\''), "1" | "ON" | "TRUE"),
+            None => stmt.ends_with("READ ONLY"),
+        }
+    }
+
+    /// Whether the setting the router replays turns autocommit off.
+    pub fn autocommit_off(&self) -> bool {
+        self.settings.get("autocommit").is_some_and(|stmt| !setting_on(stmt))
     }
 
     /// One multi-statement query that applies every tracked setting, or `None`.
@@ -360,6 +404,9 @@ mod tests {
         assert_eq!(n, 3);
         assert_eq!(e, vec![(0, set("a", "SET SESSION a = 1")), (2, Effect::Use("b".into()))]);
         assert_eq!(effects("").1, 1);
+        let body = "CREATE PROCEDURE p() BEGIN SET @x = 1; SELECT LAST_INSERT_ID(); END";
+        assert_eq!(effects(body), (Vec::new(), 1), "a definition is one statement with no effect");
+        assert_eq!(effects(&format!("{body}; SET @y = 2")).1, 2);
     }
 
     #[test]
@@ -377,6 +424,28 @@ mod tests {
         assert_ne!(s.signature(), sig);
         s.reset(None, None);
         assert_eq!((s.signature(), s.pin()), (0, None));
+    }
+
+    #[test]
+    fn read_only_transactions_are_tracked() {
+        let mut s = MyState::default();
+        assert!(!s.read_only_transactions());
+        s.apply(&effects("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED, READ ONLY").0, 1);
+        assert!(s.read_only_transactions());
+        s.apply(&effects("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE").0, 1);
+        assert!(s.read_only_transactions(), "the isolation level leaves the access mode");
+        assert_eq!(
+            s.replay_sql().as_deref(),
+            Some("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE; SET SESSION TRANSACTION READ ONLY")
+        );
+        s.apply(&effects("SET SESSION TRANSACTION READ WRITE").0, 1);
+        assert!(!s.read_only_transactions());
+        s.apply(&effects("SET @@session.tx_read_only = ON").0, 1);
+        assert!(s.read_only_transactions());
+        s.apply(&effects("SET tx_read_only = 0").0, 1);
+        assert!(!s.read_only_transactions());
+        s.apply(&effects("SET transaction_read_only = 1").0, 1);
+        assert!(s.read_only_transactions());
     }
 
     #[test]

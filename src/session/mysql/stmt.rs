@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, Stmt, MAX_CLIENT_STATEMENTS};
 use super::relay::{Grammar, Pkt};
-use super::state::{Effect, MyState};
+use super::state::{Effect, MyState, PinReason};
 use super::{End, Session};
 use crate::config::Protocol;
 use crate::pool::{Conn, ConnInfo};
@@ -153,6 +153,22 @@ pub(super) async fn replay(conn: &mut Conn, state: &MyState, default_db: &str) -
         }
     }
     Ok(())
+}
+
+/// The session effects of executing prepared `sql` with `params` parameters: a prepared `SET`
+/// or `USE` changes the session as a text one does (a prepared `SET autocommit = 0` included,
+/// #19). With parameters the value is not in the text, so the setting cannot be replayed and
+/// pins the session instead.
+fn executed_effects(sql: &[u8], params: u16) -> Vec<(usize, Effect)> {
+    let (mut effects, _) = super::state::effects(&String::from_utf8_lossy(sql));
+    if params > 0 {
+        for (_, e) in &mut effects {
+            if !matches!(e, Effect::Pin(_)) {
+                *e = Effect::Pin(PinReason::UntrackedSetting);
+            }
+        }
+    }
+    effects
 }
 
 /// Prepares `sql` on `conn` silently; returns the backend statement id, or the server's ERR.
@@ -351,6 +367,17 @@ impl Session {
         };
         let (key, sql, params, order) = (stmt.key, stmt.sql.clone(), stmt.params, stmt.order.clone());
         let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
+        if let Some(e) = self.statement_pooling_refusal(&origin) {
+            e.encode(1, &mut self.out);
+            return Ok(());
+        }
+        if self.tx.cursor.is_some() {
+            // An execute closes the open cursor anyway (below); closing it first frees a
+            // connection it alone held, so this statement is routed on its own merits instead
+            // of following the cursor to its server (#19).
+            self.close_cursor().await;
+            self.maybe_release().await;
+        }
         let routed = match self.route_statement(&origin, route_key).await {
             Ok(r) => r,
             Err(e) => {
@@ -429,6 +456,7 @@ impl Session {
         if outcome.cursor {
             self.tx.cursor = Some((self.stmts.resolve(id), backend_id));
         }
+        self.state.apply(&executed_effects(&sql, params), outcome.succeeded);
         self.record(routed.fingerprint, &origin, started, &outcome);
         self.after_response(&outcome).await;
         Ok(())
@@ -509,5 +537,18 @@ impl Session {
         o.last_insert_id = 0;
         self.after_response(&o).await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prepared_settings_are_tracked_or_pin() {
+        let set = |name: &str, stmt: &str| Effect::Set { name: name.into(), stmt: stmt.into() };
+        assert_eq!(executed_effects(b"SET autocommit = 0", 0), [(0, set("autocommit", "SET SESSION autocommit = 0"))]);
+        assert_eq!(executed_effects(b"SET autocommit = ?", 1), [(0, Effect::Pin(PinReason::UntrackedSetting))]);
+        assert_eq!(executed_effects(b"SELECT ?", 1), []);
     }
 }

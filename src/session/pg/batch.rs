@@ -156,7 +156,9 @@ impl Session {
     /// pool (an open transaction, part of a pipeline already run there, pinned state): it must
     /// never be sent there, and cannot move either.
     pub(super) fn replica_hold_refusal(&self, d: &Decision) -> Option<PgClientError> {
-        if !self.held() || replica_safe(d) || !self.ctx.is_read_pool(Protocol::Postgres, self.pool.name()) {
+        let on_replica = self.pool.config.role == crate::config::PoolRole::Replica
+            || self.ctx.is_read_pool(Protocol::Postgres, self.pool.name());
+        if !self.held() || replica_safe(d) || !on_replica {
             return None;
         }
         let why = d.facts.ineligibility.unwrap_or("unanalyzable");

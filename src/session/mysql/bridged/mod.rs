@@ -165,9 +165,8 @@ impl Session {
             e.encode(1, &mut self.out);
             return Ok(());
         }
-        if self.mode() == crate::config::PoolMode::Statement && super::begins_transaction(&sql) {
-            MyClientError::new(super::ER_NOT_SUPPORTED_YET, "transactions are not allowed in statement pooling mode")
-                .encode(1, &mut self.out);
+        if let Some(e) = self.statement_pooling_refusal(&sql) {
+            e.encode(1, &mut self.out);
             return Ok(());
         }
         match emulated::classify(&sql) {

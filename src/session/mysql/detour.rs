@@ -1,0 +1,69 @@
+//! Running a statement on the primary while an open cursor holds the session's replica
+//! connection (#19): with autocommit on and no transaction, a write (or a locking read, DDL, a
+//! volatile function) means the same on any connection, so it runs on a primary connection
+//! borrowed for it alone, and the cursor's connection is given back to the session untouched.
+//! Anything whose meaning depends on the connection — session state, a transaction start — is
+//! refused instead (see `route`).
+
+use super::relay::{Grammar, Outcome};
+use super::state;
+use super::{End, Session};
+use crate::config::Protocol;
+use crate::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
+use crate::routing::Decision;
+use crate::session::client_error::MyClientError;
+use crate::sql::analyze::Operation;
+
+impl Session {
+    /// Whether a statement refused on the held replica connection may instead take a detour
+    /// to the primary: only a cursor holds the connection, autocommit is on with no transaction,
+    /// and the statement neither changes session state nor opens a transaction.
+    pub(super) fn may_detour(&self, decision: &Decision, sql: &str) -> bool {
+        let status = self.tx.status;
+        let cursor_only = self.tx.cursor.is_some()
+            && status & SERVER_STATUS_IN_TRANS == 0
+            && status & SERVER_STATUS_AUTOCOMMIT != 0
+            && self.state.pin().is_none()
+            && !self.tx.sticky
+            && self.bpos == 0;
+        let plain = matches!(decision.facts.operation, Operation::Read | Operation::Write | Operation::Ddl);
+        cursor_only
+            && plain
+            && state::effects(sql).0.is_empty()
+            && super::txguard::statement_pooling_refusal(sql).is_none()
+            && self.primary_pool().is_some()
+    }
+
+    /// The MySQL primary (write) pool, when it is another pool than the session's.
+    fn primary_pool(&self) -> Option<std::rc::Rc<crate::pool::CorePool>> {
+        let rules = self.ctx.rules();
+        let name = rules.primary_pool(Protocol::MySql)?;
+        self.ctx.pools().get(name).cloned().filter(|p| p.config.name != self.pool.config.name)
+    }
+
+    /// Runs `payload` on a primary connection borrowed for it alone, then gives the session
+    /// back its parked replica connection with the cursor open on it.
+    pub(super) async fn detour(&mut self, payload: &[u8], grammar: Grammar) -> Result<Option<Outcome>, End> {
+        let Some(primary) = self.primary_pool() else {
+            MyClientError::new(super::route::ER_HELD_REPLICA, "no primary pool to run the statement on")
+                .encode(1, &mut self.out);
+            return Ok(None);
+        };
+        let pool = std::mem::replace(&mut self.pool, primary);
+        let (backend, tx, bseq) = (self.backend.take(), self.tx, self.bseq.take());
+        self.tx.cursor = None;
+        let result = self.run_command(payload, grammar, Vec::new()).await;
+        if let Some(c) = self.backend.as_mut() {
+            // Nothing but an insert id should keep it (the statement cannot open a transaction
+            // or pin); whatever did, the connection cannot follow the session back.
+            c.broken |= self.tx.status & SERVER_STATUS_IN_TRANS != 0;
+            self.tx.sticky = false;
+            self.release_backend(false).await;
+        }
+        self.pool = pool;
+        self.backend = backend;
+        self.tx = tx;
+        self.bseq = bseq;
+        result
+    }
+}
