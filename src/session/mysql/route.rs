@@ -116,7 +116,12 @@ impl Session {
     fn settle(&self, decision: &mut Decision, sql: &str) -> (Option<String>, bool) {
         // Only the rare cases below read the rule set: the common statement pays nothing.
         let primary = || self.ctx.rules().primary_pool(Protocol::MySql).cloned();
-        if !matches!(decision.outcome, Outcome::Route(_)) {
+        // The router's role check refuses what the held replica connection must not take; the
+        // session knows more (a cursor-only hold lets a write detour to the primary) and says
+        // why in its own terms, so that refusal is the session's to settle.
+        let held_refusal = decision.kind == DecisionKind::TransactionPin
+            && matches!(decision.outcome, Outcome::Error(DecisionError::ReplicaUnsafe { .. }));
+        if !matches!(decision.outcome, Outcome::Route(_)) && !held_refusal {
             return (None, false); // a rule's reject or a hint's error stands as the router said
         }
         if let Some(text) = self.held_replica_refusal(decision, sql) {
