@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
+use super::settings::{run_reporting, SettingsError};
 use super::{Identity, Session};
-use crate::config::{ClientAuth, Config, Pool as PoolConfig};
+use crate::config::{ClientAuth, Config, Pool as PoolConfig, Protocol};
 use crate::id::CancelKey;
 use crate::pool::CorePool;
 use crate::protocol::pg::{
@@ -17,6 +18,7 @@ use crate::protocol::pg::{
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
+use crate::session::state::startup::{canonical_utf8, parse_options};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
 
@@ -115,8 +117,8 @@ pub(super) async fn turn_away(ctx: &Rc<CoreContext>, stream: Stream) {
     let _ = client.send(&out).await;
 }
 
-/// The client's user, database and other startup parameters.
-type Startup = (String, String, Vec<(String, String)>);
+/// The client's user, database, other startup parameters and `options`.
+type Startup = (String, String, Vec<(String, String)>, Option<String>);
 
 /// Reads the startup phase up to the StartupMessage, refusing encryption and delivering a
 /// CancelRequest (which ends the connection quietly).
@@ -139,7 +141,8 @@ async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, 
                     .filter(|(k, _)| !matches!(*k, "user" | "database" | "options" | "replication"))
                     .map(|(k, v)| (k.to_owned(), v.to_owned()))
                     .collect();
-                return Ok((user, database, rest));
+                let options = params.get("options").map(str::to_owned);
+                return Ok((user, database, rest, options));
             }
         }
     }
@@ -147,10 +150,11 @@ async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, 
 
 async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Greeted, LoginEnd> {
     let config = ctx.config();
-    let (user, database, params) = startup(ctx, client).await?;
+    let (user, database, params, options) = startup(ctx, client).await?;
     if user.is_empty() {
         return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, "no user name given").into());
     }
+    let params = with_options(params, options.as_deref())?;
     let pool_cfg = resolve_pool(&config, &database)?;
     let auth = config.listeners.get(listener).map_or(ClientAuth::ScramSha256, |l| l.auth_method);
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
@@ -271,7 +275,7 @@ async fn greet(
     ctx: &Rc<CoreContext>,
     client: &mut Client,
     pool_cfg: &PoolConfig,
-    client_params: Vec<(String, String)>,
+    client_params: ClientParams,
     identity: Identity,
 ) -> Result<Greeted, LoginEnd> {
     let pools = ctx.pools();
@@ -280,21 +284,122 @@ async fn greet(
         .cloned()
         .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, "pool disappeared during login"))?;
     let server_params = super::server_params(&pool).await.map_err(|e| PgClientError::from(&e))?;
+    let server_value =
+        |name: &str| server_params.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+    // Only parameters that differ from the server's defaults need replaying on borrowed connections.
+    let differing: Vec<(String, String)> =
+        own_values(client_params.values).into_iter().filter(|(k, v)| server_value(k) != Some(v.as_str())).collect();
+    let mut state = SessionState::from_startup(differing.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    // The client sees the real server's parameters, overridden by what it asked for itself...
+    let mut shown: Vec<(String, String)> = server_params
+        .iter()
+        .map(|(name, value)| {
+            let own = differing.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v);
+            (name.clone(), own.unwrap_or(value).clone())
+        })
+        .collect();
+    // ...in the server's own spelling, which only the server knows for most of them.
+    let unknown_spelling = differing.iter().any(|(k, v)| server_value(k).is_some() && !spelled_as_server(k, v));
+    // A MySQL pool (the bridge) has no PostgreSQL settings to apply.
+    let postgres = pool.config.backend_protocol(Protocol::Postgres) == Protocol::Postgres;
+    if postgres && (client_params.options || unknown_spelling) {
+        probe(&pool, &state, &mut shown).await?;
+    }
+    state.greeted(shown.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut out = Vec::with_capacity(512);
     let _ = backend::encode_authentication(&Authentication::Ok, &mut out);
-    // The client sees the real server's parameters, overridden by what it asked for itself.
-    for (name, value) in server_params.iter() {
-        let own = client_params.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
-        let _ = (backend::BackendMessage::ParameterStatus { name, value: own.unwrap_or(value) }).encode(&mut out);
+    for (name, value) in &shown {
+        let _ = (backend::BackendMessage::ParameterStatus { name, value }).encode(&mut out);
     }
     let key = ctx.new_cancel_key();
     let _ = (backend::BackendMessage::BackendKeyData { pid: key.pid, key: key.secret }).encode(&mut out);
     backend::encode_ready_for_query(TransactionStatus::Idle, &mut out);
     client.send(&out).await?;
-    // Only parameters that differ from the server's defaults need replaying on borrowed connections.
-    let differing = client_params
-        .iter()
-        .filter(|(k, v)| !server_params.iter().any(|(sk, sv)| sk.eq_ignore_ascii_case(k) && sv == v));
-    let state = SessionState::from_startup(differing.map(|(k, v)| (k.as_str(), v.as_str())));
     Ok(Greeted { pool, state, key, identity })
+}
+
+/// The client's startup parameters, `options` settings included.
+struct ClientParams {
+    values: Vec<(String, String)>,
+    /// Whether `options` carried settings (they are checked by the server before the greeting).
+    options: bool,
+}
+
+/// Adds the settings of the `options` startup parameter before the other parameters, which
+/// win over them as on the server (`PGOPTIONS='-c x=1'` with `x=2` in the packet gives 2).
+fn with_options(params: Vec<(String, String)>, options: Option<&str>) -> Result<ClientParams, PgClientError> {
+    let from_options =
+        parse_options(options.unwrap_or("")).map_err(|e| PgClientError::new(sqlstate::SYNTAX_ERROR, e.to_string()))?;
+    let has_options = !from_options.is_empty();
+    let mut values: Vec<(String, String)> =
+        from_options.into_iter().filter(|(k, _)| !params.iter().any(|(p, _)| p.eq_ignore_ascii_case(k))).collect();
+    values.extend(params);
+    Ok(ClientParams { values, options: has_options })
+}
+
+/// The client's own values: what it sent, with the UTF-8 client encoding in the server's
+/// spelling, and an empty `application_name` when it sent none (the router's connections carry
+/// the router's name, which is not the client's).
+fn own_values(mut values: Vec<(String, String)>) -> Vec<(String, String)> {
+    for (k, v) in values.iter_mut() {
+        if k.eq_ignore_ascii_case("client_encoding") {
+            if let Some(canonical) = canonical_utf8(v) {
+                *v = canonical.to_owned();
+            }
+        }
+    }
+    if !values.iter().any(|(k, _)| k.eq_ignore_ascii_case("application_name")) {
+        values.push(("application_name".to_owned(), String::new()));
+    }
+    values
+}
+
+/// Whether the server reports `value` of `name` exactly as the client spelled it.
+fn spelled_as_server(name: &str, value: &str) -> bool {
+    // The server keeps an application name of printable ASCII below NAMEDATALEN as given.
+    let plain_name = value.len() < 64 && value.bytes().all(|b| (b' '..=b'~').contains(&b));
+    (name.eq_ignore_ascii_case("application_name") && plain_name)
+        || (name.eq_ignore_ascii_case("client_encoding") && value == "UTF8")
+}
+
+/// Applies the client's startup settings on a backend connection and reads back the values the
+/// server reports, in its own spelling (`UTF8`, `SQL, DMY`); a value the server refuses ends
+/// the login with the server's error, as a direct connection would. The connection goes back
+/// carrying the client's settings, so its first statement needs no replay.
+async fn probe(pool: &Rc<CorePool>, state: &SessionState, shown: &mut [(String, String)]) -> Result<(), LoginEnd> {
+    let deadline = rt::now() + pool.config.timeouts.acquire;
+    let mut conn = pool.checkout(Protocol::Postgres, deadline).await.map_err(|e| PgClientError::from(&e))?;
+    match run_reporting(&mut conn, &state.replay_sql()).await {
+        Ok(reports) => {
+            conn.settings = state.signature();
+            pool.checkin(conn, true);
+            for (name, value) in reports {
+                if let Some(entry) = shown.iter_mut().find(|(k, _)| k.eq_ignore_ascii_case(&name)) {
+                    entry.1 = value;
+                }
+            }
+            Ok(())
+        }
+        Err(SettingsError::Refused { code, message }) => {
+            // One implicit transaction: nothing of it stayed on the connection.
+            pool.checkin(conn, true);
+            Err(PgClientError::new(startup_sqlstate(&code), message).into())
+        }
+        Err(SettingsError::Lost) => {
+            conn.broken = true;
+            pool.checkin(conn, false);
+            Err(PgClientError::new(
+                sqlstate::CONNECTION_FAILURE,
+                "backend connection lost while applying startup parameters",
+            )
+            .into())
+        }
+    }
+}
+
+/// The SQLSTATE a refused startup setting is reported with: the server's, among those it
+/// raises for settings (an unknown one becomes invalid_parameter_value).
+fn startup_sqlstate(code: &str) -> &'static str {
+    const CODES: [&str; 7] = ["22023", "42704", "42501", "55P02", "22P02", "42601", "0A000"];
+    CODES.iter().find(|c| **c == code).copied().unwrap_or("22023")
 }

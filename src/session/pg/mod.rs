@@ -8,12 +8,14 @@
 
 mod bridged;
 mod digest;
+mod encoding;
 mod flight;
 mod login;
 mod prepared;
 mod relay;
 mod retry;
 mod route;
+mod settings;
 
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -22,7 +24,7 @@ use crate::config::{PoolMode, Protocol};
 use crate::id::CancelKey;
 use crate::pool::{Conn, ConnInfo, CorePool, PoolError};
 use crate::protocol::pg::{
-    backend, decode_frame, frontend, sqlstate, Frame, FrontendMessage, Target, TransactionStatus,
+    backend, decode_frame, frontend, sqlstate, DecodeError, Frame, FrontendMessage, Target, TransactionStatus,
 };
 use crate::routing::RywState;
 use crate::rt::{self, Stream};
@@ -328,6 +330,10 @@ impl Session {
         let frame = Frame::new(tag, body);
         let decoded = match FrontendMessage::decode(&frame) {
             Ok(m) => m,
+            // A non-UTF-8 client_encoding (#18).
+            Err(DecodeError::InvalidUtf8 { .. }) if matches!(tag, b'Q' | b'P') && !self.is_bridged() => {
+                return if self.skipping { Ok(()) } else { self.on_foreign_text(tag, raw).await };
+            }
             Err(e) => return self.fatal(PgClientError::new(e.sqlstate(), e.to_string())).await,
         };
         if self.skipping && !matches!(decoded, FrontendMessage::Sync | FrontendMessage::Terminate) {

@@ -294,6 +294,10 @@ impl Session {
                 forward
             }
             b'Z' => self.flight.healing.is_none() && !self.retry_pending(),
+            b'S' => {
+                self.note_parameter_status(pos, len); // session settings (#18)
+                true
+            }
             _ => true,
         }
     }
@@ -498,6 +502,7 @@ impl Session {
             } else {
                 self.state.rollback();
             }
+            self.restore_startup_values().await; // session settings (#18)
         }
         if self.mode() == PoolMode::Statement && new != TransactionStatus::Idle {
             // A transaction slipped past the BEGIN check (e.g. inside a function): closing the
