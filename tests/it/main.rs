@@ -41,6 +41,7 @@ mod pg_prewarm;
 mod pg_psql;
 mod pg_raw;
 mod pg_routing;
+mod pg_session_mode;
 mod pg_session_settings;
 mod pg_util;
 mod raw_passthrough;

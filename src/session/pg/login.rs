@@ -9,9 +9,9 @@ use base64::Engine as _;
 
 use super::settings::{run_reporting, SettingsError};
 use super::{Identity, Session};
-use crate::config::{ClientAuth, Config, Pool as PoolConfig, Protocol};
+use crate::config::{ClientAuth, Config, Pool as PoolConfig, PoolMode, Protocol};
 use crate::id::CancelKey;
-use crate::pool::CorePool;
+use crate::pool::{Conn, ConnInfo, CorePool};
 use crate::protocol::pg::{
     auth, backend, decode_frame, decode_startup_frame, frontend, sqlstate, Authentication, ScramSecret, ScramServer,
     StartupPacket, TransactionStatus,
@@ -83,10 +83,17 @@ pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize
     let mut client = Client { stream, buf: Vec::with_capacity(1024) };
     let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, run(ctx, &mut client, listener)).await;
     let end = match attempt {
-        Ok(Ok(g)) => {
-            let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
-            return Some(Session::new(ctx.clone(), client.stream, client.buf, g.pool, g.state, g.key, max, g.identity));
-        }
+        // The greeting waits for the pool, not for the client: `acquire_timeout` bounds it.
+        Ok(Ok(a)) => match greet(ctx, &mut client, &a.pool, a.params, a.identity).await {
+            Ok(g) => {
+                let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
+                let mut s =
+                    Session::new(ctx.clone(), client.stream, client.buf, g.pool, g.state, g.key, max, g.identity);
+                s.backend = g.backend;
+                return Some(s);
+            }
+            Err(end) => end,
+        },
         Ok(Err(end)) => end,
         Err(_) => LoginEnd::Refused(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "login timed out")),
     };
@@ -148,7 +155,16 @@ async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, 
     }
 }
 
-async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Greeted, LoginEnd> {
+/// A client that proved who it is, to be greeted.
+struct Authenticated {
+    /// The pool it connects to.
+    pool: String,
+    params: ClientParams,
+    identity: Identity,
+}
+
+/// The client's part of the login: startup packet and authentication.
+async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Authenticated, LoginEnd> {
     let config = ctx.config();
     let (user, database, params, options) = startup(ctx, client).await?;
     if user.is_empty() {
@@ -159,7 +175,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let auth = config.listeners.get(listener).map_or(ClientAuth::ScramSha256, |l| l.auth_method);
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
     authenticate(client, pool_cfg, &user, auth, anonymous).await?;
-    greet(ctx, client, pool_cfg, params, Identity { user, database }).await
+    Ok(Authenticated { pool: pool_cfg.name.clone(), params, identity: Identity { user, database } })
 }
 
 fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig, PgClientError> {
@@ -269,18 +285,20 @@ struct Greeted {
     state: SessionState,
     key: CancelKey,
     identity: Identity,
+    /// A session-mode client's server connection, borrowed at login.
+    backend: Option<Conn>,
 }
 
 async fn greet(
     ctx: &Rc<CoreContext>,
     client: &mut Client,
-    pool_cfg: &PoolConfig,
+    pool_name: &str,
     client_params: ClientParams,
     identity: Identity,
 ) -> Result<Greeted, LoginEnd> {
     let pools = ctx.pools();
     let pool = pools
-        .get(&pool_cfg.name)
+        .get(pool_name)
         .cloned()
         .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, "pool disappeared during login"))?;
     let server_params = super::server_params(&pool).await.map_err(|e| PgClientError::from(&e))?;
@@ -302,8 +320,17 @@ async fn greet(
     let unknown_spelling = differing.iter().any(|(k, v)| server_value(k).is_some() && !spelled_as_server(k, v));
     // A MySQL pool (the bridge) has no PostgreSQL settings to apply.
     let postgres = pool.config.backend_protocol(Protocol::Postgres) == Protocol::Postgres;
-    if postgres && (client_params.options || unknown_spelling) {
-        probe(&pool, &state, &mut shown).await?;
+    let check = client_params.options || unknown_spelling;
+    let mut backend = None;
+    if postgres && pool.config.mode == PoolMode::Session {
+        // A session-mode client has its server connection from login on, as directly: the
+        // greeting can name that server's process.
+        backend = Some(attach(&pool, &state, &mut shown, check).await?);
+    } else if postgres && check {
+        // The connection goes back carrying the client's settings: its first statement likely
+        // finds it and needs no replay.
+        let conn = attach(&pool, &state, &mut shown, true).await?;
+        pool.checkin(conn, true);
     }
     state.greeted(shown.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut out = Vec::with_capacity(512);
@@ -311,11 +338,20 @@ async fn greet(
     for (name, value) in &shown {
         let _ = (backend::BackendMessage::ParameterStatus { name, value }).encode(&mut out);
     }
-    let key = ctx.new_cancel_key();
+    let key = match backend.as_ref().map(|c| &c.info) {
+        // Cancels still come to the router, which knows what the client runs.
+        Some(ConnInfo::Pg(info)) => ctx.new_cancel_key().with_server_pid(info.pid),
+        _ => ctx.new_cancel_key(),
+    };
     let _ = (backend::BackendMessage::BackendKeyData { pid: key.pid, key: key.secret }).encode(&mut out);
     backend::encode_ready_for_query(TransactionStatus::Idle, &mut out);
-    client.send(&out).await?;
-    Ok(Greeted { pool, state, key, identity })
+    if let Err(e) = client.send(&out).await {
+        if let Some(conn) = backend {
+            pool.checkin(conn, true);
+        }
+        return Err(e);
+    }
+    Ok(Greeted { pool, state, key, identity, backend })
 }
 
 /// The client's startup parameters, `options` settings included.
@@ -362,23 +398,30 @@ fn spelled_as_server(name: &str, value: &str) -> bool {
         || (name.eq_ignore_ascii_case("client_encoding") && value == "UTF8")
 }
 
-/// Applies the client's startup settings on a backend connection and reads back the values the
-/// server reports, in its own spelling (`UTF8`, `SQL, DMY`); a value the server refuses ends
-/// the login with the server's error, as a direct connection would. The connection goes back
-/// carrying the client's settings, so its first statement needs no replay.
-async fn probe(pool: &Rc<CorePool>, state: &SessionState, shown: &mut [(String, String)]) -> Result<(), LoginEnd> {
+/// Borrows a backend connection carrying the client's startup settings, applied when it does
+/// not carry them yet or when `check` asks for the server's view of them: the values the server
+/// reports update `shown`, in its own spelling (`UTF8`, `SQL, DMY`), and a value the server
+/// refuses ends the login with the server's error, as a direct connection would.
+async fn attach(
+    pool: &Rc<CorePool>,
+    state: &SessionState,
+    shown: &mut [(String, String)],
+    check: bool,
+) -> Result<Conn, LoginEnd> {
     let deadline = rt::now() + pool.config.timeouts.acquire;
     let mut conn = pool.checkout(Protocol::Postgres, deadline).await.map_err(|e| PgClientError::from(&e))?;
+    if conn.settings == state.signature() && !check {
+        return Ok(conn);
+    }
     match run_reporting(&mut conn, &state.replay_sql()).await {
         Ok(reports) => {
             conn.settings = state.signature();
-            pool.checkin(conn, true);
             for (name, value) in reports {
                 if let Some(entry) = shown.iter_mut().find(|(k, _)| k.eq_ignore_ascii_case(&name)) {
                     entry.1 = value;
                 }
             }
-            Ok(())
+            Ok(conn)
         }
         Err(SettingsError::Refused { code, message }) => {
             // One implicit transaction: nothing of it stayed on the connection.
