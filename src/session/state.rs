@@ -120,7 +120,11 @@ impl SessionState {
     /// Records the parameter values the client was greeted with (its view of ParameterStatus).
     pub fn greeted<'a>(&mut self, params: impl Iterator<Item = (&'a str, &'a str)>) {
         for (name, value) in params {
-            self.reported.insert(name.to_ascii_lowercase(), (name.to_owned(), value.to_owned()));
+            let lower = name.to_ascii_lowercase();
+            if lower == "client_encoding" && startup::ascii_unsafe_encoding(value) {
+                self.pin_for(PinReason::ClientEncoding);
+            }
+            self.reported.insert(lower, (name.to_owned(), value.to_owned()));
         }
     }
 
@@ -354,6 +358,11 @@ mod tests {
         assert_eq!(s.pin(), None);
         s.report("client_encoding", "SJIS");
         assert_eq!(s.pin(), Some(PinReason::ClientEncoding));
+        let mut s = SessionState::default();
+        s.greeted([("client_encoding", "UTF8")].into_iter());
+        assert_eq!(s.pin(), None);
+        s.greeted([("client_encoding", "BIG5")].into_iter());
+        assert_eq!(s.pin(), Some(PinReason::ClientEncoding), "a startup encoding counts too");
     }
 
     #[test]

@@ -150,6 +150,10 @@ print("sjis", a.execute("select 'ソ表' || E'\\x41', length('ソ表')").fetchon
 a.close()
 c = psycopg.connect(dsn, autocommit=True)
 print("next", c.execute("select current_setting('client_encoding'), pg_backend_pid() = %s", [pid]).fetchone())
+c.close()
+os.environ["PGCLIENTENCODING"] = "sjis"
+d = psycopg.connect(dsn, autocommit=True)
+print("startup", d.pgconn.parameter_status(b"client_encoding").decode(), d.execute("select 'ソ表' || E'\\x41'").fetchone()[0])
 "#;
 
 #[test]
@@ -170,6 +174,7 @@ fn psycopg_client_encoding_is_the_servers_and_non_utf8_encodings_work() {
             "after reset UTF8 enc app enc app",
             "sjis ('ソ表A', 2)",
             "next ('UTF8', True)",
+            "startup SJIS ソ表A",
         ];
         if mode == "session" {
             // A session-mode client keeps the one connection: no second client gets in before
