@@ -65,13 +65,15 @@ fn classify(sql: &str, stmt: &[Token<'_>], out: &mut Vec<Effect>) {
         {
             continue;
         }
-        let f = unquote(t.text).to_ascii_lowercase();
-        if matches!(
-            f.as_str(),
-            "pg_advisory_lock" | "pg_advisory_lock_shared" | "pg_try_advisory_lock" | "pg_try_advisory_lock_shared"
-        ) {
+        let f = t.text.trim_matches('"');
+        let is = |name: &str| f.eq_ignore_ascii_case(name);
+        if is("pg_advisory_lock")
+            || is("pg_advisory_lock_shared")
+            || is("pg_try_advisory_lock")
+            || is("pg_try_advisory_lock_shared")
+        {
             pin(out, from, PinReason::AdvisoryLock);
-        } else if f == "set_config" {
+        } else if is("set_config") {
             let reason = match stmt.get(i + 2) {
                 Some(arg) if matches!(arg.kind, TokenKind::String(_)) && !is_role_name(&literal(arg.text)) => {
                     PinReason::UntrackedSetting
@@ -119,16 +121,29 @@ fn selects_into_temp(stmt: &[Token<'_>]) -> bool {
 /// `ALTER TABLE t SET SCHEMA pg_temp`, or a `search_path` that starts with it.
 /// `strings`: also look inside string literals (a `search_path` value).
 fn names_temp_schema(stmt: &[Token<'_>], strings: bool) -> bool {
-    stmt.iter().any(|t| {
-        let name = match t.kind {
-            TokenKind::Word | TokenKind::QuotedIdent => unquote(t.text).to_ascii_lowercase(),
-            TokenKind::String(_) if strings => literal(t.text).to_ascii_lowercase(),
-            _ => return false,
-        };
-        name.split(|c: char| c == ',' || c.is_whitespace()).map(|n| n.trim_matches('"')).any(|n| {
-            n == "pg_temp" || n.strip_prefix("pg_temp_").is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()))
-        })
+    // Runs on every statement: no allocation but for string literals, looked at only in a
+    // search_path.
+    stmt.iter().any(|t| match t.kind {
+        TokenKind::Word => is_temp_schema(t.text),
+        TokenKind::QuotedIdent => is_temp_schema(t.text.trim_matches('"')),
+        TokenKind::String(_) if strings => {
+            literal(t.text).split(|c: char| c == ',' || c.is_whitespace()).any(|n| is_temp_schema(n.trim_matches('"')))
+        }
+        _ => false,
     })
+}
+
+/// `pg_temp` or `pg_temp_<digits>`, in any case.
+fn is_temp_schema(name: &str) -> bool {
+    let Some(head) = name.get(..7) else { return false };
+    if !head.eq_ignore_ascii_case("pg_temp") {
+        return false;
+    }
+    match name.get(7..) {
+        Some("") => true,
+        Some(rest) => rest.strip_prefix('_').is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())),
+        None => false,
+    }
 }
 
 fn unquote(s: &str) -> String {
@@ -385,6 +400,8 @@ mod tests {
             "INSERT INTO temp VALUES (1)",
             "SELECT 'CREATE TEMP TABLE x' -- INTO TEMP t",
             "SELECT * FROM pg_temporary_things",
+            "SELECT * FROM pg_temp_x.t",
+            "SELECT 'pg_temp' AS s",
             "SELECT 1 INTO UNLOGGED t",
         ] {
             assert!(pg_effects(sql).is_empty(), "{sql}");
