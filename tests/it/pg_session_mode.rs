@@ -1,8 +1,9 @@
 //! Issue #18, session mode speaks for the server it pins: the BackendKeyData a client gets
 //! carries its server connection's real process id, so `pg_backend_pid()`, NOTIFY's sender pid
 //! and `pg_terminate_backend` agree with it as on a direct connection, while the cancel key
-//! stays the router's (cancels still reach the statement, from any core). Clients: psycopg 3
-//! and the Rust `postgres` crate.
+//! stays the router's (cancels still reach the statement, from any core). In every mode a
+//! listener tells its own notifications from others' by the pid it was given. Clients:
+//! psycopg 3 and the Rust `postgres` crate.
 
 use std::process::Command;
 use std::thread;
@@ -35,6 +36,33 @@ fn psycopg_session_mode_backend_key_data_names_the_server_process() {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stdout.trim(), "True True hi");
+}
+
+/// psycopg 3: a NOTIFY the listener sent itself carries the pid libpq got at login; one from
+/// another client does not.
+const PSYCOPG_OWN_NOTIFY: &str = r#"
+import sys, psycopg
+c = psycopg.connect(sys.argv[1], autocommit=True)
+got = []
+c.add_notify_handler(got.append)
+c.execute("listen qp_iso_own")
+c.execute("notify qp_iso_own, 'mine'")
+o = psycopg.connect(sys.argv[1], autocommit=True)
+o.execute("notify qp_iso_own, 'theirs'")
+c.execute("select 1")
+print([(n.payload, n.pid == c.info.backend_pid) for n in got])
+"#;
+
+#[test]
+fn psycopg_a_listener_knows_its_own_notifications_in_every_mode() {
+    for mode in ["session", "transaction"] {
+        let r = router(mode, 2, "");
+        let dsn = format!("host=127.0.0.1 port={} user=app password=app dbname=main", r.port());
+        let out = Command::new("/usr/bin/python3").args(["-c", PSYCOPG_OWN_NOTIFY, &dsn]).output().expect("python3");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout.trim(), "[('mine', True), ('theirs', False)]", "{mode}");
+    }
 }
 
 /// The process the client's statements run in, as the server says.

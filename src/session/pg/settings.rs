@@ -4,7 +4,7 @@
 //! whose reports the caller needs (the login's probe of startup values).
 
 use super::{Session, READ_CHUNK};
-use crate::pool::Conn;
+use crate::pool::{Conn, ConnInfo};
 use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame};
 use crate::rt;
 
@@ -70,6 +70,23 @@ impl Session {
         let body = conn.rbuf.get(pos + 5..pos + len).unwrap_or_default();
         if let Ok(BackendMessage::ParameterStatus { name, value }) = BackendMessage::decode(&Frame::new(b'S', body)) {
             self.state.report(name, value);
+        }
+    }
+
+    /// A NotificationResponse (at `pos`, `len` bytes in the backend's read buffer) sent by the
+    /// client's own backend carries the pid the client was given, so that a listener tells its
+    /// own notifications apart as on a direct connection.
+    pub(super) fn own_notification_pid(&mut self, pos: usize, len: usize) {
+        let given = self.key.pid;
+        let Some(conn) = self.backend.as_mut() else { return };
+        let ConnInfo::Pg(info) = &conn.info else { return };
+        let server = info.pid.to_be_bytes();
+        if len >= 9 && info.pid != given {
+            if let Some(pid) = conn.rbuf.get_mut(pos + 5..pos + 9) {
+                if *pid == server {
+                    pid.copy_from_slice(&given.to_be_bytes());
+                }
+            }
         }
     }
 
