@@ -94,6 +94,11 @@ impl Session {
     /// server reset them to the router's), and tells the client the values it ends up with
     /// ahead of the ReadyForQuery just queued, as the server would have.
     pub(super) async fn restore_startup_values(&mut self) {
+        // Only between exchanges: with more responses due (a pipeline), the backend is busy
+        // and the restore waits for a later ReadyForQuery.
+        if !self.expect.is_empty() || self.awaiting_ready {
+            return;
+        }
         let Some(sql) = self.state.take_restore() else { return };
         let Some(conn) = self.backend.as_mut() else { return };
         match run_reporting(conn, &sql).await {
