@@ -216,6 +216,11 @@ impl SessionState {
         sql
     }
 
+    /// Whether a committed RESET still waits for the client's startup values to be put back.
+    pub fn restore_pending(&self) -> bool {
+        self.restore
+    }
+
     /// After a committed RESET: the statements that put the client's own startup values back
     /// on the backend (which reset to the server's), if any are needed.
     pub fn take_restore(&mut self) -> Option<String> {
@@ -305,7 +310,9 @@ mod tests {
         assert_eq!(s.take_restore(), None, "nothing was reset");
         s.stage(pg_effects("RESET work_mem"));
         s.commit();
+        assert!(s.restore_pending());
         assert_eq!(s.take_restore().as_deref(), Some("SET \"DateStyle\" TO 'SQL, DMY'; SET \"work_mem\" TO '8MB'"));
+        assert!(!s.restore_pending());
         assert_eq!(s.take_restore(), None, "taken once");
         s.stage(pg_effects("SET work_mem = '2MB'; RESET timezone"));
         s.commit();

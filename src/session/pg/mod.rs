@@ -755,6 +755,9 @@ impl Session {
             }
             conn.prepared.clear();
             conn.settings = 0;
+        } else if self.state.restore_pending() {
+            // The client's startup values were RESET on it and not yet put back (#18).
+            conn.settings = 0;
         } else {
             conn.settings = self.state.signature();
         }
