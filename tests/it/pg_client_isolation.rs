@@ -199,3 +199,37 @@ fn psycopg_temporary_tables_over_the_extended_protocol_never_reach_the_next_clie
         assert_eq!(stdout.lines().collect::<Vec<_>>(), ["unnamed 1 0 True", "named 1 0 True"], "{mode}");
     }
 }
+
+/// Terminates, from outside, the server process running a statement that contains `marker`.
+fn terminate_running(marker: String) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut su = superuser();
+        let q = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1 || '%' \
+                 AND pid <> pg_backend_pid()";
+        let mut pid = 0;
+        crate::support::eventually(std::time::Duration::from_secs(10), "the statement to start", || {
+            pid = su.query_opt(q, &[&marker]).expect("activity").map_or(0, |r| r.get(0));
+            pid != 0
+        });
+        su.execute("SELECT pg_terminate_backend($1)", &[&pid]).expect("terminate");
+    })
+}
+
+#[test]
+fn postgres_crate_a_client_whose_role_died_with_its_backend_is_closed_not_moved() {
+    roles();
+    for mode in ["transaction", "session"] {
+        let r = router(mode, 2, "");
+        let mut c = r.pg("main");
+        c.batch_execute("SET ROLE qp_iso_other").expect("set role");
+        let marker = crate::support::unique_name("role_dies");
+        let killer = terminate_running(marker.clone());
+        let e = c.batch_execute(&format!("SELECT pg_sleep(30) /* {marker} */")).expect_err("backend terminated");
+        killer.join().expect("killer");
+        // FATAL 08006, or the close right behind it when the driver sees that first.
+        assert!(e.code().is_none_or(|c| c.code() == "08006"), "{mode}: {e}");
+        // Going on would run the client's next statements as `app`, not as the role it chose.
+        let next = c.simple_query("SELECT current_user");
+        assert!(next.is_err(), "{mode}: the session ended with its server-side state: {next:?}");
+    }
+}

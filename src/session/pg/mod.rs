@@ -692,13 +692,17 @@ impl Session {
         self.state.rollback();
         let why = self.flight.fatal.take().map(|m| format!(" ({m})")).unwrap_or_default();
         self.flight.settle();
-        if was_in_tx {
-            tracing::warn!("backend lost inside a transaction; the transaction was rolled back by the server");
-            PgClientError::new(
-                sqlstate::CONNECTION_FAILURE,
-                format!("the backend connection was lost{why} inside a transaction; the transaction was rolled back"),
-            )
-            .encode_fatal(&mut self.out);
+        // A pinned session's server-side state (its role, temporary objects...) died too: going
+        // on elsewhere would run its next statements without it, e.g. as the pool user (#18).
+        let lost = match self.state.pin() {
+            _ if was_in_tx => " inside a transaction; the transaction was rolled back".to_owned(),
+            Some(pin) => format!("; the session's state ({}) is gone", pin.as_str()),
+            None => String::new(),
+        };
+        if !lost.is_empty() {
+            tracing::warn!("backend lost{lost}");
+            PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}{lost}"))
+                .encode_fatal(&mut self.out);
             let _ = self.flush_client().await;
             return Err(End::Fatal);
         }
