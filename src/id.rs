@@ -10,9 +10,14 @@ pub struct RulesVersion(pub u64);
 
 /// A client's cancel request key as the router issued it (PostgreSQL BackendKeyData, or a MySQL
 /// connection id for `KILL`), addressed to the session that owns it.
+///
+/// A router-issued pid names the owning core in its bits 24..31 and the secret is positive. A
+/// PostgreSQL session-mode client is given its server's real pid instead (so `pg_backend_pid()`
+/// agrees); its secret is then negative and names the core in its bits 24..30 (see
+/// [`CancelKey::with_server_pid`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CancelKey {
-    /// Router-issued process/connection id; bits 24..31 name the owning core.
+    /// Process/connection id the client was given.
     pub pid: i32,
     /// Router-issued secret (0 for MySQL `KILL`, which carries no secret).
     pub secret: i32,
@@ -30,7 +35,16 @@ impl CancelKey {
 
     /// The core that owns this key.
     pub fn core(&self) -> CoreId {
-        CoreId(((self.pid as u32) >> Self::SESSION_BITS) as u16 & 0x7f)
+        let bits = if self.secret < 0 { self.secret } else { self.pid };
+        CoreId(((bits as u32) >> Self::SESSION_BITS) as u16 & 0x7f)
+    }
+
+    /// This router-issued key with the server's process id `pid` in place of the router's: the
+    /// owning core moves into the secret, which keeps 24 random bits.
+    pub fn with_server_pid(self, pid: i32) -> Self {
+        let core = (self.pid as u32) >> Self::SESSION_BITS & 0x7f;
+        let random = (self.secret as u32) & ((1 << Self::SESSION_BITS) - 1);
+        Self { pid, secret: (0x8000_0000 | core << Self::SESSION_BITS | random) as i32 }
     }
 }
 
@@ -45,6 +59,10 @@ mod tests {
                 let pid = CancelKey::make_pid(CoreId(core), seq);
                 assert!(pid >= 0);
                 assert_eq!(CancelKey { pid, secret: 0 }.core(), CoreId(core));
+                let server = CancelKey { pid, secret: 0x0123_4567 }.with_server_pid(4242);
+                assert_eq!((server.pid, server.core()), (4242, CoreId(core)));
+                assert!(server.secret < 0);
+                assert_eq!(server.secret & 0xff_ffff, 0x23_4567, "the random bits stay");
             }
         }
     }

@@ -47,7 +47,6 @@ pub enum TargetKind {
 /// One session's cancel slot.
 #[derive(Default)]
 pub struct CancelSlot {
-    secret: i32,
     running: Cell<Option<CancelTarget>>,
     delivering: RefCell<Option<Event>>,
     interrupt: RefCell<Option<Event>>,
@@ -85,7 +84,7 @@ pub type Deliver = Rc<dyn Fn(CancelTarget, Event)>;
 /// The core's table of cancellable sessions.
 #[derive(Default)]
 pub struct CancelRegistry {
-    slots: RefCell<HashMap<i32, Rc<CancelSlot>>>,
+    slots: RefCell<HashMap<CancelKey, Rc<CancelSlot>>>,
     deliver: RefCell<Option<Deliver>>,
 }
 
@@ -100,23 +99,25 @@ impl CancelRegistry {
 
     /// Registers a session; the slot is removed by [`CancelRegistry::remove`] when it ends.
     pub fn register(&self, key: CancelKey) -> Rc<CancelSlot> {
-        let slot = Rc::new(CancelSlot { secret: key.secret, ..CancelSlot::default() });
-        self.slots.borrow_mut().insert(key.pid, slot.clone());
+        let slot = Rc::new(CancelSlot::default());
+        self.slots.borrow_mut().insert(key, slot.clone());
         slot
     }
 
     /// Forgets a finished session.
     pub fn remove(&self, key: CancelKey) {
-        self.slots.borrow_mut().remove(&key.pid);
+        self.slots.borrow_mut().remove(&key);
     }
 
     /// Cancels the running statement of the session owning `key`, if the secret matches and a
     /// statement is running, and sets the event the session watches (see
     /// [`CancelSlot::watch`]); otherwise does nothing (as PostgreSQL does, silently).
     pub fn cancel(&self, key: CancelKey) {
-        let slot = match self.slots.borrow().get(&key.pid) {
-            Some(s) if s.secret == key.secret => s.clone(),
-            _ => return,
+        // Keyed by pid and secret: a server pid given to a session-mode client may equal a
+        // router-issued pid of another session on this core.
+        let slot = match self.slots.borrow().get(&key) {
+            Some(s) => s.clone(),
+            None => return,
         };
         if let Some(ev) = slot.interrupt.borrow().as_ref() {
             ev.set();

@@ -252,7 +252,7 @@ impl CoreContext {
     pub fn new_cancel_key(&self) -> CancelKey {
         let seq = self.next_session.get();
         self.next_session.set(seq.wrapping_add(1));
-        CancelKey { pid: CancelKey::make_pid(self.core, seq), secret: rand::random::<i32>() }
+        CancelKey { pid: CancelKey::make_pid(self.core, seq), secret: rand::random::<i32>() & i32::MAX }
     }
 
     /// Cancels the statement of the session owning `key`, on whichever core owns it.

@@ -4,17 +4,26 @@
 //!
 //! SET is transactional in PostgreSQL, so effects are staged while a statement or transaction
 //! runs and applied only once it committed.
+//!
+//! A client's own startup parameters (and `options`) are its reset values: `RESET x` and
+//! `RESET ALL` return to them, as on a direct connection. The backend connection was opened by
+//! the router, so its reset values are the server's; after a committed RESET the session puts
+//! the client's values back ([`SessionState::take_restore`]). Parameters the server reports
+//! (ParameterStatus: DateStyle, TimeZone, ...) are replayed as the full value the server
+//! reported, so a partial `SET datestyle TO dmy` is never replayed on its own.
+
+mod classify;
+pub mod startup;
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
-use crate::sql::lexer::{Lexer, Token, TokenKind};
-use crate::sql::Dialect;
+pub use classify::pg_effects;
 
 /// Why a client is pinned to its backend connection for the rest of its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PinReason {
-    /// `CREATE TEMP TABLE` and friends.
+    /// `CREATE TEMP TABLE`, `SELECT ... INTO TEMP`, anything in `pg_temp`.
     TempObject,
     /// Session-level advisory locks.
     AdvisoryLock,
@@ -24,8 +33,16 @@ pub enum PinReason {
     SqlPrepare,
     /// `DECLARE ... WITH HOLD` cursors.
     HoldCursor,
-    /// Settings changed in ways that cannot be replayed (`set_config`, `SET ROLE`, ...).
+    /// Settings changed in ways that cannot be replayed (`set_config`, ...).
     UntrackedSetting,
+    /// `SET ROLE`, `SET SESSION AUTHORIZATION` and their `set_config` forms: the next client
+    /// of the connection must never run with this client's identity.
+    Role,
+    /// `DO` blocks: they may change anything through dynamic SQL.
+    DoBlock,
+    /// A client encoding whose multi-byte characters can contain ASCII quote or backslash
+    /// bytes (SJIS, BIG5, GBK, ...): statements cannot be read safely, so nothing is tracked.
+    ClientEncoding,
 }
 
 impl PinReason {
@@ -38,6 +55,9 @@ impl PinReason {
             Self::SqlPrepare => "sql_prepare",
             Self::HoldCursor => "hold_cursor",
             Self::UntrackedSetting => "untracked_setting",
+            Self::Role => "role",
+            Self::DoBlock => "do_block",
+            Self::ClientEncoding => "client_encoding",
         }
     }
 }
@@ -52,7 +72,7 @@ pub enum Effect {
         /// The statement text to replay.
         stmt: String,
     },
-    /// `RESET name`.
+    /// `RESET name` (or `SET name TO DEFAULT`).
     Reset(String),
     /// `RESET ALL` or `DISCARD ALL`.
     ResetAll,
@@ -60,109 +80,25 @@ pub enum Effect {
     Pin(PinReason),
 }
 
-/// Lists the session effects of a (possibly multi-statement) PostgreSQL query string.
-pub fn pg_effects(sql: &str) -> Vec<Effect> {
-    let mut effects = Vec::new();
-    let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment).collect();
-    for stmt in tokens.split(|t| t.kind == TokenKind::Semicolon) {
-        classify(sql, stmt, &mut effects);
-    }
-    effects
-}
-
-fn word(t: Option<&Token<'_>>, kw: &str) -> bool {
-    t.is_some_and(|t| t.is_word(kw))
-}
-
-fn classify(sql: &str, stmt: &[Token<'_>], out: &mut Vec<Effect>) {
-    let (Some(first), Some(last)) = (stmt.first(), stmt.last()) else { return };
-    let text = sql.get(first.start..last.end()).unwrap_or("").trim();
-    let second = stmt.get(1);
-    if first.is_word("SET") {
-        classify_set(text, &stmt[1..], out);
-    } else if first.is_word("RESET") {
-        match second {
-            Some(t) if t.is_word("ALL") => out.push(Effect::ResetAll),
-            Some(t) => out.push(Effect::Reset(t.text.to_ascii_lowercase())),
-            None => {}
-        }
-    } else if first.is_word("DISCARD") && word(second, "ALL") {
-        out.push(Effect::ResetAll);
-    } else if first.is_word("LISTEN") {
-        out.push(Effect::Pin(PinReason::Listen));
-    } else if first.is_word("PREPARE") && !word(second, "TRANSACTION") {
-        out.push(Effect::Pin(PinReason::SqlPrepare));
-    } else if first.is_word("DECLARE") && has_seq(stmt, &["WITH", "HOLD"]) {
-        out.push(Effect::Pin(PinReason::HoldCursor));
-    } else if first.is_word("CREATE") && creates_temp(stmt) {
-        out.push(Effect::Pin(PinReason::TempObject));
-    }
-    for (i, t) in stmt.iter().enumerate() {
-        if t.kind != TokenKind::Word || stmt.get(i + 1).is_none_or(|n| n.kind != TokenKind::LParen) {
-            continue;
-        }
-        let f = t.text.to_ascii_lowercase();
-        if matches!(
-            f.as_str(),
-            "pg_advisory_lock" | "pg_advisory_lock_shared" | "pg_try_advisory_lock" | "pg_try_advisory_lock_shared"
-        ) {
-            out.push(Effect::Pin(PinReason::AdvisoryLock));
-        } else if f == "set_config" {
-            out.push(Effect::Pin(PinReason::UntrackedSetting));
-        }
-    }
-}
-
-fn has_seq(stmt: &[Token<'_>], seq: &[&str]) -> bool {
-    stmt.windows(seq.len()).any(|w| w.iter().zip(seq).all(|(t, k)| t.is_word(k)))
-}
-
-fn creates_temp(stmt: &[Token<'_>]) -> bool {
-    // CREATE [GLOBAL|LOCAL] {TEMP|TEMPORARY} {TABLE|VIEW|SEQUENCE}, or CREATE ... TABLE ... AS
-    // with TEMP: the keyword sits before the object kind.
-    stmt.iter().take(4).any(|t| t.is_word("TEMP") || t.is_word("TEMPORARY"))
-}
-
-fn classify_set(text: &str, rest: &[Token<'_>], out: &mut Vec<Effect>) {
-    let mut rest = rest;
-    match rest.first() {
-        Some(t) if t.is_word("LOCAL") => return, // transaction-scoped: dies with the transaction
-        Some(t) if t.is_word("SESSION") => {
-            rest = &rest[1..];
-            if rest.first().is_some_and(|t| t.is_word("AUTHORIZATION") || t.is_word("CHARACTERISTICS")) {
-                out.push(Effect::Pin(PinReason::UntrackedSetting));
-                return;
-            }
-        }
-        Some(t) if t.is_word("TRANSACTION") || t.is_word("CONSTRAINTS") => return,
-        Some(t) if t.is_word("ROLE") => {
-            out.push(Effect::Pin(PinReason::UntrackedSetting));
-            return;
-        }
-        _ => {}
-    }
-    let name = match (rest.first(), rest.get(1)) {
-        (Some(a), Some(b)) if a.is_word("TIME") && b.is_word("ZONE") => "timezone".to_owned(),
-        (Some(a), _) if a.is_word("SCHEMA") => "search_path".to_owned(),
-        (Some(a), _) if a.is_word("NAMES") => "client_encoding".to_owned(),
-        (Some(a), Some(b)) if b.kind == TokenKind::Dot => {
-            // Custom placeholder variables: `SET myapp.user_id = 1`.
-            let tail = rest.get(2).map_or("", |t| t.text);
-            format!("{}.{}", a.text.to_ascii_lowercase(), tail.to_ascii_lowercase())
-        }
-        (Some(a), _) => a.text.trim_matches('"').to_ascii_lowercase(),
-        (None, _) => return,
-    };
-    out.push(Effect::Set { name, stmt: text.to_owned() });
-}
+/// What every replay starts with: the server's defaults, and the connection's own identity
+/// (RESET ALL leaves `role` and `session_authorization` alone). Any user may return to its
+/// own identity, so this never fails for lack of privilege.
+const REPLAY_PREFIX: &str = "RESET SESSION AUTHORIZATION; RESET ROLE; RESET ALL";
 
 /// Settings a client made, plus its pins.
 #[derive(Debug, Default, Clone)]
 pub struct SessionState {
+    /// The client's startup values that differ from the server's: name -> SET statement.
+    startup: BTreeMap<String, String>,
+    /// Settings the client changed since: name -> SET statement.
     settings: BTreeMap<String, String>,
     staged: Vec<Effect>,
     pin: Option<PinReason>,
     signature: u64,
+    /// Server-reported parameters as the client last saw them: lower-cased name -> (name, value).
+    reported: BTreeMap<String, (String, String)>,
+    /// A committed RESET left the backend on the server's value of a startup parameter.
+    restore: bool,
 }
 
 impl SessionState {
@@ -170,25 +106,58 @@ impl SessionState {
     pub fn from_startup<'a>(params: impl Iterator<Item = (&'a str, &'a str)>) -> Self {
         let mut s = Self::default();
         for (name, value) in params {
-            let stmt = format!("SET {} TO {}", quote_ident(name), quote_literal(value));
-            s.settings.insert(name.to_ascii_lowercase(), stmt);
+            let lower = name.to_ascii_lowercase();
+            if lower == "role" || lower == "session_authorization" {
+                // A startup identity is the client's alone: never replayed onto shared connections.
+                s.pin = Some(PinReason::Role);
+            }
+            s.startup.insert(lower, set_stmt(name, value));
         }
         s.resign();
         s
     }
 
-    /// Records the effects of a statement that was sent; they apply once it commits.
+    /// Records the parameter values the client was greeted with (its view of ParameterStatus).
+    pub fn greeted<'a>(&mut self, params: impl Iterator<Item = (&'a str, &'a str)>) {
+        for (name, value) in params {
+            let lower = name.to_ascii_lowercase();
+            if lower == "client_encoding" && startup::ascii_unsafe_encoding(value) {
+                self.pin_for(PinReason::ClientEncoding);
+            }
+            self.reported.insert(lower, (name.to_owned(), value.to_owned()));
+        }
+    }
+
+    /// Records effects of a statement that was sent; they apply once it commits.
     pub fn stage(&mut self, effects: impl IntoIterator<Item = Effect>) {
         for e in effects {
             match e {
                 // A pin holds even if the transaction rolls back: being conservative costs only
                 // a dedicated connection.
-                Effect::Pin(r) => {
-                    self.pin.get_or_insert(r);
-                }
+                Effect::Pin(r) => self.pin_for(r),
                 other => self.staged.push(other),
             }
         }
+    }
+
+    fn pin_for(&mut self, r: PinReason) {
+        self.pin.get_or_insert(r);
+    }
+
+    /// The server reported `name = value` (ParameterStatus) on this client's connection;
+    /// returns whether it differs from what the client saw last. A change of identity seen
+    /// here pins even when no statement text announced it (a function that ran `SET ROLE`).
+    pub fn report(&mut self, name: &str, value: &str) -> bool {
+        let lower = name.to_ascii_lowercase();
+        let changed = self.reported.get(&lower).is_none_or(|(_, v)| v != value);
+        if changed && matches!(lower.as_str(), "session_authorization" | "is_superuser") {
+            self.pin_for(PinReason::Role);
+        }
+        if lower == "client_encoding" && startup::ascii_unsafe_encoding(value) {
+            self.pin_for(PinReason::ClientEncoding);
+        }
+        self.reported.insert(lower, (name.to_owned(), value.to_owned()));
+        changed
     }
 
     /// The staged effects committed: apply them.
@@ -199,12 +168,22 @@ impl SessionState {
         for e in std::mem::take(&mut self.staged) {
             match e {
                 Effect::Set { name, stmt } => {
+                    // A reported parameter is replayed as the whole value the server reported
+                    // (`SET datestyle TO dmy` keeps the output style set before it).
+                    let stmt = match self.reported.get(&name) {
+                        Some((n, v)) => set_stmt(n, v),
+                        None => stmt,
+                    };
                     self.settings.insert(name, stmt);
                 }
                 Effect::Reset(name) => {
                     self.settings.remove(&name);
+                    self.restore |= self.startup.contains_key(&name);
                 }
-                Effect::ResetAll => self.settings.clear(),
+                Effect::ResetAll => {
+                    self.settings.clear();
+                    self.restore |= !self.startup.is_empty();
+                }
                 Effect::Pin(_) => {}
             }
         }
@@ -228,23 +207,45 @@ impl SessionState {
 
     /// One query that turns any pooled connection's settings into this session's.
     pub fn replay_sql(&self) -> String {
-        let mut sql = String::from("RESET ALL");
-        for stmt in self.settings.values() {
+        let mut sql = String::from(REPLAY_PREFIX);
+        let startup = self.startup.iter().filter(|(k, _)| !self.settings.contains_key(*k));
+        for (_, stmt) in startup.chain(&self.settings) {
             sql.push_str("; ");
             sql.push_str(stmt);
         }
         sql
     }
 
+    /// Whether a committed RESET still waits for the client's startup values to be put back.
+    pub fn restore_pending(&self) -> bool {
+        self.restore
+    }
+
+    /// After a committed RESET: the statements that put the client's own startup values back
+    /// on the backend (which reset to the server's), if any are needed.
+    pub fn take_restore(&mut self) -> Option<String> {
+        if !std::mem::take(&mut self.restore) {
+            return None;
+        }
+        let stmts: Vec<&str> =
+            self.startup.iter().filter(|(k, _)| !self.settings.contains_key(*k)).map(|(_, s)| s.as_str()).collect();
+        (!stmts.is_empty()).then(|| stmts.join("; "))
+    }
+
     fn resign(&mut self) {
-        self.signature = if self.settings.is_empty() {
+        self.signature = if self.settings.is_empty() && self.startup.is_empty() {
             0
         } else {
             let mut h = std::collections::hash_map::DefaultHasher::new();
+            self.startup.hash(&mut h);
             self.settings.hash(&mut h);
             h.finish() | 1
         };
     }
+}
+
+fn set_stmt(name: &str, value: &str) -> String {
+    format!("SET {} TO {}", quote_ident(name), quote_literal(value))
 }
 
 fn quote_ident(s: &str) -> String {
@@ -259,52 +260,6 @@ fn quote_literal(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn set(name: &str, stmt: &str) -> Effect {
-        Effect::Set { name: name.into(), stmt: stmt.into() }
-    }
-
-    #[test]
-    fn recognizes_set_forms() {
-        assert_eq!(
-            pg_effects("SET search_path = app, public"),
-            vec![set("search_path", "SET search_path = app, public")]
-        );
-        assert_eq!(pg_effects("set TimeZone to 'UTC';"), vec![set("timezone", "set TimeZone to 'UTC'")]);
-        assert_eq!(pg_effects("SET TIME ZONE 'Europe/Paris'"), vec![set("timezone", "SET TIME ZONE 'Europe/Paris'")]);
-        assert_eq!(
-            pg_effects("SET SESSION statement_timeout = 5"),
-            vec![set("statement_timeout", "SET SESSION statement_timeout = 5")]
-        );
-        assert_eq!(pg_effects("SET myapp.tenant = '7'"), vec![set("myapp.tenant", "SET myapp.tenant = '7'")]);
-        assert!(pg_effects("SET LOCAL work_mem = '1MB'").is_empty());
-        assert!(pg_effects("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE").is_empty());
-        assert_eq!(pg_effects("SET ROLE admin"), vec![Effect::Pin(PinReason::UntrackedSetting)]);
-    }
-
-    #[test]
-    fn recognizes_resets_and_pins() {
-        assert_eq!(pg_effects("RESET search_path"), vec![Effect::Reset("search_path".into())]);
-        assert_eq!(pg_effects("RESET ALL"), vec![Effect::ResetAll]);
-        assert_eq!(pg_effects("DISCARD ALL"), vec![Effect::ResetAll]);
-        assert_eq!(pg_effects("LISTEN jobs"), vec![Effect::Pin(PinReason::Listen)]);
-        assert_eq!(pg_effects("CREATE TEMP TABLE t(x int)"), vec![Effect::Pin(PinReason::TempObject)]);
-        assert_eq!(pg_effects("create global temporary table t(x int)"), vec![Effect::Pin(PinReason::TempObject)]);
-        assert_eq!(pg_effects("PREPARE q AS SELECT 1"), vec![Effect::Pin(PinReason::SqlPrepare)]);
-        assert!(pg_effects("PREPARE TRANSACTION 'x'").is_empty());
-        assert_eq!(pg_effects("DECLARE c CURSOR WITH HOLD FOR SELECT 1"), vec![Effect::Pin(PinReason::HoldCursor)]);
-        assert!(pg_effects("DECLARE c CURSOR FOR SELECT 1").is_empty());
-        assert_eq!(pg_effects("SELECT pg_advisory_lock(1)"), vec![Effect::Pin(PinReason::AdvisoryLock)]);
-        assert!(pg_effects("SELECT pg_advisory_xact_lock(1)").is_empty());
-        assert_eq!(pg_effects("select set_config('a.b', '1', false)"), vec![Effect::Pin(PinReason::UntrackedSetting)]);
-        assert!(pg_effects("SELECT 'SET x = 1', 'LISTEN y' -- CREATE TEMP TABLE").is_empty());
-    }
-
-    #[test]
-    fn multi_statement_strings_yield_every_effect() {
-        let e = pg_effects("SET a = 1; SELECT 1; LISTEN x; RESET b");
-        assert_eq!(e, vec![set("a", "SET a = 1"), Effect::Pin(PinReason::Listen), Effect::Reset("b".into())]);
-    }
-
     #[test]
     fn effects_apply_only_on_commit() {
         let mut s = SessionState::default();
@@ -318,18 +273,103 @@ mod tests {
         s.commit();
         let sig = s.signature();
         assert_ne!(sig, 0);
-        assert_eq!(s.replay_sql(), "RESET ALL; SET search_path = a");
+        assert_eq!(s.replay_sql(), format!("{REPLAY_PREFIX}; SET search_path = a"));
         s.stage(pg_effects("RESET ALL"));
         s.commit();
         assert_eq!(s.signature(), 0);
+        assert_eq!(s.take_restore(), None, "no startup values to put back");
     }
 
     #[test]
     fn startup_params_become_replayable_settings() {
         let s = SessionState::from_startup([("application_name", "it's"), ("TimeZone", "UTC")].into_iter());
-        assert_eq!(s.replay_sql(), "RESET ALL; SET \"application_name\" TO 'it''s'; SET \"TimeZone\" TO 'UTC'");
+        assert_eq!(
+            s.replay_sql(),
+            format!("{REPLAY_PREFIX}; SET \"application_name\" TO 'it''s'; SET \"TimeZone\" TO 'UTC'")
+        );
         let same = SessionState::from_startup([("TimeZone", "UTC"), ("application_name", "it's")].into_iter());
         assert_eq!(s.signature(), same.signature(), "order does not matter");
+    }
+
+    #[test]
+    fn a_startup_identity_pins() {
+        let s = SessionState::from_startup([("role", "other")].into_iter());
+        assert_eq!(s.pin(), Some(PinReason::Role));
+    }
+
+    #[test]
+    fn session_settings_override_startup_values_until_reset() {
+        let mut s = SessionState::from_startup([("DateStyle", "SQL, DMY"), ("work_mem", "8MB")].into_iter());
+        s.stage(pg_effects("SET work_mem = '1MB'"));
+        s.commit();
+        assert_eq!(
+            s.replay_sql(),
+            format!("{REPLAY_PREFIX}; SET \"DateStyle\" TO 'SQL, DMY'; SET work_mem = '1MB'"),
+            "the client's SET replaces its startup value"
+        );
+        assert_eq!(s.take_restore(), None, "nothing was reset");
+        s.stage(pg_effects("RESET work_mem"));
+        s.commit();
+        assert!(s.restore_pending());
+        assert_eq!(s.take_restore().as_deref(), Some("SET \"DateStyle\" TO 'SQL, DMY'; SET \"work_mem\" TO '8MB'"));
+        assert!(!s.restore_pending());
+        assert_eq!(s.take_restore(), None, "taken once");
+        s.stage(pg_effects("SET work_mem = '2MB'; RESET timezone"));
+        s.commit();
+        assert_eq!(s.take_restore(), None, "timezone has no startup value to return to");
+        s.stage(pg_effects("RESET ALL"));
+        s.commit();
+        assert_eq!(s.take_restore().as_deref(), Some("SET \"DateStyle\" TO 'SQL, DMY'; SET \"work_mem\" TO '8MB'"));
+        assert_eq!(
+            s.replay_sql(),
+            format!("{REPLAY_PREFIX}; SET \"DateStyle\" TO 'SQL, DMY'; SET \"work_mem\" TO '8MB'")
+        );
+    }
+
+    #[test]
+    fn reported_parameters_replay_as_the_full_reported_value() {
+        let mut s = SessionState::default();
+        s.greeted([("DateStyle", "ISO, MDY"), ("TimeZone", "UTC")].into_iter());
+        s.stage(pg_effects("SET datestyle TO 'SQL'"));
+        assert!(s.report("DateStyle", "SQL, MDY"));
+        s.commit();
+        s.stage(pg_effects("SET datestyle TO dmy"));
+        assert!(s.report("DateStyle", "SQL, DMY"));
+        s.commit();
+        assert_eq!(s.replay_sql(), format!("{REPLAY_PREFIX}; SET \"DateStyle\" TO 'SQL, DMY'"));
+        // A SET that changes nothing gets no ParameterStatus: the last reported value stands.
+        s.stage(pg_effects("SET datestyle TO dmy"));
+        s.commit();
+        assert_eq!(s.replay_sql(), format!("{REPLAY_PREFIX}; SET \"DateStyle\" TO 'SQL, DMY'"));
+        assert!(!s.report("DateStyle", "SQL, DMY"), "unchanged");
+    }
+
+    #[test]
+    fn a_reported_change_of_identity_pins() {
+        let mut s = SessionState::default();
+        s.greeted([("is_superuser", "on"), ("session_authorization", "app")].into_iter());
+        s.report("is_superuser", "on");
+        assert_eq!(s.pin(), None, "same value");
+        s.report("is_superuser", "off");
+        assert_eq!(s.pin(), Some(PinReason::Role));
+        let mut s = SessionState::default();
+        s.greeted([("session_authorization", "app")].into_iter());
+        s.report("session_authorization", "other");
+        assert_eq!(s.pin(), Some(PinReason::Role));
+    }
+
+    #[test]
+    fn an_ascii_unsafe_client_encoding_pins() {
+        let mut s = SessionState::default();
+        s.report("client_encoding", "LATIN9");
+        assert_eq!(s.pin(), None);
+        s.report("client_encoding", "SJIS");
+        assert_eq!(s.pin(), Some(PinReason::ClientEncoding));
+        let mut s = SessionState::default();
+        s.greeted([("client_encoding", "UTF8")].into_iter());
+        assert_eq!(s.pin(), None);
+        s.greeted([("client_encoding", "BIG5")].into_iter());
+        assert_eq!(s.pin(), Some(PinReason::ClientEncoding), "a startup encoding counts too");
     }
 
     #[test]

@@ -7,16 +7,18 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
+use super::settings::{run_reporting, SettingsError};
 use super::{Identity, Session};
-use crate::config::{ClientAuth, Config, Console, ConsoleRole, Pool as PoolConfig};
+use crate::config::{ClientAuth, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol};
 use crate::id::CancelKey;
-use crate::pool::CorePool;
+use crate::pool::{Conn, ConnInfo, CorePool};
 use crate::protocol::pg::{
     auth, backend, decode_frame, decode_startup_frame, frontend, sqlstate, Authentication, ScramSecret, ScramServer,
     StartupPacket, TransactionStatus,
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
+use crate::session::state::startup::{canonical_utf8, parse_options};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
 
@@ -88,10 +90,17 @@ pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize
     let mut client = Client { stream, buf: Vec::with_capacity(1024) };
     let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, run(ctx, &mut client, listener)).await;
     let end = match attempt {
-        Ok(Ok(g)) => {
-            let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
-            return Some(Session::new(ctx.clone(), client.stream, client.buf, g.pool, g.state, g.key, max, g.identity));
-        }
+        // The greeting waits for the pool, not for the client: `acquire_timeout` bounds it.
+        Ok(Ok(a)) => match greet(ctx, &mut client, &a.pool, a.params, a.identity).await {
+            Ok(g) => {
+                let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
+                let mut s =
+                    Session::new(ctx.clone(), client.stream, client.buf, g.pool, g.state, g.key, max, g.identity);
+                s.backend = g.backend;
+                return Some(s);
+            }
+            Err(end) => end,
+        },
         Ok(Err(LoginEnd::Console { user, role })) => {
             match rt::detach(client.stream) {
                 Ok(stream) => ctx.hand_off_console(stream, client.buf, user, role),
@@ -129,8 +138,8 @@ pub(super) async fn turn_away(ctx: &Rc<CoreContext>, stream: Stream) {
     let _ = client.send(&out).await;
 }
 
-/// The client's user, database and other startup parameters.
-type Startup = (String, String, Vec<(String, String)>);
+/// The client's user, database, other startup parameters and `options`.
+type Startup = (String, String, Vec<(String, String)>, Option<String>);
 
 /// Reads the startup phase up to the StartupMessage, refusing encryption and delivering a
 /// CancelRequest (which ends the connection quietly).
@@ -153,18 +162,29 @@ async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, 
                     .filter(|(k, _)| !matches!(*k, "user" | "database" | "options" | "replication"))
                     .map(|(k, v)| (k.to_owned(), v.to_owned()))
                     .collect();
-                return Ok((user, database, rest));
+                let options = params.get("options").map(str::to_owned);
+                return Ok((user, database, rest, options));
             }
         }
     }
 }
 
-async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Greeted, LoginEnd> {
+/// A client that proved who it is, to be greeted.
+struct Authenticated {
+    /// The pool it connects to.
+    pool: String,
+    params: ClientParams,
+    identity: Identity,
+}
+
+/// The client's part of the login: startup packet and authentication.
+async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Authenticated, LoginEnd> {
     let config = ctx.config();
-    let (user, database, params) = startup(ctx, client).await?;
+    let (user, database, params, options) = startup(ctx, client).await?;
     if user.is_empty() {
         return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, "no user name given").into());
     }
+    let params = with_options(params, options.as_deref())?;
     let auth = config.listeners.get(listener).map_or(ClientAuth::ScramSha256, |l| l.auth_method);
     if config.console.is_console_database(&database) {
         return Err(console_login(client, &config.console, user, auth).await);
@@ -173,11 +193,11 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
     authenticate(client, pool_cfg, &user, auth, anonymous).await?;
     let lex = crate::sql::mode::SessionModes::default();
-    greet(ctx, client, pool_cfg, params, Identity { user, database, lex }).await
+    Ok(Authenticated { pool: pool_cfg.name.clone(), params, identity: Identity { user, database, lex } })
 }
 
 fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig, PgClientError> {
-    config.login_pool(database, crate::config::Protocol::Postgres).ok_or_else(|| {
+    config.login_pool(database, Protocol::Postgres).ok_or_else(|| {
         PgClientError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{database}\" does not exist"))
     })
 }
@@ -307,40 +327,168 @@ struct Greeted {
     state: SessionState,
     key: CancelKey,
     identity: Identity,
+    /// A session-mode client's server connection, borrowed at login.
+    backend: Option<Conn>,
 }
 
 async fn greet(
     ctx: &Rc<CoreContext>,
     client: &mut Client,
-    pool_cfg: &PoolConfig,
-    client_params: Vec<(String, String)>,
+    pool_name: &str,
+    client_params: ClientParams,
     mut identity: Identity,
 ) -> Result<Greeted, LoginEnd> {
     let pools = ctx.pools();
     let pool = pools
-        .get(&pool_cfg.name)
+        .get(pool_name)
         .cloned()
         .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, "pool disappeared during login"))?;
     let server_params = super::server_params(&pool).await.map_err(|e| PgClientError::from(&e))?;
     identity.lex = crate::sql::mode::SessionModes::pg_startup(
-        client_params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        client_params.values.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         server_params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
+    let server_value =
+        |name: &str| server_params.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
+    // Only parameters that differ from the server's defaults need replaying on borrowed connections.
+    let differing: Vec<(String, String)> =
+        own_values(client_params.values).into_iter().filter(|(k, v)| server_value(k) != Some(v.as_str())).collect();
+    let mut state = SessionState::from_startup(differing.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    // The client sees the real server's parameters, overridden by what it asked for itself...
+    let mut shown: Vec<(String, String)> = server_params
+        .iter()
+        .map(|(name, value)| {
+            let own = differing.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v);
+            (name.clone(), own.unwrap_or(value).clone())
+        })
+        .collect();
+    // ...in the server's own spelling, which only the server knows for most of them.
+    let unknown_spelling = differing.iter().any(|(k, v)| server_value(k).is_some() && !spelled_as_server(k, v));
+    // A MySQL pool (the bridge) has no PostgreSQL settings to apply.
+    let postgres = pool.config.backend_protocol(Protocol::Postgres) == Protocol::Postgres;
+    let check = client_params.options || unknown_spelling;
+    let mut backend = None;
+    if postgres && pool.config.mode == PoolMode::Session {
+        // A session-mode client has its server connection from login on, as directly: the
+        // greeting can name that server's process.
+        backend = Some(attach(&pool, &state, &mut shown, check).await?);
+    } else if postgres && check {
+        // The connection goes back carrying the client's settings: its first statement likely
+        // finds it and needs no replay.
+        let conn = attach(&pool, &state, &mut shown, true).await?;
+        pool.checkin(conn, true);
+    }
+    state.greeted(shown.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut out = Vec::with_capacity(512);
     let _ = backend::encode_authentication(&Authentication::Ok, &mut out);
-    // The client sees the real server's parameters, overridden by what it asked for itself.
-    for (name, value) in server_params.iter() {
-        let own = client_params.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
-        let _ = (backend::BackendMessage::ParameterStatus { name, value: own.unwrap_or(value) }).encode(&mut out);
+    for (name, value) in &shown {
+        let _ = (backend::BackendMessage::ParameterStatus { name, value }).encode(&mut out);
     }
-    let key = ctx.new_cancel_key();
+    let key = match backend.as_ref().map(|c| &c.info) {
+        // Cancels still come to the router, which knows what the client runs.
+        Some(ConnInfo::Pg(info)) => ctx.new_cancel_key().with_server_pid(info.pid),
+        _ => ctx.new_cancel_key(),
+    };
     let _ = (backend::BackendMessage::BackendKeyData { pid: key.pid, key: key.secret }).encode(&mut out);
     backend::encode_ready_for_query(TransactionStatus::Idle, &mut out);
-    client.send(&out).await?;
-    // Only parameters that differ from the server's defaults need replaying on borrowed connections.
-    let differing = client_params
-        .iter()
-        .filter(|(k, v)| !server_params.iter().any(|(sk, sv)| sk.eq_ignore_ascii_case(k) && sv == v));
-    let state = SessionState::from_startup(differing.map(|(k, v)| (k.as_str(), v.as_str())));
-    Ok(Greeted { pool, state, key, identity })
+    if let Err(e) = client.send(&out).await {
+        if let Some(conn) = backend {
+            pool.checkin(conn, true);
+        }
+        return Err(e);
+    }
+    Ok(Greeted { pool, state, key, identity, backend })
+}
+
+/// The client's startup parameters, `options` settings included.
+struct ClientParams {
+    values: Vec<(String, String)>,
+    /// Whether `options` carried settings (they are checked by the server before the greeting).
+    options: bool,
+}
+
+/// Adds the settings of the `options` startup parameter before the other parameters, which
+/// win over them as on the server (`PGOPTIONS='-c x=1'` with `x=2` in the packet gives 2).
+fn with_options(params: Vec<(String, String)>, options: Option<&str>) -> Result<ClientParams, PgClientError> {
+    let from_options =
+        parse_options(options.unwrap_or("")).map_err(|e| PgClientError::new(sqlstate::SYNTAX_ERROR, e.to_string()))?;
+    let has_options = !from_options.is_empty();
+    let mut values: Vec<(String, String)> =
+        from_options.into_iter().filter(|(k, _)| !params.iter().any(|(p, _)| p.eq_ignore_ascii_case(k))).collect();
+    values.extend(params);
+    Ok(ClientParams { values, options: has_options })
+}
+
+/// The client's own values: what it sent, with the UTF-8 client encoding in the server's
+/// spelling, and an empty `application_name` when it sent none (the router's connections carry
+/// the router's name, which is not the client's).
+fn own_values(mut values: Vec<(String, String)>) -> Vec<(String, String)> {
+    for (k, v) in values.iter_mut() {
+        if k.eq_ignore_ascii_case("client_encoding") {
+            if let Some(canonical) = canonical_utf8(v) {
+                *v = canonical.to_owned();
+            }
+        }
+    }
+    if !values.iter().any(|(k, _)| k.eq_ignore_ascii_case("application_name")) {
+        values.push(("application_name".to_owned(), String::new()));
+    }
+    values
+}
+
+/// Whether the server reports `value` of `name` exactly as the client spelled it.
+fn spelled_as_server(name: &str, value: &str) -> bool {
+    // The server keeps an application name of printable ASCII below NAMEDATALEN as given.
+    let plain_name = value.len() < 64 && value.bytes().all(|b| (b' '..=b'~').contains(&b));
+    (name.eq_ignore_ascii_case("application_name") && plain_name)
+        || (name.eq_ignore_ascii_case("client_encoding") && value == "UTF8")
+}
+
+/// Borrows a backend connection carrying the client's startup settings, applied when it does
+/// not carry them yet or when `check` asks for the server's view of them: the values the server
+/// reports update `shown`, in its own spelling (`UTF8`, `SQL, DMY`), and a value the server
+/// refuses ends the login with the server's error, as a direct connection would.
+async fn attach(
+    pool: &Rc<CorePool>,
+    state: &SessionState,
+    shown: &mut [(String, String)],
+    check: bool,
+) -> Result<Conn, LoginEnd> {
+    let deadline = rt::now() + pool.config.timeouts.acquire;
+    let mut conn = pool.checkout(Protocol::Postgres, deadline).await.map_err(|e| PgClientError::from(&e))?;
+    if conn.settings == state.signature() && !check {
+        return Ok(conn);
+    }
+    match run_reporting(&mut conn, &state.replay_sql()).await {
+        Ok(reports) => {
+            conn.settings = state.signature();
+            for (name, value) in reports {
+                if let Some(entry) = shown.iter_mut().find(|(k, _)| k.eq_ignore_ascii_case(&name)) {
+                    entry.1 = value;
+                }
+            }
+            Ok(conn)
+        }
+        Err(SettingsError::Refused { code, message }) => {
+            // One implicit transaction: nothing of it stayed on the connection.
+            pool.checkin(conn, true);
+            Err(PgClientError::new(startup_sqlstate(&code), message).into())
+        }
+        Err(SettingsError::Lost) => {
+            conn.broken = true;
+            pool.checkin(conn, false);
+            Err(PgClientError::new(
+                sqlstate::CONNECTION_FAILURE,
+                "backend connection lost while applying startup parameters",
+            )
+            .into())
+        }
+    }
+}
+
+/// The SQLSTATE a refused startup setting is reported with: the server's, among those it
+/// raises for settings (an unknown one becomes invalid_parameter_value).
+fn startup_sqlstate(code: &str) -> &'static str {
+    const CODES: [&str; 7] = ["22023", "42704", "42501", "55P02", "22P02", "42601", "0A000"];
+    CODES.iter().find(|c| **c == code).copied().unwrap_or("22023")
 }

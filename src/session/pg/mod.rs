@@ -13,6 +13,7 @@ mod batch;
 mod bridged;
 mod copy;
 mod digest;
+mod encoding;
 mod flight;
 mod login;
 mod named;
@@ -21,6 +22,7 @@ mod prepared;
 mod relay;
 mod retry;
 mod route;
+mod settings;
 mod verify;
 
 use std::collections::{HashMap, VecDeque};
@@ -366,6 +368,10 @@ impl Session {
         let frame = Frame::new(tag, body);
         let decoded = match FrontendMessage::decode(&frame) {
             Ok(m) => m,
+            // A non-UTF-8 client_encoding (#18).
+            Err(DecodeError::InvalidUtf8 { .. }) if matches!(tag, b'Q' | b'P') && !self.is_bridged() => {
+                return if self.skipping { Ok(()) } else { self.on_foreign_text(tag, raw).await };
+            }
             Err(e) => return self.fatal(PgClientError::new(e.sqlstate(), e.to_string())).await,
         };
         if self.skips(&decoded) {
@@ -685,13 +691,17 @@ impl Session {
         self.state.rollback();
         let why = self.flight.fatal.take().map(|m| format!(" ({m})")).unwrap_or_default();
         self.flight.settle();
-        if was_in_tx {
-            tracing::warn!("backend lost inside a transaction; the transaction was rolled back by the server");
-            PgClientError::new(
-                sqlstate::CONNECTION_FAILURE,
-                format!("the backend connection was lost{why} inside a transaction; the transaction was rolled back"),
-            )
-            .encode_fatal(&mut self.out);
+        // A pinned session's server-side state (its role, temporary objects...) died too: going
+        // on elsewhere would run its next statements without it, e.g. as the pool user (#18).
+        let lost = match self.state.pin() {
+            _ if was_in_tx => " inside a transaction; the transaction was rolled back".to_owned(),
+            Some(pin) => format!("; the session's state ({}) is gone", pin.as_str()),
+            None => String::new(),
+        };
+        if !lost.is_empty() {
+            tracing::warn!("backend lost{lost}");
+            PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}{lost}"))
+                .encode_fatal(&mut self.out);
             let _ = self.flush_client().await;
             return Err(End::Fatal);
         }
@@ -747,6 +757,9 @@ impl Session {
                 return;
             }
             conn.prepared.clear();
+            conn.settings = 0;
+        } else if self.state.restore_pending() {
+            // The client's startup values were RESET on it and not yet put back (#18).
             conn.settings = 0;
         } else {
             conn.settings = self.state.signature();

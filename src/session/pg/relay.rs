@@ -323,6 +323,14 @@ impl Session {
                 forward
             }
             b'Z' => self.flight.healing.is_none() && !self.retry_pending(),
+            b'S' => {
+                self.note_parameter_status(pos, len); // session settings (#18)
+                true
+            }
+            b'A' => {
+                self.own_notification_pid(pos, len); // #18
+                true
+            }
             _ => true,
         }
     }
@@ -442,11 +450,16 @@ impl Session {
     /// Relays complete unprompted messages (NotificationResponse, NoticeResponse,
     /// ParameterStatus); anything else means the backend is going away.
     fn relay_unprompted(&mut self) -> Result<(), End> {
-        let Some(conn) = self.backend.as_mut() else { return Ok(()) };
         let mut pos = 0usize;
         let mut bad = false;
-        while let Ok(Some(f)) = decode_frame(conn.rbuf.get(pos..).unwrap_or_default(), BACKEND_MAX) {
+        loop {
+            let Some(conn) = self.backend.as_ref() else { return Ok(()) };
+            let Ok(Some(f)) = decode_frame(conn.rbuf.get(pos..).unwrap_or_default(), BACKEND_MAX) else { break };
             let (tag, len) = (f.tag, f.total_len);
+            if tag == b'A' {
+                self.own_notification_pid(pos, len); // #18
+            }
+            let Some(conn) = self.backend.as_ref() else { return Ok(()) };
             match tag {
                 b'A' | b'N' | b'S' => self.out.extend_from_slice(conn.rbuf.get(pos..pos + len).unwrap_or_default()),
                 b'E' => {
@@ -459,7 +472,9 @@ impl Session {
             }
             pos += len;
         }
-        conn.rbuf.drain(..pos);
+        if let Some(conn) = self.backend.as_mut() {
+            conn.rbuf.drain(..pos);
+        }
         if bad {
             return Err(self.lost_while_idle());
         }
@@ -538,6 +553,7 @@ impl Session {
             } else {
                 self.state.rollback();
             }
+            self.restore_startup_values().await; // session settings (#18)
         }
         if self.mode() == PoolMode::Statement && new != TransactionStatus::Idle {
             // A transaction slipped past the BEGIN check (e.g. inside a function): closing the

@@ -1,0 +1,156 @@
+//! Session settings on backend connections, beyond the replay on checkout (`replay_settings`):
+//! following what the server reports (ParameterStatus) during a client's statements, putting a
+//! client's own startup values back after it RESETs them, and running settings statements
+//! whose reports the caller needs (the login's probe of startup values).
+
+use super::{Session, READ_CHUNK};
+use crate::pool::{Conn, ConnInfo};
+use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame};
+use crate::rt;
+
+/// Largest backend message a settings exchange accepts (its answers are small).
+const SETTINGS_MAX: usize = 1 << 20;
+
+/// How running settings statements on a backend failed.
+#[derive(Debug)]
+pub(super) enum SettingsError {
+    /// The server refused a statement: its SQLSTATE and message.
+    Refused { code: String, message: String },
+    /// The connection broke or spoke out of turn.
+    Lost,
+}
+
+/// Runs `sql` as a simple query on `conn`; returns the parameters the server reported while
+/// running it, in order. Any error fails the whole (one implicit transaction, so nothing of it
+/// stays applied).
+pub(super) async fn run_reporting(conn: &mut Conn, sql: &str) -> Result<Vec<(String, String)>, SettingsError> {
+    let mut out = Vec::with_capacity(sql.len() + 8);
+    frontend::encode_query(sql, &mut out)
+        .map_err(|e| SettingsError::Refused { code: "08P01".into(), message: e.to_string() })?;
+    rt::write_all(&mut conn.stream, &out).await.map_err(|_| SettingsError::Lost)?;
+    let mut reports = Vec::new();
+    let mut failure = None;
+    loop {
+        let (tag, len) = loop {
+            match decode_frame(&conn.rbuf, SETTINGS_MAX) {
+                Ok(Some(f)) => break (f.tag, f.total_len),
+                Ok(None) => {}
+                Err(_) => return Err(SettingsError::Lost),
+            }
+            match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
+                Ok(0) | Err(_) => return Err(SettingsError::Lost),
+                Ok(_) => {}
+            }
+        };
+        let body = conn.rbuf.get(5..len).unwrap_or_default();
+        match BackendMessage::decode(&Frame::new(tag, body)) {
+            Ok(BackendMessage::ParameterStatus { name, value }) => reports.push((name.to_owned(), value.to_owned())),
+            Ok(BackendMessage::ErrorResponse(fields)) if failure.is_none() => {
+                failure = Some(SettingsError::Refused {
+                    code: fields.code().unwrap_or("XX000").to_owned(),
+                    message: fields.get(b'M').unwrap_or("").to_owned(),
+                });
+            }
+            Ok(BackendMessage::ReadyForQuery(_)) => {
+                conn.rbuf.drain(..len);
+                return failure.map_or(Ok(reports), Err);
+            }
+            Ok(_) => {}
+            Err(_) => return Err(SettingsError::Lost),
+        }
+        conn.rbuf.drain(..len);
+    }
+}
+
+impl Session {
+    /// The backend sent a ParameterStatus (at `pos`, `len` bytes in its read buffer) during
+    /// this client's exchange: the session's view of its parameters follows it.
+    pub(super) fn note_parameter_status(&mut self, pos: usize, len: usize) {
+        let Some(conn) = self.backend.as_ref() else { return };
+        let body = conn.rbuf.get(pos + 5..pos + len).unwrap_or_default();
+        if let Ok(BackendMessage::ParameterStatus { name, value }) = BackendMessage::decode(&Frame::new(b'S', body)) {
+            self.state.report(name, value);
+        }
+    }
+
+    /// A NotificationResponse (at `pos`, `len` bytes in the backend's read buffer) sent by the
+    /// client's own backend carries the pid the client was given, so that a listener tells its
+    /// own notifications apart as on a direct connection.
+    pub(super) fn own_notification_pid(&mut self, pos: usize, len: usize) {
+        let given = self.key.pid;
+        let Some(conn) = self.backend.as_mut() else { return };
+        let ConnInfo::Pg(info) = &conn.info else { return };
+        let server = info.pid.to_be_bytes();
+        if len >= 9 && info.pid != given {
+            if let Some(pid) = conn.rbuf.get_mut(pos + 5..pos + 9) {
+                if *pid == server {
+                    pid.copy_from_slice(&given.to_be_bytes());
+                }
+            }
+        }
+    }
+
+    /// After a committed RESET: puts the client's own startup values back on the backend (the
+    /// server reset them to the router's), and tells the client the values it ends up with
+    /// ahead of the ReadyForQuery just queued, as the server would have.
+    pub(super) async fn restore_startup_values(&mut self) {
+        // Only between exchanges: with more responses due (a pipeline), the backend is busy
+        // and the restore waits for a later ReadyForQuery.
+        if !self.expect.is_empty() || self.awaiting_ready {
+            return;
+        }
+        let Some(sql) = self.state.take_restore() else { return };
+        let Some(conn) = self.backend.as_mut() else { return };
+        match run_reporting(conn, &sql).await {
+            Ok(reports) => {
+                let mut status = Vec::new();
+                for (name, value) in reports {
+                    if self.state.report(&name, &value) {
+                        let _ = BackendMessage::ParameterStatus { name: &name, value: &value }.encode(&mut status);
+                    }
+                }
+                insert_before_ready(&mut self.out, &status);
+                if let Some(c) = self.backend.as_mut() {
+                    c.settings = self.state.signature();
+                }
+            }
+            Err(e) => {
+                // The connection cannot be trusted with this client's settings: give it up,
+                // and the next statement replays everything on another.
+                tracing::warn!("restoring startup settings after RESET failed: {e:?}");
+                if let Some(mut c) = self.backend.take() {
+                    c.broken = true;
+                    self.pool.checkin(c, false);
+                }
+            }
+        }
+    }
+}
+
+/// Inserts `msgs` before the ReadyForQuery that ends `out`, or appends them when `out` does not
+/// end with one.
+fn insert_before_ready(out: &mut Vec<u8>, msgs: &[u8]) {
+    let at = out.len().saturating_sub(6);
+    let ends_ready =
+        out.get(at..).is_some_and(|z| z.len() == 6 && z.first() == Some(&b'Z') && z.get(1..5) == Some(&[0, 0, 0, 5]));
+    if ends_ready {
+        out.splice(at..at, msgs.iter().copied());
+    } else {
+        out.extend_from_slice(msgs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_status_goes_before_the_ready_for_query() {
+        let mut out = b"C\0\0\0\x0aRESET\0Z\0\0\0\x05I".to_vec();
+        insert_before_ready(&mut out, b"S..");
+        assert_eq!(out, b"C\0\0\0\x0aRESET\0S..Z\0\0\0\x05I");
+        let mut out = b"C\0\0\0\x0aRESET\0".to_vec();
+        insert_before_ready(&mut out, b"S..");
+        assert_eq!(out, b"C\0\0\0\x0aRESET\0S..");
+    }
+}
