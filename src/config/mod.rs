@@ -20,8 +20,8 @@ mod value;
 pub use console::{Console, ConsoleRole, CONSOLE_DATABASES};
 pub use error::{ConfigErrors, ConfigIssue};
 pub use model::{
-    Backend, CacheConfig, General, HealthCheck, Listener, Metrics, PatternRule, Pool, PoolLimits, PoolTimeouts,
-    RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
+    Backend, CacheConfig, General, HealthCheck, Listener, Metrics, MysqlRouting, PatternRule, Pool, PoolLimits,
+    PoolTimeouts, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
 };
 pub use value::{
     parse_duration, parse_size, ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole,

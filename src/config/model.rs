@@ -182,8 +182,9 @@ pub struct Routing {
     pub read_pool: Option<String>,
     /// Writes (and anything not provably a read) go here when splitting.
     pub write_pool: Option<String>,
-    /// Pool for mysql listeners, taking precedence over the other defaults for them.
-    pub mysql_default_pool: Option<String>,
+    /// `[routing.mysql]` (or the `mysql_default_pool` alias): MySQL clients' own split and
+    /// default, replacing the four keys above for them; `None` when MySQL clients share those.
+    pub mysql: Option<MysqlRouting>,
     /// How a session reads its own writes.
     pub read_your_writes: ReadYourWrites,
     /// What to do with a read when no replica is eligible.
@@ -204,17 +205,42 @@ pub struct Routing {
 
 impl Routing {
     /// The pool a statement from a `protocol` client goes to when no rule claims it and it is
-    /// not a read sent to `read_pool`: `mysql_default_pool` for mysql clients, else `write_pool`
-    /// when splitting, else `default_pool`. Validation guarantees `Some` for every listener's
-    /// protocol.
+    /// not a read sent to the read pool: the protocol's `write_pool` when splitting, else its
+    /// `default_pool` (MySQL clients with `[routing.mysql]` fall back to the top-level
+    /// `default_pool`). Validation guarantees `Some` for every listener's protocol.
     pub fn primary_pool(&self, protocol: Protocol) -> Option<&str> {
-        let mysql = match protocol {
-            Protocol::MySql => self.mysql_default_pool.as_deref(),
-            Protocol::Postgres => None,
-        };
-        let split = self.write_pool.as_deref().filter(|_| self.read_write_split);
-        mysql.or(split).or(self.default_pool.as_deref())
+        match (protocol, &self.mysql) {
+            (Protocol::MySql, Some(m)) => {
+                let split = m.write_pool.as_deref().filter(|_| m.read_write_split);
+                split.or(m.default_pool.as_deref()).or(self.default_pool.as_deref())
+            }
+            _ => {
+                let split = self.write_pool.as_deref().filter(|_| self.read_write_split);
+                split.or(self.default_pool.as_deref())
+            }
+        }
     }
+
+    /// The pool reads of `protocol` clients are split to; `None` when they are not split.
+    pub fn read_pool_of(&self, protocol: Protocol) -> Option<&str> {
+        match (protocol, &self.mysql) {
+            (Protocol::MySql, Some(m)) => m.read_pool.as_deref().filter(|_| m.read_write_split),
+            _ => self.read_pool.as_deref().filter(|_| self.read_write_split),
+        }
+    }
+}
+
+/// `[routing.mysql]`: the split and default of MySQL clients, read like the top-level keys.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MysqlRouting {
+    /// Send MySQL clients' reads to `read_pool` and their writes to `write_pool`.
+    pub read_write_split: bool,
+    /// MySQL clients' reads go here when splitting.
+    pub read_pool: Option<String>,
+    /// MySQL clients' writes go here when splitting.
+    pub write_pool: Option<String>,
+    /// MySQL clients' pool without a split (alias: `routing.mysql_default_pool`).
+    pub default_pool: Option<String>,
 }
 
 /// `[routing.cache]`: the per-core plan cache.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::check::{is_identifier, nz, Checker, Zero};
 use super::model::{Backend, HealthCheck, Pool, PoolLimits, PoolTimeouts, RetryPolicy};
-use super::raw::{RawBackend, RawHealth, RawPool, RawRetry, RawRouting, Sp};
+use super::raw::{RawBackend, RawHealth, RawMysqlRouting, RawPool, RawRetry, RawRouting, Sp};
 use super::value::{parse_duration, PoolMode, PoolRole, Protocol};
 
 /// Converts every pool; the map is ordered, so the result is sorted by name. `routing` gives
@@ -21,13 +21,20 @@ pub(crate) fn pools(
     raw.iter().map(|(name, pool)| convert(ck, name, pool, default_mode, default_role(routing, name))).collect()
 }
 
-/// A pool's role when `role` is not set: `replica` for the configured read pool unless it is
-/// also a primary pool (default, write or MySQL default), `primary` for everything else, which
-/// is how configurations written before roles existed meant them.
+/// A pool's role when `role` is not set: `replica` for a configured read pool (of either
+/// protocol) unless it is also a primary pool (a default or write pool of either protocol),
+/// `primary` for everything else, which is how configurations written before roles existed
+/// meant them.
 fn default_role(routing: &RawRouting, name: &str) -> PoolRole {
     let named = |v: &Option<Sp<String>>| v.as_ref().is_some_and(|n| n.get_ref() == name);
-    let primary = named(&routing.default_pool) || named(&routing.write_pool) || named(&routing.mysql_default_pool);
-    if named(&routing.read_pool) && !primary {
+    let mysql = routing.mysql.as_ref();
+    let mysql_named = |key: fn(&RawMysqlRouting) -> &Option<Sp<String>>| mysql.is_some_and(|m| named(key(m)));
+    let primary = named(&routing.default_pool)
+        || named(&routing.write_pool)
+        || named(&routing.mysql_default_pool)
+        || mysql_named(|m| &m.write_pool)
+        || mysql_named(|m| &m.default_pool);
+    if (named(&routing.read_pool) || mysql_named(|m| &m.read_pool)) && !primary {
         PoolRole::Replica
     } else {
         PoolRole::Primary

@@ -142,6 +142,7 @@ pub(crate) struct RawRouting {
     pub read_pool: Option<Sp<String>>,
     pub write_pool: Option<Sp<String>>,
     pub mysql_default_pool: Option<Sp<String>>,
+    pub mysql: Option<RawMysqlRouting>,
     pub read_your_writes: Option<Sp<String>>,
     pub replica_fallback: Option<Sp<String>>,
     pub unknown_database: Option<Sp<String>>,
@@ -152,6 +153,16 @@ pub(crate) struct RawRouting {
     pub pattern_rules: Vec<Sp<RawPatternRule>>,
     #[serde(default)]
     pub rules: Vec<Sp<RawRegexRule>>,
+}
+
+/// `[routing.mysql]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMysqlRouting {
+    pub read_write_split: Option<Sp<bool>>,
+    pub read_pool: Option<Sp<String>>,
+    pub write_pool: Option<Sp<String>>,
+    pub default_pool: Option<Sp<String>>,
 }
 
 /// `[routing.cache]`.

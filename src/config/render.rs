@@ -149,13 +149,24 @@ fn routing(routing: &Routing) -> Table {
         ("default_pool", &routing.default_pool),
         ("read_pool", &routing.read_pool),
         ("write_pool", &routing.write_pool),
-        ("mysql_default_pool", &routing.mysql_default_pool),
     ] {
         if let Some(value) = value {
             put_str(&mut table, key, value);
         }
     }
     table.insert("read_write_split".into(), Value::Boolean(routing.read_write_split));
+    if let Some(m) = &routing.mysql {
+        let mut mysql = Table::new();
+        for (key, value) in
+            [("read_pool", &m.read_pool), ("write_pool", &m.write_pool), ("default_pool", &m.default_pool)]
+        {
+            if let Some(value) = value {
+                put_str(&mut mysql, key, value);
+            }
+        }
+        mysql.insert("read_write_split".into(), Value::Boolean(m.read_write_split));
+        table.insert("mysql".into(), Value::Table(mysql));
+    }
     put_str(&mut table, "read_your_writes", &routing.read_your_writes.to_string());
     put_str(&mut table, "replica_fallback", routing.replica_fallback.as_str());
     put_str(&mut table, "unknown_database", routing.unknown_database.as_str());

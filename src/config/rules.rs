@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::num::NonZeroUsize;
 
 use super::check::Checker;
-use super::model::{CacheConfig, PatternRule, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule};
+use super::model::{
+    CacheConfig, MysqlRouting, PatternRule, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
+};
 use super::raw::{RawCache, RawPatternRule, RawRegexRule, RawRetry, RawRouting, RawTranslation, Sp};
 use super::value::{NormalizationStrategy, PatternKind, ReadYourWrites, ReplicaFallback, UnknownDatabase};
 
@@ -44,7 +46,7 @@ pub(crate) fn routing(ck: &mut Checker<'_>, raw: &RawRouting) -> Routing {
         read_write_split: raw.read_write_split.as_ref().is_some_and(|v| *v.get_ref()),
         read_pool: name(&raw.read_pool),
         write_pool: name(&raw.write_pool),
-        mysql_default_pool: name(&raw.mysql_default_pool),
+        mysql: mysql(ck, raw),
         read_your_writes: ck.keyword(&raw.read_your_writes, "routing.read_your_writes", ReadYourWrites::Session),
         replica_fallback: ck.keyword(&raw.replica_fallback, "routing.replica_fallback", ReplicaFallback::Primary),
         unknown_database: ck.keyword(&raw.unknown_database, "routing.unknown_database", UnknownDatabase::Error),
@@ -52,6 +54,28 @@ pub(crate) fn routing(ck: &mut Checker<'_>, raw: &RawRouting) -> Routing {
         cache: cache(ck, raw.cache.as_ref().unwrap_or(&RawCache::default())),
         pattern_rules,
         rules,
+    }
+}
+
+/// `[routing.mysql]`, with `routing.mysql_default_pool` as an alias of its `default_pool`.
+fn mysql(ck: &mut Checker<'_>, raw: &RawRouting) -> Option<MysqlRouting> {
+    let name = |v: &Option<Sp<String>>| v.as_ref().map(|s| s.get_ref().clone());
+    if let (Some(alias), Some(_)) = (&raw.mysql_default_pool, raw.mysql.as_ref().and_then(|m| m.default_pool.as_ref()))
+    {
+        let message = "routing.mysql_default_pool is an alias of routing.mysql.default_pool: set only one of them";
+        ck.report_at(alias, "routing.mysql_default_pool", message);
+    }
+    match &raw.mysql {
+        Some(m) => Some(MysqlRouting {
+            read_write_split: m.read_write_split.as_ref().is_some_and(|v| *v.get_ref()),
+            read_pool: name(&m.read_pool),
+            write_pool: name(&m.write_pool),
+            default_pool: name(&m.default_pool).or_else(|| name(&raw.mysql_default_pool)),
+        }),
+        None => raw
+            .mysql_default_pool
+            .as_ref()
+            .map(|d| MysqlRouting { default_pool: Some(d.get_ref().clone()), ..MysqlRouting::default() }),
     }
 }
 

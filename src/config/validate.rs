@@ -88,6 +88,11 @@ fn pool_references(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     check(ck, &routing.read_pool, "routing.read_pool");
     check(ck, &routing.write_pool, "routing.write_pool");
     check(ck, &routing.mysql_default_pool, "routing.mysql_default_pool");
+    if let Some(m) = &routing.mysql {
+        check(ck, &m.read_pool, "routing.mysql.read_pool");
+        check(ck, &m.write_pool, "routing.mysql.write_pool");
+        check(ck, &m.default_pool, "routing.mysql.default_pool");
+    }
     for (i, rule) in routing.pattern_rules.iter().enumerate() {
         check(ck, &rule.get_ref().pool, &format!("routing.pattern_rules[{i}].pool"));
     }
@@ -103,31 +108,49 @@ fn pool_references(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
 /// read goes there, and a replica-role pool refuses such statements (#19).
 fn primaries_are_primary(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     let routing = &raw.routing;
+    let mysql = routing.mysql.as_ref();
     let keys = [
-        ("default_pool", &routing.default_pool),
-        ("write_pool", &routing.write_pool),
-        ("mysql_default_pool", &routing.mysql_default_pool),
+        ("routing.default_pool", routing.default_pool.as_ref()),
+        ("routing.write_pool", routing.write_pool.as_ref()),
+        ("routing.mysql_default_pool", routing.mysql_default_pool.as_ref()),
+        ("routing.mysql.write_pool", mysql.and_then(|m| m.write_pool.as_ref())),
+        ("routing.mysql.default_pool", mysql.and_then(|m| m.default_pool.as_ref())),
     ];
     for (key, value) in keys {
         let Some(name) = value else { continue };
         if config.pool(name.get_ref()).is_some_and(|p| p.role == PoolRole::Replica) {
             let message = format!(
-                "pool `{}` has role = \"replica\" but routing.{key} sends writes to it: give it role = \"primary\"",
+                "pool `{}` has role = \"replica\" but {key} sends writes to it: give it role = \"primary\"",
                 name.get_ref()
             );
-            ck.report_at(name, &format!("routing.{key}"), message);
+            ck.report_at(name, key, message);
         }
     }
 }
 
 fn split(ck: &mut Checker<'_>, raw: &RawConfig) {
     let routing = &raw.routing;
-    let Some(flag) = routing.read_write_split.as_ref().filter(|v| *v.get_ref()) else {
+    split_pools(ck, "routing", &routing.read_write_split, &routing.read_pool, &routing.write_pool);
+    if let Some(m) = &routing.mysql {
+        split_pools(ck, "routing.mysql", &m.read_write_split, &m.read_pool, &m.write_pool);
+    }
+}
+
+/// A split (the `table`'s `read_write_split`) needs both its read and its write pool.
+fn split_pools(
+    ck: &mut Checker<'_>,
+    table: &str,
+    flag: &Option<Sp<bool>>,
+    read: &Option<Sp<String>>,
+    write: &Option<Sp<String>>,
+) {
+    let Some(flag) = flag.as_ref().filter(|v| *v.get_ref()) else {
         return;
     };
-    for (key, value) in [("read_pool", &routing.read_pool), ("write_pool", &routing.write_pool)] {
+    for (key, value) in [("read_pool", read), ("write_pool", write)] {
         if value.is_none() {
-            ck.report_at(flag, "routing.read_write_split", format!("read_write_split = true requires routing.{key}"));
+            let message = format!("read_write_split = true requires {table}.{key}");
+            ck.report_at(flag, &format!("{table}.read_write_split"), message);
         }
     }
 }
@@ -141,7 +164,11 @@ fn routable(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
         let hint = match listener.protocol {
             Protocol::Postgres => "set routing.default_pool, or routing.write_pool with read_write_split = true",
             Protocol::MySql => {
-                "set routing.mysql_default_pool or routing.default_pool, or routing.write_pool with read_write_split = true"
+                if config.routing.mysql.is_some() {
+                    "set routing.mysql.default_pool or routing.default_pool, or routing.mysql.write_pool with routing.mysql.read_write_split = true"
+                } else {
+                    "set routing.mysql.default_pool or routing.default_pool, or routing.write_pool with read_write_split = true"
+                }
             }
         };
         if let Some(entry) = raw.listeners.get(i) {
@@ -160,9 +187,10 @@ fn routable(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
 /// is already refused for passthrough in `pool`.)
 fn mysql_passthrough(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
     let routing = &config.routing;
-    let mut mysql_pools: BTreeSet<&str> = routing.mysql_default_pool.iter().map(String::as_str).collect();
+    let mut mysql_pools: BTreeSet<&str> = routing.mysql.iter().filter_map(|m| m.default_pool.as_deref()).collect();
     if config.listeners.iter().any(|l| l.protocol == Protocol::MySql) {
         mysql_pools.extend(routing.primary_pool(Protocol::MySql));
+        mysql_pools.extend(routing.read_pool_of(Protocol::MySql));
     }
     for rule in routing.rules.iter().filter(|r| r.protocol == Some(Protocol::MySql)) {
         if let RuleTarget::Pool(pool) = &rule.target {
@@ -208,9 +236,7 @@ fn postgres_local_infile(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config)
     let mut pg_pools: BTreeSet<&str> = BTreeSet::new();
     if config.listeners.iter().any(|l| l.protocol == Protocol::Postgres) {
         pg_pools.extend(routing.primary_pool(Protocol::Postgres));
-        if routing.read_write_split {
-            pg_pools.extend(routing.read_pool.as_deref());
-        }
+        pg_pools.extend(routing.read_pool_of(Protocol::Postgres));
     }
     for rule in routing.rules.iter().filter(|r| r.protocol == Some(Protocol::Postgres)) {
         if let RuleTarget::Pool(pool) = &rule.target {

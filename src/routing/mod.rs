@@ -39,8 +39,8 @@
 //! - rule targets are explicit operator choices: read-your-writes does not move them;
 //! - the split sends a replica-eligible statement to the read pool unless the session is pinned.
 //!
-//! MySQL clients are split only when `mysql_default_pool` is unset (it takes all their
-//! statements otherwise). The `ast` and `auto` strategies both key single SELECTs by their AST
+//! MySQL clients follow `[routing.mysql]` (its own split and default pool) when it is set, the
+//! top-level keys otherwise. The `ast` and `auto` strategies both key single SELECTs by their AST
 //! and everything else by the lexer; the two hash spaces never share an entry.
 
 mod cache;

@@ -176,7 +176,6 @@ pub(super) struct Translation {
 pub struct RuleSet {
     cache: CacheConfig,
     read_your_writes: ReadYourWrites,
-    split: bool,
     /// Per protocol ([`proto_index`]): the primary (write/default) pool and the read pool.
     primary: [Option<Arc<str>>; 2],
     read: [Option<Arc<str>>; 2],
@@ -341,7 +340,6 @@ impl RuleSet {
         for (i, rule) in runtime_translations.iter().enumerate() {
             b.translation(&format!("api.translations[{i}]"), rule, &mut translations);
         }
-        let split = routing.read_write_split;
         let mut primary = [None, None];
         let mut read = [None, None];
         for protocol in PROTOCOLS {
@@ -349,9 +347,7 @@ impl RuleSet {
             if let (Some(slot), Some(name)) = (primary.get_mut(i), routing.primary_pool(protocol)) {
                 *slot = b.pool("routing", name);
             }
-            // mysql_default_pool takes every MySQL statement: no split for those clients.
-            let own_default = protocol == Protocol::MySql && routing.mysql_default_pool.is_some();
-            if let (true, false, Some(slot), Some(name)) = (split, own_default, read.get_mut(i), &routing.read_pool) {
+            if let (Some(slot), Some(name)) = (read.get_mut(i), routing.read_pool_of(protocol)) {
                 *slot = b.pool("routing", name);
             }
         }
@@ -363,7 +359,6 @@ impl RuleSet {
         Ok(RuleSet {
             cache: routing.cache,
             read_your_writes: routing.read_your_writes,
-            split,
             primary,
             read,
             replicas,
@@ -390,9 +385,9 @@ impl RuleSet {
         self.read_your_writes
     }
 
-    /// Whether reads are split from writes.
+    /// Whether reads of any protocol's clients are split from writes.
     pub fn read_write_split(&self) -> bool {
-        self.split
+        self.read.iter().any(Option::is_some)
     }
 
     /// The primary (write or default) pool of `protocol` clients.

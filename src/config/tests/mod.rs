@@ -2,6 +2,7 @@
 //! errors, rendering. Value grammars are in `values`, one test per validation issue in `issues`.
 
 mod issues;
+mod mysql_split;
 mod values;
 
 use super::*;
@@ -365,9 +366,19 @@ fn primary_pool_prefers_mysql_default_then_split_then_default() {
     routing.read_write_split = true;
     routing.write_pool = Some("w".into());
     assert_eq!(routing.primary_pool(Protocol::Postgres), Some("w"));
-    routing.mysql_default_pool = Some("m".into());
+    routing.mysql = Some(MysqlRouting { default_pool: Some("m".into()), ..MysqlRouting::default() });
     assert_eq!(routing.primary_pool(Protocol::MySql), Some("m"));
     assert_eq!(routing.primary_pool(Protocol::Postgres), Some("w"));
+    assert_eq!(routing.read_pool_of(Protocol::MySql), None);
+    let own_split = MysqlRouting {
+        read_write_split: true,
+        read_pool: Some("mr".into()),
+        write_pool: Some("mw".into()),
+        default_pool: None,
+    };
+    routing.mysql = Some(own_split);
+    assert_eq!(routing.primary_pool(Protocol::MySql), Some("mw"));
+    assert_eq!(routing.read_pool_of(Protocol::MySql), Some("mr"));
 }
 
 #[test]

@@ -124,7 +124,8 @@ fn has_lag_threshold(b: &Backend) -> bool {
 }
 
 /// The protocol a pool's backends speak: its explicit `protocol`, else that of the clients that
-/// reach it (MySQL when mysql listeners default to it or a mysql-only rule targets it, or when
+/// reach it (MySQL when mysql listeners default or split reads to it, it is `routing.mysql`'s
+/// default pool, or a mysql-only rule targets it, or when
 /// every listener is mysql), else PostgreSQL.
 fn backend_protocol(cfg: &Config, pool: &PoolConfig) -> Protocol {
     if let Some(p) = pool.protocol {
@@ -132,12 +133,14 @@ fn backend_protocol(cfg: &Config, pool: &PoolConfig) -> Protocol {
     }
     let name = Some(pool.name.as_str());
     let has_mysql = cfg.listeners.iter().any(|l| l.protocol == Protocol::MySql);
-    let mysql_default = has_mysql && cfg.routing.primary_pool(Protocol::MySql) == name;
+    let mysql_default = has_mysql
+        && (cfg.routing.primary_pool(Protocol::MySql) == name || cfg.routing.read_pool_of(Protocol::MySql) == name);
     let mysql_rule = cfg.routing.rules.iter().any(|r| {
         r.protocol == Some(Protocol::MySql) && matches!(&r.target, RuleTarget::Pool(p) if Some(p.as_str()) == name)
     });
     let all_mysql = !cfg.listeners.is_empty() && cfg.listeners.iter().all(|l| l.protocol == Protocol::MySql);
-    if cfg.routing.mysql_default_pool.as_deref() == name || mysql_default || mysql_rule || all_mysql {
+    let own_default = cfg.routing.mysql.as_ref().and_then(|m| m.default_pool.as_deref());
+    if own_default == name || mysql_default || mysql_rule || all_mysql {
         Protocol::MySql
     } else {
         Protocol::Postgres

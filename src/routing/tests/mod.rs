@@ -6,6 +6,7 @@ mod chain;
 mod danger;
 mod hints;
 mod lexmode;
+mod protocol_split;
 mod roles;
 mod rules;
 mod ryw;
