@@ -61,6 +61,7 @@ mod router;
 mod routing_api;
 mod routing_safety;
 mod routing_safety_session;
+mod split_both;
 mod systemd;
 mod translation;
 mod unknown_database;
