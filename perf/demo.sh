@@ -68,7 +68,8 @@ my_direct() { mariadb --no-defaults -N -B -h 127.0.0.1 -P "$1" -u "$MY_USER" -p"
 say "creating the demo tables on the primaries (they replicate to the replicas)"
 pg_direct "$PG_PRIMARY_PORT" -c "CREATE TABLE IF NOT EXISTS demo_events (id serial PRIMARY KEY, note text)" \
     -c "CREATE SEQUENCE IF NOT EXISTS demo_seq"
-my_direct "$MY_PRIMARY_PORT" -e "CREATE TABLE IF NOT EXISTS demo_events (id INT AUTO_INCREMENT PRIMARY KEY, note TEXT)"
+# server_id and port record where each MySQL INSERT ran.
+my_direct "$MY_PRIMARY_PORT" -e "CREATE TABLE IF NOT EXISTS demo_events (id INT AUTO_INCREMENT PRIMARY KEY, note TEXT, server_id INT, port INT)"
 for _ in $(seq 1 100); do
     pg_direct "$PG_REPLICA_PORT" -c "SELECT 1 FROM demo_events LIMIT 0" >/dev/null 2>&1 \
         && my_direct "$MY_REPLICA_PORT" -e "SELECT 1 FROM demo_events LIMIT 0" >/dev/null 2>&1 && break
@@ -131,7 +132,12 @@ read_pool = "app_replica"
 write_pool = "app"
 # After a session writes, its reads stay on the primary (it reads its own writes).
 read_your_writes = "session"
-mysql_default_pool = "myapp"
+
+# MySQL clients get their own split: reads to the MariaDB replica, the rest to the primary.
+[routing.mysql]
+read_write_split = true
+read_pool = "myapp_replica"
+write_pool = "myapp"
 
 [metrics]
 enabled = true
@@ -183,12 +189,23 @@ pg_router -c "SELECT 'read in a new session', $WHERE" \
     -c "SELECT 'nextval() (volatile)', $WHERE FROM (SELECT nextval('demo_seq')) s" \
     -c "SELECT 'SELECT ... FOR UPDATE (row lock)', $WHERE FROM demo_events LIMIT 1 FOR UPDATE" | placed
 
-say "MySQL: the same router, the MariaDB pools (mariadb -h 127.0.0.1 -P $MY_PORT)"
 MYWHERE="@@server_id, @@port"
-mariadb --no-defaults -N -B -h 127.0.0.1 -P "$MY_PORT" -u "$MY_USER" -p"$MY_PASSWORD" myapp \
-    -e "SELECT 'read (pool myapp)', $MYWHERE; INSERT INTO demo_events(note) VALUES ('hello'); SELECT 'write, then read', $MYWHERE" | my_placed
-mariadb --no-defaults -N -B -h 127.0.0.1 -P "$MY_PORT" -u "$MY_USER" -p"$MY_PASSWORD" myapp_replica \
-    -e "SELECT 'read (pool myapp_replica)', $MYWHERE" | my_placed
+my_router() { mariadb --no-defaults -N -B -h 127.0.0.1 -P "$MY_PORT" -u "$MY_USER" -p"$MY_PASSWORD" "$@"; }
+say "MySQL: the same router splits the MariaDB pools too (mariadb -h 127.0.0.1 -P $MY_PORT)"
+# The INSERT records the server and port that ran it; the primary shows the row it stored.
+out=$(my_router "$MY_DATABASE" -e "SELECT 'MySQL read', $MYWHERE;
+    INSERT INTO demo_events(note, server_id, port) VALUES ('hello', $MYWHERE);
+    SELECT 'MySQL read after its own write', $MYWHERE")
+{
+    sed -n 1p <<< "$out"
+    my_direct "$MY_PRIMARY_PORT" -e "SELECT 'MySQL write (INSERT)', server_id, port FROM demo_events ORDER BY id DESC LIMIT 1"
+    sed -n '2,$p' <<< "$out"
+} | my_placed
+say "MySQL: a new session; volatile functions and row locks never reach the replica"
+my_router "$MY_DATABASE" -e "SELECT 'MySQL read in a new session', $MYWHERE;
+    SELECT 'MySQL RAND() (volatile)', $MYWHERE FROM DUAL WHERE RAND() >= 0;
+    SELECT 'MySQL SELECT ... FOR UPDATE', $MYWHERE FROM demo_events LIMIT 1 FOR UPDATE" | my_placed
+my_router myapp_replica -e "SELECT 'read (pool myapp_replica)', $MYWHERE" | my_placed
 
 say "the routing dry-run explains a decision: GET http://127.0.0.1:$API_PORT/api/routing/test"
 for sql in "SELECT note FROM demo_events WHERE id = 1" "SELECT nextval('demo_seq')"; do
@@ -204,7 +221,7 @@ cat <<EOT
 
 QueryPilot is running (pid $QP). Connect with:
   PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p $PG_PORT -U $PG_USER $PG_DATABASE     # split: reads to the standby
-  mariadb --no-defaults -h 127.0.0.1 -P $MY_PORT -u $MY_USER -p$MY_PASSWORD myapp   # the MariaDB primary
+  mariadb --no-defaults -h 127.0.0.1 -P $MY_PORT -u $MY_USER -p$MY_PASSWORD $MY_DATABASE   # split: reads to the replica
   curl -G http://127.0.0.1:$API_PORT/api/routing/test --data-urlencode "sql=SELECT 1"   # dry-run any statement
   PGPASSWORD=$PG_PASSWORD pgbench -h 127.0.0.1 -p $PG_PORT -U $PG_USER -i $PG_DATABASE   # then: pgbench ... -c 16 -T 10 -S
 Config: $CONF; router log: $BASE/querypilot.log. Press Ctrl-C to stop the router and the databases.

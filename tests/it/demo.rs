@@ -1,7 +1,9 @@
 //! Issue #25, the README's first command shows the product: `perf/demo.sh --exit` runs its whole
 //! walkthrough against real servers it starts itself, and every placement it prints is the one
 //! the product promises (the demo derives each from `pg_is_in_recovery()` / the backend port of
-//! the statement itself). Without `--exit`, Ctrl-C stops the router and the databases.
+//! the statement itself, or for a MySQL INSERT the server id and port it stored on the primary);
+//! PostgreSQL and MySQL clients are each split by the same router (#24). Without `--exit`,
+//! Ctrl-C stops the router and the databases.
 
 // Blocking test code driving child processes, not data-plane code.
 #![allow(clippy::disallowed_methods)]
@@ -58,8 +60,12 @@ fn the_demo_walkthrough_shows_each_statement_where_it_must_run() {
         ("read in a new session", "replica"),
         ("nextval() (volatile)", "primary"),
         ("SELECT ... FOR UPDATE (row lock)", "primary"),
-        ("read (pool myapp)", "primary"),
-        ("write, then read", "primary"),
+        ("MySQL read ", "replica"),
+        ("MySQL write (INSERT)", "primary"),
+        ("MySQL read after its own write", "primary"),
+        ("MySQL read in a new session", "replica"),
+        ("MySQL RAND() (volatile)", "primary"),
+        ("MySQL SELECT ... FOR UPDATE", "primary"),
         ("read (pool myapp_replica)", "replica"),
     ];
     for (label, want) in expected {
