@@ -524,4 +524,25 @@ mod tests {
         assert_eq!(my_lag(&my_sample(&m8)).seconds, Some(7.0));
         assert!(!my_sample(&Rows::default()).configured);
     }
+
+    /// With `[routing.mysql]` the MySQL read and write pools are probed as MySQL and the
+    /// PostgreSQL split's pools as PostgreSQL (#24).
+    #[test]
+    fn each_split_pool_is_probed_in_its_clients_protocol() {
+        let pool = |name: &str, port: u16| format!("[pools.{name}]\nbackends = [{{ host = \"h\", port = {port} }}]\n");
+        let text = format!(
+            "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:1\"\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:2\"\n\
+             {}{}{}{}[routing]\nread_write_split = true\nread_pool = \"pr\"\nwrite_pool = \"pw\"\n\
+             [routing.mysql]\nread_write_split = true\nread_pool = \"mr\"\nwrite_pool = \"mw\"\n",
+            pool("pr", 5433),
+            pool("pw", 5432),
+            pool("mr", 3307),
+            pool("mw", 3306)
+        );
+        let cfg = Config::parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let found: Vec<_> = cfg.pools.iter().map(|p| (p.name.as_str(), backend_protocol(&cfg, p))).collect();
+        let want =
+            [("mr", Protocol::MySql), ("mw", Protocol::MySql), ("pr", Protocol::Postgres), ("pw", Protocol::Postgres)];
+        assert_eq!(found, want);
+    }
 }
