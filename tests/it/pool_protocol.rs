@@ -6,6 +6,7 @@
 // Blocking test code driving child processes, not data-plane code.
 #![allow(clippy::disallowed_methods)]
 
+use std::io::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -90,4 +91,28 @@ fn postgres_crate_and_psql_on_a_pool_of_mariadb_servers_get_the_explicit_fatal()
         pg.config(router.port(), &pg.user, &pg.password).dbname("main").connect(postgres::NoTls).expect("main");
     let row = main.query_one("SELECT pg_is_in_recovery()", &[]).expect("the PostgreSQL pool still serves");
     assert!(!row.get::<_, bool>(0));
+}
+
+#[test]
+fn check_warns_about_a_pool_without_protocol_behind_both_listeners_and_still_accepts_it() {
+    let text = "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:6432\"\n\n\
+                [[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:6433\"\n\n\
+                [pools.shared]\nusername = \"u\"\npassword = \"p\"\nbackends = [{ host = \"127.0.0.1\", port = 5432 }]\n\n\
+                [pools.my]\nprotocol = \"mysql\"\nusername = \"u\"\npassword = \"p\"\n\
+                backends = [{ host = \"127.0.0.1\", port = 3306 }]\n\n\
+                [routing]\ndefault_pool = \"shared\"\nmysql_default_pool = \"my\"\n";
+    let run = |text: &str| {
+        let mut f = tempfile::NamedTempFile::new().expect("tempfile");
+        f.write_all(text.as_bytes()).expect("write");
+        Command::new(env!("CARGO_BIN_EXE_querypilot")).arg("--check").arg("-c").arg(f.path()).output().expect("run")
+    };
+    let out = run(text);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "warnings do not fail the check: {stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 1, "only the pool without protocol: {stderr}");
+    assert!(warnings[0].contains("pool \"shared\" has no `protocol`"), "{stderr}");
+    assert!(warnings[0].contains("set protocol = \"postgres\" or \"mysql\" on [pools.shared]"), "{stderr}");
+    let fixed = run(&text.replace("[pools.shared]\n", "[pools.shared]\nprotocol = \"postgres\"\n"));
+    assert!(fixed.status.success() && fixed.stderr.is_empty(), "{}", String::from_utf8_lossy(&fixed.stderr));
 }
