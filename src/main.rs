@@ -10,7 +10,7 @@ use querypilot::{app, config::Config};
 const USAGE: &str = "usage: querypilot [-c|--config FILE] [--check]
 
 Config file: --config/-c, else $QUERYPILOT_CONFIG, else ./querypilot.toml
-  --check    validate the configuration and exit (0 = valid)";
+  --check    validate the configuration and exit (0 = valid; warnings go to stderr)";
 
 struct Args {
     config: PathBuf,
@@ -47,6 +47,9 @@ fn run() -> Result<()> {
     let args = parse_args()?;
     let config = load(&args.config)?;
     if args.check {
+        for warning in config.warnings() {
+            eprintln!("warning: {warning}");
+        }
         println!("{}: configuration is valid", args.config.display());
         return Ok(());
     }

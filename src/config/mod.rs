@@ -16,6 +16,7 @@ mod rules;
 mod span;
 mod validate;
 mod value;
+mod warnings;
 
 pub use console::{Console, ConsoleRole, CONSOLE_DATABASES};
 pub use error::{ConfigErrors, ConfigIssue};

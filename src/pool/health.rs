@@ -14,7 +14,7 @@
 mod lag;
 mod probe;
 mod query;
-mod sniff;
+pub(super) mod sniff;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 

@@ -30,6 +30,11 @@ impl Login<'_> {
         PoolError::Auth { pool: self.cfg.name.clone(), addr: self.label.to_owned(), message: message.to_string() }
     }
 
+    /// The backend answered with the other protocol's bytes (the pool has no `protocol`).
+    pub fn wrong_protocol(&self, speaks: crate::config::Protocol) -> PoolError {
+        PoolError::WrongProtocol { pool: self.cfg.name.clone(), addr: self.label.to_owned(), speaks }
+    }
+
     /// Opens the TCP connection.
     pub async fn dial(&self, addr: SocketAddr, deadline: Instant) -> Result<Stream, PoolError> {
         rt::connect(addr, deadline).await.map_err(|e| self.connect_err(e))

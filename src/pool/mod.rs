@@ -64,6 +64,20 @@ pub enum PoolError {
         /// The server's message (SQLSTATE first).
         message: String,
     },
+    /// A backend speaks the other protocol than the one the router spoke to it (a pool without
+    /// `protocol` serves each client with the client's own protocol).
+    #[error(
+        "backend {addr} of pool \"{pool}\" speaks the {speaks} protocol, not this client's: set protocol = \
+         \"{speaks}\" on [pools.{pool}] to bridge clients to it, or connect through a {speaks} listener"
+    )]
+    WrongProtocol {
+        /// The pool.
+        pool: String,
+        /// The backend.
+        addr: String,
+        /// The protocol the backend answered with.
+        speaks: crate::config::Protocol,
+    },
     /// No backend of the pool resolves to an address.
     #[error("pool \"{0}\" has no reachable backend address")]
     NoBackend(String),
@@ -79,6 +93,7 @@ impl ErrorCode for PoolError {
             Self::Timeout { .. } => "pool.exhausted",
             Self::Connect { .. } => "pool.connect",
             Self::Auth { .. } => "pool.auth",
+            Self::WrongProtocol { .. } => "pool.wrong_protocol",
             Self::NoBackend(_) => "pool.no_backend",
             Self::Replaced(_) => "pool.replaced",
         }

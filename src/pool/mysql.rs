@@ -12,12 +12,12 @@
 //! session relays to clients that allowed it and refuses otherwise.
 
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::conn::BudgetUnit;
 use super::login::Login;
 use super::{Conn, ConnInfo, MyInfo, PoolError};
-use crate::config::Pool as PoolConfig;
+use crate::config::{Pool as PoolConfig, Protocol};
 use crate::protocol::mysql::auth::{
     caching_sha2_token, native_password_token, rsa_encrypted_password, rsa_public_key, CACHING_SHA2_PASSWORD,
     MYSQL_CLEAR_PASSWORD, MYSQL_NATIVE_PASSWORD,
@@ -47,6 +47,11 @@ pub const BACKEND_CAPABILITIES: u64 = CLIENT_LONG_PASSWORD
 const LOGIN_MAX: usize = 1 << 20;
 /// `max_packet_size` announced to backends (the server's own `max_allowed_packet` still rules).
 const MAX_PACKET: u32 = 1 << 30;
+/// The end of the connect window kept for asking a backend that never greeted whether it is a
+/// PostgreSQL server (which waits for the client to speak first).
+const SILENCE_PROBE: Duration = Duration::from_millis(250);
+/// A PostgreSQL SSLRequest: any PostgreSQL server answers it at once with one byte.
+const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f];
 
 /// Connects to `addr`, logs in as the pool's user into the pool's database and returns an idle
 /// connection.
@@ -62,7 +67,7 @@ pub(super) async fn connect(
     let work = async {
         let mut stream = login.dial(addr, deadline).await?;
         let mut rbuf = Vec::with_capacity(4096);
-        let info = handshake(&login, &mut stream, &mut rbuf).await?;
+        let info = handshake(&login, &mut stream, &mut rbuf, deadline).await?;
         Ok::<_, PoolError>((stream, rbuf, ConnInfo::MySql(info)))
     };
     login.assemble(rt::with_deadline(deadline, work).await, addr, backend, unit)
@@ -109,11 +114,45 @@ fn token(login: &Login<'_>, plugin: &[u8], password: &[u8], scramble: &[u8]) -> 
     }
 }
 
-async fn handshake(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> Result<MyInfo, PoolError> {
+/// Reads the server's greeting. A backend still silent near the end of the connect window is
+/// asked whether it is a PostgreSQL server (#25), so a pool without `protocol` whose backend is
+/// PostgreSQL fails with that explanation, within the same `connect_timeout` as before.
+async fn greeting(
+    login: &Login<'_>,
+    stream: &mut Stream,
+    rbuf: &mut Vec<u8>,
+    deadline: Instant,
+) -> Result<(Vec<u8>, u8), PoolError> {
+    let left = deadline.saturating_duration_since(rt::now());
+    let probe = SILENCE_PROBE.min(left / 4);
+    match rt::within(Some(left - probe), read(login, stream, rbuf)).await {
+        Ok(read) => read,
+        Err(_) if rbuf.is_empty() => {
+            send_raw(login, stream, &SSL_REQUEST).await?;
+            let n = rt::read_some(stream, rbuf, 64).await.map_err(|e| login.connect_err(e))?;
+            match rbuf.first() {
+                Some(b'N' | b'S' | b'E') if n > 0 => Err(login.wrong_protocol(Protocol::Postgres)),
+                _ => Err(login.connect_err("the backend sent no greeting")),
+            }
+        }
+        Err(_) => Err(login.connect_err("the backend's greeting did not arrive in time")),
+    }
+}
+
+async fn send_raw(login: &Login<'_>, stream: &mut Stream, bytes: &[u8]) -> Result<(), PoolError> {
+    rt::write_all(stream, bytes).await.map_err(|e| login.connect_err(e))
+}
+
+async fn handshake(
+    login: &Login<'_>,
+    stream: &mut Stream,
+    rbuf: &mut Vec<u8>,
+    deadline: Instant,
+) -> Result<MyInfo, PoolError> {
     let cfg = login.cfg;
     let user = cfg.username.as_deref().ok_or_else(|| login.auth_err("the pool has no username"))?;
     let password = cfg.password.as_deref().unwrap_or("").as_bytes();
-    let (greeting, seq) = read(login, stream, rbuf).await?;
+    let (greeting, seq) = greeting(login, stream, rbuf, deadline).await?;
     if greeting.first() == Some(&0xFF) {
         let msg = crate::protocol::mysql::ErrPacket::decode(&greeting)
             .map(|e| String::from_utf8_lossy(e.message).into_owned());
@@ -206,7 +245,7 @@ pub async fn deliver_kill(
     let work = async {
         let mut stream = rt::connect(addr, deadline).await.map_err(|e| login.connect_err(e))?;
         let mut rbuf = Vec::with_capacity(1024);
-        handshake(&login, &mut stream, &mut rbuf).await?;
+        handshake(&login, &mut stream, &mut rbuf, deadline).await?;
         let sql = format!("\x03KILL QUERY {thread_id}");
         send(&login, &mut stream, sql.as_bytes(), 0).await?;
         let (reply, _) = read(&login, &mut stream, &mut rbuf).await?;

@@ -9,7 +9,7 @@ use base64::Engine as _;
 use super::conn::BudgetUnit;
 use super::login::Login;
 use super::{Conn, ConnInfo, PgInfo, PoolError};
-use crate::config::Pool as PoolConfig;
+use crate::config::{Pool as PoolConfig, Protocol};
 use crate::protocol::pg::{
     auth, decode_frame, frontend, Authentication, BackendMessage, ProtocolVersion, ScramClient, StartupPacket,
     StartupParams,
@@ -56,6 +56,7 @@ async fn startup(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> 
     send(login, stream, &out).await?;
     let mut info = PgInfo::default();
     let mut scram: Option<(ScramClient, Option<auth::ScramClientFinal>)> = None;
+    let mut first_read = true;
     loop {
         let frame = loop {
             match decode_frame(rbuf, STARTUP_MAX) {
@@ -64,6 +65,11 @@ async fn startup(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> 
                 Err(e) => return Err(login.connect_err(e)),
             }
             let n = rt::read_some(stream, rbuf, 4096).await.map_err(|e| login.connect_err(e))?;
+            if std::mem::take(&mut first_read) && super::health::sniff::greeting(rbuf).is_some() {
+                // A MySQL server greets on accept; its greeting is what answers our startup
+                // message when the pool's backend is MySQL (#25).
+                return Err(login.wrong_protocol(Protocol::MySql));
+            }
             if n == 0 {
                 return Err(login.connect_err("backend closed the connection during startup"));
             }

@@ -40,6 +40,9 @@ impl From<&PoolError> for PgClientError {
                 sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION
             }
             PoolError::Auth { .. } => sqlstate::CONNECTION_FAILURE,
+            // The router turns the connection down by configuration, not for a transient
+            // failure a retry could overcome (08001 would invite one).
+            PoolError::WrongProtocol { .. } => sqlstate::SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION,
         };
         Self::new(code, e.to_string())
     }
@@ -84,6 +87,10 @@ impl From<&PoolError> for MyClientError {
                 ErrorNumber { code: 2003, sql_state: *b"HY000" }
             }
             PoolError::Auth { .. } => errcode::ER_ACCESS_DENIED_ERROR,
+            // No server error number means "wrong protocol": 1049 would claim the database does
+            // not exist, and libmariadb reads a client-range number (2003) sent at login as a
+            // malformed packet, hiding the message.
+            PoolError::WrongProtocol { .. } => errcode::ER_QP_POOL_PROTOCOL,
         };
         Self::new(number, e.to_string())
     }

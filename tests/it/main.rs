@@ -55,6 +55,7 @@ mod pg_session_mode;
 mod pg_session_settings;
 mod pg_stream;
 mod pg_util;
+mod pool_protocol;
 mod raw_passthrough;
 mod retry;
 mod router;

@@ -26,11 +26,15 @@ pub(super) async fn sniff(addr: SocketAddr, deadline: Instant) -> Option<Protoco
     }
 }
 
-/// Whether the first bytes a server sent are a MySQL packet header followed by a protocol-10
-/// handshake or an ERR packet.
-fn greeting(first: &[u8]) -> Option<Protocol> {
-    match first.get(4) {
-        Some(10 | 0xFF) if first.len() >= 5 => Some(Protocol::MySql),
+/// Whether the first bytes a server sent are a MySQL packet header (sequence id 0) followed by
+/// a protocol-10 handshake whose version string starts with a digit, or by an ERR packet whose
+/// error number is below 8192. The PostgreSQL connect asks it of the first bytes a backend
+/// answers its startup message with: no PostgreSQL reply matches (a message of length 10 or
+/// 255 would have a field letter where the digit or the error number's high byte is).
+pub(in crate::pool) fn greeting(first: &[u8]) -> Option<Protocol> {
+    match first.get(3..7)? {
+        [0, 10, version, _] if version.is_ascii_digit() => Some(Protocol::MySql),
+        [0, 0xFF, _, high] if *high < 0x20 => Some(Protocol::MySql),
         _ => None,
     }
 }
@@ -45,5 +49,8 @@ mod tests {
         assert_eq!(greeting(b"\x17\x00\x00\x00\xff\x10\x04Too many connections"), Some(Protocol::MySql));
         assert_eq!(greeting(b"E\x00\x00\x00\x10"), None, "not a MySQL header");
         assert_eq!(greeting(b"\x5b\x00"), None, "too short to tell");
+        assert_eq!(greeting(b"E\x00\x00\x00\xffSFATAL\x00"), None, "a PostgreSQL error of length 255");
+        assert_eq!(greeting(b"N\x00\x00\x00\x0aSWARN"), None, "a PostgreSQL notice of length 10");
+        assert_eq!(greeting(b"R\x00\x00\x00\x08\x00\x00\x00\x00"), None, "AuthenticationOk");
     }
 }

@@ -7,6 +7,8 @@ pub const PROTOCOL_VIOLATION: &str = "08P01";
 pub const CONNECTION_FAILURE: &str = "08006";
 /// Class 08: no backend connection could be established.
 pub const SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION: &str = "08001";
+/// Class 08: the router refuses the connection for a reason a retry cannot overcome.
+pub const SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION: &str = "08004";
 /// Class 0A: the request uses a feature the router does not support.
 pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
 /// Class 26: no prepared statement of that name.

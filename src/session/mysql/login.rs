@@ -189,6 +189,12 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         .get(&pool_cfg.name)
         .cloned()
         .ok_or_else(|| Some(MyClientError::new(ER_BAD_DB_ERROR, "pool disappeared during login")))?;
+    if !Rc::ptr_eq(&pool, &default) {
+        // The chosen pool's backend must speak what the session will send it (#25): a pool
+        // without `protocol` whose backends are PostgreSQL servers fails here, by name, rather
+        // than on the first statement as a malformed packet. Cached after its first login.
+        super::server_params(&pool).await.map_err(|e| Some(MyClientError::from(&e)))?;
+    }
     let mut ok = Vec::new();
     OkPacket { status, ..OkPacket::default() }.encode(resp.capabilities & offered, &mut ok);
     client.send(&ok).await?;
