@@ -1,7 +1,8 @@
-//! Issue #25, PAUSE and RESUME for switchovers (REST `POST /api/pause`, `/api/resume`): a PAUSE
-//! lets the transaction in flight finish, then closes the pool's server connections; a new
-//! statement is held — past its acquire timeout — and RESUME runs it with no error on either
-//! client, also when a reload repointed the pool's backend between PAUSE and RESUME.
+//! Issue #25, PAUSE and RESUME for switchovers (REST `POST /api/pause`, `/api/resume`, and the
+//! admin console's `PAUSE`/`RESUME` in psql): a PAUSE lets the transaction in flight finish,
+//! then closes the pool's server connections; a new statement is held — past its acquire
+//! timeout — and RESUME runs it with no error on either client, also when a reload repointed the
+//! pool's backend between PAUSE and RESUME.
 
 use std::sync::mpsc;
 use std::thread;
@@ -84,11 +85,38 @@ fn pause_waits_for_the_transaction_in_flight_and_resume_runs_the_held_statement(
     assert_eq!(unknown.status, 404, "{}", unknown.body);
 }
 
+/// `config(port)` with an admin console user, for PAUSE and RESUME typed in psql.
+fn console_config(port: u16) -> String {
+    format!("{}\n[console]\nadmin_users = [\"dba\"]\npasswords = {{ dba = \"dba-pw\" }}\n", config(port))
+}
+
+/// Runs one console command through psql as the console's admin user; its output.
+fn console(router: &Router, command: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .args([
+            "-X",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &router.port().to_string(),
+            "-U",
+            "dba",
+            "-d",
+            "pgbouncer",
+            "-c",
+            command,
+        ])
+        .env("PGPASSWORD", "dba-pw")
+        .output()
+        .expect("run psql");
+    assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
-fn a_reload_between_pause_and_resume_repoints_the_held_statement() {
+fn a_reload_between_console_pause_and_resume_repoints_the_held_statement() {
     let pg = &dbs().pg;
-    let router = Router::start(&config(pg.primary_port));
-    let (_, api) = addrs(&router);
+    let router = Router::start(&console_config(pg.primary_port));
     let mut a = router.pg("main");
     let port_of = |c: &mut postgres::Client| -> String {
         c.query_one("SELECT current_setting('port')", &[]).expect("port").get(0)
@@ -97,17 +125,17 @@ fn a_reload_between_pause_and_resume_repoints_the_held_statement() {
     let mut b = router.pg("main");
     b.simple_query("SELECT 1").expect("b served before the pause");
 
-    let reply = http(api, "POST", "/api/pause?pool=main&timeout=10s", &[]);
-    assert_eq!(reply.status, 200, "{}", reply.body);
+    // The DBA's runbook, in psql on the admin console.
+    assert!(console(&router, "PAUSE main").contains("PAUSE"));
     let held = spawn_query(b, "SELECT current_setting('port')".into());
     thread::sleep(Duration::from_millis(300));
     assert!(held.try_recv().is_err(), "held while paused");
 
     // The switchover: the pool's backend moves to another server (here the standby).
-    router.reload_with(&config(pg.replica_port)).expect("reload while paused");
+    router.reload_with(&console_config(pg.replica_port)).expect("reload while paused");
     thread::sleep(Duration::from_millis(300));
     assert!(held.try_recv().is_err(), "still held after the reload: the pause survives it");
-    assert_eq!(http(api, "POST", "/api/resume", &[]).status, 200);
+    assert!(console(&router, "RESUME").contains("RESUME"));
     let port = held.recv_timeout(Duration::from_secs(15)).expect("runs after RESUME");
     assert_eq!(port.expect("no error for the held client"), pg.replica_port.to_string(), "on the new backend");
     assert_eq!(port_of(&mut a), pg.replica_port.to_string(), "every client now uses the new backend");

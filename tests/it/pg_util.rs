@@ -57,3 +57,14 @@ pub fn connect(port: u16, database: &str, password: &str) -> Result<postgres::Cl
     c.connect_timeout(Duration::from_secs(10));
     c.connect(postgres::NoTls)
 }
+
+/// The first column of the first row `sql` returns, as text (simple query protocol).
+pub fn first_value(c: &mut postgres::Client, sql: &str) -> String {
+    let rows = c.simple_query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows.iter()
+        .find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{sql}: no row"))
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use mysql::prelude::Queryable;
 
 use crate::admin::{addrs, http, sum, with_metrics};
-use crate::pg_util::sqlstate;
+use crate::pg_util::{first_value, sqlstate};
 use crate::router::{pg_pool, Router};
 use crate::support::{dbs, eventually, free_port, unique_name};
 
@@ -31,16 +31,6 @@ fn pg_error(c: &mut postgres::Client, sql: &str) -> postgres::Error {
         Ok(_) => panic!("{sql}: expected an error"),
         Err(e) => e,
     }
-}
-
-fn first_value(c: &mut postgres::Client, sql: &str) -> String {
-    let rows = c.simple_query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    rows.iter()
-        .find_map(|m| match m {
-            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("{sql}: no row"))
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
 
+use crate::pg_util::first_value;
 use crate::router::{pg_pool, Router};
 use crate::support::{dbs, unique_name};
 
@@ -43,17 +44,6 @@ fn my_config(ryw: &str) -> String {
         pool("mywrite", my.primary_port),
         pool("myread", my.replica_port),
     )
-}
-
-/// The first column of the first row `sql` returns (simple query protocol).
-fn first_value(c: &mut postgres::Client, sql: &str) -> String {
-    let rows = c.simple_query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    rows.iter()
-        .find_map(|m| match m {
-            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("{sql}: no row"))
 }
 
 fn my_client(r: &Router) -> mysql::Conn {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use mysql::prelude::Queryable;
 
+use crate::pg_util::first_value;
 use crate::router::{pg_pool, Router};
 use crate::support::{dbs, unique_name};
 
@@ -43,17 +44,6 @@ fn both_config() -> String {
     )
 }
 
-/// The first column of `sql`'s first row, as text.
-fn pg_text(c: &mut postgres::Client, sql: &str) -> String {
-    let rows = c.simple_query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    rows.iter()
-        .find_map(|m| match m {
-            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("{sql}: no row"))
-}
-
 /// The server id that ran `sql` (its only column is `@@server_id`).
 fn my_server(c: &mut mysql::Conn, sql: &str) -> u64 {
     let id: Option<u64> = c.query_first(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
@@ -80,7 +70,7 @@ fn one_router_splits_postgres_and_mysql_clients_each_between_their_own_servers()
     let mut m = my_client(&router);
     for round in 0..3 {
         assert_eq!(
-            pg_text(&mut p, "SELECT pg_is_in_recovery()"),
+            first_value(&mut p, "SELECT pg_is_in_recovery()"),
             "t",
             "round {round}: a PostgreSQL read on the standby"
         );
@@ -88,7 +78,7 @@ fn one_router_splits_postgres_and_mysql_clients_each_between_their_own_servers()
     }
     let locked = "SELECT @@server_id FROM (SELECT 1) AS one LIMIT 1 FOR UPDATE";
     assert_eq!(my_server(&mut my_client(&router), locked), MY_PRIMARY, "a MySQL locking read on the primary");
-    assert_eq!(pg_text(&mut router.pg(&pg.database), "SELECT pg_is_in_recovery(), random()"), "f");
+    assert_eq!(first_value(&mut router.pg(&pg.database), "SELECT pg_is_in_recovery(), random()"), "f");
     // Writes: each lands on its protocol's primary, recording where it ran.
     p.batch_execute(&format!("INSERT INTO {pt} VALUES (1, pg_is_in_recovery())")).expect("pg write through router");
     m.query_drop(format!("INSERT INTO {mt} VALUES (1, @@server_id)")).expect("mysql write through router");
@@ -98,7 +88,7 @@ fn one_router_splits_postgres_and_mysql_clients_each_between_their_own_servers()
         my.primary_client().query_first(format!("SELECT sid FROM {mt} WHERE id = 1")).expect("mysql row on primary");
     assert_eq!(sid, Some(MY_PRIMARY), "the MySQL write ran on (and is stored by) the MariaDB primary");
     // Fresh sessions of both protocols still read from their replicas.
-    assert_eq!(pg_text(&mut router.pg(&pg.database), "SELECT pg_is_in_recovery()"), "t");
+    assert_eq!(first_value(&mut router.pg(&pg.database), "SELECT pg_is_in_recovery()"), "t");
     assert_eq!(my_server(&mut my_client(&router), "SELECT @@server_id"), MY_REPLICA);
     drop((p, m));
     drop(router);
