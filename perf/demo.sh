@@ -193,7 +193,7 @@ MYWHERE="@@server_id, @@port"
 my_router() { mariadb --no-defaults -N -B -h 127.0.0.1 -P "$MY_PORT" -u "$MY_USER" -p"$MY_PASSWORD" "$@"; }
 say "MySQL: the same router splits the MariaDB pools too (mariadb -h 127.0.0.1 -P $MY_PORT)"
 # The INSERT records the server and port that ran it; the primary shows the row it stored.
-out=$(my_router "$MY_DATABASE" -e "SELECT 'MySQL read', $MYWHERE;
+out=$(my_router myapp -e "SELECT 'MySQL read', $MYWHERE;
     INSERT INTO demo_events(note, server_id, port) VALUES ('hello', $MYWHERE);
     SELECT 'MySQL read after its own write', $MYWHERE")
 {
@@ -202,7 +202,7 @@ out=$(my_router "$MY_DATABASE" -e "SELECT 'MySQL read', $MYWHERE;
     sed -n '2,$p' <<< "$out"
 } | my_placed
 say "MySQL: a new session; volatile functions and row locks never reach the replica"
-my_router "$MY_DATABASE" -e "SELECT 'MySQL read in a new session', $MYWHERE;
+my_router myapp -e "SELECT 'MySQL read in a new session', $MYWHERE;
     SELECT 'MySQL RAND() (volatile)', $MYWHERE FROM DUAL WHERE RAND() >= 0;
     SELECT 'MySQL SELECT ... FOR UPDATE', $MYWHERE FROM demo_events LIMIT 1 FOR UPDATE" | my_placed
 my_router myapp_replica -e "SELECT 'read (pool myapp_replica)', $MYWHERE" | my_placed
@@ -221,7 +221,7 @@ cat <<EOT
 
 QueryPilot is running (pid $QP). Connect with:
   PGPASSWORD=$PG_PASSWORD psql -h 127.0.0.1 -p $PG_PORT -U $PG_USER $PG_DATABASE     # split: reads to the standby
-  mariadb --no-defaults -h 127.0.0.1 -P $MY_PORT -u $MY_USER -p$MY_PASSWORD $MY_DATABASE   # split: reads to the replica
+  mariadb --no-defaults -h 127.0.0.1 -P $MY_PORT -u $MY_USER -p$MY_PASSWORD myapp   # split: reads to the replica
   curl -G http://127.0.0.1:$API_PORT/api/routing/test --data-urlencode "sql=SELECT 1"   # dry-run any statement
   PGPASSWORD=$PG_PASSWORD pgbench -h 127.0.0.1 -p $PG_PORT -U $PG_USER -i $PG_DATABASE   # then: pgbench ... -c 16 -T 10 -S
 Config: $CONF; router log: $BASE/querypilot.log. Press Ctrl-C to stop the router and the databases.
