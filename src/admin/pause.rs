@@ -24,7 +24,7 @@ struct Paused {
     in_use: u64,
 }
 
-/// `POST /api/resume` answer.
+/// `POST /api/resume` and `POST /api/reconnect` answer.
 #[derive(Debug, Serialize)]
 struct Resumed {
     /// The pool, or null for every pool.
@@ -53,6 +53,15 @@ pub(super) fn pause(api: &Api, req: &Request) -> Response {
             let status = if o.in_use == 0 { "paused" } else { "waiting" };
             Response::json(if o.in_use == 0 { 200 } else { 202 }, &Paused { pool, status, in_use: o.in_use })
         }
+        Err(e) => control_error(&e),
+    }
+}
+
+/// `POST /api/reconnect?pool=NAME`: closes the pool's server connections once each is idle.
+pub(super) fn reconnect(api: &Api, req: &Request) -> Response {
+    let pool = pool_param(req);
+    match api.control().reconnect(pool.clone()) {
+        Ok(cores) => Response::json(200, &Resumed { pool, cores }),
         Err(e) => control_error(&e),
     }
 }

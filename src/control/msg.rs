@@ -69,6 +69,14 @@ pub enum CoreCommand {
         /// Acknowledgement.
         reply: crossbeam_channel::Sender<CoreId>,
     },
+    /// RECONNECT: close the idle server connections of `pool` (every pool when `None`) now and
+    /// the lent ones when they come back, then answer.
+    Reconnect {
+        /// The pool, or every pool.
+        pool: Option<String>,
+        /// Acknowledgement.
+        reply: crossbeam_channel::Sender<CoreId>,
+    },
     /// Stop accepting; let sessions finish until the deadline, then close them and stop.
     Drain {
         /// When remaining sessions are closed.

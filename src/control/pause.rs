@@ -1,4 +1,4 @@
-//! PAUSE and RESUME for switchovers: every core holds new checkouts of a pool (or of all pools)
+//! PAUSE and RESUME for switchovers (and RECONNECT, which retires a pool's server connections): every core holds new checkouts of a pool (or of all pools)
 //! while the transactions in flight finish, then gives its idle server connections back; the
 //! operator repoints the pool (reload), and RESUME lets the held statements run. No client sees
 //! an error: held statements wait, their acquire timeout paused too.
@@ -28,7 +28,13 @@ impl ControlHandle {
 
     /// Resumes `pool` (every pool when `None`) on every core.
     pub fn resume(&self, pool: Option<String>) -> Result<usize, ControlError> {
-        self.call(move |cp| cp.resume(pool))?
+        self.call(move |cp| cp.acknowledged(&pool, |reply| CoreCommand::Resume { pool: pool.clone(), reply }))?
+    }
+
+    /// Closes every server connection of `pool` (every pool when `None`) on every core once it
+    /// is idle, so the next transactions open new ones (after a backend's settings changed, say).
+    pub fn reconnect(&self, pool: Option<String>) -> Result<usize, ControlError> {
+        self.call(move |cp| cp.acknowledged(&pool, |reply| CoreCommand::Reconnect { pool: pool.clone(), reply }))?
     }
 }
 
@@ -60,10 +66,15 @@ impl ControlPlane {
         Ok(outcome)
     }
 
-    fn resume(&mut self, pool: Option<String>) -> Result<usize, ControlError> {
-        self.check_pool(&pool)?;
+    /// Sends `command` about `pool` to every running core; returns how many acknowledged.
+    fn acknowledged(
+        &mut self,
+        pool: &Option<String>,
+        command: impl Fn(crossbeam_channel::Sender<super::msg::CoreId>) -> CoreCommand,
+    ) -> Result<usize, ControlError> {
+        self.check_pool(pool)?;
         let (tx, rx) = unbounded();
-        let expected = self.send_running(|| CoreCommand::Resume { pool: pool.clone(), reply: tx.clone() });
+        let expected = self.send_running(|| command(tx.clone()));
         let deadline = Instant::now() + CORE_REPLY_TIMEOUT;
         let mut acked = 0;
         while acked < expected && rx.recv_deadline(deadline).is_ok() {

@@ -1,4 +1,4 @@
-//! This core's side of PAUSE and RESUME: close the gate of the chosen pools, wait (on the
+//! This core's side of PAUSE, RESUME and RECONNECT: close the gate of the chosen pools, wait (on the
 //! background queue, never blocking the core) until their lent connections come back or the
 //! deadline passes, give the idle connections back to the servers, and report.
 
@@ -47,6 +47,15 @@ async fn wait_idle(pools: &[Rc<CorePool>], deadline: Instant) -> u64 {
         }
         rt::sleep(PAUSE_POLL).await;
     }
+}
+
+/// RECONNECT of the chosen pools: idle server connections close now, lent ones at checkin.
+pub(super) fn reconnect(ctx: &CoreContext, pool: Option<&str>, reply: Sender<CoreId>) {
+    for p in chosen(ctx, pool) {
+        p.gate().reconnect();
+        p.close_idle();
+    }
+    let _ = reply.send(ctx.core);
 }
 
 /// Resumes the chosen pools and acknowledges.

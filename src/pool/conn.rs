@@ -87,6 +87,8 @@ pub struct Conn {
     pub broken: bool,
     /// Last time the connection was checked in.
     pub last_used: Instant,
+    /// Its pool's RECONNECT epoch when it opened: one from before a RECONNECT is closed at checkin.
+    pub(crate) epoch: u64,
     _unit: BudgetUnit,
 }
 
@@ -102,6 +104,7 @@ impl Conn {
             settings: 0,
             broken: false,
             last_used: Instant::now(),
+            epoch: 0,
             _unit: unit,
         }
     }

@@ -486,6 +486,12 @@ impl CorePool {
         }
     }
 
+    /// Marks a new connection with the pool's RECONNECT epoch.
+    fn stamped(&self, mut conn: Conn) -> Conn {
+        conn.epoch = self.gate.epoch();
+        conn
+    }
+
     async fn open(&self, index: usize, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
         let Some(slot) = self.backends.get(index) else {
             return Err(PoolError::NoBackend(self.config.name.clone()));
@@ -502,7 +508,7 @@ impl CorePool {
                         *self.server_params.borrow_mut() = Some(Rc::new(info.params.clone()));
                     }
                 }
-                Ok(conn)
+                Ok(self.stamped(conn))
             }
             Protocol::MySql => {
                 let conn = mysql::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline)
@@ -517,7 +523,7 @@ impl CorePool {
                         *self.server_params.borrow_mut() = Some(Rc::new(params));
                     }
                 }
-                Ok(conn)
+                Ok(self.stamped(conn))
             }
         }
     }
@@ -529,8 +535,9 @@ impl CorePool {
             b.counters.checked_in(); // metrics
         }
         let healthy = self.usable(conn.backend, self.has_healthy_backend()); // health: next checkout moves
-                                                                             // A replaced pool lends nothing again, and a paused one gives its servers back.
-        let keep = !self.replaced.get() && !self.gate.is_paused();
+                                                                             // A replaced pool lends nothing again, a paused one gives its servers back, and a
+                                                                             // connection older than a RECONNECT is closed.
+        let keep = !self.replaced.get() && !self.gate.is_paused() && conn.epoch == self.gate.epoch();
         if reusable && !conn.broken && healthy && keep {
             self.idle.borrow_mut().push(conn);
             self.waiters.wake_one();

@@ -2,7 +2,8 @@
 //! wait instead of borrowing or opening a connection, so new transactions queue while the ones
 //! in flight keep their connections and finish. The gate is handed from a pool to its successor
 //! when a reload rebuilds the pool, so a backend can be repointed between PAUSE and RESUME and
-//! the queued statements run on the new one.
+//! the queued statements run on the new one. RECONNECT (also shared) retires every connection
+//! open at the time, each once its transaction is over.
 
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
@@ -15,6 +16,8 @@ pub struct PauseGate {
     paused: Cell<bool>,
     /// Set on RESUME: every checkout waiting at the gate goes on.
     resumed: RefCell<Event>,
+    /// Bumped by RECONNECT: connections opened before are closed when they come back.
+    epoch: Cell<u64>,
 }
 
 impl PauseGate {
@@ -30,6 +33,16 @@ impl PauseGate {
         if self.paused.replace(false) {
             self.resumed.borrow().set();
         }
+    }
+
+    /// RECONNECT: every connection open now is closed once it is idle (after its transaction).
+    pub fn reconnect(&self) {
+        self.epoch.set(self.epoch.get() + 1);
+    }
+
+    /// The RECONNECT epoch new connections are opened in.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.get()
     }
 
     /// Whether checkouts are held.

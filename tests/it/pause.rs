@@ -140,3 +140,30 @@ fn a_reload_between_console_pause_and_resume_repoints_the_held_statement() {
     assert_eq!(port.expect("no error for the held client"), pg.replica_port.to_string(), "on the new backend");
     assert_eq!(port_of(&mut a), pg.replica_port.to_string(), "every client now uses the new backend");
 }
+
+#[test]
+fn console_reconnect_retires_server_connections_once_their_transactions_end() {
+    let pg = &dbs().pg;
+    let router = Router::start(&console_config(pg.primary_port));
+    let mut a = router.pg("main");
+    let pid = |c: &mut postgres::Client| -> i32 { c.query_one("SELECT pg_backend_pid()", &[]).expect("pid").get(0) };
+    let first = pid(&mut a);
+    assert_eq!(pid(&mut a), first, "transaction pooling reuses the idle connection");
+    // A transaction in flight keeps its connection through the RECONNECT.
+    a.batch_execute("BEGIN").expect("begin");
+    let in_tx = pid(&mut a);
+    assert!(console(&router, "RECONNECT main").contains("RECONNECT"));
+    assert_eq!(pid(&mut a), in_tx, "the open transaction is not interrupted");
+    a.batch_execute("COMMIT").expect("commit on the old connection");
+    let after = pid(&mut a);
+    assert_ne!(after, in_tx, "after its transaction the old connection is closed, not reused");
+    assert_eq!(pid(&mut a), after, "the new connection is pooled as usual");
+    let mut direct = pg.superuser_client(pg.primary_port);
+    crate::support::eventually(Duration::from_secs(10), "the old server process to exit", || {
+        let n: i64 = direct
+            .query_one("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", &[&in_tx])
+            .expect("pg_stat_activity")
+            .get(0);
+        n == 0
+    });
+}

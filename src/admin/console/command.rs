@@ -39,6 +39,8 @@ pub enum Command {
     Pause(Option<String>),
     /// `RESUME [db]`.
     Resume(Option<String>),
+    /// `RECONNECT [db]`: close the pool's server connections once each is idle.
+    Reconnect(Option<String>),
     /// `RELOAD`: re-read the configuration file.
     Reload,
     /// `SHUTDOWN`: drain and stop the router.
@@ -60,6 +62,7 @@ impl Command {
             ("SHOW", Some(what)) => Command::Show(show(&what)?),
             ("PAUSE", db) => Command::Pause(db),
             ("RESUME", db) => Command::Resume(db),
+            ("RECONNECT", db) => Command::Reconnect(db),
             ("RELOAD", None) => Command::Reload,
             ("SHUTDOWN", None) => Command::Shutdown,
             ("", _) => return Err("empty command".into()),
@@ -116,6 +119,7 @@ mod tests {
         assert_eq!(Command::parse("PAUSE"), Ok(Command::Pause(None)));
         assert_eq!(Command::parse("pause \"main\";"), Ok(Command::Pause(Some("main".into()))));
         assert_eq!(Command::parse("RESUME main"), Ok(Command::Resume(Some("main".into()))));
+        assert_eq!(Command::parse("reconnect main"), Ok(Command::Reconnect(Some("main".into()))));
         assert_eq!(Command::parse("reload"), Ok(Command::Reload));
         assert_eq!(Command::parse("SHUTDOWN;"), Ok(Command::Shutdown));
         assert_eq!(Command::parse("SET DateStyle = 'ISO'"), Ok(Command::Set));
@@ -135,7 +139,9 @@ mod tests {
     fn only_show_and_set_are_for_stats_users() {
         assert!(!Command::Show(Show::Pools).needs_admin());
         assert!(!Command::Set.needs_admin());
-        for c in [Command::Pause(None), Command::Resume(None), Command::Reload, Command::Shutdown] {
+        for c in
+            [Command::Pause(None), Command::Resume(None), Command::Reconnect(None), Command::Reload, Command::Shutdown]
+        {
             assert!(c.needs_admin(), "{c:?}");
         }
     }

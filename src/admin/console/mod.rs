@@ -186,6 +186,10 @@ impl Console {
                 Ok(_) => self.done("RESUME"),
                 Err(e) => self.error(sqlstate::CONNECTION_FAILURE, &e.to_string()),
             },
+            Command::Reconnect(pool) => match self.control.reconnect(pool) {
+                Ok(_) => self.done("RECONNECT"),
+                Err(e) => self.error(sqlstate::CONNECTION_FAILURE, &e.to_string()),
+            },
             Command::Reload => match self.control.reload() {
                 Ok(_) => self.done("RELOAD"),
                 Err(e) => self.error(sqlstate::CONNECTION_FAILURE, &e.to_string()),
