@@ -66,6 +66,15 @@ pub(super) fn reconnect(api: &Api, req: &Request) -> Response {
     }
 }
 
+/// `POST /api/kill?pool=NAME`: ends every session on the pool now and pauses it until RESUME.
+pub(super) fn kill(api: &Api, req: &Request) -> Response {
+    let Some(pool) = pool_param(req) else { return Response::error(400, "KILL needs ?pool=NAME") };
+    match api.control().kill(pool.clone()) {
+        Ok(cores) => Response::json(200, &Resumed { pool: Some(pool), cores }),
+        Err(e) => control_error(&e),
+    }
+}
+
 /// `POST /api/resume?pool=NAME`: lets the held statements run.
 pub(super) fn resume(api: &Api, req: &Request) -> Response {
     let pool = pool_param(req);

@@ -39,6 +39,7 @@ const API_ROUTES: &[Route] = &[
     Route { method: "POST", path: "/api/pause", handler: pause::pause },
     Route { method: "POST", path: "/api/resume", handler: pause::resume },
     Route { method: "POST", path: "/api/reconnect", handler: pause::reconnect },
+    Route { method: "POST", path: "/api/kill", handler: pause::kill },
     Route { method: "GET", path: "/api/routing/test", handler: routing::route_test },
     Route { method: "GET", path: "/api/pattern-rules", handler: routing::list_pattern_rules },
     Route { method: "POST", path: "/api/pattern-rules", handler: routing::add_pattern_rule },

@@ -77,6 +77,14 @@ pub enum CoreCommand {
         /// Acknowledgement.
         reply: crossbeam_channel::Sender<CoreId>,
     },
+    /// KILL: end every session on `pool` at once and pause the pool (RESUME lets new
+    /// statements in), closing its idle server connections; then answer.
+    Kill {
+        /// The pool.
+        pool: String,
+        /// Acknowledgement.
+        reply: crossbeam_channel::Sender<CoreId>,
+    },
     /// Stop accepting; let sessions finish until the deadline, then close them and stop.
     Drain {
         /// When remaining sessions are closed.

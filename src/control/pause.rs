@@ -31,6 +31,13 @@ impl ControlHandle {
         self.call(move |cp| cp.acknowledged(&pool, |reply| CoreCommand::Resume { pool: pool.clone(), reply }))?
     }
 
+    /// Ends every session on `pool` on every core and pauses the pool until RESUME.
+    pub fn kill(&self, pool: String) -> Result<usize, ControlError> {
+        self.call(move |cp| {
+            cp.acknowledged(&Some(pool.clone()), |reply| CoreCommand::Kill { pool: pool.clone(), reply })
+        })?
+    }
+
     /// Closes every server connection of `pool` (every pool when `None`) on every core once it
     /// is idle, so the next transactions open new ones (after a backend's settings changed, say).
     pub fn reconnect(&self, pool: Option<String>) -> Result<usize, ControlError> {

@@ -209,6 +209,7 @@ fn handle(
         CoreCommand::Pause { pool, deadline, reply } => pause::pause(ctx, pool.as_deref(), deadline, reply),
         CoreCommand::Resume { pool, reply } => pause::resume(ctx, pool.as_deref(), reply),
         CoreCommand::Reconnect { pool, reply } => pause::reconnect(ctx, pool.as_deref(), reply),
+        CoreCommand::Kill { pool, reply } => pause::kill(ctx, &pool, reply),
         CoreCommand::Drain { deadline } => {
             *drain_deadline = Some(deadline);
             ctx.drain.set();

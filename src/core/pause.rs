@@ -58,6 +58,15 @@ pub(super) fn reconnect(ctx: &CoreContext, pool: Option<&str>, reply: Sender<Cor
     let _ = reply.send(ctx.core);
 }
 
+/// KILL of `pool`: its sessions end, new statements wait for RESUME, idle servers close.
+pub(super) fn kill(ctx: &CoreContext, pool: &str, reply: Sender<CoreId>) {
+    for p in chosen(ctx, Some(pool)) {
+        p.gate().kill();
+        p.close_idle();
+    }
+    let _ = reply.send(ctx.core);
+}
+
 /// Resumes the chosen pools and acknowledges.
 pub(super) fn resume(ctx: &CoreContext, pool: Option<&str>, reply: Sender<CoreId>) {
     for p in chosen(ctx, pool) {

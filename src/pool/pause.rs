@@ -18,6 +18,8 @@ pub struct PauseGate {
     resumed: RefCell<Event>,
     /// Bumped by RECONNECT: connections opened before are closed when they come back.
     epoch: Cell<u64>,
+    /// Set by KILL: every session on the pool ends wherever it waits.
+    killed: RefCell<Event>,
 }
 
 impl PauseGate {
@@ -38,6 +40,18 @@ impl PauseGate {
     /// RECONNECT: every connection open now is closed once it is idle (after its transaction).
     pub fn reconnect(&self) {
         self.epoch.set(self.epoch.get() + 1);
+    }
+
+    /// KILL: every session now on the pool ends (the pool is paused too, so new ones wait).
+    pub fn kill(&self) {
+        let killed = std::mem::take(&mut *self.killed.borrow_mut());
+        killed.set();
+        self.pause();
+    }
+
+    /// The event the next KILL sets: a session races its work against it.
+    pub fn killed(&self) -> Event {
+        self.killed.borrow().clone()
     }
 
     /// The RECONNECT epoch new connections are opened in.

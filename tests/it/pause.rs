@@ -167,3 +167,31 @@ fn console_reconnect_retires_server_connections_once_their_transactions_end() {
         n == 0
     });
 }
+
+#[test]
+fn console_kill_ends_the_pools_sessions_and_holds_new_ones_until_resume() {
+    let pg = &dbs().pg;
+    let table = unique_name("killed");
+    let mut direct = pg.config(pg.primary_port, &pg.user, &pg.password).connect(postgres::NoTls).expect("direct");
+    direct.batch_execute(&format!("CREATE TABLE {table} (v int)")).expect("create");
+    let router = Router::start(&console_config(pg.primary_port));
+    let mut idle = router.pg("main");
+    idle.simple_query("SELECT 1").expect("idle client served");
+    let mut busy = router.pg("main");
+    busy.batch_execute(&format!("BEGIN; INSERT INTO {table} VALUES (1)")).expect("transaction in flight");
+    assert!(console(&router, "KILL main").contains("KILL"));
+    let e = idle.simple_query("SELECT 1").expect_err("the idle client's connection was ended");
+    assert!(idle.is_closed() || e.to_string().contains("administrator command"), "{e}");
+    assert!(busy.batch_execute("COMMIT").is_err(), "the client in a transaction was ended too");
+    let rows: i64 = direct.query_one(&format!("SELECT count(*) FROM {table}"), &[]).expect("count").get(0);
+    assert_eq!(rows, 0, "its transaction was rolled back, never committed");
+
+    // A client that logs in after the KILL has its statements wait for RESUME, as after a PAUSE.
+    let next = router.pg("main");
+    let held = spawn_query(next, format!("SELECT count(*) FROM {table}"));
+    thread::sleep(Duration::from_millis(400));
+    assert!(held.try_recv().is_err(), "held while the killed pool is paused");
+    assert!(console(&router, "RESUME main").contains("RESUME"));
+    let count = held.recv_timeout(Duration::from_secs(15)).expect("runs after RESUME");
+    assert_eq!(count.expect("no error for the held client"), "0");
+}

@@ -41,6 +41,8 @@ pub enum Command {
     Resume(Option<String>),
     /// `RECONNECT [db]`: close the pool's server connections once each is idle.
     Reconnect(Option<String>),
+    /// `KILL db`: end every client session on the pool now and pause it until RESUME.
+    Kill(String),
     /// `RELOAD`: re-read the configuration file.
     Reload,
     /// `SHUTDOWN`: drain and stop the router.
@@ -63,6 +65,7 @@ impl Command {
             ("PAUSE", db) => Command::Pause(db),
             ("RESUME", db) => Command::Resume(db),
             ("RECONNECT", db) => Command::Reconnect(db),
+            ("KILL", Some(db)) => Command::Kill(db),
             ("RELOAD", None) => Command::Reload,
             ("SHUTDOWN", None) => Command::Shutdown,
             ("", _) => return Err("empty command".into()),
@@ -120,6 +123,8 @@ mod tests {
         assert_eq!(Command::parse("pause \"main\";"), Ok(Command::Pause(Some("main".into()))));
         assert_eq!(Command::parse("RESUME main"), Ok(Command::Resume(Some("main".into()))));
         assert_eq!(Command::parse("reconnect main"), Ok(Command::Reconnect(Some("main".into()))));
+        assert_eq!(Command::parse("KILL main"), Ok(Command::Kill("main".into())));
+        assert!(Command::parse("KILL").is_err(), "KILL names its pool");
         assert_eq!(Command::parse("reload"), Ok(Command::Reload));
         assert_eq!(Command::parse("SHUTDOWN;"), Ok(Command::Shutdown));
         assert_eq!(Command::parse("SET DateStyle = 'ISO'"), Ok(Command::Set));
@@ -139,9 +144,14 @@ mod tests {
     fn only_show_and_set_are_for_stats_users() {
         assert!(!Command::Show(Show::Pools).needs_admin());
         assert!(!Command::Set.needs_admin());
-        for c in
-            [Command::Pause(None), Command::Resume(None), Command::Reconnect(None), Command::Reload, Command::Shutdown]
-        {
+        for c in [
+            Command::Pause(None),
+            Command::Resume(None),
+            Command::Reconnect(None),
+            Command::Kill("x".into()),
+            Command::Reload,
+            Command::Shutdown,
+        ] {
             assert!(c.needs_admin(), "{c:?}");
         }
     }

@@ -190,6 +190,10 @@ impl Console {
                 Ok(_) => self.done("RECONNECT"),
                 Err(e) => self.error(sqlstate::CONNECTION_FAILURE, &e.to_string()),
             },
+            Command::Kill(pool) => match self.control.kill(pool) {
+                Ok(_) => self.done("KILL"),
+                Err(e) => self.error(sqlstate::CONNECTION_FAILURE, &e.to_string()),
+            },
             Command::Reload => match self.control.reload() {
                 Ok(_) => self.done("RELOAD"),
                 Err(e) => self.error(sqlstate::CONNECTION_FAILURE, &e.to_string()),

@@ -48,6 +48,8 @@ const READ_CHUNK: usize = 16 * 1024;
 const IDLE_READ_CHUNK: usize = 1024;
 /// Buffer capacity an idle session keeps.
 const IDLE_BUFFER_KEEP: usize = 1024;
+/// `ER_CONNECTION_KILLED`: the session was ended by an operator's KILL.
+const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, sql_state: *b"70100" };
 /// `ER_SERVER_SHUTDOWN`.
 const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
 /// `ER_CONNECTION_KILLED`-like error for a backend lost mid-command (`CR_SERVER_LOST` text).
@@ -63,6 +65,8 @@ enum End {
     Drained,
     /// An error the client was told about; close.
     Fatal,
+    /// An operator's KILL of the session's pool.
+    Killed,
 }
 
 /// The client socket and its buffers.
@@ -149,9 +153,17 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     // Boxed: the login's state is large and needed only until the greeting.
     let Some(mut s) = Box::pin(login::login(&ctx, stream, listener)).await else { return };
     let end = s.run().await;
-    if let End::Drained = end {
-        MyClientError::new(ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining")
-            .encode(0, &mut s.out);
+    if let (End::Killed, Some(conn)) = (&end, s.backend.as_mut()) {
+        // Killed wherever it was: a response may still be on its way, so the connection goes.
+        conn.broken = true;
+    }
+    let goodbye = match end {
+        End::Drained => Some((ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining")),
+        End::Killed => Some((ER_CONNECTION_KILLED, "Connection was killed (KILL of its pool)")),
+        End::ClientGone | End::Fatal => None,
+    };
+    if let Some((number, message)) = goodbye {
+        MyClientError::new(number, message).encode(0, &mut s.out);
         let _ = s.flush_client().await;
     }
     s.release_backend(true).await;
@@ -230,20 +242,34 @@ impl Session {
 
     async fn run(&mut self) -> End {
         loop {
-            let payload = match self.next_command().await {
-                Ok(Some(p)) => p,
-                Ok(None) => return End::ClientGone,
-                Err(end) => return end,
-            };
-            // Boxed per command: the handlers' state is large, and an idle session should
-            // hold only what waiting for the next command needs.
-            if let Err(end) = Box::pin(self.dispatch(&payload)).await {
-                return end;
-            }
-            if let Err(end) = self.flush_client().await {
-                return end;
+            // A KILL of the session's pool ends it wherever it waits (#25); whatever was in
+            // flight is dropped with its backend connection, which the release then closes.
+            let killed = self.pool.gate().killed();
+            let step = rt::race(async { Some(self.step().await) }, async {
+                killed.wait().await;
+                None
+            });
+            match step.await {
+                None => return End::Killed,
+                Some(Some(end)) => return end,
+                Some(None) => {}
             }
         }
+    }
+
+    /// Reads and handles one command; `Some` when the session ends.
+    async fn step(&mut self) -> Option<End> {
+        let payload = match self.next_command().await {
+            Ok(Some(p)) => p,
+            Ok(None) => return Some(End::ClientGone),
+            Err(end) => return Some(end),
+        };
+        // Boxed per command: the handlers' state is large, and an idle session should hold
+        // only what waiting for the next command needs.
+        if let Err(end) = Box::pin(self.dispatch(&payload)).await {
+            return Some(end);
+        }
+        self.flush_client().await.err()
     }
 
     /// Reads the next whole command payload; `None` when the client closed. Idle sessions also

@@ -61,6 +61,8 @@ enum End {
     Drained,
     /// An error the client was told about (FATAL); close.
     Fatal,
+    /// An operator's KILL of the session's pool.
+    Killed,
 }
 
 /// One PostgreSQL client connection.
@@ -120,10 +122,18 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     // Boxed: the login's state is large and needed only until the greeting.
     let Some(mut s) = Box::pin(login::login(&ctx, stream, listener)).await else { return };
     let end = s.run().await;
-    if let End::Drained = end {
+    if let (End::Killed, Some(conn)) = (&end, s.backend.as_mut()) {
+        // Killed wherever it was: a response may still be on its way, so the connection goes.
+        conn.broken = true;
+    }
+    let goodbye = match end {
+        End::Drained => Some("terminating connection: the router is shutting down"),
+        End::Killed => Some("terminating connection due to administrator command (KILL of its pool)"),
+        End::ClientGone | End::Fatal => None,
+    };
+    if let Some(message) = goodbye {
         let mut out = Vec::new();
-        PgClientError::new(sqlstate::ADMIN_SHUTDOWN, "terminating connection: the router is shutting down")
-            .encode_fatal(&mut out);
+        PgClientError::new(sqlstate::ADMIN_SHUTDOWN, message).encode_fatal(&mut out);
         let _ = rt::write_all(&mut s.client, &out).await;
     }
     s.release_backend(true).await;
@@ -210,18 +220,31 @@ impl Session {
 
     async fn run(&mut self) -> End {
         loop {
-            let tag = match self.next_client_frame().await {
-                Ok(Some(tag)) => tag,
-                Ok(None) => return End::ClientGone,
-                Err(end) => return end,
-            };
-            // Boxed per message: the handlers' state is large, and an idle session (most of
-            // them, most of the time) should hold only what waiting for the next message needs.
-            let res = Box::pin(self.dispatch(tag)).await;
-            if let Err(end) = res {
-                return end;
+            // A KILL of the session's pool ends it wherever it waits (#25); whatever was in
+            // flight is dropped with its backend connection, which the release then closes.
+            let killed = self.pool.gate().killed();
+            let step = rt::race(async { Some(self.step().await) }, async {
+                killed.wait().await;
+                None
+            });
+            match step.await {
+                None => return End::Killed,
+                Some(Some(end)) => return end,
+                Some(None) => {}
             }
         }
+    }
+
+    /// Reads and handles one client message; `Some` when the session ends.
+    async fn step(&mut self) -> Option<End> {
+        let tag = match self.next_client_frame().await {
+            Ok(Some(tag)) => tag,
+            Ok(None) => return Some(End::ClientGone),
+            Err(end) => return Some(end),
+        };
+        // Boxed per message: the handlers' state is large, and an idle session (most of them,
+        // most of the time) should hold only what waiting for the next message needs.
+        Box::pin(self.dispatch(tag)).await.err()
     }
 
     /// Buffers the next whole client message into `self.msg` (tag byte first) and returns its
