@@ -118,3 +118,13 @@ async fn deliver_mysql(
         .ok_or("no pool with credentials serves this backend")?;
     crate::pool::deliver_mysql_kill(&pool.config, target.addr, thread_id, deadline).await.map_err(|e| e.to_string())
 }
+
+/// Runs one step of a session unless the KILL event of its pool is set first (`None` then):
+/// a KILL ends the session wherever it waits (#25).
+async fn unless_killed<T>(killed: rt::Event, step: impl std::future::Future<Output = T>) -> Option<T> {
+    rt::race(async { Some(step.await) }, async {
+        killed.wait().await;
+        None
+    })
+    .await
+}

@@ -244,12 +244,7 @@ impl Session {
         loop {
             // A KILL of the session's pool ends it wherever it waits (#25); whatever was in
             // flight is dropped with its backend connection, which the release then closes.
-            let killed = self.pool.gate().killed();
-            let step = rt::race(async { Some(self.step().await) }, async {
-                killed.wait().await;
-                None
-            });
-            match step.await {
+            match super::unless_killed(self.pool.gate().killed(), self.step()).await {
                 None => return End::Killed,
                 Some(Some(end)) => return end,
                 Some(None) => {}
