@@ -162,6 +162,7 @@ pub fn start(config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) 
         drain_window,
         endpoints,
         describe: describe_translation,
+        settle_mysql: crate::session::settle_mysql,
         log_drops,
     })
     .map_err(StartError::Thread)?;

@@ -252,6 +252,7 @@ mod tests {
             drain_window: std::time::Duration::from_millis(10),
             endpoints: Endpoints::default(),
             describe: |_, _| Vec::new(),
+            settle_mysql: |_, _, _| crate::control::Settled::AsRouted,
             log_drops: Default::default(),
         };
         let (handle, join) = control::start(setup).expect("control");

@@ -6,7 +6,7 @@ use super::dto;
 use super::http::{Request, Response};
 use super::route::{control_error, Api};
 use crate::config::{PatternKind, PatternRule, Protocol, RuleTarget, TranslationRule};
-use crate::control::{RouteQuery, SessionQuery};
+use crate::control::{Hold, RouteQuery, SessionQuery};
 
 /// Digest rows returned when `limit` is not given.
 const DEFAULT_DIGEST_LIMIT: usize = 100;
@@ -17,7 +17,9 @@ fn bad_request(message: &str) -> Response {
 
 /// `GET /api/routing/test?sql=...&user=&database=&protocol=`, and the session state to assume:
 /// `standard_conforming_strings=off`, `sql_mode=...`, `default_transaction_isolation=serializable`,
-/// `held_pool=<pool>` (a connection held by an open transaction).
+/// `held_pool=<pool>` (a connection held by an open transaction); for MySQL clients also
+/// `hold=transaction|cursor|session_pin` (what holds `held_pool`), `autocommit=0` and
+/// `transaction_read_only=1` (#19).
 pub(super) fn route_test(api: &Api, req: &Request) -> Response {
     let Some(sql) = req.query_param("sql").filter(|s| !s.trim().is_empty()) else {
         return bad_request("missing query parameter `sql`");
@@ -39,6 +41,9 @@ pub(super) fn route_test(api: &Api, req: &Request) -> Response {
     session.serializable =
         req.query_param("default_transaction_isolation").is_some_and(|v| v.eq_ignore_ascii_case("serializable"));
     session.held_pool = req.query_param("held_pool").filter(|p| !p.is_empty());
+    if let Err(resp) = mysql_session(req, &mut session) {
+        return resp;
+    }
     let q = RouteQuery {
         sql,
         user: req.query_param("user").unwrap_or_default(),
@@ -50,6 +55,33 @@ pub(super) fn route_test(api: &Api, req: &Request) -> Response {
         Ok(view) => Response::json(200, &view),
         Err(e) => control_error(&e),
     }
+}
+
+/// Reads the MySQL session state of a dry-run (#19) into `session`.
+fn mysql_session(req: &Request, session: &mut SessionQuery) -> Result<(), Response> {
+    let flag = |name: &str| -> Result<Option<bool>, Response> {
+        match req.query_param(name).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "1" | "on" | "true" => Ok(Some(true)),
+                "0" | "off" | "false" => Ok(Some(false)),
+                _ => Err(bad_request(&format!("`{name}` must be 0 or 1"))),
+            },
+        }
+    };
+    session.mysql.autocommit_off = flag("autocommit")? == Some(false);
+    session.mysql.read_only = flag("transaction_read_only")? == Some(true);
+    session.mysql.hold = match req.query_param("hold").filter(|h| !h.is_empty()).as_deref() {
+        None => None,
+        Some("transaction") => Some(Hold::Transaction),
+        Some("cursor") => Some(Hold::Cursor),
+        Some("session_pin") => Some(Hold::Pin),
+        Some(_) => return Err(bad_request("`hold` must be transaction, cursor or session_pin")),
+    };
+    if session.mysql.hold.is_some() && session.held_pool.is_none() {
+        return Err(bad_request("`hold` needs `held_pool`, the pool whose connection is held"));
+    }
+    Ok(())
 }
 
 fn json_body<T: serde::de::DeserializeOwned>(req: &Request) -> Result<T, Response> {

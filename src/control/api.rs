@@ -13,9 +13,9 @@ use crossbeam_channel::unbounded;
 use super::msg::{CoreCommand, RulesVersion, Snapshot};
 use super::view::{DigestsView, PatternRuleView, RouteTest, TranslationView};
 use super::{ControlError, ControlHandle, ControlPlane, CORE_REPLY_TIMEOUT};
-use crate::config::{PatternRule, Protocol, TranslationRule};
+use crate::config::{PatternRule, PoolMode, Protocol, TranslationRule};
 use crate::metrics::DigestSnapshot;
-use crate::routing::RouteInput;
+use crate::routing::{Decision, Hold, MySqlSession, RouteInput, Settled};
 
 /// A statement to decide without running it.
 #[derive(Debug, Clone)]
@@ -42,6 +42,21 @@ pub struct SessionQuery {
     pub serializable: bool,
     /// The session holds a connection to this pool (open transaction, session state).
     pub held_pool: Option<String>,
+    /// MySQL session state (ignored for PostgreSQL clients).
+    pub mysql: MySqlQuery,
+}
+
+/// The MySQL session state a dry-run assumes (#19): what the server last reported and what
+/// holds the connection of [`SessionQuery::held_pool`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MySqlQuery {
+    /// The server last reported autocommit off.
+    pub autocommit_off: bool,
+    /// What holds the connection on `held_pool`; a transaction when `held_pool` is given
+    /// without it.
+    pub hold: Option<Hold>,
+    /// The session's transactions are declared `READ ONLY`.
+    pub read_only: bool,
 }
 
 impl ControlHandle {
@@ -104,8 +119,42 @@ impl ControlPlane {
         input.session.transaction_pool = held.as_ref();
         input.session.lex_mode = q.session.lex_mode;
         input.session.primary_only = q.session.serializable.then_some("serializable_session");
-        let explanation = self.explainer.explain(&input);
-        RouteTest::new(self.current.version.0, protocol, &explanation)
+        let hold = held.as_ref().map(|_| q.session.mysql.hold.unwrap_or(Hold::Transaction));
+        input.session.read_only_transaction = hold == Some(Hold::Transaction) && q.session.mysql.read_only;
+        let mut explanation = self.explainer.explain(&input);
+        if protocol != Protocol::MySql {
+            return RouteTest::new(self.current.version.0, protocol, &explanation);
+        }
+        let settled = self.settle_mysql(q, hold, &mut explanation.decision);
+        let mut view = RouteTest::new(self.current.version.0, protocol, &explanation);
+        view.settled_by_mysql_session(hold, &settled);
+        view
+    }
+
+    /// What a MySQL session in the state `q` describes makes of `decision`: the session's own
+    /// function, over the session's pool (`held_pool`, else the pool the router chose).
+    fn settle_mysql(&self, q: &RouteQuery, hold: Option<Hold>, decision: &mut Decision) -> Settled {
+        let rules = self.explainer.rules();
+        let pool = q.session.held_pool.clone().or_else(|| decision.pool().map(|p| p.to_string())).unwrap_or_default();
+        let primary = rules.primary_pool(Protocol::MySql).cloned();
+        let read = rules.read_pool(Protocol::MySql);
+        // As the session judges its own pool: the role, or the read pool that is not also the primary.
+        let on_replica = rules.is_replica(&pool)
+            || (read.is_some_and(|r| **r == *pool) && primary.as_deref() != Some(pool.as_str()));
+        let statement_pooling =
+            self.current.config.pools.iter().any(|p| p.name == pool && p.mode == PoolMode::Statement);
+        let m = q.session.mysql;
+        let in_transaction = hold == Some(Hold::Transaction);
+        let session = MySqlSession {
+            pool: &pool,
+            on_replica,
+            hold,
+            cursor_only: hold == Some(Hold::Cursor) && !m.autocommit_off,
+            opens_write_transaction: m.autocommit_off && !in_transaction && !m.read_only,
+            statement_pooling,
+            primary,
+        };
+        (self.setup.settle_mysql)(decision, &q.sql, &session)
     }
 
     /// Compiles the current configuration with these runtime rules and publishes the result;

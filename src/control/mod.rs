@@ -23,7 +23,10 @@ use crate::config::{Config, ConfigErrors, PatternRule, TranslationRule};
 use crate::error::{ErrorCode, Origin};
 use crate::metrics::{LogDrops, Scrape};
 use crate::routing::{Catalogs, Router, RuleErrors};
-pub use api::{RouteQuery, SessionQuery};
+/// What holds a session's connection, and what a MySQL session made of a decision, as the
+/// dry-run names them.
+pub use crate::routing::{Hold, Settled};
+pub use api::{MySqlQuery, RouteQuery, SessionQuery};
 use msg::{CoreCommand, CoreEvent, CoreId, CoreReport, RulesVersion, Snapshot};
 pub use pause::PauseOutcome;
 use view::TemplateView;
@@ -106,6 +109,12 @@ enum Request {
 /// the literal mapping, per client protocol). Supplied by `app`, which may use the SQL layer;
 /// called only after the rule set built, so the rule is known to compile.
 pub type DescribeTranslation = fn(&Config, &TranslationRule) -> Vec<TemplateView>;
+
+/// A MySQL session's last word on a decision (#19): the same function the session uses,
+/// supplied by `app` (the session owns what statements do to its state), so the dry-run
+/// explains MySQL session-level decisions as the session makes them.
+pub type SettleMySql =
+    fn(&mut crate::routing::Decision, &str, &crate::routing::MySqlSession<'_>) -> crate::routing::Settled;
 
 /// Where the router serves, fixed at start (ports resolved when configured as 0).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -207,6 +216,8 @@ pub struct ControlSetup {
     pub endpoints: Endpoints,
     /// Describes runtime translations for the admin API.
     pub describe: DescribeTranslation,
+    /// Settles dry-run decisions for MySQL session states.
+    pub settle_mysql: SettleMySql,
     /// Log lines dropped by the log writer, for the scrape.
     pub log_drops: LogDrops,
 }

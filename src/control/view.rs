@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::config::{PatternRule, Protocol, RuleTarget, TranslationRule};
 use crate::metrics::DigestRow;
-use crate::routing::{DecisionKind, Explanation, KeySpace, Outcome};
+use crate::routing::{DecisionKind, Explanation, Hold, KeySpace, Outcome, Settled};
 
 /// `GET /api/routing/test`: a dry-run decision with its evidence.
 #[derive(Debug, Clone, Serialize)]
@@ -63,8 +63,35 @@ pub struct RouteTest {
     /// Why the session was kept where it is: `transaction` (a held connection) or a session
     /// setting a standby cannot serve (`serializable_session`); `null` when nothing held it.
     pub hold: Option<&'static str>,
+    /// MySQL clients: what the session makes of the router's answer (#19): `as_routed`,
+    /// `write_transaction_on_primary`, `detour_to_primary`, `refused_held_replica` or
+    /// `refused_statement_pooling`; `null` for PostgreSQL clients.
+    pub session_check: Option<&'static str>,
     /// The full analysis.
     pub analysis: AnalysisView,
+}
+
+impl RouteTest {
+    /// Folds in what a MySQL session held by `hold` made of the decision (#19): its refusals
+    /// become errors (1792 / 1235 for the client), a detour or a write transaction moves the
+    /// statement to the primary, and `hold` names what keeps the session where it is.
+    pub fn settled_by_mysql_session(&mut self, hold: Option<Hold>, settled: &Settled) {
+        self.session_check = Some(settled.as_str());
+        self.hold = hold.map(Hold::as_str).or(self.hold);
+        match settled {
+            Settled::AsRouted => {}
+            Settled::HeldReplica(text) | Settled::StatementPooling(text) => {
+                (self.outcome, self.pool, self.message) = ("error", None, Some(text.clone()));
+                self.reason = settled.as_str();
+            }
+            Settled::WriteTransaction | Settled::Detour => {
+                self.reason = settled.as_str();
+                if *settled == Settled::WriteTransaction {
+                    self.hold = Some("autocommit_off");
+                }
+            }
+        }
+    }
 }
 
 /// The semantic facts behind a decision.
@@ -134,6 +161,7 @@ impl RouteTest {
                 (_, "serializable_session") => Some("serializable_session"),
                 _ => None,
             },
+            session_check: None,
             analysis: AnalysisView {
                 operation: a.operation.name(),
                 volatility: format!("{:?}", a.volatility).to_ascii_lowercase(),

@@ -45,6 +45,7 @@
 
 mod cache;
 mod decision;
+mod held;
 mod router;
 mod rules;
 mod ryw;
@@ -58,6 +59,7 @@ use std::sync::Arc;
 pub use crate::sql::mode::LexMode;
 pub use cache::CacheStats;
 pub use decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome, ReplicaCheck};
+pub use held::{Hold, MySqlSession, Settled};
 pub use router::Router;
 pub use rules::{RuleError, RuleErrors, RuleSet};
 pub use ryw::RywState;

@@ -23,6 +23,8 @@ use std::time::Duration;
 
 pub use admission::{ClientSlot, ClientSlots};
 pub use context::{CoreContext, CoreLinks};
+/// The MySQL session's settling of a routing decision, for the dry-run (#19).
+pub use mysql::settle::settle as settle_mysql;
 
 use crate::config::Protocol;
 use crate::rt::{self, Stream};

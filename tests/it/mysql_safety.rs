@@ -384,7 +384,7 @@ fn function_ran_on(c: &mut Conn, f: &str) -> u64 {
 fn stored_functions_reach_a_replica_only_when_listed() {
     let my = &dbs().my;
     let db = &my.database;
-    for mode in ["transaction", "session"] {
+    for mode in ["transaction", "session", "statement"] {
         let t = table();
         let (liar, honest) = (unique_name("qp_liar"), unique_name("qp_honest"));
         let mut root = my.superuser_client(my.primary_port);
@@ -453,4 +453,49 @@ fn autocommit_turned_off_inside_a_procedure_stays_with_its_session() {
     let mut b = crate::mysql_session::client(&router);
     let seen_by_b: Option<u64> = b.query_first("SELECT @@autocommit").expect("b reads autocommit");
     assert_eq!(seen_by_b, Some(1), "the next client of the connection does not inherit autocommit = 0");
+}
+
+/// Issue #19 case 4 through MariaDB Connector/J: `useCursorFetch=true` and `setFetchSize(1)`
+/// keep a result set open while the same connection sends an UPDATE. With autocommit off the
+/// read opened a transaction, so it and the UPDATE run on the primary; with autocommit on the
+/// read may use the replica and the UPDATE still runs on the primary. (Connector/J 2.7, the
+/// packaged driver, streams the result instead of opening a server-side cursor; the binary
+/// cursor itself is covered by `an_open_cursor_on_the_replica_takes_no_write`.)
+#[test]
+fn jdbc_update_while_a_fetch_result_is_open_never_runs_on_the_replica() {
+    let my = &dbs().my;
+    let cases =
+        [("transaction", false), ("transaction", true), ("session", false), ("session", true), ("statement", true)];
+    for (mode, autocommit) in cases {
+        let t = table();
+        let mut root = my.superuser_client(my.primary_port);
+        let rows: Vec<String> = (2..=50).map(|i| format!("({i}, 0)")).collect();
+        root.query_drop(format!("INSERT INTO {}.{t} VALUES {}", my.database, rows.join(", "))).expect("rows");
+        my.wait_replica_caught_up(Duration::from_secs(30));
+        let router = Router::start(&split_config(mode, ""));
+        let (u, p) = replica_writer();
+        let url = format!(
+            "jdbc:mariadb://127.0.0.1:{}/{}?useSsl=false&useCursorFetch=true&useServerPrepStmts={}",
+            router.port(),
+            my.database,
+            mode == "session"
+        );
+        let lines = run(
+            Command::new("java")
+                .args(["-cp", "/usr/share/java/mariadb-java-client.jar"])
+                .arg(Path::new(SCRIPTS).join("JdbcCursorFetch.java"))
+                .args([url.as_str(), u, p, &t, &autocommit.to_string()]),
+            "JDBC cursor fetch",
+        );
+        let what = format!("{mode} autocommit={autocommit}");
+        let (read, after) = if autocommit { (REPLICA, REPLICA) } else { (PRIMARY, PRIMARY) };
+        let want = [format!("read {read}"), "rows 50".to_owned(), format!("update {after}")];
+        assert_eq!(lines.get(..3), Some(want.as_slice()), "{what}: {lines:?}");
+        if !autocommit {
+            // Read inside the next transaction, on the primary (with autocommit on, the replica
+            // answers, possibly before it has replayed the UPDATE).
+            assert_eq!(lines.get(3).map(String::as_str), Some("final 11"), "{what}");
+        }
+        assert_v_everywhere(&t, 11, &what);
+    }
 }

@@ -3,6 +3,27 @@
 //! standby (rust-postgres) and MariaDB primary + replica (the `mysql` crate). The MariaDB replica
 //! is made writable for a dedicated user (`READ ONLY ADMIN`), so a misroute would succeed
 //! silently there instead of failing; each test proves placement by what the servers hold.
+//! (A PostgreSQL hot standby cannot be made writable: there a misroute fails, which the tests
+//! would see as an error, and placement is proven by `pg_is_in_recovery()`.)
+//!
+//! This file also maps every hostile case of #19 to the test that runs it. Modes: t =
+//! transaction, s = session, st = statement pooling; "n/a" where the mode refuses the premise.
+//!
+//! | case | PostgreSQL | MariaDB |
+//! |---|---|---|
+//! | 1 autocommit=0 read-modify-write | n/a (no autocommit mode) | `mysql_safety::autocommit_off_read_modify_write_runs_on_the_primary` (t, s), `mariadb_autocommit_off_never_writes_on_a_writable_replica` (t), PyMySQL/JDBC `*_read_modify_write_through_the_split` (t, s); st refuses it (case 2) |
+//! | 2 statement pooling + autocommit=0 | n/a | `mysql_safety::statement_pooling_refuses_transactions_and_loses_no_write`, `statement_pooling_ends_a_session_a_procedure_left_in_a_transaction` (st) |
+//! | 3 pipelines | `pg_pipeline::psycopg_pipeline_with_a_write_runs_whole_on_the_primary_and_reads_alone_on_the_standby`, `psycopg_pipeline_write_after_a_flushed_standby_read_is_refused_with_25006` (t, s) | n/a (no pipelines) |
+//! | 4 server-side cursors | n/a (PostgreSQL cursors live in transactions: case "held replica") | `mysql_safety::an_open_cursor_on_the_replica_takes_no_write` (t, s, st), `jdbc_update_while_a_fetch_result_is_open_never_runs_on_the_replica` (t, s, st) |
+//! | 5 lexer modes (standard_conforming_strings, NO_BACKSLASH_ESCAPES, ANSI_QUOTES) from SET, startup options, role defaults, server reports | `routing_safety_session::pg_standard_conforming_strings_off_sends_hidden_locks_and_writes_to_the_primary`, `pg_string_mode_from_options_role_defaults_and_server_reports` (t, s, st) | `routing_safety_session::mariadb_sql_mode_changes_what_reaches_the_replica` (t, s, st), `mariadb_no_backslash_escapes_set_out_of_sight_is_followed` (t, s) |
+//! | 6 quoted function names | `pg_quoted_function_names_keep_their_case` (t, s, st) | n/a (MySQL function names ignore case) |
+//! | 7 stored functions' declarations | n/a (the server enforces STABLE/IMMUTABLE) | `mysql_safety::stored_functions_reach_a_replica_only_when_listed` (t, s, st) |
+//! | 8 rules and hints, role checks, lagging/down replicas | `pg_rules_and_hints_never_send_writes_locks_or_nextval_to_the_standby` (t, s, st), `pg_rule_routed_reads_fall_back_when_the_replica_pool_is_down`, `pg_role_mismatch_is_detected_by_the_probe` | `mariadb_rules_never_send_writes_or_locks_to_a_writable_replica` (t, s, st), `mariadb_role_mismatch_is_detected_by_the_probe` |
+//! | 9 serializable sessions | `routing_safety_session::serializable_sessions_read_from_the_primary` (t, s, st) | same test (t, s, st) |
+//! | 10 read-your-writes from commit | `routing_safety_session::the_read_your_writes_window_starts_when_a_long_write_commits` (t, s, st) | same test (t, s, st) |
+//! | held replica (transaction opened there) | `pg_pipeline::psycopg_pipeline_write_after_a_flushed_standby_read_is_refused_with_25006` (t, s) | `mysql_safety::a_replica_held_by_a_transaction_takes_no_unsafe_statement` (t, s); st refuses transactions |
+//! | declared read-only transactions | `pg_pipeline::rust_postgres_read_only_transaction_does_not_pin_later_reads_to_the_primary` (t, s) | `mysql_safety::read_only_transactions_may_use_the_replica_and_write_nowhere` (t, s) |
+//! | dry-run explains the decision | `dry_run_explains_the_role_check_the_lexer_mode_and_the_hold` | `dry_run_explains_mysql_session_decisions` |
 
 use std::time::Duration;
 
@@ -14,11 +35,14 @@ use crate::router::{pg_pool, Router};
 use crate::support::{dbs, eventually, free_port, unique_name};
 
 /// PostgreSQL split config (`primary`, `replica` = the read pool, hence replica role) with a
-/// regex rule sending `FROM <table>` to the replica pool, and `extra` appended.
+/// regex rule sending `FROM <table>` to the replica pool, and `extra` appended. The standby's
+/// health probe gets a generous timeout: on a loaded machine three slow probes in a row would
+/// mark it down and send reads to the primary, which is not what these tests are about.
 fn pg_config(table: &str, extra: &str) -> String {
     let pg = &dbs().pg;
     format!(
-        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n{}\n{}\n\
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n{}\n{}\
+         [pools.replica.health]\ntimeout = \"30s\"\n\n\
          [routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\nread_your_writes = \"none\"\n\n\
          [[routing.rules]]\nname = \"analytics\"\npattern = \"(?i)FROM {table}\"\npool = \"replica\"\n{extra}",
         pg_pool("primary", pg.primary_port, "transaction", 4),
@@ -93,10 +117,9 @@ fn pg_rule_routed_reads_fall_back_when_the_replica_pool_is_down() {
         .expect("setup");
     dbs().pg.wait_replica_caught_up(Duration::from_secs(20));
     let dead = free_port();
-    let text = pg_config(&t, "").replace(
-        &format!("port = {} }}]", dbs().pg.replica_port),
-        &format!("port = {dead} }}]\n[pools.replica.health]\ninterval = \"200ms\"\nfailure_threshold = 1"),
-    );
+    let text = pg_config(&t, "")
+        .replace(&format!("port = {} }}]", dbs().pg.replica_port), &format!("port = {dead} }}]"))
+        .replace("[pools.replica.health]\n", "[pools.replica.health]\ninterval = \"200ms\"\nfailure_threshold = 1\n");
     assert!(text.contains(&format!("port = {dead}")), "{text}");
     let r = Router::start(&text);
     // Before #19 a rule-routed read went to its pool whatever its health: a refused connect.
@@ -314,5 +337,106 @@ fn mariadb_autocommit_off_never_writes_on_a_writable_replica() {
             assert_eq!((e.code, on_primary), (1792, Some(1)), "refused before reaching any server: {}", e.message)
         }
         other => panic!("unexpected outcome {other:?}"),
+    }
+}
+
+/// #19 case 6: `"Now"()` is not the built-in `now()` but a function of its own (here one that
+/// writes), so it is volatile and runs on the primary, where its row lands, in every mode. It
+/// lives in a database of its own: the function catalog merges case variants (the most
+/// volatile wins), so in that database the built-in `now()` counts as volatile too, and the
+/// other tests' routers must not load it.
+#[test]
+fn pg_quoted_function_names_keep_their_case() {
+    let pg = &dbs().pg;
+    let db = unique_name("qp_case_db");
+    let t = unique_name("quoted_fn_");
+    pg.superuser_client(pg.primary_port).batch_execute(&format!("CREATE DATABASE {db} OWNER {}", pg.user)).expect("db");
+    let mut admin =
+        pg.config(pg.primary_port, &pg.user, &pg.password).dbname(&db).connect(postgres::NoTls).expect("connect");
+    admin
+        .batch_execute(&format!(
+            "CREATE TABLE {t}(id serial primary key); \
+             CREATE FUNCTION \"Now\"() RETURNS int LANGUAGE sql AS $$ INSERT INTO {t} DEFAULT VALUES RETURNING id $$"
+        ))
+        .expect("setup");
+    pg.wait_replica_caught_up(Duration::from_secs(20));
+    for (i, mode) in ["transaction", "session", "statement"].into_iter().enumerate() {
+        let text = pg_config("nothing_", "")
+            .replace("mode = \"transaction\"", &format!("mode = \"{mode}\""))
+            .replace(&format!("database = \"{}\"", pg.database), &format!("database = \"{db}\""));
+        let r = Router::start(&text);
+        let mut c = r.pg(&db);
+        assert_eq!(first_value(&mut c, "SELECT pg_is_in_recovery(), \"Now\"()"), "f", "{mode}: the quoted one writes");
+        let rows: i64 = admin.query_one(&format!("SELECT count(*) FROM {t}"), &[]).expect("count").get(0);
+        assert_eq!(rows, i as i64 + 1, "{mode}: its row is on the primary");
+    }
+}
+
+/// The dry-run explains MySQL session-level decisions as the session makes them (the session's
+/// own settling function answers): an implicit write transaction under autocommit=0, a
+/// declared READ ONLY one, a held replica refusing a write (transaction) or letting it detour
+/// (cursor only), statement pooling refusing a transaction, and the lexer mode.
+#[test]
+fn dry_run_explains_mysql_session_decisions() {
+    use crate::routing_api::{enc, http as api};
+    let routers = [
+        Router::start(&with_metrics(&crate::mysql_safety::split_config("transaction", ""), None)),
+        Router::start(&with_metrics(&crate::mysql_safety::split_config("statement", ""), None)),
+    ];
+    let [(_, tx_admin), (_, st_admin)] = [addrs(&routers[0]), addrs(&routers[1])];
+    let ask = |admin, sql: &str, session: &str| {
+        let target = format!("/api/routing/test?sql={}&protocol=mysql{session}", enc(sql));
+        let (status, v) = api(admin, "GET", &target, None);
+        assert_eq!(status, 200, "{v}");
+        v
+    };
+    let field = |v: &serde_json::Value, k: &str| v[k].as_str().map(str::to_owned);
+    let read = "SELECT v FROM t WHERE id = 1";
+    let plain = ask(tx_admin, read, "");
+    assert_eq!(
+        (field(&plain, "pool"), field(&plain, "session_check")),
+        (Some("myread".into()), Some("as_routed".into()))
+    );
+    let ac0 = ask(tx_admin, read, "&autocommit=0");
+    assert_eq!(
+        (field(&ac0, "pool"), field(&ac0, "session_check"), field(&ac0, "hold")),
+        (Some("mywrite".into()), Some("write_transaction_on_primary".into()), Some("autocommit_off".into())),
+        "{ac0}"
+    );
+    let ro = ask(tx_admin, read, "&autocommit=0&transaction_read_only=1");
+    assert_eq!(field(&ro, "pool"), Some("myread".into()), "a declared READ ONLY transaction may use the replica: {ro}");
+    let update = "UPDATE t SET v = 1 WHERE id = 1";
+    let held = ask(tx_admin, update, "&held_pool=myread&hold=transaction");
+    assert_eq!(
+        (field(&held, "outcome"), field(&held, "session_check"), field(&held, "hold")),
+        (Some("error".into()), Some("refused_held_replica".into()), Some("transaction".into())),
+        "{held}"
+    );
+    assert!(field(&held, "message").is_some_and(|m| m.contains("a transaction is open")), "{held}");
+    let detour = ask(tx_admin, update, "&held_pool=myread&hold=cursor");
+    assert_eq!(
+        (field(&detour, "pool"), field(&detour, "session_check"), field(&detour, "hold")),
+        (Some("mywrite".into()), Some("detour_to_primary".into()), Some("cursor".into())),
+        "{detour}"
+    );
+    let pin = ask(tx_admin, "SET @x = 1", "&held_pool=myread&hold=cursor");
+    assert!(field(&pin, "message").is_some_and(|m| m.contains("a cursor is open")), "state that would pin: {pin}");
+    let safe = ask(tx_admin, read, "&held_pool=myread&hold=transaction");
+    assert_eq!(
+        (field(&safe, "pool"), field(&safe, "role_check")),
+        (Some("myread".into()), Some("replica_safe".into()))
+    );
+    let lock = r"SELECT 'a\' , 1 FROM t FOR UPDATE -- '";
+    let lexed = ask(tx_admin, lock, "&sql_mode=NO_BACKSLASH_ESCAPES");
+    assert_eq!(
+        (field(&lexed, "pool"), field(&lexed, "reason"), field(&lexed, "lexer_mode")),
+        (Some("mywrite".into()), Some("lexer_mode".into()), Some("NO_BACKSLASH_ESCAPES".into()))
+    );
+    let refused = ask(st_admin, "START TRANSACTION", "");
+    assert_eq!(field(&refused, "session_check"), Some("refused_statement_pooling".into()), "{refused}");
+    assert!(field(&refused, "message").is_some_and(|m| m.contains("statement pooling")), "{refused}");
+    for bad in ["&hold=cursor", "&held_pool=myread&hold=forever", "&autocommit=maybe"] {
+        let (status, v) = api(tx_admin, "GET", &format!("/api/routing/test?sql=SELECT+1&protocol=mysql{bad}"), None);
+        assert_eq!(status, 400, "{bad}: {v}");
     }
 }

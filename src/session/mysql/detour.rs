@@ -6,32 +6,23 @@
 //! refused instead (see `route`).
 
 use super::relay::{Grammar, Outcome};
-use super::state;
 use super::{End, Session};
 use crate::config::Protocol;
 use crate::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
-use crate::routing::Decision;
 use crate::session::client_error::MyClientError;
-use crate::sql::analyze::Operation;
 
 impl Session {
-    /// Whether a statement refused on the held replica connection may instead take a detour
-    /// to the primary: only a cursor holds the connection, autocommit is on with no transaction,
-    /// and the statement neither changes session state nor opens a transaction.
-    pub(super) fn may_detour(&self, decision: &Decision, sql: &str) -> bool {
+    /// Whether only a cursor holds the session's connection, with autocommit on and no
+    /// transaction: a statement that means the same on any connection may then take a detour
+    /// to the primary (see [`super::settle::settle`]).
+    pub(super) fn cursor_only(&self) -> bool {
         let status = self.tx.status;
-        let cursor_only = self.tx.cursor.is_some()
+        self.tx.cursor.is_some()
             && status & SERVER_STATUS_IN_TRANS == 0
             && status & SERVER_STATUS_AUTOCOMMIT != 0
             && self.state.pin().is_none()
             && !self.tx.sticky
-            && self.bpos == 0;
-        let plain = matches!(decision.facts.operation, Operation::Read | Operation::Write | Operation::Ddl);
-        cursor_only
-            && plain
-            && state::effects(sql).0.is_empty()
-            && super::txguard::statement_pooling_refusal(sql).is_none()
-            && self.primary_pool().is_some()
+            && self.bpos == 0
     }
 
     /// The MySQL primary (write) pool, when it is another pool than the session's.

@@ -14,6 +14,7 @@ mod prepared;
 mod relay;
 mod retry;
 mod route;
+pub mod settle;
 mod split;
 mod state;
 mod stmt;
@@ -30,7 +31,9 @@ use crate::protocol::mysql::errcode::{
     ErrorNumber, ER_CLIENT_INTERACTION_TIMEOUT, ER_CON_COUNT_ERROR, ER_NET_PACKETS_OUT_OF_ORDER,
     ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR,
 };
-use crate::protocol::mysql::response::{EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
+use crate::protocol::mysql::response::{
+    EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_NO_BACKSLASH_ESCAPES,
+};
 use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
 use crate::routing::RywState;
 use crate::rt::{self, Stream};
@@ -189,8 +192,23 @@ pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String,
     pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))
 }
 
+/// A new session's tokenizing mode (#19): the server's global `sql_mode` shows through the
+/// NO_BACKSLASH_ESCAPES flag of the pool's login status (ANSI_QUOTES has no flag: it is assumed
+/// off until a SET the router reads says otherwise).
+fn login_modes(pool: &CorePool) -> crate::sql::mode::SessionModes {
+    let status = pool
+        .server_params()
+        .and_then(|p| p.iter().find(|(k, _)| k == "status").and_then(|(_, v)| v.parse::<u16>().ok()));
+    let mode = crate::sql::mode::LexMode {
+        no_backslash_escapes: status.is_some_and(|s| s & SERVER_STATUS_NO_BACKSLASH_ESCAPES != 0),
+        ..Default::default()
+    };
+    crate::sql::mode::SessionModes::new(mode)
+}
+
 impl Session {
     fn new(ctx: Rc<CoreContext>, io: ClientIo, g: login::Greeted) -> Self {
+        let lex = login_modes(&g.pool);
         let slot = ctx.cancels.register(g.key);
         let bridged = g.pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
         let status = if bridged {
@@ -225,7 +243,7 @@ impl Session {
             bridge,
             user: g.user,
             ryw,
-            lex: crate::sql::mode::SessionModes::default(),
+            lex,
             rule_retry: None,
             notice: warning::RetryNotice::default(),
         }
@@ -533,6 +551,17 @@ impl Session {
         self.slot.set_running(None);
         if let Some(s) = outcome.status {
             self.tx.status = s;
+            let nbe = s & SERVER_STATUS_NO_BACKSLASH_ESCAPES != 0;
+            if !self.is_bridged() && nbe != self.lex.mode.no_backslash_escapes {
+                // The server's own flag beats the router's reading of SETs: a procedure changed
+                // sql_mode where no SET showed (#19). The router cannot replay that change, so
+                // a transaction-pooled session keeps the connection that has it, as it does for
+                // autocommit.
+                if self.mode() == PoolMode::Transaction && !self.lex.mode.unknown {
+                    self.state.apply(&[(0, Effect::Pin(PinReason::UntrackedSetting))], 0);
+                }
+                self.lex.mode.no_backslash_escapes = nbe;
+            }
             if let Some(c) = self.backend.as_mut() {
                 relay::note_status(c, Some(s));
             }

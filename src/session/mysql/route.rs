@@ -15,7 +15,9 @@ use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT};
 use crate::protocol::mysql::response::{
     SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
 };
-use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
+use crate::routing::{
+    Decision, DecisionError, DecisionKind, Hold, MySqlSession, Outcome, RouteInput, SessionView, Settled, StatementKey,
+};
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::sql::fingerprint::Fingerprint;
@@ -80,70 +82,48 @@ impl Session {
         if self.mode() != PoolMode::Statement {
             return None;
         }
-        let why = super::txguard::statement_pooling_refusal(sql)?;
-        let text = format!(
-            "pool \"{}\" uses statement pooling, which cannot serve a transaction spanning statements: {why}",
-            self.pool.config.name
-        );
+        let text = super::settle::statement_pooling_refusal(&self.pool.config.name, sql)?;
         Some(MyClientError::new(ER_STATEMENT_POOLING, text))
     }
 
-    /// The refusal of a statement that is not replica-safe while the session holds a replica
-    /// connection (an open transaction, a cursor, a pin): it never reaches the replica (#19).
-    fn held_replica_refusal(&self, decision: &Decision, sql: &str) -> Option<String> {
-        if !self.held() || !self.on_replica() {
-            return None;
-        }
-        let why = super::txguard::held_replica_refusal(&decision.facts, sql)?;
-        let hold = if self.tx.status & SERVER_STATUS_IN_TRANS != 0 {
-            "a transaction is open"
+    /// What holds the session on its backend connection, if anything (see [`Session::held`]).
+    fn hold(&self) -> Option<Hold> {
+        if !self.held() {
+            None
+        } else if self.tx.status & SERVER_STATUS_IN_TRANS != 0 {
+            Some(Hold::Transaction)
         } else if self.tx.cursor.is_some() {
-            "a cursor is open"
+            Some(Hold::Cursor)
         } else {
-            "the session is pinned to it"
-        };
-        Some(format!(
-            "Cannot execute statement: the session holds a connection to replica pool \"{}\" ({hold}) and the \
-             statement is not replica-safe ({why}); end the transaction or close the cursor first",
-            self.pool.config.name
-        ))
+            Some(Hold::Pin)
+        }
     }
 
-    /// What the session makes of the router's decision before it is counted (#19): a statement
-    /// the held replica connection must not take is refused (or detours to the primary), and a
-    /// split read that opens a write transaction goes to the primary. Returns the refusal, and
-    /// whether the statement detours.
+    /// What the session makes of the router's decision before it is counted (#19), through
+    /// the same [`super::settle::settle`] the dry-run asks: a statement the held replica
+    /// connection must not take is refused (or detours to the primary), and a split read that
+    /// opens a write transaction goes to the primary. Returns the refusal, and whether the
+    /// statement detours.
     fn settle(&self, decision: &mut Decision, sql: &str) -> (Option<String>, bool) {
-        // Only the rare cases below read the rule set: the common statement pays nothing.
-        let primary = || self.ctx.rules().primary_pool(Protocol::MySql).cloned();
-        // The router's role check refuses what the held replica connection must not take; the
-        // session knows more (a cursor-only hold lets a write detour to the primary) and says
-        // why in its own terms, so that refusal is the session's to settle.
-        let held_refusal = decision.kind == DecisionKind::TransactionPin
-            && matches!(decision.outcome, Outcome::Error(DecisionError::ReplicaUnsafe { .. }));
-        if !matches!(decision.outcome, Outcome::Route(_)) && !held_refusal {
-            return (None, false); // a rule's reject or a hint's error stands as the router said
+        let (hold, opens_write_transaction) = (self.hold(), self.opens_write_transaction());
+        if hold.is_none() && !opens_write_transaction {
+            return (None, false); // the common statement reads no rule set
         }
-        if let Some(text) = self.held_replica_refusal(decision, sql) {
-            if self.may_detour(decision, sql) {
-                if let Some(p) = primary() {
-                    decision.outcome = Outcome::Route(p);
-                }
-                return (None, true);
-            }
-            decision.outcome = Outcome::Reject(text.as_str().into());
-            return (Some(text), false);
+        let s = MySqlSession {
+            pool: &self.pool.config.name,
+            on_replica: self.on_replica(),
+            hold,
+            cursor_only: self.cursor_only(),
+            opens_write_transaction,
+            // Refused before routing (see `statement_pooling_refusal`).
+            statement_pooling: false,
+            primary: self.ctx.rules().primary_pool(Protocol::MySql).cloned(),
+        };
+        match super::settle::settle(decision, sql, &s) {
+            Settled::HeldReplica(text) | Settled::StatementPooling(text) => (Some(text), false),
+            Settled::Detour => (None, true),
+            Settled::AsRouted | Settled::WriteTransaction => (None, false),
         }
-        let split = decision.step == DecisionKind::ReadWriteSplit && decision.kind != DecisionKind::Hint;
-        if split && !self.held() && self.opens_write_transaction() {
-            // The read opens a transaction whose later statements may write: all of it runs on
-            // the primary. A `route=replica` hint is the client's word that the replica may
-            // serve it; what follows there is held to replica-safe statements.
-            if let Some(p) = primary() {
-                decision.outcome = Outcome::Route(p);
-            }
-        }
-        (None, false)
     }
 
     /// Asks the router about `sql` without moving the session (for COM_STMT_PREPARE, which only

@@ -69,6 +69,12 @@ impl Session {
         let Some(conn) = self.backend.as_ref() else { return };
         let body = conn.rbuf.get(pos + 5..pos + len).unwrap_or_default();
         if let Ok(BackendMessage::ParameterStatus { name, value }) = BackendMessage::decode(&Frame::new(b'S', body)) {
+            if name.eq_ignore_ascii_case("standard_conforming_strings") {
+                // The server's report beats the router's reading of SETs: a function, a role
+                // default or a rollback may have changed it where no SET showed (#19).
+                self.identity.lex.mode.unknown = false;
+                self.identity.lex.mode.set_standard_conforming_strings(value);
+            }
             self.state.report(name, value);
         }
     }

@@ -1,0 +1,153 @@
+//! Sans-IO: a MySQL session's last word on the router's decision (#19). Only the session knows
+//! what the server last reported (autocommit, an open transaction), whether a cursor or a pin
+//! holds its connection, and what the statement does to its state: a statement statement
+//! pooling cannot serve is refused, one the held replica connection must not take is refused or
+//! detours to the primary, and a split read that opens a write transaction goes to the primary.
+//! The session calls [`settle`] for every statement that needs it; the dry-run calls the same
+//! function with the state it is asked to assume.
+
+use super::state;
+use super::txguard;
+use crate::routing::{Decision, DecisionError, DecisionKind, MySqlSession, Outcome, Settled};
+use crate::sql::analyze::Operation;
+
+/// The refusal text of a statement statement pooling on `pool` cannot serve, if it cannot.
+pub fn statement_pooling_refusal(pool: &str, sql: &str) -> Option<String> {
+    let why = txguard::statement_pooling_refusal(sql)?;
+    Some(format!("pool \"{pool}\" uses statement pooling, which cannot serve a transaction spanning statements: {why}"))
+}
+
+/// Settles `decision` for a session in state `s`; the decision's outcome then says where the
+/// statement goes (the primary for a detour or a write transaction, a reject for a refusal).
+pub fn settle(decision: &mut Decision, sql: &str, s: &MySqlSession<'_>) -> Settled {
+    if s.statement_pooling {
+        if let Some(text) = statement_pooling_refusal(s.pool, sql) {
+            decision.outcome = Outcome::Reject(text.as_str().into());
+            return Settled::StatementPooling(text);
+        }
+    }
+    // The router's role check refuses what the held replica connection must not take; the
+    // session knows more (a cursor-only hold lets a write detour to the primary) and says why
+    // in its own terms, so that refusal is the session's to settle.
+    let held_refusal = decision.kind == DecisionKind::TransactionPin
+        && matches!(decision.outcome, Outcome::Error(DecisionError::ReplicaUnsafe { .. }));
+    if !matches!(decision.outcome, Outcome::Route(_)) && !held_refusal {
+        return Settled::AsRouted; // a rule's reject or a hint's error stands as the router said
+    }
+    if let (Some(hold), true) = (s.hold, s.on_replica) {
+        if let Some(why) = txguard::held_replica_refusal(&decision.facts, sql) {
+            let elsewhere = s.primary.as_ref().filter(|p| ***p != *s.pool);
+            if let (true, Some(p)) = (s.cursor_only && detourable(decision, sql), elsewhere) {
+                decision.outcome = Outcome::Route(p.clone());
+                return Settled::Detour;
+            }
+            let text = format!(
+                "Cannot execute statement: the session holds a connection to replica pool \"{}\" ({}) and the \
+                 statement is not replica-safe ({why}); end the transaction or close the cursor first",
+                s.pool,
+                hold.describe()
+            );
+            decision.outcome = Outcome::Reject(text.as_str().into());
+            return Settled::HeldReplica(text);
+        }
+    }
+    let split = decision.step == DecisionKind::ReadWriteSplit && decision.kind != DecisionKind::Hint;
+    if split && s.hold.is_none() && s.opens_write_transaction {
+        // The read opens a transaction whose later statements may write: all of it runs on the
+        // primary. A `route=replica` hint is the client's word that the replica may serve it;
+        // what follows there is held to replica-safe statements.
+        if let Some(p) = &s.primary {
+            decision.outcome = Outcome::Route(p.clone());
+        }
+        return Settled::WriteTransaction;
+    }
+    Settled::AsRouted
+}
+
+/// Whether a statement means the same on any connection, so it may run on the primary while a
+/// cursor holds the replica one: a plain read, write or DDL that neither changes session state
+/// nor opens a transaction.
+fn detourable(decision: &Decision, sql: &str) -> bool {
+    matches!(decision.facts.operation, Operation::Read | Operation::Write | Operation::Ddl)
+        && state::effects(sql).0.is_empty()
+        && txguard::statement_pooling_refusal(sql).is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::config::Protocol;
+    use crate::routing::{Catalogs, Hold, RouteInput, Router, RuleSet};
+
+    const CONFIG: &str = "[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
+        [pools.w]\nusername = \"u\"\npassword = \"p\"\nbackends = [{ host = \"127.0.0.1\", port = 3306 }]\n\n\
+        [pools.r]\nusername = \"u\"\npassword = \"p\"\nbackends = [{ host = \"127.0.0.1\", port = 3307 }]\n\n\
+        [routing]\nread_write_split = true\nwrite_pool = \"w\"\nread_pool = \"r\"\n";
+
+    /// The router's decision for `sql` with the session holding `held` (if any).
+    fn decide(sql: &str, held: Option<&Arc<str>>) -> Decision {
+        let config = crate::config::Config::parse(CONFIG, "t.toml").expect("config");
+        let rules = RuleSet::build(&config, &[], &[]).expect("rules");
+        let router = Router::new(Arc::new(rules), Catalogs::builtin());
+        let mut input = RouteInput::new(sql, Protocol::MySql, "u", "d");
+        input.session.transaction_pool = held;
+        router.explain(&input).decision
+    }
+
+    fn session(hold: Option<Hold>) -> MySqlSession<'static> {
+        MySqlSession {
+            pool: "r",
+            on_replica: true,
+            hold,
+            cursor_only: hold == Some(Hold::Cursor),
+            opens_write_transaction: false,
+            statement_pooling: false,
+            primary: Some("w".into()),
+        }
+    }
+
+    #[test]
+    fn a_held_replica_refuses_writes_unless_only_a_cursor_holds_it() {
+        let r: Arc<str> = "r".into();
+        let mut d = decide("UPDATE t SET a = 1", Some(&r));
+        let s = settle(&mut d, "UPDATE t SET a = 1", &session(Some(Hold::Transaction)));
+        assert!(matches!(&s, Settled::HeldReplica(t) if t.contains("a transaction is open")), "{s:?}");
+        assert!(matches!(d.outcome, Outcome::Reject(_)));
+        let mut d = decide("UPDATE t SET a = 1", Some(&r));
+        assert_eq!(settle(&mut d, "UPDATE t SET a = 1", &session(Some(Hold::Cursor))), Settled::Detour);
+        assert_eq!(d.pool().map(|p| &**p), Some("w"));
+        let mut d = decide("SET @x = 1", Some(&r));
+        let s = settle(&mut d, "SET @x = 1", &session(Some(Hold::Cursor)));
+        assert!(matches!(&s, Settled::HeldReplica(t) if t.contains("a cursor is open")), "state pins: {s:?}");
+        let mut d = decide("SELECT a FROM t", Some(&r));
+        assert_eq!(settle(&mut d, "SELECT a FROM t", &session(Some(Hold::Transaction))), Settled::AsRouted);
+        assert_eq!(d.pool().map(|p| &**p), Some("r"));
+    }
+
+    #[test]
+    fn a_read_opening_a_write_transaction_goes_to_the_primary() {
+        let mut s = session(None);
+        s.opens_write_transaction = true;
+        let mut d = decide("SELECT a FROM t", None);
+        assert_eq!(d.pool().map(|p| &**p), Some("r"), "the router alone would split it");
+        assert_eq!(settle(&mut d, "SELECT a FROM t", &s), Settled::WriteTransaction);
+        assert_eq!(d.pool().map(|p| &**p), Some("w"));
+        s.opens_write_transaction = false;
+        let mut d = decide("SELECT a FROM t", None);
+        assert_eq!(settle(&mut d, "SELECT a FROM t", &s), Settled::AsRouted);
+        assert_eq!(d.pool().map(|p| &**p), Some("r"));
+    }
+
+    #[test]
+    fn statement_pooling_refuses_transaction_openers_first() {
+        let mut s = session(None);
+        s.statement_pooling = true;
+        let mut d = decide("START TRANSACTION", None);
+        let settled = settle(&mut d, "START TRANSACTION", &s);
+        assert!(matches!(&settled, Settled::StatementPooling(t) if t.contains("pool \"r\"")), "{settled:?}");
+        let mut d = decide("SELECT 1", None);
+        assert_eq!(settle(&mut d, "SELECT 1", &s), Settled::AsRouted);
+    }
+}
