@@ -216,6 +216,20 @@ fn mariadb_no_backslash_escapes_set_out_of_sight_is_followed() {
     }
 }
 
+/// Statement pooling, one primary connection: a mode change hidden from the router (here in an
+/// executable comment) is not handed to the next client with the connection; that connection
+/// is closed instead, so the next client's statements are read in the mode it has.
+#[test]
+fn statement_pooling_does_not_hand_on_a_hidden_mode_change() {
+    let text = my_config("statement", "none").replace("max_connections = 4", "max_connections = 1");
+    let r = Router::start(&text);
+    let mut a = my_client(&r);
+    a.query_drop("/*!40101 SET sql_mode = 'NO_BACKSLASH_ESCAPES' */").expect("hidden SET");
+    let mut b = my_client(&r);
+    let seen: String = b.query_first("/* querypilot: route=primary */ SELECT @@sql_mode").expect("read").expect("row");
+    assert!(!seen.contains("NO_BACKSLASH_ESCAPES"), "the next client got the hidden mode: {seen}");
+}
+
 #[test]
 fn serializable_sessions_read_from_the_primary() {
     for mode in MODES {

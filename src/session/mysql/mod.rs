@@ -557,8 +557,18 @@ impl Session {
                 // sql_mode where no SET showed (#19). The router cannot replay that change, so
                 // a transaction-pooled session keeps the connection that has it, as it does for
                 // autocommit.
-                if self.mode() == PoolMode::Transaction && !self.lex.mode.unknown {
-                    self.state.apply(&[(0, Effect::Pin(PinReason::UntrackedSetting))], 0);
+                match self.mode() {
+                    PoolMode::Transaction if !self.lex.mode.unknown => {
+                        self.state.apply(&[(0, Effect::Pin(PinReason::UntrackedSetting))], 0);
+                    }
+                    // Statement pooling cannot keep it: the connection is closed rather than
+                    // handed to another client in a mode that client's router never saw.
+                    PoolMode::Statement if !self.lex.mode.unknown => {
+                        if let Some(c) = self.backend.as_mut() {
+                            c.broken = true;
+                        }
+                    }
+                    _ => {}
                 }
                 self.lex.mode.no_backslash_escapes = nbe;
             }
