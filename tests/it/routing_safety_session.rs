@@ -171,10 +171,12 @@ fn mariadb_sql_mode_changes_what_reaches_the_replica() {
     }
 }
 
-/// NO_BACKSLASH_ESCAPES switched on where no SET the router reads shows it: inside an
-/// executable comment (which the server runs) and through `PREPARE` / `EXECUTE`. The server's
-/// status flag in the answer says so, and the session lexes in it from then on. A procedure's
-/// own `SET sql_mode` is undone by the server when it returns.
+/// NO_BACKSLASH_ESCAPES switched on outside a plain SET: inside an executable comment (the
+/// server runs it, and so the router reads it) and through `PREPARE` / `EXECUTE` (the router
+/// does not read the prepared text, but `PREPARE` keeps the session on its connection, and the
+/// server's status flag in each answer sets the mode the session is lexed in). The hidden
+/// `FOR UPDATE` runs on the primary either way. A procedure's own `SET sql_mode` is undone by
+/// the server when it returns.
 #[test]
 fn mariadb_no_backslash_escapes_set_out_of_sight_is_followed() {
     let my = &dbs().my;
@@ -183,8 +185,7 @@ fn mariadb_no_backslash_escapes_set_out_of_sight_is_followed() {
     root.query_drop(format!("CREATE PROCEDURE {}.{p}() SET sql_mode = 'NO_BACKSLASH_ESCAPES'", my.database))
         .expect("procedure");
     my.wait_replica_caught_up(Duration::from_secs(30));
-    // Not statement pooling: there the next statement may run on a connection the hidden SET
-    // never touched (see tuning.md, "What can still reach a replica").
+    // Statement pooling: see `statement_pooling_does_not_hand_on_a_mode_set_in_an_executable_comment`.
     for mode in ["transaction", "session"] {
         let t = my_table();
         let r = Router::start(&my_config(mode, "none"));
@@ -205,8 +206,7 @@ fn mariadb_no_backslash_escapes_set_out_of_sight_is_followed() {
             }
             assert_eq!(ran_on(&mut c, &lock), MY_PRIMARY, "{mode}: {hidden:?}: the FOR UPDATE is real");
         }
-        // A procedure's own SET is undone when it returns. (The flag in the CALL's answer may
-        // still show it: a transaction-pooled session then keeps its connection, to be safe.)
+        // A procedure's own SET is undone when it returns.
         let mut c = my_client(&r);
         c.query_drop(format!("CALL {p}()")).expect("call");
         let after_call: String = c.query_first("SELECT @@sql_mode").expect("read").expect("row");
@@ -216,11 +216,10 @@ fn mariadb_no_backslash_escapes_set_out_of_sight_is_followed() {
     }
 }
 
-/// Statement pooling, one primary connection: a mode change hidden from the router (here in an
-/// executable comment) is not handed to the next client with the connection; that connection
-/// is closed instead, so the next client's statements are read in the mode it has.
+/// Statement pooling, one primary connection: a mode one client set inside an executable
+/// comment is not handed to the next client with the connection.
 #[test]
-fn statement_pooling_does_not_hand_on_a_hidden_mode_change() {
+fn statement_pooling_does_not_hand_on_a_mode_set_in_an_executable_comment() {
     let text = my_config("statement", "none").replace("max_connections = 4", "max_connections = 1");
     let r = Router::start(&text);
     let mut a = my_client(&r);

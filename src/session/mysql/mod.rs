@@ -551,26 +551,10 @@ impl Session {
         self.slot.set_running(None);
         if let Some(s) = outcome.status {
             self.tx.status = s;
-            let nbe = s & SERVER_STATUS_NO_BACKSLASH_ESCAPES != 0;
-            if !self.is_bridged() && nbe != self.lex.mode.no_backslash_escapes {
-                // The server's own flag beats the router's reading of SETs: a procedure changed
-                // sql_mode where no SET showed (#19). The router cannot replay that change, so
-                // a transaction-pooled session keeps the connection that has it, as it does for
-                // autocommit.
-                match self.mode() {
-                    PoolMode::Transaction if !self.lex.mode.unknown => {
-                        self.state.apply(&[(0, Effect::Pin(PinReason::UntrackedSetting))], 0);
-                    }
-                    // Statement pooling cannot keep it: the connection is closed rather than
-                    // handed to another client in a mode that client's router never saw.
-                    PoolMode::Statement if !self.lex.mode.unknown => {
-                        if let Some(c) = self.backend.as_mut() {
-                            c.broken = true;
-                        }
-                    }
-                    _ => {}
-                }
-                self.lex.mode.no_backslash_escapes = nbe;
+            if !self.is_bridged() {
+                // The server's own flag beats the router's reading of SETs (#19): whatever set
+                // sql_mode, the next statement is lexed as the server will read it.
+                self.lex.mode.no_backslash_escapes = s & SERVER_STATUS_NO_BACKSLASH_ESCAPES != 0;
             }
             if let Some(c) = self.backend.as_mut() {
                 relay::note_status(c, Some(s));
