@@ -147,11 +147,12 @@ impl FunctionCatalog {
     /// Adds a backend-loaded function. Its qualified name takes exactly `v`; its unqualified name
     /// takes the most volatile value seen across schemas.
     pub fn insert(&mut self, schema: Option<&str>, name: &str, v: Volatility) {
-        let name = name.to_ascii_lowercase();
+        let name = self.key(name);
         if let Some(schema) = schema {
-            self.loaded.insert(format!("{}.{name}", schema.to_ascii_lowercase()), v);
+            let qualified = format!("{}.{name}", self.key(schema));
+            self.loaded.insert(qualified, v);
         }
-        self.loaded.entry(name).and_modify(|old| *old = (*old).max(v)).or_insert(v);
+        self.loaded.entry(name.into_owned()).and_modify(|old| *old = (*old).max(v)).or_insert(v);
     }
 
     /// Adds a row produced by [`parse_pg_udf_row`] or [`parse_mysql_udf_row`].
@@ -164,22 +165,23 @@ impl FunctionCatalog {
         self.lookup(name).map(|i| i.volatility)
     }
 
-    /// What the backends said about `name` (lower-cased, merged across case variants, so the
-    /// most volatile wins), ignoring the built-in lists: for a call whose quoted name cannot be
-    /// the built-in of the same letters (#19: `"Now"()` is not `now()`).
+    /// What the backends said about `name`, ignoring the built-in lists: for a call whose quoted
+    /// name cannot be the built-in of the same letters (#19: `"Now"()` is not `now()`).
     pub fn lookup_loaded(&self, name: &str) -> Option<FunctionInfo> {
-        merge(None, self.loaded.get(&name.to_ascii_lowercase()).copied())
+        merge(None, self.loaded.get(self.key(name).as_ref()).copied())
     }
 
-    /// Everything known about `name` (`fn` or `schema.fn`, any case), `None` when unknown.
+    /// Everything known about `name` (`fn` or `schema.fn`), `None` when unknown. A PostgreSQL
+    /// name is matched as the server would after folding, so callers pass unquoted parts in
+    /// lower case and quoted parts as written; MySQL function names match in any case.
     ///
     /// A qualified name matches its loaded entry; it falls back to the built-in list only for
     /// the system schema (`pg_catalog`), since `myschema.lower` may be anything.
     pub fn lookup(&self, name: &str) -> Option<FunctionInfo> {
-        let name = name.to_ascii_lowercase();
+        let name = self.key(name);
         match name.rsplit_once('.') {
             Some((schema, base)) => {
-                let loaded = self.loaded.get(&name).copied();
+                let loaded = self.loaded.get(name.as_ref()).copied();
                 let builtin = if self.dialect == Dialect::Postgres && schema == "pg_catalog" {
                     self.builtin.get(base).copied()
                 } else {
@@ -187,7 +189,16 @@ impl FunctionCatalog {
                 };
                 merge(builtin, loaded)
             }
-            None => merge(self.builtin.get(name.as_str()).copied(), self.loaded.get(&name).copied()),
+            None => merge(self.builtin.get(name.as_ref()).copied(), self.loaded.get(name.as_ref()).copied()),
+        }
+    }
+
+    /// The map key of a name: PostgreSQL names are case-sensitive once folded (a user function
+    /// `"Now"` must not make `now()` volatile), MySQL function names are not.
+    fn key<'a>(&self, name: &'a str) -> std::borrow::Cow<'a, str> {
+        match self.dialect {
+            Dialect::Postgres => std::borrow::Cow::Borrowed(name),
+            Dialect::MySql => std::borrow::Cow::Owned(name.to_ascii_lowercase()),
         }
     }
 }

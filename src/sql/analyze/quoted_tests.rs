@@ -41,9 +41,17 @@ fn quoted_names_still_find_what_the_backend_reported() {
     pg.insert(Some("app"), "Score", Volatility::Stable);
     assert!(analyze("SELECT app.\"Score\"(1)", Dialect::Postgres, &pg).replica_eligible());
     assert!(analyze("SELECT \"Score\"(1)", Dialect::Postgres, &pg).replica_eligible());
-    // Case variants share one entry, so the most volatile of them wins.
+    // PostgreSQL names differ by case once quoted: a volatile `score` changes nothing for
+    // `"Score"`, and a volatile user function `"Now"` leaves the built-in `now()` alone.
     pg.insert(Some("app"), "score", Volatility::Volatile);
-    assert!(!analyze("SELECT \"Score\"(1)", Dialect::Postgres, &pg).replica_eligible());
+    assert!(analyze("SELECT \"Score\"(1)", Dialect::Postgres, &pg).replica_eligible());
+    assert!(!analyze("SELECT score(1)", Dialect::Postgres, &pg).replica_eligible());
+    assert!(!analyze("SELECT SCORE(1)", Dialect::Postgres, &pg).replica_eligible());
+    pg.insert(Some("public"), "Now", Volatility::Volatile);
+    assert!(analyze("SELECT now()", Dialect::Postgres, &pg).replica_eligible());
+    assert!(analyze("SELECT NOW()", Dialect::Postgres, &pg).replica_eligible());
+    assert!(!analyze("SELECT \"Now\"()", Dialect::Postgres, &pg).replica_eligible());
+    assert!(!analyze("SELECT public.\"Now\"()", Dialect::Postgres, &pg).replica_eligible());
     let mut my = FunctionCatalog::builtin(Dialect::MySql);
     my.insert(Some("shop"), "price", Volatility::Stable);
     assert!(analyze("SELECT `price`(1)", Dialect::MySql, &my).replica_eligible());

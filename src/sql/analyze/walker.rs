@@ -66,7 +66,7 @@ impl<'a> Walker<'a> {
 
     /// Records a call of `name` (as written, possibly qualified) with its arguments.
     fn call(&mut self, name: &ObjectName, args: Option<&[FunctionArg]>) {
-        let full = object_name(name);
+        let full = function_name(name, self.catalog.dialect());
         let info = if quoted_case(name, self.catalog.dialect()) {
             self.catalog.lookup_loaded(&full)
         } else {
@@ -211,6 +211,23 @@ fn quoted_case(name: &ObjectName, dialect: Dialect) -> bool {
         },
         _ => true,
     })
+}
+
+/// A called function's dotted name as the server resolves it: PostgreSQL folds unquoted parts
+/// to lower case and keeps quoted ones as written; MySQL function names ignore case.
+fn function_name(name: &ObjectName, dialect: Dialect) -> String {
+    let mut out = String::new();
+    for part in &name.0 {
+        if !out.is_empty() {
+            out.push('.');
+        }
+        match (part, dialect) {
+            (ObjectNamePart::Identifier(i), Dialect::Postgres) if i.quote_style.is_some() => out.push_str(&i.value),
+            (ObjectNamePart::Identifier(i), _) => out.push_str(&i.value.to_ascii_lowercase()),
+            (other, _) => out.push_str(&other.to_string().to_ascii_lowercase()),
+        }
+    }
+    out
 }
 
 /// Lower-cased dotted name, identifiers unquoted.
