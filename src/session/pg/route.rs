@@ -3,7 +3,8 @@
 //! rejections and unhonorable hints as errors that never reach a backend.
 
 use super::Session;
-use crate::config::Protocol;
+use crate::config::{PoolRole, Protocol, ReplicaFallback};
+use crate::pool::health::pg_commit_position;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
 use crate::rt;
@@ -69,6 +70,11 @@ impl Session {
         }
         if runs {
             self.ryw.observe(&decision, now);
+            if self.tx == TransactionStatus::Idle && resets_session(sql) {
+                // causal reads (#22): the client asked for a fresh session (after `observe`:
+                // the reset itself is no write to wait for).
+                self.ryw.reset();
+            }
             self.ctx.count_decision(&decision);
             if decision.facts.may_change_session() {
                 let in_transaction = self.tx != TransactionStatus::Idle;
@@ -113,6 +119,10 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
+        let causal = self.ryw.required_position().filter(|_| to_replica && !self.held());
+        if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
+            self.connect_causal(position).await?; // causal reads (#22)
+        }
         if to_replica && self.backend.is_none() {
             self.connect_split(runs).await?;
         }
@@ -140,6 +150,77 @@ impl Session {
         self.pool = pool;
         self.ensure_backend().await
     }
+}
+
+impl Session {
+    /// causal (#22): reads on a replica that has replayed the session's last commit `position`,
+    /// waiting up to `routing.causal_wait` for one; else on the primary (or fails, with
+    /// `replica_fallback = "error"`). A connection the session kept (session pooling) is given
+    /// back first: it may be on a replica that is behind.
+    async fn connect_causal(&mut self, position: u64) -> Result<(), PgClientError> {
+        self.release_backend(false).await;
+        if self.pool.is_replaced() {
+            if let Some(successor) = self.ctx.pools().get(self.pool.name()).cloned() {
+                self.pool = successor;
+            }
+        }
+        let config = self.ctx.config();
+        let deadline = rt::now() + self.pool.config.timeouts.acquire;
+        let caught_up =
+            self.pool.checkout_caught_up(Protocol::Postgres, deadline, position, config.routing.causal_wait);
+        if let Some(conn) = caught_up.await.map_err(|e| PgClientError::from(&e))? {
+            let stale = conn.settings != self.state.signature();
+            self.backend = Some(conn);
+            return if stale { self.replay_settings().await } else { Ok(()) };
+        }
+        let primary = config
+            .routing
+            .primary_pool(Protocol::Postgres)
+            .filter(|_| config.routing.replica_fallback == ReplicaFallback::Primary);
+        let Some(pool) = primary.and_then(|p| self.ctx.pools().get(p).cloned()) else {
+            return Err(PgClientError::new(
+                sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+                format!(
+                    "no backend of pool \"{}\" replayed this session's last write within routing.causal_wait ({:?}) and routing.replica_fallback = \"error\"",
+                    self.pool.name(),
+                    config.routing.causal_wait
+                ),
+            ));
+        };
+        self.pool = pool;
+        self.ensure_backend().await
+    }
+
+    /// causal (#22): reads where the write that just committed ends in the primary's WAL, on
+    /// the connection that committed it, before it serves anyone else. The client's answer
+    /// (already buffered up to its ReadyForQuery) is sent first, so it waits for nothing.
+    pub(super) async fn learn_commit_position(&mut self) {
+        let _ = self.flush_client().await;
+        let bridged = self.is_bridged();
+        let Some(conn) = self.backend.as_mut().filter(|_| !bridged) else {
+            self.ryw.learned(None);
+            return;
+        };
+        match pg_commit_position(conn).await {
+            Ok(position) => self.ryw.learned(Some(position)),
+            Err(e) => {
+                tracing::debug!("causal reads: cannot read the commit position: {e}");
+                conn.broken |= e.breaks_connection();
+                self.ryw.learned(None);
+            }
+        }
+    }
+}
+
+/// Whether `sql` is `DISCARD ALL` or `RESET ALL` alone: the client resets its whole session.
+fn resets_session(sql: &str) -> bool {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let mut words = Lexer::new(sql, crate::sql::Dialect::Postgres)
+        .filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon));
+    let first = words.next();
+    let second = words.next();
+    let resets = first.is_some_and(|t| t.is_word("DISCARD") || t.is_word("RESET"));
+    resets && second.is_some_and(|t| t.is_word("ALL")) && words.next().is_none()
 }
 
 /// Whether `sql` opens or sets a `READ ONLY` transaction (`BEGIN`/`START TRANSACTION`/`SET
