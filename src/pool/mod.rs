@@ -31,7 +31,7 @@ pub use schema::SchemaGeneration;
 
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::error::{ErrorCode, Origin};
-use crate::metrics::{BackendCounters, PoolCounters, PoolSnapshot, QueueSlot};
+use crate::metrics::{BackendCounters, CausalOutcome, PoolCounters, PoolSnapshot, QueueSlot};
 use crate::rt::{self, Event};
 
 /// Why a connection could not be had.
@@ -445,32 +445,37 @@ impl CorePool {
             |i: usize| self.backends.get(i).and_then(|b| b.health.replayed()).is_some_and(|r| r >= position);
         let any_healthy = self.has_healthy_backend();
         if (0..self.backends.len()).any(|i| self.usable(i, any_healthy) && caught_up(i)) {
+            self.counters.causal_read(CausalOutcome::ServedByReplica); // metrics
             return self.checkout_where(protocol, deadline, &caught_up).await.map(Some);
         }
-        let until = rt::now() + wait;
+        let started = rt::now();
+        let until = started + wait;
         let mut conn = self.checkout(protocol, deadline).await?;
-        loop {
+        let result = loop {
             match health::pg_replay_position(&mut conn).await {
                 Ok(replayed) => {
                     if let Some(b) = self.backends.get(conn.backend) {
                         b.health.note_replayed(replayed);
                     }
                     if replayed >= position {
-                        return Ok(Some(conn));
+                        self.counters.causal_read(CausalOutcome::Waited); // metrics
+                        break Some(conn);
                     }
                 }
                 Err(e) => {
                     conn.broken |= e.breaks_connection();
                     self.checkin(conn, true);
-                    return Ok(None);
+                    break None;
                 }
             }
             if rt::now() >= until {
                 self.checkin(conn, true);
-                return Ok(None);
+                break None;
             }
             rt::sleep(CAUSAL_POLL).await;
-        }
+        };
+        self.counters.causal_waited(started.elapsed()); // metrics
+        Ok(result)
     }
 
     /// Borrows a connection to a backend `eligible` accepts (see [`CorePool::checkout`]).

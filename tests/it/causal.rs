@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::health::backend;
+use crate::health::{backend, get};
 use crate::router::Router;
 use crate::support::{dbs, eventually, unique_name, Dbs, Kind, PgEnv};
 
@@ -36,6 +36,16 @@ fn router(pools: &str, routing: &str) -> Router {
          {pools}[routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n{routing}\n\
          [metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n"
     ))
+}
+
+/// The value of `/metrics` series `series` (full name with labels), 0 when absent.
+fn metric(router: &Router, series: &str) -> f64 {
+    let addr = router.control().endpoints().metrics.expect("metrics endpoint");
+    get(addr, "/metrics").lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0.0)
+}
+
+fn causal_reads(router: &Router, outcome: &str) -> f64 {
+    metric(router, &format!("sqp_causal_reads_total{{core=\"0\",pool=\"replica\",outcome=\"{outcome}\"}}"))
 }
 
 fn healthy(router: &Router, port: u16) -> bool {
@@ -117,6 +127,14 @@ fn two_standbys_share_reads_three_to_one_and_a_lagging_one_gets_none() {
     let (three, one) = count(&mut client, 400);
     println!("weights 3:1 -> reads {three}:{one}");
     assert!((270..=330).contains(&three) && (90..=110).contains(&one), "3:1 within 10% expected, got {three}:{one}");
+    let checkouts = |port: u16| {
+        metric(
+            &router,
+            &format!("sqp_backend_checkouts_total{{core=\"0\",pool=\"replica\",backend=\"127.0.0.1:{port}\"}}"),
+        )
+    };
+    let (a, b) = (checkouts(pg.replica_port), checkouts(second));
+    assert!(a >= 300.0 && b >= 100.0 && a + b <= 402.0, "per-backend checkouts {a}:{b}");
 
     let table = unique_name("causal_lag");
     pg.primary_client().batch_execute(&format!("CREATE TABLE {table} (id serial PRIMARY KEY)")).expect("create");
@@ -149,6 +167,7 @@ fn causal_reads_see_the_sessions_writes_and_return_to_the_standby() {
     env.pause_replication(Kind::Pg);
     client.simple_query(&format!("INSERT INTO {table} VALUES (1)")).expect("write");
     assert_eq!(where_read(&mut client, &read), ["1", "f"], "the writer reads its row, on the primary");
+    assert!(causal_reads(&router, "fell_back_to_primary") >= 1.0, "the fallback is counted");
     let mut other = router.pg(&pg.database);
     assert_eq!(where_read(&mut other, &read), ["0", "t"], "a session that did not write reads the paused standby");
     client.batch_execute(&format!("BEGIN; INSERT INTO {table} VALUES (2); COMMIT")).expect("a writing transaction");
@@ -158,6 +177,8 @@ fn causal_reads_see_the_sessions_writes_and_return_to_the_standby() {
     eventually(Duration::from_secs(20), "the same session's reads back on the standby", || {
         where_read(&mut client, &read) == ["2", "t"]
     });
+    let on_replica = causal_reads(&router, "served_by_replica") + causal_reads(&router, "waited");
+    assert!(on_replica >= 1.0, "the read on the caught-up standby is counted");
 
     env.pause_replication(Kind::Pg);
     client.simple_query(&format!("INSERT INTO {table} VALUES (3)")).expect("write");

@@ -4,6 +4,7 @@
 
 use super::Session;
 use crate::config::{PoolRole, Protocol, ReplicaFallback};
+use crate::metrics::CausalOutcome;
 use crate::pool::health::pg_commit_position;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
@@ -177,7 +178,10 @@ impl Session {
             .routing
             .primary_pool(Protocol::Postgres)
             .filter(|_| config.routing.replica_fallback == ReplicaFallback::Primary);
-        let Some(pool) = primary.and_then(|p| self.ctx.pools().get(p).cloned()) else {
+        let primary = primary.and_then(|p| self.ctx.pools().get(p).cloned());
+        let outcome = if primary.is_some() { CausalOutcome::FellBackToPrimary } else { CausalOutcome::Error };
+        self.pool.counters.causal_read(outcome); // metrics
+        let Some(pool) = primary else {
             return Err(PgClientError::new(
                 sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
                 format!(
