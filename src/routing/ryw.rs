@@ -112,6 +112,14 @@ impl RywState {
         }
     }
 
+    /// causal: a client handed over a token (another connection's position): this session's
+    /// reads wait for it too. Outside `causal` mode nothing changes.
+    pub fn adopt(&mut self, position: u64) {
+        if self.mode == ReadYourWrites::Causal {
+            self.position = Some(self.position.map_or(position, |old| old.max(position)));
+        }
+    }
+
     /// causal: the position a replica must have replayed before it may serve this session's
     /// reads (`None`: any replica may).
     pub fn required_position(&self) -> Option<u64> {

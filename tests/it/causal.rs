@@ -170,6 +170,14 @@ fn causal_reads_see_the_sessions_writes_and_return_to_the_standby() {
     assert!(causal_reads(&router, "fell_back_to_primary") >= 1.0, "the fallback is counted");
     let mut other = router.pg(&pg.database);
     assert_eq!(where_read(&mut other, &read), ["0", "t"], "a session that did not write reads the paused standby");
+    // The causal token hands the writer's position to another connection.
+    let token = where_read(&mut client, "SHOW querypilot.causal_token").remove(0);
+    assert!(token.starts_with("pg:"), "token {token}");
+    let bad = other.simple_query("SET querypilot.causal_token = 'nonsense'").expect_err("an invalid token is refused");
+    assert_eq!(bad.code(), Some(&postgres::error::SqlState::INVALID_PARAMETER_VALUE), "{bad}");
+    assert_eq!(where_read(&mut other, &read), ["0", "t"], "a refused token changes nothing");
+    other.simple_query(&format!("SET querypilot.causal_token = '{token}'")).expect("hand the token over");
+    assert_eq!(where_read(&mut other, &read), ["1", "f"], "the token's holder reads the write too");
     client.batch_execute(&format!("BEGIN; INSERT INTO {table} VALUES (2); COMMIT")).expect("a writing transaction");
     assert_eq!(where_read(&mut client, &read), ["2", "f"]);
 
