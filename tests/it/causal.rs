@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::health::{backend, get};
+use crate::pg_util::psql;
 use crate::router::Router;
 use crate::support::{dbs, eventually, unique_name, Dbs, Kind, PgEnv};
 
@@ -248,6 +249,17 @@ fn app_pool_reads_mostly_from_the_standby_in_causal_mode_and_never_stale() {
         );
         assert_eq!(stale, 0, "{mode}: a read missed the row its request wrote");
         shares.push(share);
+        if mode == "causal" {
+            // psql (libpq) takes the ParameterStatus that follows a write's answer in its stride.
+            let script = format!(
+                "INSERT INTO {table} VALUES (999999);\nSELECT count(*) FROM {table} WHERE id = 999999;\nSHOW querypilot.causal_token;\n"
+            );
+            let out = psql(router.port(), &pg.database, &pg.password, &["-q", "-At", "-v", "ON_ERROR_STOP=1"], &script);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "psql: {}", String::from_utf8_lossy(&out.stderr));
+            let lines: Vec<&str> = stdout.lines().collect();
+            assert!(lines.len() == 2 && lines[0] == "1" && lines[1].starts_with("pg:"), "psql printed {stdout:?}");
+        }
     }
     assert!(shares[0] > 0.5, "causal: most reads on the standby, got {:.1}%", shares[0] * 100.0);
     assert!(shares[1] < 0.05, "session: reads collapse onto the primary, got {:.1}%", shares[1] * 100.0);
