@@ -25,7 +25,7 @@ pub use model::{
     PoolTimeouts, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
 };
 pub use value::{
-    parse_duration, parse_size, ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole,
+    parse_duration, parse_size, Balance, ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole,
     Protocol, ReadYourWrites, ReplicaFallback, UnknownDatabase,
 };
 

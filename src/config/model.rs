@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::value::{
-    ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole, Protocol, ReadYourWrites,
+    Balance, ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole, Protocol, ReadYourWrites,
     ReplicaFallback, UnknownDatabase,
 };
 
@@ -83,6 +83,8 @@ pub struct Pool {
     pub retry: RetryPolicy,
     /// Backend health probing.
     pub health: HealthCheck,
+    /// How checkouts spread over the backends (#22).
+    pub balance: Balance,
 }
 
 impl Pool {
@@ -189,6 +191,9 @@ pub struct Routing {
     pub read_your_writes: ReadYourWrites,
     /// What to do with a read when no replica is eligible.
     pub replica_fallback: ReplicaFallback,
+    /// `read_your_writes = "causal"`: how long a read waits for a replica to replay the
+    /// session's last commit before it goes to the primary (zero: no wait).
+    pub causal_wait: Duration,
     /// What a client's database name that no pool serves gets.
     pub unknown_database: UnknownDatabase,
     /// MySQL stored functions (`schema.name`, lower case) the operator vouches for: a call may

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::check::{is_identifier, nz, Checker, Zero};
 use super::model::{Backend, HealthCheck, Pool, PoolLimits, PoolTimeouts, RetryPolicy};
 use super::raw::{RawBackend, RawHealth, RawMysqlRouting, RawPool, RawRetry, RawRouting, Sp};
-use super::value::{parse_duration, PoolMode, PoolRole, Protocol};
+use super::value::{parse_duration, Balance, PoolMode, PoolRole, Protocol};
 
 /// Converts every pool; the map is ordered, so the result is sorted by name. `routing` gives
 /// the default roles.
@@ -84,6 +84,7 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         local_infile,
         retry: retry(ck, &format!("{base}.retry"), raw.retry.as_ref().unwrap_or(&RawRetry::default())),
         health: health(ck, &format!("{base}.health"), raw.health.as_ref().unwrap_or(&RawHealth::default())),
+        balance: ck.opt_keyword(&raw.balance, &format!("{base}.balance")).unwrap_or(Balance::LeastOutstanding),
     }
 }
 

@@ -96,6 +96,7 @@ pub(crate) struct RawPool {
     pub idle_transaction_timeout: Option<Sp<String>>,
     pub raw_passthrough: Option<Sp<bool>>,
     pub local_infile: Option<Sp<bool>>,
+    pub balance: Option<Sp<String>>,
     pub retry: Option<RawRetry>,
     pub health: Option<RawHealth>,
 }
@@ -145,6 +146,7 @@ pub(crate) struct RawRouting {
     pub mysql: Option<RawMysqlRouting>,
     pub read_your_writes: Option<Sp<String>>,
     pub replica_fallback: Option<Sp<String>>,
+    pub causal_wait: Option<Sp<String>>,
     pub unknown_database: Option<Sp<String>>,
     #[serde(default)]
     pub replica_safe_functions: Vec<Sp<String>>,

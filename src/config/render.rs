@@ -118,6 +118,7 @@ fn pool(pool: &Pool) -> Value {
     }
     table.insert("raw_passthrough".into(), Value::Boolean(pool.raw_passthrough));
     table.insert("local_infile".into(), Value::Boolean(pool.local_infile));
+    put_str(&mut table, "balance", pool.balance.as_str());
     table.insert("retry".into(), Value::Table(retry(&pool.retry)));
     let health = &pool.health;
     let mut h = Table::new();
@@ -169,6 +170,7 @@ fn routing(routing: &Routing) -> Table {
     }
     put_str(&mut table, "read_your_writes", &routing.read_your_writes.to_string());
     put_str(&mut table, "replica_fallback", routing.replica_fallback.as_str());
+    put_duration(&mut table, "causal_wait", routing.causal_wait);
     put_str(&mut table, "unknown_database", routing.unknown_database.as_str());
     let safe = routing.replica_safe_functions.iter().map(|f| Value::String(f.clone())).collect();
     table.insert("replica_safe_functions".into(), Value::Array(safe));

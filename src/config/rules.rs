@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
+use std::time::Duration;
 
-use super::check::Checker;
+use super::check::{Checker, Zero};
 use super::model::{
     CacheConfig, MysqlRouting, PatternRule, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
 };
@@ -49,6 +50,7 @@ pub(crate) fn routing(ck: &mut Checker<'_>, raw: &RawRouting) -> Routing {
         mysql: mysql(ck, raw),
         read_your_writes: ck.keyword(&raw.read_your_writes, "routing.read_your_writes", ReadYourWrites::Session),
         replica_fallback: ck.keyword(&raw.replica_fallback, "routing.replica_fallback", ReplicaFallback::Primary),
+        causal_wait: ck.duration(&raw.causal_wait, "routing.causal_wait", Duration::from_millis(20), Zero::Allowed),
         unknown_database: ck.keyword(&raw.unknown_database, "routing.unknown_database", UnknownDatabase::Error),
         replica_safe_functions: replica_safe_functions(ck, &raw.replica_safe_functions),
         cache: cache(ck, raw.cache.as_ref().unwrap_or(&RawCache::default())),

@@ -180,6 +180,23 @@ keyword_enum!(
 );
 
 keyword_enum!(
+    /// How a pool spreads statements over its backends (#22): each checkout outside a
+    /// transaction chooses a backend, then reuses an idle connection to it.
+    Balance, "balance" {
+        /// Smooth weighted round-robin by `weight`; ties go to the backend with the fewest
+        /// statements outstanding on this core.
+        Weighted => "weighted",
+        /// Every healthy backend in turn, ignoring `weight`.
+        RoundRobin => "round_robin",
+        /// The backend with the fewest outstanding statements per unit of `weight`, ties by the
+        /// weighted round-robin (the default: connections held by long transactions or
+        /// session-pooled clients count, and a fixed pattern of checkouts per request cannot
+        /// line up with the rotation).
+        LeastOutstanding => "least_outstanding",
+    }
+);
+
+keyword_enum!(
     /// What a pool's backends are: the primary takes anything; a replica only statements analysis
     /// proved replica-safe, whatever rule, hint or translation chose it (#19).
     PoolRole, "pool role" {
@@ -231,6 +248,9 @@ pub enum ReadYourWrites {
     Session,
     /// Reads go to the primary for this long after the session's last write.
     Window(Duration),
+    /// After a write, reads go to a replica that has replayed the session's last commit, else
+    /// (after `routing.causal_wait`) to the primary (#22).
+    Causal,
 }
 
 impl FromStr for ReadYourWrites {
@@ -239,11 +259,12 @@ impl FromStr for ReadYourWrites {
         match s {
             "none" => Ok(Self::None),
             "session" => Ok(Self::Session),
+            "causal" => Ok(Self::Causal),
             _ => match parse_duration(s) {
                 Ok(d) if d.is_zero() => Err("a zero window means no read-your-writes; write \"none\"".to_string()),
                 Ok(d) => Ok(Self::Window(d)),
                 Err(_) => Err(format!(
-                    "invalid read_your_writes \"{s}\": expected \"session\", \"none\" or a duration like \"2s\""
+                    "invalid read_your_writes \"{s}\": expected \"session\", \"causal\", \"none\" or a duration like \"2s\""
                 )),
             },
         }
@@ -255,6 +276,7 @@ impl fmt::Display for ReadYourWrites {
         match self {
             Self::None => f.write_str("none"),
             Self::Session => f.write_str("session"),
+            Self::Causal => f.write_str("causal"),
             Self::Window(d) => f.write_str(&format_duration(*d)),
         }
     }

@@ -114,6 +114,27 @@ metric!(
     "Replica-eligible reads whose read pool had no healthy backend, by read pool and outcome (primary: sent to the write pool; error: refused)."
 );
 metric!(
+    CAUSAL_READS,
+    "sqp_causal_reads_total",
+    Counter,
+    ["core", "pool", "outcome"],
+    "Causal reads (read_your_writes = causal) of sessions that wrote, by read pool and outcome (served_by_replica, waited, fell_back_to_primary, error)."
+);
+metric!(
+    CAUSAL_WAIT,
+    "sqp_causal_wait_seconds",
+    Histogram,
+    ["core", "pool"],
+    "Time causal reads spent reading replica replay positions on demand, waiting for routing.causal_wait at most."
+);
+metric!(
+    BACKEND_CHECKOUTS,
+    "sqp_backend_checkouts_total",
+    Counter,
+    ["core", "pool", "backend"],
+    "Connections lent on each backend: its share of the pool's statements (transaction pooling) or clients (session pooling)."
+);
+metric!(
     REPREPARES,
     "sqp_prepared_reprepares_total",
     Counter,
@@ -244,6 +265,8 @@ pub const ALL: &[&MetricDef] = &[
     &ERRORS,
     &RETRIES,
     &REPLICA_FALLBACKS,
+    &CAUSAL_READS,
+    &CAUSAL_WAIT,
     &REPREPARES,
     &IDLE_TRANSACTION_TIMEOUTS,
     &PASSTHROUGH_BYTES,
@@ -254,6 +277,7 @@ pub const ALL: &[&MetricDef] = &[
     &POOL_TIMEOUTS,
     &POOL_UTILIZATION,
     &CONNECT_FAILURES,
+    &BACKEND_CHECKOUTS,
     &BACKEND_HEALTHY,
     &BACKEND_LAG_SECONDS,
     &BACKEND_LAG_BYTES,

@@ -153,6 +153,21 @@ label_enum! {
 }
 
 label_enum! {
+    /// Where a causal read (`read_your_writes = "causal"`, #22) of a session that wrote ran
+    /// (`outcome` label of `sqp_causal_reads_total`, counted on the read pool).
+    CausalOutcome {
+        /// A replica whose cached replay position was far enough served it at once.
+        ServedByReplica => "served_by_replica",
+        /// A replica served it after its position was read on demand (and perhaps waited for).
+        Waited => "waited",
+        /// No replica caught up within `routing.causal_wait`: the primary served it.
+        FellBackToPrimary => "fell_back_to_primary",
+        /// No replica caught up and `routing.replica_fallback = "error"` refused it.
+        Error => "error",
+    }
+}
+
+label_enum! {
     /// How a retried statement's attempt ended (`outcome` label of `sqp_retries_total`).
     RetryOutcome {
         /// A classified failure was retried.

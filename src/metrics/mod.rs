@@ -22,7 +22,7 @@ use smallvec::SmallVec;
 
 pub use digest::{DigestRow, DigestSnapshot, MAX_DIGEST_POOLS};
 pub use histogram::{Histogram, HistogramSnapshot, BOUNDS_MICROS, BUCKETS};
-pub use label::{CacheOp, ClientState, Decision, Direction, FallbackOutcome, Operation, RetryOutcome};
+pub use label::{CacheOp, CausalOutcome, ClientState, Decision, Direction, FallbackOutcome, Operation, RetryOutcome};
 pub use pool::{BackendCounters, BackendSnapshot, HealthFigures, PoolCounters, PoolSnapshot, QueueSlot};
 pub use render::{render, Format, Scrape};
 

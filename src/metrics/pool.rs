@@ -11,7 +11,7 @@ use std::time::Duration;
 use smallvec::SmallVec;
 
 use super::histogram::{Histogram, HistogramSnapshot};
-use super::label::{Decision, FallbackOutcome, RetryOutcome};
+use super::label::{CausalOutcome, Decision, FallbackOutcome, RetryOutcome};
 
 /// Adds one to a counter cell.
 pub(crate) fn bump(c: &Cell<u64>) {
@@ -44,6 +44,8 @@ pub struct BackendCounters {
     label: String,
     active: Cell<u64>,
     connect_failures: Cell<u64>,
+    /// Checkouts (statements or transactions, by pool mode) this core lent on the backend.
+    checkouts: Cell<u64>,
 }
 
 impl BackendCounters {
@@ -55,6 +57,7 @@ impl BackendCounters {
     /// A connection to this backend was lent to a session.
     pub fn checked_out(&self) {
         bump(&self.active);
+        bump(&self.checkouts);
     }
 
     /// A lent connection came back (kept idle or closed).
@@ -83,6 +86,9 @@ pub struct PoolCounters {
     decisions: [Cell<u64>; Decision::COUNT],
     retries: [Cell<u64>; RetryOutcome::COUNT],
     fallbacks: [Cell<u64>; FallbackOutcome::COUNT],
+    /// causal reads (#22) by outcome, and how long their replay-position checks took.
+    causal: [Cell<u64>; CausalOutcome::COUNT],
+    causal_wait: Histogram,
     errors: RefCell<SmallVec<[(&'static str, u64); 4]>>,
     backends: RefCell<Vec<Rc<BackendCounters>>>,
 }
@@ -103,6 +109,8 @@ impl PoolCounters {
             decisions: Default::default(),
             retries: Default::default(),
             fallbacks: Default::default(),
+            causal: Default::default(),
+            causal_wait: Histogram::default(),
             errors: RefCell::default(),
             backends: RefCell::default(),
         }
@@ -123,6 +131,7 @@ impl PoolCounters {
             label: label.to_owned(),
             active: Cell::default(),
             connect_failures: Cell::default(),
+            checkouts: Cell::default(),
         });
         list.push(b.clone());
         b
@@ -186,6 +195,18 @@ impl PoolCounters {
         }
     }
 
+    /// A causal read of a session that wrote went the way `outcome` says (#22).
+    pub fn causal_read(&self, outcome: CausalOutcome) {
+        if let Some(c) = self.causal.get(outcome.index()) {
+            bump(c);
+        }
+    }
+
+    /// A causal read checked replay positions on demand for `waited` (#22).
+    pub fn causal_waited(&self, waited: Duration) {
+        self.causal_wait.observe(waited);
+    }
+
     /// A statement on this pool failed with router error code `code` (an
     /// `ErrorCode::code()`, a static string from a fixed set).
     pub fn error(&self, code: &'static str) {
@@ -209,6 +230,8 @@ impl PoolCounters {
             decisions_total: self.decisions.each_ref().map(Cell::get),
             retries_total: self.retries.each_ref().map(Cell::get),
             fallbacks_total: self.fallbacks.each_ref().map(Cell::get),
+            causal_total: self.causal.each_ref().map(Cell::get),
+            causal_wait: self.causal_wait.snapshot(),
             errors_total: self.errors.borrow().to_vec(),
             backends: self
                 .backends
@@ -219,6 +242,7 @@ impl PoolCounters {
                     idle: idle(&b.label),
                     active: b.active.get(),
                     connect_failures_total: b.connect_failures.get(),
+                    checkouts_total: b.checkouts.get(),
                     health: None,
                 })
                 .collect(),
@@ -264,6 +288,8 @@ pub struct BackendSnapshot {
     pub active: u64,
     /// Failed connection attempts since start.
     pub connect_failures_total: u64,
+    /// Checkouts lent on the backend since start (its share of the pool's statements).
+    pub checkouts_total: u64,
     /// Health and replica lag: process-wide (the same on every core), filled in by the pool
     /// layer for the backends configured now; `None` for a backend no longer configured.
     pub health: Option<HealthFigures>,
@@ -328,6 +354,10 @@ pub struct PoolSnapshot {
     pub retries_total: [u64; RetryOutcome::COUNT],
     /// Reads that found no healthy backend here, by what happened to them.
     pub fallbacks_total: [u64; FallbackOutcome::COUNT],
+    /// Causal reads of sessions that wrote, by outcome (#22).
+    pub causal_total: [u64; CausalOutcome::COUNT],
+    /// Time causal reads spent checking replay positions on demand.
+    pub causal_wait: HistogramSnapshot,
     /// Errors by router error code.
     pub errors_total: Vec<(&'static str, u64)>,
     /// Per backend.
@@ -371,6 +401,10 @@ impl PoolSnapshot {
         for (a, b) in self.fallbacks_total.iter_mut().zip(other.fallbacks_total.iter()) {
             *a += b;
         }
+        for (a, b) in self.causal_total.iter_mut().zip(other.causal_total.iter()) {
+            *a += b;
+        }
+        self.causal_wait.merge(&other.causal_wait);
         merge_keyed(&mut self.errors_total, &other.errors_total);
         for b in &other.backends {
             match self.backends.iter_mut().find(|mine| mine.label == b.label) {
@@ -378,6 +412,7 @@ impl PoolSnapshot {
                     mine.idle += b.idle;
                     mine.active += b.active;
                     mine.connect_failures_total += b.connect_failures_total;
+                    mine.checkouts_total += b.checkouts_total;
                     // Process-wide already: every core reports the same figures.
                     if mine.health.is_none() {
                         mine.health.clone_from(&b.health);

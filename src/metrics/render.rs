@@ -15,7 +15,9 @@ use prometheus_client::registry::Registry;
 
 use super::catalog::{self as cat, Kind, MetricDef};
 use super::histogram::{HistogramSnapshot, BOUNDS_MICROS};
-use super::label::{CacheOp, ClientState, Decision, Direction, FallbackOutcome, Operation, RetryOutcome};
+use super::label::{
+    CacheOp, CausalOutcome, ClientState, Decision, Direction, FallbackOutcome, Operation, RetryOutcome,
+};
 use super::CounterSnapshot;
 
 /// The two text formats a scraper may ask for.
@@ -291,6 +293,20 @@ fn statement_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt:
             }
         }
     }
+    let mut f = family(encoder, &cat::CAUSAL_READS)?;
+    for (c, s) in cores {
+        for p in &s.pools {
+            for (o, n) in CausalOutcome::ALL.iter().zip(p.causal_total.iter()) {
+                f.series(&[c, &p.name, o.as_str()], Value::Count(*n))?;
+            }
+        }
+    }
+    let mut f = family(encoder, &cat::CAUSAL_WAIT)?;
+    for (c, s) in cores {
+        for p in &s.pools {
+            f.series(&[c, &p.name], Value::Histogram(&p.causal_wait))?;
+        }
+    }
     let mut f = family(encoder, &cat::REPREPARES)?;
     for (c, s) in cores {
         for p in &s.pools {
@@ -342,6 +358,14 @@ fn pool_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
         for p in &s.pools {
             for b in &p.backends {
                 f.series(&[c, &p.name, &b.label], Value::Count(b.connect_failures_total))?;
+            }
+        }
+    }
+    let mut f = family(encoder, &cat::BACKEND_CHECKOUTS)?;
+    for (c, s) in cores {
+        for p in &s.pools {
+            for b in &p.backends {
+                f.series(&[c, &p.name, &b.label], Value::Count(b.checkouts_total))?;
             }
         }
     }

@@ -92,6 +92,7 @@ fn merge_sums_by_pool_backend_listener_and_key() {
         idle: 1,
         active: 0,
         connect_failures_total: 4,
+        checkouts_total: 0,
         health: None,
     });
     b.pools.push(PoolSnapshot { name: "other".into(), ..a.pools[0].clone() });

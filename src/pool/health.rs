@@ -12,6 +12,7 @@
 //! `CorePool::has_healthy_backend()`.
 
 mod lag;
+mod position;
 mod probe;
 mod query;
 pub(super) mod sniff;
@@ -19,6 +20,7 @@ pub(super) mod sniff;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 pub use lag::{lag_ok, my_lag, pg_lag, Lag, MySample, PgSample};
+pub use position::{pg_commit_position, pg_replay_position, PositionError};
 pub use probe::run;
 
 use crate::metrics::HealthFigures;
@@ -80,6 +82,9 @@ pub struct BackendHealth {
     /// The configured pool role against the server's own word (#19): [`ROLE_UNVERIFIED`],
     /// [`ROLE_MATCHES`] or [`ROLE_MISMATCH`].
     role: AtomicU8,
+    /// causal (#22): the WAL position a standby has replayed (byte offset), or [`UNKNOWN`]; set
+    /// by every probe, raised by a session's on-demand reading.
+    replayed: AtomicU64,
 }
 
 /// `BackendHealth::role`: no probe has read the server's role yet.
@@ -100,6 +105,7 @@ impl BackendHealth {
             lag_bytes: AtomicU64::new(UNKNOWN),
             failures: Default::default(),
             role: AtomicU8::new(ROLE_UNVERIFIED),
+            replayed: AtomicU64::new(UNKNOWN),
         }
     }
 
@@ -108,6 +114,25 @@ impl BackendHealth {
     pub fn set_role_mismatch(&self, mismatch: bool) -> bool {
         let next = if mismatch { ROLE_MISMATCH } else { ROLE_MATCHES };
         self.role.swap(next, Ordering::Relaxed) != next
+    }
+
+    /// causal: the replay position last read from this standby (`None`: unknown, or a primary).
+    pub fn replayed(&self) -> Option<u64> {
+        Some(self.replayed.load(Ordering::Relaxed)).filter(|v| *v != UNKNOWN)
+    }
+
+    /// causal: a probe read the replay position (`None` when it was not a standby); replaces
+    /// the cached one, which a restored or re-cloned standby may have moved backwards.
+    fn record_replayed(&self, position: Option<u64>) {
+        self.replayed.store(position.map_or(UNKNOWN, |p| p.min(UNKNOWN - 1)), Ordering::Relaxed);
+    }
+
+    /// causal: a session read a newer replay position on demand; raises the cached one.
+    pub fn note_replayed(&self, position: u64) {
+        let p = position.min(UNKNOWN - 1);
+        let _ = self
+            .replayed
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| (old == UNKNOWN || old < p).then_some(p));
     }
 
     /// Whether new connections may go to this backend (one relaxed load).
@@ -327,7 +352,7 @@ mod tests {
     fn picks(p: &crate::pool::CorePool, n: usize) -> Vec<usize> {
         let mut counts = vec![0; p.backends.len()];
         for _ in 0..n {
-            if let Some(c) = p.pick_backend().and_then(|i| counts.get_mut(i)) {
+            if let Some(c) = p.pick_backend(&|_| true).and_then(|i| counts.get_mut(i)) {
                 *c += 1;
             }
         }

@@ -4,6 +4,7 @@
 //! A core owns its `PoolSet`; connections never leave the core that opened them. Must not depend
 //! on routing, session, core or control.
 
+mod balance;
 mod budget;
 mod conn;
 pub mod health;
@@ -30,7 +31,7 @@ pub use schema::SchemaGeneration;
 
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::error::{ErrorCode, Origin};
-use crate::metrics::{BackendCounters, PoolCounters, PoolSnapshot, QueueSlot};
+use crate::metrics::{BackendCounters, CausalOutcome, PoolCounters, PoolSnapshot, QueueSlot};
 use crate::rt::{self, Event};
 
 /// Why a connection could not be had.
@@ -116,6 +117,9 @@ pub type ServerParams = Rc<Vec<(String, String)>>;
 /// given up for it.
 const STARVED_TICKS: u32 = 4;
 
+/// How often a causal read re-reads a standby's replay position while it waits for it.
+const CAUSAL_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// How often a waiting checkout looks for budget freed by another core.
 const CROSS_CORE_RECHECK: std::time::Duration = std::time::Duration::from_millis(2);
 
@@ -152,6 +156,10 @@ struct BackendSlot {
     budget: Arc<Budget>,
     weight: i64,
     current: Cell<i64>,
+    /// Per-statement choice (#22): this core's smooth round-robin credit of the backend.
+    credit: Cell<i64>,
+    /// Connections of this core lent out on the backend now (least-outstanding tie-breaker).
+    outstanding: Cell<u32>,
     /// metrics: this core's counters of the backend, resolved when the pool is built.
     counters: Rc<BackendCounters>,
     /// health: shared by every core, read with one atomic load (see `health`).
@@ -231,6 +239,8 @@ impl CorePool {
                     budget: budgets.get(&config.name, &label, max),
                     weight: i64::from(b.weight.get()),
                     current: Cell::new(0),
+                    credit: Cell::new(0),
+                    outstanding: Cell::new(0),
                     counters: counters.backend(&label),
                     health: budgets.health(
                         &config.name,
@@ -359,12 +369,41 @@ impl CorePool {
         self.idle.borrow().len()
     }
 
+    /// The backend the next statement should use (#22): the pool's `balance` policy over the
+    /// usable backends `eligible` accepts. One backend: no choice to make.
+    fn choose(&self, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
+        if self.backends.len() < 2 {
+            return None;
+        }
+        let any_healthy = self.has_healthy_backend();
+        let mut candidates: Vec<balance::Candidate> = self
+            .backends
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.usable(*i, any_healthy) && eligible(*i))
+            .map(|(index, b)| balance::Candidate {
+                index,
+                weight: b.weight,
+                credit: b.credit.get(),
+                outstanding: b.outstanding.get(),
+            })
+            .collect();
+        let chosen = balance::choose(self.config.balance, &mut candidates);
+        for c in &candidates {
+            if let Some(b) = self.backends.get(c.index) {
+                b.credit.set(c.credit);
+            }
+        }
+        chosen
+    }
+
     /// Smooth weighted round-robin over the healthy backends that still have budget: each
     /// backend gets connections in proportion to its weight, interleaved rather than in bursts;
     /// an unhealthy backend takes no part (its credit is frozen) until it is healthy again.
-    fn pick_backend(&self) -> Option<usize> {
+    fn pick_backend(&self, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
         let any_healthy = self.has_healthy_backend();
-        let mut order: Vec<usize> = (0..self.backends.len()).filter(|i| self.usable(*i, any_healthy)).collect();
+        let mut order: Vec<usize> =
+            (0..self.backends.len()).filter(|i| self.usable(*i, any_healthy) && eligible(*i)).collect();
         let eligible = || order.iter().filter_map(|i| self.backends.get(*i));
         let total: i64 = eligible().map(|b| b.weight).sum();
         for b in eligible() {
@@ -384,6 +423,68 @@ impl CorePool {
     /// Borrows a connection speaking `protocol`, opening one if the budget allows, else waiting
     /// for a checkin until `deadline`.
     pub async fn checkout(self: &Rc<Self>, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
+        self.checkout_where(protocol, deadline, &|_| true).await
+    }
+
+    /// causal (#22): borrows a connection to a backend that has replayed WAL `position`, or
+    /// `None` when none has within `wait` — the caller then reads on the primary. Cached replay
+    /// positions (from the health probe) decide first; when none is far enough, the position
+    /// is read on demand on a connection to the backend the balance policy chooses, and read
+    /// again every millisecond until it is or `wait` is over.
+    pub async fn checkout_caught_up(
+        self: &Rc<Self>,
+        protocol: Protocol,
+        deadline: Instant,
+        position: u64,
+        wait: std::time::Duration,
+    ) -> Result<Option<Conn>, PoolError> {
+        if protocol != Protocol::Postgres {
+            return Ok(None); // positions are PostgreSQL WAL offsets
+        }
+        let caught_up =
+            |i: usize| self.backends.get(i).and_then(|b| b.health.replayed()).is_some_and(|r| r >= position);
+        let any_healthy = self.has_healthy_backend();
+        if (0..self.backends.len()).any(|i| self.usable(i, any_healthy) && caught_up(i)) {
+            self.counters.causal_read(CausalOutcome::ServedByReplica); // metrics
+            return self.checkout_where(protocol, deadline, &caught_up).await.map(Some);
+        }
+        let started = rt::now();
+        let until = started + wait;
+        let mut conn = self.checkout(protocol, deadline).await?;
+        let result = loop {
+            match health::pg_replay_position(&mut conn).await {
+                Ok(replayed) => {
+                    if let Some(b) = self.backends.get(conn.backend) {
+                        b.health.note_replayed(replayed);
+                    }
+                    if replayed >= position {
+                        self.counters.causal_read(CausalOutcome::Waited); // metrics
+                        break Some(conn);
+                    }
+                }
+                Err(e) => {
+                    conn.broken |= e.breaks_connection();
+                    self.checkin(conn, true);
+                    break None;
+                }
+            }
+            if rt::now() >= until {
+                self.checkin(conn, true);
+                break None;
+            }
+            rt::sleep(CAUSAL_POLL).await;
+        };
+        self.counters.causal_waited(started.elapsed()); // metrics
+        Ok(result)
+    }
+
+    /// Borrows a connection to a backend `eligible` accepts (see [`CorePool::checkout`]).
+    async fn checkout_where(
+        self: &Rc<Self>,
+        protocol: Protocol,
+        deadline: Instant,
+        eligible: &dyn Fn(usize) -> bool,
+    ) -> Result<Conn, PoolError> {
         // metrics: acquire count, queue depth while waiting, wait time, timeouts, lent connections.
         let started = rt::now();
         let mut slot = self.counters.acquire_started();
@@ -394,13 +495,14 @@ impl CorePool {
             self.counters.acquire_finished(started.elapsed());
             return Err(PoolError::Replaced(self.config.name.clone()));
         }
-        let res = self.acquire(protocol, deadline, &mut slot).await;
+        let res = self.acquire(protocol, deadline, &mut slot, eligible).await;
         drop(slot);
         self.counters.acquire_finished(started.elapsed());
         match &res {
             Ok(c) => {
                 if let Some(b) = self.backends.get(c.backend) {
                     b.counters.checked_out();
+                    b.outstanding.set(b.outstanding.get() + 1);
                 }
             }
             Err(PoolError::Timeout { .. }) => self.counters.acquire_timed_out(),
@@ -409,16 +511,28 @@ impl CorePool {
         res
     }
 
+    /// Lends a connection to a backend `eligible` accepts: first to the backend the balance
+    /// policy chooses (an idle connection to it, else a new one if its budget allows), then to
+    /// any eligible backend, else waits.
     async fn acquire(
         self: &Rc<Self>,
         protocol: Protocol,
         deadline: Instant,
         slot: &mut QueueSlot<'_>,
+        eligible: &dyn Fn(usize) -> bool,
     ) -> Result<Conn, PoolError> {
-        if let Some(c) = self.take_idle(protocol) {
+        if let Some(i) = self.choose(eligible) {
+            if let Some(c) = self.take_idle(protocol, &|b| b == i) {
+                return Ok(c);
+            }
+            if self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
+                return self.open_healthy(i, protocol, deadline).await;
+            }
+        }
+        if let Some(c) = self.take_idle(protocol, eligible) {
             return Ok(c);
         }
-        if let Some(i) = self.pick_backend() {
+        if let Some(i) = self.pick_backend(eligible) {
             return self.open_healthy(i, protocol, deadline).await;
         }
         if self.backends.is_empty() {
@@ -434,10 +548,10 @@ impl CorePool {
             let wake = rt::race(ev.wait(), rt::sleep(CROSS_CORE_RECHECK));
             let timed_out = rt::with_deadline(deadline, wake).await.is_err();
             self.waiters.queue.borrow_mut().retain(|e| !e.same(&ev));
-            if let Some(c) = self.take_idle(protocol) {
+            if let Some(c) = self.take_idle(protocol, eligible) {
                 return Ok(c);
             }
-            if let Some(i) = self.pick_backend() {
+            if let Some(i) = self.pick_backend(eligible) {
                 return self.open_healthy(i, protocol, deadline).await;
             }
             if timed_out {
@@ -452,12 +566,14 @@ impl CorePool {
     /// The warmest idle connection for `protocol` on a usable backend. A connection the server
     /// closed or wrote to while it sat idle (a stopped or restarted backend) is dropped here
     /// rather than lent, so a statement never goes down a dead connection it could have avoided.
-    fn take_idle(&self, protocol: Protocol) -> Option<Conn> {
+    fn take_idle(&self, protocol: Protocol, eligible: &dyn Fn(usize) -> bool) -> Option<Conn> {
         let any_healthy = self.has_healthy_backend(); // health
         loop {
             let conn = {
                 let mut idle = self.idle.borrow_mut();
-                let pos = idle.iter().rposition(|c| c.protocol() == protocol && self.usable(c.backend, any_healthy))?;
+                let pos = idle.iter().rposition(|c| {
+                    c.protocol() == protocol && self.usable(c.backend, any_healthy) && eligible(c.backend)
+                })?;
                 idle.swap_remove(pos)
             };
             if rt::idle_stream_usable(&conn.stream) {
@@ -476,7 +592,7 @@ impl CorePool {
         loop {
             match self.open(index, protocol, deadline).await {
                 Err(e @ PoolError::Connect { .. }) if self.marked_down(index) && self.has_healthy_backend() => {
-                    match self.pick_backend() {
+                    match self.pick_backend(&|_| true) {
                         Some(next) => index = next,
                         None => return Err(e),
                     }
@@ -536,6 +652,7 @@ impl CorePool {
     pub fn checkin(&self, conn: Conn, reusable: bool) {
         if let Some(b) = self.backends.get(conn.backend) {
             b.counters.checked_in(); // metrics
+            b.outstanding.set(b.outstanding.get().saturating_sub(1));
         }
         let healthy = self.usable(conn.backend, self.has_healthy_backend()); // health: next checkout moves
                                                                              // A replaced pool lends nothing again, a paused one gives its servers back, and a

@@ -44,6 +44,7 @@
 //! and everything else by the lexer; the two hash spaces never share an entry.
 
 mod cache;
+pub mod causal;
 mod decision;
 mod held;
 mod router;

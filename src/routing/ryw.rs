@@ -1,5 +1,6 @@
 //! Read-your-writes: the small sans-IO state a session keeps so that, once it may have changed
-//! data, its later reads go to the primary (for the rest of the session, or for a window).
+//! data, its later reads go to the primary (for the rest of the session, or for a window), or —
+//! in `causal` mode (#22) — only to a replica that replayed the session's last commit position.
 //! Also remembers a `route=primary` hint, which pins the session whatever the mode.
 //! Time is a parameter: the session passes its clock's `now`.
 
@@ -25,12 +26,34 @@ pub struct RywState {
     /// A write (or the commit of one) was routed and the backend has not yet said it finished
     /// outside a transaction: [`RywState::statement_done`] then starts the window (#19 case 10).
     awaiting_commit: bool,
+    /// causal: the highest commit position (PostgreSQL WAL byte offset) the session wrote at.
+    position: Option<u64>,
+    /// causal: a write committed and its position is not learned yet ([`RywState::learned`]).
+    position_due: bool,
+    /// causal: learning a commit position failed; reads stay on the primary until one is learned.
+    position_lost: bool,
 }
 
 impl RywState {
     /// A fresh session in `mode` (`RuleSet::read_your_writes()`).
     pub fn new(mode: ReadYourWrites) -> RywState {
-        RywState { mode, hinted: false, last_write: None, open_write: false, awaiting_commit: false }
+        RywState {
+            mode,
+            hinted: false,
+            last_write: None,
+            open_write: false,
+            awaiting_commit: false,
+            position: None,
+            position_due: false,
+            position_lost: false,
+        }
+    }
+
+    /// Forgets everything observed (DISCARD ALL, RESET ALL, COM_RESET_CONNECTION...): the
+    /// client asked for a fresh session, and a pooled application connection that wrote once
+    /// must not keep every later request of other users on the primary.
+    pub fn reset(&mut self) {
+        *self = RywState::new(self.mode);
     }
 
     /// Changes the mode (after a reload); what was observed is kept.
@@ -66,6 +89,44 @@ impl RywState {
             self.last_write = Some(now);
             self.awaiting_commit = false;
             self.open_write = false;
+            self.position_due = self.mode == ReadYourWrites::Causal;
+        }
+    }
+
+    /// causal: whether a write just committed on the session's backend connection, whose
+    /// commit position must be read there before the connection serves anyone else.
+    pub fn position_due(&self) -> bool {
+        self.position_due
+    }
+
+    /// causal: the commit position read after the commit (`None`: it could not be read, so the
+    /// session's reads stay on the primary until a later commit's position is learned).
+    pub fn learned(&mut self, position: Option<u64>) {
+        self.position_due = false;
+        match position {
+            Some(p) => {
+                self.position = Some(self.position.map_or(p, |old| old.max(p)));
+                self.position_lost = false;
+            }
+            None => self.position_lost = true,
+        }
+    }
+
+    /// causal: a client handed over a token (another connection's position): this session's
+    /// reads wait for it too. Outside `causal` mode nothing changes.
+    pub fn adopt(&mut self, position: u64) {
+        if self.mode == ReadYourWrites::Causal {
+            self.position = Some(self.position.map_or(position, |old| old.max(position)));
+        }
+    }
+
+    /// causal: the position a replica must have replayed before it may serve this session's
+    /// reads (`None`: any replica may).
+    pub fn required_position(&self) -> Option<u64> {
+        if self.mode == ReadYourWrites::Causal && !self.hinted {
+            self.position
+        } else {
+            None
         }
     }
 
@@ -75,6 +136,8 @@ impl RywState {
             return true;
         }
         match (self.mode, self.last_write) {
+            // A write whose commit position is not known yet (in flight, or unreadable).
+            (ReadYourWrites::Causal, _) => self.awaiting_commit || self.position_due || self.position_lost,
             (ReadYourWrites::None, _) | (_, None) => false,
             (ReadYourWrites::Session, Some(_)) => true,
             (ReadYourWrites::Window(window), Some(at)) => now.saturating_duration_since(at) < window,

@@ -13,6 +13,7 @@ mod admin;
 mod auth;
 mod bridge_mysql_pg;
 mod bridge_pg_mysql;
+mod causal;
 mod connectors;
 mod console;
 mod demo;

@@ -365,3 +365,17 @@ fn a_pool_chosen_by_database_name_is_the_default_target() {
     on_replica.change_user(mysql::ChangeUserOpts::new().with_db_name(Some("primary".into()))).expect("change user");
     assert_eq!(ran_on(&mut on_replica, "SELECT @@server_id"), PRIMARY, "after COM_CHANGE_USER to database \"primary\"");
 }
+
+/// #22: read-your-writes follows the client's reset: after COM_RESET_CONNECTION (what a
+/// connection pool sends before handing the connection to its next user) the session that wrote
+/// reads from the replica again.
+#[test]
+fn a_connection_reset_ends_read_your_writes_pinning() {
+    let t = table();
+    let router = Router::start(&split_config(RULES));
+    let mut writer = client(&router);
+    writer.query_drop(format!("INSERT INTO {t} (sid) SELECT @@server_id")).expect("write through the router");
+    assert_eq!(ran_on(&mut writer, "SELECT @@server_id"), PRIMARY, "pinned after the write");
+    writer.reset().expect("COM_RESET_CONNECTION through the router");
+    assert_eq!(ran_on(&mut writer, "SELECT @@server_id"), REPLICA, "the reset session reads the replica");
+}

@@ -16,6 +16,9 @@
 #   dbs.sh stop|start|kill BASE_DIR pg-primary|pg-replica|my-primary|my-replica
 #       kill = SIGKILL of the server process (a crash: no shutdown, recovery at the next
 #       start); returns once it and, for PostgreSQL, its backends are gone.
+#   dbs.sh add-pg-standby BASE_DIR PORT
+#       A second PostgreSQL hot standby of the primary on PORT (data in pg/replica2), for the
+#       tests that balance reads over two replicas (#22); `down` stops it with the rest.
 #   dbs.sh pause-replication|resume-replication BASE_DIR pg|mariadb
 #       Fault injection. PG pause = pg_wal_replay_pause() on the standby (WAL is still
 #       received, nothing is applied); MariaDB pause = STOP SLAVE SQL_THREAD on the replica.
@@ -334,6 +337,7 @@ server_pid() {
     case $1 in
         pg-primary) file=$PG_DIR/primary/postmaster.pid; needle=$PG_DIR/primary ;;
         pg-replica) file=$PG_DIR/replica/postmaster.pid; needle=$PG_DIR/replica ;;
+        pg-replica2) file=$PG_DIR/replica2/postmaster.pid; needle=$PG_DIR/replica2 ;;
         my-primary) file=$MY_DIR/primary.pid; needle=$MY_DIR/primary.cnf ;;
         my-replica) file=$MY_DIR/replica.pid; needle=$MY_DIR/replica.cnf ;;
         *) die "unknown server '$1' (pg-primary|pg-replica|my-primary|my-replica)" ;;
@@ -503,7 +507,7 @@ cmd_down() {
     kill_unfinished_up
     if [ -f "$BASE/state.sh" ]; then
         load_state "$BASE"
-        stop_servers now pg-replica my-replica
+        stop_servers now pg-replica pg-replica2 my-replica
         stop_servers now pg-primary my-primary
     else
         setup_user
@@ -601,6 +605,21 @@ cmd_stop_start() {   # stop|start|kill BASE SERVER
     esac
 }
 
+cmd_add_standby() {  # add-pg-standby BASE PORT
+    local port=${2:?usage: dbs.sh add-pg-standby BASE_DIR PORT} lsn
+    load_state "$1"
+    started pg || die "pg was not started in $BASE (--what $WHAT)"
+    [ ! -e "$PG_DIR/replica2" ] || die "$PG_DIR/replica2 exists already"
+    log "pg: base backup for a second standby on port $port"
+    as_user "$PG_BIN/pg_basebackup" -D "$PG_DIR/replica2" -R -X stream -c fast -C -S qp_replica2 \
+        --no-sync -d "host=$HOST port=$PG_PRIMARY_PORT user=postgres application_name=qp_replica2"
+    echo "port = $port" | as_user tee -a "$PG_DIR/replica2/postgresql.auto.conf" >/dev/null
+    pg_start replica2
+    lsn=$(pg_sql "$PG_PRIMARY_PORT" <<<'SELECT pg_current_wal_flush_lsn()')
+    PG_REPLICA_PORT=$port wait_until "$TIMEOUT" "second pg standby to replay $lsn" pg_replayed "$lsn"
+    log "pg: second standby on $port replayed $lsn"
+}
+
 cmd_replication() {  # pause-replication|resume-replication BASE pg|mariadb
     local action=$1 kind=${3:?usage: dbs.sh $1 BASE_DIR pg|mariadb}
     load_state "$2"
@@ -629,6 +648,7 @@ case $CMD in
     down) cmd_down "$@" ;;
     stop|start|kill) cmd_stop_start "$CMD" "$@" ;;
     pause-replication|resume-replication) cmd_replication "$CMD" "$@" ;;
+    add-pg-standby) cmd_add_standby "$@" ;;
     __watch) cmd_watch "$@" ;;
     *) usage ;;
 esac

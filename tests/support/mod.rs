@@ -89,6 +89,8 @@ pub struct Dbs {
     pub base: PathBuf,
     /// Who may fault and who tears the servers down.
     role: Role,
+    /// Port of the second PostgreSQL hot standby, once a test asked for it.
+    second_standby: OnceLock<u16>,
 }
 
 /// Ownership of an environment's servers.
@@ -137,7 +139,25 @@ impl Dbs {
     }
 
     fn from_vars(base: PathBuf, vars: &script::Vars, role: Role) -> Result<Dbs, String> {
-        Ok(Dbs { pg: PgEnv::from_vars(vars)?, my: MyEnv::from_vars(vars)?, base, role })
+        Ok(Dbs {
+            pg: PgEnv::from_vars(vars)?,
+            my: MyEnv::from_vars(vars)?,
+            base,
+            role,
+            second_standby: OnceLock::new(),
+        })
+    }
+
+    /// Port of a second PostgreSQL hot standby of this environment's primary, started on the
+    /// first call (a base backup, 1-3 s) so that only the tests that balance reads over two
+    /// replicas pay for it; `dbs.sh down` stops it with the rest. Private environments only,
+    /// since the tests that use it pause replay on one of the standbys.
+    pub fn second_pg_standby(&self) -> u16 {
+        *self.second_standby.get_or_init(|| {
+            let port = free_port();
+            self.fault(&["add-pg-standby", &port.to_string()]);
+            port
+        })
     }
 
     /// Stops one server (clean shutdown); returns once its process is gone.

@@ -404,6 +404,7 @@ impl Target {
                     prober.note_primary_lsn(lsn);
                 }
                 self.verify_role(s.in_recovery, "pg_is_in_recovery()");
+                self.health.record_replayed(s.replay_lsn.filter(|_| s.in_recovery)); // causal (#22)
                 Ok(pg_lag(&s, prober.primary_lsn(self.pool.health.interval)))
             }
             Protocol::MySql => {

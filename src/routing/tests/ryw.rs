@@ -196,3 +196,32 @@ fn the_window_starts_when_a_long_write_completes() {
     s.ryw.statement_done(committed + Duration::from_secs(60), false);
     assert!(!s.ryw.pinned(committed + Duration::from_secs(60)));
 }
+
+#[test]
+fn causal_mode_asks_for_the_commit_position_and_keeps_the_highest() {
+    let mut r = router("causal");
+    assert_eq!(r.rules().read_your_writes(), ReadYourWrites::Causal);
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    s.run(&mut r, READ, t0);
+    s.ryw.statement_done(t0, false);
+    assert!(!s.ryw.position_due() && s.ryw.required_position().is_none(), "reads pay nothing");
+    s.run(&mut r, WRITE, t0);
+    assert!(s.ryw.pinned(t0), "a write in flight: its position is not known yet");
+    s.ryw.statement_done(t0, false);
+    assert!(s.ryw.position_due() && s.ryw.pinned(t0));
+    s.ryw.learned(Some(5000));
+    assert!(!s.ryw.pinned(t0), "a replica that replayed 5000 may serve the reads");
+    assert_eq!(s.ryw.required_position(), Some(5000));
+    assert_eq!(pool(&s.run(&mut r, READ, t0)), "replicas");
+    s.run(&mut r, WRITE, t0);
+    s.ryw.statement_done(t0, false);
+    s.ryw.learned(Some(4000)); // the high-water mark never goes back
+    assert_eq!(s.ryw.required_position(), Some(5000));
+    s.run(&mut r, WRITE, t0);
+    s.ryw.statement_done(t0, false);
+    s.ryw.learned(None);
+    assert!(s.ryw.pinned(t0), "an unreadable position keeps reads on the primary");
+    s.ryw.reset();
+    assert!(!s.ryw.pinned(t0) && s.ryw.required_position().is_none(), "DISCARD ALL forgets it all");
+}

@@ -711,6 +711,7 @@ impl Session {
         self.tx = Tx { status: SERVER_STATUS_AUTOCOMMIT, ..Tx::default() };
         let db = self.state.db().map(str::to_owned);
         self.state.reset(db, self.client.names.clone());
+        self.ryw.reset(); // #22: read-your-writes follows the client's reset
         self.stmts.clear();
         self.ok_local()
     }

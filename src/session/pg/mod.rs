@@ -466,6 +466,9 @@ impl Session {
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
         }
+        if let Some(done) = self.on_token_query(sql).await {
+            return done; // causal token (#22)
+        }
         if let Some(done) = self.on_named_query(sql).await {
             return done;
         }

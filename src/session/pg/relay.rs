@@ -554,6 +554,9 @@ impl Session {
                 self.state.rollback();
             }
             self.restore_startup_values().await; // session settings (#18)
+            if self.ryw.position_due() && self.expect.is_empty() {
+                self.learn_commit_position().await; // causal reads (#22)
+            }
         }
         if self.mode() == PoolMode::Statement && new != TransactionStatus::Idle {
             // A transaction slipped past the BEGIN check (e.g. inside a function): closing the

@@ -3,14 +3,22 @@
 //! rejections and unhonorable hints as errors that never reach a backend.
 
 use super::Session;
-use crate::config::Protocol;
+use crate::config::{PoolRole, Protocol, ReplicaFallback};
+use crate::metrics::CausalOutcome;
+use crate::pool::health::pg_commit_position;
+use crate::protocol::pg::backend::{self, BackendMessage, FieldDescription};
 use crate::protocol::pg::{sqlstate, TransactionStatus};
+use crate::routing::causal::{format_token, parse_token, token_command, TokenCommand, TOKEN_NAME};
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
 const REJECTED: &str = "42501";
+/// SQLSTATE for an invalid causal token (invalid_parameter_value), #22.
+const INVALID_PARAMETER_VALUE: &str = "22023";
+/// OID of `text`, the causal token's type in `SHOW querypilot.causal_token`.
+const TEXT_OID: u32 = 25;
 /// SQLSTATE for a statement refused on a replica-role pool (read_only_sql_transaction), #19.
 const REPLICA_UNSAFE: &str = "25006";
 
@@ -69,6 +77,11 @@ impl Session {
         }
         if runs {
             self.ryw.observe(&decision, now);
+            if self.tx == TransactionStatus::Idle && resets_session(sql) {
+                // causal reads (#22): the client asked for a fresh session (after `observe`:
+                // the reset itself is no write to wait for).
+                self.ryw.reset();
+            }
             self.ctx.count_decision(&decision);
             if decision.facts.may_change_session() {
                 let in_transaction = self.tx != TransactionStatus::Idle;
@@ -113,6 +126,10 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
+        let causal = self.ryw.required_position().filter(|_| to_replica && !self.held());
+        if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
+            self.connect_causal(position).await?; // causal reads (#22)
+        }
         if to_replica && self.backend.is_none() {
             self.connect_split(runs).await?;
         }
@@ -140,6 +157,123 @@ impl Session {
         self.pool = pool;
         self.ensure_backend().await
     }
+}
+
+impl Session {
+    /// causal (#22): reads on a replica that has replayed the session's last commit `position`,
+    /// waiting up to `routing.causal_wait` for one; else on the primary (or fails, with
+    /// `replica_fallback = "error"`). A connection the session kept (session pooling) is given
+    /// back first: it may be on a replica that is behind.
+    async fn connect_causal(&mut self, position: u64) -> Result<(), PgClientError> {
+        self.release_backend(false).await;
+        if self.pool.is_replaced() {
+            if let Some(successor) = self.ctx.pools().get(self.pool.name()).cloned() {
+                self.pool = successor;
+            }
+        }
+        let config = self.ctx.config();
+        let deadline = rt::now() + self.pool.config.timeouts.acquire;
+        let caught_up =
+            self.pool.checkout_caught_up(Protocol::Postgres, deadline, position, config.routing.causal_wait);
+        if let Some(conn) = caught_up.await.map_err(|e| PgClientError::from(&e))? {
+            let stale = conn.settings != self.state.signature();
+            self.backend = Some(conn);
+            return if stale { self.replay_settings().await } else { Ok(()) };
+        }
+        let primary = config
+            .routing
+            .primary_pool(Protocol::Postgres)
+            .filter(|_| config.routing.replica_fallback == ReplicaFallback::Primary);
+        let primary = primary.and_then(|p| self.ctx.pools().get(p).cloned());
+        let outcome = if primary.is_some() { CausalOutcome::FellBackToPrimary } else { CausalOutcome::Error };
+        self.pool.counters.causal_read(outcome); // metrics
+        let Some(pool) = primary else {
+            return Err(PgClientError::new(
+                sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+                format!(
+                    "no backend of pool \"{}\" replayed this session's last write within routing.causal_wait ({:?}) and routing.replica_fallback = \"error\"",
+                    self.pool.name(),
+                    config.routing.causal_wait
+                ),
+            ));
+        };
+        self.pool = pool;
+        self.ensure_backend().await
+    }
+
+    /// causal (#22): reads where the write that just committed ends in the primary's WAL, on
+    /// the connection that committed it, before it serves anyone else. The client's answer
+    /// (already buffered up to its ReadyForQuery) is sent first, so it waits for nothing.
+    pub(super) async fn learn_commit_position(&mut self) {
+        let _ = self.flush_client().await;
+        let bridged = self.is_bridged();
+        let Some(conn) = self.backend.as_mut().filter(|_| !bridged) else {
+            self.ryw.learned(None);
+            return;
+        };
+        match pg_commit_position(conn).await {
+            Ok(position) => {
+                self.ryw.learned(Some(position));
+                // The token a client may hand to another connection, as an asynchronous
+                // ParameterStatus (protocol 3.0 §55.2.7 allows one at any time).
+                if let Some(high) = self.ryw.required_position() {
+                    let value = format_token(high);
+                    let _ = BackendMessage::ParameterStatus { name: TOKEN_NAME, value: &value }.encode(&mut self.out);
+                    let _ = self.flush_client().await;
+                }
+            }
+            Err(e) => {
+                tracing::debug!("causal reads: cannot read the commit position: {e}");
+                conn.broken |= e.breaks_connection();
+                self.ryw.learned(None);
+            }
+        }
+    }
+}
+
+impl Session {
+    /// causal token (#22): answers `SHOW querypilot.causal_token` and `SET
+    /// querypilot.causal_token = '...'` itself (they concern the router, not a server); `None`
+    /// when `sql` is neither. An invalid token is refused with SQLSTATE 22023 and changes nothing.
+    pub(super) async fn on_token_query(&mut self, sql: &str) -> Option<Result<(), super::End>> {
+        match token_command(sql)? {
+            TokenCommand::Show => {
+                let field = FieldDescription {
+                    name: TOKEN_NAME,
+                    table_oid: 0,
+                    column_attr: 0,
+                    type_oid: TEXT_OID,
+                    type_size: -1,
+                    type_modifier: -1,
+                    format: 0,
+                };
+                let value = self.ryw.required_position().map(format_token).unwrap_or_default();
+                let _ = backend::encode_row_description(&[field], &mut self.out);
+                let _ = backend::encode_data_row(&[Some(value.as_bytes())], &mut self.out);
+                let _ = BackendMessage::CommandComplete("SHOW").encode(&mut self.out);
+            }
+            TokenCommand::Set(value) => match parse_token(&value) {
+                Ok(position) => {
+                    self.ryw.adopt(position);
+                    let _ = BackendMessage::CommandComplete("SET").encode(&mut self.out);
+                }
+                Err(e) => PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()).encode(&mut self.out),
+            },
+        }
+        backend::encode_ready_for_query(self.tx, &mut self.out);
+        Some(self.flush_client().await)
+    }
+}
+
+/// Whether `sql` is `DISCARD ALL` or `RESET ALL` alone: the client resets its whole session.
+fn resets_session(sql: &str) -> bool {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let mut words = Lexer::new(sql, crate::sql::Dialect::Postgres)
+        .filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon));
+    let first = words.next();
+    let second = words.next();
+    let resets = first.is_some_and(|t| t.is_word("DISCARD") || t.is_word("RESET"));
+    resets && second.is_some_and(|t| t.is_word("ALL")) && words.next().is_none()
 }
 
 /// Whether `sql` opens or sets a `READ ONLY` transaction (`BEGIN`/`START TRANSACTION`/`SET

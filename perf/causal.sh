@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# perf/causal.sh - the cost of read_your_writes = "causal" against "session" (#22) on pgbench
+# TPC-B through the router (read/write split over a primary and its standby, transaction
+# pooling, 1 core): every TPC-B transaction writes, so under "causal" each one pays the extra
+# round trip that reads its commit position before its connection goes back to the pool.
+# Rounds alternate the two modes so a shared machine's drift hits both alike. Also times that
+# query alone, directly on the primary.
+#
+#   perf/causal.sh [ROUNDS] [SECONDS] [CLIENTS]     (defaults 3, 8, 8)
+# Environment: QP_BIN=path runs that router binary instead of building a release one.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/perf/lib.sh"
+ROUNDS=${1:-3} SECONDS_PER=${2:-8} CLIENTS=${3:-8}
+
+if [ -n "${QP_BIN:-}" ]; then BIN=$QP_BIN; else build_router; fi
+start_pg_pgbench qp-causal bench 10
+PORT=$(free_port)
+
+config() {
+    cat <<CONF
+[general]
+cores = [0]
+[[listeners]]
+protocol = "postgres"
+bind = "127.0.0.1:$PORT"
+[pools.primary]
+mode = "transaction"
+username = "$PG_USER"
+password = "$PG_PASSWORD"
+database = "bench"
+max_connections = 8
+backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
+[pools.replica]
+mode = "transaction"
+username = "$PG_USER"
+password = "$PG_PASSWORD"
+database = "bench"
+max_connections = 8
+backends = [{ host = "127.0.0.1", port = $PG_REPLICA_PORT }]
+[routing]
+read_write_split = true
+read_pool = "replica"
+write_pool = "primary"
+read_your_writes = "$1"
+CONF
+}
+
+echo 'SELECT pg_current_wal_insert_lsn();' >"$BASE/position.sql"
+direct=$(pgbench -n -c 1 -T "$SECONDS_PER" -f "$BASE/position.sql" -h "$PG_HOST" -p "$PG_PRIMARY_PORT" -U "$PG_USER" bench 2>/dev/null |
+    sed -n 's/^latency average = \([0-9.]*\) ms/\1/p')
+echo "commit-position query alone, directly on the primary: latency average $direct ms"
+echo "| round | mode | tps | latency avg ms |"
+echo "|---|---|---|---|"
+for round in $(seq "$ROUNDS"); do
+    for mode in session causal; do
+        config "$mode" >"$BASE/$mode.toml"
+        start_router "$BASE/$mode.toml" "$PORT"
+        out=$(pgbench -n -c "$CLIENTS" -j 2 -T "$SECONDS_PER" -h 127.0.0.1 -p "$PORT" -U "$PG_USER" bench 2>&1)
+        kill -TERM "$ROUTER_PID"; wait "$ROUTER_PID" 2>/dev/null || true; ROUTER_PID=""
+        tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
+        lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
+        echo "| $round | $mode | $tps | $lat |"
+    done
+done

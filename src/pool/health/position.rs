@@ -1,0 +1,80 @@
+//! causal (#22): reading WAL positions on a connection the caller holds — the commit position
+//! of a session's write on the primary, right after its commit, and a standby's replay
+//! position when the cached one is too old for a session's read.
+
+use super::query::{pg_query, ProbeError};
+use crate::error::{ErrorCode, Origin};
+use crate::pool::Conn;
+
+/// Where the primary will insert its next WAL record: at or past the end of every transaction
+/// committed before, so a standby that replayed up to it has replayed them all (a byte offset,
+/// as `pg_lsn - '0/0'`).
+const COMMIT_POSITION: &str = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text";
+
+/// The end of the last WAL record a standby replayed (NULL on a primary).
+const REPLAY_POSITION: &str = "SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::text";
+
+/// Why a position could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PositionError {
+    /// The query failed (connection, server error, undecodable answer).
+    #[error("reading the WAL position failed: {0}")]
+    Query(#[from] ProbeError),
+    /// The server answered without a position (NULL: not a standby, or not a primary).
+    #[error("the server reported no WAL position")]
+    Missing,
+}
+
+impl ErrorCode for PositionError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Query(e) => e.code(),
+            Self::Missing => "health.no_position",
+        }
+    }
+    fn origin(&self) -> Origin {
+        Origin::Backend
+    }
+}
+
+impl PositionError {
+    /// Whether the connection is out of step with the server and must be closed.
+    pub fn breaks_connection(&self) -> bool {
+        matches!(self, Self::Query(ProbeError::Io(_) | ProbeError::Protocol(_)))
+    }
+}
+
+async fn position(conn: &mut Conn, sql: &str) -> Result<u64, PositionError> {
+    let rows = pg_query(conn, sql).await?;
+    let value = rows.rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref());
+    parse(value).ok_or(PositionError::Missing)
+}
+
+/// `numeric::text` of a byte offset ("123" or "123.0") as a number.
+fn parse(value: Option<&str>) -> Option<u64> {
+    value.and_then(|s| s.split('.').next()).and_then(|s| s.parse().ok())
+}
+
+/// The primary's commit position, read on the connection that just committed (before it serves
+/// anyone else, so nothing of another client's is mistaken for this session's).
+pub async fn pg_commit_position(conn: &mut Conn) -> Result<u64, PositionError> {
+    position(conn, COMMIT_POSITION).await
+}
+
+/// A standby's replay position, read on a connection to it.
+pub async fn pg_replay_position(conn: &mut Conn) -> Result<u64, PositionError> {
+    position(conn, REPLAY_POSITION).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn byte_offsets_parse_from_numeric_text() {
+        assert_eq!(parse(Some("67108864")), Some(67_108_864));
+        assert_eq!(parse(Some("5000.0")), Some(5000));
+        assert_eq!(parse(None), None);
+        assert_eq!(parse(Some("x")), None);
+    }
+}

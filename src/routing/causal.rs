@@ -1,0 +1,102 @@
+//! The causal token (#22): a session's read-your-writes position as text a client can read
+//! (`SHOW querypilot.causal_token`, a ParameterStatus after each write) and hand to another
+//! connection (`SET querypilot.causal_token = '...'`), so a request served by another
+//! application instance still reads its writes. Pure: token codec and statement recognition.
+//!
+//! A PostgreSQL token is `pg:` followed by the WAL position in PostgreSQL's own `pg_lsn` text
+//! form (`16/B374D848`), so an operator can compare it with `pg_last_wal_replay_lsn()`.
+
+use crate::sql::lexer::{Lexer, TokenKind};
+use crate::sql::Dialect;
+
+/// The name clients use for the token (SHOW / SET / ParameterStatus).
+pub const TOKEN_NAME: &str = "querypilot.causal_token";
+
+/// Why a token was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// Not `pg:<hex>/<hex>` (or empty, which clears nothing and is refused too).
+    #[error("invalid value for parameter \"querypilot.causal_token\": \"{0}\" (expected a token such as \"pg:16/B374D848\", as SHOW querypilot.causal_token returns it)")]
+    Malformed(String),
+}
+
+/// The token for WAL byte offset `position`.
+pub fn format_token(position: u64) -> String {
+    format!("pg:{:X}/{:X}", position >> 32, position & 0xFFFF_FFFF)
+}
+
+/// The WAL byte offset a token names.
+pub fn parse_token(token: &str) -> Result<u64, TokenError> {
+    let bad = || TokenError::Malformed(token.to_owned());
+    let lsn = token.strip_prefix("pg:").ok_or_else(bad)?;
+    let (high, low) = lsn.split_once('/').ok_or_else(bad)?;
+    let hex = |s: &str| {
+        (!s.is_empty() && s.len() <= 8 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| u32::from_str_radix(s, 16).ok())
+            .flatten()
+    };
+    let (high, low) = (hex(high).ok_or_else(bad)?, hex(low).ok_or_else(bad)?);
+    Ok((u64::from(high) << 32) | u64::from(low))
+}
+
+/// A statement about the token, answered by the router itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenCommand {
+    /// `SHOW querypilot.causal_token`.
+    Show,
+    /// `SET [SESSION] querypilot.causal_token {=|TO} 'value'` (the value unquoted).
+    Set(String),
+}
+
+/// Recognizes `sql` as a token statement (one statement, comments and a final `;` allowed).
+pub fn token_command(sql: &str) -> Option<TokenCommand> {
+    let tokens: Vec<_> = Lexer::new(sql, Dialect::Postgres)
+        .filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon))
+        .collect();
+    let text: Vec<&str> = tokens.iter().map(|t| t.text).collect();
+    let is = |i: usize, w: &str| text.get(i).is_some_and(|t| t.eq_ignore_ascii_case(w));
+    let name_at = |i: usize| is(i, "querypilot") && is(i + 1, ".") && is(i + 2, "causal_token");
+    if is(0, "SHOW") && name_at(1) && text.len() == 4 {
+        return Some(TokenCommand::Show);
+    }
+    let start = if is(1, "SESSION") { 2 } else { 1 };
+    if is(0, "SET") && name_at(start) && (is(start + 3, "=") || is(start + 3, "TO")) && text.len() == start + 5 {
+        let value = text.get(start + 4)?;
+        let unquoted = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')).unwrap_or(value);
+        return Some(TokenCommand::Set(unquoted.replace("''", "'")));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip_in_pg_lsn_form() {
+        let p = (0x16 << 32) | 0xB374_D848;
+        assert_eq!(format_token(p), "pg:16/B374D848");
+        assert_eq!(parse_token("pg:16/B374D848"), Ok(p));
+        assert_eq!(parse_token("pg:0/0"), Ok(0));
+        assert_eq!(parse_token(&format_token(u64::MAX)), Ok(u64::MAX));
+        for bad in ["", "16/B374D848", "pg:", "pg:16", "pg:16/", "pg:x/1", "pg:1/123456789", "my:1/2"] {
+            assert!(parse_token(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn token_statements_are_recognized() {
+        assert_eq!(token_command("SHOW querypilot.causal_token"), Some(TokenCommand::Show));
+        assert_eq!(token_command("show QueryPilot.Causal_Token;"), Some(TokenCommand::Show));
+        assert_eq!(token_command("SET querypilot.causal_token = 'pg:1/2'"), Some(TokenCommand::Set("pg:1/2".into())));
+        assert_eq!(
+            token_command("/* c */ SET SESSION querypilot.causal_token TO 'x'"),
+            Some(TokenCommand::Set("x".into()))
+        );
+        for other in
+            ["SHOW work_mem", "SET querypilot.other = 'x'", "SET LOCAL querypilot.causal_token = 'x'", "SELECT 1"]
+        {
+            assert_eq!(token_command(other), None, "{other}");
+        }
+    }
+}
