@@ -105,7 +105,10 @@ impl ControlPlane {
         input.session.lex_mode = q.session.lex_mode;
         input.session.primary_only = q.session.serializable.then_some("serializable_session");
         let explanation = self.explainer.explain(&input);
-        RouteTest::new(self.current.version.0, protocol, &explanation)
+        let mut test = RouteTest::new(self.current.version.0, protocol, &explanation);
+        let pool = test.pool.as_deref().and_then(|name| config.pools.iter().find(|p| p.name == name));
+        test.pool_protocol = pool.map(|p| p.backend_protocol(protocol).as_str());
+        test
     }
 
     /// Compiles the current configuration with these runtime rules and publishes the result;

@@ -22,6 +22,7 @@ mod faults_kill;
 mod foundation;
 mod harness;
 mod health;
+mod htap;
 mod idle_transaction;
 mod log_pipe;
 mod mysql_commands;

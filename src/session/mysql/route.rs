@@ -40,6 +40,9 @@ pub(super) struct Routed {
     /// Run it on the primary on another connection while the replica connection an open
     /// cursor holds waits (see [`Session::detour`]).
     pub detour: bool,
+    /// Run it on this PostgreSQL-protocol pool through the bridge, the session staying on its
+    /// own pool (#24).
+    pub cross: Option<std::rc::Rc<crate::pool::CorePool>>,
 }
 
 impl Session {
@@ -150,13 +153,18 @@ impl Session {
     /// needs to know whether a translation rewrites what is prepared). `key` is the statement's
     /// memoized routing key, if any.
     pub(super) fn decide(&self, sql: &str, key: Option<StatementKey>) -> Decision {
+        self.decide_held(sql, key, self.held())
+    }
+
+    /// [`Session::decide`] as if the session held its connection (`held`) or not.
+    pub(super) fn decide_held(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
         let input = RouteInput {
             sql,
             protocol: Protocol::MySql,
             user: &self.user,
             database: self.state.db().unwrap_or(&self.pool.config.database),
             session: SessionView {
-                transaction_pool: self.held().then(|| self.pool.name()),
+                transaction_pool: held.then(|| self.pool.name()),
                 pinned_to_primary: self.ryw.pinned(rt::now()),
                 read_only_transaction: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
                 lex_mode: self.lex.mode,
@@ -174,6 +182,9 @@ impl Session {
         key: Option<StatementKey>,
     ) -> Result<Routed, MyClientError> {
         let mut decision = self.decide(sql, key);
+        if let Some(free) = self.cross_decision(&decision, sql, key) {
+            decision = free; // #24: the cross-protocol executor refuses it inside a transaction
+        }
         let (refusal, detour) = self.settle(&mut decision, sql);
         self.ctx.count_decision(&decision);
         if let Some(text) = refusal {
@@ -185,7 +196,7 @@ impl Session {
             self.lex.observe(sql, crate::sql::Dialect::MySql, false);
         }
         if detour {
-            return Ok(Routed { rewritten: None, fingerprint: decision.fingerprint, detour });
+            return Ok(Routed { rewritten: None, fingerprint: decision.fingerprint, detour, cross: None });
         }
         let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
@@ -201,6 +212,12 @@ impl Session {
                     return Err(decision_error(&e));
                 }
             }
+        }
+        if let Some(pool) = self.cross_pool(&target) {
+            // The session stays where it is; the statement borrows a connection there (#24).
+            self.rule_retry = None;
+            let rewritten = decision.rewritten.map(|t| t.sql);
+            return Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: Some(pool) });
         }
         // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
         let to_replica = decision.step == DecisionKind::ReadWriteSplit
@@ -218,12 +235,6 @@ impl Session {
                     format!("routing chose pool \"{target}\", which does not exist"),
                 ));
             };
-            if pool.config.backend_protocol(Protocol::MySql) != Protocol::MySql {
-                return Err(MyClientError::new(
-                    ER_NO_POOL,
-                    format!("routing chose pool \"{target}\", which serves PostgreSQL backends; a MySQL session cannot move there"),
-                ));
-            }
             // A different pool: give the current connection back first (it is idle here), as
             // transaction pooling does between transactions.
             self.release_backend(false).await;
@@ -233,7 +244,8 @@ impl Session {
             self.connect_split().await?;
         }
         self.rule_retry = decision.retry; // retry (#11)
-        Ok(Routed { rewritten: decision.rewritten.map(|t| t.sql), fingerprint: decision.fingerprint, detour: false })
+        let rewritten = decision.rewritten.map(|t| t.sql);
+        Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: None })
     }
 
     /// Borrows a connection for a split statement. The read pool may have lost its last backend

@@ -8,6 +8,7 @@
 //! status flags follow PostgreSQL's ReadyForQuery, and transaction pooling gives the connection
 //! back whenever PostgreSQL is idle.
 
+pub(super) mod cross;
 mod io;
 mod stmt;
 
@@ -42,11 +43,15 @@ pub(in crate::session::mysql) struct Bridge {
     schema: Option<String>,
     /// Notices of the last statement, for `SHOW WARNINGS`.
     warnings: Vec<Warning>,
-    /// Prepared statements by client id.
+    /// Prepared statements by client id (in a native session: those prepared on another
+    /// protocol's pool, #24).
     stmts: HashMap<u32, stmt::PgStmt>,
     next_stmt: u32,
     /// The version string the client was greeted with.
     version: String,
+    /// The attached connection carries settings of one statement routed across (#24): it is
+    /// closed rather than given back.
+    dirty: bool,
 }
 
 impl Bridge {
@@ -60,6 +65,7 @@ impl Bridge {
             stmts: HashMap::new(),
             next_stmt: 0,
             version,
+            dirty: false,
         }
     }
 
