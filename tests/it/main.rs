@@ -23,6 +23,7 @@ mod foundation;
 mod harness;
 mod health;
 mod htap;
+mod htap_bridged;
 mod idle_transaction;
 mod log_pipe;
 mod mysql_commands;

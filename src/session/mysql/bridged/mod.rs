@@ -176,9 +176,14 @@ impl Session {
             return Ok(());
         }
         match emulated::classify(&sql) {
-            None => match self.bridged_translation(&sql) {
-                Some((translated, _)) => self.bridged_simple(&translated).await,
-                None => self.bridged_simple(&sql).await,
+            // The whole routing chain, as for a native session (#24).
+            None => match self.bridged_route(&sql) {
+                Ok(Some((translated, _))) => self.bridged_simple(&translated).await,
+                Ok(None) => self.bridged_simple(&sql).await,
+                Err(e) => {
+                    e.encode(1, &mut self.out);
+                    Ok(())
+                }
             },
             Some(Emulation::Set(autocommit)) => self.bridged_set(autocommit).await,
             Some(Emulation::SelectVariables(items)) => self.answer_variables(&items),
