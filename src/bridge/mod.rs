@@ -8,7 +8,8 @@
 //! ([`types`] PostgreSQL → MySQL, [`pg_column`] MySQL → PostgreSQL), value conversion
 //! ([`value`], [`pg_value`]), placeholders both ways ([`placeholder`]), CommandComplete tags both
 //! ways ([`tag`]), error mapping both ways ([`errmap`]), the table of emulated MySQL session
-//! commands ([`emulated`]) and the parameters a PostgreSQL client is greeted with ([`pg_params`]).
+//! commands ([`emulated`]), the parameters a PostgreSQL client is greeted with ([`pg_params`])
+//! and the MySQL session settings carried to PostgreSQL for one statement ([`session_map`]).
 //!
 //! May use protocol, sql, config; must not depend on session, routing, control or admin.
 
@@ -21,6 +22,7 @@ pub mod pg_result;
 pub mod pg_value;
 pub mod placeholder;
 pub mod response;
+pub mod session_map;
 pub mod tag;
 pub mod types;
 pub mod value;

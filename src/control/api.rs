@@ -122,12 +122,16 @@ impl ControlPlane {
         let hold = held.as_ref().map(|_| q.session.mysql.hold.unwrap_or(Hold::Transaction));
         input.session.read_only_transaction = hold == Some(Hold::Transaction) && q.session.mysql.read_only;
         let mut explanation = self.explainer.explain(&input);
-        if protocol != Protocol::MySql {
-            return RouteTest::new(self.current.version.0, protocol, &explanation);
-        }
-        let settled = self.settle_mysql(q, hold, &mut explanation.decision);
-        let mut view = RouteTest::new(self.current.version.0, protocol, &explanation);
-        view.settled_by_mysql_session(hold, &settled);
+        let mut view = if protocol == Protocol::MySql {
+            let settled = self.settle_mysql(q, hold, &mut explanation.decision);
+            let mut view = RouteTest::new(self.current.version.0, protocol, &explanation);
+            view.settled_by_mysql_session(hold, &settled);
+            view
+        } else {
+            RouteTest::new(self.current.version.0, protocol, &explanation)
+        };
+        let pool = view.pool.as_deref().and_then(|name| config.pools.iter().find(|p| p.name == name));
+        view.pool_protocol = pool.map(|p| p.backend_protocol(protocol).as_str());
         view
     }
 

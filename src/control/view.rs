@@ -19,6 +19,9 @@ pub struct RouteTest {
     pub outcome: &'static str,
     /// The pool it would run on.
     pub pool: Option<String>,
+    /// The protocol that pool's backends speak (`postgres` or `mysql`): the other one than
+    /// `protocol` means the statement runs through the bridge (#24).
+    pub pool_protocol: Option<&'static str>,
     /// The reject message or error text.
     pub message: Option<String>,
     /// The decision label (`sqp_routing_decisions_total{decision}`).
@@ -135,6 +138,7 @@ impl RouteTest {
             protocol: protocol.as_str(),
             outcome,
             pool,
+            pool_protocol: None,
             message,
             decision: d.kind.as_str(),
             step: d.step.as_str(),

@@ -23,6 +23,8 @@ mod faults_kill;
 mod foundation;
 mod harness;
 mod health;
+mod htap;
+mod htap_bridged;
 mod idle_transaction;
 mod log_pipe;
 mod mysql_commands;

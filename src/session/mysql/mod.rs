@@ -135,8 +135,11 @@ pub(super) struct Session {
     tx: Tx,
     client: ClientInfo,
     query_deadline: Option<QueryTimer>,
-    /// State of a session served by a PostgreSQL pool (unused otherwise).
+    /// State of a session served by a PostgreSQL pool, or of a native session's statements
+    /// routed to one (#24).
     bridge: bridged::Bridge,
+    /// A native session's statements on another protocol's pool (#24).
+    cross: bridged::cross::Cross,
     /// The client's user name, for rules matching users.
     user: String,
     /// Read-your-writes: whether reads must stay on the primary after a write.
@@ -156,6 +159,8 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     // Boxed: the login's state is large and needed only until the greeting.
     let Some(mut s) = Box::pin(login::login(&ctx, stream, listener)).await else { return };
     let end = s.run().await;
+    // Ended while a statement ran on another protocol's pool: back to the session's own (#24).
+    s.unpark();
     if let (End::Killed, Some(conn)) = (&end, s.backend.as_mut()) {
         // Killed wherever it was: a response may still be on its way, so the connection goes.
         conn.broken = true;
@@ -241,6 +246,7 @@ impl Session {
             },
             query_deadline: None,
             bridge,
+            cross: bridged::cross::Cross::default(),
             user: g.user,
             ryw,
             lex,
@@ -404,6 +410,9 @@ impl Session {
             self.tx.sticky = false;
             self.maybe_release().await;
         }
+        if let Some(r) = self.cross_stmt_command(code, payload, body).await {
+            return r;
+        }
         match code {
             COM_QUIT => Err(End::ClientGone),
             COM_PING => self.ok_local(),
@@ -493,6 +502,9 @@ impl Session {
                 return Ok(());
             }
         };
+        if let Some(pool) = routed.cross {
+            return self.cross_query(pool, routed.rewritten.as_deref().unwrap_or(&sql)).await;
+        }
         let started = rt::now();
         let outcome = match routed.rewritten {
             None if routed.detour => self.detour(payload, grammar).await?,
@@ -713,6 +725,7 @@ impl Session {
         self.state.reset(db, self.client.names.clone());
         self.ryw.reset(); // #22: read-your-writes follows the client's reset
         self.stmts.clear();
+        self.cross_reset();
         self.ok_local()
     }
 

@@ -33,6 +33,10 @@ pub(super) const ER_HELD_REPLICA: ErrorNumber = ErrorNumber { code: 1792, sql_st
 /// `ER_NOT_SUPPORTED_YET`: statement pooling cannot serve a transaction.
 pub(super) const ER_STATEMENT_POOLING: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
 
+/// A translation's SQL and, when it moves or repeats the client's `?`, the client parameter
+/// each of its `?` takes.
+pub(super) type Rewrite = (String, Option<Vec<u16>>);
+
 /// What routing decided for a statement that will run.
 pub(super) struct Routed {
     /// The SQL to send instead of the client's, when a translation rule applied.
@@ -42,6 +46,9 @@ pub(super) struct Routed {
     /// Run it on the primary on another connection while the replica connection an open
     /// cursor holds waits (see [`Session::detour`]).
     pub detour: bool,
+    /// Run it on this PostgreSQL-protocol pool through the bridge, the session staying on its
+    /// own pool (#24).
+    pub cross: Option<std::rc::Rc<crate::pool::CorePool>>,
 }
 
 impl Session {
@@ -130,13 +137,18 @@ impl Session {
     /// needs to know whether a translation rewrites what is prepared). `key` is the statement's
     /// memoized routing key, if any.
     pub(super) fn decide(&self, sql: &str, key: Option<StatementKey>) -> Decision {
+        self.decide_held(sql, key, self.held())
+    }
+
+    /// [`Session::decide`] as if the session held its connection (`held`) or not.
+    pub(super) fn decide_held(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
         let input = RouteInput {
             sql,
             protocol: Protocol::MySql,
             user: &self.user,
             database: self.state.db().unwrap_or(&self.pool.config.database),
             session: SessionView {
-                transaction_pool: self.held().then(|| self.pool.name()),
+                transaction_pool: held.then(|| self.pool.name()),
                 pinned_to_primary: self.ryw.pinned(rt::now()),
                 read_only_transaction: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
                 lex_mode: self.lex.mode,
@@ -154,6 +166,9 @@ impl Session {
         key: Option<StatementKey>,
     ) -> Result<Routed, MyClientError> {
         let mut decision = self.decide(sql, key);
+        if let Some(free) = self.cross_decision(&decision, sql, key) {
+            decision = free; // #24: the cross-protocol executor refuses it inside a transaction
+        }
         let (refusal, detour) = self.settle(&mut decision, sql);
         self.ctx.count_decision(&decision);
         if let Some(text) = refusal {
@@ -165,7 +180,7 @@ impl Session {
             self.lex.observe(sql, crate::sql::Dialect::MySql, false);
         }
         if detour {
-            return Ok(Routed { rewritten: None, fingerprint: decision.fingerprint, detour });
+            return Ok(Routed { rewritten: None, fingerprint: decision.fingerprint, detour, cross: None });
         }
         let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
@@ -181,6 +196,12 @@ impl Session {
                     return Err(decision_error(&e));
                 }
             }
+        }
+        if let Some(pool) = self.cross_pool(&target) {
+            // The session stays where it is; the statement borrows a connection there (#24).
+            self.rule_retry = None;
+            let rewritten = decision.rewritten.map(|t| t.sql);
+            return Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: Some(pool) });
         }
         // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
         let to_replica = decision.step == DecisionKind::ReadWriteSplit
@@ -198,12 +219,6 @@ impl Session {
                     format!("routing chose pool \"{target}\", which does not exist"),
                 ));
             };
-            if pool.config.backend_protocol(Protocol::MySql) != Protocol::MySql {
-                return Err(MyClientError::new(
-                    ER_NO_POOL,
-                    format!("routing chose pool \"{target}\", which serves PostgreSQL backends; a MySQL session cannot move there"),
-                ));
-            }
             // A different pool: give the current connection back first (it is idle here), as
             // transaction pooling does between transactions.
             self.release_backend(false).await;
@@ -213,7 +228,8 @@ impl Session {
             self.connect_split().await?;
         }
         self.rule_retry = decision.retry; // retry (#11)
-        Ok(Routed { rewritten: decision.rewritten.map(|t| t.sql), fingerprint: decision.fingerprint, detour: false })
+        let rewritten = decision.rewritten.map(|t| t.sql);
+        Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: None })
     }
 
     /// Borrows a connection for a split statement. The read pool may have lost its last backend
@@ -231,12 +247,63 @@ impl Session {
         self.ensure_backend().await
     }
 
+    /// For a session bridged to a PostgreSQL pool, a text statement (#24): the whole chain
+    /// (translations, rules, hints, the MySQL split, read-your-writes) picks its pool among the
+    /// pools that speak PostgreSQL, and the session moves there when nothing holds it (no open
+    /// transaction, as PostgreSQL reports it). Returns a translation's SQL and parameter order.
+    /// A pool whose backends speak MySQL is refused: the bridged session cannot go there.
+    pub(super) fn bridged_route(&mut self, sql: &str) -> Result<Option<Rewrite>, MyClientError> {
+        let mut decision = self.decide(sql, None);
+        let (refusal, _) = self.settle(&mut decision, sql);
+        self.ctx.count_decision(&decision);
+        if let Some(text) = refusal {
+            return Err(MyClientError::new(ER_HELD_REPLICA, text));
+        }
+        self.ryw.observe(&decision, rt::now());
+        let mut target = match &decision.outcome {
+            Outcome::Route(pool) => pool.clone(),
+            Outcome::Reject(message) => return Err(MyClientError::new(ER_REJECTED, message.to_string())),
+            Outcome::Error(e) => return Err(decision_error(e)),
+        };
+        if decision.step == DecisionKind::Default {
+            if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.ctx.pools().get(n).cloned()) {
+                target = own.name().clone();
+            }
+        }
+        if decision.step == DecisionKind::ReadWriteSplit
+            || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin)
+        {
+            target = self
+                .ctx
+                .replica_fallback(Protocol::MySql, target, true)
+                .map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
+        }
+        if *target != *self.pool.config.name && !self.held() {
+            let Some(pool) = self.ctx.pools().get(&target).cloned() else {
+                let text = format!("routing chose pool \"{target}\", which does not exist");
+                return Err(MyClientError::new(ER_NO_POOL, text));
+            };
+            if pool.config.backend_protocol(Protocol::MySql) != Protocol::Postgres {
+                let text = format!(
+                    "routing chose pool \"{target}\", whose backends speak MySQL; this session is bridged to \
+                     PostgreSQL pool \"{}\" and stays on PostgreSQL pools",
+                    self.pool.config.name
+                );
+                return Err(MyClientError::new(ER_NO_POOL, text));
+            }
+            // Idle here (session pooling keeps it between transactions): given back first.
+            self.pg_release(false);
+            self.pool = pool;
+        }
+        Ok(decision.rewritten.map(|t| (t.sql, t.param_order)))
+    }
+
     /// For a session bridged to a PostgreSQL pool: the rewritten SQL when a translation rule
-    /// for `sql` targets this session's own pool, counted as a translation decision. A bridged
-    /// session does not change pools (other rules and the split do not apply to it), so a rule
-    /// for another pool leaves the statement as written. With the SQL comes the decision's
+    /// for `sql` targets this session's own pool, counted as a translation decision: for
+    /// `COM_STMT_PREPARE`, whose executes stay on the session's pool, so a rule for another
+    /// pool leaves the statement as written. With the SQL comes the decision's
     /// `param_order` (how the rewrite moves or repeats the client's `?` parameters).
-    pub(super) fn bridged_translation(&self, sql: &str) -> Option<(String, Option<Vec<u16>>)> {
+    pub(super) fn bridged_translation(&self, sql: &str) -> Option<Rewrite> {
         let d = self.decide(sql, None);
         let own_pool = matches!(&d.outcome, Outcome::Route(p) if **p == *self.pool.config.name);
         if d.step != DecisionKind::Translation || !own_pool {

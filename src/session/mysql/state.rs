@@ -301,6 +301,11 @@ impl MyState {
         }
     }
 
+    /// The tracked settings: each one's name and the statement that restores it.
+    pub fn settings(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.settings.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// Whether the setting the router replays turns autocommit off.
     pub fn autocommit_off(&self) -> bool {
         self.settings.get("autocommit").is_some_and(|stmt| !setting_on(stmt))

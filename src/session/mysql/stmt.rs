@@ -236,6 +236,9 @@ impl Session {
             e.encode(1, &mut self.out);
             return Ok(());
         }
+        if let Some(pool) = self.cross_prepare_pool(&String::from_utf8_lossy(sql)) {
+            return self.cross_prepare(pool, sql).await; // #24
+        }
         self.tx.sticky = false;
         if let Err(e) = self.ensure_backend().await {
             e.encode(1, &mut self.out);
@@ -389,6 +392,16 @@ impl Session {
                 return Ok(());
             }
         };
+        if let Some(pool) = &routed.cross {
+            // Prepared on this session's MySQL pool, whose backends alone know it (#24).
+            let text = format!(
+                "statement {id} was prepared on MySQL pool \"{}\" but routing now sends it to PostgreSQL pool \"{}\"; \
+                 prepare it again",
+                self.pool.config.name, pool.config.name
+            );
+            MyClientError::new(super::bridged::cross::ER_QP_CROSS_PROTOCOL, text).encode(1, &mut self.out);
+            return Ok(());
+        }
         let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
         let long_data = std::mem::take(&mut stmt.long_data);
         self.tx.sticky = false;

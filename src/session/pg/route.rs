@@ -2,10 +2,13 @@
 //! runs, applies the answer (switching the session's pool only at a safe point), and reports
 //! rejections and unhonorable hints as errors that never reach a backend.
 
+use std::rc::Rc;
+
 use super::Session;
 use crate::config::{PoolRole, Protocol, ReplicaFallback};
 use crate::metrics::CausalOutcome;
 use crate::pool::health::pg_commit_position;
+use crate::pool::CorePool;
 use crate::protocol::pg::backend::{self, BackendMessage, FieldDescription};
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::causal::{format_token, parse_token, token_command, TokenCommand, TOKEN_NAME};
@@ -114,6 +117,18 @@ impl Session {
                 .ctx
                 .replica_fallback(Protocol::Postgres, target, runs)
                 .map_err(|m| PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, m))?;
+        }
+        let speaks_mysql = |p: &&Rc<CorePool>| p.config.backend_protocol(Protocol::Postgres) == Protocol::MySql;
+        if *target != *self.pool.config.name && self.ctx.pools().get(&target).filter(speaks_mysql).is_some() {
+            // Running one statement of a PostgreSQL session on a MySQL pool is not built yet
+            // (#24): refused by name rather than speaking PostgreSQL to a MySQL server.
+            return Err(PgClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                format!(
+                    "routing chose pool \"{target}\", whose backends speak MySQL; a PostgreSQL session cannot run a \
+                     statement there (log in to that pool to be bridged to it)"
+                ),
+            ));
         }
         if *target != *self.pool.config.name && !self.held() {
             let Some(pool) = self.ctx.pools().get(&target).cloned() else {

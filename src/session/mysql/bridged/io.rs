@@ -196,7 +196,9 @@ impl Session {
         self.slot.set_running(None);
         let Some(mut conn) = self.backend.take() else { return };
         let sig = self.bridge.signature();
-        let clean = self.bridge.tx == TransactionStatus::Idle && !conn.broken && !(session_end && sig != 0);
+        let dirty = std::mem::take(&mut self.bridge.dirty);
+        let keeps_path = session_end && sig != 0;
+        let clean = self.bridge.tx == TransactionStatus::Idle && !conn.broken && !keeps_path && !dirty;
         if clean {
             // `conn.settings` already says what was replayed on it (set by `pg_backend`).
             conn.last_used = rt::now();

@@ -8,6 +8,7 @@
 //! status flags follow PostgreSQL's ReadyForQuery, and transaction pooling gives the connection
 //! back whenever PostgreSQL is idle.
 
+pub(super) mod cross;
 mod io;
 mod stmt;
 
@@ -42,11 +43,15 @@ pub(in crate::session::mysql) struct Bridge {
     schema: Option<String>,
     /// Notices of the last statement, for `SHOW WARNINGS`.
     warnings: Vec<Warning>,
-    /// Prepared statements by client id.
+    /// Prepared statements by client id (in a native session: those prepared on another
+    /// protocol's pool, #24).
     stmts: HashMap<u32, stmt::PgStmt>,
     next_stmt: u32,
     /// The version string the client was greeted with.
     version: String,
+    /// The attached connection carries settings of one statement routed across (#24): it is
+    /// closed rather than given back.
+    dirty: bool,
 }
 
 impl Bridge {
@@ -60,6 +65,7 @@ impl Bridge {
             stmts: HashMap::new(),
             next_stmt: 0,
             version,
+            dirty: false,
         }
     }
 
@@ -170,9 +176,14 @@ impl Session {
             return Ok(());
         }
         match emulated::classify(&sql) {
-            None => match self.bridged_translation(&sql) {
-                Some((translated, _)) => self.bridged_simple(&translated).await,
-                None => self.bridged_simple(&sql).await,
+            // The whole routing chain, as for a native session (#24).
+            None => match self.bridged_route(&sql) {
+                Ok(Some((translated, _))) => self.bridged_simple(&translated).await,
+                Ok(None) => self.bridged_simple(&sql).await,
+                Err(e) => {
+                    e.encode(1, &mut self.out);
+                    Ok(())
+                }
             },
             Some(Emulation::Set(autocommit)) => self.bridged_set(autocommit).await,
             Some(Emulation::SelectVariables(items)) => self.answer_variables(&items),
