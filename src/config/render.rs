@@ -39,6 +39,12 @@ pub(crate) fn redacted_toml(config: &Config) -> String {
     }
     root.insert("metrics".into(), Value::Table(metrics));
     root.insert("console".into(), Value::Table(console(&config.console)));
+    if let Some(file) = &config.auth.file {
+        // The path only: the file's secrets are never rendered.
+        let mut auth = Table::new();
+        put_str(&mut auth, "file", &file.display().to_string());
+        root.insert("auth".into(), Value::Table(auth));
+    }
     // A table of strings, numbers, booleans and arrays of tables always serializes; the
     // fallback only keeps this path free of panics.
     toml::to_string(&root).unwrap_or_default()
@@ -105,6 +111,9 @@ fn pool(pool: &Pool) -> Value {
     table.insert("backends".into(), Value::Array(pool.backends.iter().map(backend).collect()));
     table.insert("min_connections".into(), Value::Integer(i64::from(pool.limits.min_connections)));
     table.insert("max_connections".into(), Value::Integer(i64::from(pool.limits.max_connections.get())));
+    if let Some(max) = pool.limits.max_user_connections {
+        table.insert("max_user_connections".into(), Value::Integer(i64::from(max.get())));
+    }
     let max_prepared = i64::from(pool.limits.max_prepared_statements.get());
     table.insert("max_prepared_statements".into(), Value::Integer(max_prepared));
     put_duration(&mut table, "acquire_timeout", pool.timeouts.acquire);

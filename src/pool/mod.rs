@@ -23,6 +23,7 @@ use std::time::Instant;
 pub use budget::{Budget, BudgetRegistry};
 pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
 pub use health::{BackendHealth, Cause};
+pub use login::{BackendSecret, PassThrough};
 pub use mysql::{deliver_kill as deliver_mysql_kill, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES};
 pub use pause::PauseGate;
 pub use pg::deliver_cancel as deliver_pg_cancel;
@@ -214,6 +215,8 @@ pub struct CorePool {
     /// The process-wide schema generation (#18): names the server statements of PostgreSQL
     /// clients, so a statement prepared after a schema change never reuses one parsed before.
     schema: Arc<SchemaGeneration>,
+    /// Where a pass-through pool's per-user budgets live (#23), created when a user first opens.
+    budgets: BudgetRegistry,
 }
 
 impl CorePool {
@@ -255,7 +258,27 @@ impl CorePool {
             gate,
             replaced: Cell::new(false),
             schema: budgets.schema(),
+            budgets: budgets.clone(),
         }
+    }
+
+    /// Whether the pool passes clients' own identities through (#23): it has no `username`.
+    pub fn passes_through(&self) -> bool {
+        self.config.username.is_none()
+    }
+
+    /// The user a checkout for `who` must be lent a connection of: the client's on a
+    /// pass-through pool, nobody's (every connection is the pool user's) otherwise.
+    fn key_of<'w>(&self, who: Option<&'w PassThrough>) -> Option<&'w str> {
+        who.filter(|_| self.passes_through()).map(|w| &*w.user)
+    }
+
+    /// The (pool, backend, user) budget of a pass-through pool: `max_user_connections`
+    /// (default `max_connections`) per user, under the pool-wide `max_connections`.
+    fn user_budget(&self, backend: usize, user: &str) -> Option<Arc<Budget>> {
+        let slot = self.backends.get(backend)?;
+        let max = self.config.limits.max_user_connections.unwrap_or(self.config.limits.max_connections).get();
+        Some(self.budgets.user_budget(&self.config.name, &slot.label, user, max))
     }
 
     /// The schema generation in force now (see [`SchemaGeneration`]).
@@ -359,10 +382,45 @@ impl CorePool {
         self.idle.borrow().len()
     }
 
+    /// Closes the oldest idle connection logged in as another user than `user`, freeing its
+    /// units of the pool-wide budget.
+    fn close_idle_of_others(&self, user: &str) {
+        // Only the pool-wide cap is helped by it, not the user's own.
+        let room = (0..self.backends.len()).any(|i| self.user_budget(i, user).is_some_and(|b| b.has_room()));
+        if !room {
+            return;
+        }
+        let mut idle = self.idle.borrow_mut();
+        if let Some(pos) = idle.iter().position(|c| c.user.as_deref() != Some(user)) {
+            let conn = idle.remove(pos);
+            drop(idle);
+            drop(conn); // its budget units wake a waiter
+        }
+    }
+
+    /// A backend with budget for `user` (see [`CorePool::pick_backend_any`]): on a pass-through
+    /// pool the user's own budget must have a unit too, which the pick then holds.
+    fn pick_backend(&self, user: Option<&str>) -> Option<Picked> {
+        let Some(user) = user else {
+            return self.pick_backend_any().map(|index| Picked { index, user_budget: None });
+        };
+        let index = self.pick_backend_any()?;
+        match self.user_budget(index, user) {
+            Some(b) if b.try_acquire() => Some(Picked { index, user_budget: Some(b) }),
+            _ => {
+                // The user is at its own cap here: give the pool-wide unit back.
+                if let Some(slot) = self.backends.get(index) {
+                    slot.budget.release();
+                }
+                None
+            }
+        }
+    }
+
     /// Smooth weighted round-robin over the healthy backends that still have budget: each
     /// backend gets connections in proportion to its weight, interleaved rather than in bursts;
     /// an unhealthy backend takes no part (its credit is frozen) until it is healthy again.
-    fn pick_backend(&self) -> Option<usize> {
+    fn pick_backend_any(&self) -> Option<usize> {
         let any_healthy = self.has_healthy_backend();
         let mut order: Vec<usize> = (0..self.backends.len()).filter(|i| self.usable(*i, any_healthy)).collect();
         let eligible = || order.iter().filter_map(|i| self.backends.get(*i));
@@ -383,7 +441,13 @@ impl CorePool {
 
     /// Borrows a connection speaking `protocol`, opening one if the budget allows, else waiting
     /// for a checkin until `deadline`.
-    pub async fn checkout(self: &Rc<Self>, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
+    /// On a pass-through pool the connection is logged in as `who` and only ever lent to `who`.
+    pub async fn checkout(
+        self: &Rc<Self>,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        deadline: Instant,
+    ) -> Result<Conn, PoolError> {
         // metrics: acquire count, queue depth while waiting, wait time, timeouts, lent connections.
         let started = rt::now();
         let mut slot = self.counters.acquire_started();
@@ -394,7 +458,7 @@ impl CorePool {
             self.counters.acquire_finished(started.elapsed());
             return Err(PoolError::Replaced(self.config.name.clone()));
         }
-        let res = self.acquire(protocol, deadline, &mut slot).await;
+        let res = self.acquire(protocol, who, deadline, &mut slot).await;
         drop(slot);
         self.counters.acquire_finished(started.elapsed());
         match &res {
@@ -412,14 +476,16 @@ impl CorePool {
     async fn acquire(
         self: &Rc<Self>,
         protocol: Protocol,
+        who: Option<&PassThrough>,
         deadline: Instant,
         slot: &mut QueueSlot<'_>,
     ) -> Result<Conn, PoolError> {
-        if let Some(c) = self.take_idle(protocol) {
+        let user = self.key_of(who);
+        if let Some(c) = self.take_idle(protocol, user) {
             return Ok(c);
         }
-        if let Some(i) = self.pick_backend() {
-            return self.open_healthy(i, protocol, deadline).await;
+        if let Some(picked) = self.pick_backend(user) {
+            return self.open_healthy(picked, protocol, who, deadline).await;
         }
         if self.backends.is_empty() {
             return Err(PoolError::NoBackend(self.config.name.clone()));
@@ -434,11 +500,16 @@ impl CorePool {
             let wake = rt::race(ev.wait(), rt::sleep(CROSS_CORE_RECHECK));
             let timed_out = rt::with_deadline(deadline, wake).await.is_err();
             self.waiters.queue.borrow_mut().retain(|e| !e.same(&ev));
-            if let Some(c) = self.take_idle(protocol) {
+            if let Some(c) = self.take_idle(protocol, user) {
                 return Ok(c);
             }
-            if let Some(i) = self.pick_backend() {
-                return self.open_healthy(i, protocol, deadline).await;
+            if let Some(user) = user {
+                // An idle connection of another user holds a unit this user may need: it goes
+                // once this user has waited a round, so users share the pool-wide cap.
+                self.close_idle_of_others(user);
+            }
+            if let Some(picked) = self.pick_backend(user) {
+                return self.open_healthy(picked, protocol, who, deadline).await;
             }
             if timed_out {
                 return Err(PoolError::Timeout {
@@ -452,12 +523,15 @@ impl CorePool {
     /// The warmest idle connection for `protocol` on a usable backend. A connection the server
     /// closed or wrote to while it sat idle (a stopped or restarted backend) is dropped here
     /// rather than lent, so a statement never goes down a dead connection it could have avoided.
-    fn take_idle(&self, protocol: Protocol) -> Option<Conn> {
+    /// On a pass-through pool only connections logged in as `user` are taken.
+    fn take_idle(&self, protocol: Protocol, user: Option<&str>) -> Option<Conn> {
         let any_healthy = self.has_healthy_backend(); // health
         loop {
             let conn = {
                 let mut idle = self.idle.borrow_mut();
-                let pos = idle.iter().rposition(|c| c.protocol() == protocol && self.usable(c.backend, any_healthy))?;
+                let pos = idle.iter().rposition(|c| {
+                    c.protocol() == protocol && c.user.as_deref() == user && self.usable(c.backend, any_healthy)
+                })?;
                 idle.swap_remove(pos)
             };
             if rt::idle_stream_usable(&conn.stream) {
@@ -471,13 +545,20 @@ impl CorePool {
     /// down, see `BackendSlot::connect_failed`) and another backend is healthy, tries that one
     /// instead, so a dead backend costs the client nothing but a refused connect. Each retry
     /// follows a new mark, so there are at most as many attempts as backends.
-    async fn open_healthy(&self, first: usize, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
-        let mut index = first;
+    async fn open_healthy(
+        &self,
+        first: Picked,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        deadline: Instant,
+    ) -> Result<Conn, PoolError> {
+        let mut picked = first;
         loop {
-            match self.open(index, protocol, deadline).await {
+            let index = picked.index;
+            match self.open(picked, protocol, who, deadline).await {
                 Err(e @ PoolError::Connect { .. }) if self.marked_down(index) && self.has_healthy_backend() => {
-                    match self.pick_backend() {
-                        Some(next) => index = next,
+                    match self.pick_backend(self.key_of(who)) {
+                        Some(next) => picked = next,
                         None => return Err(e),
                     }
                 }
@@ -492,18 +573,27 @@ impl CorePool {
         conn
     }
 
-    async fn open(&self, index: usize, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
+    /// Opens a connection on the picked backend, whose budget units it holds from then on.
+    async fn open(
+        &self,
+        picked: Picked,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        deadline: Instant,
+    ) -> Result<Conn, PoolError> {
+        let Picked { index, user_budget } = picked;
         let Some(slot) = self.backends.get(index) else {
             return Err(PoolError::NoBackend(self.config.name.clone()));
         };
         let connect_deadline = deadline.min(rt::now() + self.config.timeouts.connect);
-        let guard = conn::BudgetUnit::new(slot.budget.clone(), self.waiters.clone());
+        let guard = conn::BudgetUnit::new(slot.budget.clone(), user_budget, self.waiters.clone());
+        let who = who.filter(|_| self.passes_through());
         match protocol {
             Protocol::Postgres => {
-                let conn = pg::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline)
+                let conn = pg::connect(&self.config, slot.addr, &slot.label, index, guard, who, connect_deadline)
                     .await
                     .inspect_err(|e| slot.connect_failed(e, connect_deadline))?; // metrics, health
-                if self.server_params.borrow().is_none() {
+                if self.server_params.borrow().is_none() && who.is_none() {
                     if let ConnInfo::Pg(info) = &conn.info {
                         *self.server_params.borrow_mut() = Some(Rc::new(info.params.clone()));
                     }
@@ -511,7 +601,7 @@ impl CorePool {
                 Ok(self.stamped(conn))
             }
             Protocol::MySql => {
-                let conn = mysql::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline)
+                let conn = mysql::connect(&self.config, slot.addr, &slot.label, index, guard, who, connect_deadline)
                     .await
                     .inspect_err(|e| slot.connect_failed(e, connect_deadline))?; // metrics, health
                 if self.server_params.borrow().is_none() {
@@ -554,7 +644,8 @@ impl CorePool {
     pub fn maintain(&self, cutoff: Instant) {
         let any_healthy = self.has_healthy_backend(); // health: close idle connections of unhealthy backends
         let share = self.min_share.get() as usize;
-        let mut kept = vec![0usize; self.backends.len()];
+        // Kept per (backend, user): on a pass-through pool each user keeps its own minimum.
+        let mut kept: HashMap<(usize, Option<Rc<str>>), usize> = HashMap::new();
         {
             let mut idle = self.idle.borrow_mut();
             // Most recently used last: walking backwards keeps the warmest as the minimum.
@@ -562,10 +653,10 @@ impl CorePool {
                 .iter()
                 .rev()
                 .map(|c| {
-                    if !self.usable(c.backend, any_healthy) {
+                    if !self.usable(c.backend, any_healthy) || c.backend >= self.backends.len() {
                         return false;
                     }
-                    let Some(k) = kept.get_mut(c.backend) else { return false };
+                    let k = kept.entry((c.backend, c.user.clone())).or_default();
                     let keep = c.last_used >= cutoff || *k < share;
                     *k += usize::from(keep);
                     keep
@@ -601,6 +692,11 @@ impl CorePool {
     /// connections it opened, or the first connect error.
     pub async fn prewarm(self: &Rc<Self>, protocol: Protocol, share: u32) -> Result<usize, PoolError> {
         self.min_share.set(share);
+        if self.passes_through() {
+            // No client, no identity to open connections as: each user's first login opens
+            // its connections, and `maintain` keeps `share` of them per user from then on.
+            return Ok(0);
+        }
         let mut opened = 0;
         for (index, slot) in self.backends.iter().enumerate() {
             let held = || self.idle.borrow().iter().filter(|c| c.backend == index).count();
@@ -609,7 +705,8 @@ impl CorePool {
                     break;
                 }
                 let before = held();
-                let conn = self.open(index, protocol, rt::now() + self.config.timeouts.connect).await?;
+                let picked = Picked { index, user_budget: None };
+                let conn = self.open(picked, protocol, None, rt::now() + self.config.timeouts.connect).await?;
                 self.checkin(conn, true);
                 if held() <= before {
                     // Another core is short of this backend's budget: let it have it.
@@ -620,6 +717,13 @@ impl CorePool {
         }
         Ok(opened)
     }
+}
+
+/// A backend chosen for a new connection, with the units taken for it (the pool-wide one in
+/// the backend's budget, the user's on a pass-through pool).
+struct Picked {
+    index: usize,
+    user_budget: Option<Arc<Budget>>,
 }
 
 /// All pools of one core, by name.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, ConsoleRole, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId};
 use crate::metrics::{self, CoreCounters, DigestSnapshot, FallbackOutcome};
-use crate::pool::{Conn, CorePool, PoolError, PoolSet};
+use crate::pool::{Conn, CorePool, PassThrough, PoolError, PoolSet};
 use crate::routing::{
     CacheStats, Catalogs, Decision, DecisionKind, Outcome, RouteInput, Router, RuleSet, StatementKey,
 };
@@ -107,6 +107,7 @@ impl CoreContext {
         &self,
         pool: &mut Rc<CorePool>,
         protocol: Protocol,
+        who: Option<&PassThrough>,
         deadline: Instant,
     ) -> Result<Conn, PoolError> {
         loop {
@@ -116,7 +117,7 @@ impl CoreContext {
                 };
                 *pool = successor;
             }
-            match pool.checkout(protocol, deadline).await {
+            match pool.checkout(protocol, who, deadline).await {
                 Err(PoolError::Replaced(_)) => continue,
                 other => return other,
             }

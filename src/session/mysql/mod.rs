@@ -184,7 +184,7 @@ pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String,
         return Ok(p);
     }
     let deadline = rt::now() + pool.config.timeouts.acquire;
-    let conn = pool.checkout(pool.config.backend_protocol(Protocol::MySql), deadline).await?;
+    let conn = pool.checkout(pool.config.backend_protocol(Protocol::MySql), None, deadline).await?;
     pool.checkin(conn, true);
     pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))
 }
@@ -656,8 +656,11 @@ impl Session {
             return Ok(());
         }
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let mut conn =
-            self.ctx.checkout(&mut self.pool, Protocol::MySql, deadline).await.map_err(|e| MyClientError::from(&e))?;
+        let mut conn = self
+            .ctx
+            .checkout(&mut self.pool, Protocol::MySql, None, deadline)
+            .await
+            .map_err(|e| MyClientError::from(&e))?;
         self.bpos = 0;
         if conn.settings != self.state.signature() {
             if let Err(e) = stmt::replay(&mut conn, &self.state, &self.pool.config.database).await {
