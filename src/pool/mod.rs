@@ -360,6 +360,20 @@ impl CorePool {
     }
     // ---- end health ----
 
+    /// A MySQL pass-through pool's greeting parameters (#23), read from a backend's handshake
+    /// without logging in (nobody to log in as before a client names itself), and cached.
+    pub async fn peek_mysql_params(&self, deadline: Instant) -> Result<ServerParams, PoolError> {
+        if let Some(p) = self.server_params() {
+            return Ok(p);
+        }
+        let slot = self.backends.first().ok_or_else(|| PoolError::NoBackend(self.config.name.clone()))?;
+        let deadline = deadline.min(rt::now() + self.config.timeouts.connect);
+        let (version, charset) = mysql::peek_greeting(&self.config, slot.addr, &slot.label, deadline).await?;
+        let params = Rc::new(vec![("server_version".to_owned(), version), ("charset".to_owned(), charset.to_string())]);
+        *self.server_params.borrow_mut() = Some(params.clone());
+        Ok(params)
+    }
+
     /// Startup parameters reported by this pool's servers, once a connection was opened.
     pub fn server_params(&self) -> Option<ServerParams> {
         self.server_params.borrow().clone()

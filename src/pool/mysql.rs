@@ -74,6 +74,25 @@ pub(super) async fn connect(
     login.assemble(rt::with_deadline(deadline, work).await, addr, backend, unit)
 }
 
+/// Reads `addr`'s greeting and hangs up: the server version and collation a pass-through pool
+/// (#23) greets clients with before any client named itself to log in as.
+pub(super) async fn peek_greeting(
+    cfg: &PoolConfig,
+    addr: SocketAddr,
+    label: &str,
+    deadline: Instant,
+) -> Result<(String, u8), PoolError> {
+    let login = Login { cfg, label, who: None };
+    let work = async {
+        let mut stream = login.dial(addr, deadline).await?;
+        let mut rbuf = Vec::with_capacity(1024);
+        let (greeting, _) = greeting(&login, &mut stream, &mut rbuf, deadline).await?;
+        let hs = HandshakeV10::decode(&greeting).map_err(|e| login.connect_err(e))?;
+        Ok((String::from_utf8_lossy(hs.server_version).into_owned(), hs.charset))
+    };
+    rt::with_deadline(deadline, work).await.unwrap_or_else(|_| Err(login.connect_err("connect_timeout elapsed")))
+}
+
 /// Reads one logical payload; returns it with its last sequence id.
 async fn read(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> Result<(Vec<u8>, u8), PoolError> {
     loop {

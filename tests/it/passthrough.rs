@@ -253,3 +253,155 @@ fn transaction_pooling_never_runs_one_users_statement_on_anothers_connection_und
         .get(0);
     assert!(open <= 3, "{open} server connections for a pool capped at 3");
 }
+
+/// MariaDB users created with `mysql_native_password`, each granted SELECT on its own table.
+struct MyUsers {
+    names: Vec<String>,
+}
+
+impl MyUsers {
+    fn create(prefix: &str) -> MyUsers {
+        use mysql::prelude::Queryable;
+        let my = &dbs().my;
+        let names: Vec<String> = (0..3).map(|i| unique_name(&format!("{prefix}{i}"))).collect();
+        let mut root = my.superuser_client(my.primary_port);
+        for n in &names {
+            root.query_drop(format!(
+                "CREATE USER '{n}'@'%' IDENTIFIED VIA mysql_native_password USING PASSWORD('pw_{n}');
+                 CREATE TABLE {db}.{n}_t (owner VARCHAR(64));
+                 INSERT INTO {db}.{n}_t VALUES ('{n}');
+                 GRANT SELECT ON {db}.{n}_t TO '{n}'@'%';",
+                db = my.database
+            ))
+            .expect("create user");
+        }
+        MyUsers { names }
+    }
+
+    /// `"user" "*HEX"` lines from `mysql.user`: the server's own stored hashes.
+    fn userlist(&self) -> String {
+        use mysql::prelude::Queryable;
+        let my = &dbs().my;
+        let mut root = my.superuser_client(my.primary_port);
+        let list = self.names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+        let rows: Vec<(String, String)> = root
+            .query(format!("SELECT User, authentication_string FROM mysql.user WHERE User IN ({list}) ORDER BY 1"))
+            .expect("mysql.user");
+        rows.iter().map(|(u, h)| format!("\"{u}\" \"{h}\"\n")).collect()
+    }
+}
+
+impl Drop for MyUsers {
+    fn drop(&mut self) {
+        use mysql::prelude::Queryable;
+        let my = &dbs().my;
+        let mut root = my.superuser_client(my.primary_port);
+        for n in &self.names {
+            let _ =
+                root.query_drop(format!("DROP USER IF EXISTS '{n}'@'%'; DROP TABLE IF EXISTS {}.{n}_t", my.database));
+        }
+    }
+}
+
+/// One router, both protocols, no plaintext password anywhere: PostgreSQL roles and MariaDB
+/// users log in through credential-less pools with their stored verifiers and hashes, each as
+/// itself (mysql crate, mariadb CLI, PyMySQL and JDBC on the MariaDB side).
+#[test]
+fn a_config_without_any_plaintext_password_serves_postgres_and_mariadb_users_as_themselves() {
+    use mysql::prelude::Queryable;
+    let roles = Roles::create("pt_both", "scram-sha-256");
+    let users = MyUsers::create("pt_my");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("userlist.txt");
+    let list = format!("{}{}", roles.userlist(), users.userlist());
+    assert!(list.lines().all(|l| l.contains("\"SCRAM-SHA-256$") || l.contains("\"*")), "hashes only: {list}");
+    std::fs::write(&file, list).expect("write auth file");
+    let (pg, my) = (&dbs().pg, &dbs().my);
+    let toml = format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n\
+         [[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
+         [[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
+         [pools.pg]\nmode = \"transaction\"\ndatabase = \"{pgdb}\"\nmax_connections = 4\n\
+         backends = [{{ host = \"127.0.0.1\", port = {pgport} }}]\n\n\
+         [pools.my]\nmode = \"transaction\"\ndatabase = \"{mydb}\"\nmax_connections = 4\n\
+         backends = [{{ host = \"127.0.0.1\", port = {myport} }}]\n\n\
+         [routing]\ndefault_pool = \"pg\"\nmysql_default_pool = \"my\"\n\n[auth]\nfile = \"{file}\"\n",
+        pgdb = pg.database,
+        pgport = pg.primary_port,
+        mydb = my.database,
+        myport = my.primary_port,
+        file = file.display(),
+    );
+    assert!(!toml.contains("password"), "no plaintext password anywhere in the config");
+    let router = Router::start(&toml);
+    each_role_is_itself(router.port(), &roles);
+
+    let my_port = router.listen[1].port();
+    let mut root = my.superuser_client(my.primary_port);
+    for n in &users.names {
+        let mut c = mysql::Conn::new(my.opts(my_port, n, &format!("pw_{n}")))
+            .unwrap_or_else(|e| panic!("{n} logs in through the router: {e}"));
+        let (me, id): (String, u64) =
+            c.query_first("SELECT CURRENT_USER(), CONNECTION_ID()").expect("whoami").expect("row");
+        assert_eq!(me, format!("{n}@%"));
+        let seen: Option<String> = root
+            .exec_first("SELECT USER FROM information_schema.PROCESSLIST WHERE ID = ?", (id,))
+            .expect("processlist");
+        assert_eq!(seen.as_deref(), Some(n.as_str()), "the server thread serving {n} is attributed to {n}");
+        let own: Option<String> = c.query_first(format!("SELECT owner FROM {n}_t")).expect("own table");
+        assert_eq!(own.as_deref(), Some(n.as_str()));
+        for other in users.names.iter().filter(|o| *o != n) {
+            match c.query_drop(format!("SELECT owner FROM {other}_t")) {
+                Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1142, "{n} reading {other}_t: {e}"),
+                other => panic!("{n} reading {other:?}_t must be denied"),
+            }
+        }
+    }
+    // A wrong password and an unknown user look the same: 1045.
+    for (user, password) in [(users.names[0].as_str(), "wrong"), ("pt_my_nobody", "wrong")] {
+        match mysql::Conn::new(my.opts(my_port, user, password)) {
+            Err(mysql::Error::MySqlError(e)) => {
+                assert_eq!(e.code, 1045, "{user}");
+                assert_eq!(e.message, format!("Access denied for user '{user}' (using password: YES)"));
+            }
+            other => panic!("{user}/{password} must be refused, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    // The mariadb CLI, PyMySQL and JDBC log in as themselves too.
+    let n = &users.names[1];
+    let password = format!("pw_{n}");
+    let cli = Command::new("mariadb")
+        .args(["--no-defaults", "--protocol=TCP", "-h127.0.0.1", "--skip-ssl", "--batch", "--skip-column-names"])
+        .arg(format!("-P{my_port}"))
+        .arg(format!("-u{n}"))
+        .arg(format!("-p{password}"))
+        .arg(&my.database)
+        .args(["-e", &format!("SELECT CURRENT_USER(); SELECT owner FROM {n}_t")])
+        .output()
+        .expect("run the mariadb CLI");
+    let out = String::from_utf8_lossy(&cli.stdout);
+    assert!(cli.status.success(), "mariadb CLI: {out}{}", String::from_utf8_lossy(&cli.stderr));
+    assert_eq!(out.lines().collect::<Vec<_>>(), vec![format!("{n}@%"), n.clone()]);
+
+    let py = format!(
+        "import pymysql\nc = pymysql.connect(host='127.0.0.1', port={my_port}, user='{n}', password='{password}', database='{db}')\n\
+         cur = c.cursor()\ncur.execute('SELECT CURRENT_USER()')\nprint(cur.fetchone()[0])\n\
+         cur.execute('SELECT owner FROM {n}_t WHERE owner = %s', ('{n}',))\nprint(cur.fetchone()[0])\n",
+        db = my.database
+    );
+    let out = Command::new("/usr/bin/python3").args(["-c", &py]).output().expect("run python3 (PyMySQL)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "PyMySQL: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), vec![format!("{n}@%"), n.clone()]);
+
+    let url = format!("jdbc:mariadb://127.0.0.1:{my_port}/{}?useSsl=false", my.database);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors/JdbcWhoAmI.java");
+    let out = Command::new("java")
+        .args(["-cp", "/usr/share/java/mariadb-java-client.jar", script, &url, n, &password, &format!("{n}_t")])
+        .output()
+        .expect("run java (installed by .ci/deps.sh)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "JDBC: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), vec![format!("current_user {n}@%"), format!("owner {n}")]);
+}
