@@ -116,17 +116,17 @@ impl BudgetRegistry {
         b
     }
 
-    /// Connections open process-wide per (pool, user) of pass-through pools, sorted; users
-    /// without any are left out.
-    pub fn user_connections(&self) -> Vec<(String, String, u32)> {
-        let mut out: Vec<(String, String, u32)> = Vec::new();
-        for ((pool, _, user), b) in self.users.lock().iter() {
-            match out.iter_mut().find(|(p, u, _)| p == pool && u == user) {
-                Some(entry) => entry.2 += b.used(),
-                None => out.push((pool.clone(), user.clone(), b.used())),
+    /// Connections open process-wide per user of pass-through `pool`, all backends together,
+    /// sorted by user; users without any are left out. Called per metrics scrape.
+    pub fn user_connections(&self, pool: &str) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for ((_, _, user), b) in self.users.lock().iter().filter(|((p, _, _), _)| p == pool) {
+            match out.iter_mut().find(|(u, _)| u == user) {
+                Some(entry) => entry.1 += u64::from(b.used()),
+                None => out.push((user.clone(), u64::from(b.used()))),
             }
         }
-        out.retain(|e| e.2 > 0);
+        out.retain(|e| e.1 > 0);
         out.sort();
         out
     }
@@ -175,12 +175,10 @@ mod tests {
         let bob = reg.user_budget("p", "h:1", "bob", 1);
         assert!(bob.try_acquire(), "bob has his own");
         assert!(reg.user_budget("p", "h:2", "bob", 1).try_acquire(), "per backend");
-        assert_eq!(
-            reg.user_connections(),
-            vec![("p".to_owned(), "alice".to_owned(), 1), ("p".to_owned(), "bob".to_owned(), 2)]
-        );
+        assert!(reg.user_budget("q", "h:1", "bob", 1).try_acquire(), "per pool");
+        assert_eq!(reg.user_connections("p"), vec![("alice".to_owned(), 1), ("bob".to_owned(), 2)]);
         alice.release();
-        assert_eq!(reg.user_connections().len(), 1, "users without connections are left out");
+        assert_eq!(reg.user_connections("p"), vec![("bob".to_owned(), 2)], "users without connections are left out");
     }
 
     #[test]

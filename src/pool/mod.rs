@@ -327,6 +327,9 @@ impl CorePool {
             idle.iter().filter(|c| Some(c.backend) == index).count() as u64
         };
         let mut snap = self.counters.snapshot(capacity, &count);
+        if self.passes_through() {
+            snap.users = self.budgets.user_connections(&self.config.name);
+        }
         // health: process-wide figures, shown for the backends configured now.
         for b in &mut snap.backends {
             b.health = self.backends.iter().find(|s| s.label == b.label).map(|s| s.health.figures());

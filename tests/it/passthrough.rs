@@ -333,7 +333,7 @@ fn a_config_without_any_plaintext_password_serves_postgres_and_mariadb_users_as_
         file = file.display(),
     );
     assert!(!toml.contains("password"), "no plaintext password anywhere in the config");
-    let router = Router::start(&toml);
+    let router = Router::start(&crate::admin::with_metrics(&toml, None));
     each_role_is_itself(router.port(), &roles);
 
     let my_port = router.listen[1].port();
@@ -404,4 +404,23 @@ fn a_config_without_any_plaintext_password_serves_postgres_and_mariadb_users_as_
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "JDBC: {stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stdout.lines().collect::<Vec<_>>(), vec![format!("current_user {n}@%"), format!("owner {n}")]);
+
+    // Metrics show the connections per user (idle ones stay open in transaction mode), and
+    // neither they nor the admin API's view of the config show any secret.
+    let (metrics, admin) = crate::admin::addrs(&router);
+    let text = crate::admin::http(metrics, "GET", "/metrics", &[]).body;
+    for (pool, user) in roles.names.iter().map(|r| ("pg", r)).chain(users.names.iter().map(|u| ("my", u))) {
+        let (open, series) = crate::admin::sum(
+            &text,
+            "sqp_pool_user_connections",
+            &[&format!("pool=\"{pool}\""), &format!("user=\"{user}\"")],
+        );
+        assert_eq!(series, 1, "one series for {user} on {pool}:\n{text}");
+        assert!(open >= 1.0, "{user} has a connection open on {pool}");
+    }
+    let config = crate::admin::http(admin, "GET", "/api/config", &[]).body;
+    for shown in [&text, &config] {
+        assert!(!shown.contains("pw_") && !shown.contains("SCRAM-SHA-256$") && !shown.contains("\"*"), "{shown}");
+    }
+    assert!(config.contains("userlist.txt"), "the auth file's path is shown: {config}");
 }
