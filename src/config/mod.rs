@@ -73,6 +73,7 @@ impl Config {
             auth: Auth {
                 file: raw.auth.file.as_ref().map(|f| std::path::PathBuf::from(ck.non_empty(f, "auth.file"))),
                 users: std::sync::Arc::default(),
+                max_failed_logins: ck.count(&raw.auth.max_failed_logins, "auth.max_failed_logins", 0, 0),
             },
             general,
         };

@@ -105,6 +105,9 @@ pub struct Auth {
     /// The auth file's entries, user → secret text (plaintext, `md5…`, `SCRAM-SHA-256$…` or
     /// MySQL's `*HEX`): filled by whoever reads the file (start and reload), never rendered.
     pub users: std::sync::Arc<std::collections::BTreeMap<String, String>>,
+    /// Failed logins a source address may have per minute (on each core) before it is refused
+    /// unchecked until that minute is over; 0 = no limit.
+    pub max_failed_logins: u32,
 }
 
 /// One backend server of a pool.

@@ -44,6 +44,7 @@ pub(crate) struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAuth {
     pub file: Option<Sp<String>>,
+    pub max_failed_logins: Option<Sp<i64>>,
 }
 
 /// `[console]`.

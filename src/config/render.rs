@@ -39,12 +39,13 @@ pub(crate) fn redacted_toml(config: &Config) -> String {
     }
     root.insert("metrics".into(), Value::Table(metrics));
     root.insert("console".into(), Value::Table(console(&config.console)));
+    let mut auth = Table::new();
     if let Some(file) = &config.auth.file {
         // The path only: the file's secrets are never rendered.
-        let mut auth = Table::new();
         put_str(&mut auth, "file", &file.display().to_string());
-        root.insert("auth".into(), Value::Table(auth));
     }
+    auth.insert("max_failed_logins".into(), Value::Integer(i64::from(config.auth.max_failed_logins)));
+    root.insert("auth".into(), Value::Table(auth));
     // A table of strings, numbers, booleans and arrays of tables always serializes; the
     // fallback only keeps this path free of panics.
     toml::to_string(&root).unwrap_or_default()

@@ -66,6 +66,12 @@ impl Drop for Roles {
 /// A router whose one pool `app` (transaction mode) has no credentials, checking clients
 /// against `auth_file` with `auth_method`.
 fn router(auth_file: &Path, auth_method: &str, max: u32) -> (Router, String) {
+    let toml = config_text(auth_file, auth_method, max);
+    (Router::start(&toml), toml)
+}
+
+/// The configuration [`router`] starts.
+fn config_text(auth_file: &Path, auth_method: &str, max: u32) -> String {
     let toml = format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\
          auth_method = \"{auth_method}\"\n\n[pools.app]\nmode = \"transaction\"\nmax_connections = {max}\n\
@@ -75,7 +81,7 @@ fn router(auth_file: &Path, auth_method: &str, max: u32) -> (Router, String) {
         file = auth_file.display(),
     );
     assert!(!toml.contains("password"), "no plaintext password anywhere in the config");
-    (Router::start(&toml), toml)
+    toml
 }
 
 fn client(port: u16, user: &str, password: &str) -> Result<postgres::Client, postgres::Error> {
@@ -423,4 +429,27 @@ fn a_config_without_any_plaintext_password_serves_postgres_and_mariadb_users_as_
         assert!(!shown.contains("pw_") && !shown.contains("SCRAM-SHA-256$") && !shown.contains("\"*"), "{shown}");
     }
     assert!(config.contains("userlist.txt"), "the auth file's path is shown: {config}");
+}
+
+/// `auth.max_failed_logins`: after two failures from 127.0.0.1 even the right password is
+/// refused (unchecked, with the same 28P01) until a reload lifts the limit.
+#[test]
+fn an_address_with_too_many_failed_logins_is_refused_even_with_the_right_password() {
+    let roles = Roles::create("pt_limit", "scram-sha-256");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("userlist.txt");
+    std::fs::write(&file, roles.userlist()).expect("write auth file");
+    let base = config_text(&file, "scram-sha-256", 2);
+    let limited = base.replace("[auth]\n", "[auth]\nmax_failed_logins = 2\n");
+    let router = Router::start(&limited);
+    let n = &roles.names[0];
+    let right = format!("pw_{n}");
+    client(router.port(), n, &right).expect("the right password before any failure");
+    for _ in 0..2 {
+        assert_eq!(refusal(router.port(), n, "wrong").0, "28P01");
+    }
+    let (code, message) = refusal(router.port(), n, &right);
+    assert_eq!((code.as_str(), message), ("28P01", format!("password authentication failed for user \"{n}\"")));
+    router.reload_with(&base).expect("reload without the limit");
+    client(router.port(), n, &right).expect("the limit is lifted by the reload");
 }

@@ -188,7 +188,21 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         _ => resp.auth_response.to_vec(),
     };
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
-    let pass = check_password(pool_cfg, &config, &user, &scramble, &token, anonymous).map_err(Some)?;
+    // auth.max_failed_logins: an address past its failures is refused like a wrong password.
+    let addr = client.stream.peer_addr().ok().map(|a| a.ip());
+    if ctx.login_blocked(addr) {
+        tracing::info!(user, "login refused unchecked: too many failed logins from this address");
+        let using = if token.is_empty() { "NO" } else { "YES" };
+        let message = format!("Access denied for user '{user}' (using password: {using})");
+        return Err(Some(MyClientError::new(ER_ACCESS_DENIED_ERROR, message)));
+    }
+    let pass = check_password(pool_cfg, &config, &user, &scramble, &token, anonymous)
+        .inspect_err(|e| {
+            if e.number == ER_ACCESS_DENIED_ERROR {
+                ctx.login_failed(addr);
+            }
+        })
+        .map_err(Some)?;
     let pools = ctx.pools();
     let pool = pools
         .get(&pool_cfg.name)

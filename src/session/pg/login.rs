@@ -192,7 +192,17 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     }
     let pool_cfg = resolve_pool(&config, &database)?;
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
-    let pass = authenticate(client, pool_cfg, &config, &user, auth, anonymous).await?;
+    // auth.max_failed_logins: an address past its failures is refused like a wrong password.
+    let addr = client.stream.peer_addr().ok().map(|a| a.ip());
+    if ctx.login_blocked(addr) {
+        tracing::info!(user, "login refused unchecked: too many failed logins from this address");
+        return Err(refuse(&user));
+    }
+    let pass = authenticate(client, pool_cfg, &config, &user, auth, anonymous).await.inspect_err(|end| {
+        if matches!(end, LoginEnd::Refused(e) if e.code == sqlstate::INVALID_PASSWORD) {
+            ctx.login_failed(addr);
+        }
+    })?;
     let lex = crate::sql::mode::SessionModes::default();
     Ok(Authenticated { pool: pool_cfg.name.clone(), params, identity: Identity { user, database, lex, pass } })
 }
