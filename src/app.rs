@@ -53,6 +53,9 @@ pub enum StartError {
     /// The routing rules do not compile.
     #[error("invalid routing rules: {0}")]
     Rules(#[from] RuleErrors),
+    /// The `[auth] file` cannot be read or parsed (#23).
+    #[error(transparent)]
+    AuthFile(crate::control::ControlError),
 }
 
 /// A running router.
@@ -106,7 +109,8 @@ fn ensure_ports_free(config: &Config) -> Result<(), StartError> {
 
 /// Starts cores and the control plane for `config`; `config_path` is what reloads re-read.
 /// `log_drops` is the log writer's dropped-lines counter, shown on `/metrics`.
-pub fn start(config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) -> Result<Running, StartError> {
+pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) -> Result<Running, StartError> {
+    crate::control::load_auth_file(&mut config).map_err(StartError::AuthFile)?;
     let cpus = cpus(&config)?;
     // Rules first: a bad rule should not cost a bound port.
     let snapshot = Arc::new(Snapshot::build(RulesVersion(1), Arc::new(config), &[], &[])?);

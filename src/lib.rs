@@ -7,7 +7,7 @@
 //! L3  core        control           per-core assembly | control-plane thread
 //! L2  session  bridge  pool  rt     data plane on glommio executors (rt is the only glommio user)
 //! L1  routing                       pure decision engine
-//! L0  protocol  sql  config  metrics   pure: no runtime, sockets, clocks or globals
+//! L0  protocol  sql  config  metrics  auth   pure: no runtime, sockets, clocks or globals
 //! ```
 //!
 //! A module may use only modules of a lower layer, and only those DESIGN.md allows.
@@ -17,6 +17,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod auth;
 pub mod bridge;
 pub mod config;
 pub mod control;

@@ -17,13 +17,17 @@ use syn::visit::{self, Visit};
 fn allowed(module: &str) -> Option<&'static [&'static str]> {
     Some(match module {
         "protocol" | "sql" | "config" | "metrics" | "id" | "error" | "rt" => &[],
+        // Stored client secrets (#23): parsed with the protocols' math, checked by sessions.
+        "auth" => &["protocol"],
         "routing" => &["sql", "config", "id", "error"],
         "pool" => &["protocol", "config", "metrics", "rt", "error", "id"],
         // The session drives the bridge's sans-IO translation; the bridge never calls back.
-        "session" => &["protocol", "sql", "routing", "pool", "metrics", "config", "rt", "error", "id", "bridge"],
+        "session" => {
+            &["protocol", "sql", "routing", "pool", "metrics", "config", "rt", "error", "id", "bridge", "auth"]
+        }
         "bridge" => &["protocol", "sql", "routing", "pool", "metrics", "config", "rt", "error", "id"],
         "core" => &["session", "pool", "routing", "metrics", "config", "rt", "control", "id", "error"],
-        "control" => &["routing", "config", "metrics", "error", "id"],
+        "control" => &["routing", "config", "metrics", "error", "id", "auth"],
         // The admin console speaks the PostgreSQL wire protocol through the pure codecs.
         "admin" => &["control", "metrics", "config", "error", "id", "protocol"],
         "app" => return Some(ANYTHING),
@@ -60,7 +64,7 @@ const RESTRICTED_CRATES: &[&str] = &["glommio", "crossbeam_channel"];
 /// The sans-IO layers: whole top-level modules, plus the protocol exchanges inside `session`.
 fn is_pure(module: &[String]) -> bool {
     let top = module.first().map(String::as_str).unwrap_or("");
-    matches!(top, "protocol" | "sql" | "config" | "metrics" | "routing" | "id") || is_exchange(module)
+    matches!(top, "protocol" | "sql" | "config" | "metrics" | "routing" | "id" | "auth") || is_exchange(module)
 }
 
 /// Path prefixes a sans-IO layer must not name: sockets, threads, clocks, the environment,

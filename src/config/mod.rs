@@ -21,7 +21,7 @@ mod warnings;
 pub use console::{Console, ConsoleRole, CONSOLE_DATABASES};
 pub use error::{ConfigErrors, ConfigIssue};
 pub use model::{
-    Backend, CacheConfig, General, HealthCheck, Listener, Metrics, MysqlRouting, PatternRule, Pool, PoolLimits,
+    Auth, Backend, CacheConfig, General, HealthCheck, Listener, Metrics, MysqlRouting, PatternRule, Pool, PoolLimits,
     PoolTimeouts, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
 };
 pub use value::{
@@ -52,6 +52,8 @@ pub struct Config {
     pub metrics: Metrics,
     /// `[console]`.
     pub console: Console,
+    /// `[auth]`.
+    pub auth: Auth,
 }
 
 impl Config {
@@ -68,6 +70,11 @@ impl Config {
             routing: rules::routing(&mut ck, &raw.routing),
             translations: rules::translations(&mut ck, &raw.translation),
             metrics: build::metrics(&mut ck, &raw.metrics),
+            auth: Auth {
+                file: raw.auth.file.as_ref().map(|f| std::path::PathBuf::from(ck.non_empty(f, "auth.file"))),
+                users: std::sync::Arc::default(),
+                max_failed_logins: ck.count(&raw.auth.max_failed_logins, "auth.max_failed_logins", 0, 0),
+            },
             general,
         };
         validate::cross_check(&mut ck, &raw, &config);

@@ -99,6 +99,19 @@ impl Pool {
     }
 }
 
+/// `[auth]`: the secrets clients of pass-through pools (no `username`) are checked with (#23).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Auth {
+    /// PgBouncer-style auth file (`"user" "secret"` per line); re-read on every reload.
+    pub file: Option<PathBuf>,
+    /// The auth file's entries, user → secret text (plaintext, `md5…`, `SCRAM-SHA-256$…` or
+    /// MySQL's `*HEX`): filled by whoever reads the file (start and reload), never rendered.
+    pub users: std::sync::Arc<std::collections::BTreeMap<String, String>>,
+    /// Failed logins a source address may have per minute (on each core) before it is refused
+    /// unchecked until that minute is over; 0 = no limit.
+    pub max_failed_logins: u32,
+}
+
 /// One backend server of a pool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Backend {
@@ -119,8 +132,12 @@ pub struct Backend {
 pub struct PoolLimits {
     /// Connections kept open per backend even when idle.
     pub min_connections: u32,
-    /// Most connections per backend; at least `min_connections`.
+    /// Most connections per backend; at least `min_connections`. On a pass-through pool the
+    /// cap of all users together.
     pub max_connections: NonZeroU32,
+    /// On a pass-through pool, most connections per backend for one user (#23); `None` =
+    /// `max_connections`.
+    pub max_user_connections: Option<NonZeroU32>,
     /// Prepared statements kept per backend connection before the oldest is closed.
     pub max_prepared_statements: NonZeroU32,
 }

@@ -145,9 +145,14 @@ fn limits(ck: &mut Checker<'_>, base: &str, raw: &RawPool) -> PoolLimits {
             (None, None) => {}
         }
     }
+    let max_user_connections = raw
+        .max_user_connections
+        .as_ref()
+        .map(|_| ck.nonzero(&raw.max_user_connections, &format!("{base}.max_user_connections"), max_connections));
     PoolLimits {
         min_connections,
         max_connections,
+        max_user_connections,
         max_prepared_statements: ck.nonzero(
             &raw.max_prepared_statements,
             &format!("{base}.max_prepared_statements"),

@@ -35,6 +35,16 @@ pub(crate) struct RawConfig {
     pub metrics: RawMetrics,
     #[serde(default)]
     pub console: RawConsole,
+    #[serde(default)]
+    pub auth: RawAuth,
+}
+
+/// `[auth]`: where the router finds the secrets clients of pass-through pools are checked with.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAuth {
+    pub file: Option<Sp<String>>,
+    pub max_failed_logins: Option<Sp<i64>>,
 }
 
 /// `[console]`.
@@ -88,6 +98,7 @@ pub(crate) struct RawPool {
     pub backends: Option<Sp<Vec<Sp<RawBackend>>>>,
     pub min_connections: Option<Sp<i64>>,
     pub max_connections: Option<Sp<i64>>,
+    pub max_user_connections: Option<Sp<i64>>,
     pub max_prepared_statements: Option<Sp<i64>>,
     pub acquire_timeout: Option<Sp<String>>,
     pub idle_timeout: Option<Sp<String>>,

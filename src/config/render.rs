@@ -39,6 +39,13 @@ pub(crate) fn redacted_toml(config: &Config) -> String {
     }
     root.insert("metrics".into(), Value::Table(metrics));
     root.insert("console".into(), Value::Table(console(&config.console)));
+    let mut auth = Table::new();
+    if let Some(file) = &config.auth.file {
+        // The path only: the file's secrets are never rendered.
+        put_str(&mut auth, "file", &file.display().to_string());
+    }
+    auth.insert("max_failed_logins".into(), Value::Integer(i64::from(config.auth.max_failed_logins)));
+    root.insert("auth".into(), Value::Table(auth));
     // A table of strings, numbers, booleans and arrays of tables always serializes; the
     // fallback only keeps this path free of panics.
     toml::to_string(&root).unwrap_or_default()
@@ -105,6 +112,9 @@ fn pool(pool: &Pool) -> Value {
     table.insert("backends".into(), Value::Array(pool.backends.iter().map(backend).collect()));
     table.insert("min_connections".into(), Value::Integer(i64::from(pool.limits.min_connections)));
     table.insert("max_connections".into(), Value::Integer(i64::from(pool.limits.max_connections.get())));
+    if let Some(max) = pool.limits.max_user_connections {
+        table.insert("max_user_connections".into(), Value::Integer(i64::from(max.get())));
+    }
     let max_prepared = i64::from(pool.limits.max_prepared_statements.get());
     table.insert("max_prepared_statements".into(), Value::Integer(max_prepared));
     put_duration(&mut table, "acquire_timeout", pool.timeouts.acquire);

@@ -253,11 +253,12 @@ fn postgres_local_infile(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config)
     );
 }
 
-/// Clients are authenticated against the pools' credentials; with none configured the router
-/// has nothing to check a password against, so exposing a listener beyond loopback then has to
-/// be asked for explicitly with `allow_anonymous`.
+/// Clients are authenticated against the pools' credentials or, on pass-through pools, against
+/// the `[auth] file`; with neither configured the router has nothing to check a password
+/// against, so exposing a listener beyond loopback then has to be asked for explicitly with
+/// `allow_anonymous`.
 fn exposure(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
-    if config.pools.iter().any(|p| p.has_credentials()) {
+    if config.pools.iter().any(|p| p.has_credentials()) || config.auth.file.is_some() {
         return;
     }
     for (i, listener, bind) in valid_listeners(raw, config) {
@@ -269,7 +270,7 @@ fn exposure(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
                 &entry.get_ref().bind,
                 &format!("listeners[{i}].bind"),
                 format!(
-                    "listener `{}` binds non-loopback {bind} but no pool has username and password; set allow_anonymous = true to accept that",
+                    "listener `{}` binds non-loopback {bind} but no pool has username and password and there is no [auth] file; set allow_anonymous = true to accept that",
                     listener.name
                 ),
             );

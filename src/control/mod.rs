@@ -58,6 +58,14 @@ pub enum ControlError {
     /// The request names something that does not exist (a rule, a translation).
     #[error("{0}")]
     NotFound(String),
+    /// The `[auth] file` could not be read or parsed (#23); the old secrets keep serving.
+    #[error("auth file {path}: {reason}")]
+    AuthFile {
+        /// The file.
+        path: String,
+        /// What failed (an OS error or the first bad line, never a secret).
+        reason: String,
+    },
     /// No file to reload from (the router was started from an in-memory config).
     #[error("no configuration file to reload from")]
     NoFile,
@@ -69,10 +77,24 @@ pub enum ControlError {
     Stopped,
 }
 
+/// Reads `[auth] file` into `config.auth.users` (#23): at start and on every reload, so a
+/// reload picks up changed secrets. Without an auth file the users stay empty.
+pub fn load_auth_file(config: &mut Config) -> Result<(), ControlError> {
+    let Some(path) = config.auth.file.clone() else { return Ok(()) };
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| ControlError::AuthFile { path: shown.clone(), reason: e.to_string() })?;
+    let users = crate::auth::parse_userlist(&text)
+        .map_err(|e| ControlError::AuthFile { path: shown, reason: e.to_string() })?;
+    config.auth.users = Arc::new(users);
+    Ok(())
+}
+
 impl ErrorCode for ControlError {
     fn code(&self) -> &'static str {
         match self {
             Self::Read { .. } => "control.read",
+            Self::AuthFile { .. } => "control.auth_file",
             Self::Invalid(_) => "control.invalid_config",
             Self::Rules(_) => "routing.invalid_rule",
             Self::BadRequest(_) => "control.bad_request",
@@ -86,6 +108,7 @@ impl ErrorCode for ControlError {
         match self {
             Self::Invalid(_)
             | Self::Read { .. }
+            | Self::AuthFile { .. }
             | Self::NoFile
             | Self::Rules(_)
             | Self::BadRequest(_)
@@ -332,7 +355,8 @@ impl ControlPlane {
         let path = self.setup.config_path.clone().ok_or(ControlError::NoFile)?;
         let text = std::fs::read_to_string(&path)
             .map_err(|source| ControlError::Read { path: path.display().to_string(), source })?;
-        let config = Config::parse(&text, &path.display().to_string())?;
+        let mut config = Config::parse(&text, &path.display().to_string())?;
+        load_auth_file(&mut config)?;
         self.warn_restart_only(&config);
         // Runtime rules and translations are ephemeral: a reload starts from the file alone.
         let snap = Snapshot::build(self.next_version(), Arc::new(config), &[], &[])?;

@@ -42,6 +42,9 @@ pub const LABELS: &[&str] = &[
     "outcome",
     "direction",
     "operation",
+    // Users of pass-through pools with a connection open only: at most `max_connections` per
+    // pool and backend, whatever names clients try (#23).
+    "user",
 ];
 
 macro_rules! metric {
@@ -154,6 +157,13 @@ metric!(
     Counter,
     ["core", "pool"],
     "Result-row bytes a raw_passthrough pool relayed without decoding them, by pool."
+);
+metric!(
+    POOL_USER_CONNECTIONS,
+    "sqp_pool_user_connections",
+    Gauge,
+    ["pool", "user"],
+    "Open backend connections per user of a pool without username (clients log in as themselves); process-wide."
 );
 metric!(
     POOL_CONNECTIONS,
@@ -271,6 +281,7 @@ pub const ALL: &[&MetricDef] = &[
     &IDLE_TRANSACTION_TIMEOUTS,
     &PASSTHROUGH_BYTES,
     &POOL_CONNECTIONS,
+    &POOL_USER_CONNECTIONS,
     &POOL_ACQUIRE,
     &POOL_QUEUE_DEPTH,
     &POOL_WAIT,

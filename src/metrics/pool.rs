@@ -246,6 +246,7 @@ impl PoolCounters {
                     health: None,
                 })
                 .collect(),
+            users: Vec::new(),
         }
     }
 }
@@ -362,6 +363,9 @@ pub struct PoolSnapshot {
     pub errors_total: Vec<(&'static str, u64)>,
     /// Per backend.
     pub backends: Vec<BackendSnapshot>,
+    /// A pass-through pool's open connections per user, process-wide (every core reports the
+    /// same figures), sorted by user (#23).
+    pub users: Vec<(String, u64)>,
 }
 
 impl PoolSnapshot {
@@ -406,6 +410,10 @@ impl PoolSnapshot {
         }
         self.causal_wait.merge(&other.causal_wait);
         merge_keyed(&mut self.errors_total, &other.errors_total);
+        if self.users.is_empty() {
+            // Process-wide already: every core reports the same figures.
+            self.users.clone_from(&other.users);
+        }
         for b in &other.backends {
             match self.backends.iter_mut().find(|mine| mine.label == b.label) {
                 Some(mine) => {

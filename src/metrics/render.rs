@@ -184,6 +184,7 @@ impl Collector for ScrapeCollector {
         statement_metrics(&mut encoder, &cores)?;
         pool_metrics(&mut encoder, &cores)?;
         health_metrics(&mut encoder, &cores)?;
+        user_metrics(&mut encoder, &cores)?;
         let s = &self.0;
         let mut f = family(&mut encoder, &cat::CONFIG_RELOADS)?;
         f.series(&["applied"], Value::Count(s.reloads_applied))?;
@@ -366,6 +367,25 @@ fn pool_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
         for p in &s.pools {
             for b in &p.backends {
                 f.series(&[c, &p.name, &b.label], Value::Count(b.checkouts_total))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Connections per user are process-wide: each pool's are written once, without a `core`
+/// label, from the first core that reports them.
+fn user_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Result {
+    let mut f = family(encoder, &cat::POOL_USER_CONNECTIONS)?;
+    let mut done: Vec<&str> = Vec::new();
+    for (_, s) in cores {
+        for p in s.pools.iter().filter(|p| !p.users.is_empty()) {
+            if done.contains(&p.name.as_str()) {
+                continue;
+            }
+            done.push(&p.name);
+            for (user, n) in &p.users {
+                f.series(&[&p.name, user], Value::Gauge(*n))?;
             }
         }
     }

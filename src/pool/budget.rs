@@ -50,6 +50,11 @@ impl Budget {
         self.wanted.load(Ordering::Acquire)
     }
 
+    /// Whether a unit is left now.
+    pub fn has_room(&self) -> bool {
+        self.used.load(Ordering::Acquire) < self.max.load(Ordering::Relaxed)
+    }
+
     /// Connections currently open against this budget, process-wide.
     pub fn used(&self) -> u32 {
         self.used.load(Ordering::Acquire)
@@ -64,6 +69,9 @@ impl Budget {
 /// Budgets by (pool name, backend `host:port`).
 type BudgetMap = HashMap<(String, String), Arc<Budget>>;
 
+/// Per-user budgets of pass-through pools by (pool name, backend `host:port`, user).
+type UserBudgetMap = HashMap<(String, String, String), Arc<Budget>>;
+
 /// Health entries by (pool name, backend `host:port`).
 type HealthMap = HashMap<(String, String), Arc<BackendHealth>>;
 
@@ -74,6 +82,7 @@ type HealthMap = HashMap<(String, String), Arc<BackendHealth>>;
 #[derive(Debug, Clone, Default)]
 pub struct BudgetRegistry {
     inner: Arc<Mutex<BudgetMap>>,
+    users: Arc<Mutex<UserBudgetMap>>,
     health: Arc<Mutex<HealthMap>>,
     schema: Arc<SchemaGeneration>,
 }
@@ -91,6 +100,35 @@ impl BudgetRegistry {
             .clone();
         b.max.store(max, Ordering::Relaxed);
         b
+    }
+
+    /// The budget of `user` on `backend` of pass-through `pool` with cap `max` (created on
+    /// first use). Called when a connection is about to open, never per statement.
+    pub fn user_budget(&self, pool: &str, backend: &str, user: &str, max: u32) -> Arc<Budget> {
+        let mut map = self.users.lock();
+        let b = map
+            .entry((pool.to_owned(), backend.to_owned(), user.to_owned()))
+            .or_insert_with(|| {
+                Arc::new(Budget { max: AtomicU32::new(max), used: AtomicU32::new(0), wanted: AtomicU32::new(0) })
+            })
+            .clone();
+        b.max.store(max, Ordering::Relaxed);
+        b
+    }
+
+    /// Connections open process-wide per user of pass-through `pool`, all backends together,
+    /// sorted by user; users without any are left out. Called per metrics scrape.
+    pub fn user_connections(&self, pool: &str) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for ((_, _, user), b) in self.users.lock().iter().filter(|((p, _, _), _)| p == pool) {
+            match out.iter_mut().find(|(u, _)| u == user) {
+                Some(entry) => entry.1 += u64::from(b.used()),
+                None => out.push((user.clone(), u64::from(b.used()))),
+            }
+        }
+        out.retain(|e| e.1 > 0);
+        out.sort();
+        out
     }
 
     /// The health entry of `pool` on `backend` (created on first use; see
@@ -126,6 +164,21 @@ mod tests {
         assert_eq!(a.used(), 2);
         let other = reg.get("p", "h:2", 2);
         assert_eq!(other.used(), 0, "budgets are per backend");
+    }
+
+    #[test]
+    fn user_budgets_cap_each_user_and_are_counted_per_pool_and_user() {
+        let reg = BudgetRegistry::default();
+        let alice = reg.user_budget("p", "h:1", "alice", 1);
+        assert!(alice.try_acquire());
+        assert!(!reg.user_budget("p", "h:1", "alice", 1).try_acquire(), "alice is at her cap");
+        let bob = reg.user_budget("p", "h:1", "bob", 1);
+        assert!(bob.try_acquire(), "bob has his own");
+        assert!(reg.user_budget("p", "h:2", "bob", 1).try_acquire(), "per backend");
+        assert!(reg.user_budget("q", "h:1", "bob", 1).try_acquire(), "per pool");
+        assert_eq!(reg.user_connections("p"), vec![("alice".to_owned(), 1), ("bob".to_owned(), 2)]);
+        alice.release();
+        assert_eq!(reg.user_connections("p"), vec![("bob".to_owned(), 2)], "users without connections are left out");
     }
 
     #[test]

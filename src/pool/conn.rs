@@ -9,21 +9,26 @@ use super::{Budget, Waiters};
 use crate::config::Protocol;
 use crate::rt::Stream;
 
-/// One unit of a (pool, backend) budget; released, and a waiter woken, when dropped.
+/// One unit of a (pool, backend) budget, and on a pass-through pool of its (pool, backend, user)
+/// budget too; released, and a waiter woken, when dropped.
 pub(crate) struct BudgetUnit {
     budget: Arc<Budget>,
+    user_budget: Option<Arc<Budget>>,
     waiters: Rc<Waiters>,
 }
 
 impl BudgetUnit {
-    pub(crate) fn new(budget: Arc<Budget>, waiters: Rc<Waiters>) -> Self {
-        Self { budget, waiters }
+    pub(crate) fn new(budget: Arc<Budget>, user_budget: Option<Arc<Budget>>, waiters: Rc<Waiters>) -> Self {
+        Self { budget, user_budget, waiters }
     }
 }
 
 impl Drop for BudgetUnit {
     fn drop(&mut self) {
         self.budget.release();
+        if let Some(b) = &self.user_budget {
+            b.release();
+        }
         self.waiters.wake_one();
     }
 }
@@ -89,6 +94,8 @@ pub struct Conn {
     pub last_used: Instant,
     /// Its pool's RECONNECT epoch when it opened: one from before a RECONNECT is closed at checkin.
     pub(crate) epoch: u64,
+    /// The client user it is logged in as on a pass-through pool (#23): lent only to that user.
+    pub user: Option<Rc<str>>,
     _unit: BudgetUnit,
 }
 
@@ -105,6 +112,7 @@ impl Conn {
             broken: false,
             last_used: Instant::now(),
             epoch: 0,
+            user: None,
             _unit: unit,
         }
     }

@@ -3,12 +3,43 @@
 //! that name the pool and backend.
 
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::time::Instant;
 
 use super::conn::BudgetUnit;
 use super::{Conn, ConnInfo, PoolError};
 use crate::config::Pool as PoolConfig;
+use crate::protocol::pg::ScramKeys;
 use crate::rt::{self, Elapsed, Stream};
+
+/// Who a connection of a pool without `username` logs in as (#23): the client's own user, with
+/// what the router learned at the client's login to prove it to the server.
+pub struct PassThrough {
+    /// The client's user name, which the backend connection logs in as.
+    pub user: Rc<str>,
+    /// How the backend connection proves it.
+    pub secret: BackendSecret,
+}
+
+/// What proves a passed-through user to a backend; never a value shown anywhere.
+pub enum BackendSecret {
+    /// Nothing: the backend must trust the router (`allow_anonymous`).
+    Nothing,
+    /// The plaintext password (from an auth file entry that holds one).
+    Password(String),
+    /// PostgreSQL's stored MD5 secret `md5<hex>`, which answers an MD5 challenge.
+    Md5(String),
+    /// SCRAM keys recovered from the client's proof.
+    Scram(ScramKeys),
+    /// MySQL `SHA1(password)`, recovered from the client's `mysql_native_password` response.
+    NativeStage1([u8; 20]),
+}
+
+impl std::fmt::Debug for PassThrough {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PassThrough").field("user", &self.user).finish_non_exhaustive()
+    }
+}
 
 /// What a protocol's login hands back: the stream, bytes read past the login, connection facts.
 pub(super) type LoggedIn = (Stream, Vec<u8>, ConnInfo);
@@ -17,6 +48,24 @@ pub(super) type LoggedIn = (Stream, Vec<u8>, ConnInfo);
 pub(super) struct Login<'a> {
     pub cfg: &'a PoolConfig,
     pub label: &'a str,
+    /// The client a pass-through pool logs in as; `None` on a pool with credentials.
+    pub who: Option<&'a PassThrough>,
+}
+
+impl<'a> Login<'a> {
+    /// The user name the backend connection logs in as.
+    pub fn user(&self) -> Result<&str, PoolError> {
+        match (self.who, self.cfg.username.as_deref()) {
+            (_, Some(user)) => Ok(user),
+            (Some(who), None) => Ok(&who.user),
+            (None, None) => Err(self.auth_err("the pool has no username and no client to pass through")),
+        }
+    }
+
+    /// The client's secret when the pool passes clients through, else `None`.
+    pub fn passed_secret(&self) -> Option<&'a BackendSecret> {
+        self.who.filter(|_| self.cfg.username.is_none()).map(|w| &w.secret)
+    }
 }
 
 impl Login<'_> {
@@ -52,6 +101,7 @@ impl Login<'_> {
             Ok(Ok((stream, rbuf, info))) => {
                 let mut c = Conn::new(stream, addr, backend, info, unit);
                 c.rbuf = rbuf;
+                c.user = self.who.filter(|_| self.cfg.username.is_none()).map(|w| w.user.clone());
                 Ok(c)
             }
             Ok(Err(e)) => Err(e),

@@ -24,6 +24,7 @@ use std::time::Instant;
 pub use budget::{Budget, BudgetRegistry};
 pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
 pub use health::{BackendHealth, Cause};
+pub use login::{BackendSecret, PassThrough};
 pub use mysql::{deliver_kill as deliver_mysql_kill, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES};
 pub use pause::PauseGate;
 pub use pg::deliver_cancel as deliver_pg_cancel;
@@ -222,6 +223,8 @@ pub struct CorePool {
     /// The process-wide schema generation (#18): names the server statements of PostgreSQL
     /// clients, so a statement prepared after a schema change never reuses one parsed before.
     schema: Arc<SchemaGeneration>,
+    /// Where a pass-through pool's per-user budgets live (#23), created when a user first opens.
+    budgets: BudgetRegistry,
 }
 
 impl CorePool {
@@ -265,7 +268,27 @@ impl CorePool {
             gate,
             replaced: Cell::new(false),
             schema: budgets.schema(),
+            budgets: budgets.clone(),
         }
+    }
+
+    /// Whether the pool passes clients' own identities through (#23): it has no `username`.
+    pub fn passes_through(&self) -> bool {
+        self.config.username.is_none()
+    }
+
+    /// The user a checkout for `who` must be lent a connection of: the client's on a
+    /// pass-through pool, nobody's (every connection is the pool user's) otherwise.
+    fn key_of<'w>(&self, who: Option<&'w PassThrough>) -> Option<&'w str> {
+        who.filter(|_| self.passes_through()).map(|w| &*w.user)
+    }
+
+    /// The (pool, backend, user) budget of a pass-through pool: `max_user_connections`
+    /// (default `max_connections`) per user, under the pool-wide `max_connections`.
+    fn user_budget(&self, backend: usize, user: &str) -> Option<Arc<Budget>> {
+        let slot = self.backends.get(backend)?;
+        let max = self.config.limits.max_user_connections.unwrap_or(self.config.limits.max_connections).get();
+        Some(self.budgets.user_budget(&self.config.name, &slot.label, user, max))
     }
 
     /// The schema generation in force now (see [`SchemaGeneration`]).
@@ -314,6 +337,9 @@ impl CorePool {
             idle.iter().filter(|c| Some(c.backend) == index).count() as u64
         };
         let mut snap = self.counters.snapshot(capacity, &count);
+        if self.passes_through() {
+            snap.users = self.budgets.user_connections(&self.config.name);
+        }
         // health: process-wide figures, shown for the backends configured now.
         for b in &mut snap.backends {
             b.health = self.backends.iter().find(|s| s.label == b.label).map(|s| s.health.figures());
@@ -346,6 +372,20 @@ impl CorePool {
         self.marked_down(backend) && self.has_healthy_backend()
     }
     // ---- end health ----
+
+    /// A MySQL pass-through pool's greeting parameters (#23), read from a backend's handshake
+    /// without logging in (nobody to log in as before a client names itself), and cached.
+    pub async fn peek_mysql_params(&self, deadline: Instant) -> Result<ServerParams, PoolError> {
+        if let Some(p) = self.server_params() {
+            return Ok(p);
+        }
+        let slot = self.backends.first().ok_or_else(|| PoolError::NoBackend(self.config.name.clone()))?;
+        let deadline = deadline.min(rt::now() + self.config.timeouts.connect);
+        let (version, charset) = mysql::peek_greeting(&self.config, slot.addr, &slot.label, deadline).await?;
+        let params = Rc::new(vec![("server_version".to_owned(), version), ("charset".to_owned(), charset.to_string())]);
+        *self.server_params.borrow_mut() = Some(params.clone());
+        Ok(params)
+    }
 
     /// Startup parameters reported by this pool's servers, once a connection was opened.
     pub fn server_params(&self) -> Option<ServerParams> {
@@ -397,10 +437,50 @@ impl CorePool {
         chosen
     }
 
+    /// Closes the oldest idle connection logged in as another user than `user`, freeing its
+    /// units of the pool-wide budget.
+    fn close_idle_of_others(&self, user: &str) {
+        // Only the pool-wide cap is helped by it, not the user's own.
+        let room = (0..self.backends.len()).any(|i| self.user_budget(i, user).is_some_and(|b| b.has_room()));
+        if !room {
+            return;
+        }
+        let mut idle = self.idle.borrow_mut();
+        if let Some(pos) = idle.iter().position(|c| c.user.as_deref() != Some(user)) {
+            let conn = idle.remove(pos);
+            drop(idle);
+            drop(conn); // its budget units wake a waiter
+        }
+    }
+
+    /// A backend `eligible` accepts with budget for `user` (see [`CorePool::pick_backend_any`]):
+    /// on a pass-through pool the user's own budget must have a unit too, which the pick then holds.
+    fn pick_backend(&self, user: Option<&str>, eligible: &dyn Fn(usize) -> bool) -> Option<Picked> {
+        let index = self.pick_backend_any(eligible)?;
+        self.with_user_unit(index, user)
+    }
+
+    /// Adds `user`'s unit to backend `index`, whose pool-wide unit the caller holds.
+    fn with_user_unit(&self, index: usize, user: Option<&str>) -> Option<Picked> {
+        let Some(user) = user else {
+            return Some(Picked { index, user_budget: None });
+        };
+        match self.user_budget(index, user) {
+            Some(b) if b.try_acquire() => Some(Picked { index, user_budget: Some(b) }),
+            _ => {
+                // The user is at its own cap here: give the pool-wide unit back.
+                if let Some(slot) = self.backends.get(index) {
+                    slot.budget.release();
+                }
+                None
+            }
+        }
+    }
+
     /// Smooth weighted round-robin over the healthy backends that still have budget: each
     /// backend gets connections in proportion to its weight, interleaved rather than in bursts;
     /// an unhealthy backend takes no part (its credit is frozen) until it is healthy again.
-    fn pick_backend(&self, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
+    fn pick_backend_any(&self, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
         let any_healthy = self.has_healthy_backend();
         let mut order: Vec<usize> =
             (0..self.backends.len()).filter(|i| self.usable(*i, any_healthy) && eligible(*i)).collect();
@@ -422,8 +502,14 @@ impl CorePool {
 
     /// Borrows a connection speaking `protocol`, opening one if the budget allows, else waiting
     /// for a checkin until `deadline`.
-    pub async fn checkout(self: &Rc<Self>, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
-        self.checkout_where(protocol, deadline, &|_| true).await
+    /// On a pass-through pool the connection is logged in as `who` and only ever lent to `who`.
+    pub async fn checkout(
+        self: &Rc<Self>,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        deadline: Instant,
+    ) -> Result<Conn, PoolError> {
+        self.checkout_where(protocol, who, deadline, &|_| true).await
     }
 
     /// causal (#22): borrows a connection to a backend that has replayed WAL `position`, or
@@ -434,6 +520,7 @@ impl CorePool {
     pub async fn checkout_caught_up(
         self: &Rc<Self>,
         protocol: Protocol,
+        who: Option<&PassThrough>,
         deadline: Instant,
         position: u64,
         wait: std::time::Duration,
@@ -446,11 +533,11 @@ impl CorePool {
         let any_healthy = self.has_healthy_backend();
         if (0..self.backends.len()).any(|i| self.usable(i, any_healthy) && caught_up(i)) {
             self.counters.causal_read(CausalOutcome::ServedByReplica); // metrics
-            return self.checkout_where(protocol, deadline, &caught_up).await.map(Some);
+            return self.checkout_where(protocol, who, deadline, &caught_up).await.map(Some);
         }
         let started = rt::now();
         let until = started + wait;
-        let mut conn = self.checkout(protocol, deadline).await?;
+        let mut conn = self.checkout(protocol, who, deadline).await?;
         let result = loop {
             match health::pg_replay_position(&mut conn).await {
                 Ok(replayed) => {
@@ -482,6 +569,7 @@ impl CorePool {
     async fn checkout_where(
         self: &Rc<Self>,
         protocol: Protocol,
+        who: Option<&PassThrough>,
         deadline: Instant,
         eligible: &dyn Fn(usize) -> bool,
     ) -> Result<Conn, PoolError> {
@@ -495,7 +583,7 @@ impl CorePool {
             self.counters.acquire_finished(started.elapsed());
             return Err(PoolError::Replaced(self.config.name.clone()));
         }
-        let res = self.acquire(protocol, deadline, &mut slot, eligible).await;
+        let res = self.acquire(protocol, who, deadline, &mut slot, eligible).await;
         drop(slot);
         self.counters.acquire_finished(started.elapsed());
         match &res {
@@ -517,23 +605,27 @@ impl CorePool {
     async fn acquire(
         self: &Rc<Self>,
         protocol: Protocol,
+        who: Option<&PassThrough>,
         deadline: Instant,
         slot: &mut QueueSlot<'_>,
         eligible: &dyn Fn(usize) -> bool,
     ) -> Result<Conn, PoolError> {
+        let user = self.key_of(who);
         if let Some(i) = self.choose(eligible) {
-            if let Some(c) = self.take_idle(protocol, &|b| b == i) {
+            if let Some(c) = self.take_idle(protocol, user, &|b| b == i) {
                 return Ok(c);
             }
             if self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
-                return self.open_healthy(i, protocol, deadline).await;
+                if let Some(picked) = self.with_user_unit(i, user) {
+                    return self.open_healthy(picked, protocol, who, deadline).await;
+                }
             }
         }
-        if let Some(c) = self.take_idle(protocol, eligible) {
+        if let Some(c) = self.take_idle(protocol, user, eligible) {
             return Ok(c);
         }
-        if let Some(i) = self.pick_backend(eligible) {
-            return self.open_healthy(i, protocol, deadline).await;
+        if let Some(picked) = self.pick_backend(user, eligible) {
+            return self.open_healthy(picked, protocol, who, deadline).await;
         }
         if self.backends.is_empty() {
             return Err(PoolError::NoBackend(self.config.name.clone()));
@@ -548,11 +640,16 @@ impl CorePool {
             let wake = rt::race(ev.wait(), rt::sleep(CROSS_CORE_RECHECK));
             let timed_out = rt::with_deadline(deadline, wake).await.is_err();
             self.waiters.queue.borrow_mut().retain(|e| !e.same(&ev));
-            if let Some(c) = self.take_idle(protocol, eligible) {
+            if let Some(c) = self.take_idle(protocol, user, eligible) {
                 return Ok(c);
             }
-            if let Some(i) = self.pick_backend(eligible) {
-                return self.open_healthy(i, protocol, deadline).await;
+            if let Some(user) = user {
+                // An idle connection of another user holds a unit this user may need: it goes
+                // once this user has waited a round, so users share the pool-wide cap.
+                self.close_idle_of_others(user);
+            }
+            if let Some(picked) = self.pick_backend(user, eligible) {
+                return self.open_healthy(picked, protocol, who, deadline).await;
             }
             if timed_out {
                 return Err(PoolError::Timeout {
@@ -566,13 +663,17 @@ impl CorePool {
     /// The warmest idle connection for `protocol` on a usable backend. A connection the server
     /// closed or wrote to while it sat idle (a stopped or restarted backend) is dropped here
     /// rather than lent, so a statement never goes down a dead connection it could have avoided.
-    fn take_idle(&self, protocol: Protocol, eligible: &dyn Fn(usize) -> bool) -> Option<Conn> {
+    /// On a pass-through pool only connections logged in as `user` are taken.
+    fn take_idle(&self, protocol: Protocol, user: Option<&str>, eligible: &dyn Fn(usize) -> bool) -> Option<Conn> {
         let any_healthy = self.has_healthy_backend(); // health
         loop {
             let conn = {
                 let mut idle = self.idle.borrow_mut();
                 let pos = idle.iter().rposition(|c| {
-                    c.protocol() == protocol && self.usable(c.backend, any_healthy) && eligible(c.backend)
+                    c.protocol() == protocol
+                        && c.user.as_deref() == user
+                        && self.usable(c.backend, any_healthy)
+                        && eligible(c.backend)
                 })?;
                 idle.swap_remove(pos)
             };
@@ -587,13 +688,20 @@ impl CorePool {
     /// down, see `BackendSlot::connect_failed`) and another backend is healthy, tries that one
     /// instead, so a dead backend costs the client nothing but a refused connect. Each retry
     /// follows a new mark, so there are at most as many attempts as backends.
-    async fn open_healthy(&self, first: usize, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
-        let mut index = first;
+    async fn open_healthy(
+        &self,
+        first: Picked,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        deadline: Instant,
+    ) -> Result<Conn, PoolError> {
+        let mut picked = first;
         loop {
-            match self.open(index, protocol, deadline).await {
+            let index = picked.index;
+            match self.open(picked, protocol, who, deadline).await {
                 Err(e @ PoolError::Connect { .. }) if self.marked_down(index) && self.has_healthy_backend() => {
-                    match self.pick_backend(&|_| true) {
-                        Some(next) => index = next,
+                    match self.pick_backend(self.key_of(who), &|_| true) {
+                        Some(next) => picked = next,
                         None => return Err(e),
                     }
                 }
@@ -608,18 +716,27 @@ impl CorePool {
         conn
     }
 
-    async fn open(&self, index: usize, protocol: Protocol, deadline: Instant) -> Result<Conn, PoolError> {
+    /// Opens a connection on the picked backend, whose budget units it holds from then on.
+    async fn open(
+        &self,
+        picked: Picked,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        deadline: Instant,
+    ) -> Result<Conn, PoolError> {
+        let Picked { index, user_budget } = picked;
         let Some(slot) = self.backends.get(index) else {
             return Err(PoolError::NoBackend(self.config.name.clone()));
         };
         let connect_deadline = deadline.min(rt::now() + self.config.timeouts.connect);
-        let guard = conn::BudgetUnit::new(slot.budget.clone(), self.waiters.clone());
+        let guard = conn::BudgetUnit::new(slot.budget.clone(), user_budget, self.waiters.clone());
+        let who = who.filter(|_| self.passes_through());
         match protocol {
             Protocol::Postgres => {
-                let conn = pg::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline)
+                let conn = pg::connect(&self.config, slot.addr, &slot.label, index, guard, who, connect_deadline)
                     .await
                     .inspect_err(|e| slot.connect_failed(e, connect_deadline))?; // metrics, health
-                if self.server_params.borrow().is_none() {
+                if self.server_params.borrow().is_none() && who.is_none() {
                     if let ConnInfo::Pg(info) = &conn.info {
                         *self.server_params.borrow_mut() = Some(Rc::new(info.params.clone()));
                     }
@@ -627,7 +744,7 @@ impl CorePool {
                 Ok(self.stamped(conn))
             }
             Protocol::MySql => {
-                let conn = mysql::connect(&self.config, slot.addr, &slot.label, index, guard, connect_deadline)
+                let conn = mysql::connect(&self.config, slot.addr, &slot.label, index, guard, who, connect_deadline)
                     .await
                     .inspect_err(|e| slot.connect_failed(e, connect_deadline))?; // metrics, health
                 if self.server_params.borrow().is_none() {
@@ -674,7 +791,8 @@ impl CorePool {
     pub fn maintain(&self, cutoff: Instant) {
         let any_healthy = self.has_healthy_backend(); // health: close idle connections of unhealthy backends
         let share = self.min_share.get() as usize;
-        let mut kept = vec![0usize; self.backends.len()];
+        // Kept per (backend, user): on a pass-through pool each user keeps its own minimum.
+        let mut kept: HashMap<(usize, Option<Rc<str>>), usize> = HashMap::new();
         {
             let mut idle = self.idle.borrow_mut();
             // Most recently used last: walking backwards keeps the warmest as the minimum.
@@ -682,10 +800,10 @@ impl CorePool {
                 .iter()
                 .rev()
                 .map(|c| {
-                    if !self.usable(c.backend, any_healthy) {
+                    if !self.usable(c.backend, any_healthy) || c.backend >= self.backends.len() {
                         return false;
                     }
-                    let Some(k) = kept.get_mut(c.backend) else { return false };
+                    let k = kept.entry((c.backend, c.user.clone())).or_default();
                     let keep = c.last_used >= cutoff || *k < share;
                     *k += usize::from(keep);
                     keep
@@ -721,6 +839,11 @@ impl CorePool {
     /// connections it opened, or the first connect error.
     pub async fn prewarm(self: &Rc<Self>, protocol: Protocol, share: u32) -> Result<usize, PoolError> {
         self.min_share.set(share);
+        if self.passes_through() {
+            // No client, no identity to open connections as: each user's first login opens
+            // its connections, and `maintain` keeps `share` of them per user from then on.
+            return Ok(0);
+        }
         let mut opened = 0;
         for (index, slot) in self.backends.iter().enumerate() {
             let held = || self.idle.borrow().iter().filter(|c| c.backend == index).count();
@@ -729,7 +852,8 @@ impl CorePool {
                     break;
                 }
                 let before = held();
-                let conn = self.open(index, protocol, rt::now() + self.config.timeouts.connect).await?;
+                let picked = Picked { index, user_budget: None };
+                let conn = self.open(picked, protocol, None, rt::now() + self.config.timeouts.connect).await?;
                 self.checkin(conn, true);
                 if held() <= before {
                     // Another core is short of this backend's budget: let it have it.
@@ -740,6 +864,13 @@ impl CorePool {
         }
         Ok(opened)
     }
+}
+
+/// A backend chosen for a new connection, with the units taken for it (the pool-wide one in
+/// the backend's budget, the user's on a pass-through pool).
+struct Picked {
+    index: usize,
+    user_budget: Option<Arc<Budget>>,
 }
 
 /// All pools of one core, by name.

@@ -15,12 +15,12 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::conn::BudgetUnit;
-use super::login::Login;
+use super::login::{BackendSecret, Login, PassThrough};
 use super::{Conn, ConnInfo, MyInfo, PoolError};
 use crate::config::{Pool as PoolConfig, Protocol};
 use crate::protocol::mysql::auth::{
-    caching_sha2_token, native_password_token, rsa_encrypted_password, rsa_public_key, CACHING_SHA2_PASSWORD,
-    MYSQL_CLEAR_PASSWORD, MYSQL_NATIVE_PASSWORD,
+    caching_sha2_token, native_password_token, native_password_token_from_stage1, rsa_encrypted_password,
+    rsa_public_key, CACHING_SHA2_PASSWORD, MYSQL_CLEAR_PASSWORD, MYSQL_NATIVE_PASSWORD,
 };
 use crate::protocol::mysql::capability::*;
 use crate::protocol::mysql::handshake::{
@@ -61,9 +61,10 @@ pub(super) async fn connect(
     label: &str,
     backend: usize,
     unit: BudgetUnit,
+    who: Option<&PassThrough>,
     deadline: Instant,
 ) -> Result<Conn, PoolError> {
-    let login = Login { cfg, label };
+    let login = Login { cfg, label, who };
     let work = async {
         let mut stream = login.dial(addr, deadline).await?;
         let mut rbuf = Vec::with_capacity(4096);
@@ -71,6 +72,25 @@ pub(super) async fn connect(
         Ok::<_, PoolError>((stream, rbuf, ConnInfo::MySql(info)))
     };
     login.assemble(rt::with_deadline(deadline, work).await, addr, backend, unit)
+}
+
+/// Reads `addr`'s greeting and hangs up: the server version and collation a pass-through pool
+/// (#23) greets clients with before any client named itself to log in as.
+pub(super) async fn peek_greeting(
+    cfg: &PoolConfig,
+    addr: SocketAddr,
+    label: &str,
+    deadline: Instant,
+) -> Result<(String, u8), PoolError> {
+    let login = Login { cfg, label, who: None };
+    let work = async {
+        let mut stream = login.dial(addr, deadline).await?;
+        let mut rbuf = Vec::with_capacity(1024);
+        let (greeting, _) = greeting(&login, &mut stream, &mut rbuf, deadline).await?;
+        let hs = HandshakeV10::decode(&greeting).map_err(|e| login.connect_err(e))?;
+        Ok((String::from_utf8_lossy(hs.server_version).into_owned(), hs.charset))
+    };
+    rt::with_deadline(deadline, work).await.unwrap_or_else(|_| Err(login.connect_err("connect_timeout elapsed")))
 }
 
 /// Reads one logical payload; returns it with its last sequence id.
@@ -99,8 +119,48 @@ async fn send(login: &Login<'_>, stream: &mut Stream, payload: &[u8], seq: u8) -
     rt::write_all(stream, &out).await.map_err(|e| login.connect_err(e))
 }
 
-/// The auth response `plugin` expects for `password` and `scramble`.
-fn token(login: &Login<'_>, plugin: &[u8], password: &[u8], scramble: &[u8]) -> Result<Vec<u8>, PoolError> {
+/// What the router proves a MySQL login with.
+#[derive(Clone, Copy)]
+enum Proof<'a> {
+    /// The password (the pool's, or a passed-through client's from the auth file).
+    Password(&'a [u8]),
+    /// A passed-through client's `SHA1(password)` (#23): answers `mysql_native_password` only.
+    Stage1(&'a [u8; 20]),
+}
+
+impl<'a> Proof<'a> {
+    fn of(login: &Login<'a>) -> Result<Self, PoolError> {
+        match login.passed_secret() {
+            None => Ok(Proof::Password(login.cfg.password.as_deref().unwrap_or("").as_bytes())),
+            Some(BackendSecret::Nothing) => Ok(Proof::Password(b"")),
+            Some(BackendSecret::Password(p)) => Ok(Proof::Password(p.as_bytes())),
+            Some(BackendSecret::NativeStage1(stage1)) => Ok(Proof::Stage1(stage1)),
+            Some(BackendSecret::Md5(_) | BackendSecret::Scram(_)) => {
+                Err(login.auth_err("a PostgreSQL secret cannot log in to a MySQL backend"))
+            }
+        }
+    }
+
+    /// The plaintext password, for the methods that send it (RSA-sealed or in clear).
+    fn password(self, login: &Login<'_>) -> Result<&'a [u8], PoolError> {
+        match self {
+            Proof::Password(p) => Ok(p),
+            Proof::Stage1(_) => Err(login.auth_err(
+                "the backend asks for a method other than mysql_native_password, which a passed-through \
+                 client's stored hash cannot answer (caching_sha2_password accounts need their password in the auth file)",
+            )),
+        }
+    }
+}
+
+/// The auth response `plugin` expects for `proof` and `scramble`.
+fn token(login: &Login<'_>, plugin: &[u8], proof: Proof<'_>, scramble: &[u8]) -> Result<Vec<u8>, PoolError> {
+    if let Proof::Stage1(stage1) = proof {
+        if plugin == MYSQL_NATIVE_PASSWORD {
+            return Ok(native_password_token_from_stage1(stage1, scramble).to_vec());
+        }
+    }
+    let password = proof.password(login)?;
     if password.is_empty() && plugin != MYSQL_CLEAR_PASSWORD {
         return Ok(Vec::new());
     }
@@ -150,8 +210,8 @@ async fn handshake(
     deadline: Instant,
 ) -> Result<MyInfo, PoolError> {
     let cfg = login.cfg;
-    let user = cfg.username.as_deref().ok_or_else(|| login.auth_err("the pool has no username"))?;
-    let password = cfg.password.as_deref().unwrap_or("").as_bytes();
+    let user = login.user()?;
+    let proof = Proof::of(login)?;
     let (greeting, seq) = greeting(login, stream, rbuf, deadline).await?;
     if greeting.first() == Some(&0xFF) {
         let msg = crate::protocol::mysql::ErrPacket::decode(&greeting)
@@ -167,10 +227,10 @@ async fn handshake(
     let mut plugin: Vec<u8> =
         if hs.auth_plugin.is_empty() { MYSQL_NATIVE_PASSWORD.to_vec() } else { hs.auth_plugin.to_vec() };
     let mut scramble = hs.scramble.to_vec();
-    let auth = token(login, &plugin, password, &scramble).or_else(|_| {
+    let auth = token(login, &plugin, proof, &scramble).or_else(|_| {
         // Start with native password; the server answers with an auth switch if it must.
         plugin = MYSQL_NATIVE_PASSWORD.to_vec();
-        token(login, &plugin, password, &scramble)
+        token(login, &plugin, proof, &scramble)
     })?;
     let resp = HandshakeResponse41 {
         capabilities: caps,
@@ -209,12 +269,13 @@ async fn handshake(
                 awaiting_key = false;
                 plugin = sw.plugin.to_vec();
                 scramble = sw.scramble().to_vec();
-                let answer = token(login, &plugin, password, &scramble)?;
+                let answer = token(login, &plugin, proof, &scramble)?;
                 send(login, stream, &answer, seq.wrapping_add(1)).await?;
             }
             AuthReply::MoreData(pem) if awaiting_key => {
                 // Without TLS the password may travel only encrypted with the server's key.
                 awaiting_key = false;
+                let password = proof.password(login)?;
                 let sealed = rsa_public_key(pem)
                     .and_then(|key| rsa_encrypted_password(password, &scramble, &key, &mut rand::thread_rng()))
                     .map_err(|e| login.auth_err(e))?;
@@ -232,16 +293,18 @@ async fn handshake(
     }
 }
 
-/// Sends `KILL QUERY thread_id` on a fresh connection to `addr` logged in as the pool's user,
+/// Sends `KILL QUERY thread_id` on a fresh connection to `addr` logged in as the pool's user
+/// (on a pass-through pool as `who`, the connection's own user, who may kill its own queries),
 /// and waits for the server's answer, so the caller knows the kill was processed.
 pub async fn deliver_kill(
     cfg: &PoolConfig,
+    who: Option<&PassThrough>,
     addr: SocketAddr,
     thread_id: u32,
     deadline: Instant,
 ) -> Result<(), PoolError> {
     let label = addr.to_string();
-    let login = Login { cfg, label: &label };
+    let login = Login { cfg, label: &label, who };
     let work = async {
         let mut stream = rt::connect(addr, deadline).await.map_err(|e| login.connect_err(e))?;
         let mut rbuf = Vec::with_capacity(1024);

@@ -7,7 +7,7 @@ use std::time::Instant;
 use base64::Engine as _;
 
 use super::conn::BudgetUnit;
-use super::login::Login;
+use super::login::{BackendSecret, Login, PassThrough};
 use super::{Conn, ConnInfo, PgInfo, PoolError};
 use crate::config::{Pool as PoolConfig, Protocol};
 use crate::protocol::pg::{
@@ -26,9 +26,10 @@ pub(super) async fn connect(
     label: &str,
     backend: usize,
     unit: BudgetUnit,
+    who: Option<&PassThrough>,
     deadline: Instant,
 ) -> Result<Conn, PoolError> {
-    let login = Login { cfg, label };
+    let login = Login { cfg, label, who };
     let work = async {
         let mut stream = login.dial(addr, deadline).await?;
         let mut rbuf = Vec::with_capacity(4096);
@@ -44,7 +45,7 @@ async fn send(login: &Login<'_>, stream: &mut Stream, out: &[u8]) -> Result<(), 
 
 async fn startup(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> Result<PgInfo, PoolError> {
     let cfg = login.cfg;
-    let user = cfg.username.as_deref().ok_or_else(|| login.auth_err("the pool has no username"))?;
+    let user = login.user()?;
     let mut params = StartupParams::new();
     params.push("user", user);
     params.push("database", &cfg.database);
@@ -118,12 +119,14 @@ fn answer_auth(
     scram: &mut Option<(ScramClient, Option<auth::ScramClientFinal>)>,
     out: &mut Vec<u8>,
 ) -> Result<(), PoolError> {
+    let secret = login.passed_secret();
     let password = || {
-        login
-            .cfg
-            .password
-            .as_deref()
-            .ok_or_else(|| login.auth_err("the backend asks for a password the pool does not have"))
+        match secret {
+            None => login.cfg.password.as_deref(),
+            Some(BackendSecret::Password(p)) => Some(p.as_str()),
+            Some(_) => None,
+        }
+        .ok_or_else(|| login.auth_err("the backend asks for a password the router does not have"))
     };
     match a {
         Authentication::Ok => Ok(()),
@@ -131,12 +134,22 @@ fn answer_auth(
             frontend::encode_password(password()?, out).map_err(|e| login.connect_err(e))
         }
         Authentication::Md5Password { salt } => {
-            frontend::encode_password(&auth::md5_response(user, password()?, salt), out)
-                .map_err(|e| login.connect_err(e))
+            let response = match secret {
+                // A passed-through MD5 secret answers the challenge as the password would.
+                Some(BackendSecret::Md5(stored)) => auth::md5_response_from_secret(stored, salt)
+                    .ok_or_else(|| login.auth_err("malformed MD5 secret"))?,
+                _ => auth::md5_response(user, password()?, salt),
+            };
+            frontend::encode_password(&response, out).map_err(|e| login.connect_err(e))
         }
         Authentication::Sasl { .. } => {
             let nonce = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>());
-            let client = ScramClient::new("", password()?, &nonce).map_err(|e| login.auth_err(e))?;
+            let client = match secret {
+                // Keys recovered from the client's own proof (#23), no password needed.
+                Some(BackendSecret::Scram(keys)) => ScramClient::with_keys("", keys.clone(), &nonce),
+                _ => ScramClient::new("", password()?, &nonce),
+            }
+            .map_err(|e| login.auth_err(e))?;
             frontend::encode_sasl_initial_response("SCRAM-SHA-256", Some(client.client_first().as_bytes()), out)
                 .map_err(|e| login.connect_err(e))?;
             *scram = Some((client, None));

@@ -12,10 +12,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::auth::FailureLimiter;
 use crate::config::{Config, ConsoleRole, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId};
 use crate::metrics::{self, CoreCounters, DigestSnapshot, FallbackOutcome};
-use crate::pool::{Conn, CorePool, PoolError, PoolSet};
+use crate::pool::{Conn, CorePool, PassThrough, PoolError, PoolSet};
 use crate::routing::{
     CacheStats, Catalogs, Decision, DecisionKind, Outcome, RouteInput, Router, RuleSet, StatementKey,
 };
@@ -43,6 +44,8 @@ pub struct CoreContext {
     digests: RefCell<DigestTable>,
     next_session: Cell<u32>,
     links: CoreLinks,
+    /// Failed logins per source address on this core (`auth.max_failed_logins`, #23).
+    login_failures: RefCell<FailureLimiter>,
 }
 
 /// Hands a logged-in admin-console client (its connection, unread bytes, user and role) to the
@@ -69,6 +72,7 @@ impl CoreContext {
         pools: PoolSet,
         links: CoreLinks,
     ) -> Self {
+        let login_failures = RefCell::new(limiter(&config));
         Self {
             core,
             queues,
@@ -80,7 +84,20 @@ impl CoreContext {
             router: RefCell::new(Router::new(rules, Catalogs::builtin())),
             digests: RefCell::default(),
             next_session: Cell::new(1),
+            login_failures,
             links,
+        }
+    }
+
+    /// Whether logins from `addr` are refused unchecked now (too many failures, #23).
+    pub fn login_blocked(&self, addr: Option<std::net::IpAddr>) -> bool {
+        addr.is_some_and(|a| self.login_failures.borrow_mut().blocked(a, crate::rt::now()))
+    }
+
+    /// Counts a failed login from `addr`.
+    pub fn login_failed(&self, addr: Option<std::net::IpAddr>) {
+        if let Some(a) = addr {
+            self.login_failures.borrow_mut().failed(a, crate::rt::now());
         }
     }
 
@@ -107,6 +124,7 @@ impl CoreContext {
         &self,
         pool: &mut Rc<CorePool>,
         protocol: Protocol,
+        who: Option<&PassThrough>,
         deadline: Instant,
     ) -> Result<Conn, PoolError> {
         loop {
@@ -116,7 +134,7 @@ impl CoreContext {
                 };
                 *pool = successor;
             }
-            match pool.checkout(protocol, deadline).await {
+            match pool.checkout(protocol, who, deadline).await {
                 Err(PoolError::Replaced(_)) => continue,
                 other => return other,
             }
@@ -127,6 +145,7 @@ impl CoreContext {
     /// them per statement, in-flight statements keep the `Rc`s they hold). The router's plan
     /// cache is cleared.
     pub fn apply(&self, config: Arc<Config>, pools: PoolSet, rules: Arc<RuleSet>) {
+        *self.login_failures.borrow_mut() = limiter(&config);
         *self.config.borrow_mut() = config;
         *self.pools.borrow_mut() = Rc::new(pools);
         self.router.borrow_mut().set_rules(rules);
@@ -292,6 +311,11 @@ pub fn operation_label(op: Operation) -> metrics::Operation {
         Operation::Admin => metrics::Operation::Admin,
         Operation::Unknown => metrics::Operation::Unknown,
     }
+}
+
+/// The failed-login limiter `config` asks for: `auth.max_failed_logins` per minute.
+fn limiter(config: &Config) -> FailureLimiter {
+    FailureLimiter::new(config.auth.max_failed_logins, Duration::from_secs(60))
 }
 
 #[cfg(test)]

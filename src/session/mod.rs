@@ -118,7 +118,9 @@ async fn deliver_mysql(
         .find(|p| p.serves(target.addr) && p.config.has_credentials())
         .cloned()
         .ok_or("no pool with credentials serves this backend")?;
-    crate::pool::deliver_mysql_kill(&pool.config, target.addr, thread_id, deadline).await.map_err(|e| e.to_string())
+    crate::pool::deliver_mysql_kill(&pool.config, None, target.addr, thread_id, deadline)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Runs one step of a session unless the KILL event of its pool is set first (`None` then):

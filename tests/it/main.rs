@@ -38,6 +38,7 @@ mod mysql_sha2;
 mod mysql_sysbench;
 mod mysql_types;
 mod overload;
+mod passthrough;
 mod pause;
 mod pg_badinput;
 mod pg_cancel;

@@ -33,14 +33,20 @@ fn prewarm_opens_the_share_and_maintain_keeps_it() {
         let after_prewarm = pool.idle_count();
         let again = pool.prewarm(Protocol::Postgres, 3).await.expect("prewarm again");
         // Far in the future every connection is past idle_timeout: only the minimum stays.
-        let extra =
-            pool.checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5)).await.expect("checkout");
-        let extra2 =
-            pool.checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5)).await.expect("checkout");
-        let extra3 =
-            pool.checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5)).await.expect("checkout");
+        let extra = pool
+            .checkout(Protocol::Postgres, None, querypilot::rt::now() + Duration::from_secs(5))
+            .await
+            .expect("checkout");
+        let extra2 = pool
+            .checkout(Protocol::Postgres, None, querypilot::rt::now() + Duration::from_secs(5))
+            .await
+            .expect("checkout");
+        let extra3 = pool
+            .checkout(Protocol::Postgres, None, querypilot::rt::now() + Duration::from_secs(5))
+            .await
+            .expect("checkout");
         let extra4 = pool
-            .checkout(Protocol::Postgres, querypilot::rt::now() + Duration::from_secs(5))
+            .checkout(Protocol::Postgres, None, querypilot::rt::now() + Duration::from_secs(5))
             .await
             .expect("checkout a 4th");
         for c in [extra, extra2, extra3, extra4] {

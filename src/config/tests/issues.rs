@@ -152,7 +152,7 @@ fn non_loopback_listener_without_credentials() {
         &text,
         "0.0.0.0",
         "listeners[0].bind",
-        "listener `postgres-0` binds non-loopback 0.0.0.0:6432 but no pool has username and password; set allow_anonymous = true to accept that",
+        "listener `postgres-0` binds non-loopback 0.0.0.0:6432 but no pool has username and password and there is no [auth] file; set allow_anonymous = true to accept that",
     );
 }
 

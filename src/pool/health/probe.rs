@@ -292,12 +292,16 @@ impl Prober {
     }
 
     async fn connect(&self, t: &Target, deadline: Instant) -> Result<Conn, PoolError> {
-        let unit = BudgetUnit::new(self.outside.clone(), self.waiters.clone());
+        let unit = BudgetUnit::new(self.outside.clone(), None, self.waiters.clone());
         // The unit is released when the connection drops; `outside` never refuses.
         self.outside.try_acquire();
         match t.speaks() {
-            Protocol::Postgres => crate::pool::pg::connect(&t.pool, t.addr, &t.label, t.index, unit, deadline).await,
-            Protocol::MySql => crate::pool::mysql::connect(&t.pool, t.addr, &t.label, t.index, unit, deadline).await,
+            Protocol::Postgres => {
+                crate::pool::pg::connect(&t.pool, t.addr, &t.label, t.index, unit, None, deadline).await
+            }
+            Protocol::MySql => {
+                crate::pool::mysql::connect(&t.pool, t.addr, &t.label, t.index, unit, None, deadline).await
+            }
         }
     }
 }

@@ -77,9 +77,27 @@ pub fn native_password_verify(password: &[u8], scramble: &[u8], response: &[u8])
 /// `SHA1(password)` from the response and check that hashing it gives the stored value.
 #[must_use]
 pub fn native_password_verify_hash(stored: &[u8; NATIVE_TOKEN_LEN], scramble: &[u8], response: &[u8]) -> bool {
-    let Ok(response) = <[u8; NATIVE_TOKEN_LEN]>::try_from(response) else { return false };
+    native_password_recover(stored, scramble, response).is_some()
+}
+
+/// Server side with only the stored hash, for pass-through (#23): the client's `SHA1(password)`
+/// recovered from its response when the response is right (`None` otherwise). With it the router
+/// answers a backend's challenge as the client would, see [`native_password_token_from_stage1`].
+#[must_use]
+pub fn native_password_recover(
+    stored: &[u8; NATIVE_TOKEN_LEN],
+    scramble: &[u8],
+    response: &[u8],
+) -> Option<[u8; NATIVE_TOKEN_LEN]> {
+    let response = <[u8; NATIVE_TOKEN_LEN]>::try_from(response).ok()?;
     let candidate = xor(response, sha1(&[scramble, stored]));
-    constant_time_eq(&sha1(&[&candidate]), stored)
+    constant_time_eq(&sha1(&[&candidate]), stored).then_some(candidate)
+}
+
+/// The `mysql_native_password` token from `SHA1(password)` instead of the password itself.
+#[must_use]
+pub fn native_password_token_from_stage1(stage1: &[u8; NATIVE_TOKEN_LEN], scramble: &[u8]) -> [u8; NATIVE_TOKEN_LEN] {
+    xor(*stage1, sha1(&[scramble, &sha1(&[stage1])]))
 }
 
 /// `SHA256(password) XOR SHA256(SHA256(SHA256(password)) + scramble)`: the client's
@@ -167,6 +185,20 @@ mod tests {
             hex(&caching_sha2_token(b"secret", &SCRAMBLE)),
             "746ebe205d56a0707acb3e796e834e0dd7b1d61743b26bd5202c7a623230c7c9"
         );
+    }
+
+    /// Pass-through (#23): from the stored hash and a right response the router recovers
+    /// SHA1(password) and answers another scramble exactly as the client would.
+    #[test]
+    fn native_pass_through_recovers_stage1() {
+        let stored = native_password_hash(b"secret");
+        let response = native_password_token(b"secret", &SCRAMBLE);
+        let stage1 = native_password_recover(&stored, &SCRAMBLE, &response).expect("right response");
+        let other: [u8; 20] = [9; 20];
+        assert_eq!(native_password_token_from_stage1(&stage1, &other), native_password_token(b"secret", &other));
+        let wrong = native_password_token(b"secreT", &SCRAMBLE);
+        assert_eq!(native_password_recover(&stored, &SCRAMBLE, &wrong), None);
+        assert_eq!(native_password_recover(&stored, &SCRAMBLE, &response[..19]), None);
     }
 
     #[test]

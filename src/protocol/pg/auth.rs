@@ -64,6 +64,10 @@ pub enum ScramError {
     /// A stored secret is not in `SCRAM-SHA-256$iter:salt$StoredKey:ServerKey` form.
     #[error("invalid SCRAM secret")]
     InvalidSecret,
+    /// Logging in with a client's recovered keys needs the backend to salt and iterate as the
+    /// verifier the client was checked against did; this backend's verifier differs.
+    #[error("the backend's SCRAM verifier has another salt or iteration count than the router's")]
+    VerifierMismatch,
 }
 
 impl ScramError {
@@ -74,7 +78,7 @@ impl ScramError {
             Self::ChannelBindingUnsupported | Self::AuthzidUnsupported | Self::ExtensionUnsupported => {
                 sqlstate::FEATURE_NOT_SUPPORTED
             }
-            Self::ServerSignatureMismatch | Self::ServerError(_) | Self::InvalidSecret => {
+            Self::ServerSignatureMismatch | Self::ServerError(_) | Self::InvalidSecret | Self::VerifierMismatch => {
                 sqlstate::INVALID_AUTHORIZATION_SPECIFICATION
             }
             _ => sqlstate::PROTOCOL_VIOLATION,
@@ -127,7 +131,7 @@ macro_rules! redacted_debug {
         }
     )+};
 }
-redacted_debug!(ScramSecret, ScramClient, ScramClientFinal, ScramServer);
+redacted_debug!(ScramSecret, ScramClient, ScramClientFinal, ScramServer, ScramKeys);
 
 /// Compares without an early exit, so timing does not reveal how many bytes matched (the
 /// length is not secret).
@@ -246,9 +250,33 @@ impl ScramSecret {
 /// send [`ScramClient::client_first`] in SASLInitialResponse, then feed the server's messages.
 #[derive(Clone)]
 pub struct ScramClient {
-    password: String,
+    credential: ClientCredential,
     client_first_bare: String,
     nonce: String,
+}
+
+/// What a SCRAM client proves itself with.
+#[derive(Clone)]
+enum ClientCredential {
+    /// The password: the keys are derived with whatever salt the server sends.
+    Password(String),
+    /// Keys recovered from another client's proof: only a server with the same salt and
+    /// iteration count accepts them.
+    Keys(ScramKeys),
+}
+
+/// A role's SCRAM keys as recovered from a client's proof: enough to log in as the role to a
+/// server whose verifier has the same salt and iteration count, without the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ScramKeys {
+    /// PBKDF2 iteration count of the verifier.
+    pub iterations: u32,
+    /// Salt of the verifier.
+    pub salt: Vec<u8>,
+    /// `HMAC(SaltedPassword, "Client Key")`, recovered as proof XOR ClientSignature.
+    pub client_key: [u8; 32],
+    /// `HMAC(SaltedPassword, "Server Key")`, from the verifier.
+    pub server_key: [u8; 32],
 }
 
 impl ScramClient {
@@ -258,10 +286,18 @@ impl ScramClient {
         check_nonce(client_nonce)?;
         let user = user.replace('=', "=3D").replace(',', "=2C");
         Ok(Self {
-            password: password.to_owned(),
+            credential: ClientCredential::Password(password.to_owned()),
             client_first_bare: format!("n={user},r={client_nonce}"),
             nonce: client_nonce.to_owned(),
         })
+    }
+
+    /// Prepares an exchange proven with recovered `keys` instead of a password (SCRAM
+    /// pass-through); the server must offer the keys' salt and iteration count.
+    pub fn with_keys(user: &str, keys: ScramKeys, client_nonce: &str) -> Result<Self, ScramError> {
+        let mut client = Self::new(user, "", client_nonce)?;
+        client.credential = ClientCredential::Keys(keys);
+        Ok(client)
     }
 
     /// The client-first-message (`n,,n=<user>,r=<nonce>`): no channel binding.
@@ -286,13 +322,20 @@ impl ScramClient {
         if iterations == 0 || iterations > MAX_ITERATIONS {
             return Err(ScramError::Malformed { what: "iteration count" });
         }
-        let salted = salted_password(&self.password, &salt, iterations);
-        let client_key = hmac(&salted, &[b"Client Key"]);
+        let (client_key, server_key) = match &self.credential {
+            ClientCredential::Password(password) => {
+                let salted = salted_password(password, &salt, iterations);
+                (hmac(&salted, &[b"Client Key"]), hmac(&salted, &[b"Server Key"]))
+            }
+            ClientCredential::Keys(keys) if keys.salt == salt && keys.iterations == iterations => {
+                (keys.client_key, keys.server_key)
+            }
+            ClientCredential::Keys(_) => return Err(ScramError::VerifierMismatch),
+        };
         let stored_key = sha256(&client_key);
         let without_proof = format!("c=biws,r={nonce}");
         let auth_message = [self.client_first_bare.as_bytes(), b",", server_first, b",", without_proof.as_bytes()];
         let proof = xor(&client_key, &hmac(&stored_key, &auth_message));
-        let server_key = hmac(&salted, &[b"Server Key"]);
         let server_signature = hmac(&server_key, &auth_message);
         let client_final = format!("{without_proof},p={}", B64.encode(proof));
         Ok((client_final, ScramClientFinal { server_signature }))
@@ -372,6 +415,13 @@ impl ScramServer {
     /// Handles client-final-message (SASLResponse data): verifies channel binding data, nonce and
     /// proof, and returns the server-final-message to send in AuthenticationSASLFinal.
     pub fn finish(&self, client_final: &[u8]) -> Result<String, ScramError> {
+        self.finish_with_key(client_final).map(|(server_final, _)| server_final)
+    }
+
+    /// Like [`ScramServer::finish`], also returning the client's `ClientKey` recovered from its
+    /// proof (`proof XOR HMAC(StoredKey, AuthMessage)`), which logs in to a backend holding the
+    /// same verifier without the password.
+    pub fn finish_with_key(&self, client_final: &[u8]) -> Result<(String, [u8; 32]), ScramError> {
         let text = utf8(client_final, "client-final-message")?;
         let (without_proof, proof) = text.rsplit_once(",p=").ok_or(ScramError::Malformed { what: "proof" })?;
         let mut parts = without_proof.split(',');
@@ -389,6 +439,6 @@ impl ScramServer {
         if !ct_eq(&sha256(&client_key), &self.stored_key) {
             return Err(ScramError::InvalidProof);
         }
-        Ok(format!("v={}", B64.encode(hmac(&self.server_key, &auth_message))))
+        Ok((format!("v={}", B64.encode(hmac(&self.server_key, &auth_message))), client_key))
     }
 }

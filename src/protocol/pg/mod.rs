@@ -23,7 +23,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use auth::{ScramClient, ScramError, ScramSecret, ScramServer};
+pub use auth::{ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
 pub use backend::{Authentication, BackendMessage, BackendPeek, TransactionStatus};
 pub use error::{DecodeError, EncodeError, RewriteError};
 pub use framer::{data_row_run, decode_frame, decode_startup_frame, Frame, Frames, StartupFrame};

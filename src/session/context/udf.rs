@@ -101,7 +101,7 @@ fn catalog_with(protocol: Protocol, rows: &[UdfRow], trusted: &[String]) -> Func
 /// something went wrong.
 async fn load_rows(pool: &Rc<CorePool>, protocol: Protocol) -> Result<Vec<UdfRow>, String> {
     let deadline = rt::now() + pool.config.timeouts.acquire;
-    let mut conn = pool.checkout(protocol, deadline).await.map_err(|e| e.to_string())?;
+    let mut conn = pool.checkout(protocol, None, deadline).await.map_err(|e| e.to_string())?;
     let res = match protocol {
         Protocol::Postgres => pg_rows(&mut conn).await,
         Protocol::MySql => mysql_rows(&mut conn).await,

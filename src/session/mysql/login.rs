@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use super::state::{names_for_collation, MyState};
 use super::{ClientIo, Session};
+use crate::auth::Verifier;
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::id::CancelKey;
-use crate::pool::{CorePool, PoolError};
-use crate::protocol::mysql::auth::{constant_time_eq, native_password_verify, MYSQL_NATIVE_PASSWORD};
+use crate::pool::{BackendSecret, CorePool, PassThrough, PoolError};
+use crate::protocol::mysql::auth::{
+    constant_time_eq, native_password_recover, native_password_verify, MYSQL_NATIVE_PASSWORD,
+};
 use crate::protocol::mysql::capability::*;
 use crate::protocol::mysql::errcode::{
     ErrorNumber, ER_ACCESS_DENIED_ERROR, ER_BAD_DB_ERROR, ER_NET_PACKETS_OUT_OF_ORDER,
@@ -98,6 +101,8 @@ pub(super) struct Greeted {
     pub user: String,
     /// The pool the client's handshake database named, if it named one.
     pub named_pool: Option<String>,
+    /// On a pass-through pool, who the session's backend connections log in as (#23).
+    pub pass: Option<Rc<PassThrough>>,
 }
 
 /// Runs the whole login; on success the session is ready for its first command.
@@ -183,7 +188,21 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         _ => resp.auth_response.to_vec(),
     };
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
-    check_password(pool_cfg, &user, &scramble, &token, anonymous).map_err(Some)?;
+    // auth.max_failed_logins: an address past its failures is refused like a wrong password.
+    let addr = client.stream.peer_addr().ok().map(|a| a.ip());
+    if ctx.login_blocked(addr) {
+        tracing::info!(user, "login refused unchecked: too many failed logins from this address");
+        let using = if token.is_empty() { "NO" } else { "YES" };
+        let message = format!("Access denied for user '{user}' (using password: {using})");
+        return Err(Some(MyClientError::new(ER_ACCESS_DENIED_ERROR, message)));
+    }
+    let pass = check_password(pool_cfg, &config, &user, &scramble, &token, anonymous)
+        .inspect_err(|e| {
+            if e.number == ER_ACCESS_DENIED_ERROR {
+                ctx.login_failed(addr);
+            }
+        })
+        .map_err(Some)?;
     let pools = ctx.pools();
     let pool = pools
         .get(&pool_cfg.name)
@@ -194,6 +213,16 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         // without `protocol` whose backends are PostgreSQL servers fails here, by name, rather
         // than on the first statement as a malformed packet. Cached after its first login.
         super::server_params(&pool).await.map_err(|e| Some(MyClientError::from(&e)))?;
+    }
+    if let Some(who) = pass.as_deref().filter(|_| pool.passes_through()) {
+        // The backend must take the client's credentials: a refusal ends the login here, as
+        // connecting directly would, rather than on the first statement.
+        let deadline = rt::now() + pool.config.timeouts.acquire;
+        let conn = pool
+            .checkout(pool.config.backend_protocol(Protocol::MySql), Some(who), deadline)
+            .await
+            .map_err(|e| Some(MyClientError::from(&e)))?;
+        pool.checkin(conn, true);
     }
     let mut ok = Vec::new();
     OkPacket { status, ..OkPacket::default() }.encode(resp.capabilities & offered, &mut ok);
@@ -210,6 +239,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         version,
         user,
         named_pool,
+        pass,
     })
 }
 
@@ -247,18 +277,74 @@ pub(super) fn named_pool(config: &Config, database: Option<&str>) -> Option<Stri
     database.filter(|d| config.pool(d).is_some()).map(str::to_owned)
 }
 
-/// Verifies a `mysql_native_password` response against the pool's credentials. The whole check
-/// runs even for a wrong user name, so failures take the same time whichever part was wrong.
+/// Verifies a `mysql_native_password` response against the pool's credentials, or on a
+/// pass-through pool (no `username`, #23) against the user's own `[auth] file` entry; returns
+/// who a pass-through pool's backend connections log in as. The whole check runs even for a
+/// wrong user name, so failures take the same time whichever part was wrong.
 pub(super) fn check_password(
     pool: &PoolConfig,
+    config: &Config,
     user: &str,
     scramble: &[u8],
     token: &[u8],
     anonymous: bool,
-) -> Result<(), MyClientError> {
+) -> Result<Option<Rc<PassThrough>>, MyClientError> {
+    if pool.username.is_none() {
+        return pass_through(config, user, scramble, token, anonymous).map(Some);
+    }
     check_with(pool, user, token.is_empty(), anonymous, |password| {
         native_password_verify(password.as_bytes(), scramble, token)
     })
+    .map(|()| None)
+}
+
+/// The pass-through check (#23): the response is verified against the user's stored
+/// `SHA1(SHA1(password))` (`*HEX` in the auth file, as `mysql.user` shows it), which recovers
+/// `SHA1(password)` to log in to the backend with; a plaintext entry is used as the password.
+/// A user without an entry is let through unchecked only on an `allow_anonymous` listener.
+fn pass_through(
+    config: &Config,
+    user: &str,
+    scramble: &[u8],
+    token: &[u8],
+    anonymous: bool,
+) -> Result<Rc<PassThrough>, MyClientError> {
+    let entry = config.auth.users.get(user);
+    if entry.is_none() && anonymous {
+        return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
+    }
+    let verifier = entry.map(|text| Verifier::parse(text));
+    // A hash nobody's password matches, so every refusal costs the same hashing.
+    let unknowable: [u8; 20] = rand::random();
+    let (secret, why) = match &verifier {
+        Some(Ok(Verifier::Native(hash))) => {
+            (native_password_recover(hash, scramble, token).map(BackendSecret::NativeStage1), "wrong password")
+        }
+        Some(Ok(Verifier::Plain(password))) => (
+            native_password_verify(password.as_bytes(), scramble, token)
+                .then(|| BackendSecret::Password(password.clone())),
+            "wrong password",
+        ),
+        Some(Ok(other)) => {
+            let _ = native_password_recover(&unknowable, scramble, token);
+            (None, other.kind())
+        }
+        Some(Err(_)) | None => {
+            let _ = native_password_recover(&unknowable, scramble, token);
+            (None, if verifier.is_some() { "malformed secret" } else { "no entry in the auth file" })
+        }
+    };
+    match secret {
+        Some(secret) => Ok(Rc::new(PassThrough { user: Rc::from(user), secret })),
+        None => {
+            tracing::info!(user, reason = why, "pass-through login refused");
+            let using = if token.is_empty() { "NO" } else { "YES" };
+            Err(MyClientError::new(
+                ER_ACCESS_DENIED_ERROR,
+                format!("Access denied for user '{user}' (using password: {using})"),
+            ))
+        }
+    }
 }
 
 /// [`check_password`] with the token verification passed in (a seam for the tests, which count
@@ -342,7 +428,12 @@ mod tests {
             }
         }
         // The public entry point agrees with the seam.
-        assert!(check_password(&pool, "app", &scramble, &right, false).is_ok());
-        assert!(check_password(&pool, "nobody", &scramble, &right, false).is_err());
+        let config = Config::parse(
+            "[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\nbackends = [{ host = \"h\", port = 1 }]\n\n[routing]\ndefault_pool = \"main\"\n",
+            "t.toml",
+        )
+        .expect("valid");
+        assert!(check_password(&pool, &config, "app", &scramble, &right, false).is_ok());
+        assert!(check_password(&pool, &config, "nobody", &scramble, &right, false).is_err());
     }
 }

@@ -142,6 +142,8 @@ pub(super) struct Session {
     cross: bridged::cross::Cross,
     /// The client's user name, for rules matching users.
     user: String,
+    /// On a pass-through pool, who backend connections log in as (#23).
+    pass: Option<Rc<crate::pool::PassThrough>>,
     /// Read-your-writes: whether reads must stay on the primary after a write.
     ryw: RywState,
     /// How the server tokenizes this session's SQL (`sql_mode`, #19); the server's global
@@ -192,7 +194,10 @@ pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String,
         return Ok(p);
     }
     let deadline = rt::now() + pool.config.timeouts.acquire;
-    let conn = pool.checkout(pool.config.backend_protocol(Protocol::MySql), deadline).await?;
+    if pool.passes_through() && pool.config.backend_protocol(Protocol::MySql) == Protocol::MySql {
+        return pool.peek_mysql_params(deadline).await;
+    }
+    let conn = pool.checkout(pool.config.backend_protocol(Protocol::MySql), None, deadline).await?;
     pool.checkin(conn, true);
     pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))
 }
@@ -248,6 +253,7 @@ impl Session {
             bridge,
             cross: bridged::cross::Cross::default(),
             user: g.user,
+            pass: g.pass,
             ryw,
             lex,
             rule_retry: None,
@@ -691,8 +697,11 @@ impl Session {
             return Ok(());
         }
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let mut conn =
-            self.ctx.checkout(&mut self.pool, Protocol::MySql, deadline).await.map_err(|e| MyClientError::from(&e))?;
+        let mut conn = self
+            .ctx
+            .checkout(&mut self.pool, Protocol::MySql, self.pass.as_deref(), deadline)
+            .await
+            .map_err(|e| MyClientError::from(&e))?;
         self.bpos = 0;
         if conn.settings != self.state.signature() {
             if let Err(e) = stmt::replay(&mut conn, &self.state, &self.pool.config.database).await {
@@ -746,13 +755,14 @@ impl Session {
                     "COM_CHANGE_USER through the router supports mysql_native_password only",
                 ));
             }
-            login::check_password(p, &user, &self.client.scramble, cu.auth_response, false)?;
+            let pass = login::check_password(p, &config, &user, &self.client.scramble, cu.auth_response, false)?;
             let target = self.target_pool(&p.name)?;
-            Ok((target, db))
+            Ok((target, db, pass))
         });
         match checked {
-            Ok((target, db)) => {
+            Ok((target, db, pass)) => {
                 self.user = user;
+                self.pass = pass;
                 self.client.named_pool = login::named_pool(&config, database.as_deref());
                 self.on_reset().await?;
                 self.out.clear();

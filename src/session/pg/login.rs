@@ -9,12 +9,13 @@ use base64::Engine as _;
 
 use super::settings::{run_reporting, SettingsError};
 use super::{Identity, Session};
+use crate::auth::Verifier;
 use crate::config::{ClientAuth, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol};
 use crate::id::CancelKey;
-use crate::pool::{Conn, ConnInfo, CorePool};
+use crate::pool::{BackendSecret, Conn, ConnInfo, CorePool, PassThrough};
 use crate::protocol::pg::{
-    auth, backend, decode_frame, decode_startup_frame, frontend, sqlstate, Authentication, ScramSecret, ScramServer,
-    StartupPacket, TransactionStatus,
+    auth, backend, decode_frame, decode_startup_frame, frontend, sqlstate, Authentication, ScramKeys, ScramSecret,
+    ScramServer, StartupPacket, TransactionStatus,
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
@@ -191,9 +192,19 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     }
     let pool_cfg = resolve_pool(&config, &database)?;
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
-    authenticate(client, pool_cfg, &user, auth, anonymous).await?;
+    // auth.max_failed_logins: an address past its failures is refused like a wrong password.
+    let addr = client.stream.peer_addr().ok().map(|a| a.ip());
+    if ctx.login_blocked(addr) {
+        tracing::info!(user, "login refused unchecked: too many failed logins from this address");
+        return Err(refuse(&user));
+    }
+    let pass = authenticate(client, pool_cfg, &config, &user, auth, anonymous).await.inspect_err(|end| {
+        if matches!(end, LoginEnd::Refused(e) if e.code == sqlstate::INVALID_PASSWORD) {
+            ctx.login_failed(addr);
+        }
+    })?;
     let lex = crate::sql::mode::SessionModes::default();
-    Ok(Authenticated { pool: pool_cfg.name.clone(), params, identity: Identity { user, database, lex } })
+    Ok(Authenticated { pool: pool_cfg.name.clone(), params, identity: Identity { user, database, lex, pass } })
 }
 
 fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig, PgClientError> {
@@ -206,24 +217,103 @@ fn refuse(user: &str) -> LoginEnd {
     PgClientError::new(sqlstate::INVALID_PASSWORD, format!("password authentication failed for user \"{user}\"")).into()
 }
 
+/// Checks the client against the pool's credentials, or on a pass-through pool (no
+/// `username`, #23) against its own entry in the auth file; returns who a pass-through pool's
+/// backend connections log in as.
 async fn authenticate(
     client: &mut Client,
     pool: &PoolConfig,
+    config: &Config,
     user: &str,
     method: ClientAuth,
     anonymous: bool,
-) -> Result<(), LoginEnd> {
+) -> Result<Option<Rc<PassThrough>>, LoginEnd> {
+    if pool.username.is_none() {
+        return pass_through(client, config, user, method, anonymous).await.map(Some);
+    }
     let (Some(pool_user), Some(password)) = (pool.username.as_deref(), pool.password.as_deref()) else {
         if anonymous {
-            return Ok(());
+            return Ok(None);
         }
         return Err(PgClientError::new(
             sqlstate::INVALID_AUTHORIZATION_SPECIFICATION,
-            format!("pool \"{}\" has no credentials and the listener does not allow anonymous clients", pool.name),
+            format!("pool \"{}\" has no password and the listener does not allow anonymous clients", pool.name),
         )
         .into());
     };
-    verify(client, pool_user, password, user, method).await
+    verify(client, pool_user, password, user, method).await.map(|()| None)
+}
+
+/// Why a pass-through login failed, for the log only: the client gets the same 28P01 for each.
+#[derive(Clone, Copy)]
+enum Refusal {
+    UnknownUser,
+    WrongPassword,
+    /// The user's secret cannot check this listener's exchange (an MD5 secret and a SCRAM
+    /// client, or a SCRAM verifier and an MD5 client) or is malformed.
+    UnusableSecret(&'static str),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::UnknownUser => f.write_str("no entry in the auth file"),
+            Refusal::WrongPassword => f.write_str("wrong password"),
+            Refusal::UnusableSecret(kind) => {
+                write!(f, "the auth file holds a {kind}, which cannot check this listener's auth_method")
+            }
+        }
+    }
+}
+
+/// The pass-through login (#23): the client is checked against its auth-file secret, and what
+/// the exchange proves (the SCRAM ClientKey, the MD5 secret, or the plaintext) is kept to log
+/// the client's backend connections in as the client. A user without an entry is let through
+/// unchecked only on an `allow_anonymous` listener, for backends that trust the router.
+async fn pass_through(
+    client: &mut Client,
+    config: &Config,
+    user: &str,
+    method: ClientAuth,
+    anonymous: bool,
+) -> Result<Rc<PassThrough>, LoginEnd> {
+    let entry = config.auth.users.get(user);
+    if entry.is_none() && anonymous {
+        return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
+    }
+    let verifier = entry.map(|text| Verifier::parse(text));
+    // Every path runs the same exchange to its end, so which part was wrong is not revealed.
+    let (expected, refusal) = match (&verifier, method) {
+        (Some(Ok(Verifier::Scram(secret))), ClientAuth::ScramSha256) => (Expected::Scram(secret.clone()), None),
+        (Some(Ok(Verifier::Md5(secret))), ClientAuth::Md5) => (Expected::Md5(secret.clone()), None),
+        (Some(Ok(Verifier::Plain(password))), _) => (Expected::from_password(method, user, password), None),
+        (Some(Ok(other)), _) => (Expected::unknowable(method, user), Some(Refusal::UnusableSecret(other.kind()))),
+        (Some(Err(_)), _) => (Expected::unknowable(method, user), Some(Refusal::UnusableSecret("malformed secret"))),
+        (None, _) => (Expected::unknowable(method, user), Some(Refusal::UnknownUser)),
+    };
+    let proof = exchange(client, &expected).await?;
+    let secret = match (&proof, refusal, &verifier, &expected) {
+        (Some(_), None, Some(Ok(Verifier::Plain(password))), _) => BackendSecret::Password(password.clone()),
+        (Some(_), None, _, Expected::Md5(secret)) => BackendSecret::Md5(secret.clone()),
+        (Some(p), None, _, Expected::Scram(secret)) => match p.client_key {
+            Some(client_key) => BackendSecret::Scram(ScramKeys {
+                iterations: secret.iterations,
+                salt: secret.salt.clone(),
+                client_key,
+                server_key: secret.server_key,
+            }),
+            None => return Err(refuse(user)),
+        },
+        (_, refusal, _, _) => {
+            let why = refusal.unwrap_or(Refusal::WrongPassword);
+            tracing::info!(user, reason = %why, "pass-through login refused");
+            return Err(refuse(user));
+        }
+    };
+    if let Some(p) = proof {
+        finish(client, p).await?;
+    }
+    Ok(Rc::new(PassThrough { user: Rc::from(user), secret }))
 }
 
 /// Authenticates an admin-console user against its `console.passwords` entry. An unknown user
@@ -255,18 +345,70 @@ async fn verify(
     // and both get the same answer: which part was wrong is not revealed, not even by timing.
     // Nothing is sent between the proof check and the verdict (not even SCRAM's server
     // signature), so a right password with a wrong user looks like any other failure.
-    let (password_ok, server_final) = match method {
-        ClientAuth::Md5 => (md5_exchange(client, user, password).await?, None),
-        ClientAuth::ScramSha256 => match scram_exchange(client, password).await? {
-            Some(server_final) => (true, Some(server_final)),
-            None => (false, None),
-        },
-    };
+    let proof = exchange(client, &Expected::from_password(method, user, password)).await?;
     let user_ok = auth::ct_eq(expected_user.as_bytes(), user.as_bytes());
-    if !(user_ok & password_ok) {
-        return Err(refuse(user));
+    match proof {
+        Some(p) if user_ok => finish(client, p).await,
+        _ => Err(refuse(user)),
     }
-    if let Some(server_final) = server_final {
+}
+
+/// What a client's proof is checked against, in the exchange its listener demands.
+enum Expected {
+    /// SCRAM-SHA-256 against a verifier.
+    Scram(ScramSecret),
+    /// MD5 against a secret `md5<hex>`.
+    Md5(String),
+}
+
+impl Expected {
+    fn from_password(method: ClientAuth, user: &str, password: &str) -> Self {
+        match method {
+            ClientAuth::Md5 => Expected::Md5(auth::md5_secret(user, password)),
+            ClientAuth::ScramSha256 => {
+                let salt: [u8; 16] = rand::random();
+                Expected::Scram(ScramSecret::from_password(password, &salt, SCRAM_ITERATIONS))
+            }
+        }
+    }
+
+    /// A secret no password matches, checked with the same work as a stored one (no key
+    /// derivation: stored verifiers need none either).
+    fn unknowable(method: ClientAuth, user: &str) -> Self {
+        match method {
+            ClientAuth::Md5 => Expected::Md5(auth::md5_secret(user, &format!("{:032x}", rand::random::<u128>()))),
+            ClientAuth::ScramSha256 => Expected::Scram(ScramSecret {
+                iterations: SCRAM_ITERATIONS,
+                salt: rand::random::<[u8; 16]>().to_vec(),
+                stored_key: rand::random(),
+                server_key: rand::random(),
+            }),
+        }
+    }
+}
+
+/// A right proof: what to send to end the exchange, and the SCRAM ClientKey it revealed.
+struct Proof {
+    server_final: Option<String>,
+    client_key: Option<[u8; 32]>,
+}
+
+/// Runs the exchange up to the client's proof; `None` when the proof is wrong. Ending it is
+/// left to the caller ([`finish`]), after anything else is checked too.
+async fn exchange(client: &mut Client, expected: &Expected) -> Result<Option<Proof>, LoginEnd> {
+    match expected {
+        Expected::Md5(secret) => {
+            Ok(md5_exchange(client, secret).await?.then_some(Proof { server_final: None, client_key: None }))
+        }
+        Expected::Scram(secret) => Ok(scram_exchange(client, secret)
+            .await?
+            .map(|(server_final, key)| Proof { server_final: Some(server_final), client_key: Some(key) })),
+    }
+}
+
+/// Sends SCRAM's server-final message, if the exchange has one.
+async fn finish(client: &mut Client, proof: Proof) -> Result<(), LoginEnd> {
+    if let Some(server_final) = proof.server_final {
         let mut out = Vec::new();
         backend::encode_authentication(&Authentication::SaslFinal(server_final.as_bytes()), &mut out)
             .map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
@@ -275,7 +417,7 @@ async fn verify(
     Ok(())
 }
 
-async fn md5_exchange(client: &mut Client, user: &str, password: &str) -> Result<bool, LoginEnd> {
+async fn md5_exchange(client: &mut Client, secret: &str) -> Result<bool, LoginEnd> {
     let salt: [u8; 4] = rand::random();
     let mut out = Vec::new();
     backend::encode_authentication(&Authentication::Md5Password { salt }, &mut out)
@@ -286,13 +428,12 @@ async fn md5_exchange(client: &mut Client, user: &str, password: &str) -> Result
         return Err(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected a password message").into());
     }
     let response = frontend::password_text(&body).unwrap_or("");
-    Ok(auth::md5_verify(&auth::md5_secret(user, password), salt, response))
+    Ok(auth::md5_verify(secret, salt, response))
 }
 
-/// Runs SCRAM-SHA-256 up to the client's proof; returns the server-final message to send when
-/// the proof is right (`None` when it is not). Sending it is left to the caller, after the
-/// user name is checked too.
-async fn scram_exchange(client: &mut Client, password: &str) -> Result<Option<String>, LoginEnd> {
+/// Runs SCRAM-SHA-256 up to the client's proof against `secret`; returns the server-final
+/// message and the ClientKey the proof revealed when the proof is right (`None` when it is not).
+async fn scram_exchange(client: &mut Client, secret: &ScramSecret) -> Result<Option<(String, [u8; 32])>, LoginEnd> {
     let mut out = Vec::new();
     backend::encode_auth_sasl_scram(&mut out);
     client.send(&out).await?;
@@ -305,11 +446,9 @@ async fn scram_exchange(client: &mut Client, password: &str) -> Result<Option<St
     if mechanism != "SCRAM-SHA-256" {
         return Err(violation("only SCRAM-SHA-256 is supported"));
     }
-    let salt: [u8; 16] = rand::random();
-    let secret = ScramSecret::from_password(password, &salt, SCRAM_ITERATIONS);
     let nonce = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>());
     let (server, server_first) =
-        ScramServer::start(&secret, data.unwrap_or_default(), &nonce).map_err(|e| violation(&e.to_string()))?;
+        ScramServer::start(secret, data.unwrap_or_default(), &nonce).map_err(|e| violation(&e.to_string()))?;
     out.clear();
     backend::encode_authentication(&Authentication::SaslContinue(server_first.as_bytes()), &mut out)
         .map_err(|e| violation(&e.to_string()))?;
@@ -318,7 +457,7 @@ async fn scram_exchange(client: &mut Client, password: &str) -> Result<Option<St
     if tag != b'p' {
         return Err(violation("expected SASLResponse"));
     }
-    Ok(server.finish(&body).ok())
+    Ok(server.finish_with_key(&body).ok())
 }
 
 /// What a successful login hands to the session.
@@ -343,7 +482,8 @@ async fn greet(
         .get(pool_name)
         .cloned()
         .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, "pool disappeared during login"))?;
-    let server_params = super::server_params(&pool).await.map_err(|e| PgClientError::from(&e))?;
+    let server_params =
+        super::server_params(&pool, identity.pass.as_deref()).await.map_err(|e| PgClientError::from(&e))?;
     identity.lex = crate::sql::mode::SessionModes::pg_startup(
         client_params.values.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         server_params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
@@ -371,11 +511,11 @@ async fn greet(
     if postgres && pool.config.mode == PoolMode::Session {
         // A session-mode client has its server connection from login on, as directly: the
         // greeting can name that server's process.
-        backend = Some(attach(&pool, &state, &mut shown, check).await?);
+        backend = Some(attach(&pool, identity.pass.as_deref(), &state, &mut shown, check).await?);
     } else if postgres && check {
         // The connection goes back carrying the client's settings: its first statement likely
         // finds it and needs no replay.
-        let conn = attach(&pool, &state, &mut shown, true).await?;
+        let conn = attach(&pool, identity.pass.as_deref(), &state, &mut shown, true).await?;
         pool.checkin(conn, true);
     }
     state.greeted(shown.iter().map(|(k, v)| (k.as_str(), v.as_str())));
@@ -450,12 +590,13 @@ fn spelled_as_server(name: &str, value: &str) -> bool {
 /// refuses ends the login with the server's error, as a direct connection would.
 async fn attach(
     pool: &Rc<CorePool>,
+    who: Option<&PassThrough>,
     state: &SessionState,
     shown: &mut [(String, String)],
     check: bool,
 ) -> Result<Conn, LoginEnd> {
     let deadline = rt::now() + pool.config.timeouts.acquire;
-    let mut conn = pool.checkout(Protocol::Postgres, deadline).await.map_err(|e| PgClientError::from(&e))?;
+    let mut conn = pool.checkout(Protocol::Postgres, who, deadline).await.map_err(|e| PgClientError::from(&e))?;
     if conn.settings == state.signature() && !check {
         return Ok(conn);
     }

@@ -115,6 +115,8 @@ pub(super) struct Identity {
     pub database: String,
     /// How the server tokenizes this session's SQL (`standard_conforming_strings`, #19).
     pub lex: crate::sql::mode::SessionModes,
+    /// On a pass-through pool, who the session's backend connections log in as (#23).
+    pub pass: Option<Rc<crate::pool::PassThrough>>,
 }
 
 /// Serves one client from login to close.
@@ -146,14 +148,30 @@ pub(super) async fn refuse(ctx: Rc<CoreContext>, stream: Stream) {
 }
 
 /// The server parameters a client of `pool` is greeted with, learned from a real backend
-/// connection: the server's own, or for a MySQL pool the bridge's set for its version.
-pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String, String)>>, PoolError> {
+/// connection: the server's own, or for a MySQL pool the bridge's set for its version. On a
+/// pass-through pool they are those of a connection logged in as `who` (`session_authorization`
+/// and `is_superuser` are the user's own), which also proves at login that the backend takes
+/// the user's credentials.
+pub(super) async fn server_params(
+    pool: &Rc<CorePool>,
+    who: Option<&crate::pool::PassThrough>,
+) -> Result<Rc<Vec<(String, String)>>, PoolError> {
     let protocol = pool.config.backend_protocol(Protocol::Postgres);
+    if pool.passes_through() && protocol == Protocol::Postgres {
+        let deadline = rt::now() + pool.config.timeouts.acquire;
+        let conn = pool.checkout(protocol, who, deadline).await?;
+        let params = match &conn.info {
+            crate::pool::ConnInfo::Pg(info) => Rc::new(info.params.clone()),
+            crate::pool::ConnInfo::MySql(_) => Rc::default(),
+        };
+        pool.checkin(conn, true);
+        return Ok(params);
+    }
     let params = match pool.server_params() {
         Some(p) => p,
         None => {
             let deadline = rt::now() + pool.config.timeouts.acquire;
-            let conn = pool.checkout(protocol, deadline).await?;
+            let conn = pool.checkout(protocol, None, deadline).await?;
             pool.checkin(conn, true);
             pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))?
         }
@@ -664,7 +682,7 @@ impl Session {
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
         let conn = self
             .ctx
-            .checkout(&mut self.pool, Protocol::Postgres, deadline)
+            .checkout(&mut self.pool, Protocol::Postgres, self.identity.pass.as_deref(), deadline)
             .await
             .map_err(|e| PgClientError::from(&e))?;
         self.backend = Some(conn);

@@ -188,8 +188,9 @@ impl Session {
         }
         let config = self.ctx.config();
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
+        let who = self.identity.pass.as_deref();
         let caught_up =
-            self.pool.checkout_caught_up(Protocol::Postgres, deadline, position, config.routing.causal_wait);
+            self.pool.checkout_caught_up(Protocol::Postgres, who, deadline, position, config.routing.causal_wait);
         if let Some(conn) = caught_up.await.map_err(|e| PgClientError::from(&e))? {
             let stale = conn.settings != self.state.signature();
             self.backend = Some(conn);

@@ -1,5 +1,5 @@
 use crate::protocol::pg::auth::{md5_response, md5_response_from_secret, md5_secret, md5_verify, DEFAULT_ITERATIONS};
-use crate::protocol::pg::{ScramClient, ScramError, ScramSecret, ScramServer};
+use crate::protocol::pg::{ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
 use base64::Engine as _;
 
 // RFC 7677 section 3 test vector.
@@ -146,4 +146,41 @@ fn scram_round_trip_with_random_salts_and_nonces() {
         let last = server.finish(fin.as_bytes()).unwrap_or_else(|e| panic!("round {i}: {e:?} salt={salt:?}"));
         verify.verify_server_final(last.as_bytes()).expect("server final");
     }
+}
+
+/// SCRAM pass-through (#23) with the RFC 7677 exchange: the router holds only the verifier,
+/// recovers the client's ClientKey from its proof, and with it alone produces the very
+/// client-final-message a client knowing "pencil" sends, and accepts the server's signature.
+#[test]
+fn scram_pass_through_recovers_the_client_key_from_the_rfc7677_proof() {
+    let secret = ScramSecret::parse(PENCIL_SECRET).unwrap();
+    let (server, _) = ScramServer::start(&secret, CLIENT_FIRST.as_bytes(), SERVER_NONCE).unwrap();
+    let (server_final, client_key) = server.finish_with_key(CLIENT_FINAL.as_bytes()).unwrap();
+    assert_eq!(server_final, SERVER_FINAL);
+    let keys = ScramKeys {
+        iterations: secret.iterations,
+        salt: secret.salt.clone(),
+        client_key,
+        server_key: secret.server_key,
+    };
+    let relay = ScramClient::with_keys("user", keys.clone(), CLIENT_NONCE).unwrap();
+    let (client_final, verifier) = relay.handle_server_first(SERVER_FIRST.as_bytes()).unwrap();
+    assert_eq!(client_final, CLIENT_FINAL);
+    assert_eq!(verifier.verify_server_final(SERVER_FINAL.as_bytes()), Ok(()));
+    // Another salt or iteration count on the backend cannot be served from these keys.
+    let other_salt = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=QSXCR+Q6sek8bf92,i=4096";
+    assert_eq!(relay.handle_server_first(other_salt.as_bytes()).unwrap_err(), ScramError::VerifierMismatch);
+    let more_rounds = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=8192";
+    assert_eq!(relay.handle_server_first(more_rounds.as_bytes()).unwrap_err(), ScramError::VerifierMismatch);
+    assert_eq!(format!("{keys:?}"), "ScramKeys { .. }", "key material never reaches a log");
+}
+
+/// A wrong proof yields no key at all.
+#[test]
+fn scram_pass_through_gives_no_key_for_a_wrong_password() {
+    let secret = ScramSecret::from_password("pencil", b"salt", 16);
+    let client = ScramClient::new("", "crayon", "abc").unwrap();
+    let (server, server_first) = ScramServer::start(&secret, client.client_first().as_bytes(), "xyz").unwrap();
+    let (client_final, _) = client.handle_server_first(server_first.as_bytes()).unwrap();
+    assert_eq!(server.finish_with_key(client_final.as_bytes()).unwrap_err(), ScramError::InvalidProof);
 }

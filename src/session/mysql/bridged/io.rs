@@ -43,7 +43,7 @@ impl Session {
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
         let conn = self
             .ctx
-            .checkout(&mut self.pool, Protocol::Postgres, deadline)
+            .checkout(&mut self.pool, Protocol::Postgres, None, deadline)
             .await
             .map_err(|e| MyClientError::from(&e))?;
         self.backend = Some(conn);

@@ -30,8 +30,11 @@ impl Session {
             return Ok(());
         }
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let conn =
-            self.ctx.checkout(&mut self.pool, Protocol::MySql, deadline).await.map_err(|e| PgClientError::from(&e))?;
+        let conn = self
+            .ctx
+            .checkout(&mut self.pool, Protocol::MySql, None, deadline)
+            .await
+            .map_err(|e| PgClientError::from(&e))?;
         let fresh = conn.settings != UTF8MB4_SETTINGS;
         self.backend = Some(conn);
         if fresh {
