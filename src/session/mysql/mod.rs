@@ -562,7 +562,8 @@ impl Session {
     }
 
     /// The backend connection broke: tell the client, drop the connection, stay alive — unless
-    /// a transaction was open: the server rolled it back, and a session that went on would run
+    /// the pool is in session mode (the client's server session is gone) or a transaction was
+    /// open: the server rolled it back, and a session that went on would run
     /// the client's next statements in autocommit and answer its COMMIT with OK. The session
     /// then ends after the error, as a direct connection would.
     async fn backend_lost(&mut self) -> Result<(), End> {
@@ -587,7 +588,9 @@ impl Session {
         )
         .encode(1, &mut self.out);
         let _ = self.flush_client().await;
-        if mid_response || was_in_tx {
+        // A session-mode client owns its server session (variables, temporary tables, locks):
+        // it is gone, so the client's connection ends too, as a direct one would (#18).
+        if mid_response || was_in_tx || self.mode() == PoolMode::Session {
             Err(End::Fatal)
         } else {
             Ok(())
