@@ -724,7 +724,11 @@ impl Session {
             tracing::warn!("backend lost{lost}");
             PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}{lost}"))
                 .encode_fatal(&mut self.out);
-            let _ = self.flush_client().await;
+            if self.flush_client().await.is_ok() {
+                // The client may have sent more already: closing on it would reset the
+                // connection and could destroy the error before the client read it.
+                rt::linger_close(&mut self.client, rt::now() + super::FATAL_LINGER).await;
+            }
             return Err(End::Fatal);
         }
         PgClientError::new(
