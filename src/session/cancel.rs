@@ -55,7 +55,8 @@ pub struct CancelSlot {
     running: Cell<Option<CancelTarget>>,
     /// Counts the statements that started running, so a delivery is known to be for this one.
     statement: Cell<u64>,
-    delivering: RefCell<Option<(u64, Event)>>,
+    /// Cancels on their way to the backend, with the statement each was sent for.
+    delivering: RefCell<Vec<(u64, Event)>>,
     interrupt: RefCell<Option<Event>>,
     /// Set by a `KILL CONNECTION` of this session.
     end: Event,
@@ -102,10 +103,11 @@ impl CancelSlot {
     /// Waits until every cancel forwarded for this session has been delivered, so the backend
     /// connection can be handed to another client safely.
     pub async fn settle(&self) {
-        let pending = self.delivering.borrow_mut().take();
-        if let Some((_, ev)) = pending {
-            // A backend that never answers the cancel connection must not hold the session.
-            let _ = crate::rt::with_deadline(crate::rt::now() + DELIVERY_TIMEOUT, ev.wait()).await;
+        let pending = std::mem::take(&mut *self.delivering.borrow_mut());
+        // A backend that never answers the cancel connection must not hold the session.
+        let deadline = crate::rt::now() + DELIVERY_TIMEOUT;
+        for (_, ev) in pending {
+            let _ = crate::rt::with_deadline(deadline, ev.wait()).await;
         }
     }
 }
@@ -178,13 +180,15 @@ impl CancelRegistry {
         let statement = slot.statement.get();
         // One delivery per statement is enough: a second cancel for it adds nothing. A delivery
         // still on its way for an earlier statement does not stand in for this one.
-        if let Some((n, ev)) = slot.delivering.borrow().as_ref() {
-            if *n == statement && !ev.is_set() {
-                return Acted::Delivering(ev.clone());
-            }
+        // Every delivery still on its way is kept: the connection is handed on only after all.
+        let mut delivering = slot.delivering.borrow_mut();
+        delivering.retain(|(_, ev)| !ev.is_set());
+        if let Some((_, ev)) = delivering.iter().find(|(n, _)| *n == statement) {
+            return Acted::Delivering(ev.clone());
         }
         let done = Event::new();
-        *slot.delivering.borrow_mut() = Some((statement, done.clone()));
+        delivering.push((statement, done.clone()));
+        drop(delivering);
         deliver(target, done.clone());
         Acted::Delivering(done)
     }
@@ -246,6 +250,7 @@ mod tests {
         slot.set_running(running_target()); // more of the same statement sent
         assert!(matches!(registry.act(key(7, 42), false), Acted::Delivering(_)));
         assert_eq!(sent.get(), 2);
+        assert_eq!(slot.delivering.borrow().len(), 2, "settle waits for both deliveries");
     }
 
     #[test]
