@@ -48,9 +48,68 @@ impl CancelKey {
     }
 }
 
+impl CancelKey {
+    /// Bit set in every router-issued MySQL connection id. MariaDB and MySQL count thread ids up
+    /// from 1 and stay far below it, so `KILL n` names either a session by the id the router
+    /// gave it or a server connection by the server's id, never both.
+    pub const MYSQL_ROUTER_BIT: u32 = 1 << 30;
+
+    /// The connection id a MySQL client is greeted with: the pid with [`Self::MYSQL_ROUTER_BIT`]
+    /// set (the owning core stays readable for up to 64 cores).
+    pub fn mysql_connection_id(&self) -> u32 {
+        self.pid as u32 | Self::MYSQL_ROUTER_BIT
+    }
+
+    /// The session key a router-issued MySQL connection id stands for; `None` for an id the
+    /// router did not issue (a server's thread id).
+    pub fn from_mysql_connection_id(id: u32) -> Option<Self> {
+        (id & Self::MYSQL_ROUTER_BIT != 0).then_some(Self { pid: (id & !Self::MYSQL_ROUTER_BIT) as i32, secret: 0 })
+    }
+}
+
+/// What a cancel request or a MySQL `KILL` names, on its way to the core that owns the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KillTarget {
+    /// A session by the key the router gave it (PostgreSQL CancelRequest, router-issued MySQL id).
+    Session(CancelKey),
+    /// The session-mode MySQL session whose server connection, on a backend of pool `pool`, has
+    /// thread id `id` (what its `CONNECTION_ID()` shows).
+    Thread {
+        /// The server's thread id.
+        id: u32,
+        /// The pool of the client that sent the KILL: the id is read on that pool's servers.
+        pool: String,
+    },
+}
+
+/// A cancel or `KILL` for the session a [`KillTarget`] names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KillRequest {
+    /// Whose statement or connection.
+    pub target: KillTarget,
+    /// End the whole session (`KILL [CONNECTION]`), not only its running statement.
+    pub connection: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mysql_connection_ids_round_trip_and_never_look_like_server_ids() {
+        for core in [0u16, 1, 63] {
+            for seq in [0u32, 7, 0xff_ffff] {
+                let key = CancelKey { pid: CancelKey::make_pid(CoreId(core), seq), secret: 0 };
+                let id = key.mysql_connection_id();
+                assert!(id < 1 << 31, "clients reading it as a signed 32-bit number see it positive");
+                assert_eq!(CancelKey::from_mysql_connection_id(id), Some(key));
+                assert_eq!(CancelKey::from_mysql_connection_id(id).map(|k| k.core()), Some(CoreId(core)));
+            }
+        }
+        for server_id in [1u32, 42, 1 << 29] {
+            assert_eq!(CancelKey::from_mysql_connection_id(server_id), None);
+        }
+    }
 
     #[test]
     fn pid_encodes_core_and_stays_positive() {

@@ -27,7 +27,7 @@ use crate::routing::{Catalogs, Router, RuleErrors};
 /// dry-run names them.
 pub use crate::routing::{Hold, Settled};
 pub use api::{MySqlQuery, RouteQuery, SessionQuery};
-use msg::{CoreCommand, CoreEvent, CoreId, CoreReport, RulesVersion, Snapshot};
+use msg::{CoreCommand, CoreEvent, CoreId, CoreReport, KillTarget, RulesVersion, Snapshot};
 pub use pause::PauseOutcome;
 use view::TemplateView;
 
@@ -338,11 +338,19 @@ impl ControlPlane {
         match ev {
             CoreEvent::Applied { .. } => {} // late acknowledgement of an older publish
             CoreEvent::Catalogs(catalogs) => self.set_catalogs(catalogs),
-            CoreEvent::ForwardCancel(key) => {
-                if let Some(core) = self.setup.cores.get(usize::from(key.core().0)) {
-                    let _ = core.send(CoreCommand::Cancel(key));
+            CoreEvent::ForwardCancel(req, reply) => match &req.target {
+                KillTarget::Session(key) => {
+                    if let Some(core) = self.setup.cores.get(usize::from(key.core().0)) {
+                        let _ = core.send(CoreCommand::Cancel(req, reply));
+                    }
                 }
-            }
+                // A server's thread id does not say which core holds it: every core looks.
+                KillTarget::Thread { .. } => {
+                    for core in &self.setup.cores {
+                        let _ = core.send(CoreCommand::Cancel(req.clone(), reply.clone()));
+                    }
+                }
+            },
             CoreEvent::Stopped(id) => {
                 if let Some(s) = self.stopped.get_mut(usize::from(id.0)) {
                     *s = true;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::{Config, ConsoleRole, PatternRule, TranslationRule};
-pub use crate::id::{CancelKey, CoreId, RulesVersion};
+pub use crate::id::{CancelKey, CoreId, KillRequest, KillTarget, RulesVersion};
 use crate::metrics::{CounterSnapshot, DigestSnapshot};
 use crate::routing::{Catalogs, RuleErrors, RuleSet};
 
@@ -50,8 +50,9 @@ pub enum CoreCommand {
     },
     /// Forget the digest statistics, then answer with the core's id.
     ResetDigests(crossbeam_channel::Sender<CoreId>),
-    /// Cancel the statement of a session this core owns.
-    Cancel(CancelKey),
+    /// Cancel the statement of (or end) a session this core may own, then say on the channel
+    /// whether it was found, once a cancel was delivered.
+    Cancel(KillRequest, futures_channel::mpsc::UnboundedSender<bool>),
     /// PAUSE: hold new checkouts of `pool` (every pool when `None`), wait until the connections
     /// lent out come back or `deadline` passes, close the idle ones, then report.
     Pause {
@@ -105,8 +106,9 @@ pub enum CoreEvent {
     /// Function catalogs loaded from the backends (core 0, after start and each reload), for
     /// every core and the dry-run.
     Catalogs(Catalogs),
-    /// A cancel arrived on this core for a session of another core.
-    ForwardCancel(CancelKey),
+    /// A cancel or KILL arrived on this core for a session of another core (or, for a MySQL
+    /// server thread id, of any core); each core that looks answers on the channel.
+    ForwardCancel(KillRequest, futures_channel::mpsc::UnboundedSender<bool>),
     /// The core's executor finished draining.
     Stopped(CoreId),
 }

@@ -86,8 +86,8 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
         snapshot.rules.clone(),
         pools,
         CoreLinks {
-            forward_cancel: Box::new(move |key| {
-                let _ = fwd.send(CoreEvent::ForwardCancel(key));
+            forward_cancel: Box::new(move |req, reply| {
+                let _ = fwd.send(CoreEvent::ForwardCancel(req, reply));
             }),
             console: Box::new(move |stream, leftover, user, role| {
                 // The console thread lives as long as the process; a failed send drops the client.
@@ -205,7 +205,7 @@ fn handle(
             ctx.reset_digests();
             let _ = reply.send(ctx.core);
         }
-        CoreCommand::Cancel(key) => ctx.cancels.cancel(key),
+        CoreCommand::Cancel(req, reply) => session::handle_kill(ctx, req, reply),
         CoreCommand::Pause { pool, deadline, reply } => pause::pause(ctx, pool.as_deref(), deadline, reply),
         CoreCommand::Resume { pool, reply } => pause::resume(ctx, pool.as_deref(), reply),
         CoreCommand::Reconnect { pool, reply } => pause::reconnect(ctx, pool.as_deref(), reply),

@@ -8,6 +8,11 @@
 //! A cancel also sets the session's *interrupt* event, when it watches one: a statement the
 //! router is about to run again (issue #11) is waiting in a backoff, not on a backend, and
 //! learns of the cancel there.
+//!
+//! Whoever asked for a cancel is answered only once it was delivered (the cancel connection of
+//! a PostgreSQL client is closed then, as the server does), so the client cannot send its next
+//! statement while its cancel is still on the way and have that statement cancelled instead.
+//! A MySQL `KILL CONNECTION` of another session sets that session's *end* event.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -48,14 +53,42 @@ pub enum TargetKind {
 #[derive(Default)]
 pub struct CancelSlot {
     running: Cell<Option<CancelTarget>>,
-    delivering: RefCell<Option<Event>>,
+    /// Counts the statements that started running, so a delivery is known to be for this one.
+    statement: Cell<u64>,
+    /// Cancels on their way to the backend, with the statement each was sent for.
+    delivering: RefCell<Vec<(u64, Event)>>,
     interrupt: RefCell<Option<Event>>,
+    /// Set by a `KILL CONNECTION` of this session.
+    end: Event,
+    /// Set by the session once a `KILL CONNECTION` closed its client's socket.
+    closed: Event,
+    /// The MySQL server connection a session-mode session holds (backend, thread id), so that a
+    /// `KILL` of the id its `CONNECTION_ID()` shows finds it.
+    server: Cell<Option<(SocketAddr, u32)>>,
 }
 
 impl CancelSlot {
     /// Marks `target` as running a statement of this session (or nothing, with `None`).
     pub fn set_running(&self, target: Option<CancelTarget>) {
+        if target.is_some() && self.running.get().is_none() {
+            self.statement.set(self.statement.get() + 1);
+        }
         self.running.set(target);
+    }
+
+    /// Records the MySQL server connection this session holds for good (session mode), or none.
+    pub fn set_server(&self, server: Option<(SocketAddr, u32)>) {
+        self.server.set(server);
+    }
+
+    /// The event a `KILL CONNECTION` of this session sets.
+    pub fn end(&self) -> Event {
+        self.end.clone()
+    }
+
+    /// Tells the KILL CONNECTION that ended this session that its client's socket is closed.
+    pub fn mark_closed(&self) {
+        self.closed.set();
     }
 
     /// A fresh event that the next cancel for this session sets (replacing any earlier one):
@@ -70,12 +103,25 @@ impl CancelSlot {
     /// Waits until every cancel forwarded for this session has been delivered, so the backend
     /// connection can be handed to another client safely.
     pub async fn settle(&self) {
-        let pending = self.delivering.borrow_mut().take();
-        if let Some(ev) = pending {
-            // A backend that never answers the cancel connection must not hold the session.
-            let _ = crate::rt::with_deadline(crate::rt::now() + DELIVERY_TIMEOUT, ev.wait()).await;
+        let pending = std::mem::take(&mut *self.delivering.borrow_mut());
+        // A backend that never answers the cancel connection must not hold the session.
+        let deadline = crate::rt::now() + DELIVERY_TIMEOUT;
+        for (_, ev) in pending {
+            let _ = crate::rt::with_deadline(deadline, ev.wait()).await;
         }
     }
+}
+
+/// What a cancel or KILL did to the session it named.
+#[derive(Debug)]
+pub enum Acted {
+    /// No session has that key.
+    Unknown,
+    /// Done at once (nothing was running).
+    Done,
+    /// A cancel is on its way to the backend, or the session was told to end; the event is set
+    /// once the cancel was delivered or the session's client socket closed.
+    Delivering(Event),
 }
 
 /// Sends a cancel to a backend; implemented by the pool layer per protocol.
@@ -109,28 +155,51 @@ impl CancelRegistry {
         self.slots.borrow_mut().remove(&key);
     }
 
-    /// Cancels the running statement of the session owning `key`, if the secret matches and a
+    /// Cancels the running statement of the session owning `key` if the secret matches and a
     /// statement is running, and sets the event the session watches (see
-    /// [`CancelSlot::watch`]); otherwise does nothing (as PostgreSQL does, silently).
-    pub fn cancel(&self, key: CancelKey) {
+    /// [`CancelSlot::watch`]); with `connection` the session is told to end instead. A key
+    /// nobody owns does nothing (as PostgreSQL does, silently).
+    pub fn act(&self, key: CancelKey, connection: bool) -> Acted {
         // Keyed by pid and secret: a server pid given to a session-mode client may equal a
         // router-issued pid of another session on this core.
         let slot = match self.slots.borrow().get(&key) {
             Some(s) => s.clone(),
-            None => return,
+            None => return Acted::Unknown,
         };
+        if connection {
+            // Answered once the client's socket is closed, as the server closes a killed
+            // connection before it answers the KILL: the client's next command finds it gone.
+            slot.end.set();
+            return Acted::Delivering(slot.closed.clone());
+        }
         if let Some(ev) = slot.interrupt.borrow().as_ref() {
             ev.set();
         }
-        let Some(target) = slot.running.get() else { return };
-        let Some(deliver) = self.deliver.borrow().clone() else { return };
-        // One delivery at a time is enough: a second cancel for the same statement adds nothing.
-        if slot.delivering.borrow().as_ref().is_some_and(|e| !e.is_set()) {
-            return;
+        let Some(target) = slot.running.get() else { return Acted::Done };
+        let Some(deliver) = self.deliver.borrow().clone() else { return Acted::Done };
+        let statement = slot.statement.get();
+        // One delivery per statement is enough: a second cancel for it adds nothing. A delivery
+        // still on its way for an earlier statement does not stand in for this one.
+        // Every delivery still on its way is kept: the connection is handed on only after all.
+        let mut delivering = slot.delivering.borrow_mut();
+        delivering.retain(|(_, ev)| !ev.is_set());
+        if let Some((_, ev)) = delivering.iter().find(|(n, _)| *n == statement) {
+            return Acted::Delivering(ev.clone());
         }
         let done = Event::new();
-        *slot.delivering.borrow_mut() = Some(done.clone());
-        deliver(target, done);
+        delivering.push((statement, done.clone()));
+        drop(delivering);
+        deliver(target, done.clone());
+        Acted::Delivering(done)
+    }
+
+    /// The session-mode session holding MySQL server thread `id` on a backend `serves` accepts.
+    pub fn thread_owner(&self, id: u32, serves: impl Fn(SocketAddr) -> bool) -> Option<CancelKey> {
+        self.slots
+            .borrow()
+            .iter()
+            .find(|(_, slot)| slot.server.get().is_some_and(|(addr, t)| t == id && serves(addr)))
+            .map(|(key, _)| *key)
     }
 }
 
@@ -147,14 +216,61 @@ mod tests {
         let registry = CancelRegistry::default();
         let slot = registry.register(key(7, 42));
         let first = slot.watch();
-        registry.cancel(key(7, 1));
-        assert!(!first.is_set(), "a wrong secret does nothing");
-        registry.cancel(key(7, 42));
+        assert!(matches!(registry.act(key(7, 1), false), Acted::Unknown), "a wrong secret does nothing");
+        assert!(!first.is_set());
+        assert!(matches!(registry.act(key(7, 42), false), Acted::Done), "nothing runs");
         assert!(first.is_set());
         let second = slot.watch();
         assert!(!second.is_set(), "a new watch starts clear");
         registry.remove(key(7, 42));
-        registry.cancel(key(7, 42));
-        assert!(!second.is_set(), "a finished session is not found");
+        assert!(matches!(registry.act(key(7, 42), false), Acted::Unknown), "a finished session is not found");
+        assert!(!second.is_set());
+    }
+
+    fn running_target() -> Option<CancelTarget> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 5432));
+        Some(CancelTarget { addr, kind: TargetKind::Pg { pid: 1, secret: 2 } })
+    }
+
+    #[test]
+    fn a_delivery_for_an_earlier_statement_does_not_swallow_a_cancel_of_the_next() {
+        let registry = CancelRegistry::default();
+        let sent = Rc::new(Cell::new(0));
+        let counter = sent.clone();
+        registry.set_deliver(Rc::new(move |_, _| counter.set(counter.get() + 1)));
+        let slot = registry.register(key(7, 42));
+        slot.set_running(running_target());
+        let first = registry.act(key(7, 42), false);
+        assert!(matches!(first, Acted::Delivering(_)));
+        assert!(matches!(registry.act(key(7, 42), false), Acted::Delivering(_)));
+        assert_eq!(sent.get(), 1, "a second cancel of the same statement is not sent again");
+        // The statement ends before that delivery is confirmed; the next one is cancelled too.
+        slot.set_running(None);
+        slot.set_running(running_target());
+        slot.set_running(running_target()); // more of the same statement sent
+        assert!(matches!(registry.act(key(7, 42), false), Acted::Delivering(_)));
+        assert_eq!(sent.get(), 2);
+        assert_eq!(slot.delivering.borrow().len(), 2, "settle waits for both deliveries");
+    }
+
+    #[test]
+    fn kill_connection_sets_the_end_event_and_server_threads_find_their_session() {
+        let registry = CancelRegistry::default();
+        let slot = registry.register(key(9, 0));
+        let other = registry.register(key(10, 0));
+        let primary = SocketAddr::from(([127, 0, 0, 1], 3306));
+        let replica = SocketAddr::from(([127, 0, 0, 1], 3307));
+        slot.set_server(Some((primary, 77)));
+        other.set_server(Some((replica, 77)));
+        assert_eq!(registry.thread_owner(77, |a| a == primary), Some(key(9, 0)));
+        assert_eq!(registry.thread_owner(77, |a| a == replica), Some(key(10, 0)));
+        assert_eq!(registry.thread_owner(78, |_| true), None);
+        assert!(!slot.end().is_set());
+        let Acted::Delivering(closed) = registry.act(key(9, 0), true) else { panic!("waits for the close") };
+        assert!(slot.end().is_set());
+        assert!(!closed.is_set());
+        slot.mark_closed();
+        assert!(closed.is_set());
+        assert!(!other.end().is_set());
     }
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::auth::FailureLimiter;
 use crate::config::{Config, ConsoleRole, Protocol, ReadYourWrites};
-use crate::id::{CancelKey, CoreId};
+use crate::id::{CancelKey, CoreId, KillRequest, KillTarget};
 use crate::metrics::{self, CoreCounters, DigestSnapshot, FallbackOutcome};
 use crate::pool::{Conn, CorePool, PassThrough, PoolError, PoolSet};
 use crate::routing::{
@@ -52,11 +52,15 @@ pub struct CoreContext {
 /// console thread.
 pub type HandOffConsole = Box<dyn Fn(std::net::TcpStream, Vec<u8>, String, ConsoleRole)>;
 
+/// Where a core that handled a cancel or KILL says whether it found the session.
+pub type KillReply = futures_channel::mpsc::UnboundedSender<bool>;
+
 /// What the core assembly lends its sessions to reach the rest of the process, so sessions own
 /// no channel of their own.
 pub struct CoreLinks {
-    /// Hands cancels for sessions of other cores to the control plane.
-    pub forward_cancel: Box<dyn Fn(CancelKey)>,
+    /// Hands cancels and KILLs for sessions of other cores to the control plane, with the
+    /// channel each core that looked answers on (whether it found the session, once done).
+    pub forward_cancel: Box<dyn Fn(KillRequest, KillReply)>,
     /// Hands admin-console clients to the console thread.
     pub console: HandOffConsole,
 }
@@ -274,13 +278,28 @@ impl CoreContext {
         CancelKey { pid: CancelKey::make_pid(self.core, seq), secret: rand::random::<i32>() & i32::MAX }
     }
 
-    /// Cancels the statement of the session owning `key`, on whichever core owns it.
-    pub fn cancel(&self, key: CancelKey) {
-        if key.core() == self.core {
-            self.cancels.cancel(key);
-        } else {
-            (self.links.forward_cancel)(key);
+    /// Cancels the statement of the session `req` names, or ends that session, on whichever
+    /// core owns it. Resolves once a cancel was delivered to the backend (bounded by the
+    /// delivery timeout), with whether some session was found.
+    pub async fn kill(&self, req: KillRequest) -> bool {
+        let (reply, mut found) = futures_channel::mpsc::unbounded();
+        match &req.target {
+            KillTarget::Session(key) if key.core() == self.core => {
+                crate::session::answer_kill(self.cancels.act(*key, req.connection), reply)
+            }
+            _ => (self.links.forward_cancel)(req, reply),
         }
+        // Every core that might own the session answers; the channel ends when all have.
+        let any = async {
+            while let Some(hit) = futures_lite::StreamExt::next(&mut found).await {
+                if hit {
+                    return true;
+                }
+            }
+            false
+        };
+        let limit = crate::session::cancel::DELIVERY_TIMEOUT + std::time::Duration::from_secs(1);
+        crate::rt::with_deadline(crate::rt::now() + limit, any).await.unwrap_or(false)
     }
 }
 

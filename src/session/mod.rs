@@ -22,13 +22,14 @@ use std::rc::Rc;
 use std::time::Duration;
 
 pub use admission::{ClientSlot, ClientSlots};
-pub use context::{CoreContext, CoreLinks};
+pub use context::{CoreContext, CoreLinks, KillReply};
 /// The MySQL session's settling of a routing decision, for the dry-run (#19).
 pub use mysql::settle::settle as settle_mysql;
 
 use crate::config::Protocol;
+use crate::id::{KillRequest, KillTarget};
 use crate::rt::{self, Stream};
-use cancel::{CancelTarget, TargetKind};
+use cancel::{Acted, CancelTarget, TargetKind};
 
 /// How long a session that refused a client's message keeps reading (and discarding) what the
 /// client still sends, so the error it was sent is not destroyed by a connection reset.
@@ -104,6 +105,35 @@ pub fn install_cancel_delivery(ctx: &Rc<CoreContext>) {
             done.set();
         });
     }));
+}
+
+/// Handles a cancel or KILL another core forwarded for a session this core may own: finds the
+/// session (a MySQL server thread id is read on the servers of the killer's pool) and answers
+/// on `reply` once done.
+pub fn handle_kill(ctx: &CoreContext, req: KillRequest, reply: KillReply) {
+    let key = match &req.target {
+        KillTarget::Session(key) => Some(*key),
+        KillTarget::Thread { id, pool } => {
+            let pools = ctx.pools();
+            let pool = pools.get(pool);
+            ctx.cancels.thread_owner(*id, |addr| pool.is_some_and(|p| p.serves(addr)))
+        }
+    };
+    let acted = key.map_or(Acted::Unknown, |key| ctx.cancels.act(key, req.connection));
+    answer_kill(acted, reply);
+}
+
+/// Answers whoever asked for a cancel or KILL: at once, or once the cancel was delivered, so
+/// that the asking client cannot go on before its cancel reached the backend.
+pub(crate) fn answer_kill(acted: Acted, reply: KillReply) {
+    match acted {
+        Acted::Unknown => drop(reply.unbounded_send(false)),
+        Acted::Done => drop(reply.unbounded_send(true)),
+        Acted::Delivering(done) => rt::spawn_local(async move {
+            let _ = rt::with_deadline(rt::now() + cancel::DELIVERY_TIMEOUT, done.wait()).await;
+            let _ = reply.unbounded_send(true);
+        }),
+    }
 }
 
 async fn deliver_mysql(

@@ -15,8 +15,13 @@ use crate::support::{dbs, unique_name};
 
 /// A router with a PostgreSQL listener whose default pool `myx` is the MariaDB primary.
 fn bridge_router(mode: &str) -> Router {
+    Router::start(&bridge_router_toml(mode))
+}
+
+/// The configuration of [`bridge_router`].
+fn bridge_router_toml(mode: &str) -> String {
     let my = &dbs().my;
-    Router::start(&format!(
+    format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
          [pools.myx]\nprotocol = \"mysql\"\nmode = \"{mode}\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
          max_connections = 4\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
@@ -25,7 +30,7 @@ fn bridge_router(mode: &str) -> Router {
         p = my.password,
         d = my.database,
         port = my.primary_port,
-    ))
+    )
 }
 
 fn client(router: &Router) -> Client {
@@ -366,4 +371,42 @@ fn portal_row_limit_hands_out_rows_in_batches() {
     }
     assert_eq!(batches, vec![vec![1, 2], vec![3, 4], vec![5]]);
     tx.commit().expect("commit");
+}
+
+/// Raw protocol (`pg_raw`), session and transaction mode: on a MySQL pool, as on PostgreSQL, a
+/// Parse of a statement name that exists fails with 42P05 whatever the text, the rest of the
+/// batch is skipped, and the first statement stays usable under that name.
+#[test]
+fn a_duplicate_parse_fails_with_42p05_and_keeps_the_first_statement() {
+    use crate::pg_raw::{bind, code, columns, execute, parse, sync, tags, Raw};
+    for mode in ["session", "transaction"] {
+        let r = Router::start(
+            &bridge_router_toml(mode)
+                .replace("bind = \"127.0.0.1:0\"\n", "bind = \"127.0.0.1:0\"\nauth_method = \"md5\"\n"),
+        );
+        let mut c = Raw::login(r.port(), &dbs().my.database, &dbs().my.password)
+            .unwrap_or_else(|e| panic!("{mode}: login: {e:?}"));
+        let mut first = parse("s1", "SELECT 9");
+        first.extend(bind("s1", &[], 0));
+        first.extend(execute());
+        first.extend(sync());
+        c.send(&first);
+        let got = c.until_ready();
+        assert_eq!(tags(&got), "12DCZ", "{mode}");
+        assert_eq!(columns(&got[2].1), vec![Some(b"9".to_vec())], "{mode}");
+        let mut dup = parse("s1", "SELECT 10");
+        dup.extend(bind("s1", &[], 0));
+        dup.extend(execute());
+        dup.extend(sync());
+        c.send(&dup);
+        let got = c.until_ready();
+        assert_eq!((tags(&got).as_str(), code(&got[0].1).as_str()), ("EZ", "42P05"), "{mode}: {got:?}");
+        let mut again = bind("s1", &[], 0);
+        again.extend(execute());
+        again.extend(sync());
+        c.send(&again);
+        let got = c.until_ready();
+        assert_eq!(tags(&got), "2DCZ", "{mode}");
+        assert_eq!(columns(&got[1].1), vec![Some(b"9".to_vec())], "{mode}: the first statement stays");
+    }
 }

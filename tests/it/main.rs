@@ -30,6 +30,7 @@ mod log_pipe;
 mod mysql_commands;
 mod mysql_fidelity;
 mod mysql_infile;
+mod mysql_kill;
 mod mysql_probe;
 mod mysql_routing;
 mod mysql_safety;

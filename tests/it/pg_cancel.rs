@@ -109,3 +109,50 @@ fn query_timeout_cancels_and_names_itself() {
     c.batch_execute("SELECT pg_sleep(0.1)").expect("short statement");
     assert_eq!(c.query_one("SELECT 3::int", &[]).expect("after timeouts").get::<_, i32>(0), 3);
 }
+
+/// asyncpg (`tests/connectors/asyncpg_late_cancel.py`, the shape of the shared repro
+/// `r_late_cancel.py`) with a 20 ms client-side timeout, on two cores so that some cancel
+/// connections land on the other core: every timed-out call raises TimeoutError, and no cancel
+/// ever reaches the statement after the one it was sent for (#18), in session and transaction
+/// mode.
+#[test]
+fn asyncpg_timeouts_cancel_only_their_own_statement() {
+    for mode in ["session", "transaction"] {
+        let pools = pg_pool("main", dbs().pg.primary_port, mode, 2);
+        let r = Router::start(&pg_config(&[0, 1], &pools, "main"));
+        let out = std::process::Command::new("/usr/bin/python3")
+            .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/connectors/asyncpg_late_cancel.py"))
+            .args([&r.port().to_string(), "main", "40"])
+            .output()
+            .unwrap_or_else(|e| panic!("run asyncpg (python3-asyncpg, installed by .ci/deps.sh): {e}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{mode}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout.lines().last(), Some("anomalies: 0"), "{mode}:\n{stdout}");
+    }
+}
+
+/// A raw CancelRequest whose client closes its socket right after sending it is still delivered
+/// (#18), in session and transaction mode.
+#[test]
+fn a_cancel_whose_client_hangs_up_at_once_is_still_delivered() {
+    use crate::pg_raw::{md5_router, query, tags, Raw};
+    use std::io::Write;
+    for mode in ["session", "transaction"] {
+        let r = md5_router(mode, 2);
+        let (mut c, pid, secret) = Raw::login_keyed(r.port(), "main", "app").unwrap_or_else(|e| panic!("login: {e:?}"));
+        let marker = unique_name("hang_up");
+        c.send(&query(&format!("SELECT pg_sleep(30) /* {marker} */")));
+        wait_running(&marker);
+        let mut cancel = 16u32.to_be_bytes().to_vec();
+        cancel.extend_from_slice(&80877102u32.to_be_bytes());
+        cancel.extend_from_slice(&pid.to_be_bytes());
+        cancel.extend_from_slice(&secret.to_be_bytes());
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", r.port())).expect("connect");
+        s.write_all(&cancel).expect("send cancel");
+        drop(s); // hang up without waiting for the router to close
+        let got = c.until_ready();
+        // The row description may come first; the statement then ends with the cancel's error.
+        assert!(tags(&got).ends_with("EZ"), "{mode}: {got:?}");
+        assert_eq!(crate::pg_raw::code(&got[got.len() - 2].1), "57014", "{mode}");
+    }
+}

@@ -111,6 +111,12 @@ impl Raw {
     /// Connects and logs in as app/`password` with MD5; returns the connection or the
     /// server's ErrorResponse fields.
     pub fn login(port: u16, database: &str, password: &str) -> Result<Raw, Vec<(u8, String)>> {
+        Self::login_keyed(port, database, password).map(|(r, _, _)| r)
+    }
+
+    /// [`Raw::login`], also returning the BackendKeyData's process id and secret key.
+    pub fn login_keyed(port: u16, database: &str, password: &str) -> Result<(Raw, i32, i32), Vec<(u8, String)>> {
+        let mut key = (0, 0);
         let mut r = Raw::open(port);
         r.send(&startup(database));
         loop {
@@ -125,8 +131,14 @@ impl Raw {
                     p.push(0);
                     r.send(&msg(b'p', &p));
                 }
+                b'K' if body.len() == 8 => {
+                    key = (
+                        i32::from_be_bytes([body[0], body[1], body[2], body[3]]),
+                        i32::from_be_bytes([body[4], body[5], body[6], body[7]]),
+                    );
+                }
                 b'E' => return Err(fields(&body)),
-                b'Z' => return Ok(r),
+                b'Z' => return Ok((r, key.0, key.1)),
                 _ => {}
             }
         }

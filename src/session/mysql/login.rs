@@ -1,5 +1,6 @@
 //! Client login for MySQL: the v10 greeting with a router-issued connection id (which encodes
-//! the owning core, so `KILL <id>` finds the session from any core), SSL refusal, pool
+//! the owning core, so `KILL <id>` finds the session from any core, and has a bit set that
+//! server thread ids do not, so it is never mistaken for one), SSL refusal, pool
 //! resolution and `mysql_native_password` against the pool's credentials (with an auth switch
 //! when the client proposes another plugin).
 
@@ -153,7 +154,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let offered = offered_capabilities(&config);
     let greeting = HandshakeV10 {
         server_version: version.as_bytes(),
-        connection_id: key.pid as u32,
+        connection_id: key.mysql_connection_id(),
         scramble,
         capabilities: offered,
         charset: backend_charset,
@@ -232,7 +233,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     Ok(Greeted {
         pool,
         state: MyState::new(db, names.clone()),
-        key: CancelKey { pid: key.pid, secret: 0 },
+        key: CancelKey::from_mysql_connection_id(key.mysql_connection_id()).unwrap_or(key),
         caps,
         names,
         scramble,

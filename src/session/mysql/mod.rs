@@ -5,10 +5,12 @@
 //!
 //! The loop is a `match` over command codes delegating to one handler each; the response side
 //! lives in `relay` (LOCAL INFILE included), statements in `prepared` and `stmt`, session state
-//! in `state`, client login in `login`, the warning of a retried statement in `warning`.
+//! in `state`, client login in `login`, `KILL` in `kill`, the warning of a retried statement in
+//! `warning`.
 
 mod bridged;
 mod detour;
+mod kill;
 mod login;
 mod prepared;
 mod relay;
@@ -52,7 +54,7 @@ const IDLE_READ_CHUNK: usize = 1024;
 /// Buffer capacity an idle session keeps.
 const IDLE_BUFFER_KEEP: usize = 1024;
 /// `ER_CONNECTION_KILLED`: the session was ended by an operator's KILL.
-const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, sql_state: *b"70100" };
+pub(super) const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, sql_state: *b"70100" };
 /// `ER_SERVER_SHUTDOWN`.
 const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
 /// `ER_CONNECTION_KILLED`-like error for a backend lost mid-command (`CR_SERVER_LOST` text).
@@ -70,6 +72,8 @@ enum End {
     Fatal,
     /// An operator's KILL of the session's pool.
     Killed,
+    /// A client's `KILL [CONNECTION]` of this session.
+    KilledByClient,
 }
 
 /// The client socket and its buffers.
@@ -163,14 +167,21 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     let end = s.run().await;
     // Ended while a statement ran on another protocol's pool: back to the session's own (#24).
     s.unpark();
-    if let (End::Killed, Some(conn)) = (&end, s.backend.as_mut()) {
-        // Killed wherever it was: a response may still be on its way, so the connection goes.
+    if let End::KilledByClient = end {
+        // The killer is answered once the client's socket is closed, as on the server.
+        let _ = s.io.stream.shutdown(std::net::Shutdown::Both).await;
+        s.slot.mark_closed();
+    }
+    if let (End::Killed | End::KilledByClient, Some(conn)) = (&end, s.backend.as_mut()) {
+        // Killed wherever it was: a response may still be on its way, and a killed server
+        // connection is gone on the server too, so the connection goes.
         conn.broken = true;
     }
     let goodbye = match end {
         End::Drained => Some((ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining")),
         End::Killed => Some((ER_CONNECTION_KILLED, "Connection was killed (KILL of its pool)")),
-        End::ClientGone | End::Fatal => None,
+        // As the server does, a connection killed by another client is closed without a word.
+        End::ClientGone | End::Fatal | End::KilledByClient => None,
     };
     if let Some((number, message)) = goodbye {
         MyClientError::new(number, message).encode(0, &mut s.out);
@@ -274,10 +285,14 @@ impl Session {
         loop {
             // A KILL of the session's pool ends it wherever it waits (#25); whatever was in
             // flight is dropped with its backend connection, which the release then closes.
-            match super::unless_killed(self.pool.gate().killed(), self.step()).await {
+            // So does a client's KILL CONNECTION of this session (#18).
+            let killed = self.pool.gate().killed();
+            let step = super::unless_killed(self.slot.end(), self.step());
+            match super::unless_killed(killed, step).await {
                 None => return End::Killed,
-                Some(Some(end)) => return end,
-                Some(None) => {}
+                Some(None) => return End::KilledByClient,
+                Some(Some(Some(end))) => return end,
+                Some(Some(None)) => {}
             }
         }
     }
@@ -434,7 +449,8 @@ impl Session {
             COM_SET_OPTION => self.on_set_option(body),
             COM_PROCESS_KILL => {
                 let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
-                self.kill(id, false).await
+                // The server ends the whole connection for COM_PROCESS_KILL (`mysql_kill()`).
+                self.kill(id, true).await
             }
             COM_STMT_PREPARE => self.on_prepare(body).await,
             COM_STMT_EXECUTE => self.on_execute(payload).await,
@@ -475,7 +491,7 @@ impl Session {
 
     async fn on_query(&mut self, payload: &[u8], body: &[u8]) -> Result<(), End> {
         let sql = String::from_utf8_lossy(body);
-        if let Some((id, connection)) = parse_kill(&sql) {
+        if let Some((id, connection)) = kill::parse_kill(&sql) {
             return self.kill(id, connection).await;
         }
         let (effects, count) = state::effects(&sql);
@@ -603,11 +619,13 @@ impl Session {
     }
 
     /// The backend connection broke: tell the client, drop the connection, stay alive — unless
-    /// a transaction was open: the server rolled it back, and a session that went on would run
+    /// the pool is in session mode (the client's server session is gone) or a transaction was
+    /// open: the server rolled it back, and a session that went on would run
     /// the client's next statements in autocommit and answer its COMMIT with OK. The session
     /// then ends after the error, as a direct connection would.
     async fn backend_lost(&mut self) -> Result<(), End> {
         let was_in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
+        self.slot.set_server(None);
         if let Some(mut c) = self.backend.take() {
             c.broken = true;
             self.pool.checkin(c, false);
@@ -628,7 +646,9 @@ impl Session {
         )
         .encode(1, &mut self.out);
         let _ = self.flush_client().await;
-        if mid_response || was_in_tx {
+        // A session-mode client owns its server session (variables, temporary tables, locks):
+        // it is gone, so the client's connection ends too, as a direct one would (#18).
+        if mid_response || was_in_tx || self.mode() == PoolMode::Session {
             Err(End::Fatal)
         } else {
             Ok(())
@@ -664,6 +684,7 @@ impl Session {
     /// client must not inherit.
     async fn release_backend(&mut self, session_end: bool) {
         self.slot.set_running(None);
+        self.slot.set_server(None);
         self.slot.settle().await;
         if self.is_bridged() {
             self.pg_release(session_end);
@@ -711,6 +732,10 @@ impl Session {
             }
             conn.settings = self.state.signature();
         }
+        if let (PoolMode::Session, crate::pool::ConnInfo::MySql(info)) = (self.mode(), &conn.info) {
+            // The connection is this client's for good: a KILL of its id finds the session.
+            self.slot.set_server(Some((conn.addr, info.thread_id)));
+        }
         self.backend = Some(conn);
         Ok(())
     }
@@ -719,6 +744,7 @@ impl Session {
         if self.is_bridged() {
             return self.bridged_reset();
         }
+        self.slot.set_server(None);
         if let Some(mut c) = self.backend.take() {
             // The connection may hold pins or a transaction: it is cleaned before reuse.
             let ok =
@@ -791,40 +817,6 @@ impl Session {
             )
         })
     }
-
-    /// `KILL [QUERY|CONNECTION] id` / COM_PROCESS_KILL with a router-issued id: cancels that
-    /// session's running statement, on whichever core owns it.
-    async fn kill(&mut self, id: u32, connection: bool) -> Result<(), End> {
-        let target = CancelKey { pid: id as i32, secret: 0 };
-        if target == self.key && connection {
-            return Err(End::ClientGone);
-        }
-        self.ctx.cancel(target);
-        self.ok_local()
-    }
-}
-
-/// `KILL [QUERY | CONNECTION] <number>`: (id, whether the connection itself is meant).
-fn parse_kill(sql: &str) -> Option<(u32, bool)> {
-    use crate::sql::lexer::{Lexer, TokenKind};
-    let mut words = Lexer::new(sql, crate::sql::Dialect::MySql)
-        .filter(|t| t.kind != TokenKind::Comment && t.kind != TokenKind::Semicolon);
-    if !words.next()?.is_word("KILL") {
-        return None;
-    }
-    let mut t = words.next()?;
-    let mut connection = true;
-    if t.is_word("HARD") || t.is_word("SOFT") {
-        t = words.next()?;
-    }
-    if t.is_word("QUERY") {
-        connection = false;
-        t = words.next()?;
-    } else if t.is_word("CONNECTION") {
-        t = words.next()?;
-    }
-    let id = t.text.parse().ok().filter(|_| t.kind == TokenKind::Number)?;
-    words.next().is_none().then_some((id, connection))
 }
 
 /// Whether any statement of `sql` is `LOAD DATA|XML ... LOCAL INFILE`.
@@ -842,17 +834,6 @@ fn loads_local_file(sql: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kill_forms() {
-        assert_eq!(parse_kill("KILL 42"), Some((42, true)));
-        assert_eq!(parse_kill("kill query 7;"), Some((7, false)));
-        assert_eq!(parse_kill("KILL CONNECTION 9"), Some((9, true)));
-        assert_eq!(parse_kill("KILL HARD QUERY 9"), Some((9, false)));
-        assert_eq!(parse_kill("KILL QUERY ID 9"), None);
-        assert_eq!(parse_kill("SELECT 1"), None);
-        assert_eq!(parse_kill("KILL 1; SELECT 2"), None);
-    }
 
     #[test]
     fn local_infile_is_recognized() {

@@ -201,7 +201,7 @@ impl Session {
                         Err(_) => {
                             let again = self.pool.config.timeouts.query.map(|d| rt::now() + d);
                             self.query_deadline = again.map(|at| QueryTimer { at, killed: true });
-                            self.ctx.cancels.cancel(self.key);
+                            let _ = self.ctx.cancels.act(self.key, false);
                             continue;
                         }
                     }

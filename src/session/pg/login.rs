@@ -11,7 +11,7 @@ use super::settings::{run_reporting, SettingsError};
 use super::{Identity, Session};
 use crate::auth::Verifier;
 use crate::config::{ClientAuth, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol};
-use crate::id::CancelKey;
+use crate::id::{CancelKey, KillRequest, KillTarget};
 use crate::pool::{BackendSecret, Conn, ConnInfo, CorePool, PassThrough};
 use crate::protocol::pg::{
     auth, backend, decode_frame, decode_startup_frame, frontend, sqlstate, Authentication, ScramKeys, ScramSecret,
@@ -152,7 +152,10 @@ async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, 
         match packet {
             StartupPacket::SslRequest | StartupPacket::GssEncRequest => client.send(b"N").await?,
             StartupPacket::Cancel { pid, key } => {
-                ctx.cancel(CancelKey { pid, secret: key });
+                // The client learns its cancel was sent when this connection closes (libpq,
+                // asyncpg wait for that), so it closes only once the backend has it (#18).
+                let target = KillTarget::Session(CancelKey { pid, secret: key });
+                ctx.kill(KillRequest { target, connection: false }).await;
                 return Err(LoginEnd::Quiet);
             }
             StartupPacket::Startup { params, .. } => {

@@ -135,7 +135,7 @@ impl Session {
                 // then wait one more query_timeout for the backend's answer.
                 deadline = self.query_deadline();
                 self.flight.timed_out = true;
-                self.ctx.cancels.cancel(self.key);
+                let _ = self.ctx.cancels.act(self.key, false);
                 continue;
             };
             let Ok((tag, len)) = next else {

@@ -125,7 +125,7 @@ impl Session {
             COM_SET_OPTION => self.on_set_option(body),
             COM_PROCESS_KILL => {
                 let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
-                self.kill(id, false).await
+                self.kill(id, true).await // the whole connection, as `mysql_kill()` asks
             }
             COM_STMT_PREPARE => self.bridged_prepare(body).await,
             COM_STMT_EXECUTE => self.bridged_execute(payload).await,
@@ -159,7 +159,7 @@ impl Session {
 
     async fn bridged_query(&mut self, body: &[u8]) -> Result<(), End> {
         let sql = String::from_utf8_lossy(body).into_owned();
-        if let Some((id, connection)) = super::parse_kill(&sql) {
+        if let Some((id, connection)) = super::kill::parse_kill(&sql) {
             return self.kill(id, connection).await;
         }
         let (_, count) = super::state::effects(&sql);

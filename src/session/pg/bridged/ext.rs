@@ -83,6 +83,13 @@ impl Session {
                 "transaction blocks are not allowed in statement pooling mode",
             ));
         }
+        if !name.is_empty() && self.bridge.stmts.contains_key(name) {
+            // As PostgreSQL: the existing statement stays and the batch fails (#18).
+            return self.fail_batch(PgClientError::new(
+                sqlstate::DUPLICATE_PREPARED_STATEMENT,
+                format!("prepared statement \"{name}\" already exists"),
+            ));
+        }
         let (sql, order) = question_placeholders(query);
         let count = order.iter().max().map_or(0, |m| usize::from(*m) + 1).max(types.len());
         types.resize(count, 0);

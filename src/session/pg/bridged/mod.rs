@@ -131,9 +131,20 @@ impl Session {
     }
 
     /// The MySQL connection failed mid-command: tell the client, stay alive. In an
-    /// extended-protocol batch the rest is skipped until Sync, which sends ReadyForQuery.
+    /// extended-protocol batch the rest is skipped until Sync, which sends ReadyForQuery. A
+    /// session-mode client's server session (its variables, temporary tables) is gone: it is
+    /// told so with a FATAL error and closed, as a direct connection would be (#18).
     async fn bridged_lost(&mut self, batch: bool) -> Result<(), End> {
         self.drop_my_backend();
+        if self.mode() == PoolMode::Session {
+            PgClientError::new(
+                sqlstate::CONNECTION_FAILURE,
+                "the backend connection was lost; the server session is gone",
+            )
+            .encode_fatal(&mut self.out);
+            let _ = self.flush_client().await;
+            return Err(End::Fatal);
+        }
         PgClientError::new(
             sqlstate::CONNECTION_FAILURE,
             "the backend connection was lost; the statement may not have completed",
