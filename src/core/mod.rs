@@ -104,9 +104,12 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
     }
     if id.0 == 0 {
         // One prober for the process: health lands in the shared table every core reads.
+        // It ends with the drain: a task still pending when the core's loop returns keeps the
+        // context (pools, idle server connections, the console thread's sender) alive for ever.
         let probe_ctx = ctx.clone();
+        let drain = ctx.drain.clone();
         let probe = crate::pool::health::run(budgets.clone(), move || probe_ctx.config());
-        rt::spawn_guarded(queues.background, probe, |msg| {
+        rt::spawn_guarded(queues.background, rt::race(probe, drain.wait()), |msg| {
             tracing::error!(panic = %msg, "health prober panicked; backend health is no longer updated");
         });
     }
