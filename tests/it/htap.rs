@@ -3,7 +3,7 @@
 //! statements. The analytics pool is the harness's PostgreSQL hot standby, so a row that says
 //! `pg_is_in_recovery()` = true proves where the translated statement ran, and `@@server_id`
 //! proves the ordinary ones ran on the MariaDB primary. Clients: the mariadb CLI, the `mysql`
-//! crate (text and binary protocol), PyMySQL, in transaction and session mode; a statement
+//! crate (text and binary protocol), PyMySQL and JDBC, each in transaction and session mode; a statement
 //! routed across inside a MariaDB transaction is refused with 9004 / 25001 and the
 //! transaction goes on.
 
@@ -173,28 +173,40 @@ fn mysql_session_runs_a_translated_statement_on_a_postgres_pool() {
 #[test]
 fn mariadb_cli_session_mixes_mariadb_and_postgres_statements() {
     let t = tables();
-    let router = router(&t, "transaction");
-    let my = &dbs().my;
-    let cli = |sql: &str| {
-        Command::new("mariadb")
-            .args(["--no-defaults", "--protocol=TCP", "-h127.0.0.1", "--skip-ssl", "--batch", "--skip-column-names"])
-            .arg(format!("-u{}", my.user))
-            .arg(format!("-p{}", my.password))
-            .arg(format!("-P{}", router.port()))
-            .arg(&my.database)
-            .args(["-e", sql])
-            .output()
-            .expect("run the mariadb CLI")
-    };
-    let out = cli(&format!("SELECT @@server_id; {}; SELECT @@server_id", original(&t, "1")));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(stdout, "1\nolap ✓\t12.50\tit's\t2026-12-03 04:05:06.000000\t1\n1\n");
-    let out = cli(&format!("BEGIN; INSERT INTO {} VALUES (11, 'x'); {}", t.mt, original(&t, "1")));
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success());
-    assert!(stderr.contains("ERROR 9004 (25001)") && stderr.contains("transaction never spans two pools"), "{stderr}");
-    drop(router);
+    for mode in ["transaction", "session"] {
+        let router = router(&t, mode);
+        let my = &dbs().my;
+        let cli = |sql: &str| {
+            Command::new("mariadb")
+                .args([
+                    "--no-defaults",
+                    "--protocol=TCP",
+                    "-h127.0.0.1",
+                    "--skip-ssl",
+                    "--batch",
+                    "--skip-column-names",
+                ])
+                .arg(format!("-u{}", my.user))
+                .arg(format!("-p{}", my.password))
+                .arg(format!("-P{}", router.port()))
+                .arg(&my.database)
+                .args(["-e", sql])
+                .output()
+                .expect("run the mariadb CLI")
+        };
+        let out = cli(&format!("SELECT @@server_id; {}; SELECT @@server_id", original(&t, "1")));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout, "1\nolap ✓\t12.50\tit's\t2026-12-03 04:05:06.000000\t1\n1\n", "{mode}");
+        let out = cli(&format!("BEGIN; INSERT INTO {} VALUES (11, 'x'); {}", t.mt, original(&t, "1")));
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success());
+        assert!(
+            stderr.contains("ERROR 9004 (25001)") && stderr.contains("transaction never spans two pools"),
+            "{stderr}"
+        );
+        drop(router);
+    }
     cleanup(&t);
 }
 
@@ -203,10 +215,11 @@ fn mariadb_cli_session_mixes_mariadb_and_postgres_statements() {
 #[test]
 fn pymysql_runs_the_translated_statement_on_postgres() {
     let t = tables();
-    let router = router(&t, "transaction");
-    let my = &dbs().my;
-    let script = format!(
-        r#"
+    for mode in ["transaction", "session"] {
+        let router = router(&t, mode);
+        let my = &dbs().my;
+        let script = format!(
+            r#"
 import pymysql
 c = pymysql.connect(host="127.0.0.1", port={port}, user="{u}", password="{p}", database="{d}")
 cur = c.cursor()
@@ -226,27 +239,29 @@ print("row", cur.fetchone())
 cur.execute("SELECT @@server_id")
 print("server", cur.fetchone()[0])
 "#,
-        port = router.port(),
-        u = my.user,
-        p = my.password,
-        d = my.database,
-        q = original(&t, "1"),
-        q2 = original(&t, "2"),
-    );
-    let out = Command::new("/usr/bin/python3").args(["-c", &script]).output().expect("run python3");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(
-        stdout.lines().collect::<Vec<_>>(),
-        vec![
-            "refused 9004",
-            "server 1",
-            "row ('olap ✓', Decimal('12.50'), \"it's\", datetime.datetime(2026, 12, 3, 4, 5, 6), 1)",
-            "row ('two', None, None, None, 1)",
-            "server 1",
-        ]
-    );
-    drop(router);
+            port = router.port(),
+            u = my.user,
+            p = my.password,
+            d = my.database,
+            q = original(&t, "1"),
+            q2 = original(&t, "2"),
+        );
+        let out = Command::new("/usr/bin/python3").args(["-c", &script]).output().expect("run python3");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            stdout.lines().collect::<Vec<_>>(),
+            vec![
+                "refused 9004",
+                "server 1",
+                "row ('olap ✓', Decimal('12.50'), \"it's\", datetime.datetime(2026, 12, 3, 4, 5, 6), 1)",
+                "row ('two', None, None, None, 1)",
+                "server 1",
+            ],
+            "{mode}"
+        );
+        drop(router);
+    }
     cleanup(&t);
 }
 
@@ -301,35 +316,37 @@ fn dry_run_shows_the_target_protocol_and_session_settings_follow_or_refuse() {
 #[test]
 fn jdbc_runs_the_translated_statement_on_postgres() {
     let t = tables();
-    let router = router(&t, "transaction");
-    let my = &dbs().my;
-    for server_prepare in [false, true] {
-        let url = format!(
-            "jdbc:mariadb://127.0.0.1:{}/{}?useSsl=false&useServerPrepStmts={server_prepare}",
-            router.port(),
-            my.database
-        );
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors/JdbcHtap.java");
-        let out = Command::new("java")
-            .args(["-cp", "/usr/share/java/mariadb-java-client.jar", script])
-            .args([&url, &my.user, &my.password, &original(&t, "?")])
-            .output()
-            .expect("run java (installed by .ci/deps.sh)");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(
-            stdout.lines().collect::<Vec<_>>(),
-            vec![
-                "server 1",
-                "text olap ✓|12.50|it's|2026-12-03 04:05:06.0|1",
-                "prepared olap ✓|12.50|it's|2026-12-03 04:05:06.0|1",
-                "prepared two|null|null|null|1",
-                "refused 9004 25001",
-                "server 1",
-            ],
-            "useServerPrepStmts={server_prepare}"
-        );
+    for mode in ["transaction", "session"] {
+        let router = router(&t, mode);
+        let my = &dbs().my;
+        for server_prepare in [false, true] {
+            let url = format!(
+                "jdbc:mariadb://127.0.0.1:{}/{}?useSsl=false&useServerPrepStmts={server_prepare}",
+                router.port(),
+                my.database
+            );
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors/JdbcHtap.java");
+            let out = Command::new("java")
+                .args(["-cp", "/usr/share/java/mariadb-java-client.jar", script])
+                .args([&url, &my.user, &my.password, &original(&t, "?")])
+                .output()
+                .expect("run java (installed by .ci/deps.sh)");
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(
+                stdout.lines().collect::<Vec<_>>(),
+                vec![
+                    "server 1",
+                    "text olap ✓|12.50|it's|2026-12-03 04:05:06.0|1",
+                    "prepared olap ✓|12.50|it's|2026-12-03 04:05:06.0|1",
+                    "prepared two|null|null|null|1",
+                    "refused 9004 25001",
+                    "server 1",
+                ],
+                "{mode}: useServerPrepStmts={server_prepare}"
+            );
+        }
+        drop(router);
     }
-    drop(router);
     cleanup(&t);
 }
