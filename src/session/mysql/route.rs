@@ -5,6 +5,7 @@
 //! outside a transaction and when nothing pins the connection), reports rejections and
 //! unhonorable hints as ERR packets that never reach a backend, and records digest statistics.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::relay::Outcome as Relayed;
@@ -182,19 +183,10 @@ impl Session {
         if detour {
             return Ok(Routed { rewritten: None, fingerprint: decision.fingerprint, detour, cross: None });
         }
-        let mut target = match &decision.outcome {
-            Outcome::Route(pool) => pool.clone(),
-            Outcome::Reject(message) => return Err(MyClientError::new(ER_REJECTED, message.to_string())),
-            Outcome::Error(e) => return Err(decision_error(e)),
-        };
-        if decision.step == DecisionKind::Default {
-            // No rule and no split decided: a client that named a pool as its database stays on
-            // that pool rather than the configured default.
-            if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.ctx.pools().get(n).cloned()) {
-                target = own.name().clone();
-                if let Some(e) = self.ctx.rules().replica_refusal(&decision, &target) {
-                    return Err(decision_error(&e));
-                }
+        let (mut target, named) = self.decided_pool(&decision)?;
+        if named {
+            if let Some(e) = self.ctx.rules().replica_refusal(&decision, &target) {
+                return Err(decision_error(&e));
             }
         }
         if let Some(pool) = self.cross_pool(&target) {
@@ -252,6 +244,23 @@ impl Session {
     /// pools that speak PostgreSQL, and the session moves there when nothing holds it (no open
     /// transaction, as PostgreSQL reports it). Returns a translation's SQL and parameter order.
     /// A pool whose backends speak MySQL is refused: the bridged session cannot go there.
+    /// The pool `decision` sends the statement to, and whether it is the pool the client named as
+    /// its database: with no rule and no split deciding (the `Default` step), such a client
+    /// stays on its own pool rather than the configured default.
+    fn decided_pool(&self, decision: &Decision) -> Result<(Arc<str>, bool), MyClientError> {
+        let target = match &decision.outcome {
+            Outcome::Route(pool) => pool.clone(),
+            Outcome::Reject(message) => return Err(MyClientError::new(ER_REJECTED, message.to_string())),
+            Outcome::Error(e) => return Err(decision_error(e)),
+        };
+        if decision.step == DecisionKind::Default {
+            if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.ctx.pools().get(n).cloned()) {
+                return Ok((own.name().clone(), true));
+            }
+        }
+        Ok((target, false))
+    }
+
     pub(super) fn bridged_route(&mut self, sql: &str) -> Result<Option<Rewrite>, MyClientError> {
         let mut decision = self.decide(sql, None);
         let (refusal, _) = self.settle(&mut decision, sql);
@@ -260,16 +269,7 @@ impl Session {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
         self.ryw.observe(&decision, rt::now());
-        let mut target = match &decision.outcome {
-            Outcome::Route(pool) => pool.clone(),
-            Outcome::Reject(message) => return Err(MyClientError::new(ER_REJECTED, message.to_string())),
-            Outcome::Error(e) => return Err(decision_error(e)),
-        };
-        if decision.step == DecisionKind::Default {
-            if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.ctx.pools().get(n).cloned()) {
-                target = own.name().clone();
-            }
-        }
+        let (mut target, _) = self.decided_pool(&decision)?;
         if decision.step == DecisionKind::ReadWriteSplit
             || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin)
         {
