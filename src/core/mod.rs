@@ -186,7 +186,7 @@ fn handle(
         CoreCommand::Apply(snap) => {
             // A new file means new pools and maybe other functions; a rule change through the
             // API keeps the configuration (the same `Arc`) and its pools.
-            let reloaded = !Arc::ptr_eq(&snap.config, &ctx.config());
+            let reloaded = !ctx.serves(&snap.config);
             if reloaded {
                 let pools = PoolSet::build(&snap.config, budgets, Some(&ctx.pools()));
                 ctx.apply(snap.config.clone(), pools, snap.rules.clone());

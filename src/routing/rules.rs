@@ -97,7 +97,7 @@ pub(super) enum Target {
     Reject(Arc<str>),
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Matcher {
     /// Key of the example, per client protocol (indexed by [`proto_index`]).
     Template([(Fingerprint, KeySpace); 2]),
@@ -319,6 +319,54 @@ fn client_protocols(config: &Config) -> Vec<Protocol> {
     }
 }
 
+/// Re-allocates names for [`RuleSet::for_core`], interning them so each pool keeps one
+/// allocation per core.
+#[derive(Default)]
+struct Localizer {
+    names: AHashMap<Arc<str>, Arc<str>>,
+}
+
+impl Localizer {
+    fn name(&mut self, name: &Arc<str>) -> Arc<str> {
+        self.names.entry(name.clone()).or_insert_with(|| Arc::from(&**name)).clone()
+    }
+
+    fn target(&mut self, target: &Target) -> Target {
+        match target {
+            Target::Pool(p) => Target::Pool(self.name(p)),
+            Target::Reject(m) => Target::Reject(self.name(m)),
+        }
+    }
+
+    fn pattern(&mut self, p: &Pattern) -> Pattern {
+        Pattern {
+            name: self.name(&p.name),
+            // `Regex::clone` shares the compiled program and starts a fresh cache pool.
+            matcher: p.matcher.clone(),
+            target: self.target(&p.target),
+            retry: p.retry,
+            allow_writes: p.allow_writes,
+        }
+    }
+
+    fn session_rule(&mut self, r: &SessionRule) -> SessionRule {
+        SessionRule {
+            name: self.name(&r.name),
+            regex: r.regex.clone(),
+            user: r.user.clone(),
+            database: r.database.clone(),
+            protocol: r.protocol,
+            target: self.target(&r.target),
+            retry: r.retry,
+            allow_writes: r.allow_writes,
+        }
+    }
+
+    fn translation(&mut self, t: &Translation) -> Translation {
+        Translation { name: self.name(&t.name), template: t.template.clone(), pool: self.name(&t.pool) }
+    }
+}
+
 impl RuleSet {
     /// Compiles the configuration's rules, the runtime-added pattern rules (`dynamic`, same shape
     /// as `[[routing.pattern_rules]]`) and the runtime translations (`POST /api/translations`,
@@ -368,6 +416,34 @@ impl RuleSet {
             patterns,
             rules,
         })
+    }
+
+    /// A copy of these rules for one core: every pool name and rule name in a fresh allocation and
+    /// every regex with its own scratch-space pool, so the per-statement path (name clones in
+    /// decisions, regex searches) writes no memory another core uses (#20, #21). The regex
+    /// programs themselves stay shared: they are read-only.
+    pub fn for_core(&self) -> RuleSet {
+        let mut names = Localizer::default();
+        let patterns = |list: &[Pattern], names: &mut Localizer| -> Vec<Pattern> {
+            list.iter().map(|p| names.pattern(p)).collect()
+        };
+        let translations = self
+            .translations
+            .iter()
+            .map(|(k, list)| (*k, list.iter().map(|t| names.translation(t)).collect()))
+            .collect();
+        RuleSet {
+            cache: self.cache,
+            read_your_writes: self.read_your_writes,
+            primary: self.primary.clone().map(|p| p.map(|n| names.name(&n))),
+            read: self.read.clone().map(|p| p.map(|n| names.name(&n))),
+            replicas: self.replicas.iter().map(|n| names.name(n)).collect(),
+            translations,
+            dynamic: patterns(&self.dynamic, &mut names),
+            patterns: patterns(&self.patterns, &mut names),
+            pattern_regexes: self.pattern_regexes,
+            rules: self.rules.iter().map(|r| names.session_rule(r)).collect(),
+        }
     }
 
     /// The normalization strategy of the cache key and template rules.

@@ -38,7 +38,7 @@ pub struct CoreContext {
     pub drain: Event,
     /// Sessions of this core that can be cancelled, by router-issued key.
     pub cancels: CancelRegistry,
-    config: RefCell<Arc<Config>>,
+    config: RefCell<LocalConfig>,
     pools: RefCell<Rc<PoolSet>>,
     router: RefCell<Router>,
     digests: RefCell<DigestTable>,
@@ -46,6 +46,20 @@ pub struct CoreContext {
     links: CoreLinks,
     /// Failed logins per source address on this core (`auth.max_failed_logins`, #23).
     login_failures: RefCell<FailureLimiter>,
+}
+
+/// The configuration as published and this core's own copy of it. Sessions clone the copy's
+/// `Arc` per statement; a shared one would bounce its reference count between cores (#20).
+struct LocalConfig {
+    published: Arc<Config>,
+    local: Arc<Config>,
+}
+
+impl LocalConfig {
+    fn of(published: Arc<Config>) -> Self {
+        let local = Arc::new(Config::clone(&published));
+        LocalConfig { published, local }
+    }
 }
 
 /// Hands a logged-in admin-console client (its connection, unread bytes, user and role) to the
@@ -83,9 +97,9 @@ impl CoreContext {
             counters: CoreCounters::default(),
             drain: Event::new(),
             cancels: CancelRegistry::default(),
-            config: RefCell::new(config),
+            config: RefCell::new(LocalConfig::of(config)),
             pools: RefCell::new(Rc::new(pools)),
-            router: RefCell::new(Router::new(rules, Catalogs::builtin())),
+            router: RefCell::new(Router::new(Arc::new(rules.for_core()), Catalogs::builtin())),
             digests: RefCell::default(),
             next_session: Cell::new(1),
             login_failures,
@@ -110,9 +124,15 @@ impl CoreContext {
         (self.links.console)(stream, leftover, user, role);
     }
 
-    /// The configuration in force now (cheap clone of an `Arc`; hold it for one statement).
+    /// The configuration in force now (cheap clone of this core's own `Arc`; hold it for one
+    /// statement).
     pub fn config(&self) -> Arc<Config> {
-        self.config.borrow().clone()
+        self.config.borrow().local.clone()
+    }
+
+    /// Whether `config` is the snapshot this core serves (a rule change through the API keeps it).
+    pub fn serves(&self, config: &Arc<Config>) -> bool {
+        Arc::ptr_eq(&self.config.borrow().published, config)
     }
 
     /// The pools in force now.
@@ -150,15 +170,15 @@ impl CoreContext {
     /// cache is cleared.
     pub fn apply(&self, config: Arc<Config>, pools: PoolSet, rules: Arc<RuleSet>) {
         *self.login_failures.borrow_mut() = limiter(&config);
-        *self.config.borrow_mut() = config;
+        *self.config.borrow_mut() = LocalConfig::of(config);
         *self.pools.borrow_mut() = Rc::new(pools);
-        self.router.borrow_mut().set_rules(rules);
+        self.router.borrow_mut().set_rules(Arc::new(rules.for_core()));
     }
 
     /// Switches the router to a new rule set, same configuration (a rule added or removed
     /// through the admin API); clears its plan cache.
     pub fn set_rules(&self, rules: Arc<RuleSet>) {
-        self.router.borrow_mut().set_rules(rules);
+        self.router.borrow_mut().set_rules(Arc::new(rules.for_core()));
     }
 
     /// Switches the router to newly loaded function catalogs (clears its plan cache).

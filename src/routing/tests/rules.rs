@@ -79,3 +79,24 @@ fn default_pools_per_protocol() {
     assert_eq!(plain.primary_pool(Protocol::Postgres).map(|s| &**s), Some("primary"));
     assert_eq!((plain.read_pool(Protocol::Postgres), plain.read_write_split()), (None, false));
 }
+
+#[test]
+fn a_core_copy_routes_alike_and_shares_no_name() {
+    let rules = [
+        pattern_rule("re", PatternKind::Regex, "^SELECT .* FROM audit", to_pool("primary"), 0),
+        pattern_rule("shape", PatternKind::Template, "SELECT * FROM hot WHERE id = 1", to_pool("replicas"), 1),
+    ];
+    let shared = rules_with(&config(SPLIT, ""), &rules, &[]);
+    let local = Arc::new(shared.for_core());
+    let (mut a, mut b) = (Router::new(shared.clone(), Catalogs::builtin()), Router::new(local, Catalogs::builtin()));
+    let statements =
+        ["SELECT * FROM audit WHERE x = 2", "SELECT * FROM hot WHERE id = 9", "UPDATE t SET a = 1", "SELECT 1"];
+    for sql in statements {
+        let (da, db) = (pg(&mut a, sql), pg(&mut b, sql));
+        assert_eq!((pool(&da), da.kind, &da.rule), (pool(&db), db.kind, &db.rule), "{sql}");
+        match (&da.outcome, &db.outcome) {
+            (Outcome::Route(x), Outcome::Route(y)) => assert!(!Arc::ptr_eq(x, y), "{sql}: pool name shared"),
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+}
