@@ -230,9 +230,10 @@ fn login_modes(pool: &CorePool) -> crate::sql::mode::SessionModes {
 
 impl Session {
     fn new(ctx: Rc<CoreContext>, io: ClientIo, g: login::Greeted) -> Self {
-        let lex = login_modes(&g.pool);
         let slot = ctx.cancels.register(g.key);
         let bridged = g.pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
+        // A bridged session's text is translated for PostgreSQL, whose flags say nothing of sql_mode.
+        let lex = if bridged { crate::sql::mode::SessionModes::default() } else { login_modes(&g.pool) };
         let status = if bridged {
             crate::bridge::status_flags(true, crate::protocol::pg::TransactionStatus::Idle)
         } else {
