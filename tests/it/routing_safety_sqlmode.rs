@@ -8,7 +8,8 @@
 //! connection it would run on. Clients: the `mysql` crate (multi-statements on) as the user the
 //! replica lets write, so a misroute would succeed silently; placement is proven by
 //! `@@server_id` and by the rows each server holds. The global mode is set on a private
-//! environment, so no other test's connection can see it.
+//! environment, so no other test's connection can see it; `NO_BACKSLASH_ESCAPES` on the replica
+//! alone is checked the same way.
 
 use std::time::Duration;
 
@@ -49,18 +50,19 @@ fn ran_on(c: &mut Conn, sql: &str) -> u64 {
     row.get(0).unwrap_or_else(|| panic!("{sql}: no @@server_id"))
 }
 
-/// The hostile statements: (a locking read, a read followed by a write), both plain reads of a
-/// string in the default mode.
-fn hostile(t: &str) -> (String, String) {
+/// The hostile statements quoting with `q`: (a locking read, a read followed by a write), both
+/// plain reads of a string in the default mode. With `"` under `ANSI_QUOTES` the server reads
+/// the column `a\`; with `'` under `NO_BACKSLASH_ESCAPES` the string `'a\'`.
+fn hostile(t: &str, q: char) -> (String, String) {
     (
-        format!(r#"SELECT @@server_id, "a\" , 1 FROM {t} FOR UPDATE -- ""#),
-        format!(r#"SELECT @@server_id, "a\" FROM {t}; UPDATE {t} SET v = v + 1 WHERE id = 1 -- ""#),
+        format!(r"SELECT @@server_id, {q}a\{q} , 1 FROM {t} FOR UPDATE -- {q}"),
+        format!(r"SELECT @@server_id, {q}a\{q} FROM {t}; UPDATE {t} SET v = v + 1 WHERE id = 1 -- {q}"),
     )
 }
 
-/// A private MariaDB pair whose global `sql_mode` gains `ANSI_QUOTES` on `ports`, with the
-/// replica writer of the shared servers created there too.
-fn ansi_env(on_primary: bool) -> Dbs {
+/// A private MariaDB pair whose global `sql_mode` gains `flag` on the replica (and on the
+/// primary when `on_primary`), with the replica writer of the shared servers created there too.
+fn mode_env(flag: &str, on_primary: bool) -> Dbs {
     let env = Dbs::private();
     let my = &env.my;
     let (user, password) = replica_writer();
@@ -76,8 +78,8 @@ fn ansi_env(on_primary: bool) -> Dbs {
     let ports = if on_primary { vec![my.primary_port, my.replica_port] } else { vec![my.replica_port] };
     for port in ports {
         my.superuser_client(port)
-            .query_drop("SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',ANSI_QUOTES')")
-            .expect("global ANSI_QUOTES");
+            .query_drop(format!("SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',{flag}')"))
+            .expect("global sql_mode");
     }
     env
 }
@@ -102,9 +104,9 @@ fn client(env: &Dbs, r: &Router) -> Conn {
 /// and text without `"` still reads from the replica.
 #[test]
 fn mariadb_global_ansi_quotes_keeps_hidden_locks_and_writes_off_the_replica() {
-    let env = ansi_env(true);
+    let env = mode_env("ANSI_QUOTES", true);
     let t = table(&env.my);
-    let (lock, write) = hostile(&t);
+    let (lock, write) = hostile(&t, '"');
     for (i, mode) in MODES.into_iter().enumerate() {
         let r = Router::start(&env_config(&env, mode));
         let mut c = client(&env, &r);
@@ -117,25 +119,28 @@ fn mariadb_global_ansi_quotes_keeps_hidden_locks_and_writes_off_the_replica() {
     }
 }
 
-/// `ANSI_QUOTES` in the replica's global `sql_mode` only: sessions learn the primary's default
-/// mode, and the replica connection a read is about to run on reports otherwise. The hostile
-/// text moves to the primary (which reads it as one string: nothing is written anywhere).
+/// `ANSI_QUOTES` (and, the same way, `NO_BACKSLASH_ESCAPES`) in the replica's global
+/// `sql_mode` only: sessions learn the primary's default mode, and the replica connection a read
+/// is about to run on reports otherwise. The hostile text moves to the primary (which reads it
+/// as one string: nothing is written anywhere).
 #[test]
-fn mariadb_ansi_quotes_on_the_replica_alone_is_seen_on_its_connection() {
-    let env = ansi_env(false);
-    let t = table(&env.my);
-    let (lock, write) = hostile(&t);
-    for mode in MODES {
-        let r = Router::start(&env_config(&env, mode));
-        let mut c = client(&env, &r);
-        assert_eq!(ran_on(&mut c, "SELECT @@server_id"), REPLICA, "{mode}: plain reads still split");
-        for _ in 0..2 {
-            // Twice: the primary's answer puts the session back in the primary's mode, so each
-            // read meant for the replica is checked on its connection again.
-            assert_eq!(ran_on(&mut c, &lock), PRIMARY, "{mode}: the replica would lock");
-            assert_eq!(ran_on(&mut c, &write), PRIMARY, "{mode}: the replica would write");
+fn mariadb_sql_mode_on_the_replica_alone_is_seen_on_its_connection() {
+    for (flag, q) in [("ANSI_QUOTES", '"'), ("NO_BACKSLASH_ESCAPES", '\'')] {
+        let env = mode_env(flag, false);
+        let t = table(&env.my);
+        let (lock, write) = hostile(&t, q);
+        for mode in MODES {
+            let r = Router::start(&env_config(&env, mode));
+            let mut c = client(&env, &r);
+            assert_eq!(ran_on(&mut c, "SELECT @@server_id"), REPLICA, "{flag} {mode}: plain reads still split");
+            for _ in 0..2 {
+                // Twice: the primary's answer puts the session back in the primary's mode, so
+                // each read meant for the replica is checked on its connection again.
+                assert_eq!(ran_on(&mut c, &lock), PRIMARY, "{flag} {mode}: the replica would lock");
+                assert_eq!(ran_on(&mut c, &write), PRIMARY, "{flag} {mode}: the replica would write");
+            }
+            assert_v(&env.my, &t, 10, &format!("{flag} {mode}"));
         }
-        assert_v(&env.my, &t, 10, mode);
     }
 }
 
@@ -150,7 +155,7 @@ fn mariadb_ansi_quotes_from_a_prepared_set_is_followed() {
         .query_drop(format!(r"ALTER TABLE {}.{env_t} ADD COLUMN `a\` INT DEFAULT 0", my.database))
         .expect("alter");
     my.wait_replica_caught_up(Duration::from_secs(30));
-    let (lock, write) = hostile(&env_t);
+    let (lock, write) = hostile(&env_t, '"');
     for mode in MODES {
         let r = Router::start(&split_config(mode, "").replace("max_connections = 4", "max_connections = 1"));
         let mut c = crate::mysql_safety::client(&r);
