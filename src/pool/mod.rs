@@ -752,8 +752,9 @@ impl CorePool {
                         let params = vec![
                             ("server_version".to_owned(), info.server_version.clone()),
                             ("charset".to_owned(), info.charset.to_string()),
-                            // The login's status flags: NO_BACKSLASH_ESCAPES there is the
-                            // server's global sql_mode, which sessions lex in (#19).
+                            // The login's status flags: NO_BACKSLASH_ESCAPES (and, on MariaDB,
+                            // ANSI_QUOTES) there is the server's global sql_mode, which sessions
+                            // start lexing in (#19).
                             ("status".to_owned(), info.status.to_string()),
                         ];
                         *self.server_params.borrow_mut() = Some(Rc::new(params));

@@ -104,6 +104,18 @@ impl LexMode {
         self.ansi_quotes = ansi;
     }
 
+    /// Takes what a MySQL server reported for the connection a statement ran on or will run
+    /// on (its status flags, see `protocol::mysql::response::sql_mode_flags`):
+    /// `NO_BACKSLASH_ESCAPES`, and `ANSI_QUOTES` where the server reports it. Where it does not
+    /// (`None`: MySQL), `ANSI_QUOTES` may be on through the global `sql_mode`, a prepared SET or
+    /// a procedure without the router seeing it, so it is assumed on: a statement with a `"`
+    /// then stays off replicas. An unknown mode stays unknown: the report is one connection's,
+    /// and a `SET sql_mode` from an expression replayed on another may come out otherwise.
+    pub fn follow_mysql_server(&mut self, no_backslash_escapes: bool, ansi_quotes: Option<bool>) {
+        self.no_backslash_escapes = no_backslash_escapes;
+        self.ansi_quotes = ansi_quotes.unwrap_or(true);
+    }
+
     /// Follows one statement the session ran. `in_transaction`: PostgreSQL rolls a SET back
     /// with its transaction, so a change back towards the default is only believed outside
     /// one (a change away from it always is: over-estimating the mode only costs replica reads).

@@ -123,6 +123,25 @@ fn startup_parameters_and_server_reports_give_the_start_mode() {
 }
 
 #[test]
+fn a_mysql_servers_report_sets_the_mode() {
+    // MariaDB reports both bits.
+    let mut m = LexMode::default();
+    m.follow_mysql_server(false, Some(true));
+    assert_eq!(m, MY_ANSI);
+    m.follow_mysql_server(true, Some(false));
+    assert_eq!(m, MY_NBE);
+    // One connection's report does not settle a mode set from an expression, which replayed
+    // on another connection may come out otherwise.
+    let mut m = LexMode { unknown: true, ..LexMode::default() };
+    m.follow_mysql_server(false, Some(false));
+    assert!(m.unknown);
+    // MySQL has no ANSI_QUOTES flag: it may be on unseen, so `"` is distrusted.
+    let mut m = LexMode::default();
+    m.follow_mysql_server(false, None);
+    assert!(m.may_misread("SELECT \"a\"", Dialect::MySql) && !m.may_misread("SELECT 'a'", Dialect::MySql));
+}
+
+#[test]
 fn only_text_the_mode_could_change_is_distrusted() {
     assert!(!LexMode::default().may_misread(r"SELECT 'a\'", Dialect::Postgres));
     assert!(PG_OFF.may_misread(r"SELECT 'a\'", Dialect::Postgres));

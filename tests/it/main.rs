@@ -67,6 +67,7 @@ mod router;
 mod routing_api;
 mod routing_safety;
 mod routing_safety_session;
+mod routing_safety_sqlmode;
 mod split_both;
 mod systemd;
 mod translation;

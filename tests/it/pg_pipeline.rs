@@ -1,7 +1,9 @@
 //! Issue #18 (protocol fidelity) and #19 case 3 with psycopg 3's pipeline mode (libpq
 //! pipelines), driven through `tests/connectors/psycopg_pipeline.py`: an error inside a
 //! pipeline is answered exactly as the server answers it, a client that leaves mid-pipeline
-//! gives its backend back, and with read/write split on a pipeline is routed as one unit.
+//! gives its backend back, and with read/write split on a pipeline is routed as one unit, in
+//! statement pooling too (the batch up to Sync keeps one connection: a pipeline with a write runs
+//! whole on the primary, and a write after a flushed standby read is refused before it runs).
 
 use std::path::Path;
 use std::process::Command;
@@ -87,7 +89,7 @@ fn psycopg_pipeline_with_a_write_runs_whole_on_the_primary_and_reads_alone_on_th
         .expect("setup");
     pg.wait_replica_caught_up(Duration::from_secs(20));
     let mut v = 10;
-    for mode in ["session", "transaction"] {
+    for mode in ["session", "transaction", "statement"] {
         let r = split_router(mode);
         let lines = psycopg("route", r.port(), &pg.database, &t).unwrap_or_else(|e| panic!("{mode} route: {e}"));
         let (a, b) = (v, v + 1);
@@ -112,7 +114,7 @@ fn psycopg_pipeline_write_after_a_flushed_standby_read_is_refused_with_25006() {
         .batch_execute(&format!("CREATE TABLE {t}(id int primary key, v int); INSERT INTO {t} VALUES (1, 10)"))
         .expect("setup");
     pg.wait_replica_caught_up(Duration::from_secs(20));
-    for mode in ["session", "transaction"] {
+    for mode in ["session", "transaction", "statement"] {
         let r = split_router(mode);
         let lines = psycopg("flush", r.port(), &pg.database, &t).unwrap_or_else(|e| panic!("{mode} flush: {e}"));
         assert_eq!(lines.len(), 3, "{mode}: {lines:?}");

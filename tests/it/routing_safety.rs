@@ -13,9 +13,9 @@
 //! |---|---|---|
 //! | 1 autocommit=0 read-modify-write | n/a (no autocommit mode) | `mysql_safety::autocommit_off_read_modify_write_runs_on_the_primary` (t, s), `mariadb_autocommit_off_never_writes_on_a_writable_replica` (t), PyMySQL/JDBC `*_read_modify_write_through_the_split` (t, s); st refuses it (case 2) |
 //! | 2 statement pooling + autocommit=0 | n/a | `mysql_safety::statement_pooling_refuses_transactions_and_loses_no_write`, `statement_pooling_ends_a_session_a_procedure_left_in_a_transaction` (st) |
-//! | 3 pipelines | `pg_pipeline::psycopg_pipeline_with_a_write_runs_whole_on_the_primary_and_reads_alone_on_the_standby`, `psycopg_pipeline_write_after_a_flushed_standby_read_is_refused_with_25006` (t, s) | n/a (no pipelines) |
+//! | 3 pipelines | `pg_pipeline::psycopg_pipeline_with_a_write_runs_whole_on_the_primary_and_reads_alone_on_the_standby`, `psycopg_pipeline_write_after_a_flushed_standby_read_is_refused_with_25006` (t, s, st) | n/a (no pipelines) |
 //! | 4 server-side cursors | n/a (PostgreSQL cursors live in transactions: case "held replica") | `mysql_safety::an_open_cursor_on_the_replica_takes_no_write` (t, s, st), `jdbc_update_while_a_fetch_result_is_open_never_runs_on_the_replica` (t, s, st) |
-//! | 5 lexer modes (standard_conforming_strings, NO_BACKSLASH_ESCAPES, ANSI_QUOTES) from SET, startup options, role defaults, server reports | `routing_safety_session::pg_standard_conforming_strings_off_sends_hidden_locks_and_writes_to_the_primary`, `pg_string_mode_from_options_role_defaults_and_server_reports` (t, s, st) | `routing_safety_session::mariadb_sql_mode_changes_what_reaches_the_replica` (t, s, st), `mariadb_no_backslash_escapes_set_out_of_sight_is_followed` (t, s) |
+//! | 5 lexer modes (standard_conforming_strings, NO_BACKSLASH_ESCAPES, ANSI_QUOTES) from SET, startup options, role defaults, server reports | `routing_safety_session::pg_standard_conforming_strings_off_sends_hidden_locks_and_writes_to_the_primary`, `pg_string_mode_from_options_role_defaults_and_server_reports` (t, s, st) | `routing_safety_session::mariadb_sql_mode_changes_what_reaches_the_replica` (t, s, st), `mariadb_no_backslash_escapes_set_out_of_sight_is_followed` (t, s); ANSI_QUOTES unseen by any SET: `routing_safety_sqlmode::mariadb_global_ansi_quotes_keeps_hidden_locks_and_writes_off_the_replica`, `mariadb_sql_mode_on_the_replica_alone_is_seen_on_its_connection`, `mariadb_ansi_quotes_from_a_prepared_set_is_followed` (t, s, st) |
 //! | 6 quoted function names | `pg_quoted_function_names_keep_their_case` (t, s, st) | n/a (MySQL function names ignore case) |
 //! | 7 stored functions' declarations | n/a (the server enforces STABLE/IMMUTABLE) | `mysql_safety::stored_functions_reach_a_replica_only_when_listed` (t, s, st) |
 //! | 8 rules and hints, role checks, lagging/down replicas | `pg_rules_and_hints_never_send_writes_locks_or_nextval_to_the_standby` (t, s, st), `pg_rule_routed_reads_fall_back_when_the_replica_pool_is_down`, `pg_role_mismatch_is_detected_by_the_probe` | `mariadb_rules_never_send_writes_or_locks_to_a_writable_replica` (t, s, st), `mariadb_role_mismatch_is_detected_by_the_probe` |
@@ -431,6 +431,11 @@ fn dry_run_explains_mysql_session_decisions() {
     assert_eq!(
         (field(&lexed, "pool"), field(&lexed, "reason"), field(&lexed, "lexer_mode")),
         (Some("mywrite".into()), Some("lexer_mode".into()), Some("NO_BACKSLASH_ESCAPES".into()))
+    );
+    let quoted = ask(tx_admin, r#"SELECT "a\" , 1 FROM t FOR UPDATE -- ""#, "&sql_mode=ANSI_QUOTES");
+    assert_eq!(
+        (field(&quoted, "pool"), field(&quoted, "reason"), field(&quoted, "lexer_mode")),
+        (Some("mywrite".into()), Some("lexer_mode".into()), Some("ANSI_QUOTES".into()))
     );
     let refused = ask(st_admin, "START TRANSACTION", "");
     assert_eq!(field(&refused, "session_check"), Some("refused_statement_pooling".into()), "{refused}");

@@ -38,6 +38,15 @@ pub const SERVER_SESSION_STATE_CHANGED: u16 = 0x4000;
 /// Status flag (MariaDB): `ANSI_QUOTES` SQL mode is on.
 pub const SERVER_STATUS_ANSI_QUOTES: u16 = 0x8000;
 
+/// The SQL-mode bits a server's status flags report for its connection, which change how SQL
+/// text tokenizes: (`NO_BACKSLASH_ESCAPES`, `ANSI_QUOTES`). Every server reports the first;
+/// only MariaDB reports the second (at login and after any statement, however the mode was
+/// set), so on a server whose `server_version` does not name MariaDB it is `None`: unseen.
+pub fn sql_mode_flags(status: u16, server_version: &str) -> (bool, Option<bool>) {
+    let ansi = server_version.contains("MariaDB").then_some(status & SERVER_STATUS_ANSI_QUOTES != 0);
+    (status & SERVER_STATUS_NO_BACKSLASH_ESCAPES != 0, ansi)
+}
+
 /// Session state change type: a system variable changed (name, value).
 pub const SESSION_TRACK_SYSTEM_VARIABLES: u8 = 0;
 /// Session state change type: the current schema changed.
@@ -419,6 +428,15 @@ mod tests {
     use proptest::prelude::*;
 
     const CAPS: u64 = CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS;
+
+    #[test]
+    fn sql_mode_flags_read_ansi_quotes_only_from_mariadb() {
+        let both = SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_NO_BACKSLASH_ESCAPES | SERVER_STATUS_ANSI_QUOTES;
+        assert_eq!(sql_mode_flags(both, "5.5.5-10.11.19-MariaDB-deb12"), (true, Some(true)));
+        assert_eq!(sql_mode_flags(SERVER_STATUS_AUTOCOMMIT, "5.5.5-10.11.19-MariaDB"), (false, Some(false)));
+        // MySQL never sets 0x8000: its silence says nothing about ANSI_QUOTES.
+        assert_eq!(sql_mode_flags(SERVER_STATUS_NO_BACKSLASH_ESCAPES, "8.0.36"), (true, None));
+    }
 
     #[test]
     fn golden_ok() {

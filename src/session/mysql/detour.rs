@@ -26,7 +26,7 @@ impl Session {
     }
 
     /// The MySQL primary (write) pool, when it is another pool than the session's.
-    fn primary_pool(&self) -> Option<std::rc::Rc<crate::pool::CorePool>> {
+    pub(super) fn primary_pool(&self) -> Option<std::rc::Rc<crate::pool::CorePool>> {
         let rules = self.ctx.rules();
         let name = rules.primary_pool(Protocol::MySql)?;
         self.ctx.pools().get(name).cloned().filter(|p| p.config.name != self.pool.config.name)

@@ -18,6 +18,7 @@ mod retry;
 mod route;
 pub mod settle;
 mod split;
+mod sqlmode;
 mod state;
 mod stmt;
 mod txguard;
@@ -34,7 +35,7 @@ use crate::protocol::mysql::errcode::{
     ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR,
 };
 use crate::protocol::mysql::response::{
-    EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_NO_BACKSLASH_ESCAPES,
+    sql_mode_flags, EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
 };
 use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
 use crate::routing::RywState;
@@ -150,8 +151,8 @@ pub(super) struct Session {
     pass: Option<Rc<crate::pool::PassThrough>>,
     /// Read-your-writes: whether reads must stay on the primary after a write.
     ryw: RywState,
-    /// How the server tokenizes this session's SQL (`sql_mode`, #19); the server's global
-    /// mode is assumed to be the default.
+    /// How the server tokenizes this session's SQL (`sql_mode`, #19): from the SETs the router
+    /// reads and the status flags of each answer (see [`Session::follow_server_mode`]).
     lex: crate::sql::mode::SessionModes,
     /// The retry policy of the routing rule that decided the statement about to run, if it
     /// has one (it replaces the pool's, #11).
@@ -214,24 +215,25 @@ pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String,
 }
 
 /// A new session's tokenizing mode (#19): the server's global `sql_mode` shows through the
-/// NO_BACKSLASH_ESCAPES flag of the pool's login status (ANSI_QUOTES has no flag: it is assumed
-/// off until a SET the router reads says otherwise).
+/// status flags of the pool's login (NO_BACKSLASH_ESCAPES; ANSI_QUOTES on MariaDB, assumed on
+/// where the server cannot report it). Each connection a statement later runs on is checked
+/// against its own flags (see `route::Session::lexed_as_its_replica_reads`).
 fn login_modes(pool: &CorePool) -> crate::sql::mode::SessionModes {
-    let status = pool
-        .server_params()
-        .and_then(|p| p.iter().find(|(k, _)| k == "status").and_then(|(_, v)| v.parse::<u16>().ok()));
-    let mode = crate::sql::mode::LexMode {
-        no_backslash_escapes: status.is_some_and(|s| s & SERVER_STATUS_NO_BACKSLASH_ESCAPES != 0),
-        ..Default::default()
-    };
+    let params = pool.server_params();
+    let param = |key: &str| params.as_ref().and_then(|p| p.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()));
+    let status = param("status").and_then(|v| v.parse::<u16>().ok()).unwrap_or(0);
+    let (nbe, ansi) = sql_mode_flags(status, &param("server_version").unwrap_or_default());
+    let mut mode = crate::sql::mode::LexMode::default();
+    mode.follow_mysql_server(nbe, ansi);
     crate::sql::mode::SessionModes::new(mode)
 }
 
 impl Session {
     fn new(ctx: Rc<CoreContext>, io: ClientIo, g: login::Greeted) -> Self {
-        let lex = login_modes(&g.pool);
         let slot = ctx.cancels.register(g.key);
         let bridged = g.pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
+        // A bridged session's text is translated for PostgreSQL, whose flags say nothing of sql_mode.
+        let lex = if bridged { crate::sql::mode::SessionModes::default() } else { login_modes(&g.pool) };
         let status = if bridged {
             crate::bridge::status_flags(true, crate::protocol::pg::TransactionStatus::Idle)
         } else {
@@ -585,13 +587,13 @@ impl Session {
         self.slot.set_running(None);
         if let Some(s) = outcome.status {
             self.tx.status = s;
-            if !self.is_bridged() {
-                // The server's own flag beats the router's reading of SETs (#19): whatever set
-                // sql_mode, the next statement is lexed as the server will read it.
-                self.lex.mode.no_backslash_escapes = s & SERVER_STATUS_NO_BACKSLASH_ESCAPES != 0;
-            }
             if let Some(c) = self.backend.as_mut() {
                 relay::note_status(c, Some(s));
+            }
+            if !self.is_bridged() {
+                // The server's own flags beat the router's reading of SETs (#19): whatever set
+                // sql_mode, the next statement is lexed as the server will read it.
+                self.lex.mode = self.server_mode(self.backend.as_ref());
             }
         }
         let in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;

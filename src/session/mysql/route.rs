@@ -56,7 +56,7 @@ impl Session {
     /// Whether the session must stay on its current backend connection: inside a transaction,
     /// pinned by session state, with a cursor open, right after a statement that generated an
     /// insert id (`LAST_INSERT_ID()` reads that connection), or mid-response.
-    fn held(&self) -> bool {
+    pub(super) fn held(&self) -> bool {
         self.backend.is_some()
             && (self.tx.status & SERVER_STATUS_IN_TRANS != 0
                 || self.state.pin().is_some()
@@ -218,6 +218,9 @@ impl Session {
         }
         if to_replica && self.backend.is_none() {
             self.connect_split().await?;
+        }
+        if !self.is_bridged() && self.on_replica() {
+            self.keep_misread_off_the_replica(sql).await?;
         }
         self.rule_retry = decision.retry; // retry (#11)
         let rewritten = decision.rewritten.map(|t| t.sql);

@@ -63,9 +63,11 @@ async fn read_payload(conn: &mut Conn) -> Result<Vec<u8>, ()> {
 }
 
 fn more_results(ok_or_eof: &[u8]) -> bool {
-    super::relay::status_of(&Pkt { seq: 0, len: ok_or_eof.len(), head: ok_or_eof.to_vec() })
-        .0
-        .is_some_and(|s| s & SERVER_MORE_RESULTS_EXISTS != 0)
+    status(ok_or_eof).is_some_and(|s| s & SERVER_MORE_RESULTS_EXISTS != 0)
+}
+
+fn status(ok_or_eof: &[u8]) -> Option<u16> {
+    super::relay::status_of(&Pkt { seq: 0, len: ok_or_eof.len(), head: ok_or_eof.to_vec() }).0
 }
 
 /// Runs `payload` as a command on `conn` and discards its (query-grammar) response.
@@ -79,6 +81,9 @@ async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, ()> 
         match first.first() {
             Some(0xFF) => return Ok(Some(first)),
             Some(0x00) => {
+                // The connection's flags follow what a replayed SET or a reset did to its
+                // sql_mode, which decides how its next statement is lexed (#19).
+                super::relay::note_status(conn, status(&first));
                 if !more_results(&first) {
                     return Ok(None);
                 }
@@ -95,6 +100,7 @@ async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, ()> 
                     if p.first() == Some(&0xFE) && p.len() < 9 {
                         eofs += 1;
                         if eofs == 2 {
+                            super::relay::note_status(conn, status(&p));
                             if !more_results(&p) {
                                 return Ok(None);
                             }
