@@ -26,6 +26,7 @@ use crate::protocol::mysql::{
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::MyClientError;
+use crate::session::secret::{login_failed, stored_secret, Source, Stored};
 use crate::session::CoreContext;
 
 /// A slow or silent client gets this long to finish logging in.
@@ -197,10 +198,17 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         let message = format!("Access denied for user '{user}' (using password: {using})");
         return Err(Some(MyClientError::new(ER_ACCESS_DENIED_ERROR, message)));
     }
-    let pass = check_password(pool_cfg, &config, &user, &scramble, &token, anonymous)
+    let stored = match pool_cfg.username {
+        None => Some(stored_secret(ctx, &config, &pool_cfg.name, Protocol::MySql, &user).await),
+        Some(_) => None,
+    };
+    let pass = check_password(pool_cfg, stored.as_ref(), &user, &scramble, &token, anonymous)
         .inspect_err(|e| {
             if e.number == ER_ACCESS_DENIED_ERROR {
                 ctx.login_failed(addr);
+                if let Some(Ok(stored)) = &stored {
+                    login_failed(ctx, &pool_cfg.name, &user, stored);
+                }
             }
         })
         .map_err(Some)?;
@@ -279,19 +287,22 @@ pub(super) fn named_pool(config: &Config, database: Option<&str>) -> Option<Stri
 }
 
 /// Verifies a `mysql_native_password` response against the pool's credentials, or on a
-/// pass-through pool (no `username`, #23) against the user's own `[auth] file` entry; returns
-/// who a pass-through pool's backend connections log in as. The whole check runs even for a
-/// wrong user name, so failures take the same time whichever part was wrong.
+/// pass-through pool (no `username`, #23) against the user's own stored secret (`stored`:
+/// from the auth file or the auth query); returns who a pass-through pool's backend
+/// connections log in as. The whole check runs even for a wrong user name, so failures take
+/// the same time whichever part was wrong.
 pub(super) fn check_password(
     pool: &PoolConfig,
-    config: &Config,
+    stored: Option<&Result<Stored, String>>,
     user: &str,
     scramble: &[u8],
     token: &[u8],
     anonymous: bool,
 ) -> Result<Option<Rc<PassThrough>>, MyClientError> {
     if pool.username.is_none() {
-        return pass_through(config, user, scramble, token, anonymous).map(Some);
+        let nothing = Stored { text: None, source: Source::File };
+        let stored = stored.map_or(Ok(&nothing), Result::as_ref);
+        return pass_through(stored, user, scramble, token, anonymous).map(Some);
     }
     check_with(pool, user, token.is_empty(), anonymous, |password| {
         native_password_verify(password.as_bytes(), scramble, token)
@@ -304,17 +315,17 @@ pub(super) fn check_password(
 /// `SHA1(password)` to log in to the backend with; a plaintext entry is used as the password.
 /// A user without an entry is let through unchecked only on an `allow_anonymous` listener.
 fn pass_through(
-    config: &Config,
+    stored: Result<&Stored, &String>,
     user: &str,
     scramble: &[u8],
     token: &[u8],
     anonymous: bool,
 ) -> Result<Rc<PassThrough>, MyClientError> {
-    let entry = config.auth.users.get(user);
-    if entry.is_none() && anonymous {
+    let entry = stored.ok().and_then(|s| s.text.as_deref());
+    if entry.is_none() && anonymous && stored.is_ok() {
         return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
     }
-    let verifier = entry.map(|text| Verifier::parse(text));
+    let verifier = entry.map(Verifier::parse);
     // A hash nobody's password matches, so every refusal costs the same hashing.
     let unknowable: [u8; 20] = rand::random();
     let (secret, why) = match &verifier {
@@ -332,13 +343,19 @@ fn pass_through(
         }
         Some(Err(_)) | None => {
             let _ = native_password_recover(&unknowable, scramble, token);
-            (None, if verifier.is_some() { "malformed secret" } else { "no entry in the auth file" })
+            let none = if stored.is_ok() { "no entry in the auth file or the auth query's answer" } else { "" };
+            (None, if verifier.is_some() { "malformed secret" } else { none })
         }
     };
     match secret {
         Some(secret) => Ok(Rc::new(PassThrough { user: Rc::from(user), secret })),
         None => {
-            tracing::info!(user, reason = why, "pass-through login refused");
+            match stored {
+                Err(query) => {
+                    tracing::info!(user, reason = %query, "pass-through login refused: the auth query failed")
+                }
+                Ok(_) => tracing::info!(user, reason = why, "pass-through login refused"),
+            }
             let using = if token.is_empty() { "NO" } else { "YES" };
             Err(MyClientError::new(
                 ER_ACCESS_DENIED_ERROR,
@@ -429,12 +446,7 @@ mod tests {
             }
         }
         // The public entry point agrees with the seam.
-        let config = Config::parse(
-            "[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\nbackends = [{ host = \"h\", port = 1 }]\n\n[routing]\ndefault_pool = \"main\"\n",
-            "t.toml",
-        )
-        .expect("valid");
-        assert!(check_password(&pool, &config, "app", &scramble, &right, false).is_ok());
-        assert!(check_password(&pool, &config, "nobody", &scramble, &right, false).is_err());
+        assert!(check_password(&pool, None, "app", &scramble, &right, false).is_ok());
+        assert!(check_password(&pool, None, "nobody", &scramble, &right, false).is_err());
     }
 }

@@ -19,6 +19,7 @@ use crate::protocol::pg::{
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
+use crate::session::secret::{login_failed, stored_secret, Stored};
 use crate::session::state::startup::{canonical_utf8, parse_options};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
@@ -201,7 +202,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         tracing::info!(user, "login refused unchecked: too many failed logins from this address");
         return Err(refuse(&user));
     }
-    let pass = authenticate(client, pool_cfg, &config, &user, auth, anonymous).await.inspect_err(|end| {
+    let pass = authenticate(ctx, client, pool_cfg, &config, &user, auth, anonymous).await.inspect_err(|end| {
         if matches!(end, LoginEnd::Refused(e) if e.code == sqlstate::INVALID_PASSWORD) {
             ctx.login_failed(addr);
         }
@@ -224,6 +225,7 @@ fn refuse(user: &str) -> LoginEnd {
 /// `username`, #23) against its own entry in the auth file; returns who a pass-through pool's
 /// backend connections log in as.
 async fn authenticate(
+    ctx: &CoreContext,
     client: &mut Client,
     pool: &PoolConfig,
     config: &Config,
@@ -232,7 +234,14 @@ async fn authenticate(
     anonymous: bool,
 ) -> Result<Option<Rc<PassThrough>>, LoginEnd> {
     if pool.username.is_none() {
-        return pass_through(client, config, user, method, anonymous).await.map(Some);
+        let stored = stored_secret(ctx, config, &pool.name, Protocol::Postgres, user).await;
+        let outcome = pass_through(client, stored.as_ref(), user, method, anonymous).await;
+        if let (Err(LoginEnd::Refused(e)), Ok(stored)) = (&outcome, &stored) {
+            if e.code == sqlstate::INVALID_PASSWORD {
+                login_failed(ctx, &pool.name, user, stored);
+            }
+        }
+        return outcome.map(Some);
     }
     let (Some(pool_user), Some(password)) = (pool.username.as_deref(), pool.password.as_deref()) else {
         if anonymous {
@@ -248,19 +257,22 @@ async fn authenticate(
 }
 
 /// Why a pass-through login failed, for the log only: the client gets the same 28P01 for each.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Refusal {
     UnknownUser,
     WrongPassword,
     /// The user's secret cannot check this listener's exchange (an MD5 secret and a SCRAM
     /// client, or a SCRAM verifier and an MD5 client) or is malformed.
     UnusableSecret(&'static str),
+    /// The auth query could not answer (why, for the log).
+    QueryFailed(String),
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refusal::UnknownUser => f.write_str("no entry in the auth file"),
+            Refusal::UnknownUser => f.write_str("no entry in the auth file or the auth query's answer"),
+            Refusal::QueryFailed(why) => write!(f, "the auth query failed: {why}"),
             Refusal::WrongPassword => f.write_str("wrong password"),
             Refusal::UnusableSecret(kind) => {
                 write!(f, "the auth file holds a {kind}, which cannot check this listener's auth_method")
@@ -269,22 +281,23 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// The pass-through login (#23): the client is checked against its auth-file secret, and what
-/// the exchange proves (the SCRAM ClientKey, the MD5 secret, or the plaintext) is kept to log
-/// the client's backend connections in as the client. A user without an entry is let through
-/// unchecked only on an `allow_anonymous` listener, for backends that trust the router.
+/// The pass-through login (#23): the client is checked against its stored secret (auth file or
+/// auth query), and what the exchange proves (the SCRAM ClientKey, the MD5 secret, or the
+/// plaintext) is kept to log the client's backend connections in as the client. A user
+/// without a secret is let through unchecked only on an `allow_anonymous` listener, for
+/// backends that trust the router.
 async fn pass_through(
     client: &mut Client,
-    config: &Config,
+    stored: Result<&Stored, &String>,
     user: &str,
     method: ClientAuth,
     anonymous: bool,
 ) -> Result<Rc<PassThrough>, LoginEnd> {
-    let entry = config.auth.users.get(user);
-    if entry.is_none() && anonymous {
+    let entry = stored.ok().and_then(|s| s.text.as_deref());
+    if entry.is_none() && anonymous && stored.is_ok() {
         return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
     }
-    let verifier = entry.map(|text| Verifier::parse(text));
+    let verifier = entry.map(Verifier::parse);
     // Every path runs the same exchange to its end, so which part was wrong is not revealed.
     let (expected, refusal) = match (&verifier, method) {
         (Some(Ok(Verifier::Scram(secret))), ClientAuth::ScramSha256) => (Expected::Scram(secret.clone()), None),
@@ -292,7 +305,10 @@ async fn pass_through(
         (Some(Ok(Verifier::Plain(password))), _) => (Expected::from_password(method, user, password), None),
         (Some(Ok(other)), _) => (Expected::unknowable(method, user), Some(Refusal::UnusableSecret(other.kind()))),
         (Some(Err(_)), _) => (Expected::unknowable(method, user), Some(Refusal::UnusableSecret("malformed secret"))),
-        (None, _) => (Expected::unknowable(method, user), Some(Refusal::UnknownUser)),
+        (None, _) => {
+            let why = stored.err().map_or(Refusal::UnknownUser, |e| Refusal::QueryFailed(e.clone()));
+            (Expected::unknowable(method, user), Some(why))
+        }
     };
     let proof = exchange(client, &expected).await?;
     let secret = match (&proof, refusal, &verifier, &expected) {
