@@ -14,14 +14,14 @@ use crate::router::Router;
 use crate::support::{dbs, unique_name};
 
 /// Three roles with their own table each, readable by that role alone.
-struct Roles {
-    names: Vec<String>,
+pub(crate) struct Roles {
+    pub(crate) names: Vec<String>,
 }
 
 impl Roles {
     /// Creates three roles whose passwords are stored as `encryption` (`scram-sha-256` or
     /// `md5`), each granted SELECT on its own table `<role>_t` holding its name.
-    fn create(prefix: &str, encryption: &str) -> Roles {
+    pub(crate) fn create(prefix: &str, encryption: &str) -> Roles {
         let names: Vec<String> = (0..3).map(|i| unique_name(&format!("{prefix}{i}"))).collect();
         let mut su = superuser();
         for n in &names {
@@ -39,7 +39,7 @@ impl Roles {
     }
 
     /// `"role" "rolpassword"` lines from `pg_authid`: the server's own verifiers.
-    fn userlist(&self) -> String {
+    pub(crate) fn userlist(&self) -> String {
         let mut su = superuser();
         let rows = su
             .query(
@@ -84,13 +84,13 @@ fn config_text(auth_file: &Path, auth_method: &str, max: u32) -> String {
     toml
 }
 
-fn client(port: u16, user: &str, password: &str) -> Result<postgres::Client, postgres::Error> {
+pub(crate) fn client(port: u16, user: &str, password: &str) -> Result<postgres::Client, postgres::Error> {
     dbs().pg.config(port, user, password).connect(postgres::NoTls)
 }
 
 /// Each role logs in through the one credential-less pool, is itself on the server, reads its
 /// own table and is refused the others'.
-fn each_role_is_itself(port: u16, roles: &Roles) {
+pub(crate) fn each_role_is_itself(port: u16, roles: &Roles) {
     let mut su = superuser();
     for n in &roles.names {
         let mut c = client(port, n, &format!("pw_{n}")).unwrap_or_else(|e| panic!("{n} logs in: {e:?}"));
@@ -111,7 +111,7 @@ fn each_role_is_itself(port: u16, roles: &Roles) {
     }
 }
 
-fn refusal(port: u16, user: &str, password: &str) -> (String, String) {
+pub(crate) fn refusal(port: u16, user: &str, password: &str) -> (String, String) {
     let e = client(port, user, password).err().unwrap_or_else(|| panic!("{user}/{password} must be refused"));
     let db = e.as_db_error().unwrap_or_else(|| panic!("{user}: not a server error: {e}"));
     (db.code().code().to_owned(), db.message().to_owned())
@@ -147,7 +147,7 @@ fn scram_roles_log_in_as_themselves_from_an_auth_file_and_reload_picks_up_a_new_
 
 /// Adds `host all +<group> 127.0.0.1/32 md5` ahead of the harness's catch-all SCRAM line, so
 /// members of `group` are challenged with MD5, and reloads the server's configuration.
-fn md5_for_members_of(group: &str) {
+pub(crate) fn md5_for_members_of(group: &str) {
     let mut su = superuser();
     su.batch_execute(&format!(
         "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{group}') THEN CREATE ROLE {group} NOLOGIN; END IF; END $$"
@@ -261,12 +261,12 @@ fn transaction_pooling_never_runs_one_users_statement_on_anothers_connection_und
 }
 
 /// MariaDB users created with `mysql_native_password`, each granted SELECT on its own table.
-struct MyUsers {
-    names: Vec<String>,
+pub(crate) struct MyUsers {
+    pub(crate) names: Vec<String>,
 }
 
 impl MyUsers {
-    fn create(prefix: &str) -> MyUsers {
+    pub(crate) fn create(prefix: &str) -> MyUsers {
         use mysql::prelude::Queryable;
         let my = &dbs().my;
         let names: Vec<String> = (0..3).map(|i| unique_name(&format!("{prefix}{i}"))).collect();
