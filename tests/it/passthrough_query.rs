@@ -275,8 +275,9 @@ fn a_config_without_plaintext_serves_postgres_and_mariadb_users_through_the_auth
         myuser = my_query.name,
     );
     assert!(!toml.contains("password"), "no plaintext password anywhere in the config");
-    let router = Router::start(&toml);
+    let router = Router::start(&crate::admin::with_metrics(&toml, None));
     each_role_is_itself(router.port(), &roles);
+    assert_eq!(refusal(router.port(), "pq_nobody", "wrong").0, "28P01");
 
     let my_port = router.listen[1].port();
     for n in &users.names {
@@ -307,4 +308,18 @@ fn a_config_without_plaintext_serves_postgres_and_mariadb_users_through_the_auth
     let mut c = my_login(my_port, n, &format!("new_{n}")).expect("the new password after the TTL");
     let me: Option<String> = c.query_first("SELECT CURRENT_USER()").expect("whoami");
     assert_eq!(me, Some(format!("{n}@%")));
+
+    // Failed logins are counted by listener and reason, never by user.
+    let (metrics, _) = crate::admin::addrs(&router);
+    let text = crate::admin::http(metrics, "GET", "/metrics", &[]).body;
+    let count = |listener: &str, reason: &str| {
+        let filters = [format!("listener=\"{listener}\""), format!("reason=\"{reason}\"")];
+        crate::admin::sum(&text, "sqp_auth_failures_total", &[&filters[0], &filters[1]]).0
+    };
+    assert_eq!(count("postgres-0", "unknown_user"), 1.0, "{text}");
+    assert_eq!(count("mysql-1", "unknown_user"), 1.0, "{text}");
+    assert_eq!(count("mysql-1", "wrong_password"), 2.0, "a wrong and an old password:\n{text}");
+    assert_eq!(count("mysql-1", "auth_query_failed"), 0.0, "{text}");
+    let series: Vec<&str> = text.lines().filter(|l| l.starts_with("sqp_auth_failures_total")).collect();
+    assert!(series.iter().all(|l| !l.contains("user=") && !l.contains("mq_")), "{series:?}");
 }

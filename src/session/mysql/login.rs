@@ -4,6 +4,7 @@
 //! resolution and `mysql_native_password` against the pool's credentials (with an auth switch
 //! when the client proposes another plugin).
 
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use super::{ClientIo, Session};
 use crate::auth::Verifier;
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::id::CancelKey;
+use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, CorePool, PassThrough, PoolError};
 use crate::protocol::mysql::auth::{
     constant_time_eq, native_password_recover, native_password_verify, MYSQL_NATIVE_PASSWORD,
@@ -194,6 +196,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let addr = client.stream.peer_addr().ok().map(|a| a.ip());
     if ctx.login_blocked(addr) {
         tracing::info!(user, "login refused unchecked: too many failed logins from this address");
+        ctx.counters.auth_failed(listener, AuthFailure::RateLimited);
         let using = if token.is_empty() { "NO" } else { "YES" };
         let message = format!("Access denied for user '{user}' (using password: {using})");
         return Err(Some(MyClientError::new(ER_ACCESS_DENIED_ERROR, message)));
@@ -202,10 +205,12 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         None => Some(stored_secret(ctx, &config, &pool_cfg.name, Protocol::MySql, &user).await),
         Some(_) => None,
     };
-    let pass = check_password(pool_cfg, stored.as_ref(), &user, &scramble, &token, anonymous)
+    let reason = Cell::new(AuthFailure::WrongPassword);
+    let pass = check_password(pool_cfg, stored.as_ref(), &user, (&scramble, &token), anonymous, &reason)
         .inspect_err(|e| {
             if e.number == ER_ACCESS_DENIED_ERROR {
                 ctx.login_failed(addr);
+                ctx.counters.auth_failed(listener, reason.get());
                 if let Some(Ok(stored)) = &stored {
                     login_failed(ctx, &pool_cfg.name, &user, stored);
                 }
@@ -290,19 +295,19 @@ pub(super) fn named_pool(config: &Config, database: Option<&str>) -> Option<Stri
 /// pass-through pool (no `username`, #23) against the user's own stored secret (`stored`:
 /// from the auth file or the auth query); returns who a pass-through pool's backend
 /// connections log in as. The whole check runs even for a wrong user name, so failures take
-/// the same time whichever part was wrong.
+/// the same time whichever part was wrong. A pass-through refusal's reason goes to `reason`.
 pub(super) fn check_password(
     pool: &PoolConfig,
     stored: Option<&Result<Stored, String>>,
     user: &str,
-    scramble: &[u8],
-    token: &[u8],
+    (scramble, token): (&[u8], &[u8]),
     anonymous: bool,
+    reason: &Cell<AuthFailure>,
 ) -> Result<Option<Rc<PassThrough>>, MyClientError> {
     if pool.username.is_none() {
         let nothing = Stored { text: None, source: Source::File };
         let stored = stored.map_or(Ok(&nothing), Result::as_ref);
-        return pass_through(stored, user, scramble, token, anonymous).map(Some);
+        return pass_through(stored, user, (scramble, token), anonymous, reason).map(Some);
     }
     check_with(pool, user, token.is_empty(), anonymous, |password| {
         native_password_verify(password.as_bytes(), scramble, token)
@@ -317,9 +322,9 @@ pub(super) fn check_password(
 fn pass_through(
     stored: Result<&Stored, &String>,
     user: &str,
-    scramble: &[u8],
-    token: &[u8],
+    (scramble, token): (&[u8], &[u8]),
     anonymous: bool,
+    reason: &Cell<AuthFailure>,
 ) -> Result<Rc<PassThrough>, MyClientError> {
     let entry = stored.ok().and_then(|s| s.text.as_deref());
     if entry.is_none() && anonymous && stored.is_ok() {
@@ -328,34 +333,39 @@ fn pass_through(
     let verifier = entry.map(Verifier::parse);
     // A hash nobody's password matches, so every refusal costs the same hashing.
     let unknowable: [u8; 20] = rand::random();
-    let (secret, why) = match &verifier {
-        Some(Ok(Verifier::Native(hash))) => {
-            (native_password_recover(hash, scramble, token).map(BackendSecret::NativeStage1), "wrong password")
-        }
+    let (secret, why, label) = match &verifier {
+        Some(Ok(Verifier::Native(hash))) => (
+            native_password_recover(hash, scramble, token).map(BackendSecret::NativeStage1),
+            "wrong password",
+            AuthFailure::WrongPassword,
+        ),
         Some(Ok(Verifier::Plain(password))) => (
             native_password_verify(password.as_bytes(), scramble, token)
                 .then(|| BackendSecret::Password(password.clone())),
             "wrong password",
+            AuthFailure::WrongPassword,
         ),
         Some(Ok(other)) => {
             let _ = native_password_recover(&unknowable, scramble, token);
-            (None, other.kind())
+            (None, other.kind(), AuthFailure::UnusableSecret)
         }
-        Some(Err(_)) | None => {
+        Some(Err(_)) => {
             let _ = native_password_recover(&unknowable, scramble, token);
-            let none = if stored.is_ok() { "no entry in the auth file or the auth query's answer" } else { "" };
-            (None, if verifier.is_some() { "malformed secret" } else { none })
+            (None, "malformed secret", AuthFailure::UnusableSecret)
+        }
+        None => {
+            let _ = native_password_recover(&unknowable, scramble, token);
+            match stored {
+                Ok(_) => (None, "no entry in the auth file or the auth query's answer", AuthFailure::UnknownUser),
+                Err(query) => (None, query.as_str(), AuthFailure::AuthQueryFailed),
+            }
         }
     };
     match secret {
         Some(secret) => Ok(Rc::new(PassThrough { user: Rc::from(user), secret })),
         None => {
-            match stored {
-                Err(query) => {
-                    tracing::info!(user, reason = %query, "pass-through login refused: the auth query failed")
-                }
-                Ok(_) => tracing::info!(user, reason = why, "pass-through login refused"),
-            }
+            tracing::info!(user, reason = why, "pass-through login refused");
+            reason.set(label);
             let using = if token.is_empty() { "NO" } else { "YES" };
             Err(MyClientError::new(
                 ER_ACCESS_DENIED_ERROR,
@@ -446,7 +456,8 @@ mod tests {
             }
         }
         // The public entry point agrees with the seam.
-        assert!(check_password(&pool, None, "app", &scramble, &right, false).is_ok());
-        assert!(check_password(&pool, None, "nobody", &scramble, &right, false).is_err());
+        let reason = Cell::new(AuthFailure::WrongPassword);
+        assert!(check_password(&pool, None, "app", (&scramble, &right), false, &reason).is_ok());
+        assert!(check_password(&pool, None, "nobody", (&scramble, &right), false, &reason).is_err());
     }
 }

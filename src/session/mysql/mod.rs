@@ -789,8 +789,10 @@ impl Session {
                     "COM_CHANGE_USER through the router supports mysql_native_password only",
                 ));
             }
-            let pass =
-                login::check_password(p, stored.as_ref(), &user, &self.client.scramble, cu.auth_response, false)?;
+            // Not counted in sqp_auth_failures_total: the session no longer knows its listener.
+            let reason = std::cell::Cell::new(crate::metrics::AuthFailure::WrongPassword);
+            let token = (&self.client.scramble[..], cu.auth_response);
+            let pass = login::check_password(p, stored.as_ref(), &user, token, false, &reason)?;
             let target = self.target_pool(&p.name)?;
             Ok((target, db, pass))
         });
