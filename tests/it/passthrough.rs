@@ -453,3 +453,46 @@ fn an_address_with_too_many_failed_logins_is_refused_even_with_the_right_passwor
     router.reload_with(&base).expect("reload without the limit");
     client(router.port(), n, &right).expect("the limit is lifted by the reload");
 }
+
+/// PyMySQL threads for every user at once, each checking `CURRENT_USER()` inside explicit
+/// transactions and outside them (autocommit), through a pool with fewer server connections
+/// than clients: a statement on another user's connection fails the run.
+#[test]
+fn transaction_pooling_never_runs_one_mariadb_users_statement_on_anothers_connection_under_load() {
+    let users = MyUsers::create("pt_myload");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("userlist.txt");
+    std::fs::write(&file, users.userlist()).expect("write auth file");
+    let my = &dbs().my;
+    let toml = format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
+         [pools.my]\nmode = \"transaction\"\ndatabase = \"{db}\"\nmax_connections = 3\nacquire_timeout = \"30s\"\n\
+         backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
+         [routing]\ndefault_pool = \"my\"\nmysql_default_pool = \"my\"\n\n[auth]\nfile = \"{file}\"\n",
+        db = my.database,
+        port = my.primary_port,
+        file = file.display(),
+    );
+    let router = Router::start(&toml);
+    let py = format!(
+        "import pymysql, threading\nerrors = []\ndone = []\n\
+         def run(user):\n    try:\n\
+         \x20       c = pymysql.connect(host='127.0.0.1', port={port}, user=user, password='pw_' + user, database='{db}', autocommit=True)\n\
+         \x20       cur = c.cursor()\n        me = user + '@%'\n        for i in range(60):\n\
+         \x20           cur.execute('BEGIN')\n            cur.execute('SELECT CURRENT_USER()')\n            a = cur.fetchone()[0]\n\
+         \x20           cur.execute('SELECT owner FROM ' + user + '_t')\n            b = cur.fetchone()[0]\n\
+         \x20           cur.execute('COMMIT')\n            cur.execute('SELECT CURRENT_USER()')\n            d = cur.fetchone()[0]\n\
+         \x20           if (a, b, d) != (me, user, me):\n                raise Exception('%s saw %r' % (user, (a, b, d)))\n\
+         \x20       done.append(user)\n    except Exception as e:\n        errors.append(repr(e))\n\
+         users = {users:?}\nts = [threading.Thread(target=run, args=(u,)) for u in users for _ in range(3)]\n\
+         for t in ts: t.start()\nfor t in ts: t.join()\n\
+         print(len(done), errors)\nassert not errors and len(done) == 3 * len(users), errors\n",
+        port = router.port(),
+        db = my.database,
+        users = users.names,
+    );
+    let out = Command::new("/usr/bin/python3").args(["-c", &py]).output().expect("run python3 (PyMySQL)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "PyMySQL load: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.trim(), "9 []");
+}
