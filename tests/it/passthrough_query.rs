@@ -113,7 +113,7 @@ impl Drop for MyQueryUser {
 
 /// A router with one credential-less PostgreSQL pool `app` (transaction mode) checking clients
 /// with `auth_method` against what `[auth]` fetches.
-fn pg_router(file: &Path, auth: &str, auth_method: &str) -> Router {
+fn pg_router(file: &Path, auth: &str, auth_method: &str) -> (Router, String) {
     let pg = &dbs().pg;
     let toml = format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\n\
@@ -126,7 +126,7 @@ fn pg_router(file: &Path, auth: &str, auth_method: &str) -> Router {
         file = file.display(),
     );
     assert!(!toml.contains("password"), "no plaintext password anywhere in the config");
-    Router::start(&toml)
+    (Router::start(&toml), toml)
 }
 
 fn whoami(port: u16, user: &str, password: &str) -> String {
@@ -144,7 +144,7 @@ fn scram_roles_log_in_through_the_auth_query_and_a_changed_password_counts_after
     // The file holds the query user's MD5 secret and nothing else.
     std::fs::write(&file, query_user.entry()).expect("write auth file");
     let ttl = Duration::from_secs(4);
-    let router = pg_router(&file, &format!("{}cache_ttl = \"4s\"\n", query_user.keys()), "scram-sha-256");
+    let (router, toml) = pg_router(&file, &format!("{}cache_ttl = \"4s\"\n", query_user.keys()), "scram-sha-256");
     let port = router.port();
 
     // Cached: a password changed on the server is refused once (the cached verifier is the old
@@ -162,6 +162,13 @@ fn scram_roles_log_in_through_the_auth_query_and_a_changed_password_counts_after
     std::thread::sleep(ttl + Duration::from_millis(500));
     assert_eq!(refusal(port, b, &format!("pw_{b}")).0, "28P01", "old password after the TTL");
     assert_eq!(whoami(port, b, &format!("new_{b}")), *b, "new password after the TTL");
+
+    // A reload flushes the cache: the new password works at once.
+    let c = &changing.names[2];
+    assert_eq!(whoami(port, c, &format!("pw_{c}")), *c);
+    superuser().batch_execute(&format!("ALTER ROLE {c} PASSWORD 'new_{c}'")).expect("alter role");
+    router.reload_with(&toml).expect("reload");
+    assert_eq!(whoami(port, c, &format!("new_{c}")), *c, "fetched again after the reload");
 
     // Three roles with different grants, each itself; unknown users and wrong passwords alike.
     each_role_is_itself(port, &roles);
@@ -181,7 +188,7 @@ fn md5_roles_log_in_through_the_auth_query() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("userlist.txt");
     std::fs::write(&file, query_user.entry()).expect("write auth file");
-    let router = pg_router(&file, &query_user.keys(), "md5");
+    let (router, _) = pg_router(&file, &query_user.keys(), "md5");
     crate::support::eventually(Duration::from_secs(10), "pg_hba.conf reloaded", || {
         client(dbs().pg.primary_port, &query_user.name, &format!("pw_{}", query_user.name)).is_ok()
     });
