@@ -303,7 +303,7 @@ impl std::fmt::Display for Refusal {
             Refusal::QueryFailed(why) => write!(f, "the auth query failed: {why}"),
             Refusal::WrongPassword => f.write_str("wrong password"),
             Refusal::UnusableSecret(kind) => {
-                write!(f, "the auth file holds a {kind}, which cannot check this listener's auth_method")
+                write!(f, "the stored secret is a {kind}, which cannot check this listener's auth_method")
             }
         }
     }
