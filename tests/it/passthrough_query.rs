@@ -112,8 +112,14 @@ impl Drop for MyQueryUser {
 }
 
 /// A router with one credential-less PostgreSQL pool `app` (transaction mode) checking clients
-/// with `auth_method` against what `[auth]` fetches.
+/// with `auth_method` against what `[auth]` fetches; also returns its configuration.
 fn pg_router(file: &Path, auth: &str, auth_method: &str) -> (Router, String) {
+    let toml = pg_config(file, auth, auth_method);
+    (Router::start(&toml), toml)
+}
+
+/// The configuration [`pg_router`] starts.
+fn pg_config(file: &Path, auth: &str, auth_method: &str) -> String {
     let pg = &dbs().pg;
     let toml = format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\n\
@@ -125,8 +131,8 @@ fn pg_router(file: &Path, auth: &str, auth_method: &str) -> (Router, String) {
         port = pg.primary_port,
         file = file.display(),
     );
-    assert!(!toml.contains("password"), "no plaintext password anywhere in the config");
-    (Router::start(&toml), toml)
+    assert!(!toml.lines().any(|l| l.starts_with("password")), "no plaintext password anywhere in the config");
+    toml
 }
 
 fn whoami(port: u16, user: &str, password: &str) -> String {
@@ -329,4 +335,29 @@ fn a_config_without_plaintext_serves_postgres_and_mariadb_users_through_the_auth
     assert_eq!(count("mysql-1", "auth_query_failed"), 0.0, "{text}");
     let series: Vec<&str> = text.lines().filter(|l| l.starts_with("sqp_auth_failures_total")).collect();
     assert!(series.iter().all(|l| !l.contains("user=") && !l.contains("mq_")), "{series:?}");
+}
+
+/// An auth query that fails on the server (the query user may not read `pg_authid`) refuses
+/// the client exactly like a wrong password, and is counted as `auth_query_failed`.
+#[test]
+fn a_failing_auth_query_looks_like_a_wrong_password_and_is_counted() {
+    let query_user = PgQueryUser::create();
+    let roles = Roles::create("pq_fail", "scram-sha-256");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("userlist.txt");
+    std::fs::write(&file, query_user.entry()).expect("write auth file");
+    // pg_authid itself, not the SECURITY DEFINER function: permission denied.
+    let keys = format!(
+        "pg_query_user = \"{}\"\npg_query = \"SELECT rolname, rolpassword FROM pg_authid WHERE rolname = $1\"\n",
+        query_user.name
+    );
+    let router = Router::start(&crate::admin::with_metrics(&pg_config(&file, &keys, "scram-sha-256"), None));
+    let n = &roles.names[0];
+    let (code, message) = refusal(router.port(), n, &format!("pw_{n}"));
+    assert_eq!((code.as_str(), message), ("28P01", format!("password authentication failed for user \"{n}\"")));
+    let (metrics, _) = crate::admin::addrs(&router);
+    let text = crate::admin::http(metrics, "GET", "/metrics", &[]).body;
+    let failed = crate::admin::sum(&text, "sqp_auth_failures_total", &["reason=\"auth_query_failed\""]).0;
+    assert_eq!(failed, 1.0, "{text}");
+    assert_eq!(crate::admin::sum(&text, "sqp_auth_failures_total", &["reason=\"wrong_password\""]).0, 0.0);
 }
