@@ -124,7 +124,7 @@ mod tests {
         );
         assert!(matches!(identity(None), Ok(w) if &*w.user == "qa" && matches!(w.secret, BackendSecret::Nothing)));
         let scram = "SCRAM-SHA-256$4096:W22ZaJ0SNY7soEsUEjb6gQ==$WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=:wfPLwcE6nTWhTAmQ7tl2KeoiWGPlZqQxSrmfPwDl2dU=";
-        let refused = identity(Some(scram)).err().expect("a verifier cannot log in");
+        let refused = identity(Some(scram)).expect_err("a verifier cannot log in");
         assert!(refused.contains("SCRAM-SHA-256 verifier") && !refused.contains("W22Z"), "{refused}");
         let hash = format!("*{}", "A".repeat(40));
         assert!(identity(Some(&hash)).is_err(), "a *HEX hash cannot log in either");
