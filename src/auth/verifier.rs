@@ -14,6 +14,10 @@ pub enum Verifier {
     Md5(String),
     /// `*` + 40 hex digits: MySQL's `mysql_native_password` hash `SHA1(SHA1(password))`.
     Native([u8; NATIVE_TOKEN_LEN]),
+    /// `sha1:` + 40 hex digits: `SHA1(password)`, which answers a `mysql_native_password`
+    /// scramble without the password (for the auth query's user, which the router logs in
+    /// itself; password-equivalent for that method, but not the password).
+    NativeStage1([u8; NATIVE_TOKEN_LEN]),
     /// Anything else: the password itself.
     Plain(String),
 }
@@ -31,8 +35,8 @@ pub enum VerifierError {
     /// Starts with `SCRAM-SHA-256$` but does not parse.
     #[error("malformed SCRAM-SHA-256 verifier")]
     Scram,
-    /// `*` followed by something other than 40 hex digits.
-    #[error("malformed mysql_native_password hash (want '*' and 40 hex digits)")]
+    /// `*` or `sha1:` followed by something other than 40 hex digits.
+    #[error("malformed mysql_native_password hash (want '*' or 'sha1:' and 40 hex digits)")]
     Native,
 }
 
@@ -51,6 +55,9 @@ impl Verifier {
         if let Some(hash) = text.strip_prefix('*') {
             return native_hash(hash).map(Verifier::Native).ok_or(VerifierError::Native);
         }
+        if let Some(hash) = text.strip_prefix("sha1:") {
+            return native_hash(hash).map(Verifier::NativeStage1).ok_or(VerifierError::Native);
+        }
         Ok(Verifier::Plain(text.to_owned()))
     }
 
@@ -60,6 +67,7 @@ impl Verifier {
             Verifier::Scram(_) => "SCRAM-SHA-256 verifier",
             Verifier::Md5(_) => "MD5 secret",
             Verifier::Native(_) => "mysql_native_password hash",
+            Verifier::NativeStage1(_) => "SHA1(password)",
             Verifier::Plain(_) => "plaintext password",
         }
     }
@@ -82,6 +90,15 @@ mod tests {
     use crate::protocol::mysql::auth::native_password_hash;
     use crate::protocol::pg::auth::md5_secret;
 
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02X}")).collect()
+    }
+
+    fn sha1_of(b: &[u8]) -> [u8; 20] {
+        use sha1::Digest;
+        sha1::Sha1::digest(b).into()
+    }
+
     #[test]
     fn each_kind_is_recognised() {
         let scram = "SCRAM-SHA-256$4096:W22ZaJ0SNY7soEsUEjb6gQ==$WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=:wfPLwcE6nTWhTAmQ7tl2KeoiWGPlZqQxSrmfPwDl2dU=";
@@ -91,6 +108,10 @@ mod tests {
         // SELECT PASSWORD('secret') on MariaDB.
         let native = "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7";
         assert_eq!(Verifier::parse(native), Ok(Verifier::Native(native_password_hash(b"secret"))));
+        // SELECT SHA1('secret'): its SHA1 is the hash above.
+        let stage1 = Verifier::parse("sha1:e5e9fa1ba31ecd1ae84f75caaa474f3a663f05f4");
+        let Ok(Verifier::NativeStage1(s1)) = stage1 else { panic!("{stage1:?}") };
+        assert_eq!(Verifier::parse(&format!("*{}", hex(&sha1_of(&s1)))), Verifier::parse(native));
         assert_eq!(Verifier::parse("hunter2"), Ok(Verifier::Plain("hunter2".into())));
         assert_eq!(Verifier::parse("md5short"), Ok(Verifier::Plain("md5short".into())), "as PostgreSQL reads it");
     }
@@ -99,6 +120,7 @@ mod tests {
     fn malformed_verifiers_are_errors_not_passwords() {
         assert_eq!(Verifier::parse("SCRAM-SHA-256$4096:salt$x"), Err(VerifierError::Scram));
         assert_eq!(Verifier::parse("*12AB"), Err(VerifierError::Native));
+        assert_eq!(Verifier::parse("sha1:12AB"), Err(VerifierError::Native));
         assert_eq!(Verifier::parse(&format!("*{}", "G".repeat(40))), Err(VerifierError::Native));
     }
 

@@ -9,8 +9,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::check::{is_identifier, Checker, Zero};
-use super::model::{General, Listener, Metrics};
-use super::raw::{RawGeneral, RawListener, RawMetrics, Sp};
+use super::model::{
+    Auth, AuthQuery, General, Listener, Metrics, QuerySpec, DEFAULT_AUTH_CACHE_TTL, DEFAULT_MYSQL_AUTH_QUERY,
+    DEFAULT_PG_AUTH_QUERY,
+};
+use super::raw::{RawAuth, RawGeneral, RawListener, RawMetrics, Sp};
 use super::value::{parse_size, ClientAuth, LogFormat, PoolMode, Protocol};
 
 /// Highest CPU id a `cpu_set_t` (CPU_SETSIZE = 1024) can hold, hence the highest one can pin to.
@@ -22,6 +25,51 @@ const MAX_MESSAGE_SIZE: u64 = 1 << 30;
 const DEFAULT_MESSAGE_SIZE: u64 = 64 << 20;
 /// Default `metrics.bind`.
 const DEFAULT_METRICS_BIND: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9090);
+
+/// Converts `[auth]` (the file's entries are read later, by whoever loads the configuration).
+pub(crate) fn auth(ck: &mut Checker<'_>, raw: &RawAuth) -> Auth {
+    Auth {
+        file: raw.file.as_ref().map(|f| PathBuf::from(ck.non_empty(f, "auth.file"))),
+        users: std::sync::Arc::default(),
+        max_failed_logins: ck.count(&raw.max_failed_logins, "auth.max_failed_logins", 0, 0),
+        query: auth_query(ck, raw),
+    }
+}
+
+/// The auth query keys: each query needs its user and its placeholder; `cache_ttl` a query.
+fn auth_query(ck: &mut Checker<'_>, raw: &RawAuth) -> Option<AuthQuery> {
+    let pg = query_spec(ck, (&raw.pg_query_user, &raw.pg_query), "pg", "$1", DEFAULT_PG_AUTH_QUERY);
+    let mysql = query_spec(ck, (&raw.mysql_query_user, &raw.mysql_query), "mysql", "?", DEFAULT_MYSQL_AUTH_QUERY);
+    let cache_ttl = ck.duration(&raw.cache_ttl, "auth.cache_ttl", DEFAULT_AUTH_CACHE_TTL, Zero::Allowed);
+    if pg.is_none() && mysql.is_none() {
+        if let Some(v) = &raw.cache_ttl {
+            ck.report_at(v, "auth.cache_ttl", "cache_ttl needs pg_query_user or mysql_query_user");
+        }
+        return None;
+    }
+    Some(AuthQuery { pg, mysql, cache_ttl })
+}
+
+/// `<proto>_query_user` and `<proto>_query` (`default` unless set, which must hold `placeholder`).
+fn query_spec(
+    ck: &mut Checker<'_>,
+    (user, sql): (&Option<Sp<String>>, &Option<Sp<String>>),
+    proto: &str,
+    placeholder: &str,
+    default: &str,
+) -> Option<QuerySpec> {
+    let path = format!("auth.{proto}_query");
+    if let Some(v) = sql {
+        if !v.get_ref().contains(placeholder) {
+            ck.report_at(v, &path, format!("{proto}_query must contain {placeholder}, which stands for the user name"));
+        }
+        if user.is_none() {
+            ck.report_at(v, &path, format!("{proto}_query needs {proto}_query_user"));
+        }
+    }
+    let user = ck.non_empty(user.as_ref()?, &format!("auth.{proto}_query_user"));
+    Some(QuerySpec { user, sql: sql.as_ref().map_or(default, |v| v.get_ref()).to_owned() })
+}
 
 /// Converts `[general]`.
 pub(crate) fn general(ck: &mut Checker<'_>, raw: &RawGeneral) -> General {

@@ -21,8 +21,8 @@ mod warnings;
 pub use console::{Console, ConsoleRole, CONSOLE_DATABASES};
 pub use error::{ConfigErrors, ConfigIssue};
 pub use model::{
-    Auth, Backend, CacheConfig, General, HealthCheck, Listener, Metrics, MysqlRouting, PatternRule, Pool, PoolLimits,
-    PoolTimeouts, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
+    Auth, AuthQuery, Backend, CacheConfig, General, HealthCheck, Listener, Metrics, MysqlRouting, PatternRule, Pool,
+    PoolLimits, PoolTimeouts, QuerySpec, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
 };
 pub use value::{
     parse_duration, parse_size, Balance, ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole,
@@ -70,11 +70,7 @@ impl Config {
             routing: rules::routing(&mut ck, &raw.routing),
             translations: rules::translations(&mut ck, &raw.translation),
             metrics: build::metrics(&mut ck, &raw.metrics),
-            auth: Auth {
-                file: raw.auth.file.as_ref().map(|f| std::path::PathBuf::from(ck.non_empty(f, "auth.file"))),
-                users: std::sync::Arc::default(),
-                max_failed_logins: ck.count(&raw.auth.max_failed_logins, "auth.max_failed_logins", 0, 0),
-            },
+            auth: build::auth(&mut ck, &raw.auth),
             general,
         };
         validate::cross_check(&mut ck, &raw, &config);

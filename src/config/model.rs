@@ -110,7 +110,43 @@ pub struct Auth {
     /// Failed logins a source address may have per minute (on each core) before it is refused
     /// unchecked until that minute is over; 0 = no limit.
     pub max_failed_logins: u32,
+    /// The auth query, when `pg_query_user` or `mysql_query_user` is set: secrets of users
+    /// without a file entry are fetched from the pool's backend.
+    pub query: Option<AuthQuery>,
 }
+
+/// The auth query (#23): how secrets are fetched from the backend, per backend protocol.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthQuery {
+    /// For PostgreSQL backends (`pg_query_user`); `$1` stands for the user name.
+    pub pg: Option<QuerySpec>,
+    /// For MySQL backends (`mysql_query_user`); `?` stands for the user name.
+    pub mysql: Option<QuerySpec>,
+    /// How long a fetched secret (or an unknown user) is trusted before it is fetched again.
+    pub cache_ttl: Duration,
+}
+
+/// One protocol's auth query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuerySpec {
+    /// The user the query runs as; its own secret comes from the auth file (none: trust).
+    pub user: String,
+    /// The query; the last column of its first row is the secret.
+    pub sql: String,
+}
+
+/// The PostgreSQL auth query unless `[auth] pg_query` says otherwise: the role's stored
+/// secret, none for roles that cannot log in or whose password expired.
+pub const DEFAULT_PG_AUTH_QUERY: &str = "SELECT rolname, rolpassword FROM pg_authid WHERE rolname = $1 \
+     AND rolcanlogin AND (rolvaliduntil IS NULL OR rolvaliduntil > now())";
+
+/// The MySQL auth query unless `[auth] mysql_query` says otherwise: the user's
+/// `mysql_native_password` hash (the `'%'` host entry first when there are several).
+pub const DEFAULT_MYSQL_AUTH_QUERY: &str = "SELECT authentication_string FROM mysql.user WHERE User = ? \
+     AND plugin IN ('mysql_native_password', '') ORDER BY Host = '%' DESC LIMIT 1";
+
+/// `[auth] cache_ttl` unless set.
+pub const DEFAULT_AUTH_CACHE_TTL: Duration = Duration::from_secs(60);
 
 /// One backend server of a pool.
 #[derive(Debug, Clone, PartialEq)]

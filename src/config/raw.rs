@@ -45,6 +45,11 @@ pub(crate) struct RawConfig {
 pub(crate) struct RawAuth {
     pub file: Option<Sp<String>>,
     pub max_failed_logins: Option<Sp<i64>>,
+    pub pg_query_user: Option<Sp<String>>,
+    pub pg_query: Option<Sp<String>>,
+    pub mysql_query_user: Option<Sp<String>>,
+    pub mysql_query: Option<Sp<String>>,
+    pub cache_ttl: Option<Sp<String>>,
 }
 
 /// `[console]`.

@@ -45,6 +45,15 @@ pub(crate) fn redacted_toml(config: &Config) -> String {
         put_str(&mut auth, "file", &file.display().to_string());
     }
     auth.insert("max_failed_logins".into(), Value::Integer(i64::from(config.auth.max_failed_logins)));
+    if let Some(q) = &config.auth.query {
+        for (proto, spec) in [("pg", &q.pg), ("mysql", &q.mysql)] {
+            if let Some(spec) = spec {
+                put_str(&mut auth, &format!("{proto}_query_user"), &spec.user);
+                put_str(&mut auth, &format!("{proto}_query"), &spec.sql);
+            }
+        }
+        put_duration(&mut auth, "cache_ttl", q.cache_ttl);
+    }
     root.insert("auth".into(), Value::Table(auth));
     // A table of strings, numbers, booleans and arrays of tables always serializes; the
     // fallback only keeps this path free of panics.

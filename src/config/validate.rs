@@ -258,7 +258,7 @@ fn postgres_local_infile(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config)
 /// against, so exposing a listener beyond loopback then has to be asked for explicitly with
 /// `allow_anonymous`.
 fn exposure(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
-    if config.pools.iter().any(|p| p.has_credentials()) || config.auth.file.is_some() {
+    if config.pools.iter().any(|p| p.has_credentials()) || config.auth.file.is_some() || config.auth.query.is_some() {
         return;
     }
     for (i, listener, bind) in valid_listeners(raw, config) {

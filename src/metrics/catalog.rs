@@ -71,6 +71,13 @@ metric!(
     ["core", "listener"],
     "Client connections refused because the listener's max_client_connections were in use."
 );
+metric!(
+    AUTH_FAILURES,
+    "sqp_auth_failures_total",
+    Counter,
+    ["core", "listener", "reason"],
+    "Client logins refused, by listener and reason (never by user)."
+);
 metric!(BYTES, "sqp_bytes_total", Counter, ["core", "direction"], "Bytes relayed, by direction.");
 metric!(
     ROUTING_DECISIONS,
@@ -266,6 +273,7 @@ pub const ALL: &[&MetricDef] = &[
     &SESSION_PANICS,
     &CLIENT_CONNECTIONS,
     &CLIENT_REFUSED,
+    &AUTH_FAILURES,
     &BYTES,
     &ROUTING_DECISIONS,
     &ROUTING_CACHE,

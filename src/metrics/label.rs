@@ -184,3 +184,20 @@ label_enum! {
         Cancelled => "cancelled",
     }
 }
+
+label_enum! {
+    /// Why a client's login was refused (`reason` label of `sqp_auth_failures_total`, #23).
+    AuthFailure {
+        /// The proof did not match the secret (or the pool's credentials).
+        WrongPassword => "wrong_password",
+        /// No secret for the user: no auth file entry and no row from the auth query.
+        UnknownUser => "unknown_user",
+        /// The stored secret cannot check the client's exchange (a SCRAM verifier for an MD5
+        /// client, an MD5 secret for a MySQL one…) or is malformed.
+        UnusableSecret => "unusable_secret",
+        /// The auth query could not be run or failed on the server.
+        AuthQueryFailed => "auth_query_failed",
+        /// The source address had too many failed logins (`auth.max_failed_logins`).
+        RateLimited => "rate_limited",
+    }
+}

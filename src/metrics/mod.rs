@@ -22,7 +22,9 @@ use smallvec::SmallVec;
 
 pub use digest::{DigestRow, DigestSnapshot, MAX_DIGEST_POOLS};
 pub use histogram::{Histogram, HistogramSnapshot, BOUNDS_MICROS, BUCKETS};
-pub use label::{CacheOp, CausalOutcome, ClientState, Decision, Direction, FallbackOutcome, Operation, RetryOutcome};
+pub use label::{
+    AuthFailure, CacheOp, CausalOutcome, ClientState, Decision, Direction, FallbackOutcome, Operation, RetryOutcome,
+};
 pub use pool::{BackendCounters, BackendSnapshot, HealthFigures, PoolCounters, PoolSnapshot, QueueSlot};
 pub use render::{render, Format, Scrape};
 
@@ -51,6 +53,7 @@ struct ClientCounts {
     open: u64,
     active: u64,
     refused: u64,
+    auth_failures: [u64; AuthFailure::COUNT],
 }
 
 /// Core-wide live counters. `!Sync` on purpose: only the owning core touches them.
@@ -140,6 +143,15 @@ impl CoreCounters {
         self.with_client(listener, |c| c.refused += 1);
     }
 
+    /// A client of `listener` was refused at login, for `reason` (#23).
+    pub fn auth_failed(&self, listener: usize, reason: AuthFailure) {
+        self.with_client(listener, |c| {
+            if let Some(n) = c.auth_failures.get_mut(reason.index()) {
+                *n += 1;
+            }
+        });
+    }
+
     /// A client of `listener` took a backend connection (`true`) or gave it back (`false`).
     pub fn client_active(&self, listener: usize, active: bool) {
         self.with_client(listener, |c| {
@@ -170,6 +182,7 @@ impl CoreCounters {
                         active: c.active.min(c.open),
                         idle: c.open.saturating_sub(c.active),
                         refused_total: c.refused,
+                        auth_failures_total: c.auth_failures,
                     }
                 })
                 .collect(),
@@ -189,6 +202,8 @@ pub struct ClientSnapshot {
     pub active: u64,
     /// Clients refused at the listener's `max_client_connections` since start.
     pub refused_total: u64,
+    /// Failed logins since start, by [`AuthFailure`] index.
+    pub auth_failures_total: [u64; AuthFailure::COUNT],
 }
 
 /// A point-in-time copy of one core's counters (or, after [`CounterSnapshot::merge`], of several).
@@ -242,6 +257,9 @@ impl CounterSnapshot {
                     mine.idle += c.idle;
                     mine.active += c.active;
                     mine.refused_total += c.refused_total;
+                    for (m, n) in mine.auth_failures_total.iter_mut().zip(c.auth_failures_total) {
+                        *m += n;
+                    }
                 }
                 None => self.clients.push(c.clone()),
             }

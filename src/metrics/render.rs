@@ -16,7 +16,7 @@ use prometheus_client::registry::Registry;
 use super::catalog::{self as cat, Kind, MetricDef};
 use super::histogram::{HistogramSnapshot, BOUNDS_MICROS};
 use super::label::{
-    CacheOp, CausalOutcome, ClientState, Decision, Direction, FallbackOutcome, Operation, RetryOutcome,
+    AuthFailure, CacheOp, CausalOutcome, ClientState, Decision, Direction, FallbackOutcome, Operation, RetryOutcome,
 };
 use super::CounterSnapshot;
 
@@ -223,6 +223,14 @@ fn core_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
     for (c, s) in cores {
         for l in &s.clients {
             f.series(&[c, &l.listener], Value::Count(l.refused_total))?;
+        }
+    }
+    let mut f = family(encoder, &cat::AUTH_FAILURES)?;
+    for (c, s) in cores {
+        for l in &s.clients {
+            for (reason, n) in AuthFailure::ALL.iter().zip(l.auth_failures_total) {
+                f.series(&[c, &l.listener, reason.as_str()], Value::Count(n))?;
+            }
         }
     }
     let mut f = family(encoder, &cat::BYTES)?;

@@ -32,6 +32,7 @@ fn core(k: u64) -> CounterSnapshot {
     }
     backend.connect_failed();
     c.client_refused(0);
+    c.auth_failed(0, AuthFailure::UnknownUser);
     pool.acquire_timed_out();
     c.rejected();
     c.session_closed();
@@ -46,7 +47,12 @@ fn core(k: u64) -> CounterSnapshot {
 fn counters_record_into_the_snapshot() {
     let s = core(3);
     assert_eq!((s.sessions_active, s.sessions_accepted_total, s.session_panics_total), (2, 3, 1));
-    assert_eq!(s.clients, vec![ClientSnapshot { listener: "pg".into(), idle: 0, active: 3, refused_total: 1 }]);
+    let mut auth_failures_total = [0; AuthFailure::COUNT];
+    auth_failures_total[AuthFailure::UnknownUser.index()] = 1;
+    assert_eq!(
+        s.clients,
+        vec![ClientSnapshot { listener: "pg".into(), idle: 0, active: 3, refused_total: 1, auth_failures_total }]
+    );
     assert_eq!(s.bytes_total[Direction::ClientIn.index()], 30);
     assert_eq!(s.operations_total[Operation::Read.index()], 3);
     assert_eq!(s.pins_total, vec![("listen", 3)]);

@@ -14,7 +14,7 @@
 mod lag;
 mod position;
 mod probe;
-mod query;
+pub(super) mod query;
 pub(super) mod sniff;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};

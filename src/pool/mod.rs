@@ -4,6 +4,7 @@
 //! A core owns its `PoolSet`; connections never leave the core that opened them. Must not depend
 //! on routing, session, core or control.
 
+mod auth_query;
 mod balance;
 mod budget;
 mod conn;

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::auth::FailureLimiter;
+use crate::auth::{FailureLimiter, SecretCache};
 use crate::config::{Config, ConsoleRole, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId, KillRequest, KillTarget};
 use crate::metrics::{self, CoreCounters, DigestSnapshot, FallbackOutcome};
@@ -46,6 +46,8 @@ pub struct CoreContext {
     links: CoreLinks,
     /// Failed logins per source address on this core (`auth.max_failed_logins`, #23).
     login_failures: RefCell<FailureLimiter>,
+    /// Secrets fetched by the auth query on this core (#23); a reload flushes it.
+    secrets: RefCell<SecretCache>,
 }
 
 /// The configuration as published and this core's own copy of it. Sessions clone the copy's
@@ -91,6 +93,7 @@ impl CoreContext {
         links: CoreLinks,
     ) -> Self {
         let login_failures = RefCell::new(limiter(&config));
+        let secrets = RefCell::new(secret_cache(&config));
         Self {
             core,
             queues,
@@ -103,6 +106,7 @@ impl CoreContext {
             digests: RefCell::default(),
             next_session: Cell::new(1),
             login_failures,
+            secrets,
             links,
         }
     }
@@ -117,6 +121,11 @@ impl CoreContext {
         if let Some(a) = addr {
             self.login_failures.borrow_mut().failed(a, crate::rt::now());
         }
+    }
+
+    /// The auth query cache of this core (#23), borrowed for one synchronous call.
+    pub fn secrets(&self) -> std::cell::RefMut<'_, SecretCache> {
+        self.secrets.borrow_mut()
     }
 
     /// Hands a logged-in console client to the console thread.
@@ -170,6 +179,7 @@ impl CoreContext {
     /// cache is cleared.
     pub fn apply(&self, config: Arc<Config>, pools: PoolSet, rules: Arc<RuleSet>) {
         *self.login_failures.borrow_mut() = limiter(&config);
+        *self.secrets.borrow_mut() = secret_cache(&config);
         *self.config.borrow_mut() = LocalConfig::of(config);
         *self.pools.borrow_mut() = Rc::new(pools);
         self.router.borrow_mut().set_rules(Arc::new(rules.for_core()));
@@ -355,6 +365,11 @@ pub fn operation_label(op: Operation) -> metrics::Operation {
 /// The failed-login limiter `config` asks for: `auth.max_failed_logins` per minute.
 fn limiter(config: &Config) -> FailureLimiter {
     FailureLimiter::new(config.auth.max_failed_logins, Duration::from_secs(60))
+}
+
+/// An empty auth query cache with the configured TTL.
+fn secret_cache(config: &Config) -> SecretCache {
+    SecretCache::new(config.auth.query.as_ref().map_or(Duration::ZERO, |q| q.cache_ttl))
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod digest;
 mod mysql;
 mod pg;
 pub mod retry;
+mod secret;
 pub mod state;
 
 use std::rc::Rc;

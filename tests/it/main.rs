@@ -40,6 +40,7 @@ mod mysql_sysbench;
 mod mysql_types;
 mod overload;
 mod passthrough;
+mod passthrough_query;
 mod pause;
 mod pg_badinput;
 mod pg_cancel;

@@ -14,14 +14,14 @@ use crate::router::Router;
 use crate::support::{dbs, unique_name};
 
 /// Three roles with their own table each, readable by that role alone.
-struct Roles {
-    names: Vec<String>,
+pub(crate) struct Roles {
+    pub(crate) names: Vec<String>,
 }
 
 impl Roles {
     /// Creates three roles whose passwords are stored as `encryption` (`scram-sha-256` or
     /// `md5`), each granted SELECT on its own table `<role>_t` holding its name.
-    fn create(prefix: &str, encryption: &str) -> Roles {
+    pub(crate) fn create(prefix: &str, encryption: &str) -> Roles {
         let names: Vec<String> = (0..3).map(|i| unique_name(&format!("{prefix}{i}"))).collect();
         let mut su = superuser();
         for n in &names {
@@ -39,7 +39,7 @@ impl Roles {
     }
 
     /// `"role" "rolpassword"` lines from `pg_authid`: the server's own verifiers.
-    fn userlist(&self) -> String {
+    pub(crate) fn userlist(&self) -> String {
         let mut su = superuser();
         let rows = su
             .query(
@@ -84,13 +84,13 @@ fn config_text(auth_file: &Path, auth_method: &str, max: u32) -> String {
     toml
 }
 
-fn client(port: u16, user: &str, password: &str) -> Result<postgres::Client, postgres::Error> {
+pub(crate) fn client(port: u16, user: &str, password: &str) -> Result<postgres::Client, postgres::Error> {
     dbs().pg.config(port, user, password).connect(postgres::NoTls)
 }
 
 /// Each role logs in through the one credential-less pool, is itself on the server, reads its
 /// own table and is refused the others'.
-fn each_role_is_itself(port: u16, roles: &Roles) {
+pub(crate) fn each_role_is_itself(port: u16, roles: &Roles) {
     let mut su = superuser();
     for n in &roles.names {
         let mut c = client(port, n, &format!("pw_{n}")).unwrap_or_else(|e| panic!("{n} logs in: {e:?}"));
@@ -111,7 +111,7 @@ fn each_role_is_itself(port: u16, roles: &Roles) {
     }
 }
 
-fn refusal(port: u16, user: &str, password: &str) -> (String, String) {
+pub(crate) fn refusal(port: u16, user: &str, password: &str) -> (String, String) {
     let e = client(port, user, password).err().unwrap_or_else(|| panic!("{user}/{password} must be refused"));
     let db = e.as_db_error().unwrap_or_else(|| panic!("{user}: not a server error: {e}"));
     (db.code().code().to_owned(), db.message().to_owned())
@@ -147,7 +147,7 @@ fn scram_roles_log_in_as_themselves_from_an_auth_file_and_reload_picks_up_a_new_
 
 /// Adds `host all +<group> 127.0.0.1/32 md5` ahead of the harness's catch-all SCRAM line, so
 /// members of `group` are challenged with MD5, and reloads the server's configuration.
-fn md5_for_members_of(group: &str) {
+pub(crate) fn md5_for_members_of(group: &str) {
     let mut su = superuser();
     su.batch_execute(&format!(
         "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{group}') THEN CREATE ROLE {group} NOLOGIN; END IF; END $$"
@@ -229,12 +229,14 @@ fn transaction_pooling_never_runs_one_users_statement_on_anothers_connection_und
     // Fewer server connections than clients: users take turns, closing each other's idle ones.
     let (router, _) = router(&file, "scram-sha-256", 3);
     let port = router.port().to_string();
-    let runs: Vec<_> = roles.names[..2]
+    // Every role at once, four clients each.
+    let runs: Vec<_> = roles
+        .names
         .iter()
         .map(|user| {
             let script = whoami_script(dir.path(), user);
             let child = Command::new("pgbench")
-                .args(["-h", "127.0.0.1", "-p", &port, "-U", user, "-n", "-c", "4", "-j", "2", "-t", "150"])
+                .args(["-h", "127.0.0.1", "-p", &port, "-U", user, "-n", "-c", "4", "-j", "2", "-t", "100"])
                 .args(["-M", "extended", "-f", &script, &dbs().pg.database])
                 .env("PGPASSWORD", format!("pw_{user}"))
                 .stdout(std::process::Stdio::piped())
@@ -249,7 +251,7 @@ fn transaction_pooling_never_runs_one_users_statement_on_anothers_connection_und
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "pgbench as {user}: {}\n{stdout}\n{stderr}", out.status);
-        assert!(stdout.contains("number of transactions actually processed: 600/600"), "{user}: {stdout}");
+        assert!(stdout.contains("number of transactions actually processed: 400/400"), "{user}: {stdout}");
     }
     // The server never had more connections from these users than the pool-wide cap.
     let mut su = superuser();
@@ -261,12 +263,12 @@ fn transaction_pooling_never_runs_one_users_statement_on_anothers_connection_und
 }
 
 /// MariaDB users created with `mysql_native_password`, each granted SELECT on its own table.
-struct MyUsers {
-    names: Vec<String>,
+pub(crate) struct MyUsers {
+    pub(crate) names: Vec<String>,
 }
 
 impl MyUsers {
-    fn create(prefix: &str) -> MyUsers {
+    pub(crate) fn create(prefix: &str) -> MyUsers {
         use mysql::prelude::Queryable;
         let my = &dbs().my;
         let names: Vec<String> = (0..3).map(|i| unique_name(&format!("{prefix}{i}"))).collect();
@@ -452,4 +454,47 @@ fn an_address_with_too_many_failed_logins_is_refused_even_with_the_right_passwor
     assert_eq!((code.as_str(), message), ("28P01", format!("password authentication failed for user \"{n}\"")));
     router.reload_with(&base).expect("reload without the limit");
     client(router.port(), n, &right).expect("the limit is lifted by the reload");
+}
+
+/// PyMySQL threads for every user at once, each checking `CURRENT_USER()` inside explicit
+/// transactions and outside them (autocommit), through a pool with fewer server connections
+/// than clients: a statement on another user's connection fails the run.
+#[test]
+fn transaction_pooling_never_runs_one_mariadb_users_statement_on_anothers_connection_under_load() {
+    let users = MyUsers::create("pt_myload");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("userlist.txt");
+    std::fs::write(&file, users.userlist()).expect("write auth file");
+    let my = &dbs().my;
+    let toml = format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
+         [pools.my]\nmode = \"transaction\"\ndatabase = \"{db}\"\nmax_connections = 3\nacquire_timeout = \"30s\"\n\
+         backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
+         [routing]\ndefault_pool = \"my\"\nmysql_default_pool = \"my\"\n\n[auth]\nfile = \"{file}\"\n",
+        db = my.database,
+        port = my.primary_port,
+        file = file.display(),
+    );
+    let router = Router::start(&toml);
+    let py = format!(
+        "import pymysql, threading\nerrors = []\ndone = []\n\
+         def run(user):\n    try:\n\
+         \x20       c = pymysql.connect(host='127.0.0.1', port={port}, user=user, password='pw_' + user, database='{db}', autocommit=True)\n\
+         \x20       cur = c.cursor()\n        me = user + '@%'\n        for i in range(60):\n\
+         \x20           cur.execute('BEGIN')\n            cur.execute('SELECT CURRENT_USER()')\n            a = cur.fetchone()[0]\n\
+         \x20           cur.execute('SELECT owner FROM ' + user + '_t')\n            b = cur.fetchone()[0]\n\
+         \x20           cur.execute('COMMIT')\n            cur.execute('SELECT CURRENT_USER()')\n            d = cur.fetchone()[0]\n\
+         \x20           if (a, b, d) != (me, user, me):\n                raise Exception('%s saw %r' % (user, (a, b, d)))\n\
+         \x20       done.append(user)\n    except Exception as e:\n        errors.append(repr(e))\n\
+         users = {users:?}\nts = [threading.Thread(target=run, args=(u,)) for u in users for _ in range(3)]\n\
+         for t in ts: t.start()\nfor t in ts: t.join()\n\
+         print(len(done), errors)\nassert not errors and len(done) == 3 * len(users), errors\n",
+        port = router.port(),
+        db = my.database,
+        users = users.names,
+    );
+    let out = Command::new("/usr/bin/python3").args(["-c", &py]).output().expect("run python3 (PyMySQL)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "PyMySQL load: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.trim(), "9 []");
 }

@@ -735,3 +735,39 @@ fn empty_admin_token() {
     let text = format!("{}[metrics]\nadmin_token = \"\"\n", base());
     expect(&text, "admin_token", "metrics.admin_token", "admin_token must not be empty");
 }
+
+// ---- auth query (#23) ----
+
+#[test]
+fn auth_query_without_its_placeholder() {
+    let text = format!(
+        "{}{POOL}{ROUTING}\n[auth]\npg_query_user = \"qa\"\npg_query = \"SELECT secret FROM s WHERE u = current_user\"\n",
+        listener("postgres", "127.0.0.1:6432", "")
+    );
+    expect(&text, "pg_query =", "auth.pg_query", "pg_query must contain $1, which stands for the user name");
+}
+
+#[test]
+fn auth_query_without_its_user() {
+    let text = format!(
+        "{}{POOL}{ROUTING}\n[auth]\nmysql_query = \"SELECT h FROM u WHERE User = ?\"\n",
+        listener("postgres", "127.0.0.1:6432", "")
+    );
+    expect(&text, "mysql_query =", "auth.mysql_query", "mysql_query needs mysql_query_user");
+}
+
+#[test]
+fn auth_cache_ttl_without_a_query() {
+    let text = format!("{}{POOL}{ROUTING}\n[auth]\ncache_ttl = \"5s\"\n", listener("postgres", "127.0.0.1:6432", ""));
+    expect(&text, "cache_ttl", "auth.cache_ttl", "cache_ttl needs pg_query_user or mysql_query_user");
+}
+
+#[test]
+fn auth_query_user_alone_takes_the_default_query_and_ttl() {
+    let text = format!("{}{POOL}{ROUTING}\n[auth]\npg_query_user = \"qa\"\n", listener("postgres", "0.0.0.0:6432", ""));
+    let config = parse_ok(&text);
+    let query = config.auth.query.expect("an auth query");
+    let pg = query.pg.expect("for PostgreSQL");
+    assert_eq!((pg.user.as_str(), pg.sql.as_str()), ("qa", crate::config::model::DEFAULT_PG_AUTH_QUERY));
+    assert_eq!((query.mysql, query.cache_ttl), (None, crate::config::model::DEFAULT_AUTH_CACHE_TTL));
+}

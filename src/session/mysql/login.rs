@@ -4,6 +4,7 @@
 //! resolution and `mysql_native_password` against the pool's credentials (with an auth switch
 //! when the client proposes another plugin).
 
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use super::{ClientIo, Session};
 use crate::auth::Verifier;
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::id::CancelKey;
+use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, CorePool, PassThrough, PoolError};
 use crate::protocol::mysql::auth::{
     constant_time_eq, native_password_recover, native_password_verify, MYSQL_NATIVE_PASSWORD,
@@ -26,6 +28,7 @@ use crate::protocol::mysql::{
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::MyClientError;
+use crate::session::secret::{login_failed, stored_secret, Source, Stored};
 use crate::session::CoreContext;
 
 /// A slow or silent client gets this long to finish logging in.
@@ -193,14 +196,24 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let addr = client.stream.peer_addr().ok().map(|a| a.ip());
     if ctx.login_blocked(addr) {
         tracing::info!(user, "login refused unchecked: too many failed logins from this address");
+        ctx.counters.auth_failed(listener, AuthFailure::RateLimited);
         let using = if token.is_empty() { "NO" } else { "YES" };
         let message = format!("Access denied for user '{user}' (using password: {using})");
         return Err(Some(MyClientError::new(ER_ACCESS_DENIED_ERROR, message)));
     }
-    let pass = check_password(pool_cfg, &config, &user, &scramble, &token, anonymous)
+    let stored = match pool_cfg.username {
+        None => Some(stored_secret(ctx, &config, &pool_cfg.name, Protocol::MySql, &user).await),
+        Some(_) => None,
+    };
+    let reason = Cell::new(AuthFailure::WrongPassword);
+    let pass = check_password(pool_cfg, stored.as_ref(), &user, (&scramble, &token), anonymous, &reason)
         .inspect_err(|e| {
             if e.number == ER_ACCESS_DENIED_ERROR {
                 ctx.login_failed(addr);
+                ctx.counters.auth_failed(listener, reason.get());
+                if let Some(Ok(stored)) = &stored {
+                    login_failed(ctx, &pool_cfg.name, &user, stored);
+                }
             }
         })
         .map_err(Some)?;
@@ -279,19 +292,22 @@ pub(super) fn named_pool(config: &Config, database: Option<&str>) -> Option<Stri
 }
 
 /// Verifies a `mysql_native_password` response against the pool's credentials, or on a
-/// pass-through pool (no `username`, #23) against the user's own `[auth] file` entry; returns
-/// who a pass-through pool's backend connections log in as. The whole check runs even for a
-/// wrong user name, so failures take the same time whichever part was wrong.
+/// pass-through pool (no `username`, #23) against the user's own stored secret (`stored`:
+/// from the auth file or the auth query); returns who a pass-through pool's backend
+/// connections log in as. The whole check runs even for a wrong user name, so failures take
+/// the same time whichever part was wrong. A pass-through refusal's reason goes to `reason`.
 pub(super) fn check_password(
     pool: &PoolConfig,
-    config: &Config,
+    stored: Option<&Result<Stored, String>>,
     user: &str,
-    scramble: &[u8],
-    token: &[u8],
+    (scramble, token): (&[u8], &[u8]),
     anonymous: bool,
+    reason: &Cell<AuthFailure>,
 ) -> Result<Option<Rc<PassThrough>>, MyClientError> {
     if pool.username.is_none() {
-        return pass_through(config, user, scramble, token, anonymous).map(Some);
+        let nothing = Stored { text: None, source: Source::File };
+        let stored = stored.map_or(Ok(&nothing), Result::as_ref);
+        return pass_through(stored, user, (scramble, token), anonymous, reason).map(Some);
     }
     check_with(pool, user, token.is_empty(), anonymous, |password| {
         native_password_verify(password.as_bytes(), scramble, token)
@@ -304,41 +320,52 @@ pub(super) fn check_password(
 /// `SHA1(password)` to log in to the backend with; a plaintext entry is used as the password.
 /// A user without an entry is let through unchecked only on an `allow_anonymous` listener.
 fn pass_through(
-    config: &Config,
+    stored: Result<&Stored, &String>,
     user: &str,
-    scramble: &[u8],
-    token: &[u8],
+    (scramble, token): (&[u8], &[u8]),
     anonymous: bool,
+    reason: &Cell<AuthFailure>,
 ) -> Result<Rc<PassThrough>, MyClientError> {
-    let entry = config.auth.users.get(user);
-    if entry.is_none() && anonymous {
+    let entry = stored.ok().and_then(|s| s.text.as_deref());
+    if entry.is_none() && anonymous && stored.is_ok() {
         return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
     }
-    let verifier = entry.map(|text| Verifier::parse(text));
+    let verifier = entry.map(Verifier::parse);
     // A hash nobody's password matches, so every refusal costs the same hashing.
     let unknowable: [u8; 20] = rand::random();
-    let (secret, why) = match &verifier {
-        Some(Ok(Verifier::Native(hash))) => {
-            (native_password_recover(hash, scramble, token).map(BackendSecret::NativeStage1), "wrong password")
-        }
+    let (secret, why, label) = match &verifier {
+        Some(Ok(Verifier::Native(hash))) => (
+            native_password_recover(hash, scramble, token).map(BackendSecret::NativeStage1),
+            "wrong password",
+            AuthFailure::WrongPassword,
+        ),
         Some(Ok(Verifier::Plain(password))) => (
             native_password_verify(password.as_bytes(), scramble, token)
                 .then(|| BackendSecret::Password(password.clone())),
             "wrong password",
+            AuthFailure::WrongPassword,
         ),
         Some(Ok(other)) => {
             let _ = native_password_recover(&unknowable, scramble, token);
-            (None, other.kind())
+            (None, other.kind(), AuthFailure::UnusableSecret)
         }
-        Some(Err(_)) | None => {
+        Some(Err(_)) => {
             let _ = native_password_recover(&unknowable, scramble, token);
-            (None, if verifier.is_some() { "malformed secret" } else { "no entry in the auth file" })
+            (None, "malformed secret", AuthFailure::UnusableSecret)
+        }
+        None => {
+            let _ = native_password_recover(&unknowable, scramble, token);
+            match stored {
+                Ok(_) => (None, "no entry in the auth file or the auth query's answer", AuthFailure::UnknownUser),
+                Err(query) => (None, query.as_str(), AuthFailure::AuthQueryFailed),
+            }
         }
     };
     match secret {
         Some(secret) => Ok(Rc::new(PassThrough { user: Rc::from(user), secret })),
         None => {
             tracing::info!(user, reason = why, "pass-through login refused");
+            reason.set(label);
             let using = if token.is_empty() { "NO" } else { "YES" };
             Err(MyClientError::new(
                 ER_ACCESS_DENIED_ERROR,
@@ -429,12 +456,8 @@ mod tests {
             }
         }
         // The public entry point agrees with the seam.
-        let config = Config::parse(
-            "[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\nbackends = [{ host = \"h\", port = 1 }]\n\n[routing]\ndefault_pool = \"main\"\n",
-            "t.toml",
-        )
-        .expect("valid");
-        assert!(check_password(&pool, &config, "app", &scramble, &right, false).is_ok());
-        assert!(check_password(&pool, &config, "nobody", &scramble, &right, false).is_err());
+        let reason = Cell::new(AuthFailure::WrongPassword);
+        assert!(check_password(&pool, None, "app", (&scramble, &right), false, &reason).is_ok());
+        assert!(check_password(&pool, None, "nobody", (&scramble, &right), false, &reason).is_err());
     }
 }

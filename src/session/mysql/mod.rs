@@ -776,14 +776,25 @@ impl Session {
         let config = self.ctx.config();
         let user = String::from_utf8_lossy(cu.username).into_owned();
         let database = Some(String::from_utf8_lossy(cu.database).into_owned()).filter(|d| !d.is_empty());
-        let checked = login::resolve_pool(&config, database.as_deref()).and_then(|(p, db)| {
+        let resolved = login::resolve_pool(&config, database.as_deref());
+        // A pass-through pool checks the new user against its own stored secret (#23).
+        let stored = match &resolved {
+            Ok((p, _)) if p.username.is_none() => {
+                Some(crate::session::secret::stored_secret(&self.ctx, &config, &p.name, Protocol::MySql, &user).await)
+            }
+            _ => None,
+        };
+        let checked = resolved.and_then(|(p, db)| {
             if !plugin_ok {
                 return Err(MyClientError::new(
                     crate::protocol::mysql::errcode::ER_ACCESS_DENIED_ERROR,
                     "COM_CHANGE_USER through the router supports mysql_native_password only",
                 ));
             }
-            let pass = login::check_password(p, &config, &user, &self.client.scramble, cu.auth_response, false)?;
+            // Not counted in sqp_auth_failures_total: the session no longer knows its listener.
+            let reason = std::cell::Cell::new(crate::metrics::AuthFailure::WrongPassword);
+            let token = (&self.client.scramble[..], cu.auth_response);
+            let pass = login::check_password(p, stored.as_ref(), &user, token, false, &reason)?;
             let target = self.target_pool(&p.name)?;
             Ok((target, db, pass))
         });

@@ -2,6 +2,7 @@
 //! authentication (SCRAM-SHA-256 or MD5) against the pool's credentials, and the greeting with
 //! the real server's parameters and a router-issued BackendKeyData.
 
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use super::{Identity, Session};
 use crate::auth::Verifier;
 use crate::config::{ClientAuth, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol};
 use crate::id::{CancelKey, KillRequest, KillTarget};
+use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, Conn, ConnInfo, CorePool, PassThrough};
 use crate::protocol::pg::{
     auth, backend, decode_frame, decode_startup_frame, frontend, sqlstate, Authentication, ScramKeys, ScramSecret,
@@ -19,6 +21,7 @@ use crate::protocol::pg::{
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
+use crate::session::secret::{login_failed, stored_secret, Stored};
 use crate::session::state::startup::{canonical_utf8, parse_options};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
@@ -199,11 +202,15 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let addr = client.stream.peer_addr().ok().map(|a| a.ip());
     if ctx.login_blocked(addr) {
         tracing::info!(user, "login refused unchecked: too many failed logins from this address");
+        ctx.counters.auth_failed(listener, AuthFailure::RateLimited);
         return Err(refuse(&user));
     }
-    let pass = authenticate(client, pool_cfg, &config, &user, auth, anonymous).await.inspect_err(|end| {
+    let reason = Cell::new(AuthFailure::WrongPassword);
+    let login = Login { client, pool: pool_cfg, config: &config, user: &user, method: auth, anonymous };
+    let pass = authenticate(ctx, login, &reason).await.inspect_err(|end| {
         if matches!(end, LoginEnd::Refused(e) if e.code == sqlstate::INVALID_PASSWORD) {
             ctx.login_failed(addr);
+            ctx.counters.auth_failed(listener, reason.get());
         }
     })?;
     let lex = crate::sql::mode::SessionModes::default();
@@ -220,19 +227,37 @@ fn refuse(user: &str) -> LoginEnd {
     PgClientError::new(sqlstate::INVALID_PASSWORD, format!("password authentication failed for user \"{user}\"")).into()
 }
 
-/// Checks the client against the pool's credentials, or on a pass-through pool (no
-/// `username`, #23) against its own entry in the auth file; returns who a pass-through pool's
-/// backend connections log in as.
-async fn authenticate(
-    client: &mut Client,
-    pool: &PoolConfig,
-    config: &Config,
-    user: &str,
+/// One client's login: whom it is checked for and how.
+struct Login<'a> {
+    client: &'a mut Client,
+    pool: &'a PoolConfig,
+    config: &'a Config,
+    user: &'a str,
     method: ClientAuth,
     anonymous: bool,
+}
+
+/// Checks the client against the pool's credentials, or on a pass-through pool (no
+/// `username`, #23) against its stored secret (auth file or auth query); returns who a
+/// pass-through pool's backend connections log in as. A refusal's reason goes to `reason`.
+async fn authenticate(
+    ctx: &CoreContext,
+    login: Login<'_>,
+    reason: &Cell<AuthFailure>,
 ) -> Result<Option<Rc<PassThrough>>, LoginEnd> {
+    let Login { client, pool, config, user, method, anonymous } = login;
     if pool.username.is_none() {
-        return pass_through(client, config, user, method, anonymous).await.map(Some);
+        let stored = stored_secret(ctx, config, &pool.name, Protocol::Postgres, user).await;
+        let outcome = pass_through(client, stored.as_ref(), user, method, anonymous).await;
+        if let (Err((LoginEnd::Refused(e), _)), Ok(stored)) = (&outcome, &stored) {
+            if e.code == sqlstate::INVALID_PASSWORD {
+                login_failed(ctx, &pool.name, user, stored);
+            }
+        }
+        return outcome.map(Some).map_err(|(end, why)| {
+            reason.set(why);
+            end
+        });
     }
     let (Some(pool_user), Some(password)) = (pool.username.as_deref(), pool.password.as_deref()) else {
         if anonymous {
@@ -248,43 +273,59 @@ async fn authenticate(
 }
 
 /// Why a pass-through login failed, for the log only: the client gets the same 28P01 for each.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Refusal {
     UnknownUser,
     WrongPassword,
     /// The user's secret cannot check this listener's exchange (an MD5 secret and a SCRAM
     /// client, or a SCRAM verifier and an MD5 client) or is malformed.
     UnusableSecret(&'static str),
+    /// The auth query could not answer (why, for the log).
+    QueryFailed(String),
+}
+
+impl Refusal {
+    /// The `reason` it is counted under.
+    fn label(&self) -> AuthFailure {
+        match self {
+            Refusal::UnknownUser => AuthFailure::UnknownUser,
+            Refusal::WrongPassword => AuthFailure::WrongPassword,
+            Refusal::UnusableSecret(_) => AuthFailure::UnusableSecret,
+            Refusal::QueryFailed(_) => AuthFailure::AuthQueryFailed,
+        }
+    }
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refusal::UnknownUser => f.write_str("no entry in the auth file"),
+            Refusal::UnknownUser => f.write_str("no entry in the auth file or the auth query's answer"),
+            Refusal::QueryFailed(why) => write!(f, "the auth query failed: {why}"),
             Refusal::WrongPassword => f.write_str("wrong password"),
             Refusal::UnusableSecret(kind) => {
-                write!(f, "the auth file holds a {kind}, which cannot check this listener's auth_method")
+                write!(f, "the stored secret is a {kind}, which cannot check this listener's auth_method")
             }
         }
     }
 }
 
-/// The pass-through login (#23): the client is checked against its auth-file secret, and what
-/// the exchange proves (the SCRAM ClientKey, the MD5 secret, or the plaintext) is kept to log
-/// the client's backend connections in as the client. A user without an entry is let through
-/// unchecked only on an `allow_anonymous` listener, for backends that trust the router.
+/// The pass-through login (#23): the client is checked against its stored secret (auth file or
+/// auth query), and what the exchange proves (the SCRAM ClientKey, the MD5 secret, or the
+/// plaintext) is kept to log the client's backend connections in as the client. A user
+/// without a secret is let through unchecked only on an `allow_anonymous` listener, for
+/// backends that trust the router.
 async fn pass_through(
     client: &mut Client,
-    config: &Config,
+    stored: Result<&Stored, &String>,
     user: &str,
     method: ClientAuth,
     anonymous: bool,
-) -> Result<Rc<PassThrough>, LoginEnd> {
-    let entry = config.auth.users.get(user);
-    if entry.is_none() && anonymous {
+) -> Result<Rc<PassThrough>, (LoginEnd, AuthFailure)> {
+    let entry = stored.ok().and_then(|s| s.text.as_deref());
+    if entry.is_none() && anonymous && stored.is_ok() {
         return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
     }
-    let verifier = entry.map(|text| Verifier::parse(text));
+    let verifier = entry.map(Verifier::parse);
     // Every path runs the same exchange to its end, so which part was wrong is not revealed.
     let (expected, refusal) = match (&verifier, method) {
         (Some(Ok(Verifier::Scram(secret))), ClientAuth::ScramSha256) => (Expected::Scram(secret.clone()), None),
@@ -292,9 +333,12 @@ async fn pass_through(
         (Some(Ok(Verifier::Plain(password))), _) => (Expected::from_password(method, user, password), None),
         (Some(Ok(other)), _) => (Expected::unknowable(method, user), Some(Refusal::UnusableSecret(other.kind()))),
         (Some(Err(_)), _) => (Expected::unknowable(method, user), Some(Refusal::UnusableSecret("malformed secret"))),
-        (None, _) => (Expected::unknowable(method, user), Some(Refusal::UnknownUser)),
+        (None, _) => {
+            let why = stored.err().map_or(Refusal::UnknownUser, |e| Refusal::QueryFailed(e.clone()));
+            (Expected::unknowable(method, user), Some(why))
+        }
     };
-    let proof = exchange(client, &expected).await?;
+    let proof = exchange(client, &expected).await.map_err(|end| (end, AuthFailure::WrongPassword))?;
     let secret = match (&proof, refusal, &verifier, &expected) {
         (Some(_), None, Some(Ok(Verifier::Plain(password))), _) => BackendSecret::Password(password.clone()),
         (Some(_), None, _, Expected::Md5(secret)) => BackendSecret::Md5(secret.clone()),
@@ -305,16 +349,16 @@ async fn pass_through(
                 client_key,
                 server_key: secret.server_key,
             }),
-            None => return Err(refuse(user)),
+            None => return Err((refuse(user), AuthFailure::WrongPassword)),
         },
         (_, refusal, _, _) => {
             let why = refusal.unwrap_or(Refusal::WrongPassword);
             tracing::info!(user, reason = %why, "pass-through login refused");
-            return Err(refuse(user));
+            return Err((refuse(user), why.label()));
         }
     };
     if let Some(p) = proof {
-        finish(client, p).await?;
+        finish(client, p).await.map_err(|end| (end, AuthFailure::WrongPassword))?;
     }
     Ok(Rc::new(PassThrough { user: Rc::from(user), secret }))
 }

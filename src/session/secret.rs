@@ -1,0 +1,132 @@
+//! Where a pass-through client's stored secret comes from (#23): its `[auth] file` entry, else,
+//! with `[auth] pg_query_user` / `mysql_query_user` set, the auth query on the pool's backend
+//! (as that protocol's query user), cached on this core for
+//! `cache_ttl`. Runs at login only, on the core's executor without blocking it (the query goes
+//! through the pool's async connect and login).
+
+use crate::auth::query::{bind_mysql, bind_pg, secret_of};
+use crate::auth::{Cached, Verifier};
+use crate::config::{Config, Protocol, QuerySpec};
+use crate::pool::{BackendSecret, PassThrough};
+use crate::rt;
+use crate::session::CoreContext;
+
+/// Where a secret was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The auth file (or nowhere, without an auth query).
+    File,
+    /// The auth query, just now.
+    Fetched,
+    /// The auth query's cache.
+    Cached,
+}
+
+/// A user's stored secret text (`None`: no such user, or no password) and where it came from.
+pub(crate) struct Stored {
+    /// The secret, as the file or `rolpassword` / `authentication_string` holds it.
+    pub text: Option<String>,
+    /// Where it was found.
+    pub source: Source,
+}
+
+/// The stored secret of `user` for a `protocol` client of `pool`. The error says, for the log
+/// only, why the auth query could not answer (the client is refused like a wrong password).
+pub(crate) async fn stored_secret(
+    ctx: &CoreContext,
+    config: &Config,
+    pool: &str,
+    protocol: Protocol,
+    user: &str,
+) -> Result<Stored, String> {
+    if let Some(text) = config.auth.users.get(user) {
+        return Ok(Stored { text: Some(text.clone()), source: Source::File });
+    }
+    let Some(query) = &config.auth.query else { return Ok(Stored { text: None, source: Source::File }) };
+    let now = rt::now();
+    if let Cached::Hit(text) = ctx.secrets().get(pool, user, now) {
+        return Ok(Stored { text: text.map(str::to_owned), source: Source::Cached });
+    }
+    let core_pool = ctx.pools().get(pool).cloned().ok_or_else(|| format!("pool \"{pool}\" is gone"))?;
+    let backend = core_pool.config.backend_protocol(protocol);
+    let spec = match backend {
+        Protocol::Postgres => query.pg.as_ref(),
+        Protocol::MySql => query.mysql.as_ref(),
+    };
+    let Some(spec) = spec else { return Ok(Stored { text: None, source: Source::File }) };
+    let sql = match backend {
+        Protocol::Postgres => bind_pg(&spec.sql, user),
+        Protocol::MySql => bind_mysql(&spec.sql, user),
+    };
+    let who = query_identity(config, spec)?;
+    let deadline = now + core_pool.config.timeouts.acquire;
+    let rows = core_pool.auth_query(backend, &who, &sql, deadline).await.map_err(|e| e.to_string())?;
+    let text = secret_of(&rows);
+    ctx.secrets().put(pool, user, text.clone(), rt::now());
+    Ok(Stored { text, source: Source::Fetched })
+}
+
+/// A login failed against `stored`: a cached secret is fetched again next time (once per TTL).
+pub(crate) fn login_failed(ctx: &CoreContext, pool: &str, user: &str, stored: &Stored) {
+    if stored.source == Source::Cached {
+        ctx.secrets().failed(pool, user);
+    }
+}
+
+/// Who the auth query runs as: its `*_query_user`, proving itself with its auth file entry — a
+/// plaintext password, an MD5 secret (PostgreSQL MD5 logins) or `sha1:` + `SHA1(password)`
+/// (MySQL `mysql_native_password`) — or with nothing when it has none (the backend trusts
+/// the router). A SCRAM verifier or `*HEX` hash cannot log in, so it is an error.
+fn query_identity(config: &Config, query: &QuerySpec) -> Result<PassThrough, String> {
+    let secret = match config.auth.users.get(&query.user).map(|t| Verifier::parse(t)) {
+        None => BackendSecret::Nothing,
+        Some(Ok(Verifier::Plain(password))) => BackendSecret::Password(password),
+        Some(Ok(Verifier::Md5(secret))) => BackendSecret::Md5(secret),
+        Some(Ok(Verifier::NativeStage1(stage1))) => BackendSecret::NativeStage1(stage1),
+        Some(Ok(other)) => {
+            return Err(format!(
+                "the auth file holds a {} for the query user \"{}\", which cannot log in to a server",
+                other.kind(),
+                query.user
+            ))
+        }
+        Some(Err(e)) => return Err(format!("the query user \"{}\": {e}", query.user)),
+    };
+    Ok(PassThrough { user: query.user.as_str().into(), secret })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The query user `qa` with `entry` (if any) as its auth file line.
+    fn identity(entry: Option<&str>) -> Result<PassThrough, String> {
+        let toml = "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\n\
+                    backends = [{ host = \"h\", port = 1 }]\n\n[routing]\ndefault_pool = \"main\"\n\n\
+                    [auth]\npg_query_user = \"qa\"\n";
+        let mut config = Config::parse(toml, "t.toml").expect("valid config");
+        let users = entry.map(|e| ("qa".to_owned(), e.to_owned())).into_iter().collect();
+        config.auth.users = std::sync::Arc::new(users);
+        let spec = config.auth.query.as_ref().and_then(|q| q.pg.clone()).expect("a PostgreSQL query");
+        query_identity(&config, &spec)
+    }
+
+    #[test]
+    fn the_query_user_logs_in_with_what_its_entry_allows() {
+        let md5 = "md5".to_owned() + &"a".repeat(32);
+        assert!(matches!(identity(Some(&md5)).map(|w| w.secret), Ok(BackendSecret::Md5(s)) if s == md5));
+        let stage1 = format!("sha1:{}", "0f".repeat(20));
+        assert!(
+            matches!(identity(Some(&stage1)).map(|w| w.secret), Ok(BackendSecret::NativeStage1(h)) if h == [15; 20])
+        );
+        assert!(
+            matches!(identity(Some("hunter2")).map(|w| w.secret), Ok(BackendSecret::Password(p)) if p == "hunter2")
+        );
+        assert!(matches!(identity(None), Ok(w) if &*w.user == "qa" && matches!(w.secret, BackendSecret::Nothing)));
+        let scram = "SCRAM-SHA-256$4096:W22ZaJ0SNY7soEsUEjb6gQ==$WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=:wfPLwcE6nTWhTAmQ7tl2KeoiWGPlZqQxSrmfPwDl2dU=";
+        let refused = identity(Some(scram)).expect_err("a verifier cannot log in");
+        assert!(refused.contains("SCRAM-SHA-256 verifier") && !refused.contains("W22Z"), "{refused}");
+        let hash = format!("*{}", "A".repeat(40));
+        assert!(identity(Some(&hash)).is_err(), "a *HEX hash cannot log in either");
+    }
+}
