@@ -199,7 +199,14 @@ fn psycopg_runs_the_translated_statement_on_mysql() {
             want.push(format!("{kind} {full}"));
             want.push(format!("{kind} {nulls}"));
         }
-        want.extend(["recovery False".to_owned(), "refused 25001".to_owned()]);
+        want.extend([
+            "recovery False".to_owned(),
+            "pipeline ['oltp ✓', 'two']".to_owned(),
+            "mixed pipeline refused 25001 oltp ✓".to_owned(),
+            "mixed pipeline refused 25001 7".to_owned(),
+            "recovery False".to_owned(),
+            "refused 25001".to_owned(),
+        ]);
         assert_eq!(stdout.lines().collect::<Vec<_>>(), want, "{mode}");
     }
     cleanup(&t);

@@ -110,6 +110,19 @@ impl Session {
         ))
     }
 
+    /// Fails the pipeline with `e`. Messages of the session's own pool queued before it go out
+    /// first (with a Flush), so their answers precede the error, as on a server; the backend
+    /// then runs part of the batch, and the Sync aborts it there (`sync_aborted`).
+    async fn cross_fail(&mut self, e: PgClientError) -> Result<(), End> {
+        if self.native_pending() && self.backend.is_some() {
+            self.on_flush(&[b'H', 0, 0, 0, 4]).await?;
+            if self.aborted {
+                return Ok(()); // the server failed the pipeline first: its error stands
+            }
+        }
+        self.fail_batch(e)
+    }
+
     /// Moves the session to MySQL pool `pool` for one statement; with `settle`, on a connection
     /// carrying the session's settings. On an error the session stays where it was.
     async fn cross_enter(&mut self, pool: Rc<CorePool>, sql: &str, settle: bool) -> Result<(), PgClientError> {
@@ -226,6 +239,52 @@ impl Session {
         &mut self,
         msg: &FrontendMessage<'_>,
     ) -> Option<Result<(), End>> {
+        let done = self.cross_message(msg).await;
+        match msg {
+            // The pipeline's implicit transaction ends: so do the portals bound in it.
+            FrontendMessage::Sync => {
+                self.bridge.crossed = None;
+                self.bridge.portals.clear();
+            }
+            FrontendMessage::Parse { .. }
+            | FrontendMessage::Bind { .. }
+            | FrontendMessage::Describe { .. }
+            | FrontendMessage::Execute { .. } => {
+                if done.is_some() {
+                    if let Some(pool) = self.pool_of(msg) {
+                        self.bridge.crossed = Some(pool);
+                    }
+                } else if let Some(pool) = self.bridge.crossed.clone() {
+                    let why = format!(
+                        "cannot run the statement on pool \"{}\": earlier statements of this pipeline ran on MySQL pool \
+                         \"{pool}\", and a pipeline never spans two pools; Sync first",
+                        self.pool.config.name
+                    );
+                    return Some(self.fail_batch(PgClientError::new(ACTIVE_SQL_TRANSACTION, why)));
+                }
+            }
+            _ => {}
+        }
+        done
+    }
+
+    /// The MySQL pool a cross message's statement belongs to.
+    fn pool_of(&self, msg: &FrontendMessage<'_>) -> Option<std::sync::Arc<str>> {
+        let stmt = |name: &str| self.bridge.stmts.get(name).map(|s| s.pool.clone());
+        let portal = |name: &str| self.bridge.portals.get(name).map(|p| p.stmt.pool.clone());
+        match *msg {
+            FrontendMessage::Parse { name, .. } | FrontendMessage::Describe { kind: Target::Statement, name } => {
+                stmt(name)
+            }
+            FrontendMessage::Bind { portal: name, .. }
+            | FrontendMessage::Describe { kind: Target::Portal, name }
+            | FrontendMessage::Execute { portal: name, .. } => portal(name),
+            _ => None,
+        }
+    }
+
+    /// [`Session::on_cross_message`] before the pipeline's bookkeeping.
+    async fn cross_message(&mut self, msg: &FrontendMessage<'_>) -> Option<Result<(), End>> {
         match *msg {
             FrontendMessage::Parse { name, query, ref param_types } => {
                 let Some((pool, d)) = self.cross_target(query) else {
@@ -244,7 +303,7 @@ impl Session {
                     return None;
                 };
                 if let Err(e) = self.cross_ready(&pool, "") {
-                    return Some(self.fail_batch(e));
+                    return Some(self.cross_fail(e).await);
                 }
                 let formats: Vec<i16> = param_formats.iter().collect();
                 let values: Vec<Option<&[u8]>> = params.iter().collect();
@@ -256,7 +315,7 @@ impl Session {
                     Target::Portal => self.bridge.portals.get(name).map(|p| p.stmt.pool.clone()),
                 }?;
                 if let Err(e) = self.cross_ready(&pool, "") {
-                    return Some(self.fail_batch(e));
+                    return Some(self.cross_fail(e).await);
                 }
                 Some(match kind {
                     Target::Statement => self.describe_statement(name),
@@ -297,7 +356,7 @@ impl Session {
         self.ctx.count_decision(&d);
         let sql = d.rewritten.map_or_else(|| query.to_owned(), |t| t.sql);
         if let Err(e) = self.cross_enter(pool, &sql, false).await {
-            return self.fail_batch(e);
+            return self.cross_fail(e).await;
         }
         let r = self.bridged_parse(name, &sql, types).await;
         self.cross_unpark();
@@ -312,7 +371,7 @@ impl Session {
             return self.fail_batch(PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, text));
         };
         if let Err(e) = self.cross_enter(pool, "", true).await {
-            return self.fail_batch(e);
+            return self.cross_fail(e).await;
         }
         let r = self.bridged_execute(portal, max_rows).await;
         self.cross_unpark();

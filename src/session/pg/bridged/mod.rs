@@ -31,6 +31,9 @@ pub(in crate::session::pg) struct Bridge {
     stmts: HashMap<String, Rc<ext::Prepared>>,
     /// Bound portals by name.
     portals: HashMap<String, ext::Portal>,
+    /// A native session's pipeline ran a statement on this MySQL pool (#24): until its Sync,
+    /// statements of the session's own pool are refused, as a pipeline never spans two pools.
+    crossed: Option<std::sync::Arc<str>>,
 }
 
 impl Session {
