@@ -143,6 +143,42 @@ fn postgres_session_settings_follow_a_statement_to_mysql_or_refuse_it() {
     cleanup(&t);
 }
 
+/// With a read/write split for PostgreSQL clients (extended messages held until Sync and routed
+/// as one unit), reads run on the standby and the translated statement, simple and prepared, on
+/// MariaDB, in one session.
+#[test]
+fn split_reads_and_a_translated_statement_on_mysql_in_one_session() {
+    let t = table();
+    let (pg, my) = (&dbs().pg, &dbs().my);
+    let router = Router::start(&format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
+         {primary}\n{standby}\n[pools.oltp_my]\nprotocol = \"mysql\"\nusername = \"{mu}\"\npassword = \"{mp}\"\n\
+         database = \"{md}\"\nmax_connections = 2\nbackends = [{{ host = \"127.0.0.1\", port = {mport} }}]\n\n\
+         [routing]\nread_write_split = true\nread_pool = \"standby\"\nwrite_pool = \"primary\"\n\n\
+         [[translation.rules]]\noriginal_sql = \"{orig}\"\n\
+         translated_sql = \"SELECT label, CAST(@@server_id AS SIGNED) AS sid FROM {t} WHERE id = 1\"\n\
+         target_pool = \"oltp_my\"\n",
+        primary = pg_pool("primary", pg.primary_port, "transaction", 2),
+        standby = pg_pool("standby", pg.replica_port, "transaction", 2),
+        mu = my.user,
+        mp = my.password,
+        md = my.database,
+        mport = my.primary_port,
+        orig = original(&t, "1"),
+    ));
+    let mut c = router.pg(&pg.database);
+    let on_standby =
+        |c: &mut postgres::Client| -> bool { c.query_one("SELECT pg_is_in_recovery()", &[]).expect("read").get(0) };
+    assert!(on_standby(&mut c), "a split read runs on the standby");
+    let text = [Some("oltp ✓"), Some(MY_PRIMARY)];
+    assert_eq!(simple_rows(&mut c, &original(&t, "1")), [text.map(|v| v.map(str::to_owned)).to_vec()]);
+    let stmt = c.prepare(&original(&t, "$1")).expect("prepare");
+    let row = c.query_one(&stmt, &[&"2"]).expect("execute");
+    assert_eq!((row.get::<_, String>(0), row.get::<_, i64>(1).to_string()), ("two".to_owned(), MY_PRIMARY.to_owned()));
+    assert!(on_standby(&mut c), "the next read is on the standby again");
+    cleanup(&t);
+}
+
 /// psql: text results of both pools in one session, and the in-transaction refusal by SQLSTATE.
 #[test]
 fn psql_session_mixes_postgres_and_mysql_statements() {
