@@ -3,9 +3,9 @@
 //! PostgreSQL results back, in the same session as its ordinary statements. `pg_is_in_recovery()`
 //! (a function MariaDB does not have) proves the ordinary statements ran on PostgreSQL, and
 //! `@@server_id` in the translated text proves where that one ran. Clients: the `postgres` crate
-//! (simple query, and the extended protocol with binary results), psql and psycopg 3 (unprepared,
-//! prepared, binary), each in transaction and session mode; a statement routed across inside a
-//! PostgreSQL transaction is refused with 25001 and the transaction goes on.
+//! (simple query, and the extended protocol with binary results), psql, psycopg 3 (unprepared,
+//! prepared, binary, pipeline mode) and PgJDBC, each in transaction and session mode; a statement
+//! routed across inside a PostgreSQL transaction is refused with 25001 and the transaction goes on.
 
 use std::path::Path;
 use std::process::Command;
@@ -244,6 +244,43 @@ fn psycopg_runs_the_translated_statement_on_mysql() {
             "refused 25001".to_owned(),
         ]);
         assert_eq!(stdout.lines().collect::<Vec<_>>(), want, "{mode}");
+    }
+    cleanup(&t);
+}
+
+/// PgJDBC: a Statement, and a PreparedStatement past `prepareThreshold` (unnamed, then named
+/// server-side statements), in both pool modes; the refusal with autocommit off.
+#[test]
+fn jdbc_runs_the_translated_statement_on_mysql() {
+    let t = table();
+    let pg = &dbs().pg;
+    for mode in ["transaction", "session"] {
+        let router = router(&t, mode);
+        let url = format!("jdbc:postgresql://127.0.0.1:{}/{}?sslmode=disable", router.port(), pg.database);
+        let out = Command::new("java")
+            .args(["-cp", "/usr/share/java/postgresql.jar", &format!("{SCRIPTS}/JdbcPgHtap.java")])
+            .args([&url, &pg.user, &pg.password, &original(&t, "?")])
+            .output()
+            .expect("run java (installed by .ci/deps.sh)");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{mode}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let full = format!("oltp ✓|12.50|it's|2026-12-03 04:05:06.0|7|{MY_PRIMARY}");
+        let nulls = format!("two|null|null|null|null|{MY_PRIMARY}");
+        assert_eq!(
+            stdout.lines().collect::<Vec<_>>(),
+            [
+                "recovery false".to_owned(),
+                format!("text {full}"),
+                format!("prepared {full}"),
+                format!("prepared {nulls}"),
+                format!("prepared {full}"),
+                format!("prepared {nulls}"),
+                "recovery false".to_owned(),
+                "refused 25001".to_owned(),
+                "recovery false".to_owned(),
+            ],
+            "{mode}"
+        );
     }
     cleanup(&t);
 }
