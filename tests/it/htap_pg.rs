@@ -57,7 +57,9 @@ fn router(t: &str, mode: &str) -> Router {
          translated_sql = \"SELECT label, amount, note, at, n, CAST(@@server_id AS SIGNED) AS sid FROM {t} WHERE id = 1\"\n\
          target_pool = \"oltp_my\"\n\n\
          [[translation.rules]]\noriginal_sql = \"SELECT 'mysql time zone'\"\n\
-         translated_sql = \"SELECT @@session.time_zone AS tz\"\ntarget_pool = \"oltp_my\"\n",
+         translated_sql = \"SELECT @@session.time_zone AS tz\"\ntarget_pool = \"oltp_my\"\n\n\
+         [[translation.rules]]\noriginal_sql = \"SELECT 'mysql error'\"\n\
+         translated_sql = \"SELECT id FROM qp_htap_no_such_table\"\ntarget_pool = \"oltp_my\"\n",
         main = pg_pool("main", dbs().pg.primary_port, mode, 2),
         mu = my.user,
         mp = my.password,
@@ -123,12 +125,18 @@ fn postgres_session_runs_a_translated_statement_on_a_mysql_pool() {
 }
 
 /// Session settings: a time zone the client set follows the statement to MariaDB (and leaks to
-/// no one else), a setting with no MySQL equivalent refuses it with 0A000.
+/// no one else), a setting with no MySQL equivalent refuses it with 0A000. MariaDB's errors come
+/// back with PostgreSQL's SQLSTATE, at Parse for a prepared statement.
 #[test]
 fn postgres_session_settings_follow_a_statement_to_mysql_or_refuse_it() {
     let t = table();
     let router = router(&t, "transaction");
     let mut c = router.pg(&dbs().pg.database);
+    let err = c.simple_query("SELECT 'mysql error'").expect_err("no such table on MariaDB");
+    assert_eq!(sqlstate(&err), "42P01", "{err:?}");
+    let err = c.prepare("SELECT 'mysql error'").expect_err("refused at Parse");
+    assert_eq!(sqlstate(&err), "42P01", "{err:?}");
+    assert_eq!(first_value(&mut c, "SELECT pg_is_in_recovery()"), "f", "the session goes on");
     let default = first_value(&mut c, "SELECT 'mysql time zone'");
     c.batch_execute("SET TIME ZONE INTERVAL '+05:30' HOUR TO MINUTE").expect("set time zone");
     assert_eq!(first_value(&mut c, "SELECT 'mysql time zone'"), "+05:30", "the session's time zone applies on MariaDB");
