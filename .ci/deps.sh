@@ -29,6 +29,7 @@ command -v systemd-analyze >/dev/null || missing+=(systemd)  # verifies querypil
 /usr/bin/python3 -c 'import psycopg' 2>/dev/null || missing+=(python3-psycopg)
 /usr/bin/python3 -c 'import asyncpg' 2>/dev/null || missing+=(python3-asyncpg)
 [ -f /usr/share/java/mariadb-java-client.jar ] || missing+=(libmariadb-java)
+[ -f /usr/share/java/postgresql.jar ] || missing+=(libpostgresql-jdbc-java)   # tests/it/htap_pg.rs
 command -v javac >/dev/null || missing+=(default-jdk-headless)   # runs the JDBC check as a source file
 
 if [ ${#missing[@]} -gt 0 ]; then

@@ -208,12 +208,18 @@ impl SessionState {
     /// One query that turns any pooled connection's settings into this session's.
     pub fn replay_sql(&self) -> String {
         let mut sql = String::from(REPLAY_PREFIX);
-        let startup = self.startup.iter().filter(|(k, _)| !self.settings.contains_key(*k));
-        for (_, stmt) in startup.chain(&self.settings) {
+        for (_, stmt) in self.settings() {
             sql.push_str("; ");
             sql.push_str(stmt);
         }
         sql
+    }
+
+    /// The settings in force that the client made: its startup values not changed since, then
+    /// its committed `SET`s, as (lower-cased name, statement that restores it).
+    pub fn settings(&self) -> impl Iterator<Item = (&str, &str)> {
+        let startup = self.startup.iter().filter(|(k, _)| !self.settings.contains_key(*k));
+        startup.chain(&self.settings).map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     /// Whether a committed RESET still waits for the client's startup values to be put back.

@@ -74,31 +74,3 @@ fn bridged_mysql_session_gets_the_read_write_split_and_read_your_writes() {
     drop(router);
     pg.primary_client().batch_execute(&format!("DROP TABLE {t}")).expect("drop");
 }
-
-/// The reverse direction is not built yet: a PostgreSQL client's statement that a translation
-/// sends to a MySQL pool is refused by name with 0A000 (it used to reach MariaDB in PostgreSQL
-/// wire format), and the session goes on on PostgreSQL.
-#[test]
-fn postgres_statement_routed_to_a_mysql_pool_is_refused_by_name() {
-    let (pg, my) = (&dbs().pg, &dbs().my);
-    let router = Router::start(&format!(
-        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
-         {}\n[pools.oltp_my]\nprotocol = \"mysql\"\nmode = \"transaction\"\nusername = \"{mu}\"\npassword = \"{mp}\"\n\
-         database = \"{md}\"\nmax_connections = 2\nacquire_timeout = \"20s\"\n\
-         backends = [{{ host = \"127.0.0.1\", port = {mport} }}]\n\n\
-         [routing]\ndefault_pool = \"pg_primary\"\n\n\
-         [[translation.rules]]\noriginal_sql = \"SELECT 41 + 1\"\ntranslated_sql = \"SELECT 41 + 1, @@server_id\"\n\
-         target_pool = \"oltp_my\"\n",
-        crate::router::pg_pool("pg_primary", pg.primary_port, "transaction", 2),
-        mu = my.user,
-        mp = my.password,
-        md = my.database,
-        mport = my.primary_port,
-    ));
-    let mut c = router.pg(&pg.database);
-    let err = c.simple_query("SELECT 41 + 1").expect_err("refused");
-    let db = err.as_db_error().unwrap_or_else(|| panic!("a server error: {err}"));
-    assert_eq!(db.code().code(), "0A000", "{}", db.message());
-    assert!(db.message().contains("oltp_my") && db.message().contains("MySQL"), "{}", db.message());
-    assert_eq!(crate::pg_util::first_value(&mut c, "SELECT pg_is_in_recovery()"), "f", "the session goes on");
-}

@@ -25,6 +25,7 @@ mod harness;
 mod health;
 mod htap;
 mod htap_bridged;
+mod htap_pg;
 mod idle_transaction;
 mod log_pipe;
 mod mysql_commands;

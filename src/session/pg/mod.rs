@@ -6,7 +6,7 @@
 //! lives in `relay`, statement bookkeeping in `prepared` (on backend connections: `backend_stmts`;
 //! SQL `EXECUTE`/`DEALLOCATE` of them: `named`; row types after schema changes: `verify`), client
 //! login in `login`. A session whose pool speaks MySQL (`protocol = "mysql"`) is served by
-//! `bridged` instead.
+//! `bridged` instead, and so is one statement that routing sends to such a pool (`bridged::cross`).
 
 mod backend_stmts;
 mod batch;
@@ -105,8 +105,11 @@ pub(super) struct Session {
     digest: digest::DigestTracker,
     /// Bytes were sent to the backend whose response has not ended with ReadyForQuery yet.
     awaiting_ready: bool,
-    /// Statements and portals of a session served by a MySQL pool (unused otherwise).
+    /// Statements and portals of a session served by a MySQL pool, or of a native session's
+    /// statements routed to one (#24).
     bridge: bridged::Bridge,
+    /// The session's own pool and connection while one statement runs on a MySQL pool (#24).
+    parked: Option<bridged::cross::Parked>,
 }
 
 /// The client's user and requested database.
@@ -138,6 +141,7 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
         PgClientError::new(sqlstate::ADMIN_SHUTDOWN, message).encode_fatal(&mut out);
         let _ = rt::write_all(&mut s.client, &out).await;
     }
+    s.cross_unpark();
     s.release_backend(true).await;
     ctx.cancels.remove(s.key);
 }
@@ -225,6 +229,7 @@ impl Session {
             digest: digest::DigestTracker::default(),
             awaiting_ready: false,
             bridge: bridged::Bridge::default(),
+            parked: None,
         }
     }
 
@@ -436,6 +441,9 @@ impl Session {
 
     /// Handles one client message of a PostgreSQL-speaking pool.
     async fn handle(&mut self, decoded: FrontendMessage<'_>, raw: &[u8]) -> Result<(), End> {
+        if let Some(done) = self.on_cross_message(&decoded).await {
+            return done; // a statement routed to a MySQL pool (#24)
+        }
         match decoded {
             FrontendMessage::Query(sql) => self.on_query(sql, raw).await,
             FrontendMessage::Parse { name, query, param_types } => {
@@ -489,6 +497,9 @@ impl Session {
         }
         if let Some(done) = self.on_named_query(sql).await {
             return done;
+        }
+        if let Some(done) = self.on_cross_query(sql).await {
+            return done; // routed to a MySQL pool (#24)
         }
         let rewritten = match self.route_statement(sql, None, true).await {
             Ok(r) => r,

@@ -2,13 +2,11 @@
 //! runs, applies the answer (switching the session's pool only at a safe point), and reports
 //! rejections and unhonorable hints as errors that never reach a backend.
 
-use std::rc::Rc;
-
+use super::bridged::cross::speaks_mysql;
 use super::Session;
 use crate::config::{PoolRole, Protocol, ReplicaFallback};
 use crate::metrics::CausalOutcome;
 use crate::pool::health::pg_commit_position;
-use crate::pool::CorePool;
 use crate::protocol::pg::backend::{self, BackendMessage, FieldDescription};
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::causal::{format_token, parse_token, token_command, TokenCommand, TOKEN_NAME};
@@ -42,13 +40,19 @@ impl Session {
     /// needs to know whether a translation rewrites it). `key` is the statement's routing key
     /// when computed before (a prepared statement's), sparing a fingerprint per execute.
     pub(super) fn decide(&mut self, sql: &str, key: Option<StatementKey>) -> Decision {
+        self.decide_as(sql, key, self.held())
+    }
+
+    /// [`Session::decide`] as if the session were `held` on its connection or not: what a
+    /// statement inside a transaction would be routed to outside it (#24).
+    pub(super) fn decide_as(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
         let input = RouteInput {
             sql,
             protocol: Protocol::Postgres,
             user: &self.identity.user,
             database: &self.identity.database,
             session: SessionView {
-                transaction_pool: self.held().then(|| self.pool.name()),
+                transaction_pool: held.then(|| self.pool.name()),
                 pinned_to_primary: self.ryw.pinned(rt::now()),
                 read_only_transaction: self.read_only_tx,
                 lex_mode: self.identity.lex.mode,
@@ -118,15 +122,14 @@ impl Session {
                 .replica_fallback(Protocol::Postgres, target, runs)
                 .map_err(|m| PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, m))?;
         }
-        let speaks_mysql = |p: &&Rc<CorePool>| p.config.backend_protocol(Protocol::Postgres) == Protocol::MySql;
-        if *target != *self.pool.config.name && self.ctx.pools().get(&target).filter(speaks_mysql).is_some() {
-            // Running one statement of a PostgreSQL session on a MySQL pool is not built yet
-            // (#24): refused by name rather than speaking PostgreSQL to a MySQL server.
+        if *target != *self.pool.config.name && self.ctx.pools().get(&target).is_some_and(|p| speaks_mysql(p)) {
+            // Statements routed to a MySQL pool run there through `bridged::cross` (#24), which
+            // sees them first; those reaching here (SQL-level EXECUTE, the default pool) cannot.
             return Err(PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 format!(
-                    "routing chose pool \"{target}\", whose backends speak MySQL; a PostgreSQL session cannot run a \
-                     statement there (log in to that pool to be bridged to it)"
+                    "routing chose pool \"{target}\", whose backends speak MySQL; this statement cannot run there \
+                     (simple queries and the extended protocol can; or log in to that pool to be bridged to it)"
                 ),
             ));
         }

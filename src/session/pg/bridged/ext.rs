@@ -6,6 +6,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -47,12 +48,14 @@ pub(super) struct Prepared {
     param_types: Vec<u32>,
     /// Result columns MySQL reported at prepare time.
     columns: Vec<PgColumn>,
+    /// The pool it was prepared on (where a native session's Executes of it run, #24).
+    pub(super) pool: Arc<str>,
 }
 
 /// A bound portal.
 #[derive(Debug)]
 pub(super) struct Portal {
-    stmt: Rc<Prepared>,
+    pub(super) stmt: Rc<Prepared>,
     /// Parameters in MySQL's `?` order.
     params: Vec<MyParam>,
     /// Result format codes.
@@ -108,7 +111,8 @@ impl Session {
             }
             Err(Lost) => return self.bridged_lost(true).await,
         };
-        let stmt = Prepared { key, sql, order, param_types: types, columns: columns.unwrap_or_default() };
+        let pool = self.pool.name().clone();
+        let stmt = Prepared { key, sql, order, param_types: types, columns: columns.unwrap_or_default(), pool };
         self.bridge.stmts.insert(name.to_owned(), Rc::new(stmt));
         self.out.extend_from_slice(&[b'1', 0, 0, 0, 4]);
         Ok(())

@@ -8,6 +8,7 @@
 //! Transactions: statements pass through; ReadyForQuery reports MySQL's `IN_TRANS` status flag,
 //! and transaction pooling gives the connection back whenever MySQL reports none open.
 
+pub(super) mod cross;
 mod ext;
 mod io;
 
@@ -30,6 +31,9 @@ pub(in crate::session::pg) struct Bridge {
     stmts: HashMap<String, Rc<ext::Prepared>>,
     /// Bound portals by name.
     portals: HashMap<String, ext::Portal>,
+    /// A native session's pipeline ran a statement on this MySQL pool (#24): until its Sync,
+    /// statements of the session's own pool are refused, as a pipeline never spans two pools.
+    crossed: Option<std::sync::Arc<str>>,
 }
 
 impl Session {
@@ -136,7 +140,8 @@ impl Session {
     /// told so with a FATAL error and closed, as a direct connection would be (#18).
     async fn bridged_lost(&mut self, batch: bool) -> Result<(), End> {
         self.drop_my_backend();
-        if self.mode() == PoolMode::Session {
+        // A connection borrowed for one statement (#24) held none of the client's session.
+        if self.mode() == PoolMode::Session && !self.crossing() {
             PgClientError::new(
                 sqlstate::CONNECTION_FAILURE,
                 "the backend connection was lost; the server session is gone",

@@ -1,0 +1,400 @@
+//! Per-statement cross-protocol routing of a native PostgreSQL session (#24), the reverse of
+//! `session::mysql::bridged::cross`: when a translation, rule or hint sends one statement to a
+//! pool whose backends speak MySQL, the session parks its own pool and connection, runs that
+//! statement through the bridge on a MySQL connection it borrows there (answering in PostgreSQL
+//! wire format: RowDescription types from MySQL column types, errors mapped to SQLSTATEs), gives
+//! that connection back at once and returns to its pool.
+//!
+//! A simple Query runs as `COM_QUERY`. In the extended protocol a Parse that routing sends across
+//! is prepared there and kept in the bridge's statement table (named or unnamed); its Bind,
+//! Describe, Execute and Close are served from that table, every Execute on a connection borrowed
+//! for it, prepared again there when needed.
+//!
+//! A transaction never spans two pools: such a statement is refused with `25001` while the
+//! session's PostgreSQL transaction is open, while earlier messages of the same pipeline wait for
+//! their Sync on the session's pool, and when it controls a transaction itself. Settings the
+//! client made are carried over by `bridge::session_map::to_mysql` or refused with `0A000`; a
+//! connection given such settings is closed after the statement, so no other client inherits them.
+
+use std::rc::Rc;
+
+use crate::bridge::pg_result::PgResultWriter;
+use crate::bridge::session_map::to_mysql;
+use crate::bridge::tag::statements;
+use crate::config::Protocol;
+use crate::pool::{Conn, CorePool};
+use crate::protocol::mysql::Command;
+use crate::protocol::pg::{backend, sqlstate, FrontendMessage, Target, TransactionStatus};
+use crate::routing::{Decision, DecisionKind, Outcome};
+use crate::session::client_error::PgClientError;
+
+use super::super::prepared::Expect;
+use super::super::{End, Session};
+
+/// `active_sql_transaction`: the statement would make a transaction span two pools.
+const ACTIVE_SQL_TRANSACTION: &str = "25001";
+
+/// What the session sets aside while one statement runs on a MySQL pool.
+pub(in crate::session::pg) struct Parked {
+    pool: Rc<CorePool>,
+    backend: Option<Conn>,
+    tx: TransactionStatus,
+    /// The borrowed connection got the session's settings: it is closed afterwards.
+    dirty: bool,
+}
+
+/// Whether `pool`'s backends speak MySQL to a PostgreSQL session.
+pub(in crate::session::pg) fn speaks_mysql(pool: &CorePool) -> bool {
+    pool.config.backend_protocol(Protocol::Postgres) == Protocol::MySql
+}
+
+/// Whether a statement controls a transaction (it cannot run on a connection borrowed for it).
+fn controls_transaction(sql: &str) -> bool {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let first = Lexer::new(sql, crate::sql::Dialect::Postgres).find(|t| t.kind != TokenKind::Comment);
+    let words = ["BEGIN", "START", "COMMIT", "ROLLBACK", "END", "ABORT", "SAVEPOINT", "RELEASE", "PREPARE"];
+    first.is_some_and(|t| words.iter().any(|w| t.is_word(w)))
+}
+
+impl Session {
+    /// Whether this is a native session and some pool's backends speak MySQL: only then can
+    /// routing send a statement across.
+    fn any_cross_pool(&self) -> bool {
+        !self.is_bridged() && self.ctx.pools().iter().any(|p| speaks_mysql(p))
+    }
+
+    /// The MySQL pool routing sends `sql` to, with the decision, when that is not the session's
+    /// pool. Decided as if no transaction held the session, so that a statement inside one is
+    /// refused rather than silently kept here untranslated. The default step (no rule, no split)
+    /// keeps the session where it is.
+    fn cross_target(&self, sql: &str) -> Option<(Rc<CorePool>, Decision)> {
+        if !self.any_cross_pool() {
+            return None;
+        }
+        let d = self.decide_as(sql, None, false);
+        if d.step == DecisionKind::Default {
+            return None;
+        }
+        let Outcome::Route(name) = &d.outcome else { return None };
+        if **name == *self.pool.config.name {
+            return None;
+        }
+        let pool = self.ctx.pools().get(name).filter(|p| speaks_mysql(p)).cloned()?;
+        Some((pool, d))
+    }
+
+    /// Whether messages of the current pipeline wait for answers from the session's own pool.
+    fn native_pending(&self) -> bool {
+        self.awaiting_ready || !self.bout.is_empty() || self.expect.iter().any(|e| !matches!(e, Expect::Synth(_)))
+    }
+
+    /// Why a statement (`sql`, empty for an Execute) routed to MySQL pool `pool` cannot run there
+    /// now; otherwise answers synthesized so far go out first, keeping the client's order.
+    fn cross_ready(&mut self, pool: &str, sql: &str) -> Result<(), PgClientError> {
+        let own = &self.pool.config.name;
+        let why = if self.tx != TransactionStatus::Idle {
+            format!(
+                "a transaction is open on pool \"{own}\" and a transaction never spans two pools; COMMIT or ROLLBACK first"
+            )
+        } else if self.native_pending() {
+            format!("earlier statements of this pipeline run on pool \"{own}\" until Sync, and a pipeline never spans two pools")
+        } else if controls_transaction(sql) {
+            "it controls a transaction, which a statement routed to another pool cannot do".to_owned()
+        } else {
+            self.emit_synth();
+            return Ok(());
+        };
+        Err(PgClientError::new(
+            ACTIVE_SQL_TRANSACTION,
+            format!("cannot run the statement on MySQL pool \"{pool}\" chosen by routing: {why}"),
+        ))
+    }
+
+    /// Fails the pipeline with `e`. Messages of the session's own pool queued before it go out
+    /// first (with a Flush), so their answers precede the error, as on a server; the backend
+    /// then runs part of the batch, and the Sync aborts it there (`sync_aborted`).
+    async fn cross_fail(&mut self, e: PgClientError) -> Result<(), End> {
+        if self.native_pending() && self.backend.is_some() {
+            self.on_flush(&[b'H', 0, 0, 0, 4]).await?;
+            if self.aborted {
+                return Ok(()); // the server failed the pipeline first: its error stands
+            }
+        }
+        self.fail_batch(e)
+    }
+
+    /// Moves the session to MySQL pool `pool` for one statement; with `settle`, on a connection
+    /// carrying the session's settings. On an error the session stays where it was.
+    async fn cross_enter(&mut self, pool: Rc<CorePool>, sql: &str, settle: bool) -> Result<(), PgClientError> {
+        self.cross_ready(&pool.config.name, sql)?;
+        let sets = if settle {
+            to_mysql(self.state.settings()).map_err(|e| {
+                let text =
+                    format!("cannot run the statement on MySQL pool \"{}\" chosen by routing: {e}", pool.config.name);
+                PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, text)
+            })?
+        } else {
+            Vec::new()
+        };
+        let parked = Parked {
+            pool: std::mem::replace(&mut self.pool, pool),
+            backend: self.backend.take(),
+            tx: std::mem::replace(&mut self.tx, TransactionStatus::Idle),
+            dirty: !sets.is_empty(),
+        };
+        self.parked = Some(parked);
+        let r = self.cross_settle(&sets).await;
+        if r.is_err() {
+            self.cross_unpark();
+        }
+        r
+    }
+
+    /// Applies `sets` (MySQL `SET` statements) on a borrowed connection.
+    async fn cross_settle(&mut self, sets: &[String]) -> Result<(), PgClientError> {
+        if sets.is_empty() {
+            return Ok(());
+        }
+        self.my_backend().await?;
+        for set in sets {
+            let mut scratch = Vec::new();
+            let mut w = PgResultWriter::new(vec!["SET"], false, false, &[], self.my_caps(), self.my_status());
+            let r = self.my_run(&Command::Query(set.as_bytes()), &mut w, &mut scratch, false).await;
+            if r.is_err() || w.errored {
+                let zones = if set.contains("time_zone") { " (named zones need MySQL's time zone tables)" } else { "" };
+                return Err(PgClientError::new(
+                    sqlstate::FEATURE_NOT_SUPPORTED,
+                    format!("MySQL pool \"{}\" refused the session's setting ({set}){zones}", self.pool.config.name),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives the borrowed MySQL connection back (closed when it got the session's settings or a
+    /// transaction is left open on it) and returns to the parked pool and connection. Also
+    /// called when the session ends, wherever it was.
+    pub(in crate::session::pg) fn cross_unpark(&mut self) {
+        let Some(p) = self.parked.take() else { return };
+        if let Some(c) = self.backend.as_mut().filter(|_| p.dirty) {
+            c.broken = true;
+        }
+        self.my_release(false);
+        self.pool = p.pool;
+        self.backend = p.backend;
+        self.tx = p.tx;
+    }
+
+    /// Whether a MySQL connection is borrowed for one statement right now.
+    pub(super) fn crossing(&self) -> bool {
+        self.parked.is_some()
+    }
+
+    /// A simple Query that routing sends to a MySQL pool: run there, answered here; `None` when
+    /// it stays on the session's side.
+    pub(in crate::session::pg) async fn on_cross_query(&mut self, sql: &str) -> Option<Result<(), End>> {
+        let (pool, d) = self.cross_target(sql)?;
+        self.ctx.count_decision(&d);
+        let text = d.rewritten.map_or_else(|| sql.to_owned(), |t| t.sql);
+        match self.cross_enter(pool, &text, true).await {
+            Err(e) => e.encode(&mut self.out),
+            Ok(()) => {
+                self.cross_simple(&text).await;
+                self.cross_unpark();
+            }
+        }
+        backend::encode_ready_for_query(self.tx, &mut self.out);
+        Some(self.flush_client().await)
+    }
+
+    /// Runs `sql` as `COM_QUERY`, each result translated into `out`.
+    async fn cross_simple(&mut self, sql: &str) {
+        let parts = statements(sql);
+        if parts.is_empty() {
+            self.out.extend_from_slice(&[b'I', 0, 0, 0, 4]);
+            return;
+        }
+        if let Err(e) = self.my_backend().await {
+            e.encode(&mut self.out);
+            return;
+        }
+        let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), self.my_status());
+        let mut out = std::mem::take(&mut self.out);
+        let r = self.my_run(&Command::Query(sql.as_bytes()), &mut writer, &mut out, true).await;
+        self.out = out;
+        if r.is_err() {
+            self.drop_my_backend();
+            PgClientError::new(
+                sqlstate::CONNECTION_FAILURE,
+                "the MySQL backend connection was lost; the statement may not have completed",
+            )
+            .encode(&mut self.out);
+        }
+    }
+
+    /// An extended-protocol message of a statement routing sends to a MySQL pool (or of its
+    /// portals); `None` for the session's own. A Parse or Bind of the session's own replaces a
+    /// cross statement or portal of the same name.
+    pub(in crate::session::pg) async fn on_cross_message(
+        &mut self,
+        msg: &FrontendMessage<'_>,
+    ) -> Option<Result<(), End>> {
+        let done = self.cross_message(msg).await;
+        match msg {
+            // The pipeline's implicit transaction ends: so do the portals bound in it.
+            FrontendMessage::Sync => {
+                self.bridge.crossed = None;
+                self.bridge.portals.clear();
+            }
+            FrontendMessage::Parse { .. }
+            | FrontendMessage::Bind { .. }
+            | FrontendMessage::Describe { .. }
+            | FrontendMessage::Execute { .. } => {
+                if done.is_some() {
+                    if let Some(pool) = self.pool_of(msg) {
+                        self.bridge.crossed = Some(pool);
+                    }
+                } else if let Some(pool) = self.bridge.crossed.clone() {
+                    let why = format!(
+                        "cannot run the statement on pool \"{}\": earlier statements of this pipeline ran on MySQL pool \
+                         \"{pool}\", and a pipeline never spans two pools; Sync first",
+                        self.pool.config.name
+                    );
+                    return Some(self.fail_batch(PgClientError::new(ACTIVE_SQL_TRANSACTION, why)));
+                }
+            }
+            _ => {}
+        }
+        done
+    }
+
+    /// The MySQL pool a cross message's statement belongs to.
+    fn pool_of(&self, msg: &FrontendMessage<'_>) -> Option<std::sync::Arc<str>> {
+        let stmt = |name: &str| self.bridge.stmts.get(name).map(|s| s.pool.clone());
+        let portal = |name: &str| self.bridge.portals.get(name).map(|p| p.stmt.pool.clone());
+        match *msg {
+            FrontendMessage::Parse { name, .. } | FrontendMessage::Describe { kind: Target::Statement, name } => {
+                stmt(name)
+            }
+            FrontendMessage::Bind { portal: name, .. }
+            | FrontendMessage::Describe { kind: Target::Portal, name }
+            | FrontendMessage::Execute { portal: name, .. } => portal(name),
+            _ => None,
+        }
+    }
+
+    /// [`Session::on_cross_message`] before the pipeline's bookkeeping.
+    async fn cross_message(&mut self, msg: &FrontendMessage<'_>) -> Option<Result<(), End>> {
+        match *msg {
+            FrontendMessage::Parse { name, query, ref param_types } => {
+                let Some((pool, d)) = self.cross_target(query) else {
+                    if name.is_empty() {
+                        self.bridge.stmts.remove("");
+                    } else if self.bridge.stmts.contains_key(name) {
+                        return Some(self.fail_batch(duplicate(name)));
+                    }
+                    return None;
+                };
+                Some(self.cross_parse(pool, d, name, query, param_types.iter().collect()).await)
+            }
+            FrontendMessage::Bind { portal, statement, ref param_formats, ref params, ref result_formats } => {
+                let Some(pool) = self.bridge.stmts.get(statement).map(|s| s.pool.clone()) else {
+                    self.bridge.portals.remove(portal);
+                    return None;
+                };
+                if let Err(e) = self.cross_ready(&pool, "") {
+                    return Some(self.cross_fail(e).await);
+                }
+                let formats: Vec<i16> = param_formats.iter().collect();
+                let values: Vec<Option<&[u8]>> = params.iter().collect();
+                Some(self.bridged_bind(portal, statement, &formats, &values, result_formats.iter().collect()))
+            }
+            FrontendMessage::Describe { kind, name } => {
+                let pool = match kind {
+                    Target::Statement => self.bridge.stmts.get(name).map(|s| s.pool.clone()),
+                    Target::Portal => self.bridge.portals.get(name).map(|p| p.stmt.pool.clone()),
+                }?;
+                if let Err(e) = self.cross_ready(&pool, "") {
+                    return Some(self.cross_fail(e).await);
+                }
+                Some(match kind {
+                    Target::Statement => self.describe_statement(name),
+                    Target::Portal => self.describe_portal(name),
+                })
+            }
+            FrontendMessage::Execute { portal, max_rows } if self.bridge.portals.contains_key(portal) => {
+                Some(self.cross_execute(portal, max_rows).await)
+            }
+            FrontendMessage::Close { kind, name } => {
+                let known = match kind {
+                    Target::Statement => self.bridge.stmts.remove(name).is_some(),
+                    Target::Portal => self.bridge.portals.remove(name).is_some(),
+                };
+                // Answered in turn with whatever the session's pool answers before it.
+                known.then(|| {
+                    self.expect.push_back(Expect::Synth(b'3'));
+                    Ok(())
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Parse of a statement routed to MySQL pool `pool`: prepared there (so errors and result
+    /// columns are known now), kept in the bridge's table.
+    async fn cross_parse(
+        &mut self,
+        pool: Rc<CorePool>,
+        d: Decision,
+        name: &str,
+        query: &str,
+        types: Vec<u32>,
+    ) -> Result<(), End> {
+        if !name.is_empty() && self.stmts.contains_key(name) {
+            return self.fail_batch(duplicate(name));
+        }
+        self.ctx.count_decision(&d);
+        let sql = d.rewritten.map_or_else(|| query.to_owned(), |t| t.sql);
+        if let Err(e) = self.cross_enter(pool, &sql, false).await {
+            return self.cross_fail(e).await;
+        }
+        let r = self.bridged_parse(name, &sql, types).await;
+        self.cross_unpark();
+        r
+    }
+
+    /// Execute of a portal bound to a statement prepared on a MySQL pool.
+    async fn cross_execute(&mut self, portal: &str, max_rows: i32) -> Result<(), End> {
+        let name = self.bridge.portals.get(portal).map(|p| p.stmt.pool.clone()).unwrap_or_default();
+        let Some(pool) = self.ctx.pools().get(&name).filter(|p| speaks_mysql(p)).cloned() else {
+            let text = format!("pool \"{name}\", where the statement was prepared, is no longer a MySQL pool");
+            return self.fail_batch(PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, text));
+        };
+        if let Err(e) = self.cross_enter(pool, "", true).await {
+            return self.cross_fail(e).await;
+        }
+        let r = self.bridged_execute(portal, max_rows).await;
+        self.cross_unpark();
+        r
+    }
+}
+
+/// The server's error for a Parse of a name already taken.
+fn duplicate(name: &str) -> PgClientError {
+    PgClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, format!("prepared statement \"{name}\" already exists"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::controls_transaction;
+
+    #[test]
+    fn transaction_control_is_recognized() {
+        for sql in ["BEGIN", "/* x */ start transaction", "COMMIT", "rollback to savepoint a", "SAVEPOINT a", "END"] {
+            assert!(controls_transaction(sql), "{sql}");
+        }
+        for sql in ["SELECT 1", "UPDATE t SET begin = 1", "", "WITH x AS (SELECT 1) SELECT * FROM x"] {
+            assert!(!controls_transaction(sql), "{sql}");
+        }
+    }
+}
