@@ -6,6 +6,7 @@
 
 mod balance;
 mod budget;
+mod causal;
 mod conn;
 pub mod health;
 mod login;
@@ -32,7 +33,7 @@ pub use schema::SchemaGeneration;
 
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::error::{ErrorCode, Origin};
-use crate::metrics::{BackendCounters, CausalOutcome, PoolCounters, PoolSnapshot, QueueSlot};
+use crate::metrics::{BackendCounters, PoolCounters, PoolSnapshot, QueueSlot};
 use crate::rt::{self, Event};
 
 /// Why a connection could not be had.
@@ -117,9 +118,6 @@ pub type ServerParams = Rc<Vec<(String, String)>>;
 /// Upkeep ticks (5 ms each) another core must have been starved before an idle connection is
 /// given up for it.
 const STARVED_TICKS: u32 = 4;
-
-/// How often a causal read re-reads a standby's replay position while it waits for it.
-const CAUSAL_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// How often a waiting checkout looks for budget freed by another core.
 const CROSS_CORE_RECHECK: std::time::Duration = std::time::Duration::from_millis(2);
@@ -510,59 +508,6 @@ impl CorePool {
         deadline: Instant,
     ) -> Result<Conn, PoolError> {
         self.checkout_where(protocol, who, deadline, &|_| true).await
-    }
-
-    /// causal (#22): borrows a connection to a backend that has replayed WAL `position`, or
-    /// `None` when none has within `wait` — the caller then reads on the primary. Cached replay
-    /// positions (from the health probe) decide first; when none is far enough, the position
-    /// is read on demand on a connection to the backend the balance policy chooses, and read
-    /// again every millisecond until it is or `wait` is over.
-    pub async fn checkout_caught_up(
-        self: &Rc<Self>,
-        protocol: Protocol,
-        who: Option<&PassThrough>,
-        deadline: Instant,
-        position: u64,
-        wait: std::time::Duration,
-    ) -> Result<Option<Conn>, PoolError> {
-        if protocol != Protocol::Postgres {
-            return Ok(None); // positions are PostgreSQL WAL offsets
-        }
-        let caught_up =
-            |i: usize| self.backends.get(i).and_then(|b| b.health.replayed()).is_some_and(|r| r >= position);
-        let any_healthy = self.has_healthy_backend();
-        if (0..self.backends.len()).any(|i| self.usable(i, any_healthy) && caught_up(i)) {
-            self.counters.causal_read(CausalOutcome::ServedByReplica); // metrics
-            return self.checkout_where(protocol, who, deadline, &caught_up).await.map(Some);
-        }
-        let started = rt::now();
-        let until = started + wait;
-        let mut conn = self.checkout(protocol, who, deadline).await?;
-        let result = loop {
-            match health::pg_replay_position(&mut conn).await {
-                Ok(replayed) => {
-                    if let Some(b) = self.backends.get(conn.backend) {
-                        b.health.note_replayed(replayed);
-                    }
-                    if replayed >= position {
-                        self.counters.causal_read(CausalOutcome::Waited); // metrics
-                        break Some(conn);
-                    }
-                }
-                Err(e) => {
-                    conn.broken |= e.breaks_connection();
-                    self.checkin(conn, true);
-                    break None;
-                }
-            }
-            if rt::now() >= until {
-                self.checkin(conn, true);
-                break None;
-            }
-            rt::sleep(CAUSAL_POLL).await;
-        };
-        self.counters.causal_waited(started.elapsed()); // metrics
-        Ok(result)
     }
 
     /// Borrows a connection to a backend `eligible` accepts (see [`CorePool::checkout`]).

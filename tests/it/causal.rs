@@ -40,7 +40,7 @@ fn router(pools: &str, routing: &str) -> Router {
 }
 
 /// The value of `/metrics` series `series` (full name with labels), 0 when absent.
-fn metric(router: &Router, series: &str) -> f64 {
+pub(crate) fn metric(router: &Router, series: &str) -> f64 {
     let addr = router.control().endpoints().metrics.expect("metrics endpoint");
     get(addr, "/metrics").lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0.0)
 }

@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use super::Session;
 use crate::config::{PoolRole, Protocol, ReplicaFallback};
+use crate::id::Position;
 use crate::metrics::CausalOutcome;
 use crate::pool::health::pg_commit_position;
 use crate::pool::CorePool;
@@ -141,7 +142,7 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        let causal = self.ryw.required_position().filter(|_| to_replica && !self.held());
+        let causal = self.ryw.required_position().filter(|_| to_replica && !self.held()).cloned();
         if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
             self.connect_causal(position).await?; // causal reads (#22)
         }
@@ -179,7 +180,7 @@ impl Session {
     /// waiting up to `routing.causal_wait` for one; else on the primary (or fails, with
     /// `replica_fallback = "error"`). A connection the session kept (session pooling) is given
     /// back first: it may be on a replica that is behind.
-    async fn connect_causal(&mut self, position: u64) -> Result<(), PgClientError> {
+    async fn connect_causal(&mut self, position: Position) -> Result<(), PgClientError> {
         self.release_backend(false).await;
         if self.pool.is_replaced() {
             if let Some(successor) = self.ctx.pools().get(self.pool.name()).cloned() {
@@ -190,7 +191,7 @@ impl Session {
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
         let who = self.identity.pass.as_deref();
         let caught_up =
-            self.pool.checkout_caught_up(Protocol::Postgres, who, deadline, position, config.routing.causal_wait);
+            self.pool.checkout_caught_up(Protocol::Postgres, who, deadline, &position, config.routing.causal_wait);
         if let Some(conn) = caught_up.await.map_err(|e| PgClientError::from(&e))? {
             let stale = conn.settings != self.state.signature();
             self.backend = Some(conn);
@@ -229,7 +230,7 @@ impl Session {
         };
         match pg_commit_position(conn).await {
             Ok(position) => {
-                self.ryw.learned(Some(position));
+                self.ryw.learned(Some(Position::Wal(position)));
                 // The token a client may hand to another connection, as an asynchronous
                 // ParameterStatus (protocol 3.0 §55.2.7 allows one at any time).
                 if let Some(high) = self.ryw.required_position() {
@@ -252,7 +253,7 @@ impl Session {
     /// querypilot.causal_token = '...'` itself (they concern the router, not a server); `None`
     /// when `sql` is neither. An invalid token is refused with SQLSTATE 22023 and changes nothing.
     pub(super) async fn on_token_query(&mut self, sql: &str) -> Option<Result<(), super::End>> {
-        match token_command(sql)? {
+        match token_command(sql, crate::sql::Dialect::Postgres)? {
             TokenCommand::Show => {
                 let field = FieldDescription {
                     name: TOKEN_NAME,
