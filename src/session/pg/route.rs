@@ -20,7 +20,7 @@ use crate::session::client_error::PgClientError;
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
 const REJECTED: &str = "42501";
 /// SQLSTATE for an invalid causal token (invalid_parameter_value), #22.
-const INVALID_PARAMETER_VALUE: &str = "22023";
+pub(super) const INVALID_PARAMETER_VALUE: &str = "22023";
 /// OID of `text`, the causal token's type in `SHOW querypilot.causal_token`.
 const TEXT_OID: u32 = 25;
 /// SQLSTATE for a statement refused on a replica-role pool (read_only_sql_transaction), #19.
