@@ -341,8 +341,9 @@ fn weighted_backends_get_connections_two_to_one() {
         "session",
         &[be(pg.primary_port, ", weight = 2"), be(pg.replica_port, ", weight = 1")],
     );
-    // The weighted policy: the default (least_outstanding) ranks backends by statements in
-    // flight first, which 30 logins racing each other skew (23:7 and 28:2 were seen).
+    // The weighted policy (the default, named here since the test is about it):
+    // least_outstanding ranks backends by statements in flight first, which 30 logins racing
+    // each other skew (23:7 and 28:2 were seen).
     let pools = pools.replacen("mode = ", "balance = \"weighted\"\nmode = ", 1);
     let router = router("postgres", &pools, "reads", "reads");
     until_health(&router, "reads", pg.replica_port, true, Duration::from_secs(10));
