@@ -110,6 +110,45 @@ impl Position {
     }
 }
 
+/// The token form clients see (`SHOW querypilot.causal_token`) and hand over: `pg:` and the WAL
+/// position in PostgreSQL's `pg_lsn` text form (`pg:16/B374D848`, comparable with
+/// `pg_last_wal_replay_lsn()`), or `gtid:` and the GTID position (`gtid:0-1-100,1-2-7`).
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Position::Wal(p) => write!(f, "pg:{:X}/{:X}", p >> 32, p & 0xFFFF_FFFF),
+            Position::Gtid(g) => write!(f, "gtid:{g}"),
+        }
+    }
+}
+
+impl Position {
+    /// Parses the token form (see the `Display` impl); `None` when malformed or an empty GTID
+    /// position (which would name nothing).
+    pub fn parse_token(token: &str) -> Option<Position> {
+        if let Some(gtids) = token.strip_prefix("gtid:") {
+            return GtidPosition::parse(gtids).filter(|g| !g.gtids().is_empty()).map(Position::Gtid);
+        }
+        let (high, low) = token.strip_prefix("pg:")?.split_once('/')?;
+        let hex = |s: &str| {
+            (!s.is_empty() && s.len() <= 8 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+                .then(|| u32::from_str_radix(s, 16).ok())
+                .flatten()
+        };
+        Some(Position::Wal((u64::from(hex(high)?) << 32) | u64::from(hex(low)?)))
+    }
+
+    /// Whether a server whose applied position is `applied` has applied this one (positions
+    /// of different engines never have).
+    pub fn applied_by(&self, applied: &Position) -> bool {
+        match (self, applied) {
+            (Position::Wal(need), Position::Wal(done)) => done >= need,
+            (Position::Gtid(need), Position::Gtid(done)) => need.applied_by(done),
+            _ => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +186,9 @@ mod tests {
         let mut gtid = Position::Gtid(gtids("0-1-10,1-1-3"));
         gtid.raise(&Position::Gtid(gtids("0-2-9,1-2-4,2-1-1")));
         assert_eq!(gtid, Position::Gtid(gtids("0-1-10,1-2-4,2-1-1")));
+        assert!(gtid.applied_by(&Position::Gtid(gtids("0-1-10,1-1-4,2-2-1"))));
+        assert!(!gtid.applied_by(&Position::Gtid(gtids("0-1-10,1-1-4"))));
+        assert!(!gtid.applied_by(&Position::Wal(u64::MAX)), "engines never compare");
         gtid.raise(&Position::Wal(1));
         assert_eq!(gtid, Position::Wal(1), "another engine's position replaces it");
     }

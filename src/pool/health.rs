@@ -167,6 +167,12 @@ impl BackendHealth {
         }
     }
 
+    /// causal: the position the backend is known to have applied (a standby's replay
+    /// position, else a MariaDB replica's GTID position), for the dry-run.
+    fn applied(&self) -> Option<Position> {
+        self.replayed().map(Position::Wal).or_else(|| self.applied_gtid.lock().clone().map(Position::Gtid))
+    }
+
     /// Whether new connections may go to this backend (one relaxed load).
     #[inline]
     pub fn is_healthy(&self) -> bool {
@@ -232,6 +238,7 @@ impl BackendHealth {
                 ("query", self.failures[1].load(Ordering::Relaxed)),
                 ("lag", self.failures[2].load(Ordering::Relaxed)),
             ],
+            applied_position: self.applied().map(|p| p.to_string()),
             role_mismatch: match self.role.load(Ordering::Relaxed) {
                 ROLE_MATCHES => Some(false),
                 ROLE_MISMATCH => Some(true),

@@ -8,7 +8,7 @@
 //! MariaDB token is `gtid:` followed by the GTID position as `@@gtid_slave_pos` prints it
 //! (`0-1-100,1-2-7`).
 
-use crate::id::{GtidPosition, Position};
+use crate::id::Position;
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
 
@@ -24,29 +24,14 @@ pub enum TokenError {
     Malformed(String),
 }
 
-/// The token for `position`.
+/// The token for `position` (its `Display` form).
 pub fn format_token(position: &Position) -> String {
-    match position {
-        Position::Wal(p) => format!("pg:{:X}/{:X}", p >> 32, p & 0xFFFF_FFFF),
-        Position::Gtid(g) => format!("gtid:{g}"),
-    }
+    position.to_string()
 }
 
 /// The position a token names.
 pub fn parse_token(token: &str) -> Result<Position, TokenError> {
-    let bad = || TokenError::Malformed(token.to_owned());
-    if let Some(gtids) = token.strip_prefix("gtid:") {
-        return GtidPosition::parse(gtids).filter(|g| !g.gtids().is_empty()).map(Position::Gtid).ok_or_else(bad);
-    }
-    let lsn = token.strip_prefix("pg:").ok_or_else(bad)?;
-    let (high, low) = lsn.split_once('/').ok_or_else(bad)?;
-    let hex = |s: &str| {
-        (!s.is_empty() && s.len() <= 8 && s.bytes().all(|b| b.is_ascii_hexdigit()))
-            .then(|| u32::from_str_radix(s, 16).ok())
-            .flatten()
-    };
-    let (high, low) = (hex(high).ok_or_else(bad)?, hex(low).ok_or_else(bad)?);
-    Ok(Position::Wal((u64::from(high) << 32) | u64::from(low)))
+    Position::parse_token(token).ok_or_else(|| TokenError::Malformed(token.to_owned()))
 }
 
 /// A statement about the token, answered by the router itself.
@@ -96,6 +81,7 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_in_gtid_form() {
+        use crate::id::GtidPosition;
         let g = Position::Gtid(GtidPosition::parse("0-1-100,1-2-7").expect("gtids"));
         assert_eq!(format_token(&g), "gtid:0-1-100,1-2-7");
         assert_eq!(parse_token("gtid:0-1-100,1-2-7"), Ok(g));

@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::health::{backend, get};
 use crate::pg_util::psql;
 use crate::router::Router;
+use crate::routing_api::{enc, http};
 use crate::support::{dbs, eventually, unique_name, Dbs, Kind, PgEnv};
 
 /// `[pools.NAME]` of the app user over `backends` (inline tables), fast health checks.
@@ -185,6 +186,25 @@ fn causal_reads_see_the_sessions_writes_and_return_to_the_standby() {
     assert_eq!(where_read(&mut other, &read), ["0", "t"], "a refused token changes nothing");
     other.simple_query(&format!("SET querypilot.causal_token = '{token}'")).expect("hand the token over");
     assert_eq!(where_read(&mut other, &read), ["1", "f"], "the token's holder reads the write too");
+    // The dry-run shows the position and the paused standby behind it (#22).
+    let admin = router.control().endpoints().admin.expect("admin endpoint");
+    let path = format!("/api/routing/test?protocol=postgres&sql={}&causal_token={}", enc(&read), enc(&token));
+    let (status, view) = http(admin, "GET", &path, None);
+    let replica = &view["causal"]["replicas"][0];
+    assert_eq!(
+        (status, replica["why"].as_str(), replica["qualifies"].as_bool()),
+        (200, Some("behind"), Some(false)),
+        "{view}"
+    );
+    assert!(replica["applied"].as_str().is_some_and(|a| a.starts_with("pg:")), "{view}");
+    // ...or as a startup setting, `options=-c querypilot.causal_token=...` (PGOPTIONS).
+    let mut startup = pg.config(router.port(), &pg.user, &pg.password);
+    startup.options(&format!("-c querypilot.causal_token={token}"));
+    let mut third = startup.connect(postgres::NoTls).expect("connect with the token at startup");
+    assert_eq!(where_read(&mut third, &read), ["1", "f"], "a token passed at startup is adopted");
+    startup.options("-c querypilot.causal_token=nonsense");
+    let refused = startup.connect(postgres::NoTls).err().expect("an invalid startup token refuses the login");
+    assert_eq!(refused.code(), Some(&postgres::error::SqlState::INVALID_PARAMETER_VALUE), "{refused}");
     client.batch_execute(&format!("BEGIN; INSERT INTO {table} VALUES (2); COMMIT")).expect("a writing transaction");
     assert_eq!(where_read(&mut client, &read), ["2", "f"]);
 

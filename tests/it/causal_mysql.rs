@@ -10,6 +10,7 @@ use mysql::Conn;
 
 use crate::causal::metric;
 use crate::router::Router;
+use crate::routing_api::{enc, http};
 use crate::support::{dbs, eventually, unique_name, Dbs, Kind, MyEnv};
 
 const PRIMARY: u64 = 1;
@@ -52,6 +53,17 @@ fn causal_reads(router: &Router, outcome: &str) -> f64 {
     metric(router, &format!("sqp_causal_reads_total{{core=\"0\",pool=\"myread\",outcome=\"{outcome}\"}}"))
 }
 
+/// The dry-run's causal view (#22) of a read of `table` for a session whose position is
+/// `token` (none: it wrote nothing).
+fn causal_dry_run(router: &Router, table: &str, token: Option<&str>) -> serde_json::Value {
+    let admin = router.control().endpoints().admin.expect("admin endpoint");
+    let token = token.map(|t| format!("&causal_token={}", enc(t))).unwrap_or_default();
+    let sql = enc(&format!("SELECT COUNT(*) FROM {table}"));
+    let (status, v) = http(admin, "GET", &format!("/api/routing/test?protocol=mysql&sql={sql}{token}"), None);
+    assert_eq!(status, 200, "{v}");
+    v["causal"].clone()
+}
+
 #[test]
 fn mariadb_causal_reads_see_the_sessions_writes_and_return_to_the_replica() {
     let env = Dbs::private();
@@ -78,6 +90,22 @@ fn mariadb_causal_reads_see_the_sessions_writes_and_return_to_the_replica() {
     assert_eq!(read(&mut other, &t, None), (0, REPLICA), "a refused token changes nothing");
     other.query_drop(format!("SET querypilot.causal_token = '{token}'")).expect("hand the token over");
     assert_eq!(read(&mut other, &t, None), (1, PRIMARY), "the token's holder reads the write too");
+
+    // The dry-run shows the session's position and why the stopped replica does not qualify.
+    let view = causal_dry_run(&router, &t, Some(&token));
+    let replica = &view["replicas"][0];
+    assert_eq!(
+        (view["position"].as_str(), view["fallback"].as_str()),
+        (Some(token.as_str()), Some("primary")),
+        "{view}"
+    );
+    assert_eq!((replica["why"].as_str(), replica["qualifies"].as_bool()), (Some("behind"), Some(false)), "{view}");
+    assert!(replica["applied"].as_str().is_some_and(|a| a.starts_with("gtid:0-1-")), "{view}");
+    let fresh = causal_dry_run(&router, &t, None);
+    assert_eq!(fresh["replicas"][0]["why"].as_str(), Some("no_write"), "{fresh}");
+    let admin = router.control().endpoints().admin.expect("admin endpoint");
+    let (status, _) = http(admin, "GET", "/api/routing/test?protocol=mysql&sql=SELECT+1&causal_token=nonsense", None);
+    assert_eq!(status, 400, "an invalid token is refused by the dry-run too");
     writer.query_drop("START TRANSACTION").expect("begin");
     writer.query_drop(format!("INSERT INTO {t} VALUES (2)")).expect("write in a transaction");
     writer.query_drop("COMMIT").expect("commit");
@@ -86,6 +114,9 @@ fn mariadb_causal_reads_see_the_sessions_writes_and_return_to_the_replica() {
     env.resume_replication(Kind::Mariadb);
     eventually(Duration::from_secs(20), "the same session's reads back on the replica", || {
         read(&mut writer, &t, None) == (2, REPLICA)
+    });
+    eventually(Duration::from_secs(10), "the dry-run to show the replica caught up", || {
+        causal_dry_run(&router, &t, Some(&token))["replicas"][0]["why"] == "caught_up"
     });
     let on_replica = causal_reads(&router, "served_by_replica") + causal_reads(&router, "waited");
     assert!(on_replica >= 1.0, "the read on the caught-up replica is counted");
