@@ -18,7 +18,7 @@ const REPLICA: u64 = 2;
 
 /// A router for MySQL clients: `mywrite` on the primary, `myread` on the replica (probed every
 /// 100 ms), split on, `routing` lines added to `[routing]`.
-fn router(my: &MyEnv, routing: &str) -> Router {
+fn my_router(my: &MyEnv, routing: &str) -> Router {
     let pool = |name: &str, port: u16| {
         format!(
             "[pools.{name}]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
@@ -68,7 +68,7 @@ fn causal_dry_run(router: &Router, table: &str, token: Option<&str>) -> serde_js
 fn mariadb_causal_reads_see_the_sessions_writes_and_return_to_the_replica() {
     let env = Dbs::private();
     let my = &env.my;
-    let router = router(my, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
+    let router = my_router(my, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
     let t = unique_name("causal_my");
     my.primary_client().query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY)")).expect("create");
     my.wait_replica_caught_up(Duration::from_secs(20));
@@ -126,6 +126,18 @@ fn mariadb_causal_reads_see_the_sessions_writes_and_return_to_the_replica() {
     assert_eq!(read(&mut writer, &t, None), (3, PRIMARY));
     writer.reset().expect("COM_RESET_CONNECTION through the router");
     assert_eq!(read(&mut writer, &t, None), (2, REPLICA), "COM_RESET_CONNECTION forgets the session's writes");
+
+    // With replica_fallback = "error" the read fails instead of reaching the primary.
+    let strict = my_router(my, "read_your_writes = \"causal\"\ncausal_wait = \"0s\"\nreplica_fallback = \"error\"");
+    let mut c = client(&strict, my);
+    c.query_drop(format!("INSERT INTO {t} VALUES (4)")).expect("write");
+    let sql = format!("SELECT COUNT(*), @@server_id FROM {t}");
+    let refused = c.query_first::<(u64, u64), _>(&sql).expect_err("no replica applied the write");
+    assert!(
+        matches!(&refused, mysql::Error::MySqlError(e) if e.code == 2003 && e.message.contains("applied")),
+        "{refused}"
+    );
+    assert_eq!(causal_reads(&strict, "error"), 1.0, "the refusal is counted");
     env.resume_replication(Kind::Mariadb);
 }
 
@@ -164,7 +176,7 @@ fn mariadb_app_pool_reads_mostly_from_the_replica_in_causal_mode_and_never_stale
         let t = unique_name("causal_my_app");
         my.primary_client().query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY)")).expect("create");
         my.wait_replica_caught_up(Duration::from_secs(20));
-        let router = router(my, &format!("read_your_writes = \"{mode}\""));
+        let router = my_router(my, &format!("read_your_writes = \"{mode}\""));
         let (on_replica, stale, reads) = app_pool_workload(&router, my, &t);
         let share = on_replica as f64 / reads as f64;
         println!(
