@@ -84,7 +84,7 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         local_infile,
         retry: retry(ck, &format!("{base}.retry"), raw.retry.as_ref().unwrap_or(&RawRetry::default())),
         health: health(ck, &format!("{base}.health"), raw.health.as_ref().unwrap_or(&RawHealth::default())),
-        balance: ck.opt_keyword(&raw.balance, &format!("{base}.balance")).unwrap_or(Balance::Weighted),
+        balance: ck.opt_keyword(&raw.balance, &format!("{base}.balance")).unwrap_or(Balance::LeastOutstanding),
     }
 }
 

@@ -184,14 +184,14 @@ keyword_enum!(
     /// transaction chooses a backend, then reuses an idle connection to it.
     Balance, "balance" {
         /// Smooth weighted round-robin by `weight`; ties go to the backend with the fewest
-        /// statements outstanding on this core (the default: exact shares at any concurrency,
-        /// in every pooling mode; see tuning.md).
+        /// statements outstanding on this core.
         Weighted => "weighted",
         /// Every healthy backend in turn, ignoring `weight`.
         RoundRobin => "round_robin",
-        /// The backend with the fewest outstanding statements per unit of `weight`, ties by the
-        /// weighted round-robin: connections held by long transactions count, and a fixed
-        /// pattern of checkouts per request cannot line up with the rotation.
+        /// The backend with the fewest outstanding statements (and connections being opened)
+        /// per unit of `weight`, ties by the weighted round-robin (the default: connections
+        /// held by long transactions count, and a fixed pattern of checkouts per request cannot
+        /// line up with the rotation; see tuning.md).
         LeastOutstanding => "least_outstanding",
     }
 );

@@ -148,6 +148,25 @@ impl Drop for Wanting<'_> {
     }
 }
 
+/// Counts a connection being opened as outstanding on its backend until the open ends (#22):
+/// `least_outstanding` must see the checkouts that chose a backend and wait for its connect,
+/// or many arriving at once (session-pooled logins, a cold pool) all see the same stale counts
+/// and pile onto one backend.
+struct Opening<'a>(&'a Cell<u32>);
+
+impl<'a> Opening<'a> {
+    fn new(outstanding: &'a Cell<u32>) -> Self {
+        outstanding.set(outstanding.get() + 1);
+        Opening(outstanding)
+    }
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
+}
+
 /// One backend of a pool as this core sees it.
 struct BackendSlot {
     addr: SocketAddr,
@@ -157,7 +176,8 @@ struct BackendSlot {
     current: Cell<i64>,
     /// Per-statement choice (#22): this core's smooth round-robin credit of the backend.
     credit: Cell<i64>,
-    /// Connections of this core lent out on the backend now (least-outstanding tie-breaker).
+    /// Connections of this core lent out on the backend now, or being opened for a checkout
+    /// (least-outstanding's load, weighted's tie-breaker).
     outstanding: Cell<u32>,
     /// metrics: this core's counters of the backend, resolved when the pool is built.
     counters: Rc<BackendCounters>,
@@ -674,6 +694,7 @@ impl CorePool {
             return Err(PoolError::NoBackend(self.config.name.clone()));
         };
         let connect_deadline = deadline.min(rt::now() + self.config.timeouts.connect);
+        let _opening = Opening::new(&slot.outstanding);
         let guard = conn::BudgetUnit::new(slot.budget.clone(), user_budget, self.waiters.clone());
         let who = who.filter(|_| self.passes_through());
         match protocol {
