@@ -189,7 +189,7 @@ keyword_enum!(
         /// Every healthy backend in turn, ignoring `weight`.
         RoundRobin => "round_robin",
         /// The backend with the fewest outstanding statements (and connections being opened)
-        /// per unit of `weight`, ties by the weighted round-robin (the default: connections
+        /// per unit of `weight`, in whole units, ties by the weighted round-robin (the default: connections
         /// held by long transactions count, and a fixed pattern of checkouts per request cannot
         /// line up with the rotation; see tuning.md).
         LeastOutstanding => "least_outstanding",
