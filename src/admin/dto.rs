@@ -159,7 +159,8 @@ pub struct CausalView {
     /// `routing.read_your_writes` in force (`causal`, `session`, `none` or a window).
     pub read_your_writes: String,
     /// The session's high-water commit position assumed (the `causal_token` parameter, as
-    /// `SHOW querypilot.causal_token` returns it); `null`: the session wrote nothing.
+    /// `SHOW querypilot.causal_token` returns it); `null`: the session wrote nothing, or the
+    /// mode is not `causal` (which keeps no position).
     pub position: Option<String>,
     /// How long a read waits for a replica the cache shows behind (`routing.causal_wait`).
     pub causal_wait_ms: u64,

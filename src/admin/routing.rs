@@ -5,7 +5,7 @@
 use super::dto;
 use super::http::{Request, Response};
 use super::route::{control_error, Api};
-use crate::config::{PatternKind, PatternRule, PoolRole, Protocol, RuleTarget, TranslationRule};
+use crate::config::{PatternKind, PatternRule, PoolRole, Protocol, ReadYourWrites, RuleTarget, TranslationRule};
 use crate::control::{ControlError, Hold, RouteQuery, SessionQuery};
 use crate::id::Position;
 use crate::metrics::CounterSnapshot;
@@ -94,6 +94,8 @@ fn causal_view(api: &Api, pool: &str, position: Option<&Position>) -> Result<Opt
         total.merge(&report.counters);
     }
     let figures = total.pool(&pool.name);
+    // Outside causal mode a session keeps no position (a token is ignored, as sessions do).
+    let position = position.filter(|_| routing.read_your_writes == ReadYourWrites::Causal);
     let replicas = pool
         .backends
         .iter()

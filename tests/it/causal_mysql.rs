@@ -184,6 +184,9 @@ fn mariadb_app_pool_reads_mostly_from_the_replica_in_causal_mode_and_never_stale
             share * 100.0
         );
         assert_eq!(stale, 0, "{mode}: a read missed the row its request wrote");
+        let view = causal_dry_run(&router, &t, Some("gtid:0-1-1"));
+        let ignored = mode == "session";
+        assert_eq!(view["position"].is_null(), ignored, "{mode}: a token matters only in causal mode: {view}");
         shares.push(share);
     }
     assert!(shares[0] > 0.5, "causal: most reads on the replica, got {:.1}%", shares[0] * 100.0);
