@@ -1,5 +1,9 @@
 //! Identifier newtypes that cross module boundaries (L0: depends on nothing).
 
+pub mod position;
+
+pub use position::{Gtid, GtidPosition, Position};
+
 /// Index of a data core (0-based, dense).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CoreId(pub u16);

@@ -151,3 +151,36 @@ pub struct DigestsReset {
     /// Cores that cleared their statistics.
     pub cores_reset: usize,
 }
+
+/// `GET /api/routing/test`, for a read the decision sends to a replica-role pool: the causal view
+/// (#22) — the session's position assumed and which of the pool's replicas may serve it now.
+#[derive(Debug, Serialize)]
+pub struct CausalView {
+    /// `routing.read_your_writes` in force (`causal`, `session`, `none` or a window).
+    pub read_your_writes: String,
+    /// The session's high-water commit position assumed (the `causal_token` parameter, as
+    /// `SHOW querypilot.causal_token` returns it); `null`: the session wrote nothing, or the
+    /// mode is not `causal` (which keeps no position).
+    pub position: Option<String>,
+    /// How long a read waits for a replica the cache shows behind (`routing.causal_wait`).
+    pub causal_wait_ms: u64,
+    /// Where the read goes when no replica qualifies within that wait: `primary` or `error`.
+    pub fallback: &'static str,
+    /// The pool's replicas.
+    pub replicas: Vec<CausalReplica>,
+}
+
+/// One replica of the causal view.
+#[derive(Debug, Serialize)]
+pub struct CausalReplica {
+    /// `host:port`.
+    pub address: String,
+    /// The position the health probe last saw it apply, in token form (`null`: unknown).
+    pub applied: Option<String>,
+    /// Whether it may serve the read now, from the cached position.
+    pub qualifies: bool,
+    /// Why: `no_write` (the session needs no position), `caught_up`, `behind` (a read would
+    /// check it again on demand, waiting up to `causal_wait_ms`), `unknown_position` (likewise)
+    /// or `unhealthy`.
+    pub why: &'static str,
+}

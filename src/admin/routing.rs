@@ -5,8 +5,10 @@
 use super::dto;
 use super::http::{Request, Response};
 use super::route::{control_error, Api};
-use crate::config::{PatternKind, PatternRule, Protocol, RuleTarget, TranslationRule};
-use crate::control::{Hold, RouteQuery, SessionQuery};
+use crate::config::{PatternKind, PatternRule, PoolRole, Protocol, ReadYourWrites, RuleTarget, TranslationRule};
+use crate::control::{ControlError, Hold, RouteQuery, SessionQuery};
+use crate::id::Position;
+use crate::metrics::CounterSnapshot;
 
 /// Digest rows returned when `limit` is not given.
 const DEFAULT_DIGEST_LIMIT: usize = 100;
@@ -19,8 +21,18 @@ fn bad_request(message: &str) -> Response {
 /// `standard_conforming_strings=off`, `sql_mode=...`, `default_transaction_isolation=serializable`,
 /// `held_pool=<pool>` (a connection held by an open transaction); for MySQL clients also
 /// `hold=transaction|cursor|session_pin` (what holds `held_pool`), `autocommit=0` and
-/// `transaction_read_only=1` (#19).
+/// `transaction_read_only=1` (#19); `causal_token=<token>`, the session's position (#22).
 pub(super) fn route_test(api: &Api, req: &Request) -> Response {
+    let token = req.query_param("causal_token").filter(|t| !t.is_empty());
+    let position = match token.as_deref().map(|t| (t, Position::parse_token(t))) {
+        None => None,
+        Some((_, Some(p))) => Some(p),
+        Some((t, None)) => {
+            return bad_request(&format!(
+                "invalid causal_token \"{t}\" (expected a token such as \"pg:16/B374D848\" or \"gtid:0-1-100\")"
+            ))
+        }
+    };
     let Some(sql) = req.query_param("sql").filter(|s| !s.trim().is_empty()) else {
         return bad_request("missing query parameter `sql`");
     };
@@ -51,10 +63,65 @@ pub(super) fn route_test(api: &Api, req: &Request) -> Response {
         protocol,
         session,
     };
-    match api.control().route_test(q) {
-        Ok(view) => Response::json(200, &view),
-        Err(e) => control_error(&e),
+    let view = match api.control().route_test(q) {
+        Ok(view) => view,
+        Err(e) => return control_error(&e),
+    };
+    match view.pool.as_deref().map(|pool| causal_view(api, pool, position.as_ref())) {
+        Some(Err(e)) => control_error(&e),
+        Some(Ok(Some(causal))) => {
+            let mut json = serde_json::to_value(&view).unwrap_or_default();
+            if let Some(fields) = json.as_object_mut() {
+                fields.insert("causal".into(), serde_json::to_value(&causal).unwrap_or_default());
+            }
+            Response::json(200, &json)
+        }
+        None | Some(Ok(None)) => Response::json(200, &view),
     }
+}
+
+/// The causal view (#22) of a read on `pool`, when it is a replica-role pool: which of its
+/// replicas the health probe last saw apply `position` (the session's, `None` when it wrote
+/// nothing).
+fn causal_view(api: &Api, pool: &str, position: Option<&Position>) -> Result<Option<dto::CausalView>, ControlError> {
+    let snapshot = api.control().current()?;
+    let routing = &snapshot.config.routing;
+    let Some(pool) = snapshot.config.pools.iter().find(|p| p.name == pool && p.role == PoolRole::Replica) else {
+        return Ok(None);
+    };
+    let mut total = CounterSnapshot::default();
+    for report in api.control().collect()? {
+        total.merge(&report.counters);
+    }
+    let figures = total.pool(&pool.name);
+    // Outside causal mode a session keeps no position (a token is ignored, as sessions do).
+    let position = position.filter(|_| routing.read_your_writes == ReadYourWrites::Causal);
+    let replicas = pool
+        .backends
+        .iter()
+        .map(|b| {
+            let address = format!("{}:{}", b.host, b.port);
+            let health =
+                figures.and_then(|f| f.backends.iter().find(|x| x.label == address)).and_then(|f| f.health.as_ref());
+            let applied = health.and_then(|h| h.applied_position.clone());
+            let done = applied.as_deref().and_then(Position::parse_token);
+            let why = match (health.is_none_or(|h| h.healthy), position, &done) {
+                (false, _, _) => "unhealthy",
+                (true, None, _) => "no_write",
+                (true, Some(need), Some(done)) if need.applied_by(done) => "caught_up",
+                (true, Some(_), Some(_)) => "behind",
+                (true, Some(_), None) => "unknown_position",
+            };
+            dto::CausalReplica { address, applied, qualifies: matches!(why, "no_write" | "caught_up"), why }
+        })
+        .collect();
+    Ok(Some(dto::CausalView {
+        read_your_writes: routing.read_your_writes.to_string(),
+        position: position.map(ToString::to_string),
+        causal_wait_ms: u64::try_from(routing.causal_wait.as_millis()).unwrap_or(u64::MAX),
+        fallback: routing.replica_fallback.as_str(),
+        replicas,
+    }))
 }
 
 /// Reads the MySQL session state of a dry-run (#19) into `session`.

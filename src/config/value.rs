@@ -188,10 +188,10 @@ keyword_enum!(
         Weighted => "weighted",
         /// Every healthy backend in turn, ignoring `weight`.
         RoundRobin => "round_robin",
-        /// The backend with the fewest outstanding statements per unit of `weight`, ties by the
-        /// weighted round-robin (the default: connections held by long transactions or
-        /// session-pooled clients count, and a fixed pattern of checkouts per request cannot
-        /// line up with the rotation).
+        /// The backend with the fewest outstanding statements (and connections being opened)
+        /// per unit of `weight`, in whole units, ties by the weighted round-robin (the default: connections
+        /// held by long transactions count, and a fixed pattern of checkouts per request cannot
+        /// line up with the rotation; see tuning.md).
         LeastOutstanding => "least_outstanding",
     }
 );

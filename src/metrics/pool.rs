@@ -312,6 +312,9 @@ pub struct HealthFigures {
     /// Whether the server contradicts the pool's configured role (#19); `None` until a probe
     /// has logged in and read it.
     pub role_mismatch: Option<bool>,
+    /// causal (#22): the commit position the replica is known to have applied, in causal
+    /// token form (`pg:0/3000148`, `gtid:0-1-42`); `None` when unknown or not a replica.
+    pub applied_position: Option<String>,
 }
 
 impl HealthFigures {

@@ -180,6 +180,7 @@ fn health_is_written_once_per_backend_without_a_core_label() {
         lag_bytes: Some(8192),
         check_failures_total: [("connect", 1), ("query", 0), ("lag", 4)],
         role_mismatch: Some(true),
+        applied_position: None,
     };
     let with_health = |k| {
         let mut s = core(k);

@@ -26,21 +26,26 @@ pub(crate) struct Candidate {
 ///   and pays the total), so over any run of choices each backend's share follows its weight,
 ///   interleaved; equal credit goes to the backend with fewer outstanding statements.
 /// - `round_robin`: the same with every weight 1.
-/// - `least_outstanding`: the fewest outstanding statements per unit of weight; ties by the
-///   weighted credits, so an idle pool still alternates by weight.
+/// - `least_outstanding`: the fewest outstanding statements per unit of weight, counted in whole
+///   units (`outstanding / weight`, rounded down); ties by the weighted credits. So an idle or
+///   lightly loaded pool follows the weights exactly, and load decides only once a backend is
+///   a whole weight's worth of statements busier than another: with weights 3:1 and one
+///   statement in flight on the first, the next still goes by credit rather than to the idle
+///   second, which would otherwise take far more than its share at low concurrency.
 pub(crate) fn choose(policy: Balance, candidates: &mut [Candidate]) -> Option<usize> {
     let weight = |c: &Candidate| if policy == Balance::RoundRobin { 1 } else { c.weight.max(1) };
     let total: i64 = candidates.iter().map(weight).sum();
     for c in candidates.iter_mut() {
         c.credit += weight(c);
     }
-    // least_outstanding compares outstanding/weight by cross-multiplying (no division, no
-    // overflow in i128); then more credit wins, then fewer outstanding statements.
+    // least_outstanding compares whole units of load per weight; then more credit wins, then
+    // fewer outstanding statements.
+    let units = |c: &Candidate| i64::from(c.outstanding) / weight(c);
     let load = |a: &Candidate, b: &Candidate| {
         if policy != Balance::LeastOutstanding {
             return std::cmp::Ordering::Equal;
         }
-        (i128::from(a.outstanding) * i128::from(weight(b))).cmp(&(i128::from(b.outstanding) * i128::from(weight(a))))
+        units(a).cmp(&units(b))
     };
     let best = candidates
         .iter_mut()
@@ -97,13 +102,16 @@ mod tests {
     #[test]
     fn least_outstanding_weighs_load_by_weight() {
         let mut c = candidates(&[3, 1]);
-        c[0].outstanding = 2; // 2/3 per weight unit
-        c[1].outstanding = 1; // 1/1
+        c[0].outstanding = 2; // 0 whole units per weight
+        c[1].outstanding = 1; // 1
         assert_eq!(choose(Balance::LeastOutstanding, &mut c), Some(0));
-        c[0].outstanding = 3; // 1 per unit: a tie, broken by credit
+        c[0].outstanding = 3; // 1: a tie, broken by credit
         assert!(choose(Balance::LeastOutstanding, &mut c).is_some());
-        c[0].outstanding = 4;
+        c[0].outstanding = 6; // 2
         assert_eq!(choose(Balance::LeastOutstanding, &mut c), Some(1));
+        let mut c = candidates(&[3, 1]);
+        c[0].outstanding = 1; // one in flight on the heavier backend: still by credit
+        assert_eq!(choose(Balance::LeastOutstanding, &mut c), Some(0));
         assert_eq!(shares(Balance::LeastOutstanding, &[3, 1], 400), vec![300, 100], "idle: by weight");
     }
 

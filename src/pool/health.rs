@@ -19,8 +19,12 @@ pub(super) mod sniff;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
+use parking_lot::Mutex;
+
+use crate::id::{GtidPosition, Position};
+
 pub use lag::{lag_ok, my_lag, pg_lag, Lag, MySample, PgSample};
-pub use position::{pg_commit_position, pg_replay_position, PositionError};
+pub use position::{my_commit_gtid, my_wait_for_gtid, pg_commit_position, pg_replay_position, PositionError};
 pub use probe::run;
 
 use crate::metrics::HealthFigures;
@@ -85,6 +89,10 @@ pub struct BackendHealth {
     /// causal (#22): the WAL position a standby has replayed (byte offset), or [`UNKNOWN`]; set
     /// by every probe, raised by a session's on-demand reading.
     replayed: AtomicU64,
+    /// causal (#22): a MariaDB replica's `@@gtid_slave_pos` (`None`: unknown). A lock, since a
+    /// GTID position has one entry per domain; taken only by causal reads of sessions that
+    /// wrote and by the prober, for a copy or a store, never across an await.
+    applied_gtid: Mutex<Option<GtidPosition>>,
 }
 
 /// `BackendHealth::role`: no probe has read the server's role yet.
@@ -106,6 +114,7 @@ impl BackendHealth {
             failures: Default::default(),
             role: AtomicU8::new(ROLE_UNVERIFIED),
             replayed: AtomicU64::new(UNKNOWN),
+            applied_gtid: Mutex::new(None),
         }
     }
 
@@ -133,6 +142,35 @@ impl BackendHealth {
         let _ = self
             .replayed
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| (old == UNKNOWN || old < p).then_some(p));
+    }
+
+    /// causal: a probe read a MariaDB replica's `@@gtid_slave_pos` (`None`: unreadable);
+    /// replaces the cached one.
+    fn record_applied_gtid(&self, position: Option<GtidPosition>) {
+        *self.applied_gtid.lock() = position;
+    }
+
+    /// causal: the backend has applied at least `position` (on-demand reading); raises the
+    /// cached position.
+    pub fn note_applied(&self, position: &Position) {
+        match position {
+            Position::Wal(p) => self.note_replayed(*p),
+            Position::Gtid(g) => self.applied_gtid.lock().get_or_insert_with(GtidPosition::default).include(g),
+        }
+    }
+
+    /// causal: whether the backend is known (from the cache) to have applied `position`.
+    pub fn has_applied(&self, position: &Position) -> bool {
+        match position {
+            Position::Wal(p) => self.replayed().is_some_and(|r| r >= *p),
+            Position::Gtid(g) => self.applied_gtid.lock().as_ref().is_some_and(|a| g.applied_by(a)),
+        }
+    }
+
+    /// causal: the position the backend is known to have applied (a standby's replay
+    /// position, else a MariaDB replica's GTID position), for the dry-run.
+    fn applied(&self) -> Option<Position> {
+        self.replayed().map(Position::Wal).or_else(|| self.applied_gtid.lock().clone().map(Position::Gtid))
     }
 
     /// Whether new connections may go to this backend (one relaxed load).
@@ -200,6 +238,7 @@ impl BackendHealth {
                 ("query", self.failures[1].load(Ordering::Relaxed)),
                 ("lag", self.failures[2].load(Ordering::Relaxed)),
             ],
+            applied_position: self.applied().map(|p| p.to_string()),
             role_mismatch: match self.role.load(Ordering::Relaxed) {
                 ROLE_MATCHES => Some(false),
                 ROLE_MISMATCH => Some(true),

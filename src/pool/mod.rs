@@ -7,6 +7,7 @@
 mod auth_query;
 mod balance;
 mod budget;
+mod causal;
 mod conn;
 pub mod health;
 mod login;
@@ -33,7 +34,7 @@ pub use schema::SchemaGeneration;
 
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::error::{ErrorCode, Origin};
-use crate::metrics::{BackendCounters, CausalOutcome, PoolCounters, PoolSnapshot, QueueSlot};
+use crate::metrics::{BackendCounters, PoolCounters, PoolSnapshot, QueueSlot};
 use crate::rt::{self, Event};
 
 /// Why a connection could not be had.
@@ -119,9 +120,6 @@ pub type ServerParams = Rc<Vec<(String, String)>>;
 /// given up for it.
 const STARVED_TICKS: u32 = 4;
 
-/// How often a causal read re-reads a standby's replay position while it waits for it.
-const CAUSAL_POLL: std::time::Duration = std::time::Duration::from_millis(1);
-
 /// How often a waiting checkout looks for budget freed by another core.
 const CROSS_CORE_RECHECK: std::time::Duration = std::time::Duration::from_millis(2);
 
@@ -151,6 +149,25 @@ impl Drop for Wanting<'_> {
     }
 }
 
+/// Counts a connection being opened as outstanding on its backend until the open ends (#22):
+/// `least_outstanding` must see the checkouts that chose a backend and wait for its connect,
+/// or many arriving at once (session-pooled logins, a cold pool) all see the same stale counts
+/// and pile onto one backend.
+struct Opening<'a>(&'a Cell<u32>);
+
+impl<'a> Opening<'a> {
+    fn new(outstanding: &'a Cell<u32>) -> Self {
+        outstanding.set(outstanding.get() + 1);
+        Opening(outstanding)
+    }
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
+}
+
 /// One backend of a pool as this core sees it.
 struct BackendSlot {
     addr: SocketAddr,
@@ -160,7 +177,8 @@ struct BackendSlot {
     current: Cell<i64>,
     /// Per-statement choice (#22): this core's smooth round-robin credit of the backend.
     credit: Cell<i64>,
-    /// Connections of this core lent out on the backend now (least-outstanding tie-breaker).
+    /// Connections of this core lent out on the backend now, or being opened for a checkout
+    /// (least-outstanding's load, weighted's tie-breaker).
     outstanding: Cell<u32>,
     /// metrics: this core's counters of the backend, resolved when the pool is built.
     counters: Rc<BackendCounters>,
@@ -513,59 +531,6 @@ impl CorePool {
         self.checkout_where(protocol, who, deadline, &|_| true).await
     }
 
-    /// causal (#22): borrows a connection to a backend that has replayed WAL `position`, or
-    /// `None` when none has within `wait` — the caller then reads on the primary. Cached replay
-    /// positions (from the health probe) decide first; when none is far enough, the position
-    /// is read on demand on a connection to the backend the balance policy chooses, and read
-    /// again every millisecond until it is or `wait` is over.
-    pub async fn checkout_caught_up(
-        self: &Rc<Self>,
-        protocol: Protocol,
-        who: Option<&PassThrough>,
-        deadline: Instant,
-        position: u64,
-        wait: std::time::Duration,
-    ) -> Result<Option<Conn>, PoolError> {
-        if protocol != Protocol::Postgres {
-            return Ok(None); // positions are PostgreSQL WAL offsets
-        }
-        let caught_up =
-            |i: usize| self.backends.get(i).and_then(|b| b.health.replayed()).is_some_and(|r| r >= position);
-        let any_healthy = self.has_healthy_backend();
-        if (0..self.backends.len()).any(|i| self.usable(i, any_healthy) && caught_up(i)) {
-            self.counters.causal_read(CausalOutcome::ServedByReplica); // metrics
-            return self.checkout_where(protocol, who, deadline, &caught_up).await.map(Some);
-        }
-        let started = rt::now();
-        let until = started + wait;
-        let mut conn = self.checkout(protocol, who, deadline).await?;
-        let result = loop {
-            match health::pg_replay_position(&mut conn).await {
-                Ok(replayed) => {
-                    if let Some(b) = self.backends.get(conn.backend) {
-                        b.health.note_replayed(replayed);
-                    }
-                    if replayed >= position {
-                        self.counters.causal_read(CausalOutcome::Waited); // metrics
-                        break Some(conn);
-                    }
-                }
-                Err(e) => {
-                    conn.broken |= e.breaks_connection();
-                    self.checkin(conn, true);
-                    break None;
-                }
-            }
-            if rt::now() >= until {
-                self.checkin(conn, true);
-                break None;
-            }
-            rt::sleep(CAUSAL_POLL).await;
-        };
-        self.counters.causal_waited(started.elapsed()); // metrics
-        Ok(result)
-    }
-
     /// Borrows a connection to a backend `eligible` accepts (see [`CorePool::checkout`]).
     async fn checkout_where(
         self: &Rc<Self>,
@@ -730,6 +695,7 @@ impl CorePool {
             return Err(PoolError::NoBackend(self.config.name.clone()));
         };
         let connect_deadline = deadline.min(rt::now() + self.config.timeouts.connect);
+        let _opening = Opening::new(&slot.outstanding);
         let guard = conn::BudgetUnit::new(slot.budget.clone(), user_budget, self.waiters.clone());
         let who = who.filter(|_| self.passes_through());
         match protocol {

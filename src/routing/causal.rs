@@ -4,8 +4,11 @@
 //! application instance still reads its writes. Pure: token codec and statement recognition.
 //!
 //! A PostgreSQL token is `pg:` followed by the WAL position in PostgreSQL's own `pg_lsn` text
-//! form (`16/B374D848`), so an operator can compare it with `pg_last_wal_replay_lsn()`.
+//! form (`16/B374D848`), so an operator can compare it with `pg_last_wal_replay_lsn()`; a
+//! MariaDB token is `gtid:` followed by the GTID position as `@@gtid_slave_pos` prints it
+//! (`0-1-100,1-2-7`).
 
+use crate::id::Position;
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
 
@@ -15,28 +18,20 @@ pub const TOKEN_NAME: &str = "querypilot.causal_token";
 /// Why a token was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TokenError {
-    /// Not `pg:<hex>/<hex>` (or empty, which clears nothing and is refused too).
-    #[error("invalid value for parameter \"querypilot.causal_token\": \"{0}\" (expected a token such as \"pg:16/B374D848\", as SHOW querypilot.causal_token returns it)")]
+    /// Not `pg:<hex>/<hex>` nor `gtid:<domain>-<server>-<sequence>,...` (or empty, which
+    /// clears nothing and is refused too).
+    #[error("invalid value for parameter \"querypilot.causal_token\": \"{0}\" (expected a token such as \"pg:16/B374D848\" or \"gtid:0-1-100\", as SHOW querypilot.causal_token returns it)")]
     Malformed(String),
 }
 
-/// The token for WAL byte offset `position`.
-pub fn format_token(position: u64) -> String {
-    format!("pg:{:X}/{:X}", position >> 32, position & 0xFFFF_FFFF)
+/// The token for `position` (its `Display` form).
+pub fn format_token(position: &Position) -> String {
+    position.to_string()
 }
 
-/// The WAL byte offset a token names.
-pub fn parse_token(token: &str) -> Result<u64, TokenError> {
-    let bad = || TokenError::Malformed(token.to_owned());
-    let lsn = token.strip_prefix("pg:").ok_or_else(bad)?;
-    let (high, low) = lsn.split_once('/').ok_or_else(bad)?;
-    let hex = |s: &str| {
-        (!s.is_empty() && s.len() <= 8 && s.bytes().all(|b| b.is_ascii_hexdigit()))
-            .then(|| u32::from_str_radix(s, 16).ok())
-            .flatten()
-    };
-    let (high, low) = (hex(high).ok_or_else(bad)?, hex(low).ok_or_else(bad)?);
-    Ok((u64::from(high) << 32) | u64::from(low))
+/// The position a token names.
+pub fn parse_token(token: &str) -> Result<Position, TokenError> {
+    Position::parse_token(token).ok_or_else(|| TokenError::Malformed(token.to_owned()))
 }
 
 /// A statement about the token, answered by the router itself.
@@ -48,11 +43,11 @@ pub enum TokenCommand {
     Set(String),
 }
 
-/// Recognizes `sql` as a token statement (one statement, comments and a final `;` allowed).
-pub fn token_command(sql: &str) -> Option<TokenCommand> {
-    let tokens: Vec<_> = Lexer::new(sql, Dialect::Postgres)
-        .filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon))
-        .collect();
+/// Recognizes `sql` as a token statement (one statement, comments and a final `;` allowed),
+/// lexed as `dialect` reads it: both protocols answer the same two statements.
+pub fn token_command(sql: &str, dialect: Dialect) -> Option<TokenCommand> {
+    let tokens: Vec<_> =
+        Lexer::new(sql, dialect).filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon)).collect();
     let text: Vec<&str> = tokens.iter().map(|t| t.text).collect();
     let is = |i: usize, w: &str| text.get(i).is_some_and(|t| t.eq_ignore_ascii_case(w));
     let name_at = |i: usize| is(i, "querypilot") && is(i + 1, ".") && is(i + 2, "causal_token");
@@ -74,14 +69,31 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_in_pg_lsn_form() {
-        let p = (0x16 << 32) | 0xB374_D848;
-        assert_eq!(format_token(p), "pg:16/B374D848");
+        let p = Position::Wal((0x16 << 32) | 0xB374_D848);
+        assert_eq!(format_token(&p), "pg:16/B374D848");
         assert_eq!(parse_token("pg:16/B374D848"), Ok(p));
-        assert_eq!(parse_token("pg:0/0"), Ok(0));
-        assert_eq!(parse_token(&format_token(u64::MAX)), Ok(u64::MAX));
+        assert_eq!(parse_token("pg:0/0"), Ok(Position::Wal(0)));
+        assert_eq!(parse_token(&format_token(&Position::Wal(u64::MAX))), Ok(Position::Wal(u64::MAX)));
         for bad in ["", "16/B374D848", "pg:", "pg:16", "pg:16/", "pg:x/1", "pg:1/123456789", "my:1/2"] {
             assert!(parse_token(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn tokens_round_trip_in_gtid_form() {
+        use crate::id::GtidPosition;
+        let g = Position::Gtid(GtidPosition::parse("0-1-100,1-2-7").expect("gtids"));
+        assert_eq!(format_token(&g), "gtid:0-1-100,1-2-7");
+        assert_eq!(parse_token("gtid:0-1-100,1-2-7"), Ok(g));
+        for bad in ["gtid:", "gtid:0-1", "gtid:x", "0-1-100"] {
+            assert!(parse_token(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn token_command(sql: &str) -> Option<TokenCommand> {
+        let pg = super::token_command(sql, Dialect::Postgres);
+        assert_eq!(super::token_command(sql, Dialect::MySql), pg, "both dialects read {sql}");
+        pg
     }
 
     #[test]

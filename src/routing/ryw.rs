@@ -7,13 +7,14 @@
 use std::time::{Duration, Instant};
 
 use crate::config::ReadYourWrites;
+use crate::id::Position;
 
 use super::decision::Decision;
 
 /// A session's read-your-writes state. Call [`RywState::observe`] with every decision that ran,
 /// [`RywState::statement_done`] when the backend reports the statement finished, and pass
 /// [`RywState::pinned`] into the next [`super::SessionView::pinned_to_primary`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RywState {
     mode: ReadYourWrites,
     /// A `route=primary` hint was honored: pinned for good.
@@ -26,8 +27,8 @@ pub struct RywState {
     /// A write (or the commit of one) was routed and the backend has not yet said it finished
     /// outside a transaction: [`RywState::statement_done`] then starts the window (#19 case 10).
     awaiting_commit: bool,
-    /// causal: the highest commit position (PostgreSQL WAL byte offset) the session wrote at.
-    position: Option<u64>,
+    /// causal: the highest commit position (WAL offset or GTID per domain) the session wrote at.
+    position: Option<Position>,
     /// causal: a write committed and its position is not learned yet ([`RywState::learned`]).
     position_due: bool,
     /// causal: learning a commit position failed; reads stay on the primary until one is learned.
@@ -101,30 +102,37 @@ impl RywState {
 
     /// causal: the commit position read after the commit (`None`: it could not be read, so the
     /// session's reads stay on the primary until a later commit's position is learned).
-    pub fn learned(&mut self, position: Option<u64>) {
+    pub fn learned(&mut self, position: Option<Position>) {
         self.position_due = false;
         match position {
             Some(p) => {
-                self.position = Some(self.position.map_or(p, |old| old.max(p)));
+                self.raise(p);
                 self.position_lost = false;
             }
             None => self.position_lost = true,
         }
     }
 
+    fn raise(&mut self, p: Position) {
+        match self.position.as_mut() {
+            Some(old) => old.raise(&p),
+            None => self.position = Some(p),
+        }
+    }
+
     /// causal: a client handed over a token (another connection's position): this session's
     /// reads wait for it too. Outside `causal` mode nothing changes.
-    pub fn adopt(&mut self, position: u64) {
+    pub fn adopt(&mut self, position: Position) {
         if self.mode == ReadYourWrites::Causal {
-            self.position = Some(self.position.map_or(position, |old| old.max(position)));
+            self.raise(position);
         }
     }
 
     /// causal: the position a replica must have replayed before it may serve this session's
     /// reads (`None`: any replica may).
-    pub fn required_position(&self) -> Option<u64> {
+    pub fn required_position(&self) -> Option<&Position> {
         if self.mode == ReadYourWrites::Causal && !self.hinted {
-            self.position
+            self.position.as_ref()
         } else {
             None
         }

@@ -14,6 +14,7 @@ mod auth;
 mod bridge_mysql_pg;
 mod bridge_pg_mysql;
 mod causal;
+mod causal_mysql;
 mod connectors;
 mod console;
 mod demo;

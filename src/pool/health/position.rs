@@ -1,9 +1,13 @@
-//! causal (#22): reading WAL positions on a connection the caller holds — the commit position
-//! of a session's write on the primary, right after its commit, and a standby's replay
-//! position when the cached one is too old for a session's read.
+//! causal (#22): reading commit positions on a connection the caller holds — the commit
+//! position of a session's write on the primary, right after its commit, and a replica's
+//! replay position when the cached one is too old for a session's read. PostgreSQL positions
+//! are WAL offsets, MariaDB ones GTIDs.
 
-use super::query::{pg_query, ProbeError};
+use std::time::Duration;
+
+use super::query::{my_query, pg_query, ProbeError, Rows};
 use crate::error::{ErrorCode, Origin};
+use crate::id::GtidPosition;
 use crate::pool::Conn;
 
 /// Where the primary will insert its next WAL record: at or past the end of every transaction
@@ -13,6 +17,10 @@ const COMMIT_POSITION: &str = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_l
 
 /// The end of the last WAL record a standby replayed (NULL on a primary).
 const REPLAY_POSITION: &str = "SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::text";
+
+/// The GTID of the last transaction this connection committed (MariaDB: empty when it
+/// committed none that was written to the binary log).
+const LAST_GTID: &str = "SELECT @@last_gtid";
 
 /// Why a position could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +72,30 @@ pub async fn pg_commit_position(conn: &mut Conn) -> Result<u64, PositionError> {
 /// A standby's replay position, read on a connection to it.
 pub async fn pg_replay_position(conn: &mut Conn) -> Result<u64, PositionError> {
     position(conn, REPLAY_POSITION).await
+}
+
+/// The first value of a one-row answer.
+fn single(rows: &Rows) -> Option<&str> {
+    rows.rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref())
+}
+
+/// MariaDB: the GTID the transaction this connection just committed got on the primary, read
+/// on that connection before it serves anyone else (`@@last_gtid` is per connection).
+pub async fn my_commit_gtid(conn: &mut Conn) -> Result<GtidPosition, PositionError> {
+    single(&my_query(conn, LAST_GTID).await?).and_then(GtidPosition::parse).ok_or(PositionError::Missing)
+}
+
+/// MariaDB: waits on a replica connection until it has applied `position` or `wait` is over
+/// (`MASTER_GTID_WAIT`, which the replica's SQL thread wakes as it applies, so a read waits no
+/// longer than the replica needs and costs one round trip). Returns whether it has.
+pub async fn my_wait_for_gtid(conn: &mut Conn, position: &GtidPosition, wait: Duration) -> Result<bool, PositionError> {
+    let sql = format!("SELECT MASTER_GTID_WAIT('{position}', {:.6})", wait.as_secs_f64());
+    // 0: reached; -1: timed out; NULL: the server could not wait (not a replica, say).
+    match single(&my_query(conn, &sql).await?) {
+        Some("0") => Ok(true),
+        Some(_) => Ok(false),
+        None => Err(PositionError::Missing),
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use super::lag::{lag_ok, my_lag, pg_lag, Lag, MySample, PgSample};
 use super::query::{my_query, pg_query, ProbeError, Rows};
 use super::{BackendHealth, Cause, Hysteresis, Verdict};
 use crate::config::{Backend, Config, Pool as PoolConfig, PoolRole, Protocol, RuleTarget};
+use crate::id::GtidPosition;
 use crate::pool::conn::BudgetUnit;
 use crate::pool::{Budget, BudgetRegistry, Conn, ConnInfo, PoolError, Waiters};
 use crate::rt;
@@ -412,10 +413,16 @@ impl Target {
                 Ok(pg_lag(&s, prober.primary_lsn(self.pool.health.interval)))
             }
             Protocol::MySql => {
-                // Doubles as the liveness query of a backend without a lag threshold.
-                let read_only = my_query(conn, "SELECT @@read_only").await?;
-                let value = read_only.rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref());
-                self.verify_role(value == Some("1"), "@@read_only");
+                // Doubles as the liveness query of a backend without a lag threshold. MariaDB
+                // also reports the GTID position it applied, for causal reads (#22).
+                let mariadb = matches!(&conn.info, ConnInfo::MySql(i) if i.server_version.contains("MariaDB"));
+                let sql = if mariadb { "SELECT @@read_only, @@gtid_slave_pos" } else { "SELECT @@read_only" };
+                let answer = my_query(conn, sql).await?;
+                let value = |i: usize| answer.rows.first().and_then(|r| r.get(i)).and_then(|v| v.as_deref());
+                self.verify_role(value(0) == Some("1"), "@@read_only");
+                if mariadb {
+                    self.health.record_applied_gtid(value(1).and_then(GtidPosition::parse));
+                }
                 if !has_lag_threshold(&self.backend) {
                     return Ok(Lag::UNKNOWN);
                 }

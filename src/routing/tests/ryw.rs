@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::config::ReadYourWrites;
+use crate::id::Position;
 
 const READ: &str = "SELECT a FROM t WHERE id = 1";
 const WRITE: &str = "UPDATE t SET a = 1 WHERE id = 1";
@@ -210,14 +211,14 @@ fn causal_mode_asks_for_the_commit_position_and_keeps_the_highest() {
     assert!(s.ryw.pinned(t0), "a write in flight: its position is not known yet");
     s.ryw.statement_done(t0, false);
     assert!(s.ryw.position_due() && s.ryw.pinned(t0));
-    s.ryw.learned(Some(5000));
+    s.ryw.learned(Some(Position::Wal(5000)));
     assert!(!s.ryw.pinned(t0), "a replica that replayed 5000 may serve the reads");
-    assert_eq!(s.ryw.required_position(), Some(5000));
+    assert_eq!(s.ryw.required_position(), Some(&Position::Wal(5000)));
     assert_eq!(pool(&s.run(&mut r, READ, t0)), "replicas");
     s.run(&mut r, WRITE, t0);
     s.ryw.statement_done(t0, false);
-    s.ryw.learned(Some(4000)); // the high-water mark never goes back
-    assert_eq!(s.ryw.required_position(), Some(5000));
+    s.ryw.learned(Some(Position::Wal(4000))); // the high-water mark never goes back
+    assert_eq!(s.ryw.required_position(), Some(&Position::Wal(5000)));
     s.run(&mut r, WRITE, t0);
     s.ryw.statement_done(t0, false);
     s.ryw.learned(None);

@@ -9,6 +9,7 @@
 //! `warning`.
 
 mod bridged;
+mod causal;
 mod detour;
 mod kill;
 mod login;
@@ -493,6 +494,9 @@ impl Session {
 
     async fn on_query(&mut self, payload: &[u8], body: &[u8]) -> Result<(), End> {
         let sql = String::from_utf8_lossy(body);
+        if self.on_token_query(&sql) {
+            return Ok(()); // causal token (#22)
+        }
         if let Some((id, connection)) = kill::parse_kill(&sql) {
             return self.kill(id, connection).await;
         }
@@ -598,6 +602,9 @@ impl Session {
         }
         let in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
         self.ryw.statement_done(rt::now(), in_tx); // #19: window from commit
+        if self.ryw.position_due() && !outcome.abandoned {
+            self.learn_commit_gtid().await; // causal reads (#22)
+        }
         let escaped = in_tx || self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
         if self.mode() == PoolMode::Statement && escaped {
             // A transaction or autocommit = 0 slipped past the refusal (a procedure, a spelling
@@ -720,11 +727,17 @@ impl Session {
             return Ok(());
         }
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let mut conn = self
+        let conn = self
             .ctx
             .checkout(&mut self.pool, Protocol::MySql, self.pass.as_deref(), deadline)
             .await
             .map_err(|e| MyClientError::from(&e))?;
+        self.attach(conn).await
+    }
+
+    /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,
+    /// replaying session state on it.
+    async fn attach(&mut self, mut conn: Conn) -> Result<(), MyClientError> {
         self.bpos = 0;
         if conn.settings != self.state.signature() {
             if let Err(e) = stmt::replay(&mut conn, &self.state, &self.pool.config.database).await {

@@ -216,6 +216,10 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
+        let causal = self.ryw.required_position().filter(|_| to_replica && !self.held()).cloned();
+        if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
+            self.connect_causal(position).await?; // causal reads (#22)
+        }
         if to_replica && self.backend.is_none() {
             self.connect_split().await?;
         }

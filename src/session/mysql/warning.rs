@@ -85,7 +85,7 @@ fn question(sql: &str) -> Option<Question> {
 }
 
 /// Appends `payloads` framed with consecutive sequence ids from 1, then an EOF with `status`.
-fn encode_result(payloads: impl IntoIterator<Item = impl AsRef<[u8]>>, status: u16, out: &mut Vec<u8>) {
+pub(super) fn encode_result(payloads: impl IntoIterator<Item = impl AsRef<[u8]>>, status: u16, out: &mut Vec<u8>) {
     let mut seq = 1u8;
     for p in payloads {
         seq = encode_packets(p.as_ref(), seq, out);

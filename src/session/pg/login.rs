@@ -191,7 +191,8 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     if user.is_empty() {
         return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, "no user name given").into());
     }
-    let params = with_options(params, options.as_deref())?;
+    let mut params = with_options(params, options.as_deref())?;
+    let causal = causal_token(&mut params.values)?;
     let auth = config.listeners.get(listener).map_or(ClientAuth::ScramSha256, |l| l.auth_method);
     if config.console.is_console_database(&database) {
         return Err(console_login(client, &config.console, user, auth).await);
@@ -214,7 +215,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         }
     })?;
     let lex = crate::sql::mode::SessionModes::default();
-    Ok(Authenticated { pool: pool_cfg.name.clone(), params, identity: Identity { user, database, lex, pass } })
+    Ok(Authenticated { pool: pool_cfg.name.clone(), params, identity: Identity { user, database, lex, pass, causal } })
 }
 
 fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig, PgClientError> {
@@ -587,6 +588,18 @@ async fn greet(
     Ok(Greeted { pool, state, key, identity, backend })
 }
 
+/// Takes the causal token (#22) out of the startup parameters (a setting of the router, never
+/// sent to a server): `querypilot.causal_token` as a parameter of its own or in `options`
+/// (`-c querypilot.causal_token=...`). An invalid token refuses the login with 22023, as the
+/// server refuses an invalid value of a startup setting.
+fn causal_token(values: &mut Vec<(String, String)>) -> Result<Option<crate::id::Position>, PgClientError> {
+    use crate::routing::causal::{parse_token, TOKEN_NAME};
+    let Some(i) = values.iter().position(|(k, _)| k.eq_ignore_ascii_case(TOKEN_NAME)) else { return Ok(None) };
+    let (_, token) = values.remove(i);
+    values.retain(|(k, _)| !k.eq_ignore_ascii_case(TOKEN_NAME));
+    parse_token(&token).map(Some).map_err(|e| PgClientError::new(super::route::INVALID_PARAMETER_VALUE, e.to_string()))
+}
+
 /// The client's startup parameters, `options` settings included.
 struct ClientParams {
     values: Vec<(String, String)>,
@@ -679,4 +692,24 @@ async fn attach(
 fn startup_sqlstate(code: &str) -> &'static str {
     const CODES: [&str; 7] = ["22023", "42704", "42501", "55P02", "22P02", "42601", "0A000"];
     CODES.iter().find(|c| **c == code).copied().unwrap_or("22023")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::causal_token;
+    use crate::id::Position;
+
+    fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn the_startup_causal_token_is_adopted_and_never_sent_to_a_server() {
+        let mut values = params(&[("application_name", "app"), ("QueryPilot.Causal_Token", "pg:0/10")]);
+        assert_eq!(causal_token(&mut values).expect("valid"), Some(Position::Wal(16)));
+        assert_eq!(values, params(&[("application_name", "app")]), "taken out of the settings");
+        assert_eq!(causal_token(&mut values).expect("absent"), None);
+        let mut bad = params(&[("querypilot.causal_token", "nonsense")]);
+        assert_eq!(causal_token(&mut bad).expect_err("invalid").code, "22023");
+    }
 }

@@ -120,6 +120,8 @@ pub(super) struct Identity {
     pub lex: crate::sql::mode::SessionModes,
     /// On a pass-through pool, who the session's backend connections log in as (#23).
     pub pass: Option<Rc<crate::pool::PassThrough>>,
+    /// A causal token the client passed as startup parameter `querypilot.causal_token` (#22).
+    pub causal: Option<crate::id::Position>,
 }
 
 /// Serves one client from login to close.
@@ -197,10 +199,13 @@ impl Session {
         state: SessionState,
         key: CancelKey,
         max_msg: usize,
-        identity: Identity,
+        mut identity: Identity,
     ) -> Self {
         let slot = ctx.cancels.register(key);
-        let ryw = RywState::new(ctx.read_your_writes());
+        let mut ryw = RywState::new(ctx.read_your_writes());
+        if let Some(position) = identity.causal.take() {
+            ryw.adopt(position); // causal token handed over at startup (#22)
+        }
         Self {
             ctx,
             client,

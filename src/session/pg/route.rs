@@ -5,6 +5,7 @@
 use super::bridged::cross::speaks_mysql;
 use super::Session;
 use crate::config::{PoolRole, Protocol, ReplicaFallback};
+use crate::id::Position;
 use crate::metrics::CausalOutcome;
 use crate::pool::health::pg_commit_position;
 use crate::protocol::pg::backend::{self, BackendMessage, FieldDescription};
@@ -17,7 +18,7 @@ use crate::session::client_error::PgClientError;
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
 const REJECTED: &str = "42501";
 /// SQLSTATE for an invalid causal token (invalid_parameter_value), #22.
-const INVALID_PARAMETER_VALUE: &str = "22023";
+pub(super) const INVALID_PARAMETER_VALUE: &str = "22023";
 /// OID of `text`, the causal token's type in `SHOW querypilot.causal_token`.
 const TEXT_OID: u32 = 25;
 /// SQLSTATE for a statement refused on a replica-role pool (read_only_sql_transaction), #19.
@@ -144,7 +145,7 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        let causal = self.ryw.required_position().filter(|_| to_replica && !self.held());
+        let causal = self.ryw.required_position().filter(|_| to_replica && !self.held()).cloned();
         if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
             self.connect_causal(position).await?; // causal reads (#22)
         }
@@ -182,7 +183,7 @@ impl Session {
     /// waiting up to `routing.causal_wait` for one; else on the primary (or fails, with
     /// `replica_fallback = "error"`). A connection the session kept (session pooling) is given
     /// back first: it may be on a replica that is behind.
-    async fn connect_causal(&mut self, position: u64) -> Result<(), PgClientError> {
+    async fn connect_causal(&mut self, position: Position) -> Result<(), PgClientError> {
         self.release_backend(false).await;
         if self.pool.is_replaced() {
             if let Some(successor) = self.ctx.pools().get(self.pool.name()).cloned() {
@@ -193,7 +194,7 @@ impl Session {
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
         let who = self.identity.pass.as_deref();
         let caught_up =
-            self.pool.checkout_caught_up(Protocol::Postgres, who, deadline, position, config.routing.causal_wait);
+            self.pool.checkout_caught_up(Protocol::Postgres, who, deadline, &position, config.routing.causal_wait);
         if let Some(conn) = caught_up.await.map_err(|e| PgClientError::from(&e))? {
             let stale = conn.settings != self.state.signature();
             self.backend = Some(conn);
@@ -232,7 +233,7 @@ impl Session {
         };
         match pg_commit_position(conn).await {
             Ok(position) => {
-                self.ryw.learned(Some(position));
+                self.ryw.learned(Some(Position::Wal(position)));
                 // The token a client may hand to another connection, as an asynchronous
                 // ParameterStatus (protocol 3.0 §55.2.7 allows one at any time).
                 if let Some(high) = self.ryw.required_position() {
@@ -255,7 +256,7 @@ impl Session {
     /// querypilot.causal_token = '...'` itself (they concern the router, not a server); `None`
     /// when `sql` is neither. An invalid token is refused with SQLSTATE 22023 and changes nothing.
     pub(super) async fn on_token_query(&mut self, sql: &str) -> Option<Result<(), super::End>> {
-        match token_command(sql)? {
+        match token_command(sql, crate::sql::Dialect::Postgres)? {
             TokenCommand::Show => {
                 let field = FieldDescription {
                     name: TOKEN_NAME,

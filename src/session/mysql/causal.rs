@@ -1,0 +1,134 @@
+//! Causal reads for MySQL sessions on MariaDB (#22): after a writing commit the session learns
+//! the commit's GTID on the primary connection that committed it (`@@last_gtid`, before the
+//! connection serves anyone else and after the client has its answer), keeps its high-water
+//! GTID position, and sends a later read to a replica only once that replica has applied it
+//! (cached `@@gtid_slave_pos` from the health probe, else `MASTER_GTID_WAIT` up to
+//! `routing.causal_wait`); otherwise the primary serves it, or it fails with
+//! `replica_fallback = "error"`. Also answers the causal token statements, the same two as
+//! for PostgreSQL clients: `SHOW querypilot.causal_token` and `SET querypilot.causal_token =
+//! '...'`.
+
+use super::warning::encode_result;
+use super::Session;
+use crate::config::{Protocol, ReplicaFallback};
+use crate::id::Position;
+use crate::metrics::CausalOutcome;
+use crate::pool::health::my_commit_gtid;
+use crate::protocol::mysql::errcode::ErrorNumber;
+use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
+use crate::routing::causal::{format_token, parse_token, token_command, TokenCommand, TOKEN_NAME};
+use crate::rt;
+use crate::session::client_error::MyClientError;
+use crate::sql::Dialect;
+
+/// `ER_WRONG_VALUE_FOR_VAR` (1231, SQLSTATE 42000): an invalid causal token, as the server
+/// refuses a bad value for a variable.
+const ER_WRONG_VALUE_FOR_VAR: ErrorNumber = ErrorNumber { code: 1231, sql_state: *b"42000" };
+/// `CR_CONN_HOST_ERROR`-like: no replica caught up and the configuration forbids the primary.
+const ER_NO_CAUGHT_UP_REPLICA: ErrorNumber = ErrorNumber { code: 2003, sql_state: *b"HY000" };
+/// `utf8mb3_general_ci`, the token column's collation (the token is ASCII).
+const UTF8_CHARSET: u16 = 33;
+
+impl Session {
+    /// causal: a write just committed on the session's connection: reads its GTID there. The
+    /// client's answer is sent first, so it waits for nothing. `SELECT @@last_gtid` touches
+    /// no table, so the write's warnings stay for a `SHOW WARNINGS` (`ROW_COUNT()` reads -1
+    /// after it, as after any SELECT).
+    pub(super) async fn learn_commit_gtid(&mut self) {
+        let _ = self.flush_client().await;
+        let bridged = self.is_bridged();
+        let clean = self.bpos == 0;
+        let Some(conn) = self.backend.as_mut().filter(|_| !bridged && clean) else {
+            self.ryw.learned(None);
+            return;
+        };
+        match my_commit_gtid(conn).await {
+            Ok(gtid) => self.ryw.learned(Some(Position::Gtid(gtid))),
+            Err(e) => {
+                tracing::debug!("causal reads: cannot read the commit GTID: {e}");
+                conn.broken |= e.breaks_connection();
+                self.ryw.learned(None);
+            }
+        }
+    }
+
+    /// causal: reads on a replica of the current (read) pool that has applied `position`,
+    /// waiting up to `routing.causal_wait` for one; else on the primary, or fails with
+    /// `replica_fallback = "error"`. A connection the session kept (session pooling) is given
+    /// back first: it may be on a replica that is behind.
+    pub(super) async fn connect_causal(&mut self, position: Position) -> Result<(), MyClientError> {
+        self.release_backend(false).await;
+        if self.pool.is_replaced() {
+            if let Some(successor) = self.ctx.pools().get(self.pool.name()).cloned() {
+                self.pool = successor;
+            }
+        }
+        let config = self.ctx.config();
+        let deadline = rt::now() + self.pool.config.timeouts.acquire;
+        let wait = config.routing.causal_wait;
+        let caught_up = self.pool.checkout_caught_up(Protocol::MySql, self.pass.as_deref(), deadline, &position, wait);
+        if let Some(conn) = caught_up.await.map_err(|e| MyClientError::from(&e))? {
+            return self.attach(conn).await;
+        }
+        let primary = config
+            .routing
+            .primary_pool(Protocol::MySql)
+            .filter(|_| config.routing.replica_fallback == ReplicaFallback::Primary)
+            .and_then(|p| self.ctx.pools().get(p).cloned());
+        let outcome = if primary.is_some() { CausalOutcome::FellBackToPrimary } else { CausalOutcome::Error };
+        self.pool.counters.causal_read(outcome); // metrics
+        let Some(pool) = primary else {
+            let text = format!(
+                "no backend of pool \"{}\" applied this session's last write within routing.causal_wait ({wait:?}) \
+                 and routing.replica_fallback = \"error\"",
+                self.pool.name(),
+            );
+            return Err(MyClientError::new(ER_NO_CAUGHT_UP_REPLICA, text));
+        };
+        self.pool = pool;
+        self.ensure_backend().await
+    }
+
+    /// causal token: answers `SHOW querypilot.causal_token` (a one-row result set, empty when
+    /// the session needs no position) and `SET querypilot.causal_token = '...'` itself; `false`
+    /// when `sql` is neither. An invalid token gets error 1231 and changes nothing.
+    pub(super) fn on_token_query(&mut self, sql: &str) -> bool {
+        let Some(command) = token_command(sql, Dialect::MySql) else { return false };
+        let status = self.tx.status;
+        match command {
+            TokenCommand::Show => {
+                let value = self.ryw.required_position().map(format_token).unwrap_or_default();
+                let column = ColumnDefinition41 {
+                    catalog: b"def",
+                    schema: b"",
+                    table: b"",
+                    org_table: b"",
+                    name: TOKEN_NAME.as_bytes(),
+                    org_name: b"",
+                    charset: UTF8_CHARSET,
+                    column_length: 1024,
+                    column_type: ColumnType::VAR_STRING,
+                    flags: 0,
+                    decimals: 0,
+                };
+                let mut def = Vec::with_capacity(64);
+                column.encode(&mut def);
+                let mut eof = Vec::with_capacity(5);
+                crate::protocol::mysql::EofPacket { warnings: 0, status }.encode(&mut eof);
+                let mut row = Vec::with_capacity(value.len() + 2);
+                encode_text_row(&[Some(value.as_bytes())], &mut row);
+                encode_result([&[1u8][..], &def, &eof, &row], status, &mut self.out);
+            }
+            TokenCommand::Set(value) => match parse_token(&value) {
+                Ok(position) => {
+                    self.ryw.adopt(position);
+                    let mut ok = Vec::with_capacity(16);
+                    OkPacket { status, ..OkPacket::default() }.encode(self.client.caps, &mut ok);
+                    encode_packets(&ok, 1, &mut self.out);
+                }
+                Err(e) => MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.out),
+            },
+        }
+        true
+    }
+}
