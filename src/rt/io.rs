@@ -32,6 +32,25 @@ fn transient(res: i32) -> bool {
     res == -libc::EINTR || res == -libc::EAGAIN
 }
 
+/// Posts a receive on `stream` if none is in flight, parked for the next [`read_some`]. Meant
+/// for a connection about to sit idle (a pooled backend connection): the kernel then notices
+/// unsolicited bytes or a close by itself, [`super::idle_stream_usable`] reads the answer
+/// without a system call, and the next read, which would have been posted anyway, is already
+/// in the kernel.
+pub fn watch(stream: &mut Stream) {
+    if stream.recv.is_none() {
+        // Not on a core (impossible for a pooled connection): the check falls back to a peek.
+        let _ = start_recv(stream, FIRST_CHUNK);
+    }
+}
+
+fn start_recv(stream: &mut Stream, chunk: usize) -> io::Result<&mut Op> {
+    let mut room = std::mem::take(&mut stream.spare_recv);
+    room.reserve(chunk);
+    let sqe = opcode::Recv::new(types::Fd(stream.raw()), room.as_mut_ptr(), chunk as u32).build();
+    Ok(stream.recv.insert(Op::start(sqe, Keep::Buf(room))?))
+}
+
 /// Reads whatever is available (at most `chunk` bytes; at most [`FIRST_CHUNK`] into an empty
 /// buffer) and appends it to `buf`. Returns the number of bytes read; 0 means the peer closed
 /// the connection. Safe to abandon: `buf` is left as it was, and the receive stays in flight on
@@ -39,14 +58,9 @@ fn transient(res: i32) -> bool {
 pub async fn read_some(stream: &mut Stream, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
     let chunk = if buf.is_empty() { chunk.min(FIRST_CHUNK) } else { chunk }.clamp(1, OP_MAX);
     loop {
-        let op = match &mut stream.recv {
-            Some(op) => op,
-            None => {
-                let mut room = std::mem::take(&mut stream.spare_recv);
-                room.reserve(chunk);
-                let sqe = opcode::Recv::new(types::Fd(stream.raw()), room.as_mut_ptr(), chunk as u32).build();
-                stream.recv.insert(Op::start(sqe, Keep::Buf(room))?)
-            }
+        let op = match stream.recv {
+            Some(ref mut op) => op,
+            None => start_recv(stream, chunk)?,
         };
         let (res, keep) = op.await;
         stream.recv = None;

@@ -23,7 +23,7 @@ mod tests;
 pub use event::{Event, EventWait};
 pub use executor::{notified, spawn_core, CoreHandle, CoreQueues, Notified, Notifier, RtError, TaskQueue};
 pub use guard::{current_queue, spawn_guarded, spawn_local};
-pub use io::{linger_close, read_some, write_all};
+pub use io::{linger_close, read_some, watch, write_all};
 pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now, Listener, Stream};
 pub use time::{now, race, sleep, sleep_until, with_deadline, within, Elapsed};
 pub use timer::Sleep;
