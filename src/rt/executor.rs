@@ -265,9 +265,13 @@ impl Core {
     /// Cancels every task (dropping its future here, on its own thread), then waits for the
     /// kernel to give back what it still holds.
     fn shut_down(&self) {
-        drop(std::mem::take(&mut *self.tasks.borrow_mut()));
-        drop(self.timers.borrow_mut().clear());
-        drop(std::mem::take(&mut *self.notify_waiters.borrow_mut()));
+        // Taken out first, dropped after: what their drops wake or spawn must find the cells free.
+        let tasks = std::mem::take(&mut *self.tasks.borrow_mut());
+        drop(tasks);
+        let timers = self.timers.borrow_mut().clear();
+        drop(timers);
+        let waiters = std::mem::take(&mut *self.notify_waiters.borrow_mut());
+        drop(waiters);
         loop {
             let woken = std::mem::take(&mut self.shared.remote.lock().woken);
             let mut any = !woken.is_empty();

@@ -67,6 +67,17 @@ impl Stream {
     }
 }
 
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.recv.is_some() || self.send.is_some() {
+            // Cancel what is in flight and submit it all before the descriptor closes.
+            self.recv = None;
+            self.send = None;
+            super::ring::flush();
+        }
+    }
+}
+
 fn sock_addr(a: SockAddr) -> io::Result<SocketAddr> {
     a.as_socket().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP socket address"))
 }
@@ -77,6 +88,14 @@ fn sock_addr(a: SockAddr) -> io::Result<SocketAddr> {
 pub struct Listener {
     pub(super) pending: Cell<Option<Op>>,
     fd: OwnedFd,
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if self.pending.take().is_some() {
+            super::ring::flush();
+        }
+    }
 }
 
 /// Holds an accept in flight; puts it back on its listener if dropped before completion.

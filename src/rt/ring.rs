@@ -367,6 +367,20 @@ impl Drop for Op {
     }
 }
 
+/// Hands the queued submissions to the kernel now. Called before a descriptor with operations
+/// still queued is closed: a queued SQE names the descriptor by number, and a number reused by
+/// the next socket must not receive it.
+pub(super) fn flush() {
+    with_core(|core| {
+        let ring = core.ring.borrow();
+        if let Err(e) = ring.ring.submit() {
+            if !matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) {
+                tracing::error!(error = %e, "io_uring submit failed");
+            }
+        }
+    });
+}
+
 /// The raw descriptor of anything owning one, for building an SQE.
 pub(super) fn fd_of(f: &impl AsRawFd) -> types::Fd {
     types::Fd(f.as_raw_fd())
