@@ -5,7 +5,7 @@
 //! ```text
 //! L4  admin                         REST API and /metrics on its own thread
 //! L3  core        control           per-core assembly | control-plane thread
-//! L2  session  bridge  pool  rt     data plane on glommio executors (rt is the only glommio user)
+//! L2  session  bridge  pool  rt     data plane on rt's per-core io_uring event loops
 //! L1  routing                       pure decision engine
 //! L0  protocol  sql  config  metrics  auth   pure: no runtime, sockets, clocks or globals
 //! ```

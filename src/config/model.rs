@@ -185,6 +185,9 @@ pub struct PoolTimeouts {
     pub acquire: Duration,
     /// How long an idle connection above `min_connections` is kept.
     pub idle: Duration,
+    /// An idle connection unused for at least this long is checked (closed or written to by
+    /// the server?) before it is lent; younger ones are lent unchecked. Zero: always checked.
+    pub idle_check: Duration,
     /// TCP connect plus backend authentication.
     pub connect: Duration,
     /// Statement timeout enforced by the router; `None` = none.

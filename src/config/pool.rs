@@ -170,6 +170,12 @@ fn timeouts(ck: &mut Checker<'_>, base: &str, raw: &RawPool) -> PoolTimeouts {
             Zero::Refused,
         ),
         idle: ck.duration(&raw.idle_timeout, &format!("{base}.idle_timeout"), Duration::from_secs(600), Zero::Refused),
+        idle_check: ck.duration(
+            &raw.idle_check_interval,
+            &format!("{base}.idle_check_interval"),
+            Duration::ZERO,
+            Zero::Allowed,
+        ),
         connect: ck.duration(
             &raw.connect_timeout,
             &format!("{base}.connect_timeout"),

@@ -107,6 +107,7 @@ pub(crate) struct RawPool {
     pub max_prepared_statements: Option<Sp<i64>>,
     pub acquire_timeout: Option<Sp<String>>,
     pub idle_timeout: Option<Sp<String>>,
+    pub idle_check_interval: Option<Sp<String>>,
     pub connect_timeout: Option<Sp<String>>,
     pub query_timeout: Option<Sp<String>>,
     pub idle_transaction_timeout: Option<Sp<String>>,

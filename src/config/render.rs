@@ -128,6 +128,7 @@ fn pool(pool: &Pool) -> Value {
     table.insert("max_prepared_statements".into(), Value::Integer(max_prepared));
     put_duration(&mut table, "acquire_timeout", pool.timeouts.acquire);
     put_duration(&mut table, "idle_timeout", pool.timeouts.idle);
+    put_duration(&mut table, "idle_check_interval", pool.timeouts.idle_check);
     put_duration(&mut table, "connect_timeout", pool.timeouts.connect);
     if let Some(query) = pool.timeouts.query {
         put_duration(&mut table, "query_timeout", query);

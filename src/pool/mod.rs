@@ -629,7 +629,8 @@ impl CorePool {
     /// The warmest idle connection for `protocol` on a usable backend. A connection the server
     /// closed or wrote to while it sat idle (a stopped or restarted backend) is dropped here
     /// rather than lent, so a statement never goes down a dead connection it could have avoided.
-    /// On a pass-through pool only connections logged in as `user` are taken.
+    /// The check reads the state of the receive `checkin` posted (no system call); connections
+    /// used within `idle_check_interval` skip it. On a pass-through pool only connections logged in as `user` are taken.
     fn take_idle(&self, protocol: Protocol, user: Option<&str>, eligible: &dyn Fn(usize) -> bool) -> Option<Conn> {
         let any_healthy = self.has_healthy_backend(); // health
         loop {
@@ -643,7 +644,8 @@ impl CorePool {
                 })?;
                 idle.swap_remove(pos)
             };
-            if rt::idle_stream_usable(&conn.stream) {
+            let fresh = rt::now().saturating_duration_since(conn.last_used) < self.config.timeouts.idle_check;
+            if fresh || rt::idle_stream_usable(&conn.stream) {
                 return Some(conn);
             }
             drop(conn); // its budget unit wakes a waiter
@@ -734,7 +736,7 @@ impl CorePool {
 
     /// Returns a connection; a connection that is not `reusable` is closed instead, and so is
     /// one that another core is waiting for while nobody here is.
-    pub fn checkin(&self, conn: Conn, reusable: bool) {
+    pub fn checkin(&self, mut conn: Conn, reusable: bool) {
         if let Some(b) = self.backends.get(conn.backend) {
             b.counters.checked_in(); // metrics
             b.outstanding.set(b.outstanding.get().saturating_sub(1));
@@ -744,6 +746,9 @@ impl CorePool {
                                                                              // connection older than a RECONNECT is closed.
         let keep = !self.replaced.get() && !self.gate.is_paused() && conn.epoch == self.gate.epoch();
         if reusable && !conn.broken && healthy && keep {
+            // The kernel watches it while it sits idle: a server closing it or writing to it
+            // completes this receive, which `take_idle` looks at without a system call.
+            rt::watch(&mut conn.stream);
             self.idle.borrow_mut().push(conn);
             self.waiters.wake_one();
         } else {

@@ -159,7 +159,8 @@ fn answer_auth(
             let Some((client, fin)) = scram.as_mut() else {
                 return Err(login.auth_err("SASL continue without SASL start"));
             };
-            let (msg, state) = client.handle_server_first(data).map_err(|e| login.auth_err(e))?;
+            let (msg, state) =
+                client.handle_server_first_with(data, cached_scram_keys).map_err(|e| login.auth_err(e))?;
             *fin = Some(state);
             frontend::encode_sasl_response(msg.as_bytes(), out).map_err(|e| login.connect_err(e))
         }
@@ -169,6 +170,47 @@ fn answer_auth(
         },
         other => Err(login.auth_err(format!("unsupported authentication request {other:?}"))),
     }
+}
+
+/// Derived SCRAM keys most recently used first, at most [`SCRAM_CACHE`] of them.
+type ScramCache = Vec<(ScramCacheKey, ([u8; 32], [u8; 32]))>;
+
+/// A cache entry's key: (SHA-256 of the password, salt, iterations); no plaintext is copied.
+type ScramCacheKey = ([u8; 32], Vec<u8>, u32);
+
+/// Distinct (password, salt, iterations) whose keys a core keeps: one per pool credential and
+/// backend is the common case.
+const SCRAM_CACHE: usize = 32;
+
+thread_local! {
+    /// Per core (each core is one thread): the derivation costs 4096 PBKDF2 rounds by default,
+    /// 90–200 ms of a debug build's core per login, which made health-probe logins overrun
+    /// their timeout. PostgreSQL salts a role's verifier once, so the same triple comes back.
+    static SCRAM_KEYS: std::cell::RefCell<ScramCache> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// [`auth::scram_keys`] through the core's cache.
+fn cached_scram_keys(password: &str, salt: &[u8], iterations: u32) -> ([u8; 32], [u8; 32]) {
+    use sha2::Digest as _;
+    let key: ScramCacheKey = (sha2::Sha256::digest(password.as_bytes()).into(), salt.to_vec(), iterations);
+    let hit = SCRAM_KEYS.with(|c| {
+        let mut cache = c.borrow_mut();
+        let pos = cache.iter().position(|(k, _)| *k == key)?;
+        let entry = cache.remove(pos);
+        let keys = entry.1;
+        cache.insert(0, entry);
+        Some(keys)
+    });
+    if let Some(keys) = hit {
+        return keys;
+    }
+    let keys = auth::scram_keys(password, salt, iterations);
+    SCRAM_KEYS.with(|c| {
+        let mut cache = c.borrow_mut();
+        cache.insert(0, (key, keys));
+        cache.truncate(SCRAM_CACHE);
+    });
+    keys
 }
 
 /// Sends a CancelRequest for backend process `pid`/`secret` to `addr` and waits until the
@@ -190,4 +232,31 @@ pub async fn deliver_cancel(addr: SocketAddr, pid: i32, secret: i32, deadline: I
     rt::with_deadline(deadline, work)
         .await
         .unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "cancel delivery timed out")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cached() -> usize {
+        SCRAM_KEYS.with(|c| c.borrow().len())
+    }
+
+    #[test]
+    fn cached_scram_keys_equal_derived_ones_and_are_derived_once_per_triple() {
+        let derived = auth::scram_keys("pw", b"salt", 4096);
+        assert_eq!(cached_scram_keys("pw", b"salt", 4096), derived);
+        assert_eq!(cached_scram_keys("pw", b"salt", 4096), derived);
+        assert_eq!(cached(), 1);
+        assert_ne!(cached_scram_keys("pw", b"other salt", 4096), derived);
+        assert_ne!(cached_scram_keys("pw", b"salt", 4097), derived);
+        assert_ne!(cached_scram_keys("other", b"salt", 4096), derived);
+        assert_eq!(cached(), 4);
+        for i in 0..2 * SCRAM_CACHE {
+            cached_scram_keys("pw", &i.to_le_bytes(), 1);
+        }
+        assert_eq!(cached(), SCRAM_CACHE);
+        // The most recent entries survive, the oldest went.
+        assert_eq!(cached_scram_keys("pw", b"salt", 4096), derived);
+    }
 }

@@ -1,70 +1,456 @@
-//! One glommio executor per CPU, with the two task queues every core uses.
+//! One event loop per core: a single-threaded executor of `!Send` tasks in two priority queues
+//! over one io_uring. Each iteration runs the ready tasks, fires due timers, then makes one
+//! `io_uring_enter` that submits every queued operation and waits (if nothing is ready) until a
+//! completion, the nearest timer or a wake-up from another thread.
 
-use std::time::Duration;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
-use glommio::{executor, Latency, LocalExecutorBuilder, Placement, Shares, TaskQueueHandle};
+use async_task::Runnable;
 
-/// Failure to start a core's executor thread.
+use super::ring::Ring;
+use super::timer::Timers;
+
+/// Failure to start a core's event loop.
 #[derive(Debug, thiserror::Error)]
 pub enum RtError {
-    /// glommio refused to build the executor (CPU not available, io_uring setup, memlock).
-    #[error("cannot start executor on cpu {cpu}: {reason}")]
+    /// The thread, its eventfd or its ring could not be set up (io_uring disabled or too old,
+    /// descriptors or memory exhausted).
+    #[error("cannot start the event loop on cpu {cpu}: {reason}")]
     Spawn {
-        /// The CPU the executor was meant to be pinned to.
+        /// The CPU the loop was meant to be pinned to (`usize::MAX`: unpinned).
         cpu: usize,
-        /// glommio's explanation.
+        /// What failed.
         reason: String,
     },
 }
 
-/// A running core: joining it waits until its executor returns.
-pub struct CoreHandle {
-    inner: glommio::ExecutorJoinHandle<()>,
-}
+/// Which of a core's two queues a task runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskQueue(usize);
 
-impl CoreHandle {
-    /// Blocks the calling (non-core) thread until the core's main future finishes.
-    pub fn join(self) -> Result<(), String> {
-        self.inner.join().map_err(|e| e.to_string())
-    }
-}
+const LATENCY: TaskQueue = TaskQueue(0);
+const BACKGROUND: TaskQueue = TaskQueue(1);
+
+/// How many loop iterations ready background work may wait behind latency work.
+const BACKGROUND_PATIENCE: u32 = 16;
 
 /// The task queues of one core: request work must never wait behind upkeep.
 #[derive(Clone, Copy)]
 pub struct CoreQueues {
     /// Sessions and everything on a statement's path.
-    pub latency: TaskQueueHandle,
+    pub latency: TaskQueue,
     /// Control-message drain, health probes, cache upkeep, idle-connection reaping.
-    pub background: TaskQueueHandle,
+    pub background: TaskQueue,
 }
 
-/// io_uring registered-buffer memory per core. Small on purpose: the router does socket I/O
-/// only, and RLIMIT_MEMLOCK defaults to 8 MiB for non-root users (see tuning.md).
-const IO_MEMORY: usize = 512 * 1024;
+/// What other threads may touch: tasks they woke, and the eventfd that wakes the loop.
+struct Shared {
+    efd: OwnedFd,
+    /// Set while an eventfd write is outstanding, so a burst of wake-ups costs one write.
+    kicked: AtomicBool,
+    /// Set by [`Notifier::notify`]; the loop turns it into a local wake-up of [`notified`].
+    notified: AtomicBool,
+    remote: parking_lot::Mutex<Remote>,
+}
 
-/// Starts an executor pinned to `cpu` (or unpinned when `cpu` is `None`) on its own thread and
-/// runs `main(queues)` on it; the thread ends when that future returns.
+#[derive(Default)]
+struct Remote {
+    /// Set once the core has ended: a task woken later is leaked, never dropped off its thread.
+    closed: bool,
+    woken: Vec<(TaskQueue, Runnable)>,
+}
+
+impl Shared {
+    fn kick(&self) {
+        if !self.kicked.swap(true, Ordering::AcqRel) {
+            let one = 1u64.to_ne_bytes();
+            // SAFETY: writes 8 bytes from a live buffer to an eventfd we own. A failed write
+            // can only mean the counter is saturated, and then the loop is being woken anyway.
+            unsafe { libc::write(self.efd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+        }
+    }
+
+    fn push_remote(&self, queue: TaskQueue, runnable: Runnable) {
+        let mut remote = self.remote.lock();
+        if remote.closed {
+            // Dropping it here would drop a `!Send` future on a foreign thread.
+            std::mem::forget(runnable);
+            return;
+        }
+        remote.woken.push((queue, runnable));
+        drop(remote);
+        self.kick();
+    }
+}
+
+/// A core's loop state, reachable from its thread through [`with_core`].
+pub(super) struct Core {
+    pub(super) ring: RefCell<Ring>,
+    pub(super) timers: RefCell<Timers>,
+    queues: [RefCell<VecDeque<Runnable>>; 2],
+    current: Cell<TaskQueue>,
+    /// Handles of live tasks: cancelled when the core ends, so no future outlives it.
+    tasks: RefCell<Vec<async_task::Task<()>>>,
+    prune_at: Cell<usize>,
+    /// Loop iterations in a row that ran no background task although one was ready.
+    background_skipped: Cell<u32>,
+    notify_gen: Cell<u64>,
+    notify_waiters: RefCell<Vec<Waker>>,
+    shared: Arc<Shared>,
+}
+
+thread_local! {
+    static CORE: RefCell<Option<Rc<Core>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with the current thread's core; `None` off a core.
+pub(super) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
+    CORE.try_with(|c| c.borrow().as_ref().map(|core| f(core))).ok().flatten()
+}
+
+/// Spawns `fut` on the current core's `queue`; returns false off a core.
+pub(super) fn spawn_on<F>(queue: TaskQueue, fut: F) -> bool
+where
+    F: Future<Output = ()> + 'static,
+{
+    let spawned = with_core(|core| {
+        let shared = core.shared.clone();
+        let (runnable, task) = async_task::spawn_local(fut, move |r| schedule(&shared, queue, r));
+        core.tasks.borrow_mut().push(task);
+        runnable
+    });
+    match spawned {
+        Some(runnable) => {
+            runnable.schedule();
+            true
+        }
+        None => false,
+    }
+}
+
+/// A waker's way back: straight into the local queue on the core's own thread, through the
+/// shared list and the eventfd from any other.
+fn schedule(shared: &Arc<Shared>, queue: TaskQueue, runnable: Runnable) {
+    let rejected = CORE.try_with(|c| match c.borrow().as_ref() {
+        Some(core) if Arc::ptr_eq(&core.shared, shared) => {
+            if let Some(q) = core.queues.get(queue.0) {
+                q.borrow_mut().push_back(runnable);
+            }
+            None
+        }
+        _ => Some(runnable),
+    });
+    match rejected {
+        Ok(None) => {}
+        Ok(Some(runnable)) => shared.push_remote(queue, runnable),
+        // This thread is exiting: whatever it woke belongs to another thread's core.
+        Err(_) => {}
+    }
+}
+
+/// The queue of the task being run.
+pub(super) fn current_queue() -> TaskQueue {
+    with_core(|core| core.current.get()).unwrap_or(LATENCY)
+}
+
+impl Core {
+    fn new(shared: Arc<Shared>) -> std::io::Result<Self> {
+        Ok(Self {
+            ring: RefCell::new(Ring::new(shared.efd.as_raw_fd())?),
+            timers: RefCell::default(),
+            queues: Default::default(),
+            current: Cell::new(LATENCY),
+            tasks: RefCell::default(),
+            prune_at: Cell::new(64),
+            background_skipped: Cell::new(0),
+            notify_gen: Cell::new(0),
+            notify_waiters: RefCell::default(),
+            shared,
+        })
+    }
+
+    fn pop(&self, queue: TaskQueue) -> Option<Runnable> {
+        self.queues.get(queue.0)?.borrow_mut().pop_front()
+    }
+
+    fn queued(&self, queue: TaskQueue) -> usize {
+        self.queues.get(queue.0).map_or(0, |q| q.borrow().len())
+    }
+
+    /// Runs what is ready now: every latency task queued at the start; then, if no latency task
+    /// became ready meanwhile, every queued background task. Background work waits behind
+    /// requests, but never more than [`BACKGROUND_PATIENCE`] iterations (then one runs).
+    fn run_ready(&self) {
+        for _ in 0..self.queued(LATENCY) {
+            let Some(r) = self.pop(LATENCY) else { break };
+            self.current.set(LATENCY);
+            r.run();
+        }
+        let waiting = self.queued(BACKGROUND);
+        let background = if self.queued(LATENCY) == 0 {
+            waiting
+        } else if waiting > 0 && self.background_skipped.get() >= BACKGROUND_PATIENCE {
+            1
+        } else {
+            self.background_skipped.set(self.background_skipped.get() + u32::from(waiting > 0));
+            0
+        };
+        if background > 0 {
+            self.background_skipped.set(0);
+        }
+        for _ in 0..background {
+            let Some(r) = self.pop(BACKGROUND) else { break };
+            self.current.set(BACKGROUND);
+            r.run();
+        }
+    }
+
+    /// Forgets the handles of finished tasks, amortized over spawns.
+    fn prune(&self) {
+        let mut tasks = self.tasks.borrow_mut();
+        if tasks.len() >= self.prune_at.get() {
+            tasks.retain(|t| !t.is_finished());
+            self.prune_at.set((tasks.len() * 2).max(64));
+        }
+    }
+
+    /// Moves tasks woken by other threads into the local queues and turns a notification into
+    /// local wake-ups.
+    fn take_remote(&self) {
+        self.shared.kicked.store(false, Ordering::Release);
+        let woken = std::mem::take(&mut self.shared.remote.lock().woken);
+        for (queue, runnable) in woken {
+            if let Some(q) = self.queues.get(queue.0) {
+                q.borrow_mut().push_back(runnable);
+            }
+        }
+        if self.shared.notified.swap(false, Ordering::AcqRel) {
+            self.notify_gen.set(self.notify_gen.get() + 1);
+            let waiters = std::mem::take(&mut *self.notify_waiters.borrow_mut());
+            waiters.into_iter().for_each(Waker::wake);
+        }
+    }
+
+    fn run_loop(&self, main: &async_task::Task<()>) {
+        loop {
+            self.run_ready();
+            if main.is_finished() {
+                return;
+            }
+            self.prune();
+            let now = Instant::now();
+            let due = self.timers.borrow_mut().due(now);
+            due.into_iter().for_each(Waker::wake);
+            let wait = if self.queued(LATENCY) + self.queued(BACKGROUND) > 0 {
+                Some(Duration::ZERO)
+            } else {
+                self.timers.borrow().next().map(|t| t.saturating_duration_since(now))
+            };
+            if self.ring.borrow_mut().turn(wait) {
+                self.take_remote();
+            }
+        }
+    }
+
+    /// Cancels every task (dropping its future here, on its own thread), then waits for the
+    /// kernel to give back what it still holds.
+    fn shut_down(&self) {
+        // Taken out first, dropped after: what their drops wake or spawn must find the cells free.
+        let tasks = std::mem::take(&mut *self.tasks.borrow_mut());
+        drop(tasks);
+        let timers = self.timers.borrow_mut().clear();
+        drop(timers);
+        let waiters = std::mem::take(&mut *self.notify_waiters.borrow_mut());
+        drop(waiters);
+        loop {
+            let woken = std::mem::take(&mut self.shared.remote.lock().woken);
+            let mut any = !woken.is_empty();
+            drop(woken);
+            for queue in [LATENCY, BACKGROUND] {
+                while let Some(r) = self.pop(queue) {
+                    any = true;
+                    drop(r);
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+        let late = {
+            let mut remote = self.shared.remote.lock();
+            remote.closed = true;
+            std::mem::take(&mut remote.woken)
+        };
+        drop(late);
+        self.ring.borrow_mut().shut_down(Duration::from_secs(1));
+    }
+}
+
+/// Wakes a core's loop from any thread; [`notified`] on that core completes. Lets a thread
+/// that sends a core a message (a crossbeam channel) make the core look at once.
+#[derive(Clone)]
+pub struct Notifier {
+    shared: Arc<Shared>,
+}
+
+impl Notifier {
+    /// Marks the core notified and writes its eventfd (at most once until the core has looked).
+    pub fn notify(&self) {
+        self.shared.notified.store(true, Ordering::Release);
+        self.shared.kick();
+    }
+}
+
+/// Completes once a [`Notifier`] of this core has notified it after this call.
+pub fn notified() -> Notified {
+    Notified { seen: with_core(|core| core.notify_gen.get()) }
+}
+
+/// Future returned by [`notified`].
+pub struct Notified {
+    seen: Option<u64>,
+}
+
+impl Future for Notified {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let seen = self.seen;
+        let ready = with_core(|core| {
+            if Some(core.notify_gen.get()) != seen {
+                return true;
+            }
+            let mut waiters = core.notify_waiters.borrow_mut();
+            if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
+                waiters.push(cx.waker().clone());
+            }
+            false
+        });
+        // Off a core nothing could notify it: it completes at once rather than hang.
+        if ready.unwrap_or(true) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// A running core: joining it waits until its loop returns.
+pub struct CoreHandle {
+    thread: std::thread::JoinHandle<()>,
+    notifier: Notifier,
+}
+
+impl CoreHandle {
+    /// Blocks the calling (non-core) thread until the core's main future finishes.
+    pub fn join(self) -> Result<(), String> {
+        self.thread.join().map_err(|p| super::guard::panic_message(p.as_ref()))
+    }
+
+    /// A handle that wakes this core from any thread.
+    pub fn notifier(&self) -> Notifier {
+        self.notifier.clone()
+    }
+}
+
+/// Starts an event loop pinned to `cpu` (or unpinned when `cpu` is `None`) on its own thread and
+/// runs `main(queues)` on it; the thread ends when that future returns, after cancelling every
+/// task still pending.
 pub fn spawn_core<F, Fut>(name: &str, cpu: Option<usize>, main: F) -> Result<CoreHandle, RtError>
 where
     F: FnOnce(CoreQueues) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + 'static,
+    Fut: Future<Output = ()> + 'static,
 {
-    let placement = match cpu {
-        Some(c) => Placement::Fixed(c),
-        None => Placement::Unbound,
-    };
-    let inner = LocalExecutorBuilder::new(placement)
-        .name(name)
-        .io_memory(IO_MEMORY)
-        .preempt_timer(Duration::from_millis(50))
-        .spawn(move || async move {
-            let ex = executor();
-            let queues = CoreQueues {
-                latency: ex.create_task_queue(Shares::Static(1000), Latency::NotImportant, "latency"),
-                background: ex.create_task_queue(Shares::Static(50), Latency::NotImportant, "background"),
+    let err = |reason: String| RtError::Spawn { cpu: cpu.unwrap_or(usize::MAX), reason };
+    // SAFETY: eventfd(2) with valid flags; the result is checked before it is owned. Blocking
+    // on purpose: io_uring then waits for it instead of failing the read with EAGAIN.
+    let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if raw < 0 {
+        return Err(err(format!("eventfd: {}", std::io::Error::last_os_error())));
+    }
+    // SAFETY: `raw` is a new descriptor nobody else owns.
+    let efd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let shared = Arc::new(Shared {
+        efd,
+        kicked: AtomicBool::new(false),
+        notified: AtomicBool::new(false),
+        remote: parking_lot::Mutex::default(),
+    });
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    let thread_shared = shared.clone();
+    let thread = std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(move || {
+            if let Some(cpu) = cpu {
+                if let Err(e) = pin_to(cpu) {
+                    let _ = ready_tx.send(Err(format!("sched_setaffinity: {e}")));
+                    return;
+                }
+            }
+            let core = match Core::new(thread_shared) {
+                Ok(core) => Rc::new(core),
+                Err(e) => {
+                    let _ = ready_tx.send(Err(format!("io_uring setup: {e}")));
+                    return;
+                }
             };
-            main(queues).await
+            let _ = ready_tx.send(Ok(()));
+            run_core(core, main);
         })
-        .map_err(|e| RtError::Spawn { cpu: cpu.unwrap_or(usize::MAX), reason: e.to_string() })?;
-    Ok(CoreHandle { inner })
+        .map_err(|e| err(e.to_string()))?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok(CoreHandle { thread, notifier: Notifier { shared } }),
+        Ok(Err(reason)) => {
+            let _ = thread.join();
+            Err(err(reason))
+        }
+        Err(_) => Err(err("the core thread exited during setup".to_owned())),
+    }
+}
+
+fn run_core<F, Fut>(core: Rc<Core>, main: F)
+where
+    F: FnOnce(CoreQueues) -> Fut,
+    Fut: Future<Output = ()> + 'static,
+{
+    CORE.with(|c| *c.borrow_mut() = Some(core.clone()));
+    let shared = core.shared.clone();
+    let (runnable, main_task) =
+        async_task::spawn_local(main(CoreQueues { latency: LATENCY, background: BACKGROUND }), move |r| {
+            schedule(&shared, LATENCY, r)
+        });
+    runnable.schedule();
+    let outcome = catch_unwind(AssertUnwindSafe(|| core.run_loop(&main_task)));
+    drop(main_task);
+    core.shut_down();
+    CORE.with(|c| c.borrow_mut().take());
+    if let Err(panic) = outcome {
+        resume_unwind(panic);
+    }
+}
+
+fn pin_to(cpu: usize) -> std::io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET bounds-checks against its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: `cpu` is below CPU_SETSIZE (checked above).
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pins the calling thread (pid 0) to a valid, initialized set of the right size.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }

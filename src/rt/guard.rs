@@ -5,10 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use glommio::TaskQueueHandle;
-
-/// A spawned task; dropping it does not cancel it (tasks are detached).
-pub type Task<T> = glommio::task::JoinHandle<T>;
+use super::executor::{self, TaskQueue};
 
 /// Polls the inner future inside `catch_unwind`, turning a panic into `Err(message)`.
 /// Boxing costs one allocation per session and keeps this free of `unsafe` pin projection.
@@ -31,7 +28,8 @@ impl<F: Future> Future for CatchUnwind<F> {
     }
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// The text of a panic payload (`&str` and `String` payloads; anything else is named as such).
+pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -41,9 +39,10 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Spawns `fut` detached on `queue`; if it panics, `on_panic` runs with the panic message
-/// instead of the panic unwinding into the executor.
-pub fn spawn_guarded<F>(queue: TaskQueueHandle, fut: F, on_panic: impl FnOnce(String) + 'static) -> Option<Task<()>>
+/// Spawns `fut` detached on `queue` of the current core; if it panics, `on_panic` runs with the
+/// panic message instead of the panic unwinding into the loop. The task is cancelled (its
+/// future dropped) if the core ends first.
+pub fn spawn_guarded<F>(queue: TaskQueue, fut: F, on_panic: impl FnOnce(String) + 'static)
 where
     F: Future<Output = ()> + 'static,
 {
@@ -55,12 +54,14 @@ where
             on_panic(msg);
         }
     };
-    glommio::spawn_local_into(guarded, queue).ok().map(|t| t.detach())
+    if !executor::spawn_on(queue, guarded) {
+        tracing::error!("a task was spawned off a core and dropped");
+    }
 }
 
 /// The task queue of the running task (to spawn helpers next to it).
-pub fn current_queue() -> TaskQueueHandle {
-    glommio::executor().current_task_queue()
+pub fn current_queue() -> TaskQueue {
+    executor::current_queue()
 }
 
 /// Spawns a detached helper task on the current task queue, contained like a session.
@@ -68,5 +69,5 @@ pub fn spawn_local<F>(fut: F)
 where
     F: Future<Output = ()> + 'static,
 {
-    let _ = spawn_guarded(current_queue(), fut, |msg| tracing::error!(panic = %msg, "helper task panicked"));
+    spawn_guarded(current_queue(), fut, |msg| tracing::error!(panic = %msg, "helper task panicked"));
 }

@@ -1,21 +1,29 @@
-//! The runtime boundary: the only module that names `glommio`.
+//! The runtime boundary: the data plane's own event loop, one per core.
 //!
-//! It owns executors pinned to CPUs, task queues, SO_REUSEPORT listeners, connects with a deadline,
-//! the clock, and panic containment for session tasks. Everything above it (pool, session, core)
-//! sees plain functions and types from here, so the data plane could move to another
-//! thread-per-core runtime by rewriting this module alone. Must not depend on any other module of
-//! the crate.
+//! Each core runs one thread with one io_uring and a single-threaded executor of `!Send` tasks
+//! in two priority queues (latency, background). Socket I/O (accept, connect, recv, send) is
+//! submitted as ring operations whose buffers the ring owns until completion; timers live in a
+//! core-local map and bound the loop's one `io_uring_enter` per iteration; other threads wake a
+//! core through its eventfd. It also owns SO_REUSEPORT listeners, the clock, and panic
+//! containment for session tasks. Everything above it (pool, session, core) sees plain
+//! functions and types from here. Must not depend on any other module of the crate.
 
 mod event;
 mod executor;
 mod guard;
 mod io;
 mod net;
+mod ring;
 mod time;
+mod timer;
+
+#[cfg(test)]
+mod tests;
 
 pub use event::{Event, EventWait};
-pub use executor::{spawn_core, CoreHandle, CoreQueues, RtError};
-pub use guard::{current_queue, spawn_guarded, spawn_local, Task};
-pub use io::{linger_close, read_some, write_all};
+pub use executor::{notified, spawn_core, CoreHandle, CoreQueues, Notified, Notifier, RtError, TaskQueue};
+pub use guard::{current_queue, spawn_guarded, spawn_local};
+pub use io::{linger_close, read_some, watch, write_all};
 pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now, Listener, Stream};
 pub use time::{now, race, sleep, sleep_until, with_deadline, within, Elapsed};
+pub use timer::Sleep;

@@ -1,30 +1,152 @@
 //! Sockets: SO_REUSEPORT listeners (one per core per listener address), deadline-bound connects,
-//! and a non-blocking look at whether an idle connection's peer is still there.
+//! and a look at whether an idle connection's peer is still there. Every socket is blocking at
+//! the descriptor level: io_uring then polls it internally instead of failing with EAGAIN.
 
+use std::cell::Cell;
+use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{Shutdown, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
-/// A client or backend TCP connection owned by the core that created it.
-pub type Stream = glommio::net::TcpStream;
+use io_uring::opcode;
+use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
-/// A listening socket owned by one core.
+use super::ring::{fd_of, Keep, Op};
+
+/// A client or backend TCP connection owned by the core that created it.
+///
+/// A receive whose read was abandoned (a raced read lost) stays in flight, parked here, and the
+/// next read takes its bytes: cancelling it instead could lose bytes the kernel had already
+/// moved into its buffer. Dropping the stream cancels what is in flight and closes the socket.
+pub struct Stream {
+    pub(super) recv: Option<Op>,
+    pub(super) send: Option<Op>,
+    /// Buffers given back by completed operations, reused by the next ones.
+    pub(super) spare_recv: Vec<u8>,
+    pub(super) spare_send: Vec<u8>,
+    fd: OwnedFd,
+}
+
+impl Stream {
+    fn new(fd: OwnedFd) -> io::Result<Self> {
+        SockRef::from(&fd).set_nodelay(true)?;
+        Ok(Self { recv: None, send: None, spare_recv: Vec::new(), spare_send: Vec::new(), fd })
+    }
+
+    pub(super) fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        sock_addr(SockRef::from(&self.fd).peer_addr()?)
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        sock_addr(SockRef::from(&self.fd).local_addr()?)
+    }
+
+    /// Shuts down one or both directions (a plain `shutdown(2)`, which never blocks).
+    pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        SockRef::from(&self.fd).shutdown(how)
+    }
+
+    /// A non-blocking look at the socket: `Some(true)` bytes or EOF or an error are waiting,
+    /// `Some(false)` nothing is, `None` the look failed.
+    fn peek(&self) -> Option<bool> {
+        let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+        match SockRef::from(&self.fd).recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT) {
+            Ok(_) => Some(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Some(false),
+            Err(_) => None,
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.recv.is_some() || self.send.is_some() {
+            // Cancel what is in flight and submit it all before the descriptor closes.
+            self.recv = None;
+            self.send = None;
+            super::ring::flush();
+        }
+    }
+}
+
+fn sock_addr(a: SockAddr) -> io::Result<SocketAddr> {
+    a.as_socket().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP socket address"))
+}
+
+/// A listening socket owned by one core. Like a stream's receive, an accept whose future was
+/// dropped (raced and lost) stays in flight, parked here for the next `accept`: a connection the
+/// kernel handed to it is never lost. Dropping the listener cancels it.
 pub struct Listener {
-    inner: glommio::net::TcpListener,
+    pub(super) pending: Cell<Option<Op>>,
+    fd: OwnedFd,
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if self.pending.take().is_some() {
+            super::ring::flush();
+        }
+    }
+}
+
+/// Holds an accept in flight; puts it back on its listener if dropped before completion.
+struct Parked<'a> {
+    home: &'a Cell<Option<Op>>,
+    op: Option<Op>,
+}
+
+impl Future for Parked<'_> {
+    type Output = (i32, Keep);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(i32, Keep)> {
+        let Some(op) = self.op.as_mut() else { return Poll::Ready((-libc::ECANCELED, Keep::Nothing)) };
+        let out = std::task::ready!(Pin::new(op).poll(cx));
+        self.op = None;
+        Poll::Ready(out)
+    }
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        if let Some(op) = self.op.take() {
+            self.home.set(Some(op));
+        }
+    }
 }
 
 impl Listener {
     /// Waits for the next connection; TCP_NODELAY is set because the router relays small
     /// request/response messages whose latency matters more than segment count.
     pub async fn accept(&self) -> io::Result<Stream> {
-        let s = self.inner.accept().await.map_err(io::Error::from)?;
-        s.set_nodelay(true).map_err(io::Error::from)?;
-        Ok(s)
+        let sqe = opcode::Accept::new(fd_of(&self.fd), std::ptr::null_mut(), std::ptr::null_mut())
+            .flags(libc::SOCK_CLOEXEC)
+            .build();
+        loop {
+            let op = match self.pending.take() {
+                Some(op) => op,
+                None => Op::start(sqe.clone(), Keep::Accept)?,
+            };
+            match (Parked { home: &self.pending, op: Some(op) }).await {
+                (_, Keep::Fd(fd)) => return Stream::new(fd),
+                // A connection reset before we took it: wait for the next one.
+                (res, _) if res == -libc::ECONNABORTED || res == -libc::EINTR => continue,
+                (res, _) => return Err(io::Error::from_raw_os_error(-res)),
+            }
+        }
     }
 
     /// The address actually bound (useful with port 0).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr().map_err(io::Error::from)
+        sock_addr(SockRef::from(&self.fd).local_addr()?)
     }
 }
 
@@ -35,41 +157,44 @@ const BACKLOG: i32 = 1024;
 /// kernel spreads incoming connections between them. SO_REUSEADDR too, so that accepted
 /// connections inherit it and their TIME_WAIT remnants never block a restart.
 pub fn bind_reuseport(addr: SocketAddr) -> io::Result<Listener> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    use std::os::fd::{FromRawFd, IntoRawFd};
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), Some(Protocol::TCP))?;
     sock.set_reuse_address(true)?;
     sock.set_reuse_port(true)?;
-    sock.set_nonblocking(true)?;
     sock.bind(&addr.into())?;
     sock.listen(BACKLOG)?;
-    // SAFETY: the descriptor is a bound, listening TCP socket that we own exclusively; its
-    // ownership moves into the glommio listener, which closes it.
-    let inner = unsafe { glommio::net::TcpListener::from_raw_fd(sock.into_raw_fd()) };
-    Ok(Listener { inner })
+    Ok(Listener { pending: Cell::new(None), fd: sock.into() })
 }
 
-/// Connects to `addr`, failing with `TimedOut` once `deadline` has passed.
+/// Connects to `addr`, failing with `TimedOut` once `deadline` has passed. The connect is a ring
+/// operation; at the deadline it is cancelled and its socket closed when the kernel lets go.
 pub async fn connect(addr: SocketAddr, deadline: Instant) -> io::Result<Stream> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
+    if Instant::now() >= deadline {
         return Err(io::Error::new(io::ErrorKind::TimedOut, "connect deadline already passed"));
     }
-    let s = Stream::connect_timeout(addr, left).await.map_err(io::Error::from)?;
-    s.set_nodelay(true).map_err(io::Error::from)?;
-    Ok(s)
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), Some(Protocol::TCP))?;
+    let target = Box::new(SockAddr::from(addr));
+    let sqe = opcode::Connect::new(fd_of(&sock), target.as_ptr().cast(), target.len()).build();
+    let op = Op::start(sqe, Keep::Connect { _addr: target, fd: sock.into() })?;
+    match super::with_deadline(deadline, op).await {
+        Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")),
+        Ok((0, Keep::Connect { fd, .. })) => Stream::new(fd),
+        Ok((res, _)) if res < 0 => Err(io::Error::from_raw_os_error(-res)),
+        Ok(_) => Err(io::Error::other("connect completed without its socket")),
+    }
 }
 
 /// Hands a connection to a plain thread (the admin console): a blocking `std` stream on a
 /// duplicate of its descriptor. The core's stream is dropped here, so only the duplicate stays.
-/// Call it only between reads and writes, when no operation of the core is pending on it.
+/// Refused while a receive is parked on it: that receive may already hold the client's bytes.
 pub fn detach(stream: Stream) -> io::Result<std::net::TcpStream> {
-    use std::os::fd::{AsRawFd, BorrowedFd};
-    // SAFETY: the descriptor belongs to `stream`, which outlives `fd`; the clone owns its own.
-    let fd = unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) };
-    let owned = fd.try_clone_to_owned()?;
+    if stream.recv.is_some() {
+        return Err(io::Error::new(io::ErrorKind::WouldBlock, "a receive is still in flight on the connection"));
+    }
+    let owned: OwnedFd = stream.fd.try_clone()?;
     drop(stream);
-    let plain = std::net::TcpStream::from(owned);
+    // SAFETY: `owned` is a TCP socket descriptor we own exclusively; ownership moves into the
+    // std stream.
+    let plain = unsafe { std::net::TcpStream::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(owned)) };
     plain.set_nonblocking(false)?;
     Ok(plain)
 }
@@ -77,31 +202,21 @@ pub fn detach(stream: Stream) -> io::Result<std::net::TcpStream> {
 /// Whether a connection that sat idle is still usable: the peer has neither closed it nor sent
 /// anything. An idle PostgreSQL or MySQL connection receives bytes only when the server is
 /// about to close it (FATAL 57P01 at shutdown, an idle timeout), so either means "do not lend
-/// this one". Never blocks: one non-blocking peek.
+/// this one". Never blocks: a parked receive that completed answers it without a system call,
+/// otherwise one non-blocking peek.
 pub fn idle_stream_usable(stream: &Stream) -> bool {
-    use std::os::fd::{AsRawFd, BorrowedFd};
-    // SAFETY: the descriptor belongs to `stream`, which is borrowed for longer than `fd` lives.
-    let fd = unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) };
-    let sock = socket2::SockRef::from(&fd);
-    let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
-    match sock.recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT) {
-        Err(e) => e.kind() == io::ErrorKind::WouldBlock,
-        // 0: the peer closed; more: unsolicited bytes.
-        Ok(_) => false,
+    match &stream.recv {
+        Some(op) => !op.is_done(),
+        None => stream.peek() == Some(false),
     }
 }
 
 /// Whether a read on `stream` would not wait: the peer sent bytes, closed, or the socket has
-/// an error. Never blocks: one non-blocking peek. Lets a session sending a long request notice
-/// an early answer (an error) without racing a read against its writes.
+/// an error. Never blocks. Lets a session sending a long request notice an early answer (an
+/// error) without racing a read against its writes.
 pub fn readable_now(stream: &Stream) -> bool {
-    use std::os::fd::{AsRawFd, BorrowedFd};
-    // SAFETY: the descriptor belongs to `stream`, which is borrowed for longer than `fd` lives.
-    let fd = unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) };
-    let sock = socket2::SockRef::from(&fd);
-    let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
-    match sock.recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT) {
-        Err(e) => e.kind() != io::ErrorKind::WouldBlock,
-        Ok(_) => true,
+    match &stream.recv {
+        Some(op) => op.is_done(),
+        None => stream.peek() != Some(false),
     }
 }

@@ -3,6 +3,8 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use super::timer::Sleep;
+
 /// A deadline passed before the awaited work finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("deadline elapsed")]
@@ -14,16 +16,13 @@ pub fn now() -> Instant {
 }
 
 /// Sleeps for `d` without blocking the core.
-pub async fn sleep(d: Duration) {
-    glommio::timer::sleep(d).await
+pub fn sleep(d: Duration) -> Sleep {
+    Sleep::new(Instant::now() + d)
 }
 
 /// Sleeps until `deadline` (returns at once if it has passed).
-pub async fn sleep_until(deadline: Instant) {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if !left.is_zero() {
-        glommio::timer::sleep(left).await
-    }
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep::new(deadline)
 }
 
 /// Runs `fut` until it completes or `deadline` passes, whichever is first.

@@ -160,7 +160,14 @@ fn pool_defaults_are_applied() {
     );
     assert_eq!(
         pool.timeouts,
-        PoolTimeouts { acquire: secs(30), idle: secs(600), connect: secs(10), query: None, idle_transaction: None }
+        PoolTimeouts {
+            acquire: secs(30),
+            idle: secs(600),
+            idle_check: std::time::Duration::ZERO,
+            connect: secs(10),
+            query: None,
+            idle_transaction: None,
+        }
     );
     assert!(!pool.raw_passthrough);
     let retry = pool.retry;

@@ -162,6 +162,13 @@ fn salted_password(password: &str, salt: &[u8], iterations: u32) -> Key {
     out
 }
 
+/// `(HMAC(SaltedPassword, "Client Key"), HMAC(SaltedPassword, "Server Key"))` for a password
+/// (RFC 5802 section 3); costs `iterations` HMAC rounds.
+pub fn scram_keys(password: &str, salt: &[u8], iterations: u32) -> ([u8; 32], [u8; 32]) {
+    let salted = salted_password(password, salt, iterations);
+    (hmac(&salted, &[b"Client Key"]), hmac(&salted, &[b"Server Key"]))
+}
+
 fn xor(a: &Key, b: &Key) -> Key {
     let mut out = [0; KEY_LEN];
     for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
@@ -308,6 +315,18 @@ impl ScramClient {
     /// Handles server-first-message (the AuthenticationSASLContinue data) and returns the
     /// client-final-message to send plus the state that verifies the server's last message.
     pub fn handle_server_first(&self, server_first: &[u8]) -> Result<(String, ScramClientFinal), ScramError> {
+        self.handle_server_first_with(server_first, scram_keys)
+    }
+
+    /// [`Self::handle_server_first`] with the password's key derivation (PBKDF2, `iterations`
+    /// HMAC rounds: the costly part of a login) left to `derive(password, salt, iterations)`,
+    /// which must return [`scram_keys`]' result, e.g. from a cache: PostgreSQL salts a role's
+    /// verifier once, so every login of that role sees the same salt and iteration count.
+    pub fn handle_server_first_with(
+        &self,
+        server_first: &[u8],
+        derive: impl FnOnce(&str, &[u8], u32) -> ([u8; 32], [u8; 32]),
+    ) -> Result<(String, ScramClientFinal), ScramError> {
         let text = utf8(server_first, "server-first-message")?;
         let mut parts = text.split(',');
         let nonce = attr(parts.next(), 'r', "server nonce")?;
@@ -323,10 +342,7 @@ impl ScramClient {
             return Err(ScramError::Malformed { what: "iteration count" });
         }
         let (client_key, server_key) = match &self.credential {
-            ClientCredential::Password(password) => {
-                let salted = salted_password(password, &salt, iterations);
-                (hmac(&salted, &[b"Client Key"]), hmac(&salted, &[b"Server Key"]))
-            }
+            ClientCredential::Password(password) => derive(password, &salt, iterations),
             ClientCredential::Keys(keys) if keys.salt == salt && keys.iterations == iterations => {
                 (keys.client_key, keys.server_key)
             }

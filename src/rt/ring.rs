@@ -1,0 +1,387 @@
+//! One io_uring per core: socket operations submitted with the resources the kernel may touch
+//! (buffers, addresses, sockets) owned by the ring until their completion arrives, so a dropped
+//! future can never leave the kernel writing into freed memory.
+
+use std::future::Future;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use super::executor::with_core;
+
+/// `user_data` of the eventfd read that wakes the core from other threads.
+const EVENTFD_OP: u64 = u64::MAX;
+/// `user_data` of cancellations: their own completions carry nothing we need.
+const CANCEL_OP: u64 = u64::MAX - 1;
+/// Submission queue size; the completion queue is twice that, and the kernel keeps overflowed
+/// completions (IORING_FEAT_NODROP) rather than losing them.
+const ENTRIES: u32 = 1024;
+
+/// What the kernel may read or write while an operation is in flight; released only once the
+/// completion has arrived.
+pub(super) enum Keep {
+    /// Nothing beyond the descriptor, which its owner keeps open.
+    Nothing,
+    /// A receive or send buffer.
+    Buf(Vec<u8>),
+    /// An accept: a successful result is a new descriptor, owned as `Fd` on completion.
+    Accept,
+    /// An accepted connection.
+    Fd(OwnedFd),
+    /// A connect: the address the kernel reads and the socket being connected.
+    Connect {
+        /// Read by the kernel until completion; never by us.
+        _addr: Box<socket2::SockAddr>,
+        /// The socket, handed back once connected.
+        fd: OwnedFd,
+    },
+}
+
+enum Slot {
+    Free,
+    /// In the kernel; `waker` is the task waiting for it.
+    Pending {
+        waker: Option<Waker>,
+        keep: Keep,
+    },
+    /// Completed, not yet taken by its future.
+    Done {
+        res: i32,
+        keep: Keep,
+    },
+    /// In the kernel, its future dropped: the resources go when the completion arrives.
+    Orphan {
+        keep: Keep,
+    },
+}
+
+/// The ring, its operations in flight and the eventfd read.
+pub(super) struct Ring {
+    ring: IoUring,
+    slots: Vec<Slot>,
+    /// Per slot, the generation of its current operation (in its `user_data`).
+    gens: Vec<u32>,
+    free: Vec<usize>,
+    /// Operations the kernel still holds (pending and orphaned).
+    in_kernel: usize,
+    efd: i32,
+    efd_buf: Box<[u8; 8]>,
+    efd_armed: bool,
+    /// Completions of one turn, copied out of the queue (reused: no allocation per turn).
+    reaped: Vec<(u64, i32)>,
+}
+
+impl Ring {
+    /// A ring for the calling thread. COOP_TASKRUN and SINGLE_ISSUER (one thread submits, no
+    /// inter-processor interrupt per completion) are used when the kernel has them.
+    pub(super) fn new(efd: i32) -> io::Result<Self> {
+        let ring = IoUring::builder()
+            .setup_coop_taskrun()
+            .setup_single_issuer()
+            .build(ENTRIES)
+            .or_else(|_| IoUring::new(ENTRIES))?;
+        if !ring.params().is_feature_ext_arg() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "io_uring without IORING_FEAT_EXT_ARG (Linux < 5.11)",
+            ));
+        }
+        let mut me = Self {
+            ring,
+            slots: Vec::new(),
+            gens: Vec::new(),
+            free: Vec::new(),
+            in_kernel: 0,
+            efd,
+            efd_buf: Box::new([0; 8]),
+            efd_armed: false,
+            reaped: Vec::new(),
+        };
+        me.arm_eventfd();
+        Ok(me)
+    }
+
+    fn push(&mut self, sqe: &squeue::Entry) {
+        loop {
+            // SAFETY: every pointer in `sqe` points into memory owned by a slot (or by `self`)
+            // until the operation's completion is reaped.
+            if unsafe { self.ring.submission().push(sqe) }.is_ok() {
+                return;
+            }
+            // Queue full: hand what is queued to the kernel to make room.
+            if let Err(e) = self.ring.submit() {
+                if e.raw_os_error() != Some(libc::EINTR) && e.raw_os_error() != Some(libc::EBUSY) {
+                    tracing::error!(error = %e, "io_uring submit failed");
+                }
+            }
+        }
+    }
+
+    fn arm_eventfd(&mut self) {
+        let sqe = opcode::Read::new(types::Fd(self.efd), self.efd_buf.as_mut_ptr(), 8).build().user_data(EVENTFD_OP);
+        self.push(&sqe);
+        self.efd_armed = true;
+    }
+
+    /// Queues `sqe` (its `user_data` is set here) with the resources it points into.
+    fn start(&mut self, sqe: squeue::Entry, keep: Keep) -> usize {
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                self.slots.push(Slot::Free);
+                self.gens.push(0);
+                self.slots.len() - 1
+            }
+        };
+        if let Some(slot) = self.slots.get_mut(id) {
+            *slot = Slot::Pending { waker: None, keep };
+        }
+        self.in_kernel += 1;
+        let ud = self.user_data(id);
+        self.push(&sqe.user_data(ud));
+        id
+    }
+
+    /// The slot index in the low half and the slot's generation in the high half, so a late
+    /// cancellation aimed at a finished operation can never hit the slot's next operation.
+    fn user_data(&mut self, id: usize) -> u64 {
+        let gen = self.gens.get_mut(id).map_or(0, |g| {
+            *g = g.wrapping_add(1) & 0x7fff_ffff;
+            *g
+        });
+        (u64::from(gen) << 32) | id as u64
+    }
+
+    /// The slot a completion's `user_data` names, unless it is stale.
+    fn slot_of(&self, ud: u64) -> Option<usize> {
+        let id = (ud & 0xffff_ffff) as usize;
+        (self.gens.get(id).map(|g| u64::from(*g)) == Some(ud >> 32)).then_some(id)
+    }
+
+    fn cancel(&mut self, id: usize) {
+        let target = self.gens.get(id).map_or(0, |g| u64::from(*g) << 32) | id as u64;
+        self.push(&opcode::AsyncCancel::new(target).build().user_data(CANCEL_OP));
+    }
+
+    fn release(&mut self, id: usize) {
+        if let Some(slot) = self.slots.get_mut(id) {
+            *slot = Slot::Free;
+            self.free.push(id);
+        }
+    }
+
+    /// One `io_uring_enter`: submits every queued operation and waits up to `wait` (`None`:
+    /// until something completes) for a completion. Then reaps every completion, waking their
+    /// tasks. Returns whether the eventfd fired.
+    pub(super) fn turn(&mut self, wait: Option<Duration>) -> bool {
+        let res = match wait {
+            Some(d) if d.is_zero() => self.ring.submit(),
+            Some(d) => {
+                let ts = types::Timespec::from(d);
+                self.ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts))
+            }
+            None => self.ring.submit_and_wait(1),
+        };
+        if let Err(e) = res {
+            // ETIME: the wait timed out; EINTR: a signal; EBUSY: the completion queue is full
+            // and is reaped below.
+            if !matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) {
+                tracing::error!(error = %e, "io_uring_enter failed");
+            }
+        }
+        self.reap()
+    }
+
+    fn reap(&mut self) -> bool {
+        let mut fired = false;
+        let mut done = std::mem::take(&mut self.reaped);
+        done.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+        for (ud, res) in done.drain(..) {
+            if ud == EVENTFD_OP {
+                self.efd_armed = false;
+                fired = true;
+                continue;
+            }
+            let Some(id) = self.slot_of(ud).filter(|_| ud != CANCEL_OP) else { continue };
+            let Some(slot) = self.slots.get_mut(id) else { continue };
+            match std::mem::replace(slot, Slot::Free) {
+                Slot::Pending { waker, keep } => {
+                    *slot = Slot::Done { res, keep: own_result(keep, res) };
+                    self.in_kernel -= 1;
+                    if let Some(w) = waker {
+                        w.wake();
+                    }
+                }
+                Slot::Orphan { keep } => {
+                    drop(own_result(keep, res));
+                    self.in_kernel -= 1;
+                    self.free.push(id);
+                }
+                other => *slot = other,
+            }
+        }
+        self.reaped = done;
+        if fired {
+            self.arm_eventfd();
+        }
+        fired
+    }
+
+    /// Cancels everything still in the kernel and waits (at most `limit`) for it to come back,
+    /// so the buffers are not freed under the kernel when the core ends. What does not come
+    /// back in time is leaked rather than freed.
+    pub(super) fn shut_down(&mut self, limit: Duration) {
+        let ids: Vec<usize> = (0..self.slots.len())
+            .filter(|i| matches!(self.slots.get(*i), Some(Slot::Pending { .. } | Slot::Orphan { .. })))
+            .collect();
+        for id in ids {
+            self.cancel(id);
+        }
+        if self.efd_armed {
+            self.push(&opcode::AsyncCancel::new(EVENTFD_OP).build().user_data(CANCEL_OP));
+        }
+        let until = Instant::now() + limit;
+        while self.in_kernel > 0 || self.efd_armed {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::error!(ops = self.in_kernel, "io_uring operations did not finish; leaking their buffers");
+                std::mem::forget(std::mem::take(&mut self.slots));
+                std::mem::forget(std::mem::replace(&mut self.efd_buf, Box::new([0; 8])));
+                return;
+            }
+            let _ = self.ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&left.into()));
+            let done: Vec<(u64, i32)> = self.ring.completion().map(|c| (c.user_data(), c.result())).collect();
+            for (ud, res) in done {
+                if ud == EVENTFD_OP {
+                    self.efd_armed = false;
+                    continue;
+                }
+                let Some(id) = self.slot_of(ud).filter(|_| ud != CANCEL_OP) else { continue };
+                let Some(slot) = self.slots.get_mut(id) else { continue };
+                if let Slot::Pending { keep, .. } | Slot::Orphan { keep } = std::mem::replace(slot, Slot::Free) {
+                    self.in_kernel -= 1;
+                    drop(own_result(keep, res));
+                }
+            }
+        }
+    }
+}
+
+/// An accept's successful result is a descriptor we now own (and must close if nobody takes it).
+fn own_result(keep: Keep, res: i32) -> Keep {
+    match keep {
+        // SAFETY: the kernel just created this descriptor for us; nothing else owns it.
+        Keep::Accept if res >= 0 => Keep::Fd(unsafe { OwnedFd::from_raw_fd(res) }),
+        other => other,
+    }
+}
+
+/// An operation in flight on the current core's ring; resolves to the kernel's result (a
+/// negative errno on failure) and the resources handed over at submission. Dropping it before
+/// completion cancels the operation (IORING_OP_ASYNC_CANCEL); its resources stay with the ring
+/// until the completion arrives.
+pub(super) struct Op {
+    id: Option<usize>,
+}
+
+impl Op {
+    /// Submits `sqe` (which points into `keep`) on the current core's ring.
+    pub(super) fn start(sqe: squeue::Entry, keep: Keep) -> io::Result<Op> {
+        with_core(|core| core.ring.borrow_mut().start(sqe, keep))
+            .map(|id| Op { id: Some(id) })
+            .ok_or_else(|| io::Error::other("not on a querypilot core"))
+    }
+
+    /// Whether the completion has arrived (the future would be ready).
+    pub(super) fn is_done(&self) -> bool {
+        let Some(id) = self.id else { return true };
+        with_core(|core| matches!(core.ring.borrow().slots.get(id), Some(Slot::Done { .. }))).unwrap_or(true)
+    }
+}
+
+impl Future for Op {
+    type Output = (i32, Keep);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(i32, Keep)> {
+        let Some(id) = self.id else { return Poll::Ready((-libc::ECANCELED, Keep::Nothing)) };
+        let polled = with_core(|core| {
+            let mut ring = core.ring.borrow_mut();
+            let slot = ring.slots.get_mut(id)?;
+            match slot {
+                Slot::Pending { waker, .. } => {
+                    if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        *waker = Some(cx.waker().clone());
+                    }
+                    Some(Poll::Pending)
+                }
+                Slot::Done { .. } => {
+                    let Slot::Done { res, keep } = std::mem::replace(slot, Slot::Free) else { return None };
+                    ring.release(id);
+                    Some(Poll::Ready((res, keep)))
+                }
+                Slot::Free | Slot::Orphan { .. } => None,
+            }
+        });
+        match polled.flatten() {
+            Some(Poll::Pending) => Poll::Pending,
+            Some(Poll::Ready(out)) => {
+                self.id = None;
+                Poll::Ready(out)
+            }
+            None => {
+                self.id = None;
+                Poll::Ready((-libc::ECANCELED, Keep::Nothing))
+            }
+        }
+    }
+}
+
+impl Drop for Op {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        // The slot's old content (a waker, a completed accept's descriptor) is dropped after the
+        // ring is released: dropping a waker may schedule a task.
+        let _old = with_core(|core| {
+            let mut ring = core.ring.borrow_mut();
+            let slot = ring.slots.get_mut(id)?;
+            match std::mem::replace(slot, Slot::Free) {
+                Slot::Pending { waker, keep } => {
+                    *slot = Slot::Orphan { keep };
+                    ring.cancel(id);
+                    Some((waker, None))
+                }
+                Slot::Done { keep, .. } => {
+                    ring.release(id);
+                    Some((None, Some(keep)))
+                }
+                other => {
+                    *slot = other;
+                    None
+                }
+            }
+        });
+    }
+}
+
+/// Hands the queued submissions to the kernel now. Called before a descriptor with operations
+/// still queued is closed: a queued SQE names the descriptor by number, and a number reused by
+/// the next socket must not receive it.
+pub(super) fn flush() {
+    with_core(|core| {
+        let ring = core.ring.borrow();
+        if let Err(e) = ring.ring.submit() {
+            if !matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) {
+                tracing::error!(error = %e, "io_uring submit failed");
+            }
+        }
+    });
+}
+
+/// The raw descriptor of anything owning one, for building an SQE.
+pub(super) fn fd_of(f: &impl AsRawFd) -> types::Fd {
+    types::Fd(f.as_raw_fd())
+}

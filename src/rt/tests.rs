@@ -1,0 +1,259 @@
+//! Unit tests of the event loop: each runs a real core (thread, io_uring, loopback sockets).
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// Runs `main` on a fresh core and returns what it sends, failing after 10 s.
+fn on_core<T, F, Fut>(main: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce(CoreQueues, mpsc::Sender<T>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let (tx, rx) = mpsc::channel();
+    let core = spawn_core("rt-test", None, move |queues| main(queues, tx)).expect("core starts");
+    let out = rx.recv_timeout(Duration::from_secs(10)).expect("the core answers in time");
+    core.join().expect("the core ends cleanly");
+    out
+}
+
+/// A connected (client, server) pair over loopback, both owned by the current core.
+async fn pair() -> (Stream, Stream) {
+    let listener = bind_reuseport(SocketAddr::from(([127, 0, 0, 1], 0))).expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let accept = async { Some(listener.accept().await.expect("accept")) };
+    let client = connect(addr, Instant::now() + Duration::from_secs(5));
+    let (server, client) = futures_lite::future::zip(accept, client).await;
+    (client.expect("connect"), server.expect("accepted"))
+}
+
+#[test]
+fn timers_fire_in_deadline_order_not_spawn_order() {
+    let order = on_core(|queues, tx| async move {
+        let fired = Rc::new(RefCell::new(Vec::new()));
+        for ms in [30u64, 10, 20, 10] {
+            let fired = fired.clone();
+            spawn_guarded(
+                queues.latency,
+                async move {
+                    sleep(Duration::from_millis(ms)).await;
+                    fired.borrow_mut().push(ms);
+                },
+                |_| {},
+            );
+        }
+        let started = Instant::now();
+        sleep(Duration::from_millis(60)).await;
+        let _ = tx.send((fired.borrow().clone(), started.elapsed()));
+    });
+    assert_eq!(order.0, vec![10, 10, 20, 30]);
+    assert!(order.1 >= Duration::from_millis(60), "slept only {:?}", order.1);
+}
+
+#[test]
+fn a_dropped_timer_never_fires_and_a_deadline_cuts_work_short() {
+    let out = on_core(|_, tx| async move {
+        let cut = with_deadline(Instant::now() + Duration::from_millis(20), sleep(Duration::from_secs(30))).await;
+        let done = within(Some(Duration::from_secs(30)), sleep(Duration::from_millis(5))).await;
+        let _ = tx.send((cut, done));
+    });
+    assert_eq!(out, (Err(Elapsed), Ok(())));
+}
+
+#[test]
+fn an_abandoned_recv_stays_parked_and_loses_no_byte() {
+    let got = on_core(|_, tx| async move {
+        let (mut client, mut server) = pair().await;
+        let mut buf = Vec::new();
+        // Nothing arrives: the read is abandoned at its deadline with its receive in flight.
+        let first =
+            with_deadline(Instant::now() + Duration::from_millis(30), read_some(&mut client, &mut buf, 64)).await;
+        let parked = client.recv.is_some() && !readable_now(&client) && idle_stream_usable(&client);
+        write_all(&mut server, b"hello").await.expect("write");
+        // The parked receive completes; the next read takes its bytes.
+        sleep(Duration::from_millis(20)).await;
+        let ready = readable_now(&client) && !idle_stream_usable(&client);
+        let n = read_some(&mut client, &mut buf, 64).await.expect("read");
+        let _ = tx.send((first.is_err(), parked, ready, n, buf));
+    });
+    assert_eq!(got, (true, true, true, 5, b"hello".to_vec()));
+}
+
+#[test]
+fn dropping_a_stream_with_a_parked_recv_cancels_it_and_closes_the_connection() {
+    let eof = on_core(|_, tx| async move {
+        let (mut client, mut server) = pair().await;
+        let mut buf = Vec::new();
+        let _ = with_deadline(Instant::now() + Duration::from_millis(10), read_some(&mut client, &mut buf, 64)).await;
+        drop(client);
+        // Without the cancellation the in-flight receive would hold the socket open.
+        let n = with_deadline(Instant::now() + Duration::from_secs(2), read_some(&mut server, &mut buf, 64)).await;
+        let _ = tx.send(matches!(n, Ok(Ok(0))));
+    });
+    assert!(eof, "the peer saw no EOF after the stream was dropped");
+}
+
+#[test]
+fn a_raced_accept_stays_parked_and_the_next_accept_gets_the_connection() {
+    let echoed = on_core(|_, tx| async move {
+        let listener = bind_reuseport(SocketAddr::from(([127, 0, 0, 1], 0))).expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let lost = race(async { listener.accept().await.is_ok() }, async {
+            sleep(Duration::from_millis(10)).await;
+            false
+        })
+        .await;
+        let parked = listener.pending.take().is_some_and(|op| {
+            let in_flight = !op.is_done();
+            listener.pending.set(Some(op));
+            in_flight
+        });
+        let accept = async { listener.accept().await.expect("accept") };
+        let (mut server, client) =
+            futures_lite::future::zip(accept, connect(addr, Instant::now() + Duration::from_secs(5))).await;
+        let mut client = client.expect("connect");
+        write_all(&mut client, b"ping").await.expect("write");
+        let mut buf = Vec::new();
+        let n = read_some(&mut server, &mut buf, 64).await.expect("read");
+        let _ = tx.send((lost, parked, n, buf));
+    });
+    assert_eq!(echoed, (false, true, 4, b"ping".to_vec()));
+}
+
+#[test]
+fn large_writes_arrive_whole_and_in_order() {
+    let ok = on_core(|_, tx| async move {
+        let (mut client, mut server) = pair().await;
+        let data: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
+        let expected = data.clone();
+        let reader = async move {
+            let mut got = Vec::new();
+            while got.len() < expected.len() {
+                if read_some(&mut server, &mut got, 64 * 1024).await.unwrap_or(0) == 0 {
+                    break;
+                }
+            }
+            got == expected
+        };
+        let (_, same) = futures_lite::future::zip(write_all(&mut client, &data), reader).await;
+        let _ = tx.send(same);
+    });
+    assert!(ok);
+}
+
+#[test]
+fn a_notifier_and_a_foreign_waker_wake_a_sleeping_core() {
+    let (note_tx, note_rx) = mpsc::channel::<Notifier>();
+    let (chan_tx, chan_rx) = mpsc::channel::<futures_channel::oneshot::Sender<u32>>();
+    // A plain thread standing in for the control plane: sleeping there blocks no core.
+    #[allow(clippy::disallowed_methods)]
+    let waker_thread = std::thread::spawn(move || {
+        let notifier = note_rx.recv().expect("notifier");
+        let reply = chan_rx.recv().expect("reply sender");
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = reply.send(7);
+        std::thread::sleep(Duration::from_millis(50));
+        notifier.notify();
+    });
+    let (tx, rx) = mpsc::channel();
+    let (answer_tx, answer_rx) = futures_channel::oneshot::channel::<u32>();
+    let core = spawn_core("rt-test", None, move |_| async move {
+        // No timer is armed: only the eventfd can wake the loop.
+        let woken = notified();
+        let _ = chan_tx.send(answer_tx);
+        let answer = answer_rx.await.ok();
+        woken.await;
+        let _ = tx.send(answer);
+    })
+    .expect("core starts");
+    note_tx.send(core.notifier()).expect("send notifier");
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).expect("woken in time"), Some(7));
+    core.join().expect("core ends");
+    waker_thread.join().expect("waker thread");
+}
+
+#[test]
+fn a_panicking_task_is_contained_and_the_core_lives_on() {
+    let (panics, after) = on_core(|queues, tx| async move {
+        let panics = Rc::new(RefCell::new(Vec::new()));
+        let seen = panics.clone();
+        spawn_guarded(
+            queues.latency,
+            async {
+                sleep(Duration::from_millis(1)).await;
+                panic!("boom in a session");
+            },
+            move |msg| seen.borrow_mut().push(msg),
+        );
+        sleep(Duration::from_millis(20)).await;
+        let after = Rc::new(RefCell::new(false));
+        let flag = after.clone();
+        spawn_guarded(queues.background, async move { *flag.borrow_mut() = true }, |_| {});
+        sleep(Duration::from_millis(5)).await;
+        let _ = tx.send((panics.borrow().clone(), *after.borrow()));
+    });
+    assert_eq!(panics, vec!["boom in a session".to_owned()]);
+    assert!(after, "a task spawned after the panic did not run");
+}
+
+/// Sets its flag when dropped.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn tasks_still_pending_when_the_core_ends_are_dropped_on_it() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = dropped.clone();
+    let core = spawn_core("rt-test", None, move |queues| async move {
+        let guard = DropFlag(flag);
+        spawn_guarded(
+            queues.background,
+            async move {
+                let _guard = guard;
+                let (mut client, _server) = pair().await;
+                let mut buf = Vec::new();
+                let _ = read_some(&mut client, &mut buf, 64).await; // never completes
+            },
+            |_| {},
+        );
+        sleep(Duration::from_millis(20)).await;
+    })
+    .expect("core starts");
+    core.join().expect("core ends");
+    assert!(dropped.load(Ordering::SeqCst), "a pending task outlived its core");
+}
+
+#[test]
+fn latency_tasks_run_before_background_tasks_queued_with_them() {
+    let order = on_core(|queues, tx| async move {
+        let order = Rc::new(RefCell::new(Vec::new()));
+        let count = Rc::new(AtomicUsize::new(0));
+        for (queue, name) in [(queues.background, "bg"), (queues.latency, "lat"), (queues.background, "bg")] {
+            let (order, count) = (order.clone(), count.clone());
+            spawn_guarded(
+                queue,
+                async move {
+                    order.borrow_mut().push((name, current_queue() == queue));
+                    count.fetch_add(1, Ordering::Relaxed);
+                },
+                |_| {},
+            );
+        }
+        while count.load(Ordering::Relaxed) < 3 {
+            sleep(Duration::from_millis(1)).await;
+        }
+        let _ = tx.send(order.borrow().clone());
+    });
+    assert_eq!(order, vec![("lat", true), ("bg", true), ("bg", true)]);
+}
