@@ -14,7 +14,7 @@ use crossbeam_channel::{bounded, unbounded};
 
 use crate::admin::{self, AdminError, AdminHandle, Plugins};
 use crate::config::{Config, Protocol, TranslationRule};
-use crate::control::msg::Snapshot;
+use crate::control::msg::{CoreInbox, Snapshot};
 use crate::control::view::{LiteralView, MappingView, TemplateView};
 use crate::control::{self, ControlHandle, ControlSetup, Endpoints};
 use crate::core::{self, CoreSetup};
@@ -130,7 +130,6 @@ pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDro
     let n_cores = cpus.len();
     for (i, cpu) in cpus.into_iter().enumerate() {
         let (tx, rx) = unbounded();
-        inboxes.push(tx);
         // The first core binds alone so that port 0 resolves once and the others join it.
         let (bound_tx, bound_rx) = bounded(1);
         let setup = CoreSetup {
@@ -146,7 +145,10 @@ pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDro
             bound: Some(bound_tx),
             console: console_tx.clone(),
         };
-        cores.push(core::spawn(setup)?);
+        let handle = core::spawn(setup)?;
+        let notifier = handle.notifier();
+        inboxes.push(CoreInbox::new(tx, move || notifier.notify()));
+        cores.push(handle);
         // The bootstrap thread, not a core, waits for the core to bind.
         #[allow(clippy::disallowed_methods)]
         let bound = bound_rx.recv();

@@ -53,13 +53,14 @@ fn is_exchange(module: &[String]) -> bool {
 /// External crates only some top-level modules may name.
 fn crate_allowed(module: &str, krate: &str) -> bool {
     match krate {
-        "glommio" => module == "rt",
+        // The runtime: only `rt` names the ring and the task storage of the event loop.
+        "io_uring" | "async_task" => module == "rt",
         "crossbeam_channel" => matches!(module, "core" | "control" | "app" | "admin"),
         _ => true,
     }
 }
 
-const RESTRICTED_CRATES: &[&str] = &["glommio", "crossbeam_channel"];
+const RESTRICTED_CRATES: &[&str] = &["io_uring", "async_task", "crossbeam_channel"];
 
 /// The sans-IO layers: whole top-level modules, plus the protocol exchanges inside `session`.
 fn is_pure(module: &[String]) -> bool {
@@ -86,7 +87,6 @@ const PURE_BANNED_PATHS: &[&[&str]] = &[
     &["SystemTime", "now"],
     &["tracing"],
     &["log"],
-    &["glommio"],
     &["crossbeam_channel"],
     &["io_uring"],
     &["monoio"],
@@ -231,7 +231,7 @@ impl Checker<'_> {
                     self.check_internal(&target, line);
                 }
             }
-            // `::glommio::…` and `glommio::…` alike.
+            // `::io_uring::…` and `io_uring::…` alike.
             _ => self.check_external(segments, line),
         }
     }
@@ -538,7 +538,8 @@ fn sans_io_layers_hold_no_globals_environment_logging_or_runtime() {
         ("metrics::render", "fn f() { println!(\"x\"); }", "println!"),
         ("session::pg::exchange", "use crate::rt::Stream;", "crate::rt"),
         ("session::pg::exchange", "fn f() { std::thread::yield_now(); }", "std::thread"),
-        ("sql::parse", "use glommio::Task;", "glommio"),
+        ("sql::parse", "use async_task::Task;", "async_task"),
+        ("pool::pg", "use io_uring::IoUring;", "io_uring"),
     ];
     for (module, text, needle) in cases {
         let v = violations_of(module, text);
@@ -549,7 +550,7 @@ fn sans_io_layers_hold_no_globals_environment_logging_or_runtime() {
 #[test]
 fn test_code_and_permitted_layers_are_not_flagged() {
     assert!(violations_of("protocol::pg", "#[cfg(test)]\nmod tests { use std::thread; static X: u8 = 0; }").is_empty());
-    assert!(violations_of("rt::net", "use glommio::net::TcpStream; use std::net::SocketAddr;").is_empty());
+    assert!(violations_of("rt::ring", "use io_uring::{opcode, IoUring}; use std::net::SocketAddr;").is_empty());
     assert!(
         violations_of("session::pg::relay", "fn f() { let _ = crate::rt::now(); tracing::debug!(\"x\"); }").is_empty()
     );

@@ -3,7 +3,7 @@
 //! requests, and gathers per-core metrics on demand.
 //!
 //! It never runs on a data core and never touches a session; it must not depend on `rt`,
-//! `session`, `pool` or glommio.
+//! `session`, `pool` or the event loop.
 
 mod api;
 pub mod msg;
@@ -27,7 +27,7 @@ use crate::routing::{Catalogs, Router, RuleErrors};
 /// dry-run names them.
 pub use crate::routing::{Hold, Settled};
 pub use api::{MySqlQuery, RouteQuery, SessionQuery};
-use msg::{CoreCommand, CoreEvent, CoreId, CoreReport, KillTarget, RulesVersion, Snapshot};
+use msg::{CoreCommand, CoreEvent, CoreId, CoreInbox, CoreReport, KillTarget, RulesVersion, Snapshot};
 pub use pause::PauseOutcome;
 use view::TemplateView;
 
@@ -230,7 +230,7 @@ pub struct ControlSetup {
     /// The snapshot the cores were started with.
     pub initial: Arc<Snapshot>,
     /// One command channel per core, indexed by core id.
-    pub cores: Vec<Sender<CoreCommand>>,
+    pub cores: Vec<CoreInbox>,
     /// Events from all cores.
     pub events: Receiver<CoreEvent>,
     /// How long sessions may drain after SIGTERM.

@@ -34,6 +34,35 @@ impl Snapshot {
     }
 }
 
+/// A core's command inbox: the channel plus a wake-up of the core's event loop, so a command
+/// (a cancel forwarded from another core, a reload) is handled at once rather than at the core's
+/// next maintenance tick. The wake-up is a plain function so the control plane names no runtime.
+#[derive(Clone)]
+pub struct CoreInbox {
+    tx: crossbeam_channel::Sender<CoreCommand>,
+    wake: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl CoreInbox {
+    /// An inbox sending on `tx` and calling `wake` after each command.
+    pub fn new(tx: crossbeam_channel::Sender<CoreCommand>, wake: impl Fn() + Send + Sync + 'static) -> Self {
+        CoreInbox { tx, wake: Arc::new(wake) }
+    }
+
+    /// Queues `cmd` for the core and wakes it; fails when the core has stopped.
+    pub fn send(&self, cmd: CoreCommand) -> Result<(), crossbeam_channel::SendError<CoreCommand>> {
+        self.tx.send(cmd)?;
+        (self.wake)();
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for CoreInbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CoreInbox").finish_non_exhaustive()
+    }
+}
+
 /// What the control plane asks of a core.
 #[derive(Debug)]
 pub enum CoreCommand {

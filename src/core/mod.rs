@@ -25,9 +25,9 @@ use crate::routing::CacheStats;
 use crate::rt::{self, CoreHandle, CoreQueues, Listener, RtError};
 use crate::session::{self, ClientSlots, CoreContext, CoreLinks};
 
-/// How often a core looks at its control inbox. Control traffic is rare; a short sleep keeps a
-/// config change visible within milliseconds at negligible cost.
-const INBOX_POLL: Duration = Duration::from_millis(5);
+/// How often a core runs pool upkeep and checks its drain when no command woke it. Commands do
+/// not wait for it: each send notifies the core's loop.
+const UPKEEP_TICK: Duration = Duration::from_millis(5);
 
 /// Everything a core needs to start.
 pub struct CoreSetup {
@@ -135,7 +135,8 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
                 break;
             }
         }
-        rt::sleep(INBOX_POLL).await;
+        // A command wakes the core at once (its sender notifies); the tick is for upkeep.
+        rt::race(rt::notified(), rt::sleep(UPKEEP_TICK)).await;
     }
     tracing::info!(core = id.0, left = ctx.counters.sessions_active(), "core stopped");
     let _ = events.send(CoreEvent::Stopped(id));
