@@ -111,7 +111,15 @@ unix_socket_dir =
 logfile = $BASE/pgbouncer.log
 EOF
     printf '"%s" "%s"\n' "$PG_USER" "$PG_PASSWORD" >"$BASE/userlist.txt"
-    pgbouncer "$BASE/pgbouncer.ini" >/dev/null 2>&1 &
+    if [ "$(id -u)" = 0 ]; then
+        # PgBouncer refuses to run as root: run it as the postgres user.
+        chmod 755 "$BASE"
+        touch "$BASE/pgbouncer.log"
+        chown postgres: "$BASE/pgbouncer.ini" "$BASE/userlist.txt" "$BASE/pgbouncer.log"
+        setpriv --reuid=postgres --regid=postgres --init-groups pgbouncer "$BASE/pgbouncer.ini" >/dev/null 2>&1 &
+    else
+        pgbouncer "$BASE/pgbouncer.ini" >/dev/null 2>&1 &
+    fi
     PID[pgbouncer]=$!
     PIDS+=("$!")
     PORT[pgbouncer]=$port

@@ -48,7 +48,7 @@ pub(crate) fn routing(ck: &mut Checker<'_>, raw: &RawRouting) -> Routing {
         read_pool: name(&raw.read_pool),
         write_pool: name(&raw.write_pool),
         mysql: mysql(ck, raw),
-        read_your_writes: ck.keyword(&raw.read_your_writes, "routing.read_your_writes", ReadYourWrites::Session),
+        read_your_writes: ck.keyword(&raw.read_your_writes, "routing.read_your_writes", ReadYourWrites::Causal),
         replica_fallback: ck.keyword(&raw.replica_fallback, "routing.replica_fallback", ReplicaFallback::Primary),
         causal_wait: ck.duration(&raw.causal_wait, "routing.causal_wait", Duration::from_millis(20), Zero::Allowed),
         unknown_database: ck.keyword(&raw.unknown_database, "routing.unknown_database", UnknownDatabase::Error),

@@ -244,12 +244,12 @@ keyword_enum!(
 pub enum ReadYourWrites {
     /// Reads may go to replicas right after a write.
     None,
-    /// Once a session wrote, all its later reads go to the primary (the default).
+    /// Once a session wrote, all its later reads go to the primary.
     Session,
     /// Reads go to the primary for this long after the session's last write.
     Window(Duration),
     /// After a write, reads go to a replica that has replayed the session's last commit, else
-    /// (after `routing.causal_wait`) to the primary (#22).
+    /// (after `routing.causal_wait`) to the primary (#22). The default.
     Causal,
 }
 

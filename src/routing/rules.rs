@@ -476,6 +476,12 @@ impl RuleSet {
         self.read.get(proto_index(protocol)).and_then(Option::as_ref)
     }
 
+    /// Whether any read can leave the primary: some protocol splits reads, or some pool has the
+    /// `replica` role a rule may send reads to. Without either, causal reads have nothing to learn.
+    pub fn has_replica_reads(&self) -> bool {
+        self.read_write_split() || !self.replicas.is_empty()
+    }
+
     /// Whether `pool` has the `replica` role: only replica-safe statements may run there.
     pub fn is_replica(&self, pool: &str) -> bool {
         self.replicas.iter().any(|r| **r == *pool)

@@ -234,6 +234,12 @@ impl CoreContext {
         })
     }
 
+    /// Whether a read may run anywhere but a primary (a split or a replica-role pool): only then
+    /// is a commit position worth a round trip (#22).
+    pub fn has_replica_reads(&self) -> bool {
+        self.router.borrow().rules().has_replica_reads()
+    }
+
     /// Whether `protocol`'s reads are split off to a read pool.
     pub fn splits_reads(&self, protocol: Protocol) -> bool {
         self.router.borrow().rules().read_pool(protocol).is_some()

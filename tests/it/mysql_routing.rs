@@ -42,6 +42,12 @@ fn split_config(rules: &str) -> String {
     )
 }
 
+/// The split with `read_your_writes = "session"`: a write pins the session to the primary (the
+/// default, causal, has its own tests in causal_mysql.rs).
+fn session_ryw_config() -> String {
+    split_config(&format!("read_your_writes = \"session\"\n{RULES}"))
+}
+
 /// Rules the tests exercise: a regex rule for MySQL clients that sends one read shape to the
 /// primary, the same for PostgreSQL clients only (must not apply here), and a reject rule.
 const RULES: &str = r#"
@@ -147,7 +153,7 @@ fn safe_reads_reach_the_replica_and_everything_else_the_primary() {
 #[test]
 fn after_a_write_the_session_reads_the_primary_and_others_the_replica() {
     let t = table();
-    let router = Router::start(&split_config(RULES));
+    let router = Router::start(&session_ryw_config());
     let mut writer = client(&router);
     let mut other = client(&router);
     assert_eq!(ran_on(&mut writer, "SELECT @@server_id"), REPLICA);
@@ -164,7 +170,7 @@ fn after_a_write_the_session_reads_the_primary_and_others_the_replica() {
 #[test]
 fn prepared_statements_are_routed_at_execute() {
     let t = table();
-    let router = Router::start(&split_config(RULES));
+    let router = Router::start(&session_ryw_config());
     let mut c = client(&router);
     let read = c.prep("SELECT ?, @@server_id").expect("prepare read");
     let lock = c.prep(format!("SELECT id, @@server_id FROM {t} LIMIT 1 FOR UPDATE")).expect("prepare locking read");

@@ -66,10 +66,15 @@ fn psycopg_pipeline_error_then_sync_is_answered_like_the_server_and_frees_the_ba
 
 /// A read/write split router: pools `primary` and `replica` in `mode` on the harness's servers.
 fn split_router(mode: &str) -> Router {
+    split_router_with(mode, "")
+}
+
+/// [`split_router`] with more `[routing]` keys.
+fn split_router_with(mode: &str, routing: &str) -> Router {
     let pg = &dbs().pg;
     Router::start(&format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n{}\n{}\n\
-         [routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n",
+         [routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n{routing}\n",
         pg_pool("primary", pg.primary_port, mode, 2),
         pg_pool("replica", pg.replica_port, mode, 2),
     ))
@@ -152,10 +157,10 @@ fn on_standby(c: &mut postgres::Client, sql: &str) -> bool {
 
 #[test]
 fn rust_postgres_read_only_transaction_does_not_pin_later_reads_to_the_primary() {
-    // routing.read_your_writes defaults to "session": after a statement that may change data,
-    // the session reads from the primary. In a READ ONLY transaction nothing can.
+    // read_your_writes = "session": after a statement that may change data, the session reads
+    // from the primary. In a READ ONLY transaction nothing can.
     for mode in ["session", "transaction"] {
-        let r = split_router(mode);
+        let r = split_router_with(mode, "read_your_writes = \"session\"");
         let mut c = r.pg(&dbs().pg.database);
         c.batch_execute("BEGIN READ ONLY").expect("begin");
         c.batch_execute("SELECT random()").expect("volatile read");

@@ -84,7 +84,8 @@ fn after_a_write_the_session_reads_from_the_primary_and_others_do_not() {
     let t = unique_name("route_raw");
     dbs().pg.primary_client().batch_execute(&format!("CREATE TABLE {t}(id int)")).expect("setup");
     dbs().pg.wait_replica_caught_up(Duration::from_secs(20));
-    let r = Router::start(&split_config(&dbs().pg.database, ""));
+    // The session mode (causal, the default, has its own tests in causal.rs).
+    let r = Router::start(&split_config(&dbs().pg.database, "read_your_writes = \"session\""));
     let mut writer = client(&r, "app");
     let mut other = client(&r, "app");
     assert!(on_standby(&mut writer, "SELECT pg_is_in_recovery()"));

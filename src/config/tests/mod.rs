@@ -127,7 +127,7 @@ fn defaults_are_applied() {
     assert_eq!(listener.max_message_size, 64 << 20);
     let routing = &config.routing;
     assert!(!routing.read_write_split);
-    assert_eq!(routing.read_your_writes, ReadYourWrites::Session);
+    assert_eq!(routing.read_your_writes, ReadYourWrites::Causal);
     assert_eq!(routing.replica_fallback, ReplicaFallback::Primary);
     assert!(routing.replica_safe_functions.is_empty());
     assert_eq!(

@@ -602,7 +602,7 @@ impl Session {
         }
         let in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
         self.ryw.statement_done(rt::now(), in_tx); // #19: window from commit
-        if self.ryw.position_due() && !outcome.abandoned {
+        if self.ryw.position_due() && !outcome.abandoned && self.ctx.has_replica_reads() {
             self.learn_commit_gtid().await; // causal reads (#22)
         }
         let escaped = in_tx || self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;

@@ -554,7 +554,7 @@ impl Session {
                 self.state.rollback();
             }
             self.restore_startup_values().await; // session settings (#18)
-            if self.ryw.position_due() && self.expect.is_empty() {
+            if self.ryw.position_due() && self.expect.is_empty() && self.ctx.has_replica_reads() {
                 self.learn_commit_position().await; // causal reads (#22)
             }
         }
