@@ -12,7 +12,7 @@
 # against every target, the order rotated each round. Reported per target: median TPS and
 # proxy CPU µs per transaction (utime+stime of the proxy process, /proc/PID/stat) with min–max.
 # Then, deterministic counts for each proxy on one core (prepared mode, 16 clients):
-# `strace -c -f` system calls per transaction and callgrind user-space instructions per
+# `strace -c -f` system calls per transaction (simple mode) and callgrind user-space instructions per
 # transaction (router binaries only; PgBouncer under callgrind too when PGB_CALLGRIND=1).
 # Then one-client latency (pgbench -c 1, prepared): p50 added over direct.
 #
@@ -143,7 +143,8 @@ RAW="$BASE/raw.tsv"
 : >"$RAW"
 run_pgbench() { # target mode clients tx -> "tps p50_ms"
     local out
-    out=$(pgbench -n -S -M "$2" -c "$3" -j "$(($3 > 1 ? 2 : 1))" -t "$4" -h 127.0.0.1 -p "${PORT[$1]}" -U "$PG_USER" "$DB" 2>&1)
+    out=$(pgbench -n -S -M "$2" -c "$3" -j "$(($3 > 1 ? 2 : 1))" -t "$4" -h 127.0.0.1 -p "${PORT[$1]}" -U "$PG_USER" "$DB" 2>&1) ||
+        log "pgbench against $1 ($2, $3 clients) failed: $(tail -n 3 <<<"$out")"
     echo "$out" >>"$BASE/pgbench.log"
     local tps lat
     tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
@@ -176,7 +177,7 @@ for r in $(seq "$ROUNDS"); do
     done
 done
 
-# strace: system calls per transaction, 16 clients, prepared.
+# strace: system calls per transaction, 16 clients, simple.
 STRACE="$BASE/strace.tsv"
 : >"$STRACE"
 for t in "${TARGETS[@]}"; do
@@ -185,7 +186,9 @@ for t in "${TARGETS[@]}"; do
     strace -f -c -o "$BASE/strace-$t.txt" -p "${PID[$t]}" 2>/dev/null &
     st=$!
     sleep 1
-    pgbench -n -S -M prepared -c 16 -j 2 -t "$STRACE_TX" -h 127.0.0.1 -p "${PORT[$t]}" -U "$PG_USER" "$DB" >/dev/null 2>&1
+    # Simple mode: PgBouncer (1.18 here) cannot serve prepared statements in transaction mode.
+    pgbench -n -S -M simple -c 16 -j 2 -t "$STRACE_TX" -h 127.0.0.1 -p "${PORT[$t]}" -U "$PG_USER" "$DB" >/dev/null 2>&1 ||
+        log "pgbench under strace against $t failed"
     kill -INT "$st"
     wait "$st" 2>/dev/null || true
     python3 - "$BASE/strace-$t.txt" "$t" "$((STRACE_TX * 16))" >>"$STRACE" <<'PY'
@@ -247,7 +250,7 @@ print("|---|---|---|---|---|")
 for mode, target in sorted(order, key=lambda k: (k[0], order.index(k))):
     v = rows[(mode, target)]
     print(f"| {mode} | {target} | {fmt([x[0] for x in v], '.0f')} | {fmt([x[1] for x in v], '.3f')} | {fmt([x[2] for x in v], '.1f')} |")
-print("\nSystem calls per transaction (`strace -c -f`, 16 clients, prepared, one core):\n")
+print("\nSystem calls per transaction (`strace -c -f`, 16 clients, simple, one core):\n")
 print("| proxy | calls/tx | by name |")
 print("|---|---:|---|")
 for line in open(strace):
