@@ -34,6 +34,7 @@ fn bad_input_is_refused_and_other_sessions_carry_on() {
     let port = r.port();
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
+    let (started, first_answer) = std::sync::mpsc::channel();
     let healthy = thread::spawn(move || {
         let mut c = Raw::login(port, "main", "app").expect("healthy login");
         let mut n = 0u32;
@@ -41,9 +42,13 @@ fn bad_input_is_refused_and_other_sessions_carry_on() {
             c.send(&query("SELECT 1"));
             assert_eq!(tags(&c.until_ready()), "TDCZ", "healthy query {n}");
             n += 1;
+            let _ = started.send(());
         }
         n
     });
+    // The bad input must arrive while the healthy client is at work, not before its login
+    // (a loaded machine once let the whole test run before its first query).
+    first_answer.recv_timeout(std::time::Duration::from_secs(30)).expect("the healthy client answered once");
 
     // Garbage instead of a startup packet (an HTTP request): its "length" is absurd.
     let mut c = Raw::open(port);
