@@ -558,3 +558,48 @@ fn test_code_and_permitted_layers_are_not_flagged() {
     let v = violations_of("session::pg", "use crossbeam_channel::bounded;");
     assert_eq!(v, vec!["snippet.rs:1: module `session` must not use the `crossbeam_channel` crate"]);
 }
+
+/// Lines of `text` holding a byte literal that is a letter or digit (`b'Z'`), macro arguments
+/// included. In `session/` such a byte is a message tag, field code or status that
+/// `protocol::pg::tag` names (#20); comments are not tokens, so they may still cite one.
+fn raw_tag_bytes(text: &str) -> Vec<usize> {
+    fn walk(tokens: TokenStream, out: &mut Vec<usize>) {
+        for t in tokens {
+            match t {
+                TokenTree::Group(g) => walk(g.stream(), out),
+                TokenTree::Literal(l) => {
+                    let s = l.to_string();
+                    let inner = s.strip_prefix("b'").and_then(|r| r.strip_suffix('\''));
+                    if inner.is_some_and(|c| c.len() == 1 && c.bytes().all(|b| b.is_ascii_alphanumeric())) {
+                        out.push(l.span().start().line);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(text.parse().expect("tokens"), &mut out);
+    out
+}
+
+#[test]
+fn session_code_names_its_message_tags() {
+    let mut files = Vec::new();
+    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/session"), &mut files);
+    assert!(files.len() > 20, "the walk found only {} files", files.len());
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).expect("read");
+            raw_tag_bytes(&text).into_iter().map(move |line| format!("{}:{line}", f.display()))
+        })
+        .collect();
+    assert!(found.is_empty(), "raw tag bytes in session/ (name them in protocol::pg::tag):\n{}", found.join("\n"));
+}
+
+#[test]
+fn raw_tag_bytes_are_found_in_code_and_macros_not_in_comments() {
+    let text = "// b'Z' in a comment\nfn f(t: u8) -> bool {\n    t == b'Z'\n}\nfn g() { assert_eq!(x, [b'1', b'\\n', b'-']); }\n";
+    assert_eq!(raw_tag_bytes(text), vec![3, 5]);
+}

@@ -179,8 +179,8 @@ mod tests {
         assert!(!mysql_retryable(&my_err(1205, b"HY000")));
         assert!(!mysql_retryable(&my_err(1062, b"23000")));
         // Pre-4.1 form without SQLSTATE.
-        assert!(mysql_retryable(&[0xFF, 0xBD, 0x04, b'x']));
-        assert!(!mysql_retryable(&[0xFF, 0xB5, 0x04, b'x']));
+        assert!(mysql_retryable(b"\xFF\xBD\x04x"));
+        assert!(!mysql_retryable(b"\xFF\xB5\x04x"));
         assert!(!mysql_retryable(&[0x00, 0, 0]));
         assert!(!mysql_retryable(&[0xFF]));
     }

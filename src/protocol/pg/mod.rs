@@ -18,6 +18,7 @@ pub mod list;
 pub mod notice;
 pub mod sqlstate;
 pub mod startup;
+pub mod tag;
 mod wire;
 
 #[cfg(test)]

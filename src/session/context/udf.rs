@@ -6,6 +6,7 @@
 //! protocol whose load fails (no pool, backend down, query refused, timeout) keeps its built-in
 //! catalog, where an unknown function counts as volatile, and the failure is logged.
 
+use crate::protocol::pg::tag::backend as server;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -139,12 +140,12 @@ async fn pg_rows(conn: &mut Conn) -> Result<Vec<UdfRow>, String> {
         let bytes = conn.rbuf.get(pos..pos + len).unwrap_or_default();
         if let Ok(Some(frame)) = decode_frame(bytes, MAX_MESSAGE) {
             match frame.tag {
-                b'D' => rows.extend(pg_udf_row(&frame)),
-                b'E' => {
+                server::DATA_ROW => rows.extend(pg_udf_row(&frame)),
+                server::ERROR_RESPONSE => {
                     let code = peek_sqlstate(frame.body).unwrap_or("XX000");
                     failure = Some(format!("the catalog query failed (SQLSTATE {code})"));
                 }
-                b'Z' => {
+                server::READY_FOR_QUERY => {
                     pos += len;
                     conn.rbuf.drain(..pos);
                     return failure.map_or(Ok(rows), Err);

@@ -247,16 +247,15 @@ mod tests {
         assert_eq!(types, [0x08, 0x00, 0xFD, 0x00, 0xFC, 0x00]);
         // Types not sent again: the remembered ones are bound; an unsigned flag survives.
         types = vec![0x08, 0x80, 0xFD, 0x00, 0xFC, 0x00];
-        let again =
-            [&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0b000, 0x00], &[0xFF; 8], &[2, b'h', b'i'], &[1, b'c']].concat();
+        let again = [&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0][..], &[0b000, 0x00], &[0xFF; 8], b"\x02hi", b"\x01c"].concat();
         let mut out2 = Vec::new();
         assert!(reorder_execute(&again, 3, 3, &[2, 0, 1, 0], &[false; 3], &mut types, &mut out2));
         let want2 = [
             &[0x17, 3, 0, 0, 0, 0, 1, 0, 0, 0][..],
             &[0b0000, 0x01, 0xFC, 0x00, 0x08, 0x80, 0xFD, 0x00, 0x08, 0x80],
-            &[1, b'c'],
+            b"\x01c",
             &[0xFF; 8],
-            &[2, b'h', b'i'],
+            b"\x02hi",
             &[0xFF; 8],
         ]
         .concat();

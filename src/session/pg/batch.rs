@@ -190,6 +190,7 @@ impl Session {
 mod tests {
     use super::*;
     use crate::protocol::pg::frontend;
+    use crate::protocol::pg::tag::frontend as client;
 
     fn parse(name: &str, sql: &str, out: &mut Vec<u8>) {
         frontend::encode_parse(name, sql, &[], out).expect("parse");
@@ -200,7 +201,7 @@ mod tests {
         body.extend_from_slice(b"\0"); // unnamed portal
         body.extend_from_slice(statement.as_bytes());
         body.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0]); // no formats, no params, no result formats
-        out.push(b'B');
+        out.push(client::BIND);
         out.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
         out.extend_from_slice(&body);
     }

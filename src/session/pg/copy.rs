@@ -7,6 +7,7 @@
 
 use super::prepared::Expect;
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
+use crate::protocol::pg::tag::{backend as server, frontend as client};
 use crate::protocol::pg::{decode_frame, sqlstate, FrontendMessage};
 use crate::rt;
 use crate::session::client_error::PgClientError;
@@ -69,7 +70,7 @@ impl Session {
                 }
             };
             match tag {
-                b'S' if ended => {
+                client::SYNC if ended => {
                     self.bout.extend_from_slice(&self.msg);
                     self.send_backend().await?;
                     return Ok(CopyIn::Sent);
@@ -81,12 +82,12 @@ impl Session {
                     let _ = self.flush_client().await;
                     return Err(End::Fatal);
                 }
-                b'd' | b'c' | b'f' => {
+                client::COPY_DATA | client::COPY_DONE | client::COPY_FAIL => {
                     self.bout.extend_from_slice(&self.msg);
-                    if tag != b'd' || self.bout.len() >= CLIENT_FLUSH_AT {
+                    if tag != client::COPY_DATA || self.bout.len() >= CLIENT_FLUSH_AT {
                         self.send_backend().await?;
                     }
-                    if tag != b'd' {
+                    if tag != client::COPY_DATA {
                         if !extended {
                             return Ok(CopyIn::Sent);
                         }
@@ -94,7 +95,7 @@ impl Session {
                     }
                 }
                 // The server ignores Flush and Sync during COPY IN.
-                b'H' | b'S' => {}
+                client::FLUSH | client::SYNC => {}
                 _ => {
                     self.bout.clear();
                     let _ = FrontendMessage::CopyFail("unexpected message during COPY").encode(&mut self.bout);
@@ -152,7 +153,7 @@ impl Session {
         let mut pos = 0usize;
         let mut only_notices = true;
         while let Ok(Some(f)) = decode_frame(conn.rbuf.get(pos..).unwrap_or_default(), PEEK_MAX) {
-            if !matches!(f.tag, b'N' | b'S' | b'A') {
+            if !matches!(f.tag, server::NOTICE_RESPONSE | server::PARAMETER_STATUS | server::NOTIFICATION_RESPONSE) {
                 only_notices = false;
                 break;
             }

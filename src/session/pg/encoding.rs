@@ -11,6 +11,7 @@
 use super::prepared::Expect;
 use super::{begins_transaction, End, Session};
 use crate::config::PoolMode;
+use crate::protocol::pg::tag::frontend as client;
 use crate::protocol::pg::{backend, sqlstate};
 use crate::session::client_error::PgClientError;
 use crate::session::state::pg_effects;
@@ -26,7 +27,7 @@ impl Session {
     pub(super) async fn on_foreign_text(&mut self, tag: u8, raw: &[u8]) -> Result<(), End> {
         let body = raw.get(5..).unwrap_or_default();
         let parsed = match tag {
-            b'Q' => cstr(body).map(|(q, _)| (&b""[..], q)),
+            client::QUERY => cstr(body).map(|(q, _)| (&b""[..], q)),
             _ => cstr(body).and_then(|(name, rest)| cstr(rest).map(|(q, _)| (name, q))),
         };
         let Some((name, query)) = parsed else {
@@ -56,7 +57,7 @@ impl Session {
             }
         };
         if let Some(e) = refusal {
-            if tag == b'P' {
+            if tag == client::PARSE {
                 return self.fail_batch(e);
             }
             e.encode(&mut self.out);
@@ -64,7 +65,7 @@ impl Session {
             return self.flush_client().await;
         }
         self.state.stage(pg_effects(&text));
-        if tag == b'Q' {
+        if tag == client::QUERY {
             return self.on_simple(raw).await;
         }
         self.forward_ext(raw, Expect::Parse { swallow: false, key: None }).await

@@ -13,6 +13,7 @@
 //! change, so it gets the error, as from the server itself. Inside a transaction the error
 //! reaches the client unchanged: the transaction is aborted and only the client can decide.
 
+use crate::protocol::pg::tag::{backend as server, field};
 use std::rc::Rc;
 
 use super::prepared::{Expect, Stmt};
@@ -156,12 +157,13 @@ pub(super) enum ErrorKind {
 
 /// Classifies an ErrorResponse body.
 pub(super) fn classify_error(body: &[u8]) -> ErrorKind {
-    let Ok(BackendMessage::ErrorResponse(fields)) = BackendMessage::decode(&Frame::new(b'E', body)) else {
+    let Ok(BackendMessage::ErrorResponse(fields)) = BackendMessage::decode(&Frame::new(server::ERROR_RESPONSE, body))
+    else {
         return ErrorKind::Other;
     };
-    let severity = fields.get(b'V').or_else(|| fields.get(b'S')).unwrap_or("ERROR");
+    let severity = fields.get(field::SEVERITY_NONLOCALIZED).or_else(|| fields.get(field::SEVERITY)).unwrap_or("ERROR");
     let code = fields.code().unwrap_or("XX000");
-    let message = fields.get(b'M').unwrap_or("");
+    let message = fields.get(field::MESSAGE).unwrap_or("");
     if matches!(severity, "FATAL" | "PANIC") {
         return ErrorKind::Fatal(format!("{code}: {message}"));
     }
@@ -233,14 +235,20 @@ mod tests {
         let mut f = Flight::default();
         let stmt = Rc::new(Stmt::new("SELECT 1", None, &[], 0));
         let bare: std::collections::VecDeque<Expect> =
-            [Expect::Synth(b'1'), Expect::Bind, Expect::Execute, Expect::Sync].into();
+            [Expect::Synth(server::PARSE_COMPLETE), Expect::Bind, Expect::Execute, Expect::Sync].into();
         f.arm(b"PPPPBBBBEEEESSSS", &bare);
         assert!(f.replay.is_none(), "no mark, nothing to replay");
         f.mark = Some(HealMark { bout: 4, expect: 1, stmt: stmt.clone(), bind: true });
         f.arm(b"PPPPBBBBEEEESSSS", &bare);
         assert!(f.replay.is_none(), "a Bind without a portal Describe is not healed");
-        let expect: std::collections::VecDeque<Expect> =
-            [Expect::Synth(b'1'), Expect::Bind, Expect::DescribePortal, Expect::Execute, Expect::Sync].into();
+        let expect: std::collections::VecDeque<Expect> = [
+            Expect::Synth(server::PARSE_COMPLETE),
+            Expect::Bind,
+            Expect::DescribePortal,
+            Expect::Execute,
+            Expect::Sync,
+        ]
+        .into();
         f.mark = Some(HealMark { bout: 4, expect: 1, stmt: stmt.clone(), bind: true });
         f.arm(b"PPPPBBBBDDDDEEEESSSS", &expect);
         let r = f.replay.as_ref().expect("armed");

@@ -2,6 +2,7 @@
 //! authentication (SCRAM-SHA-256 or MD5) against the pool's credentials, and the greeting with
 //! the real server's parameters and a router-issued BackendKeyData.
 
+use crate::protocol::pg::tag::frontend as client;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -472,7 +473,7 @@ async fn md5_exchange(client: &mut Client, secret: &str) -> Result<bool, LoginEn
         .map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
     client.send(&out).await?;
     let (tag, body) = client.next(false).await?;
-    if tag != b'p' {
+    if tag != client::PASSWORD {
         return Err(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected a password message").into());
     }
     let response = frontend::password_text(&body).unwrap_or("");
@@ -487,7 +488,7 @@ async fn scram_exchange(client: &mut Client, secret: &ScramSecret) -> Result<Opt
     client.send(&out).await?;
     let violation = |m: &str| LoginEnd::from(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, m.to_owned()));
     let (tag, body) = client.next(false).await?;
-    if tag != b'p' {
+    if tag != client::PASSWORD {
         return Err(violation("expected SASLInitialResponse"));
     }
     let (mechanism, data) = frontend::decode_sasl_initial_response(&body).map_err(|e| violation(&e.to_string()))?;
@@ -502,7 +503,7 @@ async fn scram_exchange(client: &mut Client, secret: &ScramSecret) -> Result<Opt
         .map_err(|e| violation(&e.to_string()))?;
     client.send(&out).await?;
     let (tag, body) = client.next(false).await?;
-    if tag != b'p' {
+    if tag != client::PASSWORD {
         return Err(violation("expected SASLResponse"));
     }
     Ok(server.finish_with_key(&body).ok())

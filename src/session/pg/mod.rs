@@ -25,6 +25,7 @@ mod route;
 mod settings;
 mod verify;
 
+use crate::protocol::pg::tag::{backend as server, frontend as client};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
@@ -415,7 +416,9 @@ impl Session {
         let decoded = match FrontendMessage::decode(&frame) {
             Ok(m) => m,
             // A non-UTF-8 client_encoding (#18).
-            Err(DecodeError::InvalidUtf8 { .. }) if matches!(tag, b'Q' | b'P') && !self.is_bridged() => {
+            Err(DecodeError::InvalidUtf8 { .. })
+                if matches!(tag, client::QUERY | client::PARSE) && !self.is_bridged() =>
+            {
                 return if self.skipping { Ok(()) } else { self.on_foreign_text(tag, raw).await };
             }
             Err(e) => return self.fatal(PgClientError::new(e.sqlstate(), e.to_string())).await,
@@ -588,11 +591,11 @@ impl Session {
             // on whichever connection its first Bind or Describe lands on. Holding a connection
             // for a bare Parse would let synchronous clients (libpq's PQprepare) deadlock a
             // small pool. A statement the server rejects reports its error at that first use.
-            self.expect.push_back(Expect::Synth(b'1'));
+            self.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
             return Ok(());
         }
         if self.has_prepared(stmt.key) {
-            self.expect.push_back(Expect::Synth(b'1'));
+            self.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
         } else {
             self.prepare_on_backend(&stmt, false);
             self.flight.named.push_back((name.to_owned(), stmt));
@@ -674,7 +677,7 @@ impl Session {
         if kind == Target::Statement && !name.is_empty() {
             // Only the client's name goes away; the backend keeps the statement for reuse.
             self.stmts.remove(name);
-            self.expect.push_back(Expect::Synth(b'3'));
+            self.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
             return Ok(());
         }
         self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await

@@ -37,7 +37,8 @@ pub(super) enum Command {
 pub(super) fn parse(sql: &str) -> Option<Command> {
     // Most queries are told apart by their first byte, sparing a lexer pass per statement.
     let first = sql.trim_start().bytes().next()?;
-    if !matches!(first.to_ascii_lowercase(), b'e' | b'd' | b'/' | b'-') {
+    // EXECUTE, DEALLOCATE, or a leading comment before either.
+    if !b"ed/-".contains(&first.to_ascii_lowercase()) {
         return None;
     }
     let mut tokens: Vec<Token<'_>> =

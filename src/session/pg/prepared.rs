@@ -135,6 +135,7 @@ pub(super) enum Expect {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::pg::tag::frontend as client;
 
     #[test]
     fn same_text_and_types_share_a_name() {
@@ -146,7 +147,7 @@ mod tests {
         assert_ne!(a.server_name, c.server_name);
         assert_ne!(a.server_name, d.server_name);
         assert!(a.server_name.starts_with("qp_") && a.server_name.len() == 19);
-        assert_eq!(a.parse_msg.first(), Some(&b'P'));
+        assert_eq!(a.parse_msg.first(), Some(&client::PARSE));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! `raw_passthrough = true`, the rows of an extended-protocol Execute skip that: see
 //! `Session::passes_rows` for when, and `Session::pass_rows` for how.
 
+use crate::protocol::pg::tag::{backend as server, tx_status};
 use std::time::Instant;
 
 use super::copy::CopyIn;
@@ -146,7 +147,7 @@ impl Session {
                     Some(format!("protocol violation: the backend sent message type {:?}", tag as char));
                 return self.backend_lost().await;
             }
-            if tag == b'D' && self.passes_rows() {
+            if tag == server::DATA_ROW && self.passes_rows() {
                 // Still read under the deadline above: query_timeout works as on the decoded path.
                 self.pass_rows(&mut pos).await?;
                 let full = self.backend.as_ref().is_some_and(|c| c.rbuf.len() >= READ_CHUNK);
@@ -160,10 +161,10 @@ impl Session {
             if forward {
                 self.out.extend_from_slice(frame);
             }
-            let status = (tag == b'Z').then(|| frame.get(5).copied()).flatten();
+            let status = (tag == server::READY_FOR_QUERY).then(|| frame.get(5).copied()).flatten();
             pos += len;
             match tag {
-                b'Z' => {
+                server::READY_FOR_QUERY => {
                     conn.rbuf.drain(..pos);
                     pos = 0;
                     if self.flight.healing.is_some() {
@@ -179,7 +180,7 @@ impl Session {
                     self.on_ready(status, &outcome).await;
                     return self.flush_client().await;
                 }
-                b'G' => {
+                server::COPY_IN_RESPONSE => {
                     conn.rbuf.drain(..pos);
                     pos = 0;
                     let extended = self.expect.contains(&Expect::Sync);
@@ -190,7 +191,7 @@ impl Session {
                     }
                     deadline = self.query_deadline();
                 }
-                b'E' if until != Until::Ready || copy_rejected => {
+                server::ERROR_RESPONSE if until != Until::Ready || copy_rejected => {
                     // Before Sync: the server now discards the client's messages up to Sync.
                     self.expect.retain(|e| *e != Expect::Sync);
                     self.aborted = true;
@@ -242,7 +243,7 @@ impl Session {
     async fn pass_rows(&mut self, pos: &mut usize) -> Result<(), End> {
         let Some(conn) = self.backend.as_ref() else { return Ok(()) };
         let run = data_row_run(conn.rbuf.get(*pos..).unwrap_or_default(), BACKEND_MAX);
-        self.retry_note(b'D', run);
+        self.retry_note(server::DATA_ROW, run);
         self.pool.counters.passed_through(run as u64);
         if run < PASS_DIRECT_AT {
             let rows = self.backend.as_ref().and_then(|c| c.rbuf.get(*pos..*pos + run)).unwrap_or_default();
@@ -265,7 +266,7 @@ impl Session {
         self.retry_note(tag, len); // retry (#11)
         let front = self.expect.front().copied();
         match tag {
-            b'1' => match front {
+            server::PARSE_COMPLETE => match front {
                 Some(Expect::Parse { swallow, key }) => {
                     self.expect.pop_front();
                     if !swallow && key.is_some() {
@@ -275,14 +276,14 @@ impl Session {
                 }
                 _ => true,
             },
-            b'3' => match front {
+            server::CLOSE_COMPLETE => match front {
                 Some(Expect::Close { swallow, .. }) => {
                     self.expect.pop_front();
                     !swallow
                 }
                 _ => true,
             },
-            b'2' => {
+            server::BIND_COMPLETE => {
                 if front == Some(Expect::Bind) {
                     self.expect.pop_front();
                 }
@@ -290,7 +291,7 @@ impl Session {
                 self.flight.replay = None;
                 true
             }
-            b'T' | b'n' => {
+            server::ROW_DESCRIPTION | server::NO_DATA => {
                 if front == Some(Expect::DescribeStatement) {
                     self.note_row_type(tag, pos, len); // #18
                 }
@@ -302,32 +303,34 @@ impl Session {
                 self.flight.replay = None;
                 true
             }
-            b't' if self.flight.replay.is_some() && front == Some(Expect::DescribeStatement) => {
+            server::PARAMETER_DESCRIPTION
+                if self.flight.replay.is_some() && front == Some(Expect::DescribeStatement) =>
+            {
                 let frame = self.backend.as_ref().and_then(|c| c.rbuf.get(pos..pos + len)).unwrap_or_default();
                 self.flight.held.extend_from_slice(frame);
                 false
             }
-            b'C' | b'I' | b's' => {
+            server::COMMAND_COMPLETE | server::EMPTY_QUERY_RESPONSE | server::PORTAL_SUSPENDED => {
                 if front == Some(Expect::Execute) {
                     self.expect.pop_front();
                 }
-                if tag == b'C' {
+                if tag == server::COMMAND_COMPLETE {
                     self.on_command_complete(pos, len, outcome);
                 }
                 true
             }
-            b'E' => {
+            server::ERROR_RESPONSE => {
                 self.digest.error();
                 let forward = self.on_error_response(pos, len, front, outcome);
                 self.on_backend_error(front);
                 forward
             }
-            b'Z' => self.flight.healing.is_none() && !self.retry_pending(),
-            b'S' => {
+            server::READY_FOR_QUERY => self.flight.healing.is_none() && !self.retry_pending(),
+            server::PARAMETER_STATUS => {
                 self.note_parameter_status(pos, len); // session settings (#18)
                 true
             }
-            b'A' => {
+            server::NOTIFICATION_RESPONSE => {
                 self.own_notification_pid(pos, len); // #18
                 true
             }
@@ -456,13 +459,15 @@ impl Session {
             let Some(conn) = self.backend.as_ref() else { return Ok(()) };
             let Ok(Some(f)) = decode_frame(conn.rbuf.get(pos..).unwrap_or_default(), BACKEND_MAX) else { break };
             let (tag, len) = (f.tag, f.total_len);
-            if tag == b'A' {
+            if tag == server::NOTIFICATION_RESPONSE {
                 self.own_notification_pid(pos, len); // #18
             }
             let Some(conn) = self.backend.as_ref() else { return Ok(()) };
             match tag {
-                b'A' | b'N' | b'S' => self.out.extend_from_slice(conn.rbuf.get(pos..pos + len).unwrap_or_default()),
-                b'E' => {
+                server::NOTIFICATION_RESPONSE | server::NOTICE_RESPONSE | server::PARAMETER_STATUS => {
+                    self.out.extend_from_slice(conn.rbuf.get(pos..pos + len).unwrap_or_default())
+                }
+                server::ERROR_RESPONSE => {
                     if let ErrorKind::Fatal(m) = classify_error(conn.rbuf.get(pos + 5..pos + len).unwrap_or_default()) {
                         self.flight.fatal = Some(m);
                     }
@@ -536,8 +541,8 @@ impl Session {
         }
         self.expect.retain(|e| !matches!(e, Expect::Synth(_)));
         let new = match status {
-            Some(b'T') => TransactionStatus::InBlock,
-            Some(b'E') => TransactionStatus::Failed,
+            Some(tx_status::IN_BLOCK) => TransactionStatus::InBlock,
+            Some(tx_status::FAILED) => TransactionStatus::Failed,
             _ => TransactionStatus::Idle,
         };
         let was = self.tx;
@@ -583,12 +588,12 @@ pub(super) async fn run_silently(conn: &mut Conn, sql: &str) -> Result<(), PgCli
     loop {
         let (tag, len) = next_frame(conn, &mut pos, READ_CHUNK).await.map_err(|_| lost())?;
         let body = conn.rbuf.get(pos + 5..pos + len).unwrap_or_default();
-        if tag == b'E' {
+        if tag == server::ERROR_RESPONSE {
             let code = peek_sqlstate(body).unwrap_or("XX000").to_owned();
             failure = Some(format!("restoring session settings failed on the backend ({code})"));
         }
         pos += len;
-        if tag == b'Z' {
+        if tag == server::READY_FOR_QUERY {
             conn.rbuf.drain(..pos);
             return match failure {
                 None => Ok(()),

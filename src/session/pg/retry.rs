@@ -17,6 +17,7 @@
 //! its own `retry`: then that one. A batch whose statements were decided under different rule
 //! policies is not retried at all (no policy speaks for all of it).
 
+use crate::protocol::pg::tag::{backend as server, tx_status};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -133,7 +134,7 @@ impl Session {
         let Some(r) = self.flight.retry.as_mut() else { return };
         // A buffer about to be flushed has reached the client.
         // ErrorResponse and ReadyForQuery are judged by `retry_hold` and `retry_at_ready`.
-        let result = !BEFORE_RESULT.contains(&tag) && tag != b'E' && tag != b'Z';
+        let result = !BEFORE_RESULT.contains(&tag) && tag != server::ERROR_RESPONSE && tag != server::READY_FOR_QUERY;
         if result || buffered + len >= CLIENT_FLUSH_AT || buffered < r.out_mark {
             r.relayed = true;
         }
@@ -187,7 +188,7 @@ impl Session {
         if let Err(why) = backoff::wait(r.wait, &r.interrupt, &self.ctx.drain).await {
             self.count_retry(why);
             self.out.extend_from_slice(&held);
-            self.out.extend_from_slice(&[b'Z', 0, 0, 0, 5, status.unwrap_or(b'I')]);
+            self.out.extend_from_slice(&[server::READY_FOR_QUERY, 0, 0, 0, 5, status.unwrap_or(tx_status::IDLE)]);
             return Ok(false);
         }
         if let Some(primary) = self.primary_for_retry() {
@@ -195,7 +196,7 @@ impl Session {
                 tracing::debug!(error = ?e, "no primary connection for a retry");
                 self.count_retry(Outcome::Exhausted);
                 self.out.extend_from_slice(&held);
-                self.out.extend_from_slice(&[b'Z', 0, 0, 0, 5, status.unwrap_or(b'I')]);
+                self.out.extend_from_slice(&[server::READY_FOR_QUERY, 0, 0, 0, 5, status.unwrap_or(tx_status::IDLE)]);
                 return Ok(false);
             }
         }
@@ -259,7 +260,7 @@ impl Session {
             match *e {
                 Expect::Parse { swallow, key: Some(k) } if conn.prepared.contains(&k) => {
                     if !swallow {
-                        self.expect.push_back(Expect::Synth(b'1'));
+                        self.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
                     }
                     continue;
                 }
@@ -298,6 +299,7 @@ fn aligned(bytes: &[u8], expects: &std::collections::VecDeque<Expect>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::pg::tag::frontend as client;
 
     fn policy(attempts: u32) -> RetryPolicy {
         RetryPolicy {
@@ -329,13 +331,13 @@ mod tests {
 
     #[test]
     fn alignment_of_batches() {
-        let q = [b'Q', 0, 0, 0, 5, 0];
+        let q = [client::QUERY, 0, 0, 0, 5, 0];
         assert!(aligned(&q, &Default::default()), "a simple query");
-        let s = [b'S', 0, 0, 0, 4];
+        let s = [client::SYNC, 0, 0, 0, 4];
         let mut two = q.to_vec();
         two.extend_from_slice(&s);
         assert!(!aligned(&two, &Default::default()));
-        let e: std::collections::VecDeque<Expect> = [Expect::Synth(b'1'), Expect::Sync].into();
+        let e: std::collections::VecDeque<Expect> = [Expect::Synth(server::PARSE_COMPLETE), Expect::Sync].into();
         assert!(aligned(&s, &e));
         assert!(!aligned(&s[..3], &e), "a cut message");
         assert!(!aligned(&two, &e));

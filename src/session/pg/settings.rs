@@ -5,6 +5,7 @@
 
 use super::{Session, READ_CHUNK};
 use crate::pool::{Conn, ConnInfo};
+use crate::protocol::pg::tag::{backend as server, field};
 use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame};
 use crate::rt;
 
@@ -48,7 +49,7 @@ pub(super) async fn run_reporting(conn: &mut Conn, sql: &str) -> Result<Vec<(Str
             Ok(BackendMessage::ErrorResponse(fields)) if failure.is_none() => {
                 failure = Some(SettingsError::Refused {
                     code: fields.code().unwrap_or("XX000").to_owned(),
-                    message: fields.get(b'M').unwrap_or("").to_owned(),
+                    message: fields.get(field::MESSAGE).unwrap_or("").to_owned(),
                 });
             }
             Ok(BackendMessage::ReadyForQuery(_)) => {
@@ -68,7 +69,9 @@ impl Session {
     pub(super) fn note_parameter_status(&mut self, pos: usize, len: usize) {
         let Some(conn) = self.backend.as_ref() else { return };
         let body = conn.rbuf.get(pos + 5..pos + len).unwrap_or_default();
-        if let Ok(BackendMessage::ParameterStatus { name, value }) = BackendMessage::decode(&Frame::new(b'S', body)) {
+        if let Ok(BackendMessage::ParameterStatus { name, value }) =
+            BackendMessage::decode(&Frame::new(server::PARAMETER_STATUS, body))
+        {
             if name.eq_ignore_ascii_case("standard_conforming_strings") {
                 // The server's report beats the router's reading of SETs: a function, a role
                 // default or a rollback may have changed it where no SET showed (#19).
@@ -137,8 +140,9 @@ impl Session {
 /// end with one.
 fn insert_before_ready(out: &mut Vec<u8>, msgs: &[u8]) {
     let at = out.len().saturating_sub(6);
-    let ends_ready =
-        out.get(at..).is_some_and(|z| z.len() == 6 && z.first() == Some(&b'Z') && z.get(1..5) == Some(&[0, 0, 0, 5]));
+    let ends_ready = out.get(at..).is_some_and(|z| {
+        z.len() == 6 && z.first() == Some(&server::READY_FOR_QUERY) && z.get(1..5) == Some(&[0, 0, 0, 5])
+    });
     if ends_ready {
         out.splice(at..at, msgs.iter().copied());
     } else {

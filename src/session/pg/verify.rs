@@ -10,6 +10,7 @@
 //! a schema change it describes it there first, in an exchange of its own: a different row
 //! type fails the batch with the server's `0A000`, as the statement's own connection would.
 
+use crate::protocol::pg::tag::backend as server;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::time::Duration;
 
@@ -76,9 +77,9 @@ async fn exchange_now(conn: &mut Conn, bytes: &[u8]) -> Result<Answer, ()> {
         let frame: Vec<u8> = conn.rbuf.drain(..len).collect();
         let body = frame.get(5..).unwrap_or_default();
         match tag {
-            b'E' => answer.error = Some(frame),
-            b'T' | b'n' => answer.row_type = row_type(tag, body),
-            b'Z' => {
+            server::ERROR_RESPONSE => answer.error = Some(frame),
+            server::ROW_DESCRIPTION | server::NO_DATA => answer.row_type = row_type(tag, body),
+            server::READY_FOR_QUERY => {
                 answer.status = match BackendMessage::decode(&Frame::new(tag, body)) {
                     Ok(BackendMessage::ReadyForQuery(s)) => s,
                     _ => return Err(()),
@@ -165,16 +166,16 @@ mod tests {
 
     #[test]
     fn row_types_compare_names_and_types_not_tables() {
-        let ints = row_type(b'T', &described(&[("a", 100, 23), ("b", 100, 23)]));
-        let recreated = row_type(b'T', &described(&[("a", 200, 23), ("b", 200, 23)]));
-        let text = row_type(b'T', &described(&[("a", 100, 23), ("b", 100, 25)]));
-        let renamed = row_type(b'T', &described(&[("a", 100, 23), ("c", 100, 23)]));
+        let ints = row_type(server::ROW_DESCRIPTION, &described(&[("a", 100, 23), ("b", 100, 23)]));
+        let recreated = row_type(server::ROW_DESCRIPTION, &described(&[("a", 200, 23), ("b", 200, 23)]));
+        let text = row_type(server::ROW_DESCRIPTION, &described(&[("a", 100, 23), ("b", 100, 25)]));
+        let renamed = row_type(server::ROW_DESCRIPTION, &described(&[("a", 100, 23), ("c", 100, 23)]));
         assert!(ints.is_some());
         assert_eq!(ints, recreated, "a re-created table with the same columns is the same row type");
         assert_ne!(ints, text);
         assert_ne!(ints, renamed);
-        assert_ne!(row_type(b'n', b""), ints);
-        assert_eq!(row_type(b'n', b""), row_type(b'n', b""));
-        assert_eq!(row_type(b'C', b"SELECT 1\0"), None);
+        assert_ne!(row_type(server::NO_DATA, b""), ints);
+        assert_eq!(row_type(server::NO_DATA, b""), row_type(server::NO_DATA, b""));
+        assert_eq!(row_type(server::COMMAND_COMPLETE, b"SELECT 1\0"), None);
     }
 }

@@ -5,6 +5,7 @@
 use crate::bridge::{status_flags, ResultWriter, Step};
 use crate::config::{PoolMode, Protocol};
 use crate::pool::ConnInfo;
+use crate::protocol::pg::tag::field;
 use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame, TransactionStatus};
 use crate::rt;
 use crate::session::cancel::{CancelTarget, TargetKind};
@@ -128,7 +129,7 @@ impl Session {
             let (tag, body) = self.pg_frame().await?;
             match BackendMessage::decode(&Frame::new(tag, &body)).map_err(|_| ())? {
                 BackendMessage::DataRow(_) => q.rows += 1,
-                BackendMessage::ErrorResponse(f) => q.error = Some(f.get(b'M').unwrap_or("error").to_owned()),
+                BackendMessage::ErrorResponse(f) => q.error = Some(f.get(field::MESSAGE).unwrap_or("error").to_owned()),
                 BackendMessage::ReadyForQuery(tx) => {
                     self.bridge.tx = tx;
                     self.sync_status();

@@ -16,6 +16,7 @@
 //! client made are carried over by `bridge::session_map::to_mysql` or refused with `0A000`; a
 //! connection given such settings is closed after the statement, so no other client inherits them.
 
+use crate::protocol::pg::tag::{backend as server, frontend as client};
 use std::rc::Rc;
 
 use crate::bridge::pg_result::PgResultWriter;
@@ -115,7 +116,7 @@ impl Session {
     /// then runs part of the batch, and the Sync aborts it there (`sync_aborted`).
     async fn cross_fail(&mut self, e: PgClientError) -> Result<(), End> {
         if self.native_pending() && self.backend.is_some() {
-            self.on_flush(&[b'H', 0, 0, 0, 4]).await?;
+            self.on_flush(&[client::FLUSH, 0, 0, 0, 4]).await?;
             if self.aborted {
                 return Ok(()); // the server failed the pipeline first: its error stands
             }
@@ -211,7 +212,7 @@ impl Session {
     async fn cross_simple(&mut self, sql: &str) {
         let parts = statements(sql);
         if parts.is_empty() {
-            self.out.extend_from_slice(&[b'I', 0, 0, 0, 4]);
+            self.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
             return;
         }
         if let Err(e) = self.my_backend().await {
@@ -332,7 +333,7 @@ impl Session {
                 };
                 // Answered in turn with whatever the session's pool answers before it.
                 known.then(|| {
-                    self.expect.push_back(Expect::Synth(b'3'));
+                    self.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
                     Ok(())
                 })
             }

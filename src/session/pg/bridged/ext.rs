@@ -3,6 +3,7 @@
 //! the parameters, Execute runs `COM_STMT_EXECUTE`. Statements are kept per client under their
 //! text and prepared again on whichever connection a later Execute lands on.
 
+use crate::protocol::pg::tag::backend as server;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
@@ -114,7 +115,7 @@ impl Session {
         let pool = self.pool.name().clone();
         let stmt = Prepared { key, sql, order, param_types: types, columns: columns.unwrap_or_default(), pool };
         self.bridge.stmts.insert(name.to_owned(), Rc::new(stmt));
-        self.out.extend_from_slice(&[b'1', 0, 0, 0, 4]);
+        self.out.extend_from_slice(&[server::PARSE_COMPLETE, 0, 0, 0, 4]);
         Ok(())
     }
 
@@ -226,7 +227,7 @@ impl Session {
         self.bridge
             .portals
             .insert(portal.to_owned(), Portal { stmt, params, formats: result_formats, kept: None, done: false });
-        self.out.extend_from_slice(&[b'2', 0, 0, 0, 4]);
+        self.out.extend_from_slice(&[server::BIND_COMPLETE, 0, 0, 0, 4]);
         Ok(())
     }
 
@@ -238,7 +239,7 @@ impl Session {
             ));
         };
         let start = self.out.len();
-        self.out.push(b't');
+        self.out.push(server::PARAMETER_DESCRIPTION);
         self.out.extend_from_slice(&[0; 4]);
         self.out.extend_from_slice(&u16::try_from(stmt.param_types.len()).unwrap_or(u16::MAX).to_be_bytes());
         for ty in &stmt.param_types {
@@ -266,7 +267,7 @@ impl Session {
     /// RowDescription of `columns` in `formats`, or NoData.
     fn describe_rows(&mut self, columns: &[PgColumn], formats: &[i16]) {
         if columns.is_empty() {
-            self.out.extend_from_slice(&[b'n', 0, 0, 0, 4]);
+            self.out.extend_from_slice(&[server::NO_DATA, 0, 0, 0, 4]);
             return;
         }
         let fields: Vec<_> = columns.iter().enumerate().map(|(i, c)| c.field(format_of(formats, i))).collect();

@@ -12,6 +12,7 @@ pub(super) mod cross;
 mod ext;
 mod io;
 
+use crate::protocol::pg::tag::backend as server;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -63,7 +64,7 @@ impl Session {
                     Target::Statement => self.bridge.stmts.remove(name).map(|_| ()),
                     Target::Portal => self.bridge.portals.remove(name).map(|_| ()),
                 };
-                self.out.extend_from_slice(&[b'3', 0, 0, 0, 4]);
+                self.out.extend_from_slice(&[server::CLOSE_COMPLETE, 0, 0, 0, 4]);
                 Ok(())
             }
             FrontendMessage::Flush => self.flush_client().await,
@@ -104,7 +105,7 @@ impl Session {
         let parts = statements(sql);
         if parts.is_empty() {
             // MySQL refuses an empty query; PostgreSQL answers EmptyQueryResponse.
-            self.out.extend_from_slice(&[b'I', 0, 0, 0, 4]);
+            self.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
         }
