@@ -324,22 +324,8 @@ fn a_config_without_any_plaintext_password_serves_postgres_and_mariadb_users_as_
     let list = format!("{}{}", roles.userlist(), users.userlist());
     assert!(list.lines().all(|l| l.contains("\"SCRAM-SHA-256$") || l.contains("\"*")), "hashes only: {list}");
     std::fs::write(&file, list).expect("write auth file");
-    let (pg, my) = (&dbs().pg, &dbs().my);
-    let toml = format!(
-        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n\
-         [[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
-         [[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
-         [pools.pg]\nmode = \"transaction\"\ndatabase = \"{pgdb}\"\nmax_connections = 4\n\
-         backends = [{{ host = \"127.0.0.1\", port = {pgport} }}]\n\n\
-         [pools.my]\nmode = \"transaction\"\ndatabase = \"{mydb}\"\nmax_connections = 4\n\
-         backends = [{{ host = \"127.0.0.1\", port = {myport} }}]\n\n\
-         [routing]\ndefault_pool = \"pg\"\nmysql_default_pool = \"my\"\n\n[auth]\nfile = \"{file}\"\n",
-        pgdb = pg.database,
-        pgport = pg.primary_port,
-        mydb = my.database,
-        myport = my.primary_port,
-        file = file.display(),
-    );
+    let my = &dbs().my;
+    let toml = both_protocols_config(4, &format!("file = \"{}\"\n", file.display()));
     assert!(!toml.contains("password"), "no plaintext password anywhere in the config");
     let router = Router::start(&crate::admin::with_metrics(&toml, None));
     each_role_is_itself(router.port(), &roles);
@@ -497,4 +483,24 @@ fn transaction_pooling_never_runs_one_mariadb_users_statement_on_anothers_connec
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "PyMySQL load: {stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stdout.trim(), "9 []");
+}
+
+/// A router config with a PostgreSQL and a MySQL listener, one credential-less transaction pool
+/// per server (`max` connections each) and `auth` as the body of its `[auth]` table.
+pub(crate) fn both_protocols_config(max: u32, auth: &str) -> String {
+    let (pg, my) = (&dbs().pg, &dbs().my);
+    format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n\
+         [[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
+         [[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
+         [pools.pg]\nmode = \"transaction\"\ndatabase = \"{pgdb}\"\nmax_connections = {max}\n\
+         backends = [{{ host = \"127.0.0.1\", port = {pgport} }}]\n\n\
+         [pools.my]\nmode = \"transaction\"\ndatabase = \"{mydb}\"\nmax_connections = {max}\n\
+         backends = [{{ host = \"127.0.0.1\", port = {myport} }}]\n\n\
+         [routing]\ndefault_pool = \"pg\"\nmysql_default_pool = \"my\"\n\n[auth]\n{auth}",
+        pgdb = pg.database,
+        pgport = pg.primary_port,
+        mydb = my.database,
+        myport = my.primary_port,
+    )
 }

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::passthrough::{client, each_role_is_itself, md5_for_members_of, refusal, MyUsers, Roles};
+use crate::passthrough::{
+    both_protocols_config, client, each_role_is_itself, md5_for_members_of, refusal, MyUsers, Roles,
+};
 use crate::pg_util::superuser;
 use crate::router::Router;
 use crate::support::{dbs, unique_name};
@@ -268,25 +270,14 @@ fn a_config_without_plaintext_serves_postgres_and_mariadb_users_through_the_auth
     let list = format!("{}{}", pg_query.entry(), my_query.entry());
     assert!(list.lines().all(|l| l.contains("\"md5") || l.contains("\"sha1:")), "hashes only: {list}");
     std::fs::write(&file, list).expect("write auth file");
-    let (pg, my) = (&dbs().pg, &dbs().my);
-    let toml = format!(
-        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n\
-         [[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
-         [[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
-         [pools.pg]\nmode = \"transaction\"\ndatabase = \"{pgdb}\"\nmax_connections = 5\n\
-         backends = [{{ host = \"127.0.0.1\", port = {pgport} }}]\n\n\
-         [pools.my]\nmode = \"transaction\"\ndatabase = \"{mydb}\"\nmax_connections = 5\n\
-         backends = [{{ host = \"127.0.0.1\", port = {myport} }}]\n\n\
-         [routing]\ndefault_pool = \"pg\"\nmysql_default_pool = \"my\"\n\n\
-         [auth]\nfile = \"{file}\"\n{pgkeys}mysql_query_user = \"{myuser}\"\ncache_ttl = \"3s\"\n",
-        pgdb = pg.database,
-        pgport = pg.primary_port,
-        mydb = my.database,
-        myport = my.primary_port,
-        file = file.display(),
-        pgkeys = pg_query.keys(),
-        myuser = my_query.name,
+    let auth = format!(
+        "file = \"{}\"\n{}mysql_query_user = \"{}\"\ncache_ttl = \"3s\"\n",
+        file.display(),
+        pg_query.keys(),
+        my_query.name
     );
+    let my = &dbs().my;
+    let toml = both_protocols_config(5, &auth);
     assert!(!toml.contains("password"), "no plaintext password anywhere in the config");
     let router = Router::start(&crate::admin::with_metrics(&toml, None));
     each_role_is_itself(router.port(), &roles);
