@@ -603,3 +603,90 @@ fn raw_tag_bytes_are_found_in_code_and_macros_not_in_comments() {
     let text = "// b'Z' in a comment\nfn f(t: u8) -> bool {\n    t == b'Z'\n}\nfn g() { assert_eq!(x, [b'1', b'\\n', b'-']); }\n";
     assert_eq!(raw_tag_bytes(text), vec![3, 5]);
 }
+
+/// Longest a function in `session/` may be (#20): a relay step that does not fit on a screen
+/// hides its state changes.
+const SESSION_FN_MAX_LINES: usize = 60;
+/// Most fields a session struct may hold; the rest belong in named parts.
+const SESSION_STRUCT_MAX_FIELDS: usize = 12;
+
+/// Functions of product code longer than [`SESSION_FN_MAX_LINES`] and structs named `Session`
+/// with more than [`SESSION_STRUCT_MAX_FIELDS`] fields, in `ast` as file `shown`.
+fn shape_violations(shown: &str, ast: &syn::File) -> Vec<String> {
+    struct Shape<'a> {
+        shown: &'a str,
+        test_depth: usize,
+        out: Vec<String>,
+    }
+    impl Shape<'_> {
+        fn check_fn(&mut self, name: &syn::Ident, span: proc_macro2::Span) {
+            let lines = span.end().line + 1 - span.start().line;
+            if self.test_depth == 0 && lines > SESSION_FN_MAX_LINES {
+                self.out.push(format!(
+                    "{}:{}: fn {name} is {lines} lines (at most {SESSION_FN_MAX_LINES})",
+                    self.shown,
+                    span.start().line
+                ));
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Shape<'_> {
+        fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+            let test = is_cfg_test(&m.attrs);
+            self.test_depth += usize::from(test);
+            visit::visit_item_mod(self, m);
+            self.test_depth -= usize::from(test);
+        }
+        fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+            self.check_fn(&f.sig.ident, f.span());
+            visit::visit_item_fn(self, f);
+        }
+        fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+            self.check_fn(&f.sig.ident, f.span());
+            visit::visit_impl_item_fn(self, f);
+        }
+        fn visit_item_struct(&mut self, s: &'ast syn::ItemStruct) {
+            let n = s.fields.len();
+            if self.test_depth == 0 && s.ident == "Session" && n > SESSION_STRUCT_MAX_FIELDS {
+                self.out.push(format!(
+                    "{}:{}: struct Session holds {n} fields (at most {SESSION_STRUCT_MAX_FIELDS})",
+                    self.shown,
+                    s.span().start().line
+                ));
+            }
+            visit::visit_item_struct(self, s);
+        }
+    }
+    let mut shape = Shape { shown, test_depth: 0, out: Vec::new() };
+    shape.visit_file(ast);
+    shape.out
+}
+
+#[test]
+fn session_functions_and_structs_stay_small() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut sources = Vec::new();
+    let mut errors = BTreeSet::new();
+    load_tree(&src, &mut sources, &mut errors);
+    assert!(errors.is_empty(), "{errors:?}");
+    let found: Vec<String> = sources
+        .iter()
+        .filter(|s| !s.test_only && s.module.first().is_some_and(|m| m == "session"))
+        .flat_map(|s| shape_violations(&s.shown, &s.ast))
+        .collect();
+    assert!(found.is_empty(), "{} too large:\n{}", found.len(), found.join("\n"));
+}
+
+#[test]
+fn a_long_function_and_a_wide_session_struct_are_reported() {
+    let body = "    let _x = 1;\n".repeat(SESSION_FN_MAX_LINES);
+    let fields: String = (0..=SESSION_STRUCT_MAX_FIELDS).map(|i| format!("f{i}: u8, ")).collect();
+    let text = format!("fn long() {{\n{body}}}\nstruct Session {{ {fields} }}\nfn short() {{}}\n");
+    let ast = syn::parse_file(&text).expect("parses");
+    let found = shape_violations("x.rs", &ast);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].contains("fn long"), "{found:?}");
+    assert!(found[1].contains("struct Session"), "{found:?}");
+    let tests = format!("#[cfg(test)]\nmod tests {{\nfn long() {{\n{body}}}\n}}\n");
+    assert!(shape_violations("x.rs", &syn::parse_file(&tests).expect("parses")).is_empty());
+}

@@ -5,6 +5,7 @@ use crate::pool::PoolError;
 use crate::protocol::mysql::errcode::{self, ErrorNumber};
 use crate::protocol::mysql::{encode_packets, ErrPacket};
 use crate::protocol::pg::{encode_error, sqlstate, Severity};
+use crate::session::error::RelayError;
 
 /// A client-facing PostgreSQL error: SQLSTATE plus message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,5 +94,25 @@ impl From<&PoolError> for MyClientError {
             PoolError::WrongProtocol { .. } => errcode::ER_QP_POOL_PROTOCOL,
         };
         Self::new(number, e.to_string())
+    }
+}
+
+impl From<&RelayError> for PgClientError {
+    /// Every relay failure loses the backend connection, and with it the session's server
+    /// state: 08006 with the cause, as PostgreSQL's libpq reports a lost server.
+    fn from(e: &RelayError) -> Self {
+        let why = e.cause().map(|c| format!(" ({c})")).unwrap_or_default();
+        Self::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}"))
+    }
+}
+
+impl From<&RelayError> for MyClientError {
+    /// 2013, the number MySQL clients show for a server lost during a query, with the cause.
+    fn from(e: &RelayError) -> Self {
+        let why = e.cause().map(|c| format!(" ({c})")).unwrap_or_default();
+        Self::new(
+            errcode::CR_SERVER_LOST,
+            format!("Lost connection to the backend server during query; the statement may not have completed{why}"),
+        )
     }
 }

@@ -21,6 +21,8 @@ impl ErrorNumber {
     }
 }
 
+/// The server went away mid-query (the client-range number clients show for it).
+pub const CR_SERVER_LOST: ErrorNumber = ErrorNumber { code: 2013, sql_state: *b"HY000" };
 /// Access denied for user (bad credentials).
 pub const ER_ACCESS_DENIED_ERROR: ErrorNumber = ErrorNumber { code: 1045, sql_state: *b"28000" };
 /// Unknown database.

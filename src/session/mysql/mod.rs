@@ -59,8 +59,8 @@ const IDLE_BUFFER_KEEP: usize = 1024;
 pub(super) const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, sql_state: *b"70100" };
 /// `ER_SERVER_SHUTDOWN`.
 const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
-/// `ER_CONNECTION_KILLED`-like error for a backend lost mid-command (`CR_SERVER_LOST` text).
-const ER_BACKEND_LOST: ErrorNumber = ErrorNumber { code: 2013, sql_state: *b"HY000" };
+// A backend lost mid-command: the number clients show for a lost server.
+use crate::protocol::mysql::errcode::CR_SERVER_LOST as ER_BACKEND_LOST;
 /// `ER_PARSE_ERROR` for multi-statement text from a client that did not enable them.
 const ER_PARSE_ERROR: ErrorNumber = ErrorNumber { code: 1064, sql_state: *b"42000" };
 

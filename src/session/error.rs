@@ -1,0 +1,90 @@
+//! Why relaying between a client and a backend connection stopped, with the cause inside: the
+//! one error type of the session layer's relays (#20). `client_error` turns each into what the
+//! client sees.
+
+use crate::error::{ErrorCode, Origin};
+
+/// A relay step that could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    /// The backend closed its socket or a read or write on it failed.
+    #[error("the backend connection was lost")]
+    BackendClosed(#[source] Option<std::io::Error>),
+    /// The client closed its socket or a write to it failed.
+    #[error("the client connection was lost")]
+    ClientClosed(#[source] Option<std::io::Error>),
+    /// The backend sent a message type that has no place at this point of the exchange.
+    #[error("protocol violation: the backend sent message type {:?}", char::from(*.tag))]
+    OutOfStep {
+        /// The message's type byte (PostgreSQL) or first payload byte (MySQL).
+        tag: u8,
+    },
+    /// A backend message could not be decoded.
+    #[error("protocol violation: {0}")]
+    Malformed(String),
+    /// The backend reported a FATAL error and is going away.
+    #[error("{code}: {message}")]
+    BackendFatal {
+        /// Its SQLSTATE (PostgreSQL) or error number (MySQL).
+        code: String,
+        /// Its message.
+        message: String,
+    },
+    /// The backend left a cancel sent at `query_timeout` unanswered for another timeout.
+    #[error("no answer to the cancel sent at query_timeout ({timeout_ms} ms)")]
+    CancelIgnored {
+        /// The pool's `query_timeout` in milliseconds.
+        timeout_ms: u128,
+    },
+}
+
+impl RelayError {
+    /// The cause as a short text to put in parentheses after "the backend connection was
+    /// lost", or `None` when the loss itself is all there is to say.
+    pub fn cause(&self) -> Option<String> {
+        match self {
+            Self::BackendClosed(None) => None,
+            Self::BackendClosed(Some(e)) | Self::ClientClosed(Some(e)) => Some(e.to_string()),
+            Self::ClientClosed(None) => None,
+            other => Some(other.to_string()),
+        }
+    }
+}
+
+impl ErrorCode for RelayError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::BackendClosed(_) => "relay.backend_closed",
+            Self::ClientClosed(_) => "relay.client_closed",
+            Self::OutOfStep { .. } => "relay.out_of_step",
+            Self::Malformed(_) => "relay.malformed",
+            Self::BackendFatal { .. } => "relay.backend_fatal",
+            Self::CancelIgnored { .. } => "relay.cancel_ignored",
+        }
+    }
+
+    fn origin(&self) -> Origin {
+        match self {
+            Self::ClientClosed(_) => Origin::Client,
+            _ => Origin::Backend,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_read_as_the_sessions_said_them_before() {
+        let fatal = RelayError::BackendFatal { code: "57P01".into(), message: "terminating".into() };
+        assert_eq!(fatal.cause().as_deref(), Some("57P01: terminating"));
+        assert_eq!(
+            RelayError::OutOfStep { tag: b'R' }.cause().as_deref(),
+            Some("protocol violation: the backend sent message type 'R'")
+        );
+        assert_eq!(RelayError::BackendClosed(None).cause(), None);
+        assert_eq!(RelayError::CancelIgnored { timeout_ms: 50 }.code(), "relay.cancel_ignored");
+        assert_eq!(RelayError::ClientClosed(None).origin(), Origin::Client);
+    }
+}
