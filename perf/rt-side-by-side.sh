@@ -13,7 +13,7 @@
 # proxy CPU µs per transaction (utime+stime of the proxy process, /proc/PID/stat) with min–max.
 # Then, deterministic counts for each proxy on one core (prepared mode, 16 clients):
 # `strace -c -f` system calls per transaction (simple mode) and callgrind user-space instructions per
-# transaction (router binaries only; PgBouncer under callgrind too when PGB_CALLGRIND=1).
+# transaction (routers in simple and prepared mode; PgBouncer in simple mode when PGB_CALLGRIND=1).
 # Then one-client latency (pgbench -c 1, prepared): p50 added over direct.
 #
 # Environment (defaults): ROUNDS=3 TX=3750 (per client: 60,000 per run) SCALE=10 POOL=8
@@ -66,6 +66,9 @@ log_level = "warn"
 [[listeners]]
 protocol = "postgres"
 bind = "127.0.0.1:$1"
+# The same client authentication as PgBouncer's below: a SCRAM login (4096 PBKDF2 rounds) costs
+# more than a thousand transactions' relaying, which would bill the proxies unequally.
+auth_method = "md5"
 
 [pools.$DB]
 mode = "transaction"
@@ -102,7 +105,7 @@ $DB = host=$PG_HOST port=$PG_PRIMARY_PORT dbname=$DB
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = $port
-auth_type = plain
+auth_type = md5
 auth_file = $BASE/userlist.txt
 pool_mode = transaction
 default_pool_size = $POOL
@@ -205,24 +208,60 @@ print(f"{sys.argv[2]}\t{total:.2f}\t{detail}")
 PY
 done
 
-# callgrind: user-space instructions per transaction, one core, 16 clients, prepared.
+# callgrind: user-space instructions per transaction, one core, 16 clients. Routers in simple
+# and prepared mode; PgBouncer (when PGB_CALLGRIND=1, and installed) in simple mode, the one its
+# 1.18 serves in transaction pooling.
 CG="$BASE/callgrind.tsv"
 : >"$CG"
+# callgrind_count NAME MODE: instructions per transaction of target NAME (running under
+# callgrind with instrumentation off) over CALLGRIND_TX transactions per client in MODE.
+callgrind_count() {
+    local name=$1 mode=$2 pid=${PID[$1]} ir
+    # callgrind_control reaches the process through vgdb's pipes, which carry the name of the
+    # user it runs as: PgBouncer's is controlled as its own user.
+    local ctl=(callgrind_control)
+    [ "$(stat -c %U "/proc/$pid")" = "$(id -un)" ] || ctl=(setpriv --reuid="$(stat -c %U "/proc/$pid")" --regid="$(stat -c %G "/proc/$pid")" --init-groups callgrind_control)
+    pgbench -n -S -M "$mode" -c 16 -j 2 -t 20 -h 127.0.0.1 -p "${PORT[$name]}" -U "$PG_USER" "$DB" >/dev/null 2>&1
+    rm -f "$BASE"/cg/"$name".out*
+    "${ctl[@]}" -i on "$pid" >/dev/null 2>&1 || log "callgrind_control cannot reach $name"
+    pgbench -n -S -M "$mode" -c 16 -j 2 -t "$CALLGRIND_TX" -h 127.0.0.1 -p "${PORT[$name]}" -U "$PG_USER" "$DB" >/dev/null 2>&1 ||
+        log "pgbench under callgrind against $name ($mode) failed"
+    "${ctl[@]}" -i off "$pid" >/dev/null 2>&1 || true
+    "${ctl[@]}" -d "$pid" >/dev/null 2>&1 || true
+    sleep 1
+    # A dump taken after instrumentation was switched off heads its file with `summary: 0`;
+    # `totals:` at its end holds the instructions counted.
+    ir=$(cat "$BASE"/cg/"$name".out* 2>/dev/null | sed -n 's/^totals: \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+    printf '%s\t%s\t%s\n' "${name%-cg}" "$mode" "$((ir / (CALLGRIND_TX * 16)))" >>"$CG"
+}
+mkdir -p "$BASE/cg"
+chmod 777 "$BASE/cg"
 for arg in "$@"; do
     name=${arg%%=*}
     bin=${arg#*=}
-    launch_router "$name-cg" "$bin" 0 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$BASE/cg-$name.out"
-    pgbench -n -S -M prepared -c 16 -j 2 -t 20 -h 127.0.0.1 -p "${PORT[$name-cg]}" -U "$PG_USER" "$DB" >/dev/null 2>&1
-    callgrind_control -i on "${PID[$name-cg]}" >/dev/null 2>&1
-    pgbench -n -S -M prepared -c 16 -j 2 -t "$CALLGRIND_TX" -h 127.0.0.1 -p "${PORT[$name-cg]}" -U "$PG_USER" "$DB" >/dev/null 2>&1
-    callgrind_control -i off "${PID[$name-cg]}" >/dev/null 2>&1
-    callgrind_control -d "${PID[$name-cg]}" >/dev/null 2>&1
-    sleep 1
-    ir=$(cat "$BASE"/cg-"$name".out* 2>/dev/null | sed -n 's/^summary: \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
-    printf '%s\t%s\n' "$name" "$((ir / (CALLGRIND_TX * 16)))" >>"$CG"
+    launch_router "$name-cg" "$bin" 0 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$BASE/cg/$name-cg.out"
+    for mode in simple prepared; do callgrind_count "$name-cg" "$mode"; done
     kill -TERM "${PID[$name-cg]}" 2>/dev/null || true
     wait "${PID[$name-cg]}" 2>/dev/null || true
 done
+if [ "${PGB_CALLGRIND:-0}" = 1 ] && [ -n "${PID[pgbouncer]:-}" ]; then
+    port=$(free_port)
+    sed "s/^listen_port = .*/listen_port = $port/; s|^logfile = .*|logfile = $BASE/cg/pgbouncer.log|" \
+        "$BASE/pgbouncer.ini" >"$BASE/cg/pgbouncer.ini"
+    vg=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$BASE/cg/pgbouncer-cg.out" pgbouncer "$BASE/cg/pgbouncer.ini")
+    if [ "$(id -u)" = 0 ]; then
+        touch "$BASE/cg/pgbouncer.log"
+        chown postgres: "$BASE/cg/pgbouncer.ini" "$BASE/cg/pgbouncer.log"
+        setpriv --reuid=postgres --regid=postgres --init-groups "${vg[@]}" >/dev/null 2>&1 &
+    else
+        "${vg[@]}" >/dev/null 2>&1 &
+    fi
+    PID[pgbouncer-cg]=$!
+    PIDS+=("$!")
+    PORT[pgbouncer-cg]=$port
+    wait_port "$port"
+    callgrind_count pgbouncer-cg simple
+fi
 
 HZ=$(getconf CLK_TCK)
 python3 - "$RAW" "$HZ" "$STRACE" "$CG" "$ROUNDS" "$((TX * 16))" "$((ONE_TX))" <<'PY'
@@ -256,10 +295,10 @@ print("|---|---:|---|")
 for line in open(strace):
     t, total, detail = line.rstrip("\n").split("\t")
     print(f"| {t} | {total} | {detail} |")
-print("\nUser-space instructions per transaction (callgrind, 16 clients, prepared, one core):\n")
-print("| router | instructions/tx |")
-print("|---|---:|")
+print("\nUser-space instructions per transaction (callgrind, 16 clients, one core):\n")
+print("| proxy | mode | instructions/tx |")
+print("|---|---|---:|")
 for line in open(cg):
-    t, ir = line.split()
-    print(f"| {t} | {int(ir):,} |")
+    t, mode, ir = line.split()
+    print(f"| {t} | {mode} | {int(ir):,} |")
 PY
