@@ -666,7 +666,10 @@ impl CorePool {
         let mut picked = first;
         loop {
             let index = picked.index;
-            match self.open(picked, protocol, who, deadline).await {
+            // Boxed: opening (connect and login) is a future of ~10 KB that every
+            // statement's future would otherwise carry and copy on each move, though a checkout
+            // rarely opens a connection (#21: it was most of the user-space instructions).
+            match Box::pin(self.open(picked, protocol, who, deadline)).await {
                 Err(e @ PoolError::Connect { .. }) if self.marked_down(index) && self.has_healthy_backend() => {
                     match self.pick_backend(self.key_of(who), &|_| true) {
                         Some(next) => picked = next,
