@@ -19,6 +19,14 @@ pub enum RelayError {
         /// The message's type byte (PostgreSQL) or first payload byte (MySQL).
         tag: u8,
     },
+    /// A backend packet carried another sequence id than the one due (MySQL).
+    #[error("protocol violation: the backend sent packet {got} where {expected} was due")]
+    OutOfSequence {
+        /// The sequence id due.
+        expected: u8,
+        /// The one the packet carried.
+        got: u8,
+    },
     /// A backend message could not be decoded.
     #[error("protocol violation: {0}")]
     Malformed(String),
@@ -57,6 +65,7 @@ impl ErrorCode for RelayError {
             Self::BackendClosed(_) => "relay.backend_closed",
             Self::ClientClosed(_) => "relay.client_closed",
             Self::OutOfStep { .. } => "relay.out_of_step",
+            Self::OutOfSequence { .. } => "relay.out_of_sequence",
             Self::Malformed(_) => "relay.malformed",
             Self::BackendFatal { .. } => "relay.backend_fatal",
             Self::CancelIgnored { .. } => "relay.cancel_ignored",

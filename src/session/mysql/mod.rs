@@ -11,6 +11,7 @@
 mod bridged;
 mod causal;
 mod detour;
+pub(super) mod exchange;
 mod kill;
 mod login;
 mod prepared;

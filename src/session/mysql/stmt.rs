@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, Stmt, MAX_CLIENT_STATEMENTS};
-use super::relay::{Grammar, Pkt};
+use super::relay::Grammar;
 use super::state::{Effect, MyState, PinReason};
 use super::{End, Session};
 use crate::config::Protocol;
@@ -20,6 +20,7 @@ use crate::protocol::mysql::{decode_payload, encode_packets, StmtPrepareOk};
 use crate::routing::StatementKey;
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::error::RelayError;
 
 /// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
 const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
@@ -43,7 +44,7 @@ fn info(conn: &mut Conn) -> Option<&mut crate::pool::MyInfo> {
 }
 
 /// Reads one logical payload from `conn` (drained from its buffer).
-async fn read_payload(conn: &mut Conn) -> Result<Vec<u8>, ()> {
+async fn read_payload(conn: &mut Conn) -> Result<Vec<u8>, RelayError> {
     loop {
         match decode_payload(&conn.rbuf, SILENT_MAX) {
             Ok(Some(f)) => {
@@ -53,10 +54,11 @@ async fn read_payload(conn: &mut Conn) -> Result<Vec<u8>, ()> {
                 return Ok(p);
             }
             Ok(None) => {}
-            Err(_) => return Err(()),
+            Err(e) => return Err(RelayError::Malformed(e.to_string())),
         }
         match rt::read_some(&mut conn.stream, &mut conn.rbuf, 16 * 1024).await {
-            Ok(0) | Err(_) => return Err(()),
+            Ok(0) => return Err(RelayError::BackendClosed(None)),
+            Err(e) => return Err(RelayError::BackendClosed(Some(e))),
             Ok(_) => {}
         }
     }
@@ -67,15 +69,15 @@ fn more_results(ok_or_eof: &[u8]) -> bool {
 }
 
 fn status(ok_or_eof: &[u8]) -> Option<u16> {
-    super::relay::status_of(&Pkt { seq: 0, len: ok_or_eof.len(), head: ok_or_eof.to_vec() }).0
+    super::exchange::status_of(ok_or_eof).0
 }
 
 /// Runs `payload` as a command on `conn` and discards its (query-grammar) response.
 /// `Ok(Some(err))` carries an ERR payload the server answered with.
-async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, RelayError> {
     let mut out = Vec::with_capacity(payload.len() + 4);
     encode_packets(payload, 0, &mut out);
-    rt::write_all(&mut conn.stream, &out).await.map_err(|_| ())?;
+    rt::write_all(&mut conn.stream, &out).await.map_err(|e| RelayError::BackendClosed(Some(e)))?;
     loop {
         let first = read_payload(conn).await?;
         match first.first() {
@@ -88,7 +90,8 @@ async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, ()> 
                     return Ok(None);
                 }
             }
-            Some(0xFB) | None => return Err(()),
+            Some(&tag @ 0xFB) => return Err(RelayError::OutOfStep { tag }),
+            None => return Err(RelayError::Malformed("an empty first payload".into())),
             Some(_) => {
                 // A result set: skip column definitions and rows up to the final EOF.
                 let mut eofs = 0;
@@ -178,16 +181,16 @@ fn executed_effects(sql: &[u8], params: u16) -> Vec<(usize, Effect)> {
 }
 
 /// Prepares `sql` on `conn` silently; returns the backend statement id, or the server's ERR.
-async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec<u8>>, ()> {
+async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec<u8>>, RelayError> {
     let payload = [&[COM_STMT_PREPARE][..], sql].concat();
     let mut out = Vec::with_capacity(payload.len() + 4);
     encode_packets(&payload, 0, &mut out);
-    rt::write_all(&mut conn.stream, &out).await.map_err(|_| ())?;
+    rt::write_all(&mut conn.stream, &out).await.map_err(|e| RelayError::BackendClosed(Some(e)))?;
     let first = read_payload(conn).await?;
     if first.first() == Some(&0xFF) {
         return Ok(Err(first));
     }
-    let ok = StmtPrepareOk::decode(&first).map_err(|_| ())?;
+    let ok = StmtPrepareOk::decode(&first).map_err(|e| RelayError::Malformed(e.to_string()))?;
     for n in [ok.num_params, ok.num_columns] {
         if n > 0 {
             for _ in 0..=n {
@@ -283,12 +286,12 @@ impl Session {
         origin: Rc<str>,
         route_key: StatementKey,
         order: Option<Rc<[u16]>>,
-    ) -> Result<(), ()> {
+    ) -> Result<(), RelayError> {
         let first = self.backend_payload(false).await?;
         if first.is_err() {
             return self.forward_pkt(&first);
         }
-        let ok = StmtPrepareOk::decode(&first.head).map_err(|_| ())?;
+        let ok = StmtPrepareOk::decode(&first.head).map_err(|e| RelayError::Malformed(e.to_string()))?;
         let key = statement_key(&sql, self.state.db());
         let route_key = Some(route_key);
         let stmt = Stmt {
@@ -323,14 +326,14 @@ impl Session {
     /// client sees its own parameter count, each parameter described as the first `?` that
     /// takes it, and the columns unchanged (sequence ids renumbered after the shorter or longer
     /// parameter section).
-    async fn relay_reordered_prepare(&mut self, seq: u8, ok: StmtPrepareOk, mut stmt: Stmt) -> Result<(), ()> {
+    async fn relay_reordered_prepare(&mut self, seq: u8, ok: StmtPrepareOk, mut stmt: Stmt) -> Result<(), RelayError> {
         let order = stmt.order.clone().unwrap_or_default();
         let mut params = Vec::with_capacity(usize::from(ok.num_params) + 1);
         let mut columns = Vec::with_capacity(usize::from(ok.num_columns) + 1);
         for (n, section) in [(ok.num_params, &mut params), (ok.num_columns, &mut columns)] {
             // n definitions and their EOF (backends never get CLIENT_DEPRECATE_EOF).
             for _ in 0..if n > 0 { usize::from(n) + 1 } else { 0 } {
-                section.push(self.backend_payload(false).await?.whole().ok_or(())?.to_vec());
+                section.push(self.backend_payload(false).await?.whole_or_err()?.to_vec());
             }
         }
         self.remember_backend_stmt(stmt.key, ok.stmt_id).await;
@@ -351,7 +354,8 @@ impl Session {
         let mut seq = encode_packets(&payload, seq, &mut self.out);
         let eof = params.last().cloned();
         for i in 0..client_params {
-            let def = order.iter().position(|p| *p == i).and_then(|j| params.get(j)).ok_or(())?;
+            let def = order.iter().position(|p| *p == i).and_then(|j| params.get(j));
+            let def = def.ok_or_else(|| RelayError::Malformed(format!("no description of parameter {i}")))?;
             seq = encode_packets(def, seq, &mut self.out);
         }
         for p in eof.iter().chain(&columns) {
@@ -422,7 +426,7 @@ impl Session {
             None => {
                 let Some(conn) = self.backend.as_mut() else { return Ok(()) };
                 match prepare_silently(conn, &sql).await {
-                    Err(()) => return self.backend_lost().await,
+                    Err(_) => return self.backend_lost().await,
                     Ok(Err(err)) => {
                         encode_packets(&err, 1, &mut self.out);
                         self.maybe_release().await;
@@ -546,7 +550,7 @@ impl Session {
         if self.send_command(&cmd).await.is_err() {
             return self.backend_lost().await;
         }
-        let Ok(outcome) = self.relay_response(Grammar::UntilEof, true).await else {
+        let Ok(outcome) = self.relay_response(Grammar::UntilEof).await else {
             return self.backend_lost().await;
         };
         if outcome.error || outcome.status.is_some_and(|s| s & SERVER_STATUS_LAST_ROW_SENT != 0) {

@@ -14,6 +14,7 @@ use crate::protocol::mysql::{
     add_warning, encode_packets, encode_text_row, ColumnDefinition41, ColumnType, EofPacket, ErrPacket,
 };
 use crate::protocol::mysql::{framer::MAX_PACKET_PAYLOAD, Reader};
+use crate::session::error::RelayError;
 use crate::sql::lexer::{Lexer, TokenKind};
 
 /// `binary` collation id, for the synthesized count column.
@@ -144,7 +145,8 @@ impl Session {
         let (head, rows) = match self.backend_warnings().await {
             Ok(Some(kept)) => kept,
             Ok(None) => return,
-            Err(()) => {
+            Err(e) => {
+                tracing::debug!(error = %e, "SHOW WARNINGS after a retry failed; the connection goes");
                 if let Some(c) = self.backend.as_mut() {
                     c.broken = true;
                 }
@@ -166,14 +168,15 @@ impl Session {
     /// Runs SHOW WARNINGS on the backend: its column count, column definitions and EOF, and its
     /// rows, each payload whole; `None` when the answer is not that (an ERR, or a payload too
     /// long to keep). `Err` means the backend was lost.
-    async fn backend_warnings(&mut self) -> Result<Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)>, ()> {
+    async fn backend_warnings(&mut self) -> Result<Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)>, RelayError> {
         self.send_command(b"\x03SHOW WARNINGS").await?;
         let first = self.backend_payload(false).await?;
         if first.is_err() {
             self.compact();
             return Ok(None);
         }
-        let columns = Reader::new(&first.head).lenenc_int("column count").map_err(|_| ())?;
+        let columns = Reader::new(&first.head).lenenc_int("column count");
+        let columns = columns.map_err(|e| RelayError::Malformed(e.to_string()))?;
         let mut head = vec![first.whole().map(<[u8]>::to_vec)];
         for _ in 0..=columns {
             let p = self.backend_payload(false).await?;
