@@ -102,7 +102,7 @@ impl Session {
 
     /// Writes the client output out once it is large, mid-response.
     async fn flush_full(&mut self) -> Result<(), RelayError> {
-        if self.out.len() >= CLIENT_FLUSH_AT {
+        if self.io.out.len() >= CLIENT_FLUSH_AT {
             self.flush_client().await.map_err(|_| RelayError::ClientClosed(None))?;
         }
         Ok(())
@@ -110,49 +110,49 @@ impl Session {
 
     /// [`Session::backend_payload`] without the flush.
     async fn read_payload(&mut self, forward: bool) -> Result<Pkt, RelayError> {
-        let mut pkt = Pkt { seq: self.bseq.unwrap_or(0), len: 0, head: Vec::new() };
+        let mut pkt = Pkt { seq: self.link.seq.unwrap_or(0), len: 0, head: Vec::new() };
         loop {
             self.next_backend_packet().await?;
-            let conn = self.backend.as_ref().ok_or(RelayError::BackendClosed(None))?;
-            let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.bpos)?;
-            if let Some(want) = self.bseq.filter(|want| *want != packet.seq) {
+            let conn = self.link.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
+            let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.link.pos)?;
+            if let Some(want) = self.link.seq.filter(|want| *want != packet.seq) {
                 return Err(out_of_sequence(want, packet.seq));
             }
             if pkt.len == 0 && pkt.head.is_empty() {
                 pkt.seq = packet.seq;
             }
-            self.bseq = Some(packet.seq.wrapping_add(1));
+            self.link.seq = Some(packet.seq.wrapping_add(1));
             pkt.len += packet.payload.len();
             let room = HEAD_MAX.saturating_sub(pkt.head.len());
             pkt.head.extend(packet.payload.iter().take(room));
             if forward {
-                self.out.extend_from_slice(wire);
+                self.io.out.extend_from_slice(wire);
             }
-            self.bpos += wire.len();
+            self.link.pos += wire.len();
             if !packet.is_continued() {
                 return Ok(pkt);
             }
         }
     }
 
-    /// Waits for one whole backend packet at `self.bpos`. Past the query deadline the running
+    /// Waits for one whole backend packet at `self.link.pos`. Past the query deadline the running
     /// statement is killed and reading goes on for another `query_timeout`; past that the
     /// backend counts as lost.
     pub(super) async fn next_backend_packet(&mut self) -> Result<(), RelayError> {
         loop {
-            let conn = self.backend.as_mut().ok_or(RelayError::BackendClosed(None))?;
-            if packet_at(&conn.rbuf, self.bpos).is_ok() {
+            let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+            if packet_at(&conn.rbuf, self.link.pos).is_ok() {
                 return Ok(());
             }
-            if let Some(rest) = conn.rbuf.get(self.bpos..) {
+            if let Some(rest) = conn.rbuf.get(self.link.pos..) {
                 // A header announcing more than any packet may carry: never a packet.
                 decode_wire_packet(rest, MAX_PACKET_PAYLOAD).map_err(|e| RelayError::Malformed(e.to_string()))?;
             }
-            if self.bpos > 0 {
-                conn.rbuf.drain(..self.bpos.min(conn.rbuf.len()));
-                self.bpos = 0;
+            if self.link.pos > 0 {
+                conn.rbuf.drain(..self.link.pos.min(conn.rbuf.len()));
+                self.link.pos = 0;
             }
-            let read = match self.query_deadline {
+            let read = match self.link.deadline {
                 Some(timer) => {
                     let reading = rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK);
                     match rt::with_deadline(timer.at, reading).await {
@@ -178,8 +178,8 @@ impl Session {
     /// The query timeout fired: kills the running statement and waits another `query_timeout`.
     fn kill_running(&mut self) {
         let again = self.pool.config.timeouts.query.map(|d| rt::now() + d);
-        self.query_deadline = again.map(|at| QueryTimer { at, killed: true });
-        let _ = self.ctx.cancels.act(self.key, false);
+        self.link.deadline = again.map(|at| QueryTimer { at, killed: true });
+        let _ = self.ctx.cancels.act(self.cancel.key, false);
     }
 
     /// The backend left the kill of a timed-out statement unanswered.
@@ -190,24 +190,24 @@ impl Session {
 
     /// Drops the bytes of the finished response from the backend buffer.
     pub(super) fn compact(&mut self) {
-        if let Some(conn) = self.backend.as_mut() {
-            let n = self.bpos.min(conn.rbuf.len());
+        if let Some(conn) = self.link.conn.as_mut() {
+            let n = self.link.pos.min(conn.rbuf.len());
             conn.rbuf.drain(..n);
         }
-        self.bpos = 0;
+        self.link.pos = 0;
     }
 
     /// Forwards a payload read with `forward = false` (it must have been kept whole).
     pub(super) fn forward_pkt(&mut self, p: &Pkt) -> Result<(), RelayError> {
         let whole = p.whole_or_err()?;
-        encode_packets(whole, p.seq, &mut self.out);
+        encode_packets(whole, p.seq, &mut self.io.out);
         Ok(())
     }
 
     /// A new exchange for the response of the command just sent, of `grammar`.
     pub(super) fn exchange(&self, grammar: Grammar) -> Exchange {
         // Backend connections never agree on CLIENT_DEPRECATE_EOF (see pool::mysql).
-        Exchange::new(grammar, self.bseq, false).limit_file_packets(self.io.max_msg)
+        Exchange::new(grammar, self.link.seq, false).limit_file_packets(self.io.max_msg)
     }
 
     /// Relays one whole response of `grammar` to the client.
@@ -219,7 +219,7 @@ impl Session {
     /// Drives `ex` to the end of its response, doing what it asks.
     pub(super) async fn relay_exchange(&mut self, ex: &mut Exchange) -> Result<Outcome, RelayError> {
         let driven = self.drive(ex).await;
-        self.bseq = ex.next_seq();
+        self.link.seq = ex.next_seq();
         if let Err(e @ RelayError::OutOfSequence { .. }) = &driven {
             tracing::warn!(error = %e, "backend packet out of sequence; giving the connection up");
         }
@@ -245,16 +245,16 @@ impl Session {
         Ok(())
     }
 
-    /// Hands the backend packet at `self.bpos` to `ex` and relays it when it says so; returns
+    /// Hands the backend packet at `self.link.pos` to `ex` and relays it when it says so; returns
     /// the action and the packet's payload length.
     fn take_packet(&mut self, ex: &mut Exchange) -> Result<(Action, usize), RelayError> {
-        let conn = self.backend.as_ref().ok_or(RelayError::BackendClosed(None))?;
-        let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.bpos)?;
+        let conn = self.link.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
+        let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.link.pos)?;
         let action = ex.on_backend(&packet)?;
         if matches!(action, Action::Forward | Action::ForwardEnd | Action::SendFile) {
-            self.out.extend_from_slice(wire);
+            self.io.out.extend_from_slice(wire);
         }
-        self.bpos += wire.len();
+        self.link.pos += wire.len();
         Ok((action, packet.payload.len()))
     }
 
@@ -288,13 +288,13 @@ impl Session {
         };
         tracing::debug!(?why, "client broke off a LOCAL INFILE transfer; closing its backend connection");
         // Closing the connection aborts the statement (its rows are rolled back) at once.
-        if let Some(mut c) = self.backend.take() {
+        if let Some(mut c) = self.link.conn.take() {
             c.broken = true;
             self.pool.checkin(c, false);
         }
         let seq = ex.file_seq().unwrap_or(0);
         if let Some((seq, e)) = self.broke_off_error(why, seq).await {
-            e.encode(seq, &mut self.out);
+            e.encode(seq, &mut self.io.out);
         }
         ex.abandon();
         Ok(())
@@ -356,7 +356,7 @@ impl Session {
                 Err(e) => return Ok(Err(BrokeOff::Bad(e))),
             };
             if n > 0 {
-                let conn = self.backend.as_mut().ok_or(RelayError::BackendClosed(None))?;
+                let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
                 let piece =
                     self.io.buf.get(..n).ok_or_else(|| RelayError::Malformed("a file piece past the input".into()))?;
                 rt::write_all(&mut conn.stream, piece).await.map_err(lost)?;
@@ -379,7 +379,7 @@ impl Session {
     /// Ends a session whose client broke off a LOCAL INFILE transfer: its error (if any) is
     /// sent in a way that survives the client still sending file bytes.
     pub(super) async fn end_abandoned(&mut self) -> End {
-        if !self.out.is_empty() && self.flush_client().await.is_ok() {
+        if !self.io.out.is_empty() && self.flush_client().await.is_ok() {
             rt::linger_close(&mut self.io.stream, rt::now() + crate::session::FATAL_LINGER).await;
         }
         End::Fatal
@@ -388,7 +388,7 @@ impl Session {
     /// The server asked for a local file this statement may not send through the router: send
     /// it none (an empty packet with sequence id `seq`).
     async fn refuse_local_infile(&mut self, seq: u8) -> Result<(), RelayError> {
-        let conn = self.backend.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         let mut empty = Vec::with_capacity(4);
         encode_packets(&[], seq, &mut empty);
         rt::write_all(&mut conn.stream, &empty).await.map_err(lost)
@@ -398,7 +398,7 @@ impl Session {
     /// sequence id `seq`. A server that continues with more results (`unusable`) leaves the
     /// connection unusable.
     fn refused_local_infile(&mut self, seq: u8, unusable: bool) {
-        if let Some(c) = self.backend.as_mut().filter(|_| unusable) {
+        if let Some(c) = self.link.conn.as_mut().filter(|_| unusable) {
             c.broken = true;
         }
         MyClientError::new(
@@ -406,25 +406,25 @@ impl Session {
             "the server asked for a local file, which the router relays only for a LOAD DATA LOCAL INFILE \
              statement on a pool with local_infile, from a client that allows local files",
         )
-        .encode(seq, &mut self.out);
+        .encode(seq, &mut self.io.out);
     }
 
     /// Sends `payload` as a new command (sequence 0) to the backend and marks it cancellable.
     pub(super) async fn send_command(&mut self, payload: &[u8]) -> Result<(), RelayError> {
-        self.bout.clear();
-        self.bseq = Some(encode_packets(payload, 0, &mut self.bout));
+        self.link.out.clear();
+        self.link.seq = Some(encode_packets(payload, 0, &mut self.link.out));
         self.flush_backend().await
     }
 
-    /// Writes `self.bout` to the backend.
+    /// Writes `self.link.out` to the backend.
     pub(super) async fn flush_backend(&mut self) -> Result<(), RelayError> {
-        let conn = self.backend.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         if let ConnInfo::MySql(info) = &conn.info {
             let kind = crate::session::cancel::TargetKind::MySql { thread_id: info.thread_id };
-            self.slot.set_running(Some(crate::session::cancel::CancelTarget { addr: conn.addr, kind }));
+            self.cancel.slot.set_running(Some(crate::session::cancel::CancelTarget { addr: conn.addr, kind }));
         }
-        let r = rt::write_all(&mut conn.stream, &self.bout).await;
-        self.bout.clear();
+        let r = rt::write_all(&mut conn.stream, &self.link.out).await;
+        self.link.out.clear();
         r.map_err(lost)
     }
 }

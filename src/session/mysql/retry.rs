@@ -40,16 +40,16 @@ impl Session {
     /// Sends a client command and relays its response, retrying it after a deadlock when its
     /// rule or pool says so.
     pub(super) async fn send_and_relay(&mut self, payload: &[u8], grammar: Grammar) -> Result<Relayed, RelayError> {
-        self.bout.clear();
-        self.bseq = Some(encode_packets(payload, 0, &mut self.bout));
+        self.link.out.clear();
+        self.link.seq = Some(encode_packets(payload, 0, &mut self.link.out));
         self.flush_and_relay(grammar, true).await
     }
 
-    /// Writes the queued command (`self.bout`) and relays its response, retrying it after a
+    /// Writes the queued command (`self.link.out`) and relays its response, retrying it after a
     /// deadlock when `retryable` and its rule or pool says so.
     pub(super) async fn flush_and_relay(&mut self, grammar: Grammar, retryable: bool) -> Result<Relayed, RelayError> {
-        let policy = self.rule_retry.take().unwrap_or(self.pool.config.retry);
-        if !retryable || !self.retry_armed(grammar, &policy) || self.bout.len() > RETRY_MAX {
+        let policy = self.retry.rule.take().unwrap_or(self.pool.config.retry);
+        if !retryable || !self.retry_armed(grammar, &policy) || self.link.out.len() > RETRY_MAX {
             self.flush_backend().await?;
             return self.relay_response(grammar).await;
         }
@@ -58,15 +58,15 @@ impl Session {
         let Settled { settled, retried } = self.attempt(&ex, &mut attempts).await?;
         let notify = retried.as_deref().filter(|_| settled && policy.notify_client);
         let retried = notify.and_then(|err| Retried::new(err, attempts.made(), policy.maximum_attempts.get()));
-        self.notice.bump = retried.is_some();
-        self.notice.bumped = false;
+        self.retry.notice.bump = retried.is_some();
+        self.retry.notice.bumped = false;
         let relayed = self.relay_exchange(&mut ex).await;
-        self.notice.bump = false;
+        self.retry.notice.bump = false;
         let relayed = relayed?;
         if settled && attempts.made() > 1 {
             self.count_retry(Outcome::Settled);
         }
-        if let Some(r) = retried.filter(|_| self.notice.bumped && !relayed.error) {
+        if let Some(r) = retried.filter(|_| self.retry.notice.bumped && !relayed.error) {
             self.keep_retry_warnings(r).await;
         }
         Ok(relayed)
@@ -75,10 +75,10 @@ impl Session {
     /// Sends the queued command and again after each deadlock `ex` may retry, as `attempts`
     /// allow, until the first packet of a response is one to relay (it stays unread).
     async fn attempt(&mut self, ex: &Exchange, attempts: &mut Attempts) -> Result<Settled, RelayError> {
-        let resend = self.bout.clone();
+        let resend = self.link.out.clone();
         // The sequence id the response to `resend` starts at, for every attempt.
-        let bseq = self.bseq;
-        let interrupt = self.slot.watch();
+        let bseq = self.link.seq;
+        let interrupt = self.cancel.slot.watch();
         self.flush_backend().await?;
         let mut retried = None;
         loop {
@@ -91,25 +91,25 @@ impl Session {
                 Err(why) => return Ok(self.gave_up(why, retried)),
             };
             // Nothing runs for the session while it waits: a cancel now is for the wait alone.
-            self.slot.set_running(None);
+            self.cancel.slot.set_running(None);
             if let Err(why) = backoff::wait(wait, &interrupt, &self.ctx.drain).await {
                 return Ok(self.gave_up(why, retried));
             }
             self.count_retry(Outcome::Retried);
             retried = Some(first);
-            self.bpos += wire_len;
+            self.link.pos += wire_len;
             self.compact();
-            self.bout.clear();
-            self.bout.extend_from_slice(&resend);
-            self.bseq = bseq;
+            self.link.out.clear();
+            self.link.out.extend_from_slice(&resend);
+            self.link.seq = bseq;
             self.flush_backend().await?;
         }
     }
 
     /// The first packet of the response, unread, with its wire length, when `ex` may retry it.
     fn retryable_first(&self, ex: &Exchange) -> Result<Option<(Vec<u8>, usize)>, RelayError> {
-        let conn = self.backend.as_ref().ok_or(RelayError::BackendClosed(None))?;
-        let first = packet_at(&conn.rbuf, self.bpos)?;
+        let conn = self.link.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
+        let first = packet_at(&conn.rbuf, self.link.pos)?;
         Ok(ex.may_retry(&first.packet).then(|| (first.packet.payload.to_vec(), first.wire.len())))
     }
 

@@ -204,7 +204,7 @@ async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec
 impl Session {
     /// The backend id of statement `key` on the attached connection (most recently used last).
     fn backend_stmt(&mut self, key: u64) -> Option<u32> {
-        let i = info(self.backend.as_mut()?)?;
+        let i = info(self.link.conn.as_mut()?)?;
         let pos = i.prepared.iter().position(|(k, _)| *k == key)?;
         let entry = i.prepared.remove(pos);
         i.prepared.push(entry);
@@ -214,7 +214,7 @@ impl Session {
     /// Records a backend statement, closing the coldest one past the pool's limit.
     async fn remember_backend_stmt(&mut self, key: u64, id: u32) {
         let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
-        let Some(conn) = self.backend.as_mut() else { return };
+        let Some(conn) = self.link.conn.as_mut() else { return };
         let mut evicted = Vec::new();
         if let ConnInfo::MySql(i) = &mut conn.info {
             if let Some(pos) = i.prepared.iter().position(|(k, _)| *k == key) {
@@ -242,7 +242,7 @@ impl Session {
                 ER_MAX_PREPARED_STMT_COUNT_REACHED,
                 "Can't create more than max_prepared_stmt_count statements",
             );
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         if let Some(pool) = self.cross_prepare_pool(&String::from_utf8_lossy(sql)) {
@@ -250,7 +250,7 @@ impl Session {
         }
         self.tx.sticky = false;
         if let Err(e) = self.ensure_backend().await {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         // Routed at every execute; here only a translation matters, since it changes what is
@@ -274,7 +274,7 @@ impl Session {
             return self.backend_lost().await;
         }
         self.state.apply(&pins, 0);
-        self.slot.set_running(None);
+        self.cancel.slot.set_running(None);
         self.maybe_release().await;
         Ok(())
     }
@@ -310,7 +310,7 @@ impl Session {
         let id = self.stmts.insert(stmt);
         let mut payload = Vec::with_capacity(12);
         StmtPrepareOk { stmt_id: id, ..ok }.encode(&mut payload);
-        encode_packets(&payload, first.seq, &mut self.out);
+        encode_packets(&payload, first.seq, &mut self.io.out);
         for n in [ok.num_params, ok.num_columns] {
             if n > 0 {
                 for _ in 0..=n {
@@ -344,22 +344,22 @@ impl Session {
                 ok.num_params,
                 order.len()
             );
-            MyClientError::new(ER_WRONG_ARGUMENTS, msg).encode(seq, &mut self.out);
+            MyClientError::new(ER_WRONG_ARGUMENTS, msg).encode(seq, &mut self.io.out);
             return Ok(());
         }
         stmt.params = client_params;
         let id = self.stmts.insert(stmt);
         let mut payload = Vec::with_capacity(12);
         StmtPrepareOk { stmt_id: id, num_params: client_params, ..ok }.encode(&mut payload);
-        let mut seq = encode_packets(&payload, seq, &mut self.out);
+        let mut seq = encode_packets(&payload, seq, &mut self.io.out);
         let eof = params.last().cloned();
         for i in 0..client_params {
             let def = order.iter().position(|p| *p == i).and_then(|j| params.get(j));
             let def = def.ok_or_else(|| RelayError::Malformed(format!("no description of parameter {i}")))?;
-            seq = encode_packets(def, seq, &mut self.out);
+            seq = encode_packets(def, seq, &mut self.io.out);
         }
         for p in eof.iter().chain(&columns) {
-            seq = encode_packets(p, seq, &mut self.out);
+            seq = encode_packets(p, seq, &mut self.io.out);
         }
         Ok(())
     }
@@ -369,7 +369,7 @@ impl Session {
             ER_UNKNOWN_STMT_HANDLER,
             format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"),
         );
-        e.encode(seq, &mut self.out);
+        e.encode(seq, &mut self.io.out);
     }
 
     pub(super) async fn on_execute(&mut self, payload: &[u8]) -> Result<(), End> {
@@ -381,7 +381,7 @@ impl Session {
         let (key, sql, params, order) = (stmt.key, stmt.sql.clone(), stmt.params, stmt.order.clone());
         let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
         if let Some(e) = self.statement_pooling_refusal(&origin) {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         if self.tx.cursor.is_some() {
@@ -398,7 +398,7 @@ impl Session {
                 if let Some(s) = self.stmts.get_mut(id) {
                     s.long_data.clear();
                 }
-                e.encode(1, &mut self.out);
+                e.encode(1, &mut self.io.out);
                 return Ok(());
             }
         };
@@ -409,7 +409,7 @@ impl Session {
                  prepare it again",
                 self.pool.config.name, pool.config.name
             );
-            MyClientError::new(super::bridged::cross::ER_QP_CROSS_PROTOCOL, text).encode(1, &mut self.out);
+            MyClientError::new(super::bridged::cross::ER_QP_CROSS_PROTOCOL, text).encode(1, &mut self.io.out);
             return Ok(());
         }
         let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
@@ -417,18 +417,18 @@ impl Session {
         self.tx.sticky = false;
         let started = rt::now();
         if let Err(e) = self.ensure_backend().await {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         self.close_cursor().await;
         let backend_id = match self.backend_stmt(key) {
             Some(b) => b,
             None => {
-                let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+                let Some(conn) = self.link.conn.as_mut() else { return Ok(()) };
                 match prepare_silently(conn, &sql).await {
                     Err(_) => return self.backend_lost().await,
                     Ok(Err(err)) => {
-                        encode_packets(&err, 1, &mut self.out);
+                        encode_packets(&err, 1, &mut self.io.out);
                         self.maybe_release().await;
                         return Ok(());
                     }
@@ -452,11 +452,11 @@ impl Session {
         };
         if !valid {
             MyClientError::new(ER_WRONG_ARGUMENTS, "Incorrect arguments to mysqld_stmt_execute")
-                .encode(1, &mut self.out);
+                .encode(1, &mut self.io.out);
             self.maybe_release().await;
             return Ok(());
         }
-        self.bout.clear();
+        self.link.out.clear();
         // The server's handling of long data after a failed execute is not the router's to
         // rely on: such an execute is not retried (#11).
         let retryable = long_data.is_empty();
@@ -467,10 +467,10 @@ impl Session {
                 put_u32(&mut p, backend_id);
                 put_u16(&mut p, target);
                 p.extend_from_slice(&data);
-                encode_packets(&p, 0, &mut self.bout);
+                encode_packets(&p, 0, &mut self.link.out);
             }
         }
-        self.bseq = Some(encode_packets(&cmd, 0, &mut self.bout));
+        self.link.seq = Some(encode_packets(&cmd, 0, &mut self.link.out));
         self.arm_query_timeout();
         // Sends and relays, retrying a deadlock when its rule or pool opts in (#11).
         let Ok(outcome) = self.flush_and_relay(Grammar::Execute, retryable).await else {
@@ -490,7 +490,7 @@ impl Session {
         let Some((_, backend_id)) = self.tx.cursor.take() else { return };
         let mut p = vec![COM_STMT_RESET];
         put_u32(&mut p, backend_id);
-        let Some(conn) = self.backend.as_mut() else { return };
+        let Some(conn) = self.link.conn.as_mut() else { return };
         if !matches!(silent(conn, &p).await, Ok(None)) {
             conn.broken = true;
         }
@@ -537,7 +537,8 @@ impl Session {
     pub(super) async fn on_fetch(&mut self, payload: &[u8]) -> Result<(), End> {
         let id = self.stmts.resolve(crate::protocol::mysql::stmt_id(payload).unwrap_or(0));
         let Some((_, backend_id)) = self.tx.cursor.filter(|(c, _)| *c == id) else {
-            MyClientError::new(ER_STMT_HAS_NO_OPEN_CURSOR, "The statement has no open cursor").encode(1, &mut self.out);
+            MyClientError::new(ER_STMT_HAS_NO_OPEN_CURSOR, "The statement has no open cursor")
+                .encode(1, &mut self.io.out);
             return Ok(());
         };
         let mut cmd = Vec::with_capacity(payload.len());

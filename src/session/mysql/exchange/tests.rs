@@ -24,7 +24,7 @@ fn eof(status: u16) -> Vec<u8> {
 fn err(code: u16, state: &[u8; 5]) -> Vec<u8> {
     let mut p = vec![ERR_HEADER];
     p.extend_from_slice(&code.to_le_bytes());
-    p.push(b'#');
+    p.extend_from_slice(b"#");
     p.extend_from_slice(state);
     p.extend_from_slice(b"Deadlock found when trying to get lock");
     p
@@ -198,7 +198,7 @@ fn a_clients_file_out_of_sequence_or_too_large_is_refused() {
     assert!(matches!(ex.on_client_file(&skipped), Err(DecodeError::SequenceMismatch { .. })));
     let mut ex = Exchange::new(Grammar::LoadLocal, Some(1), false).limit_file_packets(8);
     replay(&mut ex, &recorded(1, &[request])).expect("in step");
-    let big = recorded(2, &[vec![b'x'; 9]]);
+    let big = recorded(2, &[b"x".repeat(9)]);
     assert!(matches!(ex.on_client_file(&big), Err(DecodeError::PayloadTooLarge { .. })));
     ex.abandon();
     assert!(ex.done());
@@ -257,7 +257,7 @@ fn a_malformed_column_count_or_a_packet_after_the_end_is_an_error() {
 #[test]
 fn a_row_over_16_mib_continues_in_the_next_packet_with_the_same_action() {
     let mut ex = Exchange::new(Grammar::UntilEof, Some(1), false);
-    let big = vec![b'x'; MAX_PACKET_PAYLOAD + 3];
+    let big = b"x".repeat(MAX_PACKET_PAYLOAD + 3);
     let actions = replay(&mut ex, &recorded(1, &[big, eof(AUTOCOMMIT)])).expect("in step");
     assert_eq!(actions, [Forward, Forward, ForwardEnd]);
     assert!(ex.done());
