@@ -204,8 +204,17 @@ impl Session {
                 .replica_fallback(Protocol::MySql, target, true)
                 .map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
         }
+        self.move_to(&target, to_replica, sql).await?;
+        self.retry.rule = decision.retry; // retry (#11)
+        let rewritten = decision.rewritten.map(|t| t.sql);
+        Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: None })
+    }
+
+    /// Moves the session to pool `target` (unless a transaction or pin holds it where it is)
+    /// and attaches the connection a statement `sql` for it needs.
+    async fn move_to(&mut self, target: &str, to_replica: bool, sql: &str) -> Result<(), MyClientError> {
         if *target != *self.pool.config.name && !self.held() {
-            let Some(pool) = self.ctx.pools().get(&target).cloned() else {
+            let Some(pool) = self.ctx.pools().get(target).cloned() else {
                 return Err(MyClientError::new(
                     ER_NO_POOL,
                     format!("routing chose pool \"{target}\", which does not exist"),
@@ -226,9 +235,7 @@ impl Session {
         if !self.is_bridged() && self.on_replica() {
             self.keep_misread_off_the_replica(sql).await?;
         }
-        self.retry.rule = decision.retry; // retry (#11)
-        let rewritten = decision.rewritten.map(|t| t.sql);
-        Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: None })
+        Ok(())
     }
 
     /// Borrows a connection for a split statement. The read pool may have lost its last backend

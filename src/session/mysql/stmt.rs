@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, Stmt, MAX_CLIENT_STATEMENTS};
 use super::relay::Grammar;
+use super::route::Routed;
 use super::state::{Effect, MyState, PinReason};
 use super::{End, Session};
 use crate::config::Protocol;
@@ -378,7 +379,7 @@ impl Session {
             self.unknown_stmt(id, 1);
             return Ok(());
         };
-        let (key, sql, params, order) = (stmt.key, stmt.sql.clone(), stmt.params, stmt.order.clone());
+        let (key, sql, params) = (stmt.key, stmt.sql.clone(), stmt.params);
         let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
         if let Some(e) = self.statement_pooling_refusal(&origin) {
             e.encode(1, &mut self.io.out);
@@ -391,27 +392,7 @@ impl Session {
             self.close_cursor().await;
             self.maybe_release().await;
         }
-        let routed = match self.route_statement(&origin, route_key).await {
-            Ok(r) => r,
-            Err(e) => {
-                // The statement runs nowhere: its buffered long data goes with it.
-                if let Some(s) = self.stmts.get_mut(id) {
-                    s.long_data.clear();
-                }
-                e.encode(1, &mut self.io.out);
-                return Ok(());
-            }
-        };
-        if let Some(pool) = &routed.cross {
-            // Prepared on this session's MySQL pool, whose backends alone know it (#24).
-            let text = format!(
-                "statement {id} was prepared on MySQL pool \"{}\" but routing now sends it to PostgreSQL pool \"{}\"; \
-                 prepare it again",
-                self.pool.config.name, pool.config.name
-            );
-            MyClientError::new(super::bridged::cross::ER_QP_CROSS_PROTOCOL, text).encode(1, &mut self.io.out);
-            return Ok(());
-        }
+        let Some(routed) = self.route_execute(id, &origin, route_key).await else { return Ok(()) };
         let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
         let long_data = std::mem::take(&mut stmt.long_data);
         self.tx.sticky = false;
@@ -421,56 +402,16 @@ impl Session {
             return Ok(());
         }
         self.close_cursor().await;
-        let backend_id = match self.backend_stmt(key) {
-            Some(b) => b,
-            None => {
-                let Some(conn) = self.link.conn.as_mut() else { return Ok(()) };
-                match prepare_silently(conn, &sql).await {
-                    Err(_) => return self.backend_lost().await,
-                    Ok(Err(err)) => {
-                        encode_packets(&err, 1, &mut self.io.out);
-                        self.maybe_release().await;
-                        return Ok(());
-                    }
-                    Ok(Ok(b)) => {
-                        self.remember_backend_stmt(key, b).await;
-                        b
-                    }
-                }
-            }
-        };
-        let mut cmd = Vec::with_capacity(payload.len() + 16);
-        let stmt_types = self.stmts.get_mut(id).map(|s| &mut s.types);
-        let mut scratch = Vec::new();
-        let types = stmt_types.unwrap_or(&mut scratch);
-        let valid = match order.as_deref() {
-            None => rewrite_execute(payload, backend_id, params, types, &mut cmd),
-            Some(order) => {
-                let long: Vec<bool> = (0..params).map(|i| long_data.iter().any(|(p, _)| *p == i)).collect();
-                reorder_execute(payload, backend_id, params, order, &long, types, &mut cmd)
-            }
-        };
-        if !valid {
+        let Some(backend_id) = self.backend_stmt_or_prepare(key, &sql).await? else { return Ok(()) };
+        // The server's handling of long data after a failed execute is not the router's to
+        // rely on: such an execute is not retried (#11).
+        let retryable = long_data.is_empty();
+        if !self.queue_execute(payload, id, backend_id, long_data) {
             MyClientError::new(ER_WRONG_ARGUMENTS, "Incorrect arguments to mysqld_stmt_execute")
                 .encode(1, &mut self.io.out);
             self.maybe_release().await;
             return Ok(());
         }
-        self.link.out.clear();
-        // The server's handling of long data after a failed execute is not the router's to
-        // rely on: such an execute is not retried (#11).
-        let retryable = long_data.is_empty();
-        for (param, data) in long_data {
-            for target in backend_params(order.as_deref(), param) {
-                let mut p = Vec::with_capacity(data.len() + 7);
-                p.push(COM_STMT_SEND_LONG_DATA);
-                put_u32(&mut p, backend_id);
-                put_u16(&mut p, target);
-                p.extend_from_slice(&data);
-                encode_packets(&p, 0, &mut self.link.out);
-            }
-        }
-        self.link.seq = Some(encode_packets(&cmd, 0, &mut self.link.out));
         self.arm_query_timeout();
         // Sends and relays, retrying a deadlock when its rule or pool opts in (#11).
         let Ok(outcome) = self.flush_and_relay(Grammar::Execute, retryable).await else {
@@ -483,6 +424,85 @@ impl Session {
         self.record(routed.fingerprint, &origin, started, &outcome);
         self.after_response(&outcome).await;
         Ok(())
+    }
+
+    /// Routes an execute of statement `id`; `None` when it runs nowhere (the client was told).
+    async fn route_execute(&mut self, id: u32, origin: &str, route_key: Option<StatementKey>) -> Option<Routed> {
+        let routed = match self.route_statement(origin, route_key).await {
+            Ok(r) => r,
+            Err(e) => {
+                // The statement runs nowhere: its buffered long data goes with it.
+                if let Some(s) = self.stmts.get_mut(id) {
+                    s.long_data.clear();
+                }
+                e.encode(1, &mut self.io.out);
+                return None;
+            }
+        };
+        if let Some(pool) = &routed.cross {
+            // Prepared on this session's MySQL pool, whose backends alone know it (#24).
+            let text = format!(
+                "statement {id} was prepared on MySQL pool \"{}\" but routing now sends it to PostgreSQL pool \"{}\"; \
+                 prepare it again",
+                self.pool.config.name, pool.config.name
+            );
+            MyClientError::new(super::bridged::cross::ER_QP_CROSS_PROTOCOL, text).encode(1, &mut self.io.out);
+            return None;
+        }
+        Some(routed)
+    }
+
+    /// The backend id of statement `key` (text `sql`) on the attached connection, prepared
+    /// there silently when it is not yet; `None` when the server refused it (the client got
+    /// its ERR).
+    async fn backend_stmt_or_prepare(&mut self, key: u64, sql: &[u8]) -> Result<Option<u32>, End> {
+        if let Some(b) = self.backend_stmt(key) {
+            return Ok(Some(b));
+        }
+        let Some(conn) = self.link.conn.as_mut() else { return Ok(None) };
+        match prepare_silently(conn, sql).await {
+            Err(_) => self.backend_lost().await.map(|()| None),
+            Ok(Err(err)) => {
+                encode_packets(&err, 1, &mut self.io.out);
+                self.maybe_release().await;
+                Ok(None)
+            }
+            Ok(Ok(b)) => {
+                self.remember_backend_stmt(key, b).await;
+                Ok(Some(b))
+            }
+        }
+    }
+
+    /// Queues the client's execute of statement `id` for the backend as statement
+    /// `backend_id`, after its long data; `false` when its parameters do not fit the statement.
+    fn queue_execute(&mut self, payload: &[u8], id: u32, backend_id: u32, long_data: Vec<(u16, Vec<u8>)>) -> bool {
+        let Some(stmt) = self.stmts.get_mut(id) else { return false };
+        let (params, order) = (stmt.params, stmt.order.clone());
+        let mut cmd = Vec::with_capacity(payload.len() + 16);
+        let valid = match order.as_deref() {
+            None => rewrite_execute(payload, backend_id, params, &mut stmt.types, &mut cmd),
+            Some(order) => {
+                let long: Vec<bool> = (0..params).map(|i| long_data.iter().any(|(p, _)| *p == i)).collect();
+                reorder_execute(payload, backend_id, params, order, &long, &mut stmt.types, &mut cmd)
+            }
+        };
+        if !valid {
+            return false;
+        }
+        self.link.out.clear();
+        for (param, data) in long_data {
+            for target in backend_params(order.as_deref(), param) {
+                let mut p = Vec::with_capacity(data.len() + 7);
+                p.push(COM_STMT_SEND_LONG_DATA);
+                put_u32(&mut p, backend_id);
+                put_u16(&mut p, target);
+                p.extend_from_slice(&data);
+                encode_packets(&p, 0, &mut self.link.out);
+            }
+        }
+        self.link.seq = Some(encode_packets(&cmd, 0, &mut self.link.out));
+        true
     }
 
     /// Closes the open cursor (if any) on the backend, so its statement can run again.
