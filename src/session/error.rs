@@ -30,6 +30,10 @@ pub enum RelayError {
     /// A backend message could not be decoded.
     #[error("protocol violation: {0}")]
     Malformed(String),
+    /// A command could not be encoded for the backend (a NUL byte in a PostgreSQL query, or a
+    /// message over the protocol's size limit).
+    #[error("the command cannot be sent to the backend: {0}")]
+    Unsendable(String),
     /// The backend reported a FATAL error and is going away.
     #[error("{code}: {message}")]
     BackendFatal {
@@ -67,6 +71,7 @@ impl ErrorCode for RelayError {
             Self::OutOfStep { .. } => "relay.out_of_step",
             Self::OutOfSequence { .. } => "relay.out_of_sequence",
             Self::Malformed(_) => "relay.malformed",
+            Self::Unsendable(_) => "relay.unsendable",
             Self::BackendFatal { .. } => "relay.backend_fatal",
             Self::CancelIgnored { .. } => "relay.cancel_ignored",
         }
@@ -74,7 +79,7 @@ impl ErrorCode for RelayError {
 
     fn origin(&self) -> Origin {
         match self {
-            Self::ClientClosed(_) => Origin::Client,
+            Self::ClientClosed(_) | Self::Unsendable(_) => Origin::Client,
             _ => Origin::Backend,
         }
     }

@@ -178,7 +178,7 @@ impl Session {
                     self.unpark();
                     return Ok(false);
                 }
-                Err(()) => {
+                Err(_) => {
                     let r = self.bridged_lost().await;
                     self.unpark();
                     return r.map(|()| false);

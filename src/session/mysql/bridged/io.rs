@@ -10,6 +10,7 @@ use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame, Transac
 use crate::rt;
 use crate::session::cancel::{CancelTarget, TargetKind};
 use crate::session::client_error::MyClientError;
+use crate::session::error::RelayError;
 
 use super::super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
 
@@ -32,6 +33,20 @@ pub(super) fn quote_ident(name: &str) -> String {
 /// Single-quotes a PostgreSQL string literal (standard_conforming_strings).
 pub(super) fn quote_literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
+}
+
+/// A backend message that could not be decoded.
+fn malformed(e: impl std::fmt::Display) -> RelayError {
+    RelayError::Malformed(e.to_string())
+}
+
+/// Reads more of the backend's bytes into its buffer; a closed connection is lost.
+async fn read_more(conn: &mut crate::pool::Conn) -> Result<(), RelayError> {
+    match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
+        Ok(0) => Err(RelayError::BackendClosed(None)),
+        Ok(_) => Ok(()),
+        Err(e) => Err(RelayError::BackendClosed(Some(e))),
+    }
 }
 
 impl Session {
@@ -64,7 +79,7 @@ impl Session {
                     self.drop_pg_backend();
                     return Err(MyClientError::new(super::ER_BRIDGE, format!("cannot restore search_path: {m}")));
                 }
-                Err(()) => {
+                Err(_) => {
                     self.drop_pg_backend();
                     return Err(MyClientError::new(
                         super::ER_BRIDGE,
@@ -88,8 +103,8 @@ impl Session {
     }
 
     /// Writes `self.link.out` to the backend and marks the statement cancellable.
-    pub(super) async fn pg_send(&mut self) -> Result<(), ()> {
-        let conn = self.link.conn.as_mut().ok_or(())?;
+    pub(super) async fn pg_send(&mut self) -> Result<(), RelayError> {
+        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         if let ConnInfo::Pg(info) = &conn.info {
             self.cancel.slot.set_running(Some(CancelTarget {
                 addr: conn.addr,
@@ -98,12 +113,12 @@ impl Session {
         }
         let r = rt::write_all(&mut conn.stream, &self.link.out).await;
         self.link.out.clear();
-        r.map_err(|_| ())
+        r.map_err(|e| RelayError::BackendClosed(Some(e)))
     }
 
     /// Reads one whole message, returned as (tag, body) copies: for the small control paths.
-    pub(super) async fn pg_frame(&mut self) -> Result<(u8, Vec<u8>), ()> {
-        let conn = self.link.conn.as_mut().ok_or(())?;
+    pub(super) async fn pg_frame(&mut self) -> Result<(u8, Vec<u8>), RelayError> {
+        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         loop {
             match decode_frame(&conn.rbuf, MAX_BACKEND_MESSAGE) {
                 Ok(Some(f)) => {
@@ -112,22 +127,20 @@ impl Session {
                     return Ok((tag, body));
                 }
                 Ok(None) => {}
-                Err(_) => return Err(()),
+                Err(e) => return Err(RelayError::Malformed(e.to_string())),
             }
-            if rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await.map_err(|_| ())? == 0 {
-                return Err(());
-            }
+            read_more(conn).await?;
         }
     }
 
     /// Runs `sql` as a simple query without telling the client anything.
-    pub(super) async fn pg_quiet(&mut self, sql: &str) -> Result<Quiet, ()> {
-        frontend::encode_query(sql, &mut self.link.out).map_err(|_| ())?;
+    pub(super) async fn pg_quiet(&mut self, sql: &str) -> Result<Quiet, RelayError> {
+        frontend::encode_query(sql, &mut self.link.out).map_err(|e| RelayError::Unsendable(e.to_string()))?;
         self.pg_send().await?;
         let mut q = Quiet { rows: 0, error: None };
         loop {
             let (tag, body) = self.pg_frame().await?;
-            match BackendMessage::decode(&Frame::new(tag, &body)).map_err(|_| ())? {
+            match BackendMessage::decode(&Frame::new(tag, &body)).map_err(malformed)? {
                 BackendMessage::DataRow(_) => q.rows += 1,
                 BackendMessage::ErrorResponse(f) => q.error = Some(f.get(field::MESSAGE).unwrap_or("error").to_owned()),
                 BackendMessage::ReadyForQuery(tx) => {
@@ -138,7 +151,7 @@ impl Session {
                 }
                 BackendMessage::CopyInResponse(_)
                 | BackendMessage::CopyOutResponse(_)
-                | BackendMessage::CopyBothResponse(_) => return Err(()),
+                | BackendMessage::CopyBothResponse(_) => return Err(RelayError::OutOfStep { tag }),
                 _ => {}
             }
         }
@@ -146,18 +159,20 @@ impl Session {
 
     /// Streams the backend's response through `writer` into the client buffer until
     /// ReadyForQuery, flushing the client as the buffer fills.
-    pub(super) async fn pg_stream(&mut self, writer: &mut ResultWriter) -> Result<Step, ()> {
+    pub(super) async fn pg_stream(&mut self, writer: &mut ResultWriter) -> Result<Step, RelayError> {
         loop {
-            let conn = self.link.conn.as_mut().ok_or(())?;
-            let mut consumed = 0;
+            let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+            let mut rest = conn.rbuf.as_slice();
             let mut step = Step::More;
             while step == Step::More {
-                let rest = conn.rbuf.get(consumed..).unwrap_or_default();
-                let Some(frame) = decode_frame(rest, MAX_BACKEND_MESSAGE).map_err(|_| ())? else { break };
-                consumed += frame.total_len;
-                let msg = BackendMessage::decode(&frame).map_err(|_| ())?;
+                let Some(frame) = decode_frame(rest, MAX_BACKEND_MESSAGE).map_err(malformed)? else { break };
+                let msg = BackendMessage::decode(&frame).map_err(malformed)?;
                 step = writer.on_message(&msg, &mut self.io.out);
+                let (_, after) =
+                    rest.split_at_checked(frame.total_len).ok_or_else(|| malformed("a frame past its bytes"))?;
+                rest = after;
             }
+            let consumed = conn.rbuf.len() - rest.len();
             conn.rbuf.drain(..consumed);
             if step != Step::More {
                 self.cancel.slot.set_running(None);
@@ -168,10 +183,7 @@ impl Session {
                 // is still drained so the connection stays usable.
                 let _ = self.flush_client().await;
             }
-            let conn = self.link.conn.as_mut().ok_or(())?;
-            if rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await.map_err(|_| ())? == 0 {
-                return Err(());
-            }
+            read_more(self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
         }
     }
 

@@ -24,6 +24,7 @@ use crate::protocol::mysql::errcode::{ErrorNumber, ER_BAD_DB_ERROR, ER_UNKNOWN_C
 use crate::protocol::mysql::response::EofPacket;
 use crate::protocol::pg::{frontend, TransactionStatus};
 use crate::session::client_error::MyClientError;
+use crate::session::error::RelayError;
 
 use super::{End, Session};
 
@@ -218,7 +219,7 @@ impl Session {
     }
 
     /// Opens the emulated transaction of `autocommit = 0` when PostgreSQL has none.
-    async fn begin_if_needed(&mut self, sql: &str) -> Result<(), ()> {
+    async fn begin_if_needed(&mut self, sql: &str) -> Result<(), RelayError> {
         let b = &self.foreign.bridge;
         if b.autocommit || b.tx != TransactionStatus::Idle || controls_transaction(sql) {
             return Ok(());
@@ -249,7 +250,7 @@ impl Session {
         match self.pg_stream(&mut writer).await {
             Ok(Step::Done(tx)) => self.foreign.bridge.tx = tx,
             Ok(Step::Unsupported) => self.drop_pg_backend(),
-            Ok(Step::More) | Err(()) => return self.bridged_lost().await,
+            Ok(Step::More) | Err(_) => return self.bridged_lost().await,
         }
         self.foreign.bridge.warnings = writer.warnings;
         self.sync_status();
@@ -277,7 +278,7 @@ impl Session {
                     MyClientError::new(ER_BRIDGE, msg).encode(1, &mut self.io.out);
                     return Ok(());
                 }
-                Err(()) => return self.bridged_lost().await,
+                Err(_) => return self.bridged_lost().await,
             }
         }
         if let Some(on) = autocommit {
@@ -309,7 +310,7 @@ impl Session {
                     self.pg_maybe_release();
                     return Ok(());
                 }
-                Err(()) => return self.bridged_lost().await,
+                Err(_) => return self.bridged_lost().await,
             }
         }
         self.foreign.bridge.schema = schema;

@@ -14,6 +14,7 @@ use crate::protocol::mysql::response::{EofPacket, StmtPrepareOk};
 use crate::protocol::mysql::{decode_execute_params, encode_packets, BinaryValue, Command};
 use crate::protocol::pg::{frontend, BackendMessage, Frame, Target};
 use crate::session::client_error::MyClientError;
+use crate::session::error::RelayError;
 
 use super::super::prepared::MAX_CLIENT_STATEMENTS;
 use super::super::{End, Session};
@@ -86,7 +87,7 @@ impl Session {
         frontend::encode_sync(&mut self.link.out);
         let described = match self.pg_send().await {
             Ok(()) => self.read_description().await,
-            Err(()) => Err(()),
+            Err(e) => Err(e),
         };
         let Ok(d) = described else { return self.bridged_lost().await };
         self.sync_status();
@@ -99,11 +100,12 @@ impl Session {
         Ok(())
     }
 
-    async fn read_description(&mut self) -> Result<Described, ()> {
+    async fn read_description(&mut self) -> Result<Described, RelayError> {
         let mut d = Described::default();
         loop {
             let (tag, body) = self.pg_frame().await?;
-            match BackendMessage::decode(&Frame::new(tag, &body)).map_err(|_| ())? {
+            let message = BackendMessage::decode(&Frame::new(tag, &body));
+            match message.map_err(|e| RelayError::Malformed(e.to_string()))? {
                 BackendMessage::ParameterDescription(oids) => d.params = oids.iter().collect(),
                 BackendMessage::RowDescription(rd) => {
                     d.columns = rd.iter().map(|f| (f.name.to_owned(), f.type_oid, f.type_modifier)).collect();
