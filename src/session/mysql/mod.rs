@@ -4,7 +4,8 @@
 //! connection executes them, and relays responses untouched.
 //!
 //! The loop is a `match` over command codes delegating to one handler each; the response side
-//! lives in `relay` (LOCAL INFILE included), statements in `prepared` and `stmt`, session state
+//! is the sans-IO `exchange` (what a response must look like next, what to do with each packet)
+//! driven by `relay` (the I/O, LOCAL INFILE included), statements in `prepared` and `stmt`, session state
 //! in `state`, client login in `login`, `KILL` in `kill`, the warning of a retried statement in
 //! `warning`.
 
@@ -444,8 +445,8 @@ impl Session {
     }
 
     async fn dispatch(&mut self, payload: &[u8]) -> Result<(), End> {
-        let code = payload.first().copied().unwrap_or(0xFF);
-        let body = payload.get(1..).unwrap_or_default();
+        // An empty command is an unknown one.
+        let (code, body) = payload.split_first().map_or((0xFF, &[][..]), |(code, body)| (*code, body));
         if self.is_bridged() {
             return self.bridged_dispatch(code, payload, body).await;
         }
