@@ -141,12 +141,11 @@ impl Session {
     pub(super) async fn next_backend_packet(&mut self) -> Result<(), RelayError> {
         loop {
             let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
-            if packet_at(&conn.rbuf, self.link.pos).is_ok() {
-                return Ok(());
-            }
-            if let Some(rest) = conn.rbuf.get(self.link.pos..) {
-                // A header announcing more than any packet may carry: never a packet.
-                decode_wire_packet(rest, MAX_PACKET_PAYLOAD).map_err(|e| RelayError::Malformed(e.to_string()))?;
+            let unread = conn.rbuf.get(self.link.pos..).map(|rest| decode_wire_packet(rest, MAX_PACKET_PAYLOAD));
+            match unread {
+                Some(Ok(Some(_))) => return Ok(()),
+                Some(Err(e)) => return Err(RelayError::Malformed(e.to_string())),
+                Some(Ok(None)) | None => {}
             }
             if self.link.pos > 0 {
                 conn.rbuf.drain(..self.link.pos.min(conn.rbuf.len()));
