@@ -19,9 +19,21 @@ pub enum RelayError {
         /// The message's type byte (PostgreSQL) or first payload byte (MySQL).
         tag: u8,
     },
+    /// A backend packet carried another sequence id than the one due (MySQL).
+    #[error("protocol violation: the backend sent packet {got} where {expected} was due")]
+    OutOfSequence {
+        /// The sequence id due.
+        expected: u8,
+        /// The one the packet carried.
+        got: u8,
+    },
     /// A backend message could not be decoded.
     #[error("protocol violation: {0}")]
     Malformed(String),
+    /// A command could not be encoded for the backend (a NUL byte in a PostgreSQL query, or a
+    /// message over the protocol's size limit).
+    #[error("the command cannot be sent to the backend: {0}")]
+    Unsendable(String),
     /// The backend reported a FATAL error and is going away.
     #[error("{code}: {message}")]
     BackendFatal {
@@ -57,7 +69,9 @@ impl ErrorCode for RelayError {
             Self::BackendClosed(_) => "relay.backend_closed",
             Self::ClientClosed(_) => "relay.client_closed",
             Self::OutOfStep { .. } => "relay.out_of_step",
+            Self::OutOfSequence { .. } => "relay.out_of_sequence",
             Self::Malformed(_) => "relay.malformed",
+            Self::Unsendable(_) => "relay.unsendable",
             Self::BackendFatal { .. } => "relay.backend_fatal",
             Self::CancelIgnored { .. } => "relay.cancel_ignored",
         }
@@ -65,7 +79,7 @@ impl ErrorCode for RelayError {
 
     fn origin(&self) -> Origin {
         match self {
-            Self::ClientClosed(_) => Origin::Client,
+            Self::ClientClosed(_) | Self::Unsendable(_) => Origin::Client,
             _ => Origin::Backend,
         }
     }

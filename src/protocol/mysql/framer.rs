@@ -74,6 +74,22 @@ pub fn decode_packet(buf: &[u8], max_len: usize) -> Result<Option<Packet<'_>>, D
     Ok(buf.get(HEADER_LEN..HEADER_LEN + len).map(|payload| Packet { seq, payload }))
 }
 
+/// One physical packet with the wire bytes it came in (header included), so a relay can pass
+/// it on untouched without computing offsets into its buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WirePacket<'a> {
+    /// The decoded packet.
+    pub packet: Packet<'a>,
+    /// Its header and payload as they arrived.
+    pub wire: &'a [u8],
+}
+
+/// [`decode_packet`], keeping the packet's wire bytes: `Ok(None)` when more bytes are needed.
+pub fn decode_wire_packet(buf: &[u8], max_len: usize) -> Result<Option<WirePacket<'_>>, DecodeError> {
+    let Some(packet) = decode_packet(buf, max_len)? else { return Ok(None) };
+    Ok(buf.get(..packet.wire_len()).map(|wire| WirePacket { packet, wire }))
+}
+
 /// Decodes one logical payload (one or more packets) from the start of `buf`.
 ///
 /// Returns `Ok(None)` when more bytes are needed. Continuation packets must carry consecutive
@@ -326,5 +342,13 @@ mod tests {
             proptest::prop_assert_eq!(&f.payload[..], &payload[..]);
             proptest::prop_assert_eq!(f.consumed, wire.len());
         }
+    }
+
+    #[test]
+    fn a_wire_packet_keeps_its_header_and_stops_at_its_end() {
+        let buf = [2, 0, 0, 5, b'h', b'i', 1, 0];
+        let p = decode_wire_packet(&buf, 16).expect("frames").expect("whole");
+        assert_eq!((p.packet.seq, p.packet.payload, p.wire), (5, &b"hi"[..], &buf[..6]));
+        assert_eq!(decode_wire_packet(&buf[..5], 16), Ok(None));
     }
 }

@@ -32,7 +32,10 @@ pub use command::{rewrite_stmt_id, stmt_id, ChangeUser, Command};
 pub use errcode::{encode_err, ErrorNumber};
 pub use error::DecodeError;
 pub use execute::{decode_execute_params, encode_execute_params, ExecuteParams};
-pub use framer::{decode_packet, decode_payload, encode_packets, Frame, Packet, Payload, MAX_PACKET_PAYLOAD};
+pub use framer::{
+    decode_packet, decode_payload, decode_wire_packet, encode_packets, Frame, Packet, Payload, WirePacket,
+    MAX_PACKET_PAYLOAD,
+};
 pub use handshake::{AuthReply, AuthSwitchRequest, ConnectAttrs, HandshakeResponse41, HandshakeV10, SslRequest};
 pub use response::{
     add_warning, classify_response, classify_row, EofPacket, ErrPacket, OkPacket, ResponseKind, RowKind, StmtPrepareOk,

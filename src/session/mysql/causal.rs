@@ -37,17 +37,17 @@ impl Session {
     pub(super) async fn learn_commit_gtid(&mut self) {
         let _ = self.flush_client().await;
         let bridged = self.is_bridged();
-        let clean = self.bpos == 0;
-        let Some(conn) = self.backend.as_mut().filter(|_| !bridged && clean) else {
-            self.ryw.learned(None);
+        let clean = self.link.pos == 0;
+        let Some(conn) = self.link.conn.as_mut().filter(|_| !bridged && clean) else {
+            self.routing.ryw.learned(None);
             return;
         };
         match my_commit_gtid(conn).await {
-            Ok(gtid) => self.ryw.learned(Some(Position::Gtid(gtid))),
+            Ok(gtid) => self.routing.ryw.learned(Some(Position::Gtid(gtid))),
             Err(e) => {
                 tracing::debug!("causal reads: cannot read the commit GTID: {e}");
                 conn.broken |= e.breaks_connection();
-                self.ryw.learned(None);
+                self.routing.ryw.learned(None);
             }
         }
     }
@@ -66,7 +66,8 @@ impl Session {
         let config = self.ctx.config();
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
         let wait = config.routing.causal_wait;
-        let caught_up = self.pool.checkout_caught_up(Protocol::MySql, self.pass.as_deref(), deadline, &position, wait);
+        let caught_up =
+            self.pool.checkout_caught_up(Protocol::MySql, self.client.pass.as_deref(), deadline, &position, wait);
         if let Some(conn) = caught_up.await.map_err(|e| MyClientError::from(&e))? {
             return self.attach(conn).await;
         }
@@ -97,7 +98,7 @@ impl Session {
         let status = self.tx.status;
         match command {
             TokenCommand::Show => {
-                let value = self.ryw.required_position().map(format_token).unwrap_or_default();
+                let value = self.routing.ryw.required_position().map(format_token).unwrap_or_default();
                 let column = ColumnDefinition41 {
                     catalog: b"def",
                     schema: b"",
@@ -117,16 +118,16 @@ impl Session {
                 crate::protocol::mysql::EofPacket { warnings: 0, status }.encode(&mut eof);
                 let mut row = Vec::with_capacity(value.len() + 2);
                 encode_text_row(&[Some(value.as_bytes())], &mut row);
-                encode_result([&[1u8][..], &def, &eof, &row], status, &mut self.out);
+                encode_result([&[1u8][..], &def, &eof, &row], status, &mut self.io.out);
             }
             TokenCommand::Set(value) => match parse_token(&value) {
                 Ok(position) => {
-                    self.ryw.adopt(position);
+                    self.routing.ryw.adopt(position);
                     let mut ok = Vec::with_capacity(16);
                     OkPacket { status, ..OkPacket::default() }.encode(self.client.caps, &mut ok);
-                    encode_packets(&ok, 1, &mut self.out);
+                    encode_packets(&ok, 1, &mut self.io.out);
                 }
-                Err(e) => MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.out),
+                Err(e) => MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.io.out),
             },
         }
         true

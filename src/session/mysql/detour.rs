@@ -22,7 +22,7 @@ impl Session {
             && status & SERVER_STATUS_AUTOCOMMIT != 0
             && self.state.pin().is_none()
             && !self.tx.sticky
-            && self.bpos == 0
+            && self.link.pos == 0
     }
 
     /// The MySQL primary (write) pool, when it is another pool than the session's.
@@ -37,14 +37,14 @@ impl Session {
     pub(super) async fn detour(&mut self, payload: &[u8], grammar: Grammar) -> Result<Option<Outcome>, End> {
         let Some(primary) = self.primary_pool() else {
             MyClientError::new(super::route::ER_HELD_REPLICA, "no primary pool to run the statement on")
-                .encode(1, &mut self.out);
+                .encode(1, &mut self.io.out);
             return Ok(None);
         };
         let pool = std::mem::replace(&mut self.pool, primary);
-        let (backend, tx, bseq) = (self.backend.take(), self.tx, self.bseq.take());
+        let (backend, tx, bseq) = (self.link.conn.take(), self.tx, self.link.seq.take());
         self.tx.cursor = None;
         let result = self.run_command(payload, grammar, Vec::new()).await;
-        if let Some(c) = self.backend.as_mut() {
+        if let Some(c) = self.link.conn.as_mut() {
             // Nothing but an insert id should keep it (the statement cannot open a transaction
             // or pin); whatever did, the connection cannot follow the session back.
             c.broken |= self.tx.status & SERVER_STATUS_IN_TRANS != 0;
@@ -52,9 +52,9 @@ impl Session {
             self.release_backend(false).await;
         }
         self.pool = pool;
-        self.backend = backend;
+        self.link.conn = backend;
         self.tx = tx;
-        self.bseq = bseq;
+        self.link.seq = bseq;
         result
     }
 }

@@ -25,14 +25,14 @@ impl Session {
             Some(key) => KillTarget::Session(key),
             None => KillTarget::Thread { id, pool: self.pool.config.name.clone() },
         };
-        if own_server || target == KillTarget::Session(self.key) {
+        if own_server || target == KillTarget::Session(self.cancel.key) {
             // As the server answers a client's KILL of itself: the statement interrupted is the
             // KILL itself, and KILL CONNECTION also closes the connection.
             let (number, text) = match connection {
                 true => (ER_CONNECTION_KILLED, "Connection was killed"),
                 false => (ER_QUERY_INTERRUPTED, "Query execution was interrupted"),
             };
-            MyClientError::new(number, text).encode(1, &mut self.out);
+            MyClientError::new(number, text).encode(1, &mut self.io.out);
             if connection {
                 let _ = self.flush_client().await;
                 return Err(End::KilledByClient);
@@ -46,13 +46,13 @@ impl Session {
             "Unknown thread id: {id} (through the router, KILL takes the id a client was greeted with, or \
              the server id of a session-mode client's connection)"
         );
-        MyClientError::new(ER_NO_SUCH_THREAD, text).encode(1, &mut self.out);
+        MyClientError::new(ER_NO_SUCH_THREAD, text).encode(1, &mut self.io.out);
         Ok(())
     }
 
     /// The server thread id of the connection a session-mode session holds.
     fn slot_server_thread(&self) -> Option<u32> {
-        match (self.mode(), self.backend.as_ref().map(|c| &c.info)) {
+        match (self.mode(), self.link.conn.as_ref().map(|c| &c.info)) {
             (PoolMode::Session, Some(crate::pool::ConnInfo::MySql(info))) => Some(info.thread_id),
             _ => None,
         }

@@ -116,7 +116,7 @@ pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize
     let err = match attempt {
         Ok(Ok(g)) => {
             let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
-            let io = ClientIo { stream: client.stream, buf: client.buf, max_msg: max };
+            let io = ClientIo { stream: client.stream, buf: client.buf, out: Vec::new(), max_msg: max };
             return Some(Session::new(ctx.clone(), io, g));
         }
         Ok(Err(e)) => e,
@@ -139,34 +139,27 @@ fn scramble() -> [u8; 20] {
     s
 }
 
-async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Greeted, Option<MyClientError>> {
+/// A login's failure: the error for the client, `None` when the client is gone.
+type LoginError = Option<MyClientError>;
+
+/// What the router told the client in its greeting.
+struct Greeting {
+    /// The pool whose server parameters it showed.
+    default: Rc<CorePool>,
+    key: CancelKey,
+    scramble: [u8; 20],
+    version: String,
+    /// The status flags shown (and sent again in the final OK).
+    status: u16,
+    /// The capabilities offered.
+    offered: u64,
+    /// The backend's character set, shown as the server's.
+    charset: u8,
+}
+
+async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Greeted, LoginError> {
     let config = ctx.config();
-    let default = default_pool(ctx, &config).map_err(|e| Some(MyClientError::from(&e)))?;
-    let params = super::server_params(&default).await.map_err(|e| Some(MyClientError::from(&e)))?;
-    let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
-    let backend_charset: u8 = param("charset").parse().unwrap_or(45);
-    let key = ctx.new_cancel_key();
-    let scramble = scramble();
-    // A PostgreSQL pool greets with a MySQL-style version (connectors parse it) and tells
-    // clients that backslashes are literal in strings there.
-    let bridged = default.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
-    let version =
-        if bridged { super::bridged::greeting_version(&param("server_version")) } else { param("server_version") };
-    let status =
-        if bridged { SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_NO_BACKSLASH_ESCAPES } else { SERVER_STATUS_AUTOCOMMIT };
-    let offered = offered_capabilities(&config);
-    let greeting = HandshakeV10 {
-        server_version: version.as_bytes(),
-        connection_id: key.mysql_connection_id(),
-        scramble,
-        capabilities: offered,
-        charset: backend_charset,
-        status,
-        auth_plugin: MYSQL_NATIVE_PASSWORD,
-    };
-    let mut payload = Vec::with_capacity(128);
-    greeting.encode(&mut payload);
-    client.send(&payload).await?;
+    let greeting = greet(ctx, &config, client).await?;
     let reply = client.next().await?;
     if SslRequest::detect(&reply).is_some() {
         return Err(Some(MyClientError::new(
@@ -180,55 +173,148 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let database = resp.database.filter(|d| !d.is_empty()).map(|d| String::from_utf8_lossy(d).into_owned());
     let (pool_cfg, db) = resolve_pool(&config, database.as_deref()).map_err(Some)?;
     let named_pool = named_pool(&config, database.as_deref());
-    let token = match resp.auth_plugin {
+    let token = auth_token(client, &resp, &greeting.scramble).await?;
+    let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
+    let who = Who { listener, user: &user, token: &token, scramble: &greeting.scramble, anonymous };
+    let pass = authenticate(ctx, &config, client, pool_cfg, &who).await?;
+    let pool = admit(ctx, pool_cfg, &greeting.default, pass.as_deref()).await?;
+    let caps = resp.capabilities & greeting.offered;
+    let mut ok = Vec::new();
+    OkPacket { status: greeting.status, ..OkPacket::default() }.encode(caps, &mut ok);
+    client.send(&ok).await?;
+    let names = if resp.charset == greeting.charset { None } else { names_for_collation(resp.charset) };
+    let key = greeting.key;
+    Ok(Greeted {
+        pool,
+        state: MyState::new(db, names.clone()),
+        key: CancelKey::from_mysql_connection_id(key.mysql_connection_id()).unwrap_or(key),
+        caps,
+        names,
+        scramble: greeting.scramble,
+        version: greeting.version,
+        user,
+        named_pool,
+        pass,
+    })
+}
+
+/// Sends the client the server's greeting, in the name of the default pool's backends.
+async fn greet(ctx: &Rc<CoreContext>, config: &Config, client: &mut Client) -> Result<Greeting, LoginError> {
+    let default = default_pool(ctx, config).map_err(|e| Some(MyClientError::from(&e)))?;
+    let params = super::server_params(&default).await.map_err(|e| Some(MyClientError::from(&e)))?;
+    let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
+    let charset: u8 = param("charset").parse().unwrap_or(45);
+    let key = ctx.new_cancel_key();
+    let scramble = scramble();
+    // A PostgreSQL pool greets with a MySQL-style version (connectors parse it) and tells
+    // clients that backslashes are literal in strings there.
+    let bridged = default.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
+    let version =
+        if bridged { super::bridged::greeting_version(&param("server_version")) } else { param("server_version") };
+    let status =
+        if bridged { SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_NO_BACKSLASH_ESCAPES } else { SERVER_STATUS_AUTOCOMMIT };
+    let offered = offered_capabilities(config);
+    let greeting = HandshakeV10 {
+        server_version: version.as_bytes(),
+        connection_id: key.mysql_connection_id(),
+        scramble,
+        capabilities: offered,
+        charset,
+        status,
+        auth_plugin: MYSQL_NATIVE_PASSWORD,
+    };
+    let mut payload = Vec::with_capacity(128);
+    greeting.encode(&mut payload);
+    client.send(&payload).await?;
+    Ok(Greeting { default, key, scramble, version, status, offered, charset })
+}
+
+/// The client's mysql_native_password token: from its handshake response, or after switching
+/// a client that answered with another plugin.
+async fn auth_token(
+    client: &mut Client,
+    resp: &HandshakeResponse41<'_>,
+    scramble: &[u8; 20],
+) -> Result<Vec<u8>, LoginError> {
+    match resp.auth_plugin {
         Some(p) if p != MYSQL_NATIVE_PASSWORD && !p.is_empty() => {
             let mut data = scramble.to_vec();
             data.push(0);
             let mut sw = Vec::new();
             AuthSwitchRequest { plugin: MYSQL_NATIVE_PASSWORD, data: &data }.encode(&mut sw);
             client.send(&sw).await?;
-            client.next().await?
+            client.next().await
         }
-        _ => resp.auth_response.to_vec(),
-    };
-    let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
+        _ => Ok(resp.auth_response.to_vec()),
+    }
+}
+
+/// Who is logging in, and with what.
+struct Who<'a> {
+    listener: usize,
+    user: &'a str,
+    token: &'a [u8],
+    scramble: &'a [u8; 20],
+    /// The listener lets clients in without a password.
+    anonymous: bool,
+}
+
+/// Checks the client's password for `pool_cfg` (counting and remembering failures); on a
+/// pass-through pool returns who backend connections log in as.
+async fn authenticate(
+    ctx: &Rc<CoreContext>,
+    config: &Config,
+    client: &Client,
+    pool_cfg: &PoolConfig,
+    who: &Who<'_>,
+) -> Result<Option<Rc<PassThrough>>, LoginError> {
+    let user = who.user;
     // auth.max_failed_logins: an address past its failures is refused like a wrong password.
     let addr = client.stream.peer_addr().ok().map(|a| a.ip());
     if ctx.login_blocked(addr) {
         tracing::info!(user, "login refused unchecked: too many failed logins from this address");
-        ctx.counters.auth_failed(listener, AuthFailure::RateLimited);
-        let using = if token.is_empty() { "NO" } else { "YES" };
+        ctx.counters.auth_failed(who.listener, AuthFailure::RateLimited);
+        let using = if who.token.is_empty() { "NO" } else { "YES" };
         let message = format!("Access denied for user '{user}' (using password: {using})");
         return Err(Some(MyClientError::new(ER_ACCESS_DENIED_ERROR, message)));
     }
     let stored = match pool_cfg.username {
-        None => Some(stored_secret(ctx, &config, &pool_cfg.name, Protocol::MySql, &user).await),
+        None => Some(stored_secret(ctx, config, &pool_cfg.name, Protocol::MySql, user).await),
         Some(_) => None,
     };
     let reason = Cell::new(AuthFailure::WrongPassword);
-    let pass = check_password(pool_cfg, stored.as_ref(), &user, (&scramble, &token), anonymous, &reason)
+    check_password(pool_cfg, stored.as_ref(), user, (who.scramble, who.token), who.anonymous, &reason)
         .inspect_err(|e| {
             if e.number == ER_ACCESS_DENIED_ERROR {
                 ctx.login_failed(addr);
-                ctx.counters.auth_failed(listener, reason.get());
+                ctx.counters.auth_failed(who.listener, reason.get());
                 if let Some(Ok(stored)) = &stored {
-                    login_failed(ctx, &pool_cfg.name, &user, stored);
+                    login_failed(ctx, &pool_cfg.name, user, stored);
                 }
             }
         })
-        .map_err(Some)?;
+        .map_err(Some)
+}
+
+/// The pool the client logged in to, once its backends proved they can serve the session.
+async fn admit(
+    ctx: &Rc<CoreContext>,
+    pool_cfg: &PoolConfig,
+    default: &Rc<CorePool>,
+    pass: Option<&PassThrough>,
+) -> Result<Rc<CorePool>, LoginError> {
     let pools = ctx.pools();
     let pool = pools
         .get(&pool_cfg.name)
         .cloned()
         .ok_or_else(|| Some(MyClientError::new(ER_BAD_DB_ERROR, "pool disappeared during login")))?;
-    if !Rc::ptr_eq(&pool, &default) {
+    if !Rc::ptr_eq(&pool, default) {
         // The chosen pool's backend must speak what the session will send it (#25): a pool
         // without `protocol` whose backends are PostgreSQL servers fails here, by name, rather
         // than on the first statement as a malformed packet. Cached after its first login.
         super::server_params(&pool).await.map_err(|e| Some(MyClientError::from(&e)))?;
     }
-    if let Some(who) = pass.as_deref().filter(|_| pool.passes_through()) {
+    if let Some(who) = pass.filter(|_| pool.passes_through()) {
         // The backend must take the client's credentials: a refusal ends the login here, as
         // connecting directly would, rather than on the first statement.
         let deadline = rt::now() + pool.config.timeouts.acquire;
@@ -238,23 +324,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
             .map_err(|e| Some(MyClientError::from(&e)))?;
         pool.checkin(conn, true);
     }
-    let mut ok = Vec::new();
-    OkPacket { status, ..OkPacket::default() }.encode(resp.capabilities & offered, &mut ok);
-    client.send(&ok).await?;
-    let names = if resp.charset == backend_charset { None } else { names_for_collation(resp.charset) };
-    let caps = resp.capabilities & offered;
-    Ok(Greeted {
-        pool,
-        state: MyState::new(db, names.clone()),
-        key: CancelKey::from_mysql_connection_id(key.mysql_connection_id()).unwrap_or(key),
-        caps,
-        names,
-        scramble,
-        version,
-        user,
-        named_pool,
-        pass,
-    })
+    Ok(pool)
 }
 
 /// The pool whose greeting parameters the router shows before it knows the client's choice.

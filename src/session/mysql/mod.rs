@@ -4,13 +4,15 @@
 //! connection executes them, and relays responses untouched.
 //!
 //! The loop is a `match` over command codes delegating to one handler each; the response side
-//! lives in `relay` (LOCAL INFILE included), statements in `prepared` and `stmt`, session state
+//! is the sans-IO `exchange` (what a response must look like next, what to do with each packet)
+//! driven by `relay` (the I/O, LOCAL INFILE included), statements in `prepared` and `stmt`, session state
 //! in `state`, client login in `login`, `KILL` in `kill`, the warning of a retried statement in
 //! `warning`.
 
 mod bridged;
 mod causal;
 mod detour;
+pub(super) mod exchange;
 mod kill;
 mod login;
 mod prepared;
@@ -82,7 +84,62 @@ enum End {
 pub(super) struct ClientIo {
     stream: Stream,
     buf: Vec<u8>,
+    /// Bytes for the client not written yet.
+    out: Vec<u8>,
     max_msg: usize,
+}
+
+/// The attached backend connection and the session's place in its byte streams.
+#[derive(Default)]
+struct BackendLink {
+    /// The connection, while the session holds one.
+    conn: Option<Conn>,
+    /// Bytes for the backend not written yet.
+    out: Vec<u8>,
+    /// Read position in the connection's buffer: bytes before it belong to the response being
+    /// relayed.
+    pos: usize,
+    /// Sequence id the next backend packet must carry (`None` until a command set it): a
+    /// packet out of sequence means the connection is out of step and is given up.
+    seq: Option<u8>,
+    /// The `query_timeout` of the statement being relayed.
+    deadline: Option<QueryTimer>,
+}
+
+/// How the session is found by a cancel or KILL.
+struct CancelHandle {
+    /// Where it publishes what runs, for cancels and KILLs.
+    slot: Rc<CancelSlot>,
+    /// The id the router issued to the client.
+    key: CancelKey,
+}
+
+/// What ties the session to the other protocol's pools (#24).
+struct Foreign {
+    /// State of a session served by a PostgreSQL pool, or of a native session's statements
+    /// routed to one.
+    bridge: bridged::Bridge,
+    /// A native session's statements on another protocol's pool.
+    cross: bridged::cross::Cross,
+}
+
+/// What the next statement's routing reads from the session's past.
+struct RoutingFacts {
+    /// Read-your-writes: whether reads must stay on the primary after a write.
+    ryw: RywState,
+    /// How the server tokenizes this session's SQL (`sql_mode`, #19): from the SETs the router
+    /// reads and the status flags of each answer (see [`Session::follow_server_mode`]).
+    lex: crate::sql::mode::SessionModes,
+}
+
+/// Retry of the statement about to run (#11).
+#[derive(Default)]
+struct RetryContext {
+    /// The retry policy of the routing rule that decided it, if it has one (it replaces the
+    /// pool's).
+    rule: Option<crate::config::RetryPolicy>,
+    /// The warning of a statement that succeeded after a retry.
+    notice: warning::RetryNotice,
 }
 
 /// Transaction-related facts learned from the server's status flags.
@@ -109,6 +166,10 @@ struct ClientInfo {
     multi_statements: bool,
     /// The pool the client's database named (handshake or COM_CHANGE_USER), if it named one.
     named_pool: Option<String>,
+    /// The client's user name, for rules matching users.
+    user: String,
+    /// On a pass-through pool, who backend connections log in as (#23).
+    pass: Option<Rc<crate::pool::PassThrough>>,
 }
 
 /// The `query_timeout` of the statement being relayed: when it fires, and whether it fired
@@ -126,40 +187,16 @@ pub(super) struct QueryTimer {
 pub(super) struct Session {
     ctx: Rc<CoreContext>,
     io: ClientIo,
-    out: Vec<u8>,
-    bout: Vec<u8>,
-    bpos: usize,
-    /// Sequence id the next backend packet must carry (`None` until a command set it): a
-    /// packet out of sequence means the connection is out of step and is given up.
-    bseq: Option<u8>,
     pool: Rc<CorePool>,
-    backend: Option<Conn>,
+    link: BackendLink,
     state: MyState,
     stmts: prepared::Statements,
-    slot: Rc<CancelSlot>,
-    key: CancelKey,
+    cancel: CancelHandle,
     tx: Tx,
     client: ClientInfo,
-    query_deadline: Option<QueryTimer>,
-    /// State of a session served by a PostgreSQL pool, or of a native session's statements
-    /// routed to one (#24).
-    bridge: bridged::Bridge,
-    /// A native session's statements on another protocol's pool (#24).
-    cross: bridged::cross::Cross,
-    /// The client's user name, for rules matching users.
-    user: String,
-    /// On a pass-through pool, who backend connections log in as (#23).
-    pass: Option<Rc<crate::pool::PassThrough>>,
-    /// Read-your-writes: whether reads must stay on the primary after a write.
-    ryw: RywState,
-    /// How the server tokenizes this session's SQL (`sql_mode`, #19): from the SETs the router
-    /// reads and the status flags of each answer (see [`Session::follow_server_mode`]).
-    lex: crate::sql::mode::SessionModes,
-    /// The retry policy of the routing rule that decided the statement about to run, if it
-    /// has one (it replaces the pool's, #11).
-    rule_retry: Option<crate::config::RetryPolicy>,
-    /// The warning of a statement that succeeded after a retry (#11).
-    notice: warning::RetryNotice,
+    foreign: Foreign,
+    routing: RoutingFacts,
+    retry: RetryContext,
 }
 
 /// Serves one client from login to close.
@@ -172,9 +209,9 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     if let End::KilledByClient = end {
         // The killer is answered once the client's socket is closed, as on the server.
         let _ = s.io.stream.shutdown(std::net::Shutdown::Both).await;
-        s.slot.mark_closed();
+        s.cancel.slot.mark_closed();
     }
-    if let (End::Killed | End::KilledByClient, Some(conn)) = (&end, s.backend.as_mut()) {
+    if let (End::Killed | End::KilledByClient, Some(conn)) = (&end, s.link.conn.as_mut()) {
         // Killed wherever it was: a response may still be on its way, and a killed server
         // connection is gone on the server too, so the connection goes.
         conn.broken = true;
@@ -186,11 +223,11 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
         End::ClientGone | End::Fatal | End::KilledByClient => None,
     };
     if let Some((number, message)) = goodbye {
-        MyClientError::new(number, message).encode(0, &mut s.out);
+        MyClientError::new(number, message).encode(0, &mut s.io.out);
         let _ = s.flush_client().await;
     }
     s.release_backend(true).await;
-    ctx.cancels.remove(s.key);
+    ctx.cancels.remove(s.cancel.key);
 }
 
 /// Turns away a client over its listener's `max_client_connections`: an ERR packet (1040,
@@ -245,16 +282,11 @@ impl Session {
         Self {
             ctx,
             io,
-            out: Vec::new(),
-            bout: Vec::new(),
-            bpos: 0,
-            bseq: None,
             pool: g.pool,
-            backend: None,
+            link: BackendLink::default(),
             state: g.state,
             stmts: prepared::Statements::default(),
-            slot,
-            key: g.key,
+            cancel: CancelHandle { slot, key: g.key },
             tx: Tx { status, ..Tx::default() },
             client: ClientInfo {
                 caps: g.caps,
@@ -262,16 +294,12 @@ impl Session {
                 scramble: g.scramble,
                 multi_statements: g.caps & crate::protocol::mysql::capability::CLIENT_MULTI_STATEMENTS != 0,
                 named_pool: g.named_pool,
+                user: g.user,
+                pass: g.pass,
             },
-            query_deadline: None,
-            bridge,
-            cross: bridged::cross::Cross::default(),
-            user: g.user,
-            pass: g.pass,
-            ryw,
-            lex,
-            rule_retry: None,
-            notice: warning::RetryNotice::default(),
+            foreign: Foreign { bridge, cross: bridged::cross::Cross::default() },
+            routing: RoutingFacts { ryw, lex },
+            retry: RetryContext::default(),
         }
     }
 
@@ -290,7 +318,7 @@ impl Session {
             // flight is dropped with its backend connection, which the release then closes.
             // So does a client's KILL CONNECTION of this session (#18).
             let killed = self.pool.gate().killed();
-            let step = super::unless_killed(self.slot.end(), self.step());
+            let step = super::unless_killed(self.cancel.slot.end(), self.step());
             match super::unless_killed(killed, step).await {
                 None => return End::Killed,
                 Some(None) => return End::KilledByClient,
@@ -339,7 +367,7 @@ impl Session {
                 Err(e) => return self.fatal(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, e.to_string())).await,
             }
             self.flush_client().await?;
-            let idle = self.backend.is_none();
+            let idle = self.link.conn.is_none();
             let read = if idle {
                 self.release_idle_buffers();
                 // A small first read keeps idle buffers small; the rest of a big command
@@ -375,7 +403,7 @@ impl Session {
     /// Gives back buffer space a large command or result left behind, before a possibly long
     /// wait for the client's next command.
     fn release_idle_buffers(&mut self) {
-        for buf in [&mut self.io.buf, &mut self.out, &mut self.bout] {
+        for buf in [&mut self.io.buf, &mut self.io.out, &mut self.link.out] {
             if buf.is_empty() {
                 buf.shrink_to(IDLE_BUFFER_KEEP);
             }
@@ -385,7 +413,7 @@ impl Session {
     /// Ends a session whose client stayed silent past `idle_transaction_timeout` while holding
     /// its backend connection, which is closed (rolling the transaction back).
     async fn idle_transaction_expired<T>(&mut self) -> Result<T, End> {
-        if let Some(c) = self.backend.as_mut() {
+        if let Some(c) = self.link.conn.as_mut() {
             c.broken = true;
         }
         self.pool.counters.idle_transaction_timed_out();
@@ -399,7 +427,7 @@ impl Session {
     /// Tells the client why its session ends, in a way the error survives (see
     /// [`rt::linger_close`]): the client may still be sending the packet that was refused.
     async fn fatal<T>(&mut self, e: MyClientError) -> Result<T, End> {
-        e.encode(1, &mut self.out);
+        e.encode(1, &mut self.io.out);
         if self.flush_client().await.is_ok() {
             rt::linger_close(&mut self.io.stream, rt::now() + super::FATAL_LINGER).await;
         }
@@ -408,17 +436,17 @@ impl Session {
 
     /// Writes buffered client output.
     async fn flush_client(&mut self) -> Result<(), End> {
-        if self.out.is_empty() {
+        if self.io.out.is_empty() {
             return Ok(());
         }
-        let r = rt::write_all(&mut self.io.stream, &self.out).await;
-        self.out.clear();
+        let r = rt::write_all(&mut self.io.stream, &self.io.out).await;
+        self.io.out.clear();
         r.map_err(|_| End::ClientGone)
     }
 
     async fn dispatch(&mut self, payload: &[u8]) -> Result<(), End> {
-        let code = payload.first().copied().unwrap_or(0xFF);
-        let body = payload.get(1..).unwrap_or_default();
+        // An empty command is an unknown one.
+        let (code, body) = payload.split_first().map_or((0xFF, &[][..]), |(code, body)| (*code, body));
         if self.is_bridged() {
             return self.bridged_dispatch(code, payload, body).await;
         }
@@ -463,7 +491,7 @@ impl Session {
             COM_STMT_FETCH => self.on_fetch(payload).await,
             _ => {
                 MyClientError::new(ER_UNKNOWN_COM_ERROR, format!("Unknown command {code:#04x}"))
-                    .encode(1, &mut self.out);
+                    .encode(1, &mut self.io.out);
                 Ok(())
             }
         }
@@ -473,7 +501,7 @@ impl Session {
     fn ok_local(&mut self) -> Result<(), End> {
         let mut payload = Vec::with_capacity(16);
         OkPacket { status: self.tx.status, ..OkPacket::default() }.encode(self.client.caps, &mut payload);
-        encode_packets(&payload, 1, &mut self.out);
+        encode_packets(&payload, 1, &mut self.io.out);
         Ok(())
     }
 
@@ -482,13 +510,13 @@ impl Session {
             [0, 0] => self.client.multi_statements = true,
             [1, 0] => self.client.multi_statements = false,
             _ => {
-                MyClientError::new(ER_UNKNOWN_COM_ERROR, "Unknown COM_SET_OPTION value").encode(1, &mut self.out);
+                MyClientError::new(ER_UNKNOWN_COM_ERROR, "Unknown COM_SET_OPTION value").encode(1, &mut self.io.out);
                 return Ok(());
             }
         }
         let mut payload = Vec::with_capacity(8);
         EofPacket { warnings: 0, status: self.tx.status }.encode(&mut payload);
-        encode_packets(&payload, 1, &mut self.out);
+        encode_packets(&payload, 1, &mut self.io.out);
         Ok(())
     }
 
@@ -506,7 +534,7 @@ impl Session {
                 ER_PARSE_ERROR,
                 "You have an error in your SQL syntax: multiple statements are not enabled for this connection",
             );
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         let mut grammar = Grammar::Query;
@@ -514,19 +542,19 @@ impl Session {
             // Refused here with the reason rather than by the server with 1148's "not allowed
             // with this MariaDB version" (#4).
             if let Some(e) = self.local_infile_refusal() {
-                e.encode(1, &mut self.out);
+                e.encode(1, &mut self.io.out);
                 return Ok(());
             }
             grammar = Grammar::LoadLocal;
         }
         if let Some(e) = self.statement_pooling_refusal(&sql) {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         let routed = match self.route_statement(&sql, None).await {
             Ok(r) => r,
             Err(e) => {
-                e.encode(1, &mut self.out);
+                e.encode(1, &mut self.io.out);
                 return Ok(());
             }
         };
@@ -565,7 +593,7 @@ impl Session {
     ) -> Result<Option<Outcome>, End> {
         self.tx.sticky = false;
         if let Err(e) = self.ensure_backend().await {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(None);
         }
         self.arm_query_timeout();
@@ -582,27 +610,27 @@ impl Session {
     }
 
     fn arm_query_timeout(&mut self) {
-        self.query_deadline = self.pool.config.timeouts.query.map(|d| QueryTimer { at: rt::now() + d, killed: false });
+        self.link.deadline = self.pool.config.timeouts.query.map(|d| QueryTimer { at: rt::now() + d, killed: false });
     }
 
     /// Bookkeeping after a relayed response: status flags, cursor, release.
     async fn after_response(&mut self, outcome: &Outcome) {
-        self.query_deadline = None;
-        self.slot.set_running(None);
+        self.link.deadline = None;
+        self.cancel.slot.set_running(None);
         if let Some(s) = outcome.status {
             self.tx.status = s;
-            if let Some(c) = self.backend.as_mut() {
+            if let Some(c) = self.link.conn.as_mut() {
                 relay::note_status(c, Some(s));
             }
             if !self.is_bridged() {
                 // The server's own flags beat the router's reading of SETs (#19): whatever set
                 // sql_mode, the next statement is lexed as the server will read it.
-                self.lex.mode = self.server_mode(self.backend.as_ref());
+                self.routing.lex.mode = self.server_mode(self.link.conn.as_ref());
             }
         }
         let in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
-        self.ryw.statement_done(rt::now(), in_tx); // #19: window from commit
-        if self.ryw.position_due() && !outcome.abandoned && self.ctx.has_replica_reads() {
+        self.routing.ryw.statement_done(rt::now(), in_tx); // #19: window from commit
+        if self.routing.ryw.position_due() && !outcome.abandoned && self.ctx.has_replica_reads() {
             self.learn_commit_gtid().await; // causal reads (#22)
         }
         let escaped = in_tx || self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
@@ -611,7 +639,7 @@ impl Session {
             // the check cannot read): closing the connection rolls it back rather than leaking
             // it to another client, and the session ends at its next command, since what the
             // client believes is open is gone and its COMMIT must never be answered OK (#19).
-            if let Some(c) = self.backend.as_mut() {
+            if let Some(c) = self.link.conn.as_mut() {
                 c.broken = true;
             }
             self.tx.status = SERVER_STATUS_AUTOCOMMIT;
@@ -634,26 +662,26 @@ impl Session {
     /// then ends after the error, as a direct connection would.
     async fn backend_lost(&mut self) -> Result<(), End> {
         let was_in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
-        self.slot.set_server(None);
-        if let Some(mut c) = self.backend.take() {
+        self.cancel.slot.set_server(None);
+        if let Some(mut c) = self.link.conn.take() {
             c.broken = true;
             self.pool.checkin(c, false);
         }
-        self.bpos = 0;
-        self.query_deadline = None;
-        self.slot.set_running(None);
+        self.link.pos = 0;
+        self.link.deadline = None;
+        self.cancel.slot.set_running(None);
         self.tx.status = SERVER_STATUS_AUTOCOMMIT;
         self.tx.cursor = None;
         self.tx.sticky = false;
         // Relayed packets of the broken response may have left the client mid-result: it
         // cannot resynchronize, so the session ends after the error.
-        let mid_response = !self.out.is_empty();
-        self.out.clear();
+        let mid_response = !self.io.out.is_empty();
+        self.io.out.clear();
         MyClientError::new(
             ER_BACKEND_LOST,
             "Lost connection to the backend server during query; the statement may not have completed",
         )
-        .encode(1, &mut self.out);
+        .encode(1, &mut self.io.out);
         let _ = self.flush_client().await;
         // A session-mode client owns its server session (variables, temporary tables, locks):
         // it is gone, so the client's connection ends too, as a direct one would (#18).
@@ -670,7 +698,7 @@ impl Session {
             // health: as for PostgreSQL, a session-mode client leaves a backend marked down
             // between transactions when its state can follow it.
             PoolMode::Session => {
-                self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend))
+                self.link.conn.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend))
                     && self.between_transactions()
             }
             PoolMode::Transaction | PoolMode::Statement => self.between_transactions(),
@@ -692,16 +720,18 @@ impl Session {
     /// Returns the backend to the pool, resetting it when the session ends with state the next
     /// client must not inherit.
     async fn release_backend(&mut self, session_end: bool) {
-        self.slot.set_running(None);
-        self.slot.set_server(None);
-        self.slot.settle().await;
+        self.cancel.slot.set_running(None);
+        self.cancel.slot.set_server(None);
+        self.cancel.slot.settle().await;
         if self.is_bridged() {
             self.pg_release(session_end);
             return;
         }
-        let Some(mut conn) = self.backend.take() else { return };
-        let clean =
-            self.tx.status & SERVER_STATUS_IN_TRANS == 0 && self.tx.cursor.is_none() && !conn.broken && self.bpos == 0;
+        let Some(mut conn) = self.link.conn.take() else { return };
+        let clean = self.tx.status & SERVER_STATUS_IN_TRANS == 0
+            && self.tx.cursor.is_none()
+            && !conn.broken
+            && self.link.pos == 0;
         if !clean {
             self.pool.checkin(conn, false);
             return;
@@ -723,13 +753,13 @@ impl Session {
 
     /// Makes sure a backend connection is attached, replaying session state on it.
     async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
-        if self.backend.is_some() {
+        if self.link.conn.is_some() {
             return Ok(());
         }
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
         let conn = self
             .ctx
-            .checkout(&mut self.pool, Protocol::MySql, self.pass.as_deref(), deadline)
+            .checkout(&mut self.pool, Protocol::MySql, self.client.pass.as_deref(), deadline)
             .await
             .map_err(|e| MyClientError::from(&e))?;
         self.attach(conn).await
@@ -738,7 +768,7 @@ impl Session {
     /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,
     /// replaying session state on it.
     async fn attach(&mut self, mut conn: Conn) -> Result<(), MyClientError> {
-        self.bpos = 0;
+        self.link.pos = 0;
         if conn.settings != self.state.signature() {
             if let Err(e) = stmt::replay(&mut conn, &self.state, &self.pool.config.database).await {
                 conn.broken = true;
@@ -749,9 +779,9 @@ impl Session {
         }
         if let (PoolMode::Session, crate::pool::ConnInfo::MySql(info)) = (self.mode(), &conn.info) {
             // The connection is this client's for good: a KILL of its id finds the session.
-            self.slot.set_server(Some((conn.addr, info.thread_id)));
+            self.cancel.slot.set_server(Some((conn.addr, info.thread_id)));
         }
-        self.backend = Some(conn);
+        self.link.conn = Some(conn);
         Ok(())
     }
 
@@ -759,8 +789,8 @@ impl Session {
         if self.is_bridged() {
             return self.bridged_reset();
         }
-        self.slot.set_server(None);
-        if let Some(mut c) = self.backend.take() {
+        self.cancel.slot.set_server(None);
+        if let Some(mut c) = self.link.conn.take() {
             // The connection may hold pins or a transaction: it is cleaned before reuse.
             let ok =
                 self.tx.cursor.is_none() && stmt::reset_connection(&mut c, &self.pool.config.database).await.is_ok();
@@ -769,11 +799,11 @@ impl Session {
             }
             self.pool.checkin(c, ok);
         }
-        self.bpos = 0;
+        self.link.pos = 0;
         self.tx = Tx { status: SERVER_STATUS_AUTOCOMMIT, ..Tx::default() };
         let db = self.state.db().map(str::to_owned);
         self.state.reset(db, self.client.names.clone());
-        self.ryw.reset(); // #22: read-your-writes follows the client's reset
+        self.routing.ryw.reset(); // #22: read-your-writes follows the client's reset
         self.stmts.clear();
         self.cross_reset();
         self.ok_local()
@@ -813,11 +843,11 @@ impl Session {
         });
         match checked {
             Ok((target, db, pass)) => {
-                self.user = user;
-                self.pass = pass;
+                self.client.user = user;
+                self.client.pass = pass;
                 self.client.named_pool = login::named_pool(&config, database.as_deref());
                 self.on_reset().await?;
-                self.out.clear();
+                self.io.out.clear();
                 // The client proved the credentials of `target`, as a new connection would.
                 self.pool = target;
                 self.state.reset(db, self.client.names.clone());

@@ -100,6 +100,14 @@ pub(super) fn statement_key(sql: &[u8], db: Option<&str>) -> u64 {
     h.finish()
 }
 
+/// A client's COM_STMT_EXECUTE payload past its command byte and statement id: its flags and
+/// iteration count (5 bytes) and the parameters after them; `None` when it is shorter.
+fn execute_parts(client: &[u8]) -> Option<(&[u8], &[u8])> {
+    // code(1) stmt_id(4) flags(1) iterations(4) before the parameters.
+    let (_, after_id) = client.split_at_checked(5)?;
+    after_id.split_at_checked(5)
+}
+
 /// Writes a COM_STMT_EXECUTE payload for backend statement `backend_id` from the client's
 /// payload `client` (command byte included), making sure parameter types are always bound:
 /// types the client sent are remembered in `types`; an execute without them gets the
@@ -111,19 +119,18 @@ pub(super) fn rewrite_execute(
     types: &mut Vec<u8>,
     out: &mut Vec<u8>,
 ) -> bool {
-    // code(1) stmt_id(4) flags(1) iterations(4) = 10 bytes before the parameters.
-    let Some((head, body)) = client.split_at_checked(10) else { return false };
+    let Some((flags_iterations, body)) = execute_parts(client) else { return false };
     out.push(COM_STMT_EXECUTE);
     put_u32(out, backend_id);
-    out.extend_from_slice(head.get(5..).unwrap_or_default());
+    out.extend_from_slice(flags_iterations);
     let n = usize::from(params);
     if n == 0 {
         out.extend_from_slice(body);
         return true;
     }
     let bitmap = n.div_ceil(8);
-    let (Some(nulls), Some(&flag)) = (body.get(..bitmap), body.get(bitmap)) else { return false };
-    let rest = body.get(bitmap + 1..).unwrap_or_default();
+    let Some((nulls, after)) = body.split_at_checked(bitmap) else { return false };
+    let Some((&flag, rest)) = after.split_first() else { return false };
     out.extend_from_slice(nulls);
     if flag == 1 {
         let Some(t) = rest.get(..2 * n) else { return false };
@@ -157,7 +164,7 @@ pub(super) fn reorder_execute(
     types: &mut Vec<u8>,
     out: &mut Vec<u8>,
 ) -> bool {
-    let Some((head, body)) = client.split_at_checked(10) else { return false };
+    let Some((flags_iterations, body)) = execute_parts(client) else { return false };
     let prev: Vec<ValueType> = types
         .chunks_exact(2)
         .map(|pair| match *pair {
@@ -175,7 +182,7 @@ pub(super) fn reorder_execute(
     let Some(reordered) = decoded.reorder(order) else { return false };
     out.push(COM_STMT_EXECUTE);
     put_u32(out, backend_id);
-    out.extend_from_slice(head.get(5..).unwrap_or_default());
+    out.extend_from_slice(flags_iterations);
     encode_execute_params(&reordered, out);
     true
 }

@@ -1,26 +1,29 @@
-//! The response side of a MySQL session: reads backend packets, relays them to the client
-//! untouched (sequence ids included) while following the response grammar far enough to know
-//! where it ends, which results succeeded and what the server's status flags say. A packet out
-//! of sequence, like a broken one, means the backend connection is lost.
+//! The response side of a MySQL session, as I/O around [`Exchange`]: reads backend packets,
+//! relays them to the client untouched (sequence ids included) when the exchange says so,
+//! and does what else it asks (stream the client's file, refuse one). A packet out of
+//! sequence, like a broken one, means the backend connection is lost.
 //!
 //! A server's LOCAL INFILE request is relayed only for a statement the session let through as
 //! [`Grammar::LoadLocal`] (#4); the client's file then streams to the backend packet piece by
-//! packet piece. Any other request is refused here.
+//! packet piece. Any other request is refused.
+//!
+//! Payloads outside a command's response (prepare answers, SHOW WARNINGS) are read whole
+//! with [`Session::backend_payload`].
 
+use super::exchange::{Action, Exchange};
+pub(super) use super::exchange::{Grammar, Outcome};
 use super::{End, QueryTimer, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::mysql::capability::CLIENT_LOCAL_FILES;
-use crate::protocol::mysql::codec::Reader;
 use crate::protocol::mysql::errcode::{
     ER_CLIENT_INTERACTION_TIMEOUT, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_NOT_ALLOWED_COMMAND,
 };
-use crate::protocol::mysql::framer::HEADER_LEN;
-use crate::protocol::mysql::infile::{FileStream, LOCAL_INFILE_REQUEST};
-use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_CURSOR_EXISTS};
+use crate::protocol::mysql::infile::FileStream;
 use crate::protocol::mysql::DecodeError;
-use crate::protocol::mysql::{decode_packet, encode_packets, MAX_PACKET_PAYLOAD};
+use crate::protocol::mysql::{decode_wire_packet, encode_packets, WirePacket, MAX_PACKET_PAYLOAD};
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::error::RelayError;
 
 /// Payload bytes of a packet kept for inspection; first packets of responses (OK, ERR, EOF,
 /// column counts, prepare OK) are always shorter.
@@ -53,52 +56,11 @@ impl Pkt {
     pub fn whole(&self) -> Option<&[u8]> {
         (self.len == self.head.len()).then_some(&self.head[..])
     }
-}
 
-/// What one relayed response said.
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct Outcome {
-    /// Results (OK packets or result sets) that completed before any error.
-    pub succeeded: usize,
-    /// The response ended with an ERR packet.
-    pub error: bool,
-    /// Status flags of the last OK/EOF packet.
-    pub status: Option<u16>,
-    /// Last insert id of the last OK packet.
-    pub last_insert_id: u64,
-    /// A cursor was opened (COM_STMT_EXECUTE with a cursor type).
-    pub cursor: bool,
-    /// Rows relayed plus rows the OK packets say were affected (for digest statistics).
-    pub rows: u64,
-    /// The client broke off in the middle of sending a local file (closed, or sent packets out
-    /// of sequence or over the size limit): the backend connection was given up and the
-    /// session ends.
-    pub abandoned: bool,
-}
-
-/// Status flags and last insert id of an OK packet, or status of an EOF packet.
-pub(super) fn status_of(p: &Pkt) -> (Option<u16>, u64) {
-    let mut r = Reader::new(&p.head);
-    match r.u8("header") {
-        Ok(0xFE) if p.len < 9 => {
-            let _ = r.u16("warnings");
-            (r.u16("status").ok(), 0)
-        }
-        Ok(0x00 | 0xFE) => {
-            let _ = r.lenenc_int("affected rows");
-            let id = r.lenenc_int("last insert id").unwrap_or(0);
-            (r.u16("status").ok(), id)
-        }
-        _ => (None, 0),
-    }
-}
-
-/// Affected rows of an OK packet (0 for anything else).
-fn affected_rows(p: &Pkt) -> u64 {
-    let mut r = Reader::new(&p.head);
-    match r.u8("header") {
-        Ok(0x00) => r.lenenc_int("affected rows").unwrap_or(0),
-        _ => 0,
+    /// The whole payload, or why it was not kept.
+    pub fn whole_or_err(&self) -> Result<&[u8], RelayError> {
+        self.whole()
+            .ok_or_else(|| RelayError::Malformed(format!("a {}-byte payload where a short one was due", self.len)))
     }
 }
 
@@ -113,95 +75,91 @@ enum BrokeOff {
     Bad(DecodeError),
 }
 
-/// Result grammar variants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Grammar {
-    /// COM_QUERY: OK / ERR / text result sets, chained by MORE_RESULTS; a LOCAL INFILE request
-    /// is refused.
-    Query,
-    /// COM_QUERY of `LOAD DATA LOCAL INFILE` on a pool with `local_infile`, from a client that
-    /// set `CLIENT_LOCAL_FILES`: as Query, but the server's file request goes to the client.
-    LoadLocal,
-    /// COM_STMT_EXECUTE: as Query, but binary rows and a cursor may be opened.
-    Execute,
-    /// COM_FIELD_LIST and COM_STMT_FETCH: packets until EOF or ERR.
-    UntilEof,
-    /// COM_STATISTICS, COM_PING, COM_INIT_DB, COM_STMT_RESET, COM_RESET_CONNECTION: one packet.
-    Single,
+/// The whole backend packet at `pos` of `rbuf`, which [`Session::next_backend_packet`] made
+/// sure is there.
+pub(super) fn packet_at(rbuf: &[u8], pos: usize) -> Result<WirePacket<'_>, RelayError> {
+    let rest = rbuf.get(pos..).ok_or_else(|| RelayError::Malformed("read position past the buffered bytes".into()))?;
+    decode_wire_packet(rest, MAX_PACKET_PAYLOAD)
+        .map_err(|e| RelayError::Malformed(e.to_string()))?
+        .ok_or_else(|| RelayError::Malformed("an incomplete packet".into()))
+}
+
+/// A lost backend socket, with its io error.
+fn lost(e: std::io::Error) -> RelayError {
+    RelayError::BackendClosed(Some(e))
 }
 
 impl Session {
     /// Reads the next logical payload from the backend, forwarding its packets to the client
-    /// when `forward`. `Err` means the backend connection is gone or desynchronized.
-    pub(super) async fn backend_payload(&mut self, forward: bool) -> Result<Pkt, ()> {
+    /// when `forward`.
+    pub(super) async fn backend_payload(&mut self, forward: bool) -> Result<Pkt, RelayError> {
         let p = self.read_payload(forward).await?;
-        self.flush_full(forward).await?;
+        if forward {
+            self.flush_full().await?;
+        }
         Ok(p)
     }
 
     /// Writes the client output out once it is large, mid-response.
-    async fn flush_full(&mut self, forward: bool) -> Result<(), ()> {
-        if forward && self.out.len() >= CLIENT_FLUSH_AT {
-            self.flush_client().await.map_err(|_| ())?;
+    async fn flush_full(&mut self) -> Result<(), RelayError> {
+        if self.io.out.len() >= CLIENT_FLUSH_AT {
+            self.flush_client().await.map_err(|_| RelayError::ClientClosed(None))?;
         }
         Ok(())
     }
 
-    /// [`Session::backend_payload`] without the flush, so the payload can still be changed in
-    /// the client output.
-    async fn read_payload(&mut self, forward: bool) -> Result<Pkt, ()> {
-        let mut pkt: Option<Pkt> = None;
+    /// [`Session::backend_payload`] without the flush.
+    async fn read_payload(&mut self, forward: bool) -> Result<Pkt, RelayError> {
+        let mut pkt = Pkt { seq: self.link.seq.unwrap_or(0), len: 0, head: Vec::new() };
         loop {
-            let (seq, plen) = self.next_backend_packet().await?;
-            if self.bseq.is_some_and(|want| want != seq) {
-                tracing::warn!(want = ?self.bseq, got = seq, "backend packet out of sequence; giving the connection up");
-                return Err(());
+            self.next_backend_packet().await?;
+            let conn = self.link.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
+            let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.link.pos)?;
+            if let Some(want) = self.link.seq.filter(|want| *want != packet.seq) {
+                return Err(out_of_sequence(want, packet.seq));
             }
-            self.bseq = Some(seq.wrapping_add(1));
-            let Some(conn) = self.backend.as_mut() else { return Err(()) };
-            let raw = conn.rbuf.get(self.bpos..self.bpos + HEADER_LEN + plen).ok_or(())?;
-            let payload = raw.get(HEADER_LEN..).unwrap_or_default();
-            let p = pkt.get_or_insert_with(|| Pkt { seq, len: 0, head: Vec::new() });
-            p.len += plen;
-            let room = HEAD_MAX.saturating_sub(p.head.len());
-            p.head.extend_from_slice(payload.get(..room.min(payload.len())).unwrap_or_default());
+            if pkt.len == 0 && pkt.head.is_empty() {
+                pkt.seq = packet.seq;
+            }
+            self.link.seq = Some(packet.seq.wrapping_add(1));
+            pkt.len += packet.payload.len();
+            let room = HEAD_MAX.saturating_sub(pkt.head.len());
+            pkt.head.extend(packet.payload.iter().take(room));
             if forward {
-                self.out.extend_from_slice(raw);
+                self.io.out.extend_from_slice(wire);
             }
-            self.bpos += HEADER_LEN + plen;
-            if plen < MAX_PACKET_PAYLOAD {
-                break;
+            self.link.pos += wire.len();
+            if !packet.is_continued() {
+                return Ok(pkt);
             }
         }
-        pkt.ok_or(())
     }
 
-    /// Waits for one whole backend packet at `self.bpos`; returns (sequence id, payload length).
-    /// Past the query deadline the running statement is killed and reading goes on for another
-    /// `query_timeout`; past that the backend counts as lost.
-    pub(super) async fn next_backend_packet(&mut self) -> Result<(u8, usize), ()> {
+    /// Waits for one whole backend packet at `self.link.pos`. Past the query deadline the running
+    /// statement is killed and reading goes on for another `query_timeout`; past that the
+    /// backend counts as lost.
+    pub(super) async fn next_backend_packet(&mut self) -> Result<(), RelayError> {
         loop {
-            let conn = self.backend.as_mut().ok_or(())?;
-            match decode_packet(conn.rbuf.get(self.bpos..).unwrap_or_default(), MAX_PACKET_PAYLOAD) {
-                Ok(Some(p)) => return Ok((p.seq, p.payload.len())),
-                Ok(None) => {}
-                Err(_) => return Err(()),
+            let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+            let unread = conn.rbuf.get(self.link.pos..).map(|rest| decode_wire_packet(rest, MAX_PACKET_PAYLOAD));
+            match unread {
+                Some(Ok(Some(_))) => return Ok(()),
+                Some(Err(e)) => return Err(RelayError::Malformed(e.to_string())),
+                Some(Ok(None)) | None => {}
             }
-            if self.bpos > 0 {
-                conn.rbuf.drain(..self.bpos);
-                self.bpos = 0;
+            if self.link.pos > 0 {
+                conn.rbuf.drain(..self.link.pos.min(conn.rbuf.len()));
+                self.link.pos = 0;
             }
-            let read = match self.query_deadline {
+            let read = match self.link.deadline {
                 Some(timer) => {
-                    match rt::with_deadline(timer.at, rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK)).await
-                    {
+                    let reading = rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK);
+                    match rt::with_deadline(timer.at, reading).await {
                         Ok(r) => r,
                         // Killed a query_timeout ago and still silent: the backend is not answering.
-                        Err(_) if timer.killed => return Err(()),
+                        Err(_) if timer.killed => return Err(self.cancel_ignored()),
                         Err(_) => {
-                            let again = self.pool.config.timeouts.query.map(|d| rt::now() + d);
-                            self.query_deadline = again.map(|at| QueryTimer { at, killed: true });
-                            let _ = self.ctx.cancels.act(self.key, false);
+                            self.kill_running();
                             continue;
                         }
                     }
@@ -209,127 +167,94 @@ impl Session {
                 None => rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await,
             };
             match read {
-                Ok(0) | Err(_) => return Err(()),
+                Ok(0) => return Err(RelayError::BackendClosed(None)),
+                Err(e) => return Err(lost(e)),
                 Ok(_) => {}
             }
         }
     }
 
+    /// The query timeout fired: kills the running statement and waits another `query_timeout`.
+    fn kill_running(&mut self) {
+        let again = self.pool.config.timeouts.query.map(|d| rt::now() + d);
+        self.link.deadline = again.map(|at| QueryTimer { at, killed: true });
+        let _ = self.ctx.cancels.act(self.cancel.key, false);
+    }
+
+    /// The backend left the kill of a timed-out statement unanswered.
+    fn cancel_ignored(&self) -> RelayError {
+        let timeout_ms = self.pool.config.timeouts.query.unwrap_or_default().as_millis();
+        RelayError::CancelIgnored { timeout_ms }
+    }
+
     /// Drops the bytes of the finished response from the backend buffer.
     pub(super) fn compact(&mut self) {
-        if let Some(conn) = self.backend.as_mut() {
-            let n = self.bpos.min(conn.rbuf.len());
+        if let Some(conn) = self.link.conn.as_mut() {
+            let n = self.link.pos.min(conn.rbuf.len());
             conn.rbuf.drain(..n);
         }
-        self.bpos = 0;
+        self.link.pos = 0;
     }
 
     /// Forwards a payload read with `forward = false` (it must have been kept whole).
-    pub(super) fn forward_pkt(&mut self, p: &Pkt) -> Result<(), ()> {
-        let whole = p.whole().ok_or(())?;
-        encode_packets(whole, p.seq, &mut self.out);
+    pub(super) fn forward_pkt(&mut self, p: &Pkt) -> Result<(), RelayError> {
+        let whole = p.whole_or_err()?;
+        encode_packets(whole, p.seq, &mut self.io.out);
         Ok(())
     }
 
-    /// Relays one whole response of `grammar`; with `forward = false` nothing reaches the
-    /// client (settings replay, re-prepare). `Err` means the backend was lost.
-    pub(super) async fn relay_response(&mut self, grammar: Grammar, forward: bool) -> Result<Outcome, ()> {
-        let mut out = Outcome::default();
-        if grammar == Grammar::UntilEof {
-            self.rows_until_end(forward, &mut out).await?;
-            self.compact();
-            return Ok(out);
+    /// A new exchange for the response of the command just sent, of `grammar`.
+    pub(super) fn exchange(&self, grammar: Grammar) -> Exchange {
+        // Backend connections never agree on CLIENT_DEPRECATE_EOF (see pool::mysql).
+        Exchange::new(grammar, self.link.seq, false).limit_file_packets(self.io.max_msg)
+    }
+
+    /// Relays one whole response of `grammar` to the client.
+    pub(super) async fn relay_response(&mut self, grammar: Grammar) -> Result<Outcome, RelayError> {
+        let mut ex = self.exchange(grammar);
+        self.relay_exchange(&mut ex).await
+    }
+
+    /// Drives `ex` to the end of its response, doing what it asks.
+    pub(super) async fn relay_exchange(&mut self, ex: &mut Exchange) -> Result<Outcome, RelayError> {
+        let driven = self.drive(ex).await;
+        self.link.seq = ex.next_seq();
+        if let Err(e @ RelayError::OutOfSequence { .. }) = &driven {
+            tracing::warn!(error = %e, "backend packet out of sequence; giving the connection up");
         }
-        loop {
-            let p = self.backend_payload(false).await?;
-            if p.is_err() || grammar == Grammar::Single {
-                if forward {
-                    self.forward_pkt(&p)?;
-                }
-                out.error = p.is_err();
-                if !out.error {
-                    (out.status, out.last_insert_id) = status_of(&p);
-                    out.succeeded += 1;
-                }
-                break;
-            }
-            match p.first() {
-                Some(0x00) => {
-                    out.rows += affected_rows(&p);
-                    (out.status, out.last_insert_id) = status_of(&p);
-                    out.succeeded += 1;
-                    if forward {
-                        self.forward_pkt(&p)?;
-                        self.bump_final(p.len, out.status);
-                    }
-                }
-                Some(LOCAL_INFILE_REQUEST) if grammar == Grammar::LoadLocal && forward => {
-                    if !self.relay_local_infile(&p, &mut out).await? {
-                        break;
-                    }
-                    // The server's OK or ERR for the loaded file follows.
-                    continue;
-                }
-                Some(LOCAL_INFILE_REQUEST) => {
-                    self.refuse_local_infile(&p, forward, &mut out).await?;
-                    break;
-                }
-                _ => {
-                    if forward {
-                        self.forward_pkt(&p)?;
-                    }
-                    let columns = Reader::new(&p.head).lenenc_int("column count").map_err(|_| ())?;
-                    self.result_set(columns, grammar, forward, &mut out).await?;
-                    if out.error || out.cursor {
-                        break;
-                    }
-                }
-            }
-            if out.status.is_none_or(|s| s & SERVER_MORE_RESULTS_EXISTS == 0) {
-                break;
-            }
-        }
+        driven?;
         self.compact();
-        Ok(out)
+        Ok(ex.outcome())
     }
 
-    async fn result_set(&mut self, columns: u64, grammar: Grammar, forward: bool, out: &mut Outcome) -> Result<(), ()> {
-        for _ in 0..columns {
-            self.backend_payload(forward).await?;
+    /// Feeds backend packets to `ex` until its response is complete.
+    async fn drive(&mut self, ex: &mut Exchange) -> Result<(), RelayError> {
+        while !ex.done() {
+            self.next_backend_packet().await?;
+            let (action, len) = self.take_packet(ex)?;
+            match action {
+                Action::Forward => {}
+                Action::ForwardEnd => self.bump_final(len, ex.outcome().status),
+                Action::SendFile => self.relay_local_infile(ex).await?,
+                Action::RefuseFile { reply_seq } => self.refuse_local_infile(reply_seq).await?,
+                Action::Refused { seq, unusable } => self.refused_local_infile(seq, unusable),
+            }
+            self.flush_full().await?;
         }
-        let eof = self.backend_payload(forward).await?;
-        if !eof.is_eof() {
-            return Err(());
-        }
-        let status = status_of(&eof).0;
-        if grammar == Grammar::Execute && status.is_some_and(|s| s & SERVER_STATUS_CURSOR_EXISTS != 0) {
-            out.status = status;
-            out.cursor = true;
-            out.succeeded += 1;
-            return Ok(());
-        }
-        self.rows_until_end(forward, out).await
+        Ok(())
     }
 
-    /// Relays rows up to and including the terminating EOF or ERR.
-    pub(super) async fn rows_until_end(&mut self, forward: bool, out: &mut Outcome) -> Result<(), ()> {
-        loop {
-            let p = self.read_payload(forward).await?;
-            if p.is_eof() {
-                out.status = status_of(&p).0;
-                out.succeeded += 1;
-                if forward {
-                    self.bump_final(p.len, out.status);
-                }
-                return self.flush_full(forward).await;
-            }
-            self.flush_full(forward).await?;
-            if p.is_err() {
-                out.error = true;
-                return Ok(());
-            }
-            out.rows += 1;
+    /// Hands the backend packet at `self.link.pos` to `ex` and relays it when it says so; returns
+    /// the action and the packet's payload length.
+    fn take_packet(&mut self, ex: &mut Exchange) -> Result<(Action, usize), RelayError> {
+        let conn = self.link.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
+        let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.link.pos)?;
+        let action = ex.on_backend(&packet)?;
+        if matches!(action, Action::Forward | Action::ForwardEnd | Action::SendFile) {
+            self.io.out.extend_from_slice(wire);
         }
+        self.link.pos += wire.len();
+        Ok((action, packet.payload.len()))
     }
 
     /// Why a `LOAD DATA LOCAL INFILE` may not run through this session, if it may not: its pool
@@ -351,42 +276,45 @@ impl Session {
         Some(MyClientError::new(ER_NOT_ALLOWED_COMMAND, why))
     }
 
-    /// Relays the server's file request `p` to the client and the client's file to the server,
-    /// as it streams: the client's packets go on unchanged (sequence ids included) up to the
-    /// empty one that ends the file, and the server's answer is next. `Ok(false)` when the
-    /// client broke off: the backend connection, mid-statement, is given up.
-    async fn relay_local_infile(&mut self, p: &Pkt, out: &mut Outcome) -> Result<bool, ()> {
-        self.forward_pkt(p)?;
-        let mut file = FileStream::new(p.seq, self.io.max_msg);
-        let why = match self.stream_file(&mut file).await? {
-            Ok(()) => {
-                self.bseq = Some(file.next_seq());
-                return Ok(true);
-            }
+    /// Streams the client's file to the server after its request was relayed: the client's
+    /// packets go on unchanged (sequence ids included) up to the empty one that ends the file,
+    /// and the server's answer is next. When the client broke off, the backend connection,
+    /// mid-statement, is given up and `ex` abandoned.
+    async fn relay_local_infile(&mut self, ex: &mut Exchange) -> Result<(), RelayError> {
+        let why = match self.stream_file(ex).await? {
+            Ok(()) => return Ok(()),
             Err(why) => why,
         };
         tracing::debug!(?why, "client broke off a LOCAL INFILE transfer; closing its backend connection");
         // Closing the connection aborts the statement (its rows are rolled back) at once.
-        if let Some(mut c) = self.backend.take() {
+        if let Some(mut c) = self.link.conn.take() {
             c.broken = true;
             self.pool.checkin(c, false);
         }
-        let told = match why {
+        let seq = ex.file_seq().unwrap_or(0);
+        if let Some((seq, e)) = self.broke_off_error(why, seq).await {
+            e.encode(seq, &mut self.io.out);
+        }
+        ex.abandon();
+        Ok(())
+    }
+
+    /// What a client that broke off its file at packet `seq` is told, and with which sequence
+    /// id; `None` when it is gone.
+    async fn broke_off_error(&mut self, why: BrokeOff, seq: u8) -> Option<(u8, MyClientError)> {
+        match why {
             BrokeOff::Gone => None,
             // The client goes on sending its file: read it to its end, unbuffered, so that the
             // error arrives where the client expects the server's answer.
-            BrokeOff::Bad(DecodeError::PayloadTooLarge { len, max }) => {
-                self.discard_file(file.next_seq()).await.map(|seq| {
-                    let text = format!(
-                        "Got a packet bigger than 'max_allowed_packet' bytes ({len} > {max}) in a LOCAL INFILE file"
-                    );
-                    (seq, MyClientError::new(ER_NET_PACKET_TOO_LARGE, text))
-                })
+            BrokeOff::Bad(DecodeError::PayloadTooLarge { len, max }) => self.discard_file(seq).await.map(|seq| {
+                let text = format!(
+                    "Got a packet bigger than 'max_allowed_packet' bytes ({len} > {max}) in a LOCAL INFILE file"
+                );
+                (seq, MyClientError::new(ER_NET_PACKET_TOO_LARGE, text))
+            }),
+            BrokeOff::Bad(e) => {
+                Some((seq, MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}"))))
             }
-            BrokeOff::Bad(e) => Some((
-                file.next_seq(),
-                MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}")),
-            )),
             BrokeOff::Silent => {
                 self.pool.counters.idle_transaction_timed_out();
                 let limit = self.pool.config.timeouts.idle_transaction.unwrap_or_default();
@@ -394,15 +322,9 @@ impl Session {
                     "LOCAL INFILE file: the client sent nothing for idle_transaction_timeout ({} ms)",
                     limit.as_millis()
                 );
-                Some((file.next_seq(), MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text)))
+                Some((seq, MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text)))
             }
-        };
-        if let Some((seq, e)) = told {
-            e.encode(seq, &mut self.out);
         }
-        out.error = true;
-        out.abandoned = true;
-        Ok(false)
     }
 
     /// Reads and drops the rest of a client's file from the packet with sequence id `seq` on;
@@ -423,21 +345,23 @@ impl Session {
 
     /// Passes the client's file on to the backend as it arrives, up to its end. `Err` means the
     /// backend was lost; `Ok(Err)` that the client broke off.
-    async fn stream_file(&mut self, file: &mut FileStream) -> Result<Result<(), BrokeOff>, ()> {
+    async fn stream_file(&mut self, ex: &mut Exchange) -> Result<Result<(), BrokeOff>, RelayError> {
         if self.flush_client().await.is_err() {
             return Ok(Err(BrokeOff::Gone));
         }
         loop {
-            let n = match file.advance(&self.io.buf) {
+            let n = match ex.on_client_file(&self.io.buf) {
                 Ok(n) => n,
                 Err(e) => return Ok(Err(BrokeOff::Bad(e))),
             };
             if n > 0 {
-                let conn = self.backend.as_mut().ok_or(())?;
-                rt::write_all(&mut conn.stream, self.io.buf.get(..n).unwrap_or_default()).await.map_err(|_| ())?;
+                let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+                let piece =
+                    self.io.buf.get(..n).ok_or_else(|| RelayError::Malformed("a file piece past the input".into()))?;
+                rt::write_all(&mut conn.stream, piece).await.map_err(lost)?;
                 self.io.buf.drain(..n);
             }
-            if file.done() {
+            if ex.file_done() {
                 return Ok(Ok(()));
             }
             let limit = self.pool.config.timeouts.idle_transaction;
@@ -454,56 +378,60 @@ impl Session {
     /// Ends a session whose client broke off a LOCAL INFILE transfer: its error (if any) is
     /// sent in a way that survives the client still sending file bytes.
     pub(super) async fn end_abandoned(&mut self) -> End {
-        if !self.out.is_empty() && self.flush_client().await.is_ok() {
+        if !self.io.out.is_empty() && self.flush_client().await.is_ok() {
             rt::linger_close(&mut self.io.stream, rt::now() + crate::session::FATAL_LINGER).await;
         }
         End::Fatal
     }
 
     /// The server asked for a local file this statement may not send through the router: send
-    /// it none, and tell the client why its statement failed. A server that continues with more
-    /// results leaves the connection unusable.
-    async fn refuse_local_infile(&mut self, p: &Pkt, forward: bool, out: &mut Outcome) -> Result<(), ()> {
-        let conn = self.backend.as_mut().ok_or(())?;
+    /// it none (an empty packet with sequence id `seq`).
+    async fn refuse_local_infile(&mut self, seq: u8) -> Result<(), RelayError> {
+        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         let mut empty = Vec::with_capacity(4);
-        self.bseq = Some(encode_packets(&[], p.seq.wrapping_add(1), &mut empty));
-        rt::write_all(&mut conn.stream, &empty).await.map_err(|_| ())?;
-        let reply = self.backend_payload(false).await?;
-        if status_of(&reply).0.is_some_and(|s| s & SERVER_MORE_RESULTS_EXISTS != 0) {
-            if let Some(c) = self.backend.as_mut() {
-                c.broken = true;
-            }
+        encode_packets(&[], seq, &mut empty);
+        rt::write_all(&mut conn.stream, &empty).await.map_err(lost)
+    }
+
+    /// The server answered the empty file: tell the client why its statement failed, with
+    /// sequence id `seq`. A server that continues with more results (`unusable`) leaves the
+    /// connection unusable.
+    fn refused_local_infile(&mut self, seq: u8, unusable: bool) {
+        if let Some(c) = self.link.conn.as_mut().filter(|_| unusable) {
+            c.broken = true;
         }
-        if forward {
-            MyClientError::new(
-                ER_NOT_ALLOWED_COMMAND,
-                "the server asked for a local file, which the router relays only for a LOAD DATA LOCAL INFILE \
-                 statement on a pool with local_infile, from a client that allows local files",
-            )
-            .encode(p.seq, &mut self.out);
-        }
-        out.error = true;
-        Ok(())
+        MyClientError::new(
+            ER_NOT_ALLOWED_COMMAND,
+            "the server asked for a local file, which the router relays only for a LOAD DATA LOCAL INFILE \
+             statement on a pool with local_infile, from a client that allows local files",
+        )
+        .encode(seq, &mut self.io.out);
     }
 
     /// Sends `payload` as a new command (sequence 0) to the backend and marks it cancellable.
-    pub(super) async fn send_command(&mut self, payload: &[u8]) -> Result<(), ()> {
-        self.bout.clear();
-        self.bseq = Some(encode_packets(payload, 0, &mut self.bout));
+    pub(super) async fn send_command(&mut self, payload: &[u8]) -> Result<(), RelayError> {
+        self.link.out.clear();
+        self.link.seq = Some(encode_packets(payload, 0, &mut self.link.out));
         self.flush_backend().await
     }
 
-    /// Writes `self.bout` to the backend.
-    pub(super) async fn flush_backend(&mut self) -> Result<(), ()> {
-        let conn = self.backend.as_mut().ok_or(())?;
+    /// Writes `self.link.out` to the backend.
+    pub(super) async fn flush_backend(&mut self) -> Result<(), RelayError> {
+        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         if let ConnInfo::MySql(info) = &conn.info {
             let kind = crate::session::cancel::TargetKind::MySql { thread_id: info.thread_id };
-            self.slot.set_running(Some(crate::session::cancel::CancelTarget { addr: conn.addr, kind }));
+            self.cancel.slot.set_running(Some(crate::session::cancel::CancelTarget { addr: conn.addr, kind }));
         }
-        let r = rt::write_all(&mut conn.stream, &self.bout).await;
-        self.bout.clear();
-        r.map_err(|_| ())
+        let r = rt::write_all(&mut conn.stream, &self.link.out).await;
+        self.link.out.clear();
+        r.map_err(lost)
     }
+}
+
+/// A backend packet with sequence id `got` where `want` was due, logged as the connection goes.
+fn out_of_sequence(want: u8, got: u8) -> RelayError {
+    tracing::warn!(want, got, "backend packet out of sequence; giving the connection up");
+    RelayError::OutOfSequence { expected: want, got }
 }
 
 /// Updates the connection's last known status flags.

@@ -12,89 +12,111 @@
 //! drains, the ERR is relayed unchanged. A statement that succeeded after a retry under
 //! `notify_client` gets a warning (see `warning`).
 
-use super::relay::{Grammar, Outcome as Relayed};
+use super::exchange::Exchange;
+use super::relay::{packet_at, Grammar, Outcome as Relayed};
 use super::warning::Retried;
 use super::Session;
 use crate::config::{Protocol, RetryPolicy};
 use crate::protocol::mysql::encode_packets;
-use crate::protocol::mysql::framer::HEADER_LEN;
 use crate::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::rt;
 use crate::session::backoff;
-use crate::session::retry::{mysql_retryable, Attempts, Outcome};
+use crate::session::error::RelayError;
+use crate::session::retry::{Attempts, Outcome};
 
 /// Largest command (with the long data before an execute) kept for a retry.
 const RETRY_MAX: usize = 1 << 20;
 
+/// How the attempts at a retryable command ended.
+struct Settled {
+    /// The last attempt's response is not one to retry (as opposed to: attempts, the deadline
+    /// or the client's patience ran out, and the last deadlock is relayed).
+    settled: bool,
+    /// The last error retried, kept for the client's warning.
+    retried: Option<Vec<u8>>,
+}
+
 impl Session {
     /// Sends a client command and relays its response, retrying it after a deadlock when its
-    /// rule or pool says so. `Err` means the backend was lost.
-    pub(super) async fn send_and_relay(&mut self, payload: &[u8], grammar: Grammar) -> Result<Relayed, ()> {
-        self.bout.clear();
-        self.bseq = Some(encode_packets(payload, 0, &mut self.bout));
+    /// rule or pool says so.
+    pub(super) async fn send_and_relay(&mut self, payload: &[u8], grammar: Grammar) -> Result<Relayed, RelayError> {
+        self.link.out.clear();
+        self.link.seq = Some(encode_packets(payload, 0, &mut self.link.out));
         self.flush_and_relay(grammar, true).await
     }
 
-    /// Writes the queued command (`self.bout`) and relays its response, retrying it after a
-    /// deadlock when `retryable` and its rule or pool says so. `Err` means the backend was lost.
-    pub(super) async fn flush_and_relay(&mut self, grammar: Grammar, retryable: bool) -> Result<Relayed, ()> {
-        let policy = self.rule_retry.take().unwrap_or(self.pool.config.retry);
-        if !retryable || !self.retry_armed(grammar, &policy) || self.bout.len() > RETRY_MAX {
+    /// Writes the queued command (`self.link.out`) and relays its response, retrying it after a
+    /// deadlock when `retryable` and its rule or pool says so.
+    pub(super) async fn flush_and_relay(&mut self, grammar: Grammar, retryable: bool) -> Result<Relayed, RelayError> {
+        let policy = self.retry.rule.take().unwrap_or(self.pool.config.retry);
+        if !retryable || !self.retry_armed(grammar, &policy) || self.link.out.len() > RETRY_MAX {
             self.flush_backend().await?;
-            return self.relay_response(grammar, true).await;
+            return self.relay_response(grammar).await;
         }
-        let resend = self.bout.clone();
-        // The sequence id the response to `resend` starts at, for every attempt.
-        let bseq = self.bseq;
         let mut attempts = Attempts::new(policy, rt::now());
-        let interrupt = self.slot.watch();
-        self.flush_backend().await?;
-        // The last error retried, kept for the client's warning.
-        let mut retried: Option<Vec<u8>> = None;
-        let settled = loop {
-            // Peek at the first payload without consuming it: `relay_response` reads it again.
-            let (_, plen) = self.next_backend_packet().await?;
-            let start = self.bpos + HEADER_LEN;
-            let first = self.backend.as_ref().and_then(|c| c.rbuf.get(start..start + plen)).unwrap_or_default();
-            if !mysql_retryable(first) {
-                break true;
-            }
-            let wait = match attempts.next(rt::now(), rand::random::<f64>()) {
-                Ok(wait) => wait,
-                Err(why) => {
-                    self.count_retry(why);
-                    break false;
-                }
-            };
-            // Nothing runs for the session while it waits: a cancel now is for the wait alone.
-            self.slot.set_running(None);
-            if let Err(why) = backoff::wait(wait, &interrupt, &self.ctx.drain).await {
-                self.count_retry(why);
-                break false;
-            }
-            self.count_retry(Outcome::Retried);
-            retried = Some(first.to_vec());
-            self.bpos += HEADER_LEN + plen;
-            self.compact();
-            self.bout.clear();
-            self.bout.extend_from_slice(&resend);
-            self.bseq = bseq;
-            self.flush_backend().await?;
-        };
+        let mut ex = self.exchange(grammar);
+        let Settled { settled, retried } = self.attempt(&ex, &mut attempts).await?;
         let notify = retried.as_deref().filter(|_| settled && policy.notify_client);
         let retried = notify.and_then(|err| Retried::new(err, attempts.made(), policy.maximum_attempts.get()));
-        self.notice.bump = retried.is_some();
-        self.notice.bumped = false;
-        let relayed = self.relay_response(grammar, true).await;
-        self.notice.bump = false;
+        self.retry.notice.bump = retried.is_some();
+        self.retry.notice.bumped = false;
+        let relayed = self.relay_exchange(&mut ex).await;
+        self.retry.notice.bump = false;
         let relayed = relayed?;
         if settled && attempts.made() > 1 {
             self.count_retry(Outcome::Settled);
         }
-        if let Some(r) = retried.filter(|_| self.notice.bumped && !relayed.error) {
+        if let Some(r) = retried.filter(|_| self.retry.notice.bumped && !relayed.error) {
             self.keep_retry_warnings(r).await;
         }
         Ok(relayed)
+    }
+
+    /// Sends the queued command and again after each deadlock `ex` may retry, as `attempts`
+    /// allow, until the first packet of a response is one to relay (it stays unread).
+    async fn attempt(&mut self, ex: &Exchange, attempts: &mut Attempts) -> Result<Settled, RelayError> {
+        let resend = self.link.out.clone();
+        // The sequence id the response to `resend` starts at, for every attempt.
+        let bseq = self.link.seq;
+        let interrupt = self.cancel.slot.watch();
+        self.flush_backend().await?;
+        let mut retried = None;
+        loop {
+            self.next_backend_packet().await?;
+            let Some((first, wire_len)) = self.retryable_first(ex)? else {
+                return Ok(Settled { settled: true, retried });
+            };
+            let wait = match attempts.next(rt::now(), rand::random::<f64>()) {
+                Ok(wait) => wait,
+                Err(why) => return Ok(self.gave_up(why, retried)),
+            };
+            // Nothing runs for the session while it waits: a cancel now is for the wait alone.
+            self.cancel.slot.set_running(None);
+            if let Err(why) = backoff::wait(wait, &interrupt, &self.ctx.drain).await {
+                return Ok(self.gave_up(why, retried));
+            }
+            self.count_retry(Outcome::Retried);
+            retried = Some(first);
+            self.link.pos += wire_len;
+            self.compact();
+            self.link.out.clear();
+            self.link.out.extend_from_slice(&resend);
+            self.link.seq = bseq;
+            self.flush_backend().await?;
+        }
+    }
+
+    /// The first packet of the response, unread, with its wire length, when `ex` may retry it.
+    fn retryable_first(&self, ex: &Exchange) -> Result<Option<(Vec<u8>, usize)>, RelayError> {
+        let conn = self.link.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
+        let first = packet_at(&conn.rbuf, self.link.pos)?;
+        Ok(ex.may_retry(&first.packet).then(|| (first.packet.payload.to_vec(), first.wire.len())))
+    }
+
+    /// Counts why retrying stopped short; the last deadlock is relayed.
+    fn gave_up(&self, why: Outcome, retried: Option<Vec<u8>>) -> Settled {
+        self.count_retry(why);
+        Settled { settled: false, retried }
     }
 
     /// Whether a command of `grammar` may be retried now under `policy`: it retries, the

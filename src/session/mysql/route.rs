@@ -57,12 +57,12 @@ impl Session {
     /// pinned by session state, with a cursor open, right after a statement that generated an
     /// insert id (`LAST_INSERT_ID()` reads that connection), or mid-response.
     pub(super) fn held(&self) -> bool {
-        self.backend.is_some()
+        self.link.conn.is_some()
             && (self.tx.status & SERVER_STATUS_IN_TRANS != 0
                 || self.state.pin().is_some()
                 || self.tx.cursor.is_some()
                 || self.tx.sticky
-                || self.bpos != 0)
+                || self.link.pos != 0)
     }
 
     /// Whether the session's pool is a replica: a `role = "replica"` pool, or the MySQL read pool
@@ -146,14 +146,14 @@ impl Session {
         let input = RouteInput {
             sql,
             protocol: Protocol::MySql,
-            user: &self.user,
+            user: &self.client.user,
             database: self.state.db().unwrap_or(&self.pool.config.database),
             session: SessionView {
                 transaction_pool: held.then(|| self.pool.name()),
-                pinned_to_primary: self.ryw.pinned(rt::now()),
+                pinned_to_primary: self.routing.ryw.pinned(rt::now()),
                 read_only_transaction: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
-                lex_mode: self.lex.mode,
-                primary_only: self.lex.primary_only(),
+                lex_mode: self.routing.lex.mode,
+                primary_only: self.routing.lex.primary_only(),
             },
             key,
         };
@@ -175,10 +175,10 @@ impl Session {
         if let Some(text) = refusal {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
-        self.ryw.observe(&decision, rt::now());
+        self.routing.ryw.observe(&decision, rt::now());
         if decision.facts.may_change_session() {
             // MySQL sql_mode does not roll back with a transaction.
-            self.lex.observe(sql, crate::sql::Dialect::MySql, false);
+            self.routing.lex.observe(sql, crate::sql::Dialect::MySql, false);
         }
         if detour {
             return Ok(Routed { rewritten: None, fingerprint: decision.fingerprint, detour, cross: None });
@@ -191,7 +191,7 @@ impl Session {
         }
         if let Some(pool) = self.cross_pool(&target) {
             // The session stays where it is; the statement borrows a connection there (#24).
-            self.rule_retry = None;
+            self.retry.rule = None;
             let rewritten = decision.rewritten.map(|t| t.sql);
             return Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: Some(pool) });
         }
@@ -204,8 +204,17 @@ impl Session {
                 .replica_fallback(Protocol::MySql, target, true)
                 .map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
         }
+        self.move_to(&target, to_replica, sql).await?;
+        self.retry.rule = decision.retry; // retry (#11)
+        let rewritten = decision.rewritten.map(|t| t.sql);
+        Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: None })
+    }
+
+    /// Moves the session to pool `target` (unless a transaction or pin holds it where it is)
+    /// and attaches the connection a statement `sql` for it needs.
+    async fn move_to(&mut self, target: &str, to_replica: bool, sql: &str) -> Result<(), MyClientError> {
         if *target != *self.pool.config.name && !self.held() {
-            let Some(pool) = self.ctx.pools().get(&target).cloned() else {
+            let Some(pool) = self.ctx.pools().get(target).cloned() else {
                 return Err(MyClientError::new(
                     ER_NO_POOL,
                     format!("routing chose pool \"{target}\", which does not exist"),
@@ -216,19 +225,17 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        let causal = self.ryw.required_position().filter(|_| to_replica && !self.held()).cloned();
+        let causal = self.routing.ryw.required_position().filter(|_| to_replica && !self.held()).cloned();
         if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
             self.connect_causal(position).await?; // causal reads (#22)
         }
-        if to_replica && self.backend.is_none() {
+        if to_replica && self.link.conn.is_none() {
             self.connect_split().await?;
         }
         if !self.is_bridged() && self.on_replica() {
             self.keep_misread_off_the_replica(sql).await?;
         }
-        self.rule_retry = decision.retry; // retry (#11)
-        let rewritten = decision.rewritten.map(|t| t.sql);
-        Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: None })
+        Ok(())
     }
 
     /// Borrows a connection for a split statement. The read pool may have lost its last backend
@@ -275,7 +282,7 @@ impl Session {
         if let Some(text) = refusal {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
-        self.ryw.observe(&decision, rt::now());
+        self.routing.ryw.observe(&decision, rt::now());
         let (mut target, _) = self.decided_pool(&decision)?;
         if decision.step == DecisionKind::ReadWriteSplit
             || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin)

@@ -21,7 +21,7 @@ impl Session {
     /// The session's lexer mode with the sql_mode flags `conn` last reported (at its login, after
     /// a replayed SET or a reset, or in its last answer); without a connection, the mode as it is.
     pub(super) fn server_mode(&self, conn: Option<&Conn>) -> LexMode {
-        let mut mode = self.lex.mode;
+        let mut mode = self.routing.lex.mode;
         if let Some(ConnInfo::MySql(info)) = conn.map(|c| &c.info) {
             let (no_backslash_escapes, ansi_quotes) = sql_mode_flags(info.status, &info.server_version);
             mode.follow_mysql_server(no_backslash_escapes, ansi_quotes);
@@ -37,11 +37,11 @@ impl Session {
     /// the session is held on that connection. The session's mode becomes the connection's.
     pub(super) async fn keep_misread_off_the_replica(&mut self, sql: &str) -> Result<(), MyClientError> {
         self.ensure_backend().await?;
-        let actual = self.server_mode(self.backend.as_ref());
-        if actual == self.lex.mode {
+        let actual = self.server_mode(self.link.conn.as_ref());
+        if actual == self.routing.lex.mode {
             return Ok(());
         }
-        self.lex.mode = actual;
+        self.routing.lex.mode = actual;
         if !actual.may_misread(sql, Dialect::MySql) {
             return Ok(());
         }

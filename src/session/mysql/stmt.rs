@@ -4,7 +4,8 @@
 use std::rc::Rc;
 
 use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, Stmt, MAX_CLIENT_STATEMENTS};
-use super::relay::{Grammar, Pkt};
+use super::relay::Grammar;
+use super::route::Routed;
 use super::state::{Effect, MyState, PinReason};
 use super::{End, Session};
 use crate::config::Protocol;
@@ -20,6 +21,7 @@ use crate::protocol::mysql::{decode_payload, encode_packets, StmtPrepareOk};
 use crate::routing::StatementKey;
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::error::RelayError;
 
 /// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
 const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
@@ -43,7 +45,7 @@ fn info(conn: &mut Conn) -> Option<&mut crate::pool::MyInfo> {
 }
 
 /// Reads one logical payload from `conn` (drained from its buffer).
-async fn read_payload(conn: &mut Conn) -> Result<Vec<u8>, ()> {
+async fn read_payload(conn: &mut Conn) -> Result<Vec<u8>, RelayError> {
     loop {
         match decode_payload(&conn.rbuf, SILENT_MAX) {
             Ok(Some(f)) => {
@@ -53,10 +55,11 @@ async fn read_payload(conn: &mut Conn) -> Result<Vec<u8>, ()> {
                 return Ok(p);
             }
             Ok(None) => {}
-            Err(_) => return Err(()),
+            Err(e) => return Err(RelayError::Malformed(e.to_string())),
         }
         match rt::read_some(&mut conn.stream, &mut conn.rbuf, 16 * 1024).await {
-            Ok(0) | Err(_) => return Err(()),
+            Ok(0) => return Err(RelayError::BackendClosed(None)),
+            Err(e) => return Err(RelayError::BackendClosed(Some(e))),
             Ok(_) => {}
         }
     }
@@ -67,15 +70,15 @@ fn more_results(ok_or_eof: &[u8]) -> bool {
 }
 
 fn status(ok_or_eof: &[u8]) -> Option<u16> {
-    super::relay::status_of(&Pkt { seq: 0, len: ok_or_eof.len(), head: ok_or_eof.to_vec() }).0
+    super::exchange::status_of(ok_or_eof).0
 }
 
 /// Runs `payload` as a command on `conn` and discards its (query-grammar) response.
 /// `Ok(Some(err))` carries an ERR payload the server answered with.
-async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, RelayError> {
     let mut out = Vec::with_capacity(payload.len() + 4);
     encode_packets(payload, 0, &mut out);
-    rt::write_all(&mut conn.stream, &out).await.map_err(|_| ())?;
+    rt::write_all(&mut conn.stream, &out).await.map_err(|e| RelayError::BackendClosed(Some(e)))?;
     loop {
         let first = read_payload(conn).await?;
         match first.first() {
@@ -88,7 +91,8 @@ async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, ()> 
                     return Ok(None);
                 }
             }
-            Some(0xFB) | None => return Err(()),
+            Some(&tag @ 0xFB) => return Err(RelayError::OutOfStep { tag }),
+            None => return Err(RelayError::Malformed("an empty first payload".into())),
             Some(_) => {
                 // A result set: skip column definitions and rows up to the final EOF.
                 let mut eofs = 0;
@@ -178,16 +182,16 @@ fn executed_effects(sql: &[u8], params: u16) -> Vec<(usize, Effect)> {
 }
 
 /// Prepares `sql` on `conn` silently; returns the backend statement id, or the server's ERR.
-async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec<u8>>, ()> {
+async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec<u8>>, RelayError> {
     let payload = [&[COM_STMT_PREPARE][..], sql].concat();
     let mut out = Vec::with_capacity(payload.len() + 4);
     encode_packets(&payload, 0, &mut out);
-    rt::write_all(&mut conn.stream, &out).await.map_err(|_| ())?;
+    rt::write_all(&mut conn.stream, &out).await.map_err(|e| RelayError::BackendClosed(Some(e)))?;
     let first = read_payload(conn).await?;
     if first.first() == Some(&0xFF) {
         return Ok(Err(first));
     }
-    let ok = StmtPrepareOk::decode(&first).map_err(|_| ())?;
+    let ok = StmtPrepareOk::decode(&first).map_err(|e| RelayError::Malformed(e.to_string()))?;
     for n in [ok.num_params, ok.num_columns] {
         if n > 0 {
             for _ in 0..=n {
@@ -201,7 +205,7 @@ async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec
 impl Session {
     /// The backend id of statement `key` on the attached connection (most recently used last).
     fn backend_stmt(&mut self, key: u64) -> Option<u32> {
-        let i = info(self.backend.as_mut()?)?;
+        let i = info(self.link.conn.as_mut()?)?;
         let pos = i.prepared.iter().position(|(k, _)| *k == key)?;
         let entry = i.prepared.remove(pos);
         i.prepared.push(entry);
@@ -211,7 +215,7 @@ impl Session {
     /// Records a backend statement, closing the coldest one past the pool's limit.
     async fn remember_backend_stmt(&mut self, key: u64, id: u32) {
         let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
-        let Some(conn) = self.backend.as_mut() else { return };
+        let Some(conn) = self.link.conn.as_mut() else { return };
         let mut evicted = Vec::new();
         if let ConnInfo::MySql(i) = &mut conn.info {
             if let Some(pos) = i.prepared.iter().position(|(k, _)| *k == key) {
@@ -239,7 +243,7 @@ impl Session {
                 ER_MAX_PREPARED_STMT_COUNT_REACHED,
                 "Can't create more than max_prepared_stmt_count statements",
             );
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         if let Some(pool) = self.cross_prepare_pool(&String::from_utf8_lossy(sql)) {
@@ -247,7 +251,7 @@ impl Session {
         }
         self.tx.sticky = false;
         if let Err(e) = self.ensure_backend().await {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         // Routed at every execute; here only a translation matters, since it changes what is
@@ -271,7 +275,7 @@ impl Session {
             return self.backend_lost().await;
         }
         self.state.apply(&pins, 0);
-        self.slot.set_running(None);
+        self.cancel.slot.set_running(None);
         self.maybe_release().await;
         Ok(())
     }
@@ -283,12 +287,12 @@ impl Session {
         origin: Rc<str>,
         route_key: StatementKey,
         order: Option<Rc<[u16]>>,
-    ) -> Result<(), ()> {
+    ) -> Result<(), RelayError> {
         let first = self.backend_payload(false).await?;
         if first.is_err() {
             return self.forward_pkt(&first);
         }
-        let ok = StmtPrepareOk::decode(&first.head).map_err(|_| ())?;
+        let ok = StmtPrepareOk::decode(&first.head).map_err(|e| RelayError::Malformed(e.to_string()))?;
         let key = statement_key(&sql, self.state.db());
         let route_key = Some(route_key);
         let stmt = Stmt {
@@ -307,7 +311,7 @@ impl Session {
         let id = self.stmts.insert(stmt);
         let mut payload = Vec::with_capacity(12);
         StmtPrepareOk { stmt_id: id, ..ok }.encode(&mut payload);
-        encode_packets(&payload, first.seq, &mut self.out);
+        encode_packets(&payload, first.seq, &mut self.io.out);
         for n in [ok.num_params, ok.num_columns] {
             if n > 0 {
                 for _ in 0..=n {
@@ -323,14 +327,14 @@ impl Session {
     /// client sees its own parameter count, each parameter described as the first `?` that
     /// takes it, and the columns unchanged (sequence ids renumbered after the shorter or longer
     /// parameter section).
-    async fn relay_reordered_prepare(&mut self, seq: u8, ok: StmtPrepareOk, mut stmt: Stmt) -> Result<(), ()> {
+    async fn relay_reordered_prepare(&mut self, seq: u8, ok: StmtPrepareOk, mut stmt: Stmt) -> Result<(), RelayError> {
         let order = stmt.order.clone().unwrap_or_default();
         let mut params = Vec::with_capacity(usize::from(ok.num_params) + 1);
         let mut columns = Vec::with_capacity(usize::from(ok.num_columns) + 1);
         for (n, section) in [(ok.num_params, &mut params), (ok.num_columns, &mut columns)] {
             // n definitions and their EOF (backends never get CLIENT_DEPRECATE_EOF).
             for _ in 0..if n > 0 { usize::from(n) + 1 } else { 0 } {
-                section.push(self.backend_payload(false).await?.whole().ok_or(())?.to_vec());
+                section.push(self.backend_payload(false).await?.whole_or_err()?.to_vec());
             }
         }
         self.remember_backend_stmt(stmt.key, ok.stmt_id).await;
@@ -341,21 +345,22 @@ impl Session {
                 ok.num_params,
                 order.len()
             );
-            MyClientError::new(ER_WRONG_ARGUMENTS, msg).encode(seq, &mut self.out);
+            MyClientError::new(ER_WRONG_ARGUMENTS, msg).encode(seq, &mut self.io.out);
             return Ok(());
         }
         stmt.params = client_params;
         let id = self.stmts.insert(stmt);
         let mut payload = Vec::with_capacity(12);
         StmtPrepareOk { stmt_id: id, num_params: client_params, ..ok }.encode(&mut payload);
-        let mut seq = encode_packets(&payload, seq, &mut self.out);
+        let mut seq = encode_packets(&payload, seq, &mut self.io.out);
         let eof = params.last().cloned();
         for i in 0..client_params {
-            let def = order.iter().position(|p| *p == i).and_then(|j| params.get(j)).ok_or(())?;
-            seq = encode_packets(def, seq, &mut self.out);
+            let def = order.iter().position(|p| *p == i).and_then(|j| params.get(j));
+            let def = def.ok_or_else(|| RelayError::Malformed(format!("no description of parameter {i}")))?;
+            seq = encode_packets(def, seq, &mut self.io.out);
         }
         for p in eof.iter().chain(&columns) {
-            seq = encode_packets(p, seq, &mut self.out);
+            seq = encode_packets(p, seq, &mut self.io.out);
         }
         Ok(())
     }
@@ -365,7 +370,7 @@ impl Session {
             ER_UNKNOWN_STMT_HANDLER,
             format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"),
         );
-        e.encode(seq, &mut self.out);
+        e.encode(seq, &mut self.io.out);
     }
 
     pub(super) async fn on_execute(&mut self, payload: &[u8]) -> Result<(), End> {
@@ -374,10 +379,10 @@ impl Session {
             self.unknown_stmt(id, 1);
             return Ok(());
         };
-        let (key, sql, params, order) = (stmt.key, stmt.sql.clone(), stmt.params, stmt.order.clone());
+        let (key, sql, params) = (stmt.key, stmt.sql.clone(), stmt.params);
         let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
         if let Some(e) = self.statement_pooling_refusal(&origin) {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         if self.tx.cursor.is_some() {
@@ -387,86 +392,26 @@ impl Session {
             self.close_cursor().await;
             self.maybe_release().await;
         }
-        let routed = match self.route_statement(&origin, route_key).await {
-            Ok(r) => r,
-            Err(e) => {
-                // The statement runs nowhere: its buffered long data goes with it.
-                if let Some(s) = self.stmts.get_mut(id) {
-                    s.long_data.clear();
-                }
-                e.encode(1, &mut self.out);
-                return Ok(());
-            }
-        };
-        if let Some(pool) = &routed.cross {
-            // Prepared on this session's MySQL pool, whose backends alone know it (#24).
-            let text = format!(
-                "statement {id} was prepared on MySQL pool \"{}\" but routing now sends it to PostgreSQL pool \"{}\"; \
-                 prepare it again",
-                self.pool.config.name, pool.config.name
-            );
-            MyClientError::new(super::bridged::cross::ER_QP_CROSS_PROTOCOL, text).encode(1, &mut self.out);
-            return Ok(());
-        }
+        let Some(routed) = self.route_execute(id, &origin, route_key).await else { return Ok(()) };
         let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
         let long_data = std::mem::take(&mut stmt.long_data);
         self.tx.sticky = false;
         let started = rt::now();
         if let Err(e) = self.ensure_backend().await {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         self.close_cursor().await;
-        let backend_id = match self.backend_stmt(key) {
-            Some(b) => b,
-            None => {
-                let Some(conn) = self.backend.as_mut() else { return Ok(()) };
-                match prepare_silently(conn, &sql).await {
-                    Err(()) => return self.backend_lost().await,
-                    Ok(Err(err)) => {
-                        encode_packets(&err, 1, &mut self.out);
-                        self.maybe_release().await;
-                        return Ok(());
-                    }
-                    Ok(Ok(b)) => {
-                        self.remember_backend_stmt(key, b).await;
-                        b
-                    }
-                }
-            }
-        };
-        let mut cmd = Vec::with_capacity(payload.len() + 16);
-        let stmt_types = self.stmts.get_mut(id).map(|s| &mut s.types);
-        let mut scratch = Vec::new();
-        let types = stmt_types.unwrap_or(&mut scratch);
-        let valid = match order.as_deref() {
-            None => rewrite_execute(payload, backend_id, params, types, &mut cmd),
-            Some(order) => {
-                let long: Vec<bool> = (0..params).map(|i| long_data.iter().any(|(p, _)| *p == i)).collect();
-                reorder_execute(payload, backend_id, params, order, &long, types, &mut cmd)
-            }
-        };
-        if !valid {
-            MyClientError::new(ER_WRONG_ARGUMENTS, "Incorrect arguments to mysqld_stmt_execute")
-                .encode(1, &mut self.out);
-            self.maybe_release().await;
-            return Ok(());
-        }
-        self.bout.clear();
+        let Some(backend_id) = self.backend_stmt_or_prepare(key, &sql).await? else { return Ok(()) };
         // The server's handling of long data after a failed execute is not the router's to
         // rely on: such an execute is not retried (#11).
         let retryable = long_data.is_empty();
-        for (param, data) in long_data {
-            for target in backend_params(order.as_deref(), param) {
-                let mut p = Vec::with_capacity(data.len() + 7);
-                p.push(COM_STMT_SEND_LONG_DATA);
-                put_u32(&mut p, backend_id);
-                put_u16(&mut p, target);
-                p.extend_from_slice(&data);
-                encode_packets(&p, 0, &mut self.bout);
-            }
+        if !self.queue_execute(payload, id, backend_id, long_data) {
+            MyClientError::new(ER_WRONG_ARGUMENTS, "Incorrect arguments to mysqld_stmt_execute")
+                .encode(1, &mut self.io.out);
+            self.maybe_release().await;
+            return Ok(());
         }
-        self.bseq = Some(encode_packets(&cmd, 0, &mut self.bout));
         self.arm_query_timeout();
         // Sends and relays, retrying a deadlock when its rule or pool opts in (#11).
         let Ok(outcome) = self.flush_and_relay(Grammar::Execute, retryable).await else {
@@ -481,12 +426,91 @@ impl Session {
         Ok(())
     }
 
+    /// Routes an execute of statement `id`; `None` when it runs nowhere (the client was told).
+    async fn route_execute(&mut self, id: u32, origin: &str, route_key: Option<StatementKey>) -> Option<Routed> {
+        let routed = match self.route_statement(origin, route_key).await {
+            Ok(r) => r,
+            Err(e) => {
+                // The statement runs nowhere: its buffered long data goes with it.
+                if let Some(s) = self.stmts.get_mut(id) {
+                    s.long_data.clear();
+                }
+                e.encode(1, &mut self.io.out);
+                return None;
+            }
+        };
+        if let Some(pool) = &routed.cross {
+            // Prepared on this session's MySQL pool, whose backends alone know it (#24).
+            let text = format!(
+                "statement {id} was prepared on MySQL pool \"{}\" but routing now sends it to PostgreSQL pool \"{}\"; \
+                 prepare it again",
+                self.pool.config.name, pool.config.name
+            );
+            MyClientError::new(super::bridged::cross::ER_QP_CROSS_PROTOCOL, text).encode(1, &mut self.io.out);
+            return None;
+        }
+        Some(routed)
+    }
+
+    /// The backend id of statement `key` (text `sql`) on the attached connection, prepared
+    /// there silently when it is not yet; `None` when the server refused it (the client got
+    /// its ERR).
+    async fn backend_stmt_or_prepare(&mut self, key: u64, sql: &[u8]) -> Result<Option<u32>, End> {
+        if let Some(b) = self.backend_stmt(key) {
+            return Ok(Some(b));
+        }
+        let Some(conn) = self.link.conn.as_mut() else { return Ok(None) };
+        match prepare_silently(conn, sql).await {
+            Err(_) => self.backend_lost().await.map(|()| None),
+            Ok(Err(err)) => {
+                encode_packets(&err, 1, &mut self.io.out);
+                self.maybe_release().await;
+                Ok(None)
+            }
+            Ok(Ok(b)) => {
+                self.remember_backend_stmt(key, b).await;
+                Ok(Some(b))
+            }
+        }
+    }
+
+    /// Queues the client's execute of statement `id` for the backend as statement
+    /// `backend_id`, after its long data; `false` when its parameters do not fit the statement.
+    fn queue_execute(&mut self, payload: &[u8], id: u32, backend_id: u32, long_data: Vec<(u16, Vec<u8>)>) -> bool {
+        let Some(stmt) = self.stmts.get_mut(id) else { return false };
+        let (params, order) = (stmt.params, stmt.order.clone());
+        let mut cmd = Vec::with_capacity(payload.len() + 16);
+        let valid = match order.as_deref() {
+            None => rewrite_execute(payload, backend_id, params, &mut stmt.types, &mut cmd),
+            Some(order) => {
+                let long: Vec<bool> = (0..params).map(|i| long_data.iter().any(|(p, _)| *p == i)).collect();
+                reorder_execute(payload, backend_id, params, order, &long, &mut stmt.types, &mut cmd)
+            }
+        };
+        if !valid {
+            return false;
+        }
+        self.link.out.clear();
+        for (param, data) in long_data {
+            for target in backend_params(order.as_deref(), param) {
+                let mut p = Vec::with_capacity(data.len() + 7);
+                p.push(COM_STMT_SEND_LONG_DATA);
+                put_u32(&mut p, backend_id);
+                put_u16(&mut p, target);
+                p.extend_from_slice(&data);
+                encode_packets(&p, 0, &mut self.link.out);
+            }
+        }
+        self.link.seq = Some(encode_packets(&cmd, 0, &mut self.link.out));
+        true
+    }
+
     /// Closes the open cursor (if any) on the backend, so its statement can run again.
     async fn close_cursor(&mut self) {
         let Some((_, backend_id)) = self.tx.cursor.take() else { return };
         let mut p = vec![COM_STMT_RESET];
         put_u32(&mut p, backend_id);
-        let Some(conn) = self.backend.as_mut() else { return };
+        let Some(conn) = self.link.conn.as_mut() else { return };
         if !matches!(silent(conn, &p).await, Ok(None)) {
             conn.broken = true;
         }
@@ -533,7 +557,8 @@ impl Session {
     pub(super) async fn on_fetch(&mut self, payload: &[u8]) -> Result<(), End> {
         let id = self.stmts.resolve(crate::protocol::mysql::stmt_id(payload).unwrap_or(0));
         let Some((_, backend_id)) = self.tx.cursor.filter(|(c, _)| *c == id) else {
-            MyClientError::new(ER_STMT_HAS_NO_OPEN_CURSOR, "The statement has no open cursor").encode(1, &mut self.out);
+            MyClientError::new(ER_STMT_HAS_NO_OPEN_CURSOR, "The statement has no open cursor")
+                .encode(1, &mut self.io.out);
             return Ok(());
         };
         let mut cmd = Vec::with_capacity(payload.len());
@@ -546,7 +571,7 @@ impl Session {
         if self.send_command(&cmd).await.is_err() {
             return self.backend_lost().await;
         }
-        let Ok(outcome) = self.relay_response(Grammar::UntilEof, true).await else {
+        let Ok(outcome) = self.relay_response(Grammar::UntilEof).await else {
             return self.backend_lost().await;
         };
         if outcome.error || outcome.status.is_some_and(|s| s & SERVER_STATUS_LAST_ROW_SENT != 0) {

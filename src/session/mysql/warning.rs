@@ -14,6 +14,7 @@ use crate::protocol::mysql::{
     add_warning, encode_packets, encode_text_row, ColumnDefinition41, ColumnType, EofPacket, ErrPacket,
 };
 use crate::protocol::mysql::{framer::MAX_PACKET_PAYLOAD, Reader};
+use crate::session::error::RelayError;
 use crate::sql::lexer::{Lexer, TokenKind};
 
 /// `binary` collation id, for the synthesized count column.
@@ -124,12 +125,12 @@ impl Session {
     /// (an OK/EOF with `status`) when it ends a response relayed with [`RetryNotice::bump`].
     pub(super) fn bump_final(&mut self, len: usize, status: Option<u16>) {
         let last = status.is_some_and(|s| s & SERVER_MORE_RESULTS_EXISTS == 0);
-        if !self.notice.bump || !last || len >= MAX_PACKET_PAYLOAD {
+        if !self.retry.notice.bump || !last || len >= MAX_PACKET_PAYLOAD {
             return;
         }
-        let start = self.out.len().saturating_sub(len);
-        if let Some(payload) = self.out.get_mut(start..) {
-            self.notice.bumped |= add_warning(payload).is_some();
+        let start = self.io.out.len().saturating_sub(len);
+        if let Some(payload) = self.io.out.get_mut(start..) {
+            self.retry.notice.bumped |= add_warning(payload).is_some();
         }
     }
 
@@ -144,8 +145,9 @@ impl Session {
         let (head, rows) = match self.backend_warnings().await {
             Ok(Some(kept)) => kept,
             Ok(None) => return,
-            Err(()) => {
-                if let Some(c) = self.backend.as_mut() {
+            Err(e) => {
+                tracing::debug!(error = %e, "SHOW WARNINGS after a retry failed; the connection goes");
+                if let Some(c) = self.link.conn.as_mut() {
                     c.broken = true;
                 }
                 return;
@@ -160,20 +162,21 @@ impl Session {
         );
         let mut note = Vec::with_capacity(text.len() + 16);
         encode_text_row(&[Some(b"Note"), Some(retried.code.to_string().as_bytes()), Some(text.as_bytes())], &mut note);
-        self.notice.pending = Some(Box::new(Pending { head, rows, note }));
+        self.retry.notice.pending = Some(Box::new(Pending { head, rows, note }));
     }
 
     /// Runs SHOW WARNINGS on the backend: its column count, column definitions and EOF, and its
     /// rows, each payload whole; `None` when the answer is not that (an ERR, or a payload too
     /// long to keep). `Err` means the backend was lost.
-    async fn backend_warnings(&mut self) -> Result<Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)>, ()> {
+    async fn backend_warnings(&mut self) -> Result<Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)>, RelayError> {
         self.send_command(b"\x03SHOW WARNINGS").await?;
         let first = self.backend_payload(false).await?;
         if first.is_err() {
             self.compact();
             return Ok(None);
         }
-        let columns = Reader::new(&first.head).lenenc_int("column count").map_err(|_| ())?;
+        let columns = Reader::new(&first.head).lenenc_int("column count");
+        let columns = columns.map_err(|e| RelayError::Malformed(e.to_string()))?;
         let mut head = vec![first.whole().map(<[u8]>::to_vec)];
         for _ in 0..=columns {
             let p = self.backend_payload(false).await?;
@@ -196,7 +199,7 @@ impl Session {
     /// Answers the client's command from the kept retry warning when it asks for warnings;
     /// any command forgets the warning. Returns whether the command was answered.
     pub(super) fn answer_retry_warning(&mut self, code: u8, body: &[u8]) -> bool {
-        let Some(pending) = self.notice.pending.take() else {
+        let Some(pending) = self.retry.notice.pending.take() else {
             return false;
         };
         if code != COM_QUERY {
@@ -206,9 +209,9 @@ impl Session {
         match question(&String::from_utf8_lossy(body)) {
             Some(Question::List) => {
                 let payloads = pending.head.iter().chain(std::iter::once(&pending.note)).chain(&pending.rows);
-                encode_result(payloads, status, &mut self.out);
+                encode_result(payloads, status, &mut self.io.out);
             }
-            Some(Question::Count(name)) => encode_count(name, pending.rows.len() as u64 + 1, status, &mut self.out),
+            Some(Question::Count(name)) => encode_count(name, pending.rows.len() as u64 + 1, status, &mut self.io.out),
             None => return false,
         }
         true

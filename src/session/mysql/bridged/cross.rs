@@ -113,8 +113,8 @@ impl Session {
     /// Forgets the statements prepared on other protocols' pools (`COM_RESET_CONNECTION`,
     /// `COM_CHANGE_USER`).
     pub(in crate::session::mysql) fn cross_reset(&mut self) {
-        self.cross.stmts.clear();
-        self.bridge.stmts.clear();
+        self.foreign.cross.stmts.clear();
+        self.foreign.bridge.stmts.clear();
     }
 
     /// Why the statement routed to `pool` cannot run there now, if it cannot.
@@ -144,7 +144,7 @@ impl Session {
     /// session's settings carried over; `false` when it must not run there (the client was told).
     async fn enter(&mut self, pool: Rc<CorePool>, sql: &str) -> Result<bool, End> {
         if let Some(e) = self.cross_refusal(&pool, sql) {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(false);
         }
         let sets = match to_postgres(self.state.settings()) {
@@ -154,7 +154,7 @@ impl Session {
                     "Cannot run the statement on PostgreSQL pool \"{}\" chosen by routing: {e}",
                     pool.config.name
                 );
-                MyClientError::new(ER_QP_CROSS_STATE, text).encode(1, &mut self.out);
+                MyClientError::new(ER_QP_CROSS_STATE, text).encode(1, &mut self.io.out);
                 return Ok(false);
             }
         };
@@ -163,22 +163,22 @@ impl Session {
             return Ok(true);
         }
         if let Err(e) = self.pg_backend().await {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             self.unpark();
             return Ok(false);
         }
         // The settings are this statement's alone: the connection is closed after it.
-        self.bridge.dirty = true;
+        self.foreign.bridge.dirty = true;
         for set in sets {
             match self.pg_quiet(&set).await {
                 Ok(Quiet { error: None, .. }) => {}
                 Ok(Quiet { error: Some(m), .. }) => {
                     let text = format!("PostgreSQL refused the session's setting ({set}): {m}");
-                    MyClientError::new(ER_QP_CROSS_STATE, text).encode(1, &mut self.out);
+                    MyClientError::new(ER_QP_CROSS_STATE, text).encode(1, &mut self.io.out);
                     self.unpark();
                     return Ok(false);
                 }
-                Err(()) => {
+                Err(_) => {
                     let r = self.bridged_lost().await;
                     self.unpark();
                     return r.map(|()| false);
@@ -193,15 +193,15 @@ impl Session {
     fn park(&mut self, pool: Rc<CorePool>) {
         let parked = Parked {
             pool: std::mem::replace(&mut self.pool, pool),
-            backend: self.backend.take(),
+            backend: self.link.conn.take(),
             tx: self.tx,
-            bpos: std::mem::take(&mut self.bpos),
+            bpos: std::mem::take(&mut self.link.pos),
         };
-        self.cross.parked = Some(parked);
-        self.bridge.autocommit = true;
-        self.bridge.tx = TransactionStatus::Idle;
-        self.bridge.schema = None;
-        self.bridge.next_stmt = self.bridge.next_stmt.max(CROSS_STMT_IDS);
+        self.foreign.cross.parked = Some(parked);
+        self.foreign.bridge.autocommit = true;
+        self.foreign.bridge.tx = TransactionStatus::Idle;
+        self.foreign.bridge.schema = None;
+        self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.max(CROSS_STMT_IDS);
         self.sync_status();
     }
 
@@ -209,12 +209,12 @@ impl Session {
     /// transaction open, which rolls it back) and returns to the parked pool and connection.
     /// Also called when the session ends, wherever it was.
     pub(in crate::session::mysql) fn unpark(&mut self) {
-        let Some(p) = self.cross.parked.take() else { return };
+        let Some(p) = self.foreign.cross.parked.take() else { return };
         self.pg_release(false);
         self.pool = p.pool;
-        self.backend = p.backend;
+        self.link.conn = p.backend;
         self.tx = p.tx;
-        self.bpos = p.bpos;
+        self.link.pos = p.bpos;
     }
 
     /// Runs `sql` (already translated) on PostgreSQL-protocol `pool` as a text query.
@@ -234,12 +234,12 @@ impl Session {
         if !self.enter(pool, &String::from_utf8_lossy(sql)).await? {
             return Ok(());
         }
-        let before = self.bridge.next_stmt;
+        let before = self.foreign.bridge.next_stmt;
         let r = self.bridged_prepare(sql).await;
         // A statement was registered exactly when the bridge handed out a new id.
-        let id = self.bridge.next_stmt;
-        if id != before && self.bridge.stmts.contains_key(&id) {
-            self.cross.stmts.insert(id, name);
+        let id = self.foreign.bridge.next_stmt;
+        if id != before && self.foreign.bridge.stmts.contains_key(&id) {
+            self.foreign.cross.stmts.insert(id, name);
         }
         self.unpark();
         r
@@ -257,19 +257,19 @@ impl Session {
             return None;
         }
         let id = body.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes)?;
-        let name = self.cross.stmts.get(&id)?.clone();
+        let name = self.foreign.cross.stmts.get(&id)?.clone();
         Some(match code {
             COM_STMT_EXECUTE => match self.cross_pool(&name) {
                 Some(pool) => self.cross_execute(pool, payload).await,
                 None => {
                     let text = format!("pool \"{name}\", where statement {id} was prepared, is no longer configured");
-                    MyClientError::new(super::ER_BRIDGE, text).encode(1, &mut self.out);
+                    MyClientError::new(super::ER_BRIDGE, text).encode(1, &mut self.io.out);
                     Ok(())
                 }
             },
             COM_STMT_CLOSE => {
-                self.bridge.stmts.remove(&id);
-                self.cross.stmts.remove(&id);
+                self.foreign.bridge.stmts.remove(&id);
+                self.foreign.cross.stmts.remove(&id);
                 Ok(())
             }
             COM_STMT_RESET => {

@@ -10,6 +10,7 @@ use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame, Transac
 use crate::rt;
 use crate::session::cancel::{CancelTarget, TargetKind};
 use crate::session::client_error::MyClientError;
+use crate::session::error::RelayError;
 
 use super::super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
 
@@ -34,11 +35,25 @@ pub(super) fn quote_literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
+/// A backend message that could not be decoded.
+fn malformed(e: impl std::fmt::Display) -> RelayError {
+    RelayError::Malformed(e.to_string())
+}
+
+/// Reads more of the backend's bytes into its buffer; a closed connection is lost.
+async fn read_more(conn: &mut crate::pool::Conn) -> Result<(), RelayError> {
+    match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
+        Ok(0) => Err(RelayError::BackendClosed(None)),
+        Ok(_) => Ok(()),
+        Err(e) => Err(RelayError::BackendClosed(Some(e))),
+    }
+}
+
 impl Session {
     /// Attaches a PostgreSQL connection, replaying the session's `search_path` when the
     /// connection's settings differ.
     pub(super) async fn pg_backend(&mut self) -> Result<(), MyClientError> {
-        if self.backend.is_some() {
+        if self.link.conn.is_some() {
             return Ok(());
         }
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
@@ -47,16 +62,16 @@ impl Session {
             .checkout(&mut self.pool, Protocol::Postgres, None, deadline)
             .await
             .map_err(|e| MyClientError::from(&e))?;
-        self.backend = Some(conn);
-        let sig = self.bridge.signature();
-        if self.backend.as_ref().is_some_and(|c| c.settings != sig) {
-            let sql = match &self.bridge.schema {
+        self.link.conn = Some(conn);
+        let sig = self.foreign.bridge.signature();
+        if self.link.conn.as_ref().is_some_and(|c| c.settings != sig) {
+            let sql = match &self.foreign.bridge.schema {
                 Some(s) => format!("SET search_path TO {}", quote_ident(s)),
                 None => "RESET search_path".to_owned(),
             };
             match self.pg_quiet(&sql).await {
                 Ok(Quiet { error: None, .. }) => {
-                    if let Some(c) = self.backend.as_mut() {
+                    if let Some(c) = self.link.conn.as_mut() {
                         c.settings = sig;
                     }
                 }
@@ -64,7 +79,7 @@ impl Session {
                     self.drop_pg_backend();
                     return Err(MyClientError::new(super::ER_BRIDGE, format!("cannot restore search_path: {m}")));
                 }
-                Err(()) => {
+                Err(_) => {
                     self.drop_pg_backend();
                     return Err(MyClientError::new(
                         super::ER_BRIDGE,
@@ -78,32 +93,32 @@ impl Session {
 
     /// Closes the attached connection (its open transaction, if any, rolls back).
     pub(super) fn drop_pg_backend(&mut self) {
-        if let Some(mut c) = self.backend.take() {
+        if let Some(mut c) = self.link.conn.take() {
             c.broken = true;
             self.pool.checkin(c, false);
         }
-        let b = &mut self.bridge;
+        let b = &mut self.foreign.bridge;
         b.tx = TransactionStatus::Idle;
         self.sync_status();
     }
 
-    /// Writes `self.bout` to the backend and marks the statement cancellable.
-    pub(super) async fn pg_send(&mut self) -> Result<(), ()> {
-        let conn = self.backend.as_mut().ok_or(())?;
+    /// Writes `self.link.out` to the backend and marks the statement cancellable.
+    pub(super) async fn pg_send(&mut self) -> Result<(), RelayError> {
+        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         if let ConnInfo::Pg(info) = &conn.info {
-            self.slot.set_running(Some(CancelTarget {
+            self.cancel.slot.set_running(Some(CancelTarget {
                 addr: conn.addr,
                 kind: TargetKind::Pg { pid: info.pid, secret: info.secret },
             }));
         }
-        let r = rt::write_all(&mut conn.stream, &self.bout).await;
-        self.bout.clear();
-        r.map_err(|_| ())
+        let r = rt::write_all(&mut conn.stream, &self.link.out).await;
+        self.link.out.clear();
+        r.map_err(|e| RelayError::BackendClosed(Some(e)))
     }
 
     /// Reads one whole message, returned as (tag, body) copies: for the small control paths.
-    pub(super) async fn pg_frame(&mut self) -> Result<(u8, Vec<u8>), ()> {
-        let conn = self.backend.as_mut().ok_or(())?;
+    pub(super) async fn pg_frame(&mut self) -> Result<(u8, Vec<u8>), RelayError> {
+        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         loop {
             match decode_frame(&conn.rbuf, MAX_BACKEND_MESSAGE) {
                 Ok(Some(f)) => {
@@ -112,33 +127,31 @@ impl Session {
                     return Ok((tag, body));
                 }
                 Ok(None) => {}
-                Err(_) => return Err(()),
+                Err(e) => return Err(RelayError::Malformed(e.to_string())),
             }
-            if rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await.map_err(|_| ())? == 0 {
-                return Err(());
-            }
+            read_more(conn).await?;
         }
     }
 
     /// Runs `sql` as a simple query without telling the client anything.
-    pub(super) async fn pg_quiet(&mut self, sql: &str) -> Result<Quiet, ()> {
-        frontend::encode_query(sql, &mut self.bout).map_err(|_| ())?;
+    pub(super) async fn pg_quiet(&mut self, sql: &str) -> Result<Quiet, RelayError> {
+        frontend::encode_query(sql, &mut self.link.out).map_err(|e| RelayError::Unsendable(e.to_string()))?;
         self.pg_send().await?;
         let mut q = Quiet { rows: 0, error: None };
         loop {
             let (tag, body) = self.pg_frame().await?;
-            match BackendMessage::decode(&Frame::new(tag, &body)).map_err(|_| ())? {
+            match BackendMessage::decode(&Frame::new(tag, &body)).map_err(malformed)? {
                 BackendMessage::DataRow(_) => q.rows += 1,
                 BackendMessage::ErrorResponse(f) => q.error = Some(f.get(field::MESSAGE).unwrap_or("error").to_owned()),
                 BackendMessage::ReadyForQuery(tx) => {
-                    self.bridge.tx = tx;
+                    self.foreign.bridge.tx = tx;
                     self.sync_status();
-                    self.slot.set_running(None);
+                    self.cancel.slot.set_running(None);
                     return Ok(q);
                 }
                 BackendMessage::CopyInResponse(_)
                 | BackendMessage::CopyOutResponse(_)
-                | BackendMessage::CopyBothResponse(_) => return Err(()),
+                | BackendMessage::CopyBothResponse(_) => return Err(RelayError::OutOfStep { tag }),
                 _ => {}
             }
         }
@@ -146,45 +159,44 @@ impl Session {
 
     /// Streams the backend's response through `writer` into the client buffer until
     /// ReadyForQuery, flushing the client as the buffer fills.
-    pub(super) async fn pg_stream(&mut self, writer: &mut ResultWriter) -> Result<Step, ()> {
+    pub(super) async fn pg_stream(&mut self, writer: &mut ResultWriter) -> Result<Step, RelayError> {
         loop {
-            let conn = self.backend.as_mut().ok_or(())?;
-            let mut consumed = 0;
+            let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+            let mut rest = conn.rbuf.as_slice();
             let mut step = Step::More;
             while step == Step::More {
-                let rest = conn.rbuf.get(consumed..).unwrap_or_default();
-                let Some(frame) = decode_frame(rest, MAX_BACKEND_MESSAGE).map_err(|_| ())? else { break };
-                consumed += frame.total_len;
-                let msg = BackendMessage::decode(&frame).map_err(|_| ())?;
-                step = writer.on_message(&msg, &mut self.out);
+                let Some(frame) = decode_frame(rest, MAX_BACKEND_MESSAGE).map_err(malformed)? else { break };
+                let msg = BackendMessage::decode(&frame).map_err(malformed)?;
+                step = writer.on_message(&msg, &mut self.io.out);
+                let (_, after) =
+                    rest.split_at_checked(frame.total_len).ok_or_else(|| malformed("a frame past its bytes"))?;
+                rest = after;
             }
+            let consumed = conn.rbuf.len() - rest.len();
             conn.rbuf.drain(..consumed);
             if step != Step::More {
-                self.slot.set_running(None);
+                self.cancel.slot.set_running(None);
                 return Ok(step);
             }
-            if self.out.len() >= CLIENT_FLUSH_AT {
+            if self.io.out.len() >= CLIENT_FLUSH_AT {
                 // A client that went away is noticed at its next read; the backend response
                 // is still drained so the connection stays usable.
                 let _ = self.flush_client().await;
             }
-            let conn = self.backend.as_mut().ok_or(())?;
-            if rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await.map_err(|_| ())? == 0 {
-                return Err(());
-            }
+            read_more(self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
         }
     }
 
     /// Mirrors the PostgreSQL transaction state and autocommit mode into the MySQL status flags.
     pub(super) fn sync_status(&mut self) {
-        let b = &self.bridge;
+        let b = &self.foreign.bridge;
         self.tx.status = status_flags(b.autocommit, b.tx);
     }
 
     /// Gives the connection back after a response when the pool mode allows: PostgreSQL said
     /// idle (no transaction) and the mode is not session pooling.
     pub(super) fn pg_maybe_release(&mut self) {
-        let idle = self.bridge.tx == TransactionStatus::Idle;
+        let idle = self.foreign.bridge.tx == TransactionStatus::Idle;
         if self.mode() != PoolMode::Session && idle {
             self.pg_release(false);
         }
@@ -194,18 +206,18 @@ impl Session {
     /// rolls it back); so is one carrying a `search_path` at session end, rather than handing
     /// the setting to another client.
     pub(in crate::session::mysql) fn pg_release(&mut self, session_end: bool) {
-        self.slot.set_running(None);
-        let Some(mut conn) = self.backend.take() else { return };
-        let sig = self.bridge.signature();
-        let dirty = std::mem::take(&mut self.bridge.dirty);
+        self.cancel.slot.set_running(None);
+        let Some(mut conn) = self.link.conn.take() else { return };
+        let sig = self.foreign.bridge.signature();
+        let dirty = std::mem::take(&mut self.foreign.bridge.dirty);
         let keeps_path = session_end && sig != 0;
-        let clean = self.bridge.tx == TransactionStatus::Idle && !conn.broken && !keeps_path && !dirty;
+        let clean = self.foreign.bridge.tx == TransactionStatus::Idle && !conn.broken && !keeps_path && !dirty;
         if clean {
             // `conn.settings` already says what was replayed on it (set by `pg_backend`).
             conn.last_used = rt::now();
         }
         self.pool.checkin(conn, clean);
-        self.bridge.tx = TransactionStatus::Idle;
+        self.foreign.bridge.tx = TransactionStatus::Idle;
         self.sync_status();
     }
 }

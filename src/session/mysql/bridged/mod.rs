@@ -24,6 +24,7 @@ use crate::protocol::mysql::errcode::{ErrorNumber, ER_BAD_DB_ERROR, ER_UNKNOWN_C
 use crate::protocol::mysql::response::EofPacket;
 use crate::protocol::pg::{frontend, TransactionStatus};
 use crate::session::client_error::MyClientError;
+use crate::session::error::RelayError;
 
 use super::{End, Session};
 
@@ -113,11 +114,11 @@ impl Session {
             COM_FIELD_LIST => {
                 let mut p = Vec::new();
                 EofPacket { warnings: 0, status: self.tx.status }.encode(&mut p);
-                encode_packets(&p, 1, &mut self.out);
+                encode_packets(&p, 1, &mut self.io.out);
                 Ok(())
             }
             COM_STATISTICS => {
-                encode_packets(b"QueryPilot bridge to PostgreSQL", 1, &mut self.out);
+                encode_packets(b"QueryPilot bridge to PostgreSQL", 1, &mut self.io.out);
                 Ok(())
             }
             COM_RESET_CONNECTION => self.bridged_reset(),
@@ -135,12 +136,12 @@ impl Session {
             }
             COM_STMT_CLOSE => {
                 let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
-                self.bridge.stmts.remove(&id);
+                self.foreign.bridge.stmts.remove(&id);
                 Ok(())
             }
             _ => {
                 let msg = format!("Command {code:#04x} is not supported through a cross-protocol pool");
-                MyClientError::new(ER_UNKNOWN_COM_ERROR, msg).encode(1, &mut self.out);
+                MyClientError::new(ER_UNKNOWN_COM_ERROR, msg).encode(1, &mut self.io.out);
                 Ok(())
             }
         }
@@ -150,8 +151,8 @@ impl Session {
     /// and the bridged state starts over.
     pub(in crate::session::mysql) fn bridged_reset(&mut self) -> Result<(), End> {
         self.drop_pg_backend();
-        let version = std::mem::take(&mut self.bridge.version);
-        self.bridge = Bridge::new(None, version);
+        let version = std::mem::take(&mut self.foreign.bridge.version);
+        self.foreign.bridge = Bridge::new(None, version);
         self.tx = super::Tx::default();
         self.sync_status();
         self.ok_local()
@@ -168,11 +169,11 @@ impl Session {
                 super::ER_PARSE_ERROR,
                 "You have an error in your SQL syntax: multiple statements are not enabled for this connection",
             );
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         if let Some(e) = self.statement_pooling_refusal(&sql) {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         match emulated::classify(&sql) {
@@ -181,7 +182,7 @@ impl Session {
                 Ok(Some((translated, _))) => self.bridged_simple(&translated).await,
                 Ok(None) => self.bridged_simple(&sql).await,
                 Err(e) => {
-                    e.encode(1, &mut self.out);
+                    e.encode(1, &mut self.io.out);
                     Ok(())
                 }
             },
@@ -199,9 +200,9 @@ impl Session {
                 encode_local_result(
                     self.client.caps,
                     &[("CONNECTION_ID()", col)],
-                    &[vec![Some(self.key.pid.to_string())]],
+                    &[vec![Some(self.cancel.key.pid.to_string())]],
                     self.tx.status,
-                    &mut self.out,
+                    &mut self.io.out,
                 );
                 Ok(())
             }
@@ -214,12 +215,12 @@ impl Session {
     }
 
     fn current_database(&self) -> String {
-        self.bridge.schema.clone().unwrap_or_else(|| self.pool.config.database.clone())
+        self.foreign.bridge.schema.clone().unwrap_or_else(|| self.pool.config.database.clone())
     }
 
     /// Opens the emulated transaction of `autocommit = 0` when PostgreSQL has none.
-    async fn begin_if_needed(&mut self, sql: &str) -> Result<(), ()> {
-        let b = &self.bridge;
+    async fn begin_if_needed(&mut self, sql: &str) -> Result<(), RelayError> {
+        let b = &self.foreign.bridge;
         if b.autocommit || b.tx != TransactionStatus::Idle || controls_transaction(sql) {
             return Ok(());
         }
@@ -229,10 +230,10 @@ impl Session {
     /// Runs `sql` as a simple query and relays its results as text result sets.
     async fn bridged_simple(&mut self, sql: &str) -> Result<(), End> {
         if let Err(e) = self.pg_backend().await {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
-        if self.begin_if_needed(sql).await.is_err() || frontend::encode_query(sql, &mut self.bout).is_err() {
+        if self.begin_if_needed(sql).await.is_err() || frontend::encode_query(sql, &mut self.link.out).is_err() {
             return self.bridged_lost().await;
         }
         if self.pg_send().await.is_err() {
@@ -244,14 +245,14 @@ impl Session {
     /// Streams a response already requested from the backend, then updates the status and
     /// releases the connection as the pool mode says.
     async fn finish_response(&mut self, format: RowFormat) -> Result<(), End> {
-        let b = &self.bridge;
+        let b = &self.foreign.bridge;
         let mut writer = ResultWriter::new(self.client.caps, format, b.autocommit, b.tx);
         match self.pg_stream(&mut writer).await {
-            Ok(Step::Done(tx)) => self.bridge.tx = tx,
+            Ok(Step::Done(tx)) => self.foreign.bridge.tx = tx,
             Ok(Step::Unsupported) => self.drop_pg_backend(),
-            Ok(Step::More) | Err(()) => return self.bridged_lost().await,
+            Ok(Step::More) | Err(_) => return self.bridged_lost().await,
         }
-        self.bridge.warnings = writer.warnings;
+        self.foreign.bridge.warnings = writer.warnings;
         self.sync_status();
         self.pg_maybe_release();
         Ok(())
@@ -260,7 +261,7 @@ impl Session {
     /// The PostgreSQL connection failed mid-command.
     async fn bridged_lost(&mut self) -> Result<(), End> {
         self.drop_pg_backend();
-        self.bout.clear();
+        self.link.out.clear();
         let r = self.backend_lost().await;
         // `backend_lost` resets the flags for a MySQL backend; keep the bridged ones.
         self.sync_status();
@@ -268,20 +269,20 @@ impl Session {
     }
 
     async fn bridged_set(&mut self, autocommit: Option<bool>) -> Result<(), End> {
-        if autocommit == Some(true) && self.bridge.tx != TransactionStatus::Idle {
+        if autocommit == Some(true) && self.foreign.bridge.tx != TransactionStatus::Idle {
             // MySQL commits an open transaction when autocommit is switched back on.
             match self.pg_quiet("COMMIT").await {
                 Ok(q) if q.error.is_none() => {}
                 Ok(q) => {
                     let msg = q.error.unwrap_or_default();
-                    MyClientError::new(ER_BRIDGE, msg).encode(1, &mut self.out);
+                    MyClientError::new(ER_BRIDGE, msg).encode(1, &mut self.io.out);
                     return Ok(());
                 }
-                Err(()) => return self.bridged_lost().await,
+                Err(_) => return self.bridged_lost().await,
             }
         }
         if let Some(on) = autocommit {
-            self.bridge.autocommit = on;
+            self.foreign.bridge.autocommit = on;
         }
         self.sync_status();
         self.pg_maybe_release();
@@ -294,7 +295,7 @@ impl Session {
         let schema = (db != self.pool.config.database).then_some(db.clone());
         if let Some(s) = &schema {
             if let Err(e) = self.pg_backend().await {
-                e.encode(1, &mut self.out);
+                e.encode(1, &mut self.io.out);
                 return Ok(());
             }
             let check = format!("SELECT 1 FROM pg_namespace WHERE nspname = {}", io::quote_literal(s));
@@ -305,16 +306,16 @@ impl Session {
                         ER_BAD_DB_ERROR,
                         format!("Unknown database '{db}' (no such schema on the PostgreSQL backend)"),
                     )
-                    .encode(1, &mut self.out);
+                    .encode(1, &mut self.io.out);
                     self.pg_maybe_release();
                     return Ok(());
                 }
-                Err(()) => return self.bridged_lost().await,
+                Err(_) => return self.bridged_lost().await,
             }
         }
-        self.bridge.schema = schema;
+        self.foreign.bridge.schema = schema;
         // The next checkout (or this connection, re-attached) replays the new path.
-        if let Some(c) = self.backend.as_mut() {
+        if let Some(c) = self.link.conn.as_mut() {
             c.settings = u64::MAX;
         }
         self.pg_release(false);
@@ -322,7 +323,7 @@ impl Session {
     }
 
     fn var_context(&self) -> VarContext<'_> {
-        let b = &self.bridge;
+        let b = &self.foreign.bridge;
         VarContext { autocommit: b.autocommit, version: &b.version, max_allowed_packet: self.io.max_msg }
     }
 
@@ -334,7 +335,7 @@ impl Session {
                 Some(v) => values.push(v),
                 None => {
                     MyClientError::new(ER_UNKNOWN_SYSTEM_VARIABLE, format!("Unknown system variable '{name}'"))
-                        .encode(1, &mut self.out);
+                        .encode(1, &mut self.io.out);
                     return Ok(());
                 }
             }
@@ -347,7 +348,7 @@ impl Session {
             })
             .collect();
         let row: Vec<Option<String>> = values.iter().map(|v| Some(var_text(v))).collect();
-        encode_local_result(self.client.caps, &cols, &[row], self.tx.status, &mut self.out);
+        encode_local_result(self.client.caps, &cols, &[row], self.tx.status, &mut self.io.out);
         Ok(())
     }
 
@@ -366,19 +367,20 @@ impl Session {
         let text = map_type(oid::TEXT, -1);
         let cols = [("Level", text), ("Code", map_type(oid::INT4, -1)), ("Message", text)];
         let rows: Vec<Vec<Option<String>>> = self
+            .foreign
             .bridge
             .warnings
             .iter()
             .map(|w| vec![Some(w.level.to_owned()), Some(w.code.to_string()), Some(w.message.clone())])
             .collect();
-        encode_local_result(self.client.caps, &cols, &rows, self.tx.status, &mut self.out);
+        encode_local_result(self.client.caps, &cols, &rows, self.tx.status, &mut self.io.out);
         Ok(())
     }
 
     fn answer_strings(&mut self, names: &[&str], rows: &[Vec<Option<String>>]) {
         let text = map_type(oid::TEXT, -1);
         let cols: Vec<(&str, crate::bridge::Column)> = names.iter().map(|n| (*n, text)).collect();
-        encode_local_result(self.client.caps, &cols, rows, self.tx.status, &mut self.out);
+        encode_local_result(self.client.caps, &cols, rows, self.tx.status, &mut self.io.out);
     }
 }
 

@@ -14,6 +14,7 @@ use crate::protocol::mysql::response::{EofPacket, StmtPrepareOk};
 use crate::protocol::mysql::{decode_execute_params, encode_packets, BinaryValue, Command};
 use crate::protocol::pg::{frontend, BackendMessage, Frame, Target};
 use crate::session::client_error::MyClientError;
+use crate::session::error::RelayError;
 
 use super::super::prepared::MAX_CLIENT_STATEMENTS;
 use super::super::{End, Session};
@@ -52,11 +53,11 @@ struct Described {
 
 impl Session {
     pub(super) async fn bridged_prepare(&mut self, body: &[u8]) -> Result<(), End> {
-        if self.bridge.stmts.len() >= MAX_CLIENT_STATEMENTS {
+        if self.foreign.bridge.stmts.len() >= MAX_CLIENT_STATEMENTS {
             let msg = format!(
                 "Can't create more than max_prepared_stmt_count statements (current value: {MAX_CLIENT_STATEMENTS})"
             );
-            MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, msg).encode(1, &mut self.out);
+            MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, msg).encode(1, &mut self.io.out);
             return Ok(());
         }
         // A translation is decided (and counted) once, here: what is prepared is what every
@@ -69,29 +70,29 @@ impl Session {
             None => number_placeholders(&text, None),
         };
         if let Err(e) = self.pg_backend().await {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
-        let encoded = frontend::encode_parse("", &sql, &[], &mut self.bout)
-            .and_then(|()| frontend::encode_describe(Target::Statement, "", &mut self.bout));
+        let encoded = frontend::encode_parse("", &sql, &[], &mut self.link.out)
+            .and_then(|()| frontend::encode_describe(Target::Statement, "", &mut self.link.out));
         if encoded.is_err() {
-            self.bout.clear();
+            self.link.out.clear();
             MyClientError::new(
                 ER_WRONG_ARGUMENTS,
                 "statement text cannot be sent to PostgreSQL (NUL byte or too long)",
             )
-            .encode(1, &mut self.out);
+            .encode(1, &mut self.io.out);
             return Ok(());
         }
-        frontend::encode_sync(&mut self.bout);
+        frontend::encode_sync(&mut self.link.out);
         let described = match self.pg_send().await {
             Ok(()) => self.read_description().await,
-            Err(()) => Err(()),
+            Err(e) => Err(e),
         };
         let Ok(d) = described else { return self.bridged_lost().await };
         self.sync_status();
         if let Some(err) = d.error {
-            self.out.extend_from_slice(&err);
+            self.io.out.extend_from_slice(&err);
         } else {
             self.answer_prepare(sql, d);
         }
@@ -99,11 +100,12 @@ impl Session {
         Ok(())
     }
 
-    async fn read_description(&mut self) -> Result<Described, ()> {
+    async fn read_description(&mut self) -> Result<Described, RelayError> {
         let mut d = Described::default();
         loop {
             let (tag, body) = self.pg_frame().await?;
-            match BackendMessage::decode(&Frame::new(tag, &body)).map_err(|_| ())? {
+            let message = BackendMessage::decode(&Frame::new(tag, &body));
+            match message.map_err(|e| RelayError::Malformed(e.to_string()))? {
                 BackendMessage::ParameterDescription(oids) => d.params = oids.iter().collect(),
                 BackendMessage::RowDescription(rd) => {
                     d.columns = rd.iter().map(|f| (f.name.to_owned(), f.type_oid, f.type_modifier)).collect();
@@ -114,8 +116,8 @@ impl Session {
                     d.error = Some(out);
                 }
                 BackendMessage::ReadyForQuery(tx) => {
-                    self.bridge.tx = tx;
-                    self.slot.set_running(None);
+                    self.foreign.bridge.tx = tx;
+                    self.cancel.slot.set_running(None);
                     return Ok(d);
                 }
                 _ => {}
@@ -125,16 +127,16 @@ impl Session {
 
     /// Sends `COM_STMT_PREPARE_OK` with parameter and column definitions.
     fn answer_prepare(&mut self, sql: String, d: Described) {
-        self.bridge.next_stmt = self.bridge.next_stmt.wrapping_add(1).max(1);
-        while self.bridge.stmts.contains_key(&self.bridge.next_stmt) {
-            self.bridge.next_stmt = self.bridge.next_stmt.wrapping_add(1).max(1);
+        self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.wrapping_add(1).max(1);
+        while self.foreign.bridge.stmts.contains_key(&self.foreign.bridge.next_stmt) {
+            self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.wrapping_add(1).max(1);
         }
-        let id = self.bridge.next_stmt;
+        let id = self.foreign.bridge.next_stmt;
         let num_params = u16::try_from(d.params.len()).unwrap_or(u16::MAX);
         let num_columns = u16::try_from(d.columns.len()).unwrap_or(u16::MAX);
         let mut p = Vec::with_capacity(64);
         StmtPrepareOk { stmt_id: id, num_columns, num_params, warnings: 0 }.encode(&mut p);
-        let mut seq = encode_packets(&p, 1, &mut self.out);
+        let mut seq = encode_packets(&p, 1, &mut self.io.out);
         let eof = self.client.caps & CLIENT_DEPRECATE_EOF == 0;
         let status = self.tx.status;
         let mut section = |defs: Vec<(String, u32, i32)>, seq: &mut u8, out: &mut Vec<u8>| {
@@ -153,16 +155,16 @@ impl Session {
             }
         };
         let params = d.params.iter().map(|o| ("?".to_owned(), *o, -1)).collect();
-        section(params, &mut seq, &mut self.out);
-        section(d.columns, &mut seq, &mut self.out);
+        section(params, &mut seq, &mut self.io.out);
+        section(d.columns, &mut seq, &mut self.io.out);
         let stmt = PgStmt { sql, param_oids: d.params, types: Vec::new(), long_data: Vec::new() };
-        self.bridge.stmts.insert(id, stmt);
+        self.foreign.bridge.stmts.insert(id, stmt);
     }
 
     /// `COM_STMT_SEND_LONG_DATA`: buffered until the execute (no response, as on MySQL).
     pub(super) fn stmt_long_data(&mut self, payload: &[u8]) {
         if let Ok(Command::StmtSendLongData { stmt_id, param, data }) = Command::decode(payload, self.client.caps) {
-            if let Some(s) = self.bridge.stmts.get_mut(&stmt_id) {
+            if let Some(s) = self.foreign.bridge.stmts.get_mut(&stmt_id) {
                 s.long_data.push((param, data.to_vec()));
             }
         }
@@ -171,14 +173,14 @@ impl Session {
     /// `COM_STMT_RESET`: drops buffered long data.
     pub(super) fn stmt_reset(&mut self, body: &[u8]) {
         let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
-        if let Some(s) = self.bridge.stmts.get_mut(&id) {
+        if let Some(s) = self.foreign.bridge.stmts.get_mut(&id) {
             s.long_data.clear();
         }
     }
 
     /// Decodes the execute's parameters into Bind parameters for statement `id`.
     fn bind_params(&mut self, id: u32, params: &[u8]) -> Option<Result<Execution, MyClientError>> {
-        let stmt = self.bridge.stmts.get_mut(&id)?;
+        let stmt = self.foreign.bridge.stmts.get_mut(&id)?;
         let count = u16::try_from(stmt.param_oids.len()).unwrap_or(u16::MAX);
         let long: Vec<bool> = (0..count).map(|i| stmt.long_data.iter().any(|(p, _)| *p == i)).collect();
         let decoded = match decode_execute_params(params, count, &stmt.types, &long) {
@@ -216,23 +218,23 @@ impl Session {
 
     pub(super) async fn bridged_execute(&mut self, payload: &[u8]) -> Result<(), End> {
         let Ok(Command::StmtExecute { stmt_id, params, .. }) = Command::decode(payload, self.client.caps) else {
-            MyClientError::new(ER_WRONG_ARGUMENTS, "malformed COM_STMT_EXECUTE").encode(1, &mut self.out);
+            MyClientError::new(ER_WRONG_ARGUMENTS, "malformed COM_STMT_EXECUTE").encode(1, &mut self.io.out);
             return Ok(());
         };
         let Execution { sql, oids, binds } = match self.bind_params(stmt_id, params) {
             None => {
                 let msg = format!("Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute");
-                MyClientError::new(ER_UNKNOWN_STMT_HANDLER, msg).encode(1, &mut self.out);
+                MyClientError::new(ER_UNKNOWN_STMT_HANDLER, msg).encode(1, &mut self.io.out);
                 return Ok(());
             }
             Some(Err(e)) => {
-                e.encode(1, &mut self.out);
+                e.encode(1, &mut self.io.out);
                 return Ok(());
             }
             Some(Ok(parts)) => parts,
         };
         if let Err(e) = self.pg_backend().await {
-            e.encode(1, &mut self.out);
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         if self.begin_if_needed(&sql).await.is_err() {
@@ -240,18 +242,18 @@ impl Session {
         }
         let formats: Vec<i16> = binds.iter().map(|b| b.format).collect();
         let values: Vec<Option<&[u8]>> = binds.iter().map(|b| b.value.as_deref()).collect();
-        let encoded = frontend::encode_parse("", &sql, &oids, &mut self.bout)
-            .and_then(|()| frontend::encode_bind("", "", &formats, &values, &[0], &mut self.bout))
-            .and_then(|()| frontend::encode_describe(Target::Portal, "", &mut self.bout))
-            .and_then(|()| frontend::encode_execute("", 0, &mut self.bout));
+        let encoded = frontend::encode_parse("", &sql, &oids, &mut self.link.out)
+            .and_then(|()| frontend::encode_bind("", "", &formats, &values, &[0], &mut self.link.out))
+            .and_then(|()| frontend::encode_describe(Target::Portal, "", &mut self.link.out))
+            .and_then(|()| frontend::encode_execute("", 0, &mut self.link.out));
         if encoded.is_err() {
-            self.bout.clear();
+            self.link.out.clear();
             MyClientError::new(ER_WRONG_ARGUMENTS, "parameters cannot be sent to PostgreSQL (too many or too large)")
-                .encode(1, &mut self.out);
+                .encode(1, &mut self.io.out);
             self.pg_maybe_release();
             return Ok(());
         }
-        frontend::encode_sync(&mut self.bout);
+        frontend::encode_sync(&mut self.link.out);
         if self.pg_send().await.is_err() {
             return self.bridged_lost().await;
         }
