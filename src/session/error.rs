@@ -93,10 +93,9 @@ mod tests {
     fn causes_read_as_the_sessions_said_them_before() {
         let fatal = RelayError::BackendFatal { code: "57P01".into(), message: "terminating".into() };
         assert_eq!(fatal.cause().as_deref(), Some("57P01: terminating"));
-        assert_eq!(
-            RelayError::OutOfStep { tag: b'R' }.cause().as_deref(),
-            Some("protocol violation: the backend sent message type 'R'")
-        );
+        let tag = crate::protocol::pg::tag::backend::ROW_DESCRIPTION;
+        let out_of_step = RelayError::OutOfStep { tag }.cause();
+        assert_eq!(out_of_step.as_deref(), Some("protocol violation: the backend sent message type 'T'"));
         assert_eq!(RelayError::BackendClosed(None).cause(), None);
         assert_eq!(RelayError::CancelIgnored { timeout_ms: 50 }.code(), "relay.cancel_ignored");
         assert_eq!(RelayError::ClientClosed(None).origin(), Origin::Client);
