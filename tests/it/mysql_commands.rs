@@ -516,15 +516,20 @@ fn malformed_and_oversized_commands_get_an_error_and_a_close() {
     let port = r.port();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
+    let (started, first_answer) = std::sync::mpsc::channel();
     let healthy = std::thread::spawn(move || {
         let mut c = Raw::login(port);
         let mut n = 0u32;
         while !flag.load(std::sync::atomic::Ordering::Relaxed) {
             assert_eq!(c.query("SELECT 'fine'"), Ok(vec!["fine".to_owned()]), "healthy query {n}");
             n += 1;
+            let _ = started.send(());
         }
         n
     });
+    // The bad input must arrive while the healthy client is at work, not before its login
+    // (a loaded machine once let the whole test run before its first query).
+    first_answer.recv_timeout(Duration::from_secs(30)).expect("the healthy client answered once");
     let cases: [(&str, Vec<u8>, u16); 4] = [
         ("a command announcing 1 MiB over a 4 KiB limit", vec![0x00, 0x00, 0x10, 0x00, 0x03], 1153),
         ("a command announcing a 16 MiB continued packet", vec![0xFF, 0xFF, 0xFF, 0x00, 0x03], 1153),
