@@ -75,3 +75,30 @@ impl Future for EventWait {
         Poll::Pending
     }
 }
+
+pin_project_lite::pin_project! {
+    /// Future of [`unless_set`].
+    pub struct UnlessSet<F> {
+        #[pin]
+        work: F,
+        event: EventWait,
+    }
+}
+
+impl<F: Future> Future for UnlessSet<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(v) = this.work.poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        Pin::new(this.event).poll(cx).map(|()| None)
+    }
+}
+
+/// Runs `fut` unless `event` is set first (`None` then); `fut` is polled first. Hand-written
+/// for the same reason as `time::Deadline`: no second copy of `fut`.
+pub fn unless_set<F: Future>(event: &Event, fut: F) -> UnlessSet<F> {
+    UnlessSet { work: fut, event: event.wait() }
+}

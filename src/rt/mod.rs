@@ -20,10 +20,10 @@ mod timer;
 #[cfg(test)]
 mod tests;
 
-pub use event::{Event, EventWait};
+pub use event::{unless_set, Event, EventWait, UnlessSet};
 pub use executor::{notified, spawn_core, CoreHandle, CoreQueues, Notified, Notifier, RtError, TaskQueue};
 pub use guard::{current_queue, spawn_guarded, spawn_local};
 pub use io::{linger_close, read_some, watch, write_all};
 pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now, Listener, Stream};
-pub use time::{now, race, sleep, sleep_until, with_deadline, within, Elapsed};
+pub use time::{now, race, sleep, sleep_until, with_deadline, within, Deadline, Elapsed};
 pub use timer::Sleep;

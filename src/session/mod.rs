@@ -157,10 +157,6 @@ async fn deliver_mysql(
 
 /// Runs one step of a session unless the KILL event of its pool is set first (`None` then):
 /// a KILL ends the session wherever it waits (#25).
-async fn unless_killed<T>(killed: rt::Event, step: impl std::future::Future<Output = T>) -> Option<T> {
-    rt::race(async { Some(step.await) }, async {
-        killed.wait().await;
-        None
-    })
-    .await
+fn unless_killed<F: std::future::Future>(killed: rt::Event, step: F) -> rt::UnlessSet<F> {
+    rt::unless_set(&killed, step)
 }
