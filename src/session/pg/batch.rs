@@ -164,7 +164,7 @@ impl Session {
         let why = d.facts.ineligibility.unwrap_or("unanalyzable");
         let hold = if self.tx != TransactionStatus::Idle {
             "the open transaction runs there"
-        } else if self.awaiting_ready || !self.expect.is_empty() || !self.bout.is_empty() {
+        } else if self.ex.awaiting() || !self.ex.expect.is_empty() || !self.ex.bout.is_empty() {
             "earlier statements of this pipeline ran there and hold it until Sync"
         } else {
             "session state pins the session there"

@@ -44,7 +44,7 @@ impl Session {
         // In the extended protocol the server ignores the batch's Sync while copying; the
         // client sends another after CopyDone/CopyFail (libpq and tokio-postgres both do), and
         // only that one ends the batch.
-        let extended = self.expect.contains(&Expect::Sync);
+        let extended = self.ex.expect.contains(&Expect::Sync);
         let mut ended = false;
         loop {
             let tag = match self.next_copy_event(!ended).await? {
@@ -52,7 +52,7 @@ impl Session {
                 Woke::ClientBytes => continue,
                 Woke::Backend(alive) => {
                     if !alive || !self.relay_notices_during_copy() {
-                        self.bout.clear();
+                        self.ex.bout.clear();
                         return Ok(CopyIn::Rejected);
                     }
                     continue;
@@ -60,8 +60,8 @@ impl Session {
                 Woke::ClientGone => {
                     // The client vanished mid-COPY: abort it on the backend so the connection
                     // is not left waiting for data.
-                    self.bout.clear();
-                    let _ = FrontendMessage::CopyFail("client disconnected").encode(&mut self.bout);
+                    self.ex.bout.clear();
+                    let _ = FrontendMessage::CopyFail("client disconnected").encode(&mut self.ex.bout);
                     let _ = self.send_backend().await;
                     if let Some(c) = self.backend.as_mut() {
                         c.broken = true;
@@ -71,7 +71,7 @@ impl Session {
             };
             match tag {
                 client::SYNC if ended => {
-                    self.bout.extend_from_slice(&self.msg);
+                    self.ex.bout.extend_from_slice(&self.msg);
                     self.send_backend().await?;
                     return Ok(CopyIn::Sent);
                 }
@@ -83,8 +83,8 @@ impl Session {
                     return Err(End::Fatal);
                 }
                 client::COPY_DATA | client::COPY_DONE | client::COPY_FAIL => {
-                    self.bout.extend_from_slice(&self.msg);
-                    if tag != client::COPY_DATA || self.bout.len() >= CLIENT_FLUSH_AT {
+                    self.ex.bout.extend_from_slice(&self.msg);
+                    if tag != client::COPY_DATA || self.ex.bout.len() >= CLIENT_FLUSH_AT {
                         self.send_backend().await?;
                     }
                     if tag != client::COPY_DATA {
@@ -97,8 +97,8 @@ impl Session {
                 // The server ignores Flush and Sync during COPY IN.
                 client::FLUSH | client::SYNC => {}
                 _ => {
-                    self.bout.clear();
-                    let _ = FrontendMessage::CopyFail("unexpected message during COPY").encode(&mut self.bout);
+                    self.ex.bout.clear();
+                    let _ = FrontendMessage::CopyFail("unexpected message during COPY").encode(&mut self.ex.bout);
                     self.send_backend().await?;
                     return Ok(CopyIn::Sent);
                 }

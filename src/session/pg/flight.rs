@@ -19,6 +19,7 @@ use std::rc::Rc;
 use super::prepared::{Expect, Stmt};
 use super::retry::{RetryBatch, RulePolicy};
 use crate::protocol::pg::{sqlstate, BackendMessage, Frame};
+use crate::session::error::RelayError;
 
 /// Largest batch kept for a heal retry; bigger batches (large parameters) are not retried.
 const REPLAY_MAX: usize = 64 * 1024;
@@ -53,8 +54,9 @@ pub(super) struct Replay {
 /// The in-flight statement's state on the current backend connection.
 #[derive(Debug, Default)]
 pub(super) struct Flight {
-    /// The backend said FATAL (it is going away): its SQLSTATE and message.
-    pub fatal: Option<String>,
+    /// Why the backend is going away or was given up (a FATAL it sent, a cancel it ignored),
+    /// told to the client when the connection is found lost.
+    pub fatal: Option<RelayError>,
     /// `query_timeout` fired and a cancel was sent for the running statement.
     pub timed_out: bool,
     /// Set while the batch being assembled starts with a healable Bind.
@@ -142,8 +144,8 @@ pub(super) fn renamed(bytes: &[u8], old: &str, new: &str) -> Option<Vec<u8>> {
 
 /// What an ErrorResponse means to the relay.
 pub(super) enum ErrorKind {
-    /// The backend is going away (FATAL or PANIC); its code and message.
-    Fatal(String),
+    /// The backend is going away (FATAL or PANIC), with its code and message.
+    Fatal(RelayError),
     /// A statement the router prepared has a stale plan.
     StalePlan,
     /// The backend has (`exists`) or lacks a statement of the router's that the connection's
@@ -165,7 +167,7 @@ pub(super) fn classify_error(body: &[u8]) -> ErrorKind {
     let code = fields.code().unwrap_or("XX000");
     let message = fields.get(field::MESSAGE).unwrap_or("");
     if matches!(severity, "FATAL" | "PANIC") {
-        return ErrorKind::Fatal(format!("{code}: {message}"));
+        return ErrorKind::Fatal(RelayError::BackendFatal { code: code.to_owned(), message: message.to_owned() });
     }
     match code {
         "0A000" if message.starts_with(STALE_PLAN) => ErrorKind::StalePlan,
@@ -194,7 +196,9 @@ mod tests {
     #[test]
     fn classifies_backend_errors() {
         let fatal = body(Severity::Fatal, "57P01", "terminating connection due to administrator command");
-        assert!(matches!(classify_error(&fatal), ErrorKind::Fatal(m) if m.starts_with("57P01: terminating")));
+        assert!(
+            matches!(classify_error(&fatal), ErrorKind::Fatal(e) if e.to_string().starts_with("57P01: terminating"))
+        );
         assert!(matches!(classify_error(&body(Severity::Error, "0A000", STALE_PLAN)), ErrorKind::StalePlan));
         assert!(matches!(classify_error(&body(Severity::Error, "0A000", "other")), ErrorKind::Other));
         assert!(matches!(classify_error(&body(Severity::Error, "57014", "canceling")), ErrorKind::Canceled));

@@ -14,6 +14,7 @@ mod bridged;
 mod copy;
 mod digest;
 mod encoding;
+mod exchange;
 mod flight;
 mod login;
 mod named;
@@ -26,7 +27,7 @@ mod settings;
 mod verify;
 
 use crate::protocol::pg::tag::{backend as server, frontend as client};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::config::{PoolMode, Protocol};
@@ -41,7 +42,6 @@ use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
 use crate::session::state::{pg_effects, SessionState};
 use crate::session::CoreContext;
-use flight::Flight;
 use prepared::{Expect, Stmt};
 
 /// Bytes buffered for the client before they are written out mid-result.
@@ -74,21 +74,16 @@ pub(super) struct Session {
     cpos: usize,
     msg: Vec<u8>,
     out: Vec<u8>,
-    bout: Vec<u8>,
     pool: Rc<CorePool>,
     backend: Option<Conn>,
     state: SessionState,
     stmts: HashMap<String, Rc<Stmt>>,
-    expect: VecDeque<Expect>,
+    /// The batch queued for the backend, the responses it expects and the statement in flight.
+    ex: exchange::Exchange,
     slot: Rc<CancelSlot>,
     key: CancelKey,
     /// Largest client message accepted (the listener's `max_message_size`).
     max_msg: usize,
-    /// In an extended-protocol batch that failed before reaching a backend: skip to Sync.
-    skipping: bool,
-    /// The backend reported an error in the current extended batch before its Sync was sent:
-    /// it discards everything up to the client's Sync, and so does the session.
-    aborted: bool,
     /// Extended messages held until the batch can be routed as one unit (#19).
     batch: batch::Held,
     /// The batch being released must run on the primary: some statement of it is not a read.
@@ -96,16 +91,12 @@ pub(super) struct Session {
     /// The open transaction was declared `READ ONLY`: nothing in it changes data.
     read_only_tx: bool,
     tx: TransactionStatus,
-    /// The statement in flight: FATAL seen, timeout fired, stale-plan healing.
-    flight: Flight,
     /// Who the client is, for rules matching user and database.
     identity: Identity,
     /// Read-your-writes: whether reads must stay on the primary after a write.
     ryw: RywState,
     /// The statement timed for per-shape statistics.
     digest: digest::DigestTracker,
-    /// Bytes were sent to the backend whose response has not ended with ReadyForQuery yet.
-    awaiting_ready: bool,
     /// Statements and portals of a session served by a MySQL pool, or of a native session's
     /// statements routed to one (#24).
     bridge: bridged::Bridge,
@@ -214,26 +205,21 @@ impl Session {
             cpos: 0,
             msg: Vec::new(),
             out: Vec::new(),
-            bout: Vec::new(),
             pool,
             backend: None,
             state,
             stmts: HashMap::new(),
-            expect: VecDeque::new(),
+            ex: exchange::Exchange::default(),
             slot,
             key,
             max_msg,
-            skipping: false,
-            aborted: false,
             batch: batch::Held::default(),
             batch_primary: false,
             read_only_tx: false,
             tx: TransactionStatus::Idle,
-            flight: Flight::default(),
             identity,
             ryw,
             digest: digest::DigestTracker::default(),
-            awaiting_ready: false,
             bridge: bridged::Bridge::default(),
             parked: None,
         }
@@ -285,7 +271,7 @@ impl Session {
                 self.cpos = 0;
             }
             self.flush_client().await?;
-            let idle = self.backend.is_none() && self.expect.is_empty();
+            let idle = self.backend.is_none() && self.ex.expect.is_empty();
             // Between transactions a held backend may speak unprompted (NOTIFY is delivered only
             // then; notices; its own death), so watch it too. Inside a transaction only a dying
             // backend speaks, and the next statement finds that out: racing a second read there
@@ -294,8 +280,8 @@ impl Session {
             // Mid-exchange (a pipeline past a Flush, an aborted batch, a COPY) the backend's next
             // words answer the client's next message, never an unprompted one.
             let watch_backend = !idle
-                && self.expect.is_empty()
-                && !self.awaiting_ready
+                && self.ex.expect.is_empty()
+                && !self.ex.awaiting()
                 && self.tx == TransactionStatus::Idle
                 && !self.is_bridged();
             // While the backend is held for this client alone (a transaction, a COPY, a batch),
@@ -370,7 +356,7 @@ impl Session {
     /// The pool's `idle_transaction_timeout` when the session holds its backend inside a
     /// transaction or mid-exchange (COPY, an extended batch awaiting Sync); `None` otherwise.
     fn idle_transaction_timeout(&self) -> Option<std::time::Duration> {
-        let mid_exchange = !self.expect.is_empty() || self.awaiting_ready;
+        let mid_exchange = !self.ex.expect.is_empty() || self.ex.awaiting();
         let held = self.backend.is_some() && (self.tx != TransactionStatus::Idle || mid_exchange);
         held.then_some(self.pool.config.timeouts.idle_transaction).flatten()
     }
@@ -395,7 +381,7 @@ impl Session {
         if self.cbuf.is_empty() {
             self.cbuf.shrink_to(IDLE_BUFFER_KEEP);
         }
-        for buf in [&mut self.out, &mut self.bout, &mut self.msg] {
+        for buf in [&mut self.out, &mut self.ex.bout, &mut self.msg] {
             if buf.is_empty() {
                 buf.shrink_to(IDLE_BUFFER_KEEP);
             }
@@ -419,7 +405,7 @@ impl Session {
             Err(DecodeError::InvalidUtf8 { .. })
                 if matches!(tag, client::QUERY | client::PARSE) && !self.is_bridged() =>
             {
-                return if self.skipping { Ok(()) } else { self.on_foreign_text(tag, raw).await };
+                return if self.ex.refused() { Ok(()) } else { self.on_foreign_text(tag, raw).await };
             }
             Err(e) => return self.fatal(PgClientError::new(e.sqlstate(), e.to_string())).await,
         };
@@ -444,7 +430,7 @@ impl Session {
 
     /// Whether the current batch failed and `msg` is dropped until its Sync, as on the server.
     fn skips(&self, msg: &FrontendMessage<'_>) -> bool {
-        (self.skipping || self.aborted) && !matches!(msg, FrontendMessage::Sync | FrontendMessage::Terminate)
+        (self.ex.refused() || self.ex.aborted()) && !matches!(msg, FrontendMessage::Sync | FrontendMessage::Terminate)
     }
 
     /// Handles one client message of a PostgreSQL-speaking pool.
@@ -538,7 +524,7 @@ impl Session {
             backend::encode_ready_for_query(self.tx, &mut self.out);
             return self.flush_client().await;
         }
-        self.bout.extend_from_slice(raw);
+        self.ex.bout.extend_from_slice(raw);
         self.arm_retry(); // retry (#11)
         self.send_backend().await?;
         self.relay(relay::Until::Ready).await
@@ -591,14 +577,14 @@ impl Session {
             // on whichever connection its first Bind or Describe lands on. Holding a connection
             // for a bare Parse would let synchronous clients (libpq's PQprepare) deadlock a
             // small pool. A statement the server rejects reports its error at that first use.
-            self.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+            self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
             return Ok(());
         }
         if self.has_prepared(stmt.key) {
-            self.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+            self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
         } else {
             self.prepare_on_backend(&stmt, false);
-            self.flight.named.push_back((name.to_owned(), stmt));
+            self.ex.flight.named.push_back((name.to_owned(), stmt));
         }
         Ok(())
     }
@@ -629,10 +615,10 @@ impl Session {
             self.mark_healable(&stmt, true);
         }
         let body = raw.get(5..).unwrap_or_default();
-        if frontend::encode_bind_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
+        if frontend::encode_bind_renamed(body, &stmt.server_name, &mut self.ex.bout).is_err() {
             return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed Bind"));
         }
-        self.expect.push_back(Expect::Bind);
+        self.ex.expect.push_back(Expect::Bind);
         Ok(())
     }
 
@@ -647,7 +633,7 @@ impl Session {
         };
         let Some(stmt) = stmt else {
             if kind == Target::Statement {
-                self.flight.describing.push_back(None);
+                self.ex.flight.describing.push_back(None);
             }
             return self.forward_ext(raw, expect).await;
         };
@@ -658,7 +644,7 @@ impl Session {
             return self.fail_batch(e);
         }
         if kind == Target::Statement {
-            self.flight.describing.push_back(Some(stmt.clone()));
+            self.ex.flight.describing.push_back(Some(stmt.clone()));
         }
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
@@ -666,10 +652,10 @@ impl Session {
             self.mark_healable(&stmt, false);
         }
         let body = raw.get(5..).unwrap_or_default();
-        if frontend::encode_describe_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
+        if frontend::encode_describe_renamed(body, &stmt.server_name, &mut self.ex.bout).is_err() {
             return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed Describe"));
         }
-        self.expect.push_back(expect);
+        self.ex.expect.push_back(expect);
         Ok(())
     }
 
@@ -677,7 +663,7 @@ impl Session {
         if kind == Target::Statement && !name.is_empty() {
             // Only the client's name goes away; the backend keeps the statement for reuse.
             self.stmts.remove(name);
-            self.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
+            self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
             return Ok(());
         }
         self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
@@ -688,8 +674,8 @@ impl Session {
         if let Err(e) = self.ensure_backend().await {
             return self.fail_batch(e);
         }
-        self.bout.extend_from_slice(raw);
-        self.expect.push_back(expect);
+        self.ex.bout.extend_from_slice(raw);
+        self.ex.expect.push_back(expect);
         Ok(())
     }
 
@@ -722,9 +708,9 @@ impl Session {
         }
         // Until its ReadyForQuery arrives the connection carries this client's response: it must
         // never be handed to anyone else (the client may vanish mid-result).
-        self.awaiting_ready = true;
-        let r = rt::write_all(&mut conn.stream, &self.bout).await;
-        self.bout.clear();
+        self.ex.sent();
+        let r = rt::write_all(&mut conn.stream, &self.ex.bout).await;
+        self.ex.bout.clear();
         if r.is_err() {
             return self.backend_lost().await;
         }
@@ -741,15 +727,13 @@ impl Session {
             c.broken = true;
             self.pool.checkin(c, false);
         }
-        self.awaiting_ready = false;
-        self.aborted = false;
-        self.expect.clear();
+        self.ex.lost();
         self.slot.set_running(None);
         let was_in_tx = self.tx != TransactionStatus::Idle;
         self.tx = TransactionStatus::Idle;
         self.state.rollback();
-        let why = self.flight.fatal.take().map(|m| format!(" ({m})")).unwrap_or_default();
-        self.flight.settle();
+        let why = self.ex.flight.fatal.take().and_then(|e| e.cause()).map(|m| format!(" ({m})")).unwrap_or_default();
+        self.ex.flight.settle();
         // A pinned session's server-side state (its role, temporary objects...) died too: going
         // on elsewhere would run its next statements without it, e.g. as the pool user (#18).
         // A session-mode client owns its server session outright, so it ends with it, as a
@@ -794,7 +778,7 @@ impl Session {
                 self.tx == TransactionStatus::Idle && self.state.pin().is_none()
             }
         };
-        if release && self.expect.is_empty() {
+        if release && self.ex.expect.is_empty() {
             self.release_backend(false).await;
         }
     }
@@ -809,8 +793,8 @@ impl Session {
         self.slot.settle().await;
         let Some(mut conn) = self.backend.take() else { return };
         let clean =
-            self.tx == TransactionStatus::Idle && self.expect.is_empty() && !conn.broken && !self.awaiting_ready;
-        self.awaiting_ready = false;
+            self.tx == TransactionStatus::Idle && self.ex.expect.is_empty() && !conn.broken && !self.ex.awaiting();
+        self.ex.settled();
         if !clean {
             self.pool.checkin(conn, false);
             return;

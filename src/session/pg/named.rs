@@ -142,10 +142,11 @@ impl Session {
             // the client's Parse, Bind, Describe and Execute are the ones a direct DEALLOCATE
             // gets. The Close first clears one a failed batch may have left.
             self.stmts.remove(&name);
-            let _ = frontend::encode_close(crate::protocol::pg::Target::Statement, DEALLOCATE_STANDIN, &mut self.bout);
-            self.expect.push_back(Expect::Close { swallow: true, key: None });
-            let _ = frontend::encode_parse(DEALLOCATE_STANDIN, "SELECT 1", &[], &mut self.bout);
-            self.expect.push_back(Expect::Parse { swallow: true, key: None });
+            let _ =
+                frontend::encode_close(crate::protocol::pg::Target::Statement, DEALLOCATE_STANDIN, &mut self.ex.bout);
+            self.ex.expect.push_back(Expect::Close { swallow: true, key: None });
+            let _ = frontend::encode_parse(DEALLOCATE_STANDIN, "SELECT 1", &[], &mut self.ex.bout);
+            self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
             format!("DEALLOCATE {DEALLOCATE_STANDIN}")
         } else {
             self.state.stage(stmt.effects.iter().cloned());
@@ -163,8 +164,8 @@ impl Session {
                 )),
             );
         }
-        self.bout.extend_from_slice(&parse);
-        self.expect.push_back(Expect::Parse { swallow: false, key: None });
+        self.ex.bout.extend_from_slice(&parse);
+        self.ex.expect.push_back(Expect::Parse { swallow: false, key: None });
         Some(Ok(()))
     }
 

@@ -31,10 +31,10 @@ impl Session {
     pub(super) fn held(&self) -> bool {
         self.backend.is_some()
             && (self.tx != TransactionStatus::Idle
-                || self.awaiting_ready
+                || self.ex.awaiting()
                 || self.state.pin().is_some()
-                || !self.expect.is_empty()
-                || !self.bout.is_empty())
+                || !self.ex.expect.is_empty()
+                || !self.ex.bout.is_empty())
     }
 
     /// Asks the router about `sql` without moving the session (for a named Parse, which only
@@ -152,7 +152,7 @@ impl Session {
         if to_replica && self.backend.is_none() {
             self.connect_split(runs).await?;
         }
-        self.flight.rules.note(decision.retry); // retry (#11)
+        self.ex.flight.rules.note(decision.retry); // retry (#11)
         if runs {
             self.finish_digest();
             self.digest.begin(decision.fingerprint, sql, now);

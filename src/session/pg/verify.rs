@@ -15,6 +15,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::time::Duration;
 
 use super::prepared::Stmt;
+use super::relay::frame_at;
 use super::{Session, READ_CHUNK};
 use crate::pool::Conn;
 use crate::protocol::pg::{decode_frame, frontend, sqlstate, BackendMessage, Frame, Target, TransactionStatus};
@@ -94,10 +95,9 @@ async fn exchange_now(conn: &mut Conn, bytes: &[u8]) -> Result<Answer, ()> {
 
 impl Session {
     /// A Describe of a statement was answered: the row type its client now knows.
-    pub(super) fn note_row_type(&mut self, tag: u8, pos: usize, len: usize) {
-        let Some(Some(stmt)) = self.flight.describing.pop_front() else { return };
-        let body = self.backend.as_ref().and_then(|c| c.rbuf.get(pos + 5..pos + len)).unwrap_or_default();
-        stmt.row_type.set(row_type(tag, body));
+    pub(super) fn note_row_type(&self, stmt: &Stmt, tag: u8, pos: usize) {
+        let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return };
+        stmt.row_type.set(row_type(tag, frame.body()));
     }
 
     /// Before `stmt` is prepared on the attached connection, which does not have it: when the
@@ -108,7 +108,7 @@ impl Session {
         let Some(told) = stmt.row_type.get() else { return Ok(()) };
         // Only at a batch boundary may the router run an exchange of its own (its Sync would
         // end the implicit transaction of a batch under way).
-        let boundary = self.expect.is_empty() && self.bout.is_empty() && !self.awaiting_ready;
+        let boundary = self.ex.expect.is_empty() && self.ex.bout.is_empty() && !self.ex.awaiting();
         if stmt.generation == self.pool.schema_generation() || !boundary || self.tx == TransactionStatus::Failed {
             return Ok(());
         }

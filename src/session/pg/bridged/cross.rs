@@ -86,7 +86,7 @@ impl Session {
 
     /// Whether messages of the current pipeline wait for answers from the session's own pool.
     fn native_pending(&self) -> bool {
-        self.awaiting_ready || !self.bout.is_empty() || self.expect.iter().any(|e| !matches!(e, Expect::Synth(_)))
+        self.ex.awaiting() || !self.ex.bout.is_empty() || self.ex.expect.iter().any(|e| !matches!(e, Expect::Synth(_)))
     }
 
     /// Why a statement (`sql`, empty for an Execute) routed to MySQL pool `pool` cannot run there
@@ -117,7 +117,7 @@ impl Session {
     async fn cross_fail(&mut self, e: PgClientError) -> Result<(), End> {
         if self.native_pending() && self.backend.is_some() {
             self.on_flush(&[client::FLUSH, 0, 0, 0, 4]).await?;
-            if self.aborted {
+            if self.ex.aborted() {
                 return Ok(()); // the server failed the pipeline first: its error stands
             }
         }
@@ -333,7 +333,7 @@ impl Session {
                 };
                 // Answered in turn with whatever the session's pool answers before it.
                 known.then(|| {
-                    self.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
+                    self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
                     Ok(())
                 })
             }

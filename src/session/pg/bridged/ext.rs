@@ -107,7 +107,7 @@ impl Session {
         let columns = match self.ensure_prepared(key, &sql, known.is_none()).await {
             Ok(Ok((_, columns))) => columns.or(known),
             Ok(Err(())) => {
-                self.skipping = true;
+                self.ex.refuse();
                 return Ok(());
             }
             Err(Lost) => return self.bridged_lost(true).await,
@@ -308,7 +308,7 @@ impl Session {
         let id = match self.ensure_prepared(p.stmt.key, &p.stmt.sql, false).await? {
             Ok((id, _)) => id,
             Err(()) => {
-                self.skipping = true;
+                self.ex.refuse();
                 return Ok(());
             }
         };
@@ -335,7 +335,7 @@ impl Session {
             p.kept = limit_rows(&all, max_rows, &mut self.out);
         }
         if writer.errored {
-            self.skipping = true;
+            self.ex.refuse();
         }
         Ok(())
     }

@@ -89,10 +89,10 @@ impl Session {
         }
         let mut payload = Vec::with_capacity(64);
         cmd.encode(caps, &mut payload);
-        self.bout.clear();
-        encode_packets(&payload, 0, &mut self.bout);
-        let r = rt::write_all(&mut conn.stream, &self.bout).await;
-        self.bout.clear();
+        self.ex.bout.clear();
+        encode_packets(&payload, 0, &mut self.ex.bout);
+        let r = rt::write_all(&mut conn.stream, &self.ex.bout).await;
+        self.ex.bout.clear();
         r.map_err(|_| Lost)
     }
 

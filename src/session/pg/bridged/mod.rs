@@ -69,7 +69,7 @@ impl Session {
             }
             FrontendMessage::Flush => self.flush_client().await,
             FrontendMessage::Sync => {
-                self.skipping = false;
+                self.ex.synced();
                 backend::encode_ready_for_query(self.tx, &mut self.out);
                 self.my_maybe_release();
                 self.flush_client().await
@@ -157,7 +157,7 @@ impl Session {
         )
         .encode(&mut self.out);
         if batch {
-            self.skipping = true;
+            self.ex.refuse();
             return Ok(());
         }
         backend::encode_ready_for_query(self.tx, &mut self.out);
