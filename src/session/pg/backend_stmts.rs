@@ -17,7 +17,7 @@ impl Session {
             !self.ex.expect.iter().any(|e| {
                 matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement)
             });
-        if self.tx == TransactionStatus::Idle && self.ex.flight.mark.is_none() && first {
+        if self.progress.tx == TransactionStatus::Idle && self.ex.flight.mark.is_none() && first {
             self.ex.flight.mark =
                 Some(HealMark { bout: self.ex.bout.len(), expect: self.ex.expect.len(), stmt: stmt.clone(), bind });
         }

@@ -26,6 +26,8 @@ const HOLD_MESSAGES: usize = 1024;
 pub(super) struct Held {
     bytes: Vec<u8>,
     count: usize,
+    /// The batch being released must run on the primary: some statement of it is not a read.
+    pub primary: bool,
 }
 
 impl Held {
@@ -114,9 +116,9 @@ impl Session {
     /// to hold whole, so what follows is unknown and it goes to the primary.
     pub(super) async fn release_batch(&mut self, overflow: bool) -> Result<(), End> {
         let bytes = self.batch.take();
-        self.batch_primary = overflow || self.batch_needs_primary(&bytes);
+        self.batch.primary = overflow || self.batch_needs_primary(&bytes);
         let res = self.handle_held(&bytes).await;
-        self.batch_primary = false;
+        self.batch.primary = false;
         res
     }
 
@@ -162,7 +164,7 @@ impl Session {
             return None;
         }
         let why = d.facts.ineligibility.unwrap_or("unanalyzable");
-        let hold = if self.tx != TransactionStatus::Idle {
+        let hold = if self.progress.tx != TransactionStatus::Idle {
             "the open transaction runs there"
         } else if self.ex.awaiting() || !self.ex.expect.is_empty() || !self.ex.bout.is_empty() {
             "earlier statements of this pipeline ran there and hold it until Sync"
@@ -179,7 +181,7 @@ impl Session {
     /// The write pool, when the batch being released must not use the read pool.
     pub(super) fn batch_override(&self, d: &Decision, target: &str) -> Option<std::sync::Arc<str>> {
         let split_read = d.step == DecisionKind::ReadWriteSplit && self.ctx.is_read_pool(Protocol::Postgres, target);
-        if !self.batch_primary || !split_read {
+        if !self.batch.primary || !split_read {
             return None;
         }
         self.ctx.rules().primary_pool(Protocol::Postgres).cloned()

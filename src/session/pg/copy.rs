@@ -71,19 +71,19 @@ impl Session {
             };
             match tag {
                 client::SYNC if ended => {
-                    self.ex.bout.extend_from_slice(&self.msg);
+                    self.ex.bout.extend_from_slice(&self.io.msg);
                     self.send_backend().await?;
                     return Ok(CopyIn::Sent);
                 }
                 _ if ended => {
                     let e =
                         PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected Sync after the end of COPY data");
-                    e.encode_fatal(&mut self.out);
+                    e.encode_fatal(&mut self.io.out);
                     let _ = self.flush_client().await;
                     return Err(End::Fatal);
                 }
                 client::COPY_DATA | client::COPY_DONE | client::COPY_FAIL => {
-                    self.ex.bout.extend_from_slice(&self.msg);
+                    self.ex.bout.extend_from_slice(&self.io.msg);
                     if tag != client::COPY_DATA || self.ex.bout.len() >= CLIENT_FLUSH_AT {
                         self.send_backend().await?;
                     }
@@ -114,13 +114,13 @@ impl Session {
                 Ok(None) => {}
                 Err(e) => return Err(self.refuse_frame(e).await),
             }
-            if self.cpos > 0 {
-                self.cbuf.drain(..self.cpos);
-                self.cpos = 0;
+            if self.io.cpos > 0 {
+                self.io.cbuf.drain(..self.io.cpos);
+                self.io.cpos = 0;
             }
             self.flush_client().await?;
             let limit = self.idle_transaction_timeout();
-            let (client, cbuf) = (&mut self.client, &mut self.cbuf);
+            let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
             let from_client = async {
                 match rt::read_some(client, cbuf, READ_CHUNK).await {
                     Ok(n) if n > 0 => Woke::ClientBytes,
@@ -157,7 +157,7 @@ impl Session {
                 only_notices = false;
                 break;
             }
-            self.out.extend_from_slice(conn.rbuf.get(pos..pos + f.total_len).unwrap_or_default());
+            self.io.out.extend_from_slice(conn.rbuf.get(pos..pos + f.total_len).unwrap_or_default());
             pos += f.total_len;
         }
         conn.rbuf.drain(..pos);

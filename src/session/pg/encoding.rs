@@ -60,8 +60,8 @@ impl Session {
             if tag == client::PARSE {
                 return self.fail_batch(e);
             }
-            e.encode(&mut self.out);
-            backend::encode_ready_for_query(self.tx, &mut self.out);
+            e.encode(&mut self.io.out);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
         self.state.stage(pg_effects(&text));

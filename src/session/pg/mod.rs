@@ -69,39 +69,57 @@ enum End {
 /// One PostgreSQL client connection.
 pub(super) struct Session {
     ctx: Rc<CoreContext>,
-    client: Stream,
-    cbuf: Vec<u8>,
-    cpos: usize,
-    msg: Vec<u8>,
-    out: Vec<u8>,
+    /// The client's socket and the buffers between it and the session.
+    io: ClientIo,
     pool: Rc<CorePool>,
     backend: Option<Conn>,
     state: SessionState,
     stmts: HashMap<String, Rc<Stmt>>,
     /// The batch queued for the backend, the responses it expects and the statement in flight.
     ex: exchange::Exchange,
-    slot: Rc<CancelSlot>,
-    key: CancelKey,
-    /// Largest client message accepted (the listener's `max_message_size`).
-    max_msg: usize,
+    /// How a cancel reaches the session's running statement.
+    cancel: CancelHandle,
     /// Extended messages held until the batch can be routed as one unit (#19).
     batch: batch::Held,
-    /// The batch being released must run on the primary: some statement of it is not a read.
-    batch_primary: bool,
-    /// The open transaction was declared `READ ONLY`: nothing in it changes data.
-    read_only_tx: bool,
-    tx: TransactionStatus,
+    /// Where the client's statements stand: transaction, read-your-writes, timing.
+    progress: Progress,
     /// Who the client is, for rules matching user and database.
     identity: Identity,
+    /// Statements and portals of a session served by a MySQL pool, or of a native session's
+    /// statements routed to one (#24).
+    bridge: bridged::Bridge,
+}
+
+/// The client's socket and the buffers between it and the session.
+struct ClientIo {
+    client: Stream,
+    /// Bytes read from the client; `cpos` is where the next message starts.
+    cbuf: Vec<u8>,
+    cpos: usize,
+    /// The client message being handled, tag byte first.
+    msg: Vec<u8>,
+    /// Bytes buffered for the client.
+    out: Vec<u8>,
+    /// Largest client message accepted (the listener's `max_message_size`).
+    max_msg: usize,
+}
+
+/// How a cancel reaches the session's running statement.
+struct CancelHandle {
+    slot: Rc<CancelSlot>,
+    /// The key the client was given for its CancelRequests.
+    key: CancelKey,
+}
+
+/// Where the client's statements stand.
+struct Progress {
+    tx: TransactionStatus,
+    /// The open transaction was declared `READ ONLY`: nothing in it changes data.
+    read_only_tx: bool,
     /// Read-your-writes: whether reads must stay on the primary after a write.
     ryw: RywState,
     /// The statement timed for per-shape statistics.
     digest: digest::DigestTracker,
-    /// Statements and portals of a session served by a MySQL pool, or of a native session's
-    /// statements routed to one (#24).
-    bridge: bridged::Bridge,
-    /// The session's own pool and connection while one statement runs on a MySQL pool (#24).
-    parked: Option<bridged::cross::Parked>,
 }
 
 /// The client's user and requested database.
@@ -133,11 +151,11 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     if let Some(message) = goodbye {
         let mut out = Vec::new();
         PgClientError::new(sqlstate::ADMIN_SHUTDOWN, message).encode_fatal(&mut out);
-        let _ = rt::write_all(&mut s.client, &out).await;
+        let _ = rt::write_all(&mut s.io.client, &out).await;
     }
     s.cross_unpark();
     s.release_backend(true).await;
-    ctx.cancels.remove(s.key);
+    ctx.cancels.remove(s.cancel.key);
 }
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
@@ -200,28 +218,22 @@ impl Session {
         }
         Self {
             ctx,
-            client,
-            cbuf: leftover,
-            cpos: 0,
-            msg: Vec::new(),
-            out: Vec::new(),
+            io: ClientIo { client, cbuf: leftover, cpos: 0, msg: Vec::new(), out: Vec::new(), max_msg },
             pool,
             backend: None,
             state,
             stmts: HashMap::new(),
             ex: exchange::Exchange::default(),
-            slot,
-            key,
-            max_msg,
+            cancel: CancelHandle { slot, key },
             batch: batch::Held::default(),
-            batch_primary: false,
-            read_only_tx: false,
-            tx: TransactionStatus::Idle,
+            progress: Progress {
+                tx: TransactionStatus::Idle,
+                read_only_tx: false,
+                ryw,
+                digest: digest::DigestTracker::default(),
+            },
             identity,
-            ryw,
-            digest: digest::DigestTracker::default(),
             bridge: bridged::Bridge::default(),
-            parked: None,
         }
     }
 
@@ -230,7 +242,7 @@ impl Session {
     }
 
     fn max_message(&self) -> usize {
-        self.max_msg
+        self.io.max_msg
     }
 
     async fn run(&mut self) -> End {
@@ -257,7 +269,7 @@ impl Session {
         Box::pin(self.dispatch(tag)).await.err()
     }
 
-    /// Buffers the next whole client message into `self.msg` (tag byte first) and returns its
+    /// Buffers the next whole client message into `self.io.msg` (tag byte first) and returns its
     /// tag; `None` when the client closed. Idle sessions also end here when draining.
     async fn next_client_frame(&mut self) -> Result<Option<u8>, End> {
         loop {
@@ -266,9 +278,9 @@ impl Session {
                 Ok(None) => {}
                 Err(e) => return Err(self.refuse_frame(e).await),
             }
-            if self.cpos > 0 {
-                self.cbuf.drain(..self.cpos);
-                self.cpos = 0;
+            if self.io.cpos > 0 {
+                self.io.cbuf.drain(..self.io.cpos);
+                self.io.cpos = 0;
             }
             self.flush_client().await?;
             let idle = self.backend.is_none() && self.ex.expect.is_empty();
@@ -282,7 +294,7 @@ impl Session {
             let watch_backend = !idle
                 && self.ex.expect.is_empty()
                 && !self.ex.awaiting()
-                && self.tx == TransactionStatus::Idle
+                && self.progress.tx == TransactionStatus::Idle
                 && !self.is_bridged();
             // While the backend is held for this client alone (a transaction, a COPY, a batch),
             // a silent client may not keep it for ever.
@@ -300,16 +312,17 @@ impl Session {
                 let drain = self.ctx.drain.clone();
                 // A small first read keeps idle buffers small; the rest of a big message
                 // arrives in full-size chunks.
-                let chunk = if self.cbuf.is_empty() { IDLE_READ_CHUNK } else { READ_CHUNK };
-                let client = &mut self.client;
-                let cbuf = &mut self.cbuf;
+                let chunk = if self.io.cbuf.is_empty() { IDLE_READ_CHUNK } else { READ_CHUNK };
+                let client = &mut self.io.client;
+                let cbuf = &mut self.io.cbuf;
                 rt::race(async { Some(rt::read_some(client, cbuf, chunk).await) }, async {
                     drain.wait().await;
                     None
                 })
                 .await
             } else {
-                let Ok(read) = rt::within(limit, rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK)).await
+                let Ok(read) =
+                    rt::within(limit, rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK)).await
                 else {
                     return Err(self.idle_transaction_expired().await);
                 };
@@ -326,29 +339,29 @@ impl Session {
     /// Moves the next whole client message from `cbuf` into `msg` and returns its tag;
     /// `Ok(None)` when it has not fully arrived yet.
     fn take_client_frame(&mut self) -> Result<Option<u8>, DecodeError> {
-        let Some(f) = decode_frame(self.cbuf.get(self.cpos..).unwrap_or_default(), self.max_message())? else {
+        let Some(f) = decode_frame(self.io.cbuf.get(self.io.cpos..).unwrap_or_default(), self.max_message())? else {
             return Ok(None);
         };
         let len = f.total_len;
         let tag = f.tag;
-        self.msg.clear();
-        self.msg.extend_from_slice(self.cbuf.get(self.cpos..self.cpos + len).unwrap_or_default());
-        self.cpos += len;
-        if self.cpos == self.cbuf.len() {
-            self.cbuf.clear();
-            self.cpos = 0;
+        self.io.msg.clear();
+        self.io.msg.extend_from_slice(self.io.cbuf.get(self.io.cpos..self.io.cpos + len).unwrap_or_default());
+        self.io.cpos += len;
+        if self.io.cpos == self.io.cbuf.len() {
+            self.io.cbuf.clear();
+            self.io.cpos = 0;
         }
         Ok(Some(tag))
     }
 
     /// Ends the session over a client message that cannot be framed (e.g. over the size limit).
     async fn refuse_frame(&mut self, e: DecodeError) -> End {
-        self.out.clear();
-        PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.out);
+        self.io.out.clear();
+        PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.io.out);
         // The client may still be sending the message refused here: close so that the error
         // survives (see `rt::linger_close`).
         if self.flush_client().await.is_ok() {
-            rt::linger_close(&mut self.client, rt::now() + super::FATAL_LINGER).await;
+            rt::linger_close(&mut self.io.client, rt::now() + super::FATAL_LINGER).await;
         }
         End::Fatal
     }
@@ -357,7 +370,7 @@ impl Session {
     /// transaction or mid-exchange (COPY, an extended batch awaiting Sync); `None` otherwise.
     fn idle_transaction_timeout(&self) -> Option<std::time::Duration> {
         let mid_exchange = !self.ex.expect.is_empty() || self.ex.awaiting();
-        let held = self.backend.is_some() && (self.tx != TransactionStatus::Idle || mid_exchange);
+        let held = self.backend.is_some() && (self.progress.tx != TransactionStatus::Idle || mid_exchange);
         held.then_some(self.pool.config.timeouts.idle_transaction).flatten()
     }
 
@@ -370,7 +383,7 @@ impl Session {
         self.pool.counters.idle_transaction_timed_out();
         let ms = self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis();
         let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
-        PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.out);
+        PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.io.out);
         let _ = self.flush_client().await;
         End::Fatal
     }
@@ -378,10 +391,10 @@ impl Session {
     /// Gives back buffer space a large statement or result left behind, before a possibly long
     /// wait for the client's next transaction.
     fn release_idle_buffers(&mut self) {
-        if self.cbuf.is_empty() {
-            self.cbuf.shrink_to(IDLE_BUFFER_KEEP);
+        if self.io.cbuf.is_empty() {
+            self.io.cbuf.shrink_to(IDLE_BUFFER_KEEP);
         }
-        for buf in [&mut self.out, &mut self.ex.bout, &mut self.msg] {
+        for buf in [&mut self.io.out, &mut self.ex.bout, &mut self.io.msg] {
             if buf.is_empty() {
                 buf.shrink_to(IDLE_BUFFER_KEEP);
             }
@@ -389,9 +402,9 @@ impl Session {
     }
 
     async fn dispatch(&mut self, tag: u8) -> Result<(), End> {
-        let msg = std::mem::take(&mut self.msg);
+        let msg = std::mem::take(&mut self.io.msg);
         let res = self.dispatch_msg(tag, &msg).await;
-        self.msg = msg;
+        self.io.msg = msg;
         res?;
         self.stream_batch().await
     }
@@ -461,18 +474,18 @@ impl Session {
     }
 
     async fn fatal(&mut self, e: PgClientError) -> Result<(), End> {
-        e.encode_fatal(&mut self.out);
+        e.encode_fatal(&mut self.io.out);
         let _ = self.flush_client().await;
         Err(End::Fatal)
     }
 
     /// Writes buffered client output.
     async fn flush_client(&mut self) -> Result<(), End> {
-        if self.out.is_empty() {
+        if self.io.out.is_empty() {
             return Ok(());
         }
-        let r = rt::write_all(&mut self.client, &self.out).await;
-        self.out.clear();
+        let r = rt::write_all(&mut self.io.client, &self.io.out).await;
+        self.io.out.clear();
         r.map_err(|_| End::ClientGone)
     }
 
@@ -482,8 +495,8 @@ impl Session {
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
             )
-            .encode(&mut self.out);
-            backend::encode_ready_for_query(self.tx, &mut self.out);
+            .encode(&mut self.io.out);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
         if let Some(done) = self.on_token_query(sql).await {
@@ -498,8 +511,8 @@ impl Session {
         let rewritten = match self.route_statement(sql, None, true).await {
             Ok(r) => r,
             Err(e) => {
-                e.encode(&mut self.out);
-                backend::encode_ready_for_query(self.tx, &mut self.out);
+                e.encode(&mut self.io.out);
+                backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 return self.flush_client().await;
             }
         };
@@ -520,8 +533,8 @@ impl Session {
     /// A message answered by a full response ending in ReadyForQuery (Query, FunctionCall).
     async fn on_simple(&mut self, raw: &[u8]) -> Result<(), End> {
         if let Err(e) = self.ensure_backend().await {
-            e.encode(&mut self.out);
-            backend::encode_ready_for_query(self.tx, &mut self.out);
+            e.encode(&mut self.io.out);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
         self.ex.bout.extend_from_slice(raw);
@@ -701,7 +714,7 @@ impl Session {
     async fn send_backend(&mut self) -> Result<(), End> {
         let Some(conn) = self.backend.as_mut() else { return Ok(()) };
         if let ConnInfo::Pg(info) = &conn.info {
-            self.slot.set_running(Some(CancelTarget {
+            self.cancel.slot.set_running(Some(CancelTarget {
                 addr: conn.addr,
                 kind: TargetKind::Pg { pid: info.pid, secret: info.secret },
             }));
@@ -728,9 +741,9 @@ impl Session {
             self.pool.checkin(c, false);
         }
         self.ex.lost();
-        self.slot.set_running(None);
-        let was_in_tx = self.tx != TransactionStatus::Idle;
-        self.tx = TransactionStatus::Idle;
+        self.cancel.slot.set_running(None);
+        let was_in_tx = self.progress.tx != TransactionStatus::Idle;
+        self.progress.tx = TransactionStatus::Idle;
         self.state.rollback();
         let why = self.ex.flight.fatal.take().and_then(|e| e.cause()).map(|m| format!(" ({m})")).unwrap_or_default();
         self.ex.flight.settle();
@@ -747,11 +760,11 @@ impl Session {
         if !lost.is_empty() {
             tracing::warn!("backend lost{lost}");
             PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}{lost}"))
-                .encode_fatal(&mut self.out);
+                .encode_fatal(&mut self.io.out);
             if self.flush_client().await.is_ok() {
                 // The client may have sent more already: closing on it would reset the
                 // connection and could destroy the error before the client read it.
-                rt::linger_close(&mut self.client, rt::now() + super::FATAL_LINGER).await;
+                rt::linger_close(&mut self.io.client, rt::now() + super::FATAL_LINGER).await;
             }
             return Err(End::Fatal);
         }
@@ -759,8 +772,8 @@ impl Session {
             sqlstate::CONNECTION_FAILURE,
             format!("the backend connection was lost{why}; the statement may not have completed"),
         )
-        .encode(&mut self.out);
-        backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.out);
+        .encode(&mut self.io.out);
+        backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.io.out);
         self.flush_client().await
     }
 
@@ -770,12 +783,12 @@ impl Session {
             // health: a session-mode client leaves a backend marked down between transactions
             // when its state can follow it (settings replay, re-prepare), as pooled ones do.
             PoolMode::Session => {
-                self.tx == TransactionStatus::Idle
+                self.progress.tx == TransactionStatus::Idle
                     && self.state.pin().is_none()
                     && self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend))
             }
             PoolMode::Transaction | PoolMode::Statement => {
-                self.tx == TransactionStatus::Idle && self.state.pin().is_none()
+                self.progress.tx == TransactionStatus::Idle && self.state.pin().is_none()
             }
         };
         if release && self.ex.expect.is_empty() {
@@ -789,11 +802,13 @@ impl Session {
             self.my_release(session_end);
             return;
         }
-        self.slot.set_running(None);
-        self.slot.settle().await;
+        self.cancel.slot.set_running(None);
+        self.cancel.slot.settle().await;
         let Some(mut conn) = self.backend.take() else { return };
-        let clean =
-            self.tx == TransactionStatus::Idle && self.ex.expect.is_empty() && !conn.broken && !self.ex.awaiting();
+        let clean = self.progress.tx == TransactionStatus::Idle
+            && self.ex.expect.is_empty()
+            && !conn.broken
+            && !self.ex.awaiting();
         self.ex.settled();
         if !clean {
             self.pool.checkin(conn, false);

@@ -98,11 +98,11 @@ impl Session {
                 None
             }
             Command::Deallocate(name) => {
-                if self.tx == TransactionStatus::Failed || self.stmts.remove(&name).is_none() {
+                if self.progress.tx == TransactionStatus::Failed || self.stmts.remove(&name).is_none() {
                     return None;
                 }
-                let _ = BackendMessage::CommandComplete("DEALLOCATE").encode(&mut self.out);
-                backend::encode_ready_for_query(self.tx, &mut self.out);
+                let _ = BackendMessage::CommandComplete("DEALLOCATE").encode(&mut self.io.out);
+                backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 Some(self.flush_client().await)
             }
             Command::Execute { name, span } => {
@@ -125,7 +125,7 @@ impl Session {
             Command::Deallocate(name) => (name, None, true),
             Command::Execute { name, span } => (name, Some(span), false),
         };
-        if self.tx == TransactionStatus::Failed {
+        if self.progress.tx == TransactionStatus::Failed {
             return None;
         }
         let stmt = self.stmts.get(&name).cloned()?;
@@ -174,8 +174,8 @@ impl Session {
     /// then the Query runs under the statement's router name.
     async fn execute_named(&mut self, sql: &str, span: Range<usize>, stmt: Rc<Stmt>) -> Result<(), End> {
         let ready = |s: &mut Self, e: PgClientError| {
-            e.encode(&mut s.out);
-            backend::encode_ready_for_query(s.tx, &mut s.out);
+            e.encode(&mut s.io.out);
+            backend::encode_ready_for_query(s.progress.tx, &mut s.io.out);
         };
         if let Err(e) = self.route_statement(sql, None, true).await {
             ready(self, e);
@@ -189,9 +189,9 @@ impl Session {
             match self.prepare_now(&stmt).await {
                 Ok(None) => {}
                 Ok(Some((error, status))) => {
-                    self.out.extend_from_slice(&error);
-                    self.tx = status;
-                    backend::encode_ready_for_query(status, &mut self.out);
+                    self.io.out.extend_from_slice(&error);
+                    self.progress.tx = status;
+                    backend::encode_ready_for_query(status, &mut self.io.out);
                     self.maybe_release().await;
                     return self.flush_client().await;
                 }

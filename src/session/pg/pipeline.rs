@@ -42,7 +42,7 @@ impl Session {
             }
             self.ex.synced();
             self.ex.expect.clear();
-            backend::encode_ready_for_query(self.tx, &mut self.out);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
         self.ex.bout.extend_from_slice(raw);
@@ -62,7 +62,7 @@ impl Session {
         self.ex.flight.rules = retry::RulePolicy::default();
         self.ex.flight.named.clear(); // none of its Parses reaches the server
         self.ex.flight.describing.clear();
-        e.encode(&mut self.out);
+        e.encode(&mut self.io.out);
         self.ex.refuse();
         Ok(())
     }
@@ -71,7 +71,7 @@ impl Session {
     async fn relay_synth_only(&mut self) -> Result<(), End> {
         while let Some(Expect::Synth(tag)) = self.ex.expect.front().copied() {
             self.ex.expect.pop_front();
-            self.out.extend_from_slice(&[tag, 0, 0, 0, 4]);
+            self.io.out.extend_from_slice(&[tag, 0, 0, 0, 4]);
         }
         self.flush_client().await
     }
@@ -104,7 +104,7 @@ impl Session {
         self.ex.bout.clear();
         self.ex.expect.clear();
         if self.backend.is_none() {
-            backend::encode_ready_for_query(self.tx, &mut self.out);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
         if refused {

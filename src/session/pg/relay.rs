@@ -124,7 +124,7 @@ async fn next_frame(conn: &mut Conn, pos: &mut usize, chunk: usize) -> Result<(u
 impl Session {
     /// Writes the responses the router answers itself that head the expectations.
     pub(super) fn emit_synth(&mut self) {
-        self.ex.emit_synth(&mut self.out);
+        self.ex.emit_synth(&mut self.io.out);
     }
 
     /// Relays backend responses until `until`.
@@ -148,7 +148,7 @@ impl Session {
                 Flow::Stop => break,
                 Flow::Over => return Ok(()),
             }
-            if self.out.len() >= CLIENT_FLUSH_AT {
+            if self.io.out.len() >= CLIENT_FLUSH_AT {
                 self.flush_client().await?;
             }
         }
@@ -179,7 +179,7 @@ impl Session {
             // then wait one more query_timeout for the backend's answer.
             pass.deadline = self.query_deadline();
             self.ex.flight.timed_out = true;
-            let _ = self.ctx.cancels.act(self.key, false);
+            let _ = self.ctx.cancels.act(self.cancel.key, false);
             return Ok(None);
         };
         match next {
@@ -214,7 +214,7 @@ impl Session {
             return Ok(Flow::Over); // the connection went while the frame was looked at
         };
         if forward {
-            self.out.extend_from_slice(frame.bytes());
+            self.io.out.extend_from_slice(frame.bytes());
         }
         let status = (tag == server::READY_FOR_QUERY).then(|| frame.body().first().copied()).flatten();
         pass.pos += frame.len();
@@ -301,16 +301,16 @@ impl Session {
         self.pool.counters.passed_through(run as u64);
         if run < PASS_DIRECT_AT {
             let rows = self.backend.as_ref().and_then(|c| c.rbuf.get(*pos..*pos + run)).unwrap_or_default();
-            self.out.extend_from_slice(rows);
+            self.io.out.extend_from_slice(rows);
             *pos += run;
-            if self.out.len() >= CLIENT_FLUSH_AT {
+            if self.io.out.len() >= CLIENT_FLUSH_AT {
                 self.flush_client().await?;
             }
             return Ok(());
         }
         self.flush_client().await?;
         let Some(conn) = self.backend.as_ref() else { return Ok(()) };
-        let written = rt::write_all(&mut self.client, conn.rbuf.get(*pos..*pos + run).unwrap_or_default()).await;
+        let written = rt::write_all(&mut self.io.client, conn.rbuf.get(*pos..*pos + run).unwrap_or_default()).await;
         *pos += run;
         written.map_err(|_| End::ClientGone)
     }
@@ -323,24 +323,24 @@ impl Session {
         let tag = frame.tag();
         let step = self.ex.on_backend(&frame, query_ms);
         if tag == server::ERROR_RESPONSE {
-            self.digest.error();
+            self.progress.digest.error();
         }
         self.note(step.note, tag, pos);
         let forward = match step.action {
             Action::Forward => true,
             Action::ReleaseThenForward(held) => {
-                self.out.extend_from_slice(&held);
+                self.io.out.extend_from_slice(&held);
                 true
             }
             Action::Hold | Action::Swallow | Action::Fail => false,
             Action::Replace(e) => {
-                e.encode(&mut self.out);
+                e.encode(&mut self.io.out);
                 false
             }
             // retry (#11): held back with its ReadyForQuery until the batch runs again.
             Action::MayRetry if self.retry_hold(pos) => false,
             Action::MayRetry => {
-                self.out.append(&mut self.ex.flight.held);
+                self.io.out.append(&mut self.ex.flight.held);
                 true
             }
         };
@@ -406,10 +406,10 @@ impl Session {
     /// sends unprompted meanwhile. `Ok(None)`: something was relayed, wait again.
     pub(super) async fn wait_client_or_backend(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
         let Some(conn) = self.backend.as_mut() else {
-            return Ok(Some(rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK).await));
+            return Ok(Some(rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK).await));
         };
-        let (client, cbuf) = (&mut self.client, &mut self.cbuf);
-        let drain = (self.tx == TransactionStatus::Idle).then(|| self.ctx.drain.clone());
+        let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
+        let drain = (self.progress.tx == TransactionStatus::Idle).then(|| self.ctx.drain.clone());
         let reads = rt::race(async { Woke::Client(rt::read_some(client, cbuf, READ_CHUNK).await) }, async {
             Woke::Backend(matches!(rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await, Ok(n) if n > 0))
         });
@@ -449,7 +449,7 @@ impl Session {
             let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { break };
             match tag {
                 server::NOTIFICATION_RESPONSE | server::NOTICE_RESPONSE | server::PARAMETER_STATUS => {
-                    self.out.extend_from_slice(frame.bytes())
+                    self.io.out.extend_from_slice(frame.bytes())
                 }
                 server::ERROR_RESPONSE => {
                     if let ErrorKind::Fatal(e) = classify_error(frame.body()) {
@@ -478,12 +478,12 @@ impl Session {
             c.broken = true;
             self.pool.checkin(c, false);
         }
-        self.slot.set_running(None);
+        self.cancel.slot.set_running(None);
         self.ex.lost();
         let why = self.ex.flight.fatal.take().and_then(|e| e.cause()).map(|m| format!(" ({m})")).unwrap_or_default();
         self.ex.flight.settle();
         PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}"))
-            .encode_fatal(&mut self.out);
+            .encode_fatal(&mut self.io.out);
         End::Fatal
     }
 
@@ -493,7 +493,7 @@ impl Session {
         let Some(conn) = self.backend.as_mut() else { return };
         let Some(frame) = frame_at(&conn.rbuf, pos) else { return };
         let tag = command_tag(frame.body());
-        self.digest.command_complete(tag);
+        self.progress.digest.command_complete(tag);
         match tag {
             b"DISCARD ALL" | b"DEALLOCATE ALL" => conn.prepared.clear(),
             tag if super::prepared::changes_schema(tag) => self.pool.schema_changed(),
@@ -505,12 +505,12 @@ impl Session {
         let new = self.ex.ready(status);
         let outcome = self.ex.outcome();
         self.finish_digest();
-        let was = self.tx;
-        self.tx = new;
-        self.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit
-        self.slot.set_running(None);
+        let was = self.progress.tx;
+        self.progress.tx = new;
+        self.progress.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit
+        self.cancel.slot.set_running(None);
         if new == TransactionStatus::Idle {
-            self.read_only_tx = false;
+            self.progress.read_only_tx = false;
             let committed =
                 if was == TransactionStatus::Idle { !outcome.error } else { outcome.last_tag_commit == Some(true) };
             if committed {
@@ -519,7 +519,7 @@ impl Session {
                 self.state.rollback();
             }
             self.restore_startup_values().await; // session settings (#18)
-            if self.ryw.position_due() && self.ex.expect.is_empty() && self.ctx.has_replica_reads() {
+            if self.progress.ryw.position_due() && self.ex.expect.is_empty() && self.ctx.has_replica_reads() {
                 self.learn_commit_position().await; // causal reads (#22)
             }
         }
@@ -529,7 +529,7 @@ impl Session {
             if let Some(c) = self.backend.as_mut() {
                 c.broken = true;
             }
-            self.tx = TransactionStatus::Idle;
+            self.progress.tx = TransactionStatus::Idle;
         }
         self.maybe_release().await;
     }

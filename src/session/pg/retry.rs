@@ -144,7 +144,7 @@ impl Session {
         let moves = self.primary_for_retry().is_some();
         if policy.maximum_attempts.get() < 2
             || (moves && !self.ex.expect.is_empty())
-            || self.tx != TransactionStatus::Idle
+            || self.progress.tx != TransactionStatus::Idle
             || self.ex.flight.flushed
             || self.ex.bout.len() > RETRY_MAX
             || !aligned(&self.ex.bout, &self.ex.expect)
@@ -154,19 +154,19 @@ impl Session {
         self.ex.flight.retry = Some(RetryBatch {
             bytes: self.ex.bout.clone(),
             expects: self.ex.expect.iter().copied().collect(),
-            out_mark: self.out.len(),
+            out_mark: self.io.out.len(),
             relayed: false,
             attempts: Attempts::new(policy, rt::now()),
             held: None,
             code: String::new(),
             wait: Duration::ZERO,
-            interrupt: self.slot.watch(),
+            interrupt: self.cancel.slot.watch(),
         });
     }
 
     /// Hook for every backend message of an armed batch, before it is buffered.
     pub(super) fn retry_note(&mut self, tag: u8, len: usize) {
-        let buffered = self.out.len();
+        let buffered = self.io.out.len();
         let Some(r) = self.ex.flight.retry.as_mut() else { return };
         // A buffer about to be flushed has reached the client.
         // ErrorResponse and ReadyForQuery are judged by `retry_hold` and `retry_at_ready`.
@@ -220,24 +220,24 @@ impl Session {
             return Ok(false);
         };
         // Nothing runs for the session while it waits: a cancel now is for the wait alone.
-        self.slot.set_running(None);
+        self.cancel.slot.set_running(None);
         if let Err(why) = backoff::wait(r.wait, &r.interrupt, &self.ctx.drain).await {
             self.count_retry(why);
-            self.out.extend_from_slice(&held);
-            self.out.extend_from_slice(&ready_for_query(status));
+            self.io.out.extend_from_slice(&held);
+            self.io.out.extend_from_slice(&ready_for_query(status));
             return Ok(false);
         }
         if let Some(primary) = self.primary_for_retry() {
             if let Err(e) = self.move_to(primary).await {
                 tracing::debug!(error = ?e, "no primary connection for a retry");
                 self.count_retry(Outcome::Exhausted);
-                self.out.extend_from_slice(&held);
-                self.out.extend_from_slice(&ready_for_query(status));
+                self.io.out.extend_from_slice(&held);
+                self.io.out.extend_from_slice(&ready_for_query(status));
                 return Ok(false);
             }
         }
         self.count_retry(Outcome::Retried);
-        self.out.truncate(r.out_mark);
+        self.io.out.truncate(r.out_mark);
         if r.attempts.policy().notify_client {
             let text = format!(
                 "querypilot: statement failed with SQLSTATE {} before any result; retrying (attempt {} of {})",
@@ -245,12 +245,12 @@ impl Session {
                 r.attempts.made(),
                 r.attempts.policy().maximum_attempts
             );
-            let _ = ErrorFields::new(Severity::Notice, "00000", &text).encode_notice(&mut self.out);
+            let _ = ErrorFields::new(Severity::Notice, "00000", &text).encode_notice(&mut self.io.out);
         }
         self.rebuild_batch(&r);
         self.ex.flight.held.clear();
         r.relayed = false;
-        r.out_mark = self.out.len();
+        r.out_mark = self.io.out.len();
         self.ex.flight.retry = Some(r);
         self.send_backend().await?;
         Ok(true)

@@ -86,7 +86,7 @@ impl Session {
     /// client's own backend carries the pid the client was given, so that a listener tells its
     /// own notifications apart as on a direct connection.
     pub(super) fn own_notification_pid(&mut self, pos: usize) {
-        let given = self.key.pid;
+        let given = self.cancel.key.pid;
         let Some(conn) = self.backend.as_mut() else { return };
         let ConnInfo::Pg(info) = &conn.info else { return };
         let server = info.pid.to_be_bytes();
@@ -119,7 +119,7 @@ impl Session {
                         let _ = BackendMessage::ParameterStatus { name: &name, value: &value }.encode(&mut status);
                     }
                 }
-                insert_before_ready(&mut self.out, &status);
+                insert_before_ready(&mut self.io.out, &status);
                 if let Some(c) = self.backend.as_mut() {
                     c.settings = self.state.signature();
                 }

@@ -109,7 +109,10 @@ impl Session {
         // Only at a batch boundary may the router run an exchange of its own (its Sync would
         // end the implicit transaction of a batch under way).
         let boundary = self.ex.expect.is_empty() && self.ex.bout.is_empty() && !self.ex.awaiting();
-        if stmt.generation == self.pool.schema_generation() || !boundary || self.tx == TransactionStatus::Failed {
+        if stmt.generation == self.pool.schema_generation()
+            || !boundary
+            || self.progress.tx == TransactionStatus::Failed
+        {
             return Ok(());
         }
         let lost = || PgClientError::new(sqlstate::CONNECTION_FAILURE, "the backend connection was lost");

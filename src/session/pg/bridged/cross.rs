@@ -93,7 +93,7 @@ impl Session {
     /// now; otherwise answers synthesized so far go out first, keeping the client's order.
     fn cross_ready(&mut self, pool: &str, sql: &str) -> Result<(), PgClientError> {
         let own = &self.pool.config.name;
-        let why = if self.tx != TransactionStatus::Idle {
+        let why = if self.progress.tx != TransactionStatus::Idle {
             format!(
                 "a transaction is open on pool \"{own}\" and a transaction never spans two pools; COMMIT or ROLLBACK first"
             )
@@ -140,10 +140,10 @@ impl Session {
         let parked = Parked {
             pool: std::mem::replace(&mut self.pool, pool),
             backend: self.backend.take(),
-            tx: std::mem::replace(&mut self.tx, TransactionStatus::Idle),
+            tx: std::mem::replace(&mut self.progress.tx, TransactionStatus::Idle),
             dirty: !sets.is_empty(),
         };
-        self.parked = Some(parked);
+        self.bridge.parked = Some(parked);
         let r = self.cross_settle(&sets).await;
         if r.is_err() {
             self.cross_unpark();
@@ -176,19 +176,19 @@ impl Session {
     /// transaction is left open on it) and returns to the parked pool and connection. Also
     /// called when the session ends, wherever it was.
     pub(in crate::session::pg) fn cross_unpark(&mut self) {
-        let Some(p) = self.parked.take() else { return };
+        let Some(p) = self.bridge.parked.take() else { return };
         if let Some(c) = self.backend.as_mut().filter(|_| p.dirty) {
             c.broken = true;
         }
         self.my_release(false);
         self.pool = p.pool;
         self.backend = p.backend;
-        self.tx = p.tx;
+        self.progress.tx = p.tx;
     }
 
     /// Whether a MySQL connection is borrowed for one statement right now.
     pub(super) fn crossing(&self) -> bool {
-        self.parked.is_some()
+        self.bridge.parked.is_some()
     }
 
     /// A simple Query that routing sends to a MySQL pool: run there, answered here; `None` when
@@ -198,13 +198,13 @@ impl Session {
         self.ctx.count_decision(&d);
         let text = d.rewritten.map_or_else(|| sql.to_owned(), |t| t.sql);
         match self.cross_enter(pool, &text, true).await {
-            Err(e) => e.encode(&mut self.out),
+            Err(e) => e.encode(&mut self.io.out),
             Ok(()) => {
                 self.cross_simple(&text).await;
                 self.cross_unpark();
             }
         }
-        backend::encode_ready_for_query(self.tx, &mut self.out);
+        backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
         Some(self.flush_client().await)
     }
 
@@ -212,24 +212,24 @@ impl Session {
     async fn cross_simple(&mut self, sql: &str) {
         let parts = statements(sql);
         if parts.is_empty() {
-            self.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
+            self.io.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
             return;
         }
         if let Err(e) = self.my_backend().await {
-            e.encode(&mut self.out);
+            e.encode(&mut self.io.out);
             return;
         }
         let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), self.my_status());
-        let mut out = std::mem::take(&mut self.out);
+        let mut out = std::mem::take(&mut self.io.out);
         let r = self.my_run(&Command::Query(sql.as_bytes()), &mut writer, &mut out, true).await;
-        self.out = out;
+        self.io.out = out;
         if r.is_err() {
             self.drop_my_backend();
             PgClientError::new(
                 sqlstate::CONNECTION_FAILURE,
                 "the MySQL backend connection was lost; the statement may not have completed",
             )
-            .encode(&mut self.out);
+            .encode(&mut self.io.out);
         }
     }
 

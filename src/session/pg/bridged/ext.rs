@@ -115,7 +115,7 @@ impl Session {
         let pool = self.pool.name().clone();
         let stmt = Prepared { key, sql, order, param_types: types, columns: columns.unwrap_or_default(), pool };
         self.bridge.stmts.insert(name.to_owned(), Rc::new(stmt));
-        self.out.extend_from_slice(&[server::PARSE_COMPLETE, 0, 0, 0, 4]);
+        self.io.out.extend_from_slice(&[server::PARSE_COMPLETE, 0, 0, 0, 4]);
         Ok(())
     }
 
@@ -159,7 +159,7 @@ impl Session {
         self.my_send(&Command::StmtPrepare(sql.as_bytes())).await?;
         let (first, _) = self.my_payload().await?;
         if classify_response(&first).map_err(|_| Lost)? == ResponseKind::Err {
-            self.slot.set_running(None);
+            self.cancel.slot.set_running(None);
             let err = ErrPacket::decode(&first).map_err(|_| Lost)?;
             let state = errmap::sqlstate(err.code, err.sql_state);
             let detail = format!("MySQL error {}", err.code);
@@ -167,7 +167,7 @@ impl Session {
                 std::str::from_utf8(&state).unwrap_or("XX000"),
                 &String::from_utf8_lossy(err.message),
                 Some(&detail),
-                &mut self.out,
+                &mut self.io.out,
             );
             return Ok(None);
         }
@@ -182,7 +182,7 @@ impl Session {
         if ok.num_columns > 0 {
             self.my_payload().await?; // EOF
         }
-        self.slot.set_running(None);
+        self.cancel.slot.set_running(None);
         Ok(Some(PrepareOk { id: ok.stmt_id, columns }))
     }
 
@@ -227,7 +227,7 @@ impl Session {
         self.bridge
             .portals
             .insert(portal.to_owned(), Portal { stmt, params, formats: result_formats, kept: None, done: false });
-        self.out.extend_from_slice(&[server::BIND_COMPLETE, 0, 0, 0, 4]);
+        self.io.out.extend_from_slice(&[server::BIND_COMPLETE, 0, 0, 0, 4]);
         Ok(())
     }
 
@@ -238,16 +238,16 @@ impl Session {
                 format!("prepared statement \"{name}\" does not exist"),
             ));
         };
-        let start = self.out.len();
-        self.out.push(server::PARAMETER_DESCRIPTION);
-        self.out.extend_from_slice(&[0; 4]);
-        self.out.extend_from_slice(&u16::try_from(stmt.param_types.len()).unwrap_or(u16::MAX).to_be_bytes());
+        let start = self.io.out.len();
+        self.io.out.push(server::PARAMETER_DESCRIPTION);
+        self.io.out.extend_from_slice(&[0; 4]);
+        self.io.out.extend_from_slice(&u16::try_from(stmt.param_types.len()).unwrap_or(u16::MAX).to_be_bytes());
         for ty in &stmt.param_types {
             let described = if *ty == 0 { oid::TEXT } else { *ty };
-            self.out.extend_from_slice(&described.to_be_bytes());
+            self.io.out.extend_from_slice(&described.to_be_bytes());
         }
-        let len = u32::try_from(self.out.len() - start - 1).unwrap_or(u32::MAX);
-        if let Some(slot) = self.out.get_mut(start + 1..start + 5) {
+        let len = u32::try_from(self.io.out.len() - start - 1).unwrap_or(u32::MAX);
+        if let Some(slot) = self.io.out.get_mut(start + 1..start + 5) {
             slot.copy_from_slice(&len.to_be_bytes());
         }
         self.describe_rows(&stmt.columns, &[]);
@@ -267,12 +267,12 @@ impl Session {
     /// RowDescription of `columns` in `formats`, or NoData.
     fn describe_rows(&mut self, columns: &[PgColumn], formats: &[i16]) {
         if columns.is_empty() {
-            self.out.extend_from_slice(&[server::NO_DATA, 0, 0, 0, 4]);
+            self.io.out.extend_from_slice(&[server::NO_DATA, 0, 0, 0, 4]);
             return;
         }
         let fields: Vec<_> = columns.iter().enumerate().map(|(i, c)| c.field(format_of(formats, i))).collect();
         // MySQL column names hold no NUL; an over-long description cannot be sent.
-        let _ = encode_row_description(&fields, &mut self.out);
+        let _ = encode_row_description(&fields, &mut self.io.out);
     }
 
     pub(super) async fn bridged_execute(&mut self, portal: &str, max_rows: i32) -> Result<(), End> {
@@ -283,11 +283,11 @@ impl Session {
         let max_rows = usize::try_from(max_rows).unwrap_or(0);
         let r = match p.kept.take() {
             Some(kept) => {
-                p.kept = resume_rows(&kept, max_rows, &mut self.out);
+                p.kept = resume_rows(&kept, max_rows, &mut self.io.out);
                 Ok(())
             }
             None if p.done => {
-                let _ = BackendMessage::CommandComplete("SELECT 0").encode(&mut self.out);
+                let _ = BackendMessage::CommandComplete("SELECT 0").encode(&mut self.io.out);
                 Ok(())
             }
             None => self.execute_portal(&mut p, max_rows).await,
@@ -324,15 +324,15 @@ impl Session {
         let mut writer =
             PgResultWriter::new(vec![p.stmt.sql.as_str()], true, false, &p.formats, self.my_caps(), status);
         if max_rows == 0 {
-            let mut out = std::mem::take(&mut self.out);
+            let mut out = std::mem::take(&mut self.io.out);
             let r = self.my_run(&cmd, &mut writer, &mut out, true).await;
-            self.out = out;
+            self.io.out = out;
             r?;
         } else {
             // Held whole: only the first `max_rows` rows go out now.
             let mut all = Vec::new();
             self.my_run(&cmd, &mut writer, &mut all, false).await?;
-            p.kept = limit_rows(&all, max_rows, &mut self.out);
+            p.kept = limit_rows(&all, max_rows, &mut self.io.out);
         }
         if writer.errored {
             self.ex.refuse();
