@@ -57,17 +57,7 @@ impl Session {
                     }
                     continue;
                 }
-                Woke::ClientGone => {
-                    // The client vanished mid-COPY: abort it on the backend so the connection
-                    // is not left waiting for data.
-                    self.ex.bout.clear();
-                    let _ = FrontendMessage::CopyFail("client disconnected").encode(&mut self.ex.bout);
-                    let _ = self.send_backend().await;
-                    if let Some(c) = self.backend.as_mut() {
-                        c.broken = true;
-                    }
-                    return Err(End::ClientGone);
-                }
+                Woke::ClientGone => return Err(self.client_gone_mid_copy().await),
             };
             match tag {
                 client::SYNC if ended => {
@@ -104,6 +94,18 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// The client vanished mid-COPY: the COPY is aborted on the backend so that the
+    /// connection is not left waiting for data, and the connection goes.
+    async fn client_gone_mid_copy(&mut self) -> End {
+        self.ex.bout.clear();
+        let _ = FrontendMessage::CopyFail("client disconnected").encode(&mut self.ex.bout);
+        let _ = self.send_backend().await;
+        if let Some(c) = self.backend.as_mut() {
+            c.broken = true;
+        }
+        End::ClientGone
     }
 
     /// Waits for the next whole client message, or (when `watch`) for the backend to speak.

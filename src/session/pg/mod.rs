@@ -308,18 +308,7 @@ impl Session {
                     None => continue,
                 }
             } else if idle {
-                self.release_idle_buffers();
-                let drain = self.ctx.drain.clone();
-                // A small first read keeps idle buffers small; the rest of a big message
-                // arrives in full-size chunks.
-                let chunk = if self.io.cbuf.is_empty() { IDLE_READ_CHUNK } else { READ_CHUNK };
-                let client = &mut self.io.client;
-                let cbuf = &mut self.io.cbuf;
-                rt::race(async { Some(rt::read_some(client, cbuf, chunk).await) }, async {
-                    drain.wait().await;
-                    None
-                })
-                .await
+                self.read_idle().await
             } else {
                 let Ok(read) =
                     rt::within(limit, rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK)).await
@@ -334,6 +323,21 @@ impl Session {
                 Some(Ok(_)) => {}
             }
         }
+    }
+
+    /// Reads from a client that holds no backend; `None` when the router starts draining.
+    async fn read_idle(&mut self) -> Option<std::io::Result<usize>> {
+        self.release_idle_buffers();
+        let drain = self.ctx.drain.clone();
+        // A small first read keeps idle buffers small; the rest of a big message arrives in
+        // full-size chunks.
+        let chunk = if self.io.cbuf.is_empty() { IDLE_READ_CHUNK } else { READ_CHUNK };
+        let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
+        rt::race(async { Some(rt::read_some(client, cbuf, chunk).await) }, async {
+            drain.wait().await;
+            None
+        })
+        .await
     }
 
     /// Moves the next whole client message from `cbuf` into `msg` and returns its tag;

@@ -14,6 +14,7 @@ use crate::routing::causal::{format_token, parse_token, token_command, TokenComm
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use std::sync::Arc;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
 const REJECTED: &str = "42501";
@@ -80,60 +81,10 @@ impl Session {
             return Err(e);
         }
         let now = rt::now();
-        if runs && declares_read_only(sql) {
-            self.progress.read_only_tx = true;
-        }
         if runs {
-            self.progress.ryw.observe(&decision, now);
-            if self.progress.tx == TransactionStatus::Idle && resets_session(sql) {
-                // causal reads (#22): the client asked for a fresh session (after `observe`:
-                // the reset itself is no write to wait for).
-                self.progress.ryw.reset();
-            }
-            self.ctx.count_decision(&decision);
-            if decision.facts.may_change_session() {
-                let in_transaction = self.progress.tx != TransactionStatus::Idle;
-                self.identity.lex.observe(sql, crate::sql::Dialect::Postgres, in_transaction);
-            }
+            self.observe_statement(sql, &decision, now);
         }
-        let mut target = match &decision.outcome {
-            Outcome::Route(pool) => pool.clone(),
-            Outcome::Reject(message) => return Err(PgClientError::new(REJECTED, message.to_string())),
-            Outcome::Error(e) => return Err(decision_error(e)),
-        };
-        if decision.step == DecisionKind::Default {
-            // No rule and no split decided: a client that named a pool as its database stays on
-            // that pool rather than the configured default.
-            if let Some(own) = self.ctx.pools().get(&self.identity.database) {
-                target = own.name().clone();
-                if let Some(e) = self.ctx.rules().replica_refusal(&decision, &target) {
-                    return Err(decision_error(&e));
-                }
-            }
-        }
-        if let Some(primary) = self.batch_override(&decision, &target) {
-            target = primary;
-        }
-        // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
-        let to_replica = decision.step == DecisionKind::ReadWriteSplit
-            || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin);
-        if to_replica {
-            target = self
-                .ctx
-                .replica_fallback(Protocol::Postgres, target, runs)
-                .map_err(|m| PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, m))?;
-        }
-        if *target != *self.pool.config.name && self.ctx.pools().get(&target).is_some_and(|p| speaks_mysql(p)) {
-            // Statements routed to a MySQL pool run there through `bridged::cross` (#24), which
-            // sees them first; those reaching here (SQL-level EXECUTE, the default pool) cannot.
-            return Err(PgClientError::new(
-                sqlstate::FEATURE_NOT_SUPPORTED,
-                format!(
-                    "routing chose pool \"{target}\", whose backends speak MySQL; this statement cannot run there \
-                     (simple queries and the extended protocol can; or log in to that pool to be bridged to it)"
-                ),
-            ));
-        }
+        let (target, to_replica) = self.choose_target(&decision, runs)?;
         if *target != *self.pool.config.name && !self.held() {
             let Some(pool) = self.ctx.pools().get(&target).cloned() else {
                 return Err(PgClientError::new(
@@ -162,6 +113,69 @@ impl Session {
 }
 
 impl Session {
+    /// What a statement that runs tells the session: a read-only transaction, a write or a
+    /// reset for read-your-writes, a change of how its SQL is tokenized; and the decision counts.
+    fn observe_statement(&mut self, sql: &str, decision: &Decision, now: std::time::Instant) {
+        if declares_read_only(sql) {
+            self.progress.read_only_tx = true;
+        }
+        self.progress.ryw.observe(decision, now);
+        if self.progress.tx == TransactionStatus::Idle && resets_session(sql) {
+            // causal reads (#22): the client asked for a fresh session (after `observe`: the
+            // reset itself is no write to wait for).
+            self.progress.ryw.reset();
+        }
+        self.ctx.count_decision(decision);
+        if decision.facts.may_change_session() {
+            let in_transaction = self.progress.tx != TransactionStatus::Idle;
+            self.identity.lex.observe(sql, crate::sql::Dialect::Postgres, in_transaction);
+        }
+    }
+
+    /// The pool `decision` sends the statement to, and whether that is a replica read; an
+    /// error when it was refused or the pool cannot take it.
+    fn choose_target(&self, decision: &Decision, runs: bool) -> Result<(Arc<str>, bool), PgClientError> {
+        let mut target = match &decision.outcome {
+            Outcome::Route(pool) => pool.clone(),
+            Outcome::Reject(message) => return Err(PgClientError::new(REJECTED, message.to_string())),
+            Outcome::Error(e) => return Err(decision_error(e)),
+        };
+        if decision.step == DecisionKind::Default {
+            // No rule and no split decided: a client that named a pool as its database stays on
+            // that pool rather than the configured default.
+            if let Some(own) = self.ctx.pools().get(&self.identity.database) {
+                target = own.name().clone();
+                if let Some(e) = self.ctx.rules().replica_refusal(decision, &target) {
+                    return Err(decision_error(&e));
+                }
+            }
+        }
+        if let Some(primary) = self.batch_override(decision, &target) {
+            target = primary;
+        }
+        // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
+        let to_replica = decision.step == DecisionKind::ReadWriteSplit
+            || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin);
+        if to_replica {
+            target = self
+                .ctx
+                .replica_fallback(Protocol::Postgres, target, runs)
+                .map_err(|m| PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, m))?;
+        }
+        if *target != *self.pool.config.name && self.ctx.pools().get(&target).is_some_and(|p| speaks_mysql(p)) {
+            // Statements routed to a MySQL pool run there through `bridged::cross` (#24), which
+            // sees them first; those reaching here (SQL-level EXECUTE, the default pool) cannot.
+            return Err(PgClientError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                format!(
+                    "routing chose pool \"{target}\", whose backends speak MySQL; this statement cannot run there \
+                     (simple queries and the extended protocol can; or log in to that pool to be bridged to it)"
+                ),
+            ));
+        }
+        Ok((target, to_replica))
+    }
+
     /// Borrows a connection for a split statement. The read pool may have lost its last backend
     /// since the decision: the connect that finds out marks it down (passive health), and the
     /// read then falls back as `routing.replica_fallback` says instead of failing.
