@@ -15,6 +15,7 @@ use super::prepared::{Expect, Stmt};
 use super::{End, Session};
 use crate::protocol::pg::{backend, frontend, BackendMessage, TransactionStatus};
 use crate::session::client_error::PgClientError;
+use crate::session::error::RelayError;
 use crate::sql::lexer::{Lexer, Token, TokenKind};
 use crate::sql::Dialect;
 
@@ -195,7 +196,7 @@ impl Session {
                     self.maybe_release().await;
                     return self.flush_client().await;
                 }
-                Err(()) => return self.backend_lost().await,
+                Err(_) => return self.backend_lost().await,
             }
         }
         self.state.stage(stmt.effects.iter().cloned());
@@ -207,9 +208,9 @@ impl Session {
     /// Prepares `stmt` on the attached connection in an exchange of its own (evicting the
     /// coldest statement at the limit). `Ok(Some)`: the server's ErrorResponse and the
     /// transaction status it reported; `Err`: the connection is lost.
-    async fn prepare_now(&mut self, stmt: &Stmt) -> Result<Option<(Vec<u8>, TransactionStatus)>, ()> {
+    async fn prepare_now(&mut self, stmt: &Stmt) -> Result<Option<(Vec<u8>, TransactionStatus)>, RelayError> {
         let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
-        let Some(conn) = self.backend.as_mut() else { return Err(()) };
+        let Some(conn) = self.backend.as_mut() else { return Err(RelayError::BackendClosed(None)) };
         let mut out = Vec::with_capacity(stmt.parse_msg.len() + 32);
         if conn.prepared.len() >= limit {
             let cold = conn.prepared.remove(0);

@@ -101,7 +101,7 @@ pub(super) fn frame_at(rbuf: &[u8], pos: usize) -> Option<RawFrame<'_>> {
 
 /// Reads until a whole backend frame starts at `*pos`, `chunk` bytes at a time; returns its
 /// tag and length.
-async fn next_frame(conn: &mut Conn, pos: &mut usize, chunk: usize) -> Result<(u8, usize), RelayError> {
+pub(super) async fn next_frame(conn: &mut Conn, pos: &mut usize, chunk: usize) -> Result<(u8, usize), RelayError> {
     loop {
         let rest = conn.rbuf.get(*pos..).ok_or(RelayError::Malformed("read position past the buffer".into()))?;
         match decode_raw_frame(rest, BACKEND_MAX) {

@@ -105,8 +105,8 @@ impl Session {
         // afresh even when the connection has it (another client's statement), to learn them.
         let known = self.bridge.stmts.values().find(|s| s.key == key).map(|s| s.columns.clone());
         let columns = match self.ensure_prepared(key, &sql, known.is_none()).await {
-            Ok(Ok((_, columns))) => columns.or(known),
-            Ok(Err(())) => {
+            Ok(Some((_, columns))) => columns.or(known),
+            Ok(None) => {
                 self.ex.refuse();
                 return Ok(());
             }
@@ -121,14 +121,14 @@ impl Session {
 
     /// The backend statement id of `sql` on the attached connection, preparing it there when
     /// needed or when `describe` asks for its columns (evicting the coldest statement at the
-    /// pool's limit). The columns are returned when it was prepared now. `Ok(Err(()))`: MySQL
+    /// pool's limit). The columns are returned when it was prepared now. `Ok(None)`: MySQL
     /// refused it and the client was told.
     async fn ensure_prepared(
         &mut self,
         key: u64,
         sql: &str,
         describe: bool,
-    ) -> Result<Result<(u32, Option<Vec<PgColumn>>), ()>, Lost> {
+    ) -> Result<Option<(u32, Option<Vec<PgColumn>>)>, Lost> {
         let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
         let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) else { return Err(Lost) };
         let mut stale = None;
@@ -137,7 +137,7 @@ impl Session {
             if !describe {
                 // Most recently used last, so eviction takes the coldest.
                 info.prepared.push(entry);
-                return Ok(Ok((entry.1, None)));
+                return Ok(Some((entry.1, None)));
             }
             stale = Some(entry);
         } else if info.prepared.len() >= limit && !info.prepared.is_empty() {
@@ -147,11 +147,11 @@ impl Session {
             // COM_STMT_CLOSE has no response.
             self.my_send(&Command::StmtClose(id)).await?;
         }
-        let Some(ok) = self.my_prepare(sql).await? else { return Ok(Err(())) };
+        let Some(ok) = self.my_prepare(sql).await? else { return Ok(None) };
         if let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) {
             info.prepared.push((key, ok.id));
         }
-        Ok(Ok((ok.id, Some(ok.columns))))
+        Ok(Some((ok.id, Some(ok.columns))))
     }
 
     /// `COM_STMT_PREPARE`; `None` when MySQL refused (the ErrorResponse is written).
@@ -306,8 +306,8 @@ impl Session {
             return Ok(());
         }
         let id = match self.ensure_prepared(p.stmt.key, &p.stmt.sql, false).await? {
-            Ok((id, _)) => id,
-            Err(()) => {
+            Some((id, _)) => id,
+            None => {
                 self.ex.refuse();
                 return Ok(());
             }
