@@ -8,7 +8,7 @@
 use super::prepared::Expect;
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::protocol::pg::tag::{backend as server, frontend as client};
-use crate::protocol::pg::{decode_frame, sqlstate, FrontendMessage};
+use crate::protocol::pg::{decode_raw_frame, sqlstate, FrontendMessage};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 
@@ -154,13 +154,13 @@ impl Session {
         let Some(conn) = self.backend.as_mut() else { return false };
         let mut pos = 0usize;
         let mut only_notices = true;
-        while let Ok(Some(f)) = decode_frame(conn.rbuf.get(pos..).unwrap_or_default(), PEEK_MAX) {
-            if !matches!(f.tag, server::NOTICE_RESPONSE | server::PARAMETER_STATUS | server::NOTIFICATION_RESPONSE) {
+        while let Some(f) = conn.rbuf.get(pos..).and_then(|rest| decode_raw_frame(rest, PEEK_MAX).ok().flatten()) {
+            if !matches!(f.tag(), server::NOTICE_RESPONSE | server::PARAMETER_STATUS | server::NOTIFICATION_RESPONSE) {
                 only_notices = false;
                 break;
             }
-            self.io.out.extend_from_slice(conn.rbuf.get(pos..pos + f.total_len).unwrap_or_default());
-            pos += f.total_len;
+            self.io.out.extend_from_slice(f.bytes());
+            pos += f.len();
         }
         conn.rbuf.drain(..pos);
         only_notices

@@ -34,7 +34,7 @@ use crate::config::{PoolMode, Protocol};
 use crate::id::CancelKey;
 use crate::pool::{Conn, ConnInfo, CorePool, PoolError};
 use crate::protocol::pg::{
-    backend, decode_frame, frontend, sqlstate, DecodeError, Frame, FrontendMessage, Target, TransactionStatus,
+    backend, decode_raw_frame, frontend, sqlstate, DecodeError, Frame, FrontendMessage, Target, TransactionStatus,
 };
 use crate::routing::RywState;
 use crate::rt::{self, Stream};
@@ -343,13 +343,12 @@ impl Session {
     /// Moves the next whole client message from `cbuf` into `msg` and returns its tag;
     /// `Ok(None)` when it has not fully arrived yet.
     fn take_client_frame(&mut self) -> Result<Option<u8>, DecodeError> {
-        let Some(f) = decode_frame(self.io.cbuf.get(self.io.cpos..).unwrap_or_default(), self.max_message())? else {
-            return Ok(None);
-        };
-        let len = f.total_len;
-        let tag = f.tag;
+        let max = self.max_message();
+        let Some(rest) = self.io.cbuf.get(self.io.cpos..) else { return Ok(None) };
+        let Some(f) = decode_raw_frame(rest, max)? else { return Ok(None) };
+        let (tag, len) = (f.tag(), f.len());
         self.io.msg.clear();
-        self.io.msg.extend_from_slice(self.io.cbuf.get(self.io.cpos..self.io.cpos + len).unwrap_or_default());
+        self.io.msg.extend_from_slice(f.bytes());
         self.io.cpos += len;
         if self.io.cpos == self.io.cbuf.len() {
             self.io.cbuf.clear();

@@ -99,6 +99,12 @@ pub(super) fn frame_at(rbuf: &[u8], pos: usize) -> Option<RawFrame<'_>> {
     decode_raw_frame(rbuf.get(pos..)?, BACKEND_MAX).ok().flatten()
 }
 
+/// The run of complete DataRows at `pos` of `rbuf` (see [`data_row_run`]).
+fn row_run(rbuf: &[u8], pos: usize) -> Option<&[u8]> {
+    let rest = rbuf.get(pos..)?;
+    rest.get(..data_row_run(rest, BACKEND_MAX))
+}
+
 /// Reads until a whole backend frame starts at `*pos`, `chunk` bytes at a time; returns its
 /// tag and length.
 pub(super) async fn next_frame(conn: &mut Conn, pos: &mut usize, chunk: usize) -> Result<(u8, usize), RelayError> {
@@ -295,13 +301,15 @@ impl Session {
     /// client unchanged, a long run straight from the backend's read buffer after what the
     /// client buffer already holds.
     async fn pass_rows(&mut self, pos: &mut usize) -> Result<(), End> {
-        let Some(conn) = self.backend.as_ref() else { return Ok(()) };
-        let run = data_row_run(conn.rbuf.get(*pos..).unwrap_or_default(), BACKEND_MAX);
+        let Some(run) = self.backend.as_ref().and_then(|c| row_run(&c.rbuf, *pos)).map(<[u8]>::len) else {
+            return Ok(());
+        };
         self.retry_note(server::DATA_ROW, run);
         self.pool.counters.passed_through(run as u64);
         if run < PASS_DIRECT_AT {
-            let rows = self.backend.as_ref().and_then(|c| c.rbuf.get(*pos..*pos + run)).unwrap_or_default();
-            self.io.out.extend_from_slice(rows);
+            if let Some(rows) = self.backend.as_ref().and_then(|c| row_run(&c.rbuf, *pos)) {
+                self.io.out.extend_from_slice(rows);
+            }
             *pos += run;
             if self.io.out.len() >= CLIENT_FLUSH_AT {
                 self.flush_client().await?;
@@ -309,8 +317,8 @@ impl Session {
             return Ok(());
         }
         self.flush_client().await?;
-        let Some(conn) = self.backend.as_ref() else { return Ok(()) };
-        let written = rt::write_all(&mut self.io.client, conn.rbuf.get(*pos..*pos + run).unwrap_or_default()).await;
+        let Some(rows) = self.backend.as_ref().and_then(|c| row_run(&c.rbuf, *pos)) else { return Ok(()) };
+        let written = rt::write_all(&mut self.io.client, rows).await;
         *pos += run;
         written.map_err(|_| End::ClientGone)
     }

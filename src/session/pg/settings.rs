@@ -44,8 +44,8 @@ pub(super) async fn run_reporting(conn: &mut Conn, sql: &str) -> Result<Vec<(Str
                 Ok(_) => {}
             }
         };
-        let body = conn.rbuf.get(5..len).unwrap_or_default();
-        match BackendMessage::decode(&Frame::new(tag, body)) {
+        let Some(frame) = frame_at(&conn.rbuf, 0) else { return Err(SettingsError::Lost) };
+        match BackendMessage::decode(&Frame::new(tag, frame.body())) {
             Ok(BackendMessage::ParameterStatus { name, value }) => reports.push((name.to_owned(), value.to_owned())),
             Ok(BackendMessage::ErrorResponse(fields)) if failure.is_none() => {
                 failure = Some(SettingsError::Refused {
