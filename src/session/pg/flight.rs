@@ -81,7 +81,7 @@ pub(super) struct Flight {
     /// yet, in order (`None`: not one of the router's), to note the row type the client learns.
     pub describing: std::collections::VecDeque<Option<Rc<Stmt>>>,
     /// The router refused a statement of a batch the backend already holds part of, and sent
-    /// a failing one in its place (see `Session::sync_aborted`): that error is not relayed.
+    /// a failing one in its place (see `Exchange::on_sync`): that error is not relayed.
     pub aborting: bool,
 }
 

@@ -6,17 +6,14 @@
 //! makes the server abort that batch as if the statement had failed there. A long batch streams
 //! to the backend before its Sync (`stream_batch`).
 
-use super::prepared::Expect;
-use super::{relay, retry, End, Session};
-use crate::protocol::pg::{backend, frontend};
+use super::exchange::SyncStep;
+use super::{relay, End, Session};
+use crate::protocol::pg::backend;
 use crate::session::client_error::PgClientError;
 
 /// Bytes of an extended batch queued for the backend before they are sent ahead of its Sync
 /// or Flush (larger than the batches kept for healing and retries, which are never streamed).
 pub(super) const STREAM_AT: usize = 64 * 1024;
-
-/// Fails to parse on every server (a syntax error), aborting the batch it is sent in.
-const ABORT_SQL: &str = "querypilot: the router refused a statement of this batch";
 
 impl Session {
     /// Flush: what was queued goes to the backend, and its answers so far to the client.
@@ -33,46 +30,28 @@ impl Session {
 
     /// Sync: the batch goes to the backend, and its answers to the client up to ReadyForQuery.
     pub(super) async fn on_sync(&mut self, raw: &[u8]) -> Result<(), End> {
-        if self.ex.aborted() || (self.ex.refused() && self.ex.awaiting()) {
-            return self.sync_aborted(raw).await;
-        }
-        if self.ex.refused() || self.backend.is_none() {
-            if !self.ex.refused() {
-                self.emit_synth();
+        match self.ex.on_sync(raw, self.backend.is_some(), &mut self.io.out) {
+            SyncStep::AnswerHere => {
+                backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
+                return self.flush_client().await;
             }
-            self.ex.synced();
-            self.ex.expect.clear();
-            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-            return self.flush_client().await;
+            SyncStep::Send { retry: true } => self.arm_retry(), // retry (#11)
+            SyncStep::Send { retry: false } => {}
         }
-        self.ex.bout.extend_from_slice(raw);
-        self.ex.expect.push_back(Expect::Sync);
-        self.ex.flight.arm(&self.ex.bout, &self.ex.expect);
-        self.arm_retry(); // retry (#11)
         self.send_backend().await?;
         self.relay(relay::Until::Ready).await
     }
 
     /// Reports `e` for the current extended batch and skips the rest of it until Sync.
     pub(super) fn fail_batch(&mut self, e: PgClientError) -> Result<(), End> {
-        // What was already queued for the backend is discarded with the batch.
-        self.ex.bout.clear();
-        self.ex.expect.clear();
-        self.ex.flight.mark = None;
-        self.ex.flight.rules = retry::RulePolicy::default();
-        self.ex.flight.named.clear(); // none of its Parses reaches the server
-        self.ex.flight.describing.clear();
+        self.ex.refuse_batch();
         e.encode(&mut self.io.out);
-        self.ex.refuse();
         Ok(())
     }
 
     /// Emits synthesized responses when no backend is involved (a Flush with nothing sent).
     async fn relay_synth_only(&mut self) -> Result<(), End> {
-        while let Some(Expect::Synth(tag)) = self.ex.expect.front().copied() {
-            self.ex.expect.pop_front();
-            self.io.out.extend_from_slice(&[tag, 0, 0, 0, 4]);
-        }
+        self.emit_synth();
         self.flush_client().await
     }
 
@@ -93,30 +72,5 @@ impl Session {
         self.ex.flight.mark = None;
         self.send_backend().await?;
         self.relay(relay::Until::Available).await
-    }
-
-    /// The Sync of a batch that the backend aborted, or that the router refused after part of
-    /// it had already reached the backend: only the backend can end the batch it is in.
-    async fn sync_aborted(&mut self, raw: &[u8]) -> Result<(), End> {
-        let refused = self.ex.refused() && !self.ex.aborted();
-        self.ex.synced();
-        self.ex.flight.mark = None;
-        self.ex.bout.clear();
-        self.ex.expect.clear();
-        if self.backend.is_none() {
-            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-            return self.flush_client().await;
-        }
-        if refused {
-            // What the backend ran of the batch must not outlive the refusal: a statement that
-            // fails makes the server roll the batch's implicit transaction back (or fail the
-            // client's open one), as if the refused statement had failed there.
-            let _ = frontend::encode_parse("", ABORT_SQL, &[], &mut self.ex.bout);
-            self.ex.flight.aborting = true;
-        }
-        self.ex.bout.extend_from_slice(raw);
-        self.ex.expect.push_back(Expect::Sync);
-        self.send_backend().await?;
-        self.relay(relay::Until::Ready).await
     }
 }

@@ -113,7 +113,7 @@ impl Session {
 
     /// Fails the pipeline with `e`. Messages of the session's own pool queued before it go out
     /// first (with a Flush), so their answers precede the error, as on a server; the backend
-    /// then runs part of the batch, and the Sync aborts it there (`sync_aborted`).
+    /// then runs part of the batch, and the Sync aborts it there (`Exchange::on_sync`).
     async fn cross_fail(&mut self, e: PgClientError) -> Result<(), End> {
         if self.native_pending() && self.backend.is_some() {
             self.on_flush(&[client::FLUSH, 0, 0, 0, 4]).await?;

@@ -13,7 +13,8 @@ use std::rc::Rc;
 
 use super::flight::{classify_error, ErrorKind, Flight};
 use super::prepared::{Expect, Stmt};
-use crate::protocol::pg::{sqlstate, RawFrame, TransactionStatus};
+use super::retry::RulePolicy;
+use crate::protocol::pg::{frontend, sqlstate, RawFrame, TransactionStatus};
 use crate::session::client_error::PgClientError;
 
 #[cfg(test)]
@@ -117,6 +118,22 @@ impl Step {
     }
 }
 
+/// Fails to parse on every server (a syntax error), aborting the batch it is sent in.
+const ABORT_SQL: &str = "querypilot: the router refused a statement of this batch";
+
+/// What the session does with the client's Sync.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum SyncStep {
+    /// No part of the batch is on a backend: the router answers ReadyForQuery itself.
+    AnswerHere,
+    /// The queued batch, ending in the Sync, goes to the backend and its answers to the
+    /// client; `retry`: a batch that may be kept for a retry (#11).
+    Send {
+        /// A whole batch of the client's, which a retry may send again.
+        retry: bool,
+    },
+}
+
 /// One session's exchange with its backend connection.
 #[derive(Debug, Default)]
 pub(super) struct Exchange {
@@ -169,6 +186,19 @@ impl Exchange {
         };
     }
 
+    /// The router refused a message of the current batch: what was queued for the backend is
+    /// discarded with it (none of its Parses reaches the server, nothing of it is healed or
+    /// retried), and the client's messages are skipped up to its Sync.
+    pub fn refuse_batch(&mut self) {
+        self.bout.clear();
+        self.expect.clear();
+        self.flight.mark = None;
+        self.flight.rules = RulePolicy::default();
+        self.flight.named.clear();
+        self.flight.describing.clear();
+        self.refuse();
+    }
+
     /// The batch's Sync arrived: the client's messages are read again.
     pub fn synced(&mut self) {
         self.phase = if self.awaiting() { Phase::Awaiting } else { Phase::Idle };
@@ -195,6 +225,49 @@ impl Exchange {
     /// What the response taught so far.
     pub fn outcome(&self) -> Outcome {
         self.outcome
+    }
+
+    /// The client's Sync (`raw`) ends its batch; `attached`: a backend connection is held.
+    /// Synthesized answers due before the router's own ReadyForQuery go to `out`.
+    pub fn on_sync(&mut self, raw: &[u8], attached: bool, out: &mut Vec<u8>) -> SyncStep {
+        if self.aborted() || (self.refused() && self.awaiting()) {
+            return self.sync_aborted(raw, attached);
+        }
+        if self.refused() || !attached {
+            if !self.refused() {
+                self.emit_synth(out);
+            }
+            self.synced();
+            self.expect.clear();
+            return SyncStep::AnswerHere;
+        }
+        self.bout.extend_from_slice(raw);
+        self.expect.push_back(Expect::Sync);
+        self.flight.arm(&self.bout, &self.expect);
+        SyncStep::Send { retry: true }
+    }
+
+    /// The Sync of a batch that the backend aborted, or that the router refused after part of
+    /// it had already reached the backend: only the backend can end the batch it is in.
+    fn sync_aborted(&mut self, raw: &[u8], attached: bool) -> SyncStep {
+        let refused = self.refused() && !self.aborted();
+        self.synced();
+        self.flight.mark = None;
+        self.bout.clear();
+        self.expect.clear();
+        if !attached {
+            return SyncStep::AnswerHere;
+        }
+        if refused {
+            // What the backend ran of the batch must not outlive the refusal: a statement that
+            // fails makes the server roll the batch's implicit transaction back (or fail the
+            // client's open one), as if the refused statement had failed there.
+            let _ = frontend::encode_parse("", ABORT_SQL, &[], &mut self.bout);
+            self.flight.aborting = true;
+        }
+        self.bout.extend_from_slice(raw);
+        self.expect.push_back(Expect::Sync);
+        SyncStep::Send { retry: false }
     }
 
     /// Pops the responses the router answers itself from the head of the queue and writes them.

@@ -3,7 +3,7 @@
 //! one; each test checks what the client would get and where the exchange ends up.
 
 use super::*;
-use crate::protocol::pg::{backend, decode_raw_frame, encode_error, Severity};
+use crate::protocol::pg::{backend, decode_raw_frame, encode_error, frontend, Severity};
 use crate::session::error::RelayError;
 use crate::session::pg::flight::Replay;
 use crate::session::pg::prepared::server_name;
@@ -297,4 +297,41 @@ fn phases_combine_only_as_the_flags_did() {
     assert_eq!(ex.phase, Phase::Refused, "the refusal outlives the connection: the client still owes its Sync");
     ex.synced();
     assert_eq!(ex.phase, Phase::Idle);
+}
+
+#[test]
+fn a_sync_ends_the_batch_where_it_stands() {
+    let mut sync = Vec::new();
+    frontend::encode_sync(&mut sync);
+    let mut out = Vec::new();
+    // A whole batch on a held connection: the Sync follows it, and a retry may keep it.
+    let mut ex = Exchange::default();
+    ex.bout.extend_from_slice(b"queued");
+    ex.expect.push_back(Expect::Execute);
+    assert_eq!(ex.on_sync(&sync, true, &mut out), SyncStep::Send { retry: true });
+    assert_eq!((ex.bout.strip_suffix(sync.as_slice()), ex.expect.back()), (Some(&b"queued"[..]), Some(&Expect::Sync)));
+    // Nothing reached a backend: the router answers, its synthesized replies first.
+    let mut ex = Exchange::default();
+    ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+    assert_eq!(ex.on_sync(&sync, false, &mut out), SyncStep::AnswerHere);
+    assert_eq!(out, msg(server::PARSE_COMPLETE, b""));
+    // Refused before anything went out: the client has its error, the Sync only its answer.
+    out.clear();
+    let mut ex = Exchange::default();
+    ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+    ex.refuse_batch();
+    assert_eq!(ex.on_sync(&sync, true, &mut out), SyncStep::AnswerHere);
+    assert!(out.is_empty() && ex.expect.is_empty() && ex.phase == Phase::Idle);
+    // Refused after part of the batch went out: a stand-in error makes the backend abort it.
+    let mut ex = exchange(&[Expect::Bind]);
+    ex.refuse_batch();
+    assert_eq!(ex.phase, Phase::RefusedMidBatch);
+    assert_eq!(ex.on_sync(&sync, true, &mut out), SyncStep::Send { retry: false });
+    assert!(ex.flight.aborting && String::from_utf8_lossy(&ex.bout).contains(ABORT_SQL));
+    assert_eq!((ex.expect.iter().copied().collect::<Vec<_>>(), ex.phase), (vec![Expect::Sync], Phase::Awaiting));
+    // Aborted by the backend before its Sync: the Sync alone goes, to end it there.
+    let mut ex = exchange(&[Expect::Bind, Expect::Execute]);
+    ex.abort_before_sync();
+    assert_eq!(ex.on_sync(&sync, true, &mut out), SyncStep::Send { retry: false });
+    assert_eq!((ex.bout.as_slice(), ex.flight.aborting), (sync.as_slice(), false));
 }
