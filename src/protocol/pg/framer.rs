@@ -112,6 +112,36 @@ pub fn decode_raw_frame(buf: &[u8], max_len: usize) -> Result<Option<RawFrame<'_
     Ok(buf.get(..f.total_len).map(|bytes| RawFrame { tag: f.tag, body: f.body, bytes }))
 }
 
+/// The complete tagged messages at the start of a buffer, each with its bytes; stops at the
+/// first incomplete or malformed one, which [`RawFrames::rest`] then starts with.
+#[derive(Debug, Clone)]
+pub struct RawFrames<'a> {
+    rest: &'a [u8],
+    max_len: usize,
+}
+
+impl<'a> RawFrames<'a> {
+    /// Starts iterating `buf` with the given length limit (see [`decode_frame`]).
+    pub fn new(buf: &'a [u8], max_len: usize) -> Self {
+        Self { rest: buf, max_len }
+    }
+
+    /// The bytes after the messages yielded so far.
+    pub fn rest(&self) -> &'a [u8] {
+        self.rest
+    }
+}
+
+impl<'a> Iterator for RawFrames<'a> {
+    type Item = RawFrame<'a>;
+
+    fn next(&mut self) -> Option<RawFrame<'a>> {
+        let frame = decode_raw_frame(self.rest, self.max_len).ok()??;
+        self.rest = self.rest.get(frame.len()..)?;
+        Some(frame)
+    }
+}
+
 /// Bytes at the start of `buf` taken by consecutive complete DataRow (`D`, 55.7) messages, read
 /// from their 5-byte headers alone (bodies are not looked at). Stops before the first message
 /// of another type, the first incomplete one, or one whose length [`decode_frame`] would

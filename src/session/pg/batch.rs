@@ -12,7 +12,7 @@ use std::rc::Rc;
 use super::prepared::Stmt;
 use super::{End, Session};
 use crate::config::Protocol;
-use crate::protocol::pg::{decode_frame, sqlstate, Frame, FrontendMessage, Target, TransactionStatus};
+use crate::protocol::pg::{sqlstate, Frame, FrontendMessage, RawFrames, Target, TransactionStatus};
 use crate::routing::{Decision, DecisionKind, Outcome, StatementKey};
 use crate::session::client_error::PgClientError;
 
@@ -57,11 +57,8 @@ impl Held {
 pub(super) fn statements(bytes: &[u8], known: &HashMap<String, Rc<Stmt>>) -> Vec<(String, Option<StatementKey>)> {
     let mut parsed: HashMap<&str, &str> = HashMap::new();
     let mut out = Vec::new();
-    let mut pos = 0usize;
-    while let Ok(Some(f)) = decode_frame(bytes.get(pos..).unwrap_or_default(), usize::MAX) {
-        let body = bytes.get(pos + 5..pos + f.total_len).unwrap_or_default();
-        pos += f.total_len;
-        let name = match FrontendMessage::decode(&Frame::new(f.tag, body)) {
+    for f in RawFrames::new(bytes, usize::MAX) {
+        let name = match FrontendMessage::decode(&Frame::new(f.tag(), f.body())) {
             Ok(FrontendMessage::Parse { name: "", query, .. }) => {
                 out.push((query.to_owned(), None));
                 continue;
@@ -123,11 +120,9 @@ impl Session {
     }
 
     async fn handle_held(&mut self, bytes: &[u8]) -> Result<(), End> {
-        let mut pos = 0usize;
-        while let Ok(Some(f)) = decode_frame(bytes.get(pos..).unwrap_or_default(), usize::MAX) {
-            let raw = bytes.get(pos..pos + f.total_len).unwrap_or_default();
-            pos += f.total_len;
-            let Ok(msg) = FrontendMessage::decode(&Frame::new(f.tag, raw.get(5..).unwrap_or_default())) else {
+        for f in RawFrames::new(bytes, usize::MAX) {
+            let raw = f.bytes();
+            let Ok(msg) = FrontendMessage::decode(&Frame::new(f.tag(), f.body())) else {
                 continue; // decoded once already when it was held
             };
             if self.skips(&msg) {

@@ -121,14 +121,12 @@ impl Flight {
 /// `bytes` (whole frontend messages) with every Bind and statement Describe of statement `old`
 /// naming `new` instead; `None` if a message is malformed (the router encoded them itself).
 pub(super) fn renamed(bytes: &[u8], old: &str, new: &str) -> Option<Vec<u8>> {
-    use crate::protocol::pg::{decode_frame, frontend, FrontendMessage, Target};
+    use crate::protocol::pg::{frontend, FrontendMessage, RawFrames, Target};
     let mut out = Vec::with_capacity(bytes.len() + 16);
-    let mut pos = 0usize;
-    while pos < bytes.len() {
-        let f = decode_frame(bytes.get(pos..)?, REPLAY_MAX).ok()??;
-        let raw = bytes.get(pos..pos + f.total_len)?;
-        let body = raw.get(5..)?;
-        match FrontendMessage::decode(&Frame::new(f.tag, body)).ok()? {
+    let mut frames = RawFrames::new(bytes, REPLAY_MAX);
+    for f in frames.by_ref() {
+        let (raw, body) = (f.bytes(), f.body());
+        match FrontendMessage::decode(&Frame::new(f.tag(), body)).ok()? {
             FrontendMessage::Bind { statement, .. } if statement == old => {
                 frontend::encode_bind_renamed(body, new, &mut out).ok()?
             }
@@ -137,9 +135,8 @@ pub(super) fn renamed(bytes: &[u8], old: &str, new: &str) -> Option<Vec<u8>> {
             }
             _ => out.extend_from_slice(raw),
         }
-        pos += f.total_len;
     }
-    Some(out)
+    frames.rest().is_empty().then_some(out)
 }
 
 /// What an ErrorResponse means to the relay.

@@ -28,7 +28,7 @@ use super::{End, Session, CLIENT_FLUSH_AT};
 use crate::config::{Protocol, RetryPolicy};
 use crate::pool::CorePool;
 use crate::protocol::pg::notice::peek_sqlstate;
-use crate::protocol::pg::{decode_frame, ErrorFields, Severity, TransactionStatus};
+use crate::protocol::pg::{ErrorFields, RawFrames, Severity, TransactionStatus};
 use crate::rt::{self, Event};
 use crate::session::backoff;
 use crate::session::client_error::PgClientError;
@@ -284,15 +284,13 @@ impl Session {
         self.ex.bout.clear();
         self.ex.expect.clear();
         let Some(conn) = self.backend.as_mut() else { return };
-        let mut pos = 0usize;
+        let mut frames = RawFrames::new(&r.bytes, RETRY_MAX);
         for e in &r.expects {
             if let Expect::Synth(_) = e {
                 self.ex.expect.push_back(*e);
                 continue;
             }
-            let Ok(Some(f)) = decode_frame(r.bytes.get(pos..).unwrap_or_default(), RETRY_MAX) else { break };
-            let raw = r.bytes.get(pos..pos + f.total_len).unwrap_or_default();
-            pos += f.total_len;
+            let Some(raw) = frames.next().map(|f| f.bytes()) else { break };
             match *e {
                 Expect::Parse { swallow, key: Some(k) } if conn.prepared.contains(&k) => {
                     if !swallow {
@@ -307,7 +305,7 @@ impl Session {
             self.ex.expect.push_back(*e);
         }
         // A simple Query or FunctionCall has no expectations: the bytes are the whole batch.
-        self.ex.bout.extend_from_slice(r.bytes.get(pos..).unwrap_or_default());
+        self.ex.bout.extend_from_slice(frames.rest());
     }
 
     /// Counts one retry event of this pool.
@@ -323,13 +321,9 @@ impl Session {
 /// batch can be rebuilt message by message; a simple Query has none.
 fn aligned(bytes: &[u8], expects: &std::collections::VecDeque<Expect>) -> bool {
     let wanted = expects.iter().filter(|e| !matches!(e, Expect::Synth(_))).count();
-    let mut pos = 0usize;
-    let mut frames = 0usize;
-    while let Ok(Some(f)) = decode_frame(bytes.get(pos..).unwrap_or_default(), RETRY_MAX) {
-        pos += f.total_len;
-        frames += 1;
-    }
-    pos == bytes.len() && (frames == wanted || (wanted == 0 && frames == 1))
+    let mut frames = RawFrames::new(bytes, RETRY_MAX);
+    let count = frames.by_ref().count();
+    frames.rest().is_empty() && (count == wanted || (wanted == 0 && count == 1))
 }
 
 #[cfg(test)]
