@@ -25,7 +25,7 @@ fn cstr(body: &[u8]) -> Option<(&[u8], &[u8])> {
 impl Session {
     /// A Query or Parse (`tag`, whole message `raw`) whose text is not UTF-8.
     pub(super) async fn on_foreign_text(&mut self, tag: u8, raw: &[u8]) -> Result<(), End> {
-        let body = raw.get(5..).unwrap_or_default();
+        let body = super::body_of(raw).unwrap_or_default();
         let parsed = match tag {
             client::QUERY => cstr(body).map(|(q, _)| (&b""[..], q)),
             _ => cstr(body).and_then(|(name, rest)| cstr(rest).map(|(q, _)| (name, q))),

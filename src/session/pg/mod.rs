@@ -413,7 +413,9 @@ impl Session {
     }
 
     async fn dispatch_msg(&mut self, tag: u8, raw: &[u8]) -> Result<(), End> {
-        let body = raw.get(5..).unwrap_or_default();
+        let Some(body) = body_of(raw) else {
+            return self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed message")).await;
+        };
         let frame = Frame::new(tag, body);
         let decoded = match FrontendMessage::decode(&frame) {
             Ok(m) => m,
@@ -630,8 +632,9 @@ impl Session {
         } else {
             self.mark_healable(&stmt, true);
         }
-        let body = raw.get(5..).unwrap_or_default();
-        if frontend::encode_bind_renamed(body, &stmt.server_name, &mut self.ex.bout).is_err() {
+        let renamed =
+            body_of(raw).map(|body| frontend::encode_bind_renamed(body, &stmt.server_name, &mut self.ex.bout));
+        if !matches!(renamed, Some(Ok(()))) {
             return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed Bind"));
         }
         self.ex.expect.push_back(Expect::Bind);
@@ -667,8 +670,9 @@ impl Session {
         } else {
             self.mark_healable(&stmt, false);
         }
-        let body = raw.get(5..).unwrap_or_default();
-        if frontend::encode_describe_renamed(body, &stmt.server_name, &mut self.ex.bout).is_err() {
+        let renamed =
+            body_of(raw).map(|body| frontend::encode_describe_renamed(body, &stmt.server_name, &mut self.ex.bout));
+        if !matches!(renamed, Some(Ok(()))) {
             return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed Describe"));
         }
         self.ex.expect.push_back(expect);
@@ -854,6 +858,11 @@ impl Session {
             }
         }
     }
+}
+
+/// The body of `raw`, a whole client message the session framed itself.
+fn body_of(raw: &[u8]) -> Option<&[u8]> {
+    decode_raw_frame(raw, usize::MAX).ok().flatten().map(|f| f.body())
 }
 
 /// Whether a statement opens a transaction block (for statement pooling's refusal).
