@@ -15,8 +15,7 @@ use crate::protocol::pg::tag::backend as server;
 use std::time::Instant;
 
 use super::copy::CopyIn;
-use super::exchange::{command_tag, Action, Note};
-use super::flight::{classify_error, ErrorKind};
+use super::exchange::{command_tag, Action, Note, Unprompted};
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::config::PoolMode;
 use crate::pool::Conn;
@@ -455,17 +454,9 @@ impl Session {
                 self.own_notification_pid(pos); // #18
             }
             let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { break };
-            match tag {
-                server::NOTIFICATION_RESPONSE | server::NOTICE_RESPONSE | server::PARAMETER_STATUS => {
-                    self.io.out.extend_from_slice(frame.bytes())
-                }
-                server::ERROR_RESPONSE => {
-                    if let ErrorKind::Fatal(e) = classify_error(frame.body()) {
-                        self.ex.flight.fatal = Some(e);
-                    }
-                    bad = true;
-                }
-                _ => bad = true,
+            match self.ex.on_unprompted(&frame) {
+                Unprompted::Relay => self.io.out.extend_from_slice(frame.bytes()),
+                Unprompted::Lost => bad = true,
             }
             pos += frame.len();
         }

@@ -134,6 +134,15 @@ pub(super) enum SyncStep {
     },
 }
 
+/// What a frame a held backend sends while the client is idle means.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Unprompted {
+    /// A notification, notice or parameter change: the client gets it.
+    Relay,
+    /// Anything else: the backend is going away (its FATAL, if it sent one, is the cause).
+    Lost,
+}
+
 /// One session's exchange with its backend connection.
 #[derive(Debug, Default)]
 pub(super) struct Exchange {
@@ -296,6 +305,20 @@ impl Exchange {
     /// Whether an error is held back for a retry of the batch.
     pub fn retry_pending(&self) -> bool {
         self.flight.retry.as_ref().is_some_and(|r| r.is_holding())
+    }
+
+    /// Decides what a frame the backend sent unprompted, between the client's requests, means.
+    pub fn on_unprompted(&mut self, frame: &RawFrame<'_>) -> Unprompted {
+        match frame.tag() {
+            server::NOTIFICATION_RESPONSE | server::NOTICE_RESPONSE | server::PARAMETER_STATUS => Unprompted::Relay,
+            server::ERROR_RESPONSE => {
+                if let ErrorKind::Fatal(e) = classify_error(frame.body()) {
+                    self.flight.fatal = Some(e);
+                }
+                Unprompted::Lost
+            }
+            _ => Unprompted::Lost,
+        }
     }
 
     /// Decides what to do with one backend frame. `query_ms` is the pool's `query_timeout` in

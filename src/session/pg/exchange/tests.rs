@@ -3,7 +3,7 @@
 //! one; each test checks what the client would get and where the exchange ends up.
 
 use super::*;
-use crate::protocol::pg::{backend, decode_raw_frame, encode_error, frontend, Severity};
+use crate::protocol::pg::{backend, decode_raw_frame, encode_error, frontend, ErrorFields, Severity};
 use crate::session::error::RelayError;
 use crate::session::pg::flight::Replay;
 use crate::session::pg::prepared::server_name;
@@ -334,4 +334,26 @@ fn a_sync_ends_the_batch_where_it_stands() {
     ex.abort_before_sync();
     assert_eq!(ex.on_sync(&sync, true, &mut out), SyncStep::Send { retry: false });
     assert_eq!((ex.bout.as_slice(), ex.flight.aborting), (sync.as_slice(), false));
+}
+
+#[test]
+fn what_a_backend_says_unprompted_is_relayed_or_ends_it() {
+    let mut ex = Exchange::default();
+    let notify = msg(server::NOTIFICATION_RESPONSE, b"\0\0\0\x07chan\0payload\0");
+    let status = msg(server::PARAMETER_STATUS, b"TimeZone\0UTC\0");
+    let mut notice = Vec::new();
+    ErrorFields::new(Severity::Notice, "01000", "note").encode_notice(&mut notice).expect("encodes");
+    assert_eq!(notice.first(), Some(&server::NOTICE_RESPONSE));
+    for relayed in [notify, status, notice] {
+        let frame = decode_raw_frame(&relayed, 1 << 20).expect("well-formed").expect("whole");
+        assert_eq!(ex.on_unprompted(&frame), Unprompted::Relay);
+    }
+    assert!(ex.flight.fatal.is_none());
+    let fatal = error(Severity::Fatal, "57P01", "terminating connection due to administrator command");
+    let frame = decode_raw_frame(&fatal, 1 << 20).expect("well-formed").expect("whole");
+    assert_eq!(ex.on_unprompted(&frame), Unprompted::Lost);
+    assert!(matches!(ex.flight.fatal, Some(RelayError::BackendFatal { ref code, .. }) if code == "57P01"));
+    let stray = ready(tx_status::IDLE);
+    let frame = decode_raw_frame(&stray, 1 << 20).expect("well-formed").expect("whole");
+    assert_eq!(ex.on_unprompted(&frame), Unprompted::Lost, "an answer nobody asked for: out of step");
 }
