@@ -15,7 +15,8 @@ use crate::protocol::pg::tag::backend as server;
 use std::time::Instant;
 
 use super::copy::CopyIn;
-use super::exchange::{command_tag, Action, Note, Unprompted};
+use super::exchange::{command_tag, Action, Note, ReadyStep, Unprompted};
+use super::flight::Replay;
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::config::PoolMode;
 use crate::pool::Conn;
@@ -253,8 +254,8 @@ impl Session {
     /// ReadyForQuery ended a response: a healed batch or a retry goes out again (the relay
     /// goes on), or the response is over.
     async fn at_ready(&mut self, status: Option<u8>) -> Result<Flow, End> {
-        if self.ex.flight.healing.is_some() {
-            self.resend_healed().await?;
+        if let ReadyStep::Heal(replay) = self.ex.at_ready() {
+            self.resend_healed(replay).await?;
             self.ex.begin_response();
             return Ok(Flow::Again);
         }
@@ -388,8 +389,7 @@ impl Session {
     }
 
     /// Re-prepares the healed statement on this connection and sends its batch again.
-    async fn resend_healed(&mut self) -> Result<(), End> {
-        let Some(replay) = self.ex.flight.healing.take() else { return Ok(()) };
+    async fn resend_healed(&mut self, replay: Replay) -> Result<(), End> {
         self.ex.bout.clear();
         self.ex.expect.clear();
         // Under a fresh name (#18): other clients sharing the stale server statement keep it.

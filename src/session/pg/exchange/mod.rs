@@ -11,7 +11,7 @@ use crate::protocol::pg::tag::{backend as server, tx_status};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use super::flight::{classify_error, ErrorKind, Flight};
+use super::flight::{classify_error, ErrorKind, Flight, Replay};
 use super::prepared::{Expect, Stmt};
 use super::retry::RulePolicy;
 use crate::protocol::pg::{frontend, sqlstate, RawFrame, TransactionStatus};
@@ -141,6 +141,16 @@ pub(super) enum Unprompted {
     Relay,
     /// Anything else: the backend is going away (its FATAL, if it sent one, is the cause).
     Lost,
+}
+
+/// What a ReadyForQuery leads to before the response may end.
+#[derive(Debug)]
+pub(super) enum ReadyStep {
+    /// The stale-plan error was swallowed: the statement is prepared again and this batch sent
+    /// again, renamed.
+    Heal(Replay),
+    /// Nothing to heal: the response ends, unless the session's retry sends the batch again.
+    Settle,
 }
 
 /// One session's exchange with its backend connection.
@@ -299,6 +309,14 @@ impl Exchange {
             Some(tx_status::IN_BLOCK) => TransactionStatus::InBlock,
             Some(tx_status::FAILED) => TransactionStatus::Failed,
             _ => TransactionStatus::Idle,
+        }
+    }
+
+    /// The backend's ReadyForQuery arrived: whether the batch is healed now.
+    pub fn at_ready(&mut self) -> ReadyStep {
+        match self.flight.healing.take() {
+            Some(replay) => ReadyStep::Heal(replay),
+            None => ReadyStep::Settle,
         }
     }
 

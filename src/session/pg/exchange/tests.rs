@@ -217,7 +217,8 @@ fn a_stale_plan_is_healed_once_and_the_batch_succeeds() {
     let rfq = feed(&mut ex, &ready(tx_status::IDLE));
     assert!(matches!(rfq.action, Action::Swallow), "the response goes on after the resend");
     // The session re-prepares and resends the replay: a new attempt, answered in full.
-    let replay = ex.flight.healing.take().expect("healing");
+    let ReadyStep::Heal(replay) = ex.at_ready() else { panic!("the batch is healed at ReadyForQuery") };
+    assert!(matches!(ex.at_ready(), ReadyStep::Settle), "once");
     ex.expect = replay.expects.iter().copied().collect();
     ex.begin_response();
     forwards(&mut ex, &[msg(server::BIND_COMPLETE, b""), row_description(), data_row(b"x")]);
