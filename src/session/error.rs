@@ -42,6 +42,12 @@ pub enum RelayError {
         /// Its message.
         message: String,
     },
+    /// The backend did not answer an exchange the router ran on its own within `query_timeout`.
+    #[error("no answer within query_timeout ({timeout_ms} ms)")]
+    TimedOut {
+        /// The pool's `query_timeout` in milliseconds.
+        timeout_ms: u128,
+    },
     /// The backend left a cancel sent at `query_timeout` unanswered for another timeout.
     #[error("no answer to the cancel sent at query_timeout ({timeout_ms} ms)")]
     CancelIgnored {
@@ -73,6 +79,7 @@ impl ErrorCode for RelayError {
             Self::Malformed(_) => "relay.malformed",
             Self::Unsendable(_) => "relay.unsendable",
             Self::BackendFatal { .. } => "relay.backend_fatal",
+            Self::TimedOut { .. } => "relay.timed_out",
             Self::CancelIgnored { .. } => "relay.cancel_ignored",
         }
     }

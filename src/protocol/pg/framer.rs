@@ -69,6 +69,79 @@ pub fn decode_frame(buf: &[u8], max_len: usize) -> Result<Option<Frame<'_>>, Dec
     Ok(buf.get(5..total_len).map(|body| Frame { tag, body, total_len }))
 }
 
+/// One complete tagged message with the exact bytes it occupies, so that a relay forwards,
+/// holds or inspects the message it decoded and never recomputes an offset into its buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawFrame<'a> {
+    tag: u8,
+    body: &'a [u8],
+    bytes: &'a [u8],
+}
+
+impl<'a> RawFrame<'a> {
+    /// Message type byte.
+    pub fn tag(&self) -> u8 {
+        self.tag
+    }
+
+    /// Message contents after the length field.
+    pub fn body(&self) -> &'a [u8] {
+        self.body
+    }
+
+    /// The whole message: type byte, length and body.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Bytes the whole message occupies.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Never: a message holds at least its type byte and length.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+}
+
+/// Decodes one tagged message from the start of `buf` as [`decode_frame`] does, keeping its
+/// whole bytes.
+pub fn decode_raw_frame(buf: &[u8], max_len: usize) -> Result<Option<RawFrame<'_>>, DecodeError> {
+    let Some(f) = decode_frame(buf, max_len)? else { return Ok(None) };
+    Ok(buf.get(..f.total_len).map(|bytes| RawFrame { tag: f.tag, body: f.body, bytes }))
+}
+
+/// The complete tagged messages at the start of a buffer, each with its bytes; stops at the
+/// first incomplete or malformed one, which [`RawFrames::rest`] then starts with.
+#[derive(Debug, Clone)]
+pub struct RawFrames<'a> {
+    rest: &'a [u8],
+    max_len: usize,
+}
+
+impl<'a> RawFrames<'a> {
+    /// Starts iterating `buf` with the given length limit (see [`decode_frame`]).
+    pub fn new(buf: &'a [u8], max_len: usize) -> Self {
+        Self { rest: buf, max_len }
+    }
+
+    /// The bytes after the messages yielded so far.
+    pub fn rest(&self) -> &'a [u8] {
+        self.rest
+    }
+}
+
+impl<'a> Iterator for RawFrames<'a> {
+    type Item = RawFrame<'a>;
+
+    fn next(&mut self) -> Option<RawFrame<'a>> {
+        let frame = decode_raw_frame(self.rest, self.max_len).ok()??;
+        self.rest = self.rest.get(frame.len()..)?;
+        Some(frame)
+    }
+}
+
 /// Bytes at the start of `buf` taken by consecutive complete DataRow (`D`, 55.7) messages, read
 /// from their 5-byte headers alone (bodies are not looked at). Stops before the first message
 /// of another type, the first incomplete one, or one whose length [`decode_frame`] would

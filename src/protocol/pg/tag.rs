@@ -21,6 +21,12 @@ pub mod backend {
     pub const ERROR_RESPONSE: u8 = b'E';
     /// CopyInResponse.
     pub const COPY_IN_RESPONSE: u8 = b'G';
+    /// CopyOutResponse.
+    pub const COPY_OUT_RESPONSE: u8 = b'H';
+    /// CopyData (either direction).
+    pub const COPY_DATA: u8 = b'd';
+    /// CopyDone (either direction).
+    pub const COPY_DONE: u8 = b'c';
     /// EmptyQueryResponse.
     pub const EMPTY_QUERY_RESPONSE: u8 = b'I';
     /// NoticeResponse.

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use super::prepared::Stmt;
 use super::{End, Session};
 use crate::config::Protocol;
-use crate::protocol::pg::{decode_frame, sqlstate, Frame, FrontendMessage, Target, TransactionStatus};
+use crate::protocol::pg::{sqlstate, Frame, FrontendMessage, RawFrames, Target, TransactionStatus};
 use crate::routing::{Decision, DecisionKind, Outcome, StatementKey};
 use crate::session::client_error::PgClientError;
 
@@ -26,6 +26,8 @@ const HOLD_MESSAGES: usize = 1024;
 pub(super) struct Held {
     bytes: Vec<u8>,
     count: usize,
+    /// The batch being released must run on the primary: some statement of it is not a read.
+    pub primary: bool,
 }
 
 impl Held {
@@ -55,11 +57,8 @@ impl Held {
 pub(super) fn statements(bytes: &[u8], known: &HashMap<String, Rc<Stmt>>) -> Vec<(String, Option<StatementKey>)> {
     let mut parsed: HashMap<&str, &str> = HashMap::new();
     let mut out = Vec::new();
-    let mut pos = 0usize;
-    while let Ok(Some(f)) = decode_frame(bytes.get(pos..).unwrap_or_default(), usize::MAX) {
-        let body = bytes.get(pos + 5..pos + f.total_len).unwrap_or_default();
-        pos += f.total_len;
-        let name = match FrontendMessage::decode(&Frame::new(f.tag, body)) {
+    for f in RawFrames::new(bytes, usize::MAX) {
+        let name = match FrontendMessage::decode(&Frame::new(f.tag(), f.body())) {
             Ok(FrontendMessage::Parse { name: "", query, .. }) => {
                 out.push((query.to_owned(), None));
                 continue;
@@ -114,18 +113,16 @@ impl Session {
     /// to hold whole, so what follows is unknown and it goes to the primary.
     pub(super) async fn release_batch(&mut self, overflow: bool) -> Result<(), End> {
         let bytes = self.batch.take();
-        self.batch_primary = overflow || self.batch_needs_primary(&bytes);
+        self.batch.primary = overflow || self.batch_needs_primary(&bytes);
         let res = self.handle_held(&bytes).await;
-        self.batch_primary = false;
+        self.batch.primary = false;
         res
     }
 
     async fn handle_held(&mut self, bytes: &[u8]) -> Result<(), End> {
-        let mut pos = 0usize;
-        while let Ok(Some(f)) = decode_frame(bytes.get(pos..).unwrap_or_default(), usize::MAX) {
-            let raw = bytes.get(pos..pos + f.total_len).unwrap_or_default();
-            pos += f.total_len;
-            let Ok(msg) = FrontendMessage::decode(&Frame::new(f.tag, raw.get(5..).unwrap_or_default())) else {
+        for f in RawFrames::new(bytes, usize::MAX) {
+            let raw = f.bytes();
+            let Ok(msg) = FrontendMessage::decode(&Frame::new(f.tag(), f.body())) else {
                 continue; // decoded once already when it was held
             };
             if self.skips(&msg) {
@@ -162,9 +159,9 @@ impl Session {
             return None;
         }
         let why = d.facts.ineligibility.unwrap_or("unanalyzable");
-        let hold = if self.tx != TransactionStatus::Idle {
+        let hold = if self.progress.tx != TransactionStatus::Idle {
             "the open transaction runs there"
-        } else if self.awaiting_ready || !self.expect.is_empty() || !self.bout.is_empty() {
+        } else if self.ex.awaiting() || !self.ex.expect.is_empty() || !self.ex.bout.is_empty() {
             "earlier statements of this pipeline ran there and hold it until Sync"
         } else {
             "session state pins the session there"
@@ -179,7 +176,7 @@ impl Session {
     /// The write pool, when the batch being released must not use the read pool.
     pub(super) fn batch_override(&self, d: &Decision, target: &str) -> Option<std::sync::Arc<str>> {
         let split_read = d.step == DecisionKind::ReadWriteSplit && self.ctx.is_read_pool(Protocol::Postgres, target);
-        if !self.batch_primary || !split_read {
+        if !self.batch.primary || !split_read {
             return None;
         }
         self.ctx.rules().primary_pool(Protocol::Postgres).cloned()

@@ -8,7 +8,7 @@
 use super::prepared::Expect;
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::protocol::pg::tag::{backend as server, frontend as client};
-use crate::protocol::pg::{decode_frame, sqlstate, FrontendMessage};
+use crate::protocol::pg::{decode_raw_frame, sqlstate, FrontendMessage};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 
@@ -44,7 +44,7 @@ impl Session {
         // In the extended protocol the server ignores the batch's Sync while copying; the
         // client sends another after CopyDone/CopyFail (libpq and tokio-postgres both do), and
         // only that one ends the batch.
-        let extended = self.expect.contains(&Expect::Sync);
+        let extended = self.ex.expect.contains(&Expect::Sync);
         let mut ended = false;
         loop {
             let tag = match self.next_copy_event(!ended).await? {
@@ -52,39 +52,29 @@ impl Session {
                 Woke::ClientBytes => continue,
                 Woke::Backend(alive) => {
                     if !alive || !self.relay_notices_during_copy() {
-                        self.bout.clear();
+                        self.ex.bout.clear();
                         return Ok(CopyIn::Rejected);
                     }
                     continue;
                 }
-                Woke::ClientGone => {
-                    // The client vanished mid-COPY: abort it on the backend so the connection
-                    // is not left waiting for data.
-                    self.bout.clear();
-                    let _ = FrontendMessage::CopyFail("client disconnected").encode(&mut self.bout);
-                    let _ = self.send_backend().await;
-                    if let Some(c) = self.backend.as_mut() {
-                        c.broken = true;
-                    }
-                    return Err(End::ClientGone);
-                }
+                Woke::ClientGone => return Err(self.client_gone_mid_copy().await),
             };
             match tag {
                 client::SYNC if ended => {
-                    self.bout.extend_from_slice(&self.msg);
+                    self.ex.bout.extend_from_slice(&self.io.msg);
                     self.send_backend().await?;
                     return Ok(CopyIn::Sent);
                 }
                 _ if ended => {
                     let e =
                         PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected Sync after the end of COPY data");
-                    e.encode_fatal(&mut self.out);
+                    e.encode_fatal(&mut self.io.out);
                     let _ = self.flush_client().await;
                     return Err(End::Fatal);
                 }
                 client::COPY_DATA | client::COPY_DONE | client::COPY_FAIL => {
-                    self.bout.extend_from_slice(&self.msg);
-                    if tag != client::COPY_DATA || self.bout.len() >= CLIENT_FLUSH_AT {
+                    self.ex.bout.extend_from_slice(&self.io.msg);
+                    if tag != client::COPY_DATA || self.ex.bout.len() >= CLIENT_FLUSH_AT {
                         self.send_backend().await?;
                     }
                     if tag != client::COPY_DATA {
@@ -97,13 +87,25 @@ impl Session {
                 // The server ignores Flush and Sync during COPY IN.
                 client::FLUSH | client::SYNC => {}
                 _ => {
-                    self.bout.clear();
-                    let _ = FrontendMessage::CopyFail("unexpected message during COPY").encode(&mut self.bout);
+                    self.ex.bout.clear();
+                    let _ = FrontendMessage::CopyFail("unexpected message during COPY").encode(&mut self.ex.bout);
                     self.send_backend().await?;
                     return Ok(CopyIn::Sent);
                 }
             }
         }
+    }
+
+    /// The client vanished mid-COPY: the COPY is aborted on the backend so that the
+    /// connection is not left waiting for data, and the connection goes.
+    async fn client_gone_mid_copy(&mut self) -> End {
+        self.ex.bout.clear();
+        let _ = FrontendMessage::CopyFail("client disconnected").encode(&mut self.ex.bout);
+        let _ = self.send_backend().await;
+        if let Some(c) = self.backend.as_mut() {
+            c.broken = true;
+        }
+        End::ClientGone
     }
 
     /// Waits for the next whole client message, or (when `watch`) for the backend to speak.
@@ -114,13 +116,13 @@ impl Session {
                 Ok(None) => {}
                 Err(e) => return Err(self.refuse_frame(e).await),
             }
-            if self.cpos > 0 {
-                self.cbuf.drain(..self.cpos);
-                self.cpos = 0;
+            if self.io.cpos > 0 {
+                self.io.cbuf.drain(..self.io.cpos);
+                self.io.cpos = 0;
             }
             self.flush_client().await?;
             let limit = self.idle_transaction_timeout();
-            let (client, cbuf) = (&mut self.client, &mut self.cbuf);
+            let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
             let from_client = async {
                 match rt::read_some(client, cbuf, READ_CHUNK).await {
                     Ok(n) if n > 0 => Woke::ClientBytes,
@@ -152,13 +154,13 @@ impl Session {
         let Some(conn) = self.backend.as_mut() else { return false };
         let mut pos = 0usize;
         let mut only_notices = true;
-        while let Ok(Some(f)) = decode_frame(conn.rbuf.get(pos..).unwrap_or_default(), PEEK_MAX) {
-            if !matches!(f.tag, server::NOTICE_RESPONSE | server::PARAMETER_STATUS | server::NOTIFICATION_RESPONSE) {
+        while let Some(f) = conn.rbuf.get(pos..).and_then(|rest| decode_raw_frame(rest, PEEK_MAX).ok().flatten()) {
+            if !matches!(f.tag(), server::NOTICE_RESPONSE | server::PARAMETER_STATUS | server::NOTIFICATION_RESPONSE) {
                 only_notices = false;
                 break;
             }
-            self.out.extend_from_slice(conn.rbuf.get(pos..pos + f.total_len).unwrap_or_default());
-            pos += f.total_len;
+            self.io.out.extend_from_slice(f.bytes());
+            pos += f.len();
         }
         conn.rbuf.drain(..pos);
         only_notices

@@ -25,7 +25,7 @@ fn cstr(body: &[u8]) -> Option<(&[u8], &[u8])> {
 impl Session {
     /// A Query or Parse (`tag`, whole message `raw`) whose text is not UTF-8.
     pub(super) async fn on_foreign_text(&mut self, tag: u8, raw: &[u8]) -> Result<(), End> {
-        let body = raw.get(5..).unwrap_or_default();
+        let body = super::body_of(raw).unwrap_or_default();
         let parsed = match tag {
             client::QUERY => cstr(body).map(|(q, _)| (&b""[..], q)),
             _ => cstr(body).and_then(|(name, rest)| cstr(rest).map(|(q, _)| (name, q))),
@@ -60,8 +60,8 @@ impl Session {
             if tag == client::PARSE {
                 return self.fail_batch(e);
             }
-            e.encode(&mut self.out);
-            backend::encode_ready_for_query(self.tx, &mut self.out);
+            e.encode(&mut self.io.out);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
         self.state.stage(pg_effects(&text));

@@ -19,6 +19,7 @@ use std::rc::Rc;
 use super::prepared::{Expect, Stmt};
 use super::retry::{RetryBatch, RulePolicy};
 use crate::protocol::pg::{sqlstate, BackendMessage, Frame};
+use crate::session::error::RelayError;
 
 /// Largest batch kept for a heal retry; bigger batches (large parameters) are not retried.
 const REPLAY_MAX: usize = 64 * 1024;
@@ -53,8 +54,9 @@ pub(super) struct Replay {
 /// The in-flight statement's state on the current backend connection.
 #[derive(Debug, Default)]
 pub(super) struct Flight {
-    /// The backend said FATAL (it is going away): its SQLSTATE and message.
-    pub fatal: Option<String>,
+    /// Why the backend is going away or was given up (a FATAL it sent, a cancel it ignored),
+    /// told to the client when the connection is found lost.
+    pub fatal: Option<RelayError>,
     /// `query_timeout` fired and a cancel was sent for the running statement.
     pub timed_out: bool,
     /// Set while the batch being assembled starts with a healable Bind.
@@ -79,7 +81,7 @@ pub(super) struct Flight {
     /// yet, in order (`None`: not one of the router's), to note the row type the client learns.
     pub describing: std::collections::VecDeque<Option<Rc<Stmt>>>,
     /// The router refused a statement of a batch the backend already holds part of, and sent
-    /// a failing one in its place (see `Session::sync_aborted`): that error is not relayed.
+    /// a failing one in its place (see `Exchange::on_sync`): that error is not relayed.
     pub aborting: bool,
 }
 
@@ -119,14 +121,12 @@ impl Flight {
 /// `bytes` (whole frontend messages) with every Bind and statement Describe of statement `old`
 /// naming `new` instead; `None` if a message is malformed (the router encoded them itself).
 pub(super) fn renamed(bytes: &[u8], old: &str, new: &str) -> Option<Vec<u8>> {
-    use crate::protocol::pg::{decode_frame, frontend, FrontendMessage, Target};
+    use crate::protocol::pg::{frontend, FrontendMessage, RawFrames, Target};
     let mut out = Vec::with_capacity(bytes.len() + 16);
-    let mut pos = 0usize;
-    while pos < bytes.len() {
-        let f = decode_frame(bytes.get(pos..)?, REPLAY_MAX).ok()??;
-        let raw = bytes.get(pos..pos + f.total_len)?;
-        let body = raw.get(5..)?;
-        match FrontendMessage::decode(&Frame::new(f.tag, body)).ok()? {
+    let mut frames = RawFrames::new(bytes, REPLAY_MAX);
+    for f in frames.by_ref() {
+        let (raw, body) = (f.bytes(), f.body());
+        match FrontendMessage::decode(&Frame::new(f.tag(), body)).ok()? {
             FrontendMessage::Bind { statement, .. } if statement == old => {
                 frontend::encode_bind_renamed(body, new, &mut out).ok()?
             }
@@ -135,15 +135,14 @@ pub(super) fn renamed(bytes: &[u8], old: &str, new: &str) -> Option<Vec<u8>> {
             }
             _ => out.extend_from_slice(raw),
         }
-        pos += f.total_len;
     }
-    Some(out)
+    frames.rest().is_empty().then_some(out)
 }
 
 /// What an ErrorResponse means to the relay.
 pub(super) enum ErrorKind {
-    /// The backend is going away (FATAL or PANIC); its code and message.
-    Fatal(String),
+    /// The backend is going away (FATAL or PANIC), with its code and message.
+    Fatal(RelayError),
     /// A statement the router prepared has a stale plan.
     StalePlan,
     /// The backend has (`exists`) or lacks a statement of the router's that the connection's
@@ -165,7 +164,7 @@ pub(super) fn classify_error(body: &[u8]) -> ErrorKind {
     let code = fields.code().unwrap_or("XX000");
     let message = fields.get(field::MESSAGE).unwrap_or("");
     if matches!(severity, "FATAL" | "PANIC") {
-        return ErrorKind::Fatal(format!("{code}: {message}"));
+        return ErrorKind::Fatal(RelayError::BackendFatal { code: code.to_owned(), message: message.to_owned() });
     }
     match code {
         "0A000" if message.starts_with(STALE_PLAN) => ErrorKind::StalePlan,
@@ -194,7 +193,9 @@ mod tests {
     #[test]
     fn classifies_backend_errors() {
         let fatal = body(Severity::Fatal, "57P01", "terminating connection due to administrator command");
-        assert!(matches!(classify_error(&fatal), ErrorKind::Fatal(m) if m.starts_with("57P01: terminating")));
+        assert!(
+            matches!(classify_error(&fatal), ErrorKind::Fatal(e) if e.to_string().starts_with("57P01: terminating"))
+        );
         assert!(matches!(classify_error(&body(Severity::Error, "0A000", STALE_PLAN)), ErrorKind::StalePlan));
         assert!(matches!(classify_error(&body(Severity::Error, "0A000", "other")), ErrorKind::Other));
         assert!(matches!(classify_error(&body(Severity::Error, "57014", "canceling")), ErrorKind::Canceled));

@@ -543,14 +543,7 @@ async fn greet(
     let differing: Vec<(String, String)> =
         own_values(client_params.values).into_iter().filter(|(k, v)| server_value(k) != Some(v.as_str())).collect();
     let mut state = SessionState::from_startup(differing.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    // The client sees the real server's parameters, overridden by what it asked for itself...
-    let mut shown: Vec<(String, String)> = server_params
-        .iter()
-        .map(|(name, value)| {
-            let own = differing.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v);
-            (name.clone(), own.unwrap_or(value).clone())
-        })
-        .collect();
+    let mut shown = shown_params(&server_params, &differing);
     // ...in the server's own spelling, which only the server knows for most of them.
     let unknown_spelling = differing.iter().any(|(k, v)| server_value(k).is_some() && !spelled_as_server(k, v));
     // A MySQL pool (the bridge) has no PostgreSQL settings to apply.
@@ -568,18 +561,13 @@ async fn greet(
         pool.checkin(conn, true);
     }
     state.greeted(shown.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let mut out = Vec::with_capacity(512);
-    let _ = backend::encode_authentication(&Authentication::Ok, &mut out);
-    for (name, value) in &shown {
-        let _ = (backend::BackendMessage::ParameterStatus { name, value }).encode(&mut out);
-    }
     let key = match backend.as_ref().map(|c| &c.info) {
         // Cancels still come to the router, which knows what the client runs.
         Some(ConnInfo::Pg(info)) => ctx.new_cancel_key().with_server_pid(info.pid),
         _ => ctx.new_cancel_key(),
     };
-    let _ = (backend::BackendMessage::BackendKeyData { pid: key.pid, key: key.secret }).encode(&mut out);
-    backend::encode_ready_for_query(TransactionStatus::Idle, &mut out);
+    let mut out = Vec::with_capacity(512);
+    encode_greeting(&shown, key, &mut out);
     if let Err(e) = client.send(&out).await {
         if let Some(conn) = backend {
             pool.checkin(conn, true);
@@ -587,6 +575,29 @@ async fn greet(
         return Err(e);
     }
     Ok(Greeted { pool, state, key, identity, backend })
+}
+
+/// The real server's parameters as the client is shown them: overridden by what it asked for
+/// itself.
+fn shown_params(server_params: &[(String, String)], differing: &[(String, String)]) -> Vec<(String, String)> {
+    server_params
+        .iter()
+        .map(|(name, value)| {
+            let own = differing.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v);
+            (name.clone(), own.unwrap_or(value).clone())
+        })
+        .collect()
+}
+
+/// The greeting after authentication: AuthenticationOk, the parameters shown, the client's
+/// cancel key and the first ReadyForQuery.
+fn encode_greeting(shown: &[(String, String)], key: CancelKey, out: &mut Vec<u8>) {
+    let _ = backend::encode_authentication(&Authentication::Ok, out);
+    for (name, value) in shown {
+        let _ = (backend::BackendMessage::ParameterStatus { name, value }).encode(out);
+    }
+    let _ = (backend::BackendMessage::BackendKeyData { pid: key.pid, key: key.secret }).encode(out);
+    backend::encode_ready_for_query(TransactionStatus::Idle, out);
 }
 
 /// Takes the causal token (#22) out of the startup parameters (a setting of the router, never

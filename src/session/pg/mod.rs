@@ -14,6 +14,7 @@ mod bridged;
 mod copy;
 mod digest;
 mod encoding;
+mod exchange;
 mod flight;
 mod login;
 mod named;
@@ -26,14 +27,14 @@ mod settings;
 mod verify;
 
 use crate::protocol::pg::tag::{backend as server, frontend as client};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::config::{PoolMode, Protocol};
 use crate::id::CancelKey;
 use crate::pool::{Conn, ConnInfo, CorePool, PoolError};
 use crate::protocol::pg::{
-    backend, decode_frame, frontend, sqlstate, DecodeError, Frame, FrontendMessage, Target, TransactionStatus,
+    backend, decode_raw_frame, frontend, sqlstate, DecodeError, Frame, FrontendMessage, Target, TransactionStatus,
 };
 use crate::routing::RywState;
 use crate::rt::{self, Stream};
@@ -41,7 +42,6 @@ use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
 use crate::session::state::{pg_effects, SessionState};
 use crate::session::CoreContext;
-use flight::Flight;
 use prepared::{Expect, Stmt};
 
 /// Bytes buffered for the client before they are written out mid-result.
@@ -69,48 +69,57 @@ enum End {
 /// One PostgreSQL client connection.
 pub(super) struct Session {
     ctx: Rc<CoreContext>,
-    client: Stream,
-    cbuf: Vec<u8>,
-    cpos: usize,
-    msg: Vec<u8>,
-    out: Vec<u8>,
-    bout: Vec<u8>,
+    /// The client's socket and the buffers between it and the session.
+    io: ClientIo,
     pool: Rc<CorePool>,
     backend: Option<Conn>,
     state: SessionState,
     stmts: HashMap<String, Rc<Stmt>>,
-    expect: VecDeque<Expect>,
-    slot: Rc<CancelSlot>,
-    key: CancelKey,
-    /// Largest client message accepted (the listener's `max_message_size`).
-    max_msg: usize,
-    /// In an extended-protocol batch that failed before reaching a backend: skip to Sync.
-    skipping: bool,
-    /// The backend reported an error in the current extended batch before its Sync was sent:
-    /// it discards everything up to the client's Sync, and so does the session.
-    aborted: bool,
+    /// The batch queued for the backend, the responses it expects and the statement in flight.
+    ex: exchange::Exchange,
+    /// How a cancel reaches the session's running statement.
+    cancel: CancelHandle,
     /// Extended messages held until the batch can be routed as one unit (#19).
     batch: batch::Held,
-    /// The batch being released must run on the primary: some statement of it is not a read.
-    batch_primary: bool,
-    /// The open transaction was declared `READ ONLY`: nothing in it changes data.
-    read_only_tx: bool,
-    tx: TransactionStatus,
-    /// The statement in flight: FATAL seen, timeout fired, stale-plan healing.
-    flight: Flight,
+    /// Where the client's statements stand: transaction, read-your-writes, timing.
+    progress: Progress,
     /// Who the client is, for rules matching user and database.
     identity: Identity,
+    /// Statements and portals of a session served by a MySQL pool, or of a native session's
+    /// statements routed to one (#24).
+    bridge: bridged::Bridge,
+}
+
+/// The client's socket and the buffers between it and the session.
+struct ClientIo {
+    client: Stream,
+    /// Bytes read from the client; `cpos` is where the next message starts.
+    cbuf: Vec<u8>,
+    cpos: usize,
+    /// The client message being handled, tag byte first.
+    msg: Vec<u8>,
+    /// Bytes buffered for the client.
+    out: Vec<u8>,
+    /// Largest client message accepted (the listener's `max_message_size`).
+    max_msg: usize,
+}
+
+/// How a cancel reaches the session's running statement.
+struct CancelHandle {
+    slot: Rc<CancelSlot>,
+    /// The key the client was given for its CancelRequests.
+    key: CancelKey,
+}
+
+/// Where the client's statements stand.
+struct Progress {
+    tx: TransactionStatus,
+    /// The open transaction was declared `READ ONLY`: nothing in it changes data.
+    read_only_tx: bool,
     /// Read-your-writes: whether reads must stay on the primary after a write.
     ryw: RywState,
     /// The statement timed for per-shape statistics.
     digest: digest::DigestTracker,
-    /// Bytes were sent to the backend whose response has not ended with ReadyForQuery yet.
-    awaiting_ready: bool,
-    /// Statements and portals of a session served by a MySQL pool, or of a native session's
-    /// statements routed to one (#24).
-    bridge: bridged::Bridge,
-    /// The session's own pool and connection while one statement runs on a MySQL pool (#24).
-    parked: Option<bridged::cross::Parked>,
 }
 
 /// The client's user and requested database.
@@ -142,11 +151,11 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     if let Some(message) = goodbye {
         let mut out = Vec::new();
         PgClientError::new(sqlstate::ADMIN_SHUTDOWN, message).encode_fatal(&mut out);
-        let _ = rt::write_all(&mut s.client, &out).await;
+        let _ = rt::write_all(&mut s.io.client, &out).await;
     }
     s.cross_unpark();
     s.release_backend(true).await;
-    ctx.cancels.remove(s.key);
+    ctx.cancels.remove(s.cancel.key);
 }
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
@@ -209,33 +218,22 @@ impl Session {
         }
         Self {
             ctx,
-            client,
-            cbuf: leftover,
-            cpos: 0,
-            msg: Vec::new(),
-            out: Vec::new(),
-            bout: Vec::new(),
+            io: ClientIo { client, cbuf: leftover, cpos: 0, msg: Vec::new(), out: Vec::new(), max_msg },
             pool,
             backend: None,
             state,
             stmts: HashMap::new(),
-            expect: VecDeque::new(),
-            slot,
-            key,
-            max_msg,
-            skipping: false,
-            aborted: false,
+            ex: exchange::Exchange::default(),
+            cancel: CancelHandle { slot, key },
             batch: batch::Held::default(),
-            batch_primary: false,
-            read_only_tx: false,
-            tx: TransactionStatus::Idle,
-            flight: Flight::default(),
+            progress: Progress {
+                tx: TransactionStatus::Idle,
+                read_only_tx: false,
+                ryw,
+                digest: digest::DigestTracker::default(),
+            },
             identity,
-            ryw,
-            digest: digest::DigestTracker::default(),
-            awaiting_ready: false,
             bridge: bridged::Bridge::default(),
-            parked: None,
         }
     }
 
@@ -244,7 +242,7 @@ impl Session {
     }
 
     fn max_message(&self) -> usize {
-        self.max_msg
+        self.io.max_msg
     }
 
     async fn run(&mut self) -> End {
@@ -271,7 +269,7 @@ impl Session {
         Box::pin(self.dispatch(tag)).await.err()
     }
 
-    /// Buffers the next whole client message into `self.msg` (tag byte first) and returns its
+    /// Buffers the next whole client message into `self.io.msg` (tag byte first) and returns its
     /// tag; `None` when the client closed. Idle sessions also end here when draining.
     async fn next_client_frame(&mut self) -> Result<Option<u8>, End> {
         loop {
@@ -280,12 +278,12 @@ impl Session {
                 Ok(None) => {}
                 Err(e) => return Err(self.refuse_frame(e).await),
             }
-            if self.cpos > 0 {
-                self.cbuf.drain(..self.cpos);
-                self.cpos = 0;
+            if self.io.cpos > 0 {
+                self.io.cbuf.drain(..self.io.cpos);
+                self.io.cpos = 0;
             }
             self.flush_client().await?;
-            let idle = self.backend.is_none() && self.expect.is_empty();
+            let idle = self.backend.is_none() && self.ex.expect.is_empty();
             // Between transactions a held backend may speak unprompted (NOTIFY is delivered only
             // then; notices; its own death), so watch it too. Inside a transaction only a dying
             // backend speaks, and the next statement finds that out: racing a second read there
@@ -294,9 +292,9 @@ impl Session {
             // Mid-exchange (a pipeline past a Flush, an aborted batch, a COPY) the backend's next
             // words answer the client's next message, never an unprompted one.
             let watch_backend = !idle
-                && self.expect.is_empty()
-                && !self.awaiting_ready
-                && self.tx == TransactionStatus::Idle
+                && self.ex.expect.is_empty()
+                && !self.ex.awaiting()
+                && self.progress.tx == TransactionStatus::Idle
                 && !self.is_bridged();
             // While the backend is held for this client alone (a transaction, a COPY, a batch),
             // a silent client may not keep it for ever.
@@ -310,20 +308,10 @@ impl Session {
                     None => continue,
                 }
             } else if idle {
-                self.release_idle_buffers();
-                let drain = self.ctx.drain.clone();
-                // A small first read keeps idle buffers small; the rest of a big message
-                // arrives in full-size chunks.
-                let chunk = if self.cbuf.is_empty() { IDLE_READ_CHUNK } else { READ_CHUNK };
-                let client = &mut self.client;
-                let cbuf = &mut self.cbuf;
-                rt::race(async { Some(rt::read_some(client, cbuf, chunk).await) }, async {
-                    drain.wait().await;
-                    None
-                })
-                .await
+                self.read_idle().await
             } else {
-                let Ok(read) = rt::within(limit, rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK)).await
+                let Ok(read) =
+                    rt::within(limit, rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK)).await
                 else {
                     return Err(self.idle_transaction_expired().await);
                 };
@@ -337,32 +325,46 @@ impl Session {
         }
     }
 
+    /// Reads from a client that holds no backend; `None` when the router starts draining.
+    async fn read_idle(&mut self) -> Option<std::io::Result<usize>> {
+        self.release_idle_buffers();
+        let drain = self.ctx.drain.clone();
+        // A small first read keeps idle buffers small; the rest of a big message arrives in
+        // full-size chunks.
+        let chunk = if self.io.cbuf.is_empty() { IDLE_READ_CHUNK } else { READ_CHUNK };
+        let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
+        rt::race(async { Some(rt::read_some(client, cbuf, chunk).await) }, async {
+            drain.wait().await;
+            None
+        })
+        .await
+    }
+
     /// Moves the next whole client message from `cbuf` into `msg` and returns its tag;
     /// `Ok(None)` when it has not fully arrived yet.
     fn take_client_frame(&mut self) -> Result<Option<u8>, DecodeError> {
-        let Some(f) = decode_frame(self.cbuf.get(self.cpos..).unwrap_or_default(), self.max_message())? else {
-            return Ok(None);
-        };
-        let len = f.total_len;
-        let tag = f.tag;
-        self.msg.clear();
-        self.msg.extend_from_slice(self.cbuf.get(self.cpos..self.cpos + len).unwrap_or_default());
-        self.cpos += len;
-        if self.cpos == self.cbuf.len() {
-            self.cbuf.clear();
-            self.cpos = 0;
+        let max = self.max_message();
+        let Some(rest) = self.io.cbuf.get(self.io.cpos..) else { return Ok(None) };
+        let Some(f) = decode_raw_frame(rest, max)? else { return Ok(None) };
+        let (tag, len) = (f.tag(), f.len());
+        self.io.msg.clear();
+        self.io.msg.extend_from_slice(f.bytes());
+        self.io.cpos += len;
+        if self.io.cpos == self.io.cbuf.len() {
+            self.io.cbuf.clear();
+            self.io.cpos = 0;
         }
         Ok(Some(tag))
     }
 
     /// Ends the session over a client message that cannot be framed (e.g. over the size limit).
     async fn refuse_frame(&mut self, e: DecodeError) -> End {
-        self.out.clear();
-        PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.out);
+        self.io.out.clear();
+        PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.io.out);
         // The client may still be sending the message refused here: close so that the error
         // survives (see `rt::linger_close`).
         if self.flush_client().await.is_ok() {
-            rt::linger_close(&mut self.client, rt::now() + super::FATAL_LINGER).await;
+            rt::linger_close(&mut self.io.client, rt::now() + super::FATAL_LINGER).await;
         }
         End::Fatal
     }
@@ -370,8 +372,8 @@ impl Session {
     /// The pool's `idle_transaction_timeout` when the session holds its backend inside a
     /// transaction or mid-exchange (COPY, an extended batch awaiting Sync); `None` otherwise.
     fn idle_transaction_timeout(&self) -> Option<std::time::Duration> {
-        let mid_exchange = !self.expect.is_empty() || self.awaiting_ready;
-        let held = self.backend.is_some() && (self.tx != TransactionStatus::Idle || mid_exchange);
+        let mid_exchange = !self.ex.expect.is_empty() || self.ex.awaiting();
+        let held = self.backend.is_some() && (self.progress.tx != TransactionStatus::Idle || mid_exchange);
         held.then_some(self.pool.config.timeouts.idle_transaction).flatten()
     }
 
@@ -384,7 +386,7 @@ impl Session {
         self.pool.counters.idle_transaction_timed_out();
         let ms = self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis();
         let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
-        PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.out);
+        PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.io.out);
         let _ = self.flush_client().await;
         End::Fatal
     }
@@ -392,10 +394,10 @@ impl Session {
     /// Gives back buffer space a large statement or result left behind, before a possibly long
     /// wait for the client's next transaction.
     fn release_idle_buffers(&mut self) {
-        if self.cbuf.is_empty() {
-            self.cbuf.shrink_to(IDLE_BUFFER_KEEP);
+        if self.io.cbuf.is_empty() {
+            self.io.cbuf.shrink_to(IDLE_BUFFER_KEEP);
         }
-        for buf in [&mut self.out, &mut self.bout, &mut self.msg] {
+        for buf in [&mut self.io.out, &mut self.ex.bout, &mut self.io.msg] {
             if buf.is_empty() {
                 buf.shrink_to(IDLE_BUFFER_KEEP);
             }
@@ -403,15 +405,17 @@ impl Session {
     }
 
     async fn dispatch(&mut self, tag: u8) -> Result<(), End> {
-        let msg = std::mem::take(&mut self.msg);
+        let msg = std::mem::take(&mut self.io.msg);
         let res = self.dispatch_msg(tag, &msg).await;
-        self.msg = msg;
+        self.io.msg = msg;
         res?;
         self.stream_batch().await
     }
 
     async fn dispatch_msg(&mut self, tag: u8, raw: &[u8]) -> Result<(), End> {
-        let body = raw.get(5..).unwrap_or_default();
+        let Some(body) = body_of(raw) else {
+            return self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed message")).await;
+        };
         let frame = Frame::new(tag, body);
         let decoded = match FrontendMessage::decode(&frame) {
             Ok(m) => m,
@@ -419,7 +423,7 @@ impl Session {
             Err(DecodeError::InvalidUtf8 { .. })
                 if matches!(tag, client::QUERY | client::PARSE) && !self.is_bridged() =>
             {
-                return if self.skipping { Ok(()) } else { self.on_foreign_text(tag, raw).await };
+                return if self.ex.refused() { Ok(()) } else { self.on_foreign_text(tag, raw).await };
             }
             Err(e) => return self.fatal(PgClientError::new(e.sqlstate(), e.to_string())).await,
         };
@@ -444,7 +448,7 @@ impl Session {
 
     /// Whether the current batch failed and `msg` is dropped until its Sync, as on the server.
     fn skips(&self, msg: &FrontendMessage<'_>) -> bool {
-        (self.skipping || self.aborted) && !matches!(msg, FrontendMessage::Sync | FrontendMessage::Terminate)
+        (self.ex.refused() || self.ex.aborted()) && !matches!(msg, FrontendMessage::Sync | FrontendMessage::Terminate)
     }
 
     /// Handles one client message of a PostgreSQL-speaking pool.
@@ -475,18 +479,18 @@ impl Session {
     }
 
     async fn fatal(&mut self, e: PgClientError) -> Result<(), End> {
-        e.encode_fatal(&mut self.out);
+        e.encode_fatal(&mut self.io.out);
         let _ = self.flush_client().await;
         Err(End::Fatal)
     }
 
     /// Writes buffered client output.
     async fn flush_client(&mut self) -> Result<(), End> {
-        if self.out.is_empty() {
+        if self.io.out.is_empty() {
             return Ok(());
         }
-        let r = rt::write_all(&mut self.client, &self.out).await;
-        self.out.clear();
+        let r = rt::write_all(&mut self.io.client, &self.io.out).await;
+        self.io.out.clear();
         r.map_err(|_| End::ClientGone)
     }
 
@@ -496,8 +500,8 @@ impl Session {
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
             )
-            .encode(&mut self.out);
-            backend::encode_ready_for_query(self.tx, &mut self.out);
+            .encode(&mut self.io.out);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
         if let Some(done) = self.on_token_query(sql).await {
@@ -512,8 +516,8 @@ impl Session {
         let rewritten = match self.route_statement(sql, None, true).await {
             Ok(r) => r,
             Err(e) => {
-                e.encode(&mut self.out);
-                backend::encode_ready_for_query(self.tx, &mut self.out);
+                e.encode(&mut self.io.out);
+                backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 return self.flush_client().await;
             }
         };
@@ -534,11 +538,11 @@ impl Session {
     /// A message answered by a full response ending in ReadyForQuery (Query, FunctionCall).
     async fn on_simple(&mut self, raw: &[u8]) -> Result<(), End> {
         if let Err(e) = self.ensure_backend().await {
-            e.encode(&mut self.out);
-            backend::encode_ready_for_query(self.tx, &mut self.out);
+            e.encode(&mut self.io.out);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
-        self.bout.extend_from_slice(raw);
+        self.ex.bout.extend_from_slice(raw);
         self.arm_retry(); // retry (#11)
         self.send_backend().await?;
         self.relay(relay::Until::Ready).await
@@ -591,14 +595,14 @@ impl Session {
             // on whichever connection its first Bind or Describe lands on. Holding a connection
             // for a bare Parse would let synchronous clients (libpq's PQprepare) deadlock a
             // small pool. A statement the server rejects reports its error at that first use.
-            self.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+            self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
             return Ok(());
         }
         if self.has_prepared(stmt.key) {
-            self.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+            self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
         } else {
             self.prepare_on_backend(&stmt, false);
-            self.flight.named.push_back((name.to_owned(), stmt));
+            self.ex.flight.named.push_back((name.to_owned(), stmt));
         }
         Ok(())
     }
@@ -628,11 +632,12 @@ impl Session {
         } else {
             self.mark_healable(&stmt, true);
         }
-        let body = raw.get(5..).unwrap_or_default();
-        if frontend::encode_bind_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
+        let renamed =
+            body_of(raw).map(|body| frontend::encode_bind_renamed(body, &stmt.server_name, &mut self.ex.bout));
+        if !matches!(renamed, Some(Ok(()))) {
             return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed Bind"));
         }
-        self.expect.push_back(Expect::Bind);
+        self.ex.expect.push_back(Expect::Bind);
         Ok(())
     }
 
@@ -647,7 +652,7 @@ impl Session {
         };
         let Some(stmt) = stmt else {
             if kind == Target::Statement {
-                self.flight.describing.push_back(None);
+                self.ex.flight.describing.push_back(None);
             }
             return self.forward_ext(raw, expect).await;
         };
@@ -658,18 +663,19 @@ impl Session {
             return self.fail_batch(e);
         }
         if kind == Target::Statement {
-            self.flight.describing.push_back(Some(stmt.clone()));
+            self.ex.flight.describing.push_back(Some(stmt.clone()));
         }
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);
         } else {
             self.mark_healable(&stmt, false);
         }
-        let body = raw.get(5..).unwrap_or_default();
-        if frontend::encode_describe_renamed(body, &stmt.server_name, &mut self.bout).is_err() {
+        let renamed =
+            body_of(raw).map(|body| frontend::encode_describe_renamed(body, &stmt.server_name, &mut self.ex.bout));
+        if !matches!(renamed, Some(Ok(()))) {
             return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed Describe"));
         }
-        self.expect.push_back(expect);
+        self.ex.expect.push_back(expect);
         Ok(())
     }
 
@@ -677,7 +683,7 @@ impl Session {
         if kind == Target::Statement && !name.is_empty() {
             // Only the client's name goes away; the backend keeps the statement for reuse.
             self.stmts.remove(name);
-            self.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
+            self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
             return Ok(());
         }
         self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
@@ -688,8 +694,8 @@ impl Session {
         if let Err(e) = self.ensure_backend().await {
             return self.fail_batch(e);
         }
-        self.bout.extend_from_slice(raw);
-        self.expect.push_back(expect);
+        self.ex.bout.extend_from_slice(raw);
+        self.ex.expect.push_back(expect);
         Ok(())
     }
 
@@ -715,16 +721,16 @@ impl Session {
     async fn send_backend(&mut self) -> Result<(), End> {
         let Some(conn) = self.backend.as_mut() else { return Ok(()) };
         if let ConnInfo::Pg(info) = &conn.info {
-            self.slot.set_running(Some(CancelTarget {
+            self.cancel.slot.set_running(Some(CancelTarget {
                 addr: conn.addr,
                 kind: TargetKind::Pg { pid: info.pid, secret: info.secret },
             }));
         }
         // Until its ReadyForQuery arrives the connection carries this client's response: it must
         // never be handed to anyone else (the client may vanish mid-result).
-        self.awaiting_ready = true;
-        let r = rt::write_all(&mut conn.stream, &self.bout).await;
-        self.bout.clear();
+        self.ex.sent();
+        let r = rt::write_all(&mut conn.stream, &self.ex.bout).await;
+        self.ex.bout.clear();
         if r.is_err() {
             return self.backend_lost().await;
         }
@@ -741,15 +747,13 @@ impl Session {
             c.broken = true;
             self.pool.checkin(c, false);
         }
-        self.awaiting_ready = false;
-        self.aborted = false;
-        self.expect.clear();
-        self.slot.set_running(None);
-        let was_in_tx = self.tx != TransactionStatus::Idle;
-        self.tx = TransactionStatus::Idle;
+        self.ex.lost();
+        self.cancel.slot.set_running(None);
+        let was_in_tx = self.progress.tx != TransactionStatus::Idle;
+        self.progress.tx = TransactionStatus::Idle;
         self.state.rollback();
-        let why = self.flight.fatal.take().map(|m| format!(" ({m})")).unwrap_or_default();
-        self.flight.settle();
+        let why = self.ex.flight.fatal.take().and_then(|e| e.cause()).map(|m| format!(" ({m})")).unwrap_or_default();
+        self.ex.flight.settle();
         // A pinned session's server-side state (its role, temporary objects...) died too: going
         // on elsewhere would run its next statements without it, e.g. as the pool user (#18).
         // A session-mode client owns its server session outright, so it ends with it, as a
@@ -763,11 +767,11 @@ impl Session {
         if !lost.is_empty() {
             tracing::warn!("backend lost{lost}");
             PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}{lost}"))
-                .encode_fatal(&mut self.out);
+                .encode_fatal(&mut self.io.out);
             if self.flush_client().await.is_ok() {
                 // The client may have sent more already: closing on it would reset the
                 // connection and could destroy the error before the client read it.
-                rt::linger_close(&mut self.client, rt::now() + super::FATAL_LINGER).await;
+                rt::linger_close(&mut self.io.client, rt::now() + super::FATAL_LINGER).await;
             }
             return Err(End::Fatal);
         }
@@ -775,8 +779,8 @@ impl Session {
             sqlstate::CONNECTION_FAILURE,
             format!("the backend connection was lost{why}; the statement may not have completed"),
         )
-        .encode(&mut self.out);
-        backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.out);
+        .encode(&mut self.io.out);
+        backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.io.out);
         self.flush_client().await
     }
 
@@ -786,15 +790,15 @@ impl Session {
             // health: a session-mode client leaves a backend marked down between transactions
             // when its state can follow it (settings replay, re-prepare), as pooled ones do.
             PoolMode::Session => {
-                self.tx == TransactionStatus::Idle
+                self.progress.tx == TransactionStatus::Idle
                     && self.state.pin().is_none()
                     && self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend))
             }
             PoolMode::Transaction | PoolMode::Statement => {
-                self.tx == TransactionStatus::Idle && self.state.pin().is_none()
+                self.progress.tx == TransactionStatus::Idle && self.state.pin().is_none()
             }
         };
-        if release && self.expect.is_empty() {
+        if release && self.ex.expect.is_empty() {
             self.release_backend(false).await;
         }
     }
@@ -805,12 +809,14 @@ impl Session {
             self.my_release(session_end);
             return;
         }
-        self.slot.set_running(None);
-        self.slot.settle().await;
+        self.cancel.slot.set_running(None);
+        self.cancel.slot.settle().await;
         let Some(mut conn) = self.backend.take() else { return };
-        let clean =
-            self.tx == TransactionStatus::Idle && self.expect.is_empty() && !conn.broken && !self.awaiting_ready;
-        self.awaiting_ready = false;
+        let clean = self.progress.tx == TransactionStatus::Idle
+            && self.ex.expect.is_empty()
+            && !conn.broken
+            && !self.ex.awaiting();
+        self.ex.settled();
         if !clean {
             self.pool.checkin(conn, false);
             return;
@@ -852,6 +858,11 @@ impl Session {
             }
         }
     }
+}
+
+/// The body of `raw`, a whole client message the session framed itself.
+fn body_of(raw: &[u8]) -> Option<&[u8]> {
+    decode_raw_frame(raw, usize::MAX).ok().flatten().map(|f| f.body())
 }
 
 /// Whether a statement opens a transaction block (for statement pooling's refusal).

@@ -15,6 +15,7 @@ use super::prepared::{Expect, Stmt};
 use super::{End, Session};
 use crate::protocol::pg::{backend, frontend, BackendMessage, TransactionStatus};
 use crate::session::client_error::PgClientError;
+use crate::session::error::RelayError;
 use crate::sql::lexer::{Lexer, Token, TokenKind};
 use crate::sql::Dialect;
 
@@ -98,11 +99,11 @@ impl Session {
                 None
             }
             Command::Deallocate(name) => {
-                if self.tx == TransactionStatus::Failed || self.stmts.remove(&name).is_none() {
+                if self.progress.tx == TransactionStatus::Failed || self.stmts.remove(&name).is_none() {
                     return None;
                 }
-                let _ = BackendMessage::CommandComplete("DEALLOCATE").encode(&mut self.out);
-                backend::encode_ready_for_query(self.tx, &mut self.out);
+                let _ = BackendMessage::CommandComplete("DEALLOCATE").encode(&mut self.io.out);
+                backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 Some(self.flush_client().await)
             }
             Command::Execute { name, span } => {
@@ -125,7 +126,7 @@ impl Session {
             Command::Deallocate(name) => (name, None, true),
             Command::Execute { name, span } => (name, Some(span), false),
         };
-        if self.tx == TransactionStatus::Failed {
+        if self.progress.tx == TransactionStatus::Failed {
             return None;
         }
         let stmt = self.stmts.get(&name).cloned()?;
@@ -142,10 +143,11 @@ impl Session {
             // the client's Parse, Bind, Describe and Execute are the ones a direct DEALLOCATE
             // gets. The Close first clears one a failed batch may have left.
             self.stmts.remove(&name);
-            let _ = frontend::encode_close(crate::protocol::pg::Target::Statement, DEALLOCATE_STANDIN, &mut self.bout);
-            self.expect.push_back(Expect::Close { swallow: true, key: None });
-            let _ = frontend::encode_parse(DEALLOCATE_STANDIN, "SELECT 1", &[], &mut self.bout);
-            self.expect.push_back(Expect::Parse { swallow: true, key: None });
+            let _ =
+                frontend::encode_close(crate::protocol::pg::Target::Statement, DEALLOCATE_STANDIN, &mut self.ex.bout);
+            self.ex.expect.push_back(Expect::Close { swallow: true, key: None });
+            let _ = frontend::encode_parse(DEALLOCATE_STANDIN, "SELECT 1", &[], &mut self.ex.bout);
+            self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
             format!("DEALLOCATE {DEALLOCATE_STANDIN}")
         } else {
             self.state.stage(stmt.effects.iter().cloned());
@@ -163,8 +165,8 @@ impl Session {
                 )),
             );
         }
-        self.bout.extend_from_slice(&parse);
-        self.expect.push_back(Expect::Parse { swallow: false, key: None });
+        self.ex.bout.extend_from_slice(&parse);
+        self.ex.expect.push_back(Expect::Parse { swallow: false, key: None });
         Some(Ok(()))
     }
 
@@ -173,8 +175,8 @@ impl Session {
     /// then the Query runs under the statement's router name.
     async fn execute_named(&mut self, sql: &str, span: Range<usize>, stmt: Rc<Stmt>) -> Result<(), End> {
         let ready = |s: &mut Self, e: PgClientError| {
-            e.encode(&mut s.out);
-            backend::encode_ready_for_query(s.tx, &mut s.out);
+            e.encode(&mut s.io.out);
+            backend::encode_ready_for_query(s.progress.tx, &mut s.io.out);
         };
         if let Err(e) = self.route_statement(sql, None, true).await {
             ready(self, e);
@@ -188,13 +190,13 @@ impl Session {
             match self.prepare_now(&stmt).await {
                 Ok(None) => {}
                 Ok(Some((error, status))) => {
-                    self.out.extend_from_slice(&error);
-                    self.tx = status;
-                    backend::encode_ready_for_query(status, &mut self.out);
+                    self.io.out.extend_from_slice(&error);
+                    self.progress.tx = status;
+                    backend::encode_ready_for_query(status, &mut self.io.out);
                     self.maybe_release().await;
                     return self.flush_client().await;
                 }
-                Err(()) => return self.backend_lost().await,
+                Err(_) => return self.backend_lost().await,
             }
         }
         self.state.stage(stmt.effects.iter().cloned());
@@ -206,9 +208,9 @@ impl Session {
     /// Prepares `stmt` on the attached connection in an exchange of its own (evicting the
     /// coldest statement at the limit). `Ok(Some)`: the server's ErrorResponse and the
     /// transaction status it reported; `Err`: the connection is lost.
-    async fn prepare_now(&mut self, stmt: &Stmt) -> Result<Option<(Vec<u8>, TransactionStatus)>, ()> {
+    async fn prepare_now(&mut self, stmt: &Stmt) -> Result<Option<(Vec<u8>, TransactionStatus)>, RelayError> {
         let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
-        let Some(conn) = self.backend.as_mut() else { return Err(()) };
+        let Some(conn) = self.backend.as_mut() else { return Err(RelayError::BackendClosed(None)) };
         let mut out = Vec::with_capacity(stmt.parse_msg.len() + 32);
         if conn.prepared.len() >= limit {
             let cold = conn.prepared.remove(0);

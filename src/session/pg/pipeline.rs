@@ -6,73 +6,52 @@
 //! makes the server abort that batch as if the statement had failed there. A long batch streams
 //! to the backend before its Sync (`stream_batch`).
 
-use super::prepared::Expect;
-use super::{relay, retry, End, Session};
-use crate::protocol::pg::{backend, frontend};
+use super::exchange::SyncStep;
+use super::{relay, End, Session};
+use crate::protocol::pg::backend;
 use crate::session::client_error::PgClientError;
 
 /// Bytes of an extended batch queued for the backend before they are sent ahead of its Sync
 /// or Flush (larger than the batches kept for healing and retries, which are never streamed).
 pub(super) const STREAM_AT: usize = 64 * 1024;
 
-/// Fails to parse on every server (a syntax error), aborting the batch it is sent in.
-const ABORT_SQL: &str = "querypilot: the router refused a statement of this batch";
-
 impl Session {
     /// Flush: what was queued goes to the backend, and its answers so far to the client.
     pub(super) async fn on_flush(&mut self, raw: &[u8]) -> Result<(), End> {
         // Responses before Sync reach the client: a batch split by Flush is never replayed.
-        self.flight.mark = None;
+        self.ex.flight.mark = None;
         if self.backend.is_none() {
             return self.relay_synth_only().await;
         }
-        self.bout.extend_from_slice(raw);
+        self.ex.bout.extend_from_slice(raw);
         self.send_backend().await?;
         self.relay(relay::Until::Drained).await
     }
 
     /// Sync: the batch goes to the backend, and its answers to the client up to ReadyForQuery.
     pub(super) async fn on_sync(&mut self, raw: &[u8]) -> Result<(), End> {
-        if self.aborted || (self.skipping && self.awaiting_ready) {
-            return self.sync_aborted(raw).await;
-        }
-        if self.skipping || self.backend.is_none() {
-            if !self.skipping {
-                self.emit_synth();
+        match self.ex.on_sync(raw, self.backend.is_some(), &mut self.io.out) {
+            SyncStep::AnswerHere => {
+                backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
+                return self.flush_client().await;
             }
-            self.skipping = false;
-            self.expect.clear();
-            backend::encode_ready_for_query(self.tx, &mut self.out);
-            return self.flush_client().await;
+            SyncStep::Send { retry: true } => self.arm_retry(), // retry (#11)
+            SyncStep::Send { retry: false } => {}
         }
-        self.bout.extend_from_slice(raw);
-        self.expect.push_back(Expect::Sync);
-        self.flight.arm(&self.bout, &self.expect);
-        self.arm_retry(); // retry (#11)
         self.send_backend().await?;
         self.relay(relay::Until::Ready).await
     }
 
     /// Reports `e` for the current extended batch and skips the rest of it until Sync.
     pub(super) fn fail_batch(&mut self, e: PgClientError) -> Result<(), End> {
-        // What was already queued for the backend is discarded with the batch.
-        self.bout.clear();
-        self.expect.clear();
-        self.flight.mark = None;
-        self.flight.rules = retry::RulePolicy::default();
-        self.flight.named.clear(); // none of its Parses reaches the server
-        self.flight.describing.clear();
-        e.encode(&mut self.out);
-        self.skipping = true;
+        self.ex.refuse_batch();
+        e.encode(&mut self.io.out);
         Ok(())
     }
 
     /// Emits synthesized responses when no backend is involved (a Flush with nothing sent).
     async fn relay_synth_only(&mut self) -> Result<(), End> {
-        while let Some(Expect::Synth(tag)) = self.expect.front().copied() {
-            self.expect.pop_front();
-            self.out.extend_from_slice(&[tag, 0, 0, 0, 4]);
-        }
+        self.emit_synth();
         self.flush_client().await
     }
 
@@ -81,38 +60,17 @@ impl Session {
     /// it is still sending (the server reports it at once and skips to Sync), and the answers
     /// are read as the batch goes rather than left to pile up unread.
     pub(super) async fn stream_batch(&mut self) -> Result<(), End> {
-        if self.bout.len() < STREAM_AT || self.backend.is_none() || self.skipping || self.aborted || self.is_bridged() {
+        if self.ex.bout.len() < STREAM_AT
+            || self.backend.is_none()
+            || self.ex.refused()
+            || self.ex.aborted()
+            || self.is_bridged()
+        {
             return Ok(());
         }
         // What was sent cannot be sent again: no stale-plan healing for this batch.
-        self.flight.mark = None;
+        self.ex.flight.mark = None;
         self.send_backend().await?;
         self.relay(relay::Until::Available).await
-    }
-
-    /// The Sync of a batch that the backend aborted, or that the router refused after part of
-    /// it had already reached the backend: only the backend can end the batch it is in.
-    async fn sync_aborted(&mut self, raw: &[u8]) -> Result<(), End> {
-        let refused = self.skipping && !self.aborted;
-        self.aborted = false;
-        self.skipping = false;
-        self.flight.mark = None;
-        self.bout.clear();
-        self.expect.clear();
-        if self.backend.is_none() {
-            backend::encode_ready_for_query(self.tx, &mut self.out);
-            return self.flush_client().await;
-        }
-        if refused {
-            // What the backend ran of the batch must not outlive the refusal: a statement that
-            // fails makes the server roll the batch's implicit transaction back (or fail the
-            // client's open one), as if the refused statement had failed there.
-            let _ = frontend::encode_parse("", ABORT_SQL, &[], &mut self.bout);
-            self.flight.aborting = true;
-        }
-        self.bout.extend_from_slice(raw);
-        self.expect.push_back(Expect::Sync);
-        self.send_backend().await?;
-        self.relay(relay::Until::Ready).await
     }
 }

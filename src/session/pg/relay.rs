@@ -11,19 +11,21 @@
 //! `raw_passthrough = true`, the rows of an extended-protocol Execute skip that: see
 //! `Session::passes_rows` for when, and `Session::pass_rows` for how.
 
-use crate::protocol::pg::tag::{backend as server, tx_status};
+use crate::protocol::pg::tag::backend as server;
 use std::time::Instant;
 
 use super::copy::CopyIn;
-use super::flight::{classify_error, ErrorKind};
+use super::exchange::{command_tag, Action, Note, ReadyStep, Unprompted};
+use super::flight::Replay;
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::config::PoolMode;
 use crate::pool::Conn;
 use crate::protocol::pg::backend::is_after_startup;
 use crate::protocol::pg::notice::peek_sqlstate;
-use crate::protocol::pg::{data_row_run, decode_frame, frontend, sqlstate, TransactionStatus};
+use crate::protocol::pg::{data_row_run, decode_raw_frame, frontend, sqlstate, RawFrame, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::error::RelayError;
 use crate::session::pg::prepared::Expect;
 
 /// Largest backend message accepted (PostgreSQL's own limit on a field is 1 GiB).
@@ -63,150 +65,208 @@ enum Woke {
     Drain,
 }
 
-/// What one relay pass learned about the transaction.
-#[derive(Default)]
-struct Outcome {
-    error: bool,
-    last_tag_commit: Option<bool>,
+/// Where a relay pass stands in the backend's read buffer and what it waits under.
+struct Pass {
+    until: Until,
+    /// Offset of the next frame in the backend's read buffer.
+    pos: usize,
+    deadline: Option<Instant>,
+    /// Read size for the next backend read.
+    chunk: usize,
+    /// The server took an extended batch's Sync as part of a COPY it then rejected.
+    copy_rejected: bool,
+}
+
+/// How a relay pass goes on after one frame.
+enum Flow {
+    /// Read the next frame.
+    Next,
+    /// Read the next frame of a batch sent again (healed or retried), the client buffer as is.
+    Again,
+    /// Stop relaying for now (the batch was aborted before its Sync).
+    Stop,
+    /// The relay is over (ReadyForQuery, or the connection was lost and the client told).
+    Over,
 }
 
 /// Whether a whole backend frame starts at `pos` of `rbuf`.
 fn has_frame(rbuf: &[u8], pos: usize) -> bool {
-    matches!(decode_frame(rbuf.get(pos..).unwrap_or_default(), BACKEND_MAX), Ok(Some(_)))
+    frame_at(rbuf, pos).is_some()
 }
 
-/// Reads the next whole backend frame, `chunk` bytes at a time; returns (tag, length) of the
-/// frame at `*pos`.
-async fn next_frame(conn: &mut Conn, pos: &mut usize, chunk: usize) -> Result<(u8, usize), ()> {
+/// The whole backend frame at `pos` of `rbuf`, if one is there.
+pub(super) fn frame_at(rbuf: &[u8], pos: usize) -> Option<RawFrame<'_>> {
+    decode_raw_frame(rbuf.get(pos..)?, BACKEND_MAX).ok().flatten()
+}
+
+/// The run of complete DataRows at `pos` of `rbuf` (see [`data_row_run`]).
+fn row_run(rbuf: &[u8], pos: usize) -> Option<&[u8]> {
+    let rest = rbuf.get(pos..)?;
+    rest.get(..data_row_run(rest, BACKEND_MAX))
+}
+
+/// Reads until a whole backend frame starts at `*pos`, `chunk` bytes at a time; returns its
+/// tag and length.
+pub(super) async fn next_frame(conn: &mut Conn, pos: &mut usize, chunk: usize) -> Result<(u8, usize), RelayError> {
     loop {
-        match decode_frame(conn.rbuf.get(*pos..).unwrap_or_default(), BACKEND_MAX) {
-            Ok(Some(f)) => return Ok((f.tag, f.total_len)),
+        let rest = conn.rbuf.get(*pos..).ok_or(RelayError::Malformed("read position past the buffer".into()))?;
+        match decode_raw_frame(rest, BACKEND_MAX) {
+            Ok(Some(f)) => return Ok((f.tag(), f.len())),
             Ok(None) => {}
-            Err(_) => return Err(()),
+            Err(e) => return Err(RelayError::Malformed(e.to_string())),
         }
         if *pos > 0 {
             conn.rbuf.drain(..*pos);
             *pos = 0;
         }
         match rt::read_some(&mut conn.stream, &mut conn.rbuf, chunk).await {
-            Ok(0) | Err(_) => return Err(()),
+            Ok(0) => return Err(RelayError::BackendClosed(None)),
+            Err(e) => return Err(RelayError::BackendClosed(Some(e))),
             Ok(_) => {}
         }
     }
 }
 
 impl Session {
+    /// Writes the responses the router answers itself that head the expectations.
     pub(super) fn emit_synth(&mut self) {
-        while let Some(Expect::Synth(tag)) = self.expect.front().copied() {
-            self.expect.pop_front();
-            self.out.extend_from_slice(&[tag, 0, 0, 0, 4]);
-        }
+        self.ex.emit_synth(&mut self.io.out);
     }
 
     /// Relays backend responses until `until`.
     pub(super) async fn relay(&mut self, until: Until) -> Result<(), End> {
-        let mut outcome = Outcome::default();
-        let mut pos = 0usize;
-        let mut deadline = self.query_deadline();
-        let mut chunk = READ_CHUNK;
-        let mut copy_rejected = false;
-        self.flight.flushed |= until != Until::Ready; // retry (#11)
+        let mut pass = Pass { until, pos: 0, deadline: self.query_deadline(), chunk: READ_CHUNK, copy_rejected: false };
+        self.ex.begin_response();
+        self.ex.flight.flushed |= until != Until::Ready; // retry (#11)
         loop {
             self.emit_synth();
-            if until != Until::Ready && self.expect.is_empty() {
+            if until != Until::Ready && self.ex.expect.is_empty() {
                 break;
             }
             let Some(conn) = self.backend.as_mut() else { return Ok(()) };
-            if until == Until::Available && !has_frame(&conn.rbuf, pos) && !rt::readable_now(&conn.stream) {
+            if until == Until::Available && !has_frame(&conn.rbuf, pass.pos) && !rt::readable_now(&conn.stream) {
                 break;
             }
-            let next = match deadline {
-                Some(d) => rt::with_deadline(d, next_frame(conn, &mut pos, chunk)).await,
-                None => Ok(next_frame(conn, &mut pos, chunk).await),
-            };
-            let Ok(next) = next else {
-                if self.flight.timed_out {
-                    // The backend ignored the cancel for another query_timeout: it is not
-                    // answering at all, and the connection is given up.
-                    let ms = self.pool.config.timeouts.query.map_or(0, |d| d.as_millis());
-                    self.flight.fatal = Some(format!("no answer to the cancel sent at query_timeout ({ms} ms)"));
-                    return self.backend_lost().await;
-                }
-                // query_timeout: cancel through the same path a client's CancelRequest takes,
-                // then wait one more query_timeout for the backend's answer.
-                deadline = self.query_deadline();
-                self.flight.timed_out = true;
-                let _ = self.ctx.cancels.act(self.key, false);
-                continue;
-            };
-            let Ok((tag, len)) = next else {
-                return self.backend_lost().await;
-            };
-            if !is_after_startup(tag) {
-                self.flight.fatal =
-                    Some(format!("protocol violation: the backend sent message type {:?}", tag as char));
-                return self.backend_lost().await;
+            let Some((tag, len)) = self.read_frame(&mut pass).await? else { continue };
+            match self.on_frame(tag, len, &mut pass).await? {
+                Flow::Again => continue,
+                Flow::Next => {}
+                Flow::Stop => break,
+                Flow::Over => return Ok(()),
             }
-            if tag == server::DATA_ROW && self.passes_rows() {
-                // Still read under the deadline above: query_timeout works as on the decoded path.
-                self.pass_rows(&mut pos).await?;
-                let full = self.backend.as_ref().is_some_and(|c| c.rbuf.len() >= READ_CHUNK);
-                chunk = if full { PASS_READ_CHUNK } else { READ_CHUNK };
-                continue;
-            }
-            chunk = READ_CHUNK;
-            let forward = self.on_backend_message(tag, pos, len, &mut outcome);
-            let Some(conn) = self.backend.as_mut() else { return Ok(()) };
-            let frame = conn.rbuf.get(pos..pos + len).unwrap_or_default();
-            if forward {
-                self.out.extend_from_slice(frame);
-            }
-            let status = (tag == server::READY_FOR_QUERY).then(|| frame.get(5).copied()).flatten();
-            pos += len;
-            match tag {
-                server::READY_FOR_QUERY => {
-                    conn.rbuf.drain(..pos);
-                    pos = 0;
-                    if self.flight.healing.is_some() {
-                        self.resend_healed().await?;
-                        outcome = Outcome::default();
-                        continue;
-                    }
-                    if self.retry_at_ready(status).await? {
-                        outcome = Outcome::default(); // retry (#11): a new attempt
-                        continue;
-                    }
-                    self.flight.settle();
-                    self.on_ready(status, &outcome).await;
-                    return self.flush_client().await;
-                }
-                server::COPY_IN_RESPONSE => {
-                    conn.rbuf.drain(..pos);
-                    pos = 0;
-                    let extended = self.expect.contains(&Expect::Sync);
-                    if let CopyIn::Rejected = self.pump_copy_in().await? {
-                        // The server took the batch's Sync as part of the COPY: the client's
-                        // next Sync ends the batch.
-                        copy_rejected = extended;
-                    }
-                    deadline = self.query_deadline();
-                }
-                server::ERROR_RESPONSE if until != Until::Ready || copy_rejected => {
-                    // Before Sync: the server now discards the client's messages up to Sync.
-                    self.expect.retain(|e| *e != Expect::Sync);
-                    self.aborted = true;
-                    break;
-                }
-                _ => {}
-            }
-            if self.out.len() >= CLIENT_FLUSH_AT {
+            if self.io.out.len() >= CLIENT_FLUSH_AT {
                 self.flush_client().await?;
             }
         }
         if let Some(conn) = self.backend.as_mut() {
-            conn.rbuf.drain(..pos);
+            conn.rbuf.drain(..pass.pos);
         }
         self.flush_client().await
+    }
+
+    /// Reads the next backend frame under the statement's deadline: its tag and length, or
+    /// `None` when the deadline passed (a cancel went out: read again). A lost connection is
+    /// reported to the client, and ends the relay as [`End`] or as the connection's absence.
+    async fn read_frame(&mut self, pass: &mut Pass) -> Result<Option<(u8, usize)>, End> {
+        let Some(conn) = self.backend.as_mut() else { return Ok(None) };
+        let next = match pass.deadline {
+            Some(d) => rt::with_deadline(d, next_frame(conn, &mut pass.pos, pass.chunk)).await,
+            None => Ok(next_frame(conn, &mut pass.pos, pass.chunk).await),
+        };
+        let Ok(next) = next else {
+            if self.ex.flight.timed_out {
+                // The backend ignored the cancel for another query_timeout: it is not
+                // answering at all, and the connection is given up.
+                self.ex.flight.fatal = Some(RelayError::CancelIgnored { timeout_ms: self.query_ms() });
+                self.backend_lost().await?;
+                return Ok(None);
+            }
+            // query_timeout: cancel through the same path a client's CancelRequest takes,
+            // then wait one more query_timeout for the backend's answer.
+            pass.deadline = self.query_deadline();
+            self.ex.flight.timed_out = true;
+            let _ = self.ctx.cancels.act(self.cancel.key, false);
+            return Ok(None);
+        };
+        match next {
+            Ok((tag, _)) if !is_after_startup(tag) => {
+                self.ex.flight.fatal = Some(RelayError::OutOfStep { tag });
+                self.backend_lost().await?;
+                Ok(None)
+            }
+            Ok(frame) => Ok(Some(frame)),
+            Err(e) => {
+                // The client hears only that the connection was lost, as it always has.
+                tracing::debug!(error = %e, "backend connection lost mid-response");
+                self.backend_lost().await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Relays one backend frame of `len` bytes at the pass's position and moves past it.
+    async fn on_frame(&mut self, tag: u8, len: usize, pass: &mut Pass) -> Result<Flow, End> {
+        if tag == server::DATA_ROW && self.passes_rows() {
+            // Still read under the deadline above: query_timeout works as on the decoded path.
+            self.pass_rows(&mut pass.pos).await?;
+            let full = self.backend.as_ref().is_some_and(|c| c.rbuf.len() >= READ_CHUNK);
+            pass.chunk = if full { PASS_READ_CHUNK } else { READ_CHUNK };
+            return Ok(Flow::Next);
+        }
+        pass.chunk = READ_CHUNK;
+        self.retry_note(tag, len); // retry (#11)
+        let forward = self.on_backend_message(pass.pos);
+        let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pass.pos)) else {
+            return Ok(Flow::Over); // the connection went while the frame was looked at
+        };
+        if forward {
+            self.io.out.extend_from_slice(frame.bytes());
+        }
+        let status = (tag == server::READY_FOR_QUERY).then(|| frame.body().first().copied()).flatten();
+        pass.pos += frame.len();
+        if matches!(tag, server::READY_FOR_QUERY | server::COPY_IN_RESPONSE) {
+            if let Some(conn) = self.backend.as_mut() {
+                conn.rbuf.drain(..pass.pos);
+            }
+            pass.pos = 0;
+        }
+        match tag {
+            server::READY_FOR_QUERY => self.at_ready(status).await,
+            server::COPY_IN_RESPONSE => {
+                let extended = self.ex.expect.contains(&Expect::Sync);
+                if let CopyIn::Rejected = self.pump_copy_in().await? {
+                    // The server took the batch's Sync as part of the COPY: the client's
+                    // next Sync ends the batch.
+                    pass.copy_rejected = extended;
+                }
+                pass.deadline = self.query_deadline();
+                Ok(Flow::Next)
+            }
+            server::ERROR_RESPONSE if pass.until != Until::Ready || pass.copy_rejected => {
+                // Before Sync: the server now discards the client's messages up to Sync.
+                self.ex.abort_before_sync();
+                Ok(Flow::Stop)
+            }
+            _ => Ok(Flow::Next),
+        }
+    }
+
+    /// ReadyForQuery ended a response: a healed batch or a retry goes out again (the relay
+    /// goes on), or the response is over.
+    async fn at_ready(&mut self, status: Option<u8>) -> Result<Flow, End> {
+        if let ReadyStep::Heal(replay) = self.ex.at_ready() {
+            self.resend_healed(replay).await?;
+            self.ex.begin_response();
+            return Ok(Flow::Again);
+        }
+        if self.retry_at_ready(status).await? {
+            self.ex.begin_response(); // retry (#11): a new attempt
+            return Ok(Flow::Again);
+        }
+        self.ex.flight.settle();
+        self.on_ready(status).await;
+        self.flush_client().await?;
+        Ok(Flow::Over)
     }
 
     /// Whether the DataRow at hand, and the complete ones after it, may be passed through
@@ -230,9 +290,9 @@ impl Session {
     /// ErrorResponse, notices, ReadyForQuery), one by one.
     fn passes_rows(&self) -> bool {
         self.pool.config.raw_passthrough
-            && self.expect.front() == Some(&Expect::Execute)
-            && self.flight.healing.is_none()
-            && self.flight.held.is_empty()
+            && self.ex.expect.front() == Some(&Expect::Execute)
+            && self.ex.flight.healing.is_none()
+            && self.ex.flight.held.is_empty()
             && !self.retry_pending()
     }
 
@@ -241,153 +301,86 @@ impl Session {
     /// client unchanged, a long run straight from the backend's read buffer after what the
     /// client buffer already holds.
     async fn pass_rows(&mut self, pos: &mut usize) -> Result<(), End> {
-        let Some(conn) = self.backend.as_ref() else { return Ok(()) };
-        let run = data_row_run(conn.rbuf.get(*pos..).unwrap_or_default(), BACKEND_MAX);
+        let Some(run) = self.backend.as_ref().and_then(|c| row_run(&c.rbuf, *pos)).map(<[u8]>::len) else {
+            return Ok(());
+        };
         self.retry_note(server::DATA_ROW, run);
         self.pool.counters.passed_through(run as u64);
         if run < PASS_DIRECT_AT {
-            let rows = self.backend.as_ref().and_then(|c| c.rbuf.get(*pos..*pos + run)).unwrap_or_default();
-            self.out.extend_from_slice(rows);
+            if let Some(rows) = self.backend.as_ref().and_then(|c| row_run(&c.rbuf, *pos)) {
+                self.io.out.extend_from_slice(rows);
+            }
             *pos += run;
-            if self.out.len() >= CLIENT_FLUSH_AT {
+            if self.io.out.len() >= CLIENT_FLUSH_AT {
                 self.flush_client().await?;
             }
             return Ok(());
         }
         self.flush_client().await?;
-        let Some(conn) = self.backend.as_ref() else { return Ok(()) };
-        let written = rt::write_all(&mut self.client, conn.rbuf.get(*pos..*pos + run).unwrap_or_default()).await;
+        let Some(rows) = self.backend.as_ref().and_then(|c| row_run(&c.rbuf, *pos)) else { return Ok(()) };
+        let written = rt::write_all(&mut self.io.client, rows).await;
         *pos += run;
         written.map_err(|_| End::ClientGone)
     }
 
-    /// Updates bookkeeping for one backend message; returns whether the client gets it.
-    fn on_backend_message(&mut self, tag: u8, pos: usize, len: usize, outcome: &mut Outcome) -> bool {
-        self.retry_note(tag, len); // retry (#11)
-        let front = self.expect.front().copied();
-        match tag {
-            server::PARSE_COMPLETE => match front {
-                Some(Expect::Parse { swallow, key }) => {
-                    self.expect.pop_front();
-                    if !swallow && key.is_some() {
-                        self.flight.named.pop_front(); // the client's named statement exists (#18)
-                    }
-                    !swallow
-                }
-                _ => true,
-            },
-            server::CLOSE_COMPLETE => match front {
-                Some(Expect::Close { swallow, .. }) => {
-                    self.expect.pop_front();
-                    !swallow
-                }
-                _ => true,
-            },
-            server::BIND_COMPLETE => {
-                if front == Some(Expect::Bind) {
-                    self.expect.pop_front();
-                }
-                // The batch's first Bind succeeded: no stale plan to heal in this batch.
-                self.flight.replay = None;
+    /// Lets the exchange decide on the backend frame at `pos` and does the bookkeeping it
+    /// calls for; returns whether the client gets the frame.
+    fn on_backend_message(&mut self, pos: usize) -> bool {
+        let query_ms = self.query_ms();
+        let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return false };
+        let tag = frame.tag();
+        let step = self.ex.on_backend(&frame, query_ms);
+        if tag == server::ERROR_RESPONSE {
+            self.progress.digest.error();
+        }
+        self.note(step.note, tag, pos);
+        let forward = match step.action {
+            Action::Forward => true,
+            Action::ReleaseThenForward(held) => {
+                self.io.out.extend_from_slice(&held);
                 true
             }
-            server::ROW_DESCRIPTION | server::NO_DATA => {
-                if front == Some(Expect::DescribeStatement) {
-                    self.note_row_type(tag, pos, len); // #18
-                }
-                if matches!(front, Some(Expect::DescribeStatement | Expect::DescribePortal)) {
-                    self.expect.pop_front();
-                }
-                // The Describe got past revalidation: release what was held, no healing.
-                self.out.append(&mut self.flight.held);
-                self.flight.replay = None;
-                true
-            }
-            server::PARAMETER_DESCRIPTION
-                if self.flight.replay.is_some() && front == Some(Expect::DescribeStatement) =>
-            {
-                let frame = self.backend.as_ref().and_then(|c| c.rbuf.get(pos..pos + len)).unwrap_or_default();
-                self.flight.held.extend_from_slice(frame);
+            Action::Hold | Action::Swallow | Action::Fail => false,
+            Action::Replace(e) => {
+                e.encode(&mut self.io.out);
                 false
             }
-            server::COMMAND_COMPLETE | server::EMPTY_QUERY_RESPONSE | server::PORTAL_SUSPENDED => {
-                if front == Some(Expect::Execute) {
-                    self.expect.pop_front();
+            // retry (#11): held back with its ReadyForQuery until the batch runs again.
+            Action::MayRetry if self.retry_hold(pos) => false,
+            Action::MayRetry => {
+                self.io.out.append(&mut self.ex.flight.held);
+                true
+            }
+        };
+        for e in step.skipped {
+            self.not_run(e);
+        }
+        forward
+    }
+
+    /// Does the bookkeeping the exchange asked for about the frame (`tag`) at `pos`.
+    fn note(&mut self, note: Note, tag: u8, pos: usize) {
+        match note {
+            Note::None => {}
+            Note::RowType(stmt) => self.note_row_type(&stmt, tag, pos), // #18
+            Note::CommandTag => self.on_command_complete(pos),
+            Note::ParameterStatus => self.note_parameter_status(pos), // session settings (#18)
+            Note::Notification => self.own_notification_pid(pos),     // #18
+            Note::SchemaChanged => {
+                // A schema change the router did not see (#18): statements prepared from now
+                // on get new server names, on every connection.
+                self.pool.schema_changed();
+                if self.ex.flight.healing.is_some() {
+                    tracing::debug!("stale prepared plan: re-preparing and retrying the batch once");
                 }
-                if tag == server::COMMAND_COMPLETE {
-                    self.on_command_complete(pos, len, outcome);
-                }
-                true
             }
-            server::ERROR_RESPONSE => {
-                self.digest.error();
-                let forward = self.on_error_response(pos, len, front, outcome);
-                self.on_backend_error(front);
-                forward
-            }
-            server::READY_FOR_QUERY => self.flight.healing.is_none() && !self.retry_pending(),
-            server::PARAMETER_STATUS => {
-                self.note_parameter_status(pos, len); // session settings (#18)
-                true
-            }
-            server::NOTIFICATION_RESPONSE => {
-                self.own_notification_pid(pos, len); // #18
-                true
-            }
-            _ => true,
+            Note::Misnamed { key, exists } => self.correct_prepared(key, exists),
         }
     }
 
-    /// Decides what the client sees of an ErrorResponse: most are relayed; a FATAL becomes the
-    /// connection-loss error; a stale plan is healed; a cancel sent by query_timeout says so.
-    fn on_error_response(&mut self, pos: usize, len: usize, front: Option<Expect>, outcome: &mut Outcome) -> bool {
-        if std::mem::take(&mut self.flight.aborting) {
-            // The router's stand-in for a statement it refused: the client has its error.
-            outcome.error = true;
-            return false;
-        }
-        let body = self.backend.as_ref().and_then(|c| c.rbuf.get(pos + 5..pos + len)).unwrap_or_default();
-        let kind = classify_error(body);
-        if matches!(kind, ErrorKind::StalePlan) {
-            // A schema change the router did not see (#18): statements prepared from now on
-            // get new server names, on every connection.
-            self.pool.schema_changed();
-        }
-        match kind {
-            ErrorKind::StalePlan
-                if matches!(front, Some(Expect::Bind | Expect::DescribeStatement)) && self.flight.replay.is_some() =>
-            {
-                self.flight.held.clear();
-                self.flight.healing = self.flight.replay.take();
-                tracing::debug!("stale prepared plan: re-preparing and retrying the batch once");
-                return false;
-            }
-            ErrorKind::Fatal(m) => {
-                self.flight.fatal = Some(m);
-                outcome.error = true;
-                return false;
-            }
-            ErrorKind::Canceled if self.flight.timed_out => {
-                let ms = self.pool.config.timeouts.query.map_or(0, |d| d.as_millis());
-                PgClientError::new(
-                    sqlstate::QUERY_CANCELED,
-                    format!("canceling statement due to query_timeout ({ms} ms)"),
-                )
-                .encode(&mut self.out);
-                outcome.error = true;
-                return false;
-            }
-            ErrorKind::Misnamed { key, exists } => self.correct_prepared(key, exists),
-            _ if self.retry_hold(pos, len) => {
-                // retry (#11): held back with its ReadyForQuery until the batch runs again.
-                outcome.error = true;
-                return false;
-            }
-            _ => {}
-        }
-        self.out.append(&mut self.flight.held);
-        outcome.error = true;
-        true
+    /// The pool's `query_timeout` in milliseconds (0 without one), as the router words it.
+    fn query_ms(&self) -> u128 {
+        self.pool.config.timeouts.query.map_or(0, |d| d.as_millis())
     }
 
     /// The deadline of the statement being relayed, under the pool's query_timeout.
@@ -396,13 +389,12 @@ impl Session {
     }
 
     /// Re-prepares the healed statement on this connection and sends its batch again.
-    async fn resend_healed(&mut self) -> Result<(), End> {
-        let Some(replay) = self.flight.healing.take() else { return Ok(()) };
-        self.bout.clear();
-        self.expect.clear();
+    async fn resend_healed(&mut self, replay: Replay) -> Result<(), End> {
+        self.ex.bout.clear();
+        self.ex.expect.clear();
         // Under a fresh name (#18): other clients sharing the stale server statement keep it.
         let bytes = self.heal_fresh(&replay.stmt, &replay.bytes);
-        self.bout.extend_from_slice(&bytes);
+        self.ex.bout.extend_from_slice(&bytes);
         if let Some(conn) = self.backend.as_mut() {
             // The error made the server skip the batch's Parses: they run again now.
             for e in &replay.expects {
@@ -413,7 +405,7 @@ impl Session {
                 }
             }
         }
-        self.expect.extend(replay.expects.iter().copied());
+        self.ex.expect.extend(replay.expects.iter().copied());
         self.send_backend().await
     }
 
@@ -421,10 +413,10 @@ impl Session {
     /// sends unprompted meanwhile. `Ok(None)`: something was relayed, wait again.
     pub(super) async fn wait_client_or_backend(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
         let Some(conn) = self.backend.as_mut() else {
-            return Ok(Some(rt::read_some(&mut self.client, &mut self.cbuf, READ_CHUNK).await));
+            return Ok(Some(rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK).await));
         };
-        let (client, cbuf) = (&mut self.client, &mut self.cbuf);
-        let drain = (self.tx == TransactionStatus::Idle).then(|| self.ctx.drain.clone());
+        let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
+        let drain = (self.progress.tx == TransactionStatus::Idle).then(|| self.ctx.drain.clone());
         let reads = rt::race(async { Woke::Client(rt::read_some(client, cbuf, READ_CHUNK).await) }, async {
             Woke::Backend(matches!(rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await, Ok(n) if n > 0))
         });
@@ -457,25 +449,16 @@ impl Session {
         let mut bad = false;
         loop {
             let Some(conn) = self.backend.as_ref() else { return Ok(()) };
-            let Ok(Some(f)) = decode_frame(conn.rbuf.get(pos..).unwrap_or_default(), BACKEND_MAX) else { break };
-            let (tag, len) = (f.tag, f.total_len);
+            let Some(tag) = frame_at(&conn.rbuf, pos).map(|f| f.tag()) else { break };
             if tag == server::NOTIFICATION_RESPONSE {
-                self.own_notification_pid(pos, len); // #18
+                self.own_notification_pid(pos); // #18
             }
-            let Some(conn) = self.backend.as_ref() else { return Ok(()) };
-            match tag {
-                server::NOTIFICATION_RESPONSE | server::NOTICE_RESPONSE | server::PARAMETER_STATUS => {
-                    self.out.extend_from_slice(conn.rbuf.get(pos..pos + len).unwrap_or_default())
-                }
-                server::ERROR_RESPONSE => {
-                    if let ErrorKind::Fatal(m) = classify_error(conn.rbuf.get(pos + 5..pos + len).unwrap_or_default()) {
-                        self.flight.fatal = Some(m);
-                    }
-                    bad = true;
-                }
-                _ => bad = true,
+            let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { break };
+            match self.ex.on_unprompted(&frame) {
+                Unprompted::Relay => self.io.out.extend_from_slice(frame.bytes()),
+                Unprompted::Lost => bad = true,
             }
-            pos += len;
+            pos += frame.len();
         }
         if let Some(conn) = self.backend.as_mut() {
             conn.rbuf.drain(..pos);
@@ -494,63 +477,39 @@ impl Session {
             c.broken = true;
             self.pool.checkin(c, false);
         }
-        self.slot.set_running(None);
-        self.aborted = false;
-        let why = self.flight.fatal.take().map(|m| format!(" ({m})")).unwrap_or_default();
-        self.flight.settle();
+        self.cancel.slot.set_running(None);
+        self.ex.lost();
+        let why = self.ex.flight.fatal.take().and_then(|e| e.cause()).map(|m| format!(" ({m})")).unwrap_or_default();
+        self.ex.flight.settle();
         PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}"))
-            .encode_fatal(&mut self.out);
+            .encode_fatal(&mut self.io.out);
         End::Fatal
     }
 
-    fn on_command_complete(&mut self, pos: usize, len: usize, outcome: &mut Outcome) {
+    /// Bookkeeping of the CommandComplete at `pos`: statistics, schema changes, and the
+    /// client dropping every prepared statement of the connection, the router's included.
+    fn on_command_complete(&mut self, pos: usize) {
         let Some(conn) = self.backend.as_mut() else { return };
-        let tag = conn.rbuf.get(pos + 5..pos + len).unwrap_or_default();
-        let tag = tag.strip_suffix(b"\0").unwrap_or(tag);
-        self.digest.command_complete(tag);
+        let Some(frame) = frame_at(&conn.rbuf, pos) else { return };
+        let tag = command_tag(frame.body());
+        self.progress.digest.command_complete(tag);
         match tag {
-            b"COMMIT" => outcome.last_tag_commit = Some(true),
-            b"ROLLBACK" => outcome.last_tag_commit = Some(false),
-            // The client dropped every prepared statement of the connection, ours included.
             b"DISCARD ALL" | b"DEALLOCATE ALL" => conn.prepared.clear(),
             tag if super::prepared::changes_schema(tag) => self.pool.schema_changed(),
             _ => {}
         }
     }
 
-    /// After an error the server skips everything up to Sync: so do the expectations.
-    fn on_backend_error(&mut self, front: Option<Expect>) {
-        if let (Some(Expect::Parse { key: Some(k), .. }), Some(conn)) = (front, self.backend.as_mut()) {
-            conn.prepared.retain(|p| *p != k);
-        }
-        while let Some(e) = self.expect.front() {
-            if *e == Expect::Sync {
-                break;
-            }
-            let e = *e;
-            self.not_run(e);
-            self.expect.pop_front();
-        }
-    }
-
-    async fn on_ready(&mut self, status: Option<u8>, outcome: &Outcome) {
-        self.awaiting_ready = false;
+    async fn on_ready(&mut self, status: Option<u8>) {
+        let new = self.ex.ready(status);
+        let outcome = self.ex.outcome();
         self.finish_digest();
-        if self.expect.front() == Some(&Expect::Sync) {
-            self.expect.pop_front();
-        }
-        self.expect.retain(|e| !matches!(e, Expect::Synth(_)));
-        let new = match status {
-            Some(tx_status::IN_BLOCK) => TransactionStatus::InBlock,
-            Some(tx_status::FAILED) => TransactionStatus::Failed,
-            _ => TransactionStatus::Idle,
-        };
-        let was = self.tx;
-        self.tx = new;
-        self.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit
-        self.slot.set_running(None);
+        let was = self.progress.tx;
+        self.progress.tx = new;
+        self.progress.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit
+        self.cancel.slot.set_running(None);
         if new == TransactionStatus::Idle {
-            self.read_only_tx = false;
+            self.progress.read_only_tx = false;
             let committed =
                 if was == TransactionStatus::Idle { !outcome.error } else { outcome.last_tag_commit == Some(true) };
             if committed {
@@ -559,7 +518,7 @@ impl Session {
                 self.state.rollback();
             }
             self.restore_startup_values().await; // session settings (#18)
-            if self.ryw.position_due() && self.expect.is_empty() && self.ctx.has_replica_reads() {
+            if self.progress.ryw.position_due() && self.ex.expect.is_empty() && self.ctx.has_replica_reads() {
                 self.learn_commit_position().await; // causal reads (#22)
             }
         }
@@ -569,7 +528,7 @@ impl Session {
             if let Some(c) = self.backend.as_mut() {
                 c.broken = true;
             }
-            self.tx = TransactionStatus::Idle;
+            self.progress.tx = TransactionStatus::Idle;
         }
         self.maybe_release().await;
     }
@@ -587,8 +546,8 @@ pub(super) async fn run_silently(conn: &mut Conn, sql: &str) -> Result<(), PgCli
     let mut failure = None;
     loop {
         let (tag, len) = next_frame(conn, &mut pos, READ_CHUNK).await.map_err(|_| lost())?;
-        let body = conn.rbuf.get(pos + 5..pos + len).unwrap_or_default();
         if tag == server::ERROR_RESPONSE {
+            let body = frame_at(&conn.rbuf, pos).map(|f| f.body()).unwrap_or_default();
             let code = peek_sqlstate(body).unwrap_or("XX000").to_owned();
             failure = Some(format!("restoring session settings failed on the backend ({code})"));
         }

@@ -17,16 +17,18 @@
 //! its own `retry`: then that one. A batch whose statements were decided under different rule
 //! policies is not retried at all (no policy speaks for all of it).
 
-use crate::protocol::pg::tag::{backend as server, tx_status};
+use crate::protocol::pg::tag::backend as server;
 use std::rc::Rc;
 use std::time::Duration;
 
+use super::exchange::ready_for_query;
 use super::prepared::Expect;
+use super::relay::frame_at;
 use super::{End, Session, CLIENT_FLUSH_AT};
 use crate::config::{Protocol, RetryPolicy};
 use crate::pool::CorePool;
 use crate::protocol::pg::notice::peek_sqlstate;
-use crate::protocol::pg::{decode_frame, ErrorFields, Severity, TransactionStatus};
+use crate::protocol::pg::{ErrorFields, RawFrames, Severity, TransactionStatus};
 use crate::rt::{self, Event};
 use crate::session::backoff;
 use crate::session::client_error::PgClientError;
@@ -76,6 +78,40 @@ pub(super) enum RulePolicy {
     Mixed,
 }
 
+impl RetryBatch {
+    /// An error is held back until the batch runs again.
+    pub(super) fn is_holding(&self) -> bool {
+        self.held.is_some()
+    }
+}
+
+#[cfg(test)]
+impl RetryBatch {
+    /// A batch kept for up to `attempts` attempts that holds `error` back, as `retry_hold`
+    /// leaves it (for the exchange's recorded-frame tests).
+    pub(super) fn holding(attempts: u32, error: &[u8]) -> Self {
+        let policy = RetryPolicy {
+            maximum_attempts: std::num::NonZeroU32::new(attempts).expect("at least one"),
+            backoff_base: Duration::from_millis(1),
+            backoff_max: Duration::from_millis(1),
+            jitter: false,
+            deadline: Duration::from_secs(1),
+            notify_client: false,
+        };
+        Self {
+            bytes: Vec::new(),
+            expects: Vec::new(),
+            out_mark: 0,
+            relayed: false,
+            attempts: Attempts::new(policy, std::time::Instant::now()),
+            held: Some(error.to_vec()),
+            code: "40001".into(),
+            wait: Duration::ZERO,
+            interrupt: Event::new(),
+        }
+    }
+}
+
 impl RulePolicy {
     /// Adds a routed statement's rule policy.
     pub(super) fn note(&mut self, rule: Option<RetryPolicy>) {
@@ -100,38 +136,38 @@ impl Session {
     /// Hook before a batch is sent: records it when its rule or pool retries and it may be
     /// retried.
     pub(super) fn arm_retry(&mut self) {
-        self.flight.retry = None;
-        let rules = std::mem::take(&mut self.flight.rules);
+        self.ex.flight.retry = None;
+        let rules = std::mem::take(&mut self.ex.flight.rules);
         let Some(policy) = rules.resolve(self.pool.config.retry) else { return };
         // A batch leaving the read pool for a primary connection must not depend on statements
         // prepared on its replica connection: only a simple Query or FunctionCall may move.
         let moves = self.primary_for_retry().is_some();
         if policy.maximum_attempts.get() < 2
-            || (moves && !self.expect.is_empty())
-            || self.tx != TransactionStatus::Idle
-            || self.flight.flushed
-            || self.bout.len() > RETRY_MAX
-            || !aligned(&self.bout, &self.expect)
+            || (moves && !self.ex.expect.is_empty())
+            || self.progress.tx != TransactionStatus::Idle
+            || self.ex.flight.flushed
+            || self.ex.bout.len() > RETRY_MAX
+            || !aligned(&self.ex.bout, &self.ex.expect)
         {
             return;
         }
-        self.flight.retry = Some(RetryBatch {
-            bytes: self.bout.clone(),
-            expects: self.expect.iter().copied().collect(),
-            out_mark: self.out.len(),
+        self.ex.flight.retry = Some(RetryBatch {
+            bytes: self.ex.bout.clone(),
+            expects: self.ex.expect.iter().copied().collect(),
+            out_mark: self.io.out.len(),
             relayed: false,
             attempts: Attempts::new(policy, rt::now()),
             held: None,
             code: String::new(),
             wait: Duration::ZERO,
-            interrupt: self.slot.watch(),
+            interrupt: self.cancel.slot.watch(),
         });
     }
 
     /// Hook for every backend message of an armed batch, before it is buffered.
     pub(super) fn retry_note(&mut self, tag: u8, len: usize) {
-        let buffered = self.out.len();
-        let Some(r) = self.flight.retry.as_mut() else { return };
+        let buffered = self.io.out.len();
+        let Some(r) = self.ex.flight.retry.as_mut() else { return };
         // A buffer about to be flushed has reached the client.
         // ErrorResponse and ReadyForQuery are judged by `retry_hold` and `retry_at_ready`.
         let result = !BEFORE_RESULT.contains(&tag) && tag != server::ERROR_RESPONSE && tag != server::READY_FOR_QUERY;
@@ -142,17 +178,17 @@ impl Session {
 
     /// Hook for an ErrorResponse relayed normally otherwise: holds it back when the batch will
     /// be retried.
-    pub(super) fn retry_hold(&mut self, pos: usize, len: usize) -> bool {
-        let frame = self.backend.as_ref().and_then(|c| c.rbuf.get(pos..pos + len)).unwrap_or_default();
-        let body = frame.get(5..).unwrap_or_default();
-        let Some(r) = self.flight.retry.as_mut() else { return false };
+    pub(super) fn retry_hold(&mut self, pos: usize) -> bool {
+        let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return false };
+        let (body, frame) = (frame.body(), frame.bytes());
+        let Some(r) = self.ex.flight.retry.as_mut() else { return false };
         if r.relayed || !pg_retryable(body) {
-            self.flight.retry = None;
+            self.ex.flight.retry = None;
             return false;
         }
         match r.attempts.next(rt::now(), rand::random::<f64>()) {
             Ok(wait) => {
-                let mut held = std::mem::take(&mut self.flight.held);
+                let mut held = std::mem::take(&mut self.ex.flight.held);
                 held.extend_from_slice(frame);
                 r.held = Some(held);
                 r.code = peek_sqlstate(body).unwrap_or_default().to_owned();
@@ -160,7 +196,7 @@ impl Session {
                 true
             }
             Err(why) => {
-                self.flight.retry = None;
+                self.ex.flight.retry = None;
                 self.count_retry(why);
                 false
             }
@@ -169,14 +205,14 @@ impl Session {
 
     /// Whether an error is held back for a retry (its ReadyForQuery is held back too).
     pub(super) fn retry_pending(&self) -> bool {
-        self.flight.retry.as_ref().is_some_and(|r| r.held.is_some())
+        self.ex.retry_pending()
     }
 
     /// Hook at ReadyForQuery: after the backoff sends the batch again (`Ok(true)`: keep
     /// relaying), or, when the client cancelled or the router is shutting down, delivers the
     /// held error and its ReadyForQuery as the server sent them (`Ok(false)`).
     pub(super) async fn retry_at_ready(&mut self, status: Option<u8>) -> Result<bool, End> {
-        let Some(mut r) = self.flight.retry.take() else { return Ok(false) };
+        let Some(mut r) = self.ex.flight.retry.take() else { return Ok(false) };
         let Some(held) = r.held.take() else {
             if r.attempts.made() > 1 {
                 self.count_retry(Outcome::Settled);
@@ -184,24 +220,24 @@ impl Session {
             return Ok(false);
         };
         // Nothing runs for the session while it waits: a cancel now is for the wait alone.
-        self.slot.set_running(None);
+        self.cancel.slot.set_running(None);
         if let Err(why) = backoff::wait(r.wait, &r.interrupt, &self.ctx.drain).await {
             self.count_retry(why);
-            self.out.extend_from_slice(&held);
-            self.out.extend_from_slice(&[server::READY_FOR_QUERY, 0, 0, 0, 5, status.unwrap_or(tx_status::IDLE)]);
+            self.io.out.extend_from_slice(&held);
+            self.io.out.extend_from_slice(&ready_for_query(status));
             return Ok(false);
         }
         if let Some(primary) = self.primary_for_retry() {
             if let Err(e) = self.move_to(primary).await {
                 tracing::debug!(error = ?e, "no primary connection for a retry");
                 self.count_retry(Outcome::Exhausted);
-                self.out.extend_from_slice(&held);
-                self.out.extend_from_slice(&[server::READY_FOR_QUERY, 0, 0, 0, 5, status.unwrap_or(tx_status::IDLE)]);
+                self.io.out.extend_from_slice(&held);
+                self.io.out.extend_from_slice(&ready_for_query(status));
                 return Ok(false);
             }
         }
         self.count_retry(Outcome::Retried);
-        self.out.truncate(r.out_mark);
+        self.io.out.truncate(r.out_mark);
         if r.attempts.policy().notify_client {
             let text = format!(
                 "querypilot: statement failed with SQLSTATE {} before any result; retrying (attempt {} of {})",
@@ -209,13 +245,13 @@ impl Session {
                 r.attempts.made(),
                 r.attempts.policy().maximum_attempts
             );
-            let _ = ErrorFields::new(Severity::Notice, "00000", &text).encode_notice(&mut self.out);
+            let _ = ErrorFields::new(Severity::Notice, "00000", &text).encode_notice(&mut self.io.out);
         }
         self.rebuild_batch(&r);
-        self.flight.held.clear();
+        self.ex.flight.held.clear();
         r.relayed = false;
-        r.out_mark = self.out.len();
-        self.flight.retry = Some(r);
+        r.out_mark = self.io.out.len();
+        self.ex.flight.retry = Some(r);
         self.send_backend().await?;
         Ok(true)
     }
@@ -236,7 +272,7 @@ impl Session {
     /// Gives the failed attempt's connection back (its ReadyForQuery arrived: it is idle) and
     /// attaches one of `pool`, with the session's settings replayed.
     async fn move_to(&mut self, pool: Rc<CorePool>) -> Result<(), PgClientError> {
-        self.awaiting_ready = false;
+        self.ex.settled();
         self.release_backend(false).await;
         self.pool = pool;
         self.ensure_backend().await
@@ -245,33 +281,31 @@ impl Session {
     /// Queues the batch again for the attached connection, leaving out the router's Parses of
     /// statements the failed attempt already prepared there (they outlive the transaction).
     fn rebuild_batch(&mut self, r: &RetryBatch) {
-        self.bout.clear();
-        self.expect.clear();
+        self.ex.bout.clear();
+        self.ex.expect.clear();
         let Some(conn) = self.backend.as_mut() else { return };
-        let mut pos = 0usize;
+        let mut frames = RawFrames::new(&r.bytes, RETRY_MAX);
         for e in &r.expects {
             if let Expect::Synth(_) = e {
-                self.expect.push_back(*e);
+                self.ex.expect.push_back(*e);
                 continue;
             }
-            let Ok(Some(f)) = decode_frame(r.bytes.get(pos..).unwrap_or_default(), RETRY_MAX) else { break };
-            let raw = r.bytes.get(pos..pos + f.total_len).unwrap_or_default();
-            pos += f.total_len;
+            let Some(raw) = frames.next().map(|f| f.bytes()) else { break };
             match *e {
                 Expect::Parse { swallow, key: Some(k) } if conn.prepared.contains(&k) => {
                     if !swallow {
-                        self.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+                        self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
                     }
                     continue;
                 }
                 Expect::Parse { key: Some(k), .. } => conn.prepared.push(k),
                 _ => {}
             }
-            self.bout.extend_from_slice(raw);
-            self.expect.push_back(*e);
+            self.ex.bout.extend_from_slice(raw);
+            self.ex.expect.push_back(*e);
         }
         // A simple Query or FunctionCall has no expectations: the bytes are the whole batch.
-        self.bout.extend_from_slice(r.bytes.get(pos..).unwrap_or_default());
+        self.ex.bout.extend_from_slice(frames.rest());
     }
 
     /// Counts one retry event of this pool.
@@ -287,13 +321,9 @@ impl Session {
 /// batch can be rebuilt message by message; a simple Query has none.
 fn aligned(bytes: &[u8], expects: &std::collections::VecDeque<Expect>) -> bool {
     let wanted = expects.iter().filter(|e| !matches!(e, Expect::Synth(_))).count();
-    let mut pos = 0usize;
-    let mut frames = 0usize;
-    while let Ok(Some(f)) = decode_frame(bytes.get(pos..).unwrap_or_default(), RETRY_MAX) {
-        pos += f.total_len;
-        frames += 1;
-    }
-    pos == bytes.len() && (frames == wanted || (wanted == 0 && frames == 1))
+    let mut frames = RawFrames::new(bytes, RETRY_MAX);
+    let count = frames.by_ref().count();
+    frames.rest().is_empty() && (count == wanted || (wanted == 0 && count == 1))
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use crate::routing::causal::{format_token, parse_token, token_command, TokenComm
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use std::sync::Arc;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
 const REJECTED: &str = "42501";
@@ -30,11 +31,11 @@ impl Session {
     /// Flush sent part of it: its implicit transaction is open until ReadyForQuery).
     pub(super) fn held(&self) -> bool {
         self.backend.is_some()
-            && (self.tx != TransactionStatus::Idle
-                || self.awaiting_ready
+            && (self.progress.tx != TransactionStatus::Idle
+                || self.ex.awaiting()
                 || self.state.pin().is_some()
-                || !self.expect.is_empty()
-                || !self.bout.is_empty())
+                || !self.ex.expect.is_empty()
+                || !self.ex.bout.is_empty())
     }
 
     /// Asks the router about `sql` without moving the session (for a named Parse, which only
@@ -54,8 +55,8 @@ impl Session {
             database: &self.identity.database,
             session: SessionView {
                 transaction_pool: held.then(|| self.pool.name()),
-                pinned_to_primary: self.ryw.pinned(rt::now()),
-                read_only_transaction: self.read_only_tx,
+                pinned_to_primary: self.progress.ryw.pinned(rt::now()),
+                read_only_transaction: self.progress.read_only_tx,
                 lex_mode: self.identity.lex.mode,
                 primary_only: self.identity.lex.primary_only(),
             },
@@ -80,22 +81,60 @@ impl Session {
             return Err(e);
         }
         let now = rt::now();
-        if runs && declares_read_only(sql) {
-            self.read_only_tx = true;
-        }
         if runs {
-            self.ryw.observe(&decision, now);
-            if self.tx == TransactionStatus::Idle && resets_session(sql) {
-                // causal reads (#22): the client asked for a fresh session (after `observe`:
-                // the reset itself is no write to wait for).
-                self.ryw.reset();
-            }
-            self.ctx.count_decision(&decision);
-            if decision.facts.may_change_session() {
-                let in_transaction = self.tx != TransactionStatus::Idle;
-                self.identity.lex.observe(sql, crate::sql::Dialect::Postgres, in_transaction);
-            }
+            self.observe_statement(sql, &decision, now);
         }
+        let (target, to_replica) = self.choose_target(&decision, runs)?;
+        if *target != *self.pool.config.name && !self.held() {
+            let Some(pool) = self.ctx.pools().get(&target).cloned() else {
+                return Err(PgClientError::new(
+                    sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+                    format!("routing chose pool \"{target}\", which does not exist"),
+                ));
+            };
+            // A different pool: give the current connection back first (it is idle here).
+            self.release_backend(false).await;
+            self.pool = pool;
+        }
+        let causal = self.progress.ryw.required_position().filter(|_| to_replica && !self.held()).cloned();
+        if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
+            self.connect_causal(position).await?; // causal reads (#22)
+        }
+        if to_replica && self.backend.is_none() {
+            self.connect_split(runs).await?;
+        }
+        self.ex.flight.rules.note(decision.retry); // retry (#11)
+        if runs {
+            self.finish_digest();
+            self.progress.digest.begin(decision.fingerprint, sql, now);
+        }
+        Ok(decision.rewritten.map(|t| t.sql))
+    }
+}
+
+impl Session {
+    /// What a statement that runs tells the session: a read-only transaction, a write or a
+    /// reset for read-your-writes, a change of how its SQL is tokenized; and the decision counts.
+    fn observe_statement(&mut self, sql: &str, decision: &Decision, now: std::time::Instant) {
+        if declares_read_only(sql) {
+            self.progress.read_only_tx = true;
+        }
+        self.progress.ryw.observe(decision, now);
+        if self.progress.tx == TransactionStatus::Idle && resets_session(sql) {
+            // causal reads (#22): the client asked for a fresh session (after `observe`: the
+            // reset itself is no write to wait for).
+            self.progress.ryw.reset();
+        }
+        self.ctx.count_decision(decision);
+        if decision.facts.may_change_session() {
+            let in_transaction = self.progress.tx != TransactionStatus::Idle;
+            self.identity.lex.observe(sql, crate::sql::Dialect::Postgres, in_transaction);
+        }
+    }
+
+    /// The pool `decision` sends the statement to, and whether that is a replica read; an
+    /// error when it was refused or the pool cannot take it.
+    fn choose_target(&self, decision: &Decision, runs: bool) -> Result<(Arc<str>, bool), PgClientError> {
         let mut target = match &decision.outcome {
             Outcome::Route(pool) => pool.clone(),
             Outcome::Reject(message) => return Err(PgClientError::new(REJECTED, message.to_string())),
@@ -106,12 +145,12 @@ impl Session {
             // that pool rather than the configured default.
             if let Some(own) = self.ctx.pools().get(&self.identity.database) {
                 target = own.name().clone();
-                if let Some(e) = self.ctx.rules().replica_refusal(&decision, &target) {
+                if let Some(e) = self.ctx.rules().replica_refusal(decision, &target) {
                     return Err(decision_error(&e));
                 }
             }
         }
-        if let Some(primary) = self.batch_override(&decision, &target) {
+        if let Some(primary) = self.batch_override(decision, &target) {
             target = primary;
         }
         // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
@@ -134,34 +173,9 @@ impl Session {
                 ),
             ));
         }
-        if *target != *self.pool.config.name && !self.held() {
-            let Some(pool) = self.ctx.pools().get(&target).cloned() else {
-                return Err(PgClientError::new(
-                    sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
-                    format!("routing chose pool \"{target}\", which does not exist"),
-                ));
-            };
-            // A different pool: give the current connection back first (it is idle here).
-            self.release_backend(false).await;
-            self.pool = pool;
-        }
-        let causal = self.ryw.required_position().filter(|_| to_replica && !self.held()).cloned();
-        if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
-            self.connect_causal(position).await?; // causal reads (#22)
-        }
-        if to_replica && self.backend.is_none() {
-            self.connect_split(runs).await?;
-        }
-        self.flight.rules.note(decision.retry); // retry (#11)
-        if runs {
-            self.finish_digest();
-            self.digest.begin(decision.fingerprint, sql, now);
-        }
-        Ok(decision.rewritten.map(|t| t.sql))
+        Ok((target, to_replica))
     }
-}
 
-impl Session {
     /// Borrows a connection for a split statement. The read pool may have lost its last backend
     /// since the decision: the connect that finds out marks it down (passive health), and the
     /// read then falls back as `routing.replica_fallback` says instead of failing.
@@ -228,24 +242,25 @@ impl Session {
         let _ = self.flush_client().await;
         let bridged = self.is_bridged();
         let Some(conn) = self.backend.as_mut().filter(|_| !bridged) else {
-            self.ryw.learned(None);
+            self.progress.ryw.learned(None);
             return;
         };
         match pg_commit_position(conn).await {
             Ok(position) => {
-                self.ryw.learned(Some(Position::Wal(position)));
+                self.progress.ryw.learned(Some(Position::Wal(position)));
                 // The token a client may hand to another connection, as an asynchronous
                 // ParameterStatus (protocol 3.0 §55.2.7 allows one at any time).
-                if let Some(high) = self.ryw.required_position() {
+                if let Some(high) = self.progress.ryw.required_position() {
                     let value = format_token(high);
-                    let _ = BackendMessage::ParameterStatus { name: TOKEN_NAME, value: &value }.encode(&mut self.out);
+                    let _ =
+                        BackendMessage::ParameterStatus { name: TOKEN_NAME, value: &value }.encode(&mut self.io.out);
                     let _ = self.flush_client().await;
                 }
             }
             Err(e) => {
                 tracing::debug!("causal reads: cannot read the commit position: {e}");
                 conn.broken |= e.breaks_connection();
-                self.ryw.learned(None);
+                self.progress.ryw.learned(None);
             }
         }
     }
@@ -267,20 +282,20 @@ impl Session {
                     type_modifier: -1,
                     format: 0,
                 };
-                let value = self.ryw.required_position().map(format_token).unwrap_or_default();
-                let _ = backend::encode_row_description(&[field], &mut self.out);
-                let _ = backend::encode_data_row(&[Some(value.as_bytes())], &mut self.out);
-                let _ = BackendMessage::CommandComplete("SHOW").encode(&mut self.out);
+                let value = self.progress.ryw.required_position().map(format_token).unwrap_or_default();
+                let _ = backend::encode_row_description(&[field], &mut self.io.out);
+                let _ = backend::encode_data_row(&[Some(value.as_bytes())], &mut self.io.out);
+                let _ = BackendMessage::CommandComplete("SHOW").encode(&mut self.io.out);
             }
             TokenCommand::Set(value) => match parse_token(&value) {
                 Ok(position) => {
-                    self.ryw.adopt(position);
-                    let _ = BackendMessage::CommandComplete("SET").encode(&mut self.out);
+                    self.progress.ryw.adopt(position);
+                    let _ = BackendMessage::CommandComplete("SET").encode(&mut self.io.out);
                 }
-                Err(e) => PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()).encode(&mut self.out),
+                Err(e) => PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()).encode(&mut self.io.out),
             },
         }
-        backend::encode_ready_for_query(self.tx, &mut self.out);
+        backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
         Some(self.flush_client().await)
     }
 }
@@ -339,7 +354,7 @@ fn decision_error(e: &DecisionError) -> PgClientError {
 impl Session {
     /// Records the statement the digest tracks (if any) into the core's per-shape statistics.
     pub(super) fn finish_digest(&mut self) {
-        if let Some(done) = self.digest.finish(rt::now()) {
+        if let Some(done) = self.progress.digest.finish(rt::now()) {
             self.ctx.record_digest(
                 done.fingerprint,
                 done.sql,

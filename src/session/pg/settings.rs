@@ -3,6 +3,7 @@
 //! client's own startup values back after it RESETs them, and running settings statements
 //! whose reports the caller needs (the login's probe of startup values).
 
+use super::relay::frame_at;
 use super::{Session, READ_CHUNK};
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::pg::tag::{backend as server, field};
@@ -43,8 +44,8 @@ pub(super) async fn run_reporting(conn: &mut Conn, sql: &str) -> Result<Vec<(Str
                 Ok(_) => {}
             }
         };
-        let body = conn.rbuf.get(5..len).unwrap_or_default();
-        match BackendMessage::decode(&Frame::new(tag, body)) {
+        let Some(frame) = frame_at(&conn.rbuf, 0) else { return Err(SettingsError::Lost) };
+        match BackendMessage::decode(&Frame::new(tag, frame.body())) {
             Ok(BackendMessage::ParameterStatus { name, value }) => reports.push((name.to_owned(), value.to_owned())),
             Ok(BackendMessage::ErrorResponse(fields)) if failure.is_none() => {
                 failure = Some(SettingsError::Refused {
@@ -66,11 +67,10 @@ pub(super) async fn run_reporting(conn: &mut Conn, sql: &str) -> Result<Vec<(Str
 impl Session {
     /// The backend sent a ParameterStatus (at `pos`, `len` bytes in its read buffer) during
     /// this client's exchange: the session's view of its parameters follows it.
-    pub(super) fn note_parameter_status(&mut self, pos: usize, len: usize) {
-        let Some(conn) = self.backend.as_ref() else { return };
-        let body = conn.rbuf.get(pos + 5..pos + len).unwrap_or_default();
+    pub(super) fn note_parameter_status(&mut self, pos: usize) {
+        let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return };
         if let Ok(BackendMessage::ParameterStatus { name, value }) =
-            BackendMessage::decode(&Frame::new(server::PARAMETER_STATUS, body))
+            BackendMessage::decode(&Frame::new(server::PARAMETER_STATUS, frame.body()))
         {
             if name.eq_ignore_ascii_case("standard_conforming_strings") {
                 // The server's report beats the router's reading of SETs: a function, a role
@@ -85,11 +85,12 @@ impl Session {
     /// A NotificationResponse (at `pos`, `len` bytes in the backend's read buffer) sent by the
     /// client's own backend carries the pid the client was given, so that a listener tells its
     /// own notifications apart as on a direct connection.
-    pub(super) fn own_notification_pid(&mut self, pos: usize, len: usize) {
-        let given = self.key.pid;
+    pub(super) fn own_notification_pid(&mut self, pos: usize) {
+        let given = self.cancel.key.pid;
         let Some(conn) = self.backend.as_mut() else { return };
         let ConnInfo::Pg(info) = &conn.info else { return };
         let server = info.pid.to_be_bytes();
+        let len = frame_at(&conn.rbuf, pos).map_or(0, |f| f.len());
         if len >= 9 && info.pid != given {
             if let Some(pid) = conn.rbuf.get_mut(pos + 5..pos + 9) {
                 if *pid == server {
@@ -105,7 +106,7 @@ impl Session {
     pub(super) async fn restore_startup_values(&mut self) {
         // Only between exchanges: with more responses due (a pipeline), the backend is busy
         // and the restore waits for a later ReadyForQuery.
-        if !self.expect.is_empty() || self.awaiting_ready {
+        if !self.ex.expect.is_empty() || self.ex.awaiting() {
             return;
         }
         let Some(sql) = self.state.take_restore() else { return };
@@ -118,7 +119,7 @@ impl Session {
                         let _ = BackendMessage::ParameterStatus { name: &name, value: &value }.encode(&mut status);
                     }
                 }
-                insert_before_ready(&mut self.out, &status);
+                insert_before_ready(&mut self.io.out, &status);
                 if let Some(c) = self.backend.as_mut() {
                     c.settings = self.state.signature();
                 }

@@ -15,11 +15,13 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::time::Duration;
 
 use super::prepared::Stmt;
+use super::relay::{frame_at, next_frame};
 use super::{Session, READ_CHUNK};
 use crate::pool::Conn;
-use crate::protocol::pg::{decode_frame, frontend, sqlstate, BackendMessage, Frame, Target, TransactionStatus};
+use crate::protocol::pg::{frontend, sqlstate, BackendMessage, Frame, Target, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::error::RelayError;
 
 /// The server's message for a prepared statement whose result type changed.
 const RESULT_TYPE_CHANGED: &str = "cached plan must not change result type";
@@ -55,49 +57,47 @@ pub(super) struct Answer {
 /// Sends `bytes` (ending in Sync) and reads the answers through ReadyForQuery, within `limit`
 /// (the pool's `query_timeout`: a Parse can wait for a lock). `Err`: the connection is lost,
 /// out of step or too slow; the caller gives it up.
-pub(super) async fn exchange(conn: &mut Conn, bytes: &[u8], limit: Option<Duration>) -> Result<Answer, ()> {
-    rt::within(limit, exchange_now(conn, bytes)).await.map_err(|_| ())?
+pub(super) async fn exchange(conn: &mut Conn, bytes: &[u8], limit: Option<Duration>) -> Result<Answer, RelayError> {
+    let timeout_ms = limit.map_or(0, |d| d.as_millis());
+    rt::within(limit, exchange_now(conn, bytes)).await.map_err(|_| RelayError::TimedOut { timeout_ms })?
 }
 
-async fn exchange_now(conn: &mut Conn, bytes: &[u8]) -> Result<Answer, ()> {
-    rt::write_all(&mut conn.stream, bytes).await.map_err(|_| ())?;
+async fn exchange_now(conn: &mut Conn, bytes: &[u8]) -> Result<Answer, RelayError> {
+    rt::write_all(&mut conn.stream, bytes).await.map_err(|e| RelayError::BackendClosed(Some(e)))?;
     let mut answer = Answer { error: None, status: TransactionStatus::Idle, row_type: None };
     loop {
-        let (tag, len) = loop {
-            match decode_frame(&conn.rbuf, super::relay::BACKEND_MAX) {
-                Ok(Some(f)) => break (f.tag, f.total_len),
-                Ok(None) => {}
-                Err(_) => return Err(()),
+        let mut pos = 0;
+        let (tag, len) = next_frame(conn, &mut pos, READ_CHUNK).await?;
+        let frame = frame_at(&conn.rbuf, pos).ok_or_else(|| RelayError::Malformed("a frame vanished".into()))?;
+        let status = match tag {
+            server::ERROR_RESPONSE => {
+                answer.error = Some(frame.bytes().to_vec());
+                None
             }
-            match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
-                Ok(0) | Err(_) => return Err(()),
-                Ok(_) => {}
+            server::ROW_DESCRIPTION | server::NO_DATA => {
+                answer.row_type = row_type(tag, frame.body());
+                None
             }
-        };
-        let frame: Vec<u8> = conn.rbuf.drain(..len).collect();
-        let body = frame.get(5..).unwrap_or_default();
-        match tag {
-            server::ERROR_RESPONSE => answer.error = Some(frame),
-            server::ROW_DESCRIPTION | server::NO_DATA => answer.row_type = row_type(tag, body),
-            server::READY_FOR_QUERY => {
-                answer.status = match BackendMessage::decode(&Frame::new(tag, body)) {
-                    Ok(BackendMessage::ReadyForQuery(s)) => s,
-                    _ => return Err(()),
-                };
-                return Ok(answer);
-            }
+            server::READY_FOR_QUERY => match BackendMessage::decode(&Frame::new(tag, frame.body())) {
+                Ok(BackendMessage::ReadyForQuery(s)) => Some(s),
+                _ => return Err(RelayError::Malformed("a ReadyForQuery without a valid status".into())),
+            },
             // ParseComplete, CloseComplete, ParameterDescription, notices.
-            _ => {}
+            _ => None,
+        };
+        conn.rbuf.drain(..pos + len);
+        if let Some(status) = status {
+            answer.status = status;
+            return Ok(answer);
         }
     }
 }
 
 impl Session {
     /// A Describe of a statement was answered: the row type its client now knows.
-    pub(super) fn note_row_type(&mut self, tag: u8, pos: usize, len: usize) {
-        let Some(Some(stmt)) = self.flight.describing.pop_front() else { return };
-        let body = self.backend.as_ref().and_then(|c| c.rbuf.get(pos + 5..pos + len)).unwrap_or_default();
-        stmt.row_type.set(row_type(tag, body));
+    pub(super) fn note_row_type(&self, stmt: &Stmt, tag: u8, pos: usize) {
+        let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return };
+        stmt.row_type.set(row_type(tag, frame.body()));
     }
 
     /// Before `stmt` is prepared on the attached connection, which does not have it: when the
@@ -108,8 +108,11 @@ impl Session {
         let Some(told) = stmt.row_type.get() else { return Ok(()) };
         // Only at a batch boundary may the router run an exchange of its own (its Sync would
         // end the implicit transaction of a batch under way).
-        let boundary = self.expect.is_empty() && self.bout.is_empty() && !self.awaiting_ready;
-        if stmt.generation == self.pool.schema_generation() || !boundary || self.tx == TransactionStatus::Failed {
+        let boundary = self.ex.expect.is_empty() && self.ex.bout.is_empty() && !self.ex.awaiting();
+        if stmt.generation == self.pool.schema_generation()
+            || !boundary
+            || self.progress.tx == TransactionStatus::Failed
+        {
             return Ok(());
         }
         let lost = || PgClientError::new(sqlstate::CONNECTION_FAILURE, "the backend connection was lost");

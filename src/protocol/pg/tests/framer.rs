@@ -185,3 +185,21 @@ fn data_row_run_leaves_bad_lengths_to_the_decoder() {
         assert!(decode_frame(&buf[row.len()..], 1 << 16).is_err(), "the decoder refuses {bad:?}");
     }
 }
+
+#[test]
+fn raw_frames_carry_their_bytes_and_stop_at_a_cut_message() {
+    use crate::protocol::pg::{decode_raw_frame, tag, RawFrames};
+    let mut buf = vec![tag::frontend::SYNC, 0, 0, 0, 4];
+    buf.extend_from_slice(&[tag::frontend::QUERY, 0, 0, 0, 6, b'x', 0]);
+    let whole = buf.len();
+    buf.extend_from_slice(&[tag::frontend::SYNC, 0, 0]);
+    let mut frames = RawFrames::new(&buf, 1 << 16);
+    let first = frames.next().expect("a Sync");
+    assert_eq!((first.tag(), first.bytes(), first.body(), first.len()), (tag::frontend::SYNC, &buf[..5], &[][..], 5));
+    let second = frames.next().expect("a Query");
+    assert_eq!((second.tag(), second.body(), second.bytes()), (tag::frontend::QUERY, &b"x\0"[..], &buf[5..whole]));
+    assert_eq!(frames.next(), None, "the cut Sync is not yielded");
+    assert_eq!(frames.rest(), &buf[whole..]);
+    assert_eq!(decode_raw_frame(&buf[whole..], 1 << 16), Ok(None));
+    assert!(decode_raw_frame(&[tag::frontend::SYNC, 0, 0, 0, 1], 1 << 16).is_err(), "a length below 4");
+}

@@ -86,14 +86,14 @@ impl Session {
 
     /// Whether messages of the current pipeline wait for answers from the session's own pool.
     fn native_pending(&self) -> bool {
-        self.awaiting_ready || !self.bout.is_empty() || self.expect.iter().any(|e| !matches!(e, Expect::Synth(_)))
+        self.ex.awaiting() || !self.ex.bout.is_empty() || self.ex.expect.iter().any(|e| !matches!(e, Expect::Synth(_)))
     }
 
     /// Why a statement (`sql`, empty for an Execute) routed to MySQL pool `pool` cannot run there
     /// now; otherwise answers synthesized so far go out first, keeping the client's order.
     fn cross_ready(&mut self, pool: &str, sql: &str) -> Result<(), PgClientError> {
         let own = &self.pool.config.name;
-        let why = if self.tx != TransactionStatus::Idle {
+        let why = if self.progress.tx != TransactionStatus::Idle {
             format!(
                 "a transaction is open on pool \"{own}\" and a transaction never spans two pools; COMMIT or ROLLBACK first"
             )
@@ -113,11 +113,11 @@ impl Session {
 
     /// Fails the pipeline with `e`. Messages of the session's own pool queued before it go out
     /// first (with a Flush), so their answers precede the error, as on a server; the backend
-    /// then runs part of the batch, and the Sync aborts it there (`sync_aborted`).
+    /// then runs part of the batch, and the Sync aborts it there (`Exchange::on_sync`).
     async fn cross_fail(&mut self, e: PgClientError) -> Result<(), End> {
         if self.native_pending() && self.backend.is_some() {
             self.on_flush(&[client::FLUSH, 0, 0, 0, 4]).await?;
-            if self.aborted {
+            if self.ex.aborted() {
                 return Ok(()); // the server failed the pipeline first: its error stands
             }
         }
@@ -140,10 +140,10 @@ impl Session {
         let parked = Parked {
             pool: std::mem::replace(&mut self.pool, pool),
             backend: self.backend.take(),
-            tx: std::mem::replace(&mut self.tx, TransactionStatus::Idle),
+            tx: std::mem::replace(&mut self.progress.tx, TransactionStatus::Idle),
             dirty: !sets.is_empty(),
         };
-        self.parked = Some(parked);
+        self.bridge.parked = Some(parked);
         let r = self.cross_settle(&sets).await;
         if r.is_err() {
             self.cross_unpark();
@@ -176,19 +176,19 @@ impl Session {
     /// transaction is left open on it) and returns to the parked pool and connection. Also
     /// called when the session ends, wherever it was.
     pub(in crate::session::pg) fn cross_unpark(&mut self) {
-        let Some(p) = self.parked.take() else { return };
+        let Some(p) = self.bridge.parked.take() else { return };
         if let Some(c) = self.backend.as_mut().filter(|_| p.dirty) {
             c.broken = true;
         }
         self.my_release(false);
         self.pool = p.pool;
         self.backend = p.backend;
-        self.tx = p.tx;
+        self.progress.tx = p.tx;
     }
 
     /// Whether a MySQL connection is borrowed for one statement right now.
     pub(super) fn crossing(&self) -> bool {
-        self.parked.is_some()
+        self.bridge.parked.is_some()
     }
 
     /// A simple Query that routing sends to a MySQL pool: run there, answered here; `None` when
@@ -198,13 +198,13 @@ impl Session {
         self.ctx.count_decision(&d);
         let text = d.rewritten.map_or_else(|| sql.to_owned(), |t| t.sql);
         match self.cross_enter(pool, &text, true).await {
-            Err(e) => e.encode(&mut self.out),
+            Err(e) => e.encode(&mut self.io.out),
             Ok(()) => {
                 self.cross_simple(&text).await;
                 self.cross_unpark();
             }
         }
-        backend::encode_ready_for_query(self.tx, &mut self.out);
+        backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
         Some(self.flush_client().await)
     }
 
@@ -212,24 +212,24 @@ impl Session {
     async fn cross_simple(&mut self, sql: &str) {
         let parts = statements(sql);
         if parts.is_empty() {
-            self.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
+            self.io.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
             return;
         }
         if let Err(e) = self.my_backend().await {
-            e.encode(&mut self.out);
+            e.encode(&mut self.io.out);
             return;
         }
         let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), self.my_status());
-        let mut out = std::mem::take(&mut self.out);
+        let mut out = std::mem::take(&mut self.io.out);
         let r = self.my_run(&Command::Query(sql.as_bytes()), &mut writer, &mut out, true).await;
-        self.out = out;
+        self.io.out = out;
         if r.is_err() {
             self.drop_my_backend();
             PgClientError::new(
                 sqlstate::CONNECTION_FAILURE,
                 "the MySQL backend connection was lost; the statement may not have completed",
             )
-            .encode(&mut self.out);
+            .encode(&mut self.io.out);
         }
     }
 
@@ -333,7 +333,7 @@ impl Session {
                 };
                 // Answered in turn with whatever the session's pool answers before it.
                 known.then(|| {
-                    self.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
+                    self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
                     Ok(())
                 })
             }

@@ -105,9 +105,9 @@ impl Session {
         // afresh even when the connection has it (another client's statement), to learn them.
         let known = self.bridge.stmts.values().find(|s| s.key == key).map(|s| s.columns.clone());
         let columns = match self.ensure_prepared(key, &sql, known.is_none()).await {
-            Ok(Ok((_, columns))) => columns.or(known),
-            Ok(Err(())) => {
-                self.skipping = true;
+            Ok(Some((_, columns))) => columns.or(known),
+            Ok(None) => {
+                self.ex.refuse();
                 return Ok(());
             }
             Err(Lost) => return self.bridged_lost(true).await,
@@ -115,20 +115,20 @@ impl Session {
         let pool = self.pool.name().clone();
         let stmt = Prepared { key, sql, order, param_types: types, columns: columns.unwrap_or_default(), pool };
         self.bridge.stmts.insert(name.to_owned(), Rc::new(stmt));
-        self.out.extend_from_slice(&[server::PARSE_COMPLETE, 0, 0, 0, 4]);
+        self.io.out.extend_from_slice(&[server::PARSE_COMPLETE, 0, 0, 0, 4]);
         Ok(())
     }
 
     /// The backend statement id of `sql` on the attached connection, preparing it there when
     /// needed or when `describe` asks for its columns (evicting the coldest statement at the
-    /// pool's limit). The columns are returned when it was prepared now. `Ok(Err(()))`: MySQL
+    /// pool's limit). The columns are returned when it was prepared now. `Ok(None)`: MySQL
     /// refused it and the client was told.
     async fn ensure_prepared(
         &mut self,
         key: u64,
         sql: &str,
         describe: bool,
-    ) -> Result<Result<(u32, Option<Vec<PgColumn>>), ()>, Lost> {
+    ) -> Result<Option<(u32, Option<Vec<PgColumn>>)>, Lost> {
         let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
         let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) else { return Err(Lost) };
         let mut stale = None;
@@ -137,7 +137,7 @@ impl Session {
             if !describe {
                 // Most recently used last, so eviction takes the coldest.
                 info.prepared.push(entry);
-                return Ok(Ok((entry.1, None)));
+                return Ok(Some((entry.1, None)));
             }
             stale = Some(entry);
         } else if info.prepared.len() >= limit && !info.prepared.is_empty() {
@@ -147,11 +147,11 @@ impl Session {
             // COM_STMT_CLOSE has no response.
             self.my_send(&Command::StmtClose(id)).await?;
         }
-        let Some(ok) = self.my_prepare(sql).await? else { return Ok(Err(())) };
+        let Some(ok) = self.my_prepare(sql).await? else { return Ok(None) };
         if let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) {
             info.prepared.push((key, ok.id));
         }
-        Ok(Ok((ok.id, Some(ok.columns))))
+        Ok(Some((ok.id, Some(ok.columns))))
     }
 
     /// `COM_STMT_PREPARE`; `None` when MySQL refused (the ErrorResponse is written).
@@ -159,7 +159,7 @@ impl Session {
         self.my_send(&Command::StmtPrepare(sql.as_bytes())).await?;
         let (first, _) = self.my_payload().await?;
         if classify_response(&first).map_err(|_| Lost)? == ResponseKind::Err {
-            self.slot.set_running(None);
+            self.cancel.slot.set_running(None);
             let err = ErrPacket::decode(&first).map_err(|_| Lost)?;
             let state = errmap::sqlstate(err.code, err.sql_state);
             let detail = format!("MySQL error {}", err.code);
@@ -167,7 +167,7 @@ impl Session {
                 std::str::from_utf8(&state).unwrap_or("XX000"),
                 &String::from_utf8_lossy(err.message),
                 Some(&detail),
-                &mut self.out,
+                &mut self.io.out,
             );
             return Ok(None);
         }
@@ -182,7 +182,7 @@ impl Session {
         if ok.num_columns > 0 {
             self.my_payload().await?; // EOF
         }
-        self.slot.set_running(None);
+        self.cancel.slot.set_running(None);
         Ok(Some(PrepareOk { id: ok.stmt_id, columns }))
     }
 
@@ -227,7 +227,7 @@ impl Session {
         self.bridge
             .portals
             .insert(portal.to_owned(), Portal { stmt, params, formats: result_formats, kept: None, done: false });
-        self.out.extend_from_slice(&[server::BIND_COMPLETE, 0, 0, 0, 4]);
+        self.io.out.extend_from_slice(&[server::BIND_COMPLETE, 0, 0, 0, 4]);
         Ok(())
     }
 
@@ -238,16 +238,16 @@ impl Session {
                 format!("prepared statement \"{name}\" does not exist"),
             ));
         };
-        let start = self.out.len();
-        self.out.push(server::PARAMETER_DESCRIPTION);
-        self.out.extend_from_slice(&[0; 4]);
-        self.out.extend_from_slice(&u16::try_from(stmt.param_types.len()).unwrap_or(u16::MAX).to_be_bytes());
+        let start = self.io.out.len();
+        self.io.out.push(server::PARAMETER_DESCRIPTION);
+        self.io.out.extend_from_slice(&[0; 4]);
+        self.io.out.extend_from_slice(&u16::try_from(stmt.param_types.len()).unwrap_or(u16::MAX).to_be_bytes());
         for ty in &stmt.param_types {
             let described = if *ty == 0 { oid::TEXT } else { *ty };
-            self.out.extend_from_slice(&described.to_be_bytes());
+            self.io.out.extend_from_slice(&described.to_be_bytes());
         }
-        let len = u32::try_from(self.out.len() - start - 1).unwrap_or(u32::MAX);
-        if let Some(slot) = self.out.get_mut(start + 1..start + 5) {
+        let len = u32::try_from(self.io.out.len() - start - 1).unwrap_or(u32::MAX);
+        if let Some(slot) = self.io.out.get_mut(start + 1..start + 5) {
             slot.copy_from_slice(&len.to_be_bytes());
         }
         self.describe_rows(&stmt.columns, &[]);
@@ -267,12 +267,12 @@ impl Session {
     /// RowDescription of `columns` in `formats`, or NoData.
     fn describe_rows(&mut self, columns: &[PgColumn], formats: &[i16]) {
         if columns.is_empty() {
-            self.out.extend_from_slice(&[server::NO_DATA, 0, 0, 0, 4]);
+            self.io.out.extend_from_slice(&[server::NO_DATA, 0, 0, 0, 4]);
             return;
         }
         let fields: Vec<_> = columns.iter().enumerate().map(|(i, c)| c.field(format_of(formats, i))).collect();
         // MySQL column names hold no NUL; an over-long description cannot be sent.
-        let _ = encode_row_description(&fields, &mut self.out);
+        let _ = encode_row_description(&fields, &mut self.io.out);
     }
 
     pub(super) async fn bridged_execute(&mut self, portal: &str, max_rows: i32) -> Result<(), End> {
@@ -283,11 +283,11 @@ impl Session {
         let max_rows = usize::try_from(max_rows).unwrap_or(0);
         let r = match p.kept.take() {
             Some(kept) => {
-                p.kept = resume_rows(&kept, max_rows, &mut self.out);
+                p.kept = resume_rows(&kept, max_rows, &mut self.io.out);
                 Ok(())
             }
             None if p.done => {
-                let _ = BackendMessage::CommandComplete("SELECT 0").encode(&mut self.out);
+                let _ = BackendMessage::CommandComplete("SELECT 0").encode(&mut self.io.out);
                 Ok(())
             }
             None => self.execute_portal(&mut p, max_rows).await,
@@ -306,9 +306,9 @@ impl Session {
             return Ok(());
         }
         let id = match self.ensure_prepared(p.stmt.key, &p.stmt.sql, false).await? {
-            Ok((id, _)) => id,
-            Err(()) => {
-                self.skipping = true;
+            Some((id, _)) => id,
+            None => {
+                self.ex.refuse();
                 return Ok(());
             }
         };
@@ -324,18 +324,18 @@ impl Session {
         let mut writer =
             PgResultWriter::new(vec![p.stmt.sql.as_str()], true, false, &p.formats, self.my_caps(), status);
         if max_rows == 0 {
-            let mut out = std::mem::take(&mut self.out);
+            let mut out = std::mem::take(&mut self.io.out);
             let r = self.my_run(&cmd, &mut writer, &mut out, true).await;
-            self.out = out;
+            self.io.out = out;
             r?;
         } else {
             // Held whole: only the first `max_rows` rows go out now.
             let mut all = Vec::new();
             self.my_run(&cmd, &mut writer, &mut all, false).await?;
-            p.kept = limit_rows(&all, max_rows, &mut self.out);
+            p.kept = limit_rows(&all, max_rows, &mut self.io.out);
         }
         if writer.errored {
-            self.skipping = true;
+            self.ex.refuse();
         }
         Ok(())
     }

@@ -73,8 +73,8 @@ impl Session {
             c.broken = true;
             self.pool.checkin(c, false);
         }
-        self.slot.set_running(None);
-        self.tx = TransactionStatus::Idle;
+        self.cancel.slot.set_running(None);
+        self.progress.tx = TransactionStatus::Idle;
     }
 
     /// Sends `cmd` (sequence 0), marking the statement cancellable by `KILL QUERY`.
@@ -82,17 +82,17 @@ impl Session {
         let caps = self.my_caps();
         let conn = self.backend.as_mut().ok_or(Lost)?;
         if let ConnInfo::MySql(info) = &conn.info {
-            self.slot.set_running(Some(CancelTarget {
+            self.cancel.slot.set_running(Some(CancelTarget {
                 addr: conn.addr,
                 kind: TargetKind::MySql { thread_id: info.thread_id },
             }));
         }
         let mut payload = Vec::with_capacity(64);
         cmd.encode(caps, &mut payload);
-        self.bout.clear();
-        encode_packets(&payload, 0, &mut self.bout);
-        let r = rt::write_all(&mut conn.stream, &self.bout).await;
-        self.bout.clear();
+        self.ex.bout.clear();
+        encode_packets(&payload, 0, &mut self.ex.bout);
+        let r = rt::write_all(&mut conn.stream, &self.ex.bout).await;
+        self.ex.bout.clear();
         r.map_err(|_| Lost)
     }
 
@@ -142,23 +142,23 @@ impl Session {
             if flush && out.len() >= CLIENT_FLUSH_AT {
                 // A vanished client is noticed at its next read; the response is still drained
                 // so the connection stays usable.
-                let r = rt::write_all(&mut self.client, out).await;
+                let r = rt::write_all(&mut self.io.client, out).await;
                 out.clear();
                 let _ = r;
             }
         }
-        self.slot.set_running(None);
+        self.cancel.slot.set_running(None);
         if let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) {
             info.status = writer.status;
         }
-        self.tx = writer.transaction_status();
+        self.progress.tx = writer.transaction_status();
         Ok(())
     }
 
     /// Gives the connection back when the pool mode allows: no transaction open and not
     /// session pooling.
     pub(super) fn my_maybe_release(&mut self) {
-        if self.mode() != PoolMode::Session && self.tx == TransactionStatus::Idle {
+        if self.mode() != PoolMode::Session && self.progress.tx == TransactionStatus::Idle {
             self.my_release(false);
         }
     }
@@ -167,14 +167,15 @@ impl Session {
     /// back); so is one at the end of a session-pooled session, whose session state (variables,
     /// temporary tables) must not reach another client.
     pub(in crate::session::pg) fn my_release(&mut self, session_end: bool) {
-        self.slot.set_running(None);
+        self.cancel.slot.set_running(None);
         let Some(mut conn) = self.backend.take() else { return };
-        let clean =
-            self.tx == TransactionStatus::Idle && !conn.broken && !(session_end && self.mode() == PoolMode::Session);
+        let clean = self.progress.tx == TransactionStatus::Idle
+            && !conn.broken
+            && !(session_end && self.mode() == PoolMode::Session);
         if clean {
             conn.last_used = rt::now();
         }
         self.pool.checkin(conn, clean);
-        self.tx = TransactionStatus::Idle;
+        self.progress.tx = TransactionStatus::Idle;
     }
 }

@@ -26,7 +26,7 @@ use crate::session::client_error::PgClientError;
 use super::{End, Session};
 
 /// The bridged part of a PostgreSQL session's state.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(in crate::session::pg) struct Bridge {
     /// Prepared statements by client name ("" = unnamed).
     stmts: HashMap<String, Rc<ext::Prepared>>,
@@ -35,6 +35,8 @@ pub(in crate::session::pg) struct Bridge {
     /// A native session's pipeline ran a statement on this MySQL pool (#24): until its Sync,
     /// statements of the session's own pool are refused, as a pipeline never spans two pools.
     crossed: Option<std::sync::Arc<str>>,
+    /// The session's own pool and connection while one statement runs on a MySQL pool (#24).
+    parked: Option<cross::Parked>,
 }
 
 impl Session {
@@ -64,13 +66,13 @@ impl Session {
                     Target::Statement => self.bridge.stmts.remove(name).map(|_| ()),
                     Target::Portal => self.bridge.portals.remove(name).map(|_| ()),
                 };
-                self.out.extend_from_slice(&[server::CLOSE_COMPLETE, 0, 0, 0, 4]);
+                self.io.out.extend_from_slice(&[server::CLOSE_COMPLETE, 0, 0, 0, 4]);
                 Ok(())
             }
             FrontendMessage::Flush => self.flush_client().await,
             FrontendMessage::Sync => {
-                self.skipping = false;
-                backend::encode_ready_for_query(self.tx, &mut self.out);
+                self.ex.synced();
+                backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 self.my_maybe_release();
                 self.flush_client().await
             }
@@ -81,8 +83,8 @@ impl Session {
                     sqlstate::FEATURE_NOT_SUPPORTED,
                     "function calls are not supported through a cross-protocol pool",
                 )
-                .encode(&mut self.out);
-                backend::encode_ready_for_query(self.tx, &mut self.out);
+                .encode(&mut self.io.out);
+                backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 self.flush_client().await
             }
             FrontendMessage::Password(_) => {
@@ -98,31 +100,31 @@ impl Session {
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
             )
-            .encode(&mut self.out);
-            backend::encode_ready_for_query(self.tx, &mut self.out);
+            .encode(&mut self.io.out);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
         let parts = statements(sql);
         if parts.is_empty() {
             // MySQL refuses an empty query; PostgreSQL answers EmptyQueryResponse.
-            self.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
-            backend::encode_ready_for_query(self.tx, &mut self.out);
+            self.io.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
         if let Err(e) = self.my_backend().await {
-            e.encode(&mut self.out);
-            backend::encode_ready_for_query(self.tx, &mut self.out);
+            e.encode(&mut self.io.out);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
         let status = self.my_status();
         let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), status);
-        let mut out = std::mem::take(&mut self.out);
+        let mut out = std::mem::take(&mut self.io.out);
         let r = self.my_run(&Command::Query(sql.as_bytes()), &mut writer, &mut out, true).await;
-        self.out = out;
+        self.io.out = out;
         if r.is_err() {
             return self.bridged_lost(false).await;
         }
-        backend::encode_ready_for_query(self.tx, &mut self.out);
+        backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
         self.my_maybe_release();
         self.flush_client().await
     }
@@ -147,7 +149,7 @@ impl Session {
                 sqlstate::CONNECTION_FAILURE,
                 "the backend connection was lost; the server session is gone",
             )
-            .encode_fatal(&mut self.out);
+            .encode_fatal(&mut self.io.out);
             let _ = self.flush_client().await;
             return Err(End::Fatal);
         }
@@ -155,12 +157,12 @@ impl Session {
             sqlstate::CONNECTION_FAILURE,
             "the backend connection was lost; the statement may not have completed",
         )
-        .encode(&mut self.out);
+        .encode(&mut self.io.out);
         if batch {
-            self.skipping = true;
+            self.ex.refuse();
             return Ok(());
         }
-        backend::encode_ready_for_query(self.tx, &mut self.out);
+        backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
         self.flush_client().await
     }
 }

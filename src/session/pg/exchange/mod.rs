@@ -1,0 +1,485 @@
+//! The sans-IO heart of a PostgreSQL session's relay (#20): the batch queued for the backend
+//! with the responses it expects, the in-flight state (healing, retry, FATAL seen, timeout
+//! fired) and where the session stands in the exchange. It takes decoded backend frames and
+//! says what to do with each ([`Step`]); the session performs the I/O and the bookkeeping on
+//! its backend connection.
+//!
+//! Must not use the runtime, the pool, sockets, clocks or logging: time and limits come in as
+//! parameters.
+
+use crate::protocol::pg::tag::{backend as server, tx_status};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use super::flight::{classify_error, ErrorKind, Flight, Replay};
+use super::prepared::{Expect, Stmt};
+use super::retry::RulePolicy;
+use crate::protocol::pg::{frontend, sqlstate, RawFrame, TransactionStatus};
+use crate::session::client_error::PgClientError;
+
+#[cfg(test)]
+mod tests;
+
+/// Where the session stands between its client's batch and the backend's answers. The three
+/// facts it used to keep as flags (a response is owed, the router refused part of the batch,
+/// the backend aborted it before its Sync) combine only as these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum Phase {
+    /// Nothing sent is unanswered.
+    #[default]
+    Idle,
+    /// Bytes went to the backend; its ReadyForQuery is owed.
+    Awaiting,
+    /// The router refused a message before any of the batch reached a backend: the client's
+    /// messages are skipped up to its Sync.
+    Refused,
+    /// The router refused a message after the backend got part of the batch: skipped up to
+    /// Sync, whose stand-in error then makes the backend abort its part too.
+    RefusedMidBatch,
+    /// The backend reported an error before the batch's Sync: it discards everything up to
+    /// Sync, and so does the session (`refused`: the router had refused a message too).
+    Aborted {
+        /// The router had refused a message of the batch as well.
+        refused: bool,
+    },
+}
+
+/// What one response (up to ReadyForQuery) taught about the transaction.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Outcome {
+    /// An error was reported (or stood in for).
+    pub error: bool,
+    /// The last COMMIT (`true`) or ROLLBACK (`false`) command tag.
+    pub last_tag_commit: Option<bool>,
+}
+
+/// What the client gets of one backend frame.
+#[derive(Debug)]
+pub(super) enum Action {
+    /// The frame, unchanged.
+    Forward,
+    /// These held-back bytes, then the frame.
+    ReleaseThenForward(Vec<u8>),
+    /// Nothing: the exchange keeps the frame (a ParameterDescription until the plan proved valid).
+    Hold,
+    /// Nothing: an answer to a message the router injected, a healed or stood-in error.
+    Swallow,
+    /// This reply in place of the frame (an error the router words itself).
+    Replace(PgClientError),
+    /// An ordinary error: held for a retry if the session's retry takes it, otherwise relayed
+    /// after what is held back.
+    MayRetry,
+    /// The backend is going away: nothing more is relayed, the connection is lost with this.
+    Fail,
+}
+
+/// Bookkeeping the session does for a frame on its backend connection and session state.
+#[derive(Debug)]
+pub(super) enum Note {
+    /// Nothing.
+    None,
+    /// The described statement's row type is the frame's (RowDescription or NoData).
+    RowType(Rc<Stmt>),
+    /// A CommandComplete: statistics, schema changes, prepared statements dropped.
+    CommandTag,
+    /// A ParameterStatus to record.
+    ParameterStatus,
+    /// A NotificationResponse whose pid may need to be the client's.
+    Notification,
+    /// A stale plan: the schema changed where the router did not see it.
+    SchemaChanged,
+    /// The connection has (`exists`) or lacks statement `key`, whatever its bookkeeping says.
+    Misnamed {
+        /// The router statement's key.
+        key: u64,
+        /// Whether the backend has it.
+        exists: bool,
+    },
+}
+
+/// What the session does for one backend frame.
+#[derive(Debug)]
+pub(super) struct Step {
+    /// What the client gets.
+    pub action: Action,
+    /// The bookkeeping it calls for.
+    pub note: Note,
+    /// Messages the server skipped after an error, up to the batch's Sync (not run).
+    pub skipped: Vec<Expect>,
+}
+
+impl Step {
+    fn new(action: Action) -> Self {
+        Self { action, note: Note::None, skipped: Vec::new() }
+    }
+
+    fn noting(action: Action, note: Note) -> Self {
+        Self { action, note, skipped: Vec::new() }
+    }
+}
+
+/// Fails to parse on every server (a syntax error), aborting the batch it is sent in.
+const ABORT_SQL: &str = "querypilot: the router refused a statement of this batch";
+
+/// What the session does with the client's Sync.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum SyncStep {
+    /// No part of the batch is on a backend: the router answers ReadyForQuery itself.
+    AnswerHere,
+    /// The queued batch, ending in the Sync, goes to the backend and its answers to the
+    /// client; `retry`: a batch that may be kept for a retry (#11).
+    Send {
+        /// A whole batch of the client's, which a retry may send again.
+        retry: bool,
+    },
+}
+
+/// What a frame a held backend sends while the client is idle means.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Unprompted {
+    /// A notification, notice or parameter change: the client gets it.
+    Relay,
+    /// Anything else: the backend is going away (its FATAL, if it sent one, is the cause).
+    Lost,
+}
+
+/// What a ReadyForQuery leads to before the response may end.
+#[derive(Debug)]
+pub(super) enum ReadyStep {
+    /// The stale-plan error was swallowed: the statement is prepared again and this batch sent
+    /// again, renamed.
+    Heal(Replay),
+    /// Nothing to heal: the response ends, unless the session's retry sends the batch again.
+    Settle,
+}
+
+/// One session's exchange with its backend connection.
+#[derive(Debug, Default)]
+pub(super) struct Exchange {
+    /// Responses expected from the backend (or synthesized), in order.
+    pub expect: VecDeque<Expect>,
+    /// Bytes queued for the backend and not sent yet.
+    pub bout: Vec<u8>,
+    /// The statement in flight: FATAL seen, timeout fired, stale-plan healing, retry.
+    pub flight: Flight,
+    phase: Phase,
+    outcome: Outcome,
+}
+
+impl Exchange {
+    /// A response is owed by the backend (bytes were sent, ReadyForQuery has not come).
+    pub fn awaiting(&self) -> bool {
+        matches!(self.phase, Phase::Awaiting | Phase::RefusedMidBatch | Phase::Aborted { .. })
+    }
+
+    /// The router refused a message of the batch: the rest is skipped up to Sync.
+    pub fn refused(&self) -> bool {
+        matches!(self.phase, Phase::Refused | Phase::RefusedMidBatch | Phase::Aborted { refused: true })
+    }
+
+    /// The backend aborted the batch before its Sync.
+    pub fn aborted(&self) -> bool {
+        matches!(self.phase, Phase::Aborted { .. })
+    }
+
+    /// Bytes were sent to the backend: its ReadyForQuery is owed.
+    pub fn sent(&mut self) {
+        self.phase = match self.phase {
+            Phase::Idle => Phase::Awaiting,
+            Phase::Refused => Phase::RefusedMidBatch,
+            other => other,
+        };
+    }
+
+    /// The backend's response ended, or the connection went: nothing is owed any more.
+    pub fn settled(&mut self) {
+        self.phase = if self.refused() { Phase::Refused } else { Phase::Idle };
+    }
+
+    /// The router refused a message of the current batch.
+    pub fn refuse(&mut self) {
+        self.phase = match self.phase {
+            Phase::Idle | Phase::Refused => Phase::Refused,
+            Phase::Awaiting | Phase::RefusedMidBatch => Phase::RefusedMidBatch,
+            Phase::Aborted { .. } => Phase::Aborted { refused: true },
+        };
+    }
+
+    /// The router refused a message of the current batch: what was queued for the backend is
+    /// discarded with it (none of its Parses reaches the server, nothing of it is healed or
+    /// retried), and the client's messages are skipped up to its Sync.
+    pub fn refuse_batch(&mut self) {
+        self.bout.clear();
+        self.expect.clear();
+        self.flight.mark = None;
+        self.flight.rules = RulePolicy::default();
+        self.flight.named.clear();
+        self.flight.describing.clear();
+        self.refuse();
+    }
+
+    /// The batch's Sync arrived: the client's messages are read again.
+    pub fn synced(&mut self) {
+        self.phase = if self.awaiting() { Phase::Awaiting } else { Phase::Idle };
+    }
+
+    /// The backend reported an error before the batch's Sync was sent: it discards up to that
+    /// Sync, which the client has still to send, so no Sync is expected from this batch yet.
+    pub fn abort_before_sync(&mut self) {
+        self.expect.retain(|e| *e != Expect::Sync);
+        self.phase = Phase::Aborted { refused: self.refused() };
+    }
+
+    /// The connection was lost: nothing more comes for what was sent.
+    pub fn lost(&mut self) {
+        self.expect.clear();
+        self.phase = if self.refused() { Phase::Refused } else { Phase::Idle };
+    }
+
+    /// A new response (or a new attempt of one) starts.
+    pub fn begin_response(&mut self) {
+        self.outcome = Outcome::default();
+    }
+
+    /// What the response taught so far.
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+
+    /// The client's Sync (`raw`) ends its batch; `attached`: a backend connection is held.
+    /// Synthesized answers due before the router's own ReadyForQuery go to `out`.
+    pub fn on_sync(&mut self, raw: &[u8], attached: bool, out: &mut Vec<u8>) -> SyncStep {
+        if self.aborted() || (self.refused() && self.awaiting()) {
+            return self.sync_aborted(raw, attached);
+        }
+        if self.refused() || !attached {
+            if !self.refused() {
+                self.emit_synth(out);
+            }
+            self.synced();
+            self.expect.clear();
+            return SyncStep::AnswerHere;
+        }
+        self.bout.extend_from_slice(raw);
+        self.expect.push_back(Expect::Sync);
+        self.flight.arm(&self.bout, &self.expect);
+        SyncStep::Send { retry: true }
+    }
+
+    /// The Sync of a batch that the backend aborted, or that the router refused after part of
+    /// it had already reached the backend: only the backend can end the batch it is in.
+    fn sync_aborted(&mut self, raw: &[u8], attached: bool) -> SyncStep {
+        let refused = self.refused() && !self.aborted();
+        self.synced();
+        self.flight.mark = None;
+        self.bout.clear();
+        self.expect.clear();
+        if !attached {
+            return SyncStep::AnswerHere;
+        }
+        if refused {
+            // What the backend ran of the batch must not outlive the refusal: a statement that
+            // fails makes the server roll the batch's implicit transaction back (or fail the
+            // client's open one), as if the refused statement had failed there.
+            let _ = frontend::encode_parse("", ABORT_SQL, &[], &mut self.bout);
+            self.flight.aborting = true;
+        }
+        self.bout.extend_from_slice(raw);
+        self.expect.push_back(Expect::Sync);
+        SyncStep::Send { retry: false }
+    }
+
+    /// Pops the responses the router answers itself from the head of the queue and writes them.
+    pub fn emit_synth(&mut self, out: &mut Vec<u8>) {
+        while let Some(Expect::Synth(tag)) = self.expect.front().copied() {
+            self.expect.pop_front();
+            out.extend_from_slice(&[tag, 0, 0, 0, 4]);
+        }
+    }
+
+    /// ReadyForQuery with status byte `status` ended the response: the batch's expectations
+    /// are done; returns the transaction status it reports.
+    pub fn ready(&mut self, status: Option<u8>) -> TransactionStatus {
+        self.phase = if self.refused() { Phase::Refused } else { Phase::Idle };
+        if self.expect.front() == Some(&Expect::Sync) {
+            self.expect.pop_front();
+        }
+        self.expect.retain(|e| !matches!(e, Expect::Synth(_)));
+        match status {
+            Some(tx_status::IN_BLOCK) => TransactionStatus::InBlock,
+            Some(tx_status::FAILED) => TransactionStatus::Failed,
+            _ => TransactionStatus::Idle,
+        }
+    }
+
+    /// The backend's ReadyForQuery arrived: whether the batch is healed now.
+    pub fn at_ready(&mut self) -> ReadyStep {
+        match self.flight.healing.take() {
+            Some(replay) => ReadyStep::Heal(replay),
+            None => ReadyStep::Settle,
+        }
+    }
+
+    /// Whether an error is held back for a retry of the batch.
+    pub fn retry_pending(&self) -> bool {
+        self.flight.retry.as_ref().is_some_and(|r| r.is_holding())
+    }
+
+    /// Decides what a frame the backend sent unprompted, between the client's requests, means.
+    pub fn on_unprompted(&mut self, frame: &RawFrame<'_>) -> Unprompted {
+        match frame.tag() {
+            server::NOTIFICATION_RESPONSE | server::NOTICE_RESPONSE | server::PARAMETER_STATUS => Unprompted::Relay,
+            server::ERROR_RESPONSE => {
+                if let ErrorKind::Fatal(e) = classify_error(frame.body()) {
+                    self.flight.fatal = Some(e);
+                }
+                Unprompted::Lost
+            }
+            _ => Unprompted::Lost,
+        }
+    }
+
+    /// Decides what to do with one backend frame. `query_ms` is the pool's `query_timeout` in
+    /// milliseconds, for the router's wording of a cancel it sent.
+    pub fn on_backend(&mut self, frame: &RawFrame<'_>, query_ms: u128) -> Step {
+        let front = self.expect.front().copied();
+        match frame.tag() {
+            server::PARSE_COMPLETE => Step::new(self.on_parse_complete(front)),
+            server::CLOSE_COMPLETE => match front {
+                Some(Expect::Close { swallow, .. }) => {
+                    self.expect.pop_front();
+                    Step::new(if swallow { Action::Swallow } else { Action::Forward })
+                }
+                _ => Step::new(Action::Forward),
+            },
+            server::BIND_COMPLETE => {
+                if front == Some(Expect::Bind) {
+                    self.expect.pop_front();
+                }
+                // The batch's first Bind succeeded: no stale plan to heal in this batch.
+                self.flight.replay = None;
+                Step::new(Action::Forward)
+            }
+            server::ROW_DESCRIPTION | server::NO_DATA => self.on_row_type(front),
+            server::PARAMETER_DESCRIPTION
+                if self.flight.replay.is_some() && front == Some(Expect::DescribeStatement) =>
+            {
+                self.flight.held.extend_from_slice(frame.bytes());
+                Step::new(Action::Hold)
+            }
+            server::COMMAND_COMPLETE | server::EMPTY_QUERY_RESPONSE | server::PORTAL_SUSPENDED => {
+                self.on_completion(frame, front)
+            }
+            server::ERROR_RESPONSE => {
+                let mut step = self.on_error(frame.body(), front, query_ms);
+                step.skipped = self.skip_to_sync();
+                step
+            }
+            server::READY_FOR_QUERY if self.flight.healing.is_some() || self.retry_pending() => {
+                Step::new(Action::Swallow)
+            }
+            server::PARAMETER_STATUS => Step::noting(Action::Forward, Note::ParameterStatus),
+            server::NOTIFICATION_RESPONSE => Step::noting(Action::Forward, Note::Notification),
+            _ => Step::new(Action::Forward),
+        }
+    }
+
+    fn on_parse_complete(&mut self, front: Option<Expect>) -> Action {
+        let Some(Expect::Parse { swallow, key }) = front else { return Action::Forward };
+        self.expect.pop_front();
+        if !swallow && key.is_some() {
+            self.flight.named.pop_front(); // the client's named statement exists (#18)
+        }
+        if swallow {
+            Action::Swallow
+        } else {
+            Action::Forward
+        }
+    }
+
+    fn on_row_type(&mut self, front: Option<Expect>) -> Step {
+        let mut note = Note::None;
+        if front == Some(Expect::DescribeStatement) {
+            if let Some(Some(stmt)) = self.flight.describing.pop_front() {
+                note = Note::RowType(stmt); // #18
+            }
+        }
+        if matches!(front, Some(Expect::DescribeStatement | Expect::DescribePortal)) {
+            self.expect.pop_front();
+        }
+        // The Describe got past revalidation: release what was held, no healing.
+        self.flight.replay = None;
+        Step::noting(self.release_held(), note)
+    }
+
+    fn on_completion(&mut self, frame: &RawFrame<'_>, front: Option<Expect>) -> Step {
+        if front == Some(Expect::Execute) {
+            self.expect.pop_front();
+        }
+        if frame.tag() != server::COMMAND_COMPLETE {
+            return Step::new(Action::Forward);
+        }
+        match command_tag(frame.body()) {
+            b"COMMIT" => self.outcome.last_tag_commit = Some(true),
+            b"ROLLBACK" => self.outcome.last_tag_commit = Some(false),
+            _ => {}
+        }
+        Step::noting(Action::Forward, Note::CommandTag)
+    }
+
+    /// Decides what the client sees of an ErrorResponse: most are relayed; a FATAL becomes the
+    /// connection-loss error; a stale plan is healed; a cancel sent by query_timeout says so.
+    fn on_error(&mut self, body: &[u8], front: Option<Expect>, query_ms: u128) -> Step {
+        if std::mem::take(&mut self.flight.aborting) {
+            // The router's stand-in for a statement it refused: the client has its error.
+            self.outcome.error = true;
+            return Step::new(Action::Swallow);
+        }
+        let kind = classify_error(body);
+        let stale = matches!(kind, ErrorKind::StalePlan);
+        let healable = matches!(front, Some(Expect::Bind | Expect::DescribeStatement)) && self.flight.replay.is_some();
+        if stale && healable {
+            self.flight.held.clear();
+            self.flight.healing = self.flight.replay.take();
+            return Step::noting(Action::Swallow, Note::SchemaChanged);
+        }
+        self.outcome.error = true;
+        match kind {
+            ErrorKind::Fatal(e) => {
+                self.flight.fatal = Some(e);
+                Step::new(Action::Fail)
+            }
+            ErrorKind::Canceled if self.flight.timed_out => {
+                let text = format!("canceling statement due to query_timeout ({query_ms} ms)");
+                Step::new(Action::Replace(PgClientError::new(sqlstate::QUERY_CANCELED, text)))
+            }
+            ErrorKind::Misnamed { key, exists } => Step::noting(self.release_held(), Note::Misnamed { key, exists }),
+            ErrorKind::StalePlan => Step::noting(Action::MayRetry, Note::SchemaChanged),
+            _ => Step::new(Action::MayRetry),
+        }
+    }
+
+    /// The frame goes to the client after whatever was held back.
+    fn release_held(&mut self) -> Action {
+        if self.flight.held.is_empty() {
+            return Action::Forward;
+        }
+        Action::ReleaseThenForward(std::mem::take(&mut self.flight.held))
+    }
+
+    /// After an error the server skips everything up to Sync: so do the expectations.
+    fn skip_to_sync(&mut self) -> Vec<Expect> {
+        let end = self.expect.iter().position(|e| *e == Expect::Sync).unwrap_or(self.expect.len());
+        self.expect.drain(..end).collect()
+    }
+}
+
+/// A CommandComplete body's tag, without its terminating NUL.
+pub(super) fn command_tag(body: &[u8]) -> &[u8] {
+    body.strip_suffix(b"\0").unwrap_or(body)
+}
+
+/// The bytes of a ReadyForQuery with status `status` (the one a held error goes out with).
+pub(super) fn ready_for_query(status: Option<u8>) -> [u8; 6] {
+    [server::READY_FOR_QUERY, 0, 0, 0, 5, status.unwrap_or(tx_status::IDLE)]
+}
