@@ -14,6 +14,9 @@
 
 // Bad input must become an error, never a panic: no unwrap/expect outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+// An eager argument to `ok_or`/`unwrap_or` (a String built on every call) cost the relay an
+// allocation per backend frame once: such arguments must be lazy.
+#![deny(clippy::or_fun_call)]
 
 pub mod admin;
 pub mod app;

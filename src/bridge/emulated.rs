@@ -250,7 +250,10 @@ fn setting_name(a: &[Token<'_>]) -> Option<(String, usize)> {
         TokenKind::Word => t.text.to_ascii_lowercase(),
         TokenKind::Variable if t.text.starts_with("@@") => {
             let v = t.text.trim_start_matches('@').to_ascii_lowercase();
-            let v = v.strip_prefix("session.").or_else(|| v.strip_prefix("local.")).map_or(v.clone(), str::to_owned);
+            let v = v
+                .strip_prefix("session.")
+                .or_else(|| v.strip_prefix("local."))
+                .map_or_else(|| v.clone(), str::to_owned);
             if v.contains('.') {
                 return None;
             }
@@ -337,7 +340,7 @@ fn classify_select(sql: &str, rest: &[Token<'_>]) -> Option<Emulation> {
         let name = ["session.", "local.", "global."]
             .iter()
             .find_map(|p| name.strip_prefix(p))
-            .map_or(name.clone(), str::to_owned);
+            .map_or_else(|| name.clone(), str::to_owned);
         let column = match alias {
             Some(a) if matches!(a.kind, TokenKind::Word | TokenKind::QuotedIdent | TokenKind::String(_)) => unquote(a),
             Some(_) => return None,

@@ -137,7 +137,7 @@ impl<'s> PgResultWriter<'s> {
     }
 
     fn statement(&self) -> &'s str {
-        self.statements.get(self.index).or(self.statements.last()).copied().unwrap_or_default()
+        self.statements.get(self.index).or_else(|| self.statements.last()).copied().unwrap_or_default()
     }
 
     fn on_first(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Result<PgStep, DecodeError> {

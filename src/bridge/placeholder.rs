@@ -18,7 +18,7 @@ pub fn number_placeholders(sql: &str, order: Option<&[u16]>) -> (String, u16) {
         if t.kind != TokenKind::Param || t.text != "?" {
             continue;
         }
-        let number = order.and_then(|o| o.get(usize::from(n))).map_or(u32::from(n) + 1, |p| u32::from(*p) + 1);
+        let number = order.and_then(|o| o.get(usize::from(n))).map_or_else(|| u32::from(n) + 1, |p| u32::from(*p) + 1);
         n = n.saturating_add(1);
         out.push_str(sql.get(copied..t.start).unwrap_or_default());
         out.push('$');

@@ -69,6 +69,7 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         Some(db) => ck.non_empty(db, &format!("{base}.database")),
         None => name.to_string(),
     };
+    let (no_retry, no_health) = (RawRetry::default(), RawHealth::default());
     Pool {
         name: name.to_string(),
         mode,
@@ -82,8 +83,8 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         timeouts: timeouts(ck, &base, raw),
         raw_passthrough,
         local_infile,
-        retry: retry(ck, &format!("{base}.retry"), raw.retry.as_ref().unwrap_or(&RawRetry::default())),
-        health: health(ck, &format!("{base}.health"), raw.health.as_ref().unwrap_or(&RawHealth::default())),
+        retry: retry(ck, &format!("{base}.retry"), raw.retry.as_ref().unwrap_or(&no_retry)),
+        health: health(ck, &format!("{base}.health"), raw.health.as_ref().unwrap_or(&no_health)),
         balance: ck.opt_keyword(&raw.balance, &format!("{base}.balance")).unwrap_or(Balance::LeastOutstanding),
     }
 }

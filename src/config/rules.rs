@@ -42,6 +42,7 @@ pub(crate) fn routing(ck: &mut Checker<'_>, raw: &RawRouting) -> Routing {
             regex_rule(ck, &path, rule)
         })
         .collect();
+    let no_cache = RawCache::default();
     Routing {
         default_pool: name(&raw.default_pool),
         read_write_split: raw.read_write_split.as_ref().is_some_and(|v| *v.get_ref()),
@@ -53,7 +54,7 @@ pub(crate) fn routing(ck: &mut Checker<'_>, raw: &RawRouting) -> Routing {
         causal_wait: ck.duration(&raw.causal_wait, "routing.causal_wait", Duration::from_millis(20), Zero::Allowed),
         unknown_database: ck.keyword(&raw.unknown_database, "routing.unknown_database", UnknownDatabase::Error),
         replica_safe_functions: replica_safe_functions(ck, &raw.replica_safe_functions),
-        cache: cache(ck, raw.cache.as_ref().unwrap_or(&RawCache::default())),
+        cache: cache(ck, raw.cache.as_ref().unwrap_or(&no_cache)),
         pattern_rules,
         rules,
     }

@@ -255,7 +255,7 @@ fn databases(config: &Config, merged: &CounterSnapshot) -> Table {
             Cell::Int(current),
             Cell::Int(0),
             Cell::Int(0),
-            pool.protocol.map_or(text("client's"), |p| text(p.as_str())),
+            pool.protocol.map_or_else(|| text("client's"), |p| text(p.as_str())),
             Cell::Int(pool.backends.len() as u64),
         ]);
     }

@@ -109,7 +109,8 @@ fn row_run(rbuf: &[u8], pos: usize) -> Option<&[u8]> {
 /// tag and length.
 pub(super) async fn next_frame(conn: &mut Conn, pos: &mut usize, chunk: usize) -> Result<(u8, usize), RelayError> {
     loop {
-        let rest = conn.rbuf.get(*pos..).ok_or(RelayError::Malformed("read position past the buffer".into()))?;
+        let rest =
+            conn.rbuf.get(*pos..).ok_or_else(|| RelayError::Malformed("read position past the buffer".into()))?;
         match decode_raw_frame(rest, BACKEND_MAX) {
             Ok(Some(f)) => return Ok((f.tag(), f.len())),
             Ok(None) => {}
