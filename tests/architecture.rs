@@ -459,12 +459,19 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn modules_only_use_what_design_md_allows() {
+/// The crate's `src/` folder, every file of its module tree, and the files that could not be
+/// read or parsed.
+fn crate_sources() -> (PathBuf, Vec<Source>, BTreeSet<String>) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut sources = Vec::new();
-    let mut violations = BTreeSet::new();
-    load_tree(&src, &mut sources, &mut violations);
+    let mut errors = BTreeSet::new();
+    load_tree(&src, &mut sources, &mut errors);
+    (src, sources, errors)
+}
+
+#[test]
+fn modules_only_use_what_design_md_allows() {
+    let (src, sources, mut violations) = crate_sources();
     assert!(sources.len() > 100, "the tree walk found only {} files", sources.len());
     violations.extend(unknown_modules(&sources));
     violations.extend(orphans(&src, &sources));
@@ -664,10 +671,7 @@ fn shape_violations(shown: &str, ast: &syn::File) -> Vec<String> {
 
 #[test]
 fn session_functions_and_structs_stay_small() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut sources = Vec::new();
-    let mut errors = BTreeSet::new();
-    load_tree(&src, &mut sources, &mut errors);
+    let (_, sources, errors) = crate_sources();
     assert!(errors.is_empty(), "{errors:?}");
     let found: Vec<String> = sources
         .iter()
