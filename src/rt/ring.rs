@@ -76,13 +76,17 @@ pub(super) struct Ring {
 }
 
 impl Ring {
-    /// A ring for the calling thread. COOP_TASKRUN and SINGLE_ISSUER (one thread submits, no
-    /// inter-processor interrupt per completion) are used when the kernel has them.
+    /// A ring for the calling thread. SINGLE_ISSUER with DEFER_TASKRUN (Linux 6.1: completions
+    /// are finished only when this thread enters the kernel to reap them, never by interrupting
+    /// it) or else COOP_TASKRUN (no inter-processor interrupt per completion) are used when the
+    /// kernel has them.
     pub(super) fn new(efd: i32) -> io::Result<Self> {
         let ring = IoUring::builder()
-            .setup_coop_taskrun()
             .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_taskrun_flag()
             .build(ENTRIES)
+            .or_else(|_| IoUring::builder().setup_coop_taskrun().setup_single_issuer().build(ENTRIES))
             .or_else(|_| IoUring::new(ENTRIES))?;
         if !ring.params().is_feature_ext_arg() {
             return Err(io::Error::new(
@@ -179,6 +183,8 @@ impl Ring {
     /// tasks. Returns whether the eventfd fired.
     pub(super) fn turn(&mut self, wait: Option<Duration>) -> bool {
         let res = match wait {
+            // With TASKRUN_FLAG the kernel flags pending deferred completions and `submit` then
+            // enters with GETEVENTS, which finishes them.
             Some(d) if d.is_zero() => self.ring.submit(),
             Some(d) => {
                 let ts = types::Timespec::from(d);
