@@ -97,6 +97,7 @@ impl Shared {
 pub(super) struct Core {
     pub(super) ring: RefCell<Ring>,
     pub(super) timers: RefCell<Timers>,
+    pub(super) spares: RefCell<super::spare::Spares>,
     queues: [RefCell<VecDeque<Runnable>>; 2],
     current: Cell<TaskQueue>,
     /// Handles of live tasks: cancelled when the core ends, so no future outlives it.
@@ -168,6 +169,7 @@ impl Core {
         Ok(Self {
             ring: RefCell::new(Ring::new(shared.efd.as_raw_fd())?),
             timers: RefCell::default(),
+            spares: RefCell::default(),
             queues: Default::default(),
             current: Cell::new(LATENCY),
             tasks: RefCell::default(),

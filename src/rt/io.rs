@@ -5,28 +5,18 @@ use std::io;
 use std::net::Shutdown;
 use std::time::Instant;
 
-use io_uring::{opcode, types};
+use io_uring::{opcode, squeue, types};
 
-use super::ring::{Keep, Op};
+use super::provided;
+use super::ring::{self, Keep, Op};
 use super::Stream;
 
 /// Largest read into an empty buffer: most messages and responses are small. A buffer holding
 /// a partial message (a big result streaming in) reads full chunks.
-const FIRST_CHUNK: usize = 4096;
-
-/// Largest buffer a stream keeps between operations: enough for any common message, small
-/// enough that thousands of idle connections stay cheap.
-const SPARE_MAX: usize = 16 * 1024;
+const FIRST_CHUNK: usize = provided::BUF_SIZE;
 
 /// Largest single ring operation (the SQE length field is 32 bits; reads are far smaller).
 const OP_MAX: usize = 1 << 30;
-
-fn keep_spare(spare: &mut Vec<u8>, mut buf: Vec<u8>) {
-    if buf.capacity() <= SPARE_MAX {
-        buf.clear();
-        *spare = buf;
-    }
-}
 
 fn transient(res: i32) -> bool {
     res == -libc::EINTR || res == -libc::EAGAIN
@@ -40,15 +30,28 @@ fn transient(res: i32) -> bool {
 pub fn watch(stream: &mut Stream) {
     if stream.recv.is_none() {
         // Not on a core (impossible for a pooled connection): the check falls back to a peek.
-        let _ = start_recv(stream, FIRST_CHUNK);
+        let _ = start_recv(stream, FIRST_CHUNK, true);
     }
 }
 
-fn start_recv(stream: &mut Stream, chunk: usize) -> io::Result<&mut Op> {
-    let mut room = std::mem::take(&mut stream.spare_recv);
-    room.reserve(chunk);
-    let sqe = opcode::Recv::new(types::Fd(stream.raw()), room.as_mut_ptr(), chunk as u32).build();
-    Ok(stream.recv.insert(Op::start(sqe, Keep::Buf(room))?))
+/// Posts a receive of at most `chunk` bytes: into a provided buffer when `select` and the core
+/// has them (a receive that may wait long then holds no memory), else into a spare buffer.
+fn start_recv(stream: &mut Stream, chunk: usize, select: bool) -> io::Result<&mut Op> {
+    let fd = types::Fd(stream.raw());
+    let op = if select && ring::selects_buffers() {
+        let len = chunk.min(provided::BUF_SIZE) as u32;
+        let sqe = opcode::Recv::new(fd, std::ptr::null_mut(), len)
+            .buf_group(provided::GROUP)
+            .build()
+            .flags(squeue::Flags::BUFFER_SELECT);
+        Op::start(sqe, Keep::Select)?
+    } else {
+        let mut room = super::spare_buffer();
+        room.reserve(chunk);
+        let sqe = opcode::Recv::new(fd, room.as_mut_ptr(), chunk as u32).build();
+        Op::start(sqe, Keep::Buf(room))?
+    };
+    Ok(stream.recv.insert(op))
 }
 
 /// Reads whatever is available (at most `chunk` bytes; at most [`FIRST_CHUNK`] into an empty
@@ -57,30 +60,49 @@ fn start_recv(stream: &mut Stream, chunk: usize) -> io::Result<&mut Op> {
 /// the stream so the next read gets its bytes (nothing received is ever lost).
 pub async fn read_some(stream: &mut Stream, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
     let chunk = if buf.is_empty() { chunk.min(FIRST_CHUNK) } else { chunk }.clamp(1, OP_MAX);
+    // An empty buffer waits for a peer that may stay silent: select (see `start_recv`).
+    let mut select = buf.is_empty();
     loop {
         let op = match stream.recv {
             Some(ref mut op) => op,
-            None => start_recv(stream, chunk)?,
+            None => start_recv(stream, chunk, select)?,
         };
         let (res, keep) = op.await;
         stream.recv = None;
-        let Keep::Buf(mut room) = keep else {
-            return Err(io::Error::other("receive completed without its buffer"));
-        };
-        if transient(res) {
-            keep_spare(&mut stream.spare_recv, room);
-            continue;
+        match keep {
+            Keep::Picked(bid) => {
+                super::refill(buf);
+                ring::copy_picked(bid, res.max(0) as usize, buf);
+                if res >= 0 {
+                    return Ok(res as usize);
+                }
+            }
+            Keep::Buf(mut room) => {
+                if res >= 0 {
+                    let n = (res as usize).min(room.capacity());
+                    // SAFETY: the kernel wrote `n` bytes at the start of `room`'s allocation
+                    // (never more than the length it was given, within the capacity).
+                    unsafe { room.set_len(n) };
+                    super::refill(buf);
+                    buf.extend_from_slice(&room);
+                }
+                super::recycle(&mut room);
+                if res >= 0 {
+                    return Ok(res as usize);
+                }
+            }
+            Keep::Select if res == -libc::ENOBUFS => {
+                // Every provided buffer is taken (a burst): this receive brings its own.
+                select = false;
+                continue;
+            }
+            Keep::Select if res == 0 => return Ok(0),
+            Keep::Select if res < 0 => {}
+            _ => return Err(io::Error::other("receive completed without its buffer")),
         }
-        if res < 0 {
+        if !transient(res) {
             return Err(io::Error::from_raw_os_error(-res));
         }
-        let n = (res as usize).min(room.capacity());
-        // SAFETY: the kernel wrote `n` bytes at the start of `room`'s allocation (never more
-        // than the length it was given, which is within the capacity).
-        unsafe { room.set_len(n) };
-        buf.extend_from_slice(&room);
-        keep_spare(&mut stream.spare_recv, room);
-        return Ok(n);
     }
 }
 
@@ -89,8 +111,8 @@ async fn finish_abandoned_send(stream: &mut Stream) -> io::Result<()> {
     let Some(op) = &mut stream.send else { return Ok(()) };
     let (res, keep) = op.await;
     stream.send = None;
-    if let Keep::Buf(b) = keep {
-        keep_spare(&mut stream.spare_send, b);
+    if let Keep::Buf(mut b) = keep {
+        super::recycle(&mut b);
     }
     if res < 0 && !transient(res) {
         return Err(io::Error::from_raw_os_error(-res));
@@ -102,7 +124,7 @@ async fn finish_abandoned_send(stream: &mut Stream) -> io::Result<()> {
 /// sends them, so abandoning the write never lets the kernel read freed memory.
 pub async fn write_all(stream: &mut Stream, data: &[u8]) -> io::Result<()> {
     finish_abandoned_send(stream).await?;
-    let mut out = std::mem::take(&mut stream.spare_send);
+    let mut out = super::spare_buffer();
     out.extend_from_slice(data);
     let mut done = 0;
     while done < out.len() {
@@ -121,7 +143,7 @@ pub async fn write_all(stream: &mut Stream, data: &[u8]) -> io::Result<()> {
             continue;
         }
         if res <= 0 {
-            keep_spare(&mut stream.spare_send, out);
+            super::recycle(&mut out);
             return Err(match res {
                 0 => io::Error::from(io::ErrorKind::WriteZero),
                 _ => io::Error::from_raw_os_error(-res),
@@ -129,7 +151,7 @@ pub async fn write_all(stream: &mut Stream, data: &[u8]) -> io::Result<()> {
         }
         done += res as usize;
     }
-    keep_spare(&mut stream.spare_send, out);
+    super::recycle(&mut out);
     Ok(())
 }
 

@@ -13,7 +13,9 @@ mod executor;
 mod guard;
 mod io;
 mod net;
+mod provided;
 mod ring;
+mod spare;
 mod time;
 mod timer;
 
@@ -25,5 +27,6 @@ pub use executor::{notified, spawn_core, CoreHandle, CoreQueues, Notified, Notif
 pub use guard::{current_queue, spawn_guarded, spawn_local};
 pub use io::{linger_close, read_some, watch, write_all};
 pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now, Listener, Stream};
+pub use spare::{recycle, refill, spare_buffer};
 pub use time::{now, race, sleep, sleep_until, with_deadline, within, Deadline, Elapsed};
 pub use timer::Sleep;

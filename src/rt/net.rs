@@ -24,16 +24,13 @@ use super::ring::{fd_of, Keep, Op};
 pub struct Stream {
     pub(super) recv: Option<Op>,
     pub(super) send: Option<Op>,
-    /// Buffers given back by completed operations, reused by the next ones.
-    pub(super) spare_recv: Vec<u8>,
-    pub(super) spare_send: Vec<u8>,
     fd: OwnedFd,
 }
 
 impl Stream {
     fn new(fd: OwnedFd) -> io::Result<Self> {
         SockRef::from(&fd).set_nodelay(true)?;
-        Ok(Self { recv: None, send: None, spare_recv: Vec::new(), spare_send: Vec::new(), fd })
+        Ok(Self { recv: None, send: None, fd })
     }
 
     pub(super) fn raw(&self) -> RawFd {

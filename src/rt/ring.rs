@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::executor::with_core;
+use super::provided::Provided;
 
 /// `user_data` of the eventfd read that wakes the core from other threads.
 const EVENTFD_OP: u64 = u64::MAX;
@@ -28,6 +29,11 @@ pub(super) enum Keep {
     Nothing,
     /// A receive or send buffer.
     Buf(Vec<u8>),
+    /// A receive into a buffer the kernel picks from the core's provided ring when bytes arrive.
+    Select,
+    /// The provided buffer a completed [`Keep::Select`] receive filled; it goes back to the ring
+    /// once read (or when nobody will).
+    Picked(u16),
     /// An accept: a successful result is a new descriptor, owned as `Fd` on completion.
     Accept,
     /// An accepted connection.
@@ -62,6 +68,8 @@ enum Slot {
 /// The ring, its operations in flight and the eventfd read.
 pub(super) struct Ring {
     ring: IoUring,
+    /// Buffers receives may select (declared after `ring`: dropped after the io_uring closes).
+    provided: Option<Provided>,
     slots: Vec<Slot>,
     /// Per slot, the generation of its current operation (in its `user_data`).
     gens: Vec<u32>,
@@ -71,8 +79,9 @@ pub(super) struct Ring {
     efd: i32,
     efd_buf: Box<[u8; 8]>,
     efd_armed: bool,
-    /// Completions of one turn, copied out of the queue (reused: no allocation per turn).
-    reaped: Vec<(u64, i32)>,
+    /// Completions of one turn (user data, result, flags), copied out of the queue (reused: no
+    /// allocation per turn).
+    reaped: Vec<(u64, i32, u32)>,
 }
 
 impl Ring {
@@ -94,8 +103,16 @@ impl Ring {
                 "io_uring without IORING_FEAT_EXT_ARG (Linux < 5.11)",
             ));
         }
+        let provided = match Provided::register(&ring) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                tracing::debug!(error = %e, "no provided buffer ring (Linux < 5.19?): receives use their own buffers");
+                None
+            }
+        };
         let mut me = Self {
             ring,
+            provided,
             slots: Vec::new(),
             gens: Vec::new(),
             free: Vec::new(),
@@ -171,6 +188,13 @@ impl Ring {
         self.push(&opcode::AsyncCancel::new(target).build().user_data(CANCEL_OP));
     }
 
+    /// Returns a provided buffer nobody will read to the kernel.
+    fn give_back(&mut self, keep: Keep) {
+        if let (Keep::Picked(bid), Some(p)) = (keep, self.provided.as_mut()) {
+            p.give_back(bid);
+        }
+    }
+
     fn release(&mut self, id: usize) {
         if let Some(slot) = self.slots.get_mut(id) {
             *slot = Slot::Free;
@@ -205,8 +229,8 @@ impl Ring {
     fn reap(&mut self) -> bool {
         let mut fired = false;
         let mut done = std::mem::take(&mut self.reaped);
-        done.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
-        for (ud, res) in done.drain(..) {
+        done.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        for (ud, res, flags) in done.drain(..) {
             if ud == EVENTFD_OP {
                 self.efd_armed = false;
                 fired = true;
@@ -216,16 +240,17 @@ impl Ring {
             let Some(slot) = self.slots.get_mut(id) else { continue };
             match std::mem::replace(slot, Slot::Free) {
                 Slot::Pending { waker, keep } => {
-                    *slot = Slot::Done { res, keep: own_result(keep, res) };
+                    *slot = Slot::Done { res, keep: own_result(keep, res, flags) };
                     self.in_kernel -= 1;
                     if let Some(w) = waker {
                         w.wake();
                     }
                 }
                 Slot::Orphan { keep } => {
-                    drop(own_result(keep, res));
+                    let keep = own_result(keep, res, flags);
                     self.in_kernel -= 1;
                     self.free.push(id);
+                    self.give_back(keep);
                 }
                 other => *slot = other,
             }
@@ -260,8 +285,9 @@ impl Ring {
                 return;
             }
             let _ = self.ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&left.into()));
-            let done: Vec<(u64, i32)> = self.ring.completion().map(|c| (c.user_data(), c.result())).collect();
-            for (ud, res) in done {
+            let done: Vec<(u64, i32, u32)> =
+                self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())).collect();
+            for (ud, res, flags) in done {
                 if ud == EVENTFD_OP {
                     self.efd_armed = false;
                     continue;
@@ -270,18 +296,20 @@ impl Ring {
                 let Some(slot) = self.slots.get_mut(id) else { continue };
                 if let Slot::Pending { keep, .. } | Slot::Orphan { keep } = std::mem::replace(slot, Slot::Free) {
                     self.in_kernel -= 1;
-                    drop(own_result(keep, res));
+                    drop(own_result(keep, res, flags));
                 }
             }
         }
     }
 }
 
-/// An accept's successful result is a descriptor we now own (and must close if nobody takes it).
-fn own_result(keep: Keep, res: i32) -> Keep {
+/// An accept's successful result is a descriptor we now own (and must close if nobody takes it);
+/// a selecting receive's is the provided buffer it filled.
+fn own_result(keep: Keep, res: i32, flags: u32) -> Keep {
     match keep {
         // SAFETY: the kernel just created this descriptor for us; nothing else owns it.
         Keep::Accept if res >= 0 => Keep::Fd(unsafe { OwnedFd::from_raw_fd(res) }),
+        Keep::Select => io_uring::cqueue::buffer_select(flags).map_or(Keep::Select, Keep::Picked),
         other => other,
     }
 }
@@ -300,6 +328,20 @@ impl Op {
         with_core(|core| core.ring.borrow_mut().start(sqe, keep))
             .map(|id| Op { id: Some(id) })
             .ok_or_else(|| io::Error::other("not on a querypilot core"))
+    }
+
+    /// Whether the kernel holds a buffer of ours for this operation (a provided one does not
+    /// count).
+    #[cfg(test)]
+    pub(super) fn holds_buffer(&self) -> bool {
+        let Some(id) = self.id else { return false };
+        with_core(|core| {
+            matches!(
+                core.ring.borrow().slots.get(id),
+                Some(Slot::Pending { keep: Keep::Buf(_), .. } | Slot::Done { keep: Keep::Buf(_), .. })
+            )
+        })
+        .unwrap_or(false)
     }
 
     /// Whether the completion has arrived (the future would be ready).
@@ -362,7 +404,14 @@ impl Drop for Op {
                 }
                 Slot::Done { keep, .. } => {
                     ring.release(id);
-                    Some((None, Some(keep)))
+                    let keep = match keep {
+                        Keep::Picked(_) => {
+                            ring.give_back(keep);
+                            None
+                        }
+                        other => Some(other),
+                    };
+                    Some((None, keep))
                 }
                 other => {
                     *slot = other;
@@ -371,6 +420,20 @@ impl Drop for Op {
             }
         });
     }
+}
+
+/// Whether receives on this core can select provided buffers.
+pub(super) fn selects_buffers() -> bool {
+    with_core(|core| core.ring.borrow().provided.is_some()).unwrap_or(false)
+}
+
+/// Appends the first `n` bytes of provided buffer `bid` to `out` and gives the buffer back.
+pub(super) fn copy_picked(bid: u16, n: usize, out: &mut Vec<u8>) {
+    with_core(|core| {
+        if let Some(p) = core.ring.borrow_mut().provided.as_mut() {
+            p.copy_out(bid, n, out);
+        }
+    });
 }
 
 /// Hands the queued submissions to the kernel now. Called before a descriptor with operations

@@ -257,3 +257,73 @@ fn latency_tasks_run_before_background_tasks_queued_with_them() {
     });
     assert_eq!(order, vec![("lat", true), ("bg", true), ("bg", true)]);
 }
+
+#[test]
+fn more_waiting_reads_than_provided_buffers_all_get_their_bytes() {
+    // 300 readers wait at once on empty buffers (each selecting a provided buffer, of which the
+    // core has 256), then every peer sends at once: readers the ring cannot serve retry with a
+    // buffer of their own, and every reader gets exactly its own bytes.
+    const N: usize = 300;
+    let got = on_core(|queues, tx| async move {
+        let selects = ring::selects_buffers();
+        let results = Rc::new(RefCell::new(Vec::new()));
+        let mut writers = Vec::new();
+        for i in 0..N {
+            let (mut client, server) = pair().await;
+            writers.push(server);
+            let results = results.clone();
+            spawn_guarded(
+                queues.latency,
+                async move {
+                    let mut buf = Vec::new();
+                    let mut want = format!("message {i} ").repeat(20).into_bytes();
+                    while buf.len() < want.len() {
+                        match read_some(&mut client, &mut buf, 64 * 1024).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(_) => {}
+                        }
+                    }
+                    results.borrow_mut().push(std::mem::take(&mut want) == buf);
+                },
+                |_| {},
+            );
+        }
+        sleep(Duration::from_millis(50)).await;
+        // Sent synchronously, all within this one poll, so every receive completes in the same
+        // turn of the loop, before any reader hands its buffer back.
+        for (i, w) in writers.iter().enumerate() {
+            let msg = format!("message {i} ").repeat(20);
+            // SAFETY: a plain send from a live buffer on a socket this test owns.
+            let sent = unsafe { libc::send(w.raw(), msg.as_ptr().cast(), msg.len(), libc::MSG_NOSIGNAL) };
+            assert_eq!(sent, msg.len() as isize, "a small send on an empty socket goes whole");
+        }
+        while results.borrow().len() < N {
+            sleep(Duration::from_millis(5)).await;
+        }
+        let all_right = results.borrow().iter().all(|ok| *ok);
+        let _ = tx.send((selects, all_right));
+    });
+    assert!(got.0, "this kernel has provided buffer rings (Linux 5.19+)");
+    assert!(got.1, "a reader got bytes that were not its own");
+}
+
+#[test]
+fn an_idle_stream_and_its_reader_hold_no_buffer() {
+    let out = on_core(|_, tx| async move {
+        let (mut client, mut server) = pair().await;
+        write_all(&mut server, b"ping").await.expect("write");
+        let mut buf = Vec::new();
+        let n = read_some(&mut client, &mut buf, 64).await.expect("read");
+        let read = buf.clone();
+        recycle(&mut buf);
+        // Waiting again: the receive in flight selects a provided buffer, none of its own.
+        let waited =
+            with_deadline(Instant::now() + Duration::from_millis(20), read_some(&mut client, &mut buf, 64)).await;
+        let parked_without_buffer =
+            matches!(client.recv.as_ref().map(|op| op.holds_buffer()), Some(false)) && buf.capacity() == 0;
+        // The spare left behind is reused instead of a new allocation.
+        let reused = spare_buffer().capacity() > 0;
+        let _ = tx.send((n, read, waited.is_err(), parked_without_buffer, reused));
+    });
+    assert_eq!(out, (4, b"ping".to_vec(), true, true, true));
+}

@@ -55,8 +55,6 @@ const CLIENT_FLUSH_AT: usize = 64 * 1024;
 const READ_CHUNK: usize = 16 * 1024;
 /// First read of an idle session: most commands are small.
 const IDLE_READ_CHUNK: usize = 1024;
-/// Buffer capacity an idle session keeps.
-const IDLE_BUFFER_KEEP: usize = 1024;
 /// `ER_CONNECTION_KILLED`: the session was ended by an operator's KILL.
 pub(super) const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, sql_state: *b"70100" };
 /// `ER_SERVER_SHUTDOWN`.
@@ -400,12 +398,13 @@ impl Session {
         }
     }
 
-    /// Gives back buffer space a large command or result left behind, before a possibly long
-    /// wait for the client's next command.
+    /// Hands the empty buffers to the core's spares before a possibly long wait for the client's
+    /// next command: an idle session holds none (the read waiting meanwhile selects a provided
+    /// buffer), and the next command takes spares back instead of allocating.
     fn release_idle_buffers(&mut self) {
         for buf in [&mut self.io.buf, &mut self.io.out, &mut self.link.out] {
             if buf.is_empty() {
-                buf.shrink_to(IDLE_BUFFER_KEEP);
+                rt::recycle(buf);
             }
         }
     }
@@ -445,6 +444,8 @@ impl Session {
     }
 
     async fn dispatch(&mut self, payload: &[u8]) -> Result<(), End> {
+        rt::refill(&mut self.io.out);
+        rt::refill(&mut self.link.out);
         // An empty command is an unknown one.
         let (code, body) = payload.split_first().map_or((0xFF, &[][..]), |(code, body)| (*code, body));
         if self.is_bridged() {

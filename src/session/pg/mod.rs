@@ -51,8 +51,6 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Read size while a session waits between transactions: most requests fit, and thousands of
 /// idle clients must not each hold a large buffer (a longer message just takes more reads).
 const IDLE_READ_CHUNK: usize = 1024;
-/// Capacity a session keeps in each buffer while idle.
-const IDLE_BUFFER_KEEP: usize = 1024;
 
 /// Why a session loop ended.
 enum End {
@@ -348,6 +346,7 @@ impl Session {
         let Some(f) = decode_raw_frame(rest, max)? else { return Ok(None) };
         let (tag, len) = (f.tag(), f.len());
         self.io.msg.clear();
+        rt::refill(&mut self.io.msg);
         self.io.msg.extend_from_slice(f.bytes());
         self.io.cpos += len;
         if self.io.cpos == self.io.cbuf.len() {
@@ -391,20 +390,20 @@ impl Session {
         End::Fatal
     }
 
-    /// Gives back buffer space a large statement or result left behind, before a possibly long
-    /// wait for the client's next transaction.
+    /// Hands the empty buffers to the core's spares before a possibly long wait for the client's
+    /// next transaction: an idle session holds none (the read waiting meanwhile selects a
+    /// provided buffer), and the next statement takes spares back instead of allocating.
     fn release_idle_buffers(&mut self) {
-        if self.io.cbuf.is_empty() {
-            self.io.cbuf.shrink_to(IDLE_BUFFER_KEEP);
-        }
-        for buf in [&mut self.io.out, &mut self.ex.bout, &mut self.io.msg] {
+        for buf in [&mut self.io.cbuf, &mut self.io.out, &mut self.ex.bout, &mut self.io.msg] {
             if buf.is_empty() {
-                buf.shrink_to(IDLE_BUFFER_KEEP);
+                rt::recycle(buf);
             }
         }
     }
 
     async fn dispatch(&mut self, tag: u8) -> Result<(), End> {
+        rt::refill(&mut self.io.out);
+        rt::refill(&mut self.ex.bout);
         let msg = std::mem::take(&mut self.io.msg);
         let res = self.dispatch_msg(tag, &msg).await;
         self.io.msg = msg;
