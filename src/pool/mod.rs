@@ -228,6 +228,9 @@ pub struct CorePool {
     /// What the servers reported at startup (PostgreSQL ParameterStatus), from the first
     /// connection opened: clients are greeted with it without borrowing a connection.
     server_params: RefCell<Option<ServerParams>>,
+    /// The parameter list the last client of this pool was shown, shared with the next client
+    /// shown the same (see [`CorePool::share_params`]).
+    shown_last: RefCell<ServerParams>,
     /// metrics: this core's counters of the pool; handed from a rebuilt pool to its successor
     /// so they stay monotonic. Sessions record statements, decisions and errors here.
     pub counters: Rc<PoolCounters>,
@@ -281,6 +284,7 @@ impl CorePool {
             wanting_here: Cell::new(0),
             starved_ticks: Cell::new(0),
             server_params: RefCell::new(None),
+            shown_last: RefCell::default(),
             counters,
             min_share: Cell::new(0),
             name: Arc::from(config.name.as_str()),
@@ -404,6 +408,16 @@ impl CorePool {
         let params = Rc::new(vec![("server_version".to_owned(), version), ("charset".to_owned(), charset.to_string())]);
         *self.server_params.borrow_mut() = Some(params.clone());
         Ok(params)
+    }
+
+    /// `params` as a list shared with every other client of this core shown the same ones
+    /// (clients of one application start alike): idle sessions keep one copy, not one each.
+    pub fn share_params(&self, params: Vec<(String, String)>) -> ServerParams {
+        let mut last = self.shown_last.borrow_mut();
+        if **last != params {
+            *last = Rc::new(params);
+        }
+        last.clone()
     }
 
     /// Startup parameters reported by this pool's servers, once a connection was opened.

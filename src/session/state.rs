@@ -17,6 +17,7 @@ pub mod startup;
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
+use std::rc::Rc;
 
 pub use classify::pg_effects;
 
@@ -88,14 +89,20 @@ const REPLAY_PREFIX: &str = "RESET SESSION AUTHORIZATION; RESET ROLE; RESET ALL"
 /// Settings a client made, plus its pins.
 #[derive(Debug, Default, Clone)]
 pub struct SessionState {
-    /// The client's startup values that differ from the server's: name -> SET statement.
-    startup: BTreeMap<String, String>,
+    /// The client's startup values that differ from the server's: (name, SET statement), sorted
+    /// by name. Fixed at login, so a tight slice rather than a map's nodes: most clients have
+    /// one or two and every idle session keeps them.
+    startup: Box<[(String, String)]>,
     /// Settings the client changed since: name -> SET statement.
     settings: BTreeMap<String, String>,
     staged: Vec<Effect>,
     pin: Option<PinReason>,
     signature: u64,
-    /// Server-reported parameters as the client last saw them: lower-cased name -> (name, value).
+    /// The parameters the client was greeted with (name, value), shared with every client that
+    /// saw the same greeting: thousands of sessions keep one copy.
+    greeting: Rc<Vec<(String, String)>>,
+    /// Server-reported parameters that changed since the greeting: lower-cased name -> (name,
+    /// value).
     reported: BTreeMap<String, (String, String)>,
     /// A committed RESET left the backend on the server's value of a startup parameter.
     restore: bool,
@@ -105,26 +112,39 @@ impl SessionState {
     /// Starts from the client's startup parameters that differ from the server defaults.
     pub fn from_startup<'a>(params: impl Iterator<Item = (&'a str, &'a str)>) -> Self {
         let mut s = Self::default();
+        let mut startup = BTreeMap::new();
         for (name, value) in params {
             let lower = name.to_ascii_lowercase();
             if lower == "role" || lower == "session_authorization" {
                 // A startup identity is the client's alone: never replayed onto shared connections.
                 s.pin = Some(PinReason::Role);
             }
-            s.startup.insert(lower, set_stmt(name, value));
+            startup.insert(lower, set_stmt(name, value));
         }
+        s.startup = startup.into_iter().collect();
         s.resign();
         s
     }
 
     /// Records the parameter values the client was greeted with (its view of ParameterStatus).
-    pub fn greeted<'a>(&mut self, params: impl Iterator<Item = (&'a str, &'a str)>) {
-        for (name, value) in params {
-            let lower = name.to_ascii_lowercase();
-            if lower == "client_encoding" && startup::ascii_unsafe_encoding(value) {
-                self.pin_for(PinReason::ClientEncoding);
+    pub fn greeted(&mut self, shown: Rc<Vec<(String, String)>>) {
+        let unsafe_encoding = shown
+            .iter()
+            .any(|(name, value)| name.eq_ignore_ascii_case("client_encoding") && startup::ascii_unsafe_encoding(value));
+        if unsafe_encoding {
+            self.pin_for(PinReason::ClientEncoding);
+        }
+        self.reported.clear();
+        self.greeting = shown;
+    }
+
+    /// The last reported (name, value) of the lower-cased parameter `lower`.
+    fn reported(&self, lower: &str) -> Option<(&str, &str)> {
+        match self.reported.get(lower) {
+            Some((n, v)) => Some((n.as_str(), v.as_str())),
+            None => {
+                self.greeting.iter().find(|(n, _)| n.eq_ignore_ascii_case(lower)).map(|(n, v)| (n.as_str(), v.as_str()))
             }
-            self.reported.insert(lower, (name.to_owned(), value.to_owned()));
         }
     }
 
@@ -149,14 +169,16 @@ impl SessionState {
     /// here pins even when no statement text announced it (a function that ran `SET ROLE`).
     pub fn report(&mut self, name: &str, value: &str) -> bool {
         let lower = name.to_ascii_lowercase();
-        let changed = self.reported.get(&lower).is_none_or(|(_, v)| v != value);
+        let changed = self.reported(&lower).is_none_or(|(_, v)| v != value);
         if changed && matches!(lower.as_str(), "session_authorization" | "is_superuser") {
             self.pin_for(PinReason::Role);
         }
         if lower == "client_encoding" && startup::ascii_unsafe_encoding(value) {
             self.pin_for(PinReason::ClientEncoding);
         }
-        self.reported.insert(lower, (name.to_owned(), value.to_owned()));
+        if changed {
+            self.reported.insert(lower, (name.to_owned(), value.to_owned()));
+        }
         changed
     }
 
@@ -170,7 +192,7 @@ impl SessionState {
                 Effect::Set { name, stmt } => {
                     // A reported parameter is replayed as the whole value the server reported
                     // (`SET datestyle TO dmy` keeps the output style set before it).
-                    let stmt = match self.reported.get(&name) {
+                    let stmt = match self.reported(&name) {
                         Some((n, v)) => set_stmt(n, v),
                         None => stmt,
                     };
@@ -178,7 +200,7 @@ impl SessionState {
                 }
                 Effect::Reset(name) => {
                     self.settings.remove(&name);
-                    self.restore |= self.startup.contains_key(&name);
+                    self.restore |= self.startup.iter().any(|(k, _)| *k == name);
                 }
                 Effect::ResetAll => {
                     self.settings.clear();
@@ -218,7 +240,7 @@ impl SessionState {
     /// The settings in force that the client made: its startup values not changed since, then
     /// its committed `SET`s, as (lower-cased name, statement that restores it).
     pub fn settings(&self) -> impl Iterator<Item = (&str, &str)> {
-        let startup = self.startup.iter().filter(|(k, _)| !self.settings.contains_key(*k));
+        let startup = self.startup.iter().filter(|(k, _)| !self.settings.contains_key(k)).map(|(k, v)| (k, v));
         startup.chain(&self.settings).map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
@@ -234,7 +256,7 @@ impl SessionState {
             return None;
         }
         let stmts: Vec<&str> =
-            self.startup.iter().filter(|(k, _)| !self.settings.contains_key(*k)).map(|(_, s)| s.as_str()).collect();
+            self.startup.iter().filter(|(k, _)| !self.settings.contains_key(k)).map(|(_, s)| s.as_str()).collect();
         (!stmts.is_empty()).then(|| stmts.join("; "))
     }
 
@@ -332,10 +354,14 @@ mod tests {
         );
     }
 
+    fn greeting(params: &[(&str, &str)]) -> Rc<Vec<(String, String)>> {
+        Rc::new(params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
     #[test]
     fn reported_parameters_replay_as_the_full_reported_value() {
         let mut s = SessionState::default();
-        s.greeted([("DateStyle", "ISO, MDY"), ("TimeZone", "UTC")].into_iter());
+        s.greeted(greeting(&[("DateStyle", "ISO, MDY"), ("TimeZone", "UTC")]));
         s.stage(pg_effects("SET datestyle TO 'SQL'"));
         assert!(s.report("DateStyle", "SQL, MDY"));
         s.commit();
@@ -353,13 +379,13 @@ mod tests {
     #[test]
     fn a_reported_change_of_identity_pins() {
         let mut s = SessionState::default();
-        s.greeted([("is_superuser", "on"), ("session_authorization", "app")].into_iter());
+        s.greeted(greeting(&[("is_superuser", "on"), ("session_authorization", "app")]));
         s.report("is_superuser", "on");
         assert_eq!(s.pin(), None, "same value");
         s.report("is_superuser", "off");
         assert_eq!(s.pin(), Some(PinReason::Role));
         let mut s = SessionState::default();
-        s.greeted([("session_authorization", "app")].into_iter());
+        s.greeted(greeting(&[("session_authorization", "app")]));
         s.report("session_authorization", "other");
         assert_eq!(s.pin(), Some(PinReason::Role));
     }
@@ -372,9 +398,9 @@ mod tests {
         s.report("client_encoding", "SJIS");
         assert_eq!(s.pin(), Some(PinReason::ClientEncoding));
         let mut s = SessionState::default();
-        s.greeted([("client_encoding", "UTF8")].into_iter());
+        s.greeted(greeting(&[("client_encoding", "UTF8")]));
         assert_eq!(s.pin(), None);
-        s.greeted([("client_encoding", "BIG5")].into_iter());
+        s.greeted(greeting(&[("client_encoding", "BIG5")]));
         assert_eq!(s.pin(), Some(PinReason::ClientEncoding), "a startup encoding counts too");
     }
 

@@ -560,7 +560,8 @@ async fn greet(
         let conn = attach(&pool, identity.pass.as_deref(), &state, &mut shown, true).await?;
         pool.checkin(conn, true);
     }
-    state.greeted(shown.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let shown = pool.share_params(shown);
+    state.greeted(shown.clone());
     let key = match backend.as_ref().map(|c| &c.info) {
         // Cancels still come to the router, which knows what the client runs.
         Some(ConnInfo::Pg(info)) => ctx.new_cancel_key().with_server_pid(info.pid),
