@@ -69,7 +69,7 @@ pub(super) struct Flight {
     /// plan is valid (the server revalidates between the two).
     pub held: Vec<u8>,
     /// Issue #11: the batch kept for a retry of a serialization failure or deadlock.
-    pub retry: Option<RetryBatch>,
+    pub retry: Option<Box<RetryBatch>>,
     /// Issue #11: part of the batch was already relayed at a Flush (it cannot be retried).
     pub flushed: bool,
     /// Issue #11: the retry policies of the rules that routed the batch's statements so far.

@@ -151,7 +151,7 @@ impl Session {
         {
             return;
         }
-        self.ex.flight.retry = Some(RetryBatch {
+        self.ex.flight.retry = Some(Box::new(RetryBatch {
             bytes: self.ex.bout.clone(),
             expects: self.ex.expect.iter().copied().collect(),
             out_mark: self.io.out.len(),
@@ -161,7 +161,7 @@ impl Session {
             code: String::new(),
             wait: Duration::ZERO,
             interrupt: self.cancel.slot.watch(),
-        });
+        }));
     }
 
     /// Hook for every backend message of an armed batch, before it is buffered.

@@ -143,7 +143,7 @@ impl Session {
             tx: std::mem::replace(&mut self.progress.tx, TransactionStatus::Idle),
             dirty: !sets.is_empty(),
         };
-        self.bridge.parked = Some(parked);
+        self.bridge.parked = Some(Box::new(parked));
         let r = self.cross_settle(&sets).await;
         if r.is_err() {
             self.cross_unpark();

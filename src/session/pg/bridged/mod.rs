@@ -36,7 +36,7 @@ pub(in crate::session::pg) struct Bridge {
     /// statements of the session's own pool are refused, as a pipeline never spans two pools.
     crossed: Option<std::sync::Arc<str>>,
     /// The session's own pool and connection while one statement runs on a MySQL pool (#24).
-    parked: Option<cross::Parked>,
+    parked: Option<Box<cross::Parked>>,
 }
 
 impl Session {

@@ -251,7 +251,7 @@ fn a_serialization_failure_is_held_then_the_retry_is_relayed() {
     let step = feed(&mut ex, &failure);
     assert!(matches!(step.action, Action::MayRetry), "the session's retry decides");
     // The session's retry took it: the error and its ReadyForQuery are held back.
-    ex.flight.retry = Some(RetryBatch::holding(3, &failure));
+    ex.flight.retry = Some(Box::new(RetryBatch::holding(3, &failure)));
     assert!(ex.retry_pending());
     assert!(matches!(feed(&mut ex, &ready(tx_status::IDLE)).action, Action::Swallow));
     // The batch runs again and succeeds: its answers reach the client.
