@@ -64,3 +64,105 @@ cpu_ticks() {
     read -r -a f <<<"$s"
     echo $((f[11] + f[12]))
 }
+
+# host_busy_ticks: clock ticks every CPU of the host spent working since boot (user, nice,
+# system, irq and softirq of /proc/stat's `cpu` line; idle, iowait and a hypervisor's steal left
+# out), so load generator, database and proxy together.
+host_busy_ticks() {
+    awk '/^cpu /{print $2 + $3 + $4 + $7 + $8; exit}' /proc/stat
+}
+
+# strace_count PID PORT DB TX OUT: system calls per transaction of process PID while
+# `pgbench -S -M simple -c 16` runs TX transactions per client through PORT; prints
+# "calls/tx<TAB>the calls by name". OUT is strace's summary file.
+strace_count() {
+    local pid=$1 port=$2 db=$3 tx=$4 out=$5 st
+    strace -f -c -o "$out" -p "$pid" 2>/dev/null &
+    st=$!
+    sleep 1
+    pgbench -n -S -M simple -c 16 -j 2 -t "$tx" -h 127.0.0.1 -p "$port" -U "$PG_USER" "$db" >/dev/null 2>&1 ||
+        log "pgbench under strace (port $port) failed"
+    kill -INT "$st"
+    wait "$st" 2>/dev/null || true
+    python3 - "$out" "$((tx * 16))" <<'PY'
+import sys
+calls = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 5 and f[0][0].isdigit() and f[-1] != "total":
+        calls[f[-1]] = int(f[3])
+tx = int(sys.argv[2])
+detail = ", ".join(f"{k} {v / tx:.2f}" for k, v in sorted(calls.items(), key=lambda kv: -kv[1]) if v / tx >= 0.01)
+print(f"{sum(calls.values()) / tx:.2f}\t{detail}")
+PY
+}
+
+# callgrind_count PID PORT DB MODE TX OUTPREFIX: user-space instructions per transaction of
+# process PID, running under `valgrind --tool=callgrind --instr-atstart=no
+# --callgrind-out-file=OUTPREFIX`, while `pgbench -S -M MODE -c 16` runs TX transactions per
+# client through PORT (after 20 uncounted ones, so logins and first-use work stay out).
+callgrind_count() {
+    local pid=$1 port=$2 db=$3 mode=$4 tx=$5 out=$6 ir
+    # callgrind_control reaches the process through vgdb's pipes, which carry the name of the
+    # user it runs as: a process of another user (PgBouncer runs as postgres) is controlled as it.
+    local ctl=(callgrind_control)
+    [ "$(stat -c %U "/proc/$pid")" = "$(id -un)" ] ||
+        ctl=(setpriv --reuid="$(stat -c %U "/proc/$pid")" --regid="$(stat -c %G "/proc/$pid")" --init-groups callgrind_control)
+    pgbench -n -S -M "$mode" -c 16 -j 2 -t 20 -h 127.0.0.1 -p "$port" -U "$PG_USER" "$db" >/dev/null 2>&1
+    rm -f "$out"*
+    "${ctl[@]}" -i on "$pid" >/dev/null 2>&1 || log "callgrind_control cannot reach pid $pid"
+    pgbench -n -S -M "$mode" -c 16 -j 2 -t "$tx" -h 127.0.0.1 -p "$port" -U "$PG_USER" "$db" >/dev/null 2>&1 ||
+        log "pgbench under callgrind (port $port, $mode) failed"
+    "${ctl[@]}" -i off "$pid" >/dev/null 2>&1 || true
+    "${ctl[@]}" -d "$pid" >/dev/null 2>&1 || true
+    sleep 1
+    # A dump taken after instrumentation was switched off heads its file with `summary: 0`;
+    # `totals:` at its end holds the instructions counted.
+    ir=$(cat "$out"* 2>/dev/null | sed -n 's/^totals: \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+    echo $((ir / (tx * 16)))
+}
+
+# wait_pg_port PORT: waits until a PostgreSQL listener answers on PORT (60 s at most).
+wait_pg_port() {
+    for _ in $(seq 600); do
+        "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$1" && return
+        sleep 0.1
+    done
+    log "nothing answers on port $1"
+    exit 1
+}
+
+# start_pgbouncer DIR DB PORT POOL [LAUNCHER...]: PgBouncer on PORT (transaction pooling, POOL
+# server connections, md5 logins of $PG_USER) in front of database DB, its files under DIR, run
+# under LAUNCHER (e.g. valgrind) when given; as the postgres user when run as root, since
+# PgBouncer refuses root. Sets PGB_PID and waits until PORT answers.
+start_pgbouncer() {
+    local dir=$1 db=$2 port=$3 pool=$4
+    shift 4
+    mkdir -p "$dir"
+    cat >"$dir/pgbouncer.ini" <<INI
+[databases]
+$db = host=$PG_HOST port=$PG_PRIMARY_PORT dbname=$db
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+auth_type = md5
+auth_file = $dir/userlist.txt
+pool_mode = transaction
+default_pool_size = $pool
+max_client_conn = 1000
+unix_socket_dir =
+logfile = $dir/pgbouncer.log
+INI
+    printf '"%s" "%s"\n' "$PG_USER" "$PG_PASSWORD" >"$dir/userlist.txt"
+    if [ "$(id -u)" = 0 ]; then
+        chmod o+x "$(dirname "$dir")"
+        touch "$dir/pgbouncer.log"
+        chown -R postgres: "$dir"
+        setpriv --reuid=postgres --regid=postgres --init-groups "$@" pgbouncer "$dir/pgbouncer.ini" >/dev/null 2>&1 &
+    else
+        "$@" pgbouncer "$dir/pgbouncer.ini" >/dev/null 2>&1 &
+    fi
+    PGB_PID=$!
+    wait_pg_port "$port"
+}

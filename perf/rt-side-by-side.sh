@@ -48,15 +48,6 @@ declare -A PORT PID
 TARGETS=(direct)
 PORT[direct]=$PG_PRIMARY_PORT
 
-wait_port() {
-    for _ in $(seq 600); do
-        "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$1" && return
-        sleep 0.1
-    done
-    log "nothing answers on port $1"
-    exit 1
-}
-
 router_conf() { # port cores
     cat <<EOF
 [general]
@@ -94,39 +85,14 @@ launch_router() {
     PID[$name]=$!
     PIDS+=("$!")
     PORT[$name]=$port
-    wait_port "$port"
+    wait_pg_port "$port"
 }
 
 if command -v pgbouncer >/dev/null; then
-    port=$(free_port)
-    cat >"$BASE/pgbouncer.ini" <<EOF
-[databases]
-$DB = host=$PG_HOST port=$PG_PRIMARY_PORT dbname=$DB
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $port
-auth_type = md5
-auth_file = $BASE/userlist.txt
-pool_mode = transaction
-default_pool_size = $POOL
-max_client_conn = 1000
-unix_socket_dir =
-logfile = $BASE/pgbouncer.log
-EOF
-    printf '"%s" "%s"\n' "$PG_USER" "$PG_PASSWORD" >"$BASE/userlist.txt"
-    if [ "$(id -u)" = 0 ]; then
-        # PgBouncer refuses to run as root: run it as the postgres user.
-        chmod 755 "$BASE"
-        touch "$BASE/pgbouncer.log"
-        chown postgres: "$BASE/pgbouncer.ini" "$BASE/userlist.txt" "$BASE/pgbouncer.log"
-        setpriv --reuid=postgres --regid=postgres --init-groups pgbouncer "$BASE/pgbouncer.ini" >/dev/null 2>&1 &
-    else
-        pgbouncer "$BASE/pgbouncer.ini" >/dev/null 2>&1 &
-    fi
-    PID[pgbouncer]=$!
-    PIDS+=("$!")
-    PORT[pgbouncer]=$port
-    wait_port "$port"
+    PORT[pgbouncer]=$(free_port)
+    start_pgbouncer "$BASE/pgbouncer" "$DB" "${PORT[pgbouncer]}" "$POOL"
+    PID[pgbouncer]=$PGB_PID
+    PIDS+=("$PGB_PID")
     TARGETS+=(pgbouncer)
 fi
 
@@ -180,32 +146,14 @@ for r in $(seq "$ROUNDS"); do
     done
 done
 
-# strace: system calls per transaction, 16 clients, simple.
+# strace: system calls per transaction, 16 clients, simple (PgBouncer 1.18 cannot serve prepared
+# statements in transaction mode), one core.
 STRACE="$BASE/strace.tsv"
 : >"$STRACE"
 for t in "${TARGETS[@]}"; do
     [ -n "${PID[$t]:-}" ] || continue
     case $t in *-2c) continue ;; esac
-    strace -f -c -o "$BASE/strace-$t.txt" -p "${PID[$t]}" 2>/dev/null &
-    st=$!
-    sleep 1
-    # Simple mode: PgBouncer (1.18 here) cannot serve prepared statements in transaction mode.
-    pgbench -n -S -M simple -c 16 -j 2 -t "$STRACE_TX" -h 127.0.0.1 -p "${PORT[$t]}" -U "$PG_USER" "$DB" >/dev/null 2>&1 ||
-        log "pgbench under strace against $t failed"
-    kill -INT "$st"
-    wait "$st" 2>/dev/null || true
-    python3 - "$BASE/strace-$t.txt" "$t" "$((STRACE_TX * 16))" >>"$STRACE" <<'PY'
-import sys
-calls = {}
-for line in open(sys.argv[1]):
-    f = line.split()
-    if len(f) >= 5 and f[0][0].isdigit() and f[-1] != "total":
-        calls[f[-1]] = int(f[3])
-tx = int(sys.argv[3])
-total = sum(calls.values()) / tx
-detail = ", ".join(f"{k} {v / tx:.2f}" for k, v in sorted(calls.items(), key=lambda kv: -kv[1]) if v / tx >= 0.01)
-print(f"{sys.argv[2]}\t{total:.2f}\t{detail}")
-PY
+    printf '%s\t%s\n' "$t" "$(strace_count "${PID[$t]}" "${PORT[$t]}" "$DB" "$STRACE_TX" "$BASE/strace-$t.txt")" >>"$STRACE"
 done
 
 # callgrind: user-space instructions per transaction, one core, 16 clients. Routers in simple
@@ -213,54 +161,27 @@ done
 # 1.18 serves in transaction pooling.
 CG="$BASE/callgrind.tsv"
 : >"$CG"
-# callgrind_count NAME MODE: instructions per transaction of target NAME (running under
-# callgrind with instrumentation off) over CALLGRIND_TX transactions per client in MODE.
-callgrind_count() {
-    local name=$1 mode=$2 pid=${PID[$1]} ir
-    # callgrind_control reaches the process through vgdb's pipes, which carry the name of the
-    # user it runs as: PgBouncer's is controlled as its own user.
-    local ctl=(callgrind_control)
-    [ "$(stat -c %U "/proc/$pid")" = "$(id -un)" ] || ctl=(setpriv --reuid="$(stat -c %U "/proc/$pid")" --regid="$(stat -c %G "/proc/$pid")" --init-groups callgrind_control)
-    pgbench -n -S -M "$mode" -c 16 -j 2 -t 20 -h 127.0.0.1 -p "${PORT[$name]}" -U "$PG_USER" "$DB" >/dev/null 2>&1
-    rm -f "$BASE"/cg/"$name".out*
-    "${ctl[@]}" -i on "$pid" >/dev/null 2>&1 || log "callgrind_control cannot reach $name"
-    pgbench -n -S -M "$mode" -c 16 -j 2 -t "$CALLGRIND_TX" -h 127.0.0.1 -p "${PORT[$name]}" -U "$PG_USER" "$DB" >/dev/null 2>&1 ||
-        log "pgbench under callgrind against $name ($mode) failed"
-    "${ctl[@]}" -i off "$pid" >/dev/null 2>&1 || true
-    "${ctl[@]}" -d "$pid" >/dev/null 2>&1 || true
-    sleep 1
-    # A dump taken after instrumentation was switched off heads its file with `summary: 0`;
-    # `totals:` at its end holds the instructions counted.
-    ir=$(cat "$BASE"/cg/"$name".out* 2>/dev/null | sed -n 's/^totals: \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
-    printf '%s\t%s\t%s\n' "${name%-cg}" "$mode" "$((ir / (CALLGRIND_TX * 16)))" >>"$CG"
-}
 mkdir -p "$BASE/cg"
 chmod 777 "$BASE/cg"
 for arg in "$@"; do
     name=${arg%%=*}
     bin=${arg#*=}
     launch_router "$name-cg" "$bin" 0 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$BASE/cg/$name-cg.out"
-    for mode in simple prepared; do callgrind_count "$name-cg" "$mode"; done
+    for mode in simple prepared; do
+        printf '%s\t%s\t%s\n' "$name" "$mode" \
+            "$(callgrind_count "${PID[$name-cg]}" "${PORT[$name-cg]}" "$DB" "$mode" "$CALLGRIND_TX" "$BASE/cg/$name-cg.out")" >>"$CG"
+    done
     kill -TERM "${PID[$name-cg]}" 2>/dev/null || true
     wait "${PID[$name-cg]}" 2>/dev/null || true
 done
 if [ "${PGB_CALLGRIND:-0}" = 1 ] && [ -n "${PID[pgbouncer]:-}" ]; then
-    port=$(free_port)
-    sed "s/^listen_port = .*/listen_port = $port/; s|^logfile = .*|logfile = $BASE/cg/pgbouncer.log|" \
-        "$BASE/pgbouncer.ini" >"$BASE/cg/pgbouncer.ini"
-    vg=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$BASE/cg/pgbouncer-cg.out" pgbouncer "$BASE/cg/pgbouncer.ini")
-    if [ "$(id -u)" = 0 ]; then
-        touch "$BASE/cg/pgbouncer.log"
-        chown postgres: "$BASE/cg/pgbouncer.ini" "$BASE/cg/pgbouncer.log"
-        setpriv --reuid=postgres --regid=postgres --init-groups "${vg[@]}" >/dev/null 2>&1 &
-    else
-        "${vg[@]}" >/dev/null 2>&1 &
-    fi
-    PID[pgbouncer-cg]=$!
-    PIDS+=("$!")
-    PORT[pgbouncer-cg]=$port
-    wait_port "$port"
-    callgrind_count pgbouncer-cg simple
+    PORT[pgbouncer-cg]=$(free_port)
+    start_pgbouncer "$BASE/pgbouncer-cg" "$DB" "${PORT[pgbouncer-cg]}" "$POOL" \
+        valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$BASE/cg/pgbouncer-cg.out"
+    PID[pgbouncer-cg]=$PGB_PID
+    PIDS+=("$PGB_PID")
+    printf 'pgbouncer\tsimple\t%s\n' \
+        "$(callgrind_count "${PID[pgbouncer-cg]}" "${PORT[pgbouncer-cg]}" "$DB" simple "$CALLGRIND_TX" "$BASE/cg/pgbouncer-cg.out")" >>"$CG"
 fi
 
 HZ=$(getconf CLK_TCK)
