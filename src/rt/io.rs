@@ -18,6 +18,10 @@ const FIRST_CHUNK: usize = provided::BUF_SIZE;
 /// Largest single ring operation (the SQE length field is 32 bits; reads are far smaller).
 const OP_MAX: usize = 1 << 30;
 
+/// `IORING_RECVSEND_POLL_FIRST` (Linux 5.19, as old as provided buffer rings): the receive
+/// arms its poll at once instead of first trying a read that finds nothing.
+const RECVSEND_POLL_FIRST: u16 = 1;
+
 fn transient(res: i32) -> bool {
     res == -libc::EINTR || res == -libc::EAGAIN
 }
@@ -42,6 +46,7 @@ fn start_recv(stream: &mut Stream, chunk: usize, select: bool) -> io::Result<&mu
         let len = chunk.min(provided::BUF_SIZE) as u32;
         let sqe = opcode::Recv::new(fd, std::ptr::null_mut(), len)
             .buf_group(provided::GROUP)
+            .ioprio(RECVSEND_POLL_FIRST)
             .build()
             .flags(squeue::Flags::BUFFER_SELECT);
         Op::start(sqe, Keep::Select)?
