@@ -11,6 +11,10 @@
 use crate::id::Position;
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
+use smallvec::SmallVec;
+
+/// Tokens in the longest token statement: `SET SESSION querypilot . causal_token = 'v'`.
+const TOKEN_COMMAND_MAX: usize = 7;
 
 /// The name clients use for the token (SHOW / SET / ParameterStatus).
 pub const TOKEN_NAME: &str = "querypilot.causal_token";
@@ -46,9 +50,17 @@ pub enum TokenCommand {
 /// Recognizes `sql` as a token statement (one statement, comments and a final `;` allowed),
 /// lexed as `dialect` reads it: both protocols answer the same two statements.
 pub fn token_command(sql: &str, dialect: Dialect) -> Option<TokenCommand> {
-    let tokens: Vec<_> =
-        Lexer::new(sql, dialect).filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon)).collect();
-    let text: Vec<&str> = tokens.iter().map(|t| t.text).collect();
+    // Runs on every statement: it stops at the first word unless that is SHOW or SET, and at
+    // the eighth token (both forms are shorter), without allocating.
+    let mut text: SmallVec<[&str; TOKEN_COMMAND_MAX]> = SmallVec::new();
+    for t in Lexer::new(sql, dialect).filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon)) {
+        if text.len() == TOKEN_COMMAND_MAX
+            || (text.is_empty() && !t.text.eq_ignore_ascii_case("SHOW") && !t.text.eq_ignore_ascii_case("SET"))
+        {
+            return None;
+        }
+        text.push(t.text);
+    }
     let is = |i: usize, w: &str| text.get(i).is_some_and(|t| t.eq_ignore_ascii_case(w));
     let name_at = |i: usize| is(i, "querypilot") && is(i + 1, ".") && is(i + 2, "causal_token");
     if is(0, "SHOW") && name_at(1) && text.len() == 4 {
@@ -105,9 +117,15 @@ mod tests {
             token_command("/* c */ SET SESSION querypilot.causal_token TO 'x'"),
             Some(TokenCommand::Set("x".into()))
         );
-        for other in
-            ["SHOW work_mem", "SET querypilot.other = 'x'", "SET LOCAL querypilot.causal_token = 'x'", "SELECT 1"]
-        {
+        for other in [
+            "SHOW work_mem",
+            "SET querypilot.other = 'x'",
+            "SET LOCAL querypilot.causal_token = 'x'",
+            "SELECT 1",
+            "SELECT querypilot.causal_token",
+            "SET SESSION querypilot.causal_token = 'x' 'y'",
+            "SHOW querypilot.causal_token x",
+        ] {
             assert_eq!(token_command(other), None, "{other}");
         }
     }

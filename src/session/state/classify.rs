@@ -11,12 +11,46 @@ use crate::sql::Dialect;
 
 /// Lists the session effects of a (possibly multi-statement) PostgreSQL query string.
 pub fn pg_effects(sql: &str) -> Vec<Effect> {
+    // Most statements have no session effect and their text shows it: no second lexer pass
+    // (the fingerprint made the first) for them.
+    if may_have_effects(sql) {
+        scan_effects(sql)
+    } else {
+        Vec::new()
+    }
+}
+
+/// [`pg_effects`] read from the tokens.
+fn scan_effects(sql: &str) -> Vec<Effect> {
     let mut effects = Vec::new();
-    let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment).collect();
+    let mut tokens: Vec<Token<'_>> = Vec::with_capacity(sql.len() / 4 + 4);
+    tokens.extend(Lexer::new(sql, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment));
     for stmt in tokens.split(|t| t.kind == TokenKind::Semicolon) {
         classify(sql, stmt, &mut effects);
     }
     effects
+}
+
+/// False only when `sql` contains none of the words every session effect needs (in any ASCII
+/// case): a statement's first word (`SET`, `RESET`, `DISCARD`, `LISTEN`, `PREPARE`, `DECLARE`,
+/// `CREATE`, `DO`), `TEMP` / `TEMPORARY` / `pg_temp`, or a function (`pg_advisory_lock`...,
+/// `set_config`).
+fn may_have_effects(sql: &str) -> bool {
+    let bytes = sql.as_bytes();
+    bytes.iter().enumerate().any(|(i, b)| {
+        let needles: &[&[u8]] = match b.to_ascii_lowercase() {
+            b's' => &[b"set"],
+            b'd' => &[b"do", b"discard", b"declare"],
+            b'l' => &[b"listen"],
+            b'p' => &[b"prepare"],
+            b'c' => &[b"create"],
+            b't' => &[b"temp"],
+            b'a' => &[b"advisory"],
+            _ => return false,
+        };
+        let rest = bytes.get(i..).unwrap_or_default();
+        needles.iter().any(|n| rest.get(..n.len()).is_some_and(|head| head.eq_ignore_ascii_case(n)))
+    })
 }
 
 fn word(t: Option<&Token<'_>>, kw: &str) -> bool {
@@ -281,6 +315,48 @@ mod tests {
 
     const ROLE: Effect = Effect::Pin(PinReason::Role);
     const TEMP: Effect = Effect::Pin(PinReason::TempObject);
+
+    #[test]
+    fn the_text_prefilter_passes_every_statement_with_an_effect() {
+        let with_effects = [
+            "SET search_path = app",
+            "reset ALL",
+            "DISCARD ALL",
+            "LISTEN chan",
+            "PREPARE p AS SELECT 1",
+            "DECLARE c CURSOR WITH HOLD FOR SELECT 1",
+            "CREATE TEMP TABLE t (a int)",
+            "create temporary view v as select 1",
+            "DO $$ BEGIN END $$",
+            "SELECT 1 INTO TEMP t",
+            "CREATE TABLE pg_temp.t (a int)",
+            "SELECT pg_advisory_lock(1)",
+            "select PG_TRY_ADVISORY_LOCK_SHARED(1)",
+            "SELECT set_config('a.b', 'c', false)",
+            "/* x */ SET ROLE admin",
+            "SELECT 1; SET work_mem = '1MB'",
+        ];
+        for sql in with_effects {
+            assert!(!scan_effects(sql).is_empty(), "{sql}");
+            assert!(may_have_effects(sql), "{sql}");
+            assert_eq!(pg_effects(sql), scan_effects(sql), "{sql}");
+        }
+        let plain = [
+            "SELECT abalance FROM pgbench_accounts WHERE aid = 42",
+            "UPDATE pgbench_tellers SET tbalance = tbalance + 1 WHERE tid = 3",
+            "select * from orders order by id limit 10 offset 20",
+            "INSERT INTO temp_log VALUES (1)",
+            "BEGIN",
+        ];
+        for sql in plain {
+            assert!(scan_effects(sql).is_empty(), "{sql}");
+            assert!(pg_effects(sql).is_empty(), "{sql}");
+        }
+        // No needle: skipped without lexing.
+        assert!(!may_have_effects("SELECT abalance FROM pgbench_accounts WHERE aid = 42"));
+        assert!(!may_have_effects("INSERT INTO orders VALUES (1, 'x')"));
+        assert!(!may_have_effects(""));
+    }
 
     #[test]
     fn recognizes_set_forms() {
