@@ -262,9 +262,23 @@ impl Session {
             Ok(None) => return Some(End::ClientGone),
             Err(end) => return Some(end),
         };
-        // Boxed per message: the handlers' state is large, and an idle session (most of them,
-        // most of the time) should hold only what waiting for the next message needs.
-        Box::pin(self.dispatch(tag)).await.err()
+        // Boxed: the handlers' state is large, and an idle session (most of them, most of the
+        // time) should hold only what waiting for the next message needs.
+        Box::pin(self.dispatch_buffered(tag)).await.err()
+    }
+
+    /// Handles the message `tag` and then every whole message already buffered behind it (an
+    /// extended-protocol batch arrives in one read), under one boxed future: boxing copies the
+    /// future's full size, once per read rather than once per message.
+    async fn dispatch_buffered(&mut self, mut tag: u8) -> Result<(), End> {
+        loop {
+            self.dispatch(tag).await?;
+            match self.take_client_frame() {
+                Ok(Some(next)) => tag = next,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(self.refuse_frame(e).await),
+            }
+        }
     }
 
     /// Buffers the next whole client message into `self.io.msg` (tag byte first) and returns its
