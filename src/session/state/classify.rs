@@ -31,25 +31,32 @@ fn scan_effects(sql: &str) -> Vec<Effect> {
     effects
 }
 
-/// False only when `sql` contains none of the words every session effect needs (in any ASCII
-/// case): a statement's first word (`SET`, `RESET`, `DISCARD`, `LISTEN`, `PREPARE`, `DECLARE`,
-/// `CREATE`, `DO`), `TEMP` / `TEMPORARY` / `pg_temp`, or a function (`pg_advisory_lock`...,
-/// `set_config`).
+/// The words every session effect needs one of (in any ASCII case): a statement's first word
+/// (`SET`, `RESET`, `DISCARD`, `LISTEN`, `PREPARE`, `DECLARE`, `CREATE`, `DO`), `TEMP` /
+/// `TEMPORARY` / `pg_temp`, or part of a function's name (`pg_advisory_lock`..., `set_config`).
+const EFFECT_WORDS: [&str; 9] = ["set", "discard", "listen", "prepare", "declare", "create", "do", "temp", "advisory"];
+
+/// Per byte: whether an effect word starts with it (either case).
+const EFFECT_STARTS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < EFFECT_WORDS.len() {
+        let first = EFFECT_WORDS[i].as_bytes()[0];
+        table[first as usize] = true;
+        table[first.to_ascii_uppercase() as usize] = true;
+        i += 1;
+    }
+    table
+};
+
+/// False only when `sql` contains none of [`EFFECT_WORDS`], so it has no session effect.
 fn may_have_effects(sql: &str) -> bool {
     let bytes = sql.as_bytes();
-    bytes.iter().enumerate().any(|(i, b)| {
-        let needles: &[&[u8]] = match b.to_ascii_lowercase() {
-            b's' => &[b"set"],
-            b'd' => &[b"do", b"discard", b"declare"],
-            b'l' => &[b"listen"],
-            b'p' => &[b"prepare"],
-            b'c' => &[b"create"],
-            b't' => &[b"temp"],
-            b'a' => &[b"advisory"],
-            _ => return false,
-        };
-        let rest = bytes.get(i..).unwrap_or_default();
-        needles.iter().any(|n| rest.get(..n.len()).is_some_and(|head| head.eq_ignore_ascii_case(n)))
+    bytes.iter().enumerate().any(|(i, &b)| {
+        EFFECT_STARTS[usize::from(b)]
+            && EFFECT_WORDS
+                .iter()
+                .any(|w| bytes.get(i..i + w.len()).is_some_and(|h| h.eq_ignore_ascii_case(w.as_bytes())))
     })
 }
 
