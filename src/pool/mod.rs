@@ -15,9 +15,10 @@ mod mysql;
 mod pause;
 mod pg;
 mod schema;
+mod waiters;
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -31,11 +32,13 @@ pub use mysql::{deliver_kill as deliver_mysql_kill, BACKEND_CAPABILITIES as MYSQ
 pub use pause::PauseGate;
 pub use pg::deliver_cancel as deliver_pg_cancel;
 pub use schema::SchemaGeneration;
+pub(crate) use waiters::Waiters;
+use waiters::Waiting;
 
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::error::{ErrorCode, Origin};
 use crate::metrics::{BackendCounters, PoolCounters, PoolSnapshot, QueueSlot};
-use crate::rt::{self, Event};
+use crate::rt;
 
 /// Why a connection could not be had.
 #[derive(Debug, thiserror::Error)]
@@ -120,9 +123,6 @@ pub type ServerParams = Rc<Vec<(String, String)>>;
 /// given up for it.
 const STARVED_TICKS: u32 = 4;
 
-/// How often a waiting checkout looks for budget freed by another core.
-const CROSS_CORE_RECHECK: std::time::Duration = std::time::Duration::from_millis(2);
-
 /// Marks every backend budget of a pool as wanted while a checkout waits, and counts the
 /// waiting checkouts of this core so it can tell its own demand from other cores'.
 struct Wanting<'a> {
@@ -194,21 +194,6 @@ impl BackendSlot {
         self.counters.connect_failed();
         if matches!(e, PoolError::Connect { .. }) && rt::now() < deadline {
             self.health.connect_failed();
-        }
-    }
-}
-
-/// State shared between a pool and the connections it lent out, so a closing connection can
-/// wake a waiter (its budget unit is free again).
-#[derive(Default)]
-pub(crate) struct Waiters {
-    queue: RefCell<VecDeque<Event>>,
-}
-
-impl Waiters {
-    fn wake_one(&self) {
-        if let Some(ev) = self.queue.borrow_mut().pop_front() {
-            ev.set();
         }
     }
 }
@@ -613,13 +598,9 @@ impl CorePool {
         let started = rt::now();
         let _wanting = Wanting::new(&self.backends, &self.wanting_here);
         slot.queue(); // metrics
+        let mut waiting = Waiting::new(&self.waiters);
         loop {
-            let ev = Event::new();
-            self.waiters.queue.borrow_mut().push_back(ev.clone());
-            // A unit freed on another core wakes nobody here, so also look again shortly.
-            let wake = rt::race(ev.wait(), rt::sleep(CROSS_CORE_RECHECK));
-            let timed_out = rt::with_deadline(deadline, wake).await.is_err();
-            self.waiters.queue.borrow_mut().retain(|e| !e.same(&ev));
+            let timed_out = rt::with_deadline(deadline, waiting.wait()).await.is_err();
             if let Some(c) = self.take_idle(protocol, user, eligible) {
                 return Ok(c);
             }
@@ -629,6 +610,8 @@ impl CorePool {
                 self.close_idle_of_others(user);
             }
             if let Some(picked) = self.pick_backend(user, eligible) {
+                // Out of the queue before the connect: a unit freed meanwhile goes to the next waiter.
+                drop(waiting);
                 return self.open_healthy(picked, protocol, who, deadline).await;
             }
             if timed_out {
