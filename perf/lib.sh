@@ -48,12 +48,7 @@ start_router() {
     shift 2
     "$@" "$BIN" -c "$conf" >"$BASE/router.log" 2>&1 &
     ROUTER_PID=$!
-    for _ in $(seq 600); do
-        "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port" && return
-        sleep 0.1
-    done
-    log "the router did not answer on port $port: see $BASE/router.log"
-    exit 1
+    wait_pg_port "$port" "see $BASE/router.log"
 }
 
 # cpu_ticks PID: utime + stime (fields 14 and 15 of /proc/PID/stat, in clock ticks).
@@ -122,13 +117,14 @@ callgrind_count() {
     echo $((ir / (tx * 16)))
 }
 
-# wait_pg_port PORT: waits until a PostgreSQL listener answers on PORT (60 s at most).
+# wait_pg_port PORT [HINT]: waits until a PostgreSQL listener answers on PORT (60 s at most);
+# exits with HINT in the message otherwise.
 wait_pg_port() {
     for _ in $(seq 600); do
         "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$1" && return
         sleep 0.1
     done
-    log "nothing answers on port $1"
+    log "nothing answers on port $1${2:+: $2}"
     exit 1
 }
 
