@@ -96,7 +96,6 @@ if command -v pgbouncer >/dev/null; then
     TARGETS+=(pgbouncer)
 fi
 
-ROUTERS=()
 for arg in "$@"; do
     name=${arg%%=*}
     bin=${arg#*=}
@@ -104,7 +103,6 @@ for arg in "$@"; do
         cores=0; [ $c = 2 ] && cores=0,1
         launch_router "$name-${c}c" "$bin" "$cores"
         TARGETS+=("$name-${c}c")
-        ROUTERS+=("$name-${c}c")
     done
 done
 

@@ -15,7 +15,7 @@ pub struct Event {
 #[derive(Default)]
 struct EventInner {
     set: Cell<bool>,
-    waiters: RefCell<Waiters>,
+    waiters: RefCell<WakerSlots>,
 }
 
 /// The wakers of the pending waits, each in a slot its wait owns until dropped: a poll updates
@@ -23,12 +23,12 @@ struct EventInner {
 /// waiting on the same drain event, and a finished session leaves no waker (which would keep its
 /// task's memory alive) behind.
 #[derive(Default)]
-struct Waiters {
+struct WakerSlots {
     slots: Vec<Option<Waker>>,
     free: Vec<usize>,
 }
 
-impl Waiters {
+impl WakerSlots {
     /// Stores `waker` in a free slot and returns its index.
     fn add(&mut self, waker: Waker) -> usize {
         match self.free.pop() {
