@@ -111,6 +111,7 @@ fn ensure_ports_free(config: &Config) -> Result<(), StartError> {
 /// `log_drops` is the log writer's dropped-lines counter, shown on `/metrics`.
 pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) -> Result<Running, StartError> {
     crate::control::load_auth_file(&mut config).map_err(StartError::AuthFile)?;
+    crate::control::seed_mock_salts(&mut config, None);
     let cpus = cpus(&config)?;
     // Rules first: a bad rule should not cost a bound port.
     let snapshot = Arc::new(Snapshot::build(RulesVersion(1), Arc::new(config), &[], &[])?);

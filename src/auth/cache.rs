@@ -1,5 +1,5 @@
-//! The auth query's cache (#23): secrets fetched from a backend, per (pool, user), trusted for
-//! `cache_ttl`. An unknown user is cached too (as `None`), so probing names does not cost a
+//! The auth query's cache (#23): accounts fetched from a backend, per (pool, user), trusted for
+//! `cache_ttl`. An unknown user is cached too (no accounts), so probing names does not cost a
 //! query per attempt. A login that fails against a cached secret makes the next login of that
 //! user fetch it again — once: a secret fetched that way is not refetched on failure before its
 //! TTL is over, so wrong passwords cannot turn every login into a query. Pure: the caller
@@ -8,6 +8,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::Account;
+
 /// Entries kept at most; beyond it the oldest is dropped first (bounded memory under a flood of
 /// distinct user names).
 const MAX_ENTRIES: usize = 10_000;
@@ -15,7 +17,7 @@ const MAX_ENTRIES: usize = 10_000;
 #[derive(Debug)]
 struct Entry {
     fetched: Instant,
-    secret: Option<String>,
+    accounts: Vec<Account>,
     /// Fetched because a login failed against the previous one.
     after_failure: bool,
     /// A login failed against it: the next lookup fetches again.
@@ -32,8 +34,8 @@ pub struct SecretCache {
 /// What the cache knows of a user now.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Cached<'a> {
-    /// A fresh answer: the secret, or `None` for a user the backend does not know.
-    Hit(Option<&'a str>),
+    /// A fresh answer (no accounts: a user the backend does not know), and when it was fetched.
+    Hit(&'a [Account], Instant),
     /// Nothing fresh: run the query.
     Miss,
 }
@@ -48,14 +50,14 @@ impl SecretCache {
     pub fn get(&self, pool: &str, user: &str, now: Instant) -> Cached<'_> {
         match self.entries.get(&(pool.to_owned(), user.to_owned())) {
             Some(e) if !e.stale && now.saturating_duration_since(e.fetched) < self.ttl => {
-                Cached::Hit(e.secret.as_deref())
+                Cached::Hit(&e.accounts, e.fetched)
             }
             _ => Cached::Miss,
         }
     }
 
     /// Stores what the query answered for `user` of `pool` at `now`.
-    pub fn put(&mut self, pool: &str, user: &str, secret: Option<String>, now: Instant) {
+    pub fn put(&mut self, pool: &str, user: &str, accounts: Vec<Account>, now: Instant) {
         let key = (pool.to_owned(), user.to_owned());
         let after_failure = self.entries.get(&key).is_some_and(|e| e.stale);
         if self.entries.len() >= MAX_ENTRIES && !self.entries.contains_key(&key) {
@@ -63,7 +65,7 @@ impl SecretCache {
                 self.entries.remove(&oldest);
             }
         }
-        self.entries.insert(key, Entry { fetched: now, secret, after_failure, stale: false });
+        self.entries.insert(key, Entry { fetched: now, accounts, after_failure, stale: false });
     }
 
     /// A login of `user` failed against the cached secret: fetch it again next time, unless it
@@ -79,15 +81,19 @@ impl SecretCache {
 mod tests {
     use super::*;
 
+    fn one(secret: &str) -> Vec<Account> {
+        vec![Account::listed("alice", secret)]
+    }
+
     #[test]
     fn answers_live_for_the_ttl_and_unknown_users_are_cached_too() {
         let t0 = Instant::now();
         let mut c = SecretCache::new(Duration::from_secs(10));
         assert_eq!(c.get("p", "alice", t0), Cached::Miss);
-        c.put("p", "alice", Some("md5x".into()), t0);
-        c.put("p", "nobody", None, t0);
-        assert_eq!(c.get("p", "alice", t0 + Duration::from_secs(9)), Cached::Hit(Some("md5x")));
-        assert_eq!(c.get("p", "nobody", t0 + Duration::from_secs(9)), Cached::Hit(None));
+        c.put("p", "alice", one("md5x"), t0);
+        c.put("p", "nobody", Vec::new(), t0);
+        assert_eq!(c.get("p", "alice", t0 + Duration::from_secs(9)), Cached::Hit(&one("md5x"), t0));
+        assert_eq!(c.get("p", "nobody", t0 + Duration::from_secs(9)), Cached::Hit(&[], t0));
         assert_eq!(c.get("other", "alice", t0), Cached::Miss, "per pool");
         assert_eq!(c.get("p", "alice", t0 + Duration::from_secs(10)), Cached::Miss, "the TTL is over");
         assert_eq!(SecretCache::new(Duration::ZERO).get("p", "alice", t0), Cached::Miss);
@@ -97,13 +103,13 @@ mod tests {
     fn a_failure_refreshes_once_per_ttl() {
         let t0 = Instant::now();
         let mut c = SecretCache::new(Duration::from_secs(60));
-        c.put("p", "alice", Some("old".into()), t0);
+        c.put("p", "alice", one("old"), t0);
         c.failed("p", "alice");
         assert_eq!(c.get("p", "alice", t0), Cached::Miss, "refetched after a failure");
-        c.put("p", "alice", Some("new".into()), t0);
+        c.put("p", "alice", one("new"), t0);
         c.failed("p", "alice");
-        assert_eq!(c.get("p", "alice", t0), Cached::Hit(Some("new")), "not again before the TTL");
-        c.put("p", "alice", Some("new".into()), t0 + Duration::from_secs(60));
+        assert_eq!(c.get("p", "alice", t0), Cached::Hit(&one("new"), t0), "not again before the TTL");
+        c.put("p", "alice", one("new"), t0 + Duration::from_secs(60));
         c.failed("p", "alice");
         assert_eq!(c.get("p", "alice", t0 + Duration::from_secs(61)), Cached::Miss, "a TTL later, once more");
     }
@@ -113,7 +119,7 @@ mod tests {
         let t0 = Instant::now();
         let mut c = SecretCache::new(Duration::from_secs(60));
         for i in 0..(MAX_ENTRIES + 5) {
-            c.put("p", &format!("u{i}"), None, t0 + Duration::from_millis(i as u64));
+            c.put("p", &format!("u{i}"), Vec::new(), t0 + Duration::from_millis(i as u64));
         }
         assert_eq!(c.entries.len(), MAX_ENTRIES);
         assert_eq!(c.get("p", "u0", t0), Cached::Miss, "the oldest went first");

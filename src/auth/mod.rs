@@ -5,12 +5,16 @@
 //! L0: pure. It parses text it is given; reading the auth file belongs to whoever loads the
 //! configuration (start and reload), the password exchanges to the sessions.
 
+pub mod account;
 pub mod cache;
+pub mod host;
 pub mod limiter;
+pub mod mock;
 pub mod query;
 pub mod userlist;
 pub mod verifier;
 
+pub use account::{Account, Denial, Rules, Verdict};
 pub use cache::{Cached, SecretCache};
 pub use limiter::FailureLimiter;
 pub use userlist::{parse as parse_userlist, UserlistError};

@@ -1,5 +1,6 @@
 //! The auth query's text (#23): the configured query with the user name in place of its
-//! placeholder, as a literal no name can break out of, and the secret read from its answer.
+//! placeholder, as a literal no name can break out of (its answer is read by
+//! [`crate::auth::account`]).
 //! Pure; running it belongs to the pool, which owns backend connections.
 
 /// The PostgreSQL query with every `$1` replaced by `user` as an escape string literal
@@ -18,12 +19,6 @@ pub fn bind_mysql(query: &str, user: &str) -> String {
     query.replace('?', &literal)
 }
 
-/// The secret in an auth query's answer: the last column of its first row. `None` when there
-/// is no row (an unknown user) or the value is NULL (a user without a password).
-pub fn secret_of(rows: &[Vec<Option<String>>]) -> Option<String> {
-    rows.first()?.last()?.clone()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -36,16 +31,5 @@ mod tests {
         assert_eq!(bind_pg("x = $1", "a\\'b"), "x = E'a\\\\''b'");
         assert_eq!(bind_mysql("SELECT 1 FROM t WHERE User = ?", "ab'"), "SELECT 1 FROM t WHERE User = X'616227'");
         assert_eq!(bind_mysql("User = ?", ""), "User = ''");
-    }
-
-    #[test]
-    fn the_secret_is_the_last_column_of_the_first_row() {
-        let row = |v: &[Option<&str>]| v.iter().map(|s| s.map(str::to_owned)).collect::<Vec<_>>();
-        assert_eq!(
-            secret_of(&[row(&[Some("alice"), Some("md5abc")]), row(&[Some("x"), Some("y")])]),
-            Some("md5abc".into())
-        );
-        assert_eq!(secret_of(&[row(&[Some("alice"), None])]), None, "NULL: no password");
-        assert_eq!(secret_of(&[]), None, "no row: unknown user");
     }
 }

@@ -33,6 +33,9 @@ pub(crate) fn auth(ck: &mut Checker<'_>, raw: &RawAuth) -> Auth {
         users: std::sync::Arc::default(),
         max_failed_logins: ck.count(&raw.max_failed_logins, "auth.max_failed_logins", 0, 0),
         query: auth_query(ck, raw),
+        allow_empty_password: raw.allow_empty_password.as_ref().is_some_and(|v| *v.get_ref()),
+        mock_salt_key: raw.mock_salt_key.as_ref().map(|k| ck.non_empty(k, "auth.mock_salt_key")),
+        mock_seed: [0; 32],
     }
 }
 

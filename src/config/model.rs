@@ -113,6 +113,15 @@ pub struct Auth {
     /// The auth query, when `pg_query_user` or `mysql_query_user` is set: secrets of users
     /// without a file entry are fetched from the pool's backend.
     pub query: Option<AuthQuery>,
+    /// `allow_empty_password`: a MySQL account whose stored password is empty may log in
+    /// through the router without one (off: an empty secret never authenticates, #33).
+    pub allow_empty_password: bool,
+    /// `mock_salt_key`: what the mock SCRAM salts of unknown users are derived from (#33);
+    /// `None`: a random key per process start. Never rendered.
+    pub mock_salt_key: Option<String>,
+    /// The key itself, filled by whoever loads the configuration (from `mock_salt_key`, else
+    /// the process's random one, kept across reloads).
+    pub mock_seed: [u8; 32],
 }
 
 /// The auth query (#23): how secrets are fetched from the backend, per backend protocol.
@@ -136,14 +145,18 @@ pub struct QuerySpec {
 }
 
 /// The PostgreSQL auth query unless `[auth] pg_query` says otherwise: the role's stored
-/// secret, none for roles that cannot log in or whose password expired.
-pub const DEFAULT_PG_AUTH_QUERY: &str = "SELECT rolname, rolpassword FROM pg_authid WHERE rolname = $1 \
-     AND rolcanlogin AND (rolvaliduntil IS NULL OR rolvaliduntil > now())";
+/// secret, whether it may log in and how many seconds its password stays valid (#33; the
+/// router reads the columns by name and checks both as the server does). Schema-qualified,
+/// and run with `search_path = pg_catalog, pg_temp` whatever the connection carries.
+pub const DEFAULT_PG_AUTH_QUERY: &str = "SELECT rolname, rolcanlogin, \
+     pg_catalog.date_part('epoch', rolvaliduntil) - pg_catalog.date_part('epoch', pg_catalog.now()) AS valid_for, \
+     rolpassword FROM pg_catalog.pg_authid WHERE rolname = $1";
 
-/// The MySQL auth query unless `[auth] mysql_query` says otherwise: the user's
-/// `mysql_native_password` hash (the `'%'` host entry first when there are several).
-pub const DEFAULT_MYSQL_AUTH_QUERY: &str = "SELECT authentication_string FROM mysql.user WHERE User = ? \
-     AND plugin IN ('mysql_native_password', '') ORDER BY Host = '%' DESC LIMIT 1";
+/// The MySQL auth query unless `[auth] mysql_query` says otherwise: every account of the user
+/// and every anonymous one, with `Host` and `plugin`, so the router picks the account the
+/// server would (the most specific host admitting the client, #33).
+pub const DEFAULT_MYSQL_AUTH_QUERY: &str = "SELECT User, Host, plugin, authentication_string FROM mysql.user \
+     WHERE User = ? OR User = ''";
 
 /// `[auth] cache_ttl` unless set.
 pub const DEFAULT_AUTH_CACHE_TTL: Duration = Duration::from_secs(60);

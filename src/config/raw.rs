@@ -50,6 +50,8 @@ pub(crate) struct RawAuth {
     pub mysql_query_user: Option<Sp<String>>,
     pub mysql_query: Option<Sp<String>>,
     pub cache_ttl: Option<Sp<String>>,
+    pub allow_empty_password: Option<Sp<bool>>,
+    pub mock_salt_key: Option<Sp<String>>,
 }
 
 /// `[console]`.

@@ -54,6 +54,10 @@ pub(crate) fn redacted_toml(config: &Config) -> String {
         }
         put_duration(&mut auth, "cache_ttl", q.cache_ttl);
     }
+    auth.insert("allow_empty_password".into(), Value::Boolean(config.auth.allow_empty_password));
+    if config.auth.mock_salt_key.is_some() {
+        put_str(&mut auth, "mock_salt_key", REDACTED);
+    }
     root.insert("auth".into(), Value::Table(auth));
     // A table of strings, numbers, booleans and arrays of tables always serializes; the
     // fallback only keeps this path free of panics.

@@ -90,6 +90,17 @@ pub fn load_auth_file(config: &mut Config) -> Result<(), ControlError> {
     Ok(())
 }
 
+/// Fills `config.auth.mock_seed` (#33): from `[auth] mock_salt_key` when set, else the running
+/// router's own random one (`previous`), else a new random one — so an unknown user's mock
+/// salt stays the same across reloads, as a real user's stored one does.
+pub fn seed_mock_salts(config: &mut Config, previous: Option<&Config>) {
+    config.auth.mock_seed = match (&config.auth.mock_salt_key, previous) {
+        (Some(key), _) => crate::auth::mock::seed_from_key(key),
+        (None, Some(prev)) if prev.auth.mock_salt_key.is_none() => prev.auth.mock_seed,
+        _ => rand::random(),
+    };
+}
+
 impl ErrorCode for ControlError {
     fn code(&self) -> &'static str {
         match self {
@@ -365,6 +376,7 @@ impl ControlPlane {
             .map_err(|source| ControlError::Read { path: path.display().to_string(), source })?;
         let mut config = Config::parse(&text, &path.display().to_string())?;
         load_auth_file(&mut config)?;
+        seed_mock_salts(&mut config, Some(&self.current.config));
         self.warn_restart_only(&config);
         // Runtime rules and translations are ephemeral: a reload starts from the file alone.
         let snap = Snapshot::build(self.next_version(), Arc::new(config), &[], &[])?;

@@ -199,5 +199,9 @@ label_enum! {
         AuthQueryFailed => "auth_query_failed",
         /// The source address had too many failed logins (`auth.max_failed_logins`).
         RateLimited => "rate_limited",
+        /// The account exists but the server would refuse this login whatever it proves: its
+        /// hosts do not admit the client, its password expired or is empty, or it may not log
+        /// in (#33).
+        NotAdmitted => "not_admitted",
     }
 }

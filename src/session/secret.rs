@@ -2,11 +2,17 @@
 //! with `[auth] pg_query_user` / `mysql_query_user` set, the auth query on the pool's backend
 //! (as that protocol's query user), cached on this core for
 //! `cache_ttl`. Runs at login only, on the core's executor without blocking it (the query goes
-//! through the pool's async connect and login).
+//! through the pool's async connect and login). What the account says is judged here by the
+//! server's own rules (`auth::account`, #33): host, expiry, login right, empty passwords.
 
-use crate::auth::query::{bind_mysql, bind_pg, secret_of};
-use crate::auth::{Cached, Verifier};
+use std::net::IpAddr;
+use std::time::Instant;
+
+use crate::auth::account::{from_rows, has_host_column, verdict};
+use crate::auth::query::{bind_mysql, bind_pg};
+use crate::auth::{Account, Cached, Denial, Rules, Verdict, Verifier};
 use crate::config::{Config, Protocol, QuerySpec};
+use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, PassThrough};
 use crate::rt;
 use crate::session::CoreContext;
@@ -22,48 +28,96 @@ pub(crate) enum Source {
     Cached,
 }
 
-/// A user's stored secret text (`None`: no such user, or no password) and where it came from.
+/// What the stored account says about one login (#33).
 pub(crate) struct Stored {
-    /// The secret, as the file or `rolpassword` / `authentication_string` holds it.
+    /// The secret to check the client against; `None`: refuse after a mock exchange.
     pub text: Option<String>,
+    /// Why a login is refused whatever it proves (with `text` `None`), for the log.
+    pub denial: Option<Denial>,
+    /// The role may not log in: a right proof is refused too (PostgreSQL's 28000).
+    pub no_login: bool,
     /// Where it was found.
     pub source: Source,
 }
 
-/// The stored secret of `user` for a `protocol` client of `pool`. The error says, for the log
-/// only, why the auth query could not answer (the client is refused like a wrong password).
+impl Stored {
+    fn judged(
+        accounts: &[Account],
+        fetched: Instant,
+        user: &str,
+        how: (Rules, Option<IpAddr>),
+        source: Source,
+    ) -> Self {
+        let (rules, client) = how;
+        let age = rt::now().saturating_duration_since(fetched);
+        let (text, denial, no_login) = match verdict(accounts, user, client, rules, age) {
+            Verdict::Check(s) => (Some(s.to_owned()), None, false),
+            Verdict::NoLogin(s) => (Some(s.to_owned()), None, true),
+            Verdict::Deny(why) => (None, Some(why), false),
+        };
+        Stored { text, denial, no_login, source }
+    }
+
+    /// Whether an `allow_anonymous` listener may let the user in unchecked: the backend has
+    /// no account with a password for it (and the backend, trusting the router, decides).
+    pub fn unknown(&self) -> bool {
+        matches!(self.denial, Some(Denial::Unknown | Denial::NoPassword))
+    }
+}
+
+/// What the stored account of `user` says about a `protocol` client of `pool` connecting
+/// from `client`: from the auth file, else the auth query (cached on this core for
+/// `cache_ttl`). The error says, for the log only, why the auth query could not answer (the
+/// client is refused like a wrong password).
 pub(crate) async fn stored_secret(
     ctx: &CoreContext,
     config: &Config,
-    pool: &str,
-    protocol: Protocol,
+    (pool, protocol): (&str, Protocol),
     user: &str,
+    client: Option<IpAddr>,
 ) -> Result<Stored, String> {
-    if let Some(text) = config.auth.users.get(user) {
-        return Ok(Stored { text: Some(text.clone()), source: Source::File });
-    }
-    let Some(query) = &config.auth.query else { return Ok(Stored { text: None, source: Source::File }) };
+    let backend = ctx.pools().get(pool).map_or(protocol, |p| p.config.backend_protocol(protocol));
+    let rules = Rules { mysql: backend == Protocol::MySql, allow_empty: config.auth.allow_empty_password };
     let now = rt::now();
-    if let Cached::Hit(text) = ctx.secrets().get(pool, user, now) {
-        return Ok(Stored { text: text.map(str::to_owned), source: Source::Cached });
+    if let Some(text) = config.auth.users.get(user) {
+        return Ok(Stored::judged(&[Account::listed(user, text)], now, user, (rules, client), Source::File));
+    }
+    let Some(query) = &config.auth.query else {
+        return Ok(Stored::judged(&[], now, user, (rules, client), Source::File));
+    };
+    if let Cached::Hit(accounts, fetched) = ctx.secrets().get(pool, user, now) {
+        return Ok(Stored::judged(accounts, fetched, user, (rules, client), Source::Cached));
     }
     let core_pool = ctx.pools().get(pool).cloned().ok_or_else(|| format!("pool \"{pool}\" is gone"))?;
-    let backend = core_pool.config.backend_protocol(protocol);
     let spec = match backend {
         Protocol::Postgres => query.pg.as_ref(),
         Protocol::MySql => query.mysql.as_ref(),
     };
-    let Some(spec) = spec else { return Ok(Stored { text: None, source: Source::File }) };
+    let Some(spec) = spec else { return Ok(Stored::judged(&[], now, user, (rules, client), Source::File)) };
     let sql = match backend {
         Protocol::Postgres => bind_pg(&spec.sql, user),
         Protocol::MySql => bind_mysql(&spec.sql, user),
     };
     let who = query_identity(config, spec)?;
     let deadline = now + core_pool.config.timeouts.acquire;
-    let rows = core_pool.auth_query(backend, &who, &sql, deadline).await.map_err(|e| e.to_string())?;
-    let text = secret_of(&rows);
-    ctx.secrets().put(pool, user, text.clone(), rt::now());
-    Ok(Stored { text, source: Source::Fetched })
+    let (columns, rows) = core_pool.auth_query(backend, &who, &sql, deadline).await.map_err(|e| e.to_string())?;
+    if rules.mysql && !rows.is_empty() && !has_host_column(&columns) {
+        // Without Host the router cannot tell which account the server would pick.
+        return Err("the MySQL auth query's answer has no Host column".to_owned());
+    }
+    let accounts = from_rows(&columns, &rows, user);
+    let stored = Stored::judged(&accounts, now, user, (rules, client), Source::Fetched);
+    ctx.secrets().put(pool, user, accounts, now);
+    Ok(stored)
+}
+
+/// The `reason` a denial is counted under.
+pub(crate) fn failure_of(denial: &Denial) -> AuthFailure {
+    match denial {
+        Denial::Unknown | Denial::NoPassword => AuthFailure::UnknownUser,
+        Denial::Plugin(_) => AuthFailure::UnusableSecret,
+        Denial::Expired | Denial::Host | Denial::Anonymous | Denial::Empty => AuthFailure::NotAdmitted,
+    }
 }
 
 /// A login failed against `stored`: a cached secret is fetched again next time (once per TTL).

@@ -149,7 +149,7 @@ fn mysql_refuses_wrong_password_unknown_user_and_empty_password_alike() {
             .unwrap_or_else(|| panic!("{user}/{password:?} let in"));
         let mysql::Error::MySqlError(e) = e else { panic!("{user}/{password:?}: not a server error: {e}") };
         assert_eq!((e.code, e.state.as_str()), (1045, "28000"), "{user}/{password:?}");
-        assert_eq!(e.message, format!("Access denied for user '{user}' (using password: {using})"));
+        assert_eq!(e.message, format!("Access denied for user '{user}'@'127.0.0.1' (using password: {using})"));
     }
     let mut ok = mysql::Conn::new(my.opts(router.port(), &my.user, &my.password)).expect("right credentials");
     ok.query_drop("SELECT 1").expect("served");

@@ -356,7 +356,7 @@ fn a_config_without_any_plaintext_password_serves_postgres_and_mariadb_users_as_
         match mysql::Conn::new(my.opts(my_port, user, password)) {
             Err(mysql::Error::MySqlError(e)) => {
                 assert_eq!(e.code, 1045, "{user}");
-                assert_eq!(e.message, format!("Access denied for user '{user}' (using password: YES)"));
+                assert_eq!(e.message, format!("Access denied for user '{user}'@'127.0.0.1' (using password: YES)"));
             }
             other => panic!("{user}/{password} must be refused, got {:?}", other.map(|_| ())),
         }

@@ -250,7 +250,7 @@ fn my_refused(port: u16, user: &str, password: &str) {
     match my_login(port, user, password) {
         Err(mysql::Error::MySqlError(e)) => {
             assert_eq!(e.code, 1045, "{user}");
-            assert_eq!(e.message, format!("Access denied for user '{user}' (using password: YES)"));
+            assert_eq!(e.message, format!("Access denied for user '{user}'@'127.0.0.1' (using password: YES)"));
         }
         other => panic!("{user}/{password} must be refused, got {:?}", other.map(|_| ())),
     }

@@ -5,12 +5,13 @@
 //! when the client proposes another plugin).
 
 use std::cell::Cell;
+use std::net::IpAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
 use super::state::{names_for_collation, MyState};
 use super::{ClientIo, Session};
-use crate::auth::Verifier;
+use crate::auth::{Denial, Verifier};
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::id::CancelKey;
 use crate::metrics::AuthFailure;
@@ -28,7 +29,7 @@ use crate::protocol::mysql::{
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::MyClientError;
-use crate::session::secret::{login_failed, stored_secret, Source, Stored};
+use crate::session::secret::{failure_of, login_failed, stored_secret, Source, Stored};
 use crate::session::CoreContext;
 
 /// A slow or silent client gets this long to finish logging in.
@@ -82,6 +83,11 @@ impl Client {
                 Ok(_) => {}
             }
         }
+    }
+
+    /// The client's IP address, which account hosts are matched against (#33).
+    fn peer_ip(&self) -> Option<IpAddr> {
+        self.stream.peer_addr().ok().map(|a| a.ip())
     }
 
     async fn send(&mut self, payload: &[u8]) -> Result<(), Option<MyClientError>> {
@@ -171,13 +177,20 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         .map_err(|e| Some(MyClientError::new(ER_HANDSHAKE_ERROR, format!("Bad handshake: {e}"))))?;
     let user = String::from_utf8_lossy(resp.username).into_owned();
     let database = resp.database.filter(|d| !d.is_empty()).map(|d| String::from_utf8_lossy(d).into_owned());
-    let (pool_cfg, db) = resolve_pool(&config, database.as_deref()).map_err(Some)?;
+    // The password is checked before the database, as the server does (#33): a client naming
+    // an unknown database is authenticated as the default pool would check it, then told.
+    let resolved = resolve_pool(&config, database.as_deref());
+    let checked_by = match &resolved {
+        Ok((p, _)) => *p,
+        Err(e) => resolve_pool(&config, None).map_err(|_| Some(e.clone()))?.0,
+    };
     let named_pool = named_pool(&config, database.as_deref());
     let token = auth_token(client, &resp, &greeting.scramble).await?;
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
     let who = Who { listener, user: &user, token: &token, scramble: &greeting.scramble, anonymous };
-    let pass = authenticate(ctx, &config, client, pool_cfg, &who).await?;
-    let pool = admit(ctx, pool_cfg, &greeting.default, pass.as_deref()).await?;
+    let pass = authenticate(ctx, &config, client, checked_by, &who).await?;
+    let (pool_cfg, db) = resolved.map_err(Some)?;
+    let pool = admit(ctx, pool_cfg, &greeting.default, (pass.as_deref(), client.peer_ip())).await?;
     let caps = resp.capabilities & greeting.offered;
     let mut ok = Vec::new();
     OkPacket { status: greeting.status, ..OkPacket::default() }.encode(caps, &mut ok);
@@ -270,20 +283,18 @@ async fn authenticate(
 ) -> Result<Option<Rc<PassThrough>>, LoginError> {
     let user = who.user;
     // auth.max_failed_logins: an address past its failures is refused like a wrong password.
-    let addr = client.stream.peer_addr().ok().map(|a| a.ip());
+    let addr = client.peer_ip();
     if ctx.login_blocked(addr) {
         tracing::info!(user, "login refused unchecked: too many failed logins from this address");
         ctx.counters.auth_failed(who.listener, AuthFailure::RateLimited);
-        let using = if who.token.is_empty() { "NO" } else { "YES" };
-        let message = format!("Access denied for user '{user}' (using password: {using})");
-        return Err(Some(MyClientError::new(ER_ACCESS_DENIED_ERROR, message)));
+        return Err(Some(access_denied((user, addr), who.token.is_empty())));
     }
     let stored = match pool_cfg.username {
-        None => Some(stored_secret(ctx, config, &pool_cfg.name, Protocol::MySql, user).await),
+        None => Some(stored_secret(ctx, config, (&pool_cfg.name, Protocol::MySql), user, addr).await),
         Some(_) => None,
     };
     let reason = Cell::new(AuthFailure::WrongPassword);
-    check_password(pool_cfg, stored.as_ref(), user, (who.scramble, who.token), who.anonymous, &reason)
+    check_password(pool_cfg, stored.as_ref(), (user, addr), (who.scramble, who.token), who.anonymous, &reason)
         .inspect_err(|e| {
             if e.number == ER_ACCESS_DENIED_ERROR {
                 ctx.login_failed(addr);
@@ -301,7 +312,7 @@ async fn admit(
     ctx: &Rc<CoreContext>,
     pool_cfg: &PoolConfig,
     default: &Rc<CorePool>,
-    pass: Option<&PassThrough>,
+    (pass, addr): (Option<&PassThrough>, Option<IpAddr>),
 ) -> Result<Rc<CorePool>, LoginError> {
     let pools = ctx.pools();
     let pool = pools
@@ -318,10 +329,18 @@ async fn admit(
         // The backend must take the client's credentials: a refusal ends the login here, as
         // connecting directly would, rather than on the first statement.
         let deadline = rt::now() + pool.config.timeouts.acquire;
-        let conn = pool
-            .checkout(pool.config.backend_protocol(Protocol::MySql), Some(who), deadline)
-            .await
-            .map_err(|e| Some(MyClientError::from(&e)))?;
+        let conn =
+            pool.checkout(pool.config.backend_protocol(Protocol::MySql), Some(who), deadline).await.map_err(|e| {
+                // A refusal of the credentials the login proved looks like a wrong password to
+                // the client (no oracle, #33); the operator's log has the backend's reason.
+                Some(match e {
+                    PoolError::Auth { .. } => {
+                        tracing::info!(user = %who.user, error = %e, "pass-through login refused by the backend");
+                        access_denied((&who.user, addr), false)
+                    }
+                    _ => MyClientError::from(&e),
+                })
+            })?;
         pool.checkin(conn, true);
     }
     Ok(pool)
@@ -369,20 +388,31 @@ pub(super) fn named_pool(config: &Config, database: Option<&str>) -> Option<Stri
 pub(super) fn check_password(
     pool: &PoolConfig,
     stored: Option<&Result<Stored, String>>,
-    user: &str,
+    (user, addr): (&str, Option<IpAddr>),
     (scramble, token): (&[u8], &[u8]),
     anonymous: bool,
     reason: &Cell<AuthFailure>,
 ) -> Result<Option<Rc<PassThrough>>, MyClientError> {
     if pool.username.is_none() {
-        let nothing = Stored { text: None, source: Source::File };
+        let nothing = Stored { text: None, denial: Some(Denial::Unknown), no_login: false, source: Source::File };
         let stored = stored.map_or(Ok(&nothing), Result::as_ref);
-        return pass_through(stored, user, (scramble, token), anonymous, reason).map(Some);
+        return pass_through(stored, (user, addr), (scramble, token), anonymous, reason).map(Some);
     }
-    check_with(pool, user, token.is_empty(), anonymous, |password| {
+    check_with(pool, (user, addr), token.is_empty(), anonymous, |password| {
         native_password_verify(password.as_bytes(), scramble, token)
     })
     .map(|()| None)
+}
+
+/// The server's 1045 for `user` connecting from `addr`: `'user'@'address'` as the server
+/// names a client it does not resolve (#33).
+pub(super) fn access_denied((user, addr): (&str, Option<IpAddr>), token_empty: bool) -> MyClientError {
+    let using = if token_empty { "NO" } else { "YES" };
+    let host = addr.map_or_else(|| "localhost".to_owned(), |a| a.to_canonical().to_string());
+    MyClientError::new(
+        ER_ACCESS_DENIED_ERROR,
+        format!("Access denied for user '{user}'@'{host}' (using password: {using})"),
+    )
 }
 
 /// The pass-through check (#23): the response is verified against the user's stored
@@ -391,18 +421,19 @@ pub(super) fn check_password(
 /// A user without an entry is let through unchecked only on an `allow_anonymous` listener.
 fn pass_through(
     stored: Result<&Stored, &String>,
-    user: &str,
+    (user, addr): (&str, Option<IpAddr>),
     (scramble, token): (&[u8], &[u8]),
     anonymous: bool,
     reason: &Cell<AuthFailure>,
 ) -> Result<Rc<PassThrough>, MyClientError> {
     let entry = stored.ok().and_then(|s| s.text.as_deref());
-    if entry.is_none() && anonymous && stored.is_ok() {
+    if entry.is_none() && anonymous && stored.is_ok_and(Stored::unknown) {
         return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
     }
     let verifier = entry.map(Verifier::parse);
     // A hash nobody's password matches, so every refusal costs the same hashing.
     let unknowable: [u8; 20] = rand::random();
+    let denied: String;
     let (secret, why, label) = match &verifier {
         Some(Ok(Verifier::Native(hash))) => (
             native_password_recover(hash, scramble, token).map(BackendSecret::NativeStage1),
@@ -426,6 +457,10 @@ fn pass_through(
         None => {
             let _ = native_password_recover(&unknowable, scramble, token);
             match stored {
+                Ok(Stored { denial: Some(d), .. }) => {
+                    denied = d.to_string();
+                    (None, denied.as_str(), failure_of(d))
+                }
                 Ok(_) => (None, "no entry in the auth file or the auth query's answer", AuthFailure::UnknownUser),
                 Err(query) => (None, query.as_str(), AuthFailure::AuthQueryFailed),
             }
@@ -436,11 +471,7 @@ fn pass_through(
         None => {
             tracing::info!(user, reason = why, "pass-through login refused");
             reason.set(label);
-            let using = if token.is_empty() { "NO" } else { "YES" };
-            Err(MyClientError::new(
-                ER_ACCESS_DENIED_ERROR,
-                format!("Access denied for user '{user}' (using password: {using})"),
-            ))
+            Err(access_denied((user, addr), token.is_empty()))
         }
     }
 }
@@ -451,7 +482,7 @@ fn pass_through(
 /// the same error.
 fn check_with(
     pool: &PoolConfig,
-    user: &str,
+    (user, addr): (&str, Option<IpAddr>),
     token_empty: bool,
     anonymous: bool,
     verify: impl FnOnce(&str) -> bool,
@@ -470,11 +501,7 @@ fn check_with(
     if password_ok & user_ok {
         return Ok(());
     }
-    let using = if token_empty { "NO" } else { "YES" };
-    Err(MyClientError::new(
-        ER_ACCESS_DENIED_ERROR,
-        format!("Access denied for user '{user}' (using password: {using})"),
-    ))
+    Err(access_denied((user, addr), token_empty))
 }
 
 #[cfg(test)]
@@ -508,7 +535,7 @@ mod tests {
         for (user, token, ok) in cases {
             let calls = Cell::new(0);
             let verified_against = Cell::new(String::new());
-            let res = check_with(&pool, user, token.is_empty(), false, |password| {
+            let res = check_with(&pool, (user, None), token.is_empty(), false, |password| {
                 calls.set(calls.get() + 1);
                 verified_against.set(password.to_owned());
                 native_password_verify(password.as_bytes(), &scramble, token)
@@ -520,14 +547,23 @@ mod tests {
                 (Err(e), false) => {
                     assert_eq!(e.number, ER_ACCESS_DENIED_ERROR, "{user}");
                     let using = if token.is_empty() { "NO" } else { "YES" };
-                    assert_eq!(e.message, format!("Access denied for user '{user}' (using password: {using})"));
+                    assert_eq!(
+                        e.message,
+                        format!("Access denied for user '{user}'@'localhost' (using password: {using})")
+                    );
                 }
                 (res, _) => panic!("{user} with {token:?}: unexpected {res:?}"),
             }
         }
         // The public entry point agrees with the seam.
         let reason = Cell::new(AuthFailure::WrongPassword);
-        assert!(check_password(&pool, None, "app", (&scramble, &right), false, &reason).is_ok());
-        assert!(check_password(&pool, None, "nobody", (&scramble, &right), false, &reason).is_err());
+        assert!(check_password(&pool, None, ("app", None), (&scramble, &right), false, &reason).is_ok());
+        let refused =
+            check_password(&pool, None, ("nobody", "10.1.2.3".parse().ok()), (&scramble, &right), false, &reason);
+        assert_eq!(
+            refused.map(|_| ()).map_err(|e| e.message),
+            Err("Access denied for user 'nobody'@'10.1.2.3' (using password: YES)".to_owned()),
+            "the server's text, naming the client's address"
+        );
     }
 }

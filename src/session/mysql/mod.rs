@@ -821,10 +821,12 @@ impl Session {
         let user = String::from_utf8_lossy(cu.username).into_owned();
         let database = Some(String::from_utf8_lossy(cu.database).into_owned()).filter(|d| !d.is_empty());
         let resolved = login::resolve_pool(&config, database.as_deref());
+        let addr = self.io.stream.peer_addr().ok().map(|a| a.ip());
         // A pass-through pool checks the new user against its own stored secret (#23).
         let stored = match &resolved {
             Ok((p, _)) if p.username.is_none() => {
-                Some(crate::session::secret::stored_secret(&self.ctx, &config, &p.name, Protocol::MySql, &user).await)
+                let pool = (p.name.as_str(), Protocol::MySql);
+                Some(crate::session::secret::stored_secret(&self.ctx, &config, pool, &user, addr).await)
             }
             _ => None,
         };
@@ -838,7 +840,7 @@ impl Session {
             // Not counted in sqp_auth_failures_total: the session no longer knows its listener.
             let reason = std::cell::Cell::new(crate::metrics::AuthFailure::WrongPassword);
             let token = (&self.client.scramble[..], cu.auth_response);
-            let pass = login::check_password(p, stored.as_ref(), &user, token, false, &reason)?;
+            let pass = login::check_password(p, stored.as_ref(), (&user, addr), token, false, &reason)?;
             let target = self.target_pool(&p.name)?;
             Ok((target, db, pass))
         });

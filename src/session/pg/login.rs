@@ -11,18 +11,19 @@ use base64::Engine as _;
 
 use super::settings::{run_reporting, SettingsError};
 use super::{Identity, Session};
-use crate::auth::Verifier;
+use crate::auth::mock::scram_salt;
+use crate::auth::{Denial, Verifier, VerifierError};
 use crate::config::{ClientAuth, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol};
 use crate::id::{CancelKey, KillRequest, KillTarget};
 use crate::metrics::AuthFailure;
-use crate::pool::{BackendSecret, Conn, ConnInfo, CorePool, PassThrough};
+use crate::pool::{BackendSecret, Conn, ConnInfo, CorePool, PassThrough, PoolError};
 use crate::protocol::pg::{
     auth, backend, decode_frame, decode_startup_frame, frontend, sqlstate, Authentication, ScramKeys, ScramSecret,
     ScramServer, StartupPacket, TransactionStatus,
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
-use crate::session::secret::{login_failed, stored_secret, Stored};
+use crate::session::secret::{failure_of, login_failed, stored_secret, Stored};
 use crate::session::state::startup::{canonical_utf8, parse_options};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
@@ -196,9 +197,17 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let causal = causal_token(&mut params.values)?;
     let auth = config.listeners.get(listener).map_or(ClientAuth::ScramSha256, |l| l.auth_method);
     if config.console.is_console_database(&database) {
-        return Err(console_login(client, &config.console, user, auth).await);
+        return Err(console_login(client, &config.console, user, auth, &config.auth.mock_seed).await);
     }
-    let pool_cfg = resolve_pool(&config, &database)?;
+    // The password is checked before the database, as the server does (#33): a client naming
+    // an unknown database is authenticated as its default pool would check it, then told.
+    let resolved = resolve_pool(&config, &database);
+    let pool_cfg = match &resolved {
+        Ok(p) => *p,
+        Err(e) => {
+            config.routing.primary_pool(Protocol::Postgres).and_then(|p| config.pool(p)).ok_or_else(|| e.clone())?
+        }
+    };
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
     // auth.max_failed_logins: an address past its failures is refused like a wrong password.
     let addr = client.stream.peer_addr().ok().map(|a| a.ip());
@@ -208,13 +217,14 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         return Err(refuse(&user));
     }
     let reason = Cell::new(AuthFailure::WrongPassword);
-    let login = Login { client, pool: pool_cfg, config: &config, user: &user, method: auth, anonymous };
+    let login = Login { client, pool: pool_cfg, config: &config, user: &user, method: auth, anonymous, addr };
     let pass = authenticate(ctx, login, &reason).await.inspect_err(|end| {
         if matches!(end, LoginEnd::Refused(e) if e.code == sqlstate::INVALID_PASSWORD) {
             ctx.login_failed(addr);
             ctx.counters.auth_failed(listener, reason.get());
         }
     })?;
+    let pool_cfg = resolved?;
     let lex = crate::sql::mode::SessionModes::default();
     Ok(Authenticated { pool: pool_cfg.name.clone(), params, identity: Identity { user, database, lex, pass, causal } })
 }
@@ -226,7 +236,25 @@ fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig
 }
 
 fn refuse(user: &str) -> LoginEnd {
-    PgClientError::new(sqlstate::INVALID_PASSWORD, format!("password authentication failed for user \"{user}\"")).into()
+    password_failed(user).into()
+}
+
+fn password_failed(user: &str) -> PgClientError {
+    PgClientError::new(sqlstate::INVALID_PASSWORD, format!("password authentication failed for user \"{user}\""))
+}
+
+/// The client's error for a failed checkout at login. A pass-through client whose backend
+/// refuses the credentials its login proved (the auth file's verifier is not the server's any
+/// more, say) gets what a wrong password gets, so a right password is not told apart from a
+/// wrong one; the operator's log has the backend's reason (#33).
+fn pool_refusal(e: &PoolError, who: Option<&PassThrough>) -> PgClientError {
+    match (e, who) {
+        (PoolError::Auth { .. }, Some(who)) => {
+            tracing::info!(user = %who.user, error = %e, "pass-through login refused by the backend");
+            password_failed(&who.user)
+        }
+        _ => PgClientError::from(e),
+    }
 }
 
 /// One client's login: whom it is checked for and how.
@@ -237,6 +265,8 @@ struct Login<'a> {
     user: &'a str,
     method: ClientAuth,
     anonymous: bool,
+    /// The client's address, which MySQL account hosts are matched against.
+    addr: Option<std::net::IpAddr>,
 }
 
 /// Checks the client against the pool's credentials, or on a pass-through pool (no
@@ -247,10 +277,11 @@ async fn authenticate(
     login: Login<'_>,
     reason: &Cell<AuthFailure>,
 ) -> Result<Option<Rc<PassThrough>>, LoginEnd> {
-    let Login { client, pool, config, user, method, anonymous } = login;
+    let Login { client, pool, config, user, method, anonymous, addr } = login;
     if pool.username.is_none() {
-        let stored = stored_secret(ctx, config, &pool.name, Protocol::Postgres, user).await;
-        let outcome = pass_through(client, stored.as_ref(), user, method, anonymous).await;
+        let stored = stored_secret(ctx, config, (&pool.name, Protocol::Postgres), user, addr).await;
+        let how = How { method, anonymous, seed: &config.auth.mock_seed };
+        let outcome = pass_through(client, stored.as_ref(), user, how).await;
         if let (Err((LoginEnd::Refused(e), _)), Ok(stored)) = (&outcome, &stored) {
             if e.code == sqlstate::INVALID_PASSWORD {
                 login_failed(ctx, &pool.name, user, stored);
@@ -271,7 +302,7 @@ async fn authenticate(
         )
         .into());
     };
-    verify(client, pool_user, password, user, method).await.map(|()| None)
+    verify(client, (pool_user, password), user, method, &config.auth.mock_seed).await.map(|()| None)
 }
 
 /// Why a pass-through login failed, for the log only: the client gets the same 28P01 for each.
@@ -284,6 +315,8 @@ enum Refusal {
     UnusableSecret(&'static str),
     /// The auth query could not answer (why, for the log).
     QueryFailed(String),
+    /// The server would refuse the account whatever the client proves (#33).
+    Denied(Denial),
 }
 
 impl Refusal {
@@ -294,6 +327,7 @@ impl Refusal {
             Refusal::WrongPassword => AuthFailure::WrongPassword,
             Refusal::UnusableSecret(_) => AuthFailure::UnusableSecret,
             Refusal::QueryFailed(_) => AuthFailure::AuthQueryFailed,
+            Refusal::Denied(d) => failure_of(d),
         }
     }
 }
@@ -304,6 +338,7 @@ impl std::fmt::Display for Refusal {
             Refusal::UnknownUser => f.write_str("no entry in the auth file or the auth query's answer"),
             Refusal::QueryFailed(why) => write!(f, "the auth query failed: {why}"),
             Refusal::WrongPassword => f.write_str("wrong password"),
+            Refusal::Denied(d) => d.fmt(f),
             Refusal::UnusableSecret(kind) => {
                 write!(f, "the stored secret is a {kind}, which cannot check this listener's auth_method")
             }
@@ -311,33 +346,40 @@ impl std::fmt::Display for Refusal {
     }
 }
 
+/// How a pass-through login is checked: the listener's exchange, whether it lets users
+/// without a secret in, and the mock salt key.
+struct How<'a> {
+    method: ClientAuth,
+    anonymous: bool,
+    seed: &'a [u8; 32],
+}
+
 /// The pass-through login (#23): the client is checked against its stored secret (auth file or
 /// auth query), and what the exchange proves (the SCRAM ClientKey, the MD5 secret, or the
 /// plaintext) is kept to log the client's backend connections in as the client. A user
 /// without a secret is let through unchecked only on an `allow_anonymous` listener, for
-/// backends that trust the router.
+/// backends that trust the router. A role that may not log in is refused after a right proof
+/// with the server's 28000, after a wrong one like any other (#33).
 async fn pass_through(
     client: &mut Client,
     stored: Result<&Stored, &String>,
     user: &str,
-    method: ClientAuth,
-    anonymous: bool,
+    how: How<'_>,
 ) -> Result<Rc<PassThrough>, (LoginEnd, AuthFailure)> {
     let entry = stored.ok().and_then(|s| s.text.as_deref());
-    if entry.is_none() && anonymous && stored.is_ok() {
+    if entry.is_none() && how.anonymous && stored.is_ok_and(Stored::unknown) {
         return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
     }
     let verifier = entry.map(Verifier::parse);
     // Every path runs the same exchange to its end, so which part was wrong is not revealed.
-    let (expected, refusal) = match (&verifier, method) {
-        (Some(Ok(Verifier::Scram(secret))), ClientAuth::ScramSha256) => (Expected::Scram(secret.clone()), None),
-        (Some(Ok(Verifier::Md5(secret))), ClientAuth::Md5) => (Expected::Md5(secret.clone()), None),
-        (Some(Ok(Verifier::Plain(password))), _) => (Expected::from_password(method, user, password), None),
-        (Some(Ok(other)), _) => (Expected::unknowable(method, user), Some(Refusal::UnusableSecret(other.kind()))),
-        (Some(Err(_)), _) => (Expected::unknowable(method, user), Some(Refusal::UnusableSecret("malformed secret"))),
-        (None, _) => {
-            let why = stored.err().map_or(Refusal::UnknownUser, |e| Refusal::QueryFailed(e.clone()));
-            (Expected::unknowable(method, user), Some(why))
+    let (expected, refusal) = match &verifier {
+        Some(v) => expected_for(v.as_ref(), how.method, user, how.seed),
+        None => {
+            let why = match stored {
+                Err(e) => Refusal::QueryFailed(e.clone()),
+                Ok(s) => s.denial.clone().map_or(Refusal::UnknownUser, Refusal::Denied),
+            };
+            (Expected::unknowable(how.method, user, how.seed), Some(why))
         }
     };
     let proof = exchange(client, &expected).await.map_err(|end| (end, AuthFailure::WrongPassword))?;
@@ -359,42 +401,82 @@ async fn pass_through(
             return Err((refuse(user), why.label()));
         }
     };
+    if stored.is_ok_and(|s| s.no_login) {
+        tracing::info!(user, "pass-through login refused: the role may not log in (rolcanlogin)");
+        let message = format!("role \"{user}\" is not permitted to log in");
+        let end = PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, message).into();
+        return Err((end, AuthFailure::NotAdmitted));
+    }
     if let Some(p) = proof {
         finish(client, p).await.map_err(|end| (end, AuthFailure::WrongPassword))?;
     }
     Ok(Rc::new(PassThrough { user: Rc::from(user), secret }))
 }
 
-/// Authenticates an admin-console user against its `console.passwords` entry. An unknown user
-/// runs the same exchange against a password nobody knows and gets the same refusal.
-async fn console_login(client: &mut Client, console: &Console, user: String, method: ClientAuth) -> LoginEnd {
-    let role = console.role_of(&user);
-    let unknowable = format!("{:032x}", rand::random::<u128>());
-    let password = console.passwords.get(&user).filter(|_| role.is_some()).map_or(unknowable.as_str(), String::as_str);
-    if let Err(end) = verify(client, &user, password, &user, method).await {
-        return end;
-    }
-    match role {
-        Some(role) => LoginEnd::Console { user, role },
-        None => refuse(&user),
+/// What a stored verifier checks a `method` client with, and why it refuses any proof when it
+/// cannot check this exchange (the exchange still runs, against a mock verifier).
+fn expected_for(
+    verifier: Result<&Verifier, &VerifierError>,
+    method: ClientAuth,
+    user: &str,
+    seed: &[u8; 32],
+) -> (Expected, Option<Refusal>) {
+    match (verifier, method) {
+        (Ok(Verifier::Scram(secret)), ClientAuth::ScramSha256) => (Expected::Scram(secret.clone()), None),
+        (Ok(Verifier::Md5(secret)), ClientAuth::Md5) => (Expected::Md5(secret.clone()), None),
+        (Ok(Verifier::Plain(password)), _) => (Expected::from_password(method, user, password, seed), None),
+        (Ok(other), _) => (Expected::unknowable(method, user, seed), Some(Refusal::UnusableSecret(other.kind()))),
+        (Err(_), _) => (Expected::unknowable(method, user, seed), Some(Refusal::UnusableSecret("malformed secret"))),
     }
 }
 
-/// Runs the password exchange against `password` and accepts the client only if it is
-/// `expected_user` too.
+/// Authenticates an admin-console user against its `console.passwords` entry: a password, an
+/// MD5 secret or a SCRAM verifier, as in the auth file (#33). An unknown user runs the same
+/// exchange against a mock verifier and gets the same refusal.
+async fn console_login(
+    client: &mut Client,
+    console: &Console,
+    user: String,
+    method: ClientAuth,
+    seed: &[u8; 32],
+) -> LoginEnd {
+    let role = console.role_of(&user);
+    let verifier = console.passwords.get(&user).filter(|_| role.is_some()).map(|t| Verifier::parse(t));
+    let (expected, refusal) = match &verifier {
+        Some(v) => expected_for(v.as_ref(), method, &user, seed),
+        None => (Expected::unknowable(method, &user, seed), Some(Refusal::UnknownUser)),
+    };
+    let proof = match exchange(client, &expected).await {
+        Ok(proof) => proof,
+        Err(end) => return end,
+    };
+    match (proof, refusal, role) {
+        (Some(p), None, Some(role)) => match finish(client, p).await {
+            Ok(()) => LoginEnd::Console { user, role },
+            Err(end) => end,
+        },
+        (_, why, _) => {
+            tracing::info!(user, reason = %why.unwrap_or(Refusal::WrongPassword), "console login refused");
+            refuse(&user)
+        }
+    }
+}
+
+/// Runs the password exchange against the pool's `(user, password)` and accepts the client
+/// only if it is that user too.
 async fn verify(
     client: &mut Client,
-    expected_user: &str,
-    password: &str,
+    (expected_user, password): (&str, &str),
     user: &str,
     method: ClientAuth,
+    seed: &[u8; 32],
 ) -> Result<(), LoginEnd> {
     // The exchange runs to the end against the pool's secret before the user name is even
     // looked at, so an unknown user costs the same messages and hashing as a wrong password,
     // and both get the same answer: which part was wrong is not revealed, not even by timing.
     // Nothing is sent between the proof check and the verdict (not even SCRAM's server
     // signature), so a right password with a wrong user looks like any other failure.
-    let proof = exchange(client, &Expected::from_password(method, user, password)).await?;
+    let proof = exchange(client, &Expected::from_password(method, user, password, seed)).await?;
     let user_ok = auth::ct_eq(expected_user.as_bytes(), user.as_bytes());
     match proof {
         Some(p) if user_ok => finish(client, p).await,
@@ -411,24 +493,25 @@ enum Expected {
 }
 
 impl Expected {
-    fn from_password(method: ClientAuth, user: &str, password: &str) -> Self {
+    /// The password's verifier. Its SCRAM salt is the user's mock salt: the same on every try,
+    /// as a stored verifier's is, so it does not set the user apart from an unknown one.
+    fn from_password(method: ClientAuth, user: &str, password: &str, seed: &[u8; 32]) -> Self {
         match method {
             ClientAuth::Md5 => Expected::Md5(auth::md5_secret(user, password)),
             ClientAuth::ScramSha256 => {
-                let salt: [u8; 16] = rand::random();
-                Expected::Scram(ScramSecret::from_password(password, &salt, SCRAM_ITERATIONS))
+                Expected::Scram(ScramSecret::from_password(password, &scram_salt(seed, user), SCRAM_ITERATIONS))
             }
         }
     }
 
     /// A secret no password matches, checked with the same work as a stored one (no key
-    /// derivation: stored verifiers need none either).
-    fn unknowable(method: ClientAuth, user: &str) -> Self {
+    /// derivation: stored verifiers need none either), with the user's mock salt (#33).
+    fn unknowable(method: ClientAuth, user: &str, seed: &[u8; 32]) -> Self {
         match method {
             ClientAuth::Md5 => Expected::Md5(auth::md5_secret(user, &format!("{:032x}", rand::random::<u128>()))),
             ClientAuth::ScramSha256 => Expected::Scram(ScramSecret {
                 iterations: SCRAM_ITERATIONS,
-                salt: rand::random::<[u8; 16]>().to_vec(),
+                salt: scram_salt(seed, user).to_vec(),
                 stored_key: rand::random(),
                 server_key: rand::random(),
             }),
@@ -531,8 +614,9 @@ async fn greet(
         .get(pool_name)
         .cloned()
         .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, "pool disappeared during login"))?;
-    let server_params =
-        super::server_params(&pool, identity.pass.as_deref()).await.map_err(|e| PgClientError::from(&e))?;
+    let server_params = super::server_params(&pool, identity.pass.as_deref())
+        .await
+        .map_err(|e| pool_refusal(&e, identity.pass.as_deref()))?;
     identity.lex = crate::sql::mode::SessionModes::pg_startup(
         client_params.values.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         server_params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
@@ -669,7 +753,7 @@ async fn attach(
     check: bool,
 ) -> Result<Conn, LoginEnd> {
     let deadline = rt::now() + pool.config.timeouts.acquire;
-    let mut conn = pool.checkout(Protocol::Postgres, who, deadline).await.map_err(|e| PgClientError::from(&e))?;
+    let mut conn = pool.checkout(Protocol::Postgres, who, deadline).await.map_err(|e| pool_refusal(&e, who))?;
     if conn.settings == state.signature() && !check {
         return Ok(conn);
     }
