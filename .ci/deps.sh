@@ -24,6 +24,9 @@ command -v cc >/dev/null || missing+=(build-essential)     # linker for cargo
 command -v systemd-analyze >/dev/null || missing+=(systemd)  # verifies querypilot.service
 # Client connectors the MySQL listener is tested with (tests/it/connectors.rs).
 /usr/bin/python3 -c 'import pymysql' 2>/dev/null || missing+=(python3-pymysql)
+# MariaDB challenges a login no account admits with a random loaded plugin (ed25519 here):
+# PyMySQL needs PyNaCl to answer it and see the server's 1045 (tests/it/passthrough_identity.rs).
+/usr/bin/python3 -c 'import nacl' 2>/dev/null || missing+=(python3-nacl)
 # PostgreSQL client libraries the prepared-statement, pipeline and batch tests drive
 # (tests/it/pg_prepared_ddl.rs, pg_pipeline.rs, pg_stream.rs).
 /usr/bin/python3 -c 'import psycopg' 2>/dev/null || missing+=(python3-psycopg)

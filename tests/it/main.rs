@@ -42,6 +42,7 @@ mod mysql_sysbench;
 mod mysql_types;
 mod overload;
 mod passthrough;
+mod passthrough_identity;
 mod passthrough_query;
 mod pause;
 mod pg_badinput;

@@ -187,10 +187,11 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let named_pool = named_pool(&config, database.as_deref());
     let token = auth_token(client, &resp, &greeting.scramble).await?;
     let anonymous = config.listeners.get(listener).is_some_and(|l| l.allow_anonymous);
-    let who = Who { listener, user: &user, token: &token, scramble: &greeting.scramble, anonymous };
-    let pass = authenticate(ctx, &config, client, checked_by, &who).await?;
+    let addr = client.peer_ip();
+    let who = Who { listener, user: &user, addr, token: &token, scramble: &greeting.scramble, anonymous };
+    let pass = authenticate(ctx, &config, checked_by, &who).await?;
     let (pool_cfg, db) = resolved.map_err(Some)?;
-    let pool = admit(ctx, pool_cfg, &greeting.default, (pass.as_deref(), client.peer_ip())).await?;
+    let pool = admit(ctx, pool_cfg, &greeting.default, (pass.as_deref(), &who)).await?;
     let caps = resp.capabilities & greeting.offered;
     let mut ok = Vec::new();
     OkPacket { status: greeting.status, ..OkPacket::default() }.encode(caps, &mut ok);
@@ -266,6 +267,8 @@ async fn auth_token(
 struct Who<'a> {
     listener: usize,
     user: &'a str,
+    /// The client's address, which account hosts are matched against (#33).
+    addr: Option<IpAddr>,
     token: &'a [u8],
     scramble: &'a [u8; 20],
     /// The listener lets clients in without a password.
@@ -277,13 +280,12 @@ struct Who<'a> {
 async fn authenticate(
     ctx: &Rc<CoreContext>,
     config: &Config,
-    client: &Client,
     pool_cfg: &PoolConfig,
     who: &Who<'_>,
 ) -> Result<Option<Rc<PassThrough>>, LoginError> {
     let user = who.user;
     // auth.max_failed_logins: an address past its failures is refused like a wrong password.
-    let addr = client.peer_ip();
+    let addr = who.addr;
     if ctx.login_blocked(addr) {
         tracing::info!(user, "login refused unchecked: too many failed logins from this address");
         ctx.counters.auth_failed(who.listener, AuthFailure::RateLimited);
@@ -312,7 +314,7 @@ async fn admit(
     ctx: &Rc<CoreContext>,
     pool_cfg: &PoolConfig,
     default: &Rc<CorePool>,
-    (pass, addr): (Option<&PassThrough>, Option<IpAddr>),
+    (pass, client): (Option<&PassThrough>, &Who<'_>),
 ) -> Result<Rc<CorePool>, LoginError> {
     let pools = ctx.pools();
     let pool = pools
@@ -336,7 +338,7 @@ async fn admit(
                 Some(match e {
                     PoolError::Auth { .. } => {
                         tracing::info!(user = %who.user, error = %e, "pass-through login refused by the backend");
-                        access_denied((&who.user, addr), false)
+                        access_denied((&who.user, client.addr), client.token.is_empty())
                     }
                     _ => MyClientError::from(&e),
                 })
