@@ -291,3 +291,57 @@ fn logs_at_the_default_level_hold_no_password_sql_or_parameter() {
         assert!(!logs.to_lowercase().contains(&marker.to_lowercase()), "{marker} leaked into the logs:\n{logs}");
     }
 }
+
+/// PyMySQL logs in as `user`/`password` to database `db` on each port; one line each.
+fn pymysql_to_database(ports: &[u16], user: &str, password: &str, db: &str) -> Vec<String> {
+    let script = "import sys, pymysql\n\
+                  for port in sys.argv[4:]:\n\
+                  \x20   try:\n\
+                  \x20       pymysql.connect(host='127.0.0.1', port=int(port), user=sys.argv[1], password=sys.argv[2],\n\
+                  \x20                       database=sys.argv[3], connect_timeout=10).close()\n\
+                  \x20       print('ok')\n\
+                  \x20   except pymysql.err.OperationalError as e:\n\
+                  \x20       print('err', e.args[0], e.args[1])\n";
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", script, user, password, db])
+        .args(ports.iter().map(u16::to_string))
+        .output()
+        .expect("run python3");
+    assert!(out.status.success(), "PyMySQL: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+}
+
+/// Issue #33: the password is checked before the database name, as both servers do it — a
+/// wrong password for a database no pool serves is a password failure (nothing learned about
+/// the database), a right one learns that the database does not exist.
+#[test]
+fn the_password_is_checked_before_the_database_name() {
+    use crate::passthrough_identity::asyncpg;
+    let (pg, my) = (&dbs().pg, &dbs().my);
+    let router = Router::start(&pg_config(&[0], &pg_pool("main", pg.primary_port, "transaction", 2), "main"));
+    let cases = |port: u16| {
+        [
+            (port, pg.user.as_str(), "wrong", "qp_no_such_db"),
+            (port, pg.user.as_str(), pg.password.as_str(), "qp_no_such_db"),
+        ]
+    };
+    let (server, routed) = (asyncpg(&cases(pg.primary_port)), asyncpg(&cases(router.port())));
+    assert_eq!(
+        server,
+        [
+            format!("err 28P01 password authentication failed for user \"{}\"", pg.user),
+            "err 3D000 database \"qp_no_such_db\" does not exist".to_owned()
+        ],
+        "the server's order"
+    );
+    assert_eq!(routed, server, "the router's");
+
+    let router = Router::start(&my_config(&[0], &my_pool("main", "transaction", 2), "main"));
+    let ports = [my.primary_port, router.port()];
+    let wrong = pymysql_to_database(&ports, &my.user, "wrong", "qp_no_such_db");
+    let denied = format!("err 1045 Access denied for user '{}'@'127.0.0.1' (using password: YES)", my.user);
+    assert_eq!(wrong, [denied.clone(), denied], "server, then router");
+    let right = pymysql_to_database(&ports, &my.user, &my.password, "qp_no_such_db");
+    let unknown = "err 1049 Unknown database 'qp_no_such_db'".to_owned();
+    assert_eq!(right, [unknown.clone(), unknown], "server, then router");
+}

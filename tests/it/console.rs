@@ -135,3 +135,43 @@ fn debians_pgbouncer_exporter_scrapes_the_console() {
     let value: f64 = requests.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0);
     assert!(value >= 1.0, "the statement run before is counted: {requests:?}");
 }
+
+/// Issue #33: `console.passwords` may hold what the auth file holds — a SCRAM verifier or an
+/// MD5 secret — so the configuration needs no plaintext: psql logs in with the password, a
+/// wrong one is refused, and an entry that cannot check the listener's exchange (a verifier
+/// on an MD5 listener) is refused like a wrong password.
+#[test]
+fn console_passwords_may_be_scram_verifiers_or_md5_secrets() {
+    use crate::pg_util::superuser;
+    let role = crate::support::unique_name("console_pw");
+    let mut su = superuser();
+    su.batch_execute(&format!("CREATE ROLE {role} PASSWORD 'b0ss-pw'")).expect("a role to hash the password");
+    let verifier: String =
+        su.query_one("SELECT rolpassword FROM pg_authid WHERE rolname = $1", &[&role]).expect("verifier").get(0);
+    su.batch_execute(&format!("DROP ROLE {role}")).expect("drop role");
+    let md5: String = su.query_one("SELECT 'md5' || md5('w-pw' || 'watcher')", &[]).expect("md5").get(0);
+    assert!(verifier.starts_with("SCRAM-SHA-256$"), "{verifier}");
+    let console = CONSOLE
+        .replace("boss = \"b0ss-pw\"", &format!("boss = \"{verifier}\""))
+        .replace("watcher = \"w-pw\"", &format!("watcher = \"{md5}\""));
+    assert!(!console.contains("b0ss-pw") && !console.contains("w-pw"), "no plaintext: {console}");
+    let pools = pg_pool("main", dbs().pg.primary_port, "transaction", 2);
+    let base = format!("{}{console}", pg_config(&[0], &pools, "main"));
+    let scram = Router::start(&base);
+    let md5_listener =
+        Router::start(&base.replacen("bind = \"127.0.0.1:0\"\n", "bind = \"127.0.0.1:0\"\nauth_method = \"md5\"\n", 1));
+
+    let (ok, out, err) = psql(&scram, "boss", "b0ss-pw", "querypilot", &["SHOW VERSION"]);
+    assert!(ok && out.contains("QueryPilot Router"), "a SCRAM verifier checks a SCRAM login: {err}");
+    let (ok, _, err) = psql(&scram, "boss", "wrong", "querypilot", &["SHOW VERSION"]);
+    assert!(!ok && err.contains("password authentication failed for user \"boss\""), "{err}");
+    let (ok, out, err) = psql(&md5_listener, "watcher", "w-pw", "querypilot", &["SHOW POOLS"]);
+    assert!(ok && out.contains("main|app|"), "an MD5 secret checks an MD5 login: {err}");
+    let (ok, _, err) = psql(&md5_listener, "watcher", "wrong", "querypilot", &["SHOW POOLS"]);
+    assert!(!ok && err.contains("password authentication failed for user \"watcher\""), "{err}");
+    let (ok, _, err) = psql(&md5_listener, "boss", "b0ss-pw", "querypilot", &["SHOW VERSION"]);
+    assert!(
+        !ok && err.contains("password authentication failed for user \"boss\""),
+        "a verifier cannot check MD5: {err}"
+    );
+}
