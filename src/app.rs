@@ -112,6 +112,11 @@ fn ensure_ports_free(config: &Config) -> Result<(), StartError> {
 pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) -> Result<Running, StartError> {
     crate::control::load_auth_file(&mut config).map_err(StartError::AuthFile)?;
     crate::control::seed_mock_salts(&mut config, None);
+    if config.auth.allow_empty_password {
+        tracing::warn!(
+            "[auth] allow_empty_password is on: MySQL accounts without a password log in through the router"
+        );
+    }
     let cpus = cpus(&config)?;
     // Rules first: a bad rule should not cost a bound port.
     let snapshot = Arc::new(Snapshot::build(RulesVersion(1), Arc::new(config), &[], &[])?);

@@ -4,8 +4,23 @@
 use super::{Config, Protocol};
 
 impl Config {
-    /// What `--check` warns about, one message per finding, in pool order.
+    /// What `--check` warns about (and the router logs at start), one message per finding.
     pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.auth.allow_empty_password {
+            out.push(
+                "[auth] allow_empty_password = true: MySQL accounts with an empty password log in through the \
+                 router without one, from every address their Host admits, and the server sees the router's \
+                 address, not the client's (#33)"
+                    .to_owned(),
+            );
+        }
+        out.extend(self.protocol_warnings());
+        out
+    }
+
+    /// Pools without `protocol` reached by both listener kinds, in pool order.
+    fn protocol_warnings(&self) -> Vec<String> {
         let serves = |p: Protocol| self.listeners.iter().any(|l| l.protocol == p);
         if !(serves(Protocol::Postgres) && serves(Protocol::MySql)) {
             return Vec::new();
@@ -90,5 +105,12 @@ mod tests {
         assert!(w.len() == 1 && w[0].contains("exclude `protocol`"), "no impossible fix offered: {w:?}");
         let explicit = POOLS.replace("[pools.pg]\n", "[pools.pg]\nprotocol = \"postgres\"\n");
         assert!(warnings(&format!("{PG}{MY}{explicit}")).is_empty());
+    }
+
+    #[test]
+    fn the_empty_password_opt_in_is_warned_about() {
+        let w = warnings(&format!("{MY}{POOLS}[auth]\nallow_empty_password = true\n"));
+        assert!(w.len() == 1 && w[0].starts_with("[auth] allow_empty_password = true"), "{w:?}");
+        assert!(warnings(&format!("{MY}{POOLS}[auth]\nallow_empty_password = false\n")).is_empty());
     }
 }

@@ -280,6 +280,26 @@ fn expired_and_nologin_roles_are_refused_as_the_server_refuses_them() {
     assert_eq!(server[4], format!("err 28P01 password authentication failed for user \"{soon}\""), "password first");
     assert_eq!(server[5], "err 3D000 database \"no_such_db\" does not exist");
 
+    // Message for message: a role that may not log in completes the exchange (same verifier,
+    // so the same salt) and is refused after AuthenticationOk.
+    let direct_nologin = scram_transcript(direct, &nologin, "pw");
+    assert_eq!(direct_nologin.last(), Some(&server[1].replacen("err", "E", 1)));
+    assert_eq!(scram_transcript(through, &nologin, "pw"), direct_nologin);
+    // An expired role is challenged with a mock salt by both (each its own), then refused.
+    let shape = |seen: Vec<String>| -> Vec<String> {
+        seen.into_iter()
+            .map(|m| match m.strip_prefix("SASLContinue ") {
+                Some(p) => {
+                    format!("SASLContinue {}", p.split(',').filter(|a| !a.starts_with("s=")).collect::<String>())
+                }
+                None => m,
+            })
+            .collect()
+    };
+    let direct_expired = shape(scram_transcript(direct, &expired, "pw"));
+    assert_eq!(direct_expired.last(), Some(&server[0].replacen("err", "E", 1)));
+    assert_eq!(shape(scram_transcript(through, &expired, "pw")), direct_expired);
+
     // The router's answer for `soon` is cached (cache_ttl 60s), yet expires with the password.
     crate::support::eventually(Duration::from_secs(20), "the password expired", || {
         superuser().query_one(&format!("SELECT now() > '{until}'"), &[]).expect("now").get::<_, bool>(0)
@@ -297,10 +317,12 @@ fn valid_until_in(d: Duration) -> String {
         .get(0)
 }
 
-/// The SCRAM server-first message's salt the router challenges `user` with (over a raw
-/// socket: no client library shows it); the attempt is then abandoned.
-fn scram_salt(port: u16, user: &str) -> String {
-    use querypilot::protocol::pg::frontend::encode_sasl_initial_response;
+/// One SCRAM login of `user` with `password` over a raw socket, as the messages the server
+/// (or router) sent: `SASL`, `SASLContinue s=<salt>,i=<iterations>`, `SASLFinal`, `Ok`, and
+/// `E <code> <message>` or `ReadyForQuery` to end it (no client library shows the salt or the
+/// order of messages).
+fn scram_transcript(port: u16, user: &str, password: &str) -> Vec<String> {
+    use querypilot::protocol::pg::frontend::{encode_sasl_initial_response, encode_sasl_response};
     use querypilot::protocol::pg::{Authentication, BackendMessage, Frame, ScramClient};
     let mut body = 196608u32.to_be_bytes().to_vec();
     for s in ["user", user, "database", dbs().pg.database.as_str(), ""] {
@@ -311,23 +333,49 @@ fn scram_salt(port: u16, user: &str) -> String {
     packet.extend_from_slice(&body);
     let mut c = crate::pg_raw::Raw::open(port);
     c.send(&packet);
-    let scram = ScramClient::new(user, "guess", "saltProbeNonce1234").expect("scram client");
+    let scram = ScramClient::new(user, password, "transcriptNonce1234").expect("scram client");
+    let mut seen = Vec::new();
     while let Some((tag, body)) = c.recv() {
+        let mut out = Vec::new();
         match BackendMessage::decode(&Frame::new(tag, &body)).expect("decode") {
             BackendMessage::Authentication(Authentication::Sasl { .. }) => {
-                let mut out = Vec::new();
+                seen.push("SASL".to_owned());
                 encode_sasl_initial_response("SCRAM-SHA-256", Some(scram.client_first().as_bytes()), &mut out)
                     .expect("encode");
-                c.send(&out);
             }
             BackendMessage::Authentication(Authentication::SaslContinue(data)) => {
                 let text = String::from_utf8_lossy(data);
-                return text.split(',').find_map(|a| a.strip_prefix("s=")).expect("a salt").to_owned();
+                let params: Vec<&str> = text.split(',').filter(|a| !a.starts_with("r=")).collect();
+                seen.push(format!("SASLContinue {}", params.join(",")));
+                let (client_final, _) = scram.handle_server_first(data).expect("server-first");
+                encode_sasl_response(client_final.as_bytes(), &mut out).expect("encode");
             }
-            other => panic!("{user}: unexpected {other:?}"),
+            BackendMessage::Authentication(Authentication::SaslFinal(_)) => seen.push("SASLFinal".to_owned()),
+            BackendMessage::Authentication(Authentication::Ok) => seen.push("Ok".to_owned()),
+            BackendMessage::ErrorResponse(_) => {
+                let f = crate::pg_raw::fields(&body);
+                let get = |k: u8| f.iter().find(|(key, _)| *key == k).map(|(_, v)| v.clone()).unwrap_or_default();
+                seen.push(format!("E {} {}", get(b'C'), get(b'M')));
+                break;
+            }
+            BackendMessage::ReadyForQuery(_) => {
+                seen.push("ReadyForQuery".to_owned());
+                break;
+            }
+            _ => {}
+        }
+        if !out.is_empty() {
+            c.send(&out);
         }
     }
-    panic!("{user}: the router closed before its challenge")
+    seen
+}
+
+/// The salt the router challenges `user` with.
+fn scram_salt(port: u16, user: &str) -> String {
+    let seen = scram_transcript(port, user, "guess");
+    let challenge = seen.iter().find_map(|m| m.strip_prefix("SASLContinue ")).expect("a SCRAM challenge");
+    challenge.split(',').find_map(|a| a.strip_prefix("s=")).expect("a salt").to_owned()
 }
 
 #[test]

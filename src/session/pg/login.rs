@@ -401,16 +401,26 @@ async fn pass_through(
             return Err((refuse(user), why.label()));
         }
     };
-    if stored.is_ok_and(|s| s.no_login) {
-        tracing::info!(user, "pass-through login refused: the role may not log in (rolcanlogin)");
-        let message = format!("role \"{user}\" is not permitted to log in");
-        let end = PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, message).into();
-        return Err((end, AuthFailure::NotAdmitted));
-    }
     if let Some(p) = proof {
         finish(client, p).await.map_err(|end| (end, AuthFailure::WrongPassword))?;
     }
+    if stored.is_ok_and(|s| s.no_login) {
+        return Err((no_login(client, user).await, AuthFailure::NotAdmitted));
+    }
     Ok(Rc::new(PassThrough { user: Rc::from(user), secret }))
+}
+
+/// Refuses a role that proved its password but may not log in, as the server does: the
+/// password exchange has succeeded (AuthenticationOk), then FATAL 28000.
+async fn no_login(client: &mut Client, user: &str) -> LoginEnd {
+    tracing::info!(user, "pass-through login refused: the role may not log in (rolcanlogin)");
+    let mut out = Vec::new();
+    let _ = backend::encode_authentication(&Authentication::Ok, &mut out);
+    if let Err(end) = client.send(&out).await {
+        return end;
+    }
+    let message = format!("role \"{user}\" is not permitted to log in");
+    PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, message).into()
 }
 
 /// What a stored verifier checks a `method` client with, and why it refuses any proof when it
