@@ -41,6 +41,7 @@ pub(crate) struct Stored {
 }
 
 impl Stored {
+    /// The verdict on `user` from `client` against `accounts` answered at `fetched`.
     fn judged(
         accounts: &[Account],
         fetched: Instant,
