@@ -493,3 +493,34 @@ impl ControlPlane {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(auth: &str) -> Config {
+        let text = format!(
+            "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\n\
+             backends = [{{ host = \"h\", port = 1 }}]\n\n[routing]\ndefault_pool = \"main\"\n\n[auth]\n{auth}"
+        );
+        Config::parse(&text, "t.toml").expect("valid config")
+    }
+
+    #[test]
+    fn mock_salts_come_from_the_key_else_stay_the_same_across_reloads() {
+        let (mut first, mut reloaded, mut other_start) = (config(""), config(""), config(""));
+        seed_mock_salts(&mut first, None);
+        seed_mock_salts(&mut reloaded, Some(&first));
+        seed_mock_salts(&mut other_start, None);
+        assert_eq!(reloaded.auth.mock_seed, first.auth.mock_seed, "a reload keeps the random key");
+        assert_ne!(other_start.auth.mock_seed, first.auth.mock_seed, "a start draws a new one");
+        let (mut keyed, mut keyed_again) = (config("mock_salt_key = \"k\"\n"), config("mock_salt_key = \"k\"\n"));
+        seed_mock_salts(&mut keyed, Some(&first));
+        seed_mock_salts(&mut keyed_again, None);
+        assert_eq!(keyed.auth.mock_seed, keyed_again.auth.mock_seed, "a configured key wins, at every start");
+        assert_eq!(keyed.auth.mock_seed, crate::auth::mock::seed_from_key("k"));
+        let mut unkeyed = config("");
+        seed_mock_salts(&mut unkeyed, Some(&keyed));
+        assert_ne!(unkeyed.auth.mock_seed, keyed.auth.mock_seed, "dropping the key draws a random one");
+    }
+}

@@ -334,14 +334,18 @@ fn every_issue_is_reported_at_once_in_file_order() {
 
 #[test]
 fn redacted_toml_hides_every_secret() {
-    let text = EXAMPLE.replace("# admin_token = \"change-me\"", "admin_token = \"t0psecret\"");
+    let text = EXAMPLE.replace("# admin_token = \"change-me\"", "admin_token = \"t0psecret\"").replace(
+        "# mock_salt_key = \"a long random string kept with the configuration\"",
+        "mock_salt_key = \"m0ck-key\"",
+    );
     let config = parse_ok(&text);
     assert_eq!(config.metrics.admin_token.as_deref(), Some("t0psecret"));
+    assert_eq!(config.auth.mock_salt_key.as_deref(), Some("m0ck-key"));
     let rendered = config.redacted_toml();
     assert!(!rendered.contains("change-me"), "{rendered}");
-    assert!(!rendered.contains("t0psecret"), "{rendered}");
-    // Four pool passwords, the two console passwords and the admin token.
-    assert_eq!(rendered.matches("\"***\"").count(), 7, "{rendered}");
+    assert!(!rendered.contains("t0psecret") && !rendered.contains("m0ck-key"), "{rendered}");
+    // Four pool passwords, the two console passwords, the admin token and the mock salt key.
+    assert_eq!(rendered.matches("\"***\"").count(), 8, "{rendered}");
 }
 
 #[test]
