@@ -31,7 +31,8 @@ async def run(execute, fetch):
     for payload in PAYLOADS:
         print("injection updated", await execute(f"UPDATE {table} SET v = 'X' WHERE v = %s", (payload,)))
     for i, v in enumerate(VALUES, 1):
-        print("insert", i, await execute(f"INSERT INTO {table} (id, v) VALUES (%s, %s)", (i, v)))
+        # The id inline: the bridge types MySQL parameters as text, which asyncpg then insists on.
+        print("insert", i, await execute(f"INSERT INTO {table} (id, v) VALUES ({i}, %s)", (v,)))
     for i, v in await fetch(f"SELECT id, v FROM {table} ORDER BY id", ()):
         want = VALUES[i - 1] if i <= len(VALUES) else "victim"
         print("value", i, "same" if v == want else "differs " + repr(v))
@@ -69,4 +70,33 @@ def numbered(sql):
 
 
 async def main():
-    asyncio.run(main())
+    if driver == "psycopg2":
+        import psycopg2
+        conn = psycopg2.connect(dsn)
+        conn.autocommit = True
+        await run(*sync_driver(conn.cursor()))
+    elif driver in ("psycopg", "psycopg-client"):
+        import psycopg
+        conn = psycopg.connect(dsn, autocommit=True)
+        # Unnamed statements only: after DDL psycopg would send DEALLOCATE ALL, which the
+        # bridge does not emulate.
+        conn.prepare_threshold = None
+        await run(*sync_driver(psycopg.ClientCursor(conn) if driver == "psycopg-client" else conn.cursor()))
+    else:
+        import asyncpg
+        conn = await asyncpg.connect(dsn)
+
+        async def execute(sql, params):
+            status = await conn.execute(numbered(sql), *params)
+            tail = status.split()[-1]
+            return int(tail) if tail.isdigit() else -1
+
+        async def fetch(sql, params):
+            return [tuple(r) for r in await conn.fetch(numbered(sql), *params)]
+        await run(execute, fetch)
+        await conn.close()
+        return
+    conn.close()
+
+
+asyncio.run(main())

@@ -41,8 +41,9 @@ use super::{End, Session};
 const ER_BRIDGE: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
 /// `ER_UNKNOWN_SYSTEM_VARIABLE`.
 const ER_UNKNOWN_SYSTEM_VARIABLE: ErrorNumber = ErrorNumber { code: 1193, sql_state: *b"HY000" };
-/// `ER_TRUNCATED_WRONG_VALUE_FOR_FIELD`: a string value PostgreSQL cannot store.
-const ER_WRONG_STRING_VALUE: ErrorNumber = ErrorNumber { code: 1366, sql_state: *b"HY000" };
+/// `ER_TRUNCATED_WRONG_VALUE_FOR_FIELD` ("Incorrect string value"), with MariaDB's SQLSTATE: a
+/// string value PostgreSQL cannot store.
+const ER_WRONG_STRING_VALUE: ErrorNumber = ErrorNumber { code: 1366, sql_state: *b"22007" };
 /// `ER_NOT_SUPPORTED_YET`: a literal form the bridge does not carry.
 const ER_NOT_SUPPORTED_YET: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
 
