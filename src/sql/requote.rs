@@ -68,6 +68,11 @@ pub enum RequoteError {
     Misread(usize),
 }
 
+/// [`encode`] was given a NUL for PostgreSQL, whose text cannot hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("PostgreSQL text cannot hold a NUL character")]
+pub struct NulInText;
+
 /// A literal written into the output: its span there and what the backend must read.
 #[derive(Debug)]
 struct Written {
@@ -105,7 +110,7 @@ pub fn requote(sql: &str, from: Dialect, mode: LexMode, to: Target) -> Result<St
                     out.push(' ');
                 }
                 let start = out.len();
-                encode(&value, to, &mut out).map_err(|()| RequoteError::Nul(t.start))?;
+                encode(&value, to, &mut out).map_err(|NulInText| RequoteError::Nul(t.start))?;
                 written.push(Written { span: start..out.len(), value: Some(value) });
                 continue;
             }
@@ -216,14 +221,13 @@ fn comment(text: &str, from: Dialect, to: Target) -> Option<String> {
 /// cannot hold. PostgreSQL: `'..'`, or `E'..'` when it holds a backslash (the same under either
 /// `standard_conforming_strings`). MySQL: `''` doubling, backslashes doubled unless the
 /// connection runs with `NO_BACKSLASH_ESCAPES`.
-#[allow(clippy::result_unit_err)]
-pub fn encode(value: &str, to: Target, out: &mut String) -> Result<(), ()> {
+pub fn encode(value: &str, to: Target, out: &mut String) -> Result<(), NulInText> {
     let backslashes = match to {
         Target::Postgres => value.contains('\\'),
         Target::MySql { no_backslash_escapes } => !no_backslash_escapes,
     };
     if to == Target::Postgres && value.contains('\0') {
-        return Err(());
+        return Err(NulInText);
     }
     if to == Target::Postgres && backslashes {
         out.push('E');

@@ -106,7 +106,7 @@ fn encoded_forms() {
     };
     assert_eq!(enc(r"a'\b", PG), Ok(r"E'a''\\b'".to_owned()));
     assert_eq!(enc("a'b", PG), Ok("'a''b'".to_owned()));
-    assert_eq!(enc("a\0", PG), Err(()));
+    assert_eq!(enc("a\0", PG), Err(NulInText));
     assert_eq!(enc("a\0\\'", MY), Ok(r"'a\0\\'''".to_owned()));
     assert_eq!(enc("a\0\\'", MY_NBE), Ok("'a\0\\'''".to_owned()));
 }

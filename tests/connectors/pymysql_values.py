@@ -26,6 +26,13 @@ print("backend", "postgres" if cur.fetchone()[0].startswith("PostgreSQL") else "
 cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, v TEXT)")
 cur.execute(f"INSERT INTO {table} (id, v) VALUES (22, 'victim')")
 conn.commit()
+# A fresh connection's first statement is quoted by the greeting's flags alone (PyMySQL does not
+# read the login's OK): the greeting must be right for whichever pool the database picks.
+fresh = pymysql.connect(host=host, port=int(port), user=user, password=password, database=database,
+                        charset="utf8mb4", ssl=None, autocommit=True)
+n = fresh.cursor().execute(f"UPDATE {table} SET v = 'X' WHERE v = %s", ("nomatch\\' OR id = 22 -- ",))
+print("injection first statement updated", n)
+fresh.close()
 for payload in ["nomatch\\' OR id = 22 --", "nomatch\\' OR id = 22 -- ", "\\' OR id = 22 #"]:
     try:
         n = cur.execute(f"UPDATE {table} SET v = 'X' WHERE v = %s", (payload,))
