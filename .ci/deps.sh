@@ -31,6 +31,8 @@ command -v systemd-analyze >/dev/null || missing+=(systemd)  # verifies querypil
 # (tests/it/pg_prepared_ddl.rs, pg_pipeline.rs, pg_stream.rs).
 /usr/bin/python3 -c 'import psycopg' 2>/dev/null || missing+=(python3-psycopg)
 /usr/bin/python3 -c 'import asyncpg' 2>/dev/null || missing+=(python3-asyncpg)
+# psycopg2 interpolates values on the client by standard_conforming_strings (tests/it/bridge_values.rs).
+/usr/bin/python3 -c 'import psycopg2' 2>/dev/null || missing+=(python3-psycopg2)
 [ -f /usr/share/java/mariadb-java-client.jar ] || missing+=(libmariadb-java)
 [ -f /usr/share/java/postgresql.jar ] || missing+=(libpostgresql-jdbc-java)   # tests/it/htap_pg.rs
 command -v javac >/dev/null || missing+=(default-jdk-headless)   # runs the JDBC check as a source file

@@ -32,6 +32,13 @@ const PAIRS: &[(&str, u16, &[u8; 5])] = &[
     ("28000", 1045, b"28000"),
 ];
 
+/// PostgreSQL errors with a MySQL counterpart that does not map back, beyond [`PAIRS`].
+const FORWARD_ONLY: &[(&str, u16, &[u8; 5])] = &[
+    // Text PostgreSQL cannot hold (a NUL in a bound parameter): MariaDB's "Incorrect string
+    // value", as the bridge answers a NUL in a literal (#33).
+    ("22021", 1366, b"22007"),
+];
+
 /// MySQL errors PostgreSQL clients key on by SQLSTATE, beyond [`PAIRS`]: (MySQL number,
 /// PostgreSQL SQLSTATE).
 const REVERSE_ONLY: &[(u16, &str)] = &[
@@ -64,7 +71,7 @@ const REVERSE_ONLY: &[(u16, &str)] = &[
 #[must_use]
 pub fn error_number(state: Option<&str>) -> ErrorNumber {
     let Some(state) = state else { return num(1105, b"HY000") };
-    if let Some((_, code, my)) = PAIRS.iter().find(|(pg, _, _)| *pg == state) {
+    if let Some((_, code, my)) = PAIRS.iter().chain(FORWARD_ONLY).find(|(pg, _, _)| *pg == state) {
         return num(*code, my);
     }
     let mut s = *b"HY000";
@@ -118,6 +125,7 @@ mod tests {
         assert_eq!(pair("40001"), (1213, *b"40001"));
         assert_eq!(pair("40P01"), (1213, *b"40001"));
         assert_eq!(pair("57014"), (1317, *b"70100"));
+        assert_eq!(pair("22021"), (1366, *b"22007"));
         assert_eq!(pair("XX000"), (1105, *b"XX000"));
         assert_eq!(pair("bad"), (1105, *b"HY000"));
         assert_eq!(error_number(None).code, 1105);

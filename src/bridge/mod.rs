@@ -30,5 +30,5 @@ pub mod value;
 #[cfg(test)]
 mod tests;
 
-pub use response::{encode_local_result, status_flags, ResultWriter, RowFormat, Step, Warning};
+pub use response::{encode_local_result, session_flags, status_flags, ResultWriter, RowFormat, Step, Warning};
 pub use types::{map_type, Column, ValueKind};

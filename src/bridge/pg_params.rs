@@ -2,8 +2,9 @@
 //! read these to decide how to talk (libpq's server version and string escaping, JDBC's
 //! `integer_datetimes`, every driver's `client_encoding`), so they describe what the bridge
 //! really does: UTF-8 text (the bridge sets `utf8mb4` on its MySQL connections), ISO dates,
-//! integer timestamps, and `standard_conforming_strings = off` because MySQL treats backslashes
-//! in string literals as escapes.
+//! integer timestamps, and `standard_conforming_strings = on`: the bridge reads the client's
+//! strings that way, re-serialises each literal for MySQL, and runs its MySQL connections with
+//! `NO_BACKSLASH_ESCAPES`, so backslashes are ordinary characters at both ends (#33).
 
 /// The PostgreSQL version the bridge reports; clients gate features on it, and the bridge
 /// speaks protocol 3.0 as that version does.
@@ -20,7 +21,7 @@ pub fn pg_parameters(mysql_version: &str) -> Vec<(String, String)> {
         ("DateStyle", "ISO, MDY"),
         ("IntervalStyle", "postgres"),
         ("integer_datetimes", "on"),
-        ("standard_conforming_strings", "off"),
+        ("standard_conforming_strings", "on"),
         ("TimeZone", "UTC"),
         ("is_superuser", "off"),
         ("application_name", ""),
@@ -44,6 +45,6 @@ mod tests {
         assert!(version.contains("11.4.2-MariaDB"));
         assert_eq!(get("client_encoding"), Some("UTF8"));
         assert_eq!(get("integer_datetimes"), Some("on"));
-        assert_eq!(get("standard_conforming_strings"), Some("off"));
+        assert_eq!(get("standard_conforming_strings"), Some("on"));
     }
 }

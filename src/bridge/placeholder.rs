@@ -1,9 +1,11 @@
 //! Placeholders between the protocols, found with the SQL lexer so one inside a string, quoted
 //! identifier or comment is left alone: MySQL `?` → PostgreSQL `$n` (the statement is lexed as
 //! PostgreSQL, where it runs, so `?|`, `?&`, `?-` and `?#` stay operators), and PostgreSQL `$n` →
-//! MySQL `?` (lexed as MySQL, where backslash escapes end strings differently).
+//! MySQL `?` (lexed as MySQL in the connection's string mode, where backslash escapes end
+//! strings differently).
 
 use crate::sql::lexer::{Lexer, TokenKind};
+use crate::sql::mode::LexMode;
 use crate::sql::Dialect;
 
 /// Rewrites each `?` parameter to `$1`, `$2`, … in order, or, given `order`, the `j`-th `?` to
@@ -29,15 +31,15 @@ pub fn number_placeholders(sql: &str, order: Option<&[u16]>) -> (String, u16) {
     (out, n)
 }
 
-/// Rewrites each `$n` parameter to `?`; returns the text and, for each `?` in order, the
-/// 0-based PostgreSQL parameter it stands for. `$1` used twice yields two `?` both bound to
+/// Rewrites each `$n` parameter of MySQL text `sql` (read in `mode`) to `?`; returns the text
+/// and, for each `?` in order, the 0-based PostgreSQL parameter it stands for. `$1` used twice yields two `?` both bound to
 /// parameter 0, and `$2 … $1` yields `[1, 0]`: the caller sends values in that order.
 #[must_use]
-pub fn question_placeholders(sql: &str) -> (String, Vec<u16>) {
+pub fn question_placeholders(sql: &str, mode: LexMode) -> (String, Vec<u16>) {
     let mut out = String::with_capacity(sql.len());
     let mut copied = 0;
     let mut order = Vec::new();
-    for t in Lexer::new(sql, Dialect::MySql) {
+    for t in Lexer::new(sql, Dialect::MySql).mode(mode) {
         let Some(n) = t.text.strip_prefix('$').and_then(|n| n.parse::<u16>().ok()).filter(|n| *n > 0) else { continue };
         if t.kind != TokenKind::Param {
             continue;
@@ -57,12 +59,17 @@ mod tests {
 
     #[test]
     fn dollars_to_questions_with_reuse_and_reordering() {
-        assert_eq!(question_placeholders("SELECT $1 + 1, $2"), ("SELECT ? + 1, ?".to_owned(), vec![0, 1]));
-        assert_eq!(question_placeholders("SELECT $2, $1, $2"), ("SELECT ?, ?, ?".to_owned(), vec![1, 0, 1]));
-        assert_eq!(question_placeholders("SELECT 1"), ("SELECT 1".to_owned(), vec![]));
+        let q = |sql| question_placeholders(sql, LexMode::default());
+        assert_eq!(q("SELECT $1 + 1, $2"), ("SELECT ? + 1, ?".to_owned(), vec![0, 1]));
+        assert_eq!(q("SELECT $2, $1, $2"), ("SELECT ?, ?, ?".to_owned(), vec![1, 0, 1]));
+        assert_eq!(q("SELECT 1"), ("SELECT 1".to_owned(), vec![]));
         let sql = "SELECT '$1', 'it\\'s $1', `a$1`, \"$2\" /* $1 */ FROM t WHERE x = $10 -- $1\n AND y = $1";
         let want = "SELECT '$1', 'it\\'s $1', `a$1`, \"$2\" /* $1 */ FROM t WHERE x = ? -- $1\n AND y = ?";
-        assert_eq!(question_placeholders(sql), (want.to_owned(), vec![9, 0]));
+        assert_eq!(q(sql), (want.to_owned(), vec![9, 0]));
+        // With NO_BACKSLASH_ESCAPES `'a\'` is a whole string, so the `$1` after it is a parameter.
+        let nbe = LexMode { no_backslash_escapes: true, ..LexMode::default() };
+        assert_eq!(question_placeholders("SELECT 'a\\', $1", nbe), ("SELECT 'a\\', ?".to_owned(), vec![0]));
+        assert_eq!(q("SELECT 'a\\', $1"), ("SELECT 'a\\', $1".to_owned(), vec![]));
     }
 
     #[test]

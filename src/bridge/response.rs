@@ -58,19 +58,31 @@ pub enum Step {
     Unsupported,
 }
 
-/// MySQL status flags for the session's autocommit setting and PostgreSQL transaction state.
+/// The status flags that do not follow the transaction: autocommit, and
+/// `NO_BACKSLASH_ESCAPES` when the client was told that backslashes are ordinary characters in
+/// its strings. The bridge reads the client's strings that way (it re-serialises every literal
+/// for PostgreSQL, `sql::requote`), so the flag must never change within a session: a client
+/// that quotes by it and a router that lexes by it must agree on every statement (#33).
 #[must_use]
-pub fn status_flags(autocommit: bool, tx: TransactionStatus) -> u16 {
-    // Backslashes are literal in PostgreSQL strings (standard_conforming_strings): clients that
-    // escape on their side must double quotes instead, which this flag tells them.
-    let mut s = SERVER_STATUS_NO_BACKSLASH_ESCAPES;
+pub fn session_flags(autocommit: bool, no_backslash_escapes: bool) -> u16 {
+    let mut s = 0;
+    if no_backslash_escapes {
+        s |= SERVER_STATUS_NO_BACKSLASH_ESCAPES;
+    }
     if autocommit {
         s |= SERVER_STATUS_AUTOCOMMIT;
     }
-    if tx != TransactionStatus::Idle {
-        s |= SERVER_STATUS_IN_TRANS;
-    }
     s
+}
+
+/// MySQL status flags for the session's [`session_flags`] and PostgreSQL transaction state.
+#[must_use]
+pub fn status_flags(session: u16, tx: TransactionStatus) -> u16 {
+    if tx == TransactionStatus::Idle {
+        session
+    } else {
+        session | SERVER_STATUS_IN_TRANS
+    }
 }
 
 /// The end of a result, held until its status flags are known.
@@ -85,7 +97,8 @@ enum Pending {
 pub struct ResultWriter {
     caps: u64,
     format: RowFormat,
-    autocommit: bool,
+    /// The session's [`session_flags`].
+    session: u16,
     /// Transaction state assumed for results before ReadyForQuery.
     tx: TransactionStatus,
     seq: u8,
@@ -104,11 +117,11 @@ impl ResultWriter {
     /// A writer for a client with capabilities `caps`; `tx` is the transaction state before the
     /// statement (used for intermediate results of a multi-statement query).
     #[must_use]
-    pub fn new(caps: u64, format: RowFormat, autocommit: bool, tx: TransactionStatus) -> Self {
+    pub fn new(caps: u64, format: RowFormat, session: u16, tx: TransactionStatus) -> Self {
         Self {
             caps,
             format,
-            autocommit,
+            session,
             tx,
             seq: 1,
             columns: Vec::new(),
@@ -156,7 +169,7 @@ impl ResultWriter {
     }
 
     fn more_results(&mut self, out: &mut Vec<u8>) {
-        let status = status_flags(self.autocommit, self.tx) | SERVER_MORE_RESULTS_EXISTS;
+        let status = status_flags(self.session, self.tx) | SERVER_MORE_RESULTS_EXISTS;
         self.flush_pending(status, out);
     }
 
@@ -174,7 +187,7 @@ impl ResultWriter {
                     self.packet(out);
                 }
                 if self.caps & CLIENT_DEPRECATE_EOF == 0 {
-                    EofPacket { warnings: 0, status: status_flags(self.autocommit, self.tx) }.encode(&mut self.payload);
+                    EofPacket { warnings: 0, status: status_flags(self.session, self.tx) }.encode(&mut self.payload);
                     self.packet(out);
                 }
                 self.in_rows = true;
@@ -209,7 +222,7 @@ impl ResultWriter {
                     if !self.sent_anything && self.pending.is_none() {
                         self.pending = Some(Pending::Ok(0));
                     }
-                    self.flush_pending(status_flags(self.autocommit, *tx), out);
+                    self.flush_pending(status_flags(self.session, *tx), out);
                 }
                 return Step::Done(*tx);
             }

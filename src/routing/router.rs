@@ -181,8 +181,8 @@ impl Router {
     /// Steps 2 and 3: translation (not inside a transaction, which cannot change pools) and
     /// dynamic rules. Neither is cached; `facts` is only called on a hit.
     fn early(&self, input: &RouteInput<'_>, key: &StatementKey, facts: impl FnOnce() -> Arc<Facts>) -> Option<Base> {
-        // A translation re-reads literals in the default mode: not for text the mode changes.
-        if input.session.transaction_pool.is_none() && !misread(input) {
+        // A translation re-reads literals in the session's mode (#33); not in a mode unknown.
+        if input.session.transaction_pool.is_none() && !input.session.lex_mode.unknown {
             if let Some((t, translated)) = self.rules.translate(key, input.sql) {
                 let mut base = Base::rule(&Target::Pool(t.pool.clone()), DecisionKind::Translation, &t.name, facts());
                 base.rewritten = Some(translated);

@@ -508,7 +508,7 @@ impl RuleSet {
         let candidates = self.translations.get(&(key.lexer, key.protocol))?;
         candidates.iter().find_map(|t| {
             t.template
-                .apply(sql, dialect(key.protocol))
+                .apply_in(sql, dialect(key.protocol), key.mode)
                 .filter(|out| out.param_order.is_none() || key.protocol == Protocol::MySql)
                 .map(|out| (t, out))
         })

@@ -277,7 +277,7 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
         Self::over(Lexer::new(sql, dialect), sink, sql.len().saturating_mul(2))
     }
 
-    fn in_mode(sql: &'a str, dialect: Dialect, mode: LexMode, sink: S) -> Self {
+    pub(crate) fn in_mode(sql: &'a str, dialect: Dialect, mode: LexMode, sink: S) -> Self {
         Self::over(Lexer::new(sql, dialect).mode(mode), sink, sql.len().saturating_mul(2))
     }
 

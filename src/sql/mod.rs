@@ -8,6 +8,7 @@ pub mod isolation;
 pub mod lexer;
 pub mod mode;
 pub mod parse;
+pub mod requote;
 pub mod template;
 
 /// The SQL dialect a statement is written in, decided by the listener protocol it arrived on.

@@ -74,8 +74,14 @@ pub struct Parameterized {
 
 /// Split `sql` into fingerprint and literal slots (an `IN` list is one slot holding its items).
 pub fn parameterize(sql: &str, dialect: Dialect) -> Parameterized {
+    parameterize_in(sql, dialect, super::mode::LexMode::default())
+}
+
+/// [`parameterize`] of `sql` lexed as a session in `mode` has its strings read (#33: a bridged
+/// MySQL session told NO_BACKSLASH_ESCAPES writes `'a\'` for the value `a\`).
+pub fn parameterize_in(sql: &str, dialect: Dialect, mode: super::mode::LexMode) -> Parameterized {
     let mut c = Collector { src: sql, dialect, hash: HashSink::default(), literals: Vec::new(), list: None };
-    Normalizer::new(sql, dialect, &mut c).run();
+    Normalizer::in_mode(sql, dialect, mode, &mut c).run();
     Parameterized { fingerprint: c.hash.finish(), literals: c.literals }
 }
 
@@ -384,10 +390,15 @@ impl TranslationTemplate {
     /// values (or not translate). `None` when a `?` of the result has no parameter of the
     /// statement behind it or one of the statement's `?` is not used.
     pub fn apply(&self, incoming_sql: &str, dialect: Dialect) -> Option<Translated> {
+        self.apply_in(incoming_sql, dialect, super::mode::LexMode::default())
+    }
+
+    /// [`TranslationTemplate::apply`] to a statement whose session reads strings in `mode`.
+    pub fn apply_in(&self, incoming_sql: &str, dialect: Dialect, mode: super::mode::LexMode) -> Option<Translated> {
         if dialect != self.source {
             return None;
         }
-        let incoming = parameterize(incoming_sql, dialect);
+        let incoming = parameterize_in(incoming_sql, dialect, mode);
         if incoming.fingerprint != self.original.fingerprint || incoming.literals.len() != self.original.literals.len()
         {
             return None;
@@ -608,6 +619,16 @@ mod tests {
             Ok(t) => t,
             Err(e) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn apply_reads_strings_in_the_session_mode() {
+        let t = compile("SELECT `id` FROM `a` WHERE v = 'x'", "SELECT id FROM b WHERE v = 'x'", MY, PG);
+        let nbe = super::super::mode::LexMode { no_backslash_escapes: true, ..Default::default() };
+        let out = t.apply_in(r#"SELECT `id` FROM `a` WHERE v = 'it''s "q" \ -- ü'"#, MY, nbe).map(|t| t.sql);
+        assert_eq!(out.as_deref(), Some(r#"SELECT id FROM b WHERE v = 'it''s "q" \ -- ü'"#));
+        let out = t.apply(r"SELECT `id` FROM `a` WHERE v = 'it\'s \\'", MY).map(|t| t.sql);
+        assert_eq!(out.as_deref(), Some(r"SELECT id FROM b WHERE v = 'it''s \'"));
     }
 
     #[test]

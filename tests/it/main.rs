@@ -13,6 +13,7 @@ mod admin;
 mod auth;
 mod bridge_mysql_pg;
 mod bridge_pg_mysql;
+mod bridge_values;
 mod causal;
 mod causal_mysql;
 mod connectors;

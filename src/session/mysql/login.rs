@@ -23,7 +23,7 @@ use crate::protocol::mysql::capability::*;
 use crate::protocol::mysql::errcode::{
     ErrorNumber, ER_ACCESS_DENIED_ERROR, ER_BAD_DB_ERROR, ER_NET_PACKETS_OUT_OF_ORDER,
 };
-use crate::protocol::mysql::response::{OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_NO_BACKSLASH_ESCAPES};
+use crate::protocol::mysql::response::{OkPacket, SERVER_STATUS_AUTOCOMMIT};
 use crate::protocol::mysql::{
     decode_payload, encode_packets, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest,
 };
@@ -107,6 +107,8 @@ pub(super) struct Greeted {
     pub scramble: [u8; 20],
     /// The server version the client was greeted with.
     pub version: String,
+    /// The status flags of the greeting (a bridged session keeps its NO_BACKSLASH_ESCAPES, #33).
+    pub status: u16,
     /// The client's user name (for routing rules matching users).
     pub user: String,
     /// The pool the client's handshake database named, if it named one.
@@ -206,6 +208,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         names,
         scramble: greeting.scramble,
         version: greeting.version,
+        status: greeting.status,
         user,
         named_pool,
         pass,
@@ -220,13 +223,11 @@ async fn greet(ctx: &Rc<CoreContext>, config: &Config, client: &mut Client) -> R
     let charset: u8 = param("charset").parse().unwrap_or(45);
     let key = ctx.new_cancel_key();
     let scramble = scramble();
-    // A PostgreSQL pool greets with a MySQL-style version (connectors parse it) and tells
-    // clients that backslashes are literal in strings there.
+    // A PostgreSQL pool greets with a MySQL-style version (connectors parse it).
     let bridged = default.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
     let version =
         if bridged { super::bridged::greeting_version(&param("server_version")) } else { param("server_version") };
-    let status =
-        if bridged { SERVER_STATUS_AUTOCOMMIT | SERVER_STATUS_NO_BACKSLASH_ESCAPES } else { SERVER_STATUS_AUTOCOMMIT };
+    let status = SERVER_STATUS_AUTOCOMMIT | super::bridged::greeting_escapes(config);
     let offered = offered_capabilities(config);
     let greeting = HandshakeV10 {
         server_version: version.as_bytes(),

@@ -268,14 +268,10 @@ impl Session {
     fn new(ctx: Rc<CoreContext>, io: ClientIo, g: login::Greeted) -> Self {
         let slot = ctx.cancels.register(g.key);
         let bridged = g.pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
-        // A bridged session's text is translated for PostgreSQL, whose flags say nothing of sql_mode.
-        let lex = if bridged { crate::sql::mode::SessionModes::default() } else { login_modes(&g.pool) };
-        let status = if bridged {
-            crate::bridge::status_flags(true, crate::protocol::pg::TransactionStatus::Idle)
-        } else {
-            SERVER_STATUS_AUTOCOMMIT
-        };
-        let bridge = bridged::Bridge::new(g.state.db().map(str::to_owned), g.version);
+        let bridge = bridged::Bridge::new(g.state.db().map(str::to_owned), g.version, g.status);
+        // A bridged session's strings read as its greeting said, whatever PostgreSQL's flags (#33).
+        let lex = if bridged { bridge.lex_modes() } else { login_modes(&g.pool) };
+        let status = if bridged { bridge.status() } else { SERVER_STATUS_AUTOCOMMIT };
         let ryw = RywState::new(ctx.read_your_writes());
         Self {
             ctx,
@@ -560,7 +556,8 @@ impl Session {
             }
         };
         if let Some(pool) = routed.cross {
-            return self.cross_query(pool, routed.rewritten.as_deref().unwrap_or(&sql)).await;
+            let translated = routed.rewritten.is_some();
+            return self.cross_query(pool, routed.rewritten.as_deref().unwrap_or(&sql), translated).await;
         }
         let started = rt::now();
         let outcome = match routed.rewritten {

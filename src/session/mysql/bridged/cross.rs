@@ -199,6 +199,9 @@ impl Session {
         };
         self.foreign.cross.parked = Some(parked);
         self.foreign.bridge.autocommit = true;
+        // The client quotes as its MariaDB told it to; the answer from across must not change
+        // that (its status flags say the same), nor may the bridge read its strings otherwise.
+        self.foreign.bridge.client_mode = self.routing.lex.mode;
         self.foreign.bridge.tx = TransactionStatus::Idle;
         self.foreign.bridge.schema = None;
         self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.max(CROSS_STMT_IDS);
@@ -217,12 +220,18 @@ impl Session {
         self.link.pos = p.bpos;
     }
 
-    /// Runs `sql` (already translated) on PostgreSQL-protocol `pool` as a text query.
-    pub(in crate::session::mysql) async fn cross_query(&mut self, pool: Rc<CorePool>, sql: &str) -> Result<(), End> {
+    /// Runs `sql` (the client's, or its translation when `translated`) on PostgreSQL-protocol
+    /// `pool` as a text query.
+    pub(in crate::session::mysql) async fn cross_query(
+        &mut self,
+        pool: Rc<CorePool>,
+        sql: &str,
+        translated: bool,
+    ) -> Result<(), End> {
         if !self.enter(pool, sql).await? {
             return Ok(());
         }
-        let r = self.bridged_simple(sql).await;
+        let r = self.bridged_statement(sql, translated).await;
         self.unpark();
         r
     }

@@ -30,9 +30,11 @@ pub(super) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// Single-quotes a PostgreSQL string literal (standard_conforming_strings).
-pub(super) fn quote_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
+/// A PostgreSQL string literal read the same under either `standard_conforming_strings`; `None`
+/// for a NUL, which PostgreSQL text cannot hold.
+pub(super) fn quote_literal(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len() + 3);
+    crate::sql::requote::encode(text, crate::sql::requote::Target::Postgres, &mut out).ok().map(|()| out)
 }
 
 /// A backend message that could not be decoded.
@@ -190,7 +192,7 @@ impl Session {
     /// Mirrors the PostgreSQL transaction state and autocommit mode into the MySQL status flags.
     pub(super) fn sync_status(&mut self) {
         let b = &self.foreign.bridge;
-        self.tx.status = status_flags(b.autocommit, b.tx);
+        self.tx.status = status_flags(b.session_flags(), b.tx);
     }
 
     /// Gives the connection back after a response when the pool mode allows: PostgreSQL said

@@ -7,6 +7,11 @@
 //! `BEGIN` before the next statement whenever PostgreSQL reports no open transaction. The MySQL
 //! status flags follow PostgreSQL's ReadyForQuery, and transaction pooling gives the connection
 //! back whenever PostgreSQL is idle.
+//!
+//! Values (#33): every statement text sent to PostgreSQL is lexed as the client wrote it and its
+//! literals re-serialised (`sql::requote`); a literal that cannot be carried exactly is refused
+//! with a MySQL error and the statement does not run. The client's string mode is the
+//! `NO_BACKSLASH_ESCAPES` flag of its greeting, which every later status repeats.
 
 pub(super) mod cross;
 mod io;
@@ -17,14 +22,18 @@ use std::hash::{Hash, Hasher};
 
 use crate::bridge::emulated::{self, Emulation, VarContext, VarValue};
 use crate::bridge::types::{map_type, oid};
-use crate::bridge::{encode_local_result, ResultWriter, RowFormat, Step, Warning};
+use crate::bridge::{encode_local_result, session_flags, ResultWriter, RowFormat, Step, Warning};
+use crate::config::{Config, Protocol};
 use crate::protocol::mysql::command::*;
 use crate::protocol::mysql::encode_packets;
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_BAD_DB_ERROR, ER_UNKNOWN_COM_ERROR};
-use crate::protocol::mysql::response::EofPacket;
+use crate::protocol::mysql::response::{EofPacket, SERVER_STATUS_NO_BACKSLASH_ESCAPES};
 use crate::protocol::pg::{frontend, TransactionStatus};
 use crate::session::client_error::MyClientError;
 use crate::session::error::RelayError;
+use crate::sql::mode::LexMode;
+use crate::sql::requote::{requote, RequoteError, Target};
+use crate::sql::Dialect;
 
 use super::{End, Session};
 
@@ -32,6 +41,11 @@ use super::{End, Session};
 const ER_BRIDGE: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
 /// `ER_UNKNOWN_SYSTEM_VARIABLE`.
 const ER_UNKNOWN_SYSTEM_VARIABLE: ErrorNumber = ErrorNumber { code: 1193, sql_state: *b"HY000" };
+/// `ER_TRUNCATED_WRONG_VALUE_FOR_FIELD` ("Incorrect string value"), with MariaDB's SQLSTATE: a
+/// string value PostgreSQL cannot store.
+const ER_WRONG_STRING_VALUE: ErrorNumber = ErrorNumber { code: 1366, sql_state: *b"22007" };
+/// `ER_NOT_SUPPORTED_YET`: a literal form the bridge does not carry.
+const ER_NOT_SUPPORTED_YET: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
 
 /// The bridged part of a MySQL session's state.
 #[derive(Debug)]
@@ -53,11 +67,16 @@ pub(in crate::session::mysql) struct Bridge {
     /// The attached connection carries settings of one statement routed across (#24): it is
     /// closed rather than given back.
     dirty: bool,
+    /// How the client writes strings: `NO_BACKSLASH_ESCAPES` as its greeting said (a native
+    /// session's own mode while one statement runs across), so the bridge reads them as it does.
+    client_mode: LexMode,
 }
 
 impl Bridge {
-    /// Fresh state for a client whose login selected `schema`.
-    pub(in crate::session::mysql) fn new(schema: Option<String>, version: String) -> Self {
+    /// Fresh state for a client whose login selected `schema` and who was greeted with status
+    /// flags `greeted`.
+    pub(in crate::session::mysql) fn new(schema: Option<String>, version: String, greeted: u16) -> Self {
+        let no_backslash_escapes = greeted & SERVER_STATUS_NO_BACKSLASH_ESCAPES != 0;
         Self {
             autocommit: true,
             tx: TransactionStatus::Idle,
@@ -67,7 +86,23 @@ impl Bridge {
             next_stmt: 0,
             version,
             dirty: false,
+            client_mode: LexMode { no_backslash_escapes, ..LexMode::default() },
         }
+    }
+
+    /// The status flags that do not follow the transaction.
+    fn session_flags(&self) -> u16 {
+        session_flags(self.autocommit, self.client_mode.no_backslash_escapes)
+    }
+
+    /// How routing must lex the client's statements: as the bridge does.
+    pub(in crate::session::mysql) fn lex_modes(&self) -> crate::sql::mode::SessionModes {
+        crate::sql::mode::SessionModes::new(self.client_mode)
+    }
+
+    /// The status flags the client is told now.
+    pub(in crate::session::mysql) fn status(&self) -> u16 {
+        crate::bridge::status_flags(self.session_flags(), self.tx)
     }
 
     /// Identity of the settings replayed on a connection (0: the server defaults).
@@ -84,6 +119,30 @@ impl Bridge {
 pub(in crate::session::mysql) fn greeting_version(pg_version: &str) -> String {
     let v = pg_version.split_whitespace().next().unwrap_or("unknown");
     format!("8.0.36-QueryPilot-PostgreSQL-{v}")
+}
+
+/// `SERVER_STATUS_NO_BACKSLASH_ESCAPES` when every pool a MySQL client can log in to speaks
+/// PostgreSQL, else 0. The greeting goes out before the client names its database: a client told
+/// the flag quotes only `'`, which a MariaDB pool would misread, while a client not told it
+/// quotes with backslashes, which the bridge reads correctly (it lexes by the greeting).
+pub(in crate::session::mysql) fn greeting_escapes(config: &Config) -> u16 {
+    let all_bridged = !config.pools.is_empty()
+        && config.pools.iter().all(|p| p.backend_protocol(Protocol::MySql) == Protocol::Postgres);
+    if all_bridged {
+        SERVER_STATUS_NO_BACKSLASH_ESCAPES
+    } else {
+        0
+    }
+}
+
+/// The MySQL error for a statement whose literals cannot be carried to PostgreSQL exactly.
+fn requote_error(e: &RequoteError) -> MyClientError {
+    let number = match e {
+        RequoteError::Unterminated(_) => super::ER_PARSE_ERROR,
+        RequoteError::Nul(_) | RequoteError::Encoding(_) => ER_WRONG_STRING_VALUE,
+        RequoteError::Unsupported(..) | RequoteError::Misread(_) => ER_NOT_SUPPORTED_YET,
+    };
+    MyClientError::new(number, format!("Statement not run on the PostgreSQL pool: {e}"))
 }
 
 /// Whether a statement controls transactions itself (no emulated `BEGIN` before it).
@@ -152,7 +211,9 @@ impl Session {
     pub(in crate::session::mysql) fn bridged_reset(&mut self) -> Result<(), End> {
         self.drop_pg_backend();
         let version = std::mem::take(&mut self.foreign.bridge.version);
-        self.foreign.bridge = Bridge::new(None, version);
+        let mode = self.foreign.bridge.client_mode;
+        self.foreign.bridge = Bridge::new(None, version, 0);
+        self.foreign.bridge.client_mode = mode;
         self.tx = super::Tx::default();
         self.sync_status();
         self.ok_local()
@@ -163,8 +224,7 @@ impl Session {
         if let Some((id, connection)) = super::kill::parse_kill(&sql) {
             return self.kill(id, connection).await;
         }
-        let (_, count) = super::state::effects(&sql);
-        if count > 1 && !self.client.multi_statements {
+        if self.bridged_statement_count(&sql) > 1 && !self.client.multi_statements {
             let e = MyClientError::new(
                 super::ER_PARSE_ERROR,
                 "You have an error in your SQL syntax: multiple statements are not enabled for this connection",
@@ -179,8 +239,8 @@ impl Session {
         match emulated::classify(&sql) {
             // The whole routing chain, as for a native session (#24).
             None => match self.bridged_route(&sql) {
-                Ok(Some((translated, _))) => self.bridged_simple(&translated).await,
-                Ok(None) => self.bridged_simple(&sql).await,
+                Ok(Some((translated, _))) => self.bridged_statement(&translated, true).await,
+                Ok(None) => self.bridged_statement(&sql, false).await,
                 Err(e) => {
                     e.encode(1, &mut self.io.out);
                     Ok(())
@@ -214,6 +274,17 @@ impl Session {
         }
     }
 
+    /// How many statements `sql` holds, read as the client writes strings (a `;` inside a
+    /// string that a backslash would not end is no separator under NO_BACKSLASH_ESCAPES).
+    fn bridged_statement_count(&self, sql: &str) -> usize {
+        use crate::sql::lexer::{Lexer, TokenKind};
+        let tokens: Vec<_> = Lexer::new(sql, Dialect::MySql)
+            .mode(self.foreign.bridge.client_mode)
+            .filter(|t| t.kind != TokenKind::Comment)
+            .collect();
+        super::split::statements(&tokens).len()
+    }
+
     fn current_database(&self) -> String {
         self.foreign.bridge.schema.clone().unwrap_or_else(|| self.pool.config.database.clone())
     }
@@ -225,6 +296,32 @@ impl Session {
             return Ok(());
         }
         self.pg_quiet("BEGIN").await.map(|_| ())
+    }
+
+    /// `sql` as PostgreSQL must read it: the client's text lexed as the client writes strings,
+    /// a translation's (`translated`) as the PostgreSQL text it is; every literal re-serialised.
+    pub(in crate::session::mysql) fn for_postgres(&self, sql: &str, translated: bool) -> Result<String, MyClientError> {
+        let (from, mode) = if translated {
+            (Dialect::Postgres, LexMode::default())
+        } else {
+            (Dialect::MySql, self.foreign.bridge.client_mode)
+        };
+        requote(sql, from, mode, Target::Postgres).map_err(|e| requote_error(&e))
+    }
+
+    /// Runs a statement from the client (or its translation) once its literals are carried.
+    pub(in crate::session::mysql) async fn bridged_statement(
+        &mut self,
+        sql: &str,
+        translated: bool,
+    ) -> Result<(), End> {
+        match self.for_postgres(sql, translated) {
+            Ok(text) => self.bridged_simple(&text).await,
+            Err(e) => {
+                e.encode(1, &mut self.io.out);
+                Ok(())
+            }
+        }
     }
 
     /// Runs `sql` as a simple query and relays its results as text result sets.
@@ -246,7 +343,7 @@ impl Session {
     /// releases the connection as the pool mode says.
     async fn finish_response(&mut self, format: RowFormat) -> Result<(), End> {
         let b = &self.foreign.bridge;
-        let mut writer = ResultWriter::new(self.client.caps, format, b.autocommit, b.tx);
+        let mut writer = ResultWriter::new(self.client.caps, format, b.session_flags(), b.tx);
         match self.pg_stream(&mut writer).await {
             Ok(Step::Done(tx)) => self.foreign.bridge.tx = tx,
             Ok(Step::Unsupported) => self.drop_pg_backend(),
@@ -298,7 +395,9 @@ impl Session {
                 e.encode(1, &mut self.io.out);
                 return Ok(());
             }
-            let check = format!("SELECT 1 FROM pg_namespace WHERE nspname = {}", io::quote_literal(s));
+            // A name PostgreSQL text cannot hold (NUL) names no schema: `= NULL` finds none.
+            let name = io::quote_literal(s).unwrap_or_else(|| "NULL".to_owned());
+            let check = format!("SELECT 1 FROM pg_namespace WHERE nspname = {name}");
             match self.pg_quiet(&check).await {
                 Ok(q) if q.rows > 0 => {}
                 Ok(_) => {

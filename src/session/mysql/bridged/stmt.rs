@@ -65,9 +65,16 @@ impl Session {
         let text = String::from_utf8_lossy(body);
         // PostgreSQL binds `$n` by number, so a rewrite that moves or repeats the client's `?`
         // just numbers each after the client parameter it takes.
-        let (sql, _) = match self.bridged_translation(&text) {
-            Some((translated, order)) => number_placeholders(&translated, order.as_deref()),
-            None => number_placeholders(&text, None),
+        let (carried, order) = match self.bridged_translation(&text) {
+            Some((translated, order)) => (self.for_postgres(&translated, true), order),
+            None => (self.for_postgres(&text, false), None),
+        };
+        let (sql, _) = match carried {
+            Ok(carried) => number_placeholders(&carried, order.as_deref()),
+            Err(e) => {
+                e.encode(1, &mut self.io.out);
+                return Ok(());
+            }
         };
         if let Err(e) = self.pg_backend().await {
             e.encode(1, &mut self.io.out);

@@ -196,11 +196,12 @@ impl Session {
     pub(in crate::session::pg) async fn on_cross_query(&mut self, sql: &str) -> Option<Result<(), End>> {
         let (pool, d) = self.cross_target(sql)?;
         self.ctx.count_decision(&d);
+        let translated = d.rewritten.is_some();
         let text = d.rewritten.map_or_else(|| sql.to_owned(), |t| t.sql);
         match self.cross_enter(pool, &text, true).await {
             Err(e) => e.encode(&mut self.io.out),
             Ok(()) => {
-                self.cross_simple(&text).await;
+                self.cross_simple(&text, translated).await;
                 self.cross_unpark();
             }
         }
@@ -208,20 +209,24 @@ impl Session {
         Some(self.flush_client().await)
     }
 
-    /// Runs `sql` as `COM_QUERY`, each result translated into `out`.
-    async fn cross_simple(&mut self, sql: &str) {
+    /// Runs `sql` (the client's, or a translation when `translated`) as `COM_QUERY`, each
+    /// result translated into `out`.
+    async fn cross_simple(&mut self, sql: &str, translated: bool) {
         let parts = statements(sql);
         if parts.is_empty() {
             self.io.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
             return;
         }
-        if let Err(e) = self.my_backend().await {
-            e.encode(&mut self.io.out);
-            return;
-        }
+        let text = match self.my_backend().await.and_then(|()| self.for_mysql(sql, translated)) {
+            Ok(text) => text,
+            Err(e) => {
+                e.encode(&mut self.io.out);
+                return;
+            }
+        };
         let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), self.my_status());
         let mut out = std::mem::take(&mut self.io.out);
-        let r = self.my_run(&Command::Query(sql.as_bytes()), &mut writer, &mut out, true).await;
+        let r = self.my_run(&Command::Query(text.as_bytes()), &mut writer, &mut out, true).await;
         self.io.out = out;
         if r.is_err() {
             self.drop_my_backend();
@@ -355,11 +360,12 @@ impl Session {
             return self.fail_batch(duplicate(name));
         }
         self.ctx.count_decision(&d);
+        let translated = d.rewritten.is_some();
         let sql = d.rewritten.map_or_else(|| query.to_owned(), |t| t.sql);
         if let Err(e) = self.cross_enter(pool, &sql, false).await {
             return self.cross_fail(e).await;
         }
-        let r = self.bridged_parse(name, &sql, types).await;
+        let r = self.bridged_parse(name, &sql, types, translated).await;
         self.cross_unpark();
         r
     }

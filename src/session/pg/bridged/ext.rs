@@ -80,7 +80,14 @@ fn key_of(sql: &str) -> u64 {
 }
 
 impl Session {
-    pub(super) async fn bridged_parse(&mut self, name: &str, query: &str, mut types: Vec<u32>) -> Result<(), End> {
+    /// Parse of `query` (the client's, or a translation's MySQL text when `translated`).
+    pub(super) async fn bridged_parse(
+        &mut self,
+        name: &str,
+        query: &str,
+        mut types: Vec<u32>,
+        translated: bool,
+    ) -> Result<(), End> {
         if self.mode() == PoolMode::Statement && super::super::begins_transaction(query) {
             return self.fail_batch(PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
@@ -94,12 +101,13 @@ impl Session {
                 format!("prepared statement \"{name}\" already exists"),
             ));
         }
-        let (sql, order) = question_placeholders(query);
+        let carried = match self.my_backend().await.and_then(|()| self.for_mysql(query, translated)) {
+            Ok(carried) => carried,
+            Err(e) => return self.fail_batch(e),
+        };
+        let (sql, order) = question_placeholders(&carried, self.my_string_mode());
         let count = order.iter().max().map_or(0, |m| usize::from(*m) + 1).max(types.len());
         types.resize(count, 0);
-        if let Err(e) = self.my_backend().await {
-            return self.fail_batch(e);
-        }
         let key = key_of(&sql);
         // Columns this session already learned for the same text; otherwise it is prepared
         // afresh even when the connection has it (another client's statement), to learn them.

@@ -1,5 +1,5 @@
-//! MySQL backend I/O for a bridged PostgreSQL session: checkout (setting `utf8mb4` once per
-//! connection), sending one command, reading payloads, streaming a response through the
+//! MySQL backend I/O for a bridged PostgreSQL session: checkout (setting `utf8mb4` and
+//! `NO_BACKSLASH_ESCAPES` once per connection), sending one command, reading payloads, streaming a response through the
 //! bridge's `PgResultWriter`, and giving the connection back.
 
 use crate::bridge::pg_result::{PgResultWriter, PgStep};
@@ -15,16 +15,21 @@ use super::super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
 
 /// Largest backend payload accepted (MySQL's own `max_allowed_packet` ceiling).
 const MAX_BACKEND_PAYLOAD: usize = 1 << 30;
-/// `conn.settings` of a connection the bridge switched to `utf8mb4` (any value but 0).
-const UTF8MB4_SETTINGS: u64 = 0x5150_7574_6638_6d62;
+/// `conn.settings` of a connection the bridge set up with [`BRIDGE_SETUP`] (any value but 0, so
+/// a native session resets the connection before using it).
+const BRIDGE_SETTINGS: u64 = 0x5150_7574_6638_6e62;
+
+/// PostgreSQL clients speak UTF-8, and are told `standard_conforming_strings = on`: the
+/// connection reads backslashes as ordinary characters too (the server's other modes stay).
+const BRIDGE_SETUP: &[u8] =
+    b"SET NAMES utf8mb4, sql_mode = CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'NO_BACKSLASH_ESCAPES')";
 
 /// The backend connection broke or spoke out of turn.
 #[derive(Debug)]
 pub(super) struct Lost;
 
 impl Session {
-    /// Attaches a MySQL connection; a fresh one gets `SET NAMES utf8mb4` (PostgreSQL clients
-    /// speak UTF-8).
+    /// Attaches a MySQL connection; a fresh one gets [`BRIDGE_SETUP`].
     pub(super) async fn my_backend(&mut self) -> Result<(), PgClientError> {
         if self.backend.is_some() {
             return Ok(());
@@ -35,23 +40,23 @@ impl Session {
             .checkout(&mut self.pool, Protocol::MySql, None, deadline)
             .await
             .map_err(|e| PgClientError::from(&e))?;
-        let fresh = conn.settings != UTF8MB4_SETTINGS;
+        let fresh = conn.settings != BRIDGE_SETTINGS;
         self.backend = Some(conn);
         if fresh {
             let mut scratch = Vec::new();
             let mut w = PgResultWriter::new(vec!["SET"], false, false, &[], self.my_caps(), 0);
-            let ok = self.my_run(&Command::Query(b"SET NAMES utf8mb4"), &mut w, &mut scratch, false).await;
+            let ok = self.my_run(&Command::Query(BRIDGE_SETUP), &mut w, &mut scratch, false).await;
             match ok {
                 Ok(()) if !w.errored => {
                     if let Some(c) = self.backend.as_mut() {
-                        c.settings = UTF8MB4_SETTINGS;
+                        c.settings = BRIDGE_SETTINGS;
                     }
                 }
                 _ => {
                     self.drop_my_backend();
                     return Err(PgClientError::new(
                         crate::protocol::pg::sqlstate::CONNECTION_FAILURE,
-                        "cannot set utf8mb4 on the MySQL backend connection",
+                        "cannot set utf8mb4 and NO_BACKSLASH_ESCAPES on the MySQL backend connection",
                     ));
                 }
             }

@@ -7,6 +7,11 @@
 //!
 //! Transactions: statements pass through; ReadyForQuery reports MySQL's `IN_TRANS` status flag,
 //! and transaction pooling gives the connection back whenever MySQL reports none open.
+//!
+//! Values (#33): the client is told `standard_conforming_strings = on`; every statement text is
+//! lexed that way and its literals re-serialised for the connection's string mode
+//! (`sql::requote`; the bridge's connections run with `NO_BACKSLASH_ESCAPES`). A literal that
+//! cannot be carried exactly is refused with an ErrorResponse and the statement does not run.
 
 pub(super) mod cross;
 mod ext;
@@ -19,11 +24,29 @@ use std::rc::Rc;
 use crate::bridge::pg_result::PgResultWriter;
 use crate::bridge::tag::statements;
 use crate::config::{PoolMode, Protocol};
+use crate::protocol::mysql::response::SERVER_STATUS_NO_BACKSLASH_ESCAPES;
 use crate::protocol::mysql::Command;
 use crate::protocol::pg::{backend, sqlstate, FrontendMessage, Target};
 use crate::session::client_error::PgClientError;
+use crate::sql::mode::LexMode;
+use crate::sql::requote::{self, requote, RequoteError};
+use crate::sql::Dialect;
 
 use super::{End, Session};
+
+/// `character_not_in_repertoire`: PostgreSQL's code for text it cannot hold (a NUL, bytes that
+/// are not UTF-8).
+const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
+
+/// The ErrorResponse for a statement whose literals cannot be carried to MySQL exactly.
+fn requote_error(e: &RequoteError) -> PgClientError {
+    let code = match e {
+        RequoteError::Unterminated(_) => sqlstate::SYNTAX_ERROR,
+        RequoteError::Nul(_) | RequoteError::Encoding(_) => CHARACTER_NOT_IN_REPERTOIRE,
+        RequoteError::Unsupported(..) | RequoteError::Misread(_) => sqlstate::FEATURE_NOT_SUPPORTED,
+    };
+    PgClientError::new(code, format!("statement not run on the MySQL pool: {e}"))
+}
 
 /// The bridged part of a PostgreSQL session's state.
 #[derive(Default)]
@@ -51,7 +74,7 @@ impl Session {
             FrontendMessage::Query(sql) => self.bridged_query(sql).await,
             FrontendMessage::Parse { name, query, param_types } => {
                 let types: Vec<u32> = param_types.iter().collect();
-                self.bridged_parse(name, query, types).await
+                self.bridged_parse(name, query, types, false).await
             }
             FrontendMessage::Bind { portal, statement, param_formats, params, result_formats } => {
                 let formats: Vec<i16> = param_formats.iter().collect();
@@ -111,15 +134,19 @@ impl Session {
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
-        if let Err(e) = self.my_backend().await {
-            e.encode(&mut self.io.out);
-            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-            return self.flush_client().await;
-        }
+        let text = match self.my_backend().await.and_then(|()| self.for_mysql(sql, false)) {
+            Ok(text) => text,
+            Err(e) => {
+                e.encode(&mut self.io.out);
+                backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
+                self.my_maybe_release();
+                return self.flush_client().await;
+            }
+        };
         let status = self.my_status();
         let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), status);
         let mut out = std::mem::take(&mut self.io.out);
-        let r = self.my_run(&Command::Query(sql.as_bytes()), &mut writer, &mut out, true).await;
+        let r = self.my_run(&Command::Query(text.as_bytes()), &mut writer, &mut out, true).await;
         self.io.out = out;
         if r.is_err() {
             return self.bridged_lost(false).await;
@@ -127,6 +154,25 @@ impl Session {
         backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
         self.my_maybe_release();
         self.flush_client().await
+    }
+
+    /// How the attached MySQL connection reads strings (its last status flags say).
+    fn my_string_mode(&self) -> LexMode {
+        let no_backslash_escapes = self.my_status() & SERVER_STATUS_NO_BACKSLASH_ESCAPES != 0;
+        LexMode { no_backslash_escapes, ..LexMode::default() }
+    }
+
+    /// `sql` as the attached MySQL connection must read it: the client's text lexed as the
+    /// client writes strings (what it was told, or in a native session its server's setting), a
+    /// translation's (`translated`) as the MySQL text it is; every literal re-serialised.
+    pub(super) fn for_mysql(&self, sql: &str, translated: bool) -> Result<String, PgClientError> {
+        let to = requote::Target::MySql { no_backslash_escapes: self.my_string_mode().no_backslash_escapes };
+        let (from, mode) = match (translated, self.crossing()) {
+            (true, _) => (Dialect::MySql, LexMode::default()),
+            (false, true) => (Dialect::Postgres, self.identity.lex.mode),
+            (false, false) => (Dialect::Postgres, LexMode::default()),
+        };
+        requote(sql, from, mode, to).map_err(|e| requote_error(&e))
     }
 
     /// Status flags of the attached connection's last response.
