@@ -17,8 +17,8 @@ use crate::id::{CancelKey, KillRequest, KillTarget};
 use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, Conn, ConnInfo, CorePool, PassThrough};
 use crate::protocol::pg::{
-    auth, backend, decode_frame, decode_startup_frame, frontend, sqlstate, Authentication, ScramKeys, ScramSecret,
-    ScramServer, StartupPacket, TransactionStatus,
+    auth, backend, decode_expected_frame, decode_startup_frame, frontend, sqlstate, startup::is_protocol_option,
+    Authentication, Negotiation, ScramKeys, ScramSecret, ScramServer, StartupPacket, TransactionStatus,
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
@@ -68,7 +68,9 @@ impl Client {
             let decoded = if startup {
                 decode_startup_frame(&self.buf, STARTUP_MAX).map(|f| f.map(|f| (0u8, f.body.to_vec(), f.total_len)))
             } else {
-                decode_frame(&self.buf, STARTUP_MAX).map(|f| f.map(|f| (f.tag, f.body.to_vec(), f.total_len)))
+                // Only password messages are read after the startup packet.
+                decode_expected_frame(&self.buf, client::PASSWORD, STARTUP_MAX)
+                    .map(|f| f.map(|f| (f.tag, f.body.to_vec(), f.total_len)))
             };
             match decoded {
                 Ok(Some((tag, body, len))) => {
@@ -162,12 +164,18 @@ async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, 
                 ctx.kill(KillRequest { target, connection: false }).await;
                 return Err(LoginEnd::Quiet);
             }
-            StartupPacket::Startup { params, .. } => {
+            StartupPacket::Startup { protocol, params } => {
+                if let Some(negotiation) = Negotiation::of(protocol, &params) {
+                    let mut out = Vec::new();
+                    let _ = negotiation.encode(&mut out);
+                    client.send(&out).await?;
+                }
                 let user = params.get("user").unwrap_or("").to_owned();
                 let database = params.get("database").filter(|d| !d.is_empty()).unwrap_or(&user).to_owned();
                 let rest: Vec<(String, String)> = params
                     .iter()
                     .filter(|(k, _)| !matches!(*k, "user" | "database" | "options" | "replication"))
+                    .filter(|(k, _)| !is_protocol_option(k))
                     .map(|(k, v)| (k.to_owned(), v.to_owned()))
                     .collect();
                 let options = params.get("options").map(str::to_owned);
@@ -624,7 +632,7 @@ struct ClientParams {
 /// win over them as on the server (`PGOPTIONS='-c x=1'` with `x=2` in the packet gives 2).
 fn with_options(params: Vec<(String, String)>, options: Option<&str>) -> Result<ClientParams, PgClientError> {
     let from_options =
-        parse_options(options.unwrap_or("")).map_err(|e| PgClientError::new(sqlstate::SYNTAX_ERROR, e.to_string()))?;
+        parse_options(options.unwrap_or("")).map_err(|e| PgClientError::new(e.sqlstate(), e.to_string()))?;
     let has_options = !from_options.is_empty();
     let mut values: Vec<(String, String)> =
         from_options.into_iter().filter(|(k, _)| !params.iter().any(|(p, _)| p.eq_ignore_ascii_case(k))).collect();
