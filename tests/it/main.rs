@@ -22,6 +22,7 @@ mod drain;
 mod faults_fake;
 mod faults_kill;
 mod foundation;
+mod frontdoor;
 mod harness;
 mod health;
 mod htap;
