@@ -23,6 +23,7 @@ mod faults_fake;
 mod faults_kill;
 mod foundation;
 mod frontdoor;
+mod frontdoor_backend;
 mod harness;
 mod health;
 mod htap;
