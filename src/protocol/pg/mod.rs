@@ -11,6 +11,7 @@
 
 pub mod auth;
 pub mod backend;
+pub mod challenge;
 pub mod error;
 pub mod framer;
 pub mod frontend;
