@@ -21,6 +21,9 @@ pub fn md5_router(mode: &str, max: u32) -> Router {
 /// One backend message: tag and body.
 pub type Msg = (u8, Vec<u8>);
 
+/// The fields of an ErrorResponse: code byte and text.
+pub type Fields = Vec<(u8, String)>;
+
 /// A raw protocol connection.
 pub struct Raw {
     s: TcpStream,
@@ -130,7 +133,7 @@ impl Raw {
 
     /// Sends the startup packet `packet` (user `app`) and answers MD5 with `password`; returns
     /// the connection and every message of the login up to ReadyForQuery.
-    pub fn login_with(port: u16, packet: &[u8], password: &str) -> Result<(Raw, Vec<Msg>), Vec<(u8, String)>> {
+    pub fn login_with(port: u16, packet: &[u8], password: &str) -> Result<(Raw, Vec<Msg>), Fields> {
         let mut r = Raw::open(port);
         r.send(packet);
         let mut seen = Vec::new();

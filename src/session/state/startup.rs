@@ -48,11 +48,8 @@ pub fn parse_options(options: &str) -> Result<Vec<(String, String)>, OptionsErro
         } else if let Some(long) = arg.strip_prefix("--") {
             (long.to_owned(), arg.clone())
         } else if let Some(short) = arg.strip_prefix("-c") {
-            let setting = if short.is_empty() {
-                it.next().ok_or_else(|| OptionsError::Unsupported(arg))?
-            } else {
-                short.to_owned()
-            };
+            let setting =
+                if short.is_empty() { it.next().ok_or(OptionsError::Unsupported(arg))? } else { short.to_owned() };
             let shown = format!("-c {setting}");
             (setting, shown)
         } else {
