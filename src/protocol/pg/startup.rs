@@ -194,11 +194,6 @@ impl<'a> Negotiation<'a> {
         (protocol > ProtocolVersion::NEWEST || !unrecognized.is_empty()).then_some(Self { unrecognized })
     }
 
-    /// The protocol options the router does not recognise, in the client's order.
-    pub fn unrecognized(&self) -> &[&'a str] {
-        &self.unrecognized
-    }
-
     /// Appends the NegotiateProtocolVersion message (`'v'`). Its version field carries the whole
     /// version code (`3 << 16 | minor`), as PostgreSQL sends it and libpq reads it.
     pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
