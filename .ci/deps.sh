@@ -33,6 +33,9 @@ command -v systemd-analyze >/dev/null || missing+=(systemd)  # verifies querypil
 /usr/bin/python3 -c 'import asyncpg' 2>/dev/null || missing+=(python3-asyncpg)
 # psycopg2 interpolates values on the client by standard_conforming_strings (tests/it/bridge_values.rs).
 /usr/bin/python3 -c 'import psycopg2' 2>/dev/null || missing+=(python3-psycopg2)
+# A venv for psycopg[binary] from PyPI, whose bundled libpq 18 asks for protocol 3.2
+# (tests/it/frontdoor.rs creates it under the target directory).
+/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 [ -f /usr/share/java/mariadb-java-client.jar ] || missing+=(libmariadb-java)
 [ -f /usr/share/java/postgresql.jar ] || missing+=(libpostgresql-jdbc-java)   # tests/it/htap_pg.rs
 command -v javac >/dev/null || missing+=(default-jdk-headless)   # runs the JDBC check as a source file

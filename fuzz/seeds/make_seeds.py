@@ -55,6 +55,16 @@ put("pg_backend", "misc", pg_msg(b"t", struct.pack(">hI", 1, 23)) + pg_msg(b"G",
     + pg_msg(b"A", struct.pack(">i", 9) + cstr("chan") + cstr("payload")) + pg_msg(b"v", struct.pack(">ii", 0, 1) + cstr("_pq_.x"))
     + pg_msg(b"V", struct.pack(">i", 2) + b"ok"))
 
+# --- pg_login: mode byte (odd = SCRAM, even = MD5), then messages as tag, u16 length, body
+def login_msg(tag, body):
+    return tag + struct.pack(">H", len(body)) + body
+
+put("pg_login", "scram", b"\x01"
+    + login_msg(b"p", cstr("SCRAM-SHA-256") + struct.pack(">i", 32) + b"n,,n=,r=rOprNGfwEbeRWgbNEkqO%hvY")
+    + login_msg(b"p", b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvY3rfu9VZQ8SJ3kqZd,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="))
+put("pg_login", "md5", b"\x00" + login_msg(b"p", cstr("md5bb41a296aab6baccb36ff243a562abff")))
+put("pg_login", "second_startup", b"\x01" + login_msg(b"\x00", struct.pack(">i", 196608) + cstr("user") + cstr("postgres") + b"\0"))
+
 # --- pg_scram
 put("pg_scram", "exchange", "n,,n=app,r=rOprNGfwEbeRWgbNEkqO\nc=biws,r=rOprNGfwEbeRWgbNEkqO3rfu9VZQ8SJ3kqZd,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
 put("pg_scram", "secret", "SCRAM-SHA-256$4096:W22ZaJ0SNY7soEsUEjb6gQ==$WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=:HKZbQBO1LoVZrq/MgHDkoHJjUs5Ro5EKiTpr/Qq4ws4=")

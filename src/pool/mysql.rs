@@ -325,3 +325,38 @@ pub async fn deliver_kill(
     };
     rt::with_deadline(deadline, work).await.unwrap_or_else(|_| Err(login.connect_err("kill delivery timed out")))
 }
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+
+    use crate::protocol::mysql::auth::rsa_public_key;
+
+    /// A DER length field.
+    fn der_len(n: usize) -> Vec<u8> {
+        match n {
+            0..=0x7f => vec![n as u8],
+            0x80..=0xff => vec![0x81, n as u8],
+            _ => vec![0x82, (n >> 8) as u8, n as u8],
+        }
+    }
+
+    /// A PKCS#1 `RSA PUBLIC KEY` PEM with a modulus of `n_bytes` 0xff bytes and exponent `e`.
+    fn pkcs1_pem(n_bytes: usize, e: &[u8]) -> Vec<u8> {
+        let int = |v: Vec<u8>| [vec![0x02], der_len(v.len()), v].concat();
+        let body = [int([vec![0], vec![0xff; n_bytes]].concat()), int(e.to_vec())].concat();
+        let der = [vec![0x30], der_len(body.len()), body].concat();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+        let lines: Vec<&str> = b64.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap_or("")).collect();
+        format!("-----BEGIN RSA PUBLIC KEY-----\n{}\n-----END RSA PUBLIC KEY-----\n", lines.join("\n")).into_bytes()
+    }
+
+    /// A hostile MySQL backend's `caching_sha2_password` key cannot make the RSA encryption of the
+    /// password expensive: an oversized modulus or exponent is refused when the key is read.
+    #[test]
+    fn a_backends_rsa_key_is_bounded_before_any_encryption() {
+        assert!(rsa_public_key(&pkcs1_pem(256, &[1, 0, 1])).is_ok(), "a 2048-bit key with e = 65537");
+        assert!(rsa_public_key(&pkcs1_pem(1024, &[1, 0, 1])).is_err(), "an 8192-bit modulus");
+        assert!(rsa_public_key(&pkcs1_pem(256, &[0x7f; 64])).is_err(), "a 512-bit exponent");
+    }
+}

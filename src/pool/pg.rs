@@ -129,6 +129,11 @@ fn answer_auth(
         .ok_or_else(|| login.auth_err("the backend asks for a password the router does not have"))
     };
     match a {
+        // A SCRAM exchange ends with the server's signature, which proves the backend knows the
+        // password; a backend that skips it to say Ok is not trusted with the connection.
+        Authentication::Ok if scram.is_some() => {
+            Err(login.auth_err("the backend ended SCRAM-SHA-256 without proving it knows the password"))
+        }
         Authentication::Ok => Ok(()),
         Authentication::CleartextPassword => {
             frontend::encode_password(password()?, out).map_err(|e| login.connect_err(e))
@@ -142,7 +147,14 @@ fn answer_auth(
             };
             frontend::encode_password(&response, out).map_err(|e| login.connect_err(e))
         }
-        Authentication::Sasl { .. } => {
+        Authentication::Sasl { mechanisms } => {
+            if !mechanisms.iter().any(|m| m == auth::SCRAM_SHA_256) {
+                // Named briefly: the list is the backend's and as long as its frame allows.
+                let offered: Vec<&str> = mechanisms.iter().take(4).map(|m| m.get(..64).unwrap_or(m)).collect();
+                return Err(
+                    login.auth_err(format!("the backend offers no SASL mechanism the router speaks: {offered:?}"))
+                );
+            }
             let nonce = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>());
             let client = match secret {
                 // Keys recovered from the client's own proof (#23), no password needed.
@@ -150,7 +162,7 @@ fn answer_auth(
                 _ => ScramClient::new("", password()?, &nonce),
             }
             .map_err(|e| login.auth_err(e))?;
-            frontend::encode_sasl_initial_response("SCRAM-SHA-256", Some(client.client_first().as_bytes()), out)
+            frontend::encode_sasl_initial_response(auth::SCRAM_SHA_256, Some(client.client_first().as_bytes()), out)
                 .map_err(|e| login.connect_err(e))?;
             *scram = Some((client, None));
             Ok(())
@@ -165,7 +177,11 @@ fn answer_auth(
             frontend::encode_sasl_response(msg.as_bytes(), out).map_err(|e| login.connect_err(e))
         }
         Authentication::SaslFinal(data) => match scram.as_ref().and_then(|(_, f)| f.as_ref()) {
-            Some(f) => f.verify_server_final(data).map_err(|e| login.auth_err(e)),
+            Some(f) => {
+                f.verify_server_final(data).map_err(|e| login.auth_err(e))?;
+                *scram = None;
+                Ok(())
+            }
             None => Err(login.auth_err("SASL final before SASL continue")),
         },
         other => Err(login.auth_err(format!("unsupported authentication request {other:?}"))),

@@ -23,6 +23,8 @@ mod drain;
 mod faults_fake;
 mod faults_kill;
 mod foundation;
+mod frontdoor;
+mod frontdoor_backend;
 mod harness;
 mod health;
 mod htap;

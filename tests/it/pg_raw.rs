@@ -21,6 +21,9 @@ pub fn md5_router(mode: &str, max: u32) -> Router {
 /// One backend message: tag and body.
 pub type Msg = (u8, Vec<u8>);
 
+/// The fields of an ErrorResponse: code byte and text.
+pub type Fields = Vec<(u8, String)>;
+
 /// A raw protocol connection.
 pub struct Raw {
     s: TcpStream,
@@ -89,8 +92,13 @@ pub fn query(sql: &str) -> Vec<u8> {
 
 /// The startup packet for user `app` and `database`.
 pub fn startup(database: &str) -> Vec<u8> {
-    let mut b = 196608u32.to_be_bytes().to_vec();
-    for (k, v) in [("user", "app"), ("database", database)] {
+    startup_packet(0x0003_0000, &[("user", "app"), ("database", database)])
+}
+
+/// A StartupMessage asking for protocol `version` (`major << 16 | minor`) with `params`.
+pub fn startup_packet(version: u32, params: &[(&str, &str)]) -> Vec<u8> {
+    let mut b = version.to_be_bytes().to_vec();
+    for (k, v) in params {
         cstr(&mut b, k);
         cstr(&mut b, v);
     }
@@ -116,9 +124,19 @@ impl Raw {
 
     /// [`Raw::login`], also returning the BackendKeyData's process id and secret key.
     pub fn login_keyed(port: u16, database: &str, password: &str) -> Result<(Raw, i32, i32), Vec<(u8, String)>> {
-        let mut key = (0, 0);
+        let (r, msgs) = Self::login_with(port, &startup(database), password)?;
+        let key = msgs.iter().find(|(tag, body)| *tag == b'K' && body.len() == 8).map_or((0, 0), |(_, b)| {
+            (i32::from_be_bytes([b[0], b[1], b[2], b[3]]), i32::from_be_bytes([b[4], b[5], b[6], b[7]]))
+        });
+        Ok((r, key.0, key.1))
+    }
+
+    /// Sends the startup packet `packet` (user `app`) and answers MD5 with `password`; returns
+    /// the connection and every message of the login up to ReadyForQuery.
+    pub fn login_with(port: u16, packet: &[u8], password: &str) -> Result<(Raw, Vec<Msg>), Fields> {
         let mut r = Raw::open(port);
-        r.send(&startup(database));
+        r.send(packet);
+        let mut seen = Vec::new();
         loop {
             let (tag, body) = r.recv().expect("login answer");
             match tag {
@@ -131,15 +149,13 @@ impl Raw {
                     p.push(0);
                     r.send(&msg(b'p', &p));
                 }
-                b'K' if body.len() == 8 => {
-                    key = (
-                        i32::from_be_bytes([body[0], body[1], body[2], body[3]]),
-                        i32::from_be_bytes([body[4], body[5], body[6], body[7]]),
-                    );
-                }
                 b'E' => return Err(fields(&body)),
-                b'Z' => return Ok((r, key.0, key.1)),
                 _ => {}
+            }
+            let done = tag == b'Z';
+            seen.push((tag, body));
+            if done {
+                return Ok((r, seen));
             }
         }
     }

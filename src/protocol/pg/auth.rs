@@ -21,9 +21,18 @@ pub const SCRAM_SHA_256: &str = "SCRAM-SHA-256";
 /// The iteration count PostgreSQL uses by default, and the router for its own secrets.
 pub const DEFAULT_ITERATIONS: u32 = 4096;
 
-/// Highest iteration count a backend may demand. PBKDF2 runs on the connection's core, so an
-/// absurd count (the wire allows 2^32 - 1) would stall every session on that core.
-pub const MAX_ITERATIONS: u32 = 1_000_000;
+/// Highest iteration count a backend may demand (PgBouncer CVE-2026-6669 class). PBKDF2 runs on
+/// the connection's core, so every session of that core waits while it runs: the wire allows
+/// 2^32 - 1 rounds, hours of one core. 100,000 is 24 times PostgreSQL's default and leaves room
+/// for a raised `scram_iterations`, while one derivation stays in the tens of milliseconds of a
+/// release build (the pool caches it per password, salt and count, so a backend whose verifier
+/// does not change pays it once per core).
+pub const MAX_ITERATIONS: u32 = 100_000;
+
+/// Longest SCRAM message accepted from a backend (CVE-2026-6665 class). A server-first message
+/// is a nonce, a salt and a count, about 100 bytes from PostgreSQL; the cap bounds the salt a
+/// derivation hashes and keeps in the pool's cache, whatever the frame limit allows.
+pub const MAX_SERVER_MESSAGE: usize = 1024;
 
 const KEY_LEN: usize = 32;
 type Key = [u8; KEY_LEN];
@@ -58,6 +67,22 @@ pub enum ScramError {
     /// The server's final signature is wrong: it does not know the password.
     #[error("SCRAM server signature mismatch")]
     ServerSignatureMismatch,
+    /// The server demands more PBKDF2 rounds than the router runs for it.
+    #[error("the backend demands {demanded} SCRAM iterations, more than the {max} the router accepts")]
+    TooManyIterations {
+        /// The server's iteration count.
+        demanded: u64,
+        /// [`MAX_ITERATIONS`].
+        max: u32,
+    },
+    /// A server message is longer than any SCRAM server sends.
+    #[error("the backend's SCRAM message of {len} bytes exceeds the {max} the router accepts")]
+    MessageTooLong {
+        /// The message length.
+        len: usize,
+        /// [`MAX_SERVER_MESSAGE`].
+        max: usize,
+    },
     /// The server ended the exchange with an error attribute (`e=`).
     #[error("SCRAM server error: {0}")]
     ServerError(String),
@@ -78,9 +103,12 @@ impl ScramError {
             Self::ChannelBindingUnsupported | Self::AuthzidUnsupported | Self::ExtensionUnsupported => {
                 sqlstate::FEATURE_NOT_SUPPORTED
             }
-            Self::ServerSignatureMismatch | Self::ServerError(_) | Self::InvalidSecret | Self::VerifierMismatch => {
-                sqlstate::INVALID_AUTHORIZATION_SPECIFICATION
-            }
+            Self::ServerSignatureMismatch
+            | Self::ServerError(_)
+            | Self::InvalidSecret
+            | Self::VerifierMismatch
+            | Self::TooManyIterations { .. }
+            | Self::MessageTooLong { .. } => sqlstate::INVALID_AUTHORIZATION_SPECIFICATION,
             _ => sqlstate::PROTOCOL_VIOLATION,
         }
     }
@@ -188,6 +216,29 @@ fn check_nonce(nonce: &str) -> Result<(), ScramError> {
         Ok(())
     } else {
         Err(ScramError::InvalidNonce)
+    }
+}
+
+fn check_server_len(msg: &[u8]) -> Result<(), ScramError> {
+    if msg.len() > MAX_SERVER_MESSAGE {
+        return Err(ScramError::MessageTooLong { len: msg.len(), max: MAX_SERVER_MESSAGE });
+    }
+    Ok(())
+}
+
+/// A server's `i=` attribute: decimal digits, at least 1, at most [`MAX_ITERATIONS`]. The
+/// length is already bounded by [`MAX_SERVER_MESSAGE`]; a count too large even for `u64` is
+/// reported as the largest.
+fn check_iterations(text: &str) -> Result<u32, ScramError> {
+    let malformed = ScramError::Malformed { what: "iteration count" };
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(malformed);
+    }
+    let demanded: u64 = text.parse().unwrap_or(u64::MAX);
+    match u32::try_from(demanded) {
+        Ok(0) => Err(malformed),
+        Ok(n) if n <= MAX_ITERATIONS => Ok(n),
+        _ => Err(ScramError::TooManyIterations { demanded, max: MAX_ITERATIONS }),
     }
 }
 
@@ -327,6 +378,7 @@ impl ScramClient {
         server_first: &[u8],
         derive: impl FnOnce(&str, &[u8], u32) -> ([u8; 32], [u8; 32]),
     ) -> Result<(String, ScramClientFinal), ScramError> {
+        check_server_len(server_first)?;
         let text = utf8(server_first, "server-first-message")?;
         let mut parts = text.split(',');
         let nonce = attr(parts.next(), 'r', "server nonce")?;
@@ -337,10 +389,7 @@ impl ScramClient {
         }
         check_nonce(nonce)?;
         let salt = B64.decode(salt).map_err(|_| ScramError::Malformed { what: "salt" })?;
-        let iterations: u32 = iterations.parse().map_err(|_| ScramError::Malformed { what: "iteration count" })?;
-        if iterations == 0 || iterations > MAX_ITERATIONS {
-            return Err(ScramError::Malformed { what: "iteration count" });
-        }
+        let iterations = check_iterations(iterations)?;
         let (client_key, server_key) = match &self.credential {
             ClientCredential::Password(password) => derive(password, &salt, iterations),
             ClientCredential::Keys(keys) if keys.salt == salt && keys.iterations == iterations => {
@@ -367,6 +416,7 @@ pub struct ScramClientFinal {
 impl ScramClientFinal {
     /// Verifies server-final-message (the AuthenticationSASLFinal data).
     pub fn verify_server_final(&self, server_final: &[u8]) -> Result<(), ScramError> {
+        check_server_len(server_final)?;
         let text = utf8(server_final, "server-final-message")?;
         let first = text.split(',').next().unwrap_or_default();
         if let Some(err) = first.strip_prefix("e=") {

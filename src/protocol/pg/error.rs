@@ -70,6 +70,15 @@ pub enum DecodeError {
         /// Requested minor version.
         minor: u16,
     },
+    /// The peer sent another message type than the only one allowed at this point (during
+    /// authentication: a password message; a second StartupMessage shows as type 0).
+    #[error("expected message type {:?}, got message type {got}", char::from(*.expected))]
+    UnexpectedTag {
+        /// The type byte allowed here.
+        expected: u8,
+        /// The type byte received.
+        got: u8,
+    },
     /// The startup packet carries more parameters than allowed.
     #[error("startup packet has more than {max} parameters")]
     TooManyParams {

@@ -69,6 +69,17 @@ pub fn decode_frame(buf: &[u8], max_len: usize) -> Result<Option<Frame<'_>>, Dec
     Ok(buf.get(5..total_len).map(|body| Frame { tag, body, total_len }))
 }
 
+/// Decodes one message that must be of type `tag`, as [`decode_frame`] does, refusing any other
+/// type as soon as its first byte arrives: PostgreSQL reads the type byte of a password message
+/// first and fails there, so a peer that sends something else (a second StartupMessage during
+/// SCRAM, whose "length" reads as anything) is told at once instead of waiting for its bytes.
+pub fn decode_expected_frame(buf: &[u8], tag: u8, max_len: usize) -> Result<Option<Frame<'_>>, DecodeError> {
+    match buf.first() {
+        Some(&got) if got != tag => Err(DecodeError::UnexpectedTag { expected: tag, got }),
+        _ => decode_frame(buf, max_len),
+    }
+}
+
 /// One complete tagged message with the exact bytes it occupies, so that a relay forwards,
 /// holds or inspects the message it decoded and never recomputes an offset into its buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,7 @@
 
 pub mod auth;
 pub mod backend;
+pub mod challenge;
 pub mod error;
 pub mod framer;
 pub mod frontend;
@@ -28,9 +29,9 @@ pub use auth::{ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
 pub use backend::{Authentication, BackendMessage, BackendPeek, TransactionStatus};
 pub use error::{DecodeError, EncodeError, RewriteError};
 pub use framer::{
-    data_row_run, decode_frame, decode_raw_frame, decode_startup_frame, Frame, Frames, RawFrame, RawFrames,
-    StartupFrame,
+    data_row_run, decode_expected_frame, decode_frame, decode_raw_frame, decode_startup_frame, Frame, Frames, RawFrame,
+    RawFrames, StartupFrame,
 };
 pub use frontend::{FrontendMessage, Target};
 pub use notice::{encode_error, ErrorFields, FieldList, Severity};
-pub use startup::{ProtocolVersion, StartupPacket, StartupParams};
+pub use startup::{Negotiation, ProtocolVersion, StartupPacket, StartupParams};

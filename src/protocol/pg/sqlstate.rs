@@ -31,6 +31,8 @@ pub const SERIALIZATION_FAILURE: &str = "40001";
 pub const DEADLOCK_DETECTED: &str = "40P01";
 /// Class 42: SQL syntax error.
 pub const SYNTAX_ERROR: &str = "42601";
+/// Class 42: undefined object (an unrecognized configuration parameter).
+pub const UNDEFINED_OBJECT: &str = "42704";
 /// Class 42: a prepared statement of that name already exists.
 pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
 /// Class 53: too many connections.

@@ -3,7 +3,9 @@
 //! Progress"; formats in 55.7: StartupMessage, SSLRequest, GSSENCRequest, CancelRequest).
 //!
 //! Parameters are borrowed from the input; their number is capped so a hostile client cannot
-//! make us grow a vector without bound.
+//! make us grow a vector without bound. [`Negotiation`] decides, from a decoded StartupMessage,
+//! whether the client must be told with NegotiateProtocolVersion (55.2.1; format in 55.7) that
+//! the router speaks an older minor version or none of its `_pq_.` protocol options.
 
 use super::error::{DecodeError, EncodeError};
 use super::wire::{MessageWriter, Reader};
@@ -30,6 +32,10 @@ pub struct ProtocolVersion {
 impl ProtocolVersion {
     /// Protocol 3.0, the version every supported server and client speaks.
     pub const V3_0: Self = Self { major: 3, minor: 0 };
+    /// The newest version the router speaks to clients. Protocol 3.2 (PostgreSQL 18) differs
+    /// only in longer cancel keys, which the router does not issue yet, so a client asking for
+    /// it is negotiated down, as PostgreSQL 17 does.
+    pub const NEWEST: Self = Self::V3_0;
 
     /// The Int32 wire form.
     pub fn code(self) -> i32 {
@@ -157,6 +163,44 @@ impl<'a> StartupPacket<'a> {
                 }
                 w.u8(0);
             }
+        }
+        w.finish()
+    }
+}
+
+/// Prefix of a protocol option (`_pq_.name`): a request about the protocol, never a setting.
+pub const PROTOCOL_OPTION_PREFIX: &str = "_pq_.";
+
+/// Whether a startup parameter is a protocol option rather than a session setting.
+pub fn is_protocol_option(name: &str) -> bool {
+    name.starts_with(PROTOCOL_OPTION_PREFIX)
+}
+
+/// The NegotiateProtocolVersion a StartupMessage calls for: the server sends exactly one, right
+/// after the StartupMessage and before authentication, when the client asked for a newer minor
+/// version than it speaks or for protocol options (PostgreSQL docs 55.2.1; libpq 18 aborts on a
+/// second one). The router knows no protocol option, so every `_pq_.` parameter is named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Negotiation<'a> {
+    unrecognized: Vec<&'a str>,
+}
+
+impl<'a> Negotiation<'a> {
+    /// What to tell a client that sent `protocol` and `params`; `None` when the router speaks
+    /// everything it asked for. Bounded by [`MAX_STARTUP_PARAMS`], as the parameters are.
+    pub fn of(protocol: ProtocolVersion, params: &StartupParams<'a>) -> Option<Self> {
+        let unrecognized: Vec<&'a str> =
+            params.iter().map(|(name, _)| name).filter(|n| is_protocol_option(n)).collect();
+        (protocol > ProtocolVersion::NEWEST || !unrecognized.is_empty()).then_some(Self { unrecognized })
+    }
+
+    /// Appends the NegotiateProtocolVersion message (`'v'`). Its version field carries the whole
+    /// version code (`3 << 16 | minor`), as PostgreSQL sends it and libpq reads it.
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let mut w = MessageWriter::tagged(out, b'v');
+        w.i32(ProtocolVersion::NEWEST.code()).count32(self.unrecognized.len(), "protocol options");
+        for name in &self.unrecognized {
+            w.cstr(name, "protocol option");
         }
         w.finish()
     }

@@ -18,8 +18,11 @@ use crate::id::{CancelKey, KillRequest, KillTarget};
 use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, Conn, ConnInfo, CorePool, PassThrough, PoolError};
 use crate::protocol::pg::{
-    auth, backend, decode_frame, decode_startup_frame, frontend, sqlstate, Authentication, ScramKeys, ScramSecret,
-    ScramServer, StartupPacket, TransactionStatus,
+    auth, backend,
+    challenge::{Challenge, Progress, Proof},
+    decode_expected_frame, decode_startup_frame, sqlstate,
+    startup::is_protocol_option,
+    Authentication, Negotiation, ScramKeys, ScramSecret, StartupPacket, TransactionStatus,
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
@@ -69,7 +72,9 @@ impl Client {
             let decoded = if startup {
                 decode_startup_frame(&self.buf, STARTUP_MAX).map(|f| f.map(|f| (0u8, f.body.to_vec(), f.total_len)))
             } else {
-                decode_frame(&self.buf, STARTUP_MAX).map(|f| f.map(|f| (f.tag, f.body.to_vec(), f.total_len)))
+                // Only password messages are read after the startup packet.
+                decode_expected_frame(&self.buf, client::PASSWORD, STARTUP_MAX)
+                    .map(|f| f.map(|f| (f.tag, f.body.to_vec(), f.total_len)))
             };
             match decoded {
                 Ok(Some((tag, body, len))) => {
@@ -163,12 +168,18 @@ async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, 
                 ctx.kill(KillRequest { target, connection: false }).await;
                 return Err(LoginEnd::Quiet);
             }
-            StartupPacket::Startup { params, .. } => {
+            StartupPacket::Startup { protocol, params } => {
+                if let Some(negotiation) = Negotiation::of(protocol, &params) {
+                    let mut out = Vec::new();
+                    let _ = negotiation.encode(&mut out);
+                    client.send(&out).await?;
+                }
                 let user = params.get("user").unwrap_or("").to_owned();
                 let database = params.get("database").filter(|d| !d.is_empty()).unwrap_or(&user).to_owned();
                 let rest: Vec<(String, String)> = params
                     .iter()
                     .filter(|(k, _)| !matches!(*k, "user" | "database" | "options" | "replication"))
+                    .filter(|(k, _)| !is_protocol_option(k))
                     .map(|(k, v)| (k.to_owned(), v.to_owned()))
                     .collect();
                 let options = params.get("options").map(str::to_owned);
@@ -529,22 +540,27 @@ impl Expected {
     }
 }
 
-/// A right proof: what to send to end the exchange, and the SCRAM ClientKey it revealed.
-struct Proof {
-    server_final: Option<String>,
-    client_key: Option<[u8; 32]>,
-}
-
-/// Runs the exchange up to the client's proof; `None` when the proof is wrong. Ending it is
-/// left to the caller ([`finish`]), after anything else is checked too.
+/// Runs the exchange up to the client's proof (the pure [`Challenge`] over the socket); `None`
+/// when the proof is wrong. Ending it is left to the caller ([`finish`]), after anything else
+/// is checked too.
 async fn exchange(client: &mut Client, expected: &Expected) -> Result<Option<Proof>, LoginEnd> {
-    match expected {
-        Expected::Md5(secret) => {
-            Ok(md5_exchange(client, secret).await?.then_some(Proof { server_final: None, client_key: None }))
+    let mut out = Vec::new();
+    let mut challenge = match expected {
+        Expected::Md5(secret) => Challenge::md5(secret, rand::random(), &mut out),
+        Expected::Scram(secret) => {
+            let nonce = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>());
+            Challenge::scram(secret.clone(), &nonce, &mut out)
         }
-        Expected::Scram(secret) => Ok(scram_exchange(client, secret)
-            .await?
-            .map(|(server_final, key)| Proof { server_final: Some(server_final), client_key: Some(key) })),
+    };
+    loop {
+        client.send(&out).await?;
+        out.clear();
+        let (tag, body) = client.next(false).await?;
+        match challenge.on_message(tag, &body, &mut out) {
+            Ok(Progress::Continue) => {}
+            Ok(Progress::Done(proof)) => return Ok(proof),
+            Err(e) => return Err(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()).into()),
+        }
     }
 }
 
@@ -557,49 +573,6 @@ async fn finish(client: &mut Client, proof: Proof) -> Result<(), LoginEnd> {
         client.send(&out).await?;
     }
     Ok(())
-}
-
-async fn md5_exchange(client: &mut Client, secret: &str) -> Result<bool, LoginEnd> {
-    let salt: [u8; 4] = rand::random();
-    let mut out = Vec::new();
-    backend::encode_authentication(&Authentication::Md5Password { salt }, &mut out)
-        .map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
-    client.send(&out).await?;
-    let (tag, body) = client.next(false).await?;
-    if tag != client::PASSWORD {
-        return Err(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected a password message").into());
-    }
-    let response = frontend::password_text(&body).unwrap_or("");
-    Ok(auth::md5_verify(secret, salt, response))
-}
-
-/// Runs SCRAM-SHA-256 up to the client's proof against `secret`; returns the server-final
-/// message and the ClientKey the proof revealed when the proof is right (`None` when it is not).
-async fn scram_exchange(client: &mut Client, secret: &ScramSecret) -> Result<Option<(String, [u8; 32])>, LoginEnd> {
-    let mut out = Vec::new();
-    backend::encode_auth_sasl_scram(&mut out);
-    client.send(&out).await?;
-    let violation = |m: &str| LoginEnd::from(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, m.to_owned()));
-    let (tag, body) = client.next(false).await?;
-    if tag != client::PASSWORD {
-        return Err(violation("expected SASLInitialResponse"));
-    }
-    let (mechanism, data) = frontend::decode_sasl_initial_response(&body).map_err(|e| violation(&e.to_string()))?;
-    if mechanism != "SCRAM-SHA-256" {
-        return Err(violation("only SCRAM-SHA-256 is supported"));
-    }
-    let nonce = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>());
-    let (server, server_first) =
-        ScramServer::start(secret, data.unwrap_or_default(), &nonce).map_err(|e| violation(&e.to_string()))?;
-    out.clear();
-    backend::encode_authentication(&Authentication::SaslContinue(server_first.as_bytes()), &mut out)
-        .map_err(|e| violation(&e.to_string()))?;
-    client.send(&out).await?;
-    let (tag, body) = client.next(false).await?;
-    if tag != client::PASSWORD {
-        return Err(violation("expected SASLResponse"));
-    }
-    Ok(server.finish_with_key(&body).ok())
 }
 
 /// What a successful login hands to the session.
@@ -718,7 +691,7 @@ struct ClientParams {
 /// win over them as on the server (`PGOPTIONS='-c x=1'` with `x=2` in the packet gives 2).
 fn with_options(params: Vec<(String, String)>, options: Option<&str>) -> Result<ClientParams, PgClientError> {
     let from_options =
-        parse_options(options.unwrap_or("")).map_err(|e| PgClientError::new(sqlstate::SYNTAX_ERROR, e.to_string()))?;
+        parse_options(options.unwrap_or("")).map_err(|e| PgClientError::new(e.sqlstate(), e.to_string()))?;
     let has_options = !from_options.is_empty();
     let mut values: Vec<(String, String)> =
         from_options.into_iter().filter(|(k, _)| !params.iter().any(|(p, _)| p.eq_ignore_ascii_case(k))).collect();

@@ -2,38 +2,63 @@
 //! parameter (PostgreSQL 55.2.1 / libpq's `PGOPTIONS`: `-c name=value` and `--name=value`
 //! switches) and client encoding names. Sans-IO and pure.
 
-/// Why an `options` startup parameter was refused (the server refuses the same ones).
+use crate::protocol::pg::sqlstate;
+
+/// Why an `options` startup parameter was refused, with the server's own words: a malformed
+/// switch must neither reach a server as a statement nor set anything else.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OptionsError {
     /// A switch other than `-c` / `--name=value` (those set server-wide state, or nothing the
-    /// router can apply per client).
+    /// router can apply per client), an argument that is no switch, or `-c` without argument.
     #[error("invalid command-line argument for server process: {0}")]
     Unsupported(String),
-    /// `-c name` or `--name` without `=value`.
-    #[error("-c {0} requires a value")]
+    /// `-c name` or `--name` without `=value`; holds the switch as written (`-c name`, `--name`).
+    #[error("{0} requires a value")]
     MissingValue(String),
+    /// `-c=value` or `--=value`: a setting without a name, which no server has.
+    #[error("unrecognized configuration parameter \"{0}\"")]
+    UnknownParameter(String),
+}
+
+impl OptionsError {
+    /// The SQLSTATE PostgreSQL refuses the same `options` with.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            Self::UnknownParameter(_) => sqlstate::UNDEFINED_OBJECT,
+            Self::Unsupported(_) | Self::MissingValue(_) => sqlstate::SYNTAX_ERROR,
+        }
+    }
 }
 
 /// Splits `options` the way the server does (whitespace separates arguments, a backslash
 /// escapes the next character) and returns the `(name, value)` settings of its `-c` and `--`
 /// switches, in order. Dashes in names become underscores, as the server's `ParseLongOption`.
+/// A lone `--` ends the switches, as the server's `getopt` treats it; an argument after it is
+/// refused like any argument that is not a switch.
 pub fn parse_options(options: &str) -> Result<Vec<(String, String)>, OptionsError> {
     let args = split_args(options);
     let mut out = Vec::new();
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
-        let setting = if let Some(long) = arg.strip_prefix("--") {
-            long.to_owned()
+        let (setting, shown) = if arg == "--" {
+            return match it.next() {
+                Some(extra) => Err(OptionsError::Unsupported(extra)),
+                None => Ok(out),
+            };
+        } else if let Some(long) = arg.strip_prefix("--") {
+            (long.to_owned(), arg.clone())
         } else if let Some(short) = arg.strip_prefix("-c") {
-            if short.is_empty() {
-                it.next().ok_or_else(|| OptionsError::MissingValue(String::new()))?
-            } else {
-                short.to_owned()
-            }
+            let setting =
+                if short.is_empty() { it.next().ok_or(OptionsError::Unsupported(arg))? } else { short.to_owned() };
+            let shown = format!("-c {setting}");
+            (setting, shown)
         } else {
             return Err(OptionsError::Unsupported(arg));
         };
-        let Some((name, value)) = setting.split_once('=') else { return Err(OptionsError::MissingValue(setting)) };
+        let Some((name, value)) = setting.split_once('=') else { return Err(OptionsError::MissingValue(shown)) };
+        if name.is_empty() {
+            return Err(OptionsError::UnknownParameter(String::new()));
+        }
         out.push((name.replace('-', "_"), value.to_owned()));
     }
     Ok(out)
@@ -104,10 +129,36 @@ mod tests {
     #[test]
     fn refuses_what_it_cannot_apply() {
         assert_eq!(parse_options("-B 100"), Err(OptionsError::Unsupported("-B".into())));
-        assert_eq!(parse_options("-c"), Err(OptionsError::MissingValue(String::new())));
-        assert_eq!(parse_options("-c work_mem"), Err(OptionsError::MissingValue("work_mem".into())));
-        assert_eq!(parse_options("--work_mem"), Err(OptionsError::MissingValue("work_mem".into())));
+        assert_eq!(parse_options("-c work_mem"), Err(OptionsError::MissingValue("-c work_mem".into())));
+        assert_eq!(parse_options("--work_mem"), Err(OptionsError::MissingValue("--work_mem".into())));
         assert_eq!(parse_options("work_mem=1"), Err(OptionsError::Unsupported("work_mem=1".into())));
+    }
+
+    /// The malformed forms of PgBouncer's CVE-2026-107349 class, with the server's answers
+    /// (checked against PostgreSQL 15 in tests/it/frontdoor.rs).
+    #[test]
+    fn malformed_switches_get_the_servers_error_and_set_nothing() {
+        for (options, message, code) in [
+            ("-c", "invalid command-line argument for server process: -c", "42601"),
+            ("-c search_path=a -c", "invalid command-line argument for server process: -c", "42601"),
+            ("-c -c x.y=1", "-c -c requires a value", "42601"),
+            ("-c a", "-c a requires a value", "42601"),
+            ("--a", "--a requires a value", "42601"),
+            ("-c=", "unrecognized configuration parameter \"\"", "42704"),
+            ("-c=x", "unrecognized configuration parameter \"\"", "42704"),
+            ("--=x", "unrecognized configuration parameter \"\"", "42704"),
+            ("-c= -c", "unrecognized configuration parameter \"\"", "42704"),
+            ("-- x.y=1", "invalid command-line argument for server process: x.y=1", "42601"),
+            ("-", "invalid command-line argument for server process: -", "42601"),
+        ] {
+            let e = parse_options(options).expect_err(options);
+            assert_eq!((e.to_string().as_str(), e.sqlstate()), (message, code), "{options}");
+        }
+        // A lone `--` ends the switches and sets nothing, as on the server.
+        assert_eq!(parse_options("--"), Ok(vec![]));
+        assert_eq!(parse_options("-c x.y=1 --"), Ok(pairs(&[("x.y", "1")])));
+        // `=` after the first belongs to the value; a value may be empty.
+        assert_eq!(parse_options("-c x.y==1= --a-b="), Ok(pairs(&[("x.y", "=1="), ("a_b", "")])));
     }
 
     #[test]

@@ -1,4 +1,7 @@
-use crate::protocol::pg::auth::{md5_response, md5_response_from_secret, md5_secret, md5_verify, DEFAULT_ITERATIONS};
+use crate::protocol::pg::auth::{
+    md5_response, md5_response_from_secret, md5_secret, md5_verify, DEFAULT_ITERATIONS, MAX_ITERATIONS,
+    MAX_SERVER_MESSAGE,
+};
 use crate::protocol::pg::{ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
 use base64::Engine as _;
 
@@ -183,4 +186,49 @@ fn scram_pass_through_gives_no_key_for_a_wrong_password() {
     let (server, server_first) = ScramServer::start(&secret, client.client_first().as_bytes(), "xyz").unwrap();
     let (client_final, _) = client.handle_server_first(server_first.as_bytes()).unwrap();
     assert_eq!(server.finish_with_key(client_final.as_bytes()).unwrap_err(), ScramError::InvalidProof);
+}
+
+/// A hostile backend's SCRAM messages (PgBouncer CVE-2026-6669 and CVE-2026-6665 classes):
+/// refused before any key derivation, with the cap named.
+#[test]
+fn scram_client_caps_what_a_backend_may_demand() {
+    let client = ScramClient::new("", "pw", "abc").unwrap();
+    let derived = std::cell::Cell::new(0u32);
+    let first = |msg: &[u8]| {
+        client
+            .handle_server_first_with(msg, |p, s, i| {
+                derived.set(i);
+                crate::protocol::pg::auth::scram_keys(p, s, i)
+            })
+            .map(|_| ())
+    };
+    let too_many = |demanded| Err(ScramError::TooManyIterations { demanded, max: MAX_ITERATIONS });
+    assert_eq!(first(b"r=abcdef,s=c2FsdA==,i=100001"), too_many(100_001));
+    assert_eq!(first(b"r=abcdef,s=c2FsdA==,i=4294967295"), too_many(u64::from(u32::MAX)));
+    assert_eq!(first(b"r=abcdef,s=c2FsdA==,i=4294967296"), too_many(1 << 32));
+    assert_eq!(first(b"r=abcdef,s=c2FsdA==,i=99999999999999999999999999"), too_many(u64::MAX));
+    assert_eq!(derived.get(), 0, "nothing derived for a refused count");
+    let message = first(b"r=abcdef,s=c2FsdA==,i=1000000").unwrap_err().to_string();
+    assert!(message.contains("1000000") && message.contains("100000 the router accepts"), "{message}");
+    for count in ["-1", "+16", "1e3", "", " 16", "0x10", "00"] {
+        let msg = format!("r=abcdef,s=c2FsdA==,i={count}");
+        assert_eq!(first(msg.as_bytes()), Err(ScramError::Malformed { what: "iteration count" }), "{count:?}");
+    }
+    // The cap itself is accepted.
+    assert_eq!(first(format!("r=abcdef,s=c2FsdA==,i={MAX_ITERATIONS}").as_bytes()), Ok(()));
+    assert_eq!(derived.get(), MAX_ITERATIONS);
+    // An oversized message (a megabyte of salt) is refused by its length alone.
+    let salt = "A".repeat(MAX_SERVER_MESSAGE);
+    let long = format!("r=abcdef,s={salt},i=16");
+    assert!(matches!(first(long.as_bytes()), Err(ScramError::MessageTooLong { max: MAX_SERVER_MESSAGE, .. })));
+    let (_, fin) = client.handle_server_first(b"r=abcdef,s=c2FsdA==,i=16").unwrap();
+    let long_final = format!("v={}", "A".repeat(MAX_SERVER_MESSAGE));
+    assert!(matches!(fin.verify_server_final(long_final.as_bytes()), Err(ScramError::MessageTooLong { .. })));
+    // Malformed server messages of every kind are errors, never panics.
+    for msg in [&b"\xff\xfe"[..], b"", b",,,", b"r=", b"r=abc\x00def,s=c2FsdA==,i=16"] {
+        assert!(first(msg).is_err(), "{msg:?}");
+    }
+    for msg in [&b""[..], b"v=", b"v=!!", b"e=", b"\xff", b"v=c2FsdA=="] {
+        assert!(fin.verify_server_final(msg).is_err(), "{msg:?}");
+    }
 }

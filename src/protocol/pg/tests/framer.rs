@@ -1,6 +1,6 @@
 use super::msg;
 use crate::protocol::pg::framer::{
-    data_row_run, decode_frame, decode_startup_frame, Frame, Frames, MAX_STARTUP_PACKET_LEN,
+    data_row_run, decode_expected_frame, decode_frame, decode_startup_frame, Frame, Frames, MAX_STARTUP_PACKET_LEN,
 };
 use crate::protocol::pg::DecodeError;
 
@@ -202,4 +202,20 @@ fn raw_frames_carry_their_bytes_and_stop_at_a_cut_message() {
     assert_eq!(frames.rest(), &buf[whole..]);
     assert_eq!(decode_raw_frame(&buf[whole..], 1 << 16), Ok(None));
     assert!(decode_raw_frame(&[tag::frontend::SYNC, 0, 0, 0, 1], 1 << 16).is_err(), "a length below 4");
+}
+
+#[test]
+fn an_unexpected_message_type_is_refused_from_its_first_byte() {
+    let password = msg(b'p', b"secret\0");
+    let f = decode_expected_frame(&password, b'p', 100).unwrap().unwrap();
+    assert_eq!((f.tag, f.body, f.total_len), (b'p', &b"secret\0"[..], password.len()));
+    assert_eq!(decode_expected_frame(&password[..3], b'p', 100), Ok(None));
+    assert_eq!(decode_expected_frame(&[], b'p', 100), Ok(None));
+    // A second StartupMessage: its first length byte reads as type 0, whatever follows.
+    let e = decode_expected_frame(&[0], b'p', 100).unwrap_err();
+    assert_eq!(e, DecodeError::UnexpectedTag { expected: b'p', got: 0 });
+    assert_eq!(e.to_string(), "expected message type 'p', got message type 0");
+    assert_eq!(e.sqlstate(), "08P01");
+    // The length is still checked for the right type.
+    assert!(matches!(decode_expected_frame(b"p\x7f\xff\xff\xff", b'p', 100), Err(DecodeError::TooLarge { .. })));
 }

@@ -1,6 +1,8 @@
 use crate::protocol::pg::framer::{decode_startup_frame, MAX_STARTUP_PACKET_LEN};
-use crate::protocol::pg::startup::{ProtocolVersion, StartupPacket, StartupParams, MAX_STARTUP_PARAMS};
-use crate::protocol::pg::{DecodeError, EncodeError};
+use crate::protocol::pg::startup::{
+    is_protocol_option, Negotiation, ProtocolVersion, StartupPacket, StartupParams, MAX_STARTUP_PARAMS,
+};
+use crate::protocol::pg::{BackendMessage, DecodeError, EncodeError};
 
 const STARTUP_GOLDEN: &[u8] = b"\0\0\0\x29\0\x03\0\0user\0alice\0database\0shop\0application_name\0\0\0";
 
@@ -108,4 +110,53 @@ fn encode_rejects_unrepresentable_params() {
     let err = StartupPacket::Startup { protocol: ProtocolVersion::V3_0, params }.encode(&mut out);
     assert_eq!(err, Err(EncodeError::InteriorNul { what: "startup parameter value" }));
     assert_eq!(out, [1, 2]);
+}
+
+/// The NegotiateProtocolVersion the router answers `packet` with, decoded as a client would.
+fn negotiation(packet: &[u8]) -> Option<(i32, Vec<String>, usize)> {
+    let StartupPacket::Startup { protocol, params } = decode(packet).unwrap() else { panic!("not a startup") };
+    let n = Negotiation::of(protocol, &params)?;
+    let mut out = Vec::new();
+    n.encode(&mut out).unwrap();
+    let frame = crate::protocol::pg::decode_frame(&out, 1 << 20).unwrap().expect("one whole message");
+    let BackendMessage::NegotiateProtocolVersion { newest_minor, unrecognized } =
+        BackendMessage::decode(&frame).unwrap()
+    else {
+        panic!("not a NegotiateProtocolVersion")
+    };
+    Some((newest_minor, unrecognized.iter().map(str::to_owned).collect(), out.len() - frame.total_len))
+}
+
+#[test]
+fn newer_minor_versions_and_protocol_options_are_negotiated_down_to_3_0() {
+    // 3.0 without options: nothing to negotiate.
+    assert_eq!(negotiation(&packet(b"\0\x03\0\0user\0a\0\0")), None);
+    // A newer minor (PostgreSQL 18's 3.2, and any later one): the newest version the router
+    // speaks, whole, as PostgreSQL sends it; no options.
+    for minor in [1u8, 2, 0xff] {
+        let body = [&[0, 3, 0, minor][..], b"user\0a\0\0"].concat();
+        assert_eq!(negotiation(&packet(&body)), Some((0x0003_0000, vec![], 0)), "3.{minor}");
+    }
+    // Every `_pq_.` option, in the client's order, whatever the version; other parameters not.
+    let body = b"\0\x03\0\0user\0a\0_pq_.b\0on\0application_name\0x\0_pq_.\0\0_pq_.a\0z\0\0";
+    let want = vec!["_pq_.b".to_owned(), "_pq_.".to_owned(), "_pq_.a".to_owned()];
+    assert_eq!(negotiation(&packet(body)), Some((0x0003_0000, want.clone(), 0)));
+    let body = b"\0\x03\0\x02_pq_.b\0on\0_pq_.\0\0_pq_.a\0z\0\0";
+    assert_eq!(negotiation(&packet(body)), Some((0x0003_0000, want, 0)));
+    // A name that merely contains the prefix is a setting.
+    assert_eq!(negotiation(&packet(b"\0\x03\0\0x_pq_.a\0on\0\0")), None);
+    assert!(is_protocol_option("_pq_.x") && !is_protocol_option("_pq_x") && !is_protocol_option("x._pq_."));
+}
+
+#[test]
+fn a_full_startup_packet_of_options_gives_one_bounded_message() {
+    let mut body = vec![0, 3, 0, 2];
+    for i in 0..MAX_STARTUP_PARAMS {
+        body.extend_from_slice(format!("_pq_.{i}\0v\0").as_bytes());
+    }
+    body.push(0);
+    let (version, names, _) = negotiation(&packet(&body)).expect("negotiated");
+    assert_eq!(version, ProtocolVersion::NEWEST.code());
+    assert_eq!(names.len(), MAX_STARTUP_PARAMS);
+    assert_eq!(names.last().map(String::as_str), Some("_pq_.999"));
 }
