@@ -118,6 +118,8 @@ struct Progress {
     ryw: RywState,
     /// The statement timed for per-shape statistics.
     digest: digest::DigestTracker,
+    /// Bytes of text the client's named statements hold, at least (see `statements_refusal`).
+    stmt_bytes: usize,
 }
 
 /// The client's user and requested database.
@@ -229,6 +231,7 @@ impl Session {
                 read_only_tx: false,
                 ryw,
                 digest: digest::DigestTracker::default(),
+                stmt_bytes: 0,
             },
             identity,
             bridge: bridged::Bridge::default(),
@@ -294,6 +297,7 @@ impl Session {
                 self.io.cbuf.drain(..self.io.cpos);
                 self.io.cpos = 0;
             }
+            self.push_unsynced().await?; // a batch without Sync waits nowhere (#36)
             self.flush_client().await?;
             let idle = self.backend.is_none() && self.ex.expect.is_empty();
             // Between transactions a held backend may speak unprompted (NOTIFY is delivered only
@@ -321,6 +325,14 @@ impl Session {
                 }
             } else if idle {
                 self.read_idle().await
+            } else if self.mid_batch() {
+                let Ok(waited) = rt::within(limit, self.wait_client_mid_batch()).await else {
+                    return Err(self.idle_transaction_expired().await);
+                };
+                match waited? {
+                    Some(r) => Some(r),
+                    None => continue,
+                }
             } else {
                 let Ok(read) =
                     rt::within(limit, rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK)).await
@@ -594,6 +606,9 @@ impl Session {
                 sqlstate::DUPLICATE_PREPARED_STATEMENT,
                 format!("prepared statement \"{name}\" already exists"),
             ));
+        }
+        if let Some(e) = self.statements_refusal(query) {
+            return self.fail_batch(e); // limits (#33)
         }
         // Named statements are routed at execute time; here only a translation matters, since it
         // changes what is prepared on backends.

@@ -10,8 +10,10 @@
 //! keeps the server statement it was described with (which the server revalidates, reporting
 //! `0A000` when its result type changed, as on a direct connection).
 
-use crate::protocol::pg::frontend;
+use super::Session;
+use crate::protocol::pg::{frontend, sqlstate};
 use crate::routing::StatementKey;
+use crate::session::client_error::PgClientError;
 use crate::session::state::{pg_effects, Effect};
 
 /// A statement a client prepared.
@@ -63,6 +65,11 @@ impl Stmt {
 }
 
 impl Stmt {
+    /// Bytes of text the statement holds (the client's, what backends prepare, the Parse).
+    fn held_bytes(&self) -> usize {
+        self.query.len() + self.sent.0.len() + self.parse_msg.len()
+    }
+
     /// The same client statement under `generation`: a new server name, for a statement the
     /// server found stale (others sharing the old server statement keep theirs, and get the
     /// server's own verdict on it).
@@ -70,6 +77,39 @@ impl Stmt {
         let mut fresh = Self::new(&self.query, Some(&self.sent.0), &self.sent.1, generation);
         fresh.route_key = self.route_key;
         fresh
+    }
+}
+
+impl Session {
+    /// Why the client may not prepare one more named statement, of text `query` (#33): past
+    /// `limits.session_prepared_statements`, or past `limits.session_prepared_bytes` of text
+    /// held for the session's statements. `None`: it may, and its bytes are counted.
+    pub(super) fn statements_refusal(&mut self, query: &str) -> Option<PgClientError> {
+        let limits = self.ctx.config().limits.clone();
+        let max = limits.session_prepared_statements.get();
+        if self.stmts.len() >= max as usize {
+            let text = format!(
+                "too many prepared statements: this session has {max} (querypilot limits.session_prepared_statements); \
+                 deallocate some first"
+            );
+            return Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text));
+        }
+        // About three copies of the text (see `held_bytes`).
+        let want = query.len().saturating_mul(3);
+        let max = limits.session_prepared_bytes;
+        if self.progress.stmt_bytes.saturating_add(want) > max {
+            // Closed statements are not taken off as they go: the count is made exact here.
+            self.progress.stmt_bytes = self.stmts.values().map(|s| s.held_bytes()).sum();
+        }
+        if self.progress.stmt_bytes.saturating_add(want) > max {
+            let text = format!(
+                "out of memory for prepared statements: this session's would hold more than {max} bytes \
+                 (querypilot limits.session_prepared_bytes); deallocate some first"
+            );
+            return Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text));
+        }
+        self.progress.stmt_bytes += want;
+        None
     }
 }
 
