@@ -37,12 +37,17 @@ pub(super) struct Stmt {
     pub types: Vec<u8>,
     /// `COM_STMT_SEND_LONG_DATA` chunks waiting for the next execute: (parameter, bytes).
     pub long_data: Vec<(u16, Vec<u8>)>,
+    /// A parameter's long data went past `limits.long_data` and was dropped: the next execute
+    /// fails, as on the server past `max_allowed_packet` (#33).
+    pub long_refused: bool,
 }
 
 /// A client's statements by router-issued id.
 #[derive(Debug, Default)]
 pub(super) struct Statements {
     by_id: HashMap<u32, Stmt>,
+    /// Bytes of statement text held (`limits.session_prepared_bytes`, #33).
+    bytes: usize,
     next_id: u32,
     /// The most recently prepared id (MariaDB's "-1 means the last prepared statement").
     pub last: u32,
@@ -55,6 +60,7 @@ impl Statements {
         while self.by_id.contains_key(&self.next_id) {
             self.next_id = self.next_id.wrapping_add(1).max(1);
         }
+        self.bytes += stmt.text_len();
         self.by_id.insert(self.next_id, stmt);
         self.last = self.next_id;
         self.next_id
@@ -77,7 +83,14 @@ impl Statements {
 
     /// Forgets statement `id`.
     pub fn remove(&mut self, id: u32) {
-        self.by_id.remove(&self.resolve(id));
+        if let Some(stmt) = self.by_id.remove(&self.resolve(id)) {
+            self.bytes -= stmt.text_len();
+        }
+    }
+
+    /// Bytes of statement text the statements hold.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Number of statements.
@@ -88,6 +101,14 @@ impl Statements {
     /// Forgets every statement.
     pub fn clear(&mut self) {
         self.by_id.clear();
+        self.bytes = 0;
+    }
+}
+
+impl Stmt {
+    /// Bytes of text the statement holds (what it prepares, and the client's text if another).
+    fn text_len(&self) -> usize {
+        self.sql.len() + self.origin.len()
     }
 }
 
@@ -214,6 +235,7 @@ mod tests {
             order: None,
             types: Vec::new(),
             long_data: Vec::new(),
+            long_refused: false,
         };
         let a = s.insert(mk());
         let b = s.insert(mk());

@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, Stmt, MAX_CLIENT_STATEMENTS};
+use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, Stmt};
 use super::relay::Grammar;
 use super::route::Routed;
 use super::state::{Effect, MyState, PinReason};
@@ -25,6 +25,13 @@ use crate::session::error::RelayError;
 
 /// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
 const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
+/// `ER_OUT_OF_RESOURCES`.
+const ER_OUT_OF_RESOURCES: ErrorNumber = ErrorNumber { code: 1041, sql_state: *b"HY000" };
+/// `ER_UNKNOWN_ERROR`: what MariaDB reports at execute for long data past `max_allowed_packet`.
+const ER_UNKNOWN_ERROR: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
+/// MariaDB's own text for long data past `max_allowed_packet`, at the execute.
+const LONG_DATA_TOO_LARGE: &str =
+    "Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_allowed_packet' bytes";
 /// `ER_STMT_HAS_NO_OPEN_CURSOR`.
 const ER_STMT_HAS_NO_OPEN_CURSOR: ErrorNumber = ErrorNumber { code: 1421, sql_state: *b"HY000" };
 /// Largest response payload the router reads for its own silent commands.
@@ -238,11 +245,7 @@ impl Session {
     }
 
     pub(super) async fn on_prepare(&mut self, sql: &[u8]) -> Result<(), End> {
-        if self.stmts.len() >= MAX_CLIENT_STATEMENTS {
-            let e = MyClientError::new(
-                ER_MAX_PREPARED_STMT_COUNT_REACHED,
-                "Can't create more than max_prepared_stmt_count statements",
-            );
+        if let Some(e) = self.statements_refusal(sql.len()) {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
@@ -304,6 +307,7 @@ impl Session {
             order,
             types: Vec::new(),
             long_data: Vec::new(),
+            long_refused: false,
         };
         if stmt.order.is_some() {
             return self.relay_reordered_prepare(first.seq, ok, stmt).await;
@@ -373,12 +377,39 @@ impl Session {
         e.encode(seq, &mut self.io.out);
     }
 
+    /// Why a client may not prepare one more statement of `len` bytes (#33): past
+    /// `limits.session_prepared_statements`, as the server past `max_prepared_stmt_count`;
+    /// past `limits.session_prepared_bytes` of text.
+    fn statements_refusal(&self, len: usize) -> Option<MyClientError> {
+        let limits = self.ctx.config().limits.clone();
+        let max = limits.session_prepared_statements.get();
+        if self.stmts.len() >= max as usize {
+            let text = format!("Can't create more than max_prepared_stmt_count statements (current value: {max})");
+            return Some(MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, text));
+        }
+        // Each statement keeps its text about twice (as prepared and as the client sent it).
+        let max = limits.session_prepared_bytes;
+        (self.stmts.bytes().saturating_add(2 * len) > max).then(|| {
+            let text = format!(
+                "Out of memory: the session's prepared statements would hold more than {max} bytes of text \
+                 (querypilot limits.session_prepared_bytes); deallocate some first"
+            );
+            MyClientError::new(ER_OUT_OF_RESOURCES, text)
+        })
+    }
+
     pub(super) async fn on_execute(&mut self, payload: &[u8]) -> Result<(), End> {
         let id = crate::protocol::mysql::stmt_id(payload).unwrap_or(0);
         let Some(stmt) = self.stmts.get_mut(id) else {
             self.unknown_stmt(id, 1);
             return Ok(());
         };
+        if std::mem::take(&mut stmt.long_refused) {
+            // As the server: the execute fails, and the long data is gone with it (#33).
+            stmt.long_data.clear();
+            MyClientError::new(ER_UNKNOWN_ERROR, LONG_DATA_TOO_LARGE).encode(1, &mut self.io.out);
+            return Ok(());
+        }
         let (key, sql, params) = (stmt.key, stmt.sql.clone(), stmt.params);
         let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
         if let Some(e) = self.statement_pooling_refusal(&origin) {
@@ -519,11 +550,23 @@ impl Session {
     pub(super) fn on_long_data(&mut self, body: &[u8]) -> Result<(), End> {
         let mut r = Reader::new(body);
         let (Ok(id), Ok(param)) = (r.u32("statement id"), r.u16("parameter")) else { return Ok(()) };
-        if let Some(stmt) = self.stmts.get_mut(id) {
-            match stmt.long_data.iter_mut().find(|(p, _)| *p == param) {
-                Some((_, buf)) => buf.extend_from_slice(r.rest()),
-                None => stmt.long_data.push((param, r.rest().to_vec())),
-            }
+        let max = self.ctx.config().limits.long_data;
+        let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
+        if stmt.long_refused {
+            return Ok(()); // dropped: the execute fails anyway
+        }
+        let chunk = r.rest();
+        let held = stmt.long_data.iter().find(|(p, _)| *p == param).map_or(0, |(_, b)| b.len());
+        if held.saturating_add(chunk.len()) > max {
+            // Past the router's max_allowed_packet (#33): nothing more is held for the
+            // statement, and its execute reports it as the server would.
+            stmt.long_data = Vec::new();
+            stmt.long_refused = true;
+            return Ok(());
+        }
+        match stmt.long_data.iter_mut().find(|(p, _)| *p == param) {
+            Some((_, buf)) => buf.extend_from_slice(chunk),
+            None => stmt.long_data.push((param, chunk.to_vec())),
         }
         Ok(())
     }
@@ -547,6 +590,7 @@ impl Session {
             return Ok(());
         };
         stmt.long_data.clear();
+        stmt.long_refused = false;
         if self.tx.cursor.is_some_and(|(c, _)| c == self.stmts.resolve(id)) {
             self.close_cursor().await;
             self.maybe_release().await;
