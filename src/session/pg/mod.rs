@@ -118,8 +118,9 @@ struct Progress {
     ryw: RywState,
     /// The statement timed for per-shape statistics.
     digest: digest::DigestTracker,
-    /// Bytes of text the client's named statements hold, at least (see `statements_refusal`).
-    stmt_bytes: usize,
+    /// Bytes of text the client's named statements hold, at least, charged to the process's
+    /// client buffer budget (see `statements_refusal`, #33).
+    stmts_held: crate::metrics::Charge,
 }
 
 /// The client's user and requested database.
@@ -212,6 +213,7 @@ impl Session {
         mut identity: Identity,
     ) -> Self {
         let slot = ctx.cancels.register(key);
+        let stmts_held = ctx.client_budget().charge(crate::metrics::BufferKind::Statements);
         let mut ryw = RywState::new(ctx.read_your_writes());
         if let Some(position) = identity.causal.take() {
             ryw.adopt(position); // causal token handed over at startup (#22)
@@ -231,7 +233,7 @@ impl Session {
                 read_only_tx: false,
                 ryw,
                 digest: digest::DigestTracker::default(),
-                stmt_bytes: 0,
+                stmts_held,
             },
             identity,
             bridge: bridged::Bridge::default(),
@@ -710,7 +712,8 @@ impl Session {
     async fn on_close(&mut self, kind: Target, name: &str, raw: &[u8]) -> Result<(), End> {
         if kind == Target::Statement && !name.is_empty() {
             // Only the client's name goes away; the backend keeps the statement for reuse.
-            self.stmts.remove(name);
+            let gone = self.stmts.remove(name);
+            self.stmt_forgotten(gone);
             self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
             return Ok(());
         }

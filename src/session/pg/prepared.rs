@@ -81,6 +81,20 @@ impl Stmt {
 }
 
 impl Session {
+    /// Takes a statement the client no longer has off what the session holds (#33).
+    pub(super) fn stmt_forgotten(&mut self, stmt: Option<std::rc::Rc<Stmt>>) {
+        if let Some(stmt) = stmt {
+            let held = &mut self.progress.stmts_held;
+            held.resize(held.bytes().saturating_sub(stmt.query.len() as u64 * 3), 0);
+        }
+    }
+
+    /// The client dropped all its statements: the session holds none (#33).
+    pub(super) fn stmts_cleared(&mut self) {
+        self.stmts.clear();
+        self.progress.stmts_held.resize(0, 0);
+    }
+
     /// Why the client may not prepare one more named statement, of text `query` (#33): past
     /// `limits.session_prepared_statements`, or past `limits.session_prepared_bytes` of text
     /// held for the session's statements. `None`: it may, and its bytes are counted.
@@ -95,20 +109,27 @@ impl Session {
             return Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text));
         }
         // About three copies of the text (see `held_bytes`).
-        let want = query.len().saturating_mul(3);
-        let max = limits.session_prepared_bytes;
-        if self.progress.stmt_bytes.saturating_add(want) > max {
-            // Closed statements are not taken off as they go: the count is made exact here.
-            self.progress.stmt_bytes = self.stmts.values().map(|s| s.held_bytes()).sum();
+        let want = query.len().saturating_mul(3) as u64;
+        let (max, budget) = (limits.session_prepared_bytes as u64, limits.client_buffer_budget);
+        let held = &mut self.progress.stmts_held;
+        let now = held.bytes().saturating_add(want);
+        if now <= max && held.resize(now, budget) {
+            return None;
         }
-        if self.progress.stmt_bytes.saturating_add(want) > max {
+        // Closed statements are not taken off as they go: the count is made exact here.
+        let exact: u64 = self.stmts.values().map(|s| s.held_bytes() as u64).sum();
+        held.resize(exact, budget);
+        if exact.saturating_add(want) > max {
             let text = format!(
                 "out of memory for prepared statements: this session's would hold more than {max} bytes \
                  (querypilot limits.session_prepared_bytes); deallocate some first"
             );
             return Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text));
         }
-        self.progress.stmt_bytes += want;
+        if !held.resize(exact.saturating_add(want), budget) {
+            let text = "out of memory: the router holds as much for its clients as limits.client_buffer_budget allows";
+            return Some(PgClientError::new(sqlstate::OUT_OF_MEMORY, text));
+        }
         None
     }
 }
