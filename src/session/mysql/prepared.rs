@@ -40,7 +40,8 @@ pub(super) struct Stmt {
     pub types: Vec<u8>,
     /// `COM_STMT_SEND_LONG_DATA` chunks waiting for the next execute: (parameter, bytes).
     pub long_data: Vec<(u16, Vec<u8>)>,
-    /// Long data was dropped (#33): the next execute fails, with this error.
+    /// Long data was dropped (#33): executes fail with this error until COM_STMT_RESET, as
+    /// on MariaDB.
     pub long_refused: Option<LongRefusal>,
     /// What `long_data` holds against the process's client buffer budget.
     pub long_charge: Option<Charge>,

@@ -415,8 +415,9 @@ impl Session {
             self.unknown_stmt(id, 1);
             return Ok(());
         };
-        if let Some(why) = stmt.long_refused.take() {
-            // As the server: the execute fails, and the long data is gone with it (#33).
+        if let Some(why) = stmt.long_refused {
+            // As the server: every execute fails until COM_STMT_RESET, and the long data is
+            // gone (#33).
             stmt.long_data.clear();
             stmt.long_charge = None;
             let e = match why {

@@ -62,6 +62,9 @@ impl Session {
 
     /// Reports `e` for the current extended batch and skips the rest of it until Sync.
     pub(super) fn fail_batch(&mut self, e: PgClientError) -> Result<(), End> {
+        // What the router answers itself for messages before the refused one (a named Parse
+        // held for its first use) succeeded, as on the server: those answers come first.
+        self.emit_synth();
         self.ex.refuse_batch();
         e.encode(&mut self.io.out);
         Ok(())
