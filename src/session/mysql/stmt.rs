@@ -210,6 +210,18 @@ async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec
     Ok(Ok(ok.stmt_id))
 }
 
+/// The error for an execute of `stmt` whose long data was dropped (#33): as on the server,
+/// every execute fails until COM_STMT_RESET, and the long data is gone.
+fn long_data_refusal(stmt: &mut Stmt) -> Option<MyClientError> {
+    let why = stmt.long_refused?;
+    stmt.long_data.clear();
+    stmt.long_charge = None;
+    Some(match why {
+        LongRefusal::TooLarge => MyClientError::new(ER_UNKNOWN_ERROR, LONG_DATA_TOO_LARGE),
+        LongRefusal::Budget => out_of_buffers(),
+    })
+}
+
 /// The error for work refused because the process's client buffer budget is spent (#33).
 fn out_of_buffers() -> MyClientError {
     let text = "Out of memory: the router holds as much for its clients as limits.client_buffer_budget allows";
@@ -406,7 +418,7 @@ impl Session {
             return Some(MyClientError::new(ER_OUT_OF_RESOURCES, text));
         }
         let budget = self.ctx.client_budget().clone();
-        (!self.stmts.charge(&budget, want, limits.client_buffer_budget)).then(|| out_of_buffers())
+        (!self.stmts.charge(&budget, want, limits.client_buffer_budget)).then(out_of_buffers)
     }
 
     pub(super) async fn on_execute(&mut self, payload: &[u8]) -> Result<(), End> {
@@ -415,15 +427,7 @@ impl Session {
             self.unknown_stmt(id, 1);
             return Ok(());
         };
-        if let Some(why) = stmt.long_refused {
-            // As the server: every execute fails until COM_STMT_RESET, and the long data is
-            // gone (#33).
-            stmt.long_data.clear();
-            stmt.long_charge = None;
-            let e = match why {
-                LongRefusal::TooLarge => MyClientError::new(ER_UNKNOWN_ERROR, LONG_DATA_TOO_LARGE),
-                LongRefusal::Budget => out_of_buffers(),
-            };
+        if let Some(e) = long_data_refusal(stmt) {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }

@@ -299,8 +299,12 @@ impl Session {
                 self.io.cbuf.drain(..self.io.cpos);
                 self.io.cpos = 0;
             }
-            self.push_unsynced().await?; // a batch without Sync waits nowhere (#36)
             self.flush_client().await?;
+            match self.push_unsynced().await? {
+                Some(Ok(n)) if n > 0 => continue, // a batch without Sync waits nowhere (#36)
+                Some(_) => return Ok(None),
+                None => {}
+            }
             let idle = self.backend.is_none() && self.ex.expect.is_empty();
             // Between transactions a held backend may speak unprompted (NOTIFY is delivered only
             // then; notices; its own death), so watch it too. Inside a transaction only a dying
@@ -317,24 +321,15 @@ impl Session {
             // While the backend is held for this client alone (a transaction, a COPY, a batch),
             // a silent client may not keep it for ever.
             let limit = self.idle_transaction_timeout();
-            let read = if watch_backend {
-                let Ok(waited) = rt::within(limit, self.wait_client_or_backend()).await else {
-                    return Err(self.idle_transaction_expired().await);
-                };
-                match waited? {
+            // Mid-batch past a Flush or a pause, the backend's answers are relayed as they come (#36).
+            let mid_batch = self.mid_batch();
+            let read = if watch_backend || mid_batch {
+                match self.wait_held(mid_batch, limit).await? {
                     Some(r) => Some(r),
                     None => continue,
                 }
             } else if idle {
                 self.read_idle().await
-            } else if self.mid_batch() {
-                let Ok(waited) = rt::within(limit, self.wait_client_mid_batch()).await else {
-                    return Err(self.idle_transaction_expired().await);
-                };
-                match waited? {
-                    Some(r) => Some(r),
-                    None => continue,
-                }
             } else {
                 let Ok(read) =
                     rt::within(limit, rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK)).await
@@ -602,15 +597,8 @@ impl Session {
             }
             return self.forward_ext(&parse, Expect::Parse { swallow: false, key: None }).await;
         }
-        if self.stmts.contains_key(name) {
-            // As the server: the existing statement stays, the batch fails (#18).
-            return self.fail_batch(PgClientError::new(
-                sqlstate::DUPLICATE_PREPARED_STATEMENT,
-                format!("prepared statement \"{name}\" already exists"),
-            ));
-        }
-        if let Some(e) = self.statements_refusal(query) {
-            return self.fail_batch(e); // limits (#33)
+        if let Some(e) = self.named_parse_refusal(name, query) {
+            return self.fail_batch(e);
         }
         // Named statements are routed at execute time; here only a translation matters, since it
         // changes what is prepared on backends.

@@ -7,7 +7,7 @@
 //! to the backend before its Sync (`stream_batch`).
 //!
 //! Bounded (#33, #36): a batch without Sync never waits in the router. When the client stops
-//! sending mid-batch, what it sent goes to the backend at once and the backend's answers
+//! sending mid-batch, what it sent goes to the backend after a short pause and its answers
 //! (an error above all) reach the client while it waits (`push_unsynced`,
 //! `wait_client_mid_batch`), as from the server, which runs each message as it arrives. A
 //! client that sends without reading gets backpressure, not buffering: past
@@ -17,6 +17,7 @@
 use super::exchange::SyncStep;
 use super::{relay, End, Session, READ_CHUNK};
 use crate::protocol::pg::backend;
+use crate::protocol::pg::tag::frontend as client;
 use crate::rt;
 use crate::session::client_error::PgClientError;
 
@@ -30,8 +31,14 @@ pub(super) const STREAM_AT: usize = 64 * 1024;
 /// long a pipeline without Sync runs.
 pub(super) const BACKLOG: usize = 4096;
 
+/// How long a client that stopped mid-batch may stay silent before what it sent goes to the
+/// backend: drivers write a pipeline query by query, and a batch routed as a unit should
+/// arrive whole; a client waiting for answers without Sync or Flush waits this much longer
+/// than on the server.
+const PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// A Flush message: the backend sends what it has buffered, nothing else changes.
-const FLUSH: [u8; 5] = [b'H', 0, 0, 0, 4];
+const FLUSH: [u8; 5] = [client::FLUSH, 0, 0, 0, 4];
 
 impl Session {
     /// Flush: what was queued goes to the backend, and its answers so far to the client.
@@ -100,26 +107,33 @@ impl Session {
         self.relay(relay::Until::Available).await
     }
 
-    /// The client stopped in the middle of a batch (no Sync or Flush, nothing more buffered or
-    /// readable): what it sent goes to the backend now, as the server runs each message as it
-    /// arrives, so an error reaches the client that waits for it (#36). A batch held for unit
-    /// routing goes to the primary: its rest is unknown.
-    pub(super) async fn push_unsynced(&mut self) -> Result<(), End> {
+    /// The client stopped in the middle of a batch (no Sync or Flush, nothing more buffered,
+    /// nothing more within [`PAUSE`]): what it sent goes to the backend now, as the server runs
+    /// each message as it arrives, so an error reaches the client that waits for it (#36). A
+    /// batch held for unit routing is routed by what it holds, as at a Flush: a later statement
+    /// that the pool it went to cannot take is handled as the routing-safety rules say
+    /// (`replica_hold_refusal`). `Some`: the client sent more meanwhile (what the read gave).
+    pub(super) async fn push_unsynced(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
         let unsent = !self.batch.is_empty() || (!self.ex.bout.is_empty() && self.backend.is_some());
         let partial = self.io.cbuf.len() > self.io.cpos;
-        if !unsent || self.is_bridged() || partial || rt::readable_now(&self.io.client) {
-            return Ok(());
+        if !unsent || self.is_bridged() || partial {
+            return Ok(None);
+        }
+        let more = rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK);
+        if let Ok(read) = rt::within(Some(PAUSE), more).await {
+            return Ok(Some(read));
         }
         if !self.batch.is_empty() {
-            self.release_batch(true).await?;
+            self.release_batch(false).await?;
         }
         if self.ex.bout.is_empty() || self.backend.is_none() || self.ex.refused() || self.ex.aborted() {
-            return Ok(());
+            return Ok(None);
         }
         // What was sent cannot be sent again: no stale-plan healing for this batch.
         self.ex.flight.mark = None;
         self.send_backend().await?;
-        self.relay(relay::Until::Available).await
+        self.relay(relay::Until::Available).await?;
+        Ok(None)
     }
 
     /// Whether the backend runs part of a batch whose Sync has not come, so that its answers
@@ -128,9 +142,31 @@ impl Session {
         self.ex.awaiting() && self.backend.is_some() && !self.is_bridged()
     }
 
+    /// Waits for the client while a held backend may speak: mid-batch, with what the backend
+    /// answers relayed (#36), or between statements, with what it sends unprompted relayed;
+    /// within `limit` (`idle_transaction_timeout`). `Ok(None)`: something was relayed, wait
+    /// again.
+    pub(super) async fn wait_held(
+        &mut self,
+        mid_batch: bool,
+        limit: Option<std::time::Duration>,
+    ) -> Result<Option<std::io::Result<usize>>, End> {
+        let wait = async {
+            if mid_batch {
+                self.wait_client_mid_batch().await
+            } else {
+                self.wait_client_or_backend().await
+            }
+        };
+        let Ok(waited) = rt::within(limit, wait).await else {
+            return Err(self.idle_transaction_expired().await);
+        };
+        waited
+    }
+
     /// Waits for the client while the backend runs part of its batch, relaying what the
     /// backend answers meanwhile. `Ok(None)`: something was relayed, wait again.
-    pub(super) async fn wait_client_mid_batch(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
+    async fn wait_client_mid_batch(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
         let Some(conn) = self.backend.as_mut() else {
             return Ok(Some(rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK).await));
         };

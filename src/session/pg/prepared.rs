@@ -95,10 +95,20 @@ impl Session {
         self.progress.stmts_held.resize(0, 0);
     }
 
+    /// Why the client's named Parse of `name` (text `query`) fails: the name exists (as on the
+    /// server, the existing statement stays and the batch fails, #18), or a limit (#33).
+    pub(super) fn named_parse_refusal(&mut self, name: &str, query: &str) -> Option<PgClientError> {
+        if self.stmts.contains_key(name) {
+            let text = format!("prepared statement \"{name}\" already exists");
+            return Some(PgClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, text));
+        }
+        self.statements_refusal(query)
+    }
+
     /// Why the client may not prepare one more named statement, of text `query` (#33): past
     /// `limits.session_prepared_statements`, or past `limits.session_prepared_bytes` of text
     /// held for the session's statements. `None`: it may, and its bytes are counted.
-    pub(super) fn statements_refusal(&mut self, query: &str) -> Option<PgClientError> {
+    fn statements_refusal(&mut self, query: &str) -> Option<PgClientError> {
         let limits = self.ctx.config().limits.clone();
         let max = limits.session_prepared_statements.get();
         if self.stmts.len() >= max as usize {
