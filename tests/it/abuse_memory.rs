@@ -131,6 +131,37 @@ fn named_statements_without_sync_hit_the_session_limit_then_the_process_budget()
 }
 
 #[test]
+fn messages_without_sync_answered_by_the_router_itself_get_backpressure_not_buffering() {
+    let router = pg_router("");
+    let mut bystander = router.pg("main");
+    let mut c = RawPg::login(router.port());
+    // Close of a statement the client never had: the router answers CloseComplete itself.
+    // Before #33 every answer was queued until the Sync (24 bytes per 8-byte message, without
+    // bound); now past a backlog the answers go out while the client is still sending.
+    let close = [b'C', 0, 0, 0, 7, b'S', b'x', 0];
+    let n = 3 * 4096;
+    let batch: Vec<u8> = close.iter().copied().cycle().take(close.len() * n).collect();
+    c.send(&batch);
+    let mut answered = 0;
+    while answered < 4096 {
+        let (tag, _) = poll(&mut c, Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("only {answered} of {n} Close messages answered before Sync: the rest is held"));
+        assert_eq!(tag, b'3', "CloseComplete");
+        answered += 1;
+    }
+    bystander.simple_query("SELECT 1").expect("the bystander is served meanwhile");
+    c.send(&[b'S', 0, 0, 0, 4]);
+    loop {
+        match c.next().expect("the rest and ReadyForQuery") {
+            (b'3', _) => answered += 1,
+            (b'Z', _) => break,
+            (tag, body) => panic!("unexpected {tag}: {}", String::from_utf8_lossy(&body)),
+        }
+    }
+    assert_eq!(answered, n, "every Close answered, in order, once");
+}
+
+#[test]
 fn too_many_named_statements_get_54000_and_the_session_goes_on() {
     let router = pg_router("session_prepared_statements = 3");
     let mut c = RawPg::login(router.port());
