@@ -128,6 +128,7 @@ pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDro
     let drain_window = config.general.shutdown_drain;
     let budgets = BudgetRegistry::default();
     let clients = ClientSlots::new(&config.listeners);
+    let buffers = crate::metrics::ClientBudget::new();
     let (events_tx, events_rx) = unbounded();
     let (console_tx, console_rx) = unbounded();
     let mut listen: Vec<SocketAddr> = snapshot.config.listeners.iter().map(|l| l.bind).collect();
@@ -148,6 +149,7 @@ pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDro
             listen: listen.clone(),
             budgets: budgets.clone(),
             clients: clients.clone(),
+            buffers: buffers.clone(),
             bound: Some(bound_tx),
             console: console_tx.clone(),
         };

@@ -8,6 +8,7 @@ mod build;
 mod check;
 mod console;
 mod error;
+mod limits;
 mod model;
 mod pool;
 mod raw;
@@ -20,6 +21,7 @@ mod warnings;
 
 pub use console::{Console, ConsoleRole, CONSOLE_DATABASES};
 pub use error::{ConfigErrors, ConfigIssue};
+pub use limits::Limits;
 pub use model::{
     Auth, AuthQuery, Backend, CacheConfig, General, HealthCheck, Listener, Metrics, MysqlRouting, PatternRule, Pool,
     PoolLimits, PoolTimeouts, QuerySpec, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
@@ -54,6 +56,8 @@ pub struct Config {
     pub console: Console,
     /// `[auth]`.
     pub auth: Auth,
+    /// `[limits]`.
+    pub limits: Limits,
 }
 
 impl Config {
@@ -71,6 +75,7 @@ impl Config {
             translations: rules::translations(&mut ck, &raw.translation),
             metrics: build::metrics(&mut ck, &raw.metrics),
             auth: build::auth(&mut ck, &raw.auth),
+            limits: limits::limits(&mut ck, &raw.limits),
             general,
         };
         validate::cross_check(&mut ck, &raw, &config);

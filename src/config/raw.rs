@@ -37,6 +37,18 @@ pub(crate) struct RawConfig {
     pub console: RawConsole,
     #[serde(default)]
     pub auth: RawAuth,
+    #[serde(default)]
+    pub limits: RawLimits,
+}
+
+/// `[limits]`: what the router holds on a client's behalf (#33).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLimits {
+    pub session_prepared_statements: Option<Sp<i64>>,
+    pub session_prepared_bytes: Option<Sp<String>>,
+    pub long_data: Option<Sp<String>>,
+    pub client_buffer_budget: Option<Sp<String>>,
 }
 
 /// `[auth]`: where the router finds the secrets clients of pass-through pools are checked with.

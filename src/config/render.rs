@@ -59,9 +59,23 @@ pub(crate) fn redacted_toml(config: &Config) -> String {
         put_str(&mut auth, "mock_salt_key", REDACTED);
     }
     root.insert("auth".into(), Value::Table(auth));
+    root.insert("limits".into(), Value::Table(limits(&config.limits)));
     // A table of strings, numbers, booleans and arrays of tables always serializes; the
     // fallback only keeps this path free of panics.
     toml::to_string(&root).unwrap_or_default()
+}
+
+fn limits(limits: &crate::config::Limits) -> Table {
+    let mut table = Table::new();
+    table.insert("session_prepared_statements".into(), Value::Integer(int(limits.session_prepared_statements.get())));
+    put_str(
+        &mut table,
+        "session_prepared_bytes",
+        &format_size(u64::try_from(limits.session_prepared_bytes).unwrap_or(u64::MAX)),
+    );
+    put_str(&mut table, "long_data", &format_size(u64::try_from(limits.long_data).unwrap_or(u64::MAX)));
+    put_str(&mut table, "client_buffer_budget", &format_size(limits.client_buffer_budget));
+    table
 }
 
 fn console(console: &Console) -> Table {

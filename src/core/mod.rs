@@ -53,6 +53,8 @@ pub struct CoreSetup {
     pub bound: Option<Sender<io::Result<Vec<SocketAddr>>>>,
     /// The admin console thread's inbox.
     pub console: Sender<ConsoleClient>,
+    /// What every session of the process holds for its client (#33).
+    pub buffers: Arc<crate::metrics::ClientBudget>,
 }
 
 /// Starts the core on its own pinned executor thread.
@@ -62,7 +64,7 @@ pub fn spawn(setup: CoreSetup) -> Result<CoreHandle, RtError> {
 }
 
 async fn run(setup: CoreSetup, queues: CoreQueues) {
-    let CoreSetup { id, cores, inbox, events, snapshot, listen, budgets, clients, bound, console, .. } = setup;
+    let CoreSetup { id, cores, inbox, events, snapshot, listen, budgets, clients, bound, console, buffers, .. } = setup;
     let listeners = match bind_all(&listen) {
         Ok(l) => l,
         Err(e) => {
@@ -93,6 +95,7 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
                 // The console thread lives as long as the process; a failed send drops the client.
                 let _ = console.send(ConsoleClient { stream, leftover, user, role });
             }),
+            buffers,
         },
     ));
     session::install_cancel_delivery(&ctx);
@@ -230,6 +233,7 @@ fn report(ctx: &CoreContext, version: RulesVersion, digests: bool) -> CoreReport
     pools.sort_by(|a, b| a.name.cmp(&b.name));
     let mut counters = ctx.counters.snapshot(&listeners, pools);
     counters.cache_ops_total = cache_ops(ctx.cache_stats());
+    counters.client_buffer_bytes = ctx.client_budget().held();
     let digests = if digests { ctx.digests() } else { DigestSnapshot::default() };
     CoreReport { core: ctx.core, version, counters, digests }
 }

@@ -11,6 +11,15 @@
 
 use std::fmt;
 
+/// Longest causal token accepted, in bytes (#33): far more than a position of
+/// [`MAX_GTID_DOMAINS`] domains needs, and little enough that comparing one costs nothing.
+pub const MAX_TOKEN_LEN: usize = 2048;
+
+/// Most replication domains a position holds (#33): every replica read compares the session's
+/// position domain by domain, so its size is bounded. A token naming more, or adding more to the
+/// session's position, is refused.
+pub const MAX_GTID_DOMAINS: usize = 64;
+
 /// One MariaDB GTID: `domain-server-sequence`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gtid {
@@ -46,6 +55,12 @@ impl GtidPosition {
             position.raise(gtid);
         }
         Some(position)
+    }
+
+    /// How many domains `self` and `other` name together.
+    fn merged_domains(&self, other: &GtidPosition) -> usize {
+        let new = other.0.iter().filter(|g| self.0.binary_search_by_key(&g.domain, |o| o.domain).is_err()).count();
+        self.0.len() + new
     }
 
     /// The GTIDs, one per domain, by domain.
@@ -108,6 +123,14 @@ impl Position {
             (this, other) => *this = other.clone(),
         }
     }
+
+    /// Whether raising `self` to `other` keeps it within [`MAX_GTID_DOMAINS`].
+    pub fn can_raise(&self, other: &Position) -> bool {
+        match (self, other) {
+            (Position::Gtid(a), Position::Gtid(b)) => a.merged_domains(b) <= MAX_GTID_DOMAINS,
+            _ => true,
+        }
+    }
 }
 
 /// The token form clients see (`SHOW querypilot.causal_token`) and hand over: `pg:` and the WAL
@@ -123,11 +146,16 @@ impl fmt::Display for Position {
 }
 
 impl Position {
-    /// Parses the token form (see the `Display` impl); `None` when malformed or an empty GTID
-    /// position (which would name nothing).
+    /// Parses the token form (see the `Display` impl); `None` when malformed, an empty GTID
+    /// position (which would name nothing), longer than [`MAX_TOKEN_LEN`] or naming more than
+    /// [`MAX_GTID_DOMAINS`] domains (see [`Position::token_too_large`]).
     pub fn parse_token(token: &str) -> Option<Position> {
+        if Self::token_too_large(token) {
+            return None;
+        }
         if let Some(gtids) = token.strip_prefix("gtid:") {
-            return GtidPosition::parse(gtids).filter(|g| !g.gtids().is_empty()).map(Position::Gtid);
+            let fits = |g: &GtidPosition| !g.gtids().is_empty() && g.gtids().len() <= MAX_GTID_DOMAINS;
+            return GtidPosition::parse(gtids).filter(fits).map(Position::Gtid);
         }
         let (high, low) = token.strip_prefix("pg:")?.split_once('/')?;
         let hex = |s: &str| {
@@ -136,6 +164,12 @@ impl Position {
                 .flatten()
         };
         Some(Position::Wal((u64::from(hex(high)?) << 32) | u64::from(hex(low)?)))
+    }
+
+    /// Whether `token` is over the size limits: longer than [`MAX_TOKEN_LEN`], or more
+    /// domains than [`MAX_GTID_DOMAINS`] (counted before parsing: one per comma-separated part).
+    pub fn token_too_large(token: &str) -> bool {
+        token.len() > MAX_TOKEN_LEN || token.bytes().filter(|b| *b == b',').count() >= MAX_GTID_DOMAINS
     }
 
     /// Whether a server whose applied position is `applied` has applied this one (positions
@@ -176,6 +210,34 @@ mod tests {
         assert!(!need.applied_by(&gtids("0-1-99,1-1-7")), "one domain behind");
         assert!(!need.applied_by(&gtids("0-1-100")), "a domain never applied");
         assert!(GtidPosition::default().applied_by(&gtids("")), "nothing needed");
+    }
+
+    #[test]
+    fn tokens_past_the_limits_are_refused() {
+        let domains = |n: u32| (0..n).map(|d| format!("{d}-1-5")).collect::<Vec<_>>().join(",");
+        let at_limit = format!("gtid:{}", domains(MAX_GTID_DOMAINS as u32));
+        assert!(at_limit.len() <= MAX_TOKEN_LEN);
+        assert!(Position::parse_token(&at_limit).is_some(), "{MAX_GTID_DOMAINS} domains fit");
+        let over = format!("gtid:{}", domains(MAX_GTID_DOMAINS as u32 + 1));
+        assert!(Position::token_too_large(&over));
+        assert_eq!(Position::parse_token(&over), None);
+        let long = format!("gtid:0-1-{}", "1".repeat(MAX_TOKEN_LEN));
+        assert!(Position::token_too_large(&long));
+        assert_eq!(Position::parse_token(&long), None);
+        assert!(!Position::token_too_large("pg:16/B374D848"));
+    }
+
+    #[test]
+    fn a_position_never_grows_past_the_domain_limit() {
+        let domains = |from: u32, n: u32| {
+            let text = (from..from + n).map(|d| format!("{d}-1-5")).collect::<Vec<_>>().join(",");
+            Position::Gtid(gtids(&text))
+        };
+        let full = domains(0, MAX_GTID_DOMAINS as u32);
+        assert!(full.can_raise(&domains(0, 3)), "domains it has already");
+        assert!(!full.can_raise(&domains(MAX_GTID_DOMAINS as u32, 1)), "one domain more");
+        assert!(domains(0, 10).can_raise(&domains(10, 54)));
+        assert!(full.can_raise(&Position::Wal(1)), "another engine replaces it");
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub const LABELS: &[&str] = &[
     // Users of pass-through pools with a connection open only: at most `max_connections` per
     // pool and backend, whatever names clients try (#23).
     "user",
+    "kind",
 ];
 
 macro_rules! metric {
@@ -266,6 +267,14 @@ metric!(
     "Log lines that could not be written (closed pipe, full disk) and were dropped."
 );
 
+metric!(
+    CLIENT_BUFFER_BYTES,
+    "sqp_client_buffer_bytes",
+    Gauge,
+    ["kind"],
+    "Bytes the router holds for client sessions (statement text, long data), process-wide, against limits.client_buffer_budget."
+);
+
 /// Every metric, in exposition order.
 pub const ALL: &[&MetricDef] = &[
     &SESSIONS_ACTIVE,
@@ -305,6 +314,7 @@ pub const ALL: &[&MetricDef] = &[
     &CONFIG_RELOADS,
     &LOG_LINES_DROPPED,
     &CONFIG_VERSION,
+    &CLIENT_BUFFER_BYTES,
 ];
 
 #[cfg(test)]

@@ -205,3 +205,13 @@ label_enum! {
         NotAdmitted => "not_admitted",
     }
 }
+
+label_enum! {
+    /// What a client-held buffer is (`kind` label of `sqp_client_buffer_bytes`, #33).
+    BufferKind {
+        /// Prepared statements' text (PostgreSQL named statements, MySQL statements).
+        Statements => "statements",
+        /// MySQL `COM_STMT_SEND_LONG_DATA` waiting for its execute.
+        LongData => "long_data",
+    }
+}

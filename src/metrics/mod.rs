@@ -7,6 +7,7 @@
 //! cores. Labels come only from bounded sets ([`label`], config names); never SQL, users or
 //! parameters. Must not depend on other crate modules, sockets, clocks or threads.
 
+mod budget;
 pub mod catalog;
 pub mod digest;
 mod histogram;
@@ -20,10 +21,12 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+pub use budget::{Charge, ClientBudget};
 pub use digest::{DigestRow, DigestSnapshot, MAX_DIGEST_POOLS};
 pub use histogram::{Histogram, HistogramSnapshot, BOUNDS_MICROS, BUCKETS};
 pub use label::{
-    AuthFailure, CacheOp, CausalOutcome, ClientState, Decision, Direction, FallbackOutcome, Operation, RetryOutcome,
+    AuthFailure, BufferKind, CacheOp, CausalOutcome, ClientState, Decision, Direction, FallbackOutcome, Operation,
+    RetryOutcome,
 };
 pub use pool::{BackendCounters, BackendSnapshot, HealthFigures, PoolCounters, PoolSnapshot, QueueSlot};
 pub use render::{render, Format, Scrape};
@@ -187,6 +190,7 @@ impl CoreCounters {
                 })
                 .collect(),
             pools,
+            client_buffer_bytes: [0; BufferKind::COUNT],
         }
     }
 }
@@ -231,6 +235,9 @@ pub struct CounterSnapshot {
     pub clients: Vec<ClientSnapshot>,
     /// Per pool.
     pub pools: Vec<PoolSnapshot>,
+    /// Bytes client sessions hold, by [`BufferKind`] index: process-wide (every core reads the
+    /// same [`ClientBudget`]), so merging keeps the latest reading rather than adding.
+    pub client_buffer_bytes: [u64; BufferKind::COUNT],
 }
 
 fn add_arrays<const N: usize>(into: &mut [u64; N], from: &[u64; N]) {
@@ -251,6 +258,9 @@ impl CounterSnapshot {
         add_arrays(&mut self.cache_ops_total, &other.cache_ops_total);
         add_arrays(&mut self.operations_total, &other.operations_total);
         merge_keyed(&mut self.pins_total, &other.pins_total);
+        for (mine, theirs) in self.client_buffer_bytes.iter_mut().zip(other.client_buffer_bytes) {
+            *mine = (*mine).max(theirs);
+        }
         for c in &other.clients {
             match self.clients.iter_mut().find(|mine| mine.listener == c.listener) {
                 Some(mine) => {

@@ -185,6 +185,7 @@ impl Collector for ScrapeCollector {
         pool_metrics(&mut encoder, &cores)?;
         health_metrics(&mut encoder, &cores)?;
         user_metrics(&mut encoder, &cores)?;
+        buffer_metrics(&mut encoder, &cores)?;
         let s = &self.0;
         let mut f = family(&mut encoder, &cat::CONFIG_RELOADS)?;
         f.series(&["applied"], Value::Count(s.reloads_applied))?;
@@ -396,6 +397,22 @@ fn user_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
                 f.series(&[&p.name, user], Value::Gauge(*n))?;
             }
         }
+    }
+    Ok(())
+}
+
+/// What client sessions hold is process-wide (#33): every core reports the same figures, so
+/// each kind is written once, without a `core` label, from the highest reading.
+fn buffer_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Result {
+    let mut held = [0u64; super::BufferKind::COUNT];
+    for (_, s) in cores {
+        for (h, v) in held.iter_mut().zip(s.client_buffer_bytes) {
+            *h = (*h).max(v);
+        }
+    }
+    let mut f = family(encoder, &cat::CLIENT_BUFFER_BYTES)?;
+    for kind in super::BufferKind::ALL {
+        f.series(&[kind.as_str()], Value::Gauge(held.get(kind.index()).copied().unwrap_or(0)))?;
     }
     Ok(())
 }

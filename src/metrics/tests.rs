@@ -40,6 +40,8 @@ fn core(k: u64) -> CounterSnapshot {
     let mut s = c.snapshot(&["pg"], vec![pool_snapshot(&pool, k)]);
     // The core copies its router's plan-cache figures into the report.
     s.cache_ops_total[CacheOp::Miss.index()] = k;
+    // And the process-wide client buffers, read at slightly different times.
+    s.client_buffer_bytes = [0, 3 + k];
     s
 }
 
@@ -156,6 +158,7 @@ fn render_writes_every_catalog_metric_with_a_core_label_summing_to_the_merge() {
     assert_eq!(sample(&text, "sqp_config_reloads_total{outcome=\"rejected\"}"), Some(3.0));
     assert_eq!(sample(&text, "sqp_config_version"), Some(2.0));
     assert_eq!(sample(&text, "sqp_log_lines_dropped_total"), Some(5.0));
+    assert_eq!(sample(&text, "sqp_client_buffer_bytes{kind=\"long_data\"}"), Some(7.0), "process-wide, written once");
     assert_eq!(
         sample(&text, "sqp_routing_decisions_total{core=\"0\",decision=\"read_write_split\",pool=\"main\"}"),
         Some(1.0)

@@ -26,6 +26,10 @@ pub enum TokenError {
     /// clears nothing and is refused too).
     #[error("invalid value for parameter \"querypilot.causal_token\": \"{0}\" (expected a token such as \"pg:16/B374D848\" or \"gtid:0-1-100\", as SHOW querypilot.causal_token returns it)")]
     Malformed(String),
+    /// Over the size limits (#33): longer than `MAX_TOKEN_LEN` bytes or more than
+    /// `MAX_GTID_DOMAINS` domains, alone or added to the session's position.
+    #[error("invalid value for parameter \"querypilot.causal_token\": the token is too large (at most {} bytes and {} replication domains per session)", crate::id::position::MAX_TOKEN_LEN, crate::id::position::MAX_GTID_DOMAINS)]
+    TooLarge,
 }
 
 /// The token for `position` (its `Display` form).
@@ -35,6 +39,10 @@ pub fn format_token(position: &Position) -> String {
 
 /// The position a token names.
 pub fn parse_token(token: &str) -> Result<Position, TokenError> {
+    if Position::token_too_large(token) {
+        // Never echoed back: it may be megabytes.
+        return Err(TokenError::TooLarge);
+    }
     Position::parse_token(token).ok_or_else(|| TokenError::Malformed(token.to_owned()))
 }
 

@@ -120,6 +120,12 @@ impl RywState {
         }
     }
 
+    /// Whether adopting `position` keeps the session's position within the domain limit
+    /// (`id::position::MAX_GTID_DOMAINS`, #33).
+    pub fn can_adopt(&self, position: &Position) -> bool {
+        self.position.as_ref().is_none_or(|p| p.can_raise(position))
+    }
+
     /// causal: a client handed over a token (another connection's position): this session's
     /// reads wait for it too. Outside `causal` mode nothing changes.
     pub fn adopt(&mut self, position: Position) {

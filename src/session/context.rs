@@ -79,6 +79,9 @@ pub struct CoreLinks {
     pub forward_cancel: Box<dyn Fn(KillRequest, KillReply)>,
     /// Hands admin-console clients to the console thread.
     pub console: HandOffConsole,
+    /// What every session of the process holds for its client (`limits.client_buffer_budget`,
+    /// #33).
+    pub buffers: Arc<metrics::ClientBudget>,
 }
 
 impl CoreContext {
@@ -131,6 +134,11 @@ impl CoreContext {
     /// Hands a logged-in console client to the console thread.
     pub fn hand_off_console(&self, stream: std::net::TcpStream, leftover: Vec<u8>, user: String, role: ConsoleRole) {
         (self.links.console)(stream, leftover, user, role);
+    }
+
+    /// The process-wide budget of what sessions hold for their clients (#33).
+    pub fn client_budget(&self) -> &Arc<metrics::ClientBudget> {
+        &self.links.buffers
     }
 
     /// The configuration in force now (cheap clone of this core's own `Arc`; hold it for one

@@ -38,7 +38,7 @@ fn router(max_connections: u32) -> Router {
 }
 
 /// A StartupMessage (length included) for `params`.
-fn startup_packet(params: &[(&str, &str)]) -> Vec<u8> {
+pub(crate) fn startup_packet(params: &[(&str, &str)]) -> Vec<u8> {
     let mut p = StartupParams::new();
     for (k, v) in params {
         p.push(k, v);
@@ -49,8 +49,8 @@ fn startup_packet(params: &[(&str, &str)]) -> Vec<u8> {
 }
 
 /// A bare-socket PostgreSQL client: what a hostile or broken client can do that a driver won't.
-struct RawPg {
-    stream: TcpStream,
+pub(crate) struct RawPg {
+    pub(crate) stream: TcpStream,
     buf: Vec<u8>,
 }
 
@@ -61,12 +61,12 @@ impl RawPg {
         RawPg { stream, buf: Vec::new() }
     }
 
-    fn send(&mut self, bytes: &[u8]) {
+    pub(crate) fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).expect("send to router");
     }
 
     /// The next whole backend message as (tag, body), or the read error / EOF that ended it.
-    fn next(&mut self) -> std::io::Result<(u8, Vec<u8>)> {
+    pub(crate) fn next(&mut self) -> std::io::Result<(u8, Vec<u8>)> {
         loop {
             if let Some(f) = decode_frame(&self.buf, 1 << 30).expect("router sends valid frames") {
                 let out = (f.tag, f.body.to_vec());
@@ -82,7 +82,7 @@ impl RawPg {
     }
 
     /// Logs in as the harness's pool user through whichever password method the router asks for.
-    fn login(port: u16) -> RawPg {
+    pub(crate) fn login(port: u16) -> RawPg {
         let (user, password) = (dbs().pg.user.as_str(), dbs().pg.password.as_str());
         let mut c = RawPg::connect(port);
         c.send(&startup_packet(&[("user", user), ("database", "main")]));

@@ -9,6 +9,7 @@
 mod support;
 
 mod abuse;
+mod abuse_memory;
 mod admin;
 mod auth;
 mod bridge_mysql_pg;

@@ -35,6 +35,8 @@ pub const SYNTAX_ERROR: &str = "42601";
 pub const UNDEFINED_OBJECT: &str = "42704";
 /// Class 42: a prepared statement of that name already exists.
 pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
+/// Class 53: out of memory (the router's client buffer budget, #33).
+pub const OUT_OF_MEMORY: &str = "53200";
 /// Class 53: too many connections.
 pub const TOO_MANY_CONNECTIONS: &str = "53300";
 /// Class 54: a limit was exceeded (e.g. message too large).

@@ -121,6 +121,10 @@ impl Session {
                 encode_result([&[1u8][..], &def, &eof, &row], status, &mut self.io.out);
             }
             TokenCommand::Set(value) => match parse_token(&value) {
+                Ok(position) if !self.routing.ryw.can_adopt(&position) => {
+                    let e = crate::routing::causal::TokenError::TooLarge;
+                    MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.io.out)
+                }
                 Ok(position) => {
                     self.routing.ryw.adopt(position);
                     let mut ok = Vec::with_capacity(16);

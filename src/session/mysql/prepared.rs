@@ -6,6 +6,9 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::metrics::{BufferKind, Charge, ClientBudget};
 
 use crate::protocol::mysql::codec::put_u32;
 use crate::protocol::mysql::command::COM_STMT_EXECUTE;
@@ -37,12 +40,30 @@ pub(super) struct Stmt {
     pub types: Vec<u8>,
     /// `COM_STMT_SEND_LONG_DATA` chunks waiting for the next execute: (parameter, bytes).
     pub long_data: Vec<(u16, Vec<u8>)>,
+    /// Long data was dropped (#33): executes fail with this error until COM_STMT_RESET, as
+    /// on MariaDB.
+    pub long_refused: Option<LongRefusal>,
+    /// What `long_data` holds against the process's client buffer budget.
+    pub long_charge: Option<Charge>,
+}
+
+/// Why a statement's long data was dropped (#33).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LongRefusal {
+    /// A parameter went past `limits.long_data`, the router's `max_allowed_packet`.
+    TooLarge,
+    /// The process's `limits.client_buffer_budget` was spent.
+    Budget,
 }
 
 /// A client's statements by router-issued id.
 #[derive(Debug, Default)]
 pub(super) struct Statements {
     by_id: HashMap<u32, Stmt>,
+    /// Bytes of statement text held (`limits.session_prepared_bytes`, #33).
+    bytes: usize,
+    /// What they hold against the process's client buffer budget.
+    charge: Option<Charge>,
     next_id: u32,
     /// The most recently prepared id (MariaDB's "-1 means the last prepared statement").
     pub last: u32,
@@ -55,6 +76,7 @@ impl Statements {
         while self.by_id.contains_key(&self.next_id) {
             self.next_id = self.next_id.wrapping_add(1).max(1);
         }
+        self.bytes += stmt.text_len();
         self.by_id.insert(self.next_id, stmt);
         self.last = self.next_id;
         self.next_id
@@ -77,7 +99,23 @@ impl Statements {
 
     /// Forgets statement `id`.
     pub fn remove(&mut self, id: u32) {
-        self.by_id.remove(&self.resolve(id));
+        if let Some(stmt) = self.by_id.remove(&self.resolve(id)) {
+            self.bytes -= stmt.text_len();
+            if let Some(c) = &mut self.charge {
+                c.resize(self.bytes as u64, 0); // shrinking always succeeds
+            }
+        }
+    }
+
+    /// Bytes of statement text the statements hold.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Charges `bytes` in all for the statements to `budget` (at most `limit` bytes for the
+    /// whole process); `false` when it is spent.
+    pub fn charge(&mut self, budget: &Arc<ClientBudget>, bytes: usize, limit: u64) -> bool {
+        self.charge.get_or_insert_with(|| budget.charge(BufferKind::Statements)).resize(bytes as u64, limit)
     }
 
     /// Number of statements.
@@ -88,6 +126,15 @@ impl Statements {
     /// Forgets every statement.
     pub fn clear(&mut self) {
         self.by_id.clear();
+        self.bytes = 0;
+        self.charge = None;
+    }
+}
+
+impl Stmt {
+    /// Bytes of text the statement holds (what it prepares, and the client's text if another).
+    fn text_len(&self) -> usize {
+        self.sql.len() + self.origin.len()
     }
 }
 
@@ -214,6 +261,8 @@ mod tests {
             order: None,
             types: Vec::new(),
             long_data: Vec::new(),
+            long_refused: None,
+            long_charge: None,
         };
         let a = s.insert(mk());
         let b = s.insert(mk());

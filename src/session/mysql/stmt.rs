@@ -3,12 +3,13 @@
 
 use std::rc::Rc;
 
-use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, Stmt, MAX_CLIENT_STATEMENTS};
+use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, LongRefusal, Stmt};
 use super::relay::Grammar;
 use super::route::Routed;
 use super::state::{Effect, MyState, PinReason};
 use super::{End, Session};
 use crate::config::Protocol;
+use crate::metrics::BufferKind;
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::mysql::codec::{put_u16, put_u32, Reader};
 use crate::protocol::mysql::command::{
@@ -25,6 +26,13 @@ use crate::session::error::RelayError;
 
 /// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
 const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
+/// `ER_OUT_OF_RESOURCES`.
+const ER_OUT_OF_RESOURCES: ErrorNumber = ErrorNumber { code: 1041, sql_state: *b"HY000" };
+/// `ER_UNKNOWN_ERROR`: what MariaDB reports at execute for long data past `max_allowed_packet`.
+const ER_UNKNOWN_ERROR: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
+/// MariaDB's own text for long data past `max_allowed_packet`, at the execute.
+const LONG_DATA_TOO_LARGE: &str =
+    "Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_allowed_packet' bytes";
 /// `ER_STMT_HAS_NO_OPEN_CURSOR`.
 const ER_STMT_HAS_NO_OPEN_CURSOR: ErrorNumber = ErrorNumber { code: 1421, sql_state: *b"HY000" };
 /// Largest response payload the router reads for its own silent commands.
@@ -202,6 +210,24 @@ async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec
     Ok(Ok(ok.stmt_id))
 }
 
+/// The error for an execute of `stmt` whose long data was dropped (#33): as on the server,
+/// every execute fails until COM_STMT_RESET, and the long data is gone.
+fn long_data_refusal(stmt: &mut Stmt) -> Option<MyClientError> {
+    let why = stmt.long_refused?;
+    stmt.long_data.clear();
+    stmt.long_charge = None;
+    Some(match why {
+        LongRefusal::TooLarge => MyClientError::new(ER_UNKNOWN_ERROR, LONG_DATA_TOO_LARGE),
+        LongRefusal::Budget => out_of_buffers(),
+    })
+}
+
+/// The error for work refused because the process's client buffer budget is spent (#33).
+fn out_of_buffers() -> MyClientError {
+    let text = "Out of memory: the router holds as much for its clients as limits.client_buffer_budget allows";
+    MyClientError::new(ER_OUT_OF_RESOURCES, text)
+}
+
 impl Session {
     /// The backend id of statement `key` on the attached connection (most recently used last).
     fn backend_stmt(&mut self, key: u64) -> Option<u32> {
@@ -238,11 +264,7 @@ impl Session {
     }
 
     pub(super) async fn on_prepare(&mut self, sql: &[u8]) -> Result<(), End> {
-        if self.stmts.len() >= MAX_CLIENT_STATEMENTS {
-            let e = MyClientError::new(
-                ER_MAX_PREPARED_STMT_COUNT_REACHED,
-                "Can't create more than max_prepared_stmt_count statements",
-            );
+        if let Some(e) = self.statements_refusal(sql.len()) {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
@@ -304,6 +326,8 @@ impl Session {
             order,
             types: Vec::new(),
             long_data: Vec::new(),
+            long_refused: None,
+            long_charge: None,
         };
         if stmt.order.is_some() {
             return self.relay_reordered_prepare(first.seq, ok, stmt).await;
@@ -373,12 +397,40 @@ impl Session {
         e.encode(seq, &mut self.io.out);
     }
 
+    /// Why a client may not prepare one more statement of `len` bytes (#33): past
+    /// `limits.session_prepared_statements`, as the server past `max_prepared_stmt_count`;
+    /// past `limits.session_prepared_bytes` of text.
+    fn statements_refusal(&mut self, len: usize) -> Option<MyClientError> {
+        let limits = self.ctx.config().limits.clone();
+        let max = limits.session_prepared_statements.get();
+        if self.stmts.len() >= max as usize {
+            let text = format!("Can't create more than max_prepared_stmt_count statements (current value: {max})");
+            return Some(MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, text));
+        }
+        // Each statement keeps its text about twice (as prepared and as the client sent it).
+        let max = limits.session_prepared_bytes;
+        let want = self.stmts.bytes().saturating_add(2 * len);
+        if want > max {
+            let text = format!(
+                "Out of memory: the session's prepared statements would hold more than {max} bytes of text \
+                 (querypilot limits.session_prepared_bytes); deallocate some first"
+            );
+            return Some(MyClientError::new(ER_OUT_OF_RESOURCES, text));
+        }
+        let budget = self.ctx.client_budget().clone();
+        (!self.stmts.charge(&budget, want, limits.client_buffer_budget)).then(out_of_buffers)
+    }
+
     pub(super) async fn on_execute(&mut self, payload: &[u8]) -> Result<(), End> {
         let id = crate::protocol::mysql::stmt_id(payload).unwrap_or(0);
         let Some(stmt) = self.stmts.get_mut(id) else {
             self.unknown_stmt(id, 1);
             return Ok(());
         };
+        if let Some(e) = long_data_refusal(stmt) {
+            e.encode(1, &mut self.io.out);
+            return Ok(());
+        }
         let (key, sql, params) = (stmt.key, stmt.sql.clone(), stmt.params);
         let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
         if let Some(e) = self.statement_pooling_refusal(&origin) {
@@ -395,6 +447,7 @@ impl Session {
         let Some(routed) = self.route_execute(id, &origin, route_key).await else { return Ok(()) };
         let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
         let long_data = std::mem::take(&mut stmt.long_data);
+        stmt.long_charge = None; // sent or dropped below
         self.tx.sticky = false;
         let started = rt::now();
         if let Err(e) = self.ensure_backend().await {
@@ -434,6 +487,7 @@ impl Session {
                 // The statement runs nowhere: its buffered long data goes with it.
                 if let Some(s) = self.stmts.get_mut(id) {
                     s.long_data.clear();
+                    s.long_charge = None;
                 }
                 e.encode(1, &mut self.io.out);
                 return None;
@@ -519,11 +573,27 @@ impl Session {
     pub(super) fn on_long_data(&mut self, body: &[u8]) -> Result<(), End> {
         let mut r = Reader::new(body);
         let (Ok(id), Ok(param)) = (r.u32("statement id"), r.u16("parameter")) else { return Ok(()) };
-        if let Some(stmt) = self.stmts.get_mut(id) {
-            match stmt.long_data.iter_mut().find(|(p, _)| *p == param) {
-                Some((_, buf)) => buf.extend_from_slice(r.rest()),
-                None => stmt.long_data.push((param, r.rest().to_vec())),
-            }
+        let limits = self.ctx.config().limits.clone();
+        let budget = self.ctx.client_budget().clone();
+        let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
+        if stmt.long_refused.is_some() {
+            return Ok(()); // dropped: the execute fails anyway
+        }
+        let chunk = r.rest();
+        let held = stmt.long_data.iter().find(|(p, _)| *p == param).map_or(0, |(_, b)| b.len());
+        let charge = stmt.long_charge.get_or_insert_with(|| budget.charge(BufferKind::LongData));
+        let fits = held.saturating_add(chunk.len()) <= limits.long_data;
+        if !fits || !charge.resize(charge.bytes() + chunk.len() as u64, limits.client_buffer_budget) {
+            // Past the router's max_allowed_packet or the process's budget (#33): nothing more
+            // is held for the statement, and its execute reports it as the server would.
+            stmt.long_data = Vec::new();
+            stmt.long_charge = None;
+            stmt.long_refused = Some(if fits { LongRefusal::Budget } else { LongRefusal::TooLarge });
+            return Ok(());
+        }
+        match stmt.long_data.iter_mut().find(|(p, _)| *p == param) {
+            Some((_, buf)) => buf.extend_from_slice(chunk),
+            None => stmt.long_data.push((param, chunk.to_vec())),
         }
         Ok(())
     }
@@ -547,6 +617,8 @@ impl Session {
             return Ok(());
         };
         stmt.long_data.clear();
+        stmt.long_refused = None;
+        stmt.long_charge = None;
         if self.tx.cursor.is_some_and(|(c, _)| c == self.stmts.resolve(id)) {
             self.close_cursor().await;
             self.maybe_release().await;

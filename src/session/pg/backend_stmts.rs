@@ -53,7 +53,8 @@ impl Session {
                 }
                 if let Some((name, stmt)) = self.ex.flight.named.pop_front() {
                     if self.stmts.get(&name).is_some_and(|s| Rc::ptr_eq(s, &stmt)) {
-                        self.stmts.remove(&name);
+                        let gone = self.stmts.remove(&name);
+                        self.stmt_forgotten(gone);
                     }
                 }
             }

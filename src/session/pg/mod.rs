@@ -118,6 +118,9 @@ struct Progress {
     ryw: RywState,
     /// The statement timed for per-shape statistics.
     digest: digest::DigestTracker,
+    /// Bytes of text the client's named statements hold, at least, charged to the process's
+    /// client buffer budget (see `statements_refusal`, #33).
+    stmts_held: crate::metrics::Charge,
 }
 
 /// The client's user and requested database.
@@ -210,6 +213,7 @@ impl Session {
         mut identity: Identity,
     ) -> Self {
         let slot = ctx.cancels.register(key);
+        let stmts_held = ctx.client_budget().charge(crate::metrics::BufferKind::Statements);
         let mut ryw = RywState::new(ctx.read_your_writes());
         if let Some(position) = identity.causal.take() {
             ryw.adopt(position); // causal token handed over at startup (#22)
@@ -229,6 +233,7 @@ impl Session {
                 read_only_tx: false,
                 ryw,
                 digest: digest::DigestTracker::default(),
+                stmts_held,
             },
             identity,
             bridge: bridged::Bridge::default(),
@@ -295,6 +300,11 @@ impl Session {
                 self.io.cpos = 0;
             }
             self.flush_client().await?;
+            match self.push_unsynced().await? {
+                Some(Ok(n)) if n > 0 => continue, // a batch without Sync waits nowhere (#36)
+                Some(_) => return Ok(None),
+                None => {}
+            }
             let idle = self.backend.is_none() && self.ex.expect.is_empty();
             // Between transactions a held backend may speak unprompted (NOTIFY is delivered only
             // then; notices; its own death), so watch it too. Inside a transaction only a dying
@@ -311,11 +321,10 @@ impl Session {
             // While the backend is held for this client alone (a transaction, a COPY, a batch),
             // a silent client may not keep it for ever.
             let limit = self.idle_transaction_timeout();
-            let read = if watch_backend {
-                let Ok(waited) = rt::within(limit, self.wait_client_or_backend()).await else {
-                    return Err(self.idle_transaction_expired().await);
-                };
-                match waited? {
+            // Mid-batch past a Flush or a pause, the backend's answers are relayed as they come (#36).
+            let mid_batch = self.mid_batch();
+            let read = if watch_backend || mid_batch {
+                match self.wait_held(mid_batch, limit).await? {
                     Some(r) => Some(r),
                     None => continue,
                 }
@@ -588,12 +597,8 @@ impl Session {
             }
             return self.forward_ext(&parse, Expect::Parse { swallow: false, key: None }).await;
         }
-        if self.stmts.contains_key(name) {
-            // As the server: the existing statement stays, the batch fails (#18).
-            return self.fail_batch(PgClientError::new(
-                sqlstate::DUPLICATE_PREPARED_STATEMENT,
-                format!("prepared statement \"{name}\" already exists"),
-            ));
+        if let Some(e) = self.named_parse_refusal(name, query) {
+            return self.fail_batch(e);
         }
         // Named statements are routed at execute time; here only a translation matters, since it
         // changes what is prepared on backends.
@@ -695,7 +700,8 @@ impl Session {
     async fn on_close(&mut self, kind: Target, name: &str, raw: &[u8]) -> Result<(), End> {
         if kind == Target::Statement && !name.is_empty() {
             // Only the client's name goes away; the backend keeps the statement for reuse.
-            self.stmts.remove(name);
+            let gone = self.stmts.remove(name);
+            self.stmt_forgotten(gone);
             self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
             return Ok(());
         }

@@ -95,13 +95,15 @@ impl Session {
             Command::DeallocateAll => {
                 // Also sent on: the server drops the client's SQL-level statements, and the
                 // relay forgets the router's statements of that connection at its tag.
-                self.stmts.clear();
+                self.stmts_cleared();
                 None
             }
             Command::Deallocate(name) => {
-                if self.progress.tx == TransactionStatus::Failed || self.stmts.remove(&name).is_none() {
+                if self.progress.tx == TransactionStatus::Failed {
                     return None;
                 }
+                let gone = self.stmts.remove(&name)?;
+                self.stmt_forgotten(Some(gone));
                 let _ = BackendMessage::CommandComplete("DEALLOCATE").encode(&mut self.io.out);
                 backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 Some(self.flush_client().await)
@@ -120,7 +122,7 @@ impl Session {
         }
         let (name, span, deallocate) = match parse(query)? {
             Command::DeallocateAll => {
-                self.stmts.clear();
+                self.stmts_cleared();
                 return None;
             }
             Command::Deallocate(name) => (name, None, true),
@@ -142,7 +144,8 @@ impl Session {
             // The server runs a real DEALLOCATE of a throwaway statement: its responses to
             // the client's Parse, Bind, Describe and Execute are the ones a direct DEALLOCATE
             // gets. The Close first clears one a failed batch may have left.
-            self.stmts.remove(&name);
+            let gone = self.stmts.remove(&name);
+            self.stmt_forgotten(gone);
             let _ =
                 frontend::encode_close(crate::protocol::pg::Target::Statement, DEALLOCATE_STANDIN, &mut self.ex.bout);
             self.ex.expect.push_back(Expect::Close { swallow: true, key: None });

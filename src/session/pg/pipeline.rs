@@ -5,15 +5,40 @@
 //! batch. When the router refuses a statement of a batch the backend already runs part of, it
 //! makes the server abort that batch as if the statement had failed there. A long batch streams
 //! to the backend before its Sync (`stream_batch`).
+//!
+//! Bounded (#33, #36): a batch without Sync never waits in the router. When the client stops
+//! sending mid-batch, what it sent goes to the backend after a short pause and its answers
+//! (an error above all) reach the client while it waits (`push_unsynced`,
+//! `wait_client_mid_batch`), as from the server, which runs each message as it arrives. A
+//! client that sends without reading gets backpressure, not buffering: past
+//! [`BACKLOG`] unanswered messages the router flushes the backend and relays its answers
+//! before it reads more (`stream_batch`).
 
 use super::exchange::SyncStep;
-use super::{relay, End, Session};
+use super::{relay, End, Session, READ_CHUNK};
 use crate::protocol::pg::backend;
+use crate::protocol::pg::tag::frontend as client;
+use crate::rt;
 use crate::session::client_error::PgClientError;
 
 /// Bytes of an extended batch queued for the backend before they are sent ahead of its Sync
 /// or Flush (larger than the batches kept for healing and retries, which are never streamed).
 pub(super) const STREAM_AT: usize = 64 * 1024;
+
+/// Messages of a batch the router may have sent or answered itself without their responses
+/// having reached the client: past it, the backend is flushed and read before the client is.
+/// What each message costs the router (its expectation, about 24 bytes) stays bounded however
+/// long a pipeline without Sync runs.
+pub(super) const BACKLOG: usize = 4096;
+
+/// How long a client that stopped mid-batch may stay silent before what it sent goes to the
+/// backend: drivers write a pipeline query by query, and a batch routed as a unit should
+/// arrive whole; a client waiting for answers without Sync or Flush waits this much longer
+/// than on the server.
+const PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A Flush message: the backend sends what it has buffered, nothing else changes.
+const FLUSH: [u8; 5] = [client::FLUSH, 0, 0, 0, 4];
 
 impl Session {
     /// Flush: what was queued goes to the backend, and its answers so far to the client.
@@ -44,6 +69,9 @@ impl Session {
 
     /// Reports `e` for the current extended batch and skips the rest of it until Sync.
     pub(super) fn fail_batch(&mut self, e: PgClientError) -> Result<(), End> {
+        // What the router answers itself for messages before the refused one (a named Parse
+        // held for its first use) succeeded, as on the server: those answers come first.
+        self.emit_synth();
         self.ex.refuse_batch();
         e.encode(&mut self.io.out);
         Ok(())
@@ -60,6 +88,11 @@ impl Session {
     /// it is still sending (the server reports it at once and skips to Sync), and the answers
     /// are read as the batch goes rather than left to pile up unread.
     pub(super) async fn stream_batch(&mut self) -> Result<(), End> {
+        if self.ex.expect.len() >= BACKLOG && !self.is_bridged() && !self.ex.refused() && !self.ex.aborted() {
+            // As a server whose output fills while its client does not read: what is owed
+            // goes out (the client's socket then pushes back) before more is taken in.
+            return self.on_flush(&FLUSH).await;
+        }
         if self.ex.bout.len() < STREAM_AT
             || self.backend.is_none()
             || self.ex.refused()
@@ -72,5 +105,82 @@ impl Session {
         self.ex.flight.mark = None;
         self.send_backend().await?;
         self.relay(relay::Until::Available).await
+    }
+
+    /// The client stopped in the middle of a batch (no Sync or Flush, nothing more buffered,
+    /// nothing more within [`PAUSE`]): what it sent goes to the backend now, as the server runs
+    /// each message as it arrives, so an error reaches the client that waits for it (#36). A
+    /// batch held for unit routing is routed by what it holds, as at a Flush: a later statement
+    /// that the pool it went to cannot take is handled as the routing-safety rules say
+    /// (`replica_hold_refusal`). `Some`: the client sent more meanwhile (what the read gave).
+    pub(super) async fn push_unsynced(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
+        let unsent = !self.batch.is_empty() || (!self.ex.bout.is_empty() && self.backend.is_some());
+        let partial = self.io.cbuf.len() > self.io.cpos;
+        if !unsent || self.is_bridged() || partial {
+            return Ok(None);
+        }
+        let more = rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK);
+        if let Ok(read) = rt::within(Some(PAUSE), more).await {
+            return Ok(Some(read));
+        }
+        if !self.batch.is_empty() {
+            self.release_batch(false).await?;
+        }
+        if self.ex.bout.is_empty() || self.backend.is_none() || self.ex.refused() || self.ex.aborted() {
+            return Ok(None);
+        }
+        // What was sent cannot be sent again: no stale-plan healing for this batch.
+        self.ex.flight.mark = None;
+        self.send_backend().await?;
+        self.relay(relay::Until::Available).await?;
+        Ok(None)
+    }
+
+    /// Whether the backend runs part of a batch whose Sync has not come, so that its answers
+    /// must be relayed while the session waits for the client.
+    pub(super) fn mid_batch(&self) -> bool {
+        self.ex.awaiting() && self.backend.is_some() && !self.is_bridged()
+    }
+
+    /// Waits for the client while a held backend may speak: mid-batch, with what the backend
+    /// answers relayed (#36), or between statements, with what it sends unprompted relayed;
+    /// within `limit` (`idle_transaction_timeout`). `Ok(None)`: something was relayed, wait
+    /// again.
+    pub(super) async fn wait_held(
+        &mut self,
+        mid_batch: bool,
+        limit: Option<std::time::Duration>,
+    ) -> Result<Option<std::io::Result<usize>>, End> {
+        let wait = async {
+            if mid_batch {
+                self.wait_client_mid_batch().await
+            } else {
+                self.wait_client_or_backend().await
+            }
+        };
+        let Ok(waited) = rt::within(limit, wait).await else {
+            return Err(self.idle_transaction_expired().await);
+        };
+        waited
+    }
+
+    /// Waits for the client while the backend runs part of its batch, relaying what the
+    /// backend answers meanwhile. `Ok(None)`: something was relayed, wait again.
+    async fn wait_client_mid_batch(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
+        let Some(conn) = self.backend.as_mut() else {
+            return Ok(Some(rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK).await));
+        };
+        let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
+        let woke = rt::race(async { Some(rt::read_some(client, cbuf, READ_CHUNK).await) }, async {
+            // Closed or failed: the relay below finds out and tells the client.
+            let _ = rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await;
+            None
+        })
+        .await;
+        if let Some(read) = woke {
+            return Ok(Some(read));
+        }
+        self.relay(relay::Until::Available).await?;
+        Ok(None)
     }
 }

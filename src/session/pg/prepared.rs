@@ -10,8 +10,10 @@
 //! keeps the server statement it was described with (which the server revalidates, reporting
 //! `0A000` when its result type changed, as on a direct connection).
 
-use crate::protocol::pg::frontend;
+use super::Session;
+use crate::protocol::pg::{frontend, sqlstate};
 use crate::routing::StatementKey;
+use crate::session::client_error::PgClientError;
 use crate::session::state::{pg_effects, Effect};
 
 /// A statement a client prepared.
@@ -63,6 +65,11 @@ impl Stmt {
 }
 
 impl Stmt {
+    /// Bytes of text the statement holds (the client's, what backends prepare, the Parse).
+    fn held_bytes(&self) -> usize {
+        self.query.len() + self.sent.0.len() + self.parse_msg.len()
+    }
+
     /// The same client statement under `generation`: a new server name, for a statement the
     /// server found stale (others sharing the old server statement keep theirs, and get the
     /// server's own verdict on it).
@@ -70,6 +77,70 @@ impl Stmt {
         let mut fresh = Self::new(&self.query, Some(&self.sent.0), &self.sent.1, generation);
         fresh.route_key = self.route_key;
         fresh
+    }
+}
+
+impl Session {
+    /// Takes a statement the client no longer has off what the session holds (#33).
+    pub(super) fn stmt_forgotten(&mut self, stmt: Option<std::rc::Rc<Stmt>>) {
+        if let Some(stmt) = stmt {
+            let held = &mut self.progress.stmts_held;
+            held.resize(held.bytes().saturating_sub(stmt.query.len() as u64 * 3), 0);
+        }
+    }
+
+    /// The client dropped all its statements: the session holds none (#33).
+    pub(super) fn stmts_cleared(&mut self) {
+        self.stmts.clear();
+        self.progress.stmts_held.resize(0, 0);
+    }
+
+    /// Why the client's named Parse of `name` (text `query`) fails: the name exists (as on the
+    /// server, the existing statement stays and the batch fails, #18), or a limit (#33).
+    pub(super) fn named_parse_refusal(&mut self, name: &str, query: &str) -> Option<PgClientError> {
+        if self.stmts.contains_key(name) {
+            let text = format!("prepared statement \"{name}\" already exists");
+            return Some(PgClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, text));
+        }
+        self.statements_refusal(query)
+    }
+
+    /// Why the client may not prepare one more named statement, of text `query` (#33): past
+    /// `limits.session_prepared_statements`, or past `limits.session_prepared_bytes` of text
+    /// held for the session's statements. `None`: it may, and its bytes are counted.
+    fn statements_refusal(&mut self, query: &str) -> Option<PgClientError> {
+        let limits = self.ctx.config().limits.clone();
+        let max = limits.session_prepared_statements.get();
+        if self.stmts.len() >= max as usize {
+            let text = format!(
+                "too many prepared statements: this session has {max} (querypilot limits.session_prepared_statements); \
+                 deallocate some first"
+            );
+            return Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text));
+        }
+        // About three copies of the text (see `held_bytes`).
+        let want = query.len().saturating_mul(3) as u64;
+        let (max, budget) = (limits.session_prepared_bytes as u64, limits.client_buffer_budget);
+        let held = &mut self.progress.stmts_held;
+        let now = held.bytes().saturating_add(want);
+        if now <= max && held.resize(now, budget) {
+            return None;
+        }
+        // Closed statements are not taken off as they go: the count is made exact here.
+        let exact: u64 = self.stmts.values().map(|s| s.held_bytes() as u64).sum();
+        held.resize(exact, budget);
+        if exact.saturating_add(want) > max {
+            let text = format!(
+                "out of memory for prepared statements: this session's would hold more than {max} bytes \
+                 (querypilot limits.session_prepared_bytes); deallocate some first"
+            );
+            return Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text));
+        }
+        if !held.resize(exact.saturating_add(want), budget) {
+            let text = "out of memory: the router holds as much for its clients as limits.client_buffer_budget allows";
+            return Some(PgClientError::new(sqlstate::OUT_OF_MEMORY, text));
+        }
+        None
     }
 }
 

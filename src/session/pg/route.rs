@@ -288,6 +288,10 @@ impl Session {
                 let _ = BackendMessage::CommandComplete("SHOW").encode(&mut self.io.out);
             }
             TokenCommand::Set(value) => match parse_token(&value) {
+                Ok(position) if !self.progress.ryw.can_adopt(&position) => {
+                    let e = crate::routing::causal::TokenError::TooLarge;
+                    PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()).encode(&mut self.io.out)
+                }
                 Ok(position) => {
                     self.progress.ryw.adopt(position);
                     let _ = BackendMessage::CommandComplete("SET").encode(&mut self.io.out);

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# perf/abuse.sh - one client trying to exhaust the router (#33) beside a well-behaved pgbench -S:
+# the router on one core (so the attacker shares the loop with pgbench), each attack running
+# through it for the whole pgbench run. Prints pgbench's p99 latency without and with each
+# attack, the router's peak RSS and what the attacker was told. The target: p99 within 2x,
+# RSS bounded by limits.client_buffer_budget plus the router's own.
+#
+#   perf/abuse.sh [SECONDS] [CLIENTS]     (defaults 10, 4)
+# Environment: QP_BIN=path runs that router binary instead of building a release one.
+#
+# Attacks (raw-socket PostgreSQL clients, logged in through libpq):
+#   parse   named Parse messages of 1 KiB, no Sync, as fast as it can: the session limit, then
+#           the budget (54000 / 53200)
+#   close   Close messages without Sync (answered by the router itself): backpressure
+#   token   SET querypilot.causal_token with a 1 MB token, over and over (22023)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/perf/lib.sh"
+SECS=${1:-10} CLIENTS=${2:-4}
+
+if [ -n "${QP_BIN:-}" ]; then BIN=$QP_BIN; else build_router; fi
+start_pg_pgbench qp-abuse bench 10
+PORT=$(free_port)
+cat >"$BASE/querypilot.toml" <<CONF
+[general]
+cores = [0]
+[[listeners]]
+protocol = "postgres"
+bind = "127.0.0.1:$PORT"
+[pools.bench]
+mode = "transaction"
+username = "$PG_USER"
+password = "$PG_PASSWORD"
+database = "bench"
+max_connections = 16
+backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
+[routing]
+default_pool = "bench"
+[limits]
+client_buffer_budget = "64MiB"
+CONF
+start_router "$BASE/querypilot.toml" "$PORT"
+DSN="host=127.0.0.1 port=$PORT dbname=bench user=$PG_USER password=$PG_PASSWORD"
+
+cat >"$BASE/attack.py" <<'PY'
+import os, re, socket, struct, sys, time
+from psycopg import pq
+kind, dsn, until = sys.argv[1], sys.argv[2], time.time() + float(sys.argv[3])
+told = set()
+def connect():
+    pg = pq.PGconn.connect(dsn.encode())
+    assert pg.status == pq.ConnStatus.OK, pg.error_message
+    s = socket.socket(fileno=os.dup(pg.socket)); s.setblocking(False)
+    return pg, s
+def msg(tag, body):
+    return tag + struct.pack("!i", len(body) + 4) + body
+def drain(s):
+    try:
+        data = s.recv(1 << 20)
+    except BlockingIOError:
+        return
+    told.update(m.decode() for m in re.findall(rb"\0C([0-9A-Z]{5})\0", data))  # ErrorResponse SQLSTATEs
+conns = []
+n = 0
+while time.time() < until:
+    if not conns or (kind == "parse" and n % (300 * 64) == 0):
+        conns.append(connect())  # a new session past the last one's limit: the budget is next
+    pg, s = conns[-1]
+    if kind == "parse":
+        out = b"".join(msg(b"P", f"p{n + i}".encode() + b"\0" + b"SELECT 1 /*" + b"x" * 1000 + b"*/\0\0\0") for i in range(64))
+    elif kind == "close":
+        out = msg(b"C", b"Sx\0") * 8192
+    else:
+        token = ",".join(f"{d}-1-5" for d in range(100000))
+        out = msg(b"Q", f"SET querypilot.causal_token = 'gtid:{token}'".encode() + b"\0")
+    n += 64
+    try:
+        s.setblocking(True); s.settimeout(1); s.sendall(out); s.setblocking(False)
+    except (TimeoutError, BlockingIOError):
+        pass  # the router pushes back
+    drain(s)
+print(f"{kind}: told {sorted(told) or 'nothing'}")
+PY
+
+# p99 of pgbench -S through the router, in ms, from its per-transaction log.
+p99() {
+    rm -f "$BASE"/pgb.*
+    pgbench -n -S -M prepared -c "$CLIENTS" -j 2 -T "$SECS" -l --log-prefix="$BASE/pgb" \
+        -h 127.0.0.1 -p "$PORT" -U "$PG_USER" bench >/dev/null 2>&1 || log "pgbench failed"
+    cat "$BASE"/pgb.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int(NR*0.99)]/1000}'
+}
+
+peak_rss() {
+    local peak=0 now
+    while kill -0 "$1" 2>/dev/null; do
+        now=$(awk '/VmRSS/{print $2}' "/proc/$ROUTER_PID/status")
+        [ "$now" -gt "$peak" ] && peak=$now
+        sleep 0.2
+    done
+    echo $((peak / 1024))
+}
+
+printf '%-8s %10s %10s %s\n' attack p99_ms rss_mib told
+printf '%-8s %10s %10s\n' none "$(p99)" "$(($(awk '/VmRSS/{print $2}' "/proc/$ROUTER_PID/status") / 1024))"
+for kind in parse close token; do
+    /usr/bin/python3 "$BASE/attack.py" "$kind" "$DSN" "$((SECS + 2))" >"$BASE/attack.out" 2>&1 &
+    attacker=$!
+    peak_rss "$attacker" >"$BASE/rss.out" &
+    watcher=$!
+    sleep 1
+    lat=$(p99)
+    wait "$attacker" || log "attacker $kind: $(tail -1 "$BASE/attack.out")"
+    wait "$watcher"
+    printf '%-8s %10s %10s %s\n' "$kind" "$lat" "$(cat "$BASE/rss.out")" "$(tail -1 "$BASE/attack.out")"
+done
