@@ -265,6 +265,9 @@ pub struct TemplateView {
     pub original_literals: Vec<LiteralView>,
     /// Every literal of the translation with its source.
     pub mapping: Vec<MappingView>,
+    /// What is likely wrong with the rule although it compiles (also logged at load and printed
+    /// by `--check`).
+    pub warnings: Vec<String>,
 }
 
 /// One literal slot of the original.
@@ -287,6 +290,8 @@ pub struct MappingView {
     pub text: String,
     /// The original slot whose value it takes; `None`: it stays a constant.
     pub from_original: Option<usize>,
+    /// The original slot holds a JSON array whose items this list literal takes.
+    pub json_array: bool,
 }
 
 /// `GET /api/stats/digests`.

@@ -183,10 +183,18 @@ impl Router {
     fn early(&self, input: &RouteInput<'_>, key: &StatementKey, facts: impl FnOnce() -> Arc<Facts>) -> Option<Base> {
         // A translation re-reads literals in the default mode: not for text the mode changes.
         if input.session.transaction_pool.is_none() && !misread(input) {
-            if let Some((t, translated)) = self.rules.translate(key, input.sql) {
-                let mut base = Base::rule(&Target::Pool(t.pool.clone()), DecisionKind::Translation, &t.name, facts());
-                base.rewritten = Some(translated);
-                return Some(base);
+            match self.rules.translate(key, input.sql) {
+                Some((t, Ok(translated))) => {
+                    let target = Target::Pool(t.pool.clone());
+                    let mut base = Base::rule(&target, DecisionKind::Translation, &t.name, facts());
+                    base.rewritten = Some(translated);
+                    return Some(base);
+                }
+                Some((t, Err(why))) => {
+                    let target = Target::Reject(Arc::from(why.as_str()));
+                    return Some(Base::rule(&target, DecisionKind::Translation, &t.name, facts()));
+                }
+                None => {}
             }
         }
         let rule = self.rules.dynamic(key, input.sql)?;

@@ -10,6 +10,8 @@
 //! value can never change the statement's structure. Uses [`super::fingerprint`]'s normalizer, so
 //! slots and fingerprint come from one pass.
 
+mod array;
+
 use super::fingerprint::{fingerprint, normalize, HashSink, Normalizer, Sink};
 use super::lexer::{StringKind, Token, TokenKind};
 use super::{fingerprint::Fingerprint, Dialect};
@@ -274,6 +276,9 @@ pub enum TemplateError {
 pub enum SlotSource {
     /// The original statement's slot with this 0-based index.
     Original(usize),
+    /// The original's string slot with this 0-based index, holding a JSON array of scalars: the
+    /// translated literal is a list whose items are that array's (see [`array`]).
+    JsonArray(usize),
     /// Nothing: the translated text is kept as is.
     Constant,
 }
@@ -337,8 +342,25 @@ impl TranslationTemplate {
     ) -> Result<TranslationTemplate, TemplateError> {
         let original = parameterize(original_sql, source);
         let translated = parameterize(translated_sql, target);
+        let arrays = json_arrays(&original);
         let mut mapping = Vec::new();
-        for lit in &translated.literals {
+        let mut skip = 0;
+        for (j, lit) in translated.literals.iter().enumerate() {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            if let Some((i, span, n)) = array_slot(&arrays, translated_sql, &translated.literals, j, mapping.len() + 1)?
+            {
+                mapping.push(SlotMapping {
+                    kind: lit.kind,
+                    text: translated_sql.get(span.clone()).unwrap_or("").to_owned(),
+                    span,
+                    source: SlotSource::JsonArray(i),
+                });
+                skip = n.saturating_sub(1);
+                continue;
+            }
             let whole = if lit.items.is_empty() { None } else { match_list(&original, lit) };
             match whole {
                 Some(i) => mapping.push(slot(lit, SlotSource::Original(i))),
@@ -384,39 +406,137 @@ impl TranslationTemplate {
     /// values (or not translate). `None` when a `?` of the result has no parameter of the
     /// statement behind it or one of the statement's `?` is not used.
     pub fn apply(&self, incoming_sql: &str, dialect: Dialect) -> Option<Translated> {
+        self.apply_checked(incoming_sql, dialect).ok().flatten()
+    }
+
+    /// [`Self::apply`], except that a statement of the original's shape whose value for a
+    /// JSON-array slot is not a JSON array of scalars is refused (`Err`): it must not run
+    /// untranslated elsewhere, nor be guessed at.
+    pub fn apply_checked(&self, incoming_sql: &str, dialect: Dialect) -> Result<Option<Translated>, SlotValueError> {
         if dialect != self.source {
-            return None;
+            return Ok(None);
         }
         let incoming = parameterize(incoming_sql, dialect);
         if incoming.fingerprint != self.original.fingerprint || incoming.literals.len() != self.original.literals.len()
         {
-            return None;
+            return Ok(None);
         }
-        let used: Vec<usize> = self
-            .mapping
-            .iter()
-            .filter_map(|m| match m.source {
-                SlotSource::Original(i) => Some(i),
-                SlotSource::Constant => None,
-            })
-            .collect();
+        let arrays = match self.parse_arrays(&incoming.literals)? {
+            Some(a) => a,
+            None => return Ok(None),
+        };
+        let used: Vec<usize> = self.mapping.iter().filter_map(|m| m.source.original()).collect();
         for (i, (now, was)) in incoming.literals.iter().zip(&self.original.literals).enumerate() {
             if !kind_fits(now.kind, was.kind) || (!used.contains(&i) && !same_value(now, was)) {
-                return None;
+                return Ok(None);
             }
         }
+        Ok(self.render_all(&incoming, &arrays, incoming_sql.len()))
+    }
+
+    /// The parsed items of each JSON-array slot of `incoming`, by original slot index; `None`
+    /// when such a slot holds a parameter, whose value is not known here.
+    fn parse_arrays(&self, incoming: &[Literal]) -> Result<Option<Vec<(usize, Vec<array::Item>)>>, SlotValueError> {
+        let mut out = Vec::new();
+        for m in &self.mapping {
+            let SlotSource::JsonArray(i) = m.source else { continue };
+            let Some(lit) = incoming.get(i) else { return Ok(None) };
+            let parsed = match (lit.kind, lit.value.as_deref()) {
+                (LiteralKind::Param, _) => return Ok(None),
+                (LiteralKind::String, Some(v)) => array::parse(v),
+                (LiteralKind::String, None) => Err("its text cannot be decoded".to_owned()),
+                (kind, _) => Err(format!("it is a {} literal, not a string", literal_word(kind))),
+            };
+            match parsed {
+                Ok(items) => out.push((i, items)),
+                Err(reason) => {
+                    return Err(SlotValueError::NotJsonArray { position: i + 1, text: lit.text.clone(), reason })
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// Writes the translation with `incoming`'s values; `None` when a value cannot be written
+    /// safely or the result would not have the translation's shape.
+    fn render_all(
+        &self,
+        incoming: &Parameterized,
+        arrays: &[(usize, Vec<array::Item>)],
+        hint: usize,
+    ) -> Option<Translated> {
         let param_order = positional_order(&incoming.literals, &self.mapping)?;
-        let mut out = String::with_capacity(self.translated_sql.len() + incoming_sql.len());
+        let mut out = String::with_capacity(self.translated_sql.len() + hint);
+        // The translation with each array slot holding as many placeholder items as the value
+        // has: what `out` must fingerprint as.
+        let mut shape = String::new();
         let mut at = 0;
         for m in &self.mapping {
-            let SlotSource::Original(i) = m.source else { continue };
-            out.push_str(self.translated_sql.get(at..m.span.start)?);
-            render(&mut out, incoming.literals.get(i)?, self.target)?;
+            let i = match m.source {
+                SlotSource::Original(i) | SlotSource::JsonArray(i) => i,
+                SlotSource::Constant => continue,
+            };
+            let between = self.translated_sql.get(at..m.span.start)?;
+            out.push_str(between);
+            shape.push_str(between);
+            match arrays.iter().find(|(k, _)| *k == i) {
+                Some((_, items)) if matches!(m.source, SlotSource::JsonArray(_)) => {
+                    array::render(&mut out, items, self.target)?;
+                    shape.push_str(&vec!["0"; items.len()].join(", "));
+                }
+                _ => {
+                    render(&mut out, incoming.literals.get(i)?, self.target)?;
+                    shape.push_str(self.translated_sql.get(m.span.clone())?);
+                }
+            }
             at = m.span.end;
         }
-        out.push_str(self.translated_sql.get(at..)?);
+        let rest = self.translated_sql.get(at..)?;
+        out.push_str(rest);
+        shape.push_str(rest);
         // The structural guarantee: whatever the values were, the result has the translation's shape.
-        (fingerprint(&out, self.target) == self.translated_fingerprint).then_some(Translated { sql: out, param_order })
+        let expected = if arrays.is_empty() { self.translated_fingerprint } else { fingerprint(&shape, self.target) };
+        (fingerprint(&out, self.target) == expected).then_some(Translated { sql: out, param_order })
+    }
+
+    /// What is likely wrong with this rule although it compiles: a literal of the original that
+    /// no literal of the translation takes (the rule then applies only to that exact value),
+    /// and a constant of the translation that looks like it came from a literal of the original
+    /// (it will not follow the statement's values).
+    pub fn warnings(&self) -> Vec<String> {
+        let used: Vec<usize> = self.mapping.iter().filter_map(|m| m.source.original()).collect();
+        let mut out = Vec::new();
+        for (i, o) in self.original.literals.iter().enumerate() {
+            if !used.contains(&i) && o.kind != LiteralKind::Param {
+                out.push(format!(
+                    "original literal #{} `{}` maps to no literal of the translation: the rule applies only to statements with exactly this value",
+                    i + 1,
+                    o.text
+                ));
+            }
+        }
+        for m in self.mapping.iter().filter(|m| m.source == SlotSource::Constant) {
+            let words = |s: &str| -> Vec<String> {
+                s.split(|c: char| !c.is_alphanumeric() && c != '.' && c != '_')
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            };
+            let mine = words(&m.text);
+            let hit = self.original.literals.iter().enumerate().find(|(_, o)| {
+                let theirs = words(o.value.as_deref().unwrap_or(&o.text));
+                !mine.is_empty() && mine.iter().all(|w| theirs.contains(w))
+            });
+            if let Some((i, o)) = hit {
+                out.push(format!(
+                    "translated literal `{}` is a constant but looks like it came from original literal #{} `{}`: it will not follow the statement's values",
+                    m.text,
+                    i + 1,
+                    o.text
+                ));
+            }
+        }
+        out
     }
 
     /// Normalized texts and the slot mapping, for the admin API.
@@ -427,6 +547,94 @@ impl TranslationTemplate {
             original_slots: self.original.literals.clone(),
             mapping: self.mapping.clone(),
         }
+    }
+}
+
+impl SlotSource {
+    /// The original slot this takes its value from.
+    pub fn original(self) -> Option<usize> {
+        match self {
+            SlotSource::Original(i) | SlotSource::JsonArray(i) => Some(i),
+            SlotSource::Constant => None,
+        }
+    }
+}
+
+/// A value the client sent for a slot that cannot be translated: the statement must not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SlotValueError {
+    /// The slot of a JSON-array translation does not hold a JSON array of scalars.
+    #[error(
+        "literal #{position} ({text}) must be a JSON array of scalars such as '[1,2]' for this translation: {reason}"
+    )]
+    NotJsonArray {
+        /// 1-based ordinal of the statement's literal.
+        position: usize,
+        /// Its text as the client wrote it (shortened by the caller if it must be).
+        text: String,
+        /// Why it is not one.
+        reason: String,
+    },
+}
+
+fn literal_word(kind: LiteralKind) -> &'static str {
+    match kind {
+        LiteralKind::Number => "number",
+        LiteralKind::String => "string",
+        LiteralKind::Bool => "boolean",
+        LiteralKind::Null => "NULL",
+        LiteralKind::Bits => "bit-string",
+        LiteralKind::Param => "parameter",
+        LiteralKind::InList(_) => "list",
+    }
+}
+
+/// The original's string slots that hold a non-empty JSON array of scalars, with its items.
+fn json_arrays(original: &Parameterized) -> Vec<(usize, Vec<array::Item>)> {
+    original
+        .literals
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.kind == LiteralKind::String)
+        .filter_map(|(i, l)| array::parse(l.value.as_deref()?).ok().filter(|v| !v.is_empty()).map(|v| (i, v)))
+        .collect()
+}
+
+/// Whether the translated literals from `j` on are one of `arrays`' items as a list literal:
+/// a collapsed `ARRAY[..]` list, or bare scalars separated by commas between `[` and `]`.
+/// Returns (original slot, span of the items, how many translated literals it covers).
+fn array_slot(
+    arrays: &[(usize, Vec<array::Item>)],
+    sql: &str,
+    lits: &[Literal],
+    j: usize,
+    position: usize,
+) -> Result<Option<(usize, Range<usize>, usize)>, TemplateError> {
+    let Some(first) = lits.get(j) else { return Ok(None) };
+    let mut hits = Vec::new();
+    for (i, items) in arrays {
+        if !first.items.is_empty() {
+            if first.items.len() == items.len() && items.iter().zip(&first.items).all(|(a, l)| a.is(l)) {
+                hits.push((*i, first.span.clone(), 1));
+            }
+            continue;
+        }
+        let Some(run) = lits.get(j..j + items.len()) else { continue };
+        let same = items.iter().zip(run).all(|(a, l)| l.items.is_empty() && a.is(l));
+        let commas = run.windows(2).all(|w| match w {
+            [a, b] => sql.get(a.span.end..b.span.start).is_some_and(|s| s.trim() == ","),
+            _ => true,
+        });
+        let (start, end) = (first.span.start, run.last().map_or(first.span.end, |l| l.span.end));
+        let open = sql.get(..start).is_some_and(|s| s.trim_end().ends_with('['));
+        let close = sql.get(end..).is_some_and(|s| s.trim_start().starts_with(']'));
+        if same && commas && open && close {
+            hits.push((*i, start..end, items.len()));
+        }
+    }
+    match hits.len() {
+        0 | 1 => Ok(hits.pop()),
+        count => Err(TemplateError::Ambiguous { position, offset: first.span.start, text: first.text.clone(), count }),
     }
 }
 
@@ -451,7 +659,7 @@ fn positional_order(incoming: &[Literal], mapping: &[SlotMapping]) -> Option<Opt
     let mut order: Vec<u16> = Vec::with_capacity(total);
     for m in mapping {
         let i = match m.source {
-            SlotSource::Original(i) => i,
+            SlotSource::Original(i) | SlotSource::JsonArray(i) => i,
             SlotSource::Constant if m.kind == LiteralKind::Param && m.text == "?" => return None,
             SlotSource::Constant => continue,
         };
@@ -869,6 +1077,70 @@ mod tests {
         let dropped = compile("SELECT v FROM a WHERE id = 1 AND k = ?", "SELECT v FROM b WHERE id = 1", MY, MY);
         assert_eq!(applied(&dropped, "SELECT v FROM a WHERE id = ? AND k = ?"), None);
         assert_eq!(applied(&dropped, "SELECT v FROM a WHERE id = 3 AND k = ?"), None);
+    }
+
+    #[test]
+    fn a_json_array_string_becomes_a_list_literal_of_any_length() {
+        let duck = compile(
+            "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]')",
+            "SELECT id FROM tags WHERE list_has_any(labels, [1,2])",
+            MY,
+            PG,
+        );
+        assert_eq!(
+            duck.describe().mapping.iter().map(|m| m.source).collect::<Vec<_>>(),
+            vec![SlotSource::JsonArray(0)]
+        );
+        assert!(duck.warnings().is_empty(), "{:?}", duck.warnings());
+        let run = |t: &TranslationTemplate, sql: &str| t.apply_checked(sql, MY).map(|o| o.map(|a| a.sql));
+        for (value, list) in [
+            ("[1,2]", "[1, 2]"),
+            ("[7]", "[7]"),
+            ("[1,2,3,4,5]", "[1, 2, 3, 4, 5]"),
+            ("[]", "[]"),
+            (" [ -3 , 2.5e1 ] ", "[-3, 2.5e1]"),
+            ("[\"it's\", null, true]", "['it''s', NULL, TRUE]"),
+        ] {
+            let sql = format!("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '{}')", value.replace('\'', "\\'"));
+            assert_eq!(
+                run(&duck, &sql),
+                Ok(Some(format!("SELECT id FROM tags WHERE list_has_any(labels, {list})"))),
+                "{value}"
+            );
+        }
+        for bad in ["'7'", "'{\"a\":1}'", "'[1); DROP TABLE tags; --]'", "'[[1]]'", "7", "NULL"] {
+            let sql = format!("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, {bad})");
+            assert!(matches!(run(&duck, &sql), Err(SlotValueError::NotJsonArray { position: 1, .. })), "{bad}");
+        }
+        assert_eq!(run(&duck, "SELECT id FROM tags WHERE JSON_OVERLAPS(other, '[1]')"), Ok(None), "another shape");
+        let pg = compile(
+            "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]') AND id > 0",
+            "SELECT id FROM tags WHERE labels && ARRAY[1,2]::int[] AND id > 0",
+            MY,
+            PG,
+        );
+        assert_eq!(
+            run(&pg, "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[9,8,7]') AND id > 5"),
+            Ok(Some("SELECT id FROM tags WHERE labels && ARRAY[9, 8, 7]::int[] AND id > 5".to_owned()))
+        );
+        assert_eq!(
+            run(&pg, "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[]') AND id > 5"),
+            Ok(Some("SELECT id FROM tags WHERE labels && ARRAY[]::int[] AND id > 5".to_owned()))
+        );
+    }
+
+    #[test]
+    fn unmapped_literals_and_lookalike_constants_are_warned_about() {
+        let t = compile(
+            "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]') AND kind = 'x'",
+            "SELECT id FROM tags WHERE list_has_any(labels, [2,1])",
+            MY,
+            PG,
+        );
+        let w = t.warnings();
+        assert_eq!(w.len(), 4, "{w:?}");
+        assert!(w[0].contains("#1 `'[1,2]'`") && w[1].contains("#2 `'x'`"), "{w:?}");
+        assert!(w[2].contains("`2` is a constant") && w[2].contains("'[1,2]'"), "{w:?}");
     }
 
     fn text_value() -> impl Strategy<Value = String> {
