@@ -22,6 +22,10 @@ pub struct RouteTest {
     /// The protocol that pool's backends speak (`postgres` or `mysql`): the other one than
     /// `protocol` means the statement runs through the bridge (#24).
     pub pool_protocol: Option<&'static str>,
+    /// What that pool's backends are (`postgres` or `generic`, #35).
+    pub pool_engine: Option<&'static str>,
+    /// What the router does on PostgreSQL pools but will not do on that generic engine's.
+    pub engine_skips: Vec<&'static str>,
     /// The reject message or error text.
     pub message: Option<String>,
     /// The decision label (`sqp_routing_decisions_total{decision}`).
@@ -139,6 +143,8 @@ impl RouteTest {
             outcome,
             pool,
             pool_protocol: None,
+            pool_engine: None,
+            engine_skips: Vec::new(),
             message,
             decision: d.kind.as_str(),
             step: d.step.as_str(),

@@ -280,6 +280,10 @@ impl Router {
         };
         let hint = route_hint(input.sql);
         match (&base.target, hint, input.session.transaction_pool) {
+            // Translations target pools: this is a value the translation refused.
+            (Some(Target::Reject(msg)), _, _) if base.step == DecisionKind::Translation => {
+                d.outcome = Outcome::Error(DecisionError::TranslationValue { message: msg.clone() });
+            }
             (Some(Target::Reject(msg)), _, _) => {
                 d.outcome = Outcome::Reject(msg.clone());
                 d.kind = DecisionKind::Reject;

@@ -26,6 +26,7 @@ mod harness;
 mod health;
 mod htap;
 mod htap_bridged;
+mod htap_duckdb;
 mod htap_pg;
 mod idle_transaction;
 mod log_pipe;

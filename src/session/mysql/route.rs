@@ -12,7 +12,7 @@ use super::relay::Outcome as Relayed;
 use super::Session;
 use crate::config::Protocol;
 use crate::config::{PoolMode, PoolRole};
-use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT};
+use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT, ER_WRONG_ARGUMENTS};
 use crate::protocol::mysql::response::{
     SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
 };
@@ -350,6 +350,7 @@ fn decision_error(e: &DecisionError) -> MyClientError {
         }
         DecisionError::ReplicaUnsafe { .. } => MyClientError::new(ER_HELD_REPLICA, e.to_string()),
         DecisionError::NoPool { .. } => MyClientError::new(ER_NO_POOL, e.to_string()),
+        DecisionError::TranslationValue { .. } => MyClientError::new(ER_WRONG_ARGUMENTS, e.to_string()),
     }
 }
 
