@@ -15,7 +15,7 @@ use crate::config::{
 };
 use crate::error::{ErrorCode, Origin};
 use crate::sql::fingerprint::Fingerprint;
-use crate::sql::template::{TemplateError, Translated, TranslationTemplate};
+use crate::sql::template::{LateTranslation, TemplateError, Translated, TranslationTemplate};
 
 use super::decision::{Decision, DecisionError};
 use super::{dialect, KeySpace, RouteInput, StatementKey};
@@ -546,6 +546,16 @@ impl RuleSet {
             }
         });
         hit.or(refused)
+    }
+
+    /// A MySQL client's statement to prepare whose translation waits for its `?` values (a
+    /// JSON-array slot holding a parameter, #35): the target pool and the unbound translation.
+    pub fn late_translation(&self, key: &StatementKey, sql: &str) -> Option<(Arc<str>, LateTranslation)> {
+        if key.protocol != Protocol::MySql {
+            return None;
+        }
+        let candidates = self.translations.get(&(key.lexer, key.protocol))?;
+        candidates.iter().find_map(|t| t.template.apply_late(sql, dialect(key.protocol)).map(|l| (t.pool.clone(), l)))
     }
 
     /// Step 3: the first matching dynamic rule.

@@ -436,7 +436,7 @@ impl TranslationTemplate {
 
     /// The parsed items of each JSON-array slot of `incoming`, by original slot index; `None`
     /// when such a slot holds a parameter, whose value is not known here.
-    fn parse_arrays(&self, incoming: &[Literal]) -> Result<Option<Vec<(usize, Vec<array::Item>)>>, SlotValueError> {
+    fn parse_arrays(&self, incoming: &[Literal]) -> Result<Option<Arrays>, SlotValueError> {
         let mut out = Vec::new();
         for m in &self.mapping {
             let SlotSource::JsonArray(i) = m.source else { continue };
@@ -459,12 +459,7 @@ impl TranslationTemplate {
 
     /// Writes the translation with `incoming`'s values; `None` when a value cannot be written
     /// safely or the result would not have the translation's shape.
-    fn render_all(
-        &self,
-        incoming: &Parameterized,
-        arrays: &[(usize, Vec<array::Item>)],
-        hint: usize,
-    ) -> Option<Translated> {
+    fn render_all(&self, incoming: &Parameterized, arrays: &Arrays, hint: usize) -> Option<Translated> {
         let param_order = positional_order(&incoming.literals, &self.mapping)?;
         let mut out = String::with_capacity(self.translated_sql.len() + hint);
         // The translation with each array slot holding as many placeholder items as the value
@@ -539,6 +534,27 @@ impl TranslationTemplate {
         out
     }
 
+    /// For a statement of the original's shape whose JSON-array slot is a positional `?`
+    /// parameter (a server-side prepared statement): the translation is known only once the
+    /// values arrive, so it is returned unbound ([`LateTranslation::bind`] at each execute).
+    /// `None` for every other statement, and when a `?` sits inside a list.
+    pub fn apply_late(&self, incoming_sql: &str, dialect: Dialect) -> Option<LateTranslation> {
+        if dialect != self.source {
+            return None;
+        }
+        let incoming = parameterize(incoming_sql, dialect);
+        let same = incoming.fingerprint == self.original.fingerprint
+            && incoming.literals.len() == self.original.literals.len();
+        let is_q = |l: &Literal| l.kind == LiteralKind::Param && l.value.as_deref() == Some("?");
+        let late_slot = self
+            .mapping
+            .iter()
+            .any(|m| matches!(m.source, SlotSource::JsonArray(i) if incoming.literals.get(i).is_some_and(is_q)));
+        let plain = incoming.literals.iter().all(|l| l.items.iter().all(|x| x.kind != LiteralKind::Param))
+            && incoming.literals.iter().all(|l| l.kind != LiteralKind::Param || is_q(l));
+        (same && late_slot && plain).then(|| LateTranslation { template: self.clone(), incoming })
+    }
+
     /// Normalized texts and the slot mapping, for the admin API.
     pub fn describe(&self) -> TemplateDescription {
         TemplateDescription {
@@ -547,6 +563,69 @@ impl TranslationTemplate {
             original_slots: self.original.literals.clone(),
             mapping: self.mapping.clone(),
         }
+    }
+}
+
+/// The parsed items of each JSON-array slot of a statement, by original slot index.
+type Arrays = Vec<(usize, Vec<array::Item>)>;
+
+/// A value bound to a positional parameter at execute time, as a literal of the client's kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamValue {
+    /// SQL NULL.
+    Null,
+    /// A number, as text.
+    Number(String),
+    /// Anything else (strings, dates, bytes as UTF-8), as text.
+    Text(String),
+}
+
+/// A translation waiting for its parameters' values ([`TranslationTemplate::apply_late`]).
+#[derive(Debug, Clone)]
+pub struct LateTranslation {
+    template: TranslationTemplate,
+    incoming: Parameterized,
+}
+
+impl LateTranslation {
+    /// How many positional parameters the statement has.
+    pub fn params(&self) -> usize {
+        self.incoming.literals.iter().map(Literal::positional_params).sum()
+    }
+
+    /// The translation as if each parameter held the original example's value in its slot: the
+    /// statement to describe at prepare time (same columns as every execute).
+    pub fn example_sql(&self) -> Option<String> {
+        let mut incoming = self.incoming.clone();
+        for (lit, was) in incoming.literals.iter_mut().zip(&self.template.original.literals) {
+            if lit.kind == LiteralKind::Param {
+                *lit = was.clone();
+            }
+        }
+        let arrays = self.template.parse_arrays(&incoming.literals).ok()??;
+        self.template.render_all(&incoming, &arrays, 0).map(|t| t.sql)
+    }
+
+    /// The translation with `values` (one per `?`, in order) written in as literals of the
+    /// target dialect; `Err` when a JSON-array slot's value is not a JSON array of scalars,
+    /// `Ok(None)` when the values do not fit (wrong count, a number that is not one).
+    pub fn bind(&self, values: &[ParamValue]) -> Result<Option<String>, SlotValueError> {
+        if values.len() != self.params() {
+            return Ok(None);
+        }
+        let mut incoming = self.incoming.clone();
+        let mut next = values.iter();
+        for lit in incoming.literals.iter_mut().filter(|l| l.kind == LiteralKind::Param) {
+            let Some(v) = next.next() else { return Ok(None) };
+            let (kind, value, text) = match v {
+                ParamValue::Null => (LiteralKind::Null, "null".to_owned(), "NULL".to_owned()),
+                ParamValue::Number(n) => (LiteralKind::Number, n.to_ascii_lowercase(), n.clone()),
+                ParamValue::Text(t) => (LiteralKind::String, t.clone(), format!("'{}'", t.replace('\'', "''"))),
+            };
+            *lit = Literal { kind, text, value: Some(value), span: lit.span.clone(), items: Vec::new() };
+        }
+        let Some(arrays) = self.template.parse_arrays(&incoming.literals)? else { return Ok(None) };
+        Ok(self.template.render_all(&incoming, &arrays, 0).map(|t| t.sql))
     }
 }
 

@@ -144,6 +144,42 @@ fn pymysql_runs_the_seed_example_on_duckdb_with_any_array() {
     assert_eq!(h.bv.ran("\"a\""), 0, "the refused value reached no engine");
 }
 
+/// The seed's example as a Connector/J PreparedStatement with `?`: server-side (the value known
+/// only at execute, written into the translation there) and client-side (a literal in the
+/// text). Rows are DuckDB's and each execute ran there with the client's array.
+#[test]
+fn jdbc_runs_the_seed_example_on_duckdb_with_server_side_parameters() {
+    let h = Htap::start();
+    let my = &dbs().my;
+    let values: Vec<&str> = ARRAYS.iter().map(|(v, _)| *v).chain([NOT_ARRAY]).collect();
+    for server_prepare in [true, false] {
+        let before: Vec<usize> = ARRAYS.iter().map(|(_, l)| h.bv.ran(&format!("list_has_any(labels, {l})"))).collect();
+        let url = format!(
+            "jdbc:mariadb://127.0.0.1:{}/{}?useSsl=false&useServerPrepStmts={server_prepare}",
+            h.my_port(),
+            h.db
+        );
+        let out = run(
+            Command::new("java")
+                .args(["-cp", "/usr/share/java/mariadb-java-client.jar"])
+                .arg(Path::new(SCRIPTS).join("JdbcHtapJson.java"))
+                .args([&url, &my.user, &my.password])
+                .args(&values),
+            "JDBC",
+        );
+        let mut expected: Vec<String> = ARRAYS.iter().map(|(v, l)| h.expected("prepared", v, l)).collect();
+        expected.push(format!("prepared {NOT_ARRAY} error 1210 HY000"));
+        assert_eq!(out, expected, "useServerPrepStmts={server_prepare}");
+        for ((value, list), before) in ARRAYS.iter().zip(before) {
+            let ran = h.bv.ran(&format!("list_has_any(labels, {list})")) - before;
+            // Server-side, the prepare is described on DuckDB with the example's own value.
+            let described = usize::from(server_prepare && *value == "[1,2]");
+            assert_eq!(ran, 1 + described, "{value}, useServerPrepStmts={server_prepare}:\n{}", h.bv.log_text());
+        }
+    }
+    assert_eq!(h.bv.ran("\"a\""), 0, "the refused value reached no engine");
+}
+
 /// The seed's example verbatim from the mariadb CLI, between statements MariaDB answers.
 #[test]
 fn mariadb_cli_runs_the_seed_example_verbatim_on_duckdb() {

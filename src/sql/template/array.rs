@@ -189,7 +189,7 @@ impl Parser<'_> {
                 } else {
                     hi
                 };
-                char::from_u32(code).filter(|c| *c != '\0').ok_or(format!("invalid \\u escape at byte {at}"))?
+                char::from_u32(code).filter(|c| *c != '\0').ok_or_else(|| format!("invalid \\u escape at byte {at}"))?
             }
             _ => return Err(format!("invalid escape at byte {at}")),
         })
@@ -197,7 +197,9 @@ impl Parser<'_> {
 
     fn hex4(&mut self) -> Result<u32, String> {
         let digits = self.s.get(self.at..self.at + 4).and_then(|d| std::str::from_utf8(d).ok());
-        let v = digits.and_then(|d| u32::from_str_radix(d, 16).ok()).ok_or(format!("bad \\u escape at {}", self.at))?;
+        let v = digits
+            .and_then(|d| u32::from_str_radix(d, 16).ok())
+            .ok_or_else(|| format!("bad \\u escape at {}", self.at))?;
         self.at += 4;
         Ok(v)
     }

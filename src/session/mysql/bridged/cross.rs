@@ -22,6 +22,7 @@ use crate::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_I
 use crate::protocol::pg::TransactionStatus;
 use crate::routing::{Decision, Outcome, StatementKey};
 use crate::session::client_error::MyClientError;
+use crate::sql::template::LateTranslation;
 
 use super::super::{End, Session, Tx};
 use super::io::Quiet;
@@ -105,9 +106,18 @@ impl Session {
         let d = self.decide(sql, None);
         let d = self.cross_decision(&d, sql, None).unwrap_or(d);
         match &d.outcome {
-            Outcome::Route(pool) => self.cross_pool(pool),
+            Outcome::Route(pool) => {
+                self.cross_pool(pool).or_else(|| self.late_translation(sql).and_then(|(p, _)| self.cross_pool(&p)))
+            }
             _ => None,
         }
+    }
+
+    /// The pool name and the unbound translation of a statement to prepare whose JSON-array
+    /// slot is a `?` (#35): translated at each execute, once the value is known.
+    pub(in crate::session::mysql) fn late_translation(&self, sql: &str) -> Option<(Arc<str>, LateTranslation)> {
+        let key = self.ctx.statement_key(sql, Protocol::MySql);
+        self.ctx.rules().late_translation(&key, sql)
     }
 
     /// Forgets the statements prepared on other protocols' pools (`COM_RESET_CONNECTION`,
