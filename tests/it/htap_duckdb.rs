@@ -17,6 +17,8 @@ use crate::support::{dbs, unique_name, Buenavista};
 
 const ORIGINAL: &str = "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]')";
 const TRANSLATED: &str = "SELECT id FROM tags WHERE list_has_any(labels, [1,2])";
+/// A boolean column read from DuckDB (which sends `true`/`false` where PostgreSQL sends `t`/`f`).
+const FLAG: &str = "SELECT on_sale FROM flags WHERE id = 1";
 const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors");
 
 /// (JSON array the client sends, the list DuckDB must be asked about): the seed's value, one
@@ -41,13 +43,16 @@ struct Htap {
 impl Htap {
     fn start() -> Htap {
         let bv = Buenavista::start(&format!(
-            "CREATE TABLE tags (id INTEGER, labels INTEGER[]); INSERT INTO tags VALUES {DUCK_ROWS}"
+            "CREATE TABLE tags (id INTEGER, labels INTEGER[]); INSERT INTO tags VALUES {DUCK_ROWS}; \
+             CREATE TABLE flags (id INTEGER, on_sale BOOLEAN); INSERT INTO flags VALUES (1, true), (2, false), (3, NULL)"
         ));
         let db = unique_name("htap_duck");
         let mut my = dbs().my.primary_client();
         my.query_drop(format!("CREATE DATABASE {db}")).expect("database");
         my.query_drop(format!("CREATE TABLE {db}.tags (id INT PRIMARY KEY, labels JSON)")).expect("table");
         my.query_drop(format!("INSERT INTO {db}.tags VALUES {MARIADB_ROWS}")).expect("rows");
+        my.query_drop(format!("CREATE TABLE {db}.flags (id INT PRIMARY KEY, on_sale BOOLEAN)")).expect("flags");
+        my.query_drop(format!("INSERT INTO {db}.flags VALUES (1, TRUE), (2, FALSE), (3, NULL)")).expect("flags rows");
         let router = Router::start(&config(&db, bv.port));
         Htap { bv, db, router }
     }
@@ -98,6 +103,7 @@ fn config(db: &str, duck_port: u16) -> String {
          [routing]\ndefault_pool = \"pg\"\n\n[routing.mysql]\ndefault_pool = \"oltp\"\n\n\
          [[translation.rules]]\noriginal_sql = \"{ORIGINAL}\"\ntranslated_sql = \"{TRANSLATED}\"\n\
          target_pool = \"analytics\"\n\n\
+         [[translation.rules]]\noriginal_sql = \"{FLAG}\"\ntranslated_sql = \"{FLAG}\"\ntarget_pool = \"analytics\"\n\n\
          [metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n",
         mu = my.user,
         mp = my.password,
@@ -178,6 +184,25 @@ fn jdbc_runs_the_seed_example_on_duckdb_with_server_side_parameters() {
         }
     }
     assert_eq!(h.bv.ran("\"a\""), 0, "the refused value reached no engine");
+}
+
+/// Booleans from DuckDB reach MySQL clients as what they are, in text and binary rows (before
+/// #35 DuckDB's `true` arrived as 0).
+#[test]
+fn duckdb_booleans_reach_mysql_clients_as_they_are() {
+    let h = Htap::start();
+    let my = &dbs().my;
+    let mut c = mysql::Conn::new(my.opts(h.my_port(), &my.user, &my.password).db_name(Some(&h.db))).expect("connect");
+    for (id, want) in [(1, Some(1)), (2, Some(0)), (3, None)] {
+        let sql = FLAG.replace("= 1", &format!("= {id}"));
+        let text: Option<Option<i64>> = c.query_first(&sql).expect("text");
+        assert_eq!(text, Some(want), "text row {id}");
+        // Without parameters: buenavista describes a statement by running it, with no values.
+        let stmt = c.prep(&sql).expect("prepare");
+        let binary: Option<Option<i64>> = c.exec_first(&stmt, ()).expect("binary");
+        assert_eq!(binary, Some(want), "binary row {id}");
+    }
+    assert!(h.bv.ran("FROM flags WHERE id = ") >= 6, "every read ran on DuckDB:\n{}", h.bv.log_text());
 }
 
 /// The seed's example verbatim from the mariadb CLI, between statements MariaDB answers.
