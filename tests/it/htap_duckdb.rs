@@ -205,6 +205,45 @@ fn duckdb_booleans_reach_mysql_clients_as_they_are() {
     assert!(h.bv.ran("FROM flags WHERE id = ") >= 6, "every read ran on DuckDB:\n{}", h.bv.log_text());
 }
 
+/// DuckDB stopped mid-session (a session-mode MySQL session): the translated statement gets one
+/// error with a server number (1105 / 08S01, which the mariadb CLI shows with the router's text
+/// instead of `ERROR 2027 Received malformed packet`), the session goes on on MariaDB, and once
+/// DuckDB is back the translated statement runs there again.
+#[test]
+fn a_lost_analytics_engine_fails_one_statement_and_the_session_goes_on() {
+    let mut h = Htap::start();
+    let my = &dbs().my;
+    let mut c = mysql::Conn::new(my.opts(h.my_port(), &my.user, &my.password).db_name(Some(&h.db))).expect("connect");
+    let before: Vec<i64> = c.query(ORIGINAL).expect("DuckDB up");
+    assert!(!before.is_empty());
+    h.bv.stop();
+    for attempt in 0..2 {
+        match c.query_drop(ORIGINAL).expect_err("DuckDB is down") {
+            mysql::Error::MySqlError(e) => assert_eq!((e.code, e.state.as_str()), (1105, "08S01"), "{attempt}: {e:?}"),
+            other => panic!("{attempt}: expected a server error, got {other}"),
+        }
+        let id: Option<u64> = c.query_first("SELECT @@server_id").expect("the session goes on");
+        assert_eq!(id, Some(1), "MariaDB answers the next statement");
+    }
+    let cli = Command::new("mariadb")
+        .args(["--no-defaults", "--protocol=TCP", "-h127.0.0.1", "--skip-ssl", "--batch"])
+        .arg(format!("-u{}", my.user))
+        .arg(format!("-p{}", my.password))
+        .arg(format!("-P{}", h.my_port()))
+        .arg(&h.db)
+        .args(["-e", ORIGINAL])
+        .output()
+        .expect("mariadb CLI");
+    let stderr = String::from_utf8_lossy(&cli.stderr);
+    assert!(stderr.contains("ERROR 1105 (08S01)") && stderr.contains("analytics"), "{stderr}");
+    h.bv.restart();
+    let ran = h.bv.ran("list_has_any");
+    crate::support::eventually(std::time::Duration::from_secs(20), "DuckDB to answer again", || {
+        c.query::<i64, _>(ORIGINAL).is_ok_and(|ids| ids == before)
+    });
+    assert!(h.bv.ran("list_has_any") > ran, "it ran on DuckDB again");
+}
+
 /// The seed's example verbatim from the mariadb CLI, between statements MariaDB answers.
 #[test]
 fn mariadb_cli_runs_the_seed_example_verbatim_on_duckdb() {

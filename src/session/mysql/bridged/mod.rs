@@ -262,6 +262,10 @@ impl Session {
     async fn bridged_lost(&mut self) -> Result<(), End> {
         self.drop_pg_backend();
         self.link.out.clear();
+        if self.cross_lost() {
+            self.sync_status();
+            return Ok(());
+        }
         let r = self.backend_lost().await;
         // `backend_lost` resets the flags for a MySQL backend; keep the bridged ones.
         self.sync_status();
