@@ -244,6 +244,24 @@ fn a_lost_analytics_engine_fails_one_statement_and_the_session_goes_on() {
     assert!(h.bv.ran("list_has_any") > ran, "it ran on DuckDB again");
 }
 
+/// `SET sql_select_limit = 1` refuses the translated statement (it would return other rows
+/// there); `SET sql_select_limit = DEFAULT` lifts the refusal for the rest of the session.
+#[test]
+fn select_limit_back_to_default_lifts_the_refusal() {
+    let h = Htap::start();
+    let my = &dbs().my;
+    let mut c = mysql::Conn::new(my.opts(h.my_port(), &my.user, &my.password).db_name(Some(&h.db))).expect("connect");
+    c.query_drop("SET sql_select_limit = 1").expect("limit");
+    match c.query_drop(ORIGINAL).expect_err("refused while the limit is set") {
+        mysql::Error::MySqlError(e) => assert_eq!(e.code, 9005, "{e:?}"),
+        other => panic!("{other}"),
+    }
+    c.query_drop("SET sql_select_limit = DEFAULT").expect("back to default");
+    let ids: Vec<i64> = c.query(ORIGINAL).expect("runs again");
+    assert_eq!(ids.len(), h.duckdb_ids("[1, 2]").len());
+    assert_eq!(h.bv.ran("list_has_any(labels, [1, 2])"), 1, "{}", h.bv.log_text());
+}
+
 /// The seed's example verbatim from the mariadb CLI, between statements MariaDB answers.
 #[test]
 fn mariadb_cli_runs_the_seed_example_verbatim_on_duckdb() {
