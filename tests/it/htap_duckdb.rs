@@ -15,23 +15,23 @@ use crate::router::{pg_pool, Router};
 use crate::routing_api::{enc, http};
 use crate::support::{dbs, unique_name, Buenavista};
 
-const ORIGINAL: &str = "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]')";
+pub(crate) const ORIGINAL: &str = "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]')";
 const TRANSLATED: &str = "SELECT id FROM tags WHERE list_has_any(labels, [1,2])";
 /// A boolean column read from DuckDB (which sends `true`/`false` where PostgreSQL sends `t`/`f`).
 const FLAG: &str = "SELECT on_sale FROM flags WHERE id = 1";
-const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors");
+pub(crate) const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors");
 
 /// (JSON array the client sends, the list DuckDB must be asked about): the seed's value, one
 /// item, more items than the example, none.
-const ARRAYS: [(&str, &str); 4] =
+pub(crate) const ARRAYS: [(&str, &str); 4] =
     [("[1,2]", "[1, 2]"), ("[7]", "[7]"), ("[1,2,3,4,5]", "[1, 2, 3, 4, 5]"), ("[]", "[]")];
 
 /// A value that is not a JSON array: refused, run nowhere.
-const NOT_ARRAY: &str = "{\"a\":1}";
+pub(crate) const NOT_ARRAY: &str = "{\"a\":1}";
 
 /// DuckDB's analytics copy of `tags`; MariaDB holds the same rows as JSON.
 const DUCK_ROWS: &str = "(1, [1,2]), (2, [3]), (3, [7,8]), (4, []), (5, NULL), (6, [5,9,1])";
-const MARIADB_ROWS: &str = "(1,'[1,2]'),(2,'[3]'),(3,'[7,8]'),(4,'[]'),(5,NULL),(6,'[5,9,1]')";
+pub(crate) const MARIADB_ROWS: &str = "(1,'[1,2]'),(2,'[3]'),(3,'[7,8]'),(4,'[]'),(5,NULL),(6,'[5,9,1]')";
 
 struct Htap {
     bv: Buenavista,
@@ -113,7 +113,7 @@ fn config(db: &str, duck_port: u16) -> String {
     )
 }
 
-fn run(cmd: &mut Command, what: &str) -> Vec<String> {
+pub(crate) fn run(cmd: &mut Command, what: &str) -> Vec<String> {
     let out = cmd.output().unwrap_or_else(|e| panic!("run {what}: {e} (installed by .ci/deps.sh)"));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{what} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));

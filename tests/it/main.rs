@@ -27,6 +27,7 @@ mod health;
 mod htap;
 mod htap_bridged;
 mod htap_duckdb;
+mod htap_json_pg;
 mod htap_pg;
 mod idle_transaction;
 mod log_pipe;
