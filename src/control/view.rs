@@ -41,6 +41,9 @@ pub struct RouteTest {
     /// For a MySQL client's `?` parameters that the translation moves or repeats: for each `?`
     /// of `rewritten_sql`, the client's parameter (0-based) it binds; `null` when in order.
     pub rewritten_param_order: Option<Vec<u16>>,
+    /// For each literal a translation writes into `rewritten_sql`: the client's literal as
+    /// written and what it became there (a JSON array as a list literal, #35).
+    pub rewritten_literals: Vec<PlacedLiteral>,
     /// The fingerprint as a decimal u64 (what `hash` rules take), as a string so JSON readers
     /// lose no digits.
     pub fingerprint: String,
@@ -152,6 +155,16 @@ impl RouteTest {
             rule: d.rule.as_deref().map(str::to_owned),
             rewritten_sql: d.rewritten_sql().map(str::to_owned),
             rewritten_param_order: d.param_order().map(<[u16]>::to_vec),
+            rewritten_literals: d
+                .rewritten
+                .as_ref()
+                .map(|t| {
+                    t.placed
+                        .iter()
+                        .map(|(client, lands_as)| PlacedLiteral { client: client.clone(), lands_as: lands_as.clone() })
+                        .collect()
+                })
+                .unwrap_or_default(),
             fingerprint: d.fingerprint.0.to_string(),
             fingerprint_hex: d.fingerprint.to_string(),
             fingerprint_space: match e.key.space {
@@ -274,6 +287,15 @@ pub struct TemplateView {
     /// What is likely wrong with the rule although it compiles (also logged at load and printed
     /// by `--check`).
     pub warnings: Vec<String>,
+}
+
+/// A client literal and what a translation made of it (`GET /api/routing/test`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlacedLiteral {
+    /// The literal as the client wrote it.
+    pub client: String,
+    /// Its text in the rewritten statement.
+    pub lands_as: String,
 }
 
 /// One literal slot of the original.

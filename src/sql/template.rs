@@ -318,6 +318,9 @@ pub struct Translated {
     /// in order, the 0-based `?` parameter of the incoming statement it stands for. `None` when
     /// they appear once each in their order (or there are none).
     pub param_order: Option<Vec<u16>>,
+    /// For each literal written into `sql`, in its order: the client's literal as written and
+    /// the text it became (for the dry-run: which client literal lands where).
+    pub placed: Vec<(String, String)>,
 }
 
 /// A compiled translation rule: original shape → translated text with value holes.
@@ -465,6 +468,7 @@ impl TranslationTemplate {
         // The translation with each array slot holding as many placeholder items as the value
         // has: what `out` must fingerprint as.
         let mut shape = String::new();
+        let mut placed = Vec::new();
         let mut at = 0;
         for m in &self.mapping {
             let i = match m.source {
@@ -474,6 +478,7 @@ impl TranslationTemplate {
             let between = self.translated_sql.get(at..m.span.start)?;
             out.push_str(between);
             shape.push_str(between);
+            let start = out.len();
             match arrays.iter().find(|(k, _)| *k == i) {
                 Some((_, items)) if matches!(m.source, SlotSource::JsonArray(_)) => {
                     array::render(&mut out, items, self.target)?;
@@ -484,6 +489,7 @@ impl TranslationTemplate {
                     shape.push_str(self.translated_sql.get(m.span.clone())?);
                 }
             }
+            placed.push((incoming.literals.get(i)?.text.clone(), out.get(start..)?.to_owned()));
             at = m.span.end;
         }
         let rest = self.translated_sql.get(at..)?;
@@ -491,7 +497,7 @@ impl TranslationTemplate {
         shape.push_str(rest);
         // The structural guarantee: whatever the values were, the result has the translation's shape.
         let expected = if arrays.is_empty() { self.translated_fingerprint } else { fingerprint(&shape, self.target) };
-        (fingerprint(&out, self.target) == expected).then_some(Translated { sql: out, param_order })
+        (fingerprint(&out, self.target) == expected).then_some(Translated { sql: out, param_order, placed })
     }
 
     /// What is likely wrong with this rule although it compiles: a literal of the original that

@@ -320,6 +320,7 @@ fn generic_engine_pool_is_healthy_serves_psql_and_says_what_it_skips() {
     assert_eq!(status, 200, "{d}");
     assert_eq!((d["pool"].as_str(), d["pool_engine"].as_str()), (Some("analytics"), Some("generic")), "{d}");
     assert_eq!(d["rewritten_sql"].as_str(), Some("SELECT id FROM tags WHERE list_has_any(labels, [4, 5, 6])"));
+    assert_eq!(d["rewritten_literals"], serde_json::json!([{"client": "'[4,5,6]'", "lands_as": "4, 5, 6"}]), "{d}");
     let skips = d["engine_skips"].to_string();
     assert!(skips.contains("RESET ALL") && skips.contains("check_query"), "{d}");
     let path = format!("/api/routing/test?sql={}&protocol=mysql", enc(&ORIGINAL.replace("'[1,2]'", "'nope'")));
