@@ -11,6 +11,9 @@
 //! slots and fingerprint come from one pass.
 
 mod array;
+mod late;
+
+pub use late::{LateTranslation, ParamValue};
 
 use super::fingerprint::{fingerprint, normalize, HashSink, Normalizer, Sink};
 use super::lexer::{StringKind, Token, TokenKind};
@@ -345,7 +348,7 @@ impl TranslationTemplate {
     ) -> Result<TranslationTemplate, TemplateError> {
         let original = parameterize(original_sql, source);
         let translated = parameterize(translated_sql, target);
-        let arrays = json_arrays(&original);
+        let arrays = array::json_arrays(&original);
         let mut mapping = Vec::new();
         let mut skip = 0;
         for (j, lit) in translated.literals.iter().enumerate() {
@@ -353,7 +356,8 @@ impl TranslationTemplate {
                 skip -= 1;
                 continue;
             }
-            if let Some((i, span, n)) = array_slot(&arrays, translated_sql, &translated.literals, j, mapping.len() + 1)?
+            if let Some((i, span, n)) =
+                array::slot(&arrays, translated_sql, &translated.literals, j, mapping.len() + 1)?
             {
                 mapping.push(SlotMapping {
                     kind: lit.kind,
@@ -575,66 +579,6 @@ impl TranslationTemplate {
 /// The parsed items of each JSON-array slot of a statement, by original slot index.
 type Arrays = Vec<(usize, Vec<array::Item>)>;
 
-/// A value bound to a positional parameter at execute time, as a literal of the client's kind.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParamValue {
-    /// SQL NULL.
-    Null,
-    /// A number, as text.
-    Number(String),
-    /// Anything else (strings, dates, bytes as UTF-8), as text.
-    Text(String),
-}
-
-/// A translation waiting for its parameters' values ([`TranslationTemplate::apply_late`]).
-#[derive(Debug, Clone)]
-pub struct LateTranslation {
-    template: TranslationTemplate,
-    incoming: Parameterized,
-}
-
-impl LateTranslation {
-    /// How many positional parameters the statement has.
-    pub fn params(&self) -> usize {
-        self.incoming.literals.iter().map(Literal::positional_params).sum()
-    }
-
-    /// The translation as if each parameter held the original example's value in its slot: the
-    /// statement to describe at prepare time (same columns as every execute).
-    pub fn example_sql(&self) -> Option<String> {
-        let mut incoming = self.incoming.clone();
-        for (lit, was) in incoming.literals.iter_mut().zip(&self.template.original.literals) {
-            if lit.kind == LiteralKind::Param {
-                *lit = was.clone();
-            }
-        }
-        let arrays = self.template.parse_arrays(&incoming.literals).ok()??;
-        self.template.render_all(&incoming, &arrays, 0).map(|t| t.sql)
-    }
-
-    /// The translation with `values` (one per `?`, in order) written in as literals of the
-    /// target dialect; `Err` when a JSON-array slot's value is not a JSON array of scalars,
-    /// `Ok(None)` when the values do not fit (wrong count, a number that is not one).
-    pub fn bind(&self, values: &[ParamValue]) -> Result<Option<String>, SlotValueError> {
-        if values.len() != self.params() {
-            return Ok(None);
-        }
-        let mut incoming = self.incoming.clone();
-        let mut next = values.iter();
-        for lit in incoming.literals.iter_mut().filter(|l| l.kind == LiteralKind::Param) {
-            let Some(v) = next.next() else { return Ok(None) };
-            let (kind, value, text) = match v {
-                ParamValue::Null => (LiteralKind::Null, "null".to_owned(), "NULL".to_owned()),
-                ParamValue::Number(n) => (LiteralKind::Number, n.to_ascii_lowercase(), n.clone()),
-                ParamValue::Text(t) => (LiteralKind::String, t.clone(), format!("'{}'", t.replace('\'', "''"))),
-            };
-            *lit = Literal { kind, text, value: Some(value), span: lit.span.clone(), items: Vec::new() };
-        }
-        let Some(arrays) = self.template.parse_arrays(&incoming.literals)? else { return Ok(None) };
-        Ok(self.template.render_all(&incoming, &arrays, 0).map(|t| t.sql))
-    }
-}
-
 impl SlotSource {
     /// The original slot this takes its value from.
     pub fn original(self) -> Option<usize> {
@@ -671,55 +615,6 @@ fn literal_word(kind: LiteralKind) -> &'static str {
         LiteralKind::Bits => "bit-string",
         LiteralKind::Param => "parameter",
         LiteralKind::InList(_) => "list",
-    }
-}
-
-/// The original's string slots that hold a non-empty JSON array of scalars, with its items.
-fn json_arrays(original: &Parameterized) -> Vec<(usize, Vec<array::Item>)> {
-    original
-        .literals
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.kind == LiteralKind::String)
-        .filter_map(|(i, l)| array::parse(l.value.as_deref()?).ok().filter(|v| !v.is_empty()).map(|v| (i, v)))
-        .collect()
-}
-
-/// Whether the translated literals from `j` on are one of `arrays`' items as a list literal:
-/// a collapsed `ARRAY[..]` list, or bare scalars separated by commas between `[` and `]`.
-/// Returns (original slot, span of the items, how many translated literals it covers).
-fn array_slot(
-    arrays: &[(usize, Vec<array::Item>)],
-    sql: &str,
-    lits: &[Literal],
-    j: usize,
-    position: usize,
-) -> Result<Option<(usize, Range<usize>, usize)>, TemplateError> {
-    let Some(first) = lits.get(j) else { return Ok(None) };
-    let mut hits = Vec::new();
-    for (i, items) in arrays {
-        if !first.items.is_empty() {
-            if first.items.len() == items.len() && items.iter().zip(&first.items).all(|(a, l)| a.is(l)) {
-                hits.push((*i, first.span.clone(), 1));
-            }
-            continue;
-        }
-        let Some(run) = lits.get(j..j + items.len()) else { continue };
-        let same = items.iter().zip(run).all(|(a, l)| l.items.is_empty() && a.is(l));
-        let commas = run.windows(2).all(|w| match w {
-            [a, b] => sql.get(a.span.end..b.span.start).is_some_and(|s| s.trim() == ","),
-            _ => true,
-        });
-        let (start, end) = (first.span.start, run.last().map_or(first.span.end, |l| l.span.end));
-        let open = sql.get(..start).is_some_and(|s| s.trim_end().ends_with('['));
-        let close = sql.get(end..).is_some_and(|s| s.trim_start().starts_with(']'));
-        if same && commas && open && close {
-            hits.push((*i, start..end, items.len()));
-        }
-    }
-    match hits.len() {
-        0 | 1 => Ok(hits.pop()),
-        count => Err(TemplateError::Ambiguous { position, offset: first.span.start, text: first.text.clone(), count }),
     }
 }
 
@@ -1212,6 +1107,33 @@ mod tests {
             run(&pg, "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[]') AND id > 5"),
             Ok(Some("SELECT id FROM tags WHERE labels && ARRAY[]::int[] AND id > 5".to_owned()))
         );
+    }
+
+    #[test]
+    fn a_parameter_in_a_json_array_slot_is_bound_at_execute() {
+        let t = compile(
+            "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]') AND id > 0",
+            "SELECT id FROM tags WHERE list_has_any(labels, [1,2]) AND id > 0",
+            MY,
+            PG,
+        );
+        assert_eq!(t.apply("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, ?) AND id > ?", MY).map(|a| a.sql), None);
+        let late = t.apply_late("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, ?) AND id > ?", MY).expect("late");
+        assert_eq!(late.params(), 2);
+        assert_eq!(
+            late.example_sql().as_deref(),
+            Some("SELECT id FROM tags WHERE list_has_any(labels, [1, 2]) AND id > 0")
+        );
+        let bind = |v: &[ParamValue]| late.bind(v);
+        let text = |s: &str| ParamValue::Text(s.to_owned());
+        assert_eq!(
+            bind(&[text("[7, \"x'\"]"), ParamValue::Number("3".into())]),
+            Ok(Some("SELECT id FROM tags WHERE list_has_any(labels, [7, 'x''']) AND id > 3".to_owned()))
+        );
+        assert!(matches!(bind(&[text("7"), ParamValue::Null]), Err(SlotValueError::NotJsonArray { .. })));
+        assert!(bind(&[ParamValue::Number("7".into()), ParamValue::Null]).is_err());
+        assert_eq!(bind(&[text("[1]")]), Ok(None), "one value per parameter");
+        assert!(t.apply_late("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[3]') AND id > ?", MY).is_none());
     }
 
     #[test]

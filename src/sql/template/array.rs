@@ -5,7 +5,9 @@
 //! never copied into the translation. Only scalars are items: a nested array or object has no
 //! list-literal form the translation could have been written for.
 
-use super::{quote_string, Dialect, Literal, LiteralKind};
+use std::ops::Range;
+
+use super::{quote_string, Dialect, Literal, LiteralKind, Parameterized, TemplateError};
 
 /// One item of a JSON array.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +33,55 @@ impl Item {
             (Item::Null, LiteralKind::Null) => true,
             _ => false,
         }
+    }
+}
+
+/// The original's string slots that hold a non-empty JSON array of scalars, with its items.
+pub(super) fn json_arrays(original: &Parameterized) -> Vec<(usize, Vec<Item>)> {
+    original
+        .literals
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.kind == LiteralKind::String)
+        .filter_map(|(i, l)| parse(l.value.as_deref()?).ok().filter(|v| !v.is_empty()).map(|v| (i, v)))
+        .collect()
+}
+
+/// Whether the translated literals from `j` on are one of `arrays`' items as a list literal:
+/// a collapsed `ARRAY[..]` list, or bare scalars separated by commas between `[` and `]`.
+/// Returns (original slot, span of the items, how many translated literals it covers).
+pub(super) fn slot(
+    arrays: &[(usize, Vec<Item>)],
+    sql: &str,
+    lits: &[Literal],
+    j: usize,
+    position: usize,
+) -> Result<Option<(usize, Range<usize>, usize)>, TemplateError> {
+    let Some(first) = lits.get(j) else { return Ok(None) };
+    let mut hits = Vec::new();
+    for (i, items) in arrays {
+        if !first.items.is_empty() {
+            if first.items.len() == items.len() && items.iter().zip(&first.items).all(|(a, l)| a.is(l)) {
+                hits.push((*i, first.span.clone(), 1));
+            }
+            continue;
+        }
+        let Some(run) = lits.get(j..j + items.len()) else { continue };
+        let same = items.iter().zip(run).all(|(a, l)| l.items.is_empty() && a.is(l));
+        let commas = run.windows(2).all(|w| match w {
+            [a, b] => sql.get(a.span.end..b.span.start).is_some_and(|s| s.trim() == ","),
+            _ => true,
+        });
+        let (start, end) = (first.span.start, run.last().map_or(first.span.end, |l| l.span.end));
+        let open = sql.get(..start).is_some_and(|s| s.trim_end().ends_with('['));
+        let close = sql.get(end..).is_some_and(|s| s.trim_start().starts_with(']'));
+        if same && commas && open && close {
+            hits.push((*i, start..end, items.len()));
+        }
+    }
+    match hits.len() {
+        0 | 1 => Ok(hits.pop()),
+        count => Err(TemplateError::Ambiguous { position, offset: first.span.start, text: first.text.clone(), count }),
     }
 }
 
