@@ -39,6 +39,9 @@ command -v systemd-analyze >/dev/null || missing+=(systemd)  # verifies querypil
 [ -f /usr/share/java/mariadb-java-client.jar ] || missing+=(libmariadb-java)
 [ -f /usr/share/java/postgresql.jar ] || missing+=(libpostgresql-jdbc-java)   # tests/it/htap_pg.rs
 command -v javac >/dev/null || missing+=(default-jdk-headless)   # runs the JDBC check as a source file
+# The HTAP tests install buenavista + DuckDB from PyPI into a venv of their own
+# (tests/support/buenavista.sh); Debian's python3 needs this package to create one.
+/usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 
 if [ ${#missing[@]} -gt 0 ]; then
     log "installing: ${missing[*]}"

@@ -121,6 +121,9 @@ pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDro
     // Rules first: a bad rule should not cost a bound port.
     let snapshot = Arc::new(Snapshot::build(RulesVersion(1), Arc::new(config), &[], &[])?);
     let config = &snapshot.config;
+    for warning in crate::routing::translation_warnings(config) {
+        tracing::warn!("{warning}");
+    }
     ensure_ports_free(config)?;
     // Bound before any core starts: a taken port or a missing token fails the start cleanly.
     let admin_bound = admin::bind(&config.metrics)?;
@@ -243,7 +246,9 @@ fn describe_translation(config: &Config, rule: &TranslationRule) -> Vec<Template
             let t = TranslationTemplate::compile(&rule.original_sql, &rule.translated_sql, dialect(protocol), target)
                 .ok()?;
             let d = t.describe();
+            let warnings = t.warnings();
             Some(TemplateView {
+                warnings,
                 protocol: protocol.as_str(),
                 original: d.original,
                 translated: d.translated,
@@ -259,10 +264,8 @@ fn describe_translation(config: &Config, rule: &TranslationRule) -> Vec<Template
                     .map(|m| MappingView {
                         kind: literal_kind(m.kind),
                         text: m.text,
-                        from_original: match m.source {
-                            SlotSource::Original(i) => Some(i),
-                            SlotSource::Constant => None,
-                        },
+                        from_original: m.source.original(),
+                        json_array: matches!(m.source, SlotSource::JsonArray(_)),
                     })
                     .collect(),
             })

@@ -47,7 +47,7 @@ fn run() -> Result<()> {
     let args = parse_args()?;
     let config = load(&args.config)?;
     if args.check {
-        for warning in config.warnings() {
+        for warning in config.warnings().into_iter().chain(querypilot::routing::translation_warnings(&config)) {
             eprintln!("warning: {warning}");
         }
         println!("{}: configuration is valid", args.config.display());

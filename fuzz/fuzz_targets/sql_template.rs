@@ -43,8 +43,12 @@ fuzz_target!(|data: &[u8]| {
     for m in &description.mapping {
         assert!(translated.get(m.span.clone()).is_some(), "mapping span {:?} outside the translation", m.span);
     }
-    let Some(Translated { sql: out, param_order }) = template.apply(incoming, source) else { return };
-    assert_eq!(fingerprint(&out, target), fingerprint(translated, target), "translated: {out:?}");
+    let Some(Translated { sql: out, param_order, .. }) = template.apply(incoming, source) else { return };
+    // A JSON-array slot may become a list of another length (#35): its shape is checked by
+    // `apply` against the translation with that many items.
+    if !description.mapping.iter().any(|m| matches!(m.source, SlotSource::JsonArray(_))) {
+        assert_eq!(fingerprint(&out, target), fingerprint(translated, target), "translated: {out:?}");
+    }
     if let Some(order) = &param_order {
         // Each `?` of the output names one of the incoming statement's `?` parameters.
         let questions = |sql: &str, d| parameterize(sql, d).literals.iter().map(Literal::positional_params).sum::<usize>();

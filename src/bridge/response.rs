@@ -21,6 +21,10 @@ use crate::protocol::mysql::row::{encode_binary_row, encode_text_row};
 use crate::protocol::mysql::{encode_packets, BinaryValue};
 use crate::protocol::pg::{BackendMessage, TransactionStatus};
 
+/// A value the server sent that is not of its column's type: `ER_UNKNOWN_ERROR` (1105), the
+/// server-side number every client shows with its text.
+const ER_UNREADABLE_VALUE: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
+
 /// `ER_EMPTY_QUERY`.
 const ER_EMPTY_QUERY: ErrorNumber = ErrorNumber { code: 1065, sql_state: *b"42000" };
 /// `ER_NOT_SUPPORTED_YET`, for COPY through the bridge.
@@ -246,23 +250,32 @@ impl ResultWriter {
         }
     }
 
+    /// One row; a value that cannot be read as its column's type ends the result with an error
+    /// (the statement fails) rather than reaching the client as a guess (#35).
     fn encode_row<'v>(&mut self, values: impl Iterator<Item = Option<&'v [u8]>>, out: &mut Vec<u8>) {
+        if self.errored {
+            return;
+        }
         let cols = self.columns.iter().zip(self.scratch.iter_mut());
-        match self.format {
-            RowFormat::Text => {
-                let row: Vec<Option<&[u8]>> =
-                    values.zip(cols).map(|(v, (c, s))| v.map(|v| text_value(c, v, s))).collect();
-                encode_text_row(&row, &mut self.payload);
-            }
-            RowFormat::Binary => {
-                let row: Vec<BinaryValue<'_>> = values
-                    .zip(cols)
-                    .map(|(v, (c, s))| v.map_or(BinaryValue::Null, |v| binary_value(c, v, s)))
-                    .collect();
-                encode_binary_row(&row, &mut self.payload);
+        let encoded = match self.format {
+            RowFormat::Text => values
+                .zip(cols)
+                .map(|(v, (c, s))| v.map(|v| text_value(c, v, s)).transpose())
+                .collect::<Result<Vec<Option<&[u8]>>, _>>()
+                .map(|row| encode_text_row(&row, &mut self.payload)),
+            RowFormat::Binary => values
+                .zip(cols)
+                .map(|(v, (c, s))| v.map_or(Ok(BinaryValue::Null), |v| binary_value(c, v, s)))
+                .collect::<Result<Vec<BinaryValue<'_>>, _>>()
+                .map(|row| encode_binary_row(&row, &mut self.payload)),
+        };
+        match encoded {
+            Ok(()) => self.packet(out),
+            Err(e) => {
+                self.payload.clear();
+                self.error(ER_UNREADABLE_VALUE, &e.to_string(), out);
             }
         }
-        self.packet(out);
     }
 }
 

@@ -9,11 +9,33 @@
 use super::types::{oid, Column, ValueKind};
 use crate::protocol::mysql::value::{BinaryValue, DateTime, Time};
 
+/// A value a PostgreSQL-wire server sent that the bridge cannot read as its column's type: an
+/// error for the statement, never a guessed 0 or NULL (#35).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the server sent `{text}` for a {kind} column, which is not a {kind} value")]
+pub struct Unreadable {
+    /// The column's type, as PostgreSQL names it.
+    pub kind: &'static str,
+    /// The value as sent (shortened).
+    pub text: String,
+}
+
+fn unreadable(kind: &'static str, pg: &[u8]) -> Unreadable {
+    let text: String = String::from_utf8_lossy(pg).chars().take(64).collect();
+    Unreadable { kind, text }
+}
+
 /// A MySQL text-protocol value for PostgreSQL text `pg` of column `col`; `scratch` holds it
 /// when it had to be rewritten.
-pub fn text_value<'a>(col: &Column, pg: &'a [u8], scratch: &'a mut Vec<u8>) -> &'a [u8] {
-    match col.kind {
-        ValueKind::Bool => bool_text(pg),
+pub fn text_value<'a>(col: &Column, pg: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<&'a [u8], Unreadable> {
+    Ok(match col.kind {
+        ValueKind::Bool => {
+            if parse_bool(pg).ok_or_else(|| unreadable("boolean", pg))? {
+                b"1"
+            } else {
+                b"0"
+            }
+        }
         ValueKind::Bytea => {
             decode_bytea(pg, scratch);
             scratch
@@ -33,14 +55,16 @@ pub fn text_value<'a>(col: &Column, pg: &'a [u8], scratch: &'a mut Vec<u8>) -> &
             None => pg,
         },
         _ => pg,
-    }
+    })
 }
 
-fn bool_text(pg: &[u8]) -> &'static [u8] {
-    if pg == b"t" {
-        b"1"
-    } else {
-        b"0"
+/// Every text form of a boolean a PostgreSQL-wire server may send: PostgreSQL's `t`/`f`, and
+/// the words and digits its `boolin` accepts (DuckDB sends `true`/`false`).
+fn parse_bool(pg: &[u8]) -> Option<bool> {
+    match pg.trim_ascii().to_ascii_lowercase().as_slice() {
+        b"t" | b"true" | b"y" | b"yes" | b"on" | b"1" => Some(true),
+        b"f" | b"false" | b"n" | b"no" | b"off" | b"0" => Some(false),
+        _ => None,
     }
 }
 
@@ -49,14 +73,15 @@ fn parse<T: std::str::FromStr>(pg: &[u8]) -> Option<T> {
 }
 
 /// A MySQL binary-protocol value of the column's type for PostgreSQL text `pg`.
-pub fn binary_value<'a>(col: &Column, pg: &'a [u8], scratch: &'a mut Vec<u8>) -> BinaryValue<'a> {
-    match col.kind {
-        ValueKind::Int2 => BinaryValue::I16(parse(pg).unwrap_or_default()),
-        ValueKind::Int4 => BinaryValue::I32(parse(pg).unwrap_or_default()),
-        ValueKind::Int8 => BinaryValue::I64(parse(pg).unwrap_or_default()),
-        ValueKind::Float4 => BinaryValue::Float(parse(pg).unwrap_or(f32::NAN)),
-        ValueKind::Float8 => BinaryValue::Double(parse(pg).unwrap_or(f64::NAN)),
-        ValueKind::Bool => BinaryValue::I8(i8::from(pg == b"t")),
+pub fn binary_value<'a>(col: &Column, pg: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<BinaryValue<'a>, Unreadable> {
+    let number = |kind| unreadable(kind, pg);
+    Ok(match col.kind {
+        ValueKind::Int2 => BinaryValue::I16(parse(pg).ok_or_else(|| number("smallint"))?),
+        ValueKind::Int4 => BinaryValue::I32(parse(pg).ok_or_else(|| number("integer"))?),
+        ValueKind::Int8 => BinaryValue::I64(parse(pg).ok_or_else(|| number("bigint"))?),
+        ValueKind::Float4 => BinaryValue::Float(parse(pg).ok_or_else(|| number("real"))?),
+        ValueKind::Float8 => BinaryValue::Double(parse(pg).ok_or_else(|| number("double precision"))?),
+        ValueKind::Bool => BinaryValue::I8(i8::from(parse_bool(pg).ok_or_else(|| number("boolean"))?)),
         ValueKind::Bytea => {
             decode_bytea(pg, scratch);
             BinaryValue::Bytes(scratch)
@@ -65,7 +90,7 @@ pub fn binary_value<'a>(col: &Column, pg: &'a [u8], scratch: &'a mut Vec<u8>) ->
         ValueKind::Time => BinaryValue::Time(parse_time(pg).map(|(t, _)| t).unwrap_or_default()),
         ValueKind::Timestamp | ValueKind::TimestampTz => BinaryValue::DateTime(parse_timestamp(pg).unwrap_or_default()),
         ValueKind::Numeric | ValueKind::Json | ValueKind::Text => BinaryValue::Bytes(pg),
-    }
+    })
 }
 
 fn hex_digit(c: u8) -> Option<u8> {
@@ -295,13 +320,38 @@ mod tests {
 
     fn text_of(oid: u32, typmod: i32, pg: &[u8]) -> Vec<u8> {
         let mut scratch = Vec::new();
-        text_value(&map_type(oid, typmod), pg, &mut scratch).to_vec()
+        text_value(&map_type(oid, typmod), pg, &mut scratch).map(<[u8]>::to_vec).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn bin_of(oid: u32, pg: &[u8]) -> BinaryValue<'static> {
         let scratch = Box::leak(Box::new(Vec::new()));
         let pg: &'static [u8] = Box::leak(pg.to_vec().into_boxed_slice());
-        binary_value(&map_type(oid, -1), pg, scratch)
+        binary_value(&map_type(oid, -1), pg, scratch).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Every text form a PostgreSQL-wire server may send for a boolean reads as that boolean
+    /// (DuckDB sends `true`, which read as 0 before #35); anything else fails the statement.
+    #[test]
+    fn booleans_in_every_text_form_and_nothing_else() {
+        for (forms, one) in [
+            (&["t", "true", "TRUE", "yes", "on", "1", " y "][..], 1),
+            (&["f", "false", "False", "no", "off", "0", "n"][..], 0),
+        ] {
+            for form in forms {
+                assert_eq!(text_of(oid::BOOL, -1, form.as_bytes()), one.to_string().as_bytes(), "{form}");
+                assert_eq!(bin_of(oid::BOOL, form.as_bytes()), BinaryValue::I8(one), "{form}");
+            }
+        }
+        let col = map_type(oid::BOOL, -1);
+        let err = text_value(&col, b"maybe", &mut Vec::new()).map(<[u8]>::to_vec);
+        assert_eq!(err, Err(Unreadable { kind: "boolean", text: "maybe".into() }));
+        assert!(binary_value(&col, b"2", &mut Vec::new()).is_err());
+        assert!(binary_value(&map_type(oid::INT4, -1), b"12x", &mut Vec::new()).is_err());
+        assert!(binary_value(&map_type(oid::INT2, -1), b"70000", &mut Vec::new()).is_err(), "no truncation");
+        assert_eq!(
+            binary_value(&map_type(oid::FLOAT8, -1), b"NaN", &mut Vec::new()).map(|v| format!("{v:?}")),
+            Ok("Double(NaN)".into())
+        );
     }
 
     #[test]

@@ -25,10 +25,11 @@ pub use limits::Limits;
 pub use model::{
     Auth, AuthQuery, Backend, CacheConfig, General, HealthCheck, Listener, Metrics, MysqlRouting, PatternRule, Pool,
     PoolLimits, PoolTimeouts, QuerySpec, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
+    DEFAULT_CHECK_QUERY,
 };
 pub use value::{
-    parse_duration, parse_size, Balance, ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole,
-    Protocol, ReadYourWrites, ReplicaFallback, UnknownDatabase,
+    parse_duration, parse_size, Balance, ClientAuth, Engine, LogFormat, NormalizationStrategy, PatternKind, PoolMode,
+    PoolRole, Protocol, ReadYourWrites, ReplicaFallback, UnknownDatabase,
 };
 
 use check::Checker;

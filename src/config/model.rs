@@ -4,11 +4,12 @@
 use std::net::SocketAddr;
 use std::num::{NonZeroU32, NonZeroUsize};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::value::{
-    Balance, ClientAuth, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole, Protocol, ReadYourWrites,
-    ReplicaFallback, UnknownDatabase,
+    Balance, ClientAuth, Engine, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole, Protocol,
+    ReadYourWrites, ReplicaFallback, UnknownDatabase,
 };
 
 /// `[general]`: process-wide settings.
@@ -62,6 +63,9 @@ pub struct Pool {
     /// The backends' protocol when it differs from the client's (cross-protocol bridge);
     /// `None` means "the client's protocol".
     pub protocol: Option<Protocol>,
+    /// What the (PostgreSQL-protocol) backends are: PostgreSQL, or a generic engine that
+    /// speaks its wire protocol (#35).
+    pub engine: Engine,
     /// Backend user; `None` means the client's own credentials are passed through.
     pub username: Option<String>,
     /// Backend password (never logged; redacted by [`super::Config::redacted_toml`]).
@@ -230,7 +234,7 @@ pub struct RetryPolicy {
 }
 
 /// `[pools.<name>.health]`: backend health probing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthCheck {
     /// Time between probes.
     pub interval: Duration,
@@ -240,7 +244,12 @@ pub struct HealthCheck {
     pub failure_threshold: NonZeroU32,
     /// Consecutive successes that mark a down backend up again.
     pub success_threshold: NonZeroU32,
+    /// What a generic engine's probe runs (`None`: [`DEFAULT_CHECK_QUERY`]).
+    pub check_query: Option<Arc<str>>,
 }
+
+/// The query that checks a generic engine's backend (`health.check_query`, #35).
+pub const DEFAULT_CHECK_QUERY: &str = "SELECT 1";
 
 /// `[routing]`: where statements go.
 #[derive(Debug, Clone, PartialEq)]

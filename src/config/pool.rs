@@ -3,12 +3,13 @@
 //! PostgreSQL pools) are in `validate`.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::check::{is_identifier, nz, Checker, Zero};
 use super::model::{Backend, HealthCheck, Pool, PoolLimits, PoolTimeouts, RetryPolicy};
 use super::raw::{RawBackend, RawHealth, RawMysqlRouting, RawPool, RawRetry, RawRouting, Sp};
-use super::value::{parse_duration, Balance, PoolMode, PoolRole, Protocol};
+use super::value::{parse_duration, Balance, Engine, PoolMode, PoolRole, Protocol};
 
 /// Converts every pool; the map is ordered, so the result is sorted by name. `routing` gives
 /// the default roles.
@@ -64,6 +65,7 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
             "local_infile cannot be combined with a protocol override: LOAD DATA LOCAL INFILE exists only between MySQL clients and MySQL servers",
         );
     }
+    let engine = engine(ck, &base, raw, protocol);
     let username = raw.username.as_ref().map(|u| ck.non_empty(u, &format!("{base}.username")));
     let database = match &raw.database {
         Some(db) => ck.non_empty(db, &format!("{base}.database")),
@@ -75,6 +77,7 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         mode,
         role: ck.opt_keyword(&raw.role, &format!("{base}.role")).unwrap_or(default_role),
         protocol,
+        engine,
         username,
         password: raw.password.as_ref().map(|p| p.get_ref().clone()),
         database,
@@ -87,6 +90,31 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         health: health(ck, &format!("{base}.health"), raw.health.as_ref().unwrap_or(&no_health)),
         balance: ck.opt_keyword(&raw.balance, &format!("{base}.balance")).unwrap_or(Balance::LeastOutstanding),
     }
+}
+
+/// `engine` (and `health.check_query`, which only a generic engine runs): a generic engine is
+/// reached over the PostgreSQL protocol, so it needs `protocol = "postgres"` or no protocol.
+fn engine(ck: &mut Checker<'_>, base: &str, raw: &RawPool, protocol: Option<Protocol>) -> Engine {
+    let engine = ck.opt_keyword(&raw.engine, &format!("{base}.engine")).unwrap_or(Engine::Postgres);
+    if let (Some(value), Engine::Generic, Some(Protocol::MySql)) = (&raw.engine, engine, protocol) {
+        ck.report_at(
+            value,
+            &format!("{base}.engine"),
+            "engine = \"generic\" means a PostgreSQL-wire engine; it cannot be combined with protocol = \"mysql\"",
+        );
+    }
+    let query = raw.health.as_ref().and_then(|h| h.check_query.as_ref());
+    if let (Some(q), Engine::Postgres) = (query, engine) {
+        ck.report_at(
+            q,
+            &format!("{base}.health.check_query"),
+            "check_query applies to engine = \"generic\" pools; PostgreSQL pools are probed with pg_is_in_recovery()",
+        );
+    }
+    if let Some(q) = query.filter(|q| q.get_ref().trim().is_empty()) {
+        ck.report_at(q, &format!("{base}.health.check_query"), "check_query must not be empty");
+    }
+    engine
 }
 
 fn backends(ck: &mut Checker<'_>, pool: &str, raw: &Option<Sp<Vec<Sp<RawBackend>>>>) -> Vec<Backend> {
@@ -223,5 +251,6 @@ fn health(ck: &mut Checker<'_>, base: &str, raw: &RawHealth) -> HealthCheck {
         timeout: ck.duration(&raw.timeout, &format!("{base}.timeout"), Duration::from_secs(1), Zero::Refused),
         failure_threshold: ck.nonzero(&raw.failure_threshold, &format!("{base}.failure_threshold"), nz(3)),
         success_threshold: ck.nonzero(&raw.success_threshold, &format!("{base}.success_threshold"), nz(2)),
+        check_query: raw.check_query.as_ref().map(|q| Arc::from(q.get_ref().as_str())),
     }
 }

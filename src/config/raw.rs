@@ -111,6 +111,7 @@ pub(crate) struct RawPool {
     pub mode: Option<Sp<String>>,
     pub role: Option<Sp<String>>,
     pub protocol: Option<Sp<String>>,
+    pub engine: Option<Sp<String>>,
     pub username: Option<Sp<String>>,
     pub password: Option<Sp<String>>,
     pub database: Option<Sp<String>>,
@@ -163,6 +164,7 @@ pub(crate) struct RawHealth {
     pub timeout: Option<Sp<String>>,
     pub failure_threshold: Option<Sp<i64>>,
     pub success_threshold: Option<Sp<i64>>,
+    pub check_query: Option<Sp<String>>,
 }
 
 /// `[routing]`.

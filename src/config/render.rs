@@ -129,6 +129,7 @@ fn pool(pool: &Pool) -> Value {
     if let Some(protocol) = pool.protocol {
         put_str(&mut table, "protocol", protocol.as_str());
     }
+    put_str(&mut table, "engine", pool.engine.as_str());
     if let Some(username) = &pool.username {
         put_str(&mut table, "username", username);
     }
@@ -164,6 +165,9 @@ fn pool(pool: &Pool) -> Value {
     put_duration(&mut h, "timeout", health.timeout);
     h.insert("failure_threshold".into(), Value::Integer(i64::from(health.failure_threshold.get())));
     h.insert("success_threshold".into(), Value::Integer(i64::from(health.success_threshold.get())));
+    if let Some(q) = &health.check_query {
+        put_str(&mut h, "check_query", q);
+    }
     table.insert("health".into(), Value::Table(h));
     Value::Table(table)
 }

@@ -180,6 +180,20 @@ keyword_enum!(
 );
 
 keyword_enum!(
+    /// What a PostgreSQL-protocol pool's backends are (#35): PostgreSQL itself, or another
+    /// engine that speaks its wire protocol (DuckDB behind buenavista, ...), on which the router
+    /// runs only what the client sends plus its configured `health.check_query`.
+    Engine, "engine" {
+        /// PostgreSQL: health by `pg_is_in_recovery()` and WAL positions, session settings
+        /// restored with `RESET`/`SET` on each connection a client is handed.
+        Postgres => "postgres",
+        /// Another engine: health by `health.check_query`, no settings restored, no role or
+        /// replication probing.
+        Generic => "generic",
+    }
+);
+
+keyword_enum!(
     /// How a pool spreads statements over its backends (#22): each checkout outside a
     /// transaction chooses a backend, then reuses an idle connection to it.
     Balance, "balance" {

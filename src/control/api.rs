@@ -13,7 +13,7 @@ use crossbeam_channel::unbounded;
 use super::msg::{CoreCommand, RulesVersion, Snapshot};
 use super::view::{DigestsView, PatternRuleView, RouteTest, TranslationView};
 use super::{ControlError, ControlHandle, ControlPlane, CORE_REPLY_TIMEOUT};
-use crate::config::{PatternRule, PoolMode, Protocol, TranslationRule};
+use crate::config::{Engine, PatternRule, PoolMode, Protocol, TranslationRule};
 use crate::metrics::DigestSnapshot;
 use crate::routing::{Decision, Hold, MySqlSession, RouteInput, Settled};
 
@@ -58,6 +58,14 @@ pub struct MySqlQuery {
     /// The session's transactions are declared `READ ONLY`.
     pub read_only: bool,
 }
+
+/// What the router does on PostgreSQL pools and not on a generic PostgreSQL-wire engine's
+/// (`engine = "generic"`, #35), as the dry-run says it.
+const GENERIC_ENGINE_SKIPS: [&str; 3] = [
+    "no RESET SESSION AUTHORIZATION / RESET ROLE / RESET ALL / SET of the client's settings when a connection is handed over: settings a client makes there stay on that connection",
+    "health is checked with health.check_query only: no pg_is_in_recovery() role check, no WAL positions",
+    "no DISCARD ALL at the end of a session: a connection that carried a pinned session is closed instead",
+];
 
 impl ControlHandle {
     /// The decision live traffic would get for `q` now, with its evidence: the same router code
@@ -132,6 +140,15 @@ impl ControlPlane {
         };
         let pool = view.pool.as_deref().and_then(|name| config.pools.iter().find(|p| p.name == name));
         view.pool_protocol = pool.map(|p| p.backend_protocol(protocol).as_str());
+        let generic =
+            pool.filter(|p| p.backend_protocol(protocol) == Protocol::Postgres && p.engine == Engine::Generic);
+        view.pool_engine = pool.map(|p| p.engine.as_str());
+        if let Some(p) = generic {
+            view.engine_skips = GENERIC_ENGINE_SKIPS.to_vec();
+            if p.role == crate::config::PoolRole::Replica {
+                view.engine_skips.push("no replica lag or read-your-writes position is measured there");
+            }
+        }
         view
     }
 

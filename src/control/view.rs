@@ -22,6 +22,10 @@ pub struct RouteTest {
     /// The protocol that pool's backends speak (`postgres` or `mysql`): the other one than
     /// `protocol` means the statement runs through the bridge (#24).
     pub pool_protocol: Option<&'static str>,
+    /// What that pool's backends are (`postgres` or `generic`, #35).
+    pub pool_engine: Option<&'static str>,
+    /// What the router does on PostgreSQL pools but will not do on that generic engine's.
+    pub engine_skips: Vec<&'static str>,
     /// The reject message or error text.
     pub message: Option<String>,
     /// The decision label (`sqp_routing_decisions_total{decision}`).
@@ -37,6 +41,9 @@ pub struct RouteTest {
     /// For a MySQL client's `?` parameters that the translation moves or repeats: for each `?`
     /// of `rewritten_sql`, the client's parameter (0-based) it binds; `null` when in order.
     pub rewritten_param_order: Option<Vec<u16>>,
+    /// For each literal a translation writes into `rewritten_sql`: the client's literal as
+    /// written and what it became there (a JSON array as a list literal, #35).
+    pub rewritten_literals: Vec<PlacedLiteral>,
     /// The fingerprint as a decimal u64 (what `hash` rules take), as a string so JSON readers
     /// lose no digits.
     pub fingerprint: String,
@@ -139,6 +146,8 @@ impl RouteTest {
             outcome,
             pool,
             pool_protocol: None,
+            pool_engine: None,
+            engine_skips: Vec::new(),
             message,
             decision: d.kind.as_str(),
             step: d.step.as_str(),
@@ -146,6 +155,16 @@ impl RouteTest {
             rule: d.rule.as_deref().map(str::to_owned),
             rewritten_sql: d.rewritten_sql().map(str::to_owned),
             rewritten_param_order: d.param_order().map(<[u16]>::to_vec),
+            rewritten_literals: d
+                .rewritten
+                .as_ref()
+                .map(|t| {
+                    t.placed
+                        .iter()
+                        .map(|(client, lands_as)| PlacedLiteral { client: client.clone(), lands_as: lands_as.clone() })
+                        .collect()
+                })
+                .unwrap_or_default(),
             fingerprint: d.fingerprint.0.to_string(),
             fingerprint_hex: d.fingerprint.to_string(),
             fingerprint_space: match e.key.space {
@@ -265,6 +284,18 @@ pub struct TemplateView {
     pub original_literals: Vec<LiteralView>,
     /// Every literal of the translation with its source.
     pub mapping: Vec<MappingView>,
+    /// What is likely wrong with the rule although it compiles (also logged at load and printed
+    /// by `--check`).
+    pub warnings: Vec<String>,
+}
+
+/// A client literal and what a translation made of it (`GET /api/routing/test`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlacedLiteral {
+    /// The literal as the client wrote it.
+    pub client: String,
+    /// Its text in the rewritten statement.
+    pub lands_as: String,
 }
 
 /// One literal slot of the original.
@@ -287,6 +318,8 @@ pub struct MappingView {
     pub text: String,
     /// The original slot whose value it takes; `None`: it stays a constant.
     pub from_original: Option<usize>,
+    /// The original slot holds a JSON array whose items this list literal takes.
+    pub json_array: bool,
 }
 
 /// `GET /api/stats/digests`.

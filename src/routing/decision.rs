@@ -79,6 +79,13 @@ pub enum DecisionError {
         /// Why the statement is not replica-safe (a bounded label such as `write`, `row_lock`).
         reason: &'static str,
     },
+    /// The statement has a translation's shape but a value that translation cannot carry (a
+    /// JSON-array slot holding something else, #35): it runs nowhere.
+    #[error("{message}")]
+    TranslationValue {
+        /// The translation and the reason, for the client.
+        message: Arc<str>,
+    },
     /// No pool serves clients of this protocol (validation normally prevents this).
     #[error("no pool is configured for {protocol} clients")]
     NoPool {
@@ -94,14 +101,16 @@ impl ErrorCode for DecisionError {
             DecisionError::InvalidHint => "routing.invalid_hint",
             DecisionError::ReplicaUnsafe { .. } => "routing.replica_unsafe",
             DecisionError::NoPool { .. } => "routing.no_pool",
+            DecisionError::TranslationValue { .. } => "routing.translation_value",
         }
     }
 
     fn origin(&self) -> Origin {
         match self {
-            DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint | DecisionError::ReplicaUnsafe { .. } => {
-                Origin::Client
-            }
+            DecisionError::HintNotHonored { .. }
+            | DecisionError::InvalidHint
+            | DecisionError::ReplicaUnsafe { .. }
+            | DecisionError::TranslationValue { .. } => Origin::Client,
             DecisionError::NoPool { .. } => Origin::Internal,
         }
     }

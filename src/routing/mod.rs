@@ -62,7 +62,7 @@ pub use cache::CacheStats;
 pub use decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome, ReplicaCheck};
 pub use held::{Hold, MySqlSession, Settled};
 pub use router::Router;
-pub use rules::{RuleError, RuleErrors, RuleSet};
+pub use rules::{translation_warnings, RuleError, RuleErrors, RuleSet};
 pub use ryw::RywState;
 
 use crate::config::{NormalizationStrategy, Protocol};

@@ -183,10 +183,18 @@ impl Router {
     fn early(&self, input: &RouteInput<'_>, key: &StatementKey, facts: impl FnOnce() -> Arc<Facts>) -> Option<Base> {
         // A translation re-reads literals in the session's mode (#33); not in a mode unknown.
         if input.session.transaction_pool.is_none() && !input.session.lex_mode.unknown {
-            if let Some((t, translated)) = self.rules.translate(key, input.sql) {
-                let mut base = Base::rule(&Target::Pool(t.pool.clone()), DecisionKind::Translation, &t.name, facts());
-                base.rewritten = Some(translated);
-                return Some(base);
+            match self.rules.translate(key, input.sql) {
+                Some((t, Ok(translated))) => {
+                    let target = Target::Pool(t.pool.clone());
+                    let mut base = Base::rule(&target, DecisionKind::Translation, &t.name, facts());
+                    base.rewritten = Some(translated);
+                    return Some(base);
+                }
+                Some((t, Err(why))) => {
+                    let target = Target::Reject(Arc::from(why.as_str()));
+                    return Some(Base::rule(&target, DecisionKind::Translation, &t.name, facts()));
+                }
+                None => {}
             }
         }
         let rule = self.rules.dynamic(key, input.sql)?;
@@ -272,6 +280,10 @@ impl Router {
         };
         let hint = route_hint(input.sql);
         match (&base.target, hint, input.session.transaction_pool) {
+            // Translations target pools: this is a value the translation refused.
+            (Some(Target::Reject(msg)), _, _) if base.step == DecisionKind::Translation => {
+                d.outcome = Outcome::Error(DecisionError::TranslationValue { message: msg.clone() });
+            }
             (Some(Target::Reject(msg)), _, _) => {
                 d.outcome = Outcome::Reject(msg.clone());
                 d.kind = DecisionKind::Reject;

@@ -15,7 +15,7 @@ use crate::config::{
 };
 use crate::error::{ErrorCode, Origin};
 use crate::sql::fingerprint::Fingerprint;
-use crate::sql::template::{TemplateError, Translated, TranslationTemplate};
+use crate::sql::template::{LateTranslation, TemplateError, Translated, TranslationTemplate};
 
 use super::decision::{Decision, DecisionError};
 use super::{dialect, KeySpace, RouteInput, StatementKey};
@@ -308,6 +308,27 @@ impl Builder<'_> {
 
 type TranslationMap = AHashMap<(Fingerprint, Protocol), Vec<Translation>>;
 
+/// What is likely wrong with the configuration's translation rules although they compile
+/// ([`TranslationTemplate::warnings`]), each naming its rule and client protocol: `--check`
+/// prints them and the router logs them at start.
+pub fn translation_warnings(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, rule) in config.translations.iter().enumerate() {
+        let backend = config.pool(&rule.target_pool).and_then(|p| p.protocol);
+        for protocol in client_protocols(config) {
+            let target = dialect(backend.unwrap_or(protocol));
+            let Ok(t) =
+                TranslationTemplate::compile(&rule.original_sql, &rule.translated_sql, dialect(protocol), target)
+            else {
+                continue;
+            };
+            let name = protocol.as_str();
+            out.extend(t.warnings().into_iter().map(|w| format!("translation.rules[{i}] ({name} clients): {w}")));
+        }
+    }
+    out
+}
+
 /// The protocols clients may speak: those with a listener (both when none is configured).
 fn client_protocols(config: &Config) -> Vec<Protocol> {
     let listed: Vec<Protocol> =
@@ -501,17 +522,43 @@ impl RuleSet {
 
     /// Step 2: the first translation whose template fits, with the rewritten SQL. Only MySQL
     /// clients bind parameters by position (`?`), so only their translations may reorder them.
-    pub(super) fn translate(&self, key: &StatementKey, sql: &str) -> Option<(&Translation, Translated)> {
+    ///
+    /// A statement of a translation's shape whose value that translation refuses (a JSON-array
+    /// slot holding something else) is refused with the reason: run untranslated on the
+    /// session's pool it would answer from the wrong engine, silently.
+    pub(super) fn translate(
+        &self,
+        key: &StatementKey,
+        sql: &str,
+    ) -> Option<(&Translation, Result<Translated, String>)> {
         if self.translations.is_empty() {
             return None;
         }
         let candidates = self.translations.get(&(key.lexer, key.protocol))?;
-        candidates.iter().find_map(|t| {
-            t.template
-                .apply_in(sql, dialect(key.protocol), key.mode)
-                .filter(|out| out.param_order.is_none() || key.protocol == Protocol::MySql)
-                .map(|out| (t, out))
-        })
+        let mut refused = None;
+        let hit =
+            candidates.iter().find_map(|t| match t.template.apply_checked(sql, dialect(key.protocol), key.mode) {
+                Ok(out) => out
+                    .filter(|out| out.param_order.is_none() || key.protocol == Protocol::MySql)
+                    .map(|out| (t, Ok(out))),
+                Err(e) => {
+                    refused.get_or_insert_with(|| (t, Err(format!("translation {}: {e}", t.name))));
+                    None
+                }
+            });
+        hit.or(refused)
+    }
+
+    /// A MySQL client's statement to prepare whose translation waits for its `?` values (a
+    /// JSON-array slot holding a parameter, #35): the target pool and the unbound translation.
+    pub fn late_translation(&self, key: &StatementKey, sql: &str) -> Option<(Arc<str>, LateTranslation)> {
+        if key.protocol != Protocol::MySql {
+            return None;
+        }
+        let candidates = self.translations.get(&(key.lexer, key.protocol))?;
+        candidates
+            .iter()
+            .find_map(|t| t.template.apply_late(sql, dialect(key.protocol), key.mode).map(|l| (t.pool.clone(), l)))
     }
 
     /// Step 3: the first matching dynamic rule.

@@ -80,13 +80,17 @@ impl MyClientError {
     }
 }
 
+/// A backend the router could not reach or lost: `ER_UNKNOWN_ERROR` with SQLSTATE 08S01
+/// (communication link failure). A server's number, so every client shows the router's text:
+/// the client-range 2003/2013 made libmariadb-based clients (the mariadb CLI) report
+/// `ERROR 2027 Received malformed packet` instead (#35).
+pub const ER_BACKEND_UNAVAILABLE: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"08S01" };
+
 impl From<&PoolError> for MyClientError {
     fn from(e: &PoolError) -> Self {
         let number = match e {
             PoolError::Timeout { .. } => errcode::ER_QP_POOL_TIMEOUT,
-            PoolError::Connect { .. } | PoolError::NoBackend(_) | PoolError::Replaced(_) => {
-                ErrorNumber { code: 2003, sql_state: *b"HY000" }
-            }
+            PoolError::Connect { .. } | PoolError::NoBackend(_) | PoolError::Replaced(_) => ER_BACKEND_UNAVAILABLE,
             PoolError::Auth { .. } => errcode::ER_ACCESS_DENIED_ERROR,
             // No server error number means "wrong protocol": 1049 would claim the database does
             // not exist, and libmariadb reads a client-range number (2003) sent at login as a
@@ -107,11 +111,11 @@ impl From<&RelayError> for PgClientError {
 }
 
 impl From<&RelayError> for MyClientError {
-    /// 2013, the number MySQL clients show for a server lost during a query, with the cause.
+    /// [`ER_BACKEND_UNAVAILABLE`] with the cause.
     fn from(e: &RelayError) -> Self {
         let why = e.cause().map(|c| format!(" ({c})")).unwrap_or_default();
         Self::new(
-            errcode::CR_SERVER_LOST,
+            ER_BACKEND_UNAVAILABLE,
             format!("Lost connection to the backend server during query; the statement may not have completed{why}"),
         )
     }

@@ -10,6 +10,11 @@
 //! value can never change the statement's structure. Uses [`super::fingerprint`]'s normalizer, so
 //! slots and fingerprint come from one pass.
 
+mod array;
+mod late;
+
+pub use late::{LateTranslation, ParamValue};
+
 use super::fingerprint::{fingerprint, normalize, HashSink, Normalizer, Sink};
 use super::lexer::{StringKind, Token, TokenKind};
 use super::{fingerprint::Fingerprint, Dialect};
@@ -280,6 +285,9 @@ pub enum TemplateError {
 pub enum SlotSource {
     /// The original statement's slot with this 0-based index.
     Original(usize),
+    /// The original's string slot with this 0-based index, holding a JSON array of scalars: the
+    /// translated literal is a list whose items are that array's (see [`array`]).
+    JsonArray(usize),
     /// Nothing: the translated text is kept as is.
     Constant,
 }
@@ -319,6 +327,9 @@ pub struct Translated {
     /// in order, the 0-based `?` parameter of the incoming statement it stands for. `None` when
     /// they appear once each in their order (or there are none).
     pub param_order: Option<Vec<u16>>,
+    /// For each literal written into `sql`, in its order: the client's literal as written and
+    /// the text it became (for the dry-run: which client literal lands where).
+    pub placed: Vec<(String, String)>,
 }
 
 /// A compiled translation rule: original shape → translated text with value holes.
@@ -343,8 +354,26 @@ impl TranslationTemplate {
     ) -> Result<TranslationTemplate, TemplateError> {
         let original = parameterize(original_sql, source);
         let translated = parameterize(translated_sql, target);
+        let arrays = array::json_arrays(&original);
         let mut mapping = Vec::new();
-        for lit in &translated.literals {
+        let mut skip = 0;
+        for (j, lit) in translated.literals.iter().enumerate() {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            if let Some((i, span, n)) =
+                array::slot(&arrays, translated_sql, &translated.literals, j, mapping.len() + 1)?
+            {
+                mapping.push(SlotMapping {
+                    kind: lit.kind,
+                    text: translated_sql.get(span.clone()).unwrap_or("").to_owned(),
+                    span,
+                    source: SlotSource::JsonArray(i),
+                });
+                skip = n.saturating_sub(1);
+                continue;
+            }
             let whole = if lit.items.is_empty() { None } else { match_list(&original, lit) };
             match whole {
                 Some(i) => mapping.push(slot(lit, SlotSource::Original(i))),
@@ -395,39 +424,166 @@ impl TranslationTemplate {
 
     /// [`TranslationTemplate::apply`] to a statement whose session reads strings in `mode`.
     pub fn apply_in(&self, incoming_sql: &str, dialect: Dialect, mode: super::mode::LexMode) -> Option<Translated> {
+        self.apply_checked(incoming_sql, dialect, mode).ok().flatten()
+    }
+
+    /// [`Self::apply_in`], except that a statement of the original's shape whose value for a
+    /// JSON-array slot is not a JSON array of scalars is refused (`Err`): it must not run
+    /// untranslated elsewhere, nor be guessed at.
+    pub fn apply_checked(
+        &self,
+        incoming_sql: &str,
+        dialect: Dialect,
+        mode: super::mode::LexMode,
+    ) -> Result<Option<Translated>, SlotValueError> {
         if dialect != self.source {
-            return None;
+            return Ok(None);
         }
         let incoming = parameterize_in(incoming_sql, dialect, mode);
         if incoming.fingerprint != self.original.fingerprint || incoming.literals.len() != self.original.literals.len()
         {
-            return None;
+            return Ok(None);
         }
-        let used: Vec<usize> = self
-            .mapping
-            .iter()
-            .filter_map(|m| match m.source {
-                SlotSource::Original(i) => Some(i),
-                SlotSource::Constant => None,
-            })
-            .collect();
+        let arrays = match self.parse_arrays(&incoming.literals)? {
+            Some(a) => a,
+            None => return Ok(None),
+        };
+        let used: Vec<usize> = self.mapping.iter().filter_map(|m| m.source.original()).collect();
         for (i, (now, was)) in incoming.literals.iter().zip(&self.original.literals).enumerate() {
             if !kind_fits(now.kind, was.kind) || (!used.contains(&i) && !same_value(now, was)) {
-                return None;
+                return Ok(None);
             }
         }
+        Ok(self.render_all(&incoming, &arrays, incoming_sql.len()))
+    }
+
+    /// The parsed items of each JSON-array slot of `incoming`, by original slot index; `None`
+    /// when such a slot holds a parameter, whose value is not known here.
+    fn parse_arrays(&self, incoming: &[Literal]) -> Result<Option<Arrays>, SlotValueError> {
+        let mut out = Vec::new();
+        for m in &self.mapping {
+            let SlotSource::JsonArray(i) = m.source else { continue };
+            let Some(lit) = incoming.get(i) else { return Ok(None) };
+            let parsed = match (lit.kind, lit.value.as_deref()) {
+                (LiteralKind::Param, _) => return Ok(None),
+                (LiteralKind::String, Some(v)) => array::parse(v),
+                (LiteralKind::String, None) => Err("its text cannot be decoded".to_owned()),
+                (kind, _) => Err(format!("it is a {} literal, not a string", literal_word(kind))),
+            };
+            match parsed {
+                Ok(items) => out.push((i, items)),
+                Err(reason) => {
+                    return Err(SlotValueError::NotJsonArray { position: i + 1, text: lit.text.clone(), reason })
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// Writes the translation with `incoming`'s values; `None` when a value cannot be written
+    /// safely or the result would not have the translation's shape.
+    fn render_all(&self, incoming: &Parameterized, arrays: &Arrays, hint: usize) -> Option<Translated> {
         let param_order = positional_order(&incoming.literals, &self.mapping)?;
-        let mut out = String::with_capacity(self.translated_sql.len() + incoming_sql.len());
+        let mut out = String::with_capacity(self.translated_sql.len() + hint);
+        // The translation with each array slot holding as many placeholder items as the value
+        // has: what `out` must fingerprint as.
+        let mut shape = String::new();
+        let mut placed = Vec::new();
         let mut at = 0;
         for m in &self.mapping {
-            let SlotSource::Original(i) = m.source else { continue };
-            out.push_str(self.translated_sql.get(at..m.span.start)?);
-            render(&mut out, incoming.literals.get(i)?, self.target)?;
+            let i = match m.source {
+                SlotSource::Original(i) | SlotSource::JsonArray(i) => i,
+                SlotSource::Constant => continue,
+            };
+            let between = self.translated_sql.get(at..m.span.start)?;
+            out.push_str(between);
+            shape.push_str(between);
+            let start = out.len();
+            match arrays.iter().find(|(k, _)| *k == i) {
+                Some((_, items)) if matches!(m.source, SlotSource::JsonArray(_)) => {
+                    array::render(&mut out, items, self.target)?;
+                    shape.push_str(&vec!["0"; items.len()].join(", "));
+                }
+                _ => {
+                    render(&mut out, incoming.literals.get(i)?, self.target)?;
+                    shape.push_str(self.translated_sql.get(m.span.clone())?);
+                }
+            }
+            placed.push((incoming.literals.get(i)?.text.clone(), out.get(start..)?.to_owned()));
             at = m.span.end;
         }
-        out.push_str(self.translated_sql.get(at..)?);
+        let rest = self.translated_sql.get(at..)?;
+        out.push_str(rest);
+        shape.push_str(rest);
         // The structural guarantee: whatever the values were, the result has the translation's shape.
-        (fingerprint(&out, self.target) == self.translated_fingerprint).then_some(Translated { sql: out, param_order })
+        let expected = if arrays.is_empty() { self.translated_fingerprint } else { fingerprint(&shape, self.target) };
+        (fingerprint(&out, self.target) == expected).then_some(Translated { sql: out, param_order, placed })
+    }
+
+    /// What is likely wrong with this rule although it compiles: a literal of the original that
+    /// no literal of the translation takes (the rule then applies only to that exact value),
+    /// and a constant of the translation that looks like it came from a literal of the original
+    /// (it will not follow the statement's values).
+    pub fn warnings(&self) -> Vec<String> {
+        let used: Vec<usize> = self.mapping.iter().filter_map(|m| m.source.original()).collect();
+        let mut out = Vec::new();
+        for (i, o) in self.original.literals.iter().enumerate() {
+            if !used.contains(&i) && o.kind != LiteralKind::Param {
+                out.push(format!(
+                    "original literal #{} `{}` maps to no literal of the translation: the rule applies only to statements with exactly this value",
+                    i + 1,
+                    o.text
+                ));
+            }
+        }
+        for m in self.mapping.iter().filter(|m| m.source == SlotSource::Constant) {
+            let words = |s: &str| -> Vec<String> {
+                s.split(|c: char| !c.is_alphanumeric() && c != '.' && c != '_')
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            };
+            let mine = words(&m.text);
+            let hit = self.original.literals.iter().enumerate().find(|(_, o)| {
+                let theirs = words(o.value.as_deref().unwrap_or(&o.text));
+                !mine.is_empty() && mine.iter().all(|w| theirs.contains(w))
+            });
+            if let Some((i, o)) = hit {
+                out.push(format!(
+                    "translated literal `{}` is a constant but looks like it came from original literal #{} `{}`: it will not follow the statement's values",
+                    m.text,
+                    i + 1,
+                    o.text
+                ));
+            }
+        }
+        out
+    }
+
+    /// For a statement of the original's shape whose JSON-array slot is a positional `?`
+    /// parameter (a server-side prepared statement): the translation is known only once the
+    /// values arrive, so it is returned unbound ([`LateTranslation::bind`] at each execute).
+    /// `None` for every other statement, and when a `?` sits inside a list.
+    pub fn apply_late(
+        &self,
+        incoming_sql: &str,
+        dialect: Dialect,
+        mode: super::mode::LexMode,
+    ) -> Option<LateTranslation> {
+        if dialect != self.source {
+            return None;
+        }
+        let incoming = parameterize_in(incoming_sql, dialect, mode);
+        let same = incoming.fingerprint == self.original.fingerprint
+            && incoming.literals.len() == self.original.literals.len();
+        let is_q = |l: &Literal| l.kind == LiteralKind::Param && l.value.as_deref() == Some("?");
+        let late_slot = self
+            .mapping
+            .iter()
+            .any(|m| matches!(m.source, SlotSource::JsonArray(i) if incoming.literals.get(i).is_some_and(is_q)));
+        let plain = incoming.literals.iter().all(|l| l.items.iter().all(|x| x.kind != LiteralKind::Param))
+            && incoming.literals.iter().all(|l| l.kind != LiteralKind::Param || is_q(l));
+        (same && late_slot && plain).then(|| LateTranslation { template: self.clone(), incoming })
     }
 
     /// Normalized texts and the slot mapping, for the admin API.
@@ -438,6 +594,48 @@ impl TranslationTemplate {
             original_slots: self.original.literals.clone(),
             mapping: self.mapping.clone(),
         }
+    }
+}
+
+/// The parsed items of each JSON-array slot of a statement, by original slot index.
+type Arrays = Vec<(usize, Vec<array::Item>)>;
+
+impl SlotSource {
+    /// The original slot this takes its value from.
+    pub fn original(self) -> Option<usize> {
+        match self {
+            SlotSource::Original(i) | SlotSource::JsonArray(i) => Some(i),
+            SlotSource::Constant => None,
+        }
+    }
+}
+
+/// A value the client sent for a slot that cannot be translated: the statement must not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SlotValueError {
+    /// The slot of a JSON-array translation does not hold a JSON array of scalars.
+    #[error(
+        "literal #{position} ({text}) must be a JSON array of scalars such as '[1,2]' for this translation: {reason}"
+    )]
+    NotJsonArray {
+        /// 1-based ordinal of the statement's literal.
+        position: usize,
+        /// Its text as the client wrote it (shortened by the caller if it must be).
+        text: String,
+        /// Why it is not one.
+        reason: String,
+    },
+}
+
+fn literal_word(kind: LiteralKind) -> &'static str {
+    match kind {
+        LiteralKind::Number => "number",
+        LiteralKind::String => "string",
+        LiteralKind::Bool => "boolean",
+        LiteralKind::Null => "NULL",
+        LiteralKind::Bits => "bit-string",
+        LiteralKind::Param => "parameter",
+        LiteralKind::InList(_) => "list",
     }
 }
 
@@ -462,7 +660,7 @@ fn positional_order(incoming: &[Literal], mapping: &[SlotMapping]) -> Option<Opt
     let mut order: Vec<u16> = Vec::with_capacity(total);
     for m in mapping {
         let i = match m.source {
-            SlotSource::Original(i) => i,
+            SlotSource::Original(i) | SlotSource::JsonArray(i) => i,
             SlotSource::Constant if m.kind == LiteralKind::Param && m.text == "?" => return None,
             SlotSource::Constant => continue,
         };
@@ -609,6 +807,7 @@ fn quote_string(out: &mut String, value: &str, target: Dialect) -> Option<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::mode::LexMode;
     use proptest::prelude::*;
 
     const PG: Dialect = Dialect::Postgres;
@@ -890,6 +1089,102 @@ mod tests {
         let dropped = compile("SELECT v FROM a WHERE id = 1 AND k = ?", "SELECT v FROM b WHERE id = 1", MY, MY);
         assert_eq!(applied(&dropped, "SELECT v FROM a WHERE id = ? AND k = ?"), None);
         assert_eq!(applied(&dropped, "SELECT v FROM a WHERE id = 3 AND k = ?"), None);
+    }
+
+    #[test]
+    fn a_json_array_string_becomes_a_list_literal_of_any_length() {
+        let duck = compile(
+            "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]')",
+            "SELECT id FROM tags WHERE list_has_any(labels, [1,2])",
+            MY,
+            PG,
+        );
+        assert_eq!(
+            duck.describe().mapping.iter().map(|m| m.source).collect::<Vec<_>>(),
+            vec![SlotSource::JsonArray(0)]
+        );
+        assert!(duck.warnings().is_empty(), "{:?}", duck.warnings());
+        let run =
+            |t: &TranslationTemplate, sql: &str| t.apply_checked(sql, MY, LexMode::default()).map(|o| o.map(|a| a.sql));
+        for (value, list) in [
+            ("[1,2]", "[1, 2]"),
+            ("[7]", "[7]"),
+            ("[1,2,3,4,5]", "[1, 2, 3, 4, 5]"),
+            ("[]", "[]"),
+            (" [ -3 , 2.5e1 ] ", "[-3, 2.5e1]"),
+            ("[\"it's\", null, true]", "['it''s', NULL, TRUE]"),
+        ] {
+            let sql = format!("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '{}')", value.replace('\'', "\\'"));
+            assert_eq!(
+                run(&duck, &sql),
+                Ok(Some(format!("SELECT id FROM tags WHERE list_has_any(labels, {list})"))),
+                "{value}"
+            );
+        }
+        for bad in ["'7'", "'{\"a\":1}'", "'[1); DROP TABLE tags; --]'", "'[[1]]'", "7", "NULL"] {
+            let sql = format!("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, {bad})");
+            assert!(matches!(run(&duck, &sql), Err(SlotValueError::NotJsonArray { position: 1, .. })), "{bad}");
+        }
+        assert_eq!(run(&duck, "SELECT id FROM tags WHERE JSON_OVERLAPS(other, '[1]')"), Ok(None), "another shape");
+        let pg = compile(
+            "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]') AND id > 0",
+            "SELECT id FROM tags WHERE labels && ARRAY[1,2]::int[] AND id > 0",
+            MY,
+            PG,
+        );
+        assert_eq!(
+            run(&pg, "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[9,8,7]') AND id > 5"),
+            Ok(Some("SELECT id FROM tags WHERE labels && ARRAY[9, 8, 7]::int[] AND id > 5".to_owned()))
+        );
+        assert_eq!(
+            run(&pg, "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[]') AND id > 5"),
+            Ok(Some("SELECT id FROM tags WHERE labels && ARRAY[]::int[] AND id > 5".to_owned()))
+        );
+    }
+
+    #[test]
+    fn a_parameter_in_a_json_array_slot_is_bound_at_execute() {
+        let t = compile(
+            "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]') AND id > 0",
+            "SELECT id FROM tags WHERE list_has_any(labels, [1,2]) AND id > 0",
+            MY,
+            PG,
+        );
+        assert_eq!(t.apply("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, ?) AND id > ?", MY).map(|a| a.sql), None);
+        let late = t
+            .apply_late("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, ?) AND id > ?", MY, LexMode::default())
+            .expect("late");
+        assert_eq!(late.params(), 2);
+        assert_eq!(
+            late.example_sql().as_deref(),
+            Some("SELECT id FROM tags WHERE list_has_any(labels, [1, 2]) AND id > 0")
+        );
+        let bind = |v: &[ParamValue]| late.bind(v);
+        let text = |s: &str| ParamValue::Text(s.to_owned());
+        assert_eq!(
+            bind(&[text("[7, \"x'\"]"), ParamValue::Number("3".into())]),
+            Ok(Some("SELECT id FROM tags WHERE list_has_any(labels, [7, 'x''']) AND id > 3".to_owned()))
+        );
+        assert!(matches!(bind(&[text("7"), ParamValue::Null]), Err(SlotValueError::NotJsonArray { .. })));
+        assert!(bind(&[ParamValue::Number("7".into()), ParamValue::Null]).is_err());
+        assert_eq!(bind(&[text("[1]")]), Ok(None), "one value per parameter");
+        assert!(t
+            .apply_late("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[3]') AND id > ?", MY, LexMode::default())
+            .is_none());
+    }
+
+    #[test]
+    fn unmapped_literals_and_lookalike_constants_are_warned_about() {
+        let t = compile(
+            "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]') AND kind = 'x'",
+            "SELECT id FROM tags WHERE list_has_any(labels, [2,1])",
+            MY,
+            PG,
+        );
+        let w = t.warnings();
+        assert_eq!(w.len(), 4, "{w:?}");
+        assert!(w[0].contains("#1 `'[1,2]'`") && w[1].contains("#2 `'x'`"), "{w:?}");
+        assert!(w[2].contains("`2` is a constant") && w[2].contains("'[1,2]'"), "{w:?}");
     }
 
     fn text_value() -> impl Strategy<Value = String> {

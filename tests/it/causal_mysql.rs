@@ -134,7 +134,7 @@ fn mariadb_causal_reads_see_the_sessions_writes_and_return_to_the_replica() {
     let sql = format!("SELECT COUNT(*), @@server_id FROM {t}");
     let refused = c.query_first::<(u64, u64), _>(&sql).expect_err("no replica applied the write");
     assert!(
-        matches!(&refused, mysql::Error::MySqlError(e) if e.code == 2003 && e.message.contains("applied")),
+        matches!(&refused, mysql::Error::MySqlError(e) if e.code == 1105 && e.message.contains("applied")),
         "{refused}"
     );
     assert_eq!(causal_reads(&strict, "error"), 1.0, "the refusal is counted");

@@ -30,6 +30,8 @@ mod harness;
 mod health;
 mod htap;
 mod htap_bridged;
+mod htap_duckdb;
+mod htap_json_pg;
 mod htap_pg;
 mod idle_transaction;
 mod log_pipe;

@@ -31,6 +31,7 @@
 // Each test module uses a subset of this API; the rest is not dead, just unused there.
 #![allow(dead_code)]
 
+mod buenavista;
 mod my;
 mod pg;
 mod script;
@@ -41,6 +42,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub use buenavista::Buenavista;
 pub use my::MyEnv;
 pub use pg::PgEnv;
 

@@ -317,6 +317,35 @@ fn raw_passthrough_with_a_protocol_override() {
 }
 
 #[test]
+fn generic_engine_on_a_mysql_pool() {
+    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "protocol = \"mysql\"\nengine = \"generic\""));
+    expect(
+        &text,
+        "engine",
+        "pools.main.engine",
+        "engine = \"generic\" means a PostgreSQL-wire engine; it cannot be combined with protocol = \"mysql\"",
+    );
+}
+
+#[test]
+fn check_query_on_a_postgres_engine_pool() {
+    let text = format!("{LISTENER}{ROUTING}{}", pool("main", "[pools.main.health]\ncheck_query = \"SELECT 1\""));
+    expect(
+        &text,
+        "check_query",
+        "pools.main.health.check_query",
+        "check_query applies to engine = \"generic\" pools; PostgreSQL pools are probed with pg_is_in_recovery()",
+    );
+    let ok = format!(
+        "{LISTENER}{ROUTING}{}",
+        pool("main", "engine = \"generic\"\n[pools.main.health]\ncheck_query = \"SELECT 42\"")
+    );
+    let cfg = Config::parse(&ok, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let main = cfg.pools.iter().find(|p| p.name == "main").expect("pool");
+    assert_eq!((main.engine, main.health.check_query.as_deref()), (Engine::Generic, Some("SELECT 42")));
+}
+
+#[test]
 fn raw_passthrough_on_the_mysql_default_pool() {
     let text = format!("{LISTENER}{ROUTING}{POOL}{}[routing.rules]", pool("my", "raw_passthrough = true"))
         .replace("[routing.rules]", "")

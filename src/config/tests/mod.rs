@@ -174,7 +174,7 @@ fn pool_defaults_are_applied() {
     assert_eq!(retry.maximum_attempts.get(), 1);
     assert_eq!((retry.backoff_base, retry.backoff_max), (std::time::Duration::from_millis(10), secs(1)));
     assert_eq!((retry.jitter, retry.deadline, retry.notify_client), (true, secs(5), false));
-    let health = pool.health;
+    let health = &pool.health;
     assert_eq!((health.interval, health.timeout), (secs(2), secs(1)));
     assert_eq!((health.failure_threshold.get(), health.success_threshold.get()), (3, 2));
 }

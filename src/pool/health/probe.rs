@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use super::lag::{lag_ok, my_lag, pg_lag, Lag, MySample, PgSample};
 use super::query::{my_query, pg_query, ProbeError, Rows};
 use super::{BackendHealth, Cause, Hysteresis, Verdict};
-use crate::config::{Backend, Config, Pool as PoolConfig, PoolRole, Protocol, RuleTarget};
+use crate::config::{Backend, Config, Engine, Pool as PoolConfig, PoolRole, Protocol, RuleTarget, DEFAULT_CHECK_QUERY};
 use crate::id::GtidPosition;
 use crate::pool::conn::BudgetUnit;
 use crate::pool::{Budget, BudgetRegistry, Conn, ConnInfo, PoolError, Waiters};
@@ -403,6 +403,12 @@ impl Target {
 
     async fn sample(&self, prober: &Prober, conn: &mut Conn) -> Result<Lag, ProbeError> {
         match self.speaks() {
+            Protocol::Postgres if self.pool.engine == Engine::Generic => {
+                // Not PostgreSQL: no recovery state, WAL position or role to read (#35).
+                let sql = self.pool.health.check_query.as_deref().unwrap_or(DEFAULT_CHECK_QUERY);
+                pg_query(conn, sql).await?;
+                Ok(Lag::UNKNOWN)
+            }
             Protocol::Postgres => {
                 let s = pg_sample(&pg_query(conn, PG_PROBE).await?)?;
                 if let Some(lsn) = s.flush_lsn.filter(|_| self.is_primary) {

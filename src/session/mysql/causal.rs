@@ -24,8 +24,8 @@ use crate::sql::Dialect;
 /// `ER_WRONG_VALUE_FOR_VAR` (1231, SQLSTATE 42000): an invalid causal token, as the server
 /// refuses a bad value for a variable.
 const ER_WRONG_VALUE_FOR_VAR: ErrorNumber = ErrorNumber { code: 1231, sql_state: *b"42000" };
-/// `CR_CONN_HOST_ERROR`-like: no replica caught up and the configuration forbids the primary.
-const ER_NO_CAUGHT_UP_REPLICA: ErrorNumber = ErrorNumber { code: 2003, sql_state: *b"HY000" };
+/// `ER_UNKNOWN_ERROR`: no replica caught up and the configuration forbids the primary.
+const ER_NO_CAUGHT_UP_REPLICA: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
 /// `utf8mb3_general_ci`, the token column's collation (the token is ASCII).
 const UTF8_CHARSET: u16 = 33;
 

@@ -60,7 +60,7 @@ pub(super) const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, s
 /// `ER_SERVER_SHUTDOWN`.
 const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
 // A backend lost mid-command: the number clients show for a lost server.
-use crate::protocol::mysql::errcode::CR_SERVER_LOST as ER_BACKEND_LOST;
+use crate::session::client_error::ER_BACKEND_UNAVAILABLE as ER_BACKEND_LOST;
 /// `ER_PARSE_ERROR` for multi-statement text from a client that did not enable them.
 const ER_PARSE_ERROR: ErrorNumber = ErrorNumber { code: 1064, sql_state: *b"42000" };
 

@@ -12,7 +12,7 @@ use super::relay::Outcome as Relayed;
 use super::Session;
 use crate::config::Protocol;
 use crate::config::{PoolMode, PoolRole};
-use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT};
+use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT, ER_WRONG_ARGUMENTS};
 use crate::protocol::mysql::response::{
     SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
 };
@@ -25,8 +25,9 @@ use crate::sql::fingerprint::Fingerprint;
 
 /// `ER_SPECIFIC_ACCESS_DENIED_ERROR`: a `reject` rule refuses the statement (a policy refusal).
 const ER_REJECTED: ErrorNumber = ErrorNumber { code: 1227, sql_state: *b"42000" };
-/// `CR_CONN_HOST_ERROR`-like: routing chose a pool this session cannot use.
-const ER_NO_POOL: ErrorNumber = ErrorNumber { code: 2003, sql_state: *b"HY000" };
+/// `ER_UNKNOWN_ERROR`: routing chose a pool this session cannot use (a server number, so every
+/// client shows the text).
+const ER_NO_POOL: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
 /// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION` (SQLSTATE 25006): a statement that is not
 /// replica-safe, refused on a replica-role pool or while the session holds a replica connection
 /// (#19); the same text as PostgreSQL clients get.
@@ -350,6 +351,7 @@ fn decision_error(e: &DecisionError) -> MyClientError {
         }
         DecisionError::ReplicaUnsafe { .. } => MyClientError::new(ER_HELD_REPLICA, e.to_string()),
         DecisionError::NoPool { .. } => MyClientError::new(ER_NO_POOL, e.to_string()),
+        DecisionError::TranslationValue { .. } => MyClientError::new(ER_WRONG_ARGUMENTS, e.to_string()),
     }
 }
 
@@ -373,7 +375,7 @@ mod tests {
         assert_eq!(number(&hint), (9001, *b"QP001"));
         assert_eq!(number(&decision_error(&DecisionError::InvalidHint)), (9001, *b"QP001"));
         let none = decision_error(&DecisionError::NoPool { protocol: Protocol::MySql });
-        assert_eq!(number(&none), (2003, *b"HY000"));
+        assert_eq!(number(&none), (1105, *b"HY000"));
         let replica = DecisionError::ReplicaUnsafe { pool: "r".into(), chosen_by: "rule `x`".into(), reason: "write" };
         assert_eq!(number(&decision_error(&replica)), (1792, *b"25006"));
     }

@@ -254,6 +254,12 @@ impl MyState {
                     self.pin.get_or_insert(*r);
                 }
                 _ if *i >= succeeded => {}
+                // Back to the server's default: nothing of the client's is left to carry (#35:
+                // `SET sql_select_limit = DEFAULT` must lift what the setting refused).
+                Effect::Set { name, stmt } if sets_default(stmt) => {
+                    self.settings.remove(name);
+                    changed = true;
+                }
                 Effect::Set { name, stmt } => {
                     self.settings.insert(name.clone(), stmt.clone());
                     changed = true;
@@ -351,6 +357,16 @@ pub fn names_for_collation(id: u8) -> Option<String> {
     Some(format!("SET NAMES {cs} COLLATE {coll}"))
 }
 
+/// Whether the one-variable `SET` statement `stmt` assigns `DEFAULT`.
+fn sets_default(stmt: &str) -> bool {
+    let value = match (stmt.find('='), stmt.to_ascii_lowercase().find(" to ")) {
+        (Some(i), _) => stmt.get(i + 1..),
+        (None, Some(i)) => stmt.get(i + 4..),
+        (None, None) => None,
+    };
+    value.is_some_and(|v| v.trim().trim_end_matches(';').trim().eq_ignore_ascii_case("default"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,6 +428,23 @@ mod tests {
         let body = "CREATE PROCEDURE p() BEGIN SET @x = 1; SELECT LAST_INSERT_ID(); END";
         assert_eq!(effects(body), (Vec::new(), 1), "a definition is one statement with no effect");
         assert_eq!(effects(&format!("{body}; SET @y = 2")).1, 2);
+    }
+
+    #[test]
+    fn a_setting_set_back_to_default_is_forgotten() {
+        let mut s = MyState::default();
+        s.apply(&effects("SET sql_select_limit = 1").0, 1);
+        assert_eq!(s.settings().count(), 1);
+        for back in [
+            "SET sql_select_limit = DEFAULT",
+            "SET SESSION sql_select_limit=default;",
+            "SET @@session.sql_select_limit = Default",
+        ] {
+            s.apply(&effects("SET sql_select_limit = 1").0, 1);
+            s.apply(&effects(back).0, 1);
+            assert_eq!(s.settings().count(), 0, "{back}");
+            assert_eq!(s.signature(), 0, "{back}");
+        }
     }
 
     #[test]

@@ -40,7 +40,7 @@ const SILENT_MAX: usize = 1 << 24;
 
 fn lost() -> MyClientError {
     MyClientError::new(
-        ErrorNumber { code: 2013, sql_state: *b"HY000" },
+        crate::session::client_error::ER_BACKEND_UNAVAILABLE,
         "Lost connection to the backend while restoring session state",
     )
 }

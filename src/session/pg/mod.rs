@@ -30,7 +30,7 @@ use crate::protocol::pg::tag::{backend as server, frontend as client};
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::config::{PoolMode, Protocol};
+use crate::config::{Engine, PoolMode, Protocol};
 use crate::id::CancelKey;
 use crate::pool::{Conn, ConnInfo, CorePool, PoolError};
 use crate::protocol::pg::{
@@ -840,7 +840,13 @@ impl Session {
             self.pool.checkin(conn, false);
             return;
         }
-        if session_end && (self.mode() == PoolMode::Session || self.state.pin().is_some()) {
+        let leaves_state = session_end && (self.mode() == PoolMode::Session || self.state.pin().is_some());
+        if leaves_state && self.pool.config.engine == Engine::Generic {
+            // DISCARD ALL is PostgreSQL's (#35): the connection goes rather than its state.
+            self.pool.checkin(conn, false);
+            return;
+        }
+        if leaves_state {
             // State the next client must not inherit: DISCARD ALL drops it all, including our
             // prepared statements.
             if relay::discard_all(&mut conn).await.is_err() {
@@ -863,6 +869,12 @@ impl Session {
         let sql = self.state.replay_sql();
         let sig = self.state.signature();
         let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+        if self.pool.config.engine == Engine::Generic {
+            // RESET SESSION AUTHORIZATION / RESET ROLE / RESET ALL are PostgreSQL's (#35): a
+            // generic engine's connections carry only what clients sent on them.
+            conn.settings = sig;
+            return Ok(());
+        }
         match relay::run_silently(conn, &sql).await {
             Ok(()) => {
                 conn.settings = sig;

@@ -352,6 +352,7 @@ fn decision_error(e: &DecisionError) -> PgClientError {
         DecisionError::NoPool { .. } => {
             PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, e.to_string())
         }
+        DecisionError::TranslationValue { .. } => PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()),
     }
 }
 

@@ -21,7 +21,8 @@ use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::protocol::pg::TransactionStatus;
 use crate::routing::{Decision, Outcome, StatementKey};
-use crate::session::client_error::MyClientError;
+use crate::session::client_error::{MyClientError, ER_BACKEND_UNAVAILABLE};
+use crate::sql::template::LateTranslation;
 
 use super::super::{End, Session, Tx};
 use super::io::Quiet;
@@ -48,6 +49,9 @@ pub(in crate::session::mysql) struct Cross {
     parked: Option<Parked>,
     /// Client statement id → name of the pool it was prepared on.
     stmts: HashMap<u32, Arc<str>>,
+    /// Where the statement's response starts in the client buffer, while none of it has been
+    /// sent: a lost connection then replaces it with one error and the session goes on (#35).
+    unsent_from: Option<usize>,
 }
 
 /// What the session sets aside while one statement runs on another protocol's pool.
@@ -105,9 +109,18 @@ impl Session {
         let d = self.decide(sql, None);
         let d = self.cross_decision(&d, sql, None).unwrap_or(d);
         match &d.outcome {
-            Outcome::Route(pool) => self.cross_pool(pool),
+            Outcome::Route(pool) => {
+                self.cross_pool(pool).or_else(|| self.late_translation(sql).and_then(|(p, _)| self.cross_pool(&p)))
+            }
             _ => None,
         }
+    }
+
+    /// The pool name and the unbound translation of a statement to prepare whose JSON-array
+    /// slot is a `?` (#35): translated at each execute, once the value is known.
+    pub(in crate::session::mysql) fn late_translation(&self, sql: &str) -> Option<(Arc<str>, LateTranslation)> {
+        let key = self.ctx.statement_key(sql, Protocol::MySql);
+        self.ctx.rules().late_translation(&key, sql)
     }
 
     /// Forgets the statements prepared on other protocols' pools (`COM_RESET_CONNECTION`,
@@ -198,6 +211,7 @@ impl Session {
             bpos: std::mem::take(&mut self.link.pos),
         };
         self.foreign.cross.parked = Some(parked);
+        self.foreign.cross.unsent_from = Some(self.io.out.len());
         self.foreign.bridge.autocommit = true;
         // The client quotes as its MariaDB told it to; the answer from across must not change
         // that (its status flags say the same), nor may the bridge read its strings otherwise.
@@ -206,6 +220,29 @@ impl Session {
         self.foreign.bridge.schema = None;
         self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.max(CROSS_STMT_IDS);
         self.sync_status();
+    }
+
+    /// The response of the statement running on another protocol's pool reached the client in
+    /// part (the buffer was flushed): a failure after it cannot be answered cleanly.
+    pub(in crate::session::mysql) fn cross_flushed(&mut self) {
+        self.foreign.cross.unsent_from = None;
+    }
+
+    /// The borrowed connection failed before any of the statement's response reached the
+    /// client: that statement gets one error in place of what was buffered for it, and the
+    /// session, whose own pool and connection were set aside intact, goes on. `false` when
+    /// this is no such statement.
+    pub(in crate::session::mysql) fn cross_lost(&mut self) -> bool {
+        let Some(from) = self.foreign.cross.unsent_from.filter(|_| self.foreign.cross.parked.is_some()) else {
+            return false;
+        };
+        self.io.out.truncate(from);
+        let text = format!(
+            "Lost the connection to pool \"{}\" during the statement; it did not complete there, and this session goes on",
+            self.pool.config.name
+        );
+        MyClientError::new(ER_BACKEND_UNAVAILABLE, text).encode(1, &mut self.io.out);
+        true
     }
 
     /// Gives the borrowed PostgreSQL connection back (closing it if the statement left a

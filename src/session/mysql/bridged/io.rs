@@ -184,6 +184,7 @@ impl Session {
                 // A client that went away is noticed at its next read; the backend response
                 // is still drained so the connection stays usable.
                 let _ = self.flush_client().await;
+                self.cross_flushed();
             }
             read_more(self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
         }

@@ -136,6 +136,12 @@ pub(in crate::session::mysql) fn greeting_escapes(config: &Config) -> u16 {
 }
 
 /// The MySQL error for a statement whose literals cannot be carried to PostgreSQL exactly.
+/// A translation's PostgreSQL text (the router wrote its literals) checked and re-serialised as
+/// any other text bound for PostgreSQL: a value the template wrote in is carried, never trusted.
+pub(in crate::session::mysql) fn carry_translation(sql: &str) -> Result<String, MyClientError> {
+    requote(sql, Dialect::Postgres, LexMode::default(), Target::Postgres).map_err(|e| requote_error(&e))
+}
+
 fn requote_error(e: &RequoteError) -> MyClientError {
     let number = match e {
         RequoteError::Unterminated(_) => super::ER_PARSE_ERROR,
@@ -301,12 +307,10 @@ impl Session {
     /// `sql` as PostgreSQL must read it: the client's text lexed as the client writes strings,
     /// a translation's (`translated`) as the PostgreSQL text it is; every literal re-serialised.
     pub(in crate::session::mysql) fn for_postgres(&self, sql: &str, translated: bool) -> Result<String, MyClientError> {
-        let (from, mode) = if translated {
-            (Dialect::Postgres, LexMode::default())
-        } else {
-            (Dialect::MySql, self.foreign.bridge.client_mode)
-        };
-        requote(sql, from, mode, Target::Postgres).map_err(|e| requote_error(&e))
+        if translated {
+            return carry_translation(sql);
+        }
+        requote(sql, Dialect::MySql, self.foreign.bridge.client_mode, Target::Postgres).map_err(|e| requote_error(&e))
     }
 
     /// Runs a statement from the client (or its translation) once its literals are carried.
@@ -359,6 +363,10 @@ impl Session {
     async fn bridged_lost(&mut self) -> Result<(), End> {
         self.drop_pg_backend();
         self.link.out.clear();
+        if self.cross_lost() {
+            self.sync_status();
+            return Ok(());
+        }
         let r = self.backend_lost().await;
         // `backend_lost` resets the flags for a MySQL backend; keep the bridged ones.
         self.sync_status();

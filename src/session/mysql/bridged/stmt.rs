@@ -4,7 +4,7 @@
 //! session holds, so a statement needs no per-connection bookkeeping in transaction pooling.
 
 use crate::bridge::placeholder::number_placeholders;
-use crate::bridge::types::map_type;
+use crate::bridge::types::{map_type, oid};
 use crate::bridge::value::{bind_param, BindParam};
 use crate::bridge::RowFormat;
 use crate::protocol::mysql::capability::CLIENT_DEPRECATE_EOF;
@@ -15,6 +15,7 @@ use crate::protocol::mysql::{decode_execute_params, encode_packets, BinaryValue,
 use crate::protocol::pg::{frontend, BackendMessage, Frame, Target};
 use crate::session::client_error::MyClientError;
 use crate::session::error::RelayError;
+use crate::sql::template::{LateTranslation, ParamValue};
 
 use super::super::prepared::MAX_CLIENT_STATEMENTS;
 use super::super::{End, Session};
@@ -33,6 +34,8 @@ pub(super) struct PgStmt {
     types: Vec<ValueType>,
     /// `COM_STMT_SEND_LONG_DATA` pieces per parameter, until the next execute.
     long_data: Vec<(u16, Vec<u8>)>,
+    /// A translation that needs the values (#35): each execute runs `sql` with them written in.
+    late: Option<LateTranslation>,
 }
 
 /// One execution's statement text, parameter types and Bind parameters.
@@ -51,6 +54,42 @@ struct Described {
     error: Option<Vec<u8>>,
 }
 
+/// An execution of a statement whose translation waits for its values: the values written into
+/// the translation as literals (no Bind parameters); a value the translation refuses is the
+/// client's error, and the statement runs nowhere.
+fn bind_late(
+    late: &LateTranslation,
+    values: &[Option<BinaryValue<'_>>],
+    long_data: &[(u16, Vec<u8>)],
+) -> Result<Execution, MyClientError> {
+    let params: Vec<ParamValue> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let text = |b: &[u8]| ParamValue::Text(String::from_utf8_lossy(b).into_owned());
+            match v {
+                None => {
+                    let bytes: Vec<u8> =
+                        long_data.iter().filter(|(p, _)| usize::from(*p) == i).flat_map(|(_, d)| d.clone()).collect();
+                    text(&bytes)
+                }
+                Some(v) => match (v, bind_param(v, oid::TEXT).value) {
+                    (_, None) => ParamValue::Null,
+                    (BinaryValue::Bytes(_) | BinaryValue::DateTime(_) | BinaryValue::Time(_), Some(b)) => text(&b),
+                    (_, Some(b)) => ParamValue::Number(String::from_utf8_lossy(&b).into_owned()),
+                },
+            }
+        })
+        .collect();
+    match late.bind(&params) {
+        Ok(Some(sql)) => Ok(Execution { sql: super::carry_translation(&sql)?, oids: Vec::new(), binds: Vec::new() }),
+        Ok(None) => {
+            Err(MyClientError::new(ER_WRONG_ARGUMENTS, "the parameters do not fit the statement's translation"))
+        }
+        Err(e) => Err(MyClientError::new(ER_WRONG_ARGUMENTS, e.to_string())),
+    }
+}
+
 impl Session {
     pub(super) async fn bridged_prepare(&mut self, body: &[u8]) -> Result<(), End> {
         if self.foreign.bridge.stmts.len() >= MAX_CLIENT_STATEMENTS {
@@ -65,12 +104,17 @@ impl Session {
         let text = String::from_utf8_lossy(body);
         // PostgreSQL binds `$n` by number, so a rewrite that moves or repeats the client's `?`
         // just numbers each after the client parameter it takes.
-        let (carried, order) = match self.bridged_translation(&text) {
-            Some((translated, order)) => (self.for_postgres(&translated, true), order),
-            None => (self.for_postgres(&text, false), None),
+        // Only where this session runs it: the pool it crossed to, or a bridged session's own.
+        let late = self.late_translation(&text).filter(|(p, _)| **p == *self.pool.config.name).map(|(_, l)| l);
+        let carried = match (late.as_ref().and_then(LateTranslation::example_sql), self.bridged_translation(&text)) {
+            // Described with the example's values: the columns every execute returns.
+            (Some(example), _) => self.for_postgres(&example, true).map(|sql| (sql, None, false)),
+            (None, Some((translated, order))) => self.for_postgres(&translated, true).map(|sql| (sql, order, true)),
+            (None, None) => self.for_postgres(&text, false).map(|sql| (sql, None, true)),
         };
-        let (sql, _) = match carried {
-            Ok(carried) => number_placeholders(&carried, order.as_deref()),
+        let sql = match carried {
+            Ok((sql, _, false)) => sql,
+            Ok((carried, order, true)) => number_placeholders(&carried, order.as_deref()).0,
             Err(e) => {
                 e.encode(1, &mut self.io.out);
                 return Ok(());
@@ -96,12 +140,15 @@ impl Session {
             Ok(()) => self.read_description().await,
             Err(e) => Err(e),
         };
-        let Ok(d) = described else { return self.bridged_lost().await };
+        let Ok(mut d) = described else { return self.bridged_lost().await };
         self.sync_status();
         if let Some(err) = d.error {
             self.io.out.extend_from_slice(&err);
         } else {
-            self.answer_prepare(sql, d);
+            if let Some(l) = &late {
+                d.params = vec![oid::TEXT; l.params()];
+            }
+            self.answer_prepare(sql, d, late);
         }
         self.pg_maybe_release();
         Ok(())
@@ -133,7 +180,7 @@ impl Session {
     }
 
     /// Sends `COM_STMT_PREPARE_OK` with parameter and column definitions.
-    fn answer_prepare(&mut self, sql: String, d: Described) {
+    fn answer_prepare(&mut self, sql: String, d: Described, late: Option<LateTranslation>) {
         self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.wrapping_add(1).max(1);
         while self.foreign.bridge.stmts.contains_key(&self.foreign.bridge.next_stmt) {
             self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.wrapping_add(1).max(1);
@@ -164,7 +211,7 @@ impl Session {
         let params = d.params.iter().map(|o| ("?".to_owned(), *o, -1)).collect();
         section(params, &mut seq, &mut self.io.out);
         section(d.columns, &mut seq, &mut self.io.out);
-        let stmt = PgStmt { sql, param_oids: d.params, types: Vec::new(), long_data: Vec::new() };
+        let stmt = PgStmt { sql, param_oids: d.params, types: Vec::new(), long_data: Vec::new(), late };
         self.foreign.bridge.stmts.insert(id, stmt);
     }
 
@@ -203,6 +250,9 @@ impl Session {
             stmt.types = decoded.types.to_vec();
         }
         let long_data = std::mem::take(&mut stmt.long_data);
+        if let Some(late) = &stmt.late {
+            return Some(bind_late(late, &decoded.values, &long_data));
+        }
         let binds = decoded
             .values
             .iter()
