@@ -15,6 +15,7 @@ mod bridge_mysql_pg;
 mod bridge_pg_mysql;
 mod causal;
 mod causal_mysql;
+mod causal_routes;
 mod connectors;
 mod console;
 mod demo;

@@ -16,7 +16,9 @@ use crate::metrics::CausalOutcome;
 use crate::pool::health::my_commit_gtid;
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
-use crate::routing::causal::{format_token, parse_token, token_command, TokenCommand, TOKEN_NAME};
+use crate::routing::causal::{
+    format_token, mentions_token, parse_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME,
+};
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::sql::Dialect;
@@ -25,6 +27,9 @@ use crate::sql::Dialect;
 /// refuses a bad value for a variable.
 const ER_WRONG_VALUE_FOR_VAR: ErrorNumber = ErrorNumber { code: 1231, sql_state: *b"42000" };
 /// `CR_CONN_HOST_ERROR`-like: no replica caught up and the configuration forbids the primary.
+/// `ER_NOT_SUPPORTED_YET` (1235, SQLSTATE 42000): a statement naming the causal token that the
+/// router does not answer alone (#34); it never reaches a server.
+const ER_NOT_SUPPORTED_YET: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
 const ER_NO_CAUGHT_UP_REPLICA: ErrorNumber = ErrorNumber { code: 2003, sql_state: *b"HY000" };
 /// `utf8mb3_general_ci`, the token column's collation (the token is ASCII).
 const UTF8_CHARSET: u16 = 33;
@@ -94,7 +99,13 @@ impl Session {
     /// the session needs no position) and `SET querypilot.causal_token = '...'` itself; `false`
     /// when `sql` is neither. An invalid token gets error 1231 and changes nothing.
     pub(super) fn on_token_query(&mut self, sql: &str) -> bool {
-        let Some(command) = token_command(sql, Dialect::MySql) else { return false };
+        let Some(command) = token_command(sql, Dialect::MySql) else {
+            if !mentions_token(sql) {
+                return false;
+            }
+            MyClientError::new(ER_NOT_SUPPORTED_YET, TOKEN_ELSEWHERE).encode(1, &mut self.io.out);
+            return true;
+        };
         let status = self.tx.status;
         match command {
             TokenCommand::Show => {
@@ -123,13 +134,19 @@ impl Session {
             TokenCommand::Set(value) => match parse_token(&value) {
                 Ok(position) => {
                     self.routing.ryw.adopt(position);
-                    let mut ok = Vec::with_capacity(16);
-                    OkPacket { status, ..OkPacket::default() }.encode(self.client.caps, &mut ok);
-                    encode_packets(&ok, 1, &mut self.io.out);
+                    self.token_ok();
                 }
                 Err(e) => MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.io.out),
             },
+            TokenCommand::Default { .. } => self.token_ok(),
         }
         true
+    }
+
+    /// The OK a token statement that succeeded gets.
+    fn token_ok(&mut self) {
+        let mut ok = Vec::with_capacity(16);
+        OkPacket { status: self.tx.status, ..OkPacket::default() }.encode(self.client.caps, &mut ok);
+        encode_packets(&ok, 1, &mut self.io.out);
     }
 }

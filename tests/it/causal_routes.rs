@@ -1,0 +1,81 @@
+//! Issue #34: the causal token on every route a client can send it by — psycopg 3 named
+//! prepared statements and pipelines, asyncpg's prepared statements (`tests/connectors/
+//! causal_routes.py`), psql's multi-statement texts. With replay paused on the standby, a read
+//! after the token was set must run on the primary and see the write: on a route where the
+//! token reached the server instead of the router, it reads the paused standby (`0 t`).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::causal::{be, pool, router, where_read};
+use crate::pg_util::psql;
+use crate::support::{eventually, unique_name, Dbs, Kind, PgEnv};
+
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors/causal_routes.py");
+
+fn python(case: &str, pg: &PgEnv, port: u16, table: &str, token: &str) -> Vec<String> {
+    let out = Command::new("/usr/bin/python3")
+        .arg(Path::new(SCRIPT))
+        .args([case, "127.0.0.1", &port.to_string(), &pg.user, &pg.password, &pg.database, table, token])
+        .output()
+        .unwrap_or_else(|e| panic!("run python3 {case}: {e} (installed by .ci/deps.sh)"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{case} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn the_token_set_by_any_route_keeps_reads_off_a_paused_standby() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let pools = pool(pg, "primary", &[be(pg.primary_port, "")]) + &pool(pg, "replica", &[be(pg.replica_port, "")]);
+    let router = router(&pools, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
+    let table = unique_name("causal_routes");
+    pg.primary_client().batch_execute(&format!("CREATE TABLE {table} (id int PRIMARY KEY)")).expect("create");
+    pg.wait_replica_caught_up(Duration::from_secs(20));
+    let read = format!("SELECT count(*), pg_is_in_recovery() FROM {table}");
+    let mut writer = router.pg(&pg.database);
+    eventually(Duration::from_secs(15), "reads on the standby", || where_read(&mut writer, &read)[1] == "t");
+
+    env.pause_replication(Kind::Pg);
+    writer.simple_query(&format!("INSERT INTO {table} VALUES (1)")).expect("write");
+    let token = where_read(&mut writer, "SHOW querypilot.causal_token").remove(0);
+    assert!(token.starts_with("pg:"), "token {token}");
+    let port = router.port();
+
+    assert_eq!(
+        python("psycopg_named", pg, port, &table, &token),
+        ["show before ''", &format!("show after {token}"), "read 1 f", "invalid 22023", "read again 1 f"],
+        "psycopg prepare=True: SET/SHOW answered by the router, the read on the primary"
+    );
+    assert_eq!(
+        python("psycopg_pipeline", pg, port, &table, &token),
+        ["read 1 f", &format!("show {token}")],
+        "psycopg pipeline: the read after the token's SET in the same batch"
+    );
+    assert_eq!(
+        python("asyncpg_prepared", pg, port, &table, &token),
+        ["show before ''", &format!("show after {token}"), "read 1 f"],
+        "asyncpg: fetchval(SHOW) and a prepared SET"
+    );
+
+    // psql: in a multi-statement text the token is refused before anything reaches a server;
+    // `TO DEFAULT` is RESET, accepted.
+    let multi = format!("select 1; set querypilot.causal_token = '{token}'");
+    let out = psql(port, &pg.database, &pg.password, &["-At", "-v", "VERBOSITY=verbose", "-c", &multi], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("0A000") && stderr.contains("statement of its own"), "{stderr}");
+    let script = format!(
+        "SET querypilot.causal_token TO DEFAULT;\n{read};\nSET querypilot.causal_token = '{token}';\n{read};\n"
+    );
+    let out = psql(port, &pg.database, &pg.password, &["-At"], &script);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["SET", "0|t", "SET", "1|f"],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    env.resume_replication(Kind::Pg);
+}
