@@ -79,3 +79,27 @@ fn the_token_set_by_any_route_keeps_reads_off_a_paused_standby() {
     );
     env.resume_replication(Kind::Pg);
 }
+
+/// MariaDB: the token named where the router cannot answer it alone — a prepared statement
+/// (COM_STMT_PREPARE) or a multi-statement text — is refused with 1235 by the router, not
+/// sent to the server (which would answer 1193, unknown system variable).
+#[test]
+fn mariadb_refuses_the_token_in_prepared_and_multi_statement_texts() {
+    use crate::causal_mysql::{client, my_router};
+    use mysql::prelude::Queryable;
+    let env = crate::support::dbs();
+    let router = my_router(&env.my, "read_your_writes = \"causal\"");
+    let mut c = client(&router, &env.my);
+    let code = |r: Result<(), mysql::Error>| match r {
+        Err(mysql::Error::MySqlError(e)) => (e.code, e.message.contains("querypilot.causal_token")),
+        other => panic!("expected a server error, got {other:?}"),
+    };
+    let prepared = c.exec_drop("SET querypilot.causal_token = 'gtid:0-1-1'", ());
+    assert_eq!(code(prepared), (1235, true), "COM_STMT_PREPARE");
+    let prepared_show = c.exec_drop("SHOW querypilot.causal_token", ());
+    assert_eq!(code(prepared_show), (1235, true), "COM_STMT_PREPARE of SHOW");
+    let multi = c.query_drop("SELECT 1; SET querypilot.causal_token = 'gtid:0-1-1'");
+    assert_eq!(code(multi), (1235, true), "multi-statement text");
+    c.query_drop("SET querypilot.causal_token TO DEFAULT").expect("TO DEFAULT is RESET");
+    c.query_drop("SET querypilot.causal_token = 'gtid:0-1-1'").expect("a text query still sets it");
+}

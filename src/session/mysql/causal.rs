@@ -143,6 +143,19 @@ impl Session {
         true
     }
 
+    /// COM_STMT_PREPARE of a statement naming the causal token: refused with 1235 before it
+    /// reaches a server (which would refuse the unknown variable with a less helpful error or,
+    /// for `set_config`-like texts, keep it on the pooled connection); the router answers the
+    /// token only in a text query. `false` when `sql` does not name it.
+    pub(super) fn refuses_token_prepare(&mut self, sql: &[u8]) -> bool {
+        if !mentions_token(&String::from_utf8_lossy(sql)) {
+            return false;
+        }
+        let text = "querypilot.causal_token cannot be prepared (COM_STMT_PREPARE): send SHOW or SET querypilot.causal_token as a text query, which the router answers itself";
+        MyClientError::new(ER_NOT_SUPPORTED_YET, text).encode(1, &mut self.io.out);
+        true
+    }
+
     /// The OK a token statement that succeeded gets.
     fn token_ok(&mut self) {
         let mut ok = Vec::with_capacity(16);
