@@ -103,3 +103,35 @@ fn mariadb_refuses_the_token_in_prepared_and_multi_statement_texts() {
     c.query_drop("SET querypilot.causal_token TO DEFAULT").expect("TO DEFAULT is RESET");
     c.query_drop("SET querypilot.causal_token = 'gtid:0-1-1'").expect("a text query still sets it");
 }
+
+/// A write the analysis cannot see — a STABLE function calling a VOLATILE one that inserts —
+/// inside a transaction still leaves a commit position: the next read waits for it rather
+/// than reading the paused standby.
+#[test]
+fn a_transaction_writing_through_a_stable_function_leaves_a_position() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let pools = pool(pg, "primary", &[be(pg.primary_port, "")]) + &pool(pg, "replica", &[be(pg.replica_port, "")]);
+    let router = router(&pools, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
+    let table = unique_name("causal_unseen");
+    pg.primary_client()
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (id int PRIMARY KEY);\n\
+             CREATE FUNCTION {table}_w(i int) RETURNS int VOLATILE LANGUAGE sql AS 'INSERT INTO {table} VALUES (i) RETURNING i';\n\
+             CREATE FUNCTION {table}_outer(i int) RETURNS int STABLE LANGUAGE plpgsql AS \
+             $$ BEGIN RETURN {table}_w(i); END $$;"
+        ))
+        .expect("create");
+    pg.wait_replica_caught_up(Duration::from_secs(20));
+    let read = format!("SELECT count(*), pg_is_in_recovery() FROM {table}");
+    let mut c = router.pg(&pg.database);
+    eventually(Duration::from_secs(15), "reads on the standby", || where_read(&mut c, &read)[1] == "t");
+    env.pause_replication(Kind::Pg);
+    for sql in ["BEGIN".to_owned(), format!("SELECT {table}_outer(1)"), "COMMIT".to_owned()] {
+        c.simple_query(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    assert_eq!(where_read(&mut c, &read), ["1", "f"], "separate statements");
+    c.batch_execute(&format!("BEGIN; SELECT {table}_outer(2); COMMIT")).expect("one text");
+    assert_eq!(where_read(&mut c, &read), ["2", "f"], "one multi-statement text");
+    env.resume_replication(Kind::Pg);
+}

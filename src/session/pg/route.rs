@@ -117,6 +117,10 @@ impl Session {
         if declares_read_only(sql) {
             self.progress.read_only_tx = true;
         }
+        let transaction = self.progress.tx != TransactionStatus::Idle || super::begins_transaction(sql);
+        if transaction && !self.progress.read_only_tx && decision.pool().is_some() {
+            self.progress.ryw.observe_unproven(); // #34
+        }
         self.progress.ryw.observe(decision, now);
         if self.progress.tx == TransactionStatus::Idle && resets_session(sql) {
             // causal reads (#22): the client asked for a fresh session (after `observe`: the
