@@ -135,3 +135,29 @@ fn a_transaction_writing_through_a_stable_function_leaves_a_position() {
     assert_eq!(where_read(&mut c, &read), ["2", "f"], "one multi-statement text");
     env.resume_replication(Kind::Pg);
 }
+
+/// MariaDB: a write that leaves no GTID (`sql_log_bin = 0`) hands out no `gtid:` token (which
+/// SET would refuse) and keeps the session's reads on the primary, the only server with it.
+#[test]
+fn mariadb_a_write_without_a_gtid_keeps_reads_on_the_primary() {
+    use crate::causal_mysql::{client, my_router};
+    use mysql::prelude::Queryable;
+    let env = crate::support::dbs();
+    let my = &env.my;
+    let router = my_router(my, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
+    let t = unique_name("causal_nogtid");
+    my.primary_client().query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY)")).expect("create");
+    let primary: u64 = my.primary_client().query_first("SELECT @@server_id").expect("id").expect("row");
+    let mut c = client(&router, my);
+    c.query_drop("SET SESSION sql_log_bin = 0").expect("sql_log_bin = 0");
+    c.query_drop(format!("INSERT INTO {t} VALUES (1)")).expect("a write without a GTID");
+    let token: Option<String> = c.query_first("SHOW querypilot.causal_token").expect("show");
+    let token = token.unwrap_or_default();
+    assert!(!token.starts_with("gtid:") || token.len() > 5, "no empty token: {token:?}");
+    if !token.is_empty() {
+        c.query_drop(format!("SET querypilot.causal_token = '{token}'")).expect("every issued token is accepted");
+    }
+    let (count, server): (u64, u64) =
+        c.query_first(format!("SELECT COUNT(*), @@server_id FROM {t}")).expect("read").expect("row");
+    assert_eq!((count, server), (1, primary), "the read stays on the primary");
+}

@@ -26,10 +26,10 @@ use crate::sql::Dialect;
 /// `ER_WRONG_VALUE_FOR_VAR` (1231, SQLSTATE 42000): an invalid causal token, as the server
 /// refuses a bad value for a variable.
 const ER_WRONG_VALUE_FOR_VAR: ErrorNumber = ErrorNumber { code: 1231, sql_state: *b"42000" };
-/// `CR_CONN_HOST_ERROR`-like: no replica caught up and the configuration forbids the primary.
 /// `ER_NOT_SUPPORTED_YET` (1235, SQLSTATE 42000): a statement naming the causal token that the
 /// router does not answer alone (#34); it never reaches a server.
 const ER_NOT_SUPPORTED_YET: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
+/// `CR_CONN_HOST_ERROR`-like: no replica caught up and the configuration forbids the primary.
 const ER_NO_CAUGHT_UP_REPLICA: ErrorNumber = ErrorNumber { code: 2003, sql_state: *b"HY000" };
 /// `utf8mb3_general_ci`, the token column's collation (the token is ASCII).
 const UTF8_CHARSET: u16 = 33;
@@ -48,6 +48,9 @@ impl Session {
             return;
         };
         match my_commit_gtid(conn).await {
+            // A write that left no GTID (`sql_log_bin = 0`) has no position a replica could
+            // reach, and `gtid:` would be a token SET refuses: the reads stay on the primary.
+            Ok(gtid) if gtid == crate::id::GtidPosition::default() => self.routing.ryw.learned(None),
             Ok(gtid) => self.routing.ryw.learned(Some(Position::Gtid(gtid))),
             Err(e) => {
                 tracing::debug!("causal reads: cannot read the commit GTID: {e}");
