@@ -53,6 +53,48 @@ pub enum TokenCommand {
     Show,
     /// `SET [SESSION] querypilot.causal_token {=|TO} 'value'` (the value unquoted).
     Set(String),
+    /// `SET [SESSION] querypilot.causal_token {=|TO} DEFAULT` (`reset`: `false`) or `RESET
+    /// querypilot.causal_token` (`true`). A token only ever raises the position a session's
+    /// reads wait for, so going back to the default keeps what it already waits for: dropping
+    /// it would let the session read from a replica that misses its own writes.
+    Default {
+        /// Spelled `RESET` (its command tag is `RESET` rather than `SET`).
+        reset: bool,
+    },
+}
+
+impl TokenCommand {
+    /// The command tag a server would answer it with.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            TokenCommand::Show => "SHOW",
+            TokenCommand::Set(_) | TokenCommand::Default { reset: false } => "SET",
+            TokenCommand::Default { reset: true } => "RESET",
+        }
+    }
+}
+
+/// Why a statement naming the token is refused: it is not one the router answers alone.
+pub const TOKEN_ELSEWHERE: &str = "querypilot.causal_token can only be read or set by a statement of its own (SHOW querypilot.causal_token, SET querypilot.causal_token = '...'), not inside a multi-statement query, SET LOCAL, set_config() or current_setting(): the router owns it and it never reaches a server";
+
+/// Whether `sql` names the token anywhere (as a setting name or inside a string, as
+/// `set_config` / `current_setting` take it). Such a statement that [`token_command`] does not
+/// recognize must not reach a server: the server would keep a placeholder setting the router
+/// never sees, and leave it on the pooled connection for the next client.
+pub fn mentions_token(sql: &str) -> bool {
+    // Runs on every statement: a byte scan first, the lexer only when the name occurs.
+    const NAME: &[u8] = b"causal_token";
+    if !sql.as_bytes().windows(NAME.len()).any(|w| w.eq_ignore_ascii_case(NAME)) {
+        return false;
+    }
+    let lower = sql.to_ascii_lowercase();
+    let mut compact = String::with_capacity(lower.len());
+    // Comments and quoting may split the name (`querypilot . "causal_token"`): compare its
+    // words with separators and quotes removed.
+    for t in Lexer::new(&lower, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment) {
+        compact.extend(t.text.chars().filter(|c| !matches!(c, '"' | '`' | '\'' | ' ')));
+    }
+    compact.contains(TOKEN_NAME)
 }
 
 /// Recognizes `sql` as a token statement (one statement, comments and a final `;` allowed),
@@ -63,7 +105,7 @@ pub fn token_command(sql: &str, dialect: Dialect) -> Option<TokenCommand> {
     let mut text: SmallVec<[&str; TOKEN_COMMAND_MAX]> = SmallVec::new();
     for t in Lexer::new(sql, dialect).filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon)) {
         if text.len() == TOKEN_COMMAND_MAX
-            || (text.is_empty() && !t.text.eq_ignore_ascii_case("SHOW") && !t.text.eq_ignore_ascii_case("SET"))
+            || (text.is_empty() && !["SHOW", "SET", "RESET"].iter().any(|w| t.text.eq_ignore_ascii_case(w)))
         {
             return None;
         }
@@ -74,7 +116,13 @@ pub fn token_command(sql: &str, dialect: Dialect) -> Option<TokenCommand> {
     if is(0, "SHOW") && name_at(1) && text.len() == 4 {
         return Some(TokenCommand::Show);
     }
+    if is(0, "RESET") && name_at(1) && text.len() == 4 {
+        return Some(TokenCommand::Default { reset: true });
+    }
     let start = if is(1, "SESSION") { 2 } else { 1 };
+    if is(0, "SET") && name_at(start) && is(start + 4, "DEFAULT") && text.len() == start + 5 {
+        return Some(TokenCommand::Default { reset: false });
+    }
     if is(0, "SET") && name_at(start) && (is(start + 3, "=") || is(start + 3, "TO")) && text.len() == start + 5 {
         let value = text.get(start + 4)?;
         let unquoted = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')).unwrap_or(value);
@@ -133,8 +181,31 @@ mod tests {
             "SELECT querypilot.causal_token",
             "SET SESSION querypilot.causal_token = 'x' 'y'",
             "SHOW querypilot.causal_token x",
+            "RESET querypilot.other",
         ] {
             assert_eq!(token_command(other), None, "{other}");
+        }
+        let default = Some(TokenCommand::Default { reset: false });
+        assert_eq!(token_command("SET querypilot.causal_token TO DEFAULT"), default);
+        assert_eq!(token_command("set session querypilot.causal_token = default;"), default);
+        assert_eq!(token_command("RESET querypilot.causal_token"), Some(TokenCommand::Default { reset: true }));
+        assert_eq!(default.map(|c| c.tag()), Some("SET"));
+    }
+
+    #[test]
+    fn every_mention_of_the_token_is_found() {
+        for named in [
+            "select 1; set querypilot.causal_token = 'pg:1/2'",
+            "SET LOCAL querypilot.causal_token = 'x'",
+            "select set_config('querypilot.causal_token', 'x', false)",
+            "select current_setting('QueryPilot.Causal_Token')",
+            "set querypilot . /* c */ \"causal_token\" = 'x'",
+            "SHOW querypilot.causal_token; SELECT 1",
+        ] {
+            assert!(mentions_token(named), "{named}");
+        }
+        for other in ["select causal_token from t", "SELECT 1", "set querypilot.other_causal_token = 1"] {
+            assert!(!mentions_token(other), "{other}");
         }
     }
 }

@@ -81,6 +81,17 @@ impl RywState {
         }
     }
 
+    /// causal: a statement of an explicit transaction that is not declared read-only ran on
+    /// the primary. The analysis cannot prove it wrote nothing (a STABLE function may call a
+    /// VOLATILE one that inserts; triggers, rules and `DO` write unseen), so the transaction's
+    /// end learns a commit position as after a write: a read never misses a write the parse
+    /// did not see. Other modes keep trusting the analysis.
+    pub fn observe_unproven(&mut self) {
+        if self.mode == ReadYourWrites::Causal {
+            self.open_write = true;
+        }
+    }
+
     /// The backend finished a statement at `now` and reports whether a transaction is still
     /// open. A write is visible to others only once it commits, which for a long UPDATE may be
     /// seconds after it was routed: the window restarts here when the write (or the commit of

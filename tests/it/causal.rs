@@ -14,7 +14,7 @@ use crate::routing_api::{enc, http};
 use crate::support::{dbs, eventually, unique_name, Dbs, Kind, PgEnv};
 
 /// `[pools.NAME]` of the app user over `backends` (inline tables), fast health checks.
-fn pool(pg: &PgEnv, name: &str, backends: &[String]) -> String {
+pub(crate) fn pool(pg: &PgEnv, name: &str, backends: &[String]) -> String {
     format!(
         "[pools.{name}]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
          max_connections = 20\nacquire_timeout = \"20s\"\nbackends = [{}]\n\n\
@@ -26,13 +26,13 @@ fn pool(pg: &PgEnv, name: &str, backends: &[String]) -> String {
     )
 }
 
-fn be(port: u16, extra: &str) -> String {
+pub(crate) fn be(port: u16, extra: &str) -> String {
     format!("{{ host = \"127.0.0.1\", port = {port}{extra} }}")
 }
 
 /// A router splitting reads to pool `replica` and writes to `primary`, with `routing` lines
 /// added to `[routing]`, one core, admin API on an ephemeral port.
-fn router(pools: &str, routing: &str) -> Router {
+pub(crate) fn router(pools: &str, routing: &str) -> Router {
     Router::start(&format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
          {pools}[routing]\nread_write_split = true\nread_pool = \"replica\"\nwrite_pool = \"primary\"\n{routing}\n\
@@ -55,7 +55,7 @@ fn healthy(router: &Router, port: u16) -> bool {
 }
 
 /// The server port and recovery state of one simple-query read through `c`.
-fn where_read(c: &mut postgres::Client, sql: &str) -> Vec<String> {
+pub(crate) fn where_read(c: &mut postgres::Client, sql: &str) -> Vec<String> {
     let rows = c.simple_query(sql).expect("read through the router");
     rows.iter()
         .find_map(|m| match m {

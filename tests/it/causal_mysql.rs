@@ -18,7 +18,7 @@ const REPLICA: u64 = 2;
 
 /// A router for MySQL clients: `mywrite` on the primary, `myread` on the replica (probed every
 /// 100 ms), split on, `routing` lines added to `[routing]`.
-fn my_router(my: &MyEnv, routing: &str) -> Router {
+pub(crate) fn my_router(my: &MyEnv, routing: &str) -> Router {
     let pool = |name: &str, port: u16| {
         format!(
             "[pools.{name}]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
@@ -38,7 +38,7 @@ fn my_router(my: &MyEnv, routing: &str) -> Router {
     ))
 }
 
-fn client(router: &Router, my: &MyEnv) -> Conn {
+pub(crate) fn client(router: &Router, my: &MyEnv) -> Conn {
     Conn::new(my.opts(router.port(), &my.user, &my.password)).unwrap_or_else(|e| panic!("connect through router: {e}"))
 }
 

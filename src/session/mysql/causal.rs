@@ -16,7 +16,9 @@ use crate::metrics::CausalOutcome;
 use crate::pool::health::my_commit_gtid;
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
-use crate::routing::causal::{format_token, parse_token, token_command, TokenCommand, TOKEN_NAME};
+use crate::routing::causal::{
+    format_token, mentions_token, parse_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME,
+};
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::sql::Dialect;
@@ -24,6 +26,9 @@ use crate::sql::Dialect;
 /// `ER_WRONG_VALUE_FOR_VAR` (1231, SQLSTATE 42000): an invalid causal token, as the server
 /// refuses a bad value for a variable.
 const ER_WRONG_VALUE_FOR_VAR: ErrorNumber = ErrorNumber { code: 1231, sql_state: *b"42000" };
+/// `ER_NOT_SUPPORTED_YET` (1235, SQLSTATE 42000): a statement naming the causal token that the
+/// router does not answer alone (#34); it never reaches a server.
+const ER_NOT_SUPPORTED_YET: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
 /// `ER_UNKNOWN_ERROR`: no replica caught up and the configuration forbids the primary.
 const ER_NO_CAUGHT_UP_REPLICA: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
 /// `utf8mb3_general_ci`, the token column's collation (the token is ASCII).
@@ -43,6 +48,9 @@ impl Session {
             return;
         };
         match my_commit_gtid(conn).await {
+            // A write that left no GTID (`sql_log_bin = 0`) has no position a replica could
+            // reach, and `gtid:` would be a token SET refuses: the reads stay on the primary.
+            Ok(gtid) if gtid == crate::id::GtidPosition::default() => self.routing.ryw.learned(None),
             Ok(gtid) => self.routing.ryw.learned(Some(Position::Gtid(gtid))),
             Err(e) => {
                 tracing::debug!("causal reads: cannot read the commit GTID: {e}");
@@ -94,7 +102,13 @@ impl Session {
     /// the session needs no position) and `SET querypilot.causal_token = '...'` itself; `false`
     /// when `sql` is neither. An invalid token gets error 1231 and changes nothing.
     pub(super) fn on_token_query(&mut self, sql: &str) -> bool {
-        let Some(command) = token_command(sql, Dialect::MySql) else { return false };
+        let Some(command) = token_command(sql, Dialect::MySql) else {
+            if !mentions_token(sql) {
+                return false;
+            }
+            MyClientError::new(ER_NOT_SUPPORTED_YET, TOKEN_ELSEWHERE).encode(1, &mut self.io.out);
+            return true;
+        };
         let status = self.tx.status;
         match command {
             TokenCommand::Show => {
@@ -127,13 +141,32 @@ impl Session {
                 }
                 Ok(position) => {
                     self.routing.ryw.adopt(position);
-                    let mut ok = Vec::with_capacity(16);
-                    OkPacket { status, ..OkPacket::default() }.encode(self.client.caps, &mut ok);
-                    encode_packets(&ok, 1, &mut self.io.out);
+                    self.token_ok();
                 }
                 Err(e) => MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.io.out),
             },
+            TokenCommand::Default { .. } => self.token_ok(),
         }
         true
+    }
+
+    /// COM_STMT_PREPARE of a statement naming the causal token: refused with 1235 before it
+    /// reaches a server (which would refuse the unknown variable with a less helpful error or,
+    /// for `set_config`-like texts, keep it on the pooled connection); the router answers the
+    /// token only in a text query. `false` when `sql` does not name it.
+    pub(super) fn refuses_token_prepare(&mut self, sql: &[u8]) -> bool {
+        if !mentions_token(&String::from_utf8_lossy(sql)) {
+            return false;
+        }
+        let text = "querypilot.causal_token cannot be prepared (COM_STMT_PREPARE): send SHOW or SET querypilot.causal_token as a text query, which the router answers itself";
+        MyClientError::new(ER_NOT_SUPPORTED_YET, text).encode(1, &mut self.io.out);
+        true
+    }
+
+    /// The OK a token statement that succeeded gets.
+    fn token_ok(&mut self) {
+        let mut ok = Vec::with_capacity(16);
+        OkPacket { status: self.tx.status, ..OkPacket::default() }.encode(self.client.caps, &mut ok);
+        encode_packets(&ok, 1, &mut self.io.out);
     }
 }

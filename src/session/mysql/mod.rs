@@ -480,6 +480,7 @@ impl Session {
                 // The server ends the whole connection for COM_PROCESS_KILL (`mysql_kill()`).
                 self.kill(id, true).await
             }
+            COM_STMT_PREPARE if self.refuses_token_prepare(body) => Ok(()), // #34
             COM_STMT_PREPARE => self.on_prepare(body).await,
             COM_STMT_EXECUTE => self.on_execute(payload).await,
             COM_STMT_SEND_LONG_DATA => self.on_long_data(body),

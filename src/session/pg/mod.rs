@@ -24,6 +24,7 @@ mod relay;
 mod retry;
 mod route;
 mod settings;
+mod token;
 mod verify;
 
 use crate::protocol::pg::tag::{backend as server, frontend as client};
@@ -121,6 +122,8 @@ struct Progress {
     /// Bytes of text the client's named statements hold, at least, charged to the process's
     /// client buffer budget (see `statements_refusal`, #33).
     stmts_held: crate::metrics::Charge,
+    /// The client's token statements and portals, which the router answers itself (#34).
+    tokens: token::TokenStatements,
 }
 
 /// The client's user and requested database.
@@ -234,6 +237,7 @@ impl Session {
                 ryw,
                 digest: digest::DigestTracker::default(),
                 stmts_held,
+                tokens: token::TokenStatements::default(),
             },
             identity,
             bridge: bridged::Bridge::default(),
@@ -481,13 +485,28 @@ impl Session {
         match decoded {
             FrontendMessage::Query(sql) => self.on_query(sql, raw).await,
             FrontendMessage::Parse { name, query, param_types } => {
+                if let Some(done) = self.on_token_parse(name, query) {
+                    return done; // causal token (#34)
+                }
                 let types: Vec<u32> = param_types.iter().collect();
                 self.on_parse(name, query, &types, raw).await
             }
-            FrontendMessage::Bind { statement, .. } => self.on_bind(statement, raw).await,
-            FrontendMessage::Describe { kind, name } => self.on_describe(kind, name, raw).await,
-            FrontendMessage::Execute { .. } => self.forward_ext(raw, Expect::Execute).await,
-            FrontendMessage::Close { kind, name } => self.on_close(kind, name, raw).await,
+            FrontendMessage::Bind { portal, statement, .. } => match self.on_token_bind(portal, statement) {
+                Some(done) => done, // causal token (#34)
+                None => self.on_bind(statement, raw).await,
+            },
+            FrontendMessage::Describe { kind, name } => match self.on_token_describe(kind, name) {
+                Some(done) => done,
+                None => self.on_describe(kind, name, raw).await,
+            },
+            FrontendMessage::Execute { portal, .. } => match self.on_token_execute(portal) {
+                Some(done) => done,
+                None => self.forward_ext(raw, Expect::Execute).await,
+            },
+            FrontendMessage::Close { kind, name } => match self.on_token_close(kind, name) {
+                Some(done) => done,
+                None => self.on_close(kind, name, raw).await,
+            },
             FrontendMessage::Flush => self.on_flush(raw).await,
             FrontendMessage::Sync => self.on_sync(raw).await,
             FrontendMessage::Terminate => Err(End::ClientGone),
@@ -527,7 +546,7 @@ impl Session {
             return self.flush_client().await;
         }
         if let Some(done) = self.on_token_query(sql).await {
-            return done; // causal token (#22)
+            return done; // causal token (#22, #34)
         }
         if let Some(done) = self.on_named_query(sql).await {
             return done;

@@ -8,9 +8,9 @@ use crate::config::{PoolRole, Protocol, ReplicaFallback};
 use crate::id::Position;
 use crate::metrics::CausalOutcome;
 use crate::pool::health::pg_commit_position;
-use crate::protocol::pg::backend::{self, BackendMessage, FieldDescription};
+use crate::protocol::pg::backend::BackendMessage;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
-use crate::routing::causal::{format_token, parse_token, token_command, TokenCommand, TOKEN_NAME};
+use crate::routing::causal::{format_token, TOKEN_NAME};
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
@@ -20,8 +20,6 @@ use std::sync::Arc;
 const REJECTED: &str = "42501";
 /// SQLSTATE for an invalid causal token (invalid_parameter_value), #22.
 pub(super) const INVALID_PARAMETER_VALUE: &str = "22023";
-/// OID of `text`, the causal token's type in `SHOW querypilot.causal_token`.
-const TEXT_OID: u32 = 25;
 /// SQLSTATE for a statement refused on a replica-role pool (read_only_sql_transaction), #19.
 const REPLICA_UNSAFE: &str = "25006";
 
@@ -118,6 +116,10 @@ impl Session {
     fn observe_statement(&mut self, sql: &str, decision: &Decision, now: std::time::Instant) {
         if declares_read_only(sql) {
             self.progress.read_only_tx = true;
+        }
+        let transaction = self.progress.tx != TransactionStatus::Idle || super::begins_transaction(sql);
+        if transaction && !self.progress.read_only_tx && decision.pool().is_some() {
+            self.progress.ryw.observe_unproven(); // #34
         }
         self.progress.ryw.observe(decision, now);
         if self.progress.tx == TransactionStatus::Idle && resets_session(sql) {
@@ -263,44 +265,6 @@ impl Session {
                 self.progress.ryw.learned(None);
             }
         }
-    }
-}
-
-impl Session {
-    /// causal token (#22): answers `SHOW querypilot.causal_token` and `SET
-    /// querypilot.causal_token = '...'` itself (they concern the router, not a server); `None`
-    /// when `sql` is neither. An invalid token is refused with SQLSTATE 22023 and changes nothing.
-    pub(super) async fn on_token_query(&mut self, sql: &str) -> Option<Result<(), super::End>> {
-        match token_command(sql, crate::sql::Dialect::Postgres)? {
-            TokenCommand::Show => {
-                let field = FieldDescription {
-                    name: TOKEN_NAME,
-                    table_oid: 0,
-                    column_attr: 0,
-                    type_oid: TEXT_OID,
-                    type_size: -1,
-                    type_modifier: -1,
-                    format: 0,
-                };
-                let value = self.progress.ryw.required_position().map(format_token).unwrap_or_default();
-                let _ = backend::encode_row_description(&[field], &mut self.io.out);
-                let _ = backend::encode_data_row(&[Some(value.as_bytes())], &mut self.io.out);
-                let _ = BackendMessage::CommandComplete("SHOW").encode(&mut self.io.out);
-            }
-            TokenCommand::Set(value) => match parse_token(&value) {
-                Ok(position) if !self.progress.ryw.can_adopt(&position) => {
-                    let e = crate::routing::causal::TokenError::TooLarge;
-                    PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()).encode(&mut self.io.out)
-                }
-                Ok(position) => {
-                    self.progress.ryw.adopt(position);
-                    let _ = BackendMessage::CommandComplete("SET").encode(&mut self.io.out);
-                }
-                Err(e) => PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()).encode(&mut self.io.out),
-            },
-        }
-        backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-        Some(self.flush_client().await)
     }
 }
 

@@ -99,22 +99,9 @@ impl Session {
             MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, msg).encode(1, &mut self.io.out);
             return Ok(());
         }
-        // A translation is decided (and counted) once, here: what is prepared is what every
-        // execute runs.
         let text = String::from_utf8_lossy(body);
-        // PostgreSQL binds `$n` by number, so a rewrite that moves or repeats the client's `?`
-        // just numbers each after the client parameter it takes.
-        // Only where this session runs it: the pool it crossed to, or a bridged session's own.
-        let late = self.late_translation(&text).filter(|(p, _)| **p == *self.pool.config.name).map(|(_, l)| l);
-        let carried = match (late.as_ref().and_then(LateTranslation::example_sql), self.bridged_translation(&text)) {
-            // Described with the example's values: the columns every execute returns.
-            (Some(example), _) => self.for_postgres(&example, true).map(|sql| (sql, None, false)),
-            (None, Some((translated, order))) => self.for_postgres(&translated, true).map(|sql| (sql, order, true)),
-            (None, None) => self.for_postgres(&text, false).map(|sql| (sql, None, true)),
-        };
-        let sql = match carried {
-            Ok((sql, _, false)) => sql,
-            Ok((carried, order, true)) => number_placeholders(&carried, order.as_deref()).0,
+        let (sql, late) = match self.prepared_text(&text) {
+            Ok(prepared) => prepared,
             Err(e) => {
                 e.encode(1, &mut self.io.out);
                 return Ok(());
@@ -152,6 +139,24 @@ impl Session {
         }
         self.pg_maybe_release();
         Ok(())
+    }
+
+    /// What a client's statement is prepared as on PostgreSQL, and its translation waiting for
+    /// values if it has one. A translation is decided (and counted) once, here: what is
+    /// prepared is what every execute runs. PostgreSQL binds `$n` by number, so a rewrite that
+    /// moves or repeats the client's `?` just numbers each after the client parameter it takes.
+    fn prepared_text(&self, text: &str) -> Result<(String, Option<LateTranslation>), MyClientError> {
+        // Only where this session runs it: the pool it crossed to, or a bridged session's own.
+        let late = self.late_translation(text).filter(|(p, _)| **p == *self.pool.config.name).map(|(_, l)| l);
+        // Described with the example's values: the columns every execute returns.
+        if let Some(example) = late.as_ref().and_then(LateTranslation::example_sql) {
+            return Ok((self.for_postgres(&example, true)?, late));
+        }
+        let (carried, order) = match self.bridged_translation(text) {
+            Some((translated, order)) => (self.for_postgres(&translated, true)?, order),
+            None => (self.for_postgres(text, false)?, None),
+        };
+        Ok((number_placeholders(&carried, order.as_deref()).0, late))
     }
 
     async fn read_description(&mut self) -> Result<Described, RelayError> {

@@ -118,6 +118,10 @@ impl Step {
     }
 }
 
+/// The `Synth` tag of a response with a body, kept in `Exchange::answers` (no backend
+/// message has tag 0).
+const ANSWER: u8 = 0;
+
 /// Fails to parse on every server (a syntax error), aborting the batch it is sent in.
 const ABORT_SQL: &str = "querypilot: the router refused a statement of this batch";
 
@@ -164,6 +168,10 @@ pub(super) struct Exchange {
     pub flight: Flight,
     phase: Phase,
     outcome: Outcome,
+    /// The messages of each synthesized response that has a body (the router's own answers to
+    /// a token statement, #34), in the order of their `Synth` expectations; the batch's end
+    /// drops what an error made the server skip.
+    answers: VecDeque<Vec<u8>>,
 }
 
 impl Exchange {
@@ -211,6 +219,7 @@ impl Exchange {
     pub fn refuse_batch(&mut self) {
         self.bout.clear();
         self.expect.clear();
+        self.answers.clear();
         self.flight.mark = None;
         self.flight.rules = RulePolicy::default();
         self.flight.named.clear();
@@ -258,6 +267,7 @@ impl Exchange {
             }
             self.synced();
             self.expect.clear();
+            self.answers.clear();
             return SyncStep::AnswerHere;
         }
         self.bout.extend_from_slice(raw);
@@ -293,8 +303,23 @@ impl Exchange {
     pub fn emit_synth(&mut self, out: &mut Vec<u8>) {
         while let Some(Expect::Synth(tag)) = self.expect.front().copied() {
             self.expect.pop_front();
-            out.extend_from_slice(&[tag, 0, 0, 0, 4]);
+            if tag == ANSWER {
+                out.extend(self.answers.pop_front().unwrap_or_default());
+            } else {
+                out.extend_from_slice(&[tag, 0, 0, 0, 4]);
+            }
         }
+    }
+
+    /// Queues `messages` (whole backend messages the router words itself) as the response to
+    /// the client's current message, in its place among the backend's answers.
+    pub fn answer(&mut self, messages: Vec<u8>) {
+        // The answer is emitted once: a batch holding one is neither healed nor retried,
+        // which would send its expectations again.
+        self.flight.mark = None;
+        self.flight.flushed = true;
+        self.expect.push_back(Expect::Synth(ANSWER));
+        self.answers.push_back(messages);
     }
 
     /// ReadyForQuery with status byte `status` ended the response: the batch's expectations
@@ -305,6 +330,7 @@ impl Exchange {
             self.expect.pop_front();
         }
         self.expect.retain(|e| !matches!(e, Expect::Synth(_)));
+        self.answers.clear();
         match status {
             Some(tx_status::IN_BLOCK) => TransactionStatus::InBlock,
             Some(tx_status::FAILED) => TransactionStatus::Failed,

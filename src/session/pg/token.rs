@@ -1,0 +1,179 @@
+//! The causal token on every route a statement can take (#34): `SHOW`, `SET` and `RESET` of
+//! `querypilot.causal_token` concern the router, so whether they come as a simple Query or as
+//! a Parse (unnamed or named, alone or in a pipeline) the router answers them itself, in their
+//! place among the backend's answers, and none reaches a server: a server would keep a
+//! placeholder setting the router never sees, and leave it on the pooled connection for the
+//! next client. Any other statement naming the token (in a multi-statement text, `SET LOCAL`,
+//! `set_config`) is refused with 0A000 before it reaches a server.
+
+use std::collections::HashMap;
+
+use super::prepared::Expect;
+use super::route::INVALID_PARAMETER_VALUE;
+use super::{End, Session};
+use crate::protocol::pg::backend::{self, BackendMessage, FieldDescription};
+use crate::protocol::pg::tag::backend as server;
+use crate::protocol::pg::{sqlstate, Target};
+use crate::routing::causal::{
+    format_token, mentions_token, parse_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME,
+};
+use crate::session::client_error::PgClientError;
+use crate::sql::Dialect;
+
+/// OID of `text`, the causal token's type in `SHOW querypilot.causal_token`.
+const TEXT_OID: u32 = 25;
+/// A ParameterDescription of no parameters: token statements take none.
+const NO_PARAMETERS: [u8; 7] = [server::PARAMETER_DESCRIPTION, 0, 0, 0, 6, 0, 0];
+
+/// The client's prepared statements and portals that are token statements, which the router
+/// answers itself (the others are in the session's statement map and on backends).
+#[derive(Debug, Default)]
+pub(super) struct TokenStatements {
+    stmts: HashMap<String, TokenCommand>,
+    portals: HashMap<String, TokenCommand>,
+}
+
+impl Session {
+    /// A simple Query naming the token: answered here (`SHOW`/`SET`/`RESET` alone) or refused;
+    /// `None` when `sql` does not name it.
+    pub(super) async fn on_token_query(&mut self, sql: &str) -> Option<Result<(), End>> {
+        match token_command(sql, Dialect::Postgres) {
+            Some(command) => {
+                if command == TokenCommand::Show {
+                    row_type(&command, &mut self.io.out);
+                }
+                let mut out = std::mem::take(&mut self.io.out);
+                if let Err(e) = self.run_token(&command, &mut out) {
+                    e.encode(&mut out);
+                }
+                self.io.out = out;
+            }
+            None if mentions_token(sql) => elsewhere().encode(&mut self.io.out),
+            None => return None,
+        }
+        backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
+        Some(self.flush_client().await)
+    }
+
+    /// A Parse: a token statement is kept by the router (ParseComplete in its place), one that
+    /// names the token otherwise fails the batch; `None`: an ordinary statement.
+    pub(super) fn on_token_parse(&mut self, name: &str, query: &str) -> Option<Result<(), End>> {
+        let command = token_command(query, Dialect::Postgres);
+        if command.is_none() && mentions_token(query) {
+            return Some(self.fail_token_batch(elsewhere()));
+        }
+        if !name.is_empty() && self.progress.tokens.stmts.contains_key(name) {
+            let text = format!("prepared statement \"{name}\" already exists");
+            return Some(self.fail_token_batch(PgClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, text)));
+        }
+        let Some(command) = command else {
+            // A new unnamed statement replaces a token statement of that name.
+            self.progress.tokens.stmts.remove(name);
+            return None;
+        };
+        if self.stmts.contains_key(name) {
+            return None; // the ordinary path reports the duplicate
+        }
+        self.progress.tokens.stmts.insert(name.to_owned(), command);
+        self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+        Some(Ok(()))
+    }
+
+    /// A Bind of a token statement makes a token portal (BindComplete in its place); a Bind
+    /// of another statement replaces a token portal of the same name.
+    pub(super) fn on_token_bind(&mut self, portal: &str, statement: &str) -> Option<Result<(), End>> {
+        let Some(command) = self.progress.tokens.stmts.get(statement).cloned() else {
+            self.progress.tokens.portals.remove(portal);
+            return None;
+        };
+        self.progress.tokens.portals.insert(portal.to_owned(), command);
+        self.ex.expect.push_back(Expect::Synth(server::BIND_COMPLETE));
+        Some(Ok(()))
+    }
+
+    /// A Describe of a token statement (no parameters, then its row type) or portal.
+    pub(super) fn on_token_describe(&mut self, kind: Target, name: &str) -> Option<Result<(), End>> {
+        let map = if kind == Target::Statement { &self.progress.tokens.stmts } else { &self.progress.tokens.portals };
+        let command = map.get(name)?;
+        let mut answer = Vec::with_capacity(64);
+        if kind == Target::Statement {
+            answer.extend_from_slice(&NO_PARAMETERS);
+        }
+        row_type(command, &mut answer);
+        self.ex.answer(answer);
+        Some(Ok(()))
+    }
+
+    /// An Execute of a token portal: runs it here.
+    pub(super) fn on_token_execute(&mut self, portal: &str) -> Option<Result<(), End>> {
+        let command = self.progress.tokens.portals.get(portal)?.clone();
+        let mut answer = Vec::with_capacity(64);
+        Some(match self.run_token(&command, &mut answer) {
+            Ok(()) => {
+                self.ex.answer(answer);
+                Ok(())
+            }
+            Err(e) => self.fail_token_batch(e),
+        })
+    }
+
+    /// A Close of a token statement or portal (CloseComplete in its place).
+    pub(super) fn on_token_close(&mut self, kind: Target, name: &str) -> Option<Result<(), End>> {
+        let map =
+            if kind == Target::Statement { &mut self.progress.tokens.stmts } else { &mut self.progress.tokens.portals };
+        map.remove(name)?;
+        self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
+        Some(Ok(()))
+    }
+
+    /// Runs `command`, writing its rows and CommandComplete to `out`. An invalid token changes
+    /// nothing.
+    fn run_token(&mut self, command: &TokenCommand, out: &mut Vec<u8>) -> Result<(), PgClientError> {
+        match command {
+            TokenCommand::Show => {
+                let value = self.progress.ryw.required_position().map(format_token).unwrap_or_default();
+                let _ = backend::encode_data_row(&[Some(value.as_bytes())], out);
+            }
+            TokenCommand::Set(value) => {
+                let position =
+                    parse_token(value).map_err(|e| PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()))?;
+                if !self.progress.ryw.can_adopt(&position) {
+                    let e = crate::routing::causal::TokenError::TooLarge;
+                    return Err(PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()));
+                }
+                self.progress.ryw.adopt(position);
+            }
+            TokenCommand::Default { .. } => {}
+        }
+        let _ = BackendMessage::CommandComplete(command.tag()).encode(out);
+        Ok(())
+    }
+
+    /// Fails the batch with `e` after the router's answers due before it.
+    fn fail_token_batch(&mut self, e: PgClientError) -> Result<(), End> {
+        self.emit_synth();
+        self.fail_batch(e)
+    }
+}
+
+/// The row type of `command`: a text column for `SHOW`, none otherwise.
+fn row_type(command: &TokenCommand, out: &mut Vec<u8>) {
+    if *command != TokenCommand::Show {
+        out.extend_from_slice(&[server::NO_DATA, 0, 0, 0, 4]);
+        return;
+    }
+    let field = FieldDescription {
+        name: TOKEN_NAME,
+        table_oid: 0,
+        column_attr: 0,
+        type_oid: TEXT_OID,
+        type_size: -1,
+        type_modifier: -1,
+        format: 0,
+    };
+    let _ = backend::encode_row_description(&[field], out);
+}
+
+fn elsewhere() -> PgClientError {
+    PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, TOKEN_ELSEWHERE)
+}
