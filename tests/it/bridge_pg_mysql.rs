@@ -14,7 +14,7 @@ use crate::router::Router;
 use crate::support::{dbs, unique_name};
 
 /// A router with a PostgreSQL listener whose default pool `myx` is the MariaDB primary.
-fn bridge_router(mode: &str) -> Router {
+pub(crate) fn bridge_router(mode: &str) -> Router {
     Router::start(&bridge_router_toml(mode))
 }
 

@@ -215,21 +215,6 @@ fn mariadb_cli_values_through_the_postgres_bridge() {
     pg.primary_client().batch_execute(&format!("DROP TABLE {t}")).expect("drop");
 }
 
-/// A router with a PostgreSQL listener whose default pool `myx` is the MariaDB primary.
-fn pg_bridge_router() -> Router {
-    let my = &dbs().my;
-    Router::start(&format!(
-        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
-         [pools.myx]\nprotocol = \"mysql\"\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
-         max_connections = 4\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
-         [routing]\ndefault_pool = \"myx\"\n",
-        u = my.user,
-        p = my.password,
-        d = my.database,
-        port = my.primary_port,
-    ))
-}
-
 fn pg_values(port: u16, database: &str, driver: &str) -> Vec<String> {
     let pg = &dbs().pg;
     let dsn = if driver == "asyncpg" {
@@ -253,7 +238,7 @@ fn pg_values(port: u16, database: &str, driver: &str) -> Vec<String> {
 #[test]
 fn postgres_clients_values_through_the_mysql_bridge() {
     let pg = &dbs().pg;
-    let router = pg_bridge_router();
+    let router = crate::bridge_pg_mysql::bridge_router("transaction");
     for driver in ["psycopg2", "psycopg-client", "psycopg", "asyncpg"] {
         let want = on("postgres", pg_values(pg.primary_port, &pg.database, driver), driver);
         assert_no_injection(&want, driver);
