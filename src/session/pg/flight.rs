@@ -27,6 +27,29 @@ const REPLAY_MAX: usize = 64 * 1024;
 /// The server's text for a prepared statement whose result type changed.
 const STALE_PLAN: &str = "cached plan must not change result type";
 
+/// Why a backend connection went away or was given up.
+#[derive(Debug)]
+pub(super) struct Gone {
+    /// The cause, which the router's own error names.
+    pub cause: RelayError,
+    /// The server's own FATAL ErrorResponse, whole, when it sent one: a session that ends with
+    /// its connection relays it, so the client sees what a direct connection shows (#36).
+    pub said: Option<Vec<u8>>,
+}
+
+impl Gone {
+    /// The server's FATAL `frame` (an ErrorResponse), whose fields are `cause`.
+    pub fn said(cause: RelayError, frame: &[u8]) -> Self {
+        Self { cause, said: Some(frame.to_vec()) }
+    }
+}
+
+impl From<RelayError> for Gone {
+    fn from(cause: RelayError) -> Self {
+        Self { cause, said: None }
+    }
+}
+
 /// Where, in the batch being assembled, a healable Bind starts.
 #[derive(Debug, Clone)]
 pub(super) struct HealMark {
@@ -56,7 +79,7 @@ pub(super) struct Replay {
 pub(super) struct Flight {
     /// Why the backend is going away or was given up (a FATAL it sent, a cancel it ignored),
     /// told to the client when the connection is found lost.
-    pub fatal: Option<RelayError>,
+    pub fatal: Option<Gone>,
     /// `query_timeout` fired and a cancel was sent for the running statement.
     pub timed_out: bool,
     /// Set while the batch being assembled starts with a healable Bind.

@@ -17,6 +17,7 @@ mod encoding;
 mod exchange;
 mod flight;
 mod login;
+mod lost;
 mod named;
 mod pipeline;
 mod prepared;
@@ -773,53 +774,6 @@ impl Session {
             return self.backend_lost().await;
         }
         Ok(())
-    }
-
-    /// The backend connection broke: tell the client, drop the connection, stay alive — unless
-    /// a transaction was open, the session was pinned, or the pool is in session mode. A
-    /// session that went on would run the client's next statements without what the server
-    /// held for it (a COMMIT would be answered with success, the role would be gone), so the
-    /// session ends with a FATAL error as a direct connection would.
-    async fn backend_lost(&mut self) -> Result<(), End> {
-        if let Some(mut c) = self.backend.take() {
-            c.broken = true;
-            self.pool.checkin(c, false);
-        }
-        self.ex.lost();
-        self.cancel.slot.set_running(None);
-        let was_in_tx = self.progress.tx != TransactionStatus::Idle;
-        self.progress.tx = TransactionStatus::Idle;
-        self.state.rollback();
-        let why = self.ex.flight.fatal.take().and_then(|e| e.cause()).map(|m| format!(" ({m})")).unwrap_or_default();
-        self.ex.flight.settle();
-        // A pinned session's server-side state (its role, temporary objects...) died too: going
-        // on elsewhere would run its next statements without it, e.g. as the pool user (#18).
-        // A session-mode client owns its server session outright, so it ends with it, as a
-        // direct connection would (#18).
-        let lost = match self.state.pin() {
-            _ if was_in_tx => " inside a transaction; the transaction was rolled back".to_owned(),
-            Some(pin) => format!("; the session's state ({}) is gone", pin.as_str()),
-            None if self.mode() == PoolMode::Session => "; the server session is gone".to_owned(),
-            None => String::new(),
-        };
-        if !lost.is_empty() {
-            tracing::warn!("backend lost{lost}");
-            PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}{lost}"))
-                .encode_fatal(&mut self.io.out);
-            if self.flush_client().await.is_ok() {
-                // The client may have sent more already: closing on it would reset the
-                // connection and could destroy the error before the client read it.
-                rt::linger_close(&mut self.io.client, rt::now() + super::FATAL_LINGER).await;
-            }
-            return Err(End::Fatal);
-        }
-        PgClientError::new(
-            sqlstate::CONNECTION_FAILURE,
-            format!("the backend connection was lost{why}; the statement may not have completed"),
-        )
-        .encode(&mut self.io.out);
-        backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.io.out);
-        self.flush_client().await
     }
 
     /// Gives the backend connection back when the pool mode says the client is done with it.

@@ -178,7 +178,7 @@ impl Session {
             if self.ex.flight.timed_out {
                 // The backend ignored the cancel for another query_timeout: it is not
                 // answering at all, and the connection is given up.
-                self.ex.flight.fatal = Some(RelayError::CancelIgnored { timeout_ms: self.query_ms() });
+                self.ex.flight.fatal = Some(RelayError::CancelIgnored { timeout_ms: self.query_ms() }.into());
                 self.backend_lost().await?;
                 return Ok(None);
             }
@@ -191,7 +191,7 @@ impl Session {
         };
         match next {
             Ok((tag, _)) if !is_after_startup(tag) => {
-                self.ex.flight.fatal = Some(RelayError::OutOfStep { tag });
+                self.ex.flight.fatal = Some(RelayError::OutOfStep { tag }.into());
                 self.backend_lost().await?;
                 Ok(None)
             }
@@ -468,23 +468,6 @@ impl Session {
             return Err(self.lost_while_idle());
         }
         Ok(())
-    }
-
-    /// The held backend went away while the client was idle: the session's server-side state
-    /// (transaction, temp objects, LISTEN) is gone, so the client is told and closed, as
-    /// PostgreSQL itself would.
-    fn lost_while_idle(&mut self) -> End {
-        if let Some(mut c) = self.backend.take() {
-            c.broken = true;
-            self.pool.checkin(c, false);
-        }
-        self.cancel.slot.set_running(None);
-        self.ex.lost();
-        let why = self.ex.flight.fatal.take().and_then(|e| e.cause()).map(|m| format!(" ({m})")).unwrap_or_default();
-        self.ex.flight.settle();
-        PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}"))
-            .encode_fatal(&mut self.io.out);
-        End::Fatal
     }
 
     /// Bookkeeping of the CommandComplete at `pos`: statistics, schema changes, and the

@@ -11,7 +11,7 @@ use crate::protocol::pg::tag::{backend as server, tx_status};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use super::flight::{classify_error, ErrorKind, Flight, Replay};
+use super::flight::{classify_error, ErrorKind, Flight, Gone, Replay};
 use super::prepared::{Expect, Stmt};
 use super::retry::RulePolicy;
 use crate::protocol::pg::{frontend, sqlstate, RawFrame, TransactionStatus};
@@ -357,7 +357,7 @@ impl Exchange {
             server::NOTIFICATION_RESPONSE | server::NOTICE_RESPONSE | server::PARAMETER_STATUS => Unprompted::Relay,
             server::ERROR_RESPONSE => {
                 if let ErrorKind::Fatal(e) = classify_error(frame.body()) {
-                    self.flight.fatal = Some(e);
+                    self.flight.fatal = Some(Gone::said(e, frame.bytes()));
                 }
                 Unprompted::Lost
             }
@@ -397,7 +397,7 @@ impl Exchange {
                 self.on_completion(frame, front)
             }
             server::ERROR_RESPONSE => {
-                let mut step = self.on_error(frame.body(), front, query_ms);
+                let mut step = self.on_error(frame, front, query_ms);
                 step.skipped = self.skip_to_sync();
                 step
             }
@@ -455,13 +455,13 @@ impl Exchange {
 
     /// Decides what the client sees of an ErrorResponse: most are relayed; a FATAL becomes the
     /// connection-loss error; a stale plan is healed; a cancel sent by query_timeout says so.
-    fn on_error(&mut self, body: &[u8], front: Option<Expect>, query_ms: u128) -> Step {
+    fn on_error(&mut self, frame: &RawFrame<'_>, front: Option<Expect>, query_ms: u128) -> Step {
         if std::mem::take(&mut self.flight.aborting) {
             // The router's stand-in for a statement it refused: the client has its error.
             self.outcome.error = true;
             return Step::new(Action::Swallow);
         }
-        let kind = classify_error(body);
+        let kind = classify_error(frame.body());
         let stale = matches!(kind, ErrorKind::StalePlan);
         let healable = matches!(front, Some(Expect::Bind | Expect::DescribeStatement)) && self.flight.replay.is_some();
         if stale && healable {
@@ -472,7 +472,7 @@ impl Exchange {
         self.outcome.error = true;
         match kind {
             ErrorKind::Fatal(e) => {
-                self.flight.fatal = Some(e);
+                self.flight.fatal = Some(Gone::said(e, frame.bytes()));
                 Step::new(Action::Fail)
             }
             ErrorKind::Canceled if self.flight.timed_out => {

@@ -269,15 +269,18 @@ fn a_serialization_failure_is_held_then_the_retry_is_relayed() {
 fn a_fatal_mid_response_ends_the_relay_with_its_cause() {
     let mut ex = exchange(&[Expect::Bind, Expect::Execute, Expect::Sync]);
     forwards(&mut ex, &[msg(server::BIND_COMPLETE, b""), row_description(), data_row(b"1")]);
-    let fatal = feed(&mut ex, &error(Severity::Fatal, "57P01", "terminating connection due to administrator command"));
+    let said = error(Severity::Fatal, "57P01", "terminating connection due to administrator command");
+    let fatal = feed(&mut ex, &said);
     assert!(matches!(fatal.action, Action::Fail));
+    let gone = ex.flight.fatal.as_ref().expect("a cause");
     assert!(matches!(
-        ex.flight.fatal,
-        Some(RelayError::BackendFatal { ref code, ref message })
+        gone.cause,
+        RelayError::BackendFatal { ref code, ref message }
             if code == "57P01" && message == "terminating connection due to administrator command"
     ));
+    assert_eq!(gone.said.as_deref(), Some(&said[..]), "the server's own FATAL, whole, for a session that ends (#36)");
     assert_eq!(
-        ex.flight.fatal.as_ref().and_then(RelayError::cause).as_deref(),
+        gone.cause.cause().as_deref(),
         Some("57P01: terminating connection due to administrator command"),
         "the client's 08006 names it as before"
     );
@@ -353,7 +356,9 @@ fn what_a_backend_says_unprompted_is_relayed_or_ends_it() {
     let fatal = error(Severity::Fatal, "57P01", "terminating connection due to administrator command");
     let frame = decode_raw_frame(&fatal, 1 << 20).expect("well-formed").expect("whole");
     assert_eq!(ex.on_unprompted(&frame), Unprompted::Lost);
-    assert!(matches!(ex.flight.fatal, Some(RelayError::BackendFatal { ref code, .. }) if code == "57P01"));
+    let gone = ex.flight.fatal.as_ref().expect("a cause");
+    assert!(matches!(gone.cause, RelayError::BackendFatal { ref code, .. } if code == "57P01"));
+    assert_eq!(gone.said.as_deref(), Some(&fatal[..]));
     let stray = ready(tx_status::IDLE);
     let frame = decode_raw_frame(&stray, 1 << 20).expect("well-formed").expect("whole");
     assert_eq!(ex.on_unprompted(&frame), Unprompted::Lost, "an answer nobody asked for: out of step");
