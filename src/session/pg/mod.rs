@@ -620,13 +620,7 @@ impl Session {
         if let Some(e) = self.named_parse_refusal(name, query) {
             return self.fail_batch(e);
         }
-        // Named statements are routed at execute time; here only a translation matters, since it
-        // changes what is prepared on backends.
-        let route_key = self.ctx.statement_key(query, Protocol::Postgres);
-        let translated = self.decide(query, Some(route_key)).rewritten.map(|t| t.sql);
-        let mut stmt = Stmt::new(query, translated.as_deref(), types, self.pool.schema_generation());
-        stmt.route_key = Some(route_key);
-        let stmt = Rc::new(stmt);
+        let stmt = Rc::new(self.client_stmt(query, types));
         self.stmts.insert(name.to_owned(), stmt.clone());
         if self.backend.is_none() {
             // Outside a transaction a named statement needs no connection yet: it is prepared
@@ -635,6 +629,9 @@ impl Session {
             // small pool. A statement the server rejects reports its error at that first use.
             self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
             return Ok(());
+        }
+        if let Some(inner) = &stmt.executes {
+            self.prepare_executed(inner);
         }
         if self.has_prepared(stmt.key) {
             self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
@@ -660,6 +657,9 @@ impl Session {
             return self.fail_batch(e);
         }
         self.state.stage(stmt.effects.iter().cloned());
+        if let Some(inner) = &stmt.executes {
+            self.prepare_executed(inner);
+        }
         if !self.has_prepared(stmt.key) {
             if let Err(e) = self.check_moved(&stmt).await {
                 return self.fail_batch(e);
@@ -702,6 +702,9 @@ impl Session {
         }
         if kind == Target::Statement {
             self.ex.flight.describing.push_back(Some(stmt.clone()));
+        }
+        if let Some(inner) = &stmt.executes {
+            self.prepare_executed(inner);
         }
         if !self.has_prepared(stmt.key) {
             self.prepare_on_backend(&stmt, true);

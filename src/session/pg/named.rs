@@ -4,15 +4,20 @@
 //! name (`prepared`), so SQL that names it is answered or rewritten here. psycopg built against
 //! libpq < 17 evicts its statement cache with SQL `DEALLOCATE`, so this is ordinary traffic.
 //!
-//! Only a query that is exactly one such statement is handled; anything else (a name the
-//! client prepared with SQL `PREPARE`, which pins the session and lives on the server under
-//! its own name, or several statements in one string) goes to the server unchanged.
+//! `EXECUTE name` is renamed on every route a text takes (#36): a simple query (also among
+//! several statements), an unnamed Parse, and a named Parse — whose statement then runs the
+//! client's statement as it was when it was prepared: the router prepares that one first
+//! wherever it prepares the outer one (the server fixes a statement's row type at Parse).
+//! `DEALLOCATE` is handled only as a query that is exactly one such statement. Anything else (a
+//! name the client prepared with SQL `PREPARE`, which pins the session and lives on the server
+//! under its own name) goes to the server unchanged.
 
 use std::ops::Range;
 use std::rc::Rc;
 
 use super::prepared::{Expect, Stmt};
 use super::{End, Session};
+use crate::config::Protocol;
 use crate::protocol::pg::{backend, frontend, BackendMessage, TransactionStatus};
 use crate::session::client_error::PgClientError;
 use crate::session::error::RelayError;
@@ -73,6 +78,26 @@ pub(super) fn parse(sql: &str) -> Option<Command> {
     }
 }
 
+/// Every statement of a (possibly multi-statement) query that is `EXECUTE name [(args)]`: the
+/// name and where it is in the query.
+pub(super) fn executes_in(sql: &str) -> Vec<(String, Range<usize>)> {
+    // Most queries never say EXECUTE: spare them the lexer pass.
+    if !sql.as_bytes().windows(7).any(|w| w.eq_ignore_ascii_case(b"execute")) {
+        return Vec::new();
+    }
+    let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment).collect();
+    tokens
+        .split(|t| t.kind == TokenKind::Semicolon)
+        .filter_map(|statement| match statement {
+            [first, name] if first.is_word("EXECUTE") => Some((identifier(name)?, name.span())),
+            [first, name, open, ..] if first.is_word("EXECUTE") && open.kind == TokenKind::LParen => {
+                Some((identifier(name)?, name.span()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The name an identifier token stands for: folded to lower case unless quoted.
 fn identifier(t: &Token<'_>) -> Option<String> {
     match t.kind {
@@ -91,7 +116,18 @@ impl Session {
         if self.stmts.is_empty() {
             return None;
         }
-        match parse(sql)? {
+        let Some(command) = parse(sql) else {
+            // Several statements: each EXECUTE of the client's statements is renamed.
+            let runs: Vec<_> = executes_in(sql)
+                .into_iter()
+                .filter_map(|(name, span)| Some((span, self.stmts.get(&name).cloned()?)))
+                .collect();
+            if runs.is_empty() {
+                return None;
+            }
+            return Some(self.execute_named(sql, runs).await);
+        };
+        match command {
             Command::DeallocateAll => {
                 // Also sent on: the server drops the client's SQL-level statements, and the
                 // relay forgets the router's statements of that connection at its tag.
@@ -110,7 +146,7 @@ impl Session {
             }
             Command::Execute { name, span } => {
                 let stmt = self.stmts.get(&name).cloned()?;
-                Some(self.execute_named(sql, span, stmt).await)
+                Some(self.execute_named(sql, vec![(span, stmt)]).await)
             }
         }
     }
@@ -154,9 +190,7 @@ impl Session {
             format!("DEALLOCATE {DEALLOCATE_STANDIN}")
         } else {
             self.state.stage(stmt.effects.iter().cloned());
-            if !self.has_prepared(stmt.key) {
-                self.prepare_on_backend(&stmt, true);
-            }
+            self.prepare_executed(&stmt);
             renamed(query, span.unwrap_or_default(), &stmt.server_name)
         };
         let mut parse = Vec::with_capacity(sql.len() + 16);
@@ -173,10 +207,11 @@ impl Session {
         Some(Ok(()))
     }
 
-    /// `EXECUTE name(...)` as a simple Query: the statement is prepared on the connection
-    /// first (its own Sync'd exchange: a Parse error must not make the server skip the Query),
-    /// then the Query runs under the statement's router name.
-    async fn execute_named(&mut self, sql: &str, span: Range<usize>, stmt: Rc<Stmt>) -> Result<(), End> {
+    /// `EXECUTE name(...)` as a simple Query, alone or among other statements (`runs`: where
+    /// each name is, and its statement): the statements are prepared on the connection first
+    /// (an exchange of their own: a Parse error must not make the server skip the Query), then
+    /// the Query runs under their router names.
+    async fn execute_named(&mut self, sql: &str, runs: Vec<(Range<usize>, Rc<Stmt>)>) -> Result<(), End> {
         let ready = |s: &mut Self, e: PgClientError| {
             e.encode(&mut s.io.out);
             backend::encode_ready_for_query(s.progress.tx, &mut s.io.out);
@@ -189,7 +224,10 @@ impl Session {
             ready(self, e);
             return self.flush_client().await;
         }
-        if !self.has_prepared(stmt.key) {
+        for stmt in runs.iter().flat_map(|(_, stmt)| chain(stmt)) {
+            if self.has_prepared(stmt.key) {
+                continue;
+            }
             match self.prepare_now(&stmt).await {
                 Ok(None) => {}
                 Ok(Some((error, status))) => {
@@ -202,10 +240,53 @@ impl Session {
                 Err(_) => return self.backend_lost().await,
             }
         }
-        self.state.stage(stmt.effects.iter().cloned());
-        let mut query = Vec::with_capacity(sql.len() + 24);
-        let _ = frontend::encode_query(&renamed(sql, span, &stmt.server_name), &mut query);
+        let mut text = sql.to_owned();
+        // From the last name back, so that the spans before it stay where they are.
+        for (span, stmt) in runs.iter().rev() {
+            self.state.stage(stmt.effects.iter().cloned());
+            text = renamed(&text, span.clone(), &stmt.server_name);
+        }
+        let mut query = Vec::with_capacity(text.len() + 8);
+        let _ = frontend::encode_query(&text, &mut query);
         self.on_simple(&query).await
+    }
+
+    /// The statement a client's named Parse of `query` (types `types`) creates: one that runs
+    /// another of the client's statements (`EXECUTE name`) runs it under its router name, and
+    /// has its effects; otherwise what a translation rule makes of the text, if one applies.
+    pub(super) fn client_stmt(&mut self, query: &str, types: &[u32]) -> Stmt {
+        // Named statements are routed at execute time; here only a translation matters, since
+        // it changes what is prepared on backends.
+        let route_key = self.ctx.statement_key(query, Protocol::Postgres);
+        let executed = match parse(query) {
+            Some(Command::Execute { name, span }) => self.stmts.get(&name).map(|inner| (inner.clone(), span)),
+            _ => None,
+        };
+        let mut stmt = match executed {
+            Some((inner, span)) => {
+                let sent = renamed(query, span, &inner.server_name);
+                let mut stmt = Stmt::new(query, Some(&sent), types, self.pool.schema_generation());
+                stmt.effects = inner.effects.clone();
+                stmt.executes = Some(inner);
+                stmt
+            }
+            None => {
+                let translated = self.decide(query, Some(route_key)).rewritten.map(|t| t.sql);
+                Stmt::new(query, translated.as_deref(), types, self.pool.schema_generation())
+            }
+        };
+        stmt.route_key = Some(route_key);
+        stmt
+    }
+
+    /// Queues a Parse of `stmt`, and first of the statements its text runs, where the attached
+    /// connection lacks them (the server fixes an `EXECUTE`'s row type when it is parsed).
+    pub(super) fn prepare_executed(&mut self, stmt: &Rc<Stmt>) {
+        for s in chain(stmt) {
+            if !self.has_prepared(s.key) {
+                self.prepare_on_backend(&s, true);
+            }
+        }
     }
 
     /// Prepares `stmt` on the attached connection in an exchange of its own (evicting the
@@ -231,6 +312,17 @@ impl Session {
         }
         Ok(answer.error.map(|e| (e, answer.status)))
     }
+}
+
+/// `stmt` and the statements its text runs, innermost first. A statement can run only one
+/// that existed before it, so the chain ends.
+fn chain(stmt: &Rc<Stmt>) -> Vec<Rc<Stmt>> {
+    let mut chain = vec![stmt.clone()];
+    while let Some(inner) = chain.last().and_then(|s| s.executes.clone()) {
+        chain.push(inner);
+    }
+    chain.reverse();
+    chain
 }
 
 /// `sql` with the name at `span` replaced by `server_name`.
@@ -278,6 +370,28 @@ mod tests {
         ] {
             assert_eq!(parse(sql), None, "{sql}");
         }
+    }
+
+    #[test]
+    fn finds_every_execute_among_several_statements() {
+        let sql = "SELECT 1; EXECUTE s1; execute \"S2\" (1, 'x;y') ; EXECUTE s3 x; SELECT 'EXECUTE s4'";
+        let found = executes_in(sql);
+        let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["s1", "S2"]);
+        assert_eq!(found.iter().map(|(_, span)| &sql[span.clone()]).collect::<Vec<_>>(), ["s1", "\"S2\""]);
+        assert!(executes_in("SELECT 1; SELECT 2").is_empty());
+        assert!(executes_in("/* execute s1 */ SELECT 1").is_empty());
+    }
+
+    #[test]
+    fn a_chain_of_statements_runs_innermost_first() {
+        let s1 = Rc::new(Stmt::new("SELECT 1", None, &[], 0));
+        let mut s2 = Stmt::new("EXECUTE s1", Some(&format!("EXECUTE {}", s1.server_name)), &[], 0);
+        s2.executes = Some(s1.clone());
+        let s2 = Rc::new(s2);
+        let keys: Vec<u64> = chain(&s2).iter().map(|s| s.key).collect();
+        assert_eq!(keys, [s1.key, s2.key]);
+        assert_eq!(chain(&s1).len(), 1);
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub(super) struct Stmt {
     pub generation: u64,
     /// The row type the client was told when it described the statement (see `verify`).
     pub row_type: std::cell::Cell<Option<u64>>,
+    /// The client's statement this one's text runs (`EXECUTE name`, renamed in `sent`): it must
+    /// be on a connection before this one is parsed there (see `named`).
+    pub executes: Option<std::rc::Rc<Stmt>>,
 }
 
 impl Stmt {
@@ -60,6 +63,7 @@ impl Stmt {
             sent: (query.to_owned(), types.to_vec()),
             generation,
             row_type: std::cell::Cell::new(None),
+            executes: None,
         }
     }
 }
@@ -76,6 +80,8 @@ impl Stmt {
     pub fn regenerated(&self, generation: u64) -> Self {
         let mut fresh = Self::new(&self.query, Some(&self.sent.0), &self.sent.1, generation);
         fresh.route_key = self.route_key;
+        fresh.executes = self.executes.clone();
+        fresh.effects = self.effects.clone();
         fresh
     }
 }
