@@ -68,6 +68,9 @@ impl Session {
         if tag == client::QUERY {
             return self.on_simple(raw).await;
         }
+        if raw.get(5) == Some(&0) {
+            return self.forward_unnamed_parse(raw, None).await; // the unnamed statement (#36)
+        }
         self.forward_ext(raw, Expect::Parse { swallow: false, key: None }).await
     }
 }

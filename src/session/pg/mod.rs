@@ -26,6 +26,7 @@ mod retry;
 mod route;
 mod settings;
 mod token;
+mod unnamed;
 mod verify;
 
 use crate::protocol::pg::tag::{backend as server, frontend as client};
@@ -125,6 +126,8 @@ struct Progress {
     stmts_held: crate::metrics::Charge,
     /// The client's token statements and portals, which the router answers itself (#34).
     tokens: token::TokenStatements,
+    /// The client's unnamed statement, which follows it across connections (#36).
+    unnamed: unnamed::Unnamed,
 }
 
 /// The client's user and requested database.
@@ -239,6 +242,7 @@ impl Session {
                 digest: digest::DigestTracker::default(),
                 stmts_held,
                 tokens: token::TokenStatements::default(),
+                unnamed: unnamed::Unnamed::default(),
             },
             identity,
             bridge: bridged::Bridge::default(),
@@ -584,6 +588,9 @@ impl Session {
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
+        if raw.first() == Some(&client::QUERY) {
+            self.progress.unnamed.dropped(); // as the server does at every simple Query
+        }
         self.ex.bout.extend_from_slice(raw);
         self.arm_retry(); // retry (#11)
         self.send_backend().await?;
@@ -607,7 +614,7 @@ impl Session {
             };
             let Some(sql) = rewritten else {
                 self.state.stage(pg_effects(query));
-                return self.forward_ext(raw, Expect::Parse { swallow: false, key: None }).await;
+                return self.forward_unnamed_parse(raw, None).await;
             };
             self.state.stage(pg_effects(&sql));
             let mut parse = Vec::with_capacity(sql.len() + 16);
@@ -615,7 +622,7 @@ impl Session {
                 return self
                     .fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"));
             }
-            return self.forward_ext(&parse, Expect::Parse { swallow: false, key: None }).await;
+            return self.forward_unnamed_parse(&parse, None).await;
         }
         if let Some(e) = self.named_parse_refusal(name, query) {
             return self.fail_batch(e);
@@ -644,7 +651,7 @@ impl Session {
 
     async fn on_bind(&mut self, statement: &str, raw: &[u8]) -> Result<(), End> {
         if statement.is_empty() {
-            return self.forward_ext(raw, Expect::Bind).await;
+            return self.forward_to_unnamed(raw, Expect::Bind).await;
         }
         let Some(stmt) = self.stmts.get(statement).cloned() else {
             // Unknown to the router: let the server report it.
@@ -691,6 +698,9 @@ impl Session {
         let Some(stmt) = stmt else {
             if kind == Target::Statement {
                 self.ex.flight.describing.push_back(None);
+                if name.is_empty() {
+                    return self.forward_to_unnamed(raw, expect).await;
+                }
             }
             return self.forward_ext(raw, expect).await;
         };
@@ -728,6 +738,9 @@ impl Session {
             self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
             return Ok(());
         }
+        if kind == Target::Statement {
+            self.progress.unnamed.dropped();
+        }
         self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
     }
 
@@ -753,6 +766,7 @@ impl Session {
             .await
             .map_err(|e| PgClientError::from(&e))?;
         self.backend = Some(conn);
+        self.progress.unnamed.elsewhere();
         if self.backend.as_ref().is_some_and(|c| c.settings != self.state.signature()) {
             self.replay_settings().await?;
         }

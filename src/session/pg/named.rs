@@ -204,6 +204,7 @@ impl Session {
         }
         self.ex.bout.extend_from_slice(&parse);
         self.ex.expect.push_back(Expect::Parse { swallow: false, key: None });
+        self.progress.unnamed.parsed(&parse, (!deallocate).then_some(stmt));
         Some(Ok(()))
     }
 

@@ -214,6 +214,7 @@ impl Session {
         if let Some(conn) = caught_up.await.map_err(|e| PgClientError::from(&e))? {
             let stale = conn.settings != self.state.signature();
             self.backend = Some(conn);
+            self.progress.unnamed.elsewhere();
             return if stale { self.replay_settings().await } else { Ok(()) };
         }
         let primary = config
@@ -247,6 +248,7 @@ impl Session {
             self.progress.ryw.learned(None);
             return;
         };
+        self.progress.unnamed.elsewhere(); // a simple query of the router's drops it
         match pg_commit_position(conn).await {
             Ok(position) => {
                 self.progress.ryw.learned(Some(Position::Wal(position)));

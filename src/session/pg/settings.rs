@@ -110,6 +110,7 @@ impl Session {
             return;
         }
         let Some(sql) = self.state.take_restore() else { return };
+        self.progress.unnamed.elsewhere(); // a simple query of the router's drops it
         let Some(conn) = self.backend.as_mut() else { return };
         match run_reporting(conn, &sql).await {
             Ok(reports) => {

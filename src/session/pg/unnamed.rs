@@ -1,0 +1,116 @@
+//! The client's unnamed statement follows it across backend connections (#36). On the server,
+//! Parse of the unnamed statement replaces it, a simple Query or a failed Parse drops it, and it
+//! lives until then — across Syncs, which is where transaction pooling may hand the client
+//! another connection. psql's `\gdesc` parses in one round trip and describes in the next. So the
+//! session keeps the Parse it last sent for its unnamed statement, and before a Bind or Describe
+//! of the unnamed statement on a connection that may hold someone else's, it sends that Parse
+//! again (or, when the client has none, a Close of the connection's, so the server reports it
+//! missing as it would to the client directly).
+//!
+//! Held: one Parse message per session, no longer than the listener's `max_message_size`.
+
+use std::rc::Rc;
+
+use super::prepared::{Expect, Stmt};
+use super::{End, Session};
+use crate::protocol::pg::{frontend, Target};
+
+/// What the session knows of its client's unnamed statement.
+#[derive(Debug, Default)]
+pub(super) struct Unnamed {
+    /// The Parse that created it, as the server got it (translated, renamed); its buffer is
+    /// reused from one statement to the next.
+    parse: Vec<u8>,
+    /// The client has an unnamed statement (`parse` holds it).
+    exists: bool,
+    /// The router statement its text executes (`EXECUTE name`), needed wherever it runs.
+    executes: Option<Rc<Stmt>>,
+    /// The attached connection's unnamed statement is the client's (or, when the client has
+    /// none, the connection has none either).
+    here: bool,
+}
+
+impl Unnamed {
+    /// The client's unnamed Parse `parse` goes to the attached connection.
+    pub fn parsed(&mut self, parse: &[u8], executes: Option<Rc<Stmt>>) {
+        self.parse.clear();
+        self.parse.extend_from_slice(parse);
+        self.exists = true;
+        self.executes = executes;
+        self.here = true;
+    }
+
+    /// The server dropped the unnamed statement on the attached connection (a simple Query, a
+    /// Close of it, a Parse of it that did not run).
+    pub fn dropped(&mut self) {
+        self.exists = false;
+        self.executes = None;
+        self.here = true;
+    }
+
+    /// The attached connection's unnamed statement is no longer known to be the client's: a
+    /// connection was attached, or the router ran a query of its own on it.
+    pub fn elsewhere(&mut self) {
+        self.here = false;
+    }
+}
+
+impl Session {
+    /// Queues the client's Parse of its unnamed statement, `parse` as the server gets it;
+    /// `executes`: the router statement its text runs (`EXECUTE name`).
+    pub(super) async fn forward_unnamed_parse(&mut self, parse: &[u8], executes: Option<Rc<Stmt>>) -> Result<(), End> {
+        self.forward_ext(parse, Expect::Parse { swallow: false, key: None }).await?;
+        if self.backend.is_some() && !self.ex.refused() {
+            self.progress.unnamed.parsed(parse, executes);
+        }
+        Ok(())
+    }
+
+    /// Queues a Bind or Describe (`raw`) of the unnamed statement, on a connection that has it.
+    pub(super) async fn forward_to_unnamed(&mut self, raw: &[u8], expect: Expect) -> Result<(), End> {
+        if let Err(e) = self.ensure_backend().await {
+            return self.fail_batch(e);
+        }
+        self.follow_unnamed();
+        self.forward_ext(raw, expect).await
+    }
+
+    /// Before a Bind or Describe of the unnamed statement on the attached connection: makes the
+    /// connection's unnamed statement the client's, queuing a Parse (or a Close) whose answer
+    /// the client does not get.
+    pub(super) fn follow_unnamed(&mut self) {
+        if self.progress.unnamed.here || self.backend.is_none() {
+            return;
+        }
+        self.progress.unnamed.here = true;
+        if !self.progress.unnamed.exists {
+            let _ = frontend::encode_close(Target::Statement, "", &mut self.ex.bout);
+            self.ex.expect.push_back(Expect::Close { swallow: true, key: None });
+            return;
+        }
+        if let Some(inner) = self.progress.unnamed.executes.clone() {
+            self.prepare_executed(&inner);
+        }
+        self.ex.bout.extend_from_slice(&self.progress.unnamed.parse);
+        self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knows_where_the_clients_unnamed_statement_is() {
+        let mut u = Unnamed::default();
+        assert!(!u.exists && !u.here, "a fresh session's connection is not known");
+        u.parsed(b"P-one", None);
+        assert!(u.exists && u.here);
+        u.elsewhere();
+        assert!(u.exists && !u.here, "another connection: the Parse goes again");
+        u.parsed(b"P-two", None);
+        assert_eq!(u.parse, b"P-two", "the latest Parse replaces the first");
+        u.dropped();
+        assert!(!u.exists && u.here, "dropped where the client is: nothing to send");
+    }
+}
