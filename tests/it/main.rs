@@ -59,6 +59,7 @@ mod pg_clients;
 mod pg_copy_reject;
 mod pg_extended;
 mod pg_faults;
+mod pg_fidelity;
 mod pg_isolation;
 mod pg_pgbench;
 mod pg_pipeline;
