@@ -72,6 +72,7 @@ mod pg_session_settings;
 mod pg_stream;
 mod pg_util;
 mod pool_protocol;
+mod pool_template;
 mod raw_passthrough;
 mod retry;
 mod router;
