@@ -22,6 +22,7 @@ mod connectors;
 mod console;
 mod demo;
 mod drain;
+mod drop_database;
 mod faults_fake;
 mod faults_kill;
 mod foundation;
