@@ -15,6 +15,7 @@ mod raw;
 mod render;
 mod rules;
 mod span;
+mod template;
 mod validate;
 mod value;
 mod warnings;
@@ -27,6 +28,7 @@ pub use model::{
     PoolLimits, PoolTimeouts, QuerySpec, RegexRule, RetryPolicy, Routing, RuleTarget, TranslationRule,
     DEFAULT_CHECK_QUERY,
 };
+pub use template::PoolTemplate;
 pub use value::{
     parse_duration, parse_size, Balance, ClientAuth, Engine, LogFormat, NormalizationStrategy, PatternKind, PoolMode,
     PoolRole, Protocol, ReadYourWrites, ReplicaFallback, UnknownDatabase,
@@ -59,6 +61,8 @@ pub struct Config {
     pub auth: Auth,
     /// `[limits]`.
     pub limits: Limits,
+    /// `[pool_template]`.
+    pub pool_template: PoolTemplate,
 }
 
 impl Config {
@@ -68,6 +72,7 @@ impl Config {
         let mut ck = Checker::new(text);
         let general = build::general(&mut ck, &raw.general);
         let pools = pool::pools(&mut ck, &raw.pools, general.pool_mode, &raw.routing);
+        let pool_template = template::template(&mut ck, &raw.pool_template, &pools);
         let config = Config {
             listeners: build::listeners(&mut ck, &raw.listeners),
             console: console::console(&mut ck, &raw.console, &pools),
@@ -77,6 +82,7 @@ impl Config {
             metrics: build::metrics(&mut ck, &raw.metrics),
             auth: build::auth(&mut ck, &raw.auth),
             limits: limits::limits(&mut ck, &raw.limits),
+            pool_template,
             general,
         };
         validate::cross_check(&mut ck, &raw, &config);
@@ -108,6 +114,16 @@ impl Config {
             return Some(p);
         }
         primary.filter(|_| self.routing.unknown_database == UnknownDatabase::DefaultPool)
+    }
+
+    /// The pool a `protocol` client naming a database no pool serves is given (#36):
+    /// `[pool_template]`'s pool for that protocol, if any.
+    pub fn template_pool(&self, protocol: Protocol) -> Option<&Pool> {
+        let name = match protocol {
+            Protocol::Postgres => self.pool_template.postgres.as_deref(),
+            Protocol::MySql => self.pool_template.mysql.as_deref(),
+        };
+        name.and_then(|n| self.pool(n))
     }
 
     /// The whole configuration, defaults filled in, as TOML that [`Config::parse`] accepts, with

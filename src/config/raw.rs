@@ -39,6 +39,17 @@ pub(crate) struct RawConfig {
     pub auth: RawAuth,
     #[serde(default)]
     pub limits: RawLimits,
+    #[serde(default)]
+    pub pool_template: RawPoolTemplate,
+}
+
+/// `[pool_template]`: pools for databases no pool serves (#36).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPoolTemplate {
+    pub postgres: Option<Sp<String>>,
+    pub mysql: Option<Sp<String>>,
+    pub max_pools: Option<Sp<i64>>,
 }
 
 /// `[limits]`: what the router holds on a client's behalf (#33).

@@ -60,6 +60,7 @@ pub(crate) fn redacted_toml(config: &Config) -> String {
     }
     root.insert("auth".into(), Value::Table(auth));
     root.insert("limits".into(), Value::Table(limits(&config.limits)));
+    root.insert("pool_template".into(), Value::Table(pool_template(&config.pool_template)));
     // A table of strings, numbers, booleans and arrays of tables always serializes; the
     // fallback only keeps this path free of panics.
     toml::to_string(&root).unwrap_or_default()
@@ -75,6 +76,17 @@ fn limits(limits: &crate::config::Limits) -> Table {
     );
     put_str(&mut table, "long_data", &format_size(u64::try_from(limits.long_data).unwrap_or(u64::MAX)));
     put_str(&mut table, "client_buffer_budget", &format_size(limits.client_buffer_budget));
+    table
+}
+
+fn pool_template(template: &crate::config::PoolTemplate) -> Table {
+    let mut table = Table::new();
+    for (key, pool) in [("postgres", &template.postgres), ("mysql", &template.mysql)] {
+        if let Some(pool) = pool {
+            put_str(&mut table, key, pool);
+        }
+    }
+    table.insert("max_pools".into(), Value::Integer(int(template.max_pools.get())));
     table
 }
 

@@ -362,6 +362,12 @@ impl ControlPlane {
                     }
                 }
             },
+            CoreEvent::ReleaseDatabase { database, deadline, reply } => {
+                for core in &self.setup.cores {
+                    let (database, reply) = (database.clone(), reply.clone());
+                    let _ = core.send(CoreCommand::ReleaseDatabase { database, deadline, reply });
+                }
+            }
             CoreEvent::Stopped(id) => {
                 if let Some(s) = self.stopped.get_mut(usize::from(id.0)) {
                     *s = true;

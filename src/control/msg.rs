@@ -115,6 +115,17 @@ pub enum CoreCommand {
         /// Acknowledgement.
         reply: crossbeam_channel::Sender<CoreId>,
     },
+    /// #36: close this core's idle server connections to `database` (and, on the core running
+    /// the health prober, move its probes off it), then answer, by `deadline` at the latest: a
+    /// client is about to drop, rename or copy that database, which needs it free.
+    ReleaseDatabase {
+        /// The database, as the server names it.
+        database: String,
+        /// When to answer even if a probe still holds the database.
+        deadline: Instant,
+        /// Where the core says it is done.
+        reply: futures_channel::mpsc::UnboundedSender<CoreId>,
+    },
     /// Stop accepting; let sessions finish until the deadline, then close them and stop.
     Drain {
         /// When remaining sessions are closed.
@@ -138,6 +149,16 @@ pub enum CoreEvent {
     /// A cancel or KILL arrived on this core for a session of another core (or, for a MySQL
     /// server thread id, of any core); each core that looks answers on the channel.
     ForwardCancel(KillRequest, futures_channel::mpsc::UnboundedSender<bool>),
+    /// #36: a session asks every core to let go of a database (see
+    /// [`CoreCommand::ReleaseDatabase`]); each answers on the channel.
+    ReleaseDatabase {
+        /// The database.
+        database: String,
+        /// When the cores stop waiting for their probes.
+        deadline: Instant,
+        /// Where each core answers.
+        reply: futures_channel::mpsc::UnboundedSender<CoreId>,
+    },
     /// The core's executor finished draining.
     Stopped(CoreId),
 }

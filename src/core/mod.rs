@@ -8,6 +8,7 @@
 //! Never blocks on a channel, never touches `admin`.
 
 mod pause;
+mod release;
 
 use std::io;
 use std::net::SocketAddr;
@@ -20,6 +21,7 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use crate::control::msg::{ConsoleClient, CoreCommand, CoreEvent, CoreReport, Snapshot};
 use crate::id::{CoreId, RulesVersion};
 use crate::metrics::{CacheOp, DigestSnapshot};
+use crate::pool::health::Prober;
 use crate::pool::{BudgetRegistry, CorePool, PoolSet};
 use crate::routing::CacheStats;
 use crate::rt::{self, CoreHandle, CoreQueues, Listener, RtError};
@@ -81,6 +83,7 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
     }
     let pools = PoolSet::build(&snapshot.config, &budgets, None);
     let fwd = events.clone();
+    let release = events.clone();
     let ctx = Rc::new(CoreContext::new(
         id,
         queues,
@@ -96,6 +99,11 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
                 let _ = console.send(ConsoleClient { stream, leftover, user, role });
             }),
             buffers,
+            release_database: Box::new(move |database, deadline, reply| {
+                let _ = release.send(CoreEvent::ReleaseDatabase { database, deadline, reply });
+            }),
+            cores,
+            budgets: budgets.clone(),
         },
     ));
     session::install_cancel_delivery(&ctx);
@@ -105,13 +113,14 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
             tracing::error!(panic = %msg, "accept loop panicked");
         });
     }
-    if id.0 == 0 {
-        // One prober for the process: health lands in the shared table every core reads.
+    // One prober for the process, on core 0: health lands in the shared table every core reads.
+    let prober = (id.0 == 0).then(|| Prober::new(budgets.clone()));
+    if let Some(prober) = &prober {
         // It ends with the drain: a task still pending when the core's loop returns keeps the
         // context (pools, idle server connections, the console thread's sender) alive for ever.
         let probe_ctx = ctx.clone();
         let drain = ctx.drain.clone();
-        let probe = crate::pool::health::run(budgets.clone(), move || probe_ctx.config());
+        let probe = crate::pool::health::run(prober.clone(), move || probe_ctx.config());
         rt::spawn_guarded(queues.background, rt::race(probe, drain.wait()), |msg| {
             tracing::error!(panic = %msg, "health prober panicked; backend health is no longer updated");
         });
@@ -123,6 +132,9 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
     loop {
         loop {
             match inbox.try_recv() {
+                Ok(CoreCommand::ReleaseDatabase { database, deadline, reply }) => {
+                    release::release(&ctx, prober.as_ref(), database, deadline, reply);
+                }
                 Ok(cmd) => handle(&ctx, cmd, &events, &budgets, cores, &mut version, &mut drain_deadline),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
@@ -133,6 +145,7 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
             }
         }
         ctx.pools().maintain(rt::now());
+        ctx.drop_unused_pools(); // #36: template pools nobody uses
         if let Some(deadline) = drain_deadline {
             if ctx.counters.sessions_active() == 0 || rt::now() >= deadline {
                 break;
@@ -217,6 +230,10 @@ fn handle(
         CoreCommand::Resume { pool, reply } => pause::resume(ctx, pool.as_deref(), reply),
         CoreCommand::Reconnect { pool, reply } => pause::reconnect(ctx, pool.as_deref(), reply),
         CoreCommand::Kill { pool, reply } => pause::kill(ctx, &pool, reply),
+        // Handled by the loop, which holds the prober.
+        CoreCommand::ReleaseDatabase { reply, .. } => {
+            let _ = reply.unbounded_send(ctx.core);
+        }
         CoreCommand::Drain { deadline } => {
             *drain_deadline = Some(deadline);
             ctx.drain.set();

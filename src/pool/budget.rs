@@ -85,6 +85,9 @@ pub struct BudgetRegistry {
     users: Arc<Mutex<UserBudgetMap>>,
     health: Arc<Mutex<HealthMap>>,
     schema: Arc<SchemaGeneration>,
+    /// Pools made from `[pool_template]` (#36), by name: how many core-local pool objects of
+    /// each exist now, on every core and across reloads (see `pool::on_demand`).
+    pub(super) on_demand: Arc<Mutex<HashMap<String, u32>>>,
 }
 
 impl BudgetRegistry {

@@ -25,7 +25,7 @@ use crate::id::{GtidPosition, Position};
 
 pub use lag::{lag_ok, my_lag, pg_lag, Lag, MySample, PgSample};
 pub use position::{my_commit_gtid, my_wait_for_gtid, pg_commit_position, pg_replay_position, PositionError};
-pub use probe::run;
+pub use probe::{run, Prober};
 
 use crate::metrics::HealthFigures;
 

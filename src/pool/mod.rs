@@ -12,6 +12,7 @@ mod conn;
 pub mod health;
 mod login;
 mod mysql;
+mod on_demand;
 mod pause;
 mod pg;
 mod schema;
@@ -29,6 +30,7 @@ pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
 pub use health::{BackendHealth, Cause};
 pub use login::{BackendSecret, PassThrough};
 pub use mysql::{deliver_kill as deliver_mysql_kill, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES};
+pub use on_demand::OnDemandError;
 pub use pause::PauseGate;
 pub use pg::deliver_cancel as deliver_pg_cancel;
 pub use schema::SchemaGeneration;
@@ -232,10 +234,25 @@ pub struct CorePool {
     schema: Arc<SchemaGeneration>,
     /// Where a pass-through pool's per-user budgets live (#23), created when a user first opens.
     budgets: BudgetRegistry,
+    /// A pool made from `[pool_template]` for one database (#36): its place among the
+    /// template's `max_pools`, given back when the pool is dropped.
+    on_demand: Option<on_demand::Claim>,
 }
 
 impl CorePool {
     fn build(config: &PoolConfig, budgets: &BudgetRegistry, counters: Rc<PoolCounters>, gate: Rc<PauseGate>) -> Self {
+        Self::build_sharing_health(config, &config.name, budgets, counters, gate)
+    }
+
+    /// Builds a pool whose backends' health is that of pool `health_of` (a pool made from a
+    /// template shares its template's, which the prober keeps up to date).
+    fn build_sharing_health(
+        config: &PoolConfig,
+        health_of: &str,
+        budgets: &BudgetRegistry,
+        counters: Rc<PoolCounters>,
+        gate: Rc<PauseGate>,
+    ) -> Self {
         let max = config.limits.max_connections.get();
         let backends = config
             .backends
@@ -253,7 +270,7 @@ impl CorePool {
                     outstanding: Cell::new(0),
                     counters: counters.backend(&label),
                     health: budgets.health(
-                        &config.name,
+                        health_of,
                         &label,
                         b.max_replica_lag.is_some() || b.max_replica_lag_bytes.is_some(),
                     ),
@@ -277,6 +294,7 @@ impl CorePool {
             replaced: Cell::new(false),
             schema: budgets.schema(),
             budgets: budgets.clone(),
+            on_demand: None,
         }
     }
 
@@ -871,7 +889,11 @@ impl PoolSet {
                 (p.name.clone(), kept.unwrap_or_else(|| Rc::new(CorePool::build(p, budgets, counters, gate))))
             })
             .collect();
-        Self { pools }
+        let mut set = Self { pools };
+        if let Some(previous) = previous {
+            set.carry_on_demand(config, budgets, previous);
+        }
+        set
     }
 
     /// The pool called `name`.

@@ -5,6 +5,7 @@
 //! threads. The core assembly (`crate::core`) builds it and swaps snapshots into it. Every
 //! `RefCell` here is borrowed only inside one synchronous call, never across an `.await`.
 
+mod database;
 mod udf;
 
 use std::cell::{Cell, RefCell};
@@ -82,7 +83,16 @@ pub struct CoreLinks {
     /// What every session of the process holds for its client (`limits.client_buffer_budget`,
     /// #33).
     pub buffers: Arc<metrics::ClientBudget>,
+    /// #36: asks every core to let go of a database by the deadline; each answers on the channel.
+    pub release_database: Box<dyn Fn(String, Instant, ReleaseReply)>,
+    /// How many cores answer a release.
+    pub cores: usize,
+    /// The process-wide budgets, for the pools made from `[pool_template]` (#36).
+    pub budgets: crate::pool::BudgetRegistry,
 }
+
+/// Where each core says it let go of a database (#36).
+pub type ReleaseReply = futures_channel::mpsc::UnboundedSender<CoreId>;
 
 impl CoreContext {
     /// Builds the context of `core` serving `rules` (with the built-in function catalogs until

@@ -2,6 +2,7 @@
 //!
 //! Depends on `sqlparser` only; never on other modules of the crate, a runtime or a clock.
 
+pub mod database_ddl;
 pub mod fingerprint;
 pub mod hint;
 pub mod isolation;

@@ -38,16 +38,14 @@ const PG_PROBE: &str = "SELECT pg_is_in_recovery(), \
      extract(epoch from pg_last_xact_replay_timestamp())::text, \
      extract(epoch from clock_timestamp())::text";
 
+/// How long after a client asked for a database to be let go (#36) probes of pools on it keep
+/// logging in to another database: long enough for the client's DROP, RENAME or copy and the
+/// CREATE that often follows it.
+const RELEASE_WINDOW: Duration = Duration::from_secs(60);
+
 /// Probes the backends of `config()` (re-read every tick, so reloads apply) until the core
-/// stops. `budgets` is the process-wide registry the pools use; health lands there.
-pub async fn run(budgets: BudgetRegistry, config: impl Fn() -> Arc<Config> + 'static) {
-    let prober = Rc::new(Prober {
-        budgets,
-        outside: Budget::unlimited(),
-        waiters: Rc::default(),
-        targets: RefCell::default(),
-        primary_lsn: Cell::new(None),
-    });
+/// stops; health lands in the registry `prober` was made with.
+pub async fn run(prober: Rc<Prober>, config: impl Fn() -> Arc<Config> + 'static) {
     let mut current: Option<Arc<Config>> = None;
     loop {
         let cfg = config();
@@ -67,7 +65,8 @@ pub async fn run(budgets: BudgetRegistry, config: impl Fn() -> Arc<Config> + 'st
     }
 }
 
-struct Prober {
+/// The prober's state: its targets with their probe connections. Core-local (core 0).
+pub struct Prober {
     budgets: BudgetRegistry,
     /// The probe connections' own budget, which caps nothing (see the module docs).
     outside: Arc<Budget>,
@@ -75,6 +74,9 @@ struct Prober {
     targets: RefCell<HashMap<(String, String), Rc<Target>>>,
     /// Latest flushed WAL position of the PostgreSQL write pool's backends, and when it was read.
     primary_lsn: Cell<Option<(u64, Instant)>>,
+    /// Databases clients are dropping, renaming or copying (#36), until when their pools'
+    /// probes log in elsewhere (see [`Prober::release`]).
+    released: RefCell<HashMap<String, Instant>>,
 }
 
 /// One (pool, backend) being probed.
@@ -100,6 +102,9 @@ struct Target {
     busy: Cell<bool>,
     /// Set when a reload replaced or removed the target: an in-flight probe must not publish.
     retired: Cell<bool>,
+    /// The probe connection (or the one being opened) is logged in to another database than
+    /// the pool's, which a client is dropping, renaming or copying (#36).
+    on_elsewhere: Cell<bool>,
 }
 
 /// Clears `busy` however the probe task ends (even by a contained panic).
@@ -203,6 +208,48 @@ fn my_sample(rows: &Rows) -> MySample {
 }
 
 impl Prober {
+    /// A prober feeding the health entries of `budgets`.
+    pub fn new(budgets: BudgetRegistry) -> Rc<Prober> {
+        Rc::new(Prober {
+            budgets,
+            outside: Budget::unlimited(),
+            waiters: Rc::default(),
+            targets: RefCell::default(),
+            primary_lsn: Cell::new(None),
+            released: RefCell::default(),
+        })
+    }
+
+    /// #36: a client is about to drop, rename or copy `database`, which the server allows only
+    /// while nobody else is connected to it. The probe connections of PostgreSQL pools on it
+    /// close now, and for a while their probes log in to another database instead (the pool's
+    /// health does not depend on which: the probe reads server-wide facts).
+    pub fn release(&self, database: &str) {
+        self.released.borrow_mut().insert(database.to_owned(), rt::now() + RELEASE_WINDOW);
+        for t in self.targets.borrow().values().filter(|t| t.pool.database == database) {
+            if !t.on_elsewhere.get() {
+                t.conn.borrow_mut().take();
+            }
+        }
+    }
+
+    /// Whether a probe is still connected (or connecting) to `database`: one in flight when
+    /// [`Prober::release`] was called keeps its connection until it ends, then drops it.
+    pub fn holds(&self, database: &str) -> bool {
+        let targets = self.targets.borrow();
+        let mut on = targets.values().filter(|t| t.pool.database == database && t.speaks() == Protocol::Postgres);
+        on.any(|t| !t.on_elsewhere.get() && (t.busy.get() || t.conn.borrow().is_some()))
+    }
+
+    /// The database a probe of a pool on `database` logs in to now: another one while clients
+    /// may be dropping, renaming or copying it.
+    fn login_database(&self, database: &str) -> Option<&'static str> {
+        let mut released = self.released.borrow_mut();
+        let now = rt::now();
+        released.retain(|_, until| *until > now);
+        released.contains_key(database).then_some(if database == "postgres" { "template1" } else { "postgres" })
+    }
+
     /// Rebuilds the target list for `cfg`, keeping (with their connections and hysteresis)
     /// targets whose pool configuration did not change.
     fn sync(&self, cfg: &Config) {
@@ -277,6 +324,7 @@ impl Prober {
             next_due: Cell::new(rt::now()),
             busy: Cell::new(false),
             retired: Cell::new(false),
+            on_elsewhere: Cell::new(false),
         }))
     }
 
@@ -298,7 +346,11 @@ impl Prober {
         self.outside.try_acquire();
         match t.speaks() {
             Protocol::Postgres => {
-                crate::pool::pg::connect(&t.pool, t.addr, &t.label, t.index, unit, None, deadline).await
+                let elsewhere = self.login_database(&t.pool.database);
+                t.on_elsewhere.set(elsewhere.is_some());
+                let moved = elsewhere.map(|db| PoolConfig { database: db.to_owned(), ..PoolConfig::clone(&t.pool) });
+                let pool = moved.as_ref().unwrap_or(&t.pool);
+                crate::pool::pg::connect(pool, t.addr, &t.label, t.index, unit, None, deadline).await
             }
             Protocol::MySql => {
                 crate::pool::mysql::connect(&t.pool, t.addr, &t.label, t.index, unit, None, deadline).await
@@ -352,14 +404,18 @@ impl Target {
             conn = again;
             result = rt::with_deadline(deadline, self.sample(prober, &mut conn)).await;
         }
+        // A database released while the probe ran (#36) gets its connection back now.
+        let keep = self.on_elsewhere.get() || prober.login_database(&self.pool.database).is_none();
         match result {
             Ok(Ok(lag)) => {
-                *self.conn.borrow_mut() = Some(conn);
+                if keep {
+                    *self.conn.borrow_mut() = Some(conn);
+                }
                 (self.judge(&lag), lag)
             }
             Ok(Err(e)) => {
                 tracing::debug!(pool = %self.pool.name, backend = %self.label, error = %e, "health probe failed");
-                if matches!(e, ProbeError::Server(_)) {
+                if matches!(e, ProbeError::Server(_)) && keep {
                     *self.conn.borrow_mut() = Some(conn); // still in sync: keep it
                 }
                 (Verdict::Fail(Cause::Query), Lag::UNKNOWN)

@@ -194,6 +194,10 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let pass = authenticate(ctx, &config, checked_by, &who).await?;
     let (pool_cfg, db) = resolved.map_err(Some)?;
     let pool = admit(ctx, pool_cfg, &greeting.default, (pass.as_deref(), &who)).await?;
+    if let Some(db) = db.as_deref().filter(|_| config.login_pool(db_name(&database), Protocol::MySql).is_none()) {
+        super::template::check_schema(&pool, db, pass.as_deref()).await.map_err(Some)?;
+        // #36
+    }
     let caps = resp.capabilities & greeting.offered;
     let mut ok = Vec::new();
     OkPacket { status: greeting.status, ..OkPacket::default() }.encode(caps, &mut ok);
@@ -369,12 +373,22 @@ pub(super) fn resolve_pool<'c>(
             .ok_or_else(|| MyClientError::new(ER_BAD_DB_ERROR, "no pool serves MySQL clients"))?;
         return Ok((pool, None));
     };
-    let pool = config
-        .login_pool(database, Protocol::MySql)
-        .ok_or_else(|| MyClientError::new(ER_BAD_DB_ERROR, format!("Unknown database '{database}'")))?;
+    // #36: a database no pool serves is selected on `[pool_template]`'s pool, if any.
+    let pool = config.login_pool(database, Protocol::MySql).or_else(|| config.template_pool(Protocol::MySql));
+    let pool = pool.ok_or_else(|| {
+        MyClientError::new(
+            ER_BAD_DB_ERROR,
+            format!("the router has no pool for database '{database}' (see [pool_template] in its configuration)"),
+        )
+    })?;
     // A pool's own name selects its database; a schema name is selected on the pool's server.
     let db = (database != pool.name && database != pool.database).then(|| database.to_owned());
     Ok((pool, db))
+}
+
+/// The name a client asked for (empty: none).
+fn db_name(database: &Option<String>) -> &str {
+    database.as_deref().unwrap_or_default()
 }
 
 /// `database` when it is the name of a pool: that pool stays the session's routing target when

@@ -24,6 +24,7 @@ mod split;
 mod sqlmode;
 mod state;
 mod stmt;
+mod template;
 mod txguard;
 mod warning;
 

@@ -110,7 +110,12 @@ pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize
                 s.backend = g.backend;
                 return Some(s);
             }
-            Err(end) => end,
+            Err(end) => {
+                // #36: a template pool the server refused the database of is gone before the
+                // client hears of it.
+                ctx.drop_unused_pools();
+                end
+            }
         },
         Ok(Err(LoginEnd::Console { user, role })) => {
             match rt::detach(client.stream) {
@@ -235,15 +240,37 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
             ctx.counters.auth_failed(listener, reason.get());
         }
     })?;
-    let pool_cfg = resolved?;
+    resolved?;
+    let pool = match config.login_pool(&database, Protocol::Postgres) {
+        Some(p) => p.name.clone(),
+        None => on_demand_pool(ctx, &database)?,
+    };
     let lex = crate::sql::mode::SessionModes::default();
-    Ok(Authenticated { pool: pool_cfg.name.clone(), params, identity: Identity { user, database, lex, pass, causal } })
+    Ok(Authenticated { pool, params, identity: Identity { user, database, lex, pass, causal } })
 }
 
+/// The pool serving `database`, or `[pool_template]`'s pool when none does (#36). Without a
+/// template the client is told the router has no pool for it: 3D000, the code PostgreSQL
+/// gives a database it does not have, so drivers raise their "unknown database" error, but
+/// not the server's words, since the server may well have that database.
 fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig, PgClientError> {
-    config.login_pool(database, Protocol::Postgres).ok_or_else(|| {
-        PgClientError::new(sqlstate::INVALID_CATALOG_NAME, format!("database \"{database}\" does not exist"))
+    let pool = config.login_pool(database, Protocol::Postgres).or_else(|| config.template_pool(Protocol::Postgres));
+    pool.ok_or_else(|| {
+        PgClientError::new(
+            sqlstate::INVALID_CATALOG_NAME,
+            format!("the router has no pool for database \"{database}\" (see [pool_template] in its configuration)"),
+        )
     })
+}
+
+/// This core's pool for `database` made from `[pool_template]` (#36); whether the server has
+/// the database, the pool's first connection (at the greeting) finds out.
+fn on_demand_pool(ctx: &CoreContext, database: &str) -> Result<String, PgClientError> {
+    match ctx.pool_for_database(database) {
+        Some(Ok(pool)) => Ok(pool.config.name.clone()),
+        Some(Err(e)) => Err(PgClientError::new(sqlstate::TOO_MANY_CONNECTIONS, e.to_string())),
+        None => Err(PgClientError::new(sqlstate::INVALID_CATALOG_NAME, "the pool template was removed by a reload")),
+    }
 }
 
 fn refuse(user: &str) -> LoginEnd {
@@ -597,9 +624,9 @@ async fn greet(
         .get(pool_name)
         .cloned()
         .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, "pool disappeared during login"))?;
-    let server_params = super::server_params(&pool, identity.pass.as_deref())
-        .await
-        .map_err(|e| pool_refusal(&e, identity.pass.as_deref()))?;
+    let server_params = super::server_params(&pool, identity.pass.as_deref()).await.map_err(|e| {
+        super::database::refused_database(&pool, &e).unwrap_or_else(|| pool_refusal(&e, identity.pass.as_deref()))
+    })?;
     identity.lex = crate::sql::mode::SessionModes::pg_startup(
         client_params.values.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         server_params.iter().map(|(k, v)| (k.as_str(), v.as_str())),

@@ -12,6 +12,7 @@ mod backend_stmts;
 mod batch;
 mod bridged;
 mod copy;
+mod database;
 mod digest;
 mod encoding;
 mod exchange;
@@ -486,6 +487,9 @@ impl Session {
     async fn handle(&mut self, decoded: FrontendMessage<'_>, raw: &[u8]) -> Result<(), End> {
         if let Some(done) = self.on_cross_message(&decoded).await {
             return done; // a statement routed to a MySQL pool (#24)
+        }
+        if let FrontendMessage::Query(sql) | FrontendMessage::Parse { query: sql, .. } = &decoded {
+            self.release_blocked_database(sql).await; // #36
         }
         match decoded {
             FrontendMessage::Query(sql) => self.on_query(sql, raw).await,

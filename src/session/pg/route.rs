@@ -142,6 +142,11 @@ impl Session {
             Outcome::Reject(message) => return Err(PgClientError::new(REJECTED, message.to_string())),
             Outcome::Error(e) => return Err(decision_error(e)),
         };
+        if let Some(own) = self.ctx.pools().get(&self.identity.database).filter(|p| p.is_on_demand()) {
+            // A pool made for the client's database (#36): every pool a rule or split names
+            // serves another database.
+            return Ok((own.name().clone(), false));
+        }
         if decision.step == DecisionKind::Default {
             // No rule and no split decided: a client that named a pool as its database stays on
             // that pool rather than the configured default.

@@ -1,0 +1,71 @@
+//! Databases as the core's sessions see them (#36): pools made on demand from
+//! `[pool_template]` for a database no pool serves, and letting go of a database a client is
+//! about to drop, rename or copy (every core closes its idle connections to it first).
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_lite::StreamExt;
+
+use super::CoreContext;
+use crate::pool::{CorePool, OnDemandError, PoolSet};
+use crate::rt;
+
+/// How long a client's `DROP DATABASE` (or RENAME, or copy) waits for every core to let go of
+/// the database before it goes to the server anyway (which then says who still holds it).
+const RELEASE_WAIT: Duration = Duration::from_secs(2);
+
+impl CoreContext {
+    /// The pool serving `database` made from `[pool_template]`: this core's, or a new one
+    /// (`None`: there is no template; an error: `max_pools` are in use). Its first connection
+    /// tells whether the server has the database; a pool nobody uses is dropped at the next
+    /// upkeep tick, so a name the server refuses leaves nothing behind.
+    pub fn pool_for_database(&self, database: &str) -> Option<Result<Rc<CorePool>, OnDemandError>> {
+        let pools = self.pools();
+        if let Some(p) = pools.get(database).filter(|p| p.is_on_demand()) {
+            return Some(Ok(p.clone()));
+        }
+        let config = self.config();
+        let made = pools.with_on_demand(&config, database, &self.links.budgets)?;
+        Some(made.map(|(set, pool)| {
+            *self.pools.borrow_mut() = Rc::new(set);
+            tracing::info!(database, "made a pool from the pool template");
+            pool
+        }))
+    }
+
+    /// Drops the template pools nobody on this core uses (core upkeep).
+    pub fn drop_unused_pools(&self) {
+        let smaller: Option<PoolSet> = self.pools.borrow().without_unused();
+        if let Some(set) = smaller {
+            *self.pools.borrow_mut() = Rc::new(set);
+        }
+    }
+
+    /// Closes this core's idle server connections to `database`; returns how many pools had
+    /// some.
+    pub fn close_idle_on_database(&self, database: &str) -> usize {
+        let pools = self.pools();
+        let on = pools.iter().filter(|p| p.config.database == database && p.idle_count() > 0);
+        on.map(|p| p.close_idle()).count()
+    }
+
+    /// Asks every core (this one included) to let go of `database` and waits for their
+    /// answers, at most [`RELEASE_WAIT`].
+    pub async fn release_database(&self, database: &str) {
+        let deadline = rt::now() + RELEASE_WAIT;
+        let (tx, mut rx) = futures_channel::mpsc::unbounded();
+        (self.links.release_database)(database.to_owned(), deadline, tx);
+        let cores = self.links.cores;
+        let answered = rt::with_deadline(deadline, async {
+            let mut n = 0;
+            while n < cores && rx.next().await.is_some() {
+                n += 1;
+            }
+        })
+        .await;
+        if answered.is_err() {
+            tracing::warn!(database, "not every core let go of the database in time");
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! Issue #36: the router's own connections must not block `DROP DATABASE x`, `ALTER DATABASE
+//! x RENAME` or `CREATE DATABASE .. TEMPLATE x` (what PostgreSQL's regression run does first
+//! through the router). A pool on `x` holds pre-opened connections (`min_connections`) and a
+//! health probe on it, and a template pool made for `x` keeps its clients' connections idle;
+//! psql (simple protocol) and psycopg (extended protocol) then drop, rename and copy `x`
+//! through the router, in session and transaction mode. Proven by the server's catalog
+//! (`pg_database`), read directly.
+
+// Blocking test code driving child processes, not data-plane code.
+#![allow(clippy::disallowed_methods)]
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use crate::router::{pg_config, Router};
+use crate::support::{dbs, eventually, unique_name};
+
+/// A pool named `name` on `database` as the superuser (trusted: the password is the router's).
+fn su_pool(name: &str, database: &str, mode: &str, min: u32) -> String {
+    format!(
+        "[pools.{name}]\nmode = \"{mode}\"\nusername = \"postgres\"\npassword = \"pw\"\ndatabase = \"{database}\"\n\
+         min_connections = {min}\nmax_connections = 4\nacquire_timeout = \"20s\"\n\
+         backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\
+         [pools.{name}.health]\ninterval = \"200ms\"\n",
+        port = dbs().pg.primary_port,
+    )
+}
+
+fn admin() -> postgres::Client {
+    let pg = &dbs().pg;
+    pg.config(pg.primary_port, &pg.superuser, "").dbname("postgres").connect(postgres::NoTls).expect("admin")
+}
+
+/// Connections to `database` the router holds, as the server counts them.
+fn router_connections(admin: &mut postgres::Client, database: &str) -> i64 {
+    let row = admin
+        .query_one("SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", &[&database])
+        .expect("pg_stat_activity");
+    row.get(0)
+}
+
+fn exists(admin: &mut postgres::Client, database: &str) -> bool {
+    let row = admin.query_one("SELECT count(*) FROM pg_database WHERE datname = $1", &[&database]).expect("pg_database");
+    row.get::<_, i64>(0) == 1
+}
+
+fn psql(router: &Router, database: &str, sql: &str) -> Output {
+    Command::new("psql")
+        .args(["-X", "-h", "127.0.0.1", "-p", &router.port().to_string(), "-U", "postgres", "-d", database])
+        .args(["-v", "ON_ERROR_STOP=1", "-c", sql])
+        .env("PGPASSWORD", "pw")
+        .env("PGCONNECT_TIMEOUT", "10")
+        .output()
+        .expect("run psql")
+}
+
+/// psycopg 3 (extended protocol) runs `sql` through the router in `database`.
+fn psycopg(router: &Router, database: &str, sql: &str) -> Output {
+    let script = "import sys, psycopg\nc = psycopg.connect(host='127.0.0.1', port=sys.argv[1], user='postgres', \
+                  password='pw', dbname=sys.argv[2], autocommit=True)\nc.execute(sys.argv[3])\nprint('done')\n";
+    Command::new("/usr/bin/python3")
+        .args(["-c", script, &router.port().to_string(), database, sql])
+        .output()
+        .expect("run python3")
+}
+
+fn ok(out: &Output, what: &str) {
+    assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn dropping_renaming_and_copying_a_database_the_router_holds_connections_to() {
+    let mut admin = admin();
+    for mode in ["session", "transaction"] {
+        let x = unique_name(&format!("qp_drop_{mode}"));
+        admin.batch_execute(&format!("CREATE DATABASE {x}")).expect("create x");
+        let pools = format!("{}{}", su_pool("ctl", "postgres", mode, 0), su_pool("held", &x, mode, 2));
+        let router = Router::start(&pg_config(&[0, 1], &pools, "ctl"));
+        // The pre-opened connections (two, one per core) and the probe (one) are on x.
+        eventually(Duration::from_secs(20), "the router's connections to x", || router_connections(&mut admin, &x) >= 3);
+
+        let copy = unique_name("qp_copy");
+        ok(&psql(&router, "ctl", &format!("CREATE DATABASE {copy} TEMPLATE {x}")), "psql CREATE DATABASE .. TEMPLATE");
+        assert!(exists(&mut admin, &copy), "{mode}: copied");
+        let renamed = unique_name("qp_renamed");
+        ok(&psycopg(&router, "ctl", &format!("ALTER DATABASE {x} RENAME TO {renamed}")), "psycopg RENAME");
+        assert!(exists(&mut admin, &renamed) && !exists(&mut admin, &x), "{mode}: renamed");
+        ok(&psycopg(&router, "ctl", &format!("ALTER DATABASE {renamed} RENAME TO {x}")), "psycopg RENAME back");
+        // The probe moved to another database while x was being released, and the pre-opened
+        // connections are gone: the drop goes through.
+        ok(&psql(&router, "ctl", &format!("DROP DATABASE {x}")), "psql DROP DATABASE");
+        assert!(!exists(&mut admin, &x), "{mode}: dropped");
+        ok(&psycopg(&router, "ctl", &format!("DROP DATABASE IF EXISTS \"{copy}\"")), "psycopg DROP DATABASE");
+        assert!(!exists(&mut admin, &copy), "{mode}: copy dropped");
+    }
+}
+
+#[test]
+fn a_template_pools_idle_connections_do_not_block_dropping_its_database() {
+    let mut admin = admin();
+    for mode in ["session", "transaction"] {
+        let x = unique_name(&format!("qp_tdrop_{mode}"));
+        admin.batch_execute(&format!("CREATE DATABASE {x}")).expect("create x");
+        let pools = su_pool("ctl", "postgres", mode, 0);
+        let config = format!("{}\n[pool_template]\npostgres = \"ctl\"\n", pg_config(&[0, 1], &pools, "ctl"));
+        let router = Router::start(&config);
+        // A client of x comes and goes; in transaction mode its connection stays idle in x's pool.
+        let out = psql(&router, &x, "SELECT current_database()");
+        ok(&out, "psql on x");
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&x), "{mode}: ran in x");
+        if mode == "transaction" {
+            assert!(router_connections(&mut admin, &x) >= 1, "{mode}: the pool keeps its connection to x");
+        }
+        ok(&psql(&router, "ctl", &format!("DROP DATABASE {x}")), "psql DROP DATABASE of a template pool's database");
+        assert!(!exists(&mut admin, &x), "{mode}: dropped");
+        // Created again (as the regression run does), it is served again.
+        admin.batch_execute(&format!("CREATE DATABASE {x}")).expect("create x again");
+        let out = psql(&router, &x, "SELECT current_database()");
+        ok(&out, "psql on x again");
+        admin.batch_execute(&format!("DROP DATABASE {x} WITH (FORCE)")).expect("drop x");
+    }
+}
