@@ -16,6 +16,7 @@ mod bridge_mysql_pg;
 mod bridge_pg_mysql;
 mod bridge_values;
 mod causal;
+mod causal_invisible;
 mod causal_mysql;
 mod causal_routes;
 mod connectors;

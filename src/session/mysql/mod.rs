@@ -38,7 +38,7 @@ use crate::protocol::mysql::errcode::{
     ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR,
 };
 use crate::protocol::mysql::response::{
-    sql_mode_flags, EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
+    sql_mode_flags, EofPacket, OkPacket, SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
 };
 use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
 use crate::routing::RywState;
@@ -128,6 +128,8 @@ struct RoutingFacts {
     /// How the server tokenizes this session's SQL (`sql_mode`, #19): from the SETs the router
     /// reads and the status flags of each answer (see [`Session::follow_server_mode`]).
     lex: crate::sql::mode::SessionModes,
+    /// causal: the GTIDs the OK packets of the command being relayed reported (#34).
+    commit: causal::CommitGtid,
 }
 
 /// Retry of the statement about to run (#11).
@@ -292,7 +294,7 @@ impl Session {
                 pass: g.pass,
             },
             foreign: Foreign { bridge, cross: bridged::cross::Cross::default() },
-            routing: RoutingFacts { ryw, lex },
+            routing: RoutingFacts { ryw, lex, commit: causal::CommitGtid::None },
             retry: RetryContext::default(),
         }
     }
@@ -617,7 +619,8 @@ impl Session {
         self.link.deadline = None;
         self.cancel.slot.set_running(None);
         if let Some(s) = outcome.status {
-            self.tx.status = s;
+            // The router's own tracking set the flag; its replies must not claim state.
+            self.tx.status = s & !SERVER_SESSION_STATE_CHANGED;
             if let Some(c) = self.link.conn.as_mut() {
                 relay::note_status(c, Some(s));
             }
@@ -629,8 +632,10 @@ impl Session {
         }
         let in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
         self.routing.ryw.statement_done(rt::now(), in_tx); // #19: window from commit
-        if self.routing.ryw.position_due() && !outcome.abandoned && self.ctx.has_replica_reads() {
-            self.learn_commit_gtid().await; // causal reads (#22)
+        let seen = std::mem::take(&mut self.routing.commit);
+        if !outcome.abandoned && self.ctx.has_replica_reads() {
+            self.learn_commit(seen, outcome.error && outcome.succeeded == 0).await;
+            // causal reads (#22, #34)
         }
         let escaped = in_tx || self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
         if self.mode() == PoolMode::Statement && escaped {

@@ -131,14 +131,21 @@ fn err_text(p: &[u8]) -> String {
         .unwrap_or_default()
 }
 
-/// `COM_RESET_CONNECTION` plus the pool's default database: the connection is as new, except
-/// that the router's prepared statements are gone.
+/// `COM_RESET_CONNECTION` plus the pool's default database (and, on MariaDB, `last_gtid`
+/// tracking): the connection is as new, except that the router's prepared statements are gone.
 pub(super) async fn reset_connection(conn: &mut Conn, default_db: &str) -> Result<(), MyClientError> {
     if silent(conn, &[COM_RESET_CONNECTION]).await.map_err(|_| lost())?.is_some() {
         return Err(lost());
     }
+    let mut tracks = false;
     if let Some(i) = info(conn) {
         i.prepared.clear();
+        tracks = crate::pool::tracks_gtid(i);
+    }
+    // The reset restored the global tracked variables: causal reads need `last_gtid` again.
+    if tracks {
+        let track = [&[COM_QUERY][..], crate::pool::TRACK_LAST_GTID.as_bytes()].concat();
+        silent(conn, &track).await.map_err(|_| lost())?;
     }
     let init = [&[COM_INIT_DB][..], default_db.as_bytes()].concat();
     match silent(conn, &init).await.map_err(|_| lost())? {
