@@ -158,3 +158,27 @@ fn mariadb_a_failed_write_leaves_reads_on_the_replica_and_a_committed_one_does_n
         read(&mut c, &t) == (4, REPLICA)
     });
 }
+
+/// A client's own `session_track_system_variables` would stop commits reporting their GTID:
+/// in causal mode it is refused clearly (text, multi-statement and prepared), and writes go on
+/// leaving positions; other modes pass it to the server.
+#[test]
+fn mariadb_session_tracking_stays_the_routers_in_causal_mode() {
+    let my = &dbs().my;
+    let code = |r: Result<(), mysql::Error>| match r {
+        Err(mysql::Error::MySqlError(e)) => e.code,
+        other => panic!("expected a server error, got {other:?}"),
+    };
+    let router = my_router(my, "read_your_writes = \"causal\"");
+    let mut c = client(&router, my);
+    assert_eq!(code(c.query_drop("SET SESSION session_track_system_variables = 'autocommit'")), 1235);
+    assert_eq!(code(c.query_drop("SELECT 1; SET @@session_track_system_variables = ''")), 1235);
+    assert_eq!(code(c.prep("SET session_track_system_variables = ?").map(drop)), 1235);
+    let t = table(my, "causal_track");
+    c.query_drop(format!("INSERT INTO {t} VALUES (1, 'a')")).expect("write");
+    let token: String = c.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
+    assert!(token.starts_with("gtid:0-1-"), "the write left a position: {token:?}");
+    let session = my_router(my, "read_your_writes = \"session\"");
+    let mut s = client(&session, my);
+    s.query_drop("SET SESSION session_track_system_variables = 'autocommit'").expect("passed on in session mode");
+}

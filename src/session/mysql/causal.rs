@@ -11,7 +11,7 @@
 
 use super::warning::encode_result;
 use super::Session;
-use crate::config::{Protocol, ReplicaFallback};
+use crate::config::{Protocol, ReadYourWrites, ReplicaFallback};
 use crate::id::{GtidPosition, Position};
 use crate::metrics::CausalOutcome;
 use crate::pool::health::my_gtid_after_failure;
@@ -167,6 +167,9 @@ impl Session {
     /// the session needs no position) and `SET querypilot.causal_token = '...'` itself; `false`
     /// when `sql` is neither. An invalid token gets error 1231 and changes nothing.
     pub(super) fn on_token_query(&mut self, sql: &str) -> bool {
+        if self.refuses_tracking_change(sql) {
+            return true;
+        }
         let Some(command) = token_command(sql, Dialect::MySql) else {
             if !mentions_token(sql) {
                 return false;
@@ -220,10 +223,34 @@ impl Session {
     /// for `set_config`-like texts, keep it on the pooled connection); the router answers the
     /// token only in a text query. `false` when `sql` does not name it.
     pub(super) fn refuses_token_prepare(&mut self, sql: &[u8]) -> bool {
+        if self.refuses_tracking_change(&String::from_utf8_lossy(sql)) {
+            return true;
+        }
         if !mentions_token(&String::from_utf8_lossy(sql)) {
             return false;
         }
         let text = "querypilot.causal_token cannot be prepared (COM_STMT_PREPARE): send SHOW or SET querypilot.causal_token as a text query, which the router answers itself";
+        MyClientError::new(ER_NOT_SUPPORTED_YET, text).encode(1, &mut self.io.out);
+        true
+    }
+
+    /// causal (#34): refuses, with 1235 before it reaches a server, a statement that sets
+    /// `session_track_system_variables`: without `last_gtid` tracked, commits would report no
+    /// GTID and every write would keep the session on the primary. No client sees tracked
+    /// state through the router (it never offers `CLIENT_SESSION_TRACK`), so the setting has
+    /// nothing to give a client; the refusal says so rather than quietly ignoring it.
+    fn refuses_tracking_change(&mut self, sql: &str) -> bool {
+        const NAME: &str = "session_track_system_variables";
+        let named = sql.as_bytes().windows(NAME.len()).any(|w| w.eq_ignore_ascii_case(NAME.as_bytes()));
+        if !named || self.ctx.read_your_writes() != ReadYourWrites::Causal {
+            return false;
+        }
+        let (effects, _) = super::state::effects(sql);
+        if !effects.iter().any(|(_, e)| matches!(e, super::state::Effect::Set { name, .. } if name == NAME)) {
+            return false;
+        }
+        let text = "session_track_system_variables is kept by the router for causal reads (it tracks last_gtid), \
+                    and the router offers no CLIENT_SESSION_TRACK to clients, so the setting has no effect to give";
         MyClientError::new(ER_NOT_SUPPORTED_YET, text).encode(1, &mut self.io.out);
         true
     }
