@@ -16,6 +16,7 @@ pub(super) mod exchange;
 mod kill;
 mod login;
 mod prepared;
+mod readonly;
 mod relay;
 mod retry;
 mod route;
@@ -156,6 +157,8 @@ struct Tx {
     /// Statement pooling: the server reported a transaction or autocommit off after a command,
     /// and the connection holding it was closed; the session ends at its next command.
     lost: bool,
+    /// A read-only transaction start held back until its first statement (#34).
+    deferred: Option<readonly::Deferred>,
 }
 
 /// What the client negotiated at login.
@@ -522,8 +525,8 @@ impl Session {
 
     async fn on_query(&mut self, payload: &[u8], body: &[u8]) -> Result<(), End> {
         let sql = String::from_utf8_lossy(body);
-        if self.on_token_query(&sql) {
-            return Ok(()); // causal token (#22)
+        if self.on_token_query(&sql) || self.on_deferrable(&sql) {
+            return Ok(()); // causal token (#22), read-only transaction start (#34)
         }
         if let Some((id, connection)) = kill::parse_kill(&sql) {
             return self.kill(id, connection).await;
@@ -757,16 +760,16 @@ impl Session {
 
     /// Makes sure a backend connection is attached, replaying session state on it.
     async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
-        if self.link.conn.is_some() {
-            return Ok(());
+        if self.link.conn.is_none() {
+            let deadline = rt::now() + self.pool.config.timeouts.acquire;
+            let conn = self
+                .ctx
+                .checkout(&mut self.pool, Protocol::MySql, self.client.pass.as_deref(), deadline)
+                .await
+                .map_err(|e| MyClientError::from(&e))?;
+            self.attach(conn).await?;
         }
-        let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let conn = self
-            .ctx
-            .checkout(&mut self.pool, Protocol::MySql, self.client.pass.as_deref(), deadline)
-            .await
-            .map_err(|e| MyClientError::from(&e))?;
-        self.attach(conn).await
+        self.run_deferred().await // #34: where the transaction's first statement runs
     }
 
     /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,

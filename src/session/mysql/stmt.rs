@@ -131,6 +131,19 @@ fn err_text(p: &[u8]) -> String {
         .unwrap_or_default()
 }
 
+/// Runs `payload` on `conn` for the session (a held-back transaction start, #34): a server
+/// error becomes the client's error for the statement that needed it.
+pub(super) async fn run_silently(conn: &mut Conn, payload: &[u8]) -> Result<(), MyClientError> {
+    let Ok(answer) = silent(conn, payload).await else {
+        conn.broken = true;
+        return Err(lost());
+    };
+    let Some(err) = answer else { return Ok(()) };
+    let e = crate::protocol::mysql::ErrPacket::decode(&err).map_err(|_| lost())?;
+    let number = ErrorNumber { code: e.code, sql_state: e.sql_state.unwrap_or(*b"HY000") };
+    Err(MyClientError::new(number, String::from_utf8_lossy(e.message)))
+}
+
 /// `COM_RESET_CONNECTION` plus the pool's default database (and, on MariaDB, `last_gtid`
 /// tracking): the connection is as new, except that the router's prepared statements are gone.
 pub(super) async fn reset_connection(conn: &mut Conn, default_db: &str) -> Result<(), MyClientError> {
