@@ -1,6 +1,6 @@
 //! MySQL command phase, server side: response classification, OK/ERR/EOF packets (capability
 //! flags from the first input byte), the OK packet's session-state block, COM_STMT_PREPARE_OK
-//! and column definitions; `add_warning`.
+//! and column definitions; `add_warning`; `tracking::relay_ok` (#34).
 //!
 //! Properties: no panic; decode → encode → decode gives an equal value for every packet type;
 //! `add_warning` changes only the warning count of an OK/EOF packet, by one, and nothing else.
@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use querypilot::protocol::mysql::capability::*;
-use querypilot::protocol::mysql::response::session_state_changes;
+use querypilot::protocol::mysql::response::{session_state_changes, SERVER_SESSION_STATE_CHANGED};
+use querypilot::protocol::mysql::tracking::relay_ok;
 use querypilot::protocol::mysql::{
     add_warning, classify_response, classify_row, ColumnDefinition41, EofPacket, ErrPacket, OkPacket, ResponseKind, StmtPrepareOk,
 };
@@ -53,6 +54,13 @@ fuzz_target!(|data: &[u8]| {
             ok.encode(caps, &mut out);
         }
         assert_eq!(OkPacket::decode(&out, caps).expect("own OK decodes"), ok);
+    }
+
+    // #34: an OK relayed from a tracking backend reaches the client as a plain OK, state dropped.
+    let mut relayed = Vec::new();
+    if payload.first() == Some(&0x00) && relay_ok(payload, caps | CLIENT_SESSION_TRACK, caps, &mut relayed).is_ok() {
+        let plain = OkPacket::decode(&relayed, caps | CLIENT_SESSION_TRACK).expect("a relayed OK decodes");
+        assert_eq!((plain.session_state, plain.status & SERVER_SESSION_STATE_CHANGED), (None, 0));
     }
 
     if let Ok(err) = ErrPacket::decode(payload) {

@@ -61,6 +61,9 @@ pub struct MyInfo {
     /// Statements prepared on this connection: (router statement key, backend statement id),
     /// coldest first.
     pub prepared: Vec<(u64, u32)>,
+    /// MariaDB: the last `last_gtid` value the connection's OK packets reported (#34), to tell
+    /// after a failed statement whether it committed anything.
+    pub last_gtid: String,
 }
 
 /// Protocol-specific identity of a backend connection.

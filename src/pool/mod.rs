@@ -29,7 +29,10 @@ pub use budget::{Budget, BudgetRegistry};
 pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
 pub use health::{BackendHealth, Cause};
 pub use login::{BackendSecret, PassThrough};
-pub use mysql::{deliver_kill as deliver_mysql_kill, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES};
+pub use mysql::{
+    deliver_kill as deliver_mysql_kill, tracks_gtid, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES,
+    TRACK_LAST_GTID,
+};
 pub use on_demand::OnDemandError;
 pub use pause::PauseGate;
 pub use pg::deliver_cancel as deliver_pg_cancel;

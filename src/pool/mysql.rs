@@ -5,9 +5,11 @@
 //! `mysql_clear_password` and auth-switch requests.
 //!
 //! The capability set is the same for every backend connection, so any pooled connection can
-//! serve any client: no `CLIENT_DEPRECATE_EOF`, no `CLIENT_SESSION_TRACK` and no MariaDB
-//! extended capabilities (the router offers none of them to clients either), so result sets
-//! are byte-for-byte what clients expect. The one per-pool bit is `CLIENT_LOCAL_FILES`, asked
+//! serve any client: no `CLIENT_DEPRECATE_EOF` and no MariaDB extended capabilities (the router
+//! offers none of them to clients either), so result sets are byte-for-byte what clients expect.
+//! `CLIENT_SESSION_TRACK` is asked for and MariaDB connections track `last_gtid` (#34): a
+//! commit's own OK then carries its GTID for causal reads; the session turns each OK back into
+//! the plain one its client expects (`protocol::mysql::tracking`). The one per-pool bit is `CLIENT_LOCAL_FILES`, asked
 //! for on pools with `local_infile` (#4): it only lets the server ask for a file, which the
 //! session relays to clients that allowed it and refuses otherwise.
 
@@ -41,7 +43,16 @@ pub const BACKEND_CAPABILITIES: u64 = CLIENT_LONG_PASSWORD
     | CLIENT_MULTI_RESULTS
     | CLIENT_PS_MULTI_RESULTS
     | CLIENT_PLUGIN_AUTH
-    | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA;
+    | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
+    | CLIENT_SESSION_TRACK;
+
+/// MariaDB (#34): the server's own tracked variables plus `last_gtid`, whose change each
+/// commit's OK then reports, so causal reads learn a commit's GTID without a query that would
+/// disturb `ROW_COUNT()` or the warnings. Sent at connect and after each `COM_RESET_CONNECTION`
+/// (which restores the global value).
+pub const TRACK_LAST_GTID: &str = "SET SESSION session_track_system_variables = \
+    IF(@@global.session_track_system_variables = '', 'last_gtid', \
+    CONCAT(@@global.session_track_system_variables, ',last_gtid'))";
 
 /// Largest packet accepted from a backend during login.
 const LOGIN_MAX: usize = 1 << 20;
@@ -69,9 +80,31 @@ pub(super) async fn connect(
         let mut stream = login.dial(addr, deadline).await?;
         let mut rbuf = Vec::with_capacity(4096);
         let info = handshake(&login, &mut stream, &mut rbuf, deadline).await?;
+        if tracks_gtid(&info) {
+            track_last_gtid(&login, &mut stream, &mut rbuf).await?;
+        }
         Ok::<_, PoolError>((stream, rbuf, ConnInfo::MySql(info)))
     };
     login.assemble(rt::with_deadline(deadline, work).await, addr, backend, unit)
+}
+
+/// Whether `info`'s connection reports `last_gtid` changes in its OK packets once
+/// [`TRACK_LAST_GTID`] ran on it: a MariaDB server that agreed on `CLIENT_SESSION_TRACK`.
+pub fn tracks_gtid(info: &MyInfo) -> bool {
+    info.capabilities & CLIENT_SESSION_TRACK != 0 && info.server_version.contains("MariaDB")
+}
+
+/// Runs [`TRACK_LAST_GTID`] on a connection just logged in. A server that refuses it (too old
+/// for `last_gtid` tracking) is still usable: its commits report no GTID, so causal reads keep
+/// a writing session on the primary.
+async fn track_last_gtid(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> Result<(), PoolError> {
+    let payload = [&[0x03u8][..], TRACK_LAST_GTID.as_bytes()].concat();
+    send(login, stream, &payload, 0).await?;
+    let (reply, _) = read(login, stream, rbuf).await?;
+    match reply.first() {
+        Some(0x00) | Some(0xFF) => Ok(()),
+        _ => Err(login.connect_err("unexpected answer to the session tracking setup")),
+    }
 }
 
 /// Reads `addr`'s greeting and hangs up: the server version and collation a pass-through pool
@@ -259,6 +292,7 @@ async fn handshake(
                     status: ok.status,
                     charset: hs.charset,
                     prepared: Vec::new(),
+                    last_gtid: String::new(),
                 });
             }
             AuthReply::Err(e) => {

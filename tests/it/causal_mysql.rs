@@ -19,9 +19,14 @@ const REPLICA: u64 = 2;
 /// A router for MySQL clients: `mywrite` on the primary, `myread` on the replica (probed every
 /// 100 ms), split on, `routing` lines added to `[routing]`.
 pub(crate) fn my_router(my: &MyEnv, routing: &str) -> Router {
+    my_router_in(my, "transaction", routing)
+}
+
+/// [`my_router`] with both pools in pool mode `mode`.
+pub(crate) fn my_router_in(my: &MyEnv, mode: &str, routing: &str) -> Router {
     let pool = |name: &str, port: u16| {
         format!(
-            "[pools.{name}]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
+            "[pools.{name}]\nmode = \"{mode}\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
              max_connections = 20\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
              [pools.{name}.health]\ninterval = \"100ms\"\ntimeout = \"1s\"\nfailure_threshold = 2\nsuccess_threshold = 1\n\n",
             u = my.user,

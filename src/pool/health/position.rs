@@ -19,8 +19,9 @@ const COMMIT_POSITION: &str = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_l
 const REPLAY_POSITION: &str = "SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::text";
 
 /// The GTID of the last transaction this connection committed (MariaDB: empty when it
-/// committed none that was written to the binary log).
-const LAST_GTID: &str = "SELECT @@last_gtid";
+/// committed none that was written to the binary log), and whether its commits reach the
+/// binary log at all.
+const GTID_AFTER_FAILURE: &str = "SELECT @@last_gtid, @@session.sql_log_bin";
 
 /// Why a position could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -79,10 +80,15 @@ fn single(rows: &Rows) -> Option<&str> {
     rows.rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref())
 }
 
-/// MariaDB: the GTID the transaction this connection just committed got on the primary, read
-/// on that connection before it serves anyone else (`@@last_gtid` is per connection).
-pub async fn my_commit_gtid(conn: &mut Conn) -> Result<GtidPosition, PositionError> {
-    single(&my_query(conn, LAST_GTID).await?).and_then(GtidPosition::parse).ok_or(PositionError::Missing)
+/// MariaDB, after a statement that failed on this connection: `(@@last_gtid, sql_log_bin on)`,
+/// which tell whether it committed anything before its error (#34). A commit's GTID itself
+/// arrives in its OK packet (`protocol::mysql::tracking`).
+pub async fn my_gtid_after_failure(conn: &mut Conn) -> Result<(String, bool), PositionError> {
+    let rows = my_query(conn, GTID_AFTER_FAILURE).await?;
+    let row = rows.rows.first().ok_or(PositionError::Missing)?;
+    let gtid = row.first().and_then(|v| v.clone()).unwrap_or_default();
+    let binlog = row.get(1).and_then(|v| v.as_deref()).ok_or(PositionError::Missing)?;
+    Ok((gtid, binlog == "1"))
 }
 
 /// MariaDB: waits on a replica connection until it has applied `position` or `wait` is over

@@ -24,6 +24,7 @@ pub mod handshake;
 pub mod infile;
 pub mod response;
 pub mod row;
+pub mod tracking;
 pub mod value;
 
 pub use codec::Reader;

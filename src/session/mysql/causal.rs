@@ -1,20 +1,22 @@
-//! Causal reads for MySQL sessions on MariaDB (#22): after a writing commit the session learns
-//! the commit's GTID on the primary connection that committed it (`@@last_gtid`, before the
-//! connection serves anyone else and after the client has its answer), keeps its high-water
-//! GTID position, and sends a later read to a replica only once that replica has applied it
-//! (cached `@@gtid_slave_pos` from the health probe, else `MASTER_GTID_WAIT` up to
-//! `routing.causal_wait`); otherwise the primary serves it, or it fails with
-//! `replica_fallback = "error"`. Also answers the causal token statements, the same two as
-//! for PostgreSQL clients: `SHOW querypilot.causal_token` and `SET querypilot.causal_token =
-//! '...'`.
+//! Causal reads for MySQL sessions on MariaDB (#22): a writing commit's GTID arrives in the
+//! commit's own OK packet (backend connections track `last_gtid`, #34, so no query follows the
+//! write and `ROW_COUNT()`, `FOUND_ROWS()` and the warnings read as on a direct connection); the
+//! session keeps its high-water GTID position and sends a later read to a replica only once that
+//! replica has applied it (cached `@@gtid_slave_pos` from the health probe, else
+//! `MASTER_GTID_WAIT` up to `routing.causal_wait`); otherwise the primary serves it, or it
+//! fails with `replica_fallback = "error"`. A commit that reports no GTID (`sql_log_bin = 0`)
+//! keeps the session's reads on the primary; a failed write that committed nothing changes
+//! nothing. Also answers the causal token statements, the same two as for PostgreSQL clients:
+//! `SHOW querypilot.causal_token` and `SET querypilot.causal_token = '...'`.
 
 use super::warning::encode_result;
 use super::Session;
-use crate::config::{Protocol, ReplicaFallback};
-use crate::id::Position;
+use crate::config::{Protocol, ReadYourWrites, ReplicaFallback};
+use crate::id::{GtidPosition, Position};
 use crate::metrics::CausalOutcome;
-use crate::pool::health::my_commit_gtid;
+use crate::pool::health::my_gtid_after_failure;
 use crate::protocol::mysql::errcode::ErrorNumber;
+use crate::protocol::mysql::tracking::GtidChange;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
 use crate::routing::causal::{
     format_token, mentions_token, parse_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME,
@@ -34,12 +36,69 @@ const ER_NO_CAUGHT_UP_REPLICA: ErrorNumber = ErrorNumber { code: 1105, sql_state
 /// `utf8mb3_general_ci`, the token column's collation (the token is ASCII).
 const UTF8_CHARSET: u16 = 33;
 
+/// What the OK packets of the command being relayed said of `last_gtid` (#34).
+#[derive(Debug, Default)]
+pub(super) enum CommitGtid {
+    /// Nothing: no commit reached the binary log.
+    #[default]
+    None,
+    /// The commits' GTIDs, merged.
+    Position(GtidPosition),
+    /// A commit reported a GTID the router cannot read.
+    Unreadable,
+}
+
+impl CommitGtid {
+    /// Takes one OK packet's report; `last` is the connection's last known `last_gtid`.
+    pub(super) fn note(&mut self, change: GtidChange<'_>, last: &mut String) {
+        let value = match change {
+            GtidChange::Unchanged => return,
+            GtidChange::Unreadable => {
+                *self = CommitGtid::Unreadable;
+                return;
+            }
+            GtidChange::Value(v) => String::from_utf8_lossy(v),
+        };
+        last.clear();
+        last.push_str(&value);
+        let parsed = GtidPosition::parse(&value).filter(|p| *p != GtidPosition::default());
+        *self = match (std::mem::take(self), parsed) {
+            (CommitGtid::Unreadable, _) | (_, None) => CommitGtid::Unreadable,
+            (CommitGtid::Position(mut old), Some(p)) => {
+                old.include(&p);
+                CommitGtid::Position(old)
+            }
+            (CommitGtid::None, Some(p)) => CommitGtid::Position(p),
+        };
+    }
+}
+
 impl Session {
-    /// causal: a write just committed on the session's connection: reads its GTID there. The
-    /// client's answer is sent first, so it waits for nothing. `SELECT @@last_gtid` touches
-    /// no table, so the write's warnings stay for a `SHOW WARNINGS` (`ROW_COUNT()` reads -1
-    /// after it, as after any SELECT).
-    pub(super) async fn learn_commit_gtid(&mut self) {
+    /// causal: what the command just relayed committed, from its OK packets' `last_gtid`
+    /// (`seen`). A GTID when no write was expected (a function or procedure the analysis
+    /// cannot see into) raises the position too. `failed`: the command's first answer was an
+    /// error, so it may have committed nothing at all.
+    pub(super) async fn learn_commit(&mut self, seen: CommitGtid, failed: bool) {
+        let due = self.routing.ryw.position_due();
+        match seen {
+            CommitGtid::Position(p) if due => self.routing.ryw.learned(Some(Position::Gtid(p))),
+            CommitGtid::Position(p) => self.routing.ryw.adopt(Position::Gtid(p)),
+            CommitGtid::Unreadable => self.routing.ryw.learned(None),
+            CommitGtid::None if !due => {}
+            CommitGtid::None if failed => self.learn_after_failure().await,
+            // Committed without a GTID (`sql_log_bin = 0`, or nothing reached the binary log):
+            // only the primary is sure to have it, and `gtid:` would be a token SET refuses.
+            CommitGtid::None => self.routing.ryw.learned(None),
+        }
+    }
+
+    /// causal: a write failed before any of its results succeeded. An error packet carries no
+    /// session state, so whether anything committed (a procedure's earlier statements, a
+    /// non-transactional table's rows) is read on the connection: `@@last_gtid` unchanged
+    /// with the binary log on means nothing did, and the session's reads stay where they
+    /// were. The query touches no table, so the error stays for `SHOW WARNINGS`, and
+    /// `ROW_COUNT()` reads -1 after an error anyway. The client has its answer first.
+    async fn learn_after_failure(&mut self) {
         let _ = self.flush_client().await;
         let bridged = self.is_bridged();
         let clean = self.link.pos == 0;
@@ -47,13 +106,19 @@ impl Session {
             self.routing.ryw.learned(None);
             return;
         };
-        match my_commit_gtid(conn).await {
-            // A write that left no GTID (`sql_log_bin = 0`) has no position a replica could
-            // reach, and `gtid:` would be a token SET refuses: the reads stay on the primary.
-            Ok(gtid) if gtid == crate::id::GtidPosition::default() => self.routing.ryw.learned(None),
-            Ok(gtid) => self.routing.ryw.learned(Some(Position::Gtid(gtid))),
+        let known = match &conn.info {
+            crate::pool::ConnInfo::MySql(i) => i.last_gtid.clone(),
+            crate::pool::ConnInfo::Pg(_) => String::new(),
+        };
+        match my_gtid_after_failure(conn).await {
+            Ok((gtid, true)) if gtid.is_empty() || gtid == known => self.routing.ryw.nothing_committed(),
+            Ok((gtid, true)) => {
+                let position = GtidPosition::parse(&gtid).filter(|p| *p != GtidPosition::default());
+                self.routing.ryw.learned(position.map(Position::Gtid));
+            }
+            Ok((_, false)) => self.routing.ryw.learned(None),
             Err(e) => {
-                tracing::debug!("causal reads: cannot read the commit GTID: {e}");
+                tracing::debug!("causal reads: cannot read the connection's GTID after an error: {e}");
                 conn.broken |= e.breaks_connection();
                 self.routing.ryw.learned(None);
             }
@@ -102,6 +167,9 @@ impl Session {
     /// the session needs no position) and `SET querypilot.causal_token = '...'` itself; `false`
     /// when `sql` is neither. An invalid token gets error 1231 and changes nothing.
     pub(super) fn on_token_query(&mut self, sql: &str) -> bool {
+        if self.refuses_tracking_change(sql) {
+            return true;
+        }
         let Some(command) = token_command(sql, Dialect::MySql) else {
             if !mentions_token(sql) {
                 return false;
@@ -155,10 +223,34 @@ impl Session {
     /// for `set_config`-like texts, keep it on the pooled connection); the router answers the
     /// token only in a text query. `false` when `sql` does not name it.
     pub(super) fn refuses_token_prepare(&mut self, sql: &[u8]) -> bool {
+        if self.refuses_tracking_change(&String::from_utf8_lossy(sql)) {
+            return true;
+        }
         if !mentions_token(&String::from_utf8_lossy(sql)) {
             return false;
         }
         let text = "querypilot.causal_token cannot be prepared (COM_STMT_PREPARE): send SHOW or SET querypilot.causal_token as a text query, which the router answers itself";
+        MyClientError::new(ER_NOT_SUPPORTED_YET, text).encode(1, &mut self.io.out);
+        true
+    }
+
+    /// causal (#34): refuses, with 1235 before it reaches a server, a statement that sets
+    /// `session_track_system_variables`: without `last_gtid` tracked, commits would report no
+    /// GTID and every write would keep the session on the primary. No client sees tracked
+    /// state through the router (it never offers `CLIENT_SESSION_TRACK`), so the setting has
+    /// nothing to give a client; the refusal says so rather than quietly ignoring it.
+    fn refuses_tracking_change(&mut self, sql: &str) -> bool {
+        const NAME: &str = "session_track_system_variables";
+        let named = sql.as_bytes().windows(NAME.len()).any(|w| w.eq_ignore_ascii_case(NAME.as_bytes()));
+        if !named || self.ctx.read_your_writes() != ReadYourWrites::Causal {
+            return false;
+        }
+        let (effects, _) = super::state::effects(sql);
+        if !effects.iter().any(|(_, e)| matches!(e, super::state::Effect::Set { name, .. } if name == NAME)) {
+            return false;
+        }
+        let text = "session_track_system_variables is kept by the router for causal reads (it tracks last_gtid), \
+                    and the router offers no CLIENT_SESSION_TRACK to clients, so the setting has no effect to give";
         MyClientError::new(ER_NOT_SUPPORTED_YET, text).encode(1, &mut self.io.out);
         true
     }

@@ -38,8 +38,10 @@ const LOGIN_TIMEOUT: Duration = Duration::from_secs(15);
 const LOGIN_MAX: usize = 64 * 1024;
 
 /// Capabilities the router offers clients: what it relays faithfully (see `pool::mysql`), plus
-/// connection attributes, which it reads and drops.
-pub(super) const SERVER_CAPABILITIES: u64 = crate::pool::MYSQL_BACKEND_CAPABILITIES | CLIENT_CONNECT_ATTRS;
+/// connection attributes, which it reads and drops. Not `CLIENT_SESSION_TRACK`: what backends
+/// track is the router's own (#34), and it is stripped from every OK a client gets.
+pub(super) const SERVER_CAPABILITIES: u64 =
+    (crate::pool::MYSQL_BACKEND_CAPABILITIES & !CLIENT_SESSION_TRACK) | CLIENT_CONNECT_ATTRS;
 
 /// What the greeting offers: [`SERVER_CAPABILITIES`], plus `CLIENT_LOCAL_FILES` when some pool
 /// relays LOCAL INFILE (#4). The greeting goes out before the client names its pool, so the

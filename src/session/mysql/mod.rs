@@ -16,6 +16,7 @@ pub(super) mod exchange;
 mod kill;
 mod login;
 mod prepared;
+mod readonly;
 mod relay;
 mod retry;
 mod route;
@@ -39,7 +40,7 @@ use crate::protocol::mysql::errcode::{
     ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR,
 };
 use crate::protocol::mysql::response::{
-    sql_mode_flags, EofPacket, OkPacket, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
+    sql_mode_flags, EofPacket, OkPacket, SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
 };
 use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
 use crate::routing::RywState;
@@ -129,6 +130,8 @@ struct RoutingFacts {
     /// How the server tokenizes this session's SQL (`sql_mode`, #19): from the SETs the router
     /// reads and the status flags of each answer (see [`Session::follow_server_mode`]).
     lex: crate::sql::mode::SessionModes,
+    /// causal: the GTIDs the OK packets of the command being relayed reported (#34).
+    commit: causal::CommitGtid,
 }
 
 /// Retry of the statement about to run (#11).
@@ -155,6 +158,8 @@ struct Tx {
     /// Statement pooling: the server reported a transaction or autocommit off after a command,
     /// and the connection holding it was closed; the session ends at its next command.
     lost: bool,
+    /// A read-only transaction start held back until its first statement (#34).
+    deferred: Option<readonly::Deferred>,
 }
 
 /// What the client negotiated at login.
@@ -293,7 +298,7 @@ impl Session {
                 pass: g.pass,
             },
             foreign: Foreign { bridge, cross: bridged::cross::Cross::default() },
-            routing: RoutingFacts { ryw, lex },
+            routing: RoutingFacts { ryw, lex, commit: causal::CommitGtid::None },
             retry: RetryContext::default(),
         }
     }
@@ -521,8 +526,8 @@ impl Session {
 
     async fn on_query(&mut self, payload: &[u8], body: &[u8]) -> Result<(), End> {
         let sql = String::from_utf8_lossy(body);
-        if self.on_token_query(&sql) {
-            return Ok(()); // causal token (#22)
+        if self.on_token_query(&sql) || self.on_deferrable(&sql) {
+            return Ok(()); // causal token (#22), read-only transaction start (#34)
         }
         if let Some((id, connection)) = kill::parse_kill(&sql) {
             return self.kill(id, connection).await;
@@ -618,7 +623,8 @@ impl Session {
         self.link.deadline = None;
         self.cancel.slot.set_running(None);
         if let Some(s) = outcome.status {
-            self.tx.status = s;
+            // The router's own tracking set the flag; its replies must not claim state.
+            self.tx.status = s & !SERVER_SESSION_STATE_CHANGED;
             if let Some(c) = self.link.conn.as_mut() {
                 relay::note_status(c, Some(s));
             }
@@ -630,8 +636,10 @@ impl Session {
         }
         let in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
         self.routing.ryw.statement_done(rt::now(), in_tx); // #19: window from commit
-        if self.routing.ryw.position_due() && !outcome.abandoned && self.ctx.has_replica_reads() {
-            self.learn_commit_gtid().await; // causal reads (#22)
+        let seen = std::mem::take(&mut self.routing.commit);
+        if !outcome.abandoned && self.ctx.has_replica_reads() {
+            self.learn_commit(seen, outcome.error && outcome.succeeded == 0).await;
+            // causal reads (#22, #34)
         }
         let escaped = in_tx || self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
         if self.mode() == PoolMode::Statement && escaped {
@@ -753,16 +761,16 @@ impl Session {
 
     /// Makes sure a backend connection is attached, replaying session state on it.
     async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
-        if self.link.conn.is_some() {
-            return Ok(());
+        if self.link.conn.is_none() {
+            let deadline = rt::now() + self.pool.config.timeouts.acquire;
+            let conn = self
+                .ctx
+                .checkout(&mut self.pool, Protocol::MySql, self.client.pass.as_deref(), deadline)
+                .await
+                .map_err(|e| MyClientError::from(&e))?;
+            self.attach(conn).await?;
         }
-        let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let conn = self
-            .ctx
-            .checkout(&mut self.pool, Protocol::MySql, self.client.pass.as_deref(), deadline)
-            .await
-            .map_err(|e| MyClientError::from(&e))?;
-        self.attach(conn).await
+        self.run_deferred().await // #34: where the transaction's first statement runs
     }
 
     /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,

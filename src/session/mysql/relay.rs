@@ -19,6 +19,7 @@ use crate::protocol::mysql::errcode::{
     ER_CLIENT_INTERACTION_TIMEOUT, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_NOT_ALLOWED_COMMAND,
 };
 use crate::protocol::mysql::infile::FileStream;
+use crate::protocol::mysql::tracking::relay_ok;
 use crate::protocol::mysql::DecodeError;
 use crate::protocol::mysql::{decode_wire_packet, encode_packets, WirePacket, MAX_PACKET_PAYLOAD};
 use crate::rt;
@@ -234,7 +235,7 @@ impl Session {
             let (action, len) = self.take_packet(ex)?;
             match action {
                 Action::Forward => {}
-                Action::ForwardEnd => self.bump_final(len, ex.outcome().status),
+                Action::ForwardEnd | Action::ForwardOk => self.bump_final(len, ex.outcome().status),
                 Action::SendFile => self.relay_local_infile(ex).await?,
                 Action::RefuseFile { reply_seq } => self.refuse_local_infile(reply_seq).await?,
                 Action::Refused { seq, unusable } => self.refused_local_infile(seq, unusable),
@@ -245,16 +246,33 @@ impl Session {
     }
 
     /// Hands the backend packet at `self.link.pos` to `ex` and relays it when it says so; returns
-    /// the action and the packet's payload length.
+    /// the action and the length of the payload relayed. An OK goes out as the client's
+    /// capabilities want it, and the `last_gtid` it reported is kept for causal reads (#34).
     fn take_packet(&mut self, ex: &mut Exchange) -> Result<(Action, usize), RelayError> {
-        let conn = self.link.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
+        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.link.pos)?;
         let action = ex.on_backend(&packet)?;
-        if matches!(action, Action::Forward | Action::ForwardEnd | Action::SendFile) {
-            self.io.out.extend_from_slice(wire);
+        let mut len = packet.payload.len();
+        match action {
+            Action::ForwardOk if packet.is_continued() => {
+                return Err(RelayError::Malformed("an OK packet of 16 MiB or more".into()));
+            }
+            Action::ForwardOk => {
+                let ConnInfo::MySql(info) = &mut conn.info else {
+                    return Err(RelayError::Malformed("a MySQL answer on a PostgreSQL connection".into()));
+                };
+                let mut ok = Vec::with_capacity(packet.payload.len());
+                let gtid = relay_ok(packet.payload, info.capabilities, self.client.caps, &mut ok)
+                    .map_err(|e| RelayError::Malformed(format!("OK packet: {e}")))?;
+                self.routing.commit.note(gtid, &mut info.last_gtid);
+                len = ok.len();
+                encode_packets(&ok, packet.seq, &mut self.io.out);
+            }
+            Action::Forward | Action::ForwardEnd | Action::SendFile => self.io.out.extend_from_slice(wire),
+            Action::RefuseFile { .. } | Action::Refused { .. } => {}
         }
         self.link.pos += wire.len();
-        Ok((action, packet.payload.len()))
+        Ok((action, len))
     }
 
     /// Why a `LOAD DATA LOCAL INFILE` may not run through this session, if it may not: its pool

@@ -131,14 +131,34 @@ fn err_text(p: &[u8]) -> String {
         .unwrap_or_default()
 }
 
-/// `COM_RESET_CONNECTION` plus the pool's default database: the connection is as new, except
-/// that the router's prepared statements are gone.
+/// Runs `payload` on `conn` for the session (a held-back transaction start, #34): a server
+/// error becomes the client's error for the statement that needed it.
+pub(super) async fn run_silently(conn: &mut Conn, payload: &[u8]) -> Result<(), MyClientError> {
+    let Ok(answer) = silent(conn, payload).await else {
+        conn.broken = true;
+        return Err(lost());
+    };
+    let Some(err) = answer else { return Ok(()) };
+    let e = crate::protocol::mysql::ErrPacket::decode(&err).map_err(|_| lost())?;
+    let number = ErrorNumber { code: e.code, sql_state: e.sql_state.unwrap_or(*b"HY000") };
+    Err(MyClientError::new(number, String::from_utf8_lossy(e.message)))
+}
+
+/// `COM_RESET_CONNECTION` plus the pool's default database (and, on MariaDB, `last_gtid`
+/// tracking): the connection is as new, except that the router's prepared statements are gone.
 pub(super) async fn reset_connection(conn: &mut Conn, default_db: &str) -> Result<(), MyClientError> {
     if silent(conn, &[COM_RESET_CONNECTION]).await.map_err(|_| lost())?.is_some() {
         return Err(lost());
     }
+    let mut tracks = false;
     if let Some(i) = info(conn) {
         i.prepared.clear();
+        tracks = crate::pool::tracks_gtid(i);
+    }
+    // The reset restored the global tracked variables: causal reads need `last_gtid` again.
+    if tracks {
+        let track = [&[COM_QUERY][..], crate::pool::TRACK_LAST_GTID.as_bytes()].concat();
+        silent(conn, &track).await.map_err(|_| lost())?;
     }
     let init = [&[COM_INIT_DB][..], default_db.as_bytes()].concat();
     match silent(conn, &init).await.map_err(|_| lost())? {

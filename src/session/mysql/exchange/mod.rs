@@ -76,6 +76,9 @@ pub(in crate::session::mysql) enum Action {
     /// Relay it; it carries the status flags that end a result (the session may raise its
     /// warning count, see `warning`).
     ForwardEnd,
+    /// An OK packet that ends a result: relay it as the client's capabilities want it, without
+    /// the session state the router's own tracking added (`protocol::mysql::tracking`).
+    ForwardOk,
     /// Relay the server's LOCAL INFILE request, then stream the client's file to the server
     /// through [`Exchange::on_client_file`].
     SendFile,
@@ -191,7 +194,7 @@ impl Exchange {
             None => self.step(p.payload)?,
         };
         self.continued = p.is_continued().then_some(action);
-        self.forwarded |= matches!(action, Action::Forward | Action::ForwardEnd | Action::SendFile);
+        self.forwarded |= matches!(action, Action::Forward | Action::ForwardEnd | Action::ForwardOk | Action::SendFile);
         Ok(action)
     }
 
@@ -257,7 +260,7 @@ impl Exchange {
                 (self.outcome.status, self.outcome.last_insert_id) = status_of(payload);
                 self.outcome.succeeded += 1;
             }
-            return Ok(Action::Forward);
+            return Ok(if first == Some(OK_HEADER) { Action::ForwardOk } else { Action::Forward });
         }
         match first {
             Some(OK_HEADER) => {
@@ -265,7 +268,7 @@ impl Exchange {
                 (self.outcome.status, self.outcome.last_insert_id) = status_of(payload);
                 self.outcome.succeeded += 1;
                 self.state = self.next_result();
-                Ok(Action::ForwardEnd)
+                Ok(Action::ForwardOk)
             }
             Some(LOCAL_INFILE_REQUEST) => Ok(self.file_request()),
             _ => {

@@ -66,13 +66,13 @@ fn replay(ex: &mut Exchange, mut wire: &[u8]) -> Result<Vec<Action>, RelayError>
     Ok(actions)
 }
 
-use Action::{Forward, ForwardEnd};
+use Action::{Forward, ForwardEnd, ForwardOk};
 
 #[test]
 fn a_plain_ok_ends_the_response_with_its_status_and_affected_rows() {
     let mut ex = Exchange::new(Grammar::Query, Some(1), false);
     let actions = replay(&mut ex, &recorded(1, &[ok(3, 7, AUTOCOMMIT)])).expect("in step");
-    assert_eq!(actions, [ForwardEnd]);
+    assert_eq!(actions, [ForwardOk]);
     assert!(ex.done());
     let o = ex.outcome();
     assert_eq!((o.succeeded, o.error, o.status, o.last_insert_id, o.rows), (1, false, Some(AUTOCOMMIT), 7, 3));
@@ -128,10 +128,10 @@ fn results_chained_by_more_results_end_with_the_final_ok() {
     let payloads =
         [ok(1, 0, AUTOCOMMIT | MORE), vec![1], column("a"), eof(AUTOCOMMIT | MORE), row("x"), eof(AUTOCOMMIT | MORE)];
     let actions = replay(&mut ex, &recorded(1, &payloads)).expect("in step");
-    assert_eq!(actions, [ForwardEnd, Forward, Forward, Forward, Forward, ForwardEnd]);
+    assert_eq!(actions, [ForwardOk, Forward, Forward, Forward, Forward, ForwardEnd]);
     assert!(!ex.done(), "more results are announced");
     let actions = replay(&mut ex, &recorded(7, &[ok(0, 0, AUTOCOMMIT)])).expect("in step");
-    assert_eq!(actions, [ForwardEnd]);
+    assert_eq!(actions, [ForwardOk]);
     assert!(ex.done());
     let o = ex.outcome();
     assert_eq!((o.succeeded, o.rows, o.status), (3, 2, Some(AUTOCOMMIT)));
@@ -142,7 +142,7 @@ fn an_error_in_a_later_result_keeps_the_earlier_ones_succeeded() {
     use crate::protocol::mysql::response::SERVER_MORE_RESULTS_EXISTS as MORE;
     let mut ex = Exchange::new(Grammar::Query, Some(1), false);
     let actions = replay(&mut ex, &recorded(1, &[ok(0, 0, MORE), err(1064, b"42000")])).expect("in step");
-    assert_eq!(actions, [ForwardEnd, Forward]);
+    assert_eq!(actions, [ForwardOk, Forward]);
     assert!(ex.done());
     assert_eq!((ex.outcome().succeeded, ex.outcome().error), (1, true));
 }
@@ -184,7 +184,7 @@ fn a_local_infile_request_streams_the_clients_file_then_the_answer_follows() {
     assert_eq!(ex.on_client_file(rest).expect("in sequence"), rest.len());
     assert!(ex.file_done());
     assert_eq!(ex.next_seq(), Some(5));
-    assert_eq!(replay(&mut ex, &recorded(5, &[ok(2, 0, AUTOCOMMIT)])).expect("in step"), [ForwardEnd]);
+    assert_eq!(replay(&mut ex, &recorded(5, &[ok(2, 0, AUTOCOMMIT)])).expect("in step"), [ForwardOk]);
     assert!(ex.done());
     assert_eq!((ex.outcome().rows, ex.outcome().error), (2, false));
 }

@@ -1,0 +1,189 @@
+//! Declared read-only transactions on a replica (#34). `START TRANSACTION READ ONLY`, a plain
+//! `START TRANSACTION`/`BEGIN` under `SET SESSION TRANSACTION READ ONLY`, and `SET TRANSACTION
+//! READ ONLY` (the next transaction only) are answered by the router and held back until the
+//! transaction's first statement: that statement is routed as any other (a replica-safe read
+//! to a replica that has applied the session's causal position, anything else to the
+//! primary), and the held-back statement runs first on the connection it got. The rest of
+//! the transaction is held there; on a replica only replica-safe statements may follow
+//! (`settle`), and the server enforces the read-only property itself. An empty transaction's
+//! `COMMIT`/`ROLLBACK` is answered too, as the server would.
+//!
+//! Only with a read pool to use, outside a transaction, with autocommit on, on a connection
+//! nothing pins, and not under statement pooling (which refuses transactions).
+
+use super::Session;
+use crate::config::{PoolMode, Protocol};
+use crate::protocol::mysql::command::COM_QUERY;
+use crate::protocol::mysql::response::{
+    SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
+};
+use crate::protocol::mysql::{encode_packets, OkPacket};
+use crate::session::client_error::MyClientError;
+use crate::sql::lexer::{Lexer, Token, TokenKind};
+use crate::sql::Dialect;
+
+/// A statement the router answered and holds back until the transaction's first statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Deferred {
+    /// A read-only transaction start (`WITH CONSISTENT SNAPSHOT` kept).
+    Begin {
+        /// The client asked for a consistent snapshot.
+        snapshot: bool,
+    },
+    /// `SET TRANSACTION READ ONLY`: the next transaction (or autocommit statement) is read-only.
+    NextReadOnly,
+}
+
+impl Deferred {
+    fn sql(self) -> &'static str {
+        match self {
+            Deferred::Begin { snapshot: false } => "START TRANSACTION READ ONLY",
+            Deferred::Begin { snapshot: true } => "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY",
+            Deferred::NextReadOnly => "SET TRANSACTION READ ONLY",
+        }
+    }
+}
+
+/// What a statement is, as far as deferring goes.
+#[derive(Debug, PartialEq, Eq)]
+enum Shape {
+    /// `START TRANSACTION [characteristics]` / `BEGIN [WORK]`: read-only declared (`Some(true)`),
+    /// read-write declared (`Some(false)`) or neither; and whether a snapshot was asked for.
+    Begin { read_only: Option<bool>, snapshot: bool },
+    /// `SET TRANSACTION READ ONLY`.
+    NextReadOnly,
+    /// `COMMIT [WORK]` / `ROLLBACK [WORK]` without options.
+    End,
+    /// Anything else.
+    Other,
+}
+
+/// Reads one statement's shape (a trailing `;` allowed; more statements make it `Other`).
+fn shape(sql: &str) -> Shape {
+    let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
+    let end = tokens.iter().position(|t| t.kind == TokenKind::Semicolon).unwrap_or(tokens.len());
+    if tokens.get(end + 1..).is_some_and(|rest| !rest.is_empty()) {
+        return Shape::Other;
+    }
+    let words: Vec<String> = match tokens.get(..end) {
+        Some(ts) if ts.iter().all(|t| matches!(t.kind, TokenKind::Word | TokenKind::Comma)) => {
+            ts.iter().filter(|t| t.kind == TokenKind::Word).map(|t| t.text.to_ascii_uppercase()).collect()
+        }
+        _ => return Shape::Other,
+    };
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        ["BEGIN"] | ["BEGIN", "WORK"] => Shape::Begin { read_only: None, snapshot: false },
+        ["START", "TRANSACTION", rest @ ..] => begin(rest),
+        ["SET", "TRANSACTION", "READ", "ONLY"] => Shape::NextReadOnly,
+        ["COMMIT"] | ["COMMIT", "WORK"] | ["ROLLBACK"] | ["ROLLBACK", "WORK"] => Shape::End,
+        _ => Shape::Other,
+    }
+}
+
+/// `START TRANSACTION` characteristics: `READ ONLY`, `READ WRITE`, `WITH CONSISTENT SNAPSHOT`.
+fn begin(mut rest: &[&str]) -> Shape {
+    let (mut read_only, mut snapshot) = (None, false);
+    loop {
+        rest = match rest {
+            [] => return Shape::Begin { read_only, snapshot },
+            ["READ", "ONLY", more @ ..] => {
+                read_only = Some(true);
+                more
+            }
+            ["READ", "WRITE", more @ ..] => {
+                read_only = Some(false);
+                more
+            }
+            ["WITH", "CONSISTENT", "SNAPSHOT", more @ ..] => {
+                snapshot = true;
+                more
+            }
+            _ => return Shape::Other,
+        };
+    }
+}
+
+impl Session {
+    /// Answers and holds back a read-only transaction start (see the module header), and the
+    /// `COMMIT`/`ROLLBACK` of one that ran nothing; `false` when `sql` is not one of those or
+    /// the session cannot defer it, and the statement goes on as usual.
+    pub(super) fn on_deferrable(&mut self, sql: &str) -> bool {
+        let deferred = self.tx.deferred;
+        if deferred.is_none() && !self.may_defer() {
+            return false;
+        }
+        let next = match (shape(sql), deferred) {
+            // An empty transaction ends, or a `SET TRANSACTION` is spent by a COMMIT (as the
+            // server resets one-shot characteristics there).
+            (Shape::End, Some(_)) => None,
+            (Shape::Begin { read_only: Some(false), .. }, _) | (Shape::End | Shape::Other, _) => return false,
+            (Shape::Begin { read_only, snapshot }, d) => {
+                let declared =
+                    read_only == Some(true) || d == Some(Deferred::NextReadOnly) || self.state.read_only_transactions();
+                if !declared {
+                    return false;
+                }
+                Some(Deferred::Begin { snapshot })
+            }
+            (Shape::NextReadOnly, _) => Some(Deferred::NextReadOnly),
+        };
+        self.tx.deferred = next;
+        let mut status = SERVER_STATUS_AUTOCOMMIT;
+        if matches!(next, Some(Deferred::Begin { .. })) {
+            status |= SERVER_STATUS_IN_TRANS | SERVER_STATUS_IN_TRANS_READONLY;
+        }
+        let mut ok = Vec::with_capacity(16);
+        OkPacket { status, ..OkPacket::default() }.encode(self.client.caps, &mut ok);
+        encode_packets(&ok, 1, &mut self.io.out);
+        true
+    }
+
+    /// Whether a read-only start may wait for its first statement (see the module header).
+    fn may_defer(&self) -> bool {
+        self.tx.status & (SERVER_STATUS_IN_TRANS | SERVER_STATUS_AUTOCOMMIT) == SERVER_STATUS_AUTOCOMMIT
+            && self.mode() != PoolMode::Statement
+            && !self.is_bridged()
+            && !self.held()
+            && self.state.pin().is_none()
+            && self.ctx.splits_reads(Protocol::MySql)
+    }
+
+    /// Runs the held-back statement on the connection the transaction's first statement got,
+    /// before that statement. A server error is that statement's error.
+    pub(super) async fn run_deferred(&mut self) -> Result<(), MyClientError> {
+        let Some(deferred) = self.tx.deferred.take() else { return Ok(()) };
+        let Some(conn) = self.link.conn.as_mut() else { return Ok(()) };
+        let payload = [&[COM_QUERY][..], deferred.sql().as_bytes()].concat();
+        super::stmt::run_silently(conn, &payload).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_only_starts_and_their_ends_are_recognised_and_nothing_else() {
+        let ro = |snapshot| Shape::Begin { read_only: Some(true), snapshot };
+        assert_eq!(shape("START TRANSACTION READ ONLY"), ro(false));
+        assert_eq!(shape("start transaction with consistent snapshot, read only;"), ro(true));
+        assert_eq!(shape("/* app */ START TRANSACTION READ ONLY"), ro(false));
+        assert_eq!(shape("START TRANSACTION READ WRITE"), Shape::Begin { read_only: Some(false), snapshot: false });
+        assert_eq!(shape("BEGIN"), Shape::Begin { read_only: None, snapshot: false });
+        assert_eq!(shape("SET TRANSACTION READ ONLY"), Shape::NextReadOnly);
+        assert_eq!(shape("commit work"), Shape::End);
+        for other in [
+            "START TRANSACTION READ ONLY; SELECT 1",
+            "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+            "SET SESSION TRANSACTION READ ONLY",
+            "COMMIT AND CHAIN",
+            "ROLLBACK TO SAVEPOINT a",
+            "START TRANSACTION READ",
+            "BEGIN NOT ATOMIC SELECT 1; END",
+            "",
+        ] {
+            assert_eq!(shape(other), Shape::Other, "{other}");
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Issue #34's matrix, MariaDB side: with the replica's SQL thread stopped, a session's reads
+//! and the reads of a connection it handed its token to never miss its writes, whichever path
+//! carried the write — {text, COM_STMT_PREPARE/EXECUTE, multi-statement text} × {plain INSERT,
+//! INSERT ... WITH (CTE), procedure CALL, a trigger's write} × {the writing session itself, a
+//! token by SHOW on it and SET on another connection} — with the `mysql` crate and PyMySQL.
+//! Where each read ran is proven by `@@server_id`; a fresh session's read on the stopped
+//! replica proves it is stale.
+
+use std::process::Command;
+use std::time::Duration;
+
+use mysql::prelude::Queryable;
+use mysql::Conn;
+
+use crate::causal_mysql::{client, my_router};
+use crate::support::{eventually, unique_name, Dbs, Kind, MyEnv};
+
+const PRIMARY: u64 = 1;
+const REPLICA: u64 = 2;
+
+/// The write kinds, each as (text with `{n}`, prepared text with `?`).
+fn writes(t: &str) -> [(&'static str, String, String); 4] {
+    [
+        ("plain", format!("INSERT INTO {t} VALUES ({{n}})"), format!("INSERT INTO {t} VALUES (?)")),
+        (
+            "cte",
+            format!("INSERT INTO {t} WITH c AS (SELECT {{n}} AS id) SELECT id FROM c"),
+            format!("INSERT INTO {t} WITH c AS (SELECT ? AS id) SELECT id FROM c"),
+        ),
+        ("call", format!("CALL {t}_p({{n}})"), format!("CALL {t}_p(?)")),
+        ("trigger", format!("INSERT INTO {t}_src VALUES ({{n}})"), format!("INSERT INTO {t}_src VALUES (?)")),
+    ]
+}
+
+/// `t` (read), `t_src` whose trigger writes into `t`, and procedure `t_p` that inserts into `t`.
+fn schema(my: &MyEnv) -> String {
+    let t = unique_name("causal_matrix");
+    let mut c = my.primary_client();
+    for sql in [
+        format!("CREATE TABLE {t} (id INT PRIMARY KEY)"),
+        format!("CREATE TABLE {t}_src (id INT PRIMARY KEY)"),
+        format!("CREATE TRIGGER {t}_tr AFTER INSERT ON {t}_src FOR EACH ROW INSERT INTO {t} VALUES (NEW.id)"),
+        format!("CREATE PROCEDURE {t}_p(i INT) INSERT INTO {t} VALUES (i)"),
+    ] {
+        c.query_drop(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    my.wait_replica_caught_up(Duration::from_secs(20));
+    t
+}
+
+/// `(rows with id n, @@server_id)`.
+fn read(c: &mut Conn, t: &str, n: u64) -> (u64, u64) {
+    let sql = format!("SELECT COUNT(*), @@server_id FROM {t} WHERE id = {n}");
+    c.query_first(&sql).unwrap_or_else(|e| panic!("{sql}: {e}")).unwrap_or_else(|| panic!("{sql}: no row"))
+}
+
+#[test]
+fn mariadb_matrix_no_read_misses_a_write_whatever_path_carried_it() {
+    let env = Dbs::private();
+    let my = &env.my;
+    let router = my_router(my, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
+    let t = schema(my);
+    let mut probe = client(&router, my);
+    eventually(Duration::from_secs(15), "reads on the replica", || read(&mut probe, &t, 0).1 == REPLICA);
+    env.pause_replication(Kind::Mariadb);
+    let mut n = 0u64;
+    let mut cells = 0;
+    for (kind, text, prepared) in writes(&t) {
+        for path in ["text", "prepared", "multi"] {
+            n += 1;
+            let cell = format!("{kind} × {path}");
+            let mut w = client(&router, my);
+            match path {
+                "text" => w.query_drop(text.replace("{n}", &n.to_string())),
+                "prepared" => w.exec_drop(&prepared, (n,)),
+                _ => w.query_drop(format!("SELECT 1; {}", text.replace("{n}", &n.to_string()))),
+            }
+            .unwrap_or_else(|e| panic!("{cell}: write: {e}"));
+            assert_eq!(read(&mut w, &t, n), (1, PRIMARY), "{cell}: the writer reads its write");
+            let token: String = w.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
+            let mut other = client(&router, my);
+            assert_eq!(read(&mut other, &t, n), (0, REPLICA), "{cell}: without the token: the stale replica");
+            other.query_drop(format!("SET querypilot.causal_token = '{token}'")).expect("set the token");
+            assert_eq!(read(&mut other, &t, n), (1, PRIMARY), "{cell}: the token's holder reads the write");
+            cells += 1;
+        }
+    }
+    pymysql_cells(&router, my, &t, &mut n);
+    env.resume_replication(Kind::Mariadb);
+    assert_eq!(cells, 12);
+}
+
+/// PyMySQL, text and multi-statement: writes each kind, hands the token over to a second
+/// connection; prints `cell writer_count writer_server other_count other_server`.
+const PYMYSQL: &str = r#"
+import sys, pymysql
+from pymysql.constants import CLIENT
+port, user, password, db, t, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
+def conn():
+    return pymysql.connect(host="127.0.0.1", port=port, user=user, password=password, database=db,
+                           autocommit=True, client_flag=CLIENT.MULTI_STATEMENTS)
+def read(c, i):
+    cur = c.cursor(); cur.execute(f"SELECT COUNT(*), @@server_id FROM {t} WHERE id = {i}"); return cur.fetchone()
+writes = {"plain": f"INSERT INTO {t} VALUES ({{}})", "cte": f"INSERT INTO {t} WITH c AS (SELECT {{}} AS id) SELECT id FROM c",
+          "call": f"CALL {t}_p({{}})", "trigger": f"INSERT INTO {t}_src VALUES ({{}})"}
+for kind, sql in writes.items():
+    for path in ["text", "multi"]:
+        n += 1
+        w = conn(); cur = w.cursor()
+        cur.execute(sql.format(n) if path == "text" else "SELECT 1; " + sql.format(n))
+        while cur.nextset(): pass
+        mine = read(w, n)
+        cur.execute("SHOW querypilot.causal_token"); token = cur.fetchone()[0]
+        o = conn(); o.cursor().execute(f"SET querypilot.causal_token = '{token}'")
+        theirs = read(o, n)
+        print(f"{kind}/{path}", *mine, *theirs)
+"#;
+
+fn pymysql_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) {
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", PYMYSQL, &router.port().to_string(), &my.user, &my.password, &my.database, t, &n.to_string()])
+        .output()
+        .expect("run PyMySQL (python3-pymysql, installed by .ci/deps.sh)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 8, "{text}");
+    for line in lines {
+        let fields: Vec<&str> = line.split(' ').collect();
+        assert_eq!(fields.get(1..), Some(&["1", "1", "1", "1"][..]), "{line}: both read the write, on the primary");
+    }
+    *n += 8;
+}
