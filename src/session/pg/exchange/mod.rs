@@ -51,6 +51,8 @@ pub(super) struct Outcome {
     pub error: bool,
     /// The last COMMIT (`true`) or ROLLBACK (`false`) command tag.
     pub last_tag_commit: Option<bool>,
+    /// A COMMIT command tag was seen (a transaction committed, whatever came after it).
+    pub any_commit: bool,
 }
 
 /// What the client gets of one backend frame.
@@ -446,7 +448,10 @@ impl Exchange {
             return Step::new(Action::Forward);
         }
         match command_tag(frame.body()) {
-            b"COMMIT" => self.outcome.last_tag_commit = Some(true),
+            b"COMMIT" => {
+                self.outcome.last_tag_commit = Some(true);
+                self.outcome.any_commit = true;
+            }
             b"ROLLBACK" => self.outcome.last_tag_commit = Some(false),
             _ => {}
         }
