@@ -514,7 +514,7 @@ impl Session {
             self.progress.fresh = None;
             let committed =
                 if was == TransactionStatus::Idle { !outcome.error } else { outcome.last_tag_commit == Some(true) };
-            if !outcome.any_commit && (was != TransactionStatus::Idle || outcome.error) {
+            if !outcome.any_commit && (outcome.error || outcome.ends_uncommitted) {
                 // Rolled back, failed or only prepared: no commit position to wait for (#34).
                 self.progress.ryw.nothing_committed();
             }
