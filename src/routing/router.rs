@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::config::{Protocol, RetryPolicy};
-use crate::sql::analyze::{analyze, Evidence, StatementFacts};
+use crate::sql::analyze::{analyze, Evidence, Operation, StatementFacts, TxControl};
 use crate::sql::hint::{route_hint, RouteHint};
 use crate::sql::template::Translated;
 
@@ -415,9 +415,14 @@ impl Router {
     /// primary (write or default) pool.
     fn split(&self, d: &mut Decision, input: &RouteInput<'_>) {
         let read = self.rules.read_pool(input.protocol);
-        let (pool, reason) = match (read, d.facts.ineligibility) {
+        let opens_read_only = opens_read_only(&d.facts, input);
+        let ineligibility = d.facts.ineligibility.filter(|_| !opens_read_only);
+        let (pool, reason) = match (read, ineligibility) {
             (Some(_), None) if input.session.primary_only.is_some() => {
                 (self.rules.primary_pool(input.protocol), input.session.primary_only.unwrap_or("session"))
+            }
+            (Some(read), None) if !input.session.pinned_to_primary && opens_read_only => {
+                (Some(read), "read_only_transaction")
             }
             (Some(read), None) if !input.session.pinned_to_primary => (Some(read), "replica_eligible"),
             (Some(_), None) => (self.rules.primary_pool(input.protocol), "read_your_writes"),
@@ -430,6 +435,19 @@ impl Router {
             None => Outcome::Error(DecisionError::NoPool { protocol: input.protocol }),
         };
     }
+}
+
+/// Whether the statement is a lone BEGIN / START TRANSACTION of a transaction the session
+/// declared read-only (`RouteInput::session.read_only_transaction` outside a transaction): the
+/// server refuses every data change in it, so the whole transaction may run on a replica (#34).
+/// What the router alone deems unsafe there is refused on the replica (`check_role`), never split.
+fn opens_read_only(facts: &Facts, input: &RouteInput<'_>) -> bool {
+    input.session.read_only_transaction
+        && input.session.transaction_pool.is_none()
+        && facts.operation == Operation::TransactionControl(TxControl::Begin)
+        && facts.statement_count == 1
+        && facts.locking.is_none()
+        && facts.affinity.is_empty()
 }
 
 /// Whether the session's lexer mode may make the server read `input.sql` otherwise than the

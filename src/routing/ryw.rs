@@ -27,6 +27,12 @@ pub struct RywState {
     /// A write (or the commit of one) was routed and the backend has not yet said it finished
     /// outside a transaction: [`RywState::statement_done`] then starts the window (#19 case 10).
     awaiting_commit: bool,
+    /// causal: the open transaction ran on the primary without being proven read-only
+    /// ([`RywState::observe_unproven`]): its end learns a position unless the server says it
+    /// wrote nothing ([`RywState::wrote_nothing`]).
+    unproven: bool,
+    /// causal: the commit awaited was due only to `unproven` (no write the analysis saw).
+    blind: bool,
     /// causal: the highest commit position (WAL offset or GTID per domain) the session wrote at.
     position: Option<Position>,
     /// causal: a write committed and its position is not learned yet ([`RywState::learned`]).
@@ -44,6 +50,8 @@ impl RywState {
             last_write: None,
             open_write: false,
             awaiting_commit: false,
+            unproven: false,
+            blind: false,
             position: None,
             position_due: false,
             position_lost: false,
@@ -74,9 +82,12 @@ impl RywState {
             self.last_write = Some(now);
             self.open_write = true;
             self.awaiting_commit = true;
-        } else if self.open_write && decision.ends_transaction() {
+            self.blind = false;
+        } else if (self.open_write || self.unproven) && decision.ends_transaction() {
             self.last_write = Some(now);
+            self.blind = !self.open_write && !self.awaiting_commit;
             self.open_write = false;
+            self.unproven = false;
             self.awaiting_commit = true;
         }
     }
@@ -88,8 +99,41 @@ impl RywState {
     /// did not see. Other modes keep trusting the analysis.
     pub fn observe_unproven(&mut self) {
         if self.mode == ReadYourWrites::Causal {
-            self.open_write = true;
+            self.unproven = true;
         }
+    }
+
+    /// causal: the transaction being ended by the statement just observed is committed only
+    /// because it was not proven read-only, and nothing the analysis saw wrote in it: the
+    /// session may ask the server whether it wrote ([`RywState::wrote_nothing`]).
+    pub fn commit_unproven(&self) -> bool {
+        self.blind && self.awaiting_commit
+    }
+
+    /// causal: the server reported that the transaction being committed has no transaction id
+    /// (`pg_current_xact_id_if_assigned()` is NULL): it changed nothing, triggers, rules and
+    /// functions included, so its commit leaves no position to wait for.
+    pub fn wrote_nothing(&mut self) {
+        if self.commit_unproven() {
+            self.awaiting_commit = false;
+            self.blind = false;
+        }
+    }
+
+    /// causal: the open transaction moved to another server before anything ran in it (a
+    /// `SET TRANSACTION` that changes where it belongs): what its `BEGIN` implied is void.
+    pub fn transaction_moved(&mut self) {
+        self.unproven = false;
+    }
+
+    /// causal: the statement or transaction that just ended committed nothing (an error rolled
+    /// it back, a ROLLBACK, a PREPARE TRANSACTION): no commit position is due for it, so a
+    /// failed write does not keep the session's reads on the primary. Positions learned
+    /// before are kept.
+    pub fn nothing_committed(&mut self) {
+        self.position_due = false;
+        self.awaiting_commit = false;
+        self.blind = false;
     }
 
     /// The backend finished a statement at `now` and reports whether a transaction is still
@@ -101,6 +145,8 @@ impl RywState {
             self.last_write = Some(now);
             self.awaiting_commit = false;
             self.open_write = false;
+            self.unproven = false;
+            self.blind = false;
             self.position_due = self.mode == ReadYourWrites::Causal;
         }
     }

@@ -268,6 +268,11 @@ impl CoreContext {
         self.router.borrow().rules().read_pool(protocol).is_some_and(|r| **r == *pool)
     }
 
+    /// Whether `pool` has the replica role in the rules in force.
+    pub fn is_replica_pool(&self, pool: &str) -> bool {
+        self.router.borrow().rules().is_replica(pool)
+    }
+
     /// The read-your-writes mode of the rules in force (for a session's `RywState`).
     pub fn read_your_writes(&self) -> ReadYourWrites {
         self.router.borrow().rules().read_your_writes()

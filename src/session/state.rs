@@ -138,6 +138,12 @@ impl SessionState {
         self.greeting = shown;
     }
 
+    /// The value of the lower-cased parameter `lower` as the client last saw it reported (its
+    /// greeting, then ParameterStatus).
+    pub fn reported_value(&self, lower: &str) -> Option<&str> {
+        self.reported(lower).map(|(_, v)| v)
+    }
+
     /// The last reported (name, value) of the lower-cased parameter `lower`.
     fn reported(&self, lower: &str) -> Option<(&str, &str)> {
         match self.reported.get(lower) {

@@ -19,6 +19,7 @@ mod causal;
 mod causal_invisible;
 mod causal_matrix_my;
 mod causal_mysql;
+mod causal_readonly;
 mod causal_readonly_my;
 mod causal_routes;
 mod connectors;

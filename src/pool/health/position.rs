@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::query::{my_query, pg_query, ProbeError, Rows};
+use super::query::{my_query, pg_query, pg_read_rows, ProbeError, Rows};
 use crate::error::{ErrorCode, Origin};
 use crate::id::GtidPosition;
 use crate::pool::Conn;
@@ -73,6 +73,21 @@ pub async fn pg_commit_position(conn: &mut Conn) -> Result<u64, PositionError> {
 /// A standby's replay position, read on a connection to it.
 pub async fn pg_replay_position(conn: &mut Conn) -> Result<u64, PositionError> {
     position(conn, REPLAY_POSITION).await
+}
+
+/// Whether the open transaction has a transaction id: PostgreSQL assigns one at its first
+/// change of data (a trigger's, a rule's or a function's included; 13 and later), so NULL
+/// means that committing it writes nothing a standby must replay.
+pub const PG_XACT_PROBE: &str = "SELECT pg_current_xact_id_if_assigned() IS NOT NULL";
+
+/// Reads the answer to [`PG_XACT_PROBE`], which the caller sent on `conn` ahead of a COMMIT:
+/// whether the transaction wrote.
+pub async fn pg_read_xact_probe(conn: &mut Conn) -> Result<bool, PositionError> {
+    match single(&pg_read_rows(conn).await?) {
+        Some("t") => Ok(true),
+        Some("f") => Ok(false),
+        _ => Err(PositionError::Missing),
+    }
 }
 
 /// The first value of a one-row answer.

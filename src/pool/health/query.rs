@@ -73,6 +73,11 @@ pub async fn pg_query(conn: &mut Conn, sql: &str) -> Result<Rows, ProbeError> {
     let mut out = Vec::with_capacity(sql.len() + 8);
     frontend::encode_query(sql, &mut out).map_err(|e| ProbeError::Protocol(e.to_string()))?;
     rt::write_all(&mut conn.stream, &out).await?;
+    pg_read_rows(conn).await
+}
+
+/// Reads the answer to one simple query already sent on `conn`, up to its `ReadyForQuery`.
+pub async fn pg_read_rows(conn: &mut Conn) -> Result<Rows, ProbeError> {
     let mut rows = Rows::default();
     let mut failure = None;
     loop {

@@ -226,3 +226,57 @@ fn causal_mode_asks_for_the_commit_position_and_keeps_the_highest() {
     s.ryw.reset();
     assert!(!s.ryw.pinned(t0) && s.ryw.required_position().is_none(), "DISCARD ALL forgets it all");
 }
+
+#[test]
+fn a_declared_read_only_transaction_runs_whole_on_a_replica() {
+    let mut r = router("causal");
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    s.read_only = true;
+    let d = s.run(&mut r, "BEGIN READ ONLY", t0);
+    assert_eq!((pool(&d), d.reason), ("replicas", "read_only_transaction"));
+    assert_eq!(pool(&s.run(&mut r, "BEGIN READ ONLY; SELECT 1", t0)), "primary", "more than the BEGIN");
+    s.tx = Some(Arc::from("replicas"));
+    assert_eq!(pool(&s.run(&mut r, READ, t0)), "replicas");
+    let locked = s.run(&mut r, "SELECT a FROM t WHERE id = 1 FOR UPDATE", t0);
+    assert!(
+        matches!(locked.outcome, Outcome::Error(DecisionError::ReplicaUnsafe { .. })),
+        "refused on the replica, never split: {:?}",
+        locked.outcome
+    );
+    (s.tx, s.read_only) = (None, false);
+    assert_eq!(pool(&s.run(&mut r, "BEGIN", t0)), "primary", "not declared read-only");
+    s.run(&mut r, WRITE, t0);
+    s.read_only = true;
+    let d = s.run(&mut r, "BEGIN READ ONLY", t0);
+    assert_eq!((pool(&d), d.reason), ("primary", "read_your_writes"), "a write in flight");
+}
+
+#[test]
+fn an_unproven_transaction_that_wrote_nothing_leaves_no_position() {
+    let mut r = router("causal");
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    s.run(&mut r, "BEGIN", t0);
+    s.ryw.observe_unproven();
+    s.run(&mut r, READ, t0);
+    s.run(&mut r, "COMMIT", t0);
+    assert!(s.ryw.commit_unproven(), "nothing the analysis saw wrote");
+    s.ryw.wrote_nothing();
+    s.ryw.statement_done(t0, false);
+    assert!(!s.ryw.position_due() && !s.ryw.pinned(t0), "no transaction id: nothing to wait for");
+    s.run(&mut r, "BEGIN", t0);
+    s.ryw.observe_unproven();
+    s.run(&mut r, WRITE, t0);
+    s.run(&mut r, "COMMIT", t0);
+    assert!(!s.ryw.commit_unproven(), "a write the analysis saw needs no probe");
+    s.ryw.wrote_nothing();
+    s.ryw.statement_done(t0, false);
+    assert!(s.ryw.position_due(), "its position is learned");
+    s.ryw.learned(Some(Position::Wal(10)));
+    s.run(&mut r, WRITE, t0);
+    s.ryw.statement_done(t0, false);
+    s.ryw.nothing_committed();
+    assert!(!s.ryw.pinned(t0), "a failed write holds nothing");
+    assert_eq!(s.ryw.required_position(), Some(&Position::Wal(10)), "what was learned before stays");
+}

@@ -143,9 +143,18 @@ impl Session {
             // One statement (however often it runs) decides for itself, as outside a pipeline.
             return false;
         }
+        // A read-only transaction the batch opens runs whole on the replica its BEGIN goes to
+        // (#34): what it runs there must be replica-safe, up to its end.
+        let mut read_only = false;
         stmts.iter().any(|(sql, key)| {
             let d = self.decide(sql, *key);
-            !matches!(&d.outcome, Outcome::Route(p) if self.ctx.is_read_pool(Protocol::Postgres, p))
+            if read_only {
+                read_only = !d.ends_transaction();
+                return !d.facts.replica_safe();
+            }
+            let on_read = matches!(&d.outcome, Outcome::Route(p) if self.ctx.is_read_pool(Protocol::Postgres, p));
+            read_only = on_read && d.reason == "read_only_transaction";
+            !on_read
         })
     }
 

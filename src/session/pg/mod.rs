@@ -22,6 +22,7 @@ mod lost;
 mod named;
 mod pipeline;
 mod prepared;
+mod readonly;
 mod relay;
 mod retry;
 mod route;
@@ -29,6 +30,7 @@ mod settings;
 mod token;
 mod unnamed;
 mod verify;
+mod xact;
 
 use crate::protocol::pg::tag::{backend as server, frontend as client};
 use std::collections::HashMap;
@@ -47,6 +49,7 @@ use crate::session::client_error::PgClientError;
 use crate::session::state::{pg_effects, SessionState};
 use crate::session::CoreContext;
 use prepared::{Expect, Stmt};
+use readonly::begins_transaction;
 
 /// Bytes buffered for the client before they are written out mid-result.
 const CLIENT_FLUSH_AT: usize = 64 * 1024;
@@ -118,6 +121,8 @@ struct Progress {
     tx: TransactionStatus,
     /// The open transaction was declared `READ ONLY`: nothing in it changes data.
     read_only_tx: bool,
+    /// The BEGIN of the open transaction, while nothing else ran in it (#34).
+    fresh: Option<String>,
     /// Read-your-writes: whether reads must stay on the primary after a write.
     ryw: RywState,
     /// The statement timed for per-shape statistics.
@@ -239,6 +244,7 @@ impl Session {
             progress: Progress {
                 tx: TransactionStatus::Idle,
                 read_only_tx: false,
+                fresh: None,
                 ryw,
                 digest: digest::DigestTracker::default(),
                 stmts_held,
@@ -573,6 +579,9 @@ impl Session {
         };
         let Some(sql) = rewritten else {
             self.state.stage(pg_effects(sql));
+            if self.commit_probe_due(sql) {
+                return self.on_probed_commit(raw).await; // #34
+            }
             return self.on_simple(raw).await;
         };
         self.state.stage(pg_effects(&sql));
@@ -888,15 +897,4 @@ impl Session {
 /// The body of `raw`, a whole client message the session framed itself.
 fn body_of(raw: &[u8]) -> Option<&[u8]> {
     decode_raw_frame(raw, usize::MAX).ok().flatten().map(|f| f.body())
-}
-
-/// Whether a statement opens a transaction block (for statement pooling's refusal).
-fn begins_transaction(sql: &str) -> bool {
-    use crate::sql::lexer::{Lexer, TokenKind};
-    let mut words = Lexer::new(sql, crate::sql::Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment);
-    match words.next() {
-        Some(t) if t.is_word("BEGIN") => true,
-        Some(t) if t.is_word("START") => words.next().is_some_and(|t| t.is_word("TRANSACTION")),
-        _ => false,
-    }
 }

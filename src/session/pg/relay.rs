@@ -494,8 +494,13 @@ impl Session {
         self.cancel.slot.set_running(None);
         if new == TransactionStatus::Idle {
             self.progress.read_only_tx = false;
+            self.progress.fresh = None;
             let committed =
                 if was == TransactionStatus::Idle { !outcome.error } else { outcome.last_tag_commit == Some(true) };
+            if !outcome.any_commit && (outcome.error || outcome.ends_uncommitted) {
+                // Rolled back, failed or only prepared: no commit position to wait for (#34).
+                self.progress.ryw.nothing_committed();
+            }
             if committed {
                 self.state.commit();
             } else {

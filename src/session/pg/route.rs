@@ -54,7 +54,7 @@ impl Session {
             session: SessionView {
                 transaction_pool: held.then(|| self.pool.name()),
                 pinned_to_primary: self.progress.ryw.pinned(rt::now()),
-                read_only_transaction: self.progress.read_only_tx,
+                read_only_transaction: self.read_only_view(sql, held),
                 lex_mode: self.identity.lex.mode,
                 primary_only: self.identity.lex.primary_only(),
             },
@@ -74,6 +74,9 @@ impl Session {
         key: Option<StatementKey>,
         runs: bool,
     ) -> Result<Option<String>, PgClientError> {
+        if runs {
+            self.move_fresh_transaction(sql).await?; // #34
+        }
         let decision = self.decide(sql, key);
         if let Some(e) = self.replica_hold_refusal(&decision) {
             return Err(e);
@@ -114,11 +117,14 @@ impl Session {
     /// What a statement that runs tells the session: a read-only transaction, a write or a
     /// reset for read-your-writes, a change of how its SQL is tokenized; and the decision counts.
     fn observe_statement(&mut self, sql: &str, decision: &Decision, now: std::time::Instant) {
-        if declares_read_only(sql) {
+        let in_transaction = self.progress.tx != TransactionStatus::Idle;
+        if self.read_only_view(sql, self.held()) || (in_transaction && super::readonly::declares_read_only(sql)) {
             self.progress.read_only_tx = true;
         }
-        let transaction = self.progress.tx != TransactionStatus::Idle || super::begins_transaction(sql);
-        if transaction && !self.progress.read_only_tx && decision.pool().is_some() {
+        self.note_fresh(sql);
+        let transaction = in_transaction || super::begins_transaction(sql);
+        let on_primary = decision.pool().is_some_and(|p| !self.ctx.is_replica_pool(p));
+        if transaction && !self.progress.read_only_tx && on_primary {
             self.progress.ryw.observe_unproven(); // #34
         }
         self.progress.ryw.observe(decision, now);
@@ -286,33 +292,6 @@ fn resets_session(sql: &str) -> bool {
     resets && second.is_some_and(|t| t.is_word("ALL")) && words.next().is_none()
 }
 
-/// Whether `sql` opens or sets a `READ ONLY` transaction (`BEGIN`/`START TRANSACTION`/`SET
-/// TRANSACTION` with `READ ONLY` among its modes): the server then refuses every data change in
-/// it, so nothing run there starts read-your-writes pinning.
-fn declares_read_only(sql: &str) -> bool {
-    use crate::sql::lexer::{Lexer, TokenKind};
-    let mut words = Lexer::new(sql, crate::sql::Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment);
-    let opens = match words.next() {
-        Some(t) if t.is_word("BEGIN") => true,
-        Some(t) if t.is_word("START") || t.is_word("SET") => words.next().is_some_and(|t| t.is_word("TRANSACTION")),
-        _ => false,
-    };
-    if !opens {
-        return false;
-    }
-    // A string of several statements is left out: what follows could end the transaction.
-    let (mut read, mut only, mut ended) = (false, false, false);
-    for t in words {
-        if ended {
-            return false;
-        }
-        ended = t.kind == TokenKind::Semicolon;
-        only |= read && t.is_word("ONLY");
-        read = t.is_word("READ");
-    }
-    only
-}
-
 /// How a routing error reaches the client: hints that cannot be honored are QP001.
 fn decision_error(e: &DecisionError) -> PgClientError {
     match e {
@@ -340,35 +319,6 @@ impl Session {
                 done.error,
                 &self.pool.config.name,
             );
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::declares_read_only;
-
-    #[test]
-    fn read_only_transactions_are_recognized() {
-        for sql in [
-            "BEGIN READ ONLY",
-            "begin transaction isolation level repeatable read, read only",
-            "START TRANSACTION READ ONLY",
-            "/* c */ SET TRANSACTION READ ONLY",
-            "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE",
-            "BEGIN READ ONLY;",
-        ] {
-            assert!(declares_read_only(sql), "{sql}");
-        }
-        for sql in [
-            "BEGIN",
-            "BEGIN READ WRITE",
-            "SELECT 'READ ONLY'",
-            "SET default_transaction_read_only = on",
-            "BEGIN READ ONLY; UPDATE t SET a = 1",
-            "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
-        ] {
-            assert!(!declares_read_only(sql), "{sql}");
         }
     }
 }

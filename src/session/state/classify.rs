@@ -244,7 +244,10 @@ fn classify_set(text: &str, rest: &[Token<'_>], out: &mut Vec<Effect>) {
                 return set_role(rest.get(1..).unwrap_or_default(), out);
             }
             if word(rest.first(), "CHARACTERISTICS") {
-                out.push(Effect::Pin(PinReason::UntrackedSetting));
+                match session_characteristics(rest.get(1..).unwrap_or_default()) {
+                    Some(sets) => out.extend(sets),
+                    None => out.push(Effect::Pin(PinReason::UntrackedSetting)),
+                }
                 return;
             }
         }
@@ -294,6 +297,49 @@ fn classify_set(text: &str, rest: &[Token<'_>], out: &mut Vec<Effect>) {
 
 /// `SET [SESSION] ROLE x`, `SET SESSION AUTHORIZATION x`, `SET role = x`, ...: anything but a
 /// return to the session's own identity pins.
+/// `SET SESSION CHARACTERISTICS AS TRANSACTION <modes>` as the settings it changes
+/// (`default_transaction_isolation`, `_read_only`, `_deferrable`), so that it is replayed like
+/// them rather than pinning (#34: PgJDBC's `setReadOnly(true)` sends it). `None` for a form
+/// not read here.
+fn session_characteristics(rest: &[Token<'_>]) -> Option<Vec<Effect>> {
+    let (Some(a), Some(t)) = (rest.first(), rest.get(1)) else { return None };
+    if !a.is_word("AS") || !t.is_word("TRANSACTION") {
+        return None;
+    }
+    let words: Vec<&Token<'_>> = rest.get(2..)?.iter().filter(|t| t.kind != TokenKind::Comma).collect();
+    let set = |name: &str, value: &str| Effect::Set {
+        name: name.to_owned(),
+        stmt: format!("SET {name} TO '{value}'"),
+    };
+    let is = |i: usize, w: &str| words.get(i).is_some_and(|t| t.is_word(w));
+    let (mut sets, mut i) = (Vec::new(), 0);
+    while i < words.len() {
+        let (effect, used) = if is(i, "ISOLATION") && is(i + 1, "LEVEL") {
+            let level = match () {
+                _ if is(i + 2, "SERIALIZABLE") => ("serializable", 3),
+                _ if is(i + 2, "REPEATABLE") && is(i + 3, "READ") => ("repeatable read", 4),
+                _ if is(i + 2, "READ") && is(i + 3, "COMMITTED") => ("read committed", 4),
+                _ if is(i + 2, "READ") && is(i + 3, "UNCOMMITTED") => ("read uncommitted", 4),
+                _ => return None,
+            };
+            (set("default_transaction_isolation", level.0), level.1)
+        } else if is(i, "READ") && is(i + 1, "ONLY") {
+            (set("default_transaction_read_only", "on"), 2)
+        } else if is(i, "READ") && is(i + 1, "WRITE") {
+            (set("default_transaction_read_only", "off"), 2)
+        } else if is(i, "DEFERRABLE") {
+            (set("default_transaction_deferrable", "on"), 1)
+        } else if is(i, "NOT") && is(i + 1, "DEFERRABLE") {
+            (set("default_transaction_deferrable", "off"), 2)
+        } else {
+            return None;
+        };
+        sets.push(effect);
+        i += used;
+    }
+    (!sets.is_empty()).then_some(sets)
+}
+
 fn set_role(value: &[Token<'_>], out: &mut Vec<Effect>) {
     let value = match value.first() {
         Some(t) if t.is_word("TO") || (t.kind == TokenKind::Operator && t.text == "=") => {
@@ -322,6 +368,25 @@ mod tests {
 
     const ROLE: Effect = Effect::Pin(PinReason::Role);
     const TEMP: Effect = Effect::Pin(PinReason::TempObject);
+
+    #[test]
+    fn session_characteristics_are_the_settings_they_change() {
+        assert_eq!(
+            pg_effects("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"),
+            vec![set("default_transaction_read_only", "SET default_transaction_read_only TO 'on'")]
+        );
+        assert_eq!(
+            pg_effects("set session characteristics as transaction isolation level repeatable read, read write, not deferrable"),
+            vec![
+                set("default_transaction_isolation", "SET default_transaction_isolation TO 'repeatable read'"),
+                set("default_transaction_read_only", "SET default_transaction_read_only TO 'off'"),
+                set("default_transaction_deferrable", "SET default_transaction_deferrable TO 'off'"),
+            ]
+        );
+        for unread in ["SET SESSION CHARACTERISTICS AS TRANSACTION", "SET SESSION CHARACTERISTICS AS TRANSACTION READ"] {
+            assert_eq!(pg_effects(unread), vec![Effect::Pin(PinReason::UntrackedSetting)], "{unread}");
+        }
+    }
 
     #[test]
     fn the_text_prefilter_passes_every_statement_with_an_effect() {

@@ -51,6 +51,11 @@ pub(super) struct Outcome {
     pub error: bool,
     /// The last COMMIT (`true`) or ROLLBACK (`false`) command tag.
     pub last_tag_commit: Option<bool>,
+    /// A COMMIT command tag was seen (a transaction committed, whatever came after it).
+    pub any_commit: bool,
+    /// The last command tag was ROLLBACK or PREPARE TRANSACTION: what ran before it in the
+    /// response is not committed (a multi-statement text's implicit block included).
+    pub ends_uncommitted: bool,
 }
 
 /// What the client gets of one backend frame.
@@ -445,11 +450,16 @@ impl Exchange {
         if frame.tag() != server::COMMAND_COMPLETE {
             return Step::new(Action::Forward);
         }
-        match command_tag(frame.body()) {
-            b"COMMIT" => self.outcome.last_tag_commit = Some(true),
+        let tag = command_tag(frame.body());
+        match tag {
+            b"COMMIT" => {
+                self.outcome.last_tag_commit = Some(true);
+                self.outcome.any_commit = true;
+            }
             b"ROLLBACK" => self.outcome.last_tag_commit = Some(false),
             _ => {}
         }
+        self.outcome.ends_uncommitted = matches!(tag, b"ROLLBACK" | b"PREPARE TRANSACTION");
         Step::noting(Action::Forward, Note::CommandTag)
     }
 
