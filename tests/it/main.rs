@@ -15,6 +15,7 @@ mod auth;
 mod bridge_mysql_pg;
 mod bridge_pg_mysql;
 mod bridge_values;
+mod bridge_zero_dates;
 mod causal;
 mod causal_mysql;
 mod causal_routes;
