@@ -4,12 +4,9 @@
 //! rows carried `-infinity`; now they arrive as NULL in both formats with one WARNING notice per
 //! result, and real dates beside them are untouched.
 
-use std::path::Path;
-use std::process::Command;
-
 use mysql::prelude::Queryable;
 
-use crate::htap_duckdb::{run, SCRIPTS};
+use crate::scripts::python;
 use crate::support::{dbs, unique_name};
 
 #[test]
@@ -43,10 +40,7 @@ fn zero_dates_reach_postgres_clients_as_null_in_text_and_binary() {
         pg.password,
         my.database
     );
-    let out = run(
-        Command::new("/usr/bin/python3").arg(Path::new(SCRIPTS).join("pg_zero_dates.py")).args([&dsn, &table]),
-        "pg_zero_dates.py",
-    );
+    let out = python("pg_zero_dates.py", &[&dsn, &table]);
     let notice =
         "notice WARNING 01000 6 MySQL date value(s) naming no calendar day (such as 0000-00-00) were sent as NULL";
     let mut want = Vec::new();
