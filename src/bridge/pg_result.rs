@@ -10,7 +10,7 @@
 
 use super::errmap;
 use super::pg_column::{pg_column, PgColumn};
-use super::pg_value::{binary_row_value, text_row_value};
+use super::pg_value::{binary_row_value, names_no_day_binary, names_no_day_text, text_row_value};
 use super::tag::command_tag;
 use crate::protocol::mysql::response::{
     classify_response, classify_row, EofPacket, ErrPacket, OkPacket, ResponseKind, RowKind,
@@ -50,6 +50,15 @@ enum State {
 /// The result columns of a response, as they came in the column definitions.
 pub type Columns = Vec<PgColumn>;
 
+/// What the current result has sent so far.
+#[derive(Debug, Default)]
+struct Counts {
+    /// Rows, for the `SELECT n` tag.
+    rows: u64,
+    /// Dates sent as NULL because they name no calendar day (a WARNING notice says how many).
+    no_day_dates: u64,
+}
+
 /// Translates one MySQL response into PostgreSQL messages.
 #[derive(Debug)]
 pub struct PgResultWriter<'s> {
@@ -63,7 +72,7 @@ pub struct PgResultWriter<'s> {
     state: State,
     columns: Columns,
     value_types: Vec<ValueType>,
-    rows: u64,
+    counts: Counts,
     /// Status flags of the last OK/EOF.
     pub status: u16,
     /// Whether the response carried an error (later payloads are drained silently).
@@ -94,7 +103,7 @@ impl<'s> PgResultWriter<'s> {
             state: State::First,
             columns: Vec::new(),
             value_types: Vec::new(),
-            rows: 0,
+            counts: Counts::default(),
             status,
             errored: false,
         }
@@ -162,7 +171,7 @@ impl<'s> PgResultWriter<'s> {
             ResponseKind::ResultSet { column_count } => {
                 self.columns.clear();
                 self.value_types.clear();
-                self.rows = 0;
+                self.counts = Counts::default();
                 self.state = State::Columns(column_count);
                 Ok(PgStep::More)
             }
@@ -185,7 +194,7 @@ impl<'s> PgResultWriter<'s> {
                 if !self.errored {
                     self.data_row(payload, out)?;
                 }
-                self.rows += 1;
+                self.counts.rows += 1;
                 Ok(PgStep::More)
             }
             RowKind::End => {
@@ -194,7 +203,7 @@ impl<'s> PgResultWriter<'s> {
                 } else {
                     OkPacket::decode(payload, self.caps)?.status
                 };
-                let tag = format!("SELECT {}", self.rows);
+                let tag = format!("SELECT {}", self.counts.rows);
                 self.complete(&tag, status, out)
             }
             RowKind::Err => {
@@ -204,7 +213,7 @@ impl<'s> PgResultWriter<'s> {
         }
     }
 
-    fn data_row(&self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    fn data_row(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
         let start = out.len();
         out.push(b'D');
         out.extend_from_slice(&[0; 4]);
@@ -212,13 +221,18 @@ impl<'s> PgResultWriter<'s> {
         if self.binary_rows {
             let values = decode_binary_row(payload, &self.value_types)?;
             for (i, (v, c)) in values.iter().zip(&self.columns).enumerate() {
-                let value = (!v.is_null()).then_some(v);
+                let no_day = names_no_day_binary(c.kind, v);
+                self.counts.no_day_dates += u64::from(no_day);
+                let value = (!v.is_null() && !no_day).then_some(v);
                 put_value(out, value, |v, o| binary_row_value(c, v, format_of(self.formats, i), o));
             }
         } else {
             let values = decode_text_row(payload, self.columns.len())?;
             for (i, (v, c)) in values.iter().zip(&self.columns).enumerate() {
-                put_value(out, *v, |raw, o| text_row_value(c, raw, format_of(self.formats, i), o));
+                let no_day = v.is_some_and(|raw| names_no_day_text(c.kind, raw));
+                self.counts.no_day_dates += u64::from(no_day);
+                let value = v.filter(|_| !no_day);
+                put_value(out, value, |raw, o| text_row_value(c, raw, format_of(self.formats, i), o));
             }
         }
         let len = i32::try_from(out.len() - start - 1).unwrap_or(i32::MAX);
@@ -228,6 +242,15 @@ impl<'s> PgResultWriter<'s> {
 
     fn complete(&mut self, tag: &str, status: u16, out: &mut Vec<u8>) -> Result<PgStep, DecodeError> {
         self.status = status;
+        if !self.errored && self.counts.no_day_dates > 0 {
+            let message = format!(
+                "{} MySQL date value(s) naming no calendar day (such as 0000-00-00) were sent as NULL",
+                self.counts.no_day_dates
+            );
+            // Short text built here, no NUL: encoding cannot fail.
+            let _ = ErrorFields::new(Severity::Warning, "01000", &message).encode_notice(out);
+            self.counts.no_day_dates = 0;
+        }
         if !self.errored {
             // A tag is short ASCII built here: encoding cannot fail.
             let _ = BackendMessage::CommandComplete(tag).encode(out);

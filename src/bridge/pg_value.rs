@@ -3,8 +3,11 @@
 //! (PostgreSQL docs, "Binary Format" of each type's send function), and Bind parameters as
 //! `COM_STMT_EXECUTE` parameters.
 //!
-//! MySQL's zero dates (`0000-00-00`) have no PostgreSQL value: in binary results they are sent
-//! as `-infinity`, in text as MySQL printed them.
+//! MySQL dates that name no calendar day — zero dates (`0000-00-00`, `0000-00-00 00:00:00`),
+//! zero-in-part dates (`2020-00-00`, `2020-05-00`), year 0 and, under `ALLOW_INVALID_DATES`,
+//! days past the month's end — have no PostgreSQL value and are sent as NULL in both formats
+//! ([`names_no_day_text`], [`names_no_day_binary`]); the result carries one WARNING notice
+//! saying how many (tuning.md "Zero dates for PostgreSQL clients" says why NULL).
 
 use super::pg_column::{PgColumn, PgKind};
 use super::types::oid;
@@ -187,6 +190,40 @@ fn civil_from_days(days: i64) -> (i64, u8, u8) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     (y, u8::try_from(m).unwrap_or(1), u8::try_from(d).unwrap_or(1))
+}
+
+fn days_in_month(year: u16, month: u8) -> u8 {
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Whether a MySQL date names no calendar day PostgreSQL has (see the module header).
+fn names_no_day(d: &DateTime) -> bool {
+    d.year == 0 || !(1..=12).contains(&d.month) || d.day == 0 || d.day > days_in_month(d.year, d.month)
+}
+
+/// Whether MySQL text value `raw` of a date or datetime column names no calendar day: such a
+/// value is sent to a PostgreSQL client as NULL.
+#[must_use]
+pub fn names_no_day_text(kind: PgKind, raw: &[u8]) -> bool {
+    match kind {
+        PgKind::Date | PgKind::Timestamp => parse_date(raw).is_some_and(|(d, _)| names_no_day(&d)),
+        _ => false,
+    }
+}
+
+/// [`names_no_day_text`] for a binary-row value (a zero date arrives with no bytes, as zeros).
+#[must_use]
+pub fn names_no_day_binary(kind: PgKind, v: &BinaryValue<'_>) -> bool {
+    match (kind, v) {
+        (PgKind::Date | PgKind::Timestamp, BinaryValue::DateTime(d)) => names_no_day(d),
+        _ => false,
+    }
 }
 
 /// Days since 2000-01-01; `None` for MySQL's zero dates.
@@ -416,7 +453,11 @@ pub fn my_param(type_oid: u32, format: i16, value: Option<&[u8]>) -> Result<MyPa
         return Ok(match type_oid {
             oid::BYTEA => {
                 let mut bytes = Vec::new();
-                decode_bytea(raw, &mut bytes);
+                decode_bytea(raw, &mut bytes).map_err(|_| ParamError {
+                    type_oid,
+                    format: "text",
+                    reason: "not bytea text (hex or escape format)",
+                })?;
                 MyParam::new(ColumnType::BLOB, Owned::Bytes(bytes))
             }
             oid::BOOL => {
@@ -561,6 +602,23 @@ mod tests {
         out
     }
 
+    /// Zero, zero-in-part, year-0 and invalid dates are recognised in text and binary rows;
+    /// real dates (29 February of a leap year included) are not.
+    #[test]
+    fn dates_that_name_no_day() {
+        for raw in [&b"0000-00-00"[..], b"2020-00-00", b"2020-05-00", b"0000-01-01", b"2021-02-29", b"2020-04-31"] {
+            assert!(names_no_day_text(PgKind::Date, raw), "{}", String::from_utf8_lossy(raw));
+            let (d, _) = parse_date(raw).expect("date");
+            assert!(names_no_day_binary(PgKind::Timestamp, &BinaryValue::DateTime(d)));
+        }
+        assert!(names_no_day_text(PgKind::Timestamp, b"0000-00-00 00:00:00"));
+        assert!(names_no_day_binary(PgKind::Date, &BinaryValue::DateTime(DateTime::default())));
+        for raw in [&b"2024-02-29"[..], b"1000-01-01", b"9999-12-31", b"2000-02-29 00:00:00"] {
+            assert!(!names_no_day_text(PgKind::Timestamp, raw), "{}", String::from_utf8_lossy(raw));
+        }
+        assert!(!names_no_day_text(PgKind::Text, b"0000-00-00"), "only date columns");
+    }
+
     #[test]
     fn text_rows_in_text_format() {
         assert_eq!(text_row(PgKind::Int8, b"-5", 0), b"-5");
@@ -583,7 +641,6 @@ mod tests {
         assert_eq!(text_row(PgKind::Date, b"2000-01-01", 1), 0i32.to_be_bytes());
         assert_eq!(text_row(PgKind::Date, b"2024-02-29", 1), 8825i32.to_be_bytes());
         assert_eq!(text_row(PgKind::Date, b"1999-12-31", 1), (-1i32).to_be_bytes());
-        assert_eq!(text_row(PgKind::Date, b"0000-00-00", 1), i32::MIN.to_be_bytes(), "zero date: -infinity");
         let micros = 8825 * MICROS_PER_DAY + 3_723_000_001;
         assert_eq!(text_row(PgKind::Timestamp, b"2024-02-29 01:02:03.000001", 1), micros.to_be_bytes());
         let mut interval = (-(26 * 3600 + 3 * 60 + 4) * 1_000_000i64 - 5).to_be_bytes().to_vec();

@@ -21,10 +21,6 @@ use crate::protocol::mysql::row::{encode_binary_row, encode_text_row};
 use crate::protocol::mysql::{encode_packets, BinaryValue};
 use crate::protocol::pg::{BackendMessage, TransactionStatus};
 
-/// A value the server sent that is not of its column's type: `ER_UNKNOWN_ERROR` (1105), the
-/// server-side number every client shows with its text.
-const ER_UNREADABLE_VALUE: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
-
 /// `ER_EMPTY_QUERY`.
 const ER_EMPTY_QUERY: ErrorNumber = ErrorNumber { code: 1065, sql_state: *b"42000" };
 /// `ER_NOT_SUPPORTED_YET`, for COPY through the bridge.
@@ -273,7 +269,7 @@ impl ResultWriter {
             Ok(()) => self.packet(out),
             Err(e) => {
                 self.payload.clear();
-                self.error(ER_UNREADABLE_VALUE, &e.to_string(), out);
+                self.error(e.number(), &e.to_string(), out);
             }
         }
     }

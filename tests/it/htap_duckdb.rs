@@ -5,7 +5,6 @@
 //! proven from the engine's side: buenavista logs every statement it runs, and the translated
 //! text (`list_has_any(labels, [..])`) is DuckDB's alone.
 
-use std::path::Path;
 use std::process::Command;
 
 use mysql::prelude::Queryable;
@@ -13,13 +12,13 @@ use mysql::prelude::Queryable;
 use crate::pg_util::psql;
 use crate::router::{pg_pool, Router};
 use crate::routing_api::{enc, http};
+use crate::scripts::{jdbc, python};
 use crate::support::{dbs, unique_name, Buenavista};
 
 pub(crate) const ORIGINAL: &str = "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]')";
 const TRANSLATED: &str = "SELECT id FROM tags WHERE list_has_any(labels, [1,2])";
 /// A boolean column read from DuckDB (which sends `true`/`false` where PostgreSQL sends `t`/`f`).
 const FLAG: &str = "SELECT on_sale FROM flags WHERE id = 1";
-pub(crate) const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors");
 
 /// (JSON array the client sends, the list DuckDB must be asked about): the seed's value, one
 /// item, more items than the example, none.
@@ -113,13 +112,6 @@ fn config(db: &str, duck_port: u16) -> String {
     )
 }
 
-pub(crate) fn run(cmd: &mut Command, what: &str) -> Vec<String> {
-    let out = cmd.output().unwrap_or_else(|e| panic!("run {what}: {e} (installed by .ci/deps.sh)"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{what} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    stdout.lines().map(str::to_owned).collect()
-}
-
 /// The seed's example with any array, from PyMySQL as a literal and as a parameter: DuckDB's
 /// rows, each statement seen by DuckDB with the client's array as its list; a value that is no
 /// JSON array is refused (1210) and reaches neither engine.
@@ -128,13 +120,10 @@ fn pymysql_runs_the_seed_example_on_duckdb_with_any_array() {
     let h = Htap::start();
     let my = &dbs().my;
     let values: Vec<&str> = ARRAYS.iter().map(|(v, _)| *v).chain([NOT_ARRAY]).collect();
-    let out = run(
-        Command::new("/usr/bin/python3")
-            .arg(Path::new(SCRIPTS).join("pymysql_htap_json.py"))
-            .args(["127.0.0.1", &h.my_port().to_string(), &my.user, &my.password, &h.db])
-            .args(&values),
-        "PyMySQL",
-    );
+    let port = h.my_port().to_string();
+    let args: Vec<&str> =
+        ["127.0.0.1", &port, &my.user, &my.password, &h.db].into_iter().chain(values.iter().copied()).collect();
+    let out = python("pymysql_htap_json.py", &args);
     let mut expected = Vec::new();
     for (value, list) in ARRAYS {
         for how in ["literal", "param"] {
@@ -165,14 +154,7 @@ fn jdbc_runs_the_seed_example_on_duckdb_with_server_side_parameters() {
             h.my_port(),
             h.db
         );
-        let out = run(
-            Command::new("java")
-                .args(["-cp", "/usr/share/java/mariadb-java-client.jar"])
-                .arg(Path::new(SCRIPTS).join("JdbcHtapJson.java"))
-                .args([&url, &my.user, &my.password])
-                .args(&values),
-            "JDBC",
-        );
+        let out = jdbc("JdbcHtapJson.java", &url, &my.user, &my.password, &values);
         let mut expected: Vec<String> = ARRAYS.iter().map(|(v, l)| h.expected("prepared", v, l)).collect();
         expected.push(format!("prepared {NOT_ARRAY} error 1210 HY000"));
         assert_eq!(out, expected, "useServerPrepStmts={server_prepare}");
@@ -267,7 +249,7 @@ fn select_limit_back_to_default_lifts_the_refusal() {
 fn mariadb_cli_runs_the_seed_example_verbatim_on_duckdb() {
     let h = Htap::start();
     let my = &dbs().my;
-    let out = run(
+    let out = crate::scripts::run(
         Command::new("mariadb")
             .args(["--no-defaults", "--protocol=TCP", "-h127.0.0.1", "--skip-ssl", "--batch", "--skip-column-names"])
             .arg(format!("-u{}", my.user))

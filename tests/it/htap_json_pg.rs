@@ -4,13 +4,11 @@
 //! standby, and PostgreSQL's `tags` has a row MariaDB's lacks (id 70, which overlaps every
 //! non-empty array of the test): a client that gets it got PostgreSQL's answer.
 
-use std::path::Path;
-use std::process::Command;
-
 use mysql::prelude::Queryable;
 
-use crate::htap_duckdb::{run, ARRAYS, MARIADB_ROWS, NOT_ARRAY, ORIGINAL, SCRIPTS};
+use crate::htap_duckdb::{ARRAYS, MARIADB_ROWS, NOT_ARRAY, ORIGINAL};
 use crate::router::Router;
+use crate::scripts::{jdbc, python};
 use crate::support::{dbs, unique_name};
 
 /// `tags` on PostgreSQL: MariaDB's rows as `int[]`, plus row 70 that only PostgreSQL holds.
@@ -89,13 +87,9 @@ fn the_seed_rule_shape_runs_on_a_postgres_pool_with_any_array() {
     let my = &dbs().my;
     let values: Vec<&str> = ARRAYS.iter().map(|(v, _)| *v).chain([NOT_ARRAY]).collect();
     let port = h.router.port().to_string();
-    let out = run(
-        Command::new("/usr/bin/python3")
-            .arg(Path::new(SCRIPTS).join("pymysql_htap_json.py"))
-            .args(["127.0.0.1", &port, &my.user, &my.password, &h.db])
-            .args(&values),
-        "PyMySQL",
-    );
+    let args: Vec<&str> =
+        ["127.0.0.1", &port, &my.user, &my.password, &h.db].into_iter().chain(values.iter().copied()).collect();
+    let out = python("pymysql_htap_json.py", &args);
     let mut expected = Vec::new();
     for (value, _) in ARRAYS {
         expected.push(h.expected("literal", value));
@@ -108,14 +102,7 @@ fn the_seed_rule_shape_runs_on_a_postgres_pool_with_any_array() {
     assert_eq!(from_pg, 6, "every non-empty array, both ways, answered by PostgreSQL: {expected:?}");
 
     let url = format!("jdbc:mariadb://127.0.0.1:{port}/{}?useSsl=false&useServerPrepStmts=true", h.db);
-    let out = run(
-        Command::new("java")
-            .args(["-cp", "/usr/share/java/mariadb-java-client.jar"])
-            .arg(Path::new(SCRIPTS).join("JdbcHtapJson.java"))
-            .args([&url, &my.user, &my.password])
-            .args(&values),
-        "JDBC",
-    );
+    let out = jdbc("JdbcHtapJson.java", &url, &my.user, &my.password, &values);
     let mut expected: Vec<String> = ARRAYS.iter().map(|(v, _)| h.expected("prepared", v)).collect();
     expected.push(format!("prepared {NOT_ARRAY} error 1210 HY000"));
     assert_eq!(out, expected);

@@ -71,6 +71,8 @@ impl Buenavista {
             .arg(venv())
             .arg(&self.file)
             .arg(self.port.to_string())
+            // DuckDB renders TIMESTAMPTZ in the process's zone: one zone on every machine.
+            .env("TZ", "UTC")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
