@@ -170,12 +170,6 @@ impl RywState {
         }
     }
 
-    /// causal: the write whose position was due committed nothing (it failed before any
-    /// change): the session's reads go where they went before it.
-    pub fn nothing_committed(&mut self) {
-        self.position_due = false;
-    }
-
     fn raise(&mut self, p: Position) {
         match self.position.as_mut() {
             Some(old) => old.raise(&p),
