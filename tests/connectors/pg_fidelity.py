@@ -125,6 +125,22 @@ def psycopg_unnamed():
     result("describe after a failed prepare", elsewhere(lambda: a.pgconn.describe_prepared(b"")))
 
 
+def psycopg_unnamed_long():
+    """An unnamed statement longer than the router keeps (64 KiB), used on another connection."""
+    import psycopg
+    from psycopg import pq
+    a = psycopg.connect(DSN, autocommit=True)
+    b = psycopg.connect(DSN, autocommit=True)
+    text = b"select 1 as one /* " + b"x" * (64 * 1024) + b" */"
+    print("prepare", pq.ExecStatus(a.pgconn.prepare(b"", text).status).name)
+    b.execute("BEGIN")
+    b.execute("select 1")
+    d = a.pgconn.describe_prepared(b"")
+    print("describe, other connection", pq.ExecStatus(d.status).name, d.error_field(pq.DiagnosticField.SQLSTATE))
+    b.execute("COMMIT")
+    print("next", a.execute("select 2").fetchone()[0])
+
+
 def psycopg_terminate():
     """pg_terminate_backend of the process a statement runs in, with and without a transaction."""
     import psycopg

@@ -70,6 +70,17 @@ fn psycopg_the_unnamed_statement_follows_its_client_and_no_other() {
 }
 
 #[test]
+fn psycopg_an_unnamed_statement_too_long_to_keep_fails_with_a_limit_on_another_connection() {
+    let server = direct("psycopg_unnamed_long");
+    assert_eq!(server, ["prepare COMMAND_OK", "describe, other connection COMMAND_OK None", "next 2"]);
+    assert_eq!(routed("psycopg_unnamed_long", "session"), server, "session mode: the same connection");
+    // Transaction pooling: the router does not hold such a Parse to send again (a documented
+    // limit), and says so rather than describing whatever the other connection holds.
+    let pooled = routed("psycopg_unnamed_long", "transaction");
+    assert_eq!(pooled, ["prepare COMMAND_OK", "describe, other connection FATAL_ERROR b'54000'", "next 2"]);
+}
+
+#[test]
 fn psycopg_a_session_that_ends_with_its_server_process_gets_the_servers_fatal() {
     let server = direct("psycopg_terminate");
     let fatal = "OperationalError: consuming input failed: terminating connection due to administrator command";

@@ -58,12 +58,12 @@ impl Session {
                     }
                 }
             }
-            Expect::Parse { swallow: false, key: None } => {
-                // The client's unnamed Parse: as on the server, its unnamed statement is gone
-                // (unless the batch runs again and the Parse with it).
-                if self.ex.flight.healing.is_none() && !self.retry_pending() {
-                    self.progress.unnamed.dropped();
-                }
+            // The client's unnamed Parse: as on the server, its unnamed statement is gone
+            // (unless the batch runs again and the Parse with it).
+            Expect::Parse { swallow: false, key: None }
+                if self.ex.flight.healing.is_none() && !self.retry_pending() =>
+            {
+                self.progress.unnamed.dropped();
             }
             Expect::DescribeStatement if self.ex.flight.healing.is_none() && !self.retry_pending() => {
                 self.ex.flight.describing.pop_front();

@@ -7,13 +7,30 @@
 //! again (or, when the client has none, a Close of the connection's, so the server reports it
 //! missing as it would to the client directly).
 //!
-//! Held: one Parse message per session, no longer than the listener's `max_message_size`.
+//! Held: one Parse message per session, of at most [`KEEP_MAX`] bytes. A longer one is not
+//! kept: using it on another connection fails with an error that says so.
 
 use std::rc::Rc;
 
 use super::prepared::{Expect, Stmt};
 use super::{End, Session};
-use crate::protocol::pg::{frontend, Target};
+use crate::protocol::pg::{frontend, sqlstate, Target};
+use crate::session::client_error::PgClientError;
+
+/// Longest Parse of the unnamed statement the session keeps to send again.
+const KEEP_MAX: usize = 64 * 1024;
+
+/// The client's unnamed statement, as far as the router can re-create it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Kept {
+    /// The client has none.
+    #[default]
+    None,
+    /// It was created by the Parse the session holds.
+    Parse,
+    /// Its Parse was longer than [`KEEP_MAX`].
+    TooLong,
+}
 
 /// What the session knows of its client's unnamed statement.
 #[derive(Debug, Default)]
@@ -21,8 +38,8 @@ pub(super) struct Unnamed {
     /// The Parse that created it, as the server got it (translated, renamed); its buffer is
     /// reused from one statement to the next.
     parse: Vec<u8>,
-    /// The client has an unnamed statement (`parse` holds it).
-    exists: bool,
+    /// Whether the client has one, and whether `parse` holds it.
+    kept: Kept,
     /// The router statement its text executes (`EXECUTE name`), needed wherever it runs.
     executes: Option<Rc<Stmt>>,
     /// The attached connection's unnamed statement is the client's (or, when the client has
@@ -34,8 +51,13 @@ impl Unnamed {
     /// The client's unnamed Parse `parse` goes to the attached connection.
     pub fn parsed(&mut self, parse: &[u8], executes: Option<Rc<Stmt>>) {
         self.parse.clear();
-        self.parse.extend_from_slice(parse);
-        self.exists = true;
+        if parse.len() > KEEP_MAX {
+            self.parse = Vec::new();
+            self.kept = Kept::TooLong;
+        } else {
+            self.parse.extend_from_slice(parse);
+            self.kept = Kept::Parse;
+        }
         self.executes = executes;
         self.here = true;
     }
@@ -43,7 +65,7 @@ impl Unnamed {
     /// The server dropped the unnamed statement on the attached connection (a simple Query, a
     /// Close of it, a Parse of it that did not run).
     pub fn dropped(&mut self) {
-        self.exists = false;
+        self.kept = Kept::None;
         self.executes = None;
         self.here = true;
     }
@@ -71,28 +93,41 @@ impl Session {
         if let Err(e) = self.ensure_backend().await {
             return self.fail_batch(e);
         }
-        self.follow_unnamed();
+        if let Err(e) = self.follow_unnamed() {
+            return self.fail_batch(e);
+        }
         self.forward_ext(raw, expect).await
     }
 
     /// Before a Bind or Describe of the unnamed statement on the attached connection: makes the
     /// connection's unnamed statement the client's, queuing a Parse (or a Close) whose answer
-    /// the client does not get.
-    pub(super) fn follow_unnamed(&mut self) {
+    /// the client does not get; an error when the session did not keep its Parse.
+    fn follow_unnamed(&mut self) -> Result<(), PgClientError> {
         if self.progress.unnamed.here || self.backend.is_none() {
-            return;
+            return Ok(());
+        }
+        match self.progress.unnamed.kept {
+            Kept::None => {
+                let _ = frontend::encode_close(Target::Statement, "", &mut self.ex.bout);
+                self.ex.expect.push_back(Expect::Close { swallow: true, key: None });
+            }
+            Kept::Parse => {
+                if let Some(inner) = self.progress.unnamed.executes.clone() {
+                    self.prepare_executed(&inner);
+                }
+                self.ex.bout.extend_from_slice(&self.progress.unnamed.parse);
+                self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
+            }
+            Kept::TooLong => {
+                let text = format!(
+                    "the unnamed prepared statement is too long (over {KEEP_MAX} bytes) for the router to \
+                     prepare again on another server connection; use a named statement"
+                );
+                return Err(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text));
+            }
         }
         self.progress.unnamed.here = true;
-        if !self.progress.unnamed.exists {
-            let _ = frontend::encode_close(Target::Statement, "", &mut self.ex.bout);
-            self.ex.expect.push_back(Expect::Close { swallow: true, key: None });
-            return;
-        }
-        if let Some(inner) = self.progress.unnamed.executes.clone() {
-            self.prepare_executed(&inner);
-        }
-        self.ex.bout.extend_from_slice(&self.progress.unnamed.parse);
-        self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
+        Ok(())
     }
 }
 
@@ -103,14 +138,23 @@ mod tests {
     #[test]
     fn knows_where_the_clients_unnamed_statement_is() {
         let mut u = Unnamed::default();
-        assert!(!u.exists && !u.here, "a fresh session's connection is not known");
+        assert!(u.kept == Kept::None && !u.here, "a fresh session's connection is not known");
         u.parsed(b"P-one", None);
-        assert!(u.exists && u.here);
+        assert!(u.kept == Kept::Parse && u.here);
         u.elsewhere();
-        assert!(u.exists && !u.here, "another connection: the Parse goes again");
+        assert!(u.kept == Kept::Parse && !u.here, "another connection: the Parse goes again");
         u.parsed(b"P-two", None);
         assert_eq!(u.parse, b"P-two", "the latest Parse replaces the first");
         u.dropped();
-        assert!(!u.exists && u.here, "dropped where the client is: nothing to send");
+        assert!(u.kept == Kept::None && u.here, "dropped where the client is: nothing to send");
+    }
+
+    #[test]
+    fn holds_no_parse_past_its_limit() {
+        let mut u = Unnamed::default();
+        u.parsed(&vec![b'P'; KEEP_MAX + 1], None);
+        assert_eq!((u.kept, u.parse.capacity()), (Kept::TooLong, 0));
+        u.parsed(&vec![b'P'; KEEP_MAX], None);
+        assert_eq!((u.kept, u.parse.len()), (Kept::Parse, KEEP_MAX));
     }
 }
