@@ -50,7 +50,9 @@ pub(crate) fn template(ck: &mut Checker<'_>, raw: &RawPoolTemplate, pools: &[sup
     let postgres = name(&raw.postgres, "pool_template.postgres");
     let mysql = name(&raw.mysql, "pool_template.mysql");
     let max = ck.int_in(&raw.max_pools, "pool_template.max_pools", 1, MAX_MAX_POOLS);
-    let max_pools =
-        max.and_then(|n| u32::try_from(n).ok()).and_then(NonZeroU32::new).unwrap_or(PoolTemplate::default().max_pools);
+    let max_pools = max
+        .and_then(|n| u32::try_from(n).ok())
+        .and_then(NonZeroU32::new)
+        .unwrap_or_else(|| PoolTemplate::default().max_pools);
     PoolTemplate { postgres, mysql, max_pools }
 }
