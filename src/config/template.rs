@@ -50,7 +50,38 @@ pub(crate) fn template(ck: &mut Checker<'_>, raw: &RawPoolTemplate, pools: &[sup
     let postgres = name(&raw.postgres, "pool_template.postgres");
     let mysql = name(&raw.mysql, "pool_template.mysql");
     let max = ck.int_in(&raw.max_pools, "pool_template.max_pools", 1, MAX_MAX_POOLS);
-    let max_pools =
-        max.and_then(|n| u32::try_from(n).ok()).and_then(NonZeroU32::new).unwrap_or(PoolTemplate::default().max_pools);
+    let max_pools = max
+        .and_then(|n| u32::try_from(n).ok())
+        .and_then(NonZeroU32::new)
+        .unwrap_or_else(|| PoolTemplate::default().max_pools);
     PoolTemplate { postgres, mysql, max_pools }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    const BASE: &str = "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\n\
+                        backends = [{ host = \"127.0.0.1\", port = 5432 }]\n\n[routing]\ndefault_pool = \"main\"\n";
+
+    #[test]
+    fn the_template_must_be_a_configured_pool() {
+        let err =
+            Config::parse(&format!("{BASE}[pool_template]\npostgres = \"nope\"\n"), "t.toml").expect_err("unknown");
+        let issue = &err.issues[0];
+        assert_eq!((issue.path.as_str(), issue.message.as_str()), ("pool_template.postgres", "no pool named \"nope\""));
+        let ok = Config::parse(&format!("{BASE}[pool_template]\npostgres = \"main\"\nmysql = \"main\"\n"), "t.toml");
+        let ok = ok.expect("valid");
+        assert_eq!(ok.template_pool(crate::config::Protocol::Postgres).map(|p| p.name.as_str()), Some("main"));
+        assert_eq!(ok.pool_template.max_pools.get(), 64, "default");
+    }
+
+    #[test]
+    fn max_pools_is_bounded() {
+        for bad in ["0", "10001"] {
+            let text = format!("{BASE}[pool_template]\nmax_pools = {bad}\n");
+            let err = Config::parse(&text, "t.toml").expect_err("out of range");
+            assert_eq!(err.issues[0].path, "pool_template.max_pools", "{bad}");
+        }
+    }
 }

@@ -193,6 +193,55 @@ impl PoolSet {
 mod tests {
     use super::*;
 
+    fn config(max_connections: u32, template: bool) -> Config {
+        let template = if template { "[pool_template]\npostgres = \"main\"\nmax_pools = 2\n" } else { "" };
+        let text = format!(
+            "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\nusername = \"u\"\n\
+             password = \"p\"\nmax_connections = {max_connections}\nbackends = [{{ host = \"127.0.0.1\", port = 5432 }}]\n\
+             [routing]\ndefault_pool = \"main\"\n{template}"
+        );
+        Config::parse(&text, "test.toml").expect("valid config")
+    }
+
+    #[test]
+    fn made_pools_follow_their_template_across_reloads_and_give_their_place_back() {
+        let budgets = BudgetRegistry::default();
+        let first = config(4, true);
+        let set = PoolSet::build(&first, &budgets, None);
+        let (set, made) = set.with_on_demand(&first, "db1", &budgets).expect("a template").expect("room");
+        assert!(made.is_on_demand() && made.config.database == "db1" && made.config.limits.min_connections == 0);
+        assert_eq!(made.config.backends, first.pool("main").expect("main").backends, "the template's backends");
+        drop(made);
+        // A reload that leaves the template alone keeps the pool (and its connections).
+        let same = PoolSet::build(&first, &budgets, Some(&set));
+        assert!(Rc::ptr_eq(same.get("db1").expect("kept"), set.get("db1").expect("made")));
+        // One that changes the template remakes it from the new one.
+        let bigger = config(8, true);
+        let remade = PoolSet::build(&bigger, &budgets, Some(&same));
+        let successor = remade.get("db1").expect("remade");
+        assert_eq!(successor.config.limits.max_connections.get(), 8);
+        assert!(set.get("db1").expect("old").is_replaced(), "sessions move to the successor");
+        // Without a template it goes, and so does its place once every holder dropped it.
+        let gone = PoolSet::build(&config(8, false), &budgets, Some(&remade));
+        assert!(gone.get("db1").is_none() && remade.get("db1").expect("old").is_replaced());
+        drop((set, same, remade));
+        assert_eq!(budgets.on_demand_pools(), 0);
+    }
+
+    #[test]
+    fn a_pool_nobody_uses_is_dropped() {
+        let budgets = BudgetRegistry::default();
+        let cfg = config(4, true);
+        let set = PoolSet::build(&cfg, &budgets, None);
+        let (set, held) = set.with_on_demand(&cfg, "db1", &budgets).expect("a template").expect("room");
+        assert!(set.without_unused().is_none(), "a session holds it");
+        drop(held);
+        let smaller = set.without_unused().expect("unused now");
+        assert!(smaller.get("db1").is_none() && smaller.get("main").is_some(), "configured pools stay");
+        drop((set, smaller));
+        assert_eq!(budgets.on_demand_pools(), 0, "its place is free");
+    }
+
     #[test]
     fn max_pools_bounds_the_names_not_the_cores_holding_one() {
         let reg = BudgetRegistry::default();

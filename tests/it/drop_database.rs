@@ -40,7 +40,8 @@ fn router_connections(admin: &mut postgres::Client, database: &str) -> i64 {
 }
 
 fn exists(admin: &mut postgres::Client, database: &str) -> bool {
-    let row = admin.query_one("SELECT count(*) FROM pg_database WHERE datname = $1", &[&database]).expect("pg_database");
+    let row =
+        admin.query_one("SELECT count(*) FROM pg_database WHERE datname = $1", &[&database]).expect("pg_database");
     row.get::<_, i64>(0) == 1
 }
 
@@ -77,7 +78,9 @@ fn dropping_renaming_and_copying_a_database_the_router_holds_connections_to() {
         let pools = format!("{}{}", su_pool("ctl", "postgres", mode, 0), su_pool("held", &x, mode, 2));
         let router = Router::start(&pg_config(&[0, 1], &pools, "ctl"));
         // The pre-opened connections (two, one per core) and the probe (one) are on x.
-        eventually(Duration::from_secs(20), "the router's connections to x", || router_connections(&mut admin, &x) >= 3);
+        eventually(Duration::from_secs(20), "the router's connections to x", || {
+            router_connections(&mut admin, &x) >= 3
+        });
 
         let copy = unique_name("qp_copy");
         ok(&psql(&router, "ctl", &format!("CREATE DATABASE {copy} TEMPLATE {x}")), "psql CREATE DATABASE .. TEMPLATE");
