@@ -17,6 +17,7 @@ mod bridge_pg_mysql;
 mod bridge_values;
 mod causal;
 mod causal_mysql;
+mod causal_matrix;
 mod causal_readonly;
 mod causal_routes;
 mod connectors;
