@@ -53,6 +53,6 @@ for delay in $DELAYS; do
     table="trials_$delay"
     "$PG_BIN/psql" -X -q -h "$PG_HOST" -p "$PG_PRIMARY_PORT" -U "$PG_USER" -d bench -c "CREATE TABLE $table (id int PRIMARY KEY)"
     sleep $((delay / 1000 + 1)) # the standby replays the CREATE before the first trial reads it
-    read -r _ n _ stale _ replica _ secs < <(python3 "$ROOT/perf/causal_trials.py" "$PORT" "$PG_USER" "$PG_PASSWORD" bench "$table" "$TRIALS" "$WORKERS")
+    read -r _ n _ stale _ replica _ secs < <(/usr/bin/python3 "$ROOT/perf/causal_trials.py" "$PORT" "$PG_USER" "$PG_PASSWORD" bench "$table" "$TRIALS" "$WORKERS")
     echo "| ${delay} ms | $n | $stale | $replica ($(python3 -c "print(f'{100*$replica/$n:.1f}%')")) | $secs |"
 done

@@ -317,7 +317,8 @@ impl Router {
         let Some(pool) = d.pool().filter(|p| self.rules.is_replica(p)).cloned() else { return };
         let session_refuses = session.primary_only.filter(|_| d.kind != DecisionKind::TransactionPin);
         let read_only = session.read_only_transaction && d.kind == DecisionKind::TransactionPin;
-        let safe = (d.facts.replica_safe() || (read_only && d.facts.safe_when_read_only())) && session_refuses.is_none();
+        let safe =
+            (d.facts.replica_safe() || (read_only && d.facts.safe_when_read_only())) && session_refuses.is_none();
         d.replica_check = match (safe, allowed_by_rule) {
             (true, _) => ReplicaCheck::Safe,
             (false, true) => ReplicaCheck::AllowedByRule,

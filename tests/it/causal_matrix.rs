@@ -43,7 +43,13 @@ fn jdbc(pg: &PgEnv, port: u16, table: &str, first: u32) -> Vec<String> {
 /// Every case read its row, on the primary (the standby is paused).
 fn assert_none_stale(client: &str, got: &[String], cases: usize) {
     let bad: Vec<&String> = got.iter().filter(|l| !l.ends_with(" ok f")).collect();
-    assert!(bad.is_empty(), "{client}: {} of {} reads not fresh on the primary:\n{}", bad.len(), got.len(), bad.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{client}: {} of {} reads not fresh on the primary:\n{}",
+        bad.len(),
+        got.len(),
+        bad.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n")
+    );
     assert_eq!(got.len(), cases, "{client}: every case ran");
 }
 
