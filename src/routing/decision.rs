@@ -200,6 +200,25 @@ impl Facts {
     }
 }
 
+impl Facts {
+    /// Whether the statement may run inside a transaction declared `READ ONLY` that runs on a
+    /// replica (#34): what is [`Facts::replica_safe`], plus a read whose only reason to stay off
+    /// replicas is a volatile function the catalog knows, without side effects or affinity
+    /// (`random()`, `clock_timestamp()`, a VOLATILE user function): there the server itself
+    /// refuses every change of data, on the primary as on a standby, so it answers alike.
+    /// Unknown functions, row locks and the unsafe affinities (advisory locks...) stay unsafe.
+    pub fn safe_when_read_only(&self) -> bool {
+        if self.replica_safe() {
+            return true;
+        }
+        let unseen = self.evidence.iter().any(|e| matches!(e.fact, "unknown_function" | "writing_function"));
+        self.operation == Operation::Read
+            && self.locking.is_none()
+            && !unseen
+            && !self.affinity.iter().any(|a| UNSAFE_AFFINITIES.contains(&a))
+    }
+}
+
 /// Affinities whose statements must not run on a replica even when they change no data: locks
 /// a replica cannot make exclusive with the primary's, files and tables it cannot write,
 /// notifications it cannot deliver, sequences it cannot advance.

@@ -303,7 +303,7 @@ impl Router {
         }
         let allowed =
             base.allow_writes && matches!((&base.target, d.pool()), (Some(Target::Pool(t)), Some(p)) if t == p);
-        self.check_role(&mut d, allowed, input.session.primary_only);
+        self.check_role(&mut d, allowed, input.session);
         d
     }
 
@@ -311,10 +311,14 @@ impl Router {
     /// replica-role pool unless the rule that chose it says `allow_writes = true` (#19).
     /// A session whose settings a standby cannot serve (`primary_only`) is refused there too,
     /// outside a transaction already held on it.
-    fn check_role(&self, d: &mut Decision, allowed_by_rule: bool, primary_only: Option<&'static str>) {
+    /// Inside a transaction declared read-only, what the server refuses there anyway is left
+    /// to it ([`Facts::safe_when_read_only`], #34).
+    fn check_role(&self, d: &mut Decision, allowed_by_rule: bool, session: crate::routing::SessionView<'_>) {
         let Some(pool) = d.pool().filter(|p| self.rules.is_replica(p)).cloned() else { return };
-        let session_refuses = primary_only.filter(|_| d.kind != DecisionKind::TransactionPin);
-        let safe = d.facts.replica_safe() && session_refuses.is_none();
+        let session_refuses = session.primary_only.filter(|_| d.kind != DecisionKind::TransactionPin);
+        let read_only = session.read_only_transaction && d.kind == DecisionKind::TransactionPin;
+        let safe =
+            (d.facts.replica_safe() || (read_only && d.facts.safe_when_read_only())) && session_refuses.is_none();
         d.replica_check = match (safe, allowed_by_rule) {
             (true, _) => ReplicaCheck::Safe,
             (false, true) => ReplicaCheck::AllowedByRule,

@@ -141,7 +141,9 @@ impl RywState {
     /// seconds after it was routed: the window restarts here when the write (or the commit of
     /// a transaction that wrote) has just completed outside a transaction.
     pub fn statement_done(&mut self, now: Instant, in_transaction: bool) {
-        if self.awaiting_commit && !in_transaction {
+        // `unproven` outside a transaction: a text that ran a whole transaction (`BEGIN; ...;
+        // COMMIT` as one query), whose commit no statement of its own announced.
+        if (self.awaiting_commit || self.unproven) && !in_transaction {
             self.last_write = Some(now);
             self.awaiting_commit = false;
             self.open_write = false;

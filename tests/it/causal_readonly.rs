@@ -31,7 +31,11 @@ fn python(phase: &str, pg: &PgEnv, port: u16, table: &str, first_id: u32) -> Vec
         .output()
         .unwrap_or_else(|e| panic!("run python3: {e} (installed by .ci/deps.sh)"));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "causal_readonly.py {phase} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "causal_readonly.py {phase} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     stdout.lines().map(str::to_owned).collect()
 }
 

@@ -18,6 +18,7 @@ mod bridge_values;
 mod bridge_zero_dates;
 mod causal;
 mod causal_invisible;
+mod causal_matrix;
 mod causal_matrix_my;
 mod causal_mysql;
 mod causal_readonly;

@@ -244,6 +244,9 @@ fn a_declared_read_only_transaction_runs_whole_on_a_replica() {
         "refused on the replica, never split: {:?}",
         locked.outcome
     );
+    assert_eq!(pool(&s.run(&mut r, "SELECT random()", t0)), "replicas", "the server refuses its writes alike");
+    let unknown = s.run(&mut r, "SELECT my_unknown_function()", t0);
+    assert!(matches!(unknown.outcome, Outcome::Error(DecisionError::ReplicaUnsafe { .. })), "unknown never means safe");
     (s.tx, s.read_only) = (None, false);
     assert_eq!(pool(&s.run(&mut r, "BEGIN", t0)), "primary", "not declared read-only");
     s.run(&mut r, WRITE, t0);
@@ -279,4 +282,8 @@ fn an_unproven_transaction_that_wrote_nothing_leaves_no_position() {
     s.ryw.nothing_committed();
     assert!(!s.ryw.pinned(t0), "a failed write holds nothing");
     assert_eq!(s.ryw.required_position(), Some(&Position::Wal(10)), "what was learned before stays");
+    s.ryw.observe_unproven(); // `BEGIN; SELECT f(); COMMIT` as one text
+    s.run(&mut r, "BEGIN; SELECT f(); COMMIT", t0);
+    s.ryw.statement_done(t0, false);
+    assert!(s.ryw.position_due(), "a whole unproven transaction in one text learns its position");
 }

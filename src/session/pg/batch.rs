@@ -150,7 +150,7 @@ impl Session {
             let d = self.decide(sql, *key);
             if read_only {
                 read_only = !d.ends_transaction();
-                return !d.facts.replica_safe();
+                return !d.facts.safe_when_read_only();
             }
             let on_read = matches!(&d.outcome, Outcome::Route(p) if self.ctx.is_read_pool(Protocol::Postgres, p));
             read_only = on_read && d.reason == "read_only_transaction";
@@ -164,7 +164,8 @@ impl Session {
     pub(super) fn replica_hold_refusal(&self, d: &Decision) -> Option<PgClientError> {
         let on_replica = self.pool.config.role == crate::config::PoolRole::Replica
             || self.ctx.is_read_pool(Protocol::Postgres, self.pool.name());
-        if !self.held() || replica_safe(d) || !on_replica {
+        let read_only = self.progress.read_only_tx && d.facts.safe_when_read_only(); // #34
+        if !self.held() || replica_safe(d) || read_only || !on_replica {
             return None;
         }
         let why = d.facts.ineligibility.unwrap_or("unanalyzable");

@@ -307,10 +307,7 @@ fn session_characteristics(rest: &[Token<'_>]) -> Option<Vec<Effect>> {
         return None;
     }
     let words: Vec<&Token<'_>> = rest.get(2..)?.iter().filter(|t| t.kind != TokenKind::Comma).collect();
-    let set = |name: &str, value: &str| Effect::Set {
-        name: name.to_owned(),
-        stmt: format!("SET {name} TO '{value}'"),
-    };
+    let set = |name: &str, value: &str| Effect::Set { name: name.to_owned(), stmt: format!("SET {name} TO '{value}'") };
     let is = |i: usize, w: &str| words.get(i).is_some_and(|t| t.is_word(w));
     let (mut sets, mut i) = (Vec::new(), 0);
     while i < words.len() {
@@ -383,7 +380,8 @@ mod tests {
                 set("default_transaction_deferrable", "SET default_transaction_deferrable TO 'off'"),
             ]
         );
-        for unread in ["SET SESSION CHARACTERISTICS AS TRANSACTION", "SET SESSION CHARACTERISTICS AS TRANSACTION READ"] {
+        for unread in ["SET SESSION CHARACTERISTICS AS TRANSACTION", "SET SESSION CHARACTERISTICS AS TRANSACTION READ"]
+        {
             assert_eq!(pg_effects(unread), vec![Effect::Pin(PinReason::UntrackedSetting)], "{unread}");
         }
     }
