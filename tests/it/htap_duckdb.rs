@@ -168,6 +168,41 @@ fn jdbc_runs_the_seed_example_on_duckdb_with_server_side_parameters() {
     assert_eq!(h.bv.ran("\"a\""), 0, "the refused value reached no engine");
 }
 
+/// The seed's example from psycopg 3 with the array as a server-side parameter (`$1` in the
+/// JSON-array slot), unnamed and as a named prepared statement: DuckDB's rows for every array,
+/// each execute seen by DuckDB with the client's array as its list; a value that is no JSON
+/// array refused with 22023, reaching no engine, and the session going on. Before, the
+/// statement was not translated and ran on the PostgreSQL default pool, which has no
+/// `JSON_OVERLAPS`.
+#[test]
+fn psycopg_binds_the_seed_example_array_as_a_server_side_parameter() {
+    let h = Htap::start();
+    let pg = &dbs().pg;
+    let dsn = format!(
+        "host=127.0.0.1 port={} user={} password={} dbname=pg connect_timeout=10",
+        h.router.listen[1].port(),
+        pg.user,
+        pg.password
+    );
+    let values: Vec<&str> = ARRAYS.iter().map(|(v, _)| *v).chain([NOT_ARRAY]).collect();
+    let args: Vec<&str> = [dsn.as_str()].into_iter().chain(values.iter().copied()).collect();
+    let out = python("psycopg_htap_json.py", &args);
+    let mut expected = Vec::new();
+    for (value, list) in ARRAYS {
+        for how in ["param", "prepared"] {
+            expected.push(h.expected(how, value, list));
+        }
+        let ran = h.bv.ran(&format!("list_has_any(labels, {list})"));
+        assert_eq!(ran, 2, "{value}: unnamed and named each ran once on DuckDB:\n{}", h.bv.log_text());
+    }
+    expected.push(format!("param {NOT_ARRAY} error 22023"));
+    expected.push(format!("prepared {NOT_ARRAY} error 22023"));
+    expected.push("after 1".to_owned());
+    assert_eq!(out, expected);
+    assert_eq!(h.bv.ran("JSON_OVERLAPS"), 0, "DuckDB never saw the original");
+    assert_eq!(h.bv.ran("\"a\""), 0, "the refused value reached no engine");
+}
+
 /// Booleans from DuckDB reach MySQL clients as what they are, in text and binary rows (before
 /// #35 DuckDB's `true` arrived as 0).
 #[test]

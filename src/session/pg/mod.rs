@@ -16,6 +16,7 @@ mod digest;
 mod encoding;
 mod exchange;
 mod flight;
+mod late;
 mod login;
 mod named;
 mod pipeline;
@@ -482,6 +483,9 @@ impl Session {
         if let Some(done) = self.on_cross_message(&decoded).await {
             return done; // a statement routed to a MySQL pool (#24)
         }
+        if let Some(done) = self.on_late_message(&decoded).await {
+            return done; // a `$n` in a translation's JSON-array slot (#35)
+        }
         match decoded {
             FrontendMessage::Query(sql) => self.on_query(sql, raw).await,
             FrontendMessage::Parse { name, query, param_types } => {
@@ -714,17 +718,6 @@ impl Session {
         }
         self.ex.expect.push_back(expect);
         Ok(())
-    }
-
-    async fn on_close(&mut self, kind: Target, name: &str, raw: &[u8]) -> Result<(), End> {
-        if kind == Target::Statement && !name.is_empty() {
-            // Only the client's name goes away; the backend keeps the statement for reuse.
-            let gone = self.stmts.remove(name);
-            self.stmt_forgotten(gone);
-            self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
-            return Ok(());
-        }
-        self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
     }
 
     /// Queues an extended-protocol message unchanged for the backend.

@@ -37,6 +37,8 @@ pub(super) struct Stmt {
     pub generation: u64,
     /// The row type the client was told when it described the statement (see `verify`).
     pub row_type: std::cell::Cell<Option<u64>>,
+    /// Held until Bind: a `$n` sits in a translation's JSON-array slot (`late`, #35).
+    pub late: bool,
 }
 
 impl Stmt {
@@ -60,6 +62,7 @@ impl Stmt {
             sent: (query.to_owned(), types.to_vec()),
             generation,
             row_type: std::cell::Cell::new(None),
+            late: false,
         }
     }
 }
@@ -81,6 +84,23 @@ impl Stmt {
 }
 
 impl Session {
+    /// Close of a statement or portal: a named statement is the client's name only (the backend
+    /// keeps the statement for reuse), answered here; the rest goes to the backend.
+    pub(super) async fn on_close(
+        &mut self,
+        kind: crate::protocol::pg::Target,
+        name: &str,
+        raw: &[u8],
+    ) -> Result<(), super::End> {
+        if kind == crate::protocol::pg::Target::Statement && !name.is_empty() {
+            let gone = self.stmts.remove(name);
+            self.stmt_forgotten(gone);
+            self.ex.expect.push_back(Expect::Synth(crate::protocol::pg::tag::backend::CLOSE_COMPLETE));
+            return Ok(());
+        }
+        self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
+    }
+
     /// Takes a statement the client no longer has off what the session holds (#33).
     pub(super) fn stmt_forgotten(&mut self, stmt: Option<std::rc::Rc<Stmt>>) {
         if let Some(stmt) = stmt {
