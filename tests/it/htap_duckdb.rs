@@ -261,6 +261,50 @@ fn a_lost_analytics_engine_fails_one_statement_and_the_session_goes_on() {
     assert!(h.bv.ran("list_has_any") > ran, "it ran on DuckDB again");
 }
 
+/// The same from a PostgreSQL client (the `postgres` crate, simple queries, on the PostgreSQL
+/// listener): with DuckDB stopped the translated statement gets one error, the session's next
+/// statement runs on its PostgreSQL pool (`pg_is_in_recovery()` is PostgreSQL's alone), and once
+/// DuckDB is back the translated statement runs there again.
+#[test]
+fn a_lost_analytics_engine_fails_one_statement_of_a_postgres_client() {
+    let mut h = Htap::start();
+    let mut c = postgres::Config::new()
+        .host("127.0.0.1")
+        .port(h.router.listen[1].port())
+        .user(&dbs().pg.user)
+        .password(&dbs().pg.password)
+        .dbname("pg")
+        .connect(postgres::NoTls)
+        .expect("connect");
+    let ids = |c: &mut postgres::Client| -> Result<Vec<String>, postgres::Error> {
+        let rows = c.simple_query(ORIGINAL)?;
+        let mut ids: Vec<String> = rows
+            .iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .collect();
+        ids.sort();
+        Ok(ids)
+    };
+    let before = ids(&mut c).expect("DuckDB up");
+    assert_eq!(before, h.duckdb_ids("[1, 2]"));
+    h.bv.stop();
+    for attempt in 0..2 {
+        let e = ids(&mut c).expect_err("DuckDB is down");
+        assert!(e.as_db_error().is_some(), "{attempt}: a server error, not a lost session: {e}");
+        let standby: bool = c.query_one("SELECT pg_is_in_recovery()", &[]).expect("the session goes on").get(0);
+        assert!(!standby, "PostgreSQL's primary answers the next statement");
+    }
+    h.bv.restart();
+    let ran = h.bv.ran("list_has_any");
+    crate::support::eventually(std::time::Duration::from_secs(20), "DuckDB to answer again", || {
+        ids(&mut c).is_ok_and(|ids| ids == before)
+    });
+    assert!(h.bv.ran("list_has_any") > ran, "it ran on DuckDB again");
+}
+
 /// `SET sql_select_limit = 1` refuses the translated statement (it would return other rows
 /// there); `SET sql_select_limit = DEFAULT` lifts the refusal for the rest of the session.
 #[test]

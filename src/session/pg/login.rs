@@ -237,7 +237,12 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     })?;
     let pool_cfg = resolved?;
     let lex = crate::sql::mode::SessionModes::default();
-    Ok(Authenticated { pool: pool_cfg.name.clone(), params, identity: Identity { user, database, lex, pass, causal } })
+    let home = pool_cfg.name.clone();
+    Ok(Authenticated {
+        pool: pool_cfg.name.clone(),
+        params,
+        identity: Identity { user, database, lex, pass, causal, home },
+    })
 }
 
 fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig, PgClientError> {

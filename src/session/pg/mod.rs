@@ -137,6 +137,8 @@ pub(super) struct Identity {
     pub pass: Option<Rc<crate::pool::PassThrough>>,
     /// A causal token the client passed as startup parameter `querypilot.causal_token` (#22).
     pub causal: Option<crate::id::Position>,
+    /// The pool the client logged in to: in session mode, the one whose server session it owns.
+    pub home: String,
 }
 
 /// Serves one client from login to close.
@@ -792,7 +794,11 @@ impl Session {
         let lost = match self.state.pin() {
             _ if was_in_tx => " inside a transaction; the transaction was rolled back".to_owned(),
             Some(pin) => format!("; the session's state ({}) is gone", pin.as_str()),
-            None if self.mode() == PoolMode::Session => "; the server session is gone".to_owned(),
+            // Only the pool it logged in to holds a session-mode client's own server session; a
+            // pool it reached by routing (a translation onto an analytics engine, #35) does not.
+            None if self.mode() == PoolMode::Session && **self.pool.name() == *self.identity.home => {
+                "; the server session is gone".to_owned()
+            }
             None => String::new(),
         };
         if !lost.is_empty() {

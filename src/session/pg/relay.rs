@@ -433,7 +433,7 @@ impl Session {
             Woke::Client(r) => return Ok(Some(r)),
             Woke::Drain => return Err(End::Drained),
             Woke::Backend(true) => self.relay_unprompted(),
-            Woke::Backend(false) => Err(self.lost_while_idle()),
+            Woke::Backend(false) => self.lost_while_idle().map_or(Ok(()), Err),
         };
         if let Err(end) = res {
             // The FATAL error must reach the client before the session closes.
@@ -465,15 +465,18 @@ impl Session {
             conn.rbuf.drain(..pos);
         }
         if bad {
-            return Err(self.lost_while_idle());
+            return self.lost_while_idle().map_or(Ok(()), Err);
         }
         Ok(())
     }
 
-    /// The held backend went away while the client was idle: the session's server-side state
-    /// (transaction, temp objects, LISTEN) is gone, so the client is told and closed, as
-    /// PostgreSQL itself would.
-    fn lost_while_idle(&mut self) -> End {
+    /// The held backend went away while the client was idle. When it held the session's
+    /// server-side state (a transaction, pinned state, a session-mode client's own server
+    /// session) that state is gone, so the client is told and closed, as PostgreSQL itself
+    /// would (`Some`). Otherwise (a pooled connection held between statements, or a pool the
+    /// session reached only by routing, such as a translation's analytics engine, #35) the
+    /// connection is dropped and the session goes on: its next statement takes a new one.
+    fn lost_while_idle(&mut self) -> Option<End> {
         if let Some(mut c) = self.backend.take() {
             c.broken = true;
             self.pool.checkin(c, false);
@@ -482,9 +485,14 @@ impl Session {
         self.ex.lost();
         let why = self.ex.flight.fatal.take().and_then(|e| e.cause()).map(|m| format!(" ({m})")).unwrap_or_default();
         self.ex.flight.settle();
+        let own_session = self.mode() == crate::config::PoolMode::Session && **self.pool.name() == *self.identity.home;
+        if self.progress.tx == TransactionStatus::Idle && self.state.pin().is_none() && !own_session {
+            tracing::debug!("an idle backend connection of pool {} went away", self.pool.name());
+            return None;
+        }
         PgClientError::new(sqlstate::CONNECTION_FAILURE, format!("the backend connection was lost{why}"))
             .encode_fatal(&mut self.io.out);
-        End::Fatal
+        Some(End::Fatal)
     }
 
     /// Bookkeeping of the CommandComplete at `pos`: statistics, schema changes, and the
