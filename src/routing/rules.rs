@@ -549,6 +549,12 @@ impl RuleSet {
         hit.or(refused)
     }
 
+    /// Whether any translation rule exists: without one, no statement needs fingerprinting to
+    /// look for a translation.
+    pub fn has_translations(&self) -> bool {
+        !self.translations.is_empty()
+    }
+
     /// A statement to prepare whose translation waits for its parameters' values (a JSON-array
     /// slot holding a MySQL `?` or PostgreSQL `$n`, #35): the target pool and the unbound
     /// translation.

@@ -70,8 +70,12 @@ impl Session {
     /// A Parse of a translation's shape with a `$n` in a JSON-array slot: held, its
     /// ParseComplete synthesized in order.
     fn late_parse(&mut self, name: &str, query: &str, types: &[u32]) -> Option<Result<(), End>> {
+        let rules = self.ctx.rules();
+        if !rules.has_translations() || !query.contains('$') {
+            return None; // the common case pays no fingerprint
+        }
         let key = self.ctx.statement_key(query, Protocol::Postgres);
-        self.ctx.rules().late_translation(&key, query)?;
+        rules.late_translation(&key, query)?;
         if !name.is_empty() {
             if let Some(e) = self.named_parse_refusal(name, query) {
                 return Some(self.fail_batch(e));
