@@ -549,12 +549,16 @@ impl RuleSet {
         hit.or(refused)
     }
 
-    /// A MySQL client's statement to prepare whose translation waits for its `?` values (a
-    /// JSON-array slot holding a parameter, #35): the target pool and the unbound translation.
+    /// Whether any translation rule exists: without one, no statement needs fingerprinting to
+    /// look for a translation.
+    pub fn has_translations(&self) -> bool {
+        !self.translations.is_empty()
+    }
+
+    /// A statement to prepare whose translation waits for its parameters' values (a JSON-array
+    /// slot holding a MySQL `?` or PostgreSQL `$n`, #35): the target pool and the unbound
+    /// translation.
     pub fn late_translation(&self, key: &StatementKey, sql: &str) -> Option<(Arc<str>, LateTranslation)> {
-        if key.protocol != Protocol::MySql {
-            return None;
-        }
         let candidates = self.translations.get(&(key.lexer, key.protocol))?;
         candidates
             .iter()

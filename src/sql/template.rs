@@ -13,7 +13,7 @@
 mod array;
 mod late;
 
-pub use late::{LateTranslation, ParamValue};
+pub use late::{InlineError, LateTranslation, ParamValue};
 
 use super::fingerprint::{fingerprint, normalize, HashSink, Normalizer, Sink};
 use super::lexer::{StringKind, Token, TokenKind};
@@ -560,10 +560,11 @@ impl TranslationTemplate {
         out
     }
 
-    /// For a statement of the original's shape whose JSON-array slot is a positional `?`
-    /// parameter (a server-side prepared statement): the translation is known only once the
-    /// values arrive, so it is returned unbound ([`LateTranslation::bind`] at each execute).
-    /// `None` for every other statement, and when a `?` sits inside a list.
+    /// For a statement of the original's shape whose JSON-array slot is a parameter bound at
+    /// execute (MySQL's `?` of a server-side prepared statement, PostgreSQL's `$n`): the
+    /// translation is known only once the values arrive, so it is returned unbound
+    /// ([`LateTranslation::bind`], [`LateTranslation::inline`] at each execute). `None` for every
+    /// other statement, and when a parameter sits inside a list.
     pub fn apply_late(
         &self,
         incoming_sql: &str,
@@ -576,7 +577,10 @@ impl TranslationTemplate {
         let incoming = parameterize_in(incoming_sql, dialect, mode);
         let same = incoming.fingerprint == self.original.fingerprint
             && incoming.literals.len() == self.original.literals.len();
-        let is_q = |l: &Literal| l.kind == LiteralKind::Param && l.value.as_deref() == Some("?");
+        // MySQL's `?` and PostgreSQL's `$n`: the parameters a client binds at execute.
+        let is_q = |l: &Literal| {
+            l.kind == LiteralKind::Param && l.value.as_deref().is_some_and(|v| late::bound_param(v, dialect).is_some())
+        };
         let late_slot = self
             .mapping
             .iter()
@@ -1170,6 +1174,43 @@ mod tests {
         assert_eq!(bind(&[text("[1]")]), Ok(None), "one value per parameter");
         assert!(t
             .apply_late("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[3]') AND id > ?", MY, LexMode::default())
+            .is_none());
+    }
+
+    /// A PostgreSQL client's `$n` in a JSON-array slot: the statement is held until Bind, and
+    /// its values are written into the client's own text as literals (then routed and
+    /// translated like any statement with literals).
+    #[test]
+    fn a_postgres_parameter_in_a_json_array_slot_is_inlined_at_bind() {
+        let t = compile(
+            "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[1,2]') AND id > 0",
+            "SELECT id FROM tags WHERE list_has_any(labels, [1,2]) AND id > 0",
+            PG,
+            PG,
+        );
+        let sql = "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, $2) AND id > $1";
+        assert_eq!(t.apply(sql, PG).map(|a| a.sql), None);
+        let late = t.apply_late(sql, PG, LexMode::default()).expect("late");
+        assert_eq!(
+            late.inline(sql, &[Some("3"), Some("[7, \"it's\"]")]).as_deref(),
+            Ok("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, '[7, \"it''s\"]') AND id > 3")
+        );
+        let inlined = late.inline(sql, &[Some("-1.5e3"), Some("[\"a\\\\b\"]")]).expect("inlined");
+        assert_eq!(inlined, "SELECT id FROM tags WHERE JSON_OVERLAPS(labels, E'[\"a\\\\\\\\b\"]') AND id > -1.5e3");
+        let translated = t.apply(&inlined, PG).map(|a| a.sql);
+        assert_eq!(
+            translated.as_deref(),
+            Some("SELECT id FROM tags WHERE list_has_any(labels, ['a\\b']) AND id > -1.5e3")
+        );
+        assert_eq!(
+            late.inline(sql, &[Some("1 OR true"), None]).as_deref(),
+            Ok("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, NULL) AND id > '1 OR true'"),
+            "a value that is no number stays a string"
+        );
+        assert_eq!(late.inline(sql, &[Some("1")]), Err(InlineError::Count { needed: 2, got: 1 }));
+        assert_eq!(late.inline(sql, &[Some("1"), Some("[\"\0\"]")]), Err(InlineError::Nul(2)));
+        assert!(t
+            .apply_late("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, ?) AND id > 0", PG, LexMode::default())
             .is_none());
     }
 

@@ -168,6 +168,41 @@ fn jdbc_runs_the_seed_example_on_duckdb_with_server_side_parameters() {
     assert_eq!(h.bv.ran("\"a\""), 0, "the refused value reached no engine");
 }
 
+/// The seed's example from psycopg 3 with the array as a server-side parameter (`$1` in the
+/// JSON-array slot), unnamed and as a named prepared statement: DuckDB's rows for every array,
+/// each execute seen by DuckDB with the client's array as its list; a value that is no JSON
+/// array refused with 22023, reaching no engine, and the session going on. Before, the
+/// statement was not translated and ran on the PostgreSQL default pool, which has no
+/// `JSON_OVERLAPS`.
+#[test]
+fn psycopg_binds_the_seed_example_array_as_a_server_side_parameter() {
+    let h = Htap::start();
+    let pg = &dbs().pg;
+    let dsn = format!(
+        "host=127.0.0.1 port={} user={} password={} dbname=pg connect_timeout=10",
+        h.router.listen[1].port(),
+        pg.user,
+        pg.password
+    );
+    let values: Vec<&str> = ARRAYS.iter().map(|(v, _)| *v).chain([NOT_ARRAY]).collect();
+    let args: Vec<&str> = [dsn.as_str()].into_iter().chain(values.iter().copied()).collect();
+    let out = python("psycopg_htap_json.py", &args);
+    let mut expected = Vec::new();
+    for (value, list) in ARRAYS {
+        for how in ["param", "prepared"] {
+            expected.push(h.expected(how, value, list));
+        }
+        let ran = h.bv.ran(&format!("list_has_any(labels, {list})"));
+        assert_eq!(ran, 2, "{value}: unnamed and named each ran once on DuckDB:\n{}", h.bv.log_text());
+    }
+    expected.push(format!("param {NOT_ARRAY} error 22023"));
+    expected.push(format!("prepared {NOT_ARRAY} error 22023"));
+    expected.push("after 1".to_owned());
+    assert_eq!(out, expected);
+    assert_eq!(h.bv.ran("JSON_OVERLAPS"), 0, "DuckDB never saw the original");
+    assert_eq!(h.bv.ran("\"a\""), 0, "the refused value reached no engine");
+}
+
 /// Booleans from DuckDB reach MySQL clients as what they are, in text and binary rows (before
 /// #35 DuckDB's `true` arrived as 0).
 #[test]
@@ -222,6 +257,50 @@ fn a_lost_analytics_engine_fails_one_statement_and_the_session_goes_on() {
     let ran = h.bv.ran("list_has_any");
     crate::support::eventually(std::time::Duration::from_secs(20), "DuckDB to answer again", || {
         c.query::<i64, _>(ORIGINAL).is_ok_and(|ids| ids == before)
+    });
+    assert!(h.bv.ran("list_has_any") > ran, "it ran on DuckDB again");
+}
+
+/// The same from a PostgreSQL client (the `postgres` crate, simple queries, on the PostgreSQL
+/// listener): with DuckDB stopped the translated statement gets one error, the session's next
+/// statement runs on its PostgreSQL pool (`pg_is_in_recovery()` is PostgreSQL's alone), and once
+/// DuckDB is back the translated statement runs there again.
+#[test]
+fn a_lost_analytics_engine_fails_one_statement_of_a_postgres_client() {
+    let mut h = Htap::start();
+    let mut c = postgres::Config::new()
+        .host("127.0.0.1")
+        .port(h.router.listen[1].port())
+        .user(&dbs().pg.user)
+        .password(&dbs().pg.password)
+        .dbname("pg")
+        .connect(postgres::NoTls)
+        .expect("connect");
+    let ids = |c: &mut postgres::Client| -> Result<Vec<String>, postgres::Error> {
+        let rows = c.simple_query(ORIGINAL)?;
+        let mut ids: Vec<String> = rows
+            .iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .collect();
+        ids.sort();
+        Ok(ids)
+    };
+    let before = ids(&mut c).expect("DuckDB up");
+    assert_eq!(before, h.duckdb_ids("[1, 2]"));
+    h.bv.stop();
+    for attempt in 0..2 {
+        let e = ids(&mut c).expect_err("DuckDB is down");
+        assert!(e.as_db_error().is_some(), "{attempt}: a server error, not a lost session: {e}");
+        let standby: bool = c.query_one("SELECT pg_is_in_recovery()", &[]).expect("the session goes on").get(0);
+        assert!(!standby, "PostgreSQL's primary answers the next statement");
+    }
+    h.bv.restart();
+    let ran = h.bv.ran("list_has_any");
+    crate::support::eventually(std::time::Duration::from_secs(20), "DuckDB to answer again", || {
+        ids(&mut c).is_ok_and(|ids| ids == before)
     });
     assert!(h.bv.ran("list_has_any") > ran, "it ran on DuckDB again");
 }

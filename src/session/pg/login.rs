@@ -246,7 +246,8 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         None => on_demand_pool(ctx, &database)?,
     };
     let lex = crate::sql::mode::SessionModes::default();
-    Ok(Authenticated { pool, params, identity: Identity { user, database, lex, pass, causal } })
+    let home = pool.clone();
+    Ok(Authenticated { pool, params, identity: Identity { user, database, lex, pass, causal, home } })
 }
 
 /// The pool serving `database`, or `[pool_template]`'s pool when none does (#36). Without a

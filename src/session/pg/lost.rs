@@ -28,7 +28,9 @@ impl Session {
         let lost = match self.state.pin() {
             _ if was_in_tx => " inside a transaction; the transaction was rolled back".to_owned(),
             Some(pin) => format!("; the session's state ({}) is gone", pin.as_str()),
-            None if self.mode() == PoolMode::Session => "; the server session is gone".to_owned(),
+            // Only the pool it logged in to holds a session-mode client's own server session; a
+            // pool it reached by routing (a translation onto an analytics engine, #35) does not.
+            None if self.owns_server_session() => "; the server session is gone".to_owned(),
             None => String::new(),
         };
         if !lost.is_empty() {
@@ -50,13 +52,26 @@ impl Session {
         self.flush_client().await
     }
 
-    /// The held backend went away while the client was idle: the session's server-side state
-    /// (transaction, temp objects, LISTEN) is gone, so the client is told and closed, as
-    /// PostgreSQL itself would.
-    pub(super) fn lost_while_idle(&mut self) -> End {
+    /// The held backend went away while the client was idle. When it held the session's
+    /// server-side state (a transaction, pinned state, a session-mode client's own server
+    /// session) that state is gone, so the client is told and closed, as PostgreSQL itself
+    /// would (`Some`). Otherwise (a pooled connection held between statements, or a pool the
+    /// session reached only by routing, such as a translation's analytics engine, #35) the
+    /// connection is dropped and the session goes on: its next statement takes a new one.
+    pub(super) fn lost_while_idle(&mut self) -> Option<End> {
         let (why, said) = self.drop_lost_backend();
+        if self.progress.tx == TransactionStatus::Idle && self.state.pin().is_none() && !self.owns_server_session() {
+            tracing::debug!("an idle backend connection of pool {} went away", self.pool.name());
+            return None;
+        }
         self.tell_fatal(said, &format!("the backend connection was lost{why}"));
-        End::Fatal
+        Some(End::Fatal)
+    }
+
+    /// Whether the held connection is the client's own server session: session mode, on the
+    /// pool the client logged in to.
+    fn owns_server_session(&self) -> bool {
+        self.mode() == PoolMode::Session && **self.pool.name() == *self.identity.home
     }
 
     /// Gives the broken connection up and forgets what was in flight on it; returns the cause

@@ -17,6 +17,7 @@ mod digest;
 mod encoding;
 mod exchange;
 mod flight;
+mod late;
 mod login;
 mod lost;
 mod named;
@@ -146,6 +147,8 @@ pub(super) struct Identity {
     pub pass: Option<Rc<crate::pool::PassThrough>>,
     /// A causal token the client passed as startup parameter `querypilot.causal_token` (#22).
     pub causal: Option<crate::id::Position>,
+    /// The pool the client logged in to: in session mode, the one whose server session it owns.
+    pub home: String,
 }
 
 /// Serves one client from login to close.
@@ -497,6 +500,9 @@ impl Session {
         if let FrontendMessage::Query(sql) | FrontendMessage::Parse { query: sql, .. } = &decoded {
             self.release_blocked_database(sql).await; // #36
         }
+        if let Some(done) = self.on_late_message(&decoded).await {
+            return done; // a `$n` in a translation's JSON-array slot (#35)
+        }
         match decoded {
             FrontendMessage::Query(sql) => self.on_query(sql, raw).await,
             FrontendMessage::Parse { name, query, param_types } => {
@@ -741,20 +747,6 @@ impl Session {
         }
         self.ex.expect.push_back(expect);
         Ok(())
-    }
-
-    async fn on_close(&mut self, kind: Target, name: &str, raw: &[u8]) -> Result<(), End> {
-        if kind == Target::Statement && !name.is_empty() {
-            // Only the client's name goes away; the backend keeps the statement for reuse.
-            let gone = self.stmts.remove(name);
-            self.stmt_forgotten(gone);
-            self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
-            return Ok(());
-        }
-        if kind == Target::Statement {
-            self.progress.unnamed.dropped();
-        }
-        self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
     }
 
     /// Queues an extended-protocol message unchanged for the backend.

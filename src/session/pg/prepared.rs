@@ -40,6 +40,8 @@ pub(super) struct Stmt {
     /// The client's statement this one's text runs (`EXECUTE name`, renamed in `sent`): it must
     /// be on a connection before this one is parsed there (see `named`).
     pub executes: Option<std::rc::Rc<Stmt>>,
+    /// Held until Bind: a `$n` sits in a translation's JSON-array slot (`late`, #35).
+    pub late: bool,
 }
 
 impl Stmt {
@@ -64,6 +66,7 @@ impl Stmt {
             generation,
             row_type: std::cell::Cell::new(None),
             executes: None,
+            late: false,
         }
     }
 }
@@ -87,6 +90,26 @@ impl Stmt {
 }
 
 impl Session {
+    /// Close of a statement or portal: a named statement is the client's name only (the backend
+    /// keeps the statement for reuse), answered here; the rest goes to the backend.
+    pub(super) async fn on_close(
+        &mut self,
+        kind: crate::protocol::pg::Target,
+        name: &str,
+        raw: &[u8],
+    ) -> Result<(), super::End> {
+        if kind == crate::protocol::pg::Target::Statement && !name.is_empty() {
+            let gone = self.stmts.remove(name);
+            self.stmt_forgotten(gone);
+            self.ex.expect.push_back(Expect::Synth(crate::protocol::pg::tag::backend::CLOSE_COMPLETE));
+            return Ok(());
+        }
+        if kind == crate::protocol::pg::Target::Statement {
+            self.progress.unnamed.dropped();
+        }
+        self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
+    }
+
     /// Takes a statement the client no longer has off what the session holds (#33).
     pub(super) fn stmt_forgotten(&mut self, stmt: Option<std::rc::Rc<Stmt>>) {
         if let Some(stmt) = stmt {

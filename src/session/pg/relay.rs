@@ -433,7 +433,7 @@ impl Session {
             Woke::Client(r) => return Ok(Some(r)),
             Woke::Drain => return Err(End::Drained),
             Woke::Backend(true) => self.relay_unprompted(),
-            Woke::Backend(false) => Err(self.lost_while_idle()),
+            Woke::Backend(false) => self.lost_while_idle().map_or(Ok(()), Err),
         };
         if let Err(end) = res {
             // The FATAL error must reach the client before the session closes.
@@ -465,7 +465,7 @@ impl Session {
             conn.rbuf.drain(..pos);
         }
         if bad {
-            return Err(self.lost_while_idle());
+            return self.lost_while_idle().map_or(Ok(()), Err);
         }
         Ok(())
     }
