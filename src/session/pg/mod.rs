@@ -16,6 +16,7 @@ mod digest;
 mod encoding;
 mod exchange;
 mod flight;
+mod large;
 mod login;
 mod named;
 mod pipeline;
@@ -101,6 +102,8 @@ struct ClientIo {
     out: Vec<u8>,
     /// Largest client message accepted (the listener's `max_message_size`).
     max_msg: usize,
+    /// What the client's messages took of the core's current turn (#33).
+    share: rt::Share,
 }
 
 /// How a cancel reaches the session's running statement.
@@ -223,7 +226,15 @@ impl Session {
         }
         Self {
             ctx,
-            io: ClientIo { client, cbuf: leftover, cpos: 0, msg: Vec::new(), out: Vec::new(), max_msg },
+            io: ClientIo {
+                client,
+                cbuf: leftover,
+                cpos: 0,
+                msg: Vec::new(),
+                out: Vec::new(),
+                max_msg,
+                share: rt::Share::default(),
+            },
             pool,
             backend: None,
             state,
@@ -282,6 +293,9 @@ impl Session {
     async fn dispatch_buffered(&mut self, mut tag: u8) -> Result<(), End> {
         loop {
             self.dispatch(tag).await?;
+            // A client pipelining thousands of messages must not hold the core: past its share
+            // of this turn, the other sessions go first (#33).
+            rt::take_share(&mut self.io.share).await;
             match self.take_client_frame() {
                 Ok(Some(next)) => tag = next,
                 Ok(None) => return Ok(()),
