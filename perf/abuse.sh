@@ -109,13 +109,21 @@ peak_rss() {
     echo $((peak / 1024))
 }
 
-# One round of one router: the p99 without an attack, then with each, as "name attack p99 rss".
+# The router's CPU use (% of one core) since ticks $1.
+cpu_since() {
+    echo $((($(cpu_ticks "$ROUTER_PID") - $1) * 100 / ($(getconf CLK_TCK) * SECS)))
+}
+
+# One round of one router: the p99 without an attack, then with each, as "name attack p99 rss"
+# (and the router's CPU use while pgbench ran).
 round() {
-    local name=$1 kind lat attacker watcher
+    local name=$1 kind lat attacker watcher ticks
     BIN=$2
     start_router "$BASE/querypilot.toml" "$PORT"
+    ticks=$(cpu_ticks "$ROUTER_PID")
     lat=$(p99)
-    printf '%-8s %-8s %10s %10s\n' "$name" none "$lat" "$(($(awk '/VmRSS/{print $2}' "/proc/$ROUTER_PID/status") / 1024))"
+    printf '%-8s %-8s %10s %10s cpu %s%%\n' "$name" none "$lat" \
+        "$(($(awk '/VmRSS/{print $2}' "/proc/$ROUTER_PID/status") / 1024))" "$(cpu_since "$ticks")"
     echo "$name none $lat" >>"$BASE/figures"
     for kind in parse close token; do
         # Niced: a real attacker runs on its own host; here its CPU must not be what pgbench waits for.
@@ -124,10 +132,13 @@ round() {
         peak_rss "$attacker" >"$BASE/rss.out" &
         watcher=$!
         sleep 1
+        ticks=$(cpu_ticks "$ROUTER_PID")
         lat=$(p99)
+        ticks=$(cpu_since "$ticks")
         wait "$attacker" || log "attacker $kind: $(tail -1 "$BASE/attack.out")"
         wait "$watcher"
-        printf '%-8s %-8s %10s %10s %s\n' "$name" "$kind" "$lat" "$(cat "$BASE/rss.out")" "$(tail -1 "$BASE/attack.out")"
+        printf '%-8s %-8s %10s %10s cpu %s%% %s\n' "$name" "$kind" "$lat" "$(cat "$BASE/rss.out")" "$ticks" \
+            "$(tail -1 "$BASE/attack.out")"
         echo "$name $kind $lat" >>"$BASE/figures"
     done
     kill -TERM "$ROUTER_PID"
@@ -136,7 +147,7 @@ round() {
 }
 
 : >"$BASE/figures"
-printf '%-8s %-8s %10s %10s %s\n' router attack p99_ms rss_mib told
+printf '%-8s %-8s %10s %10s %s\n' router attack p99_ms rss_mib 'cpu, told'
 for r in $(seq "$ROUNDS"); do
     for entry in "${BINS[@]}"; do
         round "${entry%%=*}" "${entry#*=}"
