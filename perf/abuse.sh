@@ -5,8 +5,11 @@
 # attack, the router's peak RSS and what the attacker was told. The target: p99 within 2x,
 # RSS bounded by limits.client_buffer_budget plus the router's own.
 #
-#   perf/abuse.sh [SECONDS] [CLIENTS]     (defaults 10, 4)
-# Environment: QP_BIN=path runs that router binary instead of building a release one.
+#   perf/abuse.sh [SECONDS] [CLIENTS] [ROUNDS]     (defaults 10, 4, 1)
+# Environment: QP_BIN=path runs that router binary instead of building a release one;
+# QP_BINS="name=path name=path" compares several side by side: each round runs every binary
+# in turn (the same database, a fresh router each), and a last table gives each figure's median
+# and range over the rounds.
 #
 # Attacks (raw-socket PostgreSQL clients, logged in through libpq):
 #   parse   named Parse messages of 1 KiB, no Sync, as fast as it can: the session limit, then
@@ -16,9 +19,16 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/perf/lib.sh"
-SECS=${1:-10} CLIENTS=${2:-4}
+SECS=${1:-10} CLIENTS=${2:-4} ROUNDS=${3:-1}
 
-if [ -n "${QP_BIN:-}" ]; then BIN=$QP_BIN; else build_router; fi
+if [ -n "${QP_BINS:-}" ]; then
+    read -r -a BINS <<<"$QP_BINS"
+elif [ -n "${QP_BIN:-}" ]; then
+    BINS=("router=$QP_BIN")
+else
+    build_router
+    BINS=("router=$BIN")
+fi
 start_pg_pgbench qp-abuse bench 10
 PORT=$(free_port)
 cat >"$BASE/querypilot.toml" <<CONF
@@ -39,7 +49,6 @@ default_pool = "bench"
 [limits]
 client_buffer_budget = "64MiB"
 CONF
-start_router "$BASE/querypilot.toml" "$PORT"
 DSN="host=127.0.0.1 port=$PORT dbname=bench user=$PG_USER password=$PG_PASSWORD"
 
 cat >"$BASE/attack.py" <<'PY'
@@ -100,16 +109,61 @@ peak_rss() {
     echo $((peak / 1024))
 }
 
-printf '%-8s %10s %10s %s\n' attack p99_ms rss_mib told
-printf '%-8s %10s %10s\n' none "$(p99)" "$(($(awk '/VmRSS/{print $2}' "/proc/$ROUTER_PID/status") / 1024))"
-for kind in parse close token; do
-    /usr/bin/python3 "$BASE/attack.py" "$kind" "$DSN" "$((SECS + 2))" >"$BASE/attack.out" 2>&1 &
-    attacker=$!
-    peak_rss "$attacker" >"$BASE/rss.out" &
-    watcher=$!
-    sleep 1
+# The router's CPU use (% of one core) since ticks $1.
+cpu_since() {
+    echo $((($(cpu_ticks "$ROUTER_PID") - $1) * 100 / ($(getconf CLK_TCK) * SECS)))
+}
+
+# One round of one router: the p99 without an attack, then with each, as "name attack p99 rss"
+# (and the router's CPU use while pgbench ran).
+round() {
+    local name=$1 kind lat attacker watcher ticks
+    BIN=$2
+    start_router "$BASE/querypilot.toml" "$PORT"
+    ticks=$(cpu_ticks "$ROUTER_PID")
     lat=$(p99)
-    wait "$attacker" || log "attacker $kind: $(tail -1 "$BASE/attack.out")"
-    wait "$watcher"
-    printf '%-8s %10s %10s %s\n' "$kind" "$lat" "$(cat "$BASE/rss.out")" "$(tail -1 "$BASE/attack.out")"
+    printf '%-8s %-8s %10s %10s cpu %s%%\n' "$name" none "$lat" \
+        "$(($(awk '/VmRSS/{print $2}' "/proc/$ROUTER_PID/status") / 1024))" "$(cpu_since "$ticks")"
+    echo "$name none $lat" >>"$BASE/figures"
+    for kind in parse close token; do
+        # Niced: a real attacker runs on its own host; here its CPU must not be what pgbench waits for.
+        nice -n 19 /usr/bin/python3 "$BASE/attack.py" "$kind" "$DSN" "$((SECS + 2))" >"$BASE/attack.out" 2>&1 &
+        attacker=$!
+        peak_rss "$attacker" >"$BASE/rss.out" &
+        watcher=$!
+        sleep 1
+        ticks=$(cpu_ticks "$ROUTER_PID")
+        lat=$(p99)
+        ticks=$(cpu_since "$ticks")
+        wait "$attacker" || log "attacker $kind: $(tail -1 "$BASE/attack.out")"
+        wait "$watcher"
+        printf '%-8s %-8s %10s %10s cpu %s%% %s\n' "$name" "$kind" "$lat" "$(cat "$BASE/rss.out")" "$ticks" \
+            "$(tail -1 "$BASE/attack.out")"
+        echo "$name $kind $lat" >>"$BASE/figures"
+    done
+    kill -TERM "$ROUTER_PID"
+    wait "$ROUTER_PID" 2>/dev/null || true
+    ROUTER_PID=""
+}
+
+: >"$BASE/figures"
+printf '%-8s %-8s %10s %10s %s\n' router attack p99_ms rss_mib 'cpu, told'
+for r in $(seq "$ROUNDS"); do
+    for entry in "${BINS[@]}"; do
+        round "${entry%%=*}" "${entry#*=}"
+    done
 done
+[ "$ROUNDS" -gt 1 ] || exit 0
+echo
+echo "p99 (ms) over $ROUNDS rounds: median [min-max], and the median's ratio to the same router without an attack"
+python3 - "$BASE/figures" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, kind, p99 = line.split()
+    runs.setdefault((name, kind), []).append(float(p99))
+for (name, kind), v in runs.items():
+    base = statistics.median(runs[(name, "none")])
+    m = statistics.median(v)
+    print(f"{name:8} {kind:8} {m:7.2f} [{min(v):.2f}-{max(v):.2f}]  x{m / base:.2f}")
+PY

@@ -93,11 +93,11 @@ mod tests {
         assert!(!b.resize(500, 1000), "600 + 500 is over 1000");
         assert_eq!(b.bytes(), 0, "a refused growth changes nothing");
         assert!(b.resize(400, 1000));
-        assert_eq!(budget.held(), [600, 400]);
+        assert_eq!(budget.held(), [600, 400, 0, 0]);
         assert!(a.resize(100, 0), "shrinking always succeeds");
         assert_eq!(budget.total(), 500);
         drop(a);
-        assert_eq!(budget.held(), [0, 400]);
+        assert_eq!(budget.held(), [0, 400, 0, 0]);
         drop(b);
         assert_eq!(budget.total(), 0);
     }

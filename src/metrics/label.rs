@@ -213,5 +213,9 @@ label_enum! {
         Statements => "statements",
         /// MySQL `COM_STMT_SEND_LONG_DATA` waiting for its execute.
         LongData => "long_data",
+        /// A client's COPY data on its way to the backend.
+        Copy => "copy",
+        /// Result rows on their way to the client.
+        Rows => "rows",
     }
 }

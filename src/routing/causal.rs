@@ -97,6 +97,24 @@ pub fn mentions_token(sql: &str) -> bool {
     compact.contains(TOKEN_NAME)
 }
 
+/// Text after `SET [SESSION] querypilot.causal_token =` that long is refused as too large
+/// without being lexed: lexing a megabyte-long value cost its core milliseconds per statement
+/// (#33). The allowance leaves room for quotes, spaces and a comment around a real token.
+const VALUE_TEXT_MAX: usize = crate::id::position::MAX_TOKEN_LEN + 1024;
+
+/// `Set` of the unlexed `rest` when the tokens so far are a token SET up to its value and
+/// `rest` is too long to hold a token ([`VALUE_TEXT_MAX`]): [`parse_token`] refuses it.
+fn oversized_value(text: &[&str], rest: &str) -> Option<TokenCommand> {
+    if rest.len() <= VALUE_TEXT_MAX {
+        return None;
+    }
+    let is = |i: usize, w: &str| text.get(i).is_some_and(|t| t.eq_ignore_ascii_case(w));
+    let start = if is(1, "SESSION") { 2 } else { 1 };
+    let set = is(0, "SET") && is(start, "querypilot") && is(start + 1, ".") && is(start + 2, "causal_token");
+    (set && text.len() == start + 4 && (is(start + 3, "=") || is(start + 3, "TO")))
+        .then(|| TokenCommand::Set(rest.trim().to_owned()))
+}
+
 /// Recognizes `sql` as a token statement (one statement, comments and a final `;` allowed),
 /// lexed as `dialect` reads it: both protocols answer the same two statements.
 pub fn token_command(sql: &str, dialect: Dialect) -> Option<TokenCommand> {
@@ -110,6 +128,9 @@ pub fn token_command(sql: &str, dialect: Dialect) -> Option<TokenCommand> {
             return None;
         }
         text.push(t.text);
+        if let Some(value) = oversized_value(&text, sql.get(t.end()..).unwrap_or_default()) {
+            return Some(value);
+        }
     }
     let is = |i: usize, w: &str| text.get(i).is_some_and(|t| t.eq_ignore_ascii_case(w));
     let name_at = |i: usize| is(i, "querypilot") && is(i + 1, ".") && is(i + 2, "causal_token");
@@ -190,6 +211,22 @@ mod tests {
         assert_eq!(token_command("set session querypilot.causal_token = default;"), default);
         assert_eq!(token_command("RESET querypilot.causal_token"), Some(TokenCommand::Default { reset: true }));
         assert_eq!(default.map(|c| c.tag()), Some("SET"));
+    }
+
+    #[test]
+    fn an_oversized_value_is_refused_as_too_large_without_being_lexed() {
+        let huge = "x".repeat(VALUE_TEXT_MAX);
+        for sql in [
+            format!("SET querypilot.causal_token = 'gtid:{huge}'"),
+            format!("set session querypilot.causal_token to '{huge}'; select 1"),
+            // An unterminated literal is never lexed to its end either.
+            format!("SET querypilot.causal_token = '{huge}"),
+        ] {
+            let Some(TokenCommand::Set(value)) = token_command(&sql) else { panic!("not a token SET") };
+            assert_eq!(parse_token(&value), Err(TokenError::TooLarge));
+        }
+        assert_eq!(token_command(&format!("SELECT '{huge}'")), None);
+        assert_eq!(token_command(&format!("SET querypilot.other = '{huge}'")), None);
     }
 
     #[test]

@@ -107,6 +107,8 @@ pub(super) struct Core {
     background_skipped: Cell<u32>,
     notify_gen: Cell<u64>,
     notify_waiters: RefCell<Vec<Waker>>,
+    /// Turns of the loop so far (see [`super::fair`]).
+    turns: Cell<u64>,
     shared: Arc<Shared>,
 }
 
@@ -177,8 +179,14 @@ impl Core {
             background_skipped: Cell::new(0),
             notify_gen: Cell::new(0),
             notify_waiters: RefCell::default(),
+            turns: Cell::new(0),
             shared,
         })
+    }
+
+    /// The number of the loop's current turn.
+    pub(super) fn turn(&self) -> u64 {
+        self.turns.get()
     }
 
     fn pop(&self, queue: TaskQueue) -> Option<Runnable> {
@@ -245,6 +253,7 @@ impl Core {
 
     fn run_loop(&self, main: &async_task::Task<()>) {
         loop {
+            self.turns.set(self.turns.get().wrapping_add(1));
             self.run_ready();
             if main.is_finished() {
                 return;

@@ -327,3 +327,45 @@ fn an_idle_stream_and_its_reader_hold_no_buffer() {
     });
     assert_eq!(out, (4, b"ping".to_vec(), true, true, true));
 }
+
+#[test]
+fn a_task_that_took_its_share_lets_the_others_run_before_it_goes_on() {
+    let order = on_core(|queues, tx| async move {
+        let order = Rc::new(RefCell::new(Vec::new()));
+        let done = Rc::new(AtomicUsize::new(0));
+        let (o, d) = (order.clone(), done.clone());
+        // Never waits for I/O: without its share it would do all its work in one poll.
+        spawn_guarded(
+            queues.latency,
+            async move {
+                let mut share = Share::default();
+                for _ in 0..3 * fair::SHARE_MESSAGES {
+                    o.borrow_mut().push('f');
+                    take_share(&mut share).await;
+                }
+                d.fetch_add(1, Ordering::Relaxed);
+            },
+            |_| {},
+        );
+        let (o, d) = (order.clone(), done.clone());
+        spawn_guarded(
+            queues.latency,
+            async move {
+                for _ in 0..3 {
+                    o.borrow_mut().push('o');
+                    yield_now().await;
+                }
+                d.fetch_add(1, Ordering::Relaxed);
+            },
+            |_| {},
+        );
+        while done.load(Ordering::Relaxed) < 2 {
+            sleep(Duration::from_millis(1)).await;
+        }
+        let _ = tx.send(order.borrow().iter().collect::<String>());
+    });
+    let runs: Vec<usize> = order.split('o').map(str::len).collect();
+    let share = fair::SHARE_MESSAGES as usize;
+    assert_eq!(runs.iter().sum::<usize>(), 3 * share, "{order}");
+    assert!(runs.iter().all(|&n| n <= share), "no run of the flooding task is longer than its share: {runs:?}");
+}

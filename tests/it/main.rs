@@ -9,6 +9,7 @@
 mod support;
 
 mod abuse;
+mod abuse_flow;
 mod abuse_memory;
 mod admin;
 mod auth;

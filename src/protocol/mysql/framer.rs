@@ -62,6 +62,13 @@ fn header(buf: &[u8]) -> Option<(usize, u8)> {
     }
 }
 
+/// The header of the packet at the start of `buf` once its 4 bytes are there, whole or not:
+/// (payload length, sequence id). A relay that passes a large packet on in pieces needs no
+/// more; the length is never over [`MAX_PACKET_PAYLOAD`] (3 bytes).
+pub fn decode_packet_header(buf: &[u8]) -> Option<(usize, u8)> {
+    header(buf)
+}
+
 /// Decodes one physical packet from the start of `buf`.
 ///
 /// Returns `Ok(None)` when more bytes are needed, and refuses a packet whose declared length exceeds

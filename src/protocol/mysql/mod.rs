@@ -34,8 +34,8 @@ pub use errcode::{encode_err, ErrorNumber};
 pub use error::DecodeError;
 pub use execute::{decode_execute_params, encode_execute_params, ExecuteParams};
 pub use framer::{
-    decode_packet, decode_payload, decode_wire_packet, encode_packets, Frame, Packet, Payload, WirePacket,
-    MAX_PACKET_PAYLOAD,
+    decode_packet, decode_packet_header, decode_payload, decode_wire_packet, encode_packets, Frame, Packet, Payload,
+    WirePacket, MAX_PACKET_PAYLOAD,
 };
 pub use handshake::{AuthReply, AuthSwitchRequest, ConnectAttrs, HandshakeResponse41, HandshakeV10, SslRequest};
 pub use response::{

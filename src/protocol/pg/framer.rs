@@ -69,6 +69,16 @@ pub fn decode_frame(buf: &[u8], max_len: usize) -> Result<Option<Frame<'_>>, Dec
     Ok(buf.get(5..total_len).map(|body| Frame { tag, body, total_len }))
 }
 
+/// The type byte and total length (type byte included) of the message at the start of `buf`
+/// once its 5-byte header is there, whole or not: a relay that passes a large message on in
+/// pieces needs no more. Lengths are checked as in [`decode_frame`].
+pub fn decode_header(buf: &[u8], max_len: usize) -> Result<Option<(u8, usize)>, DecodeError> {
+    let (Some(&tag), Some(len)) = (buf.first(), read_len(buf, 1)) else {
+        return Ok(None);
+    };
+    Ok(Some((tag, checked_len(len, 4, max_len)?.saturating_add(1))))
+}
+
 /// Decodes one message that must be of type `tag`, as [`decode_frame`] does, refusing any other
 /// type as soon as its first byte arrives: PostgreSQL reads the type byte of a password message
 /// first and fails there, so a peer that sends something else (a second StartupMessage during

@@ -29,8 +29,8 @@ pub use auth::{ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
 pub use backend::{Authentication, BackendMessage, BackendPeek, TransactionStatus};
 pub use error::{DecodeError, EncodeError, RewriteError};
 pub use framer::{
-    data_row_run, decode_expected_frame, decode_frame, decode_raw_frame, decode_startup_frame, Frame, Frames, RawFrame,
-    RawFrames, StartupFrame,
+    data_row_run, decode_expected_frame, decode_frame, decode_header, decode_raw_frame, decode_startup_frame, Frame,
+    Frames, RawFrame, RawFrames, StartupFrame,
 };
 pub use frontend::{FrontendMessage, Target};
 pub use notice::{encode_error, ErrorFields, FieldList, Severity};

@@ -126,7 +126,13 @@ pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize
     let err = match attempt {
         Ok(Ok(g)) => {
             let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
-            let io = ClientIo { stream: client.stream, buf: client.buf, out: Vec::new(), max_msg: max };
+            let io = ClientIo {
+                stream: client.stream,
+                buf: client.buf,
+                out: Vec::new(),
+                max_msg: max,
+                share: rt::Share::default(),
+            };
             return Some(Session::new(ctx.clone(), io, g));
         }
         Ok(Err(e)) => e,

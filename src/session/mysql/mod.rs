@@ -14,6 +14,7 @@ mod causal;
 mod detour;
 pub(super) mod exchange;
 mod kill;
+mod large;
 mod login;
 mod prepared;
 mod readonly;
@@ -87,6 +88,8 @@ pub(super) struct ClientIo {
     /// Bytes for the client not written yet.
     out: Vec<u8>,
     max_msg: usize,
+    /// What the client's commands took of the core's current turn (#33).
+    share: rt::Share,
 }
 
 /// The attached backend connection and the session's place in its byte streams.
@@ -340,6 +343,9 @@ impl Session {
         if let Err(end) = Box::pin(self.dispatch(&payload)).await {
             return Some(end);
         }
+        // Commands answered without a wait (pipelined COM_STMT_CLOSE, COM_PING) must not hold
+        // the core: past the client's share of this turn, the other sessions go first (#33).
+        rt::take_share(&mut self.io.share).await;
         self.flush_client().await.err()
     }
 

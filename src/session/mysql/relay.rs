@@ -12,7 +12,7 @@
 
 use super::exchange::{Action, Exchange};
 pub(super) use super::exchange::{Grammar, Outcome};
-use super::{End, QueryTimer, Session, CLIENT_FLUSH_AT, READ_CHUNK};
+use super::{large, End, QueryTimer, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::mysql::capability::CLIENT_LOCAL_FILES;
 use crate::protocol::mysql::errcode::{
@@ -140,38 +140,54 @@ impl Session {
     /// statement is killed and reading goes on for another `query_timeout`; past that the
     /// backend counts as lost.
     pub(super) async fn next_backend_packet(&mut self) -> Result<(), RelayError> {
+        self.next_backend_head(usize::MAX).await
+    }
+
+    /// [`Session::next_backend_packet`], except that a packet of `piecewise` payload bytes or
+    /// more is there as soon as its header and first byte are (see `large`).
+    pub(super) async fn next_backend_head(&mut self, piecewise: usize) -> Result<(), RelayError> {
         loop {
             let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
-            let unread = conn.rbuf.get(self.link.pos..).map(|rest| decode_wire_packet(rest, MAX_PACKET_PAYLOAD));
-            match unread {
-                Some(Ok(Some(_))) => return Ok(()),
-                Some(Err(e)) => return Err(RelayError::Malformed(e.to_string())),
-                Some(Ok(None)) | None => {}
+            let rest = conn.rbuf.get(self.link.pos..).unwrap_or_default();
+            if large::head(rest).is_some_and(|(len, _, _)| len >= piecewise) {
+                return Ok(());
+            }
+            match decode_wire_packet(rest, MAX_PACKET_PAYLOAD) {
+                Ok(Some(_)) => return Ok(()),
+                Err(e) => return Err(RelayError::Malformed(e.to_string())),
+                Ok(None) => {}
             }
             if self.link.pos > 0 {
                 conn.rbuf.drain(..self.link.pos.min(conn.rbuf.len()));
                 self.link.pos = 0;
             }
-            let read = match self.link.deadline {
-                Some(timer) => {
-                    let reading = rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK);
-                    match rt::with_deadline(timer.at, reading).await {
-                        Ok(r) => r,
-                        // Killed a query_timeout ago and still silent: the backend is not answering.
-                        Err(_) if timer.killed => return Err(self.cancel_ignored()),
-                        Err(_) => {
-                            self.kill_running();
-                            continue;
-                        }
+            self.read_backend().await?;
+        }
+    }
+
+    /// Reads what the backend sent next, under the statement's deadline: past it the statement
+    /// is killed and nothing is read (the caller reads again, for another `query_timeout`).
+    pub(super) async fn read_backend(&mut self) -> Result<(), RelayError> {
+        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        let read = match self.link.deadline {
+            Some(timer) => {
+                let reading = rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK);
+                match rt::with_deadline(timer.at, reading).await {
+                    Ok(r) => r,
+                    // Killed a query_timeout ago and still silent: the backend is not answering.
+                    Err(_) if timer.killed => return Err(self.cancel_ignored()),
+                    Err(_) => {
+                        self.kill_running();
+                        return Ok(());
                     }
                 }
-                None => rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await,
-            };
-            match read {
-                Ok(0) => return Err(RelayError::BackendClosed(None)),
-                Err(e) => return Err(lost(e)),
-                Ok(_) => {}
             }
+            None => rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await,
+        };
+        match read {
+            Ok(0) => Err(RelayError::BackendClosed(None)),
+            Err(e) => Err(lost(e)),
+            Ok(_) => Ok(()),
         }
     }
 
@@ -231,6 +247,10 @@ impl Session {
     /// Feeds backend packets to `ex` until its response is complete.
     async fn drive(&mut self, ex: &mut Exchange) -> Result<(), RelayError> {
         while !ex.done() {
+            self.next_backend_head(large::PIECEWISE_AT).await?;
+            if self.pass_on_large(ex).await? {
+                continue; // a long row, read no faster than the client takes it (#33)
+            }
             self.next_backend_packet().await?;
             let (action, len) = self.take_packet(ex)?;
             match action {

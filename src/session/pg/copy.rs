@@ -116,6 +116,10 @@ impl Session {
                 Ok(None) => {}
                 Err(e) => return Err(self.refuse_frame(e).await),
             }
+            if let Some(len) = self.large_copy_data().filter(|_| watch) {
+                self.pass_on_copy_data(len).await?; // in pieces (#33)
+                continue;
+            }
             if self.io.cpos > 0 {
                 self.io.cbuf.drain(..self.io.cpos);
                 self.io.cpos = 0;

@@ -17,6 +17,7 @@ mod digest;
 mod encoding;
 mod exchange;
 mod flight;
+mod large;
 mod late;
 mod login;
 mod lost;
@@ -108,6 +109,8 @@ struct ClientIo {
     out: Vec<u8>,
     /// Largest client message accepted (the listener's `max_message_size`).
     max_msg: usize,
+    /// What the client's messages took of the core's current turn (#33).
+    share: rt::Share,
 }
 
 /// How a cancel reaches the session's running statement.
@@ -236,7 +239,15 @@ impl Session {
         }
         Self {
             ctx,
-            io: ClientIo { client, cbuf: leftover, cpos: 0, msg: Vec::new(), out: Vec::new(), max_msg },
+            io: ClientIo {
+                client,
+                cbuf: leftover,
+                cpos: 0,
+                msg: Vec::new(),
+                out: Vec::new(),
+                max_msg,
+                share: rt::Share::default(),
+            },
             pool,
             backend: None,
             state,
@@ -297,6 +308,9 @@ impl Session {
     async fn dispatch_buffered(&mut self, mut tag: u8) -> Result<(), End> {
         loop {
             self.dispatch(tag).await?;
+            // A client pipelining thousands of messages must not hold the core: past its share
+            // of this turn, the other sessions go first (#33).
+            rt::take_share(&mut self.io.share).await;
             match self.take_client_frame() {
                 Ok(Some(next)) => tag = next,
                 Ok(None) => return Ok(()),

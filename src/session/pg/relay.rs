@@ -17,12 +17,15 @@ use std::time::Instant;
 use super::copy::CopyIn;
 use super::exchange::{command_tag, Action, Note, ReadyStep, Unprompted};
 use super::flight::Replay;
+use super::large;
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::config::PoolMode;
 use crate::pool::Conn;
 use crate::protocol::pg::backend::is_after_startup;
 use crate::protocol::pg::notice::peek_sqlstate;
-use crate::protocol::pg::{data_row_run, decode_raw_frame, frontend, sqlstate, RawFrame, TransactionStatus};
+use crate::protocol::pg::{
+    data_row_run, decode_header, decode_raw_frame, frontend, sqlstate, RawFrame, TransactionStatus,
+};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::error::RelayError;
@@ -66,11 +69,11 @@ enum Woke {
 }
 
 /// Where a relay pass stands in the backend's read buffer and what it waits under.
-struct Pass {
+pub(super) struct Pass {
     until: Until,
     /// Offset of the next frame in the backend's read buffer.
-    pos: usize,
-    deadline: Option<Instant>,
+    pub(super) pos: usize,
+    pub(super) deadline: Option<Instant>,
     /// Read size for the next backend read.
     chunk: usize,
     /// The server took an extended batch's Sync as part of a COPY it then rejected.
@@ -108,12 +111,25 @@ fn row_run(rbuf: &[u8], pos: usize) -> Option<&[u8]> {
 /// Reads until a whole backend frame starts at `*pos`, `chunk` bytes at a time; returns its
 /// tag and length.
 pub(super) async fn next_frame(conn: &mut Conn, pos: &mut usize, chunk: usize) -> Result<(u8, usize), RelayError> {
+    next_frame_or_head(conn, pos, chunk, usize::MAX).await
+}
+
+/// [`next_frame`], except that a DataRow or CopyData of at least `piecewise` bytes is
+/// returned as soon as its header is there: it is passed on in pieces (see `large`).
+async fn next_frame_or_head(
+    conn: &mut Conn,
+    pos: &mut usize,
+    chunk: usize,
+    piecewise: usize,
+) -> Result<(u8, usize), RelayError> {
     loop {
         let rest =
             conn.rbuf.get(*pos..).ok_or_else(|| RelayError::Malformed("read position past the buffer".into()))?;
-        match decode_raw_frame(rest, BACKEND_MAX) {
-            Ok(Some(f)) => return Ok((f.tag(), f.len())),
-            Ok(None) => {}
+        match decode_header(rest, BACKEND_MAX) {
+            Ok(Some((tag, len))) if rest.len() >= len || (len >= piecewise && large::piecewise(tag)) => {
+                return Ok((tag, len))
+            }
+            Ok(_) => {}
             Err(e) => return Err(RelayError::Malformed(e.to_string())),
         }
         if *pos > 0 {
@@ -149,6 +165,10 @@ impl Session {
                 break;
             }
             let Some((tag, len)) = self.read_frame(&mut pass).await? else { continue };
+            if !self.backend.as_ref().is_some_and(|c| has_frame(&c.rbuf, pass.pos)) {
+                self.pass_on_large(&mut pass, len).await?; // #33
+                continue;
+            }
             match self.on_frame(tag, len, &mut pass).await? {
                 Flow::Again => continue,
                 Flow::Next => {}
@@ -169,24 +189,14 @@ impl Session {
     /// `None` when the deadline passed (a cancel went out: read again). A lost connection is
     /// reported to the client, and ends the relay as [`End`] or as the connection's absence.
     async fn read_frame(&mut self, pass: &mut Pass) -> Result<Option<(u8, usize)>, End> {
+        let piecewise = if self.passes_large() { large::PIECEWISE_AT } else { usize::MAX };
         let Some(conn) = self.backend.as_mut() else { return Ok(None) };
         let next = match pass.deadline {
-            Some(d) => rt::with_deadline(d, next_frame(conn, &mut pass.pos, pass.chunk)).await,
-            None => Ok(next_frame(conn, &mut pass.pos, pass.chunk).await),
+            Some(d) => rt::with_deadline(d, next_frame_or_head(conn, &mut pass.pos, pass.chunk, piecewise)).await,
+            None => Ok(next_frame_or_head(conn, &mut pass.pos, pass.chunk, piecewise).await),
         };
         let Ok(next) = next else {
-            if self.ex.flight.timed_out {
-                // The backend ignored the cancel for another query_timeout: it is not
-                // answering at all, and the connection is given up.
-                self.ex.flight.fatal = Some(RelayError::CancelIgnored { timeout_ms: self.query_ms() }.into());
-                self.backend_lost().await?;
-                return Ok(None);
-            }
-            // query_timeout: cancel through the same path a client's CancelRequest takes,
-            // then wait one more query_timeout for the backend's answer.
-            pass.deadline = self.query_deadline();
-            self.ex.flight.timed_out = true;
-            let _ = self.ctx.cancels.act(self.cancel.key, false);
+            self.overdue(pass).await?;
             return Ok(None);
         };
         match next {
@@ -203,6 +213,20 @@ impl Session {
                 Ok(None)
             }
         }
+    }
+
+    /// The statement's deadline passed while the relay waited for the backend: a cancel goes
+    /// out, through the same path a client's CancelRequest takes, and the backend has one more
+    /// `query_timeout` to answer; past that it is given up.
+    pub(super) async fn overdue(&mut self, pass: &mut Pass) -> Result<(), End> {
+        if self.ex.flight.timed_out {
+            self.ex.flight.fatal = Some(RelayError::CancelIgnored { timeout_ms: self.query_ms() }.into());
+            return self.backend_lost().await;
+        }
+        pass.deadline = self.query_deadline();
+        self.ex.flight.timed_out = true;
+        let _ = self.ctx.cancels.act(self.cancel.key, false);
+        Ok(())
     }
 
     /// Relays one backend frame of `len` bytes at the pass's position and moves past it.

@@ -219,3 +219,13 @@ fn an_unexpected_message_type_is_refused_from_its_first_byte() {
     // The length is still checked for the right type.
     assert!(matches!(decode_expected_frame(b"p\x7f\xff\xff\xff", b'p', 100), Err(DecodeError::TooLarge { .. })));
 }
+
+#[test]
+fn a_header_is_read_before_its_body_arrives_and_checked_like_a_frame() {
+    use crate::protocol::pg::decode_header;
+    let row = [b'D', 0, 0, 0x10, 4, 0, 1];
+    assert_eq!(decode_header(&row[..4], 1 << 20), Ok(None), "the length is not all there");
+    assert_eq!(decode_header(&row, 1 << 20), Ok(Some((b'D', 0x1005))), "the body need not be");
+    assert!(matches!(decode_header(&row, 0x100), Err(DecodeError::TooLarge { .. })));
+    assert!(matches!(decode_header(&[b'D', 0, 0, 0, 3], 1 << 20), Err(DecodeError::BadLength { len: 3 })));
+}

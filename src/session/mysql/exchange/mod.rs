@@ -198,6 +198,38 @@ impl Exchange {
         Ok(action)
     }
 
+    /// Takes a backend packet of `len` payload bytes, sequence id `seq` and first byte `first`
+    /// that is passed on in pieces, never held whole (#33): `Some(Forward)` when it is a row
+    /// or the continuation of one, which is all a long packet can be in a result's rows;
+    /// `None` (nothing taken) for anything else, which is read whole as usual.
+    pub(in crate::session::mysql) fn on_large(
+        &mut self,
+        seq: u8,
+        first: u8,
+        len: usize,
+    ) -> Result<Option<Action>, RelayError> {
+        let row = match self.continued {
+            Some(action) => action == Action::Forward,
+            None => {
+                let end = first == EOF_HEADER && self.deprecate_eof && len < MAX_PACKET_PAYLOAD;
+                matches!(self.state, State::Rows) && first != ERR_HEADER && !end
+            }
+        };
+        if !row {
+            return Ok(None);
+        }
+        if let Some(want) = self.seq.filter(|want| *want != seq) {
+            return Err(RelayError::OutOfSequence { expected: want, got: seq });
+        }
+        self.seq = Some(seq.wrapping_add(1));
+        if self.continued.is_none() {
+            self.outcome.rows += 1;
+        }
+        self.continued = (len == MAX_PACKET_PAYLOAD).then_some(Action::Forward);
+        self.forwarded = true;
+        Ok(Some(Action::Forward))
+    }
+
     /// Takes the client's unread input while its file streams: how many leading bytes go on to
     /// the server now (none when no file streams). Once the file's last packet passed, the
     /// server's answer is next. A client packet out of sequence or over the limit is an error.

@@ -263,3 +263,24 @@ fn a_row_over_16_mib_continues_in_the_next_packet_with_the_same_action() {
     assert!(ex.done());
     assert_eq!(ex.outcome().rows, 1);
 }
+
+/// A byte in the middle of a value (what a continuation packet starts with).
+const VALUE_BYTE: u8 = 0x78;
+
+#[test]
+fn a_long_row_and_its_continuation_are_taken_from_their_headers_alone() {
+    let mut ex = Exchange::new(Grammar::Query, Some(1), false);
+    let head = replay(&mut ex, &recorded(1, &[vec![1], column("a"), eof(AUTOCOMMIT)])).expect("in step");
+    assert_eq!(head, [Forward, Forward, Forward]);
+    // A 20 MiB value: one full packet (its first byte 0xFE, an 8-byte length) and the rest.
+    assert!(matches!(ex.on_large(4, EOF_HEADER, MAX_PACKET_PAYLOAD), Ok(Some(Forward))));
+    assert!(matches!(ex.on_large(5, VALUE_BYTE, 4 << 20), Ok(Some(Forward))), "the continuation");
+    assert!(matches!(ex.on_large(7, VALUE_BYTE, 1 << 20), Err(RelayError::OutOfSequence { expected: 6, got: 7 })));
+    assert!(matches!(ex.on_large(6, ERR_HEADER, 1 << 20), Ok(None)), "an error is read whole");
+    let end = replay(&mut ex, &recorded(6, &[row("1"), eof(AUTOCOMMIT)])).expect("in step");
+    assert_eq!(end, [Forward, ForwardEnd]);
+    assert_eq!((ex.outcome().rows, ex.done()), (2, true));
+
+    let mut columns = Exchange::new(Grammar::Query, Some(1), false);
+    assert!(matches!(columns.on_large(1, 1, 1 << 20), Ok(None)), "only rows are passed on in pieces");
+}

@@ -1,0 +1,121 @@
+//! Large messages pass through in pieces (#33): a DataRow or CopyData of the backend, or a
+//! client's CopyData during COPY FROM STDIN, of [`PIECEWISE_AT`] bytes or more is never held
+//! whole. Its bytes go on as they arrive, each piece written before the next is read, so the
+//! router holds at most one read of it, and the side that sends reads no faster than the other
+//! side takes: a backend that floods rows faster than its client reads slows only its own
+//! connection, and a client that streams COPY data faster than the backend takes it is read no
+//! faster. (A message is relayed unchanged here only when nothing in the router needs to look at
+//! it: rows and copy data qualify once no retry or healing is under way.)
+
+use super::relay::Pass;
+use super::{End, Session, READ_CHUNK};
+use crate::metrics::BufferKind;
+use crate::protocol::pg::decode_header;
+use crate::protocol::pg::tag::{backend as server, frontend as client};
+use crate::rt;
+
+/// Messages at least this long pass through in pieces. Smaller ones are held whole, as every
+/// message used to be: within a few reads, and most results' rows are far shorter.
+pub(super) const PIECEWISE_AT: usize = 256 * 1024;
+
+/// Whether a backend message of type `tag` may pass through in pieces, as far as its type goes.
+pub(super) fn piecewise(tag: u8) -> bool {
+    matches!(tag, server::DATA_ROW | server::COPY_DATA)
+}
+
+impl Session {
+    /// Whether the backend's large rows may go to the client in pieces now: nothing is held
+    /// back for a retry or a stale-plan healing, which need whole messages.
+    pub(super) fn passes_large(&self) -> bool {
+        self.ex.flight.healing.is_none() && self.ex.flight.held.is_empty() && !self.retry_pending()
+    }
+
+    /// Passes the backend message of `len` bytes at the pass's position (a large DataRow or
+    /// CopyData whose header alone may be there) to the client in pieces, under the
+    /// statement's deadline, and moves past it.
+    pub(super) async fn pass_on_large(&mut self, pass: &mut Pass, len: usize) -> Result<(), End> {
+        self.retry_note(server::DATA_ROW, len);
+        self.flush_client().await?;
+        let mut held = self.ctx.client_budget().charge(BufferKind::Rows);
+        let mut left = len;
+        while left > 0 {
+            let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+            let piece = conn.rbuf.len().saturating_sub(pass.pos).min(left);
+            if piece > 0 {
+                // At most one read: the budget only shows it (refusing part of a row already
+                // begun would leave the client nothing to resume from).
+                held.resize(piece as u64, u64::MAX);
+                let bytes = conn.rbuf.get(pass.pos..pass.pos + piece).unwrap_or_default();
+                let written = rt::write_all(&mut self.io.client, bytes).await;
+                conn.rbuf.drain(..pass.pos + piece);
+                pass.pos = 0;
+                left -= piece;
+                written.map_err(|_| End::ClientGone)?;
+                continue;
+            }
+            held.resize(0, 0);
+            let read = rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK);
+            match pass.deadline {
+                Some(d) => match rt::with_deadline(d, read).await {
+                    Ok(Ok(n)) if n > 0 => {}
+                    Ok(_) => return self.backend_lost().await,
+                    Err(_) => self.overdue(pass).await?,
+                },
+                None => match read.await {
+                    Ok(n) if n > 0 => {}
+                    _ => return self.backend_lost().await,
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// The length of the large CopyData whose header starts the client's unread bytes, when
+    /// it has not fully arrived: it is passed on in pieces ([`Session::pass_on_copy_data`]).
+    pub(super) fn large_copy_data(&self) -> Option<usize> {
+        let rest = self.io.cbuf.get(self.io.cpos..)?;
+        match decode_header(rest, self.max_message()) {
+            Ok(Some((client::COPY_DATA, len))) if len >= PIECEWISE_AT && rest.len() < len => Some(len),
+            _ => None,
+        }
+    }
+
+    /// Passes the client's CopyData of `len` bytes starting at its unread bytes to the backend
+    /// in pieces, reading the client no faster than the backend takes them.
+    pub(super) async fn pass_on_copy_data(&mut self, len: usize) -> Result<(), End> {
+        self.send_backend().await?; // what was queued goes first
+        let mut held = self.ctx.client_budget().charge(BufferKind::Copy);
+        let mut left = len;
+        while left > 0 {
+            let Some(conn) = self.backend.as_mut() else { return Err(End::ClientGone) };
+            let io = &mut self.io;
+            let piece = io.cbuf.len().saturating_sub(io.cpos).min(left);
+            if piece > 0 {
+                held.resize(piece as u64, u64::MAX);
+                let bytes = io.cbuf.get(io.cpos..io.cpos + piece).unwrap_or_default();
+                let written = rt::write_all(&mut conn.stream, bytes).await;
+                io.cbuf.drain(..io.cpos + piece);
+                io.cpos = 0;
+                left -= piece;
+                if written.is_err() {
+                    return self.backend_lost().await.and(Err(End::Fatal));
+                }
+                continue;
+            }
+            held.resize(0, 0);
+            let limit = self.idle_transaction_timeout();
+            match rt::within(limit, rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                Ok(_) => {
+                    // Part of a message went: nothing can follow it on this connection.
+                    if let Some(c) = self.backend.as_mut() {
+                        c.broken = true;
+                    }
+                    return Err(End::ClientGone);
+                }
+                Err(_) => return Err(self.idle_transaction_expired().await),
+            }
+        }
+        Ok(())
+    }
+}
