@@ -243,7 +243,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     resolved?;
     let pool = match config.login_pool(&database, Protocol::Postgres) {
         Some(p) => p.name.clone(),
-        None => on_demand_pool(ctx, &database)?,
+        None => super::database::on_demand_pool(ctx, &database)?, // #36
     };
     let lex = crate::sql::mode::SessionModes::default();
     let home = pool.clone();
@@ -262,16 +262,6 @@ fn resolve_pool<'c>(config: &'c Config, database: &str) -> Result<&'c PoolConfig
             format!("the router has no pool for database \"{database}\" (see [pool_template] in its configuration)"),
         )
     })
-}
-
-/// This core's pool for `database` made from `[pool_template]` (#36); whether the server has
-/// the database, the pool's first connection (at the greeting) finds out.
-fn on_demand_pool(ctx: &CoreContext, database: &str) -> Result<String, PgClientError> {
-    match ctx.pool_for_database(database) {
-        Some(Ok(pool)) => Ok(pool.config.name.clone()),
-        Some(Err(e)) => Err(PgClientError::new(sqlstate::TOO_MANY_CONNECTIONS, e.to_string())),
-        None => Err(PgClientError::new(sqlstate::INVALID_CATALOG_NAME, "the pool template was removed by a reload")),
-    }
 }
 
 fn refuse(user: &str) -> LoginEnd {

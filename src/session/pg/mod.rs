@@ -511,9 +511,7 @@ impl Session {
         if let Some(done) = self.on_cross_message(&decoded).await {
             return done; // a statement routed to a MySQL pool (#24)
         }
-        if let FrontendMessage::Query(sql) | FrontendMessage::Parse { query: sql, .. } = &decoded {
-            self.release_blocked_database(sql).await; // #36
-        }
+        self.release_blocked_database(&decoded).await; // #36
         if let Some(done) = self.on_late_message(&decoded).await {
             return done; // a `$n` in a translation's JSON-array slot (#35)
         }
