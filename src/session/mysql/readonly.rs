@@ -58,8 +58,18 @@ enum Shape {
     Other,
 }
 
+/// Longest text read for its shape: a transaction start is short, and every text query of a
+/// split session passes here.
+const SHAPE_MAX: usize = 256;
+
 /// Reads one statement's shape (a trailing `;` allowed; more statements make it `Other`).
 fn shape(sql: &str) -> Shape {
+    let head = sql.trim_start().as_bytes();
+    let word = |w: &[u8]| head.get(..w.len()).is_some_and(|h| h.eq_ignore_ascii_case(w));
+    let maybe = [&b"START"[..], b"BEGIN", b"SET", b"COMMIT", b"ROLLBACK", b"/*", b"#", b"--"].into_iter().any(word);
+    if !maybe || sql.len() > SHAPE_MAX {
+        return Shape::Other;
+    }
     let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
     let end = tokens.iter().position(|t| t.kind == TokenKind::Semicolon).unwrap_or(tokens.len());
     if tokens.get(end + 1..).is_some_and(|rest| !rest.is_empty()) {
