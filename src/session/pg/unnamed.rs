@@ -152,9 +152,9 @@ mod tests {
     #[test]
     fn holds_no_parse_past_its_limit() {
         let mut u = Unnamed::default();
-        u.parsed(&vec![b'P'; KEEP_MAX + 1], None);
+        u.parsed(&vec![7u8; KEEP_MAX + 1], None);
         assert_eq!((u.kept, u.parse.capacity()), (Kept::TooLong, 0));
-        u.parsed(&vec![b'P'; KEEP_MAX], None);
+        u.parsed(&vec![7u8; KEEP_MAX], None);
         assert_eq!((u.kept, u.parse.len()), (Kept::Parse, KEEP_MAX));
     }
 }
