@@ -142,6 +142,50 @@ fn pymysql_values_on_a_mariadb_pool_behind_a_postgres_default() {
     }
 }
 
+/// Connector/J and the mariadb CLI on a MariaDB pool behind a PostgreSQL default: what they send
+/// is read by MariaDB exactly as when they connect to it directly.
+#[test]
+fn jdbc_and_cli_values_on_a_mariadb_pool_behind_a_postgres_default() {
+    let my = &dbs().my;
+    let router = mixed_router("pgx");
+    for server_prepare in [false, true] {
+        let want = on("mariadb", jdbc(my.primary_port, &my.database, server_prepare), "MariaDB");
+        let got = on("mariadb", jdbc(router.port(), "main", server_prepare), "MariaDB pool");
+        assert_no_injection(&got, "Connector/J on a MariaDB pool behind a PostgreSQL default");
+        assert_eq!(got, want, "server prepare {server_prepare}");
+    }
+    let t = unique_name("cli_my_values");
+    let cli = |port: u16, database: &str, sql: &str| {
+        let out = Command::new("mariadb")
+            .args(["--no-defaults", "--protocol=TCP", "-h127.0.0.1", "--skip-ssl", "--batch", "--raw"])
+            .args([
+                format!("-u{}", my.user),
+                format!("-p{}", my.password),
+                format!("-P{port}"),
+                format!("-D{database}"),
+            ])
+            .args(["-e", sql])
+            .output()
+            .expect("run the mariadb CLI");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    cli(my.primary_port, &my.database, &format!("CREATE TABLE {t} (id int PRIMARY KEY, v text)"));
+    let typed = [
+        format!(r"INSERT INTO {t} VALUES (1, 'it\'s \\ back'), (2, 'nomatch\\\' OR id = 22 -- '), (22, 'victim')"),
+        format!(r"UPDATE {t} SET v = 'X' WHERE v = 'nomatch\\\' OR id = 22 -- '"),
+        format!("SELECT id, v FROM {t} ORDER BY id"),
+    ];
+    let through: Vec<String> = typed.iter().map(|sql| cli(router.port(), "main", sql)).collect();
+    let rows = cli(my.primary_port, &my.database, &format!("SELECT id, v FROM {t} ORDER BY id"));
+    cli(my.primary_port, &my.database, &format!("DROP TABLE {t}"));
+    assert_eq!(
+        rows, "id\tv\n1\tit's \\ back\n2\tX\n22\tvictim\n",
+        "as MariaDB reads the CLI's escapes: only row 2 matched"
+    );
+    assert_eq!(through[2], rows, "read back through the router");
+}
+
 /// Connector/J with client-side and server-side prepared statements, both greetings.
 #[test]
 fn jdbc_values_through_the_postgres_bridge() {
