@@ -5,7 +5,7 @@
 //!
 //! Pure: one lexer pass over the statement's first tokens, no allocation but the name found.
 
-use super::lexer::{Lexer, Token, TokenKind};
+use super::lexer::{Lexer, TokenKind};
 use super::Dialect;
 
 /// The database `sql` needs free of other connections, as the server folds the name
@@ -33,10 +33,10 @@ pub fn blocked_database(sql: &str) -> Option<String> {
             }
             name = tokens.next()?;
         }
-        return identifier(&name);
+        return name.pg_identifier();
     }
     if verb.is_word("alter") {
-        let name = identifier(&tokens.next()?)?;
+        let name = tokens.next()?.pg_identifier()?;
         return tokens.next()?.is_word("rename").then_some(name);
     }
     if verb.is_word("create") {
@@ -49,7 +49,7 @@ pub fn blocked_database(sql: &str) -> Option<String> {
                 if value.kind == TokenKind::Operator && value.text == "=" {
                     value = tokens.next()?;
                 }
-                return identifier(&value).filter(|n| !n.eq_ignore_ascii_case("default"));
+                return value.pg_identifier().filter(|n| !n.eq_ignore_ascii_case("default"));
             }
             if t.kind == TokenKind::Semicolon {
                 return None;
@@ -57,18 +57,6 @@ pub fn blocked_database(sql: &str) -> Option<String> {
         }
     }
     None
-}
-
-/// A database name as the server reads it.
-fn identifier(t: &Token<'_>) -> Option<String> {
-    match t.kind {
-        TokenKind::Word => Some(t.text.to_ascii_lowercase()),
-        TokenKind::QuotedIdent => {
-            let inner = t.text.strip_prefix('"')?.strip_suffix('"')?;
-            Some(inner.replace("\"\"", "\""))
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -95,6 +95,19 @@ impl Token<'_> {
         self.kind == TokenKind::Word && self.text.eq_ignore_ascii_case(kw)
     }
 
+    /// The name a PostgreSQL identifier token stands for: an unquoted word folded to lower
+    /// case, a quoted one as written (`""` read as `"`); `None` for any other token.
+    pub fn pg_identifier(&self) -> Option<String> {
+        match self.kind {
+            TokenKind::Word => Some(self.text.to_ascii_lowercase()),
+            TokenKind::QuotedIdent => {
+                let inner = self.text.strip_prefix('"')?.strip_suffix('"')?;
+                Some(inner.replace("\"\"", "\""))
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the token is a literal value (number, string, boolean, NULL).
     pub fn is_literal(&self) -> bool {
         matches!(self.kind, TokenKind::Number | TokenKind::String(_) | TokenKind::Bool | TokenKind::Null)

@@ -62,7 +62,7 @@ pub(super) fn parse(sql: &str) -> Option<Command> {
         if !rest_ok {
             return None;
         }
-        return Some(Command::Execute { name: identifier(name)?, span: name.span() });
+        return Some(Command::Execute { name: name.pg_identifier()?, span: name.span() });
     }
     if !first.is_word("DEALLOCATE") {
         return None;
@@ -73,7 +73,7 @@ pub(super) fn parse(sql: &str) -> Option<Command> {
     }
     match rest {
         [t] if t.is_word("ALL") => Some(Command::DeallocateAll),
-        [t] => identifier(t).map(Command::Deallocate),
+        [t] => t.pg_identifier().map(Command::Deallocate),
         _ => None,
     }
 }
@@ -89,25 +89,13 @@ pub(super) fn executes_in(sql: &str) -> Vec<(String, Range<usize>)> {
     tokens
         .split(|t| t.kind == TokenKind::Semicolon)
         .filter_map(|statement| match statement {
-            [first, name] if first.is_word("EXECUTE") => Some((identifier(name)?, name.span())),
+            [first, name] if first.is_word("EXECUTE") => Some((name.pg_identifier()?, name.span())),
             [first, name, open, ..] if first.is_word("EXECUTE") && open.kind == TokenKind::LParen => {
-                Some((identifier(name)?, name.span()))
+                Some((name.pg_identifier()?, name.span()))
             }
             _ => None,
         })
         .collect()
-}
-
-/// The name an identifier token stands for: folded to lower case unless quoted.
-fn identifier(t: &Token<'_>) -> Option<String> {
-    match t.kind {
-        TokenKind::Word => Some(t.text.to_ascii_lowercase()),
-        TokenKind::QuotedIdent => {
-            let inner = t.text.strip_prefix('"')?.strip_suffix('"')?;
-            Some(inner.replace("\"\"", "\""))
-        }
-        _ => None,
-    }
 }
 
 impl Session {
