@@ -232,6 +232,11 @@ pub struct CorePool {
     gate: Rc<PauseGate>,
     /// A reload built a successor: nothing new is lent from this one.
     replaced: Cell<bool>,
+    /// Until when connections given back are closed, not kept: a client is dropping, renaming
+    /// or copying the pool's database (#36), and the server waits a few seconds for other
+    /// connections to leave it, so one still lent when the idle ones were closed must leave
+    /// too once its client is done with it.
+    letting_go_until: Cell<Option<Instant>>,
     /// The process-wide schema generation (#18): names the server statements of PostgreSQL
     /// clients, so a statement prepared after a schema change never reuses one parsed before.
     schema: Arc<SchemaGeneration>,
@@ -295,6 +300,7 @@ impl CorePool {
             name: Arc::from(config.name.as_str()),
             gate,
             replaced: Cell::new(false),
+            letting_go_until: Cell::new(None),
             schema: budgets.schema(),
             budgets: budgets.clone(),
             on_demand: None,
@@ -350,6 +356,12 @@ impl CorePool {
     pub fn close_idle(&self) {
         let idle = std::mem::take(&mut *self.idle.borrow_mut());
         drop(idle); // each frees its budget unit
+    }
+
+    /// Closes the idle connections, and every connection given back until `until` (#36).
+    pub fn let_go(&self, until: Instant) {
+        self.letting_go_until.set(Some(until));
+        self.close_idle();
     }
 
     /// The pool's name (as routing decisions name pools).
@@ -765,7 +777,8 @@ impl CorePool {
         let healthy = self.usable(conn.backend, self.has_healthy_backend()); // health: next checkout moves
                                                                              // A replaced pool lends nothing again, a paused one gives its servers back, and a
                                                                              // connection older than a RECONNECT is closed.
-        let keep = !self.replaced.get() && !self.gate.is_paused() && conn.epoch == self.gate.epoch();
+        let letting_go = self.letting_go_until.get().is_some_and(|until| rt::now() < until);
+        let keep = !self.replaced.get() && !self.gate.is_paused() && conn.epoch == self.gate.epoch() && !letting_go;
         if reusable && !conn.broken && healthy && keep {
             // The kernel watches it while it sits idle: a server closing it or writing to it
             // completes this receive, which `take_idle` looks at without a system call.

@@ -1,7 +1,7 @@
 //! Statements a PostgreSQL server refuses while any other session is connected to a database
-//! (#36): `DROP DATABASE x`, `ALTER DATABASE x RENAME TO y` and `CREATE DATABASE y TEMPLATE x`
-//! all need `x` free of connections, and the router's own idle pool connections and health
-//! probes count. [`blocked_database`] names `x` so the router can let go of it first.
+//! (#36): `DROP DATABASE x`, `ALTER DATABASE x RENAME TO y` and `CREATE DATABASE y [TEMPLATE
+//! x]` (`template1` when it names none) all need `x` free of connections, and the router's own
+//! idle pool connections and health probes count. [`blocked_database`] names `x` so the router can let go of it first.
 //!
 //! Pure: one lexer pass over the statement's first tokens, no allocation but the name found.
 
@@ -41,22 +41,29 @@ pub fn blocked_database(sql: &str) -> Option<String> {
     }
     if verb.is_word("create") {
         // CREATE DATABASE name [WITH] [option [=] value ...]: the template is the value after
-        // the word TEMPLATE (or `TEMPLATE = value`).
-        let _name = tokens.next()?;
+        // the word TEMPLATE (or `TEMPLATE = value`); without one (or with DEFAULT) the server
+        // copies `template1`, which must be free just the same.
+        tokens.next()?;
         while let Some(t) = tokens.next() {
             if t.is_word("template") {
                 let mut value = tokens.next()?;
                 if value.kind == TokenKind::Operator && value.text == "=" {
                     value = tokens.next()?;
                 }
-                return value.pg_identifier().filter(|n| !n.eq_ignore_ascii_case("default"));
+                return value.pg_identifier().filter(|n| !n.eq_ignore_ascii_case("default")).or_else(template1);
             }
             if t.kind == TokenKind::Semicolon {
-                return None;
+                break;
             }
         }
+        return template1();
     }
     None
+}
+
+/// The template `CREATE DATABASE` copies when it names none.
+fn template1() -> Option<String> {
+    Some("template1".to_owned())
 }
 
 #[cfg(test)]
@@ -75,8 +82,9 @@ mod tests {
             ("ALTER DATABASE regression SET lc_messages TO 'C'", None),
             ("CREATE DATABASE \"regression\" TEMPLATE=template0 ENCODING='UTF8'", Some("template0")),
             ("create database copy with owner app template \"Src\"", Some("Src")),
-            ("CREATE DATABASE x TEMPLATE DEFAULT", None),
-            ("CREATE DATABASE x", None),
+            ("CREATE DATABASE x TEMPLATE DEFAULT", Some("template1")),
+            ("CREATE DATABASE x", Some("template1")),
+            ("create database x owner app;", Some("template1")),
             ("CREATE TABLE database (template int)", None),
             ("DROP TABLE x", None),
             ("SELECT 1", None),

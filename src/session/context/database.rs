@@ -15,6 +15,11 @@ use crate::rt;
 /// the database before it goes to the server anyway (which then says who still holds it).
 const RELEASE_WAIT: Duration = Duration::from_secs(2);
 
+/// How long after a release connections given back to a pool on the database are closed:
+/// PostgreSQL's `DROP DATABASE` waits up to 5 s for other sessions to leave, and a connection
+/// whose client was just ending (or a session-mode one being reset) must be among them.
+const LET_GO_WINDOW: Duration = Duration::from_secs(6);
+
 impl CoreContext {
     /// The pool serving `database` made from `[pool_template]`: this core's, or a new one
     /// (`None`: there is no template; an error: `max_pools` are in use). Its first connection
@@ -46,8 +51,13 @@ impl CoreContext {
     /// some.
     pub fn close_idle_on_database(&self, database: &str) -> usize {
         let pools = self.pools();
-        let on = pools.iter().filter(|p| p.config.database == database && p.idle_count() > 0);
-        on.map(|p| p.close_idle()).count()
+        let until = rt::now() + LET_GO_WINDOW;
+        let mut had_idle = 0;
+        for pool in pools.iter().filter(|p| p.config.database == database) {
+            had_idle += usize::from(pool.idle_count() > 0);
+            pool.let_go(until);
+        }
+        had_idle
     }
 
     /// Asks every core (this one included) to let go of `database` and waits for their
