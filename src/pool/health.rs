@@ -14,7 +14,7 @@
 mod lag;
 mod position;
 mod probe;
-pub(super) mod query;
+pub(crate) mod query;
 pub(super) mod sniff;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};

@@ -156,3 +156,37 @@ fn a_database_whose_last_client_just_left_is_dropped_every_time() {
         }
     }
 }
+
+/// A client that may not drop a database must not make the router let go of it: the server
+/// refuses its `DROP DATABASE` (42501), and the other clients of that database keep their
+/// pooled server connection instead of paying a new login each.
+#[test]
+fn a_drop_the_server_refuses_leaves_the_pools_connections_alone() {
+    let mut admin = admin();
+    let x = unique_name("qp_keep");
+    let weak = unique_name("qp_weak");
+    admin.batch_execute(&format!("CREATE DATABASE {x}")).expect("create x");
+    admin.batch_execute(&format!("CREATE ROLE {weak} LOGIN PASSWORD 'pw'")).expect("create role");
+    let pools = format!(
+        "{}\n[pools.weak]\nmode = \"transaction\"\nusername = \"{weak}\"\npassword = \"pw\"\ndatabase = \"postgres\"\n\
+         max_connections = 2\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n",
+        su_pool("xp", &x, "transaction", 0),
+        port = dbs().pg.primary_port,
+    );
+    let router = Router::start(&pg_config(&[0], &pools, "xp"));
+    let connect = |pool: &str, user: &str| {
+        let mut c = postgres::Config::new();
+        c.host("127.0.0.1").port(router.port()).user(user).password("pw").dbname(pool);
+        c.connect(postgres::NoTls).unwrap_or_else(|e| panic!("connect to {pool}: {e:?}"))
+    };
+    let mut client = connect("xp", "postgres");
+    let pid = |c: &mut postgres::Client| -> i32 { c.query_one("SELECT pg_backend_pid()", &[]).expect("pid").get(0) };
+    let before = pid(&mut client);
+    let mut intruder = connect("weak", &weak);
+    let err = intruder.batch_execute(&format!("DROP DATABASE {x}")).expect_err("the server refuses the drop");
+    assert_eq!(err.code(), Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE), "{err:?}");
+    assert_eq!(pid(&mut client), before, "the pooled connection to x was kept, not closed");
+    drop((client, intruder, router));
+    admin.batch_execute(&format!("DROP DATABASE {x} WITH (FORCE)")).expect("drop x");
+    admin.batch_execute(&format!("DROP ROLE {weak}")).expect("drop role");
+}

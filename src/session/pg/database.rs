@@ -6,6 +6,7 @@
 //! `[pool_template]`, and the server's refusal of that database reaches the client as its own.
 
 use super::Session;
+use crate::pool::health::query::{pg_query, ProbeError};
 use crate::pool::{CorePool, PoolError};
 use crate::protocol::pg::sqlstate;
 use crate::protocol::pg::FrontendMessage;
@@ -34,11 +35,51 @@ pub(super) fn refused_database(pool: &CorePool, e: &PoolError) -> Option<PgClien
 
 impl Session {
     /// Lets go of the database the statement of a Query or Parse needs free, if it is such a
-    /// statement (a few byte comparisons otherwise).
-    pub(super) async fn release_blocked_database(&self, msg: &FrontendMessage<'_>) {
+    /// statement (a few byte comparisons otherwise) and the server would let this session's
+    /// user run it: a client that may not drop `x` must not make every core close its
+    /// connections to `x` (the other clients of `x` would pay a login per transaction).
+    pub(super) async fn release_blocked_database(&mut self, msg: &FrontendMessage<'_>) {
         let (FrontendMessage::Query(sql) | FrontendMessage::Parse { query: sql, .. }) = msg else { return };
-        if let Some(database) = blocked_database(sql) {
+        let Some(database) = blocked_database(sql) else { return };
+        if self.may_free(&database).await {
             self.ctx.release_database(&database).await;
         }
     }
+
+    /// Whether the server would let the session's user drop, rename or copy `database`:
+    /// asked on the session's own connection, only between exchanges (nothing of the client's
+    /// in flight there), so the answer cannot interleave with the client's. Any doubt is a no:
+    /// the statement then meets the server's own checks, as it would directly.
+    async fn may_free(&mut self, database: &str) -> bool {
+        let Some(question) = may_free_question(database) else { return false };
+        if !self.ex.expect.is_empty() || !self.ex.bout.is_empty() || self.ensure_backend().await.is_err() {
+            return false;
+        }
+        let Some(conn) = self.backend.as_mut() else { return false };
+        let answer = pg_query(conn, &question).await;
+        self.progress.unnamed.elsewhere(); // a simple query of the router's drops it
+        match answer {
+            Ok(rows) => rows.rows.first().and_then(|r| r.first()).is_some_and(|v| v.as_deref() == Some("t")),
+            Err(e) => {
+                tracing::debug!(database, "cannot tell whether the session may free the database: {e}");
+                conn.broken |= !matches!(e, ProbeError::Server(_));
+                false
+            }
+        }
+    }
+}
+
+/// The catalog question behind [`Session::may_free`]: the owner (or a superuser, for whom
+/// `pg_has_role` is always true) may drop or rename a database; a role with CREATEDB may copy
+/// a template database. `None` when the name cannot be quoted safely (never asked, never
+/// released). Dollar quoting reads the same whatever the connection's string settings.
+fn may_free_question(database: &str) -> Option<String> {
+    if database.contains("$qp$") || database.contains('\0') {
+        return None;
+    }
+    Some(format!(
+        "SELECT pg_catalog.pg_has_role(d.datdba, 'MEMBER') OR (d.datistemplate AND r.rolcreatedb) \
+         FROM pg_catalog.pg_database d, pg_catalog.pg_roles r \
+         WHERE d.datname = $qp${database}$qp$ AND r.rolname = current_user"
+    ))
 }
