@@ -22,21 +22,7 @@ TABLE_SIZE=${TABLE_SIZE:-10000}
 # shellcheck source=perf/lib.sh
 . "$ROOT/perf/lib.sh"
 
-BASE=$(mktemp -d /tmp/qp-causal-my-XXXXXX)
-rmdir "$BASE"
-PIDS=()
-cleanup_all() {
-    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    "$ROOT/tests/support/dbs.sh" down "$BASE" >/dev/null 2>&1 || true
-}
-trap cleanup_all EXIT
-log "starting MariaDB primary + replica under $BASE"
-eval "$("$ROOT/tests/support/dbs.sh" up "$BASE" --what mariadb --owner-pid $$)"
-SB_ARGS=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$MY_USER" --mysql-password="$MY_PASSWORD"
-    --mysql-db="$MY_DATABASE" --tables=4 --table-size="$TABLE_SIZE")
-log "sysbench prepare"
-sysbench oltp_write_only "${SB_ARGS[@]}" --mysql-port="$MY_PRIMARY_PORT" prepare >/dev/null
+start_mariadb_sysbench qp-causal-my oltp_write_only
 
 declare -A PORT PID
 TARGETS=()

@@ -37,6 +37,28 @@ perf_cleanup() {
     "$ROOT/tests/support/dbs.sh" down "$BASE" >/dev/null 2>&1 || true
 }
 
+# start_mariadb_sysbench PREFIX TEST: a MariaDB primary and replica under a fresh
+# /tmp/PREFIX-XXXXXX (BASE) with sysbench TEST's tables prepared on the primary; exports MY_*
+# and SB_ARGS. Processes started later go in PIDS; an EXIT trap stops them and the databases.
+start_mariadb_sysbench() {
+    BASE=$(mktemp -d "/tmp/$1-XXXXXX")
+    rmdir "$BASE"
+    PIDS=()
+    trap stop_pids_and_dbs EXIT
+    log "starting MariaDB primary + replica under $BASE"
+    eval "$("$ROOT/tests/support/dbs.sh" up "$BASE" --what mariadb --owner-pid $$)"
+    SB_ARGS=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user="$MY_USER" --mysql-password="$MY_PASSWORD"
+        --mysql-db="$MY_DATABASE" --tables=4 --table-size="$TABLE_SIZE")
+    log "sysbench $2 prepare"
+    sysbench "$2" "${SB_ARGS[@]}" --mysql-port="$MY_PRIMARY_PORT" prepare >/dev/null
+}
+
+stop_pids_and_dbs() {
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    "$ROOT/tests/support/dbs.sh" down "$BASE" >/dev/null 2>&1 || true
+}
+
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
