@@ -17,34 +17,6 @@ if [ -n "${QP_BIN:-}" ]; then BIN=$QP_BIN; else build_router; fi
 start_pg_pgbench qp-causal bench 10
 PORT=$(free_port)
 
-config() {
-    cat <<CONF
-[general]
-cores = [0]
-[[listeners]]
-protocol = "postgres"
-bind = "127.0.0.1:$PORT"
-[pools.primary]
-mode = "transaction"
-username = "$PG_USER"
-password = "$PG_PASSWORD"
-database = "bench"
-max_connections = 8
-backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
-[pools.replica]
-mode = "transaction"
-username = "$PG_USER"
-password = "$PG_PASSWORD"
-database = "bench"
-max_connections = 8
-backends = [{ host = "127.0.0.1", port = $PG_REPLICA_PORT }]
-[routing]
-read_write_split = true
-read_pool = "replica"
-write_pool = "primary"
-read_your_writes = "$1"
-CONF
-}
 
 echo 'SELECT pg_current_wal_insert_lsn();' >"$BASE/position.sql"
 direct=$(pgbench -n -c 1 -T "$SECONDS_PER" -f "$BASE/position.sql" -h "$PG_HOST" -p "$PG_PRIMARY_PORT" -U "$PG_USER" bench 2>/dev/null |
@@ -54,7 +26,7 @@ echo "| round | mode | tps | latency avg ms |"
 echo "|---|---|---|---|"
 for round in $(seq "$ROUNDS"); do
     for mode in session causal; do
-        config "$mode" >"$BASE/$mode.toml"
+        pg_split_config "$PORT" bench 8 "$mode" >"$BASE/$mode.toml"
         start_router "$BASE/$mode.toml" "$PORT"
         out=$(pgbench -n -c "$CLIENTS" -j 2 -T "$SECONDS_PER" -h 127.0.0.1 -p "$PORT" -U "$PG_USER" bench 2>&1)
         kill -TERM "$ROUTER_PID"; wait "$ROUTER_PID" 2>/dev/null || true; ROUTER_PID=""

@@ -16,33 +16,10 @@ DELAYS=${*:-0 50 500}
 if [ -n "${QP_BIN:-}" ]; then BIN=$QP_BIN; else build_router; fi
 start_pg_pgbench qp-causal-trials bench 1
 PORT=$(free_port)
-cat >"$BASE/router.toml" <<CONF
-[general]
-cores = [0]
-[[listeners]]
-protocol = "postgres"
-bind = "127.0.0.1:$PORT"
-[pools.primary]
-mode = "transaction"
-username = "$PG_USER"
-password = "$PG_PASSWORD"
-database = "bench"
-max_connections = $WORKERS
-backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
-[pools.replica]
-mode = "transaction"
-username = "$PG_USER"
-password = "$PG_PASSWORD"
-database = "bench"
-max_connections = $WORKERS
-backends = [{ host = "127.0.0.1", port = $PG_REPLICA_PORT }]
-[routing]
-read_write_split = true
-read_pool = "replica"
-write_pool = "primary"
-read_your_writes = "causal"
-causal_wait = "20ms"
-CONF
+{
+    pg_split_config "$PORT" bench "$WORKERS" causal
+    echo 'causal_wait = "20ms"'
+} >"$BASE/router.toml"
 start_router "$BASE/router.toml" "$PORT"
 super() { "$PG_BIN/psql" -X -qAt -h "$PG_HOST" -p "$1" -U "$PG_SUPERUSER" -d postgres -c "$2"; }
 echo "| recovery_min_apply_delay | trials | stale | reads on the standby | elapsed s |"

@@ -59,6 +59,22 @@ stop_pids_and_dbs() {
     "$ROOT/tests/support/dbs.sh" down "$BASE" >/dev/null 2>&1 || true
 }
 
+# pg_split_config PORT DB MAX_CONNECTIONS READ_YOUR_WRITES: a one-core router config with a
+# read/write split over the started PostgreSQL pair (transaction pooling); [routing] comes last,
+# so a caller may append more of its settings.
+pg_split_config() {
+    local role port
+    printf '[general]\ncores = [0]\n[[listeners]]\nprotocol = "postgres"\nbind = "127.0.0.1:%s"\n' "$1"
+    for role in primary replica; do
+        if [ $role = primary ]; then port=$PG_PRIMARY_PORT; else port=$PG_REPLICA_PORT; fi
+        printf '[pools.%s]\nmode = "transaction"\nusername = "%s"\npassword = "%s"\ndatabase = "%s"\n' \
+            "$role" "$PG_USER" "$PG_PASSWORD" "$2"
+        printf 'max_connections = %s\nbackends = [{ host = "127.0.0.1", port = %s }]\n' "$3" "$port"
+    done
+    printf '[routing]\nread_write_split = true\nread_pool = "replica"\nwrite_pool = "primary"\n'
+    printf 'read_your_writes = "%s"\n' "$4"
+}
+
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
