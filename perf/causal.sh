@@ -7,6 +7,8 @@
 # query alone, directly on the primary.
 #
 #   perf/causal.sh [ROUNDS] [SECONDS] [CLIENTS]     (defaults 3, 8, 8)
+# Then the router's own cost, which a busy machine does not blur: instructions per TPC-B
+# transaction under callgrind (CALLGRIND_TX transactions per client, default 200, 16 clients).
 # Environment: QP_BIN=path runs that router binary instead of building a release one.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,4 +36,13 @@ for round in $(seq "$ROUNDS"); do
         lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
         echo "| $round | $mode | $tps | $lat |"
     done
+done
+
+echo
+echo "router instructions per TPC-B transaction (callgrind, 16 clients x ${CALLGRIND_TX:-200}):"
+for mode in session causal; do
+    start_router "$BASE/$mode.toml" "$PORT" valgrind --tool=callgrind --instr-atstart=no \
+        --callgrind-out-file="$BASE/cg-$mode.out"
+    echo "- $mode: $(callgrind_count "$ROUTER_PID" "$PORT" bench simple "${CALLGRIND_TX:-200}" "$BASE/cg-$mode.out" -b tpcb-like)"
+    kill -TERM "$ROUTER_PID"; wait "$ROUTER_PID" 2>/dev/null || true; ROUTER_PID=""
 done
