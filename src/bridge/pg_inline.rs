@@ -66,16 +66,18 @@ pub fn binary_text(type_oid: u32, raw: &[u8]) -> Result<String, BinaryTextError>
             [1] => "true".into(),
             _ => return Err(bad("boolean")),
         },
-        oid::INT2 => i16::from_be_bytes(exact(raw).ok_or(bad("smallint"))?).to_string(),
-        oid::INT4 => i32::from_be_bytes(exact(raw).ok_or(bad("integer"))?).to_string(),
-        oid::INT8 => i64::from_be_bytes(exact(raw).ok_or(bad("bigint"))?).to_string(),
-        oid::FLOAT4 => float_text(f64::from(f32::from_be_bytes(exact(raw).ok_or(bad("real"))?)), |x| {
+        oid::INT2 => i16::from_be_bytes(exact(raw).ok_or_else(|| bad("smallint"))?).to_string(),
+        oid::INT4 => i32::from_be_bytes(exact(raw).ok_or_else(|| bad("integer"))?).to_string(),
+        oid::INT8 => i64::from_be_bytes(exact(raw).ok_or_else(|| bad("bigint"))?).to_string(),
+        oid::FLOAT4 => float_text(f64::from(f32::from_be_bytes(exact(raw).ok_or_else(|| bad("real"))?)), |x| {
             // f32's own shortest form: widening first would print its binary expansion.
             #[allow(clippy::cast_possible_truncation)]
             (x as f32).to_string()
         }),
-        oid::FLOAT8 => float_text(f64::from_be_bytes(exact(raw).ok_or(bad("double precision"))?), |x| x.to_string()),
-        oid::NUMERIC => decode_numeric(raw).filter(|_| numeric_complete(raw)).ok_or(bad("numeric"))?,
+        oid::FLOAT8 => {
+            float_text(f64::from_be_bytes(exact(raw).ok_or_else(|| bad("double precision"))?), |x| x.to_string())
+        }
+        oid::NUMERIC => decode_numeric(raw).filter(|_| numeric_complete(raw)).ok_or_else(|| bad("numeric"))?,
         other => return Err(BinaryTextError::Unsupported(other)),
     })
 }

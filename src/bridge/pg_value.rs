@@ -538,7 +538,10 @@ pub fn my_param(type_oid: u32, format: i16, value: Option<&[u8]>) -> Result<MyPa
             MyParam::new(ColumnType::VAR_STRING, Owned::Bytes(raw.to_vec()))
         }
         // jsonb's binary form is a version byte (1) and the text.
-        oid::JSONB => MyParam::new(ColumnType::VAR_STRING, Owned::Bytes(raw.get(1..).unwrap_or_default().to_vec())),
+        oid::JSONB => match raw.split_first() {
+            Some((1, text)) => MyParam::new(ColumnType::VAR_STRING, Owned::Bytes(text.to_vec())),
+            _ => return Err(err("not jsonb's binary form (version 1, then the text)")),
+        },
         oid::NUMERIC => {
             let text = decode_numeric(raw).ok_or_else(|| err("malformed numeric"))?;
             MyParam::new(ColumnType::NEWDECIMAL, Owned::Bytes(text.into_bytes()))
@@ -669,6 +672,18 @@ mod tests {
         );
         // The same values in text format are MySQL's own text.
         assert_eq!(text_row(PgKind::Int4, b"x7", 0), b"x7");
+    }
+
+    /// jsonb in binary is its version byte and the text; anything else is refused, not cut.
+    #[test]
+    fn binary_jsonb_parameters_need_their_version_byte() {
+        assert_eq!(
+            my_param(oid::JSONB, 1, Some(b"\x01[1]")).map(|p| p.value() == BinaryValue::Bytes(b"[1]")),
+            Ok(true)
+        );
+        for raw in [&b""[..], b"[1]"] {
+            assert_eq!(my_param(oid::JSONB, 1, Some(raw)).map_err(|e| e.format), Err("binary"), "{raw:?}");
+        }
     }
 
     /// Zero, zero-in-part, year-0 and invalid dates are recognised in text and binary rows;
