@@ -9,13 +9,15 @@
 //! ([`value`], [`pg_value`]), placeholders both ways ([`placeholder`]), CommandComplete tags both
 //! ways ([`tag`]), error mapping both ways ([`errmap`]), the table of emulated MySQL session
 //! commands ([`emulated`]), the parameters a PostgreSQL client is greeted with ([`pg_params`])
-//! and the MySQL session settings carried to PostgreSQL for one statement ([`session_map`]).
+//! the MySQL session settings carried to PostgreSQL for one statement ([`session_map`]), and
+//! PostgreSQL Bind values written into SQL text as literals ([`pg_inline`]).
 //!
 //! May use protocol, sql, config; must not depend on session, routing, control or admin.
 
 pub mod emulated;
 pub mod errmap;
 pub mod pg_column;
+pub mod pg_inline;
 pub mod pg_params;
 pub mod pg_portal;
 pub mod pg_result;

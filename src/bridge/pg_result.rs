@@ -10,7 +10,7 @@
 
 use super::errmap;
 use super::pg_column::{pg_column, PgColumn};
-use super::pg_value::{binary_row_value, names_no_day_binary, names_no_day_text, text_row_value};
+use super::pg_value::{binary_row_value, names_no_day_binary, names_no_day_text, text_row_value, ValueError};
 use super::tag::command_tag;
 use crate::protocol::mysql::response::{
     classify_response, classify_row, EofPacket, ErrPacket, OkPacket, ResponseKind, RowKind,
@@ -218,13 +218,16 @@ impl<'s> PgResultWriter<'s> {
         out.push(b'D');
         out.extend_from_slice(&[0; 4]);
         out.extend_from_slice(&u16::try_from(self.columns.len()).unwrap_or(u16::MAX).to_be_bytes());
+        let mut bad = None;
         if self.binary_rows {
             let values = decode_binary_row(payload, &self.value_types)?;
             for (i, (v, c)) in values.iter().zip(&self.columns).enumerate() {
                 let no_day = names_no_day_binary(c.kind, v);
                 self.counts.no_day_dates += u64::from(no_day);
                 let value = (!v.is_null() && !no_day).then_some(v);
-                put_value(out, value, |v, o| binary_row_value(c, v, format_of(self.formats, i), o));
+                put_value(out, value, |v, o| {
+                    keep_first(&mut bad, binary_row_value(c, v, format_of(self.formats, i), o))
+                });
             }
         } else {
             let values = decode_text_row(payload, self.columns.len())?;
@@ -232,8 +235,18 @@ impl<'s> PgResultWriter<'s> {
                 let no_day = v.is_some_and(|raw| names_no_day_text(c.kind, raw));
                 self.counts.no_day_dates += u64::from(no_day);
                 let value = v.filter(|_| !no_day);
-                put_value(out, value, |raw, o| text_row_value(c, raw, format_of(self.formats, i), o));
+                put_value(out, value, |raw, o| {
+                    keep_first(&mut bad, text_row_value(c, raw, format_of(self.formats, i), o))
+                });
             }
+        }
+        if let Some(e) = bad {
+            // The row is not sent: the statement fails with the value's error, as PostgreSQL's
+            // own output of an impossible value would.
+            out.truncate(start);
+            self.errored = true;
+            encode_error_fields(e.sqlstate, &e.to_string(), None, out);
+            return Ok(());
         }
         let len = i32::try_from(out.len() - start - 1).unwrap_or(i32::MAX);
         patch(out, start + 1, len);
@@ -315,6 +328,13 @@ pub fn format_of(formats: &[i16], i: usize) -> i16 {
 }
 
 /// Appends one DataRow value: its length (-1 for NULL), then what `write` produces.
+/// Keeps the first of a row's value errors.
+fn keep_first(bad: &mut Option<ValueError>, r: Result<(), ValueError>) {
+    if let (None, Err(e)) = (&bad, r) {
+        *bad = Some(e);
+    }
+}
+
 fn put_value<T>(out: &mut Vec<u8>, value: Option<T>, write: impl FnOnce(T, &mut Vec<u8>)) {
     let Some(v) = value else {
         out.extend_from_slice(&(-1i32).to_be_bytes());
@@ -413,6 +433,27 @@ mod tests {
         assert_eq!(decode(&msgs[3]), BackendMessage::CommandComplete("SELECT 2"));
         assert_eq!(w.transaction_status(), TransactionStatus::InBlock);
         assert_eq!(w.columns().len(), 2);
+    }
+
+    /// A value with no binary form of its column's type fails the statement with its error
+    /// (22P02 here); the rows before it were sent, the row holding it is not, and no
+    /// CommandComplete follows. Before, the client got 0 in its place and a normal end.
+    #[test]
+    fn a_value_with_no_binary_form_fails_the_statement() {
+        let mut good = Vec::new();
+        encode_text_row(&[Some(b"7"), Some(b"a")], &mut good);
+        let mut bad = Vec::new();
+        encode_text_row(&[Some(b"x7"), Some(b"b")], &mut bad);
+        let mut w = PgResultWriter::new(vec!["SELECT id, name FROM t"], false, true, &[1], CAPS, 0);
+        let (msgs, step) = run(&mut w, &result_set(vec![good, bad], 0));
+        assert_eq!(step, PgStep::Done);
+        assert_eq!(msgs.iter().map(|m| m.0).collect::<Vec<_>>(), b"TDE");
+        let BackendMessage::DataRow(v) = decode(&msgs[1]) else { panic!("data row") };
+        assert_eq!(v.iter().collect::<Vec<_>>(), vec![Some(&7i32.to_be_bytes()[..]), Some(&b"a"[..])]);
+        let BackendMessage::ErrorResponse(e) = decode(&msgs[2]) else { panic!("error") };
+        assert_eq!(e.code(), Some("22P02"));
+        let message = e.to_fields().message.unwrap_or_default();
+        assert!(message.contains("\"x7\"") && message.contains("integer"), "{message}");
     }
 
     #[test]

@@ -23,12 +23,31 @@ const NUMERIC_NAN: u16 = 0xC000;
 /// `numeric` sign word of a negative value (`NUMERIC_NEG`).
 const NUMERIC_NEG: u16 = 0x4000;
 
+/// A MySQL value that has no PostgreSQL binary form of its column's type: an error for the
+/// statement, never a stand-in value (0, NaN, -infinity) in its place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("MySQL value {value:?} cannot be sent as PostgreSQL {kind} in binary format: {reason}")]
+pub struct ValueError {
+    /// The SQLSTATE: `22003` out of the type's range, `22P02` not a value of the type.
+    pub sqlstate: &'static str,
+    /// The PostgreSQL type.
+    pub kind: &'static str,
+    /// The value as MySQL sent it (its text, or a description of a binary value).
+    pub value: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+/// `numeric_value_out_of_range`.
+const OUT_OF_RANGE: &str = "22003";
+/// `invalid_text_representation`.
+const INVALID_TEXT: &str = "22P02";
+
 /// Appends a text-row value (MySQL's text form `raw`) for `col` in PostgreSQL `format`
-/// (0 text, 1 binary); the caller writes the length.
-pub fn text_row_value(col: &PgColumn, raw: &[u8], format: i16, out: &mut Vec<u8>) {
+/// (0 text, 1 binary); the caller writes the length. On error `out` may hold part of the value.
+pub fn text_row_value(col: &PgColumn, raw: &[u8], format: i16, out: &mut Vec<u8>) -> Result<(), ValueError> {
     if format != 0 {
-        encode_binary(col.kind, &parse_text(col.kind, raw), out);
-        return;
+        return encode_binary(col.kind, &parse_text(col.kind, raw), out);
     }
     match col.kind {
         PgKind::Bytea => push_hex(raw, out),
@@ -36,14 +55,16 @@ pub fn text_row_value(col: &PgColumn, raw: &[u8], format: i16, out: &mut Vec<u8>
         PgKind::Timestamp | PgKind::Interval => out.extend_from_slice(trim_fraction(raw)),
         _ => out.extend_from_slice(raw),
     }
+    Ok(())
 }
 
 /// Appends a binary-row value for `col` in PostgreSQL `format`.
-pub fn binary_row_value(col: &PgColumn, v: &BinaryValue<'_>, format: i16, out: &mut Vec<u8>) {
+pub fn binary_row_value(col: &PgColumn, v: &BinaryValue<'_>, format: i16, out: &mut Vec<u8>) -> Result<(), ValueError> {
     if format == 0 {
         encode_text(col.kind, v, out);
+        Ok(())
     } else {
-        encode_binary(col.kind, v, out);
+        encode_binary(col.kind, v, out)
     }
 }
 
@@ -245,45 +266,50 @@ fn time_micros(t: &Time) -> i64 {
     }
 }
 
-/// Appends the PostgreSQL binary form of `v` for `kind`.
-fn encode_binary(kind: PgKind, v: &BinaryValue<'_>, out: &mut Vec<u8>) {
+/// Appends the PostgreSQL binary form of `v` for `kind`; a value that has none is an error.
+fn encode_binary(kind: PgKind, v: &BinaryValue<'_>, out: &mut Vec<u8>) -> Result<(), ValueError> {
+    let err = |name: &'static str, sqlstate, reason| ValueError { sqlstate, kind: name, value: shown(v), reason };
+    let int = |name| as_i64(v).ok_or_else(|| err(name, INVALID_TEXT, "not an integer"));
+    let range = |name| move |_| err(name, OUT_OF_RANGE, "out of range");
     match kind {
         PgKind::Int2 => {
-            out.extend_from_slice(&as_i64(v).and_then(|x| i16::try_from(x).ok()).unwrap_or_default().to_be_bytes())
+            out.extend_from_slice(&i16::try_from(int("smallint")?).map_err(range("smallint"))?.to_be_bytes())
         }
-        PgKind::Int4 => {
-            out.extend_from_slice(&as_i64(v).and_then(|x| i32::try_from(x).ok()).unwrap_or_default().to_be_bytes())
-        }
-        PgKind::Int8 => out.extend_from_slice(&as_i64(v).unwrap_or_default().to_be_bytes()),
+        PgKind::Int4 => out.extend_from_slice(&i32::try_from(int("integer")?).map_err(range("integer"))?.to_be_bytes()),
+        PgKind::Int8 => out.extend_from_slice(&int("bigint")?.to_be_bytes()),
         PgKind::Float4 => {
             let x = match *v {
-                BinaryValue::Float(x) => x,
-                BinaryValue::Bytes(b) => parse(b).unwrap_or(f32::NAN),
-                _ => f32::NAN,
+                BinaryValue::Float(x) => Some(x),
+                BinaryValue::Bytes(b) => parse(b),
+                _ => None,
             };
-            out.extend_from_slice(&x.to_be_bytes());
+            out.extend_from_slice(&x.ok_or_else(|| err("real", INVALID_TEXT, "not a number"))?.to_be_bytes());
         }
         PgKind::Float8 => {
             let x = match *v {
-                BinaryValue::Double(x) => x,
-                BinaryValue::Float(x) => f64::from(x),
-                BinaryValue::Bytes(b) => parse(b).unwrap_or(f64::NAN),
-                _ => f64::NAN,
+                BinaryValue::Double(x) => Some(x),
+                BinaryValue::Float(x) => Some(f64::from(x)),
+                BinaryValue::Bytes(b) => parse(b),
+                _ => None,
             };
-            out.extend_from_slice(&x.to_be_bytes());
+            out.extend_from_slice(
+                &x.ok_or_else(|| err("double precision", INVALID_TEXT, "not a number"))?.to_be_bytes(),
+            );
         }
         PgKind::Numeric => {
             let mut text = Vec::new();
             encode_text(kind, v, &mut text);
-            encode_numeric(std::str::from_utf8(&text).unwrap_or("NaN"), out);
+            let decimal = std::str::from_utf8(&text).ok().filter(|t| is_decimal(t));
+            encode_numeric(decimal.ok_or_else(|| err("numeric", INVALID_TEXT, "not a decimal number"))?, out);
         }
         PgKind::Text | PgKind::Bytea | PgKind::Json => encode_text(PgKind::Text, v, out),
         PgKind::Date => {
             let days = match v {
-                BinaryValue::DateTime(d) => pg_days(d).and_then(|x| i32::try_from(x).ok()),
+                BinaryValue::DateTime(d) => pg_days(d),
                 _ => None,
             };
-            out.extend_from_slice(&days.unwrap_or(i32::MIN).to_be_bytes());
+            let days = days.ok_or_else(|| err("date", INVALID_TEXT, "not a date"))?;
+            out.extend_from_slice(&i32::try_from(days).map_err(range("date"))?.to_be_bytes());
         }
         PgKind::Timestamp => {
             let micros = match v {
@@ -293,17 +319,35 @@ fn encode_binary(kind: PgKind, v: &BinaryValue<'_>, out: &mut Vec<u8>) {
                 }),
                 _ => None,
             };
-            out.extend_from_slice(&micros.unwrap_or(i64::MIN).to_be_bytes());
+            out.extend_from_slice(
+                &micros.ok_or_else(|| err("timestamp", INVALID_TEXT, "not a timestamp"))?.to_be_bytes(),
+            );
         }
         PgKind::Interval => {
             let micros = match v {
                 BinaryValue::Time(t) => time_micros(t),
-                _ => 0,
+                _ => return Err(err("interval", INVALID_TEXT, "not a MySQL TIME value")),
             };
             out.extend_from_slice(&micros.to_be_bytes());
             out.extend_from_slice(&[0; 8]); // days, months
         }
     }
+    Ok(())
+}
+
+/// A value as an error message shows it: its text, or what MySQL's binary row held.
+fn shown(v: &BinaryValue<'_>) -> String {
+    match v {
+        BinaryValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// `[-+]digits[.digits]`, the decimal text [`encode_numeric`] writes exactly.
+fn is_decimal(text: &str) -> bool {
+    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    !(int.is_empty() && frac.is_empty()) && int.bytes().chain(frac.bytes()).all(|c| c.is_ascii_digit())
 }
 
 /// Appends the binary `numeric` form of decimal text (`[-]digits[.digits]`); anything else
@@ -494,7 +538,10 @@ pub fn my_param(type_oid: u32, format: i16, value: Option<&[u8]>) -> Result<MyPa
             MyParam::new(ColumnType::VAR_STRING, Owned::Bytes(raw.to_vec()))
         }
         // jsonb's binary form is a version byte (1) and the text.
-        oid::JSONB => MyParam::new(ColumnType::VAR_STRING, Owned::Bytes(raw.get(1..).unwrap_or_default().to_vec())),
+        oid::JSONB => match raw.split_first() {
+            Some((1, text)) => MyParam::new(ColumnType::VAR_STRING, Owned::Bytes(text.to_vec())),
+            _ => return Err(err("not jsonb's binary form (version 1, then the text)")),
+        },
         oid::NUMERIC => {
             let text = decode_numeric(raw).ok_or_else(|| err("malformed numeric"))?;
             MyParam::new(ColumnType::NEWDECIMAL, Owned::Bytes(text.into_bytes()))
@@ -592,14 +639,51 @@ mod tests {
 
     fn text_row(kind: PgKind, raw: &[u8], format: i16) -> Vec<u8> {
         let mut out = Vec::new();
-        text_row_value(&col(kind), raw, format, &mut out);
+        text_row_value(&col(kind), raw, format, &mut out).expect("value");
         out
     }
 
     fn bin_row(kind: PgKind, v: BinaryValue<'_>, format: i16) -> Vec<u8> {
         let mut out = Vec::new();
-        binary_row_value(&col(kind), &v, format, &mut out);
+        binary_row_value(&col(kind), &v, format, &mut out).expect("value");
         out
+    }
+
+    /// A value with no binary form of its column's type is an error naming it, where the
+    /// bridge used to send 0, NaN or -infinity in its place.
+    #[test]
+    fn values_with_no_binary_form_are_errors() {
+        let text =
+            |kind, raw: &[u8]| text_row_value(&col(kind), raw, 1, &mut Vec::new()).map_err(|e| (e.sqlstate, e.reason));
+        assert_eq!(text(PgKind::Int4, b"x7"), Err(("22P02", "not an integer")));
+        assert_eq!(text(PgKind::Int4, b"4294967296"), Err(("22003", "out of range")));
+        assert_eq!(text(PgKind::Int2, b"40000"), Err(("22003", "out of range")));
+        assert_eq!(text(PgKind::Int8, b"18446744073709551615"), Err(("22P02", "not an integer")));
+        assert_eq!(text(PgKind::Float8, b"1.2.3"), Err(("22P02", "not a number")));
+        assert_eq!(text(PgKind::Float4, b""), Err(("22P02", "not a number")));
+        assert_eq!(text(PgKind::Numeric, b"1e5"), Err(("22P02", "not a decimal number")));
+        assert_eq!(text(PgKind::Date, b"2020-13-45x"), Err(("22P02", "not a date")));
+        assert_eq!(text(PgKind::Timestamp, b"yesterday"), Err(("22P02", "not a timestamp")));
+        assert_eq!(text(PgKind::Interval, b"1 day"), Err(("22P02", "not a MySQL TIME value")));
+        let e = text_row_value(&col(PgKind::Int4), b"x7", 1, &mut Vec::new()).expect_err("refused");
+        assert_eq!(
+            e.to_string(),
+            "MySQL value \"x7\" cannot be sent as PostgreSQL integer in binary format: not an integer"
+        );
+        // The same values in text format are MySQL's own text.
+        assert_eq!(text_row(PgKind::Int4, b"x7", 0), b"x7");
+    }
+
+    /// jsonb in binary is its version byte and the text; anything else is refused, not cut.
+    #[test]
+    fn binary_jsonb_parameters_need_their_version_byte() {
+        assert_eq!(
+            my_param(oid::JSONB, 1, Some(b"\x01[1]")).map(|p| p.value() == BinaryValue::Bytes(b"[1]")),
+            Ok(true)
+        );
+        for raw in [&b""[..], b"[1]"] {
+            assert_eq!(my_param(oid::JSONB, 1, Some(raw)).map_err(|e| e.format), Err("binary"), "{raw:?}");
+        }
     }
 
     /// Zero, zero-in-part, year-0 and invalid dates are recognised in text and binary rows;
@@ -663,7 +747,10 @@ mod tests {
         let t = Time { negative: true, days: 1, hours: 2, minutes: 3, seconds: 4, micros: 0 };
         assert_eq!(bin_row(PgKind::Interval, BinaryValue::Time(t), 0), b"-26:03:04");
         assert_eq!(bin_row(PgKind::Bytea, BinaryValue::Bytes(&[0xAB]), 0), b"\\xab");
-        assert_eq!(bin_row(PgKind::Date, BinaryValue::DateTime(DateTime::default()), 1), i32::MIN.to_be_bytes());
+        // A zero date reaches the encoder never (rows send it as NULL): it has no binary date.
+        let zero =
+            binary_row_value(&col(PgKind::Date), &BinaryValue::DateTime(DateTime::default()), 1, &mut Vec::new());
+        assert_eq!(zero.map_err(|e| e.reason), Err("not a date"));
     }
 
     fn numeric(text: &str) -> Vec<u8> {

@@ -1207,6 +1207,9 @@ mod tests {
             Ok("SELECT id FROM tags WHERE JSON_OVERLAPS(labels, NULL) AND id > '1 OR true'"),
             "a value that is no number stays a string"
         );
+        let examples: Vec<Option<&str>> =
+            late.param_examples().iter().map(|l| l.and_then(|l| l.value.as_deref())).collect();
+        assert_eq!(examples, [Some("0"), Some("[1,2]")], "what each `$n` stands for in the original");
         assert_eq!(late.inline(sql, &[Some("1")]), Err(InlineError::Count { needed: 2, got: 1 }));
         assert_eq!(late.inline(sql, &[Some("1"), Some("[\"\0\"]")]), Err(InlineError::Nul(2)));
         assert!(t

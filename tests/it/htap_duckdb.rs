@@ -203,6 +203,73 @@ fn psycopg_binds_the_seed_example_array_as_a_server_side_parameter() {
     assert_eq!(h.bv.ran("\"a\""), 0, "the refused value reached no engine");
 }
 
+/// asyncpg describes the seed's example with `$1` in the JSON-array slot before it binds
+/// (`prepare`, and `fetch`'s statement cache): the parameter is described as `text` and the
+/// columns as DuckDB describes the translation with the rule's own example list, so the
+/// describe runs on DuckDB with `[1, 2]` and never with a client value. Every execute (its
+/// text parameter sent in binary) then runs on DuckDB with the client's array. Before, the
+/// Describe got 0A000 and asyncpg could not run the statement at all.
+#[test]
+fn asyncpg_describes_and_runs_the_seed_example_with_a_server_side_parameter() {
+    let h = Htap::start();
+    let pg = &dbs().pg;
+    let dsn = format!("postgresql://{}:{}@127.0.0.1:{}/pg", pg.user, pg.password, h.router.listen[1].port());
+    let values: Vec<&str> = ARRAYS.iter().map(|(v, _)| *v).chain([NOT_ARRAY]).collect();
+    let args: Vec<&str> = [dsn.as_str()].into_iter().chain(values.iter().copied()).collect();
+    let out = python("asyncpg_htap_json.py", &args);
+    let mut expected = vec!["described text | id:int4".to_owned()];
+    for (value, list) in ARRAYS {
+        for how in ["fetch", "prepared"] {
+            expected.push(h.expected(how, value, list));
+        }
+    }
+    expected.push(format!("fetch {NOT_ARRAY} error 22023"));
+    expected.push(format!("prepared {NOT_ARRAY} error 22023"));
+    expected.push("after 1".to_owned());
+    assert_eq!(out, expected, "{}", h.bv.log_text());
+    for (value, list) in ARRAYS {
+        // Two describes (the prepared statement, fetch's cached one) ran the example's list.
+        let described = if value == "[1,2]" { 2 } else { 0 };
+        let ran = h.bv.ran(&format!("list_has_any(labels, {list})"));
+        assert_eq!(ran, 2 + described, "{value}: each execute ran once on DuckDB:\n{}", h.bv.log_text());
+    }
+    assert_eq!(h.bv.ran("JSON_OVERLAPS"), 0, "DuckDB never saw the original");
+    assert_eq!(h.bv.ran("\"a\""), 0, "the refused value reached no engine");
+}
+
+/// psycopg 3 binding the array in binary format (`%b`): a `text` value is decoded and runs on
+/// DuckDB with the client's array; a binary int array is refused with a clear error (it is no
+/// JSON array's text), reaching no engine, and the session goes on. Before, every binary
+/// value was refused.
+#[test]
+fn psycopg_binary_parameters_in_the_json_array_slot_are_decoded_or_refused() {
+    let h = Htap::start();
+    let pg = &dbs().pg;
+    let dsn = format!(
+        "host=127.0.0.1 port={} user={} password={} dbname=pg connect_timeout=10",
+        h.router.listen[1].port(),
+        pg.user,
+        pg.password
+    );
+    let values: Vec<&str> = ARRAYS.iter().map(|(v, _)| *v).chain([NOT_ARRAY]).collect();
+    let args: Vec<&str> = [dsn.as_str()].into_iter().chain(values.iter().copied()).collect();
+    let out = python("psycopg_htap_binary.py", &args);
+    let mut expected: Vec<String> = ARRAYS.iter().map(|(v, l)| h.expected("binary", v, l)).collect();
+    for (value, list) in ARRAYS {
+        let ran = h.bv.ran(&format!("list_has_any(labels, {list})"));
+        assert_eq!(ran, 1, "{value} ran once on DuckDB:\n{}", h.bv.log_text());
+    }
+    expected.push(format!("binary {NOT_ARRAY} error 22023"));
+    expected.push(
+        "list error 0A000 parameter $1 has type OID 1005 in binary format, which a statement whose translation is \
+         written at Bind does not take (send it in text format)"
+            .to_owned(),
+    );
+    expected.push("after 1".to_owned());
+    assert_eq!(out, expected);
+    assert_eq!(h.bv.ran("\"a\""), 0, "the refused value reached no engine");
+}
+
 /// Booleans from DuckDB reach MySQL clients as what they are, in text and binary rows (before
 /// #35 DuckDB's `true` arrived as 0).
 #[test]

@@ -7,7 +7,7 @@
 use mysql::prelude::Queryable;
 
 use crate::htap_duckdb::{ARRAYS, MARIADB_ROWS, NOT_ARRAY, ORIGINAL};
-use crate::router::Router;
+use crate::router::{pg_pool, Router};
 use crate::scripts::{jdbc, python};
 use crate::support::{dbs, unique_name};
 
@@ -39,12 +39,13 @@ impl PgHtap {
         let translated = format!("SELECT id FROM {table} WHERE labels && ARRAY[1,2]::int[] AND pg_is_in_recovery()");
         let router = Router::start(&format!(
             "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
-             [pools.oltp]\nusername = \"{mu}\"\npassword = \"{mp}\"\ndatabase = \"{db}\"\nmax_connections = 4\n\
+             [[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n{pg_default}\n\
+             [pools.oltp]\nprotocol = \"mysql\"\nusername = \"{mu}\"\npassword = \"{mp}\"\ndatabase = \"{db}\"\nmax_connections = 4\n\
              acquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {mport} }}]\n\n\
              [pools.analytics]\nprotocol = \"postgres\"\nmode = \"transaction\"\nusername = \"{pu}\"\npassword = \"{pp}\"\n\
              database = \"{pd}\"\nmax_connections = 4\nacquire_timeout = \"20s\"\n\
              backends = [{{ host = \"127.0.0.1\", port = {pport} }}]\n\n\
-             [routing.mysql]\ndefault_pool = \"oltp\"\n\n\
+             [routing]\ndefault_pool = \"pg\"\n\n[routing.mysql]\ndefault_pool = \"oltp\"\n\n\
              [[translation.rules]]\noriginal_sql = \"{ORIGINAL}\"\ntranslated_sql = \"{translated}\"\n\
              target_pool = \"analytics\"\n",
             mu = my.user,
@@ -54,6 +55,9 @@ impl PgHtap {
             pp = pg.password,
             pd = pg.database,
             pport = pg.replica_port,
+            // PostgreSQL clients' own statements run on the primary, where `tags` is not.
+            pg_default = pg_pool("pg", pg.primary_port, "transaction", 4)
+                .replace("[pools.pg]\n", "[pools.pg]\nprotocol = \"postgres\"\n"),
         ));
         PgHtap { db, table, router }
     }
@@ -107,4 +111,29 @@ fn the_seed_rule_shape_runs_on_a_postgres_pool_with_any_array() {
     expected.push(format!("prepared {NOT_ARRAY} error 1210 HY000"));
     assert_eq!(out, expected);
     assert_eq!(expected.iter().filter(|l| l.ends_with(" 70")).count(), 3, "{expected:?}");
+}
+
+/// asyncpg (which describes before it binds, and sends the array as `text` in binary) with
+/// `$1` in the JSON-array slot, against the PostgreSQL analytics pool: described as PostgreSQL
+/// describes the translation (`id int4`) with the parameter as `text`, then PostgreSQL's rows
+/// for every array (row 70 and `pg_is_in_recovery()` are the standby's alone), the non-array
+/// refused with 22023 and the session going on.
+#[test]
+fn asyncpg_prepares_the_seed_rule_shape_on_a_postgres_pool() {
+    let h = PgHtap::start();
+    let pg = &dbs().pg;
+    let dsn = format!("postgresql://{}:{}@127.0.0.1:{}/pg", pg.user, pg.password, h.router.listen[1].port());
+    let values: Vec<&str> = ARRAYS.iter().map(|(v, _)| *v).chain([NOT_ARRAY]).collect();
+    let args: Vec<&str> = [dsn.as_str()].into_iter().chain(values.iter().copied()).collect();
+    let out = python("asyncpg_htap_json.py", &args);
+    let mut expected = vec!["described text | id:int4".to_owned()];
+    for (value, _) in ARRAYS {
+        expected.push(h.expected("fetch", value));
+        expected.push(h.expected("prepared", value));
+    }
+    expected.push(format!("fetch {NOT_ARRAY} error 22023"));
+    expected.push(format!("prepared {NOT_ARRAY} error 22023"));
+    expected.push("after 1".to_owned());
+    assert_eq!(out, expected);
+    assert_eq!(expected.iter().filter(|l| l.ends_with(" 70")).count(), 6, "answered by PostgreSQL: {expected:?}");
 }

@@ -5,24 +5,38 @@
 //! literals (`sql::template::LateTranslation::inline`), which is then routed like a statement the
 //! client wrote that way: translated onto its pool, a value that is no JSON array refused with
 //! 22023 there, and sent as an unnamed Parse and a parameterless Bind for the client's portal.
-//! Describe of such a statement before a Bind has no answer yet and is refused (0A000); Describe
-//! of the portal, Execute and Close work as usual.
+//! A binary-format value is decoded to its type's text first (`bridge::pg_inline`) or refused:
+//! its bytes never become SQL text.
+//!
+//! Describe of the statement before a Bind (asyncpg's prepare) is answered without any client
+//! value: the columns are the target's own description of the translation with the rule's
+//! example values in the slots (what every execute returns: only the values change), and each
+//! parameter is described with the type the client declared, or else the type PostgreSQL gives
+//! the example's literal at that place — the value the client binds is written exactly there,
+//! as that literal's text. The translation cannot be described with the parameters in it: a
+//! JSON-array slot becomes a list built from the value, which no placeholder can stand for,
+//! and an engine like DuckDB behind buenavista reports no parameter types at all.
 //!
 //! Must not depend on: the MySQL session, control, admin.
 
+use std::borrow::Cow;
 use std::rc::Rc;
 
 use super::prepared::{Expect, Stmt};
 use super::{End, Session};
+use crate::bridge::pg_inline::{binary_text, literal_type, BinaryTextError};
+use crate::bridge::types::oid;
 use crate::config::Protocol;
 use crate::protocol::pg::tag::backend as server;
 use crate::protocol::pg::{frontend, sqlstate, FrontendMessage, Target};
 use crate::session::client_error::PgClientError;
 use crate::session::state::pg_effects;
-use crate::sql::template::InlineError;
+use crate::sql::template::{InlineError, LateTranslation, LiteralKind};
 
 /// SQLSTATE of a NUL byte in a text value (`character_not_in_repertoire`).
 const NUL_IN_TEXT: &str = "22021";
+/// SQLSTATE of bytes that are not their type's binary form.
+const INVALID_BINARY_REPRESENTATION: &str = "22P03";
 
 impl Session {
     /// Handles `msg` when it concerns a held statement (or creates one); `None` otherwise.
@@ -44,12 +58,8 @@ impl Session {
                 Some(self.late_bind(&stmt, portal, &formats, &values, &results).await)
             }
             FrontendMessage::Describe { kind: Target::Statement, name } => {
-                self.late_stmt(name)?;
-                Some(self.fail_batch(PgClientError::new(
-                    sqlstate::FEATURE_NOT_SUPPORTED,
-                    "this statement's translation is written when its parameters are bound (a parameter sits in a \
-                     JSON-array slot): Describe its portal after Bind instead",
-                )))
+                let stmt = self.late_stmt(name)?;
+                Some(self.late_describe(&stmt).await)
             }
             FrontendMessage::Close { kind: Target::Statement, name } => {
                 self.late_stmt(name)?;
@@ -127,38 +137,123 @@ impl Session {
         Ok(())
     }
 
-    /// The client's statement with the Bind's values written in as literals.
-    fn late_text(&self, stmt: &Stmt, formats: &[i16], values: &[Option<&[u8]>]) -> Result<String, PgClientError> {
+    /// A Describe of a held statement: the translation with the rule's example values in the
+    /// slots is described on its target pool; the target's ParameterDescription (of a statement
+    /// with none) is swallowed and the router's own, of the client's parameters, goes in its place.
+    async fn late_describe(&mut self, stmt: &Stmt) -> Result<(), End> {
+        let late = match self.late_of(stmt) {
+            Ok(late) => late,
+            Err(e) => return self.fail_batch(e),
+        };
+        let examples = late.param_examples();
+        let values: Vec<Option<&str>> = examples
+            .iter()
+            .map(|l| l.filter(|l| l.kind != LiteralKind::Null).and_then(|l| l.value.as_deref()))
+            .collect();
+        let sql = match late.inline(&stmt.query, &values) {
+            Ok(sql) => sql,
+            Err(e) => return self.fail_batch(inline_error(&e)),
+        };
+        let sql = match self.route_statement(&sql, None, false).await {
+            Ok(rewritten) => rewritten.unwrap_or(sql),
+            Err(e) => return self.fail_batch(e),
+        };
+        if let Err(e) = self.ensure_backend().await {
+            return self.fail_batch(e);
+        }
+        let mut msgs = Vec::with_capacity(sql.len() + 32);
+        let encoded = frontend::encode_parse("", &sql, &[], &mut msgs)
+            .and_then(|()| frontend::encode_describe(Target::Statement, "", &mut msgs));
+        if encoded.is_err() {
+            return self
+                .fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"));
+        }
+        self.ex.bout.extend_from_slice(&msgs);
+        self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
+        self.ex.expect.push_back(Expect::Swallow(server::PARAMETER_DESCRIPTION));
+        self.ex.answer(parameter_description(&param_types(stmt, &late)));
+        self.ex.flight.describing.push_back(None);
+        self.ex.expect.push_back(Expect::DescribeStatement);
+        Ok(())
+    }
+
+    /// The translation `stmt` is held for.
+    fn late_of(&self, stmt: &Stmt) -> Result<LateTranslation, PgClientError> {
         let key = stmt.route_key.unwrap_or_else(|| self.ctx.statement_key(&stmt.query, Protocol::Postgres));
-        let Some((_, late)) = self.ctx.rules().late_translation(&key, &stmt.query) else {
+        match self.ctx.rules().late_translation(&key, &stmt.query) {
+            Some((_, late)) => Ok(late),
             // The rule went away since Parse (a reload): the statement is no longer held.
-            return Err(PgClientError::new(
+            None => Err(PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "the translation this statement was prepared for no longer exists; prepare it again",
-            ));
-        };
+            )),
+        }
+    }
+
+    /// The client's statement with the Bind's values written in as literals.
+    fn late_text(&self, stmt: &Stmt, formats: &[i16], values: &[Option<&[u8]>]) -> Result<String, PgClientError> {
+        let late = self.late_of(stmt)?;
+        let types = param_types(stmt, &late);
         let binary = |i: usize| crate::bridge::pg_result::format_of(formats, i) != 0;
-        let mut texts = Vec::with_capacity(values.len());
+        let mut texts: Vec<Option<Cow<'_, str>>> = Vec::with_capacity(values.len());
         for (i, v) in values.iter().enumerate() {
             let text = match v {
                 None => None,
-                Some(_) if binary(i) => {
-                    let what = format!(
-                        "parameter ${} is in binary format; a statement whose translation is written at Bind \
-                         takes its parameters as text",
-                        i + 1
-                    );
-                    return Err(PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, what));
+                Some(b) if binary(i) => {
+                    let ty = types.get(i).copied().unwrap_or(oid::TEXT);
+                    Some(Cow::Owned(binary_text(ty, b).map_err(|e| binary_error(i, &e))?))
                 }
-                Some(b) => Some(std::str::from_utf8(b).map_err(|_| {
+                Some(b) => Some(Cow::Borrowed(std::str::from_utf8(b).map_err(|_| {
                     PgClientError::new(NUL_IN_TEXT, format!("parameter ${} is not valid UTF-8", i + 1))
-                })?),
+                })?)),
             };
             texts.push(text);
         }
-        late.inline(&stmt.query, &texts).map_err(|e| match e {
-            InlineError::Count { .. } => PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()),
-            InlineError::Nul(_) => PgClientError::new(NUL_IN_TEXT, e.to_string()),
-        })
+        let texts: Vec<Option<&str>> = texts.iter().map(Option::as_deref).collect();
+        late.inline(&stmt.query, &texts).map_err(|e| inline_error(&e))
     }
+}
+
+/// The types the statement's parameters are described with, and their binary values read as:
+/// the client's declared type, or the one PostgreSQL gives the example's literal there.
+fn param_types(stmt: &Stmt, late: &LateTranslation) -> Vec<u32> {
+    let examples = late.param_examples();
+    let declared = &stmt.sent.1;
+    (0..declared.len().max(examples.len()))
+        .map(|i| match declared.get(i) {
+            Some(&ty) if ty != 0 => ty,
+            _ => examples.get(i).copied().flatten().map_or(oid::TEXT, literal_type),
+        })
+        .collect()
+}
+
+/// A ParameterDescription of `types` (at most 65535: a Parse declares no more, and `$n`
+/// beyond that are not counted).
+fn parameter_description(types: &[u32]) -> Vec<u8> {
+    let count = u16::try_from(types.len()).unwrap_or(u16::MAX);
+    let len = 4 + 2 + 4 * u32::from(count);
+    let mut out = Vec::with_capacity(len as usize + 1);
+    out.push(server::PARAMETER_DESCRIPTION);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&count.to_be_bytes());
+    for ty in types.iter().take(usize::from(count)) {
+        out.extend_from_slice(&ty.to_be_bytes());
+    }
+    out
+}
+
+fn inline_error(e: &InlineError) -> PgClientError {
+    match e {
+        InlineError::Count { .. } => PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()),
+        InlineError::Nul(_) => PgClientError::new(NUL_IN_TEXT, e.to_string()),
+    }
+}
+
+fn binary_error(i: usize, e: &BinaryTextError) -> PgClientError {
+    let code = match e {
+        BinaryTextError::Malformed(_) => INVALID_BINARY_REPRESENTATION,
+        BinaryTextError::NotUtf8 => NUL_IN_TEXT,
+        BinaryTextError::Unsupported(_) => sqlstate::FEATURE_NOT_SUPPORTED,
+    };
+    PgClientError::new(code, format!("parameter ${} {e}", i + 1))
 }

@@ -230,6 +230,10 @@ pub(super) enum Expect {
     Sync,
     /// A response the router answers itself (ParseComplete `'1'` or CloseComplete `'3'`).
     Synth(u8),
+    /// A backend message with this tag answering a message the router sent for its own
+    /// purpose, which the client must not see: the ParameterDescription of a statement the
+    /// router describes with other parameters than the client's (#35, `late`).
+    Swallow(u8),
 }
 
 #[cfg(test)]

@@ -77,7 +77,7 @@ impl Session {
         if runs {
             self.move_fresh_transaction(sql).await?; // #34
         }
-        let decision = self.decide(sql, key);
+        let decision = self.decide_in_batch(sql, key);
         if let Some(e) = self.replica_hold_refusal(&decision) {
             return Err(e);
         }
@@ -114,6 +114,27 @@ impl Session {
 }
 
 impl Session {
+    /// [`Session::decide`], except that a session held only by an open extended batch (no
+    /// transaction, no pin) takes a translation onto the pool it is on, or its refusal, as it
+    /// would outside the batch: it stays on its pool either way. asyncpg binds a statement in
+    /// the batch that described it on its translation's pool (#35); untranslated, the client's
+    /// text would run on an engine that cannot read it.
+    fn decide_in_batch(&mut self, sql: &str, key: Option<StatementKey>) -> Decision {
+        let decision = self.decide(sql, key);
+        let batch_only = self.held() && self.progress.tx == TransactionStatus::Idle && self.state.pin().is_none();
+        if !batch_only || decision.rewritten.is_some() || !self.ctx.rules().has_translations() {
+            return decision;
+        }
+        let outside = self.decide_as(sql, key, false);
+        let translated_here = outside.rewritten.is_some() && outside.pool() == Some(self.pool.name());
+        let refused = outside.kind == DecisionKind::Translation && matches!(outside.outcome, Outcome::Reject(_));
+        if translated_here || refused {
+            outside
+        } else {
+            decision
+        }
+    }
+
     /// What a statement that runs tells the session: a read-only transaction, a write or a
     /// reset for read-your-writes, a change of how its SQL is tokenized; and the decision counts.
     fn observe_statement(&mut self, sql: &str, decision: &Decision, now: std::time::Instant) {

@@ -89,6 +89,28 @@ impl LateTranslation {
         Ok(out)
     }
 
+    /// The original example's literal where the client's `$n` first sits, for `n` from 1 to
+    /// the statement's highest `$n` (`None` for a number no slot uses): what each parameter
+    /// stands for, to describe the statement before any value is bound.
+    pub fn param_examples(&self) -> Vec<Option<&Literal>> {
+        let mut out: Vec<Option<&Literal>> = Vec::new();
+        let slots = self.incoming.literals.iter().zip(&self.template.original.literals);
+        for (lit, was) in slots.filter(|(l, _)| l.kind == LiteralKind::Param) {
+            let n = lit.value.as_deref().and_then(|v| bound_param(v, Dialect::Postgres)).unwrap_or(0);
+            // A Bind carries at most 65535 values: a higher `$n` can never be bound.
+            if n == 0 || n > usize::from(u16::MAX) {
+                continue;
+            }
+            if out.len() < n {
+                out.resize(n, None);
+            }
+            if let Some(slot @ None) = out.get_mut(n - 1) {
+                *slot = Some(was);
+            }
+        }
+        out
+    }
+
     /// How many positional parameters the statement has.
     pub fn params(&self) -> usize {
         self.incoming.literals.iter().map(Literal::positional_params).sum()

@@ -375,6 +375,10 @@ impl Exchange {
     pub fn on_backend(&mut self, frame: &RawFrame<'_>, query_ms: u128) -> Step {
         let front = self.expect.front().copied();
         match frame.tag() {
+            tag if front == Some(Expect::Swallow(tag)) => {
+                self.expect.pop_front();
+                Step::new(Action::Swallow)
+            }
             server::PARSE_COMPLETE => Step::new(self.on_parse_complete(front)),
             server::CLOSE_COMPLETE => match front {
                 Some(Expect::Close { swallow, .. }) => {
