@@ -130,31 +130,38 @@ print(f"{sum(calls.values()) / tx:.2f}\t{detail}")
 PY
 }
 
-# callgrind_count PID PORT DB MODE TX OUTPREFIX [WORKLOAD...]: user-space instructions per
-# transaction of process PID, running under `valgrind --tool=callgrind --instr-atstart=no
-# --callgrind-out-file=OUTPREFIX`, while `pgbench WORKLOAD -M MODE -c 16` (WORKLOAD: -S unless
-# given) runs TX transactions per client through PORT (after 20 uncounted ones, so logins and
-# first-use work stay out).
-callgrind_count() {
-    local pid=$1 port=$2 db=$3 mode=$4 tx=$5 out=$6 ir
-    shift 6
-    local workload=("${@:--S}")
+# callgrind_total PID OUTPREFIX COMMAND...: user-space instructions process PID executes while
+# COMMAND runs, PID running under `valgrind --tool=callgrind --instr-atstart=no
+# --callgrind-out-file=OUTPREFIX`.
+callgrind_total() {
+    local pid=$1 out=$2
+    shift 2
     # callgrind_control reaches the process through vgdb's pipes, which carry the name of the
     # user it runs as: a process of another user (PgBouncer runs as postgres) is controlled as it.
     local ctl=(callgrind_control)
     [ "$(stat -c %U "/proc/$pid")" = "$(id -un)" ] ||
         ctl=(setpriv --reuid="$(stat -c %U "/proc/$pid")" --regid="$(stat -c %G "/proc/$pid")" --init-groups callgrind_control)
-    pgbench -n "${workload[@]}" -M "$mode" -c 16 -j 2 -t 20 -h 127.0.0.1 -p "$port" -U "$PG_USER" "$db" >/dev/null 2>&1
     rm -f "$out"*
     "${ctl[@]}" -i on "$pid" >/dev/null 2>&1 || log "callgrind_control cannot reach pid $pid"
-    pgbench -n "${workload[@]}" -M "$mode" -c 16 -j 2 -t "$tx" -h 127.0.0.1 -p "$port" -U "$PG_USER" "$db" >/dev/null 2>&1 ||
-        log "pgbench under callgrind (port $port, $mode) failed"
+    "$@" >/dev/null 2>&1 || log "under callgrind: $* failed"
     "${ctl[@]}" -i off "$pid" >/dev/null 2>&1 || true
     "${ctl[@]}" -d "$pid" >/dev/null 2>&1 || true
     sleep 1
     # A dump taken after instrumentation was switched off heads its file with `summary: 0`;
     # `totals:` at its end holds the instructions counted.
-    ir=$(cat "$out"* 2>/dev/null | sed -n 's/^totals: \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+    cat "$out"* 2>/dev/null | sed -n 's/^totals: \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}'
+}
+
+# callgrind_count PID PORT DB MODE TX OUTPREFIX [WORKLOAD...]: instructions per transaction of
+# PID (see callgrind_total) while `pgbench WORKLOAD -M MODE -c 16` (WORKLOAD: -S unless given)
+# runs TX transactions per client through PORT, after 20 uncounted ones, so logins and
+# first-use work stay out.
+callgrind_count() {
+    local pid=$1 port=$2 db=$3 mode=$4 tx=$5 out=$6 ir
+    shift 6
+    local bench=(pgbench -n "${@:--S}" -M "$mode" -c 16 -j 2 -h 127.0.0.1 -p "$port" -U "$PG_USER" "$db")
+    "${bench[@]}" -t 20 >/dev/null 2>&1
+    ir=$(callgrind_total "$pid" "$out" "${bench[@]}" -t "$tx")
     echo $((ir / (tx * 16)))
 }
 
