@@ -102,15 +102,20 @@ impl Session {
 impl Session {
     /// Charges the large command the read buffer starts with, as far as it arrived and the
     /// next read may take it, before that read; `false` when the budget refuses it. A smaller
-    /// command charges nothing.
+    /// command charges nothing. The buffer gets room for the packets announced so far at once:
+    /// grown read by read, it would double and copy, and the allocator keeps what it copied from.
     pub(super) fn charge_incoming(&mut self) -> bool {
-        let declared = declared(&self.io.buf);
+        let (declared, have) = (declared(&self.io.buf), self.io.buf.len());
         if declared < PIECEWISE_AT {
             return true;
         }
-        let want = COPIES * self.io.buf.len().saturating_add(READ_CHUNK).min(declared) as u64;
+        let want = COPIES * have.saturating_add(READ_CHUNK).min(declared) as u64;
         let budget = self.ctx.config().limits.client_buffer_budget;
-        self.io.held.resize(want, budget)
+        if !self.io.held.resize(want, budget) {
+            return false;
+        }
+        self.io.buf.reserve_exact(declared.saturating_sub(have));
+        true
     }
 
     /// Refuses the command the read buffer starts with (the budget is spent): the rest of its
@@ -118,6 +123,7 @@ impl Session {
     pub(super) async fn refuse_incoming(&mut self) -> Result<(), End> {
         self.io.held.resize(0, 0);
         let (len, seq) = self.discard_command().await?;
+        self.io.buf.shrink_to(READ_CHUNK);
         let text =
             format!("Out of memory: a command of {len} bytes would take the router past limits.client_buffer_budget");
         MyClientError::new(ER_OUT_OF_RESOURCES, text).encode(seq.wrapping_add(1), &mut self.io.out);

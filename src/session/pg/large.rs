@@ -134,18 +134,24 @@ impl Session {
 }
 
 impl Session {
-    /// Charges the large client message whose header starts the unread bytes, as far as it
+    /// Charges the large client message whose header starts the read buffer, as far as it
     /// arrived and the next read may take it, before that read; `Some((tag, len))` when the
-    /// budget refuses it. A smaller message charges nothing.
+    /// budget refuses it. A smaller message charges nothing. The buffer gets room for the whole
+    /// message at once: grown read by read, it would double and copy, and the allocator keeps
+    /// what it copied from.
     pub(super) fn charge_incoming(&mut self) -> Option<(u8, usize)> {
-        let rest = self.io.cbuf.get(self.io.cpos..).unwrap_or_default();
-        let (tag, len) = match decode_header(rest, self.max_message()) {
+        let have = self.io.cbuf.len();
+        let (tag, len) = match decode_header(&self.io.cbuf, self.max_message()) {
             Ok(Some((tag, len))) if len >= PIECEWISE_AT => (tag, len),
             _ => return None,
         };
-        let want = COPIES * rest.len().saturating_add(READ_CHUNK).min(len) as u64;
+        let want = COPIES * have.saturating_add(READ_CHUNK).min(len) as u64;
         let budget = self.ctx.config().limits.client_buffer_budget;
-        (!self.io.held.resize(want, budget)).then_some((tag, len))
+        if !self.io.held.resize(want, budget) {
+            return Some((tag, len));
+        }
+        self.io.cbuf.reserve_exact(len.saturating_sub(have));
+        None
     }
 
     /// Refuses the client message of type `tag` and `len` bytes that starts the unread bytes
@@ -154,6 +160,7 @@ impl Session {
     pub(super) async fn refuse_incoming(&mut self, tag: u8, len: usize) -> Result<(), End> {
         self.io.held.resize(0, 0);
         self.discard_client(len).await?;
+        self.io.cbuf.shrink_to(READ_CHUNK);
         if self.ex.refused() || self.ex.aborted() {
             return Ok(()); // skipped up to Sync anyway, as on the server
         }
