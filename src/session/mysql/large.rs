@@ -100,11 +100,21 @@ impl Session {
 }
 
 impl Session {
+    /// Charges the large command the read buffer starts with before the next read
+    /// (`charge_incoming`); past the budget refuses it (`true`: look at the buffer again).
+    pub(super) async fn refuse_over_budget(&mut self) -> Result<bool, End> {
+        if self.charge_incoming() {
+            return Ok(false);
+        }
+        self.refuse_incoming().await?;
+        Ok(true)
+    }
+
     /// Charges the large command the read buffer starts with, as far as it arrived and the
     /// next read may take it, before that read; `false` when the budget refuses it. A smaller
     /// command charges nothing. The buffer gets room for the packets announced so far at once:
     /// grown read by read, it would double and copy, and the allocator keeps what it copied from.
-    pub(super) fn charge_incoming(&mut self) -> bool {
+    fn charge_incoming(&mut self) -> bool {
         let (declared, have) = (declared(&self.io.buf), self.io.buf.len());
         if declared < PIECEWISE_AT {
             return true;
@@ -120,7 +130,7 @@ impl Session {
 
     /// Refuses the command the read buffer starts with (the budget is spent): the rest of its
     /// packets is read and dropped, then the client gets `1041` as the command's answer.
-    pub(super) async fn refuse_incoming(&mut self) -> Result<(), End> {
+    async fn refuse_incoming(&mut self) -> Result<(), End> {
         self.io.held.resize(0, 0);
         let (len, seq) = self.discard_command().await?;
         self.io.buf.shrink_to(READ_CHUNK);

@@ -377,9 +377,8 @@ impl Session {
                 }
                 Err(e) => return self.fatal(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, e.to_string())).await,
             }
-            if !self.charge_incoming() {
-                self.refuse_incoming().await?; // past the budget (#33)
-                continue;
+            if self.refuse_over_budget().await? {
+                continue; // #33
             }
             self.flush_client().await?;
             let idle = self.link.conn.is_none();

@@ -134,12 +134,20 @@ impl Session {
 }
 
 impl Session {
+    /// Charges the large client message the read buffer starts with before the next read
+    /// (`charge_incoming`); past the budget refuses it (`true`: look at the buffer again).
+    pub(super) async fn refuse_over_budget(&mut self) -> Result<bool, End> {
+        let Some((tag, len)) = self.charge_incoming() else { return Ok(false) };
+        self.refuse_incoming(tag, len).await?;
+        Ok(true)
+    }
+
     /// Charges the large client message whose header starts the read buffer, as far as it
     /// arrived and the next read may take it, before that read; `Some((tag, len))` when the
     /// budget refuses it. A smaller message charges nothing. The buffer gets room for the whole
     /// message at once: grown read by read, it would double and copy, and the allocator keeps
     /// what it copied from.
-    pub(super) fn charge_incoming(&mut self) -> Option<(u8, usize)> {
+    fn charge_incoming(&mut self) -> Option<(u8, usize)> {
         let have = self.io.cbuf.len();
         let (tag, len) = match decode_header(&self.io.cbuf, self.max_message()) {
             Ok(Some((tag, len))) if len >= PIECEWISE_AT => (tag, len),
@@ -157,7 +165,7 @@ impl Session {
     /// Refuses the client message of type `tag` and `len` bytes that starts the unread bytes
     /// (the budget is spent): its bytes are read and dropped, then the client hears `53200`
     /// where the message's response belongs, as from a server that could not allocate it.
-    pub(super) async fn refuse_incoming(&mut self, tag: u8, len: usize) -> Result<(), End> {
+    async fn refuse_incoming(&mut self, tag: u8, len: usize) -> Result<(), End> {
         self.io.held.resize(0, 0);
         self.discard_client(len).await?;
         self.io.cbuf.shrink_to(READ_CHUNK);

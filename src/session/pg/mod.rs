@@ -332,13 +332,9 @@ impl Session {
                 Ok(None) => {}
                 Err(e) => return Err(self.refuse_frame(e).await),
             }
-            if self.io.cpos > 0 {
-                self.io.cbuf.drain(..self.io.cpos);
-                self.io.cpos = 0;
-            }
-            if let Some((tag, len)) = self.charge_incoming() {
-                self.refuse_incoming(tag, len).await?; // past the budget (#33)
-                continue;
+            self.io.cbuf.drain(..std::mem::take(&mut self.io.cpos));
+            if self.refuse_over_budget().await? {
+                continue; // #33
             }
             self.flush_client().await?;
             match self.push_unsynced().await? {
