@@ -228,3 +228,67 @@ fn many_large_mysql_commands_stay_within_the_budget_and_past_it_get_1041() {
     assert!(refused >= ATTACKERS, "at most two of {} fit the budget; {refused} refused", ATTACKERS + 2);
     assert_eq!(held_messages(&router), 0.0, "nothing held once the commands were handled");
 }
+
+/// PyMySQL sends `SELECT LENGTH('x…')` with `n` x's and prints its answer ("ok <length>" or
+/// "error <code> <text>"), then the answer of a next query.
+const BRIDGED_QUERY: &str = r#"
+import sys, pymysql
+port, user, password, db, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+c = pymysql.connect(host="127.0.0.1", port=port, user=user, password=password, database=db)
+cur = c.cursor()
+try:
+    cur.execute("SELECT LENGTH('" + "x" * n + "')"); print("ok", cur.fetchone()[0])
+except pymysql.err.MySQLError as e:
+    print("error", e.args[0], e.args[1])
+cur.execute("SELECT 41 + 1"); print("after", cur.fetchone()[0])
+"#;
+
+/// A router on one core whose listener speaks `listener` and whose only pool `x` is the other
+/// protocol's primary, with a 1 MiB budget.
+fn bridged_router(listener: &str) -> Router {
+    let (pool, port, user, password, database, default) = if listener == "mysql" {
+        let pg = &dbs().pg;
+        ("postgres", pg.primary_port, &pg.user, &pg.password, &pg.database, "mysql_default_pool")
+    } else {
+        let my = &dbs().my;
+        ("mysql", my.primary_port, &my.user, &my.password, &my.database, "default_pool")
+    };
+    Router::start(&format!(
+        "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"{listener}\"\nbind = \"127.0.0.1:0\"\n\n\
+         [pools.x]\nprotocol = \"{pool}\"\nmode = \"transaction\"\nusername = \"{user}\"\npassword = \"{password}\"\n\
+         database = \"{database}\"\nmax_connections = 4\nacquire_timeout = \"20s\"\n\
+         backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n[routing]\n{default} = \"x\"\n\n\
+         [limits]\nclient_buffer_budget = \"1MiB\"\n"
+    ))
+}
+
+#[test]
+fn bridged_sessions_refuse_a_large_message_past_the_budget_and_go_on() {
+    let len = 2 << 20;
+    // A MySQL client on a PostgreSQL pool.
+    let router = bridged_router("mysql");
+    let (pg, my) = (&dbs().pg, &dbs().my);
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", BRIDGED_QUERY, &router.port().to_string(), &pg.user, &pg.password, &my.database])
+        .arg(len.to_string())
+        .output()
+        .unwrap_or_else(|e| panic!("run PyMySQL (python3-pymysql, installed by .ci/deps.sh): {e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("error 1041 Out of memory"), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.ends_with("after 42\n"), "the session goes on: {text}");
+    // A PostgreSQL client on a MySQL pool: a simple Query, then a Bind.
+    let router = bridged_router("postgres");
+    let mut c = router.pg(&my.database);
+    let value = "x".repeat(len);
+    let e = c.simple_query(&format!("SELECT LENGTH('{value}')")).expect_err("past the budget");
+    assert_eq!(e.code(), Some(&postgres::error::SqlState::OUT_OF_MEMORY), "{e}");
+    let stmt = c.prepare_typed("SELECT LENGTH($1)", &[postgres::types::Type::TEXT]).expect("prepare");
+    let e = c.query_one(&stmt, &[&value]).expect_err("past the budget");
+    assert_eq!(e.code(), Some(&postgres::error::SqlState::OUT_OF_MEMORY), "{e}");
+    let rows = c.simple_query("SELECT 41 + 1").expect("the session goes on");
+    let row = rows.iter().find_map(|m| match m {
+        postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+        _ => None,
+    });
+    assert_eq!(row.as_deref(), Some("42"));
+}
