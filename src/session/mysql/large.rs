@@ -18,6 +18,7 @@ use super::{End, Session, READ_CHUNK};
 use crate::metrics::BufferKind;
 use crate::protocol::mysql::decode_packet_header;
 use crate::protocol::mysql::framer::{Frame, MAX_PACKET_PAYLOAD};
+use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::error::RelayError;
@@ -163,9 +164,13 @@ impl Session {
             if left == 0 && (last.is_some() || buf.len() >= HEADER_LEN) {
                 continue;
             }
-            match rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await {
-                Ok(n) if n > 0 => {}
-                _ => return Err(End::ClientGone),
+            // Inside a transaction the backend waits for this client: not for ever.
+            let held = self.tx.status & SERVER_STATUS_IN_TRANS != 0 || self.tx.cursor.is_some();
+            let limit = self.pool.config.timeouts.idle_transaction.filter(|_| held && self.link.conn.is_some());
+            match rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                Ok(_) => return Err(End::ClientGone),
+                Err(_) => return self.idle_transaction_expired().await,
             }
         }
     }
@@ -182,5 +187,37 @@ impl Session {
                 buf.shrink_to(READ_CHUNK);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::mysql::{decode_payload, encode_packets};
+
+    #[test]
+    fn a_command_is_measured_by_the_headers_that_arrived() {
+        let mut wire = Vec::new();
+        encode_packets(&vec![3u8; MAX_PACKET_PAYLOAD + 10], 0, &mut wire);
+        assert_eq!(declared(&wire[..3]), 0, "no header yet");
+        assert_eq!(declared(&wire[..100]), HEADER_LEN + MAX_PACKET_PAYLOAD, "the first packet's");
+        assert_eq!(declared(&wire), wire.len(), "both packets, once the second header is there");
+        let f = decode_payload(&wire, usize::MAX).unwrap().unwrap();
+        assert!(!alone(&f, &wire), "two packets are joined, not taken");
+    }
+
+    #[test]
+    fn a_large_command_alone_in_the_buffer_is_taken_whole() {
+        let payload: Vec<u8> = (0..PIECEWISE_AT + 7).map(|i| i as u8).collect();
+        let mut wire = Vec::new();
+        encode_packets(&payload, 0, &mut wire);
+        let f = decode_payload(&wire, usize::MAX).unwrap().unwrap();
+        assert!(alone(&f, &wire));
+        let mut more = wire.clone();
+        more.push(0);
+        let g = decode_payload(&more, usize::MAX).unwrap().unwrap();
+        assert!(!alone(&g, &more), "something follows it");
+        assert_eq!(take_alone(&mut wire), payload);
+        assert!(wire.is_empty());
     }
 }
