@@ -4,7 +4,8 @@
 //!
 //! One atomic per buffer kind, shared by every core (the pools' connection budgets work the same
 //! way): only a buffer that grows past what a session may hold without asking (a statement's
-//! text, long data) charges it, never a statement's ordinary path. Cores charge concurrently, so
+//! text, long data, a client message of 256 KiB or more) charges it, never a statement's
+//! ordinary path. Cores charge concurrently, so
 //! the total may pass the budget by at most one charge per core. The figures are exported as
 //! `sqp_client_buffer_bytes{kind}`.
 
@@ -93,11 +94,11 @@ mod tests {
         assert!(!b.resize(500, 1000), "600 + 500 is over 1000");
         assert_eq!(b.bytes(), 0, "a refused growth changes nothing");
         assert!(b.resize(400, 1000));
-        assert_eq!(budget.held(), [600, 400, 0, 0]);
+        assert_eq!(budget.held(), [600, 400, 0, 0, 0]);
         assert!(a.resize(100, 0), "shrinking always succeeds");
         assert_eq!(budget.total(), 500);
         drop(a);
-        assert_eq!(budget.held(), [0, 400, 0, 0]);
+        assert_eq!(budget.held(), [0, 400, 0, 0, 0]);
         drop(b);
         assert_eq!(budget.total(), 0);
     }

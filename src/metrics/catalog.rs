@@ -272,7 +272,7 @@ metric!(
     "sqp_client_buffer_bytes",
     Gauge,
     ["kind"],
-    "Bytes the router holds for client sessions (statement text, long data, COPY data and rows in flight), process-wide, against limits.client_buffer_budget."
+    "Bytes the router holds for client sessions (statement text, long data, COPY data and rows in flight, large client messages), process-wide, against limits.client_buffer_budget."
 );
 
 /// Every metric, in exposition order.

@@ -217,5 +217,8 @@ label_enum! {
         Copy => "copy",
         /// Result rows on their way to the client.
         Rows => "rows",
+        /// A client message of 256 KiB or more (a Query, Parse or Bind, a MySQL command) while
+        /// it is read and handled: the router needs it whole to route it.
+        Messages => "messages",
     }
 }

@@ -41,7 +41,7 @@ fn core(k: u64) -> CounterSnapshot {
     // The core copies its router's plan-cache figures into the report.
     s.cache_ops_total[CacheOp::Miss.index()] = k;
     // And the process-wide client buffers, read at slightly different times.
-    s.client_buffer_bytes = [0, 3 + k, 0, 0];
+    s.client_buffer_bytes = [0, 3 + k, 0, 0, 0];
     s
 }
 

@@ -11,6 +11,7 @@ mod support;
 mod abuse;
 mod abuse_flow;
 mod abuse_memory;
+mod abuse_messages;
 mod admin;
 mod auth;
 mod bridge_mysql_pg;

@@ -51,6 +51,8 @@ pub mod frontend {
     pub const BIND: u8 = b'B';
     /// Flush.
     pub const FLUSH: u8 = b'H';
+    /// FunctionCall.
+    pub const FUNCTION_CALL: u8 = b'F';
     /// Parse.
     pub const PARSE: u8 = b'P';
     /// Query (simple protocol).

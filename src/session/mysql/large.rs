@@ -4,12 +4,23 @@
 //! read, so the router holds at most one read of it and a backend that floods rows faster than
 //! its client reads slows only its own connection. Anything else that long is read whole as
 //! before (the exchange says which, from the packet's header and first byte).
+//!
+//! A client's command that long (a COM_QUERY, COM_STMT_PREPARE or COM_STMT_EXECUTE) is held
+//! whole: routing reads a statement's whole text, and an execute is rewritten for the backend's
+//! statement id. It is charged to the process's client buffer budget while it arrives and until
+//! it was handled (`sqp_client_buffer_bytes{kind="messages"}`). Past the budget the rest of it is
+//! read and dropped, never held, and the client gets `1041 (HY000) Out of memory` as its
+//! answer, as from a server that cannot allocate it; the session goes on.
 
 use super::exchange::Exchange;
-use super::Session;
+use super::stmt::ER_OUT_OF_RESOURCES;
+use super::{End, Session, READ_CHUNK};
 use crate::metrics::BufferKind;
 use crate::protocol::mysql::decode_packet_header;
+use crate::protocol::mysql::framer::{Frame, MAX_PACKET_PAYLOAD};
+use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::rt;
+use crate::session::client_error::MyClientError;
 use crate::session::error::RelayError;
 
 /// Payloads at least this long pass through in pieces; shorter ones are read whole.
@@ -17,6 +28,35 @@ pub(super) const PIECEWISE_AT: usize = 256 * 1024;
 
 /// Bytes of a packet header.
 const HEADER_LEN: usize = 4;
+
+/// Copies of a large command charged: the bytes read, and the copy queued for the backend (a
+/// command of one packet alone in the read buffer becomes the payload without a copy).
+const COPIES: u64 = 2;
+
+/// Whether `f`, decoded from `buf`, is a large command of one packet that fills `buf`: its
+/// payload is then taken from the buffer ([`take_alone`]) rather than copied.
+pub(super) fn alone(f: &Frame<'_>, buf: &[u8]) -> bool {
+    f.consumed == buf.len() && f.consumed >= PIECEWISE_AT && f.first_seq == f.last_seq
+}
+
+/// The payload of the one packet that fills `buf`, which is left empty.
+pub(super) fn take_alone(buf: &mut Vec<u8>) -> Vec<u8> {
+    let mut payload = std::mem::take(buf);
+    payload.drain(..HEADER_LEN.min(payload.len()));
+    payload
+}
+
+/// Wire bytes of the command `buf` starts with, as far as its packets' headers tell so far.
+fn declared(buf: &[u8]) -> usize {
+    let mut at = 0;
+    while let Some((len, _)) = buf.get(at..).and_then(decode_packet_header) {
+        at += HEADER_LEN + len;
+        if len < MAX_PACKET_PAYLOAD {
+            break;
+        }
+    }
+    at
+}
 
 /// The payload length, sequence id and first payload byte of the packet `rest` starts with,
 /// once they are there.
@@ -57,5 +97,127 @@ impl Session {
             written.map_err(|e| RelayError::ClientClosed(Some(e)))?;
         }
         Ok(true)
+    }
+}
+
+impl Session {
+    /// Charges the large command the read buffer starts with before the next read
+    /// (`charge_incoming`); past the budget refuses it (`true`: look at the buffer again).
+    pub(super) async fn refuse_over_budget(&mut self) -> Result<bool, End> {
+        if self.charge_incoming() {
+            return Ok(false);
+        }
+        self.refuse_incoming().await?;
+        Ok(true)
+    }
+
+    /// Charges the large command the read buffer starts with, as far as it arrived and the
+    /// next read may take it, before that read; `false` when the budget refuses it. A smaller
+    /// command charges nothing. The buffer gets room for the packets announced so far at once:
+    /// grown read by read, it would double and copy, and the allocator keeps what it copied from.
+    fn charge_incoming(&mut self) -> bool {
+        let (declared, have) = (declared(&self.io.buf), self.io.buf.len());
+        if declared < PIECEWISE_AT {
+            return true;
+        }
+        let want = COPIES * have.saturating_add(READ_CHUNK).min(declared) as u64;
+        let budget = self.ctx.config().limits.client_buffer_budget;
+        if !self.io.held.resize(want, budget) {
+            return false;
+        }
+        self.io.buf.reserve_exact(declared.saturating_sub(have));
+        true
+    }
+
+    /// Refuses the command the read buffer starts with (the budget is spent): the rest of its
+    /// packets is read and dropped, then the client gets `1041` as the command's answer.
+    async fn refuse_incoming(&mut self) -> Result<(), End> {
+        self.io.held.resize(0, 0);
+        let (len, seq) = self.discard_command().await?;
+        self.io.buf.shrink_to(READ_CHUNK);
+        let text =
+            format!("Out of memory: a command of {len} bytes would take the router past limits.client_buffer_budget");
+        MyClientError::new(ER_OUT_OF_RESOURCES, text).encode(seq.wrapping_add(1), &mut self.io.out);
+        self.flush_client().await
+    }
+
+    /// Reads and drops the packets of the command the read buffer starts with, holding at most
+    /// one read of them: its payload's length and its last packet's sequence id.
+    async fn discard_command(&mut self) -> Result<(usize, u8), End> {
+        let (mut total, mut left, mut last) = (0usize, 0usize, None);
+        loop {
+            let buf = &mut self.io.buf;
+            if left == 0 {
+                if let Some(seq) = last {
+                    return Ok((total, seq));
+                }
+                if let Some((len, seq)) = decode_packet_header(buf) {
+                    buf.drain(..HEADER_LEN);
+                    (total, left) = (total + len, len);
+                    last = (len < MAX_PACKET_PAYLOAD).then_some(seq);
+                    continue;
+                }
+            }
+            let piece = buf.len().min(left);
+            buf.drain(..piece);
+            left -= piece;
+            if left == 0 && (last.is_some() || buf.len() >= HEADER_LEN) {
+                continue;
+            }
+            // Inside a transaction the backend waits for this client: not for ever.
+            let held = self.tx.status & SERVER_STATUS_IN_TRANS != 0 || self.tx.cursor.is_some();
+            let limit = self.pool.config.timeouts.idle_transaction.filter(|_| held && self.link.conn.is_some());
+            match rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                Ok(_) => return Err(End::ClientGone),
+                Err(_) => return self.idle_transaction_expired().await,
+            }
+        }
+    }
+
+    /// The large command just handled is held no more: its charge goes, and so do the buffers
+    /// it grew, rather than stay with the session.
+    pub(super) fn release_command(&mut self) {
+        if self.io.held.bytes() == 0 {
+            return;
+        }
+        self.io.held.resize(0, 0);
+        for buf in [&mut self.io.buf, &mut self.link.out] {
+            if buf.capacity() >= PIECEWISE_AT {
+                buf.shrink_to(READ_CHUNK);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::mysql::{decode_payload, encode_packets};
+
+    #[test]
+    fn a_command_is_measured_by_the_headers_that_arrived() {
+        let mut wire = Vec::new();
+        encode_packets(&vec![3u8; MAX_PACKET_PAYLOAD + 10], 0, &mut wire);
+        assert_eq!(declared(&wire[..3]), 0, "no header yet");
+        assert_eq!(declared(&wire[..100]), HEADER_LEN + MAX_PACKET_PAYLOAD, "the first packet's");
+        assert_eq!(declared(&wire), wire.len(), "both packets, once the second header is there");
+        let f = decode_payload(&wire, usize::MAX).unwrap().unwrap();
+        assert!(!alone(&f, &wire), "two packets are joined, not taken");
+    }
+
+    #[test]
+    fn a_large_command_alone_in_the_buffer_is_taken_whole() {
+        let payload: Vec<u8> = (0..PIECEWISE_AT + 7).map(|i| i as u8).collect();
+        let mut wire = Vec::new();
+        encode_packets(&payload, 0, &mut wire);
+        let f = decode_payload(&wire, usize::MAX).unwrap().unwrap();
+        assert!(alone(&f, &wire));
+        let mut more = wire.clone();
+        more.push(0);
+        let g = decode_payload(&more, usize::MAX).unwrap().unwrap();
+        assert!(!alone(&g, &more), "something follows it");
+        assert_eq!(take_alone(&mut wire), payload);
+        assert!(wire.is_empty());
     }
 }

@@ -132,6 +132,7 @@ pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize
                 out: Vec::new(),
                 max_msg: max,
                 share: rt::Share::default(),
+                held: ctx.client_budget().charge(crate::metrics::BufferKind::Messages),
             };
             return Some(Session::new(ctx.clone(), io, g));
         }

@@ -90,6 +90,8 @@ pub(super) struct ClientIo {
     max_msg: usize,
     /// What the client's commands took of the core's current turn (#33).
     share: rt::Share,
+    /// A large command being read and handled, charged to the process's budget (#33).
+    held: crate::metrics::Charge,
 }
 
 /// The attached backend connection and the session's place in its byte streams.
@@ -340,7 +342,9 @@ impl Session {
         };
         // Boxed per command: the handlers' state is large, and an idle session should hold
         // only what waiting for the next command needs.
-        if let Err(end) = Box::pin(self.dispatch(&payload)).await {
+        let done = Box::pin(self.dispatch(&payload)).await;
+        self.release_command(); // #33
+        if let Err(end) = done {
             return Some(end);
         }
         // Commands answered without a wait (pipelined COM_STMT_CLOSE, COM_PING) must not hold
@@ -359,6 +363,7 @@ impl Session {
                         .fatal(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order"))
                         .await;
                 }
+                Ok(Some(f)) if large::alone(&f, &self.io.buf) => return Ok(Some(large::take_alone(&mut self.io.buf))),
                 Ok(Some(f)) => {
                     let payload = f.payload.into_owned();
                     let n = f.consumed;
@@ -371,6 +376,9 @@ impl Session {
                     return self.fatal(MyClientError::new(ER_NET_PACKET_TOO_LARGE, msg)).await;
                 }
                 Err(e) => return self.fatal(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, e.to_string())).await,
+            }
+            if self.refuse_over_budget().await? {
+                continue; // #33
             }
             self.flush_client().await?;
             let idle = self.link.conn.is_none();

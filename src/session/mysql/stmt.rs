@@ -27,7 +27,7 @@ use crate::session::error::RelayError;
 /// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
 const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
 /// `ER_OUT_OF_RESOURCES`.
-const ER_OUT_OF_RESOURCES: ErrorNumber = ErrorNumber { code: 1041, sql_state: *b"HY000" };
+pub(super) const ER_OUT_OF_RESOURCES: ErrorNumber = ErrorNumber { code: 1041, sql_state: *b"HY000" };
 /// `ER_UNKNOWN_ERROR`: what MariaDB reports at execute for long data past `max_allowed_packet`.
 const ER_UNKNOWN_ERROR: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
 /// MariaDB's own text for long data past `max_allowed_packet`, at the execute.

@@ -6,17 +6,30 @@
 //! connection, and a client that streams COPY data faster than the backend takes it is read no
 //! faster. (A message is relayed unchanged here only when nothing in the router needs to look at
 //! it: rows and copy data qualify once no retry or healing is under way.)
+//!
+//! Any other client message that long (a Query, Parse or Bind; CopyData outside COPY) must be
+//! held whole: routing reads a statement's whole text, and a Bind's statement may be renamed or
+//! replayed. Such a message is charged to the process's client buffer budget while it arrives
+//! and until it was handled (`sqp_client_buffer_bytes{kind="messages"}`). Past the budget it is
+//! read and dropped, never held, and the client gets `53200 out of memory` as from a server that
+//! cannot allocate it: a simple Query ends with ReadyForQuery, an extended message fails its
+//! batch up to Sync; the session goes on.
 
 use super::relay::Pass;
 use super::{End, Session, READ_CHUNK};
 use crate::metrics::BufferKind;
-use crate::protocol::pg::decode_header;
 use crate::protocol::pg::tag::{backend as server, frontend as client};
+use crate::protocol::pg::{backend, decode_header, sqlstate};
 use crate::rt;
+use crate::session::client_error::PgClientError;
 
 /// Messages at least this long pass through in pieces. Smaller ones are held whole, as every
 /// message used to be: within a few reads, and most results' rows are far shorter.
 pub(super) const PIECEWISE_AT: usize = 256 * 1024;
+
+/// Copies of a large client message charged: the bytes read, and the copy queued for the
+/// backend (a message alone in the read buffer becomes the handled message without a copy).
+const COPIES: u64 = 2;
 
 /// Whether a backend message of type `tag` may pass through in pieces, as far as its type goes.
 pub(super) fn piecewise(tag: u8) -> bool {
@@ -117,5 +130,96 @@ impl Session {
             }
         }
         Ok(())
+    }
+}
+
+impl Session {
+    /// Charges the large client message the read buffer starts with before the next read
+    /// (`charge_incoming`); past the budget refuses it (`true`: look at the buffer again).
+    pub(super) async fn refuse_over_budget(&mut self) -> Result<bool, End> {
+        let Some((tag, len)) = self.charge_incoming() else { return Ok(false) };
+        self.refuse_incoming(tag, len).await?;
+        Ok(true)
+    }
+
+    /// Charges the large client message whose header starts the read buffer, as far as it
+    /// arrived and the next read may take it, before that read; `Some((tag, len))` when the
+    /// budget refuses it. A smaller message charges nothing. The buffer gets room for the whole
+    /// message at once: grown read by read, it would double and copy, and the allocator keeps
+    /// what it copied from.
+    fn charge_incoming(&mut self) -> Option<(u8, usize)> {
+        let have = self.io.cbuf.len();
+        let (tag, len) = match decode_header(&self.io.cbuf, self.max_message()) {
+            Ok(Some((tag, len))) if len >= PIECEWISE_AT => (tag, len),
+            _ => return None,
+        };
+        let want = COPIES * have.saturating_add(READ_CHUNK).min(len) as u64;
+        let budget = self.ctx.config().limits.client_buffer_budget;
+        if !self.io.held.resize(want, budget) {
+            return Some((tag, len));
+        }
+        self.io.cbuf.reserve_exact(len.saturating_sub(have));
+        None
+    }
+
+    /// Refuses the client message of type `tag` and `len` bytes that starts the unread bytes
+    /// (the budget is spent): its bytes are read and dropped, then the client hears `53200`
+    /// where the message's response belongs, as from a server that could not allocate it.
+    async fn refuse_incoming(&mut self, tag: u8, len: usize) -> Result<(), End> {
+        self.io.held.resize(0, 0);
+        self.discard_client(len).await?;
+        self.io.cbuf.shrink_to(READ_CHUNK);
+        if self.ex.refused() || self.ex.aborted() {
+            return Ok(()); // skipped up to Sync anyway, as on the server
+        }
+        let text =
+            format!("out of memory: a message of {len} bytes would take the router past limits.client_buffer_budget");
+        let e = PgClientError::new(sqlstate::OUT_OF_MEMORY, text);
+        let idle = self.batch.is_empty() && self.ex.expect.is_empty() && !self.ex.awaiting();
+        if idle && matches!(tag, client::QUERY | client::FUNCTION_CALL) {
+            e.encode(&mut self.io.out);
+            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
+            return self.flush_client().await;
+        }
+        self.fail_batch(e)
+    }
+
+    /// Reads and drops the client's next `len` bytes (the unread ones first), holding at most
+    /// one read of them.
+    async fn discard_client(&mut self, len: usize) -> Result<(), End> {
+        let mut left = len;
+        loop {
+            let io = &mut self.io;
+            let piece = io.cbuf.len().saturating_sub(io.cpos).min(left);
+            io.cbuf.drain(..io.cpos + piece);
+            io.cpos = 0;
+            left -= piece;
+            if left == 0 {
+                return Ok(());
+            }
+            let limit = self.idle_transaction_timeout();
+            match rt::within(limit, rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                Ok(_) => return Err(End::ClientGone),
+                Err(_) => return Err(self.idle_transaction_expired().await),
+            }
+        }
+    }
+
+    /// The large message just handled is held no more: its charge goes, and so do the buffers
+    /// it grew, rather than stay with the session.
+    pub(super) fn release_message(&mut self) {
+        if self.io.held.bytes() == 0 {
+            return;
+        }
+        self.io.held.resize(0, 0);
+        let io = &mut self.io;
+        io.cbuf.drain(..io.cpos);
+        io.cpos = 0;
+        for buf in [&mut io.cbuf, &mut io.msg, &mut self.ex.bout] {
+            if buf.capacity() >= PIECEWISE_AT {
+                buf.shrink_to(READ_CHUNK);
+            }
+        }
     }
 }

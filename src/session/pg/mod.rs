@@ -111,6 +111,8 @@ struct ClientIo {
     max_msg: usize,
     /// What the client's messages took of the core's current turn (#33).
     share: rt::Share,
+    /// A large client message being read and handled, charged to the process's budget (#33).
+    held: crate::metrics::Charge,
 }
 
 /// How a cancel reaches the session's running statement.
@@ -233,6 +235,7 @@ impl Session {
     ) -> Self {
         let slot = ctx.cancels.register(key);
         let stmts_held = ctx.client_budget().charge(crate::metrics::BufferKind::Statements);
+        let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
         let mut ryw = RywState::new(ctx.read_your_writes());
         if let Some(position) = identity.causal.take() {
             ryw.adopt(position); // causal token handed over at startup (#22)
@@ -247,6 +250,7 @@ impl Session {
                 out: Vec::new(),
                 max_msg,
                 share: rt::Share::default(),
+                held,
             },
             pool,
             backend: None,
@@ -328,9 +332,9 @@ impl Session {
                 Ok(None) => {}
                 Err(e) => return Err(self.refuse_frame(e).await),
             }
-            if self.io.cpos > 0 {
-                self.io.cbuf.drain(..self.io.cpos);
-                self.io.cpos = 0;
+            self.io.cbuf.drain(..std::mem::take(&mut self.io.cpos));
+            if self.refuse_over_budget().await? {
+                continue; // #33
             }
             self.flush_client().await?;
             match self.push_unsynced().await? {
@@ -401,6 +405,12 @@ impl Session {
         let Some(rest) = self.io.cbuf.get(self.io.cpos..) else { return Ok(None) };
         let Some(f) = decode_raw_frame(rest, max)? else { return Ok(None) };
         let (tag, len) = (f.tag(), f.len());
+        if self.io.cpos == 0 && len == rest.len() && len >= large::PIECEWISE_AT {
+            // A large message alone in the buffer becomes the message, not a copy of it (#33).
+            std::mem::swap(&mut self.io.msg, &mut self.io.cbuf);
+            self.io.cbuf.clear();
+            return Ok(Some(tag));
+        }
         self.io.msg.clear();
         rt::refill(&mut self.io.msg);
         self.io.msg.extend_from_slice(f.bytes());
@@ -463,6 +473,7 @@ impl Session {
         let msg = std::mem::take(&mut self.io.msg);
         let res = self.dispatch_msg(tag, &msg).await;
         self.io.msg = msg;
+        self.release_message(); // #33
         res?;
         self.stream_batch().await
     }
