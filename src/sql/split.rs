@@ -7,12 +7,12 @@
 //! Works on the lexer's tokens (comments already removed by the caller), never on raw text, so a
 //! `;` or `END` inside a string or quoted identifier splits nothing.
 
-use crate::sql::lexer::{Token, TokenKind};
+use super::lexer::{Token, TokenKind};
 
 /// The statements of `tokens` (comments removed), split at top-level semicolons; empty
 /// statements are dropped. Inside a compound statement (see the module docs) only a semicolon
 /// after the outermost `END` ends it.
-pub(super) fn statements<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]> {
+pub fn statements<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]> {
     let mut out = Vec::new();
     let (mut from, mut depth) = (0usize, 0u32);
     let mut compound = false;
@@ -34,7 +34,7 @@ pub(super) fn statements<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]
 }
 
 /// Whether `stmt` defines a stored program (its body is code, not statements that run now).
-pub(super) fn defines_stored_program(stmt: &[Token<'_>]) -> bool {
+pub fn defines_stored_program(stmt: &[Token<'_>]) -> bool {
     const KINDS: [&str; 5] = ["PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"];
     // CREATE [OR REPLACE] [DEFINER = user] [AGGREGATE] {PROCEDURE | ...}: the kind comes within
     // the first few tokens (a quoted `user`@`host` is at most four).
