@@ -42,8 +42,7 @@ mod tests;
 
 pub use effects::{session_effects, Effect, Effects, PinReason, MYSQL_ACCESS_MODE, MYSQL_ISOLATION};
 pub use facts::{
-    Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, SessionEffect, SetScope,
-    StatementFacts, TxControl,
+    Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, StatementFacts, TxControl,
 };
 
 use crate::sql::parse;
@@ -113,11 +112,6 @@ fn mysql_token_facts(facts: &mut StatementFacts, segment: &tokens::Segment) {
                 facts.operation = Operation::Session;
                 facts.affinity.insert(Affinity::SessionSet);
                 facts.note(Affinity::SessionSet.name(), "SET SESSION TRANSACTION");
-                facts.effects.push(SessionEffect::Set {
-                    name: "transaction".into(),
-                    scope: SetScope::Session,
-                    value: None,
-                });
             }
             Some("GLOBAL") => facts.operation = Operation::Admin,
             _ => {}
