@@ -4,6 +4,8 @@
 //! holds semicolons yet is one statement, which the server runs without
 //! `CLIENT_MULTI_STATEMENTS`.
 //!
+//! Also where a comma-separated list ends its items ([`top_level`]).
+//!
 //! Works on the lexer's tokens (comments already removed by the caller), never on raw text, so a
 //! `;` or `END` inside a string or quoted identifier splits nothing.
 
@@ -40,6 +42,26 @@ pub fn defines_stored_program(stmt: &[Token<'_>]) -> bool {
     // the first few tokens (a quoted `user`@`host` is at most four).
     stmt.first().is_some_and(|t| t.is_word("CREATE"))
         && stmt.iter().take(12).any(|t| KINDS.iter().any(|k| t.is_word(k)))
+}
+
+/// A list split at its top-level commas (`a = f(x, y), b = 2` is two parts): the assignments of
+/// a `SET`, the items of a select list.
+pub fn top_level<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]> {
+    let mut parts = Vec::new();
+    let (mut depth, mut from) = (0i32, 0usize);
+    for (i, t) in tokens.iter().enumerate() {
+        match t.kind {
+            TokenKind::LParen => depth += 1,
+            TokenKind::RParen => depth -= 1,
+            TokenKind::Comma if depth == 0 => {
+                parts.push(tokens.get(from..i).unwrap_or_default());
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(tokens.get(from..).unwrap_or_default());
+    parts
 }
 
 /// A statement whose `BEGIN ... END` (and `CASE ... END`) blocks must be matched before a

@@ -7,6 +7,7 @@
 
 use super::{calls, creates_temp, pin, unquote, word, Effect, PinReason, MYSQL_ACCESS_MODE, MYSQL_ISOLATION};
 use crate::sql::lexer::{Token, TokenKind};
+use crate::sql::split;
 
 /// The effects of one statement (not a stored program's definition).
 pub(super) fn classify(sql: &str, stmt: &[Token<'_>], out: &mut Vec<Effect>) {
@@ -64,7 +65,7 @@ fn classify_set(sql: &str, rest: &[Token<'_>], out: &mut Vec<Effect>) {
     }
     if first.is_word("SESSION") && word(rest.get(1), "TRANSACTION") {
         // Isolation level and access mode are separate settings: setting one keeps the other.
-        for part in split_top_level(rest.get(2..).unwrap_or_default()) {
+        for part in split::top_level(rest.get(2..).unwrap_or_default()) {
             let (Some(a), Some(b)) = (part.first(), part.last()) else { continue };
             let text = sql.get(a.start..b.end()).unwrap_or("");
             let name = if a.is_word("ISOLATION") { MYSQL_ISOLATION } else { MYSQL_ACCESS_MODE };
@@ -76,28 +77,9 @@ fn classify_set(sql: &str, rest: &[Token<'_>], out: &mut Vec<Effect>) {
     {
         return; // per-statement or server-wide: no session state
     }
-    for assignment in split_top_level(rest) {
+    for assignment in split::top_level(rest) {
         classify_assignment(sql, assignment, out);
     }
-}
-
-/// Splits `a = f(x, y), b = 2` at top-level commas.
-fn split_top_level<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]> {
-    let mut parts = Vec::new();
-    let (mut depth, mut from) = (0i32, 0usize);
-    for (i, t) in tokens.iter().enumerate() {
-        match t.kind {
-            TokenKind::LParen => depth += 1,
-            TokenKind::RParen => depth -= 1,
-            TokenKind::Comma if depth == 0 => {
-                parts.push(tokens.get(from..i).unwrap_or_default());
-                from = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(tokens.get(from..).unwrap_or_default());
-    parts
 }
 
 fn classify_assignment(sql: &str, tokens: &[Token<'_>], out: &mut Vec<Effect>) {
