@@ -1,5 +1,5 @@
-//! Semantic analysis (`sql::analyze::analyze` with the built-in function catalogs) and the
-//! sqlparser-based `fingerprint_ast`, on both dialects.
+//! Semantic analysis (`sql::analyze::analyze` with the built-in function catalogs), the
+//! sqlparser-based `fingerprint_ast` and the session-effect classifier, on both dialects.
 //!
 //! Properties: no panic and no stack overflow on any text (the analyzer promises "never panics
 //! and never fails", with token guards against deep nesting); eligible facts are consistent.
@@ -12,7 +12,7 @@
 use std::sync::{Once, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use querypilot::sql::analyze::{analyze, Operation};
+use querypilot::sql::analyze::{analyze, session_effects, Operation};
 use querypilot::sql::fingerprint::fingerprint_ast;
 use querypilot::sql::volatility::FunctionCatalog;
 use querypilot::sql::Dialect;
@@ -50,7 +50,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(facts.operation, Operation::Read);
             assert!(facts.statement_count > 0 && facts.locking.is_none() && facts.affinity.is_empty());
         }
-        let _ = facts.session_set();
+        let _ = session_effects(&sql, *dialect);
         let _ = fingerprint_ast(&sql, *dialect);
     }
 });

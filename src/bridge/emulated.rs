@@ -19,6 +19,7 @@
 //! | `COM_PING`, `COM_FIELD_LIST`, `COM_STATISTICS` | answered locally |
 
 use crate::sql::lexer::{Lexer, Token, TokenKind};
+use crate::sql::split;
 use crate::sql::Dialect;
 
 /// MySQL-only settings a `SET` may change without effect on a PostgreSQL backend.
@@ -277,7 +278,7 @@ fn autocommit_value(v: &[Token<'_>]) -> Option<bool> {
 
 fn classify_set(rest: &[Token<'_>]) -> Option<Emulation> {
     let mut autocommit = None;
-    for a in split_top_level(rest) {
+    for a in split::top_level(rest) {
         let (name, value_at) = setting_name(a)?;
         if name == "autocommit" {
             autocommit = Some(autocommit_value(a.get(value_at..).unwrap_or_default())?);
@@ -286,25 +287,6 @@ fn classify_set(rest: &[Token<'_>]) -> Option<Emulation> {
         }
     }
     Some(Emulation::Set(autocommit))
-}
-
-/// Splits tokens on commas outside parentheses.
-fn split_top_level<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, t) in tokens.iter().enumerate() {
-        match t.kind {
-            TokenKind::LParen => depth += 1,
-            TokenKind::RParen => depth -= 1,
-            TokenKind::Comma if depth == 0 => {
-                parts.push(tokens.get(start..i).unwrap_or_default());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(tokens.get(start..).unwrap_or_default());
-    parts
 }
 
 fn classify_select(sql: &str, rest: &[Token<'_>]) -> Option<Emulation> {
@@ -326,7 +308,7 @@ fn classify_select(sql: &str, rest: &[Token<'_>]) -> Option<Emulation> {
         None => rest,
     };
     let mut out = Vec::new();
-    for item in split_top_level(items) {
+    for item in split::top_level(items) {
         let (var, alias) = match item {
             [v] => (v, None),
             [v, a] => (v, Some(a)),

@@ -12,74 +12,14 @@
 //! (ParameterStatus: DateStyle, TimeZone, ...) are replayed as the full value the server
 //! reported, so a partial `SET datestyle TO dmy` is never replayed on its own.
 
-mod classify;
 pub mod startup;
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
-pub use classify::pg_effects;
-
-/// Why a client is pinned to its backend connection for the rest of its session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PinReason {
-    /// `CREATE TEMP TABLE`, `SELECT ... INTO TEMP`, anything in `pg_temp`.
-    TempObject,
-    /// Session-level advisory locks.
-    AdvisoryLock,
-    /// `LISTEN`.
-    Listen,
-    /// SQL-level `PREPARE`.
-    SqlPrepare,
-    /// `DECLARE ... WITH HOLD` cursors.
-    HoldCursor,
-    /// Settings changed in ways that cannot be replayed (`set_config`, ...).
-    UntrackedSetting,
-    /// `SET ROLE`, `SET SESSION AUTHORIZATION` and their `set_config` forms: the next client
-    /// of the connection must never run with this client's identity.
-    Role,
-    /// `DO` blocks: they may change anything through dynamic SQL.
-    DoBlock,
-    /// A client encoding whose multi-byte characters can contain ASCII quote or backslash
-    /// bytes (SJIS, BIG5, GBK, ...): statements cannot be read safely, so nothing is tracked.
-    ClientEncoding,
-}
-
-impl PinReason {
-    /// Metric label / log value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::TempObject => "temp_object",
-            Self::AdvisoryLock => "advisory_lock",
-            Self::Listen => "listen",
-            Self::SqlPrepare => "sql_prepare",
-            Self::HoldCursor => "hold_cursor",
-            Self::UntrackedSetting => "untracked_setting",
-            Self::Role => "role",
-            Self::DoBlock => "do_block",
-            Self::ClientEncoding => "client_encoding",
-        }
-    }
-}
-
-/// The session-relevant effect of one statement.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    /// `SET name ...` at session level: replay `stmt` to restore it.
-    Set {
-        /// Lower-cased parameter name.
-        name: String,
-        /// The statement text to replay.
-        stmt: String,
-    },
-    /// `RESET name` (or `SET name TO DEFAULT`).
-    Reset(String),
-    /// `RESET ALL` or `DISCARD ALL`.
-    ResetAll,
-    /// State that pins the session.
-    Pin(PinReason),
-}
+use crate::sql::analyze::{session_effects, Effect, PinReason};
+use crate::sql::Dialect;
 
 /// What every replay starts with: the server's defaults, and the connection's own identity
 /// (RESET ALL leaves `role` and `session_authorization` alone). Any user may return to its
@@ -154,6 +94,11 @@ impl SessionState {
         }
     }
 
+    /// Records the effects of PostgreSQL text that was sent; they apply once it commits.
+    pub fn stage_sql(&mut self, sql: &str) {
+        self.stage(session_effects(sql, Dialect::Postgres).into_effects());
+    }
+
     /// Records effects of a statement that was sent; they apply once it commits.
     pub fn stage(&mut self, effects: impl IntoIterator<Item = Effect>) {
         for e in effects {
@@ -212,7 +157,8 @@ impl SessionState {
                     self.settings.clear();
                     self.restore |= !self.startup.is_empty();
                 }
-                Effect::Pin(_) => {}
+                // Pins were taken when staged; `USE` is MySQL's.
+                Effect::Pin(_) | Effect::Use(_) => {}
             }
         }
         self.resign();
@@ -298,17 +244,17 @@ mod tests {
     fn effects_apply_only_on_commit() {
         let mut s = SessionState::default();
         assert_eq!(s.signature(), 0);
-        s.stage(pg_effects("SET search_path = a"));
+        s.stage_sql("SET search_path = a");
         assert_eq!(s.signature(), 0, "staged, not applied");
         s.rollback();
         s.commit();
         assert_eq!(s.signature(), 0, "rolled back SET leaves nothing");
-        s.stage(pg_effects("SET search_path = a"));
+        s.stage_sql("SET search_path = a");
         s.commit();
         let sig = s.signature();
         assert_ne!(sig, 0);
         assert_eq!(s.replay_sql(), format!("{REPLAY_PREFIX}; SET search_path = a"));
-        s.stage(pg_effects("RESET ALL"));
+        s.stage_sql("RESET ALL");
         s.commit();
         assert_eq!(s.signature(), 0);
         assert_eq!(s.take_restore(), None, "no startup values to put back");
@@ -334,7 +280,7 @@ mod tests {
     #[test]
     fn session_settings_override_startup_values_until_reset() {
         let mut s = SessionState::from_startup([("DateStyle", "SQL, DMY"), ("work_mem", "8MB")].into_iter());
-        s.stage(pg_effects("SET work_mem = '1MB'"));
+        s.stage_sql("SET work_mem = '1MB'");
         s.commit();
         assert_eq!(
             s.replay_sql(),
@@ -342,16 +288,16 @@ mod tests {
             "the client's SET replaces its startup value"
         );
         assert_eq!(s.take_restore(), None, "nothing was reset");
-        s.stage(pg_effects("RESET work_mem"));
+        s.stage_sql("RESET work_mem");
         s.commit();
         assert!(s.restore_pending());
         assert_eq!(s.take_restore().as_deref(), Some("SET \"DateStyle\" TO 'SQL, DMY'; SET \"work_mem\" TO '8MB'"));
         assert!(!s.restore_pending());
         assert_eq!(s.take_restore(), None, "taken once");
-        s.stage(pg_effects("SET work_mem = '2MB'; RESET timezone"));
+        s.stage_sql("SET work_mem = '2MB'; RESET timezone");
         s.commit();
         assert_eq!(s.take_restore(), None, "timezone has no startup value to return to");
-        s.stage(pg_effects("RESET ALL"));
+        s.stage_sql("RESET ALL");
         s.commit();
         assert_eq!(s.take_restore().as_deref(), Some("SET \"DateStyle\" TO 'SQL, DMY'; SET \"work_mem\" TO '8MB'"));
         assert_eq!(
@@ -368,15 +314,15 @@ mod tests {
     fn reported_parameters_replay_as_the_full_reported_value() {
         let mut s = SessionState::default();
         s.greeted(greeting(&[("DateStyle", "ISO, MDY"), ("TimeZone", "UTC")]));
-        s.stage(pg_effects("SET datestyle TO 'SQL'"));
+        s.stage_sql("SET datestyle TO 'SQL'");
         assert!(s.report("DateStyle", "SQL, MDY"));
         s.commit();
-        s.stage(pg_effects("SET datestyle TO dmy"));
+        s.stage_sql("SET datestyle TO dmy");
         assert!(s.report("DateStyle", "SQL, DMY"));
         s.commit();
         assert_eq!(s.replay_sql(), format!("{REPLAY_PREFIX}; SET \"DateStyle\" TO 'SQL, DMY'"));
         // A SET that changes nothing gets no ParameterStatus: the last reported value stands.
-        s.stage(pg_effects("SET datestyle TO dmy"));
+        s.stage_sql("SET datestyle TO dmy");
         s.commit();
         assert_eq!(s.replay_sql(), format!("{REPLAY_PREFIX}; SET \"DateStyle\" TO 'SQL, DMY'"));
         assert!(!s.report("DateStyle", "SQL, DMY"), "unchanged");
@@ -413,7 +359,7 @@ mod tests {
     #[test]
     fn pins_survive_rollback() {
         let mut s = SessionState::default();
-        s.stage(pg_effects("CREATE TEMP TABLE t(x int)"));
+        s.stage_sql("CREATE TEMP TABLE t(x int)");
         s.rollback();
         assert_eq!(s.pin(), Some(PinReason::TempObject));
     }

@@ -10,6 +10,7 @@ pub mod lexer;
 pub mod mode;
 pub mod parse;
 pub mod requote;
+pub mod split;
 pub mod template;
 
 /// The SQL dialect a statement is written in, decided by the listener protocol it arrived on.

@@ -23,6 +23,7 @@ use crate::routing::causal::{
 };
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::sql::analyze::{session_effects, Effect};
 use crate::sql::Dialect;
 
 /// `ER_WRONG_VALUE_FOR_VAR` (1231, SQLSTATE 42000): an invalid causal token, as the server
@@ -245,8 +246,8 @@ impl Session {
         if !named || self.ctx.read_your_writes() != ReadYourWrites::Causal {
             return false;
         }
-        let (effects, _) = super::state::effects(sql);
-        if !effects.iter().any(|(_, e)| matches!(e, super::state::Effect::Set { name, .. } if name == NAME)) {
+        let effects = session_effects(sql, Dialect::MySql);
+        if !effects.effects().any(|e| matches!(e, Effect::Set { name, .. } | Effect::Reset(name) if name == NAME)) {
             return false;
         }
         let text = "session_track_system_variables is kept by the router for causal reads (it tracks last_gtid), \

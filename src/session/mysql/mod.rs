@@ -22,7 +22,6 @@ mod relay;
 mod retry;
 mod route;
 pub mod settle;
-mod split;
 mod sqlmode;
 mod state;
 mod stmt;
@@ -49,8 +48,10 @@ use crate::rt::{self, Stream};
 use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
 use crate::session::CoreContext;
+use crate::sql::analyze::{session_effects, Effect, Effects, PinReason};
+use crate::sql::Dialect;
 use relay::{Grammar, Outcome};
-use state::{Effect, MyState, PinReason};
+use state::MyState;
 
 /// Bytes buffered for the client before they are written out mid-result.
 const CLIENT_FLUSH_AT: usize = 64 * 1024;
@@ -546,7 +547,7 @@ impl Session {
         if let Some((id, connection)) = kill::parse_kill(&sql) {
             return self.kill(id, connection).await;
         }
-        let (effects, count) = state::effects(&sql);
+        let Effects { list: effects, statements: count } = session_effects(&sql, Dialect::MySql);
         if count > 1 && !self.client.multi_statements {
             let e = MyClientError::new(
                 ER_PARSE_ERROR,
@@ -585,7 +586,7 @@ impl Session {
             None if routed.detour => self.detour(payload, grammar).await?,
             None => self.run_command(payload, grammar, effects).await?,
             Some(translated) => {
-                let (effects, _) = state::effects(&translated);
+                let effects = session_effects(&translated, Dialect::MySql).list;
                 let payload = [&[COM_QUERY][..], translated.as_bytes()].concat();
                 self.run_command(&payload, grammar, effects).await?
             }
@@ -902,9 +903,8 @@ impl Session {
 /// Whether any statement of `sql` is `LOAD DATA|XML ... LOCAL INFILE`.
 fn loads_local_file(sql: &str) -> bool {
     use crate::sql::lexer::{Lexer, Token, TokenKind};
-    let tokens: Vec<Token<'_>> =
-        Lexer::new(sql, crate::sql::Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
-    split::statements(&tokens).into_iter().any(|stmt| {
+    let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
+    crate::sql::split::statements(&tokens).into_iter().any(|stmt| {
         let local = stmt.iter().position(|t| t.is_word("LOCAL"));
         let infile = stmt.iter().position(|t| t.is_word("INFILE"));
         stmt.first().is_some_and(|t| t.is_word("LOAD")) && matches!((local, infile), (Some(l), Some(i)) if l < i)

@@ -6,10 +6,10 @@
 //! The session calls [`settle`] for every statement that needs it; the dry-run calls the same
 //! function with the state it is asked to assume.
 
-use super::state;
 use super::txguard;
 use crate::routing::{Decision, DecisionError, DecisionKind, MySqlSession, Outcome, Settled};
-use crate::sql::analyze::Operation;
+use crate::sql::analyze::{session_effects, Operation};
+use crate::sql::Dialect;
 
 /// The refusal text of a statement statement pooling on `pool` cannot serve, if it cannot.
 pub fn statement_pooling_refusal(pool: &str, sql: &str) -> Option<String> {
@@ -69,7 +69,7 @@ pub fn settle(decision: &mut Decision, sql: &str, s: &MySqlSession<'_>) -> Settl
 /// nor opens a transaction.
 fn detourable(decision: &Decision, sql: &str) -> bool {
     matches!(decision.facts.operation, Operation::Read | Operation::Write | Operation::Ddl)
-        && state::effects(sql).0.is_empty()
+        && session_effects(sql, Dialect::MySql).list.is_empty()
         && txguard::statement_pooling_refusal(sql).is_none()
 }
 

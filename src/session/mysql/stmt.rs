@@ -6,7 +6,7 @@ use std::rc::Rc;
 use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, LongRefusal, Stmt};
 use super::relay::Grammar;
 use super::route::Routed;
-use super::state::{Effect, MyState, PinReason};
+use super::state::MyState;
 use super::{End, Session};
 use crate::config::Protocol;
 use crate::metrics::BufferKind;
@@ -23,6 +23,8 @@ use crate::routing::StatementKey;
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::error::RelayError;
+use crate::sql::analyze::{session_effects, Effect, PinReason};
+use crate::sql::Dialect;
 
 /// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
 const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
@@ -198,7 +200,7 @@ pub(super) async fn replay(conn: &mut Conn, state: &MyState, default_db: &str) -
 /// #19). With parameters the value is not in the text, so the setting cannot be replayed and
 /// pins the session instead.
 fn executed_effects(sql: &[u8], params: u16) -> Vec<(usize, Effect)> {
-    let (mut effects, _) = super::state::effects(&String::from_utf8_lossy(sql));
+    let mut effects = session_effects(&String::from_utf8_lossy(sql), Dialect::MySql).list;
     if params > 0 {
         for (_, e) in &mut effects {
             if !matches!(e, Effect::Pin(_)) {
@@ -305,7 +307,7 @@ impl Session {
             Some(t) => (t.sql.into_bytes(), t.param_order.map(Rc::from)),
             None => (sql.to_vec(), None),
         };
-        let (effects, _) = super::state::effects(&String::from_utf8_lossy(&prepared));
+        let effects = session_effects(&String::from_utf8_lossy(&prepared), Dialect::MySql).list;
         let pins: Vec<(usize, Effect)> = effects.into_iter().filter(|(_, e)| matches!(e, Effect::Pin(_))).collect();
         let payload = [&[COM_STMT_PREPARE][..], &prepared].concat();
         if self.send_command(&payload).await.is_err() {

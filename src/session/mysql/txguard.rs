@@ -7,10 +7,9 @@
 //! server's status flags. These checks only cover what must be decided before the server has
 //! seen the statement.
 
-use super::split;
-use super::state::{self, Effect};
+use super::state;
 use crate::routing::Facts;
-use crate::sql::analyze::{Affinity, Operation, TxControl};
+use crate::sql::analyze::{session_effects, Affinity, Effect, Operation, TxControl};
 use crate::sql::lexer::{Lexer, Token, TokenKind};
 use crate::sql::volatility::Volatility;
 use crate::sql::Dialect;
@@ -20,7 +19,7 @@ use crate::sql::Dialect;
 /// `START TRANSACTION`, `XA START`, and `SET autocommit` to anything but a plain "on" value.
 pub(super) fn statement_pooling_refusal(sql: &str) -> Option<String> {
     let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
-    for stmt in split::statements(&tokens) {
+    for stmt in crate::sql::split::statements(&tokens) {
         let (first, second) = (stmt.first(), stmt.get(1));
         let word = |t: Option<&Token<'_>>, w: &str| t.is_some_and(|t| t.is_word(w));
         if word(first, "BEGIN") && !word(second, "NOT") {
@@ -33,9 +32,13 @@ pub(super) fn statement_pooling_refusal(sql: &str) -> Option<String> {
             return Some("XA START opens a transaction".into());
         }
     }
-    state::effects(sql).0.into_iter().find_map(|(_, e)| match e {
+    session_effects(sql, Dialect::MySql).into_effects().find_map(|e| match e {
         Effect::Set { name, stmt } if name == "autocommit" && !state::setting_on(&stmt) => {
             Some(format!("{stmt} makes every later statement part of a transaction"))
+        }
+        // The server's default may be off.
+        Effect::Reset(name) if name == "autocommit" => {
+            Some("SET autocommit = DEFAULT makes every later statement part of a transaction".into())
         }
         _ => None,
     })
@@ -70,10 +73,7 @@ pub(super) fn held_replica_refusal(facts: &Facts, sql: &str) -> Option<&'static 
             | TxControl::SetTransaction => None,
             _ => Some("transaction"),
         },
-        Operation::Session => {
-            let (effects, _) = state::effects(sql);
-            effects.iter().any(|(_, e)| matches!(e, Effect::Pin(_))).then_some("session_pin")
-        }
+        Operation::Session => session_effects(sql, Dialect::MySql).pins().then_some("session_pin"),
         _ => Some(why),
     }
 }

@@ -14,7 +14,6 @@ use crate::config::PoolMode;
 use crate::protocol::pg::tag::frontend as client;
 use crate::protocol::pg::{backend, sqlstate};
 use crate::session::client_error::PgClientError;
-use crate::session::state::pg_effects;
 
 /// The NUL-terminated string at the start of `body`, and what follows it.
 fn cstr(body: &[u8]) -> Option<(&[u8], &[u8])> {
@@ -64,7 +63,7 @@ impl Session {
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.flush_client().await;
         }
-        self.state.stage(pg_effects(&text));
+        self.state.stage_sql(&text);
         if tag == client::QUERY {
             return self.on_simple(raw).await;
         }

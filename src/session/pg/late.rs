@@ -30,7 +30,6 @@ use crate::config::Protocol;
 use crate::protocol::pg::tag::backend as server;
 use crate::protocol::pg::{frontend, sqlstate, FrontendMessage, Target};
 use crate::session::client_error::PgClientError;
-use crate::session::state::pg_effects;
 use crate::sql::template::{InlineError, LateTranslation, LiteralKind};
 
 /// SQLSTATE of a NUL byte in a text value (`character_not_in_repertoire`).
@@ -123,7 +122,7 @@ impl Session {
         if let Err(e) = self.ensure_backend().await {
             return self.fail_batch(e);
         }
-        self.state.stage(pg_effects(&sql));
+        self.state.stage_sql(&sql);
         let mut msgs = Vec::with_capacity(sql.len() + portal.len() + 32);
         let encoded = frontend::encode_parse("", &sql, &[], &mut msgs)
             .and_then(|()| frontend::encode_bind(portal, "", &[], &[], results, &mut msgs));

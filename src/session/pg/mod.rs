@@ -48,7 +48,7 @@ use crate::routing::RywState;
 use crate::rt::{self, Stream};
 use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
-use crate::session::state::{pg_effects, SessionState};
+use crate::session::state::SessionState;
 use crate::session::CoreContext;
 use prepared::{Expect, Stmt};
 use readonly::begins_transaction;
@@ -607,13 +607,13 @@ impl Session {
             }
         };
         let Some(sql) = rewritten else {
-            self.state.stage(pg_effects(sql));
+            self.state.stage_sql(sql);
             if self.commit_probe_due(sql) {
                 return self.on_probed_commit(raw).await; // #34
             }
             return self.on_simple(raw).await;
         };
-        self.state.stage(pg_effects(&sql));
+        self.state.stage_sql(&sql);
         let mut query = Vec::with_capacity(sql.len() + 6);
         if frontend::encode_query(&sql, &mut query).is_err() {
             return self
@@ -655,10 +655,10 @@ impl Session {
                 Err(e) => return self.fail_batch(e),
             };
             let Some(sql) = rewritten else {
-                self.state.stage(pg_effects(query));
+                self.state.stage_sql(query);
                 return self.forward_unnamed_parse(raw, None).await;
             };
-            self.state.stage(pg_effects(&sql));
+            self.state.stage_sql(&sql);
             let mut parse = Vec::with_capacity(sql.len() + 16);
             if frontend::encode_parse("", &sql, types, &mut parse).is_err() {
                 return self

@@ -14,7 +14,8 @@ use super::Session;
 use crate::protocol::pg::{frontend, sqlstate};
 use crate::routing::StatementKey;
 use crate::session::client_error::PgClientError;
-use crate::session::state::{pg_effects, Effect};
+use crate::sql::analyze::{session_effects, Effect};
+use crate::sql::Dialect;
 
 /// A statement a client prepared.
 #[derive(Debug)]
@@ -59,7 +60,7 @@ impl Stmt {
             key,
             server_name,
             parse_msg,
-            effects: pg_effects(query),
+            effects: session_effects(query, Dialect::Postgres).into_effects().collect(),
             query: client_query.to_owned(),
             route_key: None,
             sent: (query.to_owned(), types.to_vec()),

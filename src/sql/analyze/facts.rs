@@ -262,68 +262,6 @@ impl fmt::Display for LockClause {
     }
 }
 
-/// Scope of a SET.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SetScope {
-    /// Lasts for the connection (PostgreSQL `SET`, `SET SESSION`; MySQL `SET x`, `SET SESSION x`).
-    Session,
-    /// Lasts until the end of the transaction (PostgreSQL `SET LOCAL`).
-    Local,
-    /// Server-wide (MySQL `SET GLOBAL` / `SET PERSIST`): an admin action, not session state.
-    Global,
-}
-
-/// A change of connection state the session layer must track for transaction-mode pooling.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionEffect {
-    /// `SET name = value` (also SET TIME ZONE, SET ROLE, set_config()); `value` is SQL text.
-    Set {
-        /// Lower-cased variable name (`timezone`, `role`, `search_path`, `@@session.x` → `x`).
-        name: String,
-        /// Session, transaction-local or global.
-        scope: SetScope,
-        /// The assigned value as SQL text (`None` when not statically known, e.g. set_config()).
-        value: Option<String>,
-    },
-    /// `RESET name`.
-    Reset(String),
-    /// `RESET ALL`.
-    ResetAll,
-    /// `DISCARD ALL`: everything the connection holds is dropped.
-    DiscardAll,
-    /// `DISCARD PLANS | SEQUENCES | TEMP`.
-    Discard(&'static str),
-    /// MySQL `SET NAMES charset [COLLATE c]` (or `SET NAMES DEFAULT` with `None`).
-    SetNames(Option<String>),
-    /// MySQL `USE db` (the name as written, unquoted).
-    UseDatabase(String),
-    /// MySQL user variable assignment `@name` (SET @x or `@x := ...`).
-    UserVariableSet(String),
-    /// `LISTEN channel`.
-    Listen(String),
-    /// `UNLISTEN channel`, or `UNLISTEN *` as `None`.
-    Unlisten(Option<String>),
-    /// SQL `PREPARE name`.
-    Prepare(String),
-    /// `DEALLOCATE name`, or `DEALLOCATE ALL` as `None`.
-    Deallocate(Option<String>),
-    /// `DECLARE name CURSOR`, with whether it is WITH HOLD.
-    DeclareCursor {
-        /// Cursor name.
-        name: String,
-        /// WITH HOLD cursors outlive the transaction.
-        with_hold: bool,
-    },
-    /// `CLOSE name`, or `CLOSE ALL` as `None`.
-    CloseCursor(Option<String>),
-    /// `CREATE TEMP TABLE name` (also `SELECT ... INTO TEMP`).
-    CreateTempTable(String),
-    /// MySQL `LOCK TABLES`.
-    LockTables,
-    /// MySQL `UNLOCK TABLES`.
-    UnlockTables,
-}
-
 /// One observation behind the facts, for logs, `EXPLAIN ROUTE` style output and tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Evidence {
@@ -348,8 +286,6 @@ pub struct StatementFacts {
     pub statement_count: u16,
     /// Why the facts are what they are.
     pub evidence: Vec<Evidence>,
-    /// Connection-state changes, in statement order, for the session layer.
-    pub effects: Vec<SessionEffect>,
 }
 
 impl StatementFacts {
@@ -362,7 +298,6 @@ impl StatementFacts {
             affinity: AffinitySet::EMPTY,
             statement_count: 1,
             evidence: Vec::new(),
-            effects: Vec::new(),
         }
     }
 
@@ -398,7 +333,6 @@ impl StatementFacts {
         self.affinity = self.affinity.union(other.affinity);
         self.statement_count = self.statement_count.saturating_add(other.statement_count);
         self.evidence.extend(other.evidence);
-        self.effects.extend(other.effects);
     }
 
     /// True only when analysis proved the statement(s) may run on a replica.
@@ -424,18 +358,5 @@ impl StatementFacts {
             return Some("volatile_function");
         }
         self.affinity.iter().next().map(Affinity::name)
-    }
-
-    /// The first SET of the string (name, scope), for transaction-mode pooling decisions.
-    pub fn session_set(&self) -> Option<(&str, SetScope)> {
-        self.effects.iter().find_map(|e| match e {
-            SessionEffect::Set { name, scope, .. } => Some((name.as_str(), *scope)),
-            _ => None,
-        })
-    }
-
-    /// True when the string ends every session state (`DISCARD ALL` or `RESET ALL`).
-    pub fn resets_session(&self) -> bool {
-        self.effects.iter().any(|e| matches!(e, SessionEffect::DiscardAll | SessionEffect::ResetAll))
     }
 }

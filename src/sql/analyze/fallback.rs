@@ -6,7 +6,7 @@
 //! telling label than `Unknown` (none of them can be eligible); everything else is
 //! `Operation::Unknown`.
 
-use super::facts::{Affinity, Operation, SessionEffect, StatementFacts, TxControl};
+use super::facts::{Affinity, Operation, StatementFacts, TxControl};
 use super::tokens::Segment;
 use crate::sql::Dialect;
 
@@ -17,17 +17,9 @@ pub(super) fn classify(segment: &Segment, why: &'static str, error: &str, dialec
     let mut facts = StatementFacts::unknown(why, error);
     let op = match (word(0), word(1)) {
         ("RESET", _) if dialect == Dialect::MySql => Operation::Admin,
-        ("RESET", "ALL") => {
-            facts.effects.push(SessionEffect::ResetAll);
-            with_affinity(&mut facts, Affinity::SessionSet, words)
-        }
-        ("RESET", name) if !name.is_empty() => {
-            facts.effects.push(SessionEffect::Reset(name.to_ascii_lowercase()));
-            with_affinity(&mut facts, Affinity::SessionSet, words)
-        }
+        ("RESET", name) if !name.is_empty() => with_affinity(&mut facts, Affinity::SessionSet, words),
         ("SET", var) if var.starts_with('@') && !var.starts_with("@@") => {
             // `SET @x := 1` (the `:=` spelling does not parse).
-            facts.effects.push(SessionEffect::UserVariableSet(var.to_ascii_lowercase()));
             with_affinity(&mut facts, Affinity::UserVariable, words)
         }
         ("SET", scope) if !matches!(scope, "GLOBAL" | "PERSIST" | "PERSIST_ONLY") => {
@@ -35,14 +27,8 @@ pub(super) fn classify(segment: &Segment, why: &'static str, error: &str, dialec
         }
         ("SET", _) => Operation::Admin,
         ("MOVE", _) => with_affinity(&mut facts, Affinity::Cursor, words),
-        ("PREPARE", name) if name != "TRANSACTION" => {
-            facts.effects.push(SessionEffect::Prepare(name.to_owned()));
-            with_affinity(&mut facts, Affinity::SqlPrepare, words)
-        }
-        ("DROP" | "DEALLOCATE", "PREPARE") => {
-            facts.effects.push(SessionEffect::Deallocate(Some(word(2).to_owned())));
-            with_affinity(&mut facts, Affinity::SqlPrepare, words)
-        }
+        ("PREPARE", name) if name != "TRANSACTION" => with_affinity(&mut facts, Affinity::SqlPrepare, words),
+        ("DROP" | "DEALLOCATE", "PREPARE") => with_affinity(&mut facts, Affinity::SqlPrepare, words),
         ("EXECUTE", _) => {
             facts.affinity.insert(Affinity::SqlPrepare);
             Operation::Unknown

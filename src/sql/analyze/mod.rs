@@ -1,6 +1,7 @@
 //! Semantic analysis: may this SQL string run on a replica?
 //!
-//! Owns [`analyze`] and the [`StatementFacts`] it returns. Pure: sqlparser (with its `visitor`
+//! Owns [`analyze`] and the [`StatementFacts`] it returns, and [`session_effects`]: what a
+//! statement does to its session (settings, pins), for both dialects. Pure: sqlparser (with its `visitor`
 //! feature) and the sibling [`crate::sql::volatility`] catalog only; no runtime, clock or globals.
 //!
 //! The rule is "unknown never means safe": a string is replica-eligible only when analysis proves
@@ -26,6 +27,7 @@
 //! - Statements sqlparser 0.59 cannot parse but the session layer must see (RESET, ABORT,
 //!   PREPARE TRANSACTION, XA) are recognized from their leading words, still with `parse_error`.
 
+mod effects;
 mod facts;
 mod fallback;
 mod session;
@@ -38,9 +40,9 @@ mod quoted_tests;
 #[cfg(test)]
 mod tests;
 
+pub use effects::{session_effects, Effect, Effects, PinReason, MYSQL_ACCESS_MODE, MYSQL_ISOLATION};
 pub use facts::{
-    Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, SessionEffect, SetScope,
-    StatementFacts, TxControl,
+    Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, StatementFacts, TxControl,
 };
 
 use crate::sql::parse;
@@ -110,11 +112,6 @@ fn mysql_token_facts(facts: &mut StatementFacts, segment: &tokens::Segment) {
                 facts.operation = Operation::Session;
                 facts.affinity.insert(Affinity::SessionSet);
                 facts.note(Affinity::SessionSet.name(), "SET SESSION TRANSACTION");
-                facts.effects.push(SessionEffect::Set {
-                    name: "transaction".into(),
-                    scope: SetScope::Session,
-                    value: None,
-                });
             }
             Some("GLOBAL") => facts.operation = Operation::Admin,
             _ => {}

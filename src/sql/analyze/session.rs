@@ -1,28 +1,39 @@
-//! SET statements: which variable, which scope, and what the session layer must track.
+//! SET statements: which variable, which scope, and what routing must know of it.
 //!
 //! PostgreSQL `SET` / `SET SESSION` and MySQL `SET [SESSION] x` are session state
 //! ([`Affinity::SessionSet`]); `SET LOCAL` lasts until the end of the transaction
 //! ([`Affinity::TransactionScoped`]); MySQL `SET GLOBAL` / `SET PERSIST` changes the server and is
-//! an admin action; MySQL `SET @x` assigns a user variable ([`Affinity::UserVariable`]).
+//! an admin action; MySQL `SET @x` assigns a user variable ([`Affinity::UserVariable`]). What a
+//! SET does to the session itself is [`super::session_effects`]'s to say.
 
-use sqlparser::ast::{ContextModifier, Expr, ObjectName, Set};
+use sqlparser::ast::{ContextModifier, ObjectName, Set};
 
-use super::facts::{Affinity, Operation, SessionEffect, SetScope, TxControl};
+use super::facts::{Affinity, Operation, TxControl};
 use super::walker::{object_name, Walker};
 
-/// Classifies a SET and records its effects.
+/// Scope of a SET.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SetScope {
+    /// Lasts for the connection (PostgreSQL `SET`, `SET SESSION`; MySQL `SET x`, `SET SESSION x`).
+    Session,
+    /// Lasts until the end of the transaction (PostgreSQL `SET LOCAL`).
+    Local,
+    /// Server-wide (MySQL `SET GLOBAL` / `SET PERSIST`): an admin action, not session state.
+    Global,
+}
+
+/// Classifies a SET.
 pub(super) fn set(set: &Set, w: &mut Walker<'_>) -> Operation {
     match set {
         Set::SingleAssignment { scope, variable, values, .. } => {
             w.walk_part(values);
-            let value = render(values);
-            assign(*scope, variable, Some(value), w)
+            assign(*scope, variable, w)
         }
         Set::MultipleAssignments { assignments } => {
             let mut op = Operation::Read;
             for a in assignments {
                 w.walk_part(&a.value);
-                let next = assign(a.scope, &a.name, Some(a.value.to_string()), w);
+                let next = assign(a.scope, &a.name, w);
                 if next.rank() > op.rank() {
                     op = next;
                 }
@@ -33,31 +44,25 @@ pub(super) fn set(set: &Set, w: &mut Walker<'_>) -> Operation {
             w.walk_part(values);
             let mut op = Operation::Session;
             for v in variables {
-                op = assign(None, v, None, w);
+                op = assign(None, v, w);
             }
             op
         }
-        Set::SetRole { context_modifier, role_name } => {
-            let value = role_name.as_ref().map_or_else(|| "NONE".to_owned(), |r| r.to_string());
-            named("role", scope_of(*context_modifier), Some(value), w)
-        }
-        Set::SetTimeZone { local, value } => {
+        Set::SetRole { context_modifier, .. } => named("role", scope_of(*context_modifier), w),
+        Set::SetTimeZone { local, .. } => {
             let scope = if *local { SetScope::Local } else { SetScope::Session };
-            named("timezone", scope, Some(value.to_string()), w)
+            named("timezone", scope, w)
         }
         Set::SetNames { charset_name, collation_name } => {
             let text = match collation_name {
                 Some(c) => format!("{} COLLATE {c}", charset_name.value),
                 None => charset_name.value.clone(),
             };
-            set_names(Some(text), w)
+            set_names(&text, w)
         }
-        Set::SetNamesDefault {} => set_names(None, w),
+        Set::SetNamesDefault {} => set_names("DEFAULT", w),
         Set::SetTransaction { session: false, .. } => Operation::TransactionControl(TxControl::SetTransaction),
-        Set::SetTransaction { session: true, modes, .. } => {
-            let value = modes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
-            named("transaction", SetScope::Session, Some(value), w)
-        }
+        Set::SetTransaction { session: true, .. } => named("transaction", SetScope::Session, w),
         Set::SetSessionParam(p) => {
             w.affinity(Affinity::SessionSet, p.to_string());
             Operation::Session
@@ -65,16 +70,10 @@ pub(super) fn set(set: &Set, w: &mut Walker<'_>) -> Operation {
     }
 }
 
-/// MySQL `SET NAMES charset [COLLATE c]`, or `SET NAMES DEFAULT` as `None`.
-fn set_names(text: Option<String>, w: &mut Walker<'_>) -> Operation {
-    let shown = text.clone().unwrap_or_else(|| "DEFAULT".into());
+/// MySQL `SET NAMES charset [COLLATE c]` or `SET NAMES DEFAULT`.
+fn set_names(shown: &str, w: &mut Walker<'_>) -> Operation {
     w.affinity(Affinity::SessionSet, format!("SET NAMES {shown}"));
-    w.facts.effects.push(SessionEffect::SetNames(text));
     Operation::Session
-}
-
-fn render(values: &[Expr]) -> String {
-    values.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 fn scope_of(m: Option<ContextModifier>) -> SetScope {
@@ -86,16 +85,10 @@ fn scope_of(m: Option<ContextModifier>) -> SetScope {
 }
 
 /// One `name = value` assignment, MySQL variable prefixes included.
-fn assign(
-    scope: Option<ContextModifier>,
-    variable: &ObjectName,
-    value: Option<String>,
-    w: &mut Walker<'_>,
-) -> Operation {
+fn assign(scope: Option<ContextModifier>, variable: &ObjectName, w: &mut Walker<'_>) -> Operation {
     let name = object_name(variable);
     if name.starts_with('@') && !name.starts_with("@@") {
-        w.affinity(Affinity::UserVariable, name.clone());
-        w.facts.effects.push(SessionEffect::UserVariableSet(name));
+        w.affinity(Affinity::UserVariable, name);
         return Operation::Session;
     }
     let mut scope = scope_of(scope);
@@ -116,11 +109,11 @@ fn assign(
     if scope == SetScope::Local && w.dialect() == crate::sql::Dialect::MySql {
         scope = SetScope::Session;
     }
-    named(bare, scope, value, w)
+    named(bare, scope, w)
 }
 
-fn named(name: &str, scope: SetScope, value: Option<String>, w: &mut Walker<'_>) -> Operation {
-    let op = match scope {
+fn named(name: &str, scope: SetScope, w: &mut Walker<'_>) -> Operation {
+    match scope {
         SetScope::Session => {
             w.affinity(Affinity::SessionSet, name.to_owned());
             Operation::Session
@@ -133,7 +126,5 @@ fn named(name: &str, scope: SetScope, value: Option<String>, w: &mut Walker<'_>)
             w.facts.note("set_global", name.to_owned());
             Operation::Admin
         }
-    };
-    w.facts.effects.push(SessionEffect::Set { name: name.to_owned(), scope, value });
-    op
+    }
 }

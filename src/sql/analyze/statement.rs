@@ -1,9 +1,9 @@
 //! Classification of one parsed top-level statement into an [`Operation`] plus the facts its
 //! parts contribute. Anything not recognized here is `Operation::Unknown`.
 
-use sqlparser::ast::{CloseCursor, CopySource, CopyTarget, DeclareType, DiscardObject, Statement, Use};
+use sqlparser::ast::{CloseCursor, CopySource, CopyTarget, DeclareType, Statement, Use};
 
-use super::facts::{Affinity, Operation, SessionEffect, StatementFacts, TxControl};
+use super::facts::{Affinity, Operation, StatementFacts, TxControl};
 use super::session;
 use super::walker::{object_name, Walker};
 use crate::sql::volatility::FunctionCatalog;
@@ -61,9 +61,7 @@ fn classify(stmt: &Statement, w: &mut Walker<'_>) -> Operation {
         Statement::Declare { stmts } => declare(stmts, w),
         Statement::CreateTable(ct) => {
             if ct.temporary {
-                let name = object_name(&ct.name);
-                w.affinity(Affinity::TempTable, name.clone());
-                w.facts.effects.push(SessionEffect::CreateTempTable(name));
+                w.affinity(Affinity::TempTable, object_name(&ct.name));
             }
             Operation::Ddl
         }
@@ -125,39 +123,26 @@ fn connection_state(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation> {
                 other => other.to_string(),
             };
             w.affinity(Affinity::SessionSet, format!("USE {name}"));
-            w.facts.effects.push(SessionEffect::UseDatabase(name));
             Operation::Session
         }
         Statement::Discard { object_type } => {
-            let effect = match object_type {
-                DiscardObject::ALL => SessionEffect::DiscardAll,
-                DiscardObject::PLANS => SessionEffect::Discard("PLANS"),
-                DiscardObject::SEQUENCES => SessionEffect::Discard("SEQUENCES"),
-                DiscardObject::TEMP => SessionEffect::Discard("TEMP"),
-            };
             w.affinity(Affinity::SessionSet, format!("DISCARD {object_type}"));
-            w.facts.effects.push(effect);
             Operation::Session
         }
         Statement::LISTEN { channel } => {
             w.affinity(Affinity::Listen, channel.value.clone());
-            w.facts.effects.push(SessionEffect::Listen(channel.value.clone()));
             Operation::Session
         }
         Statement::UNLISTEN { channel } => {
             w.affinity(Affinity::Listen, channel.value.clone());
-            let ch = (channel.value != "*").then(|| channel.value.clone());
-            w.facts.effects.push(SessionEffect::Unlisten(ch));
             Operation::Session
         }
         Statement::LockTables { .. } => {
             w.affinity(Affinity::LockTables, "LOCK TABLES");
-            w.facts.effects.push(SessionEffect::LockTables);
             Operation::Session
         }
         Statement::UnlockTables => {
             w.affinity(Affinity::LockTables, "UNLOCK TABLES");
-            w.facts.effects.push(SessionEffect::UnlockTables);
             Operation::Session
         }
         _ => return prepared_or_cursor(stmt, w),
@@ -193,13 +178,11 @@ fn declare(stmts: &[sqlparser::ast::Declare], w: &mut Walker<'_>) -> Operation {
             w.facts.note("declare", "not a cursor");
             continue;
         }
-        let with_hold = d.hold == Some(true);
         for name in &d.names {
             w.affinity(Affinity::Cursor, name.value.clone());
-            if with_hold {
+            if d.hold == Some(true) {
                 w.affinity(Affinity::CursorWithHold, name.value.clone());
             }
-            w.facts.effects.push(SessionEffect::DeclareCursor { name: name.value.clone(), with_hold });
         }
         if let Some(q) = &d.for_query {
             w.walk_part(q.as_ref());
@@ -282,14 +265,10 @@ fn prepared_or_cursor(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation>
     let op = match stmt {
         Statement::Prepare { name, .. } => {
             w.affinity(Affinity::SqlPrepare, name.value.clone());
-            w.facts.effects.push(SessionEffect::Prepare(name.value.clone()));
             Operation::Session
         }
         Statement::Deallocate { name, .. } => {
             w.affinity(Affinity::SqlPrepare, name.value.clone());
-            let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
-            let target = (!all).then(|| name.value.clone());
-            w.facts.effects.push(SessionEffect::Deallocate(target));
             Operation::Session
         }
         Statement::Execute { name, .. } => {
@@ -304,11 +283,10 @@ fn prepared_or_cursor(stmt: &Statement, w: &mut Walker<'_>) -> Option<Operation>
         }
         Statement::Close { cursor } => {
             let name = match cursor {
-                CloseCursor::All => None,
-                CloseCursor::Specific { name } => Some(name.value.clone()),
+                CloseCursor::All => "ALL".into(),
+                CloseCursor::Specific { name } => name.value.clone(),
             };
-            w.affinity(Affinity::Cursor, name.clone().unwrap_or_else(|| "ALL".into()));
-            w.facts.effects.push(SessionEffect::CloseCursor(name));
+            w.affinity(Affinity::Cursor, name);
             Operation::Session
         }
         _ => return None,

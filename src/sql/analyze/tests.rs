@@ -209,25 +209,41 @@ fn show_is_never_eligible() {
     }
 }
 
+/// The session effects the one classifier reads from `sql`, without statement indexes.
+fn effects(sql: &str, dialect: Dialect) -> Vec<Effect> {
+    session_effects(sql, dialect).into_effects().collect()
+}
+
+fn set(name: &str, stmt: &str) -> Effect {
+    Effect::Set { name: name.into(), stmt: stmt.into() }
+}
+
 #[test]
 fn set_details_for_the_session_layer() {
-    let f = pg("SET search_path TO app, public");
-    assert_eq!(f.operation, Operation::Session);
-    assert_eq!(f.session_set(), Some(("search_path", SetScope::Session)));
-    let f = pg("SET LOCAL statement_timeout = '5s'");
-    assert_eq!(f.session_set(), Some(("statement_timeout", SetScope::Local)));
-    assert!(f.affinity.contains(Affinity::TransactionScoped));
-    assert_eq!(pg("SET TIME ZONE 'UTC'").session_set(), Some(("timezone", SetScope::Session)));
-    let f = my("SET @@SESSION.sql_mode = 'TRADITIONAL', @x = 1");
-    assert_eq!(f.session_set(), Some(("sql_mode", SetScope::Session)));
-    assert!(f.effects.contains(&SessionEffect::UserVariableSet("@x".into())));
-    let f = my("SET GLOBAL max_connections = 10");
-    assert_eq!(f.operation, Operation::Admin);
-    assert_eq!(f.session_set(), Some(("max_connections", SetScope::Global)));
-    let f = my("SET NAMES utf8mb4");
-    assert!(f.effects.contains(&SessionEffect::SetNames(Some("utf8mb4".into()))));
-    let f = pg("SELECT set_config('app.tenant', '7', true)");
-    assert_eq!(f.session_set(), Some(("app.tenant", SetScope::Local)));
+    let sql = "SET search_path TO app, public";
+    assert_eq!(pg(sql).operation, Operation::Session);
+    assert!(pg(sql).affinity.contains(Affinity::SessionSet));
+    assert_eq!(effects(sql, Dialect::Postgres), [set("search_path", sql)]);
+    let sql = "SET LOCAL statement_timeout = '5s'";
+    assert!(pg(sql).affinity.contains(Affinity::TransactionScoped));
+    assert_eq!(effects(sql, Dialect::Postgres), [], "dies with the transaction");
+    let sql = "SET TIME ZONE 'UTC'";
+    assert!(pg(sql).affinity.contains(Affinity::SessionSet));
+    assert_eq!(effects(sql, Dialect::Postgres), [set("timezone", sql)]);
+    let sql = "SET @@SESSION.sql_mode = 'TRADITIONAL', @x = 1";
+    assert!(my(sql).affinity.contains(Affinity::SessionSet) && my(sql).affinity.contains(Affinity::UserVariable));
+    assert_eq!(
+        effects(sql, Dialect::MySql),
+        [set("sql_mode", "SET SESSION sql_mode = 'TRADITIONAL'"), Effect::Pin(PinReason::UserVariable)]
+    );
+    let sql = "SET GLOBAL max_connections = 10";
+    assert_eq!(my(sql).operation, Operation::Admin);
+    assert_eq!(effects(sql, Dialect::MySql), []);
+    assert_eq!(effects("SET NAMES utf8mb4", Dialect::MySql), [set("names", "SET NAMES utf8mb4")]);
+    let sql = "SELECT set_config('app.tenant', '7', true)";
+    assert!(pg(sql).affinity.contains(Affinity::TransactionScoped));
+    // Pinned even when transaction-local: the classifier reads no argument past the name.
+    assert_eq!(effects(sql, Dialect::Postgres), [Effect::Pin(PinReason::UntrackedSetting)]);
     assert_eq!(
         pg("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE").operation,
         Operation::TransactionControl(TxControl::SetTransaction)
@@ -237,27 +253,26 @@ fn set_details_for_the_session_layer() {
 
 #[test]
 fn session_resets_and_pins() {
-    assert!(pg("DISCARD ALL").resets_session());
-    assert!(pg("RESET ALL").resets_session());
-    assert!(!pg("RESET search_path").resets_session());
-    assert!(pg("RESET search_path").effects.contains(&SessionEffect::Reset("search_path".into())));
+    assert_eq!(effects("DISCARD ALL", Dialect::Postgres), [Effect::ResetAll]);
+    assert_eq!(effects("RESET ALL", Dialect::Postgres), [Effect::ResetAll]);
+    assert_eq!(effects("RESET search_path", Dialect::Postgres), [Effect::Reset("search_path".into())]);
     let f = pg("LISTEN jobs");
     assert!(f.affinity.contains(Affinity::Listen));
-    assert!(pg("UNLISTEN *").effects.contains(&SessionEffect::Unlisten(None)));
-    let f = pg("CREATE TEMP TABLE x (id int)");
-    assert!(f.effects.contains(&SessionEffect::CreateTempTable("x".into())));
+    assert_eq!(effects("LISTEN jobs", Dialect::Postgres), [Effect::Pin(PinReason::Listen)]);
+    assert!(pg("CREATE TEMP TABLE x (id int)").affinity.contains(Affinity::TempTable));
+    assert_eq!(effects("CREATE TEMP TABLE x (id int)", Dialect::Postgres), [Effect::Pin(PinReason::TempObject)]);
     let f = pg("DECLARE c CURSOR WITH HOLD FOR SELECT 1");
     assert!(f.affinity.contains(Affinity::CursorWithHold));
-    assert!(pg("PREPARE p AS SELECT 1").effects.contains(&SessionEffect::Prepare("p".into())));
-    assert!(pg("DEALLOCATE ALL").effects.contains(&SessionEffect::Deallocate(None)));
-    assert!(my("USE shop").effects.contains(&SessionEffect::UseDatabase("shop".into())));
+    assert!(pg("PREPARE p AS SELECT 1").affinity.contains(Affinity::SqlPrepare));
+    assert_eq!(effects("PREPARE p AS SELECT 1", Dialect::Postgres), [Effect::Pin(PinReason::SqlPrepare)]);
+    assert_eq!(effects("USE shop", Dialect::MySql), [Effect::Use("shop".into())]);
     assert!(my("LOCK TABLES t WRITE").affinity.contains(Affinity::LockTables));
-    assert!(my("UNLOCK TABLES").effects.contains(&SessionEffect::UnlockTables));
+    assert!(my("UNLOCK TABLES").affinity.contains(Affinity::LockTables));
     assert!(my("SELECT GET_LOCK('a', 1)").affinity.contains(Affinity::GetLock));
     assert!(my("SELECT @x").affinity.contains(Affinity::UserVariable));
     let f = my("SET @x := 1");
     assert!(f.affinity.contains(Affinity::UserVariable));
-    assert!(f.effects.contains(&SessionEffect::UserVariableSet("@x".into())));
+    assert_eq!(effects("SET @x := 1", Dialect::MySql), [Effect::Pin(PinReason::UserVariable)]);
     assert!(my("SELECT LAST_INSERT_ID()").affinity.contains(Affinity::LastInsertId));
     assert!(pg("SELECT nextval('s')").affinity.contains(Affinity::Sequence));
     assert!(pg("SELECT pg_advisory_lock(1)").affinity.contains(Affinity::AdvisoryLock));

@@ -9,7 +9,7 @@ use sqlparser::ast::{
     SetExpr, Statement, TableFactor, Value, Visit, Visitor,
 };
 
-use super::facts::{Affinity, LockClause, LockStrength, LockWait, SessionEffect, SetScope, StatementFacts};
+use super::facts::{Affinity, LockClause, LockStrength, LockWait, StatementFacts};
 use crate::sql::volatility::{FunctionCatalog, Volatility};
 use crate::sql::Dialect;
 
@@ -93,23 +93,17 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// `set_config(name, value, is_local)`: record the SET when its arguments are literals.
+    /// `set_config(name, value, is_local)` with a literal name: a transaction-local one lasts
+    /// until the end of the transaction.
     fn set_config(&mut self, args: &[FunctionArg]) {
         let lit = |i: usize| match args.get(i) {
-            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) => Some(v.value.clone()),
+            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) => Some(&v.value),
             _ => None,
         };
-        let text = |v: Option<Value>| v.and_then(|v| v.into_string());
-        let Some(name) = text(lit(0)) else { return };
-        let local = matches!(lit(2), Some(Value::Boolean(true)));
-        if local {
+        let named = lit(0).is_some_and(|v| v.clone().into_string().is_some());
+        if named && matches!(lit(2), Some(Value::Boolean(true))) {
             self.affinity(Affinity::TransactionScoped, "set_config(..., true)");
         }
-        self.facts.effects.push(SessionEffect::Set {
-            name: name.to_ascii_lowercase(),
-            scope: if local { SetScope::Local } else { SetScope::Session },
-            value: text(lit(1)),
-        });
     }
 
     fn lock(&mut self, query: &Query) {
@@ -139,14 +133,12 @@ impl<'a> Walker<'a> {
                 self.creates_table = true;
                 self.facts.note("select_into", name.clone());
                 if into.temporary {
-                    self.affinity(Affinity::TempTable, name.clone());
-                    self.facts.effects.push(SessionEffect::CreateTempTable(name));
+                    self.affinity(Affinity::TempTable, name);
                 }
             }
             Dialect::MySql => {
                 if name.starts_with('@') {
                     self.affinity(Affinity::UserVariable, name.clone());
-                    self.facts.effects.push(SessionEffect::UserVariableSet(name.clone()));
                 }
                 self.affinity(Affinity::SelectInto, name);
             }

@@ -288,7 +288,7 @@ impl Session {
             .mode(self.foreign.bridge.client_mode)
             .filter(|t| t.kind != TokenKind::Comment)
             .collect();
-        super::split::statements(&tokens).len()
+        crate::sql::split::statements(&tokens).len()
     }
 
     fn current_database(&self) -> String {

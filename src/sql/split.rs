@@ -4,15 +4,17 @@
 //! holds semicolons yet is one statement, which the server runs without
 //! `CLIENT_MULTI_STATEMENTS`.
 //!
+//! Also where a comma-separated list ends its items ([`top_level`]).
+//!
 //! Works on the lexer's tokens (comments already removed by the caller), never on raw text, so a
 //! `;` or `END` inside a string or quoted identifier splits nothing.
 
-use crate::sql::lexer::{Token, TokenKind};
+use super::lexer::{Token, TokenKind};
 
 /// The statements of `tokens` (comments removed), split at top-level semicolons; empty
 /// statements are dropped. Inside a compound statement (see the module docs) only a semicolon
 /// after the outermost `END` ends it.
-pub(super) fn statements<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]> {
+pub fn statements<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]> {
     let mut out = Vec::new();
     let (mut from, mut depth) = (0usize, 0u32);
     let mut compound = false;
@@ -34,12 +36,32 @@ pub(super) fn statements<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]
 }
 
 /// Whether `stmt` defines a stored program (its body is code, not statements that run now).
-pub(super) fn defines_stored_program(stmt: &[Token<'_>]) -> bool {
+pub fn defines_stored_program(stmt: &[Token<'_>]) -> bool {
     const KINDS: [&str; 5] = ["PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"];
     // CREATE [OR REPLACE] [DEFINER = user] [AGGREGATE] {PROCEDURE | ...}: the kind comes within
     // the first few tokens (a quoted `user`@`host` is at most four).
     stmt.first().is_some_and(|t| t.is_word("CREATE"))
         && stmt.iter().take(12).any(|t| KINDS.iter().any(|k| t.is_word(k)))
+}
+
+/// A list split at its top-level commas (`a = f(x, y), b = 2` is two parts): the assignments of
+/// a `SET`, the items of a select list.
+pub fn top_level<'t, 'a>(tokens: &'t [Token<'a>]) -> Vec<&'t [Token<'a>]> {
+    let mut parts = Vec::new();
+    let (mut depth, mut from) = (0i32, 0usize);
+    for (i, t) in tokens.iter().enumerate() {
+        match t.kind {
+            TokenKind::LParen => depth += 1,
+            TokenKind::RParen => depth -= 1,
+            TokenKind::Comma if depth == 0 => {
+                parts.push(tokens.get(from..i).unwrap_or_default());
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(tokens.get(from..).unwrap_or_default());
+    parts
 }
 
 /// A statement whose `BEGIN ... END` (and `CASE ... END`) blocks must be matched before a
