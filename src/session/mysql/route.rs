@@ -177,6 +177,7 @@ impl Session {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
         self.routing.ryw.observe(&decision, rt::now());
+        self.routing.commit = super::causal::CommitGtid::expecting(sql, decision.facts.statement_count);
         if decision.facts.may_change_session() {
             // MySQL sql_mode does not roll back with a transaction.
             self.routing.lex.observe(sql, crate::sql::Dialect::MySql, false);
