@@ -2,7 +2,8 @@
 //! observe. A commit's GTID comes from its own OK packet (session tracking of `last_gtid`), so
 //! `ROW_COUNT()`, `FOUND_ROWS()`, the warnings, the OK's info string and `@@last_gtid` after a
 //! write read as in `session` mode and on a direct connection — with the mariadb CLI and
-//! PyMySQL. A failed write that committed nothing leaves the session's reads on the replica
+//! PyMySQL; after a failed write too (`FOUND_ROWS()` still the last read's 3, not the 1 of a
+//! query the router asked). A failed write that committed nothing leaves the session's reads on the replica
 //! (placement proven by `@@server_id`, the replica's SQL thread stopped).
 
 use std::process::Command;
@@ -52,9 +53,10 @@ fn script(t: &str) -> String {
          INSERT INTO {t} VALUES (3, 'd');\n\
          COMMIT;\n\
          SELECT ROW_COUNT(), @@warning_count, @@last_gtid LIKE '0-1-%';\n\
+         SELECT id FROM {t} WHERE id >= 10;\n\
          INSERT INTO {t} VALUES (1, 'dup');\n\
          SHOW WARNINGS;\n\
-         SELECT ROW_COUNT(), @@error_count;\n"
+         SELECT ROW_COUNT(), FOUND_ROWS(), @@error_count;\n"
     )
 }
 
@@ -89,8 +91,9 @@ for sql in [
     "SHOW WARNINGS",
     f"UPDATE {t} SET v = 'zz' WHERE id < 10",
     "SELECT ROW_COUNT()",
+    f"SELECT id FROM {t} WHERE id >= 10",
     f"INSERT INTO {t} VALUES (1, 'dup')",
-    "SELECT ROW_COUNT(), @@error_count",
+    "SELECT ROW_COUNT(), FOUND_ROWS(), @@error_count",
 ]:
     try:
         cur.execute(sql)
@@ -181,4 +184,33 @@ fn mariadb_session_tracking_stays_the_routers_in_causal_mode() {
     let session = my_router(my, "read_your_writes = \"session\"");
     let mut s = client(&session, my);
     s.query_drop("SET SESSION session_track_system_variables = 'autocommit'").expect("passed on in session mode");
+}
+
+/// A failure that kept changes is never taken for one that kept none: a multi-row INSERT into
+/// a MyISAM table keeps the rows before its duplicate, and a procedure commits its first
+/// INSERT before the second fails. With the replica stopped, the next read of each must see
+/// the kept row, so it runs on the primary.
+#[test]
+fn mariadb_a_failure_that_kept_rows_sends_the_next_read_to_the_primary() {
+    const PRIMARY: u64 = 1;
+    let env = Dbs::private();
+    let my = &env.my;
+    let router = my_router(my, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
+    let (m, t, p) = (unique_name("causal_myisam"), unique_name("causal_proc_t"), unique_name("causal_proc"));
+    let mut admin = my.primary_client();
+    admin.query_drop(format!("CREATE TABLE {m} (id INT PRIMARY KEY) ENGINE=MyISAM")).expect("myisam");
+    admin.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, v VARCHAR(3))")).expect("innodb");
+    let body = format!("BEGIN INSERT INTO {t} VALUES (1, 'a'); INSERT INTO {t} VALUES (1, 'b'); END");
+    admin.query_drop(format!("CREATE PROCEDURE {p}() {body}")).expect("procedure");
+    my.wait_replica_caught_up(Duration::from_secs(20));
+    env.pause_replication(Kind::Mariadb);
+    let mut c = client(&router, my);
+    let kept = c.query_drop(format!("INSERT INTO {m} VALUES (5), (6), (5)")).expect_err("a duplicate key");
+    assert!(matches!(&kept, mysql::Error::MySqlError(e) if e.code == 1062), "{kept}");
+    assert_eq!(read(&mut c, &m), (2, PRIMARY), "the rows MyISAM kept are read");
+    let mut c = client(&router, my);
+    let failed = c.query_drop(format!("CALL {p}()")).expect_err("the second INSERT fails");
+    assert!(matches!(&failed, mysql::Error::MySqlError(e) if e.code == 1062), "{failed}");
+    assert_eq!(read(&mut c, &t), (1, PRIMARY), "the procedure's first INSERT is read");
+    env.resume_replication(Kind::Mariadb);
 }

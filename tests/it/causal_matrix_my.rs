@@ -2,7 +2,8 @@
 //! and the reads of a connection it handed its token to never miss its writes, whichever path
 //! carried the write — {text, COM_STMT_PREPARE/EXECUTE, multi-statement text} × {plain INSERT,
 //! INSERT ... WITH (CTE), procedure CALL, a trigger's write} × {the writing session itself, a
-//! token by SHOW on it and SET on another connection} — with the `mysql` crate and PyMySQL.
+//! token by SHOW on it and SET on another connection} — with the `mysql` crate, PyMySQL and
+//! Connector/J (client- and server-side prepare).
 //! Where each read ran is proven by `@@server_id`; a fresh session's read on the stopped
 //! replica proves it is stale.
 
@@ -86,6 +87,7 @@ fn mariadb_matrix_no_read_misses_a_write_whatever_path_carried_it() {
         }
     }
     pymysql_cells(&router, my, &t, &mut n);
+    jdbc_cells(&router, my, &t, &mut n);
     env.resume_replication(Kind::Mariadb);
     assert_eq!(cells, 12);
 }
@@ -129,4 +131,29 @@ fn pymysql_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u6
         assert_eq!(fields.get(1..), Some(&["1", "1", "1", "1"][..]), "{line}: both read the write, on the primary");
     }
     *n += 8;
+}
+
+/// Connector/J, client-side prepare (the driver writes the values into a text query) and
+/// server-side (`useServerPrepStmts`: COM_STMT_PREPARE/EXECUTE), each write kind; the writer and
+/// the connection given its token both read the write, on the primary.
+fn jdbc_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) {
+    for prepare in ["false", "true"] {
+        let url = format!(
+            "jdbc:mariadb://127.0.0.1:{}/{}?useSsl=false&useServerPrepStmts={prepare}",
+            router.port(),
+            my.database
+        );
+        let lines = crate::scripts::jdbc("JdbcCausalMatrixMy.java", &url, &my.user, &my.password, &[t, &n.to_string()]);
+        assert_eq!(lines.len(), 4, "useServerPrepStmts={prepare}: {lines:?}");
+        for line in &lines {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let want = ["1", "1", "1", "1"];
+            assert_eq!(
+                fields.get(1..),
+                Some(&want[..]),
+                "useServerPrepStmts={prepare} {line}: both read it on the primary"
+            );
+        }
+        *n += 4;
+    }
 }

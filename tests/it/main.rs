@@ -19,6 +19,8 @@ mod bridge_pg_mysql;
 mod bridge_values;
 mod bridge_zero_dates;
 mod causal;
+mod causal_bridged;
+mod causal_commit;
 mod causal_invisible;
 mod causal_matrix;
 mod causal_matrix_my;

@@ -18,10 +18,13 @@ const COMMIT_POSITION: &str = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_l
 /// The end of the last WAL record a standby replayed (NULL on a primary).
 const REPLAY_POSITION: &str = "SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::text";
 
-/// The GTID of the last transaction this connection committed (MariaDB: empty when it
-/// committed none that was written to the binary log), and whether its commits reach the
-/// binary log at all.
-const GTID_AFTER_FAILURE: &str = "SELECT @@last_gtid, @@session.sql_log_bin";
+/// MariaDB's `ER_WARNING_NOT_COMPLETE_ROLLBACK`: the statement that failed had changed a
+/// non-transactional table, whose changes stay (and reach the binary log).
+const NOT_COMPLETE_ROLLBACK: &str = "1196";
+
+/// MariaDB's default `max_error_count`: a diagnostics list this long may have dropped its last
+/// conditions, the one above among them.
+const DEFAULT_MAX_ERROR_COUNT: usize = 64;
 
 /// Why a position could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -95,15 +98,23 @@ fn single(rows: &Rows) -> Option<&str> {
     rows.rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref())
 }
 
-/// MariaDB, after a statement that failed on this connection: `(@@last_gtid, sql_log_bin on)`,
-/// which tell whether it committed anything before its error (#34). A commit's GTID itself
-/// arrives in its OK packet (`protocol::mysql::tracking`).
-pub async fn my_gtid_after_failure(conn: &mut Conn) -> Result<(String, bool), PositionError> {
-    let rows = my_query(conn, GTID_AFTER_FAILURE).await?;
-    let row = rows.rows.first().ok_or(PositionError::Missing)?;
-    let gtid = row.first().and_then(|v| v.clone()).unwrap_or_default();
-    let binlog = row.get(1).and_then(|v| v.as_deref()).ok_or(PositionError::Missing)?;
-    Ok((gtid, binlog == "1"))
+/// MariaDB, after one statement that failed on this connection (#34): whether the server
+/// rolled back everything it changed. Asked with `SHOW WARNINGS`, a diagnostics statement that
+/// leaves `FOUND_ROWS()`, `ROW_COUNT()` (-1 after an error and after it) and the diagnostics
+/// list as they were, so the client reads them as on a direct connection (a `SELECT` would
+/// set `FOUND_ROWS()` to 1). Rolled back: the list holds the error and no
+/// [`NOT_COMPLETE_ROLLBACK`], and is shorter than the default limit, so nothing was dropped.
+/// The caller keeps this to single statements that cannot commit before failing.
+pub async fn my_failure_rolled_back(conn: &mut Conn) -> Result<bool, PositionError> {
+    let rows = my_query(conn, "SHOW WARNINGS").await?;
+    let column = |name: &str| rows.columns.iter().position(|c| c.eq_ignore_ascii_case(name));
+    let (Some(level), Some(code)) = (column("Level"), column("Code")) else {
+        return Err(PositionError::Missing);
+    };
+    let is = |row: &Vec<Option<String>>, i: usize, want: &str| row.get(i).is_some_and(|v| v.as_deref() == Some(want));
+    let failed = rows.rows.iter().any(|r| is(r, level, "Error"));
+    let kept = rows.rows.iter().any(|r| is(r, code, NOT_COMPLETE_ROLLBACK));
+    Ok(failed && !kept && rows.rows.len() < DEFAULT_MAX_ERROR_COUNT)
 }
 
 /// MariaDB: waits on a replica connection until it has applied `position` or `wait` is over

@@ -6,7 +6,8 @@
 //! `MASTER_GTID_WAIT` up to `routing.causal_wait`); otherwise the primary serves it, or it
 //! fails with `replica_fallback = "error"`. A commit that reports no GTID (`sql_log_bin = 0`)
 //! keeps the session's reads on the primary; a failed write that committed nothing changes
-//! nothing. Also answers the causal token statements, the same two as for PostgreSQL clients:
+//! nothing (told without a statement the client could notice, [`CommitGtid`]). Also answers
+//! the causal token statements, the same two as for PostgreSQL clients:
 //! `SHOW querypilot.causal_token` and `SET querypilot.causal_token = '...'`.
 
 use super::warning::encode_result;
@@ -14,7 +15,7 @@ use super::Session;
 use crate::config::{Protocol, ReadYourWrites, ReplicaFallback};
 use crate::id::{GtidPosition, Position};
 use crate::metrics::CausalOutcome;
-use crate::pool::health::my_gtid_after_failure;
+use crate::pool::health::my_failure_rolled_back;
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::tracking::GtidChange;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
@@ -24,6 +25,7 @@ use crate::routing::causal::{
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::sql::analyze::{session_effects, Effect};
+use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
 
 /// `ER_WRONG_VALUE_FOR_VAR` (1231, SQLSTATE 42000): an invalid causal token, as the server
@@ -37,9 +39,21 @@ const ER_NO_CAUGHT_UP_REPLICA: ErrorNumber = ErrorNumber { code: 1105, sql_state
 /// `utf8mb3_general_ci`, the token column's collation (the token is ASCII).
 const UTF8_CHARSET: u16 = 33;
 
+/// What the command being relayed committed (#34): its OK packets' `last_gtid`, and whether
+/// a failure of it rolls back everything it changed.
+#[derive(Debug, Default)]
+pub(super) struct CommitGtid {
+    seen: Seen,
+    /// One statement that commits nothing before it fails: a query or DML (a function or
+    /// trigger it fires runs inside it). Not a CALL (a procedure commits as it goes), nor a
+    /// statement that commits implicitly (DDL, TRUNCATE, LOCK TABLES), nor a multi-statement
+    /// text; unknown (the default) counts as not.
+    atomic: bool,
+}
+
 /// What the OK packets of the command being relayed said of `last_gtid` (#34).
 #[derive(Debug, Default)]
-pub(super) enum CommitGtid {
+enum Seen {
     /// Nothing: no commit reached the binary log.
     #[default]
     None,
@@ -49,13 +63,23 @@ pub(super) enum CommitGtid {
     Unreadable,
 }
 
+/// First words of the statements [`CommitGtid::atomic`] holds for.
+const ATOMIC: [&str; 8] = ["SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE", "WITH", "VALUES", "TABLE"];
+
 impl CommitGtid {
+    /// Before `sql` (of `statements` statements) is sent: nothing seen yet.
+    pub(super) fn expecting(sql: &str, statements: u16) -> CommitGtid {
+        let first = Lexer::new(sql, Dialect::MySql).find(|t| t.kind != TokenKind::Comment);
+        let atomic = statements == 1 && first.is_some_and(|t| ATOMIC.iter().any(|w| t.is_word(w)));
+        CommitGtid { seen: Seen::None, atomic }
+    }
+
     /// Takes one OK packet's report; `last` is the connection's last known `last_gtid`.
     pub(super) fn note(&mut self, change: GtidChange<'_>, last: &mut String) {
         let value = match change {
             GtidChange::Unchanged => return,
             GtidChange::Unreadable => {
-                *self = CommitGtid::Unreadable;
+                self.seen = Seen::Unreadable;
                 return;
             }
             GtidChange::Value(v) => String::from_utf8_lossy(v),
@@ -63,13 +87,13 @@ impl CommitGtid {
         last.clear();
         last.push_str(&value);
         let parsed = GtidPosition::parse(&value).filter(|p| *p != GtidPosition::default());
-        *self = match (std::mem::take(self), parsed) {
-            (CommitGtid::Unreadable, _) | (_, None) => CommitGtid::Unreadable,
-            (CommitGtid::Position(mut old), Some(p)) => {
+        self.seen = match (std::mem::take(&mut self.seen), parsed) {
+            (Seen::Unreadable, _) | (_, None) => Seen::Unreadable,
+            (Seen::Position(mut old), Some(p)) => {
                 old.include(&p);
-                CommitGtid::Position(old)
+                Seen::Position(old)
             }
-            (CommitGtid::None, Some(p)) => CommitGtid::Position(p),
+            (Seen::None, Some(p)) => Seen::Position(p),
         };
     }
 }
@@ -79,47 +103,42 @@ impl Session {
     /// (`seen`). A GTID when no write was expected (a function or procedure the analysis
     /// cannot see into) raises the position too. `failed`: the command's first answer was an
     /// error, so it may have committed nothing at all.
-    pub(super) async fn learn_commit(&mut self, seen: CommitGtid, failed: bool) {
+    pub(super) async fn learn_commit(&mut self, commit: CommitGtid, failed: bool) {
         let due = self.routing.ryw.position_due();
-        match seen {
-            CommitGtid::Position(p) if due => self.routing.ryw.learned(Some(Position::Gtid(p))),
-            CommitGtid::Position(p) => self.routing.ryw.adopt(Position::Gtid(p)),
-            CommitGtid::Unreadable => self.routing.ryw.learned(None),
-            CommitGtid::None if !due => {}
-            CommitGtid::None if failed => self.learn_after_failure().await,
-            // Committed without a GTID (`sql_log_bin = 0`, or nothing reached the binary log):
-            // only the primary is sure to have it, and `gtid:` would be a token SET refuses.
-            CommitGtid::None => self.routing.ryw.learned(None),
+        match commit.seen {
+            Seen::Position(p) if due => self.routing.ryw.learned(Some(Position::Gtid(p))),
+            Seen::Position(p) => self.routing.ryw.adopt(Position::Gtid(p)),
+            Seen::Unreadable => self.routing.ryw.learned(None),
+            Seen::None if !due => {}
+            Seen::None if failed && commit.atomic => self.learn_after_failure().await,
+            // Committed without a GTID (`sql_log_bin = 0`, or nothing reached the binary log),
+            // or failed after committing who knows what (a procedure, DDL): only the primary is
+            // sure to have it, and `gtid:` would be a token SET refuses.
+            Seen::None => self.routing.ryw.learned(None),
         }
     }
 
-    /// causal: a write failed before any of its results succeeded. An error packet carries no
-    /// session state, so whether anything committed (a procedure's earlier statements, a
-    /// non-transactional table's rows) is read on the connection: `@@last_gtid` unchanged
-    /// with the binary log on means nothing did, and the session's reads stay where they
-    /// were. The query touches no table, so the error stays for `SHOW WARNINGS`, and
-    /// `ROW_COUNT()` reads -1 after an error anyway. The client has its answer first.
+    /// causal: one statement that commits nothing before it fails ([`CommitGtid`]) failed. An
+    /// error packet carries no session state, but such a failure keeps only changes to
+    /// non-transactional tables, which the server then warns of: asked with `SHOW WARNINGS`,
+    /// which changes nothing the client can read (`FOUND_ROWS()`, `ROW_COUNT()`, the list
+    /// itself). Nothing kept: the session's reads stay where they were. The client has its
+    /// answer first. A client's own `max_error_count` could have dropped the warning: then
+    /// the reads stay on the primary, as when the answer cannot be read.
     async fn learn_after_failure(&mut self) {
         let _ = self.flush_client().await;
         let bridged = self.is_bridged();
         let clean = self.link.pos == 0;
-        let Some(conn) = self.link.conn.as_mut().filter(|_| !bridged && clean) else {
+        let limited = self.state.settings().any(|(name, _)| name == "max_error_count");
+        let Some(conn) = self.link.conn.as_mut().filter(|_| !bridged && clean && !limited) else {
             self.routing.ryw.learned(None);
             return;
         };
-        let known = match &conn.info {
-            crate::pool::ConnInfo::MySql(i) => i.last_gtid.clone(),
-            crate::pool::ConnInfo::Pg(_) => String::new(),
-        };
-        match my_gtid_after_failure(conn).await {
-            Ok((gtid, true)) if gtid.is_empty() || gtid == known => self.routing.ryw.nothing_committed(),
-            Ok((gtid, true)) => {
-                let position = GtidPosition::parse(&gtid).filter(|p| *p != GtidPosition::default());
-                self.routing.ryw.learned(position.map(Position::Gtid));
-            }
-            Ok((_, false)) => self.routing.ryw.learned(None),
+        match my_failure_rolled_back(conn).await {
+            Ok(true) => self.routing.ryw.nothing_committed(),
+            Ok(false) => self.routing.ryw.learned(None),
             Err(e) => {
-                tracing::debug!("causal reads: cannot read the connection's GTID after an error: {e}");
+                tracing::debug!("causal reads: cannot tell whether the failed statement kept changes: {e}");
                 conn.broken |= e.breaks_connection();
                 self.routing.ryw.learned(None);
             }

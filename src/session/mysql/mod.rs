@@ -304,7 +304,7 @@ impl Session {
                 pass: g.pass,
             },
             foreign: Foreign { bridge, cross: bridged::cross::Cross::default() },
-            routing: RoutingFacts { ryw, lex, commit: causal::CommitGtid::None },
+            routing: RoutingFacts { ryw, lex, commit: causal::CommitGtid::default() },
             retry: RetryContext::default(),
         }
     }

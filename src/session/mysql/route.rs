@@ -177,6 +177,7 @@ impl Session {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
         self.routing.ryw.observe(&decision, rt::now());
+        self.routing.commit = super::causal::CommitGtid::expecting(sql, decision.facts.statement_count);
         if decision.facts.may_change_session() {
             // MySQL sql_mode does not roll back with a transaction.
             self.routing.lex.observe(sql, crate::sql::Dialect::MySql, false);
@@ -315,8 +316,8 @@ impl Session {
 
     /// For a session bridged to a PostgreSQL pool: the rewritten SQL when a translation rule
     /// for `sql` targets this session's own pool, counted as a translation decision: for
-    /// `COM_STMT_PREPARE`, whose executes stay on the session's pool, so a rule for another
-    /// pool leaves the statement as written. With the SQL comes the decision's
+    /// `COM_STMT_PREPARE`, whose text is fixed there, so a rule for another pool leaves the
+    /// statement as written (each execute is routed by the client's text, #34). With the SQL comes the decision's
     /// `param_order` (how the rewrite moves or repeats the client's `?` parameters).
     pub(super) fn bridged_translation(&self, sql: &str) -> Option<Rewrite> {
         let d = self.decide(sql, None);

@@ -63,6 +63,9 @@ impl Session {
             SyncStep::Send { retry: true } => self.arm_retry(), // retry (#11)
             SyncStep::Send { retry: false } => {}
         }
+        if self.sync_probe_due() {
+            return self.on_probed_sync().await; // causal reads (#34)
+        }
         self.send_backend().await?;
         self.relay(relay::Until::Ready).await
     }

@@ -28,6 +28,10 @@ const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461
 pub(super) struct PgStmt {
     /// The statement text with `$n` parameters.
     sql: String,
+    /// The client's text, routed at each execute (#34) when the session is bridged and no
+    /// translation chose the text: a session whose last read moved it to the standby must not
+    /// run a prepared write there.
+    origin: Option<String>,
     /// Parameter types PostgreSQL inferred at prepare time.
     param_oids: Vec<u32>,
     /// MySQL parameter types from the last execute that bound them.
@@ -100,7 +104,7 @@ impl Session {
             return Ok(());
         }
         let text = String::from_utf8_lossy(body);
-        let (sql, late) = match self.prepared_text(&text) {
+        let (sql, late, translated) = match self.prepared_text(&text) {
             Ok(prepared) => prepared,
             Err(e) => {
                 e.encode(1, &mut self.io.out);
@@ -135,7 +139,8 @@ impl Session {
             if let Some(l) = &late {
                 d.params = vec![oid::TEXT; l.params()];
             }
-            self.answer_prepare(sql, d, late);
+            let origin = (self.is_bridged() && !translated).then(|| text.into_owned());
+            self.answer_prepare(origin, sql, d, late);
         }
         self.pg_maybe_release();
         Ok(())
@@ -145,18 +150,18 @@ impl Session {
     /// values if it has one. A translation is decided (and counted) once, here: what is
     /// prepared is what every execute runs. PostgreSQL binds `$n` by number, so a rewrite that
     /// moves or repeats the client's `?` just numbers each after the client parameter it takes.
-    fn prepared_text(&self, text: &str) -> Result<(String, Option<LateTranslation>), MyClientError> {
+    fn prepared_text(&self, text: &str) -> Result<(String, Option<LateTranslation>, bool), MyClientError> {
         // Only where this session runs it: the pool it crossed to, or a bridged session's own.
         let late = self.late_translation(text).filter(|(p, _)| **p == *self.pool.config.name).map(|(_, l)| l);
         // Described with the example's values: the columns every execute returns.
         if let Some(example) = late.as_ref().and_then(LateTranslation::example_sql) {
-            return Ok((self.for_postgres(&example, true)?, late));
+            return Ok((self.for_postgres(&example, true)?, late, true));
         }
-        let (carried, order) = match self.bridged_translation(text) {
-            Some((translated, order)) => (self.for_postgres(&translated, true)?, order),
-            None => (self.for_postgres(text, false)?, None),
+        let (carried, order, translated) = match self.bridged_translation(text) {
+            Some((translated, order)) => (self.for_postgres(&translated, true)?, order, true),
+            None => (self.for_postgres(text, false)?, None, late.is_some()),
         };
-        Ok((number_placeholders(&carried, order.as_deref()).0, late))
+        Ok((number_placeholders(&carried, order.as_deref()).0, late, translated))
     }
 
     async fn read_description(&mut self) -> Result<Described, RelayError> {
@@ -185,7 +190,7 @@ impl Session {
     }
 
     /// Sends `COM_STMT_PREPARE_OK` with parameter and column definitions.
-    fn answer_prepare(&mut self, sql: String, d: Described, late: Option<LateTranslation>) {
+    fn answer_prepare(&mut self, origin: Option<String>, sql: String, d: Described, late: Option<LateTranslation>) {
         self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.wrapping_add(1).max(1);
         while self.foreign.bridge.stmts.contains_key(&self.foreign.bridge.next_stmt) {
             self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.wrapping_add(1).max(1);
@@ -216,7 +221,7 @@ impl Session {
         let params = d.params.iter().map(|o| ("?".to_owned(), *o, -1)).collect();
         section(params, &mut seq, &mut self.io.out);
         section(d.columns, &mut seq, &mut self.io.out);
-        let stmt = PgStmt { sql, param_oids: d.params, types: Vec::new(), long_data: Vec::new(), late };
+        let stmt = PgStmt { sql, origin, param_oids: d.params, types: Vec::new(), long_data: Vec::new(), late };
         self.foreign.bridge.stmts.insert(id, stmt);
     }
 
@@ -295,6 +300,11 @@ impl Session {
             }
             Some(Ok(parts)) => parts,
         };
+        let origin = self.foreign.bridge.stmts.get(&stmt_id).and_then(|s| s.origin.clone());
+        if let Some(Err(e)) = origin.map(|o| self.bridged_route(&o)) {
+            e.encode(1, &mut self.io.out);
+            return Ok(());
+        }
         if let Err(e) = self.pg_backend().await {
             e.encode(1, &mut self.io.out);
             return Ok(());

@@ -1,0 +1,52 @@
+// Connector/J cells of the MariaDB causal matrix (#34). Run as a single source file:
+// java -cp mariadb-java-client.jar JdbcCausalMatrixMy.java URL USER PASSWORD TABLE FIRST_ID
+// URL decides client-side (default) or server-side prepare (useServerPrepStmts=true). The
+// replica's SQL thread is stopped. For each write kind (plain INSERT, INSERT ... WITH, CALL, a
+// trigger's write), a PreparedStatement writes row n; the writer reads it back, hands its token
+// (SHOW querypilot.causal_token) to a second connection, which reads it too. Prints
+// `KIND WRITER_COUNT WRITER_SERVER OTHER_COUNT OTHER_SERVER` (`@@server_id` of each read).
+import java.sql.*;
+
+public class JdbcCausalMatrixMy {
+    static String read(Connection c, String table, int n) throws SQLException {
+        String sql = "SELECT COUNT(*), @@server_id FROM " + table + " WHERE id = ?";
+        try (PreparedStatement p = c.prepareStatement(sql)) {
+            p.setInt(1, n);
+            try (ResultSet rs = p.executeQuery()) {
+                rs.next();
+                return rs.getLong(1) + " " + rs.getLong(2);
+            }
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String url = args[0], user = args[1], password = args[2], t = args[3];
+        int n = Integer.parseInt(args[4]);
+        String[][] writes = {
+            {"plain", "INSERT INTO " + t + " VALUES (?)"},
+            {"cte", "INSERT INTO " + t + " WITH c AS (SELECT ? AS id) SELECT id FROM c"},
+            {"call", "CALL " + t + "_p(?)"},
+            {"trigger", "INSERT INTO " + t + "_src VALUES (?)"},
+        };
+        for (String[] w : writes) {
+            n++;
+            try (Connection c = DriverManager.getConnection(url, user, password);
+                 Connection o = DriverManager.getConnection(url, user, password)) {
+                try (PreparedStatement p = c.prepareStatement(w[1])) {
+                    p.setInt(1, n);
+                    p.execute();
+                }
+                String mine = read(c, t, n);
+                String token;
+                try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SHOW querypilot.causal_token")) {
+                    rs.next();
+                    token = rs.getString(1);
+                }
+                try (Statement s = o.createStatement()) {
+                    s.execute("SET querypilot.causal_token = '" + token + "'");
+                }
+                System.out.println(w[0] + " " + mine + " " + read(o, t, n));
+            }
+        }
+    }
+}
