@@ -6,7 +6,7 @@
 //! in transaction and session mode. What ran is read from the rows: the client's statement
 //! answers `mine` and `pg_is_in_recovery()` (false: the primary), the translation ids.
 
-use crate::pg_raw::{bind, columns, execute, msg, parse, sync, tags, Msg, Raw};
+use crate::pg_raw::{bind, code, columns, execute, msg, parse, sync, tags, Msg, Raw};
 use crate::router::{pg_config, pg_pool, Router};
 use crate::support::{dbs, unique_name};
 
@@ -95,11 +95,14 @@ fn check(mode: &str) {
     assert_eq!(send(&mut c, &[describe_statement("late"), sync()]), Vec::<Vec<String>>::new(), "{mode}");
     assert_eq!(send(&mut c, &[bind("", &[], 0), execute(), sync()]), vec![mine.clone()], "{mode}: across Syncs");
 
-    // A Bind the router refuses (no JSON array): the server gets a stand-in unnamed Parse that
-    // fails there, so that what the batch ran is rolled back. The client's statement lives on.
-    c.send(&[bind("late", &["x"], 0), execute(), sync()].concat());
+    // A Bind the router refuses (a NUL in the value) after part of the batch reached the server
+    // (a Flush): the server gets a stand-in unnamed Parse that fails there, so that what the
+    // batch ran is rolled back. Directly, the client's unnamed statement outlives the error.
+    let flush = msg(b'H', b"");
+    c.send(&[bind("", &[], 0), execute(), flush, bind("late", &["[\"\0\"]"], 0), execute(), sync()].concat());
     let refused = c.until_ready();
-    assert_eq!(tags(&refused), "EZ", "{mode}: the refusal");
+    assert_eq!(tags(&refused), "2DCEZ", "{mode}: the refusal");
+    assert_eq!(code(&refused[3].1), "22021", "{mode}: the refusal");
     assert_eq!(send(&mut c, &[bind("", &[], 0), execute(), sync()]), vec![mine], "{mode}: after a refusal");
     drop(c);
     drop(r);
