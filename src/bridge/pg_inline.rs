@@ -150,7 +150,7 @@ mod tests {
         assert_eq!(binary_text(oid::FLOAT8, &1.5e300f64.to_be_bytes()).map(|t| t.parse::<f64>()), Ok(Ok(1.5e300)));
         assert_eq!(binary_text(oid::FLOAT8, &f64::NEG_INFINITY.to_be_bytes()).as_deref(), Ok("-Infinity"));
         let mut n = Vec::new();
-        encode_numeric("-12.0500", &mut n);
+        encode_numeric("-12.0500", &mut n).expect("a decimal");
         assert_eq!(binary_text(oid::NUMERIC, &n).as_deref(), Ok("-12.0500"));
     }
 

@@ -299,8 +299,8 @@ fn encode_binary(kind: PgKind, v: &BinaryValue<'_>, out: &mut Vec<u8>) -> Result
         PgKind::Numeric => {
             let mut text = Vec::new();
             encode_text(kind, v, &mut text);
-            let decimal = std::str::from_utf8(&text).ok().filter(|t| is_decimal(t));
-            encode_numeric(decimal.ok_or_else(|| err("numeric", INVALID_TEXT, "not a decimal number"))?, out);
+            let encoded = std::str::from_utf8(&text).map_err(|_| NotDecimal).and_then(|t| encode_numeric(t, out));
+            encoded.map_err(|_| err("numeric", INVALID_TEXT, "not a decimal number"))?;
         }
         PgKind::Text | PgKind::Bytea | PgKind::Json => encode_text(PgKind::Text, v, out),
         PgKind::Date => {
@@ -343,16 +343,15 @@ fn shown(v: &BinaryValue<'_>) -> String {
     }
 }
 
-/// `[-+]digits[.digits]`, the decimal text [`encode_numeric`] writes exactly.
-fn is_decimal(text: &str) -> bool {
-    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
-    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
-    !(int.is_empty() && frac.is_empty()) && int.bytes().chain(frac.bytes()).all(|c| c.is_ascii_digit())
-}
+/// Text that [`encode_numeric`] cannot write: not `[-+]digits[.digits]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a decimal number")]
+pub struct NotDecimal;
 
-/// Appends the binary `numeric` form of decimal text (`[-]digits[.digits]`); anything else
-/// (including `NaN`) is sent as NaN.
-pub fn encode_numeric(text: &str, out: &mut Vec<u8>) {
+/// Appends the binary `numeric` form of decimal text (`[-+]digits[.digits]`). Anything else
+/// (including `NaN`, which a bridged value must never silently become) is an error and
+/// appends nothing.
+pub fn encode_numeric(text: &str, out: &mut Vec<u8>) -> Result<(), NotDecimal> {
     let (negative, body) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text.strip_prefix('+').unwrap_or(text)),
@@ -360,10 +359,7 @@ pub fn encode_numeric(text: &str, out: &mut Vec<u8>) {
     let (int, frac) = body.split_once('.').unwrap_or((body, ""));
     let valid = !(int.is_empty() && frac.is_empty()) && int.bytes().chain(frac.bytes()).all(|c| c.is_ascii_digit());
     if !valid {
-        for word in [0u16, 0, NUMERIC_NAN, 0] {
-            out.extend_from_slice(&word.to_be_bytes());
-        }
-        return;
+        return Err(NotDecimal);
     }
     let int = int.trim_start_matches('0');
     let pad_left = (4 - int.len() % 4) % 4;
@@ -394,6 +390,7 @@ pub fn encode_numeric(text: &str, out: &mut Vec<u8>) {
     for g in groups {
         out.extend_from_slice(&g.to_be_bytes());
     }
+    Ok(())
 }
 
 /// The decimal text of a binary `numeric`; `None` when malformed.
@@ -755,7 +752,7 @@ mod tests {
 
     fn numeric(text: &str) -> Vec<u8> {
         let mut out = Vec::new();
-        encode_numeric(text, &mut out);
+        encode_numeric(text, &mut out).expect("a decimal");
         out
     }
 
@@ -773,7 +770,10 @@ mod tests {
         assert_eq!(numeric("10000"), words(&[1, 1, 0, 0, 1]));
         assert_eq!(numeric("0.0001"), words(&[1, -1, 0, 4, 1]));
         assert_eq!(numeric("0.00000001"), words(&[1, -2, 0, 8, 1]));
-        assert_eq!(numeric("NaN"), words(&[0, 0, -0x4000, 0]));
+        for bad in ["NaN", "", "-", ".", "1e5", "1.2.3", "+-1", " 1", "Infinity"] {
+            let mut out = vec![7];
+            assert_eq!((encode_numeric(bad, &mut out), out), (Err(NotDecimal), vec![7]), "{bad:?}");
+        }
         for text in [
             "0",
             "12345.678",
@@ -787,7 +787,7 @@ mod tests {
         ] {
             assert_eq!(decode_numeric(&numeric(text)).as_deref(), Some(text), "round trip {text}");
         }
-        assert_eq!(decode_numeric(&numeric("NaN")).as_deref(), Some("NaN"));
+        assert_eq!(decode_numeric(&words(&[0, 0, -0x4000, 0])).as_deref(), Some("NaN"));
         assert_eq!(decode_numeric(&[0, 1]), None);
     }
 
@@ -807,7 +807,7 @@ mod tests {
         assert_eq!(p(oid::TEXT, 1, Some("é".as_bytes())), Ok((T::VAR_STRING, "Bytes([195, 169])".into())));
         assert_eq!(p(oid::JSONB, 1, Some(b"\x01{}")), Ok((T::VAR_STRING, "Bytes([123, 125])".into())));
         let mut num = Vec::new();
-        encode_numeric("-1.50", &mut num);
+        encode_numeric("-1.50", &mut num).expect("a decimal");
         assert_eq!(p(oid::NUMERIC, 1, Some(&num)), Ok((T::NEWDECIMAL, "Bytes([45, 49, 46, 53, 48])".into())));
         let dt = my_param(oid::TIMESTAMP, 1, Some(&(8825 * MICROS_PER_DAY + 1).to_be_bytes())).unwrap();
         let want = DateTime { year: 2024, month: 2, day: 29, hour: 0, minute: 0, second: 0, micros: 1 };

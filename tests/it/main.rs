@@ -73,6 +73,7 @@ mod pg_extended;
 mod pg_faults;
 mod pg_fidelity;
 mod pg_isolation;
+mod pg_late_unnamed;
 mod pg_pgbench;
 mod pg_pipeline;
 mod pg_prepared_ddl;

@@ -5,6 +5,8 @@
 //! literals (`sql::template::LateTranslation::inline`), which is then routed like a statement the
 //! client wrote that way: translated onto its pool, a value that is no JSON array refused with
 //! 22023 there, and sent as an unnamed Parse and a parameterless Bind for the client's portal.
+//! That Parse (and the late Describe's) replaces the connection's unnamed statement, which the
+//! client may still use: `unnamed.rs` is told, and prepares the client's again before its use.
 //! A binary-format value is decoded to its type's text first (`bridge::pg_inline`) or refused:
 //! its bytes never become SQL text.
 //!
@@ -131,6 +133,7 @@ impl Session {
                 .fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"));
         }
         self.ex.bout.extend_from_slice(&msgs);
+        self.replaced_unnamed();
         self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
         self.ex.expect.push_back(Expect::Bind);
         Ok(())
@@ -168,12 +171,22 @@ impl Session {
                 .fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"));
         }
         self.ex.bout.extend_from_slice(&msgs);
+        self.replaced_unnamed();
         self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
         self.ex.expect.push_back(Expect::Swallow(server::PARAMETER_DESCRIPTION));
         self.ex.answer(parameter_description(&param_types(stmt, &late)));
         self.ex.flight.describing.push_back(None);
         self.ex.expect.push_back(Expect::DescribeStatement);
         Ok(())
+    }
+
+    /// The Parse just queued replaced the connection's unnamed statement, which may be the
+    /// client's: its next Bind or Describe of `""` prepares it again first (`unnamed.rs`). This
+    /// costs nothing unless the client reuses its unnamed statement after a held one, and then
+    /// one pipelined Parse, no round trip; a router-private name would instead add a Close to
+    /// every held statement's execution.
+    fn replaced_unnamed(&mut self) {
+        self.progress.unnamed.elsewhere();
     }
 
     /// The translation `stmt` is held for.

@@ -63,6 +63,10 @@ impl Session {
             SyncStep::Send { retry: true } => self.arm_retry(), // retry (#11)
             SyncStep::Send { retry: false } => {}
         }
+        if self.ex.flight.aborting {
+            // The stand-in Parse of a refused statement is unnamed: it replaced the client's.
+            self.progress.unnamed.elsewhere();
+        }
         if self.sync_probe_due() {
             return self.on_probed_sync().await; // causal reads (#34)
         }
