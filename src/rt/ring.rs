@@ -34,7 +34,9 @@ const ENTRIES: u32 = 1024;
 pub(super) enum Keep {
     /// Nothing beyond the descriptor, which its owner keeps open.
     Nothing,
-    /// A receive or send buffer.
+    /// A receive or send buffer. While the operation is in flight the kernel writes (receive)
+    /// or reads (send) its heap memory, so the `Vec` is only moved, never looked into, until
+    /// the completion: no reference to its contents exists meanwhile.
     Buf(Vec<u8>),
     /// A receive into a buffer the kernel picks from the core's provided ring when bytes arrive.
     Select,
