@@ -111,26 +111,37 @@ pub async fn read_some(stream: &mut Stream, buf: &mut Vec<u8>, chunk: usize) -> 
     }
 }
 
-/// Awaits a send left in flight by an abandoned write, so bytes leave in order.
-async fn finish_abandoned_send(stream: &mut Stream) -> io::Result<()> {
-    let Some(op) = &mut stream.send else { return Ok(()) };
-    let (res, keep) = op.await;
-    stream.send = None;
-    if let Keep::Buf(mut b) = keep {
-        super::recycle(&mut b);
+/// Settles a write that was abandoned or failed: awaits the send it left in flight (so bytes
+/// leave in order) and counts what that send took. If part of its message is still unsent, the
+/// peer holds a truncated message and anything written after it would be read as its rest: the
+/// stream stays broken and this fails, now and on every later write.
+async fn settle_earlier_write(stream: &mut Stream) -> io::Result<()> {
+    if let Some(op) = &mut stream.send {
+        let (res, keep) = op.await;
+        stream.send = None;
+        if let Keep::Buf(mut b) = keep {
+            super::recycle(&mut b);
+        }
+        stream.unsent = stream.unsent.saturating_sub(res.max(0) as usize);
     }
-    if res < 0 && !transient(res) {
-        return Err(io::Error::from_raw_os_error(-res));
+    if stream.unsent > 0 {
+        return Err(io::Error::new(io::ErrorKind::BrokenPipe, "an earlier write was cut off mid-message"));
     }
     Ok(())
 }
 
 /// Writes all of `data`. The bytes are copied into a buffer the ring owns while the kernel
-/// sends them, so abandoning the write never lets the kernel read freed memory.
+/// sends them, so abandoning the write never lets the kernel read freed memory. Abandoning it
+/// (dropping the future) before every byte has left breaks the stream for writing: the send in
+/// flight finishes, and the next write fails rather than append to a truncated message.
 pub async fn write_all(stream: &mut Stream, data: &[u8]) -> io::Result<()> {
-    finish_abandoned_send(stream).await?;
+    if stream.send.is_some() || stream.unsent > 0 {
+        settle_earlier_write(stream).await?;
+    }
     let mut out = super::spare_buffer();
     out.extend_from_slice(data);
+    // Counted down as sends complete: what is left if this future is dropped marks the cut.
+    stream.unsent = out.len();
     let mut done = 0;
     while done < out.len() {
         let len = (out.len() - done).min(OP_MAX) as u32;
@@ -155,6 +166,7 @@ pub async fn write_all(stream: &mut Stream, data: &[u8]) -> io::Result<()> {
             });
         }
         done += res as usize;
+        stream.unsent = out.len() - done;
     }
     super::recycle(&mut out);
     Ok(())

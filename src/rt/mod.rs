@@ -32,3 +32,21 @@ pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now,
 pub use spare::{recycle, refill, spare_buffer};
 pub use time::{now, race, sleep, sleep_until, with_deadline, within, Deadline, Elapsed};
 pub use timer::Sleep;
+
+/// Fails the build if a listed type is `Send`: these are core-local (an operation names a slot
+/// in its own core's ring) and must be `!Send` by type, not by convention. If `T: Send`, both
+/// impls below apply and `<T as NotSend<_>>::check` is ambiguous.
+macro_rules! assert_not_send {
+    ($($t:ty),+) => {
+        const _: fn() = || {
+            trait NotSend<A> {
+                fn check() {}
+            }
+            impl<T: ?Sized> NotSend<()> for T {}
+            impl<T: ?Sized + Send> NotSend<u8> for T {}
+            $(<$t as NotSend<_>>::check();)+
+        };
+    };
+}
+
+assert_not_send!(ring::Op, Stream, Listener);

@@ -21,16 +21,22 @@ use super::ring::{fd_of, Keep, Op};
 /// A receive whose read was abandoned (a raced read lost) stays in flight, parked here, and the
 /// next read takes its bytes: cancelling it instead could lose bytes the kernel had already
 /// moved into its buffer. Dropping the stream cancels what is in flight and closes the socket.
+///
+/// A write abandoned mid-message (see [`super::write_all`]) breaks the stream for writing: the
+/// peer got part of a message, so nothing written after it could be understood.
 pub struct Stream {
     pub(super) recv: Option<Op>,
     pub(super) send: Option<Op>,
+    /// Bytes of the last write not yet known to have left: non-zero only while a write runs or
+    /// after one was abandoned or failed mid-message.
+    pub(super) unsent: usize,
     fd: OwnedFd,
 }
 
 impl Stream {
     fn new(fd: OwnedFd) -> io::Result<Self> {
         SockRef::from(&fd).set_nodelay(true)?;
-        Ok(Self { recv: None, send: None, fd })
+        Ok(Self { recv: None, send: None, unsent: 0, fd })
     }
 
     pub(super) fn raw(&self) -> RawFd {
@@ -200,8 +206,12 @@ pub fn detach(stream: Stream) -> io::Result<std::net::TcpStream> {
 /// anything. An idle PostgreSQL or MySQL connection receives bytes only when the server is
 /// about to close it (FATAL 57P01 at shutdown, an idle timeout), so either means "do not lend
 /// this one". Never blocks: a parked receive that completed answers it without a system call,
-/// otherwise one non-blocking peek.
+/// otherwise one non-blocking peek. A stream whose last write was abandoned mid-message (or is
+/// still in flight) is not usable either: the server holds part of a message.
 pub fn idle_stream_usable(stream: &Stream) -> bool {
+    if stream.unsent > 0 {
+        return false;
+    }
     match &stream.recv {
         Some(op) => !op.is_done(),
         None => stream.peek() == Some(false),

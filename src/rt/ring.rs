@@ -1,11 +1,18 @@
 //! One io_uring per core: socket operations submitted with the resources the kernel may touch
 //! (buffers, addresses, sockets) owned by the ring until their completion arrives, so a dropped
 //! future can never leave the kernel writing into freed memory.
+//!
+//! Invariant: memory lent to the kernel is freed only with proof ([`Quiet`]) that no operation
+//! is left in the kernel. When the ring goes away with operations still there (a shutdown whose
+//! cancellations did not come back in time), that memory is leaked: the kernel may write into
+//! it until the io_uring's exit work has cancelled them, after the descriptor is closed.
 
 use std::future::Future;
 use std::io;
+use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -27,7 +34,9 @@ const ENTRIES: u32 = 1024;
 pub(super) enum Keep {
     /// Nothing beyond the descriptor, which its owner keeps open.
     Nothing,
-    /// A receive or send buffer.
+    /// A receive or send buffer. While the operation is in flight the kernel writes (receive)
+    /// or reads (send) its heap memory, so the `Vec` is only moved, never looked into, until
+    /// the completion: no reference to its contents exists meanwhile.
     Buf(Vec<u8>),
     /// A receive into a buffer the kernel picks from the core's provided ring when bytes arrive.
     Select,
@@ -65,10 +74,14 @@ enum Slot {
     },
 }
 
+/// Proof that the kernel holds no operation of the ring: what operations pointed into may be
+/// freed. Only [`Ring::quiet`] makes one.
+pub(super) struct Quiet(());
+
 /// The ring, its operations in flight and the eventfd read.
 pub(super) struct Ring {
     ring: IoUring,
-    /// Buffers receives may select (declared after `ring`: dropped after the io_uring closes).
+    /// Buffers receives may select; unmapped only when the ring is quiet (see the module doc).
     provided: Option<Provided>,
     slots: Vec<Slot>,
     /// Per slot, the generation of its current operation (in its `user_data`).
@@ -77,11 +90,18 @@ pub(super) struct Ring {
     /// Operations the kernel still holds (pending and orphaned).
     in_kernel: usize,
     efd: i32,
-    efd_buf: Box<[u8; 8]>,
+    /// The eventfd read's 8 bytes, which the kernel writes: held by raw pointer (no reference
+    /// to it exists) and freed only when quiet.
+    efd_buf: NonNull<u64>,
     efd_armed: bool,
-    /// Completions of one turn (user data, result, flags), copied out of the queue (reused: no
-    /// allocation per turn).
+    /// Completions not yet handled (user data, result, flags), copied out of the queue: those
+    /// [`Ring::push`] set aside to make room, then those of a turn (reused: no allocation per
+    /// turn).
     reaped: Vec<(u64, i32, u32)>,
+    /// Stands in for a kernel before 5.19 in tests: a submission is refused with EBUSY while
+    /// completions wait in the kernel's overflow list and the completion queue is full.
+    #[cfg(test)]
+    refuse_while_overflowed: bool,
 }
 
 impl Ring {
@@ -90,13 +110,18 @@ impl Ring {
     /// it) or else COOP_TASKRUN (no inter-processor interrupt per completion) are used when the
     /// kernel has them.
     pub(super) fn new(efd: i32) -> io::Result<Self> {
+        Self::with_entries(efd, ENTRIES)
+    }
+
+    /// A ring whose submission queue holds `entries` operations (tests use tiny ones).
+    fn with_entries(efd: i32, entries: u32) -> io::Result<Self> {
         let ring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
             .setup_taskrun_flag()
-            .build(ENTRIES)
-            .or_else(|_| IoUring::builder().setup_coop_taskrun().setup_single_issuer().build(ENTRIES))
-            .or_else(|_| IoUring::new(ENTRIES))?;
+            .build(entries)
+            .or_else(|_| IoUring::builder().setup_coop_taskrun().setup_single_issuer().build(entries))
+            .or_else(|_| IoUring::new(entries))?;
         if !ring.params().is_feature_ext_arg() {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -118,32 +143,61 @@ impl Ring {
             free: Vec::new(),
             in_kernel: 0,
             efd,
-            efd_buf: Box::new([0; 8]),
+            efd_buf: NonNull::from(Box::leak(Box::new(0u64))),
             efd_armed: false,
             reaped: Vec::new(),
+            #[cfg(test)]
+            refuse_while_overflowed: false,
         };
         me.arm_eventfd();
         Ok(me)
     }
 
     fn push(&mut self, sqe: &squeue::Entry) {
-        loop {
-            // SAFETY: every pointer in `sqe` points into memory owned by a slot (or by `self`)
-            // until the operation's completion is reaped.
-            if unsafe { self.ring.submission().push(sqe) }.is_ok() {
-                return;
-            }
-            // Queue full: hand what is queued to the kernel to make room.
-            if let Err(e) = self.ring.submit() {
-                if e.raw_os_error() != Some(libc::EINTR) && e.raw_os_error() != Some(libc::EBUSY) {
+        // SAFETY: every pointer in `sqe` points into memory owned by a slot (or by `self`)
+        // until the operation's completion is reaped.
+        while unsafe { self.ring.submission().push(sqe) }.is_err() {
+            self.make_room();
+        }
+    }
+
+    /// The submission queue is full: hands it to the kernel. A kernel before 5.19 refuses any
+    /// submission with EBUSY while completions wait in its overflow list, and moves them into
+    /// the completion queue only once there is room there; retrying without reaping spun
+    /// forever. So the completion queue is emptied first, its entries set aside in order for
+    /// the next reap (handled there, not here: waking tasks from inside `push` is not wanted).
+    /// Returns whether the kernel still refused (it had more overflowed completions than the
+    /// queue holds: the next call moves more).
+    #[cold]
+    fn make_room(&mut self) -> bool {
+        self.set_aside();
+        match self.submit_queued() {
+            Ok(_) => false,
+            Err(e) => {
+                if !matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) {
                     tracing::error!(error = %e, "io_uring submit failed");
                 }
+                e.raw_os_error() == Some(libc::EBUSY)
             }
         }
     }
 
+    /// Moves the completions waiting in the queue to `reaped`, freeing their entries.
+    fn set_aside(&mut self) {
+        self.reaped.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+    }
+
+    /// Submits what is queued without waiting.
+    fn submit_queued(&mut self) -> io::Result<usize> {
+        #[cfg(test)]
+        if self.refuse_while_overflowed && self.ring.submission().cq_overflow() && self.ring.completion().is_full() {
+            return Err(io::Error::from_raw_os_error(libc::EBUSY));
+        }
+        self.ring.submit()
+    }
+
     fn arm_eventfd(&mut self) {
-        let sqe = opcode::Read::new(types::Fd(self.efd), self.efd_buf.as_mut_ptr(), 8).build().user_data(EVENTFD_OP);
+        let sqe = opcode::Read::new(types::Fd(self.efd), self.efd_buf.as_ptr().cast(), 8).build().user_data(EVENTFD_OP);
         self.push(&sqe);
         self.efd_armed = true;
     }
@@ -206,6 +260,8 @@ impl Ring {
     /// until something completes) for a completion. Then reaps every completion, waking their
     /// tasks. Returns whether the eventfd fired.
     pub(super) fn turn(&mut self, wait: Option<Duration>) -> bool {
+        // Completions set aside by `push` are ready already: do not wait for more.
+        let wait = if self.reaped.is_empty() { wait } else { Some(Duration::ZERO) };
         let res = match wait {
             // With TASKRUN_FLAG the kernel flags pending deferred completions and `submit` then
             // enters with GETEVENTS, which finishes them.
@@ -228,8 +284,9 @@ impl Ring {
 
     fn reap(&mut self) -> bool {
         let mut fired = false;
+        self.set_aside();
+        // Nothing below pushes (which may set completions aside) until `reaped` is back.
         let mut done = std::mem::take(&mut self.reaped);
-        done.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
         for (ud, res, flags) in done.drain(..) {
             if ud == EVENTFD_OP {
                 self.efd_armed = false;
@@ -262,9 +319,14 @@ impl Ring {
         fired
     }
 
+    /// Proof that no operation is left in the kernel, if none is.
+    fn quiet(&self) -> Option<Quiet> {
+        (self.in_kernel == 0 && !self.efd_armed).then_some(Quiet(()))
+    }
+
     /// Cancels everything still in the kernel and waits (at most `limit`) for it to come back,
-    /// so the buffers are not freed under the kernel when the core ends. What does not come
-    /// back in time is leaked rather than freed.
+    /// so the buffers can be freed when the core ends. If something does not come back in time,
+    /// dropping the ring leaks what it lent the kernel rather than freeing it.
     pub(super) fn shut_down(&mut self, limit: Duration) {
         let ids: Vec<usize> = (0..self.slots.len())
             .filter(|i| matches!(self.slots.get(*i), Some(Slot::Pending { .. } | Slot::Orphan { .. })))
@@ -279,15 +341,11 @@ impl Ring {
         while self.in_kernel > 0 || self.efd_armed {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                tracing::error!(ops = self.in_kernel, "io_uring operations did not finish; leaking their buffers");
-                std::mem::forget(std::mem::take(&mut self.slots));
-                std::mem::forget(std::mem::replace(&mut self.efd_buf, Box::new([0; 8])));
                 return;
             }
             let _ = self.ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&left.into()));
-            let done: Vec<(u64, i32, u32)> =
-                self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())).collect();
-            for (ud, res, flags) in done {
+            self.set_aside();
+            for (ud, res, flags) in std::mem::take(&mut self.reaped) {
                 if ud == EVENTFD_OP {
                     self.efd_armed = false;
                     continue;
@@ -300,6 +358,24 @@ impl Ring {
                 }
             }
         }
+    }
+}
+
+impl Drop for Ring {
+    /// Frees what the kernel was lent only if it holds no operation any more; otherwise leaks it
+    /// (see the module doc). The io_uring itself closes after this, which makes the kernel
+    /// cancel what is left.
+    fn drop(&mut self) {
+        let Some(quiet) = self.quiet() else {
+            tracing::error!(ops = self.in_kernel, "io_uring operations did not finish; leaking their memory");
+            std::mem::forget(std::mem::take(&mut self.slots));
+            return;
+        };
+        if let Some(provided) = self.provided.take() {
+            provided.free(&self.ring, &quiet);
+        }
+        // SAFETY: made by `Box::leak` in `with_entries`; no read into it is in the kernel.
+        drop(unsafe { Box::from_raw(self.efd_buf.as_ptr()) });
     }
 }
 
@@ -320,13 +396,16 @@ fn own_result(keep: Keep, res: i32, flags: u32) -> Keep {
 /// until the completion arrives.
 pub(super) struct Op {
     id: Option<usize>,
+    /// `!Send` and `!Sync` by type: the slot `id` names is in the ring of the core that started
+    /// the operation, and on another thread `with_core` would find another ring.
+    _core: PhantomData<*const ()>,
 }
 
 impl Op {
     /// Submits `sqe` (which points into `keep`) on the current core's ring.
     pub(super) fn start(sqe: squeue::Entry, keep: Keep) -> io::Result<Op> {
         with_core(|core| core.ring.borrow_mut().start(sqe, keep))
-            .map(|id| Op { id: Some(id) })
+            .map(|id| Op { id: Some(id), _core: PhantomData })
             .ok_or_else(|| io::Error::other("not on a querypilot core"))
     }
 
@@ -441,12 +520,8 @@ pub(super) fn copy_picked(bid: u16, n: usize, out: &mut Vec<u8>) {
 /// the next socket must not receive it.
 pub(super) fn flush() {
     with_core(|core| {
-        let ring = core.ring.borrow();
-        if let Err(e) = ring.ring.submit() {
-            if !matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) {
-                tracing::error!(error = %e, "io_uring submit failed");
-            }
-        }
+        let mut ring = core.ring.borrow_mut();
+        while ring.make_room() {}
     });
 }
 
@@ -454,3 +529,6 @@ pub(super) fn flush() {
 pub(super) fn fd_of(f: &impl AsRawFd) -> types::Fd {
     types::Fd(f.as_raw_fd())
 }
+
+#[cfg(test)]
+mod tests;

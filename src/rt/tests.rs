@@ -369,3 +369,35 @@ fn a_task_that_took_its_share_lets_the_others_run_before_it_goes_on() {
     assert_eq!(runs.iter().sum::<usize>(), 3 * share, "{order}");
     assert!(runs.iter().all(|&n| n <= share), "no run of the flooding task is longer than its share: {runs:?}");
 }
+
+#[test]
+fn a_write_abandoned_mid_message_breaks_the_stream_instead_of_truncating_it() {
+    // Far more than loopback's socket buffers hold: the write is cut off by its deadline.
+    const BIG: usize = 32 << 20;
+    let out = on_core(|_, tx| async move {
+        let (mut client, mut server) = pair().await;
+        let big: Vec<u8> = (0..BIG).map(|i| (i % 251) as u8).collect();
+        let cut = with_deadline(Instant::now() + Duration::from_millis(30), write_all(&mut client, &big)).await;
+        let usable = idle_stream_usable(&client);
+        let reader = async {
+            let mut got = Vec::new();
+            while let Ok(n) = read_some(&mut server, &mut got, 64 * 1024).await {
+                if n == 0 {
+                    break;
+                }
+            }
+            got
+        };
+        let writer = async {
+            let next = write_all(&mut client, b"next").await.map_err(|e| e.kind());
+            let again = write_all(&mut client, b"again").await.map_err(|e| e.kind());
+            drop(client);
+            (next, again)
+        };
+        let ((next, again), got) = futures_lite::future::zip(writer, reader).await;
+        let truncated = got.len() < big.len() && big.starts_with(&got);
+        let _ = tx.send((cut.is_err(), usable, next, again, truncated));
+    });
+    let broken = Err(std::io::ErrorKind::BrokenPipe);
+    assert_eq!(out, (true, false, broken, broken, true), "(cut, usable, next write, later write, peer got a prefix)");
+}
