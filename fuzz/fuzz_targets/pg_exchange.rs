@@ -16,7 +16,8 @@
 //! - no panic;
 //! - the backend frames the client gets (forwarded, or released from hold before a later
 //!   frame) are a subsequence of the frames that arrived, in arrival order, each at most once;
-//!   a released hold is exactly the frames held, in order;
+//!   a released hold is exactly the frames held, in order; a hold is dropped only by healing
+//!   (the batch runs again) or by an error the router words itself;
 //! - ReadyForQuery ends the response: it is never held or replaced, it is swallowed only
 //!   while a stale plan is healed (the batch goes out again), and when it goes to the client
 //!   nothing of the response is still held and the exchange awaits nothing more (later
@@ -112,7 +113,7 @@ struct Client {
     /// Index of the last backend frame the client got.
     last_frame: Option<usize>,
     /// Number of the last router answer the client got.
-    last_answer: Option<u32>,
+    last_answer: Option<u16>,
     /// Backend frames held by the exchange, with their bytes, in arrival order.
     held: Vec<(usize, Vec<u8>)>,
 }
@@ -135,8 +136,8 @@ impl Client {
     /// Synthesized responses written to the client: each answer is a ParameterStatus `qp` n.
     fn gets_synth(&mut self, mut out: &[u8]) {
         while let Ok(Some(f)) = decode_raw_frame(out, 1 << 20) {
-            if let Some(n) = f.body().strip_prefix(b"qp\0").and_then(|b| b.first()) {
-                let n = u32::from(*n);
+            if let Some(&[hi, lo, ..]) = f.body().strip_prefix(b"qp\0") {
+                let n = u16::from_be_bytes([hi, lo]);
                 assert!(self.last_answer.is_none_or(|last| n > last), "answer {n} after answer {:?}", self.last_answer);
                 self.last_answer = Some(n);
             }
@@ -149,7 +150,7 @@ struct Driver {
     ex: Exchange,
     client: Client,
     frames: usize,
-    answers: u8,
+    answers: u16,
     /// The batch went out up to a Flush: an error before its Sync aborts it.
     flushed_only: bool,
     /// The connection is lost.
@@ -213,7 +214,12 @@ impl Driver {
                 assert_eq!(self.ex.flight.held.len(), held, "the hold is not the frames held");
             }
             Action::Swallow => assert!(!ready || healing, "ReadyForQuery swallowed with nothing to heal"),
-            Action::Replace(_) => assert!(!ready, "ReadyForQuery replaced"),
+            Action::Replace(_) => {
+                assert!(!ready, "ReadyForQuery replaced");
+                // The router words the error itself: a held description is dropped, not reordered.
+                assert!(self.ex.flight.held.is_empty(), "a hold outlived the router's error");
+                self.client.held.clear();
+            }
             // No retry policy here: the error goes out after what is held (relay.rs).
             Action::MayRetry => {
                 let held = std::mem::take(&mut self.ex.flight.held);
@@ -295,8 +301,9 @@ fuzz_target!(|data: &[u8]| {
                 rest = rest.get(1..).unwrap_or_default();
             }
             4 => {
-                d.answers = d.answers.saturating_add(1);
-                let body = [b'q', b'p', 0, d.answers, 0];
+                d.answers += 1; // at most one per input byte: no overflow
+                let [hi, lo] = d.answers.to_be_bytes();
+                let body = [b'q', b'p', 0, hi, lo, 0];
                 d.ex.answer(frame(server::PARAMETER_STATUS, &body));
             }
             5 => {
