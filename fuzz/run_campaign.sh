@@ -7,6 +7,8 @@
 #   MAX_TIME=1800 fuzz/run_campaign.sh      # the 30 minutes per target
 #   RUNS=10000000 MAX_TIME=0 fuzz/run_campaign.sh   # the 10 million executions each
 #   TARGETS="sql_lexer config_parse" fuzz/run_campaign.sh
+#   TARGETS="pg_exchange mysql_exchange" RUNS=10000000 MAX_TIME=0 SANITIZER=none fuzz/run_campaign.sh
+#                                           # the two session exchanges (#37), as recorded in README.md
 #   SANITIZER=none fuzz/run_campaign.sh     # no ASan: 2-3x the executions; the decoders are safe
 #                                           # Rust, so ASan watches only std and the fuzzer
 #   TIMEOUT=1 fuzz/run_campaign.sh          # an input slower than this many seconds is a finding

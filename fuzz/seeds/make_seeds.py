@@ -129,3 +129,29 @@ for name, selector, parts in [
     ("params", 3, ["SELECT * FROM t WHERE a = 1 AND b = 2", "SELECT * FROM v WHERE a = 1 AND b = 2", "SELECT * FROM t WHERE a = ? AND b = ?"]),
 ]:
     put("sql_template", name, bytes([selector]) + "\0".join(parts).encode())
+
+# --- pg_exchange (#37): op bytes (see the target's header). 0-2 queue an expectation (arg), 3 heal
+# mark (arg), 4 router answer, 5 refuse, 6 Sync (arg even: attached), 7 Flush, 8 timeout, 9-15 a
+# backend frame whose kind (0-23) is ((op >> 4) + (op & 15) * 16) % 24.
+def pg_frame_op(kind):
+    return next(op for op in range(256) if op % 16 >= 9 and ((op >> 4) + (op & 15) * 16) % 24 == kind)
+
+PARSE, BIND, DESC_STMT, DESC_PORTAL, EXECUTE, SYNTH = 0x00, 0x01, 0x02, 0x03, 0x04, 0x06
+def queue(e): return bytes([0, e])
+def frames(*kinds): return b"".join(bytes([pg_frame_op(k)]) + (b"\0" if k in (6, 14, 15, 18) else b"") for k in kinds)
+SYNC = bytes([6, 0])
+put("pg_exchange", "extended", queue(PARSE) + queue(BIND) + queue(DESC_PORTAL) + queue(EXECUTE) + SYNC + frames(0, 1, 4, 6, 9, 18))
+put("pg_exchange", "heal", bytes([3, 0]) + queue(DESC_STMT) + SYNC + frames(3, 12, 18, 3, 4, 18))
+put("pg_exchange", "answer", queue(SYNTH) + bytes([4]) + queue(BIND) + queue(EXECUTE) + SYNC + frames(1, 9, 19, 18))
+put("pg_exchange", "flush_error", queue(PARSE) + queue(BIND) + bytes([7]) + frames(0, 17) + SYNC + frames(18))
+
+# --- mysql_exchange (#37): mode byte (grammar = mode % 5; 0x08 DEPRECATE_EOF; 0x10 unchecked ids),
+# first sequence id, then ops: 0-1 client file bytes (u8 length), 2 abandon, 3 long-packet header
+# (seq, first byte, size), 4-7 a backend packet (seq, u8 length, payload).
+def my_op(seq, payload): return bytes([4, seq, len(payload)]) + payload
+put("mysql_exchange", "result_set", bytes([0, 1]) + my_op(1, b"\x01") + my_op(2, b"\x03def\x00\x00\x00\x01a\x00\x0c") +
+    my_op(3, b"\xfe\x00\x00\x02\x00") + my_op(4, b"\x01x") + my_op(5, b"\xfe\x00\x00\x02\x00"))
+put("mysql_exchange", "local_infile", bytes([1, 1]) + my_op(1, b"\xfbf") + bytes([0, 9]) + b"\x01\x00\x00\x02a\x00\x00\x00\x03" +
+    my_op(4, b"\x00\x01\x00\x02\x00\x00\x00"))
+put("mysql_exchange", "long_row", bytes([0x08 | 2, 1]) + my_op(1, b"\x01") + my_op(2, b"\x03def") + bytes([3, 3, 1, 0]) + bytes([3, 4, 1, 1]) +
+    my_op(5, b"\xfe\x00\x00\x02\x00\x00\x00"))

@@ -25,8 +25,14 @@ use std::time::Duration;
 
 pub use admission::{ClientSlot, ClientSlots};
 pub use context::{CoreContext, CoreLinks, KillReply};
+/// The sans-IO exchanges and the types they are fed, public only for their fuzz targets
+/// (`fuzz/fuzz_targets/{pg,mysql}_exchange.rs`).
+pub use mysql::exchange as mysql_exchange;
 /// The MySQL session's settling of a routing decision, for the dry-run (#19).
 pub use mysql::settle::settle as settle_mysql;
+pub use pg::exchange as pg_exchange;
+pub use pg::flight::{HealMark, Replay};
+pub use pg::prepared::{Expect, Stmt};
 
 use crate::config::Protocol;
 use crate::id::{KillRequest, KillTarget};

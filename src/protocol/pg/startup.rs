@@ -19,6 +19,8 @@ pub const CANCEL_REQUEST_CODE: i32 = (1234 << 16) | 5678;
 pub const SSL_REQUEST_CODE: i32 = (1234 << 16) | 5679;
 /// Request code of GSSENCRequest: 1234 in the high 16 bits, 5680 in the low 16 bits.
 pub const GSSENC_REQUEST_CODE: i32 = (1234 << 16) | 5680;
+/// The server's one-byte answer refusing an SSLRequest or GSSENCRequest (55.2.10, 55.2.11).
+pub const ENCRYPTION_REFUSED: &[u8] = b"N";
 
 /// A protocol version as sent in StartupMessage: major in the high 16 bits, minor in the low.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

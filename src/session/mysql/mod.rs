@@ -12,7 +12,7 @@
 mod bridged;
 mod causal;
 mod detour;
-pub(super) mod exchange;
+pub mod exchange;
 mod kill;
 mod large;
 mod login;

@@ -29,7 +29,7 @@ const STALE_PLAN: &str = "cached plan must not change result type";
 
 /// Why a backend connection went away or was given up.
 #[derive(Debug)]
-pub(super) struct Gone {
+pub struct Gone {
     /// The cause, which the router's own error names.
     pub cause: RelayError,
     /// The server's own FATAL ErrorResponse, whole, when it sent one: a session that ends with
@@ -52,7 +52,7 @@ impl From<RelayError> for Gone {
 
 /// Where, in the batch being assembled, a healable Bind starts.
 #[derive(Debug, Clone)]
-pub(super) struct HealMark {
+pub struct HealMark {
     /// Offset of the Bind in the bytes queued for the backend.
     pub bout: usize,
     /// Offset of its expectation in the expectation queue.
@@ -65,7 +65,7 @@ pub(super) struct HealMark {
 
 /// A sent batch that can be sent again once its statement is re-prepared.
 #[derive(Debug)]
-pub(super) struct Replay {
+pub struct Replay {
     /// The router statement to re-prepare (kept even if the client closes its name).
     pub stmt: Rc<Stmt>,
     /// The batch from the healable Bind through Sync.
@@ -76,7 +76,7 @@ pub(super) struct Replay {
 
 /// The in-flight statement's state on the current backend connection.
 #[derive(Debug, Default)]
-pub(super) struct Flight {
+pub struct Flight {
     /// Why the backend is going away or was given up (a FATAL it sent, a cancel it ignored),
     /// told to the client when the connection is found lost.
     pub fatal: Option<Gone>,

@@ -21,7 +21,7 @@ use crate::protocol::pg::{
     auth, backend,
     challenge::{Challenge, Progress, Proof},
     decode_expected_frame, decode_startup_frame, sqlstate,
-    startup::is_protocol_option,
+    startup::{is_protocol_option, ENCRYPTION_REFUSED},
     Authentication, Negotiation, ScramKeys, ScramSecret, StartupPacket, TransactionStatus,
 };
 use crate::rt::{self, Stream};
@@ -165,7 +165,7 @@ async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, 
         let packet = StartupPacket::decode(&body)
             .map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
         match packet {
-            StartupPacket::SslRequest | StartupPacket::GssEncRequest => client.send(b"N").await?,
+            StartupPacket::SslRequest | StartupPacket::GssEncRequest => client.send(ENCRYPTION_REFUSED).await?,
             StartupPacket::Cancel { pid, key } => {
                 // The client learns its cancel was sent when this connection closes (libpq,
                 // asyncpg wait for that), so it closes only once the backend has it (#18).

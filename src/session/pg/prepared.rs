@@ -19,7 +19,7 @@ use crate::sql::Dialect;
 
 /// A statement a client prepared.
 #[derive(Debug)]
-pub(super) struct Stmt {
+pub struct Stmt {
     /// Identity of text + parameter types; names the statement on backends.
     pub key: u64,
     /// `qp_<key>`.
@@ -213,7 +213,7 @@ pub(super) fn changes_schema(tag: &[u8]) -> bool {
 
 /// One response the backend (or the router itself) owes the client, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Expect {
+pub enum Expect {
     /// ParseComplete; `swallow` when the router injected the Parse; `key` to forget on error.
     Parse { swallow: bool, key: Option<u64> },
     /// BindComplete.

@@ -44,7 +44,7 @@ const BEFORE_RESULT: &[u8] = b"123tTnN";
 
 /// A sent batch kept so it can be sent again.
 #[derive(Debug)]
-pub(super) struct RetryBatch {
+pub struct RetryBatch {
     /// The batch as sent (first attempt).
     bytes: Vec<u8>,
     /// Its expectations, synthesized ones included.
@@ -68,7 +68,7 @@ pub(super) struct RetryBatch {
 
 /// What the rules that routed a batch's statements said about retrying it.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) enum RulePolicy {
+pub enum RulePolicy {
     /// No statement was routed yet: the pool's policy.
     #[default]
     Unrouted,

@@ -33,7 +33,7 @@ const EOF_MAX_LEN: usize = 9;
 
 /// Which response a command gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::session::mysql) enum Grammar {
+pub enum Grammar {
     /// COM_QUERY: OK / ERR / text result sets, chained by MORE_RESULTS; a LOCAL INFILE request
     /// is refused.
     Query,
@@ -50,7 +50,7 @@ pub(in crate::session::mysql) enum Grammar {
 
 /// What one relayed response said.
 #[derive(Debug, Default, Clone, Copy)]
-pub(in crate::session::mysql) struct Outcome {
+pub struct Outcome {
     /// Results (OK packets or result sets) that completed before any error.
     pub succeeded: usize,
     /// The response ended with an ERR packet.
@@ -70,7 +70,7 @@ pub(in crate::session::mysql) struct Outcome {
 
 /// What the session does with the backend packet just fed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::session::mysql) enum Action {
+pub enum Action {
     /// Relay it to the client unchanged, sequence id included.
     Forward,
     /// Relay it; it carries the status flags that end a result (the session may raise its
@@ -126,7 +126,7 @@ enum State {
 
 /// One command's response, from its first backend packet to its last.
 #[derive(Debug)]
-pub(in crate::session::mysql) struct Exchange {
+pub struct Exchange {
     grammar: Grammar,
     state: State,
     /// Sequence id the next backend packet must carry (`None`: not checked).
@@ -146,36 +146,36 @@ pub(in crate::session::mysql) struct Exchange {
 impl Exchange {
     /// A response of `grammar` whose first packet carries sequence id `seq`; `deprecate_eof`
     /// when the backend connection agreed on `CLIENT_DEPRECATE_EOF`.
-    pub(in crate::session::mysql) fn new(grammar: Grammar, seq: Option<u8>, deprecate_eof: bool) -> Self {
+    pub fn new(grammar: Grammar, seq: Option<u8>, deprecate_eof: bool) -> Self {
         let state = if grammar == Grammar::UntilEof { State::Rows } else { State::Head };
         let outcome = Outcome::default();
         Self { grammar, state, seq, deprecate_eof, continued: None, forwarded: false, file_max: usize::MAX, outcome }
     }
 
     /// Refuses client file packets longer than `max` bytes.
-    pub(in crate::session::mysql) fn limit_file_packets(mut self, max: usize) -> Self {
+    pub fn limit_file_packets(mut self, max: usize) -> Self {
         self.file_max = max;
         self
     }
 
     /// Whether the response is complete.
-    pub(in crate::session::mysql) fn done(&self) -> bool {
+    pub fn done(&self) -> bool {
         matches!(self.state, State::Done) && self.continued.is_none()
     }
 
     /// What the response said so far.
-    pub(in crate::session::mysql) fn outcome(&self) -> Outcome {
+    pub fn outcome(&self) -> Outcome {
         self.outcome
     }
 
     /// The sequence id the next backend packet must carry.
-    pub(in crate::session::mysql) fn next_seq(&self) -> Option<u8> {
+    pub fn next_seq(&self) -> Option<u8> {
         self.seq
     }
 
     /// Whether `p`, the next backend packet, is a deadlock the statement may be retried after:
     /// it is the first packet of the response, so nothing reached the client yet.
-    pub(in crate::session::mysql) fn may_retry(&self, p: &Packet<'_>) -> bool {
+    pub fn may_retry(&self, p: &Packet<'_>) -> bool {
         matches!(self.state, State::Head)
             && !self.forwarded
             && self.outcome.succeeded == 0
@@ -184,7 +184,7 @@ impl Exchange {
     }
 
     /// Takes the next physical backend packet and says what to do with it.
-    pub(in crate::session::mysql) fn on_backend(&mut self, p: &Packet<'_>) -> Result<Action, RelayError> {
+    pub fn on_backend(&mut self, p: &Packet<'_>) -> Result<Action, RelayError> {
         if let Some(want) = self.seq.filter(|want| *want != p.seq) {
             return Err(RelayError::OutOfSequence { expected: want, got: p.seq });
         }
@@ -202,12 +202,7 @@ impl Exchange {
     /// that is passed on in pieces, never held whole (#33): `Some(Forward)` when it is a row
     /// or the continuation of one, which is all a long packet can be in a result's rows;
     /// `None` (nothing taken) for anything else, which is read whole as usual.
-    pub(in crate::session::mysql) fn on_large(
-        &mut self,
-        seq: u8,
-        first: u8,
-        len: usize,
-    ) -> Result<Option<Action>, RelayError> {
+    pub fn on_large(&mut self, seq: u8, first: u8, len: usize) -> Result<Option<Action>, RelayError> {
         let row = match self.continued {
             Some(action) => action == Action::Forward,
             None => {
@@ -233,7 +228,7 @@ impl Exchange {
     /// Takes the client's unread input while its file streams: how many leading bytes go on to
     /// the server now (none when no file streams). Once the file's last packet passed, the
     /// server's answer is next. A client packet out of sequence or over the limit is an error.
-    pub(in crate::session::mysql) fn on_client_file(&mut self, buf: &[u8]) -> Result<usize, DecodeError> {
+    pub fn on_client_file(&mut self, buf: &[u8]) -> Result<usize, DecodeError> {
         let State::File(file) = &mut self.state else { return Ok(0) };
         let n = file.advance(buf)?;
         if file.done() {
@@ -244,13 +239,13 @@ impl Exchange {
     }
 
     /// Whether the client's file has been passed on whole (or none is streaming).
-    pub(in crate::session::mysql) fn file_done(&self) -> bool {
+    pub fn file_done(&self) -> bool {
         !matches!(self.state, State::File(_))
     }
 
     /// The sequence id the client's next file packet carries (the one an error answering a
     /// broken-off file carries).
-    pub(in crate::session::mysql) fn file_seq(&self) -> Option<u8> {
+    pub fn file_seq(&self) -> Option<u8> {
         match &self.state {
             State::File(file) => Some(file.next_seq()),
             _ => None,
@@ -258,7 +253,7 @@ impl Exchange {
     }
 
     /// The client broke off its file: the statement failed and the session ends.
-    pub(in crate::session::mysql) fn abandon(&mut self) {
+    pub fn abandon(&mut self) {
         self.outcome.error = true;
         self.outcome.abandoned = true;
         self.state = State::Done;
@@ -296,7 +291,8 @@ impl Exchange {
         }
         match first {
             Some(OK_HEADER) => {
-                self.outcome.rows += affected_rows(payload);
+                // Saturating: a server's affected-row counts (each up to 2^64-1) must not panic the session.
+                self.outcome.rows = self.outcome.rows.saturating_add(affected_rows(payload));
                 (self.outcome.status, self.outcome.last_insert_id) = status_of(payload);
                 self.outcome.succeeded += 1;
                 self.state = self.next_result();

@@ -284,3 +284,16 @@ fn a_long_row_and_its_continuation_are_taken_from_their_headers_alone() {
     let mut columns = Exchange::new(Grammar::Query, Some(1), false);
     assert!(matches!(columns.on_large(1, 1, 1 << 20), Ok(None)), "only rows are passed on in pieces");
 }
+
+#[test]
+fn affected_row_counts_past_u64_saturate() {
+    // Found by the `mysql_exchange` fuzz target (#37): two chained OKs each claiming 2^64-1
+    // affected rows (lenenc 0xFE + 8 bytes) overflowed the outcome's row count.
+    use crate::protocol::mysql::response::SERVER_MORE_RESULTS_EXISTS as MORE;
+    let huge = |status: u16| [&[OK_HEADER, 0xFE][..], &[0xFF; 8], &[0], &status.to_le_bytes(), &[0, 0]].concat();
+    let mut ex = Exchange::new(Grammar::Query, Some(1), false);
+    let actions = replay(&mut ex, &recorded(1, &[huge(MORE), huge(0)])).expect("in step");
+    assert_eq!(actions, [ForwardOk, ForwardOk]);
+    assert!(ex.done());
+    assert_eq!(ex.outcome().rows, u64::MAX);
+}

@@ -46,7 +46,7 @@ pub(super) enum Phase {
 
 /// What one response (up to ReadyForQuery) taught about the transaction.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Outcome {
+pub struct Outcome {
     /// An error was reported (or stood in for).
     pub error: bool,
     /// The last COMMIT (`true`) or ROLLBACK (`false`) command tag.
@@ -60,7 +60,7 @@ pub(super) struct Outcome {
 
 /// What the client gets of one backend frame.
 #[derive(Debug)]
-pub(super) enum Action {
+pub enum Action {
     /// The frame, unchanged.
     Forward,
     /// These held-back bytes, then the frame.
@@ -80,7 +80,7 @@ pub(super) enum Action {
 
 /// Bookkeeping the session does for a frame on its backend connection and session state.
 #[derive(Debug)]
-pub(super) enum Note {
+pub enum Note {
     /// Nothing.
     None,
     /// The described statement's row type is the frame's (RowDescription or NoData).
@@ -104,7 +104,7 @@ pub(super) enum Note {
 
 /// What the session does for one backend frame.
 #[derive(Debug)]
-pub(super) struct Step {
+pub struct Step {
     /// What the client gets.
     pub action: Action,
     /// The bookkeeping it calls for.
@@ -132,7 +132,7 @@ const ABORT_SQL: &str = "querypilot: the router refused a statement of this batc
 
 /// What the session does with the client's Sync.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum SyncStep {
+pub enum SyncStep {
     /// No part of the batch is on a backend: the router answers ReadyForQuery itself.
     AnswerHere,
     /// The queued batch, ending in the Sync, goes to the backend and its answers to the
@@ -145,7 +145,7 @@ pub(super) enum SyncStep {
 
 /// What a frame a held backend sends while the client is idle means.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Unprompted {
+pub enum Unprompted {
     /// A notification, notice or parameter change: the client gets it.
     Relay,
     /// Anything else: the backend is going away (its FATAL, if it sent one, is the cause).
@@ -154,7 +154,7 @@ pub(super) enum Unprompted {
 
 /// What a ReadyForQuery leads to before the response may end.
 #[derive(Debug)]
-pub(super) enum ReadyStep {
+pub enum ReadyStep {
     /// The stale-plan error was swallowed: the statement is prepared again and this batch sent
     /// again, renamed.
     Heal(Replay),
@@ -164,7 +164,7 @@ pub(super) enum ReadyStep {
 
 /// One session's exchange with its backend connection.
 #[derive(Debug, Default)]
-pub(super) struct Exchange {
+pub struct Exchange {
     /// Responses expected from the backend (or synthesized), in order.
     pub expect: VecDeque<Expect>,
     /// Bytes queued for the backend and not sent yet.
@@ -373,6 +373,29 @@ impl Exchange {
     /// Decides what to do with one backend frame. `query_ms` is the pool's `query_timeout` in
     /// milliseconds, for the router's wording of a cancel it sent.
     pub fn on_backend(&mut self, frame: &RawFrame<'_>, query_ms: u128) -> Step {
+        let mut step = self.decide(frame, query_ms);
+        if !self.flight.held.is_empty() {
+            self.keep_order(&mut step);
+        }
+        step
+    }
+
+    /// A frame other than the RowDescription, NoData or stale-plan error the held
+    /// ParameterDescription waits for must not overtake it (#37, found by the `pg_exchange`
+    /// fuzz target): one the client gets releases the hold before it, and so ends the chance to
+    /// heal (the client has seen the description); a router-worded error drops it.
+    fn keep_order(&mut self, step: &mut Step) {
+        match step.action {
+            Action::Forward => {
+                self.flight.replay = None;
+                step.action = self.release_held();
+            }
+            Action::Replace(_) => self.flight.held.clear(),
+            _ => {}
+        }
+    }
+
+    fn decide(&mut self, frame: &RawFrame<'_>, query_ms: u128) -> Step {
         let front = self.expect.front().copied();
         match frame.tag() {
             tag if front == Some(Expect::Swallow(tag)) => {

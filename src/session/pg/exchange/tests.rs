@@ -363,3 +363,19 @@ fn what_a_backend_says_unprompted_is_relayed_or_ends_it() {
     let frame = decode_raw_frame(&stray, 1 << 20).expect("well-formed").expect("whole");
     assert_eq!(ex.on_unprompted(&frame), Unprompted::Lost, "an answer nobody asked for: out of step");
 }
+
+#[test]
+fn a_frame_after_a_held_parameter_description_does_not_overtake_it() {
+    // Found by the `pg_exchange` fuzz target (#37): a notice between the held
+    // ParameterDescription and its RowDescription reached the client first.
+    let batch = [Expect::DescribeStatement, Expect::Sync];
+    let mut ex = exchange(&batch);
+    ex.flight.replay = Some(stale_replay(&batch));
+    let params = msg(server::PARAMETER_DESCRIPTION, &[0, 0]);
+    assert!(matches!(feed(&mut ex, &params).action, Action::Hold));
+    let notice = msg(server::NOTICE_RESPONSE, b"SNOTICE\0\0");
+    let step = feed(&mut ex, &notice);
+    assert!(matches!(step.action, Action::ReleaseThenForward(ref held) if *held == params), "{:?}", step.action);
+    assert!(ex.flight.replay.is_none(), "the client saw the description: no healing");
+    assert!(matches!(feed(&mut ex, &row_description()).action, Action::Forward));
+}
