@@ -4,7 +4,6 @@
 //! Run: `cargo bench --bench routing` (or `-- --test` to check it runs once).
 
 use std::hint::black_box;
-use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use querypilot::config::{Config, Protocol};
@@ -57,7 +56,7 @@ fn router() -> Router {
         Err(e) => panic!("bench config: {e}"),
     };
     match RuleSet::build(&config, &[], &[]) {
-        Ok(rules) => Router::new(Arc::new(rules), Catalogs::builtin()),
+        Ok(rules) => Router::new(rules.for_core(), Catalogs::builtin()),
         Err(e) => panic!("bench rules: {e}"),
     }
 }

@@ -18,6 +18,24 @@
 // allocation per backend frame once: such arguments must be lazy.
 #![deny(clippy::or_fun_call)]
 
+/// Fails to compile when any listed type is `Send`: a core-local type stays on its core by type,
+/// not by convention (DESIGN.md, thread-per-core rules). Written out rather than taken from
+/// `static_assertions`: for a `Send` type both impls below apply, so the path to `some_item` is
+/// ambiguous, and an ambiguous path is an error.
+macro_rules! assert_not_send {
+    ($($t:ty),+ $(,)?) => {
+        const _: fn() = || {
+            trait AmbiguousIfSend<A> {
+                fn some_item() {}
+            }
+            impl<T: ?Sized> AmbiguousIfSend<()> for T {}
+            struct Invalid;
+            impl<T: ?Sized + Send> AmbiguousIfSend<Invalid> for T {}
+            $(let _ = <$t as AmbiguousIfSend<_>>::some_item;)+
+        };
+    };
+}
+
 pub mod admin;
 pub mod app;
 pub mod auth;

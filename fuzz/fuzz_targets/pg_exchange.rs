@@ -188,7 +188,7 @@ impl Driver {
         self.frames += 1;
         let Ok(Some(f)) = decode_raw_frame(bytes, 1 << 20) else { return };
         if !self.ex.awaiting() {
-            if self.ex.on_unprompted(&f) == Unprompted::Relay {
+            if matches!(self.ex.on_unprompted(&f), Unprompted::Relay) {
                 self.client.gets_frame(index);
             } else {
                 self.gone = true;

@@ -283,7 +283,7 @@ struct ControlPlane {
 impl ControlPlane {
     fn new(setup: ControlSetup) -> Self {
         let n = setup.cores.len();
-        let explainer = Router::new(setup.initial.rules.clone(), Catalogs::builtin());
+        let explainer = Router::new(setup.initial.rules.for_core(), Catalogs::builtin());
         Self {
             current: setup.initial.clone(),
             setup,
@@ -416,7 +416,7 @@ impl ControlPlane {
     fn publish(&mut self, snap: Arc<Snapshot>) -> Result<RulesVersion, ControlError> {
         let version = snap.version;
         self.current = snap.clone();
-        self.explainer.set_rules(snap.rules.clone());
+        self.explainer.set_rules(snap.rules.for_core());
         for (i, core) in self.setup.cores.iter().enumerate() {
             if !self.stopped.get(i).copied().unwrap_or(true) {
                 let _ = core.send(CoreCommand::Apply(snap.clone()));

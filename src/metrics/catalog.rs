@@ -102,6 +102,13 @@ metric!(
     ["core", "reason"],
     "Sessions pinned to their backend connection, by reason."
 );
+metric!(
+    RELAY_ERRORS,
+    "sqp_relay_errors_total",
+    Counter,
+    ["core", "code"],
+    "Relays between a client and its backend connection that broke, by cause (relay.backend_closed, ...)."
+);
 metric!(STATEMENTS, "sqp_statements_total", Counter, ["core", "pool"], "Statements sent to each pool.");
 metric!(
     ERRORS,
@@ -288,6 +295,7 @@ pub const ALL: &[&MetricDef] = &[
     &ROUTING_CACHE,
     &STATEMENT_OPERATIONS,
     &SESSION_PINS,
+    &RELAY_ERRORS,
     &STATEMENTS,
     &ERRORS,
     &RETRIES,

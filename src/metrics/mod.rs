@@ -69,6 +69,7 @@ pub struct CoreCounters {
     bytes: [Cell<u64>; Direction::COUNT],
     operations: [Cell<u64>; Operation::COUNT],
     pins: RefCell<SmallVec<[(&'static str, u64); 4]>>,
+    relay_errors: RefCell<SmallVec<[(&'static str, u64); 4]>>,
     /// By listener index; grown on first use (listeners are fixed at start).
     clients: RefCell<Vec<ClientCounts>>,
 }
@@ -118,6 +119,12 @@ impl CoreCounters {
     /// `PinReason::as_str()`).
     pub fn pinned(&self, reason: &'static str) {
         bump_keyed(&self.pins, reason);
+    }
+
+    /// A relay between a client and its backend connection broke, for cause `code` (a
+    /// `RelayError`'s `ErrorCode::code()`, a static string from a fixed set).
+    pub fn relay_failed(&self, code: &'static str) {
+        bump_keyed(&self.relay_errors, code);
     }
 
     fn with_client(&self, listener: usize, f: impl FnOnce(&mut ClientCounts)) {
@@ -175,6 +182,7 @@ impl CoreCounters {
             cache_ops_total: [0; CacheOp::COUNT],
             operations_total: self.operations.each_ref().map(Cell::get),
             pins_total: self.pins.borrow().to_vec(),
+            relay_errors_total: self.relay_errors.borrow().to_vec(),
             clients: listeners
                 .iter()
                 .enumerate()
@@ -231,6 +239,8 @@ pub struct CounterSnapshot {
     pub operations_total: [u64; Operation::COUNT],
     /// Session pins by reason.
     pub pins_total: Vec<(&'static str, u64)>,
+    /// Broken relays by cause code.
+    pub relay_errors_total: Vec<(&'static str, u64)>,
     /// Client connections per listener.
     pub clients: Vec<ClientSnapshot>,
     /// Per pool.
@@ -258,6 +268,7 @@ impl CounterSnapshot {
         add_arrays(&mut self.cache_ops_total, &other.cache_ops_total);
         add_arrays(&mut self.operations_total, &other.operations_total);
         merge_keyed(&mut self.pins_total, &other.pins_total);
+        merge_keyed(&mut self.relay_errors_total, &other.relay_errors_total);
         for (mine, theirs) in self.client_buffer_bytes.iter_mut().zip(other.client_buffer_bytes) {
             *mine = (*mine).max(theirs);
         }

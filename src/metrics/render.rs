@@ -273,6 +273,12 @@ fn statement_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt:
             f.series(&[c, reason], Value::Count(*n))?;
         }
     }
+    let mut f = family(encoder, &cat::RELAY_ERRORS)?;
+    for (c, s) in cores {
+        for (code, n) in &s.relay_errors_total {
+            f.series(&[c, code], Value::Count(*n))?;
+        }
+    }
     let mut f = family(encoder, &cat::STATEMENTS)?;
     for (c, s) in cores {
         for p in &s.pools {

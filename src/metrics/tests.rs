@@ -29,6 +29,7 @@ fn core(k: u64) -> CounterSnapshot {
         c.bytes(Direction::ClientIn, 10);
         pool.error("pool.exhausted");
         c.pinned("listen");
+        c.relay_failed("relay.backend_closed");
     }
     backend.connect_failed();
     c.client_refused(0);
@@ -58,6 +59,7 @@ fn counters_record_into_the_snapshot() {
     assert_eq!(s.bytes_total[Direction::ClientIn.index()], 30);
     assert_eq!(s.operations_total[Operation::Read.index()], 3);
     assert_eq!(s.pins_total, vec![("listen", 3)]);
+    assert_eq!(s.relay_errors_total, vec![("relay.backend_closed", 3)]);
     let p = s.pool("main").expect("pool");
     assert_eq!((p.acquires_total, p.timeouts_total, p.statements_total, p.queue_depth), (3, 1, 3, 0));
     assert_eq!(p.decisions_total[Decision::ReadWriteSplit.index()], 3);
@@ -105,10 +107,12 @@ fn merge_sums_by_pool_backend_listener_and_key() {
     });
     b.pools.push(PoolSnapshot { name: "other".into(), ..a.pools[0].clone() });
     b.pins_total.push(("temp_object", 1));
+    b.relay_errors_total.push(("relay.malformed", 2));
     let mut total = a.clone();
     total.merge(&b);
     assert_eq!(total.sessions_accepted_total, 3);
     assert_eq!(total.pins_total, vec![("listen", 3), ("temp_object", 1)]);
+    assert_eq!(total.relay_errors_total, vec![("relay.backend_closed", 3), ("relay.malformed", 2)]);
     assert_eq!(total.clients[0].active, 3);
     assert_eq!(total.pools.len(), 2);
     let main = total.pool("main").expect("main");
@@ -157,6 +161,7 @@ fn render_writes_every_catalog_metric_with_a_core_label_summing_to_the_merge() {
     assert_eq!(sample(&text, "sqp_pool_wait_duration_seconds_bucket{le=\"+Inf\",core=\"1\",pool=\"main\"}"), Some(4.0));
     assert_eq!(sample(&text, "sqp_config_reloads_total{outcome=\"rejected\"}"), Some(3.0));
     assert_eq!(sample(&text, "sqp_config_version"), Some(2.0));
+    assert_eq!(sample(&text, "sqp_relay_errors_total{core=\"1\",code=\"relay.backend_closed\"}"), Some(4.0));
     assert_eq!(sample(&text, "sqp_log_lines_dropped_total"), Some(5.0));
     assert_eq!(sample(&text, "sqp_client_buffer_bytes{kind=\"long_data\"}"), Some(7.0), "process-wide, written once");
     assert_eq!(

@@ -2,6 +2,7 @@
 //! the function catalogs analysis uses. `route` serves traffic; `explain` is the same computation
 //! from a fresh analysis that leaves the cache alone.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::config::{Protocol, RetryPolicy};
@@ -14,13 +15,17 @@ use super::decision::{Decision, DecisionError, DecisionKind, Explanation, Facts,
 use super::rules::{RuleSet, Target};
 use super::{dialect, Catalogs, RouteInput, StatementKey};
 
-/// One core's router. Replacing the rules or the catalogs empties the cache.
+/// One core's router. Replacing the rules or the catalogs empties the cache. Its rules are the
+/// core's own copy ([`RuleSet::for_core`]) behind an `Rc`: the router, and with it its plan
+/// cache, cannot leave the thread that built it.
 #[derive(Debug)]
 pub struct Router {
-    rules: Arc<RuleSet>,
+    rules: Rc<RuleSet>,
     catalogs: Catalogs,
     cache: PlanCache,
 }
+
+assert_not_send!(Router);
 
 /// What the rules say before the session is taken into account (steps 2–7).
 struct Base {
@@ -59,13 +64,13 @@ impl Base {
 
 impl Router {
     /// A router over `rules`, analyzing with `catalogs`, with an empty cache.
-    pub fn new(rules: Arc<RuleSet>, catalogs: Catalogs) -> Router {
+    pub fn new(rules: Rc<RuleSet>, catalogs: Catalogs) -> Router {
         let cache = PlanCache::new(rules.cache_config().size.get());
         Router { rules, catalogs, cache }
     }
 
     /// Switches to a new rule set; the cache is cleared (counted as an invalidation).
-    pub fn set_rules(&mut self, rules: Arc<RuleSet>) {
+    pub fn set_rules(&mut self, rules: Rc<RuleSet>) {
         self.cache.reset(rules.cache_config().size.get());
         self.rules = rules;
     }
@@ -78,7 +83,7 @@ impl Router {
     }
 
     /// The rule set in use.
-    pub fn rules(&self) -> &Arc<RuleSet> {
+    pub fn rules(&self) -> &Rc<RuleSet> {
         &self.rules
     }
 

@@ -4,6 +4,7 @@
 //!
 //! Regexes and templates are compiled here, once; every problem is reported with the rule's name.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use ahash::AHashMap;
@@ -442,8 +443,9 @@ impl RuleSet {
     /// A copy of these rules for one core: every pool name and rule name in a fresh allocation and
     /// every regex with its own scratch-space pool, so the per-statement path (name clones in
     /// decisions, regex searches) writes no memory another core uses (#20, #21). The regex
-    /// programs themselves stay shared: they are read-only.
-    pub fn for_core(&self) -> RuleSet {
+    /// programs themselves stay shared: they are read-only. The copy comes behind an `Rc`: the
+    /// published `RuleSet` crosses threads, the core's own copy cannot.
+    pub fn for_core(&self) -> Rc<RuleSet> {
         let mut names = Localizer::default();
         let patterns = |list: &[Pattern], names: &mut Localizer| -> Vec<Pattern> {
             list.iter().map(|p| names.pattern(p)).collect()
@@ -453,7 +455,7 @@ impl RuleSet {
             .iter()
             .map(|(k, list)| (*k, list.iter().map(|t| names.translation(t)).collect()))
             .collect();
-        RuleSet {
+        Rc::new(RuleSet {
             cache: self.cache,
             read_your_writes: self.read_your_writes,
             primary: self.primary.clone().map(|p| p.map(|n| names.name(&n))),
@@ -464,7 +466,7 @@ impl RuleSet {
             patterns: patterns(&self.patterns, &mut names),
             pattern_regexes: self.pattern_regexes,
             rules: self.rules.iter().map(|r| names.session_rule(r)).collect(),
-        }
+        })
     }
 
     /// The normalization strategy of the cache key and template rules.

@@ -51,6 +51,8 @@ pub struct CoreContext {
     secrets: RefCell<SecretCache>,
 }
 
+assert_not_send!(CoreContext);
+
 /// The configuration as published and this core's own copy of it. Sessions clone the copy's
 /// `Arc` per statement; a shared one would bounce its reference count between cores (#20).
 struct LocalConfig {
@@ -115,7 +117,7 @@ impl CoreContext {
             cancels: CancelRegistry::default(),
             config: RefCell::new(LocalConfig::of(config)),
             pools: RefCell::new(Rc::new(pools)),
-            router: RefCell::new(Router::new(Arc::new(rules.for_core()), Catalogs::builtin())),
+            router: RefCell::new(Router::new(rules.for_core(), Catalogs::builtin())),
             digests: RefCell::default(),
             next_session: Cell::new(1),
             login_failures,
@@ -200,13 +202,13 @@ impl CoreContext {
         *self.secrets.borrow_mut() = secret_cache(&config);
         *self.config.borrow_mut() = LocalConfig::of(config);
         *self.pools.borrow_mut() = Rc::new(pools);
-        self.router.borrow_mut().set_rules(Arc::new(rules.for_core()));
+        self.router.borrow_mut().set_rules(rules.for_core());
     }
 
     /// Switches the router to a new rule set, same configuration (a rule added or removed
     /// through the admin API); clears its plan cache.
     pub fn set_rules(&self, rules: Arc<RuleSet>) {
-        self.router.borrow_mut().set_rules(Arc::new(rules.for_core()));
+        self.router.borrow_mut().set_rules(rules.for_core());
     }
 
     /// Switches the router to newly loaded function catalogs (clears its plan cache).
@@ -279,7 +281,7 @@ impl CoreContext {
     }
 
     /// The rule set in force now.
-    pub fn rules(&self) -> Arc<RuleSet> {
+    pub fn rules(&self) -> Rc<RuleSet> {
         self.router.borrow().rules().clone()
     }
 

@@ -88,6 +88,7 @@ mod pg_util;
 mod pool_protocol;
 mod pool_template;
 mod raw_passthrough;
+mod relay_errors;
 mod retry;
 mod router;
 mod routing_api;

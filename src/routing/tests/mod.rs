@@ -11,6 +11,7 @@ mod roles;
 mod rules;
 mod ryw;
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use super::*;
@@ -63,9 +64,9 @@ fn config(routing: &str, tail: &str) -> Config {
     }
 }
 
-fn rules_with(config: &Config, dynamic: &[PatternRule], translations: &[TranslationRule]) -> Arc<RuleSet> {
+fn rules_with(config: &Config, dynamic: &[PatternRule], translations: &[TranslationRule]) -> Rc<RuleSet> {
     match RuleSet::build(config, dynamic, translations) {
-        Ok(r) => Arc::new(r),
+        Ok(r) => Rc::new(r),
         Err(e) => panic!("rules do not build: {e}"),
     }
 }

@@ -87,7 +87,7 @@ fn a_core_copy_routes_alike_and_shares_no_name() {
         pattern_rule("shape", PatternKind::Template, "SELECT * FROM hot WHERE id = 1", to_pool("replicas"), 1),
     ];
     let shared = rules_with(&config(SPLIT, ""), &rules, &[]);
-    let local = Arc::new(shared.for_core());
+    let local = shared.for_core();
     let (mut a, mut b) = (Router::new(shared.clone(), Catalogs::builtin()), Router::new(local, Catalogs::builtin()));
     let statements =
         ["SELECT * FROM audit WHERE x = 2", "SELECT * FROM hot WHERE id = 9", "UPDATE t SET a = 1", "SELECT 1"];

@@ -32,6 +32,7 @@ mod warning;
 use std::rc::Rc;
 
 use crate::config::{PoolMode, Protocol};
+use crate::error::ErrorCode;
 use crate::id::CancelKey;
 use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::mysql::command::*;
@@ -47,6 +48,7 @@ use crate::routing::RywState;
 use crate::rt::{self, Stream};
 use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
+use crate::session::error::RelayError;
 use crate::session::CoreContext;
 use crate::sql::analyze::{session_effects, Effect, Effects, PinReason};
 use crate::sql::Dialect;
@@ -618,8 +620,9 @@ impl Session {
         }
         self.arm_query_timeout();
         // Sends and relays, retrying a deadlock when the pool opts in (#11).
-        let Ok(outcome) = self.send_and_relay(payload, grammar).await else {
-            return self.backend_lost().await.map(|()| None);
+        let outcome = match self.send_and_relay(payload, grammar).await {
+            Ok(outcome) => outcome,
+            Err(e) => return self.backend_lost(e).await.map(|()| None),
         };
         self.state.apply(&effects, outcome.succeeded);
         self.after_response(&outcome).await;
@@ -682,8 +685,11 @@ impl Session {
     /// the pool is in session mode (the client's server session is gone) or a transaction was
     /// open: the server rolled it back, and a session that went on would run
     /// the client's next statements in autocommit and answer its COMMIT with OK. The session
-    /// then ends after the error, as a direct connection would.
-    async fn backend_lost(&mut self) -> Result<(), End> {
+    /// then ends after the error, as a direct connection would. `cause` is counted; the client
+    /// hears what it always heard.
+    async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
+        tracing::debug!(error = %cause, "backend connection lost");
+        self.ctx.counters.relay_failed(cause.code()); // metrics
         let was_in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
         self.cancel.slot.set_server(None);
         if let Some(mut c) = self.link.conn.take() {

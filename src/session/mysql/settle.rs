@@ -90,7 +90,7 @@ mod tests {
     fn decide(sql: &str, held: Option<&Arc<str>>) -> Decision {
         let config = crate::config::Config::parse(CONFIG, "t.toml").expect("config");
         let rules = RuleSet::build(&config, &[], &[]).expect("rules");
-        let router = Router::new(Arc::new(rules), Catalogs::builtin());
+        let router = Router::new(rules.for_core(), Catalogs::builtin());
         let mut input = RouteInput::new(sql, Protocol::MySql, "u", "d");
         input.session.transaction_pool = held;
         router.explain(&input).decision

@@ -310,13 +310,13 @@ impl Session {
         let effects = session_effects(&String::from_utf8_lossy(&prepared), Dialect::MySql).list;
         let pins: Vec<(usize, Effect)> = effects.into_iter().filter(|(_, e)| matches!(e, Effect::Pin(_))).collect();
         let payload = [&[COM_STMT_PREPARE][..], &prepared].concat();
-        if self.send_command(&payload).await.is_err() {
-            return self.backend_lost().await;
+        if let Err(e) = self.send_command(&payload).await {
+            return self.backend_lost(e).await;
         }
         let res = self.relay_prepare(prepared, origin.into(), route_key, order).await;
         self.compact();
-        if res.is_err() {
-            return self.backend_lost().await;
+        if let Err(e) = res {
+            return self.backend_lost(e).await;
         }
         self.state.apply(&pins, 0);
         self.cancel.slot.set_running(None);
@@ -489,8 +489,9 @@ impl Session {
         }
         self.arm_query_timeout();
         // Sends and relays, retrying a deadlock when its rule or pool opts in (#11).
-        let Ok(outcome) = self.flush_and_relay(Grammar::Execute, retryable).await else {
-            return self.backend_lost().await;
+        let outcome = match self.flush_and_relay(Grammar::Execute, retryable).await {
+            Ok(outcome) => outcome,
+            Err(e) => return self.backend_lost(e).await,
         };
         if outcome.cursor {
             self.tx.cursor = Some((self.stmts.resolve(id), backend_id));
@@ -537,7 +538,7 @@ impl Session {
         }
         let Some(conn) = self.link.conn.as_mut() else { return Ok(None) };
         match prepare_silently(conn, sql).await {
-            Err(_) => self.backend_lost().await.map(|()| None),
+            Err(e) => self.backend_lost(e).await.map(|()| None),
             Ok(Err(err)) => {
                 encode_packets(&err, 1, &mut self.io.out);
                 self.maybe_release().await;
@@ -662,11 +663,12 @@ impl Session {
             return Ok(());
         }
         self.arm_query_timeout();
-        if self.send_command(&cmd).await.is_err() {
-            return self.backend_lost().await;
+        if let Err(e) = self.send_command(&cmd).await {
+            return self.backend_lost(e).await;
         }
-        let Ok(outcome) = self.relay_response(Grammar::UntilEof).await else {
-            return self.backend_lost().await;
+        let outcome = match self.relay_response(Grammar::UntilEof).await {
+            Ok(outcome) => outcome,
+            Err(e) => return self.backend_lost(e).await,
         };
         if outcome.error || outcome.status.is_some_and(|s| s & SERVER_STATUS_LAST_ROW_SENT != 0) {
             self.close_cursor().await;

@@ -22,6 +22,7 @@ use crate::protocol::pg::tag::{backend as server, frontend as client};
 use crate::protocol::pg::{backend, decode_header, sqlstate};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::error::RelayError;
 
 /// Messages at least this long pass through in pieces. Smaller ones are held whole, as every
 /// message used to be: within a few reads, and most results' rows are far shorter.
@@ -71,12 +72,12 @@ impl Session {
             match pass.deadline {
                 Some(d) => match rt::with_deadline(d, read).await {
                     Ok(Ok(n)) if n > 0 => {}
-                    Ok(_) => return self.backend_lost().await,
+                    Ok(r) => return self.backend_lost(RelayError::BackendClosed(r.err())).await,
                     Err(_) => self.overdue(pass).await?,
                 },
                 None => match read.await {
                     Ok(n) if n > 0 => {}
-                    _ => return self.backend_lost().await,
+                    r => return self.backend_lost(RelayError::BackendClosed(r.err())).await,
                 },
             }
         }
@@ -110,8 +111,8 @@ impl Session {
                 io.cbuf.drain(..io.cpos + piece);
                 io.cpos = 0;
                 left -= piece;
-                if written.is_err() {
-                    return self.backend_lost().await.and(Err(End::Fatal));
+                if let Err(e) = written {
+                    return self.backend_lost(RelayError::BackendClosed(Some(e))).await.and(Err(End::Fatal));
                 }
                 continue;
             }

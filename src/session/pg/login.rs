@@ -773,7 +773,8 @@ async fn attach(
             pool.checkin(conn, true);
             Err(PgClientError::new(startup_sqlstate(&code), message).into())
         }
-        Err(SettingsError::Lost) => {
+        Err(SettingsError::Lost(cause)) => {
+            tracing::debug!(error = %cause, "backend connection lost while applying startup parameters");
             conn.broken = true;
             pool.checkin(conn, false);
             Err(PgClientError::new(

@@ -6,19 +6,22 @@
 
 use super::{End, Session};
 use crate::config::PoolMode;
+use crate::error::ErrorCode;
 use crate::protocol::pg::{backend, sqlstate, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::error::RelayError;
 
 impl Session {
     /// The backend connection broke: tell the client, drop the connection, stay alive — unless
     /// a transaction was open, the session was pinned, or the pool is in session mode. A
     /// session that went on would run the client's next statements without what the server
     /// held for it (a COMMIT would be answered with success, the role would be gone), so the
-    /// session ends with a FATAL error as a direct connection would.
-    pub(super) async fn backend_lost(&mut self) -> Result<(), End> {
+    /// session ends with a FATAL error as a direct connection would. `cause` is what the
+    /// relay saw; it is counted, never worded (the client hears what it always heard).
+    pub(super) async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
         let was_in_tx = self.progress.tx != TransactionStatus::Idle;
-        let (why, said) = self.drop_lost_backend();
+        let (why, said) = self.drop_lost_backend(&cause);
         self.progress.tx = TransactionStatus::Idle;
         self.state.rollback();
         // A pinned session's server-side state (its role, temporary objects...) died too: going
@@ -58,8 +61,8 @@ impl Session {
     /// would (`Some`). Otherwise (a pooled connection held between statements, or a pool the
     /// session reached only by routing, such as a translation's analytics engine, #35) the
     /// connection is dropped and the session goes on: its next statement takes a new one.
-    pub(super) fn lost_while_idle(&mut self) -> Option<End> {
-        let (why, said) = self.drop_lost_backend();
+    pub(super) fn lost_while_idle(&mut self, cause: RelayError) -> Option<End> {
+        let (why, said) = self.drop_lost_backend(&cause);
         if self.progress.tx == TransactionStatus::Idle && self.state.pin().is_none() && !self.owns_server_session() {
             tracing::debug!("an idle backend connection of pool {} went away", self.pool.name());
             return None;
@@ -74,9 +77,11 @@ impl Session {
         self.mode() == PoolMode::Session && **self.pool.name() == *self.identity.home
     }
 
-    /// Gives the broken connection up and forgets what was in flight on it; returns the cause
-    /// as the router words it (" (…)", or empty) and the server's FATAL if it sent one.
-    fn drop_lost_backend(&mut self) -> (String, Option<Vec<u8>>) {
+    /// Gives the broken connection up and forgets what was in flight on it; counts the loss
+    /// under the server's FATAL if it sent one (the relay then only saw the close that followed
+    /// it), else under `seen`; returns the cause as the router words it (" (…)", or empty) and
+    /// the server's FATAL.
+    fn drop_lost_backend(&mut self, seen: &RelayError) -> (String, Option<Vec<u8>>) {
         if let Some(mut c) = self.backend.take() {
             c.broken = true;
             self.pool.checkin(c, false);
@@ -85,6 +90,7 @@ impl Session {
         self.cancel.slot.set_running(None);
         let gone = self.ex.flight.fatal.take();
         self.ex.flight.settle();
+        self.ctx.counters.relay_failed(gone.as_ref().map_or(seen, |g| &g.cause).code()); // metrics
         let Some(gone) = gone else { return (String::new(), None) };
         let why = gone.cause.cause().map(|m| format!(" ({m})")).unwrap_or_default();
         (why, gone.said)

@@ -48,6 +48,7 @@ use crate::routing::RywState;
 use crate::rt::{self, Stream};
 use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
+use crate::session::error::RelayError;
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
 use prepared::{Expect, Stmt};
@@ -815,8 +816,8 @@ impl Session {
         self.ex.sent();
         let r = rt::write_all(&mut conn.stream, &self.ex.bout).await;
         self.ex.bout.clear();
-        if r.is_err() {
-            return self.backend_lost().await;
+        if let Err(e) = r {
+            return self.backend_lost(RelayError::BackendClosed(Some(e))).await;
         }
         Ok(())
     }

@@ -226,7 +226,7 @@ impl Session {
                     self.maybe_release().await;
                     return self.flush_client().await;
                 }
-                Err(_) => return self.backend_lost().await,
+                Err(e) => return self.backend_lost(e).await,
             }
         }
         let mut text = sql.to_owned();

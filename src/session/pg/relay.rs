@@ -62,8 +62,8 @@ pub(super) enum Until {
 enum Woke {
     /// The client sent bytes (or closed: `Ok(0)`).
     Client(std::io::Result<usize>),
-    /// The backend sent bytes (`true`) or closed (`false`).
-    Backend(bool),
+    /// The backend sent bytes, or closed or failed (the cause).
+    Backend(Result<(), RelayError>),
     /// The router is draining and the session is between transactions.
     Drain,
 }
@@ -202,14 +202,14 @@ impl Session {
         match next {
             Ok((tag, _)) if !is_after_startup(tag) => {
                 self.ex.flight.fatal = Some(RelayError::OutOfStep { tag }.into());
-                self.backend_lost().await?;
+                self.backend_lost(RelayError::OutOfStep { tag }).await?;
                 Ok(None)
             }
             Ok(frame) => Ok(Some(frame)),
             Err(e) => {
                 // The client hears only that the connection was lost, as it always has.
                 tracing::debug!(error = %e, "backend connection lost mid-response");
-                self.backend_lost().await?;
+                self.backend_lost(e).await?;
                 Ok(None)
             }
         }
@@ -220,8 +220,10 @@ impl Session {
     /// `query_timeout` to answer; past that it is given up.
     pub(super) async fn overdue(&mut self, pass: &mut Pass) -> Result<(), End> {
         if self.ex.flight.timed_out {
-            self.ex.flight.fatal = Some(RelayError::CancelIgnored { timeout_ms: self.query_ms() }.into());
-            return self.backend_lost().await;
+            // The flight's copy is the one the client is told; the other is counted.
+            let timeout_ms = self.query_ms();
+            self.ex.flight.fatal = Some(RelayError::CancelIgnored { timeout_ms }.into());
+            return self.backend_lost(RelayError::CancelIgnored { timeout_ms }).await;
         }
         pass.deadline = self.query_deadline();
         self.ex.flight.timed_out = true;
@@ -443,7 +445,11 @@ impl Session {
         let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
         let drain = (self.progress.tx == TransactionStatus::Idle).then(|| self.ctx.drain.clone());
         let reads = rt::race(async { Woke::Client(rt::read_some(client, cbuf, READ_CHUNK).await) }, async {
-            Woke::Backend(matches!(rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await, Ok(n) if n > 0))
+            Woke::Backend(match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
+                Ok(0) => Err(RelayError::BackendClosed(None)),
+                Ok(_) => Ok(()),
+                Err(e) => Err(RelayError::BackendClosed(Some(e))),
+            })
         });
         let drained = async {
             match drain {
@@ -456,8 +462,8 @@ impl Session {
         let res = match woke {
             Woke::Client(r) => return Ok(Some(r)),
             Woke::Drain => return Err(End::Drained),
-            Woke::Backend(true) => self.relay_unprompted(),
-            Woke::Backend(false) => self.lost_while_idle().map_or(Ok(()), Err),
+            Woke::Backend(Ok(())) => self.relay_unprompted(),
+            Woke::Backend(Err(cause)) => self.lost_while_idle(cause).map_or(Ok(()), Err),
         };
         if let Err(end) = res {
             // The FATAL error must reach the client before the session closes.
@@ -471,7 +477,7 @@ impl Session {
     /// ParameterStatus); anything else means the backend is going away.
     fn relay_unprompted(&mut self) -> Result<(), End> {
         let mut pos = 0usize;
-        let mut bad = false;
+        let mut bad = None;
         loop {
             let Some(conn) = self.backend.as_ref() else { return Ok(()) };
             let Some(tag) = frame_at(&conn.rbuf, pos).map(|f| f.tag()) else { break };
@@ -481,15 +487,15 @@ impl Session {
             let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { break };
             match self.ex.on_unprompted(&frame) {
                 Unprompted::Relay => self.io.out.extend_from_slice(frame.bytes()),
-                Unprompted::Lost => bad = true,
+                Unprompted::Lost(cause) => bad = Some(cause),
             }
             pos += frame.len();
         }
         if let Some(conn) = self.backend.as_mut() {
             conn.rbuf.drain(..pos);
         }
-        if bad {
-            return self.lost_while_idle().map_or(Ok(()), Err);
+        if let Some(cause) = bad {
+            return self.lost_while_idle(cause).map_or(Ok(()), Err);
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ use crate::pool::{Conn, ConnInfo};
 use crate::protocol::pg::tag::{backend as server, field};
 use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame};
 use crate::rt;
+use crate::session::error::RelayError;
 
 /// Largest backend message a settings exchange accepts (its answers are small).
 const SETTINGS_MAX: usize = 1 << 20;
@@ -19,7 +20,7 @@ pub(super) enum SettingsError {
     /// The server refused a statement: its SQLSTATE and message.
     Refused { code: String, message: String },
     /// The connection broke or spoke out of turn.
-    Lost,
+    Lost(RelayError),
 }
 
 /// Runs `sql` as a simple query on `conn`; returns the parameters the server reported while
@@ -29,7 +30,7 @@ pub(super) async fn run_reporting(conn: &mut Conn, sql: &str) -> Result<Vec<(Str
     let mut out = Vec::with_capacity(sql.len() + 8);
     frontend::encode_query(sql, &mut out)
         .map_err(|e| SettingsError::Refused { code: "08P01".into(), message: e.to_string() })?;
-    rt::write_all(&mut conn.stream, &out).await.map_err(|_| SettingsError::Lost)?;
+    rt::write_all(&mut conn.stream, &out).await.map_err(|e| SettingsError::Lost(RelayError::BackendClosed(Some(e))))?;
     let mut reports = Vec::new();
     let mut failure = None;
     loop {
@@ -37,14 +38,15 @@ pub(super) async fn run_reporting(conn: &mut Conn, sql: &str) -> Result<Vec<(Str
             match decode_frame(&conn.rbuf, SETTINGS_MAX) {
                 Ok(Some(f)) => break (f.tag, f.total_len),
                 Ok(None) => {}
-                Err(_) => return Err(SettingsError::Lost),
+                Err(e) => return Err(malformed(e)),
             }
             match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
-                Ok(0) | Err(_) => return Err(SettingsError::Lost),
+                Ok(0) => return Err(SettingsError::Lost(RelayError::BackendClosed(None))),
+                Err(e) => return Err(SettingsError::Lost(RelayError::BackendClosed(Some(e)))),
                 Ok(_) => {}
             }
         };
-        let Some(frame) = frame_at(&conn.rbuf, 0) else { return Err(SettingsError::Lost) };
+        let Some(frame) = frame_at(&conn.rbuf, 0) else { return Err(malformed("a frame vanished")) };
         match BackendMessage::decode(&Frame::new(tag, frame.body())) {
             Ok(BackendMessage::ParameterStatus { name, value }) => reports.push((name.to_owned(), value.to_owned())),
             Ok(BackendMessage::ErrorResponse(fields)) if failure.is_none() => {
@@ -58,10 +60,15 @@ pub(super) async fn run_reporting(conn: &mut Conn, sql: &str) -> Result<Vec<(Str
                 return failure.map_or(Ok(reports), Err);
             }
             Ok(_) => {}
-            Err(_) => return Err(SettingsError::Lost),
+            Err(e) => return Err(malformed(e)),
         }
         conn.rbuf.drain(..len);
     }
+}
+
+/// A backend message the settings exchange cannot read.
+fn malformed(e: impl std::fmt::Display) -> SettingsError {
+    SettingsError::Lost(RelayError::Malformed(e.to_string()))
 }
 
 impl Session {

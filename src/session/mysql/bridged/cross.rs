@@ -191,8 +191,8 @@ impl Session {
                     self.unpark();
                     return Ok(false);
                 }
-                Err(_) => {
-                    let r = self.bridged_lost().await;
+                Err(e) => {
+                    let r = self.bridged_lost(e).await;
                     self.unpark();
                     return r.map(|()| false);
                 }

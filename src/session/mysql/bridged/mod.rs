@@ -24,6 +24,7 @@ use crate::bridge::emulated::{self, Emulation, VarContext, VarValue};
 use crate::bridge::types::{map_type, oid};
 use crate::bridge::{encode_local_result, session_flags, ResultWriter, RowFormat, Step, Warning};
 use crate::config::{Config, Protocol};
+use crate::error::ErrorCode;
 use crate::protocol::mysql::command::*;
 use crate::protocol::mysql::encode_packets;
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_BAD_DB_ERROR, ER_UNKNOWN_COM_ERROR};
@@ -334,11 +335,14 @@ impl Session {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
-        if self.begin_if_needed(sql).await.is_err() || frontend::encode_query(sql, &mut self.link.out).is_err() {
-            return self.bridged_lost().await;
+        if let Err(e) = self.begin_if_needed(sql).await {
+            return self.bridged_lost(e).await;
         }
-        if self.pg_send().await.is_err() {
-            return self.bridged_lost().await;
+        if let Err(e) = frontend::encode_query(sql, &mut self.link.out) {
+            return self.bridged_lost(RelayError::Unsendable(e.to_string())).await;
+        }
+        if let Err(e) = self.pg_send().await {
+            return self.bridged_lost(e).await;
         }
         self.finish_response(RowFormat::Text).await
     }
@@ -351,7 +355,8 @@ impl Session {
         match self.pg_stream(&mut writer).await {
             Ok(Step::Done(tx)) => self.foreign.bridge.tx = tx,
             Ok(Step::Unsupported) => self.drop_pg_backend(),
-            Ok(Step::More) | Err(_) => return self.bridged_lost().await,
+            Ok(Step::More) => return self.bridged_lost(RelayError::Malformed("a response cut short".into())).await,
+            Err(e) => return self.bridged_lost(e).await,
         }
         self.foreign.bridge.warnings = writer.warnings;
         self.sync_status();
@@ -359,15 +364,16 @@ impl Session {
         Ok(())
     }
 
-    /// The PostgreSQL connection failed mid-command.
-    async fn bridged_lost(&mut self) -> Result<(), End> {
+    /// The PostgreSQL connection failed mid-command, for `cause` (counted, not worded).
+    async fn bridged_lost(&mut self, cause: RelayError) -> Result<(), End> {
         self.drop_pg_backend();
         self.link.out.clear();
         if self.cross_lost() {
+            self.ctx.counters.relay_failed(cause.code()); // metrics
             self.sync_status();
             return Ok(());
         }
-        let r = self.backend_lost().await;
+        let r = self.backend_lost(cause).await;
         // `backend_lost` resets the flags for a MySQL backend; keep the bridged ones.
         self.sync_status();
         r
@@ -383,7 +389,7 @@ impl Session {
                     MyClientError::new(ER_BRIDGE, msg).encode(1, &mut self.io.out);
                     return Ok(());
                 }
-                Err(_) => return self.bridged_lost().await,
+                Err(e) => return self.bridged_lost(e).await,
             }
         }
         if let Some(on) = autocommit {
@@ -417,7 +423,7 @@ impl Session {
                     self.pg_maybe_release();
                     return Ok(());
                 }
-                Err(_) => return self.bridged_lost().await,
+                Err(e) => return self.bridged_lost(e).await,
             }
         }
         self.foreign.bridge.schema = schema;

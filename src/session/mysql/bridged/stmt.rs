@@ -131,7 +131,10 @@ impl Session {
             Ok(()) => self.read_description().await,
             Err(e) => Err(e),
         };
-        let Ok(mut d) = described else { return self.bridged_lost().await };
+        let mut d = match described {
+            Ok(d) => d,
+            Err(e) => return self.bridged_lost(e).await,
+        };
         self.sync_status();
         if let Some(err) = d.error {
             self.io.out.extend_from_slice(&err);
@@ -309,8 +312,8 @@ impl Session {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
-        if self.begin_if_needed(&sql).await.is_err() {
-            return self.bridged_lost().await;
+        if let Err(e) = self.begin_if_needed(&sql).await {
+            return self.bridged_lost(e).await;
         }
         let formats: Vec<i16> = binds.iter().map(|b| b.format).collect();
         let values: Vec<Option<&[u8]>> = binds.iter().map(|b| b.value.as_deref()).collect();
@@ -326,8 +329,8 @@ impl Session {
             return Ok(());
         }
         frontend::encode_sync(&mut self.link.out);
-        if self.pg_send().await.is_err() {
-            return self.bridged_lost().await;
+        if let Err(e) = self.pg_send().await {
+            return self.bridged_lost(e).await;
         }
         self.finish_response(RowFormat::Binary).await
     }

@@ -23,6 +23,7 @@ use crate::bridge::pg_result::PgResultWriter;
 use crate::bridge::session_map::to_mysql;
 use crate::bridge::tag::statements;
 use crate::config::Protocol;
+use crate::error::ErrorCode;
 use crate::pool::{Conn, CorePool};
 use crate::protocol::mysql::Command;
 use crate::protocol::pg::{backend, sqlstate, FrontendMessage, Target, TransactionStatus};
@@ -228,7 +229,8 @@ impl Session {
         let mut out = std::mem::take(&mut self.io.out);
         let r = self.my_run(&Command::Query(text.as_bytes()), &mut writer, &mut out, true).await;
         self.io.out = out;
-        if r.is_err() {
+        if let Err(e) = r {
+            self.ctx.counters.relay_failed(e.code()); // metrics
             self.drop_my_backend();
             PgClientError::new(
                 sqlstate::CONNECTION_FAILURE,

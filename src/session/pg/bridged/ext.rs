@@ -27,7 +27,8 @@ use crate::protocol::pg::{sqlstate, BackendMessage};
 use crate::session::client_error::PgClientError;
 
 use super::super::{End, Session};
-use super::io::Lost;
+use super::io::malformed;
+use crate::session::error::RelayError;
 
 /// `invalid_sql_statement_name`.
 const INVALID_SQL_STATEMENT_NAME: &str = "26000";
@@ -118,7 +119,7 @@ impl Session {
                 self.ex.refuse();
                 return Ok(());
             }
-            Err(Lost) => return self.bridged_lost(true).await,
+            Err(e) => return self.bridged_lost(true, e).await,
         };
         let pool = self.pool.name().clone();
         let stmt = Prepared { key, sql, order, param_types: types, columns: columns.unwrap_or_default(), pool };
@@ -136,9 +137,11 @@ impl Session {
         key: u64,
         sql: &str,
         describe: bool,
-    ) -> Result<Option<(u32, Option<Vec<PgColumn>>)>, Lost> {
+    ) -> Result<Option<(u32, Option<Vec<PgColumn>>)>, RelayError> {
         let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
-        let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) else { return Err(Lost) };
+        let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) else {
+            return Err(RelayError::BackendClosed(None));
+        };
         let mut stale = None;
         if let Some(i) = info.prepared.iter().position(|(k, _)| *k == key) {
             let entry = info.prepared.remove(i);
@@ -163,12 +166,12 @@ impl Session {
     }
 
     /// `COM_STMT_PREPARE`; `None` when MySQL refused (the ErrorResponse is written).
-    async fn my_prepare(&mut self, sql: &str) -> Result<Option<PrepareOk>, Lost> {
+    async fn my_prepare(&mut self, sql: &str) -> Result<Option<PrepareOk>, RelayError> {
         self.my_send(&Command::StmtPrepare(sql.as_bytes())).await?;
         let (first, _) = self.my_payload().await?;
-        if classify_response(&first).map_err(|_| Lost)? == ResponseKind::Err {
+        if classify_response(&first).map_err(malformed)? == ResponseKind::Err {
             self.cancel.slot.set_running(None);
-            let err = ErrPacket::decode(&first).map_err(|_| Lost)?;
+            let err = ErrPacket::decode(&first).map_err(malformed)?;
             let state = errmap::sqlstate(err.code, err.sql_state);
             let detail = format!("MySQL error {}", err.code);
             encode_error_fields(
@@ -179,13 +182,13 @@ impl Session {
             );
             return Ok(None);
         }
-        let ok = StmtPrepareOk::decode(&first).map_err(|_| Lost)?;
+        let ok = StmtPrepareOk::decode(&first).map_err(malformed)?;
         // Parameter definitions say nothing useful (MySQL types parameters at execute time).
         self.skip_definitions(ok.num_params).await?;
         let mut columns = Vec::with_capacity(usize::from(ok.num_columns));
         for _ in 0..ok.num_columns {
             let (payload, _) = self.my_payload().await?;
-            columns.push(pg_column(&ColumnDefinition41::decode(&payload).map_err(|_| Lost)?));
+            columns.push(pg_column(&ColumnDefinition41::decode(&payload).map_err(malformed)?));
         }
         if ok.num_columns > 0 {
             self.my_payload().await?; // EOF
@@ -194,7 +197,7 @@ impl Session {
         Ok(Some(PrepareOk { id: ok.stmt_id, columns }))
     }
 
-    async fn skip_definitions(&mut self, count: u16) -> Result<(), Lost> {
+    async fn skip_definitions(&mut self, count: u16) -> Result<(), RelayError> {
         for _ in 0..count {
             self.my_payload().await?;
         }
@@ -304,11 +307,11 @@ impl Session {
         self.bridge.portals.insert(portal.to_owned(), p);
         match r {
             Ok(()) => Ok(()),
-            Err(Lost) => self.bridged_lost(true).await,
+            Err(e) => self.bridged_lost(true, e).await,
         }
     }
 
-    async fn execute_portal(&mut self, p: &mut Portal, max_rows: usize) -> Result<(), Lost> {
+    async fn execute_portal(&mut self, p: &mut Portal, max_rows: usize) -> Result<(), RelayError> {
         if let Err(e) = self.my_backend().await {
             let _ = self.fail_batch(e);
             return Ok(());

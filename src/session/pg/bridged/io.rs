@@ -10,6 +10,7 @@ use crate::protocol::pg::TransactionStatus;
 use crate::rt;
 use crate::session::cancel::{CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
+use crate::session::error::RelayError;
 
 use super::super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
 
@@ -24,9 +25,10 @@ const BRIDGE_SETTINGS: u64 = 0x5150_7574_6638_6e62;
 const BRIDGE_SETUP: &[u8] =
     b"SET NAMES utf8mb4, sql_mode = CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'NO_BACKSLASH_ESCAPES')";
 
-/// The backend connection broke or spoke out of turn.
-#[derive(Debug)]
-pub(super) struct Lost;
+/// A MySQL answer the bridge cannot read.
+pub(super) fn malformed(e: impl std::fmt::Display) -> RelayError {
+    RelayError::Malformed(e.to_string())
+}
 
 impl Session {
     /// Attaches a MySQL connection; a fresh one gets [`BRIDGE_SETUP`].
@@ -83,9 +85,9 @@ impl Session {
     }
 
     /// Sends `cmd` (sequence 0), marking the statement cancellable by `KILL QUERY`.
-    pub(super) async fn my_send(&mut self, cmd: &Command<'_>) -> Result<(), Lost> {
+    pub(super) async fn my_send(&mut self, cmd: &Command<'_>) -> Result<(), RelayError> {
         let caps = self.my_caps();
-        let conn = self.backend.as_mut().ok_or(Lost)?;
+        let conn = self.backend.as_mut().ok_or(RelayError::BackendClosed(None))?;
         if let ConnInfo::MySql(info) = &conn.info {
             self.cancel.slot.set_running(Some(CancelTarget {
                 addr: conn.addr,
@@ -98,20 +100,21 @@ impl Session {
         encode_packets(&payload, 0, &mut self.ex.bout);
         let r = rt::write_all(&mut conn.stream, &self.ex.bout).await;
         self.ex.bout.clear();
-        r.map_err(|_| Lost)
+        r.map_err(|e| RelayError::BackendClosed(Some(e)))
     }
 
     /// Reads one logical payload and its last sequence id.
-    pub(super) async fn my_payload(&mut self) -> Result<(Vec<u8>, u8), Lost> {
-        let conn = self.backend.as_mut().ok_or(Lost)?;
+    pub(super) async fn my_payload(&mut self) -> Result<(Vec<u8>, u8), RelayError> {
+        let conn = self.backend.as_mut().ok_or(RelayError::BackendClosed(None))?;
         loop {
-            if let Some(f) = decode_payload(&conn.rbuf, MAX_BACKEND_PAYLOAD).map_err(|_| Lost)? {
+            if let Some(f) = decode_payload(&conn.rbuf, MAX_BACKEND_PAYLOAD).map_err(malformed)? {
                 let (payload, seq, n) = (f.payload.into_owned(), f.last_seq, f.consumed);
                 conn.rbuf.drain(..n);
                 return Ok((payload, seq));
             }
-            if rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await.map_err(|_| Lost)? == 0 {
-                return Err(Lost);
+            let read = rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await;
+            if read.map_err(|e| RelayError::BackendClosed(Some(e)))? == 0 {
+                return Err(RelayError::BackendClosed(None));
             }
         }
     }
@@ -124,24 +127,29 @@ impl Session {
         writer: &mut PgResultWriter<'_>,
         out: &mut Vec<u8>,
         flush: bool,
-    ) -> Result<(), Lost> {
+    ) -> Result<(), RelayError> {
         self.my_send(cmd).await?;
         self.my_stream(writer, out, flush).await
     }
 
     /// Feeds the response already requested through `writer` until it is complete.
-    async fn my_stream(&mut self, writer: &mut PgResultWriter<'_>, out: &mut Vec<u8>, flush: bool) -> Result<(), Lost> {
+    async fn my_stream(
+        &mut self,
+        writer: &mut PgResultWriter<'_>,
+        out: &mut Vec<u8>,
+        flush: bool,
+    ) -> Result<(), RelayError> {
         loop {
             let (payload, seq) = self.my_payload().await?;
-            match writer.on_payload(&payload, out).map_err(|_| Lost)? {
+            match writer.on_payload(&payload, out).map_err(malformed)? {
                 PgStep::More => {}
                 PgStep::Done => break,
                 PgStep::LocalInfile => {
                     // No file: an empty packet ends the transfer; the server then answers.
-                    let conn = self.backend.as_mut().ok_or(Lost)?;
+                    let conn = self.backend.as_mut().ok_or(RelayError::BackendClosed(None))?;
                     let mut empty = Vec::new();
                     encode_packets(&[], seq.wrapping_add(1), &mut empty);
-                    rt::write_all(&mut conn.stream, &empty).await.map_err(|_| Lost)?;
+                    rt::write_all(&mut conn.stream, &empty).await.map_err(|e| RelayError::BackendClosed(Some(e)))?;
                 }
             }
             if flush && out.len() >= CLIENT_FLUSH_AT {

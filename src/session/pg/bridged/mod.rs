@@ -24,10 +24,12 @@ use std::rc::Rc;
 use crate::bridge::pg_result::PgResultWriter;
 use crate::bridge::tag::statements;
 use crate::config::{PoolMode, Protocol};
+use crate::error::ErrorCode;
 use crate::protocol::mysql::response::SERVER_STATUS_NO_BACKSLASH_ESCAPES;
 use crate::protocol::mysql::Command;
 use crate::protocol::pg::{backend, sqlstate, FrontendMessage, Target};
 use crate::session::client_error::PgClientError;
+use crate::session::error::RelayError;
 use crate::sql::mode::LexMode;
 use crate::sql::requote::{self, requote, RequoteError};
 use crate::sql::Dialect;
@@ -148,8 +150,8 @@ impl Session {
         let mut out = std::mem::take(&mut self.io.out);
         let r = self.my_run(&Command::Query(text.as_bytes()), &mut writer, &mut out, true).await;
         self.io.out = out;
-        if r.is_err() {
-            return self.bridged_lost(false).await;
+        if let Err(e) = r {
+            return self.bridged_lost(false, e).await;
         }
         backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
         self.my_maybe_release();
@@ -186,10 +188,12 @@ impl Session {
     /// The MySQL connection failed mid-command: tell the client, stay alive. In an
     /// extended-protocol batch the rest is skipped until Sync, which sends ReadyForQuery. A
     /// session-mode client's server session (its variables, temporary tables) is gone: it is
-    /// told so with a FATAL error and closed, as a direct connection would be (#18).
-    async fn bridged_lost(&mut self, batch: bool) -> Result<(), End> {
+    /// told so with a FATAL error and closed, as a direct connection would be (#18). `cause`
+    /// is counted, not worded.
+    async fn bridged_lost(&mut self, batch: bool, cause: RelayError) -> Result<(), End> {
         self.drop_my_backend();
-        // A connection borrowed for one statement (#24) held none of the client's session.
+        self.ctx.counters.relay_failed(cause.code()); // metrics
+                                                      // A connection borrowed for one statement (#24) held none of the client's session.
         if self.mode() == PoolMode::Session && !self.crossing() {
             PgClientError::new(
                 sqlstate::CONNECTION_FAILURE,

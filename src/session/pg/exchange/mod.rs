@@ -16,6 +16,7 @@ use super::prepared::{Expect, Stmt};
 use super::retry::RulePolicy;
 use crate::protocol::pg::{frontend, sqlstate, RawFrame, TransactionStatus};
 use crate::session::client_error::PgClientError;
+use crate::session::error::RelayError;
 
 #[cfg(test)]
 mod tests;
@@ -144,12 +145,13 @@ pub enum SyncStep {
 }
 
 /// What a frame a held backend sends while the client is idle means.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Unprompted {
     /// A notification, notice or parameter change: the client gets it.
     Relay,
-    /// Anything else: the backend is going away (its FATAL, if it sent one, is the cause).
-    Lost,
+    /// Anything else: the backend is going away (its FATAL, if it sent one, is the cause and
+    /// waits in the flight; this is the frame out of step).
+    Lost(RelayError),
 }
 
 /// What a ReadyForQuery leads to before the response may end.
@@ -364,9 +366,9 @@ impl Exchange {
                 if let ErrorKind::Fatal(e) = classify_error(frame.body()) {
                     self.flight.fatal = Some(Gone::said(e, frame.bytes()));
                 }
-                Unprompted::Lost
+                Unprompted::Lost(RelayError::OutOfStep { tag: frame.tag() })
             }
-            _ => Unprompted::Lost,
+            tag => Unprompted::Lost(RelayError::OutOfStep { tag }),
         }
     }
 

@@ -350,18 +350,22 @@ fn what_a_backend_says_unprompted_is_relayed_or_ends_it() {
     assert_eq!(notice.first(), Some(&server::NOTICE_RESPONSE));
     for relayed in [notify, status, notice] {
         let frame = decode_raw_frame(&relayed, 1 << 20).expect("well-formed").expect("whole");
-        assert_eq!(ex.on_unprompted(&frame), Unprompted::Relay);
+        assert!(matches!(ex.on_unprompted(&frame), Unprompted::Relay));
     }
     assert!(ex.flight.fatal.is_none());
     let fatal = error(Severity::Fatal, "57P01", "terminating connection due to administrator command");
     let frame = decode_raw_frame(&fatal, 1 << 20).expect("well-formed").expect("whole");
-    assert_eq!(ex.on_unprompted(&frame), Unprompted::Lost);
+    assert!(matches!(ex.on_unprompted(&frame), Unprompted::Lost(_)));
     let gone = ex.flight.fatal.as_ref().expect("a cause");
     assert!(matches!(gone.cause, RelayError::BackendFatal { ref code, .. } if code == "57P01"));
     assert_eq!(gone.said.as_deref(), Some(&fatal[..]));
     let stray = ready(tx_status::IDLE);
     let frame = decode_raw_frame(&stray, 1 << 20).expect("well-formed").expect("whole");
-    assert_eq!(ex.on_unprompted(&frame), Unprompted::Lost, "an answer nobody asked for: out of step");
+    let lost = ex.on_unprompted(&frame);
+    assert!(
+        matches!(lost, Unprompted::Lost(RelayError::OutOfStep { tag }) if tag == server::READY_FOR_QUERY),
+        "an answer nobody asked for: out of step, {lost:?}"
+    );
 }
 
 #[test]
