@@ -38,12 +38,21 @@ fn allowed(module: &str) -> Option<&'static [&'static str]> {
 const ANYTHING: &[&str] = &["*"];
 
 /// What a module may use: a protocol exchange inside `session` is held to its own, narrower list
-/// (sans-IO: no runtime, pool or sockets); every other module to its top-level module's.
+/// (sans-IO: no runtime, pool or sockets), and the session engine to one narrower still (also
+/// protocol-neutral: no `protocol`); every other module to its top-level module's.
 fn allowed_for(module: &[String]) -> Option<&'static [&'static str]> {
+    if is_engine(module) {
+        return Some(&["session", "sql", "routing", "config", "error", "id"]);
+    }
     if is_exchange(module) {
         return Some(&["session", "protocol", "sql", "routing", "config", "error", "id"]);
     }
     allowed(module.first().map(String::as_str).unwrap_or(""))
+}
+
+/// `session::engine`: the policy both wires share (#37).
+fn is_engine(module: &[String]) -> bool {
+    module.first().is_some_and(|m| m == "session") && module.get(1).is_some_and(|m| m == "engine")
 }
 
 fn is_exchange(module: &[String]) -> bool {
@@ -62,10 +71,13 @@ fn crate_allowed(module: &str, krate: &str) -> bool {
 
 const RESTRICTED_CRATES: &[&str] = &["io_uring", "async_task", "crossbeam_channel"];
 
-/// The sans-IO layers: whole top-level modules, plus the protocol exchanges inside `session`.
+/// The sans-IO layers: whole top-level modules, plus the protocol exchanges and the engine
+/// inside `session`.
 fn is_pure(module: &[String]) -> bool {
     let top = module.first().map(String::as_str).unwrap_or("");
-    matches!(top, "protocol" | "sql" | "config" | "metrics" | "routing" | "id" | "auth") || is_exchange(module)
+    matches!(top, "protocol" | "sql" | "config" | "metrics" | "routing" | "id" | "auth")
+        || is_exchange(module)
+        || is_engine(module)
 }
 
 /// Path prefixes a sans-IO layer must not name: sockets, threads, clocks, the environment,
@@ -243,7 +255,8 @@ impl Checker<'_> {
         }
         if let Some(ok) = allowed_for(&self.module) {
             if ok != ANYTHING && !ok.contains(&target) {
-                let who = if is_exchange(&self.module) { self.module.join("::") } else { top };
+                let who =
+                    if is_exchange(&self.module) || is_engine(&self.module) { self.module.join("::") } else { top };
                 self.report(line, format!("module `{who}` must not use `crate::{target}`"));
             }
         }
@@ -545,6 +558,11 @@ fn sans_io_layers_hold_no_globals_environment_logging_or_runtime() {
         ("metrics::render", "fn f() { println!(\"x\"); }", "println!"),
         ("session::pg::exchange", "use crate::rt::Stream;", "crate::rt"),
         ("session::pg::exchange", "fn f() { std::thread::yield_now(); }", "std::thread"),
+        ("session::engine::route", "fn f() { let _ = std::time::Instant::now(); }", "Instant::now"),
+        ("session::engine::hold", "use crate::pool::CorePool;", "crate::pool"),
+        ("session::engine", "use crate::rt::Stream;", "crate::rt"),
+        // Protocol-neutral: the wires translate frames, the engine never sees one.
+        ("session::engine::hold", "use crate::protocol::pg::TransactionStatus;", "crate::protocol"),
         ("sql::parse", "use async_task::Task;", "async_task"),
         ("pool::pg", "use io_uring::IoUring;", "io_uring"),
     ];
@@ -562,6 +580,8 @@ fn test_code_and_permitted_layers_are_not_flagged() {
         violations_of("session::pg::relay", "fn f() { let _ = crate::rt::now(); tracing::debug!(\"x\"); }").is_empty()
     );
     assert!(violations_of("app", "use crossbeam_channel::bounded; use crate::session::ClientSlots;").is_empty());
+    let engine = "use crate::routing::RouteInput; use crate::sql::mode::SessionModes; use super::hold::Hold;";
+    assert!(violations_of("session::engine::route", engine).is_empty());
     let v = violations_of("session::pg", "use crossbeam_channel::bounded;");
     assert_eq!(v, vec!["snippet.rs:1: module `session` must not use the `crossbeam_channel` crate"]);
 }

@@ -11,9 +11,11 @@ use crate::pool::health::pg_commit_position;
 use crate::protocol::pg::backend::BackendMessage;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::causal::{format_token, TOKEN_NAME};
-use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
+use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::engine::hold::{Hold, HoldFacts};
+use crate::session::engine::route::{self, Plan, Seat};
 use std::sync::Arc;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
@@ -24,16 +26,26 @@ pub(super) const INVALID_PARAMETER_VALUE: &str = "22023";
 const REPLICA_UNSAFE: &str = "25006";
 
 impl Session {
-    /// Whether the session must stay on its current backend connection: inside a transaction,
-    /// pinned by session state, or in the middle of an extended-protocol batch (also after a
-    /// Flush sent part of it: its implicit transaction is open until ReadyForQuery).
+    /// What holds the session on its current backend connection: a transaction, session state,
+    /// or an extended-protocol batch in progress (also after a Flush sent part of it: its
+    /// implicit transaction is open until ReadyForQuery).
+    pub(super) fn holding(&self) -> Hold {
+        Hold::of(&HoldFacts {
+            connected: self.backend.is_some(),
+            in_transaction: self.progress.tx != TransactionStatus::Idle,
+            read_only: self.progress.read_only_tx,
+            // A PostgreSQL cursor lives in a transaction, or is session state (WITH HOLD).
+            cursor: false,
+            mid_exchange: self.ex.awaiting() || !self.ex.expect.is_empty() || !self.ex.bout.is_empty(),
+            pin: self.state.pin(),
+            // Nothing a statement leaves is read only from its own connection outside those.
+            sticky: false,
+        })
+    }
+
+    /// Whether the session must stay on its current backend connection (see [`Session::holding`]).
     pub(super) fn held(&self) -> bool {
-        self.backend.is_some()
-            && (self.progress.tx != TransactionStatus::Idle
-                || self.ex.awaiting()
-                || self.state.pin().is_some()
-                || !self.ex.expect.is_empty()
-                || !self.ex.bout.is_empty())
+        self.holding().held()
     }
 
     /// Asks the router about `sql` without moving the session (for a named Parse, which only
@@ -46,20 +58,15 @@ impl Session {
     /// [`Session::decide`] as if the session were `held` on its connection or not: what a
     /// statement inside a transaction would be routed to outside it (#24).
     pub(super) fn decide_as(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
-        let input = RouteInput {
-            sql,
+        let seat = Seat {
             protocol: Protocol::Postgres,
             user: &self.identity.user,
             database: &self.identity.database,
-            session: SessionView {
-                transaction_pool: held.then(|| self.pool.name()),
-                pinned_to_primary: self.progress.ryw.pinned(rt::now()),
-                read_only_transaction: self.read_only_view(sql, held),
-                lex_mode: self.identity.lex.mode,
-                primary_only: self.identity.lex.primary_only(),
-            },
-            key,
+            pool: self.pool.name(),
+            ryw: &self.progress.ryw,
+            lex: &self.identity.lex,
         };
+        let input = seat.input(sql, key, held, self.read_only_view(sql, held), rt::now());
         self.ctx.route(&input)
     }
 
@@ -86,7 +93,7 @@ impl Session {
             self.observe_statement(sql, &decision, now);
         }
         let (target, to_replica) = self.choose_target(&decision, runs)?;
-        if *target != *self.pool.config.name && !self.held() {
+        if route::plan(self.holding(), &self.pool.config.name, &target) == Plan::Move {
             let Some(pool) = self.ctx.pools().get(&target).cloned() else {
                 return Err(PgClientError::new(
                     sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
@@ -121,7 +128,7 @@ impl Session {
     /// text would run on an engine that cannot read it.
     fn decide_in_batch(&mut self, sql: &str, key: Option<StatementKey>) -> Decision {
         let decision = self.decide(sql, key);
-        let batch_only = self.held() && self.progress.tx == TransactionStatus::Idle && self.state.pin().is_none();
+        let batch_only = self.holding() == Hold::MidBatch && self.state.pin().is_none();
         if !batch_only || decision.rewritten.is_some() || !self.ctx.rules().has_translations() {
             return decision;
         }

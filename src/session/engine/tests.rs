@@ -1,0 +1,283 @@
+//! Scenario tables over the engine's hold and routing plan: every row is a small session state
+//! either wire can be in, and what the one policy makes of it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::hold::{Hold, HoldFacts};
+use super::route::{guard, plan, Guard, HeldReplica, Plan, Seat};
+use crate::config::{Protocol, ReadYourWrites};
+use crate::routing::{self, Catalogs, RouteInput, Router, RuleSet, RywState};
+use crate::sql::analyze::PinReason;
+use crate::sql::mode::SessionModes;
+
+const CONNECTED: HoldFacts = HoldFacts {
+    connected: true,
+    in_transaction: false,
+    read_only: false,
+    cursor: false,
+    mid_exchange: false,
+    pin: None,
+    sticky: false,
+};
+
+/// A connected session with `change` applied to its facts.
+fn facts(change: impl FnOnce(&mut HoldFacts)) -> HoldFacts {
+    let mut f = CONNECTED;
+    change(&mut f);
+    f
+}
+
+#[test]
+fn one_thing_holding_names_the_hold() {
+    let rows: [(HoldFacts, Hold); 13] = [
+        (CONNECTED, Hold::Free),
+        (HoldFacts::default(), Hold::Free),
+        (facts(|f| f.in_transaction = true), Hold::Tx { read_only: false }),
+        (facts(|f| (f.in_transaction, f.read_only) = (true, true)), Hold::Tx { read_only: true }),
+        (facts(|f| f.cursor = true), Hold::Cursor),
+        (facts(|f| f.mid_exchange = true), Hold::MidBatch),
+        (facts(|f| f.sticky = true), Hold::Sticky),
+        (facts(|f| f.pin = Some(PinReason::TempObject)), Hold::Pin(PinReason::TempObject)),
+        (facts(|f| f.pin = Some(PinReason::AdvisoryLock)), Hold::Pin(PinReason::AdvisoryLock)),
+        (facts(|f| f.pin = Some(PinReason::Listen)), Hold::Pin(PinReason::Listen)),
+        (facts(|f| f.pin = Some(PinReason::HoldCursor)), Hold::Pin(PinReason::HoldCursor)),
+        (facts(|f| f.pin = Some(PinReason::SqlPrepare)), Hold::Pin(PinReason::SqlPrepare)),
+        // Reported read-only outside a transaction holds nothing.
+        (facts(|f| f.read_only = true), Hold::Free),
+    ];
+    for (f, want) in rows {
+        assert_eq!(Hold::of(&f), want, "{f:?}");
+    }
+}
+
+#[test]
+fn without_a_connection_nothing_holds() {
+    let all = HoldFacts {
+        connected: false,
+        in_transaction: true,
+        read_only: true,
+        cursor: true,
+        mid_exchange: true,
+        pin: Some(PinReason::Listen),
+        sticky: true,
+    };
+    assert_eq!(Hold::of(&all), Hold::Free);
+    assert!(!Hold::of(&all).held());
+}
+
+#[test]
+fn a_transaction_outranks_everything_else() {
+    let f = facts(|f| {
+        (f.in_transaction, f.cursor, f.mid_exchange, f.sticky) = (true, true, true, true);
+        f.pin = Some(PinReason::Listen);
+    });
+    assert_eq!(Hold::of(&f), Hold::Tx { read_only: false });
+}
+
+#[test]
+fn a_cursor_outranks_a_response_in_progress_and_pins() {
+    let f = facts(|f| {
+        (f.cursor, f.mid_exchange, f.sticky) = (true, true, true);
+        f.pin = Some(PinReason::TempObject);
+    });
+    assert_eq!(Hold::of(&f), Hold::Cursor);
+}
+
+#[test]
+fn a_batch_in_flight_outranks_pins_and_stickiness() {
+    // PostgreSQL names the pipeline first when a pinned session is mid-batch.
+    let f = facts(|f| (f.mid_exchange, f.pin, f.sticky) = (true, Some(PinReason::AdvisoryLock), true));
+    assert_eq!(Hold::of(&f), Hold::MidBatch);
+}
+
+#[test]
+fn a_pin_outranks_stickiness() {
+    let f = facts(|f| (f.pin, f.sticky) = (Some(PinReason::UntrackedSetting), true));
+    assert_eq!(Hold::of(&f), Hold::Pin(PinReason::UntrackedSetting));
+}
+
+#[test]
+fn held_means_anything_but_free() {
+    let holds = [
+        (Hold::Free, false),
+        (Hold::Tx { read_only: false }, true),
+        (Hold::Tx { read_only: true }, true),
+        (Hold::Cursor, true),
+        (Hold::MidBatch, true),
+        (Hold::Pin(PinReason::Listen), true),
+        (Hold::Sticky, true),
+    ];
+    for (hold, held) in holds {
+        assert_eq!(hold.held(), held, "{hold:?}");
+    }
+}
+
+#[test]
+fn every_hold_has_one_dry_run_name() {
+    let rows = [
+        (Hold::Free, None),
+        (Hold::Tx { read_only: false }, Some(routing::Hold::Transaction)),
+        (Hold::Tx { read_only: true }, Some(routing::Hold::Transaction)),
+        (Hold::Cursor, Some(routing::Hold::Cursor)),
+        (Hold::MidBatch, Some(routing::Hold::Pin)),
+        (Hold::Pin(PinReason::TempObject), Some(routing::Hold::Pin)),
+        (Hold::Sticky, Some(routing::Hold::Pin)),
+    ];
+    for (hold, kind) in rows {
+        assert_eq!(hold.kind(), kind, "{hold:?}");
+        assert_eq!(hold.kind().is_some(), hold.held(), "{hold:?}: named exactly when held");
+    }
+}
+
+#[test]
+fn the_dry_run_names_what_the_mysql_session_reported_before() {
+    // MySQL's old order: a transaction, else a cursor, else anything else that held it.
+    let rows = [
+        (facts(|f| (f.in_transaction, f.cursor) = (true, true)), "transaction"),
+        (facts(|f| (f.cursor, f.sticky) = (true, true)), "cursor"),
+        (facts(|f| f.mid_exchange = true), "session_pin"),
+        (facts(|f| f.sticky = true), "session_pin"),
+        (facts(|f| f.pin = Some(PinReason::UserVariable)), "session_pin"),
+    ];
+    for (f, name) in rows {
+        assert_eq!(Hold::of(&f).kind().map(routing::Hold::as_str), Some(name), "{f:?}");
+    }
+}
+
+/// A held-replica question with everything permissive but what the row sets.
+fn exposed(held: bool, on_replica: bool, unsafe_there: Option<&'static str>, may_detour: bool) -> Guard {
+    guard(&HeldReplica { held, on_replica, unsafe_there, may_detour })
+}
+
+#[test]
+fn replica_safety_while_held() {
+    let rows = [
+        // held, on replica, why unsafe, may detour -> guard
+        (true, true, Some("write"), false, Guard::Refuse("write")),
+        (true, true, Some("row_lock"), false, Guard::Refuse("row_lock")),
+        (true, true, Some("session_pin"), false, Guard::Refuse("session_pin")),
+        (true, true, Some("unanalyzable"), false, Guard::Refuse("unanalyzable")),
+        (true, true, Some("write"), true, Guard::Detour),
+        (true, true, None, false, Guard::Pass),
+        (true, true, None, true, Guard::Pass),
+        (false, true, Some("write"), false, Guard::Pass),
+        (false, true, Some("write"), true, Guard::Pass),
+        (true, false, Some("write"), false, Guard::Pass),
+        (true, false, Some("write"), true, Guard::Pass),
+        (false, false, Some("write"), false, Guard::Pass),
+        (false, false, None, false, Guard::Pass),
+    ];
+    for (held, on_replica, why, detour, want) in rows {
+        assert_eq!(exposed(held, on_replica, why, detour), want, "{held} {on_replica} {why:?} {detour}");
+    }
+}
+
+#[test]
+fn a_session_moves_only_when_free_and_sent_elsewhere() {
+    let held = [
+        Hold::Tx { read_only: false },
+        Hold::Tx { read_only: true },
+        Hold::Cursor,
+        Hold::MidBatch,
+        Hold::Pin(PinReason::Listen),
+        Hold::Pin(PinReason::TempObject),
+        Hold::Sticky,
+    ];
+    for hold in held {
+        assert_eq!(plan(hold, "r", "w"), Plan::Stay, "{hold:?} keeps the session where it is");
+        assert_eq!(plan(hold, "w", "w"), Plan::Stay, "{hold:?}");
+    }
+    assert_eq!(plan(Hold::Free, "r", "w"), Plan::Move);
+    assert_eq!(plan(Hold::Free, "w", "r"), Plan::Move);
+    assert_eq!(plan(Hold::Free, "w", "w"), Plan::Stay);
+    assert_eq!(plan(Hold::Free, "w", "w2"), Plan::Move, "pool names compare whole");
+}
+
+#[test]
+fn plan_follows_the_facts_a_wire_fills() {
+    let rows = [
+        (CONNECTED, Plan::Move),
+        (HoldFacts::default(), Plan::Move),
+        (facts(|f| f.in_transaction = true), Plan::Stay),
+        (facts(|f| f.cursor = true), Plan::Stay),
+        (facts(|f| f.mid_exchange = true), Plan::Stay),
+        (facts(|f| f.pin = Some(PinReason::Role)), Plan::Stay),
+        (facts(|f| f.sticky = true), Plan::Stay),
+    ];
+    for (f, want) in rows {
+        assert_eq!(plan(Hold::of(&f), "a", "b"), want, "{f:?}");
+    }
+}
+
+const CONFIG: &str = "[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
+    [pools.w]\nusername = \"u\"\npassword = \"p\"\nbackends = [{ host = \"127.0.0.1\", port = 3306 }]\n\n\
+    [pools.r]\nusername = \"u\"\npassword = \"p\"\nbackends = [{ host = \"127.0.0.1\", port = 3307 }]\n\n\
+    [routing]\nread_write_split = true\nwrite_pool = \"w\"\nread_pool = \"r\"\n";
+
+fn router() -> Router {
+    let config = crate::config::Config::parse(CONFIG, "t.toml").expect("config");
+    let rules = RuleSet::build(&config, &[], &[]).expect("rules");
+    Router::new(Arc::new(rules), Catalogs::builtin())
+}
+
+fn seat<'a>(protocol: Protocol, pool: &'a Arc<str>, ryw: &'a RywState, lex: &'a SessionModes) -> Seat<'a> {
+    Seat { protocol, user: "u", database: "d", pool, ryw, lex }
+}
+
+#[test]
+fn the_route_input_carries_the_seat_for_both_wires() {
+    let (pool, ryw, lex): (Arc<str>, _, _) = ("r".into(), RywState::new(ReadYourWrites::None), SessionModes::default());
+    let now = Instant::now();
+    for protocol in [Protocol::Postgres, Protocol::MySql] {
+        let input = seat(protocol, &pool, &ryw, &lex).input("SELECT 1", None, false, false, now);
+        assert_eq!((input.sql, input.protocol, input.user, input.database), ("SELECT 1", protocol, "u", "d"));
+        assert_eq!(input.session.transaction_pool, None, "{protocol:?}: not held");
+        assert!(!input.session.pinned_to_primary && !input.session.read_only_transaction);
+        assert_eq!(input.session.primary_only, None);
+        let held = seat(protocol, &pool, &ryw, &lex).input("SELECT 1", None, true, true, now);
+        assert_eq!(held.session.transaction_pool.map(|p| &**p), Some("r"), "{protocol:?}: held there");
+        assert!(held.session.read_only_transaction, "{protocol:?}: as the wire said");
+    }
+}
+
+#[test]
+fn a_serializable_session_keeps_its_reads_on_the_primary() {
+    let (pool, ryw): (Arc<str>, _) = ("r".into(), RywState::new(ReadYourWrites::None));
+    let mut lex = SessionModes::default();
+    lex.serializable = true;
+    let input = seat(Protocol::Postgres, &pool, &ryw, &lex).input("SELECT 1", None, false, false, Instant::now());
+    assert_eq!(input.session.primary_only, Some("serializable_session"));
+}
+
+#[test]
+fn the_read_your_writes_window_is_read_at_the_time_given() {
+    let r = router();
+    let write = r.explain(&RouteInput::new("UPDATE t SET a = 1", Protocol::MySql, "u", "d")).decision;
+    let (pool, lex): (Arc<str>, _) = ("w".into(), SessionModes::default());
+    let start = Instant::now();
+    let mut ryw = RywState::new(ReadYourWrites::Window(Duration::from_secs(5)));
+    ryw.observe(&write, start);
+    ryw.statement_done(start, false);
+    let at = |secs| seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT 1", None, false, false, start + secs);
+    assert!(at(Duration::ZERO).session.pinned_to_primary);
+    assert!(at(Duration::from_secs(4)).session.pinned_to_primary);
+    assert!(!at(Duration::from_secs(5)).session.pinned_to_primary, "the window closed");
+    assert!(!at(Duration::from_secs(60)).session.pinned_to_primary);
+}
+
+#[test]
+fn the_router_sends_a_held_read_to_the_held_pool_and_a_free_one_to_the_split() {
+    let r = router();
+    let (pool, ryw, lex): (Arc<str>, _, _) = ("w".into(), RywState::new(ReadYourWrites::None), SessionModes::default());
+    let now = Instant::now();
+    for protocol in [Protocol::MySql, Protocol::Postgres] {
+        let s = seat(protocol, &pool, &ryw, &lex);
+        let free = r.explain(&s.input("SELECT a FROM t", None, false, false, now)).decision;
+        let held = r.explain(&s.input("SELECT a FROM t", None, true, false, now)).decision;
+        assert_eq!(held.pool().map(|p| &**p), Some("w"), "{protocol:?}: the transaction's pool");
+        if protocol == Protocol::MySql {
+            assert_eq!(free.pool().map(|p| &**p), Some("r"), "split read");
+        }
+    }
+}
