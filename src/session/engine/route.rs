@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::hold::Hold;
-use crate::config::Protocol;
-use crate::routing::{RouteInput, RywState, SessionView, StatementKey};
+use crate::config::{PoolRole, Protocol};
+use crate::id::Position;
+use crate::routing::{Decision, DecisionKind, RouteInput, RywState, SessionView, StatementKey};
 use crate::sql::mode::SessionModes;
 
 /// What routing reads of a session, past the statement itself.
@@ -119,4 +120,19 @@ pub fn plan(hold: Hold, current: &str, target: &str) -> Plan {
     } else {
         Plan::Stay
     }
+}
+
+/// Whether `d` sends the statement to a replica as a read, which then skips unhealthy or
+/// lagging replicas and may fall back as `routing.replica_fallback` says: a split read, and a
+/// rule- or hint-routed read alike (#19). A statement kept on a held replica connection is no
+/// new read: it runs where the transaction is.
+pub fn replica_read(d: &Decision) -> bool {
+    d.step == DecisionKind::ReadWriteSplit || (d.on_replica() && d.kind != DecisionKind::TransactionPin)
+}
+
+/// causal (#22): the commit position a replica must have replayed before it serves this read,
+/// when it must: a replica read by a session nothing holds, on a replica-role pool.
+pub fn causal_position(ryw: &RywState, replica_read: bool, hold: Hold, role: PoolRole) -> Option<&Position> {
+    let waits = replica_read && !hold.held() && role == PoolRole::Replica;
+    ryw.required_position().filter(|_| waits)
 }

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::hold::{Hold, HoldFacts};
-use super::route::{guard, plan, Guard, HeldReplica, Plan, Seat};
-use crate::config::{Protocol, ReadYourWrites};
+use super::route::{causal_position, guard, plan, replica_read, Guard, HeldReplica, Plan, Seat};
+use crate::config::{PoolRole, Protocol, ReadYourWrites};
+use crate::id::Position;
 use crate::routing::{self, Catalogs, RouteInput, Router, RuleSet, RywState};
 use crate::sql::analyze::PinReason;
 use crate::sql::mode::SessionModes;
@@ -280,4 +281,87 @@ fn the_router_sends_a_held_read_to_the_held_pool_and_a_free_one_to_the_split() {
             assert_eq!(free.pool().map(|p| &**p), Some("r"), "split read");
         }
     }
+}
+
+/// The router's decision for `sql` from a session `held` on pool `w` or free.
+fn decided(protocol: Protocol, sql: &str, held: bool) -> crate::routing::Decision {
+    let (pool, ryw, lex): (Arc<str>, _, _) = ("w".into(), RywState::new(ReadYourWrites::None), SessionModes::default());
+    let input = seat(protocol, &pool, &ryw, &lex).input(sql, None, held, false, Instant::now());
+    router().explain(&input).decision
+}
+
+#[test]
+fn a_split_read_is_a_replica_read_for_both_wires() {
+    for protocol in [Protocol::MySql, Protocol::Postgres] {
+        for sql in ["SELECT a FROM t", "SELECT 1", "SELECT a FROM t WHERE b = 2"] {
+            let d = decided(protocol, sql, false);
+            if d.pool().map(|p| &**p) == Some("r") {
+                assert!(replica_read(&d), "{protocol:?} {sql}");
+            }
+        }
+    }
+    assert!(replica_read(&decided(Protocol::MySql, "SELECT a FROM t", false)));
+}
+
+#[test]
+fn a_statement_kept_where_the_session_is_held_is_no_new_replica_read() {
+    for protocol in [Protocol::MySql, Protocol::Postgres] {
+        for sql in ["SELECT a FROM t", "UPDATE t SET a = 1", "SELECT 1"] {
+            assert!(!replica_read(&decided(protocol, sql, true)), "{protocol:?} {sql}");
+        }
+    }
+}
+
+/// A causal-mode session that learned the commit position of a write.
+fn after_commit(position: u64) -> RywState {
+    let write = decided(Protocol::Postgres, "UPDATE t SET a = 1", false);
+    let mut ryw = RywState::new(ReadYourWrites::Causal);
+    let now = Instant::now();
+    ryw.observe(&write, now);
+    ryw.statement_done(now, false);
+    ryw.learned(Some(Position::Wal(position)));
+    ryw
+}
+
+#[test]
+fn a_free_replica_read_waits_for_the_sessions_last_commit() {
+    let ryw = after_commit(42);
+    assert_eq!(causal_position(&ryw, true, Hold::Free, PoolRole::Replica), Some(&Position::Wal(42)));
+}
+
+#[test]
+fn causal_waits_only_for_a_free_replica_read_on_a_replica_pool() {
+    let ryw = after_commit(7);
+    let rows = [
+        (false, Hold::Free, PoolRole::Replica),
+        (true, Hold::Free, PoolRole::Primary),
+        (true, Hold::Tx { read_only: true }, PoolRole::Replica),
+        (true, Hold::Tx { read_only: false }, PoolRole::Replica),
+        (true, Hold::Cursor, PoolRole::Replica),
+        (true, Hold::MidBatch, PoolRole::Replica),
+        (true, Hold::Pin(PinReason::TempObject), PoolRole::Replica),
+        (true, Hold::Sticky, PoolRole::Replica),
+        (false, Hold::Tx { read_only: false }, PoolRole::Primary),
+    ];
+    for (read, hold, role) in rows {
+        assert_eq!(causal_position(&ryw, read, hold, role), None, "{read} {hold:?} {role:?}");
+    }
+}
+
+#[test]
+fn without_a_known_commit_nothing_is_waited_for() {
+    for mode in [ReadYourWrites::Causal, ReadYourWrites::None, ReadYourWrites::Session] {
+        let ryw = RywState::new(mode);
+        assert_eq!(causal_position(&ryw, true, Hold::Free, PoolRole::Replica), None, "{mode:?}");
+    }
+}
+
+#[test]
+fn a_token_adopted_from_another_connection_is_waited_for() {
+    let mut ryw = RywState::new(ReadYourWrites::Causal);
+    ryw.adopt(Position::Wal(99));
+    assert_eq!(causal_position(&ryw, true, Hold::Free, PoolRole::Replica), Some(&Position::Wal(99)));
+    let mut off = RywState::new(ReadYourWrites::Window(Duration::from_secs(1)));
+    off.adopt(Position::Wal(99));
+    assert_eq!(causal_position(&off, true, Hold::Free, PoolRole::Replica), None, "only causal mode adopts");
 }

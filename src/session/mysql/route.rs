@@ -189,8 +189,7 @@ impl Session {
             return Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: Some(pool) });
         }
         // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
-        let to_replica = decision.step == DecisionKind::ReadWriteSplit
-            || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin);
+        let to_replica = route::replica_read(&decision);
         if to_replica {
             target = self
                 .ctx
@@ -218,8 +217,8 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        let causal = self.routing.ryw.required_position().filter(|_| to_replica && !self.held()).cloned();
-        if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
+        let causal = route::causal_position(&self.routing.ryw, to_replica, self.holding(), self.pool.config.role);
+        if let Some(position) = causal.cloned() {
             self.connect_causal(position).await?; // causal reads (#22)
         }
         if to_replica && self.link.conn.is_none() {
@@ -277,9 +276,7 @@ impl Session {
         }
         self.routing.ryw.observe(&decision, rt::now());
         let (mut target, _) = self.decided_pool(&decision)?;
-        if decision.step == DecisionKind::ReadWriteSplit
-            || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin)
-        {
+        if route::replica_read(&decision) {
             target = self
                 .ctx
                 .replica_fallback(Protocol::MySql, target, true)

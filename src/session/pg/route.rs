@@ -4,7 +4,7 @@
 
 use super::bridged::cross::speaks_mysql;
 use super::Session;
-use crate::config::{PoolRole, Protocol, ReplicaFallback};
+use crate::config::{Protocol, ReplicaFallback};
 use crate::id::Position;
 use crate::metrics::CausalOutcome;
 use crate::pool::health::pg_commit_position;
@@ -104,8 +104,8 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        let causal = self.progress.ryw.required_position().filter(|_| to_replica && !self.held()).cloned();
-        if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
+        let causal = route::causal_position(&self.progress.ryw, to_replica, self.holding(), self.pool.config.role);
+        if let Some(position) = causal.cloned() {
             self.connect_causal(position).await?; // causal reads (#22)
         }
         if to_replica && self.backend.is_none() {
@@ -195,8 +195,7 @@ impl Session {
             target = primary;
         }
         // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
-        let to_replica = decision.step == DecisionKind::ReadWriteSplit
-            || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin);
+        let to_replica = route::replica_read(decision);
         if to_replica {
             target = self
                 .ctx
