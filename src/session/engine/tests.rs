@@ -365,3 +365,125 @@ fn a_token_adopted_from_another_connection_is_waited_for() {
     off.adopt(Position::Wal(99));
     assert_eq!(causal_position(&off, true, Hold::Free, PoolRole::Replica), None, "only causal mode adopts");
 }
+
+/// Every combination of the facts (with or without a pin), for exhaustive checks against the
+/// definitions each session had before the engine.
+fn every_state() -> Vec<HoldFacts> {
+    let mut all = Vec::new();
+    for bits in 0u8..64 {
+        for pin in [None, Some(PinReason::TempObject)] {
+            let bit = |n: u8| bits & (1 << n) != 0;
+            all.push(HoldFacts {
+                connected: bit(0),
+                in_transaction: bit(1),
+                read_only: bit(2),
+                cursor: bit(3),
+                mid_exchange: bit(4),
+                pin,
+                sticky: bit(5),
+            });
+        }
+    }
+    all
+}
+
+#[test]
+fn held_is_what_the_mysql_session_meant_in_every_state() {
+    for f in every_state() {
+        // MySQL before: a connection, and a transaction, pin, cursor, sticky insert id or a
+        // response in progress.
+        let old = f.connected && (f.in_transaction || f.pin.is_some() || f.cursor || f.sticky || f.mid_exchange);
+        assert_eq!(Hold::of(&f).held(), old, "{f:?}");
+    }
+}
+
+#[test]
+fn held_is_what_the_postgresql_session_meant_in_every_state() {
+    for f in every_state().into_iter().filter(|f| !f.cursor && !f.sticky) {
+        // PostgreSQL before: a backend, and a transaction, a batch in flight or a pin.
+        let old = f.connected && (f.in_transaction || f.mid_exchange || f.pin.is_some());
+        assert_eq!(Hold::of(&f).held(), old, "{f:?}");
+    }
+}
+
+#[test]
+fn the_dry_run_kind_is_what_the_mysql_session_reported_in_every_state() {
+    for f in every_state() {
+        let held = Hold::of(&f).held();
+        let old = match (held, f.in_transaction, f.cursor) {
+            (false, _, _) => None,
+            (true, true, _) => Some(routing::Hold::Transaction),
+            (true, false, true) => Some(routing::Hold::Cursor),
+            (true, false, false) => Some(routing::Hold::Pin),
+        };
+        assert_eq!(Hold::of(&f).kind(), old, "{f:?}");
+    }
+}
+
+#[test]
+fn only_a_batch_in_flight_holds_when_the_hold_is_mid_batch_and_unpinned() {
+    // The PostgreSQL session's "held only by an open extended batch" (#35).
+    for f in every_state().into_iter().filter(|f| !f.cursor && !f.sticky) {
+        let held = Hold::of(&f).held();
+        let old = held && !f.in_transaction && f.pin.is_none();
+        let new = Hold::of(&f) == Hold::MidBatch && f.pin.is_none();
+        assert_eq!(new, old, "{f:?}");
+    }
+}
+
+#[test]
+fn the_postgresql_refusal_names_the_transaction_then_the_pipeline_then_the_pin() {
+    for f in every_state().into_iter().filter(|f| f.connected && !f.cursor && !f.sticky) {
+        let old = if f.in_transaction {
+            Some("transaction")
+        } else if f.mid_exchange {
+            Some("pipeline")
+        } else {
+            f.pin.map(|_| "pin")
+        };
+        let named = match Hold::of(&f) {
+            Hold::Tx { .. } => Some("transaction"),
+            Hold::MidBatch => Some("pipeline"),
+            Hold::Pin(_) => Some("pin"),
+            Hold::Free => None,
+            other => panic!("{other:?} from {f:?}"),
+        };
+        assert_eq!(named, old, "{f:?}");
+    }
+}
+
+#[test]
+fn a_read_only_transaction_reports_itself_only_inside_a_transaction() {
+    for f in every_state().into_iter().filter(|f| f.connected) {
+        let read_only = matches!(Hold::of(&f), Hold::Tx { read_only: true });
+        assert_eq!(read_only, f.in_transaction && f.read_only, "{f:?}");
+    }
+}
+
+#[test]
+fn an_unsafe_statement_is_refused_on_a_replica_in_every_held_state() {
+    for f in every_state() {
+        let hold = Hold::of(&f);
+        let g =
+            guard(&HeldReplica { held: hold.held(), on_replica: true, unsafe_there: Some("write"), may_detour: false });
+        assert_eq!(g == Guard::Refuse("write"), hold.held(), "{f:?}");
+        let off = guard(&HeldReplica {
+            held: hold.held(),
+            on_replica: false,
+            unsafe_there: Some("write"),
+            may_detour: false,
+        });
+        assert_eq!(off, Guard::Pass, "not a replica: {f:?}");
+    }
+}
+
+#[test]
+fn a_session_that_may_move_is_never_refused_for_its_hold() {
+    for f in every_state() {
+        let hold = Hold::of(&f);
+        let moves = plan(hold, "r", "w") == Plan::Move;
+        let g =
+            guard(&HeldReplica { held: hold.held(), on_replica: true, unsafe_there: Some("write"), may_detour: true });
+        assert_eq!(moves, g == Guard::Pass, "moving and being held exclude each other: {f:?}");
+    }
+}
