@@ -487,3 +487,61 @@ fn a_session_that_may_move_is_never_refused_for_its_hold() {
         assert_eq!(moves, g == Guard::Pass, "moving and being held exclude each other: {f:?}");
     }
 }
+
+#[test]
+fn the_sessions_tokenizing_mode_reaches_the_router() {
+    let (pool, ryw): (Arc<str>, _) = ("w".into(), RywState::new(ReadYourWrites::None));
+    let mut lex = SessionModes::default();
+    lex.mode.ansi_quotes = true;
+    let input = seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT \"a\"", None, false, false, Instant::now());
+    assert_eq!(input.session.lex_mode, lex.mode);
+    assert_ne!(input.session.lex_mode, SessionModes::default().mode);
+}
+
+#[test]
+fn a_memoized_key_is_handed_to_the_router() {
+    let r = router();
+    let key = r.key("SELECT a FROM t", Protocol::MySql);
+    let (pool, ryw, lex): (Arc<str>, _, _) = ("w".into(), RywState::new(ReadYourWrites::None), SessionModes::default());
+    let input =
+        seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT a FROM t", Some(key), false, false, Instant::now());
+    assert_eq!(input.key, Some(key));
+}
+
+#[test]
+fn session_mode_read_your_writes_pins_reads_at_any_later_time() {
+    let write = decided(Protocol::MySql, "UPDATE t SET a = 1", false);
+    let (pool, lex): (Arc<str>, _) = ("w".into(), SessionModes::default());
+    let start = Instant::now();
+    let mut ryw = RywState::new(ReadYourWrites::Session);
+    let before = seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT 1", None, false, false, start);
+    assert!(!before.session.pinned_to_primary, "nothing written yet");
+    ryw.observe(&write, start);
+    ryw.statement_done(start, false);
+    for later in [0, 1, 3600, 86_400] {
+        let at = start + Duration::from_secs(later);
+        let input = seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT 1", None, false, false, at);
+        assert!(input.session.pinned_to_primary, "{later}s after the write");
+    }
+}
+
+#[test]
+fn a_pinned_session_sends_its_free_reads_to_the_primary() {
+    let write = decided(Protocol::MySql, "UPDATE t SET a = 1", false);
+    let (pool, lex): (Arc<str>, _) = ("r".into(), SessionModes::default());
+    let now = Instant::now();
+    let mut ryw = RywState::new(ReadYourWrites::Session);
+    ryw.observe(&write, now);
+    ryw.statement_done(now, false);
+    let r = router();
+    let input = seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT a FROM t", None, false, false, now);
+    let d = r.explain(&input).decision;
+    assert_eq!(d.pool().map(|p| &**p), Some("w"), "read-your-writes");
+}
+
+#[test]
+fn pools_compare_by_name_not_by_identity() {
+    let (a, b): (Arc<str>, Arc<str>) = ("w".into(), "w".into());
+    assert!(!Arc::ptr_eq(&a, &b));
+    assert_eq!(plan(Hold::Free, &a, &b), Plan::Stay);
+}
