@@ -38,8 +38,12 @@ fn allowed(module: &str) -> Option<&'static [&'static str]> {
 const ANYTHING: &[&str] = &["*"];
 
 /// What a module may use: a protocol exchange inside `session` is held to its own, narrower list
-/// (sans-IO: no runtime, pool or sockets); every other module to its top-level module's.
+/// (sans-IO: no runtime, pool or sockets), and the session engine to one narrower still (also
+/// protocol-neutral: no `protocol`); every other module to its top-level module's.
 fn allowed_for(module: &[String]) -> Option<&'static [&'static str]> {
+    if is_engine(module) {
+        return Some(&["session", "sql", "routing", "config", "error", "id"]);
+    }
     if is_exchange(module) {
         return Some(&["session", "protocol", "sql", "routing", "config", "error", "id"]);
     }
@@ -50,9 +54,12 @@ fn allowed_for(module: &[String]) -> Option<&'static [&'static str]> {
 /// held to the sans-IO rules because it is listed here, not because of its file name.
 const EXCHANGE_MODULES: &[&str] = &["session::pg::exchange", "session::mysql::exchange"];
 
-/// The sans-IO layers, named one by one (#37): whole top-level modules, plus the exchanges.
-/// Each entry covers the module and everything below it; an entry that names no module of the
-/// tree is an error ([`unlisted_pure_modules`]), so the list cannot go stale.
+/// `session::engine`: the policy both wires share (#37), sans-IO and protocol-neutral.
+const ENGINE_MODULES: &[&str] = &["session::engine"];
+
+/// The sans-IO layers, named one by one (#37): whole top-level modules, plus the exchanges and
+/// the engine. Each entry covers the module and everything below it; an entry that names no
+/// module of the tree is an error ([`unlisted_pure_modules`]), so the list cannot go stale.
 const PURE_MODULES: &[&str] = &[
     "protocol",
     "sql",
@@ -63,12 +70,17 @@ const PURE_MODULES: &[&str] = &[
     "auth",
     "session::pg::exchange",
     "session::mysql::exchange",
+    "session::engine",
 ];
 
 /// `module` is `entry` (`"session::pg::exchange"`) or lies below it.
 fn under(module: &[String], entry: &str) -> bool {
     let entry: Vec<&str> = entry.split("::").collect();
     module.len() >= entry.len() && module.iter().zip(&entry).all(|(m, e)| m == e)
+}
+
+fn is_engine(module: &[String]) -> bool {
+    ENGINE_MODULES.iter().any(|e| under(module, e))
 }
 
 fn is_exchange(module: &[String]) -> bool {
@@ -282,7 +294,8 @@ impl Checker<'_> {
         }
         if let Some(ok) = allowed_for(&self.module) {
             if ok != ANYTHING && !ok.contains(&target) {
-                let who = if is_exchange(&self.module) { self.module.join("::") } else { top };
+                let who =
+                    if is_exchange(&self.module) || is_engine(&self.module) { self.module.join("::") } else { top };
                 self.report(line, format!("module `{who}` must not use `crate::{target}`"));
             }
         }
@@ -539,6 +552,7 @@ fn modules_only_use_what_design_md_allows() {
     violations.extend(orphans(&src, &sources));
     violations.extend(unlisted_pure_modules(PURE_MODULES, &sources));
     violations.extend(unlisted_pure_modules(EXCHANGE_MODULES, &sources));
+    violations.extend(unlisted_pure_modules(ENGINE_MODULES, &sources));
     for s in &sources {
         check_file(&s.module, &s.shown, s.test_only, &s.ast, &mut violations);
     }
@@ -609,6 +623,11 @@ fn sans_io_layers_hold_no_globals_environment_logging_or_runtime() {
         ("metrics::render", "fn f() { println!(\"x\"); }", "println!"),
         ("session::pg::exchange", "use crate::rt::Stream;", "crate::rt"),
         ("session::pg::exchange", "fn f() { std::thread::yield_now(); }", "std::thread"),
+        ("session::engine::route", "fn f() { let _ = std::time::Instant::now(); }", "Instant::now"),
+        ("session::engine::hold", "use crate::pool::CorePool;", "crate::pool"),
+        ("session::engine", "use crate::rt::Stream;", "crate::rt"),
+        // Protocol-neutral: the wires translate frames, the engine never sees one.
+        ("session::engine::hold", "use crate::protocol::pg::TransactionStatus;", "crate::protocol"),
         ("sql::parse", "use async_task::Task;", "async_task"),
         ("pool::pg", "use io_uring::IoUring;", "io_uring"),
     ];
@@ -661,6 +680,8 @@ fn test_code_and_permitted_layers_are_not_flagged() {
         violations_of("session::pg::relay", "fn f() { let _ = crate::rt::now(); tracing::debug!(\"x\"); }").is_empty()
     );
     assert!(violations_of("app", "use crossbeam_channel::bounded; use crate::session::ClientSlots;").is_empty());
+    let engine = "use crate::routing::RouteInput; use crate::sql::mode::SessionModes; use super::hold::Hold;";
+    assert!(violations_of("session::engine::route", engine).is_empty());
     let v = violations_of("session::pg", "use crossbeam_channel::bounded;");
     assert_eq!(v, vec!["snippet.rs:1: module `session` must not use the `crossbeam_channel` crate"]);
 }

@@ -13,6 +13,7 @@ pub mod cancel;
 pub mod client_error;
 mod context;
 pub mod digest;
+mod engine;
 pub mod error;
 mod mysql;
 mod pg;

@@ -16,11 +16,11 @@ use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT, ER_WRONG_AR
 use crate::protocol::mysql::response::{
     SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
 };
-use crate::routing::{
-    Decision, DecisionError, DecisionKind, Hold, MySqlSession, Outcome, RouteInput, SessionView, Settled, StatementKey,
-};
+use crate::routing::{Decision, DecisionError, DecisionKind, MySqlSession, Outcome, Settled, StatementKey};
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::engine::hold::{Hold, HoldFacts};
+use crate::session::engine::route::{self, Plan, Seat};
 use crate::sql::fingerprint::Fingerprint;
 
 /// `ER_SPECIFIC_ACCESS_DENIED_ERROR`: a `reject` rule refuses the statement (a policy refusal).
@@ -54,16 +54,24 @@ pub(super) struct Routed {
 }
 
 impl Session {
-    /// Whether the session must stay on its current backend connection: inside a transaction,
-    /// pinned by session state, with a cursor open, right after a statement that generated an
-    /// insert id (`LAST_INSERT_ID()` reads that connection), or mid-response.
+    /// What holds the session on its current backend connection: a transaction, a cursor,
+    /// a response read part-way, session state, or a statement that generated an insert id
+    /// (`LAST_INSERT_ID()` reads that connection).
+    pub(super) fn holding(&self) -> Hold {
+        Hold::of(&HoldFacts {
+            connected: self.link.conn.is_some(),
+            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
+            read_only: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
+            cursor: self.tx.cursor.is_some(),
+            mid_exchange: self.link.pos != 0,
+            pin: self.state.pin(),
+            sticky: self.tx.sticky,
+        })
+    }
+
+    /// Whether the session must stay on its current backend connection (see [`Session::holding`]).
     pub(super) fn held(&self) -> bool {
-        self.link.conn.is_some()
-            && (self.tx.status & SERVER_STATUS_IN_TRANS != 0
-                || self.state.pin().is_some()
-                || self.tx.cursor.is_some()
-                || self.tx.sticky
-                || self.link.pos != 0)
+        self.holding().held()
     }
 
     /// Whether the session's pool is a replica: a `role = "replica"` pool, or the MySQL read pool
@@ -95,26 +103,13 @@ impl Session {
         Some(MyClientError::new(ER_STATEMENT_POOLING, text))
     }
 
-    /// What holds the session on its backend connection, if anything (see [`Session::held`]).
-    fn hold(&self) -> Option<Hold> {
-        if !self.held() {
-            None
-        } else if self.tx.status & SERVER_STATUS_IN_TRANS != 0 {
-            Some(Hold::Transaction)
-        } else if self.tx.cursor.is_some() {
-            Some(Hold::Cursor)
-        } else {
-            Some(Hold::Pin)
-        }
-    }
-
     /// What the session makes of the router's decision before it is counted (#19), through
     /// the same [`super::settle::settle`] the dry-run asks: a statement the held replica
     /// connection must not take is refused (or detours to the primary), and a split read that
     /// opens a write transaction goes to the primary. Returns the refusal, and whether the
     /// statement detours.
     fn settle(&self, decision: &mut Decision, sql: &str) -> (Option<String>, bool) {
-        let (hold, opens_write_transaction) = (self.hold(), self.opens_write_transaction());
+        let (hold, opens_write_transaction) = (self.holding().kind(), self.opens_write_transaction());
         if hold.is_none() && !opens_write_transaction {
             return (None, false); // the common statement reads no rule set
         }
@@ -144,20 +139,16 @@ impl Session {
 
     /// [`Session::decide`] as if the session held its connection (`held`) or not.
     pub(super) fn decide_held(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
-        let input = RouteInput {
-            sql,
+        let seat = Seat {
             protocol: Protocol::MySql,
             user: &self.client.user,
             database: self.state.db().unwrap_or(&self.pool.config.database),
-            session: SessionView {
-                transaction_pool: held.then(|| self.pool.name()),
-                pinned_to_primary: self.routing.ryw.pinned(rt::now()),
-                read_only_transaction: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
-                lex_mode: self.routing.lex.mode,
-                primary_only: self.routing.lex.primary_only(),
-            },
-            key,
+            pool: self.pool.name(),
+            ryw: &self.routing.ryw,
+            lex: &self.routing.lex,
         };
+        let read_only = self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0;
+        let input = seat.input(sql, key, held, read_only, rt::now());
         self.ctx.route(&input)
     }
 
@@ -198,8 +189,7 @@ impl Session {
             return Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: Some(pool) });
         }
         // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
-        let to_replica = decision.step == DecisionKind::ReadWriteSplit
-            || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin);
+        let to_replica = route::replica_read(&decision);
         if to_replica {
             target = self
                 .ctx
@@ -215,7 +205,7 @@ impl Session {
     /// Moves the session to pool `target` (unless a transaction or pin holds it where it is)
     /// and attaches the connection a statement `sql` for it needs.
     async fn move_to(&mut self, target: &str, to_replica: bool, sql: &str) -> Result<(), MyClientError> {
-        if *target != *self.pool.config.name && !self.held() {
+        if route::plan(self.holding(), &self.pool.config.name, target) == Plan::Move {
             let Some(pool) = self.ctx.pools().get(target).cloned() else {
                 return Err(MyClientError::new(
                     ER_NO_POOL,
@@ -227,8 +217,8 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        let causal = self.routing.ryw.required_position().filter(|_| to_replica && !self.held()).cloned();
-        if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
+        let causal = route::causal_position(&self.routing.ryw, to_replica, self.holding(), self.pool.config.role);
+        if let Some(position) = causal.cloned() {
             self.connect_causal(position).await?; // causal reads (#22)
         }
         if to_replica && self.link.conn.is_none() {
@@ -286,15 +276,13 @@ impl Session {
         }
         self.routing.ryw.observe(&decision, rt::now());
         let (mut target, _) = self.decided_pool(&decision)?;
-        if decision.step == DecisionKind::ReadWriteSplit
-            || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin)
-        {
+        if route::replica_read(&decision) {
             target = self
                 .ctx
                 .replica_fallback(Protocol::MySql, target, true)
                 .map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
         }
-        if *target != *self.pool.config.name && !self.held() {
+        if route::plan(self.holding(), &self.pool.config.name, &target) == Plan::Move {
             let Some(pool) = self.ctx.pools().get(&target).cloned() else {
                 let text = format!("routing chose pool \"{target}\", which does not exist");
                 return Err(MyClientError::new(ER_NO_POOL, text));

@@ -7,7 +7,8 @@
 //! function with the state it is asked to assume.
 
 use super::txguard;
-use crate::routing::{Decision, DecisionError, DecisionKind, MySqlSession, Outcome, Settled};
+use crate::routing::{Decision, DecisionError, DecisionKind, Hold, MySqlSession, Outcome, Settled};
+use crate::session::engine::route::{self, Guard, HeldReplica};
 use crate::sql::analyze::{session_effects, Operation};
 use crate::sql::Dialect;
 
@@ -34,18 +35,25 @@ pub fn settle(decision: &mut Decision, sql: &str, s: &MySqlSession<'_>) -> Settl
     if !matches!(decision.outcome, Outcome::Route(_)) && !held_refusal {
         return Settled::AsRouted; // a rule's reject or a hint's error stands as the router said
     }
-    if let (Some(hold), true) = (s.hold, s.on_replica) {
-        if let Some(why) = txguard::held_replica_refusal(&decision.facts, sql) {
-            let elsewhere = s.primary.as_ref().filter(|p| ***p != *s.pool);
-            if let (true, Some(p)) = (s.cursor_only && detourable(decision, sql), elsewhere) {
-                decision.outcome = Outcome::Route(p.clone());
-                return Settled::Detour;
+    // Asked only when it matters: the check reads the statement's session effects.
+    let unsafe_there =
+        s.hold.filter(|_| s.on_replica).and_then(|_| txguard::held_replica_refusal(&decision.facts, sql));
+    let elsewhere = s.primary.clone().filter(|p| **p != *s.pool);
+    let may_detour = unsafe_there.is_some() && elsewhere.is_some() && s.cursor_only && detourable(decision, sql);
+    match route::guard(&HeldReplica { held: s.hold.is_some(), on_replica: s.on_replica, unsafe_there, may_detour }) {
+        Guard::Pass => {}
+        Guard::Detour => {
+            if let Some(p) = elsewhere {
+                decision.outcome = Outcome::Route(p);
             }
+            return Settled::Detour;
+        }
+        Guard::Refuse(why) => {
             let text = format!(
                 "Cannot execute statement: the session holds a connection to replica pool \"{}\" ({}) and the \
                  statement is not replica-safe ({why}); end the transaction or close the cursor first",
                 s.pool,
-                hold.describe()
+                s.hold.map(Hold::describe).unwrap_or_default()
             );
             decision.outcome = Outcome::Reject(text.as_str().into());
             return Settled::HeldReplica(text);

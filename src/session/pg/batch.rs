@@ -12,9 +12,11 @@ use std::rc::Rc;
 use super::prepared::Stmt;
 use super::{End, Session};
 use crate::config::Protocol;
-use crate::protocol::pg::{sqlstate, Frame, FrontendMessage, RawFrames, Target, TransactionStatus};
+use crate::protocol::pg::{sqlstate, Frame, FrontendMessage, RawFrames, Target};
 use crate::routing::{Decision, DecisionKind, Outcome, StatementKey};
 use crate::session::client_error::PgClientError;
+use crate::session::engine::hold::Hold;
+use crate::session::engine::route::{guard, Guard, HeldReplica};
 
 /// Bytes of client messages held for one batch (a larger batch goes to the primary).
 const HOLD_BYTES: usize = 64 * 1024;
@@ -165,16 +167,16 @@ impl Session {
         let on_replica = self.pool.config.role == crate::config::PoolRole::Replica
             || self.ctx.is_read_pool(Protocol::Postgres, self.pool.name());
         let read_only = self.progress.read_only_tx && d.facts.safe_when_read_only(); // #34
-        if !self.held() || replica_safe(d) || read_only || !on_replica {
+        let hold = self.holding();
+        let unsafe_there = (!replica_safe(d) && !read_only).then(|| d.facts.ineligibility.unwrap_or("unanalyzable"));
+        let Guard::Refuse(why) = guard(&HeldReplica { held: hold.held(), on_replica, unsafe_there, may_detour: false })
+        else {
             return None;
-        }
-        let why = d.facts.ineligibility.unwrap_or("unanalyzable");
-        let hold = if self.progress.tx != TransactionStatus::Idle {
-            "the open transaction runs there"
-        } else if self.ex.awaiting() || !self.ex.expect.is_empty() || !self.ex.bout.is_empty() {
-            "earlier statements of this pipeline ran there and hold it until Sync"
-        } else {
-            "session state pins the session there"
+        };
+        let hold = match hold {
+            Hold::Tx { .. } => "the open transaction runs there",
+            Hold::MidBatch => "earlier statements of this pipeline ran there and hold it until Sync",
+            _ => "session state pins the session there",
         };
         let pool = self.pool.name();
         Some(PgClientError::new(

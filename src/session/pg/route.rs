@@ -4,16 +4,18 @@
 
 use super::bridged::cross::speaks_mysql;
 use super::Session;
-use crate::config::{PoolRole, Protocol, ReplicaFallback};
+use crate::config::{Protocol, ReplicaFallback};
 use crate::id::Position;
 use crate::metrics::CausalOutcome;
 use crate::pool::health::pg_commit_position;
 use crate::protocol::pg::backend::BackendMessage;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::causal::{format_token, TOKEN_NAME};
-use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, RouteInput, SessionView, StatementKey};
+use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::engine::hold::{Hold, HoldFacts};
+use crate::session::engine::route::{self, Plan, Seat};
 use std::sync::Arc;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
@@ -24,16 +26,26 @@ pub(super) const INVALID_PARAMETER_VALUE: &str = "22023";
 const REPLICA_UNSAFE: &str = "25006";
 
 impl Session {
-    /// Whether the session must stay on its current backend connection: inside a transaction,
-    /// pinned by session state, or in the middle of an extended-protocol batch (also after a
-    /// Flush sent part of it: its implicit transaction is open until ReadyForQuery).
+    /// What holds the session on its current backend connection: a transaction, session state,
+    /// or an extended-protocol batch in progress (also after a Flush sent part of it: its
+    /// implicit transaction is open until ReadyForQuery).
+    pub(super) fn holding(&self) -> Hold {
+        Hold::of(&HoldFacts {
+            connected: self.backend.is_some(),
+            in_transaction: self.progress.tx != TransactionStatus::Idle,
+            read_only: self.progress.read_only_tx,
+            // A PostgreSQL cursor lives in a transaction, or is session state (WITH HOLD).
+            cursor: false,
+            mid_exchange: self.ex.awaiting() || !self.ex.expect.is_empty() || !self.ex.bout.is_empty(),
+            pin: self.state.pin(),
+            // Nothing a statement leaves is read only from its own connection outside those.
+            sticky: false,
+        })
+    }
+
+    /// Whether the session must stay on its current backend connection (see [`Session::holding`]).
     pub(super) fn held(&self) -> bool {
-        self.backend.is_some()
-            && (self.progress.tx != TransactionStatus::Idle
-                || self.ex.awaiting()
-                || self.state.pin().is_some()
-                || !self.ex.expect.is_empty()
-                || !self.ex.bout.is_empty())
+        self.holding().held()
     }
 
     /// Asks the router about `sql` without moving the session (for a named Parse, which only
@@ -46,20 +58,15 @@ impl Session {
     /// [`Session::decide`] as if the session were `held` on its connection or not: what a
     /// statement inside a transaction would be routed to outside it (#24).
     pub(super) fn decide_as(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
-        let input = RouteInput {
-            sql,
+        let seat = Seat {
             protocol: Protocol::Postgres,
             user: &self.identity.user,
             database: &self.identity.database,
-            session: SessionView {
-                transaction_pool: held.then(|| self.pool.name()),
-                pinned_to_primary: self.progress.ryw.pinned(rt::now()),
-                read_only_transaction: self.read_only_view(sql, held),
-                lex_mode: self.identity.lex.mode,
-                primary_only: self.identity.lex.primary_only(),
-            },
-            key,
+            pool: self.pool.name(),
+            ryw: &self.progress.ryw,
+            lex: &self.identity.lex,
         };
+        let input = seat.input(sql, key, held, self.read_only_view(sql, held), rt::now());
         self.ctx.route(&input)
     }
 
@@ -86,7 +93,7 @@ impl Session {
             self.observe_statement(sql, &decision, now);
         }
         let (target, to_replica) = self.choose_target(&decision, runs)?;
-        if *target != *self.pool.config.name && !self.held() {
+        if route::plan(self.holding(), &self.pool.config.name, &target) == Plan::Move {
             let Some(pool) = self.ctx.pools().get(&target).cloned() else {
                 return Err(PgClientError::new(
                     sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
@@ -97,8 +104,8 @@ impl Session {
             self.release_backend(false).await;
             self.pool = pool;
         }
-        let causal = self.progress.ryw.required_position().filter(|_| to_replica && !self.held()).cloned();
-        if let Some(position) = causal.filter(|_| self.pool.config.role == PoolRole::Replica) {
+        let causal = route::causal_position(&self.progress.ryw, to_replica, self.holding(), self.pool.config.role);
+        if let Some(position) = causal.cloned() {
             self.connect_causal(position).await?; // causal reads (#22)
         }
         if to_replica && self.backend.is_none() {
@@ -121,7 +128,7 @@ impl Session {
     /// text would run on an engine that cannot read it.
     fn decide_in_batch(&mut self, sql: &str, key: Option<StatementKey>) -> Decision {
         let decision = self.decide(sql, key);
-        let batch_only = self.held() && self.progress.tx == TransactionStatus::Idle && self.state.pin().is_none();
+        let batch_only = self.holding() == Hold::MidBatch && self.state.pin().is_none();
         if !batch_only || decision.rewritten.is_some() || !self.ctx.rules().has_translations() {
             return decision;
         }
@@ -188,8 +195,7 @@ impl Session {
             target = primary;
         }
         // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
-        let to_replica = decision.step == DecisionKind::ReadWriteSplit
-            || (decision.on_replica() && decision.kind != DecisionKind::TransactionPin);
+        let to_replica = route::replica_read(decision);
         if to_replica {
             target = self
                 .ctx

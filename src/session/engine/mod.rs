@@ -1,0 +1,10 @@
+//! The session policy both wires share, sans-IO and protocol-neutral (#37): each wire fills
+//! small fact structs from its own state (transaction status, exchange progress, pins) and asks
+//! the engine what they mean, so a policy change is made once and tested once. Time is a
+//! parameter; nothing here reads a clock, a socket, a pool or a protocol frame.
+
+pub mod hold;
+pub mod route;
+
+#[cfg(test)]
+mod tests;

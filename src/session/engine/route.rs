@@ -1,0 +1,138 @@
+//! Routing from engine state, for both wires: the router's input built in one place, and the
+//! two policies both sessions apply after the router decided — a held replica connection takes
+//! only replica-safe statements, and a session changes pools only when nothing holds it.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::hold::Hold;
+use crate::config::{PoolRole, Protocol};
+use crate::id::Position;
+use crate::routing::{Decision, DecisionKind, RouteInput, RywState, SessionView, StatementKey};
+use crate::sql::mode::SessionModes;
+
+/// What routing reads of a session, past the statement itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Seat<'a> {
+    /// The protocol the client speaks (the statement's dialect).
+    pub protocol: Protocol,
+    /// The client's user name.
+    pub user: &'a str,
+    /// The database rules match on (MySQL: the one `USE` chose last).
+    pub database: &'a str,
+    /// The pool the session is on now.
+    pub pool: &'a Arc<str>,
+    /// Read-your-writes and causal bookkeeping.
+    pub ryw: &'a RywState,
+    /// How the session's server tokenizes SQL now.
+    pub lex: &'a SessionModes,
+}
+
+impl<'a> Seat<'a> {
+    /// The router's input for `sql` at `now`, as if the session were `held` on its connection
+    /// or not (a session asks both ways to learn what a statement inside a transaction would
+    /// be routed to outside it, #24). `read_only_transaction` is the wire's to say on purpose:
+    /// a MySQL server reports it in its status flags, while a PostgreSQL session also counts a
+    /// `BEGIN READ ONLY` (or a read-only default) that the statement itself opens, so the
+    /// transaction can go to a replica with its first statement.
+    pub fn input(
+        &self,
+        sql: &'a str,
+        key: Option<StatementKey>,
+        held: bool,
+        read_only_transaction: bool,
+        now: Instant,
+    ) -> RouteInput<'a> {
+        RouteInput {
+            sql,
+            protocol: self.protocol,
+            user: self.user,
+            database: self.database,
+            session: SessionView {
+                transaction_pool: held.then_some(self.pool),
+                pinned_to_primary: self.ryw.pinned(now),
+                read_only_transaction,
+                lex_mode: self.lex.mode,
+                primary_only: self.lex.primary_only(),
+            },
+            key,
+        }
+    }
+}
+
+/// A statement routed while the session may hold a replica connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldReplica {
+    /// Something holds the session on its connection.
+    pub held: bool,
+    /// That connection is to a replica (by role, or the protocol's read pool).
+    pub on_replica: bool,
+    /// Why the statement may not run on a held replica connection, if it may not. Each wire
+    /// judges this itself on purpose: a PostgreSQL standby refuses writes and locks by itself
+    /// and only those are kept from it, while a MySQL replica would run them (and session state
+    /// would then pin the session there), so MySQL refuses more.
+    pub unsafe_there: Option<&'static str>,
+    /// The statement may run on the primary on a connection of its own while this one waits
+    /// (MySQL: only a cursor holds it and the statement means the same on any connection).
+    pub may_detour: bool,
+}
+
+/// What becomes of a statement on a held replica connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// It may run where the router sent it.
+    Pass,
+    /// It runs on the primary, the held connection untouched.
+    Detour,
+    /// It is refused before anything runs, for this reason.
+    Refuse(&'static str),
+}
+
+/// Replica safety while held: a statement that is not replica-safe never reaches a held
+/// replica connection, and cannot move either; it detours when it may.
+pub fn guard(s: &HeldReplica) -> Guard {
+    match s.unsafe_there {
+        Some(why) if s.held && s.on_replica => {
+            if s.may_detour {
+                Guard::Detour
+            } else {
+                Guard::Refuse(why)
+            }
+        }
+        _ => Guard::Pass,
+    }
+}
+
+/// Where the session goes for a statement routed to pool `target`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// It stays on the pool it is on (the same pool, or one it is held to).
+    Stay,
+    /// It gives its idle connection back and moves to `target`.
+    Move,
+}
+
+/// A session moves pools only between statements that leave nothing on its connection: a
+/// transaction, a cursor, a batch in flight or session state stay where they are.
+pub fn plan(hold: Hold, current: &str, target: &str) -> Plan {
+    if target != current && !hold.held() {
+        Plan::Move
+    } else {
+        Plan::Stay
+    }
+}
+
+/// Whether `d` sends the statement to a replica as a read, which then skips unhealthy or
+/// lagging replicas and may fall back as `routing.replica_fallback` says: a split read, and a
+/// rule- or hint-routed read alike (#19). A statement kept on a held replica connection is no
+/// new read: it runs where the transaction is.
+pub fn replica_read(d: &Decision) -> bool {
+    d.step == DecisionKind::ReadWriteSplit || (d.on_replica() && d.kind != DecisionKind::TransactionPin)
+}
+
+/// causal (#22): the commit position a replica must have replayed before it serves this read,
+/// when it must: a replica read by a session nothing holds, on a replica-role pool.
+pub fn causal_position(ryw: &RywState, replica_read: bool, hold: Hold, role: PoolRole) -> Option<&Position> {
+    let waits = replica_read && !hold.held() && role == PoolRole::Replica;
+    ryw.required_position().filter(|_| waits)
+}
