@@ -13,6 +13,7 @@
 //! with a MySQL error and the statement does not run. The client's string mode is the
 //! `NO_BACKSLASH_ESCAPES` flag of its greeting, which every later status repeats.
 
+mod causal;
 pub(super) mod cross;
 mod io;
 mod stmt;
@@ -193,6 +194,7 @@ impl Session {
                 let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
                 self.kill(id, true).await // the whole connection, as `mysql_kill()` asks
             }
+            COM_STMT_PREPARE if self.refuses_token_prepare(body) => Ok(()), // #34
             COM_STMT_PREPARE => self.bridged_prepare(body).await,
             COM_STMT_EXECUTE => self.bridged_execute(payload).await,
             COM_STMT_SEND_LONG_DATA => {
@@ -242,9 +244,12 @@ impl Session {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
+        if self.on_token_query(&sql) {
+            return Ok(()); // #34: the router's own setting never reaches PostgreSQL
+        }
         match emulated::classify(&sql) {
             // The whole routing chain, as for a native session (#24).
-            None => match self.bridged_route(&sql) {
+            None => match self.bridged_routed(&sql).await {
                 Ok(Some((translated, _))) => self.bridged_statement(&translated, true).await,
                 Ok(None) => self.bridged_statement(&sql, false).await,
                 Err(e) => {
@@ -355,6 +360,7 @@ impl Session {
         }
         self.foreign.bridge.warnings = writer.warnings;
         self.sync_status();
+        self.bridged_statement_done().await; // causal reads (#34)
         self.pg_maybe_release();
         Ok(())
     }
@@ -377,7 +383,7 @@ impl Session {
         if autocommit == Some(true) && self.foreign.bridge.tx != TransactionStatus::Idle {
             // MySQL commits an open transaction when autocommit is switched back on.
             match self.pg_quiet("COMMIT").await {
-                Ok(q) if q.error.is_none() => {}
+                Ok(q) if q.error.is_none() => self.bridged_statement_done().await,
                 Ok(q) => {
                     let msg = q.error.unwrap_or_default();
                     MyClientError::new(ER_BRIDGE, msg).encode(1, &mut self.io.out);

@@ -301,9 +301,11 @@ impl Session {
             Some(Ok(parts)) => parts,
         };
         let origin = self.foreign.bridge.stmts.get(&stmt_id).and_then(|s| s.origin.clone());
-        if let Some(Err(e)) = origin.map(|o| self.bridged_route(&o)) {
-            e.encode(1, &mut self.io.out);
-            return Ok(());
+        if let Some(o) = origin {
+            if let Err(e) = self.bridged_routed(&o).await {
+                e.encode(1, &mut self.io.out);
+                return Ok(());
+            }
         }
         if let Err(e) = self.pg_backend().await {
             e.encode(1, &mut self.io.out);
