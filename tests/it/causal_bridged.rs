@@ -120,7 +120,8 @@ while read(writer, n)[1] != "standby" and time.time() < deadline: time.sleep(0.1
 print("after", read(writer, n)[1], read(conn(), n)[1], flush=True)
 "#;
 
-/// Issue #34's bridged cells for the token: with replay paused, neither the writer nor the
+/// Issue #34's bridged cells for the token (PyMySQL, then Connector/J): with replay paused,
+/// neither the writer nor the
 /// connection handed its token reads stale (both read on the primary), the token is a WAL
 /// position, and once the standby replays, the writer's reads and tokenless reads go back to
 /// the standby.
@@ -152,12 +153,30 @@ fn bridged_mysql_tokens_hand_writes_over_and_reads_return_to_the_standby() {
             let want = format!("{cell} 1 primary pg 1 primary");
             assert_eq!(line, want, "{mode}: the writer and the token's holder read the write, on the primary");
         }
+        jdbc_cells(&router, pg, &t, 100 + i * 10);
         env.resume_replication(Kind::Pg);
         pg.wait_replica_caught_up(Duration::from_secs(30));
         writeln!(py.stdin.as_mut().expect("stdin")).expect("tell PyMySQL replay resumed");
         let after = lines.next().unwrap_or_else(|| panic!("{mode}: PyMySQL stopped"));
         assert_eq!(after, "after standby standby", "{mode}: reads return to the standby once it replayed");
         assert!(py.wait().expect("PyMySQL").success(), "{mode}: PyMySQL failed");
+    }
+}
+
+/// Connector/J, client-side prepare (a text query) and server-side (`useServerPrepStmts`:
+/// COM_STMT_PREPARE/EXECUTE, each execute routed): the same cells as PyMySQL's, from row
+/// `first` + 1 on.
+fn jdbc_cells(router: &Router, pg: &PgEnv, t: &str, first: usize) {
+    for (j, prepare) in ["false", "true"].into_iter().enumerate() {
+        let url = format!(
+            "jdbc:mariadb://127.0.0.1:{}/{}?useSsl=false&useServerPrepStmts={prepare}",
+            router.port(),
+            pg.database
+        );
+        let from = (first + j * 2).to_string();
+        let lines = crate::scripts::jdbc("JdbcCausalBridged.java", &url, &pg.user, &pg.password, &[t, &from]);
+        let want = ["plain 1 primary pg 1 primary", "transaction 1 primary pg 1 primary"];
+        assert_eq!(lines, want, "useServerPrepStmts={prepare}: both read the write, on the primary");
     }
 }
 
