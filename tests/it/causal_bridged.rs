@@ -121,10 +121,9 @@ print("after", read(writer, n)[1], read(conn(), n)[1], flush=True)
 "#;
 
 /// Issue #34's bridged cells for the token (PyMySQL, then Connector/J): with replay paused,
-/// neither the writer nor the
-/// connection handed its token reads stale (both read on the primary), the token is a WAL
-/// position, and once the standby replays, the writer's reads and tokenless reads go back to
-/// the standby.
+/// neither the writer nor the connection handed its token reads stale (both read on the
+/// primary), the token is a WAL position, and once the standby replays, the writer's reads and
+/// tokenless reads go back to the standby.
 #[test]
 fn bridged_mysql_tokens_hand_writes_over_and_reads_return_to_the_standby() {
     use std::io::{BufRead, Write as _};
