@@ -1,8 +1,9 @@
 //! Causal reads for a bridged MySQL session (#34): its statements run on PostgreSQL pools, so
 //! its positions are WAL offsets, learned and waited for as a native PostgreSQL session's are.
 //! After a statement that committed a write, the primary's commit position is read on the
-//! connection that committed it, before the connection is given back (the client has its
-//! answer first); the token statements (`SHOW`/`SET querypilot.causal_token`) are answered as
+//! connection that committed it, before the connection is given back: a position query rides
+//! behind every statement that may commit a write (same write, same round trip), else one
+//! query follows (the client has its answer first); the token statements (`SHOW`/`SET querypilot.causal_token`) are answered as
 //! for a MySQL session on MariaDB ([`Session::on_token_query`]); a read routed to the standby
 //! pool runs there only on a standby that replayed the session's position, else on the primary
 //! (or fails with `replica_fallback = "error"`).
@@ -13,7 +14,8 @@
 use crate::config::{PoolRole, Protocol, ReplicaFallback};
 use crate::id::Position;
 use crate::metrics::CausalOutcome;
-use crate::pool::health::pg_commit_position;
+use crate::pool::health::{pg_commit_position, pg_read_commit_position, PG_COMMIT_POSITION};
+use crate::protocol::pg::frontend;
 use crate::protocol::pg::TransactionStatus;
 use crate::rt;
 use crate::session::client_error::MyClientError;
@@ -26,6 +28,14 @@ const ER_NO_CAUGHT_UP_REPLICA: crate::protocol::mysql::errcode::ErrorNumber =
     crate::protocol::mysql::errcode::ErrorNumber { code: 1105, sql_state: *b"HY000" };
 
 impl Session {
+    /// Queues the commit position query behind the statement in `link.out` when the statement
+    /// may commit a write: the position then rides with it, in the same write and round trip.
+    /// Its answer is read after the statement's, whatever the statement did.
+    pub(super) fn queue_rider(&mut self) {
+        let ride = self.routing.ryw.commit_awaited() && self.ctx.has_replica_reads() && !self.foreign.cross.crossing();
+        self.foreign.bridge.rider = ride && frontend::encode_query(PG_COMMIT_POSITION, &mut self.link.out).is_ok();
+    }
+
     /// Routes a bridged statement ([`Session::bridged_route`]), then, for a read the split sent
     /// to the standby pool, attaches a standby that replayed the session's position.
     pub(super) async fn bridged_routed(&mut self, sql: &str) -> Result<Option<Rewrite>, MyClientError> {
@@ -43,16 +53,29 @@ impl Session {
         }
         let in_tx = self.foreign.bridge.tx != TransactionStatus::Idle;
         self.routing.ryw.statement_done(rt::now(), in_tx);
-        if !self.routing.ryw.position_due() || !self.ctx.has_replica_reads() {
+        let rode = std::mem::take(&mut self.foreign.bridge.rider);
+        let due = self.routing.ryw.position_due() && self.ctx.has_replica_reads();
+        if !due && !rode {
             return;
         }
-        // The client has its answer before the router asks anything.
-        let _ = self.flush_client().await;
+        if !rode {
+            // The client has its answer before the router asks anything.
+            let _ = self.flush_client().await;
+        }
         let Some(conn) = self.link.conn.as_mut() else {
-            self.routing.ryw.learned(None);
+            if due {
+                self.routing.ryw.learned(None);
+            }
             return;
         };
-        match pg_commit_position(conn).await {
+        let position = if rode { pg_read_commit_position(conn).await } else { pg_commit_position(conn).await };
+        if !due {
+            // The statement committed nothing (it left a transaction open, or failed): the
+            // answer is read only to keep the connection in step.
+            conn.broken |= position.is_err_and(|e| e.breaks_connection());
+            return;
+        }
+        match position {
             Ok(position) => self.routing.ryw.learned(Some(Position::Wal(position))),
             Err(e) => {
                 tracing::debug!("causal reads: cannot read the bridged commit position: {e}");

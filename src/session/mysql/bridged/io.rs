@@ -100,6 +100,7 @@ impl Session {
         }
         let b = &mut self.foreign.bridge;
         b.tx = TransactionStatus::Idle;
+        b.rider = false; // its answer went with the connection
         self.sync_status();
     }
 

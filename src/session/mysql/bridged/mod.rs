@@ -71,6 +71,9 @@ pub(in crate::session::mysql) struct Bridge {
     /// How the client writes strings: `NO_BACKSLASH_ESCAPES` as its greeting said (a native
     /// session's own mode while one statement runs across), so the bridge reads them as it does.
     client_mode: LexMode,
+    /// causal (#34): the commit position query rides behind the statement sent last; its
+    /// answer follows the statement's and must be read before anything else.
+    rider: bool,
 }
 
 impl Bridge {
@@ -88,6 +91,7 @@ impl Bridge {
             version,
             dirty: false,
             client_mode: LexMode { no_backslash_escapes, ..LexMode::default() },
+            rider: false,
         }
     }
 
@@ -342,6 +346,7 @@ impl Session {
         if self.begin_if_needed(sql).await.is_err() || frontend::encode_query(sql, &mut self.link.out).is_err() {
             return self.bridged_lost().await;
         }
+        self.queue_rider();
         if self.pg_send().await.is_err() {
             return self.bridged_lost().await;
         }

@@ -328,6 +328,7 @@ impl Session {
             return Ok(());
         }
         frontend::encode_sync(&mut self.link.out);
+        self.queue_rider();
         if self.pg_send().await.is_err() {
             return self.bridged_lost().await;
         }
