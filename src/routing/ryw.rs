@@ -153,6 +153,12 @@ impl RywState {
         }
     }
 
+    /// causal: whether a write (or the end of a transaction that wrote) was routed and has not
+    /// finished: the statement about to run may commit it.
+    pub fn commit_awaited(&self) -> bool {
+        self.mode == ReadYourWrites::Causal && self.awaiting_commit
+    }
+
     /// causal: whether a write just committed on the session's backend connection, whose
     /// commit position must be read there before the connection serves anyone else.
     pub fn position_due(&self) -> bool {

@@ -3,6 +3,8 @@
 //! after the session's write — a text INSERT, a prepared one (COM_STMT_PREPARE/EXECUTE), a
 //! transaction — never misses it; reads before any write run on the standby. Placement is
 //! proven by `pg_stat_wal_receiver` (a row only on the standby). Client: the `mysql` crate.
+//! The token cells (written, read with `SHOW`, handed to another connection with `SET`) run
+//! PyMySQL.
 
 use std::time::Duration;
 
@@ -81,6 +83,99 @@ fn bridged_mysql_sessions_never_read_their_writes_stale() {
         }
         env.resume_replication(Kind::Pg);
         pg.wait_replica_caught_up(Duration::from_secs(30));
+    }
+}
+
+/// PyMySQL on the bridge, the token cells: a writer writes (a text INSERT, a transaction),
+/// reads its write, reads its token with `SHOW querypilot.causal_token`; a second connection
+/// sets that token and reads. Then (after a line on stdin: replay resumed) the writer, whose
+/// session has a position now, and a connection without a token read on the standby again.
+/// Prints `cell writer_count writer_server token other_count other_server`, then
+/// `after writer_server fresh_server`. Servers by `pg_stat_wal_receiver` (`pg_is_in_recovery()`
+/// would send every read to the primary: the router cannot prove it replica-safe).
+const PYMYSQL_TOKEN: &str = r#"
+import sys, time, pymysql
+port, user, password, db, t, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
+def conn():
+    return pymysql.connect(host="127.0.0.1", port=port, user=user, password=password, database=db, autocommit=True)
+def read(c, i):
+    cur = c.cursor(); cur.execute(f"SELECT COUNT(*), (SELECT COUNT(*) FROM pg_stat_wal_receiver) FROM {t} WHERE id = {i}")
+    count, receivers = cur.fetchone()
+    return count, "standby" if int(receivers) == 1 else "primary"
+cells = {"text": [f"INSERT INTO {t} VALUES ({{}})"], "transaction": ["BEGIN", f"INSERT INTO {t} VALUES ({{}})", "COMMIT"]}
+writer = None
+for cell, sqls in cells.items():
+    n += 1
+    w = conn(); cur = w.cursor()
+    for sql in sqls: cur.execute(sql.format(n))
+    mine = read(w, n)
+    cur.execute("SHOW querypilot.causal_token"); token = cur.fetchone()[0]
+    o = conn(); o.cursor().execute(f"SET querypilot.causal_token = '{token}'")
+    print(cell, *mine, token.split(":")[0] or "-", *read(o, n), flush=True)
+    writer = w
+sys.stdin.readline()
+# The standby replays the backlog as the health probe notices: the first read there ends the wait.
+deadline = time.time() + 15
+while read(writer, n)[1] != "standby" and time.time() < deadline: time.sleep(0.1)
+print("after", read(writer, n)[1], read(conn(), n)[1], flush=True)
+"#;
+
+/// Issue #34's bridged cells for the token (PyMySQL, then Connector/J): with replay paused,
+/// neither the writer nor the connection handed its token reads stale (both read on the
+/// primary), the token is a WAL position, and once the standby replays, the writer's reads and
+/// tokenless reads go back to the standby.
+#[test]
+fn bridged_mysql_tokens_hand_writes_over_and_reads_return_to_the_standby() {
+    use std::io::{BufRead, Write as _};
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let t = unique_name("causal_bridged_tok");
+    pg.primary_client().batch_execute(&format!("CREATE TABLE {t} (id int PRIMARY KEY)")).expect("table");
+    pg.wait_replica_caught_up(Duration::from_secs(30));
+    for (i, mode) in ["transaction", "session"].into_iter().enumerate() {
+        let router = router(pg, mode);
+        let mut c = client(&router, &env);
+        eventually(Duration::from_secs(15), "reads on the standby", || read(&mut c, &t, 0).1);
+        env.pause_replication(Kind::Pg);
+        let args = [router.port().to_string(), pg.user.clone(), pg.password.clone(), pg.database.clone()];
+        let mut py = std::process::Command::new("/usr/bin/python3")
+            .args(["-c", PYMYSQL_TOKEN])
+            .args(&args)
+            .args([t.as_str(), &(i * 10).to_string()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("run PyMySQL (python3-pymysql, installed by .ci/deps.sh)");
+        let mut lines = std::io::BufReader::new(py.stdout.take().expect("stdout")).lines().map_while(Result::ok);
+        for cell in ["text", "transaction"] {
+            let line = lines.next().unwrap_or_else(|| panic!("{mode} {cell}: PyMySQL stopped"));
+            let want = format!("{cell} 1 primary pg 1 primary");
+            assert_eq!(line, want, "{mode}: the writer and the token's holder read the write, on the primary");
+        }
+        jdbc_cells(&router, pg, &t, 100 + i * 10);
+        env.resume_replication(Kind::Pg);
+        pg.wait_replica_caught_up(Duration::from_secs(30));
+        writeln!(py.stdin.as_mut().expect("stdin")).expect("tell PyMySQL replay resumed");
+        let after = lines.next().unwrap_or_else(|| panic!("{mode}: PyMySQL stopped"));
+        assert_eq!(after, "after standby standby", "{mode}: reads return to the standby once it replayed");
+        assert!(py.wait().expect("PyMySQL").success(), "{mode}: PyMySQL failed");
+    }
+}
+
+/// Connector/J, client-side prepare (a text query) and server-side (`useServerPrepStmts`:
+/// COM_STMT_PREPARE/EXECUTE, each execute routed): the same cells as PyMySQL's, from row
+/// `first` + 1 on.
+fn jdbc_cells(router: &Router, pg: &PgEnv, t: &str, first: usize) {
+    for (j, prepare) in ["false", "true"].into_iter().enumerate() {
+        let url = format!(
+            "jdbc:mariadb://127.0.0.1:{}/{}?useSsl=false&useServerPrepStmts={prepare}",
+            router.port(),
+            pg.database
+        );
+        let from = (first + j * 2).to_string();
+        let lines = crate::scripts::jdbc("JdbcCausalBridged.java", &url, &pg.user, &pg.password, &[t, &from]);
+        let want = ["plain 1 primary pg 1 primary", "transaction 1 primary pg 1 primary"];
+        assert_eq!(lines, want, "useServerPrepStmts={prepare}: both read the write, on the primary");
     }
 }
 

@@ -25,11 +25,13 @@ fn pg_pool(name: &str, port: u16) -> String {
     )
 }
 
+/// `read_your_writes = "session"`: the session's reads stay on the primary after a write (in the
+/// default `causal` mode they go back to a standby that replayed it, #34: `causal_bridged.rs`).
 fn router() -> Router {
     let pg = &dbs().pg;
     Router::start(&format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
-         {}{}[routing.mysql]\nread_write_split = true\nread_pool = \"pg_standby\"\nwrite_pool = \"pg_primary\"\n",
+         {}{}[routing]\nread_your_writes = \"session\"\n\n[routing.mysql]\nread_write_split = true\nread_pool = \"pg_standby\"\nwrite_pool = \"pg_primary\"\n",
         pg_pool("pg_primary", pg.primary_port),
         pg_pool("pg_standby", pg.replica_port),
     ))

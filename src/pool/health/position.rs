@@ -13,7 +13,7 @@ use crate::pool::Conn;
 /// Where the primary will insert its next WAL record: at or past the end of every transaction
 /// committed before, so a standby that replayed up to it has replayed them all (a byte offset,
 /// as `pg_lsn - '0/0'`).
-const COMMIT_POSITION: &str = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text";
+pub const PG_COMMIT_POSITION: &str = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text";
 
 /// The end of the last WAL record a standby replayed (NULL on a primary).
 const REPLAY_POSITION: &str = "SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::text";
@@ -70,7 +70,13 @@ fn parse(value: Option<&str>) -> Option<u64> {
 /// The primary's commit position, read on the connection that just committed (before it serves
 /// anyone else, so nothing of another client's is mistaken for this session's).
 pub async fn pg_commit_position(conn: &mut Conn) -> Result<u64, PositionError> {
-    position(conn, COMMIT_POSITION).await
+    position(conn, PG_COMMIT_POSITION).await
+}
+
+/// Reads the answer to [`PG_COMMIT_POSITION`], which the caller sent on `conn` right behind a
+/// statement (in the same write), so the position rides with it: no round trip of its own.
+pub async fn pg_read_commit_position(conn: &mut Conn) -> Result<u64, PositionError> {
+    parse(single(&pg_read_rows(conn).await?)).ok_or(PositionError::Missing)
 }
 
 /// A standby's replay position, read on a connection to it.

@@ -219,7 +219,7 @@ const CONFIG: &str = "[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\
 fn router() -> Router {
     let config = crate::config::Config::parse(CONFIG, "t.toml").expect("config");
     let rules = RuleSet::build(&config, &[], &[]).expect("rules");
-    Router::new(Arc::new(rules), Catalogs::builtin())
+    Router::new(rules.for_core(), Catalogs::builtin())
 }
 
 fn seat<'a>(protocol: Protocol, pool: &'a Arc<str>, ryw: &'a RywState, lex: &'a SessionModes) -> Seat<'a> {

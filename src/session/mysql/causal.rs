@@ -8,7 +8,8 @@
 //! keeps the session's reads on the primary; a failed write that committed nothing changes
 //! nothing (told without a statement the client could notice, [`CommitGtid`]). Also answers
 //! the causal token statements, the same two as for PostgreSQL clients:
-//! `SHOW querypilot.causal_token` and `SET querypilot.causal_token = '...'`.
+//! `SHOW querypilot.causal_token` and `SET querypilot.causal_token = '...'`, for bridged
+//! sessions too (their positions are WAL offsets, learned in `bridged::causal`).
 
 use super::warning::encode_result;
 use super::Session;
@@ -262,7 +263,8 @@ impl Session {
     fn refuses_tracking_change(&mut self, sql: &str) -> bool {
         const NAME: &str = "session_track_system_variables";
         let named = sql.as_bytes().windows(NAME.len()).any(|w| w.eq_ignore_ascii_case(NAME.as_bytes()));
-        if !named || self.ctx.read_your_writes() != ReadYourWrites::Causal {
+        // A bridged session's backends are PostgreSQL: the setting is the bridge's to answer.
+        if !named || self.ctx.read_your_writes() != ReadYourWrites::Causal || self.is_bridged() {
             return false;
         }
         let effects = session_effects(sql, Dialect::MySql);

@@ -62,6 +62,13 @@ struct Parked {
     bpos: usize,
 }
 
+impl Cross {
+    /// Whether a native session's statement is running on another protocol's pool now.
+    pub(super) fn crossing(&self) -> bool {
+        self.parked.is_some()
+    }
+}
+
 impl Session {
     /// The pool named `target` when its backends speak PostgreSQL and this session is a native
     /// MySQL one: the statement runs there through the bridge.

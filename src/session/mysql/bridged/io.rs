@@ -52,19 +52,18 @@ async fn read_more(conn: &mut crate::pool::Conn) -> Result<(), RelayError> {
 }
 
 impl Session {
-    /// Attaches a PostgreSQL connection, replaying the session's `search_path` when the
-    /// connection's settings differ.
+    /// Attaches a PostgreSQL connection (unless one is, e.g. a caught-up standby's for a causal
+    /// read), replaying the session's `search_path` when the connection's settings differ.
     pub(super) async fn pg_backend(&mut self) -> Result<(), MyClientError> {
-        if self.link.conn.is_some() {
-            return Ok(());
+        if self.link.conn.is_none() {
+            let deadline = rt::now() + self.pool.config.timeouts.acquire;
+            let conn = self
+                .ctx
+                .checkout(&mut self.pool, Protocol::Postgres, None, deadline)
+                .await
+                .map_err(|e| MyClientError::from(&e))?;
+            self.link.conn = Some(conn);
         }
-        let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let conn = self
-            .ctx
-            .checkout(&mut self.pool, Protocol::Postgres, None, deadline)
-            .await
-            .map_err(|e| MyClientError::from(&e))?;
-        self.link.conn = Some(conn);
         let sig = self.foreign.bridge.signature();
         if self.link.conn.as_ref().is_some_and(|c| c.settings != sig) {
             let sql = match &self.foreign.bridge.schema {
@@ -101,6 +100,7 @@ impl Session {
         }
         let b = &mut self.foreign.bridge;
         b.tx = TransactionStatus::Idle;
+        b.rider = false; // its answer went with the connection
         self.sync_status();
     }
 

@@ -13,6 +13,7 @@
 //! with a MySQL error and the statement does not run. The client's string mode is the
 //! `NO_BACKSLASH_ESCAPES` flag of its greeting, which every later status repeats.
 
+mod causal;
 pub(super) mod cross;
 mod io;
 mod stmt;
@@ -71,6 +72,9 @@ pub(in crate::session::mysql) struct Bridge {
     /// How the client writes strings: `NO_BACKSLASH_ESCAPES` as its greeting said (a native
     /// session's own mode while one statement runs across), so the bridge reads them as it does.
     client_mode: LexMode,
+    /// causal (#34): the commit position query rides behind the statement sent last; its
+    /// answer follows the statement's and must be read before anything else.
+    rider: bool,
 }
 
 impl Bridge {
@@ -88,6 +92,7 @@ impl Bridge {
             version,
             dirty: false,
             client_mode: LexMode { no_backslash_escapes, ..LexMode::default() },
+            rider: false,
         }
     }
 
@@ -194,6 +199,7 @@ impl Session {
                 let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
                 self.kill(id, true).await // the whole connection, as `mysql_kill()` asks
             }
+            COM_STMT_PREPARE if self.refuses_token_prepare(body) => Ok(()), // #34
             COM_STMT_PREPARE => self.bridged_prepare(body).await,
             COM_STMT_EXECUTE => self.bridged_execute(payload).await,
             COM_STMT_SEND_LONG_DATA => {
@@ -243,9 +249,12 @@ impl Session {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
+        if self.on_token_query(&sql) {
+            return Ok(()); // #34: the router's own setting never reaches PostgreSQL
+        }
         match emulated::classify(&sql) {
             // The whole routing chain, as for a native session (#24).
-            None => match self.bridged_route(&sql) {
+            None => match self.bridged_routed(&sql).await {
                 Ok(Some((translated, _))) => self.bridged_statement(&translated, true).await,
                 Ok(None) => self.bridged_statement(&sql, false).await,
                 Err(e) => {
@@ -341,6 +350,7 @@ impl Session {
         if let Err(e) = frontend::encode_query(sql, &mut self.link.out) {
             return self.bridged_lost(RelayError::Unsendable(e.to_string())).await;
         }
+        self.queue_rider();
         if let Err(e) = self.pg_send().await {
             return self.bridged_lost(e).await;
         }
@@ -360,6 +370,7 @@ impl Session {
         }
         self.foreign.bridge.warnings = writer.warnings;
         self.sync_status();
+        self.bridged_statement_done().await; // causal reads (#34)
         self.pg_maybe_release();
         Ok(())
     }
@@ -383,7 +394,7 @@ impl Session {
         if autocommit == Some(true) && self.foreign.bridge.tx != TransactionStatus::Idle {
             // MySQL commits an open transaction when autocommit is switched back on.
             match self.pg_quiet("COMMIT").await {
-                Ok(q) if q.error.is_none() => {}
+                Ok(q) if q.error.is_none() => self.bridged_statement_done().await,
                 Ok(q) => {
                     let msg = q.error.unwrap_or_default();
                     MyClientError::new(ER_BRIDGE, msg).encode(1, &mut self.io.out);

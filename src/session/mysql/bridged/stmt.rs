@@ -304,9 +304,11 @@ impl Session {
             Some(Ok(parts)) => parts,
         };
         let origin = self.foreign.bridge.stmts.get(&stmt_id).and_then(|s| s.origin.clone());
-        if let Some(Err(e)) = origin.map(|o| self.bridged_route(&o)) {
-            e.encode(1, &mut self.io.out);
-            return Ok(());
+        if let Some(o) = origin {
+            if let Err(e) = self.bridged_routed(&o).await {
+                e.encode(1, &mut self.io.out);
+                return Ok(());
+            }
         }
         if let Err(e) = self.pg_backend().await {
             e.encode(1, &mut self.io.out);
@@ -329,6 +331,7 @@ impl Session {
             return Ok(());
         }
         frontend::encode_sync(&mut self.link.out);
+        self.queue_rider();
         if let Err(e) = self.pg_send().await {
             return self.bridged_lost(e).await;
         }
