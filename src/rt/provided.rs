@@ -141,4 +141,19 @@ fn unmap(base: NonNull<u8>) {
     // SAFETY: `base` is a mapping of MAP_LEN bytes made by `register` that nothing points into
     // any more (the callers' contract).
     unsafe { libc::munmap(base.as_ptr().cast(), MAP_LEN) };
+    #[cfg(test)]
+    UNMAPPED.with(|u| u.borrow_mut().push(base.as_ptr() as usize));
+}
+
+// Which mappings this thread unmapped. A test cannot ask the kernel instead: another test's ring
+// may map the same addresses again at once (the freed hole is where the next mapping goes).
+#[cfg(test)]
+thread_local! {
+    static UNMAPPED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether this thread unmapped the provided-buffer mapping starting at `addr`.
+#[cfg(test)]
+pub(super) fn unmapped_here(addr: *const u8) -> bool {
+    UNMAPPED.with(|u| u.borrow().contains(&(addr as usize)))
 }
