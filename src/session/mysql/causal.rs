@@ -17,6 +17,7 @@ use crate::config::{Protocol, ReadYourWrites, ReplicaFallback};
 use crate::id::{GtidPosition, Position};
 use crate::metrics::CausalOutcome;
 use crate::pool::health::my_failure_rolled_back;
+use crate::pool::CorePool;
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::tracking::GtidChange;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
@@ -28,6 +29,7 @@ use crate::session::client_error::MyClientError;
 use crate::sql::analyze::{session_effects, Effect};
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
+use std::rc::Rc;
 
 /// `ER_WRONG_VALUE_FOR_VAR` (1231, SQLSTATE 42000): an invalid causal token, as the server
 /// refuses a bad value for a variable.
@@ -165,23 +167,35 @@ impl Session {
         if let Some(conn) = caught_up.await.map_err(|e| MyClientError::from(&e))? {
             return self.attach(conn).await;
         }
+        self.pool = self.causal_fallback(wait, None)?;
+        self.ensure_backend().await
+    }
+
+    /// Where a causal read goes when no replica caught up within `wait`: the MySQL primary
+    /// pool (one whose backends speak `speaking`, when given), or the error
+    /// `replica_fallback = "error"` asks for. Counted either way.
+    pub(super) fn causal_fallback(
+        &self,
+        wait: std::time::Duration,
+        speaking: Option<Protocol>,
+    ) -> Result<Rc<CorePool>, MyClientError> {
+        let config = self.ctx.config();
         let primary = config
             .routing
             .primary_pool(Protocol::MySql)
             .filter(|_| config.routing.replica_fallback == ReplicaFallback::Primary)
-            .and_then(|p| self.ctx.pools().get(p).cloned());
+            .and_then(|p| self.ctx.pools().get(p).cloned())
+            .filter(|p| speaking.is_none_or(|want| p.config.backend_protocol(Protocol::MySql) == want));
         let outcome = if primary.is_some() { CausalOutcome::FellBackToPrimary } else { CausalOutcome::Error };
         self.pool.counters.causal_read(outcome); // metrics
-        let Some(pool) = primary else {
+        primary.ok_or_else(|| {
             let text = format!(
                 "no backend of pool \"{}\" applied this session's last write within routing.causal_wait ({wait:?}) \
                  and routing.replica_fallback = \"error\"",
                 self.pool.name(),
             );
-            return Err(MyClientError::new(ER_NO_CAUGHT_UP_REPLICA, text));
-        };
-        self.pool = pool;
-        self.ensure_backend().await
+            MyClientError::new(ER_NO_CAUGHT_UP_REPLICA, text)
+        })
     }
 
     /// causal token: answers `SHOW querypilot.causal_token` (a one-row result set, empty when

@@ -11,9 +11,8 @@
 //! A statement a native session runs across on a PostgreSQL pool (#24) learns nothing here:
 //! that session's positions are MariaDB GTIDs.
 
-use crate::config::{PoolRole, Protocol, ReplicaFallback};
+use crate::config::{PoolRole, Protocol};
 use crate::id::Position;
-use crate::metrics::CausalOutcome;
 use crate::pool::health::{pg_commit_position, pg_read_commit_position, PG_COMMIT_POSITION};
 use crate::protocol::pg::frontend;
 use crate::protocol::pg::TransactionStatus;
@@ -22,10 +21,6 @@ use crate::session::client_error::MyClientError;
 
 use super::super::route::Rewrite;
 use super::super::Session;
-
-/// `ER_UNKNOWN_ERROR`: no standby caught up and the configuration forbids the primary.
-const ER_NO_CAUGHT_UP_REPLICA: crate::protocol::mysql::errcode::ErrorNumber =
-    crate::protocol::mysql::errcode::ErrorNumber { code: 1105, sql_state: *b"HY000" };
 
 impl Session {
     /// Queues the commit position query behind the statement in `link.out` when the statement
@@ -106,23 +101,7 @@ impl Session {
             self.link.conn = Some(conn);
             return Ok(());
         }
-        let primary = config
-            .routing
-            .primary_pool(Protocol::MySql)
-            .filter(|_| config.routing.replica_fallback == ReplicaFallback::Primary)
-            .and_then(|p| self.ctx.pools().get(p).cloned())
-            .filter(|p| p.config.backend_protocol(Protocol::MySql) == Protocol::Postgres);
-        let outcome = if primary.is_some() { CausalOutcome::FellBackToPrimary } else { CausalOutcome::Error };
-        self.pool.counters.causal_read(outcome); // metrics
-        let Some(pool) = primary else {
-            let text = format!(
-                "no backend of pool \"{}\" replayed this session's last write within routing.causal_wait ({wait:?}) \
-                 and routing.replica_fallback = \"error\"",
-                self.pool.name(),
-            );
-            return Err(MyClientError::new(ER_NO_CAUGHT_UP_REPLICA, text));
-        };
-        self.pool = pool;
+        self.pool = self.causal_fallback(wait, Some(Protocol::Postgres))?;
         Ok(())
     }
 }
