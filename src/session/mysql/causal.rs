@@ -9,7 +9,7 @@
 //! nothing (told without a statement the client could notice, [`CommitGtid`]). Also answers
 //! the causal token statements, the same two as for PostgreSQL clients:
 //! `SHOW querypilot.causal_token` and `SET querypilot.causal_token = '...'`, for bridged
-//! sessions too (their positions are WAL offsets, learned in `bridged::causal`).
+//! sessions too (their positions are WAL offsets, learned in `bridged::io`).
 
 use super::warning::encode_result;
 use super::Session;

@@ -13,7 +13,6 @@
 //! with a MySQL error and the statement does not run. The client's string mode is the
 //! `NO_BACKSLASH_ESCAPES` flag of its greeting, which every later status repeats.
 
-mod causal;
 pub(super) mod cross;
 mod io;
 mod stmt;
