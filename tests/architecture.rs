@@ -626,6 +626,9 @@ fn sans_io_layers_hold_no_globals_environment_logging_or_runtime() {
         ("session::engine::route", "fn f() { let _ = std::time::Instant::now(); }", "Instant::now"),
         ("session::engine::hold", "use crate::pool::CorePool;", "crate::pool"),
         ("session::engine", "use crate::rt::Stream;", "crate::rt"),
+        // The release policy decides; the wires log, close and reset.
+        ("session::engine::release", "fn f() { tracing::debug!(\"closing\"); }", "tracing"),
+        ("session::engine::release", "use crate::pool::Conn;", "crate::pool"),
         // Protocol-neutral: the wires translate frames, the engine never sees one.
         ("session::engine::hold", "use crate::protocol::pg::TransactionStatus;", "crate::protocol"),
         ("sql::parse", "use async_task::Task;", "async_task"),

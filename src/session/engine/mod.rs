@@ -4,7 +4,10 @@
 //! parameter; nothing here reads a clock, a socket, a pool or a protocol frame.
 
 pub mod hold;
+pub mod release;
 pub mod route;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_release;

@@ -48,6 +48,8 @@ use crate::routing::RywState;
 use crate::rt::{self, Stream};
 use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
+use crate::session::engine::hold::{Hold, HoldFacts};
+use crate::session::engine::release::{self, AfterLoss, LossFacts, Release, ReleaseFacts, Settings};
 use crate::session::error::RelayError;
 use crate::session::CoreContext;
 use crate::sql::analyze::{session_effects, Effect, Effects, PinReason};
@@ -400,8 +402,7 @@ impl Session {
             } else {
                 // In a transaction or with a cursor open the backend is this client's alone, so
                 // a silent client may not keep it for ever.
-                let held = self.tx.status & SERVER_STATUS_IN_TRANS != 0 || self.tx.cursor.is_some();
-                let limit = self.pool.config.timeouts.idle_transaction.filter(|_| held);
+                let limit = release::idle_limit(self.holding(), self.pool.config.timeouts.idle_transaction);
                 let Ok(read) =
                     rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await
                 else {
@@ -659,8 +660,8 @@ impl Session {
             self.learn_commit(seen, outcome.error && outcome.succeeded == 0).await;
             // causal reads (#22, #34)
         }
-        let escaped = in_tx || self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
-        if self.mode() == PoolMode::Statement && escaped {
+        let open = in_tx || self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
+        if release::escaped_statement_pooling(self.mode(), open) {
             // A transaction or autocommit = 0 slipped past the refusal (a procedure, a spelling
             // the check cannot read): closing the connection rolls it back rather than leaking
             // it to another client, and the session ends at its next command, since what the
@@ -682,15 +683,26 @@ impl Session {
     }
 
     /// The backend connection broke: tell the client, drop the connection, stay alive — unless
-    /// the pool is in session mode (the client's server session is gone) or a transaction was
-    /// open: the server rolled it back, and a session that went on would run
-    /// the client's next statements in autocommit and answer its COMMIT with OK. The session
-    /// then ends after the error, as a direct connection would. `cause` is counted; the client
-    /// hears what it always heard.
+    /// [`release::after_loss`] ends the session: the server rolled back an open transaction (a
+    /// session that went on would run the client's next statements in autocommit and answer its
+    /// COMMIT with OK), a session-mode client's server session is gone, or the client was left
+    /// mid-result. The session then ends after the error, as a direct connection would.
+    /// `cause` is counted; the client hears what it always heard.
     async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
         tracing::debug!(error = %cause, "backend connection lost");
         self.ctx.counters.relay_failed(cause.code()); // metrics
-        let was_in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
+        let facts = LossFacts {
+            mode: self.mode(),
+            // TODO(#37): MySQL sessions have always gone on after losing pinned state, and a
+            // session-mode one ended even on a pool it reached by routing; PostgreSQL's rule
+            // (#18, #35) would count both. Kept as it was until the scenario table covers it.
+            home_pool: true,
+            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
+            pin: None,
+            // Relayed packets of the broken response may have left the client mid-result: it
+            // cannot resynchronize.
+            out_of_step: !self.io.out.is_empty(),
+        };
         self.cancel.slot.set_server(None);
         if let Some(mut c) = self.link.conn.take() {
             c.broken = true;
@@ -702,9 +714,6 @@ impl Session {
         self.tx.status = SERVER_STATUS_AUTOCOMMIT;
         self.tx.cursor = None;
         self.tx.sticky = false;
-        // Relayed packets of the broken response may have left the client mid-result: it
-        // cannot resynchronize, so the session ends after the error.
-        let mid_response = !self.io.out.is_empty();
         self.io.out.clear();
         MyClientError::new(
             ER_BACKEND_LOST,
@@ -712,42 +721,31 @@ impl Session {
         )
         .encode(1, &mut self.io.out);
         let _ = self.flush_client().await;
-        // A session-mode client owns its server session (variables, temporary tables, locks):
-        // it is gone, so the client's connection ends too, as a direct one would (#18).
-        if mid_response || was_in_tx || self.mode() == PoolMode::Session {
-            Err(End::Fatal)
-        } else {
-            Ok(())
+        match release::after_loss(&facts) {
+            AfterLoss::End(_) => Err(End::Fatal),
+            AfterLoss::GoOn => Ok(()),
         }
     }
 
-    /// Gives the backend connection back when the pool mode says the client is done with it.
+    /// Gives the backend connection back when the pool mode says the client is done with it:
+    /// nothing ties the client to it (no transaction, pin, open cursor or sticky state).
     async fn maybe_release(&mut self) {
-        let release = match self.mode() {
-            // health: as for PostgreSQL, a session-mode client leaves a backend marked down
-            // between transactions when its state can follow it.
-            PoolMode::Session => {
-                self.link.conn.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend))
-                    && self.between_transactions()
-            }
-            PoolMode::Transaction | PoolMode::Statement => self.between_transactions(),
-        };
-        if release {
+        let hold = Hold::of(&HoldFacts {
+            connected: true,
+            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
+            cursor: self.tx.cursor.is_some(),
+            pin: self.state.pin(),
+            sticky: self.tx.sticky,
+            ..HoldFacts::default()
+        });
+        let move_off = self.link.conn.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend));
+        if release::gives_back(self.mode(), hold, move_off) {
             self.release_backend(false).await;
         }
     }
 
-    /// Whether nothing ties the client to its backend connection now: no transaction, pin,
-    /// open cursor or sticky state.
-    fn between_transactions(&self) -> bool {
-        self.tx.status & SERVER_STATUS_IN_TRANS == 0
-            && self.state.pin().is_none()
-            && self.tx.cursor.is_none()
-            && !self.tx.sticky
-    }
-
-    /// Returns the backend to the pool, resetting it when the session ends with state the next
-    /// client must not inherit.
+    /// Returns the backend to the pool as [`release::release`] says, resetting it when the
+    /// session ends with state the next client must not inherit.
     async fn release_backend(&mut self, session_end: bool) {
         self.cancel.slot.set_running(None);
         self.cancel.slot.set_server(None);
@@ -757,25 +755,30 @@ impl Session {
             return;
         }
         let Some(mut conn) = self.link.conn.take() else { return };
-        let clean = self.tx.status & SERVER_STATUS_IN_TRANS == 0
-            && self.tx.cursor.is_none()
-            && !conn.broken
-            && self.link.pos == 0;
-        if !clean {
-            self.pool.checkin(conn, false);
-            return;
-        }
-        if session_end
-            && (self.mode() == PoolMode::Session || self.state.pin().is_some() || self.state.signature() != 0)
-        {
-            if stmt::reset_connection(&mut conn, &self.pool.config.database).await.is_err() {
-                self.pool.checkin(conn, false);
-                return;
+        let verdict = release::release(&ReleaseFacts {
+            session_end,
+            mode: self.mode(),
+            broken: conn.broken,
+            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
+            cursor: self.tx.cursor.is_some(),
+            mid_exchange: self.link.pos != 0,
+            pinned: self.state.pin().is_some(),
+            // A replay only sets the next client's values: the server keeps any other.
+            settings_linger: self.state.signature() != 0,
+            can_reset: true,
+            settings_stale: false,
+        });
+        conn.settings = match verdict {
+            Release::Close(why) => {
+                tracing::debug!(?why, "closing a backend connection rather than giving it back");
+                return self.pool.checkin(conn, false);
             }
-            conn.settings = 0;
-        } else {
-            conn.settings = self.state.signature();
-        }
+            Release::Reset if stmt::reset_connection(&mut conn, &self.pool.config.database).await.is_err() => {
+                return self.pool.checkin(conn, false);
+            }
+            Release::Reset | Release::Return(Settings::Unknown) => 0,
+            Release::Return(Settings::Session) => self.state.signature(),
+        };
         conn.last_used = rt::now();
         self.pool.checkin(conn, true);
     }

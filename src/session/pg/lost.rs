@@ -1,42 +1,35 @@
-//! A backend connection that broke under a session: what its client is told, and whether the
-//! session lives on. A session that ends with its connection relays the server's own FATAL
-//! when the server sent one before closing (`57P01` after `pg_terminate_backend`, #36), so the
-//! client's driver raises what it raises on a direct connection; otherwise the router words
-//! the loss itself (`08006`), naming the cause.
+//! A backend connection that broke under a session: what its client is told (whether the
+//! session lives on is [`release::after_loss`]'s to say). A session that ends with its
+//! connection relays the server's own FATAL when the server sent one before closing (`57P01`
+//! after `pg_terminate_backend`, #36), so the client's driver raises what it raises on a direct
+//! connection; otherwise the router words the loss itself (`08006`), naming the cause.
 
 use super::{End, Session};
-use crate::config::PoolMode;
 use crate::error::ErrorCode;
 use crate::protocol::pg::{backend, sqlstate, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::engine::release::{self, AfterLoss, Gone, LossFacts};
 use crate::session::error::RelayError;
 
 impl Session {
     /// The backend connection broke: tell the client, drop the connection, stay alive — unless
-    /// a transaction was open, the session was pinned, or the pool is in session mode. A
-    /// session that went on would run the client's next statements without what the server
-    /// held for it (a COMMIT would be answered with success, the role would be gone), so the
-    /// session ends with a FATAL error as a direct connection would. `cause` is what the
-    /// relay saw; it is counted, never worded (the client hears what it always heard).
+    /// [`release::after_loss`] ends the session for what died with the connection (an open
+    /// transaction, pinned state, a session-mode client's own server session); it then ends
+    /// with a FATAL error as a direct connection would. `cause` is what the relay saw; it is
+    /// counted, never worded (the client hears what it always heard).
     pub(super) async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
-        let was_in_tx = self.progress.tx != TransactionStatus::Idle;
+        let after = self.after_loss();
         let (why, said) = self.drop_lost_backend(&cause);
         self.progress.tx = TransactionStatus::Idle;
         self.state.rollback();
-        // A pinned session's server-side state (its role, temporary objects...) died too: going
-        // on elsewhere would run its next statements without it, e.g. as the pool user (#18).
-        // A session-mode client owns its server session outright, so it ends with it, as a
-        // direct connection would (#18).
-        let lost = match self.state.pin() {
-            _ if was_in_tx => " inside a transaction; the transaction was rolled back".to_owned(),
-            Some(pin) => format!("; the session's state ({}) is gone", pin.as_str()),
-            // Only the pool it logged in to holds a session-mode client's own server session; a
-            // pool it reached by routing (a translation onto an analytics engine, #35) does not.
-            None if self.owns_server_session() => "; the server session is gone".to_owned(),
-            None => String::new(),
-        };
-        if !lost.is_empty() {
+        if let AfterLoss::End(gone) = after {
+            let lost = match gone {
+                Gone::Transaction => " inside a transaction; the transaction was rolled back".to_owned(),
+                Gone::State(pin) => format!("; the session's state ({}) is gone", pin.as_str()),
+                Gone::ServerSession => "; the server session is gone".to_owned(),
+                Gone::Step => "; the response was cut off".to_owned(),
+            };
             tracing::warn!("backend lost{why}{lost}");
             self.tell_fatal(said, &format!("the backend connection was lost{why}{lost}"));
             if self.flush_client().await.is_ok() {
@@ -55,15 +48,15 @@ impl Session {
         self.flush_client().await
     }
 
-    /// The held backend went away while the client was idle. When it held the session's
-    /// server-side state (a transaction, pinned state, a session-mode client's own server
-    /// session) that state is gone, so the client is told and closed, as PostgreSQL itself
-    /// would (`Some`). Otherwise (a pooled connection held between statements, or a pool the
-    /// session reached only by routing, such as a translation's analytics engine, #35) the
-    /// connection is dropped and the session goes on: its next statement takes a new one.
+    /// The held backend went away while the client was idle. When [`release::after_loss`] says
+    /// the session cannot go on without what it held, the client is told and closed, as
+    /// PostgreSQL itself would (`Some`). Otherwise (a pooled connection held between
+    /// statements) the connection is dropped and the session goes on: its next statement
+    /// takes a new one.
     pub(super) fn lost_while_idle(&mut self, cause: RelayError) -> Option<End> {
+        let after = self.after_loss();
         let (why, said) = self.drop_lost_backend(&cause);
-        if self.progress.tx == TransactionStatus::Idle && self.state.pin().is_none() && !self.owns_server_session() {
+        if after == AfterLoss::GoOn {
             tracing::debug!("an idle backend connection of pool {} went away", self.pool.name());
             return None;
         }
@@ -71,10 +64,16 @@ impl Session {
         Some(End::Fatal)
     }
 
-    /// Whether the held connection is the client's own server session: session mode, on the
-    /// pool the client logged in to.
-    fn owns_server_session(&self) -> bool {
-        self.mode() == PoolMode::Session && **self.pool.name() == *self.identity.home
+    /// What the session does now that its connection broke, judged on its state before.
+    fn after_loss(&self) -> AfterLoss {
+        release::after_loss(&LossFacts {
+            mode: self.mode(),
+            home_pool: **self.pool.name() == *self.identity.home,
+            in_transaction: self.progress.tx != TransactionStatus::Idle,
+            pin: self.state.pin(),
+            // An ErrorResponse ends any response: the client reads on to ReadyForQuery.
+            out_of_step: false,
+        })
     }
 
     /// Gives the broken connection up and forgets what was in flight on it; counts the loss

@@ -48,6 +48,8 @@ use crate::routing::RywState;
 use crate::rt::{self, Stream};
 use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
+use crate::session::engine::hold::{Hold, HoldFacts};
+use crate::session::engine::release::{self, Release, ReleaseFacts, Settings};
 use crate::session::error::RelayError;
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
@@ -438,9 +440,13 @@ impl Session {
     /// The pool's `idle_transaction_timeout` when the session holds its backend inside a
     /// transaction or mid-exchange (COPY, an extended batch awaiting Sync); `None` otherwise.
     fn idle_transaction_timeout(&self) -> Option<std::time::Duration> {
-        let mid_exchange = !self.ex.expect.is_empty() || self.ex.awaiting();
-        let held = self.backend.is_some() && (self.progress.tx != TransactionStatus::Idle || mid_exchange);
-        held.then_some(self.pool.config.timeouts.idle_transaction).flatten()
+        let hold = Hold::of(&HoldFacts {
+            connected: self.backend.is_some(),
+            in_transaction: self.progress.tx != TransactionStatus::Idle,
+            mid_exchange: !self.ex.expect.is_empty() || self.ex.awaiting(),
+            ..HoldFacts::default()
+        });
+        release::idle_limit(hold, self.pool.config.timeouts.idle_transaction)
     }
 
     /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
@@ -824,24 +830,21 @@ impl Session {
 
     /// Gives the backend connection back when the pool mode says the client is done with it.
     async fn maybe_release(&mut self) {
-        let release = match self.mode() {
-            // health: a session-mode client leaves a backend marked down between transactions
-            // when its state can follow it (settings replay, re-prepare), as pooled ones do.
-            PoolMode::Session => {
-                self.progress.tx == TransactionStatus::Idle
-                    && self.state.pin().is_none()
-                    && self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend))
-            }
-            PoolMode::Transaction | PoolMode::Statement => {
-                self.progress.tx == TransactionStatus::Idle && self.state.pin().is_none()
-            }
-        };
-        if release && self.ex.expect.is_empty() {
+        let hold = Hold::of(&HoldFacts {
+            connected: true,
+            in_transaction: self.progress.tx != TransactionStatus::Idle,
+            mid_exchange: !self.ex.expect.is_empty(),
+            pin: self.state.pin(),
+            ..HoldFacts::default()
+        });
+        let move_off = self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend));
+        if release::gives_back(self.mode(), hold, move_off) {
             self.release_backend(false).await;
         }
     }
 
-    /// Returns the backend to the pool (cleaning it when the session ends).
+    /// Returns the backend to the pool as [`release::release`] says (cleaning it when the
+    /// session ends with state on it).
     async fn release_backend(&mut self, session_end: bool) {
         if self.is_bridged() {
             self.my_release(session_end);
@@ -850,36 +853,37 @@ impl Session {
         self.cancel.slot.set_running(None);
         self.cancel.slot.settle().await;
         let Some(mut conn) = self.backend.take() else { return };
-        let clean = self.progress.tx == TransactionStatus::Idle
-            && self.ex.expect.is_empty()
-            && !conn.broken
-            && !self.ex.awaiting();
-        self.ex.settled();
-        if !clean {
-            self.pool.checkin(conn, false);
-            return;
-        }
-        let leaves_state = session_end && (self.mode() == PoolMode::Session || self.state.pin().is_some());
-        if leaves_state && self.pool.config.engine == Engine::Generic {
-            // DISCARD ALL is PostgreSQL's (#35): the connection goes rather than its state.
-            self.pool.checkin(conn, false);
-            return;
-        }
-        if leaves_state {
-            // State the next client must not inherit: DISCARD ALL drops it all, including our
-            // prepared statements.
-            if relay::discard_all(&mut conn).await.is_err() {
-                self.pool.checkin(conn, false);
-                return;
-            }
-            conn.prepared.clear();
-            conn.settings = 0;
-        } else if self.state.restore_pending() {
+        let verdict = release::release(&ReleaseFacts {
+            session_end,
+            mode: self.mode(),
+            broken: conn.broken,
+            in_transaction: self.progress.tx != TransactionStatus::Idle,
+            cursor: false,
+            mid_exchange: !self.ex.expect.is_empty() || self.ex.awaiting(),
+            pinned: self.state.pin().is_some(),
+            // The next client's replay starts with RESET ALL (see `replay_settings`).
+            settings_linger: false,
+            // DISCARD ALL is PostgreSQL's (#35): a generic engine's connection goes instead.
+            can_reset: self.pool.config.engine != Engine::Generic,
             // The client's startup values were RESET on it and not yet put back (#18).
-            conn.settings = 0;
-        } else {
-            conn.settings = self.state.signature();
-        }
+            settings_stale: self.state.restore_pending(),
+        });
+        self.ex.settled();
+        conn.settings = match verdict {
+            Release::Close(why) => {
+                tracing::debug!(?why, "closing a backend connection rather than giving it back");
+                return self.pool.checkin(conn, false);
+            }
+            // DISCARD ALL drops the state the next client must not inherit, our prepared
+            // statements included.
+            Release::Reset if relay::discard_all(&mut conn).await.is_err() => return self.pool.checkin(conn, false),
+            Release::Reset => {
+                conn.prepared.clear();
+                0
+            }
+            Release::Return(Settings::Unknown) => 0,
+            Release::Return(Settings::Session) => self.state.signature(),
+        };
         conn.last_used = rt::now();
         self.pool.checkin(conn, true);
     }

@@ -19,7 +19,6 @@ use super::exchange::{command_tag, Action, Note, ReadyStep, Unprompted};
 use super::flight::Replay;
 use super::large;
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
-use crate::config::PoolMode;
 use crate::pool::Conn;
 use crate::protocol::pg::backend::is_after_startup;
 use crate::protocol::pg::notice::peek_sqlstate;
@@ -28,6 +27,7 @@ use crate::protocol::pg::{
 };
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::engine::release;
 use crate::session::error::RelayError;
 use crate::session::pg::prepared::Expect;
 
@@ -541,7 +541,7 @@ impl Session {
                 self.learn_commit_position().await; // causal reads (#22)
             }
         }
-        if self.mode() == PoolMode::Statement && new != TransactionStatus::Idle {
+        if release::escaped_statement_pooling(self.mode(), new != TransactionStatus::Idle) {
             // A transaction slipped past the BEGIN check (e.g. inside a function): closing the
             // connection rolls it back rather than leaking it to another client.
             if let Some(c) = self.backend.as_mut() {

@@ -1,0 +1,609 @@
+//! Scenario tables over the engine's release, loss and idle rules. Each exhaustive table checks
+//! the one rule against what each wire decided on its own before #37 (the `old_*` oracles below
+//! restate those wires' conditions as they were written), over every combination of the facts
+//! that wire can report; the named scenarios pin the distinctions one by one.
+
+use std::time::Duration;
+
+use super::hold::{Hold, HoldFacts};
+use super::release::{
+    after_loss, escaped_statement_pooling, gives_back, idle_limit, release, AfterLoss, Gone, LossFacts, Release,
+    ReleaseFacts, Settings, Unfit,
+};
+use crate::config::PoolMode;
+use crate::sql::analyze::PinReason;
+
+const MODES: [PoolMode; 3] = [PoolMode::Session, PoolMode::Transaction, PoolMode::Statement];
+const PINS: [Option<PinReason>; 13] = [
+    None,
+    Some(PinReason::TempObject),
+    Some(PinReason::AdvisoryLock),
+    Some(PinReason::Listen),
+    Some(PinReason::SqlPrepare),
+    Some(PinReason::HoldCursor),
+    Some(PinReason::UntrackedSetting),
+    Some(PinReason::Role),
+    Some(PinReason::DoBlock),
+    Some(PinReason::UserVariable),
+    Some(PinReason::LockTables),
+    Some(PinReason::LastInsertId),
+    Some(PinReason::ClientEncoding),
+];
+const BOOLS: [bool; 2] = [false, true];
+const LIMIT: Option<Duration> = Some(Duration::from_secs(5));
+
+/// A connection a session gives up between statements, with nothing on it.
+const IDLE: ReleaseFacts = ReleaseFacts {
+    session_end: false,
+    mode: PoolMode::Transaction,
+    broken: false,
+    in_transaction: false,
+    cursor: false,
+    mid_exchange: false,
+    pinned: false,
+    settings_linger: false,
+    can_reset: true,
+    settings_stale: false,
+};
+
+fn released(change: impl FnOnce(&mut ReleaseFacts)) -> Release {
+    let mut f = IDLE;
+    change(&mut f);
+    release(&f)
+}
+
+/// A transaction-pooled session that lost a connection holding nothing.
+const QUIET: LossFacts =
+    LossFacts { mode: PoolMode::Transaction, home_pool: true, in_transaction: false, pin: None, out_of_step: false };
+
+fn lost(change: impl FnOnce(&mut LossFacts)) -> AfterLoss {
+    let mut f = QUIET;
+    change(&mut f);
+    after_loss(&f)
+}
+
+fn hold(change: impl FnOnce(&mut HoldFacts)) -> Hold {
+    let mut f = HoldFacts { connected: true, ..HoldFacts::default() };
+    change(&mut f);
+    Hold::of(&f)
+}
+
+/// Every combination of the booleans of [`ReleaseFacts`] under every mode.
+fn every_release_fact() -> Vec<ReleaseFacts> {
+    let mut all = Vec::new();
+    for mode in MODES {
+        for bits in 0u16..(1 << 9) {
+            let bit = |n: u16| bits & (1 << n) != 0;
+            all.push(ReleaseFacts {
+                session_end: bit(0),
+                mode,
+                broken: bit(1),
+                in_transaction: bit(2),
+                cursor: bit(3),
+                mid_exchange: bit(4),
+                pinned: bit(5),
+                settings_linger: bit(6),
+                can_reset: bit(7),
+                settings_stale: bit(8),
+            });
+        }
+    }
+    all
+}
+
+// ---- the wires' rules before #37 -----------------------------------------------------------
+
+/// PostgreSQL's `maybe_release`: no transaction, no pin, no answer still due; in session
+/// pooling also a backend marked down.
+fn old_pg_gives_back(mode: PoolMode, in_tx: bool, answers_due: bool, pinned: bool, move_off: bool) -> bool {
+    let release = match mode {
+        PoolMode::Session => !in_tx && !pinned && move_off,
+        PoolMode::Transaction | PoolMode::Statement => !in_tx && !pinned,
+    };
+    release && !answers_due
+}
+
+/// MySQL's `maybe_release` over `between_transactions`.
+fn old_mysql_gives_back(mode: PoolMode, in_tx: bool, cursor: bool, pinned: bool, sticky: bool, move_off: bool) -> bool {
+    let between = !in_tx && !pinned && !cursor && !sticky;
+    match mode {
+        PoolMode::Session => move_off && between,
+        PoolMode::Transaction | PoolMode::Statement => between,
+    }
+}
+
+/// PostgreSQL's `release_backend` (`mid_exchange`: answers due or a batch awaiting Sync;
+/// `can_reset`: not a generic engine); the outcome as (reusable, reset, settings kept).
+fn old_pg_release(f: &ReleaseFacts) -> (bool, bool, bool) {
+    let clean = !f.in_transaction && !f.mid_exchange && !f.broken;
+    if !clean {
+        return (false, false, false);
+    }
+    let leaves_state = f.session_end && (f.mode == PoolMode::Session || f.pinned);
+    if leaves_state && !f.can_reset {
+        return (false, false, false);
+    }
+    if leaves_state {
+        return (true, true, false);
+    }
+    (true, false, !f.settings_stale)
+}
+
+/// MySQL's `release_backend` (`settings_linger`: a settings signature other than 0).
+fn old_mysql_release(f: &ReleaseFacts) -> (bool, bool, bool) {
+    let clean = !f.in_transaction && !f.cursor && !f.broken && !f.mid_exchange;
+    if !clean {
+        return (false, false, false);
+    }
+    if f.session_end && (f.mode == PoolMode::Session || f.pinned || f.settings_linger) {
+        return (true, true, false);
+    }
+    (true, false, true)
+}
+
+/// The engine's verdict in the old functions' terms (a reset that succeeds).
+fn as_old(r: Release) -> (bool, bool, bool) {
+    match r {
+        Release::Close(_) => (false, false, false),
+        Release::Reset => (true, true, false),
+        Release::Return(Settings::Unknown) => (true, false, false),
+        Release::Return(Settings::Session) => (true, false, true),
+    }
+}
+
+/// PostgreSQL's `backend_lost` / `lost_while_idle`: a transaction, a pin, or the client's own
+/// server session (session mode on the pool it logged in to) ends the session.
+fn old_pg_ends(mode: PoolMode, home: bool, in_tx: bool, pin: Option<PinReason>) -> bool {
+    in_tx || pin.is_some() || (mode == PoolMode::Session && home)
+}
+
+/// MySQL's `backend_lost`.
+fn old_mysql_ends(mode: PoolMode, in_tx: bool, mid_response: bool) -> bool {
+    mid_response || in_tx || mode == PoolMode::Session
+}
+
+// ---- giving the connection back after a statement ------------------------------------------
+
+#[test]
+fn postgresql_gives_back_exactly_when_it_did() {
+    for (mode, in_tx, due, pin, move_off) in
+        MODES.iter().flat_map(|&m| BOOLS.map(move |t| (m, t))).flat_map(|(m, t)| {
+            BOOLS.into_iter().flat_map(move |d| PINS.into_iter().flat_map(move |p| BOOLS.map(move |o| (m, t, d, p, o))))
+        })
+    {
+        let h = hold(|f| (f.in_transaction, f.mid_exchange, f.pin) = (in_tx, due, pin));
+        let want = old_pg_gives_back(mode, in_tx, due, pin.is_some(), move_off);
+        assert_eq!(gives_back(mode, h, move_off), want, "{mode:?} tx={in_tx} due={due} {pin:?} off={move_off}");
+    }
+}
+
+#[test]
+fn mysql_gives_back_exactly_when_it_did() {
+    for mode in MODES {
+        for bits in 0u8..16 {
+            let (in_tx, cursor, sticky, move_off) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0, bits & 8 != 0);
+            for pin in PINS {
+                let h = hold(|f| (f.in_transaction, f.cursor, f.sticky, f.pin) = (in_tx, cursor, sticky, pin));
+                let want = old_mysql_gives_back(mode, in_tx, cursor, pin.is_some(), sticky, move_off);
+                assert_eq!(gives_back(mode, h, move_off), want, "{mode:?} {bits:04b} {pin:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn transaction_pooling_gives_a_free_connection_back() {
+    assert!(gives_back(PoolMode::Transaction, Hold::Free, false));
+}
+
+#[test]
+fn statement_pooling_gives_a_free_connection_back() {
+    assert!(gives_back(PoolMode::Statement, Hold::Free, false));
+}
+
+#[test]
+fn session_pooling_keeps_a_free_connection_on_a_healthy_backend() {
+    assert!(!gives_back(PoolMode::Session, Hold::Free, false));
+}
+
+#[test]
+fn session_pooling_moves_off_a_backend_marked_down() {
+    assert!(gives_back(PoolMode::Session, Hold::Free, true));
+}
+
+#[test]
+fn a_backend_marked_down_does_not_free_a_held_session_pooled_connection() {
+    for h in [Hold::Tx { read_only: false }, Hold::Cursor, Hold::Pin(PinReason::TempObject), Hold::Sticky] {
+        assert!(!gives_back(PoolMode::Session, h, true), "{h:?}");
+    }
+}
+
+#[test]
+fn an_open_transaction_keeps_the_connection_in_every_mode() {
+    for mode in MODES {
+        assert!(!gives_back(mode, Hold::Tx { read_only: false }, true), "{mode:?}");
+        assert!(!gives_back(mode, Hold::Tx { read_only: true }, true), "{mode:?}: read-only too");
+    }
+}
+
+#[test]
+fn a_pin_keeps_the_connection_in_transaction_pooling() {
+    for pin in PINS.into_iter().flatten() {
+        assert!(!gives_back(PoolMode::Transaction, Hold::Pin(pin), false), "{pin:?}");
+    }
+}
+
+#[test]
+fn an_open_cursor_keeps_the_connection() {
+    assert!(!gives_back(PoolMode::Transaction, Hold::Cursor, false));
+}
+
+#[test]
+fn a_sticky_insert_id_keeps_the_connection() {
+    assert!(!gives_back(PoolMode::Transaction, Hold::Sticky, false));
+}
+
+#[test]
+fn answers_still_due_keep_the_connection() {
+    assert!(!gives_back(PoolMode::Transaction, Hold::MidBatch, false));
+    assert!(!gives_back(PoolMode::Statement, Hold::MidBatch, true));
+}
+
+// ---- statement pooling's escape hatch -------------------------------------------------------
+
+#[test]
+fn only_statement_pooling_closes_a_transaction_left_open() {
+    let rows = [
+        (PoolMode::Statement, true, true),
+        (PoolMode::Statement, false, false),
+        (PoolMode::Transaction, true, false),
+        (PoolMode::Transaction, false, false),
+        (PoolMode::Session, true, false),
+        (PoolMode::Session, false, false),
+    ];
+    for (mode, open, want) in rows {
+        assert_eq!(escaped_statement_pooling(mode, open), want, "{mode:?} open={open}");
+    }
+}
+
+// ---- releasing a connection ------------------------------------------------------------------
+
+#[test]
+fn postgresql_releases_exactly_as_it_did() {
+    // PostgreSQL reports no cursor (one lives in a transaction or is a pin) and no lingering
+    // settings (its replay starts with RESET ALL).
+    let pg = every_release_fact().into_iter().filter(|f| !f.cursor && !f.settings_linger);
+    let mut n = 0;
+    for f in pg {
+        assert_eq!(as_old(release(&f)), old_pg_release(&f), "{f:?}");
+        n += 1;
+    }
+    assert_eq!(n, 3 * 128);
+}
+
+#[test]
+fn mysql_releases_exactly_as_it_did() {
+    // MySQL always has a reset and never a stale startup value.
+    let my = every_release_fact().into_iter().filter(|f| f.can_reset && !f.settings_stale);
+    let mut n = 0;
+    for f in my {
+        assert_eq!(as_old(release(&f)), old_mysql_release(&f), "{f:?}");
+        n += 1;
+    }
+    assert_eq!(n, 3 * 128);
+}
+
+#[test]
+fn a_free_connection_goes_back_with_the_session_settings() {
+    assert_eq!(release(&IDLE), Release::Return(Settings::Session));
+}
+
+#[test]
+fn a_broken_connection_is_closed() {
+    assert_eq!(released(|f| f.broken = true), Release::Close(Unfit::Broken));
+}
+
+#[test]
+fn a_broken_connection_is_closed_even_when_it_could_be_reset() {
+    let r = released(|f| (f.broken, f.session_end, f.mode) = (true, true, PoolMode::Session));
+    assert_eq!(r, Release::Close(Unfit::Broken));
+}
+
+#[test]
+fn broken_is_named_before_unfinished() {
+    let r = released(|f| (f.broken, f.in_transaction, f.mid_exchange) = (true, true, true));
+    assert_eq!(r, Release::Close(Unfit::Broken));
+}
+
+#[test]
+fn an_open_transaction_is_closed_not_handed_on() {
+    assert_eq!(released(|f| f.in_transaction = true), Release::Close(Unfit::Unfinished));
+}
+
+#[test]
+fn an_open_cursor_is_closed_not_handed_on() {
+    assert_eq!(released(|f| f.cursor = true), Release::Close(Unfit::Unfinished));
+}
+
+#[test]
+fn an_unfinished_exchange_is_closed_not_handed_on() {
+    assert_eq!(released(|f| f.mid_exchange = true), Release::Close(Unfit::Unfinished));
+}
+
+#[test]
+fn something_open_is_closed_even_at_session_end() {
+    for mode in MODES {
+        let r = released(|f| (f.session_end, f.mode, f.in_transaction) = (true, mode, true));
+        assert_eq!(r, Release::Close(Unfit::Unfinished), "{mode:?}");
+    }
+}
+
+#[test]
+fn the_end_of_a_session_pooled_session_resets_the_connection() {
+    assert_eq!(released(|f| (f.session_end, f.mode) = (true, PoolMode::Session)), Release::Reset);
+}
+
+#[test]
+fn a_session_pooled_connection_given_back_mid_session_is_not_reset() {
+    // Moving off a backend marked down: the session's own state follows it by replay.
+    assert_eq!(released(|f| f.mode = PoolMode::Session), Release::Return(Settings::Session));
+}
+
+#[test]
+fn the_end_of_a_pinned_session_resets_the_connection() {
+    for mode in [PoolMode::Transaction, PoolMode::Statement] {
+        assert_eq!(released(|f| (f.session_end, f.mode, f.pinned) = (true, mode, true)), Release::Reset, "{mode:?}");
+    }
+}
+
+#[test]
+fn a_pinned_connection_given_back_mid_session_is_not_reset() {
+    assert_eq!(released(|f| f.pinned = true), Release::Return(Settings::Session));
+}
+
+#[test]
+fn the_end_of_a_clean_transaction_pooled_session_hands_the_connection_on_as_it_is() {
+    assert_eq!(released(|f| f.session_end = true), Release::Return(Settings::Session));
+}
+
+#[test]
+fn lingering_settings_are_reset_at_the_end_of_a_session() {
+    assert_eq!(released(|f| (f.session_end, f.settings_linger) = (true, true)), Release::Reset);
+}
+
+#[test]
+fn lingering_settings_go_back_with_the_session_between_statements() {
+    assert_eq!(released(|f| f.settings_linger = true), Release::Return(Settings::Session));
+}
+
+#[test]
+fn without_a_reset_state_left_behind_closes_the_connection() {
+    let rows = [
+        released(|f| (f.session_end, f.mode, f.can_reset) = (true, PoolMode::Session, false)),
+        released(|f| (f.session_end, f.pinned, f.can_reset) = (true, true, false)),
+        released(|f| (f.session_end, f.settings_linger, f.can_reset) = (true, true, false)),
+    ];
+    for r in rows {
+        assert_eq!(r, Release::Close(Unfit::NoReset));
+    }
+}
+
+#[test]
+fn without_a_reset_a_clean_connection_still_goes_back() {
+    assert_eq!(released(|f| (f.session_end, f.can_reset) = (true, false)), Release::Return(Settings::Session));
+    assert_eq!(released(|f| (f.pinned, f.can_reset) = (true, false)), Release::Return(Settings::Session));
+}
+
+#[test]
+fn stale_startup_settings_make_the_next_client_replay() {
+    assert_eq!(released(|f| f.settings_stale = true), Release::Return(Settings::Unknown));
+}
+
+#[test]
+fn a_reset_outranks_stale_settings() {
+    let r = released(|f| (f.session_end, f.mode, f.settings_stale) = (true, PoolMode::Session, true));
+    assert_eq!(r, Release::Reset);
+}
+
+#[test]
+fn stale_settings_do_not_save_an_unfinished_connection() {
+    let r = released(|f| (f.settings_stale, f.mid_exchange) = (true, true));
+    assert_eq!(r, Release::Close(Unfit::Unfinished));
+}
+
+#[test]
+fn every_verdict_closes_what_it_cannot_clean() {
+    // Whatever else holds, a connection that is broken or has something open never goes back.
+    for f in every_release_fact() {
+        let dirty = f.broken || f.in_transaction || f.cursor || f.mid_exchange;
+        assert_eq!(matches!(release(&f), Release::Close(Unfit::Broken | Unfit::Unfinished)), dirty, "{f:?}");
+    }
+}
+
+#[test]
+fn only_a_session_end_resets_or_closes_a_clean_connection() {
+    for f in every_release_fact().into_iter().filter(|f| !f.session_end) {
+        let dirty = f.broken || f.in_transaction || f.cursor || f.mid_exchange;
+        assert_eq!(matches!(release(&f), Release::Return(_)), !dirty, "{f:?}");
+    }
+}
+
+// ---- losing the connection -------------------------------------------------------------------
+
+#[test]
+fn postgresql_ends_a_session_on_loss_exactly_when_it_did() {
+    for mode in MODES {
+        for (home, in_tx) in BOOLS.into_iter().flat_map(|h| BOOLS.map(move |t| (h, t))) {
+            for pin in PINS {
+                let f = LossFacts { mode, home_pool: home, in_transaction: in_tx, pin, out_of_step: false };
+                let ends = matches!(after_loss(&f), AfterLoss::End(_));
+                assert_eq!(ends, old_pg_ends(mode, home, in_tx, pin), "{f:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn mysql_ends_a_session_on_loss_exactly_when_it_did() {
+    for mode in MODES {
+        for (in_tx, mid) in BOOLS.into_iter().flat_map(|t| BOOLS.map(move |m| (t, m))) {
+            let f = LossFacts { mode, home_pool: true, in_transaction: in_tx, pin: None, out_of_step: mid };
+            let ends = matches!(after_loss(&f), AfterLoss::End(_));
+            assert_eq!(ends, old_mysql_ends(mode, in_tx, mid), "{f:?}");
+        }
+    }
+}
+
+#[test]
+fn postgresql_words_the_loss_as_it_did() {
+    // The old order: the transaction first, then the pin, then the server session.
+    for mode in MODES {
+        for (home, in_tx) in BOOLS.into_iter().flat_map(|h| BOOLS.map(move |t| (h, t))) {
+            for pin in PINS {
+                let f = LossFacts { mode, home_pool: home, in_transaction: in_tx, pin, out_of_step: false };
+                let want = match pin {
+                    _ if in_tx => AfterLoss::End(Gone::Transaction),
+                    Some(p) => AfterLoss::End(Gone::State(p)),
+                    None if mode == PoolMode::Session && home => AfterLoss::End(Gone::ServerSession),
+                    None => AfterLoss::GoOn,
+                };
+                assert_eq!(after_loss(&f), want, "{f:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pooled_session_that_lost_nothing_goes_on() {
+    assert_eq!(after_loss(&QUIET), AfterLoss::GoOn);
+    assert_eq!(lost(|f| f.mode = PoolMode::Statement), AfterLoss::GoOn);
+}
+
+#[test]
+fn a_lost_transaction_ends_the_session() {
+    assert_eq!(lost(|f| f.in_transaction = true), AfterLoss::End(Gone::Transaction));
+}
+
+#[test]
+fn a_lost_transaction_is_named_before_a_pin() {
+    let r = lost(|f| (f.in_transaction, f.pin) = (true, Some(PinReason::Role)));
+    assert_eq!(r, AfterLoss::End(Gone::Transaction));
+}
+
+#[test]
+fn lost_session_state_ends_the_session_and_is_named() {
+    for pin in PINS.into_iter().flatten() {
+        assert_eq!(lost(|f| f.pin = Some(pin)), AfterLoss::End(Gone::State(pin)), "{pin:?}");
+    }
+}
+
+#[test]
+fn a_session_pooled_client_ends_with_its_server_session() {
+    assert_eq!(lost(|f| f.mode = PoolMode::Session), AfterLoss::End(Gone::ServerSession));
+}
+
+#[test]
+fn a_pool_reached_by_routing_holds_no_server_session_of_the_client() {
+    assert_eq!(lost(|f| (f.mode, f.home_pool) = (PoolMode::Session, false)), AfterLoss::GoOn);
+}
+
+#[test]
+fn home_pool_matters_only_in_session_pooling() {
+    for mode in [PoolMode::Transaction, PoolMode::Statement] {
+        assert_eq!(lost(|f| (f.mode, f.home_pool) = (mode, false)), AfterLoss::GoOn, "{mode:?}");
+    }
+}
+
+#[test]
+fn a_client_left_mid_result_ends_the_session() {
+    assert_eq!(lost(|f| f.out_of_step = true), AfterLoss::End(Gone::Step));
+}
+
+#[test]
+fn being_out_of_step_is_named_last() {
+    let rows = [
+        (lost(|f| (f.out_of_step, f.in_transaction) = (true, true)), Gone::Transaction),
+        (lost(|f| (f.out_of_step, f.pin) = (true, Some(PinReason::Listen))), Gone::State(PinReason::Listen)),
+        (lost(|f| (f.out_of_step, f.mode) = (true, PoolMode::Session)), Gone::ServerSession),
+    ];
+    for (r, gone) in rows {
+        assert_eq!(r, AfterLoss::End(gone));
+    }
+}
+
+// ---- a silent client --------------------------------------------------------------------------
+
+#[test]
+fn postgresql_times_a_silent_client_exactly_when_it_did() {
+    // Old rule: a backend attached and a transaction open or an exchange unfinished.
+    for (connected, in_tx, mid) in
+        BOOLS.into_iter().flat_map(|c| BOOLS.into_iter().flat_map(move |t| BOOLS.map(move |m| (c, t, m))))
+    {
+        for pin in PINS {
+            let f = HoldFacts { connected, in_transaction: in_tx, mid_exchange: mid, pin, ..HoldFacts::default() };
+            let want = (connected && (in_tx || mid)).then_some(LIMIT).flatten();
+            assert_eq!(idle_limit(Hold::of(&f), LIMIT), want, "{f:?}");
+        }
+    }
+}
+
+#[test]
+fn mysql_times_a_silent_client_exactly_when_it_did() {
+    // Old rule, with a connection attached: a transaction or a cursor open (between commands
+    // no response is left half read).
+    for (in_tx, cursor, sticky) in
+        BOOLS.into_iter().flat_map(|t| BOOLS.into_iter().flat_map(move |c| BOOLS.map(move |s| (t, c, s))))
+    {
+        for pin in PINS {
+            let h = hold(|f| (f.in_transaction, f.cursor, f.sticky, f.pin) = (in_tx, cursor, sticky, pin));
+            let want = LIMIT.filter(|_| in_tx || cursor);
+            assert_eq!(idle_limit(h, LIMIT), want, "tx={in_tx} cursor={cursor} sticky={sticky} {pin:?}");
+        }
+    }
+}
+
+#[test]
+fn a_silent_client_in_a_transaction_is_timed() {
+    assert_eq!(idle_limit(Hold::Tx { read_only: false }, LIMIT), LIMIT);
+    assert_eq!(idle_limit(Hold::Tx { read_only: true }, LIMIT), LIMIT);
+}
+
+#[test]
+fn a_silent_client_with_a_cursor_open_is_timed() {
+    assert_eq!(idle_limit(Hold::Cursor, LIMIT), LIMIT);
+}
+
+#[test]
+fn a_silent_client_mid_exchange_is_timed() {
+    assert_eq!(idle_limit(Hold::MidBatch, LIMIT), LIMIT);
+}
+
+#[test]
+fn a_free_client_may_stay_silent() {
+    assert_eq!(idle_limit(Hold::Free, LIMIT), None);
+}
+
+#[test]
+fn a_pinned_client_may_stay_silent() {
+    for pin in PINS.into_iter().flatten() {
+        assert_eq!(idle_limit(Hold::Pin(pin), LIMIT), None, "{pin:?}");
+    }
+}
+
+#[test]
+fn a_sticky_client_may_stay_silent() {
+    assert_eq!(idle_limit(Hold::Sticky, LIMIT), None);
+}
+
+#[test]
+fn without_a_configured_timeout_nothing_is_timed() {
+    for h in [Hold::Free, Hold::Tx { read_only: false }, Hold::Cursor, Hold::MidBatch, Hold::Sticky] {
+        assert_eq!(idle_limit(h, None), None, "{h:?}");
+    }
+}
+
+#[test]
+fn the_configured_timeout_is_the_one_applied() {
+    let short = Some(Duration::from_millis(250));
+    assert_eq!(idle_limit(Hold::Tx { read_only: false }, short), short);
+}
