@@ -626,8 +626,11 @@ fn sans_io_layers_hold_no_globals_environment_logging_or_runtime() {
         ("session::engine::route", "fn f() { let _ = std::time::Instant::now(); }", "Instant::now"),
         ("session::engine::hold", "use crate::pool::CorePool;", "crate::pool"),
         ("session::engine", "use crate::rt::Stream;", "crate::rt"),
+        ("session::engine::retry", "use crate::rt::sleep;", "crate::rt"),
+        ("session::engine::digest", "fn f() { let _ = std::time::Instant::now(); }", "Instant::now"),
         // Protocol-neutral: the wires translate frames, the engine never sees one.
         ("session::engine::hold", "use crate::protocol::pg::TransactionStatus;", "crate::protocol"),
+        ("session::engine::retry", "use crate::protocol::mysql::ErrPacket;", "crate::protocol"),
         ("sql::parse", "use async_task::Task;", "async_task"),
         ("pool::pg", "use io_uring::IoUring;", "io_uring"),
     ];
