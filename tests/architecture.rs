@@ -629,8 +629,11 @@ fn sans_io_layers_hold_no_globals_environment_logging_or_runtime() {
         // The release policy decides; the wires log, close and reset.
         ("session::engine::release", "fn f() { tracing::debug!(\"closing\"); }", "tracing"),
         ("session::engine::release", "use crate::pool::Conn;", "crate::pool"),
+        ("session::engine::retry", "use crate::rt::sleep;", "crate::rt"),
+        ("session::engine::digest", "fn f() { let _ = std::time::Instant::now(); }", "Instant::now"),
         // Protocol-neutral: the wires translate frames, the engine never sees one.
         ("session::engine::hold", "use crate::protocol::pg::TransactionStatus;", "crate::protocol"),
+        ("session::engine::retry", "use crate::protocol::mysql::ErrPacket;", "crate::protocol"),
         ("sql::parse", "use async_task::Task;", "async_task"),
         ("pool::pg", "use io_uring::IoUring;", "io_uring"),
     ];

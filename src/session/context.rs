@@ -23,9 +23,9 @@ use crate::routing::{
 };
 use crate::rt::{CoreQueues, Event};
 use crate::session::cancel::CancelRegistry;
-use crate::session::digest::{DigestTable, Execution};
+use crate::session::digest::DigestTable;
+use crate::session::engine::digest::Execution;
 use crate::sql::analyze::Operation;
-use crate::sql::fingerprint::Fingerprint;
 
 /// Core-local state shared by the sessions of one core.
 pub struct CoreContext {
@@ -307,19 +307,9 @@ impl CoreContext {
     }
 
     /// Adds one execution to this core's digest statistics. Cheap when the shape is known (no
-    /// allocation unless the shape is new or `pool` is new for it).
-    #[allow(clippy::too_many_arguments)] // the session's figures of one statement, passed flat
-    pub fn record_digest(
-        &self,
-        fingerprint: Fingerprint,
-        sql: &str,
-        protocol: Protocol,
-        elapsed: Duration,
-        rows: u64,
-        error: bool,
-        pool: &str,
-    ) {
-        self.digests.borrow_mut().record(&Execution { fingerprint, sql, protocol, elapsed, rows, error, pool });
+    /// allocation unless the shape is new or its pool is new for it).
+    pub fn record_digest(&self, execution: &Execution<'_>) {
+        self.digests.borrow_mut().record(execution);
     }
 
     /// A copy of this core's digest statistics.

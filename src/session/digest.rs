@@ -6,6 +6,8 @@
 //! flood of one-off statements costs nothing and the shapes already measured keep their figures
 //! (`DELETE /api/stats/digests` makes room). Recording an existing shape on a pool it has used
 //! allocates nothing; the normalized text is computed once, when a shape is first seen.
+//! Per-core state shared by the core's sessions, not session policy, so not in the engine (what
+//! one session measures of a statement is `engine::digest`).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -15,29 +17,11 @@ use smallvec::SmallVec;
 use crate::config::Protocol;
 use crate::metrics::{DigestRow, DigestSnapshot, MAX_DIGEST_POOLS};
 use crate::routing::dialect;
-use crate::sql::fingerprint::{normalize, Fingerprint};
+use crate::session::engine::digest::Execution;
+use crate::sql::fingerprint::normalize;
 
 /// Shapes a core remembers by default.
 pub const DEFAULT_CAPACITY: usize = 5_000;
-
-/// One execution to record.
-#[derive(Debug, Clone, Copy)]
-pub struct Execution<'a> {
-    /// The statement's fingerprint (as routing computed it).
-    pub fingerprint: Fingerprint,
-    /// The SQL text, normalized only if the shape is new.
-    pub sql: &'a str,
-    /// The client's protocol.
-    pub protocol: Protocol,
-    /// From sending the statement to the end of its response.
-    pub elapsed: Duration,
-    /// Rows returned or affected.
-    pub rows: u64,
-    /// Whether it ended in an error.
-    pub error: bool,
-    /// The pool it ran on.
-    pub pool: &'a str,
-}
 
 #[derive(Debug)]
 struct Entry {
@@ -105,16 +89,6 @@ impl DigestTable {
         };
         entry.record(e);
         self.entries.insert(key, entry);
-    }
-
-    /// Shapes known now.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether no shape is known.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// A plain copy for the control plane.
@@ -185,13 +159,13 @@ mod tests {
         t.record(&exec("SELECT c FROM t", 1, "p", false));
         t.record(&exec("SELECT a FROM t", 1, "p", false));
         let s = t.snapshot();
-        assert_eq!((t.len(), s.dropped), (2, 1));
+        assert_eq!((s.rows.len(), s.dropped), (2, 1));
         assert_eq!(s.rows.iter().map(|r| r.calls).sum::<u64>(), 3, "known shapes still count");
         t.reset();
-        assert!(t.is_empty());
+        assert!(t.snapshot().rows.is_empty());
         assert_eq!(t.snapshot().dropped, 0);
         t.record(&exec("SELECT c FROM t", 1, "p", false));
-        assert_eq!(t.len(), 1);
+        assert_eq!(t.snapshot().rows.len(), 1);
     }
 
     #[test]
@@ -201,6 +175,6 @@ mod tests {
         let my = Execution { protocol: Protocol::MySql, ..pg };
         t.record(&pg);
         t.record(&my);
-        assert_eq!(t.len(), 2);
+        assert_eq!(t.snapshot().rows.len(), 2);
     }
 }

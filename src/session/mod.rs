@@ -3,7 +3,8 @@
 //! `pg` and `mysql` hold the protocol driver loops; `state` is the sans-IO session state
 //! (settings to replay, pins); `client_error` is the one place errors become wire errors;
 //! `cancel` tracks which statements a cancel may reach; `admission` caps client connections
-//! per listener; `retry` and `backoff` are the opt-in retry of transient failures (issue #11).
+//! per listener; `backoff` is the I/O of the opt-in retry of transient failures (issue #11; the
+//! policy is `engine::retry`).
 //! May use protocol, sql, routing, pool, metrics, config, rt and error; never control, admin or
 //! crossbeam.
 
@@ -17,7 +18,6 @@ mod engine;
 pub mod error;
 mod mysql;
 mod pg;
-pub mod retry;
 mod secret;
 pub mod state;
 

@@ -11,7 +11,7 @@ use querypilot::sql::volatility::FunctionCatalog;
 use querypilot::sql::Dialect;
 
 use crate::router::Router;
-use crate::support::{dbs, unique_name, MyEnv};
+use crate::support::{dbs, eventually, unique_name, MyEnv};
 
 const PRIMARY: u64 = 1;
 const REPLICA: u64 = 2;
@@ -384,4 +384,45 @@ fn a_connection_reset_ends_read_your_writes_pinning() {
     assert_eq!(ran_on(&mut writer, "SELECT @@server_id"), PRIMARY, "pinned after the write");
     writer.reset().expect("COM_RESET_CONNECTION through the router");
     assert_eq!(ran_on(&mut writer, "SELECT @@server_id"), REPLICA, "the reset session reads the replica");
+}
+
+/// The digest of `router`'s MySQL shape whose normalized text contains each of `words` (a
+/// word starting with `!`: does not contain it).
+fn mysql_digest(router: &Router, words: &[&str]) -> Option<serde_json::Value> {
+    let admin = router.control().endpoints().admin.expect("admin endpoint");
+    let (status, v) = crate::routing_api::http(admin, "GET", "/api/stats/digests?limit=100", None);
+    assert_eq!(status, 200, "{v}");
+    v["digests"]
+        .as_array()?
+        .iter()
+        .find(|d| {
+            let text = d["normalized"].as_str().unwrap_or_default().to_lowercase();
+            let has = |w: &str| w.strip_prefix('!').map_or(text.contains(w), |w| !text.contains(w));
+            d["protocol"] == "mysql" && words.iter().all(|w| has(w))
+        })
+        .cloned()
+}
+
+#[test]
+fn digests_count_text_and_prepared_statements_their_rows_and_errors() {
+    let router = Router::start(&split_config(RULES));
+    let t = table();
+    let mut c = client(&router);
+    c.query_drop(format!("INSERT INTO {t} (sid) VALUES (1), (2), (3)")).expect("insert");
+    for _ in 0..2 {
+        let rows: Vec<u64> = c.query(format!("SELECT sid AS forced_primary FROM {t}")).expect("text read");
+        assert_eq!(rows.len(), 3);
+        let rows: Vec<u64> =
+            c.exec(format!("SELECT sid AS forced_primary FROM {t} WHERE sid >= ?"), (2,)).expect("prepared read");
+        assert_eq!(rows.len(), 2);
+    }
+    c.query_drop(format!("SELECT no_such_column FROM {t}")).expect_err("an unknown column");
+    let figures = |words: &[&str]| {
+        mysql_digest(&router, words).map(|d| (d["calls"].as_u64(), d["rows"].as_u64(), d["errors"].as_u64()))
+    };
+    eventually(Duration::from_secs(10), "the failed statement recorded", || figures(&["no_such_column"]).is_some());
+    assert_eq!(figures(&["insert", &t]), Some((Some(1), Some(3), Some(0))), "affected rows count");
+    assert_eq!(figures(&["forced_primary", "!where", &t]), Some((Some(2), Some(6), Some(0))), "rows returned count");
+    assert_eq!(figures(&["where", &t]), Some((Some(2), Some(4), Some(0))), "prepared executes count");
+    assert_eq!(figures(&["no_such_column"]), Some((Some(1), Some(0), Some(1))));
 }

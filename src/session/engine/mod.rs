@@ -3,8 +3,10 @@
 //! the engine what they mean, so a policy change is made once and tested once. Time is a
 //! parameter; nothing here reads a clock, a socket, a pool or a protocol frame.
 
+pub mod digest;
 pub mod hold;
 pub mod release;
+pub mod retry;
 pub mod route;
 
 #[cfg(test)]

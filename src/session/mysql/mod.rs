@@ -142,6 +142,8 @@ struct RoutingFacts {
     lex: crate::sql::mode::SessionModes,
     /// causal: the GTIDs the OK packets of the command being relayed reported (#34).
     commit: causal::CommitGtid,
+    /// The statement timed for per-shape statistics.
+    digest: crate::session::engine::digest::Timing,
 }
 
 /// Retry of the statement about to run (#11).
@@ -149,7 +151,7 @@ struct RoutingFacts {
 struct RetryContext {
     /// The retry policy of the routing rule that decided it, if it has one (it replaces the
     /// pool's).
-    rule: Option<crate::config::RetryPolicy>,
+    rule: crate::session::engine::retry::RulePolicy,
     /// The warning of a statement that succeeded after a retry.
     notice: warning::RetryNotice,
 }
@@ -308,7 +310,7 @@ impl Session {
                 pass: g.pass,
             },
             foreign: Foreign { bridge, cross: bridged::cross::Cross::default() },
-            routing: RoutingFacts { ryw, lex, commit: causal::CommitGtid::default() },
+            routing: RoutingFacts { ryw, lex, commit: causal::CommitGtid::default(), digest: Default::default() },
             retry: RetryContext::default(),
         }
     }
@@ -584,7 +586,7 @@ impl Session {
             let translated = routed.rewritten.is_some();
             return self.cross_query(pool, routed.rewritten.as_deref().unwrap_or(&sql), translated).await;
         }
-        let started = rt::now();
+        self.routing.digest.begin(routed.fingerprint, &sql, rt::now());
         let outcome = match routed.rewritten {
             None if routed.detour => self.detour(payload, grammar).await?,
             None => self.run_command(payload, grammar, effects).await?,
@@ -595,7 +597,7 @@ impl Session {
             }
         };
         if let Some(o) = outcome {
-            self.record(routed.fingerprint, &sql, started, &o);
+            self.record(&o);
         }
         Ok(())
     }

@@ -6,7 +6,6 @@
 //! unhonorable hints as ERR packets that never reach a backend, and records digest statistics.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::relay::Outcome as Relayed;
 use super::Session;
@@ -20,6 +19,7 @@ use crate::routing::{Decision, DecisionError, DecisionKind, MySqlSession, Outcom
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::engine::hold::{Hold, HoldFacts};
+use crate::session::engine::retry::RulePolicy;
 use crate::session::engine::route::{self, Plan, Seat};
 use crate::sql::fingerprint::Fingerprint;
 
@@ -184,7 +184,7 @@ impl Session {
         }
         if let Some(pool) = self.cross_pool(&target) {
             // The session stays where it is; the statement borrows a connection there (#24).
-            self.retry.rule = None;
+            self.retry.rule = RulePolicy::Unrouted;
             let rewritten = decision.rewritten.map(|t| t.sql);
             return Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: Some(pool) });
         }
@@ -197,7 +197,7 @@ impl Session {
                 .map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
         }
         self.move_to(&target, to_replica, sql).await?;
-        self.retry.rule = decision.retry; // retry (#11)
+        self.retry.rule = RulePolicy::Same(decision.retry); // retry (#11)
         let rewritten = decision.rewritten.map(|t| t.sql);
         Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: None })
     }
@@ -317,18 +317,17 @@ impl Session {
         d.rewritten.map(|t| (t.sql, t.param_order))
     }
 
-    /// Adds one execution of `sql` (started at `started`) to the core's digest statistics.
-    pub(super) fn record(&self, fingerprint: Fingerprint, sql: &str, started: Instant, outcome: &Relayed) {
-        let elapsed = rt::now().saturating_duration_since(started);
-        self.ctx.record_digest(
-            fingerprint,
-            sql,
-            Protocol::MySql,
-            elapsed,
-            outcome.rows,
-            outcome.error,
-            &self.pool.config.name,
-        );
+    /// Adds the statement being timed, which ended as `outcome` says, to the core's digest
+    /// statistics.
+    pub(super) fn record(&mut self, outcome: &Relayed) {
+        let timing = &mut self.routing.digest;
+        timing.rows(outcome.rows);
+        if outcome.error {
+            timing.error();
+        }
+        if let Some(done) = timing.finish(rt::now(), Protocol::MySql, &self.pool.config.name) {
+            self.ctx.record_digest(&done);
+        }
     }
 }
 

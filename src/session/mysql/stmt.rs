@@ -471,7 +471,7 @@ impl Session {
         let long_data = std::mem::take(&mut stmt.long_data);
         stmt.long_charge = None; // sent or dropped below
         self.tx.sticky = false;
-        let started = rt::now();
+        self.routing.digest.begin(routed.fingerprint, &origin, rt::now());
         if let Err(e) = self.ensure_backend().await {
             e.encode(1, &mut self.io.out);
             return Ok(());
@@ -497,7 +497,7 @@ impl Session {
             self.tx.cursor = Some((self.stmts.resolve(id), backend_id));
         }
         self.state.apply(&executed_effects(&sql, params), outcome.succeeded);
-        self.record(routed.fingerprint, &origin, started, &outcome);
+        self.record(&outcome);
         self.after_response(&outcome).await;
         Ok(())
     }

@@ -10,10 +10,9 @@ use super::Session;
 use crate::protocol::mysql::column::{BINARY_FLAG, NOT_NULL_FLAG, UNSIGNED_FLAG};
 use crate::protocol::mysql::command::COM_QUERY;
 use crate::protocol::mysql::response::SERVER_MORE_RESULTS_EXISTS;
-use crate::protocol::mysql::{
-    add_warning, encode_packets, encode_text_row, ColumnDefinition41, ColumnType, EofPacket, ErrPacket,
-};
+use crate::protocol::mysql::{add_warning, encode_packets, encode_text_row, ColumnDefinition41, ColumnType, EofPacket};
 use crate::protocol::mysql::{framer::MAX_PACKET_PAYLOAD, Reader};
+use crate::session::engine::retry::ServerError;
 use crate::session::error::RelayError;
 use crate::sql::lexer::{Lexer, TokenKind};
 
@@ -55,10 +54,9 @@ pub(super) struct Retried {
 }
 
 impl Retried {
-    /// From the ERR payload that was retried.
-    pub fn new(err: &[u8], attempt: u32, of: u32) -> Option<Self> {
-        let e = ErrPacket::decode(err).ok()?;
-        Some(Self { code: e.code, sql_state: e.sql_state.unwrap_or(*b"HY000"), attempt, of })
+    /// From the error that was retried (an ERR that did not decode has no number).
+    pub fn new(e: ServerError, attempt: u32, of: u32) -> Option<Self> {
+        Some(Self { code: e.code?, sql_state: e.sqlstate.unwrap_or(*b"HY000"), attempt, of })
     }
 }
 

@@ -17,8 +17,9 @@ use crate::protocol::pg::tag::{backend as server, field};
 use std::rc::Rc;
 
 use super::prepared::{Expect, Stmt};
-use super::retry::{RetryBatch, RulePolicy};
+use super::retry::RetryBatch;
 use crate::protocol::pg::{sqlstate, BackendMessage, Frame};
+use crate::session::engine::retry::RulePolicy;
 use crate::session::error::RelayError;
 
 /// Largest batch kept for a heal retry; bigger batches (large parameters) are not retried.

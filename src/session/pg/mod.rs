@@ -13,7 +13,6 @@ mod batch;
 mod bridged;
 mod copy;
 mod database;
-mod digest;
 mod encoding;
 pub mod exchange;
 pub(super) mod flight;
@@ -135,7 +134,7 @@ struct Progress {
     /// Read-your-writes: whether reads must stay on the primary after a write.
     ryw: RywState,
     /// The statement timed for per-shape statistics.
-    digest: digest::DigestTracker,
+    digest: crate::session::engine::digest::Timing,
     /// Bytes of text the client's named statements hold, at least, charged to the process's
     /// client buffer budget (see `statements_refusal`, #33).
     stmts_held: crate::metrics::Charge,
@@ -267,7 +266,7 @@ impl Session {
                 read_only_tx: false,
                 fresh: None,
                 ryw,
-                digest: digest::DigestTracker::default(),
+                digest: Default::default(),
                 stmts_held,
                 tokens: token::TokenStatements::default(),
                 unnamed: unnamed::Unnamed::default(),

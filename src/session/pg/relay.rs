@@ -506,7 +506,8 @@ impl Session {
         let Some(conn) = self.backend.as_mut() else { return };
         let Some(frame) = frame_at(&conn.rbuf, pos) else { return };
         let tag = command_tag(frame.body());
-        self.progress.digest.command_complete(tag);
+        // Rows counted as a CommandComplete tag says (`SELECT 3`, `UPDATE 7`, `INSERT 0 1`).
+        self.progress.digest.rows(std::str::from_utf8(tag).map_or(0, crate::bridge::tag::affected_rows));
         match tag {
             b"DISCARD ALL" | b"DEALLOCATE ALL" => conn.prepared.clear(),
             tag if super::prepared::changes_schema(tag) => self.pool.schema_changed(),

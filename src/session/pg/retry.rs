@@ -1,21 +1,11 @@
-//! Opt-in retry of a PostgreSQL statement that failed with a serialization failure (`40001`)
-//! or a deadlock (`40P01`) (issue #11; classifier and backoff in `session::retry`).
-//!
-//! Built on the same idea as stale-plan healing (`flight`): the batch is recorded when it is
-//! sent, and sent again when nothing of it reached the client. A batch is armed only outside a
-//! client transaction and only when it is the whole implicit transaction (a simple Query or
-//! FunctionCall, or an extended-protocol batch up to Sync with no Flush before it). Responses
-//! stay in the client buffer while relaying; when the classified error arrives before any
-//! result-bearing message (rows, CommandComplete, COPY, notifications, parameter changes) was
-//! buffered, the error and its ReadyForQuery are held back, the buffer is cut back to where the
-//! batch began, and after the backoff the batch goes again on the same connection of the same
-//! pool. Router-prepared statements the failed attempt created are not prepared again. Any
-//! other case, and an exhausted budget or deadline, relays the last error unchanged; so does a
-//! CancelRequest for the session (from the first attempt on) or a drain during the backoff.
-//!
-//! The policy is the pool's, unless the routing rule that decided the batch's statements has
-//! its own `retry`: then that one. A batch whose statements were decided under different rule
-//! policies is not retried at all (no policy speaks for all of it).
+//! The I/O of retrying a PostgreSQL batch (#11); the decisions are `engine::retry`'s. As in
+//! stale-plan healing (`flight`), the batch is kept when sent. Responses stay in the client
+//! buffer while relaying; when a retried error comes before any result-bearing message (rows,
+//! CommandComplete, COPY, notifications, parameter changes) was buffered, it and its
+//! ReadyForQuery are held back, the buffer is cut back to where the batch began, and after the
+//! backoff the batch goes again on the same connection (a primary one, from the read pool),
+//! without the router's Parses the failed attempt already made. Otherwise the error is relayed
+//! unchanged, as after a CancelRequest or a drain during the backoff.
 
 use crate::protocol::pg::tag::backend as server;
 use std::rc::Rc;
@@ -25,17 +15,14 @@ use super::exchange::ready_for_query;
 use super::prepared::Expect;
 use super::relay::frame_at;
 use super::{End, Session, CLIENT_FLUSH_AT};
-use crate::config::{Protocol, RetryPolicy};
+use crate::config::Protocol;
 use crate::pool::CorePool;
 use crate::protocol::pg::notice::peek_sqlstate;
 use crate::protocol::pg::{ErrorFields, RawFrames, Severity, TransactionStatus};
 use crate::rt::{self, Event};
 use crate::session::backoff;
 use crate::session::client_error::PgClientError;
-use crate::session::retry::{pg_retryable, Attempts, Outcome};
-
-/// Largest batch kept for a retry; bigger ones (large parameters) are not retried.
-const RETRY_MAX: usize = 64 * 1024;
+use crate::session::engine::retry::{self, Arming, Attempts, Failure, Outcome, Relay, ServerError, Verdict};
 
 /// Messages that may precede the failure without ruling out a retry: they carry no result and
 /// come again on the next attempt (ParseComplete, BindComplete, CloseComplete,
@@ -66,18 +53,6 @@ pub struct RetryBatch {
     interrupt: Event,
 }
 
-/// What the rules that routed a batch's statements said about retrying it.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub enum RulePolicy {
-    /// No statement was routed yet: the pool's policy.
-    #[default]
-    Unrouted,
-    /// Every statement had this rule policy (`None`: no rule policy, the pool's applies).
-    Same(Option<RetryPolicy>),
-    /// Statements disagreed: no retry.
-    Mixed,
-}
-
 impl RetryBatch {
     /// An error is held back until the batch runs again.
     pub(super) fn is_holding(&self) -> bool {
@@ -90,7 +65,7 @@ impl RetryBatch {
     /// A batch kept for up to `attempts` attempts that holds `error` back, as `retry_hold`
     /// leaves it (for the exchange's recorded-frame tests).
     pub(super) fn holding(attempts: u32, error: &[u8]) -> Self {
-        let policy = RetryPolicy {
+        let policy = crate::config::RetryPolicy {
             maximum_attempts: std::num::NonZeroU32::new(attempts).expect("at least one"),
             backoff_base: Duration::from_millis(1),
             backoff_max: Duration::from_millis(1),
@@ -112,45 +87,24 @@ impl RetryBatch {
     }
 }
 
-impl RulePolicy {
-    /// Adds a routed statement's rule policy.
-    pub(super) fn note(&mut self, rule: Option<RetryPolicy>) {
-        *self = match *self {
-            Self::Unrouted => Self::Same(rule),
-            Self::Same(p) if p == rule => Self::Same(p),
-            Self::Same(_) | Self::Mixed => Self::Mixed,
-        };
-    }
-
-    /// The policy for the batch given its pool's; `None` for no retry.
-    fn resolve(self, pool: RetryPolicy) -> Option<RetryPolicy> {
-        match self {
-            Self::Unrouted | Self::Same(None) => Some(pool),
-            Self::Same(Some(rule)) => Some(rule),
-            Self::Mixed => None,
-        }
-    }
-}
-
 impl Session {
     /// Hook before a batch is sent: records it when its rule or pool retries and it may be
     /// retried.
     pub(super) fn arm_retry(&mut self) {
         self.ex.flight.retry = None;
         let rules = std::mem::take(&mut self.ex.flight.rules);
-        let Some(policy) = rules.resolve(self.pool.config.retry) else { return };
-        // A batch leaving the read pool for a primary connection must not depend on statements
-        // prepared on its replica connection: only a simple Query or FunctionCall may move.
-        let moves = self.primary_for_retry().is_some();
-        if policy.maximum_attempts.get() < 2
-            || (moves && !self.ex.expect.is_empty())
-            || self.progress.tx != TransactionStatus::Idle
-            || self.ex.flight.flushed
-            || self.ex.bout.len() > RETRY_MAX
-            || !aligned(&self.ex.bout, &self.ex.expect)
-        {
-            return;
-        }
+        let facts = Arming {
+            protocol: Protocol::Postgres,
+            in_transaction: self.progress.tx != TransactionStatus::Idle,
+            autocommit: true,
+            on_read_pool: self.primary_for_retry().is_some(),
+            // Statements prepared on the replica connection do not exist on the primary one.
+            movable: self.ex.expect.is_empty(),
+            relayed: self.ex.flight.flushed,
+            size: self.ex.bout.len(),
+        };
+        let resendable = || aligned(&self.ex.bout, &self.ex.expect);
+        let Ok(policy) = retry::arm(&facts, rules, self.pool.config.retry, resendable) else { return };
         self.ex.flight.retry = Some(Box::new(RetryBatch {
             bytes: self.ex.bout.clone(),
             expects: self.ex.expect.iter().copied().collect(),
@@ -182,12 +136,9 @@ impl Session {
         let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return false };
         let (body, frame) = (frame.body(), frame.bytes());
         let Some(r) = self.ex.flight.retry.as_mut() else { return false };
-        if r.relayed || !pg_retryable(body) {
-            self.ex.flight.retry = None;
-            return false;
-        }
-        match r.attempts.next(rt::now(), rand::random::<f64>()) {
-            Ok(wait) => {
+        let failure = Failure { protocol: Protocol::Postgres, relayed: r.relayed, error: server_error(body) };
+        match r.attempts.after_error(&failure, rt::now(), rand::random::<f64>()) {
+            Verdict::RetryAfter(wait) => {
                 let mut held = std::mem::take(&mut self.ex.flight.held);
                 held.extend_from_slice(frame);
                 r.held = Some(held);
@@ -195,9 +146,11 @@ impl Session {
                 r.wait = wait;
                 true
             }
-            Err(why) => {
+            Verdict::Relay(why) => {
                 self.ex.flight.retry = None;
-                self.count_retry(why);
+                if let Relay::GaveUp(outcome) = why {
+                    backoff::count(&self.pool, outcome);
+                }
                 false
             }
         }
@@ -214,29 +167,27 @@ impl Session {
     pub(super) async fn retry_at_ready(&mut self, status: Option<u8>) -> Result<bool, End> {
         let Some(mut r) = self.ex.flight.retry.take() else { return Ok(false) };
         let Some(held) = r.held.take() else {
-            if r.attempts.made() > 1 {
-                self.count_retry(Outcome::Settled);
+            if let Some(settled) = r.attempts.settled() {
+                backoff::count(&self.pool, settled);
             }
             return Ok(false);
         };
         // Nothing runs for the session while it waits: a cancel now is for the wait alone.
         self.cancel.slot.set_running(None);
-        if let Err(why) = backoff::wait(r.wait, &r.interrupt, &self.ctx.drain).await {
-            self.count_retry(why);
+        let mut stopped = backoff::wait(r.wait, &r.interrupt, &self.ctx.drain).await.err();
+        if let Some(primary) = self.primary_for_retry().filter(|_| stopped.is_none()) {
+            if let Err(e) = self.move_to(primary).await {
+                tracing::debug!(error = ?e, "no primary connection for a retry");
+                stopped = Some(Outcome::Exhausted);
+            }
+        }
+        if let Some(why) = stopped {
+            backoff::count(&self.pool, why);
             self.io.out.extend_from_slice(&held);
             self.io.out.extend_from_slice(&ready_for_query(status));
             return Ok(false);
         }
-        if let Some(primary) = self.primary_for_retry() {
-            if let Err(e) = self.move_to(primary).await {
-                tracing::debug!(error = ?e, "no primary connection for a retry");
-                self.count_retry(Outcome::Exhausted);
-                self.io.out.extend_from_slice(&held);
-                self.io.out.extend_from_slice(&ready_for_query(status));
-                return Ok(false);
-            }
-        }
-        self.count_retry(Outcome::Retried);
+        backoff::count(&self.pool, Outcome::Retried);
         self.io.out.truncate(r.out_mark);
         if r.attempts.policy().notify_client {
             let text = format!(
@@ -260,13 +211,10 @@ impl Session {
     /// is a new attempt on a primary connection (#11). On a standby, `40001`/`40P01` mean a
     /// recovery conflict, which tends to strike the same replica again.
     fn primary_for_retry(&self) -> Option<Rc<CorePool>> {
-        let rules = self.ctx.rules();
-        let read = rules.read_pool(Protocol::Postgres)?;
-        if **read != *self.pool.config.name {
+        if !self.ctx.is_read_pool(Protocol::Postgres, &self.pool.config.name) {
             return None;
         }
-        let primary = rules.primary_pool(Protocol::Postgres)?;
-        self.ctx.pools().get(primary).cloned()
+        self.ctx.rules().primary_pool(Protocol::Postgres).and_then(|p| self.ctx.pools().get(p).cloned())
     }
 
     /// Gives the failed attempt's connection back (its ReadyForQuery arrived: it is idle) and
@@ -284,7 +232,7 @@ impl Session {
         self.ex.bout.clear();
         self.ex.expect.clear();
         let Some(conn) = self.backend.as_mut() else { return };
-        let mut frames = RawFrames::new(&r.bytes, RETRY_MAX);
+        let mut frames = RawFrames::new(&r.bytes, retry::kept_max(Protocol::Postgres));
         for e in &r.expects {
             if let Expect::Synth(_) = e {
                 self.ex.expect.push_back(*e);
@@ -307,21 +255,19 @@ impl Session {
         // A simple Query or FunctionCall has no expectations: the bytes are the whole batch.
         self.ex.bout.extend_from_slice(frames.rest());
     }
+}
 
-    /// Counts one retry event of this pool.
-    fn count_retry(&self, outcome: Outcome) {
-        tracing::debug!(pool = %self.pool.config.name, outcome = outcome.as_str(), "statement retry");
-        if let Some(o) = crate::metrics::RetryOutcome::from_name(outcome.as_str()) {
-            self.pool.counters.retried(o);
-        }
-    }
+/// The error an ErrorResponse body (fields after the length) reports, read from its code
+/// field (the message is localized).
+fn server_error(body: &[u8]) -> ServerError {
+    ServerError { sqlstate: peek_sqlstate(body).and_then(|s| s.as_bytes().try_into().ok()), code: None }
 }
 
 /// Whether every message of the batch has one expectation (synthesized ones aside), so the
 /// batch can be rebuilt message by message; a simple Query has none.
 fn aligned(bytes: &[u8], expects: &std::collections::VecDeque<Expect>) -> bool {
     let wanted = expects.iter().filter(|e| !matches!(e, Expect::Synth(_))).count();
-    let mut frames = RawFrames::new(bytes, RETRY_MAX);
+    let mut frames = RawFrames::new(bytes, retry::kept_max(Protocol::Postgres));
     let count = frames.by_ref().count();
     frames.rest().is_empty() && (count == wanted || (wanted == 0 && count == 1))
 }
@@ -331,32 +277,19 @@ mod tests {
     use super::*;
     use crate::protocol::pg::tag::frontend as client;
 
-    fn policy(attempts: u32) -> RetryPolicy {
-        RetryPolicy {
-            maximum_attempts: std::num::NonZeroU32::new(attempts).unwrap(),
-            backoff_base: Duration::from_millis(10),
-            backoff_max: Duration::from_secs(1),
-            jitter: true,
-            deadline: Duration::from_secs(5),
-            notify_client: false,
-        }
-    }
-
     #[test]
-    fn a_batch_follows_its_rules_policy_only_when_they_agree() {
-        let pool = policy(1);
-        let resolve = |notes: &[Option<RetryPolicy>]| {
-            let mut r = RulePolicy::default();
-            for n in notes {
-                r.note(*n);
-            }
-            r.resolve(pool)
+    fn the_code_field_decides_not_the_message() {
+        use crate::protocol::pg::encode_error;
+        use crate::session::engine::retry::retryable;
+        let classify = |code: &str, message: &str| {
+            let mut out = Vec::new();
+            encode_error(Severity::Error, code, message, &mut out);
+            retryable(Protocol::Postgres, server_error(out.get(5..).unwrap()))
         };
-        assert_eq!(resolve(&[]), Some(pool), "nothing routed: the pool's");
-        assert_eq!(resolve(&[None, None]), Some(pool));
-        assert_eq!(resolve(&[Some(policy(3)), Some(policy(3))]), Some(policy(3)));
-        assert_eq!(resolve(&[Some(policy(3)), None]), None, "mixed: no retry");
-        assert_eq!(resolve(&[Some(policy(3)), Some(policy(2)), Some(policy(3))]), None);
+        assert!(classify("40P01", "whatever the server's language says"));
+        assert!(!classify("XX000", "deadlock detected 40P01"));
+        assert!(!retryable(Protocol::Postgres, server_error(b"")));
+        assert!(!retryable(Protocol::Postgres, server_error(b"Mdeadlock\0\0")));
     }
 
     #[test]

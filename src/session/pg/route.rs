@@ -336,16 +336,8 @@ fn decision_error(e: &DecisionError) -> PgClientError {
 impl Session {
     /// Records the statement the digest tracks (if any) into the core's per-shape statistics.
     pub(super) fn finish_digest(&mut self) {
-        if let Some(done) = self.progress.digest.finish(rt::now()) {
-            self.ctx.record_digest(
-                done.fingerprint,
-                done.sql,
-                Protocol::Postgres,
-                done.elapsed,
-                done.rows,
-                done.error,
-                &self.pool.config.name,
-            );
+        if let Some(done) = self.progress.digest.finish(rt::now(), Protocol::Postgres, &self.pool.config.name) {
+            self.ctx.record_digest(&done);
         }
     }
 }

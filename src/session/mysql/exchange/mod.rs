@@ -18,9 +18,10 @@ mod tests;
 use crate::protocol::mysql::codec::Reader;
 use crate::protocol::mysql::infile::{FileStream, LOCAL_INFILE_REQUEST};
 use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_CURSOR_EXISTS};
+use crate::protocol::mysql::ErrPacket;
 use crate::protocol::mysql::{DecodeError, Packet, MAX_PACKET_PAYLOAD};
+use crate::session::engine::retry::{Failure, ServerError};
 use crate::session::error::RelayError;
-use crate::session::retry::mysql_retryable;
 
 /// First byte of an OK packet.
 const OK_HEADER: u8 = 0x00;
@@ -173,14 +174,18 @@ impl Exchange {
         self.seq
     }
 
-    /// Whether `p`, the next backend packet, is a deadlock the statement may be retried after:
-    /// it is the first packet of the response, so nothing reached the client yet.
-    pub fn may_retry(&self, p: &Packet<'_>) -> bool {
-        matches!(self.state, State::Head)
-            && !self.forwarded
-            && self.outcome.succeeded == 0
-            && p.payload.first() == Some(&ERR_HEADER)
-            && mysql_retryable(p.payload)
+    /// When `p`, the next backend packet, is an ERR: the failure as the retry policy
+    /// (`engine::retry`) judges it. Only the first packet of the response finds nothing
+    /// relayed to the client yet.
+    pub fn failure(&self, p: &Packet<'_>) -> Option<Failure> {
+        if p.payload.first() != Some(&ERR_HEADER) {
+            return None;
+        }
+        let relayed = !matches!(self.state, State::Head) || self.forwarded || self.outcome.succeeded != 0;
+        let error = ErrPacket::decode(p.payload)
+            .map(|e| ServerError { sqlstate: e.sql_state, code: Some(e.code) })
+            .unwrap_or_default();
+        Some(Failure { protocol: crate::config::Protocol::MySql, relayed, error })
     }
 
     /// Takes the next physical backend packet and says what to do with it.

@@ -219,20 +219,39 @@ fn a_local_infile_request_of_another_statement_is_refused() {
 }
 
 #[test]
+fn an_err_is_judged_by_its_number_and_state_fields() {
+    use crate::session::engine::retry::ServerError;
+    let ex = Exchange::new(Grammar::Query, Some(1), false);
+    let failure = |payload: &[u8]| {
+        let wire = recorded(1, &[payload.to_vec()]);
+        ex.failure(&decode_packet(&wire, MAX_PACKET_PAYLOAD).expect("frames").expect("whole")).map(|f| f.error)
+    };
+    let pre41 = failure(b"\xFF\xBD\x04x").expect("an ERR");
+    assert_eq!(pre41, ServerError { sqlstate: None, code: Some(1213) }, "pre-4.1: no SQLSTATE");
+    assert_eq!(failure(&err(1205, b"HY000")), Some(ServerError { sqlstate: Some(*b"HY000"), code: Some(1205) }));
+    assert_eq!(failure(&[0xFF]), Some(ServerError::default()), "undecodable: nothing to retry");
+    assert_eq!(failure(&[0x00, 0, 0]), None, "an OK is no failure");
+}
+
+#[test]
 fn a_deadlock_is_retryable_only_before_anything_was_forwarded() {
+    use crate::session::engine::retry::retryable;
+    let may_retry =
+        |ex: &Exchange, p: &Packet<'_>| ex.failure(p).is_some_and(|f| !f.relayed && retryable(f.protocol, f.error));
     let deadlock = recorded(1, &[err(1213, b"40001")]);
     let first = decode_packet(&deadlock, MAX_PACKET_PAYLOAD).expect("frames").expect("whole");
     let ex = Exchange::new(Grammar::Query, Some(1), false);
-    assert!(ex.may_retry(&first));
+    assert!(may_retry(&ex, &first));
     let lock_wait = recorded(1, &[err(1205, b"HY000")]);
     let wait = decode_packet(&lock_wait, MAX_PACKET_PAYLOAD).expect("frames").expect("whole");
-    assert!(!ex.may_retry(&wait), "a lock-wait timeout is never retried");
+    assert!(!may_retry(&ex, &wait), "a lock-wait timeout is never retried");
 
     let mut ex = Exchange::new(Grammar::Query, Some(1), false);
     replay(&mut ex, &recorded(1, &[vec![1], column("a"), eof(AUTOCOMMIT), row("1")])).expect("in step");
     let late = recorded(5, &[err(1213, b"40001")]);
     let late = decode_packet(&late, MAX_PACKET_PAYLOAD).expect("frames").expect("whole");
-    assert!(!ex.may_retry(&late), "rows reached the client");
+    assert!(!may_retry(&ex, &late), "rows reached the client");
+    assert!(ex.failure(&late).is_some_and(|f| f.relayed));
     assert_eq!(ex.on_backend(&late).expect("in step"), Forward);
     assert!(ex.done() && ex.outcome().error);
 }

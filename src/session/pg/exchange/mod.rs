@@ -13,9 +13,9 @@ use std::rc::Rc;
 
 use super::flight::{classify_error, ErrorKind, Flight, Gone, Replay};
 use super::prepared::{Expect, Stmt};
-use super::retry::RulePolicy;
 use crate::protocol::pg::{frontend, sqlstate, RawFrame, TransactionStatus};
 use crate::session::client_error::PgClientError;
+use crate::session::engine::retry::RulePolicy;
 use crate::session::error::RelayError;
 
 #[cfg(test)]
