@@ -100,7 +100,7 @@ metric!(
     "sqp_session_pins_total",
     Counter,
     ["core", "reason"],
-    "Sessions pinned to their backend connection, by reason."
+    "Sessions that became pinned to their backend connection, once each, by the first reason."
 );
 metric!(
     RELAY_ERRORS,
@@ -115,7 +115,7 @@ metric!(
     "sqp_errors_total",
     Counter,
     ["core", "pool", "code"],
-    "Statement errors by pool and router error code."
+    "Statements that failed with an error their client got, by pool and code (backend.error: the server's error)."
 );
 metric!(
     RETRIES,

@@ -222,3 +222,8 @@ label_enum! {
         Messages => "messages",
     }
 }
+
+/// The `code` label of `sqp_errors_total` for an error the backend server answered a statement
+/// with: a dotted name like the router's own `ErrorCode::code()`s. The server's SQLSTATE or error
+/// number is not a label value (thousands of them; the server's log has them).
+pub const BACKEND_ERROR: &str = "backend.error";

@@ -11,7 +11,7 @@ use std::time::Duration;
 use smallvec::SmallVec;
 
 use super::histogram::{Histogram, HistogramSnapshot};
-use super::label::{CausalOutcome, Decision, FallbackOutcome, RetryOutcome};
+use super::label::{CausalOutcome, Decision, FallbackOutcome, RetryOutcome, BACKEND_ERROR};
 
 /// Adds one to a counter cell.
 pub(crate) fn bump(c: &Cell<u64>) {
@@ -211,6 +211,12 @@ impl PoolCounters {
     /// `ErrorCode::code()`, a static string from a fixed set).
     pub fn error(&self, code: &'static str) {
         bump_keyed(&self.errors, code);
+    }
+
+    /// A statement on this pool failed with the backend server's own error, relayed to its
+    /// client (code [`BACKEND_ERROR`]).
+    pub fn backend_error(&self) {
+        self.error(BACKEND_ERROR);
     }
 
     /// A plain copy. `capacity` is the pool's process-wide connection cap (`max_connections`

@@ -26,6 +26,36 @@ use crate::sql::Dialect;
 /// own identity, so this never fails for lack of privilege.
 const REPLAY_PREFIX: &str = "RESET SESSION AUTHORIZATION; RESET ROLE; RESET ALL";
 
+/// What pins a session to its backend connection for good (the first reason wins), and whether
+/// the session counted it in `sqp_session_pins_total` yet. Shared by both wires' session state.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Pin {
+    reason: Option<PinReason>,
+    counted: bool,
+}
+
+impl Pin {
+    /// Why the session is pinned, if it is.
+    pub fn reason(self) -> Option<PinReason> {
+        self.reason
+    }
+
+    /// Pins the session for `r`, unless something pinned it already.
+    pub fn set(&mut self, r: PinReason) {
+        self.reason.get_or_insert(r);
+    }
+
+    /// The reason, the first time it is asked after the session was pinned; then `None`. The
+    /// session counts each pin once with it (a pin is never lifted, only a whole state reset).
+    pub fn take_uncounted(&mut self) -> Option<PinReason> {
+        if self.counted {
+            return None;
+        }
+        self.counted = self.reason.is_some();
+        self.reason
+    }
+}
+
 /// Settings a client made, plus its pins.
 #[derive(Debug, Default, Clone)]
 pub struct SessionState {
@@ -36,7 +66,7 @@ pub struct SessionState {
     /// Settings the client changed since: name -> SET statement.
     settings: BTreeMap<String, String>,
     staged: Vec<Effect>,
-    pin: Option<PinReason>,
+    pin: Pin,
     signature: u64,
     /// The parameters the client was greeted with (name, value), shared with every client that
     /// saw the same greeting: thousands of sessions keep one copy.
@@ -57,7 +87,7 @@ impl SessionState {
             let lower = name.to_ascii_lowercase();
             if lower == "role" || lower == "session_authorization" {
                 // A startup identity is the client's alone: never replayed onto shared connections.
-                s.pin = Some(PinReason::Role);
+                s.pin.set(PinReason::Role);
             }
             startup.insert(lower, set_stmt(name, value));
         }
@@ -112,7 +142,7 @@ impl SessionState {
     }
 
     fn pin_for(&mut self, r: PinReason) {
-        self.pin.get_or_insert(r);
+        self.pin.set(r);
     }
 
     /// The server reported `name = value` (ParameterStatus) on this client's connection;
@@ -171,7 +201,12 @@ impl SessionState {
 
     /// Why the session is pinned, if it is.
     pub fn pin(&self) -> Option<PinReason> {
-        self.pin
+        self.pin.reason()
+    }
+
+    /// A pin not counted in the metrics yet (see [`Pin::take_uncounted`]).
+    pub fn take_uncounted_pin(&mut self) -> Option<PinReason> {
+        self.pin.take_uncounted()
     }
 
     /// Identifies the settings; 0 means "server defaults". Equal signatures need no replay.
@@ -361,6 +396,19 @@ mod tests {
         let mut s = SessionState::default();
         s.stage_sql("CREATE TEMP TABLE t(x int)");
         s.rollback();
+        assert_eq!(s.pin(), Some(PinReason::TempObject));
+    }
+
+    #[test]
+    fn a_pin_is_counted_once_by_its_first_reason() {
+        let mut s = SessionState::default();
+        s.stage_sql("SELECT 1");
+        assert_eq!(s.take_uncounted_pin(), None, "nothing pinned");
+        s.stage_sql("CREATE TEMP TABLE t(x int)");
+        s.stage_sql("LISTEN jobs");
+        assert_eq!(s.take_uncounted_pin(), Some(PinReason::TempObject));
+        s.stage_sql("SELECT pg_advisory_lock(1)");
+        assert_eq!(s.take_uncounted_pin(), None, "counted already");
         assert_eq!(s.pin(), Some(PinReason::TempObject));
     }
 }

@@ -17,8 +17,13 @@ pub(crate) fn bridge_router(mode: &str) -> Router {
 
 /// [`bridge_router`] with the pool on PostgreSQL database `database`.
 fn bridge_router_on(mode: &str, database: &str) -> Router {
+    Router::start(&bridge_router_toml(mode, database))
+}
+
+/// The configuration of [`bridge_router_on`].
+pub(crate) fn bridge_router_toml(mode: &str, database: &str) -> String {
     let pg = &dbs().pg;
-    Router::start(&format!(
+    format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
          [pools.pgx]\nprotocol = \"postgres\"\nmode = \"{mode}\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
          max_connections = 4\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
@@ -27,11 +32,11 @@ fn bridge_router_on(mode: &str, database: &str) -> Router {
         p = pg.password,
         d = database,
         port = pg.primary_port,
-    ))
+    )
 }
 
 /// The `mysql` crate through the router (TCP only: `prefer_socket(false)` in `opts`).
-fn client(router: &Router) -> Conn {
+pub(crate) fn client(router: &Router) -> Conn {
     let my = &dbs().my;
     Conn::new(my.opts(router.port(), &dbs().pg.user, &dbs().pg.password))
         .unwrap_or_else(|e| panic!("connect through the bridge: {e}"))

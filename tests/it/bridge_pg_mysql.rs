@@ -19,7 +19,7 @@ pub(crate) fn bridge_router(mode: &str) -> Router {
 }
 
 /// The configuration of [`bridge_router`].
-fn bridge_router_toml(mode: &str) -> String {
+pub(crate) fn bridge_router_toml(mode: &str) -> String {
     let my = &dbs().my;
     format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\

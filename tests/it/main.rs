@@ -96,6 +96,7 @@ mod routing_safety;
 mod routing_safety_session;
 mod routing_safety_sqlmode;
 mod scripts;
+mod session_metrics;
 mod split_both;
 mod systemd;
 mod translation;

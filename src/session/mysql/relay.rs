@@ -241,7 +241,11 @@ impl Session {
         }
         driven?;
         self.compact();
-        Ok(ex.outcome())
+        let outcome = ex.outcome();
+        if outcome.error {
+            self.pool.counters.backend_error(); // metrics: the response ended in an ERR
+        }
+        Ok(outcome)
     }
 
     /// Feeds backend packets to `ex` until its response is complete.

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
+use crate::session::state::Pin;
 use crate::sql::analyze::{Effect, PinReason, MYSQL_ACCESS_MODE};
 
 /// Whether the replayable `SET SESSION name = <value>` sets a boolean on; any value the router
@@ -24,7 +25,7 @@ pub fn setting_on(stmt: &str) -> bool {
 pub struct MyState {
     settings: BTreeMap<String, String>,
     db: Option<String>,
-    pin: Option<PinReason>,
+    pin: Pin,
     signature: u64,
 }
 
@@ -46,9 +47,7 @@ impl MyState {
         let mut changed = false;
         for (i, e) in effects {
             match e {
-                Effect::Pin(r) => {
-                    self.pin.get_or_insert(*r);
-                }
+                Effect::Pin(r) => self.pin.set(*r),
                 _ if *i >= succeeded => {}
                 // Back to the server's default: nothing of the client's is left to carry (#35:
                 // `SET sql_select_limit = DEFAULT` must lift what the setting refused).
@@ -83,7 +82,12 @@ impl MyState {
 
     /// Why the session is pinned, if it is.
     pub fn pin(&self) -> Option<PinReason> {
-        self.pin
+        self.pin.reason()
+    }
+
+    /// A pin not counted in the metrics yet (see [`Pin::take_uncounted`]).
+    pub fn take_uncounted_pin(&mut self) -> Option<PinReason> {
+        self.pin.take_uncounted()
     }
 
     /// The database the client selected, if it differs from the pool's.
@@ -200,6 +204,19 @@ mod tests {
         assert_ne!(s.signature(), sig);
         s.reset(None, None);
         assert_eq!((s.signature(), s.pin()), (0, None));
+    }
+
+    #[test]
+    fn a_reset_lifts_the_pin_so_the_next_one_counts_again() {
+        let mut s = MyState::default();
+        s.apply(&effects("SELECT GET_LOCK('a', 1)"), 1);
+        assert_eq!(s.take_uncounted_pin(), Some(PinReason::AdvisoryLock));
+        s.apply(&effects("CREATE TEMPORARY TABLE t (x int)"), 1);
+        assert_eq!(s.take_uncounted_pin(), None, "one pin per session");
+        s.reset(None, None);
+        assert_eq!(s.take_uncounted_pin(), None);
+        s.apply(&effects("CREATE TEMPORARY TABLE t (x int)"), 1);
+        assert_eq!(s.take_uncounted_pin(), Some(PinReason::TempObject));
     }
 
     #[test]

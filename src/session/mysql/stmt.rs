@@ -334,6 +334,7 @@ impl Session {
     ) -> Result<(), RelayError> {
         let first = self.backend_payload(false).await?;
         if first.is_err() {
+            self.pool.counters.backend_error(); // metrics
             return self.forward_pkt(&first);
         }
         let ok = StmtPrepareOk::decode(&first.head).map_err(|e| RelayError::Malformed(e.to_string()))?;

@@ -30,7 +30,7 @@ use crate::bridge::pg_inline::{binary_text, literal_type, BinaryTextError};
 use crate::bridge::types::oid;
 use crate::config::Protocol;
 use crate::protocol::pg::tag::backend as server;
-use crate::protocol::pg::{frontend, sqlstate, FrontendMessage, Target};
+use crate::protocol::pg::{frontend, sqlstate, EncodeError, FrontendMessage, Target};
 use crate::session::client_error::PgClientError;
 use crate::sql::template::{InlineError, LateTranslation, LiteralKind};
 
@@ -125,16 +125,10 @@ impl Session {
             return self.fail_batch(e);
         }
         self.state.stage_sql(&sql);
-        let mut msgs = Vec::with_capacity(sql.len() + portal.len() + 32);
-        let encoded = frontend::encode_parse("", &sql, &[], &mut msgs)
-            .and_then(|()| frontend::encode_bind(portal, "", &[], &[], results, &mut msgs));
-        if encoded.is_err() {
-            return self
-                .fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"));
+        let bind = |msgs: &mut Vec<u8>| frontend::encode_bind(portal, "", &[], &[], results, msgs);
+        if let Err(e) = self.queue_unnamed_parse(&sql, bind) {
+            return self.fail_batch(e);
         }
-        self.ex.bout.extend_from_slice(&msgs);
-        self.replaced_unnamed();
-        self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
         self.ex.expect.push_back(Expect::Bind);
         Ok(())
     }
@@ -163,16 +157,10 @@ impl Session {
         if let Err(e) = self.ensure_backend().await {
             return self.fail_batch(e);
         }
-        let mut msgs = Vec::with_capacity(sql.len() + 32);
-        let encoded = frontend::encode_parse("", &sql, &[], &mut msgs)
-            .and_then(|()| frontend::encode_describe(Target::Statement, "", &mut msgs));
-        if encoded.is_err() {
-            return self
-                .fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"));
+        let describe = |msgs: &mut Vec<u8>| frontend::encode_describe(Target::Statement, "", msgs);
+        if let Err(e) = self.queue_unnamed_parse(&sql, describe) {
+            return self.fail_batch(e);
         }
-        self.ex.bout.extend_from_slice(&msgs);
-        self.replaced_unnamed();
-        self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
         self.ex.expect.push_back(Expect::Swallow(server::PARAMETER_DESCRIPTION));
         self.ex.answer(parameter_description(&param_types(stmt, &late)));
         self.ex.flight.describing.push_back(None);
@@ -180,13 +168,26 @@ impl Session {
         Ok(())
     }
 
-    /// The Parse just queued replaced the connection's unnamed statement, which may be the
+    /// Queues `sql` as an unnamed Parse whose ParseComplete the client does not get, followed by
+    /// the message `then` encodes (the Bind or Describe of it); refuses text that cannot be
+    /// encoded. The Parse replaces the connection's unnamed statement, which may be the
     /// client's: its next Bind or Describe of `""` prepares it again first (`unnamed.rs`). This
     /// costs nothing unless the client reuses its unnamed statement after a held one, and then
     /// one pipelined Parse, no round trip; a router-private name would instead add a Close to
     /// every held statement's execution.
-    fn replaced_unnamed(&mut self) {
+    fn queue_unnamed_parse(
+        &mut self,
+        sql: &str,
+        then: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodeError>,
+    ) -> Result<(), PgClientError> {
+        let mut msgs = Vec::with_capacity(sql.len() + 32);
+        frontend::encode_parse("", sql, &[], &mut msgs)
+            .and_then(|()| then(&mut msgs))
+            .map_err(|_| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"))?;
+        self.ex.bout.extend_from_slice(&msgs);
         self.progress.unnamed.elsewhere();
+        self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
+        Ok(())
     }
 
     /// The translation `stmt` is held for.

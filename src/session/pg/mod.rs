@@ -828,7 +828,11 @@ impl Session {
     }
 
     /// Gives the backend connection back when the pool mode says the client is done with it.
+    /// A pin taken since the last call is counted here, where it starts to keep the connection.
     async fn maybe_release(&mut self) {
+        if let Some(reason) = self.state.take_uncounted_pin() {
+            self.ctx.counters.pinned(reason.as_str()); // metrics
+        }
         let hold = Hold::of(&HoldFacts {
             connected: true,
             in_transaction: self.progress.tx != TransactionStatus::Idle,

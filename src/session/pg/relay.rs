@@ -369,6 +369,7 @@ impl Session {
             }
             Action::Hold | Action::Swallow | Action::Fail => false,
             Action::Replace(e) => {
+                self.pool.counters.backend_error(); // metrics: the server's cancel, reworded
                 e.encode(&mut self.io.out);
                 false
             }
@@ -379,6 +380,9 @@ impl Session {
                 true
             }
         };
+        if forward && tag == server::ERROR_RESPONSE {
+            self.pool.counters.backend_error(); // metrics: an error the client gets
+        }
         for e in step.skipped {
             self.not_run(e);
         }

@@ -182,6 +182,9 @@ impl Session {
             conn.rbuf.drain(..consumed);
             if step != Step::More {
                 self.cancel.slot.set_running(None);
+                if writer.errored() {
+                    self.pool.counters.backend_error(); // metrics: the client got an ERR
+                }
                 return Ok(step);
             }
             if self.io.out.len() >= CLIENT_FLUSH_AT {

@@ -161,6 +161,9 @@ impl Session {
             }
         }
         self.cancel.slot.set_running(None);
+        if writer.errored {
+            self.pool.counters.backend_error(); // metrics: the client got an ErrorResponse
+        }
         if let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) {
             info.status = writer.status;
         }
