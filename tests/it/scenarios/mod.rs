@@ -17,7 +17,8 @@ mod table;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-use crate::support::{eventually, Dbs};
+use crate::router::Router;
+use crate::support::{eventually, unique_name, Dbs, Kind};
 
 pub use table::table;
 
@@ -206,32 +207,43 @@ pub enum Outcome {
     Skipped,
 }
 
-/// A wire's translation of the table.
+/// A wire's translation of the table. Stateless: the executor owns the environment and the
+/// connections ([`Fixture`]) and hands the runner what a call needs.
 pub trait Runner {
+    /// A client connection of the wire.
+    type Client;
     /// Which wire this is.
     const WIRE: Wire;
-    /// Starts a router for `setup` (replacing the previous one) and forgets every connection.
-    fn start(&mut self, setup: &Setup);
-    /// Renders `sql` for scenario-local ids offset by `base`; `token` for [`Sql::SetToken`].
-    fn render(&self, sql: &Sql, base: u32, token: &str) -> String;
-    /// Sends `text` on connection `c` over `route` (opening `c` first if needed).
-    fn run(&mut self, c: usize, route: Route, text: &str) -> Outcome;
-    /// Sends `texts` as one unit on connection `c`.
-    fn pipeline(&mut self, c: usize, texts: &[String]) -> Vec<Outcome>;
+    /// Creates the table `t`, the victim function and its [`counters`] on the primary.
+    fn schema(env: &Dbs, t: &str);
+    /// A client connection to the router on `port`.
+    fn open(env: &Dbs, port: u16) -> Self::Client;
+    /// Renders the statements whose SQL differs between the wires ([`Sql::Count`],
+    /// [`Sql::Begin`], pins, [`Sql::Victim`]) for scenario-local ids offset by `base`.
+    fn render(t: &str, sql: &Sql, base: u32) -> String;
+    /// Sends `text` on `client` over `route`.
+    fn run(client: &mut Self::Client, route: Route, text: &str) -> Outcome;
+    /// Sends `texts` as one unit on `client`; one outcome per statement.
+    fn pipeline(client: &mut Self::Client, texts: &[String]) -> Vec<Outcome>;
     /// The wire's code for `class`.
-    fn code(&self, class: Class) -> &'static str;
+    fn code(class: Class) -> &'static str;
     /// How many times the [`Sql::Victim`] of `counter` ran (read on the primary directly).
-    fn runs(&self, counter: u32) -> i64;
-    /// Pauses or resumes replay on the replica.
-    fn replication(&self, run: bool);
-    /// Waits until the replica has caught up.
-    fn caught_up(&self);
+    fn runs(env: &Dbs, t: &str, counter: u32) -> i64;
 }
 
 /// Every counter a [`Sql::Victim`] of the table may use (each runner creates them up front:
 /// a counter must survive the failure it counts, so it cannot be made by the failing statement).
 fn counters() -> impl Iterator<Item = u32> {
-    (1..=table().len() as u32).flat_map(|i| (1..=4).map(move |k| i * 1000 + k))
+    (1..=table().len() as u32).flat_map(|i| (1..=5).map(move |k| i * 1000 + k))
+}
+
+/// One wire's run: its environment, its table (whose name prefixes every object of the run)
+/// and the client connections to the current scenario's router, opened on first use.
+struct Fixture<C> {
+    env: Dbs,
+    t: String,
+    conns: Vec<Option<C>>,
+    port: Option<u16>,
 }
 
 /// Per-scenario state of the executor.
@@ -241,16 +253,20 @@ struct Ctx {
     paused: bool,
 }
 
-/// Runs every scenario of the table on `r`; panics listing every scenario that failed.
-pub fn run_table<R: Runner>(r: &mut R) {
+/// Runs every scenario of the table through `R` on `env`; panics listing every scenario that
+/// failed.
+pub fn run_table<R: Runner>(env: Dbs) {
+    let t = unique_name("scen");
+    R::schema(&env, &t);
+    let mut fx = Fixture::<R::Client> { env, t, conns: Vec::new(), port: None };
     let mut failures = Vec::new();
     let scenarios = table();
     for (i, sc) in scenarios.iter().enumerate() {
         let mut ctx = Ctx { base: (i as u32 + 1) * 1000, token: String::new(), paused: false };
         let started = std::time::Instant::now();
-        let result = catch_unwind(AssertUnwindSafe(|| run_scenario(r, sc, &mut ctx)));
+        let result = catch_unwind(AssertUnwindSafe(|| run_scenario::<R>(&mut fx, sc, &mut ctx)));
         if ctx.paused {
-            r.replication(true);
+            replication::<R>(&fx.env, true);
         }
         let took = started.elapsed();
         let known = sc.known.filter(|k| k.wire == R::WIRE);
@@ -287,55 +303,123 @@ fn message(e: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_default()
 }
 
-fn run_scenario<R: Runner>(r: &mut R, sc: &Scenario, ctx: &mut Ctx) {
-    r.start(&sc.setup);
-    // The router marks the replica healthy on its first probe: reads reach it from then on.
-    let probe = r.render(&Sql::Count(0), ctx.base, "");
-    eventually(
-        Duration::from_secs(20),
-        "reads on the replica",
-        || matches!(r.run(0, Route::Text, &probe), Outcome::Done(rows) if place(&rows) == Some(Place::Replica)),
-    );
-    for (n, step) in sc.steps.iter().enumerate() {
-        exec(r, step, ctx, &format!("step {n} {step:?}"));
+/// Runs one scenario through a router of its own.
+fn run_scenario<R: Runner>(fx: &mut Fixture<R::Client>, sc: &Scenario, ctx: &mut Ctx) {
+    let text = match R::WIRE {
+        Wire::Pg => {
+            let e = &fx.env.pg;
+            config(R::WIRE, &sc.setup, (e.primary_port, e.replica_port), (&e.user, &e.password, &e.database))
+        }
+        Wire::My => {
+            let e = &fx.env.my;
+            config(R::WIRE, &sc.setup, (e.primary_port, e.replica_port), (&e.user, &e.password, &e.database))
+        }
+    };
+    let router = Router::start(&text);
+    fx.port = Some(router.port());
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        // The router marks the replica healthy on its first probe: reads reach it from then on.
+        let probe = render::<R>(&fx.t, &Sql::Count(0), ctx);
+        eventually(Duration::from_secs(20), "reads on the replica", || {
+            let got = R::run(conn::<R>(fx, 0), Route::Text, &probe);
+            matches!(got, Outcome::Done(rows) if place(&rows) == Some(Place::Replica))
+        });
+        for (n, step) in sc.steps.iter().enumerate() {
+            exec::<R>(fx, step, ctx, &format!("step {n} {step:?}"));
+        }
+    }));
+    // Clients first: an open one would hold the router's drain for its whole window.
+    fx.conns.clear();
+    fx.port = None;
+    drop(router);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
     }
 }
 
-fn exec<R: Runner>(r: &mut R, step: &Step, ctx: &mut Ctx, what: &str) {
+/// Client connection `c` to the current router, opened on first use.
+fn conn<R: Runner>(fx: &mut Fixture<R::Client>, c: usize) -> &mut R::Client {
+    if fx.conns.len() <= c {
+        fx.conns.resize_with(c + 1, || None);
+    }
+    let port = fx.port.expect("a router");
+    let env = &fx.env;
+    fx.conns[c].get_or_insert_with(|| R::open(env, port))
+}
+
+/// Stops (`run` false) or resumes replay on the wire's replica.
+fn replication<R: Runner>(env: &Dbs, run: bool) {
+    let kind = match R::WIRE {
+        Wire::Pg => Kind::Pg,
+        Wire::My => Kind::Mariadb,
+    };
+    if run {
+        env.resume_replication(kind);
+    } else {
+        env.pause_replication(kind);
+    }
+}
+
+/// Waits until the wire's replica has everything its primary committed.
+fn caught_up<R: Runner>(env: &Dbs) {
+    let limit = Duration::from_secs(30);
+    match R::WIRE {
+        Wire::Pg => env.pg.wait_replica_caught_up(limit),
+        Wire::My => env.my.wait_replica_caught_up(limit),
+    }
+}
+
+/// `sql` in the wire's SQL: the statements both wires write alike here, the rest by the runner.
+fn render<R: Runner>(t: &str, sql: &Sql, ctx: &Ctx) -> String {
+    match sql {
+        Sql::Insert(id) => format!("INSERT INTO {t} VALUES ({})", ctx.base + id),
+        Sql::Commit => "COMMIT".into(),
+        Sql::Rollback => "ROLLBACK".into(),
+        Sql::ShowToken => "SHOW querypilot.causal_token".into(),
+        Sql::SetToken => format!("SET querypilot.causal_token = '{}'", ctx.token),
+        Sql::TxBlock(id) => format!("BEGIN; INSERT INTO {t} VALUES ({}); COMMIT", ctx.base + id),
+        Sql::Missing => format!("SELECT * FROM {t}_missing"),
+        Sql::Count(_) | Sql::Begin { .. } | Sql::PinOn(_) | Sql::PinHeld(_) | Sql::PinOff(_) | Sql::Victim { .. } => {
+            R::render(t, sql, ctx.base)
+        }
+    }
+}
+
+fn exec<R: Runner>(fx: &mut Fixture<R::Client>, step: &Step, ctx: &mut Ctx, what: &str) {
     match step {
         Step::Run { c, route, sql, expect } => {
-            let text = r.render(sql, ctx.base, &ctx.token);
-            let got = r.run(*c, *route, &text);
-            check(r, &got, expect, &format!("{what}: {text}"));
+            let text = render::<R>(&fx.t, sql, ctx);
+            let got = R::run(conn::<R>(fx, *c), *route, &text);
+            check::<R>(&got, expect, &format!("{what}: {text}"));
             if let (Sql::ShowToken, Outcome::Done(rows)) = (sql, &got) {
                 ctx.token = first(rows).unwrap_or_default();
             }
         }
         Step::Pipeline { c, stmts } => {
-            let texts: Vec<String> = stmts.iter().map(|(s, _)| r.render(s, ctx.base, &ctx.token)).collect();
-            let got = r.pipeline(*c, &texts);
+            let texts: Vec<String> = stmts.iter().map(|(s, _)| render::<R>(&fx.t, s, ctx)).collect();
+            let got = R::pipeline(conn::<R>(fx, *c), &texts);
             assert_eq!(got.len(), stmts.len(), "{what}: one outcome per statement: {got:?}");
             for ((text, (_, expect)), got) in texts.iter().zip(stmts).zip(&got) {
-                check(r, got, expect, &format!("{what}: {text}"));
+                check::<R>(got, expect, &format!("{what}: {text}"));
             }
         }
         Step::Pause => {
-            r.replication(false);
+            replication::<R>(&fx.env, false);
             ctx.paused = true;
         }
         Step::Resume => {
-            r.replication(true);
+            replication::<R>(&fx.env, true);
             ctx.paused = false;
-            r.caught_up();
+            caught_up::<R>(&fx.env);
         }
-        Step::CaughtUp => r.caught_up(),
+        Step::CaughtUp => caught_up::<R>(&fx.env),
         Step::Wait(d) => std::thread::sleep(*d),
         Step::Runs { counter, expect } => {
-            assert_eq!(r.runs(ctx.base + counter), *expect, "{what}: runs of the victim statement")
+            assert_eq!(R::runs(&fx.env, &fx.t, ctx.base + counter), *expect, "{what}: runs of the victim statement")
         }
         Step::Only { wire, why, step } => {
             if *wire == R::WIRE {
-                exec(r, step, ctx, what);
+                exec::<R>(fx, step, ctx, what);
             } else {
                 let step = what.split(' ').take(2).collect::<Vec<_>>().join(" ");
                 println!("{:?}: {step} is for {wire:?} only: {why}", R::WIRE);
@@ -357,7 +441,7 @@ fn place(rows: &[Vec<String>]) -> Option<Place> {
     }
 }
 
-fn check<R: Runner>(r: &R, got: &Outcome, expect: &Expect, what: &str) {
+fn check<R: Runner>(got: &Outcome, expect: &Expect, what: &str) {
     match (expect, got) {
         (Expect::Ok, Outcome::Done(_)) | (Expect::Skipped, Outcome::Skipped) => {}
         (Expect::Row { seen, on }, Outcome::Done(rows)) => {
@@ -369,7 +453,7 @@ fn check<R: Runner>(r: &R, got: &Outcome, expect: &Expect, what: &str) {
         }
         (Expect::Value(v), Outcome::Done(rows)) => assert_eq!(first(rows).as_deref(), Some(*v), "{what}: {rows:?}"),
         (Expect::Error { class, after_rows }, Outcome::Failed { code, rows_before }) => {
-            assert_eq!(code, r.code(*class), "{what}: error {class:?}");
+            assert_eq!(code, R::code(*class), "{what}: error {class:?}");
             assert_eq!(*rows_before > 0, *after_rows, "{what}: rows before the error: {rows_before}");
         }
         _ => panic!("{what}: expected {expect:?}, got {got:?}"),
@@ -409,12 +493,10 @@ fn config(wire: Wire, setup: &Setup, ports: (u16, u16), login: (&str, &str, &str
 
 #[test]
 fn scenarios_pg() {
-    let mut r = pg::PgRunner::new(Dbs::private());
-    run_table(&mut r);
+    run_table::<pg::Pg>(Dbs::private());
 }
 
 #[test]
 fn scenarios_mysql() {
-    let mut r = my::MyRunner::new(Dbs::private());
-    run_table(&mut r);
+    run_table::<my::My>(Dbs::private());
 }

@@ -7,77 +7,27 @@ use std::time::Duration;
 use mysql::prelude::{Protocol, Queryable};
 use mysql::{Conn, QueryResult, Value};
 
-use super::{config, counters, Class, Outcome, PinKind, Route, Runner, Setup, Sql, Wire};
-use crate::router::Router;
-use crate::support::{unique_name, Dbs, Kind};
+use super::{counters, Class, Outcome, PinKind, Route, Runner, Sql, Wire};
+use crate::support::Dbs;
 
-/// Runs the table through a MySQL listener.
-pub struct MyRunner {
-    env: Dbs,
-    /// The scenarios' table; its name prefixes every other object of the run.
-    t: String,
-    router: Option<Router>,
-    conns: Vec<Option<Conn>>,
-}
+/// The table's MySQL translation.
+pub struct My;
 
-impl MyRunner {
-    /// Creates the table, the victim function and its counters (MyISAM: a failed statement
-    /// does not roll its count back) on `env`'s primary. The function says DETERMINISTIC only
-    /// because a binlogging server creates no function without one of its three declarations;
-    /// the router sends every unlisted stored function to the primary whatever it declares.
-    pub fn new(env: Dbs) -> MyRunner {
-        let t = unique_name("scen");
-        let my = &env.my;
-        let mut root = my.superuser_client(my.primary_port);
-        let keys: Vec<String> = counters().map(|k| format!("({k}, 0)")).collect();
-        for sql in [
-            format!("CREATE TABLE {t} (id INT PRIMARY KEY) ENGINE=InnoDB"),
-            format!("CREATE TABLE {t}_n (k INT PRIMARY KEY, n INT) ENGINE=MyISAM"),
-            format!("CREATE TABLE {t}_log (r VARCHAR(10))"),
-            format!("INSERT INTO {t}_n VALUES {}", keys.join(", ")),
-            format!(
-                "CREATE FUNCTION {t}_boom(k_ INT) RETURNS VARCHAR(10) DETERMINISTIC MODIFIES SQL DATA BEGIN \
-                 UPDATE {t}_n SET n = n + 1 WHERE k = k_; \
-                 IF (SELECT n FROM {t}_n WHERE k = k_) = 1 THEN \
-                 SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'scenario: injected deadlock'; \
-                 END IF; RETURN 'done'; END"
-            ),
-        ] {
-            root.query_drop(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        }
-        my.wait_replica_caught_up(Duration::from_secs(30));
-        MyRunner { env, t, router: None, conns: Vec::new() }
-    }
-
-    fn conn(&mut self, c: usize) -> &mut Conn {
-        if self.conns.len() <= c {
-            self.conns.resize_with(c + 1, || None);
-        }
-        let port = self.router.as_ref().expect("a router").port();
-        let my = &self.env.my;
-        self.conns[c].get_or_insert_with(|| {
-            Conn::new(my.opts(port, &my.user, &my.password)).unwrap_or_else(|e| panic!("connect through router: {e}"))
-        })
-    }
-
-    fn pin_sql(&self, kind: PinKind) -> [String; 3] {
-        let t = &self.t;
-        match kind {
-            PinKind::TempTable => [
-                format!("CREATE TEMPORARY TABLE {t}_tmp (x INT)"),
-                format!("SELECT COUNT(*) + 1 FROM {t}_tmp"),
-                format!("DROP TEMPORARY TABLE {t}_tmp"),
-            ],
-            PinKind::AdvisoryLock => [
-                format!("SELECT GET_LOCK('{t}_lock', 0)"),
-                format!("SELECT IS_USED_LOCK('{t}_lock') = CONNECTION_ID()"),
-                format!("SELECT RELEASE_LOCK('{t}_lock')"),
-            ],
-            PinKind::UserVariable => {
-                [format!("SET @{t}_v = 1"), format!("SELECT @{t}_v"), format!("SET @{t}_v = NULL")]
-            }
-            PinKind::Cursor | PinKind::Listen => panic!("the table maps no MySQL statement to {kind:?}"),
-        }
+/// `[create, check (one row, first value 1), remove]` of a pin's state, named after `t`.
+fn pin_sql(t: &str, kind: PinKind) -> [String; 3] {
+    match kind {
+        PinKind::TempTable => [
+            format!("CREATE TEMPORARY TABLE {t}_tmp (x INT)"),
+            format!("SELECT COUNT(*) + 1 FROM {t}_tmp"),
+            format!("DROP TEMPORARY TABLE {t}_tmp"),
+        ],
+        PinKind::AdvisoryLock => [
+            format!("SELECT GET_LOCK('{t}_lock', 0)"),
+            format!("SELECT IS_USED_LOCK('{t}_lock') = CONNECTION_ID()"),
+            format!("SELECT RELEASE_LOCK('{t}_lock')"),
+        ],
+        PinKind::UserVariable => [format!("SET @{t}_v = 1"), format!("SELECT @{t}_v"), format!("SET @{t}_v = NULL")],
+        PinKind::Cursor | PinKind::Listen => panic!("the table maps no MySQL statement to {kind:?}"),
     }
 }
 
@@ -126,34 +76,51 @@ fn single(outs: Vec<Outcome>) -> Outcome {
     outs.into_iter().last().unwrap_or(Outcome::Done(Vec::new()))
 }
 
-impl Runner for MyRunner {
+impl Runner for My {
+    type Client = Conn;
     const WIRE: Wire = Wire::My;
 
-    fn start(&mut self, setup: &Setup) {
-        self.conns.clear();
-        self.router = None;
-        let my = &self.env.my;
-        let text = config(Wire::My, setup, (my.primary_port, my.replica_port), (&my.user, &my.password, &my.database));
-        self.router = Some(Router::start(&text));
+    /// The victim's counters are MyISAM: a failed statement does not roll its count back. The
+    /// function says DETERMINISTIC only because a binlogging server creates no function without
+    /// one of three declarations; the router sends every unlisted stored function to the
+    /// primary whatever it declares.
+    fn schema(env: &Dbs, t: &str) {
+        let my = &env.my;
+        let mut root = my.superuser_client(my.primary_port);
+        let keys: Vec<String> = counters().map(|k| format!("({k}, 0)")).collect();
+        for sql in [
+            format!("CREATE TABLE {t} (id INT PRIMARY KEY) ENGINE=InnoDB"),
+            format!("CREATE TABLE {t}_n (k INT PRIMARY KEY, n INT) ENGINE=MyISAM"),
+            format!("CREATE TABLE {t}_log (r VARCHAR(10))"),
+            format!("INSERT INTO {t}_n VALUES {}", keys.join(", ")),
+            format!(
+                "CREATE FUNCTION {t}_boom(k_ INT) RETURNS VARCHAR(10) DETERMINISTIC MODIFIES SQL DATA BEGIN \
+                 UPDATE {t}_n SET n = n + 1 WHERE k = k_; \
+                 IF (SELECT n FROM {t}_n WHERE k = k_) = 1 THEN \
+                 SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'scenario: injected deadlock'; \
+                 END IF; RETURN 'done'; END"
+            ),
+        ] {
+            root.query_drop(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+        my.wait_replica_caught_up(Duration::from_secs(30));
     }
 
-    fn render(&self, sql: &Sql, base: u32, token: &str) -> String {
-        let t = &self.t;
+    fn open(env: &Dbs, port: u16) -> Conn {
+        let my = &env.my;
+        Conn::new(my.opts(port, &my.user, &my.password)).unwrap_or_else(|e| panic!("connect through router: {e}"))
+    }
+
+    fn render(t: &str, sql: &Sql, base: u32) -> String {
         match sql {
-            Sql::Insert(id) => format!("INSERT INTO {t} VALUES ({})", base + id),
             Sql::Count(id) => {
                 format!("SELECT COUNT(*), ELT(@@server_id, 'primary', 'replica') FROM {t} WHERE id = {}", base + id)
             }
             Sql::Begin { read_only: true } => "START TRANSACTION READ ONLY".into(),
             Sql::Begin { read_only: false } => "START TRANSACTION".into(),
-            Sql::Commit => "COMMIT".into(),
-            Sql::Rollback => "ROLLBACK".into(),
-            Sql::ShowToken => "SHOW querypilot.causal_token".into(),
-            Sql::SetToken => format!("SET querypilot.causal_token = '{token}'"),
-            Sql::PinOn(kind) => self.pin_sql(*kind)[0].clone(),
-            Sql::PinHeld(kind) => self.pin_sql(*kind)[1].clone(),
-            Sql::PinOff(kind) => self.pin_sql(*kind)[2].clone(),
-            Sql::TxBlock(id) => format!("BEGIN; INSERT INTO {t} VALUES ({}); COMMIT", base + id),
+            Sql::PinOn(kind) => pin_sql(t, *kind)[0].clone(),
+            Sql::PinHeld(kind) => pin_sql(t, *kind)[1].clone(),
+            Sql::PinOff(kind) => pin_sql(t, *kind)[2].clone(),
             // An INSERT: no result set, so the ERR is the answer's first packet (a SELECT's
             // column count reaches the client before the function runs; `DO` turns a SIGNAL
             // into a warning).
@@ -163,12 +130,11 @@ impl Runner for MyRunner {
             Sql::Victim { counter, rows_first: true } => {
                 format!("SELECT IF(seq < 3000, REPEAT('x', 1000), {t}_boom({})) FROM seq_1_to_3000", base + counter)
             }
-            Sql::Missing => format!("SELECT * FROM {t}_missing"),
+            other => panic!("{other:?} is rendered alike for both wires by the executor"),
         }
     }
 
-    fn run(&mut self, c: usize, route: Route, sql: &str) -> Outcome {
-        let conn = self.conn(c);
+    fn run(conn: &mut Conn, route: Route, sql: &str) -> Outcome {
         match route {
             Route::Text => single(results(conn.query_iter(sql))),
             Route::Multi => single(results(conn.query_iter(format!("SELECT 1; {sql}")))),
@@ -186,13 +152,13 @@ impl Runner for MyRunner {
         }
     }
 
-    fn pipeline(&mut self, c: usize, texts: &[String]) -> Vec<Outcome> {
-        let mut outs = results(self.conn(c).query_iter(texts.join("; ")));
+    fn pipeline(conn: &mut Conn, texts: &[String]) -> Vec<Outcome> {
+        let mut outs = results(conn.query_iter(texts.join("; ")));
         outs.resize(texts.len(), Outcome::Skipped);
         outs
     }
 
-    fn code(&self, class: Class) -> &'static str {
+    fn code(class: Class) -> &'static str {
         match class {
             Class::StatementPooling | Class::TokenRoute => "1235",
             Class::ReadOnlyTransaction => "1792",
@@ -201,21 +167,9 @@ impl Runner for MyRunner {
         }
     }
 
-    fn runs(&self, counter: u32) -> i64 {
-        let my = &self.env.my;
-        let sql = format!("SELECT n FROM {}_n WHERE k = {counter}", self.t);
+    fn runs(env: &Dbs, t: &str, counter: u32) -> i64 {
+        let my = &env.my;
+        let sql = format!("SELECT n FROM {t}_n WHERE k = {counter}");
         my.superuser_client(my.primary_port).query_first(&sql).unwrap_or_else(|e| panic!("{sql}: {e}")).unwrap_or(-1)
-    }
-
-    fn replication(&self, run: bool) {
-        if run {
-            self.env.resume_replication(Kind::Mariadb);
-        } else {
-            self.env.pause_replication(Kind::Mariadb);
-        }
-    }
-
-    fn caught_up(&self) {
-        self.env.my.wait_replica_caught_up(Duration::from_secs(30));
     }
 }

@@ -2,83 +2,47 @@
 //! it names — simple Query, unnamed Parse/Bind/Execute/Sync, a named statement, a pipeline of
 //! several Parse/Bind/Execute before one Sync.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use super::{config, counters, Class, Outcome, PinKind, Route, Runner, Setup, Sql, Wire};
+use super::{counters, Class, Outcome, PinKind, Route, Runner, Sql, Wire};
 use crate::pg_raw::{bind, code, columns, execute, parse, query, sync, tags, Msg, Raw};
-use crate::router::Router;
-use crate::support::{unique_name, Dbs, Kind};
+use crate::support::Dbs;
 
-/// Runs the table through a PostgreSQL listener.
-pub struct PgRunner {
-    env: Dbs,
-    /// The scenarios' table; its name prefixes every other object of the run.
-    t: String,
-    router: Option<Router>,
-    conns: Vec<Option<Raw>>,
-    /// Names of named statements, unique per run.
-    named: u32,
-}
+/// The table's PostgreSQL translation.
+pub struct Pg;
 
-impl PgRunner {
-    /// Creates the table, the victim function and its counters on `env`'s primary.
-    pub fn new(env: Dbs) -> PgRunner {
-        let t = unique_name("scen");
-        let mut ddl = format!(
-            "CREATE TABLE {t} (id int PRIMARY KEY);\nCREATE TABLE {t}_log (r text);\n\
-             CREATE FUNCTION {t}_boom(s regclass) RETURNS text LANGUAGE plpgsql VOLATILE AS $$ BEGIN \
-             IF nextval(s) = 1 THEN RAISE EXCEPTION 'scenario: injected serialization failure' USING ERRCODE = '40001'; \
-             END IF; RETURN 'done'; END $$;\n"
-        );
-        for n in counters() {
-            ddl.push_str(&format!("CREATE SEQUENCE {t}_c{n};\n"));
-        }
-        env.pg.primary_client().batch_execute(&ddl).unwrap_or_else(|e| panic!("scenario schema: {e}"));
-        env.pg.wait_replica_caught_up(Duration::from_secs(30));
-        PgRunner { env, t, router: None, conns: Vec::new(), named: 0 }
-    }
+/// Names of named statements, unique in the process.
+static NAMED: AtomicU32 = AtomicU32::new(0);
 
-    fn conn(&mut self, c: usize) -> &mut Raw {
-        if self.conns.len() <= c {
-            self.conns.resize_with(c + 1, || None);
-        }
-        let port = self.router.as_ref().expect("a router").port();
-        let database = &self.env.pg.database;
-        let password = &self.env.pg.password;
-        self.conns[c].get_or_insert_with(|| {
-            Raw::login(port, database, password).unwrap_or_else(|e| panic!("login through the router: {e:?}"))
-        })
-    }
-
-    fn pin_sql(&self, kind: PinKind, base: u32) -> [String; 3] {
-        let t = &self.t;
-        let key = i64::from(std::process::id()) * 100_000 + i64::from(base);
-        match kind {
-            PinKind::TempTable => [
-                format!("CREATE TEMP TABLE {t}_tmp (x int)"),
-                format!("SELECT count(*) + 1 FROM {t}_tmp"),
-                format!("DROP TABLE {t}_tmp"),
-            ],
-            PinKind::AdvisoryLock => [
-                format!("SELECT pg_advisory_lock({key})"),
-                format!(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid() \
-                     AND (classid::bigint << 32) | objid::bigint = {key}"
-                ),
-                format!("SELECT pg_advisory_unlock({key})"),
-            ],
-            PinKind::Cursor => [
-                format!("DECLARE {t}_cur SCROLL CURSOR WITH HOLD FOR SELECT 1"),
-                format!("FETCH ABSOLUTE 1 FROM {t}_cur"),
-                format!("CLOSE {t}_cur"),
-            ],
-            PinKind::Listen => [
-                format!("LISTEN {t}_ch"),
-                format!("SELECT count(*) FROM pg_listening_channels() c WHERE c = '{t}_ch'"),
-                format!("UNLISTEN {t}_ch"),
-            ],
-            PinKind::UserVariable => panic!("the table maps no PostgreSQL statement to {kind:?}"),
-        }
+/// `[create, check (one row, first value 1), remove]` of a pin's state, named after `t`.
+fn pin_sql(t: &str, kind: PinKind, base: u32) -> [String; 3] {
+    let key = i64::from(std::process::id()) * 100_000 + i64::from(base);
+    match kind {
+        PinKind::TempTable => [
+            format!("CREATE TEMP TABLE {t}_tmp (x int)"),
+            format!("SELECT count(*) + 1 FROM {t}_tmp"),
+            format!("DROP TABLE {t}_tmp"),
+        ],
+        PinKind::AdvisoryLock => [
+            format!("SELECT pg_advisory_lock({key})"),
+            format!(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid() \
+                 AND (classid::bigint << 32) | objid::bigint = {key}"
+            ),
+            format!("SELECT pg_advisory_unlock({key})"),
+        ],
+        PinKind::Cursor => [
+            format!("DECLARE {t}_cur SCROLL CURSOR WITH HOLD FOR SELECT 1"),
+            format!("FETCH ABSOLUTE 1 FROM {t}_cur"),
+            format!("CLOSE {t}_cur"),
+        ],
+        PinKind::Listen => [
+            format!("LISTEN {t}_ch"),
+            format!("SELECT count(*) FROM pg_listening_channels() c WHERE c = '{t}_ch'"),
+            format!("UNLISTEN {t}_ch"),
+        ],
+        PinKind::UserVariable => panic!("the table maps no PostgreSQL statement to {kind:?}"),
     }
 }
 
@@ -104,35 +68,40 @@ fn text_row(body: &[u8]) -> Vec<String> {
     columns(body).into_iter().map(|v| v.map_or("NULL".into(), |v| String::from_utf8_lossy(&v).into_owned())).collect()
 }
 
-impl Runner for PgRunner {
+impl Runner for Pg {
+    type Client = Raw;
     const WIRE: Wire = Wire::Pg;
 
-    fn start(&mut self, setup: &Setup) {
-        self.conns.clear();
-        self.router = None;
-        let pg = &self.env.pg;
-        let text = config(Wire::Pg, setup, (pg.primary_port, pg.replica_port), (&pg.user, &pg.password, &pg.database));
-        self.router = Some(Router::start(&text));
+    fn schema(env: &Dbs, t: &str) {
+        let mut ddl = format!(
+            "CREATE TABLE {t} (id int PRIMARY KEY);\nCREATE TABLE {t}_log (r text);\n\
+             CREATE FUNCTION {t}_boom(s regclass) RETURNS text LANGUAGE plpgsql VOLATILE AS $$ BEGIN \
+             IF nextval(s) = 1 THEN RAISE EXCEPTION 'scenario: injected serialization failure' USING ERRCODE = '40001'; \
+             END IF; RETURN 'done'; END $$;\n"
+        );
+        for n in counters() {
+            ddl.push_str(&format!("CREATE SEQUENCE {t}_c{n};\n"));
+        }
+        env.pg.primary_client().batch_execute(&ddl).unwrap_or_else(|e| panic!("scenario schema: {e}"));
+        env.pg.wait_replica_caught_up(Duration::from_secs(30));
     }
 
-    fn render(&self, sql: &Sql, base: u32, token: &str) -> String {
-        let t = &self.t;
+    fn open(env: &Dbs, port: u16) -> Raw {
+        Raw::login(port, &env.pg.database, &env.pg.password)
+            .unwrap_or_else(|e| panic!("login through the router: {e:?}"))
+    }
+
+    fn render(t: &str, sql: &Sql, base: u32) -> String {
         match sql {
-            Sql::Insert(id) => format!("INSERT INTO {t} VALUES ({})", base + id),
             Sql::Count(id) => format!(
                 "SELECT count(*), CASE WHEN pg_is_in_recovery() THEN 'replica' ELSE 'primary' END FROM {t} WHERE id = {}",
                 base + id
             ),
             Sql::Begin { read_only: true } => "BEGIN READ ONLY".into(),
             Sql::Begin { read_only: false } => "BEGIN".into(),
-            Sql::Commit => "COMMIT".into(),
-            Sql::Rollback => "ROLLBACK".into(),
-            Sql::ShowToken => "SHOW querypilot.causal_token".into(),
-            Sql::SetToken => format!("SET querypilot.causal_token = '{token}'"),
-            Sql::PinOn(kind) => self.pin_sql(*kind, base)[0].clone(),
-            Sql::PinHeld(kind) => self.pin_sql(*kind, base)[1].clone(),
-            Sql::PinOff(kind) => self.pin_sql(*kind, base)[2].clone(),
-            Sql::TxBlock(id) => format!("BEGIN; INSERT INTO {t} VALUES ({}); COMMIT", base + id),
+            Sql::PinOn(kind) => pin_sql(t, *kind, base)[0].clone(),
+            Sql::PinHeld(kind) => pin_sql(t, *kind, base)[1].clone(),
+            Sql::PinOff(kind) => pin_sql(t, *kind, base)[2].clone(),
             Sql::Victim { counter, rows_first: false } => {
                 format!("INSERT INTO {t}_log VALUES ({t}_boom('{t}_c{}'))", base + counter)
             }
@@ -140,20 +109,18 @@ impl Runner for PgRunner {
                 "SELECT CASE WHEN g < 3000 THEN repeat('x', 1000) ELSE {t}_boom('{t}_c{}') END FROM generate_series(1, 3000) g",
                 base + counter
             ),
-            Sql::Missing => format!("SELECT * FROM {t}_missing"),
+            other => panic!("{other:?} is rendered alike for both wires by the executor"),
         }
     }
 
-    fn run(&mut self, c: usize, route: Route, text: &str) -> Outcome {
-        self.named += 1;
-        let name = format!("qp_s{}", self.named);
-        let conn = self.conn(c);
+    fn run(conn: &mut Raw, route: Route, text: &str) -> Outcome {
         let unnamed = |sql: &str| [parse("", sql), bind("", &[], 0), execute(), sync()].concat();
         match route {
             Route::Text => conn.send(&query(text)),
             Route::Multi => conn.send(&query(&format!("SELECT 1; {text}"))),
             Route::Extended => conn.send(&unnamed(text)),
             Route::Prepared => {
+                let name = format!("qp_s{}", NAMED.fetch_add(1, Ordering::Relaxed));
                 conn.send(&[parse(&name, text), sync()].concat());
                 if let failed @ Outcome::Failed { .. } = outcome(&conn.until_ready()) {
                     return failed;
@@ -170,8 +137,7 @@ impl Runner for PgRunner {
         outcome(&msgs)
     }
 
-    fn pipeline(&mut self, c: usize, texts: &[String]) -> Vec<Outcome> {
-        let conn = self.conn(c);
+    fn pipeline(conn: &mut Raw, texts: &[String]) -> Vec<Outcome> {
         let mut batch: Vec<u8> =
             texts.iter().flat_map(|t| [parse("", t), bind("", &[], 0), execute()].concat()).collect();
         batch.extend(sync());
@@ -193,7 +159,7 @@ impl Runner for PgRunner {
         outs
     }
 
-    fn code(&self, class: Class) -> &'static str {
+    fn code(class: Class) -> &'static str {
         match class {
             Class::StatementPooling | Class::TokenRoute => "0A000",
             Class::ReadOnlyTransaction => "25006",
@@ -202,20 +168,8 @@ impl Runner for PgRunner {
         }
     }
 
-    fn runs(&self, counter: u32) -> i64 {
-        let sql = format!("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {}_c{counter}", self.t);
-        self.env.pg.primary_client().query_one(&sql, &[]).unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
-    }
-
-    fn replication(&self, run: bool) {
-        if run {
-            self.env.resume_replication(Kind::Pg);
-        } else {
-            self.env.pause_replication(Kind::Pg);
-        }
-    }
-
-    fn caught_up(&self) {
-        self.env.pg.wait_replica_caught_up(Duration::from_secs(30));
+    fn runs(env: &Dbs, t: &str, counter: u32) -> i64 {
+        let sql = format!("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {t}_c{counter}");
+        env.pg.primary_client().query_one(&sql, &[]).unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
     }
 }

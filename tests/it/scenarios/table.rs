@@ -158,6 +158,8 @@ fn retry(enabled: bool) -> Scenario {
             Step::Runs { counter: 2, expect: 2 },
             run(0, Text, victim(3, true), Expect::Error { class: Class::Serialization, after_rows: true }),
             Step::Runs { counter: 3, expect: 1 },
+            run(0, Route::Extended, victim(5, true), Expect::Error { class: Class::Serialization, after_rows: true }),
+            Step::Runs { counter: 5, expect: 1 },
             ok(0, Text, Sql::Begin { read_only: false }),
             refused(0, Text, victim(4, false), Class::Serialization),
             ok(0, Text, Sql::Rollback),
@@ -221,7 +223,10 @@ fn unmapped(kind: PinKind) -> Option<(Wire, &'static str)> {
         PinKind::Listen => Some((Wire::My, "MySQL has no LISTEN/NOTIFY")),
         PinKind::Cursor => Some((
             Wire::My,
-            "the mysql crate opens no server-side cursor; COM_STMT_EXECUTE with a cursor is covered by mysql_safety::an_open_cursor_on_the_replica_takes_no_write",
+            "the mysql crate never executes with a cursor (CURSOR_TYPE_READ_ONLY), and such a cursor holds \
+             MySQL's replica connection instead of pinning the primary: covered with a raw client by \
+             mysql_safety::an_open_cursor_on_the_replica_takes_no_write and \
+             mysql_commands::cursors_fetch_in_chunks_and_hold_the_connection_while_open",
         )),
         PinKind::UserVariable => {
             Some((Wire::Pg, "PostgreSQL has no user variables; its custom settings are replayed, not pinned"))
@@ -248,8 +253,8 @@ fn pin(kind: PinKind) -> Scenario {
 }
 
 /// A statement failing in the middle of a pipeline (PostgreSQL: one Sync; MySQL: one
-/// multi-statement text): the ones after it are skipped, and the session's placement is as
-/// before (reads on the replica).
+/// multi-statement text): the ones after it are skipped, a pipeline with a write runs whole on
+/// the primary, and the session's placement afterwards is as before (reads on the replica).
 fn pipeline_errors() -> Scenario {
     let skipped = |id| (Sql::Count(id), Expect::Skipped);
     let failed = (Sql::Missing, Expect::Error { class: Class::UndefinedTable, after_rows: false });
@@ -259,7 +264,15 @@ fn pipeline_errors() -> Scenario {
             stmts: vec![(Sql::Count(1), Expect::Row { seen: Some(false), on: Replica }), failed.clone(), skipped(1)],
         },
         count(0, Text, 1, Some(false), Replica),
-        Step::Pipeline { c: 0, stmts: vec![(Sql::Insert(2), Expect::Ok), failed, (Sql::Insert(3), Expect::Skipped)] },
+        Step::Pipeline {
+            c: 0,
+            stmts: vec![
+                (Sql::Insert(2), Expect::Ok),
+                (Sql::Count(2), Expect::Row { seen: Some(true), on: Primary }),
+                failed,
+                (Sql::Insert(3), Expect::Skipped),
+            ],
+        },
         count(0, Text, 0, Some(false), Replica),
         Step::CaughtUp,
         count(0, Text, 3, Some(false), Replica),
