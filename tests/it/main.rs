@@ -95,6 +95,7 @@ mod routing_api;
 mod routing_safety;
 mod routing_safety_session;
 mod routing_safety_sqlmode;
+mod scenarios;
 mod scripts;
 mod session_metrics;
 mod split_both;
