@@ -6,6 +6,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
@@ -324,12 +325,15 @@ impl Notifier {
 
 /// Completes once a [`Notifier`] of this core has notified it after this call.
 pub fn notified() -> Notified {
-    Notified { seen: with_core(|core| core.notify_gen.get()) }
+    Notified { seen: with_core(|core| core.notify_gen.get()), _core: PhantomData }
 }
 
 /// Future returned by [`notified`].
 pub struct Notified {
     seen: Option<u64>,
+    /// `!Send` and `!Sync` by type: `seen` is the notification count of the core that made it,
+    /// and its waker belongs in that core's waiters, not another thread's.
+    _core: PhantomData<*const ()>,
 }
 
 impl Future for Notified {

@@ -34,7 +34,8 @@ pub use time::{now, race, sleep, sleep_until, with_deadline, within, Deadline, E
 pub use timer::Sleep;
 
 /// Fails the build if a listed type is `Send`: these are core-local (an operation names a slot
-/// in its own core's ring) and must be `!Send` by type, not by convention. If `T: Send`, both
+/// in its own core's ring, a sleep a timer in its core's map, a notification wait its core's
+/// count) and must be `!Send` by type, not by convention. If `T: Send`, both
 /// impls below apply and `<T as NotSend<_>>::check` is ambiguous.
 macro_rules! assert_not_send {
     ($($t:ty),+) => {
@@ -49,4 +50,4 @@ macro_rules! assert_not_send {
     };
 }
 
-assert_not_send!(ring::Op, Stream, Listener);
+assert_not_send!(ring::Op, Stream, Listener, Sleep, Notified);

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -54,12 +55,15 @@ impl Timers {
 pub struct Sleep {
     deadline: Instant,
     key: Option<Key>,
+    /// `!Send` and `!Sync` by type: `key` names a timer in the map of the core that armed it,
+    /// and on another thread `with_core` would find another core's map (or none).
+    _core: PhantomData<*const ()>,
 }
 
 impl Sleep {
     /// A timer for `deadline`, armed at its first poll.
     pub(super) fn new(deadline: Instant) -> Self {
-        Self { deadline, key: None }
+        Self { deadline, key: None, _core: PhantomData }
     }
 
     fn disarm(&mut self) -> Option<Waker> {
