@@ -47,7 +47,8 @@ pub fn table() -> Vec<Scenario> {
     all
 }
 
-/// `read_your_writes = "1s"`: after a write on any route, the session's reads on every route go
+/// `read_your_writes = "3s"` (long enough for the reads inside it on a loaded machine): after a
+/// write on any route, the session's reads on every route go
 /// to the primary for the window, another session's to the replica, and after the window the
 /// writer's reads are the replica's again.
 fn ryw_window() -> Scenario {
@@ -58,9 +59,9 @@ fn ryw_window() -> Scenario {
         steps.extend(ROUTES.iter().map(|r| count(0, *r, id, Some(true), Primary)));
         steps.push(count(1, *route, id, None, Replica));
     }
-    steps.extend([Step::Wait(Duration::from_millis(1500)), Step::CaughtUp]);
+    steps.extend([Step::Wait(Duration::from_millis(3500)), Step::CaughtUp]);
     steps.extend(ROUTES.iter().map(|r| count(0, *r, 1, Some(true), Replica)));
-    Scenario { name: "ryw_window".into(), setup: setup(TRANSACTION, "1s", false), known: None, steps }
+    Scenario { name: "ryw_window".into(), setup: setup(TRANSACTION, "3s", false), known: None, steps }
 }
 
 /// A token statement (`SHOW`/`SET querypilot.causal_token`) on `route`: where the wire's router
