@@ -15,6 +15,7 @@ mod context;
 pub mod digest;
 mod engine;
 pub mod error;
+mod give_back;
 mod mysql;
 mod pg;
 pub mod retry;
