@@ -705,3 +705,33 @@ fn a_held_connection_is_never_given_back_after_a_statement() {
         }
     }
 }
+
+#[test]
+fn a_lost_pin_is_named_before_the_server_session() {
+    let r = lost(|f| (f.mode, f.pin) = (PoolMode::Session, Some(PinReason::AdvisoryLock)));
+    assert_eq!(r, Some(Gone::State(PinReason::AdvisoryLock)));
+}
+
+#[test]
+fn a_lost_transaction_ends_the_session_on_any_pool() {
+    // A transaction on a pool reached by routing is still the client's transaction.
+    assert_eq!(lost(|f| (f.in_transaction, f.home_pool) = (true, false)), Some(Gone::Transaction));
+}
+
+#[test]
+fn a_client_out_of_step_on_a_routed_pool_still_ends() {
+    let r = lost(|f| (f.mode, f.home_pool, f.out_of_step) = (PoolMode::Session, false, true));
+    assert_eq!(r, Some(Gone::Step));
+}
+
+#[test]
+fn the_end_of_a_clean_statement_pooled_session_hands_the_connection_on() {
+    let r = released(|f| (f.session_end, f.mode) = (true, PoolMode::Statement));
+    assert_eq!(r, Release::Return { stale: false });
+}
+
+#[test]
+fn a_session_pooled_connection_moving_off_keeps_stale_settings_stale() {
+    let r = released(|f| (f.mode, f.settings_stale) = (PoolMode::Session, true));
+    assert_eq!(r, Release::Return { stale: true });
+}
