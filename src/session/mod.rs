@@ -16,6 +16,7 @@ mod context;
 pub mod digest;
 mod engine;
 pub mod error;
+mod give_back;
 mod mysql;
 mod pg;
 mod secret;

@@ -1,7 +1,6 @@
 //! When a session's backend connection goes back to its pool, is reset first or is closed; what
-//! a session does when that connection breaks under it; and when a silent client is timed. The
-//! wires do the I/O (the reset statement, the checkin, the error the client hears); the choice
-//! is made here, once for both.
+//! a session does when that connection breaks under it; when a silent client is timed. The wires
+//! do the I/O (the reset, the checkin, the error the client hears); the choice is made here.
 
 use std::time::Duration;
 
@@ -22,28 +21,19 @@ pub fn escaped_statement_pooling(mode: PoolMode, transaction_open: bool) -> bool
     mode == PoolMode::Statement && transaction_open
 }
 
-/// What a wire knows of a connection it is about to give up.
+/// What a wire knows of a connection it is about to give up, past what holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReleaseFacts {
-    /// The client's session is ending (a later client of the pool will get the connection).
+    /// The client's session is ending: a later client of the pool gets the connection.
     pub session_end: bool,
     /// The pool's mode.
     pub mode: PoolMode,
     /// The connection failed or was marked for closing.
     pub broken: bool,
-    /// The server reports a transaction open on it.
-    pub in_transaction: bool,
-    /// A server-side cursor is open on it.
-    pub cursor: bool,
-    /// An exchange on it is unfinished: answers are still due or a response was not read to
-    /// its end.
-    pub mid_exchange: bool,
-    /// Session state pins the client to it.
-    pub pinned: bool,
-    /// The client changed settings the next client's settings replay would not undo (MySQL:
-    /// any; a PostgreSQL replay starts with `RESET ALL`, so none there).
+    /// The client changed settings the next client's replay would not undo (MySQL: any; a
+    /// PostgreSQL replay starts with `RESET ALL`).
     pub settings_linger: bool,
-    /// The wire can reset the connection's session state on this pool's engine.
+    /// The wire can reset session state on this pool's engine.
     pub can_reset: bool,
     /// The client's startup settings were reset on it and not yet put back (PostgreSQL, #18).
     pub settings_stale: bool,
@@ -52,53 +42,52 @@ pub struct ReleaseFacts {
 /// What becomes of a connection the session gives up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Release {
-    /// Back to the pool as it is, carrying `settings`.
-    Return(Settings),
-    /// Back to the pool after its session state is reset (PostgreSQL `DISCARD ALL`, MySQL
+    /// Back to the pool as it is; `stale`: its settings are not known to be the session's, so
+    /// the next client replays its own whatever they are.
+    Return {
+        /// Its settings are not the session's.
+        stale: bool,
+    },
+    /// Back after its session state is reset (PostgreSQL `DISCARD ALL`, MySQL
     /// `COM_RESET_CONNECTION`); a reset that fails closes it.
     Reset,
-    /// Closed instead, for this reason.
+    /// Closed instead.
     Close(Unfit),
-}
-
-/// Which settings a connection given back carries, so the next client knows whether to replay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Settings {
-    /// The session's own (their signature).
-    Session,
-    /// Not known to be anyone's: the next client replays its own.
-    Unknown,
 }
 
 /// Why a connection is closed rather than given back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unfit {
-    /// It failed, or was marked to be closed (a rollback that way, a lost exchange).
+    /// It failed, or was marked to be closed.
     Broken,
-    /// Something is open on it (a transaction, a cursor, an exchange) that another client
-    /// would inherit; closing rolls it back.
+    /// A transaction, cursor or exchange is open on it; closing rolls it back.
     Unfinished,
     /// It carries state the next client must not inherit, and this engine has no reset.
     NoReset,
 }
 
-/// The one release rule: an unfinished or broken connection is closed; one a session leaves
-/// with state on it (session pooling, pins, lingering settings) is reset, or closed where the
-/// engine has no reset; any other goes back as it is.
-pub fn release(f: &ReleaseFacts) -> Release {
+/// The one release rule for a connection `hold` describes: an unfinished or broken connection
+/// is closed; one a session leaves with state on it (session pooling, pins, lingering
+/// settings) is reset, or closed where the engine has no reset; any other goes back as it is.
+pub fn release(hold: Hold, f: &ReleaseFacts) -> Release {
     if f.broken {
         return Release::Close(Unfit::Broken);
     }
-    if f.in_transaction || f.cursor || f.mid_exchange {
+    if exclusive(hold) {
         return Release::Close(Unfit::Unfinished);
     }
-    let leaves_state = f.session_end && (f.mode == PoolMode::Session || f.pinned || f.settings_linger);
-    match (leaves_state, f.can_reset) {
+    let pinned = matches!(hold, Hold::Pin(_));
+    match (f.session_end && (f.mode == PoolMode::Session || pinned || f.settings_linger), f.can_reset) {
         (true, true) => Release::Reset,
         (true, false) => Release::Close(Unfit::NoReset),
-        _ if f.settings_stale => Release::Return(Settings::Unknown),
-        _ => Release::Return(Settings::Session),
+        _ => Release::Return { stale: f.settings_stale },
     }
+}
+
+/// Whether `hold` keeps the connection from anyone else until the client acts: a transaction,
+/// a cursor, an unfinished exchange. Pins and stickiness only keep the session where it is.
+fn exclusive(hold: Hold) -> bool {
+    matches!(hold, Hold::Tx { .. } | Hold::Cursor | Hold::MidBatch)
 }
 
 /// What a wire knows of its session when the backend connection broke under it.
@@ -117,16 +106,6 @@ pub struct LossFacts {
     pub out_of_step: bool,
 }
 
-/// Whether a session goes on after losing its backend connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterLoss {
-    /// The client is told the statement may not have completed; its next one takes a new
-    /// connection.
-    GoOn,
-    /// The session ends, as a direct connection would, because of what was lost.
-    End(Gone),
-}
-
 /// What a session lost with its connection that it cannot go on without. Going on would run the
 /// client's next statements without it: a COMMIT answered with success, a role gone (#18).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,26 +120,22 @@ pub enum Gone {
     Step,
 }
 
-/// The one loss rule, in the order a client is told why.
-pub fn after_loss(f: &LossFacts) -> AfterLoss {
-    let gone = if f.in_transaction {
-        Gone::Transaction
+/// The one loss rule: what ends the session, in the order a client is told why; `None`: the
+/// client hears the statement may not have completed, and its next one takes a new connection.
+pub fn after_loss(f: &LossFacts) -> Option<Gone> {
+    if f.in_transaction {
+        Some(Gone::Transaction)
     } else if let Some(pin) = f.pin {
-        Gone::State(pin)
+        Some(Gone::State(pin))
     } else if f.mode == PoolMode::Session && f.home_pool {
-        Gone::ServerSession
-    } else if f.out_of_step {
-        Gone::Step
+        Some(Gone::ServerSession)
     } else {
-        return AfterLoss::GoOn;
-    };
-    AfterLoss::End(gone)
+        f.out_of_step.then_some(Gone::Step)
+    }
 }
 
-/// How long a client may stay silent holding a connection no one else can use meanwhile: a
-/// transaction, a cursor, an unfinished exchange are timed by the pool's
-/// `idle_transaction_timeout` (`limit`); a free or merely pinned session is not.
+/// How long a client may stay silent while `hold` keeps the connection from everyone else: the
+/// pool's `idle_transaction_timeout` (`limit`); a free or merely pinned session is not timed.
 pub fn idle_limit(hold: Hold, limit: Option<Duration>) -> Option<Duration> {
-    let timed = matches!(hold, Hold::Tx { .. } | Hold::Cursor | Hold::MidBatch);
-    limit.filter(|_| timed)
+    limit.filter(|_| exclusive(hold))
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::hold::{Hold, HoldFacts};
 use super::release::{
-    after_loss, escaped_statement_pooling, gives_back, idle_limit, release, AfterLoss, Gone, LossFacts, Release,
-    ReleaseFacts, Settings, Unfit,
+    after_loss, escaped_statement_pooling, gives_back, idle_limit, release, Gone, LossFacts, Release, ReleaseFacts,
+    Unfit,
 };
 use crate::config::PoolMode;
 use crate::sql::analyze::PinReason;
@@ -32,8 +32,41 @@ const PINS: [Option<PinReason>; 13] = [
 const BOOLS: [bool; 2] = [false, true];
 const LIMIT: Option<Duration> = Some(Duration::from_secs(5));
 
+/// Everything a wire reported of a connection it gave up before #37, flat: what holds it
+/// (transaction, cursor, exchange, pin) and the release facts proper.
+#[derive(Debug, Clone, Copy)]
+struct Facts {
+    session_end: bool,
+    mode: PoolMode,
+    broken: bool,
+    in_transaction: bool,
+    cursor: bool,
+    mid_exchange: bool,
+    pinned: bool,
+    settings_linger: bool,
+    can_reset: bool,
+    settings_stale: bool,
+}
+
+/// The engine's verdict on `f`: the hold as the wires compute it, then the release rule.
+fn verdict(f: &Facts) -> Release {
+    let hold = hold(|h| {
+        (h.in_transaction, h.cursor, h.mid_exchange) = (f.in_transaction, f.cursor, f.mid_exchange);
+        h.pin = f.pinned.then_some(PinReason::TempObject);
+    });
+    let facts = ReleaseFacts {
+        session_end: f.session_end,
+        mode: f.mode,
+        broken: f.broken,
+        settings_linger: f.settings_linger,
+        can_reset: f.can_reset,
+        settings_stale: f.settings_stale,
+    };
+    release(hold, &facts)
+}
+
 /// A connection a session gives up between statements, with nothing on it.
-const IDLE: ReleaseFacts = ReleaseFacts {
+const IDLE: Facts = Facts {
     session_end: false,
     mode: PoolMode::Transaction,
     broken: false,
@@ -46,17 +79,17 @@ const IDLE: ReleaseFacts = ReleaseFacts {
     settings_stale: false,
 };
 
-fn released(change: impl FnOnce(&mut ReleaseFacts)) -> Release {
+fn released(change: impl FnOnce(&mut Facts)) -> Release {
     let mut f = IDLE;
     change(&mut f);
-    release(&f)
+    verdict(&f)
 }
 
 /// A transaction-pooled session that lost a connection holding nothing.
 const QUIET: LossFacts =
     LossFacts { mode: PoolMode::Transaction, home_pool: true, in_transaction: false, pin: None, out_of_step: false };
 
-fn lost(change: impl FnOnce(&mut LossFacts)) -> AfterLoss {
+fn lost(change: impl FnOnce(&mut LossFacts)) -> Option<Gone> {
     let mut f = QUIET;
     change(&mut f);
     after_loss(&f)
@@ -68,13 +101,13 @@ fn hold(change: impl FnOnce(&mut HoldFacts)) -> Hold {
     Hold::of(&f)
 }
 
-/// Every combination of the booleans of [`ReleaseFacts`] under every mode.
-fn every_release_fact() -> Vec<ReleaseFacts> {
+/// Every combination of the booleans of [`Facts`] under every mode.
+fn every_release_fact() -> Vec<Facts> {
     let mut all = Vec::new();
     for mode in MODES {
         for bits in 0u16..(1 << 9) {
             let bit = |n: u16| bits & (1 << n) != 0;
-            all.push(ReleaseFacts {
+            all.push(Facts {
                 session_end: bit(0),
                 mode,
                 broken: bit(1),
@@ -114,7 +147,7 @@ fn old_mysql_gives_back(mode: PoolMode, in_tx: bool, cursor: bool, pinned: bool,
 
 /// PostgreSQL's `release_backend` (`mid_exchange`: answers due or a batch awaiting Sync;
 /// `can_reset`: not a generic engine); the outcome as (reusable, reset, settings kept).
-fn old_pg_release(f: &ReleaseFacts) -> (bool, bool, bool) {
+fn old_pg_release(f: &Facts) -> (bool, bool, bool) {
     let clean = !f.in_transaction && !f.mid_exchange && !f.broken;
     if !clean {
         return (false, false, false);
@@ -130,7 +163,7 @@ fn old_pg_release(f: &ReleaseFacts) -> (bool, bool, bool) {
 }
 
 /// MySQL's `release_backend` (`settings_linger`: a settings signature other than 0).
-fn old_mysql_release(f: &ReleaseFacts) -> (bool, bool, bool) {
+fn old_mysql_release(f: &Facts) -> (bool, bool, bool) {
     let clean = !f.in_transaction && !f.cursor && !f.broken && !f.mid_exchange;
     if !clean {
         return (false, false, false);
@@ -146,8 +179,8 @@ fn as_old(r: Release) -> (bool, bool, bool) {
     match r {
         Release::Close(_) => (false, false, false),
         Release::Reset => (true, true, false),
-        Release::Return(Settings::Unknown) => (true, false, false),
-        Release::Return(Settings::Session) => (true, false, true),
+        Release::Return { stale: true } => (true, false, false),
+        Release::Return { stale: false } => (true, false, true),
     }
 }
 
@@ -275,7 +308,7 @@ fn postgresql_releases_exactly_as_it_did() {
     let pg = every_release_fact().into_iter().filter(|f| !f.cursor && !f.settings_linger);
     let mut n = 0;
     for f in pg {
-        assert_eq!(as_old(release(&f)), old_pg_release(&f), "{f:?}");
+        assert_eq!(as_old(verdict(&f)), old_pg_release(&f), "{f:?}");
         n += 1;
     }
     assert_eq!(n, 3 * 128);
@@ -287,7 +320,7 @@ fn mysql_releases_exactly_as_it_did() {
     let my = every_release_fact().into_iter().filter(|f| f.can_reset && !f.settings_stale);
     let mut n = 0;
     for f in my {
-        assert_eq!(as_old(release(&f)), old_mysql_release(&f), "{f:?}");
+        assert_eq!(as_old(verdict(&f)), old_mysql_release(&f), "{f:?}");
         n += 1;
     }
     assert_eq!(n, 3 * 128);
@@ -295,7 +328,7 @@ fn mysql_releases_exactly_as_it_did() {
 
 #[test]
 fn a_free_connection_goes_back_with_the_session_settings() {
-    assert_eq!(release(&IDLE), Release::Return(Settings::Session));
+    assert_eq!(verdict(&IDLE), Release::Return { stale: false });
 }
 
 #[test]
@@ -346,7 +379,7 @@ fn the_end_of_a_session_pooled_session_resets_the_connection() {
 #[test]
 fn a_session_pooled_connection_given_back_mid_session_is_not_reset() {
     // Moving off a backend marked down: the session's own state follows it by replay.
-    assert_eq!(released(|f| f.mode = PoolMode::Session), Release::Return(Settings::Session));
+    assert_eq!(released(|f| f.mode = PoolMode::Session), Release::Return { stale: false });
 }
 
 #[test]
@@ -358,12 +391,12 @@ fn the_end_of_a_pinned_session_resets_the_connection() {
 
 #[test]
 fn a_pinned_connection_given_back_mid_session_is_not_reset() {
-    assert_eq!(released(|f| f.pinned = true), Release::Return(Settings::Session));
+    assert_eq!(released(|f| f.pinned = true), Release::Return { stale: false });
 }
 
 #[test]
 fn the_end_of_a_clean_transaction_pooled_session_hands_the_connection_on_as_it_is() {
-    assert_eq!(released(|f| f.session_end = true), Release::Return(Settings::Session));
+    assert_eq!(released(|f| f.session_end = true), Release::Return { stale: false });
 }
 
 #[test]
@@ -373,7 +406,7 @@ fn lingering_settings_are_reset_at_the_end_of_a_session() {
 
 #[test]
 fn lingering_settings_go_back_with_the_session_between_statements() {
-    assert_eq!(released(|f| f.settings_linger = true), Release::Return(Settings::Session));
+    assert_eq!(released(|f| f.settings_linger = true), Release::Return { stale: false });
 }
 
 #[test]
@@ -390,13 +423,13 @@ fn without_a_reset_state_left_behind_closes_the_connection() {
 
 #[test]
 fn without_a_reset_a_clean_connection_still_goes_back() {
-    assert_eq!(released(|f| (f.session_end, f.can_reset) = (true, false)), Release::Return(Settings::Session));
-    assert_eq!(released(|f| (f.pinned, f.can_reset) = (true, false)), Release::Return(Settings::Session));
+    assert_eq!(released(|f| (f.session_end, f.can_reset) = (true, false)), Release::Return { stale: false });
+    assert_eq!(released(|f| (f.pinned, f.can_reset) = (true, false)), Release::Return { stale: false });
 }
 
 #[test]
 fn stale_startup_settings_make_the_next_client_replay() {
-    assert_eq!(released(|f| f.settings_stale = true), Release::Return(Settings::Unknown));
+    assert_eq!(released(|f| f.settings_stale = true), Release::Return { stale: true });
 }
 
 #[test]
@@ -416,7 +449,7 @@ fn every_verdict_closes_what_it_cannot_clean() {
     // Whatever else holds, a connection that is broken or has something open never goes back.
     for f in every_release_fact() {
         let dirty = f.broken || f.in_transaction || f.cursor || f.mid_exchange;
-        assert_eq!(matches!(release(&f), Release::Close(Unfit::Broken | Unfit::Unfinished)), dirty, "{f:?}");
+        assert_eq!(matches!(verdict(&f), Release::Close(Unfit::Broken | Unfit::Unfinished)), dirty, "{f:?}");
     }
 }
 
@@ -424,7 +457,7 @@ fn every_verdict_closes_what_it_cannot_clean() {
 fn only_a_session_end_resets_or_closes_a_clean_connection() {
     for f in every_release_fact().into_iter().filter(|f| !f.session_end) {
         let dirty = f.broken || f.in_transaction || f.cursor || f.mid_exchange;
-        assert_eq!(matches!(release(&f), Release::Return(_)), !dirty, "{f:?}");
+        assert_eq!(matches!(verdict(&f), Release::Return { .. }), !dirty, "{f:?}");
     }
 }
 
@@ -436,7 +469,7 @@ fn postgresql_ends_a_session_on_loss_exactly_when_it_did() {
         for (home, in_tx) in BOOLS.into_iter().flat_map(|h| BOOLS.map(move |t| (h, t))) {
             for pin in PINS {
                 let f = LossFacts { mode, home_pool: home, in_transaction: in_tx, pin, out_of_step: false };
-                let ends = matches!(after_loss(&f), AfterLoss::End(_));
+                let ends = after_loss(&f).is_some();
                 assert_eq!(ends, old_pg_ends(mode, home, in_tx, pin), "{f:?}");
             }
         }
@@ -448,7 +481,7 @@ fn mysql_ends_a_session_on_loss_exactly_when_it_did() {
     for mode in MODES {
         for (in_tx, mid) in BOOLS.into_iter().flat_map(|t| BOOLS.map(move |m| (t, m))) {
             let f = LossFacts { mode, home_pool: true, in_transaction: in_tx, pin: None, out_of_step: mid };
-            let ends = matches!(after_loss(&f), AfterLoss::End(_));
+            let ends = after_loss(&f).is_some();
             assert_eq!(ends, old_mysql_ends(mode, in_tx, mid), "{f:?}");
         }
     }
@@ -462,10 +495,10 @@ fn postgresql_words_the_loss_as_it_did() {
             for pin in PINS {
                 let f = LossFacts { mode, home_pool: home, in_transaction: in_tx, pin, out_of_step: false };
                 let want = match pin {
-                    _ if in_tx => AfterLoss::End(Gone::Transaction),
-                    Some(p) => AfterLoss::End(Gone::State(p)),
-                    None if mode == PoolMode::Session && home => AfterLoss::End(Gone::ServerSession),
-                    None => AfterLoss::GoOn,
+                    _ if in_tx => Some(Gone::Transaction),
+                    Some(p) => Some(Gone::State(p)),
+                    None if mode == PoolMode::Session && home => Some(Gone::ServerSession),
+                    None => None,
                 };
                 assert_eq!(after_loss(&f), want, "{f:?}");
             }
@@ -475,48 +508,48 @@ fn postgresql_words_the_loss_as_it_did() {
 
 #[test]
 fn a_pooled_session_that_lost_nothing_goes_on() {
-    assert_eq!(after_loss(&QUIET), AfterLoss::GoOn);
-    assert_eq!(lost(|f| f.mode = PoolMode::Statement), AfterLoss::GoOn);
+    assert_eq!(after_loss(&QUIET), None);
+    assert_eq!(lost(|f| f.mode = PoolMode::Statement), None);
 }
 
 #[test]
 fn a_lost_transaction_ends_the_session() {
-    assert_eq!(lost(|f| f.in_transaction = true), AfterLoss::End(Gone::Transaction));
+    assert_eq!(lost(|f| f.in_transaction = true), Some(Gone::Transaction));
 }
 
 #[test]
 fn a_lost_transaction_is_named_before_a_pin() {
     let r = lost(|f| (f.in_transaction, f.pin) = (true, Some(PinReason::Role)));
-    assert_eq!(r, AfterLoss::End(Gone::Transaction));
+    assert_eq!(r, Some(Gone::Transaction));
 }
 
 #[test]
 fn lost_session_state_ends_the_session_and_is_named() {
     for pin in PINS.into_iter().flatten() {
-        assert_eq!(lost(|f| f.pin = Some(pin)), AfterLoss::End(Gone::State(pin)), "{pin:?}");
+        assert_eq!(lost(|f| f.pin = Some(pin)), Some(Gone::State(pin)), "{pin:?}");
     }
 }
 
 #[test]
 fn a_session_pooled_client_ends_with_its_server_session() {
-    assert_eq!(lost(|f| f.mode = PoolMode::Session), AfterLoss::End(Gone::ServerSession));
+    assert_eq!(lost(|f| f.mode = PoolMode::Session), Some(Gone::ServerSession));
 }
 
 #[test]
 fn a_pool_reached_by_routing_holds_no_server_session_of_the_client() {
-    assert_eq!(lost(|f| (f.mode, f.home_pool) = (PoolMode::Session, false)), AfterLoss::GoOn);
+    assert_eq!(lost(|f| (f.mode, f.home_pool) = (PoolMode::Session, false)), None);
 }
 
 #[test]
 fn home_pool_matters_only_in_session_pooling() {
     for mode in [PoolMode::Transaction, PoolMode::Statement] {
-        assert_eq!(lost(|f| (f.mode, f.home_pool) = (mode, false)), AfterLoss::GoOn, "{mode:?}");
+        assert_eq!(lost(|f| (f.mode, f.home_pool) = (mode, false)), None, "{mode:?}");
     }
 }
 
 #[test]
 fn a_client_left_mid_result_ends_the_session() {
-    assert_eq!(lost(|f| f.out_of_step = true), AfterLoss::End(Gone::Step));
+    assert_eq!(lost(|f| f.out_of_step = true), Some(Gone::Step));
 }
 
 #[test]
@@ -527,7 +560,7 @@ fn being_out_of_step_is_named_last() {
         (lost(|f| (f.out_of_step, f.mode) = (true, PoolMode::Session)), Gone::ServerSession),
     ];
     for (r, gone) in rows {
-        assert_eq!(r, AfterLoss::End(gone));
+        assert_eq!(r, Some(gone));
     }
 }
 
@@ -606,4 +639,99 @@ fn without_a_configured_timeout_nothing_is_timed() {
 fn the_configured_timeout_is_the_one_applied() {
     let short = Some(Duration::from_millis(250));
     assert_eq!(idle_limit(Hold::Tx { read_only: false }, short), short);
+}
+
+// ---- the rules together ----------------------------------------------------------------------
+
+/// The end of a clean transaction-pooled session.
+const END: ReleaseFacts = ReleaseFacts {
+    session_end: true,
+    mode: PoolMode::Transaction,
+    broken: false,
+    settings_linger: false,
+    can_reset: true,
+    settings_stale: false,
+};
+
+/// Every hold a connected session can be in.
+fn every_hold() -> Vec<Hold> {
+    let mut all = vec![Hold::Free, Hold::Tx { read_only: false }, Hold::Tx { read_only: true }];
+    all.extend([Hold::Cursor, Hold::MidBatch, Hold::Sticky]);
+    all.extend(PINS.into_iter().flatten().map(Hold::Pin));
+    all
+}
+
+#[test]
+fn what_a_silent_client_is_timed_for_is_what_a_release_must_close() {
+    for h in every_hold() {
+        let closes = release(h, &END) == Release::Close(Unfit::Unfinished);
+        assert_eq!(idle_limit(h, LIMIT).is_some(), closes, "{h:?}");
+    }
+}
+
+#[test]
+fn every_pin_is_reset_at_the_end_of_a_session() {
+    for pin in PINS.into_iter().flatten() {
+        assert_eq!(release(Hold::Pin(pin), &END), Release::Reset, "{pin:?}");
+    }
+}
+
+#[test]
+fn stickiness_leaves_nothing_to_reset() {
+    assert_eq!(release(Hold::Sticky, &END), Release::Return { stale: false });
+}
+
+#[test]
+fn a_read_only_transaction_is_closed_like_any_other() {
+    let r = release(
+        Hold::Tx { read_only: true },
+        &ReleaseFacts {
+            session_end: false,
+            mode: PoolMode::Transaction,
+            broken: false,
+            settings_linger: false,
+            can_reset: true,
+            settings_stale: false,
+        },
+    );
+    assert_eq!(r, Release::Close(Unfit::Unfinished));
+}
+
+#[test]
+fn a_held_connection_is_never_given_back_after_a_statement() {
+    for mode in MODES {
+        for h in every_hold() {
+            assert_eq!(gives_back(mode, h, true), h == Hold::Free, "{mode:?} {h:?}");
+        }
+    }
+}
+
+#[test]
+fn a_lost_pin_is_named_before_the_server_session() {
+    let r = lost(|f| (f.mode, f.pin) = (PoolMode::Session, Some(PinReason::AdvisoryLock)));
+    assert_eq!(r, Some(Gone::State(PinReason::AdvisoryLock)));
+}
+
+#[test]
+fn a_lost_transaction_ends_the_session_on_any_pool() {
+    // A transaction on a pool reached by routing is still the client's transaction.
+    assert_eq!(lost(|f| (f.in_transaction, f.home_pool) = (true, false)), Some(Gone::Transaction));
+}
+
+#[test]
+fn a_client_out_of_step_on_a_routed_pool_still_ends() {
+    let r = lost(|f| (f.mode, f.home_pool, f.out_of_step) = (PoolMode::Session, false, true));
+    assert_eq!(r, Some(Gone::Step));
+}
+
+#[test]
+fn the_end_of_a_clean_statement_pooled_session_hands_the_connection_on() {
+    let r = released(|f| (f.session_end, f.mode) = (true, PoolMode::Statement));
+    assert_eq!(r, Release::Return { stale: false });
+}
+
+#[test]
+fn a_session_pooled_connection_moving_off_keeps_stale_settings_stale() {
+    let r = released(|f| (f.mode, f.settings_stale) = (PoolMode::Session, true));
+    assert_eq!(r, Release::Return { stale: true });
 }

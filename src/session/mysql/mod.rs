@@ -49,8 +49,9 @@ use crate::rt::{self, Stream};
 use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
 use crate::session::engine::hold::{Hold, HoldFacts};
-use crate::session::engine::release::{self, AfterLoss, LossFacts, Release, ReleaseFacts, Settings};
+use crate::session::engine::release::{self, LossFacts, Release, ReleaseFacts};
 use crate::session::error::RelayError;
+use crate::session::give_back::{close, give_back};
 use crate::session::CoreContext;
 use crate::sql::analyze::{session_effects, Effect, Effects, PinReason};
 use crate::sql::Dialect;
@@ -706,10 +707,7 @@ impl Session {
             out_of_step: !self.io.out.is_empty(),
         };
         self.cancel.slot.set_server(None);
-        if let Some(mut c) = self.link.conn.take() {
-            c.broken = true;
-            self.pool.checkin(c, false);
-        }
+        close(&self.pool, self.link.conn.take());
         self.link.pos = 0;
         self.link.deadline = None;
         self.cancel.slot.set_running(None);
@@ -723,10 +721,7 @@ impl Session {
         )
         .encode(1, &mut self.io.out);
         let _ = self.flush_client().await;
-        match release::after_loss(&facts) {
-            AfterLoss::End(_) => Err(End::Fatal),
-            AfterLoss::GoOn => Ok(()),
-        }
+        release::after_loss(&facts).map_or(Ok(()), |_| Err(End::Fatal))
     }
 
     /// Gives the backend connection back when the pool mode says the client is done with it:
@@ -760,33 +755,23 @@ impl Session {
             self.pg_release(session_end);
             return;
         }
+        let hold = self.holding();
         let Some(mut conn) = self.link.conn.take() else { return };
-        let verdict = release::release(&ReleaseFacts {
-            session_end,
-            mode: self.mode(),
-            broken: conn.broken,
-            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
-            cursor: self.tx.cursor.is_some(),
-            mid_exchange: self.link.pos != 0,
-            pinned: self.state.pin().is_some(),
-            // A replay only sets the next client's values: the server keeps any other.
-            settings_linger: self.state.signature() != 0,
-            can_reset: true,
-            settings_stale: false,
-        });
-        conn.settings = match verdict {
-            Release::Close(why) => {
-                tracing::debug!(?why, "closing a backend connection rather than giving it back");
-                return self.pool.checkin(conn, false);
-            }
-            Release::Reset if stmt::reset_connection(&mut conn, &self.pool.config.database).await.is_err() => {
-                return self.pool.checkin(conn, false);
-            }
-            Release::Reset | Release::Return(Settings::Unknown) => 0,
-            Release::Return(Settings::Session) => self.state.signature(),
-        };
-        conn.last_used = rt::now();
-        self.pool.checkin(conn, true);
+        let verdict = release::release(
+            hold,
+            &ReleaseFacts {
+                session_end,
+                mode: self.mode(),
+                broken: conn.broken,
+                // A replay only sets the next client's values: the server keeps any other.
+                settings_linger: self.state.signature() != 0,
+                can_reset: true,
+                settings_stale: false,
+            },
+        );
+        let db = &self.pool.config.database;
+        let reset = verdict == Release::Reset && stmt::reset_connection(&mut conn, db).await.is_ok();
+        give_back(&self.pool, conn, verdict, reset, self.state.signature());
     }
 
     /// Makes sure a backend connection is attached, replaying session state on it.
@@ -809,7 +794,6 @@ impl Session {
         self.link.pos = 0;
         if conn.settings != self.state.signature() {
             if let Err(e) = stmt::replay(&mut conn, &self.state, &self.pool.config.database).await {
-                conn.broken = true;
                 self.pool.checkin(conn, false);
                 return Err(e);
             }

@@ -25,6 +25,7 @@ use crate::protocol::mysql::{decode_wire_packet, encode_packets, WirePacket, MAX
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::error::RelayError;
+use crate::session::give_back::close;
 
 /// Payload bytes of a packet kept for inspection; first packets of responses (OK, ERR, EOF,
 /// column counts, prepare OK) are always shorter.
@@ -329,10 +330,7 @@ impl Session {
         };
         tracing::debug!(?why, "client broke off a LOCAL INFILE transfer; closing its backend connection");
         // Closing the connection aborts the statement (its rows are rolled back) at once.
-        if let Some(mut c) = self.link.conn.take() {
-            c.broken = true;
-            self.pool.checkin(c, false);
-        }
+        close(&self.pool, self.link.conn.take());
         let seq = ex.file_seq().unwrap_or(0);
         if let Some((seq, e)) = self.broke_off_error(why, seq).await {
             e.encode(seq, &mut self.io.out);

@@ -20,7 +20,8 @@ use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::retry::RulePolicy;
-use crate::session::engine::route::{self, Plan, Seat};
+use crate::session::engine::route::{self, Seat};
+use crate::session::give_back::moving_to;
 use crate::sql::fingerprint::Fingerprint;
 
 /// `ER_SPECIFIC_ACCESS_DENIED_ERROR`: a `reject` rule refuses the statement (a policy refusal).
@@ -205,13 +206,8 @@ impl Session {
     /// Moves the session to pool `target` (unless a transaction or pin holds it where it is)
     /// and attaches the connection a statement `sql` for it needs.
     async fn move_to(&mut self, target: &str, to_replica: bool, sql: &str) -> Result<(), MyClientError> {
-        if route::plan(self.holding(), &self.pool.config.name, target) == Plan::Move {
-            let Some(pool) = self.ctx.pools().get(target).cloned() else {
-                return Err(MyClientError::new(
-                    ER_NO_POOL,
-                    format!("routing chose pool \"{target}\", which does not exist"),
-                ));
-            };
+        let moving = moving_to(&self.ctx, self.holding(), &self.pool.config.name, target);
+        if let Some(pool) = moving.map_err(|m| MyClientError::new(ER_NO_POOL, m))? {
             // A different pool: give the current connection back first (it is idle here), as
             // transaction pooling does between transactions.
             self.release_backend(false).await;
@@ -282,11 +278,8 @@ impl Session {
                 .replica_fallback(Protocol::MySql, target, true)
                 .map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
         }
-        if route::plan(self.holding(), &self.pool.config.name, &target) == Plan::Move {
-            let Some(pool) = self.ctx.pools().get(&target).cloned() else {
-                let text = format!("routing chose pool \"{target}\", which does not exist");
-                return Err(MyClientError::new(ER_NO_POOL, text));
-            };
+        let moving = moving_to(&self.ctx, self.holding(), &self.pool.config.name, &target);
+        if let Some(pool) = moving.map_err(|m| MyClientError::new(ER_NO_POOL, m))? {
             if pool.config.backend_protocol(Protocol::MySql) != Protocol::Postgres {
                 let text = format!(
                     "routing chose pool \"{target}\", whose backends speak MySQL; this session is bridged to \

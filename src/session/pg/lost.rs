@@ -9,8 +9,9 @@ use crate::error::ErrorCode;
 use crate::protocol::pg::{backend, sqlstate, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
-use crate::session::engine::release::{self, AfterLoss, Gone, LossFacts};
+use crate::session::engine::release::{self, Gone, LossFacts};
 use crate::session::error::RelayError;
+use crate::session::give_back::close;
 
 impl Session {
     /// The backend connection broke: tell the client, drop the connection, stay alive — unless
@@ -23,7 +24,7 @@ impl Session {
         let (why, said) = self.drop_lost_backend(&cause);
         self.progress.tx = TransactionStatus::Idle;
         self.state.rollback();
-        if let AfterLoss::End(gone) = after {
+        if let Some(gone) = after {
             let lost = match gone {
                 Gone::Transaction => " inside a transaction; the transaction was rolled back".to_owned(),
                 Gone::State(pin) => format!("; the session's state ({}) is gone", pin.as_str()),
@@ -56,7 +57,7 @@ impl Session {
     pub(super) fn lost_while_idle(&mut self, cause: RelayError) -> Option<End> {
         let after = self.after_loss();
         let (why, said) = self.drop_lost_backend(&cause);
-        if after == AfterLoss::GoOn {
+        if after.is_none() {
             tracing::debug!("an idle backend connection of pool {} went away", self.pool.name());
             return None;
         }
@@ -64,8 +65,8 @@ impl Session {
         Some(End::Fatal)
     }
 
-    /// What the session does now that its connection broke, judged on its state before.
-    fn after_loss(&self) -> AfterLoss {
+    /// What ends the session now that its connection broke, judged on its state before.
+    fn after_loss(&self) -> Option<Gone> {
         release::after_loss(&LossFacts {
             mode: self.mode(),
             home_pool: **self.pool.name() == *self.identity.home,
@@ -81,10 +82,7 @@ impl Session {
     /// it), else under `seen`; returns the cause as the router words it (" (…)", or empty) and
     /// the server's FATAL.
     fn drop_lost_backend(&mut self, seen: &RelayError) -> (String, Option<Vec<u8>>) {
-        if let Some(mut c) = self.backend.take() {
-            c.broken = true;
-            self.pool.checkin(c, false);
-        }
+        close(&self.pool, self.backend.take());
         self.ex.lost();
         self.cancel.slot.set_running(None);
         let gone = self.ex.flight.fatal.take();

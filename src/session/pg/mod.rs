@@ -47,9 +47,9 @@ use crate::routing::RywState;
 use crate::rt::{self, Stream};
 use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
-use crate::session::engine::hold::{Hold, HoldFacts};
-use crate::session::engine::release::{self, Release, ReleaseFacts, Settings};
+use crate::session::engine::release::{self, Release, ReleaseFacts};
 use crate::session::error::RelayError;
+use crate::session::give_back::{close, give_back};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
 use prepared::{Expect, Stmt};
@@ -439,13 +439,7 @@ impl Session {
     /// The pool's `idle_transaction_timeout` when the session holds its backend inside a
     /// transaction or mid-exchange (COPY, an extended batch awaiting Sync); `None` otherwise.
     fn idle_transaction_timeout(&self) -> Option<std::time::Duration> {
-        let hold = Hold::of(&HoldFacts {
-            connected: self.backend.is_some(),
-            in_transaction: self.progress.tx != TransactionStatus::Idle,
-            mid_exchange: !self.ex.expect.is_empty() || self.ex.awaiting(),
-            ..HoldFacts::default()
-        });
-        release::idle_limit(hold, self.pool.config.timeouts.idle_transaction)
+        release::idle_limit(self.holding_for(true), self.pool.config.timeouts.idle_transaction)
     }
 
     /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
@@ -833,15 +827,8 @@ impl Session {
         if let Some(reason) = self.state.take_uncounted_pin() {
             self.ctx.counters.pinned(reason.as_str()); // metrics
         }
-        let hold = Hold::of(&HoldFacts {
-            connected: true,
-            in_transaction: self.progress.tx != TransactionStatus::Idle,
-            mid_exchange: !self.ex.expect.is_empty(),
-            pin: self.state.pin(),
-            ..HoldFacts::default()
-        });
         let move_off = self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend));
-        if release::gives_back(self.mode(), hold, move_off) {
+        if release::gives_back(self.mode(), self.holding_for(false), move_off) {
             self.release_backend(false).await;
         }
     }
@@ -855,40 +842,29 @@ impl Session {
         }
         self.cancel.slot.set_running(None);
         self.cancel.slot.settle().await;
+        let hold = self.holding_for(true);
         let Some(mut conn) = self.backend.take() else { return };
-        let verdict = release::release(&ReleaseFacts {
-            session_end,
-            mode: self.mode(),
-            broken: conn.broken,
-            in_transaction: self.progress.tx != TransactionStatus::Idle,
-            cursor: false,
-            mid_exchange: !self.ex.expect.is_empty() || self.ex.awaiting(),
-            pinned: self.state.pin().is_some(),
-            // The next client's replay starts with RESET ALL (see `replay_settings`).
-            settings_linger: false,
-            // DISCARD ALL is PostgreSQL's (#35): a generic engine's connection goes instead.
-            can_reset: self.pool.config.engine != Engine::Generic,
-            // The client's startup values were RESET on it and not yet put back (#18).
-            settings_stale: self.state.restore_pending(),
-        });
+        let verdict = release::release(
+            hold,
+            &ReleaseFacts {
+                session_end,
+                mode: self.mode(),
+                broken: conn.broken,
+                // The next client's replay starts with RESET ALL (see `replay_settings`).
+                settings_linger: false,
+                // DISCARD ALL is PostgreSQL's (#35): a generic engine's connection goes instead.
+                can_reset: self.pool.config.engine != Engine::Generic,
+                // The client's startup values were RESET on it and not yet put back (#18).
+                settings_stale: self.state.restore_pending(),
+            },
+        );
         self.ex.settled();
-        conn.settings = match verdict {
-            Release::Close(why) => {
-                tracing::debug!(?why, "closing a backend connection rather than giving it back");
-                return self.pool.checkin(conn, false);
-            }
-            // DISCARD ALL drops the state the next client must not inherit, our prepared
-            // statements included.
-            Release::Reset if relay::discard_all(&mut conn).await.is_err() => return self.pool.checkin(conn, false),
-            Release::Reset => {
-                conn.prepared.clear();
-                0
-            }
-            Release::Return(Settings::Unknown) => 0,
-            Release::Return(Settings::Session) => self.state.signature(),
-        };
-        conn.last_used = rt::now();
-        self.pool.checkin(conn, true);
+        // DISCARD ALL drops what the next client must not inherit, our prepared statements too.
+        let reset = verdict == Release::Reset && relay::discard_all(&mut conn).await.is_ok();
+        if reset {
+            conn.prepared.clear();
+        }
+        give_back(&self.pool, conn, verdict, reset, self.state.signature());
     }
 
     async fn replay_settings(&mut self) -> Result<(), PgClientError> {
@@ -907,10 +883,7 @@ impl Session {
                 Ok(())
             }
             Err(e) => {
-                if let Some(mut c) = self.backend.take() {
-                    c.broken = true;
-                    self.pool.checkin(c, false);
-                }
+                close(&self.pool, self.backend.take());
                 Err(e)
             }
         }

@@ -15,7 +15,8 @@ use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, StatementKe
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::engine::hold::{Hold, HoldFacts};
-use crate::session::engine::route::{self, Plan, Seat};
+use crate::session::engine::route::{self, Seat};
+use crate::session::give_back::moving_to;
 use std::sync::Arc;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
@@ -40,6 +41,18 @@ impl Session {
             pin: self.state.pin(),
             // Nothing a statement leaves is read only from its own connection outside those.
             sticky: false,
+        })
+    }
+
+    /// [`Session::holding`] as the release and idle rules read it: answers still due count,
+    /// and with `batch` a batch awaiting its Sync, but messages not sent yet do not.
+    pub(super) fn holding_for(&self, batch: bool) -> Hold {
+        Hold::of(&HoldFacts {
+            connected: self.backend.is_some(),
+            in_transaction: self.progress.tx != TransactionStatus::Idle,
+            mid_exchange: !self.ex.expect.is_empty() || (batch && self.ex.awaiting()),
+            pin: self.state.pin(),
+            ..HoldFacts::default()
         })
     }
 
@@ -93,13 +106,9 @@ impl Session {
             self.observe_statement(sql, &decision, now);
         }
         let (target, to_replica) = self.choose_target(&decision, runs)?;
-        if route::plan(self.holding(), &self.pool.config.name, &target) == Plan::Move {
-            let Some(pool) = self.ctx.pools().get(&target).cloned() else {
-                return Err(PgClientError::new(
-                    sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
-                    format!("routing chose pool \"{target}\", which does not exist"),
-                ));
-            };
+        let moving = moving_to(&self.ctx, self.holding(), &self.pool.config.name, &target);
+        let unable = |m| PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, m);
+        if let Some(pool) = moving.map_err(unable)? {
             // A different pool: give the current connection back first (it is idle here).
             self.release_backend(false).await;
             self.pool = pool;
