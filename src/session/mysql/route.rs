@@ -325,9 +325,7 @@ impl Session {
         if outcome.error {
             timing.error();
         }
-        if let Some(done) = timing.finish(rt::now(), Protocol::MySql, &self.pool.config.name) {
-            self.ctx.record_digest(&done);
-        }
+        self.ctx.record_digest(timing, Protocol::MySql, &self.pool.config.name);
     }
 }
 

@@ -19,7 +19,7 @@ use super::exchange::{command_tag, Action, Note, ReadyStep, Unprompted};
 use super::flight::Replay;
 use super::large;
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
-use crate::config::PoolMode;
+use crate::config::{PoolMode, Protocol};
 use crate::pool::Conn;
 use crate::protocol::pg::backend::is_after_startup;
 use crate::protocol::pg::notice::peek_sqlstate;
@@ -518,7 +518,7 @@ impl Session {
     async fn on_ready(&mut self, status: Option<u8>) {
         let new = self.ex.ready(status);
         let outcome = self.ex.outcome();
-        self.finish_digest();
+        self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool.config.name);
         let was = self.progress.tx;
         self.progress.tx = new;
         self.progress.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit
