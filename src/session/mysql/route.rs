@@ -322,9 +322,7 @@ impl Session {
     pub(super) fn record(&mut self, outcome: &Relayed) {
         let timing = &mut self.routing.digest;
         timing.rows(outcome.rows);
-        if outcome.error {
-            timing.error();
-        }
+        timing.failed(outcome.error);
         self.ctx.record_digest(timing, Protocol::MySql, &self.pool.config.name);
     }
 }

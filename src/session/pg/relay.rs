@@ -357,9 +357,7 @@ impl Session {
         let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return false };
         let tag = frame.tag();
         let step = self.ex.on_backend(&frame, query_ms);
-        if tag == server::ERROR_RESPONSE {
-            self.progress.digest.error();
-        }
+        self.progress.digest.failed(tag == server::ERROR_RESPONSE);
         self.note(step.note, tag, pos);
         let forward = match step.action {
             Action::Forward => true,
@@ -506,7 +504,6 @@ impl Session {
         let Some(conn) = self.backend.as_mut() else { return };
         let Some(frame) = frame_at(&conn.rbuf, pos) else { return };
         let tag = command_tag(frame.body());
-        // Rows counted as a CommandComplete tag says (`SELECT 3`, `UPDATE 7`, `INSERT 0 1`).
         self.progress.digest.rows(std::str::from_utf8(tag).map_or(0, crate::bridge::tag::affected_rows));
         match tag {
             b"DISCARD ALL" | b"DEALLOCATE ALL" => conn.prepared.clear(),
