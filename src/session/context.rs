@@ -24,7 +24,7 @@ use crate::routing::{
 use crate::rt::{CoreQueues, Event};
 use crate::session::cancel::CancelRegistry;
 use crate::session::digest::DigestTable;
-use crate::session::engine::digest::Execution;
+use crate::session::engine::digest::Timing;
 use crate::sql::analyze::Operation;
 
 /// Core-local state shared by the sessions of one core.
@@ -306,10 +306,12 @@ impl CoreContext {
         }
     }
 
-    /// Adds one execution to this core's digest statistics. Cheap when the shape is known (no
-    /// allocation unless the shape is new or its pool is new for it).
-    pub fn record_digest(&self, execution: &Execution<'_>) {
-        self.digests.borrow_mut().record(execution);
+    /// Ends `timing` now and adds the statement it timed (if any) to this core's digest
+    /// statistics. Cheap when the shape is known (no allocation unless the shape or its pool is new).
+    pub fn record_digest(&self, timing: &mut Timing, protocol: Protocol, pool: &str) {
+        if let Some(execution) = timing.finish(crate::rt::now(), protocol, pool) {
+            self.digests.borrow_mut().record(&execution);
+        }
     }
 
     /// A copy of this core's digest statistics.

@@ -6,13 +6,12 @@
 //! flood of one-off statements costs nothing and the shapes already measured keep their figures
 //! (`DELETE /api/stats/digests` makes room). Recording an existing shape on a pool it has used
 //! allocates nothing; the normalized text is computed once, when a shape is first seen.
+//!
 //! Per-core state shared by the core's sessions, not session policy, so not in the engine (what
 //! one session measures of a statement is `engine::digest`).
 
 use std::collections::HashMap;
 use std::time::Duration;
-
-use smallvec::SmallVec;
 
 use crate::config::Protocol;
 use crate::metrics::{DigestRow, DigestSnapshot, MAX_DIGEST_POOLS};
@@ -23,34 +22,22 @@ use crate::sql::fingerprint::normalize;
 /// Shapes a core remembers by default.
 pub const DEFAULT_CAPACITY: usize = 5_000;
 
-#[derive(Debug)]
-struct Entry {
-    normalized: String,
-    calls: u64,
-    total: Duration,
-    max: Duration,
-    rows: u64,
-    errors: u64,
-    pools: SmallVec<[Box<str>; 2]>,
-}
-
-impl Entry {
-    fn record(&mut self, e: &Execution<'_>) {
-        self.calls += 1;
-        self.total += e.elapsed;
-        self.max = self.max.max(e.elapsed);
-        self.rows += e.rows;
-        self.errors += u64::from(e.error);
-        if self.pools.len() < MAX_DIGEST_POOLS && !self.pools.iter().any(|p| &**p == e.pool) {
-            self.pools.push(e.pool.into());
-        }
+/// Adds one execution to its shape's figures.
+fn add(row: &mut DigestRow, e: &Execution<'_>) {
+    row.calls += 1;
+    row.total += e.elapsed;
+    row.max = row.max.max(e.elapsed);
+    row.rows += e.rows;
+    row.errors += u64::from(e.error);
+    if row.pools.len() < MAX_DIGEST_POOLS && !row.pools.iter().any(|p| p == e.pool) {
+        row.pools.push(e.pool.to_owned());
     }
 }
 
 /// A core's digest table.
 #[derive(Debug)]
 pub struct DigestTable {
-    entries: HashMap<(u64, Protocol), Entry, ahash::RandomState>,
+    entries: HashMap<(u64, Protocol), DigestRow, ahash::RandomState>,
     capacity: usize,
     dropped: u64,
 }
@@ -70,45 +57,32 @@ impl DigestTable {
     /// Adds one execution to its shape's figures (creating the shape if there is room).
     pub fn record(&mut self, e: &Execution<'_>) {
         let key = (e.fingerprint.0, e.protocol);
-        if let Some(entry) = self.entries.get_mut(&key) {
-            entry.record(e);
+        if let Some(row) = self.entries.get_mut(&key) {
+            add(row, e);
             return;
         }
         if self.entries.len() >= self.capacity {
             self.dropped += 1;
             return;
         }
-        let mut entry = Entry {
+        let mut row = DigestRow {
+            fingerprint: e.fingerprint.0,
+            protocol: e.protocol.as_str(),
             normalized: normalize(e.sql, dialect(e.protocol)),
             calls: 0,
             total: Duration::ZERO,
             max: Duration::ZERO,
             rows: 0,
             errors: 0,
-            pools: SmallVec::new(),
+            pools: Vec::new(),
         };
-        entry.record(e);
-        self.entries.insert(key, entry);
+        add(&mut row, e);
+        self.entries.insert(key, row);
     }
 
     /// A plain copy for the control plane.
     pub fn snapshot(&self) -> DigestSnapshot {
-        let rows = self
-            .entries
-            .iter()
-            .map(|((fp, protocol), e)| DigestRow {
-                fingerprint: *fp,
-                protocol: protocol.as_str(),
-                normalized: e.normalized.clone(),
-                calls: e.calls,
-                total: e.total,
-                max: e.max,
-                rows: e.rows,
-                errors: e.errors,
-                pools: e.pools.iter().map(|p| p.to_string()).collect(),
-            })
-            .collect();
-        DigestSnapshot { rows, dropped: self.dropped }
+        DigestSnapshot { rows: self.entries.values().cloned().collect(), dropped: self.dropped }
     }
 
     /// Forgets every shape and the drop count.

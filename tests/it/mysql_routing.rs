@@ -405,7 +405,8 @@ fn mysql_digest(router: &Router, words: &[&str]) -> Option<serde_json::Value> {
 
 #[test]
 fn digests_count_text_and_prepared_statements_their_rows_and_errors() {
-    let router = Router::start(&split_config(RULES));
+    let admin = "\n[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n";
+    let router = Router::start(&split_config(&format!("{RULES}{admin}")));
     let t = table();
     let mut c = client(&router);
     c.query_drop(format!("INSERT INTO {t} (sid) VALUES (1), (2), (3)")).expect("insert");

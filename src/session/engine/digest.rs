@@ -37,8 +37,7 @@ pub struct Timing {
 }
 
 impl Timing {
-    /// Starts timing `sql` at `now`, dropping a statement still timed (its response never
-    /// ended).
+    /// Starts timing `sql` at `now` (a statement still timed is dropped: its response never ended).
     pub fn begin(&mut self, fingerprint: Fingerprint, sql: &str, now: Instant) {
         self.running = Some((fingerprint, now));
         self.sql.clear();
@@ -52,13 +51,12 @@ impl Timing {
         self.rows = self.rows.saturating_add(n);
     }
 
-    /// The statement failed.
-    pub fn error(&mut self) {
-        self.error = true;
+    /// Notes whether (part of) the response was an error; one error marks the statement.
+    pub fn failed(&mut self, error: bool) {
+        self.error |= error;
     }
 
-    /// Stops timing at `now` and returns the execution measured, if a statement was running,
-    /// for a client of `protocol` on `pool`.
+    /// Stops timing at `now`: the execution measured, if any, of a `protocol` client on `pool`.
     pub fn finish<'a>(&'a mut self, now: Instant, protocol: Protocol, pool: &'a str) -> Option<Execution<'a>> {
         let (fingerprint, started) = self.running.take()?;
         Some(Execution {

@@ -1,12 +1,9 @@
-//! Opt-in retry of transient failures (#11), decided once for both wires (#37): before sending,
-//! [`arm`] says under which policy a statement may be retried; after an error,
-//! [`Attempts::after_error`] says wait and resend, or relay. The wires keep only the I/O.
-//!
-//! Only errors saying "nothing took effect, another attempt may succeed" qualify: PostgreSQL
-//! `40001`/`40P01`, MySQL deadlock (1213, or SQLSTATE `40001`). Not a lock-wait timeout (1205):
-//! MySQL rolls back only the statement, and the same wait again is unlikely to end otherwise.
-//! Codes come from the native fields, never the (localized) message. Time and the random number
-//! for jitter are parameters.
+//! Opt-in retry of transient failures (#11), decided once for both wires (#37): [`arm`] before
+//! sending, [`Attempts::after_error`] after an error; the wires keep only the I/O. Only errors
+//! saying "nothing took effect, another attempt may succeed" qualify: PostgreSQL `40001`/`40P01`,
+//! MySQL deadlock (1213, or SQLSTATE `40001`); not a lock-wait timeout (1205: MySQL rolls back
+//! only the statement, and the same wait again is unlikely to end otherwise). Codes come from
+//! the native fields, never the localized message. Time and jitter's random number are inputs.
 
 use std::time::{Duration, Instant};
 
@@ -193,18 +190,11 @@ pub struct Failure {
     pub error: ServerError,
 }
 
-/// What to do after an armed statement failed.
+/// What to do after an armed statement failed: send it again after a wait, or relay the error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// Wait this long, then send the statement again.
     RetryAfter(Duration),
-    /// Relay the error to the client.
-    Relay(Relay),
-}
-
-/// Why an error goes to the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Relay {
     /// Part of the response reached the client: a new attempt would repeat it.
     Reached,
     /// Not an error another attempt may get past.
@@ -213,11 +203,10 @@ pub enum Relay {
     GaveUp(Outcome),
 }
 
-/// The attempts of one statement under its [`RetryPolicy`].
+/// The attempts of one statement under its [`RetryPolicy`]: the first sent at `started`.
 #[derive(Debug, Clone, Copy)]
 pub struct Attempts {
     policy: RetryPolicy,
-    /// When the first attempt was sent.
     started: Instant,
     /// Attempts made so far (at least 1).
     made: u32,
@@ -249,19 +238,18 @@ impl Attempts {
     /// `unit`: a uniform random number in `[0, 1)`, for jitter.
     pub fn after_error(&mut self, f: &Failure, now: Instant, unit: f64) -> Verdict {
         let wait = backoff(&self.policy, self.made, unit);
-        let why = if f.relayed {
-            Relay::Reached
+        if f.relayed {
+            Verdict::Reached
         } else if !retryable(f.protocol, f.error) {
-            Relay::NotRetryable
+            Verdict::NotRetryable
         } else if self.made >= self.policy.maximum_attempts.get() {
-            Relay::GaveUp(Outcome::Exhausted)
+            Verdict::GaveUp(Outcome::Exhausted)
         } else if now.saturating_duration_since(self.started) + wait > self.policy.deadline {
-            Relay::GaveUp(Outcome::Deadline)
+            Verdict::GaveUp(Outcome::Deadline)
         } else {
             self.made += 1;
-            return Verdict::RetryAfter(wait);
-        };
-        Verdict::Relay(why)
+            Verdict::RetryAfter(wait)
+        }
     }
 }
 

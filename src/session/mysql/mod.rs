@@ -150,8 +150,7 @@ struct RoutingFacts {
 /// Retry of the statement about to run (#11).
 #[derive(Default)]
 struct RetryContext {
-    /// The retry policy of the routing rule that decided it, if it has one (it replaces the
-    /// pool's).
+    /// The retry policy of the routing rule that decided it (it replaces the pool's).
     rule: crate::session::engine::retry::RulePolicy,
     /// The warning of a statement that succeeded after a retry.
     notice: warning::RetryNotice,

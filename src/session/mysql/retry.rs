@@ -14,13 +14,12 @@ use crate::protocol::mysql::encode_packets;
 use crate::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::rt;
 use crate::session::backoff;
-use crate::session::engine::retry::{self, Arming, Attempts, Failure, Outcome, Relay, ServerError, Verdict};
+use crate::session::engine::retry::{self, Arming, Attempts, Failure, Outcome, ServerError, Verdict};
 use crate::session::error::RelayError;
 
 /// How the attempts at a retryable command ended.
 struct Settled {
-    /// The last attempt's response is not one to retry (as opposed to: attempts, the deadline
-    /// or the client's patience ran out, and the last deadlock is relayed).
+    /// The last response is not one to retry (not: retrying stopped short on the last deadlock).
     settled: bool,
     /// The last error retried, kept for the client's warning.
     retried: Option<ServerError>,
@@ -93,8 +92,8 @@ impl Session {
                     self.cancel.slot.set_running(None);
                     backoff::wait(wait, &interrupt, &self.ctx.drain).await.err()
                 }
-                Verdict::Relay(Relay::GaveUp(why)) => Some(why),
-                Verdict::Relay(Relay::Reached | Relay::NotRetryable) => return Ok(Settled { settled: true, retried }),
+                Verdict::GaveUp(why) => Some(why),
+                Verdict::Reached | Verdict::NotRetryable => return Ok(Settled { settled: true, retried }),
             };
             if let Some(why) = stopped {
                 // The last deadlock is relayed.
@@ -112,8 +111,7 @@ impl Session {
         }
     }
 
-    /// When the first packet of the response (unread) is an ERR: the failure and the packet's
-    /// wire length.
+    /// When the first packet of the response (unread) is an ERR: the failure and its wire length.
     fn first_failure(&self, ex: &Exchange) -> Result<Option<(Failure, usize)>, RelayError> {
         let conn = self.link.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
         let first = packet_at(&conn.rbuf, self.link.pos)?;

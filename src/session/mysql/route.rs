@@ -315,12 +315,8 @@ impl Session {
     pub(super) fn record(&mut self, outcome: &Relayed) {
         let timing = &mut self.routing.digest;
         timing.rows(outcome.rows);
-        if outcome.error {
-            timing.error();
-        }
-        if let Some(done) = timing.finish(rt::now(), Protocol::MySql, &self.pool.config.name) {
-            self.ctx.record_digest(&done);
-        }
+        timing.failed(outcome.error);
+        self.ctx.record_digest(timing, Protocol::MySql, &self.pool.config.name);
     }
 }
 

@@ -19,6 +19,7 @@ use super::exchange::{command_tag, Action, Note, ReadyStep, Unprompted};
 use super::flight::Replay;
 use super::large;
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
+use crate::config::Protocol;
 use crate::pool::Conn;
 use crate::protocol::pg::backend::is_after_startup;
 use crate::protocol::pg::notice::peek_sqlstate;
@@ -357,9 +358,7 @@ impl Session {
         let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return false };
         let tag = frame.tag();
         let step = self.ex.on_backend(&frame, query_ms);
-        if tag == server::ERROR_RESPONSE {
-            self.progress.digest.error();
-        }
+        self.progress.digest.failed(tag == server::ERROR_RESPONSE);
         self.note(step.note, tag, pos);
         let forward = match step.action {
             Action::Forward => true,
@@ -510,7 +509,6 @@ impl Session {
         let Some(conn) = self.backend.as_mut() else { return };
         let Some(frame) = frame_at(&conn.rbuf, pos) else { return };
         let tag = command_tag(frame.body());
-        // Rows counted as a CommandComplete tag says (`SELECT 3`, `UPDATE 7`, `INSERT 0 1`).
         self.progress.digest.rows(std::str::from_utf8(tag).map_or(0, crate::bridge::tag::affected_rows));
         match tag {
             b"DISCARD ALL" | b"DEALLOCATE ALL" => conn.prepared.clear(),
@@ -522,7 +520,7 @@ impl Session {
     async fn on_ready(&mut self, status: Option<u8>) {
         let new = self.ex.ready(status);
         let outcome = self.ex.outcome();
-        self.finish_digest();
+        self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool.config.name);
         let was = self.progress.tx;
         self.progress.tx = new;
         self.progress.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit

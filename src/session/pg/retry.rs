@@ -22,7 +22,7 @@ use crate::protocol::pg::{ErrorFields, RawFrames, Severity, TransactionStatus};
 use crate::rt::{self, Event};
 use crate::session::backoff;
 use crate::session::client_error::PgClientError;
-use crate::session::engine::retry::{self, Arming, Attempts, Failure, Outcome, Relay, ServerError, Verdict};
+use crate::session::engine::retry::{self, Arming, Attempts, Failure, Outcome, ServerError, Verdict};
 
 /// Messages that may precede the failure without ruling out a retry: they carry no result and
 /// come again on the next attempt (ParseComplete, BindComplete, CloseComplete,
@@ -146,9 +146,9 @@ impl Session {
                 r.wait = wait;
                 true
             }
-            Verdict::Relay(why) => {
+            why => {
                 self.ex.flight.retry = None;
-                if let Relay::GaveUp(outcome) = why {
+                if let Verdict::GaveUp(outcome) = why {
                     backoff::count(&self.pool, outcome);
                 }
                 false
@@ -257,8 +257,7 @@ impl Session {
     }
 }
 
-/// The error an ErrorResponse body (fields after the length) reports, read from its code
-/// field (the message is localized).
+/// The error an ErrorResponse body reports, from its code field (the message is localized).
 fn server_error(body: &[u8]) -> ServerError {
     ServerError { sqlstate: peek_sqlstate(body).and_then(|s| s.as_bytes().try_into().ok()), code: None }
 }

@@ -122,7 +122,7 @@ impl Session {
         }
         self.ex.flight.rules.note(decision.retry); // retry (#11)
         if runs {
-            self.finish_digest();
+            self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool.config.name);
             self.progress.digest.begin(decision.fingerprint, sql, now);
         }
         Ok(decision.rewritten.map(|t| t.sql))
@@ -339,14 +339,5 @@ fn decision_error(e: &DecisionError) -> PgClientError {
             PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, e.to_string())
         }
         DecisionError::TranslationValue { .. } => PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()),
-    }
-}
-
-impl Session {
-    /// Records the statement the digest tracks (if any) into the core's per-shape statistics.
-    pub(super) fn finish_digest(&mut self) {
-        if let Some(done) = self.progress.digest.finish(rt::now(), Protocol::Postgres, &self.pool.config.name) {
-            self.ctx.record_digest(&done);
-        }
     }
 }

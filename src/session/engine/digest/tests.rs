@@ -66,8 +66,12 @@ fn rows_saturate() {
 fn an_error_marks_the_execution() {
     let (mut t, t0) = (Timing::default(), Instant::now());
     t.begin(Fingerprint(1), "SELECT 1/0", t0);
-    t.error();
-    assert!(finished(&mut t, t0).unwrap().4);
+    t.failed(false);
+    assert!(!finished(&mut t, t0).unwrap().4, "no error part");
+    t.begin(Fingerprint(1), "SELECT 1/0", t0);
+    t.failed(true);
+    t.failed(false);
+    assert!(finished(&mut t, t0).unwrap().4, "a later message does not clear it");
 }
 
 #[test]
@@ -75,7 +79,7 @@ fn a_new_start_forgets_the_last_statements_rows_and_error() {
     let (mut t, t0) = (Timing::default(), Instant::now());
     t.begin(Fingerprint(1), "UPDATE t SET a = 1", t0);
     t.rows(9);
-    t.error();
+    t.failed(true);
     let _ = t.finish(t0, PG, "p");
     t.begin(Fingerprint(2), "SELECT 2", t0);
     let (fp, _, _, rows, error) = finished(&mut t, t0).unwrap();
@@ -101,7 +105,7 @@ fn pipelined_statements_each_get_their_own_figures() {
     t.rows(1);
     let first = finished(&mut t, t0 + ms(2)).unwrap();
     t.begin(Fingerprint(2), "SELECT * FROM t", t0 + ms(2));
-    t.error();
+    t.failed(true);
     let second = finished(&mut t, t0 + ms(7)).unwrap();
     assert_eq!((first.0, first.2, first.3, first.4), (Fingerprint(1), ms(2), 1, false));
     assert_eq!((second.0, second.2, second.3, second.4), (Fingerprint(2), ms(5), 0, true));
@@ -132,9 +136,7 @@ fn executions_accumulate_in_the_cores_table() {
     for (i, failed) in [false, true, false].into_iter().enumerate() {
         t.begin(fp, sql, t0);
         t.rows(2);
-        if failed {
-            t.error();
-        }
+        t.failed(failed);
         table.record(&t.finish(t0 + ms(i as u64 + 1), PG, "primary").unwrap());
     }
     let s = table.snapshot();

@@ -228,7 +228,7 @@ fn after_error_waits_then_exhausts_the_attempts() {
     assert_eq!(a.after_error(&deadlock(PG), t0, 0.0), Verdict::RetryAfter(ms(10)));
     assert_eq!(a.after_error(&deadlock(PG), t0, 0.0), Verdict::RetryAfter(ms(20)));
     assert_eq!(a.made(), 3);
-    assert_eq!(a.after_error(&deadlock(PG), t0, 0.0), Verdict::Relay(Relay::GaveUp(Outcome::Exhausted)));
+    assert_eq!(a.after_error(&deadlock(PG), t0, 0.0), Verdict::GaveUp(Outcome::Exhausted));
     assert_eq!(a.made(), 3, "giving up makes no attempt");
 }
 
@@ -236,7 +236,7 @@ fn after_error_waits_then_exhausts_the_attempts() {
 fn after_error_one_attempt_gives_up_at_once() {
     let t0 = Instant::now();
     let mut a = Attempts::new(policy(1), t0);
-    assert_eq!(a.after_error(&deadlock(MY), t0, 0.0), Verdict::Relay(Relay::GaveUp(Outcome::Exhausted)));
+    assert_eq!(a.after_error(&deadlock(MY), t0, 0.0), Verdict::GaveUp(Outcome::Exhausted));
 }
 
 #[test]
@@ -245,7 +245,7 @@ fn after_error_stops_before_a_backoff_past_the_deadline() {
     let mut a = Attempts::new(policy(10), t0);
     assert_eq!(a.after_error(&deadlock(PG), t0 + ms(985), 0.0), Verdict::RetryAfter(ms(10)));
     let late = a.after_error(&deadlock(PG), t0 + ms(985), 0.0);
-    assert_eq!(late, Verdict::Relay(Relay::GaveUp(Outcome::Deadline)), "985 + 20 > 1000");
+    assert_eq!(late, Verdict::GaveUp(Outcome::Deadline), "985 + 20 > 1000");
     assert_eq!(a.made(), 2);
 }
 
@@ -284,7 +284,7 @@ fn after_error_a_jittered_deadline_is_judged_on_the_drawn_wait() {
     let mut a = Attempts::new(jittered(5), t0);
     assert_eq!(a.after_error(&deadlock(PG), t0 + ms(995), 0.4), Verdict::RetryAfter(ms(4)), "995 + 4 fits");
     let mut b = Attempts::new(jittered(5), t0);
-    assert_eq!(b.after_error(&deadlock(PG), t0 + ms(995), 0.9), Verdict::Relay(Relay::GaveUp(Outcome::Deadline)));
+    assert_eq!(b.after_error(&deadlock(PG), t0 + ms(995), 0.9), Verdict::GaveUp(Outcome::Deadline));
 }
 
 #[test]
@@ -292,7 +292,7 @@ fn after_error_relays_once_something_reached_the_client() {
     let t0 = Instant::now();
     let mut a = Attempts::new(policy(3), t0);
     let f = Failure { relayed: true, ..deadlock(PG) };
-    assert_eq!(a.after_error(&f, t0, 0.0), Verdict::Relay(Relay::Reached));
+    assert_eq!(a.after_error(&f, t0, 0.0), Verdict::Reached);
     assert_eq!(a.made(), 1, "no attempt spent");
 }
 
@@ -301,7 +301,7 @@ fn after_error_relays_an_error_another_attempt_cannot_fix() {
     let t0 = Instant::now();
     let mut a = Attempts::new(policy(3), t0);
     let f = Failure { protocol: MY, relayed: false, error: error(Some(b"HY000"), Some(1205)) };
-    assert_eq!(a.after_error(&f, t0, 0.0), Verdict::Relay(Relay::NotRetryable));
+    assert_eq!(a.after_error(&f, t0, 0.0), Verdict::NotRetryable);
     assert_eq!(a.made(), 1);
 }
 
@@ -310,7 +310,7 @@ fn after_error_judges_codes_by_the_failures_protocol() {
     let t0 = Instant::now();
     let mut a = Attempts::new(policy(3), t0);
     let f = Failure { protocol: MY, ..deadlock(PG) };
-    assert_eq!(a.after_error(&f, t0, 0.0), Verdict::Relay(Relay::NotRetryable), "40P01 is PostgreSQL's");
+    assert_eq!(a.after_error(&f, t0, 0.0), Verdict::NotRetryable, "40P01 is PostgreSQL's");
 }
 
 #[test]
@@ -319,7 +319,7 @@ fn after_error_exhaustion_outranks_nothing_reached() {
     let mut a = Attempts::new(policy(2), t0);
     assert_eq!(a.after_error(&deadlock(PG), t0, 0.0), Verdict::RetryAfter(ms(10)));
     let reached = Failure { relayed: true, ..deadlock(PG) };
-    assert_eq!(a.after_error(&reached, t0, 0.0), Verdict::Relay(Relay::Reached), "not counted as a give-up");
+    assert_eq!(a.after_error(&reached, t0, 0.0), Verdict::Reached, "not counted as a give-up");
 }
 
 #[test]

@@ -182,10 +182,8 @@ impl Exchange {
             return None;
         }
         let relayed = !matches!(self.state, State::Head) || self.forwarded || self.outcome.succeeded != 0;
-        let error = ErrPacket::decode(p.payload)
-            .map(|e| ServerError { sqlstate: e.sql_state, code: Some(e.code) })
-            .unwrap_or_default();
-        Some(Failure { protocol: crate::config::Protocol::MySql, relayed, error })
+        let error = ErrPacket::decode(p.payload).map(|e| ServerError { sqlstate: e.sql_state, code: Some(e.code) });
+        Some(Failure { protocol: crate::config::Protocol::MySql, relayed, error: error.unwrap_or_default() })
     }
 
     /// Takes the next physical backend packet and says what to do with it.
