@@ -50,17 +50,19 @@ fn same(p: RetryPolicy) -> RulePolicy {
 
 const NO_RULE: RulePolicy = RulePolicy::Same(None);
 
-/// `arm(facts, rules, pool policy, resendable) == want`, one test per row.
-macro_rules! arm_cases {
-    ($($name:ident: $facts:expr, $rules:expr, $pool:expr, $resend:expr => $want:expr;)*) => {$(
+/// One `#[test]` per row `name: args => want;`, each checking `check(args) == want`.
+macro_rules! cases {
+    ($check:expr; $($name:ident: $($arg:expr),+ => $want:expr;)*) => {$(
         #[test]
         fn $name() {
-            assert_eq!(arm(&$facts, $rules, $pool, || $resend), $want);
+            let check = $check;
+            assert_eq!(check($($arg),+), $want);
         }
     )*};
 }
 
-arm_cases! {
+cases! {
+    |f: Arming, rules, pool, resend: bool| arm(&f, rules, pool, || resend);
     arm_pg_statement_outside_a_transaction: pg(), NO_RULE, policy(3), true => Ok(policy(3));
     arm_mysql_autocommit_statement: my(), NO_RULE, policy(3), true => Ok(policy(3));
     arm_unrouted_batch_follows_the_pool: pg(), RulePolicy::Unrouted, policy(2), true => Ok(policy(2));
@@ -122,42 +124,26 @@ fn resolved(notes: &[Option<RetryPolicy>], pool: RetryPolicy) -> Option<RetryPol
     r.resolve(pool)
 }
 
-macro_rules! rule_cases {
-    ($($name:ident: $notes:expr => $want:expr;)*) => {$(
-        #[test]
-        fn $name() {
-            assert_eq!(resolved(&$notes, policy(1)), $want);
-        }
-    )*};
-}
-
-rule_cases! {
-    rules_nothing_routed_takes_the_pools: [] => Some(policy(1));
-    rules_none_takes_the_pools: [None] => Some(policy(1));
-    rules_all_without_a_policy_take_the_pools: [None, None, None] => Some(policy(1));
-    rules_one_policy_is_followed: [Some(policy(3))] => Some(policy(3));
-    rules_agreeing_policies_are_followed: [Some(policy(3)), Some(policy(3))] => Some(policy(3));
-    rules_a_policy_then_none_disagree: [Some(policy(3)), None] => None;
-    rules_none_then_a_policy_disagree: [None, Some(policy(3))] => None;
-    rules_two_policies_disagree: [Some(policy(3)), Some(policy(2))] => None;
-    rules_once_mixed_stay_mixed: [Some(policy(3)), Some(policy(2)), Some(policy(3))] => None;
-    rules_policies_differing_in_jitter_only_disagree: [Some(policy(3)), Some(jittered(3))] => None;
+cases! {
+    |notes: &[Option<RetryPolicy>]| resolved(notes, policy(1));
+    rules_nothing_routed_takes_the_pools: &[] => Some(policy(1));
+    rules_none_takes_the_pools: &[None] => Some(policy(1));
+    rules_all_without_a_policy_take_the_pools: &[None, None, None] => Some(policy(1));
+    rules_one_policy_is_followed: &[Some(policy(3))] => Some(policy(3));
+    rules_agreeing_policies_are_followed: &[Some(policy(3)), Some(policy(3))] => Some(policy(3));
+    rules_a_policy_then_none_disagree: &[Some(policy(3)), None] => None;
+    rules_none_then_a_policy_disagree: &[None, Some(policy(3))] => None;
+    rules_two_policies_disagree: &[Some(policy(3)), Some(policy(2))] => None;
+    rules_once_mixed_stay_mixed: &[Some(policy(3)), Some(policy(2)), Some(policy(3))] => None;
+    rules_policies_differing_in_jitter_only_disagree: &[Some(policy(3)), Some(jittered(3))] => None;
 }
 
 fn error(sqlstate: Option<&[u8; 5]>, code: Option<u16>) -> ServerError {
     ServerError { sqlstate: sqlstate.copied(), code }
 }
 
-macro_rules! classify_cases {
-    ($($name:ident: $protocol:expr, $state:expr, $code:expr => $want:expr;)*) => {$(
-        #[test]
-        fn $name() {
-            assert_eq!(retryable($protocol, error($state, $code)), $want);
-        }
-    )*};
-}
-
-classify_cases! {
+cases! {
+    |protocol, state: Option<&[u8; 5]>, code| retryable(protocol, error(state, code));
     classify_pg_serialization_failure: PG, Some(b"40001"), None => true;
     classify_pg_deadlock: PG, Some(b"40P01"), None => true;
     classify_pg_not_transaction_rollback: PG, Some(b"40002"), None => false;
@@ -176,16 +162,8 @@ classify_cases! {
     classify_mysql_not_an_undecodable_error: MY, None, None => false;
 }
 
-macro_rules! backoff_cases {
-    ($($name:ident: $policy:expr, $retry:expr, $unit:expr => $micros:expr;)*) => {$(
-        #[test]
-        fn $name() {
-            assert_eq!(backoff(&$policy, $retry, $unit), Duration::from_micros($micros));
-        }
-    )*};
-}
-
-backoff_cases! {
+cases! {
+    |p: RetryPolicy, retry, unit| backoff(&p, retry, unit).as_micros();
     backoff_first_retry_waits_the_base: policy(9), 1, 0.5 => 10_000;
     backoff_second_retry_doubles: policy(9), 2, 0.5 => 20_000;
     backoff_third_retry_doubles_again: policy(9), 3, 0.5 => 40_000;
@@ -221,6 +199,46 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// The verdict on a first failure `f` under `p`, attempts started at `started` ms and judged at
+/// `now` ms after the same instant.
+fn first_verdict(p: RetryPolicy, f: Failure, started: u64, now: u64, unit: f64) -> Verdict {
+    let t0 = Instant::now() + ms(1000);
+    Attempts::new(p, t0 + ms(started)).after_error(&f, t0 + ms(now), unit)
+}
+
+fn lock_wait_timeout() -> Failure {
+    Failure { protocol: MY, relayed: false, error: error(Some(b"HY000"), Some(1205)) }
+}
+
+cases! {
+    first_verdict;
+    after_error_first_retry_waits_the_base: policy(3), deadlock(PG), 0, 0, 0.0 => Verdict::RetryAfter(ms(10));
+    after_error_one_attempt_gives_up_at_once: policy(1), deadlock(MY), 0, 0, 0.0 => Verdict::GaveUp(Outcome::Exhausted);
+    after_error_a_backoff_ending_at_the_deadline_starts: policy(10), deadlock(MY), 0, 990, 0.0
+        => Verdict::RetryAfter(ms(10));
+    after_error_a_backoff_ending_past_the_deadline_does_not: policy(10), deadlock(MY), 0, 991, 0.0
+        => Verdict::GaveUp(Outcome::Deadline);
+    after_error_the_deadline_counts_from_the_first_attempt: policy(10), deadlock(PG), 500, 1400, 0.0
+        => Verdict::RetryAfter(ms(10));
+    after_error_a_clock_before_the_start_counts_as_no_time: policy(3), deadlock(PG), 100, 0, 0.0
+        => Verdict::RetryAfter(ms(10));
+    after_error_relays_once_something_reached_the_client: policy(3), Failure { relayed: true, ..deadlock(PG) }, 0, 0, 0.0
+        => Verdict::Reached;
+    after_error_relays_an_error_another_attempt_cannot_fix: policy(3), lock_wait_timeout(), 0, 0, 0.0
+        => Verdict::NotRetryable;
+    after_error_judges_codes_by_the_failures_protocol: policy(3), Failure { protocol: MY, ..deadlock(PG) }, 0, 0, 0.0
+        => Verdict::NotRetryable;
+}
+
+#[test]
+fn after_error_relaying_spends_no_attempt() {
+    let t0 = Instant::now();
+    let mut a = Attempts::new(policy(3), t0);
+    assert_eq!(a.after_error(&Failure { relayed: true, ..deadlock(PG) }, t0, 0.0), Verdict::Reached);
+    assert_eq!(a.after_error(&lock_wait_timeout(), t0, 0.0), Verdict::NotRetryable);
+    assert_eq!(a.made(), 1);
+}
+
 #[test]
 fn after_error_waits_then_exhausts_the_attempts() {
     let t0 = Instant::now();
@@ -233,13 +251,6 @@ fn after_error_waits_then_exhausts_the_attempts() {
 }
 
 #[test]
-fn after_error_one_attempt_gives_up_at_once() {
-    let t0 = Instant::now();
-    let mut a = Attempts::new(policy(1), t0);
-    assert_eq!(a.after_error(&deadlock(MY), t0, 0.0), Verdict::GaveUp(Outcome::Exhausted));
-}
-
-#[test]
 fn after_error_stops_before_a_backoff_past_the_deadline() {
     let t0 = Instant::now();
     let mut a = Attempts::new(policy(10), t0);
@@ -247,27 +258,6 @@ fn after_error_stops_before_a_backoff_past_the_deadline() {
     let late = a.after_error(&deadlock(PG), t0 + ms(985), 0.0);
     assert_eq!(late, Verdict::GaveUp(Outcome::Deadline), "985 + 20 > 1000");
     assert_eq!(a.made(), 2);
-}
-
-#[test]
-fn after_error_a_backoff_ending_at_the_deadline_starts() {
-    let t0 = Instant::now();
-    let mut a = Attempts::new(policy(10), t0);
-    assert_eq!(a.after_error(&deadlock(MY), t0 + ms(990), 0.0), Verdict::RetryAfter(ms(10)));
-}
-
-#[test]
-fn after_error_the_deadline_counts_from_the_first_attempt() {
-    let t0 = Instant::now();
-    let mut a = Attempts::new(policy(10), t0 + ms(500));
-    assert_eq!(a.after_error(&deadlock(PG), t0 + ms(1400), 0.0), Verdict::RetryAfter(ms(10)));
-}
-
-#[test]
-fn after_error_a_clock_before_the_start_counts_as_no_time() {
-    let t0 = Instant::now() + ms(100);
-    let mut a = Attempts::new(policy(3), t0);
-    assert_eq!(a.after_error(&deadlock(PG), t0 - ms(100), 0.0), Verdict::RetryAfter(ms(10)));
 }
 
 #[test]
@@ -288,33 +278,7 @@ fn after_error_a_jittered_deadline_is_judged_on_the_drawn_wait() {
 }
 
 #[test]
-fn after_error_relays_once_something_reached_the_client() {
-    let t0 = Instant::now();
-    let mut a = Attempts::new(policy(3), t0);
-    let f = Failure { relayed: true, ..deadlock(PG) };
-    assert_eq!(a.after_error(&f, t0, 0.0), Verdict::Reached);
-    assert_eq!(a.made(), 1, "no attempt spent");
-}
-
-#[test]
-fn after_error_relays_an_error_another_attempt_cannot_fix() {
-    let t0 = Instant::now();
-    let mut a = Attempts::new(policy(3), t0);
-    let f = Failure { protocol: MY, relayed: false, error: error(Some(b"HY000"), Some(1205)) };
-    assert_eq!(a.after_error(&f, t0, 0.0), Verdict::NotRetryable);
-    assert_eq!(a.made(), 1);
-}
-
-#[test]
-fn after_error_judges_codes_by_the_failures_protocol() {
-    let t0 = Instant::now();
-    let mut a = Attempts::new(policy(3), t0);
-    let f = Failure { protocol: MY, ..deadlock(PG) };
-    assert_eq!(a.after_error(&f, t0, 0.0), Verdict::NotRetryable, "40P01 is PostgreSQL's");
-}
-
-#[test]
-fn after_error_exhaustion_outranks_nothing_reached() {
+fn after_error_a_reached_client_is_no_give_up_even_when_attempts_ran_out() {
     let t0 = Instant::now();
     let mut a = Attempts::new(policy(2), t0);
     assert_eq!(a.after_error(&deadlock(PG), t0, 0.0), Verdict::RetryAfter(ms(10)));
@@ -338,16 +302,8 @@ fn attempts_keep_their_policy() {
     assert_eq!(a.made(), 1);
 }
 
-macro_rules! interrupt_cases {
-    ($($name:ident: $cancelled:expr, $draining:expr => $want:expr;)*) => {$(
-        #[test]
-        fn $name() {
-            assert_eq!(interrupted($cancelled, $draining), $want);
-        }
-    )*};
-}
-
-interrupt_cases! {
+cases! {
+    interrupted;
     interrupt_none_waits: false, false => None;
     interrupt_a_cancel_stops: true, false => Some(Outcome::Cancelled);
     interrupt_a_drain_stops: false, true => Some(Outcome::Shutdown);
