@@ -237,7 +237,8 @@ fn bridged_postgres_sessions_never_read_their_writes_stale() {
     env.resume_replication(Kind::Mariadb);
 }
 
-/// Issue #34's bridged cells for the write kinds (PyMySQL, `tests/connectors/causal_bridged_kinds.py`):
+/// Issue #34's bridged cells for the write kinds (PyMySQL, `tests/connectors/causal_bridged_kinds.py`;
+/// Connector/J with client- and server-side prepare, `JdbcCausalBridgedKinds.java`):
 /// a CTE that inserts, a VOLATILE function, a STABLE one calling it (in a transaction and
 /// alone), a view whose column calls it (a plain read to the parse, in a transaction opened
 /// by BEGIN or by `autocommit = 0`), a
@@ -274,6 +275,17 @@ fn bridged_mysql_write_kinds_and_multi_statement_texts_are_never_read_stale() {
     env.pause_replication(Kind::Pg);
     let args = [router.port().to_string(), pg.user.clone(), pg.password.clone(), pg.database.clone(), t.clone()];
     let lines = crate::scripts::python("causal_bridged_kinds.py", &[&args[..], &["0".to_owned()]].concat());
+    for (prepare, first) in [("false", "10000"), ("true", "20000")] {
+        let url = format!(
+            "jdbc:mariadb://127.0.0.1:{}/{}?useSsl=false&useServerPrepStmts={prepare}",
+            router.port(),
+            pg.database
+        );
+        let got = crate::scripts::jdbc("JdbcCausalBridgedKinds.java", &url, &pg.user, &pg.password, &[&t, first]);
+        let stale: Vec<&String> = got.iter().filter(|l| !l.ends_with(" 1 primary 1 primary 1 primary")).collect();
+        assert!(stale.is_empty(), "Connector/J useServerPrepStmts={prepare}: {stale:#?}");
+        assert_eq!(got.len(), 9, "Connector/J useServerPrepStmts={prepare}: every kind ran: {got:#?}");
+    }
     env.resume_replication(Kind::Pg);
     let others = ["readonly_tx", "refused", "token_multi", "attr_bad"];
     let (rest, reads): (Vec<&String>, Vec<&String>) =
