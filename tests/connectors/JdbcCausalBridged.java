@@ -3,8 +3,10 @@
 // URL decides client-side (default) or server-side prepare (useServerPrepStmts=true). Replay
 // is paused on the standby. A PreparedStatement writes row n (a plain INSERT, then one in a
 // transaction); the writer reads it back, hands its token (SHOW querypilot.causal_token) to a
-// second connection, which reads it too. Prints `KIND WRITER_COUNT WRITER_SERVER TOKEN_KIND
-// OTHER_COUNT OTHER_SERVER`; a server is `standby` when `pg_stat_wal_receiver` has a row.
+// second connection, which reads it too, and to a third as its connection attribute
+// (`connectionAttributes=querypilot.causal_token:TOKEN`). Prints `KIND WRITER_COUNT
+// WRITER_SERVER TOKEN_KIND OTHER_COUNT OTHER_SERVER ATTR_COUNT ATTR_SERVER`; a server is
+// `standby` when `pg_stat_wal_receiver` has a row.
 import java.sql.*;
 
 public class JdbcCausalBridged {
@@ -45,7 +47,12 @@ public class JdbcCausalBridged {
                     s.execute("SET querypilot.causal_token = '" + token + "'");
                 }
                 String tokenKind = token.isEmpty() ? "-" : token.split(":")[0];
-                System.out.println(kind + " " + mine + " " + tokenKind + " " + read(o, t, n));
+                String attrUrl = url + "&connectionAttributes=querypilot.causal_token:" + token;
+                String attr;
+                try (Connection a = DriverManager.getConnection(attrUrl, user, password)) {
+                    attr = read(a, t, n);
+                }
+                System.out.println(kind + " " + mine + " " + tokenKind + " " + read(o, t, n) + " " + attr);
             }
         }
     }

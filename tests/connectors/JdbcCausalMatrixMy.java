@@ -3,8 +3,11 @@
 // URL decides client-side (default) or server-side prepare (useServerPrepStmts=true). The
 // replica's SQL thread is stopped. For each write kind (plain INSERT, INSERT ... WITH, CALL, a
 // trigger's write), a PreparedStatement writes row n; the writer reads it back, hands its token
-// (SHOW querypilot.causal_token) to a second connection, which reads it too. Prints
-// `KIND WRITER_COUNT WRITER_SERVER OTHER_COUNT OTHER_SERVER` (`@@server_id` of each read).
+// (SHOW querypilot.causal_token) to a second connection, which reads it too, and to a third as
+// its connection attribute (`connectionAttributes=querypilot.causal_token:TOKEN`: Connector/J
+// splits each pair at its first ':', so the token's own ':' stays in the value). Prints
+// `KIND WRITER_COUNT WRITER_SERVER OTHER_COUNT OTHER_SERVER ATTR_COUNT ATTR_SERVER`
+// (`@@server_id` of each read), then `attr_bad ERROR_CODE` for an invalid token as attribute.
 import java.sql.*;
 
 public class JdbcCausalMatrixMy {
@@ -45,8 +48,21 @@ public class JdbcCausalMatrixMy {
                 try (Statement s = o.createStatement()) {
                     s.execute("SET querypilot.causal_token = '" + token + "'");
                 }
-                System.out.println(w[0] + " " + mine + " " + read(o, t, n));
+                String attr;
+                try (Connection a = DriverManager.getConnection(withToken(url, token), user, password)) {
+                    attr = read(a, t, n);
+                }
+                System.out.println(w[0] + " " + mine + " " + read(o, t, n) + " " + attr);
             }
         }
+        try (Connection a = DriverManager.getConnection(withToken(url, "nonsense"), user, password)) {
+            System.out.println("attr_bad none");
+        } catch (SQLException e) {
+            System.out.println("attr_bad " + e.getErrorCode());
+        }
+    }
+
+    static String withToken(String url, String token) {
+        return url + "&connectionAttributes=querypilot.causal_token:" + token;
     }
 }

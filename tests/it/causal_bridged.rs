@@ -164,7 +164,7 @@ fn bridged_mysql_tokens_hand_writes_over_and_reads_return_to_the_standby() {
 
 /// Connector/J, client-side prepare (a text query) and server-side (`useServerPrepStmts`:
 /// COM_STMT_PREPARE/EXECUTE, each execute routed): the same cells as PyMySQL's, from row
-/// `first` + 1 on.
+/// `first` + 1 on, and a third connection given the token as connection attribute (#34).
 fn jdbc_cells(router: &Router, pg: &PgEnv, t: &str, first: usize) {
     for (j, prepare) in ["false", "true"].into_iter().enumerate() {
         let url = format!(
@@ -174,8 +174,8 @@ fn jdbc_cells(router: &Router, pg: &PgEnv, t: &str, first: usize) {
         );
         let from = (first + j * 2).to_string();
         let lines = crate::scripts::jdbc("JdbcCausalBridged.java", &url, &pg.user, &pg.password, &[t, &from]);
-        let want = ["plain 1 primary pg 1 primary", "transaction 1 primary pg 1 primary"];
-        assert_eq!(lines, want, "useServerPrepStmts={prepare}: both read the write, on the primary");
+        let want = ["plain 1 primary pg 1 primary 1 primary", "transaction 1 primary pg 1 primary 1 primary"];
+        assert_eq!(lines, want, "useServerPrepStmts={prepare}: all read the write, on the primary");
     }
 }
 
@@ -235,4 +235,66 @@ fn bridged_postgres_sessions_never_read_their_writes_stale() {
         assert_eq!(count(&mut w, 0), 1, "{path}: on the primary");
     }
     env.resume_replication(Kind::Mariadb);
+}
+
+/// Issue #34's bridged cells for the write kinds (PyMySQL, `tests/connectors/causal_bridged_kinds.py`;
+/// Connector/J with client- and server-side prepare, `JdbcCausalBridgedKinds.java`):
+/// a CTE that inserts, a VOLATILE function, a STABLE one calling it (in a transaction and
+/// alone), a view whose column calls it (a plain read to the parse, in a transaction opened
+/// by BEGIN or by `autocommit = 0`), a
+/// trigger, `DO`, `CALL` and two-phase commit (`PREPARE TRANSACTION` / `COMMIT PREPARED`),
+/// each as separate queries and as one multi-statement text with the write first, in the
+/// middle or last; read by the writer, by a connection given its token with `SET`, and by one
+/// given it as connection attribute. With replay paused every read sees the write, on the
+/// primary. A transaction that only read leaves its session on the standby (the server, asked
+/// in the COMMIT's send, said it has no transaction id). `LOAD DATA LOCAL INFILE` and XA are refused with a clear error; so is the token
+/// named anywhere in a multi-statement text (nothing of the text runs, no token is taken);
+/// so is an invalid token as connection attribute (1231, as a bad SET).
+#[test]
+fn bridged_mysql_write_kinds_and_multi_statement_texts_are_never_read_stale() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let t = unique_name("causal_bridged_kinds");
+    // The view: a plain read to the parse, whose column calls the inserting function.
+    let view = format!(
+        "CREATE SEQUENCE {t}_seq START 900000;\nCREATE VIEW {t}_v AS SELECT {t}_w(nextval('{t}_seq')::int) AS id;"
+    );
+    let schema = crate::causal_matrix::write_kinds_schema(&t) + "\n" + &view;
+    pg.primary_client().batch_execute(&schema).expect("schema");
+    pg.wait_replica_caught_up(Duration::from_secs(30));
+    let router = router(pg, "transaction");
+    let mut c = client(&router, &env);
+    eventually(Duration::from_secs(15), "reads on the standby", || read(&mut c, &t, 0).1);
+    env.pause_replication(Kind::Pg);
+    let args = [router.port().to_string(), pg.user.clone(), pg.password.clone(), pg.database.clone(), t.clone()];
+    let lines = crate::scripts::python("causal_bridged_kinds.py", &[&args[..], &["0".to_owned()]].concat());
+    for (prepare, first) in [("false", "10000"), ("true", "20000")] {
+        let url = format!(
+            "jdbc:mariadb://127.0.0.1:{}/{}?useSsl=false&useServerPrepStmts={prepare}",
+            router.port(),
+            pg.database
+        );
+        let got = crate::scripts::jdbc("JdbcCausalBridgedKinds.java", &url, &pg.user, &pg.password, &[&t, first]);
+        let stale: Vec<&String> = got.iter().filter(|l| !l.ends_with(" 1 primary 1 primary 1 primary")).collect();
+        assert!(stale.is_empty(), "Connector/J useServerPrepStmts={prepare}: {stale:#?}");
+        assert_eq!(got.len(), 9, "Connector/J useServerPrepStmts={prepare}: every kind ran: {got:#?}");
+    }
+    env.resume_replication(Kind::Pg);
+    let others = ["readonly_tx", "refused", "token_multi", "attr_bad"];
+    let (rest, reads): (Vec<&String>, Vec<&String>) =
+        lines.iter().partition(|l| others.iter().any(|o| l.starts_with(o)));
+    let stale: Vec<&&String> = reads.iter().filter(|l| !l.ends_with(" 1 primary")).collect();
+    assert!(stale.is_empty(), "reads that missed the write or ran elsewhere:\n{stale:#?}\nall:\n{lines:#?}");
+    assert_eq!(reads.len(), (4 * 10 + 1) * 3, "every path x kind x route ran: {lines:#?}");
+    let want = [
+        "readonly_tx 0 standby -",
+        "refused copy 1235 0 standby",
+        "refused xa 1235 0 standby",
+        "token_multi first 1235 0 primary -",
+        "token_multi middle 1235 0 primary -",
+        "token_multi last 1235 0 primary -",
+        "token_multi show 1235 0 primary -",
+        "attr_bad 1231",
+    ];
+    assert_eq!(rest, want, "refusals");
 }

@@ -53,22 +53,26 @@ fn assert_none_stale(client: &str, got: &[String], cases: usize) {
     assert_eq!(got.len(), cases, "{client}: every case ran");
 }
 
+/// The objects the write kinds use: table `t`, `t_log` whose trigger inserts into `t`, the
+/// VOLATILE function `t_w(i)` that inserts, the STABLE `t_s(i)` calling it, procedure `t_p(i)`.
+pub(crate) fn write_kinds_schema(t: &str) -> String {
+    format!(
+        "CREATE TABLE {t} (id int PRIMARY KEY);\nCREATE TABLE {t}_log (id int);\n\
+         CREATE FUNCTION {t}_tf() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN INSERT INTO {t} VALUES (NEW.id); RETURN NEW; END $$;\n\
+         CREATE TRIGGER {t}_tr AFTER INSERT ON {t}_log FOR EACH ROW EXECUTE FUNCTION {t}_tf();\n\
+         CREATE FUNCTION {t}_w(i int) RETURNS int VOLATILE LANGUAGE sql AS 'INSERT INTO {t} VALUES (i) RETURNING i';\n\
+         CREATE FUNCTION {t}_s(i int) RETURNS int STABLE LANGUAGE plpgsql AS $$ BEGIN RETURN {t}_w(i); END $$;\n\
+         CREATE PROCEDURE {t}_p(i int) LANGUAGE sql AS 'INSERT INTO {t} VALUES (i)';"
+    )
+}
+
 #[test]
 fn no_write_kind_through_any_path_or_token_route_is_read_stale() {
     let env = Dbs::private();
     let pg = &env.pg;
     let t = unique_name("causal_matrix");
-    pg.primary_client()
-        .batch_execute(&format!(
-            "CREATE TABLE {t} (id int PRIMARY KEY);\nCREATE TABLE {t}_log (id int);\n\
-             CREATE FUNCTION {t}_tf() RETURNS trigger LANGUAGE plpgsql AS \
-             $$ BEGIN INSERT INTO {t} VALUES (NEW.id); RETURN NEW; END $$;\n\
-             CREATE TRIGGER {t}_tr AFTER INSERT ON {t}_log FOR EACH ROW EXECUTE FUNCTION {t}_tf();\n\
-             CREATE FUNCTION {t}_w(i int) RETURNS int VOLATILE LANGUAGE sql AS 'INSERT INTO {t} VALUES (i) RETURNING i';\n\
-             CREATE FUNCTION {t}_s(i int) RETURNS int STABLE LANGUAGE plpgsql AS $$ BEGIN RETURN {t}_w(i); END $$;\n\
-             CREATE PROCEDURE {t}_p(i int) LANGUAGE sql AS 'INSERT INTO {t} VALUES (i)';"
-        ))
-        .expect("create");
+    pg.primary_client().batch_execute(&write_kinds_schema(&t)).expect("create");
     pg.wait_replica_caught_up(Duration::from_secs(20));
     let pools = pool(pg, "primary", &[be(pg.primary_port, "")]) + &pool(pg, "replica", &[be(pg.replica_port, "")]);
     let router = router(&pools, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");

@@ -2,8 +2,10 @@
 //! and the reads of a connection it handed its token to never miss its writes, whichever path
 //! carried the write — {text, COM_STMT_PREPARE/EXECUTE, multi-statement text} × {plain INSERT,
 //! INSERT ... WITH (CTE), procedure CALL, a trigger's write} × {the writing session itself, a
-//! token by SHOW on it and SET on another connection} — with the `mysql` crate, PyMySQL and
-//! Connector/J (client- and server-side prepare).
+//! token by SHOW on it and SET on another connection, the token as connection attribute
+//! `querypilot.causal_token` (the MySQL handshake's stand-in for a startup parameter; PyMySQL
+//! and Connector/J)} — with the `mysql` crate, PyMySQL and Connector/J (client- and
+//! server-side prepare).
 //! Where each read ran is proven by `@@server_id`; a fresh session's read on the stopped
 //! replica proves it is stale.
 
@@ -83,6 +85,10 @@ fn mariadb_matrix_no_read_misses_a_write_whatever_path_carried_it() {
             assert_eq!(read(&mut other, &t, n), (0, REPLICA), "{cell}: without the token: the stale replica");
             other.query_drop(format!("SET querypilot.causal_token = '{token}'")).expect("set the token");
             assert_eq!(read(&mut other, &t, n), (1, PRIMARY), "{cell}: the token's holder reads the write");
+            let attrs = std::collections::HashMap::from([("querypilot.causal_token", token.as_str())]);
+            let mut by_attr = Conn::new(my.opts(router.port(), &my.user, &my.password).connect_attrs(Some(attrs)))
+                .unwrap_or_else(|e| panic!("{cell}: connect with the token as attribute: {e}"));
+            assert_eq!(read(&mut by_attr, &t, n), (1, PRIMARY), "{cell}: the attribute's token is waited for");
             cells += 1;
         }
     }
@@ -93,14 +99,21 @@ fn mariadb_matrix_no_read_misses_a_write_whatever_path_carried_it() {
 }
 
 /// PyMySQL, text and multi-statement: writes each kind, hands the token over to a second
-/// connection; prints `cell writer_count writer_server other_count other_server`.
+/// connection by `SET` and to a third as connection attribute `querypilot.causal_token` (#34:
+/// PyMySQL sends its `_connect_attrs` as they are at connect); prints `cell writer_count
+/// writer_server other_count other_server attr_count attr_server`, then `attr_bad ERRNO` for
+/// an invalid token as attribute.
 const PYMYSQL: &str = r#"
 import sys, pymysql
 from pymysql.constants import CLIENT
 port, user, password, db, t, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
-def conn():
-    return pymysql.connect(host="127.0.0.1", port=port, user=user, password=password, database=db,
-                           autocommit=True, client_flag=CLIENT.MULTI_STATEMENTS)
+def conn(token=None):
+    c = pymysql.connect(host="127.0.0.1", port=port, user=user, password=password, database=db,
+                        autocommit=True, client_flag=CLIENT.MULTI_STATEMENTS, defer_connect=True)
+    if token is not None:
+        c._connect_attrs["querypilot.causal_token"] = token
+    c.connect()
+    return c
 def read(c, i):
     cur = c.cursor(); cur.execute(f"SELECT COUNT(*), @@server_id FROM {t} WHERE id = {i}"); return cur.fetchone()
 writes = {"plain": f"INSERT INTO {t} VALUES ({{}})", "cte": f"INSERT INTO {t} WITH c AS (SELECT {{}} AS id) SELECT id FROM c",
@@ -115,7 +128,11 @@ for kind, sql in writes.items():
         cur.execute("SHOW querypilot.causal_token"); token = cur.fetchone()[0]
         o = conn(); o.cursor().execute(f"SET querypilot.causal_token = '{token}'")
         theirs = read(o, n)
-        print(f"{kind}/{path}", *mine, *theirs)
+        print(f"{kind}/{path}", *mine, *theirs, *read(conn(token), n))
+try:
+    conn("nonsense"); print("attr_bad none")
+except pymysql.MySQLError as e:
+    print("attr_bad", e.args[0])
 "#;
 
 fn pymysql_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) {
@@ -124,18 +141,21 @@ fn pymysql_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u6
         .output()
         .expect("run PyMySQL (python3-pymysql, installed by .ci/deps.sh)");
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = text.lines().collect();
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.pop(), Some("attr_bad 1231"), "an invalid token as attribute is refused as a bad SET: {text}");
     assert_eq!(lines.len(), 8, "{text}");
     for line in lines {
         let fields: Vec<&str> = line.split(' ').collect();
-        assert_eq!(fields.get(1..), Some(&["1", "1", "1", "1"][..]), "{line}: both read the write, on the primary");
+        let want = ["1", "1", "1", "1", "1", "1"];
+        assert_eq!(fields.get(1..), Some(&want[..]), "{line}: all read the write, on the primary");
     }
     *n += 8;
 }
 
 /// Connector/J, client-side prepare (the driver writes the values into a text query) and
-/// server-side (`useServerPrepStmts`: COM_STMT_PREPARE/EXECUTE), each write kind; the writer and
-/// the connection given its token both read the write, on the primary.
+/// server-side (`useServerPrepStmts`: COM_STMT_PREPARE/EXECUTE), each write kind; the writer,
+/// the connection given its token by `SET` and the one given it as connection attribute
+/// (`connectionAttributes`, #34) all read the write, on the primary.
 fn jdbc_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) {
     for prepare in ["false", "true"] {
         let url = format!(
@@ -143,11 +163,14 @@ fn jdbc_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) 
             router.port(),
             my.database
         );
-        let lines = crate::scripts::jdbc("JdbcCausalMatrixMy.java", &url, &my.user, &my.password, &[t, &n.to_string()]);
+        let mut lines =
+            crate::scripts::jdbc("JdbcCausalMatrixMy.java", &url, &my.user, &my.password, &[t, &n.to_string()]);
+        let bad = lines.pop();
+        assert_eq!(bad.as_deref(), Some("attr_bad 1231"), "an invalid token as attribute is refused as a bad SET");
         assert_eq!(lines.len(), 4, "useServerPrepStmts={prepare}: {lines:?}");
         for line in &lines {
             let fields: Vec<&str> = line.split(' ').collect();
-            let want = ["1", "1", "1", "1"];
+            let want = ["1", "1", "1", "1", "1", "1"];
             assert_eq!(
                 fields.get(1..),
                 Some(&want[..]),

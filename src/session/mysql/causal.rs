@@ -33,7 +33,7 @@ use std::rc::Rc;
 
 /// `ER_WRONG_VALUE_FOR_VAR` (1231, SQLSTATE 42000): an invalid causal token, as the server
 /// refuses a bad value for a variable.
-const ER_WRONG_VALUE_FOR_VAR: ErrorNumber = ErrorNumber { code: 1231, sql_state: *b"42000" };
+pub(super) const ER_WRONG_VALUE_FOR_VAR: ErrorNumber = ErrorNumber { code: 1231, sql_state: *b"42000" };
 /// `ER_NOT_SUPPORTED_YET` (1235, SQLSTATE 42000): a statement naming the causal token that the
 /// router does not answer alone (#34); it never reaches a server.
 const ER_NOT_SUPPORTED_YET: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };

@@ -13,7 +13,7 @@ use super::state::{names_for_collation, MyState};
 use super::{ClientIo, Session};
 use crate::auth::{Denial, Verifier};
 use crate::config::{Config, Pool as PoolConfig, Protocol};
-use crate::id::CancelKey;
+use crate::id::{CancelKey, Position};
 use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, CorePool, PassThrough, PoolError};
 use crate::protocol::mysql::auth::{
@@ -27,6 +27,7 @@ use crate::protocol::mysql::response::{OkPacket, SERVER_STATUS_AUTOCOMMIT};
 use crate::protocol::mysql::{
     decode_payload, encode_packets, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest,
 };
+use crate::routing::causal::{parse_token, TOKEN_NAME};
 use crate::rt::{self, Stream};
 use crate::session::client_error::MyClientError;
 use crate::session::secret::{failure_of, login_failed, stored_secret, Source, Stored};
@@ -117,6 +118,8 @@ pub(super) struct Greeted {
     pub named_pool: Option<String>,
     /// On a pass-through pool, who the session's backend connections log in as (#23).
     pub pass: Option<Rc<PassThrough>>,
+    /// The causal token of the client's connection attributes (#34): its reads wait for it.
+    pub causal: Option<Position>,
 }
 
 /// Runs the whole login; on success the session is ready for its first command.
@@ -201,6 +204,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let addr = client.peer_ip();
     let who = Who { listener, user: &user, addr, token: &token, scramble: &greeting.scramble, anonymous };
     let pass = authenticate(ctx, &config, checked_by, &who).await?;
+    let causal = causal_attribute(&resp).map_err(Some)?;
     let (pool_cfg, db) = resolved.map_err(Some)?;
     let pool = admit(ctx, pool_cfg, &greeting.default, (pass.as_deref(), &who)).await?;
     if let Some(db) = db.as_deref().filter(|_| config.login_pool(db_name(&database), Protocol::MySql).is_none()) {
@@ -225,7 +229,23 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         user,
         named_pool,
         pass,
+        causal,
     })
+}
+
+/// The causal token (#34) a client passes as connection attribute `querypilot.causal_token`:
+/// the MySQL handshake has no startup settings, and attributes are what a connector lets an
+/// application add (PyMySQL's `_connect_attrs`, Connector/J's `connectionAttributes`). Never
+/// sent to a server (backend connections carry none of the client's attributes). An invalid
+/// token refuses the login with 1231, the error a `SET` of it gets.
+fn causal_attribute(resp: &HandshakeResponse41<'_>) -> Result<Option<Position>, MyClientError> {
+    let Some(attrs) = resp.connect_attrs.as_ref() else { return Ok(None) };
+    let Some((_, value)) = attrs.iter().find(|(k, _)| k.eq_ignore_ascii_case(TOKEN_NAME.as_bytes())) else {
+        return Ok(None);
+    };
+    parse_token(&String::from_utf8_lossy(value))
+        .map(Some)
+        .map_err(|e| MyClientError::new(super::causal::ER_WRONG_VALUE_FOR_VAR, e.to_string()))
 }
 
 /// Sends the client the server's greeting, in the name of the default pool's backends.

@@ -290,7 +290,10 @@ impl Session {
         // A bridged session's strings read as its greeting said, whatever PostgreSQL's flags (#33).
         let lex = if bridged { bridge.lex_modes() } else { login_modes(&g.pool) };
         let status = if bridged { bridge.status() } else { SERVER_STATUS_AUTOCOMMIT };
-        let ryw = RywState::new(ctx.read_your_writes());
+        let mut ryw = RywState::new(ctx.read_your_writes());
+        if let Some(token) = g.causal {
+            ryw.adopt(token); // #34: the connection attribute's token
+        }
         Self {
             ctx,
             io,

@@ -270,6 +270,7 @@ impl Session {
         if let Some(text) = refusal {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
+        self.bridged_unproven(sql, &decision); // #34
         self.routing.ryw.observe(&decision, rt::now());
         let (mut target, _) = self.decided_pool(&decision)?;
         if route::replica_read(&decision) {

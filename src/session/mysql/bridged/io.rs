@@ -6,10 +6,13 @@
 use crate::bridge::{status_flags, ResultWriter, Step};
 use crate::config::{PoolMode, PoolRole, Protocol};
 use crate::id::Position;
-use crate::pool::health::{pg_commit_position, pg_read_commit_position, PG_COMMIT_POSITION};
+use crate::pool::health::{
+    pg_commit_position, pg_read_commit_position, pg_read_xact_probe, PG_COMMIT_POSITION, PG_XACT_PROBE,
+};
 use crate::pool::ConnInfo;
 use crate::protocol::pg::tag::field;
 use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame, TransactionStatus};
+use crate::routing::Decision;
 use crate::rt;
 use crate::session::cancel::{CancelTarget, TargetKind};
 use crate::session::client_error::MyClientError;
@@ -240,6 +243,11 @@ impl Session {
 // standby that replayed the session's position, else on the primary (or fails with
 // `replica_fallback = "error"`). A native session's statement run across on a PostgreSQL pool
 // (#24) learns nothing here: that session's positions are MariaDB GTIDs.
+//
+// What the parse cannot see (#34): a transaction that ran on the primary is not trusted to be
+// read-only (a trigger, a function reached through a view or a STABLE one may write). Its
+// commit learns a position unless the server, asked inside it in the same send as the
+// client's COMMIT, says it has no transaction id, as for a native PostgreSQL session.
 
 impl Session {
     /// Queues the commit position query behind the statement in `link.out` when the statement
@@ -248,6 +256,54 @@ impl Session {
     pub(super) fn queue_rider(&mut self) {
         let ride = self.routing.ryw.commit_awaited() && self.ctx.has_replica_reads() && !self.foreign.cross.crossing();
         self.foreign.bridge.rider = ride && frontend::encode_query(PG_COMMIT_POSITION, &mut self.link.out).is_ok();
+    }
+
+    /// causal: `sql`, routed by `decision`, runs in a transaction (open, opened by it, or the
+    /// emulated one of `autocommit = 0`) on a primary: the analysis cannot prove the
+    /// transaction read-only, so its end learns a position unless the server says it wrote
+    /// nothing ([`Session::queue_xact_probe`]). Called before the decision is observed, so
+    /// the COMMIT that ends such a transaction is seen to commit it.
+    pub(in crate::session::mysql) fn bridged_unproven(&mut self, sql: &str, decision: &Decision) {
+        let b = &self.foreign.bridge;
+        let in_tx = b.tx != TransactionStatus::Idle;
+        let transaction = in_tx || !b.autocommit || opens_transaction(sql);
+        // Inside a transaction the statement runs where the transaction does.
+        let on_primary = if in_tx {
+            self.pool.config.role != PoolRole::Replica
+        } else {
+            decision.pool().is_some_and(|p| !self.ctx.is_replica_pool(p))
+        };
+        if transaction && on_primary && !self.foreign.cross.crossing() {
+            self.routing.ryw.observe_unproven();
+        }
+    }
+
+    /// causal: when `sql` (PostgreSQL text) is a lone COMMIT of an open transaction whose
+    /// commit would learn a position only because nothing proved it read-only, queues
+    /// [`PG_XACT_PROBE`] ahead of it in `link.out` (the statement follows in the same send);
+    /// its answer is read with [`Session::read_xact_probe`] before the COMMIT's.
+    pub(super) fn queue_xact_probe(&mut self, sql: &str) -> bool {
+        let due = self.routing.ryw.commit_unproven()
+            && self.foreign.bridge.tx == TransactionStatus::InBlock
+            && self.ctx.has_replica_reads()
+            && !self.foreign.cross.crossing()
+            && is_commit(sql);
+        due && frontend::encode_query(PG_XACT_PROBE, &mut self.link.out).is_ok()
+    }
+
+    /// Reads the answer of the probe [`Session::queue_xact_probe`] sent: a transaction without a
+    /// transaction id wrote nothing, so its commit leaves no position. A probe that failed
+    /// leaves the position due.
+    pub(super) async fn read_xact_probe(&mut self) {
+        let Some(conn) = self.link.conn.as_mut() else { return };
+        match pg_read_xact_probe(conn).await {
+            Ok(true) => {}
+            Ok(false) => self.routing.ryw.wrote_nothing(),
+            Err(e) => {
+                tracing::debug!("causal reads: cannot tell whether the bridged transaction wrote: {e}");
+                conn.broken |= e.breaks_connection();
+            }
+        }
     }
 
     /// Routes a bridged statement ([`Session::bridged_route`]), then, for a read the split sent
@@ -322,5 +378,70 @@ impl Session {
         }
         self.pool = self.causal_fallback(wait, Some(Protocol::Postgres))?;
         Ok(())
+    }
+}
+
+/// A statement of `sql` (a MySQL client's text, one statement or several) opens a
+/// transaction: it starts with `BEGIN` or `START` (`START TRANSACTION`; any other `START` too:
+/// counting one more transaction unproven is only cautious).
+fn opens_transaction(sql: &str) -> bool {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let mut at_start = true;
+    for t in Lexer::new(sql, crate::sql::Dialect::MySql).filter(|t| t.kind != TokenKind::Comment) {
+        if at_start && (t.is_word("BEGIN") || t.is_word("START")) {
+            return true;
+        }
+        at_start = t.kind == TokenKind::Semicolon;
+    }
+    false
+}
+
+/// `COMMIT` or `END`, with `WORK` or `TRANSACTION`, alone (not `COMMIT AND CHAIN`, which keeps
+/// a transaction open, nor `COMMIT PREPARED`, nor a text holding more statements).
+fn is_commit(sql: &str) -> bool {
+    let words = first_words(sql);
+    let ends = |w: &str| w.eq_ignore_ascii_case("COMMIT") || w.eq_ignore_ascii_case("END");
+    let noise = |w: &str| w.eq_ignore_ascii_case("WORK") || w.eq_ignore_ascii_case("TRANSACTION");
+    match words.as_slice() {
+        [w] => ends(w),
+        [w, n] => ends(w) && noise(n),
+        _ => false,
+    }
+}
+
+/// The tokens of `sql` without comments and a final `;` (at most four: enough for the checks
+/// above, which look at short texts).
+fn first_words(sql: &str) -> Vec<&str> {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let mut tokens: Vec<_> = Lexer::new(sql, crate::sql::Dialect::Postgres)
+        .filter(|t| t.kind != TokenKind::Comment)
+        .take(4)
+        .map(|t| (t.kind, t.text))
+        .collect();
+    if tokens.last().is_some_and(|(k, _)| *k == TokenKind::Semicolon) {
+        tokens.pop();
+    }
+    tokens.into_iter().map(|(_, t)| t).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_commit, opens_transaction};
+
+    #[test]
+    fn lone_commits_and_transaction_starts_are_recognized() {
+        for sql in ["COMMIT", "commit;", "END", "COMMIT WORK;", "/* c */ COMMIT TRANSACTION"] {
+            assert!(is_commit(sql), "{sql}");
+        }
+        for sql in ["COMMIT PREPARED 'x'", "COMMIT AND CHAIN", "COMMIT; SELECT 1", "ROLLBACK", "SELECT 1", ""] {
+            assert!(!is_commit(sql), "{sql}");
+        }
+        for sql in ["BEGIN", "begin work", "START TRANSACTION READ ONLY", "/* x */ BEGIN;"] {
+            assert!(opens_transaction(sql), "{sql}");
+        }
+        assert!(opens_transaction("SELECT 1; /* x */ BEGIN; SELECT 2; COMMIT"), "not first in a text");
+        for sql in ["COMMIT", "SELECT 'BEGIN'", "SET autocommit = 0", "SELECT begin FROM t"] {
+            assert!(!opens_transaction(sql), "{sql}");
+        }
     }
 }

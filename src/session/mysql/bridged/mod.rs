@@ -156,6 +156,29 @@ fn requote_error(e: &RequoteError) -> MyClientError {
     MyClientError::new(number, format!("Statement not run on the PostgreSQL pool: {e}"))
 }
 
+/// Why the bridge refuses `sql` before it reaches PostgreSQL, which would answer a MySQL-only
+/// statement with a syntax error that names neither the statement nor what to use instead:
+/// `LOAD DATA` (the bridge carries no files) and XA (PostgreSQL's two-phase commit is
+/// `PREPARE TRANSACTION`, which passes through as written). `None` for anything else.
+fn uncarried(sql: &str) -> Option<MyClientError> {
+    use crate::sql::lexer::{Lexer, TokenKind};
+    let first = Lexer::new(sql, crate::sql::Dialect::MySql).find(|t| t.kind != TokenKind::Comment)?;
+    let refusal = |text| Some(MyClientError::new(ER_NOT_SUPPORTED_YET, text));
+    if first.is_word("LOAD") {
+        return refusal(
+            "LOAD DATA is not supported through a PostgreSQL pool (the bridge carries no files); \
+             insert the rows with INSERT instead",
+        );
+    }
+    if !first.is_word("XA") {
+        return None;
+    }
+    refusal(
+        "XA transactions are not supported through a PostgreSQL pool; use PostgreSQL's two-phase commit \
+         (BEGIN; ...; PREPARE TRANSACTION 'gid', then COMMIT PREPARED 'gid'), which passes through as written",
+    )
+}
+
 /// Whether a statement controls transactions itself (no emulated `BEGIN` before it).
 fn controls_transaction(sql: &str) -> bool {
     use crate::sql::lexer::{Lexer, TokenKind};
@@ -244,7 +267,7 @@ impl Session {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
-        if let Some(e) = self.statement_pooling_refusal(&sql) {
+        if let Some(e) = self.statement_pooling_refusal(&sql).or_else(|| uncarried(&sql)) {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
@@ -346,12 +369,16 @@ impl Session {
         if let Err(e) = self.begin_if_needed(sql).await {
             return self.bridged_lost(e).await;
         }
+        let probed = self.queue_xact_probe(sql); // #34: ahead of the COMMIT, same send
         if let Err(e) = frontend::encode_query(sql, &mut self.link.out) {
             return self.bridged_lost(RelayError::Unsendable(e.to_string())).await;
         }
         self.queue_rider();
         if let Err(e) = self.pg_send().await {
             return self.bridged_lost(e).await;
+        }
+        if probed {
+            self.read_xact_probe().await;
         }
         self.finish_response(RowFormat::Text).await
     }
