@@ -463,11 +463,8 @@ impl Session {
         if let Some(e) = self.statement_pooling_refusal(&origin) {
             e.encode(1, &mut self.io.out);
             return Ok(());
-        }
-        if self.on_deferrable(&origin) {
-            // A prepared read-only transaction start (or the end of an empty one) is held back
-            // as its text form is (#34): it starts where the transaction's first statement runs.
-            return Ok(());
+        } else if self.on_deferrable(&origin) {
+            return Ok(()); // a read-only start held back as its text form is (#34)
         }
         if self.tx.cursor.is_some() {
             // An execute closes the open cursor anyway (below); closing it first frees a
