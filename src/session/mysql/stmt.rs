@@ -294,7 +294,12 @@ impl Session {
             return self.cross_prepare(pool, sql).await; // #24
         }
         self.tx.sticky = false;
-        if let Err(e) = self.ensure_backend().await {
+        // A held-back read-only start (#34) waits for the execute, which is routed: preparing
+        // on whatever connection is at hand must not start the transaction there.
+        let deferred = self.tx.deferred.take();
+        let attached = self.ensure_backend().await;
+        self.tx.deferred = deferred;
+        if let Err(e) = attached {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
@@ -459,6 +464,8 @@ impl Session {
         if let Some(e) = self.statement_pooling_refusal(&origin) {
             e.encode(1, &mut self.io.out);
             return Ok(());
+        } else if self.on_deferrable(&origin) {
+            return Ok(()); // a read-only start held back as its text form is (#34)
         }
         if self.tx.cursor.is_some() {
             // An execute closes the open cursor anyway (below); closing it first frees a

@@ -9,8 +9,7 @@
 
 use super::state;
 use crate::routing::Facts;
-use crate::sql::analyze::{session_effects, Affinity, Effect, Operation, TxControl};
-use crate::sql::lexer::{Lexer, Token, TokenKind};
+use crate::sql::analyze::{opens_transaction, session_effects, Affinity, Effect, Operation, TxControl};
 use crate::sql::volatility::Volatility;
 use crate::sql::Dialect;
 
@@ -18,19 +17,8 @@ use crate::sql::Dialect;
 /// free, so nothing may stay open between statements), or `None` when it can: `BEGIN`,
 /// `START TRANSACTION`, `XA START`, and `SET autocommit` to anything but a plain "on" value.
 pub(super) fn statement_pooling_refusal(sql: &str) -> Option<String> {
-    let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
-    for stmt in crate::sql::split::statements(&tokens) {
-        let (first, second) = (stmt.first(), stmt.get(1));
-        let word = |t: Option<&Token<'_>>, w: &str| t.is_some_and(|t| t.is_word(w));
-        if word(first, "BEGIN") && !word(second, "NOT") {
-            return Some("BEGIN opens a transaction".into());
-        }
-        if word(first, "START") && word(second, "TRANSACTION") {
-            return Some("START TRANSACTION opens a transaction".into());
-        }
-        if word(first, "XA") && (word(second, "START") || word(second, "BEGIN")) {
-            return Some("XA START opens a transaction".into());
-        }
+    if let Some(opener) = opens_transaction(sql, Dialect::MySql) {
+        return Some(format!("{opener} opens a transaction"));
     }
     session_effects(sql, Dialect::MySql).into_effects().find_map(|e| match e {
         Effect::Set { name, stmt } if name == "autocommit" && !state::setting_on(&stmt) => {

@@ -70,15 +70,10 @@ pub(super) fn declares_read_only(sql: &str) -> bool {
     transaction_statement(sql).is_some_and(|(_, a)| a == Some(Access::ReadOnly))
 }
 
-/// Whether a statement opens a transaction block (for statement pooling's refusal; the text
-/// may go on after it).
+/// Whether `sql` opens a transaction block in any of its statements (`SELECT 1; BEGIN` too):
+/// what statement pooling refuses, through the classifier MySQL sessions use as well (#37).
 pub(super) fn begins_transaction(sql: &str) -> bool {
-    let mut words = Lexer::new(sql, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment);
-    match words.next() {
-        Some(t) if t.is_word("BEGIN") => true,
-        Some(t) if t.is_word("START") => words.next().is_some_and(|t| t.is_word("TRANSACTION")),
-        _ => false,
-    }
+    crate::sql::analyze::opens_transaction(sql, Dialect::Postgres).is_some()
 }
 
 /// Whether a parameter's text value is a true boolean, as PostgreSQL reads one.
@@ -237,6 +232,32 @@ mod tests {
         );
         for other in ["SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", "BEGIN; SELECT 1", "COMMIT", "START"] {
             assert_eq!(transaction_statement(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_transaction_block_is_seen_in_any_statement_of_a_text() {
+        for sql in [
+            "BEGIN",
+            "begin isolation level serializable",
+            "START TRANSACTION READ ONLY",
+            "/* app */ start transaction",
+            "SELECT 1; BEGIN",
+            "SELECT 1;BEGIN READ ONLY;",
+            "SELECT 1; -- x\n START TRANSACTION; SELECT 2",
+        ] {
+            assert!(begins_transaction(sql), "{sql}");
+        }
+        for sql in [
+            "SELECT 1",
+            "SELECT 'BEGIN'",
+            "SELECT 1; SELECT 'START TRANSACTION'",
+            "SELECT begin FROM t",
+            "COMMIT; SELECT 1",
+            "START",
+            "SET x = 'BEGIN'; -- BEGIN",
+        ] {
+            assert!(!begins_transaction(sql), "{sql}");
         }
     }
 

@@ -151,10 +151,7 @@ pub fn session_effects(sql: &str, dialect: Dialect) -> Effects {
 fn scan(sql: &str, dialect: Dialect) -> Effects {
     let mut tokens: Vec<Token<'_>> = Vec::with_capacity(sql.len() / 4 + 4);
     tokens.extend(Lexer::new(sql, dialect).filter(|t| t.kind != TokenKind::Comment));
-    let statements: Vec<&[Token<'_>]> = match dialect {
-        Dialect::Postgres => tokens.split(|t| t.kind == TokenKind::Semicolon).filter(|s| !s.is_empty()).collect(),
-        Dialect::MySql => split::statements(&tokens),
-    };
+    let statements = statements(&tokens, dialect);
     let mut list = Vec::new();
     for (i, stmt) in statements.iter().enumerate() {
         let mut out = Vec::new();
@@ -168,6 +165,44 @@ fn scan(sql: &str, dialect: Dialect) -> Effects {
     }
     Effects { list, statements: statements.len().max(1) }
 }
+
+/// The statements of `tokens` (comments removed) as the server of `dialect` splits them.
+fn statements<'t, 'a>(tokens: &'t [Token<'a>], dialect: Dialect) -> Vec<&'t [Token<'a>]> {
+    match dialect {
+        Dialect::Postgres => tokens.split(|t| t.kind == TokenKind::Semicolon).filter(|s| !s.is_empty()).collect(),
+        Dialect::MySql => split::statements(tokens),
+    }
+}
+
+/// The first statement of `sql` that opens a transaction block spanning later statements, by
+/// its name (`"BEGIN"`, `"START TRANSACTION"`, `"XA START"`), in whatever position of a
+/// multi-statement text: what statement pooling must refuse on either wire (#37), since the
+/// statements after it would run on whichever connection is free. A stored program's body
+/// (MySQL) and MariaDB's `BEGIN NOT ATOMIC` block open none. Settings that make later
+/// statements transactional (MySQL `autocommit`) are [`session_effects`]'.
+pub fn opens_transaction(sql: &str, dialect: Dialect) -> Option<&'static str> {
+    // Every statement of a statement pool passes here: most name none of the words.
+    if !mentions(sql, OPENER_WORDS, &OPENER_STARTS) {
+        return None;
+    }
+    let tokens: Vec<Token<'_>> = Lexer::new(sql, dialect).filter(|t| t.kind != TokenKind::Comment).collect();
+    statements(&tokens, dialect).into_iter().find_map(|stmt| {
+        let (first, second) = (stmt.first(), stmt.get(1));
+        if word(first, "BEGIN") && !word(second, "NOT") {
+            Some("BEGIN")
+        } else if word(first, "START") && word(second, "TRANSACTION") {
+            Some("START TRANSACTION")
+        } else if word(first, "XA") && (word(second, "START") || word(second, "BEGIN")) {
+            Some("XA START")
+        } else {
+            None
+        }
+    })
+}
+
+/// The words a transaction opener needs one of (in any ASCII case).
+const OPENER_WORDS: &[&str] = &["begin", "start"];
+const OPENER_STARTS: [bool; 256] = starts(OPENER_WORDS);
 
 /// The words every session effect needs one of (in any ASCII case).
 /// PostgreSQL: a statement's first word (`SET`, `RESET`, `DISCARD`, `LISTEN`, `PREPARE`,
@@ -200,6 +235,11 @@ fn may_have_effects(sql: &str, dialect: Dialect) -> bool {
         Dialect::Postgres => (PG_WORDS, &PG_STARTS),
         Dialect::MySql => (MYSQL_WORDS, &MYSQL_STARTS),
     };
+    mentions(sql, words, starts)
+}
+
+/// Whether `sql` contains one of `words` (any ASCII case; `starts` their first bytes) anywhere.
+fn mentions(sql: &str, words: &[&str], starts: &[bool; 256]) -> bool {
     let bytes = sql.as_bytes();
     bytes.iter().enumerate().any(|(i, &b)| {
         starts[usize::from(b)]

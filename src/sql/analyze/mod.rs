@@ -40,7 +40,7 @@ mod quoted_tests;
 #[cfg(test)]
 mod tests;
 
-pub use effects::{session_effects, Effect, Effects, PinReason, MYSQL_ACCESS_MODE, MYSQL_ISOLATION};
+pub use effects::{opens_transaction, session_effects, Effect, Effects, PinReason, MYSQL_ACCESS_MODE, MYSQL_ISOLATION};
 pub use facts::{
     Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, StatementFacts, TxControl,
 };

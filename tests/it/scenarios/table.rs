@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{Class, Expect, Known, PinKind, Place, Route, Scenario, Setup, Sql, Step, Wire, ROUTES};
+use super::{Class, Expect, PinKind, Place, Route, Scenario, Setup, Sql, Step, Wire, ROUTES};
 
 use Place::{Primary, Replica};
 use Route::Text;
@@ -135,14 +135,12 @@ fn begin_read_only(route: Route) -> Scenario {
         count(0, route, 2, Some(true), Replica),
         ok(0, Text, Sql::Commit),
     ]);
-    let known = matches!(route, Route::Extended | Route::Prepared).then_some(Known {
-        wire: Wire::My,
-        step: 1,
-        bug: "a prepared START TRANSACTION READ ONLY (COM_STMT_PREPARE/EXECUTE) opens the transaction on the \
-              primary, and its reads run there: MySQL's router reads the declaration only from a text \
-              command, while PostgreSQL's honours BEGIN READ ONLY on every Parse",
-    });
-    Scenario { name: format!("begin_read_only_{route:?}"), setup: setup(TRANSACTION, "causal", false), known, steps }
+    Scenario {
+        name: format!("begin_read_only_{route:?}"),
+        setup: setup(TRANSACTION, "causal", false),
+        known: None,
+        steps,
+    }
 }
 
 /// With retry on (`enabled`): a serialization failure before any byte of the answer reached the
@@ -203,17 +201,10 @@ fn statement_pooling_trailing_begin() -> Scenario {
         Step::CaughtUp,
         count(0, Text, 1, Some(true), Replica),
     ];
-    let known = Known {
-        wire: Wire::Pg,
-        step: 0,
-        bug: "the PostgreSQL router checks only a simple Query's first word (session/pg/readonly.rs \
-              begins_transaction): `SELECT 1; BEGIN` runs, the INSERT after it commits on its own and \
-              the client's ROLLBACK undoes nothing",
-    };
     Scenario {
         name: "statement_pooling_trailing_begin".into(),
         setup: setup("statement", "none", false),
-        known: Some(known),
+        known: None,
         steps,
     }
 }

@@ -371,3 +371,23 @@ fn the_dialects_differ_where_the_languages_do() {
         assert_eq!(only(sql), on_my, "MySQL: {sql}");
     }
 }
+
+#[test]
+fn transaction_openers_in_any_position_on_both_dialects() {
+    for dialect in [Dialect::Postgres, Dialect::MySql] {
+        let opens = |sql| opens_transaction(sql, dialect);
+        assert_eq!(opens("BEGIN"), Some("BEGIN"), "{dialect:?}");
+        assert_eq!(opens("SELECT 1; BEGIN"), Some("BEGIN"), "{dialect:?}");
+        assert_eq!(opens("select 1; /* c */ start transaction read only"), Some("START TRANSACTION"), "{dialect:?}");
+        assert_eq!(opens("SELECT 1; START TRANSACTION; BEGIN"), Some("START TRANSACTION"), "{dialect:?}");
+        for none in ["SELECT 1", "SELECT 'BEGIN'", "SELECT 1; SELECT 2", "START", "COMMIT; SELECT start FROM t", ""] {
+            assert_eq!(opens(none), None, "{dialect:?} {none}");
+        }
+    }
+    assert_eq!(opens_transaction("XA START 'x'", Dialect::MySql), Some("XA START"));
+    assert_eq!(opens_transaction("SELECT 1; XA BEGIN 'x'", Dialect::MySql), Some("XA START"));
+    // A MySQL stored program's body and MariaDB's anonymous block open nothing now.
+    for body in ["CREATE PROCEDURE p() BEGIN START TRANSACTION; SELECT 1; END", "BEGIN NOT ATOMIC SELECT 1; END"] {
+        assert_eq!(opens_transaction(body, Dialect::MySql), None, "{body}");
+    }
+}
