@@ -301,29 +301,27 @@ fn only_statement_pooling_closes_a_transaction_left_open() {
 
 // ---- releasing a connection ------------------------------------------------------------------
 
+/// Checks the engine against `old` over every fact combination `wire` can report (3 modes x
+/// 2^7 of the booleans: two of the nine are fixed for each wire).
+fn releases_as(wire: impl Fn(&Facts) -> bool, old: fn(&Facts) -> (bool, bool, bool)) {
+    let facts: Vec<Facts> = every_release_fact().into_iter().filter(|f| wire(f)).collect();
+    assert_eq!(facts.len(), 3 * 128);
+    for f in facts {
+        assert_eq!(as_old(verdict(&f)), old(&f), "{f:?}");
+    }
+}
+
 #[test]
 fn postgresql_releases_exactly_as_it_did() {
     // PostgreSQL reports no cursor (one lives in a transaction or is a pin) and no lingering
     // settings (its replay starts with RESET ALL).
-    let pg = every_release_fact().into_iter().filter(|f| !f.cursor && !f.settings_linger);
-    let mut n = 0;
-    for f in pg {
-        assert_eq!(as_old(verdict(&f)), old_pg_release(&f), "{f:?}");
-        n += 1;
-    }
-    assert_eq!(n, 3 * 128);
+    releases_as(|f| !f.cursor && !f.settings_linger, old_pg_release);
 }
 
 #[test]
 fn mysql_releases_exactly_as_it_did() {
     // MySQL always has a reset and never a stale startup value.
-    let my = every_release_fact().into_iter().filter(|f| f.can_reset && !f.settings_stale);
-    let mut n = 0;
-    for f in my {
-        assert_eq!(as_old(verdict(&f)), old_mysql_release(&f), "{f:?}");
-        n += 1;
-    }
-    assert_eq!(n, 3 * 128);
+    releases_as(|f| f.can_reset && !f.settings_stale, old_mysql_release);
 }
 
 #[test]
@@ -734,4 +732,20 @@ fn the_end_of_a_clean_statement_pooled_session_hands_the_connection_on() {
 fn a_session_pooled_connection_moving_off_keeps_stale_settings_stale() {
     let r = released(|f| (f.mode, f.settings_stale) = (PoolMode::Session, true));
     assert_eq!(r, Release::Return { stale: true });
+}
+
+#[test]
+fn a_connection_left_with_nothing_to_correct_goes_back_as_it_is() {
+    // What `leaving` assumes (a reset exists, settings are the session's and undone by the next
+    // replay) decides nothing by itself: only session pooling's end resets.
+    for mode in MODES {
+        for (end, broken) in BOOLS.into_iter().flat_map(|e| BOOLS.map(move |b| (e, b))) {
+            let want = match (broken, end && mode == PoolMode::Session) {
+                (true, _) => Release::Close(Unfit::Broken),
+                (false, true) => Release::Reset,
+                (false, false) => Release::Return { stale: false },
+            };
+            assert_eq!(release(Hold::Free, &ReleaseFacts::leaving(end, mode, broken)), want, "{mode:?} {end} {broken}");
+        }
+    }
 }
