@@ -29,7 +29,11 @@ const PINS: [Option<PinReason>; 13] = [
     Some(PinReason::LastInsertId),
     Some(PinReason::ClientEncoding),
 ];
-const BOOLS: [bool; 2] = [false, true];
+
+/// Every assignment of `N` booleans.
+fn flags<const N: usize>() -> impl Iterator<Item = [bool; N]> {
+    (0u32..1 << N).map(|bits| std::array::from_fn(|i| bits & (1 << i) != 0))
+}
 const LIMIT: Option<Duration> = Some(Duration::from_secs(5));
 
 /// Everything a wire reported of a connection it gave up before #37, flat: what holds it
@@ -105,19 +109,19 @@ fn hold(change: impl FnOnce(&mut HoldFacts)) -> Hold {
 fn every_release_fact() -> Vec<Facts> {
     let mut all = Vec::new();
     for mode in MODES {
-        for bits in 0u16..(1 << 9) {
-            let bit = |n: u16| bits & (1 << n) != 0;
+        for [session_end, broken, in_transaction, cursor, mid_exchange, pinned, linger, can_reset, stale] in flags() {
+            let (settings_linger, settings_stale) = (linger, stale);
             all.push(Facts {
-                session_end: bit(0),
+                session_end,
                 mode,
-                broken: bit(1),
-                in_transaction: bit(2),
-                cursor: bit(3),
-                mid_exchange: bit(4),
-                pinned: bit(5),
-                settings_linger: bit(6),
-                can_reset: bit(7),
-                settings_stale: bit(8),
+                broken,
+                in_transaction,
+                cursor,
+                mid_exchange,
+                pinned,
+                settings_linger,
+                can_reset,
+                settings_stale,
             });
         }
     }
@@ -199,26 +203,27 @@ fn old_mysql_ends(mode: PoolMode, in_tx: bool, mid_response: bool) -> bool {
 
 #[test]
 fn postgresql_gives_back_exactly_when_it_did() {
-    for (mode, in_tx, due, pin, move_off) in
-        MODES.iter().flat_map(|&m| BOOLS.map(move |t| (m, t))).flat_map(|(m, t)| {
-            BOOLS.into_iter().flat_map(move |d| PINS.into_iter().flat_map(move |p| BOOLS.map(move |o| (m, t, d, p, o))))
-        })
-    {
-        let h = hold(|f| (f.in_transaction, f.mid_exchange, f.pin) = (in_tx, due, pin));
-        let want = old_pg_gives_back(mode, in_tx, due, pin.is_some(), move_off);
-        assert_eq!(gives_back(mode, h, move_off), want, "{mode:?} tx={in_tx} due={due} {pin:?} off={move_off}");
+    for (mode, [in_tx, due, move_off]) in MODES.into_iter().flat_map(|m| flags().map(move |b| (m, b))) {
+        for pin in PINS {
+            let h = hold(|f| (f.in_transaction, f.mid_exchange, f.pin) = (in_tx, due, pin));
+            let want = old_pg_gives_back(mode, in_tx, due, pin.is_some(), move_off);
+            assert_eq!(gives_back(mode, h, move_off), want, "{mode:?} tx={in_tx} due={due} {pin:?} off={move_off}");
+        }
     }
 }
 
 #[test]
 fn mysql_gives_back_exactly_when_it_did() {
     for mode in MODES {
-        for bits in 0u8..16 {
-            let (in_tx, cursor, sticky, move_off) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0, bits & 8 != 0);
+        for [in_tx, cursor, sticky, move_off] in flags() {
             for pin in PINS {
                 let h = hold(|f| (f.in_transaction, f.cursor, f.sticky, f.pin) = (in_tx, cursor, sticky, pin));
                 let want = old_mysql_gives_back(mode, in_tx, cursor, pin.is_some(), sticky, move_off);
-                assert_eq!(gives_back(mode, h, move_off), want, "{mode:?} {bits:04b} {pin:?}");
+                assert_eq!(
+                    gives_back(mode, h, move_off),
+                    want,
+                    "{mode:?} {in_tx} {cursor} {sticky} {move_off} {pin:?}"
+                );
             }
         }
     }
@@ -462,22 +467,9 @@ fn only_a_session_end_resets_or_closes_a_clean_connection() {
 // ---- losing the connection -------------------------------------------------------------------
 
 #[test]
-fn postgresql_ends_a_session_on_loss_exactly_when_it_did() {
-    for mode in MODES {
-        for (home, in_tx) in BOOLS.into_iter().flat_map(|h| BOOLS.map(move |t| (h, t))) {
-            for pin in PINS {
-                let f = LossFacts { mode, home_pool: home, in_transaction: in_tx, pin, out_of_step: false };
-                let ends = after_loss(&f).is_some();
-                assert_eq!(ends, old_pg_ends(mode, home, in_tx, pin), "{f:?}");
-            }
-        }
-    }
-}
-
-#[test]
 fn mysql_ends_a_session_on_loss_exactly_when_it_did() {
     for mode in MODES {
-        for (in_tx, mid) in BOOLS.into_iter().flat_map(|t| BOOLS.map(move |m| (t, m))) {
+        for [in_tx, mid] in flags() {
             let f = LossFacts { mode, home_pool: true, in_transaction: in_tx, pin: None, out_of_step: mid };
             let ends = after_loss(&f).is_some();
             assert_eq!(ends, old_mysql_ends(mode, in_tx, mid), "{f:?}");
@@ -486,10 +478,10 @@ fn mysql_ends_a_session_on_loss_exactly_when_it_did() {
 }
 
 #[test]
-fn postgresql_words_the_loss_as_it_did() {
+fn postgresql_ends_a_session_on_loss_and_words_it_as_it_did() {
     // The old order: the transaction first, then the pin, then the server session.
     for mode in MODES {
-        for (home, in_tx) in BOOLS.into_iter().flat_map(|h| BOOLS.map(move |t| (h, t))) {
+        for [home, in_tx] in flags() {
             for pin in PINS {
                 let f = LossFacts { mode, home_pool: home, in_transaction: in_tx, pin, out_of_step: false };
                 let want = match pin {
@@ -498,6 +490,7 @@ fn postgresql_words_the_loss_as_it_did() {
                     None if mode == PoolMode::Session && home => Some(Gone::ServerSession),
                     None => None,
                 };
+                assert_eq!(want.is_some(), old_pg_ends(mode, home, in_tx, pin), "{f:?}: ends as it did");
                 assert_eq!(after_loss(&f), want, "{f:?}");
             }
         }
@@ -567,9 +560,7 @@ fn being_out_of_step_is_named_last() {
 #[test]
 fn postgresql_times_a_silent_client_exactly_when_it_did() {
     // Old rule: a backend attached and a transaction open or an exchange unfinished.
-    for (connected, in_tx, mid) in
-        BOOLS.into_iter().flat_map(|c| BOOLS.into_iter().flat_map(move |t| BOOLS.map(move |m| (c, t, m))))
-    {
+    for [connected, in_tx, mid] in flags() {
         for pin in PINS {
             let f = HoldFacts { connected, in_transaction: in_tx, mid_exchange: mid, pin, ..HoldFacts::default() };
             let want = (connected && (in_tx || mid)).then_some(LIMIT).flatten();
@@ -582,9 +573,7 @@ fn postgresql_times_a_silent_client_exactly_when_it_did() {
 fn mysql_times_a_silent_client_exactly_when_it_did() {
     // Old rule, with a connection attached: a transaction or a cursor open (between commands
     // no response is left half read).
-    for (in_tx, cursor, sticky) in
-        BOOLS.into_iter().flat_map(|t| BOOLS.into_iter().flat_map(move |c| BOOLS.map(move |s| (t, c, s))))
-    {
+    for [in_tx, cursor, sticky] in flags() {
         for pin in PINS {
             let h = hold(|f| (f.in_transaction, f.cursor, f.sticky, f.pin) = (in_tx, cursor, sticky, pin));
             let want = LIMIT.filter(|_| in_tx || cursor);
@@ -739,7 +728,7 @@ fn a_connection_left_with_nothing_to_correct_goes_back_as_it_is() {
     // What `leaving` assumes (a reset exists, settings are the session's and undone by the next
     // replay) decides nothing by itself: only session pooling's end resets.
     for mode in MODES {
-        for (end, broken) in BOOLS.into_iter().flat_map(|e| BOOLS.map(move |b| (e, b))) {
+        for [end, broken] in flags() {
             let want = match (broken, end && mode == PoolMode::Session) {
                 (true, _) => Release::Close(Unfit::Broken),
                 (false, true) => Release::Reset,
