@@ -39,6 +39,15 @@ pub struct ReleaseFacts {
     pub settings_stale: bool,
 }
 
+impl ReleaseFacts {
+    /// A connection the session gives up (at its end or not) in a pool of `mode`, on an engine
+    /// with a reset, whose settings are the session's and whose next client's replay undoes
+    /// them: the facts a wire then corrects where its own differ.
+    pub fn leaving(session_end: bool, mode: PoolMode, broken: bool) -> ReleaseFacts {
+        ReleaseFacts { session_end, mode, broken, settings_linger: false, can_reset: true, settings_stale: false }
+    }
+}
+
 /// What becomes of a connection the session gives up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Release {

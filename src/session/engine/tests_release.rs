@@ -29,7 +29,11 @@ const PINS: [Option<PinReason>; 13] = [
     Some(PinReason::LastInsertId),
     Some(PinReason::ClientEncoding),
 ];
-const BOOLS: [bool; 2] = [false, true];
+
+/// Every assignment of `N` booleans.
+fn flags<const N: usize>() -> impl Iterator<Item = [bool; N]> {
+    (0u32..1 << N).map(|bits| std::array::from_fn(|i| bits & (1 << i) != 0))
+}
 const LIMIT: Option<Duration> = Some(Duration::from_secs(5));
 
 /// Everything a wire reported of a connection it gave up before #37, flat: what holds it
@@ -105,19 +109,19 @@ fn hold(change: impl FnOnce(&mut HoldFacts)) -> Hold {
 fn every_release_fact() -> Vec<Facts> {
     let mut all = Vec::new();
     for mode in MODES {
-        for bits in 0u16..(1 << 9) {
-            let bit = |n: u16| bits & (1 << n) != 0;
+        for [session_end, broken, in_transaction, cursor, mid_exchange, pinned, linger, can_reset, stale] in flags() {
+            let (settings_linger, settings_stale) = (linger, stale);
             all.push(Facts {
-                session_end: bit(0),
+                session_end,
                 mode,
-                broken: bit(1),
-                in_transaction: bit(2),
-                cursor: bit(3),
-                mid_exchange: bit(4),
-                pinned: bit(5),
-                settings_linger: bit(6),
-                can_reset: bit(7),
-                settings_stale: bit(8),
+                broken,
+                in_transaction,
+                cursor,
+                mid_exchange,
+                pinned,
+                settings_linger,
+                can_reset,
+                settings_stale,
             });
         }
     }
@@ -199,26 +203,27 @@ fn old_mysql_ends(mode: PoolMode, in_tx: bool, mid_response: bool) -> bool {
 
 #[test]
 fn postgresql_gives_back_exactly_when_it_did() {
-    for (mode, in_tx, due, pin, move_off) in
-        MODES.iter().flat_map(|&m| BOOLS.map(move |t| (m, t))).flat_map(|(m, t)| {
-            BOOLS.into_iter().flat_map(move |d| PINS.into_iter().flat_map(move |p| BOOLS.map(move |o| (m, t, d, p, o))))
-        })
-    {
-        let h = hold(|f| (f.in_transaction, f.mid_exchange, f.pin) = (in_tx, due, pin));
-        let want = old_pg_gives_back(mode, in_tx, due, pin.is_some(), move_off);
-        assert_eq!(gives_back(mode, h, move_off), want, "{mode:?} tx={in_tx} due={due} {pin:?} off={move_off}");
+    for (mode, [in_tx, due, move_off]) in MODES.into_iter().flat_map(|m| flags().map(move |b| (m, b))) {
+        for pin in PINS {
+            let h = hold(|f| (f.in_transaction, f.mid_exchange, f.pin) = (in_tx, due, pin));
+            let want = old_pg_gives_back(mode, in_tx, due, pin.is_some(), move_off);
+            assert_eq!(gives_back(mode, h, move_off), want, "{mode:?} tx={in_tx} due={due} {pin:?} off={move_off}");
+        }
     }
 }
 
 #[test]
 fn mysql_gives_back_exactly_when_it_did() {
     for mode in MODES {
-        for bits in 0u8..16 {
-            let (in_tx, cursor, sticky, move_off) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0, bits & 8 != 0);
+        for [in_tx, cursor, sticky, move_off] in flags() {
             for pin in PINS {
                 let h = hold(|f| (f.in_transaction, f.cursor, f.sticky, f.pin) = (in_tx, cursor, sticky, pin));
                 let want = old_mysql_gives_back(mode, in_tx, cursor, pin.is_some(), sticky, move_off);
-                assert_eq!(gives_back(mode, h, move_off), want, "{mode:?} {bits:04b} {pin:?}");
+                assert_eq!(
+                    gives_back(mode, h, move_off),
+                    want,
+                    "{mode:?} {in_tx} {cursor} {sticky} {move_off} {pin:?}"
+                );
             }
         }
     }
@@ -301,29 +306,27 @@ fn only_statement_pooling_closes_a_transaction_left_open() {
 
 // ---- releasing a connection ------------------------------------------------------------------
 
+/// Checks the engine against `old` over every fact combination `wire` can report (3 modes x
+/// 2^7 of the booleans: two of the nine are fixed for each wire).
+fn releases_as(wire: impl Fn(&Facts) -> bool, old: fn(&Facts) -> (bool, bool, bool)) {
+    let facts: Vec<Facts> = every_release_fact().into_iter().filter(|f| wire(f)).collect();
+    assert_eq!(facts.len(), 3 * 128);
+    for f in facts {
+        assert_eq!(as_old(verdict(&f)), old(&f), "{f:?}");
+    }
+}
+
 #[test]
 fn postgresql_releases_exactly_as_it_did() {
     // PostgreSQL reports no cursor (one lives in a transaction or is a pin) and no lingering
     // settings (its replay starts with RESET ALL).
-    let pg = every_release_fact().into_iter().filter(|f| !f.cursor && !f.settings_linger);
-    let mut n = 0;
-    for f in pg {
-        assert_eq!(as_old(verdict(&f)), old_pg_release(&f), "{f:?}");
-        n += 1;
-    }
-    assert_eq!(n, 3 * 128);
+    releases_as(|f| !f.cursor && !f.settings_linger, old_pg_release);
 }
 
 #[test]
 fn mysql_releases_exactly_as_it_did() {
     // MySQL always has a reset and never a stale startup value.
-    let my = every_release_fact().into_iter().filter(|f| f.can_reset && !f.settings_stale);
-    let mut n = 0;
-    for f in my {
-        assert_eq!(as_old(verdict(&f)), old_mysql_release(&f), "{f:?}");
-        n += 1;
-    }
-    assert_eq!(n, 3 * 128);
+    releases_as(|f| f.can_reset && !f.settings_stale, old_mysql_release);
 }
 
 #[test]
@@ -464,22 +467,9 @@ fn only_a_session_end_resets_or_closes_a_clean_connection() {
 // ---- losing the connection -------------------------------------------------------------------
 
 #[test]
-fn postgresql_ends_a_session_on_loss_exactly_when_it_did() {
-    for mode in MODES {
-        for (home, in_tx) in BOOLS.into_iter().flat_map(|h| BOOLS.map(move |t| (h, t))) {
-            for pin in PINS {
-                let f = LossFacts { mode, home_pool: home, in_transaction: in_tx, pin, out_of_step: false };
-                let ends = after_loss(&f).is_some();
-                assert_eq!(ends, old_pg_ends(mode, home, in_tx, pin), "{f:?}");
-            }
-        }
-    }
-}
-
-#[test]
 fn mysql_ends_a_session_on_loss_exactly_when_it_did() {
     for mode in MODES {
-        for (in_tx, mid) in BOOLS.into_iter().flat_map(|t| BOOLS.map(move |m| (t, m))) {
+        for [in_tx, mid] in flags() {
             let f = LossFacts { mode, home_pool: true, in_transaction: in_tx, pin: None, out_of_step: mid };
             let ends = after_loss(&f).is_some();
             assert_eq!(ends, old_mysql_ends(mode, in_tx, mid), "{f:?}");
@@ -488,10 +478,10 @@ fn mysql_ends_a_session_on_loss_exactly_when_it_did() {
 }
 
 #[test]
-fn postgresql_words_the_loss_as_it_did() {
+fn postgresql_ends_a_session_on_loss_and_words_it_as_it_did() {
     // The old order: the transaction first, then the pin, then the server session.
     for mode in MODES {
-        for (home, in_tx) in BOOLS.into_iter().flat_map(|h| BOOLS.map(move |t| (h, t))) {
+        for [home, in_tx] in flags() {
             for pin in PINS {
                 let f = LossFacts { mode, home_pool: home, in_transaction: in_tx, pin, out_of_step: false };
                 let want = match pin {
@@ -500,6 +490,7 @@ fn postgresql_words_the_loss_as_it_did() {
                     None if mode == PoolMode::Session && home => Some(Gone::ServerSession),
                     None => None,
                 };
+                assert_eq!(want.is_some(), old_pg_ends(mode, home, in_tx, pin), "{f:?}: ends as it did");
                 assert_eq!(after_loss(&f), want, "{f:?}");
             }
         }
@@ -569,9 +560,7 @@ fn being_out_of_step_is_named_last() {
 #[test]
 fn postgresql_times_a_silent_client_exactly_when_it_did() {
     // Old rule: a backend attached and a transaction open or an exchange unfinished.
-    for (connected, in_tx, mid) in
-        BOOLS.into_iter().flat_map(|c| BOOLS.into_iter().flat_map(move |t| BOOLS.map(move |m| (c, t, m))))
-    {
+    for [connected, in_tx, mid] in flags() {
         for pin in PINS {
             let f = HoldFacts { connected, in_transaction: in_tx, mid_exchange: mid, pin, ..HoldFacts::default() };
             let want = (connected && (in_tx || mid)).then_some(LIMIT).flatten();
@@ -584,9 +573,7 @@ fn postgresql_times_a_silent_client_exactly_when_it_did() {
 fn mysql_times_a_silent_client_exactly_when_it_did() {
     // Old rule, with a connection attached: a transaction or a cursor open (between commands
     // no response is left half read).
-    for (in_tx, cursor, sticky) in
-        BOOLS.into_iter().flat_map(|t| BOOLS.into_iter().flat_map(move |c| BOOLS.map(move |s| (t, c, s))))
-    {
+    for [in_tx, cursor, sticky] in flags() {
         for pin in PINS {
             let h = hold(|f| (f.in_transaction, f.cursor, f.sticky, f.pin) = (in_tx, cursor, sticky, pin));
             let want = LIMIT.filter(|_| in_tx || cursor);
@@ -734,4 +721,20 @@ fn the_end_of_a_clean_statement_pooled_session_hands_the_connection_on() {
 fn a_session_pooled_connection_moving_off_keeps_stale_settings_stale() {
     let r = released(|f| (f.mode, f.settings_stale) = (PoolMode::Session, true));
     assert_eq!(r, Release::Return { stale: true });
+}
+
+#[test]
+fn a_connection_left_with_nothing_to_correct_goes_back_as_it_is() {
+    // What `leaving` assumes (a reset exists, settings are the session's and undone by the next
+    // replay) decides nothing by itself: only session pooling's end resets.
+    for mode in MODES {
+        for [end, broken] in flags() {
+            let want = match (broken, end && mode == PoolMode::Session) {
+                (true, _) => Release::Close(Unfit::Broken),
+                (false, true) => Release::Reset,
+                (false, false) => Release::Return { stale: false },
+            };
+            assert_eq!(release(Hold::Free, &ReleaseFacts::leaving(end, mode, broken)), want, "{mode:?} {end} {broken}");
+        }
+    }
 }

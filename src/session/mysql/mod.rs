@@ -759,18 +759,10 @@ impl Session {
         }
         let hold = self.holding();
         let Some(mut conn) = self.link.conn.take() else { return };
-        let verdict = release::release(
-            hold,
-            &ReleaseFacts {
-                session_end,
-                mode: self.mode(),
-                broken: conn.broken,
-                // A replay only sets the next client's values: the server keeps any other.
-                settings_linger: self.state.signature() != 0,
-                can_reset: true,
-                settings_stale: false,
-            },
-        );
+        // A replay only sets the next client's values: the server keeps any other.
+        let settings_linger = self.state.signature() != 0;
+        let facts = ReleaseFacts { settings_linger, ..ReleaseFacts::leaving(session_end, self.mode(), conn.broken) };
+        let verdict = release::release(hold, &facts);
         let db = &self.pool.config.database;
         let reset = verdict == Release::Reset && stmt::reset_connection(&mut conn, db).await.is_ok();
         give_back(&self.pool, conn, verdict, reset, self.state.signature());

@@ -844,18 +844,15 @@ impl Session {
         self.cancel.slot.settle().await;
         let hold = self.holding_for(true);
         let Some(mut conn) = self.backend.take() else { return };
+        // The next client's replay starts with RESET ALL (see `replay_settings`), so no setting
+        // lingers; DISCARD ALL is PostgreSQL's (#35): a generic engine's connection goes
+        // instead; the client's startup values may be RESET on it and not yet put back (#18).
         let verdict = release::release(
             hold,
             &ReleaseFacts {
-                session_end,
-                mode: self.mode(),
-                broken: conn.broken,
-                // The next client's replay starts with RESET ALL (see `replay_settings`).
-                settings_linger: false,
-                // DISCARD ALL is PostgreSQL's (#35): a generic engine's connection goes instead.
                 can_reset: self.pool.config.engine != Engine::Generic,
-                // The client's startup values were RESET on it and not yet put back (#18).
                 settings_stale: self.state.restore_pending(),
+                ..ReleaseFacts::leaving(session_end, self.mode(), conn.broken)
             },
         );
         self.ex.settled();
