@@ -284,7 +284,8 @@ fn an_oversized_causal_token_is_refused_and_never_held() {
 
 #[test]
 fn an_oversized_causal_token_is_refused_from_its_head_before_any_charge() {
-    let _heavy = heavy(); // megabytes in flight: not while another test reads this process's RSS
+    // Megabytes in flight: not while another test reads this process's RSS.
+    let _heavy = heavy();
     // A 1 MiB budget refuses any 1 MB message read whole (53200): the token SET must be refused
     // for what it is (22023) from its first bytes instead, its body dropped as it comes.
     let router = pg_router("client_buffer_budget = \"1MiB\"");
