@@ -127,7 +127,10 @@ round() {
     echo "$name none $lat" >>"$BASE/figures"
     for kind in parse close token; do
         # Niced: a real attacker runs on its own host; here its CPU must not be what pgbench waits for.
-        nice -n 19 /usr/bin/python3 "$BASE/attack.py" "$kind" "$DSN" "$((SECS + 2))" >"$BASE/attack.out" 2>&1 &
+        # With sched_autogroup_enabled a nice value counts only inside its session's group, so
+        # the attacker gets a session (an autogroup) of its own, niced too, where the kernel lets it.
+        setsid -w sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$@"' attacker \
+            nice -n 19 /usr/bin/python3 "$BASE/attack.py" "$kind" "$DSN" "$((SECS + 2))" >"$BASE/attack.out" 2>&1 &
         attacker=$!
         peak_rss "$attacker" >"$BASE/rss.out" &
         watcher=$!

@@ -82,9 +82,16 @@ pub const TOKEN_ELSEWHERE: &str = "querypilot.causal_token can only be read or s
 /// recognize must not reach a server: the server would keep a placeholder setting the router
 /// never sees, and leave it on the pooled connection for the next client.
 pub fn mentions_token(sql: &str) -> bool {
-    // Runs on every statement: a byte scan first, the lexer only when the name occurs.
+    // Runs on every statement: a byte scan first, the lexer only when the name occurs. The
+    // scan looks only around the text's underscores, found with std's word-at-a-time memchr:
+    // comparing every window took a few instructions per byte of every statement (#33).
     const NAME: &[u8] = b"causal_token";
-    if !sql.as_bytes().windows(NAME.len()).any(|w| w.eq_ignore_ascii_case(NAME)) {
+    const UNDERSCORE: usize = 6;
+    let named = sql.match_indices('_').any(|(i, _)| {
+        let window = i.checked_sub(UNDERSCORE).and_then(|start| sql.as_bytes().get(start..start + NAME.len()));
+        window.is_some_and(|w| w.eq_ignore_ascii_case(NAME))
+    });
+    if !named {
         return false;
     }
     let lower = sql.to_ascii_lowercase();
@@ -102,17 +109,44 @@ pub fn mentions_token(sql: &str) -> bool {
 /// (#33). The allowance leaves room for quotes, spaces and a comment around a real token.
 const VALUE_TEXT_MAX: usize = crate::id::position::MAX_TOKEN_LEN + 1024;
 
-/// `Set` of the unlexed `rest` when the tokens so far are a token SET up to its value and
-/// `rest` is too long to hold a token ([`VALUE_TEXT_MAX`]): [`parse_token`] refuses it.
-fn oversized_value(text: &[&str], rest: &str) -> Option<TokenCommand> {
-    if rest.len() <= VALUE_TEXT_MAX {
-        return None;
+/// Whether the tokens so far are a token SET up to its value and `rest` bytes of text follow
+/// them, too many to hold a token ([`VALUE_TEXT_MAX`]).
+fn oversized_value(text: &[&str], rest: usize) -> bool {
+    if rest <= VALUE_TEXT_MAX {
+        return false;
     }
     let is = |i: usize, w: &str| text.get(i).is_some_and(|t| t.eq_ignore_ascii_case(w));
     let start = if is(1, "SESSION") { 2 } else { 1 };
     let set = is(0, "SET") && is(start, "querypilot") && is(start + 1, ".") && is(start + 2, "causal_token");
-    (set && text.len() == start + 4 && (is(start + 3, "=") || is(start + 3, "TO")))
-        .then(|| TokenCommand::Set(rest.trim().to_owned()))
+    set && text.len() == start + 4 && (is(start + 3, "=") || is(start + 3, "TO"))
+}
+
+/// Whether a statement may be a token statement from its first word on.
+fn may_be_token_command(first: &str) -> bool {
+    ["SHOW", "SET", "RESET"].iter().any(|w| first.eq_ignore_ascii_case(w))
+}
+
+/// Whether a statement text of `len` bytes that begins with `head` (as much of it as has
+/// arrived) is a token SET whose value text is too long to hold a token, as [`token_command`]
+/// and [`parse_token`] would find on the whole text: such a message can be refused from its
+/// head, its body read and dropped rather than held (#33). `false` when the head is too short
+/// to tell.
+pub fn oversized_token_set(head: &str, len: usize, dialect: Dialect) -> bool {
+    let mut text: SmallVec<[&str; TOKEN_COMMAND_MAX]> = SmallVec::new();
+    for t in Lexer::new(head, dialect).filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon)) {
+        // The head's last token may go on past it (or be a comment left open).
+        if t.end() >= head.len()
+            || text.len() == TOKEN_COMMAND_MAX
+            || (text.is_empty() && !may_be_token_command(t.text))
+        {
+            return false;
+        }
+        text.push(t.text);
+        if oversized_value(&text, len.saturating_sub(t.end())) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Recognizes `sql` as a token statement (one statement, comments and a final `;` allowed),
@@ -122,14 +156,14 @@ pub fn token_command(sql: &str, dialect: Dialect) -> Option<TokenCommand> {
     // the eighth token (both forms are shorter), without allocating.
     let mut text: SmallVec<[&str; TOKEN_COMMAND_MAX]> = SmallVec::new();
     for t in Lexer::new(sql, dialect).filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon)) {
-        if text.len() == TOKEN_COMMAND_MAX
-            || (text.is_empty() && !["SHOW", "SET", "RESET"].iter().any(|w| t.text.eq_ignore_ascii_case(w)))
-        {
+        if text.len() == TOKEN_COMMAND_MAX || (text.is_empty() && !may_be_token_command(t.text)) {
             return None;
         }
         text.push(t.text);
-        if let Some(value) = oversized_value(&text, sql.get(t.end()..).unwrap_or_default()) {
-            return Some(value);
+        if oversized_value(&text, sql.len().saturating_sub(t.end())) {
+            // Refused by parse_token for its length alone, whitespace and all, as
+            // `oversized_token_set` refuses it from the head of a message.
+            return Some(TokenCommand::Set(sql.get(t.end()..).unwrap_or_default().to_owned()));
         }
     }
     let is = |i: usize, w: &str| text.get(i).is_some_and(|t| t.eq_ignore_ascii_case(w));
@@ -230,6 +264,51 @@ mod tests {
     }
 
     #[test]
+    fn a_head_tells_an_oversized_token_set_as_the_whole_text_would() {
+        let huge = "0-1-5,".repeat(VALUE_TEXT_MAX / 4);
+        let padded = " ".repeat(VALUE_TEXT_MAX + 1);
+        let refused = [
+            format!("SET querypilot.causal_token = 'gtid:{huge}'"),
+            format!("/* c */ set session querypilot . causal_token to '{huge}'"),
+            // Padding counts as value text: the whole text is refused for its length too.
+            format!("SET querypilot.causal_token = 'pg:1/2'{padded}"),
+        ];
+        for sql in &refused {
+            let Some(TokenCommand::Set(value)) = token_command(sql) else { panic!("not a token SET: {sql:.60}") };
+            assert_eq!(parse_token(&value), Err(TokenError::TooLarge), "{sql:.60}");
+            for dialect in [Dialect::Postgres, Dialect::MySql] {
+                assert!(oversized_token_set(sql.get(..64).unwrap_or_default(), sql.len(), dialect), "{sql:.60}");
+                // A head that ends at or inside the `=` cannot tell yet.
+                let eq = sql.find(" = ").map(|i| i + 2).or_else(|| sql.find(" to ").map(|i| i + 3));
+                let eq = eq.unwrap_or_default();
+                assert!(!oversized_token_set(sql.get(..eq).unwrap_or_default(), sql.len(), dialect), "{sql:.60}");
+            }
+        }
+        let small = "SET querypilot.causal_token = 'pg:1/2'";
+        let others = [
+            format!("SELECT '{huge}'"),
+            format!("SET querypilot.other = '{huge}'"),
+            format!("SET LOCAL querypilot.causal_token = '{huge}'"),
+            format!("/* {huge} */ {small}"),
+            small.to_owned(),
+        ];
+        for sql in &others {
+            assert!(!matches!(token_command(sql).map(|c| parse_token_of(&c)), Some(Err(TokenError::TooLarge))));
+            for head in [64, sql.len()] {
+                let head = sql.get(..head.min(sql.len())).unwrap_or_default();
+                assert!(!oversized_token_set(head, sql.len(), Dialect::Postgres), "{sql:.60}");
+            }
+        }
+    }
+
+    fn parse_token_of(command: &TokenCommand) -> Result<Position, TokenError> {
+        match command {
+            TokenCommand::Set(value) => parse_token(value),
+            _ => Err(TokenError::Malformed(String::new())),
+        }
+    }
+
+    #[test]
     fn every_mention_of_the_token_is_found() {
         for named in [
             "select 1; set querypilot.causal_token = 'pg:1/2'",
@@ -241,8 +320,12 @@ mod tests {
         ] {
             assert!(mentions_token(named), "{named}");
         }
-        for other in ["select causal_token from t", "SELECT 1", "set querypilot.other_causal_token = 1"] {
+        for other in ["select causal_token from t", "SELECT 1", "set querypilot.other_causal_token = 1", "_", "ken_"] {
             assert!(!mentions_token(other), "{other}");
         }
+        // The name at either end of the text, after other underscores, and in other scripts' company.
+        assert!(mentions_token("show_x querypilot.CAUSAL_TOKEN"));
+        assert!(mentions_token("current_setting('querypilot.causal_token')"));
+        assert!(mentions_token("select 'é_ü', current_setting('querypilot.causal_token')"));
     }
 }

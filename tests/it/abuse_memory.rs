@@ -282,6 +282,42 @@ fn an_oversized_causal_token_is_refused_and_never_held() {
     assert_eq!((e.code, e.state.as_str()), (1231, "42000"), "{}", e.message);
 }
 
+#[test]
+fn an_oversized_causal_token_is_refused_from_its_head_before_any_charge() {
+    // Megabytes in flight: not while another test reads this process's RSS.
+    let _heavy = heavy();
+    // A 1 MiB budget refuses any 1 MB message read whole (53200): the token SET must be refused
+    // for what it is (22023) from its first bytes instead, its body dropped as it comes.
+    let router = pg_router("client_buffer_budget = \"1MiB\"");
+    let huge: Vec<String> = (0..100_000).map(|d| format!("{d}-1-5")).collect();
+    let set = format!("SET querypilot.causal_token = 'gtid:{}'", huge.join(","));
+    let mut c = router.pg("main");
+    for _ in 0..3 {
+        let err = c.batch_execute(&set).expect_err("a 1 MB token is refused");
+        let db = err.as_db_error().expect("a server error");
+        assert_eq!((db.code().code(), db.message().contains("too large")), ("22023", true), "{}", db.message());
+    }
+    assert_eq!(held(&router, "messages"), 0.0, "nothing of it is held");
+    c.simple_query("SELECT 1").expect("the session goes on");
+
+    // Pipelined behind a query and ahead of another in one write: exactly its bytes are dropped.
+    let mut raw = crate::abuse::RawPg::login(router.port());
+    let mut out = Vec::new();
+    for sql in ["SELECT 41 + 1", set.as_str(), "SELECT 42 + 1"] {
+        querypilot::protocol::pg::frontend::encode_query(sql, &mut out).expect("encode");
+    }
+    raw.send(&out);
+    let mut seen = Vec::new();
+    while seen.iter().filter(|(tag, _)| *tag == b'Z').count() < 3 {
+        let (tag, body) = raw.next().expect("reply");
+        seen.push((tag, if tag == b'E' { sqlstate(&body) } else { String::from_utf8_lossy(&body).into_owned() }));
+    }
+    let rows: Vec<&str> = seen.iter().filter(|(t, _)| *t == b'D').map(|(_, b)| b.as_str()).collect();
+    assert!(rows.len() == 2 && rows[0].ends_with("42") && rows[1].ends_with("43"), "{seen:?}");
+    let errors: Vec<&str> = seen.iter().filter(|(t, _)| *t == b'E').map(|(_, b)| b.as_str()).collect();
+    assert_eq!(errors, ["22023"], "{seen:?}");
+}
+
 /// PyMySQL speaking the binary protocol by hand: prepares `SELECT LENGTH(?)`, sends `mib` MiB
 /// of COM_STMT_SEND_LONG_DATA for its parameter, executes; then the same with 1 MiB; then
 /// COM_STMT_RESET and 1 MiB again. Prints each execute's outcome.

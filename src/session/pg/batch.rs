@@ -38,11 +38,15 @@ impl Held {
         self.count == 0
     }
 
-    /// Holds one whole message; `false` once the batch is over the limits.
+    /// Holds one whole message; `false` (the message not held) when it would take the batch
+    /// over the limits. Checked before copying: a large Bind is not copied only to be released.
     pub fn push(&mut self, raw: &[u8]) -> bool {
+        if self.bytes.len().saturating_add(raw.len()) > HOLD_BYTES || self.count >= HOLD_MESSAGES {
+            return false;
+        }
         self.bytes.extend_from_slice(raw);
         self.count += 1;
-        self.bytes.len() <= HOLD_BYTES && self.count <= HOLD_MESSAGES
+        true
     }
 
     /// Hands over the held messages, leaving nothing held.
@@ -103,19 +107,27 @@ impl Session {
         extended && (!self.batch.is_empty() || (!self.held() && self.ctx.splits_reads(Protocol::Postgres)))
     }
 
-    /// Holds one message; a batch over the limits is released to the primary at once.
+    /// Holds one message; a batch it would take over the limits is released to the primary at
+    /// once, the message after it (handled where it is, never copied into the batch).
     pub(super) async fn hold(&mut self, raw: &[u8]) -> Result<(), End> {
         if self.batch.push(raw) {
             return Ok(());
         }
-        self.release_batch(true).await
+        // Too large to hold whole, so what follows is unknown: the batch goes to the primary.
+        let bytes = self.batch.take();
+        self.batch.primary = true;
+        let mut res = self.handle_held(&bytes).await;
+        if res.is_ok() {
+            res = self.handle_held(raw).await;
+        }
+        self.batch.primary = false;
+        res
     }
 
-    /// Routes the held batch as one unit and handles its messages; `overflow`: it was too large
-    /// to hold whole, so what follows is unknown and it goes to the primary.
-    pub(super) async fn release_batch(&mut self, overflow: bool) -> Result<(), End> {
+    /// Routes the held batch as one unit and handles its messages.
+    pub(super) async fn release_batch(&mut self) -> Result<(), End> {
         let bytes = self.batch.take();
-        self.batch.primary = overflow || self.batch_needs_primary(&bytes);
+        self.batch.primary = self.batch_needs_primary(&bytes);
         let res = self.handle_held(&bytes).await;
         self.batch.primary = false;
         res
@@ -252,11 +264,14 @@ mod tests {
         assert!(h.push(&[0u8; 100]));
         assert!(!h.is_empty());
         assert!(!h.push(&vec![0u8; HOLD_BYTES]), "over the byte limit");
-        assert_eq!(h.take().len(), HOLD_BYTES + 100);
+        assert_eq!(h.take().len(), 100, "a message over the limit is not copied in");
         assert!(h.is_empty());
+        assert!(h.push(&vec![0u8; HOLD_BYTES]), "up to the byte limit");
+        h.take();
         for _ in 0..HOLD_MESSAGES {
             assert!(h.push(b"x"));
         }
         assert!(!h.push(b"x"), "over the message limit");
+        assert_eq!(h.take().len(), HOLD_MESSAGES);
     }
 }

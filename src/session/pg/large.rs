@@ -13,20 +13,33 @@
 //! and until it was handled (`sqp_client_buffer_bytes{kind="messages"}`). Past the budget it is
 //! read and dropped, never held, and the client gets `53200 out of memory` as from a server that
 //! cannot allocate it: a simple Query ends with ReadyForQuery, an extended message fails its
-//! batch up to Sync; the session goes on.
+//! batch up to Sync; the session goes on. A causal-token SET whose value is too long to be a
+//! token is refused (`22023`) from its first bytes, before any charge: the rest of it is read
+//! and dropped, never held, decoded or scanned.
 
 use super::relay::Pass;
+use super::route::INVALID_PARAMETER_VALUE;
 use super::{End, Session, READ_CHUNK};
 use crate::metrics::BufferKind;
 use crate::protocol::pg::tag::{backend as server, frontend as client};
 use crate::protocol::pg::{backend, decode_header, sqlstate};
+use crate::routing::causal::{oversized_token_set, TokenError};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::error::RelayError;
+use crate::sql::Dialect;
 
 /// Messages at least this long pass through in pieces. Smaller ones are held whole, as every
 /// message used to be: within a few reads, and most results' rows are far shorter.
 pub(super) const PIECEWISE_AT: usize = 256 * 1024;
+
+/// A message's tag byte and length field.
+const HEADER: usize = 5;
+
+/// How much of a Query's text is looked at for a causal-token SET before its body arrives:
+/// ample for `SET SESSION querypilot.causal_token =` and a comment, and bounded, since it is
+/// looked at again after each read.
+const TOKEN_HEAD: usize = 4096;
 
 /// Copies of a large client message charged: the bytes read, and the copy queued for the
 /// backend (a message alone in the read buffer becomes the handled message without a copy).
@@ -136,11 +149,53 @@ impl Session {
 
 impl Session {
     /// Charges the large client message the read buffer starts with before the next read
-    /// (`charge_incoming`); past the budget refuses it (`true`: look at the buffer again).
+    /// (`charge_incoming`); past the budget refuses it (`true`: look at the buffer again). A
+    /// causal-token SET too large to hold a token is refused from its head before either.
     pub(super) async fn refuse_over_budget(&mut self) -> Result<bool, End> {
+        if let Some(len) = self.oversized_token_set() {
+            self.refuse_token_set(len).await?;
+            return Ok(true);
+        }
         let Some((tag, len)) = self.charge_incoming() else { return Ok(false) };
         self.refuse_incoming(tag, len).await?;
         Ok(true)
+    }
+
+    /// The length of the simple Query the read buffer starts with (not all of it arrived) when
+    /// its head already shows a causal-token SET whose value is too long to be a token. Read
+    /// whole, such a message was decoded, copied and scanned on the core in one go (a 1 MB one
+    /// took a whole baseline p99 from the core's other sessions, #33); the answer cannot
+    /// depend on the rest of it (`routing::causal::oversized_token_set`). Only between
+    /// exchanges, where the whole-text path would answer it at once too.
+    fn oversized_token_set(&self) -> Option<usize> {
+        let (tag, len) = decode_header(&self.io.cbuf, self.max_message()).ok().flatten()?;
+        let idle = self.batch.is_empty() && self.ex.expect.is_empty() && !self.ex.awaiting();
+        if tag != client::QUERY || !idle || self.ex.refused() || self.ex.aborted() || self.is_bridged() {
+            return None;
+        }
+        let head = self.io.cbuf.get(HEADER..len.min(self.io.cbuf.len()).min(HEADER + TOKEN_HEAD))?;
+        let head = match std::str::from_utf8(head) {
+            Ok(head) => head,
+            // Cut inside a character (or not UTF-8 further on): what comes before it.
+            Err(e) => std::str::from_utf8(head.get(..e.valid_up_to())?).ok()?,
+        };
+        // The text: the body less its NUL.
+        let text = len.saturating_sub(HEADER + 1);
+        oversized_token_set(head, text, Dialect::Postgres).then_some(len)
+    }
+
+    /// Refuses the causal-token SET of `len` bytes that starts the unread bytes as the server
+    /// refuses an invalid value (`22023`, the token not echoed): its bytes are read and dropped
+    /// as they come, never held.
+    async fn refuse_token_set(&mut self, len: usize) -> Result<(), End> {
+        // Its head may have come in a read too short to tell, charged as a large message.
+        self.io.held.resize(0, 0);
+        self.discard_client(len).await?;
+        self.io.cbuf.shrink_to(READ_CHUNK);
+        let e = PgClientError::new(INVALID_PARAMETER_VALUE, TokenError::TooLarge.to_string());
+        e.encode(&mut self.io.out);
+        backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
+        self.flush_client().await
     }
 
     /// Charges the large client message whose header starts the read buffer, as far as it

@@ -504,7 +504,7 @@ impl Session {
         }
         if !self.batch.is_empty() && decoded != FrontendMessage::Terminate {
             // The held batch ends here: it goes first, routed as one unit (#19).
-            self.release_batch(false).await?;
+            self.release_batch().await?;
             if self.skips(&decoded) {
                 return Ok(());
             }

@@ -131,7 +131,7 @@ impl Session {
             return Ok(Some(read));
         }
         if !self.batch.is_empty() {
-            self.release_batch(false).await?;
+            self.release_batch().await?;
         }
         if self.ex.bout.is_empty() || self.backend.is_none() || self.ex.refused() || self.ex.aborted() {
             return Ok(None);
