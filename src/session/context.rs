@@ -169,7 +169,8 @@ impl CoreContext {
         self.pools.borrow().clone()
     }
 
-    /// Borrows a connection of `pool` speaking `protocol`, waiting until `deadline`. A pool that
+    /// Borrows a connection of `pool` speaking `protocol`, waiting up to the pool's `acquire`
+    /// timeout (counted from now, on the pool as it is when called). A pool that
     /// a reload rebuilt (new backends, limits...) is first swapped for its successor in the
     /// current pool set, also when the reload happened while the checkout waited (between PAUSE
     /// and RESUME), so a new transaction always runs on the configuration in force.
@@ -178,8 +179,8 @@ impl CoreContext {
         pool: &mut Rc<CorePool>,
         protocol: Protocol,
         who: Option<&PassThrough>,
-        deadline: Instant,
     ) -> Result<Conn, PoolError> {
+        let deadline = crate::rt::now() + pool.config.timeouts.acquire;
         loop {
             if pool.is_replaced() {
                 let Some(successor) = self.pools().get(pool.config.name.as_str()).cloned() else {

@@ -12,6 +12,8 @@ pub mod admission;
 mod backoff;
 pub mod cancel;
 pub mod client_error;
+mod client_io;
+mod commit_io;
 mod context;
 pub mod digest;
 mod engine;

@@ -48,6 +48,7 @@ use crate::routing::RywState;
 use crate::rt::{self, Stream};
 use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
+use crate::session::client_io::{self, End, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::release::{self, LossFacts, Release, ReleaseFacts};
 use crate::session::error::RelayError;
@@ -58,12 +59,6 @@ use crate::sql::Dialect;
 use relay::{Grammar, Outcome};
 use state::MyState;
 
-/// Bytes buffered for the client before they are written out mid-result.
-const CLIENT_FLUSH_AT: usize = 64 * 1024;
-/// Read size for client and backend sockets.
-const READ_CHUNK: usize = 16 * 1024;
-/// First read of an idle session: most commands are small.
-const IDLE_READ_CHUNK: usize = 1024;
 /// `ER_CONNECTION_KILLED`: the session was ended by an operator's KILL.
 pub(super) const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, sql_state: *b"70100" };
 /// `ER_SERVER_SHUTDOWN`.
@@ -72,20 +67,6 @@ const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"
 use crate::session::client_error::ER_BACKEND_UNAVAILABLE as ER_BACKEND_LOST;
 /// `ER_PARSE_ERROR` for multi-statement text from a client that did not enable them.
 const ER_PARSE_ERROR: ErrorNumber = ErrorNumber { code: 1064, sql_state: *b"42000" };
-
-/// Why a session loop ended.
-enum End {
-    /// The client said COM_QUIT or closed its socket.
-    ClientGone,
-    /// The router is draining and the session was idle.
-    Drained,
-    /// An error the client was told about; close.
-    Fatal,
-    /// An operator's KILL of the session's pool.
-    Killed,
-    /// A client's `KILL [CONNECTION]` of this session.
-    KilledByClient,
-}
 
 /// The client socket and its buffers.
 pub(super) struct ClientIo {
@@ -394,16 +375,7 @@ impl Session {
             let idle = self.link.conn.is_none();
             let read = if idle {
                 self.release_idle_buffers();
-                // A small first read keeps idle buffers small; the rest of a big command
-                // arrives in full-size chunks.
-                let chunk = if self.io.buf.is_empty() { IDLE_READ_CHUNK } else { READ_CHUNK };
-                let drain = self.ctx.drain.clone();
-                let io = &mut self.io;
-                rt::race(async { Some(rt::read_some(&mut io.stream, &mut io.buf, chunk).await) }, async {
-                    drain.wait().await;
-                    None
-                })
-                .await
+                client_io::read_idle(&mut self.io.stream, &mut self.io.buf, &self.ctx.drain).await
             } else {
                 // In a transaction or with a cursor open the backend is this client's alone, so
                 // a silent client may not keep it for ever.
@@ -415,10 +387,8 @@ impl Session {
                 };
                 Some(read)
             };
-            match read {
-                None => return Err(End::Drained),
-                Some(Ok(0)) | Some(Err(_)) => return Ok(None),
-                Some(Ok(_)) => {}
+            if client_io::client_closed(read)? {
+                return Ok(None);
             }
         }
     }
@@ -460,12 +430,7 @@ impl Session {
 
     /// Writes buffered client output.
     async fn flush_client(&mut self) -> Result<(), End> {
-        if self.io.out.is_empty() {
-            return Ok(());
-        }
-        let r = rt::write_all(&mut self.io.stream, &self.io.out).await;
-        self.io.out.clear();
-        r.map_err(|_| End::ClientGone)
+        client_io::flush(&mut self.io.stream, &mut self.io.out).await
     }
 
     async fn dispatch(&mut self, payload: &[u8]) -> Result<(), End> {
@@ -771,10 +736,9 @@ impl Session {
     /// Makes sure a backend connection is attached, replaying session state on it.
     async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
         if self.link.conn.is_none() {
-            let deadline = rt::now() + self.pool.config.timeouts.acquire;
             let conn = self
                 .ctx
-                .checkout(&mut self.pool, Protocol::MySql, self.client.pass.as_deref(), deadline)
+                .checkout(&mut self.pool, Protocol::MySql, self.client.pass.as_deref())
                 .await
                 .map_err(|e| MyClientError::from(&e))?;
             self.attach(conn).await?;

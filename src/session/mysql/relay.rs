@@ -458,10 +458,7 @@ impl Session {
     /// Writes `self.link.out` to the backend.
     pub(super) async fn flush_backend(&mut self) -> Result<(), RelayError> {
         let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
-        if let ConnInfo::MySql(info) = &conn.info {
-            let kind = crate::session::cancel::TargetKind::MySql { thread_id: info.thread_id };
-            self.cancel.slot.set_running(Some(crate::session::cancel::CancelTarget { addr: conn.addr, kind }));
-        }
+        self.cancel.slot.running_on(conn, crate::config::Protocol::MySql);
         let r = rt::write_all(&mut conn.stream, &self.link.out).await;
         self.link.out.clear();
         r.map_err(lost)

@@ -39,14 +39,15 @@ use std::rc::Rc;
 
 use crate::config::{Engine, PoolMode, Protocol};
 use crate::id::CancelKey;
-use crate::pool::{Conn, ConnInfo, CorePool, PoolError};
+use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::pg::{
     backend, decode_raw_frame, frontend, sqlstate, DecodeError, Frame, FrontendMessage, Target, TransactionStatus,
 };
 use crate::routing::RywState;
 use crate::rt::{self, Stream};
-use crate::session::cancel::{CancelSlot, CancelTarget, TargetKind};
+use crate::session::cancel::CancelSlot;
 use crate::session::client_error::PgClientError;
+use crate::session::client_io::{self, End, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::release::{self, Release, ReleaseFacts};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
@@ -54,26 +55,6 @@ use crate::session::state::SessionState;
 use crate::session::CoreContext;
 use prepared::{Expect, Stmt};
 use readonly::begins_transaction;
-
-/// Bytes buffered for the client before they are written out mid-result.
-const CLIENT_FLUSH_AT: usize = 64 * 1024;
-/// Read size for client and backend sockets.
-const READ_CHUNK: usize = 16 * 1024;
-/// Read size while a session waits between transactions: most requests fit, and thousands of
-/// idle clients must not each hold a large buffer (a longer message just takes more reads).
-const IDLE_READ_CHUNK: usize = 1024;
-
-/// Why a session loop ended.
-enum End {
-    /// The client said Terminate or closed its socket.
-    ClientGone,
-    /// The router is draining and the session was idle.
-    Drained,
-    /// An error the client was told about (FATAL); close.
-    Fatal,
-    /// An operator's KILL of the session's pool.
-    Killed,
-}
 
 /// One PostgreSQL client connection.
 pub(super) struct Session {
@@ -170,7 +151,7 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     let goodbye = match end {
         End::Drained => Some("terminating connection: the router is shutting down"),
         End::Killed => Some("terminating connection due to administrator command (KILL of its pool)"),
-        End::ClientGone | End::Fatal => None,
+        End::ClientGone | End::Fatal | End::KilledByClient => None,
     };
     if let Some(message) = goodbye {
         let mut out = Vec::new();
@@ -377,10 +358,8 @@ impl Session {
                 };
                 Some(read)
             };
-            match read {
-                None => return Err(End::Drained),
-                Some(Ok(0)) | Some(Err(_)) => return Ok(None),
-                Some(Ok(_)) => {}
+            if client_io::client_closed(read)? {
+                return Ok(None);
             }
         }
     }
@@ -388,16 +367,7 @@ impl Session {
     /// Reads from a client that holds no backend; `None` when the router starts draining.
     async fn read_idle(&mut self) -> Option<std::io::Result<usize>> {
         self.release_idle_buffers();
-        let drain = self.ctx.drain.clone();
-        // A small first read keeps idle buffers small; the rest of a big message arrives in
-        // full-size chunks.
-        let chunk = if self.io.cbuf.is_empty() { IDLE_READ_CHUNK } else { READ_CHUNK };
-        let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
-        rt::race(async { Some(rt::read_some(client, cbuf, chunk).await) }, async {
-            drain.wait().await;
-            None
-        })
-        .await
+        client_io::read_idle(&mut self.io.client, &mut self.io.cbuf, &self.ctx.drain).await
     }
 
     /// Moves the next whole client message from `cbuf` into `msg` and returns its tag;
@@ -571,12 +541,7 @@ impl Session {
 
     /// Writes buffered client output.
     async fn flush_client(&mut self) -> Result<(), End> {
-        if self.io.out.is_empty() {
-            return Ok(());
-        }
-        let r = rt::write_all(&mut self.io.client, &self.io.out).await;
-        self.io.out.clear();
-        r.map_err(|_| End::ClientGone)
+        client_io::flush(&mut self.io.client, &mut self.io.out).await
     }
 
     async fn on_query(&mut self, sql: &str, raw: &[u8]) -> Result<(), End> {
@@ -787,10 +752,9 @@ impl Session {
         if self.backend.is_some() {
             return Ok(());
         }
-        let deadline = rt::now() + self.pool.config.timeouts.acquire;
         let conn = self
             .ctx
-            .checkout(&mut self.pool, Protocol::Postgres, self.identity.pass.as_deref(), deadline)
+            .checkout(&mut self.pool, Protocol::Postgres, self.identity.pass.as_deref())
             .await
             .map_err(|e| PgClientError::from(&e))?;
         self.backend = Some(conn);
@@ -804,12 +768,7 @@ impl Session {
     /// Sends everything queued for the backend and marks the session's statement cancellable.
     async fn send_backend(&mut self) -> Result<(), End> {
         let Some(conn) = self.backend.as_mut() else { return Ok(()) };
-        if let ConnInfo::Pg(info) = &conn.info {
-            self.cancel.slot.set_running(Some(CancelTarget {
-                addr: conn.addr,
-                kind: TargetKind::Pg { pid: info.pid, secret: info.secret },
-            }));
-        }
+        self.cancel.slot.running_on(conn, Protocol::Postgres);
         // Until its ReadyForQuery arrives the connection carries this client's response: it must
         // never be handed to anyone else (the client may vanish mid-result).
         self.ex.sent();

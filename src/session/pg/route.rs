@@ -14,6 +14,7 @@ use crate::routing::causal::{format_token, TOKEN_NAME};
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::commit_io;
 use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::route::{self, Seat};
 use crate::session::give_back::moving_to;
@@ -308,11 +309,7 @@ impl Session {
                     let _ = self.flush_client().await;
                 }
             }
-            Err(e) => {
-                tracing::debug!("causal reads: cannot read the commit position: {e}");
-                conn.broken |= e.breaks_connection();
-                self.progress.ryw.learned(None);
-            }
+            Err(e) => commit_io::position_unknown(conn, &mut self.progress.ryw, &e, "commit position"),
         }
     }
 }

@@ -14,8 +14,9 @@ use std::collections::HashMap;
 
 use super::{relay, End, Session};
 use crate::config::Engine;
-use crate::pool::health::{pg_read_xact_probe, PG_XACT_PROBE};
+use crate::pool::health::PG_XACT_PROBE;
 use crate::protocol::pg::{frontend, Frame, FrontendMessage, RawFrames, TransactionStatus};
+use crate::session::commit_io;
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
 
@@ -71,14 +72,7 @@ impl Session {
     async fn send_probed(&mut self) -> Result<(), End> {
         self.send_backend().await?;
         if let Some(conn) = self.backend.as_mut() {
-            match pg_read_xact_probe(conn).await {
-                Ok(true) => {}
-                Ok(false) => self.progress.ryw.wrote_nothing(),
-                Err(e) => {
-                    tracing::debug!("causal reads: cannot tell whether the transaction wrote: {e}");
-                    conn.broken |= e.breaks_connection();
-                }
-            }
+            commit_io::read_xact_probe(conn, &mut self.progress.ryw, "transaction").await;
         }
         self.relay(relay::Until::Ready).await
     }

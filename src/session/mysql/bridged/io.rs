@@ -6,16 +6,13 @@
 use crate::bridge::{status_flags, ResultWriter, Step};
 use crate::config::{PoolMode, PoolRole, Protocol};
 use crate::id::Position;
-use crate::pool::health::{
-    pg_commit_position, pg_read_commit_position, pg_read_xact_probe, PG_COMMIT_POSITION, PG_XACT_PROBE,
-};
-use crate::pool::ConnInfo;
+use crate::pool::health::{pg_commit_position, pg_read_commit_position, PG_COMMIT_POSITION, PG_XACT_PROBE};
 use crate::protocol::pg::tag::field;
 use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame, TransactionStatus};
 use crate::routing::Decision;
 use crate::rt;
-use crate::session::cancel::{CancelTarget, TargetKind};
 use crate::session::client_error::MyClientError;
+use crate::session::commit_io;
 use crate::session::error::RelayError;
 
 use super::super::route::Rewrite;
@@ -63,10 +60,9 @@ impl Session {
     /// read), replaying the session's `search_path` when the connection's settings differ.
     pub(super) async fn pg_backend(&mut self) -> Result<(), MyClientError> {
         if self.link.conn.is_none() {
-            let deadline = rt::now() + self.pool.config.timeouts.acquire;
             let conn = self
                 .ctx
-                .checkout(&mut self.pool, Protocol::Postgres, None, deadline)
+                .checkout(&mut self.pool, Protocol::Postgres, None)
                 .await
                 .map_err(|e| MyClientError::from(&e))?;
             self.link.conn = Some(conn);
@@ -114,12 +110,7 @@ impl Session {
     /// Writes `self.link.out` to the backend and marks the statement cancellable.
     pub(super) async fn pg_send(&mut self) -> Result<(), RelayError> {
         let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
-        if let ConnInfo::Pg(info) = &conn.info {
-            self.cancel.slot.set_running(Some(CancelTarget {
-                addr: conn.addr,
-                kind: TargetKind::Pg { pid: info.pid, secret: info.secret },
-            }));
-        }
+        self.cancel.slot.running_on(conn, Protocol::Postgres);
         let r = rt::write_all(&mut conn.stream, &self.link.out).await;
         self.link.out.clear();
         r.map_err(|e| RelayError::BackendClosed(Some(e)))
@@ -296,14 +287,7 @@ impl Session {
     /// leaves the position due.
     pub(super) async fn read_xact_probe(&mut self) {
         let Some(conn) = self.link.conn.as_mut() else { return };
-        match pg_read_xact_probe(conn).await {
-            Ok(true) => {}
-            Ok(false) => self.routing.ryw.wrote_nothing(),
-            Err(e) => {
-                tracing::debug!("causal reads: cannot tell whether the bridged transaction wrote: {e}");
-                conn.broken |= e.breaks_connection();
-            }
-        }
+        commit_io::read_xact_probe(conn, &mut self.routing.ryw, "bridged transaction").await;
     }
 
     /// Routes a bridged statement ([`Session::bridged_route`]), then, for a read the split sent
@@ -347,11 +331,7 @@ impl Session {
         }
         match position {
             Ok(position) => self.routing.ryw.learned(Some(Position::Wal(position))),
-            Err(e) => {
-                tracing::debug!("causal reads: cannot read the bridged commit position: {e}");
-                conn.broken |= e.breaks_connection();
-                self.routing.ryw.learned(None);
-            }
+            Err(e) => commit_io::position_unknown(conn, &mut self.routing.ryw, &e, "bridged commit position"),
         }
     }
 

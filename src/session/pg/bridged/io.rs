@@ -8,7 +8,6 @@ use crate::pool::ConnInfo;
 use crate::protocol::mysql::{decode_payload, encode_packets, Command};
 use crate::protocol::pg::TransactionStatus;
 use crate::rt;
-use crate::session::cancel::{CancelTarget, TargetKind};
 use crate::session::client_error::PgClientError;
 use crate::session::error::RelayError;
 
@@ -36,12 +35,8 @@ impl Session {
         if self.backend.is_some() {
             return Ok(());
         }
-        let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let conn = self
-            .ctx
-            .checkout(&mut self.pool, Protocol::MySql, None, deadline)
-            .await
-            .map_err(|e| PgClientError::from(&e))?;
+        let conn =
+            self.ctx.checkout(&mut self.pool, Protocol::MySql, None).await.map_err(|e| PgClientError::from(&e))?;
         let fresh = conn.settings != BRIDGE_SETTINGS;
         self.backend = Some(conn);
         if fresh {
@@ -88,12 +83,7 @@ impl Session {
     pub(super) async fn my_send(&mut self, cmd: &Command<'_>) -> Result<(), RelayError> {
         let caps = self.my_caps();
         let conn = self.backend.as_mut().ok_or(RelayError::BackendClosed(None))?;
-        if let ConnInfo::MySql(info) = &conn.info {
-            self.cancel.slot.set_running(Some(CancelTarget {
-                addr: conn.addr,
-                kind: TargetKind::MySql { thread_id: info.thread_id },
-            }));
-        }
+        self.cancel.slot.running_on(conn, Protocol::MySql);
         let mut payload = Vec::with_capacity(64);
         cmd.encode(caps, &mut payload);
         self.ex.bout.clear();
