@@ -47,7 +47,7 @@ pub mod error;
 pub mod id;
 pub mod metrics;
 pub mod pool;
-pub mod protocol;
+pub use querypilot_protocol as protocol;
 pub mod routing;
 pub mod rt;
 pub mod session;

@@ -370,7 +370,7 @@ impl<'a> AuthReply<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::mysql::capability::*;
+    use crate::mysql::capability::*;
     use proptest::prelude::*;
 
     fn mysql8_greeting() -> Vec<u8> {

@@ -1,8 +1,8 @@
 use proptest::prelude::*;
 
-use crate::protocol::pg::backend::{encode_data_row, encode_row_description, peek, FieldDescription};
-use crate::protocol::pg::frontend::{encode_bind, encode_bind_renamed, encode_describe_renamed, encode_parse_renamed};
-use crate::protocol::pg::{
+use crate::pg::backend::{encode_data_row, encode_row_description, peek, FieldDescription};
+use crate::pg::frontend::{encode_bind, encode_bind_renamed, encode_describe_renamed, encode_parse_renamed};
+use crate::pg::{
     decode_frame, decode_startup_frame, BackendMessage, Frame, Frames, FrontendMessage, ScramClient, ScramSecret,
     ScramServer, StartupPacket,
 };

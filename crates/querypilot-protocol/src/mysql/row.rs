@@ -99,8 +99,8 @@ pub fn encode_binary_row(values: &[BinaryValue<'_>], out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::mysql::column::ColumnType;
-    use crate::protocol::mysql::value::tests::typed_value;
+    use crate::mysql::column::ColumnType;
+    use crate::mysql::value::tests::typed_value;
     use proptest::prelude::*;
 
     #[test]

@@ -95,7 +95,7 @@ pub fn last_gtid(block: &[u8]) -> GtidChange<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::mysql::capability::{CLIENT_PROTOCOL_41, CLIENT_TRANSACTIONS};
+    use crate::mysql::capability::{CLIENT_PROTOCOL_41, CLIENT_TRANSACTIONS};
 
     const CLIENT: u64 = CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS;
     const BACKEND: u64 = CLIENT | CLIENT_SESSION_TRACK;

@@ -127,7 +127,7 @@ pub fn encode_execute_params(params: &ExecuteParams<'_>, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::mysql::value::tests::typed_value;
+    use crate::mysql::value::tests::typed_value;
     use proptest::prelude::*;
 
     #[test]

@@ -1,9 +1,9 @@
 use proptest::prelude::*;
 
-use crate::protocol::pg::auth::{md5_response, md5_secret};
-use crate::protocol::pg::challenge::{Challenge, ChallengeError, Progress, Proof};
-use crate::protocol::pg::frontend::{encode_sasl_initial_response, encode_sasl_response};
-use crate::protocol::pg::{decode_frame, BackendMessage, ScramClient, ScramSecret};
+use crate::pg::auth::{md5_response, md5_secret};
+use crate::pg::challenge::{Challenge, ChallengeError, Progress, Proof};
+use crate::pg::frontend::{encode_sasl_initial_response, encode_sasl_response};
+use crate::pg::{decode_frame, BackendMessage, ScramClient, ScramSecret};
 
 const SALT: &[u8] = b"0123456789abcdef";
 

@@ -344,7 +344,7 @@ pub fn rewrite_stmt_id(payload: &[u8], new_id: u32, out: &mut Vec<u8>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::mysql::capability::{CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION};
+    use crate::mysql::capability::{CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION};
     use proptest::prelude::*;
 
     const CAPS: u64 = CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH | CLIENT_CONNECT_ATTRS;

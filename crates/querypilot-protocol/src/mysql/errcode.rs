@@ -77,7 +77,7 @@ pub fn encode_err(code: u16, sql_state: &[u8; 5], message: &[u8], seq: u8, out: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::mysql::framer::decode_packet;
+    use crate::mysql::framer::decode_packet;
 
     #[test]
     fn golden_framed_err() {

@@ -111,7 +111,7 @@ impl FileStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::mysql::encode_packets;
+    use crate::mysql::encode_packets;
 
     /// A file of `chunks` as a client sends it after a request with sequence id `seq`.
     fn file(chunks: &[&[u8]], seq: u8) -> (Vec<u8>, u8) {

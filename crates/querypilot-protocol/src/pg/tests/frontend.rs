@@ -1,11 +1,11 @@
 use super::msg;
-use crate::protocol::pg::frontend::{
+use crate::pg::frontend::{
     decode_sasl_initial_response, encode_bind, encode_bind_renamed, encode_close, encode_close_renamed,
     encode_describe, encode_describe_renamed, encode_execute, encode_flush, encode_parse, encode_parse_renamed,
     encode_password, encode_query, encode_sasl_initial_response, encode_sasl_response, encode_sync, encode_terminate,
     password_text,
 };
-use crate::protocol::pg::{decode_frame, DecodeError, EncodeError, Frame, FrontendMessage, RewriteError, Target};
+use crate::pg::{decode_frame, DecodeError, EncodeError, Frame, FrontendMessage, RewriteError, Target};
 
 fn frame(bytes: &[u8]) -> Frame<'_> {
     let f = decode_frame(bytes, 1 << 20).unwrap().unwrap();

@@ -1,8 +1,8 @@
 use super::msg;
-use crate::protocol::pg::framer::{
+use crate::pg::framer::{
     data_row_run, decode_expected_frame, decode_frame, decode_startup_frame, Frame, Frames, MAX_STARTUP_PACKET_LEN,
 };
-use crate::protocol::pg::DecodeError;
+use crate::pg::DecodeError;
 
 #[test]
 fn decodes_complete_frame_and_reports_total_len() {
@@ -188,7 +188,7 @@ fn data_row_run_leaves_bad_lengths_to_the_decoder() {
 
 #[test]
 fn raw_frames_carry_their_bytes_and_stop_at_a_cut_message() {
-    use crate::protocol::pg::{decode_raw_frame, tag, RawFrames};
+    use crate::pg::{decode_raw_frame, tag, RawFrames};
     let mut buf = vec![tag::frontend::SYNC, 0, 0, 0, 4];
     buf.extend_from_slice(&[tag::frontend::QUERY, 0, 0, 0, 6, b'x', 0]);
     let whole = buf.len();
@@ -222,7 +222,7 @@ fn an_unexpected_message_type_is_refused_from_its_first_byte() {
 
 #[test]
 fn a_header_is_read_before_its_body_arrives_and_checked_like_a_frame() {
-    use crate::protocol::pg::decode_header;
+    use crate::pg::decode_header;
     let row = [b'D', 0, 0, 0x10, 4, 0, 1];
     assert_eq!(decode_header(&row[..4], 1 << 20), Ok(None), "the length is not all there");
     assert_eq!(decode_header(&row, 1 << 20), Ok(Some((b'D', 0x1005))), "the body need not be");

@@ -1,8 +1,8 @@
-use crate::protocol::pg::framer::{decode_startup_frame, MAX_STARTUP_PACKET_LEN};
-use crate::protocol::pg::startup::{
+use crate::pg::framer::{decode_startup_frame, MAX_STARTUP_PACKET_LEN};
+use crate::pg::startup::{
     is_protocol_option, Negotiation, ProtocolVersion, StartupPacket, StartupParams, MAX_STARTUP_PARAMS,
 };
-use crate::protocol::pg::{BackendMessage, DecodeError, EncodeError};
+use crate::pg::{BackendMessage, DecodeError, EncodeError};
 
 const STARTUP_GOLDEN: &[u8] = b"\0\0\0\x29\0\x03\0\0user\0alice\0database\0shop\0application_name\0\0\0";
 
@@ -118,7 +118,7 @@ fn negotiation(packet: &[u8]) -> Option<(i32, Vec<String>, usize)> {
     let n = Negotiation::of(protocol, &params)?;
     let mut out = Vec::new();
     n.encode(&mut out).unwrap();
-    let frame = crate::protocol::pg::decode_frame(&out, 1 << 20).unwrap().expect("one whole message");
+    let frame = crate::pg::decode_frame(&out, 1 << 20).unwrap().expect("one whole message");
     let BackendMessage::NegotiateProtocolVersion { newest_minor, unrecognized } =
         BackendMessage::decode(&frame).unwrap()
     else {

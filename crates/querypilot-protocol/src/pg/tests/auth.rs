@@ -1,8 +1,8 @@
-use crate::protocol::pg::auth::{
+use crate::pg::auth::{
     md5_response, md5_response_from_secret, md5_secret, md5_verify, DEFAULT_ITERATIONS, MAX_ITERATIONS,
     MAX_SERVER_MESSAGE,
 };
-use crate::protocol::pg::{ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
+use crate::pg::{ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
 use base64::Engine as _;
 
 // RFC 7677 section 3 test vector.
@@ -198,7 +198,7 @@ fn scram_client_caps_what_a_backend_may_demand() {
         client
             .handle_server_first_with(msg, |p, s, i| {
                 derived.set(i);
-                crate::protocol::pg::auth::scram_keys(p, s, i)
+                crate::pg::auth::scram_keys(p, s, i)
             })
             .map(|_| ())
     };

@@ -218,7 +218,7 @@ mod tests {
     }
 
     /// A 2048-bit key made with `openssl genpkey` for tests only.
-    const TEST_KEY: &str = include_str!("../../../tests/support/mysql_rsa_test_key.pem");
+    const TEST_KEY: &str = include_str!("../../../../tests/support/mysql_rsa_test_key.pem");
 
     fn test_key() -> rsa::RsaPrivateKey {
         use rsa::pkcs8::DecodePrivateKey;

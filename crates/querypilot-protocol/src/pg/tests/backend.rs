@@ -1,10 +1,10 @@
 use super::msg;
-use crate::protocol::pg::backend::{
+use crate::pg::backend::{
     encode_auth_sasl_scram, encode_authentication, encode_data_row, encode_ready_for_query, encode_row_description,
     is_after_startup, peek, FieldDescription,
 };
-use crate::protocol::pg::notice::peek_sqlstate;
-use crate::protocol::pg::{
+use crate::pg::notice::peek_sqlstate;
+use crate::pg::{
     decode_frame, encode_error, Authentication, BackendMessage, BackendPeek, DecodeError, ErrorFields, Frame, Severity,
     TransactionStatus,
 };
