@@ -51,4 +51,4 @@ pub use querypilot_protocol as protocol;
 pub mod routing;
 pub mod rt;
 pub mod session;
-pub mod sql;
+pub use querypilot_sql as sql;

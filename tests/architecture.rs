@@ -100,7 +100,10 @@ fn unlisted_pure_modules(list: &[&str], sources: &[Source]) -> Vec<String> {
 /// router re-exports each one as (`pub use querypilot_sql as sql`), the crate's name in paths,
 /// and its folder. Each crate's tree is checked as that module: its `crate::` paths name the
 /// module, and a path through the crate's name anywhere else is a use of the module.
-const MEMBER_CRATES: &[(&str, &str, &str)] = &[("protocol", "querypilot_protocol", "crates/querypilot-protocol")];
+const MEMBER_CRATES: &[(&str, &str, &str)] = &[
+    ("protocol", "querypilot_protocol", "crates/querypilot-protocol"),
+    ("sql", "querypilot_sql", "crates/querypilot-sql"),
+];
 
 /// The module a `crate::` path in `module` starts from: a member crate's module in its own
 /// files, else the router's crate root.
@@ -641,6 +644,9 @@ fn member_crates_are_walked_and_checked_as_the_modules_they_are_re_exported_as()
     assert!(violations_of("protocol::pg::framer", "use crate::pg::tag;").is_empty());
     let v = violations_of("routing::router", "use querypilot_protocol::pg::Frame;");
     assert_eq!(v, vec!["snippet.rs:1: module `routing` must not use `crate::protocol`"]);
+    assert!(violations_of("sql::analyze::walker", "use crate::lexer::Lexer;").is_empty());
+    let v = violations_of("config::build", "fn f() { let _ = querypilot_sql::fingerprint::fingerprint(\"\"); }");
+    assert_eq!(v, vec!["snippet.rs:1: module `config` must not use `crate::sql`"]);
 }
 
 #[test]
@@ -648,7 +654,7 @@ fn a_new_top_level_module_must_be_known() {
     let ast = syn::parse_file("").expect("empty");
     let sources = vec![
         Source { module: vec!["cache".into()], shown: "src/cache.rs".into(), test_only: false, ast: ast.clone() },
-        Source { module: vec!["sql".into()], shown: "src/sql/mod.rs".into(), test_only: false, ast },
+        Source { module: vec!["sql".into()], shown: "crates/querypilot-sql/src/lib.rs".into(), test_only: false, ast },
     ];
     let unknown = unknown_modules(&sources);
     assert_eq!(unknown.len(), 1);

@@ -3,7 +3,7 @@
 //! session advisory locks and `set_config`.
 
 use super::{calls, creates_temp, pin, unquote, word, Effect, PinReason};
-use crate::sql::lexer::{Token, TokenKind};
+use crate::lexer::{Token, TokenKind};
 
 /// The effects of one statement.
 pub(super) fn classify(sql: &str, stmt: &[Token<'_>], out: &mut Vec<Effect>) {

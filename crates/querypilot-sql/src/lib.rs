@@ -1,6 +1,10 @@
 //! Pure SQL understanding: tokenizing, fingerprinting, semantic facts for routing.
 //!
-//! Depends on `sqlparser` only; never on other modules of the crate, a runtime or a clock.
+//! Depends on `sqlparser` only; never on the router, a runtime or a clock. A crate of its own, so
+//! Cargo keeps it off the router and I/O crates.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(clippy::or_fun_call)]
 
 pub mod database_ddl;
 pub mod fingerprint;

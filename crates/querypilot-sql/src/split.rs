@@ -92,8 +92,8 @@ fn nest(depth: u32, prev: Option<&Token<'_>>, t: &Token<'_>, next: Option<&Token
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::lexer::Lexer;
-    use crate::sql::Dialect;
+    use crate::lexer::Lexer;
+    use crate::Dialect;
 
     fn split(sql: &str) -> Vec<String> {
         let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();

@@ -8,7 +8,7 @@
 
 use super::facts::{Affinity, Operation, StatementFacts, TxControl};
 use super::tokens::Segment;
-use crate::sql::Dialect;
+use crate::Dialect;
 
 /// Facts for an unparsed segment; `why` is the evidence label (`parse_error`, `too_deep`, ...).
 pub(super) fn classify(segment: &Segment, why: &'static str, error: &str, dialect: Dialect) -> StatementFacts {

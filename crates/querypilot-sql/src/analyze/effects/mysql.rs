@@ -6,8 +6,8 @@
 //! MySQL `SET` is not transactional, and `LOCAL` is a synonym of `SESSION`.
 
 use super::{calls, creates_temp, pin, unquote, word, Effect, PinReason, MYSQL_ACCESS_MODE, MYSQL_ISOLATION};
-use crate::sql::lexer::{Token, TokenKind};
-use crate::sql::split;
+use crate::lexer::{Token, TokenKind};
+use crate::split;
 
 /// The effects of one statement (not a stored program's definition).
 pub(super) fn classify(sql: &str, stmt: &[Token<'_>], out: &mut Vec<Effect>) {

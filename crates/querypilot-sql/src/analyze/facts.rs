@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-pub use crate::sql::volatility::Volatility;
+pub use crate::volatility::Volatility;
 
 /// What kind of statement this is, as far as routing cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

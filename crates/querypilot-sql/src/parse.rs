@@ -38,7 +38,7 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
-use crate::sql::Dialect;
+use crate::Dialect;
 
 /// Most operator tokens one statement may hold (bounds the depth of left-deep trees).
 pub const MAX_CHAIN_OPERATORS: usize = 1_000;

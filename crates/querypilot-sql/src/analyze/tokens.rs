@@ -1,13 +1,13 @@
 //! Token-level work done before parsing: statement splitting, the leading words the fallback
 //! classifier reads, and the lock-clause spellings sqlparser 0.59 does not parse. The complexity
-//! guards live with the parser, in [`crate::sql::parse`].
+//! guards live with the parser, in [`crate::parse`].
 
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Word};
 
 use super::facts::LockStrength;
-use crate::sql::parse::{self, Refusal};
-use crate::sql::Dialect;
+use crate::parse::{self, Refusal};
+use crate::Dialect;
 
 /// One statement's tokens plus what the pre-scan learned about it.
 pub(super) struct Segment {

@@ -23,9 +23,9 @@ mod pg;
 #[cfg(test)]
 mod tests;
 
-use crate::sql::lexer::{Lexer, Token, TokenKind};
-use crate::sql::split;
-use crate::sql::Dialect;
+use crate::lexer::{Lexer, Token, TokenKind};
+use crate::split;
+use crate::Dialect;
 
 /// Why a client is pinned to its backend connection for the rest of its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

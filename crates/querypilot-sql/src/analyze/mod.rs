@@ -2,7 +2,7 @@
 //!
 //! Owns [`analyze`] and the [`StatementFacts`] it returns, and [`session_effects`]: what a
 //! statement does to its session (settings, pins), for both dialects. Pure: sqlparser (with its `visitor`
-//! feature) and the sibling [`crate::sql::volatility`] catalog only; no runtime, clock or globals.
+//! feature) and the sibling [`crate::volatility`] catalog only; no runtime, clock or globals.
 //!
 //! The rule is "unknown never means safe": a string is replica-eligible only when analysis proves
 //! every statement is a read, calls only immutable or stable functions, takes no row lock and
@@ -19,7 +19,7 @@
 //! - A multi-statement string is split at top-level semicolons and each statement analyzed on
 //!   its own; facts combine (strongest operation, most volatile, union of affinities), so the
 //!   string is eligible only when every statement is.
-//! - Stack and time safety: statements are parsed through [`crate::sql::parse`], which refuses
+//! - Stack and time safety: statements are parsed through [`crate::parse`], which refuses
 //!   nesting deeper than 10, more than 1,000 chain operators and parses that overrun their work
 //!   budget (evidence `too_deep` / `too_complex`). The deepest accepted input is tested on a
 //!   2 MiB thread in a debug build. A refused statement gets the fallback classifier's label and
@@ -45,9 +45,9 @@ pub use facts::{
     Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, StatementFacts, TxControl,
 };
 
-use crate::sql::parse;
-use crate::sql::volatility::FunctionCatalog;
-use crate::sql::Dialect;
+use crate::parse;
+use crate::volatility::FunctionCatalog;
+use crate::Dialect;
 
 /// Analyzes one SQL string (possibly several statements). Never panics and never fails: anything
 /// it cannot prove safe comes back as not eligible.

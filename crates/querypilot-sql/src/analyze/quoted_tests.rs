@@ -3,8 +3,8 @@
 //! a MySQL function name in backticks is not taken for the built-in either.
 
 use super::*;
-use crate::sql::volatility::{FunctionCatalog, Volatility};
-use crate::sql::Dialect;
+use crate::volatility::{FunctionCatalog, Volatility};
+use crate::Dialect;
 
 #[test]
 fn quoted_names_are_not_folded_into_built_ins() {

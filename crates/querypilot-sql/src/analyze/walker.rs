@@ -10,8 +10,8 @@ use sqlparser::ast::{
 };
 
 use super::facts::{Affinity, LockClause, LockStrength, LockWait, StatementFacts};
-use crate::sql::volatility::{FunctionCatalog, Volatility};
-use crate::sql::Dialect;
+use crate::volatility::{FunctionCatalog, Volatility};
+use crate::Dialect;
 
 /// Accumulates facts while walking one top-level statement.
 pub(super) struct Walker<'a> {

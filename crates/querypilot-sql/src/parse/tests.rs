@@ -12,8 +12,8 @@ fn corpus() -> Vec<(Dialect, String)> {
             .map(|sql| (d, sql.to_owned()))
             .collect()
     };
-    let mut all = facts(include_str!("../../../tests/corpus/facts_pg.tsv"), Dialect::Postgres);
-    all.extend(facts(include_str!("../../../tests/corpus/facts_mysql.tsv"), Dialect::MySql));
+    let mut all = facts(include_str!("../../../../tests/corpus/facts_pg.tsv"), Dialect::Postgres);
+    all.extend(facts(include_str!("../../../../tests/corpus/facts_mysql.tsv"), Dialect::MySql));
     all.extend(generated());
     all
 }
@@ -198,9 +198,10 @@ fn guards_come_before_the_parse() {
 #[test]
 fn the_fuzzed_slow_input_is_refused_before_parsing() {
     // The sql_analyze campaign's slow input: deeper than the guard, so never parsed.
-    let fuzzed =
-        String::from_utf8_lossy(include_bytes!("../../../fuzz/regressions/sql_analyze/slow-nested-parens-debug-build"))
-            .into_owned();
+    let fuzzed = String::from_utf8_lossy(include_bytes!(
+        "../../../../fuzz/regressions/sql_analyze/slow-nested-parens-debug-build"
+    ))
+    .into_owned();
     for d in [Dialect::Postgres, Dialect::MySql] {
         let Ok(tokens) = tokenize(&fuzzed, d) else {
             continue;
@@ -222,7 +223,7 @@ fn refusal_labels() {
 fn statements_sqlparser_panics_on_are_refused() {
     // The sql_analyze campaign's crash: MySqlDialect unwraps the operand after DIV.
     let crash =
-        String::from_utf8_lossy(include_bytes!("../../../fuzz/regressions/sql_analyze/mysql-div-without-operand"))
+        String::from_utf8_lossy(include_bytes!("../../../../fuzz/regressions/sql_analyze/mysql-div-without-operand"))
             .into_owned();
     for sql in [crash.as_str(), "SELECT 1 DIV /", "SELECT a DIV"] {
         let Ok(tokens) = tokenize(sql, Dialect::MySql) else { panic!("tokenize {sql}") };

@@ -67,13 +67,13 @@ pub fn hash_normalized(text: &str) -> Fingerprint {
 /// placeholders shrink to one element, and the printed statement is hashed with [`hash_normalized`].
 ///
 /// Only a single `SELECT` (query) statement is covered; anything else, or text sqlparser cannot
-/// parse or [`crate::sql::parse`] refuses to, gives `None`. The value differs from [`fingerprint`] of the same text (it hashes the
+/// parse or [`crate::parse`] refuses to, gives `None`. The value differs from [`fingerprint`] of the same text (it hashes the
 /// AST printer's output), so the two strategies must not share one cache.
 pub fn fingerprint_ast(sql: &str, dialect: Dialect) -> Option<Fingerprint> {
     use sqlparser::ast::{visit_expressions_mut, Expr, Statement, UnaryOperator, Value};
     // Bounded like analysis: this runs on every statement under the `ast`/`auto` strategies.
-    let tokens = crate::sql::parse::tokenize(sql, dialect).ok()?;
-    let mut statements = crate::sql::parse::parse_tokens(tokens, dialect).ok()?;
+    let tokens = crate::parse::tokenize(sql, dialect).ok()?;
+    let mut statements = crate::parse::parse_tokens(tokens, dialect).ok()?;
     if statements.len() != 1 {
         return None;
     }
@@ -697,12 +697,12 @@ mod tests {
 
     #[test]
     fn corpus_postgres() {
-        check_corpus(include_str!("../../tests/corpus/fingerprint_pg.txt"), PG);
+        check_corpus(include_str!("../../../tests/corpus/fingerprint_pg.txt"), PG);
     }
 
     #[test]
     fn corpus_mysql() {
-        check_corpus(include_str!("../../tests/corpus/fingerprint_mysql.txt"), MY);
+        check_corpus(include_str!("../../../tests/corpus/fingerprint_mysql.txt"), MY);
     }
 
     fn literal() -> impl Strategy<Value = String> {

@@ -811,7 +811,7 @@ fn quote_string(out: &mut String, value: &str, target: Dialect) -> Option<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::mode::LexMode;
+    use crate::mode::LexMode;
     use proptest::prelude::*;
 
     const PG: Dialect = Dialect::Postgres;

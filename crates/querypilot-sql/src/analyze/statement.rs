@@ -6,8 +6,8 @@ use sqlparser::ast::{CloseCursor, CopySource, CopyTarget, DeclareType, Statement
 use super::facts::{Affinity, Operation, StatementFacts, TxControl};
 use super::session;
 use super::walker::{object_name, Walker};
-use crate::sql::volatility::FunctionCatalog;
-use crate::sql::Dialect;
+use crate::volatility::FunctionCatalog;
+use crate::Dialect;
 
 /// Facts for one parsed statement.
 pub(super) fn analyze_statement(stmt: &Statement, dialect: Dialect, catalog: &FunctionCatalog) -> StatementFacts {

@@ -106,7 +106,7 @@ fn assign(scope: Option<ContextModifier>, variable: &ObjectName, w: &mut Walker<
         }
     }
     // MySQL's LOCAL is a synonym of SESSION; only PostgreSQL has transaction-local SETs.
-    if scope == SetScope::Local && w.dialect() == crate::sql::Dialect::MySql {
+    if scope == SetScope::Local && w.dialect() == crate::Dialect::MySql {
         scope = SetScope::Session;
     }
     named(bare, scope, w)

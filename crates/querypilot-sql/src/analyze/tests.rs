@@ -1,8 +1,8 @@
 //! Focused tests per rule, plus the corpus check over `tests/corpus/facts_*.tsv`.
 
 use super::*;
-use crate::sql::volatility::{parse_mysql_udf_row, parse_pg_udf_row, FunctionCatalog, Volatility};
-use crate::sql::Dialect;
+use crate::volatility::{parse_mysql_udf_row, parse_pg_udf_row, FunctionCatalog, Volatility};
+use crate::Dialect;
 
 fn pg(sql: &str) -> StatementFacts {
     analyze(sql, Dialect::Postgres, &FunctionCatalog::builtin(Dialect::Postgres))
@@ -54,13 +54,13 @@ fn check_corpus(text: &str, dialect: Dialect) -> usize {
 
 #[test]
 fn corpus_pg() {
-    let n = check_corpus(include_str!("../../../tests/corpus/facts_pg.tsv"), Dialect::Postgres);
+    let n = check_corpus(include_str!("../../../../tests/corpus/facts_pg.tsv"), Dialect::Postgres);
     assert!(n >= 300, "only {n} statements");
 }
 
 #[test]
 fn corpus_mysql() {
-    let n = check_corpus(include_str!("../../../tests/corpus/facts_mysql.tsv"), Dialect::MySql);
+    let n = check_corpus(include_str!("../../../../tests/corpus/facts_mysql.tsv"), Dialect::MySql);
     assert!(n >= 300, "only {n} statements");
 }
 
@@ -348,7 +348,7 @@ fn deep_nesting_is_unknown_not_a_crash() {
     assert_eq!(on_small_stack(deep, Dialect::Postgres).operation, Operation::Unknown);
     let kinds = ["parens", "scalar_subquery", "derived_table", "function", "not", "minus", "case", "array"];
     for kind in kinds {
-        let n = crate::sql::parse::MAX_NESTING;
+        let n = crate::parse::MAX_NESTING;
         // At the limit: analyzed for real, on a 2 MiB stack, in a debug build.
         let f = on_small_stack(nested(kind, n), Dialect::Postgres);
         assert_eq!(f.operation, Operation::Read, "{kind} at {n}: {:?}", f.evidence);
@@ -366,7 +366,7 @@ fn deep_nesting_is_unknown_not_a_crash() {
 #[test]
 fn long_operator_chains_are_bounded() {
     let at_limit =
-        (0..crate::sql::parse::MAX_CHAIN_OPERATORS / 2).map(|i| format!("id = {i}")).collect::<Vec<_>>().join(" OR ");
+        (0..crate::parse::MAX_CHAIN_OPERATORS / 2).map(|i| format!("id = {i}")).collect::<Vec<_>>().join(" OR ");
     let f = on_small_stack(format!("SELECT * FROM t WHERE {at_limit}"), Dialect::Postgres);
     assert!(f.replica_eligible(), "{:?}", f.evidence);
     let huge = vec!["x = 1"; 50_000].join(" OR ");

@@ -18,8 +18,8 @@
 
 use std::collections::HashMap;
 
-use crate::sql::analyze::{Affinity, AffinitySet};
-use crate::sql::Dialect;
+use crate::analyze::{Affinity, AffinitySet};
+use crate::Dialect;
 
 /// How a function's result may change (PostgreSQL `provolatile`). Ordered so `max` combines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
