@@ -129,7 +129,9 @@ fn is_pure(module: &[String]) -> bool {
 }
 
 /// Path prefixes a sans-IO layer must not name: sockets, threads, clocks, the environment,
-/// logging, process-wide locks and the runtime crates.
+/// logging, process-wide locks and the runtime crates. In the member crates ([`MEMBER_CRATES`])
+/// Cargo already refuses every crate here, which their manifests do not list; the `std` paths
+/// are always in reach, so for those this test is the only check.
 const PURE_BANNED_PATHS: &[&[&str]] = &[
     // Address types are data; sockets and name resolution are I/O.
     &["std", "net", "TcpStream"],
