@@ -1,6 +1,7 @@
 //! Enforces the module layering and the sans-IO rules of `../shared/DESIGN.md` by parsing the
-//! crate with `syn`, not by reading lines: the module tree is followed from `src/lib.rs` through
-//! its `mod` declarations, every path (`use` trees split over lines, `crate::…`, `super::…`,
+//! crate with `syn`, not by reading lines: the module tree is followed from `src/lib.rs` (and from
+//! the `src/lib.rs` of each sans-IO member crate, as the module the router re-exports it as)
+//! through its `mod` declarations, every path (`use` trees split over lines, `crate::…`, `super::…`,
 //! `self::…`, paths inside macro calls) is resolved to the top-level module it names, and items
 //! are checked in their own module with `#[cfg(test)]` code told apart. Each rule broken is
 //! reported with file, line and the rule.
@@ -95,6 +96,21 @@ fn unlisted_pure_modules(list: &[&str], sources: &[Source]) -> Vec<String> {
         .collect()
 }
 
+/// The sans-IO layers that are workspace crates of their own (#37): the top-level module the
+/// router re-exports each one as (`pub use querypilot_sql as sql`), the crate's name in paths,
+/// and its folder. Each crate's tree is checked as that module: its `crate::` paths name the
+/// module, and a path through the crate's name anywhere else is a use of the module.
+const MEMBER_CRATES: &[(&str, &str, &str)] = &[
+    ("protocol", "querypilot_protocol", "crates/querypilot-protocol"),
+    ("sql", "querypilot_sql", "crates/querypilot-sql"),
+];
+
+/// The module a `crate::` path in `module` starts from: a member crate's module in its own
+/// files, else the router's crate root.
+fn crate_root(module: &[String]) -> Vec<String> {
+    module.iter().take(1).filter(|top| MEMBER_CRATES.iter().any(|(name, ..)| name == top)).cloned().collect()
+}
+
 /// External crates only some top-level modules may name.
 fn crate_allowed(module: &str, krate: &str) -> bool {
     match krate {
@@ -113,7 +129,9 @@ fn is_pure(module: &[String]) -> bool {
 }
 
 /// Path prefixes a sans-IO layer must not name: sockets, threads, clocks, the environment,
-/// logging, process-wide locks and the runtime crates.
+/// logging, process-wide locks and the runtime crates. In the member crates ([`MEMBER_CRATES`])
+/// Cargo already refuses every crate here, which their manifests do not list; the `std` paths
+/// are always in reach, so for those this test is the only check.
 const PURE_BANNED_PATHS: &[&[&str]] = &[
     // Address types are data; sockets and name resolution are I/O.
     &["std", "net", "TcpStream"],
@@ -160,9 +178,24 @@ struct Source {
     ast: syn::File,
 }
 
-/// Walks the module tree from `src/lib.rs`; files that cannot be found or parsed are reported.
-fn load_tree(src: &Path, out: &mut Vec<Source>, errors: &mut BTreeSet<String>) {
-    load_file(src, &src.join("lib.rs"), Vec::new(), false, out, errors);
+/// Walks the module tree from `src/lib.rs` and from each member crate's `src/lib.rs`; files that
+/// cannot be found or parsed are reported.
+fn load_tree(out: &mut Vec<Source>, errors: &mut BTreeSet<String>) {
+    for (src, module) in source_roots() {
+        load_file(&src, &src.join("lib.rs"), module, false, out, errors);
+    }
+}
+
+/// The repository: the router's `Cargo.toml` is the workspace's.
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Each crate's `src/` folder with the module path its root has: the router's (the crate root)
+/// and the member crates'.
+fn source_roots() -> Vec<(PathBuf, Vec<String>)> {
+    let members = MEMBER_CRATES.iter().map(|(name, _, dir)| (repo().join(dir).join("src"), vec![name.to_string()]));
+    std::iter::once((repo().join("src"), Vec::new())).chain(members).collect()
 }
 
 fn load_file(
@@ -173,7 +206,7 @@ fn load_file(
     out: &mut Vec<Source>,
     errors: &mut BTreeSet<String>,
 ) {
-    let shown = format!("src/{}", file.strip_prefix(src).unwrap_or(file).display());
+    let shown = file.strip_prefix(repo()).unwrap_or(file).display().to_string();
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {
@@ -282,8 +315,12 @@ impl Checker<'_> {
                     self.check_internal(&target, line);
                 }
             }
-            // `::io_uring::…` and `io_uring::…` alike.
-            _ => self.check_external(segments, line),
+            // A member crate by its own name (`querypilot_sql::…`) is its module (`crate::sql`).
+            first => match MEMBER_CRATES.iter().find(|(_, krate, _)| *krate == first) {
+                Some((name, ..)) => self.check_internal(name, line),
+                // `::io_uring::…` and `io_uring::…` alike.
+                None => self.check_external(segments, line),
+            },
         }
     }
 
@@ -403,7 +440,7 @@ fn resolve(module: &[String], segments: &[String]) -> Option<String> {
     let mut rest = segments;
     match rest.first().map(String::as_str) {
         Some("crate") => {
-            base.clear();
+            base = crate_root(module);
             rest = &rest[1..];
         }
         Some("self") => rest = &rest[1..],
@@ -510,14 +547,17 @@ fn unknown_modules(sources: &[Source]) -> Vec<String> {
         .collect()
 }
 
-/// `.rs` files under `src/` that no `mod` declaration reaches (dead, or a typo in a `mod` line).
-fn orphans(src: &Path, sources: &[Source]) -> Vec<String> {
+/// `.rs` files under each crate's `src/` that no `mod` declaration reaches (dead, or a typo in a
+/// `mod` line).
+fn orphans(sources: &[Source]) -> Vec<String> {
     let reached: BTreeSet<&str> = sources.iter().map(|s| s.shown.as_str()).collect();
     let mut files = Vec::new();
-    rust_files(src, &mut files);
+    for (src, _) in source_roots() {
+        rust_files(&src, &mut files);
+    }
     files
         .into_iter()
-        .map(|f| format!("src/{}", f.strip_prefix(src).unwrap_or(&f).display()))
+        .map(|f| f.strip_prefix(repo()).unwrap_or(&f).display().to_string())
         .filter(|f| f != "src/main.rs" && !reached.contains(f.as_str()))
         .map(|f| format!("{f}: not part of the module tree"))
         .collect()
@@ -534,22 +574,21 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The crate's `src/` folder, every file of its module tree, and the files that could not be
-/// read or parsed.
-fn crate_sources() -> (PathBuf, Vec<Source>, BTreeSet<String>) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Every file of the module trees (the router's and its member crates'), and the files that
+/// could not be read or parsed.
+fn crate_sources() -> (Vec<Source>, BTreeSet<String>) {
     let mut sources = Vec::new();
     let mut errors = BTreeSet::new();
-    load_tree(&src, &mut sources, &mut errors);
-    (src, sources, errors)
+    load_tree(&mut sources, &mut errors);
+    (sources, errors)
 }
 
 #[test]
 fn modules_only_use_what_design_md_allows() {
-    let (src, sources, mut violations) = crate_sources();
+    let (sources, mut violations) = crate_sources();
     assert!(sources.len() > 100, "the tree walk found only {} files", sources.len());
     violations.extend(unknown_modules(&sources));
-    violations.extend(orphans(&src, &sources));
+    violations.extend(orphans(&sources));
     violations.extend(unlisted_pure_modules(PURE_MODULES, &sources));
     violations.extend(unlisted_pure_modules(EXCHANGE_MODULES, &sources));
     violations.extend(unlisted_pure_modules(ENGINE_MODULES, &sources));
@@ -595,11 +634,29 @@ fn paths_inside_macro_calls_are_checked() {
 }
 
 #[test]
+fn member_crates_are_walked_and_checked_as_the_modules_they_are_re_exported_as() {
+    let (sources, errors) = crate_sources();
+    assert!(errors.is_empty(), "{errors:?}");
+    for (name, _, dir) in MEMBER_CRATES {
+        let files: Vec<&Source> = sources.iter().filter(|s| s.module.first().is_some_and(|m| m == name)).collect();
+        assert!(files.len() > 10, "{name}: the walk found only {} files", files.len());
+        assert!(files.iter().all(|s| s.shown.starts_with(dir)), "{name}: a file outside {dir}");
+    }
+    // Inside a member crate `crate::` is the member itself; its name elsewhere is its module.
+    assert!(violations_of("protocol::pg::framer", "use crate::pg::tag;").is_empty());
+    let v = violations_of("routing::router", "use querypilot_protocol::pg::Frame;");
+    assert_eq!(v, vec!["snippet.rs:1: module `routing` must not use `crate::protocol`"]);
+    assert!(violations_of("sql::analyze::walker", "use crate::lexer::Lexer;").is_empty());
+    let v = violations_of("config::build", "fn f() { let _ = querypilot_sql::fingerprint::fingerprint(\"\"); }");
+    assert_eq!(v, vec!["snippet.rs:1: module `config` must not use `crate::sql`"]);
+}
+
+#[test]
 fn a_new_top_level_module_must_be_known() {
     let ast = syn::parse_file("").expect("empty");
     let sources = vec![
         Source { module: vec!["cache".into()], shown: "src/cache.rs".into(), test_only: false, ast: ast.clone() },
-        Source { module: vec!["sql".into()], shown: "src/sql/mod.rs".into(), test_only: false, ast },
+        Source { module: vec!["sql".into()], shown: "crates/querypilot-sql/src/lib.rs".into(), test_only: false, ast },
     ];
     let unknown = unknown_modules(&sources);
     assert_eq!(unknown.len(), 1);
@@ -883,7 +940,7 @@ fn shape_violations(shown: &str, text: &str) -> Vec<String> {
 
 #[test]
 fn session_functions_and_structs_stay_small() {
-    let (_, sources, errors) = crate_sources();
+    let (sources, errors) = crate_sources();
     assert!(errors.is_empty(), "{errors:?}");
     let found: Vec<String> = sources
         .iter()
@@ -1008,7 +1065,7 @@ fn byte_string_tags(text: &str) -> Vec<usize> {
 
 #[test]
 fn session_code_writes_no_byte_string_tags() {
-    let (_, sources, errors) = crate_sources();
+    let (sources, errors) = crate_sources();
     assert!(errors.is_empty(), "{errors:?}");
     let found: Vec<String> = sources
         .iter()
@@ -1120,7 +1177,7 @@ fn impl_spread_violations(sources: &[Source], allowed: &[(&str, usize)]) -> Vec<
 
 #[test]
 fn no_type_spreads_its_inherent_impls_over_more_than_three_files() {
-    let (_, sources, errors) = crate_sources();
+    let (sources, errors) = crate_sources();
     assert!(errors.is_empty(), "{errors:?}");
     let found = impl_spread_violations(&sources, IMPL_FILES_ALLOWED);
     assert!(found.is_empty(), "{}", found.join("\n"));

@@ -1,0 +1,774 @@
+//! Statement fingerprints: the shape of a statement with its literal values taken out, hashed to
+//! a [`Fingerprint`] with a fixed-seed hash so it is the same in every process, core and run.
+//!
+//! One lexer pass, no allocation on the hash path. Normalization: literals (numbers, strings,
+//! booleans, `NULL`) and bind parameters become `?`; a sign directly before a number where a value
+//! is expected belongs to the literal; `IN (..)` and `ARRAY[..]` lists of literals collapse to one
+//! element; `VALUES` rows of one shape collapse to one row; comments are dropped; whitespace is
+//! folded; unquoted words are lower-cased; trailing `;` are dropped. `NULL`/booleans after `IS`
+//! (and `NULL` after `NOT`) are syntax, not values, and are kept.
+//!
+//! The [`normalize`]d text is exactly the byte stream that is hashed, so
+//! `fingerprint(sql) == hash_normalized(&normalize(sql))` always holds.
+//! Depends on [`super::lexer`] and, for [`fingerprint_ast`], `sqlparser`.
+
+use super::lexer::{Lexer, Token, TokenKind};
+use super::mode::LexMode;
+use super::Dialect;
+use std::ops::ControlFlow;
+
+/// A statement's shape hash. Equal for statements that differ only in literal values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Fingerprint(pub u64);
+
+impl std::fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+/// Fingerprint of `sql`: one lexer pass hashed without allocating.
+pub fn fingerprint(sql: &str, dialect: Dialect) -> Fingerprint {
+    let mut sink = HashSink::default();
+    Normalizer::new(sql, dialect, &mut sink).run();
+    sink.finish()
+}
+
+/// [`fingerprint`] of `sql` lexed as a session in `mode` would have its server read it (#19):
+/// the same text may be other tokens in another mode, so it is another shape.
+pub fn fingerprint_in(sql: &str, dialect: Dialect, mode: LexMode) -> Fingerprint {
+    let mut sink = HashSink::default();
+    Normalizer::in_mode(sql, dialect, mode, &mut sink).run();
+    sink.finish()
+}
+
+/// [`normalize`] in a session's `mode`.
+pub fn normalize_in(sql: &str, dialect: Dialect, mode: LexMode) -> String {
+    let mut sink = TextSink(String::with_capacity(sql.len()));
+    Normalizer::in_mode(sql, dialect, mode, &mut sink).run();
+    sink.0
+}
+
+/// The normalized text whose hash is [`fingerprint`]; for digests and the admin API.
+pub fn normalize(sql: &str, dialect: Dialect) -> String {
+    let mut sink = TextSink(String::with_capacity(sql.len()));
+    Normalizer::new(sql, dialect, &mut sink).run();
+    sink.0
+}
+
+/// Hash of already normalized text (the output of [`normalize`] or of [`fingerprint_ast`]'s printer).
+pub fn hash_normalized(text: &str) -> Fingerprint {
+    let mut sink = HashSink::default();
+    sink.text(text, false);
+    sink.finish()
+}
+
+/// Fingerprint through the sqlparser AST: every literal value becomes a placeholder, `IN` lists of
+/// placeholders shrink to one element, and the printed statement is hashed with [`hash_normalized`].
+///
+/// Only a single `SELECT` (query) statement is covered; anything else, or text sqlparser cannot
+/// parse or [`crate::parse`] refuses to, gives `None`. The value differs from [`fingerprint`] of the same text (it hashes the
+/// AST printer's output), so the two strategies must not share one cache.
+pub fn fingerprint_ast(sql: &str, dialect: Dialect) -> Option<Fingerprint> {
+    use sqlparser::ast::{visit_expressions_mut, Expr, Statement, UnaryOperator, Value};
+    // Bounded like analysis: this runs on every statement under the `ast`/`auto` strategies.
+    let tokens = crate::parse::tokenize(sql, dialect).ok()?;
+    let mut statements = crate::parse::parse_tokens(tokens, dialect).ok()?;
+    if statements.len() != 1 {
+        return None;
+    }
+    let mut statement = statements.pop()?;
+    if !matches!(statement, Statement::Query(_)) {
+        return None;
+    }
+    let is_placeholder = |e: &Expr| matches!(e, Expr::Value(v) if matches!(v.value, Value::Placeholder(_)));
+    // Post-order: children first, so a literal is already a placeholder when its parent is seen.
+    let _ = visit_expressions_mut(&mut statement, |expr: &mut Expr| {
+        match expr {
+            Expr::Value(v) => v.value = Value::Placeholder("?".to_owned()),
+            Expr::UnaryOp { op: UnaryOperator::Minus | UnaryOperator::Plus, expr: inner } if is_placeholder(inner) => {
+                *expr = Expr::Value(Value::Placeholder("?".to_owned()).with_empty_span());
+            }
+            Expr::InList { list, .. } if !list.is_empty() && list.iter().all(is_placeholder) => list.truncate(1),
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    Some(hash_normalized(&statement.to_string()))
+}
+
+/// Receives the normalized stream. `text` is hashed or appended; the literal callbacks let
+/// [`super::template`] collect slots from the very pass that computes the fingerprint.
+pub(crate) trait Sink<'a> {
+    /// Append normalized text; `fold` asks for ASCII lower-casing.
+    fn text(&mut self, s: &str, fold: bool);
+    /// A literal or parameter that became `?`, with the sign token folded into it, if any.
+    fn scalar(&mut self, _sign: Option<Token<'a>>, _tok: Token<'a>) {}
+    /// Start (`true`) or end (`false`) of a collapsed list; scalars in between are its items.
+    fn list(&mut self, _open: bool) {}
+}
+
+impl<'a, S: Sink<'a> + ?Sized> Sink<'a> for &mut S {
+    fn text(&mut self, s: &str, fold: bool) {
+        (**self).text(s, fold);
+    }
+    fn scalar(&mut self, sign: Option<Token<'a>>, tok: Token<'a>) {
+        (**self).scalar(sign, tok);
+    }
+    fn list(&mut self, open: bool) {
+        (**self).list(open);
+    }
+}
+
+/// Streaming 64-bit hash: 8 bytes at a time through a multiply-rotate step that is a bijection of
+/// the state for each word (no state collapse), then a murmur3 finalizer. Fixed constants only.
+#[derive(Debug, Clone)]
+pub(crate) struct HashSink {
+    acc: u64,
+    buf: u64,
+    nbuf: u32,
+    len: u64,
+}
+
+const SEED: u64 = 0x243F_6A88_85A3_08D3;
+const K1: u64 = 0x9E37_79B9_7F4A_7C15;
+const K2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+
+impl Default for HashSink {
+    fn default() -> Self {
+        HashSink { acc: SEED, buf: 0, nbuf: 0, len: 0 }
+    }
+}
+
+impl HashSink {
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.buf |= u64::from(b) << (self.nbuf * 8);
+        self.nbuf += 1;
+        if self.nbuf == 8 {
+            self.absorb(self.buf);
+            self.buf = 0;
+            self.nbuf = 0;
+        }
+    }
+
+    #[inline]
+    fn absorb(&mut self, w: u64) {
+        self.acc = (self.acc ^ w).wrapping_mul(K1).rotate_left(29).wrapping_mul(K2);
+    }
+
+    /// The hash of everything written so far.
+    pub(crate) fn finish(&self) -> Fingerprint {
+        let mut h = self.clone();
+        h.absorb(h.buf ^ u64::from(h.nbuf) << 59);
+        let mut x = h.acc ^ h.len;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        x ^= x >> 33;
+        Fingerprint(x)
+    }
+}
+
+impl Sink<'_> for HashSink {
+    #[inline]
+    fn text(&mut self, s: &str, fold: bool) {
+        self.len = self.len.wrapping_add(s.len() as u64);
+        for &b in s.as_bytes() {
+            self.byte(if fold { b.to_ascii_lowercase() } else { b });
+        }
+    }
+}
+
+struct TextSink(String);
+
+impl Sink<'_> for TextSink {
+    fn text(&mut self, s: &str, fold: bool) {
+        if fold {
+            self.0.extend(s.chars().map(|c| c.to_ascii_lowercase()));
+        } else {
+            self.0.push_str(s);
+        }
+    }
+}
+
+/// Marker after the one element a collapsed list keeps; comments never survive normalization, so
+/// no input can produce it.
+const LIST_MARK: &str = "/*, ... */";
+
+/// What was last written, for the spacing rule.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Last {
+    Nothing,
+    /// `(`, `[`, `.`, `::`: no space after.
+    Tight,
+    /// A word, for the "no space before a call's `(`" rule.
+    Word,
+    Other,
+}
+
+/// Words after which `-`/`+` starts a signed number rather than a subtraction.
+const VALUE_KEYWORDS: &[&str] = &[
+    "select", "where", "and", "or", "not", "then", "else", "when", "between", "like", "limit", "offset", "return",
+    "by", "having", "on", "case", "in", "distinct", "all", "any", "some", "escape", "interval",
+];
+
+/// Words that keep a space before a following `(` (they are syntax, not function names).
+const SPACED_KEYWORDS: &[&str] = &[
+    "in",
+    "values",
+    "and",
+    "or",
+    "not",
+    "exists",
+    "as",
+    "on",
+    "from",
+    "join",
+    "where",
+    "select",
+    "using",
+    "when",
+    "then",
+    "else",
+    "into",
+    "set",
+    "over",
+    "by",
+    "lateral",
+    "with",
+    "union",
+    "except",
+    "intersect",
+    "having",
+    "returning",
+    "is",
+    "like",
+    "between",
+    "case",
+    "table",
+];
+
+fn word_in(t: &Token<'_>, list: &[&str]) -> bool {
+    t.kind == TokenKind::Word && list.iter().any(|k| t.text.eq_ignore_ascii_case(k))
+}
+
+/// One normalization pass over a lexer, writing to a [`Sink`].
+pub(crate) struct Normalizer<'a, S> {
+    lex: Lexer<'a>,
+    sink: S,
+    /// Previous two significant input tokens (most recent first).
+    prev: [Option<Token<'a>>; 2],
+    last: Last,
+    /// While set, text is suppressed but literal callbacks still fire (collapsed `VALUES` rows).
+    mute: bool,
+    /// Inside a `VALUES` row: nested rows are not collapsed, which keeps the pass linear.
+    in_row: bool,
+    /// Bytes `VALUES` probes may still scan. Successful probes cover disjoint text (at most the
+    /// input length); only failed ones nested inside each other could rescan, and this caps them.
+    probe_budget: usize,
+    /// A probing row pass stops at this input offset (its share of the budget).
+    limit: usize,
+}
+
+impl<'a, S: Sink<'a>> Normalizer<'a, S> {
+    pub(crate) fn new(sql: &'a str, dialect: Dialect, sink: S) -> Self {
+        Self::over(Lexer::new(sql, dialect), sink, sql.len().saturating_mul(2))
+    }
+
+    pub(crate) fn in_mode(sql: &'a str, dialect: Dialect, mode: LexMode, sink: S) -> Self {
+        Self::over(Lexer::new(sql, dialect).mode(mode), sink, sql.len().saturating_mul(2))
+    }
+
+    fn over(lex: Lexer<'a>, sink: S, probe_budget: usize) -> Self {
+        Normalizer {
+            lex,
+            sink,
+            prev: [None, None],
+            last: Last::Nothing,
+            mute: false,
+            in_row: false,
+            probe_budget,
+            limit: usize::MAX,
+        }
+    }
+
+    /// Normalize the whole input.
+    pub(crate) fn run(&mut self) {
+        while let Some(t) = next_sig(&mut self.lex) {
+            self.step(t);
+        }
+    }
+
+    fn shift(&mut self, t: Token<'a>) {
+        self.prev = [Some(t), self.prev[0]];
+    }
+
+    fn emit(&mut self, s: &str, fold: bool, tok: Option<&Token<'a>>) {
+        let kind = tok.map(|t| t.kind);
+        let tight_before = matches!(kind, Some(TokenKind::RParen | TokenKind::Comma | TokenKind::Dot))
+            || tok.is_some_and(|t| t.text == "]" || t.text == "::")
+            || ((kind == Some(TokenKind::LParen) || tok.is_some_and(|t| t.text == "[")) && self.last == Last::Word);
+        let space = !matches!(self.last, Last::Nothing | Last::Tight) && !tight_before;
+        if !self.mute {
+            if space {
+                self.sink.text(" ", false);
+            }
+            self.sink.text(s, fold);
+        }
+        self.last = match tok {
+            Some(t) if matches!(t.kind, TokenKind::LParen | TokenKind::Dot) || t.text == "[" || t.text == "::" => {
+                Last::Tight
+            }
+            Some(t) if matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdent) && !word_in(t, SPACED_KEYWORDS) => {
+                Last::Word
+            }
+            _ => Last::Other,
+        };
+    }
+
+    fn step(&mut self, t: Token<'a>) {
+        match t.kind {
+            TokenKind::Comment => {}
+            TokenKind::Semicolon => self.semicolons(t),
+            TokenKind::Operator if matches!(t.text, "-" | "+") && self.sign_starts_value() => {
+                match peek_sig(&self.lex) {
+                    Some(n) if n.kind == TokenKind::Number => {
+                        next_sig(&mut self.lex);
+                        self.placeholder(Some(t), n);
+                    }
+                    _ => self.plain(t),
+                }
+            }
+            TokenKind::Null if self.prev_is("is") || self.prev_is("not") => self.plain(t),
+            TokenKind::Bool if self.prev_is("is") || (self.prev_is("not") && self.prev2_is("is")) => self.plain(t),
+            _ if t.is_literal() || t.kind == TokenKind::Param => self.placeholder(None, t),
+            TokenKind::Word if t.is_word("in") => {
+                self.plain(t);
+                self.try_list(TokenKind::LParen, ")");
+            }
+            TokenKind::Word if t.is_word("array") => {
+                self.plain(t);
+                self.try_list(TokenKind::Punct, "]");
+            }
+            TokenKind::Word if t.is_word("values") && !self.in_row => {
+                self.plain(t);
+                self.try_rows();
+            }
+            TokenKind::Unterminated => {
+                self.emit("/*unterminated*/", false, None);
+                self.shift(t);
+            }
+            _ => self.plain(t),
+        }
+    }
+
+    /// A run of `;`: dropped when nothing follows, written otherwise (one scan, so linear).
+    fn semicolons(&mut self, first: Token<'a>) {
+        let mut probe = self.lex.clone();
+        let mut run = 0usize;
+        loop {
+            let mut step = probe.clone();
+            match next_sig(&mut step) {
+                Some(t) if t.kind == TokenKind::Semicolon => {
+                    run += 1;
+                    probe = step;
+                }
+                Some(_) => break,
+                None => {
+                    self.lex = probe;
+                    return;
+                }
+            }
+        }
+        self.plain(first);
+        for _ in 0..run {
+            if let Some(t) = next_sig(&mut self.lex) {
+                self.plain(t);
+            }
+        }
+    }
+
+    fn plain(&mut self, t: Token<'a>) {
+        let fold = matches!(t.kind, TokenKind::Word | TokenKind::Variable | TokenKind::Null | TokenKind::Bool);
+        self.emit(t.text, fold, Some(&t));
+        self.shift(t);
+    }
+
+    fn placeholder(&mut self, sign: Option<Token<'a>>, t: Token<'a>) {
+        self.sink.scalar(sign, t);
+        self.emit("?", false, None);
+        self.shift(t);
+    }
+
+    fn prev_is(&self, kw: &str) -> bool {
+        self.prev[0].is_some_and(|p| p.is_word(kw))
+    }
+
+    fn prev2_is(&self, kw: &str) -> bool {
+        self.prev[1].is_some_and(|p| p.is_word(kw))
+    }
+
+    fn sign_starts_value(&self) -> bool {
+        match self.prev[0] {
+            None => true,
+            Some(p) => {
+                matches!(
+                    p.kind,
+                    TokenKind::Operator
+                        | TokenKind::LParen
+                        | TokenKind::Comma
+                        | TokenKind::Semicolon
+                        | TokenKind::Punct
+                ) && p.text != "]"
+                    || word_in(&p, VALUE_KEYWORDS)
+            }
+        }
+    }
+
+    /// After `IN`/`ARRAY`: if `open`, then only (signed) literals or parameters separated by commas,
+    /// then `close` follow, write `(? /*, ... */)` and consume them; otherwise leave the input alone.
+    fn try_list(&mut self, open: TokenKind, close: &str) {
+        let mut probe = self.lex.clone();
+        let Some(first) = next_sig(&mut probe).filter(|t| t.kind == open && t.text != "]") else { return };
+        if open == TokenKind::Punct && first.text != "[" {
+            return;
+        }
+        let mut items = 0usize;
+        loop {
+            let mut t = next_sig(&mut probe);
+            if t.is_some_and(|s| matches!(s.text, "-" | "+") && s.kind == TokenKind::Operator) {
+                t = next_sig(&mut probe).filter(|n| n.kind == TokenKind::Number);
+            }
+            if !t.is_some_and(|v| v.is_literal() || v.kind == TokenKind::Param) {
+                return;
+            }
+            items += 1;
+            match next_sig(&mut probe) {
+                Some(s) if s.kind == TokenKind::Comma => {}
+                Some(s) if s.text == close && items > 0 => break,
+                _ => return,
+            }
+        }
+        // The shape is confirmed: replay it to report each item, writing one element.
+        let open_tok = next_sig(&mut self.lex);
+        if let Some(o) = open_tok {
+            self.plain(o);
+        }
+        self.sink.list(true);
+        let mute = self.mute;
+        for i in 0..items {
+            let mut t = next_sig(&mut self.lex);
+            let sign = t.filter(|s| s.kind == TokenKind::Operator);
+            if sign.is_some() {
+                t = next_sig(&mut self.lex);
+            }
+            if let Some(v) = t {
+                self.placeholder(sign, v);
+            }
+            self.mute = true;
+            if i + 1 < items {
+                next_sig(&mut self.lex);
+            }
+        }
+        self.mute = mute;
+        self.sink.list(false);
+        self.emit(LIST_MARK, false, None);
+        if let Some(c) = next_sig(&mut self.lex) {
+            self.plain(c);
+        }
+    }
+
+    /// After `VALUES`: when every row has the same normalized shape, write the first row and a
+    /// list marker, and run the other rows muted (their literals are still reported).
+    fn try_rows(&mut self) {
+        let mut probe = self.lex.clone();
+        let mut shape = None;
+        let mut rows = 0usize;
+        loop {
+            if !peek_sig(&probe).is_some_and(|t| t.kind == TokenKind::LParen) {
+                break;
+            }
+            let before = probe.offset();
+            let mut hash = HashSink::default();
+            let mut row = Normalizer::over(probe.clone(), &mut hash, 0);
+            row.in_row = true;
+            row.limit = before.saturating_add(self.probe_budget);
+            row.row();
+            probe = row.lex;
+            self.probe_budget = match self.probe_budget.checked_sub(probe.offset().saturating_sub(before)) {
+                Some(left) if probe.offset() <= row.limit => left,
+                _ => {
+                    self.probe_budget = 0;
+                    return;
+                }
+            };
+            let h = hash.finish();
+            if *shape.get_or_insert(h) != h {
+                return;
+            }
+            rows += 1;
+            let mut after = probe.clone();
+            match (next_sig(&mut after), peek_sig(&after)) {
+                (Some(c), Some(p)) if c.kind == TokenKind::Comma && p.kind == TokenKind::LParen => probe = after,
+                _ => break,
+            }
+        }
+        if rows == 0 {
+            return;
+        }
+        let in_row = std::mem::replace(&mut self.in_row, true);
+        self.row();
+        let mute = std::mem::replace(&mut self.mute, true);
+        for _ in 1..rows {
+            next_sig(&mut self.lex);
+            self.row();
+        }
+        self.mute = mute;
+        self.in_row = in_row;
+        self.emit(LIST_MARK, false, None);
+    }
+
+    /// Process one parenthesized group, through its matching `)` (or the end of input).
+    fn row(&mut self) {
+        let mut depth = 0usize;
+        while let Some(t) = next_sig(&mut self.lex) {
+            match t.kind {
+                TokenKind::LParen => depth += 1,
+                TokenKind::RParen => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            self.step(t);
+            if depth == 0 || self.lex.offset() > self.limit {
+                return;
+            }
+        }
+    }
+}
+
+/// Next token that is not a comment.
+pub(crate) fn next_sig<'a>(lex: &mut Lexer<'a>) -> Option<Token<'a>> {
+    lex.find(|t| t.kind != TokenKind::Comment)
+}
+
+fn peek_sig<'a>(lex: &Lexer<'a>) -> Option<Token<'a>> {
+    next_sig(&mut lex.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const PG: Dialect = Dialect::Postgres;
+    const MY: Dialect = Dialect::MySql;
+
+    fn n(sql: &str, d: Dialect) -> String {
+        normalize(sql, d)
+    }
+
+    fn same(a: &str, b: &str, d: Dialect) {
+        assert_eq!(fingerprint(a, d), fingerprint(b, d), "\n{}\n{}", n(a, d), n(b, d));
+    }
+
+    fn differ(a: &str, b: &str, d: Dialect) {
+        assert_ne!(fingerprint(a, d), fingerprint(b, d), "\n{}\n{}", n(a, d), n(b, d));
+    }
+
+    #[test]
+    fn normalized_text() {
+        let cases = [
+            ("SELECT a, b FROM t WHERE id = 42 AND name = 'x';", "select a, b from t where id = ? and name = ?"),
+            ("select count(*) from T where x in (1, 2, 3)", "select count(*) from t where x in (? /*, ... */)"),
+            ("SELECT * FROM t WHERE a IS NULL AND b IS NOT NULL", "select * from t where a is null and b is not null"),
+            ("SELECT * FROM t WHERE a = NULL OR b = TRUE", "select * from t where a = ? or b = ?"),
+            ("SELECT * FROM t WHERE a IS NOT TRUE", "select * from t where a is not true"),
+            ("INSERT INTO t (a, b) VALUES (1, 'a'), (2, 'b')", "insert into t(a, b) values (?, ?) /*, ... */"),
+            ("SELECT a - 1, -1, x=-2, f(-3) FROM t", "select a - ?, ?, x = ?, f(?) from t"),
+            ("SELECT \"Mixed\".\"Col\" FROM s.t /* c */ -- d", "select \"Mixed\".\"Col\" from s.t"),
+            ("SELECT $1::int, E'\\n', $$x$$", "select ?::int, ?, ?"),
+            ("SELECT * FROM t WHERE id = ANY(ARRAY[1,2,3])", "select * from t where id = any(array[? /*, ... */])"),
+            ("BEGIN;;", "begin"),
+            ("SELECT 'abc", "select /*unterminated*/"),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(n(sql, PG), want, "{sql}");
+        }
+        assert_eq!(
+            n("SELECT `a` FROM t WHERE c = \"x\" AND d = _utf8mb4'y' /*!40101 AND e = 1 */ # c", MY),
+            "select `a` from t where c = ? and d = ? and e = ?"
+        );
+    }
+
+    #[test]
+    fn fingerprint_is_the_hash_of_the_normalized_text() {
+        for sql in ["SELECT 1", "insert into t values (1),(2)", "x in (1,2)", "", "  ;  ", "SELECT 'oops"] {
+            for d in [PG, MY] {
+                assert_eq!(fingerprint(sql, d), hash_normalized(&normalize(sql, d)), "{sql}");
+            }
+        }
+    }
+
+    #[test]
+    fn hash_is_fixed_across_processes() {
+        // Pinned values: a change here means every persisted fingerprint changes meaning.
+        assert_eq!(hash_normalized("").to_string(), format!("{}", hash_normalized("")));
+        assert_eq!(fingerprint("SELECT 1", PG), hash_normalized("select ?"));
+        assert_eq!(hash_normalized("select ?").0, PINNED_SELECT);
+        assert_ne!(hash_normalized("a"), hash_normalized("b"));
+        assert_ne!(hash_normalized("abcdefgh"), hash_normalized("abcdefgh\0"));
+    }
+
+    const PINNED_SELECT: u64 = 7_722_117_348_667_084_764;
+
+    #[test]
+    fn structure_changes_the_fingerprint() {
+        differ("SELECT a FROM t WHERE id = 1", "SELECT b FROM t WHERE id = 1", PG);
+        differ("SELECT a FROM t WHERE id = 1", "SELECT a FROM t WHERE id > 1", PG);
+        differ("SELECT a FROM t WHERE id = 1", "SELECT a FROM t WHERE id = 1 LIMIT 1", PG);
+        differ("SELECT a - 1 FROM t", "SELECT a, -1 FROM t", PG);
+        differ("SELECT * FROM t WHERE a IS NULL", "SELECT * FROM t WHERE a IS NOT NULL", PG);
+        differ("SELECT \"A\" FROM t", "SELECT a FROM t", PG);
+        differ("INSERT INTO t VALUES (1, 2)", "INSERT INTO t VALUES (1, 2, 3)", MY);
+        differ("INSERT INTO t VALUES (1, 2), (3, now())", "INSERT INTO t VALUES (1, 2), (3, 4)", MY);
+        differ("SELECT 1; SELECT 2", "SELECT 1", PG);
+        same("SELECT 1;; SELECT 2;;", "SELECT 3;; SELECT 4", PG);
+        differ("SELECT 1;; SELECT 2", "SELECT 1; SELECT 2", PG);
+        same("select A from T", "SELECT a FROM t", PG);
+        same("SELECT a\n\tFROM t  -- x", "SELECT a FROM t;", MY);
+        same("SELECT * FROM t WHERE x IN ($1, $2)", "SELECT * FROM t WHERE x IN (1)", PG);
+        same("INSERT INTO t VALUES (1, f(2)), (3, f(-4))", "INSERT INTO t VALUES (5, f(6))", PG);
+    }
+
+    #[test]
+    fn pathological_inputs_stay_linear() {
+        // Each of these would take minutes if a lookahead rescanned the rest per token.
+        let semis = format!("{}x", ";".repeat(200_000));
+        assert!(normalize(&semis, PG).ends_with("; x"));
+        let nested = format!("{}1{}", "values (".repeat(3_000), "), (2)".repeat(3_000));
+        let _ = fingerprint(&nested, PG);
+        let list = format!("x in ({}a)", "1, ".repeat(100_000));
+        assert!(normalize(&list, MY).starts_with("x in (?, ?"));
+    }
+
+    #[test]
+    fn ast_strategy_covers_select_only() {
+        let a = fingerprint_ast("SELECT a FROM t WHERE b IN (1, 2, 3) AND c = -5", PG);
+        let b = fingerprint_ast("select a from t where b in (9) and c = 'x'", PG);
+        assert!(a.is_some());
+        assert_eq!(a, b);
+        assert_ne!(a, fingerprint_ast("SELECT a FROM t WHERE b IN (1) AND d = 1", PG));
+        assert_eq!(fingerprint_ast("UPDATE t SET a = 1", PG), None);
+        assert_eq!(fingerprint_ast("SELEC oops", MY), None);
+        assert_eq!(fingerprint_ast("SELECT 1; SELECT 2", MY), None);
+        assert!(fingerprint_ast("SELECT `a` FROM t LIMIT 10", MY).is_some());
+    }
+
+    /// Corpus groups: blank-line separated; each line one statement; `##` lines are notes.
+    fn check_corpus(text: &str, d: Dialect) {
+        let mut groups: Vec<Vec<&str>> = vec![vec![]];
+        for line in text.lines() {
+            if line.trim().is_empty() {
+                if groups.last().is_some_and(|g| !g.is_empty()) {
+                    groups.push(vec![]);
+                }
+            } else if !line.starts_with("##") {
+                if let Some(g) = groups.last_mut() {
+                    g.push(line);
+                }
+            }
+        }
+        groups.retain(|g| !g.is_empty());
+        assert!(groups.len() >= 20, "corpus too small: {}", groups.len());
+        let mut seen: Vec<(Fingerprint, &str)> = Vec::new();
+        for g in &groups {
+            let fp = fingerprint(g[0], d);
+            for sql in g {
+                assert_eq!(fingerprint(sql, d), fp, "group split:\n{}\n{}", n(g[0], d), n(sql, d));
+                assert_eq!(hash_normalized(&normalize(sql, d)), fp);
+            }
+            if let Some((_, other)) = seen.iter().find(|(f, _)| *f == fp) {
+                panic!("groups merged:\n{}\n{}", other, g[0]);
+            }
+            seen.push((fp, g[0]));
+        }
+    }
+
+    #[test]
+    fn corpus_postgres() {
+        check_corpus(include_str!("../../../tests/corpus/fingerprint_pg.txt"), PG);
+    }
+
+    #[test]
+    fn corpus_mysql() {
+        check_corpus(include_str!("../../../tests/corpus/fingerprint_mysql.txt"), MY);
+    }
+
+    fn literal() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|v| v.to_string()),
+            any::<f64>().prop_filter("finite", |v| v.is_finite()).prop_map(|v| format!("{v:e}")),
+            "[a-zA-Z0-9 '\\\\\"ü€-]{0,12}".prop_map(|s| format!("'{}'", s.replace('\\', "").replace('\'', "''"))),
+            Just("TRUE".to_owned()),
+            Just("false".to_owned()),
+            Just("NULL".to_owned()),
+            "[a-z]{0,6}".prop_map(|s| format!("$q${s}$q$")),
+        ]
+    }
+
+    fn shape(lits: &[String]) -> String {
+        format!(
+            "SELECT a, {} FROM t WHERE b = {} AND c IN ({}) AND d > {} ORDER BY a LIMIT {}",
+            lits[0], lits[1], lits[2], lits[3], lits[4]
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn literal_values_never_change_the_fingerprint(
+            a in proptest::collection::vec(literal(), 5),
+            b in proptest::collection::vec(literal(), 5),
+        ) {
+            prop_assert_eq!(fingerprint(&shape(&a), PG), fingerprint(&shape(&b), PG));
+            let my = |l: &[String]| shape(l).replace("$q$", "'");
+            prop_assert_eq!(fingerprint(&my(&a), MY), fingerprint(&my(&b), MY));
+        }
+
+        #[test]
+        fn in_lists_of_any_length_share_a_fingerprint(len in 1usize..1000, v in any::<i32>()) {
+            let list = vec![v.to_string(); len].join(", ");
+            let one = fingerprint("SELECT * FROM t WHERE id IN (7) AND x = 1", MY);
+            prop_assert_eq!(fingerprint(&format!("SELECT * FROM t WHERE id IN ({list}) AND x = 1"), MY), one);
+            let rows = vec![format!("({v}, 'x')"); len].join(",");
+            prop_assert_eq!(
+                fingerprint(&format!("INSERT INTO t VALUES {rows}"), PG),
+                fingerprint("INSERT INTO t VALUES (1, 'y')", PG)
+            );
+        }
+
+        #[test]
+        fn identifiers_and_operators_matter(
+            col in "[a-z][a-z0-9_]{0,8}",
+            other in "[a-z][a-z0-9_]{0,8}",
+            op in prop_oneof![Just("="), Just("<"), Just(">="), Just("<>")],
+            op2 in prop_oneof![Just("="), Just("<"), Just(">="), Just("<>")],
+        ) {
+            prop_assume!(col != other);
+            let q = |c: &str, o: &str| format!("SELECT x FROM t WHERE {c} {o} 1");
+            prop_assert_ne!(fingerprint(&q(&col, op), PG), fingerprint(&q(&other, op), PG));
+            if op != op2 {
+                prop_assert_ne!(fingerprint(&q(&col, op), MY), fingerprint(&q(&col, op2), MY));
+            }
+            prop_assert_ne!(fingerprint(&q(&col, op), PG), fingerprint(&format!("{} ORDER BY 1", q(&col, op)), PG));
+        }
+
+        #[test]
+        fn random_input_never_panics(s in "\\PC{0,80}|[-'\"`$/*#!?:@_a-z0-9 (),;\\\\\n.]{0,80}") {
+            for d in [PG, MY] {
+                prop_assert_eq!(fingerprint(&s, d), hash_normalized(&normalize(&s, d)));
+                let _ = fingerprint_ast(&s, d);
+            }
+        }
+    }
+}
