@@ -13,9 +13,8 @@
 
 use super::warning::encode_result;
 use super::Session;
-use crate::config::{Protocol, ReadYourWrites, ReplicaFallback};
+use crate::config::{Protocol, ReadYourWrites};
 use crate::id::{GtidPosition, Position};
-use crate::metrics::CausalOutcome;
 use crate::pool::health::my_failure_rolled_back;
 use crate::pool::CorePool;
 use crate::protocol::mysql::errcode::ErrorNumber;
@@ -154,11 +153,7 @@ impl Session {
     /// back first: it may be on a replica that is behind.
     pub(super) async fn connect_causal(&mut self, position: Position) -> Result<(), MyClientError> {
         self.release_backend(false).await;
-        if self.pool.is_replaced() {
-            if let Some(successor) = self.ctx.pools().get(self.pool.name()).cloned() {
-                self.pool = successor;
-            }
-        }
+        self.pool = self.ctx.current(&self.pool);
         let config = self.ctx.config();
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
         let wait = config.routing.causal_wait;
@@ -179,16 +174,7 @@ impl Session {
         wait: std::time::Duration,
         speaking: Option<Protocol>,
     ) -> Result<Rc<CorePool>, MyClientError> {
-        let config = self.ctx.config();
-        let primary = config
-            .routing
-            .primary_pool(Protocol::MySql)
-            .filter(|_| config.routing.replica_fallback == ReplicaFallback::Primary)
-            .and_then(|p| self.ctx.pools().get(p).cloned())
-            .filter(|p| speaking.is_none_or(|want| p.config.backend_protocol(Protocol::MySql) == want));
-        let outcome = if primary.is_some() { CausalOutcome::FellBackToPrimary } else { CausalOutcome::Error };
-        self.pool.counters.causal_read(outcome); // metrics
-        primary.ok_or_else(|| {
+        self.ctx.causal_fallback(&self.pool, Protocol::MySql, speaking).ok_or_else(|| {
             let text = format!(
                 "no backend of pool \"{}\" applied this session's last write within routing.causal_wait ({wait:?}) \
                  and routing.replica_fallback = \"error\"",

@@ -1,0 +1,24 @@
+//! Read-your-writes decisions both wires take after routing (#22, #37): where a read goes
+//! when no replica can serve it, and when a commit is probed before its position is learned.
+//! The wires keep the I/O (position queries, probes' bytes) and their error wording.
+
+use crate::config::ReplicaFallback;
+use crate::routing::RywState;
+
+/// Where a replica read goes when its replicas cannot serve it (no healthy backend, or none
+/// replayed the session's position within `routing.causal_wait`): the `primary`, when
+/// `routing.replica_fallback` says so and there is one, else nowhere (the read fails).
+pub fn fallback<P>(mode: ReplicaFallback, primary: Option<P>) -> Option<P> {
+    primary.filter(|_| mode == ReplicaFallback::Primary)
+}
+
+/// causal: whether the COMMIT about to run goes with a probe asking the server whether the
+/// transaction wrote at all: only when the commit would learn a position solely because
+/// nothing proved the transaction read-only, the transaction is open (`in_block`), and some
+/// read could go to a replica (`replica_reads`), else the position is not worth a round trip.
+pub fn probes_commit(ryw: &RywState, in_block: bool, replica_reads: bool) -> bool {
+    ryw.commit_unproven() && in_block && replica_reads
+}
+
+#[cfg(test)]
+mod tests;
