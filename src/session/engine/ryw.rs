@@ -3,6 +3,7 @@
 //! The wires keep the I/O (position queries, probes' bytes) and their error wording.
 
 use crate::config::ReplicaFallback;
+use crate::routing::causal::{parse_token, TokenError};
 use crate::routing::RywState;
 
 /// Where a replica read goes when its replicas cannot serve it (no healthy backend, or none
@@ -18,6 +19,18 @@ pub fn fallback<P>(mode: ReplicaFallback, primary: Option<P>) -> Option<P> {
 /// read could go to a replica (`replica_reads`), else the position is not worth a round trip.
 pub fn probes_commit(ryw: &RywState, in_block: bool, replica_reads: bool) -> bool {
     ryw.commit_unproven() && in_block && replica_reads
+}
+
+/// causal: `SET querypilot.causal_token = value`, from either wire: the session's reads wait
+/// for the position the token names too. A token that is invalid, or that would take the
+/// session's position past its size limits (#33), changes nothing.
+pub fn set_token(ryw: &mut RywState, value: &str) -> Result<(), TokenError> {
+    let position = parse_token(value)?;
+    if !ryw.can_adopt(&position) {
+        return Err(TokenError::TooLarge);
+    }
+    ryw.adopt(position);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -20,11 +20,10 @@ use crate::pool::CorePool;
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::tracking::GtidChange;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
-use crate::routing::causal::{
-    format_token, mentions_token, parse_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME,
-};
+use crate::routing::causal::{format_token, mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::engine::ryw;
 use crate::sql::analyze::{session_effects, Effect};
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
@@ -223,15 +222,8 @@ impl Session {
                 encode_text_row(&[Some(value.as_bytes())], &mut row);
                 encode_result([&[1u8][..], &def, &eof, &row], status, &mut self.io.out);
             }
-            TokenCommand::Set(value) => match parse_token(&value) {
-                Ok(position) if !self.routing.ryw.can_adopt(&position) => {
-                    let e = crate::routing::causal::TokenError::TooLarge;
-                    MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.io.out)
-                }
-                Ok(position) => {
-                    self.routing.ryw.adopt(position);
-                    self.token_ok();
-                }
+            TokenCommand::Set(value) => match ryw::set_token(&mut self.routing.ryw, &value) {
+                Ok(()) => self.token_ok(),
                 Err(e) => MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.io.out),
             },
             TokenCommand::Default { .. } => self.token_ok(),
