@@ -688,9 +688,14 @@ fn sans_io_layers_hold_no_globals_environment_logging_or_runtime() {
         ("session::engine::release", "use crate::pool::Conn;", "crate::pool"),
         ("session::engine::retry", "use crate::rt::sleep;", "crate::rt"),
         ("session::engine::digest", "fn f() { let _ = std::time::Instant::now(); }", "Instant::now"),
+        // Read-your-writes decides; the wires query positions, probe and count.
+        ("session::engine::ryw", "fn f() { let _ = std::time::Instant::now(); }", "Instant::now"),
+        ("session::engine::ryw", "use crate::pool::CorePool;", "crate::pool"),
+        ("session::engine::ryw", "use crate::metrics::CausalOutcome;", "crate::metrics"),
         // Protocol-neutral: the wires translate frames, the engine never sees one.
         ("session::engine::hold", "use crate::protocol::pg::TransactionStatus;", "crate::protocol"),
         ("session::engine::retry", "use crate::protocol::mysql::ErrPacket;", "crate::protocol"),
+        ("session::engine::ryw", "use crate::protocol::pg::TransactionStatus;", "crate::protocol"),
         ("sql::parse", "use async_task::Task;", "async_task"),
         ("pool::pg", "use io_uring::IoUring;", "io_uring"),
     ];

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::auth::{FailureLimiter, SecretCache};
 use crate::config::{Config, ConsoleRole, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId, KillRequest, KillTarget};
-use crate::metrics::{self, CoreCounters, DigestSnapshot, FallbackOutcome};
+use crate::metrics::{self, CausalOutcome, CoreCounters, DigestSnapshot, FallbackOutcome};
 use crate::pool::{Conn, CorePool, PassThrough, PoolError, PoolSet};
 use crate::routing::{
     CacheStats, Catalogs, Decision, DecisionKind, Outcome, RouteInput, Router, RuleSet, StatementKey,
@@ -25,6 +25,7 @@ use crate::rt::{CoreQueues, Event};
 use crate::session::cancel::CancelRegistry;
 use crate::session::digest::DigestTable;
 use crate::session::engine::digest::Timing;
+use crate::session::engine::ryw;
 use crate::sql::analyze::Operation;
 
 /// Core-local state shared by the sessions of one core.
@@ -239,10 +240,7 @@ impl CoreContext {
         let Some(read) = pools.get(&target).filter(|p| write != Some(&*target) && !p.has_healthy_backend()) else {
             return Ok(target);
         };
-        let to_primary = match (config.routing.replica_fallback, write) {
-            (crate::config::ReplicaFallback::Primary, Some(w)) => Some(w),
-            _ => None,
-        };
+        let to_primary = ryw::fallback(config.routing.replica_fallback, write);
         if count {
             read.counters.fell_back(if to_primary.is_some() {
                 FallbackOutcome::Primary
@@ -253,6 +251,36 @@ impl CoreContext {
         to_primary.map(Arc::from).ok_or_else(|| {
             format!("no healthy backend in read pool \"{target}\" and routing.replica_fallback = \"error\"")
         })
+    }
+
+    /// After a split read's connect to pool `current` failed (and marked it down): the pool
+    /// `routing.replica_fallback` sends the read to instead, when it is another one.
+    pub fn split_fallback(&self, protocol: Protocol, current: &Arc<str>, count: bool) -> Option<Rc<CorePool>> {
+        let next = self.replica_fallback(protocol, current.clone(), count).ok().filter(|n| n != current)?;
+        self.pools().get(&next).cloned()
+    }
+
+    /// causal: the pool a read on `from` goes to when none of its replicas replayed the
+    /// session's position in time: `protocol`'s primary pool (one whose backends speak
+    /// `speaking`, when given), or none when the read must fail. Counted on `from` either way.
+    pub fn causal_fallback(
+        &self,
+        from: &CorePool,
+        protocol: Protocol,
+        speaking: Option<Protocol>,
+    ) -> Option<Rc<CorePool>> {
+        let config = self.config();
+        let primary = config.routing.primary_pool(protocol).and_then(|p| self.pools().get(p).cloned());
+        let primary = primary.filter(|p| speaking.is_none_or(|want| p.config.backend_protocol(protocol) == want));
+        let to = ryw::fallback(config.routing.replica_fallback, primary);
+        from.counters.causal_read(if to.is_some() { CausalOutcome::FellBackToPrimary } else { CausalOutcome::Error });
+        to
+    }
+
+    /// `pool`, or the pool that replaced it on a reload, when there is one.
+    pub fn current(&self, pool: &Rc<CorePool>) -> Rc<CorePool> {
+        let successor = pool.is_replaced().then(|| self.pools().get(pool.name()).cloned()).flatten();
+        successor.unwrap_or_else(|| pool.clone())
     }
 
     /// Whether a read may run anywhere but a primary (a split or a replica-role pool): only then

@@ -8,6 +8,7 @@ pub mod hold;
 pub mod release;
 pub mod retry;
 pub mod route;
+pub mod ryw;
 
 #[cfg(test)]
 mod tests;

@@ -216,13 +216,13 @@ const CONFIG: &str = "[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\
     [pools.r]\nusername = \"u\"\npassword = \"p\"\nbackends = [{ host = \"127.0.0.1\", port = 3307 }]\n\n\
     [routing]\nread_write_split = true\nwrite_pool = \"w\"\nread_pool = \"r\"\n";
 
-fn router() -> Router {
+pub(super) fn router() -> Router {
     let config = crate::config::Config::parse(CONFIG, "t.toml").expect("config");
     let rules = RuleSet::build(&config, &[], &[]).expect("rules");
     Router::new(rules.for_core(), Catalogs::builtin())
 }
 
-fn seat<'a>(protocol: Protocol, pool: &'a Arc<str>, ryw: &'a RywState, lex: &'a SessionModes) -> Seat<'a> {
+pub(super) fn seat<'a>(protocol: Protocol, pool: &'a Arc<str>, ryw: &'a RywState, lex: &'a SessionModes) -> Seat<'a> {
     Seat { protocol, user: "u", database: "d", pool, ryw, lex }
 }
 

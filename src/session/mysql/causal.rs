@@ -13,19 +13,17 @@
 
 use super::warning::encode_result;
 use super::Session;
-use crate::config::{Protocol, ReadYourWrites, ReplicaFallback};
+use crate::config::{Protocol, ReadYourWrites};
 use crate::id::{GtidPosition, Position};
-use crate::metrics::CausalOutcome;
 use crate::pool::health::my_failure_rolled_back;
 use crate::pool::CorePool;
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::tracking::GtidChange;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
-use crate::routing::causal::{
-    format_token, mentions_token, parse_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME,
-};
+use crate::routing::causal::{format_token, mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::engine::ryw;
 use crate::sql::analyze::{session_effects, Effect};
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
@@ -154,11 +152,7 @@ impl Session {
     /// back first: it may be on a replica that is behind.
     pub(super) async fn connect_causal(&mut self, position: Position) -> Result<(), MyClientError> {
         self.release_backend(false).await;
-        if self.pool.is_replaced() {
-            if let Some(successor) = self.ctx.pools().get(self.pool.name()).cloned() {
-                self.pool = successor;
-            }
-        }
+        self.pool = self.ctx.current(&self.pool);
         let config = self.ctx.config();
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
         let wait = config.routing.causal_wait;
@@ -179,16 +173,7 @@ impl Session {
         wait: std::time::Duration,
         speaking: Option<Protocol>,
     ) -> Result<Rc<CorePool>, MyClientError> {
-        let config = self.ctx.config();
-        let primary = config
-            .routing
-            .primary_pool(Protocol::MySql)
-            .filter(|_| config.routing.replica_fallback == ReplicaFallback::Primary)
-            .and_then(|p| self.ctx.pools().get(p).cloned())
-            .filter(|p| speaking.is_none_or(|want| p.config.backend_protocol(Protocol::MySql) == want));
-        let outcome = if primary.is_some() { CausalOutcome::FellBackToPrimary } else { CausalOutcome::Error };
-        self.pool.counters.causal_read(outcome); // metrics
-        primary.ok_or_else(|| {
+        self.ctx.causal_fallback(&self.pool, Protocol::MySql, speaking).ok_or_else(|| {
             let text = format!(
                 "no backend of pool \"{}\" applied this session's last write within routing.causal_wait ({wait:?}) \
                  and routing.replica_fallback = \"error\"",
@@ -237,15 +222,8 @@ impl Session {
                 encode_text_row(&[Some(value.as_bytes())], &mut row);
                 encode_result([&[1u8][..], &def, &eof, &row], status, &mut self.io.out);
             }
-            TokenCommand::Set(value) => match parse_token(&value) {
-                Ok(position) if !self.routing.ryw.can_adopt(&position) => {
-                    let e = crate::routing::causal::TokenError::TooLarge;
-                    MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.io.out)
-                }
-                Ok(position) => {
-                    self.routing.ryw.adopt(position);
-                    self.token_ok();
-                }
+            TokenCommand::Set(value) => match ryw::set_token(&mut self.routing.ryw, &value) {
+                Ok(()) => self.token_ok(),
                 Err(e) => MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.io.out),
             },
             TokenCommand::Default { .. } => self.token_ok(),

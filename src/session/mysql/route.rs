@@ -231,12 +231,7 @@ impl Session {
     /// read then falls back as `routing.replica_fallback` says instead of failing.
     async fn connect_split(&mut self) -> Result<(), MyClientError> {
         let Err(e) = self.ensure_backend().await else { return Ok(()) };
-        let current = self.pool.name().clone();
-        let next = match self.ctx.replica_fallback(Protocol::MySql, current.clone(), true) {
-            Ok(next) if next != current => next,
-            _ => return Err(e),
-        };
-        let Some(pool) = self.ctx.pools().get(&next).cloned() else { return Err(e) };
+        let Some(pool) = self.ctx.split_fallback(Protocol::MySql, self.pool.name(), true) else { return Err(e) };
         self.pool = pool;
         self.ensure_backend().await
     }

@@ -4,9 +4,8 @@
 
 use super::bridged::cross::speaks_mysql;
 use super::Session;
-use crate::config::{Protocol, ReplicaFallback};
+use crate::config::Protocol;
 use crate::id::Position;
-use crate::metrics::CausalOutcome;
 use crate::pool::health::pg_commit_position;
 use crate::protocol::pg::backend::BackendMessage;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
@@ -231,12 +230,7 @@ impl Session {
     /// read then falls back as `routing.replica_fallback` says instead of failing.
     async fn connect_split(&mut self, runs: bool) -> Result<(), PgClientError> {
         let Err(e) = self.ensure_backend().await else { return Ok(()) };
-        let current = self.pool.name().clone();
-        let next = match self.ctx.replica_fallback(Protocol::Postgres, current.clone(), runs) {
-            Ok(next) if next != current => next,
-            _ => return Err(e),
-        };
-        let Some(pool) = self.ctx.pools().get(&next).cloned() else { return Err(e) };
+        let Some(pool) = self.ctx.split_fallback(Protocol::Postgres, self.pool.name(), runs) else { return Err(e) };
         self.pool = pool;
         self.ensure_backend().await
     }
@@ -249,11 +243,7 @@ impl Session {
     /// back first: it may be on a replica that is behind.
     async fn connect_causal(&mut self, position: Position) -> Result<(), PgClientError> {
         self.release_backend(false).await;
-        if self.pool.is_replaced() {
-            if let Some(successor) = self.ctx.pools().get(self.pool.name()).cloned() {
-                self.pool = successor;
-            }
-        }
+        self.pool = self.ctx.current(&self.pool);
         let config = self.ctx.config();
         let deadline = rt::now() + self.pool.config.timeouts.acquire;
         let who = self.identity.pass.as_deref();
@@ -265,14 +255,7 @@ impl Session {
             self.progress.unnamed.elsewhere();
             return if stale { self.replay_settings().await } else { Ok(()) };
         }
-        let primary = config
-            .routing
-            .primary_pool(Protocol::Postgres)
-            .filter(|_| config.routing.replica_fallback == ReplicaFallback::Primary);
-        let primary = primary.and_then(|p| self.ctx.pools().get(p).cloned());
-        let outcome = if primary.is_some() { CausalOutcome::FellBackToPrimary } else { CausalOutcome::Error };
-        self.pool.counters.causal_read(outcome); // metrics
-        let Some(pool) = primary else {
+        let Some(pool) = self.ctx.causal_fallback(&self.pool, Protocol::Postgres, None) else {
             return Err(PgClientError::new(
                 sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
                 format!(

@@ -14,10 +14,9 @@ use super::{End, Session};
 use crate::protocol::pg::backend::{self, BackendMessage, FieldDescription};
 use crate::protocol::pg::tag::backend as server;
 use crate::protocol::pg::{sqlstate, Target};
-use crate::routing::causal::{
-    format_token, mentions_token, parse_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME,
-};
+use crate::routing::causal::{format_token, mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
 use crate::session::client_error::PgClientError;
+use crate::session::engine::ryw;
 use crate::sql::Dialect;
 
 /// OID of `text`, the causal token's type in `SHOW querypilot.causal_token`.
@@ -134,15 +133,8 @@ impl Session {
                 let value = self.progress.ryw.required_position().map(format_token).unwrap_or_default();
                 let _ = backend::encode_data_row(&[Some(value.as_bytes())], out);
             }
-            TokenCommand::Set(value) => {
-                let position =
-                    parse_token(value).map_err(|e| PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()))?;
-                if !self.progress.ryw.can_adopt(&position) {
-                    let e = crate::routing::causal::TokenError::TooLarge;
-                    return Err(PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()));
-                }
-                self.progress.ryw.adopt(position);
-            }
+            TokenCommand::Set(value) => ryw::set_token(&mut self.progress.ryw, value)
+                .map_err(|e| PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()))?,
             TokenCommand::Default { .. } => {}
         }
         let _ = BackendMessage::CommandComplete(command.tag()).encode(out);

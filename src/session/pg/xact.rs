@@ -17,6 +17,7 @@ use crate::config::Engine;
 use crate::pool::health::PG_XACT_PROBE;
 use crate::protocol::pg::{frontend, Frame, FrontendMessage, RawFrames, TransactionStatus};
 use crate::session::commit_io;
+use crate::session::engine::ryw;
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
 
@@ -38,12 +39,11 @@ impl Session {
     }
 
     fn probe_may_run(&self) -> bool {
-        self.progress.ryw.commit_unproven()
-            && self.progress.tx == TransactionStatus::InBlock
+        let in_block = self.progress.tx == TransactionStatus::InBlock;
+        ryw::probes_commit(&self.progress.ryw, in_block, self.ctx.has_replica_reads())
             && self.pool.config.engine == Engine::Postgres
             && self.backend.is_some()
             && !self.is_bridged()
-            && self.ctx.has_replica_reads()
     }
 
     /// Sends the probe and the client's COMMIT (`raw`) together, reads the probe's answer

@@ -13,6 +13,7 @@ use crate::routing::Decision;
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::commit_io;
+use crate::session::engine::ryw;
 use crate::session::error::RelayError;
 
 use super::super::route::Rewrite;
@@ -274,9 +275,8 @@ impl Session {
     /// [`PG_XACT_PROBE`] ahead of it in `link.out` (the statement follows in the same send);
     /// its answer is read with [`Session::read_xact_probe`] before the COMMIT's.
     pub(super) fn queue_xact_probe(&mut self, sql: &str) -> bool {
-        let due = self.routing.ryw.commit_unproven()
-            && self.foreign.bridge.tx == TransactionStatus::InBlock
-            && self.ctx.has_replica_reads()
+        let in_block = self.foreign.bridge.tx == TransactionStatus::InBlock;
+        let due = ryw::probes_commit(&self.routing.ryw, in_block, self.ctx.has_replica_reads())
             && !self.foreign.cross.crossing()
             && is_commit(sql);
         due && frontend::encode_query(PG_XACT_PROBE, &mut self.link.out).is_ok()

@@ -1,0 +1,37 @@
+//! Read-your-writes decisions both wires take after routing (#22, #37): where a read goes
+//! when no replica can serve it, and when a commit is probed before its position is learned.
+//! The wires keep the I/O (position queries, probes' bytes) and their error wording.
+
+use crate::config::ReplicaFallback;
+use crate::routing::causal::{parse_token, TokenError};
+use crate::routing::RywState;
+
+/// Where a replica read goes when its replicas cannot serve it (no healthy backend, or none
+/// replayed the session's position within `routing.causal_wait`): the `primary`, when
+/// `routing.replica_fallback` says so and there is one, else nowhere (the read fails).
+pub fn fallback<P>(mode: ReplicaFallback, primary: Option<P>) -> Option<P> {
+    primary.filter(|_| mode == ReplicaFallback::Primary)
+}
+
+/// causal: whether the COMMIT about to run goes with a probe asking the server whether the
+/// transaction wrote at all: only when the commit would learn a position solely because
+/// nothing proved the transaction read-only, the transaction is open (`in_block`), and some
+/// read could go to a replica (`replica_reads`), else the position is not worth a round trip.
+pub fn probes_commit(ryw: &RywState, in_block: bool, replica_reads: bool) -> bool {
+    ryw.commit_unproven() && in_block && replica_reads
+}
+
+/// causal: `SET querypilot.causal_token = value`, from either wire: the session's reads wait
+/// for the position the token names too. A token that is invalid, or that would take the
+/// session's position past its size limits (#33), changes nothing.
+pub fn set_token(ryw: &mut RywState, value: &str) -> Result<(), TokenError> {
+    let position = parse_token(value)?;
+    if !ryw.can_adopt(&position) {
+        return Err(TokenError::TooLarge);
+    }
+    ryw.adopt(position);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
