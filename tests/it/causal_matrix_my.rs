@@ -125,11 +125,11 @@ fn mariadb_matrix_no_read_misses_a_write_whatever_path_carried_it() {
     assert_eq!(cells, 18);
 }
 
-/// PyMySQL, text and multi-statement: writes each kind, hands the token over to a second
-/// connection by `SET` and to a third as connection attribute `querypilot.causal_token` (#34:
-/// PyMySQL sends its `_connect_attrs` as they are at connect); prints `cell writer_count
-/// writer_server other_count other_server attr_count attr_server`, then `attr_bad ERRNO` for
-/// an invalid token as attribute.
+/// PyMySQL, text (an XA transaction's statements one by one) and multi-statement: writes each
+/// kind, hands the token over to a second connection by `SET` and to a third as connection
+/// attribute `querypilot.causal_token` (#34: PyMySQL sends its `_connect_attrs` as they are at
+/// connect); prints `cell writer_count writer_server other_count other_server attr_count
+/// attr_server`, then `attr_bad ERRNO` for an invalid token as attribute.
 const PYMYSQL: &str = r#"
 import sys, pymysql
 from pymysql.constants import CLIENT
@@ -143,14 +143,16 @@ def conn(token=None):
     return c
 def read(c, i):
     cur = c.cursor(); cur.execute(f"SELECT COUNT(*), @@server_id FROM {t} WHERE id = {i}"); return cur.fetchone()
-writes = {"plain": f"INSERT INTO {t} VALUES ({{}})", "cte": f"INSERT INTO {t} WITH c AS (SELECT {{}} AS id) SELECT id FROM c",
-          "call": f"CALL {t}_p({{}})", "trigger": f"INSERT INTO {t}_src VALUES ({{}})"}
-for kind, sql in writes.items():
+writes = {"plain": [f"INSERT INTO {t} VALUES ({{}})"], "cte": [f"INSERT INTO {t} WITH c AS (SELECT {{}} AS id) SELECT id FROM c"],
+          "call": [f"CALL {t}_p({{}})"], "trigger": [f"INSERT INTO {t}_src VALUES ({{}})"], "do": [f"DO {t}_f({{}})"],
+          "xa": ["XA START 'qp_py'", f"INSERT INTO {t} VALUES ({{}})", "XA END 'qp_py'", "XA PREPARE 'qp_py'", "XA COMMIT 'qp_py'"]}
+for kind, sqls in writes.items():
     for path in ["text", "multi"]:
         n += 1
         w = conn(); cur = w.cursor()
-        cur.execute(sql.format(n) if path == "text" else "SELECT 1; " + sql.format(n))
-        while cur.nextset(): pass
+        for sql in ([s.format(n) for s in sqls] if path == "text" else ["SELECT 1; " + "; ".join(s.format(n) for s in sqls)]):
+            cur.execute(sql)
+            while cur.nextset(): pass
         mine = read(w, n)
         cur.execute("SHOW querypilot.causal_token"); token = cur.fetchone()[0]
         o = conn(); o.cursor().execute(f"SET querypilot.causal_token = '{token}'")
@@ -170,13 +172,13 @@ fn pymysql_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u6
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     let mut lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.pop(), Some("attr_bad 1231"), "an invalid token as attribute is refused as a bad SET: {text}");
-    assert_eq!(lines.len(), 8, "{text}");
+    assert_eq!(lines.len(), 12, "{text}");
     for line in lines {
         let fields: Vec<&str> = line.split(' ').collect();
         let want = ["1", "1", "1", "1", "1", "1"];
         assert_eq!(fields.get(1..), Some(&want[..]), "{line}: all read the write, on the primary");
     }
-    *n += 8;
+    *n += 12;
 }
 
 /// Connector/J, client-side prepare (the driver writes the values into a text query) and
