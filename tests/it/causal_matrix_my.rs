@@ -196,7 +196,7 @@ fn jdbc_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) 
             crate::scripts::jdbc("JdbcCausalMatrixMy.java", &url, &my.user, &my.password, &[t, &n.to_string()]);
         let bad = lines.pop();
         assert_eq!(bad.as_deref(), Some("attr_bad 1231"), "an invalid token as attribute is refused as a bad SET");
-        assert_eq!(lines.len(), 4, "useServerPrepStmts={prepare}: {lines:?}");
+        assert_eq!(lines.len(), 6, "useServerPrepStmts={prepare}: {lines:?}");
         for line in &lines {
             let fields: Vec<&str> = line.split(' ').collect();
             let want = ["1", "1", "1", "1", "1", "1"];
@@ -206,6 +206,6 @@ fn jdbc_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) 
                 "useServerPrepStmts={prepare} {line}: both read it on the primary"
             );
         }
-        *n += 4;
+        *n += 6;
     }
 }
