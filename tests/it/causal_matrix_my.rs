@@ -2,10 +2,11 @@
 //! and the reads of a connection it handed its token to never miss its writes, whichever path
 //! carried the write — {text, COM_STMT_PREPARE/EXECUTE, multi-statement text} × {plain INSERT,
 //! INSERT ... WITH (CTE), procedure CALL, a trigger's write, `DO` of a function that inserts,
-//! XA two-phase commit} × {the writing session itself, a token by SHOW on it and SET on another
-//! connection, the token as connection attribute `querypilot.causal_token` (the MySQL
-//! handshake's stand-in for a startup parameter; PyMySQL and Connector/J)} — with the `mysql`
-//! crate, PyMySQL and Connector/J (client- and server-side prepare).
+//! `SELECT` of it in a transaction, XA two-phase commit} × {the writing session itself, a token
+//! by SHOW on it and SET on another connection, the token as connection attribute
+//! `querypilot.causal_token` (the MySQL handshake's stand-in for a startup parameter; PyMySQL
+//! and Connector/J)} — with the `mysql` crate, PyMySQL and Connector/J (client- and
+//! server-side prepare).
 //! Where each read ran is proven by `@@server_id`; a fresh session's read on the stopped
 //! replica proves it is stale.
 
@@ -25,15 +26,17 @@ const REPLICA: u64 = 2;
 /// row's id: the text path sends them as they are, the prepared path prepares each with `?`
 /// in place of `{n}`, the multi-statement path sends them in one text after a `SELECT 1`.
 /// XA's statements prepare in MariaDB (`XA` is in its preparable set), so two-phase commit
-/// runs on every path. `SELECT f(n)` of the inserting function is not a kind here yet: the
-/// router hands its writer no token (`SHOW querypilot.causal_token` returns '').
-fn writes(t: &str) -> [(&'static str, Vec<String>); 6] {
+/// runs on every path. `SELECT f(n)` of the inserting function is a kind here only inside
+/// `BEGIN ... COMMIT`: in autocommit the router hands its writer no token yet
+/// (`SHOW querypilot.causal_token` returns '').
+fn writes(t: &str) -> [(&'static str, Vec<String>); 7] {
     [
         ("plain", vec![format!("INSERT INTO {t} VALUES ({{n}})")]),
         ("cte", vec![format!("INSERT INTO {t} WITH c AS (SELECT {{n}} AS id) SELECT id FROM c")]),
         ("call", vec![format!("CALL {t}_p({{n}})")]),
         ("trigger", vec![format!("INSERT INTO {t}_src VALUES ({{n}})")]),
         ("do", vec![format!("DO {t}_f({{n}})")]),
+        ("function in a transaction", vec!["BEGIN".into(), format!("SELECT {t}_f({{n}})"), "COMMIT".into()]),
         (
             "xa",
             vec![
@@ -122,7 +125,7 @@ fn mariadb_matrix_no_read_misses_a_write_whatever_path_carried_it() {
     pymysql_cells(&router, my, &t, &mut n);
     jdbc_cells(&router, my, &t, &mut n);
     env.resume_replication(Kind::Mariadb);
-    assert_eq!(cells, 18);
+    assert_eq!(cells, 21);
 }
 
 /// PyMySQL, text (an XA transaction's statements one by one) and multi-statement: writes each
