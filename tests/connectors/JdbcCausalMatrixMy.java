@@ -2,7 +2,8 @@
 // java -cp mariadb-java-client.jar JdbcCausalMatrixMy.java URL USER PASSWORD TABLE FIRST_ID
 // URL decides client-side (default) or server-side prepare (useServerPrepStmts=true). The
 // replica's SQL thread is stopped. For each write kind (plain INSERT, INSERT ... WITH, CALL, a
-// trigger's write), a PreparedStatement writes row n; the writer reads it back, hands its token
+// trigger's write, DO of a function that inserts, an XA two-phase commit), PreparedStatements
+// write row n, one per statement of the kind; the writer reads it back, hands its token
 // (SHOW querypilot.causal_token) to a second connection, which reads it too, and to a third as
 // its connection attribute (`connectionAttributes=querypilot.causal_token:TOKEN`: Connector/J
 // splits each pair at its first ':', so the token's own ':' stays in the value). Prints
@@ -30,14 +31,21 @@ public class JdbcCausalMatrixMy {
             {"cte", "INSERT INTO " + t + " WITH c AS (SELECT ? AS id) SELECT id FROM c"},
             {"call", "CALL " + t + "_p(?)"},
             {"trigger", "INSERT INTO " + t + "_src VALUES (?)"},
+            {"do", "DO " + t + "_f(?)"},
+            {"xa", "XA START 'qp_j'", "INSERT INTO " + t + " VALUES (?)", "XA END 'qp_j'", "XA PREPARE 'qp_j'",
+                "XA COMMIT 'qp_j'"},
         };
         for (String[] w : writes) {
             n++;
             try (Connection c = DriverManager.getConnection(url, user, password);
                  Connection o = DriverManager.getConnection(url, user, password)) {
-                try (PreparedStatement p = c.prepareStatement(w[1])) {
-                    p.setInt(1, n);
-                    p.execute();
+                for (int i = 1; i < w.length; i++) {
+                    try (PreparedStatement p = c.prepareStatement(w[i])) {
+                        if (w[i].contains("?")) {
+                            p.setInt(1, n);
+                        }
+                        p.execute();
+                    }
                 }
                 String mine = read(c, t, n);
                 String token;

@@ -1,8 +1,9 @@
 //! Issue #34's matrix, MariaDB side: with the replica's SQL thread stopped, a session's reads
 //! and the reads of a connection it handed its token to never miss its writes, whichever path
 //! carried the write — {text, COM_STMT_PREPARE/EXECUTE, multi-statement text} × {plain INSERT,
-//! INSERT ... WITH (CTE), procedure CALL, a trigger's write} × {the writing session itself, a
-//! token by SHOW on it and SET on another connection, the token as connection attribute
+//! INSERT ... WITH (CTE), procedure CALL, a trigger's write, `DO` of a function that inserts,
+//! `SELECT` of it in a transaction, XA two-phase commit} × {the writing session itself, a token
+//! by SHOW on it and SET on another connection, the token as connection attribute
 //! `querypilot.causal_token` (the MySQL handshake's stand-in for a startup parameter; PyMySQL
 //! and Connector/J)} — with the `mysql` crate, PyMySQL and Connector/J (client- and
 //! server-side prepare).
@@ -21,21 +22,52 @@ use crate::support::{eventually, unique_name, Dbs, Kind, MyEnv};
 const PRIMARY: u64 = 1;
 const REPLICA: u64 = 2;
 
-/// The write kinds, each as (text with `{n}`, prepared text with `?`).
-fn writes(t: &str) -> [(&'static str, String, String); 4] {
+/// The write kinds, each as the statements one connection sends in turn, with `{n}` for the
+/// row's id: the text path sends them as they are, the prepared path prepares each with `?`
+/// in place of `{n}`, the multi-statement path sends them in one text after a `SELECT 1`.
+/// XA's statements prepare in MariaDB (`XA` is in its preparable set), so two-phase commit
+/// runs on every path. `SELECT f(n)` of the inserting function is a kind here only inside
+/// `BEGIN ... COMMIT`: in autocommit the router hands its writer no token yet
+/// (`SHOW querypilot.causal_token` returns '').
+fn writes(t: &str) -> [(&'static str, Vec<String>); 7] {
     [
-        ("plain", format!("INSERT INTO {t} VALUES ({{n}})"), format!("INSERT INTO {t} VALUES (?)")),
+        ("plain", vec![format!("INSERT INTO {t} VALUES ({{n}})")]),
+        ("cte", vec![format!("INSERT INTO {t} WITH c AS (SELECT {{n}} AS id) SELECT id FROM c")]),
+        ("call", vec![format!("CALL {t}_p({{n}})")]),
+        ("trigger", vec![format!("INSERT INTO {t}_src VALUES ({{n}})")]),
+        ("do", vec![format!("DO {t}_f({{n}})")]),
+        ("function in a transaction", vec!["BEGIN".into(), format!("SELECT {t}_f({{n}})"), "COMMIT".into()]),
         (
-            "cte",
-            format!("INSERT INTO {t} WITH c AS (SELECT {{n}} AS id) SELECT id FROM c"),
-            format!("INSERT INTO {t} WITH c AS (SELECT ? AS id) SELECT id FROM c"),
+            "xa",
+            vec![
+                "XA START 'qp_matrix'".into(),
+                format!("INSERT INTO {t} VALUES ({{n}})"),
+                "XA END 'qp_matrix'".into(),
+                "XA PREPARE 'qp_matrix'".into(),
+                "XA COMMIT 'qp_matrix'".into(),
+            ],
         ),
-        ("call", format!("CALL {t}_p({{n}})"), format!("CALL {t}_p(?)")),
-        ("trigger", format!("INSERT INTO {t}_src VALUES ({{n}})"), format!("INSERT INTO {t}_src VALUES (?)")),
     ]
 }
 
-/// `t` (read), `t_src` whose trigger writes into `t`, and procedure `t_p` that inserts into `t`.
+/// Sends `write`'s statements with id `n` on `path`.
+fn send(w: &mut Conn, write: &[String], path: &str, n: u64) -> mysql::Result<()> {
+    let text = |sql: &String| sql.replace("{n}", &n.to_string());
+    match path {
+        "text" => write.iter().try_for_each(|sql| w.query_drop(text(sql))),
+        "prepared" => write.iter().try_for_each(|sql| {
+            if sql.contains("{n}") {
+                w.exec_drop(sql.replace("{n}", "?"), (n,))
+            } else {
+                w.exec_drop(sql, ())
+            }
+        }),
+        _ => w.query_drop(format!("SELECT 1; {}", write.iter().map(text).collect::<Vec<_>>().join("; "))),
+    }
+}
+
+/// `t` (read), `t_src` whose trigger writes into `t`, procedure `t_p` and function `t_f`
+/// (`MODIFIES SQL DATA`, returns its argument) that insert into `t`.
 fn schema(my: &MyEnv) -> String {
     let t = unique_name("causal_matrix");
     let mut c = my.primary_client();
@@ -44,6 +76,9 @@ fn schema(my: &MyEnv) -> String {
         format!("CREATE TABLE {t}_src (id INT PRIMARY KEY)"),
         format!("CREATE TRIGGER {t}_tr AFTER INSERT ON {t}_src FOR EACH ROW INSERT INTO {t} VALUES (NEW.id)"),
         format!("CREATE PROCEDURE {t}_p(i INT) INSERT INTO {t} VALUES (i)"),
+        format!(
+            "CREATE FUNCTION {t}_f(i INT) RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO {t} VALUES (i); RETURN i; END"
+        ),
     ] {
         c.query_drop(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
@@ -68,17 +103,12 @@ fn mariadb_matrix_no_read_misses_a_write_whatever_path_carried_it() {
     env.pause_replication(Kind::Mariadb);
     let mut n = 0u64;
     let mut cells = 0;
-    for (kind, text, prepared) in writes(&t) {
+    for (kind, write) in writes(&t) {
         for path in ["text", "prepared", "multi"] {
             n += 1;
             let cell = format!("{kind} × {path}");
             let mut w = client(&router, my);
-            match path {
-                "text" => w.query_drop(text.replace("{n}", &n.to_string())),
-                "prepared" => w.exec_drop(&prepared, (n,)),
-                _ => w.query_drop(format!("SELECT 1; {}", text.replace("{n}", &n.to_string()))),
-            }
-            .unwrap_or_else(|e| panic!("{cell}: write: {e}"));
+            send(&mut w, &write, path, n).unwrap_or_else(|e| panic!("{cell}: write: {e}"));
             assert_eq!(read(&mut w, &t, n), (1, PRIMARY), "{cell}: the writer reads its write");
             let token: String = w.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
             let mut other = client(&router, my);
@@ -95,14 +125,14 @@ fn mariadb_matrix_no_read_misses_a_write_whatever_path_carried_it() {
     pymysql_cells(&router, my, &t, &mut n);
     jdbc_cells(&router, my, &t, &mut n);
     env.resume_replication(Kind::Mariadb);
-    assert_eq!(cells, 12);
+    assert_eq!(cells, 21);
 }
 
-/// PyMySQL, text and multi-statement: writes each kind, hands the token over to a second
-/// connection by `SET` and to a third as connection attribute `querypilot.causal_token` (#34:
-/// PyMySQL sends its `_connect_attrs` as they are at connect); prints `cell writer_count
-/// writer_server other_count other_server attr_count attr_server`, then `attr_bad ERRNO` for
-/// an invalid token as attribute.
+/// PyMySQL, text (an XA transaction's statements one by one) and multi-statement: writes each
+/// kind, hands the token over to a second connection by `SET` and to a third as connection
+/// attribute `querypilot.causal_token` (#34: PyMySQL sends its `_connect_attrs` as they are at
+/// connect); prints `cell writer_count writer_server other_count other_server attr_count
+/// attr_server`, then `attr_bad ERRNO` for an invalid token as attribute.
 const PYMYSQL: &str = r#"
 import sys, pymysql
 from pymysql.constants import CLIENT
@@ -116,14 +146,16 @@ def conn(token=None):
     return c
 def read(c, i):
     cur = c.cursor(); cur.execute(f"SELECT COUNT(*), @@server_id FROM {t} WHERE id = {i}"); return cur.fetchone()
-writes = {"plain": f"INSERT INTO {t} VALUES ({{}})", "cte": f"INSERT INTO {t} WITH c AS (SELECT {{}} AS id) SELECT id FROM c",
-          "call": f"CALL {t}_p({{}})", "trigger": f"INSERT INTO {t}_src VALUES ({{}})"}
-for kind, sql in writes.items():
+writes = {"plain": [f"INSERT INTO {t} VALUES ({{}})"], "cte": [f"INSERT INTO {t} WITH c AS (SELECT {{}} AS id) SELECT id FROM c"],
+          "call": [f"CALL {t}_p({{}})"], "trigger": [f"INSERT INTO {t}_src VALUES ({{}})"], "do": [f"DO {t}_f({{}})"],
+          "xa": ["XA START 'qp_py'", f"INSERT INTO {t} VALUES ({{}})", "XA END 'qp_py'", "XA PREPARE 'qp_py'", "XA COMMIT 'qp_py'"]}
+for kind, sqls in writes.items():
     for path in ["text", "multi"]:
         n += 1
         w = conn(); cur = w.cursor()
-        cur.execute(sql.format(n) if path == "text" else "SELECT 1; " + sql.format(n))
-        while cur.nextset(): pass
+        for sql in ([s.format(n) for s in sqls] if path == "text" else ["SELECT 1; " + "; ".join(s.format(n) for s in sqls)]):
+            cur.execute(sql)
+            while cur.nextset(): pass
         mine = read(w, n)
         cur.execute("SHOW querypilot.causal_token"); token = cur.fetchone()[0]
         o = conn(); o.cursor().execute(f"SET querypilot.causal_token = '{token}'")
@@ -143,13 +175,13 @@ fn pymysql_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u6
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     let mut lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.pop(), Some("attr_bad 1231"), "an invalid token as attribute is refused as a bad SET: {text}");
-    assert_eq!(lines.len(), 8, "{text}");
+    assert_eq!(lines.len(), 12, "{text}");
     for line in lines {
         let fields: Vec<&str> = line.split(' ').collect();
         let want = ["1", "1", "1", "1", "1", "1"];
         assert_eq!(fields.get(1..), Some(&want[..]), "{line}: all read the write, on the primary");
     }
-    *n += 8;
+    *n += 12;
 }
 
 /// Connector/J, client-side prepare (the driver writes the values into a text query) and
@@ -167,7 +199,7 @@ fn jdbc_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) 
             crate::scripts::jdbc("JdbcCausalMatrixMy.java", &url, &my.user, &my.password, &[t, &n.to_string()]);
         let bad = lines.pop();
         assert_eq!(bad.as_deref(), Some("attr_bad 1231"), "an invalid token as attribute is refused as a bad SET");
-        assert_eq!(lines.len(), 4, "useServerPrepStmts={prepare}: {lines:?}");
+        assert_eq!(lines.len(), 6, "useServerPrepStmts={prepare}: {lines:?}");
         for line in &lines {
             let fields: Vec<&str> = line.split(' ').collect();
             let want = ["1", "1", "1", "1", "1", "1"];
@@ -177,6 +209,6 @@ fn jdbc_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) 
                 "useServerPrepStmts={prepare} {line}: both read it on the primary"
             );
         }
-        *n += 4;
+        *n += 6;
     }
 }
