@@ -24,10 +24,20 @@ pub(crate) fn my_router(my: &MyEnv, routing: &str) -> Router {
 
 /// [`my_router`] with both pools in pool mode `mode`.
 pub(crate) fn my_router_in(my: &MyEnv, mode: &str, routing: &str) -> Router {
-    let pool = |name: &str, port: u16| {
+    start(my, mode, "", routing)
+}
+
+/// [`my_router`] with `write_keys` (lines such as `local_infile = true`) added to the write
+/// pool `mywrite`.
+pub(crate) fn my_router_with(my: &MyEnv, write_keys: &str, routing: &str) -> Router {
+    start(my, "transaction", write_keys, routing)
+}
+
+fn start(my: &MyEnv, mode: &str, write_keys: &str, routing: &str) -> Router {
+    let pool = |name: &str, port: u16, keys: &str| {
         format!(
             "[pools.{name}]\nmode = \"{mode}\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\n\
-             max_connections = 20\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
+             max_connections = 20\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n{keys}\n\
              [pools.{name}.health]\ninterval = \"100ms\"\ntimeout = \"1s\"\nfailure_threshold = 2\nsuccess_threshold = 1\n\n",
             u = my.user,
             p = my.password,
@@ -38,8 +48,8 @@ pub(crate) fn my_router_in(my: &MyEnv, mode: &str, routing: &str) -> Router {
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
          {}{}[routing]\nread_write_split = true\nwrite_pool = \"mywrite\"\nread_pool = \"myread\"\n{routing}\n\
          [metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n",
-        pool("mywrite", my.primary_port),
-        pool("myread", my.replica_port),
+        pool("mywrite", my.primary_port, write_keys),
+        pool("myread", my.replica_port, ""),
     ))
 }
 

@@ -466,15 +466,16 @@ fn change_user_same_pool_other_pool_and_wrong_password() {
 }
 
 /// LOAD DATA LOCAL INFILE on a pool without `local_infile` is refused by the router with 1148
-/// and a reason, before any backend sees it; the session goes on (the relay itself:
-/// `mysql_infile`).
+/// and a reason, before any backend sees it, as a text query and as a prepared statement's
+/// execute (#34); the session goes on (the relay itself: `mysql_infile`).
 #[test]
 fn local_infile_is_refused_clearly() {
     let t = ids_table(0);
-    for mode in MODES {
+    for (mode, prepared) in MODES.into_iter().flat_map(|m| [(m, false), (m, true)]) {
         let r = router(mode, 1);
         let mut c = client(&r);
-        let err = c.query_drop(format!("LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE {t}")).expect_err("refused");
+        let load = format!("LOAD DATA LOCAL INFILE '/etc/hostname' INTO TABLE {t}");
+        let err = if prepared { c.exec_drop(load, ()) } else { c.query_drop(load) }.expect_err("refused");
         match err {
             mysql::Error::MySqlError(e) => {
                 assert_eq!((e.code, e.state.as_str()), (1148, "42000"), "{mode}");

@@ -213,3 +213,30 @@ fn a_file_packet_over_max_message_size_ends_the_session() {
     let n: Option<i64> = next.query_first(format!("SELECT COUNT(*) FROM {t}")).expect("next client");
     assert_eq!(n, Some(0), "the refused load left no rows");
 }
+
+/// With the read/write split, only the write pool having `local_infile`: a session whose read
+/// put it on the read pool loads through the write pool, as a text query and as a prepared
+/// statement (MariaDB prepares LOAD DATA, and its execute asks for the file as the query
+/// does) (#34: both were refused, the first by the read pool's missing `local_infile`, the
+/// second as a file request of a statement that was not LOAD DATA).
+#[test]
+fn a_session_on_the_read_pool_loads_through_the_write_pool() {
+    let my = &dbs().my;
+    let t = table();
+    my.wait_replica_caught_up(std::time::Duration::from_secs(20));
+    let r = crate::causal_mysql::my_router_with(my, "local_infile = true\n", "");
+    let mut c = client(&r, 4096);
+    crate::support::eventually(std::time::Duration::from_secs(15), "a read on the replica", || {
+        c.query_first::<u64, _>("SELECT @@server_id").expect("read") == Some(2)
+    });
+    c.set_local_infile_handler(Some(handler(csv(1, 101), Arc::default())));
+    c.query_drop(format!("LOAD DATA LOCAL INFILE 'text.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"))
+        .expect("a text LOAD DATA after a read");
+    assert_eq!(contents(&t), (100, sum(1, 101)));
+    assert_eq!(c.query_first::<u64, _>("SELECT 1").expect("read"), Some(1));
+    c.set_local_infile_handler(Some(handler(csv(101, 201), Arc::default())));
+    c.exec_drop(format!("LOAD DATA LOCAL INFILE 'prepared.csv' INTO TABLE {t} FIELDS TERMINATED BY ','"), ())
+        .expect("a prepared LOAD DATA");
+    assert_eq!(c.affected_rows(), 100);
+    assert_eq!(contents(&t), (200, sum(1, 201)));
+}

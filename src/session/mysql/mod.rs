@@ -529,16 +529,8 @@ impl Session {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
-        let mut grammar = Grammar::Query;
-        if loads_local_file(&sql) {
-            // Refused here with the reason rather than by the server with 1148's "not allowed
-            // with this MariaDB version" (#4).
-            if let Some(e) = self.local_infile_refusal() {
-                e.encode(1, &mut self.io.out);
-                return Ok(());
-            }
-            grammar = Grammar::LoadLocal;
-        }
+        // May it run? Asked in `run_command`, once routing chose its pool.
+        let grammar = if loads_local_file(&sql) { Grammar::LoadLocal } else { Grammar::Query };
         if let Some(e) = self.statement_pooling_refusal(&sql) {
             e.encode(1, &mut self.io.out);
             return Ok(());
@@ -584,6 +576,9 @@ impl Session {
         grammar: Grammar,
         effects: Vec<(usize, Effect)>,
     ) -> Result<Option<Outcome>, End> {
+        if grammar == Grammar::LoadLocal && self.refuses_local_infile() {
+            return Ok(None);
+        }
         self.tx.sticky = false;
         if let Err(e) = self.ensure_backend().await {
             e.encode(1, &mut self.io.out);

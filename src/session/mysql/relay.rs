@@ -301,8 +301,10 @@ impl Session {
     }
 
     /// Why a `LOAD DATA LOCAL INFILE` may not run through this session, if it may not: its pool
-    /// has no `local_infile`, or its client did not allow local files.
-    pub(super) fn local_infile_refusal(&self) -> Option<MyClientError> {
+    /// has no `local_infile`, or its client did not allow local files. Asked once the statement
+    /// is routed: the pool the session sat on before (the read pool, after a read) is not the
+    /// one a load runs on (#34).
+    fn local_infile_refusal(&self) -> Option<MyClientError> {
         let why = if !self.pool.config.local_infile {
             format!(
                 "LOAD DATA LOCAL INFILE is not enabled on pool \"{}\" (pool setting local_infile); load a file the server \
@@ -317,6 +319,30 @@ impl Session {
             return None;
         };
         Some(MyClientError::new(ER_NOT_ALLOWED_COMMAND, why))
+    }
+
+    /// Refuses a routed `LOAD DATA LOCAL INFILE` that may not run ([`Session::local_infile_refusal`]),
+    /// here with the reason rather than by the server with 1148's "not allowed with this MariaDB
+    /// version" (#4); the write it was routed as never ran. `false` when it may run.
+    pub(super) fn refuses_local_infile(&mut self) -> bool {
+        let Some(e) = self.local_infile_refusal() else { return false };
+        e.encode(1, &mut self.io.out);
+        self.routing.ryw.nothing_committed();
+        true
+    }
+
+    /// The grammar of an execute of the statement prepared from `origin`, already routed:
+    /// MariaDB prepares `LOAD DATA LOCAL INFILE` too, and its execute asks for the file as the
+    /// text query does (#34), so it is relayed under the same conditions; `None` when it was
+    /// refused.
+    pub(super) fn execute_grammar(&mut self, origin: &str) -> Option<Grammar> {
+        if !super::loads_local_file(origin) {
+            Some(Grammar::Execute)
+        } else if self.refuses_local_infile() {
+            None
+        } else {
+            Some(Grammar::LoadLocal)
+        }
     }
 
     /// Streams the client's file to the server after its request was relayed: the client's

@@ -474,7 +474,7 @@ impl Session {
             self.close_cursor().await;
             self.maybe_release().await;
         }
-        let Some(routed) = self.route_execute(id, &origin, route_key).await else { return Ok(()) };
+        let Some((routed, grammar)) = self.route_execute(id, &origin, route_key).await else { return Ok(()) };
         let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
         let long_data = std::mem::take(&mut stmt.long_data);
         stmt.long_charge = None; // sent or dropped below
@@ -497,7 +497,7 @@ impl Session {
         }
         self.arm_query_timeout();
         // Sends and relays, retrying a deadlock when its rule or pool opts in (#11).
-        let outcome = match self.flush_and_relay(Grammar::Execute, retryable).await {
+        let outcome = match self.flush_and_relay(grammar, retryable).await {
             Ok(outcome) => outcome,
             Err(e) => return self.backend_lost(e).await,
         };
@@ -510,8 +510,14 @@ impl Session {
         Ok(())
     }
 
-    /// Routes an execute of statement `id`; `None` when it runs nowhere (the client was told).
-    async fn route_execute(&mut self, id: u32, origin: &str, route_key: Option<StatementKey>) -> Option<Routed> {
+    /// Routes an execute of statement `id` (client text `origin`), with the grammar of its
+    /// response; `None` when it runs nowhere (the client was told).
+    async fn route_execute(
+        &mut self,
+        id: u32,
+        origin: &str,
+        route_key: Option<StatementKey>,
+    ) -> Option<(Routed, Grammar)> {
         let routed = match self.route_statement(origin, route_key).await {
             Ok(r) => r,
             Err(e) => {
@@ -534,7 +540,8 @@ impl Session {
             MyClientError::new(super::bridged::cross::ER_QP_CROSS_PROTOCOL, text).encode(1, &mut self.io.out);
             return None;
         }
-        Some(routed)
+        let grammar = self.execute_grammar(origin)?;
+        Some((routed, grammar))
     }
 
     /// The backend id of statement `key` (text `sql`) on the attached connection, prepared

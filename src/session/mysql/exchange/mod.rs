@@ -38,8 +38,9 @@ pub enum Grammar {
     /// COM_QUERY: OK / ERR / text result sets, chained by MORE_RESULTS; a LOCAL INFILE request
     /// is refused.
     Query,
-    /// COM_QUERY of `LOAD DATA LOCAL INFILE` on a pool with `local_infile`, from a client that
-    /// set `CLIENT_LOCAL_FILES`: as Query, but the server's file request goes to the client.
+    /// COM_QUERY (or COM_STMT_EXECUTE, #34) of `LOAD DATA LOCAL INFILE` on a pool with
+    /// `local_infile`, from a client that set `CLIENT_LOCAL_FILES`: as Query, but the server's
+    /// file request goes to the client.
     LoadLocal,
     /// COM_STMT_EXECUTE: as Query, but binary rows and a cursor may be opened.
     Execute,
