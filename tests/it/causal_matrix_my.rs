@@ -6,17 +6,21 @@
 //! by SHOW on it and SET on another connection, the token as connection attribute
 //! `querypilot.causal_token` (the MySQL handshake's stand-in for a startup parameter; PyMySQL
 //! and Connector/J)} — with the `mysql` crate, PyMySQL and Connector/J (client- and
-//! server-side prepare).
+//! server-side prepare). LOAD DATA LOCAL INFILE (MariaDB's COPY) has its own test, through a
+//! write pool with `local_infile`: alone, prepared, in a multi-statement text and between BEGIN
+//! and COMMIT, each writer having read on the replica first.
 //! Where each read ran is proven by `@@server_id`; a fresh session's read on the stopped
 //! replica proves it is stale.
 
+use std::io::Write;
 use std::process::Command;
 use std::time::Duration;
 
 use mysql::prelude::Queryable;
-use mysql::Conn;
+use mysql::{Conn, LocalInfileHandler};
 
-use crate::causal_mysql::{client, my_router};
+use crate::causal_mysql::{client, my_router, my_router_with};
+use crate::router::Router;
 use crate::support::{eventually, unique_name, Dbs, Kind, MyEnv};
 
 const PRIMARY: u64 = 1;
@@ -92,6 +96,21 @@ fn read(c: &mut Conn, t: &str, n: u64) -> (u64, u64) {
     c.query_first(&sql).unwrap_or_else(|e| panic!("{sql}: {e}")).unwrap_or_else(|| panic!("{sql}: no row"))
 }
 
+/// The writer `w` reads row `n` of `t` on the primary, and so do a connection given its token
+/// by `SET` (which read the stopped replica before) and one given it as connection attribute.
+fn assert_read_everywhere(router: &Router, my: &MyEnv, mut w: Conn, t: &str, n: u64, cell: &str) {
+    assert_eq!(read(&mut w, t, n), (1, PRIMARY), "{cell}: the writer reads its write");
+    let token: String = w.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
+    let mut other = client(router, my);
+    assert_eq!(read(&mut other, t, n), (0, REPLICA), "{cell}: without the token: the stale replica");
+    other.query_drop(format!("SET querypilot.causal_token = '{token}'")).expect("set the token");
+    assert_eq!(read(&mut other, t, n), (1, PRIMARY), "{cell}: the token's holder reads the write");
+    let attrs = std::collections::HashMap::from([("querypilot.causal_token", token.as_str())]);
+    let mut by_attr = Conn::new(my.opts(router.port(), &my.user, &my.password).connect_attrs(Some(attrs)))
+        .unwrap_or_else(|e| panic!("{cell}: connect with the token as attribute: {e}"));
+    assert_eq!(read(&mut by_attr, t, n), (1, PRIMARY), "{cell}: the attribute's token is waited for");
+}
+
 #[test]
 fn mariadb_matrix_no_read_misses_a_write_whatever_path_carried_it() {
     let env = Dbs::private();
@@ -109,16 +128,7 @@ fn mariadb_matrix_no_read_misses_a_write_whatever_path_carried_it() {
             let cell = format!("{kind} × {path}");
             let mut w = client(&router, my);
             send(&mut w, &write, path, n).unwrap_or_else(|e| panic!("{cell}: write: {e}"));
-            assert_eq!(read(&mut w, &t, n), (1, PRIMARY), "{cell}: the writer reads its write");
-            let token: String = w.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
-            let mut other = client(&router, my);
-            assert_eq!(read(&mut other, &t, n), (0, REPLICA), "{cell}: without the token: the stale replica");
-            other.query_drop(format!("SET querypilot.causal_token = '{token}'")).expect("set the token");
-            assert_eq!(read(&mut other, &t, n), (1, PRIMARY), "{cell}: the token's holder reads the write");
-            let attrs = std::collections::HashMap::from([("querypilot.causal_token", token.as_str())]);
-            let mut by_attr = Conn::new(my.opts(router.port(), &my.user, &my.password).connect_attrs(Some(attrs)))
-                .unwrap_or_else(|e| panic!("{cell}: connect with the token as attribute: {e}"));
-            assert_eq!(read(&mut by_attr, &t, n), (1, PRIMARY), "{cell}: the attribute's token is waited for");
+            assert_read_everywhere(&router, my, w, &t, n, &cell);
             cells += 1;
         }
     }
@@ -167,7 +177,7 @@ except pymysql.MySQLError as e:
     print("attr_bad", e.args[0])
 "#;
 
-fn pymysql_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) {
+fn pymysql_cells(router: &Router, my: &MyEnv, t: &str, n: &mut u64) {
     let out = Command::new("/usr/bin/python3")
         .args(["-c", PYMYSQL, &router.port().to_string(), &my.user, &my.password, &my.database, t, &n.to_string()])
         .output()
@@ -188,7 +198,7 @@ fn pymysql_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u6
 /// server-side (`useServerPrepStmts`: COM_STMT_PREPARE/EXECUTE), each write kind; the writer,
 /// the connection given its token by `SET` and the one given it as connection attribute
 /// (`connectionAttributes`, #34) all read the write, on the primary.
-fn jdbc_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) {
+fn jdbc_cells(router: &Router, my: &MyEnv, t: &str, n: &mut u64) {
     for prepare in ["false", "true"] {
         let url = format!(
             "jdbc:mariadb://127.0.0.1:{}/{}?useSsl=false&useServerPrepStmts={prepare}",
@@ -210,5 +220,80 @@ fn jdbc_cells(router: &crate::router::Router, my: &MyEnv, t: &str, n: &mut u64) 
             );
         }
         *n += 6;
+    }
+}
+
+/// LOAD DATA LOCAL INFILE's paths through the `mysql` crate: the statement alone, after a
+/// `SELECT 1` in one multi-statement text, between `BEGIN` and `COMMIT` sent one by one, and
+/// all three in one text.
+const INFILE_PATHS: [&str; 5] = ["text", "prepared", "multi", "begin-commit", "begin-commit-multi"];
+
+/// Loads row `n` into `t` through `w` on `path` (one of [`INFILE_PATHS`]).
+fn load(w: &mut Conn, t: &str, path: &str, n: u64) -> mysql::Result<()> {
+    w.set_local_infile_handler(Some(LocalInfileHandler::new(move |_, file| writeln!(file, "{n}"))));
+    let load = format!("LOAD DATA LOCAL INFILE 'row.csv' INTO TABLE {t}");
+    match path {
+        "text" => w.query_drop(load),
+        "prepared" => w.exec_drop(load, ()),
+        "multi" => w.query_drop(format!("SELECT 1; {load}")),
+        "begin-commit" => ["BEGIN", &load, "COMMIT"].into_iter().try_for_each(|sql| w.query_drop(sql)),
+        _ => w.query_drop(format!("BEGIN; {load}; COMMIT")),
+    }
+}
+
+/// #34's matrix for LOAD DATA LOCAL INFILE (the MariaDB side of COPY), through a write pool
+/// with `local_infile`: each path of the `mysql` crate, PyMySQL and Connector/J × {the writer
+/// itself, the token by SHOW + SET on another connection, the token as connection attribute}.
+/// Each writer first reads on the replica (so its session sits on the read pool when it
+/// loads). LOAD DATA is a text-only statement: the server refuses to prepare it.
+#[test]
+fn mariadb_matrix_load_data_local_infile_leaves_its_position_on_every_path() {
+    let env = Dbs::private();
+    let my = &env.my;
+    let routing = "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"";
+    let router = my_router_with(my, "local_infile = true\n", routing);
+    let t = schema(my);
+    let mut probe = client(&router, my);
+    eventually(Duration::from_secs(15), "reads on the replica", || read(&mut probe, &t, 0).1 == REPLICA);
+    env.pause_replication(Kind::Mariadb);
+    let mut n = 0u64;
+    for path in INFILE_PATHS {
+        n += 1;
+        let cell = format!("LOAD DATA × {path}");
+        let mut w = client(&router, my);
+        assert_eq!(read(&mut w, &t, n), (0, REPLICA), "{cell}: the writer reads on the replica before");
+        load(&mut w, &t, path, n).unwrap_or_else(|e| panic!("{cell}: load: {e}"));
+        assert_read_everywhere(&router, my, w, &t, n, &cell);
+    }
+    let py = crate::scripts::python(
+        "pymysql_causal_infile.py",
+        &[&router.port().to_string(), &my.user, &my.password, &my.database, &t, &n.to_string()],
+    );
+    assert_infile_cells("PyMySQL", &py, 4);
+    n += 4;
+    for prepare in ["false", "true"] {
+        let url = format!(
+            "jdbc:mariadb://127.0.0.1:{}/{}?useSsl=false&allowLocalInfile=true&allowMultiQueries=true&useServerPrepStmts={prepare}",
+            router.port(),
+            my.database
+        );
+        let lines =
+            crate::scripts::jdbc("JdbcCausalInfileMy.java", &url, &my.user, &my.password, &[&t, &n.to_string()]);
+        assert_infile_cells(&format!("Connector/J useServerPrepStmts={prepare}"), &lines, 5);
+        n += 5;
+    }
+    env.resume_replication(Kind::Mariadb);
+}
+
+/// `want` lines `PATH BEFORE_COUNT BEFORE_SERVER WRITER_COUNT WRITER_SERVER OTHER_COUNT
+/// OTHER_SERVER ATTR_COUNT ATTR_SERVER` of a connector's LOAD DATA cells: the writer read the
+/// stopped replica before; then it, the token's holder by SET and the attribute's all read
+/// the loaded row, on the primary.
+fn assert_infile_cells(client: &str, lines: &[String], want: usize) {
+    assert_eq!(lines.len(), want, "{client}: {lines:?}");
+    for line in lines {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let all = ["0", "2", "1", "1", "1", "1", "1", "1"];
+        assert_eq!(fields.get(1..), Some(&all[..]), "{client} {line}: none stale, all on the primary");
     }
 }
