@@ -13,7 +13,7 @@
 //! needs no position hands out the empty token, which changes nothing where it is set. Every
 //! token the router issues is accepted back (#34).
 
-use crate::id::Position;
+use crate::id::{Position, Token};
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
 use smallvec::SmallVec;
@@ -23,33 +23,6 @@ const TOKEN_COMMAND_MAX: usize = 7;
 
 /// The name clients use for the token (SHOW / SET / ParameterStatus).
 pub const TOKEN_NAME: &str = "querypilot.causal_token";
-
-/// The token of a session whose position is unknown: its holder reads on the primary.
-pub const PRIMARY_TOKEN: &str = "primary";
-
-/// What a token hands over.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Token {
-    /// `''`: the issuing session needs no position (it wrote nothing, or not in `causal`
-    /// mode); setting it changes nothing.
-    Empty,
-    /// [`PRIMARY_TOKEN`]: the issuing session committed a write whose position it could not
-    /// learn, so only the primary is sure to have it.
-    Primary,
-    /// A commit position to wait for.
-    At(Position),
-}
-
-/// The token text: `''`, `primary`, or the position's form.
-impl std::fmt::Display for Token {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Token::Empty => Ok(()),
-            Token::Primary => f.write_str(PRIMARY_TOKEN),
-            Token::At(p) => p.fmt(f),
-        }
-    }
-}
 
 /// Why a token was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,11 +42,7 @@ pub fn parse_token(token: &str) -> Result<Token, TokenError> {
         // Never echoed back: it may be megabytes.
         return Err(TokenError::TooLarge);
     }
-    match token {
-        "" => Ok(Token::Empty),
-        PRIMARY_TOKEN => Ok(Token::Primary),
-        _ => Position::parse_token(token).map(Token::At).ok_or_else(|| TokenError::Malformed(token.to_owned())),
-    }
+    Token::parse(token).ok_or_else(|| TokenError::Malformed(token.to_owned()))
 }
 
 /// A statement about the token, answered by the router itself.

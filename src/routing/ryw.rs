@@ -7,9 +7,8 @@
 use std::time::{Duration, Instant};
 
 use crate::config::ReadYourWrites;
-use crate::id::Position;
+use crate::id::{Position, Token};
 
-use super::causal::Token;
 use super::decision::Decision;
 
 /// A session's read-your-writes state. Call [`RywState::observe`] with every decision that ran,

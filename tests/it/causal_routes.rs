@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::causal::{be, pool, router, where_read};
 use crate::pg_util::psql;
+use crate::routing_api::{enc, http};
 use crate::support::{eventually, unique_name, Dbs, Kind, PgEnv};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors/causal_routes.py");
@@ -231,6 +232,13 @@ fn a_lost_commit_position_hands_out_the_primary_token() {
     }
     if token != "primary" {
         failures.push(format!("SHOW answered '{token}' (the position learned before: '{older}'), not 'primary'"));
+    }
+    // The dry-run takes every token a session hands out too.
+    let admin = router.control().endpoints().admin.expect("admin endpoint");
+    let path = format!("/api/routing/test?protocol=postgres&sql={}&causal_token=primary", enc(&read));
+    let (status, view) = http(admin, "GET", &path, None);
+    if (status, view["pool"].as_str(), view["reason"].as_str()) != (200, Some("primary"), Some("read_your_writes")) {
+        failures.push(format!("the dry-run of a read with token 'primary': {status} {view}"));
     }
     su.batch_execute("GRANT EXECUTE ON FUNCTION pg_catalog.pg_current_wal_insert_lsn() TO PUBLIC").expect("grant");
     env.resume_replication(Kind::Pg);

@@ -290,7 +290,7 @@ fn an_unproven_transaction_that_wrote_nothing_leaves_no_position() {
 
 #[test]
 fn the_token_is_the_position_or_primary_when_it_is_lost() {
-    use crate::routing::causal::Token;
+    use crate::id::Token;
     let mut r = router("causal");
     let t0 = Instant::now();
     let mut s = Session::new(&r);

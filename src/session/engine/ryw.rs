@@ -3,7 +3,8 @@
 //! The wires keep the I/O (position queries, probes' bytes) and their error wording.
 
 use crate::config::ReplicaFallback;
-use crate::routing::causal::{parse_token, Token, TokenError};
+use crate::id::Token;
+use crate::routing::causal::{parse_token, TokenError};
 use crate::routing::RywState;
 
 /// Where a replica read goes when its replicas cannot serve it (no healthy backend, or none

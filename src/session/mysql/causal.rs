@@ -4,8 +4,10 @@
 //! session keeps its high-water GTID position and sends a later read to a replica only once that
 //! replica has applied it (cached `@@gtid_slave_pos` from the health probe, else
 //! `MASTER_GTID_WAIT` up to `routing.causal_wait`); otherwise the primary serves it, or it
-//! fails with `replica_fallback = "error"`. A commit that reports no GTID (`sql_log_bin = 0`)
-//! keeps the session's reads on the primary; a failed write that committed nothing changes
+//! fails with `replica_fallback = "error"`. A commit that reports no GTID (`sql_log_bin = 0`;
+//! a result set ending in an EOF packet, which carries no session state, as `SELECT f(n)` of an
+//! inserting function in autocommit) keeps the session's reads on the primary and hands out
+//! the token `primary`; a failed write that committed nothing changes
 //! nothing (told without a statement the client could notice, [`CommitGtid`]). Also answers
 //! the causal token statements, the same two as for PostgreSQL clients:
 //! `SHOW querypilot.causal_token` and `SET querypilot.causal_token = '...'`, for bridged

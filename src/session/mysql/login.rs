@@ -14,6 +14,7 @@ use super::{ClientIo, Session};
 use crate::auth::{Denial, Verifier};
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::id::CancelKey;
+use crate::id::Token;
 use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, CorePool, PassThrough, PoolError};
 use crate::protocol::mysql::auth::{
@@ -27,7 +28,7 @@ use crate::protocol::mysql::response::{OkPacket, SERVER_STATUS_AUTOCOMMIT};
 use crate::protocol::mysql::{
     decode_payload, encode_packets, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest,
 };
-use crate::routing::causal::{parse_token, Token, TOKEN_NAME};
+use crate::routing::causal::{parse_token, TOKEN_NAME};
 use crate::rt::{self, Stream};
 use crate::session::client_error::MyClientError;
 use crate::session::secret::{failure_of, login_failed, stored_secret, Source, Stored};

@@ -690,7 +690,7 @@ fn encode_greeting(shown: &[(String, String)], key: CancelKey, out: &mut Vec<u8>
 /// sent to a server): `querypilot.causal_token` as a parameter of its own or in `options`
 /// (`-c querypilot.causal_token=...`). An invalid token refuses the login with 22023, as the
 /// server refuses an invalid value of a startup setting.
-fn causal_token(values: &mut Vec<(String, String)>) -> Result<Option<crate::routing::causal::Token>, PgClientError> {
+fn causal_token(values: &mut Vec<(String, String)>) -> Result<Option<crate::id::Token>, PgClientError> {
     use crate::routing::causal::{parse_token, TOKEN_NAME};
     let Some(i) = values.iter().position(|(k, _)| k.eq_ignore_ascii_case(TOKEN_NAME)) else { return Ok(None) };
     let (_, token) = values.remove(i);
@@ -797,7 +797,7 @@ fn startup_sqlstate(code: &str) -> &'static str {
 mod tests {
     use super::causal_token;
     use crate::id::Position;
-    use crate::routing::causal::Token;
+    use crate::id::Token;
 
     fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()

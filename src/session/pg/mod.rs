@@ -134,7 +134,7 @@ pub(super) struct Identity {
     /// On a pass-through pool, who the session's backend connections log in as (#23).
     pub pass: Option<Rc<crate::pool::PassThrough>>,
     /// A causal token the client passed as startup parameter `querypilot.causal_token` (#22).
-    pub causal: Option<crate::routing::causal::Token>,
+    pub causal: Option<crate::id::Token>,
     /// The pool the client logged in to: in session mode, the one whose server session it owns.
     pub home: String,
 }

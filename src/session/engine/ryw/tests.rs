@@ -143,7 +143,7 @@ fn a_lost_position_hands_out_the_primary_token_until_a_commit_position_is_learne
     writer.learned(Some(Position::Wal(250)));
     assert_eq!((show_token(&writer), writer.pinned(now)), ("pg:0/FA".to_owned(), false));
     // A session reset (DISCARD ALL, COM_RESET_CONNECTION) forgets it as everything else.
-    holder.adopt_token(crate::routing::causal::Token::Primary);
+    holder.adopt_token(crate::id::Token::Primary);
     holder.reset();
     assert_eq!((show_token(&holder), holder.pinned(now)), (String::new(), false));
 }
