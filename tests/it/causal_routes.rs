@@ -233,6 +233,14 @@ fn a_lost_commit_position_hands_out_the_primary_token() {
     if token != "primary" {
         failures.push(format!("SHOW answered '{token}' (the position learned before: '{older}'), not 'primary'"));
     }
+    // '', what SHOW answers for a session that needs no position, is accepted back (#34).
+    let mut fresh = router.pg(&pg.database);
+    if let Err(e) = fresh.batch_execute("SET querypilot.causal_token = ''") {
+        failures.push(format!("SET of '' refused: {e}"));
+    }
+    if let Err(e) = config.options("-c querypilot.causal_token=").connect(postgres::NoTls) {
+        failures.push(format!("'' as startup parameter refused: {e}"));
+    }
     // The dry-run takes every token a session hands out too.
     let admin = router.control().endpoints().admin.expect("admin endpoint");
     let path = format!("/api/routing/test?protocol=postgres&sql={}&causal_token=primary", enc(&read));
