@@ -2,7 +2,7 @@
 
 pub mod position;
 
-pub use position::{Gtid, GtidPosition, Position};
+pub use position::{Gtid, GtidPosition, Position, Token};
 
 /// Index of a data core (0-based, dense).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

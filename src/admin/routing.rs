@@ -7,7 +7,7 @@ use super::http::{Request, Response};
 use super::route::{control_error, Api};
 use crate::config::{PatternKind, PatternRule, PoolRole, Protocol, ReadYourWrites, RuleTarget, TranslationRule};
 use crate::control::{ControlError, Hold, RouteQuery, SessionQuery};
-use crate::id::Position;
+use crate::id::{Position, Token};
 use crate::metrics::CounterSnapshot;
 
 /// Digest rows returned when `limit` is not given.
@@ -21,15 +21,17 @@ fn bad_request(message: &str) -> Response {
 /// `standard_conforming_strings=off`, `sql_mode=...`, `default_transaction_isolation=serializable`,
 /// `held_pool=<pool>` (a connection held by an open transaction); for MySQL clients also
 /// `hold=transaction|cursor|session_pin` (what holds `held_pool`), `autocommit=0` and
-/// `transaction_read_only=1` (#19); `causal_token=<token>`, the session's position (#22).
+/// `transaction_read_only=1` (#19); `causal_token=<token>`, the session's position (#22), or
+/// `primary`: its position is unknown, so its reads go to the primary (#34).
 pub(super) fn route_test(api: &Api, req: &Request) -> Response {
-    let token = req.query_param("causal_token").filter(|t| !t.is_empty());
-    let position = match token.as_deref().map(|t| (t, Position::parse_token(t))) {
-        None => None,
-        Some((_, Some(p))) => Some(p),
-        Some((t, None)) => {
+    let token = req.query_param("causal_token").unwrap_or_default();
+    let (position, causal_primary) = match Token::parse(&token) {
+        Some(Token::Empty) => (None, false),
+        Some(Token::Primary) => (None, true),
+        Some(Token::At(p)) => (Some(p), false),
+        None => {
             return bad_request(&format!(
-                "invalid causal_token \"{t}\" (expected a token such as \"pg:16/B374D848\" or \"gtid:0-1-100\")"
+                "invalid causal_token \"{token}\" (expected a token such as \"pg:16/B374D848\", \"gtid:0-1-100\" or \"primary\")"
             ))
         }
     };
@@ -53,6 +55,7 @@ pub(super) fn route_test(api: &Api, req: &Request) -> Response {
     session.serializable =
         req.query_param("default_transaction_isolation").is_some_and(|v| v.eq_ignore_ascii_case("serializable"));
     session.held_pool = req.query_param("held_pool").filter(|p| !p.is_empty());
+    session.causal_primary = causal_primary;
     if let Err(resp) = mysql_session(req, &mut session) {
         return resp;
     }

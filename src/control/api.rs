@@ -42,6 +42,9 @@ pub struct SessionQuery {
     pub serializable: bool,
     /// The session holds a connection to this pool (open transaction, session state).
     pub held_pool: Option<String>,
+    /// The session holds the causal token `primary` (#34): in `causal` mode its reads go to
+    /// the primary.
+    pub causal_primary: bool,
     /// MySQL session state (ignored for PostgreSQL clients).
     pub mysql: MySqlQuery,
 }
@@ -127,6 +130,8 @@ impl ControlPlane {
         input.session.transaction_pool = held.as_ref();
         input.session.lex_mode = q.session.lex_mode;
         input.session.primary_only = q.session.serializable.then_some("serializable_session");
+        input.session.pinned_to_primary =
+            q.session.causal_primary && config.routing.read_your_writes == crate::config::ReadYourWrites::Causal;
         let hold = held.as_ref().map(|_| q.session.mysql.hold.unwrap_or(Hold::Transaction));
         input.session.read_only_transaction = hold == Some(Hold::Transaction) && q.session.mysql.read_only;
         let mut explanation = self.explainer.explain(&input);

@@ -145,6 +145,45 @@ impl fmt::Display for Position {
     }
 }
 
+/// The token of a session whose position is unknown: its holder reads on the primary.
+pub const PRIMARY_TOKEN: &str = "primary";
+
+/// What a token hands over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Token {
+    /// `''`: the issuing session needs no position (it wrote nothing, or not in `causal`
+    /// mode); setting it changes nothing.
+    Empty,
+    /// [`PRIMARY_TOKEN`]: the issuing session committed a write whose position it could not
+    /// learn, so only the primary is sure to have it.
+    Primary,
+    /// A commit position to wait for.
+    At(Position),
+}
+
+/// The token text: `''`, `primary`, or the position's form (see [`Position`]'s `Display`).
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Token::Empty => Ok(()),
+            Token::Primary => f.write_str(PRIMARY_TOKEN),
+            Token::At(p) => p.fmt(f),
+        }
+    }
+}
+
+impl Token {
+    /// Parses the text form (see the `Display` impl); `None` when malformed or over the size
+    /// limits ([`Position::parse_token`]).
+    pub fn parse(token: &str) -> Option<Token> {
+        match token {
+            "" => Some(Token::Empty),
+            PRIMARY_TOKEN => Some(Token::Primary),
+            _ => Position::parse_token(token).map(Token::At),
+        }
+    }
+}
+
 impl Position {
     /// Parses the token form (see the `Display` impl); `None` when malformed, an empty GTID
     /// position (which would name nothing), longer than [`MAX_TOKEN_LEN`] or naming more than

@@ -6,9 +6,14 @@
 //! A PostgreSQL token is `pg:` followed by the WAL position in PostgreSQL's own `pg_lsn` text
 //! form (`16/B374D848`), so an operator can compare it with `pg_last_wal_replay_lsn()`; a
 //! MariaDB token is `gtid:` followed by the GTID position as `@@gtid_slave_pos` prints it
-//! (`0-1-100,1-2-7`).
+//! (`0-1-100,1-2-7`). A session that committed a write whose position could not be learned
+//! (a MariaDB result set ending in an EOF packet, which carries no `last_gtid`; a position
+//! query that failed) hands out `primary`: its holder's reads go to the primary, as the
+//! session's own do, until the holder learns a commit position of its own. A session that
+//! needs no position hands out the empty token, which changes nothing where it is set. Every
+//! token the router issues is accepted back (#34).
 
-use crate::id::Position;
+use crate::id::{Position, Token};
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
 use smallvec::SmallVec;
@@ -22,9 +27,8 @@ pub const TOKEN_NAME: &str = "querypilot.causal_token";
 /// Why a token was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TokenError {
-    /// Not `pg:<hex>/<hex>` nor `gtid:<domain>-<server>-<sequence>,...` (or empty, which
-    /// clears nothing and is refused too).
-    #[error("invalid value for parameter \"querypilot.causal_token\": \"{0}\" (expected a token such as \"pg:16/B374D848\" or \"gtid:0-1-100\", as SHOW querypilot.causal_token returns it)")]
+    /// Not `pg:<hex>/<hex>`, `gtid:<domain>-<server>-<sequence>,...`, `primary` nor empty.
+    #[error("invalid value for parameter \"querypilot.causal_token\": \"{0}\" (expected a token such as \"pg:16/B374D848\", \"gtid:0-1-100\", \"primary\" or \"\", as SHOW querypilot.causal_token returns it)")]
     Malformed(String),
     /// Over the size limits (#33): longer than `MAX_TOKEN_LEN` bytes or more than
     /// `MAX_GTID_DOMAINS` domains, alone or added to the session's position.
@@ -32,18 +36,13 @@ pub enum TokenError {
     TooLarge,
 }
 
-/// The token for `position` (its `Display` form).
-pub fn format_token(position: &Position) -> String {
-    position.to_string()
-}
-
-/// The position a token names.
-pub fn parse_token(token: &str) -> Result<Position, TokenError> {
+/// What a token hands over (the inverse of [`Token`]'s `Display`).
+pub fn parse_token(token: &str) -> Result<Token, TokenError> {
     if Position::token_too_large(token) {
         // Never echoed back: it may be megabytes.
         return Err(TokenError::TooLarge);
     }
-    Position::parse_token(token).ok_or_else(|| TokenError::Malformed(token.to_owned()))
+    Token::parse(token).ok_or_else(|| TokenError::Malformed(token.to_owned()))
 }
 
 /// A statement about the token, answered by the router itself.
@@ -190,14 +189,19 @@ pub fn token_command(sql: &str, dialect: Dialect) -> Option<TokenCommand> {
 mod tests {
     use super::*;
 
+    /// `token`'s text and what it parses back to.
+    fn round_trip(token: &Token) -> (String, Result<Token, TokenError>) {
+        (token.to_string(), parse_token(&token.to_string()))
+    }
+
     #[test]
     fn tokens_round_trip_in_pg_lsn_form() {
-        let p = Position::Wal((0x16 << 32) | 0xB374_D848);
-        assert_eq!(format_token(&p), "pg:16/B374D848");
-        assert_eq!(parse_token("pg:16/B374D848"), Ok(p));
-        assert_eq!(parse_token("pg:0/0"), Ok(Position::Wal(0)));
-        assert_eq!(parse_token(&format_token(&Position::Wal(u64::MAX))), Ok(Position::Wal(u64::MAX)));
-        for bad in ["", "16/B374D848", "pg:", "pg:16", "pg:16/", "pg:x/1", "pg:1/123456789", "my:1/2"] {
+        let p = Token::At(Position::Wal((0x16 << 32) | 0xB374_D848));
+        assert_eq!(round_trip(&p), ("pg:16/B374D848".to_owned(), Ok(p)));
+        assert_eq!(parse_token("pg:0/0"), Ok(Token::At(Position::Wal(0))));
+        let max = Token::At(Position::Wal(u64::MAX));
+        assert_eq!(round_trip(&max).1, Ok(max));
+        for bad in ["16/B374D848", "pg:", "pg:16", "pg:16/", "pg:x/1", "pg:1/123456789", "my:1/2"] {
             assert!(parse_token(bad).is_err(), "{bad}");
         }
     }
@@ -205,12 +209,23 @@ mod tests {
     #[test]
     fn tokens_round_trip_in_gtid_form() {
         use crate::id::GtidPosition;
-        let g = Position::Gtid(GtidPosition::parse("0-1-100,1-2-7").expect("gtids"));
-        assert_eq!(format_token(&g), "gtid:0-1-100,1-2-7");
-        assert_eq!(parse_token("gtid:0-1-100,1-2-7"), Ok(g));
+        let g = Token::At(Position::Gtid(GtidPosition::parse("0-1-100,1-2-7").expect("gtids")));
+        assert_eq!(round_trip(&g), ("gtid:0-1-100,1-2-7".to_owned(), Ok(g)));
         for bad in ["gtid:", "gtid:0-1", "gtid:x", "0-1-100"] {
             assert!(parse_token(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_primary_and_the_empty_token_round_trip_too() {
+        // Every token SHOW can answer is accepted back (#34).
+        assert_eq!(round_trip(&Token::Primary), ("primary".to_owned(), Ok(Token::Primary)));
+        assert_eq!(round_trip(&Token::Empty), (String::new(), Ok(Token::Empty)));
+        for bad in ["Primary", "primary ", " ", "primary:1", "pg:primary"] {
+            assert_eq!(parse_token(bad), Err(TokenError::Malformed(bad.to_owned())), "{bad:?}");
+        }
+        let message = TokenError::Malformed("x".into()).to_string();
+        assert!(message.contains("\"primary\"") && message.contains("\"\""), "{message}");
     }
 
     fn token_command(sql: &str) -> Option<TokenCommand> {
@@ -301,7 +316,7 @@ mod tests {
         }
     }
 
-    fn parse_token_of(command: &TokenCommand) -> Result<Position, TokenError> {
+    fn parse_token_of(command: &TokenCommand) -> Result<Token, TokenError> {
         match command {
             TokenCommand::Set(value) => parse_token(value),
             _ => Err(TokenError::Malformed(String::new())),

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use crate::config::ReadYourWrites;
-use crate::id::Position;
+use crate::id::{Position, Token};
 
 use super::decision::Decision;
 
@@ -196,6 +196,32 @@ impl RywState {
     pub fn adopt(&mut self, position: Position) {
         if self.mode == ReadYourWrites::Causal {
             self.raise(position);
+        }
+    }
+
+    /// causal: a client handed over a token ([`RywState::token`] of another connection):
+    /// this session's reads wait for what it names. `primary`: they stay on the primary until
+    /// a commit position of this session's own is learned, as for the session that lost its
+    /// position; empty: nothing changes. Outside `causal` mode nothing changes.
+    pub fn adopt_token(&mut self, token: Token) {
+        match token {
+            Token::Empty => {}
+            Token::Primary => self.position_lost |= self.mode == ReadYourWrites::Causal,
+            Token::At(position) => self.adopt(position),
+        }
+    }
+
+    /// causal: the token that hands this session's reads' requirement to another connection
+    /// (`SHOW querypilot.causal_token`). A lost position gives `primary`, never the older
+    /// position learned before it, which a replica may have applied without the write that
+    /// followed; a `route=primary` hint pins only this session, so its position is handed
+    /// over too.
+    pub fn token(&self) -> Token {
+        match &self.position {
+            _ if self.mode != ReadYourWrites::Causal => Token::Empty,
+            _ if self.position_lost => Token::Primary,
+            Some(position) => Token::At(position.clone()),
+            None => Token::Empty,
         }
     }
 

@@ -4,7 +4,7 @@
 //! transaction — never misses it; reads before any write run on the standby. Placement is
 //! proven by `pg_stat_wal_receiver` (a row only on the standby). Client: the `mysql` crate.
 //! The token cells (written, read with `SHOW`, handed to another connection with `SET`) run
-//! PyMySQL.
+//! PyMySQL; a write whose position cannot be read hands out `primary` (#34).
 
 use std::time::Duration;
 
@@ -160,6 +160,49 @@ fn bridged_mysql_tokens_hand_writes_over_and_reads_return_to_the_standby() {
         assert_eq!(after, "after standby standby", "{mode}: reads return to the standby once it replayed");
         assert!(py.wait().expect("PyMySQL").success(), "{mode}: PyMySQL failed");
     }
+}
+
+/// A bridged write whose commit position cannot be read (the server refuses the router's
+/// `pg_current_wal_insert_lsn()` to the pool's user) hands out `primary`, never the older
+/// position the standby replayed without it: the writer and the holders of its token (SET,
+/// connection attribute) read the write on the primary (#34).
+#[test]
+fn bridged_mysql_a_lost_position_hands_out_the_primary_token() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let t = unique_name("causal_bridged_lost");
+    pg.primary_client().batch_execute(&format!("CREATE TABLE {t} (id int PRIMARY KEY)")).expect("table");
+    pg.wait_replica_caught_up(Duration::from_secs(30));
+    let router = router(pg, "transaction");
+    let mut c = client(&router, &env);
+    eventually(Duration::from_secs(15), "reads on the standby", || read(&mut c, &t, 0).1);
+    c.query_drop(format!("INSERT INTO {t} VALUES (1)")).expect("a first write");
+    let older: String = c.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
+    assert!(older.starts_with("pg:"), "a learned position: {older}");
+    pg.wait_replica_caught_up(Duration::from_secs(30));
+    let mut su = pg.superuser_client(pg.primary_port);
+    su.batch_execute("REVOKE EXECUTE ON FUNCTION pg_catalog.pg_current_wal_insert_lsn() FROM PUBLIC").expect("revoke");
+    env.pause_replication(Kind::Pg);
+    c.query_drop(format!("INSERT INTO {t} VALUES (2)")).expect("a write whose position is unreadable");
+    let mut got = vec![("the writer".to_owned(), read(&mut c, &t, 2))];
+    let token: String = c.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
+    let mut other = client(&router, &env);
+    assert_eq!(read(&mut other, &t, 2), (0, true), "without the token: the paused standby");
+    match other.query_drop(format!("SET querypilot.causal_token = '{token}'")) {
+        Ok(()) => got.push((format!("the holder of '{token}' by SET"), read(&mut other, &t, 2))),
+        Err(e) => got.push((format!("SET of '{token}' refused: {e}"), (0, true))),
+    }
+    let attrs = std::collections::HashMap::from([("querypilot.causal_token", token.as_str())]);
+    let opts = env.my.opts(router.port(), &pg.user, &pg.password).db_name(Some(pg.database.as_str()));
+    match mysql::Conn::new(opts.connect_attrs(Some(attrs))) {
+        Ok(mut by_attr) => got.push((format!("the holder of '{token}' by attribute"), read(&mut by_attr, &t, 2))),
+        Err(e) => got.push((format!("'{token}' as attribute refused: {e}"), (0, true))),
+    }
+    su.batch_execute("GRANT EXECUTE ON FUNCTION pg_catalog.pg_current_wal_insert_lsn() TO PUBLIC").expect("grant");
+    env.resume_replication(Kind::Pg);
+    let stale: Vec<_> = got.iter().filter(|(_, read)| *read != (1, false)).collect();
+    assert!(stale.is_empty(), "read on the primary with the row, older token '{older}': {stale:?}");
+    assert_eq!(token, "primary", "the position is unknown (older: '{older}')");
 }
 
 /// Connector/J, client-side prepare (a text query) and server-side (`useServerPrepStmts`:

@@ -31,8 +31,8 @@ const REPLICA: u64 = 2;
 /// in place of `{n}`, the multi-statement path sends them in one text after a `SELECT 1`.
 /// XA's statements prepare in MariaDB (`XA` is in its preparable set), so two-phase commit
 /// runs on every path. `SELECT f(n)` of the inserting function is a kind here only inside
-/// `BEGIN ... COMMIT`: in autocommit the router hands its writer no token yet
-/// (`SHOW querypilot.causal_token` returns '').
+/// `BEGIN ... COMMIT`: in autocommit its position is lost and the token is `primary`
+/// ([`mariadb_matrix_an_autocommit_function_write_hands_out_the_primary_token`]).
 fn writes(t: &str) -> [(&'static str, Vec<String>); 7] {
     [
         ("plain", vec![format!("INSERT INTO {t} VALUES ({{n}})")]),
@@ -296,4 +296,84 @@ fn assert_infile_cells(client: &str, lines: &[String], want: usize) {
         let all = ["0", "2", "1", "1", "1", "1", "1", "1"];
         assert_eq!(fields.get(1..), Some(&all[..]), "{client} {line}: none stale, all on the primary");
     }
+}
+
+/// `SELECT f(n)` of the inserting function in autocommit: its result set ends in an EOF packet
+/// (the router never offers its backends `CLIENT_DEPRECATE_EOF`), which carries no session
+/// state, so the GTID of the implicit commit is never seen and the writer's position is lost.
+/// Its reads stay on the primary, and `SHOW querypilot.causal_token` hands out `primary`, which
+/// sends its holder's reads (by `SET` or connection attribute) to the primary too — {text,
+/// prepared, multi-statement} × {a writer that wrote nothing before, one whose earlier
+/// position the replica applied before it stopped (the token must not be that older one)}.
+/// Also: `''`, what SHOW answers for a session that needs no position, is accepted back.
+#[test]
+fn mariadb_matrix_an_autocommit_function_write_hands_out_the_primary_token() {
+    let env = Dbs::private();
+    let my = &env.my;
+    let router = my_router(my, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
+    let t = schema(my);
+    let mut probe = client(&router, my);
+    eventually(Duration::from_secs(15), "reads on the replica", || read(&mut probe, &t, 0).1 == REPLICA);
+    let mut writers = Vec::new();
+    for (i, path) in ["text", "prepared", "multi"].into_iter().enumerate() {
+        for earlier in [false, true] {
+            let mut w = client(&router, my);
+            if earlier {
+                w.query_drop(format!("INSERT INTO {t} VALUES ({})", 1000 + i * 2)).expect("an earlier write");
+            }
+            writers.push((path, earlier, w));
+        }
+    }
+    my.wait_replica_caught_up(Duration::from_secs(20));
+    let mut fresh = client(&router, my);
+    let empty: String = fresh.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
+    assert_eq!(empty, "", "a session that wrote nothing needs no position");
+    let mut failures = Vec::new();
+    if let Err(e) = fresh.query_drop("SET querypilot.causal_token = ''") {
+        failures.push(format!("the empty token's SET refused: {e}"));
+    }
+    let attrs = std::collections::HashMap::from([("querypilot.causal_token", "")]);
+    if let Err(e) = Conn::new(my.opts(router.port(), &my.user, &my.password).connect_attrs(Some(attrs))) {
+        failures.push(format!("the empty token as attribute refused: {e}"));
+    }
+    env.pause_replication(Kind::Mariadb);
+    let write = vec![format!("SELECT {t}_f({{n}})")];
+    for (n, (path, earlier, mut w)) in (1u64..).zip(writers) {
+        let cell = format!("autocommit SELECT f(n) × {path} × earlier position: {earlier}");
+        send(&mut w, &write, path, n).unwrap_or_else(|e| panic!("{cell}: write: {e}"));
+        failures.extend(function_cell(&router, my, &t, n, &mut w).into_iter().map(|f| format!("{cell}: {f}")));
+    }
+    env.resume_replication(Kind::Mariadb);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The checks of one cell of [`mariadb_matrix_an_autocommit_function_write_hands_out_the_primary_token`]
+/// once `w` wrote row `n`: what went wrong, if anything (every cell runs, so a failure shows
+/// which paths hold).
+fn function_cell(router: &crate::router::Router, my: &MyEnv, t: &str, n: u64, w: &mut Conn) -> Vec<String> {
+    let mut failures = Vec::new();
+    let check = |failures: &mut Vec<String>, what: &str, got: (u64, u64)| {
+        if got != (1, PRIMARY) {
+            failures.push(format!("{what} read (rows, @@server_id) = {got:?}, not (1, {PRIMARY})"));
+        }
+    };
+    check(&mut failures, "the writer", read(w, t, n));
+    let token: String = w.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
+    let mut other = client(router, my);
+    assert_eq!(read(&mut other, t, n), (0, REPLICA), "without the token: the stale replica");
+    match other.query_drop(format!("SET querypilot.causal_token = '{token}'")) {
+        Ok(()) => check(&mut failures, &format!("the holder of token '{token}' by SET"), read(&mut other, t, n)),
+        Err(e) => failures.push(format!("SET of token '{token}' refused: {e}")),
+    }
+    let attrs = std::collections::HashMap::from([("querypilot.causal_token", token.as_str())]);
+    match Conn::new(my.opts(router.port(), &my.user, &my.password).connect_attrs(Some(attrs))) {
+        Ok(mut by_attr) => {
+            check(&mut failures, &format!("the holder of token '{token}' by attribute"), read(&mut by_attr, t, n))
+        }
+        Err(e) => failures.push(format!("token '{token}' as attribute refused: {e}")),
+    }
+    if token != "primary" {
+        failures.push(format!("SHOW answered '{token}', not 'primary'"));
+    }
+    failures
 }

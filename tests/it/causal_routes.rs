@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::causal::{be, pool, router, where_read};
 use crate::pg_util::psql;
+use crate::routing_api::{enc, http};
 use crate::support::{eventually, unique_name, Dbs, Kind, PgEnv};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors/causal_routes.py");
@@ -136,8 +137,9 @@ fn a_transaction_writing_through_a_stable_function_leaves_a_position() {
     env.resume_replication(Kind::Pg);
 }
 
-/// MariaDB: a write that leaves no GTID (`sql_log_bin = 0`) hands out no `gtid:` token (which
-/// SET would refuse) and keeps the session's reads on the primary, the only server with it.
+/// MariaDB: a write that leaves no GTID (`sql_log_bin = 0`) hands out the token `primary` (not
+/// `gtid:`, which SET would refuse) and keeps the session's reads on the primary, the only
+/// server with it.
 #[test]
 fn mariadb_a_write_without_a_gtid_keeps_reads_on_the_primary() {
     use crate::causal_mysql::{client, my_router};
@@ -152,12 +154,101 @@ fn mariadb_a_write_without_a_gtid_keeps_reads_on_the_primary() {
     c.query_drop("SET SESSION sql_log_bin = 0").expect("sql_log_bin = 0");
     c.query_drop(format!("INSERT INTO {t} VALUES (1)")).expect("a write without a GTID");
     let token: Option<String> = c.query_first("SHOW querypilot.causal_token").expect("show");
-    let token = token.unwrap_or_default();
-    assert!(!token.starts_with("gtid:") || token.len() > 5, "no empty token: {token:?}");
-    if !token.is_empty() {
-        c.query_drop(format!("SET querypilot.causal_token = '{token}'")).expect("every issued token is accepted");
-    }
+    assert_eq!(token.as_deref(), Some("primary"), "no GTID: only the primary is sure to have the write");
+    c.query_drop("SET querypilot.causal_token = 'primary'").expect("every issued token is accepted");
     let (count, server): (u64, u64) =
         c.query_first(format!("SELECT COUNT(*), @@server_id FROM {t}")).expect("read").expect("row");
     assert_eq!((count, server), (1, primary), "the read stays on the primary");
+}
+
+/// psycopg 3 through the router: one INSERT into `argv[6]` with id `argv[7]`, then a read, then
+/// prints the `querypilot.causal_token` ParameterStatus the session holds (`None`: none came).
+const PARAMETER_STATUS: &str = r#"
+import sys, psycopg
+host, port, user, password, db, t, n = sys.argv[1:8]
+with psycopg.connect(host=host, port=port, user=user, password=password, dbname=db, autocommit=True) as c:
+    c.execute(f"INSERT INTO {t} VALUES ({n})")
+    c.execute("SELECT 1").fetchall()
+    print(c.info.parameter_status("querypilot.causal_token"))
+"#;
+
+/// A commit whose position cannot be read — here because the server refuses the router's
+/// `pg_current_wal_insert_lsn()` to the pool's user (`REVOKE EXECUTE ... FROM PUBLIC`, as a
+/// hardened server may) — keeps the session's reads on the primary, and its token is then
+/// `primary` (by SHOW and ParameterStatus), never the older position learned before, which the
+/// standby replayed without the new write: a holder of it (SET, startup parameter) reads on
+/// the primary and sees the write (#34).
+#[test]
+fn a_lost_commit_position_hands_out_the_primary_token() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let pools = pool(pg, "primary", &[be(pg.primary_port, "")]) + &pool(pg, "replica", &[be(pg.replica_port, "")]);
+    let router = router(&pools, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
+    let t = unique_name("causal_lost");
+    pg.primary_client().batch_execute(&format!("CREATE TABLE {t} (id int PRIMARY KEY)")).expect("create");
+    pg.wait_replica_caught_up(Duration::from_secs(20));
+    let read = format!("SELECT count(*) FILTER (WHERE id = 2), pg_is_in_recovery() FROM {t}");
+    let mut c = router.pg(&pg.database);
+    eventually(Duration::from_secs(15), "reads on the standby", || where_read(&mut c, &read)[1] == "t");
+    c.batch_execute(&format!("INSERT INTO {t} VALUES (1)")).expect("a first write");
+    let older = where_read(&mut c, "SHOW querypilot.causal_token").remove(0);
+    assert!(older.starts_with("pg:"), "a learned position: {older}");
+    pg.wait_replica_caught_up(Duration::from_secs(20));
+    let revoke = "REVOKE EXECUTE ON FUNCTION pg_catalog.pg_current_wal_insert_lsn() FROM PUBLIC";
+    let mut su = pg.superuser_client(pg.primary_port);
+    su.batch_execute(revoke).expect(revoke);
+    env.pause_replication(Kind::Pg);
+    c.batch_execute(&format!("INSERT INTO {t} VALUES (2)")).expect("a write whose position is unreadable");
+    let mut failures = Vec::new();
+    let check = |failures: &mut Vec<String>, what: &str, got: Vec<String>| {
+        if got != ["1", "f"] {
+            failures.push(format!("{what}: (rows, in recovery) = {got:?}, not the primary's row"));
+        }
+    };
+    check(&mut failures, "the writer", where_read(&mut c, &read));
+    let token = where_read(&mut c, "SHOW querypilot.causal_token").remove(0);
+    let mut other = router.pg(&pg.database);
+    assert_eq!(where_read(&mut other, &read), ["0", "t"], "without the token: the paused standby");
+    match other.batch_execute(&format!("SET querypilot.causal_token = '{token}'")) {
+        Ok(()) => check(&mut failures, &format!("the holder of '{token}' by SET"), where_read(&mut other, &read)),
+        Err(e) => failures.push(format!("SET of '{token}' refused: {e}")),
+    }
+    let mut config = postgres::Config::new();
+    config.host("127.0.0.1").port(router.port()).user(&pg.user).password(&pg.password).dbname(&pg.database);
+    match config.options(&format!("-c querypilot.causal_token={token}")).connect(postgres::NoTls) {
+        Ok(mut by_startup) => {
+            check(&mut failures, &format!("the holder of '{token}' at startup"), where_read(&mut by_startup, &read))
+        }
+        Err(e) => failures.push(format!("'{token}' as startup parameter refused: {e}")),
+    }
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", PARAMETER_STATUS, "127.0.0.1", &router.port().to_string(), &pg.user, &pg.password])
+        .args([&pg.database, &t, "3"])
+        .output()
+        .expect("run python3 (psycopg 3, installed by .ci/deps.sh)");
+    let status = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if status != "primary" {
+        failures.push(format!("ParameterStatus '{status}' {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    if token != "primary" {
+        failures.push(format!("SHOW answered '{token}' (the position learned before: '{older}'), not 'primary'"));
+    }
+    // '', what SHOW answers for a session that needs no position, is accepted back (#34).
+    let mut fresh = router.pg(&pg.database);
+    if let Err(e) = fresh.batch_execute("SET querypilot.causal_token = ''") {
+        failures.push(format!("SET of '' refused: {e}"));
+    }
+    if let Err(e) = config.options("-c querypilot.causal_token=").connect(postgres::NoTls) {
+        failures.push(format!("'' as startup parameter refused: {e}"));
+    }
+    // The dry-run takes every token a session hands out too.
+    let admin = router.control().endpoints().admin.expect("admin endpoint");
+    let path = format!("/api/routing/test?protocol=postgres&sql={}&causal_token=primary", enc(&read));
+    let (status, view) = http(admin, "GET", &path, None);
+    if (status, view["pool"].as_str(), view["reason"].as_str()) != (200, Some("primary"), Some("read_your_writes")) {
+        failures.push(format!("the dry-run of a read with token 'primary': {status} {view}"));
+    }
+    su.batch_execute("GRANT EXECUTE ON FUNCTION pg_catalog.pg_current_wal_insert_lsn() TO PUBLIC").expect("grant");
+    env.resume_replication(Kind::Pg);
+    assert!(failures.is_empty(), "{failures:#?}");
 }

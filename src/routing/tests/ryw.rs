@@ -287,3 +287,46 @@ fn an_unproven_transaction_that_wrote_nothing_leaves_no_position() {
     s.ryw.statement_done(t0, false);
     assert!(s.ryw.position_due(), "a whole unproven transaction in one text learns its position");
 }
+
+#[test]
+fn the_token_is_the_position_or_primary_when_it_is_lost() {
+    use crate::id::Token;
+    let mut r = router("causal");
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    assert_eq!(s.ryw.token(), Token::Empty, "nothing written: nothing to wait for");
+    s.run(&mut r, WRITE, t0);
+    s.ryw.statement_done(t0, false);
+    s.ryw.learned(Some(Position::Wal(10)));
+    assert_eq!(s.ryw.token(), Token::At(Position::Wal(10)));
+    s.run(&mut r, WRITE, t0);
+    s.ryw.statement_done(t0, false);
+    s.ryw.learned(None);
+    // A replica that replayed 10 may lack this commit: handing out 10 would read stale.
+    assert_eq!(s.ryw.token(), Token::Primary);
+    let mut holder = Session::new(&r);
+    holder.ryw.adopt_token(s.ryw.token());
+    assert!(holder.ryw.pinned(t0) && holder.ryw.token() == Token::Primary, "the holder reads on the primary");
+    assert_eq!(pool(&holder.run(&mut r, READ, t0)), "primary");
+    holder.ryw.adopt_token(Token::Empty);
+    assert!(holder.ryw.pinned(t0), "the empty token changes nothing");
+    holder.run(&mut r, WRITE, t0);
+    holder.ryw.statement_done(t0, false);
+    holder.ryw.learned(Some(Position::Wal(30)));
+    assert_eq!((holder.ryw.token(), holder.ryw.pinned(t0)), (Token::At(Position::Wal(30)), false));
+    // A `route=primary` hint pins only its own session: its position is handed over still.
+    let mut hinted = Session::new(&r);
+    hinted.run(&mut r, &format!("/* querypilot: route=primary */ {READ}"), t0);
+    hinted.run(&mut r, WRITE, t0);
+    hinted.ryw.statement_done(t0, false);
+    hinted.ryw.learned(Some(Position::Wal(20)));
+    assert!(hinted.ryw.pinned(t0) && hinted.ryw.required_position().is_none(), "its own reads: the primary");
+    assert_eq!(hinted.ryw.token(), Token::At(Position::Wal(20)));
+    // Outside causal mode there is no token to hand out, and none is adopted.
+    let mut r = router("session");
+    let mut off = Session::new(&r);
+    off.run(&mut r, WRITE, t0);
+    off.ryw.learned(None);
+    off.ryw.adopt_token(Token::Primary);
+    assert_eq!(off.ryw.token(), Token::Empty);
+}

@@ -3,6 +3,7 @@
 //! The wires keep the I/O (position queries, probes' bytes) and their error wording.
 
 use crate::config::ReplicaFallback;
+use crate::id::Token;
 use crate::routing::causal::{parse_token, TokenError};
 use crate::routing::RywState;
 
@@ -21,16 +22,22 @@ pub fn probes_commit(ryw: &RywState, in_block: bool, replica_reads: bool) -> boo
     ryw.commit_unproven() && in_block && replica_reads
 }
 
-/// causal: `SET querypilot.causal_token = value`, from either wire: the session's reads wait
-/// for the position the token names too. A token that is invalid, or that would take the
-/// session's position past its size limits (#33), changes nothing.
+/// causal: `SET querypilot.causal_token = value` (or the startup parameter / connection
+/// attribute), from either wire: the session's reads wait for what the token names too
+/// ([`RywState::adopt_token`]). A token that is invalid, or that would take the session's
+/// position past its size limits (#33), changes nothing.
 pub fn set_token(ryw: &mut RywState, value: &str) -> Result<(), TokenError> {
-    let position = parse_token(value)?;
-    if !ryw.can_adopt(&position) {
+    let token = parse_token(value)?;
+    if matches!(&token, Token::At(position) if !ryw.can_adopt(position)) {
         return Err(TokenError::TooLarge);
     }
-    ryw.adopt(position);
+    ryw.adopt_token(token);
     Ok(())
+}
+
+/// causal: the text `SHOW querypilot.causal_token` answers, on either wire ([`RywState::token`]).
+pub fn show_token(ryw: &RywState) -> String {
+    ryw.token().to_string()
 }
 
 #[cfg(test)]

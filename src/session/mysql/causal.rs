@@ -4,8 +4,10 @@
 //! session keeps its high-water GTID position and sends a later read to a replica only once that
 //! replica has applied it (cached `@@gtid_slave_pos` from the health probe, else
 //! `MASTER_GTID_WAIT` up to `routing.causal_wait`); otherwise the primary serves it, or it
-//! fails with `replica_fallback = "error"`. A commit that reports no GTID (`sql_log_bin = 0`)
-//! keeps the session's reads on the primary; a failed write that committed nothing changes
+//! fails with `replica_fallback = "error"`. A commit that reports no GTID (`sql_log_bin = 0`;
+//! a result set ending in an EOF packet, which carries no session state, as `SELECT f(n)` of an
+//! inserting function in autocommit) keeps the session's reads on the primary and hands out
+//! the token `primary`; a failed write that committed nothing changes
 //! nothing (told without a statement the client could notice, [`CommitGtid`]). Also answers
 //! the causal token statements, the same two as for PostgreSQL clients:
 //! `SHOW querypilot.causal_token` and `SET querypilot.causal_token = '...'`, for bridged
@@ -20,7 +22,7 @@ use crate::pool::CorePool;
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::tracking::GtidChange;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
-use crate::routing::causal::{format_token, mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
+use crate::routing::causal::{mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::engine::ryw;
@@ -184,8 +186,9 @@ impl Session {
     }
 
     /// causal token: answers `SHOW querypilot.causal_token` (a one-row result set, empty when
-    /// the session needs no position) and `SET querypilot.causal_token = '...'` itself; `false`
-    /// when `sql` is neither. An invalid token gets error 1231 and changes nothing.
+    /// the session needs no position, `primary` when it lost it) and `SET
+    /// querypilot.causal_token = '...'` itself; `false` when `sql` is neither. An invalid token
+    /// gets error 1231 and changes nothing.
     pub(super) fn on_token_query(&mut self, sql: &str) -> bool {
         if self.refuses_tracking_change(sql) {
             return true;
@@ -200,7 +203,7 @@ impl Session {
         let status = self.tx.status;
         match command {
             TokenCommand::Show => {
-                let value = self.routing.ryw.required_position().map(format_token).unwrap_or_default();
+                let value = ryw::show_token(&self.routing.ryw);
                 let column = ColumnDefinition41 {
                     catalog: b"def",
                     schema: b"",

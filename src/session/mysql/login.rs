@@ -13,7 +13,8 @@ use super::state::{names_for_collation, MyState};
 use super::{ClientIo, Session};
 use crate::auth::{Denial, Verifier};
 use crate::config::{Config, Pool as PoolConfig, Protocol};
-use crate::id::{CancelKey, Position};
+use crate::id::CancelKey;
+use crate::id::Token;
 use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, CorePool, PassThrough, PoolError};
 use crate::protocol::mysql::auth::{
@@ -119,7 +120,7 @@ pub(super) struct Greeted {
     /// On a pass-through pool, who the session's backend connections log in as (#23).
     pub pass: Option<Rc<PassThrough>>,
     /// The causal token of the client's connection attributes (#34): its reads wait for it.
-    pub causal: Option<Position>,
+    pub causal: Option<Token>,
 }
 
 /// Runs the whole login; on success the session is ready for its first command.
@@ -238,7 +239,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
 /// application add (PyMySQL's `_connect_attrs`, Connector/J's `connectionAttributes`). Never
 /// sent to a server (backend connections carry none of the client's attributes). An invalid
 /// token refuses the login with 1231, the error a `SET` of it gets.
-fn causal_attribute(resp: &HandshakeResponse41<'_>) -> Result<Option<Position>, MyClientError> {
+fn causal_attribute(resp: &HandshakeResponse41<'_>) -> Result<Option<Token>, MyClientError> {
     let Some(attrs) = resp.connect_attrs.as_ref() else { return Ok(None) };
     let Some((_, value)) = attrs.iter().find(|(k, _)| k.eq_ignore_ascii_case(TOKEN_NAME.as_bytes())) else {
         return Ok(None);

@@ -273,7 +273,7 @@ impl Session {
         let status = if bridged { bridge.status() } else { SERVER_STATUS_AUTOCOMMIT };
         let mut ryw = RywState::new(ctx.read_your_writes());
         if let Some(token) = g.causal {
-            ryw.adopt(token); // #34: the connection attribute's token
+            ryw.adopt_token(token); // #34: the connection attribute's token
         }
         Self {
             ctx,

@@ -690,7 +690,7 @@ fn encode_greeting(shown: &[(String, String)], key: CancelKey, out: &mut Vec<u8>
 /// sent to a server): `querypilot.causal_token` as a parameter of its own or in `options`
 /// (`-c querypilot.causal_token=...`). An invalid token refuses the login with 22023, as the
 /// server refuses an invalid value of a startup setting.
-fn causal_token(values: &mut Vec<(String, String)>) -> Result<Option<crate::id::Position>, PgClientError> {
+fn causal_token(values: &mut Vec<(String, String)>) -> Result<Option<crate::id::Token>, PgClientError> {
     use crate::routing::causal::{parse_token, TOKEN_NAME};
     let Some(i) = values.iter().position(|(k, _)| k.eq_ignore_ascii_case(TOKEN_NAME)) else { return Ok(None) };
     let (_, token) = values.remove(i);
@@ -797,6 +797,7 @@ fn startup_sqlstate(code: &str) -> &'static str {
 mod tests {
     use super::causal_token;
     use crate::id::Position;
+    use crate::id::Token;
 
     fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
@@ -805,9 +806,15 @@ mod tests {
     #[test]
     fn the_startup_causal_token_is_adopted_and_never_sent_to_a_server() {
         let mut values = params(&[("application_name", "app"), ("QueryPilot.Causal_Token", "pg:0/10")]);
-        assert_eq!(causal_token(&mut values).expect("valid"), Some(Position::Wal(16)));
+        assert_eq!(causal_token(&mut values).expect("valid"), Some(Token::At(Position::Wal(16))));
         assert_eq!(values, params(&[("application_name", "app")]), "taken out of the settings");
         assert_eq!(causal_token(&mut values).expect("absent"), None);
+        // Every token SHOW answers is accepted at startup too (#34).
+        for (text, token) in [("primary", Token::Primary), ("", Token::Empty)] {
+            let mut values = params(&[("querypilot.causal_token", text)]);
+            assert_eq!(causal_token(&mut values).expect("issued by the router"), Some(token), "{text:?}");
+            assert!(values.is_empty(), "{text:?}: taken out of the settings");
+        }
         let mut bad = params(&[("querypilot.causal_token", "nonsense")]);
         assert_eq!(causal_token(&mut bad).expect_err("invalid").code, "22023");
     }

@@ -134,7 +134,7 @@ pub(super) struct Identity {
     /// On a pass-through pool, who the session's backend connections log in as (#23).
     pub pass: Option<Rc<crate::pool::PassThrough>>,
     /// A causal token the client passed as startup parameter `querypilot.causal_token` (#22).
-    pub causal: Option<crate::id::Position>,
+    pub causal: Option<crate::id::Token>,
     /// The pool the client logged in to: in session mode, the one whose server session it owns.
     pub home: String,
 }
@@ -220,8 +220,8 @@ impl Session {
         let stmts_held = ctx.client_budget().charge(crate::metrics::BufferKind::Statements);
         let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
         let mut ryw = RywState::new(ctx.read_your_writes());
-        if let Some(position) = identity.causal.take() {
-            ryw.adopt(position); // causal token handed over at startup (#22)
+        if let Some(token) = identity.causal.take() {
+            ryw.adopt_token(token); // causal token handed over at startup (#22)
         }
         Self {
             ctx,

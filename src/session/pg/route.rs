@@ -9,13 +9,14 @@ use crate::id::Position;
 use crate::pool::health::pg_commit_position;
 use crate::protocol::pg::backend::BackendMessage;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
-use crate::routing::causal::{format_token, TOKEN_NAME};
+use crate::routing::causal::TOKEN_NAME;
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::commit_io;
 use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::route::{self, Seat};
+use crate::session::engine::ryw;
 use crate::session::give_back::moving_to;
 use std::sync::Arc;
 
@@ -275,25 +276,22 @@ impl Session {
     pub(super) async fn learn_commit_position(&mut self) {
         let _ = self.flush_client().await;
         let bridged = self.is_bridged();
-        let Some(conn) = self.backend.as_mut().filter(|_| !bridged) else {
-            self.progress.ryw.learned(None);
-            return;
-        };
-        self.progress.unnamed.elsewhere(); // a simple query of the router's drops it
-        match pg_commit_position(conn).await {
-            Ok(position) => {
-                self.progress.ryw.learned(Some(Position::Wal(position)));
-                // The token a client may hand to another connection, as an asynchronous
-                // ParameterStatus (protocol 3.0 §55.2.7 allows one at any time).
-                if let Some(high) = self.progress.ryw.required_position() {
-                    let value = format_token(high);
-                    let _ =
-                        BackendMessage::ParameterStatus { name: TOKEN_NAME, value: &value }.encode(&mut self.io.out);
-                    let _ = self.flush_client().await;
+        match self.backend.as_mut().filter(|_| !bridged) {
+            Some(conn) => {
+                self.progress.unnamed.elsewhere(); // a simple query of the router's drops it
+                match pg_commit_position(conn).await {
+                    Ok(position) => self.progress.ryw.learned(Some(Position::Wal(position))),
+                    Err(e) => commit_io::position_unknown(conn, &mut self.progress.ryw, &e, "commit position"),
                 }
             }
-            Err(e) => commit_io::position_unknown(conn, &mut self.progress.ryw, &e, "commit position"),
+            None => self.progress.ryw.learned(None),
         }
+        // The token a client may hand to another connection, as an asynchronous
+        // ParameterStatus (protocol 3.0 §55.2.7 allows one at any time): `primary` when the
+        // position is lost, so a client following it never keeps an older position (#34).
+        let value = ryw::show_token(&self.progress.ryw);
+        let _ = BackendMessage::ParameterStatus { name: TOKEN_NAME, value: &value }.encode(&mut self.io.out);
+        let _ = self.flush_client().await;
     }
 }
 

@@ -14,7 +14,7 @@ use super::{End, Session};
 use crate::protocol::pg::backend::{self, BackendMessage, FieldDescription};
 use crate::protocol::pg::tag::backend as server;
 use crate::protocol::pg::{sqlstate, Target};
-use crate::routing::causal::{format_token, mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
+use crate::routing::causal::{mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
 use crate::session::client_error::PgClientError;
 use crate::session::engine::ryw;
 use crate::sql::Dialect;
@@ -130,7 +130,7 @@ impl Session {
     fn run_token(&mut self, command: &TokenCommand, out: &mut Vec<u8>) -> Result<(), PgClientError> {
         match command {
             TokenCommand::Show => {
-                let value = self.progress.ryw.required_position().map(format_token).unwrap_or_default();
+                let value = ryw::show_token(&self.progress.ryw);
                 let _ = backend::encode_data_row(&[Some(value.as_bytes())], out);
             }
             TokenCommand::Set(value) => ryw::set_token(&mut self.progress.ryw, value)
