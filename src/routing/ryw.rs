@@ -103,6 +103,17 @@ impl RywState {
         }
     }
 
+    /// causal: an autocommit statement the analysis calls a read is about to run on the primary
+    /// as its own transaction, where a view, a policy or a function STABLE to the parse may
+    /// write unseen. Its commit is awaited as a blind one: a position is learned after it unless
+    /// the server, asked inside it, says it has no transaction id ([`RywState::wrote_nothing`]).
+    pub fn autocommit_unproven(&mut self) {
+        if self.mode == ReadYourWrites::Causal && !self.awaiting_commit {
+            self.awaiting_commit = true;
+            self.blind = true;
+        }
+    }
+
     /// causal: the transaction being ended by the statement just observed is committed only
     /// because it was not proven read-only, and nothing the analysis saw wrote in it: the
     /// session may ask the server whether it wrote ([`RywState::wrote_nothing`]).

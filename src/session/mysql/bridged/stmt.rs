@@ -331,7 +331,7 @@ impl Session {
             return Ok(());
         }
         frontend::encode_sync(&mut self.link.out);
-        self.queue_rider();
+        self.queue_tail();
         if let Err(e) = self.pg_send().await {
             return self.bridged_lost(e).await;
         }
