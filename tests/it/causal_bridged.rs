@@ -360,3 +360,35 @@ fn bridged_autocommit_reads_that_write_through_a_view_are_never_read_stale() {
         pg.wait_replica_caught_up(Duration::from_secs(30));
     }
 }
+
+/// #34: COM_CHANGE_USER's connection attributes carry a causal token as the handshake's do
+/// (raw packets: the `mysql` crate resends its login's attributes). With replay paused, a
+/// session logged in without a token reads the standby; changed to the same user with the
+/// writer's token as attribute, it reads the write, on the primary. A malformed token is
+/// refused with 1231, as at the handshake.
+#[test]
+fn bridged_change_user_takes_the_token_of_its_connection_attributes() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let t = unique_name("causal_bridged_cu");
+    pg.primary_client().batch_execute(&format!("CREATE TABLE {t} (id int PRIMARY KEY)")).expect("table");
+    pg.wait_replica_caught_up(Duration::from_secs(30));
+    let router = router(pg, "transaction");
+    let mut c = client(&router, &env);
+    eventually(Duration::from_secs(15), "reads on the standby", || read(&mut c, &t, 0).1);
+    env.pause_replication(Kind::Pg);
+    c.query_drop(format!("INSERT INTO {t} VALUES (1)")).expect("write");
+    let token: String = c.query_first("SHOW querypilot.causal_token").expect("show").expect("a token");
+    let sql = format!("SELECT COUNT(*), (SELECT COUNT(*) FROM pg_stat_wal_receiver) FROM {t} WHERE id = 1");
+    let login = || Raw::login_to(router.port(), &pg.user, &pg.password, &pg.database);
+    assert_eq!(login().query_row(&sql).map(|r| r.0), Ok(vec!["0".to_owned(), "1".to_owned()]), "no token: the standby");
+    // Changed before any read: a bridged session cannot change user once a read moved it to
+    // the standby pool (1049, "cannot move this session").
+    let mut raw = login();
+    let attrs = [("querypilot.causal_token", token.as_str())];
+    raw.change_user(&pg.user, &pg.password, &pg.database, &attrs).expect("change user with the token");
+    assert_eq!(raw.query_row(&sql).map(|r| r.0), Ok(vec!["1".to_owned(), "0".to_owned()]), "the token's write");
+    let bad = login().change_user(&pg.user, &pg.password, &pg.database, &[("querypilot.causal_token", "pg:nonsense")]);
+    assert_eq!(bad, Err(1231), "a malformed token");
+    env.resume_replication(Kind::Pg);
+}
