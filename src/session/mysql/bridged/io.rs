@@ -307,22 +307,25 @@ impl Session {
     }
 
     /// Queues what follows a statement in `link.out`: the wrapping of an autocommit read that
-    /// runs on a primary ([`Session::wrap_unseen`]), then the commit position query when the
-    /// statement may commit a write ([`Session::queue_rider`]).
+    /// runs on a primary ([`Session::wrap_unseen`]), else the commit position query when the
+    /// statement may commit a write ([`Session::queue_rider`]). A wrapped read rarely writes:
+    /// its position is asked after it only when the probe said it did.
     pub(super) fn queue_tail(&mut self) {
         if std::mem::replace(&mut self.foreign.bridge.unseen, Unseen::No) == Unseen::Routed {
             self.wrap_unseen();
         }
-        self.queue_rider();
+        if self.foreign.bridge.unseen != Unseen::Wrapped {
+            self.queue_rider();
+        }
     }
 
     /// causal: an autocommit statement the parse calls a read, about to run on a primary, may
     /// write through what the parse cannot see (a view, a policy, a function STABLE to the
     /// catalog). It is its own transaction, so whether it wrote can be asked only inside it:
     /// the statement in `link.out` is sent between `BEGIN` and [`PG_XACT_PROBE`] + `COMMIT`, in
-    /// the same send (no round trip added), and its commit learns a position only when the
-    /// server says it has a transaction id. Reads on replicas, and on a primary while causal
-    /// reads do not apply, pay nothing.
+    /// the same send (no round trip added), and its commit learns a position (one more round
+    /// trip, after the client has its answer) only when the server says it has a transaction
+    /// id. Reads on replicas, and on a primary while causal reads do not apply, pay nothing.
     fn wrap_unseen(&mut self) {
         let b = &self.foreign.bridge;
         let autocommit = b.autocommit && b.tx == TransactionStatus::Idle;
