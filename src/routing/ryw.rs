@@ -140,11 +140,13 @@ impl RywState {
     /// causal: the statement or transaction that just ended committed nothing (an error rolled
     /// it back, a ROLLBACK, a PREPARE TRANSACTION): no commit position is due for it, so a
     /// failed write does not keep the session's reads on the primary. Positions learned
-    /// before are kept.
+    /// before are kept. A transaction that ended uncommitted no statement of it announced
+    /// (the router's own COMMIT, of MySQL's `SET autocommit = 1`) leaves nothing unproven.
     pub fn nothing_committed(&mut self) {
         self.position_due = false;
         self.awaiting_commit = false;
         self.blind = false;
+        self.unproven = false;
     }
 
     /// The backend finished a statement at `now` and reports whether a transaction is still

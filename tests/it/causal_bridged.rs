@@ -392,3 +392,52 @@ fn bridged_change_user_takes_the_token_of_its_connection_attributes() {
     assert_eq!(bad, Err(1231), "a malformed token");
     env.resume_replication(Kind::Pg);
 }
+
+/// #34: transactions of a bridged session that commit nothing leave no position, so with
+/// replay paused the session's next read still runs on the standby: a read-only transaction
+/// ended by a prepared COMMIT (probed as a text one), a failed transaction's COMMIT and its
+/// `SET autocommit = 1` (PostgreSQL rolls it back), a ROLLBACK after a write.
+#[test]
+fn bridged_transactions_that_commit_nothing_leave_no_position() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let t = unique_name("causal_bridged_none");
+    pg.primary_client().batch_execute(&format!("CREATE TABLE {t} (id int PRIMARY KEY)")).expect("table");
+    pg.wait_replica_caught_up(Duration::from_secs(30));
+    let router = router(pg, "transaction");
+    let mut c = client(&router, &env);
+    eventually(Duration::from_secs(15), "reads on the standby", || read(&mut c, &t, 0).1);
+    env.pause_replication(Kind::Pg);
+    // WAL the standby has not replayed: a position learned from now on would keep reads off it.
+    pg.primary_client().batch_execute(&format!("INSERT INTO {t} VALUES (100)")).expect("direct write");
+    let run = |c: &mut mysql::Conn, sqls: &[String]| {
+        for sql in sqls {
+            match sql.strip_prefix("FAIL ") {
+                Some(failing) => drop(c.query_drop(failing).expect_err("fails")),
+                None if sql == "PREPARED COMMIT" => c.exec_drop("COMMIT", ()).expect("prepared COMMIT"),
+                None => c.query_drop(sql).unwrap_or_else(|e| panic!("{sql}: {e}")),
+            }
+        }
+    };
+    let insert = |n: i64| format!("INSERT INTO {t} VALUES ({n})");
+    let cells: [(&str, Vec<String>); 4] = [
+        ("prepared COMMIT", vec!["BEGIN".into(), format!("SELECT COUNT(*) FROM {t}"), "PREPARED COMMIT".into()]),
+        ("failed COMMIT", vec!["BEGIN".into(), insert(1), "FAIL SELECT 1/0".into(), "COMMIT".into()]),
+        (
+            "failed autocommit",
+            vec!["SET autocommit = 0".into(), insert(2), "FAIL SELECT 1/0".into(), "SET autocommit = 1".into()],
+        ),
+        ("ROLLBACK", vec!["BEGIN".into(), insert(3), "ROLLBACK".into()]),
+    ];
+    let mut held = Vec::new();
+    for (n, (cell, sqls)) in (1..).zip(cells) {
+        let mut w = client(&router, &env);
+        run(&mut w, &sqls);
+        let got = read(&mut w, &t, n);
+        if got != (0, true) {
+            held.push(format!("{cell}: {got:?}"));
+        }
+    }
+    env.resume_replication(Kind::Pg);
+    assert!(held.is_empty(), "nothing committed, yet reads left the standby (or saw a row): {held:?}");
+}

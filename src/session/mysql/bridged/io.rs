@@ -374,7 +374,13 @@ impl Session {
     /// commit would learn a position only because nothing proved it read-only, queues
     /// [`PG_XACT_PROBE`] ahead of it in `link.out` (the statement follows in the same send);
     /// its answer is read with [`Session::read_xact_probe`] before the COMMIT's.
+    /// A lone ROLLBACK, and a COMMIT of a failed transaction (PostgreSQL answers ROLLBACK),
+    /// commit nothing: no position is due for them, whatever the transaction ran.
     pub(super) fn queue_xact_probe(&mut self, sql: &str) -> bool {
+        if !self.foreign.cross.crossing() && ends_uncommitted(sql, self.foreign.bridge.tx) {
+            self.routing.ryw.nothing_committed();
+            return false;
+        }
         let in_block = self.foreign.bridge.tx == TransactionStatus::InBlock;
         let due = ryw::probes_commit(&self.routing.ryw, in_block, self.ctx.has_replica_reads())
             && !self.foreign.cross.crossing()
@@ -489,6 +495,21 @@ fn is_commit(sql: &str) -> bool {
     }
 }
 
+/// `sql` (PostgreSQL text) ends the transaction, whose state is `tx`, without committing: a
+/// lone `ROLLBACK`/`ABORT` (not `ROLLBACK TO SAVEPOINT`, nor `ROLLBACK PREPARED`, nor `AND
+/// CHAIN`), or a lone COMMIT of a failed transaction.
+fn ends_uncommitted(sql: &str, tx: TransactionStatus) -> bool {
+    let words = first_words(sql);
+    let ends = |w: &str| w.eq_ignore_ascii_case("ROLLBACK") || w.eq_ignore_ascii_case("ABORT");
+    let noise = |w: &str| w.eq_ignore_ascii_case("WORK") || w.eq_ignore_ascii_case("TRANSACTION");
+    let rollback = match words.as_slice() {
+        [w] => ends(w),
+        [w, n] => ends(w) && noise(n),
+        _ => false,
+    };
+    rollback || (tx == TransactionStatus::Failed && is_commit(sql))
+}
+
 /// The tokens of `sql` without comments and a final `;` (at most four: enough for the checks
 /// above, which look at short texts).
 fn first_words(sql: &str) -> Vec<&str> {
@@ -506,7 +527,20 @@ fn first_words(sql: &str) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_commit, opens_transaction};
+    use super::{ends_uncommitted, is_commit, opens_transaction};
+    use crate::protocol::pg::TransactionStatus;
+
+    #[test]
+    fn rollbacks_and_commits_of_failed_transactions_commit_nothing() {
+        for sql in ["ROLLBACK", "abort;", "ROLLBACK WORK", "/* c */ ROLLBACK TRANSACTION"] {
+            assert!(ends_uncommitted(sql, TransactionStatus::InBlock), "{sql}");
+        }
+        for sql in ["ROLLBACK TO SAVEPOINT s", "ROLLBACK PREPARED 'x'", "ROLLBACK AND CHAIN", "COMMIT", "SELECT 1"] {
+            assert!(!ends_uncommitted(sql, TransactionStatus::InBlock), "{sql}");
+        }
+        assert!(ends_uncommitted("COMMIT", TransactionStatus::Failed), "a failed transaction's COMMIT rolls back");
+        assert!(!ends_uncommitted("COMMIT; SELECT 1", TransactionStatus::Failed), "not alone");
+    }
 
     #[test]
     fn lone_commits_and_transaction_starts_are_recognized() {

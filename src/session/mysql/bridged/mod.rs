@@ -430,7 +430,12 @@ impl Session {
         if autocommit == Some(true) && self.foreign.bridge.tx != TransactionStatus::Idle {
             // MySQL commits an open transaction when autocommit is switched back on.
             match self.pg_quiet("COMMIT").await {
-                Ok(q) if q.error.is_none() => self.bridged_statement_done().await,
+                Ok(q) if q.error.is_none() => {
+                    if q.tag.as_deref() == Some("ROLLBACK") {
+                        self.routing.ryw.nothing_committed(); // a failed transaction (#34)
+                    }
+                    self.bridged_statement_done().await;
+                }
                 Ok(q) => {
                     let msg = q.error.unwrap_or_default();
                     MyClientError::new(ER_BRIDGE, msg).encode(1, &mut self.io.out);
