@@ -103,6 +103,17 @@ impl RywState {
         }
     }
 
+    /// causal: an autocommit statement the analysis calls a read is about to run on the primary
+    /// as its own transaction, where a view, a policy or a function STABLE to the parse may
+    /// write unseen. Its commit is awaited as a blind one: a position is learned after it unless
+    /// the server, asked inside it, says it has no transaction id ([`RywState::wrote_nothing`]).
+    pub fn autocommit_unproven(&mut self) {
+        if self.mode == ReadYourWrites::Causal && !self.awaiting_commit {
+            self.awaiting_commit = true;
+            self.blind = true;
+        }
+    }
+
     /// causal: the transaction being ended by the statement just observed is committed only
     /// because it was not proven read-only, and nothing the analysis saw wrote in it: the
     /// session may ask the server whether it wrote ([`RywState::wrote_nothing`]).
@@ -129,11 +140,13 @@ impl RywState {
     /// causal: the statement or transaction that just ended committed nothing (an error rolled
     /// it back, a ROLLBACK, a PREPARE TRANSACTION): no commit position is due for it, so a
     /// failed write does not keep the session's reads on the primary. Positions learned
-    /// before are kept.
+    /// before are kept. A transaction that ended uncommitted no statement of it announced
+    /// (the router's own COMMIT, of MySQL's `SET autocommit = 1`) leaves nothing unproven.
     pub fn nothing_committed(&mut self) {
         self.position_due = false;
         self.awaiting_commit = false;
         self.blind = false;
+        self.unproven = false;
     }
 
     /// The backend finished a statement at `now` and reports whether a transaction is still

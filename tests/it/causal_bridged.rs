@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use mysql::prelude::Queryable;
 
+use crate::mysql_commands::Raw;
 use crate::router::Router;
 use crate::support::{eventually, unique_name, Dbs, Kind, PgEnv};
 
@@ -26,10 +27,15 @@ fn pg_pool(pg: &PgEnv, name: &str, port: u16, mode: &str) -> String {
 }
 
 fn router(pg: &PgEnv, mode: &str) -> Router {
+    router_with(pg, mode, "")
+}
+
+/// [`router`] with more of the `[routing]` table (`rules`: e.g. pattern rules).
+fn router_with(pg: &PgEnv, mode: &str, rules: &str) -> Router {
     Router::start(&format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
          {}{}[routing]\nread_your_writes = \"causal\"\ncausal_wait = \"20ms\"\n\n\
-         [routing.mysql]\nread_write_split = true\nread_pool = \"pg_standby\"\nwrite_pool = \"pg_primary\"\n",
+         [routing.mysql]\nread_write_split = true\nread_pool = \"pg_standby\"\nwrite_pool = \"pg_primary\"\n{rules}",
         pg_pool(pg, "pg_primary", pg.primary_port, mode),
         pg_pool(pg, "pg_standby", pg.replica_port, mode),
     ))
@@ -340,4 +346,141 @@ fn bridged_mysql_write_kinds_and_multi_statement_texts_are_never_read_stale() {
         "attr_bad 1231",
     ];
     assert_eq!(rest, want, "refusals");
+}
+
+/// #34: an autocommit statement the MySQL-dialect parse calls a read that runs on the primary
+/// (here a pattern rule sends it there; a causal read falling back does too) may still write:
+/// a view whose column calls an inserting function. With replay paused, the writer's next read
+/// must see the view's insert (on the primary), by a text query and by a prepared one; a read
+/// on the primary that wrote nothing leaves the session on the standby (the server said it had
+/// no transaction id).
+#[test]
+fn bridged_autocommit_reads_that_write_through_a_view_are_never_read_stale() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let t = unique_name("causal_bridged_view");
+    let view = format!(
+        "CREATE SEQUENCE {t}_seq START 900000;\nCREATE VIEW {t}_v AS SELECT {t}_w(nextval('{t}_seq')::int) AS id;"
+    );
+    let schema = crate::causal_matrix::write_kinds_schema(&t) + "\n" + &view;
+    pg.primary_client().batch_execute(&schema).expect("schema");
+    pg.wait_replica_caught_up(Duration::from_secs(30));
+    let rules = "\n[[routing.pattern_rules]]\nname = \"on-primary\"\ntype = \"regex\"\n\
+                 pattern = \"_v\\\\b|AS on_primary\"\npool = \"pg_primary\"\n";
+    for mode in ["transaction", "session"] {
+        let router = router_with(pg, mode, rules);
+        let mut c = client(&router, &env);
+        eventually(Duration::from_secs(15), "reads on the standby", || read(&mut c, &t, 0).1);
+        env.pause_replication(Kind::Pg);
+        let view_read = format!("SELECT id FROM {t}_v");
+        let plain_read = format!("SELECT COUNT(*) AS on_primary FROM {t}");
+        for path in ["text", "prepared"] {
+            let mut w = client(&router, &env);
+            let count: Option<i64> = match path {
+                "text" => w.query_first(&plain_read),
+                _ => w.exec_first(&plain_read, ()),
+            }
+            .unwrap_or_else(|e| panic!("{mode} {path}: {plain_read}: {e}"));
+            assert!(count.is_some(), "{mode} {path}: the primary answered");
+            assert!(read(&mut w, &t, 0).1, "{mode} {path}: a read that wrote nothing leaves no position");
+            let id: Option<i64> = match path {
+                "text" => w.query_first(&view_read),
+                _ => w.exec_first(&view_read, ()),
+            }
+            .unwrap_or_else(|e| panic!("{mode} {path}: {view_read}: {e}"));
+            let id = id.expect("the view's row");
+            assert_eq!(read(&mut w, &t, id), (1, false), "{mode} {path}: the view's insert is read, on the primary");
+            assert_eq!(read(&mut client(&router, &env), &t, id), (0, true), "{mode} {path}: the standby is behind");
+        }
+        let mut raw = Raw::login_to(router.port(), &pg.user, &pg.password, &pg.database);
+        let (_, status) = raw.query_row(&view_read).unwrap_or_else(|e| panic!("{mode}: raw {view_read}: {e}"));
+        assert_eq!(
+            status & 0x0003,
+            0x0002,
+            "{mode}: the client is told autocommit and no transaction, as without causal"
+        );
+        env.resume_replication(Kind::Pg);
+        pg.wait_replica_caught_up(Duration::from_secs(30));
+    }
+}
+
+/// #34: COM_CHANGE_USER's connection attributes carry a causal token as the handshake's do
+/// (raw packets: the `mysql` crate resends its login's attributes). With replay paused, a
+/// session logged in without a token reads the standby; changed to the same user with the
+/// writer's token as attribute, it reads the write, on the primary. A malformed token is
+/// refused with 1231, as at the handshake.
+#[test]
+fn bridged_change_user_takes_the_token_of_its_connection_attributes() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let t = unique_name("causal_bridged_cu");
+    pg.primary_client().batch_execute(&format!("CREATE TABLE {t} (id int PRIMARY KEY)")).expect("table");
+    pg.wait_replica_caught_up(Duration::from_secs(30));
+    let router = router(pg, "transaction");
+    let mut c = client(&router, &env);
+    eventually(Duration::from_secs(15), "reads on the standby", || read(&mut c, &t, 0).1);
+    env.pause_replication(Kind::Pg);
+    c.query_drop(format!("INSERT INTO {t} VALUES (1)")).expect("write");
+    let token: String = c.query_first("SHOW querypilot.causal_token").expect("show").expect("a token");
+    let sql = format!("SELECT COUNT(*), (SELECT COUNT(*) FROM pg_stat_wal_receiver) FROM {t} WHERE id = 1");
+    let login = || Raw::login_to(router.port(), &pg.user, &pg.password, &pg.database);
+    assert_eq!(login().query_row(&sql).map(|r| r.0), Ok(vec!["0".to_owned(), "1".to_owned()]), "no token: the standby");
+    // Changed before any read: a bridged session cannot change user once a read moved it to
+    // the standby pool (1049, "cannot move this session").
+    let mut raw = login();
+    let attrs = [("querypilot.causal_token", token.as_str())];
+    raw.change_user(&pg.user, &pg.password, &pg.database, &attrs).expect("change user with the token");
+    assert_eq!(raw.query_row(&sql).map(|r| r.0), Ok(vec!["1".to_owned(), "0".to_owned()]), "the token's write");
+    let bad = login().change_user(&pg.user, &pg.password, &pg.database, &[("querypilot.causal_token", "pg:nonsense")]);
+    assert_eq!(bad, Err(1231), "a malformed token");
+    env.resume_replication(Kind::Pg);
+}
+
+/// #34: transactions of a bridged session that commit nothing leave no position, so with
+/// replay paused the session's next read still runs on the standby: a read-only transaction
+/// ended by a prepared COMMIT (probed as a text one), a failed transaction's COMMIT and its
+/// `SET autocommit = 1` (PostgreSQL rolls it back), a ROLLBACK after a write.
+#[test]
+fn bridged_transactions_that_commit_nothing_leave_no_position() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let t = unique_name("causal_bridged_none");
+    pg.primary_client().batch_execute(&format!("CREATE TABLE {t} (id int PRIMARY KEY)")).expect("table");
+    pg.wait_replica_caught_up(Duration::from_secs(30));
+    let router = router(pg, "transaction");
+    let mut c = client(&router, &env);
+    eventually(Duration::from_secs(15), "reads on the standby", || read(&mut c, &t, 0).1);
+    env.pause_replication(Kind::Pg);
+    // WAL the standby has not replayed: a position learned from now on would keep reads off it.
+    pg.primary_client().batch_execute(&format!("INSERT INTO {t} VALUES (100)")).expect("direct write");
+    let run = |c: &mut mysql::Conn, sqls: &[String]| {
+        for sql in sqls {
+            match sql.strip_prefix("FAIL ") {
+                Some(failing) => drop(c.query_drop(failing).expect_err("fails")),
+                None if sql == "PREPARED COMMIT" => c.exec_drop("COMMIT", ()).expect("prepared COMMIT"),
+                None => c.query_drop(sql).unwrap_or_else(|e| panic!("{sql}: {e}")),
+            }
+        }
+    };
+    let insert = |n: i64| format!("INSERT INTO {t} VALUES ({n})");
+    let cells: [(&str, Vec<String>); 4] = [
+        ("prepared COMMIT", vec!["BEGIN".into(), format!("SELECT COUNT(*) FROM {t}"), "PREPARED COMMIT".into()]),
+        ("failed COMMIT", vec!["BEGIN".into(), insert(1), "FAIL SELECT 1/0".into(), "COMMIT".into()]),
+        (
+            "failed autocommit",
+            vec!["SET autocommit = 0".into(), insert(2), "FAIL SELECT 1/0".into(), "SET autocommit = 1".into()],
+        ),
+        ("ROLLBACK", vec!["BEGIN".into(), insert(3), "ROLLBACK".into()]),
+    ];
+    let mut held = Vec::new();
+    for (n, (cell, sqls)) in (1..).zip(cells) {
+        let mut w = client(&router, &env);
+        run(&mut w, &sqls);
+        let got = read(&mut w, &t, n);
+        if got != (0, true) {
+            held.push(format!("{cell}: {got:?}"));
+        }
+    }
+    env.resume_replication(Kind::Pg);
+    assert!(held.is_empty(), "nothing committed, yet reads left the standby (or saw a row): {held:?}");
 }

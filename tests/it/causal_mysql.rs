@@ -207,3 +207,36 @@ fn mariadb_app_pool_reads_mostly_from_the_replica_in_causal_mode_and_never_stale
     assert!(shares[0] > 0.5, "causal: most reads on the replica, got {:.1}%", shares[0] * 100.0);
     assert!(shares[1] < 0.05, "session: reads collapse onto the primary, got {:.1}%", shares[1] * 100.0);
 }
+
+/// #34: COM_CHANGE_USER's connection attributes carry a causal token as the handshake's do
+/// (raw packets: the `mysql` crate resends its login's attributes). With the replica's SQL
+/// thread stopped, a session logged in without a token reads the replica; changed to the same
+/// user with the writer's token as attribute (the change resets what the session knew), it
+/// reads the write on the primary. A malformed token is refused with 1231, as at the handshake.
+#[test]
+fn mariadb_change_user_takes_the_token_of_its_connection_attributes() {
+    use crate::mysql_commands::Raw;
+    let env = Dbs::private();
+    let my = &env.my;
+    let router = my_router(my, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
+    let t = unique_name("causal_cu");
+    my.primary_client().query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY)")).expect("create");
+    my.wait_replica_caught_up(Duration::from_secs(30));
+    let primary: u64 = my.primary_client().query_first("SELECT @@server_id").expect("id").expect("row");
+    env.pause_replication(Kind::Mariadb);
+    let mut w = client(&router, my);
+    w.query_drop(format!("INSERT INTO {t} VALUES (1)")).expect("write");
+    let token: String = w.query_first("SHOW querypilot.causal_token").expect("show").expect("a token");
+    let sql = format!("SELECT COUNT(*), @@server_id FROM {t}");
+    let login = || Raw::login_to(router.port(), &my.user, &my.password, &my.database);
+    let mut raw = login();
+    let (row, _) = raw.query_row(&sql).expect("read");
+    assert_ne!(row, ["1".to_owned(), primary.to_string()], "no token: the replica");
+    let attrs = [("querypilot.causal_token", token.as_str())];
+    raw.change_user(&my.user, &my.password, &my.database, &attrs).expect("change user with the token");
+    let (row, _) = raw.query_row(&sql).expect("read");
+    assert_eq!(row, ["1".to_owned(), primary.to_string()], "the token's write, on the primary");
+    let bad = login().change_user(&my.user, &my.password, &my.database, &[("querypilot.causal_token", "gtid:x")]);
+    assert_eq!(bad, Err(1231), "a malformed token");
+    env.resume_replication(Kind::Mariadb);
+}

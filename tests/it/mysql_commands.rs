@@ -14,8 +14,8 @@ use querypilot::protocol::mysql::auth::{native_password_token, MYSQL_NATIVE_PASS
 use querypilot::protocol::mysql::capability::*;
 use querypilot::protocol::mysql::response::{SERVER_STATUS_CURSOR_EXISTS, SERVER_STATUS_LAST_ROW_SENT};
 use querypilot::protocol::mysql::{
-    decode_binary_row, decode_payload, encode_packets, BinaryValue, ColumnDefinition41, EofPacket, ErrPacket,
-    HandshakeResponse41, HandshakeV10, StmtPrepareOk, ValueType,
+    decode_binary_row, decode_payload, decode_text_row, encode_packets, BinaryValue, ChangeUser, ColumnDefinition41,
+    Command, ConnectAttrs, EofPacket, ErrPacket, HandshakeResponse41, HandshakeV10, StmtPrepareOk, ValueType,
 };
 
 use crate::mysql_session::{my_config, my_pool};
@@ -62,6 +62,8 @@ fn ids_table(rows: u32) -> String {
 pub(crate) struct Raw {
     s: TcpStream,
     buf: Vec<u8>,
+    /// The greeting's nonce, which COM_CHANGE_USER's password token is computed against.
+    scramble: Vec<u8>,
 }
 
 impl Raw {
@@ -72,12 +74,17 @@ impl Raw {
 
     /// Logs in as `user`/`password` on the harness's database.
     pub(crate) fn login_as(port: u16, user: &str, password: &str) -> Raw {
+        Raw::login_to(port, user, password, &dbs().my.database)
+    }
+
+    /// Logs in as `user`/`password` on `database`, offering connection attributes (none sent).
+    pub(crate) fn login_to(port: u16, user: &str, password: &str, database: &str) -> Raw {
         let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-        let mut raw = Raw { s, buf: Vec::new() };
+        let mut raw = Raw { s, buf: Vec::new(), scramble: Vec::new() };
         let greeting = raw.read();
         let hs = HandshakeV10::decode(&greeting).expect("greeting");
-        let my = &dbs().my;
+        raw.scramble = hs.scramble.to_vec();
         let token = native_password_token(password.as_bytes(), &hs.scramble);
         let resp = HandshakeResponse41 {
             capabilities: CLIENT_LONG_PASSWORD
@@ -88,12 +95,13 @@ impl Raw {
                 | CLIENT_SECURE_CONNECTION
                 | CLIENT_MULTI_RESULTS
                 | CLIENT_PS_MULTI_RESULTS
-                | CLIENT_PLUGIN_AUTH,
+                | CLIENT_PLUGIN_AUTH
+                | CLIENT_CONNECT_ATTRS,
             max_packet_size: 1 << 24,
             charset: hs.charset,
             username: user.as_bytes(),
             auth_response: &token,
-            database: Some(my.database.as_bytes()),
+            database: Some(database.as_bytes()),
             auth_plugin: Some(MYSQL_NATIVE_PASSWORD),
             connect_attrs: None,
             zstd_level: None,
@@ -104,6 +112,55 @@ impl Raw {
         let ok = raw.read();
         assert_eq!(ok.first(), Some(&0x00), "login: {ok:?}");
         raw
+    }
+
+    /// COM_CHANGE_USER to `user`/`password` on `database` (mysql_native_password), with
+    /// connection attributes `attrs`: `Err` with the ERR packet's code when refused.
+    pub(crate) fn change_user(
+        &mut self,
+        user: &str,
+        password: &str,
+        database: &str,
+        attrs: &[(&str, &str)],
+    ) -> Result<(), u16> {
+        let token = native_password_token(password.as_bytes(), &self.scramble);
+        let pairs: Vec<(&[u8], &[u8])> = attrs.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())).collect();
+        let mut raw_attrs = Vec::new();
+        ConnectAttrs::build(&pairs, &mut raw_attrs);
+        let cu = ChangeUser {
+            username: user.as_bytes(),
+            auth_response: &token,
+            database: database.as_bytes(),
+            charset: Some(45),
+            auth_plugin: Some(MYSQL_NATIVE_PASSWORD),
+            connect_attrs: Some(ConnectAttrs::new(&raw_attrs).expect("attributes")),
+        };
+        let mut p = Vec::new();
+        Command::ChangeUser(cu)
+            .encode(CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH | CLIENT_CONNECT_ATTRS, &mut p);
+        self.command(&p);
+        let reply = self.read();
+        match reply.first() {
+            Some(0x00) => Ok(()),
+            Some(0xFF) => Err(ErrPacket::decode(&reply).expect("err").code),
+            _ => panic!("COM_CHANGE_USER: unexpected reply {reply:?}"),
+        }
+    }
+
+    /// COM_QUERY of a one-row query: the row's values as text (NULL as "NULL") and the status
+    /// flags of the result's final EOF; `Err` with the ERR packet's code instead.
+    pub(crate) fn query_row(&mut self, sql: &str) -> Result<(Vec<String>, u16), u16> {
+        self.command(&[&[0x03][..], sql.as_bytes()].concat());
+        let count = self.read();
+        if count.first() == Some(&0xFF) {
+            return Err(ErrPacket::decode(&count).expect("err").code);
+        }
+        let (defs, _) = self.until_eof()?;
+        let (rows, eof) = self.until_eof()?;
+        let row = rows.first().expect("a row");
+        let values = decode_text_row(row, defs.len()).expect("text row");
+        let text = values.iter().map(|v| v.map_or("NULL".to_owned(), |v| String::from_utf8_lossy(v).into_owned()));
+        Ok((text.collect(), eof.status))
     }
 
     pub(crate) fn read(&mut self) -> Vec<u8> {
@@ -562,7 +619,7 @@ fn ssl_requests_are_refused_clearly() {
     let r = router("transaction", 1);
     let s = TcpStream::connect(("127.0.0.1", r.port())).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-    let mut raw = Raw { s, buf: Vec::new() };
+    let mut raw = Raw { s, buf: Vec::new(), scramble: Vec::new() };
     let hs = raw.read();
     let caps = HandshakeV10::decode(&hs).expect("greeting").capabilities;
     assert_eq!(caps & CLIENT_SSL, 0, "the router must not offer TLS");

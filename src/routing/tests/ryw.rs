@@ -330,3 +330,27 @@ fn the_token_is_the_position_or_primary_when_it_is_lost() {
     off.ryw.adopt_token(Token::Primary);
     assert_eq!(off.ryw.token(), Token::Empty);
 }
+
+#[test]
+fn an_unproven_autocommit_read_learns_a_position_only_when_it_wrote() {
+    let mut r = router("causal");
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    s.run(&mut r, READ, t0);
+    s.ryw.autocommit_unproven();
+    assert!(s.ryw.commit_unproven() && s.ryw.commit_awaited(), "its own commit is awaited, blind");
+    s.ryw.wrote_nothing();
+    s.ryw.statement_done(t0, false);
+    assert!(!s.ryw.position_due() && !s.ryw.pinned(t0), "no transaction id: nothing to wait for");
+    s.run(&mut r, READ, t0);
+    s.ryw.autocommit_unproven();
+    s.ryw.statement_done(t0, false);
+    assert!(s.ryw.position_due(), "a transaction id (or no answer): its position is learned");
+    s.ryw.learned(Some(Position::Wal(10)));
+    s.run(&mut r, WRITE, t0);
+    s.ryw.autocommit_unproven();
+    assert!(!s.ryw.commit_unproven(), "a write the analysis saw is not probed away");
+    let mut off = Session::new(&router("session"));
+    off.ryw.autocommit_unproven();
+    assert!(!off.ryw.commit_awaited(), "other modes trust the analysis");
+}

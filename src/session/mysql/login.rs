@@ -26,7 +26,7 @@ use crate::protocol::mysql::errcode::{
 };
 use crate::protocol::mysql::response::{OkPacket, SERVER_STATUS_AUTOCOMMIT};
 use crate::protocol::mysql::{
-    decode_payload, encode_packets, AuthSwitchRequest, HandshakeResponse41, HandshakeV10, SslRequest,
+    decode_payload, encode_packets, AuthSwitchRequest, ConnectAttrs, HandshakeResponse41, HandshakeV10, SslRequest,
 };
 use crate::routing::causal::{parse_token, TOKEN_NAME};
 use crate::rt::{self, Stream};
@@ -205,7 +205,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     let addr = client.peer_ip();
     let who = Who { listener, user: &user, addr, token: &token, scramble: &greeting.scramble, anonymous };
     let pass = authenticate(ctx, &config, checked_by, &who).await?;
-    let causal = causal_attribute(&resp).map_err(Some)?;
+    let causal = causal_attribute(resp.connect_attrs.as_ref()).map_err(Some)?;
     let (pool_cfg, db) = resolved.map_err(Some)?;
     let pool = admit(ctx, pool_cfg, &greeting.default, (pass.as_deref(), &who)).await?;
     if let Some(db) = db.as_deref().filter(|_| config.login_pool(db_name(&database), Protocol::MySql).is_none()) {
@@ -238,9 +238,10 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
 /// the MySQL handshake has no startup settings, and attributes are what a connector lets an
 /// application add (PyMySQL's `_connect_attrs`, Connector/J's `connectionAttributes`). Never
 /// sent to a server (backend connections carry none of the client's attributes). An invalid
-/// token refuses the login with 1231, the error a `SET` of it gets.
-fn causal_attribute(resp: &HandshakeResponse41<'_>) -> Result<Option<Token>, MyClientError> {
-    let Some(attrs) = resp.connect_attrs.as_ref() else { return Ok(None) };
+/// token refuses the login with 1231, the error a `SET` of it gets. COM_CHANGE_USER, a login
+/// on an open connection, carries attributes too and is read the same way.
+pub(super) fn causal_attribute(attrs: Option<&ConnectAttrs<'_>>) -> Result<Option<Token>, MyClientError> {
+    let Some(attrs) = attrs else { return Ok(None) };
     let Some((_, value)) = attrs.iter().find(|(k, _)| k.eq_ignore_ascii_case(TOKEN_NAME.as_bytes())) else {
         return Ok(None);
     };

@@ -804,7 +804,9 @@ impl Session {
             }
             _ => None,
         };
-        let checked = resolved.and_then(|(p, db)| {
+        // #34: the new login's token, as the handshake's; an invalid one refuses it (1231).
+        let causal = login::causal_attribute(cu.connect_attrs.as_ref());
+        let checked = causal.and_then(|causal| resolved.map(|r| (r, causal))).and_then(|((p, db), causal)| {
             if !plugin_ok {
                 return Err(MyClientError::new(
                     crate::protocol::mysql::errcode::ER_ACCESS_DENIED_ERROR,
@@ -816,14 +818,17 @@ impl Session {
             let token = (&self.client.scramble[..], cu.auth_response);
             let pass = login::check_password(p, stored.as_ref(), (&user, addr), token, false, &reason)?;
             let target = self.target_pool(&p.name)?;
-            Ok((target, db, pass))
+            Ok((target, db, pass, causal))
         });
         match checked {
-            Ok((target, db, pass)) => {
+            Ok((target, db, pass, causal)) => {
                 self.client.user = user;
                 self.client.pass = pass;
                 self.client.named_pool = login::named_pool(&config, database.as_deref());
                 self.on_reset().await?;
+                if let Some(token) = causal {
+                    self.routing.ryw.adopt_token(token); // after the reset, which forgets positions
+                }
                 self.io.out.clear();
                 // The client proved the credentials of `target`, as a new connection would.
                 self.pool = target;

@@ -4,7 +4,7 @@
 //! causal reads.
 
 use crate::bridge::{status_flags, ResultWriter, Step};
-use crate::config::{PoolMode, PoolRole, Protocol};
+use crate::config::{PoolMode, PoolRole, Protocol, ReadYourWrites};
 use crate::id::Position;
 use crate::pool::health::{pg_commit_position, pg_read_commit_position, PG_COMMIT_POSITION, PG_XACT_PROBE};
 use crate::protocol::pg::tag::field;
@@ -15,6 +15,7 @@ use crate::session::client_error::MyClientError;
 use crate::session::commit_io;
 use crate::session::engine::ryw;
 use crate::session::error::RelayError;
+use crate::sql::analyze::Operation;
 
 use super::super::route::Rewrite;
 use super::super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
@@ -28,6 +29,21 @@ pub(super) struct Quiet {
     pub rows: usize,
     /// The error message, if the statement failed.
     pub error: Option<String>,
+    /// The command tag of the last statement that completed.
+    pub tag: Option<String>,
+}
+
+/// causal (#34): an autocommit statement the parse calls a read, which a view, a row security
+/// policy or a function the catalog calls STABLE may still make write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unseen {
+    /// Not such a statement, or nothing to do for it.
+    No,
+    /// Routing saw such a statement; if it runs on a primary, it is wrapped when sent.
+    Routed,
+    /// Sent as `BEGIN`, the statement, [`PG_XACT_PROBE`], `COMMIT`: one round trip, and the
+    /// probe's answer says whether its commit leaves a position.
+    Wrapped,
 }
 
 /// Double-quotes a PostgreSQL identifier.
@@ -105,6 +121,7 @@ impl Session {
         let b = &mut self.foreign.bridge;
         b.tx = TransactionStatus::Idle;
         b.rider = false; // its answer went with the connection
+        b.unseen = Unseen::No;
         self.sync_status();
     }
 
@@ -138,11 +155,18 @@ impl Session {
     pub(super) async fn pg_quiet(&mut self, sql: &str) -> Result<Quiet, RelayError> {
         frontend::encode_query(sql, &mut self.link.out).map_err(|e| RelayError::Unsendable(e.to_string()))?;
         self.pg_send().await?;
-        let mut q = Quiet { rows: 0, error: None };
+        self.pg_drain().await
+    }
+
+    /// Reads the response to a query already sent, up to its ReadyForQuery, without telling
+    /// the client anything.
+    async fn pg_drain(&mut self) -> Result<Quiet, RelayError> {
+        let mut q = Quiet { rows: 0, error: None, tag: None };
         loop {
             let (tag, body) = self.pg_frame().await?;
             match BackendMessage::decode(&Frame::new(tag, &body)).map_err(malformed)? {
                 BackendMessage::DataRow(_) => q.rows += 1,
+                BackendMessage::CommandComplete(t) => q.tag = Some(t.to_owned()),
                 BackendMessage::ErrorResponse(f) => q.error = Some(f.get(field::MESSAGE).unwrap_or("error").to_owned()),
                 BackendMessage::ReadyForQuery(tx) => {
                     self.foreign.bridge.tx = tx;
@@ -161,13 +185,21 @@ impl Session {
     /// Streams the backend's response through `writer` into the client buffer until
     /// ReadyForQuery, flushing the client as the buffer fills.
     pub(super) async fn pg_stream(&mut self, writer: &mut ResultWriter) -> Result<Step, RelayError> {
+        let wrapped = self.foreign.bridge.unseen == Unseen::Wrapped;
         loop {
             let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
             let mut rest = conn.rbuf.as_slice();
             let mut step = Step::More;
             while step == Step::More {
                 let Some(frame) = decode_frame(rest, MAX_BACKEND_MESSAGE).map_err(malformed)? else { break };
-                let msg = BackendMessage::decode(&frame).map_err(malformed)?;
+                let msg = match BackendMessage::decode(&frame).map_err(malformed)? {
+                    // Inside the router's BEGIN (#34) the client is told what it would be
+                    // without it: no transaction.
+                    BackendMessage::ReadyForQuery(_) if wrapped => {
+                        BackendMessage::ReadyForQuery(TransactionStatus::Idle)
+                    }
+                    msg => msg,
+                };
                 step = writer.on_message(&msg, &mut self.io.out);
                 let (_, after) =
                     rest.split_at_checked(frame.total_len).ok_or_else(|| malformed("a frame past its bytes"))?;
@@ -259,6 +291,10 @@ impl Session {
         let b = &self.foreign.bridge;
         let in_tx = b.tx != TransactionStatus::Idle;
         let transaction = in_tx || !b.autocommit || opens_transaction(sql);
+        // Where it runs is known only when it is sent (a causal read may fall back to the
+        // primary): [`Session::queue_tail`] decides.
+        let read = !transaction && !decision.writes && decision.facts.operation == Operation::Read;
+        self.foreign.bridge.unseen = if read { Unseen::Routed } else { Unseen::No };
         // Inside a transaction the statement runs where the transaction does.
         let on_primary = if in_tx {
             self.pool.config.role != PoolRole::Replica
@@ -270,11 +306,81 @@ impl Session {
         }
     }
 
+    /// Queues what follows a statement in `link.out`: the wrapping of an autocommit read that
+    /// runs on a primary ([`Session::wrap_unseen`]), else the commit position query when the
+    /// statement may commit a write ([`Session::queue_rider`]). A wrapped read rarely writes:
+    /// its position is asked after it only when the probe said it did.
+    pub(super) fn queue_tail(&mut self) {
+        if std::mem::replace(&mut self.foreign.bridge.unseen, Unseen::No) == Unseen::Routed {
+            self.wrap_unseen();
+        }
+        if self.foreign.bridge.unseen != Unseen::Wrapped {
+            self.queue_rider();
+        }
+    }
+
+    /// causal: an autocommit statement the parse calls a read, about to run on a primary, may
+    /// write through what the parse cannot see (a view, a policy, a function STABLE to the
+    /// catalog). It is its own transaction, so whether it wrote can be asked only inside it:
+    /// the statement in `link.out` is sent between `BEGIN` and [`PG_XACT_PROBE`] + `COMMIT`, in
+    /// the same send (no round trip added), and its commit learns a position (one more round
+    /// trip, after the client has its answer) only when the server says it has a transaction
+    /// id. Reads on replicas, and on a primary while causal reads do not apply, pay nothing.
+    fn wrap_unseen(&mut self) {
+        let b = &self.foreign.bridge;
+        let autocommit = b.autocommit && b.tx == TransactionStatus::Idle;
+        let on_primary = self.pool.config.role != PoolRole::Replica && self.link.conn.is_some();
+        let causal = self.ctx.read_your_writes() == ReadYourWrites::Causal && self.ctx.has_replica_reads();
+        if !(autocommit && on_primary && causal) || self.foreign.cross.crossing() {
+            return;
+        }
+        let mut out = Vec::with_capacity(self.link.out.len() + 128);
+        let wrapped = frontend::encode_query("BEGIN", &mut out)
+            .map(|()| out.extend_from_slice(&self.link.out))
+            .and_then(|()| frontend::encode_query(PG_XACT_PROBE, &mut out))
+            .and_then(|()| frontend::encode_query("COMMIT", &mut out));
+        if wrapped.is_ok() {
+            self.link.out = out;
+            self.routing.ryw.autocommit_unproven();
+            self.foreign.bridge.unseen = Unseen::Wrapped;
+        }
+    }
+
+    /// Reads the answer to the `BEGIN` of a wrapped autocommit read ([`Session::wrap_unseen`]).
+    pub(super) async fn read_unseen_begin(&mut self) -> Result<(), RelayError> {
+        if self.foreign.bridge.unseen == Unseen::Wrapped {
+            self.pg_drain().await?;
+        }
+        Ok(())
+    }
+
+    /// Reads the answers to the probe and the `COMMIT` of a wrapped autocommit read: without a
+    /// transaction id it wrote nothing; a `COMMIT` that rolled back (the statement failed)
+    /// committed nothing. Either way no position is due for it.
+    pub(super) async fn read_unseen_end(&mut self) -> Result<(), RelayError> {
+        if self.foreign.bridge.unseen != Unseen::Wrapped {
+            return Ok(());
+        }
+        self.foreign.bridge.unseen = Unseen::No;
+        self.read_xact_probe().await;
+        let commit = self.pg_drain().await?;
+        if commit.tag.as_deref() == Some("ROLLBACK") {
+            self.routing.ryw.nothing_committed();
+        }
+        Ok(())
+    }
+
     /// causal: when `sql` (PostgreSQL text) is a lone COMMIT of an open transaction whose
     /// commit would learn a position only because nothing proved it read-only, queues
     /// [`PG_XACT_PROBE`] ahead of it in `link.out` (the statement follows in the same send);
     /// its answer is read with [`Session::read_xact_probe`] before the COMMIT's.
+    /// A lone ROLLBACK, and a COMMIT of a failed transaction (PostgreSQL answers ROLLBACK),
+    /// commit nothing: no position is due for them, whatever the transaction ran.
     pub(super) fn queue_xact_probe(&mut self, sql: &str) -> bool {
+        if !self.foreign.cross.crossing() && ends_uncommitted(sql, self.foreign.bridge.tx) {
+            self.routing.ryw.nothing_committed();
+            return false;
+        }
         let in_block = self.foreign.bridge.tx == TransactionStatus::InBlock;
         let due = ryw::probes_commit(&self.routing.ryw, in_block, self.ctx.has_replica_reads())
             && !self.foreign.cross.crossing()
@@ -389,6 +495,21 @@ fn is_commit(sql: &str) -> bool {
     }
 }
 
+/// `sql` (PostgreSQL text) ends the transaction, whose state is `tx`, without committing: a
+/// lone `ROLLBACK`/`ABORT` (not `ROLLBACK TO SAVEPOINT`, nor `ROLLBACK PREPARED`, nor `AND
+/// CHAIN`), or a lone COMMIT of a failed transaction.
+fn ends_uncommitted(sql: &str, tx: TransactionStatus) -> bool {
+    let words = first_words(sql);
+    let ends = |w: &str| w.eq_ignore_ascii_case("ROLLBACK") || w.eq_ignore_ascii_case("ABORT");
+    let noise = |w: &str| w.eq_ignore_ascii_case("WORK") || w.eq_ignore_ascii_case("TRANSACTION");
+    let rollback = match words.as_slice() {
+        [w] => ends(w),
+        [w, n] => ends(w) && noise(n),
+        _ => false,
+    };
+    rollback || (tx == TransactionStatus::Failed && is_commit(sql))
+}
+
 /// The tokens of `sql` without comments and a final `;` (at most four: enough for the checks
 /// above, which look at short texts).
 fn first_words(sql: &str) -> Vec<&str> {
@@ -406,7 +527,20 @@ fn first_words(sql: &str) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_commit, opens_transaction};
+    use super::{ends_uncommitted, is_commit, opens_transaction};
+    use crate::protocol::pg::TransactionStatus;
+
+    #[test]
+    fn rollbacks_and_commits_of_failed_transactions_commit_nothing() {
+        for sql in ["ROLLBACK", "abort;", "ROLLBACK WORK", "/* c */ ROLLBACK TRANSACTION"] {
+            assert!(ends_uncommitted(sql, TransactionStatus::InBlock), "{sql}");
+        }
+        for sql in ["ROLLBACK TO SAVEPOINT s", "ROLLBACK PREPARED 'x'", "ROLLBACK AND CHAIN", "COMMIT", "SELECT 1"] {
+            assert!(!ends_uncommitted(sql, TransactionStatus::InBlock), "{sql}");
+        }
+        assert!(ends_uncommitted("COMMIT", TransactionStatus::Failed), "a failed transaction's COMMIT rolls back");
+        assert!(!ends_uncommitted("COMMIT; SELECT 1", TransactionStatus::Failed), "not alone");
+    }
 
     #[test]
     fn lone_commits_and_transaction_starts_are_recognized() {

@@ -74,6 +74,9 @@ pub(in crate::session::mysql) struct Bridge {
     /// causal (#34): the commit position query rides behind the statement sent last; its
     /// answer follows the statement's and must be read before anything else.
     rider: bool,
+    /// causal (#34): where the statement being run stands as an autocommit read the parse
+    /// cannot prove free of writes.
+    unseen: io::Unseen,
 }
 
 impl Bridge {
@@ -92,6 +95,7 @@ impl Bridge {
             dirty: false,
             client_mode: LexMode { no_backslash_escapes, ..LexMode::default() },
             rider: false,
+            unseen: io::Unseen::No,
         }
     }
 
@@ -373,7 +377,7 @@ impl Session {
         if let Err(e) = frontend::encode_query(sql, &mut self.link.out) {
             return self.bridged_lost(RelayError::Unsendable(e.to_string())).await;
         }
-        self.queue_rider();
+        self.queue_tail();
         if let Err(e) = self.pg_send().await {
             return self.bridged_lost(e).await;
         }
@@ -386,6 +390,9 @@ impl Session {
     /// Streams a response already requested from the backend, then updates the status and
     /// releases the connection as the pool mode says.
     async fn finish_response(&mut self, format: RowFormat) -> Result<(), End> {
+        if let Err(e) = self.read_unseen_begin().await {
+            return self.bridged_lost(e).await;
+        }
         let b = &self.foreign.bridge;
         let mut writer = ResultWriter::new(self.client.caps, format, b.session_flags(), b.tx);
         match self.pg_stream(&mut writer).await {
@@ -395,6 +402,9 @@ impl Session {
             Err(e) => return self.bridged_lost(e).await,
         }
         self.foreign.bridge.warnings = writer.warnings;
+        if let Err(e) = self.read_unseen_end().await {
+            return self.bridged_lost(e).await;
+        }
         self.sync_status();
         self.bridged_statement_done().await; // causal reads (#34)
         self.pg_maybe_release();
@@ -420,7 +430,12 @@ impl Session {
         if autocommit == Some(true) && self.foreign.bridge.tx != TransactionStatus::Idle {
             // MySQL commits an open transaction when autocommit is switched back on.
             match self.pg_quiet("COMMIT").await {
-                Ok(q) if q.error.is_none() => self.bridged_statement_done().await,
+                Ok(q) if q.error.is_none() => {
+                    if q.tag.as_deref() == Some("ROLLBACK") {
+                        self.routing.ryw.nothing_committed(); // a failed transaction (#34)
+                    }
+                    self.bridged_statement_done().await;
+                }
                 Ok(q) => {
                     let msg = q.error.unwrap_or_default();
                     MyClientError::new(ER_BRIDGE, msg).encode(1, &mut self.io.out);

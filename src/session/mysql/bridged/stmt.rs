@@ -317,6 +317,7 @@ impl Session {
         if let Err(e) = self.begin_if_needed(&sql).await {
             return self.bridged_lost(e).await;
         }
+        let probed = self.queue_xact_probe(&sql); // #34: a prepared COMMIT, as a text one
         let formats: Vec<i16> = binds.iter().map(|b| b.format).collect();
         let values: Vec<Option<&[u8]>> = binds.iter().map(|b| b.value.as_deref()).collect();
         let encoded = frontend::encode_parse("", &sql, &oids, &mut self.link.out)
@@ -331,9 +332,12 @@ impl Session {
             return Ok(());
         }
         frontend::encode_sync(&mut self.link.out);
-        self.queue_rider();
+        self.queue_tail();
         if let Err(e) = self.pg_send().await {
             return self.bridged_lost(e).await;
+        }
+        if probed {
+            self.read_xact_probe().await;
         }
         self.finish_response(RowFormat::Binary).await
     }
