@@ -7,19 +7,19 @@ use std::rc::Rc;
 use super::flight::{self, HealMark};
 use super::prepared::{self, Expect, Stmt};
 use super::Session;
-use crate::protocol::pg::{frontend, Target, TransactionStatus};
+use crate::protocol::pg::TransactionStatus;
 
 impl Session {
     /// Marks the message being queued as healable when it is the first of its batch to use a
     /// statement prepared earlier on this connection, outside a transaction (see `flight`).
     pub(super) fn mark_healable(&mut self, stmt: &Rc<Stmt>, bind: bool) {
         let first =
-            !self.ex.expect.iter().any(|e| {
+            !self.ex.expects().iter().any(|e| {
                 matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement)
             });
         if self.progress.tx == TransactionStatus::Idle && self.ex.flight.mark.is_none() && first {
             self.ex.flight.mark =
-                Some(HealMark { bout: self.ex.bout.len(), expect: self.ex.expect.len(), stmt: stmt.clone(), bind });
+                Some(HealMark { bout: self.ex.bout.len(), expect: self.ex.expects().len(), stmt: stmt.clone(), bind });
         }
     }
 
@@ -84,10 +84,8 @@ impl Session {
     pub(super) fn heal_fresh(&mut self, stale: &Rc<Stmt>, bytes: &[u8]) -> Vec<u8> {
         let fresh = Rc::new(stale.regenerated(self.pool.schema_generation()));
         let Some(renamed) = flight::renamed(bytes, &stale.server_name, &fresh.server_name) else {
-            let _ = frontend::encode_close(Target::Statement, &stale.server_name, &mut self.ex.bout);
-            self.ex.expect.push_back(Expect::Close { swallow: true, key: None });
-            self.ex.bout.extend_from_slice(&stale.parse_msg);
-            self.ex.expect.push_back(Expect::Parse { swallow: true, key: Some(stale.key) });
+            self.ex.close_on_backend(&stale.server_name, None);
+            self.ex.forward(&stale.parse_msg, Expect::Parse { swallow: true, key: Some(stale.key) });
             return bytes.to_vec();
         };
         for s in self.stmts.values_mut().filter(|s| Rc::ptr_eq(s, stale)) {
@@ -117,11 +115,9 @@ impl Session {
         let Some(conn) = self.backend.as_mut() else { return };
         while conn.prepared.len() >= limit {
             let cold = conn.prepared.remove(0);
-            let _ = frontend::encode_close(Target::Statement, &prepared::server_name(cold), &mut self.ex.bout);
-            self.ex.expect.push_back(Expect::Close { swallow: true, key: Some(cold) });
+            self.ex.close_on_backend(&prepared::server_name(cold), Some(cold));
         }
-        self.ex.bout.extend_from_slice(&stmt.parse_msg);
+        self.ex.forward(&stmt.parse_msg, Expect::Parse { swallow, key: Some(stmt.key) });
         conn.prepared.push(stmt.key);
-        self.ex.expect.push_back(Expect::Parse { swallow, key: Some(stmt.key) });
     }
 }

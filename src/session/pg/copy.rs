@@ -44,7 +44,7 @@ impl Session {
         // In the extended protocol the server ignores the batch's Sync while copying; the
         // client sends another after CopyDone/CopyFail (libpq and tokio-postgres both do), and
         // only that one ends the batch.
-        let extended = self.ex.expect.contains(&Expect::Sync);
+        let extended = self.ex.expects().contains(&Expect::Sync);
         let mut ended = false;
         loop {
             let tag = match self.next_copy_event(!ended).await? {

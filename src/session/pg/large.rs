@@ -169,7 +169,7 @@ impl Session {
     /// exchanges, where the whole-text path would answer it at once too.
     fn oversized_token_set(&self) -> Option<usize> {
         let (tag, len) = decode_header(&self.io.cbuf, self.max_message()).ok().flatten()?;
-        let idle = self.batch.is_empty() && self.ex.expect.is_empty() && !self.ex.awaiting();
+        let idle = self.batch.is_empty() && self.ex.expects().is_empty() && !self.ex.awaiting();
         if tag != client::QUERY || !idle || self.ex.refused() || self.ex.aborted() || self.is_bridged() {
             return None;
         }
@@ -231,7 +231,7 @@ impl Session {
         let text =
             format!("out of memory: a message of {len} bytes would take the router past limits.client_buffer_budget");
         let e = PgClientError::new(sqlstate::OUT_OF_MEMORY, text);
-        let idle = self.batch.is_empty() && self.ex.expect.is_empty() && !self.ex.awaiting();
+        let idle = self.batch.is_empty() && self.ex.expects().is_empty() && !self.ex.awaiting();
         if idle && matches!(tag, client::QUERY | client::FUNCTION_CALL) {
             e.encode(&mut self.io.out);
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);

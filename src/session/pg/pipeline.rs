@@ -95,7 +95,7 @@ impl Session {
     /// it is still sending (the server reports it at once and skips to Sync), and the answers
     /// are read as the batch goes rather than left to pile up unread.
     pub(super) async fn stream_batch(&mut self) -> Result<(), End> {
-        if self.ex.expect.len() >= BACKLOG && !self.is_bridged() && !self.ex.refused() && !self.ex.aborted() {
+        if self.ex.expects().len() >= BACKLOG && !self.is_bridged() && !self.ex.refused() && !self.ex.aborted() {
             // As a server whose output fills while its client does not read: what is owed
             // goes out (the client's socket then pushes back) before more is taken in.
             return self.on_flush(&FLUSH).await;

@@ -158,7 +158,7 @@ impl Session {
         self.ex.flight.flushed |= until != Until::Ready; // retry (#11)
         loop {
             self.emit_synth();
-            if until != Until::Ready && self.ex.expect.is_empty() {
+            if until != Until::Ready && self.ex.expects().is_empty() {
                 break;
             }
             let Some(conn) = self.backend.as_mut() else { return Ok(()) };
@@ -261,7 +261,7 @@ impl Session {
         match tag {
             server::READY_FOR_QUERY => self.at_ready(status).await,
             server::COPY_IN_RESPONSE => {
-                let extended = self.ex.expect.contains(&Expect::Sync);
+                let extended = self.ex.expects().contains(&Expect::Sync);
                 if let CopyIn::Rejected = self.pump_copy_in().await? {
                     // The server took the batch's Sync as part of the COPY: the client's
                     // next Sync ends the batch.
@@ -318,7 +318,7 @@ impl Session {
     /// ErrorResponse, notices, ReadyForQuery), one by one.
     fn passes_rows(&self) -> bool {
         self.pool.config.raw_passthrough
-            && self.ex.expect.front() == Some(&Expect::Execute)
+            && self.ex.expects().front() == Some(&Expect::Execute)
             && self.ex.flight.healing.is_none()
             && self.ex.flight.held.is_empty()
             && !self.retry_pending()
@@ -420,11 +420,10 @@ impl Session {
 
     /// Re-prepares the healed statement on this connection and sends its batch again.
     async fn resend_healed(&mut self, replay: Replay) -> Result<(), End> {
-        self.ex.bout.clear();
-        self.ex.expect.clear();
+        self.ex.start_over();
         // Under a fresh name (#18): other clients sharing the stale server statement keep it.
         let bytes = self.heal_fresh(&replay.stmt, &replay.bytes);
-        self.ex.bout.extend_from_slice(&bytes);
+        self.ex.forward_all(&bytes, &replay.expects);
         if let Some(conn) = self.backend.as_mut() {
             // The error made the server skip the batch's Parses: they run again now.
             for e in &replay.expects {
@@ -435,7 +434,6 @@ impl Session {
                 }
             }
         }
-        self.ex.expect.extend(replay.expects.iter().copied());
         self.send_backend().await
     }
 
@@ -540,7 +538,7 @@ impl Session {
                 self.state.rollback();
             }
             self.restore_startup_values().await; // session settings (#18)
-            if self.progress.ryw.position_due() && self.ex.expect.is_empty() && self.ctx.has_replica_reads() {
+            if self.progress.ryw.position_due() && self.ex.expects().is_empty() && self.ctx.has_replica_reads() {
                 self.learn_commit_position().await; // causal reads (#22)
             }
         }

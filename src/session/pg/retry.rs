@@ -99,15 +99,15 @@ impl Session {
             autocommit: true,
             on_read_pool: self.primary_for_retry().is_some(),
             // Statements prepared on the replica connection do not exist on the primary one.
-            movable: self.ex.expect.is_empty(),
+            movable: self.ex.expects().is_empty(),
             relayed: self.ex.flight.flushed,
             size: self.ex.bout.len(),
         };
-        let resendable = || aligned(&self.ex.bout, &self.ex.expect);
+        let resendable = || aligned(&self.ex.bout, self.ex.expects());
         let Ok(policy) = retry::arm(&facts, rules, self.pool.config.retry, resendable) else { return };
         self.ex.flight.retry = Some(Box::new(RetryBatch {
             bytes: self.ex.bout.clone(),
-            expects: self.ex.expect.iter().copied().collect(),
+            expects: self.ex.expects().iter().copied().collect(),
             out_mark: self.io.out.len(),
             relayed: false,
             attempts: Attempts::new(policy, rt::now()),
@@ -229,31 +229,29 @@ impl Session {
     /// Queues the batch again for the attached connection, leaving out the router's Parses of
     /// statements the failed attempt already prepared there (they outlive the transaction).
     fn rebuild_batch(&mut self, r: &RetryBatch) {
-        self.ex.bout.clear();
-        self.ex.expect.clear();
+        self.ex.start_over();
         let Some(conn) = self.backend.as_mut() else { return };
         let mut frames = RawFrames::new(&r.bytes, retry::kept_max(Protocol::Postgres));
         for e in &r.expects {
-            if let Expect::Synth(_) = e {
-                self.ex.expect.push_back(*e);
+            if let Expect::Synth(tag) = *e {
+                self.ex.answer_here(tag);
                 continue;
             }
             let Some(raw) = frames.next().map(|f| f.bytes()) else { break };
             match *e {
                 Expect::Parse { swallow, key: Some(k) } if conn.prepared.contains(&k) => {
                     if !swallow {
-                        self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+                        self.ex.answer_here(server::PARSE_COMPLETE);
                     }
                     continue;
                 }
                 Expect::Parse { key: Some(k), .. } => conn.prepared.push(k),
                 _ => {}
             }
-            self.ex.bout.extend_from_slice(raw);
-            self.ex.expect.push_back(*e);
+            self.ex.forward(raw, *e);
         }
         // A simple Query or FunctionCall has no expectations: the bytes are the whole batch.
-        self.ex.bout.extend_from_slice(frames.rest());
+        self.ex.forward_simple(frames.rest());
     }
 }
 

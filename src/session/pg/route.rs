@@ -37,7 +37,7 @@ impl Session {
             read_only: self.progress.read_only_tx,
             // A PostgreSQL cursor lives in a transaction, or is session state (WITH HOLD).
             cursor: false,
-            mid_exchange: self.ex.awaiting() || !self.ex.expect.is_empty() || !self.ex.bout.is_empty(),
+            mid_exchange: self.ex.awaiting() || !self.ex.expects().is_empty() || !self.ex.bout.is_empty(),
             pin: self.state.pin(),
             // Nothing a statement leaves is read only from its own connection outside those.
             sticky: false,
@@ -50,7 +50,7 @@ impl Session {
         Hold::of(&HoldFacts {
             connected: self.backend.is_some(),
             in_transaction: self.progress.tx != TransactionStatus::Idle,
-            mid_exchange: !self.ex.expect.is_empty() || (batch && self.ex.awaiting()),
+            mid_exchange: !self.ex.expects().is_empty() || (batch && self.ex.awaiting()),
             pin: self.state.pin(),
             ..HoldFacts::default()
         })

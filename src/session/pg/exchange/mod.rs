@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use super::flight::{classify_error, ErrorKind, Flight, Gone, Replay};
 use super::prepared::{Expect, Stmt};
-use crate::protocol::pg::{frontend, sqlstate, RawFrame, TransactionStatus};
+use crate::protocol::pg::{frontend, sqlstate, RawFrame, Target, TransactionStatus};
 use crate::session::client_error::PgClientError;
 use crate::session::engine::retry::RulePolicy;
 use crate::session::error::RelayError;
@@ -168,7 +168,7 @@ pub enum ReadyStep {
 #[derive(Debug, Default)]
 pub struct Exchange {
     /// Responses expected from the backend (or synthesized), in order.
-    pub expect: VecDeque<Expect>,
+    expect: VecDeque<Expect>,
     /// Bytes queued for the backend and not sent yet.
     pub bout: Vec<u8>,
     /// The statement in flight: FATAL seen, timeout fired, stale-plan healing, retry.
@@ -182,6 +182,70 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// The responses expected from the backend (or the router's own), in order.
+    pub fn expects(&self) -> &VecDeque<Expect> {
+        &self.expect
+    }
+
+    /// A message for the backend, whose response is `expect`.
+    pub fn forward(&mut self, raw: &[u8], expect: Expect) {
+        self.forward_all(raw, &[expect]);
+    }
+
+    /// Messages for the backend, whose responses are `expects`, in order.
+    pub fn forward_all(&mut self, raw: &[u8], expects: &[Expect]) {
+        self.bout.extend_from_slice(raw);
+        self.expect.extend(expects.iter().copied());
+    }
+
+    /// A simple-protocol message (Query, FunctionCall): answered up to its ReadyForQuery, it
+    /// queues no expectation.
+    pub fn forward_simple(&mut self, raw: &[u8]) {
+        self.bout.extend_from_slice(raw);
+    }
+
+    /// Messages `encode` writes for the backend, answered by `expects` in order. When it
+    /// fails nothing is expected: the caller refuses the batch, which drops what it wrote.
+    pub fn forward_encoded<E>(
+        &mut self,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+        expects: &[Expect],
+    ) -> Result<(), E> {
+        encode(&mut self.bout)?;
+        self.expect.extend(expects.iter().copied());
+        Ok(())
+    }
+
+    /// The router closes statement `name` on the backend (`key`: one of its own statements);
+    /// the client does not see the CloseComplete.
+    pub fn close_on_backend(&mut self, name: &str, key: Option<u64>) {
+        let _ = frontend::encode_close(Target::Statement, name, &mut self.bout);
+        self.expect.push_back(Expect::Close { swallow: true, key });
+    }
+
+    /// The router answers the client's current message itself with an empty message `tag`,
+    /// in its place among the backend's answers.
+    pub fn answer_here(&mut self, tag: u8) {
+        self.expect.push_back(Expect::Synth(tag));
+    }
+
+    /// The Describe of a statement just queued gets the router's ParameterDescription
+    /// (`parameters`, whole messages) in place of the backend's; the row type that follows is
+    /// the one the client learns.
+    pub fn described_with(&mut self, parameters: Vec<u8>) {
+        self.expect.push_back(Expect::Swallow(server::PARAMETER_DESCRIPTION));
+        self.answer(parameters);
+        self.flight.describing.push_back(None);
+        self.expect.push_back(Expect::DescribeStatement);
+    }
+
+    /// A batch is about to be sent again from its start (healed or retried): nothing of the
+    /// attempt before stays queued.
+    pub fn start_over(&mut self) {
+        self.bout.clear();
+        self.expect.clear();
+    }
+
     /// A response is owed by the backend (bytes were sent, ReadyForQuery has not come).
     pub fn awaiting(&self) -> bool {
         matches!(self.phase, Phase::Awaiting | Phase::RefusedMidBatch | Phase::Aborted { .. })
