@@ -18,8 +18,12 @@ impl Session {
                 matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement)
             });
         if self.progress.tx == TransactionStatus::Idle && self.ex.flight.mark.is_none() && first {
-            self.ex.flight.mark =
-                Some(HealMark { bout: self.ex.bout.len(), expect: self.ex.expects().len(), stmt: stmt.clone(), bind });
+            self.ex.flight.mark = Some(HealMark {
+                bout: self.ex.queued().len(),
+                expect: self.ex.expects().len(),
+                stmt: stmt.clone(),
+                bind,
+            });
         }
     }
 

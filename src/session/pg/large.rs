@@ -272,10 +272,11 @@ impl Session {
         let io = &mut self.io;
         io.cbuf.drain(..io.cpos);
         io.cpos = 0;
-        for buf in [&mut io.cbuf, &mut io.msg, &mut self.ex.bout] {
+        for buf in [&mut io.cbuf, &mut io.msg] {
             if buf.capacity() >= PIECEWISE_AT {
                 buf.shrink_to(READ_CHUNK);
             }
         }
+        self.ex.shrink_buffer(PIECEWISE_AT, READ_CHUNK);
     }
 }

@@ -430,16 +430,21 @@ impl Session {
     /// next transaction: an idle session holds none (the read waiting meanwhile selects a
     /// provided buffer), and the next statement takes spares back instead of allocating.
     fn release_idle_buffers(&mut self) {
-        for buf in [&mut self.io.cbuf, &mut self.io.out, &mut self.ex.bout, &mut self.io.msg] {
+        for buf in [&mut self.io.cbuf, &mut self.io.out, &mut self.io.msg] {
             if buf.is_empty() {
                 rt::recycle(buf);
             }
+        }
+        if let Some(buf) = self.ex.idle_buffer() {
+            rt::recycle(buf);
         }
     }
 
     async fn dispatch(&mut self, tag: u8) -> Result<(), End> {
         rt::refill(&mut self.io.out);
-        rt::refill(&mut self.ex.bout);
+        if let Some(buf) = self.ex.idle_buffer() {
+            rt::refill(buf); // an allocation-less buffer is empty
+        }
         let msg = std::mem::take(&mut self.io.msg);
         let res = self.dispatch_msg(tag, &msg).await;
         self.io.msg = msg;
@@ -598,7 +603,7 @@ impl Session {
         if raw.first() == Some(&client::QUERY) {
             self.progress.unnamed.dropped(); // as the server does at every simple Query
         }
-        self.ex.forward_simple(raw);
+        self.ex.forward_unanswered(raw);
         self.arm_retry(); // retry (#11)
         self.send_backend().await?;
         self.relay(relay::Until::Ready).await
@@ -771,8 +776,8 @@ impl Session {
         // Until its ReadyForQuery arrives the connection carries this client's response: it must
         // never be handed to anyone else (the client may vanish mid-result).
         self.ex.sent();
-        let r = rt::write_all(&mut conn.stream, &self.ex.bout).await;
-        self.ex.bout.clear();
+        let r = rt::write_all(&mut conn.stream, self.ex.queued()).await;
+        self.ex.written();
         if let Err(e) = r {
             return self.backend_lost(RelayError::BackendClosed(Some(e))).await;
         }

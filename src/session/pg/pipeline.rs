@@ -48,7 +48,7 @@ impl Session {
         if self.backend.is_none() {
             return self.relay_synth_only().await;
         }
-        self.ex.bout.extend_from_slice(raw);
+        self.ex.forward_unanswered(raw);
         self.send_backend().await?;
         self.relay(relay::Until::Drained).await
     }
@@ -100,7 +100,7 @@ impl Session {
             // goes out (the client's socket then pushes back) before more is taken in.
             return self.on_flush(&FLUSH).await;
         }
-        if self.ex.bout.len() < STREAM_AT
+        if self.ex.queued().len() < STREAM_AT
             || self.backend.is_none()
             || self.ex.refused()
             || self.ex.aborted()
@@ -121,7 +121,7 @@ impl Session {
     /// that the pool it went to cannot take is handled as the routing-safety rules say
     /// (`replica_hold_refusal`). `Some`: the client sent more meanwhile (what the read gave).
     pub(super) async fn push_unsynced(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
-        let unsent = !self.batch.is_empty() || (!self.ex.bout.is_empty() && self.backend.is_some());
+        let unsent = !self.batch.is_empty() || (!self.ex.queued().is_empty() && self.backend.is_some());
         let partial = self.io.cbuf.len() > self.io.cpos;
         if !unsent || self.is_bridged() || partial {
             return Ok(None);
@@ -133,7 +133,7 @@ impl Session {
         if !self.batch.is_empty() {
             self.release_batch().await?;
         }
-        if self.ex.bout.is_empty() || self.backend.is_none() || self.ex.refused() || self.ex.aborted() {
+        if self.ex.queued().is_empty() || self.backend.is_none() || self.ex.refused() || self.ex.aborted() {
             return Ok(None);
         }
         // What was sent cannot be sent again: no stale-plan healing for this batch.

@@ -101,12 +101,12 @@ impl Session {
             // Statements prepared on the replica connection do not exist on the primary one.
             movable: self.ex.expects().is_empty(),
             relayed: self.ex.flight.flushed,
-            size: self.ex.bout.len(),
+            size: self.ex.queued().len(),
         };
-        let resendable = || aligned(&self.ex.bout, self.ex.expects());
+        let resendable = || aligned(self.ex.queued(), self.ex.expects());
         let Ok(policy) = retry::arm(&facts, rules, self.pool.config.retry, resendable) else { return };
         self.ex.flight.retry = Some(Box::new(RetryBatch {
-            bytes: self.ex.bout.clone(),
+            bytes: self.ex.queued().to_vec(),
             expects: self.ex.expects().iter().copied().collect(),
             out_mark: self.io.out.len(),
             relayed: false,
@@ -251,7 +251,7 @@ impl Session {
             self.ex.forward(raw, *e);
         }
         // A simple Query or FunctionCall has no expectations: the bytes are the whole batch.
-        self.ex.forward_simple(frames.rest());
+        self.ex.forward_unanswered(frames.rest());
     }
 }
 

@@ -37,7 +37,7 @@ impl Session {
             read_only: self.progress.read_only_tx,
             // A PostgreSQL cursor lives in a transaction, or is session state (WITH HOLD).
             cursor: false,
-            mid_exchange: self.ex.awaiting() || !self.ex.expects().is_empty() || !self.ex.bout.is_empty(),
+            mid_exchange: self.ex.awaiting() || !self.ex.expects().is_empty() || !self.ex.queued().is_empty(),
             pin: self.state.pin(),
             // Nothing a statement leaves is read only from its own connection outside those.
             sticky: false,

@@ -35,7 +35,7 @@ impl Session {
     pub(super) fn sync_probe_due(&self) -> bool {
         let known =
             |server_name: &str| self.stmts.values().find(|s| s.server_name == server_name).map(|s| s.query.as_str());
-        self.probe_may_run() && !self.ex.awaiting() && !self.ex.refused() && commits_only(&self.ex.bout, known)
+        self.probe_may_run() && !self.ex.awaiting() && !self.ex.refused() && commits_only(self.ex.queued(), known)
     }
 
     fn probe_may_run(&self) -> bool {
@@ -52,20 +52,19 @@ impl Session {
     /// ROLLBACK, and nothing is due.
     pub(super) async fn on_probed_commit(&mut self, raw: &[u8]) -> Result<(), End> {
         let Some(probe) = probe() else { return self.on_simple(raw).await };
-        self.ex.bout.extend_from_slice(&probe);
-        self.ex.bout.extend_from_slice(raw);
+        self.ex.forward_unanswered(&probe);
+        self.ex.forward_unanswered(raw);
         self.arm_retry();
         self.send_probed().await
     }
 
     /// The extended form: the probe goes ahead of the batch queued with its Sync.
     pub(super) async fn on_probed_sync(&mut self) -> Result<(), End> {
-        let Some(mut probe) = probe() else {
+        let Some(probe) = probe() else {
             self.send_backend().await?;
             return self.relay(relay::Until::Ready).await;
         };
-        probe.append(&mut self.ex.bout);
-        self.ex.bout = probe;
+        self.ex.forward_first(probe);
         self.send_probed().await
     }
 

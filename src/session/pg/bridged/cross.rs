@@ -88,7 +88,7 @@ impl Session {
     /// Whether messages of the current pipeline wait for answers from the session's own pool.
     fn native_pending(&self) -> bool {
         self.ex.awaiting()
-            || !self.ex.bout.is_empty()
+            || !self.ex.queued().is_empty()
             || self.ex.expects().iter().any(|e| !matches!(e, Expect::Synth(_)))
     }
 

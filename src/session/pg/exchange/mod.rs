@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use super::flight::{classify_error, ErrorKind, Flight, Gone, Replay};
 use super::prepared::{Expect, Stmt};
-use crate::protocol::pg::{frontend, sqlstate, RawFrame, Target, TransactionStatus};
+use crate::protocol::pg::{frontend, sqlstate, FrontendMessage, RawFrame, Target, TransactionStatus};
 use crate::session::client_error::PgClientError;
 use crate::session::engine::retry::RulePolicy;
 use crate::session::error::RelayError;
@@ -170,7 +170,7 @@ pub struct Exchange {
     /// Responses expected from the backend (or synthesized), in order.
     expect: VecDeque<Expect>,
     /// Bytes queued for the backend and not sent yet.
-    pub bout: Vec<u8>,
+    bout: Vec<u8>,
     /// The statement in flight: FATAL seen, timeout fired, stale-plan healing, retry.
     pub flight: Flight,
     phase: Phase,
@@ -198,10 +198,55 @@ impl Exchange {
         self.expect.extend(expects.iter().copied());
     }
 
-    /// A simple-protocol message (Query, FunctionCall): answered up to its ReadyForQuery, it
-    /// queues no expectation.
-    pub fn forward_simple(&mut self, raw: &[u8]) {
+    /// Messages with no response of their own to expect: a simple Query or FunctionCall
+    /// (answered up to its ReadyForQuery), a Flush, COPY data.
+    pub fn forward_unanswered(&mut self, raw: &[u8]) {
         self.bout.extend_from_slice(raw);
+    }
+
+    /// `first` (whole messages) goes to the backend ahead of what is queued: the commit
+    /// position probe, answered before the batch it precedes.
+    pub fn forward_first(&mut self, mut first: Vec<u8>) {
+        first.append(&mut self.bout);
+        self.bout = first;
+    }
+
+    /// The bytes queued for the backend and not sent yet.
+    pub fn queued(&self) -> &[u8] {
+        &self.bout
+    }
+
+    /// The queued bytes were written to the backend (or the write failed, and the connection
+    /// goes with them).
+    pub fn written(&mut self) {
+        self.bout.clear();
+    }
+
+    /// What is queued is not sent: the backend rejected the COPY it was data for, or the
+    /// backend of a bridged session speaks another protocol.
+    pub fn discard_queued(&mut self) {
+        self.bout.clear();
+    }
+
+    /// The COPY IN is given up (`reason`): in place of what was queued the backend gets a
+    /// CopyFail, which ends the COPY with an error.
+    pub fn fail_copy(&mut self, reason: &str) {
+        self.bout.clear();
+        let _ = FrontendMessage::CopyFail(reason).encode(&mut self.bout);
+    }
+
+    /// The queue's buffer while nothing is queued, for the runtime to take or give its spare
+    /// allocation.
+    pub fn idle_buffer(&mut self) -> Option<&mut Vec<u8>> {
+        self.bout.is_empty().then_some(&mut self.bout)
+    }
+
+    /// Gives back the queue's allocation beyond `to` bytes once it grew to `at` (a large
+    /// message went through it).
+    pub fn shrink_buffer(&mut self, at: usize, to: usize) {
+        if self.bout.capacity() >= at {
+            self.bout.shrink_to(to);
+        }
     }
 
     /// Messages `encode` writes for the backend, answered by `expects` in order. When it
