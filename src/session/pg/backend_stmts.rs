@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use super::flight::{self, HealMark};
+use super::flight;
 use super::prepared::{self, Expect, Stmt};
 use super::Session;
 use crate::protocol::pg::TransactionStatus;
@@ -13,18 +13,7 @@ impl Session {
     /// Marks the message being queued as healable when it is the first of its batch to use a
     /// statement prepared earlier on this connection, outside a transaction (see `flight`).
     pub(super) fn mark_healable(&mut self, stmt: &Rc<Stmt>, bind: bool) {
-        let first =
-            !self.ex.expects().iter().any(|e| {
-                matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement)
-            });
-        if self.progress.tx == TransactionStatus::Idle && self.ex.flight.mark.is_none() && first {
-            self.ex.flight.mark = Some(HealMark {
-                bout: self.ex.queued().len(),
-                expect: self.ex.expects().len(),
-                stmt: stmt.clone(),
-                bind,
-            });
-        }
+        self.ex.mark_healable(stmt, bind, self.progress.tx == TransactionStatus::Idle);
     }
 
     pub(super) fn has_prepared(&mut self, key: u64) -> bool {
@@ -51,11 +40,11 @@ impl Session {
                 // The client's own named Parse: as on the server, the name was not created,
                 // and the client may use it again (#18). Unless the batch is sent again (a
                 // healed stale plan, a retry): then the Parse runs again, and answers then.
-                let again = self.ex.flight.healing.is_some() || self.retry_pending();
+                let again = self.ex.healing() || self.retry_pending();
                 if swallow || again {
                     return;
                 }
-                if let Some((name, stmt)) = self.ex.flight.named.pop_front() {
+                if let Some((name, stmt)) = self.ex.parse_not_run() {
                     if self.stmts.get(&name).is_some_and(|s| Rc::ptr_eq(s, &stmt)) {
                         let gone = self.stmts.remove(&name);
                         self.stmt_forgotten(gone);
@@ -64,13 +53,11 @@ impl Session {
             }
             // The client's unnamed Parse: as on the server, its unnamed statement is gone
             // (unless the batch runs again and the Parse with it).
-            Expect::Parse { swallow: false, key: None }
-                if self.ex.flight.healing.is_none() && !self.retry_pending() =>
-            {
+            Expect::Parse { swallow: false, key: None } if !self.ex.healing() && !self.retry_pending() => {
                 self.progress.unnamed.dropped();
             }
-            Expect::DescribeStatement if self.ex.flight.healing.is_none() && !self.retry_pending() => {
-                self.ex.flight.describing.pop_front();
+            Expect::DescribeStatement if !self.ex.healing() && !self.retry_pending() => {
+                self.ex.describe_not_run();
             }
             Expect::Close { key: Some(k), .. } => {
                 // The evicted statement is still on the backend.
@@ -95,9 +82,7 @@ impl Session {
         for s in self.stmts.values_mut().filter(|s| Rc::ptr_eq(s, stale)) {
             *s = fresh.clone();
         }
-        for s in self.ex.flight.describing.iter_mut().flatten().filter(|s| Rc::ptr_eq(s, stale)) {
-            *s = fresh.clone();
-        }
+        self.ex.redescribing(stale, &fresh);
         self.prepare_on_backend(&fresh, true);
         renamed
     }

@@ -54,7 +54,7 @@ impl Session {
     /// Whether the backend's large rows may go to the client in pieces now: nothing is held
     /// back for a retry or a stale-plan healing, which need whole messages.
     pub(super) fn passes_large(&self) -> bool {
-        self.ex.flight.healing.is_none() && self.ex.flight.held.is_empty() && !self.retry_pending()
+        self.ex.holds_nothing()
     }
 
     /// Passes the backend message of `len` bytes at the pass's position (a large DataRow or

@@ -656,7 +656,7 @@ impl Session {
             self.ex.answer_here(server::PARSE_COMPLETE);
         } else {
             self.prepare_on_backend(&stmt, false);
-            self.ex.flight.named.push_back((name.to_owned(), stmt));
+            self.ex.parsing(name, stmt);
         }
         Ok(())
     }
@@ -709,7 +709,7 @@ impl Session {
         };
         let Some(stmt) = stmt else {
             if kind == Target::Statement {
-                self.ex.flight.describing.push_back(None);
+                self.ex.describing(None);
                 if name.is_empty() {
                     return self.forward_to_unnamed(raw, expect).await;
                 }
@@ -723,7 +723,7 @@ impl Session {
             return self.fail_batch(e);
         }
         if kind == Target::Statement {
-            self.ex.flight.describing.push_back(Some(stmt.clone()));
+            self.ex.describing(Some(stmt.clone()));
         }
         if let Some(inner) = &stmt.executes {
             self.prepare_executed(inner);

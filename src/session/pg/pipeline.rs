@@ -44,7 +44,7 @@ impl Session {
     /// Flush: what was queued goes to the backend, and its answers so far to the client.
     pub(super) async fn on_flush(&mut self, raw: &[u8]) -> Result<(), End> {
         // Responses before Sync reach the client: a batch split by Flush is never replayed.
-        self.ex.flight.mark = None;
+        self.ex.sent_before_sync();
         if self.backend.is_none() {
             return self.relay_synth_only().await;
         }
@@ -63,7 +63,7 @@ impl Session {
             SyncStep::Send { retry: true } => self.arm_retry(), // retry (#11)
             SyncStep::Send { retry: false } => {}
         }
-        if self.ex.flight.aborting {
+        if self.ex.aborting() {
             // The stand-in Parse of a refused statement is unnamed: it replaced the client's.
             self.progress.unnamed.elsewhere();
         }
@@ -109,7 +109,7 @@ impl Session {
             return Ok(());
         }
         // What was sent cannot be sent again: no stale-plan healing for this batch.
-        self.ex.flight.mark = None;
+        self.ex.sent_before_sync();
         self.send_backend().await?;
         self.relay(relay::Until::Available).await
     }
@@ -137,7 +137,7 @@ impl Session {
             return Ok(None);
         }
         // What was sent cannot be sent again: no stale-plan healing for this batch.
-        self.ex.flight.mark = None;
+        self.ex.sent_before_sync();
         self.send_backend().await?;
         self.relay(relay::Until::Available).await?;
         Ok(None)

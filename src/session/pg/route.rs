@@ -120,7 +120,7 @@ impl Session {
         if to_replica && self.backend.is_none() {
             self.connect_split(runs).await?;
         }
-        self.ex.flight.rules.note(decision.retry); // retry (#11)
+        self.ex.routed_by(decision.retry); // retry (#11)
         if runs {
             self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool.config.name);
             self.progress.digest.begin(decision.fingerprint, sql, now);

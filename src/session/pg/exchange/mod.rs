@@ -11,8 +11,9 @@ use crate::protocol::pg::tag::{backend as server, tx_status};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use super::flight::{classify_error, ErrorKind, Flight, Gone, Replay};
+use super::flight::{classify_error, ErrorKind, Flight, Gone, HealMark, Replay};
 use super::prepared::{Expect, Stmt};
+use super::retry::RetryBatch;
 use crate::protocol::pg::{frontend, sqlstate, FrontendMessage, RawFrame, Target, TransactionStatus};
 use crate::session::client_error::PgClientError;
 use crate::session::engine::retry::RulePolicy;
@@ -172,7 +173,7 @@ pub struct Exchange {
     /// Bytes queued for the backend and not sent yet.
     bout: Vec<u8>,
     /// The statement in flight: FATAL seen, timeout fired, stale-plan healing, retry.
-    pub flight: Flight,
+    flight: Flight,
     phase: Phase,
     outcome: Outcome,
     /// The messages of each synthesized response that has a body (the router's own answers to
@@ -282,6 +283,155 @@ impl Exchange {
         self.answer(parameters);
         self.flight.describing.push_back(None);
         self.expect.push_back(Expect::DescribeStatement);
+    }
+
+    /// The client's named Parse (`name`, of `stmt`) went to the backend: forgotten, as on the
+    /// server, should the server not run it.
+    pub fn parsing(&mut self, name: &str, stmt: Rc<Stmt>) {
+        self.flight.named.push_back((name.to_owned(), stmt));
+    }
+
+    /// The server did not run the oldest named Parse still unanswered: its name and statement.
+    pub fn parse_not_run(&mut self) -> Option<(String, Rc<Stmt>)> {
+        self.flight.named.pop_front()
+    }
+
+    /// A Describe of a statement (`stmt`: one of the router's) went to the backend: the row
+    /// type it answers is the one the client learns.
+    pub fn describing(&mut self, stmt: Option<Rc<Stmt>>) {
+        self.flight.describing.push_back(stmt);
+    }
+
+    /// The server did not run the oldest statement Describe still unanswered.
+    pub fn describe_not_run(&mut self) {
+        self.flight.describing.pop_front();
+    }
+
+    /// Statement `stale` was prepared again as `fresh`: the Describes in flight of it describe
+    /// the fresh one.
+    pub fn redescribing(&mut self, stale: &Rc<Stmt>, fresh: &Rc<Stmt>) {
+        for s in self.flight.describing.iter_mut().flatten().filter(|s| Rc::ptr_eq(s, stale)) {
+            *s = fresh.clone();
+        }
+    }
+
+    /// The message being queued is healable if the batch turns out to have a stale plan: it
+    /// uses `stmt` (a Bind, `bind`, or a Describe of it), prepared earlier on this connection,
+    /// first in its batch, outside a transaction (`idle`); see `flight`.
+    pub fn mark_healable(&mut self, stmt: &Rc<Stmt>, bind: bool, idle: bool) {
+        let first = !self
+            .expect
+            .iter()
+            .any(|e| matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement));
+        if idle && self.flight.mark.is_none() && first {
+            let (bout, expect) = (self.bout.len(), self.expect.len());
+            self.flight.mark = Some(HealMark { bout, expect, stmt: stmt.clone(), bind });
+        }
+    }
+
+    /// Part of the batch goes to the backend before its Sync (a Flush, a long or paused batch):
+    /// what was sent cannot be sent again, so the batch is not healed.
+    pub fn sent_before_sync(&mut self) {
+        self.flight.mark = None;
+    }
+
+    /// Answers are relayed before the batch's ReadyForQuery: the client has seen part of it,
+    /// so it is not retried.
+    pub fn relayed_before_ready(&mut self) {
+        self.flight.flushed = true;
+    }
+
+    /// A statement of the batch was routed by a rule whose retry policy is `policy`.
+    pub fn routed_by(&mut self, policy: Option<crate::config::RetryPolicy>) {
+        self.flight.rules.note(policy);
+    }
+
+    /// The batch is about to be armed for a retry: the one kept before goes. Returns the retry
+    /// policies of the rules that routed it and whether part of it already reached the client.
+    pub fn arming(&mut self) -> (RulePolicy, bool) {
+        self.flight.retry = None;
+        (std::mem::take(&mut self.flight.rules), self.flight.flushed)
+    }
+
+    /// The batch is kept (`batch`) to be sent again on a serialization failure or deadlock.
+    pub fn keep_for_retry(&mut self, batch: Box<RetryBatch>) {
+        self.flight.retry = Some(batch);
+    }
+
+    /// The batch kept for a retry, if any.
+    pub fn retry_batch(&mut self) -> Option<&mut RetryBatch> {
+        self.flight.retry.as_deref_mut()
+    }
+
+    /// The batch kept for a retry, taken out (to be sent again, or given up).
+    pub fn take_retry(&mut self) -> Option<Box<RetryBatch>> {
+        self.flight.retry.take()
+    }
+
+    /// The batch will not be retried.
+    pub fn no_retry(&mut self) {
+        self.flight.retry = None;
+    }
+
+    /// The ParameterDescription held back for healing, taken (an error ends its wait).
+    pub fn take_held(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.flight.held)
+    }
+
+    /// The ParameterDescription held back goes to the client (`out`), ahead of the error that
+    /// ended its wait.
+    pub fn deliver_held(&mut self, out: &mut Vec<u8>) {
+        out.append(&mut self.flight.held);
+    }
+
+    /// The batch is sent again from its start: nothing held back for the attempt before stays.
+    pub fn drop_held(&mut self) {
+        self.flight.held.clear();
+    }
+
+    /// Nothing is held back for a retry or a stale-plan healing, which need whole messages:
+    /// what the backend sends may go to the client as it comes.
+    pub fn holds_nothing(&self) -> bool {
+        self.flight.healing.is_none() && self.flight.held.is_empty() && !self.retry_pending()
+    }
+
+    /// A stale plan's error was swallowed: the batch is prepared again and sent again.
+    pub fn healing(&self) -> bool {
+        self.flight.healing.is_some()
+    }
+
+    /// The stand-in Parse of a statement the router refused is on its way (it failed on
+    /// purpose, in place of the client's unnamed statement).
+    pub fn aborting(&self) -> bool {
+        self.flight.aborting
+    }
+
+    /// `query_timeout` fired and a cancel went out for the running statement.
+    pub fn cancel_sent(&mut self) {
+        self.flight.timed_out = true;
+    }
+
+    /// Whether `query_timeout` fired for the running statement already.
+    pub fn timed_out(&self) -> bool {
+        self.flight.timed_out
+    }
+
+    /// The backend is given up for `cause`, which the client is told when it is found lost.
+    pub fn give_up(&mut self, cause: RelayError) {
+        self.flight.fatal = Some(cause.into());
+    }
+
+    /// The response ended (ReadyForQuery): nothing of the batch is in flight any more.
+    pub fn response_done(&mut self) {
+        self.flight.settle();
+    }
+
+    /// The connection was found lost: nothing of the batch is in flight any more; returns why
+    /// it went, when that is known.
+    pub fn forget_flight(&mut self) -> Option<Gone> {
+        let gone = self.flight.fatal.take();
+        self.flight.settle();
+        gone
     }
 
     /// A batch is about to be sent again from its start (healed or retried): nothing of the
