@@ -26,6 +26,7 @@ use crate::protocol::pg::{backend, decode_header, sqlstate};
 use crate::routing::causal::{oversized_token_set, TokenError};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::client_io;
 use crate::session::error::RelayError;
 use crate::sql::Dialect;
 
@@ -265,18 +266,14 @@ impl Session {
     /// The large message just handled is held no more: its charge goes, and so do the buffers
     /// it grew, rather than stay with the session.
     pub(super) fn release_message(&mut self) {
-        if self.io.held.bytes() == 0 {
-            return;
-        }
-        self.io.held.resize(0, 0);
         let io = &mut self.io;
-        io.cbuf.drain(..io.cpos);
-        io.cpos = 0;
-        for buf in [&mut io.cbuf, &mut io.msg] {
-            if buf.capacity() >= PIECEWISE_AT {
-                buf.shrink_to(READ_CHUNK);
-            }
+        if io.held.bytes() > 0 {
+            // The message's bytes go first: the buffer then shrinks to what follows it.
+            io.cbuf.drain(..io.cpos);
+            io.cpos = 0;
         }
-        self.ex.shrink_buffer(PIECEWISE_AT, READ_CHUNK);
+        if client_io::release_large(&mut io.held, [&mut io.cbuf, &mut io.msg], PIECEWISE_AT) {
+            self.ex.shrink_buffer(PIECEWISE_AT, READ_CHUNK);
+        }
     }
 }

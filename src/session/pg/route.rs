@@ -71,14 +71,9 @@ impl Session {
     /// [`Session::decide`] as if the session were `held` on its connection or not: what a
     /// statement inside a transaction would be routed to outside it (#24).
     pub(super) fn decide_as(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
-        let seat = Seat {
-            protocol: Protocol::Postgres,
-            user: &self.identity.user,
-            database: &self.identity.database,
-            pool: self.pool.name(),
-            ryw: &self.progress.ryw,
-            lex: &self.identity.lex,
-        };
+        let who = &self.identity;
+        let seat =
+            Seat::new(Protocol::Postgres, &who.user, &who.database, self.pool.name(), &self.progress.ryw, &who.lex);
         let input = seat.input(sql, key, held, self.read_only_view(sql, held), rt::now());
         self.ctx.route(&input)
     }
@@ -243,12 +238,10 @@ impl Session {
     /// back first: it may be on a replica that is behind.
     async fn connect_causal(&mut self, position: Position) -> Result<(), PgClientError> {
         self.release_backend(false).await;
-        self.pool = self.ctx.current(&self.pool);
-        let config = self.ctx.config();
-        let deadline = rt::now() + self.pool.config.timeouts.acquire;
+        let wait = self.ctx.config().routing.causal_wait;
         let who = self.identity.pass.as_deref();
         let caught_up =
-            self.pool.checkout_caught_up(Protocol::Postgres, who, deadline, &position, config.routing.causal_wait);
+            commit_io::checkout_caught_up(&self.ctx, &mut self.pool, Protocol::Postgres, who, &position, wait);
         if let Some(conn) = caught_up.await.map_err(|e| PgClientError::from(&e))? {
             let stale = conn.settings != self.state.signature();
             self.backend = Some(conn);
@@ -261,7 +254,7 @@ impl Session {
                 format!(
                     "no backend of pool \"{}\" replayed this session's last write within routing.causal_wait ({:?}) and routing.replica_fallback = \"error\"",
                     self.pool.name(),
-                    config.routing.causal_wait
+                    wait
                 ),
             ));
         };
