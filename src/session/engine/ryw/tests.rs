@@ -107,3 +107,15 @@ fn a_token_is_adopted_only_when_valid_within_limits_and_causal() {
         }
     }
 }
+
+#[test]
+fn lone_commits_are_recognized() {
+    let lone = ["COMMIT", "commit;", "END", "END WORK;", "COMMIT WORK;", "COMMIT ;", "/* c */ COMMIT TRANSACTION"];
+    for sql in lone {
+        assert!(is_lone_commit(sql), "{sql}");
+    }
+    let not = ["COMMIT PREPARED 'x'", "COMMIT AND CHAIN", "COMMIT; SELECT 1", "COMMIT;;", "ROLLBACK", "SELECT 1", ""];
+    for sql in not {
+        assert!(!is_lone_commit(sql), "{sql}");
+    }
+}

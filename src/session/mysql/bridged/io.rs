@@ -278,7 +278,7 @@ impl Session {
         let in_block = self.foreign.bridge.tx == TransactionStatus::InBlock;
         let due = ryw::probes_commit(&self.routing.ryw, in_block, self.ctx.has_replica_reads())
             && !self.foreign.cross.crossing()
-            && is_commit(sql);
+            && ryw::is_lone_commit(sql);
         due && frontend::encode_query(PG_XACT_PROBE, &mut self.link.out).is_ok()
     }
 
@@ -376,46 +376,12 @@ fn opens_transaction(sql: &str) -> bool {
     false
 }
 
-/// `COMMIT` or `END`, with `WORK` or `TRANSACTION`, alone (not `COMMIT AND CHAIN`, which keeps
-/// a transaction open, nor `COMMIT PREPARED`, nor a text holding more statements).
-fn is_commit(sql: &str) -> bool {
-    let words = first_words(sql);
-    let ends = |w: &str| w.eq_ignore_ascii_case("COMMIT") || w.eq_ignore_ascii_case("END");
-    let noise = |w: &str| w.eq_ignore_ascii_case("WORK") || w.eq_ignore_ascii_case("TRANSACTION");
-    match words.as_slice() {
-        [w] => ends(w),
-        [w, n] => ends(w) && noise(n),
-        _ => false,
-    }
-}
-
-/// The tokens of `sql` without comments and a final `;` (at most four: enough for the checks
-/// above, which look at short texts).
-fn first_words(sql: &str) -> Vec<&str> {
-    use crate::sql::lexer::{Lexer, TokenKind};
-    let mut tokens: Vec<_> = Lexer::new(sql, crate::sql::Dialect::Postgres)
-        .filter(|t| t.kind != TokenKind::Comment)
-        .take(4)
-        .map(|t| (t.kind, t.text))
-        .collect();
-    if tokens.last().is_some_and(|(k, _)| *k == TokenKind::Semicolon) {
-        tokens.pop();
-    }
-    tokens.into_iter().map(|(_, t)| t).collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{is_commit, opens_transaction};
+    use super::opens_transaction;
 
     #[test]
-    fn lone_commits_and_transaction_starts_are_recognized() {
-        for sql in ["COMMIT", "commit;", "END", "COMMIT WORK;", "/* c */ COMMIT TRANSACTION"] {
-            assert!(is_commit(sql), "{sql}");
-        }
-        for sql in ["COMMIT PREPARED 'x'", "COMMIT AND CHAIN", "COMMIT; SELECT 1", "ROLLBACK", "SELECT 1", ""] {
-            assert!(!is_commit(sql), "{sql}");
-        }
+    fn transaction_starts_are_recognized() {
         for sql in ["BEGIN", "begin work", "START TRANSACTION READ ONLY", "/* x */ BEGIN;"] {
             assert!(opens_transaction(sql), "{sql}");
         }
