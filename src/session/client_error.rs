@@ -6,6 +6,18 @@ use crate::protocol::mysql::errcode::{self, ErrorNumber};
 use crate::protocol::mysql::{encode_packets, ErrPacket};
 use crate::protocol::pg::{encode_error, sqlstate, Severity};
 use crate::session::error::RelayError;
+use crate::sql::requote::RequoteError;
+
+/// What a statement whose literals cannot be carried to the other protocol's server is refused
+/// as, in a wire's codes: a text that breaks off is a `syntax` error, a value the target cannot
+/// hold an `encoding` one, a form the router does not carry `unsupported`.
+pub(super) fn requote_code<C>(e: &RequoteError, syntax: C, encoding: C, unsupported: C) -> C {
+    match e {
+        RequoteError::Unterminated(_) => syntax,
+        RequoteError::Nul(_) | RequoteError::Encoding(_) => encoding,
+        RequoteError::Unsupported(..) | RequoteError::Misread(_) => unsupported,
+    }
+}
 
 /// A client-facing PostgreSQL error: SQLSTATE plus message.
 #[derive(Debug, Clone, PartialEq, Eq)]

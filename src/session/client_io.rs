@@ -1,6 +1,7 @@
 //! The client-socket I/O both protocol sessions share: read sizes, the drain-aware read of an
 //! idle session, writing buffered output, and what a read's outcome means for the session loop.
 
+use crate::metrics::Charge;
 use crate::rt::{self, Event, Stream};
 
 /// Bytes buffered for the client before they are written out mid-result.
@@ -23,6 +24,21 @@ pub(super) enum End {
     Killed,
     /// A MySQL client's `KILL [CONNECTION]` of this session.
     KilledByClient,
+}
+
+/// A large client message was handled: its charge (`held`) goes, and so do the buffers it grew
+/// to `at` bytes or more (`bufs`), rather than stay with the session; `false` when none was held.
+pub(super) fn release_large<const N: usize>(held: &mut Charge, bufs: [&mut Vec<u8>; N], at: usize) -> bool {
+    if held.bytes() == 0 {
+        return false;
+    }
+    held.resize(0, 0);
+    for buf in bufs {
+        if buf.capacity() >= at {
+            buf.shrink_to(READ_CHUNK);
+        }
+    }
+    true
 }
 
 /// Writes and clears buffered client output.

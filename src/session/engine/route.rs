@@ -29,6 +29,19 @@ pub struct Seat<'a> {
 }
 
 impl<'a> Seat<'a> {
+    /// Where a session of `protocol` sits: `user` on `database` (whose rules match), on `pool`
+    /// now, with its read-your-writes state `ryw` and its server's tokenizing modes `lex`.
+    pub fn new(
+        protocol: Protocol,
+        user: &'a str,
+        database: &'a str,
+        pool: &'a Arc<str>,
+        ryw: &'a RywState,
+        lex: &'a SessionModes,
+    ) -> Self {
+        Self { protocol, user, database, pool, ryw, lex }
+    }
+
     /// The router's input for `sql` at `now`, as if the session were `held` on its connection
     /// or not (a session asks both ways to learn what a statement inside a transaction would
     /// be routed to outside it, #24). `read_only_transaction` is the wire's to say on purpose:

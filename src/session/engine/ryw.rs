@@ -6,6 +6,8 @@ use crate::config::ReplicaFallback;
 use crate::id::Token;
 use crate::routing::causal::{parse_token, TokenError};
 use crate::routing::RywState;
+use crate::sql::lexer::{Lexer, TokenKind};
+use crate::sql::Dialect;
 
 /// Where a replica read goes when its replicas cannot serve it (no healthy backend, or none
 /// replayed the session's position within `routing.causal_wait`): the `primary`, when
@@ -20,6 +22,23 @@ pub fn fallback<P>(mode: ReplicaFallback, primary: Option<P>) -> Option<P> {
 /// read could go to a replica (`replica_reads`), else the position is not worth a round trip.
 pub fn probes_commit(ryw: &RywState, in_block: bool, replica_reads: bool) -> bool {
     ryw.commit_unproven() && in_block && replica_reads
+}
+
+/// causal: whether `sql` (PostgreSQL text, from either wire) is a lone `COMMIT` or `END`
+/// (`TRANSACTION` / `WORK` allowed; not `AND CHAIN`, which keeps a transaction open, nor
+/// `COMMIT PREPARED`, nor a text holding more statements): the commits a probe may precede.
+pub fn is_lone_commit(sql: &str) -> bool {
+    let mut words = Lexer::new(sql, Dialect::Postgres).filter(|t| !matches!(t.kind, TokenKind::Comment));
+    if !words.next().is_some_and(|t| t.is_word("COMMIT") || t.is_word("END")) {
+        return false;
+    }
+    let rest: Vec<_> = words.collect();
+    match rest.as_slice() {
+        [] => true,
+        [t] => t.kind == TokenKind::Semicolon || t.is_word("TRANSACTION") || t.is_word("WORK"),
+        [t, end] => (t.is_word("TRANSACTION") || t.is_word("WORK")) && end.kind == TokenKind::Semicolon,
+        _ => false,
+    }
 }
 
 /// causal: `SET querypilot.causal_token = value` (or the startup parameter / connection

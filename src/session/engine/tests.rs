@@ -223,7 +223,7 @@ pub(super) fn router() -> Router {
 }
 
 pub(super) fn seat<'a>(protocol: Protocol, pool: &'a Arc<str>, ryw: &'a RywState, lex: &'a SessionModes) -> Seat<'a> {
-    Seat { protocol, user: "u", database: "d", pool, ryw, lex }
+    Seat::new(protocol, "u", "d", pool, ryw, lex)
 }
 
 #[test]

@@ -23,8 +23,8 @@ use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::tracking::GtidChange;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
 use crate::routing::causal::{mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
-use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::commit_io;
 use crate::session::engine::ryw;
 use crate::sql::analyze::{session_effects, Effect};
 use crate::sql::lexer::{Lexer, TokenKind};
@@ -154,12 +154,9 @@ impl Session {
     /// back first: it may be on a replica that is behind.
     pub(super) async fn connect_causal(&mut self, position: Position) -> Result<(), MyClientError> {
         self.release_backend(false).await;
-        self.pool = self.ctx.current(&self.pool);
-        let config = self.ctx.config();
-        let deadline = rt::now() + self.pool.config.timeouts.acquire;
-        let wait = config.routing.causal_wait;
-        let caught_up =
-            self.pool.checkout_caught_up(Protocol::MySql, self.client.pass.as_deref(), deadline, &position, wait);
+        let wait = self.ctx.config().routing.causal_wait;
+        let who = self.client.pass.as_deref();
+        let caught_up = commit_io::checkout_caught_up(&self.ctx, &mut self.pool, Protocol::MySql, who, &position, wait);
         if let Some(conn) = caught_up.await.map_err(|e| MyClientError::from(&e))? {
             return self.attach(conn).await;
         }

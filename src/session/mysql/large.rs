@@ -21,6 +21,7 @@ use crate::protocol::mysql::framer::{Frame, MAX_PACKET_PAYLOAD};
 use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::client_io;
 use crate::session::error::RelayError;
 
 /// Payloads at least this long pass through in pieces; shorter ones are read whole.
@@ -178,15 +179,7 @@ impl Session {
     /// The large command just handled is held no more: its charge goes, and so do the buffers
     /// it grew, rather than stay with the session.
     pub(super) fn release_command(&mut self) {
-        if self.io.held.bytes() == 0 {
-            return;
-        }
-        self.io.held.resize(0, 0);
-        for buf in [&mut self.io.buf, &mut self.link.out] {
-            if buf.capacity() >= PIECEWISE_AT {
-                buf.shrink_to(READ_CHUNK);
-            }
-        }
+        client_io::release_large(&mut self.io.held, [&mut self.io.buf, &mut self.link.out], PIECEWISE_AT);
     }
 }
 

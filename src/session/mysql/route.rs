@@ -140,14 +140,9 @@ impl Session {
 
     /// [`Session::decide`] as if the session held its connection (`held`) or not.
     pub(super) fn decide_held(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
-        let seat = Seat {
-            protocol: Protocol::MySql,
-            user: &self.client.user,
-            database: self.state.db().unwrap_or(&self.pool.config.database),
-            pool: self.pool.name(),
-            ryw: &self.routing.ryw,
-            lex: &self.routing.lex,
-        };
+        let (database, routing) = (self.state.db().unwrap_or(&self.pool.config.database), &self.routing);
+        let seat =
+            Seat::new(Protocol::MySql, &self.client.user, database, self.pool.name(), &routing.ryw, &routing.lex);
         let read_only = self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0;
         let input = seat.input(sql, key, held, read_only, rt::now());
         self.ctx.route(&input)

@@ -4,23 +4,16 @@
 
 use std::rc::Rc;
 
-use super::flight::{self, HealMark};
+use super::flight;
 use super::prepared::{self, Expect, Stmt};
 use super::Session;
-use crate::protocol::pg::{frontend, Target, TransactionStatus};
+use crate::protocol::pg::TransactionStatus;
 
 impl Session {
     /// Marks the message being queued as healable when it is the first of its batch to use a
     /// statement prepared earlier on this connection, outside a transaction (see `flight`).
     pub(super) fn mark_healable(&mut self, stmt: &Rc<Stmt>, bind: bool) {
-        let first =
-            !self.ex.expect.iter().any(|e| {
-                matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement)
-            });
-        if self.progress.tx == TransactionStatus::Idle && self.ex.flight.mark.is_none() && first {
-            self.ex.flight.mark =
-                Some(HealMark { bout: self.ex.bout.len(), expect: self.ex.expect.len(), stmt: stmt.clone(), bind });
-        }
+        self.ex.mark_healable(stmt, bind, self.progress.tx == TransactionStatus::Idle);
     }
 
     pub(super) fn has_prepared(&mut self, key: u64) -> bool {
@@ -47,11 +40,11 @@ impl Session {
                 // The client's own named Parse: as on the server, the name was not created,
                 // and the client may use it again (#18). Unless the batch is sent again (a
                 // healed stale plan, a retry): then the Parse runs again, and answers then.
-                let again = self.ex.flight.healing.is_some() || self.retry_pending();
+                let again = self.ex.healing() || self.retry_pending();
                 if swallow || again {
                     return;
                 }
-                if let Some((name, stmt)) = self.ex.flight.named.pop_front() {
+                if let Some((name, stmt)) = self.ex.parse_not_run() {
                     if self.stmts.get(&name).is_some_and(|s| Rc::ptr_eq(s, &stmt)) {
                         let gone = self.stmts.remove(&name);
                         self.stmt_forgotten(gone);
@@ -60,13 +53,11 @@ impl Session {
             }
             // The client's unnamed Parse: as on the server, its unnamed statement is gone
             // (unless the batch runs again and the Parse with it).
-            Expect::Parse { swallow: false, key: None }
-                if self.ex.flight.healing.is_none() && !self.retry_pending() =>
-            {
+            Expect::Parse { swallow: false, key: None } if !self.ex.healing() && !self.retry_pending() => {
                 self.progress.unnamed.dropped();
             }
-            Expect::DescribeStatement if self.ex.flight.healing.is_none() && !self.retry_pending() => {
-                self.ex.flight.describing.pop_front();
+            Expect::DescribeStatement if !self.ex.healing() && !self.retry_pending() => {
+                self.ex.describe_not_run();
             }
             Expect::Close { key: Some(k), .. } => {
                 // The evicted statement is still on the backend.
@@ -84,18 +75,14 @@ impl Session {
     pub(super) fn heal_fresh(&mut self, stale: &Rc<Stmt>, bytes: &[u8]) -> Vec<u8> {
         let fresh = Rc::new(stale.regenerated(self.pool.schema_generation()));
         let Some(renamed) = flight::renamed(bytes, &stale.server_name, &fresh.server_name) else {
-            let _ = frontend::encode_close(Target::Statement, &stale.server_name, &mut self.ex.bout);
-            self.ex.expect.push_back(Expect::Close { swallow: true, key: None });
-            self.ex.bout.extend_from_slice(&stale.parse_msg);
-            self.ex.expect.push_back(Expect::Parse { swallow: true, key: Some(stale.key) });
+            self.ex.close_on_backend(&stale.server_name, None);
+            self.ex.forward(&stale.parse_msg, Expect::Parse { swallow: true, key: Some(stale.key) });
             return bytes.to_vec();
         };
         for s in self.stmts.values_mut().filter(|s| Rc::ptr_eq(s, stale)) {
             *s = fresh.clone();
         }
-        for s in self.ex.flight.describing.iter_mut().flatten().filter(|s| Rc::ptr_eq(s, stale)) {
-            *s = fresh.clone();
-        }
+        self.ex.redescribing(stale, &fresh);
         self.prepare_on_backend(&fresh, true);
         renamed
     }
@@ -117,11 +104,9 @@ impl Session {
         let Some(conn) = self.backend.as_mut() else { return };
         while conn.prepared.len() >= limit {
             let cold = conn.prepared.remove(0);
-            let _ = frontend::encode_close(Target::Statement, &prepared::server_name(cold), &mut self.ex.bout);
-            self.ex.expect.push_back(Expect::Close { swallow: true, key: Some(cold) });
+            self.ex.close_on_backend(&prepared::server_name(cold), Some(cold));
         }
-        self.ex.bout.extend_from_slice(&stmt.parse_msg);
+        self.ex.forward(&stmt.parse_msg, Expect::Parse { swallow, key: Some(stmt.key) });
         conn.prepared.push(stmt.key);
-        self.ex.expect.push_back(Expect::Parse { swallow, key: Some(stmt.key) });
     }
 }

@@ -8,7 +8,7 @@
 use super::prepared::Expect;
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::protocol::pg::tag::{backend as server, frontend as client};
-use crate::protocol::pg::{decode_raw_frame, sqlstate, FrontendMessage};
+use crate::protocol::pg::{decode_raw_frame, sqlstate};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 
@@ -44,7 +44,7 @@ impl Session {
         // In the extended protocol the server ignores the batch's Sync while copying; the
         // client sends another after CopyDone/CopyFail (libpq and tokio-postgres both do), and
         // only that one ends the batch.
-        let extended = self.ex.expect.contains(&Expect::Sync);
+        let extended = self.ex.expects().contains(&Expect::Sync);
         let mut ended = false;
         loop {
             let tag = match self.next_copy_event(!ended).await? {
@@ -52,7 +52,7 @@ impl Session {
                 Woke::ClientBytes => continue,
                 Woke::Backend(alive) => {
                     if !alive || !self.relay_notices_during_copy() {
-                        self.ex.bout.clear();
+                        self.ex.discard_queued();
                         return Ok(CopyIn::Rejected);
                     }
                     continue;
@@ -61,7 +61,7 @@ impl Session {
             };
             match tag {
                 client::SYNC if ended => {
-                    self.ex.bout.extend_from_slice(&self.io.msg);
+                    self.ex.forward_unanswered(&self.io.msg);
                     self.send_backend().await?;
                     return Ok(CopyIn::Sent);
                 }
@@ -73,8 +73,8 @@ impl Session {
                     return Err(End::Fatal);
                 }
                 client::COPY_DATA | client::COPY_DONE | client::COPY_FAIL => {
-                    self.ex.bout.extend_from_slice(&self.io.msg);
-                    if tag != client::COPY_DATA || self.ex.bout.len() >= CLIENT_FLUSH_AT {
+                    self.ex.forward_unanswered(&self.io.msg);
+                    if tag != client::COPY_DATA || self.ex.queued().len() >= CLIENT_FLUSH_AT {
                         self.send_backend().await?;
                     }
                     if tag != client::COPY_DATA {
@@ -87,8 +87,7 @@ impl Session {
                 // The server ignores Flush and Sync during COPY IN.
                 client::FLUSH | client::SYNC => {}
                 _ => {
-                    self.ex.bout.clear();
-                    let _ = FrontendMessage::CopyFail("unexpected message during COPY").encode(&mut self.ex.bout);
+                    self.ex.fail_copy("unexpected message during COPY");
                     self.send_backend().await?;
                     return Ok(CopyIn::Sent);
                 }
@@ -99,8 +98,7 @@ impl Session {
     /// The client vanished mid-COPY: the COPY is aborted on the backend so that the
     /// connection is not left waiting for data, and the connection goes.
     async fn client_gone_mid_copy(&mut self) -> End {
-        self.ex.bout.clear();
-        let _ = FrontendMessage::CopyFail("client disconnected").encode(&mut self.ex.bout);
+        self.ex.fail_copy("client disconnected");
         let _ = self.send_backend().await;
         if let Some(c) = self.backend.as_mut() {
             c.broken = true;

@@ -52,7 +52,7 @@ impl Session {
     /// the statement then meets the server's own checks, as it would directly.
     async fn may_free(&mut self, database: &str) -> bool {
         let Some(question) = may_free_question(database) else { return false };
-        if !self.ex.expect.is_empty() || !self.ex.bout.is_empty() || self.ensure_backend().await.is_err() {
+        if !self.ex.expects().is_empty() || !self.ex.queued().is_empty() || self.ensure_backend().await.is_err() {
             return false;
         }
         let Some(conn) = self.backend.as_mut() else { return false };

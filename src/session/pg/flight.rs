@@ -80,33 +80,33 @@ pub struct Replay {
 pub struct Flight {
     /// Why the backend is going away or was given up (a FATAL it sent, a cancel it ignored),
     /// told to the client when the connection is found lost.
-    pub fatal: Option<Gone>,
+    pub(super) fatal: Option<Gone>,
     /// `query_timeout` fired and a cancel was sent for the running statement.
-    pub timed_out: bool,
+    pub(super) timed_out: bool,
     /// Set while the batch being assembled starts with a healable Bind.
-    pub mark: Option<HealMark>,
+    pub(super) mark: Option<HealMark>,
     /// The batch sent last, while its first Bind may still fail with a stale plan.
-    pub replay: Option<Replay>,
+    pub(super) replay: Option<Replay>,
     /// The stale-plan error was swallowed: resend `replay` at ReadyForQuery.
-    pub healing: Option<Replay>,
+    pub(super) healing: Option<Replay>,
     /// ParameterDescription of a healable Describe, held until its RowDescription shows the
     /// plan is valid (the server revalidates between the two).
-    pub held: Vec<u8>,
+    pub(super) held: Vec<u8>,
     /// Issue #11: the batch kept for a retry of a serialization failure or deadlock.
-    pub retry: Option<Box<RetryBatch>>,
+    pub(super) retry: Option<Box<RetryBatch>>,
     /// Issue #11: part of the batch was already relayed at a Flush (it cannot be retried).
-    pub flushed: bool,
+    pub(super) flushed: bool,
     /// Issue #11: the retry policies of the rules that routed the batch's statements so far.
-    pub rules: RulePolicy,
+    pub(super) rules: RulePolicy,
     /// Issue #18: the client's named Parses sent to the backend and not answered yet, in order;
     /// a name whose Parse the server did not run is forgotten, as on the server.
-    pub named: std::collections::VecDeque<(String, Rc<Stmt>)>,
+    pub(super) named: std::collections::VecDeque<(String, Rc<Stmt>)>,
     /// Issue #18: the statements of the Describe (statement) messages sent and not answered
     /// yet, in order (`None`: not one of the router's), to note the row type the client learns.
-    pub describing: std::collections::VecDeque<Option<Rc<Stmt>>>,
+    pub(super) describing: std::collections::VecDeque<Option<Rc<Stmt>>>,
     /// The router refused a statement of a batch the backend already holds part of, and sent
     /// a failing one in its place (see `Exchange::on_sync`): that error is not relayed.
-    pub aborting: bool,
+    pub(super) aborting: bool,
 }
 
 impl Flight {

@@ -26,6 +26,7 @@ use crate::protocol::pg::{backend, decode_header, sqlstate};
 use crate::routing::causal::{oversized_token_set, TokenError};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::client_io;
 use crate::session::error::RelayError;
 use crate::sql::Dialect;
 
@@ -54,7 +55,7 @@ impl Session {
     /// Whether the backend's large rows may go to the client in pieces now: nothing is held
     /// back for a retry or a stale-plan healing, which need whole messages.
     pub(super) fn passes_large(&self) -> bool {
-        self.ex.flight.healing.is_none() && self.ex.flight.held.is_empty() && !self.retry_pending()
+        self.ex.holds_nothing()
     }
 
     /// Passes the backend message of `len` bytes at the pass's position (a large DataRow or
@@ -169,7 +170,7 @@ impl Session {
     /// exchanges, where the whole-text path would answer it at once too.
     fn oversized_token_set(&self) -> Option<usize> {
         let (tag, len) = decode_header(&self.io.cbuf, self.max_message()).ok().flatten()?;
-        let idle = self.batch.is_empty() && self.ex.expect.is_empty() && !self.ex.awaiting();
+        let idle = self.batch.is_empty() && self.ex.expects().is_empty() && !self.ex.awaiting();
         if tag != client::QUERY || !idle || self.ex.refused() || self.ex.aborted() || self.is_bridged() {
             return None;
         }
@@ -231,7 +232,7 @@ impl Session {
         let text =
             format!("out of memory: a message of {len} bytes would take the router past limits.client_buffer_budget");
         let e = PgClientError::new(sqlstate::OUT_OF_MEMORY, text);
-        let idle = self.batch.is_empty() && self.ex.expect.is_empty() && !self.ex.awaiting();
+        let idle = self.batch.is_empty() && self.ex.expects().is_empty() && !self.ex.awaiting();
         if idle && matches!(tag, client::QUERY | client::FUNCTION_CALL) {
             e.encode(&mut self.io.out);
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
@@ -265,17 +266,14 @@ impl Session {
     /// The large message just handled is held no more: its charge goes, and so do the buffers
     /// it grew, rather than stay with the session.
     pub(super) fn release_message(&mut self) {
-        if self.io.held.bytes() == 0 {
-            return;
-        }
-        self.io.held.resize(0, 0);
         let io = &mut self.io;
-        io.cbuf.drain(..io.cpos);
-        io.cpos = 0;
-        for buf in [&mut io.cbuf, &mut io.msg, &mut self.ex.bout] {
-            if buf.capacity() >= PIECEWISE_AT {
-                buf.shrink_to(READ_CHUNK);
-            }
+        if io.held.bytes() > 0 {
+            // The message's bytes go first: the buffer then shrinks to what follows it.
+            io.cbuf.drain(..io.cpos);
+            io.cpos = 0;
+        }
+        if client_io::release_large(&mut io.held, [&mut io.cbuf, &mut io.msg], PIECEWISE_AT) {
+            self.ex.shrink_buffer(PIECEWISE_AT, READ_CHUNK);
         }
     }
 }

@@ -66,7 +66,7 @@ impl Session {
                 self.late_stmt(name)?;
                 let gone = self.stmts.remove(name);
                 self.stmt_forgotten(gone);
-                self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
+                self.ex.answer_here(server::CLOSE_COMPLETE);
                 self.emit_synth();
                 Some(Ok(()))
             }
@@ -96,7 +96,7 @@ impl Session {
         stmt.route_key = Some(key);
         stmt.late = true;
         self.stmts.insert(name.to_owned(), Rc::new(stmt));
-        self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+        self.ex.answer_here(server::PARSE_COMPLETE);
         // Answered now when nothing is ahead of it: a pending answer would hold the session on
         // its connection, where the Bind's statement could not be translated onto its pool.
         self.emit_synth();
@@ -126,10 +126,9 @@ impl Session {
         }
         self.state.stage_sql(&sql);
         let bind = |msgs: &mut Vec<u8>| frontend::encode_bind(portal, "", &[], &[], results, msgs);
-        if let Err(e) = self.queue_unnamed_parse(&sql, bind) {
+        if let Err(e) = self.queue_unnamed_parse(&sql, bind, Some(Expect::Bind)) {
             return self.fail_batch(e);
         }
-        self.ex.expect.push_back(Expect::Bind);
         Ok(())
     }
 
@@ -158,18 +157,16 @@ impl Session {
             return self.fail_batch(e);
         }
         let describe = |msgs: &mut Vec<u8>| frontend::encode_describe(Target::Statement, "", msgs);
-        if let Err(e) = self.queue_unnamed_parse(&sql, describe) {
+        if let Err(e) = self.queue_unnamed_parse(&sql, describe, None) {
             return self.fail_batch(e);
         }
-        self.ex.expect.push_back(Expect::Swallow(server::PARAMETER_DESCRIPTION));
-        self.ex.answer(parameter_description(&param_types(stmt, &late)));
-        self.ex.flight.describing.push_back(None);
-        self.ex.expect.push_back(Expect::DescribeStatement);
+        self.ex.described_with(parameter_description(&param_types(stmt, &late)));
         Ok(())
     }
 
     /// Queues `sql` as an unnamed Parse whose ParseComplete the client does not get, followed by
-    /// the message `then` encodes (the Bind or Describe of it); refuses text that cannot be
+    /// the message `then` encodes (the Bind or Describe of it, answered by `answer`, if its
+    /// answer is not the router's to arrange); refuses text that cannot be
     /// encoded. The Parse replaces the connection's unnamed statement, which may be the
     /// client's: its next Bind or Describe of `""` prepares it again first (`unnamed.rs`). This
     /// costs nothing unless the client reuses its unnamed statement after a held one, and then
@@ -179,14 +176,18 @@ impl Session {
         &mut self,
         sql: &str,
         then: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodeError>,
+        answer: Option<Expect>,
     ) -> Result<(), PgClientError> {
         let mut msgs = Vec::with_capacity(sql.len() + 32);
         frontend::encode_parse("", sql, &[], &mut msgs)
             .and_then(|()| then(&mut msgs))
             .map_err(|_| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "translated SQL is not encodable"))?;
-        self.ex.bout.extend_from_slice(&msgs);
         self.progress.unnamed.elsewhere();
-        self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
+        let parsed = Expect::Parse { swallow: true, key: None };
+        match answer {
+            Some(then) => self.ex.forward_all(&msgs, &[parsed, then]),
+            None => self.ex.forward_all(&msgs, &[parsed]),
+        }
         Ok(())
     }
 

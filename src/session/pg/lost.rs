@@ -85,8 +85,7 @@ impl Session {
         close(&self.pool, self.backend.take());
         self.ex.lost();
         self.cancel.slot.set_running(None);
-        let gone = self.ex.flight.fatal.take();
-        self.ex.flight.settle();
+        let gone = self.ex.forget_flight();
         self.ctx.counters.relay_failed(gone.as_ref().map_or(seen, |g| &g.cause).code()); // metrics
         let Some(gone) = gone else { return (String::new(), None) };
         let why = gone.cause.cause().map(|m| format!(" ({m})")).unwrap_or_default();

@@ -325,7 +325,7 @@ impl Session {
                 Some(_) => return Ok(None),
                 None => {}
             }
-            let idle = self.backend.is_none() && self.ex.expect.is_empty();
+            let idle = self.backend.is_none() && self.ex.expects().is_empty();
             // Between transactions a held backend may speak unprompted (NOTIFY is delivered only
             // then; notices; its own death), so watch it too. Inside a transaction only a dying
             // backend speaks, and the next statement finds that out: racing a second read there
@@ -334,7 +334,7 @@ impl Session {
             // Mid-exchange (a pipeline past a Flush, an aborted batch, a COPY) the backend's next
             // words answer the client's next message, never an unprompted one.
             let watch_backend = !idle
-                && self.ex.expect.is_empty()
+                && self.ex.expects().is_empty()
                 && !self.ex.awaiting()
                 && self.progress.tx == TransactionStatus::Idle
                 && !self.is_bridged();
@@ -430,16 +430,21 @@ impl Session {
     /// next transaction: an idle session holds none (the read waiting meanwhile selects a
     /// provided buffer), and the next statement takes spares back instead of allocating.
     fn release_idle_buffers(&mut self) {
-        for buf in [&mut self.io.cbuf, &mut self.io.out, &mut self.ex.bout, &mut self.io.msg] {
+        for buf in [&mut self.io.cbuf, &mut self.io.out, &mut self.io.msg] {
             if buf.is_empty() {
                 rt::recycle(buf);
             }
+        }
+        if let Some(buf) = self.ex.idle_buffer() {
+            rt::recycle(buf);
         }
     }
 
     async fn dispatch(&mut self, tag: u8) -> Result<(), End> {
         rt::refill(&mut self.io.out);
-        rt::refill(&mut self.ex.bout);
+        if let Some(buf) = self.ex.idle_buffer() {
+            rt::refill(buf); // an allocation-less buffer is empty
+        }
         let msg = std::mem::take(&mut self.io.msg);
         let res = self.dispatch_msg(tag, &msg).await;
         self.io.msg = msg;
@@ -598,7 +603,7 @@ impl Session {
         if raw.first() == Some(&client::QUERY) {
             self.progress.unnamed.dropped(); // as the server does at every simple Query
         }
-        self.ex.bout.extend_from_slice(raw);
+        self.ex.forward_unanswered(raw);
         self.arm_retry(); // retry (#11)
         self.send_backend().await?;
         self.relay(relay::Until::Ready).await
@@ -641,17 +646,17 @@ impl Session {
             // on whichever connection its first Bind or Describe lands on. Holding a connection
             // for a bare Parse would let synchronous clients (libpq's PQprepare) deadlock a
             // small pool. A statement the server rejects reports its error at that first use.
-            self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+            self.ex.answer_here(server::PARSE_COMPLETE);
             return Ok(());
         }
         if let Some(inner) = &stmt.executes {
             self.prepare_executed(inner);
         }
         if self.has_prepared(stmt.key) {
-            self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+            self.ex.answer_here(server::PARSE_COMPLETE);
         } else {
             self.prepare_on_backend(&stmt, false);
-            self.ex.flight.named.push_back((name.to_owned(), stmt));
+            self.ex.parsing(name, stmt);
         }
         Ok(())
     }
@@ -684,12 +689,12 @@ impl Session {
         } else {
             self.mark_healable(&stmt, true);
         }
-        let renamed =
-            body_of(raw).map(|body| frontend::encode_bind_renamed(body, &stmt.server_name, &mut self.ex.bout));
+        let renamed = body_of(raw).map(|body| {
+            self.ex.forward_encoded(|out| frontend::encode_bind_renamed(body, &stmt.server_name, out), &[Expect::Bind])
+        });
         if !matches!(renamed, Some(Ok(()))) {
             return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed Bind"));
         }
-        self.ex.expect.push_back(Expect::Bind);
         Ok(())
     }
 
@@ -704,7 +709,7 @@ impl Session {
         };
         let Some(stmt) = stmt else {
             if kind == Target::Statement {
-                self.ex.flight.describing.push_back(None);
+                self.ex.describing(None);
                 if name.is_empty() {
                     return self.forward_to_unnamed(raw, expect).await;
                 }
@@ -718,7 +723,7 @@ impl Session {
             return self.fail_batch(e);
         }
         if kind == Target::Statement {
-            self.ex.flight.describing.push_back(Some(stmt.clone()));
+            self.ex.describing(Some(stmt.clone()));
         }
         if let Some(inner) = &stmt.executes {
             self.prepare_executed(inner);
@@ -728,12 +733,12 @@ impl Session {
         } else {
             self.mark_healable(&stmt, false);
         }
-        let renamed =
-            body_of(raw).map(|body| frontend::encode_describe_renamed(body, &stmt.server_name, &mut self.ex.bout));
+        let renamed = body_of(raw).map(|body| {
+            self.ex.forward_encoded(|out| frontend::encode_describe_renamed(body, &stmt.server_name, out), &[expect])
+        });
         if !matches!(renamed, Some(Ok(()))) {
             return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed Describe"));
         }
-        self.ex.expect.push_back(expect);
         Ok(())
     }
 
@@ -742,8 +747,7 @@ impl Session {
         if let Err(e) = self.ensure_backend().await {
             return self.fail_batch(e);
         }
-        self.ex.bout.extend_from_slice(raw);
-        self.ex.expect.push_back(expect);
+        self.ex.forward(raw, expect);
         Ok(())
     }
 
@@ -772,8 +776,8 @@ impl Session {
         // Until its ReadyForQuery arrives the connection carries this client's response: it must
         // never be handed to anyone else (the client may vanish mid-result).
         self.ex.sent();
-        let r = rt::write_all(&mut conn.stream, &self.ex.bout).await;
-        self.ex.bout.clear();
+        let r = rt::write_all(&mut conn.stream, self.ex.queued()).await;
+        self.ex.written();
         if let Err(e) = r {
             return self.backend_lost(RelayError::BackendClosed(Some(e))).await;
         }

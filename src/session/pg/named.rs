@@ -170,11 +170,9 @@ impl Session {
             // gets. The Close first clears one a failed batch may have left.
             let gone = self.stmts.remove(&name);
             self.stmt_forgotten(gone);
-            let _ =
-                frontend::encode_close(crate::protocol::pg::Target::Statement, DEALLOCATE_STANDIN, &mut self.ex.bout);
-            self.ex.expect.push_back(Expect::Close { swallow: true, key: None });
-            let _ = frontend::encode_parse(DEALLOCATE_STANDIN, "SELECT 1", &[], &mut self.ex.bout);
-            self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
+            self.ex.close_on_backend(DEALLOCATE_STANDIN, None);
+            let standin = |out: &mut Vec<u8>| frontend::encode_parse(DEALLOCATE_STANDIN, "SELECT 1", &[], out);
+            let _ = self.ex.forward_encoded(standin, &[Expect::Parse { swallow: true, key: None }]);
             format!("DEALLOCATE {DEALLOCATE_STANDIN}")
         } else {
             self.state.stage(stmt.effects.iter().cloned());
@@ -190,8 +188,7 @@ impl Session {
                 )),
             );
         }
-        self.ex.bout.extend_from_slice(&parse);
-        self.ex.expect.push_back(Expect::Parse { swallow: false, key: None });
+        self.ex.forward(&parse, Expect::Parse { swallow: false, key: None });
         self.progress.unnamed.parsed(&parse, (!deallocate).then_some(stmt));
         Some(Ok(()))
     }

@@ -44,11 +44,11 @@ impl Session {
     /// Flush: what was queued goes to the backend, and its answers so far to the client.
     pub(super) async fn on_flush(&mut self, raw: &[u8]) -> Result<(), End> {
         // Responses before Sync reach the client: a batch split by Flush is never replayed.
-        self.ex.flight.mark = None;
+        self.ex.sent_before_sync();
         if self.backend.is_none() {
             return self.relay_synth_only().await;
         }
-        self.ex.bout.extend_from_slice(raw);
+        self.ex.forward_unanswered(raw);
         self.send_backend().await?;
         self.relay(relay::Until::Drained).await
     }
@@ -63,7 +63,7 @@ impl Session {
             SyncStep::Send { retry: true } => self.arm_retry(), // retry (#11)
             SyncStep::Send { retry: false } => {}
         }
-        if self.ex.flight.aborting {
+        if self.ex.aborting() {
             // The stand-in Parse of a refused statement is unnamed: it replaced the client's.
             self.progress.unnamed.elsewhere();
         }
@@ -95,12 +95,12 @@ impl Session {
     /// it is still sending (the server reports it at once and skips to Sync), and the answers
     /// are read as the batch goes rather than left to pile up unread.
     pub(super) async fn stream_batch(&mut self) -> Result<(), End> {
-        if self.ex.expect.len() >= BACKLOG && !self.is_bridged() && !self.ex.refused() && !self.ex.aborted() {
+        if self.ex.expects().len() >= BACKLOG && !self.is_bridged() && !self.ex.refused() && !self.ex.aborted() {
             // As a server whose output fills while its client does not read: what is owed
             // goes out (the client's socket then pushes back) before more is taken in.
             return self.on_flush(&FLUSH).await;
         }
-        if self.ex.bout.len() < STREAM_AT
+        if self.ex.queued().len() < STREAM_AT
             || self.backend.is_none()
             || self.ex.refused()
             || self.ex.aborted()
@@ -109,7 +109,7 @@ impl Session {
             return Ok(());
         }
         // What was sent cannot be sent again: no stale-plan healing for this batch.
-        self.ex.flight.mark = None;
+        self.ex.sent_before_sync();
         self.send_backend().await?;
         self.relay(relay::Until::Available).await
     }
@@ -121,7 +121,7 @@ impl Session {
     /// that the pool it went to cannot take is handled as the routing-safety rules say
     /// (`replica_hold_refusal`). `Some`: the client sent more meanwhile (what the read gave).
     pub(super) async fn push_unsynced(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
-        let unsent = !self.batch.is_empty() || (!self.ex.bout.is_empty() && self.backend.is_some());
+        let unsent = !self.batch.is_empty() || (!self.ex.queued().is_empty() && self.backend.is_some());
         let partial = self.io.cbuf.len() > self.io.cpos;
         if !unsent || self.is_bridged() || partial {
             return Ok(None);
@@ -133,11 +133,11 @@ impl Session {
         if !self.batch.is_empty() {
             self.release_batch().await?;
         }
-        if self.ex.bout.is_empty() || self.backend.is_none() || self.ex.refused() || self.ex.aborted() {
+        if self.ex.queued().is_empty() || self.backend.is_none() || self.ex.refused() || self.ex.aborted() {
             return Ok(None);
         }
         // What was sent cannot be sent again: no stale-plan healing for this batch.
-        self.ex.flight.mark = None;
+        self.ex.sent_before_sync();
         self.send_backend().await?;
         self.relay(relay::Until::Available).await?;
         Ok(None)

@@ -102,7 +102,7 @@ impl Session {
         if kind == crate::protocol::pg::Target::Statement && !name.is_empty() {
             let gone = self.stmts.remove(name);
             self.stmt_forgotten(gone);
-            self.ex.expect.push_back(Expect::Synth(crate::protocol::pg::tag::backend::CLOSE_COMPLETE));
+            self.ex.answer_here(crate::protocol::pg::tag::backend::CLOSE_COMPLETE);
             return Ok(());
         }
         if kind == crate::protocol::pg::Target::Statement {

@@ -125,7 +125,7 @@ impl Session {
         let Some(begin) = self.progress.fresh.take() else { return Ok(()) };
         let Some((TxStatement::SetTransaction, Some(access))) = transaction_statement(sql) else { return Ok(()) };
         let on_replica = self.pool.config.role == PoolRole::Replica;
-        let quiet = self.ex.expect.is_empty() && self.ex.bout.is_empty() && !self.ex.awaiting();
+        let quiet = self.ex.expects().is_empty() && self.ex.queued().is_empty() && !self.ex.awaiting();
         if (access == Access::ReadOnly) == on_replica
             || !quiet
             || self.progress.tx != TransactionStatus::InBlock

@@ -155,10 +155,12 @@ impl Session {
     pub(super) async fn relay(&mut self, until: Until) -> Result<(), End> {
         let mut pass = Pass { until, pos: 0, deadline: self.query_deadline(), chunk: READ_CHUNK, copy_rejected: false };
         self.ex.begin_response();
-        self.ex.flight.flushed |= until != Until::Ready; // retry (#11)
+        if until != Until::Ready {
+            self.ex.relayed_before_ready(); // retry (#11)
+        }
         loop {
             self.emit_synth();
-            if until != Until::Ready && self.ex.expect.is_empty() {
+            if until != Until::Ready && self.ex.expects().is_empty() {
                 break;
             }
             let Some(conn) = self.backend.as_mut() else { return Ok(()) };
@@ -202,7 +204,7 @@ impl Session {
         };
         match next {
             Ok((tag, _)) if !is_after_startup(tag) => {
-                self.ex.flight.fatal = Some(RelayError::OutOfStep { tag }.into());
+                self.ex.give_up(RelayError::OutOfStep { tag });
                 self.backend_lost(RelayError::OutOfStep { tag }).await?;
                 Ok(None)
             }
@@ -220,14 +222,14 @@ impl Session {
     /// out, through the same path a client's CancelRequest takes, and the backend has one more
     /// `query_timeout` to answer; past that it is given up.
     pub(super) async fn overdue(&mut self, pass: &mut Pass) -> Result<(), End> {
-        if self.ex.flight.timed_out {
+        if self.ex.timed_out() {
             // The flight's copy is the one the client is told; the other is counted.
             let timeout_ms = self.query_ms();
-            self.ex.flight.fatal = Some(RelayError::CancelIgnored { timeout_ms }.into());
+            self.ex.give_up(RelayError::CancelIgnored { timeout_ms });
             return self.backend_lost(RelayError::CancelIgnored { timeout_ms }).await;
         }
         pass.deadline = self.query_deadline();
-        self.ex.flight.timed_out = true;
+        self.ex.cancel_sent();
         let _ = self.ctx.cancels.act(self.cancel.key, false);
         Ok(())
     }
@@ -261,7 +263,7 @@ impl Session {
         match tag {
             server::READY_FOR_QUERY => self.at_ready(status).await,
             server::COPY_IN_RESPONSE => {
-                let extended = self.ex.expect.contains(&Expect::Sync);
+                let extended = self.ex.expects().contains(&Expect::Sync);
                 if let CopyIn::Rejected = self.pump_copy_in().await? {
                     // The server took the batch's Sync as part of the COPY: the client's
                     // next Sync ends the batch.
@@ -291,7 +293,7 @@ impl Session {
             self.ex.begin_response(); // retry (#11): a new attempt
             return Ok(Flow::Again);
         }
-        self.ex.flight.settle();
+        self.ex.response_done();
         self.on_ready(status).await;
         self.flush_client().await?;
         Ok(Flow::Over)
@@ -318,10 +320,8 @@ impl Session {
     /// ErrorResponse, notices, ReadyForQuery), one by one.
     fn passes_rows(&self) -> bool {
         self.pool.config.raw_passthrough
-            && self.ex.expect.front() == Some(&Expect::Execute)
-            && self.ex.flight.healing.is_none()
-            && self.ex.flight.held.is_empty()
-            && !self.retry_pending()
+            && self.ex.expects().front() == Some(&Expect::Execute)
+            && self.ex.holds_nothing()
     }
 
     /// Passes through the run of complete DataRows starting at `*pos` and moves `*pos` past
@@ -375,7 +375,7 @@ impl Session {
             // retry (#11): held back with its ReadyForQuery until the batch runs again.
             Action::MayRetry if self.retry_hold(pos) => false,
             Action::MayRetry => {
-                self.io.out.append(&mut self.ex.flight.held);
+                self.ex.deliver_held(&mut self.io.out);
                 true
             }
         };
@@ -400,7 +400,7 @@ impl Session {
                 // A schema change the router did not see (#18): statements prepared from now
                 // on get new server names, on every connection.
                 self.pool.schema_changed();
-                if self.ex.flight.healing.is_some() {
+                if self.ex.healing() {
                     tracing::debug!("stale prepared plan: re-preparing and retrying the batch once");
                 }
             }
@@ -420,11 +420,10 @@ impl Session {
 
     /// Re-prepares the healed statement on this connection and sends its batch again.
     async fn resend_healed(&mut self, replay: Replay) -> Result<(), End> {
-        self.ex.bout.clear();
-        self.ex.expect.clear();
+        self.ex.start_over();
         // Under a fresh name (#18): other clients sharing the stale server statement keep it.
         let bytes = self.heal_fresh(&replay.stmt, &replay.bytes);
-        self.ex.bout.extend_from_slice(&bytes);
+        self.ex.forward_all(&bytes, &replay.expects);
         if let Some(conn) = self.backend.as_mut() {
             // The error made the server skip the batch's Parses: they run again now.
             for e in &replay.expects {
@@ -435,7 +434,6 @@ impl Session {
                 }
             }
         }
-        self.ex.expect.extend(replay.expects.iter().copied());
         self.send_backend().await
     }
 
@@ -540,7 +538,7 @@ impl Session {
                 self.state.rollback();
             }
             self.restore_startup_values().await; // session settings (#18)
-            if self.progress.ryw.position_due() && self.ex.expect.is_empty() && self.ctx.has_replica_reads() {
+            if self.progress.ryw.position_due() && self.ex.expects().is_empty() && self.ctx.has_replica_reads() {
                 self.learn_commit_position().await; // causal reads (#22)
             }
         }

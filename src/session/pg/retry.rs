@@ -91,23 +91,22 @@ impl Session {
     /// Hook before a batch is sent: records it when its rule or pool retries and it may be
     /// retried.
     pub(super) fn arm_retry(&mut self) {
-        self.ex.flight.retry = None;
-        let rules = std::mem::take(&mut self.ex.flight.rules);
+        let (rules, relayed) = self.ex.arming();
         let facts = Arming {
             protocol: Protocol::Postgres,
             in_transaction: self.progress.tx != TransactionStatus::Idle,
             autocommit: true,
             on_read_pool: self.primary_for_retry().is_some(),
             // Statements prepared on the replica connection do not exist on the primary one.
-            movable: self.ex.expect.is_empty(),
-            relayed: self.ex.flight.flushed,
-            size: self.ex.bout.len(),
+            movable: self.ex.expects().is_empty(),
+            relayed,
+            size: self.ex.queued().len(),
         };
-        let resendable = || aligned(&self.ex.bout, &self.ex.expect);
+        let resendable = || aligned(self.ex.queued(), self.ex.expects());
         let Ok(policy) = retry::arm(&facts, rules, self.pool.config.retry, resendable) else { return };
-        self.ex.flight.retry = Some(Box::new(RetryBatch {
-            bytes: self.ex.bout.clone(),
-            expects: self.ex.expect.iter().copied().collect(),
+        self.ex.keep_for_retry(Box::new(RetryBatch {
+            bytes: self.ex.queued().to_vec(),
+            expects: self.ex.expects().iter().copied().collect(),
             out_mark: self.io.out.len(),
             relayed: false,
             attempts: Attempts::new(policy, rt::now()),
@@ -121,7 +120,7 @@ impl Session {
     /// Hook for every backend message of an armed batch, before it is buffered.
     pub(super) fn retry_note(&mut self, tag: u8, len: usize) {
         let buffered = self.io.out.len();
-        let Some(r) = self.ex.flight.retry.as_mut() else { return };
+        let Some(r) = self.ex.retry_batch() else { return };
         // A buffer about to be flushed has reached the client.
         // ErrorResponse and ReadyForQuery are judged by `retry_hold` and `retry_at_ready`.
         let result = !BEFORE_RESULT.contains(&tag) && tag != server::ERROR_RESPONSE && tag != server::READY_FOR_QUERY;
@@ -135,19 +134,20 @@ impl Session {
     pub(super) fn retry_hold(&mut self, pos: usize) -> bool {
         let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return false };
         let (body, frame) = (frame.body(), frame.bytes());
-        let Some(r) = self.ex.flight.retry.as_mut() else { return false };
+        let Some(r) = self.ex.retry_batch() else { return false };
         let failure = Failure { protocol: Protocol::Postgres, relayed: r.relayed, error: server_error(body) };
         match r.attempts.after_error(&failure, rt::now(), rand::random::<f64>()) {
             Verdict::RetryAfter(wait) => {
-                let mut held = std::mem::take(&mut self.ex.flight.held);
+                let mut held = self.ex.take_held();
                 held.extend_from_slice(frame);
+                let Some(r) = self.ex.retry_batch() else { return false };
                 r.held = Some(held);
                 r.code = peek_sqlstate(body).unwrap_or_default().to_owned();
                 r.wait = wait;
                 true
             }
             why => {
-                self.ex.flight.retry = None;
+                self.ex.no_retry();
                 if let Verdict::GaveUp(outcome) = why {
                     backoff::count(&self.pool, outcome);
                 }
@@ -165,7 +165,7 @@ impl Session {
     /// relaying), or, when the client cancelled or the router is shutting down, delivers the
     /// held error and its ReadyForQuery as the server sent them (`Ok(false)`).
     pub(super) async fn retry_at_ready(&mut self, status: Option<u8>) -> Result<bool, End> {
-        let Some(mut r) = self.ex.flight.retry.take() else { return Ok(false) };
+        let Some(mut r) = self.ex.take_retry() else { return Ok(false) };
         let Some(held) = r.held.take() else {
             if let Some(settled) = r.attempts.settled() {
                 backoff::count(&self.pool, settled);
@@ -199,10 +199,10 @@ impl Session {
             let _ = ErrorFields::new(Severity::Notice, "00000", &text).encode_notice(&mut self.io.out);
         }
         self.rebuild_batch(&r);
-        self.ex.flight.held.clear();
+        self.ex.drop_held();
         r.relayed = false;
         r.out_mark = self.io.out.len();
-        self.ex.flight.retry = Some(r);
+        self.ex.keep_for_retry(r);
         self.send_backend().await?;
         Ok(true)
     }
@@ -229,31 +229,29 @@ impl Session {
     /// Queues the batch again for the attached connection, leaving out the router's Parses of
     /// statements the failed attempt already prepared there (they outlive the transaction).
     fn rebuild_batch(&mut self, r: &RetryBatch) {
-        self.ex.bout.clear();
-        self.ex.expect.clear();
+        self.ex.start_over();
         let Some(conn) = self.backend.as_mut() else { return };
         let mut frames = RawFrames::new(&r.bytes, retry::kept_max(Protocol::Postgres));
         for e in &r.expects {
-            if let Expect::Synth(_) = e {
-                self.ex.expect.push_back(*e);
+            if let Expect::Synth(tag) = *e {
+                self.ex.answer_here(tag);
                 continue;
             }
             let Some(raw) = frames.next().map(|f| f.bytes()) else { break };
             match *e {
                 Expect::Parse { swallow, key: Some(k) } if conn.prepared.contains(&k) => {
                     if !swallow {
-                        self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+                        self.ex.answer_here(server::PARSE_COMPLETE);
                     }
                     continue;
                 }
                 Expect::Parse { key: Some(k), .. } => conn.prepared.push(k),
                 _ => {}
             }
-            self.ex.bout.extend_from_slice(raw);
-            self.ex.expect.push_back(*e);
+            self.ex.forward(raw, *e);
         }
         // A simple Query or FunctionCall has no expectations: the bytes are the whole batch.
-        self.ex.bout.extend_from_slice(frames.rest());
+        self.ex.forward_unanswered(frames.rest());
     }
 }
 

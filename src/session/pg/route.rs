@@ -38,7 +38,7 @@ impl Session {
             read_only: self.progress.read_only_tx,
             // A PostgreSQL cursor lives in a transaction, or is session state (WITH HOLD).
             cursor: false,
-            mid_exchange: self.ex.awaiting() || !self.ex.expect.is_empty() || !self.ex.bout.is_empty(),
+            mid_exchange: self.ex.awaiting() || !self.ex.expects().is_empty() || !self.ex.queued().is_empty(),
             pin: self.state.pin(),
             // Nothing a statement leaves is read only from its own connection outside those.
             sticky: false,
@@ -51,7 +51,7 @@ impl Session {
         Hold::of(&HoldFacts {
             connected: self.backend.is_some(),
             in_transaction: self.progress.tx != TransactionStatus::Idle,
-            mid_exchange: !self.ex.expect.is_empty() || (batch && self.ex.awaiting()),
+            mid_exchange: !self.ex.expects().is_empty() || (batch && self.ex.awaiting()),
             pin: self.state.pin(),
             ..HoldFacts::default()
         })
@@ -72,14 +72,9 @@ impl Session {
     /// [`Session::decide`] as if the session were `held` on its connection or not: what a
     /// statement inside a transaction would be routed to outside it (#24).
     pub(super) fn decide_as(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
-        let seat = Seat {
-            protocol: Protocol::Postgres,
-            user: &self.identity.user,
-            database: &self.identity.database,
-            pool: self.pool.name(),
-            ryw: &self.progress.ryw,
-            lex: &self.identity.lex,
-        };
+        let who = &self.identity;
+        let seat =
+            Seat::new(Protocol::Postgres, &who.user, &who.database, self.pool.name(), &self.progress.ryw, &who.lex);
         let input = seat.input(sql, key, held, self.read_only_view(sql, held), rt::now());
         self.ctx.route(&input)
     }
@@ -121,7 +116,7 @@ impl Session {
         if to_replica && self.backend.is_none() {
             self.connect_split(runs).await?;
         }
-        self.ex.flight.rules.note(decision.retry); // retry (#11)
+        self.ex.routed_by(decision.retry); // retry (#11)
         if runs {
             self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool.config.name);
             self.progress.digest.begin(decision.fingerprint, sql, now);
@@ -244,12 +239,10 @@ impl Session {
     /// back first: it may be on a replica that is behind.
     async fn connect_causal(&mut self, position: Position) -> Result<(), PgClientError> {
         self.release_backend(false).await;
-        self.pool = self.ctx.current(&self.pool);
-        let config = self.ctx.config();
-        let deadline = rt::now() + self.pool.config.timeouts.acquire;
+        let wait = self.ctx.config().routing.causal_wait;
         let who = self.identity.pass.as_deref();
         let caught_up =
-            self.pool.checkout_caught_up(Protocol::Postgres, who, deadline, &position, config.routing.causal_wait);
+            commit_io::checkout_caught_up(&self.ctx, &mut self.pool, Protocol::Postgres, who, &position, wait);
         if let Some(conn) = caught_up.await.map_err(|e| PgClientError::from(&e))? {
             let stale = conn.settings != self.state.signature();
             self.backend = Some(conn);
@@ -262,7 +255,7 @@ impl Session {
                 format!(
                     "no backend of pool \"{}\" replayed this session's last write within routing.causal_wait ({:?}) and routing.replica_fallback = \"error\"",
                     self.pool.name(),
-                    config.routing.causal_wait
+                    wait
                 ),
             ));
         };

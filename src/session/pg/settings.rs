@@ -113,7 +113,7 @@ impl Session {
     pub(super) async fn restore_startup_values(&mut self) {
         // Only between exchanges: with more responses due (a pipeline), the backend is busy
         // and the restore waits for a later ReadyForQuery.
-        if !self.ex.expect.is_empty() || self.ex.awaiting() {
+        if !self.ex.expects().is_empty() || self.ex.awaiting() {
             return;
         }
         let Some(sql) = self.state.take_restore() else { return };

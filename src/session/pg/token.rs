@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 
-use super::prepared::Expect;
 use super::route::INVALID_PARAMETER_VALUE;
 use super::{End, Session};
 use crate::protocol::pg::backend::{self, BackendMessage, FieldDescription};
@@ -74,7 +73,7 @@ impl Session {
             return None; // the ordinary path reports the duplicate
         }
         self.progress.tokens.stmts.insert(name.to_owned(), command);
-        self.ex.expect.push_back(Expect::Synth(server::PARSE_COMPLETE));
+        self.ex.answer_here(server::PARSE_COMPLETE);
         Some(Ok(()))
     }
 
@@ -86,7 +85,7 @@ impl Session {
             return None;
         };
         self.progress.tokens.portals.insert(portal.to_owned(), command);
-        self.ex.expect.push_back(Expect::Synth(server::BIND_COMPLETE));
+        self.ex.answer_here(server::BIND_COMPLETE);
         Some(Ok(()))
     }
 
@@ -121,7 +120,7 @@ impl Session {
         let map =
             if kind == Target::Statement { &mut self.progress.tokens.stmts } else { &mut self.progress.tokens.portals };
         map.remove(name)?;
-        self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
+        self.ex.answer_here(server::CLOSE_COMPLETE);
         Some(Ok(()))
     }
 

@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use super::prepared::{Expect, Stmt};
 use super::{End, Session};
-use crate::protocol::pg::{frontend, sqlstate, Target};
+use crate::protocol::pg::sqlstate;
 use crate::session::client_error::PgClientError;
 
 /// Longest Parse of the unnamed statement the session keeps to send again.
@@ -108,15 +108,13 @@ impl Session {
         }
         match self.progress.unnamed.kept {
             Kept::None => {
-                let _ = frontend::encode_close(Target::Statement, "", &mut self.ex.bout);
-                self.ex.expect.push_back(Expect::Close { swallow: true, key: None });
+                self.ex.close_on_backend("", None);
             }
             Kept::Parse => {
                 if let Some(inner) = self.progress.unnamed.executes.clone() {
                     self.prepare_executed(&inner);
                 }
-                self.ex.bout.extend_from_slice(&self.progress.unnamed.parse);
-                self.ex.expect.push_back(Expect::Parse { swallow: true, key: None });
+                self.ex.forward(&self.progress.unnamed.parse, Expect::Parse { swallow: true, key: None });
             }
             Kept::TooLong => {
                 let text = format!(

@@ -108,7 +108,7 @@ impl Session {
         let Some(told) = stmt.row_type.get() else { return Ok(()) };
         // Only at a batch boundary may the router run an exchange of its own (its Sync would
         // end the implicit transaction of a batch under way).
-        let boundary = self.ex.expect.is_empty() && self.ex.bout.is_empty() && !self.ex.awaiting();
+        let boundary = self.ex.expects().is_empty() && self.ex.queued().is_empty() && !self.ex.awaiting();
         if stmt.generation == self.pool.schema_generation()
             || !boundary
             || self.progress.tx == TransactionStatus::Failed

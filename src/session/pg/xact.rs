@@ -18,15 +18,13 @@ use crate::pool::health::PG_XACT_PROBE;
 use crate::protocol::pg::{frontend, Frame, FrontendMessage, RawFrames, TransactionStatus};
 use crate::session::commit_io;
 use crate::session::engine::ryw;
-use crate::sql::lexer::{Lexer, TokenKind};
-use crate::sql::Dialect;
 
 impl Session {
     /// Whether the simple Query `sql` is a lone COMMIT of an open (not failed) transaction on a
     /// PostgreSQL server whose commit would learn a position only because nothing proved the
     /// transaction read-only.
     pub(super) fn commit_probe_due(&self, sql: &str) -> bool {
-        self.probe_may_run() && is_commit(sql)
+        self.probe_may_run() && ryw::is_lone_commit(sql)
     }
 
     /// Whether the extended batch about to be sent (its Sync queued last) is such a COMMIT:
@@ -35,7 +33,7 @@ impl Session {
     pub(super) fn sync_probe_due(&self) -> bool {
         let known =
             |server_name: &str| self.stmts.values().find(|s| s.server_name == server_name).map(|s| s.query.as_str());
-        self.probe_may_run() && !self.ex.awaiting() && !self.ex.refused() && commits_only(&self.ex.bout, known)
+        self.probe_may_run() && !self.ex.awaiting() && !self.ex.refused() && commits_only(self.ex.queued(), known)
     }
 
     fn probe_may_run(&self) -> bool {
@@ -52,20 +50,19 @@ impl Session {
     /// ROLLBACK, and nothing is due.
     pub(super) async fn on_probed_commit(&mut self, raw: &[u8]) -> Result<(), End> {
         let Some(probe) = probe() else { return self.on_simple(raw).await };
-        self.ex.bout.extend_from_slice(&probe);
-        self.ex.bout.extend_from_slice(raw);
+        self.ex.forward_unanswered(&probe);
+        self.ex.forward_unanswered(raw);
         self.arm_retry();
         self.send_probed().await
     }
 
     /// The extended form: the probe goes ahead of the batch queued with its Sync.
     pub(super) async fn on_probed_sync(&mut self) -> Result<(), End> {
-        let Some(mut probe) = probe() else {
+        let Some(probe) = probe() else {
             self.send_backend().await?;
             return self.relay(relay::Until::Ready).await;
         };
-        probe.append(&mut self.ex.bout);
-        self.ex.bout = probe;
+        self.ex.forward_first(probe);
         self.send_probed().await
     }
 
@@ -101,8 +98,8 @@ fn commits_only<'k>(batch: &[u8], known: impl Fn(&str) -> Option<&'k str>) -> bo
             }
             Ok(FrontendMessage::Bind { portal, statement, .. }) => {
                 let commit = match parsed.get(statement) {
-                    Some(query) => is_commit(query),
-                    None => !statement.is_empty() && known(statement).is_some_and(is_commit),
+                    Some(query) => ryw::is_lone_commit(query),
+                    None => !statement.is_empty() && known(statement).is_some_and(ryw::is_lone_commit),
                 };
                 bound.insert(portal, commit);
             }
@@ -114,25 +111,9 @@ fn commits_only<'k>(batch: &[u8], known: impl Fn(&str) -> Option<&'k str>) -> bo
     executed == [true]
 }
 
-/// `COMMIT` or `END` alone (`TRANSACTION` / `WORK` allowed; not `AND CHAIN`, which keeps a
-/// transaction open, nor `COMMIT PREPARED`).
-fn is_commit(sql: &str) -> bool {
-    let mut words = Lexer::new(sql, Dialect::Postgres).filter(|t| !matches!(t.kind, TokenKind::Comment));
-    if !words.next().is_some_and(|t| t.is_word("COMMIT") || t.is_word("END")) {
-        return false;
-    }
-    let rest: Vec<_> = words.collect();
-    match rest.as_slice() {
-        [] => true,
-        [t] => t.kind == TokenKind::Semicolon || t.is_word("TRANSACTION") || t.is_word("WORK"),
-        [t, end] => (t.is_word("TRANSACTION") || t.is_word("WORK")) && end.kind == TokenKind::Semicolon,
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{commits_only, is_commit};
+    use super::commits_only;
     use crate::protocol::pg::{frontend, Target};
 
     fn parse_bind_execute(name: &str, sql: Option<&str>, out: &mut Vec<u8>) {
@@ -173,15 +154,5 @@ mod tests {
         assert!(!commits_only(&b, none), "nothing executed");
         frontend::encode_query("COMMIT", &mut b).expect("query");
         assert!(!commits_only(&b, none), "anything but extended messages");
-    }
-
-    #[test]
-    fn lone_commits_are_recognized() {
-        for sql in ["COMMIT", "commit;", "END", "END WORK;", "/* c */ COMMIT TRANSACTION"] {
-            assert!(is_commit(sql), "{sql}");
-        }
-        for sql in ["COMMIT PREPARED 'x'", "COMMIT AND CHAIN", "COMMIT; SELECT 1", "ROLLBACK", "SELECT 1"] {
-            assert!(!is_commit(sql), "{sql}");
-        }
     }
 }

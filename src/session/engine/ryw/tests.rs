@@ -147,3 +147,15 @@ fn a_lost_position_hands_out_the_primary_token_until_a_commit_position_is_learne
     holder.reset();
     assert_eq!((show_token(&holder), holder.pinned(now)), (String::new(), false));
 }
+
+#[test]
+fn lone_commits_are_recognized() {
+    let lone = ["COMMIT", "commit;", "END", "END WORK;", "COMMIT WORK;", "COMMIT ;", "/* c */ COMMIT TRANSACTION"];
+    for sql in lone {
+        assert!(is_lone_commit(sql), "{sql}");
+    }
+    let not = ["COMMIT PREPARED 'x'", "COMMIT AND CHAIN", "COMMIT; SELECT 1", "COMMIT;;", "ROLLBACK", "SELECT 1", ""];
+    for sql in not {
+        assert!(!is_lone_commit(sql), "{sql}");
+    }
+}

@@ -384,7 +384,7 @@ impl Session {
         let in_block = self.foreign.bridge.tx == TransactionStatus::InBlock;
         let due = ryw::probes_commit(&self.routing.ryw, in_block, self.ctx.has_replica_reads())
             && !self.foreign.cross.crossing()
-            && is_commit(sql);
+            && ryw::is_lone_commit(sql);
         due && frontend::encode_query(PG_XACT_PROBE, &mut self.link.out).is_ok()
     }
 
@@ -482,19 +482,6 @@ fn opens_transaction(sql: &str) -> bool {
     false
 }
 
-/// `COMMIT` or `END`, with `WORK` or `TRANSACTION`, alone (not `COMMIT AND CHAIN`, which keeps
-/// a transaction open, nor `COMMIT PREPARED`, nor a text holding more statements).
-fn is_commit(sql: &str) -> bool {
-    let words = first_words(sql);
-    let ends = |w: &str| w.eq_ignore_ascii_case("COMMIT") || w.eq_ignore_ascii_case("END");
-    let noise = |w: &str| w.eq_ignore_ascii_case("WORK") || w.eq_ignore_ascii_case("TRANSACTION");
-    match words.as_slice() {
-        [w] => ends(w),
-        [w, n] => ends(w) && noise(n),
-        _ => false,
-    }
-}
-
 /// `sql` (PostgreSQL text) ends the transaction, whose state is `tx`, without committing: a
 /// lone `ROLLBACK`/`ABORT` (not `ROLLBACK TO SAVEPOINT`, nor `ROLLBACK PREPARED`, nor `AND
 /// CHAIN`), or a lone COMMIT of a failed transaction.
@@ -507,7 +494,7 @@ fn ends_uncommitted(sql: &str, tx: TransactionStatus) -> bool {
         [w, n] => ends(w) && noise(n),
         _ => false,
     };
-    rollback || (tx == TransactionStatus::Failed && is_commit(sql))
+    rollback || (tx == TransactionStatus::Failed && ryw::is_lone_commit(sql))
 }
 
 /// The tokens of `sql` without comments and a final `;` (at most four: enough for the checks
@@ -527,7 +514,7 @@ fn first_words(sql: &str) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{ends_uncommitted, is_commit, opens_transaction};
+    use super::{ends_uncommitted, opens_transaction};
     use crate::protocol::pg::TransactionStatus;
 
     #[test]
@@ -543,13 +530,7 @@ mod tests {
     }
 
     #[test]
-    fn lone_commits_and_transaction_starts_are_recognized() {
-        for sql in ["COMMIT", "commit;", "END", "COMMIT WORK;", "/* c */ COMMIT TRANSACTION"] {
-            assert!(is_commit(sql), "{sql}");
-        }
-        for sql in ["COMMIT PREPARED 'x'", "COMMIT AND CHAIN", "COMMIT; SELECT 1", "ROLLBACK", "SELECT 1", ""] {
-            assert!(!is_commit(sql), "{sql}");
-        }
+    fn transaction_starts_are_recognized() {
         for sql in ["BEGIN", "begin work", "START TRANSACTION READ ONLY", "/* x */ BEGIN;"] {
             assert!(opens_transaction(sql), "{sql}");
         }

@@ -30,7 +30,7 @@ use crate::protocol::mysql::encode_packets;
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_BAD_DB_ERROR, ER_UNKNOWN_COM_ERROR};
 use crate::protocol::mysql::response::{EofPacket, SERVER_STATUS_NO_BACKSLASH_ESCAPES};
 use crate::protocol::pg::{frontend, TransactionStatus};
-use crate::session::client_error::MyClientError;
+use crate::session::client_error::{requote_code, MyClientError};
 use crate::session::error::RelayError;
 use crate::sql::mode::LexMode;
 use crate::sql::requote::{requote, RequoteError, Target};
@@ -152,11 +152,7 @@ pub(in crate::session::mysql) fn carry_translation(sql: &str) -> Result<String, 
 }
 
 fn requote_error(e: &RequoteError) -> MyClientError {
-    let number = match e {
-        RequoteError::Unterminated(_) => super::ER_PARSE_ERROR,
-        RequoteError::Nul(_) | RequoteError::Encoding(_) => ER_WRONG_STRING_VALUE,
-        RequoteError::Unsupported(..) | RequoteError::Misread(_) => ER_NOT_SUPPORTED_YET,
-    };
+    let number = requote_code(e, super::ER_PARSE_ERROR, ER_WRONG_STRING_VALUE, ER_NOT_SUPPORTED_YET);
     MyClientError::new(number, format!("Statement not run on the PostgreSQL pool: {e}"))
 }
 

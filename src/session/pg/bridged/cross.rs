@@ -87,7 +87,9 @@ impl Session {
 
     /// Whether messages of the current pipeline wait for answers from the session's own pool.
     fn native_pending(&self) -> bool {
-        self.ex.awaiting() || !self.ex.bout.is_empty() || self.ex.expect.iter().any(|e| !matches!(e, Expect::Synth(_)))
+        self.ex.awaiting()
+            || !self.ex.queued().is_empty()
+            || self.ex.expects().iter().any(|e| !matches!(e, Expect::Synth(_)))
     }
 
     /// Why a statement (`sql`, empty for an Execute) routed to MySQL pool `pool` cannot run there
@@ -340,7 +342,7 @@ impl Session {
                 };
                 // Answered in turn with whatever the session's pool answers before it.
                 known.then(|| {
-                    self.ex.expect.push_back(Expect::Synth(server::CLOSE_COMPLETE));
+                    self.ex.answer_here(server::CLOSE_COMPLETE);
                     Ok(())
                 })
             }

@@ -86,10 +86,10 @@ impl Session {
         self.cancel.slot.running_on(conn, Protocol::MySql);
         let mut payload = Vec::with_capacity(64);
         cmd.encode(caps, &mut payload);
-        self.ex.bout.clear();
-        encode_packets(&payload, 0, &mut self.ex.bout);
-        let r = rt::write_all(&mut conn.stream, &self.ex.bout).await;
-        self.ex.bout.clear();
+        let mut packets = Vec::with_capacity(payload.len() + 4);
+        encode_packets(&payload, 0, &mut packets);
+        self.ex.discard_queued();
+        let r = rt::write_all(&mut conn.stream, &packets).await;
         r.map_err(|e| RelayError::BackendClosed(Some(e)))
     }
 

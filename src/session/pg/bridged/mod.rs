@@ -28,7 +28,7 @@ use crate::error::ErrorCode;
 use crate::protocol::mysql::response::SERVER_STATUS_NO_BACKSLASH_ESCAPES;
 use crate::protocol::mysql::Command;
 use crate::protocol::pg::{backend, sqlstate, FrontendMessage, Target};
-use crate::session::client_error::PgClientError;
+use crate::session::client_error::{requote_code, PgClientError};
 use crate::session::error::RelayError;
 use crate::sql::mode::LexMode;
 use crate::sql::requote::{self, requote, RequoteError};
@@ -42,11 +42,7 @@ const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
 
 /// The ErrorResponse for a statement whose literals cannot be carried to MySQL exactly.
 fn requote_error(e: &RequoteError) -> PgClientError {
-    let code = match e {
-        RequoteError::Unterminated(_) => sqlstate::SYNTAX_ERROR,
-        RequoteError::Nul(_) | RequoteError::Encoding(_) => CHARACTER_NOT_IN_REPERTOIRE,
-        RequoteError::Unsupported(..) | RequoteError::Misread(_) => sqlstate::FEATURE_NOT_SUPPORTED,
-    };
+    let code = requote_code(e, sqlstate::SYNTAX_ERROR, CHARACTER_NOT_IN_REPERTOIRE, sqlstate::FEATURE_NOT_SUPPORTED);
     PgClientError::new(code, format!("statement not run on the MySQL pool: {e}"))
 }
 

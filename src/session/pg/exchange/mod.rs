@@ -11,9 +11,10 @@ use crate::protocol::pg::tag::{backend as server, tx_status};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use super::flight::{classify_error, ErrorKind, Flight, Gone, Replay};
+use super::flight::{classify_error, ErrorKind, Flight, Gone, HealMark, Replay};
 use super::prepared::{Expect, Stmt};
-use crate::protocol::pg::{frontend, sqlstate, RawFrame, TransactionStatus};
+use super::retry::RetryBatch;
+use crate::protocol::pg::{frontend, sqlstate, FrontendMessage, RawFrame, Target, TransactionStatus};
 use crate::session::client_error::PgClientError;
 use crate::session::engine::retry::RulePolicy;
 use crate::session::error::RelayError;
@@ -168,11 +169,11 @@ pub enum ReadyStep {
 #[derive(Debug, Default)]
 pub struct Exchange {
     /// Responses expected from the backend (or synthesized), in order.
-    pub expect: VecDeque<Expect>,
+    expect: VecDeque<Expect>,
     /// Bytes queued for the backend and not sent yet.
-    pub bout: Vec<u8>,
+    bout: Vec<u8>,
     /// The statement in flight: FATAL seen, timeout fired, stale-plan healing, retry.
-    pub flight: Flight,
+    flight: Flight,
     phase: Phase,
     outcome: Outcome,
     /// The messages of each synthesized response that has a body (the router's own answers to
@@ -182,6 +183,264 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// The responses expected from the backend (or the router's own), in order.
+    pub fn expects(&self) -> &VecDeque<Expect> {
+        &self.expect
+    }
+
+    /// A message for the backend, whose response is `expect`.
+    pub fn forward(&mut self, raw: &[u8], expect: Expect) {
+        self.forward_all(raw, &[expect]);
+    }
+
+    /// Messages for the backend, whose responses are `expects`, in order.
+    pub fn forward_all(&mut self, raw: &[u8], expects: &[Expect]) {
+        self.bout.extend_from_slice(raw);
+        self.expect.extend(expects.iter().copied());
+    }
+
+    /// Messages with no response of their own to expect: a simple Query or FunctionCall
+    /// (answered up to its ReadyForQuery), a Flush, COPY data.
+    pub fn forward_unanswered(&mut self, raw: &[u8]) {
+        self.bout.extend_from_slice(raw);
+    }
+
+    /// `first` (whole messages) goes to the backend ahead of what is queued: the commit
+    /// position probe, answered before the batch it precedes.
+    pub fn forward_first(&mut self, mut first: Vec<u8>) {
+        first.append(&mut self.bout);
+        self.bout = first;
+    }
+
+    /// The bytes queued for the backend and not sent yet.
+    pub fn queued(&self) -> &[u8] {
+        &self.bout
+    }
+
+    /// The queued bytes were written to the backend (or the write failed, and the connection
+    /// goes with them).
+    pub fn written(&mut self) {
+        self.bout.clear();
+    }
+
+    /// What is queued is not sent: the backend rejected the COPY it was data for, or the
+    /// backend of a bridged session speaks another protocol.
+    pub fn discard_queued(&mut self) {
+        self.bout.clear();
+    }
+
+    /// The COPY IN is given up (`reason`): in place of what was queued the backend gets a
+    /// CopyFail, which ends the COPY with an error.
+    pub fn fail_copy(&mut self, reason: &str) {
+        self.bout.clear();
+        let _ = FrontendMessage::CopyFail(reason).encode(&mut self.bout);
+    }
+
+    /// The queue's buffer while nothing is queued, for the runtime to take or give its spare
+    /// allocation.
+    pub fn idle_buffer(&mut self) -> Option<&mut Vec<u8>> {
+        self.bout.is_empty().then_some(&mut self.bout)
+    }
+
+    /// Gives back the queue's allocation beyond `to` bytes once it grew to `at` (a large
+    /// message went through it).
+    pub fn shrink_buffer(&mut self, at: usize, to: usize) {
+        if self.bout.capacity() >= at {
+            self.bout.shrink_to(to);
+        }
+    }
+
+    /// Messages `encode` writes for the backend, answered by `expects` in order. When it
+    /// fails nothing is expected: the caller refuses the batch, which drops what it wrote.
+    pub fn forward_encoded<E>(
+        &mut self,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+        expects: &[Expect],
+    ) -> Result<(), E> {
+        encode(&mut self.bout)?;
+        self.expect.extend(expects.iter().copied());
+        Ok(())
+    }
+
+    /// The router closes statement `name` on the backend (`key`: one of its own statements);
+    /// the client does not see the CloseComplete.
+    pub fn close_on_backend(&mut self, name: &str, key: Option<u64>) {
+        let _ = frontend::encode_close(Target::Statement, name, &mut self.bout);
+        self.expect.push_back(Expect::Close { swallow: true, key });
+    }
+
+    /// The router answers the client's current message itself with an empty message `tag`,
+    /// in its place among the backend's answers.
+    pub fn answer_here(&mut self, tag: u8) {
+        self.expect.push_back(Expect::Synth(tag));
+    }
+
+    /// The Describe of a statement just queued gets the router's ParameterDescription
+    /// (`parameters`, whole messages) in place of the backend's; the row type that follows is
+    /// the one the client learns.
+    pub fn described_with(&mut self, parameters: Vec<u8>) {
+        self.expect.push_back(Expect::Swallow(server::PARAMETER_DESCRIPTION));
+        self.answer(parameters);
+        self.flight.describing.push_back(None);
+        self.expect.push_back(Expect::DescribeStatement);
+    }
+
+    /// The client's named Parse (`name`, of `stmt`) went to the backend: forgotten, as on the
+    /// server, should the server not run it.
+    pub fn parsing(&mut self, name: &str, stmt: Rc<Stmt>) {
+        self.flight.named.push_back((name.to_owned(), stmt));
+    }
+
+    /// The server did not run the oldest named Parse still unanswered: its name and statement.
+    pub fn parse_not_run(&mut self) -> Option<(String, Rc<Stmt>)> {
+        self.flight.named.pop_front()
+    }
+
+    /// A Describe of a statement (`stmt`: one of the router's) went to the backend: the row
+    /// type it answers is the one the client learns.
+    pub fn describing(&mut self, stmt: Option<Rc<Stmt>>) {
+        self.flight.describing.push_back(stmt);
+    }
+
+    /// The server did not run the oldest statement Describe still unanswered.
+    pub fn describe_not_run(&mut self) {
+        self.flight.describing.pop_front();
+    }
+
+    /// Statement `stale` was prepared again as `fresh`: the Describes in flight of it describe
+    /// the fresh one.
+    pub fn redescribing(&mut self, stale: &Rc<Stmt>, fresh: &Rc<Stmt>) {
+        for s in self.flight.describing.iter_mut().flatten().filter(|s| Rc::ptr_eq(s, stale)) {
+            *s = fresh.clone();
+        }
+    }
+
+    /// The message being queued is healable if the batch turns out to have a stale plan: it
+    /// uses `stmt` (a Bind, `bind`, or a Describe of it), prepared earlier on this connection,
+    /// first in its batch, outside a transaction (`idle`); see `flight`.
+    pub fn mark_healable(&mut self, stmt: &Rc<Stmt>, bind: bool, idle: bool) {
+        let first = !self
+            .expect
+            .iter()
+            .any(|e| matches!(e, Expect::Bind | Expect::Execute | Expect::DescribePortal | Expect::DescribeStatement));
+        if idle && self.flight.mark.is_none() && first {
+            let (bout, expect) = (self.bout.len(), self.expect.len());
+            self.flight.mark = Some(HealMark { bout, expect, stmt: stmt.clone(), bind });
+        }
+    }
+
+    /// Part of the batch goes to the backend before its Sync (a Flush, a long or paused batch):
+    /// what was sent cannot be sent again, so the batch is not healed.
+    pub fn sent_before_sync(&mut self) {
+        self.flight.mark = None;
+    }
+
+    /// Answers are relayed before the batch's ReadyForQuery: the client has seen part of it,
+    /// so it is not retried.
+    pub fn relayed_before_ready(&mut self) {
+        self.flight.flushed = true;
+    }
+
+    /// A statement of the batch was routed by a rule whose retry policy is `policy`.
+    pub fn routed_by(&mut self, policy: Option<crate::config::RetryPolicy>) {
+        self.flight.rules.note(policy);
+    }
+
+    /// The batch is about to be armed for a retry: the one kept before goes. Returns the retry
+    /// policies of the rules that routed it and whether part of it already reached the client.
+    pub fn arming(&mut self) -> (RulePolicy, bool) {
+        self.flight.retry = None;
+        (std::mem::take(&mut self.flight.rules), self.flight.flushed)
+    }
+
+    /// The batch is kept (`batch`) to be sent again on a serialization failure or deadlock.
+    pub fn keep_for_retry(&mut self, batch: Box<RetryBatch>) {
+        self.flight.retry = Some(batch);
+    }
+
+    /// The batch kept for a retry, if any.
+    pub fn retry_batch(&mut self) -> Option<&mut RetryBatch> {
+        self.flight.retry.as_deref_mut()
+    }
+
+    /// The batch kept for a retry, taken out (to be sent again, or given up).
+    pub fn take_retry(&mut self) -> Option<Box<RetryBatch>> {
+        self.flight.retry.take()
+    }
+
+    /// The batch will not be retried.
+    pub fn no_retry(&mut self) {
+        self.flight.retry = None;
+    }
+
+    /// The ParameterDescription held back for healing, taken (an error ends its wait).
+    pub fn take_held(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.flight.held)
+    }
+
+    /// The ParameterDescription held back goes to the client (`out`), ahead of the error that
+    /// ended its wait.
+    pub fn deliver_held(&mut self, out: &mut Vec<u8>) {
+        out.append(&mut self.flight.held);
+    }
+
+    /// The batch is sent again from its start: nothing held back for the attempt before stays.
+    pub fn drop_held(&mut self) {
+        self.flight.held.clear();
+    }
+
+    /// Nothing is held back for a retry or a stale-plan healing, which need whole messages:
+    /// what the backend sends may go to the client as it comes.
+    pub fn holds_nothing(&self) -> bool {
+        self.flight.healing.is_none() && self.flight.held.is_empty() && !self.retry_pending()
+    }
+
+    /// A stale plan's error was swallowed: the batch is prepared again and sent again.
+    pub fn healing(&self) -> bool {
+        self.flight.healing.is_some()
+    }
+
+    /// The stand-in Parse of a statement the router refused is on its way (it failed on
+    /// purpose, in place of the client's unnamed statement).
+    pub fn aborting(&self) -> bool {
+        self.flight.aborting
+    }
+
+    /// `query_timeout` fired and a cancel went out for the running statement.
+    pub fn cancel_sent(&mut self) {
+        self.flight.timed_out = true;
+    }
+
+    /// Whether `query_timeout` fired for the running statement already.
+    pub fn timed_out(&self) -> bool {
+        self.flight.timed_out
+    }
+
+    /// The backend is given up for `cause`, which the client is told when it is found lost.
+    pub fn give_up(&mut self, cause: RelayError) {
+        self.flight.fatal = Some(cause.into());
+    }
+
+    /// The response ended (ReadyForQuery): nothing of the batch is in flight any more.
+    pub fn response_done(&mut self) {
+        self.flight.settle();
+    }
+
+    /// The connection was found lost: nothing of the batch is in flight any more; returns why
+    /// it went, when that is known.
+    pub fn forget_flight(&mut self) -> Option<Gone> {
+        let gone = self.flight.fatal.take();
+        self.flight.settle();
+        gone
+    }
+
+    /// A batch is about to be sent again from its start (healed or retried): nothing of the
+    /// attempt before stays queued.
+    pub fn start_over(&mut self) {
+        self.bout.clear();
+        self.expect.clear();
+    }
+
     /// A response is owed by the backend (bytes were sent, ReadyForQuery has not come).
     pub fn awaiting(&self) -> bool {
         matches!(self.phase, Phase::Awaiting | Phase::RefusedMidBatch | Phase::Aborted { .. })
