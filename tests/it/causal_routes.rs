@@ -252,3 +252,58 @@ fn a_lost_commit_position_hands_out_the_primary_token() {
     env.resume_replication(Kind::Pg);
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// psycopg 3: after each write returns, the token the session holds (its ParameterStatus), the
+/// token SHOW answers, and whether a reader given the former by SET sees the write: a simple
+/// autocommit INSERT, an extended (parameterised) one, and a transaction's COMMIT.
+const STATUS_AT_COMMIT: &str = r#"
+import sys, psycopg
+host, port, user, password, db, t = sys.argv[1:7]
+def connect(**kw):
+    return psycopg.connect(host=host, port=port, user=user, password=password, dbname=db, **kw)
+with connect(autocommit=True) as c, connect(autocommit=True) as reader:
+    def report(what, n):
+        status = c.info.parameter_status("querypilot.causal_token")
+        show = c.execute("SHOW querypilot.causal_token").fetchone()[0]
+        reader.execute(f"SET querypilot.causal_token = '{status or ''}'")
+        row = reader.execute(f"SELECT count(*) FILTER (WHERE id = {n}), pg_is_in_recovery() FROM {t}").fetchone()
+        print(what, status == show, show.startswith("pg:"), row[0], row[1])
+    c.execute(f"INSERT INTO {t} VALUES (1)")
+    report("simple", 1)
+    c.execute(f"INSERT INTO {t} VALUES (%s)", (2,))
+    report("extended", 2)
+    with c.transaction():
+        c.execute(f"INSERT INTO {t} VALUES (3)")
+    report("commit", 3)
+"#;
+
+/// The token's ParameterStatus goes ahead of the write's (or the commit's) own ReadyForQuery
+/// (#34): a client reads nothing after its statement returns, so a token sent later would
+/// still be the previous one when the application hands it over, and its holder would read
+/// the paused standby without the write.
+#[test]
+fn the_token_parameter_status_arrives_with_the_commits_own_ready_for_query() {
+    let env = Dbs::private();
+    let pg = &env.pg;
+    let pools = pool(pg, "primary", &[be(pg.primary_port, "")]) + &pool(pg, "replica", &[be(pg.replica_port, "")]);
+    let router = router(&pools, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
+    let t = unique_name("causal_status");
+    pg.primary_client().batch_execute(&format!("CREATE TABLE {t} (id int PRIMARY KEY)")).expect("create");
+    pg.wait_replica_caught_up(Duration::from_secs(20));
+    let mut c = router.pg(&pg.database);
+    let read = format!("SELECT count(*), pg_is_in_recovery() FROM {t}");
+    eventually(Duration::from_secs(15), "reads on the standby", || where_read(&mut c, &read)[1] == "t");
+    env.pause_replication(Kind::Pg);
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", STATUS_AT_COMMIT, "127.0.0.1", &router.port().to_string(), &pg.user, &pg.password])
+        .args([&pg.database, &t])
+        .output()
+        .expect("run python3 (psycopg 3, installed by .ci/deps.sh)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["simple True True 1 False", "extended True True 1 False", "commit True True 1 False"],
+        "(what, ParameterStatus == SHOW, a position, the holder's row count, in recovery)"
+    );
+}

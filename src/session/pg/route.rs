@@ -264,10 +264,9 @@ impl Session {
     }
 
     /// causal (#22): reads where the write that just committed ends in the primary's WAL, on
-    /// the connection that committed it, before it serves anyone else. The client's answer
-    /// (already buffered up to its ReadyForQuery) is sent first, so it waits for nothing.
+    /// the connection that committed it, before it serves anyone else. The client's answer is
+    /// buffered up to its ReadyForQuery, which waits for the position: the token goes ahead of it.
     pub(super) async fn learn_commit_position(&mut self) {
-        let _ = self.flush_client().await;
         let bridged = self.is_bridged();
         match self.backend.as_mut().filter(|_| !bridged) {
             Some(conn) => {
@@ -279,12 +278,15 @@ impl Session {
             }
             None => self.progress.ryw.learned(None),
         }
-        // The token a client may hand to another connection, as an asynchronous
-        // ParameterStatus (protocol 3.0 §55.2.7 allows one at any time): `primary` when the
-        // position is lost, so a client following it never keeps an older position (#34).
+        // The token a client may hand to another connection, as a ParameterStatus ahead of
+        // the commit's own ReadyForQuery: a client reads no further once its commit returns
+        // (libpq, psycopg's `info.parameter_status`), so a token sent after it would be the
+        // previous one until the next statement, and a holder of that reads stale. `primary`
+        // when the position is lost, never an older position (#34).
         let value = ryw::show_token(&self.progress.ryw);
-        let _ = BackendMessage::ParameterStatus { name: TOKEN_NAME, value: &value }.encode(&mut self.io.out);
-        let _ = self.flush_client().await;
+        let mut status = Vec::with_capacity(TOKEN_NAME.len() + value.len() + 7);
+        let _ = BackendMessage::ParameterStatus { name: TOKEN_NAME, value: &value }.encode(&mut status);
+        super::settings::insert_before_ready(&mut self.io.out, &status);
     }
 }
 

@@ -147,7 +147,7 @@ impl Session {
 
 /// Inserts `msgs` before the ReadyForQuery that ends `out`, or appends them when `out` does not
 /// end with one.
-fn insert_before_ready(out: &mut Vec<u8>, msgs: &[u8]) {
+pub(super) fn insert_before_ready(out: &mut Vec<u8>, msgs: &[u8]) {
     let at = out.len().saturating_sub(6);
     let ends_ready = out.get(at..).is_some_and(|z| {
         z.len() == 6 && z.first() == Some(&server::READY_FOR_QUERY) && z.get(1..5) == Some(&[0, 0, 0, 5])
