@@ -22,7 +22,7 @@ use crate::protocol::pg::{
     challenge::{Challenge, Progress, Proof},
     decode_expected_frame, decode_startup_frame, sqlstate,
     startup::{is_protocol_option, ENCRYPTION_REFUSED},
-    Authentication, Negotiation, ScramKeys, ScramSecret, StartupPacket, TransactionStatus,
+    Authentication, Derivation, Negotiation, ScramKeys, ScramSecret, StartupPacket, TransactionStatus,
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
@@ -37,6 +37,12 @@ const LOGIN_TIMEOUT: Duration = Duration::from_secs(15);
 const STARTUP_MAX: usize = 10_000;
 /// SCRAM iteration count the router uses for clients (PostgreSQL's default).
 const SCRAM_ITERATIONS: u32 = 4096;
+/// Rounds of a password's key derivation between two yields of the login's task (#33): about
+/// 30 µs of a core, well inside one loop turn's share (`rt::fair`). The 4096 rounds of a login
+/// whose secret is a plain password take half a millisecond; in one poll, every other session
+/// of the core waited that long behind each login (a client reconnecting in a loop made it a
+/// stall per connection).
+const DERIVE_SLICE: u32 = 256;
 
 /// Why a login ended without a session.
 pub(super) enum LoginEnd {
@@ -402,7 +408,7 @@ async fn pass_through(
     let verifier = entry.map(Verifier::parse);
     // Every path runs the same exchange to its end, so which part was wrong is not revealed.
     let (expected, refusal) = match &verifier {
-        Some(v) => expected_for(v.as_ref(), how.method, user, how.seed),
+        Some(v) => expected_for(v.as_ref(), how.method, user, how.seed).await,
         None => {
             let why = match stored {
                 Err(e) => Refusal::QueryFailed(e.clone()),
@@ -454,7 +460,7 @@ async fn no_login(client: &mut Client, user: &str) -> LoginEnd {
 
 /// What a stored verifier checks a `method` client with, and why it refuses any proof when it
 /// cannot check this exchange (the exchange still runs, against a mock verifier).
-fn expected_for(
+async fn expected_for(
     verifier: Result<&Verifier, &VerifierError>,
     method: ClientAuth,
     user: &str,
@@ -463,7 +469,7 @@ fn expected_for(
     match (verifier, method) {
         (Ok(Verifier::Scram(secret)), ClientAuth::ScramSha256) => (Expected::Scram(secret.clone()), None),
         (Ok(Verifier::Md5(secret)), ClientAuth::Md5) => (Expected::Md5(secret.clone()), None),
-        (Ok(Verifier::Plain(password)), _) => (Expected::from_password(method, user, password, seed), None),
+        (Ok(Verifier::Plain(password)), _) => (Expected::from_password(method, user, password, seed).await, None),
         (Ok(other), _) => (Expected::unknowable(method, user, seed), Some(Refusal::UnusableSecret(other.kind()))),
         (Err(_), _) => (Expected::unknowable(method, user, seed), Some(Refusal::UnusableSecret("malformed secret"))),
     }
@@ -482,7 +488,7 @@ async fn console_login(
     let role = console.role_of(&user);
     let verifier = console.passwords.get(&user).filter(|_| role.is_some()).map(|t| Verifier::parse(t));
     let (expected, refusal) = match &verifier {
-        Some(v) => expected_for(v.as_ref(), method, &user, seed),
+        Some(v) => expected_for(v.as_ref(), method, &user, seed).await,
         None => (Expected::unknowable(method, &user, seed), Some(Refusal::UnknownUser)),
     };
     let proof = match exchange(client, &expected).await {
@@ -515,7 +521,7 @@ async fn verify(
     // and both get the same answer: which part was wrong is not revealed, not even by timing.
     // Nothing is sent between the proof check and the verdict (not even SCRAM's server
     // signature), so a right password with a wrong user looks like any other failure.
-    let proof = exchange(client, &Expected::from_password(method, user, password, seed)).await?;
+    let proof = exchange(client, &Expected::from_password(method, user, password, seed).await).await?;
     let user_ok = auth::ct_eq(expected_user.as_bytes(), user.as_bytes());
     match proof {
         Some(p) if user_ok => finish(client, p).await,
@@ -533,14 +539,20 @@ enum Expected {
 
 impl Expected {
     /// The password's verifier. Its SCRAM salt is the user's mock salt: the same on every try,
-    /// as a stored verifier's is, so it does not set the user apart from an unknown one.
-    fn from_password(method: ClientAuth, user: &str, password: &str, seed: &[u8; 32]) -> Self {
-        match method {
-            ClientAuth::Md5 => Expected::Md5(auth::md5_secret(user, password)),
-            ClientAuth::ScramSha256 => {
-                Expected::Scram(ScramSecret::from_password(password, &scram_salt(seed, user), SCRAM_ITERATIONS))
-            }
+    /// as a stored verifier's is, so it does not set the user apart from an unknown one. The
+    /// key derivation yields to the core's other tasks every [`DERIVE_SLICE`] rounds.
+    async fn from_password(method: ClientAuth, user: &str, password: &str, seed: &[u8; 32]) -> Self {
+        let salt = scram_salt(seed, user);
+        let derivation = match method {
+            ClientAuth::Md5 => return Expected::Md5(auth::md5_secret(user, password)),
+            ClientAuth::ScramSha256 => Derivation::new(password, &salt, SCRAM_ITERATIONS),
+        };
+        // HMAC takes any key, so there is always a derivation; without one, no proof matches.
+        let Some(mut derivation) = derivation else { return Self::unknowable(method, user, seed) };
+        while !derivation.step(DERIVE_SLICE) {
+            rt::yield_now().await;
         }
+        Expected::Scram(derivation.secret())
     }
 
     /// A secret no password matches, checked with the same work as a stored one (no key
@@ -817,5 +829,29 @@ mod tests {
         }
         let mut bad = params(&[("querypilot.causal_token", "nonsense")]);
         assert_eq!(causal_token(&mut bad).expect_err("invalid").code, "22023");
+    }
+
+    #[test]
+    fn a_password_is_derived_in_slices_that_let_the_core_run_others_between_them() {
+        use super::{Expected, DERIVE_SLICE, SCRAM_ITERATIONS};
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+        let seed = [7; 32];
+        let mut derive =
+            std::pin::pin!(Expected::from_password(crate::config::ClientAuth::ScramSha256, "app", "secret", &seed));
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut polls = 1;
+        let expected = loop {
+            match derive.as_mut().poll(&mut cx) {
+                Poll::Ready(e) => break e,
+                Poll::Pending => polls += 1,
+            }
+        };
+        // One poll per slice: each ends by yielding, so a login no longer holds the core's
+        // loop for all its rounds at once (#33).
+        assert_eq!(polls, (SCRAM_ITERATIONS - 1).div_ceil(DERIVE_SLICE));
+        let salt = crate::auth::mock::scram_salt(&seed, "app");
+        let want = crate::protocol::pg::ScramSecret::from_password("secret", &salt, SCRAM_ITERATIONS);
+        assert!(matches!(expected, Expected::Scram(got) if got == want), "the verifier of the password");
     }
 }

@@ -161,6 +161,7 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     s.cross_unpark();
     s.release_backend(true).await;
     ctx.cancels.remove(s.cancel.key);
+    prepared::drop_in_slices(std::mem::take(&mut s.stmts)).await; // #33
 }
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).

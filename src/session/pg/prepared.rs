@@ -174,6 +174,21 @@ impl Session {
     }
 }
 
+/// Statements let go of between two yields of a session that ends holding many (#33): a
+/// statement's texts are three allocations of its length, about 1.5 µs to free for 1 KiB
+/// texts, so a slice stays near 50 µs of its core.
+const DROP_SLICE: usize = 32;
+
+/// Drops `stmts` a slice at a time, yielding to the core's other tasks between slices. A
+/// session ending with its limit of statements (10,000, or 16 MiB of text) freed them all in
+/// one poll: 8 ms of its core's loop, every other session of the core waiting behind it.
+pub(super) async fn drop_in_slices(stmts: std::collections::HashMap<String, std::rc::Rc<Stmt>>) {
+    let mut left = stmts.into_iter();
+    while left.by_ref().take(DROP_SLICE).count() == DROP_SLICE {
+        crate::rt::yield_now().await;
+    }
+}
+
 /// The backend name of statement `key`.
 pub(super) fn server_name(key: u64) -> String {
     format!("qp_{key:016x}")
@@ -241,6 +256,26 @@ pub enum Expect {
 mod tests {
     use super::*;
     use crate::protocol::pg::tag::frontend as client;
+
+    #[test]
+    fn statements_are_let_go_a_slice_at_a_time() {
+        use std::future::Future;
+        use std::rc::Rc;
+        use std::task::{Context, Poll, Waker};
+        let kept = Rc::new(Stmt::new("SELECT 1", None, &[], 0));
+        let stmts: std::collections::HashMap<String, Rc<Stmt>> =
+            (0..DROP_SLICE * 3 + 1).map(|i| (format!("s{i}"), kept.clone())).collect();
+        let mut dropping = std::pin::pin!(drop_in_slices(stmts));
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut polls = 1;
+        while dropping.as_mut().poll(&mut cx) == Poll::Pending {
+            // Between two polls the other tasks of the core run: one slice went each time.
+            assert_eq!(Rc::strong_count(&kept), 1 + DROP_SLICE * (3 - polls) + 1, "poll {polls}");
+            polls += 1;
+        }
+        assert_eq!(polls, 4, "three full slices and the last statement");
+        assert_eq!(Rc::strong_count(&kept), 1, "every statement let go");
+    }
 
     #[test]
     fn same_text_and_types_share_a_name() {

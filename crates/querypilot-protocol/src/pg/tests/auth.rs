@@ -2,7 +2,7 @@ use crate::pg::auth::{
     md5_response, md5_response_from_secret, md5_secret, md5_verify, DEFAULT_ITERATIONS, MAX_ITERATIONS,
     MAX_SERVER_MESSAGE,
 };
-use crate::pg::{ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
+use crate::pg::{Derivation, ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
 use base64::Engine as _;
 
 // RFC 7677 section 3 test vector.
@@ -53,6 +53,24 @@ fn scram_server_rfc7677_vector() {
     let (server, server_first) = ScramServer::start(&secret, CLIENT_FIRST.as_bytes(), SERVER_NONCE).unwrap();
     assert_eq!(server_first, SERVER_FIRST);
     assert_eq!(server.finish(CLIENT_FINAL.as_bytes()), Ok(SERVER_FINAL.to_owned()));
+}
+
+#[test]
+fn a_derivation_in_slices_gives_the_verifier_whatever_the_slicing() {
+    let want = ScramSecret::parse(PENCIL_SECRET).unwrap();
+    for slice in [1, 7, 64, 512, 4095, 4096, u32::MAX] {
+        let mut d = Derivation::new("pencil", &rfc_salt(), DEFAULT_ITERATIONS).unwrap();
+        let mut steps = 1;
+        while !d.step(slice) {
+            assert_ne!(d.secret(), want, "slice {slice}: the verifier before the last round");
+            steps += 1;
+        }
+        assert_eq!(d.secret(), want, "slice {slice}");
+        assert_eq!(steps, DEFAULT_ITERATIONS.saturating_sub(1).div_ceil(slice).max(1), "slice {slice}");
+    }
+    let mut one = Derivation::new("p,=ss", b"0123456789abcdef", 1).unwrap();
+    assert!(one.step(0), "one round is the first block alone");
+    assert_eq!(one.secret(), ScramSecret::from_password("p,=ss", b"0123456789abcdef", 1));
 }
 
 #[test]
