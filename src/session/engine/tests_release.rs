@@ -194,7 +194,8 @@ fn old_pg_ends(mode: PoolMode, home: bool, in_tx: bool, pin: Option<PinReason>) 
     in_tx || pin.is_some() || (mode == PoolMode::Session && home)
 }
 
-/// MySQL's `backend_lost`.
+/// MySQL's `backend_lost` before #37, which passed no pin and counted every pool as the one the
+/// client logged in to; pins and routed pools now follow PostgreSQL's rule.
 fn old_mysql_ends(mode: PoolMode, in_tx: bool, mid_response: bool) -> bool {
     mid_response || in_tx || mode == PoolMode::Session
 }
@@ -467,7 +468,7 @@ fn only_a_session_end_resets_or_closes_a_clean_connection() {
 // ---- losing the connection -------------------------------------------------------------------
 
 #[test]
-fn mysql_ends_a_session_on_loss_exactly_when_it_did() {
+fn an_unpinned_mysql_session_on_its_own_pool_ends_on_loss_exactly_when_it_did() {
     for mode in MODES {
         for [in_tx, mid] in flags() {
             let f = LossFacts { mode, home_pool: true, in_transaction: in_tx, pin: None, out_of_step: mid };

@@ -50,7 +50,7 @@ use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
 use crate::session::client_io::{self, End, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::hold::{Hold, HoldFacts};
-use crate::session::engine::release::{self, LossFacts, Release, ReleaseFacts};
+use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
 use crate::session::CoreContext;
@@ -163,6 +163,9 @@ struct ClientInfo {
     multi_statements: bool,
     /// The pool the client's database named (handshake or COM_CHANGE_USER), if it named one.
     named_pool: Option<String>,
+    /// The pool the client logged in to (or changed user onto): in session mode, the one whose
+    /// server session it owns; a pool it reaches by routing holds none (#35).
+    home: String,
     /// The client's user name, for rules matching users.
     user: String,
     /// On a pass-through pool, who backend connections log in as (#23).
@@ -275,6 +278,7 @@ impl Session {
         if let Some(token) = g.causal {
             ryw.adopt_token(token); // #34: the connection attribute's token
         }
+        let home = g.pool.config.name.clone();
         Self {
             ctx,
             io,
@@ -290,6 +294,7 @@ impl Session {
                 scramble: g.scramble,
                 multi_statements: g.caps & crate::protocol::mysql::capability::CLIENT_MULTI_STATEMENTS != 0,
                 named_pool: g.named_pool,
+                home,
                 user: g.user,
                 pass: g.pass,
             },
@@ -449,6 +454,7 @@ impl Session {
                         open, so its connection was closed (rolling it back) and this session ends";
             return self.fatal(MyClientError::new(route::ER_STATEMENT_POOLING, text)).await;
         }
+        self.check_held_backend(code).await?;
         if self.tx.sticky && code != COM_QUERY {
             self.tx.sticky = false;
             self.maybe_release().await;
@@ -650,24 +656,14 @@ impl Session {
     /// The backend connection broke: tell the client, drop the connection, stay alive — unless
     /// [`release::after_loss`] ends the session: the server rolled back an open transaction (a
     /// session that went on would run the client's next statements in autocommit and answer its
-    /// COMMIT with OK), a session-mode client's server session is gone, or the client was left
-    /// mid-result. The session then ends after the error, as a direct connection would.
-    /// `cause` is counted; the client hears what it always heard.
+    /// COMMIT with OK), state pinned to the connection is gone (a lock, a temporary table, user
+    /// variables: the next statements would run without them, #18), a session-mode client's
+    /// server session is gone, or the client was left mid-result. The session then ends after
+    /// the error, as a direct connection would. `cause` is counted, never worded.
     async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
         tracing::debug!(error = %cause, "backend connection lost");
         self.ctx.counters.relay_failed(cause.code()); // metrics
-        let facts = LossFacts {
-            mode: self.mode(),
-            // TODO(#37): MySQL sessions have always gone on after losing pinned state, and a
-            // session-mode one ended even on a pool it reached by routing; PostgreSQL's rule
-            // (#18, #35) would count both. Kept as it was until the scenario table covers it.
-            home_pool: true,
-            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
-            pin: None,
-            // Relayed packets of the broken response may have left the client mid-result: it
-            // cannot resynchronize.
-            out_of_step: !self.io.out.is_empty(),
-        };
+        let facts = self.loss_facts();
         self.cancel.slot.set_server(None);
         close(&self.pool, self.link.conn.take());
         self.link.pos = 0;
@@ -677,13 +673,50 @@ impl Session {
         self.tx.cursor = None;
         self.tx.sticky = false;
         self.io.out.clear();
-        MyClientError::new(
-            ER_BACKEND_LOST,
-            "Lost connection to the backend server during query; the statement may not have completed",
-        )
-        .encode(1, &mut self.io.out);
+        let gone = release::after_loss(&facts);
+        lost_error(gone).encode(1, &mut self.io.out);
         let _ = self.flush_client().await;
-        release::after_loss(&facts).map_or(Ok(()), |_| Err(End::Fatal))
+        gone.map_or(Ok(()), |_| Err(End::Fatal))
+    }
+
+    /// What the session loses with its backend connection, judged on its state before.
+    fn loss_facts(&self) -> LossFacts {
+        LossFacts {
+            mode: self.mode(),
+            home_pool: self.pool.config.name == self.client.home,
+            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
+            pin: self.state.pin(),
+            // Relayed packets of the broken response may have left the client mid-result: it
+            // cannot resynchronize.
+            out_of_step: !self.io.out.is_empty(),
+        }
+    }
+
+    /// Before command `code`: the connection the session holds between commands (pinned, in a
+    /// transaction, session pooling) may have died while the client was idle (a server restart,
+    /// a KILL, the server's idle timeout). As a PostgreSQL session does when it sees that
+    /// (#18): when nothing the client relies on died with it, it is dropped unseen and the
+    /// command takes a new one; otherwise the command is answered as [`Self::backend_lost`]
+    /// says and the session ends. Commands that get no answer leave that to the next one.
+    async fn check_held_backend(&mut self, code: u8) -> Result<(), End> {
+        let Some(conn) = self.link.conn.as_ref() else { return Ok(()) };
+        if rt::idle_stream_usable(&conn.stream) || matches!(code, COM_QUIT | COM_STMT_CLOSE | COM_STMT_SEND_LONG_DATA) {
+            return Ok(());
+        }
+        // Answers to earlier commands go first: they are whole, and leave no one mid-result.
+        self.flush_client().await?;
+        if release::after_loss(&self.loss_facts()).is_some() {
+            return self.backend_lost(RelayError::BackendClosed(None)).await;
+        }
+        tracing::debug!("an idle backend connection of pool {} went away", self.pool.name());
+        self.ctx.counters.relay_failed(RelayError::BackendClosed(None).code()); // metrics
+        self.cancel.slot.set_server(None);
+        close(&self.pool, self.link.conn.take());
+        self.link.pos = 0;
+        self.link.deadline = None;
+        self.tx.cursor = None;
+        self.tx.sticky = false;
+        Ok(())
     }
 
     /// Gives the backend connection back when the pool mode says the client is done with it:
@@ -831,6 +864,7 @@ impl Session {
                 }
                 self.io.out.clear();
                 // The client proved the credentials of `target`, as a new connection would.
+                self.client.home = target.config.name.clone();
                 self.pool = target;
                 self.state.reset(db, self.client.names.clone());
                 self.ok_local()
@@ -855,6 +889,29 @@ impl Session {
             )
         })
     }
+}
+
+/// What a client whose backend connection broke is told. A session that goes on hears that the
+/// statement may not have completed. One that ends (`gone`) hears what MariaDB sends a client
+/// whose connection another one killed, `ER_CONNECTION_KILLED` (1927, 70100): its server
+/// session did end under it, and that is what its driver would raise on a direct connection. A
+/// server's number rather than the client-side CR_SERVER_LOST (2013), which no server sends and
+/// which libmariadb-based clients report as a malformed packet (#35); the connection closing
+/// after it is what such a client then sees as the lost server.
+fn lost_error(gone: Option<Gone>) -> MyClientError {
+    let lost = match gone {
+        None => {
+            return MyClientError::new(
+                ER_BACKEND_LOST,
+                "Lost connection to the backend server during query; the statement may not have completed",
+            )
+        }
+        Some(Gone::Transaction) => " inside a transaction; the transaction was rolled back".to_owned(),
+        Some(Gone::State(pin)) => format!("; the session's state ({}) is gone", pin.as_str()),
+        Some(Gone::ServerSession) => "; the server session is gone".to_owned(),
+        Some(Gone::Step) => "; the response was cut off".to_owned(),
+    };
+    MyClientError::new(ER_CONNECTION_KILLED, format!("Connection was killed: the backend connection was lost{lost}"))
 }
 
 /// Whether any statement of `sql` is `LOAD DATA|XML ... LOCAL INFILE`.

@@ -107,6 +107,9 @@ pub enum Sql {
     Victim { counter: u32, rows_first: bool },
     /// A read of a table that does not exist.
     Missing,
+    /// One row: the server's id of the connection it ran on (`pg_backend_pid()`,
+    /// `CONNECTION_ID()`) and where it ran, for [`Step::Kill`].
+    Backend,
 }
 
 /// Error classes, each mapped to the wire's code by the runner.
@@ -138,6 +141,10 @@ pub enum Expect {
     Error { class: Class, after_rows: bool },
     /// Not run: a pipeline skipped it after an earlier error.
     Skipped,
+    /// The session ended because its backend connection was lost with state it held: the
+    /// statement fails with what the wire's server sends a client whose connection was killed
+    /// (57P01 / 1927), and the router closes the client's connection.
+    Ended,
 }
 
 /// One step of a scenario.
@@ -158,6 +165,12 @@ pub enum Step {
     Wait(Duration),
     /// How many times the [`Sql::Victim`] of `counter` ran, read directly on the primary.
     Runs { counter: u32, expect: i64 },
+    /// Ends backend connections from a superuser connection to the server at `on`
+    /// (`pg_terminate_backend`, `KILL CONNECTION`), as a server restart or an operator would,
+    /// and waits until the server has closed them: on the primary, the one connection `c`'s
+    /// session shows as its own (a connection id is read there on both wires); on the replica,
+    /// every connection of the router's user.
+    Kill { c: usize, on: Place },
     /// `step` applies to `wire` only, for `why`.
     Only { wire: Wire, why: &'static str, step: Box<Step> },
 }
@@ -216,6 +229,8 @@ pub trait Runner {
     type Client;
     /// Which wire this is.
     const WIRE: Wire;
+    /// The code of [`Expect::Ended`]'s error.
+    const ENDED: &'static str;
     /// Creates the table `t`, the victim function and its [`counters`] on the primary.
     fn schema(env: &Dbs, t: &str);
     /// A client connection to the router on `port`.
@@ -231,6 +246,11 @@ pub trait Runner {
     fn code(class: Class) -> &'static str;
     /// How many times the [`Sql::Victim`] of `counter` ran (read on the primary directly).
     fn runs(env: &Dbs, t: &str, counter: u32) -> i64;
+    /// Ends server connection `id` (`None`: every connection of the router's user) on the
+    /// server at `on` and waits until they are gone.
+    fn kill(env: &Dbs, on: Place, id: Option<&str>);
+    /// Whether the router closed `client`'s connection (a ping finds it closed).
+    fn closed(client: &mut Self::Client) -> bool;
 }
 
 /// Every counter a [`Sql::Victim`] of the table may use (each runner creates them up front:
@@ -381,9 +401,13 @@ fn render<R: Runner>(t: &str, sql: &Sql, ctx: &Ctx) -> String {
         Sql::SetToken => format!("SET querypilot.causal_token = '{}'", ctx.token),
         Sql::TxBlock(id) => format!("BEGIN; INSERT INTO {t} VALUES ({}); COMMIT", ctx.base + id),
         Sql::Missing => format!("SELECT * FROM {t}_missing"),
-        Sql::Count(_) | Sql::Begin { .. } | Sql::PinOn(_) | Sql::PinHeld(_) | Sql::PinOff(_) | Sql::Victim { .. } => {
-            R::render(t, sql, ctx.base)
-        }
+        Sql::Count(_)
+        | Sql::Begin { .. }
+        | Sql::PinOn(_)
+        | Sql::PinHeld(_)
+        | Sql::PinOff(_)
+        | Sql::Victim { .. }
+        | Sql::Backend => R::render(t, sql, ctx.base),
     }
 }
 
@@ -393,6 +417,10 @@ fn exec<R: Runner>(fx: &mut Fixture<R::Client>, step: &Step, ctx: &mut Ctx, what
             let text = render::<R>(&fx.t, sql, ctx);
             let got = R::run(conn::<R>(fx, *c), *route, &text);
             check::<R>(&got, expect, &format!("{what}: {text}"));
+            if *expect == Expect::Ended {
+                assert!(R::closed(conn::<R>(fx, *c)), "{what}: the router closed the client's connection");
+                fx.conns[*c] = None;
+            }
             if let (Sql::ShowToken, Outcome::Done(rows)) = (sql, &got) {
                 ctx.token = first(rows).unwrap_or_default();
             }
@@ -419,6 +447,15 @@ fn exec<R: Runner>(fx: &mut Fixture<R::Client>, step: &Step, ctx: &mut Ctx, what
         Step::Runs { counter, expect } => {
             assert_eq!(R::runs(&fx.env, &fx.t, ctx.base + counter), *expect, "{what}: runs of the victim statement")
         }
+        Step::Kill { c, on: Place::Primary } => {
+            let text = render::<R>(&fx.t, &Sql::Backend, ctx);
+            let Outcome::Done(rows) = R::run(conn::<R>(fx, *c), Route::Text, &text) else {
+                panic!("{what}: the session's server connection id")
+            };
+            assert_eq!(place(&rows), Some(Place::Primary), "{what}: where the id was read: {rows:?}");
+            R::kill(&fx.env, Place::Primary, first(&rows).as_deref());
+        }
+        Step::Kill { on: Place::Replica, .. } => R::kill(&fx.env, Place::Replica, None),
         Step::Only { wire, why, step } => {
             if *wire == R::WIRE {
                 exec::<R>(fx, step, ctx, what);
@@ -454,6 +491,7 @@ fn check<R: Runner>(got: &Outcome, expect: &Expect, what: &str) {
             }
         }
         (Expect::Value(v), Outcome::Done(rows)) => assert_eq!(first(rows).as_deref(), Some(*v), "{what}: {rows:?}"),
+        (Expect::Ended, Outcome::Failed { code, .. }) => assert_eq!(code, R::ENDED, "{what}: the session ended"),
         (Expect::Error { class, after_rows }, Outcome::Failed { code, rows_before }) => {
             assert_eq!(code, R::code(*class), "{what}: error {class:?}");
             assert_eq!(*rows_before > 0, *after_rows, "{what}: rows before the error: {rows_before}");

@@ -7,8 +7,8 @@ use std::time::Duration;
 use mysql::prelude::{Protocol, Queryable};
 use mysql::{Conn, QueryResult, Value};
 
-use super::{counters, Class, Outcome, PinKind, Route, Runner, Sql, Wire};
-use crate::support::Dbs;
+use super::{counters, Class, Outcome, PinKind, Place, Route, Runner, Sql, Wire};
+use crate::support::{eventually, Dbs};
 
 /// The table's MySQL translation.
 pub struct My;
@@ -79,6 +79,8 @@ fn single(outs: Vec<Outcome>) -> Outcome {
 impl Runner for My {
     type Client = Conn;
     const WIRE: Wire = Wire::My;
+    /// `ER_CONNECTION_KILLED`: what MariaDB sends a client whose connection was killed.
+    const ENDED: &'static str = "1927";
 
     /// The victim's counters are MyISAM: a failed statement does not roll its count back. The
     /// function says DETERMINISTIC only because a binlogging server creates no function without
@@ -118,6 +120,7 @@ impl Runner for My {
             }
             Sql::Begin { read_only: true } => "START TRANSACTION READ ONLY".into(),
             Sql::Begin { read_only: false } => "START TRANSACTION".into(),
+            Sql::Backend => "SELECT CONNECTION_ID(), ELT(@@server_id, 'primary', 'replica')".into(),
             Sql::PinOn(kind) => pin_sql(t, *kind)[0].clone(),
             Sql::PinHeld(kind) => pin_sql(t, *kind)[1].clone(),
             Sql::PinOff(kind) => pin_sql(t, *kind)[2].clone(),
@@ -171,5 +174,30 @@ impl Runner for My {
         let my = &env.my;
         let sql = format!("SELECT n FROM {t}_n WHERE k = {counter}");
         my.superuser_client(my.primary_port).query_first(&sql).unwrap_or_else(|e| panic!("{sql}: {e}")).unwrap_or(-1)
+    }
+
+    fn kill(env: &Dbs, on: Place, id: Option<&str>) {
+        let my = &env.my;
+        let mut su = my.superuser_client(if on == Place::Primary { my.primary_port } else { my.replica_port });
+        let which = match id {
+            Some(id) => format!("ID = {id}"),
+            None => format!("USER = '{}'", my.user),
+        };
+        let sql = format!("SELECT ID FROM information_schema.PROCESSLIST WHERE {which}");
+        let ids: Vec<u64> = su.query(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert!(!ids.is_empty(), "{sql}: no connection to kill");
+        for id in &ids {
+            // One that ended meanwhile is already what this wants.
+            let _ = su.query_drop(format!("KILL CONNECTION {id}"));
+        }
+        let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+        let alive = format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN ({})", list.join(", "));
+        eventually(Duration::from_secs(20), "the server connections are gone", || {
+            su.query_first::<i64, _>(&alive).map(|n| n == Some(0)).unwrap_or(false)
+        });
+    }
+
+    fn closed(conn: &mut Conn) -> bool {
+        matches!(conn.query_drop("SELECT 1"), Err(e) if !matches!(e, mysql::Error::MySqlError(_)))
     }
 }

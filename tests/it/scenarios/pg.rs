@@ -5,9 +5,9 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use super::{counters, Class, Outcome, PinKind, Route, Runner, Sql, Wire};
+use super::{counters, Class, Outcome, PinKind, Place, Route, Runner, Sql, Wire};
 use crate::pg_raw::{bind, code, columns, execute, parse, query, sync, tags, Msg, Raw};
-use crate::support::Dbs;
+use crate::support::{eventually, Dbs};
 
 /// The table's PostgreSQL translation.
 pub struct Pg;
@@ -64,6 +64,20 @@ fn outcome(msgs: &[Msg]) -> Outcome {
     Outcome::Done(rows)
 }
 
+/// Every message up to and including ReadyForQuery, or up to the router closing the connection
+/// (after a FATAL).
+fn answer(conn: &mut Raw) -> Vec<Msg> {
+    let mut out = Vec::new();
+    while let Some(m) = conn.recv() {
+        let done = m.0 == b'Z';
+        out.push(m);
+        if done {
+            break;
+        }
+    }
+    out
+}
+
 fn text_row(body: &[u8]) -> Vec<String> {
     columns(body).into_iter().map(|v| v.map_or("NULL".into(), |v| String::from_utf8_lossy(&v).into_owned())).collect()
 }
@@ -71,6 +85,9 @@ fn text_row(body: &[u8]) -> Vec<String> {
 impl Runner for Pg {
     type Client = Raw;
     const WIRE: Wire = Wire::Pg;
+    /// `admin_shutdown`: the server's own FATAL after `pg_terminate_backend`, which the router
+    /// relays (#36).
+    const ENDED: &'static str = "57P01";
 
     fn schema(env: &Dbs, t: &str) {
         let mut ddl = format!(
@@ -99,6 +116,9 @@ impl Runner for Pg {
             ),
             Sql::Begin { read_only: true } => "BEGIN READ ONLY".into(),
             Sql::Begin { read_only: false } => "BEGIN".into(),
+            Sql::Backend => {
+                "SELECT pg_backend_pid(), CASE WHEN pg_is_in_recovery() THEN 'replica' ELSE 'primary' END".into()
+            }
             Sql::PinOn(kind) => pin_sql(t, *kind, base)[0].clone(),
             Sql::PinHeld(kind) => pin_sql(t, *kind, base)[1].clone(),
             Sql::PinOff(kind) => pin_sql(t, *kind, base)[2].clone(),
@@ -128,7 +148,7 @@ impl Runner for Pg {
                 conn.send(&[bind(&name, &[], 0), execute(), sync()].concat());
             }
         }
-        let msgs = conn.until_ready();
+        let msgs = answer(conn);
         // One statement, one answer: a retry the client can see (a second RowDescription after
         // a failed attempt's) is not a retry before the first byte.
         let descriptions = msgs.iter().filter(|(tag, _)| *tag == b'T').count();
@@ -171,5 +191,29 @@ impl Runner for Pg {
     fn runs(env: &Dbs, t: &str, counter: u32) -> i64 {
         let sql = format!("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {t}_c{counter}");
         env.pg.primary_client().query_one(&sql, &[]).unwrap_or_else(|e| panic!("{sql}: {e}")).get(0)
+    }
+
+    fn kill(env: &Dbs, on: Place, id: Option<&str>) {
+        let pg = &env.pg;
+        let port = if on == Place::Primary { pg.primary_port } else { pg.replica_port };
+        let mut su = pg.superuser_client(port);
+        let which = match id {
+            Some(id) => format!("pid = {id}"),
+            None => format!("usename = '{}' AND pid <> pg_backend_pid()", pg.user),
+        };
+        let sql = format!("SELECT coalesce(array_agg(pid), '{{}}') FROM pg_stat_activity WHERE {which}");
+        let pids: Vec<i32> = su.query_one(&sql, &[]).unwrap_or_else(|e| panic!("{sql}: {e}")).get(0);
+        assert!(!pids.is_empty(), "{sql}: no connection to kill");
+        let kill = "SELECT pg_terminate_backend(p) FROM unnest($1::int[]) p";
+        su.execute(kill, &[&pids]).unwrap_or_else(|e| panic!("{kill}: {e}"));
+        let alive = "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)";
+        eventually(Duration::from_secs(20), "the server connections are gone", || {
+            su.query_one(alive, &[&pids]).map(|r| r.get::<_, i64>(0) == 0).unwrap_or(false)
+        });
+    }
+
+    fn closed(conn: &mut Raw) -> bool {
+        conn.send_lossy(&query("SELECT 1"));
+        answer(conn).last().is_none_or(|m| m.0 != b'Z')
     }
 }

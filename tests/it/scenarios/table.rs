@@ -44,6 +44,9 @@ pub fn table() -> Vec<Scenario> {
         [PinKind::TempTable, PinKind::AdvisoryLock, PinKind::Cursor, PinKind::Listen, PinKind::UserVariable].map(pin),
     );
     all.push(pipeline_errors());
+    all.push(lost_unpinned());
+    all.extend([PinKind::TempTable, PinKind::AdvisoryLock, PinKind::UserVariable].map(lost_pinned));
+    all.extend([lost_session_mode(false), lost_session_mode(true)]);
     all
 }
 
@@ -280,4 +283,57 @@ fn pipeline_errors() -> Scenario {
         ),
     ];
     Scenario { name: "pipeline_errors".into(), setup: setup(TRANSACTION, "none", false), known: None, steps }
+}
+
+/// A transaction-pooled session holding nothing on its connection loses it (killed on the
+/// server, on either server): nothing of the client's is gone, so it goes on transparently, on
+/// another connection (#18).
+fn lost_unpinned() -> Scenario {
+    let steps = vec![
+        count(0, Text, 0, Some(false), Replica),
+        Step::Kill { c: 0, on: Primary },
+        ok(0, Text, Sql::Count(0)),
+        Step::Kill { c: 0, on: Replica },
+        ok(0, Text, Sql::Count(0)),
+        ok(0, Text, Sql::Insert(1)),
+        count(0, Text, 1, Some(true), Primary),
+    ];
+    Scenario { name: "lost_unpinned".into(), setup: setup(TRANSACTION, "3s", false), known: None, steps }
+}
+
+/// A session pinned by state on its connection loses the connection: the state (a temporary
+/// table, a lock, user variables) is gone, and going on without it on a new connection would
+/// change what the client's next statements mean, so the session ends with the error a killed
+/// connection gets (#18, #37); other sessions are unaffected.
+fn lost_pinned(kind: PinKind) -> Scenario {
+    let mut steps = vec![
+        ok(0, Text, Sql::PinOn(kind)),
+        run(0, Text, Sql::PinHeld(kind), Expect::Value("1")),
+        Step::Kill { c: 0, on: Primary },
+        run(0, Text, Sql::Count(0), Expect::Ended),
+        count(1, Text, 0, Some(false), Replica),
+    ];
+    if let Some((wire, why)) = unmapped(kind) {
+        let other = if wire == Wire::Pg { Wire::My } else { Wire::Pg };
+        steps = steps.into_iter().map(|s| only(other, why, s)).collect();
+    }
+    Scenario { name: format!("lost_pinned_{kind:?}"), setup: setup(TRANSACTION, "none", false), known: None, steps }
+}
+
+/// Session pooling: a session owns the server session of the pool it logged in to (the
+/// primary), so losing that connection ends it (`home`); a replica connection it reached by
+/// routing holds no server session of its own, so losing that one does not, and the session
+/// goes on (#18, #35).
+fn lost_session_mode(home: bool) -> Scenario {
+    let mut steps = Vec::new();
+    if home {
+        let kill = Step::Kill { c: 0, on: Primary };
+        steps.extend([ok(0, Text, Sql::Insert(1)), kill, run(0, Text, Sql::Count(1), Expect::Ended)]);
+    } else {
+        steps.extend([count(0, Text, 0, Some(false), Replica), Step::Kill { c: 0, on: Replica }]);
+        steps.extend([ok(0, Text, Sql::Count(0)), ok(0, Text, Sql::Insert(1))]);
+    }
+    steps.push(ok(1, Text, Sql::Count(0)));
+    let name = if home { "lost_session_mode_home" } else { "lost_session_mode_routed" };
+    Scenario { name: name.into(), setup: setup("session", "30s", false), known: None, steps }
 }
