@@ -351,11 +351,6 @@ fn mariadb_matrix_an_autocommit_function_write_hands_out_the_primary_token() {
         failures.push(format!("the empty token as attribute refused: {e}"));
     }
     env.pause_replication(Kind::Mariadb);
-    // Connector/J first, before any autocommit `SELECT f(n)`: a pooled connection that ran one
-    // still owes that commit's `last_gtid` (the EOF carried none), and the OK packet of the SET
-    // a Connector/J login sends reports it. The router credits it to the new session (a leak
-    // across sessions, not the behaviour under test), whose reads then wait for it on the
-    // primary, so its check that a connection without the token reads the stopped replica fails.
     failures.extend(connector_function_cells("Connector/J", &jdbc.finish(), 12));
     let write = vec![format!("SELECT {t}_f({{n}})")];
     for (n, (path, earlier, mut w)) in (1u64..).zip(writers) {
@@ -434,4 +429,26 @@ fn function_cell(router: &crate::router::Router, my: &MyEnv, t: &str, n: u64, w:
         failures.push(format!("SHOW answered '{token}', not 'primary'"));
     }
     failures
+}
+
+/// A pooled connection that ran an autocommit `SELECT f(n)` still owes that commit's GTID (the
+/// result set's EOF packet carried none; the server reports it with the connection's next OK
+/// packet). It must never reach another client as that client's position: a fresh session
+/// that only sets a variable on the same pool needs no position afterwards (#34).
+#[test]
+fn mariadb_an_owed_gtid_is_never_credited_to_the_next_session() {
+    let env = Dbs::private();
+    let my = &env.my;
+    let router = my_router(my, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
+    let t = schema(my);
+    let mut writer = client(&router, my);
+    for n in 1..=3 {
+        let _: Option<u64> = writer.query_first(format!("SELECT {t}_f({n})")).expect("the inserting function");
+        let token: String = writer.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
+        assert_eq!(token, "primary", "the writer's position is unknown");
+        let mut next = client(&router, my);
+        next.query_drop("SET autocommit = 1").expect("an OK packet on a pooled primary connection");
+        let token: String = next.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
+        assert_eq!(token, "", "round {n}: the next session wrote nothing, yet holds a position");
+    }
 }

@@ -116,8 +116,18 @@ impl Session {
             Seen::None if failed && commit.atomic => self.learn_after_failure().await,
             // Committed without a GTID (`sql_log_bin = 0`, or nothing reached the binary log),
             // or failed after committing who knows what (a procedure, DDL): only the primary is
-            // sure to have it, and `gtid:` would be a token SET refuses.
-            Seen::None => self.routing.ryw.learned(None),
+            // sure to have it, and `gtid:` would be a token SET refuses. Or it committed inside
+            // a statement whose result set ended in an EOF packet, which carries no session
+            // state (an autocommit `SELECT f(n)` of an inserting function): the server then
+            // reports that GTID with the next OK packet on the connection, whoever's statement
+            // it answers. Closed when the session gives it up, so the GTID is never credited to
+            // another client (whose reads would wait on the primary for a write not theirs).
+            Seen::None => {
+                self.routing.ryw.learned(None);
+                if let Some(conn) = self.link.conn.as_mut() {
+                    conn.broken = true;
+                }
+            }
         }
     }
 
