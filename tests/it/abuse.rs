@@ -189,8 +189,10 @@ fn slowloris_startup_is_cut_at_the_login_timeout_while_others_are_served() {
         assert_fast(&mut baseline, "during slowloris");
         let t = Instant::now();
         let mut fresh = router.pg("main");
+        // A login queued behind the slow one would wait for its 15 s cut; the margin is for a
+        // loaded machine (a debug build's SCRAM took 3.7 s here once beside a parallel build).
         assert!(
-            t.elapsed() < connect_baseline * 3 + Duration::from_secs(1),
+            t.elapsed() < connect_baseline * 3 + Duration::from_secs(5),
             "login during slowloris took {:?} (baseline {connect_baseline:?})",
             t.elapsed()
         );
