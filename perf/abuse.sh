@@ -16,6 +16,9 @@
 #           the budget (54000 / 53200)
 #   close   Close messages without Sync (answered by the router itself): backpressure
 #   token   SET querypilot.causal_token with a 1 MB token, over and over (22023)
+#   burner  no connection at all, a niced process spinning on the CPU as the attackers do: the
+#           share of an attack's excess that is only the host's cores being shared (2-core
+#           dev host, loaded by others: x1.4 on its own), not the router
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/perf/lib.sh"
@@ -71,7 +74,9 @@ def drain(s):
     told.update(m.decode() for m in re.findall(rb"\0C([0-9A-Z]{5})\0", data))  # ErrorResponse SQLSTATEs
 conns = []
 n = 0
-while time.time() < until:
+while kind == "burner" and time.time() < until:
+    pass
+while kind != "burner" and time.time() < until:
     if not conns or (kind == "parse" and n % (300 * 64) == 0):
         conns.append(connect())  # a new session past the last one's limit: the budget is next
     pg, s = conns[-1]
@@ -125,7 +130,7 @@ round() {
     printf '%-8s %-8s %10s %10s cpu %s%%\n' "$name" none "$lat" \
         "$(($(awk '/VmRSS/{print $2}' "/proc/$ROUTER_PID/status") / 1024))" "$(cpu_since "$ticks")"
     echo "$name none $lat" >>"$BASE/figures"
-    for kind in parse close token; do
+    for kind in parse close token burner; do
         # Niced: a real attacker runs on its own host; here its CPU must not be what pgbench waits for.
         # With sched_autogroup_enabled a nice value counts only inside its session's group, so
         # the attacker gets a session (an autogroup) of its own, niced too, where the kernel lets it.
