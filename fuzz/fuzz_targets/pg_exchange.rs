@@ -34,7 +34,7 @@ use libfuzzer_sys::fuzz_target;
 use querypilot::protocol::pg::decode_raw_frame;
 use querypilot::protocol::pg::tag::{backend as server, frontend as client, tx_status};
 use querypilot::session::pg_exchange::{Action, Exchange, ReadyStep, SyncStep, Unprompted};
-use querypilot::session::{Expect, HealMark, Stmt};
+use querypilot::session::{Expect, Stmt};
 
 /// The statement a heal mark names (the fuzzer does not need a real one).
 fn stmt(key: u64) -> Rc<Stmt> {
@@ -171,15 +171,15 @@ impl Driver {
             _ => Expect::Synth(server::CLOSE_COMPLETE),
         };
         if e == Expect::DescribeStatement {
-            self.ex.flight.describing.push_back((sel & 0x08 != 0).then(|| stmt(1)));
+            self.ex.describing((sel & 0x08 != 0).then(|| stmt(1)));
         }
         if let (Expect::Parse { swallow: false, key: Some(k) }, false) = (e, self.ex.refused()) {
-            self.ex.flight.named.push_back((format!("s{k}"), stmt(k)));
+            self.ex.parsing(&format!("s{k}"), stmt(k));
         }
-        if !matches!(e, Expect::Synth(_)) {
-            self.ex.bout.extend_from_slice(&frame(client::BIND, &[sel]));
+        match e {
+            Expect::Synth(tag) => self.ex.answer_here(tag),
+            e => self.ex.forward(&frame(client::BIND, &[sel]), e),
         }
-        self.ex.expect.push_back(e);
     }
 
     /// Relays one backend frame as `relay.rs` does.
@@ -198,7 +198,7 @@ impl Driver {
         let mut synth = Vec::new();
         self.ex.emit_synth(&mut synth);
         self.client.gets_synth(&synth);
-        let healing = self.ex.flight.healing.is_some();
+        let healing = self.ex.healing();
         let step = self.ex.on_backend(&f, 1000);
         let ready = f.tag() == server::READY_FOR_QUERY;
         match step.action {
@@ -211,32 +211,32 @@ impl Driver {
                 assert!(!ready, "ReadyForQuery held");
                 self.client.held.push((index, bytes.to_vec()));
                 let held: usize = self.client.held.iter().map(|(_, b)| b.len()).sum();
-                assert_eq!(self.ex.flight.held.len(), held, "the hold is not the frames held");
+                assert_eq!(self.ex.held().len(), held, "the hold is not the frames held");
             }
             Action::Swallow => assert!(!ready || healing, "ReadyForQuery swallowed with nothing to heal"),
             Action::Replace(_) => {
                 assert!(!ready, "ReadyForQuery replaced");
                 // The router words the error itself: a held description is dropped, not reordered.
-                assert!(self.ex.flight.held.is_empty(), "a hold outlived the router's error");
+                assert!(self.ex.held().is_empty(), "a hold outlived the router's error");
                 self.client.held.clear();
             }
             // No retry policy here: the error goes out after what is held (relay.rs).
             Action::MayRetry => {
-                let held = std::mem::take(&mut self.ex.flight.held);
+                let held = self.ex.take_held();
                 self.client.release(&held);
                 self.client.gets_frame(index);
             }
             Action::Fail => {
                 assert!(!ready, "ReadyForQuery failed the connection");
                 self.ex.lost();
-                self.ex.flight.settle();
+                self.ex.response_done();
                 self.gone = true;
                 return;
             }
         }
-        if self.ex.flight.held.is_empty() && !self.client.held.is_empty() {
+        if self.ex.held().is_empty() && !self.client.held.is_empty() {
             // Healing a stale plan drops the hold: the batch runs again and describes anew.
-            assert!(self.ex.flight.healing.is_some(), "held frames dropped without healing");
+            assert!(self.ex.healing(), "held frames dropped without healing");
             self.client.held.clear();
         }
         if ready {
@@ -249,18 +249,16 @@ impl Driver {
 
     fn at_ready(&mut self, status: Option<u8>) {
         if let ReadyStep::Heal(replay) = self.ex.at_ready() {
-            self.ex.bout.clear();
-            self.ex.expect.clear();
-            self.ex.bout.extend_from_slice(&replay.bytes);
-            self.ex.expect.extend(replay.expects.iter().copied());
+            self.ex.start_over();
+            self.ex.forward_all(&replay.bytes, &replay.expects);
             self.ex.begin_response();
             return;
         }
         assert!(self.client.held.is_empty(), "the response ended with frames still held");
-        self.ex.flight.settle();
+        self.ex.response_done();
         self.ex.ready(status);
         assert!(!self.ex.awaiting(), "still awaiting after ReadyForQuery");
-        assert!(!self.ex.expect.iter().any(|e| matches!(e, Expect::Synth(_))), "an answer outlived its batch");
+        assert!(!self.ex.expects().iter().any(|e| matches!(e, Expect::Synth(_))), "an answer outlived its batch");
         self.flushed_only = false;
     }
 
@@ -297,7 +295,7 @@ fuzz_target!(|data: &[u8]| {
             }
             3 => {
                 let bind = arg & 1 != 0;
-                d.ex.flight.mark = Some(HealMark { bout: d.ex.bout.len(), expect: d.ex.expect.len(), stmt: stmt(2), bind });
+                d.ex.mark_healable(&stmt(2), bind, true);
                 rest = rest.get(1..).unwrap_or_default();
             }
             4 => {
@@ -318,13 +316,13 @@ fuzz_target!(|data: &[u8]| {
             }
             // Flush: what is queued goes out and is relayed until nothing more is expected.
             7 => {
-                if !d.ex.bout.is_empty() && !d.ex.refused() {
-                    d.ex.bout.clear();
+                if !d.ex.queued().is_empty() && !d.ex.refused() {
+                    d.ex.written();
                     d.ex.sent();
                     d.flushed_only = true;
                 }
             }
-            8 => d.ex.flight.timed_out = true,
+            8 => d.ex.cancel_sent(),
             _ => {
                 let (bytes, used) = backend_frame(*op >> 4 | (op & 0x0F) << 4, rest);
                 rest = rest.get(used..).unwrap_or_default();

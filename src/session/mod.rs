@@ -35,7 +35,7 @@ pub use mysql::exchange as mysql_exchange;
 /// The MySQL session's settling of a routing decision, for the dry-run (#19).
 pub use mysql::settle::settle as settle_mysql;
 pub use pg::exchange as pg_exchange;
-pub use pg::flight::{HealMark, Replay};
+pub use pg::flight::Replay;
 pub use pg::prepared::{Expect, Stmt};
 
 use crate::config::Protocol;

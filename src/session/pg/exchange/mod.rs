@@ -373,6 +373,12 @@ impl Exchange {
         self.flight.retry = None;
     }
 
+    /// The ParameterDescription held back for healing (the fuzz target checks it is exactly
+    /// the frames the client has not been given).
+    pub fn held(&self) -> &[u8] {
+        &self.flight.held
+    }
+
     /// The ParameterDescription held back for healing, taken (an error ends its wait).
     pub fn take_held(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.flight.held)
