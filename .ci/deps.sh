@@ -21,6 +21,7 @@ command -v setpriv >/dev/null || missing+=(util-linux)     # runs the servers un
 command -v ss >/dev/null || missing+=(iproute2)           # free-port checks
 command -v curl >/dev/null || missing+=(curl)              # the demo calls the admin API
 command -v cc >/dev/null || missing+=(build-essential)     # linker for cargo
+command -v c++ >/dev/null || missing+=(g++)                 # libFuzzer, built when .ci/run checks fuzz/
 command -v systemd-analyze >/dev/null || missing+=(systemd)  # verifies querypilot.service
 # Client connectors the MySQL listener is tested with (tests/it/connectors.rs).
 /usr/bin/python3 -c 'import pymysql' 2>/dev/null || missing+=(python3-pymysql)
