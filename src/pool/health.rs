@@ -26,7 +26,7 @@ use crate::id::{GtidPosition, Position};
 pub use lag::{lag_ok, my_lag, pg_lag, Lag, MySample, PgSample};
 pub use position::{
     my_failure_rolled_back, my_wait_for_gtid, pg_commit_position, pg_read_commit_position, pg_read_xact_probe,
-    pg_replay_position, PositionError, PG_COMMIT_POSITION, PG_XACT_PROBE,
+    pg_replay_position, pg_xact_probe_row, PositionError, PG_COMMIT_POSITION, PG_XACT_PROBE,
 };
 pub use probe::{run, Prober};
 

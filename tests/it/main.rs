@@ -19,6 +19,7 @@ mod bridge_pg_mysql;
 mod bridge_values;
 mod bridge_zero_dates;
 mod causal;
+mod causal_autocommit;
 mod causal_bridged;
 mod causal_commit;
 mod causal_invisible;

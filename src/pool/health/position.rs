@@ -99,6 +99,19 @@ pub async fn pg_read_xact_probe(conn: &mut Conn) -> Result<bool, PositionError> 
     }
 }
 
+/// The answer [`PG_XACT_PROBE`] gives in a DataRow frame `(tag, body)` (text format): whether
+/// the transaction wrote; `None` for anything else.
+pub fn pg_xact_probe_row(tag: u8, body: &[u8]) -> Option<bool> {
+    use crate::protocol::pg::{BackendMessage, Frame};
+    let BackendMessage::DataRow(values) = BackendMessage::decode(&Frame::new(tag, body)).ok()? else { return None };
+    let mut values = values.iter();
+    match (values.next()??, values.next()) {
+        (b"t", None) => Some(true),
+        (b"f", None) => Some(false),
+        _ => None,
+    }
+}
+
 /// The first value of a one-row answer.
 fn single(rows: &Rows) -> Option<&str> {
     rows.rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref())

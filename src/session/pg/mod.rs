@@ -123,6 +123,8 @@ struct Progress {
     tokens: token::TokenStatements,
     /// The client's unnamed statement, which follows it across connections (#36).
     unnamed: unnamed::Unnamed,
+    /// An autocommit read on the primary that may write unseen (#34).
+    unseen: xact::Unseen,
 }
 
 /// The client's user and requested database.
@@ -252,6 +254,7 @@ impl Session {
                 stmts_held,
                 tokens: token::TokenStatements::default(),
                 unnamed: unnamed::Unnamed::default(),
+                unseen: xact::Unseen::No,
             },
             identity,
             bridge: bridged::Bridge::default(),
@@ -606,7 +609,9 @@ impl Session {
         }
         self.ex.forward_unanswered(raw);
         self.arm_retry(); // retry (#11)
+        self.wrap_unseen_query(raw); // causal reads (#34)
         self.send_backend().await?;
+        self.read_unseen_begin().await;
         self.relay(relay::Until::Ready).await
     }
 

@@ -15,6 +15,7 @@
 //! before it reads more (`stream_batch`).
 
 use super::exchange::SyncStep;
+use super::xact::Unseen;
 use super::{relay, End, Session, READ_CHUNK};
 use crate::protocol::pg::backend;
 use crate::protocol::pg::tag::frontend as client;
@@ -55,13 +56,18 @@ impl Session {
 
     /// Sync: the batch goes to the backend, and its answers to the client up to ReadyForQuery.
     pub(super) async fn on_sync(&mut self, raw: &[u8]) -> Result<(), End> {
-        match self.ex.on_sync(raw, self.backend.is_some(), &mut self.io.out) {
+        let retry = match self.ex.on_sync(raw, self.backend.is_some(), &mut self.io.out) {
             SyncStep::AnswerHere => {
+                self.progress.unseen = Unseen::No;
                 backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 return self.flush_client().await;
             }
-            SyncStep::Send { retry: true } => self.arm_retry(), // retry (#11)
-            SyncStep::Send { retry: false } => {}
+            SyncStep::Send { retry } => retry,
+        };
+        // causal reads (#34): ahead of the retry's copy of the batch, which then carries it too.
+        self.probe_unseen_batch();
+        if retry {
+            self.arm_retry(); // retry (#11)
         }
         if self.ex.aborting() {
             // The stand-in Parse of a refused statement is unnamed: it replaced the client's.

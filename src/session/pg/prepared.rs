@@ -250,6 +250,9 @@ pub enum Expect {
     /// purpose, which the client must not see: the ParameterDescription of a statement the
     /// router describes with other parameters than the client's (#35, `late`).
     Swallow(u8),
+    /// The DataRow and CommandComplete of the router's probe asking, before the batch's Sync,
+    /// whether the implicit transaction wrote (#34): the client sees neither.
+    XactProbe,
 }
 
 #[cfg(test)]

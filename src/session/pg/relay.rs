@@ -18,8 +18,10 @@ use super::copy::CopyIn;
 use super::exchange::{command_tag, Action, Note, ReadyStep, Unprompted};
 use super::flight::Replay;
 use super::large;
+use super::xact::Unseen;
 use super::{End, Session, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::config::Protocol;
+use crate::pool::health::pg_xact_probe_row;
 use crate::pool::Conn;
 use crate::protocol::pg::backend::is_after_startup;
 use crate::protocol::pg::notice::peek_sqlstate;
@@ -405,6 +407,12 @@ impl Session {
                 }
             }
             Note::Misnamed { key, exists } => self.correct_prepared(key, exists),
+            Note::XactProbe => {
+                let frame = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos));
+                if frame.and_then(|f| pg_xact_probe_row(tag, f.body())) == Some(false) {
+                    self.progress.ryw.wrote_nothing(); // causal reads (#34)
+                }
+            }
         }
     }
 
@@ -516,6 +524,8 @@ impl Session {
     }
 
     async fn on_ready(&mut self, status: Option<u8>) {
+        let status = self.end_unseen_wrap(status).await; // causal reads (#34)
+        self.progress.unseen = Unseen::No;
         let new = self.ex.ready(status);
         let outcome = self.ex.outcome();
         self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool.config.name);
@@ -578,6 +588,32 @@ pub(super) async fn run_silently(conn: &mut Conn, sql: &str) -> Result<(), PgCli
                 None => Ok(()),
                 Some(m) => Err(PgClientError::new(sqlstate::CONNECTION_FAILURE, m)),
             };
+        }
+    }
+}
+
+/// Reads the answer to a statement the router sent on `conn` (`BEGIN`, `COMMIT`) up to its
+/// ReadyForQuery: the status after it, and the ErrorResponse frame (whole) when it failed, or
+/// `Some` of nothing when its command tag is not `done` (a failed block's COMMIT reports
+/// ROLLBACK).
+pub(super) async fn read_own_answer(conn: &mut Conn, done: &[u8]) -> Result<(Option<u8>, Option<Vec<u8>>), RelayError> {
+    let mut pos = 0usize;
+    let mut failed = None;
+    loop {
+        let (tag, len) = next_frame(conn, &mut pos, READ_CHUNK).await?;
+        let frame = frame_at(&conn.rbuf, pos);
+        match tag {
+            server::ERROR_RESPONSE => failed = frame.map(|f| f.bytes().to_vec()),
+            server::COMMAND_COMPLETE if frame.is_some_and(|f| command_tag(f.body()) != done) => {
+                failed.get_or_insert_with(Vec::new);
+            }
+            _ => {}
+        }
+        pos += len;
+        if tag == server::READY_FOR_QUERY {
+            let status = frame_at(&conn.rbuf, pos - len).and_then(|f| f.body().first().copied());
+            conn.rbuf.drain(..pos);
+            return Ok((status, failed));
         }
     }
 }

@@ -9,15 +9,61 @@
 //! only Execute runs a COMMIT (PgJDBC, asyncpg and psycopg send COMMIT as Parse/Bind/Execute/
 //! Sync): a batch nothing of which has reached the server yet, so the probe runs after every
 //! statement of the transaction and before its end.
+//!
+//! An autocommit statement the parse calls a read, run on the primary (a hint, a pin, a
+//! fallback from a standby that has not replayed the session's position), is its own
+//! transaction and may write as unseen ([`Unseen`]): a simple Query goes between `BEGIN` and
+//! the probe + `COMMIT`, all in one send; an extended batch gets the probe (Parse, Bind,
+//! Execute) ahead of its Sync, inside its implicit transaction. The client sees neither; a
+//! position is learned after it only when the probe says it wrote.
 
 use std::collections::HashMap;
 
 use super::{relay, End, Session};
-use crate::config::Engine;
-use crate::pool::health::PG_XACT_PROBE;
+use crate::config::{Engine, PoolRole};
+use crate::pool::health::{pg_read_xact_probe, PG_XACT_PROBE};
+use crate::protocol::pg::tag::{backend as server, frontend as client};
 use crate::protocol::pg::{frontend, Frame, FrontendMessage, RawFrames, TransactionStatus};
+use crate::routing::Decision;
 use crate::session::commit_io;
 use crate::session::engine::ryw;
+use crate::sql::analyze::Operation;
+use crate::sql::lexer::{Lexer, TokenKind};
+use crate::sql::Dialect;
+
+/// causal: an autocommit statement the parse calls a read, running on the primary, where a
+/// view, a policy or a function STABLE to the catalog may write unseen (#34). It is its own
+/// transaction, so whether it wrote can be asked only inside it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Unseen {
+    /// Nothing to ask: not such a statement.
+    #[default]
+    No,
+    /// Asked inside its transaction when it is sent: a simple Query goes between `BEGIN` and
+    /// the probe + `COMMIT`, an extended batch gets the probe ahead of its Sync.
+    Probe,
+    /// Cannot be asked (a statement a transaction block would change, a batch already partly
+    /// sent, a retry that may send it again): its commit learns a position as after a write.
+    Blind,
+    /// A simple Query was sent wrapped (`trusted`: its `BEGIN` opened the block, so the probe
+    /// speaks for the statement); the probe's and `COMMIT`'s answers follow its own.
+    Wrapped {
+        /// The `BEGIN` succeeded.
+        trusted: bool,
+    },
+    /// The batch also opens or ends a transaction: a probe ahead of its Sync could run in
+    /// another transaction than the read's, so nothing is asked; the transaction's own end
+    /// learns what it committed.
+    Transaction,
+}
+
+/// The command tags of the router's `BEGIN` and of a `COMMIT` that committed.
+const BEGIN_TAG: &[u8] = b"BEGIN";
+const COMMIT_TAG: &[u8] = b"COMMIT";
+
+/// First words of the statements a transaction block leaves unchanged in effect: queries and
+/// `SHOW` (`DECLARE`, say, would succeed in a block and fail outside one).
+const BLOCK_NEUTRAL: [&str; 6] = ["SELECT", "WITH", "VALUES", "TABLE", "SHOW", "EXPLAIN"];
 
 impl Session {
     /// Whether the simple Query `sql` is a lone COMMIT of an open (not failed) transaction on a
@@ -73,13 +119,167 @@ impl Session {
         }
         self.relay(relay::Until::Ready).await
     }
+
+    /// causal: notes a statement about to run on the session's connection (`decision` for
+    /// `sql`) that is an autocommit read on a PostgreSQL primary ([`Unseen`]).
+    pub(super) fn note_unseen(&mut self, sql: &str, decision: &Decision) {
+        if matches!(decision.facts.operation, Operation::TransactionControl(_)) || super::begins_transaction(sql) {
+            self.progress.unseen = Unseen::Transaction;
+            return;
+        }
+        let read = !decision.writes && decision.facts.operation == Operation::Read;
+        let name = self.pool.name();
+        let on_replica = self.pool.config.role == PoolRole::Replica
+            || self.ctx.is_replica_pool(name)
+            || self.ctx.is_read_pool(crate::config::Protocol::Postgres, name);
+        let causal =
+            self.ctx.read_your_writes() == crate::config::ReadYourWrites::Causal && self.ctx.has_replica_reads();
+        if !read
+            || on_replica
+            || !causal
+            || self.progress.tx != TransactionStatus::Idle
+            || self.pool.config.engine != Engine::Postgres
+            || self.is_bridged()
+        {
+            return;
+        }
+        let kind = if block_neutral(sql) { Unseen::Probe } else { Unseen::Blind };
+        self.progress.unseen = self.progress.unseen.max(kind);
+    }
+
+    /// causal: before a simple Query (`raw`, queued) is sent: a noted autocommit read goes
+    /// between `BEGIN` and the probe + `COMMIT`, in the same send (no round trip added); its
+    /// commit learns a position (one round trip more) only when the probe says it wrote. With
+    /// a retry armed the wrapped text could not be sent again: blind.
+    pub(super) fn wrap_unseen_query(&mut self, raw: &[u8]) {
+        let unseen = std::mem::take(&mut self.progress.unseen);
+        if matches!(unseen, Unseen::No | Unseen::Transaction) || self.progress.tx != TransactionStatus::Idle {
+            return;
+        }
+        self.progress.ryw.autocommit_unproven();
+        let query = raw.first() == Some(&client::QUERY);
+        let (Some(begin), Some(probe), Some(commit)) = (query_message("BEGIN"), probe(), query_message("COMMIT"))
+        else {
+            return;
+        };
+        if unseen != Unseen::Probe || !query || self.ex.retry_batch().is_some() {
+            return;
+        }
+        self.ex.forward_first(begin);
+        self.ex.forward_unanswered(&probe);
+        self.ex.forward_unanswered(&commit);
+        self.progress.unseen = Unseen::Wrapped { trusted: true };
+    }
+
+    /// causal: before an extended batch whose Sync is queued is sent: the probe goes ahead of
+    /// the Sync of a noted autocommit read ([`Exchange::probe_before_sync`]), when none of the
+    /// batch was sent yet. Its Parse replaces the client's unnamed statement on the connection.
+    ///
+    /// [`Exchange::probe_before_sync`]: super::exchange::Exchange::probe_before_sync
+    pub(super) fn probe_unseen_batch(&mut self) {
+        let unseen = std::mem::take(&mut self.progress.unseen);
+        if matches!(unseen, Unseen::No | Unseen::Transaction) || self.progress.tx != TransactionStatus::Idle {
+            return;
+        }
+        self.progress.ryw.autocommit_unproven();
+        if unseen != Unseen::Probe || self.ex.awaiting() {
+            return;
+        }
+        let mut probe = Vec::with_capacity(PG_XACT_PROBE.len() + 32);
+        let encoded = frontend::encode_parse("", PG_XACT_PROBE, &[], &mut probe)
+            .and_then(|()| frontend::encode_bind("", "", &[], &[], &[], &mut probe))
+            .and_then(|()| frontend::encode_execute("", 0, &mut probe));
+        if encoded.is_ok() && self.ex.probe_before_sync(&probe) {
+            self.progress.unnamed.elsewhere();
+        }
+    }
+
+    /// Reads the answer to the `BEGIN` of a wrapped simple Query ([`Session::wrap_unseen_query`]).
+    pub(super) async fn read_unseen_begin(&mut self) {
+        if self.progress.unseen != (Unseen::Wrapped { trusted: true }) {
+            return;
+        }
+        let Some(conn) = self.backend.as_mut() else { return };
+        match relay::read_own_answer(conn, BEGIN_TAG).await {
+            Ok((_, None)) => {}
+            Ok((_, Some(_))) => self.progress.unseen = Unseen::Wrapped { trusted: false },
+            Err(e) => {
+                tracing::debug!("causal reads: the BEGIN around an autocommit read got no answer: {e}");
+                conn.broken = true;
+                self.progress.unseen = Unseen::Wrapped { trusted: false };
+            }
+        }
+    }
+
+    /// Ends a wrapped simple Query whose own ReadyForQuery (`status`, in the block) heads the
+    /// client's output: reads the probe's and the `COMMIT`'s answers, relays an error the
+    /// `COMMIT` reported (a deferred constraint, a serialization failure: what the statement's
+    /// own commit would have said), and gives the client the status after the `COMMIT`, as
+    /// after an autocommit statement. The status the session goes on with.
+    pub(super) async fn end_unseen_wrap(&mut self, status: Option<u8>) -> Option<u8> {
+        let Unseen::Wrapped { trusted } = std::mem::take(&mut self.progress.unseen) else { return status };
+        let Some(conn) = self.backend.as_mut() else { return status };
+        match pg_read_xact_probe(conn).await {
+            Ok(false) if trusted => self.progress.ryw.wrote_nothing(),
+            Ok(_) => {}
+            Err(e) => conn.broken |= e.breaks_connection(),
+        }
+        let Some(conn) = self.backend.as_mut() else { return status };
+        let (end, failed) = match relay::read_own_answer(conn, COMMIT_TAG).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                conn.broken = true;
+                return status;
+            }
+        };
+        if failed.is_some() {
+            self.progress.ryw.nothing_committed();
+        }
+        let at = self.io.out.len().saturating_sub(super::exchange::READY_LEN);
+        if self.io.out.get(at) == Some(&server::READY_FOR_QUERY) {
+            self.io.out.truncate(at);
+        }
+        if let Some(error) = failed {
+            self.io.out.extend_from_slice(&error);
+        }
+        self.io.out.extend_from_slice(&super::exchange::ready_for_query(end));
+        end
+    }
+}
+
+/// Whether every statement of `sql` has the same effect inside a transaction block as outside
+/// one ([`BLOCK_NEUTRAL`]).
+fn block_neutral(sql: &str) -> bool {
+    let mut first = true;
+    let mut any = false;
+    for t in Lexer::new(sql, Dialect::Postgres) {
+        match t.kind {
+            TokenKind::Comment => {}
+            TokenKind::Semicolon => first = true,
+            _ if first => {
+                first = false;
+                any = true;
+                let neutral = BLOCK_NEUTRAL.iter().any(|w| t.is_word(w)) || t.text == "(";
+                if !neutral {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    any
+}
+
+/// `sql` as a simple Query message.
+fn query_message(sql: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(sql.len() + 6);
+    frontend::encode_query(sql, &mut out).ok()?;
+    Some(out)
 }
 
 /// The probe as a simple Query message.
 fn probe() -> Option<Vec<u8>> {
-    let mut probe = Vec::with_capacity(PG_XACT_PROBE.len() + 6);
-    frontend::encode_query(PG_XACT_PROBE, &mut probe).ok()?;
-    Some(probe)
+    query_message(PG_XACT_PROBE)
 }
 
 /// Whether `batch` (extended messages as sent to the server) executes one portal and nothing
@@ -113,7 +313,19 @@ fn commits_only<'k>(batch: &[u8], known: impl Fn(&str) -> Option<&'k str>) -> bo
 
 #[cfg(test)]
 mod tests {
-    use super::commits_only;
+    use super::{block_neutral, commits_only};
+
+    #[test]
+    fn only_texts_a_transaction_block_leaves_unchanged_are_wrapped() {
+        for sql in
+            ["SELECT 1", "/* c */ with x AS (SELECT 1) SELECT * FROM x", "SHOW x; VALUES (1)", "(SELECT 1)", "TABLE t"]
+        {
+            assert!(block_neutral(sql), "{sql}");
+        }
+        for sql in ["DECLARE c CURSOR FOR SELECT 1", "SELECT 1; FETCH c", "", "-- nothing", "SELECT 1; VACUUM"] {
+            assert!(!block_neutral(sql), "{sql}");
+        }
+    }
     use crate::protocol::pg::{frontend, Target};
 
     fn parse_bind_execute(name: &str, sql: Option<&str>, out: &mut Vec<u8>) {

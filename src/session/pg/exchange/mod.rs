@@ -7,7 +7,7 @@
 //! Must not use the runtime, the pool, sockets, clocks or logging: time and limits come in as
 //! parameters.
 
-use crate::protocol::pg::tag::{backend as server, tx_status};
+use crate::protocol::pg::tag::{backend as server, frontend as frontend_tag, tx_status};
 use std::collections::VecDeque;
 use std::rc::Rc;
 
@@ -95,6 +95,8 @@ pub enum Note {
     Notification,
     /// A stale plan: the schema changed where the router did not see it.
     SchemaChanged,
+    /// The row of the router's transaction probe (#34): whether the batch's transaction wrote.
+    XactProbe,
     /// The connection has (`exists`) or lacks statement `key`, whatever its bookkeeping says.
     Misnamed {
         /// The router statement's key.
@@ -128,6 +130,9 @@ impl Step {
 /// The `Synth` tag of a response with a body, kept in `Exchange::answers` (no backend
 /// message has tag 0).
 const ANSWER: u8 = 0;
+
+/// A Sync message's length: its tag and its length field.
+const SYNC_LEN: usize = 5;
 
 /// Fails to parse on every server (a syntax error), aborting the batch it is sent in.
 const ABORT_SQL: &str = "querypilot: the router refused a statement of this batch";
@@ -197,6 +202,28 @@ impl Exchange {
     pub fn forward_all(&mut self, raw: &[u8], expects: &[Expect]) {
         self.bout.extend_from_slice(raw);
         self.expect.extend(expects.iter().copied());
+    }
+
+    /// causal (#34): `probe` (the router's Parse, Bind and Execute of the transaction probe)
+    /// goes into the queued batch just ahead of its closing Sync, so it runs last in the
+    /// batch's implicit transaction; its ParseComplete and BindComplete are swallowed, its row
+    /// noted ([`Note::XactProbe`]). `false` when the queue does not end with the Sync.
+    pub fn probe_before_sync(&mut self, probe: &[u8]) -> bool {
+        let sync = self.bout.len().checked_sub(SYNC_LEN);
+        let Some(at) = sync.filter(|&at| self.bout[at] == frontend_tag::SYNC) else { return false };
+        if self.expect.back() != Some(&Expect::Sync) {
+            return false;
+        }
+        self.bout.splice(at..at, probe.iter().copied());
+        let at = self.expect.len() - 1;
+        for (i, e) in
+            [Expect::Swallow(server::PARSE_COMPLETE), Expect::Swallow(server::BIND_COMPLETE), Expect::XactProbe]
+                .into_iter()
+                .enumerate()
+        {
+            self.expect.insert(at + i, e);
+        }
+        true
     }
 
     /// Messages with no response of their own to expect: a simple Query or FunctionCall
@@ -665,6 +692,11 @@ impl Exchange {
     fn decide(&mut self, frame: &RawFrame<'_>, query_ms: u128) -> Step {
         let front = self.expect.front().copied();
         match frame.tag() {
+            server::DATA_ROW if front == Some(Expect::XactProbe) => Step::noting(Action::Swallow, Note::XactProbe),
+            server::COMMAND_COMPLETE if front == Some(Expect::XactProbe) => {
+                self.expect.pop_front();
+                Step::new(Action::Swallow)
+            }
             tag if front == Some(Expect::Swallow(tag)) => {
                 self.expect.pop_front();
                 Step::new(Action::Swallow)
@@ -810,6 +842,9 @@ pub(super) fn command_tag(body: &[u8]) -> &[u8] {
 }
 
 /// The bytes of a ReadyForQuery with status `status` (the one a held error goes out with).
+/// A ReadyForQuery message's length.
+pub(super) const READY_LEN: usize = 6;
+
 pub(super) fn ready_for_query(status: Option<u8>) -> [u8; 6] {
     [server::READY_FOR_QUERY, 0, 0, 0, 5, status.unwrap_or(tx_status::IDLE)]
 }

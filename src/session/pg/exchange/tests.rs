@@ -383,3 +383,34 @@ fn a_frame_after_a_held_parameter_description_does_not_overtake_it() {
     assert!(ex.flight.replay.is_none(), "the client saw the description: no healing");
     assert!(matches!(feed(&mut ex, &row_description()).action, Action::Forward));
 }
+
+#[test]
+fn the_transaction_probe_runs_ahead_of_the_sync_and_the_client_sees_none_of_it() {
+    let mut ex = Exchange::default();
+    let mut batch = Vec::new();
+    frontend::encode_bind("", "s1", &[], &[], &[], &mut batch).expect("bind");
+    frontend::encode_execute("", 0, &mut batch).expect("execute");
+    ex.forward_all(&batch, &[Expect::Bind, Expect::Execute]);
+    assert!(!ex.probe_before_sync(b"probe"), "no Sync queued: nothing to go ahead of");
+    let mut sync = Vec::new();
+    frontend::encode_sync(&mut sync);
+    ex.forward(&sync, Expect::Sync);
+    assert!(ex.probe_before_sync(b"probe"));
+    assert_eq!(ex.queued(), [batch, b"probe".to_vec(), sync].concat(), "the probe goes right before the Sync");
+    ex.sent();
+    ex.begin_response();
+    let bind_complete = msg(server::BIND_COMPLETE, &[]);
+    forwards(&mut ex, &[bind_complete.clone(), data_row(b"7"), command_complete("SELECT 1")]);
+    assert!(matches!(feed(&mut ex, &msg(server::PARSE_COMPLETE, &[])).action, Action::Swallow));
+    assert!(matches!(feed(&mut ex, &bind_complete).action, Action::Swallow));
+    let row = feed(&mut ex, &data_row(b"t"));
+    assert!(matches!((row.action, row.note), (Action::Swallow, Note::XactProbe)), "the probe's row is noted");
+    assert!(matches!(feed(&mut ex, &command_complete("SELECT 1")).action, Action::Swallow));
+    assert_eq!(ex.expects().iter().copied().collect::<Vec<_>>(), [Expect::Sync]);
+    // After an error the server skips the probe with the rest of the batch: so do the
+    // expectations, and nothing of it is swallowed in place of the client's answers.
+    let mut ex = exchange(&[Expect::Execute, Expect::Swallow(server::PARSE_COMPLETE), Expect::XactProbe, Expect::Sync]);
+    let failed = feed(&mut ex, &error(Severity::Error, "22012", "division by zero"));
+    assert!(failed.skipped.contains(&Expect::XactProbe), "{:?}", failed.skipped);
+    forwards(&mut ex, &[ready(b'I')]);
+}
