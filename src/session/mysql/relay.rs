@@ -10,15 +10,16 @@
 //! Payloads outside a command's response (prepare answers, SHOW WARNINGS) are read whole
 //! with [`Session::backend_payload`].
 
-use super::exchange::{Action, Exchange};
+use super::exchange::{is_eof, status_of, Action, Exchange};
 pub(super) use super::exchange::{Grammar, Outcome};
 use super::{large, End, QueryTimer, Session, CLIENT_FLUSH_AT, READ_CHUNK};
-use crate::pool::{Conn, ConnInfo};
+use crate::pool::{Conn, ConnInfo, MyInfo};
 use crate::protocol::mysql::capability::CLIENT_LOCAL_FILES;
 use crate::protocol::mysql::errcode::{
     ER_CLIENT_INTERACTION_TIMEOUT, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_NOT_ALLOWED_COMMAND,
 };
 use crate::protocol::mysql::infile::FileStream;
+use crate::protocol::mysql::response::SERVER_SESSION_STATE_CHANGED;
 use crate::protocol::mysql::tracking::relay_ok;
 use crate::protocol::mysql::DecodeError;
 use crate::protocol::mysql::{decode_wire_packet, encode_packets, WirePacket, MAX_PACKET_PAYLOAD};
@@ -272,7 +273,8 @@ impl Session {
 
     /// Hands the backend packet at `self.link.pos` to `ex` and relays it when it says so; returns
     /// the action and the length of the payload relayed. An OK goes out as the client's
-    /// capabilities want it, and the `last_gtid` it reported is kept for causal reads (#34).
+    /// capabilities want it, and the `last_gtid` it reported is kept for causal reads (#34), as
+    /// is whether the connection owes one ([`note_owed`]).
     fn take_packet(&mut self, ex: &mut Exchange) -> Result<(Action, usize), RelayError> {
         let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.link.pos)?;
@@ -286,6 +288,7 @@ impl Session {
                 let ConnInfo::MySql(info) = &mut conn.info else {
                     return Err(RelayError::Malformed("a MySQL answer on a PostgreSQL connection".into()));
                 };
+                note_owed(info, packet.payload, false);
                 let mut ok = Vec::with_capacity(packet.payload.len());
                 let gtid = relay_ok(packet.payload, info.capabilities, self.client.caps, &mut ok)
                     .map_err(|e| RelayError::Malformed(format!("OK packet: {e}")))?;
@@ -293,7 +296,12 @@ impl Session {
                 len = ok.len();
                 encode_packets(&ok, packet.seq, &mut self.io.out);
             }
-            Action::Forward | Action::ForwardEnd | Action::SendFile => self.io.out.extend_from_slice(wire),
+            Action::Forward | Action::ForwardEnd | Action::SendFile => {
+                if let (ConnInfo::MySql(info), true) = (&mut conn.info, is_eof(packet.payload)) {
+                    note_owed(info, packet.payload, true);
+                }
+                self.io.out.extend_from_slice(wire);
+            }
             Action::RefuseFile { .. } | Action::Refused { .. } => {}
         }
         self.link.pos += wire.len();
@@ -495,6 +503,20 @@ impl Session {
 fn out_of_sequence(want: u8, got: u8) -> RelayError {
     tracing::warn!(want, got, "backend packet out of sequence; giving the connection up");
     RelayError::OutOfSequence { expected: want, got }
+}
+
+/// Keeps [`MyInfo::owes_gtid`] (#34) after `payload`, an OK packet (`eof` false) or an EOF
+/// packet the connection sent. Either says by `SERVER_SESSION_STATE_CHANGED` that tracked
+/// state changed, but only an OK carries the change: after an EOF that says so (the result set
+/// of an autocommit `SELECT f(n)` whose function inserts), MariaDB 10.11 reports the commit's
+/// `last_gtid` with the connection's next OK that carries state, whichever command that
+/// answers; OK packets without state, errors and result sets in between leave it pending, and
+/// `COM_RESET_CONNECTION` drops it.
+pub(super) fn note_owed(info: &mut MyInfo, payload: &[u8], eof: bool) {
+    let changed = status_of(payload).0.is_some_and(|s| s & SERVER_SESSION_STATE_CHANGED != 0);
+    if changed && crate::pool::tracks_gtid(info) {
+        info.owes_gtid = eof;
+    }
 }
 
 /// Updates the connection's last known status flags.
