@@ -4,11 +4,13 @@
 //! session keeps its high-water GTID position and sends a later read to a replica only once that
 //! replica has applied it (cached `@@gtid_slave_pos` from the health probe, else
 //! `MASTER_GTID_WAIT` up to `routing.causal_wait`); otherwise the primary serves it, or it
-//! fails with `replica_fallback = "error"`. A commit that reports no GTID (`sql_log_bin = 0`;
-//! a result set ending in an EOF packet, which carries no session state, as `SELECT f(n)` of an
-//! inserting function in autocommit) keeps the session's reads on the primary and hands out
-//! the token `primary`; a failed write that committed nothing changes
-//! nothing (told without a statement the client could notice, [`CommitGtid`]). Also answers
+//! fails with `replica_fallback = "error"`. A commit that reports no GTID (`sql_log_bin = 0`)
+//! keeps the session's reads on the primary and hands out the token `primary`; one inside a
+//! result set, whose EOF packet carries no session state (`SELECT f(n)` of an inserting
+//! function in autocommit), does so until the connection's GTID debt is collected for the
+//! session as it gives the connection up ([`Session::settle_owed_gtid`]); a failed write that
+//! committed nothing changes nothing (told without a statement the client could notice,
+//! [`CommitGtid`]). Also answers
 //! the causal token statements, the same two as for PostgreSQL clients:
 //! `SHOW querypilot.causal_token` and `SET querypilot.causal_token = '...'`, for bridged
 //! sessions too (their positions are WAL offsets, learned in `bridged::io`).
@@ -119,17 +121,18 @@ impl Session {
             // sure to have it, and `gtid:` would be a token SET refuses. Or it committed inside
             // a statement whose result set ended in an EOF packet, which carries no session
             // state (an autocommit `SELECT f(n)` of an inserting function): the connection then
-            // owes the GTID ([`crate::pool::MyInfo::owes_gtid`]), which its next OK reports, this session's
-            // or, once given up, collected for it ([`Session::settle_owed_gtid`]).
+            // owes the GTID (`MyInfo::owes_gtid`), which its next OK reports, this session's or,
+            // once given up, collected for it ([`Session::settle_owed_gtid`]).
             Seen::None => self.routing.ryw.learned(None),
         }
     }
 
     /// causal (#34): before the session gives `conn` up, collects the GTID it owes
-    /// ([`crate::pool::MyInfo::owes_gtid`]) for this session's position, so that it is never reported to
-    /// (and credited to) the next client; `false` when that failed and the connection must be
-    /// closed instead. A collected GTID counts as a commit position learned, so the session's
-    /// reads go to replicas that applied it. Outside `causal` mode nothing reads positions.
+    /// ([`crate::pool::MyInfo::owes_gtid`]) for this session's position, so that it is never
+    /// reported to (and credited to) the next client; `false` when that failed and the
+    /// connection must be closed instead. A collected GTID counts as a commit position learned,
+    /// so the session's reads go to replicas that applied it. Outside `causal` mode nothing
+    /// reads positions, and the round trip is not spent.
     pub(super) async fn settle_owed_gtid(&mut self, conn: &mut Conn) -> bool {
         let owes = matches!(&conn.info, ConnInfo::MySql(i) if i.owes_gtid);
         if !owes || self.ctx.read_your_writes() != ReadYourWrites::Causal {
