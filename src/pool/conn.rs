@@ -64,6 +64,11 @@ pub struct MyInfo {
     /// MariaDB: the last `last_gtid` value the connection's OK packets reported (#34), to tell
     /// after a failed statement whether it committed anything.
     pub last_gtid: String,
+    /// MariaDB (#34): an OK packet on this connection may report a GTID committed by the
+    /// session that holds it. A result set's EOF carries no session state, so the GTID of a
+    /// commit inside it (an autocommit `SELECT f(n)` of an inserting function) waits for the
+    /// connection's next OK with state, whoever's statement that answers.
+    pub owes_gtid: bool,
 }
 
 /// Protocol-specific identity of a backend connection.

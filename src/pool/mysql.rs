@@ -293,6 +293,7 @@ async fn handshake(
                     charset: hs.charset,
                     prepared: Vec::new(),
                     last_gtid: String::new(),
+                    owes_gtid: false,
                 });
             }
             AuthReply::Err(e) => {

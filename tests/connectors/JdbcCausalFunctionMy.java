@@ -1,7 +1,8 @@
 // Connector/J cells of the MariaDB causal matrix (#34) for an autocommit `SELECT f(n)` of a stored
 // function that inserts (`TABLE_f`). Its result set ends in an EOF packet, which carries no session
-// state: the router never learns the commit's GTID, so the writer's reads stay on the primary and
-// SHOW querypilot.causal_token answers `primary`. Run as a single source file:
+// state: the commit's GTID is owed by the connection, and the router collects it as the connection
+// goes back to the pool, so SHOW querypilot.causal_token answers that position and the writer's
+// reads wait for it (on the primary while the replica is stopped). Run as a single source file:
 // java -cp mariadb-java-client.jar JdbcCausalFunctionMy.java URL USER PASSWORD TABLE FIRST_ID
 // URL (with allowMultiQueries=true) gets useServerPrepStmts=false and =true in turn. Runs in two
 // stages. First, for each prepare mode and path (a Statement, a PreparedStatement with the id

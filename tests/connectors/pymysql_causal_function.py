@@ -1,7 +1,8 @@
 """PyMySQL cells of the MariaDB causal matrix (issue #34) for an autocommit `SELECT f(n)` of a
 stored function that inserts (`TABLE_f`). Its result set ends in an EOF packet, which carries no
-session state: the router never learns the commit's GTID, so the writer's reads stay on the
-primary and SHOW querypilot.causal_token answers `primary`.
+session state: the commit's GTID is owed by the connection, and the router collects it as the
+connection goes back to the pool, so SHOW querypilot.causal_token answers that position and the
+writer's reads wait for it (on the primary while the replica is stopped).
 Usage: pymysql_causal_function.py PORT USER PASSWORD DATABASE TABLE FIRST_ID.
 Runs in two stages. First, for each path (a text query, `SELECT 1; SELECT f(n)` as one
 multi-statement text, `cursor.execute` with the id as parameter) it opens two writers, the second

@@ -9,7 +9,7 @@
 //! server-side prepare). LOAD DATA LOCAL INFILE (MariaDB's COPY) has its own test, through a
 //! write pool with `local_infile`: alone, prepared, in a multi-statement text and between BEGIN
 //! and COMMIT, each writer having read on the replica first. An autocommit `SELECT f(n)` of the
-//! inserting function, whose position is lost (token `primary`), has its own test too.
+//! inserting function, whose GTID only the connection's next OK reports, has its own test too.
 //! Where each read ran is proven by `@@server_id`; a fresh session's read on the stopped
 //! replica proves it is stale.
 
@@ -33,8 +33,8 @@ const REPLICA: u64 = 2;
 /// in place of `{n}`, the multi-statement path sends them in one text after a `SELECT 1`.
 /// XA's statements prepare in MariaDB (`XA` is in its preparable set), so two-phase commit
 /// runs on every path. `SELECT f(n)` of the inserting function is a kind here only inside
-/// `BEGIN ... COMMIT`: in autocommit its position is lost and the token is `primary`
-/// ([`mariadb_matrix_an_autocommit_function_write_hands_out_the_primary_token`]).
+/// `BEGIN ... COMMIT`: in autocommit its GTID is collected as the connection goes back
+/// ([`mariadb_matrix_an_autocommit_function_write_hands_out_its_collected_position`]).
 fn writes(t: &str) -> [(&'static str, Vec<String>); 7] {
     [
         ("plain", vec![format!("INSERT INTO {t} VALUES ({{n}})")]),
@@ -74,7 +74,7 @@ fn send(w: &mut Conn, write: &[String], path: &str, n: u64) -> mysql::Result<()>
 
 /// `t` (read), `t_src` whose trigger writes into `t`, procedure `t_p` and function `t_f`
 /// (`MODIFIES SQL DATA`, returns its argument) that insert into `t`.
-fn schema(my: &MyEnv) -> String {
+pub(crate) fn schema(my: &MyEnv) -> String {
     let t = unique_name("causal_matrix");
     let mut c = my.primary_client();
     for sql in [
@@ -93,7 +93,7 @@ fn schema(my: &MyEnv) -> String {
 }
 
 /// `(rows with id n, @@server_id)`.
-fn read(c: &mut Conn, t: &str, n: u64) -> (u64, u64) {
+pub(crate) fn read(c: &mut Conn, t: &str, n: u64) -> (u64, u64) {
     let sql = format!("SELECT COUNT(*), @@server_id FROM {t} WHERE id = {n}");
     c.query_first(&sql).unwrap_or_else(|e| panic!("{sql}: {e}")).unwrap_or_else(|| panic!("{sql}: no row"))
 }
@@ -302,19 +302,21 @@ fn assert_infile_cells(client: &str, lines: &[String], want: usize) {
 
 /// `SELECT f(n)` of the inserting function in autocommit: its result set ends in an EOF packet
 /// (the router never offers its backends `CLIENT_DEPRECATE_EOF`), which carries no session
-/// state, so the GTID of the implicit commit is never seen and the writer's position is lost.
-/// Its reads stay on the primary, and `SHOW querypilot.causal_token` hands out `primary`, which
-/// sends its holder's reads (by `SET` or connection attribute) to the primary too — {text,
-/// prepared, multi-statement} × {a writer that wrote nothing before, one whose earlier
-/// position the replica applied before it stopped (the token must not be that older one)},
-/// with the `mysql` crate, PyMySQL (text, multi-statement, `cursor.execute` with parameters)
-/// and Connector/J (Statement, PreparedStatement and multi-statement Statement, client- and
-/// server-side prepare). No path learns the function's commit position: every token is
-/// `primary`. The connectors' writers are opened (and the earlier positions written) before
-/// the SQL thread stops, so their programs run in two stages ([`Staged`]).
+/// state, so the GTID of the implicit commit is owed: the router collects it as the session
+/// gives the connection back (transaction pooling: right after the statement). The writer's
+/// reads then wait for that GTID (the stopped replica has not applied it: the primary serves
+/// them), and `SHOW querypilot.causal_token` hands it out, which sends its holder's reads (by
+/// `SET` or connection attribute) to the primary too — {text, prepared, multi-statement} × {a
+/// writer that wrote nothing before, one whose earlier position the replica applied before it
+/// stopped (the token must be newer than that older one)}, with the `mysql` crate, PyMySQL
+/// (text, multi-statement, `cursor.execute` with parameters) and Connector/J (Statement,
+/// PreparedStatement and multi-statement Statement, client- and server-side prepare). Every
+/// path's token is the function's commit position. The connectors' writers are opened (and
+/// the earlier positions written) before the SQL thread stops, so their programs run in two
+/// stages ([`Staged`]).
 /// Also: `''`, what SHOW answers for a session that needs no position, is accepted back.
 #[test]
-fn mariadb_matrix_an_autocommit_function_write_hands_out_the_primary_token() {
+fn mariadb_matrix_an_autocommit_function_write_hands_out_its_collected_position() {
     let env = Dbs::private();
     let my = &env.my;
     let router = my_router(my, "read_your_writes = \"causal\"\ncausal_wait = \"20ms\"");
@@ -355,8 +357,10 @@ fn mariadb_matrix_an_autocommit_function_write_hands_out_the_primary_token() {
     let write = vec![format!("SELECT {t}_f({{n}})")];
     for (n, (path, earlier, mut w)) in (1u64..).zip(writers) {
         let cell = format!("autocommit SELECT f(n) × {path} × earlier position: {earlier}");
+        let older: String = w.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
         send(&mut w, &write, path, n).unwrap_or_else(|e| panic!("{cell}: write: {e}"));
-        failures.extend(function_cell(&router, my, &t, n, &mut w).into_iter().map(|f| format!("{cell}: {f}")));
+        let checks = function_cell(&router, my, &t, n, &mut w, &older);
+        failures.extend(checks.into_iter().map(|f| format!("{cell}: {f}")));
     }
     failures.extend(connector_function_cells("PyMySQL", &py.finish(), 6));
     env.resume_replication(Kind::Mariadb);
@@ -368,7 +372,8 @@ fn mariadb_matrix_an_autocommit_function_write_hands_out_the_primary_token() {
 /// `JdbcCausalFunctionMy.java`): a writer with an earlier position held its token before
 /// (`first` ones none); the holder by SET read the stopped replica before; then the writer, the
 /// holder by SET and the one by connection attribute all read the row, on the primary, and the
-/// token is `primary` on every path (none learns the function's commit position).
+/// token is a GTID position newer than the one before on every path (the function's commit,
+/// collected).
 fn connector_function_cells(client: &str, lines: &[String], want: usize) -> Vec<String> {
     let mut failures = Vec::new();
     if lines.len() != want {
@@ -393,17 +398,36 @@ fn connector_function_cells(client: &str, lines: &[String], want: usize) -> Vec<
                 fail(format!("{who} read {}, not {on_primary}", field(key)));
             }
         }
-        if field("token") != "primary" {
-            fail(format!("SHOW answered '{}', not 'primary'", field("token")));
+        if let Some(why) = not_collected(field("token"), token0) {
+            fail(why);
         }
     }
     failures
 }
 
-/// The checks of one cell of [`mariadb_matrix_an_autocommit_function_write_hands_out_the_primary_token`]
-/// once `w` wrote row `n`: what went wrong, if anything (every cell runs, so a failure shows
-/// which paths hold).
-fn function_cell(router: &crate::router::Router, my: &MyEnv, t: &str, n: u64, w: &mut Conn) -> Vec<String> {
+/// Why `token`, what SHOW answered after an autocommit `SELECT f(n)`, is not the function's
+/// collected commit position: not a GTID position, or the `older` one held before the write.
+fn not_collected(token: &str, older: &str) -> Option<String> {
+    if !token.starts_with("gtid:") {
+        Some(format!("SHOW answered '{token}', not the function's commit position"))
+    } else if token == older {
+        Some(format!("SHOW answered '{token}', the position held before the write"))
+    } else {
+        None
+    }
+}
+
+/// The checks of one cell of [`mariadb_matrix_an_autocommit_function_write_hands_out_its_collected_position`]
+/// once `w`, which held token `older` before, wrote row `n`: what went wrong, if anything
+/// (every cell runs, so a failure shows which paths hold).
+fn function_cell(
+    router: &crate::router::Router,
+    my: &MyEnv,
+    t: &str,
+    n: u64,
+    w: &mut Conn,
+    older: &str,
+) -> Vec<String> {
     let mut failures = Vec::new();
     let check = |failures: &mut Vec<String>, what: &str, got: (u64, u64)| {
         if got != (1, PRIMARY) {
@@ -425,16 +449,15 @@ fn function_cell(router: &crate::router::Router, my: &MyEnv, t: &str, n: u64, w:
         }
         Err(e) => failures.push(format!("token '{token}' as attribute refused: {e}")),
     }
-    if token != "primary" {
-        failures.push(format!("SHOW answered '{token}', not 'primary'"));
-    }
+    failures.extend(not_collected(&token, older));
     failures
 }
 
 /// A pooled connection that ran an autocommit `SELECT f(n)` still owes that commit's GTID (the
 /// result set's EOF packet carried none; the server reports it with the connection's next OK
-/// packet). It must never reach another client as that client's position: a fresh session
-/// that only sets a variable on the same pool needs no position afterwards (#34).
+/// packet). It is collected for the writer as the connection goes back, and must never reach
+/// another client as that client's position: a fresh session that only sets a variable on the
+/// same pool needs no position afterwards (#34).
 #[test]
 fn mariadb_an_owed_gtid_is_never_credited_to_the_next_session() {
     let env = Dbs::private();
@@ -445,7 +468,7 @@ fn mariadb_an_owed_gtid_is_never_credited_to_the_next_session() {
     for n in 1..=3 {
         let _: Option<u64> = writer.query_first(format!("SELECT {t}_f({n})")).expect("the inserting function");
         let token: String = writer.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");
-        assert_eq!(token, "primary", "the writer's position is unknown");
+        assert!(token.starts_with("gtid:"), "the writer holds its collected position, not '{token}'");
         let mut next = client(&router, my);
         next.query_drop("SET autocommit = 1").expect("an OK packet on a pooled primary connection");
         let token: String = next.query_first("SHOW querypilot.causal_token").expect("show").expect("a row");

@@ -26,6 +26,7 @@ mod causal_invisible;
 mod causal_matrix;
 mod causal_matrix_my;
 mod causal_mysql;
+mod causal_owed_gtid_my;
 mod causal_readonly;
 mod causal_readonly_my;
 mod causal_routes;

@@ -4,21 +4,23 @@
 //! session keeps its high-water GTID position and sends a later read to a replica only once that
 //! replica has applied it (cached `@@gtid_slave_pos` from the health probe, else
 //! `MASTER_GTID_WAIT` up to `routing.causal_wait`); otherwise the primary serves it, or it
-//! fails with `replica_fallback = "error"`. A commit that reports no GTID (`sql_log_bin = 0`;
-//! a result set ending in an EOF packet, which carries no session state, as `SELECT f(n)` of an
-//! inserting function in autocommit) keeps the session's reads on the primary and hands out
-//! the token `primary`; a failed write that committed nothing changes
-//! nothing (told without a statement the client could notice, [`CommitGtid`]). Also answers
+//! fails with `replica_fallback = "error"`. A commit that reports no GTID (`sql_log_bin = 0`)
+//! keeps the session's reads on the primary and hands out the token `primary`; one inside a
+//! result set, whose EOF packet carries no session state (`SELECT f(n)` of an inserting
+//! function in autocommit), does so until the connection's GTID debt is collected for the
+//! session as it gives the connection up ([`Session::settle_owed_gtid`]); a failed write that
+//! committed nothing changes nothing (told without a statement the client could notice,
+//! [`CommitGtid`]). Also answers
 //! the causal token statements, the same two as for PostgreSQL clients:
 //! `SHOW querypilot.causal_token` and `SET querypilot.causal_token = '...'`, for bridged
 //! sessions too (their positions are WAL offsets, learned in `bridged::io`).
 
 use super::warning::encode_result;
-use super::Session;
+use super::{stmt, Session};
 use crate::config::{Protocol, ReadYourWrites};
 use crate::id::{GtidPosition, Position};
 use crate::pool::health::my_failure_rolled_back;
-use crate::pool::CorePool;
+use crate::pool::{Conn, ConnInfo, CorePool};
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::tracking::GtidChange;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
@@ -118,17 +120,35 @@ impl Session {
             // or failed after committing who knows what (a procedure, DDL): only the primary is
             // sure to have it, and `gtid:` would be a token SET refuses. Or it committed inside
             // a statement whose result set ended in an EOF packet, which carries no session
-            // state (an autocommit `SELECT f(n)` of an inserting function): the server then
-            // reports that GTID with the next OK packet on the connection, whoever's statement
-            // it answers. Closed when the session gives it up, so the GTID is never credited to
-            // another client (whose reads would wait on the primary for a write not theirs).
-            Seen::None => {
-                self.routing.ryw.learned(None);
-                if let Some(conn) = self.link.conn.as_mut() {
-                    conn.broken = true;
-                }
-            }
+            // state (an autocommit `SELECT f(n)` of an inserting function): the connection then
+            // owes the GTID (`MyInfo::owes_gtid`), which its next OK reports, this session's or,
+            // once given up, collected for it ([`Session::settle_owed_gtid`]).
+            Seen::None => self.routing.ryw.learned(None),
         }
+    }
+
+    /// causal (#34): before the session gives `conn` up, collects the GTID it owes
+    /// ([`crate::pool::MyInfo::owes_gtid`]) for this session's position, so that it is never
+    /// reported to (and credited to) the next client; `false` when that failed and the
+    /// connection must be closed instead. A collected GTID counts as a commit position learned,
+    /// so the session's reads go to replicas that applied it. Outside `causal` mode nothing
+    /// reads positions, and the round trip is not spent.
+    pub(super) async fn settle_owed_gtid(&mut self, conn: &mut Conn) -> bool {
+        let owes = matches!(&conn.info, ConnInfo::MySql(i) if i.owes_gtid);
+        if !owes || self.ctx.read_your_writes() != ReadYourWrites::Causal {
+            return true;
+        }
+        let db = self.state.db().unwrap_or(&self.pool.config.database).to_owned();
+        let Some(commit) = stmt::collect_owed_gtid(conn, &db).await else {
+            tracing::debug!("causal reads: cannot collect the GTID a connection owes; closing it");
+            return false;
+        };
+        match commit.seen {
+            Seen::Position(p) => self.routing.ryw.learned(Some(Position::Gtid(p))),
+            Seen::Unreadable => self.routing.ryw.learned(None),
+            Seen::None => {}
+        }
+        true
     }
 
     /// causal: one statement that commits nothing before it fails ([`CommitGtid`]) failed. An

@@ -50,7 +50,7 @@ use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
 use crate::session::client_io::{self, End, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::hold::{Hold, HoldFacts};
-use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts};
+use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts, Unfit};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
 use crate::session::CoreContext;
@@ -755,7 +755,12 @@ impl Session {
         // A replay only sets the next client's values: the server keeps any other.
         let settings_linger = self.state.signature() != 0;
         let facts = ReleaseFacts { settings_linger, ..ReleaseFacts::leaving(session_end, self.mode(), conn.broken) };
-        let verdict = release::release(hold, &facts);
+        let mut verdict = release::release(hold, &facts);
+        // #34: the reset drops a GTID the connection owes; one going back as it is must not
+        // report it to the next client.
+        if matches!(verdict, Release::Return { .. }) && !self.settle_owed_gtid(&mut conn).await {
+            verdict = Release::Close(Unfit::Broken);
+        }
         let db = &self.pool.config.database;
         let reset = verdict == Release::Reset && stmt::reset_connection(&mut conn, db).await.is_ok();
         give_back(&self.pool, conn, verdict, reset, self.state.signature());

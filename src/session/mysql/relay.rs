@@ -10,15 +10,16 @@
 //! Payloads outside a command's response (prepare answers, SHOW WARNINGS) are read whole
 //! with [`Session::backend_payload`].
 
-use super::exchange::{Action, Exchange};
+use super::exchange::{is_eof, status_of, Action, Exchange};
 pub(super) use super::exchange::{Grammar, Outcome};
 use super::{large, End, QueryTimer, Session, CLIENT_FLUSH_AT, READ_CHUNK};
-use crate::pool::{Conn, ConnInfo};
+use crate::pool::{Conn, ConnInfo, MyInfo};
 use crate::protocol::mysql::capability::CLIENT_LOCAL_FILES;
 use crate::protocol::mysql::errcode::{
     ER_CLIENT_INTERACTION_TIMEOUT, ER_NET_PACKETS_OUT_OF_ORDER, ER_NET_PACKET_TOO_LARGE, ER_NOT_ALLOWED_COMMAND,
 };
 use crate::protocol::mysql::infile::FileStream;
+use crate::protocol::mysql::response::SERVER_SESSION_STATE_CHANGED;
 use crate::protocol::mysql::tracking::relay_ok;
 use crate::protocol::mysql::DecodeError;
 use crate::protocol::mysql::{decode_wire_packet, encode_packets, WirePacket, MAX_PACKET_PAYLOAD};
@@ -272,7 +273,8 @@ impl Session {
 
     /// Hands the backend packet at `self.link.pos` to `ex` and relays it when it says so; returns
     /// the action and the length of the payload relayed. An OK goes out as the client's
-    /// capabilities want it, and the `last_gtid` it reported is kept for causal reads (#34).
+    /// capabilities want it, and the `last_gtid` it reported is kept for causal reads (#34), as
+    /// is whether the connection owes one ([`note_owed`]).
     fn take_packet(&mut self, ex: &mut Exchange) -> Result<(Action, usize), RelayError> {
         let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.link.pos)?;
@@ -286,6 +288,7 @@ impl Session {
                 let ConnInfo::MySql(info) = &mut conn.info else {
                     return Err(RelayError::Malformed("a MySQL answer on a PostgreSQL connection".into()));
                 };
+                note_owed(info, packet.payload, false);
                 let mut ok = Vec::with_capacity(packet.payload.len());
                 let gtid = relay_ok(packet.payload, info.capabilities, self.client.caps, &mut ok)
                     .map_err(|e| RelayError::Malformed(format!("OK packet: {e}")))?;
@@ -293,7 +296,12 @@ impl Session {
                 len = ok.len();
                 encode_packets(&ok, packet.seq, &mut self.io.out);
             }
-            Action::Forward | Action::ForwardEnd | Action::SendFile => self.io.out.extend_from_slice(wire),
+            Action::Forward | Action::ForwardEnd | Action::SendFile => {
+                if let (ConnInfo::MySql(info), true) = (&mut conn.info, is_eof(packet.payload)) {
+                    note_owed(info, packet.payload, true);
+                }
+                self.io.out.extend_from_slice(wire);
+            }
             Action::RefuseFile { .. } | Action::Refused { .. } => {}
         }
         self.link.pos += wire.len();
@@ -497,9 +505,67 @@ fn out_of_sequence(want: u8, got: u8) -> RelayError {
     RelayError::OutOfSequence { expected: want, got }
 }
 
+/// Keeps [`MyInfo::owes_gtid`] (#34) after `payload`, an OK packet (`eof` false) or an EOF
+/// packet the connection sent. Either says by `SERVER_SESSION_STATE_CHANGED` that tracked
+/// state changed, but only an OK carries the change: after an EOF that says so (the result set
+/// of an autocommit `SELECT f(n)` whose function inserts), MariaDB 10.11 reports the commit's
+/// `last_gtid` with the connection's next OK that carries state, whichever command that
+/// answers; OK packets without state, errors and result sets in between leave it pending, and
+/// `COM_RESET_CONNECTION` drops it.
+pub(super) fn note_owed(info: &mut MyInfo, payload: &[u8], eof: bool) {
+    let changed = status_of(payload).0.is_some_and(|s| s & SERVER_SESSION_STATE_CHANGED != 0);
+    if changed && crate::pool::tracks_gtid(info) {
+        info.owes_gtid = eof;
+    }
+}
+
 /// Updates the connection's last known status flags.
 pub(super) fn note_status(conn: &mut Conn, status: Option<u16>) {
     if let (ConnInfo::MySql(info), Some(s)) = (&mut conn.info, status) {
         info.status = s;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::mysql::capability::CLIENT_SESSION_TRACK;
+
+    fn eof(status: u16) -> Vec<u8> {
+        [&[0xFE, 0, 0][..], &status.to_le_bytes()].concat()
+    }
+
+    /// An OK (no affected rows, no insert id) with `status`, no warnings, no info.
+    fn ok(status: u16) -> Vec<u8> {
+        [&[0x00, 0, 0][..], &status.to_le_bytes(), &[0, 0, 0]].concat()
+    }
+
+    fn mariadb() -> MyInfo {
+        MyInfo { server_version: "10.11.6-MariaDB".into(), capabilities: CLIENT_SESSION_TRACK, ..MyInfo::default() }
+    }
+
+    #[test]
+    fn an_eof_that_flags_a_state_change_leaves_it_owed_until_an_ok_carries_state() {
+        let changed = SERVER_SESSION_STATE_CHANGED | 0x0002;
+        let mut info = mariadb();
+        note_owed(&mut info, &eof(0x0002), true);
+        assert!(!info.owes_gtid, "nothing changed: nothing owed (sql_log_bin = 0)");
+        note_owed(&mut info, &eof(changed), true);
+        assert!(info.owes_gtid, "the EOF flagged a change it cannot carry");
+        note_owed(&mut info, &eof(0x0002), true);
+        note_owed(&mut info, &ok(0x0002), false);
+        assert!(info.owes_gtid, "a later result set, or an OK without state, leaves it pending");
+        note_owed(&mut info, &ok(changed), false);
+        assert!(!info.owes_gtid, "an OK with state reported it");
+    }
+
+    #[test]
+    fn a_server_that_does_not_track_last_gtid_owes_nothing() {
+        let changed = SERVER_SESSION_STATE_CHANGED | 0x0002;
+        let mut mysql = MyInfo { server_version: "8.0.36".into(), ..mariadb() };
+        note_owed(&mut mysql, &eof(changed), true);
+        let mut untracked = MyInfo { capabilities: 0, ..mariadb() };
+        note_owed(&mut untracked, &eof(changed), true);
+        assert!(!mysql.owes_gtid && !untracked.owes_gtid);
     }
 }

@@ -3,6 +3,7 @@
 
 use std::rc::Rc;
 
+use super::causal::CommitGtid;
 use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, LongRefusal, Stmt};
 use super::relay::Grammar;
 use super::route::Routed;
@@ -17,7 +18,10 @@ use crate::protocol::mysql::command::{
     COM_STMT_SEND_LONG_DATA,
 };
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_UNKNOWN_STMT_HANDLER, ER_WRONG_ARGUMENTS};
-use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_LAST_ROW_SENT};
+use crate::protocol::mysql::response::{
+    SERVER_MORE_RESULTS_EXISTS, SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_LAST_ROW_SENT,
+};
+use crate::protocol::mysql::tracking::untrack_ok;
 use crate::protocol::mysql::{decode_payload, encode_packets, StmtPrepareOk};
 use crate::routing::StatementKey;
 use crate::rt;
@@ -97,6 +101,9 @@ async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, Rela
                 // The connection's flags follow what a replayed SET or a reset did to its
                 // sql_mode, which decides how its next statement is lexed (#19).
                 super::relay::note_status(conn, status(&first));
+                if let Some(i) = info(conn) {
+                    super::relay::note_owed(i, &first, false);
+                }
                 if !more_results(&first) {
                     return Ok(None);
                 }
@@ -115,6 +122,9 @@ async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, Rela
                         eofs += 1;
                         if eofs == 2 {
                             super::relay::note_status(conn, status(&p));
+                            if let Some(i) = info(conn) {
+                                super::relay::note_owed(i, &p, true);
+                            }
                             if !more_results(&p) {
                                 return Ok(None);
                             }
@@ -155,6 +165,8 @@ pub(super) async fn reset_connection(conn: &mut Conn, default_db: &str) -> Resul
     let mut tracks = false;
     if let Some(i) = info(conn) {
         i.prepared.clear();
+        // The reset drops a pending `last_gtid` change unreported (MariaDB 10.11, #34).
+        i.owes_gtid = false;
         tracks = crate::pool::tracks_gtid(i);
     }
     // The reset restored the global tracked variables: causal reads need `last_gtid` again.
@@ -167,6 +179,28 @@ pub(super) async fn reset_connection(conn: &mut Conn, default_db: &str) -> Resul
         None => Ok(()),
         Some(e) => Err(MyClientError::new(ErrorNumber { code: 1049, sql_state: *b"42000" }, err_text(&e))),
     }
+}
+
+/// Collects the GTID `conn` owes ([`crate::pool::MyInfo::owes_gtid`], #34) as its session
+/// gives it up: `COM_INIT_DB` of the database it is already in, whose OK carries the session
+/// state (the schema's change, tracked by default, and the pending `last_gtid`) and which
+/// changes nothing but `ROW_COUNT()` (-1 after a result set, 0 after it) and the warning list
+/// of the connection's last statement, which no client can count on once the connection is
+/// back in the pool. `None` when no OK with state came: the debt may stand, so the connection
+/// must not serve another client.
+pub(super) async fn collect_owed_gtid(conn: &mut Conn, db: &str) -> Option<CommitGtid> {
+    let init = [&[COM_INIT_DB][..], db.as_bytes()].concat();
+    let mut out = Vec::with_capacity(init.len() + 4);
+    encode_packets(&init, 0, &mut out);
+    rt::write_all(&mut conn.stream, &out).await.ok()?;
+    let ok = read_payload(conn).await.ok()?;
+    let changed = status(&ok).is_some_and(|s| s & SERVER_SESSION_STATE_CHANGED != 0);
+    let i = info(conn).filter(|_| changed && ok.first() == Some(&0x00))?;
+    let gtid = untrack_ok(&ok, i.capabilities).ok()?.gtid;
+    let mut commit = CommitGtid::default();
+    commit.note(gtid, &mut i.last_gtid);
+    i.owes_gtid = false;
+    Some(commit)
 }
 
 /// Turns any pooled connection's session state into `state`'s.

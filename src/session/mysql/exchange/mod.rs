@@ -390,7 +390,7 @@ impl Exchange {
 }
 
 /// An EOF packet (0xFE, shorter than 9 bytes).
-fn is_eof(payload: &[u8]) -> bool {
+pub(in crate::session::mysql) fn is_eof(payload: &[u8]) -> bool {
     payload.first() == Some(&EOF_HEADER) && payload.len() < EOF_MAX_LEN
 }
 
