@@ -179,6 +179,10 @@ impl Session {
             if let Err(e) = self.move_to(primary).await {
                 tracing::debug!(error = ?e, "no primary connection for a retry");
                 stopped = Some(Outcome::Exhausted);
+            } else if self.progress.tx == TransactionStatus::Idle {
+                // causal (#34): the read now runs on the primary, unasked whether it writes
+                // there (a view, a policy): its commit learns a position as after a write.
+                self.progress.ryw.autocommit_unproven();
             }
         }
         if let Some(why) = stopped {
