@@ -106,7 +106,8 @@ pub struct BackendTls {
     pub cert_file: Option<PathBuf>,
     /// `tls_key_file`: PEM private key of `cert_file`.
     pub key_file: Option<PathBuf>,
-    /// `tls_server_name`: SNI and the name verify-full checks; `None` = each backend's host.
+    /// `tls_server_name`: SNI and the name verify-full checks; `None` = each backend's own
+    /// `tls_server_name`, else its host.
     pub server_name: Option<String>,
     /// The client configuration built from the files: filled by whoever reads them (start and
     /// reload), `None` until then and with `mode = disable`; never rendered.
@@ -223,6 +224,10 @@ pub struct Backend {
     pub max_replica_lag: Option<Duration>,
     /// A replica lagging more than this many bytes of WAL/binlog gets no reads.
     pub max_replica_lag_bytes: Option<u64>,
+    /// The name this backend's certificate is checked against and sent as SNI when the pool
+    /// uses TLS (#38), over the pool's `tls_server_name` and the host: for backends listed by
+    /// address whose certificates carry their own names.
+    pub tls_server_name: Option<String>,
 }
 
 /// Connection-count limits of a pool, exact for the whole process (all cores together).

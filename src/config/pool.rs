@@ -118,7 +118,8 @@ fn tls(ck: &mut Checker<'_>, base: &str, raw: &RawPool, protocol: Option<Protoco
     let unused = |key: &str| {
         match mode {
         TlsMode::Disable => Some(format!("{key} has no effect with tls = \"disable\"")),
-        TlsMode::Prefer | TlsMode::Require if key == "tls_ca_file" || key == "tls_server_name" => Some(format!(
+        // tls_server_name still names the server for SNI, which routing front ends need.
+        TlsMode::Prefer | TlsMode::Require if key == "tls_ca_file" => Some(format!(
             "{key} has no effect with tls = \"{mode}\", which does not verify the certificate; use \"verify-ca\" or \"verify-full\""
         )),
         _ => None,
@@ -140,14 +141,19 @@ fn tls(ck: &mut Checker<'_>, base: &str, raw: &RawPool, protocol: Option<Protoco
         (None, Some(key)) => ck.report_at(key, &format!("{base}.tls_key_file"), "tls_key_file needs tls_cert_file"),
         _ => {}
     }
-    if let Some(name) = raw.tls_server_name.as_ref().filter(|n| ServerName::try_from(n.get_ref().as_str()).is_err()) {
+    server_name_valid(ck, &raw.tls_server_name, &format!("{base}.tls_server_name"));
+    out
+}
+
+/// Reports a `tls_server_name` (of a pool or a backend) that cannot name a server.
+fn server_name_valid(ck: &mut Checker<'_>, name: &Option<Sp<String>>, path: &str) {
+    if let Some(name) = name.as_ref().filter(|n| ServerName::try_from(n.get_ref().as_str()).is_err()) {
         ck.report_at(
             name,
-            &format!("{base}.tls_server_name"),
+            path,
             format!("tls_server_name \"{}\" is neither a DNS name nor an IP address", name.get_ref()),
         );
     }
-    out
 }
 
 /// Why `tls` is refused on a pool of MySQL backends.
@@ -218,6 +224,11 @@ fn backend(ck: &mut Checker<'_>, base: &str, raw: &RawBackend) -> Backend {
         max_replica_lag_bytes: ck
             .int_in(&raw.max_replica_lag_bytes, &format!("{base}.max_replica_lag_bytes"), 0, i64::MAX)
             .and_then(|n| u64::try_from(n).ok()),
+        tls_server_name: raw.tls_server_name.as_ref().map(|n| {
+            let path = format!("{base}.tls_server_name");
+            server_name_valid(ck, &Some(n.clone()), &path);
+            n.get_ref().clone()
+        }),
     }
 }
 

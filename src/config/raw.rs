@@ -158,6 +158,7 @@ pub(crate) struct RawBackend {
     pub weight: Option<Sp<i64>>,
     pub max_replica_lag: Option<Sp<String>>,
     pub max_replica_lag_bytes: Option<Sp<i64>>,
+    pub tls_server_name: Option<Sp<String>>,
 }
 
 /// `[pools.<name>.retry]`, and a routing rule's `retry = { ... }`.

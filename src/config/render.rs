@@ -210,6 +210,9 @@ fn backend(backend: &Backend) -> Value {
     if let Some(bytes) = backend.max_replica_lag_bytes {
         table.insert("max_replica_lag_bytes".into(), Value::Integer(int(bytes)));
     }
+    if let Some(name) = &backend.tls_server_name {
+        put_str(&mut table, "tls_server_name", name);
+    }
     Value::Table(table)
 }
 

@@ -471,8 +471,8 @@ impl CorePool {
         deadline: Instant,
     ) -> std::io::Result<()> {
         let index = self.backends.iter().position(|b| b.addr == addr);
-        let host = index.and_then(|i| self.config.backends.get(i)).map_or("", |b| b.host.as_str());
-        pg::deliver_cancel(Some((&self.config.tls, host)), addr, pid, secret, deadline).await
+        let backend = index.and_then(|i| self.config.backends.get(i));
+        pg::deliver_cancel(Some((&self.config.tls, backend)), addr, pid, secret, deadline).await
     }
 
     /// Idle connections held by this core.

@@ -9,7 +9,7 @@
 
 use rustls::pki_types::ServerName;
 
-use crate::config::{BackendTls, TlsMode};
+use crate::config::{Backend, BackendTls, TlsMode};
 use crate::protocol::pg::StartupPacket;
 use crate::rt::{self, Stream};
 
@@ -20,16 +20,21 @@ const NO_TLS: u8 = b'N';
 /// A server too old to know SSLRequest answers with an ErrorResponse.
 const ERROR_RESPONSE: u8 = b'E';
 
-/// Encrypts `stream`, freshly connected to the backend whose configured host is `host`, as
+/// Encrypts `stream`, freshly connected to `backend` (its configuration entry, when known), as
 /// `tls` says: nothing with `disable`; with `prefer`, TLS when the server agrees; with the
 /// other modes TLS or an error. The error text says why (the server's refusal, or the
 /// certificate check that failed, in rustls' words).
-pub(super) async fn negotiate(tls: &BackendTls, host: &str, stream: &mut Stream) -> Result<(), String> {
+pub(super) async fn negotiate(tls: &BackendTls, backend: Option<&Backend>, stream: &mut Stream) -> Result<(), String> {
     if tls.mode == TlsMode::Disable {
         return Ok(());
     }
     let client = tls.client.as_ref().ok_or("the pool's TLS settings were not loaded")?;
-    let name = tls.server_name.as_deref().unwrap_or(host);
+    // The backend's own name, else the pool's, else the host it is reached at.
+    let name = backend
+        .and_then(|b| b.tls_server_name.as_deref())
+        .or(tls.server_name.as_deref())
+        .or_else(|| backend.map(|b| b.host.as_str()))
+        .ok_or("no server name to verify the backend as")?;
     let name = ServerName::try_from(name.to_owned())
         .map_err(|_| format!("\"{name}\" is neither a DNS name nor an IP address to verify the server as"))?;
     let mut out = Vec::with_capacity(8);

@@ -97,6 +97,16 @@ fn verify_full_with_the_servers_ca_connects_by_ip_and_by_name() {
     let r = router("tls_full_name", port, &extra);
     let mut c = client(&r, "tls_full_name", "app", "app").expect("verify-full by name");
     assert_eq!(where_and_ssl(&mut c), (i32::from(port), true));
+    drop((c, r));
+    // A backend's own tls_server_name wins over the pool's (here a name the certificate lacks).
+    let keys = format!("tls = \"verify-full\"\ntls_ca_file = \"{ca}\"\ntls_server_name = \"db.example.com\"");
+    let text = format!(
+        "[pools.tls_full_backend]\nmode = \"session\"\nusername = \"app\"\npassword = \"app\"\ndatabase = \"app\"\n{keys}\n\
+         backends = [{{ host = \"127.0.0.1\", port = {port}, tls_server_name = \"localhost\" }}]\n"
+    );
+    let r = Router::start(&pg_config(&[0], &text, "tls_full_backend"));
+    let mut c = client(&r, "tls_full_backend", "app", "app").expect("verify-full by the backend's name");
+    assert_eq!(where_and_ssl(&mut c), (i32::from(port), true));
 }
 
 #[test]

@@ -876,6 +876,38 @@ fn tls_ca_file_with_a_mode_that_does_not_verify() {
 }
 
 #[test]
+fn tls_server_name_is_kept_for_sni_by_modes_that_do_not_verify() {
+    let text = tls_pool("tls = \"require\"\ntls_server_name = \"db.internal\"");
+    assert_eq!(parse_ok(&text).pools[0].tls.server_name.as_deref(), Some("db.internal"));
+}
+
+#[test]
+fn a_backend_names_its_own_tls_server_name() {
+    let text = format!(
+        "{LISTENER}{ROUTING}[pools.main]\ntls = \"verify-full\"\n\
+         backends = [{{ host = \"10.0.0.1\", port = 5432, tls_server_name = \"db1.internal\" }}]\n"
+    );
+    let config = parse_ok(&text);
+    assert_eq!(config.pools[0].backends[0].tls_server_name.as_deref(), Some("db1.internal"));
+    let rendered = config.redacted_toml();
+    assert_eq!(parse_ok(&rendered).pools[0].backends, config.pools[0].backends, "{rendered}");
+}
+
+#[test]
+fn a_backend_tls_server_name_that_is_no_name() {
+    let text = format!(
+        "{LISTENER}{ROUTING}[pools.main]\ntls = \"verify-full\"\n\
+         backends = [{{ host = \"10.0.0.1\", port = 5432, tls_server_name = \"db 1\" }}]\n"
+    );
+    expect(
+        &text,
+        "tls_server_name",
+        "pools.main.backends[0].tls_server_name",
+        "tls_server_name \"db 1\" is neither a DNS name nor an IP address",
+    );
+}
+
+#[test]
 fn tls_server_name_that_is_no_name() {
     expect(
         &tls_pool("tls = \"verify-full\"\ntls_server_name = \"db internal\""),
