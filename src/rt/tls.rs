@@ -90,23 +90,32 @@ fn drain_records(conn: &mut ClientConnection) -> io::Result<Vec<u8>> {
 
 /// Moves decrypted bytes rustls holds into `buf` (at most `chunk`): `Some(n)` with `n > 0`, or
 /// `Some(0)` once the peer has closed and nothing is left; `None` when more ciphertext is needed.
+/// Only what is there is made room for, so a small message costs no chunk-sized fill.
 fn take_plain(tls: &mut Tls, buf: &mut Vec<u8>, chunk: usize) -> io::Result<Option<usize>> {
+    // Nothing new to process: this only reports what the session holds.
+    let state = tls.conn.process_new_packets().map_err(invalid)?;
+    let there = state.plaintext_bytes_to_read();
+    if there == 0 {
+        // close_notify, or the TCP connection closed without one (PostgreSQL servers do that):
+        // an end like any other; a message cut by it is the codec's to notice.
+        let closed = tls.eof || state.peer_has_closed();
+        tls.buffered = false;
+        return Ok(closed.then_some(0));
+    }
+    let want = there.min(chunk);
     let before = buf.len();
-    buf.resize(before + chunk, 0);
-    let got = tls.conn.reader().read(&mut buf[before..]);
-    let n = match got {
-        Ok(n) => Some(n),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => tls.eof.then_some(0),
-        // The TCP connection closed without close_notify: PostgreSQL servers do that, so it
-        // is an end like any other (a message cut by it is the codec's to notice).
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Some(0),
+    buf.resize(before + want, 0);
+    match tls.conn.reader().read(&mut buf[before..]) {
+        Ok(n) => {
+            buf.truncate(before + n);
+            tls.buffered = n < there;
+            Ok(Some(n))
+        }
         Err(e) => {
             buf.truncate(before);
-            return Err(e);
+            Err(e)
         }
-    };
-    buf.truncate(before + n.unwrap_or(0));
-    Ok(n)
+    }
 }
 
 /// [`super::read_some`] on an encrypted stream: decrypted bytes, at most `chunk` of them.
@@ -117,7 +126,6 @@ pub(super) async fn read_some(stream: &mut Stream, buf: &mut Vec<u8>, chunk: usi
     loop {
         let tls = stream.tls.as_deref_mut().ok_or_else(not_encrypted)?;
         if let Some(n) = take_plain(tls, buf, chunk.max(1))? {
-            tls.buffered = tls.conn.process_new_packets().map_or(true, |s| s.plaintext_bytes_to_read() > 0);
             super::recycle(&mut raw);
             return Ok(n);
         }
