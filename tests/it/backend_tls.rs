@@ -351,3 +351,21 @@ fn a_mysql_client_reaching_a_tls_pool_is_refused_rather_than_served_in_plaintext
     let text = e.expect_err("no plaintext connection for a tls pool").to_string();
     assert!(text.contains("MySQL over TLS is not implemented"), "{text}");
 }
+
+#[test]
+fn auth_queries_and_pass_through_logins_use_the_pools_tls() {
+    let port = tls_server().port;
+    // No username: the client's own identity is passed through, its secret fetched by the auth
+    // query as postgres (trusted over hostssl only), both on TLS connections of the pool.
+    let text = format!(
+        "[pools.tls_pass]\nmode = \"session\"\ndatabase = \"app\"\ntls = \"require\"\n\
+         backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n[auth]\npg_query_user = \"postgres\"\n"
+    );
+    let r = Router::start(&pg_config(&[0], &text, "tls_pass"));
+    let mut c = client(&r, "tls_pass", "app", "app").expect("pass-through login checked by the auth query");
+    let user: String = c.query_one("SELECT current_user::text", &[]).expect("current_user").get(0);
+    assert_eq!(user, "app");
+    assert_eq!(where_and_ssl(&mut c), (i32::from(port), true));
+    let Err(wrong) = client(&r, "tls_pass", "app", "not-the-password") else { panic!("a wrong password logged in") };
+    assert_eq!(sqlstate(&wrong), "28P01", "{wrong}");
+}
