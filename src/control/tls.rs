@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::WebPkiServerVerifier;
+use rustls::client::{Resumption, WebPkiServerVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
@@ -52,15 +52,20 @@ fn client_config(tls: &BackendTls, digest: &mut Sha256) -> Result<ClientConfig, 
         Arc::new(Unverified(provider))
     };
     let builder = builder.dangerous().with_custom_certificate_verifier(verifier);
-    match (&tls.cert_file, &tls.key_file) {
+    let mut config = match (&tls.cert_file, &tls.key_file) {
         (Some(cert), Some(key)) => {
             let chain = certificates(cert, "tls_cert_file", digest)?;
             let key = PrivateKeyDer::from_pem_slice(&read(key, "tls_key_file", digest)?)
                 .map_err(|e| format!("tls_key_file {}: no PEM private key in it ({e})", key.display()))?;
-            builder.with_client_auth_cert(chain, key).map_err(|e| format!("tls_cert_file and tls_key_file: {e}"))
+            builder.with_client_auth_cert(chain, key).map_err(|e| format!("tls_cert_file and tls_key_file: {e}"))?
         }
-        _ => Ok(builder.with_no_client_auth()),
-    }
+        _ => builder.with_no_client_auth(),
+    };
+    // rustls' session cache is one locked store every core would write at each handshake: TLS
+    // state stays in the connection and its core instead (DESIGN.md), at the price of a full
+    // handshake per backend connection, which pooling amortises. TODO(#38): a per-core cache.
+    config.resumption = Resumption::disabled();
+    Ok(config)
 }
 
 /// The roots the server's chain must lead to: `tls_ca_file`'s certificates, else Mozilla's.
