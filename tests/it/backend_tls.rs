@@ -318,8 +318,14 @@ fn health_probes_use_the_pools_tls() {
 #[test]
 fn a_reload_that_changes_no_tls_file_keeps_the_pools_connections() {
     let port = tls_server().port;
-    let extra = format!("tls = \"verify-full\"\ntls_ca_file = \"{}\"", cert("ca.crt"));
-    let toml = pg_config(&[0], &pool("tls_reload", port, "app", "app", &extra), "tls_reload");
+    // One connection at most, so the one lent after the reload is the one from before or a new one.
+    let text = format!(
+        "[pools.tls_reload]\nmode = \"session\"\nusername = \"app\"\npassword = \"app\"\ndatabase = \"app\"\n\
+         min_connections = 0\nmax_connections = 1\nacquire_timeout = \"20s\"\ntls = \"verify-full\"\n\
+         tls_ca_file = \"{}\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n",
+        cert("ca.crt")
+    );
+    let toml = pg_config(&[0], &text, "tls_reload");
     let r = Router::start(&toml);
     let pid = |r: &Router| -> i32 {
         let mut c = client(r, "tls_reload", "app", "app").expect("connect");
