@@ -18,6 +18,7 @@ command -v promtool >/dev/null || missing+=(prometheus)   # promtool checks /met
 # PgBouncer's exporter scrapes the admin console (tests/it/console.rs).
 command -v prometheus-pgbouncer-exporter >/dev/null || missing+=(prometheus-pgbouncer-exporter)
 command -v setpriv >/dev/null || missing+=(util-linux)     # runs the servers unprivileged as root
+command -v openssl >/dev/null || missing+=(openssl)        # test certificates of the TLS-only server (#38)
 command -v ss >/dev/null || missing+=(iproute2)           # free-port checks
 command -v curl >/dev/null || missing+=(curl)              # the demo calls the admin API
 command -v cc >/dev/null || missing+=(build-essential)     # linker for cargo

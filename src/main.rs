@@ -45,8 +45,9 @@ fn load(path: &PathBuf) -> Result<Config> {
 
 fn run() -> Result<()> {
     let args = parse_args()?;
-    let config = load(&args.config)?;
+    let mut config = load(&args.config)?;
     if args.check {
+        querypilot::control::load_backend_tls(&mut config)?;
         for warning in config.warnings().into_iter().chain(querypilot::routing::translation_warnings(&config)) {
             eprintln!("warning: {warning}");
         }

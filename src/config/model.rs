@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::value::{
     Balance, ClientAuth, Engine, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole, Protocol,
-    ReadYourWrites, ReplicaFallback, UnknownDatabase,
+    ReadYourWrites, ReplicaFallback, TlsMode, UnknownDatabase,
 };
 
 /// `[general]`: process-wide settings.
@@ -89,6 +89,52 @@ pub struct Pool {
     pub health: HealthCheck,
     /// How checkouts spread over the backends (#22).
     pub balance: Balance,
+    /// How connections to the backends are encrypted (#38). Reload: yes (new connections).
+    pub tls: BackendTls,
+}
+
+/// A pool's TLS to its backends (#38): every connection the router opens to them uses it
+/// (sessions, health probes, auth queries, causal reads, cancel requests).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BackendTls {
+    /// `tls`: disable (default), prefer, require, verify-ca or verify-full.
+    pub mode: TlsMode,
+    /// `tls_ca_file`: PEM bundle the server's chain is verified against (verify modes only);
+    /// `None` = the built-in Mozilla roots.
+    pub ca_file: Option<PathBuf>,
+    /// `tls_cert_file`: PEM client certificate chain for mutual TLS (with `key_file`).
+    pub cert_file: Option<PathBuf>,
+    /// `tls_key_file`: PEM private key of `cert_file`.
+    pub key_file: Option<PathBuf>,
+    /// `tls_server_name`: SNI and the name verify-full checks; `None` = each backend's own
+    /// `tls_server_name`, else its host.
+    pub server_name: Option<String>,
+    /// The client configuration built from the files: filled by whoever reads them (start and
+    /// reload), `None` until then and with `mode = disable`; never rendered.
+    pub client: Option<TlsClient>,
+}
+
+/// An immutable rustls client configuration, shared by every core (the only TLS state that
+/// crosses cores; sessions live in their connections).
+#[derive(Clone)]
+pub struct TlsClient {
+    /// The configuration every connection of the pool is made with.
+    pub config: Arc<rustls::ClientConfig>,
+    /// SHA-256 over the files it was built from: a reload that changed none of them leaves the
+    /// pool (and its open connections) as it is.
+    pub files: [u8; 32],
+}
+
+impl PartialEq for TlsClient {
+    fn eq(&self, other: &Self) -> bool {
+        self.files == other.files
+    }
+}
+
+impl std::fmt::Debug for TlsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TlsClient")
+    }
 }
 
 impl Pool {
@@ -178,6 +224,10 @@ pub struct Backend {
     pub max_replica_lag: Option<Duration>,
     /// A replica lagging more than this many bytes of WAL/binlog gets no reads.
     pub max_replica_lag_bytes: Option<u64>,
+    /// The name this backend's certificate is checked against and sent as SNI when the pool
+    /// uses TLS (#38), over the pool's `tls_server_name` and the host: for backends listed by
+    /// address whose certificates carry their own names.
+    pub tls_server_name: Option<String>,
 }
 
 /// Connection-count limits of a pool, exact for the whole process (all cores together).

@@ -3,13 +3,16 @@
 //! PostgreSQL pools) are in `validate`.
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::check::{is_identifier, nz, Checker, Zero};
-use super::model::{Backend, HealthCheck, Pool, PoolLimits, PoolTimeouts, RetryPolicy};
+use rustls::pki_types::ServerName;
+
+use super::model::{Backend, BackendTls, HealthCheck, Pool, PoolLimits, PoolTimeouts, RetryPolicy};
 use super::raw::{RawBackend, RawHealth, RawMysqlRouting, RawPool, RawRetry, RawRouting, Sp};
-use super::value::{parse_duration, Balance, Engine, PoolMode, PoolRole, Protocol};
+use super::value::{parse_duration, Balance, Engine, PoolMode, PoolRole, Protocol, TlsMode};
 
 /// Converts every pool; the map is ordered, so the result is sorted by name. `routing` gives
 /// the default roles.
@@ -89,8 +92,73 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         retry: retry(ck, &format!("{base}.retry"), raw.retry.as_ref().unwrap_or(&no_retry)),
         health: health(ck, &format!("{base}.health"), raw.health.as_ref().unwrap_or(&no_health)),
         balance: ck.opt_keyword(&raw.balance, &format!("{base}.balance")).unwrap_or(Balance::LeastOutstanding),
+        tls: tls(ck, &base, raw, protocol),
     }
 }
+
+/// `tls` and its files (#38). The files are read, and their PEM checked, by whoever loads the
+/// configuration (reading files is I/O, which this layer does not do); here: what the keys
+/// say together.
+fn tls(ck: &mut Checker<'_>, base: &str, raw: &RawPool, protocol: Option<Protocol>) -> BackendTls {
+    let mode: TlsMode = ck.opt_keyword(&raw.tls, &format!("{base}.tls")).unwrap_or_default();
+    let mut path = |key: &str, value: &Option<Sp<String>>| {
+        value.as_ref().map(|v| PathBuf::from(ck.non_empty(v, &format!("{base}.{key}"))))
+    };
+    let out = BackendTls {
+        mode,
+        ca_file: path("tls_ca_file", &raw.tls_ca_file),
+        cert_file: path("tls_cert_file", &raw.tls_cert_file),
+        key_file: path("tls_key_file", &raw.tls_key_file),
+        server_name: raw.tls_server_name.as_ref().map(|v| ck.non_empty(v, &format!("{base}.tls_server_name"))),
+        client: None,
+    };
+    if let (Some(value), Some(Protocol::MySql)) = (raw.tls.as_ref().filter(|_| mode != TlsMode::Disable), protocol) {
+        ck.report_at(value, &format!("{base}.tls"), MYSQL_TLS);
+    }
+    let unused = |key: &str| {
+        match mode {
+        TlsMode::Disable => Some(format!("{key} has no effect with tls = \"disable\"")),
+        // tls_server_name still names the server for SNI, which routing front ends need.
+        TlsMode::Prefer | TlsMode::Require if key == "tls_ca_file" => Some(format!(
+            "{key} has no effect with tls = \"{mode}\", which does not verify the certificate; use \"verify-ca\" or \"verify-full\""
+        )),
+        _ => None,
+    }
+    };
+    let keys = [
+        ("tls_ca_file", &raw.tls_ca_file),
+        ("tls_cert_file", &raw.tls_cert_file),
+        ("tls_key_file", &raw.tls_key_file),
+        ("tls_server_name", &raw.tls_server_name),
+    ];
+    for (key, value) in keys {
+        if let (Some(v), Some(message)) = (value, unused(key)) {
+            ck.report_at(v, &format!("{base}.{key}"), message);
+        }
+    }
+    match (&raw.tls_cert_file, &raw.tls_key_file) {
+        (Some(cert), None) => ck.report_at(cert, &format!("{base}.tls_cert_file"), "tls_cert_file needs tls_key_file"),
+        (None, Some(key)) => ck.report_at(key, &format!("{base}.tls_key_file"), "tls_key_file needs tls_cert_file"),
+        _ => {}
+    }
+    server_name_valid(ck, &raw.tls_server_name, &format!("{base}.tls_server_name"));
+    out
+}
+
+/// Reports a `tls_server_name` (of a pool or a backend) that cannot name a server.
+fn server_name_valid(ck: &mut Checker<'_>, name: &Option<Sp<String>>, path: &str) {
+    if let Some(name) = name.as_ref().filter(|n| ServerName::try_from(n.get_ref().as_str()).is_err()) {
+        ck.report_at(
+            name,
+            path,
+            format!("tls_server_name \"{}\" is neither a DNS name nor an IP address", name.get_ref()),
+        );
+    }
+}
+
+/// Why `tls` is refused on a pool of MySQL backends.
+pub(crate) const MYSQL_TLS: &str =
+    "tls is implemented for PostgreSQL backends only; MySQL backends are reached in plaintext (TODO(#38))";
 
 /// `engine` (and `health.check_query`, which only a generic engine runs): a generic engine is
 /// reached over the PostgreSQL protocol, so it needs `protocol = "postgres"` or no protocol.
@@ -156,6 +224,11 @@ fn backend(ck: &mut Checker<'_>, base: &str, raw: &RawBackend) -> Backend {
         max_replica_lag_bytes: ck
             .int_in(&raw.max_replica_lag_bytes, &format!("{base}.max_replica_lag_bytes"), 0, i64::MAX)
             .and_then(|n| u64::try_from(n).ok()),
+        tls_server_name: raw.tls_server_name.as_ref().map(|n| {
+            let path = format!("{base}.tls_server_name");
+            server_name_valid(ck, &Some(n.clone()), &path);
+            n.get_ref().clone()
+        }),
     }
 }
 

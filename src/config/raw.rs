@@ -142,6 +142,11 @@ pub(crate) struct RawPool {
     pub balance: Option<Sp<String>>,
     pub retry: Option<RawRetry>,
     pub health: Option<RawHealth>,
+    pub tls: Option<Sp<String>>,
+    pub tls_ca_file: Option<Sp<String>>,
+    pub tls_cert_file: Option<Sp<String>>,
+    pub tls_key_file: Option<Sp<String>>,
+    pub tls_server_name: Option<Sp<String>>,
 }
 
 /// One entry of a pool's `backends` array.
@@ -153,6 +158,7 @@ pub(crate) struct RawBackend {
     pub weight: Option<Sp<i64>>,
     pub max_replica_lag: Option<Sp<String>>,
     pub max_replica_lag_bytes: Option<Sp<i64>>,
+    pub tls_server_name: Option<Sp<String>>,
 }
 
 /// `[pools.<name>.retry]`, and a routing rule's `retry = { ... }`.

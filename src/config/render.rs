@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
-use super::model::{Backend, Listener, Pool, RegexRule, RetryPolicy, Routing, RuleTarget};
+use super::model::{Backend, BackendTls, Listener, Pool, RegexRule, RetryPolicy, Routing, RuleTarget};
 use super::value::{format_duration, format_size, Protocol};
 use super::{Config, Console};
 
@@ -171,6 +171,7 @@ fn pool(pool: &Pool) -> Value {
     table.insert("local_infile".into(), Value::Boolean(pool.local_infile));
     put_str(&mut table, "balance", pool.balance.as_str());
     table.insert("retry".into(), Value::Table(retry(&pool.retry)));
+    tls(&mut table, &pool.tls);
     let health = &pool.health;
     let mut h = Table::new();
     put_duration(&mut h, "interval", health.interval);
@@ -184,6 +185,20 @@ fn pool(pool: &Pool) -> Value {
     Value::Table(table)
 }
 
+/// The TLS keys as written; the loaded client configuration is not configuration text.
+fn tls(table: &mut Table, tls: &BackendTls) {
+    put_str(table, "tls", tls.mode.as_str());
+    let files = [("tls_ca_file", &tls.ca_file), ("tls_cert_file", &tls.cert_file), ("tls_key_file", &tls.key_file)];
+    for (key, file) in files {
+        if let Some(file) = file {
+            put_str(table, key, &file.display().to_string());
+        }
+    }
+    if let Some(name) = &tls.server_name {
+        put_str(table, "tls_server_name", name);
+    }
+}
+
 fn backend(backend: &Backend) -> Value {
     let mut table = Table::new();
     put_str(&mut table, "host", &backend.host);
@@ -194,6 +209,9 @@ fn backend(backend: &Backend) -> Value {
     }
     if let Some(bytes) = backend.max_replica_lag_bytes {
         table.insert("max_replica_lag_bytes".into(), Value::Integer(int(bytes)));
+    }
+    if let Some(name) = &backend.tls_server_name {
+        put_str(&mut table, "tls_server_name", name);
     }
     Value::Table(table)
 }

@@ -253,6 +253,41 @@ keyword_enum!(
     }
 );
 
+keyword_enum!(
+    /// How a pool's connections to PostgreSQL backends are encrypted (#38), as libpq's
+    /// `sslmode` words it.
+    TlsMode, "tls mode" {
+        /// Plaintext; no SSLRequest is sent. The default.
+        Disable => "disable",
+        /// TLS when the server accepts it, plaintext when it answers the SSLRequest with `N`;
+        /// the certificate is not verified.
+        Prefer => "prefer",
+        /// TLS or no connection; the certificate is not verified (libpq's `require` without a
+        /// root file).
+        Require => "require",
+        /// TLS with the server's chain verified against `tls_ca_file` (else the built-in roots);
+        /// the name is not checked.
+        VerifyCa => "verify-ca",
+        /// TLS with the chain verified and the certificate valid for `tls_server_name` (by
+        /// default the backend's host).
+        VerifyFull => "verify-full",
+    }
+);
+
+impl Default for TlsMode {
+    /// Plaintext, as before TLS existed: a configuration that says nothing keeps working.
+    fn default() -> Self {
+        Self::Disable
+    }
+}
+
+impl TlsMode {
+    /// Whether the server's certificate chain is checked.
+    pub fn verifies(self) -> bool {
+        matches!(self, Self::VerifyCa | Self::VerifyFull)
+    }
+}
+
 /// How long after a write a session's reads stay on the primary, so it reads its own writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReadYourWrites {

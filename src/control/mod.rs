@@ -8,6 +8,7 @@
 mod api;
 pub mod msg;
 mod pause;
+mod tls;
 pub mod view;
 
 use std::net::SocketAddr;
@@ -66,6 +67,14 @@ pub enum ControlError {
         /// What failed (an OS error or the first bad line, never a secret).
         reason: String,
     },
+    /// A pool's backend TLS files could not be loaded (#38); on reload the old settings stay.
+    #[error("pool \"{pool}\": {reason}")]
+    BackendTls {
+        /// The pool.
+        pool: String,
+        /// The key, the file and what is wrong with it.
+        reason: String,
+    },
     /// No file to reload from (the router was started from an in-memory config).
     #[error("no configuration file to reload from")]
     NoFile,
@@ -76,6 +85,8 @@ pub enum ControlError {
     #[error("the control plane has stopped")]
     Stopped,
 }
+
+pub use tls::load_backend_tls;
 
 /// Reads `[auth] file` into `config.auth.users` (#23): at start and on every reload, so a
 /// reload picks up changed secrets. Without an auth file the users stay empty.
@@ -106,6 +117,7 @@ impl ErrorCode for ControlError {
         match self {
             Self::Read { .. } => "control.read",
             Self::AuthFile { .. } => "control.auth_file",
+            Self::BackendTls { .. } => "control.backend_tls",
             Self::Invalid(_) => "control.invalid_config",
             Self::Rules(_) => "routing.invalid_rule",
             Self::BadRequest(_) => "control.bad_request",
@@ -120,6 +132,7 @@ impl ErrorCode for ControlError {
             Self::Invalid(_)
             | Self::Read { .. }
             | Self::AuthFile { .. }
+            | Self::BackendTls { .. }
             | Self::NoFile
             | Self::Rules(_)
             | Self::BadRequest(_)
@@ -382,6 +395,7 @@ impl ControlPlane {
             .map_err(|source| ControlError::Read { path: path.display().to_string(), source })?;
         let mut config = Config::parse(&text, &path.display().to_string())?;
         load_auth_file(&mut config)?;
+        load_backend_tls(&mut config)?;
         seed_mock_salts(&mut config, Some(&self.current.config));
         self.warn_restart_only(&config);
         // Runtime rules and translations are ephemeral: a reload starts from the file alone.

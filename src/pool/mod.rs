@@ -16,6 +16,7 @@ mod on_demand;
 mod pause;
 mod pg;
 mod schema;
+mod tls;
 mod waiters;
 
 use std::cell::{Cell, RefCell};
@@ -35,7 +36,6 @@ pub use mysql::{
 };
 pub use on_demand::OnDemandError;
 pub use pause::PauseGate;
-pub use pg::deliver_cancel as deliver_pg_cancel;
 pub use schema::SchemaGeneration;
 pub(crate) use waiters::Waiters;
 use waiters::Waiting;
@@ -44,6 +44,12 @@ use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::error::{ErrorCode, Origin};
 use crate::metrics::{BackendCounters, PoolCounters, PoolSnapshot, QueueSlot};
 use crate::rt;
+
+/// Sends a PostgreSQL CancelRequest to `addr`, a backend no pool of this core serves (any
+/// more): in plaintext, as nothing says how else to reach it.
+pub async fn deliver_pg_cancel(addr: SocketAddr, pid: i32, secret: i32, deadline: Instant) -> std::io::Result<()> {
+    pg::deliver_cancel(None, addr, pid, secret, deadline).await
+}
 
 /// Why a connection could not be had.
 #[derive(Debug, thiserror::Error)]
@@ -453,6 +459,20 @@ impl CorePool {
     /// Whether `addr` is one of this pool's backends.
     pub fn serves(&self, addr: SocketAddr) -> bool {
         self.backends.iter().any(|b| b.addr == addr)
+    }
+
+    /// Sends a PostgreSQL CancelRequest for backend process `pid`/`secret` to `addr`, one of
+    /// this pool's backends, with the pool's TLS settings; returns once the server processed it.
+    pub async fn deliver_pg_cancel(
+        &self,
+        addr: SocketAddr,
+        pid: i32,
+        secret: i32,
+        deadline: Instant,
+    ) -> std::io::Result<()> {
+        let index = self.backends.iter().position(|b| b.addr == addr);
+        let backend = index.and_then(|i| self.config.backends.get(i));
+        pg::deliver_cancel(Some((&self.config.tls, backend)), addr, pid, secret, deadline).await
     }
 
     /// Idle connections held by this core.

@@ -243,6 +243,13 @@ async fn handshake(
     deadline: Instant,
 ) -> Result<MyInfo, PoolError> {
     let cfg = login.cfg;
+    if cfg.tls.mode != crate::config::TlsMode::Disable {
+        // Configuration refuses `tls` on pools it knows serve MySQL; a pool without `protocol`
+        // that a MySQL client reaches by its name still must not be served in plaintext.
+        return Err(login.connect_err(
+            "the pool's tls applies to PostgreSQL backends only; MySQL over TLS is not implemented (#38)",
+        ));
+    }
     let user = login.user()?;
     let proof = Proof::of(login)?;
     let (greeting, seq) = greeting(login, stream, rbuf, deadline).await?;

@@ -9,7 +9,7 @@ use base64::Engine as _;
 use super::conn::BudgetUnit;
 use super::login::{BackendSecret, Login, PassThrough};
 use super::{Conn, ConnInfo, PgInfo, PoolError};
-use crate::config::{Pool as PoolConfig, Protocol};
+use crate::config::{Backend, BackendTls, Pool as PoolConfig, Protocol};
 use crate::protocol::pg::{
     auth, decode_frame, frontend, Authentication, BackendMessage, ProtocolVersion, ScramClient, StartupPacket,
     StartupParams,
@@ -32,6 +32,9 @@ pub(super) async fn connect(
     let login = Login { cfg, label, who };
     let work = async {
         let mut stream = login.dial(addr, deadline).await?;
+        super::tls::negotiate(&cfg.tls, cfg.backends.get(backend), &mut stream)
+            .await
+            .map_err(|e| login.connect_err(e))?;
         let mut rbuf = Vec::with_capacity(4096);
         let info = startup(&login, &mut stream, &mut rbuf).await?;
         Ok::<_, PoolError>((stream, rbuf, ConnInfo::Pg(info)))
@@ -231,9 +234,20 @@ fn cached_scram_keys(password: &str, salt: &[u8], iterations: u32) -> ([u8; 32],
 
 /// Sends a CancelRequest for backend process `pid`/`secret` to `addr` and waits until the
 /// server has processed it (it closes the connection), so the caller knows the signal was sent.
-pub async fn deliver_cancel(addr: SocketAddr, pid: i32, secret: i32, deadline: Instant) -> std::io::Result<()> {
+/// `tls` is the pool's TLS and the backend's configuration entry, when a pool serves `addr`: a
+/// server that accepts only TLS connections wants SSLRequest before the CancelRequest too.
+pub(super) async fn deliver_cancel(
+    tls: Option<(&BackendTls, Option<&Backend>)>,
+    addr: SocketAddr,
+    pid: i32,
+    secret: i32,
+    deadline: Instant,
+) -> std::io::Result<()> {
     let work = async {
         let mut s = rt::connect(addr, deadline).await?;
+        if let Some((tls, backend)) = tls {
+            super::tls::negotiate(tls, backend, &mut s).await.map_err(std::io::Error::other)?;
+        }
         let mut out = Vec::with_capacity(16);
         StartupPacket::Cancel { pid, key: secret }
             .encode(&mut out)

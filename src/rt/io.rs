@@ -64,6 +64,15 @@ fn start_recv(stream: &mut Stream, chunk: usize, select: bool) -> io::Result<&mu
 /// the connection. Safe to abandon: `buf` is left as it was, and the receive stays in flight on
 /// the stream so the next read gets its bytes (nothing received is ever lost).
 pub async fn read_some(stream: &mut Stream, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
+    if stream.tls.is_some() {
+        // Boxed so that a plaintext read's future stays the size it was without TLS.
+        return Box::pin(super::tls::read_some(stream, buf, chunk)).await;
+    }
+    read_plain(stream, buf, chunk).await
+}
+
+/// [`read_some`] of the socket's own bytes (ciphertext on an encrypted stream).
+pub(super) async fn read_plain(stream: &mut Stream, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
     let chunk = if buf.is_empty() { chunk.min(FIRST_CHUNK) } else { chunk }.clamp(1, OP_MAX);
     // An empty buffer waits for a peer that may stay silent: select (see `start_recv`).
     let mut select = buf.is_empty();
@@ -135,11 +144,28 @@ async fn settle_earlier_write(stream: &mut Stream) -> io::Result<()> {
 /// (dropping the future) before every byte has left breaks the stream for writing: the send in
 /// flight finishes, and the next write fails rather than append to a truncated message.
 pub async fn write_all(stream: &mut Stream, data: &[u8]) -> io::Result<()> {
+    if stream.tls.is_some() {
+        // Boxed so that a plaintext write's future stays the size it was without TLS.
+        return Box::pin(super::tls::write_all(stream, data)).await;
+    }
+    settle_if_needed(stream).await?;
+    let mut out = super::spare_buffer();
+    out.extend_from_slice(data);
+    send_owned(stream, out).await
+}
+
+/// Settles an earlier write that was abandoned or failed, if there is one (see
+/// [`settle_earlier_write`]): a new message may follow only a whole one.
+pub(super) async fn settle_if_needed(stream: &mut Stream) -> io::Result<()> {
     if stream.send.is_some() || stream.unsent > 0 {
         settle_earlier_write(stream).await?;
     }
-    let mut out = super::spare_buffer();
-    out.extend_from_slice(data);
+    Ok(())
+}
+
+/// Sends all of `out`, a buffer the ring owns while the kernel reads it (recycled after).
+/// The caller has settled any earlier write.
+pub(super) async fn send_owned(stream: &mut Stream, mut out: Vec<u8>) -> io::Result<()> {
     // Counted down as sends complete: what is left if this future is dropped marks the cut.
     stream.unsent = out.len();
     let mut done = 0;

@@ -19,6 +19,7 @@ mod ring;
 mod spare;
 mod time;
 mod timer;
+mod tls;
 
 #[cfg(test)]
 mod tests;
@@ -32,6 +33,7 @@ pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now,
 pub use spare::{recycle, refill, spare_buffer};
 pub use time::{now, race, sleep, sleep_until, with_deadline, within, Deadline, Elapsed};
 pub use timer::Sleep;
+pub use tls::start_tls;
 
 /// Fails the build if a listed type is `Send`: these are core-local (an operation names a slot
 /// in its own core's ring, a sleep a timer in its core's map, a notification wait its core's

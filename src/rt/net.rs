@@ -30,13 +30,16 @@ pub struct Stream {
     /// Bytes of the last write not yet known to have left: non-zero only while a write runs or
     /// after one was abandoned or failed mid-message.
     pub(super) unsent: usize,
+    /// The TLS session when the connection is encrypted (#38); boxed so that a plaintext
+    /// stream stays small.
+    pub(super) tls: Option<Box<super::tls::Tls>>,
     fd: OwnedFd,
 }
 
 impl Stream {
     fn new(fd: OwnedFd) -> io::Result<Self> {
         SockRef::from(&fd).set_nodelay(true)?;
-        Ok(Self { recv: None, send: None, unsent: 0, fd })
+        Ok(Self { recv: None, send: None, unsent: 0, tls: None, fd })
     }
 
     pub(super) fn raw(&self) -> RawFd {
@@ -190,6 +193,12 @@ pub async fn connect(addr: SocketAddr, deadline: Instant) -> io::Result<Stream> 
 /// duplicate of its descriptor. The core's stream is dropped here, so only the duplicate stays.
 /// Refused while a receive is parked on it: that receive may already hold the client's bytes.
 pub fn detach(stream: Stream) -> io::Result<std::net::TcpStream> {
+    if stream.tls.is_some() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "an encrypted connection cannot be handed to a plain thread",
+        ));
+    }
     if stream.recv.is_some() {
         return Err(io::Error::new(io::ErrorKind::WouldBlock, "a receive is still in flight on the connection"));
     }
@@ -209,7 +218,7 @@ pub fn detach(stream: Stream) -> io::Result<std::net::TcpStream> {
 /// otherwise one non-blocking peek. A stream whose last write was abandoned mid-message (or is
 /// still in flight) is not usable either: the server holds part of a message.
 pub fn idle_stream_usable(stream: &Stream) -> bool {
-    if stream.unsent > 0 {
+    if stream.unsent > 0 || stream.tls.as_ref().is_some_and(|t| t.buffered) {
         return false;
     }
     match &stream.recv {
@@ -222,6 +231,9 @@ pub fn idle_stream_usable(stream: &Stream) -> bool {
 /// an error. Never blocks. Lets a session sending a long request notice an early answer (an
 /// error) without racing a read against its writes.
 pub fn readable_now(stream: &Stream) -> bool {
+    if stream.tls.as_ref().is_some_and(|t| t.buffered) {
+        return true;
+    }
     match &stream.recv {
         Some(op) => op.is_done(),
         None => stream.peek() != Some(false),

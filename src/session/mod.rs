@@ -106,9 +106,7 @@ pub fn install_cancel_delivery(ctx: &Rc<CoreContext>) {
         rt::spawn_local(async move {
             let deadline = rt::now() + Duration::from_secs(5);
             let res = match target.kind {
-                TargetKind::Pg { pid, secret } => {
-                    crate::pool::deliver_pg_cancel(target.addr, pid, secret, deadline).await.map_err(|e| e.to_string())
-                }
+                TargetKind::Pg { pid, secret } => deliver_pg(weak, target, pid, secret, deadline).await,
                 TargetKind::MySql { thread_id } => deliver_mysql(weak, target, thread_id, deadline).await,
             };
             if let Err(e) = res {
@@ -146,6 +144,23 @@ pub(crate) fn answer_kill(acted: Acted, reply: KillReply) {
             let _ = reply.unbounded_send(true);
         }),
     }
+}
+
+/// A PostgreSQL cancel goes over TLS when the pool serving the backend says so (#38).
+async fn deliver_pg(
+    ctx: std::rc::Weak<CoreContext>,
+    target: CancelTarget,
+    pid: i32,
+    secret: i32,
+    deadline: std::time::Instant,
+) -> Result<(), String> {
+    let pools = ctx.upgrade().ok_or("core is shutting down")?.pools();
+    let pool = pools.iter().find(|p| p.serves(target.addr)).cloned();
+    let sent = match pool {
+        Some(pool) => pool.deliver_pg_cancel(target.addr, pid, secret, deadline).await,
+        None => crate::pool::deliver_pg_cancel(target.addr, pid, secret, deadline).await,
+    };
+    sent.map_err(|e| e.to_string())
 }
 
 async fn deliver_mysql(

@@ -14,6 +14,7 @@ mod abuse_memory;
 mod abuse_messages;
 mod admin;
 mod auth;
+mod backend_tls;
 mod bridge_mysql_pg;
 mod bridge_pg_mysql;
 mod bridge_values;

@@ -19,6 +19,14 @@
 #   dbs.sh add-pg-standby BASE_DIR PORT
 #       A second PostgreSQL hot standby of the primary on PORT (data in pg/replica2), for the
 #       tests that balance reads over two replicas (#22); `down` stops it with the rest.
+#   dbs.sh add-pg-tls BASE_DIR PORT
+#       A PostgreSQL server on PORT (data in pg/tls) that accepts TLS connections only
+#       (`ssl = on`, hostssl rules, `hostnossl ... reject`), with certificates made here by
+#       the openssl CLI in pg/tls-certs: ca.crt (the server's issuer), other-ca.crt (an
+#       unrelated CA), server.crt for localhost and 127.0.0.1, client.crt/client.key for the
+#       role app_cert (which logs in by certificate); roles postgres (trust), app/app (scram),
+#       database app. For the backend TLS tests (#38); `down` stops it with the rest. Its
+#       port is written to pg/tls.port; when it runs already, nothing is done.
 #   dbs.sh pause-replication|resume-replication BASE_DIR pg|mariadb
 #       Fault injection. PG pause = pg_wal_replay_pause() on the standby (WAL is still
 #       received, nothing is applied); MariaDB pause = STOP SLAVE SQL_THREAD on the replica.
@@ -338,6 +346,7 @@ server_pid() {
         pg-primary) file=$PG_DIR/primary/postmaster.pid; needle=$PG_DIR/primary ;;
         pg-replica) file=$PG_DIR/replica/postmaster.pid; needle=$PG_DIR/replica ;;
         pg-replica2) file=$PG_DIR/replica2/postmaster.pid; needle=$PG_DIR/replica2 ;;
+        pg-tls) file=$PG_DIR/tls/postmaster.pid; needle=$PG_DIR/tls ;;
         my-primary) file=$MY_DIR/primary.pid; needle=$MY_DIR/primary.cnf ;;
         my-replica) file=$MY_DIR/replica.pid; needle=$MY_DIR/replica.cnf ;;
         *) die "unknown server '$1' (pg-primary|pg-replica|my-primary|my-replica)" ;;
@@ -507,7 +516,7 @@ cmd_down() {
     kill_unfinished_up
     if [ -f "$BASE/state.sh" ]; then
         load_state "$BASE"
-        stop_servers now pg-replica pg-replica2 my-replica
+        stop_servers now pg-replica pg-replica2 pg-tls my-replica
         stop_servers now pg-primary my-primary
     else
         setup_user
@@ -620,6 +629,74 @@ cmd_add_standby() {  # add-pg-standby BASE PORT
     log "pg: second standby on $port replayed $lsn"
 }
 
+tls_certs() {    # tls_certs DIR : a CA, an unrelated CA, a server and a client certificate
+    local c=$1 name
+    for name in ca other-ca; do
+        as_user openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+            -keyout "$c/$name.key" -out "$c/$name.crt" -subj "/CN=qp-test-$name" \
+            -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+    done
+    printf '%s\n' subjectAltName=DNS:localhost,IP:127.0.0.1 basicConstraints=CA:FALSE \
+        keyUsage=critical,digitalSignature extendedKeyUsage=serverAuth | as_user tee "$c/server.ext" >/dev/null
+    printf '%s\n' basicConstraints=CA:FALSE keyUsage=critical,digitalSignature \
+        extendedKeyUsage=clientAuth | as_user tee "$c/client.ext" >/dev/null
+    for name in server:localhost client:app_cert; do
+        as_user openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+            -keyout "$c/${name%%:*}.key" -out "$c/${name%%:*}.csr" -subj "/CN=${name#*:}" 2>/dev/null
+        as_user openssl x509 -req -in "$c/${name%%:*}.csr" -CA "$c/ca.crt" -CAkey "$c/ca.key" \
+            -CAcreateserial -days 3650 -extfile "$c/${name%%:*}.ext" -out "$c/${name%%:*}.crt" 2>/dev/null
+    done
+    as_user chmod 600 "$c/server.key"
+}
+
+cmd_add_tls() {  # add-pg-tls BASE PORT
+    local port=${2:?usage: dbs.sh add-pg-tls BASE_DIR PORT} d c
+    load_state "$1"
+    started pg || die "pg was not started in $BASE (--what $WHAT)"
+    d=$PG_DIR/tls
+    c=$PG_DIR/tls-certs
+    # Servers reused across test runs (QP_DBS_ENV) keep theirs: its port is in tls.port.
+    if server_pid pg-tls >/dev/null; then log "pg: TLS-only server already up"; return 0; fi
+    [ ! -e "$d" ] || die "$d exists already"
+    command -v openssl >/dev/null || die "openssl is needed to make the test certificates"
+    as_user mkdir -p "$c"
+    log "pg: certificates and initdb for a TLS-only server on port $port"
+    tls_certs "$c"
+    as_user "$PG_BIN/initdb" -D "$d" -U postgres -A trust -E UTF8 --locale=C -N --no-instructions >/dev/null
+    as_user tee -a "$d/postgresql.conf" >/dev/null <<EOF
+
+# ---- dbs.sh add-pg-tls ----
+listen_addresses = '$HOST'
+port = $port
+unix_socket_directories = '$PG_DIR'
+max_connections = 50
+shared_buffers = 16MB
+fsync = off
+full_page_writes = off
+password_encryption = 'scram-sha-256'
+log_min_messages = warning
+ssl = on
+ssl_cert_file = '$c/server.crt'
+ssl_key_file = '$c/server.key'
+ssl_ca_file = '$c/ca.crt'
+EOF
+    as_user tee "$d/pg_hba.conf" >/dev/null <<EOF
+local      all  all       trust
+hostnossl  all  all       127.0.0.1/32  reject
+hostssl    all  postgres  127.0.0.1/32  trust
+hostssl    all  app_cert  127.0.0.1/32  cert
+hostssl    all  all       127.0.0.1/32  scram-sha-256
+EOF
+    pg_start tls
+    pg_sql "$port" <<'SQL'
+CREATE ROLE app LOGIN PASSWORD 'app';
+CREATE ROLE app_cert LOGIN;
+CREATE DATABASE app OWNER app;
+SQL
+    echo "$port" | as_user tee "$PG_DIR/tls.port" >/dev/null
+    log "pg: TLS-only server on $port"
+}
+
 cmd_replication() {  # pause-replication|resume-replication BASE pg|mariadb
     local action=$1 kind=${3:?usage: dbs.sh $1 BASE_DIR pg|mariadb}
     load_state "$2"
@@ -649,6 +726,7 @@ case $CMD in
     stop|start|kill) cmd_stop_start "$CMD" "$@" ;;
     pause-replication|resume-replication) cmd_replication "$CMD" "$@" ;;
     add-pg-standby) cmd_add_standby "$@" ;;
+    add-pg-tls) cmd_add_tls "$@" ;;
     __watch) cmd_watch "$@" ;;
     *) usage ;;
 esac

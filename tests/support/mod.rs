@@ -93,6 +93,20 @@ pub struct Dbs {
     role: Role,
     /// Port of the second PostgreSQL hot standby, once a test asked for it.
     second_standby: OnceLock<u16>,
+    /// The TLS-only PostgreSQL server, once a test asked for it.
+    pg_tls: OnceLock<PgTls>,
+}
+
+/// A PostgreSQL server that accepts TLS connections only (`dbs.sh add-pg-tls`): `ssl = on`,
+/// `hostssl` rules and `hostnossl ... reject`; roles app/app (scram-sha-256) and app_cert
+/// (certificate login), database app.
+#[derive(Debug)]
+pub struct PgTls {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// `ca.crt` (the server certificate's issuer), `other-ca.crt` (an unrelated CA),
+    /// `server.crt` (for localhost and 127.0.0.1), `client.crt`/`client.key` (CN app_cert).
+    pub certs: PathBuf,
 }
 
 /// Ownership of an environment's servers.
@@ -147,6 +161,7 @@ impl Dbs {
             base,
             role,
             second_standby: OnceLock::new(),
+            pg_tls: OnceLock::new(),
         })
     }
 
@@ -159,6 +174,21 @@ impl Dbs {
             let port = free_port();
             self.fault(&["add-pg-standby", &port.to_string()]);
             port
+        })
+    }
+
+    /// The TLS-only PostgreSQL server of this environment, started on the first call (initdb
+    /// and certificates, 1-3 s) so that only the TLS tests pay for it; `dbs.sh down` stops it
+    /// with the rest. Starting it disturbs no other server, so the shared environment has one.
+    pub fn pg_tls(&self) -> &PgTls {
+        self.pg_tls.get_or_init(|| {
+            let port = free_port();
+            if let Err(e) = script::run("add-pg-tls", &self.base, &[&port.to_string()]) {
+                panic!("dbs.sh add-pg-tls {}: {e}", self.base.display());
+            }
+            let pg = self.base.join("pg");
+            let written = std::fs::read_to_string(pg.join("tls.port")).expect("pg/tls.port");
+            PgTls { port: written.trim().parse().expect("a port in pg/tls.port"), certs: pg.join("tls-certs") }
         })
     }
 

@@ -800,3 +800,139 @@ fn auth_query_user_alone_takes_the_default_query_and_ttl() {
     assert_eq!((pg.user.as_str(), pg.sql.as_str()), ("qa", crate::config::model::DEFAULT_PG_AUTH_QUERY));
     assert_eq!((query.mysql, query.cache_ttl), (None, crate::config::model::DEFAULT_AUTH_CACHE_TTL));
 }
+
+// ---- backend TLS (#38) ----
+
+fn tls_pool(extra: &str) -> String {
+    format!("{LISTENER}{ROUTING}{}", pool("main", extra))
+}
+
+#[test]
+fn tls_settings_are_read_with_disable_as_the_default() {
+    assert_eq!(parse_ok(&base()).pools[0].tls, crate::config::BackendTls::default());
+    let text = tls_pool(
+        "tls = \"verify-full\"\ntls_ca_file = \"/etc/qp/ca.pem\"\ntls_cert_file = \"/etc/qp/c.pem\"\n\
+         tls_key_file = \"/etc/qp/k.pem\"\ntls_server_name = \"db.internal\"",
+    );
+    let tls = parse_ok(&text).pools[0].tls.clone();
+    assert_eq!(tls.mode, crate::config::TlsMode::VerifyFull);
+    assert_eq!(tls.ca_file.as_deref(), Some(std::path::Path::new("/etc/qp/ca.pem")));
+    assert_eq!(tls.cert_file.as_deref(), Some(std::path::Path::new("/etc/qp/c.pem")));
+    assert_eq!(tls.key_file.as_deref(), Some(std::path::Path::new("/etc/qp/k.pem")));
+    assert_eq!(tls.server_name.as_deref(), Some("db.internal"));
+    assert!(tls.client.is_none(), "the files are loaded by the control plane, not parsed here");
+    let rendered = parse_ok(&text).redacted_toml();
+    assert_eq!(parse_ok(&rendered).pools[0].tls, tls, "rendered as written:\n{rendered}");
+}
+
+#[test]
+fn unknown_tls_mode() {
+    expect(
+        &tls_pool("tls = \"allow\""),
+        "tls = ",
+        "pools.main.tls",
+        "invalid tls mode \"allow\": expected one of \"disable\", \"prefer\", \"require\", \"verify-ca\", \"verify-full\"",
+    );
+}
+
+#[test]
+fn tls_cert_file_without_key_file() {
+    expect(
+        &tls_pool("tls = \"require\"\ntls_cert_file = \"c.pem\""),
+        "tls_cert_file",
+        "pools.main.tls_cert_file",
+        "tls_cert_file needs tls_key_file",
+    );
+}
+
+#[test]
+fn tls_key_file_without_cert_file() {
+    expect(
+        &tls_pool("tls = \"require\"\ntls_key_file = \"k.pem\""),
+        "tls_key_file",
+        "pools.main.tls_key_file",
+        "tls_key_file needs tls_cert_file",
+    );
+}
+
+#[test]
+fn tls_files_with_tls_disabled() {
+    expect(
+        &tls_pool("tls_ca_file = \"ca.pem\""),
+        "tls_ca_file",
+        "pools.main.tls_ca_file",
+        "tls_ca_file has no effect with tls = \"disable\"",
+    );
+}
+
+#[test]
+fn tls_ca_file_with_a_mode_that_does_not_verify() {
+    expect(
+        &tls_pool("tls = \"require\"\ntls_ca_file = \"ca.pem\""),
+        "tls_ca_file",
+        "pools.main.tls_ca_file",
+        "tls_ca_file has no effect with tls = \"require\", which does not verify the certificate; use \"verify-ca\" or \"verify-full\"",
+    );
+}
+
+#[test]
+fn tls_server_name_is_kept_for_sni_by_modes_that_do_not_verify() {
+    let text = tls_pool("tls = \"require\"\ntls_server_name = \"db.internal\"");
+    assert_eq!(parse_ok(&text).pools[0].tls.server_name.as_deref(), Some("db.internal"));
+}
+
+#[test]
+fn a_backend_names_its_own_tls_server_name() {
+    let text = format!(
+        "{LISTENER}{ROUTING}[pools.main]\ntls = \"verify-full\"\n\
+         backends = [{{ host = \"10.0.0.1\", port = 5432, tls_server_name = \"db1.internal\" }}]\n"
+    );
+    let config = parse_ok(&text);
+    assert_eq!(config.pools[0].backends[0].tls_server_name.as_deref(), Some("db1.internal"));
+    let rendered = config.redacted_toml();
+    assert_eq!(parse_ok(&rendered).pools[0].backends, config.pools[0].backends, "{rendered}");
+}
+
+#[test]
+fn a_backend_tls_server_name_that_is_no_name() {
+    let text = format!(
+        "{LISTENER}{ROUTING}[pools.main]\ntls = \"verify-full\"\n\
+         backends = [{{ host = \"10.0.0.1\", port = 5432, tls_server_name = \"db 1\" }}]\n"
+    );
+    expect(
+        &text,
+        "tls_server_name",
+        "pools.main.backends[0].tls_server_name",
+        "tls_server_name \"db 1\" is neither a DNS name nor an IP address",
+    );
+}
+
+#[test]
+fn tls_server_name_that_is_no_name() {
+    expect(
+        &tls_pool("tls = \"verify-full\"\ntls_server_name = \"db internal\""),
+        "tls_server_name",
+        "pools.main.tls_server_name",
+        "tls_server_name \"db internal\" is neither a DNS name nor an IP address",
+    );
+}
+
+#[test]
+fn tls_on_a_pool_of_mysql_backends() {
+    let text = format!(
+        "{}{ROUTING}{}",
+        listener("mysql", "127.0.0.1:6033", ""),
+        pool("main", "protocol = \"mysql\"\ntls = \"require\"")
+    );
+    expect(&text, "tls = ", "pools.main.tls", crate::config::pool::MYSQL_TLS);
+}
+
+#[test]
+fn tls_on_a_pool_serving_mysql_clients() {
+    let text = format!(
+        "{}[routing]\nmysql_default_pool = \"main\"\n\n{}",
+        listener("mysql", "127.0.0.1:6033", ""),
+        pool("main", "tls = \"require\"")
+    );
+    expect(&text, "tls = ", "pools.main.tls", crate::config::pool::MYSQL_TLS);
+}

@@ -1,0 +1,160 @@
+//! TLS inside a [`Stream`] (#38): a rustls client session lives in the stream of the connection
+//! it encrypts, on that connection's core, and [`super::read_some`] / [`super::write_all`] go
+//! through it when it is there. rustls is sans-IO: records are plain bytes moved by the same
+//! ring operations as a plaintext stream's, so nothing above this module knows whether a
+//! connection is encrypted. Only the immutable `ClientConfig` is shared between cores.
+//!
+//! Owns: the handshake and record (de)framing over the ring. Must not depend on any other
+//! module of the crate.
+
+use std::io::{self, Read as _, Write as _};
+use std::sync::Arc;
+
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection};
+
+use super::Stream;
+
+/// Ciphertext read per receive: one full TLS record (16 KiB plus its overhead) fits.
+const RECORD_CHUNK: usize = 17 * 1024;
+
+/// A stream's TLS session.
+pub(super) struct Tls {
+    conn: ClientConnection,
+    /// The peer closed the TCP connection: what rustls still holds is all there is.
+    eof: bool,
+    /// Decrypted bytes were left in the session by the last read (it took at most its chunk).
+    pub(super) buffered: bool,
+}
+
+/// Runs a TLS client handshake on `stream`, verifying the server as `config` says for `name`;
+/// from then on every read and write on the stream is decrypted / encrypted. Fails with the
+/// reason rustls gives (e.g. an untrusted issuer or a certificate not valid for `name`) as an
+/// `InvalidData` error. Bounded by the caller's deadline like any read.
+pub async fn start_tls(stream: &mut Stream, config: Arc<ClientConfig>, name: ServerName<'static>) -> io::Result<()> {
+    if stream.tls.is_some() {
+        return Err(io::Error::other("the stream is encrypted already"));
+    }
+    let mut conn = ClientConnection::new(config, name).map_err(invalid)?;
+    // A whole message is encrypted at once (the caller holds it in memory already), so a write
+    // never stops half way for lack of room in rustls' own buffer.
+    conn.set_buffer_limit(None);
+    let mut raw = Vec::with_capacity(RECORD_CHUNK);
+    while conn.is_handshaking() {
+        if conn.wants_write() {
+            let out = drain_records(&mut conn)?;
+            super::io::send_owned(stream, out).await?;
+            continue;
+        }
+        raw.clear();
+        let n = super::io::read_plain(stream, &mut raw, RECORD_CHUNK).await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection during the TLS handshake",
+            ));
+        }
+        feed(&mut conn, &raw)?;
+    }
+    if conn.wants_write() {
+        let out = drain_records(&mut conn)?;
+        super::io::send_owned(stream, out).await?;
+    }
+    stream.tls = Some(Box::new(Tls { conn, eof: false, buffered: false }));
+    Ok(())
+}
+
+fn invalid(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
+/// Hands ciphertext to rustls and processes it; a record that does not verify or decrypt is an
+/// error (and rustls has queued the alert that tells the server why).
+fn feed(conn: &mut ClientConnection, mut raw: &[u8]) -> io::Result<()> {
+    while !raw.is_empty() {
+        // rustls takes at most what its buffer allows; what is left goes in after processing.
+        conn.read_tls(&mut raw)?;
+        conn.process_new_packets().map_err(invalid)?;
+    }
+    Ok(())
+}
+
+/// The records rustls has queued (handshake messages, encrypted data, alerts), in a spare buffer.
+fn drain_records(conn: &mut ClientConnection) -> io::Result<Vec<u8>> {
+    let mut out = super::spare_buffer();
+    while conn.wants_write() {
+        conn.write_tls(&mut out)?;
+    }
+    Ok(out)
+}
+
+/// Moves decrypted bytes rustls holds into `buf` (at most `chunk`): `Some(n)` with `n > 0`, or
+/// `Some(0)` once the peer has closed and nothing is left; `None` when more ciphertext is needed.
+/// Only what is there is made room for, so a small message costs no chunk-sized fill.
+fn take_plain(tls: &mut Tls, buf: &mut Vec<u8>, chunk: usize) -> io::Result<Option<usize>> {
+    // Nothing new to process: this only reports what the session holds.
+    let state = tls.conn.process_new_packets().map_err(invalid)?;
+    let there = state.plaintext_bytes_to_read();
+    if there == 0 {
+        // close_notify, or the TCP connection closed without one (PostgreSQL servers do that):
+        // an end like any other; a message cut by it is the codec's to notice.
+        let closed = tls.eof || state.peer_has_closed();
+        tls.buffered = false;
+        return Ok(closed.then_some(0));
+    }
+    let want = there.min(chunk);
+    let before = buf.len();
+    buf.resize(before + want, 0);
+    match tls.conn.reader().read(&mut buf[before..]) {
+        Ok(n) => {
+            buf.truncate(before + n);
+            tls.buffered = n < there;
+            Ok(Some(n))
+        }
+        Err(e) => {
+            buf.truncate(before);
+            Err(e)
+        }
+    }
+}
+
+/// [`super::read_some`] on an encrypted stream: decrypted bytes, at most `chunk` of them.
+/// Abandoning it is as safe as on a plaintext stream: a receive in flight stays parked on the
+/// stream, and bytes decrypted but not taken stay in the session.
+pub(super) async fn read_some(stream: &mut Stream, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
+    let mut raw = Vec::new();
+    loop {
+        let tls = stream.tls.as_deref_mut().ok_or_else(not_encrypted)?;
+        if let Some(n) = take_plain(tls, buf, chunk.max(1))? {
+            super::recycle(&mut raw);
+            return Ok(n);
+        }
+        super::refill(&mut raw);
+        raw.clear();
+        let n = super::io::read_plain(stream, &mut raw, RECORD_CHUNK).await?;
+        let tls = stream.tls.as_deref_mut().ok_or_else(not_encrypted)?;
+        if n == 0 {
+            tls.eof = true;
+            continue;
+        }
+        feed(&mut tls.conn, &raw)?;
+        // Post-handshake messages may want an answer (a key update); alerts are best effort.
+        if tls.conn.wants_write() {
+            let out = drain_records(&mut tls.conn)?;
+            super::io::send_owned(stream, out).await?;
+        }
+    }
+}
+
+/// [`super::write_all`] on an encrypted stream: `data` becomes records, sent as one write.
+pub(super) async fn write_all(stream: &mut Stream, data: &[u8]) -> io::Result<()> {
+    super::io::settle_if_needed(stream).await?;
+    let tls = stream.tls.as_deref_mut().ok_or_else(not_encrypted)?;
+    tls.conn.writer().write_all(data)?;
+    let out = drain_records(&mut tls.conn)?;
+    super::io::send_owned(stream, out).await
+}
+
+fn not_encrypted() -> io::Error {
+    io::Error::other("the stream is not encrypted")
+}
