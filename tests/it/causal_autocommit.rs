@@ -97,6 +97,11 @@ fn reads_writing_through_a_view(mode: &str) {
     check(&mut writer, "extended named, fallback", 1);
     writer.simple_query(&plain).expect("simple Query");
     check(&mut writer, "simple Query, fallback", 1);
+    // The probe is prepared once per connection; a client's DEALLOCATE ALL drops it with the
+    // client's own, and the next probe prepares it again.
+    writer.batch_execute("DEALLOCATE ALL").expect("deallocate");
+    writer.query_typed(&hinted, &[]).expect("extended, unnamed");
+    check(&mut writer, "extended unnamed after DEALLOCATE ALL", 1);
     writer.simple_query(&format!("SELECT 1; {plain}; SELECT 2")).expect("multi-statement");
     check(&mut writer, "multi-statement text, fallback", 1);
     for client in ["psycopg", "asyncpg"] {

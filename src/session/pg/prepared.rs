@@ -195,7 +195,7 @@ pub(super) fn server_name(key: u64) -> String {
 }
 
 /// A fixed-seed hash: the same statement gets the same name on every core and connection.
-fn statement_key(query: &str, types: &[u32], generation: u64) -> u64 {
+pub(super) fn statement_key(query: &str, types: &[u32], generation: u64) -> u64 {
     use std::hash::{BuildHasher, Hash, Hasher};
     let mut h = ahash::RandomState::with_seeds(0x5150, 0x9e37_79b9, 0x7f4a_7c15, 0x2545_f491).build_hasher();
     query.hash(&mut h);

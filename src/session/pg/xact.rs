@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 
+use super::prepared::{self, Expect};
 use super::{relay, End, Session};
 use crate::config::{Engine, PoolRole};
 use crate::pool::health::{pg_read_xact_probe, PG_XACT_PROBE};
@@ -173,7 +174,10 @@ impl Session {
 
     /// causal: before an extended batch whose Sync is queued is sent: the probe goes ahead of
     /// the Sync of a noted autocommit read ([`Exchange::probe_before_sync`]), when none of the
-    /// batch was sent yet. Its Parse replaces the client's unnamed statement on the connection.
+    /// batch was sent yet. It is prepared once per connection under its router name, like the
+    /// client's statements (the server then neither parses nor plans it again); on a
+    /// connection with no room left for it, it is parsed as the unnamed statement, which then
+    /// no longer is the client's.
     ///
     /// [`Exchange::probe_before_sync`]: super::exchange::Exchange::probe_before_sync
     pub(super) fn probe_unseen_batch(&mut self) {
@@ -185,12 +189,29 @@ impl Session {
         if unseen != Unseen::Probe || self.ex.awaiting() {
             return;
         }
-        let mut probe = Vec::with_capacity(PG_XACT_PROBE.len() + 32);
-        let encoded = frontend::encode_parse("", PG_XACT_PROBE, &[], &mut probe)
-            .and_then(|()| frontend::encode_bind("", "", &[], &[], &[], &mut probe))
+        let key = prepared::statement_key(PG_XACT_PROBE, &[], self.pool.schema_generation());
+        let here = self.has_prepared(key);
+        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
+        let room = self.backend.as_ref().is_some_and(|c| c.prepared.len() < limit);
+        let name = if here || room { prepared::server_name(key) } else { String::new() };
+        let mut probe = Vec::with_capacity(PG_XACT_PROBE.len() + 64);
+        let mut expects = Vec::with_capacity(3);
+        let mut encoded = Ok(());
+        if !here {
+            encoded = frontend::encode_parse(&name, PG_XACT_PROBE, &[], &mut probe);
+            expects.push(Expect::Parse { swallow: true, key: room.then_some(key) });
+        }
+        let encoded = encoded
+            .and_then(|()| frontend::encode_bind("", &name, &[], &[], &[], &mut probe))
             .and_then(|()| frontend::encode_execute("", 0, &mut probe));
-        if encoded.is_ok() && self.ex.probe_before_sync(&probe) {
-            self.progress.unnamed.elsewhere();
+        expects.extend([Expect::Swallow(server::BIND_COMPLETE), Expect::XactProbe]);
+        if encoded.is_err() || !self.ex.probe_before_sync(&probe, &expects) {
+            return;
+        }
+        match self.backend.as_mut() {
+            Some(conn) if !here && room => conn.prepared.push(key),
+            _ if name.is_empty() => self.progress.unnamed.elsewhere(),
+            _ => {}
         }
     }
 

@@ -204,25 +204,20 @@ impl Exchange {
         self.expect.extend(expects.iter().copied());
     }
 
-    /// causal (#34): `probe` (the router's Parse, Bind and Execute of the transaction probe)
-    /// goes into the queued batch just ahead of its closing Sync, so it runs last in the
-    /// batch's implicit transaction; its ParseComplete and BindComplete are swallowed, its row
-    /// noted ([`Note::XactProbe`]). `false` when the queue does not end with the Sync.
-    pub fn probe_before_sync(&mut self, probe: &[u8]) -> bool {
+    /// causal (#34): `probe` (the router's Parse if needed, Bind and Execute of the transaction
+    /// probe), answered as `expects` say, goes into the queued batch just ahead of its closing
+    /// Sync, so it runs last in the batch's implicit transaction; the client sees none of its
+    /// answers, and its row is noted ([`Note::XactProbe`]). `false` when the queue does not
+    /// end with the Sync.
+    pub fn probe_before_sync(&mut self, probe: &[u8], expects: &[Expect]) -> bool {
         let sync = self.bout.len().checked_sub(SYNC_LEN);
         let Some(at) = sync.filter(|&at| self.bout[at] == frontend_tag::SYNC) else { return false };
         if self.expect.back() != Some(&Expect::Sync) {
             return false;
         }
         self.bout.splice(at..at, probe.iter().copied());
-        let at = self.expect.len() - 1;
-        for (i, e) in
-            [Expect::Swallow(server::PARSE_COMPLETE), Expect::Swallow(server::BIND_COMPLETE), Expect::XactProbe]
-                .into_iter()
-                .enumerate()
-        {
-            self.expect.insert(at + i, e);
-        }
+        let sync = self.expect.pop_back();
+        self.expect.extend(expects.iter().copied().chain(sync));
         true
     }
 

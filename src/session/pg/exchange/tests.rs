@@ -391,11 +391,12 @@ fn the_transaction_probe_runs_ahead_of_the_sync_and_the_client_sees_none_of_it()
     frontend::encode_bind("", "s1", &[], &[], &[], &mut batch).expect("bind");
     frontend::encode_execute("", 0, &mut batch).expect("execute");
     ex.forward_all(&batch, &[Expect::Bind, Expect::Execute]);
-    assert!(!ex.probe_before_sync(b"probe"), "no Sync queued: nothing to go ahead of");
+    let probe = [Expect::Parse { swallow: true, key: None }, Expect::Swallow(server::BIND_COMPLETE), Expect::XactProbe];
+    assert!(!ex.probe_before_sync(b"probe", &probe), "no Sync queued: nothing to go ahead of");
     let mut sync = Vec::new();
     frontend::encode_sync(&mut sync);
     ex.forward(&sync, Expect::Sync);
-    assert!(ex.probe_before_sync(b"probe"));
+    assert!(ex.probe_before_sync(b"probe", &probe));
     assert_eq!(ex.queued(), [batch, b"probe".to_vec(), sync].concat(), "the probe goes right before the Sync");
     ex.sent();
     ex.begin_response();
@@ -409,7 +410,7 @@ fn the_transaction_probe_runs_ahead_of_the_sync_and_the_client_sees_none_of_it()
     assert_eq!(ex.expects().iter().copied().collect::<Vec<_>>(), [Expect::Sync]);
     // After an error the server skips the probe with the rest of the batch: so do the
     // expectations, and nothing of it is swallowed in place of the client's answers.
-    let mut ex = exchange(&[Expect::Execute, Expect::Swallow(server::PARSE_COMPLETE), Expect::XactProbe, Expect::Sync]);
+    let mut ex = exchange(&[Expect::Execute, Expect::Swallow(server::BIND_COMPLETE), Expect::XactProbe, Expect::Sync]);
     let failed = feed(&mut ex, &error(Severity::Error, "22012", "division by zero"));
     assert!(failed.skipped.contains(&Expect::XactProbe), "{:?}", failed.skipped);
     forwards(&mut ex, &[ready(b'I')]);
