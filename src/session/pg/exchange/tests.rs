@@ -413,5 +413,5 @@ fn the_transaction_probe_runs_ahead_of_the_sync_and_the_client_sees_none_of_it()
     let mut ex = exchange(&[Expect::Execute, Expect::Swallow(server::BIND_COMPLETE), Expect::XactProbe, Expect::Sync]);
     let failed = feed(&mut ex, &error(Severity::Error, "22012", "division by zero"));
     assert!(failed.skipped.contains(&Expect::XactProbe), "{:?}", failed.skipped);
-    forwards(&mut ex, &[ready(b'I')]);
+    forwards(&mut ex, &[ready(tx_status::IDLE)]);
 }
