@@ -27,8 +27,9 @@ const NO_PARAMETERS: [u8; 7] = [server::PARAMETER_DESCRIPTION, 0, 0, 0, 6, 0, 0]
 /// answers itself (the others are in the session's statement map and on backends).
 #[derive(Debug, Default)]
 pub(super) struct TokenStatements {
-    stmts: HashMap<String, TokenCommand>,
-    portals: HashMap<String, TokenCommand>,
+    // ahash: looked up at every Parse and Close, by names a client chooses (see `prepared::Stmts`).
+    stmts: HashMap<String, TokenCommand, ahash::RandomState>,
+    portals: HashMap<String, TokenCommand, ahash::RandomState>,
 }
 
 impl Session {

@@ -173,6 +173,14 @@ fn malformed_frontend_messages() {
 }
 
 #[test]
+fn known_tags_are_the_ones_decode_knows() {
+    for tag in 0..=u8::MAX {
+        let unknown = FrontendMessage::decode(&Frame::new(tag, b"")) == Err(DecodeError::UnknownTag(tag));
+        assert_eq!(FrontendMessage::known_tag(tag), !unknown, "{:?}", char::from(tag));
+    }
+}
+
+#[test]
 fn encode_errors_roll_back() {
     let mut out = vec![7];
     assert_eq!(encode_query("a\0b", &mut out), Err(EncodeError::InteriorNul { what: "query" }));
