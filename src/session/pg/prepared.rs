@@ -119,7 +119,8 @@ impl Session {
         raw: &[u8],
     ) -> Result<(), super::End> {
         if kind == crate::protocol::pg::Target::Statement && !name.is_empty() {
-            let gone = self.stmts.remove(name);
+            // No hashing of the name when the session has no statement (a Close flood, #33).
+            let gone = if self.stmts.is_empty() { None } else { self.stmts.remove(name) };
             self.stmt_forgotten(gone);
             self.ex.answer_here(crate::protocol::pg::tag::backend::CLOSE_COMPLETE);
             return Ok(());
