@@ -167,6 +167,39 @@ fn a_rejected_parse_leaves_its_name_free_and_a_duplicate_keeps_the_first() {
     }
 }
 
+/// Raw protocol (#33): once a batch failed, its messages up to the Sync are dropped unread, as
+/// the server drops them (PostgreSQL reads only a skipped message's type): a malformed Parse
+/// among them (no NUL, not UTF-8) ends nothing, the client gets the batch's one error and the
+/// session goes on. A message of a type no client sends is still refused.
+#[test]
+fn a_failed_batch_is_skipped_unread_up_to_its_sync() {
+    use crate::pg_raw::{code, columns, md5_router, msg, parse, query, sync, tags, Raw};
+    for mode in ["session", "transaction"] {
+        let r = md5_router(mode, 1);
+        let mut c = Raw::login(r.port(), "main", "app").unwrap_or_else(|e| panic!("login: {e:?}"));
+        let mut batch = parse("s1", "SELECT 1");
+        batch.extend(parse("s1", "SELECT 2"));
+        batch.extend(msg(b'P', b"s2\0SELECT '\xff"));
+        batch.extend(parse("s3", "SELECT 3"));
+        batch.extend(sync());
+        c.send(&batch);
+        let got = c.until_ready();
+        let errors: Vec<String> = got.iter().filter(|m| m.0 == b'E').map(|m| code(&m.1)).collect();
+        assert_eq!(errors, ["42P05"], "{mode}: the batch's one error: {got:?}");
+        c.send(&query("SELECT 4"));
+        let got = c.until_ready();
+        assert_eq!(columns(&got[1].1), vec![Some(b"4".to_vec())], "{mode}: the session goes on");
+        let mut unknown = parse("s1", "SELECT 2");
+        unknown.extend(msg(b'?', b""));
+        unknown.extend(sync());
+        c.send(&unknown);
+        let got: Vec<_> = std::iter::from_fn(|| c.recv()).collect();
+        let codes: Vec<String> = got.iter().map(|m| code(&m.1)).collect();
+        assert_eq!(tags(&got), "EE", "{mode}: the batch's error, the unknown type's, then the end: {got:?}");
+        assert_eq!(codes, ["42P05", "08P01"], "{mode}");
+    }
+}
+
 /// The Rust `postgres` crate (Bind + Execute, no Describe): in transaction mode a statement
 /// prepared before a schema change and executed on a connection that never had it gets the
 /// server's `0A000` when its row type changed, as its own connection would answer, and runs

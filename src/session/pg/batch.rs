@@ -7,11 +7,11 @@
 //! sent there (`replica_hold_refusal`).
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
-use super::prepared::Stmt;
+use super::prepared::Stmts;
 use super::{End, Session};
 use crate::config::Protocol;
+use crate::protocol::pg::tag::frontend as client;
 use crate::protocol::pg::{sqlstate, Frame, FrontendMessage, RawFrames, Target};
 use crate::routing::{Decision, DecisionKind, Outcome, StatementKey};
 use crate::session::client_error::PgClientError;
@@ -60,7 +60,7 @@ impl Held {
 /// with its routing key when prepared before the batch: unnamed Parses, and the statements that
 /// Binds and statement Describes name (parsed in the batch itself, or in `known`). Names the
 /// router does not know are left out: the server reports them.
-pub(super) fn statements(bytes: &[u8], known: &HashMap<String, Rc<Stmt>>) -> Vec<(String, Option<StatementKey>)> {
+pub(super) fn statements(bytes: &[u8], known: &Stmts) -> Vec<(String, Option<StatementKey>)> {
     let mut parsed: HashMap<&str, &str> = HashMap::new();
     let mut out = Vec::new();
     for f in RawFrames::new(bytes, usize::MAX) {
@@ -107,6 +107,17 @@ impl Session {
         extended && (!self.batch.is_empty() || (!self.held() && self.ctx.splits_reads(Protocol::Postgres)))
     }
 
+    /// Whether a message of type `tag` is dropped unread: the batch failed, and it is neither
+    /// the Sync that ends the skipping nor a Terminate (`skips` of it decoded). As
+    /// on the server, its body is not decoded: under a flood of 1 KiB Parses past a limit,
+    /// finding their strings' ends and checking their UTF-8 was half the router's work (#33).
+    /// A type no client sends is decoded, and refused as before.
+    pub(super) fn skips_unread(&self, tag: u8) -> bool {
+        (self.ex.refused() || self.ex.aborted())
+            && FrontendMessage::known_tag(tag)
+            && !matches!(tag, client::SYNC | client::TERMINATE)
+    }
+
     /// Holds one message; a batch it would take over the limits is released to the primary at
     /// once, the message after it (handled where it is, never copied into the batch).
     pub(super) async fn hold(&mut self, raw: &[u8]) -> Result<(), End> {
@@ -136,6 +147,9 @@ impl Session {
     async fn handle_held(&mut self, bytes: &[u8]) -> Result<(), End> {
         for f in RawFrames::new(bytes, usize::MAX) {
             let raw = f.bytes();
+            if self.skips_unread(f.tag()) {
+                continue;
+            }
             let Ok(msg) = FrontendMessage::decode(&Frame::new(f.tag(), f.body())) else {
                 continue; // decoded once already when it was held
             };
@@ -209,9 +223,10 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
+    use super::super::prepared::Stmt;
     use super::*;
     use crate::protocol::pg::frontend;
-    use crate::protocol::pg::tag::frontend as client;
+    use std::rc::Rc;
 
     fn parse(name: &str, sql: &str, out: &mut Vec<u8>) {
         frontend::encode_parse(name, sql, &[], out).expect("parse");
@@ -229,7 +244,7 @@ mod tests {
 
     #[test]
     fn lists_what_each_message_runs_in_order() {
-        let mut known = HashMap::new();
+        let mut known = Stmts::default();
         let mut before = Stmt::new("SELECT 2", None, &[], 0);
         let key = crate::routing::StatementKey {
             fingerprint: crate::sql::fingerprint::Fingerprint(7),

@@ -34,7 +34,6 @@ mod verify;
 mod xact;
 
 use crate::protocol::pg::tag::{backend as server, frontend as client};
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::config::{Engine, PoolMode, Protocol};
@@ -53,7 +52,7 @@ use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
-use prepared::{Expect, Stmt};
+use prepared::Expect;
 use readonly::begins_transaction;
 
 /// One PostgreSQL client connection.
@@ -64,7 +63,7 @@ pub(super) struct Session {
     pool: Rc<CorePool>,
     backend: Option<Conn>,
     state: SessionState,
-    stmts: HashMap<String, Rc<Stmt>>,
+    stmts: prepared::Stmts,
     /// The batch queued for the backend, the responses it expects and the statement in flight.
     ex: exchange::Exchange,
     /// How a cancel reaches the session's running statement.
@@ -241,7 +240,7 @@ impl Session {
             pool,
             backend: None,
             state,
-            stmts: HashMap::new(),
+            stmts: prepared::Stmts::default(),
             ex: exchange::Exchange::default(),
             cancel: CancelHandle { slot, key },
             batch: batch::Held::default(),
@@ -458,6 +457,9 @@ impl Session {
     }
 
     async fn dispatch_msg(&mut self, tag: u8, raw: &[u8]) -> Result<(), End> {
+        if self.skips_unread(tag) {
+            return Ok(()); // #33
+        }
         let Some(body) = body_of(raw) else {
             return self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed message")).await;
         };
@@ -681,7 +683,7 @@ impl Session {
         if let Err(e) = self.ensure_backend().await {
             return self.fail_batch(e);
         }
-        self.state.stage(stmt.effects.iter().cloned());
+        self.state.stage(stmt.effects().iter().cloned());
         if let Some(inner) = &stmt.executes {
             self.prepare_executed(inner);
         }

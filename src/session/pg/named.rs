@@ -175,7 +175,7 @@ impl Session {
             let _ = self.ex.forward_encoded(standin, &[Expect::Parse { swallow: true, key: None }]);
             format!("DEALLOCATE {DEALLOCATE_STANDIN}")
         } else {
-            self.state.stage(stmt.effects.iter().cloned());
+            self.state.stage(stmt.effects().iter().cloned());
             self.prepare_executed(&stmt);
             renamed(query, span.unwrap_or_default(), &stmt.server_name)
         };
@@ -229,7 +229,7 @@ impl Session {
         let mut text = sql.to_owned();
         // From the last name back, so that the spans before it stay where they are.
         for (span, stmt) in runs.iter().rev() {
-            self.state.stage(stmt.effects.iter().cloned());
+            self.state.stage(stmt.effects().iter().cloned());
             text = renamed(&text, span.clone(), &stmt.server_name);
         }
         let mut query = Vec::with_capacity(text.len() + 8);
@@ -252,9 +252,14 @@ impl Session {
             Some((inner, span)) => {
                 let sent = renamed(query, span, &inner.server_name);
                 let mut stmt = Stmt::new(query, Some(&sent), types, self.pool.schema_generation());
-                stmt.effects = inner.effects.clone();
+                stmt.set_effects(inner.effects());
                 stmt.executes = Some(inner);
                 stmt
+            }
+            // Without translation rules no decision rewrites the text: the statement is first
+            // analysed where it runs, not at each Parse of a flood of them (#33).
+            None if !self.ctx.rules().has_translations() => {
+                Stmt::new(query, None, types, self.pool.schema_generation())
             }
             None => {
                 let translated = self.decide(query, Some(route_key)).rewritten.map(|t| t.sql);

@@ -17,6 +17,11 @@ use crate::session::client_error::PgClientError;
 use crate::sql::analyze::{session_effects, Effect};
 use crate::sql::Dialect;
 
+/// The client's statements by name. ahash rather than std's SipHash: hashing the name three
+/// times (the late, token and ordinary statements) was a third of the router's work for each
+/// Close of a flood of them (#33); its keys are random per map as SipHash's are.
+pub(super) type Stmts = std::collections::HashMap<String, std::rc::Rc<Stmt>, ahash::RandomState>;
+
 /// A statement a client prepared.
 #[derive(Debug)]
 pub struct Stmt {
@@ -26,8 +31,9 @@ pub struct Stmt {
     pub server_name: String,
     /// A ready Parse message under `server_name`.
     pub parse_msg: Vec<u8>,
-    /// Session effects of the statement text (SET and friends).
-    pub effects: Vec<Effect>,
+    /// Session effects of the statement text (SET and friends), worked out at its first use
+    /// (see [`Stmt::effects`]).
+    effects: std::cell::OnceCell<Vec<Effect>>,
     /// The client's text, which routing decides on at every execute.
     pub query: String,
     /// The routing key of `query`, computed once at Parse.
@@ -60,7 +66,7 @@ impl Stmt {
             key,
             server_name,
             parse_msg,
-            effects: session_effects(query, Dialect::Postgres).into_effects().collect(),
+            effects: std::cell::OnceCell::new(),
             query: client_query.to_owned(),
             route_key: None,
             sent: (query.to_owned(), types.to_vec()),
@@ -73,6 +79,19 @@ impl Stmt {
 }
 
 impl Stmt {
+    /// Session effects of what backends prepare, worked out at the first Bind or `EXECUTE`:
+    /// a statement that never runs is never scanned for them (a flood of named Parses costs
+    /// no analysis of each text, #33).
+    pub fn effects(&self) -> &[Effect] {
+        self.effects.get_or_init(|| session_effects(&self.sent.0, Dialect::Postgres).into_effects().collect())
+    }
+
+    /// Gives the statement `effects` instead of its own text's: one whose text runs another
+    /// statement has that statement's.
+    pub fn set_effects(&mut self, effects: &[Effect]) {
+        self.effects = std::cell::OnceCell::from(effects.to_vec());
+    }
+
     /// Bytes of text the statement holds (the client's, what backends prepare, the Parse).
     fn held_bytes(&self) -> usize {
         self.query.len() + self.sent.0.len() + self.parse_msg.len()
@@ -85,7 +104,7 @@ impl Stmt {
         let mut fresh = Self::new(&self.query, Some(&self.sent.0), &self.sent.1, generation);
         fresh.route_key = self.route_key;
         fresh.executes = self.executes.clone();
-        fresh.effects = self.effects.clone();
+        fresh.set_effects(self.effects());
         fresh
     }
 }
@@ -100,7 +119,8 @@ impl Session {
         raw: &[u8],
     ) -> Result<(), super::End> {
         if kind == crate::protocol::pg::Target::Statement && !name.is_empty() {
-            let gone = self.stmts.remove(name);
+            // No hashing of the name when the session has no statement (a Close flood, #33).
+            let gone = if self.stmts.is_empty() { None } else { self.stmts.remove(name) };
             self.stmt_forgotten(gone);
             self.ex.answer_here(crate::protocol::pg::tag::backend::CLOSE_COMPLETE);
             return Ok(());
@@ -182,7 +202,7 @@ const DROP_SLICE: usize = 32;
 /// Drops `stmts` a slice at a time, yielding to the core's other tasks between slices. A
 /// session ending with its limit of statements (10,000, or 16 MiB of text) freed them all in
 /// one poll: 8 ms of its core's loop, every other session of the core waiting behind it.
-pub(super) async fn drop_in_slices(stmts: std::collections::HashMap<String, std::rc::Rc<Stmt>>) {
+pub(super) async fn drop_in_slices(stmts: Stmts) {
     let mut left = stmts.into_iter();
     while left.by_ref().take(DROP_SLICE).count() == DROP_SLICE {
         crate::rt::yield_now().await;
@@ -266,8 +286,7 @@ mod tests {
         use std::rc::Rc;
         use std::task::{Context, Poll, Waker};
         let kept = Rc::new(Stmt::new("SELECT 1", None, &[], 0));
-        let stmts: std::collections::HashMap<String, Rc<Stmt>> =
-            (0..DROP_SLICE * 3 + 1).map(|i| (format!("s{i}"), kept.clone())).collect();
+        let stmts: Stmts = (0..DROP_SLICE * 3 + 1).map(|i| (format!("s{i}"), kept.clone())).collect();
         let mut dropping = std::pin::pin!(drop_in_slices(stmts));
         let mut cx = Context::from_waker(Waker::noop());
         let mut polls = 1;
@@ -278,6 +297,19 @@ mod tests {
         }
         assert_eq!(polls, 4, "three full slices and the last statement");
         assert_eq!(Rc::strong_count(&kept), 1, "every statement let go");
+    }
+
+    #[test]
+    fn a_statement_is_scanned_for_effects_at_its_first_use_only() {
+        let set = Stmt::new("SET search_path = a", None, &[], 0);
+        assert!(set.effects.get().is_none(), "not when parsed");
+        assert!(!set.effects().is_empty());
+        assert!(Stmt::new("SELECT 1", None, &[], 0).effects().is_empty());
+        // A statement running another has that one's effects, not its own text's (none).
+        let mut outer = Stmt::new("EXECUTE s1", Some("EXECUTE qp_0000000000000001"), &[], 0);
+        outer.set_effects(set.effects());
+        assert_eq!(outer.effects(), set.effects());
+        assert_eq!(outer.regenerated(1).effects(), set.effects(), "kept under a new generation");
     }
 
     #[test]

@@ -27,8 +27,9 @@ const NO_PARAMETERS: [u8; 7] = [server::PARAMETER_DESCRIPTION, 0, 0, 0, 6, 0, 0]
 /// answers itself (the others are in the session's statement map and on backends).
 #[derive(Debug, Default)]
 pub(super) struct TokenStatements {
-    stmts: HashMap<String, TokenCommand>,
-    portals: HashMap<String, TokenCommand>,
+    // ahash: looked up at every Parse and Close, by names a client chooses (see `prepared::Stmts`).
+    stmts: HashMap<String, TokenCommand, ahash::RandomState>,
+    portals: HashMap<String, TokenCommand, ahash::RandomState>,
 }
 
 impl Session {
@@ -119,6 +120,9 @@ impl Session {
     pub(super) fn on_token_close(&mut self, kind: Target, name: &str) -> Option<Result<(), End>> {
         let map =
             if kind == Target::Statement { &mut self.progress.tokens.stmts } else { &mut self.progress.tokens.portals };
+        if map.is_empty() {
+            return None; // nearly every session: no hashing of the name (a Close flood, #33)
+        }
         map.remove(name)?;
         self.ex.answer_here(server::CLOSE_COMPLETE);
         Some(Ok(()))

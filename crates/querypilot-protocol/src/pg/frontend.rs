@@ -137,6 +137,13 @@ impl<'a> FrontendMessage<'a> {
         Ok(msg)
     }
 
+    /// Whether `tag` is the type of a message a client may send (one [`Self::decode`] knows).
+    /// A server skipping a failed batch's messages up to its Sync reads no more of them than
+    /// this: PostgreSQL rejects an unknown type there, and discards a known one's body unparsed.
+    pub fn known_tag(tag: u8) -> bool {
+        matches!(tag, b'Q' | b'P' | b'B' | b'D' | b'E' | b'S' | b'H' | b'C' | b'X' | b'd' | b'c' | b'f' | b'p' | b'F')
+    }
+
     /// The message type byte.
     pub fn tag(&self) -> u8 {
         match self {

@@ -59,6 +59,8 @@ pub mod frontend {
     pub const QUERY: u8 = b'Q';
     /// Sync.
     pub const SYNC: u8 = b'S';
+    /// Terminate.
+    pub const TERMINATE: u8 = b'X';
     /// CopyDone.
     pub const COPY_DONE: u8 = b'c';
     /// CopyData (both directions).

@@ -337,7 +337,8 @@ impl Session {
             }
             FrontendMessage::Close { kind, name } => {
                 let known = match kind {
-                    Target::Statement => self.bridge.stmts.remove(name).is_some(),
+                    // No hashing of the name when there is none (a Close flood, #33).
+                    Target::Statement => !self.bridge.stmts.is_empty() && self.bridge.stmts.remove(name).is_some(),
                     Target::Portal => self.bridge.portals.remove(name).is_some(),
                 };
                 // Answered in turn with whatever the session's pool answers before it.

@@ -49,10 +49,11 @@ fn requote_error(e: &RequoteError) -> PgClientError {
 /// The bridged part of a PostgreSQL session's state.
 #[derive(Default)]
 pub(in crate::session::pg) struct Bridge {
-    /// Prepared statements by client name ("" = unnamed).
-    stmts: HashMap<String, Rc<ext::Prepared>>,
+    /// Prepared statements by client name ("" = unnamed). ahash: every Close of a native
+    /// session looks here first (see `prepared::Stmts`, #33).
+    stmts: HashMap<String, Rc<ext::Prepared>, ahash::RandomState>,
     /// Bound portals by name.
-    portals: HashMap<String, ext::Portal>,
+    portals: HashMap<String, ext::Portal, ahash::RandomState>,
     /// A native session's pipeline ran a statement on this MySQL pool (#24): until its Sync,
     /// statements of the session's own pool are refused, as a pipeline never spans two pools.
     crossed: Option<std::sync::Arc<str>>,

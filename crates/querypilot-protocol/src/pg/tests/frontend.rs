@@ -173,6 +173,26 @@ fn malformed_frontend_messages() {
 }
 
 #[test]
+fn strings_of_every_length_around_the_short_search_decode() {
+    for len in 0..80 {
+        let text = "a".repeat(len);
+        let mut out = Vec::new();
+        encode_query(&text, &mut out).expect("encode");
+        assert_eq!(FrontendMessage::decode(&frame(&out)), Ok(FrontendMessage::Query(&text)), "{len}");
+        let unterminated = msg(b'Q', text.as_bytes());
+        assert!(FrontendMessage::decode(&frame(&unterminated)).is_err(), "{len}: no NUL");
+    }
+}
+
+#[test]
+fn known_tags_are_the_ones_decode_knows() {
+    for tag in 0..=u8::MAX {
+        let unknown = FrontendMessage::decode(&Frame::new(tag, b"")) == Err(DecodeError::UnknownTag(tag));
+        assert_eq!(FrontendMessage::known_tag(tag), !unknown, "{:?}", char::from(tag));
+    }
+}
+
+#[test]
 fn encode_errors_roll_back() {
     let mut out = vec![7];
     assert_eq!(encode_query("a\0b", &mut out), Err(EncodeError::InteriorNul { what: "query" }));
