@@ -58,11 +58,8 @@ fuzz_target!(|data: &[u8]| {
 /// Decodes a parameter block with a parameter count and earlier types derived from the input.
 fn execute_params(sel: u8, body: &[u8]) {
     let count = u16::from(sel >> 4);
-    let prev: Vec<ValueType> = body
-        .iter()
-        .take(usize::from(count))
-        .map(|&b| ValueType::new(ColumnType(b), b & 1 != 0))
-        .collect();
+    let prev: Vec<ValueType> =
+        body.iter().take(usize::from(count)).map(|&b| ValueType::new(ColumnType(b), b & 1 != 0)).collect();
     let long_data: Vec<bool> = (0..count).map(|i| sel & (1 << (i % 4)) != 0).collect();
     let Ok(params) = decode_execute_params(body, count, &prev, &long_data) else { return };
     assert_eq!(params.values.len(), usize::from(count));

@@ -29,7 +29,8 @@ use libfuzzer_sys::fuzz_target;
 use querypilot::protocol::mysql::Packet;
 use querypilot::session::mysql_exchange::{Action, Exchange, Grammar};
 
-const GRAMMARS: [Grammar; 5] = [Grammar::Query, Grammar::LoadLocal, Grammar::Execute, Grammar::UntilEof, Grammar::Single];
+const GRAMMARS: [Grammar; 5] =
+    [Grammar::Query, Grammar::LoadLocal, Grammar::Execute, Grammar::UntilEof, Grammar::Single];
 const OK: u8 = 0x00;
 const EOF: u8 = 0xFE;
 const ERR: u8 = 0xFF;

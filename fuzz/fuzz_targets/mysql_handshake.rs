@@ -9,7 +9,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use querypilot::protocol::mysql::capability::*;
-use querypilot::protocol::mysql::{AuthReply, AuthSwitchRequest, ConnectAttrs, HandshakeResponse41, HandshakeV10, SslRequest};
+use querypilot::protocol::mysql::{
+    AuthReply, AuthSwitchRequest, ConnectAttrs, HandshakeResponse41, HandshakeV10, SslRequest,
+};
 
 /// Capability bits that change how connection-phase payloads are laid out, one per input bit.
 fn caps(byte: u8) -> u64 {

@@ -13,7 +13,8 @@ use querypilot::protocol::mysql::capability::*;
 use querypilot::protocol::mysql::response::{session_state_changes, SERVER_SESSION_STATE_CHANGED};
 use querypilot::protocol::mysql::tracking::relay_ok;
 use querypilot::protocol::mysql::{
-    add_warning, classify_response, classify_row, ColumnDefinition41, EofPacket, ErrPacket, OkPacket, ResponseKind, StmtPrepareOk,
+    add_warning, classify_response, classify_row, ColumnDefinition41, EofPacket, ErrPacket, OkPacket, ResponseKind,
+    StmtPrepareOk,
 };
 
 /// `QP_FUZZ_STRICT=1` also asserts the known, reported findings; without it the campaign keeps

@@ -8,7 +8,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use querypilot::protocol::mysql::{decode_binary_row, decode_text_row, encode_binary_row, encode_text_row, ColumnType, ValueType};
+use querypilot::protocol::mysql::{
+    decode_binary_row, decode_text_row, encode_binary_row, encode_text_row, ColumnType, ValueType,
+};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&n, rest)) = data.split_first() else { return };

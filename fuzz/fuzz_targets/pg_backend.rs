@@ -10,7 +10,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use querypilot::protocol::pg::backend::peek;
-use querypilot::protocol::pg::{data_row_run, decode_frame, Authentication, BackendMessage, BackendPeek, Frame, Frames};
+use querypilot::protocol::pg::{
+    data_row_run, decode_frame, Authentication, BackendMessage, BackendPeek, Frame, Frames,
+};
 
 const MAX_LEN: usize = 1 << 16;
 
@@ -72,7 +74,9 @@ fn walk(msg: &BackendMessage<'_>) {
         BackendMessage::NegotiateProtocolVersion { unrecognized, .. } => {
             let _ = unrecognized.count();
         }
-        BackendMessage::CopyInResponse(c) | BackendMessage::CopyOutResponse(c) | BackendMessage::CopyBothResponse(c) => {
+        BackendMessage::CopyInResponse(c)
+        | BackendMessage::CopyOutResponse(c)
+        | BackendMessage::CopyBothResponse(c) => {
             assert_eq!(c.column_formats.iter().count(), c.column_formats.len());
         }
         _ => {}

@@ -27,7 +27,6 @@
 //! - after a FATAL (`Fail`) nothing more is relayed: the connection is lost.
 #![no_main]
 
-use std::cell::Cell;
 use std::rc::Rc;
 
 use libfuzzer_sys::fuzz_target;
@@ -38,19 +37,11 @@ use querypilot::session::{Expect, Stmt};
 
 /// The statement a heal mark names (the fuzzer does not need a real one).
 fn stmt(key: u64) -> Rc<Stmt> {
-    Rc::new(Stmt {
-        key,
-        server_name: format!("qp_{key:016x}"),
-        parse_msg: Vec::new(),
-        effects: Vec::new(),
-        query: "SELECT 1".into(),
-        route_key: None,
-        sent: ("SELECT 1".into(), Vec::new()),
-        generation: 0,
-        row_type: Cell::new(None),
-        executes: None,
-        late: false,
-    })
+    let mut stmt = Stmt::new("SELECT 1", None, &[], 0);
+    stmt.key = key;
+    stmt.server_name = format!("qp_{key:016x}");
+    stmt.parse_msg.clear();
+    Rc::new(stmt)
 }
 
 fn frame(tag: u8, body: &[u8]) -> Vec<u8> {
@@ -93,7 +84,10 @@ fn backend_frame(sel: u8, data: &[u8]) -> (Vec<u8>, usize) {
         15 => error("ERROR", "42P05", &format!("prepared statement \"qp_{:016x}\" already exists", arg % 4)),
         16 => error("FATAL", "57P01", "terminating connection due to administrator command"),
         17 => error("ERROR", "40001", "could not serialize access"),
-        18 => frame(server::READY_FOR_QUERY, &[[tx_status::IDLE, tx_status::IN_BLOCK, tx_status::FAILED][usize::from(arg % 3)]]),
+        18 => frame(
+            server::READY_FOR_QUERY,
+            &[[tx_status::IDLE, tx_status::IN_BLOCK, tx_status::FAILED][usize::from(arg % 3)]],
+        ),
         19 => frame(server::NOTICE_RESPONSE, b"SNOTICE\0\0"),
         20 => frame(server::PARAMETER_STATUS, b"TimeZone\0UTC\0"),
         21 => frame(server::NOTIFICATION_RESPONSE, &[0, 0, 0, 7, b'c', 0, 0]),
@@ -120,7 +114,11 @@ struct Client {
 
 impl Client {
     fn gets_frame(&mut self, index: usize) {
-        assert!(self.last_frame.is_none_or(|last| index > last), "frame {index} reached the client after {:?}", self.last_frame);
+        assert!(
+            self.last_frame.is_none_or(|last| index > last),
+            "frame {index} reached the client after {:?}",
+            self.last_frame
+        );
         self.last_frame = Some(index);
     }
 
@@ -262,12 +260,24 @@ impl Driver {
         self.flushed_only = false;
     }
 
-    fn sync(&mut self, attached: bool) {
+    /// The client's Sync; `probe`: the causal probe goes ahead of it when the batch is sent,
+    /// as `xact.rs` puts it there (#34).
+    fn sync(&mut self, attached: bool, probe: bool) {
         let mut out = Vec::new();
         let step = self.ex.on_sync(&frame(client::SYNC, b""), attached, &mut out);
         self.client.gets_synth(&out);
         match step {
-            SyncStep::Send { .. } => self.ex.sent(),
+            SyncStep::Send { .. } => {
+                if probe {
+                    let expects = [
+                        Expect::Parse { swallow: true, key: None },
+                        Expect::Swallow(server::BIND_COMPLETE),
+                        Expect::XactProbe,
+                    ];
+                    self.ex.probe_before_sync(&frame(client::BIND, b"probe"), &expects);
+                }
+                self.ex.sent()
+            }
             SyncStep::AnswerHere => {}
         }
         self.flushed_only = false;
@@ -311,7 +321,7 @@ fuzz_target!(|data: &[u8]| {
                 d.ex.refuse_batch();
             }
             6 => {
-                d.sync(arg & 1 == 0);
+                d.sync(arg & 1 == 0, arg & 2 != 0);
                 rest = rest.get(1..).unwrap_or_default();
             }
             // Flush: what is queued goes out and is relayed until nothing more is expected.

@@ -19,9 +19,7 @@ use querypilot::sql::Dialect;
 
 fn catalogs() -> &'static [(Dialect, FunctionCatalog); 2] {
     static CATALOGS: OnceLock<[(Dialect, FunctionCatalog); 2]> = OnceLock::new();
-    CATALOGS.get_or_init(|| {
-        [Dialect::Postgres, Dialect::MySql].map(|d| (d, FunctionCatalog::builtin(d)))
-    })
+    CATALOGS.get_or_init(|| [Dialect::Postgres, Dialect::MySql].map(|d| (d, FunctionCatalog::builtin(d))))
 }
 
 /// Lets panics raised in sqlparser's own code unwind to `sql::parse`'s `catch_unwind`, quietly;

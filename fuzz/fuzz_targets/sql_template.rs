@@ -12,7 +12,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use querypilot::sql::fingerprint::fingerprint;
-use querypilot::sql::template::{parameterize, Literal, LiteralKind, SlotSource, TranslationTemplate, Translated};
+use querypilot::sql::template::{parameterize, Literal, LiteralKind, SlotSource, Translated, TranslationTemplate};
 use querypilot::sql::Dialect;
 
 fn dialect(bit: bool) -> Dialect {
@@ -51,7 +51,8 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Some(order) = &param_order {
         // Each `?` of the output names one of the incoming statement's `?` parameters.
-        let questions = |sql: &str, d| parameterize(sql, d).literals.iter().map(Literal::positional_params).sum::<usize>();
+        let questions =
+            |sql: &str, d| parameterize(sql, d).literals.iter().map(Literal::positional_params).sum::<usize>();
         assert_eq!(order.len(), questions(&out, target), "one entry per `?` of {out:?}");
         let incoming_count = questions(incoming, source);
         assert!(order.iter().all(|&i| usize::from(i) < incoming_count), "{order:?} beyond {incoming_count} parameters");
@@ -76,7 +77,8 @@ fuzz_target!(|data: &[u8]| {
     for (w, m) in written.iter().zip(&description.mapping) {
         let SlotSource::Original(i) = m.source else { continue };
         let Some(from) = now.literals.get(i) else { continue };
-        if from.items.is_empty() && !matches!(from.kind, LiteralKind::Param | LiteralKind::Null) && from.value.is_some() {
+        if from.items.is_empty() && !matches!(from.kind, LiteralKind::Param | LiteralKind::Null) && from.value.is_some()
+        {
             assert_eq!(w.value, from.value, "slot {i} changed value on the way: {out:?}");
         }
     }
