@@ -30,24 +30,7 @@ else
 fi
 start_pg_pgbench qp-abuse-cost bench 1
 PORT=$(free_port)
-cat >"$BASE/querypilot.toml" <<CONF
-[general]
-cores = [0]
-[[listeners]]
-protocol = "postgres"
-bind = "127.0.0.1:$PORT"
-[pools.bench]
-mode = "transaction"
-username = "$PG_USER"
-password = "$PG_PASSWORD"
-database = "bench"
-max_connections = 16
-backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
-[routing]
-default_pool = "bench"
-[limits]
-client_buffer_budget = "64MiB"
-CONF
+abuse_config "$PORT" >"$BASE/querypilot.toml"
 DSN="host=127.0.0.1 port=$PORT dbname=bench user=$PG_USER password=$PG_PASSWORD"
 
 # The attacker: logs in, has callgrind switched on, floods, syncs, reads the answer, has it

@@ -75,6 +75,29 @@ pg_split_config() {
     printf 'read_your_writes = "%s"\n' "$4"
 }
 
+# abuse_config PORT: the router #33's abuse scripts measure: one core, pool `bench` on the
+# primary in transaction mode, a 64 MiB client buffer budget.
+abuse_config() {
+    cat <<CONF
+[general]
+cores = [0]
+[[listeners]]
+protocol = "postgres"
+bind = "127.0.0.1:$1"
+[pools.bench]
+mode = "transaction"
+username = "$PG_USER"
+password = "$PG_PASSWORD"
+database = "bench"
+max_connections = 16
+backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
+[routing]
+default_pool = "bench"
+[limits]
+client_buffer_budget = "64MiB"
+CONF
+}
+
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
