@@ -614,7 +614,11 @@ impl Session {
         self.wrap_unseen_query(raw); // causal reads (#34)
         self.send_backend().await?;
         self.read_unseen_begin().await;
-        self.relay(relay::Until::Ready).await
+        let relayed = self.relay(relay::Until::Ready).await;
+        // A connection lost before the wrapped Query's ReadyForQuery ends the wrap with it: no
+        // later response may be read as its probe's.
+        self.progress.unseen = xact::Unseen::No;
+        relayed
     }
 
     async fn on_parse(&mut self, name: &str, query: &str, types: &[u32], raw: &[u8]) -> Result<(), End> {
