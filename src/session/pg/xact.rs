@@ -159,13 +159,13 @@ impl Session {
         }
         self.progress.ryw.autocommit_unproven();
         let query = raw.first() == Some(&client::QUERY);
+        if unseen != Unseen::Probe || !query || self.ex.retry_batch().is_some() {
+            return;
+        }
         let (Some(begin), Some(probe), Some(commit)) = (query_message("BEGIN"), probe(), query_message("COMMIT"))
         else {
             return;
         };
-        if unseen != Unseen::Probe || !query || self.ex.retry_batch().is_some() {
-            return;
-        }
         self.ex.forward_first(begin);
         self.ex.forward_unanswered(&probe);
         self.ex.forward_unanswered(&commit);
