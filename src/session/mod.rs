@@ -12,10 +12,10 @@ pub mod admission;
 mod backoff;
 pub mod cancel;
 pub mod client_error;
-mod client_io;
 mod commit_io;
 mod context;
 pub mod digest;
+mod driver;
 mod engine;
 pub mod error;
 mod give_back;
@@ -178,10 +178,4 @@ async fn deliver_mysql(
     crate::pool::deliver_mysql_kill(&pool.config, None, target.addr, thread_id, deadline)
         .await
         .map_err(|e| e.to_string())
-}
-
-/// Runs one step of a session unless the KILL event of its pool is set first (`None` then):
-/// a KILL ends the session wherever it waits (#25).
-fn unless_killed<F: std::future::Future>(killed: rt::Event, step: F) -> rt::UnlessSet<F> {
-    rt::unless_set(&killed, step)
 }

@@ -21,7 +21,7 @@ use crate::protocol::mysql::framer::{Frame, MAX_PACKET_PAYLOAD};
 use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::rt;
 use crate::session::client_error::MyClientError;
-use crate::session::client_io;
+use crate::session::driver::{self, Wire as _};
 use crate::session::error::RelayError;
 
 /// Payloads at least this long pass through in pieces; shorter ones are read whole.
@@ -171,7 +171,7 @@ impl Session {
             match rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await {
                 Ok(Ok(n)) if n > 0 => {}
                 Ok(_) => return Err(End::ClientGone),
-                Err(_) => return self.idle_transaction_expired().await,
+                Err(_) => return Err(self.idle_transaction_expired().await),
             }
         }
     }
@@ -179,7 +179,9 @@ impl Session {
     /// The large command just handled is held no more: its charge goes, and so do the buffers
     /// it grew, rather than stay with the session.
     pub(super) fn release_command(&mut self) {
-        client_io::release_large(&mut self.io.held, [&mut self.io.buf, &mut self.link.out], PIECEWISE_AT);
+        if self.io.release_large(PIECEWISE_AT) {
+            driver::shrink_from(&mut self.link.out, PIECEWISE_AT);
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::state::{names_for_collation, MyState};
-use super::{ClientIo, Session};
+use super::Session;
 use crate::auth::{Denial, Verifier};
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::id::CancelKey;
@@ -31,6 +31,7 @@ use crate::protocol::mysql::{
 use crate::routing::causal::{parse_token, TOKEN_NAME};
 use crate::rt::{self, Stream};
 use crate::session::client_error::MyClientError;
+use crate::session::driver::ClientIo;
 use crate::session::secret::{failure_of, login_failed, stored_secret, Source, Stored};
 use crate::session::CoreContext;
 
@@ -130,14 +131,8 @@ pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize
     let err = match attempt {
         Ok(Ok(g)) => {
             let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
-            let io = ClientIo {
-                stream: client.stream,
-                buf: client.buf,
-                out: Vec::new(),
-                max_msg: max,
-                share: rt::Share::default(),
-                held: ctx.client_budget().charge(crate::metrics::BufferKind::Messages),
-            };
+            let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
+            let io = ClientIo::new(client.stream, client.buf, max, held);
             return Some(Session::new(ctx.clone(), io, g));
         }
         Ok(Err(e)) => e,

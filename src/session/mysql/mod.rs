@@ -48,7 +48,7 @@ use crate::routing::RywState;
 use crate::rt::{self, Stream};
 use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
-use crate::session::client_io::{self, End, CLIENT_FLUSH_AT, READ_CHUNK};
+use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts, Unfit};
 use crate::session::error::RelayError;
@@ -67,19 +67,6 @@ const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"
 use crate::session::client_error::ER_BACKEND_UNAVAILABLE as ER_BACKEND_LOST;
 /// `ER_PARSE_ERROR` for multi-statement text from a client that did not enable them.
 const ER_PARSE_ERROR: ErrorNumber = ErrorNumber { code: 1064, sql_state: *b"42000" };
-
-/// The client socket and its buffers.
-pub(super) struct ClientIo {
-    stream: Stream,
-    buf: Vec<u8>,
-    /// Bytes for the client not written yet.
-    out: Vec<u8>,
-    max_msg: usize,
-    /// What the client's commands took of the core's current turn (#33).
-    share: rt::Share,
-    /// A large command being read and handled, charged to the process's budget (#33).
-    held: crate::metrics::Charge,
-}
 
 /// The attached backend connection and the session's place in its byte streams.
 #[derive(Default)]
@@ -199,11 +186,97 @@ pub(super) struct Session {
     retry: RetryContext,
 }
 
+impl Wire for Session {
+    fn io(&mut self) -> (&mut ClientIo, &CoreContext) {
+        (&mut self.io, &self.ctx)
+    }
+
+    /// Takes the next command's payload; malformed framing gets an ERR and ends the session.
+    async fn take_unit(&mut self) -> Result<bool, End> {
+        let io = &mut self.io;
+        let refusal = match decode_payload(&io.buf, io.max_msg) {
+            Ok(Some(f)) if f.first_seq != 0 => {
+                MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order")
+            }
+            Ok(Some(f)) if large::alone(&f, &io.buf) => {
+                io.unit = large::take_alone(&mut io.buf);
+                return Ok(true);
+            }
+            Ok(Some(f)) => {
+                io.unit.clear();
+                rt::refill(&mut io.unit);
+                io.unit.extend_from_slice(&f.payload);
+                let n = f.consumed;
+                io.buf.drain(..n);
+                return Ok(true);
+            }
+            Ok(None) => return Ok(false),
+            Err(DecodeError::PayloadTooLarge { len, max }) => {
+                let msg = format!("Got a packet bigger than 'max_allowed_packet' bytes ({len} > {max})");
+                MyClientError::new(ER_NET_PACKET_TOO_LARGE, msg)
+            }
+            Err(e) => MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, e.to_string()),
+        };
+        self.fatal(refusal).await
+    }
+
+    async fn over_budget(&mut self) -> Result<bool, End> {
+        self.refuse_over_budget().await
+    }
+
+    async fn read_client(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
+        let idle = self.link.conn.is_none();
+        // In a transaction or with a cursor open the backend is this client's alone, so a
+        // silent client may not keep it for ever.
+        let limit =
+            if idle { None } else { release::idle_limit(self.holding(), self.pool.config.timeouts.idle_transaction) };
+        driver::read_alone(self, idle, limit).await
+    }
+
+    async fn handle(&mut self) -> Result<(), End> {
+        let mut payload = std::mem::take(&mut self.io.unit);
+        let done = self.dispatch(&payload).await;
+        payload.clear(); // so that an idle session hands it to the core's spares
+        self.io.unit = payload;
+        self.release_command(); // #33
+        done?;
+        // Commands answered without a wait (pipelined COM_STMT_CLOSE, COM_PING) must not hold
+        // the core: past the client's share of this turn, the other sessions go first (#33).
+        rt::take_share(&mut self.io.share).await;
+        self.flush_client().await
+    }
+
+    /// A client's KILL CONNECTION of this session (#18) ends it too.
+    fn kills(&self) -> (rt::Event, Option<rt::Event>) {
+        (self.pool.gate().killed(), Some(self.cancel.slot.end()))
+    }
+
+    fn release_idle_buffers(&mut self) {
+        self.io.release_idle_buffers();
+        if self.link.out.is_empty() {
+            rt::recycle(&mut self.link.out);
+        }
+    }
+
+    async fn idle_transaction_expired(&mut self) -> End {
+        if let Some(c) = self.link.conn.as_mut() {
+            c.broken = true;
+        }
+        self.pool.counters.idle_transaction_timed_out();
+        let text = format!(
+            "The client was disconnected by the router because of inactivity inside a transaction (idle_transaction_timeout {} ms)",
+            self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis()
+        );
+        MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text).encode(1, &mut self.io.out);
+        self.io.fatal().await
+    }
+}
+
 /// Serves one client from login to close.
 pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
     // Boxed: the login's state is large and needed only until the greeting.
     let Some(mut s) = Box::pin(login::login(&ctx, stream, listener)).await else { return };
-    let end = s.run().await;
+    let end = driver::run(&mut s).await;
     // Ended while a statement ran on another protocol's pool: back to the session's own (#24).
     s.unpark();
     if let End::KilledByClient = end {
@@ -313,129 +386,16 @@ impl Session {
         self.pool.config.mode
     }
 
-    async fn run(&mut self) -> End {
-        loop {
-            // A KILL of the session's pool ends it wherever it waits (#25); whatever was in
-            // flight is dropped with its backend connection, which the release then closes.
-            // So does a client's KILL CONNECTION of this session (#18).
-            let killed = self.pool.gate().killed();
-            let step = super::unless_killed(self.cancel.slot.end(), self.step());
-            match super::unless_killed(killed, step).await {
-                None => return End::Killed,
-                Some(None) => return End::KilledByClient,
-                Some(Some(Some(end))) => return end,
-                Some(Some(None)) => {}
-            }
-        }
-    }
-
-    /// Reads and handles one command; `Some` when the session ends.
-    async fn step(&mut self) -> Option<End> {
-        let payload = match self.next_command().await {
-            Ok(Some(p)) => p,
-            Ok(None) => return Some(End::ClientGone),
-            Err(end) => return Some(end),
-        };
-        // Boxed per command: the handlers' state is large, and an idle session should hold
-        // only what waiting for the next command needs.
-        let done = Box::pin(self.dispatch(&payload)).await;
-        self.release_command(); // #33
-        if let Err(end) = done {
-            return Some(end);
-        }
-        // Commands answered without a wait (pipelined COM_STMT_CLOSE, COM_PING) must not hold
-        // the core: past the client's share of this turn, the other sessions go first (#33).
-        rt::take_share(&mut self.io.share).await;
-        self.flush_client().await.err()
-    }
-
-    /// Reads the next whole command payload; `None` when the client closed. Idle sessions also
-    /// end here when draining. Malformed framing gets an ERR and ends the session.
-    async fn next_command(&mut self) -> Result<Option<Vec<u8>>, End> {
-        loop {
-            match decode_payload(&self.io.buf, self.io.max_msg) {
-                Ok(Some(f)) if f.first_seq != 0 => {
-                    return self
-                        .fatal(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order"))
-                        .await;
-                }
-                Ok(Some(f)) if large::alone(&f, &self.io.buf) => return Ok(Some(large::take_alone(&mut self.io.buf))),
-                Ok(Some(f)) => {
-                    let payload = f.payload.into_owned();
-                    let n = f.consumed;
-                    self.io.buf.drain(..n);
-                    return Ok(Some(payload));
-                }
-                Ok(None) => {}
-                Err(DecodeError::PayloadTooLarge { len, max }) => {
-                    let msg = format!("Got a packet bigger than 'max_allowed_packet' bytes ({len} > {max})");
-                    return self.fatal(MyClientError::new(ER_NET_PACKET_TOO_LARGE, msg)).await;
-                }
-                Err(e) => return self.fatal(MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, e.to_string())).await,
-            }
-            if self.refuse_over_budget().await? {
-                continue; // #33
-            }
-            self.flush_client().await?;
-            let idle = self.link.conn.is_none();
-            let read = if idle {
-                self.release_idle_buffers();
-                client_io::read_idle(&mut self.io.stream, &mut self.io.buf, &self.ctx.drain).await
-            } else {
-                // In a transaction or with a cursor open the backend is this client's alone, so
-                // a silent client may not keep it for ever.
-                let limit = release::idle_limit(self.holding(), self.pool.config.timeouts.idle_transaction);
-                let Ok(read) =
-                    rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await
-                else {
-                    return self.idle_transaction_expired().await;
-                };
-                Some(read)
-            };
-            if client_io::client_closed(read)? {
-                return Ok(None);
-            }
-        }
-    }
-
-    /// Hands the empty buffers to the core's spares before a possibly long wait for the client's
-    /// next command: an idle session holds none (the read waiting meanwhile selects a provided
-    /// buffer), and the next command takes spares back instead of allocating.
-    fn release_idle_buffers(&mut self) {
-        for buf in [&mut self.io.buf, &mut self.io.out, &mut self.link.out] {
-            if buf.is_empty() {
-                rt::recycle(buf);
-            }
-        }
-    }
-
-    /// Ends a session whose client stayed silent past `idle_transaction_timeout` while holding
-    /// its backend connection, which is closed (rolling the transaction back).
-    async fn idle_transaction_expired<T>(&mut self) -> Result<T, End> {
-        if let Some(c) = self.link.conn.as_mut() {
-            c.broken = true;
-        }
-        self.pool.counters.idle_transaction_timed_out();
-        let text = format!(
-            "The client was disconnected by the router because of inactivity inside a transaction (idle_transaction_timeout {} ms)",
-            self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis()
-        );
-        self.fatal(MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text)).await
-    }
-
     /// Tells the client why its session ends, in a way the error survives (see
-    /// [`rt::linger_close`]): the client may still be sending the packet that was refused.
+    /// [`ClientIo::fatal`]): the client may still be sending the packet that was refused.
     async fn fatal<T>(&mut self, e: MyClientError) -> Result<T, End> {
         e.encode(1, &mut self.io.out);
-        if self.flush_client().await.is_ok() {
-            rt::linger_close(&mut self.io.stream, rt::now() + super::FATAL_LINGER).await;
-        }
-        Err(End::Fatal)
+        Err(self.io.fatal().await)
     }
 
     /// Writes buffered client output.
     async fn flush_client(&mut self) -> Result<(), End> {
-        client_io::flush(&mut self.io.stream, &mut self.io.out).await
+        self.io.flush().await
     }
 
     async fn dispatch(&mut self, payload: &[u8]) -> Result<(), End> {

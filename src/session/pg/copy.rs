@@ -11,6 +11,7 @@ use crate::protocol::pg::tag::{backend as server, frontend as client};
 use crate::protocol::pg::{decode_raw_frame, sqlstate};
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::driver::Wire as _;
 
 /// Largest backend message looked at while copying (notices are small; anything else ends the
 /// COPY and is read by the relay under its own limit).
@@ -27,8 +28,8 @@ pub(super) enum CopyIn {
 
 /// What woke a session pumping copy data.
 enum Woke {
-    /// A whole client message is in `msg`; its tag.
-    Client(u8),
+    /// A whole client message is in `io.unit`.
+    Client,
     /// More client bytes arrived.
     ClientBytes,
     /// The client closed its connection.
@@ -48,7 +49,7 @@ impl Session {
         let mut ended = false;
         loop {
             let tag = match self.next_copy_event(!ended).await? {
-                Woke::Client(tag) => tag,
+                Woke::Client => self.io.unit.first().copied().unwrap_or_default(),
                 Woke::ClientBytes => continue,
                 Woke::Backend(alive) => {
                     if !alive || !self.relay_notices_during_copy() {
@@ -61,7 +62,7 @@ impl Session {
             };
             match tag {
                 client::SYNC if ended => {
-                    self.ex.forward_unanswered(&self.io.msg);
+                    self.ex.forward_unanswered(&self.io.unit);
                     self.send_backend().await?;
                     return Ok(CopyIn::Sent);
                 }
@@ -73,7 +74,7 @@ impl Session {
                     return Err(End::Fatal);
                 }
                 client::COPY_DATA | client::COPY_DONE | client::COPY_FAIL => {
-                    self.ex.forward_unanswered(&self.io.msg);
+                    self.ex.forward_unanswered(&self.io.unit);
                     if tag != client::COPY_DATA || self.ex.queued().len() >= CLIENT_FLUSH_AT {
                         self.send_backend().await?;
                     }
@@ -109,22 +110,20 @@ impl Session {
     /// Waits for the next whole client message, or (when `watch`) for the backend to speak.
     async fn next_copy_event(&mut self, watch: bool) -> Result<Woke, End> {
         loop {
-            match self.take_client_frame() {
-                Ok(Some(tag)) => return Ok(Woke::Client(tag)),
-                Ok(None) => {}
-                Err(e) => return Err(self.refuse_frame(e).await),
+            if self.take_unit().await? {
+                return Ok(Woke::Client);
             }
             if let Some(len) = self.large_copy_data().filter(|_| watch) {
                 self.pass_on_copy_data(len).await?; // in pieces (#33)
                 continue;
             }
-            if self.io.cpos > 0 {
-                self.io.cbuf.drain(..self.io.cpos);
-                self.io.cpos = 0;
+            if self.io.pos > 0 {
+                self.io.buf.drain(..self.io.pos);
+                self.io.pos = 0;
             }
             self.flush_client().await?;
             let limit = self.idle_transaction_timeout();
-            let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
+            let (client, cbuf) = (&mut self.io.stream, &mut self.io.buf);
             let from_client = async {
                 match rt::read_some(client, cbuf, READ_CHUNK).await {
                     Ok(n) if n > 0 => Woke::ClientBytes,

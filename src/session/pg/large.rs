@@ -26,7 +26,7 @@ use crate::protocol::pg::{backend, decode_header, sqlstate};
 use crate::routing::causal::{oversized_token_set, TokenError};
 use crate::rt;
 use crate::session::client_error::PgClientError;
-use crate::session::client_io;
+use crate::session::driver::Wire as _;
 use crate::session::error::RelayError;
 use crate::sql::Dialect;
 
@@ -74,7 +74,7 @@ impl Session {
                 // begun would leave the client nothing to resume from).
                 held.resize(piece as u64, u64::MAX);
                 let bytes = conn.rbuf.get(pass.pos..pass.pos + piece).unwrap_or_default();
-                let written = rt::write_all(&mut self.io.client, bytes).await;
+                let written = rt::write_all(&mut self.io.stream, bytes).await;
                 conn.rbuf.drain(..pass.pos + piece);
                 pass.pos = 0;
                 left -= piece;
@@ -101,7 +101,7 @@ impl Session {
     /// The length of the large CopyData whose header starts the client's unread bytes, when
     /// it has not fully arrived: it is passed on in pieces ([`Session::pass_on_copy_data`]).
     pub(super) fn large_copy_data(&self) -> Option<usize> {
-        let rest = self.io.cbuf.get(self.io.cpos..)?;
+        let rest = self.io.buf.get(self.io.pos..)?;
         match decode_header(rest, self.max_message()) {
             Ok(Some((client::COPY_DATA, len))) if len >= PIECEWISE_AT && rest.len() < len => Some(len),
             _ => None,
@@ -117,13 +117,13 @@ impl Session {
         while left > 0 {
             let Some(conn) = self.backend.as_mut() else { return Err(End::ClientGone) };
             let io = &mut self.io;
-            let piece = io.cbuf.len().saturating_sub(io.cpos).min(left);
+            let piece = io.buf.len().saturating_sub(io.pos).min(left);
             if piece > 0 {
                 held.resize(piece as u64, u64::MAX);
-                let bytes = io.cbuf.get(io.cpos..io.cpos + piece).unwrap_or_default();
+                let bytes = io.buf.get(io.pos..io.pos + piece).unwrap_or_default();
                 let written = rt::write_all(&mut conn.stream, bytes).await;
-                io.cbuf.drain(..io.cpos + piece);
-                io.cpos = 0;
+                io.buf.drain(..io.pos + piece);
+                io.pos = 0;
                 left -= piece;
                 if let Err(e) = written {
                     return self.backend_lost(RelayError::BackendClosed(Some(e))).await.and(Err(End::Fatal));
@@ -132,7 +132,7 @@ impl Session {
             }
             held.resize(0, 0);
             let limit = self.idle_transaction_timeout();
-            match rt::within(limit, rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK)).await {
+            match rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await {
                 Ok(Ok(n)) if n > 0 => {}
                 Ok(_) => {
                     // Part of a message went: nothing can follow it on this connection.
@@ -169,12 +169,12 @@ impl Session {
     /// depend on the rest of it (`routing::causal::oversized_token_set`). Only between
     /// exchanges, where the whole-text path would answer it at once too.
     fn oversized_token_set(&self) -> Option<usize> {
-        let (tag, len) = decode_header(&self.io.cbuf, self.max_message()).ok().flatten()?;
+        let (tag, len) = decode_header(&self.io.buf, self.max_message()).ok().flatten()?;
         let idle = self.batch.is_empty() && self.ex.expects().is_empty() && !self.ex.awaiting();
         if tag != client::QUERY || !idle || self.ex.refused() || self.ex.aborted() || self.is_bridged() {
             return None;
         }
-        let head = self.io.cbuf.get(HEADER..len.min(self.io.cbuf.len()).min(HEADER + TOKEN_HEAD))?;
+        let head = self.io.buf.get(HEADER..len.min(self.io.buf.len()).min(HEADER + TOKEN_HEAD))?;
         let head = match std::str::from_utf8(head) {
             Ok(head) => head,
             // Cut inside a character (or not UTF-8 further on): what comes before it.
@@ -192,7 +192,7 @@ impl Session {
         // Its head may have come in a read too short to tell, charged as a large message.
         self.io.held.resize(0, 0);
         self.discard_client(len).await?;
-        self.io.cbuf.shrink_to(READ_CHUNK);
+        self.io.buf.shrink_to(READ_CHUNK);
         let e = PgClientError::new(INVALID_PARAMETER_VALUE, TokenError::TooLarge.to_string());
         e.encode(&mut self.io.out);
         backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
@@ -205,8 +205,8 @@ impl Session {
     /// message at once: grown read by read, it would double and copy, and the allocator keeps
     /// what it copied from.
     fn charge_incoming(&mut self) -> Option<(u8, usize)> {
-        let have = self.io.cbuf.len();
-        let (tag, len) = match decode_header(&self.io.cbuf, self.max_message()) {
+        let have = self.io.buf.len();
+        let (tag, len) = match decode_header(&self.io.buf, self.max_message()) {
             Ok(Some((tag, len))) if len >= PIECEWISE_AT => (tag, len),
             _ => return None,
         };
@@ -215,7 +215,7 @@ impl Session {
         if !self.io.held.resize(want, budget) {
             return Some((tag, len));
         }
-        self.io.cbuf.reserve_exact(len.saturating_sub(have));
+        self.io.buf.reserve_exact(len.saturating_sub(have));
         None
     }
 
@@ -225,7 +225,7 @@ impl Session {
     async fn refuse_incoming(&mut self, tag: u8, len: usize) -> Result<(), End> {
         self.io.held.resize(0, 0);
         self.discard_client(len).await?;
-        self.io.cbuf.shrink_to(READ_CHUNK);
+        self.io.buf.shrink_to(READ_CHUNK);
         if self.ex.refused() || self.ex.aborted() {
             return Ok(()); // skipped up to Sync anyway, as on the server
         }
@@ -247,15 +247,15 @@ impl Session {
         let mut left = len;
         loop {
             let io = &mut self.io;
-            let piece = io.cbuf.len().saturating_sub(io.cpos).min(left);
-            io.cbuf.drain(..io.cpos + piece);
-            io.cpos = 0;
+            let piece = io.buf.len().saturating_sub(io.pos).min(left);
+            io.buf.drain(..io.pos + piece);
+            io.pos = 0;
             left -= piece;
             if left == 0 {
                 return Ok(());
             }
             let limit = self.idle_transaction_timeout();
-            match rt::within(limit, rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK)).await {
+            match rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await {
                 Ok(Ok(n)) if n > 0 => {}
                 Ok(_) => return Err(End::ClientGone),
                 Err(_) => return Err(self.idle_transaction_expired().await),
@@ -266,13 +266,7 @@ impl Session {
     /// The large message just handled is held no more: its charge goes, and so do the buffers
     /// it grew, rather than stay with the session.
     pub(super) fn release_message(&mut self) {
-        let io = &mut self.io;
-        if io.held.bytes() > 0 {
-            // The message's bytes go first: the buffer then shrinks to what follows it.
-            io.cbuf.drain(..io.cpos);
-            io.cpos = 0;
-        }
-        if client_io::release_large(&mut io.held, [&mut io.cbuf, &mut io.msg], PIECEWISE_AT) {
+        if self.io.release_large(PIECEWISE_AT) {
             self.ex.shrink_buffer(PIECEWISE_AT, READ_CHUNK);
         }
     }

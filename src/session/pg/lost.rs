@@ -36,7 +36,7 @@ impl Session {
             if self.flush_client().await.is_ok() {
                 // The client may have sent more already: closing on it would reset the
                 // connection and could destroy the error before the client read it.
-                rt::linger_close(&mut self.io.client, rt::now() + super::super::FATAL_LINGER).await;
+                rt::linger_close(&mut self.io.stream, rt::now() + super::super::FATAL_LINGER).await;
             }
             return Err(End::Fatal);
         }

@@ -46,7 +46,7 @@ use crate::routing::RywState;
 use crate::rt::{self, Stream};
 use crate::session::cancel::CancelSlot;
 use crate::session::client_error::PgClientError;
-use crate::session::client_io::{self, End, CLIENT_FLUSH_AT, READ_CHUNK};
+use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::release::{self, Release, ReleaseFacts};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
@@ -77,24 +77,6 @@ pub(super) struct Session {
     /// Statements and portals of a session served by a MySQL pool, or of a native session's
     /// statements routed to one (#24).
     bridge: bridged::Bridge,
-}
-
-/// The client's socket and the buffers between it and the session.
-struct ClientIo {
-    client: Stream,
-    /// Bytes read from the client; `cpos` is where the next message starts.
-    cbuf: Vec<u8>,
-    cpos: usize,
-    /// The client message being handled, tag byte first.
-    msg: Vec<u8>,
-    /// Bytes buffered for the client.
-    out: Vec<u8>,
-    /// Largest client message accepted (the listener's `max_message_size`).
-    max_msg: usize,
-    /// What the client's messages took of the core's current turn (#33).
-    share: rt::Share,
-    /// A large client message being read and handled, charged to the process's budget (#33).
-    held: crate::metrics::Charge,
 }
 
 /// How a cancel reaches the session's running statement.
@@ -140,11 +122,96 @@ pub(super) struct Identity {
     pub home: String,
 }
 
+impl Wire for Session {
+    fn io(&mut self) -> (&mut ClientIo, &CoreContext) {
+        (&mut self.io, &self.ctx)
+    }
+
+    async fn take_unit(&mut self) -> Result<bool, End> {
+        match self.take_client_frame() {
+            Ok(taken) => Ok(taken),
+            Err(e) => Err(self.refuse_frame(e).await),
+        }
+    }
+
+    async fn over_budget(&mut self) -> Result<bool, End> {
+        self.refuse_over_budget().await
+    }
+
+    async fn read_client(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
+        if let Some(read) = self.push_unsynced().await? {
+            return Ok(Some(read)); // a batch without Sync waits nowhere (#36)
+        }
+        let idle = self.backend.is_none() && self.ex.expects().is_empty();
+        // Between transactions a held backend may speak unprompted (NOTIFY is delivered only
+        // then; notices; its own death), so watch it too. Inside a transaction only a dying
+        // backend speaks, and the next statement finds that out: racing a second read there
+        // would cost an io_uring cancellation per statement.
+        // A bridged MySQL connection has nothing unprompted to relay.
+        // Mid-exchange (a pipeline past a Flush, an aborted batch, a COPY) the backend's next
+        // words answer the client's next message, never an unprompted one.
+        let watch_backend = !idle
+            && self.ex.expects().is_empty()
+            && !self.ex.awaiting()
+            && self.progress.tx == TransactionStatus::Idle
+            && !self.is_bridged();
+        // While the backend is held for this client alone (a transaction, a COPY, a batch),
+        // a silent client may not keep it for ever.
+        let limit = self.idle_transaction_timeout();
+        // Mid-batch past a Flush or a pause, the backend's answers are relayed as they come (#36).
+        let mid_batch = self.mid_batch();
+        if watch_backend || mid_batch {
+            return self.wait_held(mid_batch, limit).await;
+        }
+        driver::read_alone(self, idle, limit).await
+    }
+
+    /// Handles the message and then every whole message already buffered behind it (an
+    /// extended-protocol batch arrives in one read), under the one boxed future of the loop:
+    /// boxing copies the future's full size, once per read rather than once per message.
+    async fn handle(&mut self) -> Result<(), End> {
+        loop {
+            self.dispatch().await?;
+            // A client pipelining thousands of messages must not hold the core: past its share
+            // of this turn, the other sessions go first (#33).
+            rt::take_share(&mut self.io.share).await;
+            if !self.take_unit().await? {
+                return Ok(());
+            }
+        }
+    }
+
+    fn kills(&self) -> (rt::Event, Option<rt::Event>) {
+        (self.pool.gate().killed(), None)
+    }
+
+    /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
+    /// told why, and the backend connection is closed, which rolls its transaction back.
+    async fn idle_transaction_expired(&mut self) -> End {
+        if let Some(c) = self.backend.as_mut() {
+            c.broken = true;
+        }
+        self.pool.counters.idle_transaction_timed_out();
+        let ms = self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis();
+        let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
+        PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.io.out);
+        let _ = self.flush_client().await;
+        End::Fatal
+    }
+
+    fn release_idle_buffers(&mut self) {
+        self.io.release_idle_buffers();
+        if let Some(buf) = self.ex.idle_buffer() {
+            rt::recycle(buf);
+        }
+    }
+}
+
 /// Serves one client from login to close.
 pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
     // Boxed: the login's state is large and needed only until the greeting.
     let Some(mut s) = Box::pin(login::login(&ctx, stream, listener)).await else { return };
-    let end = s.run().await;
+    let end = driver::run(&mut s).await;
     if let (End::Killed, Some(conn)) = (&end, s.backend.as_mut()) {
         // Killed wherever it was: a response may still be on its way, so the connection goes.
         conn.broken = true;
@@ -157,7 +224,7 @@ pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize)
     if let Some(message) = goodbye {
         let mut out = Vec::new();
         PgClientError::new(sqlstate::ADMIN_SHUTDOWN, message).encode_fatal(&mut out);
-        let _ = rt::write_all(&mut s.io.client, &out).await;
+        let _ = rt::write_all(&mut s.io.stream, &out).await;
     }
     s.cross_unpark();
     s.release_backend(true).await;
@@ -227,16 +294,7 @@ impl Session {
         }
         Self {
             ctx,
-            io: ClientIo {
-                client,
-                cbuf: leftover,
-                cpos: 0,
-                msg: Vec::new(),
-                out: Vec::new(),
-                max_msg,
-                share: rt::Share::default(),
-                held,
-            },
+            io: ClientIo::new(client, leftover, max_msg, held),
             pool,
             backend: None,
             state,
@@ -268,145 +326,35 @@ impl Session {
         self.io.max_msg
     }
 
-    async fn run(&mut self) -> End {
-        loop {
-            // A KILL of the session's pool ends it wherever it waits (#25); whatever was in
-            // flight is dropped with its backend connection, which the release then closes.
-            match super::unless_killed(self.pool.gate().killed(), self.step()).await {
-                None => return End::Killed,
-                Some(Some(end)) => return end,
-                Some(None) => {}
-            }
-        }
-    }
-
-    /// Reads and handles one client message; `Some` when the session ends.
-    async fn step(&mut self) -> Option<End> {
-        let tag = match self.next_client_frame().await {
-            Ok(Some(tag)) => tag,
-            Ok(None) => return Some(End::ClientGone),
-            Err(end) => return Some(end),
-        };
-        // Boxed: the handlers' state is large, and an idle session (most of them, most of the
-        // time) should hold only what waiting for the next message needs.
-        Box::pin(self.dispatch_buffered(tag)).await.err()
-    }
-
-    /// Handles the message `tag` and then every whole message already buffered behind it (an
-    /// extended-protocol batch arrives in one read), under one boxed future: boxing copies the
-    /// future's full size, once per read rather than once per message.
-    async fn dispatch_buffered(&mut self, mut tag: u8) -> Result<(), End> {
-        loop {
-            self.dispatch(tag).await?;
-            // A client pipelining thousands of messages must not hold the core: past its share
-            // of this turn, the other sessions go first (#33).
-            rt::take_share(&mut self.io.share).await;
-            match self.take_client_frame() {
-                Ok(Some(next)) => tag = next,
-                Ok(None) => return Ok(()),
-                Err(e) => return Err(self.refuse_frame(e).await),
-            }
-        }
-    }
-
-    /// Buffers the next whole client message into `self.io.msg` (tag byte first) and returns its
-    /// tag; `None` when the client closed. Idle sessions also end here when draining.
-    async fn next_client_frame(&mut self) -> Result<Option<u8>, End> {
-        loop {
-            match self.take_client_frame() {
-                Ok(Some(tag)) => return Ok(Some(tag)),
-                Ok(None) => {}
-                Err(e) => return Err(self.refuse_frame(e).await),
-            }
-            self.io.cbuf.drain(..std::mem::take(&mut self.io.cpos));
-            if self.refuse_over_budget().await? {
-                continue; // #33
-            }
-            self.flush_client().await?;
-            match self.push_unsynced().await? {
-                Some(Ok(n)) if n > 0 => continue, // a batch without Sync waits nowhere (#36)
-                Some(_) => return Ok(None),
-                None => {}
-            }
-            let idle = self.backend.is_none() && self.ex.expects().is_empty();
-            // Between transactions a held backend may speak unprompted (NOTIFY is delivered only
-            // then; notices; its own death), so watch it too. Inside a transaction only a dying
-            // backend speaks, and the next statement finds that out: racing a second read there
-            // would cost an io_uring cancellation per statement.
-            // A bridged MySQL connection has nothing unprompted to relay.
-            // Mid-exchange (a pipeline past a Flush, an aborted batch, a COPY) the backend's next
-            // words answer the client's next message, never an unprompted one.
-            let watch_backend = !idle
-                && self.ex.expects().is_empty()
-                && !self.ex.awaiting()
-                && self.progress.tx == TransactionStatus::Idle
-                && !self.is_bridged();
-            // While the backend is held for this client alone (a transaction, a COPY, a batch),
-            // a silent client may not keep it for ever.
-            let limit = self.idle_transaction_timeout();
-            // Mid-batch past a Flush or a pause, the backend's answers are relayed as they come (#36).
-            let mid_batch = self.mid_batch();
-            let read = if watch_backend || mid_batch {
-                match self.wait_held(mid_batch, limit).await? {
-                    Some(r) => Some(r),
-                    None => continue,
-                }
-            } else if idle {
-                self.read_idle().await
-            } else {
-                let Ok(read) =
-                    rt::within(limit, rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK)).await
-                else {
-                    return Err(self.idle_transaction_expired().await);
-                };
-                Some(read)
-            };
-            if client_io::client_closed(read)? {
-                return Ok(None);
-            }
-        }
-    }
-
-    /// Reads from a client that holds no backend; `None` when the router starts draining.
-    async fn read_idle(&mut self) -> Option<std::io::Result<usize>> {
-        self.release_idle_buffers();
-        client_io::read_idle(&mut self.io.client, &mut self.io.cbuf, &self.ctx.drain).await
-    }
-
-    /// Moves the next whole client message from `cbuf` into `msg` and returns its tag;
-    /// `Ok(None)` when it has not fully arrived yet.
-    fn take_client_frame(&mut self) -> Result<Option<u8>, DecodeError> {
+    /// Moves the next whole client message from `buf` into `unit` (`false`: it has not fully
+    /// arrived yet).
+    fn take_client_frame(&mut self) -> Result<bool, DecodeError> {
         let max = self.max_message();
-        let Some(rest) = self.io.cbuf.get(self.io.cpos..) else { return Ok(None) };
-        let Some(f) = decode_raw_frame(rest, max)? else { return Ok(None) };
-        let (tag, len) = (f.tag(), f.len());
-        if self.io.cpos == 0 && len == rest.len() && len >= large::PIECEWISE_AT {
+        let Some(rest) = self.io.buf.get(self.io.pos..) else { return Ok(false) };
+        let Some(f) = decode_raw_frame(rest, max)? else { return Ok(false) };
+        let len = f.len();
+        if self.io.pos == 0 && len == rest.len() && len >= large::PIECEWISE_AT {
             // A large message alone in the buffer becomes the message, not a copy of it (#33).
-            std::mem::swap(&mut self.io.msg, &mut self.io.cbuf);
-            self.io.cbuf.clear();
-            return Ok(Some(tag));
+            std::mem::swap(&mut self.io.unit, &mut self.io.buf);
+            self.io.buf.clear();
+            return Ok(true);
         }
-        self.io.msg.clear();
-        rt::refill(&mut self.io.msg);
-        self.io.msg.extend_from_slice(f.bytes());
-        self.io.cpos += len;
-        if self.io.cpos == self.io.cbuf.len() {
-            self.io.cbuf.clear();
-            self.io.cpos = 0;
+        self.io.unit.clear();
+        rt::refill(&mut self.io.unit);
+        self.io.unit.extend_from_slice(f.bytes());
+        self.io.pos += len;
+        if self.io.pos == self.io.buf.len() {
+            self.io.buf.clear();
+            self.io.pos = 0;
         }
-        Ok(Some(tag))
+        Ok(true)
     }
 
     /// Ends the session over a client message that cannot be framed (e.g. over the size limit).
     async fn refuse_frame(&mut self, e: DecodeError) -> End {
         self.io.out.clear();
         PgClientError::new(e.sqlstate(), e.to_string()).encode_fatal(&mut self.io.out);
-        // The client may still be sending the message refused here: close so that the error
-        // survives (see `rt::linger_close`).
-        if self.flush_client().await.is_ok() {
-            rt::linger_close(&mut self.io.client, rt::now() + super::FATAL_LINGER).await;
-        }
-        End::Fatal
+        self.io.fatal().await
     }
 
     /// The pool's `idle_transaction_timeout` when the session holds its backend inside a
@@ -415,42 +363,15 @@ impl Session {
         release::idle_limit(self.holding_for(true), self.pool.config.timeouts.idle_transaction)
     }
 
-    /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
-    /// told why, and the backend connection is closed, which rolls its transaction back.
-    async fn idle_transaction_expired(&mut self) -> End {
-        if let Some(c) = self.backend.as_mut() {
-            c.broken = true;
-        }
-        self.pool.counters.idle_transaction_timed_out();
-        let ms = self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis();
-        let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
-        PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.io.out);
-        let _ = self.flush_client().await;
-        End::Fatal
-    }
-
-    /// Hands the empty buffers to the core's spares before a possibly long wait for the client's
-    /// next transaction: an idle session holds none (the read waiting meanwhile selects a
-    /// provided buffer), and the next statement takes spares back instead of allocating.
-    fn release_idle_buffers(&mut self) {
-        for buf in [&mut self.io.cbuf, &mut self.io.out, &mut self.io.msg] {
-            if buf.is_empty() {
-                rt::recycle(buf);
-            }
-        }
-        if let Some(buf) = self.ex.idle_buffer() {
-            rt::recycle(buf);
-        }
-    }
-
-    async fn dispatch(&mut self, tag: u8) -> Result<(), End> {
+    async fn dispatch(&mut self) -> Result<(), End> {
+        let Some(&tag) = self.io.unit.first() else { return Ok(()) };
         rt::refill(&mut self.io.out);
         if let Some(buf) = self.ex.idle_buffer() {
             rt::refill(buf); // an allocation-less buffer is empty
         }
-        let msg = std::mem::take(&mut self.io.msg);
+        let msg = std::mem::take(&mut self.io.unit);
         let res = self.dispatch_msg(tag, &msg).await;
-        self.io.msg = msg;
+        self.io.unit = msg;
         self.release_message(); // #33
         res?;
         self.stream_batch().await
@@ -552,7 +473,7 @@ impl Session {
 
     /// Writes buffered client output.
     async fn flush_client(&mut self) -> Result<(), End> {
-        client_io::flush(&mut self.io.client, &mut self.io.out).await
+        self.io.flush().await
     }
 
     async fn on_query(&mut self, sql: &str, raw: &[u8]) -> Result<(), End> {

@@ -21,6 +21,7 @@ use crate::protocol::pg::backend;
 use crate::protocol::pg::tag::frontend as client;
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::driver::Wire as _;
 
 /// Bytes of an extended batch queued for the backend before they are sent ahead of its Sync
 /// or Flush (larger than the batches kept for healing and retries, which are never streamed).
@@ -128,11 +129,11 @@ impl Session {
     /// (`replica_hold_refusal`). `Some`: the client sent more meanwhile (what the read gave).
     pub(super) async fn push_unsynced(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
         let unsent = !self.batch.is_empty() || (!self.ex.queued().is_empty() && self.backend.is_some());
-        let partial = self.io.cbuf.len() > self.io.cpos;
+        let partial = self.io.buf.len() > self.io.pos;
         if !unsent || self.is_bridged() || partial {
             return Ok(None);
         }
-        let more = rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK);
+        let more = rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK);
         if let Ok(read) = rt::within(Some(PAUSE), more).await {
             return Ok(Some(read));
         }
@@ -181,9 +182,9 @@ impl Session {
     /// backend answers meanwhile. `Ok(None)`: something was relayed, wait again.
     async fn wait_client_mid_batch(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
         let Some(conn) = self.backend.as_mut() else {
-            return Ok(Some(rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK).await));
+            return Ok(Some(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await));
         };
-        let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
+        let (client, cbuf) = (&mut self.io.stream, &mut self.io.buf);
         let woke = rt::race(async { Some(rt::read_some(client, cbuf, READ_CHUNK).await) }, async {
             // Closed or failed: the relay below finds out and tells the client.
             let _ = rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await;

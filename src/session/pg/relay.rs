@@ -348,7 +348,7 @@ impl Session {
         }
         self.flush_client().await?;
         let Some(rows) = self.backend.as_ref().and_then(|c| row_run(&c.rbuf, *pos)) else { return Ok(()) };
-        let written = rt::write_all(&mut self.io.client, rows).await;
+        let written = rt::write_all(&mut self.io.stream, rows).await;
         *pos += run;
         written.map_err(|_| End::ClientGone)
     }
@@ -449,9 +449,9 @@ impl Session {
     /// sends unprompted meanwhile. `Ok(None)`: something was relayed, wait again.
     pub(super) async fn wait_client_or_backend(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
         let Some(conn) = self.backend.as_mut() else {
-            return Ok(Some(rt::read_some(&mut self.io.client, &mut self.io.cbuf, READ_CHUNK).await));
+            return Ok(Some(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await));
         };
-        let (client, cbuf) = (&mut self.io.client, &mut self.io.cbuf);
+        let (client, cbuf) = (&mut self.io.stream, &mut self.io.buf);
         let drain = (self.progress.tx == TransactionStatus::Idle).then(|| self.ctx.drain.clone());
         let reads = rt::race(async { Woke::Client(rt::read_some(client, cbuf, READ_CHUNK).await) }, async {
             Woke::Backend(match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {

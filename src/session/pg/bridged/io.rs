@@ -145,7 +145,7 @@ impl Session {
             if flush && out.len() >= CLIENT_FLUSH_AT {
                 // A vanished client is noticed at its next read; the response is still drained
                 // so the connection stays usable.
-                let r = rt::write_all(&mut self.io.client, out).await;
+                let r = rt::write_all(&mut self.io.stream, out).await;
                 out.clear();
                 let _ = r;
             }

@@ -1,0 +1,240 @@
+//! The one client loop both wires run (#37): read until the client's next unit (a PostgreSQL
+//! message, a MySQL command) is whole, hand it to the wire, and end the session wherever it
+//! waits when its pool is killed, the router drains, or the client leaves. The wires supply only
+//! what differs: how a unit is framed, what a held backend may do while the client is silent,
+//! and how a unit is handled; [`ClientIo`] is the client's socket and buffers for both.
+//!
+//! Owns: the client socket's reads and writes between units, the idle read, the
+//! idle-in-transaction limit's read, a fatal error's linger, and large units' buffer release.
+//! Must not know either protocol's framing.
+
+use std::io;
+use std::time::Duration;
+
+use crate::metrics::Charge;
+use crate::rt::{self, Event, Stream};
+use crate::session::CoreContext;
+
+/// Bytes buffered for the client before they are written out mid-result.
+pub(super) const CLIENT_FLUSH_AT: usize = 64 * 1024;
+/// Read size for client and backend sockets.
+pub(super) const READ_CHUNK: usize = 16 * 1024;
+/// Read size while a session waits between transactions: most requests fit, and thousands of
+/// idle clients must not each hold a large buffer (a longer message just takes more reads).
+pub(super) const IDLE_READ_CHUNK: usize = 1024;
+
+/// Why a session loop ended.
+pub(super) enum End {
+    /// The client said goodbye (Terminate, COM_QUIT) or closed its socket.
+    ClientGone,
+    /// The router is draining and the session was idle.
+    Drained,
+    /// An error the client was told about; close.
+    Fatal,
+    /// An operator's KILL of the session's pool.
+    Killed,
+    /// A MySQL client's `KILL [CONNECTION]` of this session.
+    KilledByClient,
+}
+
+/// The client's socket and the buffers between it and the session.
+pub(super) struct ClientIo {
+    pub stream: Stream,
+    /// Bytes read from the client; `pos` is where the first one not yet taken as a unit starts.
+    pub buf: Vec<u8>,
+    pub pos: usize,
+    /// The unit being handled (a PostgreSQL message, tag byte first; a MySQL command payload).
+    pub unit: Vec<u8>,
+    /// Bytes buffered for the client.
+    pub out: Vec<u8>,
+    /// Largest unit accepted (the listener's `max_message_size`).
+    pub max_msg: usize,
+    /// What the client's units took of the core's current turn (#33).
+    pub share: rt::Share,
+    /// A large unit being read and handled, charged to the process's budget (#33).
+    pub held: Charge,
+}
+
+impl ClientIo {
+    /// The buffers of a freshly logged-in client; `leftover` is what it sent past its login.
+    pub fn new(stream: Stream, leftover: Vec<u8>, max_msg: usize, held: Charge) -> Self {
+        Self {
+            stream,
+            buf: leftover,
+            pos: 0,
+            unit: Vec::new(),
+            out: Vec::new(),
+            max_msg,
+            share: rt::Share::default(),
+            held,
+        }
+    }
+
+    /// Writes and clears buffered client output.
+    pub async fn flush(&mut self) -> Result<(), End> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let r = rt::write_all(&mut self.stream, &self.out).await;
+        self.out.clear();
+        r.map_err(|_| End::ClientGone)
+    }
+
+    /// Sends the fatal error buffered in `out` and ends the session in a way the error survives
+    /// (see [`rt::linger_close`]): the client may still be sending what was refused.
+    pub async fn fatal(&mut self) -> End {
+        if self.flush().await.is_ok() {
+            rt::linger_close(&mut self.stream, rt::now() + super::FATAL_LINGER).await;
+        }
+        End::Fatal
+    }
+
+    /// Reads from a client that holds no backend; [`End::Drained`] when the router starts
+    /// draining. A small first read keeps idle buffers small; the rest of a big unit arrives in
+    /// full-size chunks.
+    pub async fn read_idle(&mut self, drain: &Event) -> Result<io::Result<usize>, End> {
+        let chunk = if self.buf.is_empty() { IDLE_READ_CHUNK } else { READ_CHUNK };
+        let (stream, buf) = (&mut self.stream, &mut self.buf);
+        let read = rt::race(async { Some(rt::read_some(stream, buf, chunk).await) }, async {
+            drain.wait().await;
+            None
+        });
+        read.await.ok_or(End::Drained)
+    }
+
+    /// Reads from the client within `limit`; `Err` when the limit passed first.
+    pub async fn read_within(&mut self, limit: Option<Duration>) -> Result<io::Result<usize>, rt::Elapsed> {
+        rt::within(limit, rt::read_some(&mut self.stream, &mut self.buf, READ_CHUNK)).await
+    }
+
+    /// A large unit was handled: its charge goes, and so do the buffers it grew to `at` bytes or
+    /// more, rather than stay with the session; `false` when none was held (the wire then has
+    /// nothing of its own to shrink either).
+    pub fn release_large(&mut self, at: usize) -> bool {
+        if self.held.bytes() == 0 {
+            return false;
+        }
+        // The unit's bytes go first: the buffer then shrinks to what follows it.
+        self.buf.drain(..self.pos);
+        self.pos = 0;
+        self.held.resize(0, 0);
+        for buf in [&mut self.buf, &mut self.unit] {
+            shrink_from(buf, at);
+        }
+        true
+    }
+
+    /// Hands the empty buffers to the core's spares before a possibly long wait for the client's
+    /// next unit: an idle session holds none (the read waiting meanwhile selects a provided
+    /// buffer), and the next unit takes spares back instead of allocating.
+    pub fn release_idle_buffers(&mut self) {
+        for buf in [&mut self.buf, &mut self.out, &mut self.unit] {
+            if buf.is_empty() {
+                rt::recycle(buf);
+            }
+        }
+    }
+}
+
+/// Shrinks `buf` to a read's size when it grew to `at` bytes or more for a large unit.
+pub(super) fn shrink_from(buf: &mut Vec<u8>, at: usize) {
+    if buf.capacity() >= at {
+        buf.shrink_to(READ_CHUNK);
+    }
+}
+
+/// What a wire supplies to the loop.
+pub(super) trait Wire {
+    /// The client's socket and buffers, with the core the session runs on.
+    fn io(&mut self) -> (&mut ClientIo, &CoreContext);
+    /// Moves the client's next whole unit into `io.unit` (`false`: not whole yet). A unit that
+    /// cannot be framed ends the session (`Err`), the client told why.
+    async fn take_unit(&mut self) -> Result<bool, End>;
+    /// Charges or refuses the large unit the unread bytes start with, before they are read on
+    /// (`true`: it was refused, look at the buffer again).
+    async fn over_budget(&mut self) -> Result<bool, End>;
+    /// Waits for the client's next bytes while the session is where it is: idle, holding a
+    /// backend, mid-batch. `None`: something else happened meanwhile; look at the buffer again.
+    async fn read_client(&mut self) -> Result<Option<io::Result<usize>>, End>;
+    /// Handles the unit in `io.unit` (and whatever it decides to handle with it).
+    async fn handle(&mut self) -> Result<(), End>;
+    /// The KILL of the session's pool (#25), and a client's KILL of this session where the
+    /// wire has one (#18).
+    fn kills(&self) -> (Event, Option<Event>);
+    /// [`ClientIo::release_idle_buffers`] and the wire's own buffers that may be empty.
+    fn release_idle_buffers(&mut self);
+    /// Ends a session whose client stayed silent past `idle_transaction_timeout` while holding
+    /// its backend connection, which is closed (rolling the transaction back); the client is
+    /// told why.
+    async fn idle_transaction_expired(&mut self) -> End;
+}
+
+/// Waits for the client of a session whose backend says nothing meanwhile: idle (no backend),
+/// the wait ends when the router drains; holding a backend, it lasts at most `limit`.
+pub(super) async fn read_alone<W: Wire>(
+    w: &mut W,
+    idle: bool,
+    limit: Option<Duration>,
+) -> Result<Option<io::Result<usize>>, End> {
+    if idle {
+        w.release_idle_buffers();
+        let (io, ctx) = w.io();
+        return io.read_idle(&ctx.drain).await.map(Some);
+    }
+    match w.io().0.read_within(limit).await {
+        Ok(read) => Ok(Some(read)),
+        Err(_) => Err(w.idle_transaction_expired().await),
+    }
+}
+
+/// Runs the session until it ends.
+pub(super) async fn run<W: Wire>(w: &mut W) -> End {
+    loop {
+        // A KILL ends the session wherever it waits; whatever was in flight is dropped with its
+        // backend connection, which the release then closes.
+        let (pool, client) = w.kills();
+        let stepped = match client {
+            Some(client) => rt::unless_set(&pool, rt::unless_set(&client, step(w)))
+                .await
+                .map(|by| by.unwrap_or(Some(End::KilledByClient))),
+            None => rt::unless_set(&pool, step(w)).await,
+        };
+        match stepped {
+            None => return End::Killed,
+            Some(Some(end)) => return end,
+            Some(None) => {}
+        }
+    }
+}
+
+/// Reads and handles one unit; `Some` when the session ends.
+async fn step<W: Wire>(w: &mut W) -> Option<End> {
+    match next_unit(w).await {
+        Ok(true) => {}
+        Ok(false) => return Some(End::ClientGone),
+        Err(end) => return Some(end),
+    }
+    // Boxed: the handlers' state is large, and an idle session (most of them, most of the
+    // time) should hold only what waiting for the next unit needs.
+    Box::pin(w.handle()).await.err()
+}
+
+/// Reads until the client's next unit is whole (`false`: the client closed).
+async fn next_unit<W: Wire>(w: &mut W) -> Result<bool, End> {
+    loop {
+        if w.take_unit().await? {
+            return Ok(true);
+        }
+        let io = w.io().0;
+        io.buf.drain(..std::mem::take(&mut io.pos));
+        if w.over_budget().await? {
+            continue; // #33
+        }
+        w.io().0.flush().await?;
+        if let Some(read) = w.read_client().await? {
+            if matches!(read, Ok(0) | Err(_)) {
+                return Ok(false);
+            }
+        }
+    }
+}
