@@ -23,6 +23,14 @@ pub(super) const READ_CHUNK: usize = 16 * 1024;
 /// idle clients must not each hold a large buffer (a longer message just takes more reads).
 pub(super) const IDLE_READ_CHUNK: usize = 1024;
 
+/// Units at least this long are charged to the process's client buffer budget while they
+/// arrive and until they were handled (#33); backend messages this long pass through in pieces.
+pub(super) const PIECEWISE_AT: usize = 256 * 1024;
+
+/// Copies of a large unit charged: the bytes read, and the copy queued for the backend (a unit
+/// alone in the read buffer becomes the handled unit without a copy).
+const COPIES: u64 = 2;
+
 /// Why a session loop ended.
 pub(super) enum End {
     /// The client said goodbye (Terminate, COM_QUIT) or closed its socket.
@@ -107,6 +115,23 @@ impl ClientIo {
         rt::within(limit, rt::read_some(&mut self.stream, &mut self.buf, READ_CHUNK)).await
     }
 
+    /// Charges the unit of `declared` bytes the read buffer starts with, as far as it arrived
+    /// and the next read may take it, before that read; `false` when `budget` refuses it. A
+    /// smaller unit charges nothing. The buffer gets room for the whole unit at once: grown read
+    /// by read, it would double and copy, and the allocator keeps what it copied from.
+    pub fn charge_incoming(&mut self, declared: usize, budget: u64) -> bool {
+        if declared < PIECEWISE_AT {
+            return true;
+        }
+        let have = self.buf.len();
+        let want = COPIES * have.saturating_add(READ_CHUNK).min(declared) as u64;
+        if !self.held.resize(want, budget) {
+            return false;
+        }
+        self.buf.reserve_exact(declared.saturating_sub(have));
+        true
+    }
+
     /// A large unit was handled: its charge goes, and so do the buffers it grew to `at` bytes or
     /// more, rather than stay with the session; `false` when none was held (the wire then has
     /// nothing of its own to shrink either).
@@ -183,6 +208,16 @@ pub(super) async fn read_alone<W: Wire>(
     }
     match w.io().0.read_within(limit).await {
         Ok(read) => Ok(Some(read)),
+        Err(_) => Err(w.idle_transaction_expired().await),
+    }
+}
+
+/// Reads more of a unit being dropped or passed on: a client that closes mid-unit ends the
+/// session, and so does one silent past `limit`.
+pub(super) async fn read_more<W: Wire>(w: &mut W, limit: Option<Duration>) -> Result<(), End> {
+    match w.io().0.read_within(limit).await {
+        Ok(Ok(n)) if n > 0 => Ok(()),
+        Ok(_) => Err(End::ClientGone),
         Err(_) => Err(w.idle_transaction_expired().await),
     }
 }

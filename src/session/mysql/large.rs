@@ -21,18 +21,14 @@ use crate::protocol::mysql::framer::{Frame, MAX_PACKET_PAYLOAD};
 use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::rt;
 use crate::session::client_error::MyClientError;
-use crate::session::driver::{self, Wire as _};
+use crate::session::driver;
 use crate::session::error::RelayError;
 
 /// Payloads at least this long pass through in pieces; shorter ones are read whole.
-pub(super) const PIECEWISE_AT: usize = 256 * 1024;
+pub(super) use crate::session::driver::PIECEWISE_AT;
 
 /// Bytes of a packet header.
 const HEADER_LEN: usize = 4;
-
-/// Copies of a large command charged: the bytes read, and the copy queued for the backend (a
-/// command of one packet alone in the read buffer becomes the payload without a copy).
-const COPIES: u64 = 2;
 
 /// Whether `f`, decoded from `buf`, is a large command of one packet that fills `buf`: its
 /// payload is then taken from the buffer ([`take_alone`]) rather than copied.
@@ -112,22 +108,12 @@ impl Session {
         Ok(true)
     }
 
-    /// Charges the large command the read buffer starts with, as far as it arrived and the
-    /// next read may take it, before that read; `false` when the budget refuses it. A smaller
-    /// command charges nothing. The buffer gets room for the packets announced so far at once:
-    /// grown read by read, it would double and copy, and the allocator keeps what it copied from.
+    /// Charges the large command the read buffer starts with
+    /// ([`ClientIo::charge_incoming`](crate::session::driver::ClientIo::charge_incoming));
+    /// `false` when the budget refuses it.
     fn charge_incoming(&mut self) -> bool {
-        let (declared, have) = (declared(&self.io.buf), self.io.buf.len());
-        if declared < PIECEWISE_AT {
-            return true;
-        }
-        let want = COPIES * have.saturating_add(READ_CHUNK).min(declared) as u64;
         let budget = self.ctx.config().limits.client_buffer_budget;
-        if !self.io.held.resize(want, budget) {
-            return false;
-        }
-        self.io.buf.reserve_exact(declared.saturating_sub(have));
-        true
+        self.io.charge_incoming(declared(&self.io.buf), budget)
     }
 
     /// Refuses the command the read buffer starts with (the budget is spent): the rest of its
@@ -168,11 +154,7 @@ impl Session {
             // Inside a transaction the backend waits for this client: not for ever.
             let held = self.tx.status & SERVER_STATUS_IN_TRANS != 0 || self.tx.cursor.is_some();
             let limit = self.pool.config.timeouts.idle_transaction.filter(|_| held && self.link.conn.is_some());
-            match rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await {
-                Ok(Ok(n)) if n > 0 => {}
-                Ok(_) => return Err(End::ClientGone),
-                Err(_) => return Err(self.idle_transaction_expired().await),
-            }
+            driver::read_more(self, limit).await?;
         }
     }
 

@@ -26,13 +26,13 @@ use crate::protocol::pg::{backend, decode_header, sqlstate};
 use crate::routing::causal::{oversized_token_set, TokenError};
 use crate::rt;
 use crate::session::client_error::PgClientError;
-use crate::session::driver::Wire as _;
+use crate::session::driver::{self, Wire as _};
 use crate::session::error::RelayError;
 use crate::sql::Dialect;
 
 /// Messages at least this long pass through in pieces. Smaller ones are held whole, as every
 /// message used to be: within a few reads, and most results' rows are far shorter.
-pub(super) const PIECEWISE_AT: usize = 256 * 1024;
+pub(super) use crate::session::driver::PIECEWISE_AT;
 
 /// A message's tag byte and length field.
 const HEADER: usize = 5;
@@ -41,10 +41,6 @@ const HEADER: usize = 5;
 /// ample for `SET SESSION querypilot.causal_token =` and a comment, and bounded, since it is
 /// looked at again after each read.
 const TOKEN_HEAD: usize = 4096;
-
-/// Copies of a large client message charged: the bytes read, and the copy queued for the
-/// backend (a message alone in the read buffer becomes the handled message without a copy).
-const COPIES: u64 = 2;
 
 /// Whether a backend message of type `tag` may pass through in pieces, as far as its type goes.
 pub(super) fn piecewise(tag: u8) -> bool {
@@ -199,24 +195,13 @@ impl Session {
         self.flush_client().await
     }
 
-    /// Charges the large client message whose header starts the read buffer, as far as it
-    /// arrived and the next read may take it, before that read; `Some((tag, len))` when the
-    /// budget refuses it. A smaller message charges nothing. The buffer gets room for the whole
-    /// message at once: grown read by read, it would double and copy, and the allocator keeps
-    /// what it copied from.
+    /// Charges the large client message whose header starts the read buffer
+    /// ([`ClientIo::charge_incoming`](crate::session::driver::ClientIo::charge_incoming));
+    /// `Some((tag, len))` when the budget refuses it.
     fn charge_incoming(&mut self) -> Option<(u8, usize)> {
-        let have = self.io.buf.len();
-        let (tag, len) = match decode_header(&self.io.buf, self.max_message()) {
-            Ok(Some((tag, len))) if len >= PIECEWISE_AT => (tag, len),
-            _ => return None,
-        };
-        let want = COPIES * have.saturating_add(READ_CHUNK).min(len) as u64;
+        let Ok(Some((tag, len))) = decode_header(&self.io.buf, self.max_message()) else { return None };
         let budget = self.ctx.config().limits.client_buffer_budget;
-        if !self.io.held.resize(want, budget) {
-            return Some((tag, len));
-        }
-        self.io.buf.reserve_exact(len.saturating_sub(have));
-        None
+        (!self.io.charge_incoming(len, budget)).then_some((tag, len))
     }
 
     /// Refuses the client message of type `tag` and `len` bytes that starts the unread bytes
@@ -255,11 +240,7 @@ impl Session {
                 return Ok(());
             }
             let limit = self.idle_transaction_timeout();
-            match rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await {
-                Ok(Ok(n)) if n > 0 => {}
-                Ok(_) => return Err(End::ClientGone),
-                Err(_) => return Err(self.idle_transaction_expired().await),
-            }
+            driver::read_more(self, limit).await?;
         }
     }
 
