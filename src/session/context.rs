@@ -319,6 +319,14 @@ impl CoreContext {
         self.router.borrow().cache_stats()
     }
 
+    /// Counts a session's first pin, `first` (`sqp_session_pins_total{reason}`), once it starts
+    /// to keep the session's connection.
+    pub fn count_pin(&self, first: Option<crate::sql::analyze::PinReason>) {
+        if let Some(reason) = first {
+            self.counters.pinned(reason.as_str());
+        }
+    }
+
     /// Counts a decision in the metrics: `sqp_routing_decisions_total{decision,pool}` on the
     /// chosen pool (a statement that runs nowhere, rejected by a rule or refused because of a
     /// hint, counts as `reject` without a pool) and `sqp_statement_operations_total{operation}`.

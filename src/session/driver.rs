@@ -192,6 +192,17 @@ pub(super) trait Wire {
     /// its backend connection, which is closed (rolling the transaction back); the client is
     /// told why.
     async fn idle_transaction_expired(&mut self) -> End;
+    /// Ends the session as `end` says: the goodbye the client is owed, and everything the
+    /// session held given back.
+    async fn finish(&mut self, end: End);
+}
+
+/// Serves one client from its login (`login`: `None` when it did not log in) to its close.
+pub(super) async fn serve<W: Wire>(login: impl std::future::Future<Output = Option<W>>) {
+    // Boxed: the login's state is large and needed only until the greeting.
+    let Some(mut w) = Box::pin(login).await else { return };
+    let end = run(&mut w).await;
+    w.finish(end).await;
 }
 
 /// Waits for the client of a session whose backend says nothing meanwhile: idle (no backend),

@@ -159,7 +159,7 @@ impl Session {
     /// answer first. A client's own `max_error_count` could have dropped the warning: then
     /// the reads stay on the primary, as when the answer cannot be read.
     async fn learn_after_failure(&mut self) {
-        let _ = self.flush_client().await;
+        let _ = self.io.flush().await;
         let bridged = self.is_bridged();
         let clean = self.link.pos == 0;
         let limited = self.state.settings().any(|(name, _)| name == "max_error_count");

@@ -34,7 +34,7 @@ impl Session {
             };
             MyClientError::new(number, text).encode(1, &mut self.io.out);
             if connection {
-                let _ = self.flush_client().await;
+                let _ = self.io.flush().await;
                 return Err(End::KilledByClient);
             }
             return Ok(());
@@ -52,7 +52,7 @@ impl Session {
 
     /// The server thread id of the connection a session-mode session holds.
     fn slot_server_thread(&self) -> Option<u32> {
-        match (self.mode(), self.link.conn.as_ref().map(|c| &c.info)) {
+        match (self.pool.config.mode, self.link.conn.as_ref().map(|c| &c.info)) {
             (PoolMode::Session, Some(crate::pool::ConnInfo::MySql(info))) => Some(info.thread_id),
             _ => None,
         }

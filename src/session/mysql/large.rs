@@ -72,7 +72,7 @@ impl Session {
         if ex.on_large(seq, first, len)?.is_none() {
             return Ok(false);
         }
-        self.flush_client().await.map_err(|_| RelayError::ClientClosed(None))?;
+        self.io.flush().await.map_err(|_| RelayError::ClientClosed(None))?;
         let mut held = self.ctx.client_budget().charge(BufferKind::Rows);
         let mut left = HEADER_LEN + len;
         while left > 0 {
@@ -98,34 +98,24 @@ impl Session {
 }
 
 impl Session {
-    /// Charges the large command the read buffer starts with before the next read
-    /// (`charge_incoming`); past the budget refuses it (`true`: look at the buffer again).
-    pub(super) async fn refuse_over_budget(&mut self) -> Result<bool, End> {
-        if self.charge_incoming() {
-            return Ok(false);
-        }
-        self.refuse_incoming().await?;
-        Ok(true)
-    }
-
     /// Charges the large command the read buffer starts with
     /// ([`ClientIo::charge_incoming`](crate::session::driver::ClientIo::charge_incoming));
     /// `false` when the budget refuses it.
-    fn charge_incoming(&mut self) -> bool {
+    pub(super) fn charge_incoming(&mut self) -> bool {
         let budget = self.ctx.config().limits.client_buffer_budget;
         self.io.charge_incoming(declared(&self.io.buf), budget)
     }
 
     /// Refuses the command the read buffer starts with (the budget is spent): the rest of its
     /// packets is read and dropped, then the client gets `1041` as the command's answer.
-    async fn refuse_incoming(&mut self) -> Result<(), End> {
+    pub(super) async fn refuse_incoming(&mut self) -> Result<(), End> {
         self.io.held.resize(0, 0);
         let (len, seq) = self.discard_command().await?;
         self.io.buf.shrink_to(READ_CHUNK);
         let text =
             format!("Out of memory: a command of {len} bytes would take the router past limits.client_buffer_budget");
         MyClientError::new(ER_OUT_OF_RESOURCES, text).encode(seq.wrapping_add(1), &mut self.io.out);
-        self.flush_client().await
+        self.io.flush().await
     }
 
     /// Reads and drops the packets of the command the read buffer starts with, holding at most

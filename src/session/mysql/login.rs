@@ -125,7 +125,7 @@ pub(super) struct Greeted {
 }
 
 /// Runs the whole login; on success the session is ready for its first command.
-pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) -> Option<Session> {
+pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) -> Option<Session> {
     let mut client = Client { stream, buf: Vec::with_capacity(1024), seq: 0 };
     let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, run(ctx, &mut client, listener)).await;
     let err = match attempt {

@@ -16,6 +16,7 @@ pub mod exchange;
 mod kill;
 mod large;
 mod login;
+pub(super) use login::login;
 mod prepared;
 mod readonly;
 mod relay;
@@ -187,10 +188,6 @@ pub(super) struct Session {
 }
 
 impl Wire for Session {
-    fn io(&mut self) -> (&mut ClientIo, &CoreContext) {
-        (&mut self.io, &self.ctx)
-    }
-
     /// Takes the next command's payload; malformed framing gets an ERR and ends the session.
     async fn take_unit(&mut self) -> Result<bool, End> {
         let io = &mut self.io;
@@ -220,8 +217,16 @@ impl Wire for Session {
         self.fatal(refusal).await
     }
 
+    fn io(&mut self) -> (&mut ClientIo, &CoreContext) {
+        (&mut self.io, &self.ctx)
+    }
+
     async fn over_budget(&mut self) -> Result<bool, End> {
-        self.refuse_over_budget().await
+        let refused = !self.charge_incoming();
+        if refused {
+            self.refuse_incoming().await?;
+        }
+        Ok(refused)
     }
 
     async fn read_client(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
@@ -243,7 +248,7 @@ impl Wire for Session {
         // Commands answered without a wait (pipelined COM_STMT_CLOSE, COM_PING) must not hold
         // the core: past the client's share of this turn, the other sessions go first (#33).
         rt::take_share(&mut self.io.share).await;
-        self.flush_client().await
+        self.io.flush().await
     }
 
     /// A client's KILL CONNECTION of this session (#18) ends it too.
@@ -251,6 +256,7 @@ impl Wire for Session {
         (self.pool.gate().killed(), Some(self.cancel.slot.end()))
     }
 
+    /// The backend link's output too, when it is empty.
     fn release_idle_buffers(&mut self) {
         self.io.release_idle_buffers();
         if self.link.out.is_empty() {
@@ -270,37 +276,35 @@ impl Wire for Session {
         MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text).encode(1, &mut self.io.out);
         self.io.fatal().await
     }
-}
 
-/// Serves one client from login to close.
-pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
-    // Boxed: the login's state is large and needed only until the greeting.
-    let Some(mut s) = Box::pin(login::login(&ctx, stream, listener)).await else { return };
-    let end = driver::run(&mut s).await;
-    // Ended while a statement ran on another protocol's pool: back to the session's own (#24).
-    s.unpark();
-    if let End::KilledByClient = end {
-        // The killer is answered once the client's socket is closed, as on the server.
-        let _ = s.io.stream.shutdown(std::net::Shutdown::Both).await;
-        s.cancel.slot.mark_closed();
+    /// Says goodbye where the router ended the session (a client's KILL is answered once the
+    /// socket is closed), and gives back the backend connection and the cancel key.
+    async fn finish(&mut self, end: End) {
+        // Ended while a statement ran on another protocol's pool: back to the session's own (#24).
+        self.unpark();
+        if let End::KilledByClient = end {
+            // The killer is answered once the client's socket is closed, as on the server.
+            let _ = self.io.stream.shutdown(std::net::Shutdown::Both).await;
+            self.cancel.slot.mark_closed();
+        }
+        if let (End::Killed | End::KilledByClient, Some(conn)) = (&end, self.link.conn.as_mut()) {
+            // Killed wherever it was: a response may still be on its way, and a killed server
+            // connection is gone on the server too, so the connection goes.
+            conn.broken = true;
+        }
+        let goodbye = match end {
+            End::Drained => Some((ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining")),
+            End::Killed => Some((ER_CONNECTION_KILLED, "Connection was killed (KILL of its pool)")),
+            // As the server does, a connection killed by another client is closed without a word.
+            End::ClientGone | End::Fatal | End::KilledByClient => None,
+        };
+        if let Some((number, message)) = goodbye {
+            MyClientError::new(number, message).encode(0, &mut self.io.out);
+            let _ = self.io.flush().await;
+        }
+        self.release_backend(true).await;
+        self.ctx.cancels.remove(self.cancel.key);
     }
-    if let (End::Killed | End::KilledByClient, Some(conn)) = (&end, s.link.conn.as_mut()) {
-        // Killed wherever it was: a response may still be on its way, and a killed server
-        // connection is gone on the server too, so the connection goes.
-        conn.broken = true;
-    }
-    let goodbye = match end {
-        End::Drained => Some((ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining")),
-        End::Killed => Some((ER_CONNECTION_KILLED, "Connection was killed (KILL of its pool)")),
-        // As the server does, a connection killed by another client is closed without a word.
-        End::ClientGone | End::Fatal | End::KilledByClient => None,
-    };
-    if let Some((number, message)) = goodbye {
-        MyClientError::new(number, message).encode(0, &mut s.io.out);
-        let _ = s.flush_client().await;
-    }
-    s.release_backend(true).await;
-    ctx.cancels.remove(s.cancel.key);
 }
 
 /// Turns away a client over its listener's `max_client_connections`: an ERR packet (1040,
@@ -382,20 +386,11 @@ impl Session {
         self.pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres
     }
 
-    fn mode(&self) -> PoolMode {
-        self.pool.config.mode
-    }
-
     /// Tells the client why its session ends, in a way the error survives (see
     /// [`ClientIo::fatal`]): the client may still be sending the packet that was refused.
     async fn fatal<T>(&mut self, e: MyClientError) -> Result<T, End> {
         e.encode(1, &mut self.io.out);
         Err(self.io.fatal().await)
-    }
-
-    /// Writes buffered client output.
-    async fn flush_client(&mut self) -> Result<(), End> {
-        self.io.flush().await
     }
 
     async fn dispatch(&mut self, payload: &[u8]) -> Result<(), End> {
@@ -592,7 +587,7 @@ impl Session {
             // causal reads (#22, #34)
         }
         let open = in_tx || self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
-        if release::escaped_statement_pooling(self.mode(), open) {
+        if release::escaped_statement_pooling(self.pool.config.mode, open) {
             // A transaction or autocommit = 0 slipped past the refusal (a procedure, a spelling
             // the check cannot read): closing the connection rolls it back rather than leaking
             // it to another client, and the session ends at its next command, since what the
@@ -604,7 +599,10 @@ impl Session {
             self.tx.lost = true;
         }
         let off = self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
-        if self.mode() == PoolMode::Transaction && outcome.status.is_some() && off != self.state.autocommit_off() {
+        if self.pool.config.mode == PoolMode::Transaction
+            && outcome.status.is_some()
+            && off != self.state.autocommit_off()
+        {
             // The server's autocommit is not what the router would replay (a procedure changed
             // it, say): the connection cannot be shared, so the session keeps it (#19).
             self.state.apply(&[(0, Effect::Pin(PinReason::UntrackedSetting))], 0);
@@ -635,14 +633,14 @@ impl Session {
         self.io.out.clear();
         let gone = release::after_loss(&facts);
         lost_error(gone).encode(1, &mut self.io.out);
-        let _ = self.flush_client().await;
+        let _ = self.io.flush().await;
         gone.map_or(Ok(()), |_| Err(End::Fatal))
     }
 
     /// What the session loses with its backend connection, judged on its state before.
     fn loss_facts(&self) -> LossFacts {
         LossFacts {
-            mode: self.mode(),
+            mode: self.pool.config.mode,
             home_pool: self.pool.config.name == self.client.home,
             in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
             pin: self.state.pin(),
@@ -664,7 +662,7 @@ impl Session {
             return Ok(());
         }
         // Answers to earlier commands go first: they are whole, and leave no one mid-result.
-        self.flush_client().await?;
+        self.io.flush().await?;
         if release::after_loss(&self.loss_facts()).is_some() {
             return self.backend_lost(RelayError::BackendClosed(None)).await;
         }
@@ -683,9 +681,7 @@ impl Session {
     /// nothing ties the client to it (no transaction, pin, open cursor or sticky state).
     /// A pin taken since the last call is counted here, where it starts to keep the connection.
     async fn maybe_release(&mut self) {
-        if let Some(reason) = self.state.take_uncounted_pin() {
-            self.ctx.counters.pinned(reason.as_str()); // metrics
-        }
+        self.ctx.count_pin(self.state.take_uncounted_pin()); // metrics
         let hold = Hold::of(&HoldFacts {
             connected: true,
             in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
@@ -695,7 +691,7 @@ impl Session {
             ..HoldFacts::default()
         });
         let move_off = self.link.conn.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend));
-        if release::gives_back(self.mode(), hold, move_off) {
+        if release::gives_back(self.pool.config.mode, hold, move_off) {
             self.release_backend(false).await;
         }
     }
@@ -714,7 +710,8 @@ impl Session {
         let Some(mut conn) = self.link.conn.take() else { return };
         // A replay only sets the next client's values: the server keeps any other.
         let settings_linger = self.state.signature() != 0;
-        let facts = ReleaseFacts { settings_linger, ..ReleaseFacts::leaving(session_end, self.mode(), conn.broken) };
+        let facts =
+            ReleaseFacts { settings_linger, ..ReleaseFacts::leaving(session_end, self.pool.config.mode, conn.broken) };
         let mut verdict = release::release(hold, &facts);
         // #34: the reset drops a GTID the connection owes; one going back as it is must not
         // report it to the next client.
@@ -750,7 +747,7 @@ impl Session {
             }
             conn.settings = self.state.signature();
         }
-        if let (PoolMode::Session, crate::pool::ConnInfo::MySql(info)) = (self.mode(), &conn.info) {
+        if let (PoolMode::Session, crate::pool::ConnInfo::MySql(info)) = (self.pool.config.mode, &conn.info) {
             // The connection is this client's for good: a KILL of its id finds the session.
             self.cancel.slot.set_server(Some((conn.addr, info.thread_id)));
         }

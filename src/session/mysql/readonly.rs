@@ -152,7 +152,7 @@ impl Session {
     /// Whether a read-only start may wait for its first statement (see the module header).
     fn may_defer(&self) -> bool {
         self.tx.status & (SERVER_STATUS_IN_TRANS | SERVER_STATUS_AUTOCOMMIT) == SERVER_STATUS_AUTOCOMMIT
-            && self.mode() != PoolMode::Statement
+            && self.pool.config.mode != PoolMode::Statement
             && !self.is_bridged()
             && !self.held()
             && self.state.pin().is_none()

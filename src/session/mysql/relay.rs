@@ -106,7 +106,7 @@ impl Session {
     /// Writes the client output out once it is large, mid-response.
     async fn flush_full(&mut self) -> Result<(), RelayError> {
         if self.io.out.len() >= CLIENT_FLUSH_AT {
-            self.flush_client().await.map_err(|_| RelayError::ClientClosed(None))?;
+            self.io.flush().await.map_err(|_| RelayError::ClientClosed(None))?;
         }
         Ok(())
     }
@@ -420,7 +420,7 @@ impl Session {
     /// Passes the client's file on to the backend as it arrives, up to its end. `Err` means the
     /// backend was lost; `Ok(Err)` that the client broke off.
     async fn stream_file(&mut self, ex: &mut Exchange) -> Result<Result<(), BrokeOff>, RelayError> {
-        if self.flush_client().await.is_err() {
+        if self.io.flush().await.is_err() {
             return Ok(Err(BrokeOff::Gone));
         }
         loop {
@@ -452,7 +452,7 @@ impl Session {
     /// Ends a session whose client broke off a LOCAL INFILE transfer: its error (if any) is
     /// sent in a way that survives the client still sending file bytes.
     pub(super) async fn end_abandoned(&mut self) -> End {
-        if !self.io.out.is_empty() && self.flush_client().await.is_ok() {
+        if !self.io.out.is_empty() && self.io.flush().await.is_ok() {
             rt::linger_close(&mut self.io.stream, rt::now() + crate::session::FATAL_LINGER).await;
         }
         End::Fatal

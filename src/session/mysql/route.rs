@@ -97,7 +97,7 @@ impl Session {
 
     /// The refusal of a statement statement pooling cannot serve, before anything runs (#19).
     pub(super) fn statement_pooling_refusal(&self, sql: &str) -> Option<MyClientError> {
-        if self.mode() != PoolMode::Statement {
+        if self.pool.config.mode != PoolMode::Statement {
             return None;
         }
         let text = super::settle::statement_pooling_refusal(&self.pool.config.name, sql)?;
@@ -143,9 +143,9 @@ impl Session {
         let (database, routing) = (self.state.db().unwrap_or(&self.pool.config.database), &self.routing);
         let seat =
             Seat::new(Protocol::MySql, &self.client.user, database, self.pool.name(), &routing.ryw, &routing.lex);
+        // The server's status flags say whether the open transaction is read-only.
         let read_only = self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0;
-        let input = seat.input(sql, key, held, read_only, rt::now());
-        self.ctx.route(&input)
+        self.ctx.route(&seat.input(sql, key, held, read_only, rt::now()))
     }
 
     /// Routes `sql` and moves the session to the decided pool when it may move.
@@ -213,22 +213,17 @@ impl Session {
             self.connect_causal(position).await?; // causal reads (#22)
         }
         if to_replica && self.link.conn.is_none() {
-            self.connect_split().await?;
+            // The read pool may have lost its last backend since the decision: the connect that
+            // finds out marks it down, and the read falls back as `routing.replica_fallback` says.
+            if let Err(e) = self.ensure_backend().await {
+                self.pool = self.ctx.split_fallback(Protocol::MySql, self.pool.name(), true).ok_or(e)?;
+                self.ensure_backend().await?;
+            }
         }
         if !self.is_bridged() && self.on_replica() {
             self.keep_misread_off_the_replica(sql).await?;
         }
         Ok(())
-    }
-
-    /// Borrows a connection for a split statement. The read pool may have lost its last backend
-    /// since the decision: the connect that finds out marks it down (passive health), and the
-    /// read then falls back as `routing.replica_fallback` says instead of failing.
-    async fn connect_split(&mut self) -> Result<(), MyClientError> {
-        let Err(e) = self.ensure_backend().await else { return Ok(()) };
-        let Some(pool) = self.ctx.split_fallback(Protocol::MySql, self.pool.name(), true) else { return Err(e) };
-        self.pool = pool;
-        self.ensure_backend().await
     }
 
     /// For a session bridged to a PostgreSQL pool, a text statement (#24): the whole chain

@@ -139,7 +139,7 @@ impl Session {
     pub(super) async fn keep_retry_warnings(&mut self, retried: Retried) {
         // The client has its answer before the router asks the server for more; a client gone
         // meanwhile is noticed at its next command.
-        let _ = self.flush_client().await;
+        let _ = self.io.flush().await;
         let (head, rows) = match self.backend_warnings().await {
             Ok(Some(kept)) => kept,
             Ok(None) => return,

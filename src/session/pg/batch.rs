@@ -104,7 +104,7 @@ impl Session {
                 | FrontendMessage::Execute { .. }
                 | FrontendMessage::Close { .. }
         );
-        extended && (!self.batch.is_empty() || (!self.held() && self.ctx.splits_reads(Protocol::Postgres)))
+        extended && (!self.batch.is_empty() || (!self.holding().held() && self.ctx.splits_reads(Protocol::Postgres)))
     }
 
     /// Whether a message of type `tag` is dropped unread: the batch failed, and it is neither

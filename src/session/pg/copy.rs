@@ -41,7 +41,7 @@ enum Woke {
 impl Session {
     /// Forwards the client's COPY data until CopyDone or CopyFail, or until the backend speaks.
     pub(super) async fn pump_copy_in(&mut self) -> Result<CopyIn, End> {
-        self.flush_client().await?;
+        self.io.flush().await?;
         // In the extended protocol the server ignores the batch's Sync while copying; the
         // client sends another after CopyDone/CopyFail (libpq and tokio-postgres both do), and
         // only that one ends the batch.
@@ -70,7 +70,7 @@ impl Session {
                     let e =
                         PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "expected Sync after the end of COPY data");
                     e.encode_fatal(&mut self.io.out);
-                    let _ = self.flush_client().await;
+                    let _ = self.io.flush().await;
                     return Err(End::Fatal);
                 }
                 client::COPY_DATA | client::COPY_DONE | client::COPY_FAIL => {
@@ -121,7 +121,7 @@ impl Session {
                 self.io.buf.drain(..self.io.pos);
                 self.io.pos = 0;
             }
-            self.flush_client().await?;
+            self.io.flush().await?;
             let limit = self.idle_transaction_timeout();
             let (client, cbuf) = (&mut self.io.stream, &mut self.io.buf);
             let from_client = async {

@@ -33,7 +33,7 @@ impl Session {
             return self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed message")).await;
         };
         let text = String::from_utf8_lossy(query);
-        let refusal = if self.mode() == PoolMode::Statement && begins_transaction(&text) {
+        let refusal = if self.pool.config.mode == PoolMode::Statement && begins_transaction(&text) {
             Some(PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
@@ -61,7 +61,7 @@ impl Session {
             }
             e.encode(&mut self.io.out);
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-            return self.flush_client().await;
+            return self.io.flush().await;
         }
         self.state.stage_sql(&text);
         if tag == client::QUERY {

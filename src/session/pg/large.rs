@@ -59,7 +59,7 @@ impl Session {
     /// statement's deadline, and moves past it.
     pub(super) async fn pass_on_large(&mut self, pass: &mut Pass, len: usize) -> Result<(), End> {
         self.retry_note(server::DATA_ROW, len);
-        self.flush_client().await?;
+        self.io.flush().await?;
         let mut held = self.ctx.client_budget().charge(BufferKind::Rows);
         let mut left = len;
         while left > 0 {
@@ -145,26 +145,13 @@ impl Session {
 }
 
 impl Session {
-    /// Charges the large client message the read buffer starts with before the next read
-    /// (`charge_incoming`); past the budget refuses it (`true`: look at the buffer again). A
-    /// causal-token SET too large to hold a token is refused from its head before either.
-    pub(super) async fn refuse_over_budget(&mut self) -> Result<bool, End> {
-        if let Some(len) = self.oversized_token_set() {
-            self.refuse_token_set(len).await?;
-            return Ok(true);
-        }
-        let Some((tag, len)) = self.charge_incoming() else { return Ok(false) };
-        self.refuse_incoming(tag, len).await?;
-        Ok(true)
-    }
-
     /// The length of the simple Query the read buffer starts with (not all of it arrived) when
     /// its head already shows a causal-token SET whose value is too long to be a token. Read
     /// whole, such a message was decoded, copied and scanned on the core in one go (a 1 MB one
     /// took a whole baseline p99 from the core's other sessions, #33); the answer cannot
     /// depend on the rest of it (`routing::causal::oversized_token_set`). Only between
     /// exchanges, where the whole-text path would answer it at once too.
-    fn oversized_token_set(&self) -> Option<usize> {
+    pub(super) fn oversized_token_set(&self) -> Option<usize> {
         let (tag, len) = decode_header(&self.io.buf, self.max_message()).ok().flatten()?;
         let idle = self.batch.is_empty() && self.ex.expects().is_empty() && !self.ex.awaiting();
         if tag != client::QUERY || !idle || self.ex.refused() || self.ex.aborted() || self.is_bridged() {
@@ -184,7 +171,7 @@ impl Session {
     /// Refuses the causal-token SET of `len` bytes that starts the unread bytes as the server
     /// refuses an invalid value (`22023`, the token not echoed): its bytes are read and dropped
     /// as they come, never held.
-    async fn refuse_token_set(&mut self, len: usize) -> Result<(), End> {
+    pub(super) async fn refuse_token_set(&mut self, len: usize) -> Result<(), End> {
         // Its head may have come in a read too short to tell, charged as a large message.
         self.io.held.resize(0, 0);
         self.discard_client(len).await?;
@@ -192,13 +179,13 @@ impl Session {
         let e = PgClientError::new(INVALID_PARAMETER_VALUE, TokenError::TooLarge.to_string());
         e.encode(&mut self.io.out);
         backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-        self.flush_client().await
+        self.io.flush().await
     }
 
     /// Charges the large client message whose header starts the read buffer
     /// ([`ClientIo::charge_incoming`](crate::session::driver::ClientIo::charge_incoming));
     /// `Some((tag, len))` when the budget refuses it.
-    fn charge_incoming(&mut self) -> Option<(u8, usize)> {
+    pub(super) fn charge_incoming(&mut self) -> Option<(u8, usize)> {
         let Ok(Some((tag, len))) = decode_header(&self.io.buf, self.max_message()) else { return None };
         let budget = self.ctx.config().limits.client_buffer_budget;
         (!self.io.charge_incoming(len, budget)).then_some((tag, len))
@@ -207,7 +194,7 @@ impl Session {
     /// Refuses the client message of type `tag` and `len` bytes that starts the unread bytes
     /// (the budget is spent): its bytes are read and dropped, then the client hears `53200`
     /// where the message's response belongs, as from a server that could not allocate it.
-    async fn refuse_incoming(&mut self, tag: u8, len: usize) -> Result<(), End> {
+    pub(super) async fn refuse_incoming(&mut self, tag: u8, len: usize) -> Result<(), End> {
         self.io.held.resize(0, 0);
         self.discard_client(len).await?;
         self.io.buf.shrink_to(READ_CHUNK);
@@ -221,7 +208,7 @@ impl Session {
         if idle && matches!(tag, client::QUERY | client::FUNCTION_CALL) {
             e.encode(&mut self.io.out);
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-            return self.flush_client().await;
+            return self.io.flush().await;
         }
         self.fail_batch(e)
     }

@@ -103,7 +103,7 @@ impl Client {
 }
 
 /// Runs the whole login; on success the session is ready for its first query.
-pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) -> Option<Session> {
+pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) -> Option<Session> {
     let mut client = Client { stream, buf: Vec::with_capacity(1024) };
     let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, run(ctx, &mut client, listener)).await;
     let end = match attempt {

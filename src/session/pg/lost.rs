@@ -33,7 +33,7 @@ impl Session {
             };
             tracing::warn!("backend lost{why}{lost}");
             self.tell_fatal(said, &format!("the backend connection was lost{why}{lost}"));
-            if self.flush_client().await.is_ok() {
+            if self.io.flush().await.is_ok() {
                 // The client may have sent more already: closing on it would reset the
                 // connection and could destroy the error before the client read it.
                 rt::linger_close(&mut self.io.stream, rt::now() + super::super::FATAL_LINGER).await;
@@ -46,7 +46,7 @@ impl Session {
         )
         .encode(&mut self.io.out);
         backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.io.out);
-        self.flush_client().await
+        self.io.flush().await
     }
 
     /// The held backend went away while the client was idle. When [`release::after_loss`] says
@@ -68,7 +68,7 @@ impl Session {
     /// What ends the session now that its connection broke, judged on its state before.
     fn after_loss(&self) -> Option<Gone> {
         release::after_loss(&LossFacts {
-            mode: self.mode(),
+            mode: self.pool.config.mode,
             home_pool: **self.pool.name() == *self.identity.home,
             in_transaction: self.progress.tx != TransactionStatus::Idle,
             pin: self.state.pin(),

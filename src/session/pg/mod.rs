@@ -19,6 +19,7 @@ pub(super) mod flight;
 mod large;
 mod late;
 mod login;
+pub(super) use login::login;
 mod lost;
 mod named;
 mod pipeline;
@@ -134,8 +135,15 @@ impl Wire for Session {
         }
     }
 
+    /// A causal-token SET too long to hold a token is refused from its head, before the charge.
     async fn over_budget(&mut self) -> Result<bool, End> {
-        self.refuse_over_budget().await
+        if let Some(len) = self.oversized_token_set() {
+            self.refuse_token_set(len).await?;
+            return Ok(true);
+        }
+        let Some((tag, len)) = self.charge_incoming() else { return Ok(false) };
+        self.refuse_incoming(tag, len).await?;
+        Ok(true)
     }
 
     async fn read_client(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
@@ -185,6 +193,29 @@ impl Wire for Session {
         (self.pool.gate().killed(), None)
     }
 
+    /// Says goodbye where the router ended the session, and gives back what it held: the
+    /// backend connection, the cancel key, the named statements (in slices, #33).
+    async fn finish(&mut self, end: End) {
+        if let (End::Killed, Some(conn)) = (&end, self.backend.as_mut()) {
+            // Killed wherever it was: a response may still be on its way, so the connection goes.
+            conn.broken = true;
+        }
+        let goodbye = match end {
+            End::Drained => Some("terminating connection: the router is shutting down"),
+            End::Killed => Some("terminating connection due to administrator command (KILL of its pool)"),
+            End::ClientGone | End::Fatal | End::KilledByClient => None,
+        };
+        if let Some(message) = goodbye {
+            let mut out = Vec::new();
+            PgClientError::new(sqlstate::ADMIN_SHUTDOWN, message).encode_fatal(&mut out);
+            let _ = rt::write_all(&mut self.io.stream, &out).await;
+        }
+        self.cross_unpark();
+        self.release_backend(true).await;
+        self.ctx.cancels.remove(self.cancel.key);
+        prepared::drop_in_slices(std::mem::take(&mut self.stmts)).await; // #33
+    }
+
     /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
     /// told why, and the backend connection is closed, which rolls its transaction back.
     async fn idle_transaction_expired(&mut self) -> End {
@@ -195,41 +226,17 @@ impl Wire for Session {
         let ms = self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis();
         let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
         PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.io.out);
-        let _ = self.flush_client().await;
+        let _ = self.io.flush().await;
         End::Fatal
     }
 
+    /// The exchange's queue too, when it is empty.
     fn release_idle_buffers(&mut self) {
         self.io.release_idle_buffers();
         if let Some(buf) = self.ex.idle_buffer() {
             rt::recycle(buf);
         }
     }
-}
-
-/// Serves one client from login to close.
-pub(super) async fn serve(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
-    // Boxed: the login's state is large and needed only until the greeting.
-    let Some(mut s) = Box::pin(login::login(&ctx, stream, listener)).await else { return };
-    let end = driver::run(&mut s).await;
-    if let (End::Killed, Some(conn)) = (&end, s.backend.as_mut()) {
-        // Killed wherever it was: a response may still be on its way, so the connection goes.
-        conn.broken = true;
-    }
-    let goodbye = match end {
-        End::Drained => Some("terminating connection: the router is shutting down"),
-        End::Killed => Some("terminating connection due to administrator command (KILL of its pool)"),
-        End::ClientGone | End::Fatal | End::KilledByClient => None,
-    };
-    if let Some(message) = goodbye {
-        let mut out = Vec::new();
-        PgClientError::new(sqlstate::ADMIN_SHUTDOWN, message).encode_fatal(&mut out);
-        let _ = rt::write_all(&mut s.io.stream, &out).await;
-    }
-    s.cross_unpark();
-    s.release_backend(true).await;
-    ctx.cancels.remove(s.cancel.key);
-    prepared::drop_in_slices(std::mem::take(&mut s.stmts)).await; // #33
 }
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
@@ -316,10 +323,6 @@ impl Session {
             identity,
             bridge: bridged::Bridge::default(),
         }
-    }
-
-    fn mode(&self) -> PoolMode {
-        self.pool.config.mode
     }
 
     fn max_message(&self) -> usize {
@@ -467,24 +470,19 @@ impl Session {
 
     async fn fatal(&mut self, e: PgClientError) -> Result<(), End> {
         e.encode_fatal(&mut self.io.out);
-        let _ = self.flush_client().await;
+        let _ = self.io.flush().await;
         Err(End::Fatal)
     }
 
-    /// Writes buffered client output.
-    async fn flush_client(&mut self) -> Result<(), End> {
-        self.io.flush().await
-    }
-
     async fn on_query(&mut self, sql: &str, raw: &[u8]) -> Result<(), End> {
-        if self.mode() == PoolMode::Statement && begins_transaction(sql) {
+        if self.pool.config.mode == PoolMode::Statement && begins_transaction(sql) {
             PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
             )
             .encode(&mut self.io.out);
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-            return self.flush_client().await;
+            return self.io.flush().await;
         }
         if let Some(done) = self.on_token_query(sql).await {
             return done; // causal token (#22, #34)
@@ -500,7 +498,7 @@ impl Session {
             Err(e) => {
                 e.encode(&mut self.io.out);
                 backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-                return self.flush_client().await;
+                return self.io.flush().await;
             }
         };
         let Some(sql) = rewritten else {
@@ -525,7 +523,7 @@ impl Session {
         if let Err(e) = self.ensure_backend().await {
             e.encode(&mut self.io.out);
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-            return self.flush_client().await;
+            return self.io.flush().await;
         }
         if raw.first() == Some(&client::QUERY) {
             self.progress.unnamed.dropped(); // as the server does at every simple Query
@@ -543,7 +541,7 @@ impl Session {
     }
 
     async fn on_parse(&mut self, name: &str, query: &str, types: &[u32], raw: &[u8]) -> Result<(), End> {
-        if self.mode() == PoolMode::Statement && begins_transaction(query) {
+        if self.pool.config.mode == PoolMode::Statement && begins_transaction(query) {
             return self.fail_batch(PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
@@ -720,11 +718,9 @@ impl Session {
     /// Gives the backend connection back when the pool mode says the client is done with it.
     /// A pin taken since the last call is counted here, where it starts to keep the connection.
     async fn maybe_release(&mut self) {
-        if let Some(reason) = self.state.take_uncounted_pin() {
-            self.ctx.counters.pinned(reason.as_str()); // metrics
-        }
+        self.ctx.count_pin(self.state.take_uncounted_pin()); // metrics
         let move_off = self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend));
-        if release::gives_back(self.mode(), self.holding_for(false), move_off) {
+        if release::gives_back(self.pool.config.mode, self.holding_for(false), move_off) {
             self.release_backend(false).await;
         }
     }
@@ -748,7 +744,7 @@ impl Session {
             &ReleaseFacts {
                 can_reset: self.pool.config.engine != Engine::Generic,
                 settings_stale: self.state.restore_pending(),
-                ..ReleaseFacts::leaving(session_end, self.mode(), conn.broken)
+                ..ReleaseFacts::leaving(session_end, self.pool.config.mode, conn.broken)
             },
         );
         self.ex.settled();

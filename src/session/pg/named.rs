@@ -130,7 +130,7 @@ impl Session {
                 self.stmt_forgotten(Some(gone));
                 let _ = BackendMessage::CommandComplete("DEALLOCATE").encode(&mut self.io.out);
                 backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-                Some(self.flush_client().await)
+                Some(self.io.flush().await)
             }
             Command::Execute { name, span } => {
                 let stmt = self.stmts.get(&name).cloned()?;
@@ -204,11 +204,11 @@ impl Session {
         };
         if let Err(e) = self.route_statement(sql, None, true).await {
             ready(self, e);
-            return self.flush_client().await;
+            return self.io.flush().await;
         }
         if let Err(e) = self.ensure_backend().await {
             ready(self, e);
-            return self.flush_client().await;
+            return self.io.flush().await;
         }
         for stmt in runs.iter().flat_map(|(_, stmt)| chain(stmt)) {
             if self.has_prepared(stmt.key) {
@@ -221,7 +221,7 @@ impl Session {
                     self.progress.tx = status;
                     backend::encode_ready_for_query(status, &mut self.io.out);
                     self.maybe_release().await;
-                    return self.flush_client().await;
+                    return self.io.flush().await;
                 }
                 Err(e) => return self.backend_lost(e).await,
             }

@@ -61,7 +61,7 @@ impl Session {
             SyncStep::AnswerHere => {
                 self.progress.unseen = Unseen::No;
                 backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-                return self.flush_client().await;
+                return self.io.flush().await;
             }
             SyncStep::Send { retry } => retry,
         };
@@ -94,7 +94,7 @@ impl Session {
     /// Emits synthesized responses when no backend is involved (a Flush with nothing sent).
     async fn relay_synth_only(&mut self) -> Result<(), End> {
         self.emit_synth();
-        self.flush_client().await
+        self.io.flush().await
     }
 
     /// Sends a long extended batch on before its Sync, so that the router holds a bounded part

@@ -181,13 +181,13 @@ impl Session {
                 Flow::Over => return Ok(()),
             }
             if self.io.out.len() >= CLIENT_FLUSH_AT {
-                self.flush_client().await?;
+                self.io.flush().await?;
             }
         }
         if let Some(conn) = self.backend.as_mut() {
             conn.rbuf.drain(..pass.pos);
         }
-        self.flush_client().await
+        self.io.flush().await
     }
 
     /// Reads the next backend frame under the statement's deadline: its tag and length, or
@@ -297,7 +297,7 @@ impl Session {
         }
         self.ex.response_done();
         self.on_ready(status).await;
-        self.flush_client().await?;
+        self.io.flush().await?;
         Ok(Flow::Over)
     }
 
@@ -342,11 +342,11 @@ impl Session {
             }
             *pos += run;
             if self.io.out.len() >= CLIENT_FLUSH_AT {
-                self.flush_client().await?;
+                self.io.flush().await?;
             }
             return Ok(());
         }
-        self.flush_client().await?;
+        self.io.flush().await?;
         let Some(rows) = self.backend.as_ref().and_then(|c| row_run(&c.rbuf, *pos)) else { return Ok(()) };
         let written = rt::write_all(&mut self.io.stream, rows).await;
         *pos += run;
@@ -476,7 +476,7 @@ impl Session {
         };
         if let Err(end) = res {
             // The FATAL error must reach the client before the session closes.
-            let _ = self.flush_client().await;
+            let _ = self.io.flush().await;
             return Err(end);
         }
         Ok(None)
@@ -552,7 +552,7 @@ impl Session {
                 self.learn_commit_position().await; // causal reads (#22)
             }
         }
-        if release::escaped_statement_pooling(self.mode(), new != TransactionStatus::Idle) {
+        if release::escaped_statement_pooling(self.pool.config.mode, new != TransactionStatus::Idle) {
             // A transaction slipped past the BEGIN check (e.g. inside a function): closing the
             // connection rolls it back rather than leaking it to another client.
             if let Some(c) = self.backend.as_mut() {

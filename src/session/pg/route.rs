@@ -57,16 +57,11 @@ impl Session {
         })
     }
 
-    /// Whether the session must stay on its current backend connection (see [`Session::holding`]).
-    pub(super) fn held(&self) -> bool {
-        self.holding().held()
-    }
-
     /// Asks the router about `sql` without moving the session (for a named Parse, which only
     /// needs to know whether a translation rewrites it). `key` is the statement's routing key
     /// when computed before (a prepared statement's), sparing a fingerprint per execute.
     pub(super) fn decide(&mut self, sql: &str, key: Option<StatementKey>) -> Decision {
-        self.decide_as(sql, key, self.held())
+        self.decide_as(sql, key, self.holding().held())
     }
 
     /// [`Session::decide`] as if the session were `held` on its connection or not: what a
@@ -75,8 +70,7 @@ impl Session {
         let who = &self.identity;
         let seat =
             Seat::new(Protocol::Postgres, &who.user, &who.database, self.pool.name(), &self.progress.ryw, &who.lex);
-        let input = seat.input(sql, key, held, self.read_only_view(sql, held), rt::now());
-        self.ctx.route(&input)
+        self.ctx.route(&seat.input(sql, key, held, self.read_only_view(sql, held), rt::now()))
     }
 
     /// Routes `sql` and moves the session to the decided pool when it may move. Returns the
@@ -152,7 +146,9 @@ impl Session {
     /// reset for read-your-writes, a change of how its SQL is tokenized; and the decision counts.
     fn observe_statement(&mut self, sql: &str, decision: &Decision, now: std::time::Instant) {
         let in_transaction = self.progress.tx != TransactionStatus::Idle;
-        if self.read_only_view(sql, self.held()) || (in_transaction && super::readonly::declares_read_only(sql)) {
+        if self.read_only_view(sql, self.holding().held())
+            || (in_transaction && super::readonly::declares_read_only(sql))
+        {
             self.progress.read_only_tx = true;
         }
         self.note_fresh(sql);

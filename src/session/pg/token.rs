@@ -51,7 +51,7 @@ impl Session {
             None => return None,
         }
         backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-        Some(self.flush_client().await)
+        Some(self.io.flush().await)
     }
 
     /// A Parse: a token statement is kept by the router (ParseComplete in its place), one that

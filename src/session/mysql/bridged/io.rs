@@ -217,7 +217,7 @@ impl Session {
             if self.io.out.len() >= CLIENT_FLUSH_AT {
                 // A client that went away is noticed at its next read; the backend response
                 // is still drained so the connection stays usable.
-                let _ = self.flush_client().await;
+                let _ = self.io.flush().await;
                 self.cross_flushed();
             }
             read_more(self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
@@ -234,7 +234,7 @@ impl Session {
     /// idle (no transaction) and the mode is not session pooling.
     pub(super) fn pg_maybe_release(&mut self) {
         let idle = self.foreign.bridge.tx == TransactionStatus::Idle;
-        if self.mode() != PoolMode::Session && idle {
+        if self.pool.config.mode != PoolMode::Session && idle {
             self.pg_release(false);
         }
     }
@@ -420,7 +420,7 @@ impl Session {
         }
         if !rode {
             // The client has its answer before the router asks anything.
-            let _ = self.flush_client().await;
+            let _ = self.io.flush().await;
         }
         let Some(conn) = self.link.conn.as_mut() else {
             if due {

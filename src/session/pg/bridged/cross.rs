@@ -209,7 +209,7 @@ impl Session {
             }
         }
         backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-        Some(self.flush_client().await)
+        Some(self.io.flush().await)
     }
 
     /// Runs `sql` (the client's, or a translation when `translated`) as `COM_QUERY`, each

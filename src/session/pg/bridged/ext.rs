@@ -89,7 +89,7 @@ impl Session {
         mut types: Vec<u32>,
         translated: bool,
     ) -> Result<(), End> {
-        if self.mode() == PoolMode::Statement && super::super::begins_transaction(query) {
+        if self.pool.config.mode == PoolMode::Statement && super::super::begins_transaction(query) {
             return self.fail_batch(PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",

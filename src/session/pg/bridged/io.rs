@@ -164,7 +164,7 @@ impl Session {
     /// Gives the connection back when the pool mode allows: no transaction open and not
     /// session pooling.
     pub(super) fn my_maybe_release(&mut self) {
-        if self.mode() != PoolMode::Session && self.progress.tx == TransactionStatus::Idle {
+        if self.pool.config.mode != PoolMode::Session && self.progress.tx == TransactionStatus::Idle {
             self.my_release(false);
         }
     }
@@ -177,7 +177,7 @@ impl Session {
         let Some(mut conn) = self.backend.take() else { return };
         let clean = self.progress.tx == TransactionStatus::Idle
             && !conn.broken
-            && !(session_end && self.mode() == PoolMode::Session);
+            && !(session_end && self.pool.config.mode == PoolMode::Session);
         if clean {
             conn.last_used = rt::now();
         }

@@ -91,12 +91,12 @@ impl Session {
                 self.io.out.extend_from_slice(&[server::CLOSE_COMPLETE, 0, 0, 0, 4]);
                 Ok(())
             }
-            FrontendMessage::Flush => self.flush_client().await,
+            FrontendMessage::Flush => self.io.flush().await,
             FrontendMessage::Sync => {
                 self.ex.synced();
                 backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 self.my_maybe_release();
-                self.flush_client().await
+                self.io.flush().await
             }
             FrontendMessage::Terminate => Err(End::ClientGone),
             FrontendMessage::CopyData(_) | FrontendMessage::CopyDone | FrontendMessage::CopyFail(_) => Ok(()),
@@ -107,7 +107,7 @@ impl Session {
                 )
                 .encode(&mut self.io.out);
                 backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-                self.flush_client().await
+                self.io.flush().await
             }
             FrontendMessage::Password(_) => {
                 self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "unexpected password message")).await
@@ -117,21 +117,21 @@ impl Session {
 
     /// A simple Query: `COM_QUERY` with the text as written, each result translated.
     async fn bridged_query(&mut self, sql: &str) -> Result<(), End> {
-        if self.mode() == PoolMode::Statement && super::begins_transaction(sql) {
+        if self.pool.config.mode == PoolMode::Statement && super::begins_transaction(sql) {
             PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
             )
             .encode(&mut self.io.out);
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-            return self.flush_client().await;
+            return self.io.flush().await;
         }
         let parts = statements(sql);
         if parts.is_empty() {
             // MySQL refuses an empty query; PostgreSQL answers EmptyQueryResponse.
             self.io.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-            return self.flush_client().await;
+            return self.io.flush().await;
         }
         let text = match self.my_backend().await.and_then(|()| self.for_mysql(sql, false)) {
             Ok(text) => text,
@@ -139,7 +139,7 @@ impl Session {
                 e.encode(&mut self.io.out);
                 backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 self.my_maybe_release();
-                return self.flush_client().await;
+                return self.io.flush().await;
             }
         };
         let status = self.my_status();
@@ -152,7 +152,7 @@ impl Session {
         }
         backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
         self.my_maybe_release();
-        self.flush_client().await
+        self.io.flush().await
     }
 
     /// How the attached MySQL connection reads strings (its last status flags say).
@@ -191,13 +191,13 @@ impl Session {
         self.drop_my_backend();
         self.ctx.counters.relay_failed(cause.code()); // metrics
                                                       // A connection borrowed for one statement (#24) held none of the client's session.
-        if self.mode() == PoolMode::Session && !self.crossing() {
+        if self.pool.config.mode == PoolMode::Session && !self.crossing() {
             PgClientError::new(
                 sqlstate::CONNECTION_FAILURE,
                 "the backend connection was lost; the server session is gone",
             )
             .encode_fatal(&mut self.io.out);
-            let _ = self.flush_client().await;
+            let _ = self.io.flush().await;
             return Err(End::Fatal);
         }
         PgClientError::new(
@@ -210,6 +210,6 @@ impl Session {
             return Ok(());
         }
         backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-        self.flush_client().await
+        self.io.flush().await
     }
 }
