@@ -1,9 +1,9 @@
-//! The MySQL session driver: reads client commands, borrows backend connections as the pool
-//! mode says (releasing them when the server's status flags show no open transaction), replays
+//! The MySQL wire of a session (`driver::Wire`): frames client commands for the driver's loop,
+//! borrows backend connections as the pool mode says (releasing them when the server's status flags show no open transaction), replays
 //! the client's session state on borrowed connections, maps prepared statements onto whichever
 //! connection executes them, and relays responses untouched.
 //!
-//! The loop is a `match` over command codes delegating to one handler each; the response side
+//! `dispatch` is a `match` over command codes delegating to one handler each; the response side
 //! is the sans-IO `exchange` (what a response must look like next, what to do with each packet)
 //! driven by `relay` (the I/O, LOCAL INFILE included), statements in `prepared` and `stmt`, session state
 //! in `state`, client login in `login`, `KILL` in `kill`, the warning of a retried statement in

@@ -1,8 +1,8 @@
-//! The PostgreSQL session driver: reads client messages, borrows backend connections as the
-//! pool mode says, rewrites prepared-statement names so statements follow the client across
-//! backend connections, and relays responses.
+//! The PostgreSQL wire of a session (`driver::Wire`): frames client messages for the driver's
+//! loop, borrows backend connections as the pool mode says, rewrites prepared-statement names so
+//! statements follow the client across backend connections, and relays responses.
 //!
-//! The loop is a `match` over message kinds delegating to one handler each; the response side
+//! `dispatch` is a `match` over message kinds delegating to one handler each; the response side
 //! lives in `relay`, statement bookkeeping in `prepared` (on backend connections: `backend_stmts`;
 //! SQL `EXECUTE`/`DEALLOCATE` of them: `named`; row types after schema changes: `verify`), client
 //! login in `login`. A session whose pool speaks MySQL (`protocol = "mysql"`) is served by
