@@ -25,12 +25,12 @@ pub use error::{ConfigErrors, ConfigIssue};
 pub use limits::Limits;
 pub use model::{
     Auth, AuthQuery, Backend, BackendTls, CacheConfig, General, HealthCheck, Listener, Metrics, MysqlRouting,
-    PatternRule, Pool, PoolLimits, PoolTimeouts, QuerySpec, RegexRule, RetryPolicy, Routing, RuleTarget, TlsClient,
+    ListenerTls, PatternRule, Pool, PoolLimits, PoolTimeouts, QuerySpec, RegexRule, RetryPolicy, Routing, RuleTarget, TlsClient, TlsServer,
     TranslationRule, DEFAULT_CHECK_QUERY,
 };
 pub use template::PoolTemplate;
 pub use value::{
-    parse_duration, parse_size, Balance, ClientAuth, Engine, LogFormat, NormalizationStrategy, PatternKind, PoolMode,
+    parse_duration, parse_size, Balance, ClientAuth, ClientTls, Engine, LogFormat, NormalizationStrategy, PatternKind, PoolMode,
     PoolRole, Protocol, ReadYourWrites, ReplicaFallback, TlsMode, UnknownDatabase,
 };
 
