@@ -335,4 +335,38 @@ mod tests {
         let e = load(&format!("tls = \"verify-ca\"\ntls_ca_file = \"{}\"", bad.display())).expect_err("bad");
         assert!(e.starts_with(&format!("pool \"main\": tls_ca_file {}: not PEM", bad.display())), "{e}");
     }
+
+    fn load_listener(keys: &str) -> Result<Config, String> {
+        let text = format!(
+            "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:6432\"\n{keys}\n\n[pools.main]\n\
+             backends = [{{ host = \"db\", port = 5432 }}]\n\n[routing]\ndefault_pool = \"main\"\n"
+        );
+        let mut c = Config::parse(&text, "test.toml").unwrap_or_else(|e| panic!("{e}"));
+        load_tls(&mut c).map(|()| c).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_listener_without_tls_builds_no_server() {
+        assert!(load_listener("").expect("disable").listeners[0].tls.server.is_none());
+    }
+
+    #[test]
+    fn a_missing_listener_file_names_listener_key_and_path() {
+        let keys = "tls = \"require\"\ntls_cert_file = \"/nonexistent/qp-s.pem\"\ntls_key_file = \"/nonexistent/qp-k.pem\"";
+        let e = load_listener(keys).expect_err("missing");
+        assert!(e.starts_with("listener \"postgres-0\": tls_cert_file /nonexistent/qp-s.pem: "), "{e}");
+    }
+
+    #[test]
+    fn a_listener_file_without_pem_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let junk = dir.path().join("junk.pem");
+        std::fs::write(&junk, "not a certificate\n").expect("write");
+        let keys = format!("tls = \"allow\"\ntls_cert_file = \"{0}\"\ntls_key_file = \"{0}\"", junk.display());
+        let e = load_listener(&keys).expect_err("junk");
+        assert_eq!(e, format!("listener \"postgres-0\": tls_cert_file {}: no PEM certificate in it", junk.display()));
+        let keys = format!("{keys}\ntls_client_ca_file = \"{}\"", junk.display());
+        let e = load_listener(&keys).expect_err("junk CA");
+        assert_eq!(e, format!("listener \"postgres-0\": tls_client_ca_file {}: no PEM certificate in it", junk.display()));
+    }
 }
