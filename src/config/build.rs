@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use super::check::{is_identifier, Checker, Zero};
 use super::model::{
-    Auth, AuthQuery, General, Listener, ListenerTls, Metrics, QuerySpec, DEFAULT_AUTH_CACHE_TTL, DEFAULT_MYSQL_AUTH_QUERY,
-    DEFAULT_PG_AUTH_QUERY,
+    Auth, AuthQuery, General, Listener, ListenerTls, Metrics, QuerySpec, DEFAULT_AUTH_CACHE_TTL,
+    DEFAULT_MYSQL_AUTH_QUERY, DEFAULT_PG_AUTH_QUERY,
 };
 use super::raw::{RawAuth, RawGeneral, RawListener, RawMetrics, Sp};
 use super::value::{parse_size, ClientAuth, ClientTls, LogFormat, PoolMode, Protocol};
@@ -196,7 +196,8 @@ fn listener_tls(ck: &mut Checker<'_>, base: &str, raw: &RawListener) -> Listener
     if let Some(tls) = &raw.tls {
         for (key, value) in [("tls_cert_file", &raw.tls_cert_file), ("tls_key_file", &raw.tls_key_file)] {
             if value.is_none() {
-                let message = format!("tls = \"{mode}\" needs {key}: the certificate (chain) and key the router presents");
+                let message =
+                    format!("tls = \"{mode}\" needs {key}: the certificate (chain) and key the router presents");
                 ck.report_at(tls, &format!("{base}.{key}"), message);
             }
         }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::value::{
-    Balance, ClientAuth, ClientTls, Engine, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole, Protocol,
-    ReadYourWrites, ReplicaFallback, TlsMode, UnknownDatabase,
+    Balance, ClientAuth, ClientTls, Engine, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole,
+    Protocol, ReadYourWrites, ReplicaFallback, TlsMode, UnknownDatabase,
 };
 
 /// `[general]`: process-wide settings.

@@ -352,7 +352,8 @@ mod tests {
 
     #[test]
     fn a_missing_listener_file_names_listener_key_and_path() {
-        let keys = "tls = \"require\"\ntls_cert_file = \"/nonexistent/qp-s.pem\"\ntls_key_file = \"/nonexistent/qp-k.pem\"";
+        let keys =
+            "tls = \"require\"\ntls_cert_file = \"/nonexistent/qp-s.pem\"\ntls_key_file = \"/nonexistent/qp-k.pem\"";
         let e = load_listener(keys).expect_err("missing");
         assert!(e.starts_with("listener \"postgres-0\": tls_cert_file /nonexistent/qp-s.pem: "), "{e}");
     }
@@ -367,6 +368,9 @@ mod tests {
         assert_eq!(e, format!("listener \"postgres-0\": tls_cert_file {}: no PEM certificate in it", junk.display()));
         let keys = format!("{keys}\ntls_client_ca_file = \"{}\"", junk.display());
         let e = load_listener(&keys).expect_err("junk CA");
-        assert_eq!(e, format!("listener \"postgres-0\": tls_client_ca_file {}: no PEM certificate in it", junk.display()));
+        assert_eq!(
+            e,
+            format!("listener \"postgres-0\": tls_client_ca_file {}: no PEM certificate in it", junk.display())
+        );
     }
 }

@@ -50,8 +50,11 @@ fn certs() -> &'static Certs {
             args.extend(["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign"]);
             openssl(&args, &dir);
         }
-        std::fs::write(dir.join("server.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-            .expect("write");
+        std::fs::write(
+            dir.join("server.ext"),
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+        )
+        .expect("write");
         std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").expect("write");
         for (name, cn, ca, ext) in [
             ("server", "qp-router", "ca", "server.ext"),
@@ -60,7 +63,8 @@ fn certs() -> &'static Certs {
             ("client-other", "other", "ca", "client.ext"),
             ("client-rogue", "app", "other-ca", "client.ext"),
         ] {
-            let (key, csr, crt, subj) = (format!("{name}.key"), format!("{name}.csr"), format!("{name}.crt"), format!("/CN={cn}"));
+            let (key, csr, crt, subj) =
+                (format!("{name}.key"), format!("{name}.csr"), format!("{name}.crt"), format!("/CN={cn}"));
             let mut args = vec!["req"];
             args.extend(ec);
             args.extend(["-keyout", &key, "-out", &csr, "-subj", &subj]);
@@ -98,7 +102,8 @@ fn with_listener_keys(toml: &str, keys: &str) -> String {
 
 /// A PostgreSQL router with pool `app` (database app as app/app), its listener's TLS `keys`.
 fn pg_router(keys: &str) -> (Router, String) {
-    let toml = with_listener_keys(&pg_config(&[0], &pg_pool("app", dbs().pg.primary_port, "transaction", 4), "app"), keys);
+    let toml =
+        with_listener_keys(&pg_config(&[0], &pg_pool("app", dbs().pg.primary_port, "transaction", 4), "app"), keys);
     (Router::start(&toml), toml)
 }
 
@@ -230,7 +235,11 @@ fn mysql_allow_takes_plaintext_and_disable_offers_no_ssl() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42", "{}", text(&out));
     drop(r);
     let r = my_router("");
-    let out = mariadb(&r, &["--ssl", &format!("--ssl-ca={}", certs().path("ca.crt")), "--ssl-verify-server-cert"], "SELECT 1");
+    let out = mariadb(
+        &r,
+        &["--ssl", &format!("--ssl-ca={}", certs().path("ca.crt")), "--ssl-verify-server-cert"],
+        "SELECT 1",
+    );
     assert!(!out.status.success(), "no SSL offered: {}", text(&out));
 }
 
@@ -284,7 +293,8 @@ fn presented_certificate(port: u16) -> String {
 }
 
 fn serial_of(cert: &str) -> String {
-    let out = Command::new("openssl").args(["x509", "-noout", "-subject", "-serial", "-in", cert]).output().expect("x509");
+    let out =
+        Command::new("openssl").args(["x509", "-noout", "-subject", "-serial", "-in", cert]).output().expect("x509");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -300,7 +310,9 @@ fn a_reload_serves_the_new_certificate_to_new_handshakes_and_keeps_open_sessions
         "staged psycopg",
     );
     // The same as a SIGHUP does: the control plane re-reads the file and publishes it.
-    let reloaded = toml.replace(&c.path("server.crt"), &c.path("server2.crt")).replace(&c.path("server.key"), &c.path("server2.key"));
+    let reloaded = toml
+        .replace(&c.path("server.crt"), &c.path("server2.crt"))
+        .replace(&c.path("server.key"), &c.path("server2.key"));
     r.reload_with(&reloaded).expect("reload");
     assert_eq!(presented_certificate(r.port()), second, "a new handshake gets the new certificate");
     assert_eq!(open.finish(), ["staged ssl_in_use=True value=42"], "the session opened before runs on");

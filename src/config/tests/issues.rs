@@ -1014,7 +1014,9 @@ fn listener_client_cert_user_with_tls_disabled() {
 #[test]
 fn listener_client_cert_user_without_a_client_ca() {
     expect(
-        &tls_listener("tls = \"require\"\ntls_cert_file = \"c.pem\"\ntls_key_file = \"k.pem\"\ntls_client_cert_user = true"),
+        &tls_listener(
+            "tls = \"require\"\ntls_cert_file = \"c.pem\"\ntls_key_file = \"k.pem\"\ntls_client_cert_user = true",
+        ),
         "tls_client_cert_user",
         "listeners[0].tls_client_cert_user",
         "tls_client_cert_user needs tls_client_ca_file: only a verified client certificate names a user",

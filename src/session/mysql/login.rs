@@ -137,8 +137,7 @@ pub(super) struct Greeted {
 
 /// Runs the whole login; on success the session is ready for its first command.
 pub(super) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) -> Option<Session> {
-    let mut client =
-        Client { stream, buf: Vec::with_capacity(1024), seq: 0, listener, tls: None, handshaking: false };
+    let mut client = Client { stream, buf: Vec::with_capacity(1024), seq: 0, listener, tls: None, handshaking: false };
     let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, run(ctx, &mut client, listener)).await;
     let err = match attempt {
         Ok(Ok(g)) => {

@@ -284,8 +284,9 @@ fn tls_admission(config: &Config, client: &Client, user: &str, database: &str) -
     let Some(tls) = config.listeners.get(client.listener).map(|l| &l.tls) else { return Ok(()) };
     if tls.mode == ClientTls::Require && client.tls.is_none() {
         let host = client.stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
-        let message =
-            format!("no pg_hba.conf entry for host \"{host}\", user \"{user}\", database \"{database}\", no encryption");
+        let message = format!(
+            "no pg_hba.conf entry for host \"{host}\", user \"{user}\", database \"{database}\", no encryption"
+        );
         return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, message));
     }
     let certificate = client.tls.as_ref().and_then(|t| t.client_certificate.as_ref());
