@@ -141,7 +141,9 @@ fn plain(r: &Router) -> Result<postgres::Client, postgres::Error> {
 fn psql_verify_full_and_require_run_their_queries_over_tls() {
     let (r, _) = pg_router(&tls_keys("allow", "server", ""));
     let ca = certs().path("ca.crt");
-    let out = psql(&r, &format!("sslmode=verify-full sslrootcert={ca}"), "SELECT 'tls ok'");
+    // channel_binding=require: libpq logs in only with SCRAM-SHA-256-PLUS bound to the
+    // certificate it received.
+    let out = psql(&r, &format!("sslmode=verify-full sslrootcert={ca} channel_binding=require"), "SELECT 'tls ok'");
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "tls ok");
     let out = psql(&r, &format!("sslmode=verify-full sslrootcert={ca}"), "\\conninfo");
@@ -316,7 +318,9 @@ fn a_reload_serves_the_new_certificate_to_new_handshakes_and_keeps_open_sessions
     r.reload_with(&reloaded).expect("reload");
     assert_eq!(presented_certificate(r.port()), second, "a new handshake gets the new certificate");
     assert_eq!(open.finish(), ["staged ssl_in_use=True value=42"], "the session opened before runs on");
-    let out = psql(&r, &format!("sslmode=verify-full sslrootcert={}", c.path("ca.crt")), "SELECT 'after'");
+    // Bound to the new certificate's hash.
+    let tls = format!("sslmode=verify-full sslrootcert={} channel_binding=require", c.path("ca.crt"));
+    let out = psql(&r, &tls, "SELECT 'after'");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "after", "{}", text(&out));
     // A reload whose files are broken is refused and the running certificate stays.
     let broken = reloaded.replace(&c.path("server2.key"), "/nonexistent/qp.key");

@@ -1,12 +1,12 @@
 //! Client startup for PostgreSQL: TLS when the listener terminates it (SSLRequest, or PostgreSQL
 //! 17's direct TLS) and GSS refusal, cancel requests, pool resolution, password authentication
-//! (SCRAM-SHA-256 or MD5) against the pool's credentials, and the greeting with the real
-//! server's parameters and a router-issued BackendKeyData.
+//! (SCRAM-SHA-256, with SCRAM-SHA-256-PLUS offered over TLS, or MD5) against the pool's
+//! credentials, and the greeting with the real server's parameters and a router-issued
+//! BackendKeyData.
 
 use crate::protocol::pg::tag::frontend as client;
 use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -15,7 +15,9 @@ use super::settings::{run_reporting, SettingsError};
 use super::{Identity, Session};
 use crate::auth::mock::scram_salt;
 use crate::auth::{Denial, Verifier, VerifierError};
-use crate::config::{ClientAuth, ClientTls, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol};
+use crate::config::{
+    ClientAuth, ClientTls, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol, TlsServer,
+};
 use crate::id::{CancelKey, KillRequest, KillTarget};
 use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, Conn, ConnInfo, CorePool, PassThrough, PoolError};
@@ -77,24 +79,28 @@ struct Client {
     /// A TLS handshake is under way: a login that times out now closes without a plaintext
     /// error in the middle of it.
     handshaking: bool,
+    /// The channel binding data of the certificate the client's handshake got, which its
+    /// SCRAM-SHA-256-PLUS proof must be bound to.
+    binding: Option<std::sync::Arc<[u8]>>,
 }
 
 impl Client {
     fn new(stream: Stream, listener: usize) -> Self {
-        Client { stream, buf: Vec::with_capacity(1024), listener, tls: None, handshaking: false }
+        Client { stream, buf: Vec::with_capacity(1024), listener, tls: None, handshaking: false, binding: None }
     }
 
     /// Runs the TLS server handshake with `server`, `received` first (#38). A client that
     /// fails it (garbage, an untrusted certificate, a close) is closed quietly: whatever it
     /// speaks, it is not this protocol's error messages.
-    async fn encrypt(&mut self, server: Arc<rustls::ServerConfig>, received: &[u8]) -> Result<(), LoginEnd> {
+    async fn encrypt(&mut self, server: TlsServer, received: &[u8]) -> Result<(), LoginEnd> {
         self.handshaking = true;
-        let accepted = rt::accept_tls(&mut self.stream, server, received).await.map_err(|e| {
+        let accepted = rt::accept_tls(&mut self.stream, server.config, received).await.map_err(|e| {
             tracing::debug!(error = %e, "client TLS handshake failed");
             LoginEnd::Quiet
         })?;
         self.handshaking = false;
         self.tls = Some(accepted);
+        self.binding = Some(server.end_point);
         Ok(())
     }
 
@@ -234,8 +240,8 @@ async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, 
 
 /// The server configuration new handshakes on `listener` use: the current snapshot's, so a
 /// reloaded certificate serves the next handshake (#38). `None` when it terminates no TLS.
-fn server_tls(ctx: &CoreContext, listener: usize) -> Option<Arc<rustls::ServerConfig>> {
-    ctx.config().listeners.get(listener).and_then(|l| l.tls.server.as_ref()).map(|s| s.config.clone())
+fn server_tls(ctx: &CoreContext, listener: usize) -> Option<TlsServer> {
+    ctx.config().listeners.get(listener).and_then(|l| l.tls.server.clone())
 }
 
 /// PostgreSQL 17's direct TLS (55.2.10, `sslnegotiation=direct`): a client whose first byte
@@ -682,7 +688,9 @@ async fn exchange(client: &mut Client, expected: &Expected) -> Result<Option<Pro
         Expected::Md5(secret) => Challenge::md5(secret, rand::random(), &mut out),
         Expected::Scram(secret) => {
             let nonce = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>());
-            Challenge::scram(secret.clone(), &nonce, &mut out)
+            // Over TLS, SCRAM-SHA-256-PLUS too, bound to the certificate the client got (#38).
+            let binding = client.binding.as_deref().map(<[u8]>::to_vec);
+            Challenge::scram_bound(secret.clone(), &nonce, binding, &mut out)
         }
     };
     loop {
