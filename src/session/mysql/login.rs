@@ -278,7 +278,7 @@ async fn handshake_response(ctx: &Rc<CoreContext>, client: &mut Client, offered:
     }
     let server = if offered & CLIENT_SSL != 0 { server_tls(ctx, client.listener) } else { None };
     let Some(server) = server else {
-        let message = "SSL was not offered by this listener (its tls is \"disable\"); connect without TLS (e.g. --skip-ssl / ssl-mode=DISABLED)";
+        let message = "SSL is not supported on this listener (its tls is \"disable\"); connect without TLS (e.g. --skip-ssl / ssl-mode=DISABLED)";
         return Err(Some(MyClientError::new(ER_HANDSHAKE_ERROR, message)));
     };
     let received = std::mem::take(&mut client.buf);
