@@ -385,3 +385,34 @@ fn garbage_and_a_stalled_handshake_after_sslrequest_touch_no_other_session() {
     assert_eq!(until_closed(&mut stalled), Vec::<u8>::new());
     stalled.shutdown(Shutdown::Both).ok();
 }
+
+#[test]
+fn mysql_mutual_tls_checks_the_certificate_and_its_name() {
+    let c = certs();
+    let extra = format!("tls_client_ca_file = \"{}\"\ntls_client_cert_user = true\n", c.path("ca.crt"));
+    let r = my_router(&tls_keys("allow", "server", &extra));
+    let ca = format!("--ssl-ca={}", c.path("ca.crt"));
+    let with = |name: &str| {
+        [
+            "--ssl".to_owned(),
+            ca.clone(),
+            "--ssl-verify-server-cert".to_owned(),
+            format!("--ssl-cert={}", c.path(&format!("{name}.crt"))),
+            format!("--ssl-key={}", c.path(&format!("{name}.key"))),
+        ]
+    };
+    let args = with("client-app");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = mariadb(&r, &args, "SELECT 40 + 2");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42", "{}", text(&out));
+    // A trusted certificate naming someone else: refused like a wrong password.
+    let args = with("client-other");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = mariadb(&r, &args, "SELECT 1");
+    assert!(text(&out).contains("ERROR 1045 (28000)"), "{}", text(&out));
+    // No certificate over TLS: the handshake fails; in plaintext there is no certificate either.
+    let out = mariadb(&r, &["--ssl", &ca, "--ssl-verify-server-cert"], "SELECT 1");
+    assert!(!out.status.success(), "{}", text(&out));
+    let out = mariadb(&r, &["--skip-ssl"], "SELECT 1");
+    assert!(text(&out).contains("ERROR 1045 (28000)"), "{}", text(&out));
+}
