@@ -56,9 +56,9 @@ pub enum StartError {
     /// The `[auth] file` cannot be read or parsed (#23).
     #[error(transparent)]
     AuthFile(crate::control::ControlError),
-    /// A pool's backend TLS files cannot be read or are not PEM (#38).
+    /// A pool's or listener's TLS files cannot be read or are not PEM (#38).
     #[error(transparent)]
-    BackendTls(crate::control::ControlError),
+    Tls(crate::control::ControlError),
 }
 
 /// A running router.
@@ -114,7 +114,7 @@ fn ensure_ports_free(config: &Config) -> Result<(), StartError> {
 /// `log_drops` is the log writer's dropped-lines counter, shown on `/metrics`.
 pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) -> Result<Running, StartError> {
     crate::control::load_auth_file(&mut config).map_err(StartError::AuthFile)?;
-    crate::control::load_backend_tls(&mut config).map_err(StartError::BackendTls)?;
+    crate::control::load_tls(&mut config).map_err(StartError::Tls)?;
     crate::control::seed_mock_salts(&mut config, None);
     if config.auth.allow_empty_password {
         tracing::warn!(

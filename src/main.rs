@@ -47,7 +47,7 @@ fn run() -> Result<()> {
     let args = parse_args()?;
     let mut config = load(&args.config)?;
     if args.check {
-        querypilot::control::load_backend_tls(&mut config)?;
+        querypilot::control::load_tls(&mut config)?;
         for warning in config.warnings().into_iter().chain(querypilot::routing::translation_warnings(&config)) {
             eprintln!("warning: {warning}");
         }

@@ -1,7 +1,8 @@
 //! The login's password exchange (`protocol::pg::challenge::Challenge`, the state machine the
 //! PostgreSQL session drives over its socket) fed any sequence of client messages.
 //!
-//! Input: the first byte picks SCRAM-SHA-256 (odd) or MD5 (even); the rest is a sequence of
+//! Input: the first byte picks SCRAM-SHA-256 (odd; bit 1 set: over TLS, SCRAM-SHA-256-PLUS
+//! offered too, with channel binding data) or MD5 (even); the rest is a sequence of
 //! messages, each a type byte, a big-endian u16 length and that many body bytes (a short last
 //! one takes what is left). Properties: no panic; no sequence proves a password the fuzzer
 //! cannot know (the secrets come from a random-looking password fixed at start-up); only SCRAM
@@ -27,8 +28,9 @@ fuzz_target!(|data: &[u8]| {
     let Some((&mode, mut rest)) = data.split_first() else { return };
     let scram = mode & 1 == 1;
     let mut out = Vec::new();
+    let binding = (mode & 2 == 2).then(|| vec![0x5a; 32]);
     let mut challenge = if scram {
-        Challenge::scram(secret().clone(), "3rfu9VZQ8SJ3kqZd", &mut out)
+        Challenge::scram_bound(secret().clone(), "3rfu9VZQ8SJ3kqZd", binding, &mut out)
     } else {
         Challenge::md5(&md5_secret("app", PASSWORD), [7, 1, 9, 3], &mut out)
     };

@@ -7,6 +7,7 @@
 
 pub mod account;
 pub mod cache;
+pub mod certificate;
 pub mod host;
 pub mod limiter;
 pub mod mock;

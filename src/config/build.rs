@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use super::check::{is_identifier, Checker, Zero};
 use super::model::{
-    Auth, AuthQuery, General, Listener, Metrics, QuerySpec, DEFAULT_AUTH_CACHE_TTL, DEFAULT_MYSQL_AUTH_QUERY,
-    DEFAULT_PG_AUTH_QUERY,
+    Auth, AuthQuery, General, Listener, ListenerTls, Metrics, QuerySpec, DEFAULT_AUTH_CACHE_TTL,
+    DEFAULT_MYSQL_AUTH_QUERY, DEFAULT_PG_AUTH_QUERY,
 };
 use super::raw::{RawAuth, RawGeneral, RawListener, RawMetrics, Sp};
-use super::value::{parse_size, ClientAuth, LogFormat, PoolMode, Protocol};
+use super::value::{parse_size, ClientAuth, ClientTls, LogFormat, PoolMode, Protocol};
 
 /// Highest CPU id a `cpu_set_t` (CPU_SETSIZE = 1024) can hold, hence the highest one can pin to.
 const MAX_CPU_ID: i64 = 1023;
@@ -157,7 +157,56 @@ fn listener(ck: &mut Checker<'_>, index: usize, raw: &RawListener) -> Listener {
         auth_method,
         max_client_connections,
         max_message_size: message_size(ck, &raw.max_message_size, &format!("{base}.max_message_size")),
+        tls: listener_tls(ck, &base, raw),
     }
+}
+
+/// A listener's `tls` and its files (#38). The files are read, and their PEM checked, by whoever
+/// loads the configuration; here: what the keys say together.
+fn listener_tls(ck: &mut Checker<'_>, base: &str, raw: &RawListener) -> ListenerTls {
+    let mode: ClientTls = ck.opt_keyword(&raw.tls, &format!("{base}.tls")).unwrap_or_default();
+    let mut path = |key: &str, value: &Option<Sp<String>>| {
+        value.as_ref().map(|v| PathBuf::from(ck.non_empty(v, &format!("{base}.{key}"))))
+    };
+    let out = ListenerTls {
+        mode,
+        cert_file: path("tls_cert_file", &raw.tls_cert_file),
+        key_file: path("tls_key_file", &raw.tls_key_file),
+        client_ca_file: path("tls_client_ca_file", &raw.tls_client_ca_file),
+        client_cert_user: raw.tls_client_cert_user.as_ref().is_some_and(|v| *v.get_ref()),
+        server: None,
+    };
+    if mode == ClientTls::Disable {
+        let files = [
+            ("tls_cert_file", &raw.tls_cert_file),
+            ("tls_key_file", &raw.tls_key_file),
+            ("tls_client_ca_file", &raw.tls_client_ca_file),
+        ];
+        for (key, value) in files {
+            if let Some(v) = value {
+                ck.report_at(v, &format!("{base}.{key}"), format!("{key} has no effect with tls = \"disable\""));
+            }
+        }
+        if let Some(v) = raw.tls_client_cert_user.as_ref().filter(|v| *v.get_ref()) {
+            let message = "tls_client_cert_user has no effect with tls = \"disable\"";
+            ck.report_at(v, &format!("{base}.tls_client_cert_user"), message);
+        }
+        return out;
+    }
+    if let Some(tls) = &raw.tls {
+        for (key, value) in [("tls_cert_file", &raw.tls_cert_file), ("tls_key_file", &raw.tls_key_file)] {
+            if value.is_none() {
+                let message =
+                    format!("tls = \"{mode}\" needs {key}: the certificate (chain) and key the router presents");
+                ck.report_at(tls, &format!("{base}.{key}"), message);
+            }
+        }
+    }
+    if let (Some(v), None) = (raw.tls_client_cert_user.as_ref().filter(|v| *v.get_ref()), &raw.tls_client_ca_file) {
+        let message = "tls_client_cert_user needs tls_client_ca_file: only a verified client certificate names a user";
+        ck.report_at(v, &format!("{base}.tls_client_cert_user"), message);
+    }
+    out
 }
 
 fn message_size(ck: &mut Checker<'_>, raw: &Option<Sp<String>>, path: &str) -> usize {

@@ -24,14 +24,14 @@ pub use console::{Console, ConsoleRole, CONSOLE_DATABASES};
 pub use error::{ConfigErrors, ConfigIssue};
 pub use limits::Limits;
 pub use model::{
-    Auth, AuthQuery, Backend, BackendTls, CacheConfig, General, HealthCheck, Listener, Metrics, MysqlRouting,
-    PatternRule, Pool, PoolLimits, PoolTimeouts, QuerySpec, RegexRule, RetryPolicy, Routing, RuleTarget, TlsClient,
-    TranslationRule, DEFAULT_CHECK_QUERY,
+    Auth, AuthQuery, Backend, BackendTls, CacheConfig, General, HealthCheck, Listener, ListenerTls, Metrics,
+    MysqlRouting, PatternRule, Pool, PoolLimits, PoolTimeouts, QuerySpec, RegexRule, RetryPolicy, Routing, RuleTarget,
+    TlsClient, TlsServer, TranslationRule, DEFAULT_CHECK_QUERY,
 };
 pub use template::PoolTemplate;
 pub use value::{
-    parse_duration, parse_size, Balance, ClientAuth, Engine, LogFormat, NormalizationStrategy, PatternKind, PoolMode,
-    PoolRole, Protocol, ReadYourWrites, ReplicaFallback, TlsMode, UnknownDatabase,
+    parse_duration, parse_size, Balance, ClientAuth, ClientTls, Engine, LogFormat, NormalizationStrategy, PatternKind,
+    PoolMode, PoolRole, Protocol, ReadYourWrites, ReplicaFallback, TlsMode, UnknownDatabase,
 };
 
 use check::Checker;

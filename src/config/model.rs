@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::value::{
-    Balance, ClientAuth, Engine, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole, Protocol,
-    ReadYourWrites, ReplicaFallback, TlsMode, UnknownDatabase,
+    Balance, ClientAuth, ClientTls, Engine, LogFormat, NormalizationStrategy, PatternKind, PoolMode, PoolRole,
+    Protocol, ReadYourWrites, ReplicaFallback, TlsMode, UnknownDatabase,
 };
 
 /// `[general]`: process-wide settings.
@@ -29,7 +29,7 @@ pub struct General {
     pub log_format: LogFormat,
 }
 
-/// One `[[listeners]]` entry: a socket clients connect to. Restart only.
+/// One `[[listeners]]` entry: a socket clients connect to. Restart only, except `tls`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listener {
     /// Unique name, used as the `listener` metrics label; defaults to "<protocol>-<index>".
@@ -48,6 +48,54 @@ pub struct Listener {
     /// Largest client message accepted, in bytes (1 KiB ..= 1 GiB); larger frames are refused
     /// before any allocation.
     pub max_message_size: usize,
+    /// TLS for the listener's clients (#38). Reload: yes (new connections; established ones
+    /// keep the session they have).
+    pub tls: ListenerTls,
+}
+
+/// A listener's TLS for its clients (#38): the router as a TLS server.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListenerTls {
+    /// `tls`: disable (default), allow or require.
+    pub mode: ClientTls,
+    /// `tls_cert_file`: the router's PEM certificate chain (required unless `disable`).
+    pub cert_file: Option<PathBuf>,
+    /// `tls_key_file`: the PEM private key of `cert_file`.
+    pub key_file: Option<PathBuf>,
+    /// `tls_client_ca_file`: PEM bundle client certificates must lead to; set, a client
+    /// without such a certificate fails the handshake (mutual TLS). `None` = none asked for.
+    pub client_ca_file: Option<PathBuf>,
+    /// `tls_client_cert_user`: the client certificate's CN or a DNS SAN must equal the login
+    /// user. Needs `client_ca_file`.
+    pub client_cert_user: bool,
+    /// The server configuration built from the files: filled by whoever reads them (start and
+    /// reload), `None` until then and with `mode = disable`; never rendered.
+    pub server: Option<TlsServer>,
+}
+
+/// An immutable rustls server configuration, shared by every core: each new handshake on a
+/// listener uses the one the core's current snapshot holds.
+#[derive(Clone)]
+pub struct TlsServer {
+    /// The configuration every new client handshake of the listener is made with.
+    pub config: Arc<rustls::ServerConfig>,
+    /// SHA-256 over the files it was built from.
+    pub files: [u8; 32],
+    /// The `tls-server-end-point` channel binding data of its certificate (RFC 5929 4.1), which
+    /// SCRAM-SHA-256-PLUS clients of a handshake made with it bind their proofs to.
+    pub end_point: Arc<[u8]>,
+}
+
+impl PartialEq for TlsServer {
+    fn eq(&self, other: &Self) -> bool {
+        self.files == other.files
+    }
+}
+
+impl std::fmt::Debug for TlsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TlsServer")
+    }
 }
 
 /// One `[pools.<name>]` table: a set of interchangeable backends and how to use them.

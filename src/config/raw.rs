@@ -113,6 +113,11 @@ pub(crate) struct RawListener {
     pub auth_method: Option<Sp<String>>,
     pub max_client_connections: Option<Sp<i64>>,
     pub max_message_size: Option<Sp<String>>,
+    pub tls: Option<Sp<String>>,
+    pub tls_cert_file: Option<Sp<String>>,
+    pub tls_key_file: Option<Sp<String>>,
+    pub tls_client_ca_file: Option<Sp<String>>,
+    pub tls_client_cert_user: Option<Sp<bool>>,
 }
 
 /// One `[pools.<name>]` table.

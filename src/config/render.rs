@@ -131,6 +131,21 @@ fn listener(listener: &Listener) -> Value {
         table.insert("max_client_connections".into(), Value::Integer(i64::from(max.get())));
     }
     put_str(&mut table, "max_message_size", &format_size(u64::try_from(listener.max_message_size).unwrap_or(u64::MAX)));
+    let tls = &listener.tls;
+    put_str(&mut table, "tls", tls.mode.as_str());
+    let files = [
+        ("tls_cert_file", &tls.cert_file),
+        ("tls_key_file", &tls.key_file),
+        ("tls_client_ca_file", &tls.client_ca_file),
+    ];
+    for (key, file) in files {
+        if let Some(file) = file {
+            put_str(&mut table, key, &file.display().to_string());
+        }
+    }
+    if tls.client_cert_user {
+        table.insert("tls_client_cert_user".into(), Value::Boolean(true));
+    }
     Value::Table(table)
 }
 

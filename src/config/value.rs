@@ -288,6 +288,27 @@ impl TlsMode {
     }
 }
 
+keyword_enum!(
+    /// Whether a listener terminates TLS for its clients (#38).
+    ClientTls, "listener tls mode" {
+        /// Plaintext only: PostgreSQL's SSLRequest is answered `N`, MySQL's greeting offers no
+        /// SSL. The default.
+        Disable => "disable",
+        /// TLS for clients that ask for it, plaintext for the others.
+        Allow => "allow",
+        /// TLS only: a plaintext login is refused with the server's own error.
+        Require => "require",
+    }
+);
+
+impl Default for ClientTls {
+    /// Plaintext, as the router was before it terminated TLS: a configuration that says
+    /// nothing keeps working.
+    fn default() -> Self {
+        Self::Disable
+    }
+}
+
 /// How long after a write a session's reads stay on the primary, so it reads its own writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReadYourWrites {

@@ -75,6 +75,14 @@ pub enum ControlError {
         /// The key, the file and what is wrong with it.
         reason: String,
     },
+    /// A listener's TLS files could not be loaded (#38); on reload the old settings stay.
+    #[error("listener \"{listener}\": {reason}")]
+    ListenerTls {
+        /// The listener.
+        listener: String,
+        /// The key, the file and what is wrong with it.
+        reason: String,
+    },
     /// No file to reload from (the router was started from an in-memory config).
     #[error("no configuration file to reload from")]
     NoFile,
@@ -86,7 +94,7 @@ pub enum ControlError {
     Stopped,
 }
 
-pub use tls::load_backend_tls;
+pub use tls::{load_backend_tls, load_listener_tls, load_tls};
 
 /// Reads `[auth] file` into `config.auth.users` (#23): at start and on every reload, so a
 /// reload picks up changed secrets. Without an auth file the users stay empty.
@@ -118,6 +126,7 @@ impl ErrorCode for ControlError {
             Self::Read { .. } => "control.read",
             Self::AuthFile { .. } => "control.auth_file",
             Self::BackendTls { .. } => "control.backend_tls",
+            Self::ListenerTls { .. } => "control.listener_tls",
             Self::Invalid(_) => "control.invalid_config",
             Self::Rules(_) => "routing.invalid_rule",
             Self::BadRequest(_) => "control.bad_request",
@@ -133,6 +142,7 @@ impl ErrorCode for ControlError {
             | Self::Read { .. }
             | Self::AuthFile { .. }
             | Self::BackendTls { .. }
+            | Self::ListenerTls { .. }
             | Self::NoFile
             | Self::Rules(_)
             | Self::BadRequest(_)
@@ -395,7 +405,7 @@ impl ControlPlane {
             .map_err(|source| ControlError::Read { path: path.display().to_string(), source })?;
         let mut config = Config::parse(&text, &path.display().to_string())?;
         load_auth_file(&mut config)?;
-        load_backend_tls(&mut config)?;
+        load_tls(&mut config)?;
         seed_mock_salts(&mut config, Some(&self.current.config));
         self.warn_restart_only(&config);
         // Runtime rules and translations are ephemeral: a reload starts from the file alone.
@@ -420,9 +430,13 @@ impl ControlPlane {
     }
 
     /// Listener addresses and core placement are fixed at start; say so instead of pretending.
+    /// A listener's TLS settings are not: each new handshake reads the current ones (#38).
     fn warn_restart_only(&self, new: &Config) {
         let old = &self.current.config;
-        if old.listeners != new.listeners || old.general.cores != new.general.cores {
+        let fixed = |c: &Config| -> Vec<crate::config::Listener> {
+            c.listeners.iter().map(|l| crate::config::Listener { tls: Default::default(), ..l.clone() }).collect()
+        };
+        if fixed(old) != fixed(new) || old.general.cores != new.general.cores {
             tracing::warn!("listener and core changes take effect only after a restart");
         }
     }

@@ -1,7 +1,9 @@
 //! Loads every pool's backend TLS files (#38) into an immutable rustls client configuration,
+//! and every listener's certificate, key and client CA into an immutable server configuration,
 //! at start and on every reload, on the control thread: the cores only ever see the finished
-//! `Arc<ClientConfig>`, and a file that is missing, unreadable or not PEM fails the load with
-//! the pool, the key and the reason, before any connection is tried.
+//! `Arc<ClientConfig>` / `Arc<ServerConfig>`, and a file that is missing, unreadable or not PEM
+//! fails the load with the pool or listener, the key and the reason, before any connection is
+//! tried (on reload the old configuration keeps serving).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,12 +13,87 @@ use rustls::client::{Resumption, WebPkiServerVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::server::{NoServerSessionStorage, WebPkiClientVerifier};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
 
 use sha2::{Digest as _, Sha256};
 
 use super::ControlError;
-use crate::config::{BackendTls, Config, TlsClient, TlsMode};
+use crate::config::{BackendTls, ClientTls, Config, ListenerTls, Protocol, TlsClient, TlsMode, TlsServer};
+
+/// ALPN protocol of PostgreSQL over TLS (protocol 55.2.10; what direct TLS requires). The
+/// session checks it as `protocol::pg::startup::ALPN`, which this layer may not use.
+const PG_ALPN: &[u8] = b"postgresql";
+
+/// Loads every TLS file the configuration names: the pools' ([`load_backend_tls`]) and the
+/// listeners' ([`load_listener_tls`]).
+pub fn load_tls(config: &mut Config) -> Result<(), ControlError> {
+    load_backend_tls(config)?;
+    load_listener_tls(config)
+}
+
+/// Fills `tls.server` of every listener whose `tls` is not `disable`.
+pub fn load_listener_tls(config: &mut Config) -> Result<(), ControlError> {
+    for listener in &mut config.listeners {
+        if listener.tls.mode == ClientTls::Disable {
+            continue;
+        }
+        let mut digest = Sha256::new();
+        let (built, end_point) = server_config(&listener.tls, listener.protocol, &mut digest)
+            .map_err(|reason| ControlError::ListenerTls { listener: listener.name.clone(), reason })?;
+        let files = digest.finalize().into();
+        listener.tls.server = Some(TlsServer { config: Arc::new(built), files, end_point: end_point.into() });
+    }
+    Ok(())
+}
+
+/// The server configuration `tls` describes for a `protocol` listener: TLS 1.2 at least, the
+/// certificate chain and key of the files, client certificates demanded and verified when there
+/// is a client CA, and ALPN `postgresql` on PostgreSQL listeners; with the channel binding data
+/// of its certificate.
+fn server_config(
+    tls: &ListenerTls,
+    protocol: Protocol,
+    digest: &mut Sha256,
+) -> Result<(ServerConfig, Vec<u8>), String> {
+    // See `client_config` for the provider.
+    #[allow(deprecated)]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let builder = match &tls.client_ca_file {
+        Some(file) => {
+            let mut roots = RootCertStore::empty();
+            for cert in certificates(file, "tls_client_ca_file", digest)? {
+                roots.add(cert).map_err(|e| format!("tls_client_ca_file {}: {e}", file.display()))?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| format!("tls_client_ca_file {}: {e}", file.display()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let (Some(cert), Some(key)) = (&tls.cert_file, &tls.key_file) else {
+        return Err("tls_cert_file and tls_key_file are required unless tls = \"disable\"".into());
+    };
+    let chain = certificates(cert, "tls_cert_file", digest)?;
+    let end_point = chain.first().map(|leaf| crate::auth::certificate::end_point_hash(leaf)).unwrap_or_default();
+    let key = PrivateKeyDer::from_pem_slice(&read(key, "tls_key_file", digest)?)
+        .map_err(|e| format!("tls_key_file {}: no PEM private key in it ({e})", key.display()))?;
+    let mut config =
+        builder.with_single_cert(chain, key).map_err(|e| format!("tls_cert_file and tls_key_file: {e}"))?;
+    if protocol == Protocol::Postgres {
+        config.alpn_protocols = vec![PG_ALPN.to_vec()];
+    }
+    // No resumption: its session store or ticket key would be state every core writes or
+    // reads at each handshake; TLS state stays in the connection and its core (DESIGN.md).
+    // TODO(#38): per-core session tickets, measured first.
+    config.session_storage = Arc::new(NoServerSessionStorage {});
+    config.send_tls13_tickets = 0;
+    Ok((config, end_point))
+}
 
 /// Fills `tls.client` of every pool whose `tls` is not `disable`.
 pub fn load_backend_tls(config: &mut Config) -> Result<(), ControlError> {
@@ -264,5 +341,43 @@ mod tests {
         std::fs::write(&bad, "-----BEGIN CERTIFICATE-----\n@@@@\n-----END CERTIFICATE-----\n").expect("write");
         let e = load(&format!("tls = \"verify-ca\"\ntls_ca_file = \"{}\"", bad.display())).expect_err("bad");
         assert!(e.starts_with(&format!("pool \"main\": tls_ca_file {}: not PEM", bad.display())), "{e}");
+    }
+
+    fn load_listener(keys: &str) -> Result<Config, String> {
+        let text = format!(
+            "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:6432\"\n{keys}\n\n[pools.main]\n\
+             backends = [{{ host = \"db\", port = 5432 }}]\n\n[routing]\ndefault_pool = \"main\"\n"
+        );
+        let mut c = Config::parse(&text, "test.toml").unwrap_or_else(|e| panic!("{e}"));
+        load_tls(&mut c).map(|()| c).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_listener_without_tls_builds_no_server() {
+        assert!(load_listener("").expect("disable").listeners[0].tls.server.is_none());
+    }
+
+    #[test]
+    fn a_missing_listener_file_names_listener_key_and_path() {
+        let keys =
+            "tls = \"require\"\ntls_cert_file = \"/nonexistent/qp-s.pem\"\ntls_key_file = \"/nonexistent/qp-k.pem\"";
+        let e = load_listener(keys).expect_err("missing");
+        assert!(e.starts_with("listener \"postgres-0\": tls_cert_file /nonexistent/qp-s.pem: "), "{e}");
+    }
+
+    #[test]
+    fn a_listener_file_without_pem_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let junk = dir.path().join("junk.pem");
+        std::fs::write(&junk, "not a certificate\n").expect("write");
+        let keys = format!("tls = \"allow\"\ntls_cert_file = \"{0}\"\ntls_key_file = \"{0}\"", junk.display());
+        let e = load_listener(&keys).expect_err("junk");
+        assert_eq!(e, format!("listener \"postgres-0\": tls_cert_file {}: no PEM certificate in it", junk.display()));
+        let keys = format!("{keys}\ntls_client_ca_file = \"{}\"", junk.display());
+        let e = load_listener(&keys).expect_err("junk CA");
+        assert_eq!(
+            e,
+            format!("listener \"postgres-0\": tls_client_ca_file {}: no PEM certificate in it", junk.display())
+        );
     }
 }

@@ -1,17 +1,19 @@
-//! TLS inside a [`Stream`] (#38): a rustls client session lives in the stream of the connection
-//! it encrypts, on that connection's core, and [`super::read_some`] / [`super::write_all`] go
+//! TLS inside a [`Stream`] (#38): a rustls session, client (the router connecting to a backend)
+//! or server (a client connecting to the router), lives in the stream of the connection it
+//! encrypts, on that connection's core, and [`super::read_some`] / [`super::write_all`] go
 //! through it when it is there. rustls is sans-IO: records are plain bytes moved by the same
 //! ring operations as a plaintext stream's, so nothing above this module knows whether a
-//! connection is encrypted. Only the immutable `ClientConfig` is shared between cores.
+//! connection is encrypted. Only the immutable `ClientConfig` / `ServerConfig` are shared
+//! between cores.
 //!
-//! Owns: the handshake and record (de)framing over the ring. Must not depend on any other
+//! Owns: the handshakes and record (de)framing over the ring. Must not depend on any other
 //! module of the crate.
 
 use std::io::{self, Read as _, Write as _};
 use std::sync::Arc;
 
-use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection};
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, Connection, ServerConfig, ServerConnection};
 
 use super::Stream;
 
@@ -20,7 +22,7 @@ const RECORD_CHUNK: usize = 17 * 1024;
 
 /// A stream's TLS session.
 pub(super) struct Tls {
-    conn: ClientConnection,
+    conn: Connection,
     /// The peer closed the TCP connection: what rustls still holds is all there is.
     eof: bool,
     /// Decrypted bytes were left in the session by the last read (it took at most its chunk).
@@ -32,13 +34,48 @@ pub(super) struct Tls {
 /// reason rustls gives (e.g. an untrusted issuer or a certificate not valid for `name`) as an
 /// `InvalidData` error. Bounded by the caller's deadline like any read.
 pub async fn start_tls(stream: &mut Stream, config: Arc<ClientConfig>, name: ServerName<'static>) -> io::Result<()> {
+    let conn = ClientConnection::new(config, name).map_err(invalid)?;
+    handshake(stream, conn.into(), &[]).await
+}
+
+/// What a server handshake settled with the client.
+#[derive(Debug, Default)]
+pub struct Accepted {
+    /// The application protocol both sides chose (ALPN), if the client offered any.
+    pub alpn: Option<Vec<u8>>,
+    /// The client's end-entity certificate, when the configuration asked for one (it has been
+    /// verified against the configuration's roots).
+    pub client_certificate: Option<CertificateDer<'static>>,
+}
+
+/// Runs a TLS server handshake on `stream` (a client that asked for TLS) with `config`;
+/// `received` is what was read from the socket already and belongs to the handshake (a
+/// ClientHello sent right behind a request to encrypt, or a whole one with direct TLS). From
+/// then on every read and write on the stream is decrypted / encrypted. A client that sends
+/// something else than TLS, or a certificate that does not verify, fails it with rustls' reason
+/// as an `InvalidData` error (after the alert that tells the client, best effort). Bounded by
+/// the caller's deadline like any read: a client that stalls mid-handshake ends with it.
+pub async fn accept_tls(stream: &mut Stream, config: Arc<ServerConfig>, received: &[u8]) -> io::Result<Accepted> {
+    let conn = ServerConnection::new(config).map_err(invalid)?;
+    handshake(stream, conn.into(), received).await?;
+    let tls = stream.tls.as_deref().ok_or_else(not_encrypted)?;
+    Ok(Accepted {
+        alpn: tls.conn.alpn_protocol().map(<[u8]>::to_vec),
+        client_certificate: tls.conn.peer_certificates().and_then(<[_]>::first).map(|c| c.clone().into_owned()),
+    })
+}
+
+/// Runs `conn`'s handshake over `stream`, `received` first; then installs the session.
+async fn handshake(stream: &mut Stream, mut conn: Connection, received: &[u8]) -> io::Result<()> {
     if stream.tls.is_some() {
         return Err(io::Error::other("the stream is encrypted already"));
     }
-    let mut conn = ClientConnection::new(config, name).map_err(invalid)?;
     // A whole message is encrypted at once (the caller holds it in memory already), so a write
     // never stops half way for lack of room in rustls' own buffer.
     conn.set_buffer_limit(None);
+    if let Err(e) = feed(&mut conn, received) {
+        return Err(alert(stream, &mut conn, e).await);
+    }
     let mut raw = Vec::with_capacity(RECORD_CHUNK);
     while conn.is_handshaking() {
         if conn.wants_write() {
@@ -51,17 +88,32 @@ pub async fn start_tls(stream: &mut Stream, config: Arc<ClientConfig>, name: Ser
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                "the server closed the connection during the TLS handshake",
+                "the peer closed the connection during the TLS handshake",
             ));
         }
-        feed(&mut conn, &raw)?;
+        if let Err(e) = feed(&mut conn, &raw) {
+            return Err(alert(stream, &mut conn, e).await);
+        }
     }
     if conn.wants_write() {
         let out = drain_records(&mut conn)?;
         super::io::send_owned(stream, out).await?;
     }
-    stream.tls = Some(Box::new(Tls { conn, eof: false, buffered: false }));
+    // Application data may have come in the handshake's last read (a client's first message).
+    let buffered = conn.process_new_packets().map_err(invalid)?.plaintext_bytes_to_read() > 0;
+    stream.tls = Some(Box::new(Tls { conn, eof: false, buffered }));
     Ok(())
+}
+
+/// Sends the alert rustls queued for a failed handshake (best effort: the peer may be gone or
+/// not speak TLS at all); returns the failure.
+async fn alert(stream: &mut Stream, conn: &mut Connection, e: io::Error) -> io::Error {
+    if conn.wants_write() {
+        if let Ok(out) = drain_records(conn) {
+            let _ = super::io::send_owned(stream, out).await;
+        }
+    }
+    e
 }
 
 fn invalid(e: rustls::Error) -> io::Error {
@@ -69,8 +121,8 @@ fn invalid(e: rustls::Error) -> io::Error {
 }
 
 /// Hands ciphertext to rustls and processes it; a record that does not verify or decrypt is an
-/// error (and rustls has queued the alert that tells the server why).
-fn feed(conn: &mut ClientConnection, mut raw: &[u8]) -> io::Result<()> {
+/// error (and rustls has queued the alert that tells the peer why).
+fn feed(conn: &mut Connection, mut raw: &[u8]) -> io::Result<()> {
     while !raw.is_empty() {
         // rustls takes at most what its buffer allows; what is left goes in after processing.
         conn.read_tls(&mut raw)?;
@@ -80,7 +132,7 @@ fn feed(conn: &mut ClientConnection, mut raw: &[u8]) -> io::Result<()> {
 }
 
 /// The records rustls has queued (handshake messages, encrypted data, alerts), in a spare buffer.
-fn drain_records(conn: &mut ClientConnection) -> io::Result<Vec<u8>> {
+fn drain_records(conn: &mut Connection) -> io::Result<Vec<u8>> {
     let mut out = super::spare_buffer();
     while conn.wants_write() {
         conn.write_tls(&mut out)?;

@@ -63,7 +63,7 @@ pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize, slot: Optio
             ctx2.counters.client_refused(listener); // metrics
             let _open = OpenSession(ctx2.clone(), None);
             match protocol {
-                Some(Protocol::Postgres) => pg::refuse(ctx2, stream).await,
+                Some(Protocol::Postgres) => pg::refuse(ctx2, stream, listener).await,
                 Some(Protocol::MySql) => mysql::refuse(stream).await,
                 None => drop(stream),
             }

@@ -31,6 +31,7 @@ mod causal_owed_gtid_my;
 mod causal_readonly;
 mod causal_readonly_my;
 mod causal_routes;
+mod client_tls;
 mod connectors;
 mod console;
 mod demo;

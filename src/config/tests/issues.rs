@@ -936,3 +936,99 @@ fn tls_on_a_pool_serving_mysql_clients() {
     );
     expect(&text, "tls = ", "pools.main.tls", crate::config::pool::MYSQL_TLS);
 }
+
+// ---- client TLS (#38) ----
+
+fn tls_listener(keys: &str) -> String {
+    format!("{}{POOL}{ROUTING}", listener("postgres", "127.0.0.1:6432", keys))
+}
+
+#[test]
+fn listener_tls_settings_are_read_with_disable_as_the_default() {
+    assert_eq!(parse_ok(&base()).listeners[0].tls, crate::config::ListenerTls::default());
+    let text = tls_listener(
+        "tls = \"require\"\ntls_cert_file = \"/etc/qp/s.pem\"\ntls_key_file = \"/etc/qp/k.pem\"\n\
+         tls_client_ca_file = \"/etc/qp/ca.pem\"\ntls_client_cert_user = true",
+    );
+    let tls = parse_ok(&text).listeners[0].tls.clone();
+    assert_eq!(tls.mode, crate::config::ClientTls::Require);
+    assert_eq!(tls.cert_file.as_deref(), Some(std::path::Path::new("/etc/qp/s.pem")));
+    assert_eq!(tls.key_file.as_deref(), Some(std::path::Path::new("/etc/qp/k.pem")));
+    assert_eq!(tls.client_ca_file.as_deref(), Some(std::path::Path::new("/etc/qp/ca.pem")));
+    assert!(tls.client_cert_user);
+    assert!(tls.server.is_none(), "the files are loaded by the control plane, not parsed here");
+    let rendered = parse_ok(&text).redacted_toml();
+    assert_eq!(parse_ok(&rendered).listeners[0].tls, tls, "rendered as written:\n{rendered}");
+}
+
+#[test]
+fn unknown_listener_tls_mode() {
+    expect(
+        &tls_listener("tls = \"prefer\""),
+        "tls = ",
+        "listeners[0].tls",
+        "invalid listener tls mode \"prefer\": expected one of \"disable\", \"allow\", \"require\"",
+    );
+}
+
+#[test]
+fn listener_tls_without_a_certificate_file() {
+    expect(
+        &tls_listener("tls = \"allow\"\ntls_key_file = \"k.pem\""),
+        "tls = ",
+        "listeners[0].tls_cert_file",
+        "tls = \"allow\" needs tls_cert_file: the certificate (chain) and key the router presents",
+    );
+}
+
+#[test]
+fn listener_tls_without_a_key_file() {
+    expect(
+        &tls_listener("tls = \"require\"\ntls_cert_file = \"c.pem\""),
+        "tls = ",
+        "listeners[0].tls_key_file",
+        "tls = \"require\" needs tls_key_file: the certificate (chain) and key the router presents",
+    );
+}
+
+#[test]
+fn listener_tls_files_with_tls_disabled() {
+    expect(
+        &tls_listener("tls_client_ca_file = \"ca.pem\""),
+        "tls_client_ca_file",
+        "listeners[0].tls_client_ca_file",
+        "tls_client_ca_file has no effect with tls = \"disable\"",
+    );
+}
+
+#[test]
+fn listener_client_cert_user_with_tls_disabled() {
+    expect(
+        &tls_listener("tls_client_cert_user = true"),
+        "tls_client_cert_user",
+        "listeners[0].tls_client_cert_user",
+        "tls_client_cert_user has no effect with tls = \"disable\"",
+    );
+}
+
+#[test]
+fn listener_client_cert_user_without_a_client_ca() {
+    expect(
+        &tls_listener(
+            "tls = \"require\"\ntls_cert_file = \"c.pem\"\ntls_key_file = \"k.pem\"\ntls_client_cert_user = true",
+        ),
+        "tls_client_cert_user",
+        "listeners[0].tls_client_cert_user",
+        "tls_client_cert_user needs tls_client_ca_file: only a verified client certificate names a user",
+    );
+}
+
+#[test]
+fn listener_tls_file_that_is_empty() {
+    expect(
+        &tls_listener("tls = \"require\"\ntls_cert_file = \"\"\ntls_key_file = \"k.pem\""),
+        "tls_cert_file",
+        "listeners[0].tls_cert_file",
+        "tls_cert_file must not be empty",
+    );
+}

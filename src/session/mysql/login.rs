@@ -1,18 +1,19 @@
 //! Client login for MySQL: the v10 greeting with a router-issued connection id (which encodes
 //! the owning core, so `KILL <id>` finds the session from any core, and has a bit set that
-//! server thread ids do not, so it is never mistaken for one), SSL refusal, pool
-//! resolution and `mysql_native_password` against the pool's credentials (with an auth switch
+//! server thread ids do not, so it is never mistaken for one), TLS when the listener terminates
+//! it (the SSL capability and the SSLRequest upgrade, #38), pool resolution and `mysql_native_password` against the pool's credentials (with an auth switch
 //! when the client proposes another plugin).
 
 use std::cell::Cell;
 use std::net::IpAddr;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::state::{names_for_collation, MyState};
 use super::Session;
 use crate::auth::{Denial, Verifier};
-use crate::config::{Config, Pool as PoolConfig, Protocol};
+use crate::config::{ClientTls, Config, Pool as PoolConfig, Protocol};
 use crate::id::CancelKey;
 use crate::id::Token;
 use crate::metrics::AuthFailure;
@@ -48,11 +49,15 @@ pub(super) const SERVER_CAPABILITIES: u64 =
 
 /// What the greeting offers: [`SERVER_CAPABILITIES`], plus `CLIENT_LOCAL_FILES` when some pool
 /// relays LOCAL INFILE (#4). The greeting goes out before the client names its pool, so the
-/// session checks its pool's `local_infile` again when a file is asked for.
-fn offered_capabilities(config: &Config) -> u64 {
+/// session checks its pool's `local_infile` again when a file is asked for. `CLIENT_SSL` when
+/// the listener terminates TLS (#38).
+fn offered_capabilities(config: &Config, tls: bool) -> u64 {
     let infile = config.pools.iter().any(|p| p.local_infile);
-    SERVER_CAPABILITIES | if infile { CLIENT_LOCAL_FILES } else { 0 }
+    SERVER_CAPABILITIES | if infile { CLIENT_LOCAL_FILES } else { 0 } | if tls { CLIENT_SSL } else { 0 }
 }
+
+/// `ER_SECURE_TRANSPORT_REQUIRED`: a plaintext login on a `tls = "require"` listener (#38).
+const ER_SECURE_TRANSPORT_REQUIRED: ErrorNumber = ErrorNumber { code: 3159, sql_state: *b"HY000" };
 
 /// `ER_NOT_SUPPORTED_AUTH_MODE`.
 const ER_NOT_SUPPORTED_AUTH_MODE: ErrorNumber = ErrorNumber { code: 1251, sql_state: *b"08004" };
@@ -64,6 +69,13 @@ struct Client {
     buf: Vec<u8>,
     /// Sequence id of the next packet the router sends.
     seq: u8,
+    /// The listener the client connected to (its index in the configuration).
+    listener: usize,
+    /// What the TLS handshake settled, once the connection is encrypted (#38).
+    tls: Option<rt::Accepted>,
+    /// A TLS handshake is under way: a login that times out now closes without a plaintext
+    /// error in the middle of it.
+    handshaking: bool,
 }
 
 impl Client {
@@ -126,7 +138,7 @@ pub(super) struct Greeted {
 
 /// Runs the whole login; on success the session is ready for its first command.
 pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) -> Option<Session> {
-    let mut client = Client { stream, buf: Vec::with_capacity(1024), seq: 0 };
+    let mut client = Client { stream, buf: Vec::with_capacity(1024), seq: 0, listener, tls: None, handshaking: false };
     let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, run(ctx, &mut client, listener)).await;
     let err = match attempt {
         Ok(Ok(g)) => {
@@ -136,6 +148,7 @@ pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, lis
             return Some(Session::new(ctx.clone(), io, g));
         }
         Ok(Err(e)) => e,
+        Err(_) if client.handshaking => None,
         Err(_) => Some(MyClientError::new(ER_HANDSHAKE_ERROR, "Bad handshake: login timed out")),
     };
     if let Some(e) = err {
@@ -176,16 +189,11 @@ struct Greeting {
 async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Greeted, LoginError> {
     let config = ctx.config();
     let greeting = greet(ctx, &config, client).await?;
-    let reply = client.next().await?;
-    if SslRequest::detect(&reply).is_some() {
-        return Err(Some(MyClientError::new(
-            ER_HANDSHAKE_ERROR,
-            "SSL is not supported by this router and was not offered; connect without TLS (e.g. --skip-ssl / ssl-mode=DISABLED)",
-        )));
-    }
+    let reply = handshake_response(ctx, client, greeting.offered).await?;
     let resp = HandshakeResponse41::decode(&reply)
         .map_err(|e| Some(MyClientError::new(ER_HANDSHAKE_ERROR, format!("Bad handshake: {e}"))))?;
     let user = String::from_utf8_lossy(resp.username).into_owned();
+    tls_admission(&config, client, &user, resp.auth_response.is_empty()).map_err(Some)?;
     let database = resp.database.filter(|d| !d.is_empty()).map(|d| String::from_utf8_lossy(d).into_owned());
     // The password is checked before the database, as the server does (#33): a client naming
     // an unknown database is authenticated as the default pool would check it, then told.
@@ -207,7 +215,8 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         super::template::check_schema(&pool, db, pass.as_deref()).await.map_err(Some)?;
         // #36
     }
-    let caps = resp.capabilities & greeting.offered;
+    // The session has nothing more to do with SSL: it is the stream's from here on.
+    let caps = resp.capabilities & greeting.offered & !CLIENT_SSL;
     let mut ok = Vec::new();
     OkPacket { status: greeting.status, ..OkPacket::default() }.encode(caps, &mut ok);
     client.send(&ok).await?;
@@ -245,6 +254,59 @@ pub(super) fn causal_attribute(attrs: Option<&ConnectAttrs<'_>>) -> Result<Optio
         .map_err(|e| MyClientError::new(super::causal::ER_WRONG_VALUE_FOR_VAR, e.to_string()))
 }
 
+/// The server configuration new handshakes on `listener` use: the current snapshot's, so a
+/// reloaded certificate serves the next handshake (#38). `None` when it terminates no TLS.
+fn server_tls(ctx: &CoreContext, listener: usize) -> Option<Arc<rustls::ServerConfig>> {
+    ctx.config().listeners.get(listener).and_then(|l| l.tls.server.as_ref()).map(|s| s.config.clone())
+}
+
+/// The client's HandshakeResponse (protocol "Connection Phase"): the packet after the greeting,
+/// or, when that is an SSLRequest (the response's first 32 bytes with `CLIENT_SSL`) to a
+/// greeting that offered SSL, the packet after the TLS handshake that follows it, read over
+/// TLS with its sequence id continuing. The client may send its ClientHello right behind the
+/// request: what was read of it already goes to the handshake. A client that fails the
+/// handshake is closed quietly.
+async fn handshake_response(ctx: &Rc<CoreContext>, client: &mut Client, offered: u64) -> Result<Vec<u8>, LoginError> {
+    let reply = client.next().await?;
+    if SslRequest::detect(&reply).is_none() {
+        return Ok(reply);
+    }
+    let server = if offered & CLIENT_SSL != 0 { server_tls(ctx, client.listener) } else { None };
+    let Some(server) = server else {
+        let message = "SSL is not supported on this listener (its tls is \"disable\"); connect without TLS (e.g. --skip-ssl / ssl-mode=DISABLED)";
+        return Err(Some(MyClientError::new(ER_HANDSHAKE_ERROR, message)));
+    };
+    let received = std::mem::take(&mut client.buf);
+    client.handshaking = true;
+    let accepted = rt::accept_tls(&mut client.stream, server, &received).await.map_err(|e| {
+        tracing::debug!(error = %e, "client TLS handshake failed");
+        None
+    })?;
+    client.handshaking = false;
+    client.tls = Some(accepted);
+    client.next().await
+}
+
+/// What the listener's TLS settings demand of a client logging in as `user` (#38): with
+/// `tls = "require"` an encrypted connection (refused as the server refuses one under
+/// `require_secure_transport`), with `tls_client_cert_user` a client certificate whose CN or a
+/// DNS SAN is `user` (refused as a wrong password is).
+fn tls_admission(config: &Config, client: &Client, user: &str, token_empty: bool) -> Result<(), MyClientError> {
+    let Some(tls) = config.listeners.get(client.listener).map(|l| &l.tls) else { return Ok(()) };
+    if tls.mode == ClientTls::Require && client.tls.is_none() {
+        return Err(MyClientError::new(
+            ER_SECURE_TRANSPORT_REQUIRED,
+            "Connections using insecure transport are prohibited while --require_secure_transport=ON.",
+        ));
+    }
+    let certificate = client.tls.as_ref().and_then(|t| t.client_certificate.as_ref());
+    if tls.client_cert_user && !certificate.is_some_and(|c| crate::auth::certificate::names_user(c, user)) {
+        tracing::info!(user, "login refused: no client certificate naming the user");
+        return Err(access_denied((user, client.peer_ip()), token_empty));
+    }
+    Ok(())
+}
+
 /// Sends the client the server's greeting, in the name of the default pool's backends.
 async fn greet(ctx: &Rc<CoreContext>, config: &Config, client: &mut Client) -> Result<Greeting, LoginError> {
     let default = default_pool(ctx, config).map_err(|e| Some(MyClientError::from(&e)))?;
@@ -258,7 +320,7 @@ async fn greet(ctx: &Rc<CoreContext>, config: &Config, client: &mut Client) -> R
     let version =
         if bridged { super::bridged::greeting_version(&param("server_version")) } else { param("server_version") };
     let status = SERVER_STATUS_AUTOCOMMIT | super::bridged::greeting_escapes(config);
-    let offered = offered_capabilities(config);
+    let offered = offered_capabilities(config, server_tls(ctx, client.listener).is_some());
     let greeting = HandshakeV10 {
         server_version: version.as_bytes(),
         connection_id: key.mysql_connection_id(),

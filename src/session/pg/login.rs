@@ -1,6 +1,8 @@
-//! Client startup for PostgreSQL: SSL/GSS refusal, cancel requests, pool resolution, password
-//! authentication (SCRAM-SHA-256 or MD5) against the pool's credentials, and the greeting with
-//! the real server's parameters and a router-issued BackendKeyData.
+//! Client startup for PostgreSQL: TLS when the listener terminates it (SSLRequest, or PostgreSQL
+//! 17's direct TLS) and GSS refusal, cancel requests, pool resolution, password authentication
+//! (SCRAM-SHA-256, with SCRAM-SHA-256-PLUS offered over TLS, or MD5) against the pool's
+//! credentials, and the greeting with the real server's parameters and a router-issued
+//! BackendKeyData.
 
 use crate::protocol::pg::tag::frontend as client;
 use std::cell::Cell;
@@ -13,7 +15,9 @@ use super::settings::{run_reporting, SettingsError};
 use super::{Identity, Session};
 use crate::auth::mock::scram_salt;
 use crate::auth::{Denial, Verifier, VerifierError};
-use crate::config::{ClientAuth, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol};
+use crate::config::{
+    ClientAuth, ClientTls, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol, TlsServer,
+};
 use crate::id::{CancelKey, KillRequest, KillTarget};
 use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, Conn, ConnInfo, CorePool, PassThrough, PoolError};
@@ -21,7 +25,7 @@ use crate::protocol::pg::{
     auth, backend,
     challenge::{Challenge, Progress, Proof},
     decode_expected_frame, decode_startup_frame, sqlstate,
-    startup::{is_protocol_option, ENCRYPTION_REFUSED},
+    startup::{is_protocol_option, ALPN, DIRECT_TLS_FIRST_BYTE, ENCRYPTION_ACCEPTED, ENCRYPTION_REFUSED},
     Authentication, Derivation, Negotiation, ScramKeys, ScramSecret, StartupPacket, TransactionStatus,
 };
 use crate::rt::{self, Stream};
@@ -68,9 +72,38 @@ impl From<PgClientError> for LoginEnd {
 struct Client {
     stream: Stream,
     buf: Vec<u8>,
+    /// The listener the client connected to (its index in the configuration).
+    listener: usize,
+    /// What the TLS handshake settled, once the connection is encrypted (#38).
+    tls: Option<rt::Accepted>,
+    /// A TLS handshake is under way: a login that times out now closes without a plaintext
+    /// error in the middle of it.
+    handshaking: bool,
+    /// The channel binding data of the certificate the client's handshake got, which its
+    /// SCRAM-SHA-256-PLUS proof must be bound to.
+    binding: Option<std::sync::Arc<[u8]>>,
 }
 
 impl Client {
+    fn new(stream: Stream, listener: usize) -> Self {
+        Client { stream, buf: Vec::with_capacity(1024), listener, tls: None, handshaking: false, binding: None }
+    }
+
+    /// Runs the TLS server handshake with `server`, `received` first (#38). A client that
+    /// fails it (garbage, an untrusted certificate, a close) is closed quietly: whatever it
+    /// speaks, it is not this protocol's error messages.
+    async fn encrypt(&mut self, server: TlsServer, received: &[u8]) -> Result<(), LoginEnd> {
+        self.handshaking = true;
+        let accepted = rt::accept_tls(&mut self.stream, server.config, received).await.map_err(|e| {
+            tracing::debug!(error = %e, "client TLS handshake failed");
+            LoginEnd::Quiet
+        })?;
+        self.handshaking = false;
+        self.tls = Some(accepted);
+        self.binding = Some(server.end_point);
+        Ok(())
+    }
+
     /// Reads until one whole startup-phase frame is buffered; returns its tag (0 for untagged
     /// startup frames), body and length.
     async fn next(&mut self, startup: bool) -> Result<(u8, Vec<u8>), LoginEnd> {
@@ -104,7 +137,7 @@ impl Client {
 
 /// Runs the whole login; on success the session is ready for its first query.
 pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) -> Option<Session> {
-    let mut client = Client { stream, buf: Vec::with_capacity(1024) };
+    let mut client = Client::new(stream, listener);
     let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, run(ctx, &mut client, listener)).await;
     let end = match attempt {
         // The greeting waits for the pool, not for the client: `acquire_timeout` bounds it.
@@ -131,6 +164,7 @@ pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, lis
             return None;
         }
         Ok(Err(end)) => end,
+        Err(_) if client.handshaking => LoginEnd::Quiet,
         Err(_) => LoginEnd::Refused(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "login timed out")),
     };
     if let LoginEnd::Refused(e) = end {
@@ -146,13 +180,14 @@ pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, lis
 /// FATAL `53300` and closes, as PostgreSQL does when it is full. Answering only after the
 /// startup packet means the client is not writing while the router closes, so the error is not
 /// lost to a connection reset.
-pub(super) async fn turn_away(ctx: &Rc<CoreContext>, stream: Stream) {
-    let mut client = Client { stream, buf: Vec::with_capacity(1024) };
+pub(super) async fn turn_away(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) {
+    let mut client = Client::new(stream, listener);
     let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, startup(ctx, &mut client)).await;
     let error = match attempt {
         Ok(Ok(_)) => PgClientError::new(sqlstate::TOO_MANY_CONNECTIONS, "sorry, too many clients already"),
         Ok(Err(LoginEnd::Refused(e))) => e,
         Ok(Err(LoginEnd::Quiet | LoginEnd::Console { .. })) => return,
+        Err(_) if client.handshaking => return,
         Err(_) => PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "login timed out"),
     };
     let mut out = Vec::new();
@@ -163,15 +198,18 @@ pub(super) async fn turn_away(ctx: &Rc<CoreContext>, stream: Stream) {
 /// The client's user, database, other startup parameters and `options`.
 type Startup = (String, String, Vec<(String, String)>, Option<String>);
 
-/// Reads the startup phase up to the StartupMessage, refusing encryption and delivering a
-/// CancelRequest (which ends the connection quietly).
+/// Reads the startup phase up to the StartupMessage, encrypting the connection when the client
+/// asks and the listener terminates TLS (refusing it otherwise, and GSS encryption always), and
+/// delivering a CancelRequest (which ends the connection quietly).
 async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, LoginEnd> {
+    direct_tls(ctx, client).await?;
     loop {
         let (_, body) = client.next(true).await?;
         let packet = StartupPacket::decode(&body)
             .map_err(|e| PgClientError::new(sqlstate::PROTOCOL_VIOLATION, e.to_string()))?;
         match packet {
-            StartupPacket::SslRequest | StartupPacket::GssEncRequest => client.send(ENCRYPTION_REFUSED).await?,
+            StartupPacket::SslRequest => ssl_request(ctx, client).await?,
+            StartupPacket::GssEncRequest => client.send(ENCRYPTION_REFUSED).await?,
             StartupPacket::Cancel { pid, key } => {
                 // The client learns its cancel was sent when this connection closes (libpq,
                 // asyncpg wait for that), so it closes only once the backend has it (#18).
@@ -200,6 +238,76 @@ async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, 
     }
 }
 
+/// The server configuration new handshakes on `listener` use: the current snapshot's, so a
+/// reloaded certificate serves the next handshake (#38). `None` when it terminates no TLS.
+fn server_tls(ctx: &CoreContext, listener: usize) -> Option<TlsServer> {
+    ctx.config().listeners.get(listener).and_then(|l| l.tls.server.clone())
+}
+
+/// PostgreSQL 17's direct TLS (55.2.10, `sslnegotiation=direct`): a client whose first byte
+/// opens a TLS record gets the handshake at once, and must have negotiated ALPN `postgresql`.
+/// On a listener without TLS its bytes go to the startup decoder, which refuses them as before.
+async fn direct_tls(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<(), LoginEnd> {
+    if client.buf.is_empty() {
+        match rt::read_some(&mut client.stream, &mut client.buf, 4096).await {
+            Ok(0) | Err(_) => return Err(LoginEnd::Quiet),
+            Ok(_) => {}
+        }
+    }
+    if client.buf.first() != Some(&DIRECT_TLS_FIRST_BYTE) {
+        return Ok(());
+    }
+    let Some(server) = server_tls(ctx, client.listener) else { return Ok(()) };
+    let received = std::mem::take(&mut client.buf);
+    client.encrypt(server, &received).await?;
+    if client.tls.as_ref().and_then(|t| t.alpn.as_deref()) != Some(ALPN) {
+        let message = "direct TLS connections must negotiate the ALPN protocol \"postgresql\"";
+        return Err(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, message).into());
+    }
+    Ok(())
+}
+
+/// SSLRequest (55.2.10): `S` and the handshake when the listener terminates TLS and the
+/// connection is not encrypted yet, `N` otherwise. Bytes the client sent behind the request
+/// were sent before it knew the answer, in plaintext: they are refused, never read as if they
+/// had come encrypted (CVE-2021-23214).
+async fn ssl_request(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<(), LoginEnd> {
+    let server = if client.tls.is_none() { server_tls(ctx, client.listener) } else { None };
+    let Some(server) = server else { return client.send(ENCRYPTION_REFUSED).await };
+    if !client.buf.is_empty() {
+        let message = "the client sent unencrypted bytes after its SSLRequest";
+        return Err(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, message).into());
+    }
+    client.send(ENCRYPTION_ACCEPTED).await?;
+    client.encrypt(server, &[]).await
+}
+
+/// What the listener's TLS settings demand of a client that named `user` and `database`
+/// (#38): with `tls = "require"` an encrypted connection, refused as the server refuses one no
+/// `hostssl` rule admits; with `tls_client_cert_user` a client certificate whose CN or a DNS
+/// SAN is `user`; and the admin console, which runs on a plain thread, unencrypted.
+fn tls_admission(config: &Config, client: &Client, user: &str, database: &str) -> Result<(), PgClientError> {
+    let Some(tls) = config.listeners.get(client.listener).map(|l| &l.tls) else { return Ok(()) };
+    if tls.mode == ClientTls::Require && client.tls.is_none() {
+        let host = client.stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+        let message = format!(
+            "no pg_hba.conf entry for host \"{host}\", user \"{user}\", database \"{database}\", no encryption"
+        );
+        return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, message));
+    }
+    let certificate = client.tls.as_ref().and_then(|t| t.client_certificate.as_ref());
+    if tls.client_cert_user && !certificate.is_some_and(|c| crate::auth::certificate::names_user(c, user)) {
+        tracing::info!(user, "login refused: no client certificate naming the user");
+        let message = format!("certificate authentication failed for user \"{user}\"");
+        return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, message));
+    }
+    if client.tls.is_some() && config.console.is_console_database(database) {
+        let message = "the admin console does not accept TLS connections; connect to it with sslmode=disable";
+        return Err(PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, message));
+    }
+    Ok(())
+}
+
 /// A client that proved who it is, to be greeted.
 struct Authenticated {
     /// The pool it connects to.
@@ -215,6 +323,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
     if user.is_empty() {
         return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, "no user name given").into());
     }
+    tls_admission(&config, client, &user, &database)?;
     let mut params = with_options(params, options.as_deref())?;
     let causal = causal_token(&mut params.values)?;
     let auth = config.listeners.get(listener).map_or(ClientAuth::ScramSha256, |l| l.auth_method);
@@ -579,7 +688,9 @@ async fn exchange(client: &mut Client, expected: &Expected) -> Result<Option<Pro
         Expected::Md5(secret) => Challenge::md5(secret, rand::random(), &mut out),
         Expected::Scram(secret) => {
             let nonce = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>());
-            Challenge::scram(secret.clone(), &nonce, &mut out)
+            // Over TLS, SCRAM-SHA-256-PLUS too, bound to the certificate the client got (#38).
+            let binding = client.binding.as_deref().map(<[u8]>::to_vec);
+            Challenge::scram_bound(secret.clone(), &nonce, binding, &mut out)
         }
     };
     loop {

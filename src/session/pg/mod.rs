@@ -240,8 +240,8 @@ impl Wire for Session {
 }
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
-pub(super) async fn refuse(ctx: Rc<CoreContext>, stream: Stream) {
-    login::turn_away(&ctx, stream).await;
+pub(super) async fn refuse(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
+    login::turn_away(&ctx, stream, listener).await;
 }
 
 /// The server parameters a client of `pool` is greeted with, learned from a real backend

@@ -3,8 +3,9 @@
 //! is a SCRAM client towards backends and a SCRAM server towards its own clients.
 //!
 //! Pure functions of their inputs: nonces and salts come from the caller (who owns the random
-//! source), so every exchange is reproducible in tests. Channel binding is not supported: we
-//! never advertise SCRAM-SHA-256-PLUS, and a client demanding binding (`p=`) is refused clearly.
+//! source), so every exchange is reproducible in tests. Channel binding (RFC 5802 section 6) is
+//! `tls-server-end-point` (RFC 5929 4.1) on the server side only: over TLS the router offers
+//! SCRAM-SHA-256-PLUS to its clients ([`Binding`]); as a client it never asks for binding.
 //! Passwords are used as raw UTF-8 bytes without SASLprep normalization, which matches
 //! PostgreSQL for every ASCII password.
 
@@ -18,6 +19,23 @@ use super::sqlstate;
 
 /// The SASL mechanism name of SCRAM-SHA-256.
 pub const SCRAM_SHA_256: &str = "SCRAM-SHA-256";
+/// The SASL mechanism name of SCRAM-SHA-256 with channel binding.
+pub const SCRAM_SHA_256_PLUS: &str = "SCRAM-SHA-256-PLUS";
+/// The one channel binding type the router's server side takes (RFC 5929 4.1).
+const TLS_SERVER_END_POINT: &str = "tls-server-end-point";
+
+/// The channel binding a server exchange takes part in (RFC 5802 section 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding<'a> {
+    /// None offered (a plaintext connection): the client's flag is `n` or `y`.
+    Unavailable,
+    /// SCRAM-SHA-256-PLUS was offered and the client chose SCRAM-SHA-256: its flag must be `n`
+    /// (`y` says it supports binding but believes the server does not: a downgrade).
+    Declined,
+    /// SCRAM-SHA-256-PLUS: the flag is `p=tls-server-end-point` and the client-final-message's
+    /// `c=` carries the gs2 header followed by this data (the hash of the server's certificate).
+    Required(&'a [u8]),
+}
 /// The iteration count PostgreSQL uses by default, and the router for its own secrets.
 pub const DEFAULT_ITERATIONS: u32 = 4096;
 
@@ -46,9 +64,14 @@ pub enum ScramError {
         /// What was wrong.
         what: &'static str,
     },
-    /// The client requires channel binding (`p=`), which the router does not offer.
+    /// The client requires channel binding (`p=`), which the router does not offer here (or
+    /// of a type other than `tls-server-end-point`).
     #[error("SCRAM channel binding is not supported")]
     ChannelBindingUnsupported,
+    /// The client's binding flag contradicts the mechanisms offered and chosen (RFC 5802
+    /// section 6: `y` although binding was offered, `n` or `y` with SCRAM-SHA-256-PLUS).
+    #[error("SCRAM channel binding negotiation failed")]
+    BindingNegotiation,
     /// The client sent an authorization identity (`a=`), which PostgreSQL does not support.
     #[error("SCRAM authorization identity is not supported")]
     AuthzidUnsupported,
@@ -495,7 +518,8 @@ pub struct ScramServer {
     server_key: Key,
     /// `client-first-message-bare "," server-first-message`, the first part of AuthMessage.
     auth_prefix: String,
-    gs2_header: String,
+    /// What `c=` must decode to: the gs2 header, then the channel binding data if any.
+    binding: Vec<u8>,
     nonce: String,
 }
 
@@ -504,14 +528,31 @@ impl ScramServer {
     /// plus the server-first-message to send in AuthenticationSASLContinue.
     /// `server_nonce` is appended to the client's nonce; it must be printable ASCII without commas.
     pub fn start(secret: &ScramSecret, client_first: &[u8], server_nonce: &str) -> Result<(Self, String), ScramError> {
+        Self::start_bound(secret, client_first, server_nonce, Binding::Unavailable)
+    }
+
+    /// [`ScramServer::start`] taking part in `binding`.
+    pub fn start_bound(
+        secret: &ScramSecret,
+        client_first: &[u8],
+        server_nonce: &str,
+        binding: Binding<'_>,
+    ) -> Result<(Self, String), ScramError> {
         check_nonce(server_nonce)?;
         let text = utf8(client_first, "client-first-message")?;
         let mut gs2 = text.splitn(3, ',');
-        match gs2.next() {
-            Some("n" | "y") => {}
-            Some(flag) if flag.starts_with("p=") => return Err(ScramError::ChannelBindingUnsupported),
+        let data = match (gs2.next(), binding) {
+            (Some("n"), Binding::Unavailable | Binding::Declined) | (Some("y"), Binding::Unavailable) => &[][..],
+            (Some("y"), Binding::Declined) | (Some("n" | "y"), Binding::Required(_)) => {
+                return Err(ScramError::BindingNegotiation)
+            }
+            (Some(flag), Binding::Required(data)) if flag.strip_prefix("p=") == Some(TLS_SERVER_END_POINT) => data,
+            (Some(flag), Binding::Unavailable | Binding::Required(_)) if flag.starts_with("p=") => {
+                return Err(ScramError::ChannelBindingUnsupported)
+            }
+            (Some(flag), Binding::Declined) if flag.starts_with("p=") => return Err(ScramError::BindingNegotiation),
             _ => return Err(ScramError::Malformed { what: "channel binding flag" }),
-        }
+        };
         match gs2.next() {
             Some("") => {}
             Some(a) if a.starts_with("a=") => return Err(ScramError::AuthzidUnsupported),
@@ -529,7 +570,7 @@ impl ScramServer {
             stored_key: secret.stored_key,
             server_key: secret.server_key,
             auth_prefix: format!("{bare},{server_first}"),
-            gs2_header: gs2_header.to_owned(),
+            binding: [gs2_header.as_bytes(), data].concat(),
             nonce,
         };
         Ok((state, server_first))
@@ -550,7 +591,7 @@ impl ScramServer {
         let mut parts = without_proof.split(',');
         let binding = attr(parts.next(), 'c', "channel binding")?;
         let binding = B64.decode(binding).map_err(|_| ScramError::Malformed { what: "channel binding" })?;
-        if binding != self.gs2_header.as_bytes() {
+        if binding != self.binding {
             return Err(ScramError::Malformed { what: "channel binding does not match gs2 header" });
         }
         if attr(parts.next(), 'r', "nonce")? != self.nonce {

@@ -450,6 +450,12 @@ pub fn encode_auth_sasl_scram(out: &mut Vec<u8>) {
     out.extend_from_slice(b"R\0\0\0\x17\0\0\0\x0aSCRAM-SHA-256\0\0");
 }
 
+/// AuthenticationSASL offering SCRAM-SHA-256-PLUS (preferred, listed first) and SCRAM-SHA-256:
+/// what a server says to a client connected over TLS.
+pub fn encode_auth_sasl_scram_plus(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"R\0\0\0\x2a\0\0\0\x0aSCRAM-SHA-256-PLUS\0SCRAM-SHA-256\0\0");
+}
+
 /// What the relay loop usually needs from a backend frame, read without a full decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendPeek<'a> {

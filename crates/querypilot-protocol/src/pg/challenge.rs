@@ -9,8 +9,8 @@
 //! caller. Sending SCRAM's server-final message is left to the caller, who may still refuse
 //! the client for another reason after a right proof.
 
-use super::auth::{md5_verify, ScramError, ScramSecret, ScramServer, SCRAM_SHA_256};
-use super::backend::{encode_auth_sasl_scram, encode_authentication, Authentication};
+use super::auth::{md5_verify, Binding, ScramError, ScramSecret, ScramServer, SCRAM_SHA_256, SCRAM_SHA_256_PLUS};
+use super::backend::{encode_auth_sasl_scram, encode_auth_sasl_scram_plus, encode_authentication, Authentication};
 use super::frontend::{decode_sasl_initial_response, password_text};
 use super::tag::frontend::PASSWORD;
 
@@ -20,8 +20,8 @@ pub enum ChallengeError {
     /// A message other than the one password message the exchange waits for.
     #[error("expected {0}")]
     Unexpected(&'static str),
-    /// A SASLInitialResponse naming another mechanism.
-    #[error("only SCRAM-SHA-256 is supported")]
+    /// A SASLInitialResponse naming a mechanism that was not offered.
+    #[error("the client chose a SASL mechanism that was not offered")]
     Mechanism,
     /// A SASLInitialResponse or client-first-message that does not decode.
     #[error("{0}")]
@@ -50,8 +50,16 @@ pub enum Progress {
 }
 
 enum State {
-    Md5 { secret: String, salt: [u8; 4] },
-    ScramInitial { secret: ScramSecret, nonce: String },
+    Md5 {
+        secret: String,
+        salt: [u8; 4],
+    },
+    /// `binding`: the channel binding data when SCRAM-SHA-256-PLUS was offered too.
+    ScramInitial {
+        secret: ScramSecret,
+        nonce: String,
+        binding: Option<Vec<u8>>,
+    },
     ScramFinal(Box<ScramServer>),
     Ended,
 }
@@ -79,8 +87,19 @@ impl Challenge {
     /// Starts a SCRAM-SHA-256 exchange against `secret`: appends AuthenticationSASL to `out`.
     /// `server_nonce` extends the client's nonce (printable ASCII without commas).
     pub fn scram(secret: ScramSecret, server_nonce: &str, out: &mut Vec<u8>) -> Self {
-        encode_auth_sasl_scram(out);
-        Self { state: State::ScramInitial { secret, nonce: server_nonce.to_owned() } }
+        Self::scram_bound(secret, server_nonce, None, out)
+    }
+
+    /// [`Challenge::scram`] on a connection with channel binding data (`tls-server-end-point`,
+    /// RFC 5929 4.1: the hash of the server's certificate): offers SCRAM-SHA-256-PLUS too, and
+    /// checks the client's binding against the data whichever mechanism it chooses.
+    pub fn scram_bound(secret: ScramSecret, server_nonce: &str, binding: Option<Vec<u8>>, out: &mut Vec<u8>) -> Self {
+        if binding.is_some() {
+            encode_auth_sasl_scram_plus(out);
+        } else {
+            encode_auth_sasl_scram(out);
+        }
+        Self { state: State::ScramInitial { secret, nonce: server_nonce.to_owned(), binding } }
     }
 
     /// Handles the client's next message (type byte and body), appending any answer to `out`.
@@ -93,13 +112,17 @@ impl Challenge {
                 let right = password_text(body).is_ok_and(|response| md5_verify(&secret, salt, response));
                 Ok(Progress::Done(right.then_some(Proof { server_final: None, client_key: None })))
             }
-            State::ScramInitial { secret, nonce } => {
+            State::ScramInitial { secret, nonce, binding } => {
                 let (mechanism, data) =
                     decode_sasl_initial_response(body).map_err(|e| ChallengeError::Malformed(e.to_string()))?;
-                if mechanism != SCRAM_SHA_256 {
-                    return Err(ChallengeError::Mechanism);
-                }
-                let (server, server_first) = ScramServer::start(&secret, data.unwrap_or_default(), &nonce)?;
+                let binding = match (mechanism, binding.as_deref()) {
+                    (SCRAM_SHA_256, None) => Binding::Unavailable,
+                    (SCRAM_SHA_256, Some(_)) => Binding::Declined,
+                    (SCRAM_SHA_256_PLUS, Some(data)) => Binding::Required(data),
+                    _ => return Err(ChallengeError::Mechanism),
+                };
+                let (server, server_first) =
+                    ScramServer::start_bound(&secret, data.unwrap_or_default(), &nonce, binding)?;
                 encode_authentication(&Authentication::SaslContinue(server_first.as_bytes()), out)
                     .map_err(|e| ChallengeError::Malformed(e.to_string()))?;
                 self.state = State::ScramFinal(Box::new(server));

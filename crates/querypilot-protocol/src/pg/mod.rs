@@ -25,7 +25,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use auth::{Derivation, ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
+pub use auth::{Binding, Derivation, ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
 pub use backend::{Authentication, BackendMessage, BackendPeek, TransactionStatus};
 pub use error::{DecodeError, EncodeError, RewriteError};
 pub use framer::{

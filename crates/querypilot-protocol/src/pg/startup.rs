@@ -21,6 +21,15 @@ pub const SSL_REQUEST_CODE: i32 = (1234 << 16) | 5679;
 pub const GSSENC_REQUEST_CODE: i32 = (1234 << 16) | 5680;
 /// The server's one-byte answer refusing an SSLRequest or GSSENCRequest (55.2.10, 55.2.11).
 pub const ENCRYPTION_REFUSED: &[u8] = b"N";
+/// The server's one-byte answer accepting an SSLRequest: the client's TLS handshake follows
+/// (55.2.10).
+pub const ENCRYPTION_ACCEPTED: &[u8] = b"S";
+/// First byte of a connection that starts with a TLS record (content type 22, handshake; RFC
+/// 8446 5.1) instead of a startup packet: PostgreSQL 17's direct TLS (`sslnegotiation=direct`,
+/// 55.2.10), which no startup packet can begin with (its length would be over 369 MB).
+pub const DIRECT_TLS_FIRST_BYTE: u8 = 0x16;
+/// The ALPN protocol of PostgreSQL over TLS (55.2.10), which direct TLS requires.
+pub const ALPN: &[u8] = b"postgresql";
 
 /// A protocol version as sent in StartupMessage: major in the high 16 bits, minor in the low.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

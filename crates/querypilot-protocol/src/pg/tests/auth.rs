@@ -250,3 +250,61 @@ fn scram_client_caps_what_a_backend_may_demand() {
         assert!(fin.verify_server_final(msg).is_err(), "{msg:?}");
     }
 }
+
+// ---- channel binding, server side (tls-server-end-point, #38) ----
+
+/// The client-final-message of `password` for the exchange `start` began, with `c=` = `binding`
+/// (base64 of the gs2 header and the channel binding data), as a binding client computes it.
+fn bound_final(
+    password: &str,
+    secret: &ScramSecret,
+    client_first_bare: &str,
+    server_first: &str,
+    binding: &[u8],
+) -> String {
+    use hmac::{Hmac, Mac};
+    use sha2::{Digest, Sha256};
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let (client_key, _) = crate::pg::auth::scram_keys(password, &secret.salt, secret.iterations);
+    let nonce = server_first.split(',').next().unwrap().trim_start_matches("r=");
+    let without_proof = format!("c={},r={nonce}", b64.encode(binding));
+    let mut mac = Hmac::<Sha256>::new_from_slice(&Sha256::digest(client_key)).unwrap();
+    mac.update(format!("{client_first_bare},{server_first},{without_proof}").as_bytes());
+    let signature = mac.finalize().into_bytes();
+    let proof: Vec<u8> = client_key.iter().zip(signature.iter()).map(|(k, s)| k ^ s).collect();
+    format!("{without_proof},p={}", b64.encode(proof))
+}
+
+#[test]
+fn scram_plus_checks_the_binding_data_against_the_servers_certificate_hash() {
+    use crate::pg::Binding;
+    let secret = ScramSecret::from_password("pencil", b"salt", 16);
+    let cert_hash = [7u8; 32];
+    let first = "p=tls-server-end-point,,n=,r=abc";
+    let (server, server_first) =
+        ScramServer::start_bound(&secret, first.as_bytes(), "def", Binding::Required(&cert_hash)).unwrap();
+    let header = b"p=tls-server-end-point,,";
+    let right = bound_final("pencil", &secret, "n=,r=abc", &server_first, &[&header[..], &cert_hash].concat());
+    assert!(server.finish(right.as_bytes()).is_ok(), "the router's own certificate hash");
+    // Another certificate's hash (an interceptor's): refused, even with the right password.
+    let other = bound_final("pencil", &secret, "n=,r=abc", &server_first, &[&header[..], &[8u8; 32]].concat());
+    assert!(matches!(server.finish(other.as_bytes()), Err(ScramError::Malformed { .. })));
+}
+
+#[test]
+fn scram_binding_negotiation_refusals() {
+    use crate::pg::Binding;
+    let secret = ScramSecret::from_password("pencil", b"salt", 16);
+    let start = |msg: &[u8], b| ScramServer::start_bound(&secret, msg, "srv", b).map(|_| ());
+    let data = Binding::Required(&[1, 2, 3]);
+    // PLUS chosen, but the flag says no binding.
+    assert_eq!(start(b"n,,n=,r=abc", data), Err(ScramError::BindingNegotiation));
+    assert_eq!(start(b"y,,n=,r=abc", data), Err(ScramError::BindingNegotiation));
+    assert_eq!(start(b"p=tls-unique,,n=,r=abc", data), Err(ScramError::ChannelBindingUnsupported));
+    // PLUS offered, plain SCRAM chosen: `y` (a downgrade) and `p=` are refused, `n` is fine.
+    assert_eq!(start(b"y,,n=,r=abc", Binding::Declined), Err(ScramError::BindingNegotiation));
+    assert_eq!(start(b"p=tls-server-end-point,,n=,r=abc", Binding::Declined), Err(ScramError::BindingNegotiation));
+    assert_eq!(start(b"n,,n=,r=abc", Binding::Declined), Ok(()));
+    // Nothing offered: `y` is fine.
+    assert_eq!(start(b"y,,n=,r=abc", Binding::Unavailable), Ok(()));
+}
