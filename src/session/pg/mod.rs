@@ -333,8 +333,17 @@ impl Session {
     /// arrived yet).
     fn take_client_frame(&mut self) -> Result<bool, DecodeError> {
         let max = self.max_message();
-        let Some(rest) = self.io.buf.get(self.io.pos..) else { return Ok(false) };
-        let Some(f) = decode_raw_frame(rest, max)? else { return Ok(false) };
+        let (rest, f) = loop {
+            let Some(rest) = self.io.buf.get(self.io.pos..) else { return Ok(false) };
+            let Some(f) = decode_raw_frame(rest, max)? else { return Ok(false) };
+            if !self.skips_unread(f.tag()) {
+                break (rest, f);
+            }
+            // Dropped where it lies, never copied or dispatched: past a failed batch's error,
+            // each message up to its Sync costs the router its header alone (#33).
+            self.io.pos += f.len();
+            self.release_message();
+        };
         let len = f.len();
         if self.io.pos == 0 && len == rest.len() && len >= large::PIECEWISE_AT {
             // A large message alone in the buffer becomes the message, not a copy of it (#33).
