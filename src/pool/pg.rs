@@ -32,7 +32,7 @@ pub(super) async fn connect(
     let login = Login { cfg, label, who };
     let work = async {
         let mut stream = login.dial(addr, deadline).await?;
-        super::tls::negotiate(&cfg.tls, cfg.backends.get(backend), &mut stream)
+        super::tls::negotiate(&cfg.tls, cfg.backends.get(backend), addr.ip(), &mut stream)
             .await
             .map_err(|e| login.connect_err(e))?;
         let mut rbuf = Vec::with_capacity(4096);
@@ -246,7 +246,7 @@ pub(super) async fn deliver_cancel(
     let work = async {
         let mut s = rt::connect(addr, deadline).await?;
         if let Some((tls, backend)) = tls {
-            super::tls::negotiate(tls, backend, &mut s).await.map_err(std::io::Error::other)?;
+            super::tls::negotiate(tls, backend, addr.ip(), &mut s).await.map_err(std::io::Error::other)?;
         }
         let mut out = Vec::with_capacity(16);
         StartupPacket::Cancel { pid, key: secret }
