@@ -272,7 +272,8 @@ async fn upgrade(
         return Err(login.connect_err("the server sent more than its greeting before the TLS handshake"));
     }
     let mut payload = Vec::with_capacity(SSL_REQUEST_LEN);
-    SslRequest { capabilities: caps | CLIENT_SSL, max_packet_size: MAX_PACKET, charset: hs.charset }.encode(&mut payload);
+    SslRequest { capabilities: caps | CLIENT_SSL, max_packet_size: MAX_PACKET, charset: hs.charset }
+        .encode(&mut payload);
     send(login, stream, &payload, seq.wrapping_add(1)).await?;
     super::tls::encrypt(tls, backend, peer, stream).await.map_err(|e| login.connect_err(e))?;
     Ok((seq.wrapping_add(2), true))

@@ -338,27 +338,6 @@ fn a_reload_that_changes_no_tls_file_keeps_the_pools_connections() {
 }
 
 #[test]
-fn a_mysql_client_reaching_a_tls_pool_is_refused_rather_than_served_in_plaintext() {
-    let my = &dbs().my;
-    // `tls_my` has no protocol and no MySQL routing names it, so configuration cannot know a
-    // MySQL client will reach it (by naming it as its database).
-    let pools = format!(
-        "[pools.plain]\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
-         [pools.tls_my]\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\ntls = \"require\"\n\
-         backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n",
-        u = my.user,
-        p = my.password,
-        d = my.database,
-        port = my.primary_port,
-    );
-    let r = Router::start(&crate::mysql_session::my_config(&[0], &pools, "plain"));
-    let opts = mysql::OptsBuilder::from_opts(my.opts(r.port(), &my.user, &my.password)).db_name(Some("tls_my"));
-    let e = mysql::Conn::new(opts).and_then(|mut c| mysql::prelude::Queryable::query_drop(&mut c, "SELECT 1"));
-    let text = e.expect_err("no plaintext connection for a tls pool").to_string();
-    assert!(text.contains("MySQL over TLS is not implemented"), "{text}");
-}
-
-#[test]
 fn auth_queries_and_pass_through_logins_use_the_pools_tls() {
     let port = tls_server().port;
     // No username: the client's own identity is passed through, its secret fetched by the auth
