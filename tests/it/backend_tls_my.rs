@@ -101,7 +101,8 @@ fn verify_full_refuses_a_wrong_name_and_an_unrelated_ca_naming_pool_and_backend(
     let extra =
         format!("tls = \"verify-full\"\ntls_ca_file = \"{}\"\ntls_server_name = \"db.example.com\"", cert("ca.crt"));
     let r = router("my_tls_wrong_name", port, &extra);
-    let (_, message) = refused(&r, "app", "app");
+    let (code, message) = refused(&r, "app", "app");
+    assert_eq!(code, 1105, "a connect error of the backend: {message}");
     assert!(message.contains("\"my_tls_wrong_name\""), "names the pool: {message}");
     assert!(message.contains(&format!("127.0.0.1:{port}")), "names the backend: {message}");
     assert!(message.contains("not valid for name \"db.example.com\""), "says why: {message}");
@@ -137,7 +138,8 @@ fn require_encrypts_and_never_falls_back_to_plaintext() {
     drop((c, r));
     // The harness's primary has no TLS (have_ssl = DISABLED): it offers no CLIENT_SSL.
     let r = router("my_tls_req_plain", dbs().my.primary_port, "tls = \"require\"");
-    let (_, message) = refused(&r, "app", "app");
+    let (code, message) = refused(&r, "app", "app");
+    assert_eq!(code, 1105, "{message}");
     assert!(message.contains("\"my_tls_req_plain\""), "names the pool: {message}");
     assert!(message.contains("never falls back to plaintext"), "{message}");
 }
