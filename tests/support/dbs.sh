@@ -642,6 +642,8 @@ cmd_add_standby() {  # add-pg-standby BASE PORT
 # Built under a temporary name and renamed, so the TLS servers' setups may run concurrently.
 tls_certs() {
     CERTS=$BASE/tls-certs
+    # Environments set up before the MariaDB TLS server (QP_DBS_ENV) kept them in pg/tls-certs.
+    [ -e "$CERTS" ] || [ ! -d "$PG_DIR/tls-certs" ] || as_user ln -s pg/tls-certs "$CERTS"
     [ ! -e "$CERTS" ] || return 0
     local tmp
     tmp=$(as_user mktemp -d "$BASE/tls-certs.XXXXXX")
@@ -677,7 +679,7 @@ cmd_add_tls() {  # add-pg-tls BASE PORT
     started pg || die "pg was not started in $BASE (--what $WHAT)"
     d=$PG_DIR/tls
     # Servers reused across test runs (QP_DBS_ENV) keep theirs: its port is in tls.port.
-    if server_pid pg-tls >/dev/null; then log "pg: TLS-only server already up"; return 0; fi
+    if server_pid pg-tls >/dev/null; then tls_certs; log "pg: TLS-only server already up"; return 0; fi
     [ ! -e "$d" ] || die "$d exists already"
     command -v openssl >/dev/null || die "openssl is needed to make the test certificates"
     log "pg: certificates and initdb for a TLS-only server on port $port"
