@@ -429,6 +429,26 @@ fn backend_at(cfg: &PoolConfig, addr: SocketAddr) -> Option<&Backend> {
 mod tests {
     use base64::Engine as _;
 
+    use super::backend_at;
+    use crate::config::Config;
+
+    /// The configuration entry a `KILL QUERY` connection to an address is verified as.
+    #[test]
+    fn the_backend_at_an_address_is_the_one_listed_by_that_ip_else_the_only_one_on_that_port() {
+        let text = "[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:1\"\n\
+            [pools.main]\nbackends = [{ host = \"127.0.0.1\", port = 3306 }, { host = \"db2.internal\", port = 3306 }, \
+            { host = \"db3.internal\", port = 3307 }, { host = \"db4.internal\", port = 3308 }, \
+            { host = \"db5.internal\", port = 3308 }]\n[routing]\nmysql_default_pool = \"main\"\n";
+        let cfg = Config::parse(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let pool = &cfg.pools[0];
+        let host = |addr: &str| backend_at(pool, addr.parse().expect("addr")).map(|b| b.host.as_str());
+        assert_eq!(host("127.0.0.1:3306"), Some("127.0.0.1"));
+        assert_eq!(host("10.0.0.3:3307"), Some("db3.internal"));
+        // Two named backends on the port: neither is guessed.
+        assert_eq!(host("10.0.0.4:3308"), None);
+        assert_eq!(host("10.0.0.9:3309"), None);
+    }
+
     use crate::protocol::mysql::auth::rsa_public_key;
 
     /// A DER length field.
