@@ -412,13 +412,20 @@ fn intercept_one(
     server_side.write_all(&SSL_REQUEST)?;
     let mut answer = [0u8; 1];
     server_side.read_exact(&mut answer)?;
-    // Both directions in one thread: short read timeouts let each side be polled in turn.
-    for s in [&router_side, &server_side] {
-        s.set_read_timeout(Some(Duration::from_millis(10)))?;
-    }
     let session = ClientConnection::new(up, ServerName::try_from("localhost").expect("name"));
     let mut server = StreamOwned::new(session.map_err(std::io::Error::other)?, server_side);
     let mut router = StreamOwned::new(ServerConnection::new(down).map_err(std::io::Error::other)?, router_side);
+    // Both handshakes first, with blocking reads, so that no timeout can cut one short.
+    while router.conn.is_handshaking() {
+        router.conn.complete_io(&mut router.sock)?;
+    }
+    while server.conn.is_handshaking() {
+        server.conn.complete_io(&mut server.sock)?;
+    }
+    // Then both directions in one thread: short read timeouts let each side be polled in turn.
+    for s in [&router.sock, &server.sock] {
+        s.set_read_timeout(Some(Duration::from_millis(10)))?;
+    }
     let (mut from_router, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
     let idle = |e: &std::io::Error| matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
     loop {
