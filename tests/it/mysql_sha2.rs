@@ -143,10 +143,17 @@ impl Conn {
     fn encrypt(&mut self, config: Arc<ServerConfig>) -> std::io::Result<Option<(Vec<u8>, u8)>> {
         let (request, seq) = self.read()?;
         let Wire::Plain(tcp) = &self.stream else { return Ok(None) };
-        if seq != 1 || SslRequest::detect(&request).is_none() || !self.buf.is_empty() {
+        if seq != 1 || SslRequest::detect(&request).is_none() {
             return Ok(None);
         }
-        let tls = ServerConnection::new(config).map_err(std::io::Error::other)?;
+        let mut tls = ServerConnection::new(config).map_err(std::io::Error::other)?;
+        // The router starts its handshake right after the request: what came with it is TLS.
+        let early = std::mem::take(&mut self.buf);
+        let mut rest = early.as_slice();
+        while !rest.is_empty() {
+            tls.read_tls(&mut rest)?;
+            tls.process_new_packets().map_err(std::io::Error::other)?;
+        }
         self.stream = Wire::Tls(Box::new(StreamOwned::new(tls, tcp.try_clone()?)));
         let (resp, seq) = self.read()?;
         let caps = HandshakeResponse41::decode(&resp).map_err(std::io::Error::other)?.capabilities;
