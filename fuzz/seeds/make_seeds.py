@@ -4,6 +4,7 @@
 Seeds are well-formed messages built by hand from the protocol docs, so the fuzzer starts from
 inputs that pass the decoders' first checks. Re-running overwrites the same files.
 """
+import base64
 import os
 import struct
 
@@ -68,6 +69,13 @@ put("pg_login", "second_startup", b"\x01" + login_msg(b"\x00", struct.pack(">i",
 # --- pg_scram
 put("pg_scram", "exchange", "n,,n=app,r=rOprNGfwEbeRWgbNEkqO\nc=biws,r=rOprNGfwEbeRWgbNEkqO3rfu9VZQ8SJ3kqZd,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
 put("pg_scram", "secret", "SCRAM-SHA-256$4096:W22ZaJ0SNY7soEsUEjb6gQ==$WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=:HKZbQBO1LoVZrq/MgHDkoHJjUs5Ro5EKiTpr/Qq4ws4=")
+
+# --- pg_channel_binding: X.509 certificates (ecdsa-with-SHA256, sha384WithRSAEncryption) as DER,
+# the ones crates/querypilot-protocol/src/pg/tests/binding.rs checks.
+put("pg_channel_binding", "ecdsa_sha256", base64.b64decode(
+    "MIIBbjCCAROgAwIBAgIUXbE9PiqPrk7IQtJuH0cO1XZdIPgwCgYIKoZIzj0EAwIwDDEKMAgGA1UEAwwBYTAeFw0yNjEyMDYwMTI2NTRaFw0yNjEyMDcwMTI2NTRaMAwxCjAIBgNVBAMMAWEwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQy8Q4MvDi1ck4004iENktiFIi6HbZ7qqFsfMtlnJIyy4BS5BJ42xhwdB0qBBc68XyR3XSvfKSrMLFzEVusTxsvo1MwUTAdBgNVHQ4EFgQU/4TEKmza0r9sVDBEFHiCXA2LlM0wHwYDVR0jBBgwFoAU/4TEKmza0r9sVDBEFHiCXA2LlM0wDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEAyEGOwc9QeQtG5BXeJ0EpMOhW55Up+z2vmB7kYyR4e9QCIQD6xqsotmgUZrnh+89BSvK0DZB71+e0MV1rNiLMjWOssw=="))
+put("pg_channel_binding", "rsa_sha384", base64.b64decode(
+    "MIIB9DCCAV2gAwIBAgIUC1l6AixHIf3dNYr83HVs62P40k8wDQYJKoZIhvcNAQEMBQAwDDEKMAgGA1UEAwwBYjAeFw0yNjEyMDYwMTI2NTRaFw0yNjEyMDcwMTI2NTRaMAwxCjAIBgNVBAMMAWIwgZ8wDQYJKoZIhvcNAQEBBQADgY0AMIGJAoGBANve5c76e/3vLtB6lIu2eQM+XrOFDURXTYSFpqmb2o+cuzhOE/Qw4FMMFTCkN20dmGVgA/Crs+sMr7C8qzJcwYW8/uHzq4D/2l95XYR69SUVEO4m7kQUtSQjbOD0r9yYm1zmKd3enwcLqVCh88T7UmeTOzF8/mXZGuRGb1dj6GlBAgMBAAGjUzBRMB0GA1UdDgQWBBRXm89w/6Qn/Kt6mKlTPMQJOkwAJjAfBgNVHSMEGDAWgBRXm89w/6Qn/Kt6mKlTPMQJOkwAJjAPBgNVHRMBAf8EBTADAQH/MA0GCSqGSIb3DQEBDAUAA4GBAFhOwNyRgevSx6vJM5iwXw9/uLaGL0li8My/Js9W0Kavp4JOT5oX2g59xPxA5jeWbjzrUsCWl/iCx6j8+UC9wUW1OdFtmaOOZ+Rttm8CD9vfwmUtrEclugcAI8ULHriRWVB8bobupYgZmUBVV/wAVm4gkl7nF3j9AjPwVV5Ug9He"))
 
 # --- MySQL
 def lenenc(b):

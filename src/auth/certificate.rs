@@ -2,13 +2,13 @@
 //! common names (RFC 5280 4.1.2.6, attribute 2.5.4.3) and its DNS subject alternative names
 //! (4.2.1.6), as PostgreSQL's `clientname=CN` and MySQL's `REQUIRE SUBJECT` look at them.
 //!
-//! Also the `tls-server-end-point` channel binding data of the router's own certificate (RFC
-//! 5929 4.1), which SCRAM-SHA-256-PLUS clients bind their proof to.
-//!
 //! L0: pure. The certificate has been verified by the TLS layer before its names are read
 //! here; a certificate this cannot parse names no one.
 
-use sha2::{Digest as _, Sha256, Sha384, Sha512};
+/// The `tls-server-end-point` channel binding data of the router's own certificate (RFC 5929
+/// 4.1), which SCRAM-SHA-256-PLUS clients bind their proof to; `None` when its signature names
+/// no hash. The same computation the router's backend logins bind with.
+pub use crate::protocol::pg::binding::tls_server_end_point as end_point;
 
 /// DER tag of a SET (the relative distinguished names of a Name).
 const SET: u8 = 0x31;
@@ -18,35 +18,6 @@ const SEQUENCE: u8 = 0x30;
 const OID: u8 = 0x06;
 /// The body of OID 2.5.4.3, `id-at-commonName`.
 const COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
-
-/// Signature algorithms whose hash is SHA-384: sha384WithRSAEncryption (1.2.840.113549.1.1.12),
-/// ecdsa-with-SHA384 (1.2.840.10045.4.3.3).
-const SHA384_SIGNATURES: [&[u8]; 2] =
-    [&[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0c], &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x03]];
-/// Signature algorithms whose hash is SHA-512: sha512WithRSAEncryption (1.2.840.113549.1.1.13),
-/// ecdsa-with-SHA512 (1.2.840.10045.4.3.4).
-const SHA512_SIGNATURES: [&[u8]; 2] =
-    [&[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0d], &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x04]];
-
-/// The `tls-server-end-point` channel binding data of DER certificate `der` (RFC 5929 4.1): its
-/// hash with the hash function of its signature algorithm, SHA-256 when that is MD5, SHA-1,
-/// SHA-256 or one without a hash of its own (Ed25519, RSASSA-PSS).
-pub fn end_point_hash(der: &[u8]) -> Vec<u8> {
-    match signature_algorithm(der) {
-        Some(oid) if SHA384_SIGNATURES.contains(&oid) => Sha384::digest(der).to_vec(),
-        Some(oid) if SHA512_SIGNATURES.contains(&oid) => Sha512::digest(der).to_vec(),
-        _ => Sha256::digest(der).to_vec(),
-    }
-}
-
-/// The OID of a certificate's `signatureAlgorithm` (RFC 5280 4.1.1.2).
-fn signature_algorithm(der: &[u8]) -> Option<&[u8]> {
-    let Some((SEQUENCE, certificate, _)) = tlv(der) else { return None };
-    let (_, _tbs, rest) = tlv(certificate)?;
-    let Some((SEQUENCE, algorithm, _)) = tlv(rest) else { return None };
-    let Some((OID, oid, _)) = tlv(algorithm) else { return None };
-    Some(oid)
-}
 
 /// Whether the DER certificate `der` names `user`: a common name of its subject or a DNS
 /// subject alternative name equal to it (case-sensitively, as user names are compared).
@@ -131,29 +102,6 @@ mod tests {
     }
 
     /// A certificate's outer structure: an empty TBSCertificate, `algorithm`, an empty signature.
-    fn certificate(algorithm: &[u8]) -> Vec<u8> {
-        let mut alg = vec![SEQUENCE, algorithm.len() as u8 + 2, OID, algorithm.len() as u8];
-        alg.extend_from_slice(algorithm);
-        let mut body = vec![SEQUENCE, 0];
-        body.extend(alg);
-        body.extend([0x03, 1, 0]);
-        let mut out = vec![SEQUENCE, body.len() as u8];
-        out.extend(body);
-        out
-    }
-
-    #[test]
-    fn the_end_point_hash_follows_the_signature_algorithm() {
-        let ecdsa_sha256 = certificate(&[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02]);
-        assert_eq!(end_point_hash(&ecdsa_sha256), Sha256::digest(&ecdsa_sha256).to_vec());
-        let sha1_rsa = certificate(&[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x05]);
-        assert_eq!(end_point_hash(&sha1_rsa), Sha256::digest(&sha1_rsa).to_vec(), "SHA-1 becomes SHA-256");
-        let ecdsa_sha384 = certificate(SHA384_SIGNATURES[1]);
-        assert_eq!(end_point_hash(&ecdsa_sha384), Sha384::digest(&ecdsa_sha384).to_vec());
-        let rsa_sha512 = certificate(SHA512_SIGNATURES[0]);
-        assert_eq!(end_point_hash(&rsa_sha512), Sha512::digest(&rsa_sha512).to_vec());
-    }
-
     #[test]
     fn a_truncated_subject_names_no_one_and_does_not_panic() {
         let whole = subject();

@@ -82,8 +82,9 @@ pub struct TlsServer {
     /// SHA-256 over the files it was built from.
     pub files: [u8; 32],
     /// The `tls-server-end-point` channel binding data of its certificate (RFC 5929 4.1), which
-    /// SCRAM-SHA-256-PLUS clients of a handshake made with it bind their proofs to.
-    pub end_point: Arc<[u8]>,
+    /// SCRAM-SHA-256-PLUS clients of a handshake made with it bind their proofs to; `None` for a
+    /// certificate whose signature names no hash (Ed25519, RSA-PSS), which is offered no binding.
+    pub end_point: Option<Arc<[u8]>>,
 }
 
 impl PartialEq for TlsServer {

@@ -92,14 +92,14 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         retry: retry(ck, &format!("{base}.retry"), raw.retry.as_ref().unwrap_or(&no_retry)),
         health: health(ck, &format!("{base}.health"), raw.health.as_ref().unwrap_or(&no_health)),
         balance: ck.opt_keyword(&raw.balance, &format!("{base}.balance")).unwrap_or(Balance::LeastOutstanding),
-        tls: tls(ck, &base, raw, protocol),
+        tls: tls(ck, &base, raw),
     }
 }
 
 /// `tls` and its files (#38). The files are read, and their PEM checked, by whoever loads the
 /// configuration (reading files is I/O, which this layer does not do); here: what the keys
 /// say together.
-fn tls(ck: &mut Checker<'_>, base: &str, raw: &RawPool, protocol: Option<Protocol>) -> BackendTls {
+fn tls(ck: &mut Checker<'_>, base: &str, raw: &RawPool) -> BackendTls {
     let mode: TlsMode = ck.opt_keyword(&raw.tls, &format!("{base}.tls")).unwrap_or_default();
     let mut path = |key: &str, value: &Option<Sp<String>>| {
         value.as_ref().map(|v| PathBuf::from(ck.non_empty(v, &format!("{base}.{key}"))))
@@ -112,9 +112,6 @@ fn tls(ck: &mut Checker<'_>, base: &str, raw: &RawPool, protocol: Option<Protoco
         server_name: raw.tls_server_name.as_ref().map(|v| ck.non_empty(v, &format!("{base}.tls_server_name"))),
         client: None,
     };
-    if let (Some(value), Some(Protocol::MySql)) = (raw.tls.as_ref().filter(|_| mode != TlsMode::Disable), protocol) {
-        ck.report_at(value, &format!("{base}.tls"), MYSQL_TLS);
-    }
     let unused = |key: &str| {
         match mode {
         TlsMode::Disable => Some(format!("{key} has no effect with tls = \"disable\"")),
@@ -155,10 +152,6 @@ fn server_name_valid(ck: &mut Checker<'_>, name: &Option<Sp<String>>, path: &str
         );
     }
 }
-
-/// Why `tls` is refused on a pool of MySQL backends.
-pub(crate) const MYSQL_TLS: &str =
-    "tls is implemented for PostgreSQL backends only; MySQL backends are reached in plaintext (TODO(#38))";
 
 /// `engine` (and `health.check_query`, which only a generic engine runs): a generic engine is
 /// reached over the PostgreSQL protocol, so it needs `protocol = "postgres"` or no protocol.

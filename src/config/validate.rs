@@ -197,13 +197,6 @@ fn mysql_passthrough(ck: &mut Checker<'_>, raw: &RawConfig, config: &Config) {
             mysql_pools.insert(pool);
         }
     }
-    for name in &mysql_pools {
-        let pool = raw.pools.get(*name).filter(|p| p.protocol.is_none());
-        let on = pool.and_then(|p| p.tls.as_ref()).filter(|v| v.get_ref() != "disable");
-        if let Some(on) = on {
-            ck.report_at(on, &format!("pools.{name}.tls"), super::pool::MYSQL_TLS);
-        }
-    }
     refuse_flag(
         ck,
         raw,

@@ -42,7 +42,7 @@ pub fn load_listener_tls(config: &mut Config) -> Result<(), ControlError> {
         let (built, end_point) = server_config(&listener.tls, listener.protocol, &mut digest)
             .map_err(|reason| ControlError::ListenerTls { listener: listener.name.clone(), reason })?;
         let files = digest.finalize().into();
-        listener.tls.server = Some(TlsServer { config: Arc::new(built), files, end_point: end_point.into() });
+        listener.tls.server = Some(TlsServer { config: Arc::new(built), files, end_point: end_point.map(Into::into) });
     }
     Ok(())
 }
@@ -50,12 +50,12 @@ pub fn load_listener_tls(config: &mut Config) -> Result<(), ControlError> {
 /// The server configuration `tls` describes for a `protocol` listener: TLS 1.2 at least, the
 /// certificate chain and key of the files, client certificates demanded and verified when there
 /// is a client CA, and ALPN `postgresql` on PostgreSQL listeners; with the channel binding data
-/// of its certificate.
+/// of its certificate (`None`: it can be bound to by no hash).
 fn server_config(
     tls: &ListenerTls,
     protocol: Protocol,
     digest: &mut Sha256,
-) -> Result<(ServerConfig, Vec<u8>), String> {
+) -> Result<(ServerConfig, Option<Vec<u8>>), String> {
     // See `client_config` for the provider.
     #[allow(deprecated)]
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -79,7 +79,7 @@ fn server_config(
         return Err("tls_cert_file and tls_key_file are required unless tls = \"disable\"".into());
     };
     let chain = certificates(cert, "tls_cert_file", digest)?;
-    let end_point = chain.first().map(|leaf| crate::auth::certificate::end_point_hash(leaf)).unwrap_or_default();
+    let end_point = chain.first().and_then(|leaf| crate::auth::certificate::end_point(leaf));
     let key = PrivateKeyDer::from_pem_slice(&read(key, "tls_key_file", digest)?)
         .map_err(|e| format!("tls_key_file {}: no PEM private key in it ({e})", key.display()))?;
     let mut config =

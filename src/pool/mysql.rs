@@ -4,6 +4,12 @@
 //! the password RSA-encrypted under the public key the server sends on request),
 //! `mysql_clear_password` and auth-switch requests.
 //!
+//! TLS (#38): with the pool's `tls` on, the connection is upgraded right after the server's
+//! greeting (Protocol::SSLRequest: the first 32 bytes of a handshake response with
+//! `CLIENT_SSL`, then the TLS handshake on the same connection, then the handshake response
+//! encrypted). Over TLS, `caching_sha2_password`'s full authentication sends the password
+//! itself, as MySQL's own clients do, instead of the RSA exchange.
+//!
 //! The capability set is the same for every backend connection, so any pooled connection can
 //! serve any client: no `CLIENT_DEPRECATE_EOF` and no MariaDB extended capabilities (the router
 //! offers none of them to clients either), so result sets are byte-for-byte what clients expect.
@@ -13,22 +19,24 @@
 //! for on pools with `local_infile` (#4): it only lets the server ask for a file, which the
 //! session relays to clients that allowed it and refuses otherwise.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use super::conn::BudgetUnit;
 use super::login::{BackendSecret, Login, PassThrough};
 use super::{Conn, ConnInfo, MyInfo, PoolError};
-use crate::config::{Pool as PoolConfig, Protocol};
+use crate::config::{Backend, Pool as PoolConfig, Protocol, TlsMode};
 use crate::protocol::mysql::auth::{
     caching_sha2_token, native_password_token, native_password_token_from_stage1, rsa_encrypted_password,
     rsa_public_key, CACHING_SHA2_PASSWORD, MYSQL_CLEAR_PASSWORD, MYSQL_NATIVE_PASSWORD,
 };
 use crate::protocol::mysql::capability::*;
 use crate::protocol::mysql::handshake::{
-    CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PERFORM_FULL_AUTH, CACHING_SHA2_REQUEST_PUBLIC_KEY,
+    CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PERFORM_FULL_AUTH, CACHING_SHA2_REQUEST_PUBLIC_KEY, SSL_REQUEST_LEN,
 };
-use crate::protocol::mysql::{decode_payload, encode_packets, AuthReply, HandshakeResponse41, HandshakeV10};
+use crate::protocol::mysql::{
+    decode_payload, encode_packets, AuthReply, HandshakeResponse41, HandshakeV10, SslRequest,
+};
 use crate::rt::{self, Stream};
 
 /// Capabilities the router asks of every backend. `CLIENT_LONG_PASSWORD` (MariaDB's
@@ -79,7 +87,7 @@ pub(super) async fn connect(
     let work = async {
         let mut stream = login.dial(addr, deadline).await?;
         let mut rbuf = Vec::with_capacity(4096);
-        let info = handshake(&login, &mut stream, &mut rbuf, deadline).await?;
+        let info = handshake(&login, (cfg.backends.get(backend), addr.ip()), &mut stream, &mut rbuf, deadline).await?;
         if tracks_gtid(&info) {
             track_last_gtid(&login, &mut stream, &mut rbuf).await?;
         }
@@ -236,20 +244,49 @@ async fn send_raw(login: &Login<'_>, stream: &mut Stream, bytes: &[u8]) -> Resul
     rt::write_all(stream, bytes).await.map_err(|e| login.connect_err(e))
 }
 
+/// Upgrades the connection to TLS as the pool's `tls` says (#38), after the greeting `hs` that
+/// came as packet `seq`: Protocol::SSLRequest with `caps | CLIENT_SSL` as packet `seq + 1`, then
+/// the TLS handshake. `prefer` stays in plaintext only when the server does not offer
+/// `CLIENT_SSL`; the other modes never do. Returns the sequence id of the handshake response
+/// and whether the connection is now encrypted.
+async fn upgrade(
+    login: &Login<'_>,
+    (backend, peer): (Option<&Backend>, IpAddr),
+    stream: &mut Stream,
+    rbuf: &[u8],
+    (hs, caps, seq): (&HandshakeV10<'_>, u64, u8),
+) -> Result<(u8, bool), PoolError> {
+    let tls = &login.cfg.tls;
+    match tls.mode {
+        TlsMode::Disable => return Ok((seq.wrapping_add(1), false)),
+        _ if hs.capabilities & CLIENT_SSL != 0 => {}
+        TlsMode::Prefer => return Ok((seq.wrapping_add(1), false)),
+        mode => {
+            return Err(login.connect_err(format!(
+                "the server does not offer TLS (no CLIENT_SSL in its greeting) and tls = \"{mode}\" never falls back to plaintext"
+            )))
+        }
+    }
+    if !rbuf.is_empty() {
+        // Bytes the server sent before the TLS handshake would be read as if they were protected.
+        return Err(login.connect_err("the server sent more than its greeting before the TLS handshake"));
+    }
+    let mut payload = Vec::with_capacity(SSL_REQUEST_LEN);
+    SslRequest { capabilities: caps | CLIENT_SSL, max_packet_size: MAX_PACKET, charset: hs.charset }
+        .encode(&mut payload);
+    send(login, stream, &payload, seq.wrapping_add(1)).await?;
+    super::tls::encrypt(tls, backend, peer, stream).await.map_err(|e| login.connect_err(e))?;
+    Ok((seq.wrapping_add(2), true))
+}
+
 async fn handshake(
     login: &Login<'_>,
+    backend: (Option<&Backend>, IpAddr),
     stream: &mut Stream,
     rbuf: &mut Vec<u8>,
     deadline: Instant,
 ) -> Result<MyInfo, PoolError> {
     let cfg = login.cfg;
-    if cfg.tls.mode != crate::config::TlsMode::Disable {
-        // Configuration refuses `tls` on pools it knows serve MySQL; a pool without `protocol`
-        // that a MySQL client reaches by its name still must not be served in plaintext.
-        return Err(login.connect_err(
-            "the pool's tls applies to PostgreSQL backends only; MySQL over TLS is not implemented (#38)",
-        ));
-    }
     let user = login.user()?;
     let proof = Proof::of(login)?;
     let (greeting, seq) = greeting(login, stream, rbuf, deadline).await?;
@@ -264,6 +301,7 @@ async fn handshake(
     }
     let wanted = if cfg.local_infile { BACKEND_CAPABILITIES | CLIENT_LOCAL_FILES } else { BACKEND_CAPABILITIES };
     let caps = wanted & (hs.capabilities | CLIENT_LONG_PASSWORD);
+    let (seq, encrypted) = upgrade(login, backend, stream, rbuf, (&hs, caps, seq)).await?;
     let mut plugin: Vec<u8> =
         if hs.auth_plugin.is_empty() { MYSQL_NATIVE_PASSWORD.to_vec() } else { hs.auth_plugin.to_vec() };
     let mut scramble = hs.scramble.to_vec();
@@ -273,7 +311,8 @@ async fn handshake(
         token(login, &plugin, proof, &scramble)
     })?;
     let resp = HandshakeResponse41 {
-        capabilities: caps,
+        // The server checks that the response repeats the SSLRequest's CLIENT_SSL.
+        capabilities: if encrypted { caps | CLIENT_SSL } else { caps },
         max_packet_size: MAX_PACKET,
         charset: hs.charset,
         username: user.as_bytes(),
@@ -285,7 +324,7 @@ async fn handshake(
     };
     let mut payload = Vec::with_capacity(128);
     resp.encode(&mut payload);
-    send(login, stream, &payload, seq.wrapping_add(1)).await?;
+    send(login, stream, &payload, seq).await?;
     // Set once the router asked for the server's RSA key: the next AuthMoreData carries it.
     let mut awaiting_key = false;
     loop {
@@ -325,6 +364,12 @@ async fn handshake(
             }
             AuthReply::MoreData(data) => match data.first().copied() {
                 Some(CACHING_SHA2_FAST_AUTH_SUCCESS) => {}
+                Some(CACHING_SHA2_PERFORM_FULL_AUTH) if plugin == CACHING_SHA2_PASSWORD && encrypted => {
+                    // Over TLS the server takes the password itself, NUL-terminated, and checks
+                    // it against its stored hash; no RSA key is asked for.
+                    let password = proof.password(login)?;
+                    send(login, stream, &[password, b"\0"].concat(), seq.wrapping_add(1)).await?;
+                }
                 Some(CACHING_SHA2_PERFORM_FULL_AUTH) if plugin == CACHING_SHA2_PASSWORD => {
                     awaiting_key = true;
                     send(login, stream, &[CACHING_SHA2_REQUEST_PUBLIC_KEY], seq.wrapping_add(1)).await?;
@@ -348,9 +393,9 @@ pub async fn deliver_kill(
     let label = addr.to_string();
     let login = Login { cfg, label: &label, who };
     let work = async {
-        let mut stream = rt::connect(addr, deadline).await.map_err(|e| login.connect_err(e))?;
+        let mut stream = login.dial(addr, deadline).await?;
         let mut rbuf = Vec::with_capacity(1024);
-        handshake(&login, &mut stream, &mut rbuf, deadline).await?;
+        handshake(&login, (backend_at(cfg, addr), addr.ip()), &mut stream, &mut rbuf, deadline).await?;
         let sql = format!("\x03KILL QUERY {thread_id}");
         send(&login, &mut stream, sql.as_bytes(), 0).await?;
         let (reply, _) = read(&login, &mut stream, &mut rbuf).await?;
@@ -368,9 +413,41 @@ pub async fn deliver_kill(
     rt::with_deadline(deadline, work).await.unwrap_or_else(|_| Err(login.connect_err("kill delivery timed out")))
 }
 
+/// The configuration entry of the backend at `addr`, for the name its TLS certificate is
+/// verified as: the one whose host is `addr`'s IP and whose port is its port, else the only one
+/// with that port (a backend listed by host name). `None` leaves the pool's `tls_server_name`,
+/// else the IP address.
+fn backend_at(cfg: &PoolConfig, addr: SocketAddr) -> Option<&Backend> {
+    let same_port = || cfg.backends.iter().filter(|b| b.port == addr.port());
+    same_port().find(|b| b.host.parse() == Ok(addr.ip())).or_else(|| {
+        let mut named = same_port();
+        named.next().filter(|_| named.next().is_none())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use base64::Engine as _;
+
+    use super::backend_at;
+    use crate::config::Config;
+
+    /// The configuration entry a `KILL QUERY` connection to an address is verified as.
+    #[test]
+    fn the_backend_at_an_address_is_the_one_listed_by_that_ip_else_the_only_one_on_that_port() {
+        let text = "[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:1\"\n\
+            [pools.main]\nbackends = [{ host = \"127.0.0.1\", port = 3306 }, { host = \"db2.internal\", port = 3306 }, \
+            { host = \"db3.internal\", port = 3307 }, { host = \"db4.internal\", port = 3308 }, \
+            { host = \"db5.internal\", port = 3308 }]\n[routing]\nmysql_default_pool = \"main\"\n";
+        let cfg = Config::parse(text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let pool = &cfg.pools[0];
+        let host = |addr: &str| backend_at(pool, addr.parse().expect("addr")).map(|b| b.host.as_str());
+        assert_eq!(host("127.0.0.1:3306"), Some("127.0.0.1"));
+        assert_eq!(host("10.0.0.3:3307"), Some("db3.internal"));
+        // Two named backends on the port: neither is guessed.
+        assert_eq!(host("10.0.0.4:3308"), None);
+        assert_eq!(host("10.0.0.9:3309"), None);
+    }
 
     use crate::protocol::mysql::auth::rsa_public_key;
 

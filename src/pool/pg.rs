@@ -1,5 +1,6 @@
 //! Opening and authenticating PostgreSQL backend connections (trust, cleartext, MD5,
-//! SCRAM-SHA-256), and delivering cancel requests to backends.
+//! SCRAM-SHA-256, and SCRAM-SHA-256-PLUS bound to the server's certificate over TLS), and
+//! delivering cancel requests to backends.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -10,9 +11,10 @@ use super::conn::BudgetUnit;
 use super::login::{BackendSecret, Login, PassThrough};
 use super::{Conn, ConnInfo, PgInfo, PoolError};
 use crate::config::{Backend, BackendTls, Pool as PoolConfig, Protocol};
+use crate::protocol::pg::binding::{tls_server_end_point, SCRAM_SHA_256_PLUS};
 use crate::protocol::pg::{
-    auth, decode_frame, frontend, Authentication, BackendMessage, ProtocolVersion, ScramClient, StartupPacket,
-    StartupParams,
+    auth, decode_frame, frontend, Authentication, BackendMessage, ChannelBinding, ProtocolVersion, ScramClient,
+    StartupPacket, StartupParams,
 };
 use crate::rt::{self, Stream};
 
@@ -32,7 +34,7 @@ pub(super) async fn connect(
     let login = Login { cfg, label, who };
     let work = async {
         let mut stream = login.dial(addr, deadline).await?;
-        super::tls::negotiate(&cfg.tls, cfg.backends.get(backend), &mut stream)
+        super::tls::negotiate(&cfg.tls, cfg.backends.get(backend), addr.ip(), &mut stream)
             .await
             .map_err(|e| login.connect_err(e))?;
         let mut rbuf = Vec::with_capacity(4096);
@@ -58,6 +60,7 @@ async fn startup(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> 
         .encode(&mut out)
         .map_err(|e| login.connect_err(e))?;
     send(login, stream, &out).await?;
+    let channel = Channel::of(stream);
     let mut info = PgInfo::default();
     let mut scram: Option<(ScramClient, Option<auth::ScramClientFinal>)> = None;
     let mut first_read = true;
@@ -85,7 +88,7 @@ async fn startup(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> 
         out.clear();
         match msg {
             BackendMessage::Authentication(a) => {
-                answer_auth(login, a, user, &mut scram, &mut out)?;
+                answer_auth(login, (a, &channel), user, &mut scram, &mut out)?;
                 if !out.is_empty() {
                     send(login, stream, &out).await?;
                 }
@@ -115,9 +118,42 @@ async fn startup(login: &Login<'_>, stream: &mut Stream, rbuf: &mut Vec<u8>) -> 
     }
 }
 
+/// What a connection's SCRAM exchange can be bound to (#38).
+enum Channel {
+    /// Plaintext: nothing.
+    Plain,
+    /// TLS: the server certificate's `tls-server-end-point` data, unless its signature
+    /// algorithm names no hash.
+    Tls(Option<Vec<u8>>),
+}
+
+impl Channel {
+    fn of(stream: &Stream) -> Self {
+        match rt::peer_certificate(stream) {
+            None => Channel::Plain,
+            Some(der) => Channel::Tls(tls_server_end_point(&der)),
+        }
+    }
+
+    /// The mechanism and GS2 binding for a server that offers `SCRAM-SHA-256-PLUS` (`plus`) or
+    /// not: `SCRAM-SHA-256-PLUS` whenever it is offered and the certificate can be bound to, so a session on a
+    /// `require` pool (which checks no certificate) still proves no interceptor sits between;
+    /// over TLS without it offered, `y` (a server that supports binding then refuses, catching a
+    /// list stripped in transit).
+    fn choose(&self, plus: bool) -> (&'static str, ChannelBinding) {
+        match self {
+            Channel::Tls(Some(end_point)) if plus => {
+                (SCRAM_SHA_256_PLUS, ChannelBinding::TlsServerEndPoint(end_point.clone()))
+            }
+            Channel::Tls(_) if !plus => (auth::SCRAM_SHA_256, ChannelBinding::NotOffered),
+            _ => (auth::SCRAM_SHA_256, ChannelBinding::Unsupported),
+        }
+    }
+}
+
 fn answer_auth(
     login: &Login<'_>,
-    a: Authentication<'_>,
+    (a, channel): (Authentication<'_>, &Channel),
     user: &str,
     scram: &mut Option<(ScramClient, Option<auth::ScramClientFinal>)>,
     out: &mut Vec<u8>,
@@ -159,13 +195,15 @@ fn answer_auth(
                 );
             }
             let nonce = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 18]>());
+            let (mechanism, binding) = channel.choose(mechanisms.iter().any(|m| m == SCRAM_SHA_256_PLUS));
             let client = match secret {
                 // Keys recovered from the client's own proof (#23), no password needed.
                 Some(BackendSecret::Scram(keys)) => ScramClient::with_keys("", keys.clone(), &nonce),
                 _ => ScramClient::new("", password()?, &nonce),
             }
-            .map_err(|e| login.auth_err(e))?;
-            frontend::encode_sasl_initial_response(auth::SCRAM_SHA_256, Some(client.client_first().as_bytes()), out)
+            .map_err(|e| login.auth_err(e))?
+            .bound(binding);
+            frontend::encode_sasl_initial_response(mechanism, Some(client.client_first().as_bytes()), out)
                 .map_err(|e| login.connect_err(e))?;
             *scram = Some((client, None));
             Ok(())
@@ -246,7 +284,7 @@ pub(super) async fn deliver_cancel(
     let work = async {
         let mut s = rt::connect(addr, deadline).await?;
         if let Some((tls, backend)) = tls {
-            super::tls::negotiate(tls, backend, &mut s).await.map_err(std::io::Error::other)?;
+            super::tls::negotiate(tls, backend, addr.ip(), &mut s).await.map_err(std::io::Error::other)?;
         }
         let mut out = Vec::with_capacity(16);
         StartupPacket::Cancel { pid, key: secret }

@@ -33,7 +33,7 @@ pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now,
 pub use spare::{recycle, refill, spare_buffer};
 pub use time::{now, race, sleep, sleep_until, with_deadline, within, Deadline, Elapsed};
 pub use timer::Sleep;
-pub use tls::{accept_tls, start_tls, Accepted};
+pub use tls::{accept_tls, peer_certificate, start_tls, Accepted};
 
 /// Fails the build if a listed type is `Send`: these are core-local (an operation names a slot
 /// in its own core's ring, a sleep a timer in its core's map, a notification wait its core's

@@ -116,6 +116,13 @@ async fn alert(stream: &mut Stream, conn: &mut Connection, e: io::Error) -> io::
     e
 }
 
+/// The DER of the certificate the server presented on `stream`'s TLS session (the end entity of
+/// its chain), for SCRAM channel binding; `None` on a plaintext stream.
+pub fn peer_certificate(stream: &Stream) -> Option<Vec<u8>> {
+    let certs = stream.tls.as_deref()?.conn.peer_certificates()?;
+    certs.first().map(|c| c.as_ref().to_vec())
+}
+
 fn invalid(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e.to_string())
 }

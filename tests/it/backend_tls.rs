@@ -1,16 +1,21 @@
 //! Issue #38, backend TLS: the router as a TLS client of PostgreSQL. Against the harness's
 //! TLS-only server (`ssl = on`, `hostssl` rules, `hostnossl ... reject`, certificates made by
 //! the harness) and the plaintext primary: every `tls` mode, certificate verification failing
-//! on a wrong name or an unrelated CA with an error naming pool and backend, mutual TLS, and
-//! cancels reaching the TLS server. Where a statement ran is proven by the server's own
-//! `inet_server_port()` and `pg_stat_ssl`, never by the router's word.
+//! on a wrong name or an unrelated CA with an error naming pool and backend, mutual TLS, cancels
+//! reaching the TLS server, and SCRAM-SHA-256-PLUS catching a TLS interceptor. Where a
+//! statement ran is proven by the server's own `inet_server_port()` and `pg_stat_ssl`, never by
+//! the router's word.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection, StreamOwned};
 
 use crate::pg_util::sqlstate;
 use crate::router::{pg_config, Router};
@@ -338,27 +343,6 @@ fn a_reload_that_changes_no_tls_file_keeps_the_pools_connections() {
 }
 
 #[test]
-fn a_mysql_client_reaching_a_tls_pool_is_refused_rather_than_served_in_plaintext() {
-    let my = &dbs().my;
-    // `tls_my` has no protocol and no MySQL routing names it, so configuration cannot know a
-    // MySQL client will reach it (by naming it as its database).
-    let pools = format!(
-        "[pools.plain]\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\nbackends = [{{ host = \"127.0.0.1\", port = {port} }}]\n\n\
-         [pools.tls_my]\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"{d}\"\ntls = \"require\"\n\
-         backends = [{{ host = \"127.0.0.1\", port = {port} }}]\n",
-        u = my.user,
-        p = my.password,
-        d = my.database,
-        port = my.primary_port,
-    );
-    let r = Router::start(&crate::mysql_session::my_config(&[0], &pools, "plain"));
-    let opts = mysql::OptsBuilder::from_opts(my.opts(r.port(), &my.user, &my.password)).db_name(Some("tls_my"));
-    let e = mysql::Conn::new(opts).and_then(|mut c| mysql::prelude::Queryable::query_drop(&mut c, "SELECT 1"));
-    let text = e.expect_err("no plaintext connection for a tls pool").to_string();
-    assert!(text.contains("MySQL over TLS is not implemented"), "{text}");
-}
-
-#[test]
 fn auth_queries_and_pass_through_logins_use_the_pools_tls() {
     let port = tls_server().port;
     // No username: the client's own identity is passed through, its secret fetched by the auth
@@ -374,4 +358,119 @@ fn auth_queries_and_pass_through_logins_use_the_pools_tls() {
     assert_eq!(where_and_ssl(&mut c), (i32::from(port), true));
     let Err(wrong) = client(&r, "tls_pass", "app", "not-the-password") else { panic!("a wrong password logged in") };
     assert_eq!(sqlstate(&wrong), "28P01", "{wrong}");
+}
+
+/// A TLS-terminating interceptor in front of the TLS-only server, as an attacker on the path
+/// would be: it answers the router's SSLRequest itself, completes TLS with a certificate of its
+/// own (the harness's client certificate, which `require` accepts as it checks none), opens its
+/// own TLS connection to the server and relays the plaintext between the two. Returns its port
+/// and whether the router asked it for `SCRAM-SHA-256-PLUS`.
+fn interceptor(upstream: u16) -> (u16, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind interceptor");
+    let port = listener.local_addr().expect("interceptor address").port();
+    let saw_plus = Arc::new(AtomicBool::new(false));
+    let flag = saw_plus.clone();
+    #[allow(deprecated)]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let chain = CertificateDer::pem_file_iter(cert("client.crt"))
+        .and_then(|c| c.collect::<Result<Vec<_>, _>>())
+        .expect("client.crt");
+    let key = PrivateKeyDer::from_pem_file(cert("client.key")).expect("client.key");
+    let towards_router = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
+        .expect("interceptor's server side");
+    let mut roots = RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_file(cert("ca.crt")).expect("ca.crt")).expect("a root");
+    let towards_server = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map(|b| b.with_root_certificates(roots).with_no_client_auth())
+        .expect("interceptor's client side");
+    let (down, up) = (Arc::new(towards_router), Arc::new(towards_server));
+    thread::spawn(move || {
+        for router_side in listener.incoming().flatten() {
+            let (down, up, flag) = (down.clone(), up.clone(), flag.clone());
+            thread::spawn(move || intercept_one(router_side, upstream, (down, up), &flag));
+        }
+    });
+    (port, saw_plus)
+}
+
+fn intercept_one(
+    mut router_side: TcpStream,
+    upstream: u16,
+    (down, up): (Arc<ServerConfig>, Arc<ClientConfig>),
+    saw_plus: &AtomicBool,
+) -> std::io::Result<()> {
+    let mut first = [0u8; 8];
+    router_side.read_exact(&mut first)?;
+    if first != SSL_REQUEST {
+        return Ok(());
+    }
+    router_side.write_all(b"S")?;
+    let mut server_side = TcpStream::connect(("127.0.0.1", upstream))?;
+    server_side.write_all(&SSL_REQUEST)?;
+    let mut answer = [0u8; 1];
+    server_side.read_exact(&mut answer)?;
+    let session = ClientConnection::new(up, ServerName::try_from("localhost").expect("name"));
+    let mut server = StreamOwned::new(session.map_err(std::io::Error::other)?, server_side);
+    let mut router = StreamOwned::new(ServerConnection::new(down).map_err(std::io::Error::other)?, router_side);
+    // Both handshakes first, with blocking reads, so that no timeout can cut one short.
+    while router.conn.is_handshaking() {
+        router.conn.complete_io(&mut router.sock)?;
+    }
+    while server.conn.is_handshaking() {
+        server.conn.complete_io(&mut server.sock)?;
+    }
+    // Then both directions in one thread: short read timeouts let each side be polled in turn.
+    for s in [&router.sock, &server.sock] {
+        s.set_read_timeout(Some(Duration::from_millis(10)))?;
+    }
+    let (mut from_router, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
+    let idle = |e: &std::io::Error| matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
+    loop {
+        match router.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                from_router.extend_from_slice(&buf[..n]);
+                if from_router.windows(19).any(|w| w == b"SCRAM-SHA-256-PLUS\0") {
+                    saw_plus.store(true, Ordering::SeqCst);
+                }
+                server.write_all(&buf[..n])?;
+            }
+            Err(e) if idle(&e) => {}
+            Err(e) => return Err(e),
+        }
+        match server.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => router.write_all(&buf[..n])?,
+            Err(e) if idle(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[test]
+fn scram_over_tls_is_bound_to_the_servers_certificate_so_an_interceptor_is_caught() {
+    let port = tls_server().port;
+    // Directly: the login (scram-sha-256 for app on the server) binds to the server's own
+    // certificate and succeeds.
+    let r = router("tls_plus", port, "tls = \"require\"");
+    let mut c = client(&r, "tls_plus", "app", "app").expect("SCRAM-SHA-256-PLUS login");
+    assert_eq!(where_and_ssl(&mut c), (i32::from(port), true));
+    drop((c, r));
+    let (relay, saw_plus) = interceptor(port);
+    // The interceptor relays faithfully: a login that needs no password (postgres is trusted
+    // over hostssl) works through it.
+    let text = pool("tls_mitm_trust", relay, "postgres", "router-side", "tls = \"require\"");
+    let r = Router::start(&pg_config(&[0], &text, "tls_mitm_trust"));
+    let mut c = client(&r, "tls_mitm_trust", "postgres", "router-side").expect("a trusted login through it");
+    assert_eq!(where_and_ssl(&mut c), (i32::from(port), true));
+    drop((c, r));
+    // A SCRAM login through it: the router binds to the interceptor's certificate, the server
+    // checks against its own, and refuses.
+    let r = router("tls_mitm", relay, "tls = \"require\"");
+    let (_, message) = refused(&r, "tls_mitm");
+    assert!(message.contains("SCRAM channel binding check failed"), "the server's refusal: {message}");
+    assert!(saw_plus.load(Ordering::SeqCst), "the router asked for SCRAM-SHA-256-PLUS");
 }

@@ -15,6 +15,7 @@ mod abuse_messages;
 mod admin;
 mod auth;
 mod backend_tls;
+mod backend_tls_my;
 mod bridge_mysql_pg;
 mod bridge_pg_mysql;
 mod bridge_values;

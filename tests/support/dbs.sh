@@ -21,12 +21,20 @@
 #       tests that balance reads over two replicas (#22); `down` stops it with the rest.
 #   dbs.sh add-pg-tls BASE_DIR PORT
 #       A PostgreSQL server on PORT (data in pg/tls) that accepts TLS connections only
-#       (`ssl = on`, hostssl rules, `hostnossl ... reject`), with certificates made here by
-#       the openssl CLI in pg/tls-certs: ca.crt (the server's issuer), other-ca.crt (an
-#       unrelated CA), server.crt for localhost and 127.0.0.1, client.crt/client.key for the
-#       role app_cert (which logs in by certificate); roles postgres (trust), app/app (scram),
-#       database app. For the backend TLS tests (#38); `down` stops it with the rest. Its
-#       port is written to pg/tls.port; when it runs already, nothing is done.
+#       (`ssl = on`, hostssl rules, `hostnossl ... reject`), with the certificates of
+#       tls-certs (below); roles postgres (trust), app/app (scram), app_cert (which logs in
+#       by certificate), database app. For the backend TLS tests (#38); `down` stops it with
+#       the rest. Its port is written to pg/tls.port; when it runs already, nothing is done.
+#   dbs.sh add-my-tls BASE_DIR PORT
+#       A standalone MariaDB server on PORT (data in mariadb/tls) that accepts TLS
+#       connections only over TCP (`require_secure_transport = ON`), with the certificates of
+#       tls-certs; users root (no password), app/app (all privileges), app_x509/app
+#       (`REQUIRE X509`: a client certificate issued by ca.crt), database app. For the
+#       backend TLS tests (#38); `down` stops it with the rest. Its port is written to
+#       mariadb/tls.port; when it runs already, nothing is done.
+#   Certificates of the TLS servers, made once per BASE_DIR by the openssl CLI in
+#       tls-certs: ca.crt (the servers' issuer), other-ca.crt (an unrelated CA), server.crt
+#       for localhost and 127.0.0.1, client.crt/client.key (CN app_cert, issued by ca.crt).
 #   dbs.sh pause-replication|resume-replication BASE_DIR pg|mariadb
 #       Fault injection. PG pause = pg_wal_replay_pause() on the standby (WAL is still
 #       received, nothing is applied); MariaDB pause = STOP SLAVE SQL_THREAD on the replica.
@@ -347,6 +355,7 @@ server_pid() {
         pg-replica) file=$PG_DIR/replica/postmaster.pid; needle=$PG_DIR/replica ;;
         pg-replica2) file=$PG_DIR/replica2/postmaster.pid; needle=$PG_DIR/replica2 ;;
         pg-tls) file=$PG_DIR/tls/postmaster.pid; needle=$PG_DIR/tls ;;
+        my-tls) file=$MY_DIR/tls.pid; needle=$MY_DIR/tls.cnf ;;
         my-primary) file=$MY_DIR/primary.pid; needle=$MY_DIR/primary.cnf ;;
         my-replica) file=$MY_DIR/replica.pid; needle=$MY_DIR/replica.cnf ;;
         *) die "unknown server '$1' (pg-primary|pg-replica|my-primary|my-replica)" ;;
@@ -516,7 +525,7 @@ cmd_down() {
     kill_unfinished_up
     if [ -f "$BASE/state.sh" ]; then
         load_state "$BASE"
-        stop_servers now pg-replica pg-replica2 pg-tls my-replica
+        stop_servers now pg-replica pg-replica2 pg-tls my-replica my-tls
         stop_servers now pg-primary my-primary
     else
         setup_user
@@ -629,7 +638,22 @@ cmd_add_standby() {  # add-pg-standby BASE PORT
     log "pg: second standby on $port replayed $lsn"
 }
 
-tls_certs() {    # tls_certs DIR : a CA, an unrelated CA, a server and a client certificate
+# tls_certs: BASE/tls-certs, made once: a CA, an unrelated CA, a server and a client certificate.
+# Built under a temporary name and renamed, so the TLS servers' setups may run concurrently.
+tls_certs() {
+    CERTS=$BASE/tls-certs
+    # Environments set up before the MariaDB TLS server (QP_DBS_ENV) kept them in pg/tls-certs.
+    [ -e "$CERTS" ] || [ ! -d "$PG_DIR/tls-certs" ] || as_user ln -s pg/tls-certs "$CERTS"
+    [ ! -e "$CERTS" ] || return 0
+    local tmp
+    tmp=$(as_user mktemp -d "$BASE/tls-certs.XXXXXX")
+    make_certs "$tmp"
+    as_user chmod 755 "$tmp"
+    # rename(2) refuses a non-empty target: then another setup made them first.
+    as_user mv -T "$tmp" "$CERTS" 2>/dev/null || as_user rm -rf -- "$tmp"
+}
+
+make_certs() {    # make_certs DIR
     local c=$1 name
     for name in ca other-ca; do
         as_user openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
@@ -654,14 +678,13 @@ cmd_add_tls() {  # add-pg-tls BASE PORT
     load_state "$1"
     started pg || die "pg was not started in $BASE (--what $WHAT)"
     d=$PG_DIR/tls
-    c=$PG_DIR/tls-certs
     # Servers reused across test runs (QP_DBS_ENV) keep theirs: its port is in tls.port.
-    if server_pid pg-tls >/dev/null; then log "pg: TLS-only server already up"; return 0; fi
+    if server_pid pg-tls >/dev/null; then tls_certs; log "pg: TLS-only server already up"; return 0; fi
     [ ! -e "$d" ] || die "$d exists already"
     command -v openssl >/dev/null || die "openssl is needed to make the test certificates"
-    as_user mkdir -p "$c"
     log "pg: certificates and initdb for a TLS-only server on port $port"
-    tls_certs "$c"
+    tls_certs
+    c=$CERTS
     as_user "$PG_BIN/initdb" -D "$d" -U postgres -A trust -E UTF8 --locale=C -N --no-instructions >/dev/null
     as_user tee -a "$d/postgresql.conf" >/dev/null <<EOF
 
@@ -697,6 +720,61 @@ SQL
     log "pg: TLS-only server on $port"
 }
 
+cmd_add_my_tls() {  # add-my-tls BASE PORT
+    local port=${2:?usage: dbs.sh add-my-tls BASE_DIR PORT} d
+    load_state "$1"
+    started mariadb || die "mariadb was not started in $BASE (--what $WHAT)"
+    d=$MY_DIR/tls
+    # Servers reused across test runs (QP_DBS_ENV) keep theirs: its port is in tls.port.
+    if server_pid my-tls >/dev/null; then log "mariadb: TLS-only server already up"; return 0; fi
+    [ ! -e "$d" ] || die "$d exists already"
+    command -v openssl >/dev/null || die "openssl is needed to make the test certificates"
+    log "mariadb: certificates and install-db for a TLS-only server on port $port"
+    tls_certs
+    as_user mariadb-install-db --no-defaults --datadir="$d" --tmpdir="$MY_DIR/tmp" --skip-test-db \
+        --skip-name-resolve --auth-root-authentication-method=normal \
+        --innodb-log-file-size=8M --innodb-buffer-pool-size=32M \
+        --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 >"$MY_DIR/tls-install.log" 2>&1 ||
+        { cat "$MY_DIR/tls-install.log" >&2; return 1; }
+    as_user tee "$MY_DIR/tls.cnf" >/dev/null <<EOF
+[mariadbd]
+datadir=$d
+port=$port
+bind-address=$HOST
+socket=$MY_DIR/tls.sock
+pid-file=$MY_DIR/tls.pid
+log-error=$MY_DIR/tls.log
+tmpdir=$MY_DIR/tmp
+server-id=3
+skip-name-resolve
+max-connections=200
+character-set-server=utf8mb4
+collation-server=utf8mb4_general_ci
+innodb-buffer-pool-size=32M
+innodb-log-file-size=8M
+innodb-flush-log-at-trx-commit=0
+innodb-doublewrite=0
+innodb-buffer-pool-dump-at-shutdown=OFF
+innodb-buffer-pool-load-at-startup=OFF
+ssl-ca=$CERTS/ca.crt
+ssl-cert=$CERTS/server.crt
+ssl-key=$CERTS/server.key
+require-secure-transport=ON
+EOF
+    my_start tls
+    # Over the unix socket, which require_secure_transport counts as secure.
+    my_sql tls <<SQL
+CREATE USER 'app'@'%' IDENTIFIED BY 'app';
+GRANT ALL PRIVILEGES ON *.* TO 'app'@'%';
+CREATE USER 'app_x509'@'%' IDENTIFIED BY 'app' REQUIRE X509;
+GRANT ALL ON app.* TO 'app_x509'@'%';
+CREATE DATABASE app;
+SQL
+    [ "$(my_sql tls <<<'SELECT @@have_ssl')" = YES ] || die "the MariaDB TLS server has no TLS (see $MY_DIR/tls.log)"
+    echo "$port" | as_user tee "$MY_DIR/tls.port" >/dev/null
+    log "mariadb: TLS-only server on $port"
+}
+
 cmd_replication() {  # pause-replication|resume-replication BASE pg|mariadb
     local action=$1 kind=${3:?usage: dbs.sh $1 BASE_DIR pg|mariadb}
     load_state "$2"
@@ -727,6 +805,7 @@ case $CMD in
     pause-replication|resume-replication) cmd_replication "$CMD" "$@" ;;
     add-pg-standby) cmd_add_standby "$@" ;;
     add-pg-tls) cmd_add_tls "$@" ;;
+    add-my-tls) cmd_add_my_tls "$@" ;;
     __watch) cmd_watch "$@" ;;
     *) usage ;;
 esac

@@ -95,6 +95,8 @@ pub struct Dbs {
     second_standby: OnceLock<u16>,
     /// The TLS-only PostgreSQL server, once a test asked for it.
     pg_tls: OnceLock<PgTls>,
+    /// The TLS-only MariaDB server, once a test asked for it.
+    my_tls: OnceLock<MyTls>,
 }
 
 /// A PostgreSQL server that accepts TLS connections only (`dbs.sh add-pg-tls`): `ssl = on`,
@@ -106,6 +108,17 @@ pub struct PgTls {
     pub port: u16,
     /// `ca.crt` (the server certificate's issuer), `other-ca.crt` (an unrelated CA),
     /// `server.crt` (for localhost and 127.0.0.1), `client.crt`/`client.key` (CN app_cert).
+    pub certs: PathBuf,
+}
+
+/// A MariaDB server that accepts TLS connections only over TCP (`dbs.sh add-my-tls`):
+/// `require_secure_transport = ON`, the same certificates as [`PgTls`]; users root (no
+/// password), app/app and app_x509/app (`REQUIRE X509`), database app.
+#[derive(Debug)]
+pub struct MyTls {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// The certificates, as [`PgTls::certs`].
     pub certs: PathBuf,
 }
 
@@ -162,6 +175,7 @@ impl Dbs {
             role,
             second_standby: OnceLock::new(),
             pg_tls: OnceLock::new(),
+            my_tls: OnceLock::new(),
         })
     }
 
@@ -188,7 +202,24 @@ impl Dbs {
             }
             let pg = self.base.join("pg");
             let written = std::fs::read_to_string(pg.join("tls.port")).expect("pg/tls.port");
-            PgTls { port: written.trim().parse().expect("a port in pg/tls.port"), certs: pg.join("tls-certs") }
+            PgTls { port: written.trim().parse().expect("a port in pg/tls.port"), certs: self.base.join("tls-certs") }
+        })
+    }
+
+    /// The TLS-only MariaDB server of this environment, started on the first call
+    /// (install-db and certificates, 2-4 s) so that only the MySQL TLS tests pay for it, as
+    /// [`Dbs::pg_tls`].
+    pub fn my_tls(&self) -> &MyTls {
+        self.my_tls.get_or_init(|| {
+            let port = free_port();
+            if let Err(e) = script::run("add-my-tls", &self.base, &[&port.to_string()]) {
+                panic!("dbs.sh add-my-tls {}: {e}", self.base.display());
+            }
+            let written = std::fs::read_to_string(self.base.join("mariadb/tls.port")).expect("mariadb/tls.port");
+            MyTls {
+                port: written.trim().parse().expect("a port in mariadb/tls.port"),
+                certs: self.base.join("tls-certs"),
+            }
         })
     }
 

@@ -918,23 +918,20 @@ fn tls_server_name_that_is_no_name() {
 }
 
 #[test]
-fn tls_on_a_pool_of_mysql_backends() {
-    let text = format!(
+fn tls_is_accepted_on_pools_of_mysql_backends_and_pools_serving_mysql_clients() {
+    let of_mysql = format!(
         "{}{ROUTING}{}",
         listener("mysql", "127.0.0.1:6033", ""),
         pool("main", "protocol = \"mysql\"\ntls = \"require\"")
     );
-    expect(&text, "tls = ", "pools.main.tls", crate::config::pool::MYSQL_TLS);
-}
-
-#[test]
-fn tls_on_a_pool_serving_mysql_clients() {
-    let text = format!(
+    let serving = format!(
         "{}[routing]\nmysql_default_pool = \"main\"\n\n{}",
         listener("mysql", "127.0.0.1:6033", ""),
-        pool("main", "tls = \"require\"")
+        pool("main", "tls = \"verify-full\"")
     );
-    expect(&text, "tls = ", "pools.main.tls", crate::config::pool::MYSQL_TLS);
+    for (text, mode) in [(of_mysql, crate::config::TlsMode::Require), (serving, crate::config::TlsMode::VerifyFull)] {
+        assert_eq!(parse_ok(&text).pools[0].tls.mode, mode, "{text}");
+    }
 }
 
 // ---- client TLS (#38) ----

@@ -100,7 +100,7 @@ impl Client {
         })?;
         self.handshaking = false;
         self.tls = Some(accepted);
-        self.binding = Some(server.end_point);
+        self.binding = server.end_point;
         Ok(())
     }
 

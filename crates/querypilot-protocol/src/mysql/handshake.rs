@@ -504,6 +504,40 @@ mod tests {
         assert_eq!(SslRequest::detect(&out), None);
     }
 
+    /// What the router sends a backend before its TLS handshake (#38): the first 32 bytes of the
+    /// handshake response it sends once encrypted, with the same capabilities, as packet 1.
+    #[test]
+    fn a_clients_ssl_request_is_the_start_of_its_handshake_response() {
+        let caps = CLIENT_PROTOCOL_41
+            | CLIENT_SSL
+            | CLIENT_LONG_PASSWORD
+            | CLIENT_SECURE_CONNECTION
+            | CLIENT_PLUGIN_AUTH
+            | CLIENT_CONNECT_WITH_DB;
+        let mut ssl = Vec::new();
+        SslRequest { capabilities: caps, max_packet_size: 1 << 30, charset: 45 }.encode(&mut ssl);
+        let resp = HandshakeResponse41 {
+            capabilities: caps,
+            max_packet_size: 1 << 30,
+            charset: 45,
+            username: b"app",
+            auth_response: &[7; 20],
+            database: Some(b"app"),
+            auth_plugin: Some(b"mysql_native_password"),
+            connect_attrs: None,
+            zstd_level: None,
+        };
+        let mut full = Vec::new();
+        resp.encode(&mut full);
+        assert_eq!(ssl.len(), SSL_REQUEST_LEN);
+        assert_eq!(&full[..SSL_REQUEST_LEN], &ssl[..]);
+        assert_eq!(&ssl[..4], &[0x09, 0x8A, 0x08, 0x00], "CLIENT_SSL is bit 11");
+        let mut framed = Vec::new();
+        crate::mysql::encode_packets(&ssl, 1, &mut framed);
+        assert_eq!(&framed[..4], &[32, 0, 0, 1], "32 bytes, sequence id 1");
+        assert_eq!(SslRequest::detect(&ssl).map(|r| r.capabilities), Some(caps));
+    }
+
     #[test]
     fn golden_auth_switch_and_more_data() {
         let bytes = b"\xfemysql_native_password\x00ABCDEFGHIJKLMNOPQRST\x00";

@@ -4,8 +4,9 @@
 //!
 //! Pure functions of their inputs: nonces and salts come from the caller (who owns the random
 //! source), so every exchange is reproducible in tests. Channel binding (RFC 5802 section 6) is
-//! `tls-server-end-point` (RFC 5929 4.1) on the server side only: over TLS the router offers
-//! SCRAM-SHA-256-PLUS to its clients ([`Binding`]); as a client it never asks for binding.
+//! `tls-server-end-point` (RFC 5929 4.1) both ways: over TLS the router offers
+//! SCRAM-SHA-256-PLUS to its clients ([`Binding`]), and as a client it binds to the backend's
+//! certificate when the backend offers it ([`super::binding`]).
 //! Passwords are used as raw UTF-8 bytes without SASLprep normalization, which matches
 //! PostgreSQL for every ASCII password.
 
@@ -15,6 +16,7 @@ use hmac::{Hmac, Mac};
 use md5::{Digest as _, Md5};
 use sha2::Sha256;
 
+use super::binding::ChannelBinding;
 use super::sqlstate;
 
 /// The SASL mechanism name of SCRAM-SHA-256.
@@ -391,6 +393,8 @@ pub struct ScramClient {
     credential: ClientCredential,
     client_first_bare: String,
     nonce: String,
+    /// What the GS2 header says about channel binding, and what `c=` carries.
+    binding: ChannelBinding,
 }
 
 /// What a SCRAM client proves itself with.
@@ -427,7 +431,16 @@ impl ScramClient {
             credential: ClientCredential::Password(password.to_owned()),
             client_first_bare: format!("n={user},r={client_nonce}"),
             nonce: client_nonce.to_owned(),
+            binding: ChannelBinding::Unsupported,
         })
+    }
+
+    /// The exchange with `binding` in its GS2 header and `c=` attribute (RFC 5802 section 6);
+    /// [`ChannelBinding::TlsServerEndPoint`] goes with the mechanism `SCRAM-SHA-256-PLUS`.
+    #[must_use]
+    pub fn bound(mut self, binding: ChannelBinding) -> Self {
+        self.binding = binding;
+        self
     }
 
     /// Prepares an exchange proven with recovered `keys` instead of a password (SCRAM
@@ -438,9 +451,10 @@ impl ScramClient {
         Ok(client)
     }
 
-    /// The client-first-message (`n,,n=<user>,r=<nonce>`): no channel binding.
+    /// The client-first-message: the GS2 header (`n,,` without channel binding) and
+    /// `n=<user>,r=<nonce>`.
     pub fn client_first(&self) -> String {
-        format!("n,,{}", self.client_first_bare)
+        format!("{}{}", self.binding.gs2_header(), self.client_first_bare)
     }
 
     /// Handles server-first-message (the AuthenticationSASLContinue data) and returns the
@@ -478,7 +492,7 @@ impl ScramClient {
             ClientCredential::Keys(_) => return Err(ScramError::VerifierMismatch),
         };
         let stored_key = sha256(&client_key);
-        let without_proof = format!("c=biws,r={nonce}");
+        let without_proof = format!("c={},r={nonce}", self.binding.c_attribute());
         let auth_message = [self.client_first_bare.as_bytes(), b",", server_first, b",", without_proof.as_bytes()];
         let proof = xor(&client_key, &hmac(&stored_key, &auth_message));
         let server_signature = hmac(&server_key, &auth_message);

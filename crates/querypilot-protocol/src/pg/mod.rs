@@ -11,6 +11,7 @@
 
 pub mod auth;
 pub mod backend;
+pub mod binding;
 pub mod challenge;
 pub mod error;
 pub mod framer;
@@ -27,6 +28,7 @@ mod tests;
 
 pub use auth::{Binding, Derivation, ScramClient, ScramError, ScramKeys, ScramSecret, ScramServer};
 pub use backend::{Authentication, BackendMessage, BackendPeek, TransactionStatus};
+pub use binding::ChannelBinding;
 pub use error::{DecodeError, EncodeError, RewriteError};
 pub use framer::{
     data_row_run, decode_expected_frame, decode_frame, decode_header, decode_raw_frame, decode_startup_frame, Frame,

@@ -6,6 +6,7 @@
 
 mod auth;
 mod backend;
+mod binding;
 mod challenge;
 mod framer;
 mod frontend;
