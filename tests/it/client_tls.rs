@@ -416,3 +416,37 @@ fn mysql_mutual_tls_checks_the_certificate_and_its_name() {
     let out = mariadb(&r, &["--skip-ssl"], "SELECT 1");
     assert!(text(&out).contains("ERROR 1045 (28000)"), "{}", text(&out));
 }
+
+/// `tests/connectors/JdbcTls.java` with `jar` on the class path: the line it prints.
+fn jdbc_tls(jar: &str, url: &str) -> String {
+    let program = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors/JdbcTls.java");
+    let out = Command::new("java")
+        .args(["--add-opens", "java.base/java.io=ALL-UNNAMED", "--add-opens", "java.base/sun.security.ssl=ALL-UNNAMED"])
+        .args(["-cp", jar, program, url, "app", "app"])
+        .output()
+        .expect("run java");
+    assert!(out.status.success(), "JdbcTls {url}: {}", text(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn pgjdbc_verifies_the_router_and_queries_over_its_own_tls_socket() {
+    let (r, _) = pg_router(&tls_keys("require", "server", ""));
+    let jar = "/usr/share/java/postgresql.jar";
+    let url = |ca: &str| format!("jdbc:postgresql://localhost:{}/app?sslmode=verify-full&sslrootcert={ca}", r.port());
+    assert_eq!(jdbc_tls(jar, &url(&certs().path("ca.crt"))), "tls TLSv1.3 value 42");
+    // The same driver and settings with an unrelated CA: the router's certificate is refused.
+    let refused = jdbc_tls(jar, &url(&certs().path("other-ca.crt")));
+    assert!(refused.starts_with("refused ") && refused.contains("certification path"), "{refused}");
+}
+
+#[test]
+fn connector_j_verifies_the_router_and_queries_over_its_own_tls_socket() {
+    let r = my_router(&tls_keys("require", "server", ""));
+    let jar = "/usr/share/java/mariadb-java-client.jar";
+    // Connector/J 2.7 checks the chain against serverSslCert and the host name by default.
+    let url = |ca: &str| format!("jdbc:mariadb://localhost:{}/app?useSsl=true&serverSslCert={ca}", r.port());
+    assert_eq!(jdbc_tls(jar, &url(&certs().path("ca.crt"))), "tls TLSv1.3 value 42");
+    let refused = jdbc_tls(jar, &url(&certs().path("other-ca.crt")));
+    assert!(refused.starts_with("refused ") && refused.contains("certification path"), "{refused}");
+}
