@@ -5,13 +5,14 @@
 
 log() { printf '[perf] %s\n' "$*" >&2; }
 
-# build_router: `cargo build --release` unless $1 is 0; sets BIN.
+# build_router: `cargo build --release` unless $1 is 0; sets BIN (under $CARGO_TARGET_DIR when
+# that is set, as cargo builds it there).
 build_router() {
     if [ "${1:-1}" != 0 ]; then
         log "cargo build --release"
         (cd "$ROOT" && cargo build --release --quiet)
     fi
-    BIN="$ROOT/target/release/querypilot"
+    BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/querypilot"
     [ -x "$BIN" ] || { log "no $BIN: build it first"; exit 1; }
 }
 
@@ -202,7 +203,8 @@ wait_pg_port() {
 # start_pgbouncer DIR DB PORT POOL [LAUNCHER...]: PgBouncer on PORT (transaction pooling, POOL
 # server connections, md5 logins of $PG_USER) in front of database DB, its files under DIR, run
 # under LAUNCHER (e.g. valgrind) when given; as the postgres user when run as root, since
-# PgBouncer refuses root. Sets PGB_PID and waits until PORT answers.
+# PgBouncer refuses root. $PGB_EXTRA, when set, is appended to its [pgbouncer] section (e.g.
+# TLS settings). Sets PGB_PID and waits until PORT answers.
 start_pgbouncer() {
     local dir=$1 db=$2 port=$3 pool=$4
     shift 4
@@ -220,6 +222,7 @@ default_pool_size = $pool
 max_client_conn = 1000
 unix_socket_dir =
 logfile = $dir/pgbouncer.log
+${PGB_EXTRA:-}
 INI
     printf '"%s" "%s"\n' "$PG_USER" "$PG_PASSWORD" >"$dir/userlist.txt"
     if [ "$(id -u)" = 0 ]; then

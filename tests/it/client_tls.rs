@@ -19,12 +19,12 @@ use crate::scripts::{python, python_command, Staged};
 use crate::support::dbs;
 
 /// The certificates of these tests, made once per run.
-struct Certs {
+pub(crate) struct Certs {
     dir: PathBuf,
 }
 
 impl Certs {
-    fn path(&self, name: &str) -> String {
+    pub(crate) fn path(&self, name: &str) -> String {
         self.dir.join(name).display().to_string()
     }
 }
@@ -37,7 +37,7 @@ fn openssl(args: &[&str], dir: &Path) {
 /// A CA and an unrelated one; `server` and `server2` (CN qp-router, qp-router-2; both for
 /// localhost and 127.0.0.1) and client certificates `client-app` (CN app) and `client-other`
 /// (CN other) from the CA, `client-rogue` (CN app) from the unrelated CA.
-fn certs() -> &'static Certs {
+pub(crate) fn certs() -> &'static Certs {
     static CERTS: OnceLock<Certs> = OnceLock::new();
     CERTS.get_or_init(|| {
         let dir = tempfile::tempdir().expect("tempdir").keep();
@@ -86,7 +86,7 @@ fn certs() -> &'static Certs {
 }
 
 /// The listener keys of `tls = mode` with certificate `server` (and anything else in `extra`).
-fn tls_keys(mode: &str, server: &str, extra: &str) -> String {
+pub(crate) fn tls_keys(mode: &str, server: &str, extra: &str) -> String {
     let c = certs();
     format!(
         "tls = \"{mode}\"\ntls_cert_file = \"{}\"\ntls_key_file = \"{}\"\n{extra}",
@@ -101,14 +101,14 @@ fn with_listener_keys(toml: &str, keys: &str) -> String {
 }
 
 /// A PostgreSQL router with pool `app` (database app as app/app), its listener's TLS `keys`.
-fn pg_router(keys: &str) -> (Router, String) {
+pub(crate) fn pg_router(keys: &str) -> (Router, String) {
     let toml =
         with_listener_keys(&pg_config(&[0], &pg_pool("app", dbs().pg.primary_port, "transaction", 4), "app"), keys);
     (Router::start(&toml), toml)
 }
 
 /// A MySQL router with pool `app`, its listener's TLS `keys`.
-fn my_router(keys: &str) -> Router {
+pub(crate) fn my_router(keys: &str) -> Router {
     Router::start(&with_listener_keys(&my_config(&[0], &my_pool("app", "transaction", 4), "app"), keys))
 }
 
@@ -130,7 +130,7 @@ fn text(out: &Output) -> String {
 }
 
 /// A plaintext `postgres` client through `r`.
-fn plain(r: &Router) -> Result<postgres::Client, postgres::Error> {
+pub(crate) fn plain(r: &Router) -> Result<postgres::Client, postgres::Error> {
     let mut c = postgres::Config::new();
     c.host("127.0.0.1").port(r.port()).user("app").password("app").dbname("app");
     c.connect_timeout(Duration::from_secs(20));
@@ -415,4 +415,38 @@ fn mysql_mutual_tls_checks_the_certificate_and_its_name() {
     assert!(!out.status.success(), "{}", text(&out));
     let out = mariadb(&r, &["--skip-ssl"], "SELECT 1");
     assert!(text(&out).contains("ERROR 1045 (28000)"), "{}", text(&out));
+}
+
+/// `tests/connectors/JdbcTls.java` with `jar` on the class path: the line it prints.
+fn jdbc_tls(jar: &str, url: &str) -> String {
+    let program = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors/JdbcTls.java");
+    let out = Command::new("java")
+        .args(["--add-opens", "java.base/java.io=ALL-UNNAMED", "--add-opens", "java.base/sun.security.ssl=ALL-UNNAMED"])
+        .args(["-cp", jar, program, url, "app", "app"])
+        .output()
+        .expect("run java");
+    assert!(out.status.success(), "JdbcTls {url}: {}", text(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn pgjdbc_verifies_the_router_and_queries_over_its_own_tls_socket() {
+    let (r, _) = pg_router(&tls_keys("require", "server", ""));
+    let jar = "/usr/share/java/postgresql.jar";
+    let url = |ca: &str| format!("jdbc:postgresql://localhost:{}/app?sslmode=verify-full&sslrootcert={ca}", r.port());
+    assert_eq!(jdbc_tls(jar, &url(&certs().path("ca.crt"))), "tls TLSv1.3 value 42");
+    // The same driver and settings with an unrelated CA: the router's certificate is refused.
+    let refused = jdbc_tls(jar, &url(&certs().path("other-ca.crt")));
+    assert!(refused.starts_with("refused ") && refused.contains("certification path"), "{refused}");
+}
+
+#[test]
+fn connector_j_verifies_the_router_and_queries_over_its_own_tls_socket() {
+    let r = my_router(&tls_keys("require", "server", ""));
+    let jar = "/usr/share/java/mariadb-java-client.jar";
+    // Connector/J 2.7 checks the chain against serverSslCert and the host name by default.
+    let url = |ca: &str| format!("jdbc:mariadb://localhost:{}/app?useSsl=true&serverSslCert={ca}", r.port());
+    assert_eq!(jdbc_tls(jar, &url(&certs().path("ca.crt"))), "tls TLSv1.3 value 42");
+    let refused = jdbc_tls(jar, &url(&certs().path("other-ca.crt")));
+    assert!(refused.starts_with("refused ") && refused.contains("certification path"), "{refused}");
 }

@@ -33,6 +33,7 @@ mod causal_readonly;
 mod causal_readonly_my;
 mod causal_routes;
 mod client_tls;
+mod client_tls_abuse;
 mod connectors;
 mod console;
 mod demo;
