@@ -34,7 +34,11 @@ fn router() -> Router {
 fn digest(router: &Router, protocol: &str, marker: &str) -> Option<Value> {
     let (_, admin) = addrs(router);
     let v = http(admin, "GET", "/api/stats/digests?limit=1000", &[]).json();
-    v["digests"].as_array()?.iter().find(|d| d["protocol"] == protocol && d["normalized"].to_string().contains(marker)).cloned()
+    v["digests"]
+        .as_array()?
+        .iter()
+        .find(|d| d["protocol"] == protocol && d["normalized"].to_string().contains(marker))
+        .cloned()
 }
 
 /// Checks the pool's histogram and both shapes' percentiles once every statement is recorded.
