@@ -354,6 +354,10 @@ pub struct DigestView {
     pub mean_ms: f64,
     /// Longest execution, milliseconds.
     pub max_ms: f64,
+    /// Median execution time, milliseconds, within 12.5% (`metrics::sketch`).
+    pub p50_ms: f64,
+    /// 99th percentile execution time, milliseconds, within 12.5%.
+    pub p99_ms: f64,
     /// Rows returned or affected.
     pub rows: u64,
     /// Executions ending in an error.
@@ -372,6 +376,8 @@ impl From<DigestRow> for DigestView {
             total_ms: ms(r.total),
             mean_ms: ms(r.mean()),
             max_ms: ms(r.max),
+            p50_ms: ms(r.percentile(0.5)),
+            p99_ms: ms(r.percentile(0.99)),
             normalized: r.normalized,
             calls: r.calls,
             rows: r.rows,

@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use super::sketch::LatencySketch;
+
 /// Most distinct pools remembered per shape; a statement shape rarely runs on more.
 pub const MAX_DIGEST_POOLS: usize = 4;
 
@@ -31,6 +33,8 @@ pub struct DigestRow {
     pub errors: u64,
     /// Pools the shape ran on (at most [`MAX_DIGEST_POOLS`], first seen first).
     pub pools: Vec<String>,
+    /// The distribution of the executions' times, for percentiles.
+    pub latency: LatencySketch,
 }
 
 impl DigestRow {
@@ -41,6 +45,7 @@ impl DigestRow {
         self.max = self.max.max(other.max);
         self.rows += other.rows;
         self.errors += other.errors;
+        self.latency.merge(&other.latency);
         for p in &other.pools {
             if self.pools.len() < MAX_DIGEST_POOLS && !self.pools.contains(p) {
                 self.pools.push(p.clone());
@@ -55,6 +60,12 @@ impl DigestRow {
             Ok(n) => self.total / n,
             Err(_) => Duration::from_secs_f64(self.total.as_secs_f64() / self.calls as f64),
         }
+    }
+
+    /// The `q` quantile (0.0..=1.0) of the execution times, within
+    /// [`super::sketch::RELATIVE_ERROR`] (zero before the first call).
+    pub fn percentile(&self, q: f64) -> Duration {
+        self.latency.quantile(q).unwrap_or_default()
     }
 }
 
@@ -100,6 +111,10 @@ mod tests {
     use super::*;
 
     fn row(fp: u64, calls: u64, ms: u64, pools: &[&str]) -> DigestRow {
+        let mut latency = LatencySketch::default();
+        for _ in 0..calls {
+            latency.record(Duration::from_millis(ms / calls.max(1)));
+        }
         DigestRow {
             fingerprint: fp,
             protocol: "postgres",
@@ -110,6 +125,7 @@ mod tests {
             rows: calls,
             errors: 1,
             pools: pools.iter().map(|p| (*p).to_owned()).collect(),
+            latency,
         }
     }
 
@@ -129,6 +145,13 @@ mod tests {
         assert_eq!(first.max, Duration::from_millis(20));
         assert_eq!(first.pools, vec!["a".to_owned(), "b".to_owned()]);
         assert_eq!(first.mean(), Duration::from_millis(14));
+        // Two calls of 5 ms from one core, three of 20 ms from the other: percentiles of all five.
+        assert_eq!(first.latency.count(), 5);
+        let (p50, p99) = (first.percentile(0.5), first.percentile(0.99));
+        assert!(p50 >= Duration::from_micros(17_500) && p50 <= Duration::from_millis(20), "{p50:?}");
+        assert_eq!(p99, p50, "the same bucket");
+        let p20 = first.percentile(0.2);
+        assert!(p20 >= Duration::from_micros(4_375) && p20 <= Duration::from_micros(5_625), "{p20:?}");
         assert_eq!(m.rows[1].fingerprint, 2);
         assert_eq!(m.rows[2].protocol, "mysql");
     }
@@ -137,6 +160,7 @@ mod tests {
     fn pools_stay_bounded_and_mean_of_nothing_is_zero() {
         let mut r = row(1, 0, 0, &["a", "b", "c", "d"]);
         assert_eq!(r.mean(), Duration::ZERO);
+        assert_eq!(r.percentile(0.99), Duration::ZERO);
         r.absorb(&row(1, 1, 1, &["e"]));
         assert_eq!(r.pools.len(), MAX_DIGEST_POOLS);
         assert!(!r.pools.contains(&"e".to_owned()));

@@ -14,6 +14,7 @@ mod histogram;
 pub mod label;
 mod pool;
 mod render;
+pub mod sketch;
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +31,7 @@ pub use label::{
 };
 pub use pool::{BackendCounters, BackendSnapshot, HealthFigures, PoolCounters, PoolSnapshot, QueueSlot};
 pub use render::{render, Format, Scrape};
+pub use sketch::LatencySketch;
 
 use pool::{bump, bump_keyed, merge_keyed};
 

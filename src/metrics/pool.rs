@@ -78,6 +78,8 @@ pub struct PoolCounters {
     acquires: Cell<u64>,
     timeouts: Cell<u64>,
     statements: Cell<u64>,
+    /// How long statements took, routing to the end of the response (as sessions time them).
+    statement_time: Histogram,
     reprepares: Cell<u64>,
     idle_transaction_timeouts: Cell<u64>,
     passthrough_bytes: Cell<u64>,
@@ -101,6 +103,7 @@ impl PoolCounters {
             acquires: Cell::default(),
             timeouts: Cell::default(),
             statements: Cell::default(),
+            statement_time: Histogram::default(),
             reprepares: Cell::default(),
             idle_transaction_timeouts: Cell::default(),
             passthrough_bytes: Cell::default(),
@@ -156,6 +159,11 @@ impl PoolCounters {
     /// A statement was sent to this pool.
     pub fn statement(&self) {
         bump(&self.statements);
+    }
+
+    /// A statement sent here took `elapsed`, from routing to the end of its response.
+    pub fn statement_finished(&self, elapsed: Duration) {
+        self.statement_time.observe(elapsed);
     }
 
     /// A prepared statement was prepared again on another backend connection.
@@ -228,6 +236,7 @@ impl PoolCounters {
             acquires_total: self.acquires.get(),
             timeouts_total: self.timeouts.get(),
             statements_total: self.statements.get(),
+            statement_duration: self.statement_time.snapshot(),
             reprepares_total: self.reprepares.get(),
             idle_transaction_timeouts_total: self.idle_transaction_timeouts.get(),
             passthrough_bytes_total: self.passthrough_bytes.get(),
@@ -348,6 +357,8 @@ pub struct PoolSnapshot {
     pub timeouts_total: u64,
     /// Statements sent.
     pub statements_total: u64,
+    /// Statement times, routing to the end of the response.
+    pub statement_duration: HistogramSnapshot,
     /// Prepared statements prepared again on another connection.
     pub reprepares_total: u64,
     /// Clients disconnected by `idle_transaction_timeout`.
@@ -400,6 +411,7 @@ impl PoolSnapshot {
         self.acquires_total += other.acquires_total;
         self.timeouts_total += other.timeouts_total;
         self.statements_total += other.statements_total;
+        self.statement_duration.merge(&other.statement_duration);
         self.reprepares_total += other.reprepares_total;
         self.idle_transaction_timeouts_total += other.idle_transaction_timeouts_total;
         self.passthrough_bytes_total += other.passthrough_bytes_total;

@@ -285,6 +285,12 @@ fn statement_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt:
             f.series(&[c, &p.name], Value::Count(p.statements_total))?;
         }
     }
+    let mut f = family(encoder, &cat::STATEMENT_DURATION)?;
+    for (c, s) in cores {
+        for p in &s.pools {
+            f.series(&[c, &p.name], Value::Histogram(&p.statement_duration))?;
+        }
+    }
     let mut f = family(encoder, &cat::ERRORS)?;
     for (c, s) in cores {
         for p in &s.pools {

@@ -24,6 +24,7 @@ fn core(k: u64) -> CounterSnapshot {
         backend.checked_out();
         c.client_active(0, true);
         pool.statement();
+        pool.statement_finished(Duration::from_millis(210));
         pool.decided(Decision::ReadWriteSplit);
         c.operation(Operation::Read);
         c.bytes(Direction::ClientIn, 10);
@@ -65,6 +66,7 @@ fn counters_record_into_the_snapshot() {
     assert_eq!(p.decisions_total[Decision::ReadWriteSplit.index()], 3);
     assert_eq!(p.errors_total, vec![("pool.exhausted", 3)]);
     assert_eq!(p.wait.count(), 3);
+    assert_eq!(p.statement_duration.count(), 3);
     assert_eq!(p.backends[0].active, 3);
     assert_eq!(p.backends[0].idle, 3);
     assert!((p.utilization() - 3.0 / 8.0).abs() < 1e-12);
@@ -119,6 +121,7 @@ fn merge_sums_by_pool_backend_listener_and_key() {
     assert_eq!(main.acquires_total, 3);
     assert_eq!(main.errors_total, vec![("pool.exhausted", 3)]);
     assert_eq!(main.wait.count(), 3);
+    assert_eq!(main.statement_duration.count(), 3, "statement times merge by pool");
     assert_eq!(main.capacity, 8, "capacity is process-wide, not summed");
     assert_eq!(main.backends.len(), 2);
     assert_eq!(main.backends[0].active, 3);
@@ -159,6 +162,12 @@ fn render_writes_every_catalog_metric_with_a_core_label_summing_to_the_merge() {
         Some(4.0)
     );
     assert_eq!(sample(&text, "sqp_pool_wait_duration_seconds_bucket{le=\"+Inf\",core=\"1\",pool=\"main\"}"), Some(4.0));
+    let statement = |le: &str| {
+        sample(&text, &format!("sqp_statement_duration_seconds_bucket{{le=\"{le}\",core=\"1\",pool=\"main\"}}"))
+    };
+    assert_eq!((statement("0.1"), statement("0.25"), statement("+Inf")), (Some(0.0), Some(4.0), Some(4.0)));
+    assert_eq!(sample(&text, "sqp_statement_duration_seconds_count{core=\"1\",pool=\"main\"}"), Some(4.0));
+    assert_eq!(sample(&text, "sqp_statement_duration_seconds_sum{core=\"1\",pool=\"main\"}"), Some(0.84));
     assert_eq!(sample(&text, "sqp_config_reloads_total{outcome=\"rejected\"}"), Some(3.0));
     assert_eq!(sample(&text, "sqp_config_version"), Some(2.0));
     assert_eq!(sample(&text, "sqp_relay_errors_total{core=\"1\",code=\"relay.backend_closed\"}"), Some(4.0));

@@ -344,9 +344,11 @@ impl CoreContext {
     }
 
     /// Ends `timing` now and adds the statement it timed (if any) to this core's digest
-    /// statistics. Cheap when the shape is known (no allocation unless the shape or its pool is new).
-    pub fn record_digest(&self, timing: &mut Timing, protocol: Protocol, pool: &str) {
-        if let Some(execution) = timing.finish(crate::rt::now(), protocol, pool) {
+    /// statistics and to `pool`'s `sqp_statement_duration_seconds`. Cheap when the shape is known
+    /// (no allocation unless the shape or its pool is new; the pool's counters are this core's).
+    pub fn record_digest(&self, timing: &mut Timing, protocol: Protocol, pool: &CorePool) {
+        if let Some(execution) = timing.finish(crate::rt::now(), protocol, &pool.config.name) {
+            pool.counters.statement_finished(execution.elapsed);
             self.digests.borrow_mut().record(&execution);
         }
     }

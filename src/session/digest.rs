@@ -1,5 +1,6 @@
 //! Core-local per-digest statistics: for each query shape (fingerprint and client protocol) the
-//! normalized text, calls, total and max time, rows, errors and the pools it ran on.
+//! normalized text, calls, total and max time, a fixed-size latency sketch (p50/p99, 760 bytes,
+//! `metrics::sketch`), rows, errors and the pools it ran on.
 //!
 //! Owned by one core (`CoreContext`), so recording takes no lock. Bounded: once `capacity`
 //! shapes are known, new shapes are refused and counted as dropped rather than evicting, so a
@@ -14,7 +15,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::config::Protocol;
-use crate::metrics::{DigestRow, DigestSnapshot, MAX_DIGEST_POOLS};
+use crate::metrics::{DigestRow, DigestSnapshot, LatencySketch, MAX_DIGEST_POOLS};
 use crate::routing::dialect;
 use crate::session::engine::digest::Execution;
 use crate::sql::fingerprint::normalize;
@@ -29,6 +30,7 @@ fn add(row: &mut DigestRow, e: &Execution<'_>) {
     row.max = row.max.max(e.elapsed);
     row.rows += e.rows;
     row.errors += u64::from(e.error);
+    row.latency.record(e.elapsed);
     if row.pools.len() < MAX_DIGEST_POOLS && !row.pools.iter().any(|p| p == e.pool) {
         row.pools.push(e.pool.to_owned());
     }
@@ -75,6 +77,7 @@ impl DigestTable {
             rows: 0,
             errors: 0,
             pools: Vec::new(),
+            latency: LatencySketch::default(),
         };
         add(&mut row, e);
         self.entries.insert(key, row);
@@ -120,6 +123,10 @@ mod tests {
         let r = &s.rows[0];
         assert_eq!((r.calls, r.rows, r.errors), (3, 6, 1));
         assert_eq!((r.total, r.max), (Duration::from_millis(11), Duration::from_millis(7)));
+        assert_eq!(r.latency.count(), 3, "every execution timed in the sketch");
+        let (p50, p100) = (r.percentile(0.5), r.percentile(1.0));
+        assert!(p50 > Duration::from_micros(2_625) && p50 < Duration::from_micros(3_375), "3 ms ± 12.5%: {p50:?}");
+        assert!(p100 > Duration::from_micros(6_125) && p100 <= Duration::from_millis(7), "{p100:?}");
         assert_eq!(r.pools, vec!["primary".to_owned(), "replica".to_owned()]);
         assert_eq!(r.protocol, "postgres");
         assert!(!r.normalized.contains("42") && !r.normalized.contains('1'), "{}", r.normalized);

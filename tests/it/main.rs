@@ -53,6 +53,7 @@ mod htap_json_pg;
 mod htap_pg;
 mod htap_types;
 mod idle_transaction;
+mod latency;
 mod log_pipe;
 mod mysql_commands;
 mod mysql_fidelity;

@@ -302,7 +302,7 @@ impl Session {
         let timing = &mut self.routing.digest;
         timing.rows(outcome.rows);
         timing.failed(outcome.error);
-        self.ctx.record_digest(timing, Protocol::MySql, &self.pool.config.name);
+        self.ctx.record_digest(timing, Protocol::MySql, &self.pool);
     }
 }
 

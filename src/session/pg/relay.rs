@@ -528,7 +528,7 @@ impl Session {
         self.progress.unseen = Unseen::No;
         let new = self.ex.ready(status);
         let outcome = self.ex.outcome();
-        self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool.config.name);
+        self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool);
         let was = self.progress.tx;
         self.progress.tx = new;
         self.progress.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit

@@ -113,7 +113,7 @@ impl Session {
         self.ex.routed_by(decision.retry); // retry (#11)
         if runs {
             self.note_unseen(sql, &decision); // causal reads (#34)
-            self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool.config.name);
+            self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool);
             self.progress.digest.begin(decision.fingerprint, sql, now);
         }
         Ok(decision.rewritten.map(|t| t.sql))
