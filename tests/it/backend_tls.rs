@@ -295,27 +295,32 @@ fn query_timeout_cancels_on_the_tls_only_server() {
 #[test]
 fn health_probes_use_the_pools_tls() {
     let port = tls_server().port;
+    let pools =
+        probed_pools(|name, extra| pool(name, port, "app", "app", extra), "tls_h_ok", "tls_h_bad", &cert("ca.crt"));
+    let toml = format!("{}\n[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n", pg_config(&[0], &pools, "tls_h_ok"));
+    // A probe that logged in and asked pg_is_in_recovery() has verified the pool's role.
+    assert_probes_use_tls(&Router::start(&toml), "tls_h_ok", "tls_h_bad", port);
+}
+
+/// Two pools made by `pool(name, tls settings)`, each probed every 200 ms: `ok` with `require`,
+/// `bad` verifying (against CA file `ca`) a name its server's certificate does not carry.
+pub(crate) fn probed_pools(pool: impl Fn(&str, &str) -> String, ok: &str, bad: &str, ca: &str) -> String {
     let health = |name: &str| {
         format!("[pools.{name}.health]\ninterval = \"200ms\"\ntimeout = \"5s\"\nfailure_threshold = 1\n\n")
     };
-    let wrong =
-        format!("tls = \"verify-full\"\ntls_ca_file = \"{}\"\ntls_server_name = \"db.example.com\"", cert("ca.crt"));
-    let pools = format!(
-        "{}{}{}{}",
-        pool("tls_h_ok", port, "app", "app", "tls = \"require\""),
-        health("tls_h_ok"),
-        pool("tls_h_bad", port, "app", "app", &wrong),
-        health("tls_h_bad"),
-    );
-    let toml = format!("{}\n[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n", pg_config(&[0], &pools, "tls_h_ok"));
-    let r = Router::start(&toml);
-    // A probe that logged in and asked pg_is_in_recovery() has verified the pool's role.
+    let wrong = format!("tls = \"verify-full\"\ntls_ca_file = \"{}\"\ntls_server_name = \"db.example.com\"", ca);
+    format!("{}{}{}{}", pool(ok, "tls = \"require\""), health(ok), pool(bad, &wrong), health(bad))
+}
+
+/// Waits until the probe of pool `ok` passed over TLS on backend `port` (the server logs in
+/// only encrypted connections) and that of `bad` failed to connect.
+pub(crate) fn assert_probes_use_tls(r: &Router, ok: &str, bad: &str, port: u16) {
     eventually(Duration::from_secs(30), "a health probe over TLS to pass", || {
-        let b = crate::health::backend(&r, "tls_h_ok", port);
+        let b = crate::health::backend(r, ok, port);
         b["role_mismatch"] == false && b["health_cause"] == "none"
     });
     eventually(Duration::from_secs(30), "the probe of the pool with the wrong name to fail", || {
-        let b = crate::health::backend(&r, "tls_h_bad", port);
+        let b = crate::health::backend(r, bad, port);
         b["healthy"] == false && b["health_cause"] == "connect"
     });
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use mysql::prelude::Queryable;
 use mysql::Conn;
 
+use crate::backend_tls::{assert_probes_use_tls, probed_pools};
 use crate::mysql_session::my_config;
 use crate::router::Router;
 use crate::support::{dbs, eventually, unique_name, MyTls};
@@ -189,30 +190,15 @@ fn mutual_tls_logs_in_a_require_x509_account() {
 #[test]
 fn health_probes_use_the_pools_tls() {
     let port = tls_server().port;
-    let health = |name: &str| {
-        format!("[pools.{name}.health]\ninterval = \"200ms\"\ntimeout = \"5s\"\nfailure_threshold = 1\n\n")
-    };
-    let wrong =
-        format!("tls = \"verify-full\"\ntls_ca_file = \"{}\"\ntls_server_name = \"db.example.com\"", cert("ca.crt"));
-    let pools = format!(
-        "{}{}{}{}",
-        pool("my_tls_h_ok", port, "app", "app", "tls = \"require\""),
-        health("my_tls_h_ok"),
-        pool("my_tls_h_bad", port, "app", "app", &wrong),
-        health("my_tls_h_bad"),
+    let pools = probed_pools(
+        |name, extra| pool(name, port, "app", "app", extra),
+        "my_tls_h_ok",
+        "my_tls_h_bad",
+        &cert("ca.crt"),
     );
     let toml =
         format!("{}\n[metrics]\nenabled = true\nbind = \"127.0.0.1:0\"\n", my_config(&[0], &pools, "my_tls_h_ok"));
-    let r = Router::start(&toml);
-    // The server logs in only encrypted connections: a passing probe logged in over TLS.
-    eventually(Duration::from_secs(30), "a health probe over TLS to pass", || {
-        let b = crate::health::backend(&r, "my_tls_h_ok", port);
-        b["role_mismatch"] == false && b["health_cause"] == "none"
-    });
-    eventually(Duration::from_secs(30), "the probe of the pool with the wrong name to fail", || {
-        let b = crate::health::backend(&r, "my_tls_h_bad", port);
-        b["healthy"] == false && b["health_cause"] == "connect"
-    });
+    assert_probes_use_tls(&Router::start(&toml), "my_tls_h_ok", "my_tls_h_bad", port);
 }
 
 #[test]

@@ -233,6 +233,19 @@ my_sql() {       # my_sql primary|replica [OPTS] : root over the unix socket, ba
     mariadb --no-defaults -S "$MY_DIR/$name.sock" -u root -N -B "$@"
 }
 
+my_cnf_small() {  # the character set and the small, unsynced InnoDB every test server runs with
+    cat <<EOF
+character-set-server=utf8mb4
+collation-server=utf8mb4_general_ci
+innodb-buffer-pool-size=32M
+innodb-log-file-size=8M
+innodb-flush-log-at-trx-commit=0
+innodb-doublewrite=0
+innodb-buffer-pool-dump-at-shutdown=OFF
+innodb-buffer-pool-load-at-startup=OFF
+EOF
+}
+
 my_cnf() {       # my_cnf NAME SERVER_ID PORT READ_ONLY
     local ed=""
     # The ed25519 plugin must be loaded on both servers: CREATE USER ... VIA ed25519 replicates.
@@ -258,14 +271,7 @@ report-port=$3
 skip-name-resolve
 max-connections=600
 max-allowed-packet=64M
-character-set-server=utf8mb4
-collation-server=utf8mb4_general_ci
-innodb-buffer-pool-size=32M
-innodb-log-file-size=8M
-innodb-flush-log-at-trx-commit=0
-innodb-doublewrite=0
-innodb-buffer-pool-dump-at-shutdown=OFF
-innodb-buffer-pool-load-at-startup=OFF
+$(my_cnf_small)
 sync-binlog=0
 $ed
 EOF
@@ -748,14 +754,7 @@ tmpdir=$MY_DIR/tmp
 server-id=3
 skip-name-resolve
 max-connections=200
-character-set-server=utf8mb4
-collation-server=utf8mb4_general_ci
-innodb-buffer-pool-size=32M
-innodb-log-file-size=8M
-innodb-flush-log-at-trx-commit=0
-innodb-doublewrite=0
-innodb-buffer-pool-dump-at-shutdown=OFF
-innodb-buffer-pool-load-at-startup=OFF
+$(my_cnf_small)
 ssl-ca=$CERTS/ca.crt
 ssl-cert=$CERTS/server.crt
 ssl-key=$CERTS/server.key
