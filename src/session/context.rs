@@ -170,6 +170,16 @@ impl CoreContext {
         self.pools.borrow().clone()
     }
 
+    /// [`Self::checkout`], its error worded as client error type `E` words it.
+    pub async fn checkout_for<E: for<'e> From<&'e PoolError>>(
+        &self,
+        pool: &mut Rc<CorePool>,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+    ) -> Result<Conn, E> {
+        self.checkout(pool, protocol, who).await.map_err(|e| E::from(&e))
+    }
+
     /// Borrows a connection of `pool` speaking `protocol`, waiting up to the pool's `acquire`
     /// timeout (counted from now, on the pool as it is when called). A pool that
     /// a reload rebuilt (new backends, limits...) is first swapped for its successor in the

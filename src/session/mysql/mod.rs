@@ -728,9 +728,8 @@ impl Session {
         if self.link.conn.is_none() {
             let conn = self
                 .ctx
-                .checkout(&mut self.pool, Protocol::MySql, self.client.pass.as_deref())
-                .await
-                .map_err(|e| MyClientError::from(&e))?;
+                .checkout_for::<MyClientError>(&mut self.pool, Protocol::MySql, self.client.pass.as_deref())
+                .await?;
             self.attach(conn).await?;
         }
         self.run_deferred().await // #34: where the transaction's first statement runs

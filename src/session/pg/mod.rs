@@ -698,9 +698,8 @@ impl Session {
         }
         let conn = self
             .ctx
-            .checkout(&mut self.pool, Protocol::Postgres, self.identity.pass.as_deref())
-            .await
-            .map_err(|e| PgClientError::from(&e))?;
+            .checkout_for::<PgClientError>(&mut self.pool, Protocol::Postgres, self.identity.pass.as_deref())
+            .await?;
         self.backend = Some(conn);
         self.progress.unnamed.elsewhere();
         if self.backend.as_ref().is_some_and(|c| c.settings != self.state.signature()) {

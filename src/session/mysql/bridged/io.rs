@@ -77,11 +77,7 @@ impl Session {
     /// read), replaying the session's `search_path` when the connection's settings differ.
     pub(super) async fn pg_backend(&mut self) -> Result<(), MyClientError> {
         if self.link.conn.is_none() {
-            let conn = self
-                .ctx
-                .checkout(&mut self.pool, Protocol::Postgres, None)
-                .await
-                .map_err(|e| MyClientError::from(&e))?;
+            let conn = self.ctx.checkout_for::<MyClientError>(&mut self.pool, Protocol::Postgres, None).await?;
             self.link.conn = Some(conn);
         }
         let sig = self.foreign.bridge.signature();

@@ -35,8 +35,7 @@ impl Session {
         if self.backend.is_some() {
             return Ok(());
         }
-        let conn =
-            self.ctx.checkout(&mut self.pool, Protocol::MySql, None).await.map_err(|e| PgClientError::from(&e))?;
+        let conn = self.ctx.checkout_for::<PgClientError>(&mut self.pool, Protocol::MySql, None).await?;
         let fresh = conn.settings != BRIDGE_SETTINGS;
         self.backend = Some(conn);
         if fresh {
