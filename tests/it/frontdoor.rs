@@ -95,7 +95,7 @@ fn newer_versions_and_protocol_options_get_one_negotiation_then_a_normal_login()
 /// A Python with psycopg and the libpq its binary wheel bundles (18 or newer at the time of
 /// writing), in a venv created once under the test target directory; `None` with the reason
 /// printed when PyPI cannot be reached.
-fn psycopg_venv() -> Option<PathBuf> {
+pub(crate) fn psycopg_venv() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("psycopg-binary-venv");
     let python = dir.join("bin/python");
     let ready = |py: &Path| Command::new(py).args(["-c", "import psycopg"]).output().is_ok_and(|o| o.status.success());

@@ -34,6 +34,7 @@ mod causal_readonly_my;
 mod causal_routes;
 mod client_tls;
 mod client_tls_abuse;
+mod client_tls_direct;
 mod connectors;
 mod console;
 mod demo;
