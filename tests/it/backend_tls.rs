@@ -3,8 +3,8 @@
 //! the harness) and the plaintext primary: every `tls` mode, certificate verification failing
 //! on a wrong name, an unrelated CA or an expired certificate with an error naming pool and
 //! backend, mutual TLS, cancels reaching the TLS server, and SCRAM-SHA-256-PLUS catching a TLS
-//! interceptor. Where a statement ran is proven by the server's own `inet_server_port()` and `pg_stat_ssl`, never by
-//! the router's word.
+//! interceptor. Where a statement ran is proven by the server's own `inet_server_port()` and
+//! `pg_stat_ssl`, never by the router's word.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
