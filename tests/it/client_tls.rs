@@ -473,3 +473,15 @@ fn an_expired_client_certificate_is_refused_by_both_protocols() {
     assert!(!out.status.success(), "expired client certificate: {}", text(&out));
     assert!(text(&out).contains("certificate expired"), "{}", text(&out));
 }
+
+#[test]
+fn tls_resumption_lets_a_client_resume_its_session_and_is_off_by_default() {
+    let ca = certs().path("ca.crt");
+    let (r, _) = pg_router(&tls_keys("require", "server", "tls_resumption = true\n"));
+    let resumed = python("client_tls.py", &["resume", &r.port().to_string(), &ca]);
+    assert_eq!(resumed, ["resume first=False second=True answers=RR"]);
+    // Without the key the router issues no ticket: every handshake is a full one.
+    let (r, _) = pg_router(&tls_keys("require", "server", ""));
+    let full = python("client_tls.py", &["resume", &r.port().to_string(), &ca]);
+    assert_eq!(full, ["resume first=False second=False answers=RR"]);
+}
