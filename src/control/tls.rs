@@ -144,9 +144,11 @@ fn client_config(tls: &BackendTls, digest: &mut Sha256) -> Result<ClientConfig, 
         }
         _ => builder.with_no_client_auth(),
     };
-    // rustls' session cache is one locked store every core would write at each handshake: TLS
-    // state stays in the connection and its core instead (DESIGN.md), at the price of a full
-    // handshake per backend connection, which pooling amortises. TODO(#38): a per-core cache.
+    // No session cache: PostgreSQL servers resume nothing (no tickets, no session cache), and
+    // rustls' cache is one locked store per configuration that every core would write at each
+    // handshake, where TLS state stays in the connection and its core (DESIGN.md). A full
+    // handshake per backend connection, which pooling amortises. TODO(#38): resumption towards
+    // MySQL 8 servers, with a cache per core and pool.
     config.resumption = Resumption::disabled();
     Ok(config)
 }
