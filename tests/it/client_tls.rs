@@ -484,4 +484,16 @@ fn tls_resumption_lets_a_client_resume_its_session_and_is_off_by_default() {
     let (r, _) = pg_router(&tls_keys("require", "server", ""));
     let full = python("client_tls.py", &["resume", &r.port().to_string(), &ca]);
     assert_eq!(full, ["resume first=False second=False answers=RR"]);
+    // A resumed session still carries the client certificate its full handshake verified: the
+    // certificate-named user logs in on both (a password request, `R`, not `E`).
+    let c = certs();
+    let extra =
+        format!("tls_client_ca_file = \"{}\"\ntls_client_cert_user = true\ntls_resumption = true\n", c.path("ca.crt"));
+    let (r, _) = pg_router(&tls_keys("require", "server", &extra));
+    let (crt, key) = (c.path("client-app.crt"), c.path("client-app.key"));
+    let mutual = python("client_tls.py", &["resume", &r.port().to_string(), &ca, &crt, &key]);
+    assert_eq!(mutual, ["resume first=False second=True answers=RR"]);
+    let (crt, key) = (c.path("client-other.crt"), c.path("client-other.key"));
+    let other = python("client_tls.py", &["resume", &r.port().to_string(), &ca, &crt, &key]);
+    assert_eq!(other, ["resume first=False second=True answers=EE"]);
 }
