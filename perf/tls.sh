@@ -2,7 +2,7 @@
 # perf/tls.sh - TLS on both legs (#38): `pgbench -S` with `sslmode=require` to the router and
 # from the router to a TLS-only PostgreSQL, beside PgBouncer with `client_tls_sslmode = require`
 # and `server_tls_sslmode = require`, in interleaved rounds (the order alternating); then the
-# router's CPU per full TLS handshake.
+# router's CPU per TLS handshake, full and resumed.
 #
 #   perf/tls.sh [--no-build]
 #
@@ -16,7 +16,11 @@
 # /proc/PID/stat) with min–max. Handshakes: HANDSHAKES fresh connections (`pgbench -C`, one
 # `SELECT` each) through a second router listener with `tls = "allow"`, once with
 # `sslmode=require` and once with `sslmode=disable`; the difference of router CPU per
-# connection is one full handshake (the router resumes no sessions). The load average is
+# connection is one full handshake (libpq resumes no sessions). Resumed handshakes: perf/
+# tls_connect.py opens HANDSHAKES connections to a third listener with `tls_resumption = true`
+# (SSLRequest, TLS, StartupMessage, the password request, close) in plaintext, with full
+# handshakes and with each offering the previous one's session; the router CPU per connection
+# less the plaintext one is the cost of a full and of a resumed handshake. The load average is
 # printed before and after: the machine may be shared.
 #
 # Environment (defaults): ROUNDS=5 SECONDS_PER_RUN=10 CLIENTS=16 JOBS=2 SCALE=10 POOL=8
@@ -44,13 +48,14 @@ log "starting PostgreSQL under $BASE, and a TLS-only one beside it"
 eval "$("$ROOT/tests/support/dbs.sh" up "$BASE" --what pg --owner-pid $$)"
 TLS_PG_PORT=$(free_port)
 "$ROOT/tests/support/dbs.sh" add-pg-tls "$BASE" "$TLS_PG_PORT"
-CERTS=$BASE/pg/tls-certs
+CERTS=$BASE/tls-certs
 export PGPASSWORD=app PGSSLMODE=require
 log "pgbench -i -s $SCALE (over TLS)"
 pgbench -i -q -s "$SCALE" -h 127.0.0.1 -p "$TLS_PG_PORT" -U app app >/dev/null 2>&1
 
 PORT=$(free_port)
 ALLOW_PORT=$(free_port)
+RESUME_PORT=$(free_port)
 cat >"$BASE/querypilot.toml" <<EOF
 [general]
 cores = [0]
@@ -69,6 +74,14 @@ auth_method = "md5"
 tls = "allow"
 tls_cert_file = "$CERTS/server.crt"
 tls_key_file = "$CERTS/server.key"
+[[listeners]]
+protocol = "postgres"
+bind = "127.0.0.1:$RESUME_PORT"
+auth_method = "md5"
+tls = "allow"
+tls_cert_file = "$CERTS/server.crt"
+tls_key_file = "$CERTS/server.key"
+tls_resumption = true
 [pools.app]
 mode = "transaction"
 username = "app"
@@ -128,12 +141,30 @@ for _ in 1 2 3; do
     TLS_NS+=("$(handshake_ns require)")
     PLAIN_NS+=("$(handshake_ns disable)")
 done
+# connect_ns MODE [1.2]: router CPU (ns) per tls_connect.py connection in MODE (plain, full,
+# resumed), with TLS 1.2 at most when told.
+connect_ns() {
+    local t0 t1 reused
+    t0=$(cpu_ticks "$ROUTER_PID")
+    reused=$(python3 "$ROOT/perf/tls_connect.py" "$RESUME_PORT" "$HANDSHAKES" "$@")
+    t1=$(cpu_ticks "$ROUTER_PID")
+    [ "$1" != resumed ] || [ "$reused" -ge $((HANDSHAKES - 1)) ] || log "only $reused of $HANDSHAKES resumed"
+    echo $(((t1 - t0) * 1000000000 / HZ / HANDSHAKES))
+}
+C_PLAIN=(); C_FULL=(); C_RESUMED=(); C_FULL12=(); C_RESUMED12=()
+for _ in 1 2 3; do
+    C_PLAIN+=("$(connect_ns plain)")
+    C_FULL+=("$(connect_ns full)")
+    C_RESUMED+=("$(connect_ns resumed)")
+    C_FULL12+=("$(connect_ns full 1.2)")
+    C_RESUMED12+=("$(connect_ns resumed 1.2)")
+done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$RESULTS" "${TLS_NS[*]}" "${PLAIN_NS[*]}" <<PY
+python3 - "$RESULTS" "${TLS_NS[*]}" "${PLAIN_NS[*]}" "${C_PLAIN[*]}" "${C_FULL[*]}" "${C_RESUMED[*]}" "${C_FULL12[*]}" "${C_RESUMED12[*]}" <<PY
 import statistics, sys
 rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
-tls, plain = [int(x) for x in sys.argv[2].split()], [int(x) for x in sys.argv[3].split()]
+tls, plain, c_plain, c_full, c_resumed, c_full12, c_resumed12 = ([int(x) for x in a.split()] for a in sys.argv[2:9])
 def span(xs, fmt):
     return f"{fmt(statistics.median(xs))} ({fmt(min(xs))}–{fmt(max(xs))})"
 print("load average before: $LOAD_BEFORE; after: $LOAD_AFTER")
@@ -147,4 +178,9 @@ for t in ("router", "pgbouncer"):
 print(f"\nrouter CPU per connection ($HANDSHAKES x pgbench -C, 3 runs each): sslmode=require "
       f"{span(tls, lambda v: f'{v / 1000:.0f}')} µs, sslmode=disable {span(plain, lambda v: f'{v / 1000:.0f}')} µs; "
       f"one full TLS handshake ≈ {(statistics.median(tls) - statistics.median(plain)) / 1000:.0f} µs of one core")
+med, us = statistics.median, lambda v: f"{v / 1000:.0f}"
+print(f"router CPU µs per tls_connect.py connection ($HANDSHAKES x, 3 runs each): plaintext {span(c_plain, us)}")
+for version, full, resumed in (("1.3", c_full, c_resumed), ("1.2", c_full12, c_resumed12)):
+    print(f"  TLS {version}: full {span(full, us)}, resumed {span(resumed, us)}; one full handshake ≈ "
+          f"{us(med(full) - med(c_plain))} µs, one resumed ≈ {us(med(resumed) - med(c_plain))} µs")
 PY

@@ -174,6 +174,7 @@ fn listener_tls(ck: &mut Checker<'_>, base: &str, raw: &RawListener) -> Listener
         key_file: path("tls_key_file", &raw.tls_key_file),
         client_ca_file: path("tls_client_ca_file", &raw.tls_client_ca_file),
         client_cert_user: raw.tls_client_cert_user.as_ref().is_some_and(|v| *v.get_ref()),
+        resumption: raw.tls_resumption.as_ref().is_some_and(|v| *v.get_ref()),
         server: None,
     };
     if mode == ClientTls::Disable {
@@ -187,9 +188,12 @@ fn listener_tls(ck: &mut Checker<'_>, base: &str, raw: &RawListener) -> Listener
                 ck.report_at(v, &format!("{base}.{key}"), format!("{key} has no effect with tls = \"disable\""));
             }
         }
-        if let Some(v) = raw.tls_client_cert_user.as_ref().filter(|v| *v.get_ref()) {
-            let message = "tls_client_cert_user has no effect with tls = \"disable\"";
-            ck.report_at(v, &format!("{base}.tls_client_cert_user"), message);
+        for (key, value) in
+            [("tls_client_cert_user", &raw.tls_client_cert_user), ("tls_resumption", &raw.tls_resumption)]
+        {
+            if let Some(v) = value.as_ref().filter(|v| *v.get_ref()) {
+                ck.report_at(v, &format!("{base}.{key}"), format!("{key} has no effect with tls = \"disable\""));
+            }
         }
         return out;
     }

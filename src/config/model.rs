@@ -68,6 +68,9 @@ pub struct ListenerTls {
     /// `tls_client_cert_user`: the client certificate's CN or a DNS SAN must equal the login
     /// user. Needs `client_ca_file`.
     pub client_cert_user: bool,
+    /// `tls_resumption`: clients may resume earlier sessions with tickets sealed under a key
+    /// made at each load (start, reload), the one TLS state the cores share. Default false.
+    pub resumption: bool,
     /// The server configuration built from the files: filled by whoever reads them (start and
     /// reload), `None` until then and with `mode = disable`; never rendered.
     pub server: Option<TlsServer>,

@@ -118,6 +118,7 @@ pub(crate) struct RawListener {
     pub tls_key_file: Option<Sp<String>>,
     pub tls_client_ca_file: Option<Sp<String>>,
     pub tls_client_cert_user: Option<Sp<bool>>,
+    pub tls_resumption: Option<Sp<bool>>,
 }
 
 /// One `[pools.<name>]` table.

@@ -146,6 +146,9 @@ fn listener(listener: &Listener) -> Value {
     if tls.client_cert_user {
         table.insert("tls_client_cert_user".into(), Value::Boolean(true));
     }
+    if tls.resumption {
+        table.insert("tls_resumption".into(), Value::Boolean(true));
+    }
     Value::Table(table)
 }
 

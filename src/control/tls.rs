@@ -87,11 +87,17 @@ fn server_config(
     if protocol == Protocol::Postgres {
         config.alpn_protocols = vec![PG_ALPN.to_vec()];
     }
-    // No resumption: its session store or ticket key would be state every core writes or
-    // reads at each handshake; TLS state stays in the connection and its core (DESIGN.md).
-    // TODO(#38): per-core session tickets, measured first.
+    // No session store: TLS state stays in the connection and its core (DESIGN.md). With
+    // `tls_resumption` the one shared state is the ticket key: clients keep their sessions,
+    // sealed under it, and any core opens them (a lock read per ticket, rustls' rotation every
+    // 6 h the only writer). A key per load: a reload forgets the tickets issued before it, so no
+    // session resumes under a certificate, client CA or mode the listener no longer has.
     config.session_storage = Arc::new(NoServerSessionStorage {});
-    config.send_tls13_tickets = 0;
+    if tls.resumption {
+        config.ticketer = rustls::crypto::ring::Ticketer::new().map_err(|e| format!("tls_resumption: {e}"))?;
+    } else {
+        config.send_tls13_tickets = 0;
+    }
     Ok((config, end_point))
 }
 
@@ -138,9 +144,11 @@ fn client_config(tls: &BackendTls, digest: &mut Sha256) -> Result<ClientConfig, 
         }
         _ => builder.with_no_client_auth(),
     };
-    // rustls' session cache is one locked store every core would write at each handshake: TLS
-    // state stays in the connection and its core instead (DESIGN.md), at the price of a full
-    // handshake per backend connection, which pooling amortises. TODO(#38): a per-core cache.
+    // No session cache: PostgreSQL servers resume nothing (no tickets, no session cache), and
+    // rustls' cache is one locked store per configuration that every core would write at each
+    // handshake, where TLS state stays in the connection and its core (DESIGN.md). A full
+    // handshake per backend connection, which pooling amortises. TODO(#38): resumption towards
+    // MySQL 8 servers, with a cache per core and pool.
     config.resumption = Resumption::disabled();
     Ok(config)
 }

@@ -76,14 +76,16 @@ async fn handshake(stream: &mut Stream, mut conn: Connection, received: &[u8]) -
     if let Err(e) = feed(&mut conn, received) {
         return Err(alert(stream, &mut conn, e).await);
     }
-    let mut raw = Vec::with_capacity(RECORD_CHUNK);
+    // Between reads the handshake holds no receive buffer: an empty `raw` waits without one
+    // (the kernel picks a provided buffer when bytes arrive), and what was read goes back to the
+    // core's spares once rustls has it. A client stalled mid-handshake costs its session only.
+    let mut raw = Vec::new();
     while conn.is_handshaking() {
         if conn.wants_write() {
             let out = drain_records(&mut conn)?;
             super::io::send_owned(stream, out).await?;
             continue;
         }
-        raw.clear();
         let n = super::io::read_plain(stream, &mut raw, RECORD_CHUNK).await?;
         if n == 0 {
             return Err(io::Error::new(
@@ -91,7 +93,9 @@ async fn handshake(stream: &mut Stream, mut conn: Connection, received: &[u8]) -
                 "the peer closed the connection during the TLS handshake",
             ));
         }
-        if let Err(e) = feed(&mut conn, &raw) {
+        let fed = feed(&mut conn, &raw);
+        super::recycle(&mut raw);
+        if let Err(e) = fed {
             return Err(alert(stream, &mut conn, e).await);
         }
     }

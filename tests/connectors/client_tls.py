@@ -9,6 +9,11 @@ never what the router says about itself.
   direct    PORT CA ALPN     PostgreSQL 17 direct TLS by hand: a ClientHello first (ALPN
                              ALPN, or none when "-"), then a StartupMessage over TLS; prints
                              the first message type the router answers with
+  resume    PORT CA [CRT KEY]  two connections by hand (SSLRequest, TLS verifying CA, with
+                             client certificate CRT when given, a StartupMessage, the first
+                             answer byte), the second offering the session the first
+                             received: prints whether each was resumed, as the client's ssl
+                             object reports it, and the answers
   pymysql   PORT CA          PyMySQL with ssl verifying the certificate and the host name
   staged    PORT CA          psycopg connection that stays open: prints "ready", waits for a
                              line on stdin, then queries on the same connection
@@ -61,6 +66,26 @@ def direct_check(port, ca, alpn):
     tls.close()
 
 
+def resume_check(port, ca, cert=None):
+    context = ssl.create_default_context(cafile=ca)
+    if cert:
+        context.load_cert_chain(cert[0], cert[1])
+    session, reused, answers = None, [], []
+    for _ in range(2):
+        raw = socket.create_connection(("127.0.0.1", port), timeout=20)
+        raw.sendall(struct.pack("!ii", 8, 80877103))
+        assert raw.recv(1) == b"S"
+        tls = context.wrap_socket(raw, server_hostname="localhost", session=session)
+        params = b"user\0app\0database\0app\0\0"
+        tls.sendall(struct.pack("!ii", 8 + len(params), 196608) + params)
+        # The answer comes after any session tickets, which reading it takes in.
+        answers.append(tls.recv(1).decode())
+        reused.append(tls.session_reused)
+        session = tls.session
+        tls.close()
+    print(f"resume first={reused[0]} second={reused[1]} answers={''.join(answers)}")
+
+
 def pymysql_check(port, ca):
     import pymysql
 
@@ -95,6 +120,8 @@ def main():
         asyncpg_check(port, ca)
     elif mode == "direct":
         direct_check(port, ca, sys.argv[4])
+    elif mode == "resume":
+        resume_check(port, ca, sys.argv[4:6] or None)
     elif mode == "pymysql":
         pymysql_check(port, ca)
     elif mode == "staged":

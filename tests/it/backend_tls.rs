@@ -1,10 +1,10 @@
 //! Issue #38, backend TLS: the router as a TLS client of PostgreSQL. Against the harness's
 //! TLS-only server (`ssl = on`, `hostssl` rules, `hostnossl ... reject`, certificates made by
 //! the harness) and the plaintext primary: every `tls` mode, certificate verification failing
-//! on a wrong name or an unrelated CA with an error naming pool and backend, mutual TLS, cancels
-//! reaching the TLS server, and SCRAM-SHA-256-PLUS catching a TLS interceptor. Where a
-//! statement ran is proven by the server's own `inet_server_port()` and `pg_stat_ssl`, never by
-//! the router's word.
+//! on a wrong name, an unrelated CA or an expired certificate with an error naming pool and
+//! backend, mutual TLS, cancels reaching the TLS server, and SCRAM-SHA-256-PLUS catching a TLS
+//! interceptor. Where a statement ran is proven by the server's own `inet_server_port()` and
+//! `pg_stat_ssl`, never by the router's word.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -478,4 +478,56 @@ fn scram_over_tls_is_bound_to_the_servers_certificate_so_an_interceptor_is_caugh
     let (_, message) = refused(&r, "tls_mitm");
     assert!(message.contains("SCRAM channel binding check failed"), "the server's refusal: {message}");
     assert!(saw_plus.load(Ordering::SeqCst), "the router asked for SCRAM-SHA-256-PLUS");
+}
+
+/// A server that answers SSLRequest with `S` and completes TLS presenting the harness's expired
+/// certificate (issued by ca.crt for 127.0.0.1/localhost), as a PostgreSQL server whose
+/// certificate lapsed would; it closes each connection after the handshake attempt.
+fn server_with_an_expired_certificate() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    #[allow(deprecated)]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let chain = CertificateDer::pem_file_iter(cert("expired/expired.crt"))
+        .and_then(|c| c.collect::<Result<Vec<_>, _>>())
+        .expect("expired/expired.crt");
+    let key = PrivateKeyDer::from_pem_file(cert("expired/expired.key")).expect("expired/expired.key");
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
+        .map(Arc::new)
+        .expect("a server config with the expired certificate");
+    thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let config = config.clone();
+            thread::spawn(move || -> std::io::Result<()> {
+                let mut first = [0u8; 8];
+                s.read_exact(&mut first)?;
+                if first != SSL_REQUEST {
+                    return Ok(());
+                }
+                s.write_all(b"S")?;
+                let mut tls = ServerConnection::new(config).map_err(std::io::Error::other)?;
+                while tls.is_handshaking() {
+                    tls.complete_io(&mut s)?;
+                }
+                Ok(())
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn verify_modes_refuse_an_expired_certificate_naming_pool_and_backend() {
+    let port = server_with_an_expired_certificate();
+    for mode in ["verify-ca", "verify-full"] {
+        let name = format!("tls_lapsed_{}", mode.replace('-', "_"));
+        let r = router(&name, port, &format!("tls = \"{mode}\"\ntls_ca_file = \"{}\"", cert("ca.crt")));
+        let (code, message) = refused(&r, &name);
+        assert_eq!(code, "08001", "{message}");
+        assert!(message.contains(&format!("\"{name}\"")), "names the pool: {message}");
+        assert!(message.contains(&format!("127.0.0.1:{port}")), "names the backend: {message}");
+        assert!(message.contains("certificate expired"), "says why: {message}");
+    }
 }

@@ -450,3 +450,50 @@ fn connector_j_verifies_the_router_and_queries_over_its_own_tls_socket() {
     let refused = jdbc_tls(jar, &url(&certs().path("other-ca.crt")));
     assert!(refused.starts_with("refused ") && refused.contains("certification path"), "{refused}");
 }
+
+#[test]
+fn an_expired_client_certificate_is_refused_by_both_protocols() {
+    // The harness's expired pair (CN app_cert, issued by its CA, valid only in 2020), the key
+    // copied as ours: libpq refuses a key file owned by another user.
+    let harness = &dbs().pg_tls().certs;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (crt, key) = (dir.path().join("expired.crt"), dir.path().join("expired.key"));
+    std::fs::copy(harness.join("expired/expired.crt"), &crt).expect("copy expired.crt");
+    std::fs::copy(harness.join("expired/expired.key"), &key).expect("copy expired.key");
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("chmod");
+    let (crt, key) = (crt.display().to_string(), key.display().to_string());
+    let extra = format!("tls_client_ca_file = \"{}\"\n", harness.join("ca.crt").display());
+    let (r, _) = pg_router(&tls_keys("require", "server", &extra));
+    let out = psql(&r, &format!("sslmode=require sslcert={crt} sslkey={key}"), "SELECT 1");
+    assert!(!out.status.success(), "expired client certificate: {}", text(&out));
+    assert!(text(&out).contains("certificate expired"), "{}", text(&out));
+    let r = my_router(&tls_keys("require", "server", &extra));
+    let (crt, key) = (format!("--ssl-cert={crt}"), format!("--ssl-key={key}"));
+    let out = mariadb(&r, &["--ssl", &crt, &key], "SELECT 1");
+    assert!(!out.status.success(), "expired client certificate: {}", text(&out));
+    assert!(text(&out).contains("certificate expired"), "{}", text(&out));
+}
+
+#[test]
+fn tls_resumption_lets_a_client_resume_its_session_and_is_off_by_default() {
+    let ca = certs().path("ca.crt");
+    let (r, _) = pg_router(&tls_keys("require", "server", "tls_resumption = true\n"));
+    let resumed = python("client_tls.py", &["resume", &r.port().to_string(), &ca]);
+    assert_eq!(resumed, ["resume first=False second=True answers=RR"]);
+    // Without the key the router issues no ticket: every handshake is a full one.
+    let (r, _) = pg_router(&tls_keys("require", "server", ""));
+    let full = python("client_tls.py", &["resume", &r.port().to_string(), &ca]);
+    assert_eq!(full, ["resume first=False second=False answers=RR"]);
+    // A resumed session still carries the client certificate its full handshake verified: the
+    // certificate-named user logs in on both (a password request, `R`, not `E`).
+    let c = certs();
+    let extra =
+        format!("tls_client_ca_file = \"{}\"\ntls_client_cert_user = true\ntls_resumption = true\n", c.path("ca.crt"));
+    let (r, _) = pg_router(&tls_keys("require", "server", &extra));
+    let (crt, key) = (c.path("client-app.crt"), c.path("client-app.key"));
+    let mutual = python("client_tls.py", &["resume", &r.port().to_string(), &ca, &crt, &key]);
+    assert_eq!(mutual, ["resume first=False second=True answers=RR"]);
+    let (crt, key) = (c.path("client-other.crt"), c.path("client-other.key"));
+    let other = python("client_tls.py", &["resume", &r.port().to_string(), &ca, &crt, &key]);
+    assert_eq!(other, ["resume first=False second=True answers=EE"]);
+}

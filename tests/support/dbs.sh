@@ -34,7 +34,9 @@
 #       mariadb/tls.port; when it runs already, nothing is done.
 #   Certificates of the TLS servers, made once per BASE_DIR by the openssl CLI in
 #       tls-certs: ca.crt (the servers' issuer), other-ca.crt (an unrelated CA), server.crt
-#       for localhost and 127.0.0.1, client.crt/client.key (CN app_cert, issued by ca.crt).
+#       for localhost and 127.0.0.1, client.crt/client.key (CN app_cert, issued by ca.crt),
+#       expired/expired.crt + .key (issued by ca.crt for localhost/127.0.0.1, CN app_cert, for
+#       server and client use, expired since 2021).
 #   dbs.sh pause-replication|resume-replication BASE_DIR pg|mariadb
 #       Fault injection. PG pause = pg_wal_replay_pause() on the standby (WAL is still
 #       received, nothing is applied); MariaDB pause = STOP SLAVE SQL_THREAD on the replica.
@@ -644,19 +646,47 @@ cmd_add_standby() {  # add-pg-standby BASE PORT
     log "pg: second standby on $port replayed $lsn"
 }
 
-# tls_certs: BASE/tls-certs, made once: a CA, an unrelated CA, a server and a client certificate.
+# tls_certs: BASE/tls-certs, made once: a CA, an unrelated CA, a server, a client and an expired
+# certificate.
 # Built under a temporary name and renamed, so the TLS servers' setups may run concurrently.
 tls_certs() {
     CERTS=$BASE/tls-certs
     # Environments set up before the MariaDB TLS server (QP_DBS_ENV) kept them in pg/tls-certs.
     [ -e "$CERTS" ] || [ ! -d "$PG_DIR/tls-certs" ] || as_user ln -s pg/tls-certs "$CERTS"
-    [ ! -e "$CERTS" ] || return 0
     local tmp
-    tmp=$(as_user mktemp -d "$BASE/tls-certs.XXXXXX")
-    make_certs "$tmp"
+    if [ ! -e "$CERTS" ]; then
+        tmp=$(as_user mktemp -d "$BASE/tls-certs.XXXXXX")
+        make_certs "$tmp"
+        as_user chmod 755 "$tmp"
+        # rename(2) refuses a non-empty target: then another setup made them first.
+        as_user mv -T "$tmp" "$CERTS" 2>/dev/null || as_user rm -rf -- "$tmp"
+    fi
+    # The expired pair has its own directory, made the same way, so that sets made before it
+    # (reused environments) get it too.
+    [ ! -e "$CERTS/expired" ] || return 0
+    tmp=$(as_user mktemp -d "$CERTS/expired.XXXXXX")
+    make_expired "$tmp"
     as_user chmod 755 "$tmp"
-    # rename(2) refuses a non-empty target: then another setup made them first.
-    as_user mv -T "$tmp" "$CERTS" 2>/dev/null || as_user rm -rf -- "$tmp"
+    as_user mv -T "$tmp" "$CERTS/expired" 2>/dev/null || as_user rm -rf -- "$tmp"
+}
+
+# make_expired DIR (inside the certificate set): DIR/expired.crt + .key, issued by ca.crt for
+# localhost/127.0.0.1 with CN app_cert, for servers and clients alike, valid only during 2020.
+# `openssl x509 -req` cannot backdate before OpenSSL 3.4; `openssl ca` can, given a config.
+make_expired() {
+    local d=$1
+    printf '%s\n' '[ca]' 'default_ca = backdating' '[backdating]' 'database = index.txt' \
+        'new_certs_dir = .' 'serial = serial' 'default_md = sha256' 'policy = any_cn' '[any_cn]' \
+        'commonName = supplied' '[expired]' 'subjectAltName = DNS:localhost,IP:127.0.0.1' \
+        'basicConstraints = CA:FALSE' 'keyUsage = critical,digitalSignature' \
+        'extendedKeyUsage = serverAuth,clientAuth' | as_user tee "$d/ca.cnf" >/dev/null
+    as_user openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -keyout "$d/expired.key" -out "$d/expired.csr" -subj "/CN=app_cert" 2>/dev/null
+    # openssl ca keeps its database and serial in the working directory.
+    as_user sh -c 'cd "$1" && : >index.txt && echo 01 >serial &&
+        openssl ca -batch -config ca.cnf -cert ../ca.crt -keyfile ../ca.key -in expired.csr \
+            -out expired.crt -notext -extensions expired \
+            -startdate 20200101000000Z -enddate 20210101000000Z 2>/dev/null' sh "$d"
 }
 
 make_certs() {    # make_certs DIR

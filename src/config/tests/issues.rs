@@ -945,7 +945,7 @@ fn listener_tls_settings_are_read_with_disable_as_the_default() {
     assert_eq!(parse_ok(&base()).listeners[0].tls, crate::config::ListenerTls::default());
     let text = tls_listener(
         "tls = \"require\"\ntls_cert_file = \"/etc/qp/s.pem\"\ntls_key_file = \"/etc/qp/k.pem\"\n\
-         tls_client_ca_file = \"/etc/qp/ca.pem\"\ntls_client_cert_user = true",
+         tls_client_ca_file = \"/etc/qp/ca.pem\"\ntls_client_cert_user = true\ntls_resumption = true",
     );
     let tls = parse_ok(&text).listeners[0].tls.clone();
     assert_eq!(tls.mode, crate::config::ClientTls::Require);
@@ -953,6 +953,7 @@ fn listener_tls_settings_are_read_with_disable_as_the_default() {
     assert_eq!(tls.key_file.as_deref(), Some(std::path::Path::new("/etc/qp/k.pem")));
     assert_eq!(tls.client_ca_file.as_deref(), Some(std::path::Path::new("/etc/qp/ca.pem")));
     assert!(tls.client_cert_user);
+    assert!(tls.resumption);
     assert!(tls.server.is_none(), "the files are loaded by the control plane, not parsed here");
     let rendered = parse_ok(&text).redacted_toml();
     assert_eq!(parse_ok(&rendered).listeners[0].tls, tls, "rendered as written:\n{rendered}");
@@ -1005,6 +1006,16 @@ fn listener_client_cert_user_with_tls_disabled() {
         "tls_client_cert_user",
         "listeners[0].tls_client_cert_user",
         "tls_client_cert_user has no effect with tls = \"disable\"",
+    );
+}
+
+#[test]
+fn listener_resumption_with_tls_disabled() {
+    expect(
+        &tls_listener("tls_resumption = true"),
+        "tls_resumption",
+        "listeners[0].tls_resumption",
+        "tls_resumption has no effect with tls = \"disable\"",
     );
 }
 
