@@ -102,9 +102,13 @@ fn with_listener_keys(toml: &str, keys: &str) -> String {
 
 /// A PostgreSQL router with pool `app` (database app as app/app), its listener's TLS `keys`.
 pub(crate) fn pg_router(keys: &str) -> (Router, String) {
-    let toml =
-        with_listener_keys(&pg_config(&[0], &pg_pool("app", dbs().pg.primary_port, "transaction", 4), "app"), keys);
+    let toml = pg_router_config(keys);
     (Router::start(&toml), toml)
+}
+
+/// The config of [`pg_router`].
+pub(crate) fn pg_router_config(keys: &str) -> String {
+    with_listener_keys(&pg_config(&[0], &pg_pool("app", dbs().pg.primary_port, "transaction", 4), "app"), keys)
 }
 
 /// A MySQL router with pool `app`, its listener's TLS `keys`.
