@@ -7,6 +7,10 @@
 #
 #   perf/abuse.sh [SECONDS] [CLIENTS] [ROUNDS]     (defaults 10, 4, 1)
 # Environment: QP_BIN=path runs that router binary instead of building a release one;
+# ATTACKS="parse burner" runs only those attacks;
+# ATTACK_ROUTER=separate sends each attack to a second router process pinned to the same core
+# (the control: the attacker's work costs the host the same, but the bystander's loop never runs
+# it, so what is left of the excess is the host's cores being shared, not the shared loop);
 # QP_BINS="name=path name=path" compares several side by side: each round runs every binary
 # in turn (the same database, a fresh router each), and a last table gives each figure's median
 # and range over the rounds.
@@ -36,6 +40,12 @@ start_pg_pgbench qp-abuse bench 10
 PORT=$(free_port)
 abuse_config "$PORT" >"$BASE/querypilot.toml"
 DSN="host=127.0.0.1 port=$PORT dbname=bench user=$PG_USER password=$PG_PASSWORD"
+ATTACK_PORT=$PORT
+if [ "${ATTACK_ROUTER:-}" = separate ]; then
+    ATTACK_PORT=$(free_port)
+    abuse_config "$ATTACK_PORT" >"$BASE/attacked.toml"
+fi
+ATTACK_DSN="host=127.0.0.1 port=$ATTACK_PORT dbname=bench user=$PG_USER password=$PG_PASSWORD"
 
 cat >"$BASE/attack.py" <<'PY'
 import os, re, socket, struct, sys, time
@@ -105,20 +115,24 @@ cpu_since() {
 # One round of one router: the p99 without an attack, then with each, as "name attack p99 rss"
 # (and the router's CPU use while pgbench ran).
 round() {
-    local name=$1 kind lat attacker watcher ticks
+    local name=$1 kind lat attacker watcher ticks attacked=""
     BIN=$2
+    if [ "$ATTACK_PORT" != "$PORT" ]; then
+        start_router "$BASE/attacked.toml" "$ATTACK_PORT"
+        attacked=$ROUTER_PID
+    fi
     start_router "$BASE/querypilot.toml" "$PORT"
     ticks=$(cpu_ticks "$ROUTER_PID")
     lat=$(p99)
     printf '%-8s %-8s %10s %10s cpu %s%%\n' "$name" none "$lat" \
         "$(($(awk '/VmRSS/{print $2}' "/proc/$ROUTER_PID/status") / 1024))" "$(cpu_since "$ticks")"
     echo "$name none $lat" >>"$BASE/figures"
-    for kind in parse close token burner; do
+    for kind in ${ATTACKS:-parse close token burner}; do
         # Niced: a real attacker runs on its own host; here its CPU must not be what pgbench waits for.
         # With sched_autogroup_enabled a nice value counts only inside its session's group, so
         # the attacker gets a session (an autogroup) of its own, niced too, where the kernel lets it.
         setsid -w sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$@"' attacker \
-            nice -n 19 /usr/bin/python3 "$BASE/attack.py" "$kind" "$DSN" "$((SECS + 2))" >"$BASE/attack.out" 2>&1 &
+            nice -n 19 /usr/bin/python3 "$BASE/attack.py" "$kind" "$ATTACK_DSN" "$((SECS + 2))" >"$BASE/attack.out" 2>&1 &
         attacker=$!
         peak_rss "$attacker" >"$BASE/rss.out" &
         watcher=$!
@@ -132,8 +146,8 @@ round() {
             "$(tail -1 "$BASE/attack.out")"
         echo "$name $kind $lat" >>"$BASE/figures"
     done
-    kill -TERM "$ROUTER_PID"
-    wait "$ROUTER_PID" 2>/dev/null || true
+    kill -TERM "$ROUTER_PID" $attacked
+    wait "$ROUTER_PID" $attacked 2>/dev/null || true
     ROUTER_PID=""
 }
 
