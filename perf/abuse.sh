@@ -11,6 +11,8 @@
 # ATTACK_ROUTER=separate sends each attack to a second router process pinned to the same core
 # (the control: the attacker's work costs the host the same, but the bystander's loop never runs
 # it, so what is left of the excess is the host's cores being shared, not the shared loop);
+# ATTACK_ROUTER=direct sends them to PostgreSQL itself (what the same client costs the
+# bystander without a router);
 # QP_BINS="name=path name=path" compares several side by side: each round runs every binary
 # in turn (the same database, a fresh router each), and a last table gives each figure's median
 # and range over the rounds.
@@ -41,10 +43,13 @@ PORT=$(free_port)
 abuse_config "$PORT" >"$BASE/querypilot.toml"
 DSN="host=127.0.0.1 port=$PORT dbname=bench user=$PG_USER password=$PG_PASSWORD"
 ATTACK_PORT=$PORT
-if [ "${ATTACK_ROUTER:-}" = separate ]; then
+case "${ATTACK_ROUTER:-}" in
+separate)
     ATTACK_PORT=$(free_port)
     abuse_config "$ATTACK_PORT" >"$BASE/attacked.toml"
-fi
+    ;;
+direct) ATTACK_PORT=$PG_PRIMARY_PORT ;;
+esac
 ATTACK_DSN="host=127.0.0.1 port=$ATTACK_PORT dbname=bench user=$PG_USER password=$PG_PASSWORD"
 
 cat >"$BASE/attack.py" <<'PY'
@@ -117,7 +122,7 @@ cpu_since() {
 round() {
     local name=$1 kind lat attacker watcher ticks attacked=""
     BIN=$2
-    if [ "$ATTACK_PORT" != "$PORT" ]; then
+    if [ "${ATTACK_ROUTER:-}" = separate ]; then
         start_router "$BASE/attacked.toml" "$ATTACK_PORT"
         attacked=$ROUTER_PID
     fi

@@ -23,6 +23,7 @@ pub mod error;
 mod give_back;
 mod mysql;
 mod pg;
+mod placement;
 mod secret;
 pub mod state;
 

@@ -26,8 +26,8 @@ use crate::protocol::mysql::tracking::GtidChange;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
 use crate::routing::causal::{mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
 use crate::session::client_error::MyClientError;
-use crate::session::commit_io;
 use crate::session::engine::ryw;
+use crate::session::placement;
 use crate::sql::analyze::{session_effects, Effect};
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
@@ -40,7 +40,7 @@ pub(super) const ER_WRONG_VALUE_FOR_VAR: ErrorNumber = ErrorNumber { code: 1231,
 /// router does not answer alone (#34); it never reaches a server.
 const ER_NOT_SUPPORTED_YET: ErrorNumber = ErrorNumber { code: 1235, sql_state: *b"42000" };
 /// `ER_UNKNOWN_ERROR`: no replica caught up and the configuration forbids the primary.
-const ER_NO_CAUGHT_UP_REPLICA: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
+pub(super) const ER_NO_CAUGHT_UP_REPLICA: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
 /// `utf8mb3_general_ci`, the token column's collation (the token is ASCII).
 const UTF8_CHARSET: u16 = 33;
 
@@ -178,22 +178,6 @@ impl Session {
         }
     }
 
-    /// causal: reads on a replica of the current (read) pool that has applied `position`,
-    /// waiting up to `routing.causal_wait` for one; else on the primary, or fails with
-    /// `replica_fallback = "error"`. A connection the session kept (session pooling) is given
-    /// back first: it may be on a replica that is behind.
-    pub(super) async fn connect_causal(&mut self, position: Position) -> Result<(), MyClientError> {
-        self.release_backend(false).await;
-        let wait = self.ctx.config().routing.causal_wait;
-        let who = self.client.pass.as_deref();
-        let caught_up = commit_io::checkout_caught_up(&self.ctx, &mut self.pool, Protocol::MySql, who, &position, wait);
-        if let Some(conn) = caught_up.await.map_err(|e| MyClientError::from(&e))? {
-            return self.attach(conn).await;
-        }
-        self.pool = self.causal_fallback(wait, None)?;
-        self.ensure_backend().await
-    }
-
     /// Where a causal read goes when no replica caught up within `wait`: the MySQL primary
     /// pool (one whose backends speak `speaking`, when given), or the error
     /// `replica_fallback = "error"` asks for. Counted either way.
@@ -202,14 +186,9 @@ impl Session {
         wait: std::time::Duration,
         speaking: Option<Protocol>,
     ) -> Result<Rc<CorePool>, MyClientError> {
-        self.ctx.causal_fallback(&self.pool, Protocol::MySql, speaking).ok_or_else(|| {
-            let text = format!(
-                "no backend of pool \"{}\" applied this session's last write within routing.causal_wait ({wait:?}) \
-                 and routing.replica_fallback = \"error\"",
-                self.pool.name(),
-            );
-            MyClientError::new(ER_NO_CAUGHT_UP_REPLICA, text)
-        })
+        self.ctx
+            .causal_fallback(&self.pool, Protocol::MySql, speaking)
+            .ok_or_else(|| MyClientError::new(ER_NO_CAUGHT_UP_REPLICA, placement::behind(&self.pool, wait)))
     }
 
     /// causal token: answers `SHOW querypilot.causal_token` (a one-row result set, empty when

@@ -173,8 +173,9 @@ pub(super) struct QueryTimer {
 
 /// One MySQL client connection.
 pub(super) struct Session {
-    ctx: Rc<CoreContext>,
+    /// The client's socket and the buffers between it and the session.
     io: ClientIo,
+    ctx: Rc<CoreContext>,
     pool: Rc<CorePool>,
     link: BackendLink,
     state: MyState,

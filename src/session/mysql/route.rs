@@ -11,10 +11,12 @@ use super::relay::Outcome as Relayed;
 use super::Session;
 use crate::config::Protocol;
 use crate::config::{PoolMode, PoolRole};
+use crate::pool::{Conn, CorePool, PassThrough};
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT, ER_WRONG_ARGUMENTS};
 use crate::protocol::mysql::response::{
     SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
 };
+use crate::routing::RywState;
 use crate::routing::{Decision, DecisionError, DecisionKind, MySqlSession, Outcome, Settled, StatementKey};
 use crate::rt;
 use crate::session::client_error::MyClientError;
@@ -22,7 +24,10 @@ use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::retry::RulePolicy;
 use crate::session::engine::route::{self, Seat};
 use crate::session::give_back::moving_to;
+use crate::session::placement::{self, Placed};
+use crate::session::CoreContext;
 use crate::sql::fingerprint::Fingerprint;
+use std::rc::Rc;
 
 /// `ER_SPECIFIC_ACCESS_DENIED_ERROR`: a `reject` rule refuses the statement (a policy refusal).
 const ER_REJECTED: ErrorNumber = ErrorNumber { code: 1227, sql_state: *b"42000" };
@@ -201,25 +206,7 @@ impl Session {
     /// Moves the session to pool `target` (unless a transaction or pin holds it where it is)
     /// and attaches the connection a statement `sql` for it needs.
     async fn move_to(&mut self, target: &str, to_replica: bool, sql: &str) -> Result<(), MyClientError> {
-        let moving = moving_to(&self.ctx, self.holding(), &self.pool.config.name, target);
-        if let Some(pool) = moving.map_err(|m| MyClientError::new(ER_NO_POOL, m))? {
-            // A different pool: give the current connection back first (it is idle here), as
-            // transaction pooling does between transactions.
-            self.release_backend(false).await;
-            self.pool = pool;
-        }
-        let causal = route::causal_position(&self.routing.ryw, to_replica, self.holding(), self.pool.config.role);
-        if let Some(position) = causal.cloned() {
-            self.connect_causal(position).await?; // causal reads (#22)
-        }
-        if to_replica && self.link.conn.is_none() {
-            // The read pool may have lost its last backend since the decision: the connect that
-            // finds out marks it down, and the read falls back as `routing.replica_fallback` says.
-            if let Err(e) = self.ensure_backend().await {
-                self.pool = self.ctx.split_fallback(Protocol::MySql, self.pool.name(), true).ok_or(e)?;
-                self.ensure_backend().await?;
-            }
-        }
+        placement::move_to(self, target, to_replica, true).await?;
         if !self.is_bridged() && self.on_replica() {
             self.keep_misread_off_the_replica(sql).await?;
         }
@@ -315,6 +302,51 @@ fn decision_error(e: &DecisionError) -> MyClientError {
         DecisionError::ReplicaUnsafe { .. } => MyClientError::new(ER_HELD_REPLICA, e.to_string()),
         DecisionError::NoPool { .. } => MyClientError::new(ER_NO_POOL, e.to_string()),
         DecisionError::TranslationValue { .. } => MyClientError::new(ER_WRONG_ARGUMENTS, e.to_string()),
+    }
+}
+
+impl Placed for Session {
+    type Error = MyClientError;
+    const PROTOCOL: Protocol = Protocol::MySql;
+
+    fn core(&self) -> Rc<CoreContext> {
+        self.ctx.clone()
+    }
+
+    fn hold(&self) -> Hold {
+        self.holding()
+    }
+
+    fn ryw(&self) -> &RywState {
+        &self.routing.ryw
+    }
+
+    fn attached(&self) -> bool {
+        self.link.conn.is_some()
+    }
+
+    fn seat(&mut self) -> (&mut Rc<CorePool>, Option<&PassThrough>) {
+        (&mut self.pool, self.client.pass.as_deref())
+    }
+
+    fn unplaced(message: String) -> MyClientError {
+        MyClientError::new(ER_NO_POOL, message)
+    }
+
+    fn behind(message: String) -> MyClientError {
+        MyClientError::new(super::causal::ER_NO_CAUGHT_UP_REPLICA, message)
+    }
+
+    async fn release_backend(&mut self) {
+        Session::release_backend(self, false).await;
+    }
+
+    async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
+        Session::ensure_backend(self).await
+    }
+
+    async fn attach(&mut self, conn: Conn) -> Result<(), MyClientError> {
+        Session::attach(self, conn).await
     }
 }
 

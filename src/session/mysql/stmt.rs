@@ -731,7 +731,7 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{executed_effects, Effect, PinReason};
 
     #[test]
     fn prepared_settings_are_tracked_or_pin() {

@@ -318,11 +318,11 @@ struct Authenticated {
 
 /// The client's part of the login: startup packet and authentication.
 async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Result<Authenticated, LoginEnd> {
-    let config = ctx.config();
     let (user, database, params, options) = startup(ctx, client).await?;
     if user.is_empty() {
         return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, "no user name given").into());
     }
+    let config = ctx.config();
     tls_admission(&config, client, &user, &database)?;
     let mut params = with_options(params, options.as_deref())?;
     let causal = causal_token(&mut params.values)?;

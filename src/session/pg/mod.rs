@@ -700,9 +700,16 @@ impl Session {
             .ctx
             .checkout_for::<PgClientError>(&mut self.pool, Protocol::Postgres, self.identity.pass.as_deref())
             .await?;
+        self.attach(conn).await
+    }
+
+    /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,
+    /// replaying session settings on it.
+    async fn attach(&mut self, conn: Conn) -> Result<(), PgClientError> {
+        let stale = conn.settings != self.state.signature();
         self.backend = Some(conn);
         self.progress.unnamed.elsewhere();
-        if self.backend.as_ref().is_some_and(|c| c.settings != self.state.signature()) {
+        if stale {
             self.replay_settings().await?;
         }
         Ok(())

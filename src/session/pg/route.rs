@@ -7,9 +7,11 @@ use super::Session;
 use crate::config::Protocol;
 use crate::id::Position;
 use crate::pool::health::pg_commit_position;
+use crate::pool::{Conn, CorePool, PassThrough};
 use crate::protocol::pg::backend::BackendMessage;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::causal::TOKEN_NAME;
+use crate::routing::RywState;
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
@@ -17,7 +19,9 @@ use crate::session::commit_io;
 use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::route::{self, Seat};
 use crate::session::engine::ryw;
-use crate::session::give_back::moving_to;
+use crate::session::placement::{self, Placed};
+use crate::session::CoreContext;
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
@@ -96,20 +100,7 @@ impl Session {
             self.observe_statement(sql, &decision, now);
         }
         let (target, to_replica) = self.choose_target(&decision, runs)?;
-        let moving = moving_to(&self.ctx, self.holding(), &self.pool.config.name, &target);
-        let unable = |m| PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, m);
-        if let Some(pool) = moving.map_err(unable)? {
-            // A different pool: give the current connection back first (it is idle here).
-            self.release_backend(false).await;
-            self.pool = pool;
-        }
-        let causal = route::causal_position(&self.progress.ryw, to_replica, self.holding(), self.pool.config.role);
-        if let Some(position) = causal.cloned() {
-            self.connect_causal(position).await?; // causal reads (#22)
-        }
-        if to_replica && self.backend.is_none() {
-            self.connect_split(runs).await?;
-        }
+        placement::move_to(self, &target, to_replica, runs).await?;
         self.ex.routed_by(decision.retry); // retry (#11)
         if runs {
             self.note_unseen(sql, &decision); // causal reads (#34)
@@ -218,48 +209,6 @@ impl Session {
         Ok((target, to_replica))
     }
 
-    /// Borrows a connection for a split statement. The read pool may have lost its last backend
-    /// since the decision: the connect that finds out marks it down (passive health), and the
-    /// read then falls back as `routing.replica_fallback` says instead of failing.
-    async fn connect_split(&mut self, runs: bool) -> Result<(), PgClientError> {
-        let Err(e) = self.ensure_backend().await else { return Ok(()) };
-        let Some(pool) = self.ctx.split_fallback(Protocol::Postgres, self.pool.name(), runs) else { return Err(e) };
-        self.pool = pool;
-        self.ensure_backend().await
-    }
-}
-
-impl Session {
-    /// causal (#22): reads on a replica that has replayed the session's last commit `position`,
-    /// waiting up to `routing.causal_wait` for one; else on the primary (or fails, with
-    /// `replica_fallback = "error"`). A connection the session kept (session pooling) is given
-    /// back first: it may be on a replica that is behind.
-    async fn connect_causal(&mut self, position: Position) -> Result<(), PgClientError> {
-        self.release_backend(false).await;
-        let wait = self.ctx.config().routing.causal_wait;
-        let who = self.identity.pass.as_deref();
-        let caught_up =
-            commit_io::checkout_caught_up(&self.ctx, &mut self.pool, Protocol::Postgres, who, &position, wait);
-        if let Some(conn) = caught_up.await.map_err(|e| PgClientError::from(&e))? {
-            let stale = conn.settings != self.state.signature();
-            self.backend = Some(conn);
-            self.progress.unnamed.elsewhere();
-            return if stale { self.replay_settings().await } else { Ok(()) };
-        }
-        let Some(pool) = self.ctx.causal_fallback(&self.pool, Protocol::Postgres, None) else {
-            return Err(PgClientError::new(
-                sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
-                format!(
-                    "no backend of pool \"{}\" replayed this session's last write within routing.causal_wait ({:?}) and routing.replica_fallback = \"error\"",
-                    self.pool.name(),
-                    wait
-                ),
-            ));
-        };
-        self.pool = pool;
-        self.ensure_backend().await
-    }
-
     /// causal (#22): reads where the write that just committed ends in the primary's WAL, on
     /// the connection that committed it, before it serves anyone else. The client's answer is
     /// buffered up to its ReadyForQuery, which waits for the position: the token goes ahead of it.
@@ -284,6 +233,51 @@ impl Session {
         let mut status = Vec::with_capacity(TOKEN_NAME.len() + value.len() + 7);
         let _ = BackendMessage::ParameterStatus { name: TOKEN_NAME, value: &value }.encode(&mut status);
         super::settings::insert_before_ready(&mut self.io.out, &status);
+    }
+}
+
+impl Placed for Session {
+    type Error = PgClientError;
+    const PROTOCOL: Protocol = Protocol::Postgres;
+
+    fn core(&self) -> Rc<CoreContext> {
+        self.ctx.clone()
+    }
+
+    fn hold(&self) -> Hold {
+        self.holding()
+    }
+
+    fn ryw(&self) -> &RywState {
+        &self.progress.ryw
+    }
+
+    fn attached(&self) -> bool {
+        self.backend.is_some()
+    }
+
+    fn seat(&mut self) -> (&mut Rc<CorePool>, Option<&PassThrough>) {
+        (&mut self.pool, self.identity.pass.as_deref())
+    }
+
+    fn unplaced(message: String) -> PgClientError {
+        PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, message)
+    }
+
+    fn behind(message: String) -> PgClientError {
+        Self::unplaced(message)
+    }
+
+    async fn release_backend(&mut self) {
+        Session::release_backend(self, false).await;
+    }
+
+    async fn ensure_backend(&mut self) -> Result<(), PgClientError> {
+        Session::ensure_backend(self).await
+    }
+
+    async fn attach(&mut self, conn: Conn) -> Result<(), PgClientError> {
+        Session::attach(self, conn).await
     }
 }
 
