@@ -6,38 +6,96 @@
 //! error is the wire's, behind [`Placed`].
 
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::cancel::CancelSlot;
 use super::commit_io;
 use super::context::CoreContext;
+use super::engine::digest::Timing;
 use super::engine::hold::Hold;
 use super::engine::route;
-use super::give_back::moving_to;
+use super::give_back::{close, moving_to};
 use crate::config::Protocol;
-use crate::id::Position;
+use crate::id::{CancelKey, Position, Token};
 use crate::pool::{Conn, CorePool, PassThrough, PoolError};
 use crate::routing::RywState;
 
-/// A session's side of [`move_to`]: its pool, its connection and its wire's ways.
+/// What a session holds on the backend side, the same for both wires: where it runs, on what
+/// connection, as whom, and what its reads must see.
+pub(super) struct Seat {
+    pub ctx: Rc<CoreContext>,
+    /// The pool the session's statements run on now.
+    pub pool: Rc<CorePool>,
+    /// The backend connection, while the session holds one.
+    pub conn: Option<Conn>,
+    /// Read-your-writes: whether reads must stay on the primary after a write, or wait for a
+    /// replica that caught up with the session's last commit.
+    pub ryw: RywState,
+    /// On a pass-through pool, who the session's backend connections log in as (#23).
+    pub pass: Option<Rc<PassThrough>>,
+    /// The statement timed for per-shape statistics.
+    pub digest: Timing,
+    /// How a cancel or a KILL finds the statement the session runs.
+    pub cancel: CancelHandle,
+}
+
+/// How a cancel or a KILL reaches the session's running statement.
+pub(super) struct CancelHandle {
+    /// Where the session publishes what runs.
+    pub slot: Rc<CancelSlot>,
+    /// The key the router issued to the client (PostgreSQL's BackendKeyData, MySQL's
+    /// connection id).
+    pub key: CancelKey,
+}
+
+impl Seat {
+    /// A session's seat on `pool`, with no connection yet, found by cancels under `key`;
+    /// `causal`: a token the client handed over at login (#22, #34).
+    pub fn new(
+        ctx: Rc<CoreContext>,
+        pool: Rc<CorePool>,
+        key: CancelKey,
+        pass: Option<Rc<PassThrough>>,
+        causal: Option<Token>,
+    ) -> Self {
+        let mut ryw = RywState::new(ctx.read_your_writes());
+        if let Some(token) = causal {
+            ryw.adopt_token(token);
+        }
+        let cancel = CancelHandle { slot: ctx.cancels.register(key), key };
+        Self { ctx, pool, conn: None, ryw, pass, digest: Timing::default(), cancel }
+    }
+
+    /// Closes the connection, if the session has one: whatever was open on it rolls back.
+    pub fn close_conn(&mut self) {
+        let conn = self.take_conn();
+        close(&self.pool, conn);
+    }
+
+    /// Takes the connection off the session, which runs nothing on it any more.
+    pub fn take_conn(&mut self) -> Option<Conn> {
+        self.cancel.slot.set_running(None);
+        self.conn.take()
+    }
+}
+
+/// A session's side of [`move_to`]: its seat, and the ways of its wire.
 pub(super) trait Placed {
     /// The client's error type, which every pool error can be worded as.
     type Error: for<'e> From<&'e PoolError>;
     /// The protocol the session's backend connections speak.
     const PROTOCOL: Protocol;
-    fn core(&self) -> Rc<CoreContext>;
     /// What holds the session on its connection now.
-    fn hold(&self) -> Hold;
-    fn ryw(&self) -> &RywState;
-    /// Whether a backend connection is attached.
-    fn attached(&self) -> bool;
-    /// The session's pool, and the client's own credentials when the pool passes them through.
-    fn seat(&mut self) -> (&mut Rc<CorePool>, Option<&PassThrough>);
+    fn holding(&self) -> Hold;
+    fn seat(&mut self) -> &mut Seat;
     /// The error a client gets when no pool can take its statement.
     fn unplaced(message: String) -> Self::Error;
     /// The error a causal read gets when no replica caught up and none may fall back.
     fn behind(message: String) -> Self::Error;
-    /// Gives the connection back (not at session end), as the wire's release rules say.
-    async fn release_backend(&mut self);
+    /// Gives the connection back as the wire's release rules say; `session_end`: the client is
+    /// gone, so state on the connection must not reach the next one.
+    async fn release_backend(&mut self, session_end: bool);
     /// Borrows a connection of the session's pool unless one is attached.
     async fn ensure_backend(&mut self) -> Result<(), Self::Error>;
     /// Makes `conn`, just borrowed from the session's pool, the session's connection.
@@ -53,29 +111,53 @@ pub(super) async fn move_to<S: Placed>(
     to_replica: bool,
     count: bool,
 ) -> Result<(), S::Error> {
-    let ctx = session.core();
-    let moving = moving_to(&ctx, session.hold(), &session.seat().0.config.name, target);
+    let ctx = session.seat().ctx.clone();
+    let moving = moving_to(&ctx, session.holding(), &session.seat().pool.config.name, target);
     if let Some(pool) = moving.map_err(S::unplaced)? {
-        session.release_backend().await;
-        *session.seat().0 = pool;
+        session.release_backend(false).await;
+        session.seat().pool = pool;
     }
-    let role = session.seat().0.config.role;
-    let causal = route::causal_position(session.ryw(), to_replica, session.hold(), role).cloned();
+    let role = session.seat().pool.config.role;
+    let hold = session.holding();
+    let causal = route::causal_position(&session.seat().ryw, to_replica, hold, role).cloned();
     if let Some(position) = causal {
         connect_causal(session, &ctx, position).await?;
     }
-    if to_replica && !session.attached() {
+    if to_replica && session.seat().conn.is_none() {
         connect_split(session, &ctx, count).await?;
     }
     Ok(())
+}
+
+impl Seat {
+    /// Gives up a connection left idle inside a transaction past `idle_transaction_timeout`:
+    /// marked broken, so releasing it closes it, which rolls its transaction back.
+    pub fn drop_idle_transaction(&mut self) {
+        if let Some(c) = self.conn.as_mut() {
+            c.broken = true;
+        }
+        self.pool.counters.idle_transaction_timed_out();
+    }
+}
+
+/// The pool a rule- or hint-routed read to `target` runs on: it skips unhealthy or lagging
+/// replicas as split reads do (#19). `count`: a fallback is counted.
+pub(super) fn replica_target<S: Placed>(seat: &Seat, target: Arc<str>, count: bool) -> Result<Arc<str>, S::Error> {
+    seat.ctx.replica_fallback(S::PROTOCOL, target, count).map_err(S::unplaced)
+}
+
+/// Borrows a connection of the session's pool, for its wire's [`Placed::ensure_backend`].
+pub(super) async fn checkout<S: Placed>(session: &mut S) -> Result<Conn, S::Error> {
+    let seat = session.seat();
+    seat.ctx.checkout_for::<S::Error>(&mut seat.pool, S::PROTOCOL, seat.pass.as_deref()).await
 }
 
 /// The read pool may have lost its last backend since the decision: the connect that finds
 /// out marks it down (passive health), and the read falls back instead of failing.
 async fn connect_split<S: Placed>(session: &mut S, ctx: &CoreContext, count: bool) -> Result<(), S::Error> {
     let Err(e) = session.ensure_backend().await else { return Ok(()) };
-    let Some(pool) = ctx.split_fallback(S::PROTOCOL, session.seat().0.name(), count) else { return Err(e) };
-    *session.seat().0 = pool;
+    let Some(pool) = ctx.split_fallback(S::PROTOCOL, session.seat().pool.name(), count) else { return Err(e) };
+    session.seat().pool = pool;
     session.ensure_backend().await
 }
 
@@ -84,14 +166,15 @@ async fn connect_split<S: Placed>(session: &mut S, ctx: &CoreContext, count: boo
 /// `replica_fallback = "error"`). A connection the session kept (session pooling) is given
 /// back first: it may be on a replica that is behind.
 async fn connect_causal<S: Placed>(session: &mut S, ctx: &CoreContext, position: Position) -> Result<(), S::Error> {
-    session.release_backend().await;
+    session.release_backend(false).await;
     let wait = ctx.config().routing.causal_wait;
-    let (pool, who) = session.seat();
-    let caught_up = commit_io::checkout_caught_up(ctx, pool, S::PROTOCOL, who, &position, wait).await;
+    let seat = session.seat();
+    let who = seat.pass.as_deref();
+    let caught_up = commit_io::checkout_caught_up(ctx, &mut seat.pool, S::PROTOCOL, who, &position, wait).await;
     if let Some(conn) = caught_up.map_err(|e| S::Error::from(&e))? {
         return session.attach(conn).await;
     }
-    let pool = session.seat().0;
+    let pool = &mut session.seat().pool;
     let Some(fallback) = ctx.causal_fallback(pool, S::PROTOCOL, None) else {
         return Err(S::behind(behind(pool, wait)));
     };
@@ -103,7 +186,7 @@ async fn connect_causal<S: Placed>(session: &mut S, ctx: &CoreContext, position:
 /// `replica_fallback = "error"`.
 pub(super) fn behind(pool: &CorePool, wait: Duration) -> String {
     format!(
-        "no backend of pool \"{}\" caught up with this session's last write within routing.causal_wait ({wait:?}) \
+        "no backend of pool \"{}\" applied this session's last write within routing.causal_wait ({wait:?}) \
          and routing.replica_fallback = \"error\"",
         pool.name()
     )

@@ -13,7 +13,7 @@ use crate::sql::mode::SessionModes;
 
 /// What routing reads of a session, past the statement itself.
 #[derive(Debug, Clone, Copy)]
-pub struct Seat<'a> {
+pub struct RouteContext<'a> {
     /// The protocol the client speaks (the statement's dialect).
     pub protocol: Protocol,
     /// The client's user name.
@@ -28,7 +28,7 @@ pub struct Seat<'a> {
     pub lex: &'a SessionModes,
 }
 
-impl<'a> Seat<'a> {
+impl<'a> RouteContext<'a> {
     /// Where a session of `protocol` sits: `user` on `database` (whose rules match), on `pool`
     /// now, with its read-your-writes state `ryw` and its server's tokenizing modes `lex`.
     pub fn new(

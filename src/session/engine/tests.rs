@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::hold::{Hold, HoldFacts};
-use super::route::{causal_position, guard, plan, replica_read, Guard, HeldReplica, Plan, Seat};
+use super::route::{causal_position, guard, plan, replica_read, Guard, HeldReplica, Plan, RouteContext};
 use crate::config::{PoolRole, Protocol, ReadYourWrites};
 use crate::id::Position;
 use crate::routing::{self, Catalogs, RouteInput, Router, RuleSet, RywState};
@@ -222,8 +222,13 @@ pub(super) fn router() -> Router {
     Router::new(rules.for_core(), Catalogs::builtin())
 }
 
-pub(super) fn seat<'a>(protocol: Protocol, pool: &'a Arc<str>, ryw: &'a RywState, lex: &'a SessionModes) -> Seat<'a> {
-    Seat::new(protocol, "u", "d", pool, ryw, lex)
+pub(super) fn route_context<'a>(
+    protocol: Protocol,
+    pool: &'a Arc<str>,
+    ryw: &'a RywState,
+    lex: &'a SessionModes,
+) -> RouteContext<'a> {
+    RouteContext::new(protocol, "u", "d", pool, ryw, lex)
 }
 
 #[test]
@@ -231,12 +236,12 @@ fn the_route_input_carries_the_seat_for_both_wires() {
     let (pool, ryw, lex): (Arc<str>, _, _) = ("r".into(), RywState::new(ReadYourWrites::None), SessionModes::default());
     let now = Instant::now();
     for protocol in [Protocol::Postgres, Protocol::MySql] {
-        let input = seat(protocol, &pool, &ryw, &lex).input("SELECT 1", None, false, false, now);
+        let input = route_context(protocol, &pool, &ryw, &lex).input("SELECT 1", None, false, false, now);
         assert_eq!((input.sql, input.protocol, input.user, input.database), ("SELECT 1", protocol, "u", "d"));
         assert_eq!(input.session.transaction_pool, None, "{protocol:?}: not held");
         assert!(!input.session.pinned_to_primary && !input.session.read_only_transaction);
         assert_eq!(input.session.primary_only, None);
-        let held = seat(protocol, &pool, &ryw, &lex).input("SELECT 1", None, true, true, now);
+        let held = route_context(protocol, &pool, &ryw, &lex).input("SELECT 1", None, true, true, now);
         assert_eq!(held.session.transaction_pool.map(|p| &**p), Some("r"), "{protocol:?}: held there");
         assert!(held.session.read_only_transaction, "{protocol:?}: as the wire said");
     }
@@ -247,7 +252,8 @@ fn a_serializable_session_keeps_its_reads_on_the_primary() {
     let (pool, ryw): (Arc<str>, _) = ("r".into(), RywState::new(ReadYourWrites::None));
     let mut lex = SessionModes::default();
     lex.serializable = true;
-    let input = seat(Protocol::Postgres, &pool, &ryw, &lex).input("SELECT 1", None, false, false, Instant::now());
+    let input =
+        route_context(Protocol::Postgres, &pool, &ryw, &lex).input("SELECT 1", None, false, false, Instant::now());
     assert_eq!(input.session.primary_only, Some("serializable_session"));
 }
 
@@ -260,7 +266,8 @@ fn the_read_your_writes_window_is_read_at_the_time_given() {
     let mut ryw = RywState::new(ReadYourWrites::Window(Duration::from_secs(5)));
     ryw.observe(&write, start);
     ryw.statement_done(start, false);
-    let at = |secs| seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT 1", None, false, false, start + secs);
+    let at =
+        |secs| route_context(Protocol::MySql, &pool, &ryw, &lex).input("SELECT 1", None, false, false, start + secs);
     assert!(at(Duration::ZERO).session.pinned_to_primary);
     assert!(at(Duration::from_secs(4)).session.pinned_to_primary);
     assert!(!at(Duration::from_secs(5)).session.pinned_to_primary, "the window closed");
@@ -273,7 +280,7 @@ fn the_router_sends_a_held_read_to_the_held_pool_and_a_free_one_to_the_split() {
     let (pool, ryw, lex): (Arc<str>, _, _) = ("w".into(), RywState::new(ReadYourWrites::None), SessionModes::default());
     let now = Instant::now();
     for protocol in [Protocol::MySql, Protocol::Postgres] {
-        let s = seat(protocol, &pool, &ryw, &lex);
+        let s = route_context(protocol, &pool, &ryw, &lex);
         let free = r.explain(&s.input("SELECT a FROM t", None, false, false, now)).decision;
         let held = r.explain(&s.input("SELECT a FROM t", None, true, false, now)).decision;
         assert_eq!(held.pool().map(|p| &**p), Some("w"), "{protocol:?}: the transaction's pool");
@@ -286,7 +293,7 @@ fn the_router_sends_a_held_read_to_the_held_pool_and_a_free_one_to_the_split() {
 /// The router's decision for `sql` from a session `held` on pool `w` or free.
 fn decided(protocol: Protocol, sql: &str, held: bool) -> crate::routing::Decision {
     let (pool, ryw, lex): (Arc<str>, _, _) = ("w".into(), RywState::new(ReadYourWrites::None), SessionModes::default());
-    let input = seat(protocol, &pool, &ryw, &lex).input(sql, None, held, false, Instant::now());
+    let input = route_context(protocol, &pool, &ryw, &lex).input(sql, None, held, false, Instant::now());
     router().explain(&input).decision
 }
 
@@ -493,7 +500,8 @@ fn the_sessions_tokenizing_mode_reaches_the_router() {
     let (pool, ryw): (Arc<str>, _) = ("w".into(), RywState::new(ReadYourWrites::None));
     let mut lex = SessionModes::default();
     lex.mode.ansi_quotes = true;
-    let input = seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT \"a\"", None, false, false, Instant::now());
+    let input =
+        route_context(Protocol::MySql, &pool, &ryw, &lex).input("SELECT \"a\"", None, false, false, Instant::now());
     assert_eq!(input.session.lex_mode, lex.mode);
     assert_ne!(input.session.lex_mode, SessionModes::default().mode);
 }
@@ -503,8 +511,13 @@ fn a_memoized_key_is_handed_to_the_router() {
     let r = router();
     let key = r.key("SELECT a FROM t", Protocol::MySql);
     let (pool, ryw, lex): (Arc<str>, _, _) = ("w".into(), RywState::new(ReadYourWrites::None), SessionModes::default());
-    let input =
-        seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT a FROM t", Some(key), false, false, Instant::now());
+    let input = route_context(Protocol::MySql, &pool, &ryw, &lex).input(
+        "SELECT a FROM t",
+        Some(key),
+        false,
+        false,
+        Instant::now(),
+    );
     assert_eq!(input.key, Some(key));
 }
 
@@ -514,13 +527,13 @@ fn session_mode_read_your_writes_pins_reads_at_any_later_time() {
     let (pool, lex): (Arc<str>, _) = ("w".into(), SessionModes::default());
     let start = Instant::now();
     let mut ryw = RywState::new(ReadYourWrites::Session);
-    let before = seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT 1", None, false, false, start);
+    let before = route_context(Protocol::MySql, &pool, &ryw, &lex).input("SELECT 1", None, false, false, start);
     assert!(!before.session.pinned_to_primary, "nothing written yet");
     ryw.observe(&write, start);
     ryw.statement_done(start, false);
     for later in [0, 1, 3600, 86_400] {
         let at = start + Duration::from_secs(later);
-        let input = seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT 1", None, false, false, at);
+        let input = route_context(Protocol::MySql, &pool, &ryw, &lex).input("SELECT 1", None, false, false, at);
         assert!(input.session.pinned_to_primary, "{later}s after the write");
     }
 }
@@ -534,7 +547,7 @@ fn a_pinned_session_sends_its_free_reads_to_the_primary() {
     ryw.observe(&write, now);
     ryw.statement_done(now, false);
     let r = router();
-    let input = seat(Protocol::MySql, &pool, &ryw, &lex).input("SELECT a FROM t", None, false, false, now);
+    let input = route_context(Protocol::MySql, &pool, &ryw, &lex).input("SELECT a FROM t", None, false, false, now);
     let d = r.explain(&input).decision;
     assert_eq!(d.pool().map(|p| &**p), Some("w"), "read-your-writes");
 }

@@ -109,11 +109,11 @@ impl Session {
     /// cannot see into) raises the position too. `failed`: the command's first answer was an
     /// error, so it may have committed nothing at all.
     pub(super) async fn learn_commit(&mut self, commit: CommitGtid, failed: bool) {
-        let due = self.routing.ryw.position_due();
+        let due = self.seat.ryw.position_due();
         match commit.seen {
-            Seen::Position(p) if due => self.routing.ryw.learned(Some(Position::Gtid(p))),
-            Seen::Position(p) => self.routing.ryw.adopt(Position::Gtid(p)),
-            Seen::Unreadable => self.routing.ryw.learned(None),
+            Seen::Position(p) if due => self.seat.ryw.learned(Some(Position::Gtid(p))),
+            Seen::Position(p) => self.seat.ryw.adopt(Position::Gtid(p)),
+            Seen::Unreadable => self.seat.ryw.learned(None),
             Seen::None if !due => {}
             Seen::None if failed && commit.atomic => self.learn_after_failure().await,
             // Committed without a GTID (`sql_log_bin = 0`, or nothing reached the binary log),
@@ -123,7 +123,7 @@ impl Session {
             // state (an autocommit `SELECT f(n)` of an inserting function): the connection then
             // owes the GTID (`MyInfo::owes_gtid`), which its next OK reports, this session's or,
             // once given up, collected for it ([`Session::settle_owed_gtid`]).
-            Seen::None => self.routing.ryw.learned(None),
+            Seen::None => self.seat.ryw.learned(None),
         }
     }
 
@@ -135,17 +135,17 @@ impl Session {
     /// reads positions, and the round trip is not spent.
     pub(super) async fn settle_owed_gtid(&mut self, conn: &mut Conn) -> bool {
         let owes = matches!(&conn.info, ConnInfo::MySql(i) if i.owes_gtid);
-        if !owes || self.ctx.read_your_writes() != ReadYourWrites::Causal {
+        if !owes || self.seat.ctx.read_your_writes() != ReadYourWrites::Causal {
             return true;
         }
-        let db = self.state.db().unwrap_or(&self.pool.config.database).to_owned();
+        let db = self.state.db().unwrap_or(&self.seat.pool.config.database).to_owned();
         let Some(commit) = stmt::collect_owed_gtid(conn, &db).await else {
             tracing::debug!("causal reads: cannot collect the GTID a connection owes; closing it");
             return false;
         };
         match commit.seen {
-            Seen::Position(p) => self.routing.ryw.learned(Some(Position::Gtid(p))),
-            Seen::Unreadable => self.routing.ryw.learned(None),
+            Seen::Position(p) => self.seat.ryw.learned(Some(Position::Gtid(p))),
+            Seen::Unreadable => self.seat.ryw.learned(None),
             Seen::None => {}
         }
         true
@@ -163,17 +163,17 @@ impl Session {
         let bridged = self.is_bridged();
         let clean = self.link.pos == 0;
         let limited = self.state.settings().any(|(name, _)| name == "max_error_count");
-        let Some(conn) = self.link.conn.as_mut().filter(|_| !bridged && clean && !limited) else {
-            self.routing.ryw.learned(None);
+        let Some(conn) = self.seat.conn.as_mut().filter(|_| !bridged && clean && !limited) else {
+            self.seat.ryw.learned(None);
             return;
         };
         match my_failure_rolled_back(conn).await {
-            Ok(true) => self.routing.ryw.nothing_committed(),
-            Ok(false) => self.routing.ryw.learned(None),
+            Ok(true) => self.seat.ryw.nothing_committed(),
+            Ok(false) => self.seat.ryw.learned(None),
             Err(e) => {
                 tracing::debug!("causal reads: cannot tell whether the failed statement kept changes: {e}");
                 conn.broken |= e.breaks_connection();
-                self.routing.ryw.learned(None);
+                self.seat.ryw.learned(None);
             }
         }
     }
@@ -186,9 +186,10 @@ impl Session {
         wait: std::time::Duration,
         speaking: Option<Protocol>,
     ) -> Result<Rc<CorePool>, MyClientError> {
-        self.ctx
-            .causal_fallback(&self.pool, Protocol::MySql, speaking)
-            .ok_or_else(|| MyClientError::new(ER_NO_CAUGHT_UP_REPLICA, placement::behind(&self.pool, wait)))
+        self.seat
+            .ctx
+            .causal_fallback(&self.seat.pool, Protocol::MySql, speaking)
+            .ok_or_else(|| MyClientError::new(ER_NO_CAUGHT_UP_REPLICA, placement::behind(&self.seat.pool, wait)))
     }
 
     /// causal token: answers `SHOW querypilot.causal_token` (a one-row result set, empty when
@@ -209,7 +210,7 @@ impl Session {
         let status = self.tx.status;
         match command {
             TokenCommand::Show => {
-                let value = ryw::show_token(&self.routing.ryw);
+                let value = ryw::show_token(&self.seat.ryw);
                 let column = ColumnDefinition41 {
                     catalog: b"def",
                     schema: b"",
@@ -231,7 +232,7 @@ impl Session {
                 encode_text_row(&[Some(value.as_bytes())], &mut row);
                 encode_result([&[1u8][..], &def, &eof, &row], status, &mut self.io.out);
             }
-            TokenCommand::Set(value) => match ryw::set_token(&mut self.routing.ryw, &value) {
+            TokenCommand::Set(value) => match ryw::set_token(&mut self.seat.ryw, &value) {
                 Ok(()) => self.token_ok(),
                 Err(e) => MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.io.out),
             },
@@ -265,7 +266,7 @@ impl Session {
         const NAME: &str = "session_track_system_variables";
         let named = sql.as_bytes().windows(NAME.len()).any(|w| w.eq_ignore_ascii_case(NAME.as_bytes()));
         // A bridged session's backends are PostgreSQL: the setting is the bridge's to answer.
-        if !named || self.ctx.read_your_writes() != ReadYourWrites::Causal || self.is_bridged() {
+        if !named || self.seat.ctx.read_your_writes() != ReadYourWrites::Causal || self.is_bridged() {
             return false;
         }
         let effects = session_effects(sql, Dialect::MySql);

@@ -10,6 +10,7 @@ use super::{End, Session};
 use crate::config::Protocol;
 use crate::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::session::client_error::MyClientError;
+use crate::session::placement::Placed;
 
 impl Session {
     /// Whether only a cursor holds the session's connection, with autocommit on and no
@@ -27,9 +28,9 @@ impl Session {
 
     /// The MySQL primary (write) pool, when it is another pool than the session's.
     pub(super) fn primary_pool(&self) -> Option<std::rc::Rc<crate::pool::CorePool>> {
-        let rules = self.ctx.rules();
+        let rules = self.seat.ctx.rules();
         let name = rules.primary_pool(Protocol::MySql)?;
-        self.ctx.pools().get(name).cloned().filter(|p| p.config.name != self.pool.config.name)
+        self.seat.ctx.pools().get(name).cloned().filter(|p| p.config.name != self.seat.pool.config.name)
     }
 
     /// Runs `payload` on a primary connection borrowed for it alone, then gives the session
@@ -40,19 +41,19 @@ impl Session {
                 .encode(1, &mut self.io.out);
             return Ok(None);
         };
-        let pool = std::mem::replace(&mut self.pool, primary);
-        let (backend, tx, bseq) = (self.link.conn.take(), self.tx, self.link.seq.take());
+        let pool = std::mem::replace(&mut self.seat.pool, primary);
+        let (backend, tx, bseq) = (self.seat.conn.take(), self.tx, self.link.seq.take());
         self.tx.cursor = None;
         let result = self.run_command(payload, grammar, Vec::new()).await;
-        if let Some(c) = self.link.conn.as_mut() {
+        if let Some(c) = self.seat.conn.as_mut() {
             // Nothing but an insert id should keep it (the statement cannot open a transaction
             // or pin); whatever did, the connection cannot follow the session back.
             c.broken |= self.tx.status & SERVER_STATUS_IN_TRANS != 0;
             self.tx.sticky = false;
             self.release_backend(false).await;
         }
-        self.pool = pool;
-        self.link.conn = backend;
+        self.seat.pool = pool;
+        self.seat.conn = backend;
         self.tx = tx;
         self.link.seq = bseq;
         result

@@ -23,9 +23,9 @@ impl Session {
         let own_server = self.slot_server_thread() == Some(id);
         let target = match CancelKey::from_mysql_connection_id(id) {
             Some(key) => KillTarget::Session(key),
-            None => KillTarget::Thread { id, pool: self.pool.config.name.clone() },
+            None => KillTarget::Thread { id, pool: self.seat.pool.config.name.clone() },
         };
-        if own_server || target == KillTarget::Session(self.cancel.key) {
+        if own_server || target == KillTarget::Session(self.seat.cancel.key) {
             // As the server answers a client's KILL of itself: the statement interrupted is the
             // KILL itself, and KILL CONNECTION also closes the connection.
             let (number, text) = match connection {
@@ -39,7 +39,7 @@ impl Session {
             }
             return Ok(());
         }
-        if self.ctx.kill(KillRequest { target, connection }).await {
+        if self.seat.ctx.kill(KillRequest { target, connection }).await {
             return self.ok_local();
         }
         let text = format!(
@@ -52,7 +52,7 @@ impl Session {
 
     /// The server thread id of the connection a session-mode session holds.
     fn slot_server_thread(&self) -> Option<u32> {
-        match (self.pool.config.mode, self.link.conn.as_ref().map(|c| &c.info)) {
+        match (self.seat.pool.config.mode, self.seat.conn.as_ref().map(|c| &c.info)) {
             (PoolMode::Session, Some(crate::pool::ConnInfo::MySql(info))) => Some(info.thread_id),
             _ => None,
         }

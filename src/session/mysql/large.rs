@@ -66,17 +66,17 @@ impl Session {
     /// Passes the backend packet at the read position to the client in pieces when it is long
     /// and a row; `false` (nothing taken) otherwise.
     pub(super) async fn pass_on_large(&mut self, ex: &mut Exchange) -> Result<bool, RelayError> {
-        let Some(conn) = self.link.conn.as_ref() else { return Ok(false) };
+        let Some(conn) = self.seat.conn.as_ref() else { return Ok(false) };
         let rest = conn.rbuf.get(self.link.pos..).unwrap_or_default();
         let Some((len, seq, first)) = head(rest).filter(|(len, ..)| *len >= PIECEWISE_AT) else { return Ok(false) };
         if ex.on_large(seq, first, len)?.is_none() {
             return Ok(false);
         }
         self.io.flush().await.map_err(|_| RelayError::ClientClosed(None))?;
-        let mut held = self.ctx.client_budget().charge(BufferKind::Rows);
+        let mut held = self.seat.ctx.client_budget().charge(BufferKind::Rows);
         let mut left = HEADER_LEN + len;
         while left > 0 {
-            let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+            let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
             let pos = self.link.pos;
             let piece = conn.rbuf.len().saturating_sub(pos).min(left);
             if piece == 0 {
@@ -102,7 +102,7 @@ impl Session {
     /// ([`ClientIo::charge_incoming`](crate::session::driver::ClientIo::charge_incoming));
     /// `false` when the budget refuses it.
     pub(super) fn charge_incoming(&mut self) -> bool {
-        let budget = self.ctx.config().limits.client_buffer_budget;
+        let budget = self.seat.ctx.config().limits.client_buffer_budget;
         self.io.charge_incoming(declared(&self.io.buf), budget)
     }
 
@@ -143,7 +143,7 @@ impl Session {
             }
             // Inside a transaction the backend waits for this client: not for ever.
             let held = self.tx.status & SERVER_STATUS_IN_TRANS != 0 || self.tx.cursor.is_some();
-            let limit = self.pool.config.timeouts.idle_transaction.filter(|_| held && self.link.conn.is_some());
+            let limit = self.seat.pool.config.timeouts.idle_transaction.filter(|_| held && self.seat.conn.is_some());
             driver::read_more(self, limit).await?;
         }
     }

@@ -34,7 +34,6 @@ use std::rc::Rc;
 
 use crate::config::{PoolMode, Protocol};
 use crate::error::ErrorCode;
-use crate::id::CancelKey;
 use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::mysql::command::*;
 use crate::protocol::mysql::errcode::{
@@ -42,18 +41,18 @@ use crate::protocol::mysql::errcode::{
     ER_NET_PACKET_TOO_LARGE, ER_UNKNOWN_COM_ERROR,
 };
 use crate::protocol::mysql::response::{
-    sql_mode_flags, EofPacket, OkPacket, SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
+    sql_mode_flags, EofPacket, OkPacket, SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_AUTOCOMMIT,
+    SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
 };
 use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
-use crate::routing::RywState;
 use crate::rt::{self, Stream};
-use crate::session::cancel::CancelSlot;
 use crate::session::client_error::MyClientError;
 use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts, Unfit};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
+use crate::session::placement::{self, Placed, Seat};
 use crate::session::CoreContext;
 use crate::sql::analyze::{session_effects, Effect, Effects, PinReason};
 use crate::sql::Dialect;
@@ -72,8 +71,6 @@ const ER_PARSE_ERROR: ErrorNumber = ErrorNumber { code: 1064, sql_state: *b"4200
 /// The attached backend connection and the session's place in its byte streams.
 #[derive(Default)]
 struct BackendLink {
-    /// The connection, while the session holds one.
-    conn: Option<Conn>,
     /// Bytes for the backend not written yet.
     out: Vec<u8>,
     /// Read position in the connection's buffer: bytes before it belong to the response being
@@ -84,14 +81,6 @@ struct BackendLink {
     seq: Option<u8>,
     /// The `query_timeout` of the statement being relayed.
     deadline: Option<QueryTimer>,
-}
-
-/// How the session is found by a cancel or KILL.
-struct CancelHandle {
-    /// Where it publishes what runs, for cancels and KILLs.
-    slot: Rc<CancelSlot>,
-    /// The id the router issued to the client.
-    key: CancelKey,
 }
 
 /// What ties the session to the other protocol's pools (#24).
@@ -105,15 +94,11 @@ struct Foreign {
 
 /// What the next statement's routing reads from the session's past.
 struct RoutingFacts {
-    /// Read-your-writes: whether reads must stay on the primary after a write.
-    ryw: RywState,
     /// How the server tokenizes this session's SQL (`sql_mode`, #19): from the SETs the router
     /// reads and the status flags of each answer (see [`Session::follow_server_mode`]).
     lex: crate::sql::mode::SessionModes,
     /// causal: the GTIDs the OK packets of the command being relayed reported (#34).
     commit: causal::CommitGtid,
-    /// The statement timed for per-shape statistics.
-    digest: crate::session::engine::digest::Timing,
 }
 
 /// Retry of the statement about to run (#11).
@@ -156,8 +141,6 @@ struct ClientInfo {
     home: String,
     /// The client's user name, for rules matching users.
     user: String,
-    /// On a pass-through pool, who backend connections log in as (#23).
-    pass: Option<Rc<crate::pool::PassThrough>>,
 }
 
 /// The `query_timeout` of the statement being relayed: when it fires, and whether it fired
@@ -173,14 +156,13 @@ pub(super) struct QueryTimer {
 
 /// One MySQL client connection.
 pub(super) struct Session {
+    /// Its pool, connection, read-your-writes and digest timing.
+    seat: Seat,
     /// The client's socket and the buffers between it and the session.
     io: ClientIo,
-    ctx: Rc<CoreContext>,
-    pool: Rc<CorePool>,
     link: BackendLink,
     state: MyState,
     stmts: prepared::Statements,
-    cancel: CancelHandle,
     tx: Tx,
     client: ClientInfo,
     foreign: Foreign,
@@ -219,7 +201,7 @@ impl Wire for Session {
     }
 
     fn io(&mut self) -> (&mut ClientIo, &CoreContext) {
-        (&mut self.io, &self.ctx)
+        (&mut self.io, &self.seat.ctx)
     }
 
     async fn over_budget(&mut self) -> Result<bool, End> {
@@ -231,11 +213,14 @@ impl Wire for Session {
     }
 
     async fn read_client(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
-        let idle = self.link.conn.is_none();
+        let idle = self.seat.conn.is_none();
         // In a transaction or with a cursor open the backend is this client's alone, so a
         // silent client may not keep it for ever.
-        let limit =
-            if idle { None } else { release::idle_limit(self.holding(), self.pool.config.timeouts.idle_transaction) };
+        let limit = if idle {
+            None
+        } else {
+            release::idle_limit(self.holding(), self.seat.pool.config.timeouts.idle_transaction)
+        };
         driver::read_alone(self, idle, limit).await
     }
 
@@ -254,7 +239,7 @@ impl Wire for Session {
 
     /// A client's KILL CONNECTION of this session (#18) ends it too.
     fn kills(&self) -> (rt::Event, Option<rt::Event>) {
-        (self.pool.gate().killed(), Some(self.cancel.slot.end()))
+        (self.seat.pool.gate().killed(), Some(self.seat.cancel.slot.end()))
     }
 
     /// The backend link's output too, when it is empty.
@@ -266,13 +251,10 @@ impl Wire for Session {
     }
 
     async fn idle_transaction_expired(&mut self) -> End {
-        if let Some(c) = self.link.conn.as_mut() {
-            c.broken = true;
-        }
-        self.pool.counters.idle_transaction_timed_out();
+        self.seat.drop_idle_transaction();
         let text = format!(
             "The client was disconnected by the router because of inactivity inside a transaction (idle_transaction_timeout {} ms)",
-            self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis()
+            self.seat.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis()
         );
         MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text).encode(1, &mut self.io.out);
         self.io.fatal().await
@@ -286,9 +268,9 @@ impl Wire for Session {
         if let End::KilledByClient = end {
             // The killer is answered once the client's socket is closed, as on the server.
             let _ = self.io.stream.shutdown(std::net::Shutdown::Both).await;
-            self.cancel.slot.mark_closed();
+            self.seat.cancel.slot.mark_closed();
         }
-        if let (End::Killed | End::KilledByClient, Some(conn)) = (&end, self.link.conn.as_mut()) {
+        if let (End::Killed | End::KilledByClient, Some(conn)) = (&end, self.seat.conn.as_mut()) {
             // Killed wherever it was: a response may still be on its way, and a killed server
             // connection is gone on the server too, so the connection goes.
             conn.broken = true;
@@ -304,7 +286,7 @@ impl Wire for Session {
             let _ = self.io.flush().await;
         }
         self.release_backend(true).await;
-        self.ctx.cancels.remove(self.cancel.key);
+        self.seat.ctx.cancels.remove(self.seat.cancel.key);
     }
 }
 
@@ -346,25 +328,18 @@ fn login_modes(pool: &CorePool) -> crate::sql::mode::SessionModes {
 
 impl Session {
     fn new(ctx: Rc<CoreContext>, io: ClientIo, g: login::Greeted) -> Self {
-        let slot = ctx.cancels.register(g.key);
         let bridged = g.pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres;
         let bridge = bridged::Bridge::new(g.state.db().map(str::to_owned), g.version, g.status);
         // A bridged session's strings read as its greeting said, whatever PostgreSQL's flags (#33).
         let lex = if bridged { bridge.lex_modes() } else { login_modes(&g.pool) };
         let status = if bridged { bridge.status() } else { SERVER_STATUS_AUTOCOMMIT };
-        let mut ryw = RywState::new(ctx.read_your_writes());
-        if let Some(token) = g.causal {
-            ryw.adopt_token(token); // #34: the connection attribute's token
-        }
         let home = g.pool.config.name.clone();
         Self {
-            ctx,
+            seat: Seat::new(ctx, g.pool, g.key, g.pass, g.causal),
             io,
-            pool: g.pool,
             link: BackendLink::default(),
             state: g.state,
             stmts: prepared::Statements::default(),
-            cancel: CancelHandle { slot, key: g.key },
             tx: Tx { status, ..Tx::default() },
             client: ClientInfo {
                 caps: g.caps,
@@ -374,17 +349,16 @@ impl Session {
                 named_pool: g.named_pool,
                 home,
                 user: g.user,
-                pass: g.pass,
             },
             foreign: Foreign { bridge, cross: bridged::cross::Cross::default() },
-            routing: RoutingFacts { ryw, lex, commit: causal::CommitGtid::default(), digest: Default::default() },
+            routing: RoutingFacts { lex, commit: causal::CommitGtid::default() },
             retry: RetryContext::default(),
         }
     }
 
     /// Whether this session is served by a PostgreSQL pool through the bridge.
     fn is_bridged(&self) -> bool {
-        self.pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres
+        self.seat.pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres
     }
 
     /// Tells the client why its session ends, in a way the error survives (see
@@ -508,7 +482,7 @@ impl Session {
             let translated = routed.rewritten.is_some();
             return self.cross_query(pool, routed.rewritten.as_deref().unwrap_or(&sql), translated).await;
         }
-        self.routing.digest.begin(routed.fingerprint, &sql, rt::now());
+        self.seat.digest.begin(routed.fingerprint, &sql, rt::now());
         let outcome = match routed.rewritten {
             None if routed.detour => self.detour(payload, grammar).await?,
             None => self.run_command(payload, grammar, effects).await?,
@@ -561,46 +535,47 @@ impl Session {
     }
 
     fn arm_query_timeout(&mut self) {
-        self.link.deadline = self.pool.config.timeouts.query.map(|d| QueryTimer { at: rt::now() + d, killed: false });
+        self.link.deadline =
+            self.seat.pool.config.timeouts.query.map(|d| QueryTimer { at: rt::now() + d, killed: false });
     }
 
     /// Bookkeeping after a relayed response: status flags, cursor, release.
     async fn after_response(&mut self, outcome: &Outcome) {
         self.link.deadline = None;
-        self.cancel.slot.set_running(None);
+        self.seat.cancel.slot.set_running(None);
         if let Some(s) = outcome.status {
             // The router's own tracking set the flag; its replies must not claim state.
             self.tx.status = s & !SERVER_SESSION_STATE_CHANGED;
-            if let Some(c) = self.link.conn.as_mut() {
+            if let Some(c) = self.seat.conn.as_mut() {
                 relay::note_status(c, Some(s));
             }
             if !self.is_bridged() {
                 // The server's own flags beat the router's reading of SETs (#19): whatever set
                 // sql_mode, the next statement is lexed as the server will read it.
-                self.routing.lex.mode = self.server_mode(self.link.conn.as_ref());
+                self.routing.lex.mode = self.server_mode(self.seat.conn.as_ref());
             }
         }
         let in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
-        self.routing.ryw.statement_done(rt::now(), in_tx); // #19: window from commit
+        self.seat.ryw.statement_done(rt::now(), in_tx); // #19: window from commit
         let seen = std::mem::take(&mut self.routing.commit);
-        if !outcome.abandoned && self.ctx.has_replica_reads() {
+        if !outcome.abandoned && self.seat.ctx.has_replica_reads() {
             self.learn_commit(seen, outcome.error && outcome.succeeded == 0).await;
             // causal reads (#22, #34)
         }
         let open = in_tx || self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
-        if release::escaped_statement_pooling(self.pool.config.mode, open) {
+        if release::escaped_statement_pooling(self.seat.pool.config.mode, open) {
             // A transaction or autocommit = 0 slipped past the refusal (a procedure, a spelling
             // the check cannot read): closing the connection rolls it back rather than leaking
             // it to another client, and the session ends at its next command, since what the
             // client believes is open is gone and its COMMIT must never be answered OK (#19).
-            if let Some(c) = self.link.conn.as_mut() {
+            if let Some(c) = self.seat.conn.as_mut() {
                 c.broken = true;
             }
             self.tx.status = SERVER_STATUS_AUTOCOMMIT;
             self.tx.lost = true;
         }
         let off = self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
-        if self.pool.config.mode == PoolMode::Transaction
+        if self.seat.pool.config.mode == PoolMode::Transaction
             && outcome.status.is_some()
             && off != self.state.autocommit_off()
         {
@@ -621,13 +596,13 @@ impl Session {
     /// the error, as a direct connection would. `cause` is counted, never worded.
     async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
         tracing::debug!(error = %cause, "backend connection lost");
-        self.ctx.counters.relay_failed(cause.code()); // metrics
+        self.seat.ctx.counters.relay_failed(cause.code()); // metrics
         let facts = self.loss_facts();
-        self.cancel.slot.set_server(None);
-        close(&self.pool, self.link.conn.take());
+        self.seat.cancel.slot.set_server(None);
+        close(&self.seat.pool, self.seat.conn.take());
         self.link.pos = 0;
         self.link.deadline = None;
-        self.cancel.slot.set_running(None);
+        self.seat.cancel.slot.set_running(None);
         self.tx.status = SERVER_STATUS_AUTOCOMMIT;
         self.tx.cursor = None;
         self.tx.sticky = false;
@@ -641,8 +616,8 @@ impl Session {
     /// What the session loses with its backend connection, judged on its state before.
     fn loss_facts(&self) -> LossFacts {
         LossFacts {
-            mode: self.pool.config.mode,
-            home_pool: self.pool.config.name == self.client.home,
+            mode: self.seat.pool.config.mode,
+            home_pool: self.seat.pool.config.name == self.client.home,
             in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
             pin: self.state.pin(),
             // Relayed packets of the broken response may have left the client mid-result: it
@@ -658,7 +633,7 @@ impl Session {
     /// command takes a new one; otherwise the command is answered as [`Self::backend_lost`]
     /// says and the session ends. Commands that get no answer leave that to the next one.
     async fn check_held_backend(&mut self, code: u8) -> Result<(), End> {
-        let Some(conn) = self.link.conn.as_ref() else { return Ok(()) };
+        let Some(conn) = self.seat.conn.as_ref() else { return Ok(()) };
         if rt::idle_stream_usable(&conn.stream) || matches!(code, COM_QUIT | COM_STMT_CLOSE | COM_STMT_SEND_LONG_DATA) {
             return Ok(());
         }
@@ -667,10 +642,10 @@ impl Session {
         if release::after_loss(&self.loss_facts()).is_some() {
             return self.backend_lost(RelayError::BackendClosed(None)).await;
         }
-        tracing::debug!("an idle backend connection of pool {} went away", self.pool.name());
-        self.ctx.counters.relay_failed(RelayError::BackendClosed(None).code()); // metrics
-        self.cancel.slot.set_server(None);
-        close(&self.pool, self.link.conn.take());
+        tracing::debug!("an idle backend connection of pool {} went away", self.seat.pool.name());
+        self.seat.ctx.counters.relay_failed(RelayError::BackendClosed(None).code()); // metrics
+        self.seat.cancel.slot.set_server(None);
+        close(&self.seat.pool, self.seat.conn.take());
         self.link.pos = 0;
         self.link.deadline = None;
         self.tx.cursor = None;
@@ -682,7 +657,7 @@ impl Session {
     /// nothing ties the client to it (no transaction, pin, open cursor or sticky state).
     /// A pin taken since the last call is counted here, where it starts to keep the connection.
     async fn maybe_release(&mut self) {
-        self.ctx.count_pin(self.state.take_uncounted_pin()); // metrics
+        self.seat.ctx.count_pin(self.state.take_uncounted_pin()); // metrics
         let hold = Hold::of(&HoldFacts {
             connected: true,
             in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
@@ -691,89 +666,31 @@ impl Session {
             sticky: self.tx.sticky,
             ..HoldFacts::default()
         });
-        let move_off = self.link.conn.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend));
-        if release::gives_back(self.pool.config.mode, hold, move_off) {
+        let move_off = self.seat.conn.as_ref().is_some_and(|c| self.seat.pool.should_move_off(c.backend));
+        if release::gives_back(self.seat.pool.config.mode, hold, move_off) {
             self.release_backend(false).await;
         }
-    }
-
-    /// Returns the backend to the pool as [`release::release`] says, resetting it when the
-    /// session ends with state the next client must not inherit.
-    async fn release_backend(&mut self, session_end: bool) {
-        self.cancel.slot.set_running(None);
-        self.cancel.slot.set_server(None);
-        self.cancel.slot.settle().await;
-        if self.is_bridged() {
-            self.pg_release(session_end);
-            return;
-        }
-        let hold = self.holding();
-        let Some(mut conn) = self.link.conn.take() else { return };
-        // A replay only sets the next client's values: the server keeps any other.
-        let settings_linger = self.state.signature() != 0;
-        let facts =
-            ReleaseFacts { settings_linger, ..ReleaseFacts::leaving(session_end, self.pool.config.mode, conn.broken) };
-        let mut verdict = release::release(hold, &facts);
-        // #34: the reset drops a GTID the connection owes; one going back as it is must not
-        // report it to the next client.
-        if matches!(verdict, Release::Return { .. }) && !self.settle_owed_gtid(&mut conn).await {
-            verdict = Release::Close(Unfit::Broken);
-        }
-        let db = &self.pool.config.database;
-        let reset = verdict == Release::Reset && stmt::reset_connection(&mut conn, db).await.is_ok();
-        give_back(&self.pool, conn, verdict, reset, self.state.signature());
-    }
-
-    /// Makes sure a backend connection is attached, replaying session state on it.
-    async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
-        if self.link.conn.is_none() {
-            let conn = self
-                .ctx
-                .checkout_for::<MyClientError>(&mut self.pool, Protocol::MySql, self.client.pass.as_deref())
-                .await?;
-            self.attach(conn).await?;
-        }
-        self.run_deferred().await // #34: where the transaction's first statement runs
-    }
-
-    /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,
-    /// replaying session state on it.
-    async fn attach(&mut self, mut conn: Conn) -> Result<(), MyClientError> {
-        self.link.pos = 0;
-        if conn.settings != self.state.signature() {
-            if let Err(e) = stmt::replay(&mut conn, &self.state, &self.pool.config.database).await {
-                self.pool.checkin(conn, false);
-                return Err(e);
-            }
-            conn.settings = self.state.signature();
-        }
-        if let (PoolMode::Session, crate::pool::ConnInfo::MySql(info)) = (self.pool.config.mode, &conn.info) {
-            // The connection is this client's for good: a KILL of its id finds the session.
-            self.cancel.slot.set_server(Some((conn.addr, info.thread_id)));
-        }
-        self.link.conn = Some(conn);
-        Ok(())
     }
 
     async fn on_reset(&mut self) -> Result<(), End> {
         if self.is_bridged() {
             return self.bridged_reset();
         }
-        self.cancel.slot.set_server(None);
-        if let Some(mut c) = self.link.conn.take() {
+        self.seat.cancel.slot.set_server(None);
+        if let Some(mut c) = self.seat.conn.take() {
             // The connection may hold pins or a transaction: it is cleaned before reuse.
-            let ok =
-                self.tx.cursor.is_none() && stmt::reset_connection(&mut c, &self.pool.config.database).await.is_ok();
+            let ok = self.tx.cursor.is_none()
+                && stmt::reset_connection(&mut c, &self.seat.pool.config.database).await.is_ok();
             if ok {
                 c.settings = 0;
             }
-            self.pool.checkin(c, ok);
+            self.seat.pool.checkin(c, ok);
         }
         self.link.pos = 0;
         self.tx = Tx { status: SERVER_STATUS_AUTOCOMMIT, ..Tx::default() };
         let db = self.state.db().map(str::to_owned);
         self.state.reset(db, self.client.names.clone());
-        self.routing.ryw.reset(); // #22: read-your-writes follows the client's reset
+        self.seat.ryw.reset(); // #22: read-your-writes follows the client's reset
         self.stmts.clear();
         self.cross_reset();
         self.ok_local()
@@ -786,7 +703,7 @@ impl Session {
         };
         let plugin_ok =
             cu.auth_plugin.is_none_or(|p| p.is_empty() || p == crate::protocol::mysql::auth::MYSQL_NATIVE_PASSWORD);
-        let config = self.ctx.config();
+        let config = self.seat.ctx.config();
         let user = String::from_utf8_lossy(cu.username).into_owned();
         let database = Some(String::from_utf8_lossy(cu.database).into_owned()).filter(|d| !d.is_empty());
         let resolved = login::resolve_pool(&config, database.as_deref());
@@ -795,7 +712,7 @@ impl Session {
         let stored = match &resolved {
             Ok((p, _)) if p.username.is_none() => {
                 let pool = (p.name.as_str(), Protocol::MySql);
-                Some(crate::session::secret::stored_secret(&self.ctx, &config, pool, &user, addr).await)
+                Some(crate::session::secret::stored_secret(&self.seat.ctx, &config, pool, &user, addr).await)
             }
             _ => None,
         };
@@ -818,16 +735,16 @@ impl Session {
         match checked {
             Ok((target, db, pass, causal)) => {
                 self.client.user = user;
-                self.client.pass = pass;
+                self.seat.pass = pass;
                 self.client.named_pool = login::named_pool(&config, database.as_deref());
                 self.on_reset().await?;
                 if let Some(token) = causal {
-                    self.routing.ryw.adopt_token(token); // after the reset, which forgets positions
+                    self.seat.ryw.adopt_token(token); // after the reset, which forgets positions
                 }
                 self.io.out.clear();
                 // The client proved the credentials of `target`, as a new connection would.
                 self.client.home = target.config.name.clone();
-                self.pool = target;
+                self.seat.pool = target;
                 self.state.reset(db, self.client.names.clone());
                 self.ok_local()
             }
@@ -839,12 +756,12 @@ impl Session {
     /// speak the same protocol (a bridged session keeps its PostgreSQL pool).
     fn target_pool(&self, name: &str) -> Result<Rc<CorePool>, MyClientError> {
         let same = |p: &Rc<CorePool>| {
-            p.config.backend_protocol(Protocol::MySql) == self.pool.config.backend_protocol(Protocol::MySql)
+            p.config.backend_protocol(Protocol::MySql) == self.seat.pool.config.backend_protocol(Protocol::MySql)
         };
-        if name == self.pool.config.name {
-            return Ok(self.pool.clone());
+        if name == self.seat.pool.config.name {
+            return Ok(self.seat.pool.clone());
         }
-        self.ctx.pools().get(name).cloned().filter(|p| !self.is_bridged() && same(p)).ok_or_else(|| {
+        self.seat.ctx.pools().get(name).cloned().filter(|p| !self.is_bridged() && same(p)).ok_or_else(|| {
             MyClientError::new(
                 crate::protocol::mysql::errcode::ER_BAD_DB_ERROR,
                 format!("COM_CHANGE_USER cannot move this session to pool \"{name}\""),
@@ -885,6 +802,95 @@ fn loads_local_file(sql: &str) -> bool {
         let infile = stmt.iter().position(|t| t.is_word("INFILE"));
         stmt.first().is_some_and(|t| t.is_word("LOAD")) && matches!((local, infile), (Some(l), Some(i)) if l < i)
     })
+}
+
+impl Placed for Session {
+    type Error = MyClientError;
+    const PROTOCOL: Protocol = Protocol::MySql;
+
+    /// Returns the backend to the pool as [`release::release`] says, resetting it when the
+    /// session ends with state the next client must not inherit.
+    async fn release_backend(&mut self, session_end: bool) {
+        self.seat.cancel.slot.set_running(None);
+        self.seat.cancel.slot.set_server(None);
+        self.seat.cancel.slot.settle().await;
+        if self.is_bridged() {
+            self.pg_release(session_end);
+            return;
+        }
+        let hold = self.holding();
+        let Some(mut conn) = self.seat.conn.take() else { return };
+        // A replay only sets the next client's values: the server keeps any other.
+        let settings_linger = self.state.signature() != 0;
+        let facts = ReleaseFacts {
+            settings_linger,
+            ..ReleaseFacts::leaving(session_end, self.seat.pool.config.mode, conn.broken)
+        };
+        let mut verdict = release::release(hold, &facts);
+        // #34: the reset drops a GTID the connection owes; one going back as it is must not
+        // report it to the next client.
+        if matches!(verdict, Release::Return { .. }) && !self.settle_owed_gtid(&mut conn).await {
+            verdict = Release::Close(Unfit::Broken);
+        }
+        let db = &self.seat.pool.config.database;
+        let reset = verdict == Release::Reset && stmt::reset_connection(&mut conn, db).await.is_ok();
+        give_back(&self.seat.pool, conn, verdict, reset, self.state.signature());
+    }
+
+    fn unplaced(message: String) -> MyClientError {
+        MyClientError::new(route::ER_NO_POOL, message)
+    }
+
+    /// Makes sure a backend connection is attached, replaying session state on it.
+    async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
+        if self.seat.conn.is_none() {
+            let conn = placement::checkout(self).await?;
+            self.attach(conn).await?;
+        }
+        self.run_deferred().await // #34: where the transaction's first statement runs
+    }
+
+    fn seat(&mut self) -> &mut Seat {
+        &mut self.seat
+    }
+
+    /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,
+    /// replaying session state on it.
+    async fn attach(&mut self, mut conn: Conn) -> Result<(), MyClientError> {
+        self.link.pos = 0;
+        if conn.settings != self.state.signature() {
+            if let Err(e) = stmt::replay(&mut conn, &self.state, &self.seat.pool.config.database).await {
+                self.seat.pool.checkin(conn, false);
+                return Err(e);
+            }
+            conn.settings = self.state.signature();
+        }
+        if let (PoolMode::Session, crate::pool::ConnInfo::MySql(info)) = (self.seat.pool.config.mode, &conn.info) {
+            // The connection is this client's for good: a KILL of its id finds the session.
+            self.seat.cancel.slot.set_server(Some((conn.addr, info.thread_id)));
+        }
+        self.seat.conn = Some(conn);
+        Ok(())
+    }
+
+    fn behind(message: String) -> MyClientError {
+        MyClientError::new(causal::ER_NO_CAUGHT_UP_REPLICA, message)
+    }
+
+    /// What holds the session on its current backend connection: a transaction, a cursor,
+    /// a response read part-way, session state, or a statement that generated an insert id
+    /// (`LAST_INSERT_ID()` reads that connection).
+    fn holding(&self) -> Hold {
+        Hold::of(&HoldFacts {
+            connected: self.seat.conn.is_some(),
+            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
+            read_only: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
+            cursor: self.tx.cursor.is_some(),
+            mid_exchange: self.link.pos != 0,
+            pin: self.state.pin(),
+            sticky: self.tx.sticky,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -152,18 +152,18 @@ impl Session {
     /// Whether a read-only start may wait for its first statement (see the module header).
     fn may_defer(&self) -> bool {
         self.tx.status & (SERVER_STATUS_IN_TRANS | SERVER_STATUS_AUTOCOMMIT) == SERVER_STATUS_AUTOCOMMIT
-            && self.pool.config.mode != PoolMode::Statement
+            && self.seat.pool.config.mode != PoolMode::Statement
             && !self.is_bridged()
             && !self.held()
             && self.state.pin().is_none()
-            && self.ctx.splits_reads(Protocol::MySql)
+            && self.seat.ctx.splits_reads(Protocol::MySql)
     }
 
     /// Runs the held-back statement on the connection the transaction's first statement got,
     /// before that statement. A server error is that statement's error.
     pub(super) async fn run_deferred(&mut self) -> Result<(), MyClientError> {
         let Some(deferred) = self.tx.deferred.take() else { return Ok(()) };
-        let Some(conn) = self.link.conn.as_mut() else { return Ok(()) };
+        let Some(conn) = self.seat.conn.as_mut() else { return Ok(()) };
         let payload = [&[COM_QUERY][..], deferred.sql().as_bytes()].concat();
         super::stmt::run_silently(conn, &payload).await
     }

@@ -116,7 +116,7 @@ impl Session {
         let mut pkt = Pkt { seq: self.link.seq.unwrap_or(0), len: 0, head: Vec::new() };
         loop {
             self.next_backend_packet().await?;
-            let conn = self.link.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
+            let conn = self.seat.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
             let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.link.pos)?;
             if let Some(want) = self.link.seq.filter(|want| *want != packet.seq) {
                 return Err(out_of_sequence(want, packet.seq));
@@ -149,7 +149,7 @@ impl Session {
     /// more is there as soon as its header and first byte are (see `large`).
     pub(super) async fn next_backend_head(&mut self, piecewise: usize) -> Result<(), RelayError> {
         loop {
-            let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+            let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
             let rest = conn.rbuf.get(self.link.pos..).unwrap_or_default();
             if large::head(rest).is_some_and(|(len, _, _)| len >= piecewise) {
                 return Ok(());
@@ -170,7 +170,7 @@ impl Session {
     /// Reads what the backend sent next, under the statement's deadline: past it the statement
     /// is killed and nothing is read (the caller reads again, for another `query_timeout`).
     pub(super) async fn read_backend(&mut self) -> Result<(), RelayError> {
-        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         let read = match self.link.deadline {
             Some(timer) => {
                 let reading = rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK);
@@ -195,20 +195,20 @@ impl Session {
 
     /// The query timeout fired: kills the running statement and waits another `query_timeout`.
     fn kill_running(&mut self) {
-        let again = self.pool.config.timeouts.query.map(|d| rt::now() + d);
+        let again = self.seat.pool.config.timeouts.query.map(|d| rt::now() + d);
         self.link.deadline = again.map(|at| QueryTimer { at, killed: true });
-        let _ = self.ctx.cancels.act(self.cancel.key, false);
+        let _ = self.seat.ctx.cancels.act(self.seat.cancel.key, false);
     }
 
     /// The backend left the kill of a timed-out statement unanswered.
     fn cancel_ignored(&self) -> RelayError {
-        let timeout_ms = self.pool.config.timeouts.query.unwrap_or_default().as_millis();
+        let timeout_ms = self.seat.pool.config.timeouts.query.unwrap_or_default().as_millis();
         RelayError::CancelIgnored { timeout_ms }
     }
 
     /// Drops the bytes of the finished response from the backend buffer.
     pub(super) fn compact(&mut self) {
-        if let Some(conn) = self.link.conn.as_mut() {
+        if let Some(conn) = self.seat.conn.as_mut() {
             let n = self.link.pos.min(conn.rbuf.len());
             conn.rbuf.drain(..n);
         }
@@ -245,7 +245,7 @@ impl Session {
         self.compact();
         let outcome = ex.outcome();
         if outcome.error {
-            self.pool.counters.backend_error(); // metrics: the response ended in an ERR
+            self.seat.pool.counters.backend_error(); // metrics: the response ended in an ERR
         }
         Ok(outcome)
     }
@@ -276,7 +276,7 @@ impl Session {
     /// capabilities want it, and the `last_gtid` it reported is kept for causal reads (#34), as
     /// is whether the connection owes one ([`note_owed`]).
     fn take_packet(&mut self, ex: &mut Exchange) -> Result<(Action, usize), RelayError> {
-        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.link.pos)?;
         let action = ex.on_backend(&packet)?;
         let mut len = packet.payload.len();
@@ -313,11 +313,11 @@ impl Session {
     /// is routed: the pool the session sat on before (the read pool, after a read) is not the
     /// one a load runs on (#34).
     fn local_infile_refusal(&self) -> Option<MyClientError> {
-        let why = if !self.pool.config.local_infile {
+        let why = if !self.seat.pool.config.local_infile {
             format!(
                 "LOAD DATA LOCAL INFILE is not enabled on pool \"{}\" (pool setting local_infile); load a file the server \
                  can read with LOAD DATA INFILE, or send the rows as INSERTs",
-                self.pool.config.name
+                self.seat.pool.config.name
             )
         } else if self.client.caps & CLIENT_LOCAL_FILES == 0 {
             "LOAD DATA LOCAL INFILE needs a client that allows local files (CLIENT_LOCAL_FILES), \
@@ -335,7 +335,7 @@ impl Session {
     pub(super) fn refuses_local_infile(&mut self) -> bool {
         let Some(e) = self.local_infile_refusal() else { return false };
         e.encode(1, &mut self.io.out);
-        self.routing.ryw.nothing_committed();
+        self.seat.ryw.nothing_committed();
         true
     }
 
@@ -364,7 +364,7 @@ impl Session {
         };
         tracing::debug!(?why, "client broke off a LOCAL INFILE transfer; closing its backend connection");
         // Closing the connection aborts the statement (its rows are rolled back) at once.
-        close(&self.pool, self.link.conn.take());
+        close(&self.seat.pool, self.seat.conn.take());
         let seq = ex.file_seq().unwrap_or(0);
         if let Some((seq, e)) = self.broke_off_error(why, seq).await {
             e.encode(seq, &mut self.io.out);
@@ -390,8 +390,8 @@ impl Session {
                 Some((seq, MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, format!("LOCAL INFILE file: {e}"))))
             }
             BrokeOff::Silent => {
-                self.pool.counters.idle_transaction_timed_out();
-                let limit = self.pool.config.timeouts.idle_transaction.unwrap_or_default();
+                self.seat.pool.counters.idle_transaction_timed_out();
+                let limit = self.seat.pool.config.timeouts.idle_transaction.unwrap_or_default();
                 let text = format!(
                     "LOCAL INFILE file: the client sent nothing for idle_transaction_timeout ({} ms)",
                     limit.as_millis()
@@ -429,7 +429,7 @@ impl Session {
                 Err(e) => return Ok(Err(BrokeOff::Bad(e))),
             };
             if n > 0 {
-                let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+                let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
                 let piece =
                     self.io.buf.get(..n).ok_or_else(|| RelayError::Malformed("a file piece past the input".into()))?;
                 rt::write_all(&mut conn.stream, piece).await.map_err(lost)?;
@@ -438,7 +438,7 @@ impl Session {
             if ex.file_done() {
                 return Ok(Ok(()));
             }
-            let limit = self.pool.config.timeouts.idle_transaction;
+            let limit = self.seat.pool.config.timeouts.idle_transaction;
             let Ok(read) = rt::within(limit, rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK)).await
             else {
                 return Ok(Err(BrokeOff::Silent));
@@ -461,7 +461,7 @@ impl Session {
     /// The server asked for a local file this statement may not send through the router: send
     /// it none (an empty packet with sequence id `seq`).
     async fn refuse_local_infile(&mut self, seq: u8) -> Result<(), RelayError> {
-        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         let mut empty = Vec::with_capacity(4);
         encode_packets(&[], seq, &mut empty);
         rt::write_all(&mut conn.stream, &empty).await.map_err(lost)
@@ -471,7 +471,7 @@ impl Session {
     /// sequence id `seq`. A server that continues with more results (`unusable`) leaves the
     /// connection unusable.
     fn refused_local_infile(&mut self, seq: u8, unusable: bool) {
-        if let Some(c) = self.link.conn.as_mut().filter(|_| unusable) {
+        if let Some(c) = self.seat.conn.as_mut().filter(|_| unusable) {
             c.broken = true;
         }
         MyClientError::new(
@@ -491,8 +491,8 @@ impl Session {
 
     /// Writes `self.link.out` to the backend.
     pub(super) async fn flush_backend(&mut self) -> Result<(), RelayError> {
-        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
-        self.cancel.slot.running_on(conn, crate::config::Protocol::MySql);
+        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        self.seat.cancel.slot.running_on(conn, crate::config::Protocol::MySql);
         let r = rt::write_all(&mut conn.stream, &self.link.out).await;
         self.link.out.clear();
         r.map_err(lost)

@@ -42,14 +42,14 @@ impl Session {
             protocol: Protocol::MySql,
             in_transaction: status & SERVER_STATUS_IN_TRANS != 0 || self.tx.cursor.is_some(),
             autocommit: status & SERVER_STATUS_AUTOCOMMIT != 0,
-            on_read_pool: self.ctx.is_read_pool(Protocol::MySql, &self.pool.config.name),
+            on_read_pool: self.seat.ctx.is_read_pool(Protocol::MySql, &self.seat.pool.config.name),
             movable: false,
             relayed: false,
             size: self.link.out.len(),
         };
         let resendable = || retryable && matches!(grammar, Grammar::Query | Grammar::Execute);
         let rules = std::mem::take(&mut self.retry.rule);
-        let Ok(policy) = retry::arm(&facts, rules, self.pool.config.retry, resendable) else {
+        let Ok(policy) = retry::arm(&facts, rules, self.seat.pool.config.retry, resendable) else {
             self.flush_backend().await?;
             return self.relay_response(grammar).await;
         };
@@ -64,7 +64,7 @@ impl Session {
         self.retry.notice.bump = false;
         let relayed = relayed?;
         if let Some(outcome) = attempts.settled().filter(|_| settled) {
-            backoff::count(&self.pool, outcome);
+            backoff::count(&self.seat.pool, outcome);
         }
         if let Some(r) = retried.filter(|_| self.retry.notice.bumped && !relayed.error) {
             self.keep_retry_warnings(r).await;
@@ -78,7 +78,7 @@ impl Session {
         let resend = self.link.out.clone();
         // The sequence id the response to `resend` starts at, for every attempt.
         let bseq = self.link.seq;
-        let interrupt = self.cancel.slot.watch();
+        let interrupt = self.seat.cancel.slot.watch();
         self.flush_backend().await?;
         let mut retried = None;
         loop {
@@ -89,18 +89,18 @@ impl Session {
             let stopped = match attempts.after_error(&failure, rt::now(), rand::random::<f64>()) {
                 Verdict::RetryAfter(wait) => {
                     // Nothing runs for the session while it waits: a cancel now is for the wait alone.
-                    self.cancel.slot.set_running(None);
-                    backoff::wait(wait, &interrupt, &self.ctx.drain).await.err()
+                    self.seat.cancel.slot.set_running(None);
+                    backoff::wait(wait, &interrupt, &self.seat.ctx.drain).await.err()
                 }
                 Verdict::GaveUp(why) => Some(why),
                 Verdict::Reached | Verdict::NotRetryable => return Ok(Settled { settled: true, retried }),
             };
             if let Some(why) = stopped {
                 // The last deadlock is relayed.
-                backoff::count(&self.pool, why);
+                backoff::count(&self.seat.pool, why);
                 return Ok(Settled { settled: false, retried });
             }
-            backoff::count(&self.pool, Outcome::Retried);
+            backoff::count(&self.seat.pool, Outcome::Retried);
             retried = Some(failure.error);
             self.link.pos += wire_len;
             self.compact();
@@ -113,7 +113,7 @@ impl Session {
 
     /// When the first packet of the response (unread) is an ERR: the failure and its wire length.
     fn first_failure(&self, ex: &Exchange) -> Result<Option<(Failure, usize)>, RelayError> {
-        let conn = self.link.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
+        let conn = self.seat.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
         let first = packet_at(&conn.rbuf, self.link.pos)?;
         Ok(ex.failure(&first.packet).map(|f| (f, first.wire.len())))
     }

@@ -11,29 +11,24 @@ use super::relay::Outcome as Relayed;
 use super::Session;
 use crate::config::Protocol;
 use crate::config::{PoolMode, PoolRole};
-use crate::pool::{Conn, CorePool, PassThrough};
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT, ER_WRONG_ARGUMENTS};
 use crate::protocol::mysql::response::{
     SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
 };
-use crate::routing::RywState;
 use crate::routing::{Decision, DecisionError, DecisionKind, MySqlSession, Outcome, Settled, StatementKey};
 use crate::rt;
 use crate::session::client_error::MyClientError;
-use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::retry::RulePolicy;
-use crate::session::engine::route::{self, Seat};
+use crate::session::engine::route::{self, RouteContext};
 use crate::session::give_back::moving_to;
 use crate::session::placement::{self, Placed};
-use crate::session::CoreContext;
 use crate::sql::fingerprint::Fingerprint;
-use std::rc::Rc;
 
 /// `ER_SPECIFIC_ACCESS_DENIED_ERROR`: a `reject` rule refuses the statement (a policy refusal).
 const ER_REJECTED: ErrorNumber = ErrorNumber { code: 1227, sql_state: *b"42000" };
 /// `ER_UNKNOWN_ERROR`: routing chose a pool this session cannot use (a server number, so every
 /// client shows the text).
-const ER_NO_POOL: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
+pub(super) const ER_NO_POOL: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
 /// `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION` (SQLSTATE 25006): a statement that is not
 /// replica-safe, refused on a replica-role pool or while the session holds a replica connection
 /// (#19); the same text as PostgreSQL clients get.
@@ -60,21 +55,6 @@ pub(super) struct Routed {
 }
 
 impl Session {
-    /// What holds the session on its current backend connection: a transaction, a cursor,
-    /// a response read part-way, session state, or a statement that generated an insert id
-    /// (`LAST_INSERT_ID()` reads that connection).
-    pub(super) fn holding(&self) -> Hold {
-        Hold::of(&HoldFacts {
-            connected: self.link.conn.is_some(),
-            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
-            read_only: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
-            cursor: self.tx.cursor.is_some(),
-            mid_exchange: self.link.pos != 0,
-            pin: self.state.pin(),
-            sticky: self.tx.sticky,
-        })
-    }
-
     /// Whether the session must stay on its current backend connection (see [`Session::holding`]).
     pub(super) fn held(&self) -> bool {
         self.holding().held()
@@ -84,11 +64,11 @@ impl Session {
     /// of the split (and not also its primary). A connection held there must only see
     /// replica-safe statements.
     fn on_replica(&self) -> bool {
-        if self.pool.config.role == PoolRole::Replica {
+        if self.seat.pool.config.role == PoolRole::Replica {
             return true;
         }
-        let rules = self.ctx.rules();
-        let name = self.pool.name();
+        let rules = self.seat.ctx.rules();
+        let name = self.seat.pool.name();
         rules.read_pool(Protocol::MySql) == Some(name) && rules.primary_pool(Protocol::MySql) != Some(name)
     }
 
@@ -102,10 +82,10 @@ impl Session {
 
     /// The refusal of a statement statement pooling cannot serve, before anything runs (#19).
     pub(super) fn statement_pooling_refusal(&self, sql: &str) -> Option<MyClientError> {
-        if self.pool.config.mode != PoolMode::Statement {
+        if self.seat.pool.config.mode != PoolMode::Statement {
             return None;
         }
-        let text = super::settle::statement_pooling_refusal(&self.pool.config.name, sql)?;
+        let text = super::settle::statement_pooling_refusal(&self.seat.pool.config.name, sql)?;
         Some(MyClientError::new(ER_STATEMENT_POOLING, text))
     }
 
@@ -120,14 +100,14 @@ impl Session {
             return (None, false); // the common statement reads no rule set
         }
         let s = MySqlSession {
-            pool: &self.pool.config.name,
+            pool: &self.seat.pool.config.name,
             on_replica: self.on_replica(),
             hold,
             cursor_only: self.cursor_only(),
             opens_write_transaction,
             // Refused before routing (see `statement_pooling_refusal`).
             statement_pooling: false,
-            primary: self.ctx.rules().primary_pool(Protocol::MySql).cloned(),
+            primary: self.seat.ctx.rules().primary_pool(Protocol::MySql).cloned(),
         };
         match super::settle::settle(decision, sql, &s) {
             Settled::HeldReplica(text) | Settled::StatementPooling(text) => (Some(text), false),
@@ -145,12 +125,12 @@ impl Session {
 
     /// [`Session::decide`] as if the session held its connection (`held`) or not.
     pub(super) fn decide_held(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
-        let (database, routing) = (self.state.db().unwrap_or(&self.pool.config.database), &self.routing);
-        let seat =
-            Seat::new(Protocol::MySql, &self.client.user, database, self.pool.name(), &routing.ryw, &routing.lex);
+        let (database, seat) = (self.state.db().unwrap_or(&self.seat.pool.config.database), &self.seat);
+        let lex = &self.routing.lex;
+        let seat = RouteContext::new(Protocol::MySql, &self.client.user, database, seat.pool.name(), &seat.ryw, lex);
         // The server's status flags say whether the open transaction is read-only.
         let read_only = self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0;
-        self.ctx.route(&seat.input(sql, key, held, read_only, rt::now()))
+        self.seat.ctx.route(&seat.input(sql, key, held, read_only, rt::now()))
     }
 
     /// Routes `sql` and moves the session to the decided pool when it may move.
@@ -164,11 +144,11 @@ impl Session {
             decision = free; // #24: the cross-protocol executor refuses it inside a transaction
         }
         let (refusal, detour) = self.settle(&mut decision, sql);
-        self.ctx.count_decision(&decision);
+        self.seat.ctx.count_decision(&decision);
         if let Some(text) = refusal {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
-        self.routing.ryw.observe(&decision, rt::now());
+        self.seat.ryw.observe(&decision, rt::now());
         self.routing.commit = super::causal::CommitGtid::expecting(sql, decision.facts.statement_count);
         if decision.facts.may_change_session() {
             // MySQL sql_mode does not roll back with a transaction.
@@ -179,7 +159,7 @@ impl Session {
         }
         let (mut target, named) = self.decided_pool(&decision)?;
         if named {
-            if let Some(e) = self.ctx.rules().replica_refusal(&decision, &target) {
+            if let Some(e) = self.seat.ctx.rules().replica_refusal(&decision, &target) {
                 return Err(decision_error(&e));
             }
         }
@@ -189,13 +169,9 @@ impl Session {
             let rewritten = decision.rewritten.map(|t| t.sql);
             return Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: Some(pool) });
         }
-        // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
         let to_replica = route::replica_read(&decision);
         if to_replica {
-            target = self
-                .ctx
-                .replica_fallback(Protocol::MySql, target, true)
-                .map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
+            target = placement::replica_target::<Self>(&self.seat, target, true)?;
         }
         self.move_to(&target, to_replica, sql).await?;
         self.retry.rule = RulePolicy::Same(decision.retry); // retry (#11)
@@ -228,7 +204,7 @@ impl Session {
             Outcome::Error(e) => return Err(decision_error(e)),
         };
         if decision.step == DecisionKind::Default {
-            if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.ctx.pools().get(n).cloned()) {
+            if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.seat.ctx.pools().get(n).cloned()) {
                 return Ok((own.name().clone(), true));
             }
         }
@@ -238,32 +214,33 @@ impl Session {
     pub(super) fn bridged_route(&mut self, sql: &str) -> Result<Option<Rewrite>, MyClientError> {
         let mut decision = self.decide(sql, None);
         let (refusal, _) = self.settle(&mut decision, sql);
-        self.ctx.count_decision(&decision);
+        self.seat.ctx.count_decision(&decision);
         if let Some(text) = refusal {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
         self.bridged_unproven(sql, &decision); // #34
-        self.routing.ryw.observe(&decision, rt::now());
+        self.seat.ryw.observe(&decision, rt::now());
         let (mut target, _) = self.decided_pool(&decision)?;
         if route::replica_read(&decision) {
             target = self
+                .seat
                 .ctx
                 .replica_fallback(Protocol::MySql, target, true)
                 .map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
         }
-        let moving = moving_to(&self.ctx, self.holding(), &self.pool.config.name, &target);
+        let moving = moving_to(&self.seat.ctx, self.holding(), &self.seat.pool.config.name, &target);
         if let Some(pool) = moving.map_err(|m| MyClientError::new(ER_NO_POOL, m))? {
             if pool.config.backend_protocol(Protocol::MySql) != Protocol::Postgres {
                 let text = format!(
                     "routing chose pool \"{target}\", whose backends speak MySQL; this session is bridged to \
                      PostgreSQL pool \"{}\" and stays on PostgreSQL pools",
-                    self.pool.config.name
+                    self.seat.pool.config.name
                 );
                 return Err(MyClientError::new(ER_NO_POOL, text));
             }
             // Idle here (session pooling keeps it between transactions): given back first.
             self.pg_release(false);
-            self.pool = pool;
+            self.seat.pool = pool;
         }
         Ok(decision.rewritten.map(|t| (t.sql, t.param_order)))
     }
@@ -275,21 +252,21 @@ impl Session {
     /// `param_order` (how the rewrite moves or repeats the client's `?` parameters).
     pub(super) fn bridged_translation(&self, sql: &str) -> Option<Rewrite> {
         let d = self.decide(sql, None);
-        let own_pool = matches!(&d.outcome, Outcome::Route(p) if **p == *self.pool.config.name);
+        let own_pool = matches!(&d.outcome, Outcome::Route(p) if **p == *self.seat.pool.config.name);
         if d.step != DecisionKind::Translation || !own_pool {
             return None;
         }
-        self.ctx.count_decision(&d);
+        self.seat.ctx.count_decision(&d);
         d.rewritten.map(|t| (t.sql, t.param_order))
     }
 
     /// Adds the statement being timed, which ended as `outcome` says, to the core's digest
     /// statistics.
     pub(super) fn record(&mut self, outcome: &Relayed) {
-        let timing = &mut self.routing.digest;
+        let timing = &mut self.seat.digest;
         timing.rows(outcome.rows);
         timing.failed(outcome.error);
-        self.ctx.record_digest(timing, Protocol::MySql, &self.pool);
+        self.seat.ctx.record_digest(timing, Protocol::MySql, &self.seat.pool);
     }
 }
 
@@ -302,51 +279,6 @@ fn decision_error(e: &DecisionError) -> MyClientError {
         DecisionError::ReplicaUnsafe { .. } => MyClientError::new(ER_HELD_REPLICA, e.to_string()),
         DecisionError::NoPool { .. } => MyClientError::new(ER_NO_POOL, e.to_string()),
         DecisionError::TranslationValue { .. } => MyClientError::new(ER_WRONG_ARGUMENTS, e.to_string()),
-    }
-}
-
-impl Placed for Session {
-    type Error = MyClientError;
-    const PROTOCOL: Protocol = Protocol::MySql;
-
-    fn core(&self) -> Rc<CoreContext> {
-        self.ctx.clone()
-    }
-
-    fn hold(&self) -> Hold {
-        self.holding()
-    }
-
-    fn ryw(&self) -> &RywState {
-        &self.routing.ryw
-    }
-
-    fn attached(&self) -> bool {
-        self.link.conn.is_some()
-    }
-
-    fn seat(&mut self) -> (&mut Rc<CorePool>, Option<&PassThrough>) {
-        (&mut self.pool, self.client.pass.as_deref())
-    }
-
-    fn unplaced(message: String) -> MyClientError {
-        MyClientError::new(ER_NO_POOL, message)
-    }
-
-    fn behind(message: String) -> MyClientError {
-        MyClientError::new(super::causal::ER_NO_CAUGHT_UP_REPLICA, message)
-    }
-
-    async fn release_backend(&mut self) {
-        Session::release_backend(self, false).await;
-    }
-
-    async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
-        Session::ensure_backend(self).await
-    }
-
-    async fn attach(&mut self, conn: Conn) -> Result<(), MyClientError> {
-        Session::attach(self, conn).await
     }
 }
 

@@ -14,6 +14,7 @@ use super::Session;
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::mysql::response::sql_mode_flags;
 use crate::session::client_error::MyClientError;
+use crate::session::placement::Placed;
 use crate::sql::mode::LexMode;
 use crate::sql::Dialect;
 
@@ -37,7 +38,7 @@ impl Session {
     /// the session is held on that connection. The session's mode becomes the connection's.
     pub(super) async fn keep_misread_off_the_replica(&mut self, sql: &str) -> Result<(), MyClientError> {
         self.ensure_backend().await?;
-        let actual = self.server_mode(self.link.conn.as_ref());
+        let actual = self.server_mode(self.seat.conn.as_ref());
         if actual == self.routing.lex.mode {
             return Ok(());
         }
@@ -57,7 +58,7 @@ impl Session {
         }
         let Some(primary) = self.primary_pool() else { return Err(refuse("there is no primary pool")) };
         self.release_backend(false).await;
-        self.pool = primary;
+        self.seat.pool = primary;
         Ok(())
     }
 }

@@ -27,6 +27,7 @@ use crate::routing::StatementKey;
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::error::RelayError;
+use crate::session::placement::Placed;
 use crate::sql::analyze::{session_effects, Effect, PinReason};
 use crate::sql::Dialect;
 
@@ -229,22 +230,6 @@ pub(super) async fn replay(conn: &mut Conn, state: &MyState, default_db: &str) -
     Ok(())
 }
 
-/// The session effects of executing prepared `sql` with `params` parameters: a prepared `SET`
-/// or `USE` changes the session as a text one does (a prepared `SET autocommit = 0` included,
-/// #19). With parameters the value is not in the text, so the setting cannot be replayed and
-/// pins the session instead.
-fn executed_effects(sql: &[u8], params: u16) -> Vec<(usize, Effect)> {
-    let mut effects = session_effects(&String::from_utf8_lossy(sql), Dialect::MySql).list;
-    if params > 0 {
-        for (_, e) in &mut effects {
-            if !matches!(e, Effect::Pin(_)) {
-                *e = Effect::Pin(PinReason::UntrackedSetting);
-            }
-        }
-    }
-    effects
-}
-
 /// Prepares `sql` on `conn` silently; returns the backend statement id, or the server's ERR.
 async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec<u8>>, RelayError> {
     let payload = [&[COM_STMT_PREPARE][..], sql].concat();
@@ -287,7 +272,7 @@ fn out_of_buffers() -> MyClientError {
 impl Session {
     /// The backend id of statement `key` on the attached connection (most recently used last).
     fn backend_stmt(&mut self, key: u64) -> Option<u32> {
-        let i = info(self.link.conn.as_mut()?)?;
+        let i = info(self.seat.conn.as_mut()?)?;
         let pos = i.prepared.iter().position(|(k, _)| *k == key)?;
         let entry = i.prepared.remove(pos);
         i.prepared.push(entry);
@@ -296,8 +281,8 @@ impl Session {
 
     /// Records a backend statement, closing the coldest one past the pool's limit.
     async fn remember_backend_stmt(&mut self, key: u64, id: u32) {
-        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
-        let Some(conn) = self.link.conn.as_mut() else { return };
+        let limit = self.seat.pool.config.limits.max_prepared_statements.get() as usize;
+        let Some(conn) = self.seat.conn.as_mut() else { return };
         let mut evicted = Vec::new();
         if let ConnInfo::MySql(i) = &mut conn.info {
             if let Some(pos) = i.prepared.iter().position(|(k, _)| *k == key) {
@@ -340,7 +325,7 @@ impl Session {
         // Routed at every execute; here only a translation matters, since it changes what is
         // prepared on backends.
         let origin = String::from_utf8_lossy(sql).into_owned();
-        let route_key = self.ctx.statement_key(&origin, Protocol::MySql);
+        let route_key = self.seat.ctx.statement_key(&origin, Protocol::MySql);
         let decision = self.decide(&origin, Some(route_key));
         let (prepared, order) = match decision.rewritten {
             Some(t) => (t.sql.into_bytes(), t.param_order.map(Rc::from)),
@@ -358,7 +343,7 @@ impl Session {
             return self.backend_lost(e).await;
         }
         self.state.apply(&pins, 0);
-        self.cancel.slot.set_running(None);
+        self.seat.cancel.slot.set_running(None);
         self.maybe_release().await;
         Ok(())
     }
@@ -373,7 +358,7 @@ impl Session {
     ) -> Result<(), RelayError> {
         let first = self.backend_payload(false).await?;
         if first.is_err() {
-            self.pool.counters.backend_error(); // metrics
+            self.seat.pool.counters.backend_error(); // metrics
             return self.forward_pkt(&first);
         }
         let ok = StmtPrepareOk::decode(&first.head).map_err(|e| RelayError::Malformed(e.to_string()))?;
@@ -463,7 +448,7 @@ impl Session {
     /// `limits.session_prepared_statements`, as the server past `max_prepared_stmt_count`;
     /// past `limits.session_prepared_bytes` of text.
     fn statements_refusal(&mut self, len: usize) -> Option<MyClientError> {
-        let limits = self.ctx.config().limits.clone();
+        let limits = self.seat.ctx.config().limits.clone();
         let max = limits.session_prepared_statements.get();
         if self.stmts.len() >= max as usize {
             let text = format!("Can't create more than max_prepared_stmt_count statements (current value: {max})");
@@ -479,7 +464,7 @@ impl Session {
             );
             return Some(MyClientError::new(ER_OUT_OF_RESOURCES, text));
         }
-        let budget = self.ctx.client_budget().clone();
+        let budget = self.seat.ctx.client_budget().clone();
         (!self.stmts.charge(&budget, want, limits.client_buffer_budget)).then(out_of_buffers)
     }
 
@@ -513,7 +498,7 @@ impl Session {
         let long_data = std::mem::take(&mut stmt.long_data);
         stmt.long_charge = None; // sent or dropped below
         self.tx.sticky = false;
-        self.routing.digest.begin(routed.fingerprint, &origin, rt::now());
+        self.seat.digest.begin(routed.fingerprint, &origin, rt::now());
         if let Err(e) = self.ensure_backend().await {
             e.encode(1, &mut self.io.out);
             return Ok(());
@@ -569,7 +554,7 @@ impl Session {
             let text = format!(
                 "statement {id} was prepared on MySQL pool \"{}\" but routing now sends it to PostgreSQL pool \"{}\"; \
                  prepare it again",
-                self.pool.config.name, pool.config.name
+                self.seat.pool.config.name, pool.config.name
             );
             MyClientError::new(super::bridged::cross::ER_QP_CROSS_PROTOCOL, text).encode(1, &mut self.io.out);
             return None;
@@ -585,7 +570,7 @@ impl Session {
         if let Some(b) = self.backend_stmt(key) {
             return Ok(Some(b));
         }
-        let Some(conn) = self.link.conn.as_mut() else { return Ok(None) };
+        let Some(conn) = self.seat.conn.as_mut() else { return Ok(None) };
         match prepare_silently(conn, sql).await {
             Err(e) => self.backend_lost(e).await.map(|()| None),
             Ok(Err(err)) => {
@@ -636,7 +621,7 @@ impl Session {
         let Some((_, backend_id)) = self.tx.cursor.take() else { return };
         let mut p = vec![COM_STMT_RESET];
         put_u32(&mut p, backend_id);
-        let Some(conn) = self.link.conn.as_mut() else { return };
+        let Some(conn) = self.seat.conn.as_mut() else { return };
         if !matches!(silent(conn, &p).await, Ok(None)) {
             conn.broken = true;
         }
@@ -645,8 +630,8 @@ impl Session {
     pub(super) fn on_long_data(&mut self, body: &[u8]) -> Result<(), End> {
         let mut r = Reader::new(body);
         let (Ok(id), Ok(param)) = (r.u32("statement id"), r.u16("parameter")) else { return Ok(()) };
-        let limits = self.ctx.config().limits.clone();
-        let budget = self.ctx.client_budget().clone();
+        let limits = self.seat.ctx.config().limits.clone();
+        let budget = self.seat.ctx.client_budget().clone();
         let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
         if stmt.long_refused.is_some() {
             return Ok(()); // dropped: the execute fails anyway
@@ -727,6 +712,22 @@ impl Session {
         self.after_response(&o).await;
         Ok(())
     }
+}
+
+/// The session effects of executing prepared `sql` with `params` parameters: a prepared `SET`
+/// or `USE` changes the session as a text one does (a prepared `SET autocommit = 0` included,
+/// #19). With parameters the value is not in the text, so the setting cannot be replayed and
+/// pins the session instead.
+fn executed_effects(sql: &[u8], params: u16) -> Vec<(usize, Effect)> {
+    let mut effects = session_effects(&String::from_utf8_lossy(sql), Dialect::MySql).list;
+    if params > 0 {
+        for (_, e) in &mut effects {
+            if !matches!(e, Effect::Pin(_)) {
+                *e = Effect::Pin(PinReason::UntrackedSetting);
+            }
+        }
+    }
+    effects
 }
 
 #[cfg(test)]

@@ -145,7 +145,7 @@ impl Session {
             Ok(None) => return,
             Err(e) => {
                 tracing::debug!(error = %e, "SHOW WARNINGS after a retry failed; the connection goes");
-                if let Some(c) = self.link.conn.as_mut() {
+                if let Some(c) = self.seat.conn.as_mut() {
                     c.broken = true;
                 }
                 return;

@@ -17,7 +17,7 @@ impl Session {
     }
 
     pub(super) fn has_prepared(&mut self, key: u64) -> bool {
-        let Some(conn) = self.backend.as_mut() else { return false };
+        let Some(conn) = self.seat.conn.as_mut() else { return false };
         match conn.prepared.iter().position(|k| *k == key) {
             Some(i) => {
                 // Most recently used last, so eviction takes the coldest.
@@ -34,7 +34,7 @@ impl Session {
     pub(super) fn not_run(&mut self, e: Expect) {
         match e {
             Expect::Parse { swallow, key: Some(k) } => {
-                if let Some(conn) = self.backend.as_mut() {
+                if let Some(conn) = self.seat.conn.as_mut() {
                     conn.prepared.retain(|p| *p != k);
                 }
                 // The client's own named Parse: as on the server, the name was not created,
@@ -61,7 +61,7 @@ impl Session {
             }
             Expect::Close { key: Some(k), .. } => {
                 // The evicted statement is still on the backend.
-                if let Some(conn) = self.backend.as_mut().filter(|c| !c.prepared.contains(&k)) {
+                if let Some(conn) = self.seat.conn.as_mut().filter(|c| !c.prepared.contains(&k)) {
                     conn.prepared.insert(0, k);
                 }
             }
@@ -73,7 +73,7 @@ impl Session {
     /// mean the fresh statement, which is queued for preparing; returns the batch `bytes`
     /// renamed to it (or, should they not decode, the old name re-prepared in place).
     pub(super) fn heal_fresh(&mut self, stale: &Rc<Stmt>, bytes: &[u8]) -> Vec<u8> {
-        let fresh = Rc::new(stale.regenerated(self.pool.schema_generation()));
+        let fresh = Rc::new(stale.regenerated(self.seat.pool.schema_generation()));
         let Some(renamed) = flight::renamed(bytes, &stale.server_name, &fresh.server_name) else {
             self.ex.close_on_backend(&stale.server_name, None);
             self.ex.forward(&stale.parse_msg, Expect::Parse { swallow: true, key: Some(stale.key) });
@@ -90,7 +90,7 @@ impl Session {
     /// Corrects the connection's bookkeeping of statement `key` from a server error that named
     /// it: the client sees the error once, and its next attempt prepares or reuses correctly.
     pub(super) fn correct_prepared(&mut self, key: u64, exists: bool) {
-        let Some(conn) = self.backend.as_mut() else { return };
+        let Some(conn) = self.seat.conn.as_mut() else { return };
         conn.prepared.retain(|k| *k != key);
         if exists {
             conn.prepared.push(key);
@@ -100,8 +100,8 @@ impl Session {
     /// Queues a Parse of `stmt` under its router name on the current backend connection,
     /// evicting the coldest statement when the connection is at its limit.
     pub(super) fn prepare_on_backend(&mut self, stmt: &Stmt, swallow: bool) {
-        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
-        let Some(conn) = self.backend.as_mut() else { return };
+        let limit = self.seat.pool.config.limits.max_prepared_statements.get() as usize;
+        let Some(conn) = self.seat.conn.as_mut() else { return };
         while conn.prepared.len() >= limit {
             let cold = conn.prepared.remove(0);
             self.ex.close_on_backend(&prepared::server_name(cold), Some(cold));

@@ -17,6 +17,7 @@ use crate::routing::{Decision, DecisionKind, Outcome, StatementKey};
 use crate::session::client_error::PgClientError;
 use crate::session::engine::hold::Hold;
 use crate::session::engine::route::{guard, Guard, HeldReplica};
+use crate::session::placement::Placed;
 
 /// Bytes of client messages held for one batch (a larger batch goes to the primary).
 const HOLD_BYTES: usize = 64 * 1024;
@@ -104,7 +105,8 @@ impl Session {
                 | FrontendMessage::Execute { .. }
                 | FrontendMessage::Close { .. }
         );
-        extended && (!self.batch.is_empty() || (!self.holding().held() && self.ctx.splits_reads(Protocol::Postgres)))
+        extended
+            && (!self.batch.is_empty() || (!self.holding().held() && self.seat.ctx.splits_reads(Protocol::Postgres)))
     }
 
     /// Whether a message of type `tag` is dropped unread: the batch failed, and it is neither
@@ -180,7 +182,7 @@ impl Session {
                 read_only = !d.ends_transaction();
                 return !d.facts.safe_when_read_only();
             }
-            let on_read = matches!(&d.outcome, Outcome::Route(p) if self.ctx.is_read_pool(Protocol::Postgres, p));
+            let on_read = matches!(&d.outcome, Outcome::Route(p) if self.seat.ctx.is_read_pool(Protocol::Postgres, p));
             read_only = on_read && d.reason == "read_only_transaction";
             !on_read
         })
@@ -190,8 +192,8 @@ impl Session {
     /// pool (an open transaction, part of a pipeline already run there, pinned state): it must
     /// never be sent there, and cannot move either.
     pub(super) fn replica_hold_refusal(&self, d: &Decision) -> Option<PgClientError> {
-        let on_replica = self.pool.config.role == crate::config::PoolRole::Replica
-            || self.ctx.is_read_pool(Protocol::Postgres, self.pool.name());
+        let on_replica = self.seat.pool.config.role == crate::config::PoolRole::Replica
+            || self.seat.ctx.is_read_pool(Protocol::Postgres, self.seat.pool.name());
         let read_only = self.progress.read_only_tx && d.facts.safe_when_read_only(); // #34
         let hold = self.holding();
         let unsafe_there = (!replica_safe(d) && !read_only).then(|| d.facts.ineligibility.unwrap_or("unanalyzable"));
@@ -204,7 +206,7 @@ impl Session {
             Hold::MidBatch => "earlier statements of this pipeline ran there and hold it until Sync",
             _ => "session state pins the session there",
         };
-        let pool = self.pool.name();
+        let pool = self.seat.pool.name();
         Some(PgClientError::new(
             sqlstate::READ_ONLY_SQL_TRANSACTION,
             format!("cannot run a statement that is not replica-safe ({why}) on read pool \"{pool}\": {hold}"),
@@ -213,11 +215,12 @@ impl Session {
 
     /// The write pool, when the batch being released must not use the read pool.
     pub(super) fn batch_override(&self, d: &Decision, target: &str) -> Option<std::sync::Arc<str>> {
-        let split_read = d.step == DecisionKind::ReadWriteSplit && self.ctx.is_read_pool(Protocol::Postgres, target);
+        let split_read =
+            d.step == DecisionKind::ReadWriteSplit && self.seat.ctx.is_read_pool(Protocol::Postgres, target);
         if !self.batch.primary || !split_read {
             return None;
         }
-        self.ctx.rules().primary_pool(Protocol::Postgres).cloned()
+        self.seat.ctx.rules().primary_pool(Protocol::Postgres).cloned()
     }
 }
 

@@ -101,7 +101,7 @@ impl Session {
     async fn client_gone_mid_copy(&mut self) -> End {
         self.ex.fail_copy("client disconnected");
         let _ = self.send_backend().await;
-        if let Some(c) = self.backend.as_mut() {
+        if let Some(c) = self.seat.conn.as_mut() {
             c.broken = true;
         }
         End::ClientGone
@@ -130,7 +130,7 @@ impl Session {
                     _ => Woke::ClientGone,
                 }
             };
-            let woke = match self.backend.as_mut().filter(|_| watch) {
+            let woke = match self.seat.conn.as_mut().filter(|_| watch) {
                 Some(conn) => {
                     let from_backend = async {
                         Woke::Backend(
@@ -152,7 +152,7 @@ impl Session {
     /// Relays the notices and parameter changes at the start of the backend's buffer; `false`
     /// when anything else is there (an ErrorResponse: the COPY was rejected).
     fn relay_notices_during_copy(&mut self) -> bool {
-        let Some(conn) = self.backend.as_mut() else { return false };
+        let Some(conn) = self.seat.conn.as_mut() else { return false };
         let mut pos = 0usize;
         let mut only_notices = true;
         while let Some(f) = conn.rbuf.get(pos..).and_then(|rest| decode_raw_frame(rest, PEEK_MAX).ok().flatten()) {

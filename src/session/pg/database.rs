@@ -11,6 +11,7 @@ use crate::pool::{CorePool, PoolError};
 use crate::protocol::pg::sqlstate;
 use crate::protocol::pg::FrontendMessage;
 use crate::session::client_error::PgClientError;
+use crate::session::placement::Placed;
 use crate::session::CoreContext;
 use crate::sql::database_ddl::blocked_database;
 
@@ -42,7 +43,7 @@ impl Session {
         let (FrontendMessage::Query(sql) | FrontendMessage::Parse { query: sql, .. }) = msg else { return };
         let Some(database) = blocked_database(sql) else { return };
         if self.may_free(&database).await {
-            self.ctx.release_database(&database).await;
+            self.seat.ctx.release_database(&database).await;
         }
     }
 
@@ -55,7 +56,7 @@ impl Session {
         if !self.ex.expects().is_empty() || !self.ex.queued().is_empty() || self.ensure_backend().await.is_err() {
             return false;
         }
-        let Some(conn) = self.backend.as_mut() else { return false };
+        let Some(conn) = self.seat.conn.as_mut() else { return false };
         let answer = pg_query(conn, &question).await;
         self.progress.unnamed.elsewhere(); // a simple query of the router's drops it
         match answer {

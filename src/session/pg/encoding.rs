@@ -33,7 +33,7 @@ impl Session {
             return self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed message")).await;
         };
         let text = String::from_utf8_lossy(query);
-        let refusal = if self.pool.config.mode == PoolMode::Statement && begins_transaction(&text) {
+        let refusal = if self.seat.pool.config.mode == PoolMode::Statement && begins_transaction(&text) {
             Some(PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
@@ -46,7 +46,7 @@ impl Session {
                 "a named prepared statement must be valid UTF-8 through the router; use the unnamed statement",
             ))
         } else {
-            match self.route_statement(&text, None, true).await {
+            match self.route_statement(&text, true, None).await {
                 Ok(None) => None,
                 Ok(Some(_)) => Some(PgClientError::new(
                     sqlstate::FEATURE_NOT_SUPPORTED,

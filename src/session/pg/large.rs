@@ -60,10 +60,10 @@ impl Session {
     pub(super) async fn pass_on_large(&mut self, pass: &mut Pass, len: usize) -> Result<(), End> {
         self.retry_note(server::DATA_ROW, len);
         self.io.flush().await?;
-        let mut held = self.ctx.client_budget().charge(BufferKind::Rows);
+        let mut held = self.seat.ctx.client_budget().charge(BufferKind::Rows);
         let mut left = len;
         while left > 0 {
-            let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+            let Some(conn) = self.seat.conn.as_mut() else { return Ok(()) };
             let piece = conn.rbuf.len().saturating_sub(pass.pos).min(left);
             if piece > 0 {
                 // At most one read: the budget only shows it (refusing part of a row already
@@ -108,10 +108,10 @@ impl Session {
     /// in pieces, reading the client no faster than the backend takes them.
     pub(super) async fn pass_on_copy_data(&mut self, len: usize) -> Result<(), End> {
         self.send_backend().await?; // what was queued goes first
-        let mut held = self.ctx.client_budget().charge(BufferKind::Copy);
+        let mut held = self.seat.ctx.client_budget().charge(BufferKind::Copy);
         let mut left = len;
         while left > 0 {
-            let Some(conn) = self.backend.as_mut() else { return Err(End::ClientGone) };
+            let Some(conn) = self.seat.conn.as_mut() else { return Err(End::ClientGone) };
             let io = &mut self.io;
             let piece = io.buf.len().saturating_sub(io.pos).min(left);
             if piece > 0 {
@@ -132,7 +132,7 @@ impl Session {
                 Ok(Ok(n)) if n > 0 => {}
                 Ok(_) => {
                     // Part of a message went: nothing can follow it on this connection.
-                    if let Some(c) = self.backend.as_mut() {
+                    if let Some(c) = self.seat.conn.as_mut() {
                         c.broken = true;
                     }
                     return Err(End::ClientGone);
@@ -187,7 +187,7 @@ impl Session {
     /// `Some((tag, len))` when the budget refuses it.
     pub(super) fn charge_incoming(&mut self) -> Option<(u8, usize)> {
         let Ok(Some((tag, len))) = decode_header(&self.io.buf, self.max_message()) else { return None };
-        let budget = self.ctx.config().limits.client_buffer_budget;
+        let budget = self.seat.ctx.config().limits.client_buffer_budget;
         (!self.io.charge_incoming(len, budget)).then_some((tag, len))
     }
 

@@ -32,6 +32,7 @@ use crate::config::Protocol;
 use crate::protocol::pg::tag::backend as server;
 use crate::protocol::pg::{frontend, sqlstate, EncodeError, FrontendMessage, Target};
 use crate::session::client_error::PgClientError;
+use crate::session::placement::Placed;
 use crate::sql::template::{InlineError, LateTranslation, LiteralKind};
 
 /// SQLSTATE of a NUL byte in a text value (`character_not_in_repertoire`).
@@ -81,18 +82,18 @@ impl Session {
     /// A Parse of a translation's shape with a `$n` in a JSON-array slot: held, its
     /// ParseComplete synthesized in order.
     fn late_parse(&mut self, name: &str, query: &str, types: &[u32]) -> Option<Result<(), End>> {
-        let rules = self.ctx.rules();
+        let rules = self.seat.ctx.rules();
         if !rules.has_translations() || !query.contains('$') {
             return None; // the common case pays no fingerprint
         }
-        let key = self.ctx.statement_key(query, Protocol::Postgres);
+        let key = self.seat.ctx.statement_key(query, Protocol::Postgres);
         rules.late_translation(&key, query)?;
         if !name.is_empty() {
             if let Some(e) = self.named_parse_refusal(name, query) {
                 return Some(self.fail_batch(e));
             }
         }
-        let mut stmt = Stmt::new(query, None, types, self.pool.schema_generation());
+        let mut stmt = Stmt::new(query, None, types, self.seat.pool.schema_generation());
         stmt.route_key = Some(key);
         stmt.late = true;
         self.stmts.insert(name.to_owned(), Rc::new(stmt));
@@ -117,7 +118,7 @@ impl Session {
             Ok(sql) => sql,
             Err(e) => return self.fail_batch(e),
         };
-        let sql = match self.route_statement(&sql, None, true).await {
+        let sql = match self.route_statement(&sql, true, None).await {
             Ok(rewritten) => rewritten.unwrap_or(sql),
             Err(e) => return self.fail_batch(e),
         };
@@ -149,7 +150,7 @@ impl Session {
             Ok(sql) => sql,
             Err(e) => return self.fail_batch(inline_error(&e)),
         };
-        let sql = match self.route_statement(&sql, None, false).await {
+        let sql = match self.route_statement(&sql, false, None).await {
             Ok(rewritten) => rewritten.unwrap_or(sql),
             Err(e) => return self.fail_batch(e),
         };
@@ -193,8 +194,8 @@ impl Session {
 
     /// The translation `stmt` is held for.
     fn late_of(&self, stmt: &Stmt) -> Result<LateTranslation, PgClientError> {
-        let key = stmt.route_key.unwrap_or_else(|| self.ctx.statement_key(&stmt.query, Protocol::Postgres));
-        match self.ctx.rules().late_translation(&key, &stmt.query) {
+        let key = stmt.route_key.unwrap_or_else(|| self.seat.ctx.statement_key(&stmt.query, Protocol::Postgres));
+        match self.seat.ctx.rules().late_translation(&key, &stmt.query) {
             Some((_, late)) => Ok(late),
             // The rule went away since Parse (a reload): the statement is no longer held.
             None => Err(PgClientError::new(

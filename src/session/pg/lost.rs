@@ -58,7 +58,7 @@ impl Session {
         let after = self.after_loss();
         let (why, said) = self.drop_lost_backend(&cause);
         if after.is_none() {
-            tracing::debug!("an idle backend connection of pool {} went away", self.pool.name());
+            tracing::debug!("an idle backend connection of pool {} went away", self.seat.pool.name());
             return None;
         }
         self.tell_fatal(said, &format!("the backend connection was lost{why}"));
@@ -68,8 +68,8 @@ impl Session {
     /// What ends the session now that its connection broke, judged on its state before.
     fn after_loss(&self) -> Option<Gone> {
         release::after_loss(&LossFacts {
-            mode: self.pool.config.mode,
-            home_pool: **self.pool.name() == *self.identity.home,
+            mode: self.seat.pool.config.mode,
+            home_pool: **self.seat.pool.name() == *self.identity.home,
             in_transaction: self.progress.tx != TransactionStatus::Idle,
             pin: self.state.pin(),
             // An ErrorResponse ends any response: the client reads on to ReadyForQuery.
@@ -82,11 +82,11 @@ impl Session {
     /// it), else under `seen`; returns the cause as the router words it (" (…)", or empty) and
     /// the server's FATAL.
     fn drop_lost_backend(&mut self, seen: &RelayError) -> (String, Option<Vec<u8>>) {
-        close(&self.pool, self.backend.take());
+        close(&self.seat.pool, self.seat.conn.take());
         self.ex.lost();
-        self.cancel.slot.set_running(None);
+        self.seat.cancel.slot.set_running(None);
         let gone = self.ex.forget_flight();
-        self.ctx.counters.relay_failed(gone.as_ref().map_or(seen, |g| &g.cause).code()); // metrics
+        self.seat.ctx.counters.relay_failed(gone.as_ref().map_or(seen, |g| &g.cause).code()); // metrics
         let Some(gone) = gone else { return (String::new(), None) };
         let why = gone.cause.cause().map(|m| format!(" ({m})")).unwrap_or_default();
         (why, gone.said)

@@ -43,14 +43,14 @@ use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::pg::{
     backend, decode_raw_frame, frontend, sqlstate, DecodeError, Frame, FrontendMessage, Target, TransactionStatus,
 };
-use crate::routing::RywState;
 use crate::rt::{self, Stream};
-use crate::session::cancel::CancelSlot;
 use crate::session::client_error::PgClientError;
 use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
+use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::release::{self, Release, ReleaseFacts};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
+use crate::session::placement::{self, Placed, Seat};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
 use prepared::Expect;
@@ -58,17 +58,14 @@ use readonly::begins_transaction;
 
 /// One PostgreSQL client connection.
 pub(super) struct Session {
-    ctx: Rc<CoreContext>,
     /// The client's socket and the buffers between it and the session.
     io: ClientIo,
-    pool: Rc<CorePool>,
-    backend: Option<Conn>,
+    /// Its pool, connection, read-your-writes and digest timing.
+    seat: Seat,
     state: SessionState,
     stmts: prepared::Stmts,
     /// The batch queued for the backend, the responses it expects and the statement in flight.
     ex: exchange::Exchange,
-    /// How a cancel reaches the session's running statement.
-    cancel: CancelHandle,
     /// Extended messages held until the batch can be routed as one unit (#19).
     batch: batch::Held,
     /// Where the client's statements stand: transaction, read-your-writes, timing.
@@ -80,13 +77,6 @@ pub(super) struct Session {
     bridge: bridged::Bridge,
 }
 
-/// How a cancel reaches the session's running statement.
-struct CancelHandle {
-    slot: Rc<CancelSlot>,
-    /// The key the client was given for its CancelRequests.
-    key: CancelKey,
-}
-
 /// Where the client's statements stand.
 struct Progress {
     tx: TransactionStatus,
@@ -94,10 +84,6 @@ struct Progress {
     read_only_tx: bool,
     /// The BEGIN of the open transaction, while nothing else ran in it (#34).
     fresh: Option<String>,
-    /// Read-your-writes: whether reads must stay on the primary after a write.
-    ryw: RywState,
-    /// The statement timed for per-shape statistics.
-    digest: crate::session::engine::digest::Timing,
     /// Bytes of text the client's named statements hold, at least, charged to the process's
     /// client buffer budget (see `statements_refusal`, #33).
     stmts_held: crate::metrics::Charge,
@@ -115,7 +101,8 @@ pub(super) struct Identity {
     pub database: String,
     /// How the server tokenizes this session's SQL (`standard_conforming_strings`, #19).
     pub lex: crate::sql::mode::SessionModes,
-    /// On a pass-through pool, who the session's backend connections log in as (#23).
+    /// On a pass-through pool, who the session's backend connections log in as (#23); it moves
+    /// to the session's [`Seat`] when the session starts.
     pub pass: Option<Rc<crate::pool::PassThrough>>,
     /// A causal token the client passed as startup parameter `querypilot.causal_token` (#22).
     pub causal: Option<crate::id::Token>,
@@ -125,7 +112,7 @@ pub(super) struct Identity {
 
 impl Wire for Session {
     fn io(&mut self) -> (&mut ClientIo, &CoreContext) {
-        (&mut self.io, &self.ctx)
+        (&mut self.io, &self.seat.ctx)
     }
 
     async fn take_unit(&mut self) -> Result<bool, End> {
@@ -150,7 +137,7 @@ impl Wire for Session {
         if let Some(read) = self.push_unsynced().await? {
             return Ok(Some(read)); // a batch without Sync waits nowhere (#36)
         }
-        let idle = self.backend.is_none() && self.ex.expects().is_empty();
+        let idle = self.seat.conn.is_none() && self.ex.expects().is_empty();
         // Between transactions a held backend may speak unprompted (NOTIFY is delivered only
         // then; notices; its own death), so watch it too. Inside a transaction only a dying
         // backend speaks, and the next statement finds that out: racing a second read there
@@ -190,13 +177,13 @@ impl Wire for Session {
     }
 
     fn kills(&self) -> (rt::Event, Option<rt::Event>) {
-        (self.pool.gate().killed(), None)
+        (self.seat.pool.gate().killed(), None)
     }
 
     /// Says goodbye where the router ended the session, and gives back what it held: the
     /// backend connection, the cancel key, the named statements (in slices, #33).
     async fn finish(&mut self, end: End) {
-        if let (End::Killed, Some(conn)) = (&end, self.backend.as_mut()) {
+        if let (End::Killed, Some(conn)) = (&end, self.seat.conn.as_mut()) {
             // Killed wherever it was: a response may still be on its way, so the connection goes.
             conn.broken = true;
         }
@@ -212,18 +199,15 @@ impl Wire for Session {
         }
         self.cross_unpark();
         self.release_backend(true).await;
-        self.ctx.cancels.remove(self.cancel.key);
+        self.seat.ctx.cancels.remove(self.seat.cancel.key);
         prepared::drop_in_slices(std::mem::take(&mut self.stmts)).await; // #33
     }
 
     /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
     /// told why, and the backend connection is closed, which rolls its transaction back.
     async fn idle_transaction_expired(&mut self) -> End {
-        if let Some(c) = self.backend.as_mut() {
-            c.broken = true;
-        }
-        self.pool.counters.idle_transaction_timed_out();
-        let ms = self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis();
+        self.seat.drop_idle_transaction();
+        let ms = self.seat.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis();
         let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
         PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.io.out);
         let _ = self.io.flush().await;
@@ -292,29 +276,20 @@ impl Session {
         max_msg: usize,
         mut identity: Identity,
     ) -> Self {
-        let slot = ctx.cancels.register(key);
         let stmts_held = ctx.client_budget().charge(crate::metrics::BufferKind::Statements);
         let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
-        let mut ryw = RywState::new(ctx.read_your_writes());
-        if let Some(token) = identity.causal.take() {
-            ryw.adopt_token(token); // causal token handed over at startup (#22)
-        }
+        let (pass, causal) = (identity.pass.take(), identity.causal.take());
         Self {
-            ctx,
             io: ClientIo::new(client, leftover, max_msg, held),
-            pool,
-            backend: None,
+            seat: Seat::new(ctx, pool, key, pass, causal),
             state,
             stmts: prepared::Stmts::default(),
             ex: exchange::Exchange::default(),
-            cancel: CancelHandle { slot, key },
             batch: batch::Held::default(),
             progress: Progress {
                 tx: TransactionStatus::Idle,
                 read_only_tx: false,
                 fresh: None,
-                ryw,
-                digest: Default::default(),
                 stmts_held,
                 tokens: token::TokenStatements::default(),
                 unnamed: unnamed::Unnamed::default(),
@@ -372,7 +347,7 @@ impl Session {
     /// The pool's `idle_transaction_timeout` when the session holds its backend inside a
     /// transaction or mid-exchange (COPY, an extended batch awaiting Sync); `None` otherwise.
     fn idle_transaction_timeout(&self) -> Option<std::time::Duration> {
-        release::idle_limit(self.holding_for(true), self.pool.config.timeouts.idle_transaction)
+        release::idle_limit(self.holding_for(true), self.seat.pool.config.timeouts.idle_transaction)
     }
 
     async fn dispatch(&mut self) -> Result<(), End> {
@@ -484,7 +459,7 @@ impl Session {
     }
 
     async fn on_query(&mut self, sql: &str, raw: &[u8]) -> Result<(), End> {
-        if self.pool.config.mode == PoolMode::Statement && begins_transaction(sql) {
+        if self.seat.pool.config.mode == PoolMode::Statement && begins_transaction(sql) {
             PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
@@ -502,7 +477,7 @@ impl Session {
         if let Some(done) = self.on_cross_query(sql).await {
             return done; // routed to a MySQL pool (#24)
         }
-        let rewritten = match self.route_statement(sql, None, true).await {
+        let rewritten = match self.route_statement(sql, true, None).await {
             Ok(r) => r,
             Err(e) => {
                 e.encode(&mut self.io.out);
@@ -550,7 +525,7 @@ impl Session {
     }
 
     async fn on_parse(&mut self, name: &str, query: &str, types: &[u32], raw: &[u8]) -> Result<(), End> {
-        if self.pool.config.mode == PoolMode::Statement && begins_transaction(query) {
+        if self.seat.pool.config.mode == PoolMode::Statement && begins_transaction(query) {
             return self.fail_batch(PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
@@ -560,7 +535,7 @@ impl Session {
             if let Some(done) = self.on_named_parse(query, types).await {
                 return done;
             }
-            let rewritten = match self.route_statement(query, None, true).await {
+            let rewritten = match self.route_statement(query, true, None).await {
                 Ok(r) => r,
                 Err(e) => return self.fail_batch(e),
             };
@@ -581,7 +556,7 @@ impl Session {
         }
         let stmt = Rc::new(self.client_stmt(query, types));
         self.stmts.insert(name.to_owned(), stmt.clone());
-        if self.backend.is_none() {
+        if self.seat.conn.is_none() {
             // Outside a transaction a named statement needs no connection yet: it is prepared
             // on whichever connection its first Bind or Describe lands on. Holding a connection
             // for a bare Parse would let synchronous clients (libpq's PQprepare) deadlock a
@@ -609,7 +584,7 @@ impl Session {
             // Unknown to the router: let the server report it.
             return self.forward_ext(raw, Expect::Bind).await;
         };
-        if let Err(e) = self.route_statement(&stmt.query, stmt.route_key, true).await {
+        if let Err(e) = self.route_statement(&stmt.query, true, stmt.route_key).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {
@@ -656,7 +631,7 @@ impl Session {
             }
             return self.forward_ext(raw, expect).await;
         };
-        if let Err(e) = self.route_statement(&stmt.query, stmt.route_key, false).await {
+        if let Err(e) = self.route_statement(&stmt.query, false, stmt.route_key).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {
@@ -691,34 +666,10 @@ impl Session {
         Ok(())
     }
 
-    /// Makes sure a backend connection is attached, replaying session settings on it.
-    async fn ensure_backend(&mut self) -> Result<(), PgClientError> {
-        if self.backend.is_some() {
-            return Ok(());
-        }
-        let conn = self
-            .ctx
-            .checkout_for::<PgClientError>(&mut self.pool, Protocol::Postgres, self.identity.pass.as_deref())
-            .await?;
-        self.attach(conn).await
-    }
-
-    /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,
-    /// replaying session settings on it.
-    async fn attach(&mut self, conn: Conn) -> Result<(), PgClientError> {
-        let stale = conn.settings != self.state.signature();
-        self.backend = Some(conn);
-        self.progress.unnamed.elsewhere();
-        if stale {
-            self.replay_settings().await?;
-        }
-        Ok(())
-    }
-
     /// Sends everything queued for the backend and marks the session's statement cancellable.
     async fn send_backend(&mut self) -> Result<(), End> {
-        let Some(conn) = self.backend.as_mut() else { return Ok(()) };
-        self.cancel.slot.running_on(conn, Protocol::Postgres);
+        let Some(conn) = self.seat.conn.as_mut() else { return Ok(()) };
+        self.seat.cancel.slot.running_on(conn, Protocol::Postgres);
         // Until its ReadyForQuery arrives the connection carries this client's response: it must
         // never be handed to anyone else (the client may vanish mid-result).
         self.ex.sent();
@@ -733,49 +684,18 @@ impl Session {
     /// Gives the backend connection back when the pool mode says the client is done with it.
     /// A pin taken since the last call is counted here, where it starts to keep the connection.
     async fn maybe_release(&mut self) {
-        self.ctx.count_pin(self.state.take_uncounted_pin()); // metrics
-        let move_off = self.backend.as_ref().is_some_and(|c| self.pool.should_move_off(c.backend));
-        if release::gives_back(self.pool.config.mode, self.holding_for(false), move_off) {
+        self.seat.ctx.count_pin(self.state.take_uncounted_pin()); // metrics
+        let move_off = self.seat.conn.as_ref().is_some_and(|c| self.seat.pool.should_move_off(c.backend));
+        if release::gives_back(self.seat.pool.config.mode, self.holding_for(false), move_off) {
             self.release_backend(false).await;
         }
-    }
-
-    /// Returns the backend to the pool as [`release::release`] says (cleaning it when the
-    /// session ends with state on it).
-    async fn release_backend(&mut self, session_end: bool) {
-        if self.is_bridged() {
-            self.my_release(session_end);
-            return;
-        }
-        self.cancel.slot.set_running(None);
-        self.cancel.slot.settle().await;
-        let hold = self.holding_for(true);
-        let Some(mut conn) = self.backend.take() else { return };
-        // The next client's replay starts with RESET ALL (see `replay_settings`), so no setting
-        // lingers; DISCARD ALL is PostgreSQL's (#35): a generic engine's connection goes
-        // instead; the client's startup values may be RESET on it and not yet put back (#18).
-        let verdict = release::release(
-            hold,
-            &ReleaseFacts {
-                can_reset: self.pool.config.engine != Engine::Generic,
-                settings_stale: self.state.restore_pending(),
-                ..ReleaseFacts::leaving(session_end, self.pool.config.mode, conn.broken)
-            },
-        );
-        self.ex.settled();
-        // DISCARD ALL drops what the next client must not inherit, our prepared statements too.
-        let reset = verdict == Release::Reset && relay::discard_all(&mut conn).await.is_ok();
-        if reset {
-            conn.prepared.clear();
-        }
-        give_back(&self.pool, conn, verdict, reset, self.state.signature());
     }
 
     async fn replay_settings(&mut self) -> Result<(), PgClientError> {
         let sql = self.state.replay_sql();
         let sig = self.state.signature();
-        let Some(conn) = self.backend.as_mut() else { return Ok(()) };
-        if self.pool.config.engine == Engine::Generic {
+        let Some(conn) = self.seat.conn.as_mut() else { return Ok(()) };
+        if self.seat.pool.config.engine == Engine::Generic {
             // RESET SESSION AUTHORIZATION / RESET ROLE / RESET ALL are PostgreSQL's (#35): a
             // generic engine's connections carry only what clients sent on them.
             conn.settings = sig;
@@ -787,7 +707,7 @@ impl Session {
                 Ok(())
             }
             Err(e) => {
-                close(&self.pool, self.backend.take());
+                close(&self.seat.pool, self.seat.conn.take());
                 Err(e)
             }
         }
@@ -797,4 +717,90 @@ impl Session {
 /// The body of `raw`, a whole client message the session framed itself.
 fn body_of(raw: &[u8]) -> Option<&[u8]> {
     decode_raw_frame(raw, usize::MAX).ok().flatten().map(|f| f.body())
+}
+
+impl Placed for Session {
+    type Error = PgClientError;
+    const PROTOCOL: Protocol = Protocol::Postgres;
+
+    /// What holds the session on its current backend connection: a transaction, session state,
+    /// or an extended-protocol batch in progress (also after a Flush sent part of it: its
+    /// implicit transaction is open until ReadyForQuery).
+    fn holding(&self) -> Hold {
+        Hold::of(&HoldFacts {
+            connected: self.seat.conn.is_some(),
+            in_transaction: self.progress.tx != TransactionStatus::Idle,
+            read_only: self.progress.read_only_tx,
+            // A PostgreSQL cursor lives in a transaction, or is session state (WITH HOLD).
+            cursor: false,
+            mid_exchange: self.ex.awaiting() || !self.ex.expects().is_empty() || !self.ex.queued().is_empty(),
+            pin: self.state.pin(),
+            // Nothing a statement leaves is read only from its own connection outside those.
+            sticky: false,
+        })
+    }
+
+    fn seat(&mut self) -> &mut Seat {
+        &mut self.seat
+    }
+
+    /// Returns the backend to the pool as [`release::release`] says (cleaning it when the
+    /// session ends with state on it).
+    async fn release_backend(&mut self, session_end: bool) {
+        if self.is_bridged() {
+            self.my_release(session_end);
+            return;
+        }
+        self.seat.cancel.slot.set_running(None);
+        self.seat.cancel.slot.settle().await;
+        let hold = self.holding_for(true);
+        let Some(mut conn) = self.seat.conn.take() else { return };
+        // The next client's replay starts with RESET ALL (see `replay_settings`), so no setting
+        // lingers; DISCARD ALL is PostgreSQL's (#35): a generic engine's connection goes
+        // instead; the client's startup values may be RESET on it and not yet put back (#18).
+        let verdict = release::release(
+            hold,
+            &ReleaseFacts {
+                can_reset: self.seat.pool.config.engine != Engine::Generic,
+                settings_stale: self.state.restore_pending(),
+                ..ReleaseFacts::leaving(session_end, self.seat.pool.config.mode, conn.broken)
+            },
+        );
+        self.ex.settled();
+        // DISCARD ALL drops what the next client must not inherit, our prepared statements too.
+        let reset = verdict == Release::Reset && relay::discard_all(&mut conn).await.is_ok();
+        if reset {
+            conn.prepared.clear();
+        }
+        give_back(&self.seat.pool, conn, verdict, reset, self.state.signature());
+    }
+
+    /// Makes sure a backend connection is attached, replaying session settings on it.
+    async fn ensure_backend(&mut self) -> Result<(), PgClientError> {
+        if self.seat.conn.is_some() {
+            return Ok(());
+        }
+        let conn = placement::checkout(self).await?;
+        self.attach(conn).await
+    }
+
+    fn behind(message: String) -> PgClientError {
+        Self::unplaced(message)
+    }
+
+    fn unplaced(message: String) -> PgClientError {
+        PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, message)
+    }
+
+    /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,
+    /// replaying session settings on it.
+    async fn attach(&mut self, conn: Conn) -> Result<(), PgClientError> {
+        let stale = conn.settings != self.state.signature();
+        self.seat.conn = Some(conn);
+        self.progress.unnamed.elsewhere();
+        if stale {
+            self.replay_settings().await?;
+        }
+        Ok(())
+    }
 }

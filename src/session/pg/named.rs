@@ -21,6 +21,7 @@ use crate::config::Protocol;
 use crate::protocol::pg::{backend, frontend, BackendMessage, TransactionStatus};
 use crate::session::client_error::PgClientError;
 use crate::session::error::RelayError;
+use crate::session::placement::Placed;
 use crate::sql::lexer::{Lexer, Token, TokenKind};
 use crate::sql::Dialect;
 
@@ -157,7 +158,7 @@ impl Session {
         }
         let stmt = self.stmts.get(&name).cloned()?;
         if span.is_some() {
-            if let Err(e) = self.route_statement(query, None, true).await {
+            if let Err(e) = self.route_statement(query, true, None).await {
                 return Some(self.fail_batch(e));
             }
         }
@@ -202,7 +203,7 @@ impl Session {
             e.encode(&mut s.io.out);
             backend::encode_ready_for_query(s.progress.tx, &mut s.io.out);
         };
-        if let Err(e) = self.route_statement(sql, None, true).await {
+        if let Err(e) = self.route_statement(sql, true, None).await {
             ready(self, e);
             return self.io.flush().await;
         }
@@ -243,7 +244,7 @@ impl Session {
     pub(super) fn client_stmt(&mut self, query: &str, types: &[u32]) -> Stmt {
         // Named statements are routed at execute time; here only a translation matters, since
         // it changes what is prepared on backends.
-        let route_key = self.ctx.statement_key(query, Protocol::Postgres);
+        let route_key = self.seat.ctx.statement_key(query, Protocol::Postgres);
         let executed = match parse(query) {
             Some(Command::Execute { name, span }) => self.stmts.get(&name).map(|inner| (inner.clone(), span)),
             _ => None,
@@ -251,19 +252,19 @@ impl Session {
         let mut stmt = match executed {
             Some((inner, span)) => {
                 let sent = renamed(query, span, &inner.server_name);
-                let mut stmt = Stmt::new(query, Some(&sent), types, self.pool.schema_generation());
+                let mut stmt = Stmt::new(query, Some(&sent), types, self.seat.pool.schema_generation());
                 stmt.set_effects(inner.effects());
                 stmt.executes = Some(inner);
                 stmt
             }
             // Without translation rules no decision rewrites the text: the statement is first
             // analysed where it runs, not at each Parse of a flood of them (#33).
-            None if !self.ctx.rules().has_translations() => {
-                Stmt::new(query, None, types, self.pool.schema_generation())
+            None if !self.seat.ctx.rules().has_translations() => {
+                Stmt::new(query, None, types, self.seat.pool.schema_generation())
             }
             None => {
                 let translated = self.decide(query, Some(route_key)).rewritten.map(|t| t.sql);
-                Stmt::new(query, translated.as_deref(), types, self.pool.schema_generation())
+                Stmt::new(query, translated.as_deref(), types, self.seat.pool.schema_generation())
             }
         };
         stmt.route_key = Some(route_key);
@@ -284,8 +285,8 @@ impl Session {
     /// coldest statement at the limit). `Ok(Some)`: the server's ErrorResponse and the
     /// transaction status it reported; `Err`: the connection is lost.
     async fn prepare_now(&mut self, stmt: &Stmt) -> Result<Option<(Vec<u8>, TransactionStatus)>, RelayError> {
-        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
-        let Some(conn) = self.backend.as_mut() else { return Err(RelayError::BackendClosed(None)) };
+        let limit = self.seat.pool.config.limits.max_prepared_statements.get() as usize;
+        let Some(conn) = self.seat.conn.as_mut() else { return Err(RelayError::BackendClosed(None)) };
         let mut out = Vec::with_capacity(stmt.parse_msg.len() + 32);
         if conn.prepared.len() >= limit {
             let cold = conn.prepared.remove(0);
@@ -297,7 +298,7 @@ impl Session {
         }
         out.extend_from_slice(&stmt.parse_msg);
         frontend::encode_sync(&mut out);
-        let answer = super::verify::exchange(conn, &out, self.pool.config.timeouts.query).await?;
+        let answer = super::verify::exchange(conn, &out, self.seat.pool.config.timeouts.query).await?;
         if answer.error.is_none() {
             conn.prepared.push(stmt.key);
         }

@@ -47,7 +47,7 @@ impl Session {
     pub(super) async fn on_flush(&mut self, raw: &[u8]) -> Result<(), End> {
         // Responses before Sync reach the client: a batch split by Flush is never replayed.
         self.ex.sent_before_sync();
-        if self.backend.is_none() {
+        if self.seat.conn.is_none() {
             return self.relay_synth_only().await;
         }
         self.ex.forward_unanswered(raw);
@@ -57,7 +57,7 @@ impl Session {
 
     /// Sync: the batch goes to the backend, and its answers to the client up to ReadyForQuery.
     pub(super) async fn on_sync(&mut self, raw: &[u8]) -> Result<(), End> {
-        let retry = match self.ex.on_sync(raw, self.backend.is_some(), &mut self.io.out) {
+        let retry = match self.ex.on_sync(raw, self.seat.conn.is_some(), &mut self.io.out) {
             SyncStep::AnswerHere => {
                 self.progress.unseen = Unseen::No;
                 backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
@@ -108,7 +108,7 @@ impl Session {
             return self.on_flush(&FLUSH).await;
         }
         if self.ex.queued().len() < STREAM_AT
-            || self.backend.is_none()
+            || self.seat.conn.is_none()
             || self.ex.refused()
             || self.ex.aborted()
             || self.is_bridged()
@@ -128,7 +128,7 @@ impl Session {
     /// that the pool it went to cannot take is handled as the routing-safety rules say
     /// (`replica_hold_refusal`). `Some`: the client sent more meanwhile (what the read gave).
     pub(super) async fn push_unsynced(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
-        let unsent = !self.batch.is_empty() || (!self.ex.queued().is_empty() && self.backend.is_some());
+        let unsent = !self.batch.is_empty() || (!self.ex.queued().is_empty() && self.seat.conn.is_some());
         let partial = self.io.buf.len() > self.io.pos;
         if !unsent || self.is_bridged() || partial {
             return Ok(None);
@@ -140,7 +140,7 @@ impl Session {
         if !self.batch.is_empty() {
             self.release_batch().await?;
         }
-        if self.ex.queued().is_empty() || self.backend.is_none() || self.ex.refused() || self.ex.aborted() {
+        if self.ex.queued().is_empty() || self.seat.conn.is_none() || self.ex.refused() || self.ex.aborted() {
             return Ok(None);
         }
         // What was sent cannot be sent again: no stale-plan healing for this batch.
@@ -153,7 +153,7 @@ impl Session {
     /// Whether the backend runs part of a batch whose Sync has not come, so that its answers
     /// must be relayed while the session waits for the client.
     pub(super) fn mid_batch(&self) -> bool {
-        self.ex.awaiting() && self.backend.is_some() && !self.is_bridged()
+        self.ex.awaiting() && self.seat.conn.is_some() && !self.is_bridged()
     }
 
     /// Waits for the client while a held backend may speak: mid-batch, with what the backend
@@ -181,7 +181,7 @@ impl Session {
     /// Waits for the client while the backend runs part of its batch, relaying what the
     /// backend answers meanwhile. `Ok(None)`: something was relayed, wait again.
     async fn wait_client_mid_batch(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
-        let Some(conn) = self.backend.as_mut() else {
+        let Some(conn) = self.seat.conn.as_mut() else {
             return Ok(Some(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await));
         };
         let (client, cbuf) = (&mut self.io.stream, &mut self.io.buf);

@@ -159,7 +159,7 @@ impl Session {
     /// `limits.session_prepared_statements`, or past `limits.session_prepared_bytes` of text
     /// held for the session's statements. `None`: it may, and its bytes are counted.
     fn statements_refusal(&mut self, query: &str) -> Option<PgClientError> {
-        let limits = self.ctx.config().limits.clone();
+        let limits = self.seat.ctx.config().limits.clone();
         let max = limits.session_prepared_statements.get();
         if self.stmts.len() >= max as usize {
             let text = format!(

@@ -15,6 +15,7 @@ use super::Session;
 use crate::config::PoolRole;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::session::client_error::PgClientError;
+use crate::session::placement::Placed;
 use crate::sql::lexer::{Lexer, TokenKind};
 use crate::sql::Dialect;
 
@@ -124,7 +125,7 @@ impl Session {
     pub(super) async fn move_fresh_transaction(&mut self, sql: &str) -> Result<(), PgClientError> {
         let Some(begin) = self.progress.fresh.take() else { return Ok(()) };
         let Some((TxStatement::SetTransaction, Some(access))) = transaction_statement(sql) else { return Ok(()) };
-        let on_replica = self.pool.config.role == PoolRole::Replica;
+        let on_replica = self.seat.pool.config.role == PoolRole::Replica;
         let quiet = self.ex.expects().is_empty() && self.ex.queued().is_empty() && !self.ex.awaiting();
         if (access == Access::ReadOnly) == on_replica
             || !quiet
@@ -134,12 +135,12 @@ impl Session {
         {
             return Ok(());
         }
-        let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+        let Some(conn) = self.seat.conn.as_mut() else { return Ok(()) };
         let rolled_back = run_silently(conn, "ROLLBACK").await;
         self.progress.tx = TransactionStatus::Idle;
-        self.progress.ryw.transaction_moved();
+        self.seat.ryw.transaction_moved();
         if let Err(e) = rolled_back {
-            if let Some(c) = self.backend.as_mut() {
+            if let Some(c) = self.seat.conn.as_mut() {
                 c.broken = true;
             }
             self.release_backend(false).await;
@@ -153,12 +154,12 @@ impl Session {
         };
         self.progress.read_only_tx = access == Access::ReadOnly;
         // Boxed: routing is what called this (rarely taken, so the allocation is too).
-        let routed = Box::pin(self.route_statement(as_declared, None, false)).await;
+        let routed = Box::pin(self.route_statement(as_declared, false, None)).await;
         let attached = match routed {
             Ok(_) => self.ensure_backend().await,
             Err(e) => Err(e),
         };
-        let opened = match (attached, self.backend.as_mut()) {
+        let opened = match (attached, self.seat.conn.as_mut()) {
             (Ok(()), Some(conn)) => run_silently(conn, &begin).await,
             (Err(e), _) => Err(e),
             (Ok(()), None) => Err(PgClientError::new(sqlstate::CONNECTION_FAILURE, "no backend connection")),

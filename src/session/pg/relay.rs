@@ -165,12 +165,12 @@ impl Session {
             if until != Until::Ready && self.ex.expects().is_empty() {
                 break;
             }
-            let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+            let Some(conn) = self.seat.conn.as_mut() else { return Ok(()) };
             if until == Until::Available && !has_frame(&conn.rbuf, pass.pos) && !rt::readable_now(&conn.stream) {
                 break;
             }
             let Some((tag, len)) = self.read_frame(&mut pass).await? else { continue };
-            if !self.backend.as_ref().is_some_and(|c| has_frame(&c.rbuf, pass.pos)) {
+            if !self.seat.conn.as_ref().is_some_and(|c| has_frame(&c.rbuf, pass.pos)) {
                 self.pass_on_large(&mut pass, len).await?; // #33
                 continue;
             }
@@ -184,7 +184,7 @@ impl Session {
                 self.io.flush().await?;
             }
         }
-        if let Some(conn) = self.backend.as_mut() {
+        if let Some(conn) = self.seat.conn.as_mut() {
             conn.rbuf.drain(..pass.pos);
         }
         self.io.flush().await
@@ -195,7 +195,7 @@ impl Session {
     /// reported to the client, and ends the relay as [`End`] or as the connection's absence.
     async fn read_frame(&mut self, pass: &mut Pass) -> Result<Option<(u8, usize)>, End> {
         let piecewise = if self.passes_large() { large::PIECEWISE_AT } else { usize::MAX };
-        let Some(conn) = self.backend.as_mut() else { return Ok(None) };
+        let Some(conn) = self.seat.conn.as_mut() else { return Ok(None) };
         let next = match pass.deadline {
             Some(d) => rt::with_deadline(d, next_frame_or_head(conn, &mut pass.pos, pass.chunk, piecewise)).await,
             None => Ok(next_frame_or_head(conn, &mut pass.pos, pass.chunk, piecewise).await),
@@ -232,7 +232,7 @@ impl Session {
         }
         pass.deadline = self.query_deadline();
         self.ex.cancel_sent();
-        let _ = self.ctx.cancels.act(self.cancel.key, false);
+        let _ = self.seat.ctx.cancels.act(self.seat.cancel.key, false);
         Ok(())
     }
 
@@ -241,14 +241,14 @@ impl Session {
         if tag == server::DATA_ROW && self.passes_rows() {
             // Still read under the deadline above: query_timeout works as on the decoded path.
             self.pass_rows(&mut pass.pos).await?;
-            let full = self.backend.as_ref().is_some_and(|c| c.rbuf.len() >= READ_CHUNK);
+            let full = self.seat.conn.as_ref().is_some_and(|c| c.rbuf.len() >= READ_CHUNK);
             pass.chunk = if full { PASS_READ_CHUNK } else { READ_CHUNK };
             return Ok(Flow::Next);
         }
         pass.chunk = READ_CHUNK;
         self.retry_note(tag, len); // retry (#11)
         let forward = self.on_backend_message(pass.pos);
-        let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pass.pos)) else {
+        let Some(frame) = self.seat.conn.as_ref().and_then(|c| frame_at(&c.rbuf, pass.pos)) else {
             return Ok(Flow::Over); // the connection went while the frame was looked at
         };
         if forward {
@@ -257,7 +257,7 @@ impl Session {
         let status = (tag == server::READY_FOR_QUERY).then(|| frame.body().first().copied()).flatten();
         pass.pos += frame.len();
         if matches!(tag, server::READY_FOR_QUERY | server::COPY_IN_RESPONSE) {
-            if let Some(conn) = self.backend.as_mut() {
+            if let Some(conn) = self.seat.conn.as_mut() {
                 conn.rbuf.drain(..pass.pos);
             }
             pass.pos = 0;
@@ -321,7 +321,7 @@ impl Session {
     /// messages around every result (BindComplete, RowDescription, CommandComplete,
     /// ErrorResponse, notices, ReadyForQuery), one by one.
     fn passes_rows(&self) -> bool {
-        self.pool.config.raw_passthrough
+        self.seat.pool.config.raw_passthrough
             && self.ex.expects().front() == Some(&Expect::Execute)
             && self.ex.holds_nothing()
     }
@@ -331,13 +331,13 @@ impl Session {
     /// client unchanged, a long run straight from the backend's read buffer after what the
     /// client buffer already holds.
     async fn pass_rows(&mut self, pos: &mut usize) -> Result<(), End> {
-        let Some(run) = self.backend.as_ref().and_then(|c| row_run(&c.rbuf, *pos)).map(<[u8]>::len) else {
+        let Some(run) = self.seat.conn.as_ref().and_then(|c| row_run(&c.rbuf, *pos)).map(<[u8]>::len) else {
             return Ok(());
         };
         self.retry_note(server::DATA_ROW, run);
-        self.pool.counters.passed_through(run as u64);
+        self.seat.pool.counters.passed_through(run as u64);
         if run < PASS_DIRECT_AT {
-            if let Some(rows) = self.backend.as_ref().and_then(|c| row_run(&c.rbuf, *pos)) {
+            if let Some(rows) = self.seat.conn.as_ref().and_then(|c| row_run(&c.rbuf, *pos)) {
                 self.io.out.extend_from_slice(rows);
             }
             *pos += run;
@@ -347,7 +347,7 @@ impl Session {
             return Ok(());
         }
         self.io.flush().await?;
-        let Some(rows) = self.backend.as_ref().and_then(|c| row_run(&c.rbuf, *pos)) else { return Ok(()) };
+        let Some(rows) = self.seat.conn.as_ref().and_then(|c| row_run(&c.rbuf, *pos)) else { return Ok(()) };
         let written = rt::write_all(&mut self.io.stream, rows).await;
         *pos += run;
         written.map_err(|_| End::ClientGone)
@@ -357,10 +357,10 @@ impl Session {
     /// calls for; returns whether the client gets the frame.
     fn on_backend_message(&mut self, pos: usize) -> bool {
         let query_ms = self.query_ms();
-        let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return false };
+        let Some(frame) = self.seat.conn.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return false };
         let tag = frame.tag();
         let step = self.ex.on_backend(&frame, query_ms);
-        self.progress.digest.failed(tag == server::ERROR_RESPONSE);
+        self.seat.digest.failed(tag == server::ERROR_RESPONSE);
         self.note(step.note, tag, pos);
         let forward = match step.action {
             Action::Forward => true,
@@ -370,7 +370,7 @@ impl Session {
             }
             Action::Hold | Action::Swallow | Action::Fail => false,
             Action::Replace(e) => {
-                self.pool.counters.backend_error(); // metrics: the server's cancel, reworded
+                self.seat.pool.counters.backend_error(); // metrics: the server's cancel, reworded
                 e.encode(&mut self.io.out);
                 false
             }
@@ -382,7 +382,7 @@ impl Session {
             }
         };
         if forward && tag == server::ERROR_RESPONSE {
-            self.pool.counters.backend_error(); // metrics: an error the client gets
+            self.seat.pool.counters.backend_error(); // metrics: an error the client gets
         }
         for e in step.skipped {
             self.not_run(e);
@@ -401,16 +401,16 @@ impl Session {
             Note::SchemaChanged => {
                 // A schema change the router did not see (#18): statements prepared from now
                 // on get new server names, on every connection.
-                self.pool.schema_changed();
+                self.seat.pool.schema_changed();
                 if self.ex.healing() {
                     tracing::debug!("stale prepared plan: re-preparing and retrying the batch once");
                 }
             }
             Note::Misnamed { key, exists } => self.correct_prepared(key, exists),
             Note::XactProbe => {
-                let frame = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos));
+                let frame = self.seat.conn.as_ref().and_then(|c| frame_at(&c.rbuf, pos));
                 if frame.and_then(|f| pg_xact_probe_row(tag, f.body())) == Some(false) {
-                    self.progress.ryw.wrote_nothing(); // causal reads (#34)
+                    self.seat.ryw.wrote_nothing(); // causal reads (#34)
                 }
             }
         }
@@ -418,12 +418,12 @@ impl Session {
 
     /// The pool's `query_timeout` in milliseconds (0 without one), as the router words it.
     fn query_ms(&self) -> u128 {
-        self.pool.config.timeouts.query.map_or(0, |d| d.as_millis())
+        self.seat.pool.config.timeouts.query.map_or(0, |d| d.as_millis())
     }
 
     /// The deadline of the statement being relayed, under the pool's query_timeout.
     fn query_deadline(&self) -> Option<Instant> {
-        self.pool.config.timeouts.query.map(|t| rt::now() + t)
+        self.seat.pool.config.timeouts.query.map(|t| rt::now() + t)
     }
 
     /// Re-prepares the healed statement on this connection and sends its batch again.
@@ -432,7 +432,7 @@ impl Session {
         // Under a fresh name (#18): other clients sharing the stale server statement keep it.
         let bytes = self.heal_fresh(&replay.stmt, &replay.bytes);
         self.ex.forward_all(&bytes, &replay.expects);
-        if let Some(conn) = self.backend.as_mut() {
+        if let Some(conn) = self.seat.conn.as_mut() {
             // The error made the server skip the batch's Parses: they run again now.
             for e in &replay.expects {
                 if let Expect::Parse { key: Some(k), .. } = e {
@@ -448,11 +448,11 @@ impl Session {
     /// Waits for the client while a backend connection is held, relaying what the backend
     /// sends unprompted meanwhile. `Ok(None)`: something was relayed, wait again.
     pub(super) async fn wait_client_or_backend(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
-        let Some(conn) = self.backend.as_mut() else {
+        let Some(conn) = self.seat.conn.as_mut() else {
             return Ok(Some(rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK).await));
         };
         let (client, cbuf) = (&mut self.io.stream, &mut self.io.buf);
-        let drain = (self.progress.tx == TransactionStatus::Idle).then(|| self.ctx.drain.clone());
+        let drain = (self.progress.tx == TransactionStatus::Idle).then(|| self.seat.ctx.drain.clone());
         let reads = rt::race(async { Woke::Client(rt::read_some(client, cbuf, READ_CHUNK).await) }, async {
             Woke::Backend(match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
                 Ok(0) => Err(RelayError::BackendClosed(None)),
@@ -488,19 +488,19 @@ impl Session {
         let mut pos = 0usize;
         let mut bad = None;
         loop {
-            let Some(conn) = self.backend.as_ref() else { return Ok(()) };
+            let Some(conn) = self.seat.conn.as_ref() else { return Ok(()) };
             let Some(tag) = frame_at(&conn.rbuf, pos).map(|f| f.tag()) else { break };
             if tag == server::NOTIFICATION_RESPONSE {
                 self.own_notification_pid(pos); // #18
             }
-            let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { break };
+            let Some(frame) = self.seat.conn.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { break };
             match self.ex.on_unprompted(&frame) {
                 Unprompted::Relay => self.io.out.extend_from_slice(frame.bytes()),
                 Unprompted::Lost(cause) => bad = Some(cause),
             }
             pos += frame.len();
         }
-        if let Some(conn) = self.backend.as_mut() {
+        if let Some(conn) = self.seat.conn.as_mut() {
             conn.rbuf.drain(..pos);
         }
         if let Some(cause) = bad {
@@ -512,13 +512,13 @@ impl Session {
     /// Bookkeeping of the CommandComplete at `pos`: statistics, schema changes, and the
     /// client dropping every prepared statement of the connection, the router's included.
     fn on_command_complete(&mut self, pos: usize) {
-        let Some(conn) = self.backend.as_mut() else { return };
+        let Some(conn) = self.seat.conn.as_mut() else { return };
         let Some(frame) = frame_at(&conn.rbuf, pos) else { return };
         let tag = command_tag(frame.body());
-        self.progress.digest.rows(std::str::from_utf8(tag).map_or(0, crate::bridge::tag::affected_rows));
+        self.seat.digest.rows(std::str::from_utf8(tag).map_or(0, crate::bridge::tag::affected_rows));
         match tag {
             b"DISCARD ALL" | b"DEALLOCATE ALL" => conn.prepared.clear(),
-            tag if super::prepared::changes_schema(tag) => self.pool.schema_changed(),
+            tag if super::prepared::changes_schema(tag) => self.seat.pool.schema_changed(),
             _ => {}
         }
     }
@@ -528,11 +528,11 @@ impl Session {
         self.progress.unseen = Unseen::No;
         let new = self.ex.ready(status);
         let outcome = self.ex.outcome();
-        self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool);
+        self.seat.ctx.record_digest(&mut self.seat.digest, Protocol::Postgres, &self.seat.pool);
         let was = self.progress.tx;
         self.progress.tx = new;
-        self.progress.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit
-        self.cancel.slot.set_running(None);
+        self.seat.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit
+        self.seat.cancel.slot.set_running(None);
         if new == TransactionStatus::Idle {
             self.progress.read_only_tx = false;
             self.progress.fresh = None;
@@ -540,7 +540,7 @@ impl Session {
                 if was == TransactionStatus::Idle { !outcome.error } else { outcome.last_tag_commit == Some(true) };
             if !outcome.any_commit && (outcome.error || outcome.ends_uncommitted) {
                 // Rolled back, failed or only prepared: no commit position to wait for (#34).
-                self.progress.ryw.nothing_committed();
+                self.seat.ryw.nothing_committed();
             }
             if committed {
                 self.state.commit();
@@ -548,14 +548,14 @@ impl Session {
                 self.state.rollback();
             }
             self.restore_startup_values().await; // session settings (#18)
-            if self.progress.ryw.position_due() && self.ex.expects().is_empty() && self.ctx.has_replica_reads() {
+            if self.seat.ryw.position_due() && self.ex.expects().is_empty() && self.seat.ctx.has_replica_reads() {
                 self.learn_commit_position().await; // causal reads (#22)
             }
         }
-        if release::escaped_statement_pooling(self.pool.config.mode, new != TransactionStatus::Idle) {
+        if release::escaped_statement_pooling(self.seat.pool.config.mode, new != TransactionStatus::Idle) {
             // A transaction slipped past the BEGIN check (e.g. inside a function): closing the
             // connection rolls it back rather than leaking it to another client.
-            if let Some(c) = self.backend.as_mut() {
+            if let Some(c) = self.seat.conn.as_mut() {
                 c.broken = true;
             }
             self.progress.tx = TransactionStatus::Idle;

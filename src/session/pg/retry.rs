@@ -23,6 +23,7 @@ use crate::rt::{self, Event};
 use crate::session::backoff;
 use crate::session::client_error::PgClientError;
 use crate::session::engine::retry::{self, Arming, Attempts, Failure, Outcome, ServerError, Verdict};
+use crate::session::placement::Placed;
 
 /// Messages that may precede the failure without ruling out a retry: they carry no result and
 /// come again on the next attempt (ParseComplete, BindComplete, CloseComplete,
@@ -103,7 +104,7 @@ impl Session {
             size: self.ex.queued().len(),
         };
         let resendable = || aligned(self.ex.queued(), self.ex.expects());
-        let Ok(policy) = retry::arm(&facts, rules, self.pool.config.retry, resendable) else { return };
+        let Ok(policy) = retry::arm(&facts, rules, self.seat.pool.config.retry, resendable) else { return };
         self.ex.keep_for_retry(Box::new(RetryBatch {
             bytes: self.ex.queued().to_vec(),
             expects: self.ex.expects().iter().copied().collect(),
@@ -113,7 +114,7 @@ impl Session {
             held: None,
             code: String::new(),
             wait: Duration::ZERO,
-            interrupt: self.cancel.slot.watch(),
+            interrupt: self.seat.cancel.slot.watch(),
         }));
     }
 
@@ -132,7 +133,7 @@ impl Session {
     /// Hook for an ErrorResponse relayed normally otherwise: holds it back when the batch will
     /// be retried.
     pub(super) fn retry_hold(&mut self, pos: usize) -> bool {
-        let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return false };
+        let Some(frame) = self.seat.conn.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return false };
         let (body, frame) = (frame.body(), frame.bytes());
         let Some(r) = self.ex.retry_batch() else { return false };
         let failure = Failure { protocol: Protocol::Postgres, relayed: r.relayed, error: server_error(body) };
@@ -149,7 +150,7 @@ impl Session {
             why => {
                 self.ex.no_retry();
                 if let Verdict::GaveUp(outcome) = why {
-                    backoff::count(&self.pool, outcome);
+                    backoff::count(&self.seat.pool, outcome);
                 }
                 false
             }
@@ -168,13 +169,13 @@ impl Session {
         let Some(mut r) = self.ex.take_retry() else { return Ok(false) };
         let Some(held) = r.held.take() else {
             if let Some(settled) = r.attempts.settled() {
-                backoff::count(&self.pool, settled);
+                backoff::count(&self.seat.pool, settled);
             }
             return Ok(false);
         };
         // Nothing runs for the session while it waits: a cancel now is for the wait alone.
-        self.cancel.slot.set_running(None);
-        let mut stopped = backoff::wait(r.wait, &r.interrupt, &self.ctx.drain).await.err();
+        self.seat.cancel.slot.set_running(None);
+        let mut stopped = backoff::wait(r.wait, &r.interrupt, &self.seat.ctx.drain).await.err();
         if let Some(primary) = self.primary_for_retry().filter(|_| stopped.is_none()) {
             if let Err(e) = self.move_to(primary).await {
                 tracing::debug!(error = ?e, "no primary connection for a retry");
@@ -182,16 +183,16 @@ impl Session {
             } else if self.progress.tx == TransactionStatus::Idle {
                 // causal (#34): the read now runs on the primary, unasked whether it writes
                 // there (a view, a policy): its commit learns a position as after a write.
-                self.progress.ryw.autocommit_unproven();
+                self.seat.ryw.autocommit_unproven();
             }
         }
         if let Some(why) = stopped {
-            backoff::count(&self.pool, why);
+            backoff::count(&self.seat.pool, why);
             self.io.out.extend_from_slice(&held);
             self.io.out.extend_from_slice(&ready_for_query(status));
             return Ok(false);
         }
-        backoff::count(&self.pool, Outcome::Retried);
+        backoff::count(&self.seat.pool, Outcome::Retried);
         self.io.out.truncate(r.out_mark);
         if r.attempts.policy().notify_client {
             let text = format!(
@@ -215,10 +216,10 @@ impl Session {
     /// is a new attempt on a primary connection (#11). On a standby, `40001`/`40P01` mean a
     /// recovery conflict, which tends to strike the same replica again.
     fn primary_for_retry(&self) -> Option<Rc<CorePool>> {
-        if !self.ctx.is_read_pool(Protocol::Postgres, &self.pool.config.name) {
+        if !self.seat.ctx.is_read_pool(Protocol::Postgres, &self.seat.pool.config.name) {
             return None;
         }
-        self.ctx.rules().primary_pool(Protocol::Postgres).and_then(|p| self.ctx.pools().get(p).cloned())
+        self.seat.ctx.rules().primary_pool(Protocol::Postgres).and_then(|p| self.seat.ctx.pools().get(p).cloned())
     }
 
     /// Gives the failed attempt's connection back (its ReadyForQuery arrived: it is idle) and
@@ -226,7 +227,7 @@ impl Session {
     async fn move_to(&mut self, pool: Rc<CorePool>) -> Result<(), PgClientError> {
         self.ex.settled();
         self.release_backend(false).await;
-        self.pool = pool;
+        self.seat.pool = pool;
         self.ensure_backend().await
     }
 
@@ -234,7 +235,7 @@ impl Session {
     /// statements the failed attempt already prepared there (they outlive the transaction).
     fn rebuild_batch(&mut self, r: &RetryBatch) {
         self.ex.start_over();
-        let Some(conn) = self.backend.as_mut() else { return };
+        let Some(conn) = self.seat.conn.as_mut() else { return };
         let mut frames = RawFrames::new(&r.bytes, retry::kept_max(Protocol::Postgres));
         for e in &r.expects {
             if let Expect::Synth(tag) = *e {

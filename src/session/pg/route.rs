@@ -7,21 +7,17 @@ use super::Session;
 use crate::config::Protocol;
 use crate::id::Position;
 use crate::pool::health::pg_commit_position;
-use crate::pool::{Conn, CorePool, PassThrough};
 use crate::protocol::pg::backend::BackendMessage;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::causal::TOKEN_NAME;
-use crate::routing::RywState;
 use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::commit_io;
 use crate::session::engine::hold::{Hold, HoldFacts};
-use crate::session::engine::route::{self, Seat};
+use crate::session::engine::route::{self, RouteContext};
 use crate::session::engine::ryw;
 use crate::session::placement::{self, Placed};
-use crate::session::CoreContext;
-use std::rc::Rc;
 use std::sync::Arc;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
@@ -32,28 +28,11 @@ pub(super) const INVALID_PARAMETER_VALUE: &str = "22023";
 const REPLICA_UNSAFE: &str = "25006";
 
 impl Session {
-    /// What holds the session on its current backend connection: a transaction, session state,
-    /// or an extended-protocol batch in progress (also after a Flush sent part of it: its
-    /// implicit transaction is open until ReadyForQuery).
-    pub(super) fn holding(&self) -> Hold {
-        Hold::of(&HoldFacts {
-            connected: self.backend.is_some(),
-            in_transaction: self.progress.tx != TransactionStatus::Idle,
-            read_only: self.progress.read_only_tx,
-            // A PostgreSQL cursor lives in a transaction, or is session state (WITH HOLD).
-            cursor: false,
-            mid_exchange: self.ex.awaiting() || !self.ex.expects().is_empty() || !self.ex.queued().is_empty(),
-            pin: self.state.pin(),
-            // Nothing a statement leaves is read only from its own connection outside those.
-            sticky: false,
-        })
-    }
-
     /// [`Session::holding`] as the release and idle rules read it: answers still due count,
     /// and with `batch` a batch awaiting its Sync, but messages not sent yet do not.
     pub(super) fn holding_for(&self, batch: bool) -> Hold {
         Hold::of(&HoldFacts {
-            connected: self.backend.is_some(),
+            connected: self.seat.conn.is_some(),
             in_transaction: self.progress.tx != TransactionStatus::Idle,
             mid_exchange: !self.ex.expects().is_empty() || (batch && self.ex.awaiting()),
             pin: self.state.pin(),
@@ -72,9 +51,15 @@ impl Session {
     /// statement inside a transaction would be routed to outside it (#24).
     pub(super) fn decide_as(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
         let who = &self.identity;
-        let seat =
-            Seat::new(Protocol::Postgres, &who.user, &who.database, self.pool.name(), &self.progress.ryw, &who.lex);
-        self.ctx.route(&seat.input(sql, key, held, self.read_only_view(sql, held), rt::now()))
+        let seat = RouteContext::new(
+            Protocol::Postgres,
+            &who.user,
+            &who.database,
+            self.seat.pool.name(),
+            &self.seat.ryw,
+            &who.lex,
+        );
+        self.seat.ctx.route(&seat.input(sql, key, held, self.read_only_view(sql, held), rt::now()))
     }
 
     /// Routes `sql` and moves the session to the decided pool when it may move. Returns the
@@ -85,8 +70,8 @@ impl Session {
     pub(super) async fn route_statement(
         &mut self,
         sql: &str,
-        key: Option<StatementKey>,
         runs: bool,
+        key: Option<StatementKey>,
     ) -> Result<Option<String>, PgClientError> {
         if runs {
             self.move_fresh_transaction(sql).await?; // #34
@@ -104,8 +89,8 @@ impl Session {
         self.ex.routed_by(decision.retry); // retry (#11)
         if runs {
             self.note_unseen(sql, &decision); // causal reads (#34)
-            self.ctx.record_digest(&mut self.progress.digest, Protocol::Postgres, &self.pool);
-            self.progress.digest.begin(decision.fingerprint, sql, now);
+            self.seat.ctx.record_digest(&mut self.seat.digest, Protocol::Postgres, &self.seat.pool);
+            self.seat.digest.begin(decision.fingerprint, sql, now);
         }
         Ok(decision.rewritten.map(|t| t.sql))
     }
@@ -120,11 +105,11 @@ impl Session {
     fn decide_in_batch(&mut self, sql: &str, key: Option<StatementKey>) -> Decision {
         let decision = self.decide(sql, key);
         let batch_only = self.holding() == Hold::MidBatch && self.state.pin().is_none();
-        if !batch_only || decision.rewritten.is_some() || !self.ctx.rules().has_translations() {
+        if !batch_only || decision.rewritten.is_some() || !self.seat.ctx.rules().has_translations() {
             return decision;
         }
         let outside = self.decide_as(sql, key, false);
-        let translated_here = outside.rewritten.is_some() && outside.pool() == Some(self.pool.name());
+        let translated_here = outside.rewritten.is_some() && outside.pool() == Some(self.seat.pool.name());
         let refused = outside.kind == DecisionKind::Translation && matches!(outside.outcome, Outcome::Reject(_));
         if translated_here || refused {
             outside
@@ -144,17 +129,17 @@ impl Session {
         }
         self.note_fresh(sql);
         let transaction = in_transaction || super::begins_transaction(sql);
-        let on_primary = decision.pool().is_some_and(|p| !self.ctx.is_replica_pool(p));
+        let on_primary = decision.pool().is_some_and(|p| !self.seat.ctx.is_replica_pool(p));
         if transaction && !self.progress.read_only_tx && on_primary {
-            self.progress.ryw.observe_unproven(); // #34
+            self.seat.ryw.observe_unproven(); // #34
         }
-        self.progress.ryw.observe(decision, now);
+        self.seat.ryw.observe(decision, now);
         if self.progress.tx == TransactionStatus::Idle && resets_session(sql) {
             // causal reads (#22): the client asked for a fresh session (after `observe`: the
             // reset itself is no write to wait for).
-            self.progress.ryw.reset();
+            self.seat.ryw.reset();
         }
-        self.ctx.count_decision(decision);
+        self.seat.ctx.count_decision(decision);
         if decision.facts.may_change_session() {
             let in_transaction = self.progress.tx != TransactionStatus::Idle;
             self.identity.lex.observe(sql, crate::sql::Dialect::Postgres, in_transaction);
@@ -169,7 +154,7 @@ impl Session {
             Outcome::Reject(message) => return Err(PgClientError::new(REJECTED, message.to_string())),
             Outcome::Error(e) => return Err(decision_error(e)),
         };
-        if let Some(own) = self.ctx.pools().get(&self.identity.database).filter(|p| p.is_on_demand()) {
+        if let Some(own) = self.seat.ctx.pools().get(&self.identity.database).filter(|p| p.is_on_demand()) {
             // A pool made for the client's database (#36): every pool a rule or split names
             // serves another database.
             return Ok((own.name().clone(), false));
@@ -177,9 +162,9 @@ impl Session {
         if decision.step == DecisionKind::Default {
             // No rule and no split decided: a client that named a pool as its database stays on
             // that pool rather than the configured default.
-            if let Some(own) = self.ctx.pools().get(&self.identity.database) {
+            if let Some(own) = self.seat.ctx.pools().get(&self.identity.database) {
                 target = own.name().clone();
-                if let Some(e) = self.ctx.rules().replica_refusal(decision, &target) {
+                if let Some(e) = self.seat.ctx.rules().replica_refusal(decision, &target) {
                     return Err(decision_error(&e));
                 }
             }
@@ -187,15 +172,12 @@ impl Session {
         if let Some(primary) = self.batch_override(decision, &target) {
             target = primary;
         }
-        // Rule- and hint-routed reads skip unhealthy or lagging replicas as split reads do (#19).
         let to_replica = route::replica_read(decision);
         if to_replica {
-            target = self
-                .ctx
-                .replica_fallback(Protocol::Postgres, target, runs)
-                .map_err(|m| PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, m))?;
+            target = placement::replica_target::<Self>(&self.seat, target, runs)?;
         }
-        if *target != *self.pool.config.name && self.ctx.pools().get(&target).is_some_and(|p| speaks_mysql(p)) {
+        if *target != *self.seat.pool.config.name && self.seat.ctx.pools().get(&target).is_some_and(|p| speaks_mysql(p))
+        {
             // Statements routed to a MySQL pool run there through `bridged::cross` (#24), which
             // sees them first; those reaching here (SQL-level EXECUTE, the default pool) cannot.
             return Err(PgClientError::new(
@@ -214,70 +196,25 @@ impl Session {
     /// buffered up to its ReadyForQuery, which waits for the position: the token goes ahead of it.
     pub(super) async fn learn_commit_position(&mut self) {
         let bridged = self.is_bridged();
-        match self.backend.as_mut().filter(|_| !bridged) {
+        match self.seat.conn.as_mut().filter(|_| !bridged) {
             Some(conn) => {
                 self.progress.unnamed.elsewhere(); // a simple query of the router's drops it
                 match pg_commit_position(conn).await {
-                    Ok(position) => self.progress.ryw.learned(Some(Position::Wal(position))),
-                    Err(e) => commit_io::position_unknown(conn, &mut self.progress.ryw, &e, "commit position"),
+                    Ok(position) => self.seat.ryw.learned(Some(Position::Wal(position))),
+                    Err(e) => commit_io::position_unknown(conn, &mut self.seat.ryw, &e, "commit position"),
                 }
             }
-            None => self.progress.ryw.learned(None),
+            None => self.seat.ryw.learned(None),
         }
         // The token a client may hand to another connection, as a ParameterStatus ahead of
         // the commit's own ReadyForQuery: a client reads no further once its commit returns
         // (libpq, psycopg's `info.parameter_status`), so a token sent after it would be the
         // previous one until the next statement, and a holder of that reads stale. `primary`
         // when the position is lost, never an older position (#34).
-        let value = ryw::show_token(&self.progress.ryw);
+        let value = ryw::show_token(&self.seat.ryw);
         let mut status = Vec::with_capacity(TOKEN_NAME.len() + value.len() + 7);
         let _ = BackendMessage::ParameterStatus { name: TOKEN_NAME, value: &value }.encode(&mut status);
         super::settings::insert_before_ready(&mut self.io.out, &status);
-    }
-}
-
-impl Placed for Session {
-    type Error = PgClientError;
-    const PROTOCOL: Protocol = Protocol::Postgres;
-
-    fn core(&self) -> Rc<CoreContext> {
-        self.ctx.clone()
-    }
-
-    fn hold(&self) -> Hold {
-        self.holding()
-    }
-
-    fn ryw(&self) -> &RywState {
-        &self.progress.ryw
-    }
-
-    fn attached(&self) -> bool {
-        self.backend.is_some()
-    }
-
-    fn seat(&mut self) -> (&mut Rc<CorePool>, Option<&PassThrough>) {
-        (&mut self.pool, self.identity.pass.as_deref())
-    }
-
-    fn unplaced(message: String) -> PgClientError {
-        PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, message)
-    }
-
-    fn behind(message: String) -> PgClientError {
-        Self::unplaced(message)
-    }
-
-    async fn release_backend(&mut self) {
-        Session::release_backend(self, false).await;
-    }
-
-    async fn ensure_backend(&mut self) -> Result<(), PgClientError> {
-        Session::ensure_backend(self).await
-    }
-
-    async fn attach(&mut self, conn: Conn) -> Result<(), PgClientError> {
-        Session::attach(self, conn).await
     }
 }
 

@@ -75,7 +75,7 @@ impl Session {
     /// The backend sent a ParameterStatus (at `pos`, `len` bytes in its read buffer) during
     /// this client's exchange: the session's view of its parameters follows it.
     pub(super) fn note_parameter_status(&mut self, pos: usize) {
-        let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return };
+        let Some(frame) = self.seat.conn.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return };
         if let Ok(BackendMessage::ParameterStatus { name, value }) =
             BackendMessage::decode(&Frame::new(server::PARAMETER_STATUS, frame.body()))
         {
@@ -93,8 +93,8 @@ impl Session {
     /// client's own backend carries the pid the client was given, so that a listener tells its
     /// own notifications apart as on a direct connection.
     pub(super) fn own_notification_pid(&mut self, pos: usize) {
-        let given = self.cancel.key.pid;
-        let Some(conn) = self.backend.as_mut() else { return };
+        let given = self.seat.cancel.key.pid;
+        let Some(conn) = self.seat.conn.as_mut() else { return };
         let ConnInfo::Pg(info) = &conn.info else { return };
         let server = info.pid.to_be_bytes();
         let len = frame_at(&conn.rbuf, pos).map_or(0, |f| f.len());
@@ -118,7 +118,7 @@ impl Session {
         }
         let Some(sql) = self.state.take_restore() else { return };
         self.progress.unnamed.elsewhere(); // a simple query of the router's drops it
-        let Some(conn) = self.backend.as_mut() else { return };
+        let Some(conn) = self.seat.conn.as_mut() else { return };
         match run_reporting(conn, &sql).await {
             Ok(reports) => {
                 let mut status = Vec::new();
@@ -128,7 +128,7 @@ impl Session {
                     }
                 }
                 insert_before_ready(&mut self.io.out, &status);
-                if let Some(c) = self.backend.as_mut() {
+                if let Some(c) = self.seat.conn.as_mut() {
                     c.settings = self.state.signature();
                 }
             }
@@ -136,9 +136,9 @@ impl Session {
                 // The connection cannot be trusted with this client's settings: give it up,
                 // and the next statement replays everything on another.
                 tracing::warn!("restoring startup settings after RESET failed: {e:?}");
-                if let Some(mut c) = self.backend.take() {
+                if let Some(mut c) = self.seat.conn.take() {
                     c.broken = true;
-                    self.pool.checkin(c, false);
+                    self.seat.pool.checkin(c, false);
                 }
             }
         }

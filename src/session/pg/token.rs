@@ -133,10 +133,10 @@ impl Session {
     fn run_token(&mut self, command: &TokenCommand, out: &mut Vec<u8>) -> Result<(), PgClientError> {
         match command {
             TokenCommand::Show => {
-                let value = ryw::show_token(&self.progress.ryw);
+                let value = ryw::show_token(&self.seat.ryw);
                 let _ = backend::encode_data_row(&[Some(value.as_bytes())], out);
             }
-            TokenCommand::Set(value) => ryw::set_token(&mut self.progress.ryw, value)
+            TokenCommand::Set(value) => ryw::set_token(&mut self.seat.ryw, value)
                 .map_err(|e| PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()))?,
             TokenCommand::Default { .. } => {}
         }

@@ -16,6 +16,7 @@ use super::prepared::{Expect, Stmt};
 use super::{End, Session};
 use crate::protocol::pg::sqlstate;
 use crate::session::client_error::PgClientError;
+use crate::session::placement::Placed;
 
 /// Longest Parse of the unnamed statement the session keeps to send again.
 const KEEP_MAX: usize = 64 * 1024;
@@ -82,7 +83,7 @@ impl Session {
     /// `executes`: the router statement its text runs (`EXECUTE name`).
     pub(super) async fn forward_unnamed_parse(&mut self, parse: &[u8], executes: Option<Rc<Stmt>>) -> Result<(), End> {
         self.forward_ext(parse, Expect::Parse { swallow: false, key: None }).await?;
-        if self.backend.is_some() && !self.ex.refused() {
+        if self.seat.conn.is_some() && !self.ex.refused() {
             self.progress.unnamed.parsed(parse, executes);
         }
         Ok(())
@@ -103,7 +104,7 @@ impl Session {
     /// connection's unnamed statement the client's, queuing a Parse (or a Close) whose answer
     /// the client does not get; an error when the session did not keep its Parse.
     fn follow_unnamed(&mut self) -> Result<(), PgClientError> {
-        if self.progress.unnamed.here || self.backend.is_none() {
+        if self.progress.unnamed.here || self.seat.conn.is_none() {
             return Ok(());
         }
         match self.progress.unnamed.kept {

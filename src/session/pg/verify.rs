@@ -96,7 +96,7 @@ async fn exchange_now(conn: &mut Conn, bytes: &[u8]) -> Result<Answer, RelayErro
 impl Session {
     /// A Describe of a statement was answered: the row type its client now knows.
     pub(super) fn note_row_type(&self, stmt: &Stmt, tag: u8, pos: usize) {
-        let Some(frame) = self.backend.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return };
+        let Some(frame) = self.seat.conn.as_ref().and_then(|c| frame_at(&c.rbuf, pos)) else { return };
         stmt.row_type.set(row_type(tag, frame.body()));
     }
 
@@ -109,15 +109,15 @@ impl Session {
         // Only at a batch boundary may the router run an exchange of its own (its Sync would
         // end the implicit transaction of a batch under way).
         let boundary = self.ex.expects().is_empty() && self.ex.queued().is_empty() && !self.ex.awaiting();
-        if stmt.generation == self.pool.schema_generation()
+        if stmt.generation == self.seat.pool.schema_generation()
             || !boundary
             || self.progress.tx == TransactionStatus::Failed
         {
             return Ok(());
         }
         let lost = || PgClientError::new(sqlstate::CONNECTION_FAILURE, "the backend connection was lost");
-        let limit = self.pool.config.timeouts.query;
-        let Some(conn) = self.backend.as_mut() else { return Ok(()) };
+        let limit = self.seat.pool.config.timeouts.query;
+        let Some(conn) = self.seat.conn.as_mut() else { return Ok(()) };
         let mut out = stmt.parse_msg.clone();
         let _ = frontend::encode_describe(Target::Statement, &stmt.server_name, &mut out);
         frontend::encode_sync(&mut out);

@@ -85,9 +85,9 @@ impl Session {
 
     fn probe_may_run(&self) -> bool {
         let in_block = self.progress.tx == TransactionStatus::InBlock;
-        ryw::probes_commit(&self.progress.ryw, in_block, self.ctx.has_replica_reads())
-            && self.pool.config.engine == Engine::Postgres
-            && self.backend.is_some()
+        ryw::probes_commit(&self.seat.ryw, in_block, self.seat.ctx.has_replica_reads())
+            && self.seat.pool.config.engine == Engine::Postgres
+            && self.seat.conn.is_some()
             && !self.is_bridged()
     }
 
@@ -115,8 +115,8 @@ impl Session {
 
     async fn send_probed(&mut self) -> Result<(), End> {
         self.send_backend().await?;
-        if let Some(conn) = self.backend.as_mut() {
-            commit_io::read_xact_probe(conn, &mut self.progress.ryw, "transaction").await;
+        if let Some(conn) = self.seat.conn.as_mut() {
+            commit_io::read_xact_probe(conn, &mut self.seat.ryw, "transaction").await;
         }
         self.relay(relay::Until::Ready).await
     }
@@ -129,17 +129,17 @@ impl Session {
             return;
         }
         let read = !decision.writes && decision.facts.operation == Operation::Read;
-        let name = self.pool.name();
-        let on_replica = self.pool.config.role == PoolRole::Replica
-            || self.ctx.is_replica_pool(name)
-            || self.ctx.is_read_pool(crate::config::Protocol::Postgres, name);
-        let causal =
-            self.ctx.read_your_writes() == crate::config::ReadYourWrites::Causal && self.ctx.has_replica_reads();
+        let name = self.seat.pool.name();
+        let on_replica = self.seat.pool.config.role == PoolRole::Replica
+            || self.seat.ctx.is_replica_pool(name)
+            || self.seat.ctx.is_read_pool(crate::config::Protocol::Postgres, name);
+        let causal = self.seat.ctx.read_your_writes() == crate::config::ReadYourWrites::Causal
+            && self.seat.ctx.has_replica_reads();
         if !read
             || on_replica
             || !causal
             || self.progress.tx != TransactionStatus::Idle
-            || self.pool.config.engine != Engine::Postgres
+            || self.seat.pool.config.engine != Engine::Postgres
             || self.is_bridged()
         {
             return;
@@ -157,7 +157,7 @@ impl Session {
         if matches!(unseen, Unseen::No | Unseen::Transaction) || self.progress.tx != TransactionStatus::Idle {
             return;
         }
-        self.progress.ryw.autocommit_unproven();
+        self.seat.ryw.autocommit_unproven();
         let query = raw.first() == Some(&client::QUERY);
         if unseen != Unseen::Probe || !query || self.ex.retry_batch().is_some() {
             return;
@@ -185,14 +185,14 @@ impl Session {
         if matches!(unseen, Unseen::No | Unseen::Transaction) || self.progress.tx != TransactionStatus::Idle {
             return;
         }
-        self.progress.ryw.autocommit_unproven();
+        self.seat.ryw.autocommit_unproven();
         if unseen != Unseen::Probe || self.ex.awaiting() {
             return;
         }
-        let key = prepared::statement_key(PG_XACT_PROBE, &[], self.pool.schema_generation());
+        let key = prepared::statement_key(PG_XACT_PROBE, &[], self.seat.pool.schema_generation());
         let here = self.has_prepared(key);
-        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
-        let room = self.backend.as_ref().is_some_and(|c| c.prepared.len() < limit);
+        let limit = self.seat.pool.config.limits.max_prepared_statements.get() as usize;
+        let room = self.seat.conn.as_ref().is_some_and(|c| c.prepared.len() < limit);
         let name = if here || room { prepared::server_name(key) } else { String::new() };
         let mut probe = Vec::with_capacity(PG_XACT_PROBE.len() + 64);
         let mut expects = Vec::with_capacity(3);
@@ -208,7 +208,7 @@ impl Session {
         if encoded.is_err() || !self.ex.probe_before_sync(&probe, &expects) {
             return;
         }
-        match self.backend.as_mut() {
+        match self.seat.conn.as_mut() {
             Some(conn) if !here && room => conn.prepared.push(key),
             _ if name.is_empty() => self.progress.unnamed.elsewhere(),
             _ => {}
@@ -220,7 +220,7 @@ impl Session {
         if self.progress.unseen != (Unseen::Wrapped { trusted: true }) {
             return;
         }
-        let Some(conn) = self.backend.as_mut() else { return };
+        let Some(conn) = self.seat.conn.as_mut() else { return };
         match relay::read_own_answer(conn, BEGIN_TAG).await {
             Ok((_, None)) => {}
             Ok((_, Some(_))) => self.progress.unseen = Unseen::Wrapped { trusted: false },
@@ -239,13 +239,13 @@ impl Session {
     /// after an autocommit statement. The status the session goes on with.
     pub(super) async fn end_unseen_wrap(&mut self, status: Option<u8>) -> Option<u8> {
         let Unseen::Wrapped { trusted } = std::mem::take(&mut self.progress.unseen) else { return status };
-        let Some(conn) = self.backend.as_mut() else { return status };
+        let Some(conn) = self.seat.conn.as_mut() else { return status };
         match pg_read_xact_probe(conn).await {
-            Ok(false) if trusted => self.progress.ryw.wrote_nothing(),
+            Ok(false) if trusted => self.seat.ryw.wrote_nothing(),
             Ok(_) => {}
             Err(e) => conn.broken |= e.breaks_connection(),
         }
-        let Some(conn) = self.backend.as_mut() else { return status };
+        let Some(conn) = self.seat.conn.as_mut() else { return status };
         let (end, failed) = match relay::read_own_answer(conn, COMMIT_TAG).await {
             Ok(answer) => answer,
             Err(_) => {
@@ -254,7 +254,7 @@ impl Session {
             }
         };
         if failed.is_some() {
-            self.progress.ryw.nothing_committed();
+            self.seat.ryw.nothing_committed();
         }
         let at = self.io.out.len().saturating_sub(super::exchange::READY_LEN);
         if self.io.out.get(at) == Some(&server::READY_FOR_QUERY) {

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::*;
 use crate::config::{Protocol, ReadYourWrites};
-use crate::session::engine::tests::{router, seat};
+use crate::session::engine::tests::{route_context, router};
 use crate::sql::mode::SessionModes;
 
 #[test]
@@ -27,7 +27,8 @@ fn session(statements: &[&str], blind: bool) -> RywState {
     let (pool, lex): (Arc<str>, _) = ("w".into(), SessionModes::default());
     for sql in statements {
         let input_ryw = ryw.clone();
-        let input = seat(Protocol::MySql, &pool, &input_ryw, &lex).input(sql, None, true, false, Instant::now());
+        let input =
+            route_context(Protocol::MySql, &pool, &input_ryw, &lex).input(sql, None, true, false, Instant::now());
         let decision = router().explain(&input).decision;
         if blind {
             ryw.observe_unproven();

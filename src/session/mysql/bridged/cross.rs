@@ -76,7 +76,7 @@ impl Session {
         if self.is_bridged() {
             return None;
         }
-        let pool = self.ctx.pools().get(target).cloned()?;
+        let pool = self.seat.ctx.pools().get(target).cloned()?;
         (pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres).then_some(pool)
     }
 
@@ -105,7 +105,7 @@ impl Session {
     /// can routing send a statement across.
     fn any_cross_pool(&self) -> bool {
         !self.is_bridged()
-            && self.ctx.pools().iter().any(|p| p.config.backend_protocol(Protocol::MySql) == Protocol::Postgres)
+            && self.seat.ctx.pools().iter().any(|p| p.config.backend_protocol(Protocol::MySql) == Protocol::Postgres)
     }
 
     /// The PostgreSQL-protocol pool routing sends `sql` to, for a `COM_STMT_PREPARE`.
@@ -126,8 +126,8 @@ impl Session {
     /// The pool name and the unbound translation of a statement to prepare whose JSON-array
     /// slot is a `?` (#35): translated at each execute, once the value is known.
     pub(in crate::session::mysql) fn late_translation(&self, sql: &str) -> Option<(Arc<str>, LateTranslation)> {
-        let key = self.ctx.statement_key(sql, Protocol::MySql);
-        self.ctx.rules().late_translation(&key, sql)
+        let key = self.seat.ctx.statement_key(sql, Protocol::MySql);
+        self.seat.ctx.rules().late_translation(&key, sql)
     }
 
     /// Forgets the statements prepared on other protocols' pools (`COM_RESET_CONNECTION`,
@@ -143,7 +143,7 @@ impl Session {
         let why = if self.tx.status & SERVER_STATUS_IN_TRANS != 0 {
             format!(
                 "a transaction is open on pool \"{}\" and a transaction never spans two pools; COMMIT or ROLLBACK first",
-                self.pool.config.name
+                self.seat.pool.config.name
             )
         } else if self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0 || self.state.autocommit_off() {
             "autocommit is off, so the statement would belong to a transaction on this session's pool; \
@@ -212,8 +212,8 @@ impl Session {
     /// with fresh bridge state (autocommit, no transaction, the pool's own database).
     fn park(&mut self, pool: Rc<CorePool>) {
         let parked = Parked {
-            pool: std::mem::replace(&mut self.pool, pool),
-            backend: self.link.conn.take(),
+            pool: std::mem::replace(&mut self.seat.pool, pool),
+            backend: self.seat.conn.take(),
             tx: self.tx,
             bpos: std::mem::take(&mut self.link.pos),
         };
@@ -246,7 +246,7 @@ impl Session {
         self.io.out.truncate(from);
         let text = format!(
             "Lost the connection to pool \"{}\" during the statement; it did not complete there, and this session goes on",
-            self.pool.config.name
+            self.seat.pool.config.name
         );
         MyClientError::new(ER_BACKEND_UNAVAILABLE, text).encode(1, &mut self.io.out);
         true
@@ -258,8 +258,8 @@ impl Session {
     pub(in crate::session::mysql) fn unpark(&mut self) {
         let Some(p) = self.foreign.cross.parked.take() else { return };
         self.pg_release(false);
-        self.pool = p.pool;
-        self.link.conn = p.backend;
+        self.seat.pool = p.pool;
+        self.seat.conn = p.backend;
         self.tx = p.tx;
         self.link.pos = p.bpos;
     }

@@ -76,19 +76,20 @@ impl Session {
     /// Attaches a PostgreSQL connection (unless one is, e.g. a caught-up standby's for a causal
     /// read), replaying the session's `search_path` when the connection's settings differ.
     pub(super) async fn pg_backend(&mut self) -> Result<(), MyClientError> {
-        if self.link.conn.is_none() {
-            let conn = self.ctx.checkout_for::<MyClientError>(&mut self.pool, Protocol::Postgres, None).await?;
-            self.link.conn = Some(conn);
+        if self.seat.conn.is_none() {
+            let conn =
+                self.seat.ctx.checkout_for::<MyClientError>(&mut self.seat.pool, Protocol::Postgres, None).await?;
+            self.seat.conn = Some(conn);
         }
         let sig = self.foreign.bridge.signature();
-        if self.link.conn.as_ref().is_some_and(|c| c.settings != sig) {
+        if self.seat.conn.as_ref().is_some_and(|c| c.settings != sig) {
             let sql = match &self.foreign.bridge.schema {
                 Some(s) => format!("SET search_path TO {}", quote_ident(s)),
                 None => "RESET search_path".to_owned(),
             };
             match self.pg_quiet(&sql).await {
                 Ok(Quiet { error: None, .. }) => {
-                    if let Some(c) = self.link.conn.as_mut() {
+                    if let Some(c) = self.seat.conn.as_mut() {
                         c.settings = sig;
                     }
                 }
@@ -110,10 +111,7 @@ impl Session {
 
     /// Closes the attached connection (its open transaction, if any, rolls back).
     pub(super) fn drop_pg_backend(&mut self) {
-        if let Some(mut c) = self.link.conn.take() {
-            c.broken = true;
-            self.pool.checkin(c, false);
-        }
+        self.seat.close_conn();
         let b = &mut self.foreign.bridge;
         b.tx = TransactionStatus::Idle;
         b.rider = false; // its answer went with the connection
@@ -123,8 +121,8 @@ impl Session {
 
     /// Writes `self.link.out` to the backend and marks the statement cancellable.
     pub(super) async fn pg_send(&mut self) -> Result<(), RelayError> {
-        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
-        self.cancel.slot.running_on(conn, Protocol::Postgres);
+        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        self.seat.cancel.slot.running_on(conn, Protocol::Postgres);
         let r = rt::write_all(&mut conn.stream, &self.link.out).await;
         self.link.out.clear();
         r.map_err(|e| RelayError::BackendClosed(Some(e)))
@@ -132,7 +130,7 @@ impl Session {
 
     /// Reads one whole message, returned as (tag, body) copies: for the small control paths.
     pub(super) async fn pg_frame(&mut self) -> Result<(u8, Vec<u8>), RelayError> {
-        let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         loop {
             match decode_frame(&conn.rbuf, MAX_BACKEND_MESSAGE) {
                 Ok(Some(f)) => {
@@ -167,7 +165,7 @@ impl Session {
                 BackendMessage::ReadyForQuery(tx) => {
                     self.foreign.bridge.tx = tx;
                     self.sync_status();
-                    self.cancel.slot.set_running(None);
+                    self.seat.cancel.slot.set_running(None);
                     return Ok(q);
                 }
                 BackendMessage::CopyInResponse(_)
@@ -183,7 +181,7 @@ impl Session {
     pub(super) async fn pg_stream(&mut self, writer: &mut ResultWriter) -> Result<Step, RelayError> {
         let wrapped = self.foreign.bridge.unseen == Unseen::Wrapped;
         loop {
-            let conn = self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+            let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
             let mut rest = conn.rbuf.as_slice();
             let mut step = Step::More;
             while step == Step::More {
@@ -204,9 +202,9 @@ impl Session {
             let consumed = conn.rbuf.len() - rest.len();
             conn.rbuf.drain(..consumed);
             if step != Step::More {
-                self.cancel.slot.set_running(None);
+                self.seat.cancel.slot.set_running(None);
                 if writer.errored() {
-                    self.pool.counters.backend_error(); // metrics: the client got an ERR
+                    self.seat.pool.counters.backend_error(); // metrics: the client got an ERR
                 }
                 return Ok(step);
             }
@@ -216,7 +214,7 @@ impl Session {
                 let _ = self.io.flush().await;
                 self.cross_flushed();
             }
-            read_more(self.link.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
+            read_more(self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
         }
     }
 
@@ -230,7 +228,7 @@ impl Session {
     /// idle (no transaction) and the mode is not session pooling.
     pub(super) fn pg_maybe_release(&mut self) {
         let idle = self.foreign.bridge.tx == TransactionStatus::Idle;
-        if self.pool.config.mode != PoolMode::Session && idle {
+        if self.seat.pool.config.mode != PoolMode::Session && idle {
             self.pg_release(false);
         }
     }
@@ -239,8 +237,7 @@ impl Session {
     /// rolls it back); so is one carrying a `search_path` at session end, rather than handing
     /// the setting to another client.
     pub(in crate::session::mysql) fn pg_release(&mut self, session_end: bool) {
-        self.cancel.slot.set_running(None);
-        let Some(mut conn) = self.link.conn.take() else { return };
+        let Some(mut conn) = self.seat.take_conn() else { return };
         let sig = self.foreign.bridge.signature();
         let dirty = std::mem::take(&mut self.foreign.bridge.dirty);
         let keeps_path = session_end && sig != 0;
@@ -249,7 +246,7 @@ impl Session {
             // `conn.settings` already says what was replayed on it (set by `pg_backend`).
             conn.last_used = rt::now();
         }
-        self.pool.checkin(conn, clean);
+        self.seat.pool.checkin(conn, clean);
         self.foreign.bridge.tx = TransactionStatus::Idle;
         self.sync_status();
     }
@@ -274,7 +271,8 @@ impl Session {
     /// may commit a write: the position then rides with it, in the same write and round trip.
     /// Its answer is read after the statement's, whatever the statement did.
     pub(super) fn queue_rider(&mut self) {
-        let ride = self.routing.ryw.commit_awaited() && self.ctx.has_replica_reads() && !self.foreign.cross.crossing();
+        let ride =
+            self.seat.ryw.commit_awaited() && self.seat.ctx.has_replica_reads() && !self.foreign.cross.crossing();
         self.foreign.bridge.rider = ride && frontend::encode_query(PG_COMMIT_POSITION, &mut self.link.out).is_ok();
     }
 
@@ -293,12 +291,12 @@ impl Session {
         self.foreign.bridge.unseen = if read { Unseen::Routed } else { Unseen::No };
         // Inside a transaction the statement runs where the transaction does.
         let on_primary = if in_tx {
-            self.pool.config.role != PoolRole::Replica
+            self.seat.pool.config.role != PoolRole::Replica
         } else {
-            decision.pool().is_some_and(|p| !self.ctx.is_replica_pool(p))
+            decision.pool().is_some_and(|p| !self.seat.ctx.is_replica_pool(p))
         };
         if transaction && on_primary && !self.foreign.cross.crossing() {
-            self.routing.ryw.observe_unproven();
+            self.seat.ryw.observe_unproven();
         }
     }
 
@@ -325,8 +323,8 @@ impl Session {
     fn wrap_unseen(&mut self) {
         let b = &self.foreign.bridge;
         let autocommit = b.autocommit && b.tx == TransactionStatus::Idle;
-        let on_primary = self.pool.config.role != PoolRole::Replica && self.link.conn.is_some();
-        let causal = self.ctx.read_your_writes() == ReadYourWrites::Causal && self.ctx.has_replica_reads();
+        let on_primary = self.seat.pool.config.role != PoolRole::Replica && self.seat.conn.is_some();
+        let causal = self.seat.ctx.read_your_writes() == ReadYourWrites::Causal && self.seat.ctx.has_replica_reads();
         if !(autocommit && on_primary && causal) || self.foreign.cross.crossing() {
             return;
         }
@@ -337,7 +335,7 @@ impl Session {
             .and_then(|()| frontend::encode_query("COMMIT", &mut out));
         if wrapped.is_ok() {
             self.link.out = out;
-            self.routing.ryw.autocommit_unproven();
+            self.seat.ryw.autocommit_unproven();
             self.foreign.bridge.unseen = Unseen::Wrapped;
         }
     }
@@ -361,7 +359,7 @@ impl Session {
         self.read_xact_probe().await;
         let commit = self.pg_drain().await?;
         if commit.tag.as_deref() == Some("ROLLBACK") {
-            self.routing.ryw.nothing_committed();
+            self.seat.ryw.nothing_committed();
         }
         Ok(())
     }
@@ -374,11 +372,11 @@ impl Session {
     /// commit nothing: no position is due for them, whatever the transaction ran.
     pub(super) fn queue_xact_probe(&mut self, sql: &str) -> bool {
         if !self.foreign.cross.crossing() && ends_uncommitted(sql, self.foreign.bridge.tx) {
-            self.routing.ryw.nothing_committed();
+            self.seat.ryw.nothing_committed();
             return false;
         }
         let in_block = self.foreign.bridge.tx == TransactionStatus::InBlock;
-        let due = ryw::probes_commit(&self.routing.ryw, in_block, self.ctx.has_replica_reads())
+        let due = ryw::probes_commit(&self.seat.ryw, in_block, self.seat.ctx.has_replica_reads())
             && !self.foreign.cross.crossing()
             && ryw::is_lone_commit(sql);
         due && frontend::encode_query(PG_XACT_PROBE, &mut self.link.out).is_ok()
@@ -388,8 +386,8 @@ impl Session {
     /// transaction id wrote nothing, so its commit leaves no position. A probe that failed
     /// leaves the position due.
     pub(super) async fn read_xact_probe(&mut self) {
-        let Some(conn) = self.link.conn.as_mut() else { return };
-        commit_io::read_xact_probe(conn, &mut self.routing.ryw, "bridged transaction").await;
+        let Some(conn) = self.seat.conn.as_mut() else { return };
+        commit_io::read_xact_probe(conn, &mut self.seat.ryw, "bridged transaction").await;
     }
 
     /// Routes a bridged statement ([`Session::bridged_route`]), then, for a read the split sent
@@ -408,9 +406,9 @@ impl Session {
             return;
         }
         let in_tx = self.foreign.bridge.tx != TransactionStatus::Idle;
-        self.routing.ryw.statement_done(rt::now(), in_tx);
+        self.seat.ryw.statement_done(rt::now(), in_tx);
         let rode = std::mem::take(&mut self.foreign.bridge.rider);
-        let due = self.routing.ryw.position_due() && self.ctx.has_replica_reads();
+        let due = self.seat.ryw.position_due() && self.seat.ctx.has_replica_reads();
         if !due && !rode {
             return;
         }
@@ -418,9 +416,9 @@ impl Session {
             // The client has its answer before the router asks anything.
             let _ = self.io.flush().await;
         }
-        let Some(conn) = self.link.conn.as_mut() else {
+        let Some(conn) = self.seat.conn.as_mut() else {
             if due {
-                self.routing.ryw.learned(None);
+                self.seat.ryw.learned(None);
             }
             return;
         };
@@ -432,8 +430,8 @@ impl Session {
             return;
         }
         match position {
-            Ok(position) => self.routing.ryw.learned(Some(Position::Wal(position))),
-            Err(e) => commit_io::position_unknown(conn, &mut self.routing.ryw, &e, "bridged commit position"),
+            Ok(position) => self.seat.ryw.learned(Some(Position::Wal(position))),
+            Err(e) => commit_io::position_unknown(conn, &mut self.seat.ryw, &e, "bridged commit position"),
         }
     }
 
@@ -443,22 +441,22 @@ impl Session {
     /// session kept idle (session pooling) is given back first: its standby may be behind.
     /// Nothing changes while a transaction or a pin holds the connection.
     pub(super) async fn bridged_causal(&mut self) -> Result<(), MyClientError> {
-        let Some(position) = self.routing.ryw.required_position().cloned() else { return Ok(()) };
+        let Some(position) = self.seat.ryw.required_position().cloned() else { return Ok(()) };
         // A transaction or a pin holds the session's connection where it is, as for a native one.
         let free = self.foreign.bridge.tx == TransactionStatus::Idle && !self.held();
-        if self.pool.config.role != PoolRole::Replica || !free || self.foreign.cross.crossing() {
+        if self.seat.pool.config.role != PoolRole::Replica || !free || self.foreign.cross.crossing() {
             return Ok(());
         }
         self.pg_release(false);
-        let config = self.ctx.config();
-        let deadline = rt::now() + self.pool.config.timeouts.acquire;
+        let config = self.seat.ctx.config();
+        let deadline = rt::now() + self.seat.pool.config.timeouts.acquire;
         let wait = config.routing.causal_wait;
-        let caught_up = self.pool.checkout_caught_up(Protocol::Postgres, None, deadline, &position, wait);
+        let caught_up = self.seat.pool.checkout_caught_up(Protocol::Postgres, None, deadline, &position, wait);
         if let Some(conn) = caught_up.await.map_err(|e| MyClientError::from(&e))? {
-            self.link.conn = Some(conn);
+            self.seat.conn = Some(conn);
             return Ok(());
         }
-        self.pool = self.causal_fallback(wait, Some(Protocol::Postgres))?;
+        self.seat.pool = self.causal_fallback(wait, Some(Protocol::Postgres))?;
         Ok(())
     }
 }

@@ -298,7 +298,7 @@ impl Session {
                 encode_local_result(
                     self.client.caps,
                     &[("CONNECTION_ID()", col)],
-                    &[vec![Some(self.cancel.key.pid.to_string())]],
+                    &[vec![Some(self.seat.cancel.key.pid.to_string())]],
                     self.tx.status,
                     &mut self.io.out,
                 );
@@ -324,7 +324,7 @@ impl Session {
     }
 
     fn current_database(&self) -> String {
-        self.foreign.bridge.schema.clone().unwrap_or_else(|| self.pool.config.database.clone())
+        self.foreign.bridge.schema.clone().unwrap_or_else(|| self.seat.pool.config.database.clone())
     }
 
     /// Opens the emulated transaction of `autocommit = 0` when PostgreSQL has none.
@@ -412,7 +412,7 @@ impl Session {
         self.drop_pg_backend();
         self.link.out.clear();
         if self.cross_lost() {
-            self.ctx.counters.relay_failed(cause.code()); // metrics
+            self.seat.ctx.counters.relay_failed(cause.code()); // metrics
             self.sync_status();
             return Ok(());
         }
@@ -428,7 +428,7 @@ impl Session {
             match self.pg_quiet("COMMIT").await {
                 Ok(q) if q.error.is_none() => {
                     if q.tag.as_deref() == Some("ROLLBACK") {
-                        self.routing.ryw.nothing_committed(); // a failed transaction (#34)
+                        self.seat.ryw.nothing_committed(); // a failed transaction (#34)
                     }
                     self.bridged_statement_done().await;
                 }
@@ -451,7 +451,7 @@ impl Session {
     /// `USE db`: selects schema `db` through `search_path`; the pool's own database name
     /// selects the default path again.
     async fn bridged_use(&mut self, db: String) -> Result<(), End> {
-        let schema = (db != self.pool.config.database).then_some(db.clone());
+        let schema = (db != self.seat.pool.config.database).then_some(db.clone());
         if let Some(s) = &schema {
             if let Err(e) = self.pg_backend().await {
                 e.encode(1, &mut self.io.out);
@@ -476,7 +476,7 @@ impl Session {
         }
         self.foreign.bridge.schema = schema;
         // The next checkout (or this connection, re-attached) replays the new path.
-        if let Some(c) = self.link.conn.as_mut() {
+        if let Some(c) = self.seat.conn.as_mut() {
             c.settings = u64::MAX;
         }
         self.pg_release(false);

@@ -155,7 +155,7 @@ impl Session {
     /// moves or repeats the client's `?` just numbers each after the client parameter it takes.
     fn prepared_text(&self, text: &str) -> Result<(String, Option<LateTranslation>, bool), MyClientError> {
         // Only where this session runs it: the pool it crossed to, or a bridged session's own.
-        let late = self.late_translation(text).filter(|(p, _)| **p == *self.pool.config.name).map(|(_, l)| l);
+        let late = self.late_translation(text).filter(|(p, _)| **p == *self.seat.pool.config.name).map(|(_, l)| l);
         // Described with the example's values: the columns every execute returns.
         if let Some(example) = late.as_ref().and_then(LateTranslation::example_sql) {
             return Ok((self.for_postgres(&example, true)?, late, true));
@@ -184,7 +184,7 @@ impl Session {
                 }
                 BackendMessage::ReadyForQuery(tx) => {
                     self.foreign.bridge.tx = tx;
-                    self.cancel.slot.set_running(None);
+                    self.seat.cancel.slot.set_running(None);
                     return Ok(d);
                 }
                 _ => {}

@@ -62,7 +62,7 @@ impl Session {
     /// Whether this is a native session and some pool's backends speak MySQL: only then can
     /// routing send a statement across.
     fn any_cross_pool(&self) -> bool {
-        !self.is_bridged() && self.ctx.pools().iter().any(|p| speaks_mysql(p))
+        !self.is_bridged() && self.seat.ctx.pools().iter().any(|p| speaks_mysql(p))
     }
 
     /// The MySQL pool routing sends `sql` to, with the decision, when that is not the session's
@@ -78,10 +78,10 @@ impl Session {
             return None;
         }
         let Outcome::Route(name) = &d.outcome else { return None };
-        if **name == *self.pool.config.name {
+        if **name == *self.seat.pool.config.name {
             return None;
         }
-        let pool = self.ctx.pools().get(name).filter(|p| speaks_mysql(p)).cloned()?;
+        let pool = self.seat.ctx.pools().get(name).filter(|p| speaks_mysql(p)).cloned()?;
         Some((pool, d))
     }
 
@@ -95,7 +95,7 @@ impl Session {
     /// Why a statement (`sql`, empty for an Execute) routed to MySQL pool `pool` cannot run there
     /// now; otherwise answers synthesized so far go out first, keeping the client's order.
     fn cross_ready(&mut self, pool: &str, sql: &str) -> Result<(), PgClientError> {
-        let own = &self.pool.config.name;
+        let own = &self.seat.pool.config.name;
         let why = if self.progress.tx != TransactionStatus::Idle {
             format!(
                 "a transaction is open on pool \"{own}\" and a transaction never spans two pools; COMMIT or ROLLBACK first"
@@ -118,7 +118,7 @@ impl Session {
     /// first (with a Flush), so their answers precede the error, as on a server; the backend
     /// then runs part of the batch, and the Sync aborts it there (`Exchange::on_sync`).
     async fn cross_fail(&mut self, e: PgClientError) -> Result<(), End> {
-        if self.native_pending() && self.backend.is_some() {
+        if self.native_pending() && self.seat.conn.is_some() {
             self.on_flush(&[client::FLUSH, 0, 0, 0, 4]).await?;
             if self.ex.aborted() {
                 return Ok(()); // the server failed the pipeline first: its error stands
@@ -141,8 +141,8 @@ impl Session {
             Vec::new()
         };
         let parked = Parked {
-            pool: std::mem::replace(&mut self.pool, pool),
-            backend: self.backend.take(),
+            pool: std::mem::replace(&mut self.seat.pool, pool),
+            backend: self.seat.conn.take(),
             tx: std::mem::replace(&mut self.progress.tx, TransactionStatus::Idle),
             dirty: !sets.is_empty(),
         };
@@ -168,7 +168,10 @@ impl Session {
                 let zones = if set.contains("time_zone") { " (named zones need MySQL's time zone tables)" } else { "" };
                 return Err(PgClientError::new(
                     sqlstate::FEATURE_NOT_SUPPORTED,
-                    format!("MySQL pool \"{}\" refused the session's setting ({set}){zones}", self.pool.config.name),
+                    format!(
+                        "MySQL pool \"{}\" refused the session's setting ({set}){zones}",
+                        self.seat.pool.config.name
+                    ),
                 ));
             }
         }
@@ -180,12 +183,12 @@ impl Session {
     /// called when the session ends, wherever it was.
     pub(in crate::session::pg) fn cross_unpark(&mut self) {
         let Some(p) = self.bridge.parked.take() else { return };
-        if let Some(c) = self.backend.as_mut().filter(|_| p.dirty) {
+        if let Some(c) = self.seat.conn.as_mut().filter(|_| p.dirty) {
             c.broken = true;
         }
         self.my_release(false);
-        self.pool = p.pool;
-        self.backend = p.backend;
+        self.seat.pool = p.pool;
+        self.seat.conn = p.backend;
         self.progress.tx = p.tx;
     }
 
@@ -198,7 +201,7 @@ impl Session {
     /// it stays on the session's side.
     pub(in crate::session::pg) async fn on_cross_query(&mut self, sql: &str) -> Option<Result<(), End>> {
         let (pool, d) = self.cross_target(sql)?;
-        self.ctx.count_decision(&d);
+        self.seat.ctx.count_decision(&d);
         let translated = d.rewritten.is_some();
         let text = d.rewritten.map_or_else(|| sql.to_owned(), |t| t.sql);
         match self.cross_enter(pool, &text, true).await {
@@ -232,7 +235,7 @@ impl Session {
         let r = self.my_run(&Command::Query(text.as_bytes()), &mut writer, &mut out, true).await;
         self.io.out = out;
         if let Err(e) = r {
-            self.ctx.counters.relay_failed(e.code()); // metrics
+            self.seat.ctx.counters.relay_failed(e.code()); // metrics
             self.drop_my_backend();
             PgClientError::new(
                 sqlstate::CONNECTION_FAILURE,
@@ -268,7 +271,7 @@ impl Session {
                     let why = format!(
                         "cannot run the statement on pool \"{}\": earlier statements of this pipeline ran on MySQL pool \
                          \"{pool}\", and a pipeline never spans two pools; Sync first",
-                        self.pool.config.name
+                        self.seat.pool.config.name
                     );
                     return Some(self.fail_batch(PgClientError::new(ACTIVE_SQL_TRANSACTION, why)));
                 }
@@ -364,7 +367,7 @@ impl Session {
         if !name.is_empty() && self.stmts.contains_key(name) {
             return self.fail_batch(duplicate(name));
         }
-        self.ctx.count_decision(&d);
+        self.seat.ctx.count_decision(&d);
         let translated = d.rewritten.is_some();
         let sql = d.rewritten.map_or_else(|| query.to_owned(), |t| t.sql);
         if let Err(e) = self.cross_enter(pool, &sql, false).await {
@@ -378,7 +381,7 @@ impl Session {
     /// Execute of a portal bound to a statement prepared on a MySQL pool.
     async fn cross_execute(&mut self, portal: &str, max_rows: i32) -> Result<(), End> {
         let name = self.bridge.portals.get(portal).map(|p| p.stmt.pool.clone()).unwrap_or_default();
-        let Some(pool) = self.ctx.pools().get(&name).filter(|p| speaks_mysql(p)).cloned() else {
+        let Some(pool) = self.seat.ctx.pools().get(&name).filter(|p| speaks_mysql(p)).cloned() else {
             let text = format!("pool \"{name}\", where the statement was prepared, is no longer a MySQL pool");
             return self.fail_batch(PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, text));
         };

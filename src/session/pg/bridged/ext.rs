@@ -89,7 +89,7 @@ impl Session {
         mut types: Vec<u32>,
         translated: bool,
     ) -> Result<(), End> {
-        if self.pool.config.mode == PoolMode::Statement && super::super::begins_transaction(query) {
+        if self.seat.pool.config.mode == PoolMode::Statement && super::super::begins_transaction(query) {
             return self.fail_batch(PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
@@ -121,7 +121,7 @@ impl Session {
             }
             Err(e) => return self.bridged_lost(true, e).await,
         };
-        let pool = self.pool.name().clone();
+        let pool = self.seat.pool.name().clone();
         let stmt = Prepared { key, sql, order, param_types: types, columns: columns.unwrap_or_default(), pool };
         self.bridge.stmts.insert(name.to_owned(), Rc::new(stmt));
         self.io.out.extend_from_slice(&[server::PARSE_COMPLETE, 0, 0, 0, 4]);
@@ -138,8 +138,8 @@ impl Session {
         sql: &str,
         describe: bool,
     ) -> Result<Option<(u32, Option<Vec<PgColumn>>)>, RelayError> {
-        let limit = self.pool.config.limits.max_prepared_statements.get() as usize;
-        let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) else {
+        let limit = self.seat.pool.config.limits.max_prepared_statements.get() as usize;
+        let Some(ConnInfo::MySql(info)) = self.seat.conn.as_mut().map(|c| &mut c.info) else {
             return Err(RelayError::BackendClosed(None));
         };
         let mut stale = None;
@@ -159,7 +159,7 @@ impl Session {
             self.my_send(&Command::StmtClose(id)).await?;
         }
         let Some(ok) = self.my_prepare(sql).await? else { return Ok(None) };
-        if let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) {
+        if let Some(ConnInfo::MySql(info)) = self.seat.conn.as_mut().map(|c| &mut c.info) {
             info.prepared.push((key, ok.id));
         }
         Ok(Some((ok.id, Some(ok.columns))))
@@ -170,7 +170,7 @@ impl Session {
         self.my_send(&Command::StmtPrepare(sql.as_bytes())).await?;
         let (first, _) = self.my_payload().await?;
         if classify_response(&first).map_err(malformed)? == ResponseKind::Err {
-            self.cancel.slot.set_running(None);
+            self.seat.cancel.slot.set_running(None);
             let err = ErrPacket::decode(&first).map_err(malformed)?;
             let state = errmap::sqlstate(err.code, err.sql_state);
             let detail = format!("MySQL error {}", err.code);
@@ -193,7 +193,7 @@ impl Session {
         if ok.num_columns > 0 {
             self.my_payload().await?; // EOF
         }
-        self.cancel.slot.set_running(None);
+        self.seat.cancel.slot.set_running(None);
         Ok(Some(PrepareOk { id: ok.stmt_id, columns }))
     }
 

@@ -32,19 +32,19 @@ pub(super) fn malformed(e: impl std::fmt::Display) -> RelayError {
 impl Session {
     /// Attaches a MySQL connection; a fresh one gets [`BRIDGE_SETUP`].
     pub(super) async fn my_backend(&mut self) -> Result<(), PgClientError> {
-        if self.backend.is_some() {
+        if self.seat.conn.is_some() {
             return Ok(());
         }
-        let conn = self.ctx.checkout_for::<PgClientError>(&mut self.pool, Protocol::MySql, None).await?;
+        let conn = self.seat.ctx.checkout_for::<PgClientError>(&mut self.seat.pool, Protocol::MySql, None).await?;
         let fresh = conn.settings != BRIDGE_SETTINGS;
-        self.backend = Some(conn);
+        self.seat.conn = Some(conn);
         if fresh {
             let mut scratch = Vec::new();
             let mut w = PgResultWriter::new(vec!["SET"], false, false, &[], self.my_caps(), 0);
             let ok = self.my_run(&Command::Query(BRIDGE_SETUP), &mut w, &mut scratch, false).await;
             match ok {
                 Ok(()) if !w.errored => {
-                    if let Some(c) = self.backend.as_mut() {
+                    if let Some(c) = self.seat.conn.as_mut() {
                         c.settings = BRIDGE_SETTINGS;
                     }
                 }
@@ -62,7 +62,7 @@ impl Session {
 
     /// Capabilities of the attached MySQL connection.
     pub(super) fn my_caps(&self) -> u64 {
-        match self.backend.as_ref().map(|c| &c.info) {
+        match self.seat.conn.as_ref().map(|c| &c.info) {
             Some(ConnInfo::MySql(info)) => info.capabilities,
             _ => 0,
         }
@@ -70,19 +70,15 @@ impl Session {
 
     /// Closes the attached connection (an open transaction rolls back).
     pub(super) fn drop_my_backend(&mut self) {
-        if let Some(mut c) = self.backend.take() {
-            c.broken = true;
-            self.pool.checkin(c, false);
-        }
-        self.cancel.slot.set_running(None);
+        self.seat.close_conn();
         self.progress.tx = TransactionStatus::Idle;
     }
 
     /// Sends `cmd` (sequence 0), marking the statement cancellable by `KILL QUERY`.
     pub(super) async fn my_send(&mut self, cmd: &Command<'_>) -> Result<(), RelayError> {
         let caps = self.my_caps();
-        let conn = self.backend.as_mut().ok_or(RelayError::BackendClosed(None))?;
-        self.cancel.slot.running_on(conn, Protocol::MySql);
+        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        self.seat.cancel.slot.running_on(conn, Protocol::MySql);
         let mut payload = Vec::with_capacity(64);
         cmd.encode(caps, &mut payload);
         let mut packets = Vec::with_capacity(payload.len() + 4);
@@ -94,7 +90,7 @@ impl Session {
 
     /// Reads one logical payload and its last sequence id.
     pub(super) async fn my_payload(&mut self) -> Result<(Vec<u8>, u8), RelayError> {
-        let conn = self.backend.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         loop {
             if let Some(f) = decode_payload(&conn.rbuf, MAX_BACKEND_PAYLOAD).map_err(malformed)? {
                 let (payload, seq, n) = (f.payload.into_owned(), f.last_seq, f.consumed);
@@ -135,7 +131,7 @@ impl Session {
                 PgStep::Done => break,
                 PgStep::LocalInfile => {
                     // No file: an empty packet ends the transfer; the server then answers.
-                    let conn = self.backend.as_mut().ok_or(RelayError::BackendClosed(None))?;
+                    let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
                     let mut empty = Vec::new();
                     encode_packets(&[], seq.wrapping_add(1), &mut empty);
                     rt::write_all(&mut conn.stream, &empty).await.map_err(|e| RelayError::BackendClosed(Some(e)))?;
@@ -149,11 +145,11 @@ impl Session {
                 let _ = r;
             }
         }
-        self.cancel.slot.set_running(None);
+        self.seat.cancel.slot.set_running(None);
         if writer.errored {
-            self.pool.counters.backend_error(); // metrics: the client got an ErrorResponse
+            self.seat.pool.counters.backend_error(); // metrics: the client got an ErrorResponse
         }
-        if let Some(ConnInfo::MySql(info)) = self.backend.as_mut().map(|c| &mut c.info) {
+        if let Some(ConnInfo::MySql(info)) = self.seat.conn.as_mut().map(|c| &mut c.info) {
             info.status = writer.status;
         }
         self.progress.tx = writer.transaction_status();
@@ -163,7 +159,7 @@ impl Session {
     /// Gives the connection back when the pool mode allows: no transaction open and not
     /// session pooling.
     pub(super) fn my_maybe_release(&mut self) {
-        if self.pool.config.mode != PoolMode::Session && self.progress.tx == TransactionStatus::Idle {
+        if self.seat.pool.config.mode != PoolMode::Session && self.progress.tx == TransactionStatus::Idle {
             self.my_release(false);
         }
     }
@@ -172,15 +168,14 @@ impl Session {
     /// back); so is one at the end of a session-pooled session, whose session state (variables,
     /// temporary tables) must not reach another client.
     pub(in crate::session::pg) fn my_release(&mut self, session_end: bool) {
-        self.cancel.slot.set_running(None);
-        let Some(mut conn) = self.backend.take() else { return };
+        let Some(mut conn) = self.seat.take_conn() else { return };
         let clean = self.progress.tx == TransactionStatus::Idle
             && !conn.broken
-            && !(session_end && self.pool.config.mode == PoolMode::Session);
+            && !(session_end && self.seat.pool.config.mode == PoolMode::Session);
         if clean {
             conn.last_used = rt::now();
         }
-        self.pool.checkin(conn, clean);
+        self.seat.pool.checkin(conn, clean);
         self.progress.tx = TransactionStatus::Idle;
     }
 }

@@ -64,7 +64,7 @@ pub(in crate::session::pg) struct Bridge {
 impl Session {
     /// Whether this session is served by a MySQL pool through the bridge.
     pub(super) fn is_bridged(&self) -> bool {
-        self.pool.config.backend_protocol(Protocol::Postgres) == Protocol::MySql
+        self.seat.pool.config.backend_protocol(Protocol::Postgres) == Protocol::MySql
     }
 
     /// Handles one client message of a bridged session.
@@ -117,7 +117,7 @@ impl Session {
 
     /// A simple Query: `COM_QUERY` with the text as written, each result translated.
     async fn bridged_query(&mut self, sql: &str) -> Result<(), End> {
-        if self.pool.config.mode == PoolMode::Statement && super::begins_transaction(sql) {
+        if self.seat.pool.config.mode == PoolMode::Statement && super::begins_transaction(sql) {
             PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "transaction blocks are not allowed in statement pooling mode",
@@ -176,7 +176,7 @@ impl Session {
 
     /// Status flags of the attached connection's last response.
     fn my_status(&self) -> u16 {
-        match self.backend.as_ref().map(|c| &c.info) {
+        match self.seat.conn.as_ref().map(|c| &c.info) {
             Some(crate::pool::ConnInfo::MySql(info)) => info.status,
             _ => 0,
         }
@@ -189,9 +189,9 @@ impl Session {
     /// is counted, not worded.
     async fn bridged_lost(&mut self, batch: bool, cause: RelayError) -> Result<(), End> {
         self.drop_my_backend();
-        self.ctx.counters.relay_failed(cause.code()); // metrics
-                                                      // A connection borrowed for one statement (#24) held none of the client's session.
-        if self.pool.config.mode == PoolMode::Session && !self.crossing() {
+        self.seat.ctx.counters.relay_failed(cause.code()); // metrics
+                                                           // A connection borrowed for one statement (#24) held none of the client's session.
+        if self.seat.pool.config.mode == PoolMode::Session && !self.crossing() {
             PgClientError::new(
                 sqlstate::CONNECTION_FAILURE,
                 "the backend connection was lost; the server session is gone",
