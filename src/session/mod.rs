@@ -2,7 +2,9 @@
 //!
 //! `driver` is the one client loop both wires run (read a unit, hand it to the wire, end the
 //! session wherever it waits); `pg` and `mysql` are the wires it drives, each implementing
-//! `driver::Wire`; `engine` is the protocol-neutral policy both use; `state` is the sans-IO session state
+//! `driver::Wire`; `placement` is the backend side both hold (`Seat`: pool, connection, cancel
+//! handle, read-your-writes) and the pool moves written once over it; `engine` is the
+//! protocol-neutral policy both use; `state` is the sans-IO session state
 //! (settings to replay, pins); `client_error` is the one place errors become wire errors;
 //! `cancel` tracks which statements a cancel may reach; `admission` caps client connections
 //! per listener; `backoff` is the I/O of the opt-in retry of transient failures (issue #11; the

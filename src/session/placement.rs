@@ -67,6 +67,12 @@ impl Seat {
         Self { ctx, pool, conn: None, ryw, pass, digest: Timing::default(), cancel }
     }
 
+    /// Ends the statement being timed and records it on the session's pool (see
+    /// [`CoreContext::record_digest`]).
+    pub fn record_digest(&mut self, protocol: Protocol) {
+        self.ctx.record_digest(&mut self.digest, protocol, &self.pool);
+    }
+
     /// Closes the connection, if the session has one: whatever was open on it rolls back.
     pub fn close_conn(&mut self) {
         let conn = self.take_conn();

@@ -263,10 +263,9 @@ impl Session {
     /// Adds the statement being timed, which ended as `outcome` says, to the core's digest
     /// statistics.
     pub(super) fn record(&mut self, outcome: &Relayed) {
-        let timing = &mut self.seat.digest;
-        timing.rows(outcome.rows);
-        timing.failed(outcome.error);
-        self.seat.ctx.record_digest(timing, Protocol::MySql, &self.seat.pool);
+        self.seat.digest.rows(outcome.rows);
+        self.seat.digest.failed(outcome.error);
+        self.seat.record_digest(Protocol::MySql);
     }
 }
 

@@ -528,7 +528,7 @@ impl Session {
         self.progress.unseen = Unseen::No;
         let new = self.ex.ready(status);
         let outcome = self.ex.outcome();
-        self.seat.ctx.record_digest(&mut self.seat.digest, Protocol::Postgres, &self.seat.pool);
+        self.seat.record_digest(Protocol::Postgres);
         let was = self.progress.tx;
         self.progress.tx = new;
         self.seat.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit

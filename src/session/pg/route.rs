@@ -89,7 +89,7 @@ impl Session {
         self.ex.routed_by(decision.retry); // retry (#11)
         if runs {
             self.note_unseen(sql, &decision); // causal reads (#34)
-            self.seat.ctx.record_digest(&mut self.seat.digest, Protocol::Postgres, &self.seat.pool);
+            self.seat.record_digest(Protocol::Postgres);
             self.seat.digest.begin(decision.fingerprint, sql, now);
         }
         Ok(decision.rewritten.map(|t| t.sql))
