@@ -166,14 +166,4 @@ done
 [ "$ROUNDS" -gt 1 ] || exit 0
 echo
 echo "p99 (ms) over $ROUNDS rounds: median [min-max], and the median's ratio to the same router without an attack"
-python3 - "$BASE/figures" <<'PY'
-import statistics, sys
-runs = {}
-for line in open(sys.argv[1]):
-    name, kind, p99 = line.split()
-    runs.setdefault((name, kind), []).append(float(p99))
-for (name, kind), v in runs.items():
-    base = statistics.median(runs[(name, "none")])
-    m = statistics.median(v)
-    print(f"{name:8} {kind:8} {m:7.2f} [{min(v):.2f}-{max(v):.2f}]  x{m / base:.2f}")
-PY
+ratio_table "$BASE/figures" 8

@@ -76,27 +76,53 @@ pg_split_config() {
     printf 'read_your_writes = "%s"\n' "$4"
 }
 
-# abuse_config PORT: the router #33's abuse scripts measure: one core, pool `bench` on the
-# primary in transaction mode, a 64 MiB client buffer budget.
-abuse_config() {
+# bench_config PORT CORES AUTH MAX_CONNECTIONS: a router on cores CORES ("0" or "0, 1") in front
+# of the started primary: one postgres listener on PORT logging clients in with AUTH
+# (scram-sha-256 or md5), pool `bench` in transaction mode with MAX_CONNECTIONS connections;
+# [routing] comes last, so a caller may append more sections.
+bench_config() {
     cat <<CONF
 [general]
-cores = [0]
+cores = [$2]
 [[listeners]]
 protocol = "postgres"
 bind = "127.0.0.1:$1"
+auth_method = "$3"
 [pools.bench]
 mode = "transaction"
 username = "$PG_USER"
 password = "$PG_PASSWORD"
 database = "bench"
-max_connections = 16
+max_connections = $4
+acquire_timeout = "30s"
 backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
 [routing]
 default_pool = "bench"
-[limits]
-client_buffer_budget = "64MiB"
 CONF
+}
+
+# abuse_config PORT: the router #33's abuse scripts measure: one core, pool `bench` on the
+# primary in transaction mode, a 64 MiB client buffer budget.
+abuse_config() {
+    bench_config "$1" 0 scram-sha-256 16
+    printf '[limits]\nclient_buffer_budget = "64MiB"\n'
+}
+
+# ratio_table FIGURES NAME_WIDTH: for lines "target kind p99" in FIGURES, each (target, kind)'s
+# median [min-max] and the median's ratio to the same target's "none" median.
+ratio_table() {
+    python3 - "$1" "$2" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, kind, p99 = line.split()
+    runs.setdefault((name, kind), []).append(float(p99))
+w = int(sys.argv[2])
+for (name, kind), v in runs.items():
+    base = statistics.median(runs[(name, "none")])
+    m = statistics.median(v)
+    print(f"{name:{w}} {kind:8} {m:7.2f} [{min(v):.2f}-{max(v):.2f}]  x{m / base:.2f}")
+PY
 }
 
 free_port() {

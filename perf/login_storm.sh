@@ -19,23 +19,7 @@ if [ -n "${QP_BIN:-}" ]; then BIN=$QP_BIN; else build_router; fi
 start_pg_pgbench qp-storm bench 10
 PORT=$(free_port)
 PGB_PORT=$(free_port)
-cat >"$BASE/querypilot.toml" <<CONF
-[general]
-cores = [0]
-[[listeners]]
-protocol = "postgres"
-bind = "127.0.0.1:$PORT"
-auth_method = "scram-sha-256"
-[pools.bench]
-mode = "transaction"
-username = "$PG_USER"
-password = "$PG_PASSWORD"
-database = "bench"
-max_connections = 8
-backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
-[routing]
-default_pool = "bench"
-CONF
+bench_config "$PORT" 0 scram-sha-256 8 >"$BASE/querypilot.toml"
 PGB_EXTRA="auth_type = scram-sha-256
 max_client_conn = $((STORM + 100))" start_pgbouncer "$BASE/pgbouncer" bench "$PGB_PORT" 8
 trap 'kill "$PGB_PID" 2>/dev/null || true; perf_cleanup' EXIT
@@ -80,14 +64,4 @@ for r in $(seq "$ROUNDS"); do
 done
 echo
 echo "p99 (ms) over $ROUNDS rounds: median [min-max], and the median's ratio to the same target without a storm"
-python3 - "$BASE/figures" <<'PY'
-import statistics, sys
-runs = {}
-for line in open(sys.argv[1]):
-    name, kind, p99 = line.split()
-    runs.setdefault((name, kind), []).append(float(p99))
-for (name, kind), v in runs.items():
-    base = statistics.median(runs[(name, "none")])
-    m = statistics.median(v)
-    print(f"{name:10} {kind:6} {m:7.2f} [{min(v):.2f}-{max(v):.2f}]  x{m / base:.2f}")
-PY
+ratio_table "$BASE/figures" 10

@@ -19,24 +19,7 @@ if [ -n "${QP_BIN:-}" ]; then BIN=$QP_BIN; else build_router; fi
 start_pg_pgbench qp-many bench 10
 PORT=$(free_port)
 PGB_PORT=$(free_port)
-cat >"$BASE/querypilot.toml" <<CONF
-[general]
-cores = [0, 1]
-[[listeners]]
-protocol = "postgres"
-bind = "127.0.0.1:$PORT"
-auth_method = "md5"
-[pools.bench]
-mode = "transaction"
-username = "$PG_USER"
-password = "$PG_PASSWORD"
-database = "bench"
-max_connections = 8
-backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
-acquire_timeout = "30s"
-[routing]
-default_pool = "bench"
-CONF
+bench_config "$PORT" "0, 1" md5 8 >"$BASE/querypilot.toml"
 PGB_EXTRA="max_client_conn = $((CLIENTS + 100))" start_pgbouncer "$BASE/pgbouncer" bench "$PGB_PORT" 8
 trap 'kill "$PGB_PID" 2>/dev/null || true; perf_cleanup' EXIT
 start_router "$BASE/querypilot.toml" "$PORT"
