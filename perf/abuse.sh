@@ -94,14 +94,6 @@ while kind != "burner" and time.time() < until:
 print(f"{kind}: told {sorted(told) or 'nothing'}")
 PY
 
-# p99 of pgbench -S through the router, in ms, from its per-transaction log.
-p99() {
-    rm -f "$BASE"/pgb.*
-    pgbench -n -S -M prepared -c "$CLIENTS" -j 2 -T "$SECS" -l --log-prefix="$BASE/pgb" \
-        -h 127.0.0.1 -p "$PORT" -U "$PG_USER" bench >/dev/null 2>&1 || log "pgbench failed"
-    cat "$BASE"/pgb.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int(NR*0.99)]/1000}'
-}
-
 peak_rss() {
     local peak=0 now
     while kill -0 "$1" 2>/dev/null; do
@@ -128,7 +120,7 @@ round() {
     fi
     start_router "$BASE/querypilot.toml" "$PORT"
     ticks=$(cpu_ticks "$ROUTER_PID")
-    lat=$(p99)
+    lat=$(p99 "$PORT")
     printf '%-8s %-8s %10s %10s cpu %s%%\n' "$name" none "$lat" \
         "$(($(awk '/VmRSS/{print $2}' "/proc/$ROUTER_PID/status") / 1024))" "$(cpu_since "$ticks")"
     echo "$name none $lat" >>"$BASE/figures"
@@ -143,7 +135,7 @@ round() {
         watcher=$!
         sleep 1
         ticks=$(cpu_ticks "$ROUTER_PID")
-        lat=$(p99)
+        lat=$(p99 "$PORT")
         ticks=$(cpu_since "$ticks")
         wait "$attacker" || log "attacker $kind: $(tail -1 "$BASE/attack.out")"
         wait "$watcher"

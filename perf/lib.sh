@@ -108,6 +108,15 @@ abuse_config() {
     printf '[limits]\nclient_buffer_budget = "64MiB"\n'
 }
 
+# p99 PORT: p99 latency in ms of pgbench -S -M prepared (CLIENTS clients, SECS seconds) against
+# database bench through PORT, from its per-transaction log.
+p99() {
+    rm -f "$BASE"/pgb.*
+    pgbench -n -S -M prepared -c "$CLIENTS" -j 2 -T "$SECS" -l --log-prefix="$BASE/pgb" \
+        -h 127.0.0.1 -p "$1" -U "$PG_USER" bench >/dev/null 2>&1 || log "pgbench failed"
+    cat "$BASE"/pgb.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int(NR*0.99)]/1000}'
+}
+
 # ratio_table FIGURES NAME_WIDTH: for lines "target kind p99" in FIGURES, each (target, kind)'s
 # median [min-max] and the median's ratio to the same target's "none" median.
 ratio_table() {

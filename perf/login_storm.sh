@@ -26,14 +26,6 @@ trap 'kill "$PGB_PID" 2>/dev/null || true; perf_cleanup' EXIT
 # PgBouncer pinned to the router's core, so both serve from one CPU.
 taskset -pc 0 "$PGB_PID" >/dev/null
 
-# p99 of pgbench -S through PORT, in ms, from its per-transaction log.
-p99() {
-    rm -f "$BASE"/pgb.*
-    pgbench -n -S -M prepared -c "$CLIENTS" -j 2 -T "$SECS" -l --log-prefix="$BASE/pgb" \
-        -h 127.0.0.1 -p "$1" -U "$PG_USER" bench >/dev/null 2>&1 || log "pgbench failed"
-    cat "$BASE"/pgb.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int(NR*0.99)]/1000}'
-}
-
 # storm PORT: the storm through PORT for the pgbench run, printing its own figures.
 storm() {
     setsid -w sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$@"' storm \
