@@ -167,6 +167,7 @@ fn pool_defaults_are_applied() {
             connect: secs(10),
             query: None,
             idle_transaction: None,
+            failover_wait: std::time::Duration::ZERO,
         }
     );
     assert!(!pool.raw_passthrough);
