@@ -461,7 +461,8 @@ fn pg_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_moves() {
             let mut c = router.pg("reads");
             c.batch_execute("SET application_name = 'moved'").expect("SET");
             let statement = c.prepare("SELECT $1::int + 1").expect("prepare");
-            c.batch_execute("BEGIN").expect("BEGIN");
+            // Read-only: the split sends it to the read pool (a read-write one goes to `primary`).
+            c.batch_execute("BEGIN READ ONLY").expect("BEGIN");
             if pg_read_on_standby(&mut c) {
                 client = Some((c, statement));
                 break;
@@ -517,7 +518,8 @@ fn mariadb_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_move
             let mut c = mysql::Conn::new(opts).expect("connect through the router");
             c.query_drop("SET SESSION time_zone = '+03:00'").expect("SET");
             let statement = c.prep("SELECT ? + 1").expect("prepare");
-            c.query_drop("START TRANSACTION").expect("START TRANSACTION");
+            // Read-only: the split sends it to the read pool (a read-write one goes to `primary`).
+            c.query_drop("START TRANSACTION READ ONLY").expect("START TRANSACTION");
             if server_id(&mut c) == replica_id {
                 client = Some((c, statement));
                 break;
