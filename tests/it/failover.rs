@@ -492,3 +492,48 @@ fn mariadb_failover_under_load_errs_only_open_transactions_and_loses_no_commit()
     assert_eq!(on_old + on_new, rows, "every write ran on one of the pool's servers");
     assert!(on_old > 0 && on_new > 0, "writes ran on the primary ({on_old}), then on the promoted replica ({on_new})");
 }
+
+/// The error a checkout ends with when no backend became writable within `failover_wait`: a
+/// connection failure (PostgreSQL `08001`, MySQL 1105 with SQLSTATE `08S01`) naming the wait,
+/// after the wait and not before; with `failover_wait = "0s"` the pool keeps its old behaviour
+/// (the standby is lent and the server refuses the write with `25006`).
+#[test]
+fn failover_wait_ends_with_a_connection_error_and_zero_keeps_the_servers_refusal() {
+    let env = Dbs::private();
+    let (pg, my) = (&env.pg, &env.my);
+    let short = |pools: String, wait: &str| pools.replace(&format!("failover_wait = \"{FAILOVER_WAIT}\""), wait);
+    let pg_pools = pool(&pg.user, &pg.password, "app", [pg.primary_port, pg.replica_port]);
+    let pg_router = router("postgres", &short(pg_pools.clone(), "failover_wait = \"1s\""));
+    let my_pools = pool(&my.user, &my.password, &my.database, [my.primary_port, my.replica_port]);
+    let my_router = router("mysql", &short(my_pools, "failover_wait = \"1s\""));
+    let mut pgc = crate::pg_util::connect(pg_router.port(), "main", "app").expect("client");
+    let port: i32 = pgc.query_one("SELECT inet_server_port()", &[]).expect("port").get(0);
+    assert_eq!(port, i32::from(pg.primary_port), "the writable server");
+    let mut myc = mysql::Conn::new(my.opts(my_router.port(), &my.user, &my.password)).expect("client");
+    let server_id = |c: &mut mysql::Conn| -> u32 { c.query_first("SELECT @@server_id").expect("id").expect("a row") };
+    assert_eq!(server_id(&mut myc), server_id(&mut my.primary_client()), "the writable server");
+
+    env.stop(Server::PgPrimary);
+    env.stop(Server::MyPrimary);
+    let started = Instant::now();
+    let e = pgc.batch_execute("CREATE TABLE nowhere (v int)").expect_err("no writable server");
+    let db = e.as_db_error().unwrap_or_else(|| panic!("{e:?}"));
+    assert_eq!(db.code().code(), "08001", "{db:?}");
+    assert!(db.message().contains("none became writable within failover_wait"), "{db:?}");
+    assert!(started.elapsed() >= Duration::from_secs(1), "after the wait: {:?}", started.elapsed());
+    let started = Instant::now();
+    match myc.query_drop("CREATE TABLE nowhere (v int)") {
+        Err(mysql::Error::MySqlError(m)) => {
+            assert_eq!((m.code, m.state.as_str()), (1105, "08S01"), "{m:?}");
+            assert!(m.message.contains("none became writable within failover_wait"), "{m:?}");
+        }
+        other => panic!("expected the router's error, got {other:?}"),
+    }
+    assert!(started.elapsed() >= Duration::from_secs(1), "after the wait: {:?}", started.elapsed());
+
+    // Without a wait the standby is lent, as before roles were read: the server refuses.
+    pg_router.reload_with(&config("postgres", &short(pg_pools, "failover_wait = \"0s\""))).expect("reload");
+    let mut pgc = crate::pg_util::connect(pg_router.port(), "main", "app").expect("client");
+    let e = pgc.batch_execute("CREATE TABLE nowhere (v int)").expect_err("a read-only server");
+    assert_eq!(e.code(), Some(&postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION), "{e:?}");
+}
