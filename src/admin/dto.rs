@@ -89,6 +89,11 @@ pub struct BackendView {
     pub health_check_failures_total: u64,
     /// The server contradicts the pool's role (`null`: not verified yet).
     pub role_mismatch: Option<bool>,
+    /// #40: where the server's own writes reached when last read while it was writable
+    /// (`pg:0/3000148`, `gtid:0-1-42`; `null`: never read).
+    pub written_position: Option<String>,
+    /// #40: what the server has replayed of another's writes, also once promoted (`null`: unknown).
+    pub replayed_position: Option<String>,
 }
 
 /// `POST /api/pattern-rules` body: a pattern rule like `[[routing.pattern_rules]]`.

@@ -1,5 +1,6 @@
 //! `POST /api/pause` and `POST /api/resume`: PAUSE and RESUME of one pool (`?pool=NAME`) or of
-//! every pool, for switchovers (see `control::pause`).
+//! every pool, for switchovers (see `control::pause`), and `POST /api/switchover`, which does
+//! both around a promotion (#40, see `control::switchover`).
 
 use std::time::Duration;
 
@@ -8,6 +9,8 @@ use serde::Serialize;
 use super::http::{Request, Response};
 use super::route::{control_error, Api};
 use crate::config::parse_duration;
+use crate::control::{SwitchoverError, DEFAULT_SWITCHOVER_TIMEOUT};
+use crate::error::ErrorCode;
 
 /// How long PAUSE waits for transactions in flight unless `?timeout=` says otherwise.
 const DEFAULT_PAUSE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -40,12 +43,9 @@ fn pool_param(req: &Request) -> Option<String> {
 /// `POST /api/pause?pool=NAME&timeout=30s`: holds new statements of the pool, waits for the
 /// transactions in flight, closes its idle server connections.
 pub(super) fn pause(api: &Api, req: &Request) -> Response {
-    let timeout = match req.query_param("timeout").filter(|t| !t.is_empty()) {
-        None => DEFAULT_PAUSE_TIMEOUT,
-        Some(t) => match parse_duration(&t) {
-            Ok(d) => d,
-            Err(e) => return Response::error(400, &format!("timeout: {e}")),
-        },
+    let timeout = match timeout_param(req, DEFAULT_PAUSE_TIMEOUT) {
+        Ok(t) => t,
+        Err(e) => return e,
     };
     let pool = pool_param(req);
     match api.control().pause(pool.clone(), timeout) {
@@ -81,5 +81,47 @@ pub(super) fn resume(api: &Api, req: &Request) -> Response {
     match api.control().resume(pool.clone()) {
         Ok(cores) => Response::json(200, &Resumed { pool, cores }),
         Err(e) => control_error(&e),
+    }
+}
+
+/// `?timeout=` as a duration, `default` when absent.
+fn timeout_param(req: &Request, default: Duration) -> Result<Duration, Response> {
+    match req.query_param("timeout").filter(|t| !t.is_empty()) {
+        None => Ok(default),
+        Some(t) => parse_duration(&t).map_err(|e| Response::error(400, &format!("timeout: {e}"))),
+    }
+}
+
+/// `POST /api/switchover` answer.
+#[derive(Debug, Serialize)]
+struct SwitchedOver {
+    /// The pool.
+    pool: String,
+    /// The backend that is the pool's primary now.
+    backend: String,
+    /// The old primary's last position, which the new one had replayed.
+    position: String,
+    /// How long the pool was paused: the longest a held transaction waited.
+    paused_ms: u128,
+}
+
+/// `POST /api/switchover?pool=NAME&backend=HOST:PORT&timeout=60s` (#40): pauses the pool, waits
+/// until the backend has replayed the primary's last position and is the pool's only writable
+/// backend (the operator promotes it meanwhile), then resumes. 409 when it could not finish in
+/// time: the pool stays paused.
+pub(super) fn switchover(api: &Api, req: &Request) -> Response {
+    let (Some(pool), Some(backend)) = (pool_param(req), req.query_param("backend").filter(|b| !b.is_empty())) else {
+        return Response::error(400, "SWITCHOVER needs ?pool=NAME&backend=HOST:PORT");
+    };
+    let timeout = match timeout_param(req, DEFAULT_SWITCHOVER_TIMEOUT) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    match crate::control::switchover(api.control(), &pool, &backend, timeout) {
+        Ok(s) => {
+            Response::json(200, &SwitchedOver { pool, backend, position: s.position, paused_ms: s.paused.as_millis() })
+        }
+        Err(SwitchoverError::Control(e)) => control_error(&e),
+        Err(e) => Response::json(409, &super::dto::CodedError { error: e.to_string(), code: e.code() }),
     }
 }

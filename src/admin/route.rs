@@ -40,6 +40,7 @@ const API_ROUTES: &[Route] = &[
     Route { method: "POST", path: "/api/resume", handler: pause::resume },
     Route { method: "POST", path: "/api/reconnect", handler: pause::reconnect },
     Route { method: "POST", path: "/api/kill", handler: pause::kill },
+    Route { method: "POST", path: "/api/switchover", handler: pause::switchover },
     Route { method: "GET", path: "/api/routing/test", handler: routing::route_test },
     Route { method: "GET", path: "/api/pattern-rules", handler: routing::list_pattern_rules },
     Route { method: "POST", path: "/api/pattern-rules", handler: routing::add_pattern_rule },
@@ -210,6 +211,8 @@ fn pools(api: &Api, _: &Request) -> Response {
                         replica_lag_bytes: health.and_then(|h| h.lag_bytes),
                         health_check_failures_total: health.map_or(0, |h| h.check_failures()),
                         role_mismatch: health.and_then(|h| h.role_mismatch),
+                        written_position: health.and_then(|h| h.written_position.clone()),
+                        replayed_position: health.and_then(|h| h.replayed_position.clone()),
                         address,
                     }
                 })

@@ -315,6 +315,10 @@ pub struct PoolTimeouts {
     /// transaction or mid-statement (COPY, LOAD DATA LOCAL, an unfinished extended-protocol
     /// batch) before the router closes it; `None` = forever.
     pub idle_transaction: Option<Duration>,
+    /// `failover_wait` (#40): how long a checkout of a primary-role pool waits while no backend
+    /// is writable (a failover in progress), on top of `acquire`; zero: no wait, the pool
+    /// falls back to its healthy backends as before. Reload: yes.
+    pub failover_wait: Duration,
 }
 
 /// `[pools.<name>.retry]`: how failed statements are retried on another backend (only when the

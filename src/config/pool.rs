@@ -283,6 +283,7 @@ fn timeouts(ck: &mut Checker<'_>, base: &str, raw: &RawPool) -> PoolTimeouts {
             &format!("{base}.idle_transaction_timeout"),
             Zero::Refused,
         ),
+        failover_wait: ck.duration(&raw.failover_wait, &format!("{base}.failover_wait"), Duration::ZERO, Zero::Allowed),
     }
 }
 

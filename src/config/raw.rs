@@ -143,6 +143,7 @@ pub(crate) struct RawPool {
     pub connect_timeout: Option<Sp<String>>,
     pub query_timeout: Option<Sp<String>>,
     pub idle_transaction_timeout: Option<Sp<String>>,
+    pub failover_wait: Option<Sp<String>>,
     pub raw_passthrough: Option<Sp<bool>>,
     pub local_infile: Option<Sp<bool>>,
     pub balance: Option<Sp<String>>,

@@ -185,6 +185,9 @@ fn pool(pool: &Pool) -> Value {
     if let Some(idle) = pool.timeouts.idle_transaction {
         put_duration(&mut table, "idle_transaction_timeout", idle);
     }
+    if !pool.timeouts.failover_wait.is_zero() {
+        put_duration(&mut table, "failover_wait", pool.timeouts.failover_wait);
+    }
     table.insert("raw_passthrough".into(), Value::Boolean(pool.raw_passthrough));
     table.insert("local_infile".into(), Value::Boolean(pool.local_infile));
     put_str(&mut table, "balance", pool.balance.as_str());

@@ -8,6 +8,7 @@
 mod api;
 pub mod msg;
 mod pause;
+mod switchover;
 mod tls;
 pub mod view;
 
@@ -30,6 +31,7 @@ pub use crate::routing::{Hold, Settled};
 pub use api::{MySqlQuery, RouteQuery, SessionQuery};
 use msg::{CoreCommand, CoreEvent, CoreId, CoreInbox, CoreReport, KillTarget, RulesVersion, Snapshot};
 pub use pause::PauseOutcome;
+pub use switchover::{switchover, Switched, SwitchoverError, DEFAULT_SWITCHOVER_TIMEOUT};
 use view::TemplateView;
 
 /// How long the control plane waits for every core to acknowledge a snapshot or report metrics.

@@ -330,6 +330,12 @@ pub struct HealthFigures {
     /// causal (#22): the commit position the replica is known to have applied, in causal
     /// token form (`pg:0/3000148`, `gtid:0-1-42`); `None` when unknown or not a replica.
     pub applied_position: Option<String>,
+    /// switchover (#40): where the server's own writes reached when last read while it was
+    /// writable, in the same form; kept after it stopped.
+    pub written_position: Option<String>,
+    /// switchover: what the server has replayed of another's writes, in the same form, also
+    /// after a promotion (a PostgreSQL server's replay position then stays where recovery ended).
+    pub replayed_position: Option<String>,
 }
 
 impl HealthFigures {

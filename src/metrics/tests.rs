@@ -198,6 +198,8 @@ fn health_is_written_once_per_backend_without_a_core_label() {
         check_failures_total: [("connect", 1), ("query", 0), ("lag", 4)],
         role_mismatch: Some(true),
         applied_position: None,
+        written_position: None,
+        replayed_position: None,
     };
     let with_health = |k| {
         let mut s = core(k);

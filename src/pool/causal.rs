@@ -30,8 +30,8 @@ impl CorePool {
         wait: Duration,
     ) -> Result<Option<Conn>, PoolError> {
         let caught_up = |i: usize| self.backends.get(i).is_some_and(|b| b.health.has_applied(position));
-        let any_healthy = self.has_healthy_backend();
-        if (0..self.backends.len()).any(|i| self.usable(i, any_healthy) && caught_up(i)) {
+        let u = self.usable_now();
+        if (0..self.backends.len()).any(|i| self.usable(i, u) && caught_up(i)) {
             self.counters.causal_read(CausalOutcome::ServedByReplica); // metrics
             return self.checkout_where(protocol, who, deadline, &caught_up).await.map(Some);
         }

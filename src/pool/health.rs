@@ -96,6 +96,13 @@ pub struct BackendHealth {
     /// GTID position has one entry per domain; taken only by causal reads of sessions that
     /// wrote and by the prober, for a copy or a store, never across an await.
     applied_gtid: Mutex<Option<GtidPosition>>,
+    /// switchover (#40): where the server's own writes have reached while it was writable
+    /// (PostgreSQL `pg_current_wal_flush_lsn()`, MariaDB `@@gtid_binlog_pos`); kept when the
+    /// server stops, so a SWITCHOVER knows what its successor must have replayed.
+    written: Mutex<Option<Position>>,
+    /// switchover: a PostgreSQL server's `pg_last_wal_replay_lsn()`, also once promoted (it
+    /// then stays where recovery ended), or [`UNKNOWN`].
+    recovered: AtomicU64,
 }
 
 /// `BackendHealth::role`: no probe has read the server's role yet.
@@ -118,7 +125,30 @@ impl BackendHealth {
             role: AtomicU8::new(ROLE_UNVERIFIED),
             replayed: AtomicU64::new(UNKNOWN),
             applied_gtid: Mutex::new(None),
+            written: Mutex::new(None),
+            recovered: AtomicU64::new(UNKNOWN),
         }
+    }
+
+    /// switchover: a probe read the position of the server's own writes (`None`: not
+    /// writable, or not read); the last one known is kept.
+    fn record_written(&self, position: Option<Position>) {
+        if let Some(p) = position {
+            *self.written.lock() = Some(p);
+        }
+    }
+
+    /// switchover: a probe read a PostgreSQL server's replay position (`None`: it never
+    /// recovered, or it was not read).
+    fn record_recovered(&self, position: Option<u64>) {
+        self.recovered.store(position.map_or(UNKNOWN, |p| p.min(UNKNOWN - 1)), Ordering::Relaxed);
+    }
+
+    /// switchover: what the server has replayed of another's writes, also after a promotion
+    /// (PostgreSQL: its replay position; MariaDB: `@@gtid_slave_pos`).
+    fn replayed_any(&self) -> Option<Position> {
+        let recovered = Some(self.recovered.load(Ordering::Relaxed)).filter(|v| *v != UNKNOWN);
+        recovered.map(Position::Wal).or_else(|| self.applied_gtid.lock().clone().map(Position::Gtid))
     }
 
     /// Records the last role verification; returns whether the result changed (so a mismatch
@@ -126,6 +156,17 @@ impl BackendHealth {
     pub fn set_role_mismatch(&self, mismatch: bool) -> bool {
         let next = if mismatch { ROLE_MISMATCH } else { ROLE_MATCHES };
         self.role.swap(next, Ordering::Relaxed) != next
+    }
+
+    /// Whether the last probe that read the server's role found what the pool's role says
+    /// (`None`: not read yet, or never readable: a pass-through or generic-engine pool). On a
+    /// primary-role pool `Some(true)` means writable, `Some(false)` read-only (#40).
+    pub fn role_matches(&self) -> Option<bool> {
+        match self.role.load(Ordering::Relaxed) {
+            ROLE_MATCHES => Some(true),
+            ROLE_MISMATCH => Some(false),
+            _ => None,
+        }
     }
 
     /// causal: the replay position last read from this standby (`None`: unknown, or a primary).
@@ -242,11 +283,9 @@ impl BackendHealth {
                 ("lag", self.failures[2].load(Ordering::Relaxed)),
             ],
             applied_position: self.applied().map(|p| p.to_string()),
-            role_mismatch: match self.role.load(Ordering::Relaxed) {
-                ROLE_MATCHES => Some(false),
-                ROLE_MISMATCH => Some(true),
-                _ => None,
-            },
+            role_mismatch: self.role_matches().map(|m| !m),
+            written_position: self.written.lock().as_ref().map(ToString::to_string),
+            replayed_position: self.replayed_any().map(|p| p.to_string()),
         }
     }
 }

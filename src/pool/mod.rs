@@ -9,6 +9,7 @@ mod balance;
 mod budget;
 mod causal;
 mod conn;
+mod failover;
 pub mod health;
 mod login;
 mod mysql;
@@ -18,6 +19,7 @@ mod pg;
 mod schema;
 mod tls;
 mod waiters;
+mod writable;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -39,8 +41,9 @@ pub use pause::PauseGate;
 pub use schema::SchemaGeneration;
 pub(crate) use waiters::Waiters;
 use waiters::Waiting;
+use writable::{Floor, Standing};
 
-use crate::config::{Config, Pool as PoolConfig, Protocol};
+use crate::config::{Config, Pool as PoolConfig, PoolRole, Protocol};
 use crate::error::{ErrorCode, Origin};
 use crate::metrics::{BackendCounters, PoolCounters, PoolSnapshot, QueueSlot};
 use crate::rt;
@@ -198,6 +201,11 @@ struct BackendSlot {
 }
 
 impl BackendSlot {
+    /// failover (#40): what the shared health says of the backend for a primary-role pool.
+    fn standing(&self, strict: bool) -> Standing {
+        Standing::of(self.health.is_healthy(), self.health.role_matches(), strict)
+    }
+
     /// A connection attempt failed: counted, and a backend that refused it before `deadline`
     /// is marked down for every core at once. A refused login (perhaps the client's own
     /// credentials) or a slow one that hit the deadline (a busy server) is left to the probes.
@@ -207,6 +215,17 @@ impl BackendSlot {
             self.health.connect_failed();
         }
     }
+}
+
+/// Which backends new work may go to, read once from the shared health (a few relaxed loads).
+#[derive(Clone, Copy)]
+struct Usable {
+    /// Some backend is healthy (else the pool fails open: see [`CorePool::usable`]).
+    any_healthy: bool,
+    /// failover (#40): the standing a backend of a primary-role pool needs.
+    floor: Floor,
+    /// failover: an unread role counts as unfit (see [`Standing::of`]).
+    strict: bool,
 }
 
 /// A pool's core-local slice.
@@ -402,11 +421,30 @@ impl CorePool {
         self.backends.iter().any(|b| b.health.is_healthy())
     }
 
-    /// Whether backend `i` may get (or keep lending) connections: healthy, or every backend is
-    /// unhealthy — then the pool fails open rather than refusing everything on the word of a
-    /// probe (the router decides about fallbacks with [`CorePool::has_healthy_backend`]).
-    fn usable(&self, i: usize, any_healthy: bool) -> bool {
-        !any_healthy || self.backends.get(i).is_some_and(|b| b.health.is_healthy())
+    /// What new work may use now (see [`Usable`]). A primary-role pool lends only its
+    /// writable backends while it has any (#40); a replica-role pool any healthy one.
+    fn usable_now(&self) -> Usable {
+        let any_healthy = self.has_healthy_backend();
+        if self.config.role != PoolRole::Primary {
+            return Usable { any_healthy, floor: Floor::Any, strict: false };
+        }
+        let waits = !self.config.timeouts.failover_wait.is_zero();
+        // Only probes that log in read roles: a pass-through or generic pool's never will.
+        let reads_roles = self.config.username.is_some() && self.config.engine != crate::config::Engine::Generic;
+        let strict = waits && reads_roles;
+        let floor = Floor::of(self.backends.iter().map(|b| b.standing(strict)), waits);
+        Usable { any_healthy, floor, strict }
+    }
+
+    /// Whether backend `i` may get (or keep lending) connections under `u`: healthy, or every
+    /// backend is unhealthy — then the pool fails open rather than refusing everything on the
+    /// word of a probe (the router decides about fallbacks with
+    /// [`CorePool::has_healthy_backend`]) — and, on a primary-role pool, of the standing its
+    /// floor asks for.
+    fn usable(&self, i: usize, u: Usable) -> bool {
+        self.backends
+            .get(i)
+            .is_some_and(|b| (!u.any_healthy || b.health.is_healthy()) && u.floor.admits(b.standing(u.strict)))
     }
 
     fn marked_down(&self, i: usize) -> bool {
@@ -414,9 +452,21 @@ impl CorePool {
     }
 
     /// Whether a session holding a connection to `backend` should leave it at its next
-    /// transaction boundary: the backend is marked down and another one is healthy.
+    /// transaction boundary: the backend is no longer usable (marked down, or a primary-role
+    /// pool's server found read-only) and another one is.
     pub fn should_move_off(&self, backend: usize) -> bool {
-        self.marked_down(backend) && self.has_healthy_backend()
+        let u = self.usable_now();
+        !self.usable(backend, u) && (0..self.backends.len()).any(|i| self.usable(i, u))
+    }
+
+    /// failover (#40): a primary-role pool with `failover_wait` has no writable backend now.
+    fn awaits_failover(&self) -> bool {
+        self.usable_now().floor == Floor::Nothing
+    }
+
+    /// The backends' labels, for an error that concerns them all.
+    fn backend_list(&self) -> String {
+        self.backends.iter().map(|b| b.label.as_str()).collect::<Vec<_>>().join(", ")
     }
     // ---- end health ----
 
@@ -486,12 +536,12 @@ impl CorePool {
         if self.backends.len() < 2 {
             return None;
         }
-        let any_healthy = self.has_healthy_backend();
+        let u = self.usable_now();
         let mut candidates: Vec<balance::Candidate> = self
             .backends
             .iter()
             .enumerate()
-            .filter(|(i, _)| self.usable(*i, any_healthy) && eligible(*i))
+            .filter(|(i, _)| self.usable(*i, u) && eligible(*i))
             .map(|(index, b)| balance::Candidate {
                 index,
                 weight: b.weight,
@@ -552,9 +602,8 @@ impl CorePool {
     /// backend gets connections in proportion to its weight, interleaved rather than in bursts;
     /// an unhealthy backend takes no part (its credit is frozen) until it is healthy again.
     fn pick_backend_any(&self, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
-        let any_healthy = self.has_healthy_backend();
-        let mut order: Vec<usize> =
-            (0..self.backends.len()).filter(|i| self.usable(*i, any_healthy) && eligible(*i)).collect();
+        let u = self.usable_now();
+        let mut order: Vec<usize> = (0..self.backends.len()).filter(|i| self.usable(*i, u) && eligible(*i)).collect();
         let eligible = || order.iter().filter_map(|i| self.backends.get(*i));
         let total: i64 = eligible().map(|b| b.weight).sum();
         for b in eligible() {
@@ -597,11 +646,7 @@ impl CorePool {
         // A paused pool holds the checkout; the pause does not count against its deadline.
         let held = self.gate.pass().await;
         let deadline = deadline + held;
-        if self.replaced.get() {
-            self.counters.acquire_finished(started.elapsed());
-            return Err(PoolError::Replaced(self.config.name.clone()));
-        }
-        let res = self.acquire(protocol, who, deadline, &mut slot, eligible).await;
+        let res = self.acquire_writable(protocol, who, deadline, &mut slot, eligible).await;
         drop(slot);
         self.counters.acquire_finished(started.elapsed());
         match &res {
@@ -617,10 +662,11 @@ impl CorePool {
         res
     }
 
-    /// Lends a connection to a backend `eligible` accepts: first to the backend the balance
-    /// policy chooses (an idle connection to it, else a new one if its budget allows), then to
-    /// any eligible backend, else waits.
-    async fn acquire(
+    /// failover (#40): [`CorePool::acquire`], waiting (up to `failover_wait`, on top of
+    /// `deadline`) while the pool has no writable backend, also when the backend it chose was
+    /// found down on connecting. Only a checkout waits and moves, never a statement: nothing
+    /// was sent anywhere yet.
+    async fn acquire_writable(
         self: &Rc<Self>,
         protocol: Protocol,
         who: Option<&PassThrough>,
@@ -628,25 +674,62 @@ impl CorePool {
         slot: &mut QueueSlot<'_>,
         eligible: &dyn Fn(usize) -> bool,
     ) -> Result<Conn, PoolError> {
+        let mut wait = failover::FailoverWait::new(self.config.timeouts.failover_wait);
+        let mut deadline = deadline;
+        loop {
+            if self.replaced.get() {
+                return Err(PoolError::Replaced(self.config.name.clone()));
+            }
+            if self.awaits_failover() {
+                match wait.pause().await {
+                    Some(waited) => deadline += waited,
+                    None => return Err(wait.exhausted(&self.config.name, self.backend_list())),
+                }
+                continue;
+            }
+            match self.acquire(protocol, who, deadline, slot, eligible).await {
+                Ok(Some(conn)) => return Ok(conn),
+                Ok(None) => {}
+                Err(PoolError::Connect { .. }) if self.awaits_failover() && wait.has_time() => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Lends a connection to a backend `eligible` accepts: first to the backend the balance
+    /// policy chooses (an idle connection to it, else a new one if its budget allows), then to
+    /// any eligible backend, else waits. `None`: the pool awaits a failover (see
+    /// [`CorePool::acquire_writable`]).
+    async fn acquire(
+        self: &Rc<Self>,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        deadline: Instant,
+        slot: &mut QueueSlot<'_>,
+        eligible: &dyn Fn(usize) -> bool,
+    ) -> Result<Option<Conn>, PoolError> {
         let user = self.key_of(who);
         if let Some(i) = self.choose(eligible) {
             if let Some(c) = self.take_idle(protocol, user, &|b| b == i) {
-                return Ok(c);
+                return Ok(Some(c));
             }
             if self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
                 if let Some(picked) = self.with_user_unit(i, user) {
-                    return self.open_healthy(picked, protocol, who, deadline).await;
+                    return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
                 }
             }
         }
         if let Some(c) = self.take_idle(protocol, user, eligible) {
-            return Ok(c);
+            return Ok(Some(c));
         }
         if let Some(picked) = self.pick_backend(user, eligible) {
-            return self.open_healthy(picked, protocol, who, deadline).await;
+            return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
         }
         if self.backends.is_empty() {
             return Err(PoolError::NoBackend(self.config.name.clone()));
+        }
+        if self.awaits_failover() {
+            return Ok(None);
         }
         let started = rt::now();
         let _wanting = Wanting::new(&self.backends, &self.wanting_here);
@@ -655,7 +738,10 @@ impl CorePool {
         loop {
             let timed_out = rt::with_deadline(deadline, waiting.wait()).await.is_err();
             if let Some(c) = self.take_idle(protocol, user, eligible) {
-                return Ok(c);
+                return Ok(Some(c));
+            }
+            if self.awaits_failover() {
+                return Ok(None);
             }
             if let Some(user) = user {
                 // An idle connection of another user holds a unit this user may need: it goes
@@ -665,7 +751,7 @@ impl CorePool {
             if let Some(picked) = self.pick_backend(user, eligible) {
                 // Out of the queue before the connect: a unit freed meanwhile goes to the next waiter.
                 drop(waiting);
-                return self.open_healthy(picked, protocol, who, deadline).await;
+                return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
             }
             if timed_out {
                 return Err(PoolError::Timeout {
@@ -682,14 +768,14 @@ impl CorePool {
     /// The check reads the state of the receive `checkin` posted (no system call); connections
     /// used within `idle_check_interval` skip it. On a pass-through pool only connections logged in as `user` are taken.
     fn take_idle(&self, protocol: Protocol, user: Option<&str>, eligible: &dyn Fn(usize) -> bool) -> Option<Conn> {
-        let any_healthy = self.has_healthy_backend(); // health
+        let u = self.usable_now(); // health, failover
         loop {
             let conn = {
                 let mut idle = self.idle.borrow_mut();
                 let pos = idle.iter().rposition(|c| {
                     c.protocol() == protocol
                         && c.user.as_deref() == user
-                        && self.usable(c.backend, any_healthy)
+                        && self.usable(c.backend, u)
                         && eligible(c.backend)
                 })?;
                 idle.swap_remove(pos)
@@ -794,9 +880,10 @@ impl CorePool {
             b.counters.checked_in(); // metrics
             b.outstanding.set(b.outstanding.get().saturating_sub(1));
         }
-        let healthy = self.usable(conn.backend, self.has_healthy_backend()); // health: next checkout moves
-                                                                             // A replaced pool lends nothing again, a paused one gives its servers back, and a
-                                                                             // connection older than a RECONNECT is closed.
+        // health, failover: the next checkout moves off a backend marked down or found read-only.
+        let healthy = self.usable(conn.backend, self.usable_now());
+        // A replaced pool lends nothing again, a paused one gives its servers back, and a
+        // connection older than a RECONNECT is closed.
         let letting_go = self.letting_go_until.get().is_some_and(|until| rt::now() < until);
         let keep = !self.replaced.get() && !self.gate.is_paused() && conn.epoch == self.gate.epoch() && !letting_go;
         if reusable && !conn.broken && healthy && keep {
@@ -816,7 +903,7 @@ impl CorePool {
     /// a row. The hysteresis keeps two busy cores from trading connections (each trade costs a
     /// backend login) on every momentary imbalance.
     pub fn maintain(&self, cutoff: Instant) {
-        let any_healthy = self.has_healthy_backend(); // health: close idle connections of unhealthy backends
+        let u = self.usable_now(); // health: close idle connections of unhealthy backends
         let share = self.min_share.get() as usize;
         // Kept per (backend, user): on a pass-through pool each user keeps its own minimum.
         let mut kept: HashMap<(usize, Option<Rc<str>>), usize> = HashMap::new();
@@ -827,7 +914,7 @@ impl CorePool {
                 .iter()
                 .rev()
                 .map(|c| {
-                    if !self.usable(c.backend, any_healthy) || c.backend >= self.backends.len() {
+                    if !self.usable(c.backend, u) || c.backend >= self.backends.len() {
                         return false;
                     }
                     let k = kept.entry((c.backend, c.user.clone())).or_default();

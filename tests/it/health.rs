@@ -61,6 +61,16 @@ fn pool(name: &str, user: &str, password: &str, database: &str, mode: &str, back
     )
 }
 
+/// A read pool `reads` over `backends` and a write pool `primary` on `primary`. #40: a
+/// primary-role pool lends only its writable server, so a pool spread over a standby and the
+/// primary (standing in for another replica) is a replica pool; clients name it as their
+/// database to run on it.
+fn reads_and_primary(db: (&str, &str, &str), mode: &str, backends: &[String], primary: u16) -> String {
+    let (user, password, database) = db;
+    pool("reads", user, password, database, mode, backends).replacen("]\nmode = ", "]\nrole = \"replica\"\nmode = ", 1)
+        + &pool("primary", user, password, database, mode, &[be(primary, "")])
+}
+
 fn be(port: u16, extra: &str) -> String {
     format!("{{ host = \"127.0.0.1\", port = {port}{extra} }}")
 }
@@ -285,19 +295,17 @@ fn a_stopped_replica_is_skipped_and_returns_after_restart() {
     let env = Dbs::private();
     let pg = &env.pg;
     // The primary stands in as the pool's second backend.
-    let pools = pool(
-        "reads",
-        &pg.user,
-        &pg.password,
-        &pg.database,
+    let pools = reads_and_primary(
+        (&pg.user, &pg.password, &pg.database),
         "session",
         &[be(pg.replica_port, ""), be(pg.primary_port, "")],
+        pg.primary_port,
     );
     // A fresh standby that is still starting fails the first checks and takes no connections.
     eventually(Duration::from_secs(30), "the standby to accept connections", || {
         pg.config(pg.replica_port, &pg.user, &pg.password).connect(postgres::NoTls).is_ok()
     });
-    let router = router("postgres", &pools, "reads", "reads");
+    let router = router("postgres", &pools, "reads", "primary");
     let before = pg_ports(&router, "reads", 6);
     assert!(before.contains(&pg.replica_port) && before.contains(&pg.primary_port), "{before:?}");
 
@@ -333,17 +341,15 @@ fn an_unreachable_backend_costs_clients_nothing() {
 #[test]
 fn weighted_backends_get_connections_two_to_one() {
     let pg = &dbs().pg;
-    let pools = pool(
-        "reads",
-        &pg.user,
-        &pg.password,
-        &pg.database,
+    let pools = reads_and_primary(
+        (&pg.user, &pg.password, &pg.database),
         "session",
         &[be(pg.primary_port, ", weight = 2"), be(pg.replica_port, ", weight = 1")],
+        pg.primary_port,
     );
     // The default policy, least_outstanding: 30 logins racing each other skewed it (23:7 and
     // 28:2 were seen) until connections being opened counted as load (#22).
-    let router = router("postgres", &pools, "reads", "reads");
+    let router = router("postgres", &pools, "reads", "primary");
     until_health(&router, "reads", pg.replica_port, true, Duration::from_secs(10));
     // The first login borrows a connection to learn the server parameters; after it, every
     // held client is one selection (but for that one idle connection, reused).
@@ -440,15 +446,13 @@ fn pg_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_moves() {
     pg.primary_client().batch_execute(&format!("CREATE TABLE {table} (id serial PRIMARY KEY)")).expect("create");
     pg.wait_replica_caught_up(Duration::from_secs(20));
     for mode in ["transaction", "session"] {
-        let pools = pool(
-            "reads",
-            &pg.user,
-            &pg.password,
-            &pg.database,
+        let pools = reads_and_primary(
+            (&pg.user, &pg.password, &pg.database),
             mode,
             &[be(pg.replica_port, ", max_replica_lag = \"1s\""), be(pg.primary_port, "")],
+            pg.primary_port,
         );
-        let router = router("postgres", &pools, "reads", "reads");
+        let router = router("postgres", &pools, "reads", "primary");
         until_health(&router, "reads", pg.replica_port, true, Duration::from_secs(15));
         // New connections alternate between the backends; the others stay in their transactions
         // (`held`) so that each attempt opens one.
@@ -457,7 +461,8 @@ fn pg_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_moves() {
             let mut c = router.pg("reads");
             c.batch_execute("SET application_name = 'moved'").expect("SET");
             let statement = c.prepare("SELECT $1::int + 1").expect("prepare");
-            c.batch_execute("BEGIN").expect("BEGIN");
+            // Read-only: the split sends it to the read pool (a read-write one goes to `primary`).
+            c.batch_execute("BEGIN READ ONLY").expect("BEGIN");
             if pg_read_on_standby(&mut c) {
                 client = Some((c, statement));
                 break;
@@ -499,23 +504,22 @@ fn mariadb_a_transaction_finishes_on_a_backend_marked_down_and_the_next_one_move
         |c: &mut mysql::Conn| -> u64 { c.query_first("SELECT @@server_id").expect("@@server_id").expect("a row") };
     let replica_id = server_id(&mut my.replica_client());
     for mode in ["transaction", "session"] {
-        let pools = pool(
-            "reads",
-            &my.user,
-            &my.password,
-            &my.database,
+        let pools = reads_and_primary(
+            (&my.user, &my.password, &my.database),
             mode,
             &[be(my.replica_port, ", max_replica_lag = \"1s\""), be(my.primary_port, "")],
+            my.primary_port,
         );
-        let router = router("mysql", &pools, "reads", "reads");
+        let router = router("mysql", &pools, "reads", "primary");
         until_health(&router, "reads", my.replica_port, true, Duration::from_secs(15));
         let (mut client, mut held) = (None, Vec::new());
         for _ in 0..6 {
-            let mut c =
-                mysql::Conn::new(my.opts(router.port(), &my.user, &my.password)).expect("connect through the router");
+            let opts = my.opts(router.port(), &my.user, &my.password).db_name(Some("reads"));
+            let mut c = mysql::Conn::new(opts).expect("connect through the router");
             c.query_drop("SET SESSION time_zone = '+03:00'").expect("SET");
             let statement = c.prep("SELECT ? + 1").expect("prepare");
-            c.query_drop("START TRANSACTION").expect("START TRANSACTION");
+            // Read-only: the split sends it to the read pool (a read-write one goes to `primary`).
+            c.query_drop("START TRANSACTION READ ONLY").expect("START TRANSACTION");
             if server_id(&mut c) == replica_id {
                 client = Some((c, statement));
                 break;

@@ -40,6 +40,11 @@
 #   dbs.sh pause-replication|resume-replication BASE_DIR pg|mariadb
 #       Fault injection. PG pause = pg_wal_replay_pause() on the standby (WAL is still
 #       received, nothing is applied); MariaDB pause = STOP SLAVE SQL_THREAD on the replica.
+#   dbs.sh promote BASE_DIR pg|mariadb
+#       Failover (#40): makes the replica the primary, as an operator would once the primary
+#       is gone. PG: `pg_ctl promote -w` (returns once the standby accepts writes); MariaDB:
+#       STOP SLAVE IO_THREAD, wait until the relay log is applied, then `STOP SLAVE; RESET
+#       SLAVE ALL; SET GLOBAL read_only = 0`.
 #
 # Environment: PG_BIN (default /usr/lib/postgresql/15/bin, else the newest installed
 # major), DBS_TIMEOUT (readiness limit in seconds, default 60), DBS_RUN_AS (server user
@@ -820,6 +825,31 @@ cmd_replication() {  # pause-replication|resume-replication BASE pg|mariadb
     log "$action $kind done"
 }
 
+# Everything the IO thread received is applied (the SQL thread's position reached it).
+my_relay_applied() {
+    local status field
+    status=$(my_sql replica --column-names <<<'SHOW SLAVE STATUS\G')
+    field() { sed -n "s/^ *$1: //p" <<<"$status"; }
+    [ -n "$(field Read_Master_Log_Pos)" ] &&
+        [ "$(field Read_Master_Log_Pos)" = "$(field Exec_Master_Log_Pos)" ] &&
+        [ "$(field Master_Log_File)" = "$(field Relay_Master_Log_File)" ]
+}
+
+cmd_promote() {  # promote BASE pg|mariadb
+    local kind=${2:?usage: dbs.sh promote BASE_DIR pg|mariadb}
+    load_state "$1"
+    started "$kind" || die "$kind was not started in $BASE (--what $WHAT)"
+    case $kind in
+        pg) as_user "$PG_BIN/pg_ctl" -D "$PG_DIR/replica" -w -t "$TIMEOUT" promote >/dev/null ;;
+        mariadb)
+            my_sql replica <<<'STOP SLAVE IO_THREAD'
+            wait_until "$TIMEOUT" "mariadb relay log applied" my_relay_applied
+            my_sql replica <<<'STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0' ;;
+        *) die "kind must be pg or mariadb" ;;
+    esac
+    log "promote $kind done"
+}
+
 CMD=${1:-}
 [ $# -gt 0 ] && shift
 case $CMD in
@@ -832,6 +862,7 @@ case $CMD in
     down) cmd_down "$@" ;;
     stop|start|kill) cmd_stop_start "$CMD" "$@" ;;
     pause-replication|resume-replication) cmd_replication "$CMD" "$@" ;;
+    promote) cmd_promote "$@" ;;
     add-pg-standby) cmd_add_standby "$@" ;;
     add-pg-tls) cmd_add_tls "$@" ;;
     add-my-tls) cmd_add_my_tls "$@" ;;

@@ -251,6 +251,13 @@ impl Dbs {
         self.fault(&["resume-replication", kind_name(k)]);
     }
 
+    /// Promotes the replica of `k` to primary (#40), the operator's step of a failover or
+    /// switchover: PostgreSQL `pg_ctl promote -w`; MariaDB, once the relay log is applied,
+    /// `STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0`. Returns once it accepts writes.
+    pub fn promote(&self, k: Kind) {
+        self.fault(&["promote", kind_name(k)]);
+    }
+
     fn fault(&self, args: &[&str]) {
         assert!(
             self.role == Role::Private,

@@ -43,6 +43,14 @@ pub enum Command {
     Reconnect(Option<String>),
     /// `KILL db`: end every client session on the pool now and pause it until RESUME.
     Kill(String),
+    /// `SWITCHOVER db host:port` (#40): pause the pool, wait until the backend has replayed the
+    /// primary's writes and is its only writable one, resume onto it.
+    Switchover {
+        /// The pool.
+        pool: String,
+        /// The backend, as the pool lists it.
+        backend: String,
+    },
     /// `RELOAD`: re-read the configuration file.
     Reload,
     /// `SHUTDOWN`: drain and stop the router.
@@ -59,6 +67,12 @@ impl Command {
         let verb = words.next().unwrap_or("").to_ascii_uppercase();
         let arg = words.next().map(unquote);
         let extra = words.next();
+        if verb == "SWITCHOVER" {
+            return match (arg, extra.map(unquote), words.next()) {
+                (Some(pool), Some(backend), None) => Ok(Command::Switchover { pool, backend }),
+                _ => Err("SWITCHOVER needs a pool and one of its backends: SWITCHOVER pool host:port".into()),
+            };
+        }
         let command = match (verb.as_str(), arg) {
             ("SET", Some(_)) => return Ok(Command::Set),
             ("SHOW", Some(what)) => Command::Show(show(&what)?),
@@ -136,6 +150,11 @@ mod tests {
         assert!(Command::parse("SELECT 1").unwrap_err().contains("invalid command"));
         assert!(Command::parse("RELOAD now").unwrap_err().contains("invalid command"));
         assert!(Command::parse("PAUSE a b").unwrap_err().contains("too many words"));
+        let switch = Command::Switchover { pool: "main".into(), backend: "10.0.0.2:5432".into() };
+        assert_eq!(Command::parse("switchover \"main\" 10.0.0.2:5432;"), Ok(switch));
+        assert!(Command::parse("SWITCHOVER main").unwrap_err().contains("needs a pool and one of its backends"));
+        assert!(Command::parse("SWITCHOVER main a b").is_err());
+        assert!(Command::parse("SWITCHOVER main a").is_ok_and(|c| c.needs_admin()));
         assert!(Command::parse(" ; ").unwrap_err().contains("empty"));
         assert!(Command::parse("SHOW").is_err());
     }

@@ -19,7 +19,7 @@ use crossbeam_channel::Receiver;
 
 use crate::config::ConsoleRole;
 use crate::control::msg::ConsoleClient;
-use crate::control::ControlHandle;
+use crate::control::{ControlHandle, SwitchoverError, DEFAULT_SWITCHOVER_TIMEOUT};
 use crate::metrics::CounterSnapshot;
 use crate::protocol::pg::{
     backend, decode_frame, encode_error, sqlstate, Authentication, Frame, FrontendMessage, Severity, TransactionStatus,
@@ -190,6 +190,14 @@ impl Console {
                 Ok(_) => self.done("RECONNECT"),
                 Err(e) => self.error(sqlstate::CONNECTION_FAILURE, &e.to_string()),
             },
+            Command::Switchover { pool, backend } => {
+                match crate::control::switchover(&self.control, &pool, &backend, DEFAULT_SWITCHOVER_TIMEOUT) {
+                    Ok(_) => self.done("SWITCHOVER"),
+                    // The pool stays paused: as a PAUSE that timed out.
+                    Err(e @ SwitchoverError::Control(_)) => self.error(sqlstate::CONNECTION_FAILURE, &e.to_string()),
+                    Err(e) => self.error(sqlstate::QUERY_CANCELED, &e.to_string()),
+                }
+            }
             Command::Kill(pool) => match self.control.kill(pool) {
                 Ok(_) => self.done("KILL"),
                 Err(e) => self.error(sqlstate::CONNECTION_FAILURE, &e.to_string()),

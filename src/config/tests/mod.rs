@@ -167,6 +167,7 @@ fn pool_defaults_are_applied() {
             connect: secs(10),
             query: None,
             idle_transaction: None,
+            failover_wait: std::time::Duration::ZERO,
         }
     );
     assert!(!pool.raw_passthrough);
@@ -398,4 +399,17 @@ fn admin_api_listens_on_the_next_port() {
     assert_eq!(metrics.admin_bind().to_string(), "127.0.0.1:9091");
     metrics.bind = "[::1]:0".parse().unwrap();
     assert_eq!(metrics.admin_bind().to_string(), "[::1]:0");
+}
+
+#[test]
+fn failover_wait_parses_renders_and_refuses_a_bad_duration() {
+    let with = |value: &str| base().replace("[pools.main]\n", &format!("[pools.main]\nfailover_wait = {value}\n"));
+    let config = parse_ok(&with("\"1500ms\""));
+    let pool = config.pool("main").unwrap();
+    assert_eq!(pool.timeouts.failover_wait, std::time::Duration::from_millis(1500));
+    assert!(config.redacted_toml().contains("failover_wait = \"1500ms\""), "{}", config.redacted_toml());
+    assert_eq!(parse_ok(&config.redacted_toml()), config);
+    assert!(parse_ok(&with("\"0s\"")).pool("main").unwrap().timeouts.failover_wait.is_zero());
+    let e = parse(&with("\"soon\"")).unwrap_err().to_string();
+    assert!(e.contains("pools.main.failover_wait"), "{e}");
 }

@@ -21,7 +21,7 @@ use super::lag::{lag_ok, my_lag, pg_lag, Lag, MySample, PgSample};
 use super::query::{my_query, pg_query, ProbeError, Rows};
 use super::{BackendHealth, Cause, Hysteresis, Verdict};
 use crate::config::{Backend, Config, Engine, Pool as PoolConfig, PoolRole, Protocol, RuleTarget, DEFAULT_CHECK_QUERY};
-use crate::id::GtidPosition;
+use crate::id::{GtidPosition, Position};
 use crate::pool::conn::BudgetUnit;
 use crate::pool::{Budget, BudgetRegistry, Conn, ConnInfo, PoolError, Waiters};
 use crate::rt;
@@ -472,18 +472,30 @@ impl Target {
                 }
                 self.verify_role(s.in_recovery, "pg_is_in_recovery()");
                 self.health.record_replayed(s.replay_lsn.filter(|_| s.in_recovery)); // causal (#22)
+                self.health.record_written(s.flush_lsn.map(Position::Wal)); // switchover (#40)
+                self.health.record_recovered(s.replay_lsn);
                 Ok(pg_lag(&s, prober.primary_lsn(self.pool.health.interval)))
             }
             Protocol::MySql => {
                 // Doubles as the liveness query of a backend without a lag threshold. MariaDB
                 // also reports the GTID position it applied, for causal reads (#22).
                 let mariadb = matches!(&conn.info, ConnInfo::MySql(i) if i.server_version.contains("MariaDB"));
-                let sql = if mariadb { "SELECT @@read_only, @@gtid_slave_pos" } else { "SELECT @@read_only" };
+                // A server with either flag set refuses writes (#40: a write pool lends only
+                // servers with both off).
+                let sql = if mariadb {
+                    "SELECT @@read_only, @@gtid_slave_pos, @@innodb_read_only, @@gtid_binlog_pos"
+                } else {
+                    "SELECT @@read_only, NULL, @@innodb_read_only"
+                };
                 let answer = my_query(conn, sql).await?;
                 let value = |i: usize| answer.rows.first().and_then(|r| r.get(i)).and_then(|v| v.as_deref());
-                self.verify_role(value(0) == Some("1"), "@@read_only");
+                let read_only = value(0) == Some("1") || value(2) == Some("1");
+                self.verify_role(read_only, "@@read_only/@@innodb_read_only");
                 if mariadb {
                     self.health.record_applied_gtid(value(1).and_then(GtidPosition::parse));
+                    // switchover (#40): a writable server's own binlog position.
+                    let written = value(3).filter(|_| !read_only).and_then(GtidPosition::parse);
+                    self.health.record_written(written.map(Position::Gtid));
                 }
                 if !has_lag_threshold(&self.backend) {
                     return Ok(Lag::UNKNOWN);
