@@ -1,0 +1,90 @@
+//! One shape's learned concurrency limit: additive increase, multiplicative decrease, driven by
+//! two congestion signals (#41).
+//!
+//! Why AIMD and not a latency gradient (Netflix's Gradient2, Envoy's adaptive concurrency) or
+//! Vegas: those shrink a limit when the shape's *own* latency rises over its learned minimum or
+//! long-term average. The shape that hurts a pool most often is not one that slows down when
+//! more of it runs (a 20 ms report query stays 20 ms at 64 at once) but one whose connections
+//! everyone else queues behind: the damage is the pool's queue, which its hold time does not
+//! show. So a sample is congested when the statement had to queue for a connection, or others
+//! were queueing for one as it gave its connection back, or when its short-term latency rose
+//! well over its long-term one (the gradient's signal, kept for shapes that do slow the server
+//! down); congestion cuts the limit by a factor, at most once per
+//! the shape's own round trip (so one burst is one cut), and each uncongested sample of a shape
+//! using its limit adds 1/limit (about one per round trip). Increase per round trip makes the
+//! split between shapes favour the short ones, which is the point: a 1 ms lookup recovers twenty
+//! times faster than a 20 ms aggregate that made it queue. Pure: time is a parameter.
+
+use std::time::{Duration, Instant};
+
+/// Factor a congested round cuts the limit by.
+const BACKOFF: f64 = 0.8;
+/// Short-term latency over this many times the long-term one is congestion.
+const TOLERANCE: f64 = 2.0;
+/// Weight of a sample in the short-term average (a few samples).
+const SHORT_WEIGHT: f64 = 0.25;
+/// Weight of a sample in the long-term average (a few hundred samples).
+const LONG_WEIGHT: f64 = 0.01;
+
+/// What one checkout of a shape measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// From the permit's grant to its release: any wait for a connection, plus the time the
+    /// connection was held.
+    pub latency: Duration,
+    /// Whether the checkout queued for a connection, or others queued for one as it gave its
+    /// connection back (the pool was full).
+    pub queued: bool,
+    /// Permits of the shape in use when it was released, itself included.
+    pub in_use: u32,
+}
+
+/// A learned limit between 1 and `max`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Aimd {
+    limit: f64,
+    max: f64,
+    short: Option<f64>,
+    long: Option<f64>,
+    last_cut: Option<Instant>,
+}
+
+impl Aimd {
+    /// A limit starting at `max` (a shape is not limited until it congests the pool).
+    pub fn new(max: u32) -> Self {
+        let max = f64::from(max.max(1));
+        Self { limit: max, max, short: None, long: None, last_cut: None }
+    }
+
+    /// The limit in force: whole permits, never below 1.
+    pub fn limit(&self) -> u32 {
+        // In 1..=max by construction, so the cast cannot truncate.
+        self.limit.floor().max(1.0) as u32
+    }
+
+    /// Learns from one released permit at `now`.
+    pub fn sample(&mut self, s: Sample, now: Instant) {
+        let secs = s.latency.as_secs_f64();
+        let short = ewma(self.short, secs, SHORT_WEIGHT);
+        let long = ewma(self.long, secs, LONG_WEIGHT);
+        self.short = Some(short);
+        self.long = Some(long);
+        if s.queued || short > TOLERANCE * long {
+            // One cut per round trip of this shape: the samples of one congested round all
+            // report it, and cutting for each would collapse the limit.
+            let round = Duration::from_secs_f64(long);
+            if self.last_cut.is_none_or(|at| now.saturating_duration_since(at) >= round) {
+                self.limit = (self.limit * BACKOFF).max(1.0);
+                self.last_cut = Some(now);
+            }
+        } else if f64::from(s.in_use) + 1.0 >= self.limit {
+            // Grow only while the limit is what holds the shape back.
+            self.limit = (self.limit + 1.0 / self.limit).min(self.max);
+        }
+    }
+}
+
+/// An exponentially weighted moving average with `x` added, seeded by the first sample.
+fn ewma(avg: Option<f64>, x: f64, weight: f64) -> f64 {
+    avg.map_or(x, |a| a + weight * (x - a))
+}
