@@ -728,7 +728,12 @@ impl Session {
         if self.link.conn.is_none() {
             let conn = self
                 .ctx
-                .checkout_for::<MyClientError>(&mut self.pool, Protocol::MySql, self.client.pass.as_deref())
+                .checkout_for::<MyClientError>(
+                    &mut self.pool,
+                    Protocol::MySql,
+                    self.client.pass.as_deref(),
+                    &crate::pool::Shape::new(self.routing.digest.statement(), &self.client.user),
+                )
                 .await?;
             self.attach(conn).await?;
         }

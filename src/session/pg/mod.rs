@@ -698,7 +698,12 @@ impl Session {
         }
         let conn = self
             .ctx
-            .checkout_for::<PgClientError>(&mut self.pool, Protocol::Postgres, self.identity.pass.as_deref())
+            .checkout_for::<PgClientError>(
+                &mut self.pool,
+                Protocol::Postgres,
+                self.identity.pass.as_deref(),
+                &crate::pool::Shape::new(self.progress.digest.statement(), &self.identity.user),
+            )
             .await?;
         self.backend = Some(conn);
         self.progress.unnamed.elsewhere();

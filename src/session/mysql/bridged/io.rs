@@ -77,7 +77,8 @@ impl Session {
     /// read), replaying the session's `search_path` when the connection's settings differ.
     pub(super) async fn pg_backend(&mut self) -> Result<(), MyClientError> {
         if self.link.conn.is_none() {
-            let conn = self.ctx.checkout_for::<MyClientError>(&mut self.pool, Protocol::Postgres, None).await?;
+            let shape = crate::pool::Shape::new(self.routing.digest.statement(), &self.client.user);
+            let conn = self.ctx.checkout_for::<MyClientError>(&mut self.pool, Protocol::Postgres, None, &shape).await?;
             self.link.conn = Some(conn);
         }
         let sig = self.foreign.bridge.signature();

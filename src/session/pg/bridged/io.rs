@@ -35,7 +35,8 @@ impl Session {
         if self.backend.is_some() {
             return Ok(());
         }
-        let conn = self.ctx.checkout_for::<PgClientError>(&mut self.pool, Protocol::MySql, None).await?;
+        let shape = crate::pool::Shape::new(self.progress.digest.statement(), &self.identity.user);
+        let conn = self.ctx.checkout_for::<PgClientError>(&mut self.pool, Protocol::MySql, None, &shape).await?;
         let fresh = conn.settings != BRIDGE_SETTINGS;
         self.backend = Some(conn);
         if fresh {
