@@ -106,19 +106,18 @@ pub(crate) struct Permit {
     gate: Rc<Gate>,
     grant: Grant,
     since: Instant,
-    /// Whether the checkout queued for a connection; `None` while it is not lent one yet (a
-    /// failed checkout teaches nothing about the shape).
-    queued: Option<bool>,
+    /// Whether the checkout got its connection (a failed one teaches nothing about the shape).
+    lent: bool,
 }
 
 impl Permit {
     fn new(gate: Rc<Gate>, grant: Grant) -> Self {
-        Self { gate, grant, since: rt::now(), queued: None }
+        Self { gate, grant, since: rt::now(), lent: false }
     }
 
-    /// The checkout got its connection, after queueing for it or not.
-    pub(super) fn lent(mut self, queued: bool) -> Self {
-        self.queued = Some(queued);
+    /// The checkout got its connection.
+    pub(super) fn lent(mut self) -> Self {
+        self.lent = true;
         self
     }
 }
@@ -129,26 +128,27 @@ impl Drop for Permit {
             return;
         }
         let now = rt::now();
-        let sample =
-            self.queued.map(|queued| Sample { latency: now.saturating_duration_since(self.since), queued, in_use: 0 });
+        let latency = now.saturating_duration_since(self.since);
+        // The table fills in the rest (congestion, load) as it takes the sample.
+        let sample = self.lent.then_some(Sample { latency, queued: false, in_use: 0 });
         let woken = self.gate.table.borrow_mut().release(&self.grant, sample, now);
         self.gate.wake(woken);
     }
 }
 
-/// A checkout's place in the pool's own queue: the queue-depth metric, and for the fair share
-/// the user it counts as waiting for a connection (while one does, other users are held to
-/// their shares).
+/// A checkout's place in the pool's own queue: the queue-depth metric, the shape that waits
+/// (shapes slower than it are then congested), and for the fair share the user it counts as
+/// waiting for a connection (while one does, other users are held to their shares).
 pub(super) struct Queueing<'a> {
     slot: QueueSlot<'a>,
     gate: Option<&'a Gate>,
-    user: &'a str,
+    shape: &'a Shape<'a>,
     queued: bool,
 }
 
 impl<'a> Queueing<'a> {
-    pub(super) fn new(slot: QueueSlot<'a>, gate: Option<&'a Gate>, user: &'a str) -> Self {
-        Self { slot, gate, user, queued: false }
+    pub(super) fn new(slot: QueueSlot<'a>, gate: Option<&'a Gate>, shape: &'a Shape<'a>) -> Self {
+        Self { slot, gate, shape, queued: false }
     }
 
     /// The checkout found nothing free and waits.
@@ -157,22 +157,17 @@ impl<'a> Queueing<'a> {
         if !self.queued {
             self.queued = true;
             if let Some(g) = self.gate {
-                let woken = g.table.borrow_mut().pool_waiting(self.user, true);
+                let woken = g.table.borrow_mut().pool_waiting(self.shape, true);
                 g.wake(woken);
             }
         }
-    }
-
-    /// Whether the checkout queued.
-    pub(super) fn queued(&self) -> bool {
-        self.queued
     }
 }
 
 impl Drop for Queueing<'_> {
     fn drop(&mut self) {
         if let (true, Some(g)) = (self.queued, self.gate) {
-            let woken = g.table.borrow_mut().pool_waiting(self.user, false);
+            let woken = g.table.borrow_mut().pool_waiting(self.shape, false);
             g.wake(woken);
         }
     }

@@ -648,14 +648,13 @@ impl CorePool {
             },
             None => None,
         };
-        let mut queueing = admit::Queueing::new(slot, self.limiter.as_deref(), shape.user);
+        let mut queueing = admit::Queueing::new(slot, self.limiter.as_deref(), shape);
         let mut res = self.acquire(protocol, who, deadline, &mut queueing, eligible).await;
-        let queued = queueing.queued();
         drop(queueing);
         self.counters.acquire_finished(started.elapsed());
         match &mut res {
             Ok(c) => {
-                c.lease.permit = permit.map(|p| p.lent(queued));
+                c.lease.permit = permit.map(admit::Permit::lent);
                 if let Some(b) = self.backends.get(c.backend) {
                     b.counters.checked_out();
                     b.outstanding.set(b.outstanding.get() + 1);

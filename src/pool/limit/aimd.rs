@@ -6,14 +6,14 @@
 //! long-term average. The shape that hurts a pool most often is not one that slows down when
 //! more of it runs (a 20 ms report query stays 20 ms at 64 at once) but one whose connections
 //! everyone else queues behind: the damage is the pool's queue, which its hold time does not
-//! show. So a sample is congested when the statement had to queue for a connection, or others
-//! were queueing for one as it gave its connection back, or when its short-term latency rose
-//! well over its long-term one (the gradient's signal, kept for shapes that do slow the server
-//! down); congestion cuts the limit by a factor, at most once per
-//! the shape's own round trip (so one burst is one cut), and each uncongested sample of a shape
-//! using its limit adds 1/limit (about one per round trip). Increase per round trip makes the
-//! split between shapes favour the short ones, which is the point: a 1 ms lookup recovers twenty
-//! times faster than a 20 ms aggregate that made it queue. Pure: time is a parameter.
+//! show. So a sample is congested when a lighter shape (a shorter round trip) was queueing for
+//! a connection as it gave its connection back, or when its short-term latency rose well over its long-term one (the gradient's signal, kept
+//! for shapes that do slow the server down); congestion cuts the limit by a factor, at most once
+//! per the shape's own round trip without a queue (so one burst is one cut), and each
+//! uncongested sample of a shape using its limit adds 1/limit (about one per round trip). Only a
+//! lighter shape's wait congests a heavier one, and growth is per round trip: the split between
+//! shapes favours the short ones, which is the point: a 1 ms lookup keeps its room, and regains
+//! it twenty times faster than a 20 ms aggregate that made it queue. Pure: time is a parameter.
 
 use std::time::{Duration, Instant};
 
@@ -32,8 +32,8 @@ pub struct Sample {
     /// From the permit's grant to its release: any wait for a connection, plus the time the
     /// connection was held.
     pub latency: Duration,
-    /// Whether the checkout queued for a connection, or others queued for one as it gave its
-    /// connection back (the pool was full).
+    /// Whether a lighter shape was queueing for a connection as this one was given back (the
+    /// pool's table fills it in): the pool was full, and this shape's connections were in the way.
     pub queued: bool,
     /// Permits of the shape in use when it was released, itself included.
     pub in_use: u32,
@@ -46,6 +46,8 @@ pub struct Aimd {
     max: f64,
     short: Option<f64>,
     long: Option<f64>,
+    /// The shortest latency seen, seconds: the shape's round trip without any queue.
+    floor: Option<f64>,
     last_cut: Option<Instant>,
 }
 
@@ -53,13 +55,18 @@ impl Aimd {
     /// A limit starting at `max` (a shape is not limited until it congests the pool).
     pub fn new(max: u32) -> Self {
         let max = f64::from(max.max(1));
-        Self { limit: max, max, short: None, long: None, last_cut: None }
+        Self { limit: max, max, short: None, long: None, floor: None, last_cut: None }
     }
 
     /// The limit in force: whole permits, never below 1.
     pub fn limit(&self) -> u32 {
         // In 1..=max by construction, so the cast cannot truncate.
         self.limit.floor().max(1.0) as u32
+    }
+
+    /// The shape's round trip without a queue (its shortest latency seen; zero before any).
+    pub fn round_trip(&self) -> Duration {
+        Duration::from_secs_f64(self.floor.unwrap_or(0.0))
     }
 
     /// Learns from one released permit at `now`.
@@ -69,10 +76,12 @@ impl Aimd {
         let long = ewma(self.long, secs, LONG_WEIGHT);
         self.short = Some(short);
         self.long = Some(long);
+        self.floor = Some(self.floor.map_or(secs, |f| f.min(secs)));
         if s.queued || short > TOLERANCE * long {
-            // One cut per round trip of this shape: the samples of one congested round all
-            // report it, and cutting for each would collapse the limit.
-            let round = Duration::from_secs_f64(long);
+            // One cut per round trip of this shape (without a queue: a round inflated by the
+            // congestion itself would pace the cuts too slowly): the samples of one congested
+            // round all report it, and cutting for each would collapse the limit.
+            let round = self.round_trip();
             if self.last_cut.is_none_or(|at| now.saturating_duration_since(at) >= round) {
                 self.limit = (self.limit * BACKOFF).max(1.0);
                 self.last_cut = Some(now);

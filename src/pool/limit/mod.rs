@@ -165,8 +165,9 @@ pub struct Table {
     queue: VecDeque<Waiter>,
     granted: HashMap<Ticket, Grant>,
     next: Ticket,
-    /// Checkouts queued in the pool for a connection now, every user's.
-    waiting: u32,
+    /// Checkouts queued in the pool for a connection now, by shape (`None`: untracked), with
+    /// how many: the shapes waiting are few, so a release looks through them all.
+    waiting: Vec<(Option<u64>, u32)>,
 }
 
 impl Table {
@@ -180,7 +181,7 @@ impl Table {
             queue: VecDeque::new(),
             granted: HashMap::new(),
             next: 0,
-            waiting: 0,
+            waiting: Vec::new(),
         }
     }
 
@@ -255,12 +256,13 @@ impl Table {
     /// Gives back `grant`, learning from `sample` (none when the checkout failed); returns the
     /// tickets now granted.
     pub fn release(&mut self, grant: &Grant, sample: Option<Sample>, now: Instant) -> Vec<Ticket> {
-        // Others queueing for a connection as this one comes back is the damage a shape holding
-        // connections does: congestion, as much as its own checkout queueing.
-        let others_queue = self.waiting > 0;
+        // A lighter shape queueing for a connection as this one comes back is the damage a shape
+        // holding connections does. Its own checkout queueing is not: a shape alone in a full
+        // pool would only trade the pool's queue for this one's, with a shorter wait.
+        let lighter_waits = grant.digest.is_some_and(|d| self.lighter_waits(d));
         if let Some(e) = grant.digest.and_then(|d| self.shapes.get_mut(&d)) {
             if let Some(s) = sample.filter(|_| self.policy.adaptive) {
-                e.learned.sample(Sample { in_use: e.in_use, queued: s.queued || others_queue, ..s }, now);
+                e.learned.sample(Sample { in_use: e.in_use, queued: lighter_waits, ..s }, now);
             }
             e.in_use = e.in_use.saturating_sub(1);
         }
@@ -270,11 +272,30 @@ impl Table {
         self.grant_waiting()
     }
 
-    /// One more (`more`) or one fewer checkout of `user` queues in the pool for a connection:
-    /// while one does, other users are held to their shares (a wait for another user's
-    /// permit to be given back is left to the limit that holds it). Returns the tickets granted.
-    pub fn pool_waiting(&mut self, user: &str, more: bool) -> Vec<Ticket> {
-        self.waiting = if more { self.waiting + 1 } else { self.waiting.saturating_sub(1) };
+    /// One more (`more`) or one fewer checkout of `shape` queues in the pool for a connection:
+    /// while one does, shapes slower than it are congested, and other users are held to their
+    /// shares (a wait for another user's permit to be given back is left to the limit that
+    /// holds it). Returns the tickets granted.
+    pub fn pool_waiting(&mut self, shape: &Shape<'_>, more: bool) -> Vec<Ticket> {
+        let user = shape.user;
+        let digest = shape.digest.filter(|d| self.shapes.contains_key(d));
+        match self.waiting.iter().position(|(d, _)| *d == digest) {
+            Some(i) if more => {
+                if let Some(w) = self.waiting.get_mut(i) {
+                    w.1 += 1;
+                }
+            }
+            Some(i) => {
+                if let Some(w) = self.waiting.get_mut(i) {
+                    w.1 = w.1.saturating_sub(1);
+                }
+                if self.waiting.get(i).is_some_and(|w| w.1 == 0) {
+                    self.waiting.swap_remove(i);
+                }
+            }
+            None if more => self.waiting.push((digest, 1)),
+            None => {}
+        }
         if !self.policy.fair_share {
             return Vec::new();
         }
@@ -286,6 +307,15 @@ impl Table {
             return Vec::new();
         }
         self.grant_waiting()
+    }
+
+    /// Whether a checkout of a shape lighter than `digest` (a shorter round trip) queues in the
+    /// pool now. Checkouts of no followed shape (logins, causal reads) do not count: nothing says
+    /// what they weigh.
+    fn lighter_waits(&self, digest: u64) -> bool {
+        let rtt = |d: u64| self.shapes.get(&d).map(|e| e.learned.round_trip());
+        let mine = rtt(digest);
+        self.waiting.iter().any(|(d, _)| d.is_some_and(|d| d != digest && rtt(d) < mine))
     }
 
     /// Checkouts waiting here now, for a shape's limit or a user's share.

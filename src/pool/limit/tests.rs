@@ -23,6 +23,11 @@ fn shape(digest: u64, user: &str) -> Shape<'_> {
     Shape { digest: Some(digest), text: "SELECT pg_sleep($1), count(*) FROM pgbench_accounts", user }
 }
 
+/// A checkout of `user` the table follows no shape of (a lookup, say), queueing in the pool.
+fn waits(user: &str) -> Shape<'_> {
+    Shape { digest: None, text: "", user }
+}
+
 fn go(admit: Admit) -> Grant {
     match admit {
         Admit::Go(g) => g,
@@ -179,7 +184,7 @@ fn a_grant_given_up_as_it_came_goes_to_the_next_in_line() {
 fn a_user_refused_for_its_share_is_told_so() {
     let mut t = Table::new(&policy(false, &[], true), 4);
     let _alice: Vec<Grant> = (0..2).map(|_| go(t.admit(&shape(1, "alice")))).collect();
-    t.pool_waiting("bob", true);
+    t.pool_waiting(&waits("bob"), true);
     let waiting = ticket(t.admit(&shape(1, "alice")));
     let (over, _) = t.abandon(waiting, true, Instant::now());
     assert_eq!(
@@ -216,7 +221,7 @@ fn a_user_takes_the_whole_pool_alone_but_only_its_share_while_another_waits() {
     let now = Instant::now();
     let alice: Vec<Grant> = (0..4).map(|_| go(t.admit(&shape(1, "alice")))).collect();
     // Bob queues in the pool for a connection: Alice is held to half of the pool.
-    assert!(t.pool_waiting("bob", true).is_empty());
+    assert!(t.pool_waiting(&waits("bob"), true).is_empty());
     let next = ticket(t.admit(&shape(1, "alice")));
     // A release that leaves her at her share grants nothing while Bob waits...
     assert!(t.release(&alice[0], None, now).is_empty());
@@ -224,7 +229,7 @@ fn a_user_takes_the_whole_pool_alone_but_only_its_share_while_another_waits() {
     assert_eq!(t.claim(next), None);
     // ...and Bob no longer waiting (he got his connection) lets her have more again.
     assert!(go(t.admit(&shape(1, "bob"))).is_tracked());
-    assert_eq!(t.pool_waiting("bob", false), vec![next]);
+    assert_eq!(t.pool_waiting(&waits("bob"), false), vec![next]);
     assert!(t.claim(next).is_some());
 }
 
@@ -234,44 +239,77 @@ fn weights_split_the_pool() {
     p.share_weights.insert("heavy".to_owned(), NonZeroU32::new(3).unwrap_or(NonZeroU32::MIN));
     let mut t = Table::new(&p, 8);
     let _h: Vec<Grant> = (0..6).map(|_| go(t.admit(&shape(1, "heavy")))).collect();
-    t.pool_waiting("light", true);
+    t.pool_waiting(&waits("light"), true);
     // heavy: 8 * 3 / 4 = 6 of 8 while light waits.
     assert!(matches!(t.admit(&shape(1, "heavy")), Admit::Wait(_)));
     assert_eq!(t.share("light"), 2);
 }
 
 #[test]
-fn a_learned_limit_holds_a_shape_once_it_made_the_pool_queue() {
+fn a_learned_limit_holds_a_shape_once_a_lighter_one_queued_behind_it() {
     let mut t = Table::new(&policy(true, &[], false), 8);
     let start = Instant::now();
     let grants: Vec<Grant> = (0..8).map(|_| go(t.admit(&shape(9, "app")))).collect();
     assert!(matches!(t.admit(&shape(9, "app")), Admit::Wait(_)));
-    // Each of them queued for a connection: the round is cut by a fifth, once.
+    // A lookup (never measured: lighter than anything) waits for a connection; its own
+    // checkouts queueing would not have counted. The round is cut by a fifth, once.
+    let _lookup = go(t.admit(&shape(10, "app")));
+    t.pool_waiting(&shape(10, "app"), true);
     for (i, g) in grants.iter().enumerate() {
         let at = start + ms(20) + Duration::from_micros(u64::try_from(i).unwrap_or(0));
         t.release(g, Some(Sample { latency: ms(40), queued: true, in_use: 0 }), at);
     }
-    assert_eq!(t.rows()[0].limit, 6);
-    assert!(!t.rows()[0].fixed);
+    let report = t.rows().into_iter().find(|r| r.digest == 9);
+    assert_eq!(report.map(|r| (r.limit, r.fixed)), Some((6, false)));
 }
 
 #[test]
 fn a_shape_giving_its_connection_back_while_others_queue_for_one_is_cut() {
     let mut t = Table::new(&policy(true, &[], false), 8);
     let start = Instant::now();
-    let held: Vec<Grant> = (0..8).map(|_| go(t.admit(&shape(9, "app")))).collect();
-    // Its own checkouts never queued, but another shape's checkout waits for a connection.
-    t.pool_waiting("app", true);
+    let mut held: Vec<Grant> = (0..8).map(|_| go(t.admit(&shape(9, "app")))).collect();
     let uncongested = Sample { latency: ms(20), queued: false, in_use: 0 };
-    t.release(&held[0], Some(uncongested), start);
+    // One measured round trip (20 ms), nobody waiting: no cut.
+    if let Some(g) = held.pop() {
+        t.release(&g, Some(uncongested), start);
+    }
+    held.push(go(t.admit(&shape(9, "app"))));
+    assert_eq!(t.rows()[0].limit, 8);
+    // Its own checkouts never queued, but a lighter shape's checkout waits for a connection.
+    let _lookup = go(t.admit(&shape(10, "app")));
+    t.pool_waiting(&shape(10, "app"), true);
+    t.release(&held[0], Some(uncongested), start + ms(20));
     assert_eq!(t.rows()[0].limit, 6);
     // Nobody waits any more: while it uses its limit, it grows back.
-    t.pool_waiting("app", false);
-    t.release(&held[6], Some(uncongested), start + ms(20));
-    t.release(&held[7], Some(uncongested), start + ms(20));
-    for i in 2..30u32 {
+    t.pool_waiting(&shape(10, "app"), false);
+    t.release(&held[6], Some(uncongested), start + ms(40));
+    t.release(&held[7], Some(uncongested), start + ms(40));
+    for i in 3..30u32 {
         let again = go(t.admit(&shape(9, "app")));
         t.release(&again, Some(uncongested), start + ms(20) * i);
     }
     assert!(t.rows()[0].limit > 6, "{:?}", t.rows());
+}
+
+#[test]
+fn only_a_lighter_shape_waiting_congests_a_heavier_one() {
+    let mut t = Table::new(&policy(true, &[], false), 8);
+    let now = Instant::now();
+    let (report, lookup) = (shape(1, "app"), shape(2, "app"));
+    // Each has run once, uncongested: the report's round trip is 20 ms, the lookup's 1 ms.
+    let r = go(t.admit(&report));
+    t.release(&r, Some(Sample { latency: ms(20), queued: false, in_use: 0 }), now);
+    let l = go(t.admit(&lookup));
+    t.release(&l, Some(Sample { latency: ms(1), queued: false, in_use: 0 }), now);
+    let (r, l) = (go(t.admit(&report)), go(t.admit(&lookup)));
+    // The report waits for a connection: the lookup giving its back is not congested by it...
+    t.pool_waiting(&report, true);
+    t.release(&l, Some(Sample { latency: ms(1), queued: false, in_use: 0 }), now + ms(5));
+    let limit = |t: &Table, d: u64| t.rows().iter().find(|row| row.digest == d).map(|row| row.limit);
+    assert_eq!(limit(&t, 2), Some(8));
+    t.pool_waiting(&report, false);
+    // ...while the lookup waiting congests the report.
+    t.pool_waiting(&lookup, true);
+    t.release(&r, Some(Sample { latency: ms(20), queued: false, in_use: 0 }), now + ms(50));
+    assert_eq!(limit(&t, 1), Some(6));
 }
