@@ -101,7 +101,8 @@ impl Drop for Queued<'_> {
 }
 
 /// A checkout's admission, held by the connection lent for it and given back with it: the
-/// time between is the shape's latency sample.
+/// time the connection was held is the shape's latency sample (not the wait for it, which
+/// other shapes cause: a lookup queued behind a report must not look slow itself).
 pub(crate) struct Permit {
     gate: Rc<Gate>,
     grant: Grant,
@@ -115,9 +116,10 @@ impl Permit {
         Self { gate, grant, since: rt::now(), lent: false }
     }
 
-    /// The checkout got its connection.
+    /// The checkout got its connection: its hold time starts.
     pub(super) fn lent(mut self) -> Self {
         self.lent = true;
+        self.since = rt::now();
         self
     }
 }

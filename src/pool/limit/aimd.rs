@@ -1,36 +1,31 @@
 //! One shape's learned concurrency limit: additive increase, multiplicative decrease, driven by
 //! two congestion signals (#41).
 //!
-//! Why AIMD and not a latency gradient (Netflix's Gradient2, Envoy's adaptive concurrency) or
-//! Vegas: those shrink a limit when the shape's *own* latency rises over its learned minimum or
-//! long-term average. The shape that hurts a pool most often is not one that slows down when
-//! more of it runs (a 20 ms report query stays 20 ms at 64 at once) but one whose connections
-//! everyone else queues behind: the damage is the pool's queue, which its hold time does not
-//! show. So a sample is congested when a lighter shape (a shorter round trip) was queueing for
-//! a connection as it gave its connection back, or when its short-term latency rose well over its long-term one (the gradient's signal, kept
-//! for shapes that do slow the server down); congestion cuts the limit by a factor, at most once
-//! per the shape's own round trip without a queue (so one burst is one cut), and each
-//! uncongested sample of a shape using its limit adds 1/limit (about one per round trip). Only a
-//! lighter shape's wait congests a heavier one, and growth is per round trip: the split between
-//! shapes favours the short ones, which is the point: a 1 ms lookup keeps its room, and regains
-//! it twenty times faster than a 20 ms aggregate that made it queue. Pure: time is a parameter.
+//! Why AIMD on the pool's queue and not a latency gradient (Netflix's Gradient2, Envoy's
+//! adaptive concurrency) or Vegas: those shrink a limit when the shape's *own* latency rises over
+//! its learned minimum or average. The shape that hurts a pool most often is not one that slows
+//! down when more of it runs (a 20 ms report stays 20 ms at 64 at once) but one whose
+//! connections everyone else queues behind: the damage is the pool's queue, which its own
+//! latency does not show. And a latency signal hits the victims: measured on a loaded router, the
+//! ordinary lookups' hold times jittered over twice their average, and a gradient cut them to a
+//! limit of 1 and refused them while the report kept six connections (perf/RESULTS.md). So a
+//! sample is congested when a lighter shape (a shorter round trip) was queueing for a connection
+//! as this one gave its connection back; congestion cuts the limit by a fifth, at most once per
+//! the shape's own round trip without a queue (one burst is one cut), and each uncongested sample
+//! of a shape using its limit adds 1/limit (about one per round trip). A 1 ms lookup keeps its
+//! room and regains it twenty times faster than a 20 ms aggregate that made it queue; the
+//! aggregate's limit settles where the lookups stop queueing, never below 1. Pure: time is a
+//! parameter.
 
 use std::time::{Duration, Instant};
 
 /// Factor a congested round cuts the limit by.
 const BACKOFF: f64 = 0.8;
-/// Short-term latency over this many times the long-term one is congestion.
-const TOLERANCE: f64 = 2.0;
-/// Weight of a sample in the short-term average (a few samples).
-const SHORT_WEIGHT: f64 = 0.25;
-/// Weight of a sample in the long-term average (a few hundred samples).
-const LONG_WEIGHT: f64 = 0.01;
 
 /// What one checkout of a shape measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
-    /// From the permit's grant to its release: any wait for a connection, plus the time the
-    /// connection was held.
+    /// How long the connection was held (the wait for it is left out: other shapes cause it).
     pub latency: Duration,
     /// Whether a lighter shape was queueing for a connection as this one was given back (the
     /// pool's table fills it in): the pool was full, and this shape's connections were in the way.
@@ -44,8 +39,6 @@ pub struct Sample {
 pub struct Aimd {
     limit: f64,
     max: f64,
-    short: Option<f64>,
-    long: Option<f64>,
     /// The shortest latency seen, seconds: the shape's round trip without any queue.
     floor: Option<f64>,
     last_cut: Option<Instant>,
@@ -55,7 +48,7 @@ impl Aimd {
     /// A limit starting at `max` (a shape is not limited until it congests the pool).
     pub fn new(max: u32) -> Self {
         let max = f64::from(max.max(1));
-        Self { limit: max, max, short: None, long: None, floor: None, last_cut: None }
+        Self { limit: max, max, floor: None, last_cut: None }
     }
 
     /// The limit in force: whole permits, never below 1.
@@ -72,14 +65,9 @@ impl Aimd {
     /// Learns from one released permit at `now`.
     pub fn sample(&mut self, s: Sample, now: Instant) {
         let secs = s.latency.as_secs_f64();
-        let short = ewma(self.short, secs, SHORT_WEIGHT);
-        let long = ewma(self.long, secs, LONG_WEIGHT);
-        self.short = Some(short);
-        self.long = Some(long);
         self.floor = Some(self.floor.map_or(secs, |f| f.min(secs)));
-        if s.queued || short > TOLERANCE * long {
-            // One cut per round trip of this shape (without a queue: a round inflated by the
-            // congestion itself would pace the cuts too slowly): the samples of one congested
+        if s.queued {
+            // One cut per round trip of this shape without a queue: the samples of one congested
             // round all report it, and cutting for each would collapse the limit.
             let round = self.round_trip();
             if self.last_cut.is_none_or(|at| now.saturating_duration_since(at) >= round) {
@@ -91,9 +79,4 @@ impl Aimd {
             self.limit = (self.limit + 1.0 / self.limit).min(self.max);
         }
     }
-}
-
-/// An exponentially weighted moving average with `x` added, seeded by the first sample.
-fn ewma(avg: Option<f64>, x: f64, weight: f64) -> f64 {
-    avg.map_or(x, |a| a + weight * (x - a))
 }

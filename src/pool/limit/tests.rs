@@ -98,21 +98,6 @@ fn a_learned_limit_never_goes_below_one() {
 }
 
 #[test]
-fn a_shape_slowing_down_is_cut_without_any_queue() {
-    let mut aimd = Aimd::new(10);
-    let start = Instant::now();
-    for i in 0..200u32 {
-        aimd.sample(Sample { latency: ms(10), queued: false, in_use: 10 }, start + ms(10) * i);
-    }
-    assert_eq!(aimd.limit(), 10);
-    // Its own latency triples (it slows the server down as more of it runs).
-    for i in 200..210u32 {
-        aimd.sample(Sample { latency: ms(30), queued: false, in_use: 10 }, start + ms(10) * i);
-    }
-    assert!(aimd.limit() < 10, "limit {}", aimd.limit());
-}
-
-#[test]
 fn one_congested_round_is_one_cut() {
     let mut aimd = Aimd::new(10);
     let now = Instant::now();
