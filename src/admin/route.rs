@@ -50,6 +50,7 @@ const API_ROUTES: &[Route] = &[
     Route { method: "DELETE", path: "/api/translations", handler: routing::remove_translations },
     Route { method: "GET", path: "/api/stats/digests", handler: routing::digests },
     Route { method: "DELETE", path: "/api/stats/digests", handler: routing::reset_digests },
+    Route { method: "GET", path: "/api/limits", handler: routing::limits },
 ];
 
 /// Which port a request arrived on.

@@ -263,6 +263,14 @@ pub(super) fn digests(api: &Api, req: &Request) -> Response {
     }
 }
 
+/// `GET /api/limits`: each pool's shape limiter, its limited shapes and their load (#41).
+pub(super) fn limits(api: &Api, _: &Request) -> Response {
+    match api.control().limits() {
+        Ok(view) => Response::json(200, &view),
+        Err(e) => control_error(&e),
+    }
+}
+
 /// `DELETE /api/stats/digests`: clears the statistics on every core.
 pub(super) fn reset_digests(api: &Api, _: &Request) -> Response {
     match api.control().reset_digests() {

@@ -14,6 +14,7 @@ mod pool;
 mod raw;
 mod render;
 mod rules;
+mod shape;
 mod span;
 mod template;
 mod validate;
@@ -26,7 +27,7 @@ pub use limits::Limits;
 pub use model::{
     Auth, AuthQuery, Backend, BackendTls, CacheConfig, General, HealthCheck, Listener, ListenerTls, Metrics,
     MysqlRouting, PatternRule, Pool, PoolLimits, PoolTimeouts, QuerySpec, RegexRule, RetryPolicy, Routing, RuleTarget,
-    TlsClient, TlsServer, TranslationRule, DEFAULT_CHECK_QUERY,
+    ShapeLimits, TlsClient, TlsServer, TranslationRule, DEFAULT_CHECK_QUERY,
 };
 pub use template::PoolTemplate;
 pub use value::{

@@ -143,6 +143,37 @@ pub struct Pool {
     pub balance: Balance,
     /// How connections to the backends are encrypted (#38). Reload: yes (new connections).
     pub tls: BackendTls,
+    /// How many statements of one shape, or of one user, may hold connections at once (#41).
+    /// Reload: yes (the pool is rebuilt; statements running keep their permits).
+    pub shape_limits: ShapeLimits,
+}
+
+/// A pool's limits per statement shape and its fair share between users (#41), applied where
+/// a statement checks out a connection (transaction and statement modes; a session-mode pool
+/// lends a connection for a whole session, which no statement limit can help).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ShapeLimits {
+    /// `adaptive_limit` (default false): learn a concurrency limit for every shape from its
+    /// latency and the pool's queue (see `pool::limit`).
+    pub adaptive: bool,
+    /// `limit_wait` (default "1s"): how long a statement over its limit waits for its turn
+    /// before it is refused; never longer than `acquire_timeout`.
+    pub wait: Duration,
+    /// `[pools.<name>.max_concurrent]`: a fixed limit per shape, keyed by the shape's
+    /// `fingerprint_hex` as `GET /api/stats/digests` shows it. A fixed limit wins over a learned one.
+    pub max_concurrent: std::collections::BTreeMap<u64, NonZeroU32>,
+    /// `fair_share` (default false): while another user waits, no user holds more than its
+    /// weighted share of the pool's connections.
+    pub fair_share: bool,
+    /// `[pools.<name>.share_weights]`: users' weights in the fair share (default 1 each).
+    pub share_weights: std::collections::BTreeMap<String, NonZeroU32>,
+}
+
+impl ShapeLimits {
+    /// Whether anything is limited at all (most pools: no, and checkouts skip the limiter).
+    pub fn any(&self) -> bool {
+        self.adaptive || self.fair_share || !self.max_concurrent.is_empty()
+    }
 }
 
 /// A pool's TLS to its backends (#38): every connection the router opens to them uses it

@@ -93,6 +93,7 @@ fn convert(ck: &mut Checker<'_>, name: &str, raw: &RawPool, default_mode: PoolMo
         health: health(ck, &format!("{base}.health"), raw.health.as_ref().unwrap_or(&no_health)),
         balance: ck.opt_keyword(&raw.balance, &format!("{base}.balance")).unwrap_or(Balance::LeastOutstanding),
         tls: tls(ck, &base, raw),
+        shape_limits: super::shape::shape_limits(ck, &base, raw),
     }
 }
 

@@ -154,6 +154,11 @@ pub(crate) struct RawPool {
     pub tls_cert_file: Option<Sp<String>>,
     pub tls_key_file: Option<Sp<String>>,
     pub tls_server_name: Option<Sp<String>>,
+    pub adaptive_limit: Option<Sp<bool>>,
+    pub limit_wait: Option<Sp<String>>,
+    pub max_concurrent: Option<BTreeMap<String, Sp<i64>>>,
+    pub fair_share: Option<Sp<bool>>,
+    pub share_weights: Option<BTreeMap<String, Sp<i64>>>,
 }
 
 /// One entry of a pool's `backends` array.

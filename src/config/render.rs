@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
-use super::model::{Backend, BackendTls, Listener, Pool, RegexRule, RetryPolicy, Routing, RuleTarget};
+use super::model::{Backend, BackendTls, Listener, Pool, RegexRule, RetryPolicy, Routing, RuleTarget, ShapeLimits};
 use super::value::{format_duration, format_size, Protocol};
 use super::{Config, Console};
 
@@ -192,6 +192,7 @@ fn pool(pool: &Pool) -> Value {
     table.insert("local_infile".into(), Value::Boolean(pool.local_infile));
     put_str(&mut table, "balance", pool.balance.as_str());
     table.insert("retry".into(), Value::Table(retry(&pool.retry)));
+    shape_limits(&mut table, &pool.shape_limits);
     tls(&mut table, &pool.tls);
     let health = &pool.health;
     let mut h = Table::new();
@@ -204,6 +205,26 @@ fn pool(pool: &Pool) -> Value {
     }
     table.insert("health".into(), Value::Table(h));
     Value::Table(table)
+}
+
+/// The shape limiter's keys (#41).
+fn shape_limits(table: &mut Table, limits: &ShapeLimits) {
+    table.insert("adaptive_limit".into(), Value::Boolean(limits.adaptive));
+    put_duration(table, "limit_wait", limits.wait);
+    table.insert("fair_share".into(), Value::Boolean(limits.fair_share));
+    if !limits.max_concurrent.is_empty() {
+        let fixed = limits
+            .max_concurrent
+            .iter()
+            .map(|(digest, n)| (format!("{digest:016x}"), Value::Integer(i64::from(n.get()))))
+            .collect();
+        table.insert("max_concurrent".into(), Value::Table(fixed));
+    }
+    if !limits.share_weights.is_empty() {
+        let weights =
+            limits.share_weights.iter().map(|(user, w)| (user.clone(), Value::Integer(i64::from(w.get())))).collect();
+        table.insert("share_weights".into(), Value::Table(weights));
+    }
 }
 
 /// The TLS keys as written; the loaded client configuration is not configuration text.

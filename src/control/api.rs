@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use crossbeam_channel::unbounded;
 
+use super::limits::{self, LimitsView};
 use super::msg::{CoreCommand, RulesVersion, Snapshot};
 use super::view::{DigestsView, PatternRuleView, RouteTest, TranslationView};
 use super::{ControlError, ControlHandle, ControlPlane, CORE_REPLY_TIMEOUT};
@@ -77,6 +78,14 @@ impl ControlHandle {
         self.call(move |cp| cp.route_test(&q))
     }
 
+    /// Each pool's shape limiter (#41), merged over cores.
+    pub fn limits(&self) -> Result<LimitsView, ControlError> {
+        self.call(|cp| {
+            let reports = cp.collect_with(false);
+            limits::limits_view(&cp.current.config, &reports)
+        })
+    }
+
     /// The pattern rules added through the API.
     pub fn pattern_rules(&self) -> Result<Vec<PatternRuleView>, ControlError> {
         self.call(|cp| cp.dynamic.iter().map(PatternRuleView::from).collect())
@@ -121,7 +130,19 @@ impl ControlHandle {
 }
 
 impl ControlPlane {
-    fn route_test(&self, q: &RouteQuery) -> RouteTest {
+    fn route_test(&mut self, q: &RouteQuery) -> RouteTest {
+        let mut view = self.route_decision(q);
+        // #41: whether the pool's limiter would hold the statement back now.
+        if let (Some(pool), Ok(digest)) = (view.pool.clone(), view.fingerprint.parse::<u64>()) {
+            if self.current.config.pool(&pool).is_some_and(|p| p.shape_limits.any()) {
+                let reports = self.collect_with(false);
+                view.shape_limit = limits::limit_test(&self.current.config, &reports, &pool, digest);
+            }
+        }
+        view
+    }
+
+    fn route_decision(&self, q: &RouteQuery) -> RouteTest {
         let config = &self.current.config;
         let protocol =
             q.protocol.or_else(|| config.listeners.first().map(|l| l.protocol)).unwrap_or(Protocol::Postgres);

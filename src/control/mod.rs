@@ -6,6 +6,7 @@
 //! `session`, `pool` or the event loop.
 
 mod api;
+pub mod limits;
 pub mod msg;
 mod pause;
 mod switchover;

@@ -79,6 +79,9 @@ pub struct RouteTest {
     pub session_check: Option<&'static str>,
     /// The full analysis.
     pub analysis: AnalysisView,
+    /// What the pool's shape limiter would do with the statement now (#41); `null` when the
+    /// pool has no limiter.
+    pub shape_limit: Option<super::limits::LimitTest>,
 }
 
 impl RouteTest {
@@ -197,6 +200,7 @@ impl RouteTest {
                     .map(|ev| EvidenceView { fact: ev.fact, detail: ev.detail.clone() })
                     .collect(),
             },
+            shape_limit: None,
         }
     }
 }

@@ -220,6 +220,34 @@ metric!(
     "Checkouts that gave up at acquire_timeout."
 );
 metric!(
+    LIMIT_SHAPES,
+    "sqp_limit_shapes_limited",
+    Gauge,
+    ["core", "pool"],
+    "Statement shapes whose concurrency limit (max_concurrent or learned, #41) is below the pool's capacity."
+);
+metric!(
+    LIMIT_IN_USE,
+    "sqp_limit_permits_in_use",
+    Gauge,
+    ["core", "pool"],
+    "Checkouts of limited shapes holding a permit (waiting for or holding a connection)."
+);
+metric!(
+    LIMIT_QUEUED,
+    "sqp_limit_queue_depth",
+    Gauge,
+    ["core", "pool"],
+    "Checkouts waiting for their shape's limit or their user's fair share."
+);
+metric!(
+    LIMIT_REJECTIONS,
+    "sqp_limit_rejections_total",
+    Counter,
+    ["core", "pool"],
+    "Statements refused (53000 / MySQL 1040) after waiting limit_wait for their shape's limit or their user's fair share."
+);
+metric!(
     POOL_UTILIZATION,
     "sqp_pool_utilization",
     Gauge,
@@ -329,6 +357,10 @@ pub const ALL: &[&MetricDef] = &[
     &POOL_WAIT,
     &POOL_TIMEOUTS,
     &POOL_UTILIZATION,
+    &LIMIT_SHAPES,
+    &LIMIT_IN_USE,
+    &LIMIT_QUEUED,
+    &LIMIT_REJECTIONS,
     &CONNECT_FAILURES,
     &BACKEND_CHECKOUTS,
     &BACKEND_HEALTHY,

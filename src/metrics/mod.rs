@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod digest;
 mod histogram;
 pub mod label;
+mod limit;
 mod pool;
 mod render;
 pub mod sketch;
@@ -29,6 +30,7 @@ pub use label::{
     AuthFailure, BufferKind, CacheOp, CausalOutcome, ClientState, Decision, Direction, FallbackOutcome, Operation,
     RetryOutcome,
 };
+pub use limit::{merge_rows as merge_limit_rows, LimitRow};
 pub use pool::{BackendCounters, BackendSnapshot, HealthFigures, PoolCounters, PoolSnapshot, QueueSlot};
 pub use render::{render, Format, Scrape};
 pub use sketch::LatencySketch;

@@ -85,6 +85,8 @@ pub struct PoolCounters {
     passthrough_bytes: Cell<u64>,
     waiting: Cell<u64>,
     wait: Histogram,
+    /// Checkouts refused by the shape limiter or the fair share (#41).
+    limited: Cell<u64>,
     decisions: [Cell<u64>; Decision::COUNT],
     retries: [Cell<u64>; RetryOutcome::COUNT],
     fallbacks: [Cell<u64>; FallbackOutcome::COUNT],
@@ -109,6 +111,7 @@ impl PoolCounters {
             passthrough_bytes: Cell::default(),
             waiting: Cell::default(),
             wait: Histogram::default(),
+            limited: Cell::default(),
             decisions: Default::default(),
             retries: Default::default(),
             fallbacks: Default::default(),
@@ -149,6 +152,11 @@ impl PoolCounters {
     /// No connection became free before the deadline.
     pub fn acquire_timed_out(&self) {
         bump(&self.timeouts);
+    }
+
+    /// The shape limiter or the fair share refused a checkout after `limit_wait` (#41).
+    pub fn acquire_limited(&self) {
+        bump(&self.limited);
     }
 
     /// How long one checkout took, whatever its outcome.
@@ -262,6 +270,9 @@ impl PoolCounters {
                 })
                 .collect(),
             users: Vec::new(),
+            limits: Vec::new(),
+            limit_rejections_total: self.limited.get(),
+            limit_queue_depth: 0,
         }
     }
 }
@@ -392,6 +403,12 @@ pub struct PoolSnapshot {
     /// A pass-through pool's open connections per user, process-wide (every core reports the
     /// same figures), sorted by user (#23).
     pub users: Vec<(String, u64)>,
+    /// The shapes the pool's limiter follows (#41), busiest first; empty when it limits none.
+    pub limits: Vec<super::LimitRow>,
+    /// Checkouts the limiter or the fair share refused (#41).
+    pub limit_rejections_total: u64,
+    /// Checkouts waiting for their shape's limit or their user's share now (#41).
+    pub limit_queue_depth: u64,
 }
 
 impl PoolSnapshot {
@@ -416,6 +433,8 @@ impl PoolSnapshot {
         self.capacity = self.capacity.max(other.capacity);
         self.acquires_total += other.acquires_total;
         self.timeouts_total += other.timeouts_total;
+        self.limit_rejections_total += other.limit_rejections_total;
+        self.limit_queue_depth += other.limit_queue_depth;
         self.statements_total += other.statements_total;
         self.statement_duration.merge(&other.statement_duration);
         self.reprepares_total += other.reprepares_total;
@@ -437,6 +456,7 @@ impl PoolSnapshot {
         }
         self.causal_wait.merge(&other.causal_wait);
         merge_keyed(&mut self.errors_total, &other.errors_total);
+        super::merge_limit_rows(&mut self.limits, &other.limits);
         if self.users.is_empty() {
             // Process-wide already: every core reports the same figures.
             self.users.clone_from(&other.users);

@@ -360,12 +360,19 @@ fn pool_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
             }
         }
     }
-    let per_pool: [(&'static MetricDef, PoolValue); 5] = [
+    let per_pool: [(&'static MetricDef, PoolValue); 9] = [
         (&cat::POOL_ACQUIRE, |p| Value::Count(p.acquires_total)),
         (&cat::POOL_QUEUE_DEPTH, |p| Value::Gauge(p.queue_depth)),
         (&cat::POOL_WAIT, |p| Value::Histogram(&p.wait)),
         (&cat::POOL_TIMEOUTS, |p| Value::Count(p.timeouts_total)),
         (&cat::POOL_UTILIZATION, |p| Value::Ratio(p.utilization())),
+        // #41: per pool; the shapes themselves are in the API and console views.
+        (&cat::LIMIT_SHAPES, |p| {
+            Value::Gauge(p.limits.iter().filter(|l| u64::from(l.limit) < p.capacity).count() as u64)
+        }),
+        (&cat::LIMIT_IN_USE, |p| Value::Gauge(p.limits.iter().map(|l| u64::from(l.in_use)).sum())),
+        (&cat::LIMIT_QUEUED, |p| Value::Gauge(p.limit_queue_depth)),
+        (&cat::LIMIT_REJECTIONS, |p| Value::Count(p.limit_rejections_total)),
     ];
     for (def, value) in per_pool {
         let mut f = family(encoder, def)?;

@@ -104,7 +104,14 @@ pub struct Conn {
     pub(crate) epoch: u64,
     /// The client user it is logged in as on a pass-through pool (#23): lent only to that user.
     pub user: Option<Rc<str>>,
+    pub(crate) lease: Lease,
+}
+
+/// What a connection holds of its pool's limits: its budget unit while it is open, and while it
+/// is lent the permit of the checkout it was lent for (#41), given back at checkin or close.
+pub(crate) struct Lease {
     _unit: BudgetUnit,
+    pub(crate) permit: Option<super::admit::Permit>,
 }
 
 impl Conn {
@@ -121,7 +128,7 @@ impl Conn {
             last_used: Instant::now(),
             epoch: 0,
             user: None,
-            _unit: unit,
+            lease: Lease { _unit: unit, permit: None },
         }
     }
 

@@ -4,6 +4,7 @@
 //! A core owns its `PoolSet`; connections never leave the core that opened them. Must not depend
 //! on routing, session, core or control.
 
+mod admit;
 mod auth_query;
 mod balance;
 mod budget;
@@ -11,6 +12,7 @@ mod causal;
 mod conn;
 mod failover;
 pub mod health;
+mod limit;
 mod login;
 mod mysql;
 mod on_demand;
@@ -31,6 +33,7 @@ use std::time::Instant;
 pub use budget::{Budget, BudgetRegistry};
 pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
 pub use health::{BackendHealth, Cause};
+pub use limit::{Over, Shape};
 pub use login::{BackendSecret, PassThrough};
 pub use mysql::{
     deliver_kill as deliver_mysql_kill, tracks_gtid, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES,
@@ -45,7 +48,7 @@ use writable::{Floor, Standing};
 
 use crate::config::{Config, Pool as PoolConfig, PoolRole, Protocol};
 use crate::error::{ErrorCode, Origin};
-use crate::metrics::{BackendCounters, PoolCounters, PoolSnapshot, QueueSlot};
+use crate::metrics::{BackendCounters, PoolCounters, PoolSnapshot};
 use crate::rt;
 
 /// Sends a PostgreSQL CancelRequest to `addr`, a backend no pool of this core serves (any
@@ -106,6 +109,17 @@ pub enum PoolError {
     /// the caller borrows from the pool's successor instead.
     #[error("pool \"{0}\" was replaced by a reload")]
     Replaced(String),
+    /// The statement's shape was over its limit, or its user over its share of the pool, for
+    /// all of `limit_wait` (#41).
+    #[error("{over} on pool \"{pool}\"; waited {waited_ms} ms for a turn")]
+    Limited {
+        /// The pool.
+        pool: String,
+        /// What held the statement back.
+        over: Over,
+        /// How long it waited.
+        waited_ms: u128,
+    },
 }
 
 impl ErrorCode for PoolError {
@@ -117,11 +131,12 @@ impl ErrorCode for PoolError {
             Self::WrongProtocol { .. } => "pool.wrong_protocol",
             Self::NoBackend(_) => "pool.no_backend",
             Self::Replaced(_) => "pool.replaced",
+            Self::Limited { .. } => "pool.limited",
         }
     }
     fn origin(&self) -> Origin {
         match self {
-            Self::Timeout { .. } | Self::Replaced(_) => Origin::Internal,
+            Self::Timeout { .. } | Self::Replaced(_) | Self::Limited { .. } => Origin::Internal,
             _ => Origin::Backend,
         }
     }
@@ -270,6 +285,9 @@ pub struct CorePool {
     /// A pool made from `[pool_template]` for one database (#36): its place among the
     /// template's `max_pools`, given back when the pool is dropped.
     on_demand: Option<on_demand::Claim>,
+    /// The shape limiter and fair share (#41); `None` when the pool limits nothing, or lends
+    /// connections for whole sessions.
+    limiter: Option<Rc<admit::Gate>>,
 }
 
 impl CorePool {
@@ -329,6 +347,7 @@ impl CorePool {
             schema: budgets.schema(),
             budgets: budgets.clone(),
             on_demand: None,
+            limiter: limiter(config),
         }
     }
 
@@ -405,6 +424,9 @@ impl CorePool {
         let mut snap = self.counters.snapshot(capacity, &count);
         if self.passes_through() {
             snap.users = self.budgets.user_connections(&self.config.name);
+        }
+        if let Some(gate) = &self.limiter {
+            (snap.limits, snap.limit_queue_depth) = gate.figures();
         }
         // health: process-wide figures, shown for the backends configured now.
         for b in &mut snap.backends {
@@ -629,7 +651,19 @@ impl CorePool {
         who: Option<&PassThrough>,
         deadline: Instant,
     ) -> Result<Conn, PoolError> {
-        self.checkout_where(protocol, who, deadline, &|_| true).await
+        self.checkout_where(protocol, who, deadline, &|_| true, &Shape::default()).await
+    }
+
+    /// [`CorePool::checkout`] for a statement of `shape`, which the pool's limiter may hold
+    /// back (#41): the permit it takes rides with the connection until its checkin or close.
+    pub async fn checkout_shaped(
+        self: &Rc<Self>,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        deadline: Instant,
+        shape: &Shape<'_>,
+    ) -> Result<Conn, PoolError> {
+        self.checkout_where(protocol, who, deadline, &|_| true, shape).await
     }
 
     /// Borrows a connection to a backend `eligible` accepts (see [`CorePool::checkout`]).
@@ -639,18 +673,37 @@ impl CorePool {
         who: Option<&PassThrough>,
         deadline: Instant,
         eligible: &dyn Fn(usize) -> bool,
+        shape: &Shape<'_>,
     ) -> Result<Conn, PoolError> {
         // metrics: acquire count, queue depth while waiting, wait time, timeouts, lent connections.
         let started = rt::now();
-        let mut slot = self.counters.acquire_started();
+        let slot = self.counters.acquire_started();
         // A paused pool holds the checkout; the pause does not count against its deadline.
         let held = self.gate.pass().await;
         let deadline = deadline + held;
-        let res = self.acquire_writable(protocol, who, deadline, &mut slot, eligible).await;
-        drop(slot);
+        if self.replaced.get() {
+            self.counters.acquire_finished(started.elapsed());
+            return Err(PoolError::Replaced(self.config.name.clone()));
+        }
+        // #41: the shape's permit first, so a statement held back holds no connection.
+        let permit = match &self.limiter {
+            Some(gate) => match gate.admit(shape, deadline, &self.config.name).await {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    self.counters.acquire_finished(started.elapsed());
+                    self.counters.acquire_limited(); // metrics
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
+        let mut queueing = admit::Queueing::new(slot, self.limiter.as_deref(), shape);
+        let mut res = self.acquire_writable(protocol, who, deadline, &mut queueing, eligible).await;
+        drop(queueing);
         self.counters.acquire_finished(started.elapsed());
-        match &res {
+        match &mut res {
             Ok(c) => {
+                c.lease.permit = permit.map(admit::Permit::lent);
                 if let Some(b) = self.backends.get(c.backend) {
                     b.counters.checked_out();
                     b.outstanding.set(b.outstanding.get() + 1);
@@ -671,7 +724,7 @@ impl CorePool {
         protocol: Protocol,
         who: Option<&PassThrough>,
         deadline: Instant,
-        slot: &mut QueueSlot<'_>,
+        slot: &mut admit::Queueing<'_>,
         eligible: &dyn Fn(usize) -> bool,
     ) -> Result<Conn, PoolError> {
         let mut wait = failover::FailoverWait::new(self.config.timeouts.failover_wait);
@@ -705,7 +758,7 @@ impl CorePool {
         protocol: Protocol,
         who: Option<&PassThrough>,
         deadline: Instant,
-        slot: &mut QueueSlot<'_>,
+        slot: &mut admit::Queueing<'_>,
         eligible: &dyn Fn(usize) -> bool,
     ) -> Result<Option<Conn>, PoolError> {
         let user = self.key_of(who);
@@ -876,6 +929,7 @@ impl CorePool {
     /// Returns a connection; a connection that is not `reusable` is closed instead, and so is
     /// one that another core is waiting for while nobody here is.
     pub fn checkin(&self, mut conn: Conn, reusable: bool) {
+        conn.lease.permit = None; // #41: the shape's permit is given back, its time learned from
         if let Some(b) = self.backends.get(conn.backend) {
             b.counters.checked_in(); // metrics
             b.outstanding.set(b.outstanding.get().saturating_sub(1));
@@ -978,6 +1032,14 @@ impl CorePool {
         }
         Ok(opened)
     }
+}
+
+/// The shape limiter of a pool configured with `config`, if it limits anything: not in session
+/// mode, where a connection is lent for a whole session and no statement's limit could help.
+fn limiter(config: &PoolConfig) -> Option<Rc<admit::Gate>> {
+    let limits = &config.shape_limits;
+    let capacity = config.limits.max_connections.get().saturating_mul(config.backends.len().max(1) as u32);
+    (limits.any() && config.mode != crate::config::PoolMode::Session).then(|| admit::Gate::new(limits, capacity))
 }
 
 /// A backend chosen for a new connection, with the units taken for it (the pool-wide one in

@@ -56,6 +56,7 @@ impl From<&PoolError> for PgClientError {
             // The router turns the connection down by configuration, not for a transient
             // failure a retry could overcome (08001 would invite one).
             PoolError::WrongProtocol { .. } => sqlstate::SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION,
+            PoolError::Limited { .. } => sqlstate::INSUFFICIENT_RESOURCES,
         };
         Self::new(code, e.to_string())
     }
@@ -108,6 +109,7 @@ impl From<&PoolError> for MyClientError {
             // not exist, and libmariadb reads a client-range number (2003) sent at login as a
             // malformed packet, hiding the message.
             PoolError::WrongProtocol { .. } => errcode::ER_QP_POOL_PROTOCOL,
+            PoolError::Limited { .. } => errcode::ER_QP_LIMITED,
         };
         Self::new(number, e.to_string())
     }

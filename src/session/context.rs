@@ -17,7 +17,7 @@ use crate::auth::{FailureLimiter, SecretCache};
 use crate::config::{Config, ConsoleRole, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId, KillRequest, KillTarget};
 use crate::metrics::{self, CausalOutcome, CoreCounters, DigestSnapshot, FallbackOutcome};
-use crate::pool::{Conn, CorePool, PassThrough, PoolError, PoolSet};
+use crate::pool::{Conn, CorePool, PassThrough, PoolError, PoolSet, Shape};
 use crate::routing::{
     CacheStats, Catalogs, Decision, DecisionKind, Outcome, RouteInput, Router, RuleSet, StatementKey,
 };
@@ -176,20 +176,23 @@ impl CoreContext {
         pool: &mut Rc<CorePool>,
         protocol: Protocol,
         who: Option<&PassThrough>,
+        shape: &Shape<'_>,
     ) -> Result<Conn, E> {
-        self.checkout(pool, protocol, who).await.map_err(|e| E::from(&e))
+        self.checkout(pool, protocol, who, shape).await.map_err(|e| E::from(&e))
     }
 
     /// Borrows a connection of `pool` speaking `protocol`, waiting up to the pool's `acquire`
     /// timeout (counted from now, on the pool as it is when called). A pool that
     /// a reload rebuilt (new backends, limits...) is first swapped for its successor in the
     /// current pool set, also when the reload happened while the checkout waited (between PAUSE
-    /// and RESUME), so a new transaction always runs on the configuration in force.
+    /// and RESUME), so a new transaction always runs on the configuration in force. `shape` is
+    /// the statement the connection is for, which the pool's limiter may hold back (#41).
     pub async fn checkout(
         &self,
         pool: &mut Rc<CorePool>,
         protocol: Protocol,
         who: Option<&PassThrough>,
+        shape: &Shape<'_>,
     ) -> Result<Conn, PoolError> {
         let deadline = crate::rt::now() + pool.config.timeouts.acquire;
         loop {
@@ -199,7 +202,7 @@ impl CoreContext {
                 };
                 *pool = successor;
             }
-            match pool.checkout(protocol, who, deadline).await {
+            match pool.checkout_shaped(protocol, who, deadline, shape).await {
                 Err(PoolError::Replaced(_)) => continue,
                 other => return other,
             }

@@ -18,7 +18,7 @@ use super::engine::route;
 use super::give_back::{close, moving_to};
 use crate::config::Protocol;
 use crate::id::{CancelKey, Position, Token};
-use crate::pool::{Conn, CorePool, PassThrough, PoolError};
+use crate::pool::{Conn, CorePool, PassThrough, PoolError, Shape};
 use crate::routing::RywState;
 
 /// What a session holds on the backend side, the same for both wires: where it runs, on what
@@ -65,6 +65,21 @@ impl Seat {
         }
         let cancel = CancelHandle { slot: ctx.cancels.register(key), key };
         Self { ctx, pool, conn: None, ryw, pass, digest: Timing::default(), cancel }
+    }
+
+    /// Borrows a connection of the seat's pool whose backend speaks `protocol`, for the statement
+    /// being timed: its shape is what the pool's limiter may hold back (#41), `user` the client's
+    /// for the fair share. `as_client`: log in as the client where the pool passes identities
+    /// through (a bridged checkout never does).
+    pub async fn checkout<E: for<'e> From<&'e PoolError>>(
+        &mut self,
+        protocol: Protocol,
+        as_client: bool,
+        user: &str,
+    ) -> Result<Conn, E> {
+        let shape = Shape::new(self.digest.statement(), user);
+        let who = if as_client { self.pass.as_deref() } else { None };
+        self.ctx.checkout_for::<E>(&mut self.pool, protocol, who, &shape).await
     }
 
     /// Ends the statement being timed and records it on the session's pool (see
@@ -150,12 +165,6 @@ impl Seat {
 /// replicas as split reads do (#19). `count`: a fallback is counted.
 pub(super) fn replica_target<S: Placed>(seat: &Seat, target: Arc<str>, count: bool) -> Result<Arc<str>, S::Error> {
     seat.ctx.replica_fallback(S::PROTOCOL, target, count).map_err(S::unplaced)
-}
-
-/// Borrows a connection of the session's pool, for its wire's [`Placed::ensure_backend`].
-pub(super) async fn checkout<S: Placed>(session: &mut S) -> Result<Conn, S::Error> {
-    let seat = session.seat();
-    seat.ctx.checkout_for::<S::Error>(&mut seat.pool, S::PROTOCOL, seat.pass.as_deref()).await
 }
 
 /// The read pool may have lost its last backend since the decision: the connect that finds

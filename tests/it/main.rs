@@ -107,6 +107,7 @@ mod routing_safety_sqlmode;
 mod scenarios;
 mod scripts;
 mod session_metrics;
+mod shape_limit;
 mod split_both;
 mod switchover;
 mod systemd;

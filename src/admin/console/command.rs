@@ -28,6 +28,8 @@ pub enum Show {
     Clients,
     /// One row per console and pool user.
     Users,
+    /// One row per limited statement shape and pool (#41): its limit, load and refusals.
+    Limits,
 }
 
 /// One console command.
@@ -115,10 +117,11 @@ fn show(what: &str) -> Result<Show, String> {
         "SERVERS" => Show::Servers,
         "CLIENTS" => Show::Clients,
         "USERS" => Show::Users,
+        "LIMITS" => Show::Limits,
         other => {
             return Err(format!(
                 "unknown SHOW \"{other}\"; the console knows POOLS, STATS, STATS_TOTALS, STATS_AVERAGES, DATABASES, \
-                 CONFIG, LISTS, VERSION, MEM, SERVERS, CLIENTS, USERS"
+                 CONFIG, LISTS, VERSION, MEM, SERVERS, CLIENTS, USERS, LIMITS"
             ))
         }
     })

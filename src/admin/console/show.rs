@@ -93,7 +93,38 @@ pub fn table(what: Show, config: &Config, merged: &CounterSnapshot, memory: (u64
         Show::Servers => servers(merged),
         Show::Clients => clients(merged),
         Show::Users => users(config),
+        Show::Limits => limits(merged),
     }
+}
+
+/// #41: the shapes each pool's limiter follows, merged over cores (a limit is per core, so the
+/// merged one is the sum of the cores' limits).
+fn limits(merged: &CounterSnapshot) -> Table {
+    let mut t = Table::new(&[
+        ("pool", T),
+        ("fingerprint_hex", T),
+        ("statement", T),
+        ("kind", T),
+        ("limit", I),
+        ("in_use", I),
+        ("queued", I),
+        ("rejected", I),
+    ]);
+    for p in &merged.pools {
+        for l in &p.limits {
+            t.rows.push(vec![
+                text(&p.name),
+                text(format!("{:016x}", l.digest)),
+                text(&l.text),
+                text(if l.fixed { "max_concurrent" } else { "adaptive" }),
+                Cell::Int(u64::from(l.limit)),
+                Cell::Int(u64::from(l.in_use)),
+                Cell::Int(u64::from(l.queued)),
+                Cell::Int(l.rejected),
+            ]);
+        }
+    }
+    t
 }
 
 fn idle(p: &PoolSnapshot) -> u64 {
@@ -379,6 +410,15 @@ mod tests {
         pool.queue_depth = 2;
         pool.wait.sum_micros = 800;
         pool.backends.push(BackendSnapshot { label: "db1:5433".into(), idle: 1, active: 3, ..Default::default() });
+        pool.limits.push(crate::metrics::LimitRow {
+            digest: 0xab,
+            text: "SELECT count(*) FROM t".into(),
+            limit: 2,
+            fixed: true,
+            in_use: 2,
+            queued: 5,
+            rejected: 7,
+        });
         CounterSnapshot { sessions_active: 5, pools: vec![pool], ..Default::default() }
     }
 
@@ -403,6 +443,7 @@ mod tests {
             Show::Servers,
             Show::Clients,
             Show::Users,
+            Show::Limits,
         ] {
             let t = table(what, &c, &m, (1, 2));
             assert!(t.rows.iter().all(|r| r.len() == t.columns.len()), "{what:?}");
@@ -447,5 +488,15 @@ mod tests {
         assert!(!values.iter().any(|v| v.contains("secret") || v == "p"), "{values:?}");
         let keys: Vec<String> = t.rows.iter().filter_map(|r| r[0].text()).collect();
         assert!(keys.contains(&"console.passwords.boss".to_string()), "{keys:?}");
+    }
+
+    #[test]
+    fn limits_show_each_limited_shape_of_each_pool() {
+        let (c, m) = (config(), merged());
+        let limits = table(Show::Limits, &c, &m, (0, 0));
+        assert_eq!(column(&limits, "fingerprint_hex"), [&text("00000000000000ab")]);
+        assert_eq!(column(&limits, "kind"), [&text("max_concurrent")]);
+        assert_eq!(column(&limits, "queued"), [&Cell::Int(5)]);
+        assert_eq!(column(&limits, "rejected"), [&Cell::Int(7)]);
     }
 }

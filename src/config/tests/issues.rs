@@ -1040,3 +1040,42 @@ fn listener_tls_file_that_is_empty() {
         "tls_cert_file must not be empty",
     );
 }
+
+// ---- shape limits (#41) ----
+
+#[test]
+fn max_concurrent_keyed_by_something_else_than_a_fingerprint() {
+    let text = format!("{LISTENER}{}{ROUTING}", pool("main", "[pools.main.max_concurrent]\n\"select 1\" = 2"));
+    expect(
+        &text,
+        "\"select 1\" = 2",
+        "pools.main.max_concurrent.select 1",
+        "\"select 1\" is not a shape's fingerprint_hex (16 hex digits, as GET /api/stats/digests shows it)",
+    );
+}
+
+#[test]
+fn max_concurrent_of_zero() {
+    let text = format!("{LISTENER}{}{ROUTING}", pool("main", "[pools.main.max_concurrent]\n\"00000000000000ff\" = 0"));
+    expect(&text, "= 0", "pools.main.max_concurrent.00000000000000ff", "00000000000000ff must be at least 1");
+}
+
+#[test]
+fn share_weights_without_fair_share() {
+    let text = format!("{LISTENER}{}{ROUTING}", pool("main", "[pools.main.share_weights]\nalice = 2"));
+    expect(&text, "alice = 2", "pools.main.share_weights", "share_weights has no effect without fair_share = true");
+}
+
+#[test]
+fn shape_limits_parse_into_the_pool() {
+    let extra = "adaptive_limit = true\nlimit_wait = \"250ms\"\nfair_share = true\n\
+                 [pools.main.max_concurrent]\n\"00000000000000ff\" = 3\n[pools.main.share_weights]\nalice = 2";
+    let config = parse_ok(&format!("{LISTENER}{}{ROUTING}", pool("main", extra)));
+    let limits = &config.pools[0].shape_limits;
+    assert!(limits.adaptive && limits.fair_share);
+    assert_eq!(limits.wait, std::time::Duration::from_millis(250));
+    assert_eq!(limits.max_concurrent.get(&0xff).map(|n| n.get()), Some(3));
+    assert_eq!(limits.share_weights.get("alice").map(|n| n.get()), Some(2));
+    // The rendered configuration (SHOW CONFIG, GET /api/config) carries them back.
+    assert_eq!(parse_ok(&config.redacted_toml()).pools[0].shape_limits, *limits);
+}

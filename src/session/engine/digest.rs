@@ -46,6 +46,12 @@ impl Timing {
         self.error = false;
     }
 
+    /// The statement being timed (fingerprint and text), if any: the shape a checkout made now
+    /// is for (#41).
+    pub fn statement(&self) -> Option<(u64, &str)> {
+        self.running.map(|(f, _)| (f.0, self.sql.as_str()))
+    }
+
     /// Adds rows the response returned or said were affected.
     pub fn rows(&mut self, n: u64) {
         self.rows = self.rows.saturating_add(n);

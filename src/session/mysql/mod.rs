@@ -52,7 +52,7 @@ use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts, Unfit};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
-use crate::session::placement::{self, Placed, Seat};
+use crate::session::placement::{Placed, Seat};
 use crate::session::CoreContext;
 use crate::sql::analyze::{session_effects, Effect, Effects, PinReason};
 use crate::sql::Dialect;
@@ -844,7 +844,7 @@ impl Placed for Session {
     /// Makes sure a backend connection is attached, replaying session state on it.
     async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
         if self.seat.conn.is_none() {
-            let conn = placement::checkout(self).await?;
+            let conn = self.seat.checkout::<MyClientError>(Protocol::MySql, true, &self.client.user).await?;
             self.attach(conn).await?;
         }
         self.run_deferred().await // #34: where the transaction's first statement runs

@@ -50,7 +50,7 @@ use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::release::{self, Release, ReleaseFacts};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
-use crate::session::placement::{self, Placed, Seat};
+use crate::session::placement::{Placed, Seat};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
 use prepared::Expect;
@@ -780,7 +780,7 @@ impl Placed for Session {
         if self.seat.conn.is_some() {
             return Ok(());
         }
-        let conn = placement::checkout(self).await?;
+        let conn = self.seat.checkout::<PgClientError>(Protocol::Postgres, true, &self.identity.user).await?;
         self.attach(conn).await
     }
 

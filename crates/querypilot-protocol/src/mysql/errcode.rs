@@ -56,6 +56,11 @@ pub const ER_QUERY_INTERRUPTED: ErrorNumber = ErrorNumber { code: 1317, sql_stat
 pub const ER_QP_ROUTE_HINT: ErrorNumber = ErrorNumber { code: 9001, sql_state: *b"QP001" };
 /// QueryPilot: no backend connection became free before the pool acquire timeout.
 pub const ER_QP_POOL_TIMEOUT: ErrorNumber = ErrorNumber { code: 9002, sql_state: *b"HY000" };
+/// QueryPilot (#41): a statement's shape over its concurrency limit, or its user over its share
+/// of the pool. The number of "too many connections", which clients know, with SQLSTATE HY000
+/// rather than its 08004: the statement is refused, the connection stays (drivers drop a
+/// connection on an 08 class).
+pub const ER_QP_LIMITED: ErrorNumber = ErrorNumber { code: 1040, sql_state: *b"HY000" };
 /// QueryPilot: a pool's backend speaks the other protocol than the client's (#25).
 /// SQLSTATE 08004: the router refuses the connection, and no retry can change that.
 pub const ER_QP_POOL_PROTOCOL: ErrorNumber = ErrorNumber { code: 9003, sql_state: *b"08004" };

@@ -35,6 +35,9 @@ pub const SYNTAX_ERROR: &str = "42601";
 pub const UNDEFINED_OBJECT: &str = "42704";
 /// Class 42: a prepared statement of that name already exists.
 pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
+/// Class 53: insufficient resources (the router's shape limiter or fair share, #41: distinct
+/// from 53300, a pool with no free connection).
+pub const INSUFFICIENT_RESOURCES: &str = "53000";
 /// Class 53: out of memory (the router's client buffer budget, #33).
 pub const OUT_OF_MEMORY: &str = "53200";
 /// Class 53: too many connections.

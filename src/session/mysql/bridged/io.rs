@@ -77,8 +77,7 @@ impl Session {
     /// read), replaying the session's `search_path` when the connection's settings differ.
     pub(super) async fn pg_backend(&mut self) -> Result<(), MyClientError> {
         if self.seat.conn.is_none() {
-            let conn =
-                self.seat.ctx.checkout_for::<MyClientError>(&mut self.seat.pool, Protocol::Postgres, None).await?;
+            let conn = self.seat.checkout::<MyClientError>(Protocol::Postgres, false, &self.client.user).await?;
             self.seat.conn = Some(conn);
         }
         let sig = self.foreign.bridge.signature();

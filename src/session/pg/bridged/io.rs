@@ -35,7 +35,7 @@ impl Session {
         if self.seat.conn.is_some() {
             return Ok(());
         }
-        let conn = self.seat.ctx.checkout_for::<PgClientError>(&mut self.seat.pool, Protocol::MySql, None).await?;
+        let conn = self.seat.checkout::<PgClientError>(Protocol::MySql, false, &self.identity.user).await?;
         let fresh = conn.settings != BRIDGE_SETTINGS;
         self.seat.conn = Some(conn);
         if fresh {
