@@ -76,10 +76,10 @@ pg_split_config() {
     printf 'read_your_writes = "%s"\n' "$4"
 }
 
-# bench_config PORT CORES AUTH MAX_CONNECTIONS: a router on cores CORES ("0" or "0, 1") in front
-# of the started primary: one postgres listener on PORT logging clients in with AUTH
-# (scram-sha-256 or md5), pool `bench` in transaction mode with MAX_CONNECTIONS connections;
-# [routing] comes last, so a caller may append more sections.
+# bench_config PORT CORES AUTH MAX_CONNECTIONS [POOL_LINES]: a router on cores CORES ("0" or
+# "0, 1") in front of the started primary: one postgres listener on PORT logging clients in with
+# AUTH (scram-sha-256 or md5), pool `bench` in transaction mode with MAX_CONNECTIONS connections
+# and POOL_LINES added to its section; [routing] comes last, so a caller may append more sections.
 bench_config() {
     cat <<CONF
 [general]
@@ -96,6 +96,7 @@ database = "bench"
 max_connections = $4
 acquire_timeout = "30s"
 backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
+${5:-}
 [routing]
 default_pool = "bench"
 CONF

@@ -20,30 +20,11 @@ PORT=$(free_port)
 METRICS=$(free_port)
 while [ "$METRICS" = "$PORT" ] || [ "$((METRICS + 1))" = "$PORT" ]; do METRICS=$(free_port); done
 
-# config LIMITER_LINES: one core, pool `bench` of 8 on the primary, transaction pooling.
+# config LIMITER_LINES: one core, pool `bench` of 8 on the primary, transaction pooling; MD5
+# keeps the bad shape's 64 logins cheap: the run measures statements, not logins.
 config() {
-    cat <<CONF
-[general]
-cores = [0]
-[[listeners]]
-protocol = "postgres"
-bind = "127.0.0.1:$PORT"
-# MD5 keeps the bad shape's 64 logins cheap: the run measures statements, not logins.
-auth_method = "md5"
-[pools.bench]
-mode = "transaction"
-username = "$PG_USER"
-password = "$PG_PASSWORD"
-database = "bench"
-max_connections = 8
-backends = [{ host = "127.0.0.1", port = $PG_PRIMARY_PORT }]
-$1
-[routing]
-default_pool = "bench"
-[metrics]
-enabled = true
-bind = "127.0.0.1:$METRICS"
-CONF
+    bench_config "$PORT" 0 md5 8 "$1"
+    printf '[metrics]\nenabled = true\nbind = "127.0.0.1:%s"\n' "$METRICS"
 }
 
 cat >"$BASE/bad.py" <<'PY'
