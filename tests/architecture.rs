@@ -806,10 +806,6 @@ const SESSION_FN_MAX_LINES: usize = 60;
 /// Most fields any struct in `session/` may hold (tuple structs and structs of nested modules
 /// included); the rest belong in named parts.
 const SESSION_STRUCT_MAX_FIELDS: usize = 12;
-/// Structs over [`SESSION_STRUCT_MAX_FIELDS`] today (file, struct, fields), when the rule came to
-/// cover every struct of `session/` (#37). A count may only go down: an entry whose struct
-/// shrinks must be lowered. The list must be empty when #37 is done.
-const STRUCT_FIELDS_ALLOWED: &[(&str, &str, usize)] = &[("src/session/context.rs", "CoreContext", 13)];
 /// rustfmt's default `max_width`; the tree is formatted at 120 (rustfmt.toml).
 const DEFAULT_WIDTH: usize = 100;
 
@@ -917,15 +913,7 @@ fn shape_violations(shown: &str, text: &str) -> Vec<String> {
         }
         fn visit_item_struct(&mut self, s: &'ast syn::ItemStruct) {
             let n = s.fields.len();
-            let allowed = STRUCT_FIELDS_ALLOWED.iter().find(|(f, t, _)| *f == self.shown && s.ident == t);
-            let max = allowed.map_or(SESSION_STRUCT_MAX_FIELDS, |(_, _, max)| *max);
-            if allowed.is_some_and(|(_, _, max)| n < *max) {
-                let ident = &s.ident;
-                self.out.push(format!(
-                    "{}: struct {ident} is down to {n} fields: lower its STRUCT_FIELDS_ALLOWED entry",
-                    self.shown
-                ));
-            }
+            let max = SESSION_STRUCT_MAX_FIELDS;
             if self.test_depth == 0 && n > max {
                 self.out.push(format!(
                     "{}:{}: struct {} holds {n} fields (at most {max})",
@@ -1020,15 +1008,13 @@ fn wide_lines_count_as_the_lines_rustfmt_would_break_them_into() {
 }
 
 #[test]
-fn a_struct_over_the_limit_today_may_only_shrink() {
+fn the_core_context_has_no_exception_left() {
+    // CoreContext was the last struct allowed over the limit (13 fields); its logins' parts are
+    // one field now (#41), and it holds to the rule like every other struct.
     let fields = |n: usize| (0..n).map(|i| format!("f{i}: u8, ")).collect::<String>();
     let at = |n: usize| shape_violations("src/session/context.rs", &format!("struct CoreContext {{ {} }}", fields(n)));
-    assert!(at(13).is_empty(), "{:?}", at(13));
-    assert!(at(14)[0].contains("struct CoreContext holds 14 fields (at most 13)"), "{:?}", at(14));
-    assert!(at(12)[0].contains("down to 12 fields: lower its STRUCT_FIELDS_ALLOWED entry"), "{:?}", at(12));
-    // The entry is for that struct in that file only.
-    let elsewhere = shape_violations("src/session/other.rs", &format!("struct CoreContext {{ {} }}", fields(13)));
-    assert!(elsewhere[0].contains("holds 13 fields (at most 12)"), "{elsewhere:?}");
+    assert!(at(12).is_empty(), "{:?}", at(12));
+    assert!(at(13)[0].contains("struct CoreContext holds 13 fields (at most 12)"), "{:?}", at(13));
 }
 
 /// Lines of `text` holding a one-byte byte string of a letter or digit (`b"N"`) outside

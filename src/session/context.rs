@@ -13,6 +13,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::derive::Derivations;
 use crate::auth::{FailureLimiter, SecretCache};
 use crate::config::{Config, ConsoleRole, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId, KillRequest, KillTarget};
@@ -46,10 +47,18 @@ pub struct CoreContext {
     digests: RefCell<DigestTable>,
     next_session: Cell<u32>,
     links: CoreLinks,
-    /// Failed logins per source address on this core (`auth.max_failed_logins`, #23).
-    login_failures: RefCell<FailureLimiter>,
-    /// Secrets fetched by the auth query on this core (#23); a reload flushes it.
+    /// What this core's client logins share.
+    logins: Logins,
+}
+
+/// What the client logins of one core share.
+struct Logins {
+    /// Failed logins per source address (`auth.max_failed_logins`, #23).
+    failures: RefCell<FailureLimiter>,
+    /// Secrets fetched by the auth query (#23); a reload flushes it.
     secrets: RefCell<SecretCache>,
+    /// Key derivations, one slice per loop turn in the background (#41).
+    derivations: Rc<Derivations>,
 }
 
 assert_not_send!(CoreContext);
@@ -121,27 +130,31 @@ impl CoreContext {
             router: RefCell::new(Router::new(rules.for_core(), Catalogs::builtin())),
             digests: RefCell::default(),
             next_session: Cell::new(1),
-            login_failures,
-            secrets,
+            logins: Logins { failures: login_failures, secrets, derivations: Derivations::new(queues.background) },
             links,
         }
     }
 
     /// Whether logins from `addr` are refused unchecked now (too many failures, #23).
     pub fn login_blocked(&self, addr: Option<std::net::IpAddr>) -> bool {
-        addr.is_some_and(|a| self.login_failures.borrow_mut().blocked(a, crate::rt::now()))
+        addr.is_some_and(|a| self.logins.failures.borrow_mut().blocked(a, crate::rt::now()))
     }
 
     /// Counts a failed login from `addr`.
     pub fn login_failed(&self, addr: Option<std::net::IpAddr>) {
         if let Some(a) = addr {
-            self.login_failures.borrow_mut().failed(a, crate::rt::now());
+            self.logins.failures.borrow_mut().failed(a, crate::rt::now());
         }
     }
 
     /// The auth query cache of this core (#23), borrowed for one synchronous call.
+    /// This core's client-login key derivations.
+    pub(super) fn derivations(&self) -> &Rc<Derivations> {
+        &self.logins.derivations
+    }
+
     pub fn secrets(&self) -> std::cell::RefMut<'_, SecretCache> {
-        self.secrets.borrow_mut()
+        self.logins.secrets.borrow_mut()
     }
 
     /// Hands a logged-in console client to the console thread.
@@ -213,8 +226,8 @@ impl CoreContext {
     /// them per statement, in-flight statements keep the `Rc`s they hold). The router's plan
     /// cache is cleared.
     pub fn apply(&self, config: Arc<Config>, pools: PoolSet, rules: Arc<RuleSet>) {
-        *self.login_failures.borrow_mut() = limiter(&config);
-        *self.secrets.borrow_mut() = secret_cache(&config);
+        *self.logins.failures.borrow_mut() = limiter(&config);
+        *self.logins.secrets.borrow_mut() = secret_cache(&config);
         *self.config.borrow_mut() = LocalConfig::of(config);
         *self.pools.borrow_mut() = Rc::new(pools);
         self.router.borrow_mut().set_rules(rules.for_core());

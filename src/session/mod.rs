@@ -18,6 +18,7 @@ pub mod cancel;
 pub mod client_error;
 mod commit_io;
 mod context;
+mod derive;
 pub mod digest;
 mod driver;
 mod engine;

@@ -30,6 +30,7 @@ use crate::protocol::pg::{
 };
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
+use crate::session::derive::Derivations;
 use crate::session::secret::{failure_of, login_failed, stored_secret, Stored};
 use crate::session::state::startup::{canonical_utf8, parse_options};
 use crate::session::state::SessionState;
@@ -41,12 +42,6 @@ const LOGIN_TIMEOUT: Duration = Duration::from_secs(15);
 const STARTUP_MAX: usize = 10_000;
 /// SCRAM iteration count the router uses for clients (PostgreSQL's default).
 const SCRAM_ITERATIONS: u32 = 4096;
-/// Rounds of a password's key derivation between two yields of the login's task (#33): about
-/// 30 µs of a core, well inside one loop turn's share (`rt::fair`). The 4096 rounds of a login
-/// whose secret is a plain password take half a millisecond; in one poll, every other session
-/// of the core waited that long behind each login (a client reconnecting in a loop made it a
-/// stall per connection).
-const DERIVE_SLICE: u32 = 256;
 
 /// Why a login ended without a session.
 pub(super) enum LoginEnd {
@@ -82,11 +77,22 @@ struct Client {
     /// The channel binding data of the certificate the client's handshake got, which its
     /// SCRAM-SHA-256-PLUS proof must be bound to.
     binding: Option<std::sync::Arc<[u8]>>,
+    /// The core's key derivations, which a password-checked login waits in (#41).
+    derivations: Rc<Derivations>,
 }
 
 impl Client {
-    fn new(stream: Stream, listener: usize) -> Self {
-        Client { stream, buf: Vec::with_capacity(1024), listener, tls: None, handshaking: false, binding: None }
+    fn new(ctx: &CoreContext, stream: Stream, listener: usize) -> Self {
+        let derivations = ctx.derivations().clone();
+        Client {
+            stream,
+            buf: Vec::with_capacity(1024),
+            listener,
+            tls: None,
+            handshaking: false,
+            binding: None,
+            derivations,
+        }
     }
 
     /// Runs the TLS server handshake with `server`, `received` first (#38). A client that
@@ -137,7 +143,7 @@ impl Client {
 
 /// Runs the whole login; on success the session is ready for its first query.
 pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) -> Option<Session> {
-    let mut client = Client::new(stream, listener);
+    let mut client = Client::new(ctx, stream, listener);
     let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, run(ctx, &mut client, listener)).await;
     let end = match attempt {
         // The greeting waits for the pool, not for the client: `acquire_timeout` bounds it.
@@ -181,7 +187,7 @@ pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, lis
 /// startup packet means the client is not writing while the router closes, so the error is not
 /// lost to a connection reset.
 pub(super) async fn turn_away(ctx: &Rc<CoreContext>, stream: Stream, listener: usize) {
-    let mut client = Client::new(stream, listener);
+    let mut client = Client::new(ctx, stream, listener);
     let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, startup(ctx, &mut client)).await;
     let error = match attempt {
         Ok(Ok(_)) => PgClientError::new(sqlstate::TOO_MANY_CONNECTIONS, "sorry, too many clients already"),
@@ -517,7 +523,7 @@ async fn pass_through(
     let verifier = entry.map(Verifier::parse);
     // Every path runs the same exchange to its end, so which part was wrong is not revealed.
     let (expected, refusal) = match &verifier {
-        Some(v) => expected_for(v.as_ref(), how.method, user, how.seed).await,
+        Some(v) => expected_for(&client.derivations, v.as_ref(), how.method, user, how.seed).await,
         None => {
             let why = match stored {
                 Err(e) => Refusal::QueryFailed(e.clone()),
@@ -570,6 +576,7 @@ async fn no_login(client: &mut Client, user: &str) -> LoginEnd {
 /// What a stored verifier checks a `method` client with, and why it refuses any proof when it
 /// cannot check this exchange (the exchange still runs, against a mock verifier).
 async fn expected_for(
+    derivations: &Rc<Derivations>,
     verifier: Result<&Verifier, &VerifierError>,
     method: ClientAuth,
     user: &str,
@@ -578,7 +585,9 @@ async fn expected_for(
     match (verifier, method) {
         (Ok(Verifier::Scram(secret)), ClientAuth::ScramSha256) => (Expected::Scram(secret.clone()), None),
         (Ok(Verifier::Md5(secret)), ClientAuth::Md5) => (Expected::Md5(secret.clone()), None),
-        (Ok(Verifier::Plain(password)), _) => (Expected::from_password(method, user, password, seed).await, None),
+        (Ok(Verifier::Plain(password)), _) => {
+            (Expected::from_password(derivations, method, user, password, seed).await, None)
+        }
         (Ok(other), _) => (Expected::unknowable(method, user, seed), Some(Refusal::UnusableSecret(other.kind()))),
         (Err(_), _) => (Expected::unknowable(method, user, seed), Some(Refusal::UnusableSecret("malformed secret"))),
     }
@@ -597,7 +606,7 @@ async fn console_login(
     let role = console.role_of(&user);
     let verifier = console.passwords.get(&user).filter(|_| role.is_some()).map(|t| Verifier::parse(t));
     let (expected, refusal) = match &verifier {
-        Some(v) => expected_for(v.as_ref(), method, &user, seed).await,
+        Some(v) => expected_for(&client.derivations, v.as_ref(), method, &user, seed).await,
         None => (Expected::unknowable(method, &user, seed), Some(Refusal::UnknownUser)),
     };
     let proof = match exchange(client, &expected).await {
@@ -630,7 +639,8 @@ async fn verify(
     // and both get the same answer: which part was wrong is not revealed, not even by timing.
     // Nothing is sent between the proof check and the verdict (not even SCRAM's server
     // signature), so a right password with a wrong user looks like any other failure.
-    let proof = exchange(client, &Expected::from_password(method, user, password, seed).await).await?;
+    let expected = Expected::from_password(&client.derivations, method, user, password, seed).await;
+    let proof = exchange(client, &expected).await?;
     let user_ok = auth::ct_eq(expected_user.as_bytes(), user.as_bytes());
     match proof {
         Some(p) if user_ok => finish(client, p).await,
@@ -649,19 +659,23 @@ enum Expected {
 impl Expected {
     /// The password's verifier. Its SCRAM salt is the user's mock salt: the same on every try,
     /// as a stored verifier's is, so it does not set the user apart from an unknown one. The
-    /// key derivation yields to the core's other tasks every [`DERIVE_SLICE`] rounds.
-    async fn from_password(method: ClientAuth, user: &str, password: &str, seed: &[u8; 32]) -> Self {
+    /// key derivation waits its turn in the core's `derivations`, which run one slice per loop
+    /// turn in the background (#41).
+    async fn from_password(
+        derivations: &Rc<Derivations>,
+        method: ClientAuth,
+        user: &str,
+        password: &str,
+        seed: &[u8; 32],
+    ) -> Self {
         let salt = scram_salt(seed, user);
         let derivation = match method {
             ClientAuth::Md5 => return Expected::Md5(auth::md5_secret(user, password)),
             ClientAuth::ScramSha256 => Derivation::new(password, &salt, SCRAM_ITERATIONS),
         };
         // HMAC takes any key, so there is always a derivation; without one, no proof matches.
-        let Some(mut derivation) = derivation else { return Self::unknowable(method, user, seed) };
-        while !derivation.step(DERIVE_SLICE) {
-            rt::yield_now().await;
-        }
-        Expected::Scram(derivation.secret())
+        let Some(derivation) = derivation else { return Self::unknowable(method, user, seed) };
+        Expected::Scram(derivations.run(derivation).await)
     }
 
     /// A secret no password matches, checked with the same work as a stored one (no key
@@ -940,29 +954,5 @@ mod tests {
         }
         let mut bad = params(&[("querypilot.causal_token", "nonsense")]);
         assert_eq!(causal_token(&mut bad).expect_err("invalid").code, "22023");
-    }
-
-    #[test]
-    fn a_password_is_derived_in_slices_that_let_the_core_run_others_between_them() {
-        use super::{Expected, DERIVE_SLICE, SCRAM_ITERATIONS};
-        use std::future::Future;
-        use std::task::{Context, Poll, Waker};
-        let seed = [7; 32];
-        let mut derive =
-            std::pin::pin!(Expected::from_password(crate::config::ClientAuth::ScramSha256, "app", "secret", &seed));
-        let mut cx = Context::from_waker(Waker::noop());
-        let mut polls = 1;
-        let expected = loop {
-            match derive.as_mut().poll(&mut cx) {
-                Poll::Ready(e) => break e,
-                Poll::Pending => polls += 1,
-            }
-        };
-        // One poll per slice: each ends by yielding, so a login no longer holds the core's
-        // loop for all its rounds at once (#33).
-        assert_eq!(polls, (SCRAM_ITERATIONS - 1).div_ceil(DERIVE_SLICE));
-        let salt = crate::auth::mock::scram_salt(&seed, "app");
-        let want = crate::protocol::pg::ScramSecret::from_password("secret", &salt, SCRAM_ITERATIONS);
-        assert!(matches!(expected, Expected::Scram(got) if got == want), "the verifier of the password");
     }
 }
