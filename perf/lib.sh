@@ -109,11 +109,11 @@ abuse_config() {
     printf '[limits]\nclient_buffer_budget = "64MiB"\n'
 }
 
-# p99 PORT: p99 latency in ms of pgbench -S -M prepared (CLIENTS clients, SECS seconds) against
+# p99 PORT: p99 latency in ms of pgbench -S -M $P99_MODE (default prepared; CLIENTS clients, SECS seconds) against
 # database bench through PORT, from its per-transaction log.
 p99() {
     rm -f "$BASE"/pgb.*
-    pgbench -n -S -M prepared -c "$CLIENTS" -j 2 -T "$SECS" -l --log-prefix="$BASE/pgb" \
+    pgbench -n -S -M "${P99_MODE:-prepared}" -c "$CLIENTS" -j 2 -T "$SECS" -l --log-prefix="$BASE/pgb" \
         -h 127.0.0.1 -p "$1" -U "$PG_USER" bench >/dev/null 2>&1 || log "pgbench failed"
     cat "$BASE"/pgb.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int(NR*0.99)]/1000}'
 }
