@@ -9,14 +9,14 @@
 #
 # Environment (defaults): CALLGRIND_TX=200 (per client, 16 clients) MODES="simple extended
 # prepared" STRACE_TX=1250 (per client at 16 clients; ×16 for the one-client row) POOL=8
-# STRACES=1 (0: callgrind only) CG_KEEP=DIR (keep each callgrind file there, for
-# `callgrind_annotate`).
+# STRACES=1 (0: callgrind only) IDLE_SECONDS=5 CG_KEEP=DIR (keep each callgrind file there, for
+# `callgrind_annotate` and perf/cg_diff.py).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=perf/lib.sh
 . "$ROOT/perf/lib.sh"
 CALLGRIND_TX=${CALLGRIND_TX:-200} MODES=${MODES:-simple extended prepared} STRACE_TX=${STRACE_TX:-1250}
-POOL=${POOL:-8} STRACES=${STRACES:-1}
+POOL=${POOL:-8} STRACES=${STRACES:-1} IDLE_SECONDS=${IDLE_SECONDS:-5}
 
 if [ $# -eq 0 ]; then
     build_router
@@ -26,6 +26,23 @@ DB=pgbench_percore
 start_pg_pgbench qp-percore "$DB" 10
 mkdir -p "$BASE/cg"
 chmod 777 "$BASE/cg"
+
+# count PORT MODE OUT: "instructions/tx<TAB>background/tx" for CALLGRIND_TX transactions per
+# client of `pgbench -S -M MODE -c 16` through PORT (after 20 uncounted ones). Background: what
+# the router executes per second with no load (upkeep ticks, the health prober; counted over
+# IDLE_SECONDS), times the counted run's wall-clock length, per transaction. Under callgrind a
+# transaction takes ~50x its normal time, so this share is far larger here than on a real run,
+# and a second core's ticks weigh as if they were per-transaction work.
+count() {
+    local port=$1 mode=$2 out=$3 bench total idle t0 t1
+    bench=(pgbench -n -S -M "$mode" -c 16 -j 2 -h 127.0.0.1 -p "$port" -U "$PG_USER" "$DB")
+    "${bench[@]}" -t 20 >/dev/null 2>&1
+    idle=$(callgrind_total "$ROUTER_PID" "$out" sleep "$IDLE_SECONDS")
+    t0=$(date +%s.%N)
+    total=$(callgrind_total "$ROUTER_PID" "$out" "${bench[@]}" -t "$CALLGRIND_TX")
+    t1=$(date +%s.%N)
+    python3 -c "tx = 16 * $CALLGRIND_TX; print(f'{$total / tx:.0f}\t{$idle / $IDLE_SECONDS * ($t1 - $t0) / tx:.0f}')"
+}
 
 # Sessions PostgreSQL has opened on the database so far (PostgreSQL 14+).
 sessions() {
@@ -39,25 +56,25 @@ stop_router() {
     ROUTER_PID=""
 }
 
-echo "| build | mode | 1 core instructions/tx | 2 cores instructions/tx | 2c ÷ 1c | backend logins 1c / 2c |"
-echo "|---|---|---:|---:|---:|---|"
+echo "| build | mode | 1 core instructions/tx (background) | 2 cores instructions/tx (background) | 2c ÷ 1c | 2c ÷ 1c without background | backend logins 1c / 2c |"
+echo "|---|---|---:|---:|---:|---:|---|"
 for arg in "$@"; do
     name=${arg%%=*} BIN=${arg#*=}
     for mode in $MODES; do
-        declare -A ir=() logins=()
+        declare -A ir=() bg=() logins=()
         for cores in 0 0,1; do
             port=$(free_port)
             md5_pool_config "$port" "$cores" "$DB" "$POOL" >"$BASE/router.toml"
             out="$BASE/cg/$name-$mode-${cores/,/}.out"
             start_router "$BASE/router.toml" "$port" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out"
             s0=$(sessions)
-            ir[$cores]=$(callgrind_count "$ROUTER_PID" "$port" "$DB" "$mode" "$CALLGRIND_TX" "$out")
+            IFS=$'\t' read -r "ir[$cores]" "bg[$cores]" < <(count "$port" "$mode" "$out")
             logins[$cores]=$(($(sessions) - s0))
             stop_router
-            [ -z "${CG_KEEP:-}" ] || cp "$out" "$CG_KEEP/"
+            [ -z "${CG_KEEP:-}" ] || cp "$out"* "$CG_KEEP/"
         done
-        ratio=$(python3 -c "print(f'{${ir[0,1]} / max(${ir[0]}, 1):.3f}')")
-        echo "| $name | $mode | ${ir[0]} | ${ir[0,1]} | $ratio | ${logins[0]} / ${logins[0,1]} |"
+        ratios=$(python3 -c "a, b, x, y = ${ir[0]}, ${ir[0,1]}, ${bg[0]}, ${bg[0,1]}; print(f'{b / max(a, 1):.3f} | {(b - y) / max(a - x, 1):.3f}')")
+        echo "| $name | $mode | ${ir[0]} (${bg[0]}) | ${ir[0,1]} (${bg[0,1]}) | $ratios | ${logins[0]} / ${logins[0,1]} |"
     done
 done
 [ "$STRACES" = 1 ] || exit 0
