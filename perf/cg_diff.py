@@ -24,8 +24,12 @@ def per_tx(path, tx):
         m = LINE.match(line)
         if not m or "PROGRAM TOTALS" in line:
             continue
-        # file:function -> function; callgrind prints ??? for unknown files.
+        # file:function -> function; callgrind prints ??? for unknown files. A name ending in
+        # "(N x)" is one of a function's entries in a cycle or by call count: left out, the
+        # function's own line carries its whole inclusive cost.
         name = m.group(2).split(":", 1)[-1]
+        if re.search(r"\([\d,]+x\)$", name):
+            continue
         costs[name] = costs.get(name, 0) + int(m.group(1).replace(",", "")) / tx
     return costs
 

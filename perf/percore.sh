@@ -66,7 +66,10 @@ for arg in "$@"; do
             port=$(free_port)
             md5_pool_config "$port" "$cores" "$DB" "$POOL" >"$BASE/router.toml"
             out="$BASE/cg/$name-$mode-${cores/,/}.out"
-            start_router "$BASE/router.toml" "$port" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out"
+            # Fair scheduling: valgrind runs one thread at a time, and with its default lock a
+            # core that keeps entering its ring starves the other (two cores crawled, then hung).
+            start_router "$BASE/router.toml" "$port" valgrind --tool=callgrind --fair-sched=yes --instr-atstart=no \
+                --callgrind-out-file="$out"
             s0=$(sessions)
             IFS=$'\t' read -r "ir[$cores]" "bg[$cores]" < <(count "$port" "$mode" "$out")
             logins[$cores]=$(($(sessions) - s0))
