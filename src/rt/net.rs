@@ -59,11 +59,11 @@ impl Stream {
         sock_addr(SockRef::from(&self.fd).local_addr()?)
     }
 
-    /// Shuts down one or both directions (a plain `shutdown(2)`, which never blocks). A
-    /// half-close waits for an earlier write still in flight, which must not be overtaken (and
-    /// fails if that write failed); closing the read side too cuts the peer off at once.
+    /// Shuts down one or both directions (a plain `shutdown(2)`, which never blocks) once an
+    /// earlier write still in flight has left: a client told why it is cut off hears it before
+    /// the close (fails if that write failed).
     pub async fn shutdown(&mut self, how: Shutdown) -> io::Result<()> {
-        let settled = if how == Shutdown::Write { super::io::settle_if_needed(self).await } else { Ok(()) };
+        let settled = super::io::settle_if_needed(self).await;
         SockRef::from(&self.fd).shutdown(how)?;
         settled
     }
