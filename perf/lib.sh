@@ -135,6 +135,30 @@ for (name, kind), v in runs.items():
 PY
 }
 
+# md5_pool_config PORT CORES DB POOL: the router perf/rt-side-by-side.sh measures beside PgBouncer:
+# CORES (e.g. `0` or `0, 1`), md5 client logins, one pool DB of POOL server connections in
+# transaction mode on the started primary.
+md5_pool_config() {
+    cat <<EOF
+[general]
+cores = [$2]
+log_level = "warn"
+[[listeners]]
+protocol = "postgres"
+bind = "127.0.0.1:$1"
+auth_method = "md5"
+[pools.$3]
+mode = "transaction"
+username = "$PG_USER"
+password = "$PG_PASSWORD"
+database = "$3"
+max_connections = $4
+backends = [{ host = "$PG_HOST", port = $PG_PRIMARY_PORT }]
+[routing]
+default_pool = "$3"
+EOF
+}
+
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -165,19 +189,19 @@ host_busy_ticks() {
     awk '/^cpu /{print $2 + $3 + $4 + $7 + $8; exit}' /proc/stat
 }
 
-# strace_count PID PORT DB TX OUT: system calls per transaction of process PID while
-# `pgbench -S -M simple -c 16` runs TX transactions per client through PORT; prints
-# "calls/tx<TAB>the calls by name". OUT is strace's summary file.
+# strace_count PID PORT DB TX OUT [CLIENTS]: system calls per transaction of process PID while
+# `pgbench -S -M simple -c CLIENTS` (default 16) runs TX transactions per client through PORT;
+# prints "calls/tx<TAB>the calls by name". OUT is strace's summary file.
 strace_count() {
-    local pid=$1 port=$2 db=$3 tx=$4 out=$5 st
+    local pid=$1 port=$2 db=$3 tx=$4 out=$5 clients=${6:-16} st
     strace -f -c -o "$out" -p "$pid" 2>/dev/null &
     st=$!
     sleep 1
-    pgbench -n -S -M simple -c 16 -j 2 -t "$tx" -h 127.0.0.1 -p "$port" -U "$PG_USER" "$db" >/dev/null 2>&1 ||
+    pgbench -n -S -M simple -c "$clients" -j $((clients < 2 ? 1 : 2)) -t "$tx" -h 127.0.0.1 -p "$port" -U "$PG_USER" "$db" >/dev/null 2>&1 ||
         log "pgbench under strace (port $port) failed"
     kill -INT "$st"
     wait "$st" 2>/dev/null || true
-    python3 - "$out" "$((tx * 16))" <<'PY'
+    python3 - "$out" "$((tx * clients))" <<'PY'
 import sys
 calls = {}
 for line in open(sys.argv[1]):

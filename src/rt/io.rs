@@ -18,6 +18,11 @@ const FIRST_CHUNK: usize = provided::BUF_SIZE;
 /// Largest single ring operation (the SQE length field is 32 bits; reads are far smaller).
 const OP_MAX: usize = 1 << 30;
 
+/// Largest write to a client that returns before the kernel has taken it (see [`write_all`]):
+/// responses of this size are most of them, and a larger result keeps waiting for each send,
+/// so a client that reads slowly holds back the session, not more of its bytes.
+const POST_MAX: usize = 16 * 1024;
+
 /// `IORING_RECVSEND_POLL_FIRST` (Linux 5.19, as old as provided buffer rings): the receive
 /// arms its poll at once instead of first trying a read that finds nothing.
 const RECVSEND_POLL_FIRST: u16 = 1;
@@ -143,6 +148,14 @@ async fn settle_earlier_write(stream: &mut Stream) -> io::Result<()> {
 /// sends them, so abandoning the write never lets the kernel read freed memory. Abandoning it
 /// (dropping the future) before every byte has left breaks the stream for writing: the send in
 /// flight finishes, and the next write fails rather than append to a truncated message.
+///
+/// On an accepted (client) plaintext stream, a write of at most [`POST_MAX`] bytes returns as
+/// soon as its send is queued (#39): the task goes on at once, and what it does next (check in
+/// its backend, read the client's next request) goes to the kernel in the same submission
+/// instead of a loop turn later. The ring sends the rest of a short send itself; the next write
+/// (or a shutdown) waits for it first, so bytes still leave whole and in order, and a failure
+/// surfaces there. Writes to backends always wait: whether a statement's bytes left decides
+/// whether it may be retried.
 pub async fn write_all(stream: &mut Stream, data: &[u8]) -> io::Result<()> {
     if stream.tls.is_some() {
         // Boxed so that a plaintext write's future stays the size it was without TLS.
@@ -151,7 +164,23 @@ pub async fn write_all(stream: &mut Stream, data: &[u8]) -> io::Result<()> {
     settle_if_needed(stream).await?;
     let mut out = super::spare_buffer();
     out.extend_from_slice(data);
+    if stream.posts && out.len() <= POST_MAX {
+        return post(stream, out);
+    }
     send_owned(stream, out).await
+}
+
+/// Queues the send of all of `out` without waiting for it (see [`write_all`]). The caller has
+/// settled any earlier write.
+fn post(stream: &mut Stream, out: Vec<u8>) -> io::Result<()> {
+    let fd = stream.raw();
+    let len = out.len();
+    // The pointer is into `out`'s heap allocation, which moving the `Vec` into the ring keeps.
+    // At most POST_MAX bytes, which the SQE's 32-bit length holds.
+    let sqe = opcode::Send::new(types::Fd(fd), out.as_ptr(), len as u32).flags(libc::MSG_NOSIGNAL).build();
+    stream.send = Some(Op::start(sqe, Keep::Posted { buf: out, sent: 0, fd })?);
+    stream.unsent = len;
+    Ok(())
 }
 
 /// Settles an earlier write that was abandoned or failed, if there is one (see
@@ -163,9 +192,10 @@ pub(super) async fn settle_if_needed(stream: &mut Stream) -> io::Result<()> {
     Ok(())
 }
 
-/// Sends all of `out`, a buffer the ring owns while the kernel reads it (recycled after).
-/// The caller has settled any earlier write.
+/// Sends all of `out`, a buffer the ring owns while the kernel reads it (recycled after),
+/// after any earlier write (a posted one may still be in flight).
 pub(super) async fn send_owned(stream: &mut Stream, mut out: Vec<u8>) -> io::Result<()> {
+    settle_if_needed(stream).await?;
     // Counted down as sends complete: what is left if this future is dropped marks the cut.
     stream.unsent = out.len();
     let mut done = 0;

@@ -33,13 +33,16 @@ pub struct Stream {
     /// The TLS session when the connection is encrypted (#38); boxed so that a plaintext
     /// stream stays small.
     pub(super) tls: Option<Box<super::tls::Tls>>,
+    /// Small writes return before their send completes (see [`super::write_all`]): accepted
+    /// (client) connections only.
+    pub(super) posts: bool,
     fd: OwnedFd,
 }
 
 impl Stream {
-    fn new(fd: OwnedFd) -> io::Result<Self> {
+    fn new(fd: OwnedFd, posts: bool) -> io::Result<Self> {
         SockRef::from(&fd).set_nodelay(true)?;
-        Ok(Self { recv: None, send: None, unsent: 0, tls: None, fd })
+        Ok(Self { recv: None, send: None, unsent: 0, tls: None, posts, fd })
     }
 
     pub(super) fn raw(&self) -> RawFd {
@@ -56,9 +59,13 @@ impl Stream {
         sock_addr(SockRef::from(&self.fd).local_addr()?)
     }
 
-    /// Shuts down one or both directions (a plain `shutdown(2)`, which never blocks).
-    pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        SockRef::from(&self.fd).shutdown(how)
+    /// Shuts down one or both directions (a plain `shutdown(2)`, which never blocks) once an
+    /// earlier write still in flight has left: a client told why it is cut off hears it before
+    /// the close (fails if that write failed).
+    pub async fn shutdown(&mut self, how: Shutdown) -> io::Result<()> {
+        let settled = super::io::settle_if_needed(self).await;
+        SockRef::from(&self.fd).shutdown(how)?;
+        settled
     }
 
     /// A non-blocking look at the socket: `Some(true)` bytes or EOF or an error are waiting,
@@ -76,7 +83,9 @@ impl Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         if self.recv.is_some() || self.send.is_some() {
-            // Cancel what is in flight and submit it all before the descriptor closes.
+            // Cancel what is in flight and submit it all before the descriptor closes. A posted
+            // send still queued goes ahead of its cancellation: it leaves unless the socket had
+            // no room for it.
             self.recv = None;
             self.send = None;
             super::ring::flush();
@@ -142,7 +151,7 @@ impl Listener {
                 None => Op::start(sqe.clone(), Keep::Accept)?,
             };
             match (Parked { home: &self.pending, op: Some(op) }).await {
-                (_, Keep::Fd(fd)) => return Stream::new(fd),
+                (_, Keep::Fd(fd)) => return Stream::new(fd, true),
                 // A connection reset before we took it: wait for the next one.
                 (res, _) if res == -libc::ECONNABORTED || res == -libc::EINTR => continue,
                 (res, _) => return Err(io::Error::from_raw_os_error(-res)),
@@ -183,7 +192,7 @@ pub async fn connect(addr: SocketAddr, deadline: Instant) -> io::Result<Stream> 
     let op = Op::start(sqe, Keep::Connect { _addr: target, fd: sock.into() })?;
     match super::with_deadline(deadline, op).await {
         Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")),
-        Ok((0, Keep::Connect { fd, .. })) => Stream::new(fd),
+        Ok((0, Keep::Connect { fd, .. })) => Stream::new(fd, false),
         Ok((res, _)) if res < 0 => Err(io::Error::from_raw_os_error(-res)),
         Ok(_) => Err(io::Error::other("connect completed without its socket")),
     }

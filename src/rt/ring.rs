@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
@@ -43,6 +43,17 @@ pub(super) enum Keep {
     /// The provided buffer a completed [`Keep::Select`] receive filled; it goes back to the ring
     /// once read (or when nobody will).
     Picked(u16),
+    /// A send its writer did not wait for (see `io::write_all`): `sent` bytes of `buf` have
+    /// left. After a short send the ring sends the rest itself, so the message leaves whole and
+    /// in order without its task. `fd` is the stream's, open while the send is pending: dropping
+    /// the stream orphans the send first, and an orphan is never continued.
+    Posted {
+        /// Read by the kernel until the last send completes; never by us meanwhile.
+        buf: Vec<u8>,
+        /// A `u32`, so that the variant is no larger than the others (a slot per connection).
+        sent: u32,
+        fd: RawFd,
+    },
     /// An accept: a successful result is a new descriptor, owned as `Fd` on completion.
     Accept,
     /// An accepted connection.
@@ -98,6 +109,10 @@ pub(super) struct Ring {
     /// [`Ring::push`] set aside to make room, then those of a turn (reused: no allocation per
     /// turn).
     reaped: Vec<(u64, i32, u32)>,
+    /// The kernel defers completions until we enter for them and flags when some are waiting
+    /// (DEFER_TASKRUN with TASKRUN_FLAG): a turn that need not wait can then tell an enter that
+    /// would do nothing, and skip it.
+    flags_deferred: bool,
     /// Stands in for a kernel before 5.19 in tests: a submission is refused with EBUSY while
     /// completions wait in the kernel's overflow list and the completion queue is full.
     #[cfg(test)]
@@ -115,11 +130,10 @@ impl Ring {
 
     /// A ring whose submission queue holds `entries` operations (tests use tiny ones).
     fn with_entries(efd: i32, entries: u32) -> io::Result<Self> {
-        let ring = IoUring::builder()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .setup_taskrun_flag()
-            .build(entries)
+        let deferred =
+            IoUring::builder().setup_single_issuer().setup_defer_taskrun().setup_taskrun_flag().build(entries);
+        let flags_deferred = deferred.is_ok();
+        let ring = deferred
             .or_else(|_| IoUring::builder().setup_coop_taskrun().setup_single_issuer().build(entries))
             .or_else(|_| IoUring::new(entries))?;
         if !ring.params().is_feature_ext_arg() {
@@ -146,6 +160,7 @@ impl Ring {
             efd_buf: NonNull::from(Box::leak(Box::new(0u64))),
             efd_armed: false,
             reaped: Vec::new(),
+            flags_deferred,
             #[cfg(test)]
             refuse_while_overflowed: false,
         };
@@ -265,6 +280,7 @@ impl Ring {
         let res = match wait {
             // With TASKRUN_FLAG the kernel flags pending deferred completions and `submit` then
             // enters with GETEVENTS, which finishes them.
+            Some(d) if d.is_zero() && self.enter_is_idle() => Ok(0),
             Some(d) if d.is_zero() => self.ring.submit(),
             Some(d) => {
                 let ts = types::Timespec::from(d);
@@ -282,11 +298,21 @@ impl Ring {
         self.reap()
     }
 
+    /// Whether an enter that does not wait would do nothing: nothing queued to submit, no
+    /// deferred completion flagged, none overflowed. Known only where the kernel flags deferred
+    /// completions; elsewhere every turn enters.
+    fn enter_is_idle(&mut self) -> bool {
+        let sq = self.ring.submission();
+        self.flags_deferred && sq.is_empty() && !sq.taskrun() && !sq.cq_overflow()
+    }
+
     fn reap(&mut self) -> bool {
         let mut fired = false;
         self.set_aside();
-        // Nothing below pushes (which may set completions aside) until `reaped` is back.
+        // Nothing below pushes (which may set completions aside) until `reaped` is back: the
+        // rest of a short posted send is queued after the loop.
         let mut done = std::mem::take(&mut self.reaped);
+        let mut rest = Vec::new();
         for (ud, res, flags) in done.drain(..) {
             if ud == EVENTFD_OP {
                 self.efd_armed = false;
@@ -297,6 +323,15 @@ impl Ring {
             let Some(slot) = self.slots.get_mut(id) else { continue };
             match std::mem::replace(slot, Slot::Free) {
                 Slot::Pending { waker, keep } => {
+                    let (keep, res) = match posted_rest(keep, res) {
+                        Ok((keep, sqe)) => {
+                            // Still in the kernel, as its next send.
+                            *slot = Slot::Pending { waker, keep };
+                            rest.push((id, sqe));
+                            continue;
+                        }
+                        Err(over) => over,
+                    };
                     *slot = Slot::Done { res, keep: own_result(keep, res, flags) };
                     self.in_kernel -= 1;
                     if let Some(w) = waker {
@@ -313,6 +348,10 @@ impl Ring {
             }
         }
         self.reaped = done;
+        for (id, sqe) in rest {
+            let ud = self.user_data(id);
+            self.push(&sqe.user_data(ud));
+        }
         if fired {
             self.arm_eventfd();
         }
@@ -377,6 +416,31 @@ impl Drop for Ring {
         // SAFETY: made by `Box::leak` in `with_entries`; no read into it is in the kernel.
         drop(unsafe { Box::from_raw(self.efd_buf.as_ptr()) });
     }
+}
+
+/// A posted send's next step after a completion with result `res`: `Ok` with the send of the
+/// rest while bytes are left and the socket took some (or the send was interrupted); `Err` with
+/// the outcome once it is over: every byte sent (the result is then the message's length, as a
+/// whole send's would be) or failed. Its buffer then goes straight back to the core's spares, so
+/// a client that goes idle after its answer holds none. Any other operation is over at its first
+/// completion.
+fn posted_rest(keep: Keep, res: i32) -> Result<(Keep, squeue::Entry), (Keep, i32)> {
+    let Keep::Posted { mut buf, sent, fd } = keep else { return Err((keep, res)) };
+    // At most the length the send was given, which fits.
+    let sent = sent.saturating_add(u32::try_from(res).unwrap_or(0));
+    let left = buf.len().saturating_sub(sent as usize);
+    let failed = res == 0 || (res < 0 && res != -libc::EINTR && res != -libc::EAGAIN);
+    if left == 0 || failed {
+        super::recycle(&mut buf);
+        let res = if left == 0 { i32::try_from(sent).unwrap_or(i32::MAX) } else { res };
+        return Err((Keep::Nothing, res));
+    }
+    // `sent` is within `buf`, so the pointer stays inside its allocation, which moving the
+    // `Vec` does not move.
+    let from = buf.as_ptr().wrapping_add(sent as usize);
+    let len = u32::try_from(left).unwrap_or(u32::MAX);
+    let sqe = opcode::Send::new(types::Fd(fd), from, len).flags(libc::MSG_NOSIGNAL).build();
+    Ok((Keep::Posted { buf, sent, fd }, sqe))
 }
 
 /// An accept's successful result is a descriptor we now own (and must close if nobody takes it);

@@ -401,3 +401,95 @@ fn a_write_abandoned_mid_message_breaks_the_stream_instead_of_truncating_it() {
     let broken = Err(std::io::ErrorKind::BrokenPipe);
     assert_eq!(out, (true, false, broken, broken, true), "(cut, usable, next write, later write, peer got a prefix)");
 }
+
+#[test]
+fn a_small_write_to_a_client_returns_at_once_and_the_next_waits_for_it() {
+    let out = on_core(|_, tx| async move {
+        let (mut client, mut server) = pair().await;
+        let first: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+        // The accepted end posts: the write is done at its first poll, before the loop turns.
+        let at_once = futures_lite::future::poll_once(write_all(&mut server, &first)).await.map(|r| r.is_ok());
+        // The next write waits for the first to leave, so both arrive whole and in order.
+        let second = write_all(&mut server, b"second").await.is_ok();
+        let mut got = Vec::new();
+        while got.len() < first.len() + 6 {
+            if read_some(&mut client, &mut got, 64 * 1024).await.unwrap_or(0) == 0 {
+                break;
+            }
+        }
+        let mut expected = first.clone();
+        expected.extend_from_slice(b"second");
+        // A backend (connected) end waits for every send.
+        let backend = futures_lite::future::poll_once(write_all(&mut client, b"query")).await.is_some();
+        let _ = tx.send((at_once, second, got == expected, backend));
+    });
+    assert_eq!(
+        out,
+        (Some(true), true, true, false),
+        "(first returned at once, second ok, arrived in order, backend write returned at once)"
+    );
+}
+
+#[test]
+fn posted_writes_to_a_slow_reader_arrive_whole_and_in_order() {
+    // Far more than loopback's socket buffers hold: sends go short or wait, and the ring sends
+    // the rest of each itself.
+    const WRITES: usize = 400;
+    let ok = on_core(|_, tx| async move {
+        let (mut client, mut server) = pair().await;
+        let message = |i: usize| -> Vec<u8> { (0..16 * 1024).map(|j| ((i * 31 + j) % 251) as u8).collect() };
+        let expected: Vec<u8> = (0..WRITES).flat_map(message).collect();
+        let writer = async {
+            for i in 0..WRITES {
+                if write_all(&mut server, &message(i)).await.is_err() {
+                    return false;
+                }
+            }
+            true
+        };
+        let reader = async {
+            let mut got = Vec::new();
+            while got.len() < expected.len() {
+                if got.len() % (256 * 1024) < 16 * 1024 {
+                    sleep(Duration::from_millis(2)).await;
+                }
+                if read_some(&mut client, &mut got, 16 * 1024).await.unwrap_or(0) == 0 {
+                    break;
+                }
+            }
+            got
+        };
+        let (wrote, got) = futures_lite::future::zip(writer, reader).await;
+        let _ = tx.send(wrote && got == expected);
+    });
+    assert!(ok);
+}
+
+#[test]
+fn a_posted_write_leaves_before_its_stream_closes_and_a_failed_one_fails_the_next_write() {
+    let out = on_core(|_, tx| async move {
+        let (mut client, mut server) = pair().await;
+        // Written and dropped in the same poll: the queued send goes ahead of the close.
+        write_all(&mut server, b"bye").await.expect("posted");
+        drop(server);
+        let mut got = Vec::new();
+        while let Ok(n) = read_some(&mut client, &mut got, 64).await {
+            if n == 0 {
+                break;
+            }
+        }
+        // The other way round: the peer is gone, and some later write must say so.
+        let (gone, mut live) = pair().await;
+        drop(gone);
+        let mut failed_at = None;
+        for i in 0..100 {
+            if write_all(&mut live, b"anyone there?").await.is_err() {
+                failed_at = Some(i);
+                break;
+            }
+            sleep(Duration::from_millis(1)).await;
+        }
+        let _ = tx.send((got, failed_at.is_some()));
+    });
+    assert_eq!(out, (b"bye".to_vec(), true));
+}
