@@ -136,8 +136,10 @@ PY
 }
 
 # md5_pool_config PORT CORES DB POOL: the router perf/rt-side-by-side.sh measures beside PgBouncer:
-# CORES (e.g. `0` or `0, 1`), md5 client logins, one pool DB of POOL server connections in
-# transaction mode on the started primary.
+# CORES (e.g. `0` or `0, 1`), md5 client logins (the same client authentication as PgBouncer's
+# there: a SCRAM login costs more than a thousand transactions' relaying, which would bill the
+# proxies unequally), one pool DB of POOL server connections in transaction mode on the started
+# primary.
 md5_pool_config() {
     cat <<EOF
 [general]

@@ -48,39 +48,13 @@ declare -A PORT PID
 TARGETS=(direct)
 PORT[direct]=$PG_PRIMARY_PORT
 
-router_conf() { # port cores
-    cat <<EOF
-[general]
-cores = [$2]
-log_level = "warn"
-
-[[listeners]]
-protocol = "postgres"
-bind = "127.0.0.1:$1"
-# The same client authentication as PgBouncer's below: a SCRAM login (4096 PBKDF2 rounds) costs
-# more than a thousand transactions' relaying, which would bill the proxies unequally.
-auth_method = "md5"
-
-[pools.$DB]
-mode = "transaction"
-username = "$PG_USER"
-password = "$PG_PASSWORD"
-database = "$DB"
-max_connections = $POOL
-backends = [{ host = "$PG_HOST", port = $PG_PRIMARY_PORT }]
-
-[routing]
-default_pool = "$DB"
-EOF
-}
-
 # start_router NAME BINARY CORES [LAUNCHER...]
 launch_router() {
     local name=$1 bin=$2 cores=$3
     shift 3
     local port
     port=$(free_port)
-    router_conf "$port" "$cores" >"$BASE/$name.toml"
+    md5_pool_config "$port" "$cores" "$DB" "$POOL" >"$BASE/$name.toml"
     "$@" "$bin" -c "$BASE/$name.toml" >"$BASE/$name.log" 2>&1 &
     PID[$name]=$!
     PIDS+=("$!")
