@@ -76,8 +76,8 @@ pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize, slot: Optio
         ctx2.counters.client_connected(listener); // metrics
         let _open = OpenSession(ctx2.clone(), Some((listener, slot)));
         match protocol {
-            Some(Protocol::Postgres) => driver::serve(pg::login(&ctx2, stream, listener)).await,
-            Some(Protocol::MySql) => driver::serve(mysql::login(&ctx2, stream, listener)).await,
+            Some(Protocol::Postgres) => driver::serve(Box::pin(pg::login(&ctx2, stream, listener))).await,
+            Some(Protocol::MySql) => driver::serve(Box::pin(mysql::login(&ctx2, stream, listener))).await,
             None => drop(stream),
         }
     };
