@@ -134,8 +134,12 @@ impl Wire for Session {
     }
 
     async fn read_client(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
-        if let Some(read) = self.push_unsynced().await? {
-            return Ok(Some(read)); // a batch without Sync waits nowhere (#36)
+        // The rarer waits are boxed where they are taken: in place, each would size every idle
+        // session's future by its own state (#39).
+        if self.unsynced_unsent() {
+            if let Some(read) = Box::pin(self.push_unsynced()).await? {
+                return Ok(Some(read)); // a batch without Sync waits nowhere (#36)
+            }
         }
         let idle = self.seat.conn.is_none() && self.ex.expects().is_empty();
         // Between transactions a held backend may speak unprompted (NOTIFY is delivered only
@@ -156,7 +160,7 @@ impl Wire for Session {
         // Mid-batch past a Flush or a pause, the backend's answers are relayed as they come (#36).
         let mid_batch = self.mid_batch();
         if watch_backend || mid_batch {
-            return self.wait_held(mid_batch, limit).await;
+            return Box::pin(self.wait_held(mid_batch, limit)).await;
         }
         driver::read_alone(self, idle, limit).await
     }

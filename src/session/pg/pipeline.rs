@@ -121,6 +121,14 @@ impl Session {
         self.relay(relay::Until::Available).await
     }
 
+    /// Whether part of a batch is held or queued unsent while nothing more of the client's is
+    /// buffered: [`Session::push_unsynced`] has something to do.
+    pub(super) fn unsynced_unsent(&self) -> bool {
+        let unsent = !self.batch.is_empty() || (!self.ex.queued().is_empty() && self.seat.conn.is_some());
+        let partial = self.io.buf.len() > self.io.pos;
+        unsent && !self.is_bridged() && !partial
+    }
+
     /// The client stopped in the middle of a batch (no Sync or Flush, nothing more buffered,
     /// nothing more within [`PAUSE`]): what it sent goes to the backend now, as the server runs
     /// each message as it arrives, so an error reaches the client that waits for it (#36). A
@@ -128,9 +136,7 @@ impl Session {
     /// that the pool it went to cannot take is handled as the routing-safety rules say
     /// (`replica_hold_refusal`). `Some`: the client sent more meanwhile (what the read gave).
     pub(super) async fn push_unsynced(&mut self) -> Result<Option<std::io::Result<usize>>, End> {
-        let unsent = !self.batch.is_empty() || (!self.ex.queued().is_empty() && self.seat.conn.is_some());
-        let partial = self.io.buf.len() > self.io.pos;
-        if !unsent || self.is_bridged() || partial {
+        if !self.unsynced_unsent() {
             return Ok(None);
         }
         let more = rt::read_some(&mut self.io.stream, &mut self.io.buf, READ_CHUNK);
