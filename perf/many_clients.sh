@@ -8,7 +8,8 @@
 # <= 3), and the transactions that failed.
 #
 #   perf/many_clients.sh [SECONDS] [CLIENTS] [RATE] [ROUNDS]     (defaults 20, 10000, 2000, 2)
-# Environment: QP_BIN=path runs that router binary instead of building a release one.
+# Environment: QP_BIN=path runs that router binary instead of building a release one;
+# CORES ("0, 1") the router's cores.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/perf/lib.sh"
@@ -19,7 +20,7 @@ if [ -n "${QP_BIN:-}" ]; then BIN=$QP_BIN; else build_router; fi
 start_pg_pgbench qp-many bench 10
 PORT=$(free_port)
 PGB_PORT=$(free_port)
-bench_config "$PORT" "0, 1" md5 8 >"$BASE/querypilot.toml"
+bench_config "$PORT" "${CORES:-0, 1}" md5 8 >"$BASE/querypilot.toml"
 PGB_EXTRA="max_client_conn = $((CLIENTS + 100))" start_pgbouncer "$BASE/pgbouncer" bench "$PGB_PORT" 8
 trap 'kill "$PGB_PID" 2>/dev/null || true; perf_cleanup' EXIT
 start_router "$BASE/querypilot.toml" "$PORT"
