@@ -41,9 +41,11 @@ impl Derivations {
         let job = Rc::new(Job { work: RefCell::new(derivation), done: Event::new() });
         self.waiting.borrow_mut().push_back(Rc::downgrade(&job));
         if !self.working.replace(true) {
-            let this = self.clone();
-            rt::spawn_guarded(self.queue, async move { this.work().await }, |msg| {
+            let (this, after_panic) = (self.clone(), self.clone());
+            rt::spawn_guarded(self.queue, async move { this.work().await }, move |msg| {
                 tracing::error!(panic = %msg, "the login key derivation task panicked");
+                // The next login starts a new worker; the waiting ones end at their timeout.
+                after_panic.working.set(false);
             });
         }
         job.done.wait().await;
