@@ -46,6 +46,8 @@ pub struct CoreContext {
     router: RefCell<Router>,
     digests: RefCell<DigestTable>,
     next_session: Cell<u32>,
+    /// Where idle sessions go while the router hands over to a new binary (#40).
+    moving: RefCell<Option<super::handover::HandOverSink>>,
     links: CoreLinks,
     /// What this core's client logins share.
     logins: Logins,
@@ -130,6 +132,7 @@ impl CoreContext {
             router: RefCell::new(Router::new(rules.for_core(), Catalogs::builtin())),
             digests: RefCell::default(),
             next_session: Cell::new(1),
+            moving: RefCell::new(None),
             logins: Logins { failures: login_failures, secrets, derivations: Derivations::new(queues.background) },
             links,
         }
@@ -387,6 +390,38 @@ impl CoreContext {
     /// Forgets this core's digest statistics.
     pub fn reset_digests(&self) {
         self.digests.borrow_mut().reset();
+    }
+
+    /// The sequence number the next session's cancel key gets: a new binary taking over goes on
+    /// from it, so no key it issues equals one a moved client holds (#40).
+    pub fn next_session_seq(&self) -> u32 {
+        self.next_session.get()
+    }
+
+    /// Issues keys from `seq` on (see [`Self::next_session_seq`]).
+    pub fn continue_sessions_from(&self, seq: u32) {
+        self.next_session.set(seq);
+    }
+
+    /// Sends idle sessions to `sink` from now on (#40).
+    pub(super) fn set_hand_over(&self, sink: super::handover::HandOverSink) {
+        *self.moving.borrow_mut() = Some(sink);
+    }
+
+    /// Whether the router is handing its sessions over to a new binary.
+    pub(super) fn handing_over(&self) -> bool {
+        self.moving.borrow().is_some()
+    }
+
+    /// Gives a session to the new binary; `false` when no hand-over runs.
+    pub(super) fn move_session(&self, handed: super::handover::HandedSession) -> bool {
+        match self.moving.borrow().as_ref() {
+            Some(sink) => {
+                sink(handed);
+                true
+            }
+            None => false,
+        }
     }
 
     /// A fresh cancel key for a new session of this core.

@@ -24,6 +24,7 @@ mod driver;
 mod engine;
 pub mod error;
 mod give_back;
+pub mod handover;
 mod mysql;
 mod pg;
 mod placement;
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 pub use admission::{ClientSlot, ClientSlots};
 pub use context::{CoreContext, CoreLinks, KillReply};
+pub use handover::{adopt, hand_over, HandOverSink, HandedSession};
 /// The sans-IO exchanges and the types they are fed, public only for their fuzz targets
 /// (`fuzz/fuzz_targets/{pg,mysql}_exchange.rs`).
 pub use mysql::exchange as mysql_exchange;
