@@ -63,7 +63,7 @@ pub use decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Ou
 pub use held::{Hold, MySqlSession, Settled};
 pub use router::Router;
 pub use rules::{translation_warnings, RuleError, RuleErrors, RuleSet};
-pub use ryw::RywState;
+pub use ryw::{FrozenRyw, RywState};
 
 use crate::config::{NormalizationStrategy, Protocol};
 use crate::sql::fingerprint::Fingerprint;

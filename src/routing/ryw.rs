@@ -41,6 +41,16 @@ pub struct RywState {
     position_lost: bool,
 }
 
+/// A session's read-your-writes state on its way to a new binary (#40).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FrozenRyw {
+    hinted: bool,
+    /// How long ago the session last wrote.
+    write_age_ms: Option<u64>,
+    /// The causal token the session would hand out.
+    token: String,
+}
+
 impl RywState {
     /// A fresh session in `mode` (`RuleSet::read_your_writes()`).
     pub fn new(mode: ReadYourWrites) -> RywState {
@@ -222,6 +232,31 @@ impl RywState {
             Token::Primary => self.position_lost |= self.mode == ReadYourWrites::Causal,
             Token::At(position) => self.adopt(position),
         }
+    }
+
+    /// What a session moving to a new binary keeps of its reads' requirements (#40), with its
+    /// write window as an age at `now`. Conservative where the state is mid-statement: a
+    /// write in flight restarts the window, and a position not learned yet hands over
+    /// `primary`.
+    pub fn freeze(&self, now: Instant) -> FrozenRyw {
+        let pending = self.awaiting_commit || self.open_write || self.unproven;
+        let age = if pending { Some(Duration::ZERO) } else { self.last_write.map(|t| now.saturating_duration_since(t)) };
+        let token = match self.token() {
+            _ if self.mode == ReadYourWrites::Causal && (pending || self.position_due) => Token::Primary,
+            token => token,
+        };
+        FrozenRyw { hinted: self.hinted, write_age_ms: age.map(|a| a.as_millis() as u64), token: token.to_string() }
+    }
+
+    /// The state [`RywState::freeze`] kept, in `mode` (the new binary's), at `now`.
+    pub fn thaw(mode: ReadYourWrites, frozen: &FrozenRyw, now: Instant) -> RywState {
+        let mut ryw = RywState::new(mode);
+        ryw.hinted = frozen.hinted;
+        ryw.last_write =
+            frozen.write_age_ms.map(|ms| now.checked_sub(Duration::from_millis(ms)).unwrap_or(now));
+        // A token that does not parse here names something this binary cannot check: primary.
+        ryw.adopt_token(Token::parse(&frozen.token).unwrap_or(Token::Primary));
+        ryw
     }
 
     /// causal: the token that hands this session's reads' requirement to another connection

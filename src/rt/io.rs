@@ -125,6 +125,45 @@ pub(super) async fn read_plain(stream: &mut Stream, buf: &mut Vec<u8>, chunk: us
     }
 }
 
+/// Takes a client connection out of this process for a new binary (#40): waits for a posted
+/// write to leave, stops a parked receive (the bytes it already took are returned: they are the
+/// client's next message, which the new process must read first) and duplicates the
+/// descriptor. The stream must not be used after; dropping it then closes only this process's
+/// descriptor, so the client notices nothing. Fails on an encrypted stream (its TLS session
+/// cannot move), a failed write, or a client that closed meanwhile.
+pub async fn hand_off(stream: &mut Stream) -> io::Result<(std::os::fd::OwnedFd, Vec<u8>)> {
+    if stream.tls.is_some() {
+        return Err(io::Error::new(io::ErrorKind::Unsupported, "an encrypted connection cannot move to another process"));
+    }
+    settle_if_needed(stream).await?;
+    let mut got = Vec::new();
+    if let Some(op) = &mut stream.recv {
+        op.cancel_and_keep();
+        let (res, keep) = op.await;
+        stream.recv = None;
+        match keep {
+            Keep::Picked(bid) => ring::copy_picked(bid, res.max(0) as usize, &mut got),
+            Keep::Buf(mut room) => {
+                if res > 0 {
+                    let n = (res as usize).min(room.capacity());
+                    // SAFETY: the kernel wrote `n` bytes at the start of `room`'s allocation.
+                    unsafe { room.set_len(n) };
+                    got.extend_from_slice(&room);
+                }
+                super::recycle(&mut room);
+            }
+            _ => {}
+        }
+        if res == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if res < 0 && res != -libc::ECANCELED && res != -libc::ENOBUFS && !transient(res) {
+            return Err(io::Error::from_raw_os_error(-res));
+        }
+    }
+    Ok((stream.fd().try_clone()?, got))
+}
+
 /// Settles a write that was abandoned or failed: awaits the send it left in flight (so bytes
 /// leave in order) and counts what that send took. If part of its message is still unsent, the
 /// peer holds a truncated message and anything written after it would be read as its rest: the

@@ -49,6 +49,16 @@ impl Stream {
         self.fd.as_raw_fd()
     }
 
+    pub(super) fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+
+    /// A client connection another process of the router accepted and handed over (#40),
+    /// served as if this core had accepted it.
+    pub fn adopt(fd: OwnedFd) -> io::Result<Self> {
+        Self::new(fd, true)
+    }
+
     /// The peer's address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         sock_addr(SockRef::from(&self.fd).peer_addr()?)

@@ -487,6 +487,18 @@ impl Op {
         .unwrap_or(false)
     }
 
+    /// Asks the kernel to cancel the operation while its owner keeps waiting for the completion,
+    /// which then says whether it was cancelled or finished first, with what it got.
+    pub(super) fn cancel_and_keep(&self) {
+        let Some(id) = self.id else { return };
+        with_core(|core| {
+            let mut ring = core.ring.borrow_mut();
+            if matches!(ring.slots.get(id), Some(Slot::Pending { .. })) {
+                ring.cancel(id);
+            }
+        });
+    }
+
     /// Whether the completion has arrived (the future would be ready).
     pub(super) fn is_done(&self) -> bool {
         let Some(id) = self.id else { return true };

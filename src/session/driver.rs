@@ -11,9 +11,11 @@
 use std::io;
 use std::time::Duration;
 
+use std::os::fd::OwnedFd;
+
 use crate::metrics::Charge;
 use crate::rt::{self, Event, Stream};
-use crate::session::CoreContext;
+use crate::session::{CoreContext, HandedSession};
 
 /// Bytes buffered for the client before they are written out mid-result.
 pub(super) const CLIENT_FLUSH_AT: usize = 64 * 1024;
@@ -41,6 +43,8 @@ pub(super) enum End {
     Fatal,
     /// An operator's KILL of the session's pool.
     Killed,
+    /// The session moved to a new binary (#40): nothing more is said or read here.
+    Moved,
     /// A MySQL client's `KILL [CONNECTION]` of this session.
     KilledByClient,
 }
@@ -57,6 +61,8 @@ pub(super) struct ClientIo {
     pub out: Vec<u8>,
     /// Largest unit accepted (the listener's `max_message_size`).
     pub max_msg: usize,
+    /// The listener the client connected to (its index in the configuration).
+    pub listener: u16,
     /// What the client's units took of the core's current turn (#33).
     pub share: rt::Share,
     /// A large unit being read and handled, charged to the process's budget (#33).
@@ -65,7 +71,7 @@ pub(super) struct ClientIo {
 
 impl ClientIo {
     /// The buffers of a freshly logged-in client; `leftover` is what it sent past its login.
-    pub fn new(stream: Stream, leftover: Vec<u8>, max_msg: usize, held: Charge) -> Self {
+    pub fn new(stream: Stream, leftover: Vec<u8>, listener: usize, max_msg: usize, held: Charge) -> Self {
         Self {
             stream,
             buf: leftover,
@@ -73,6 +79,7 @@ impl ClientIo {
             unit: Vec::new(),
             out: Vec::new(),
             max_msg,
+            listener: listener as u16,
             share: rt::Share::default(),
             held,
         }
@@ -195,6 +202,10 @@ pub(super) trait Wire {
     /// Ends the session as `end` says: the goodbye the client is owed, and everything the
     /// session held given back.
     async fn finish(&mut self, end: End);
+    /// The session for the new binary (#40), its client's socket `client` and `leftover` the
+    /// bytes the client sent that no unit took yet; `None` when it cannot move (it holds a
+    /// backend connection or state only this process has), and then it ends as a drain ends it.
+    fn freeze(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession>;
 }
 
 /// Serves one client from its login (`login`: `None` when it did not log in) to its close.
@@ -203,8 +214,27 @@ pub(super) async fn serve<W: Wire, L: std::future::Future<Output = Option<W>>>(l
     // a login future passed in place would stay in this future's every state, the idle
     // session's included (3.7 KB of a PostgreSQL session's 9.2, #39).
     let Some(mut w) = login.await else { return };
-    let end = run(&mut w).await;
+    let mut end = run(&mut w).await;
+    if matches!(end, End::Drained) && w.io().1.handing_over() && Box::pin(move_out(&mut w)).await {
+        end = End::Moved;
+    }
     w.finish(end).await;
+}
+
+/// Gives an idle session to the binary taking over (#40); `false`: it stays, to end here.
+async fn move_out<W: Wire>(w: &mut W) -> bool {
+    let io = w.io().0;
+    let (client, got) = match rt::hand_off(&mut io.stream).await {
+        Ok(taken) => taken,
+        Err(e) => {
+            tracing::debug!(error = %e, "a session could not be handed over");
+            return false;
+        }
+    };
+    let mut leftover = io.buf.split_off(io.pos.min(io.buf.len()));
+    leftover.extend_from_slice(&got);
+    let Some(handed) = w.freeze(client, leftover) else { return false };
+    w.io().1.move_session(handed)
 }
 
 /// Waits for the client of a session whose backend says nothing meanwhile: idle (no backend),

@@ -39,10 +39,80 @@ pub fn hand_over(ctx: &Rc<CoreContext>, sink: HandOverSink) {
     ctx.drain.set();
 }
 
+/// Why a handed-over session could not be served here.
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptError {
+    /// Its state does not decode (another format, or damaged on the way).
+    #[error("the session's state does not decode: {0}")]
+    Garbled(String),
+    /// The configuration here has no pool by the name the session logged in to.
+    #[error("no pool \"{0}\" in this router's configuration")]
+    NoPool(String),
+    /// Its listener is not in this configuration, or speaks another protocol here.
+    #[error("listener {0} of the former process is not a listener of that protocol here")]
+    Listener(usize),
+    /// The socket could not join this core's loop.
+    #[error("cannot serve the client's socket: {0}")]
+    Socket(std::io::Error),
+}
+
 /// Serves a client a former process handed over, as the session it was, on this core; without
-/// a `slot` (the listener is full here) the client is closed.
+/// a `slot` (the listener is full here) or when the session cannot be served here, the client
+/// is told why and closed.
 pub fn adopt(ctx: &Rc<CoreContext>, handed: HandedSession, slot: Option<ClientSlot>) {
-    let _ = (ctx, slot);
-    tracing::warn!(key = ?handed.key, "adopting a handed-over session is not built yet; its client is closed");
-    drop(handed.client);
+    let protocol = ctx.config().listeners.get(handed.listener).map(|l| l.protocol);
+    let listener = handed.listener;
+    let fut = {
+        let ctx = ctx.clone();
+        async move {
+            ctx.counters.session_opened();
+            let mut open = super::OpenSession(ctx.clone(), None);
+            let refusal = match (protocol, slot) {
+                (Some(p), _) if p != handed.protocol => AdoptError::Listener(listener),
+                (None, _) => AdoptError::Listener(listener),
+                (Some(_), None) => {
+                    ctx.counters.client_refused(listener);
+                    return refuse(handed.protocol, handed.client, "sorry, too many clients already").await;
+                }
+                (Some(Protocol::Postgres), Some(slot)) => match super::pg::moved::adopt(&ctx, handed) {
+                    Ok(session) => {
+                        ctx.counters.client_connected(listener);
+                        open.1 = Some((listener, slot));
+                        return super::driver::serve(Box::pin(std::future::ready(Some(session)))).await;
+                    }
+                    Err((e, Some(client))) => {
+                        tracing::warn!(error = %e, "a handed-over session cannot be served here");
+                        return refuse(Protocol::Postgres, client, &e.to_string()).await;
+                    }
+                    Err((e, None)) => {
+                        tracing::warn!(error = %e, "a handed-over session cannot be served here");
+                        return;
+                    }
+                },
+                (Some(Protocol::MySql), Some(_)) => AdoptError::Listener(listener),
+            };
+            tracing::warn!(error = %refusal, "a handed-over session cannot be served here");
+            refuse(handed.protocol, handed.client, &refusal.to_string()).await;
+        }
+    };
+    super::spawn_session(ctx, fut);
+}
+
+/// Tells a handed-over client why it is not served, in its protocol, and closes it.
+async fn refuse(protocol: Protocol, client: OwnedFd, why: &str) {
+    let Ok(mut stream) = crate::rt::Stream::adopt(client) else { return };
+    let mut out = Vec::new();
+    match protocol {
+        Protocol::Postgres => {
+            let text = format!("the router restarted and cannot serve this session: {why}");
+            super::client_error::PgClientError::new(crate::protocol::pg::sqlstate::ADMIN_SHUTDOWN, text)
+                .encode_fatal(&mut out);
+        }
+        Protocol::MySql => {
+            let text = format!("the router restarted and cannot serve this session: {why}");
+            super::client_error::MyClientError::new(super::mysql::ER_SERVER_SHUTDOWN, &text)
+                .encode(0, &mut out);
+        }
+    }
+    let _ = crate::rt::write_all(&mut stream, &out).await;
 }

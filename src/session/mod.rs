@@ -36,7 +36,7 @@ use std::time::Duration;
 
 pub use admission::{ClientSlot, ClientSlots};
 pub use context::{CoreContext, CoreLinks, KillReply};
-pub use handover::{adopt, hand_over, HandOverSink, HandedSession};
+pub use handover::{adopt, hand_over, AdoptError, HandOverSink, HandedSession};
 /// The sans-IO exchanges and the types they are fed, public only for their fuzz targets
 /// (`fuzz/fuzz_targets/{pg,mysql}_exchange.rs`).
 pub use mysql::exchange as mysql_exchange;
@@ -62,7 +62,6 @@ const FATAL_LINGER: Duration = Duration::from_secs(2);
 pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize, slot: Option<ClientSlot>) {
     let protocol = ctx.config().listeners.get(listener).map(|l| l.protocol);
     let ctx2 = ctx.clone();
-    let ctx3 = ctx.clone();
     let fut = async move {
         ctx2.counters.session_opened();
         let Some(slot) = slot else {
@@ -83,8 +82,14 @@ pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize, slot: Optio
             None => drop(stream),
         }
     };
+    spawn_session(ctx, fut);
+}
+
+/// Runs a session's task on this core's latency queue; a panic closes only its connection.
+fn spawn_session(ctx: &Rc<CoreContext>, fut: impl std::future::Future<Output = ()> + 'static) {
+    let ctx2 = ctx.clone();
     rt::spawn_guarded(ctx.queues.latency, fut, move |msg| {
-        ctx3.counters.session_panicked();
+        ctx2.counters.session_panicked();
         tracing::error!(panic = %msg, "session panicked; its connection was closed");
     });
 }

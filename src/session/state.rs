@@ -56,6 +56,16 @@ impl Pin {
     }
 }
 
+/// A session's settings on their way to a new binary (#40).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FrozenState {
+    startup: Vec<(String, String)>,
+    settings: Vec<(String, String)>,
+    greeting: Vec<(String, String)>,
+    reported: Vec<(String, (String, String))>,
+    restore: bool,
+}
+
 /// Settings a client made, plus its pins.
 #[derive(Debug, Default, Clone)]
 pub struct SessionState {
@@ -245,6 +255,40 @@ impl SessionState {
         let stmts: Vec<&str> =
             self.startup.iter().filter(|(k, _)| !self.settings.contains_key(k)).map(|(_, s)| s.as_str()).collect();
         (!stmts.is_empty()).then(|| stmts.join("; "))
+    }
+
+    /// The settings a session moving to a new binary takes along (#40); `None` while effects
+    /// are staged (mid-transaction) or the session is pinned to its backend connection: that
+    /// state is on the connection, which stays here.
+    pub fn freeze(&self) -> Option<FrozenState> {
+        if !self.staged.is_empty() || self.pin.reason().is_some() {
+            return None;
+        }
+        Some(FrozenState {
+            startup: self.startup.to_vec(),
+            settings: self.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            greeting: self.greeting.to_vec(),
+            reported: self.reported.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            restore: self.restore,
+        })
+    }
+
+    /// The state [`SessionState::freeze`] kept; `share` gives the greeting's parameters the
+    /// copy other clients with the same greeting hold.
+    pub fn thaw(
+        frozen: FrozenState,
+        share: impl FnOnce(Vec<(String, String)>) -> Rc<Vec<(String, String)>>,
+    ) -> SessionState {
+        let mut s = SessionState {
+            startup: frozen.startup.into_boxed_slice(),
+            settings: frozen.settings.into_iter().collect(),
+            greeting: share(frozen.greeting),
+            reported: frozen.reported.into_iter().collect(),
+            restore: frozen.restore,
+            ..SessionState::default()
+        };
+        s.resign();
+        s
     }
 
     fn resign(&mut self) {

@@ -44,6 +44,16 @@ impl LexMode {
             | u8::from(self.unknown) << 3
     }
 
+    /// The mode [`LexMode::bits`] describes.
+    pub fn from_bits(bits: u8) -> LexMode {
+        LexMode {
+            backslash_strings: bits & 1 != 0,
+            no_backslash_escapes: bits & 2 != 0,
+            ansi_quotes: bits & 4 != 0,
+            unknown: bits & 8 != 0,
+        }
+    }
+
     /// Stable description for the dry-run API, e.g. `standard_conforming_strings=off`.
     pub fn describe(self) -> String {
         let mut parts = Vec::new();
@@ -377,6 +387,24 @@ impl SessionModes {
             self.serializable,
             self.startup_serializable,
         );
+    }
+
+    /// All the modes in one number, for a session moving to a new binary (#40).
+    pub fn to_bits(&self) -> u16 {
+        u16::from(self.mode.bits())
+            | u16::from(self.startup.bits()) << 4
+            | u16::from(self.serializable) << 8
+            | u16::from(self.startup_serializable) << 9
+    }
+
+    /// The modes [`SessionModes::to_bits`] describes.
+    pub fn from_bits(bits: u16) -> SessionModes {
+        SessionModes {
+            mode: LexMode::from_bits((bits & 0xf) as u8),
+            startup: LexMode::from_bits((bits >> 4 & 0xf) as u8),
+            serializable: bits & 1 << 8 != 0,
+            startup_serializable: bits & 1 << 9 != 0,
+        }
     }
 
     /// Why the session's reads must stay on the primary whatever the statement, if they must.

@@ -144,7 +144,7 @@ pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, lis
         Ok(Ok(g)) => {
             let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
             let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
-            let io = ClientIo::new(client.stream, client.buf, max, held);
+            let io = ClientIo::new(client.stream, client.buf, listener, max, held);
             return Some(Session::new(ctx.clone(), io, g));
         }
         Ok(Err(e)) => e,

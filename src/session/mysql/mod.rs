@@ -62,7 +62,7 @@ use state::MyState;
 /// `ER_CONNECTION_KILLED`: the session was ended by an operator's KILL.
 pub(super) const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, sql_state: *b"70100" };
 /// `ER_SERVER_SHUTDOWN`.
-const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
+pub(super) const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
 // A backend lost mid-command: the number clients show for a lost server.
 use crate::session::client_error::ER_BACKEND_UNAVAILABLE as ER_BACKEND_LOST;
 /// `ER_PARSE_ERROR` for multi-statement text from a client that did not enable them.
@@ -262,6 +262,11 @@ impl Wire for Session {
 
     /// Says goodbye where the router ended the session (a client's KILL is answered once the
     /// socket is closed), and gives back the backend connection and the cancel key.
+    /// MySQL sessions do not move yet: they end as a drain ends them.
+    fn freeze(&mut self, _client: std::os::fd::OwnedFd, _leftover: Vec<u8>) -> Option<crate::session::HandedSession> {
+        None
+    }
+
     async fn finish(&mut self, end: End) {
         // Ended while a statement ran on another protocol's pool: back to the session's own (#24).
         self.unpark();
@@ -279,7 +284,7 @@ impl Wire for Session {
             End::Drained => Some((ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining")),
             End::Killed => Some((ER_CONNECTION_KILLED, "Connection was killed (KILL of its pool)")),
             // As the server does, a connection killed by another client is closed without a word.
-            End::ClientGone | End::Fatal | End::KilledByClient => None,
+            End::ClientGone | End::Fatal | End::KilledByClient | End::Moved => None,
         };
         if let Some((number, message)) = goodbye {
             MyClientError::new(number, message).encode(0, &mut self.io.out);

@@ -151,7 +151,17 @@ pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, lis
             Ok(g) => {
                 let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
                 let mut s =
-                    Session::new(ctx.clone(), client.stream, client.buf, g.pool, g.state, g.key, max, g.identity);
+                    Session::new(
+                    ctx.clone(),
+                    client.stream,
+                    client.buf,
+                    g.pool,
+                    g.state,
+                    g.key,
+                    listener,
+                    max,
+                    g.identity,
+                );
                 s.seat.conn = g.backend;
                 return Some(s);
             }

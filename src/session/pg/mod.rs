@@ -21,6 +21,7 @@ mod late;
 mod login;
 pub(super) use login::login;
 mod lost;
+pub(super) mod moved;
 mod named;
 mod pipeline;
 pub(super) mod prepared;
@@ -194,7 +195,7 @@ impl Wire for Session {
         let goodbye = match end {
             End::Drained => Some("terminating connection: the router is shutting down"),
             End::Killed => Some("terminating connection due to administrator command (KILL of its pool)"),
-            End::ClientGone | End::Fatal | End::KilledByClient => None,
+            End::ClientGone | End::Fatal | End::KilledByClient | End::Moved => None,
         };
         if let Some(message) = goodbye {
             let mut out = Vec::new();
@@ -216,6 +217,10 @@ impl Wire for Session {
         PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.io.out);
         let _ = self.io.flush().await;
         End::Fatal
+    }
+
+    fn freeze(&mut self, client: std::os::fd::OwnedFd, leftover: Vec<u8>) -> Option<crate::session::HandedSession> {
+        self.freeze_for_move(client, leftover)
     }
 
     /// The exchange's queue too, when it is empty.
@@ -277,6 +282,7 @@ impl Session {
         pool: Rc<CorePool>,
         state: SessionState,
         key: CancelKey,
+        listener: usize,
         max_msg: usize,
         mut identity: Identity,
     ) -> Self {
@@ -284,7 +290,7 @@ impl Session {
         let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
         let (pass, causal) = (identity.pass.take(), identity.causal.take());
         Self {
-            io: ClientIo::new(client, leftover, max_msg, held),
+            io: ClientIo::new(client, leftover, listener, max_msg, held),
             seat: Seat::new(ctx, pool, key, pass, causal),
             state,
             stmts: prepared::Stmts::default(),

@@ -32,6 +32,13 @@ pub(super) struct TokenStatements {
     portals: HashMap<String, TokenCommand, ahash::RandomState>,
 }
 
+impl TokenStatements {
+    /// Whether the client has none.
+    pub fn is_empty(&self) -> bool {
+        self.stmts.is_empty() && self.portals.is_empty()
+    }
+}
+
 impl Session {
     /// A simple Query naming the token: answered here (`SHOW`/`SET`/`RESET` alone) or refused;
     /// `None` when `sql` does not name it.

@@ -48,7 +48,39 @@ pub(super) struct Unnamed {
     here: bool,
 }
 
+/// The client's unnamed statement on its way to a new binary (#40).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) enum FrozenUnnamed {
+    None,
+    /// The Parse that created it, as the server gets it.
+    Parse(Vec<u8>),
+    TooLong,
+}
+
 impl Unnamed {
+    /// What a new binary needs of it (#40); `None` when its text runs a named statement (the
+    /// session then stays).
+    pub fn freeze(&self) -> Option<FrozenUnnamed> {
+        if self.executes.is_some() {
+            return None;
+        }
+        Some(match self.kept {
+            Kept::None => FrozenUnnamed::None,
+            Kept::Parse => FrozenUnnamed::Parse(self.parse.clone()),
+            Kept::TooLong => FrozenUnnamed::TooLong,
+        })
+    }
+
+    /// The statement [`Unnamed::freeze`] kept, on no connection yet.
+    pub fn thaw(frozen: FrozenUnnamed) -> Unnamed {
+        let (parse, kept) = match frozen {
+            FrozenUnnamed::None => (Vec::new(), Kept::None),
+            FrozenUnnamed::Parse(parse) => (parse, Kept::Parse),
+            FrozenUnnamed::TooLong => (Vec::new(), Kept::TooLong),
+        };
+        Unnamed { parse, kept, executes: None, here: false }
+    }
+
     /// The client's unnamed Parse `parse` goes to the attached connection.
     pub fn parsed(&mut self, parse: &[u8], executes: Option<Rc<Stmt>>) {
         self.parse.clear();

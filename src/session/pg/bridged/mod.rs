@@ -61,6 +61,14 @@ pub(in crate::session::pg) struct Bridge {
     parked: Option<Box<cross::Parked>>,
 }
 
+impl Bridge {
+    /// Whether nothing of the session is on a MySQL pool: no statement, portal or parked
+    /// connection.
+    pub(in crate::session::pg) fn is_empty(&self) -> bool {
+        self.stmts.is_empty() && self.portals.is_empty() && self.crossed.is_none() && self.parked.is_none()
+    }
+}
+
 impl Session {
     /// Whether this session is served by a MySQL pool through the bridge.
     pub(super) fn is_bridged(&self) -> bool {

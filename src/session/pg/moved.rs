@@ -1,0 +1,173 @@
+//! A PostgreSQL session moving to a new binary (#40): what the client knows of its session and
+//! the router must keep honouring — who it is, its settings and reported parameters, its named
+//! and unnamed statements, its read-your-writes position, its cancel key — written out by the
+//! old process and read back by the new one, which serves the client as if it had logged in
+//! there. Only an idle session moves (no transaction, no backend connection, nothing held for
+//! a batch); one whose state lives on a connection or on a MySQL pool stays to end here.
+
+use std::os::fd::OwnedFd;
+use std::rc::Rc;
+
+use super::unnamed::{FrozenUnnamed, Unnamed};
+use super::{Identity, Session};
+use crate::config::Protocol;
+use crate::protocol::pg::TransactionStatus;
+use crate::routing::{FrozenRyw, RywState};
+use crate::session::handover::{AdoptError, HandedSession};
+use crate::session::state::{FrozenState, SessionState};
+use crate::session::CoreContext;
+use crate::sql::mode::SessionModes;
+
+use super::prepared::Stmt;
+
+/// Everything a PostgreSQL session takes along.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Frozen {
+    user: String,
+    database: String,
+    /// The pool the client logged in to.
+    home: String,
+    /// [`SessionModes::to_bits`].
+    lex: u16,
+    state: FrozenState,
+    ryw: FrozenRyw,
+    /// Named statements, each after the statements its text runs.
+    stmts: Vec<FrozenStmt>,
+    unnamed: FrozenUnnamed,
+    /// Bytes the client sent that no message took yet.
+    leftover: Vec<u8>,
+}
+
+/// A named statement as the client prepared it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FrozenStmt {
+    name: String,
+    query: String,
+    types: Vec<u32>,
+    /// The row type the client was told (see `verify`).
+    row_type: Option<u64>,
+    /// Held until Bind (`late`, #35).
+    late: bool,
+}
+
+impl Session {
+    /// The session for the new binary, or `None` when it cannot move.
+    pub(super) fn freeze_for_move(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
+        let idle = self.seat.conn.is_none()
+            && self.progress.tx == TransactionStatus::Idle
+            && self.progress.fresh.is_none()
+            && self.progress.unseen == super::xact::Unseen::No
+            && self.ex.expects().is_empty()
+            && !self.ex.awaiting()
+            && self.batch.is_empty();
+        // A pass-through session's backend logins use the client's secret, and a bridged one
+        // keeps statements on a MySQL pool: neither leaves this process.
+        let here_only = self.seat.pass.is_some()
+            || self.is_bridged()
+            || !self.bridge.is_empty()
+            || !self.progress.tokens.is_empty();
+        if !idle || here_only {
+            return None;
+        }
+        let frozen = Frozen {
+            user: self.identity.user.clone(),
+            database: self.identity.database.clone(),
+            home: self.identity.home.clone(),
+            lex: self.identity.lex.to_bits(),
+            state: self.state.freeze()?,
+            ryw: self.seat.ryw.freeze(crate::rt::now()),
+            stmts: self.frozen_stmts()?,
+            unnamed: self.progress.unnamed.freeze()?,
+            leftover,
+        };
+        let state = serde_json::to_vec(&frozen).ok()?;
+        let listener = usize::from(self.io.listener);
+        Some(HandedSession { protocol: Protocol::Postgres, listener, key: self.seat.cancel.key, state, client })
+    }
+
+    /// The named statements, each after those its text runs; `None` when one runs a
+    /// statement the client no longer has under that name (it could not be made again).
+    fn frozen_stmts(&self) -> Option<Vec<FrozenStmt>> {
+        let mut left: Vec<(&String, &Rc<Stmt>)> = self.stmts.iter().collect();
+        let mut done: Vec<&Rc<Stmt>> = Vec::with_capacity(left.len());
+        let mut out = Vec::with_capacity(left.len());
+        while !left.is_empty() {
+            let before = left.len();
+            left.retain(|(name, stmt)| {
+                let ready = stmt.executes.as_ref().is_none_or(|inner| done.iter().any(|d| Rc::ptr_eq(d, inner)));
+                if ready {
+                    done.push(stmt);
+                    out.push(FrozenStmt {
+                        name: (*name).clone(),
+                        query: stmt.query.clone(),
+                        types: stmt.sent.1.clone(),
+                        row_type: stmt.row_type.get(),
+                        late: stmt.late,
+                    });
+                }
+                !ready
+            });
+            if left.len() == before {
+                return None;
+            }
+        }
+        Some(out)
+    }
+
+    /// Makes the client's named statements again, as its Parses made them here.
+    fn thaw_stmts(&mut self, stmts: Vec<FrozenStmt>) {
+        let mut held = 0u64;
+        for f in stmts {
+            let stmt = if f.late {
+                let mut stmt = Stmt::new(&f.query, None, &f.types, self.seat.pool.schema_generation());
+                stmt.route_key = Some(self.seat.ctx.statement_key(&f.query, Protocol::Postgres));
+                stmt.late = true;
+                stmt
+            } else {
+                self.client_stmt(&f.query, &f.types)
+            };
+            stmt.row_type.set(f.row_type);
+            held = held.saturating_add(f.query.len() as u64 * 3);
+            self.stmts.insert(f.name, Rc::new(stmt));
+        }
+        let budget = self.seat.ctx.config().limits.client_buffer_budget;
+        // Over a smaller budget here the statements stay: the client has them.
+        let _ = self.progress.stmts_held.resize(held, budget);
+    }
+}
+
+/// The session a former process handed over, served on this core; on an error, the client's
+/// socket back, to be told why.
+pub(in crate::session) fn adopt(
+    ctx: &Rc<CoreContext>,
+    handed: HandedSession,
+) -> Result<Session, (AdoptError, Option<OwnedFd>)> {
+    let frozen: Frozen = match serde_json::from_slice(&handed.state) {
+        Ok(f) => f,
+        Err(e) => return Err((AdoptError::Garbled(e.to_string()), Some(handed.client))),
+    };
+    let pool = match ctx.pools().get(&frozen.home) {
+        Some(pool) => pool.clone(),
+        None => match ctx.pool_for_database(&frozen.database) {
+            Some(Ok(pool)) => pool,
+            _ => return Err((AdoptError::NoPool(frozen.home), Some(handed.client))),
+        },
+    };
+    let config = ctx.config();
+    let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
+    let stream = crate::rt::Stream::adopt(handed.client).map_err(|e| (AdoptError::Socket(e), None))?;
+    let state = SessionState::thaw(frozen.state, |shown| pool.share_params(shown));
+    let identity = Identity {
+        user: frozen.user,
+        database: frozen.database,
+        lex: SessionModes::from_bits(frozen.lex),
+        pass: None,
+        causal: None,
+        home: frozen.home,
+    };
+    let mut s = Session::new(ctx.clone(), stream, frozen.leftover, pool, state, handed.key, handed.listener, max, identity);
+    s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
+    s.progress.unnamed = Unnamed::thaw(frozen.unnamed);
+    s.thaw_stmts(frozen.stmts);
+    Ok(s)
+}
