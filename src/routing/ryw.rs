@@ -240,7 +240,8 @@ impl RywState {
     /// `primary`.
     pub fn freeze(&self, now: Instant) -> FrozenRyw {
         let pending = self.awaiting_commit || self.open_write || self.unproven;
-        let age = if pending { Some(Duration::ZERO) } else { self.last_write.map(|t| now.saturating_duration_since(t)) };
+        let age =
+            if pending { Some(Duration::ZERO) } else { self.last_write.map(|t| now.saturating_duration_since(t)) };
         let token = match self.token() {
             _ if self.mode == ReadYourWrites::Causal && (pending || self.position_due) => Token::Primary,
             token => token,
@@ -252,8 +253,7 @@ impl RywState {
     pub fn thaw(mode: ReadYourWrites, frozen: &FrozenRyw, now: Instant) -> RywState {
         let mut ryw = RywState::new(mode);
         ryw.hinted = frozen.hinted;
-        ryw.last_write =
-            frozen.write_age_ms.map(|ms| now.checked_sub(Duration::from_millis(ms)).unwrap_or(now));
+        ryw.last_write = frozen.write_age_ms.map(|ms| now.checked_sub(Duration::from_millis(ms)).unwrap_or(now));
         // A token that does not parse here names something this binary cannot check: primary.
         ryw.adopt_token(Token::parse(&frozen.token).unwrap_or(Token::Primary));
         ryw

@@ -133,7 +133,10 @@ pub(super) async fn read_plain(stream: &mut Stream, buf: &mut Vec<u8>, chunk: us
 /// cannot move), a failed write, or a client that closed meanwhile.
 pub async fn hand_off(stream: &mut Stream) -> io::Result<(std::os::fd::OwnedFd, Vec<u8>)> {
     if stream.tls.is_some() {
-        return Err(io::Error::new(io::ErrorKind::Unsupported, "an encrypted connection cannot move to another process"));
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "an encrypted connection cannot move to another process",
+        ));
     }
     settle_if_needed(stream).await?;
     let mut got = Vec::new();

@@ -74,28 +74,47 @@ pub fn adopt(ctx: &Rc<CoreContext>, handed: HandedSession, slot: Option<ClientSl
                     ctx.counters.client_refused(listener);
                     return refuse(handed.protocol, handed.client, "sorry, too many clients already").await;
                 }
-                (Some(Protocol::Postgres), Some(slot)) => match super::pg::moved::adopt(&ctx, handed) {
+                (Some(p), Some(slot)) => match adopt_wire(&ctx, p, handed) {
                     Ok(session) => {
                         ctx.counters.client_connected(listener);
                         open.1 = Some((listener, slot));
-                        return super::driver::serve(Box::pin(std::future::ready(Some(session)))).await;
+                        return match session {
+                            Adopted::Pg(s) => super::driver::serve(Box::pin(std::future::ready(Some(s)))).await,
+                            Adopted::MySql(s) => super::driver::serve(Box::pin(std::future::ready(Some(s)))).await,
+                        };
                     }
                     Err((e, Some(client))) => {
                         tracing::warn!(error = %e, "a handed-over session cannot be served here");
-                        return refuse(Protocol::Postgres, client, &e.to_string()).await;
+                        return refuse(p, client, &e.to_string()).await;
                     }
                     Err((e, None)) => {
                         tracing::warn!(error = %e, "a handed-over session cannot be served here");
                         return;
                     }
                 },
-                (Some(Protocol::MySql), Some(_)) => AdoptError::Listener(listener),
             };
             tracing::warn!(error = %refusal, "a handed-over session cannot be served here");
             refuse(handed.protocol, handed.client, &refusal.to_string()).await;
         }
     };
     super::spawn_session(ctx, fut);
+}
+
+/// The wire's session for `handed`, served by `serve`.
+enum Adopted {
+    Pg(super::pg::Session),
+    MySql(super::mysql::Session),
+}
+
+fn adopt_wire(
+    ctx: &Rc<CoreContext>,
+    protocol: Protocol,
+    handed: HandedSession,
+) -> Result<Adopted, (AdoptError, Option<OwnedFd>)> {
+    match protocol {
+        Protocol::Postgres => super::pg::moved::adopt(ctx, handed).map(Adopted::Pg),
+        Protocol::MySql => super::mysql::moved::adopt(ctx, handed).map(Adopted::MySql),
+    }
 }
 
 /// Tells a handed-over client why it is not served, in its protocol, and closes it.
@@ -110,8 +129,7 @@ async fn refuse(protocol: Protocol, client: OwnedFd, why: &str) {
         }
         Protocol::MySql => {
             let text = format!("the router restarted and cannot serve this session: {why}");
-            super::client_error::MyClientError::new(super::mysql::ER_SERVER_SHUTDOWN, &text)
-                .encode(0, &mut out);
+            super::client_error::MyClientError::new(super::mysql::ER_SERVER_SHUTDOWN, &text).encode(0, &mut out);
         }
     }
     let _ = crate::rt::write_all(&mut stream, &out).await;

@@ -340,6 +340,30 @@ mod tests {
     }
 
     #[test]
+    fn settings_move_to_a_new_binary_as_they_are_and_a_pinned_or_mid_transaction_state_stays() {
+        let mut s = SessionState::from_startup([("application_name", "app"), ("search_path", "s1")].into_iter());
+        s.greeted(Rc::new(vec![("DateStyle".into(), "ISO, MDY".into())]));
+        s.stage_sql("SET work_mem = '8MB'");
+        assert!(s.freeze().is_none(), "a staged SET is the open transaction's");
+        s.commit();
+        s.report("DateStyle", "ISO, DMY");
+        s.stage_sql("RESET search_path");
+        s.commit();
+        let shared = Rc::new(Vec::new());
+        let moved = SessionState::thaw(s.freeze().expect("idle"), |g| {
+            assert_eq!(g, vec![("DateStyle".to_string(), "ISO, MDY".to_string())]);
+            shared.clone()
+        });
+        assert_eq!(moved.replay_sql(), s.replay_sql());
+        assert_eq!(moved.signature(), s.signature());
+        assert_eq!(moved.reported_value("datestyle"), Some("ISO, DMY"));
+        assert_eq!(moved.restore_pending(), s.restore_pending());
+        assert!(Rc::ptr_eq(&moved.greeting, &shared), "the greeting is the shared copy");
+        s.stage_sql("LISTEN chan");
+        assert!(s.pin().is_some() && s.freeze().is_none(), "a pinned session's state is on its connection");
+    }
+
+    #[test]
     fn startup_params_become_replayable_settings() {
         let s = SessionState::from_startup([("application_name", "it's"), ("TimeZone", "UTC")].into_iter());
         assert_eq!(

@@ -220,3 +220,25 @@ fn serializable_session_defaults_are_followed() {
     let startup = SessionModes::pg_startup([("default_transaction_isolation", "serializable")], []);
     assert_eq!(startup.primary_only(), Some("serializable_session"));
 }
+
+#[test]
+fn session_modes_survive_their_bits() {
+    let mut modes = SessionModes::pg_startup(
+        [("standard_conforming_strings", "off"), ("default_transaction_isolation", "serializable")],
+        [],
+    );
+    modes.observe("SET standard_conforming_strings = on", Dialect::Postgres, false);
+    modes.observe("SET default_transaction_isolation = 'read committed'", Dialect::Postgres, false);
+    let back = SessionModes::from_bits(modes.to_bits());
+    assert_eq!(back, modes);
+    assert!(!back.mode.backslash_strings && back.primary_only().is_none());
+    let mut reset = back;
+    reset.observe("RESET ALL", Dialect::Postgres, false);
+    let mut original = modes;
+    original.observe("RESET ALL", Dialect::Postgres, false);
+    assert_eq!(reset, original, "RESET returns to the startup modes the bits carried");
+    assert!(reset.mode.backslash_strings && reset.primary_only().is_some());
+    for bits in 0..16u8 {
+        assert_eq!(LexMode::from_bits(bits).bits(), bits);
+    }
+}

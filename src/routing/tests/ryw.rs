@@ -354,3 +354,36 @@ fn an_unproven_autocommit_read_learns_a_position_only_when_it_wrote() {
     off.ryw.autocommit_unproven();
     assert!(!off.ryw.commit_awaited(), "other modes trust the analysis");
 }
+
+#[test]
+fn a_session_moving_to_a_new_binary_keeps_what_its_reads_must_see() {
+    use crate::id::Token;
+    let mut r = router("causal");
+    let t0 = Instant::now();
+    let mut s = Session::new(&r);
+    s.run(&mut r, WRITE, t0);
+    s.ryw.statement_done(t0, false);
+    s.ryw.learned(Some(Position::Wal(7000)));
+    let later = t0 + Duration::from_secs(2);
+    let moved = RywState::thaw(ReadYourWrites::Causal, &s.ryw.freeze(later), later);
+    assert_eq!(moved.required_position(), Some(&Position::Wal(7000)), "the position moves along");
+    assert!(!moved.pinned(later), "a replica that replayed it may serve the moved session's reads");
+    // A commit whose position is not learned yet: the moved session reads on the primary.
+    s.run(&mut r, WRITE, t0);
+    s.ryw.statement_done(t0, false);
+    let moved = RywState::thaw(ReadYourWrites::Causal, &s.ryw.freeze(later), later);
+    assert!(moved.pinned(later) && moved.token() == Token::Primary);
+    // A hint pins the moved session as it pinned the old one.
+    let mut hinted = Session::new(&r);
+    hinted.run(&mut r, &format!("/* querypilot: route=primary */ {READ}"), t0);
+    assert!(RywState::thaw(ReadYourWrites::Causal, &hinted.ryw.freeze(t0), t0).pinned(t0));
+    // session mode: the write window moves with its age.
+    let mut r = router("session");
+    let mut w = Session::new(&r);
+    w.run(&mut r, WRITE, t0);
+    w.ryw.statement_done(t0, false);
+    let moved = RywState::thaw(ReadYourWrites::Session, &w.ryw.freeze(later), later);
+    assert!(moved.pinned(later + Duration::from_secs(3600)), "session mode pins for the session");
+    let fresh = Session::new(&r);
+    assert!(!RywState::thaw(ReadYourWrites::Session, &fresh.ryw.freeze(later), later).pinned(later));
+}

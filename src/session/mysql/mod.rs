@@ -16,6 +16,7 @@ pub mod exchange;
 mod kill;
 mod large;
 mod login;
+pub(super) mod moved;
 pub(super) use login::login;
 mod prepared;
 mod readonly;
@@ -262,9 +263,8 @@ impl Wire for Session {
 
     /// Says goodbye where the router ended the session (a client's KILL is answered once the
     /// socket is closed), and gives back the backend connection and the cancel key.
-    /// MySQL sessions do not move yet: they end as a drain ends them.
-    fn freeze(&mut self, _client: std::os::fd::OwnedFd, _leftover: Vec<u8>) -> Option<crate::session::HandedSession> {
-        None
+    fn freeze(&mut self, client: std::os::fd::OwnedFd, leftover: Vec<u8>) -> Option<crate::session::HandedSession> {
+        self.freeze_for_move(client, leftover)
     }
 
     async fn finish(&mut self, end: End) {

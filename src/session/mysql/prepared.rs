@@ -131,6 +131,79 @@ impl Statements {
     }
 }
 
+/// A client's statements on their way to a new binary (#40).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct FrozenStatements {
+    stmts: Vec<FrozenStmt>,
+    next_id: u32,
+    last: u32,
+}
+
+/// One statement as the client knows it: its id, and what the router prepares for it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FrozenStmt {
+    id: u32,
+    key: u64,
+    sql: Vec<u8>,
+    origin: String,
+    params: u16,
+    order: Option<Vec<u16>>,
+    types: Vec<u8>,
+}
+
+impl Statements {
+    /// What a new binary needs to go on serving the client's statements under their ids;
+    /// `None` while one holds long data (it belongs to the next execute, here).
+    pub fn freeze(&self) -> Option<FrozenStatements> {
+        let mut stmts = Vec::with_capacity(self.by_id.len());
+        for (id, s) in &self.by_id {
+            if !s.long_data.is_empty() || s.long_refused.is_some() {
+                return None;
+            }
+            stmts.push(FrozenStmt {
+                id: *id,
+                key: s.key,
+                sql: s.sql.clone(),
+                origin: s.origin.to_string(),
+                params: s.params,
+                order: s.order.as_deref().map(<[u16]>::to_vec),
+                types: s.types.clone(),
+            });
+        }
+        Some(FrozenStatements { stmts, next_id: self.next_id, last: self.last })
+    }
+
+    /// The statements [`Statements::freeze`] kept, each routed by `route_key` of its text and
+    /// charged to `budget`.
+    pub fn thaw(
+        frozen: FrozenStatements,
+        mut route_key: impl FnMut(&str) -> Option<StatementKey>,
+        budget: &Arc<ClientBudget>,
+        limit: u64,
+    ) -> Statements {
+        let mut out = Statements { next_id: frozen.next_id, last: frozen.last, ..Statements::default() };
+        for f in frozen.stmts {
+            let stmt = Stmt {
+                key: f.key,
+                route_key: route_key(&f.origin),
+                sql: f.sql,
+                origin: f.origin.into(),
+                params: f.params,
+                order: f.order.map(Rc::from),
+                types: f.types,
+                long_data: Vec::new(),
+                long_refused: None,
+                long_charge: None,
+            };
+            out.bytes += stmt.text_len();
+            out.by_id.insert(f.id, stmt);
+        }
+        // Over a smaller budget here the statements stay: the client has them.
+        let _ = out.charge(budget, out.bytes, limit);
+        out
+    }
+}
+
 impl Stmt {
     /// Bytes of text the statement holds (what it prepares, and the client's text if another).
     fn text_len(&self) -> usize {
@@ -248,6 +321,45 @@ pub(super) fn backend_params(order: Option<&[u16]>, param: u16) -> Vec<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statements_move_to_a_new_binary_under_their_ids_unless_long_data_waits() {
+        let mut s = Statements::default();
+        let mk = |sql: &str, order: Option<Rc<[u16]>>| Stmt {
+            key: 9,
+            sql: sql.as_bytes().to_vec(),
+            origin: "SELECT ?, ?".into(),
+            route_key: None,
+            params: 2,
+            order,
+            types: vec![8, 0, 253, 0],
+            long_data: Vec::new(),
+            long_refused: None,
+            long_charge: None,
+        };
+        let a = s.insert(mk("SELECT ?, ?", None));
+        let b = s.insert(mk("SELECT ? + ?", Some(Rc::from(vec![1u16, 0]))));
+        s.remove(a);
+        let budget = Arc::new(ClientBudget::new());
+        let mut routed = Vec::new();
+        let mut moved = Statements::thaw(
+            s.freeze().expect("no long data"),
+            |text| {
+                routed.push(text.to_owned());
+                None
+            },
+            &budget,
+            0,
+        );
+        assert_eq!(routed, ["SELECT ?, ?"], "each statement is routed by the client's text");
+        assert_eq!((moved.len(), moved.resolve(u32::MAX), moved.bytes()), (1, b, s.bytes()));
+        let stmt = moved.get_mut(b).expect("kept under its id");
+        assert_eq!((stmt.sql.as_slice(), stmt.types.as_slice()), (&b"SELECT ? + ?"[..], &[8, 0, 253, 0][..]));
+        assert_eq!(stmt.order.as_deref(), Some(&[1u16, 0][..]));
+        assert_ne!(moved.insert(mk("SELECT 1", None)), b, "new ids never reuse a moved one");
+        s.get_mut(b).expect("kept").long_data.push((0, b"x".to_vec()));
+        assert!(s.freeze().is_none(), "long data belongs to the next execute, here");
+    }
 
     #[test]
     fn ids_are_issued_and_last_resolves() {

@@ -20,6 +20,13 @@ pub fn setting_on(stmt: &str) -> bool {
     ["1", "ON", "TRUE"].iter().any(|v| value.eq_ignore_ascii_case(v))
 }
 
+/// A MySQL session's settings on their way to a new binary (#40).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct FrozenMyState {
+    settings: Vec<(String, String)>,
+    db: Option<String>,
+}
+
 /// Settings, default database and pins of one client.
 #[derive(Debug, Default, Clone)]
 pub struct MyState {
@@ -129,6 +136,22 @@ impl MyState {
         Some(self.settings.values().cloned().collect::<Vec<_>>().join("; "))
     }
 
+    /// The settings and database a session moving to a new binary takes along (#40); `None`
+    /// for a pinned session, whose state is on its connection.
+    pub fn freeze(&self) -> Option<FrozenMyState> {
+        if self.pin.reason().is_some() {
+            return None;
+        }
+        Some(FrozenMyState { settings: self.settings.clone().into_iter().collect(), db: self.db.clone() })
+    }
+
+    /// The state [`MyState::freeze`] kept.
+    pub fn thaw(frozen: FrozenMyState) -> Self {
+        let mut s = Self { settings: frozen.settings.into_iter().collect(), db: frozen.db, ..Self::default() };
+        s.resign();
+        s
+    }
+
     fn resign(&mut self) {
         self.signature = if self.settings.is_empty() && self.db.is_none() {
             0
@@ -170,6 +193,18 @@ mod tests {
     /// The effects of `sql`, as the session applies them.
     fn effects(sql: &str) -> Vec<(usize, Effect)> {
         session_effects(sql, Dialect::MySql).list
+    }
+
+    #[test]
+    fn settings_and_database_move_to_a_new_binary_unless_pinned() {
+        let mut s = MyState::new(Some("shop".into()), Some("SET NAMES utf8mb4".into()));
+        s.apply(&effects("SET SESSION sql_mode = 'ANSI_QUOTES'; SET autocommit = 0"), 2);
+        let moved = MyState::thaw(s.freeze().expect("not pinned"));
+        assert_eq!(moved.replay_sql(), s.replay_sql());
+        assert_eq!((moved.db(), moved.signature()), (Some("shop"), s.signature()));
+        assert!(moved.autocommit_off());
+        s.apply(&effects("LOCK TABLES t READ"), 1);
+        assert!(s.pin().is_some() && s.freeze().is_none(), "a pinned session's state is on its connection");
     }
 
     #[test]

@@ -150,8 +150,7 @@ pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, lis
         Ok(Ok(a)) => match greet(ctx, &mut client, &a.pool, a.params, a.identity).await {
             Ok(g) => {
                 let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
-                let mut s =
-                    Session::new(
+                let mut s = Session::new(
                     ctx.clone(),
                     client.stream,
                     client.buf,

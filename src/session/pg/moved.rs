@@ -165,7 +165,8 @@ pub(in crate::session) fn adopt(
         causal: None,
         home: frozen.home,
     };
-    let mut s = Session::new(ctx.clone(), stream, frozen.leftover, pool, state, handed.key, handed.listener, max, identity);
+    let mut s =
+        Session::new(ctx.clone(), stream, frozen.leftover, pool, state, handed.key, handed.listener, max, identity);
     s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
     s.progress.unnamed = Unnamed::thaw(frozen.unnamed);
     s.thaw_stmts(frozen.stmts);

@@ -54,6 +54,13 @@ pub(in crate::session::mysql) struct Cross {
     unsent_from: Option<usize>,
 }
 
+impl Cross {
+    /// Whether the session has nothing on another protocol's pool.
+    pub(in crate::session::mysql) fn is_empty(&self) -> bool {
+        self.parked.is_none() && self.stmts.is_empty() && self.unsent_from.is_none()
+    }
+}
+
 /// What the session sets aside while one statement runs on another protocol's pool.
 struct Parked {
     pool: Rc<CorePool>,

@@ -80,6 +80,11 @@ pub(in crate::session::mysql) struct Bridge {
 }
 
 impl Bridge {
+    /// Whether a native session has statements prepared on another protocol's pool.
+    pub(in crate::session::mysql) fn has_statements(&self) -> bool {
+        !self.stmts.is_empty()
+    }
+
     /// Fresh state for a client whose login selected `schema` and who was greeted with status
     /// flags `greeted`.
     pub(in crate::session::mysql) fn new(schema: Option<String>, version: String, greeted: u16) -> Self {

@@ -1,0 +1,119 @@
+//! A MySQL session moving to a new binary (#40): who the client is, its capabilities and the
+//! scramble its login used (a later COM_CHANGE_USER answers it), its settings and database, its
+//! prepared statements under the ids it was given, its read-your-writes position and its
+//! connection id — written out by the old process and read back by the new one. Only an idle
+//! session moves; one whose state is on a connection or on another protocol's pool stays.
+
+use std::os::fd::OwnedFd;
+use std::rc::Rc;
+
+use super::prepared::{FrozenStatements, Statements};
+use super::state::{FrozenMyState, MyState};
+use super::{login, Session};
+use crate::config::Protocol;
+use crate::routing::{FrozenRyw, RywState};
+use crate::session::driver::ClientIo;
+use crate::session::handover::{AdoptError, HandedSession};
+use crate::session::CoreContext;
+use crate::sql::mode::SessionModes;
+
+/// Everything a MySQL session takes along.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Frozen {
+    user: String,
+    /// The pool the client logged in to.
+    home: String,
+    /// The pool its handshake database named.
+    named_pool: Option<String>,
+    caps: u64,
+    names: Option<String>,
+    scramble: Vec<u8>,
+    /// Status flags of the last OK the client got (autocommit).
+    status: u16,
+    /// [`SessionModes::to_bits`].
+    lex: u16,
+    state: FrozenMyState,
+    ryw: FrozenRyw,
+    stmts: FrozenStatements,
+    /// Bytes the client sent that no command took yet.
+    leftover: Vec<u8>,
+}
+
+impl Session {
+    /// The session for the new binary, or `None` when it cannot move.
+    pub(super) fn freeze_for_move(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
+        let t = &self.tx;
+        let idle = self.seat.conn.is_none() && t.cursor.is_none() && !t.sticky && !t.lost && t.deferred.is_none();
+        // A pass-through session's logins use the client's secret; a bridged one, or one with
+        // statements on another protocol's pool, has state only this process holds.
+        let here_only = self.seat.pass.is_some()
+            || self.is_bridged()
+            || !self.foreign.cross.is_empty()
+            || self.foreign.bridge.has_statements();
+        if !idle || here_only {
+            return None;
+        }
+        let frozen = Frozen {
+            user: self.client.user.clone(),
+            home: self.client.home.clone(),
+            named_pool: self.client.named_pool.clone(),
+            caps: self.client.caps,
+            names: self.client.names.clone(),
+            scramble: self.client.scramble.to_vec(),
+            status: self.tx.status,
+            lex: self.routing.lex.to_bits(),
+            state: self.state.freeze()?,
+            ryw: self.seat.ryw.freeze(crate::rt::now()),
+            stmts: self.stmts.freeze()?,
+            leftover,
+        };
+        let state = serde_json::to_vec(&frozen).ok()?;
+        let listener = usize::from(self.io.listener);
+        Some(HandedSession { protocol: Protocol::MySql, listener, key: self.seat.cancel.key, state, client })
+    }
+}
+
+/// The session a former process handed over, served on this core; on an error, the client's
+/// socket back, to be told why.
+pub(in crate::session) fn adopt(
+    ctx: &Rc<CoreContext>,
+    handed: HandedSession,
+) -> Result<Session, (AdoptError, Option<OwnedFd>)> {
+    let frozen: Frozen = match serde_json::from_slice(&handed.state) {
+        Ok(f) => f,
+        Err(e) => return Err((AdoptError::Garbled(e.to_string()), Some(handed.client))),
+    };
+    let Some(pool) = ctx.pools().get(&frozen.home).cloned() else {
+        return Err((AdoptError::NoPool(frozen.home), Some(handed.client)));
+    };
+    let Ok(scramble) = <[u8; 20]>::try_from(frozen.scramble.as_slice()) else {
+        return Err((AdoptError::Garbled("the scramble is not 20 bytes".into()), Some(handed.client)));
+    };
+    let config = ctx.config();
+    let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
+    let stream = crate::rt::Stream::adopt(handed.client).map_err(|e| (AdoptError::Socket(e), None))?;
+    let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
+    let io = ClientIo::new(stream, frozen.leftover, handed.listener, max, held);
+    let greeted = login::Greeted {
+        pool,
+        state: MyState::thaw(frozen.state),
+        key: handed.key,
+        caps: frozen.caps,
+        names: frozen.names,
+        scramble,
+        // Read only by a bridged session's state, and bridged sessions do not move.
+        version: String::new(),
+        status: frozen.status,
+        user: frozen.user,
+        named_pool: frozen.named_pool,
+        pass: None,
+        causal: None,
+    };
+    let mut s = Session::new(ctx.clone(), io, greeted);
+    s.tx.status = frozen.status;
+    s.routing.lex = SessionModes::from_bits(frozen.lex);
+    s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
+    let route_key = |text: &str| Some(ctx.statement_key(text, Protocol::MySql));
+    s.stmts = Statements::thaw(frozen.stmts, route_key, ctx.client_budget(), config.limits.client_buffer_budget);
+    Ok(s)
+}
