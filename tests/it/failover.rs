@@ -67,12 +67,10 @@ fn router(protocol: &str, pools: &str) -> Router {
 pub(crate) enum Outcome {
     /// COMMIT acknowledged.
     Committed,
-    /// The connect or the BEGIN failed at the router (no server ran anything of it): the client
-    /// had no transaction open.
+    /// The connect or the BEGIN failed (a BEGIN in flight on the server that stopped ran
+    /// nothing, and the router sends it again on a new connection): the client had no
+    /// transaction open.
     Refused(String),
-    /// The BEGIN was in flight on the server that stopped: it ran nothing, but the client's
-    /// statement was under way (the session does not resend it elsewhere, see tuning.md).
-    BeginLost,
     /// A statement after BEGIN failed; `read_only`: a read-only server refused a write.
     Failed { read_only: bool },
     /// COMMIT was sent and failed: it may or may not have committed.
@@ -99,8 +97,6 @@ pub(crate) struct Tally {
     pub read_only_refusals: u64,
     /// Errors of clients without a transaction open, with their text.
     pub refused: Vec<String>,
-    /// BEGINs lost with the server they were in flight on.
-    pub begin_lost: u64,
     /// New connections to the router after one was lost, and the longest of those logins.
     reconnects: u64,
     longest_login: Duration,
@@ -116,7 +112,6 @@ impl Tally {
         self.failed_in_transaction += other.failed_in_transaction;
         self.read_only_refusals += other.read_only_refusals;
         self.refused.extend(other.refused);
-        self.begin_lost += other.begin_lost;
         self.reconnects += other.reconnects;
         self.longest_login = self.longest_login.max(other.longest_login);
         self.commits.extend(other.commits);
@@ -184,10 +179,6 @@ fn client<C: Tpcb>(target: &C::Target, seed: u64, stop: &AtomicBool, committed: 
                 tally.refused.push(e);
                 false
             }
-            Outcome::BeginLost => {
-                tally.begin_lost += 1;
-                false
-            }
             Outcome::Failed { read_only } => {
                 tally.failed_in_transaction += 1;
                 tally.read_only_refusals += u64::from(read_only);
@@ -250,13 +241,12 @@ pub(crate) fn report(what: &str, stopping: Instant, stop: Duration, promotion: D
     eprintln!(
         "[failover] {what}: stop {stop:?}, promotion {promotion:?}, first commit {outage:?} after the promotion, \
          longest stall between commits {stall:?}, longest transaction {:?}; committed {}, in doubt {}, failed in a \
-         transaction {}, BEGIN lost in flight {}, refused without one {}, read-only refusals {}; {} reconnects, \
+         transaction {}, refused without one {}, read-only refusals {}; {} reconnects, \
          longest login {:?}",
         tally.longest_transaction,
         tally.committed,
         tally.in_doubt,
         tally.failed_in_transaction,
-        tally.begin_lost,
         tally.refused.len(),
         tally.read_only_refusals,
         tally.reconnects,
@@ -282,10 +272,6 @@ impl Tpcb for PgClient {
 
     fn transaction(&mut self, [aid, tid, bid, delta]: [i64; 4]) -> Outcome {
         if let Err(e) = self.0.batch_execute("BEGIN") {
-            // 08006: the router lost the server connection the BEGIN was sent on.
-            if e.code() == Some(&postgres::error::SqlState::CONNECTION_FAILURE) {
-                return Outcome::BeginLost;
-            }
             return Outcome::Refused(pg_error(&e));
         }
         // pgbench's built-in tpcb-like script, statement by statement.
@@ -353,7 +339,7 @@ fn pg_failover_under_tpcb_errs_only_open_transactions_and_loses_no_commit() {
 
     assert!(tally.refused.is_empty(), "clients without a transaction open got errors: {:?}", tally.refused);
     assert_eq!(tally.read_only_refusals, 0, "a write reached a read-only server");
-    let in_flight = tally.failed_in_transaction + tally.in_doubt + tally.begin_lost;
+    let in_flight = tally.failed_in_transaction + tally.in_doubt;
     assert!(in_flight <= CLIENTS as u64, "at most one statement in flight per client when the server stopped");
     let mut new_primary = pg.superuser_client(pg.replica_port);
     let in_recovery: bool = new_primary.query_one("SELECT pg_is_in_recovery()", &[]).expect("role").get(0);
@@ -400,10 +386,6 @@ impl Tpcb for MyClient {
 
     fn transaction(&mut self, [account, _, _, delta]: [i64; 4]) -> Outcome {
         if let Err(e) = self.0.query_drop("START TRANSACTION") {
-            // The router's words for a server connection lost under the statement.
-            if my_error(&e).contains("Lost connection to the backend server during query") {
-                return Outcome::BeginLost;
-            }
             return Outcome::Refused(my_error(&e));
         }
         let statements = [
@@ -470,7 +452,7 @@ fn mariadb_failover_under_load_errs_only_open_transactions_and_loses_no_commit()
 
     assert!(tally.refused.is_empty(), "clients without a transaction open got errors: {:?}", tally.refused);
     assert_eq!(tally.read_only_refusals, 0, "a write reached a read-only server");
-    let in_flight = tally.failed_in_transaction + tally.in_doubt + tally.begin_lost;
+    let in_flight = tally.failed_in_transaction + tally.in_doubt;
     assert!(in_flight <= CLIENTS as u64, "at most one statement in flight per client when the server stopped");
     let mut new_primary = my.superuser_client(my.replica_port);
     let read_only: u32 = new_primary.query_first("SELECT @@read_only").expect("read_only").expect("a row");

@@ -62,6 +62,8 @@ struct Seen {
     closed: AtomicU32,
     /// PostgreSQL CancelRequests received.
     cancels: AtomicU32,
+    /// A `fault_lost_once` statement was dropped unanswered.
+    lost_once: std::sync::atomic::AtomicBool,
 }
 
 /// A fake backend on an ephemeral loopback port; its threads end with the test binary.
@@ -197,7 +199,7 @@ fn pg_serve(mut s: TcpStream, seen: &Seen, login: Login) {
             Some(b'X') => return,
             Some(b'Q') => {
                 let sql = String::from_utf8_lossy(frame.get(5..frame.len() - 1).unwrap_or_default()).into_owned();
-                let then = pg_answer(&sql, conn, &mut out);
+                let then = pg_answer(&sql, conn, seen, &mut out);
                 if then != Then::Serve {
                     let _ = s.write_all(&out);
                     if then == Then::Eof {
@@ -231,7 +233,7 @@ enum Then {
 }
 
 /// Appends the answer to `sql` and says what follows it.
-fn pg_answer(sql: &str, conn: u32, out: &mut Vec<u8>) -> Then {
+fn pg_answer(sql: &str, conn: u32, seen: &Seen, out: &mut Vec<u8>) -> Then {
     let row = conn.to_string();
     let mut data_row = Vec::new();
     encode_data_row(&[Some(row.as_bytes())], &mut data_row).expect("data row");
@@ -260,6 +262,9 @@ fn pg_answer(sql: &str, conn: u32, out: &mut Vec<u8>) -> Then {
     if sql.contains("fault_stall") {
         return Then::Hold;
     }
+    if lost_unanswered(sql, seen) {
+        return Then::Eof;
+    }
     let upper = sql.trim_start().to_ascii_uppercase();
     if let Some(word) = ["SET", "RESET", "DISCARD"].iter().find(|w| upper.starts_with(*w)) {
         pg_msg(BackendMessage::CommandComplete(word), out);
@@ -270,6 +275,13 @@ fn pg_answer(sql: &str, conn: u32, out: &mut Vec<u8>) -> Then {
     }
     encode_ready_for_query(TransactionStatus::Idle, out);
     Then::Serve
+}
+
+/// Whether the fake closes the connection `sql` came on without a word: the first time for
+/// `fault_lost_once`, every time for `fault_lost_always`.
+fn lost_unanswered(sql: &str, seen: &Seen) -> bool {
+    sql.contains("fault_lost_always")
+        || (sql.contains("fault_lost_once") && !seen.lost_once.swap(true, Ordering::SeqCst))
 }
 
 /// One core; pool `fake` (one connection, so a leaked or reused broken connection shows) on
@@ -383,6 +395,44 @@ fn pg_broken_backend_messages_give_an_error_and_a_fresh_connection() {
     }
 }
 
+/// #40: a lone BEGIN whose connection is lost before any answer started nothing that outlives
+/// the connection, so the router sends it again on a new one (through a failover, the new
+/// primary's); the client sees it succeed. Lost on every connection, the client gets the
+/// connection failure after three; a text with more than the BEGIN in it is never sent twice.
+#[test]
+fn pg_a_lone_begin_lost_unanswered_goes_again_on_a_new_connection() {
+    let fake = Fake::start(pg_serve, Login::Normal);
+    let r = pg_router(&fake, "");
+    let mut c = r.pg("fake");
+    let before = fake.logins();
+    let (res, c) = bounded("lost BEGIN", move || {
+        let res = c.simple_query("BEGIN /* fault_lost_once */").map(drop).map_err(|e| describe(&e));
+        (res, c)
+    });
+    res.expect("the BEGIN went again on a new connection");
+    assert_eq!(fake.logins(), before + 1, "one new connection");
+    let mut c = c;
+    assert_eq!(pg_conn(&mut c), before + 1, "the session goes on on the new connection");
+
+    let before = fake.logins();
+    let (res, mut c) = bounded("always lost", move || {
+        let res = c.simple_query("START TRANSACTION /* fault_lost_always */").map(drop).map_err(|e| describe(&e));
+        (res, c)
+    });
+    let err = res.expect_err("lost every time");
+    assert!(err.starts_with("08006"), "{err}");
+    assert_eq!(fake.logins(), before + 2, "three connections tried: the one the pool had, two new");
+
+    let before = fake.logins();
+    let (res, _c) = bounded("not lone", move || {
+        let res = c.simple_query("BEGIN; SELECT 1 /* fault_lost_always */").map(drop).map_err(|e| describe(&e));
+        (res, c)
+    });
+    assert!(res.expect_err("not sent again").starts_with("08006"));
+    eventually(Duration::from_secs(10), "the lost connection closed", || fake.closed() >= 1);
+    assert!(fake.logins() <= before + 1, "a text with more than a BEGIN is sent once");
+}
+
 // ---------------------------------------------------------------- MySQL fake
 
 const MY_CAPS: u64 = CLIENT_LONG_PASSWORD
@@ -462,6 +512,10 @@ fn my_serve(mut s: TcpStream, seen: &Seen, login: Login) {
         match cmd.first() {
             Some(0x01) => return, // COM_QUIT
             Some(0x03) if sql.contains("fault_stall") => return hold(&mut s, seen),
+            Some(0x03) if lost_unanswered(&sql, seen) => {
+                let _ = s.shutdown(std::net::Shutdown::Write);
+                return hold(&mut s, seen);
+            }
             Some(0x03) if sql.contains("fault_truncated") => {
                 // A header announcing 100 bytes, 10 of them, then EOF.
                 let _ = s.write_all(&[100, 0, 0, 1]);
@@ -606,6 +660,36 @@ fn mysql_broken_backend_packets_give_an_error_and_a_fresh_connection() {
         let after = my_conn(&mut c);
         assert!(after > before, "{fault}: a new connection ({before} -> {after})");
     }
+}
+
+/// #40, as `pg_a_lone_begin_lost_unanswered_goes_again_on_a_new_connection` for MySQL.
+#[test]
+fn mysql_a_lone_begin_lost_unanswered_goes_again_on_a_new_connection() {
+    let fake = Fake::start(my_serve, Login::Normal);
+    let r = my_router(&fake, "");
+    let mut c = my_connect(r.port(), "fake").expect("fake pool");
+    let first = my_conn(&mut c);
+    let (res, mut c) = bounded("lost BEGIN", move || {
+        let res = c.query_drop("START TRANSACTION /* fault_lost_once */").map_err(|e| my_error(&e));
+        (res, c)
+    });
+    res.expect("the BEGIN went again on a new connection");
+    assert!(my_conn(&mut c) > first, "the session goes on on a new connection");
+    let before = fake.logins();
+    let (res, mut c) = bounded("always lost", move || {
+        let res = c.query_drop("BEGIN /* fault_lost_always */").map_err(|e| my_error(&e));
+        (res, c)
+    });
+    let err = res.expect_err("lost every time");
+    assert!(err.starts_with("1105 "), "{err}");
+    assert_eq!(fake.logins(), before + 2, "three connections tried: the one the pool had, two new");
+    let before = fake.logins();
+    let res = bounded("not lone", move || {
+        let res = c.query_drop("XA START 'x' /* fault_lost_always */").map_err(|e| my_error(&e));
+        res.and_then(|()| c.query_drop("SELECT 1").map_err(|e| my_error(&e)))
+    });
+    assert!(res.expect_err("not sent again").starts_with("1105 "));
+    assert!(fake.logins() <= before + 1, "an XA START, which the client names, is sent once");
 }
 
 /// A server that asks for a local file (`/etc/passwd`, whatever the statement said), through a

@@ -61,6 +61,15 @@ use relay::{Grammar, Outcome};
 use state::MyState;
 
 /// `ER_CONNECTION_KILLED`: the session was ended by an operator's KILL.
+/// How many times a lone BEGIN is sent before its lost connection is the client's error (#40).
+const BEGIN_ATTEMPTS: u8 = 3;
+
+/// Whether `sql`, one statement, is a `BEGIN` or `START TRANSACTION` (not `XA START`, whose
+/// transaction the client names and may resume elsewhere).
+fn is_lone_begin(sql: &str) -> bool {
+    matches!(crate::sql::analyze::opens_transaction(sql, Dialect::MySql), Some("BEGIN" | "START TRANSACTION"))
+}
+
 pub(super) const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, sql_state: *b"70100" };
 /// `ER_SERVER_SHUTDOWN`.
 pub(super) const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
@@ -490,6 +499,10 @@ impl Session {
         self.seat.digest.begin(routed.fingerprint, &sql, rt::now());
         let outcome = match routed.rewritten {
             None if routed.detour => self.detour(payload, grammar).await?,
+            None if count == 1 && self.tx.status & SERVER_STATUS_IN_TRANS == 0 && is_lone_begin(&sql) => {
+                self.run_command_sent(payload, grammar, effects, BEGIN_ATTEMPTS).await?
+                // #40
+            }
             None => self.run_command(payload, grammar, effects).await?,
             Some(translated) => {
                 let effects = session_effects(&translated, Dialect::MySql).list;
@@ -517,19 +530,40 @@ impl Session {
         grammar: Grammar,
         effects: Vec<(usize, Effect)>,
     ) -> Result<Option<Outcome>, End> {
+        self.run_command_sent(payload, grammar, effects, 1).await
+    }
+
+    /// [`Session::run_command`], sent up to `attempts` times while its connection is lost before
+    /// any of its answer reached the client and no transaction was open: for a lone BEGIN,
+    /// which started nothing that outlives the lost connection (#40).
+    async fn run_command_sent(
+        &mut self,
+        payload: &[u8],
+        grammar: Grammar,
+        effects: Vec<(usize, Effect)>,
+        attempts: u8,
+    ) -> Result<Option<Outcome>, End> {
         if grammar == Grammar::LoadLocal && self.refuses_local_infile() {
             return Ok(None);
         }
         self.tx.sticky = false;
-        if let Err(e) = self.ensure_backend().await {
-            e.encode(1, &mut self.io.out);
-            return Ok(None);
-        }
-        self.arm_query_timeout();
+        let (mut left, out_mark) = (attempts, self.io.out.len());
         // Sends and relays, retrying a deadlock when the pool opts in (#11).
-        let outcome = match self.send_and_relay(payload, grammar).await {
-            Ok(outcome) => outcome,
-            Err(e) => return self.backend_lost(e).await.map(|()| None),
+        let outcome = loop {
+            if let Err(e) = self.ensure_backend().await {
+                e.encode(1, &mut self.io.out);
+                return Ok(None);
+            }
+            self.arm_query_timeout();
+            match self.send_and_relay(payload, grammar).await {
+                Ok(outcome) => break outcome,
+                Err(e) if left > 1 && self.io.out.len() == out_mark && self.tx.status & SERVER_STATUS_IN_TRANS == 0 => {
+                    left -= 1;
+                    tracing::debug!(error = %e, "a lone BEGIN lost its connection unanswered; it goes again");
+                    self.drop_lost_backend(&e);
+                }
+                Err(e) => return self.backend_lost(e).await.map(|()| None),
+            }
         };
         self.state.apply(&effects, outcome.succeeded);
         self.after_response(&outcome).await;
@@ -601,13 +635,8 @@ impl Session {
     /// the error, as a direct connection would. `cause` is counted, never worded.
     async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
         tracing::debug!(error = %cause, "backend connection lost");
-        self.seat.ctx.counters.relay_failed(cause.code()); // metrics
         let facts = self.loss_facts();
-        self.seat.cancel.slot.set_server(None);
-        close(&self.seat.pool, self.seat.conn.take());
-        self.link.pos = 0;
-        self.link.deadline = None;
-        self.seat.cancel.slot.set_running(None);
+        self.drop_lost_backend(&cause);
         self.tx.status = SERVER_STATUS_AUTOCOMMIT;
         self.tx.cursor = None;
         self.tx.sticky = false;
@@ -616,6 +645,16 @@ impl Session {
         lost_error(gone).encode(1, &mut self.io.out);
         let _ = self.io.flush().await;
         gone.map_or(Ok(()), |_| Err(End::Fatal))
+    }
+
+    /// Gives the broken connection up and forgets what was in flight on it; counts the loss.
+    fn drop_lost_backend(&mut self, cause: &RelayError) {
+        self.seat.ctx.counters.relay_failed(cause.code()); // metrics
+        self.seat.cancel.slot.set_server(None);
+        close(&self.seat.pool, self.seat.conn.take());
+        self.link.pos = 0;
+        self.link.deadline = None;
+        self.seat.cancel.slot.set_running(None);
     }
 
     /// What the session loses with its backend connection, judged on its state before.

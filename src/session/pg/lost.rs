@@ -13,13 +13,58 @@ use crate::session::engine::release::{self, Gone, LossFacts};
 use crate::session::error::RelayError;
 use crate::session::give_back::close;
 
+/// How many times a lone BEGIN is sent before its lost connection is the client's error.
+const BEGIN_ATTEMPTS: u8 = 3;
+
+/// A lone `BEGIN` outside a transaction, which may go again on a new connection when its own
+/// is lost before any of its answer reached the client (#40): whatever it started on the lost
+/// connection ended with it, so nothing ran. A primary stopping for a switchover or failover
+/// cuts such a BEGIN off, and the client, which had no transaction open, is owed none of that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LoneBegin {
+    /// Not such a statement, or the last attempt.
+    Off,
+    /// Sent; the client's buffer held `out_mark` bytes before its answer.
+    Armed { out_mark: u32 },
+    /// Its connection was lost unanswered: send it again.
+    Lost,
+}
+
 impl Session {
+    /// Runs a lone BEGIN (see [`LoneBegin`]): on a new connection again, up to
+    /// [`BEGIN_ATTEMPTS`] times, when its connection is lost before it was answered; the new
+    /// checkout waits for a writable primary as any checkout does (`failover_wait`).
+    pub(super) async fn on_lone_begin(&mut self, raw: &[u8]) -> Result<(), End> {
+        for attempt in 1..=BEGIN_ATTEMPTS {
+            self.progress.begin = match u32::try_from(self.io.out.len()) {
+                Ok(out_mark) if attempt < BEGIN_ATTEMPTS => LoneBegin::Armed { out_mark },
+                _ => LoneBegin::Off,
+            };
+            let ran = self.on_simple(raw).await;
+            let lost = std::mem::replace(&mut self.progress.begin, LoneBegin::Off) == LoneBegin::Lost;
+            if !lost {
+                return ran;
+            }
+            tracing::debug!(attempt, "a lone BEGIN lost its connection unanswered; it goes again");
+        }
+        Ok(())
+    }
+
     /// The backend connection broke: tell the client, drop the connection, stay alive — unless
     /// [`release::after_loss`] ends the session for what died with the connection (an open
     /// transaction, pinned state, a session-mode client's own server session); it then ends
     /// with a FATAL error as a direct connection would. `cause` is what the relay saw; it is
     /// counted, never worded (the client hears what it always heard).
     pub(super) async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
+        if let LoneBegin::Armed { out_mark } = self.progress.begin {
+            let unanswered = self.io.out.len() == out_mark as usize && self.progress.tx == TransactionStatus::Idle;
+            if unanswered {
+                // Nothing of it reached the client: it goes again (see `on_lone_begin`).
+                self.drop_lost_backend(&cause);
+                self.progress.begin = LoneBegin::Lost;
+                return Ok(());
+            }
+        }
         let after = self.after_loss();
         let (why, said) = self.drop_lost_backend(&cause);
         self.progress.tx = TransactionStatus::Idle;

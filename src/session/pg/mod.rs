@@ -94,6 +94,8 @@ struct Progress {
     unnamed: unnamed::Unnamed,
     /// An autocommit read on the primary that may write unseen (#34).
     unseen: xact::Unseen,
+    /// A lone BEGIN that goes again if its connection is lost before it was answered (#40).
+    begin: lost::LoneBegin,
 }
 
 /// The client's user and requested database.
@@ -304,6 +306,7 @@ impl Session {
                 tokens: token::TokenStatements::default(),
                 unnamed: unnamed::Unnamed::default(),
                 unseen: xact::Unseen::No,
+                begin: lost::LoneBegin::Off,
             },
             identity,
             bridge: bridged::Bridge::default(),
@@ -499,6 +502,9 @@ impl Session {
             self.state.stage_sql(sql);
             if self.commit_probe_due(sql) {
                 return self.on_probed_commit(raw).await; // #34
+            }
+            if self.progress.tx == TransactionStatus::Idle && readonly::is_lone_begin(sql) {
+                return self.on_lone_begin(raw).await; // #40
             }
             return self.on_simple(raw).await;
         };

@@ -66,6 +66,11 @@ pub(super) fn transaction_statement(sql: &str) -> Option<(TxStatement, Option<Ac
     Some((kind, access))
 }
 
+/// Whether `sql` is one `BEGIN` or `START TRANSACTION` and nothing else.
+pub(super) fn is_lone_begin(sql: &str) -> bool {
+    matches!(transaction_statement(sql), Some((TxStatement::Begin, _)))
+}
+
 /// Whether `sql` opens or sets a `READ ONLY` transaction: nothing run in it changes data.
 pub(super) fn declares_read_only(sql: &str) -> bool {
     transaction_statement(sql).is_some_and(|(_, a)| a == Some(Access::ReadOnly))
