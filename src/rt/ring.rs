@@ -487,6 +487,20 @@ impl Op {
         .unwrap_or(false)
     }
 
+    /// Asks the kernel to cancel the operation while its future stays: awaiting it then gives
+    /// the cancellation's result, or the operation's own if it completed first (an accepted
+    /// connection is then not lost to the cancel).
+    pub(super) fn cancel(&self) {
+        if let Some(id) = self.id {
+            with_core(|core| {
+                let mut ring = core.ring.borrow_mut();
+                if matches!(ring.slots.get(id), Some(Slot::Pending { .. })) {
+                    ring.cancel(id);
+                }
+            });
+        }
+    }
+
     /// Whether the completion has arrived (the future would be ready).
     pub(super) fn is_done(&self) -> bool {
         let Some(id) = self.id else { return true };
