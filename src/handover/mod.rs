@@ -10,5 +10,7 @@
 //! `CoreCommand::Adopt`); what a session carries is the session's business (`session::handover`).
 //! Depends on `control`, `config`, `id` and `error` only: never on a core, a session or `rt`.
 
+pub mod give;
+pub mod take;
 pub mod unix;
 pub mod wire;
