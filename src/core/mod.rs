@@ -11,6 +11,7 @@ mod handover;
 mod pause;
 mod release;
 
+use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
@@ -136,12 +137,15 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
     if let Some(seq) = inherited.next_seq {
         ctx.continue_sessions_from(seq); // before the first accept: no key a moved client holds
     }
-    // The accept loops own their listeners; the core keeps a look at them for a hand-over.
+    // The accept loops own their listeners; the core keeps a look at them for a hand-over,
+    // and does not stop while one still finishes (its last connection is not yet a session).
     let mut watched = Vec::with_capacity(listeners.len());
+    let accepting = Rc::new(Cell::new(0usize));
     for (index, listener) in listeners {
         let listener = Rc::new(listener);
         watched.push((index, Rc::downgrade(&listener)));
-        rt::spawn_guarded(queues.latency, accept_loop(ctx.clone(), listener, index, clients.clone()), |msg| {
+        let task = accept_loop(ctx.clone(), listener, index, clients.clone(), Accepting::enter(&accepting));
+        rt::spawn_guarded(queues.latency, task, |msg| {
             tracing::error!(panic = %msg, "accept loop panicked");
         });
     }
@@ -185,7 +189,7 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
         ctx.pools().maintain(rt::now());
         ctx.drop_unused_pools(); // #36: template pools nobody uses
         if let Some(deadline) = drain_deadline {
-            if ctx.counters.sessions_active() == 0 || rt::now() >= deadline {
+            if (ctx.counters.sessions_active() == 0 && accepting.get() == 0) || rt::now() >= deadline {
                 break;
             }
         }
@@ -351,7 +355,29 @@ fn bind_all(addrs: &[SocketAddr], mut inherited: Vec<Vec<OwnedFd>>) -> io::Resul
 
 /// Accepts on `listener` until the core drains, then takes an accept the kernel completed
 /// meanwhile instead of losing its connection.
-async fn accept_loop(ctx: Rc<CoreContext>, listener: Rc<Listener>, index: usize, clients: Arc<ClientSlots>) {
+/// Counts an accept loop as running until dropped (see `run`).
+struct Accepting(Rc<Cell<usize>>);
+
+impl Accepting {
+    fn enter(count: &Rc<Cell<usize>>) -> Accepting {
+        count.set(count.get() + 1);
+        Accepting(count.clone())
+    }
+}
+
+impl Drop for Accepting {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
+}
+
+async fn accept_loop(
+    ctx: Rc<CoreContext>,
+    listener: Rc<Listener>,
+    index: usize,
+    clients: Arc<ClientSlots>,
+    _running: Accepting,
+) {
     loop {
         let accepted = rt::race(async { Some(listener.accept().await) }, async {
             ctx.drain.wait().await;
@@ -373,5 +399,8 @@ async fn accept_loop(ctx: Rc<CoreContext>, listener: Rc<Listener>, index: usize,
     // closes when the last `Rc` drops here.
     if let Some(Ok(stream)) = listener.stop().await {
         session::spawn(&ctx, stream, index, clients.try_admit(index));
+        // The session counts as active from its first poll, which comes before this task's
+        // next one: only then may the core see no session left and stop.
+        rt::yield_now().await;
     }
 }
