@@ -16,8 +16,14 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use querypilot::handover::wire::{self, Frame, FORMAT_VERSION, MAGIC};
+use std::os::fd::AsFd;
 
+use querypilot::config::Protocol;
+use querypilot::handover::unix::Channel;
+use querypilot::handover::wire::{self, Frame, ListenerEntry, Listeners, Session, FORMAT_VERSION, MAGIC};
+use querypilot::id::{CancelKey, CoreId};
+
+use crate::pg_raw::Raw;
 use crate::router::{pg_config, pg_pool};
 use crate::support::{dbs, eventually, free_port};
 
@@ -118,11 +124,7 @@ impl Setup {
             assert!(Instant::now() < deadline, "the router does not serve; its log:\n{}", p.log());
             thread::sleep(Duration::from_millis(50));
         }
-        // Without the colours the log may have: `\x1b[…m` sequences.
-        let raw = p.log();
-        let mut parts = raw.split('\x1b');
-        let first = parts.next().unwrap_or_default().to_string();
-        let log = parts.fold(first, |log, part| log + part.split_once('m').map_or(part, |(_, rest)| rest));
+        let log = strip_colours(&p.log());
         let at = log.split("metrics=127.0.0.1:").nth(1).expect("the admin server's address in the log");
         at.split(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse().ok()).expect("a port")
     }
@@ -327,4 +329,110 @@ fn another_uid_is_refused() {
     let (frame, _) = wire::decode(&answer).expect("a frame").expect("a whole frame");
     assert!(matches!(&frame, Frame::Refuse { reason } if reason.contains("uid 65534")), "{frame:?}\n{}", old.log());
     assert_eq!(setup.query().expect("served after the refusal"), 1);
+}
+
+/// A stand-in for the old process, speaking the format by hand: what the new binary does with
+/// each frame is observable from outside.
+struct FakeOld {
+    listener: std::os::unix::net::UnixListener,
+    socket: PathBuf,
+}
+
+impl FakeOld {
+    fn new(dir: &Path) -> FakeOld {
+        let socket = dir.join("fake-old.sock");
+        FakeOld { listener: std::os::unix::net::UnixListener::bind(&socket).expect("bind"), socket }
+    }
+
+    /// Accepts the new binary and reads its Hello.
+    fn greet(&self) -> Channel {
+        let (sock, _) = self.listener.accept().expect("the new binary connects");
+        sock.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        let mut channel = Channel::new(sock);
+        let (hello, fds) = channel.recv().expect("Hello");
+        assert!(fds.is_empty());
+        assert!(matches!(hello, Frame::Hello { magic: MAGIC, version: FORMAT_VERSION, pid } if pid > 0), "{hello:?}");
+        channel
+    }
+}
+
+/// Pool `main` behind a PostgreSQL listener on `port` asking for MD5 (so a raw client reads
+/// its cancel key), on one core, without admin ports.
+fn fake_old_config(port: u16) -> String {
+    let pools = pg_pool("main", dbs().pg.primary_port, "transaction", 4);
+    pg_config(&[0], &pools, "main")
+        .replace("bind = \"127.0.0.1:0\"\n", &format!("bind = \"127.0.0.1:{port}\"\nauth_method = \"md5\"\n"))
+}
+
+#[test]
+fn the_new_binary_serves_the_sockets_it_is_given_and_issues_keys_above_the_old_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = FakeOld::new(dir.path());
+    // The old process's listener: bound without SO_REUSEPORT, so the new binary can only serve
+    // this port through the socket it is handed.
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = tcp.local_addr().expect("addr").port();
+    let mut new = Proc::start(dir.path(), "new", &fake_old_config(port), Some(&old.socket));
+    let mut channel = old.greet();
+    channel.send(&Frame::Accept { pid: 1 }, &[]).expect("Accept");
+    // Old core 1's socket (1 % 1 = core 0); keys of old core 1 went up to 5000.
+    let listeners =
+        Listeners { next_seq: vec![0, 5000], entries: vec![ListenerEntry { core: 1, listener: 0 }], admin: false };
+    channel.send(&Frame::Listeners(listeners), &[tcp.as_fd()]).expect("Listeners");
+    drop(tcp);
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (_client, pid, _) = loop {
+        match Raw::login_keyed(port, "main", "app") {
+            Ok(ok) => break ok,
+            Err(e) => {
+                assert!(Instant::now() < deadline, "no login on the handed socket: {e:?}\n{}", new.log());
+                thread::sleep(Duration::from_millis(50));
+            }
+        }
+    };
+    assert_eq!(pid >> 24, 0, "a key of new core 0");
+    assert!(pid & 0xff_ffff >= 5000, "new keys start above the old core's: pid {pid:#x}");
+
+    // A client in flight: its socket goes to the core its key names, then Done ends it all.
+    let (moved, peer) = tcp_pair();
+    let key = CancelKey { pid: CancelKey::make_pid(CoreId(1), 7), secret: 42 };
+    let session = Session { protocol: Protocol::Postgres, listener: 0, key, state: Vec::new() };
+    channel.send(&Frame::Session(session), &[moved.as_fd()]).expect("Session");
+    drop(moved);
+    channel.send(&Frame::Done, &[]).expect("Done");
+    eventually(Duration::from_secs(10), "the new binary to finish taking over", || {
+        new.log().contains("hand-over complete")
+    });
+    assert!(strip_colours(&new.log()).contains("adopted=1"), "{}", new.log());
+    drop(peer);
+    assert!(new.child.try_wait().expect("wait").is_none(), "{}", new.log());
+}
+
+#[test]
+fn a_refused_take_over_exits_with_the_old_processs_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = FakeOld::new(dir.path());
+    let mut new = Proc::start(dir.path(), "new", &fake_old_config(free_port()), Some(&old.socket));
+    let mut channel = old.greet();
+    let reason = "the running router speaks hand-over format 2, this binary 1";
+    channel.send(&Frame::Refuse { reason: reason.into() }, &[]).expect("Refuse");
+    let status = new.exit_within(Duration::from_secs(10), "the refused binary");
+    assert!(!status.success(), "a refused take-over fails");
+    assert!(new.log().contains(reason), "the old process's reason is shown:\n{}", new.log());
+}
+
+/// A connected TCP socket and its peer.
+fn tcp_pair() -> (std::net::TcpStream, std::net::TcpStream) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let a = std::net::TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+    let (b, _) = l.accept().expect("accept");
+    (b, a)
+}
+
+/// The log without the colour sequences (`\x1b[…m`) it may have.
+fn strip_colours(raw: &str) -> String {
+    let mut parts = raw.split('\x1b');
+    let first = parts.next().unwrap_or_default().to_string();
+    parts.fold(first, |log, part| log + part.split_once('m').map_or(part, |(_, rest)| rest))
 }
