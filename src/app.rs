@@ -165,7 +165,8 @@ pub fn start_taking_over(
         }
     };
     // Bound before any core starts: a taken port or a missing token fails the start cleanly.
-    let admin_bound = admin::bind(&config.metrics, taken.as_mut().and_then(Taken::admin))?;
+    let inherited_admin = taken.as_mut().and_then(|t| t.admin(config.metrics.bind, config.metrics.admin_bind()));
+    let admin_bound = admin::bind(&config.metrics, inherited_admin)?;
     let admin_addrs = admin_bound.as_ref().map(admin::Bound::addrs).transpose()?;
     let drain_window = config.general.shutdown_drain;
     let handover_socket = config.general.handover_socket.clone();

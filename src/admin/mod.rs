@@ -134,9 +134,9 @@ impl AdminHandle {
 
     fn shutdown(&mut self) {
         self.stop.store(true, Ordering::Release);
-        for addr in &self.addrs {
+        for addr in std::mem::take(&mut self.addrs) {
             // Wake the blocking accept; it sees the flag and returns.
-            let _ = TcpStream::connect_timeout(&wake_addr(*addr), Duration::from_millis(500));
+            let _ = TcpStream::connect_timeout(&wake_addr(addr), Duration::from_millis(500));
         }
         for t in self.threads.drain(..) {
             let _ = t.join();

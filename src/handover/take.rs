@@ -106,9 +106,18 @@ pub fn connect(path: &Path) -> Result<Taken, TakeError> {
 }
 
 impl Taken {
-    /// The `/metrics` and API sockets, when the old process served them.
-    pub fn admin(&mut self) -> Option<[OwnedFd; 2]> {
-        self.admin.take()
+    /// The `/metrics` and API sockets, when the old process served them on `metrics` and `api`
+    /// (as configured: any port for port 0); else they close.
+    pub fn admin(&mut self, metrics: SocketAddr, api: SocketAddr) -> Option<[OwnedFd; 2]> {
+        let [m, a] = self.admin.take()?;
+        let at = |fd: &OwnedFd| SockRef::from(fd).local_addr().ok().and_then(|a| a.as_socket());
+        match (at(&m), at(&a)) {
+            (Some(am), Some(aa)) if same_address(metrics, am) && same_address(api, aa) => Some([m, a]),
+            found => {
+                tracing::warn!(?found, %metrics, %api, "the old process's admin sockets are elsewhere; closed");
+                None
+            }
+        }
     }
 
     /// Per key core number, the first sequence the old process's clients leave free: carried
