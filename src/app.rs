@@ -6,11 +6,12 @@
 //! server keeps answering `/metrics` and the API until the cores and the control plane are done.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded};
+use parking_lot::Mutex;
 
 use crate::admin::{self, AdminError, AdminHandle, Plugins};
 use crate::config::{Config, Protocol, TranslationRule};
@@ -18,6 +19,8 @@ use crate::control::msg::{CoreInbox, Snapshot};
 use crate::control::view::{LiteralView, MappingView, TemplateView};
 use crate::control::{self, ControlHandle, ControlSetup, Endpoints};
 use crate::core::{self, CoreSetup};
+use crate::handover::give::{self, GiveError, GiveSetup, Giver};
+use crate::handover::take::{self, TakeError, Taken};
 use crate::id::{CoreId, RulesVersion};
 use crate::metrics::LogDrops;
 use crate::pool::BudgetRegistry;
@@ -59,6 +62,12 @@ pub enum StartError {
     /// A pool's or listener's TLS files cannot be read or are not PEM (#38).
     #[error(transparent)]
     Tls(crate::control::ControlError),
+    /// Taking over from the running router failed (#40).
+    #[error(transparent)]
+    TakeOver(#[from] TakeError),
+    /// `general.handover_socket` cannot be set up (#40).
+    #[error(transparent)]
+    HandOverSocket(#[from] GiveError),
 }
 
 /// A running router.
@@ -69,7 +78,9 @@ pub struct Running {
     pub control: ControlHandle,
     cores: Vec<CoreHandle>,
     control_thread: JoinHandle<()>,
-    admin: Option<AdminHandle>,
+    /// Shared with the hand-over thread, which stops it and hands its sockets over (#40).
+    admin: Arc<Mutex<Option<AdminHandle>>>,
+    giver: Option<Giver>,
 }
 
 impl Running {
@@ -82,7 +93,12 @@ impl Running {
             }
         }
         let _ = self.control_thread.join();
-        if let Some(a) = self.admin {
+        // After a hand-over, once the last sessions were sent; then the socket file goes.
+        if let Some(g) = self.giver {
+            g.stop();
+        }
+        let admin = self.admin.lock().take();
+        if let Some(a) = admin {
             a.stop();
         }
     }
@@ -112,7 +128,20 @@ fn ensure_ports_free(config: &Config) -> Result<(), StartError> {
 
 /// Starts cores and the control plane for `config`; `config_path` is what reloads re-read.
 /// `log_drops` is the log writer's dropped-lines counter, shown on `/metrics`.
-pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) -> Result<Running, StartError> {
+pub fn start(config: Config, config_path: Option<PathBuf>, log_drops: LogDrops) -> Result<Running, StartError> {
+    start_taking_over(config, config_path, log_drops, None)
+}
+
+/// Like [`start`]; with `take_from`, takes the listening sockets (and then the sessions) over
+/// from the router listening on that hand-over socket instead of binding (#40). Everything that
+/// can be checked is checked before the running router is asked: once it said yes it stops
+/// accepting.
+pub fn start_taking_over(
+    mut config: Config,
+    config_path: Option<PathBuf>,
+    log_drops: LogDrops,
+    take_from: Option<&Path>,
+) -> Result<Running, StartError> {
     crate::control::load_auth_file(&mut config).map_err(StartError::AuthFile)?;
     crate::control::load_tls(&mut config).map_err(StartError::Tls)?;
     crate::control::seed_mock_salts(&mut config, None);
@@ -128,11 +157,19 @@ pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDro
     for warning in crate::routing::translation_warnings(config) {
         tracing::warn!("{warning}");
     }
-    ensure_ports_free(config)?;
+    let mut taken = match take_from {
+        Some(path) => Some(take::connect(path)?),
+        None => {
+            ensure_ports_free(config)?;
+            None
+        }
+    };
     // Bound before any core starts: a taken port or a missing token fails the start cleanly.
-    let admin_bound = admin::bind(&config.metrics)?;
+    let inherited_admin = taken.as_mut().and_then(|t| t.admin(config.metrics.bind, config.metrics.admin_bind()));
+    let admin_bound = admin::bind(&config.metrics, inherited_admin)?;
     let admin_addrs = admin_bound.as_ref().map(admin::Bound::addrs).transpose()?;
     let drain_window = config.general.shutdown_drain;
+    let handover_socket = config.general.handover_socket.clone();
     let budgets = BudgetRegistry::default();
     let clients = ClientSlots::new(&config.listeners);
     let buffers = crate::metrics::ClientBudget::new();
@@ -142,6 +179,7 @@ pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDro
     let mut inboxes = Vec::with_capacity(cpus.len());
     let mut cores = Vec::with_capacity(cpus.len());
     let n_cores = cpus.len();
+    let mut inherited = taken.as_mut().map(|t| t.share(n_cores, &listen)).unwrap_or_default();
     for (i, cpu) in cpus.into_iter().enumerate() {
         let (tx, rx) = unbounded();
         // The first core binds alone so that port 0 resolves once and the others join it.
@@ -159,6 +197,7 @@ pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDro
             buffers: buffers.clone(),
             bound: Some(bound_tx),
             console: console_tx.clone(),
+            inherited: inherited.get_mut(i).map(std::mem::take).unwrap_or_default(),
         };
         let handle = core::spawn(setup)?;
         let notifier = handle.notifier();
@@ -190,13 +229,34 @@ pub fn start(mut config: Config, config_path: Option<PathBuf>, log_drops: LogDro
     drop(console_tx); // the cores hold the only senders: the console thread ends with them
     admin::console::start(console_rx, control.clone()).map_err(StartError::Thread)?;
     let admin = match admin_bound.map(|b| admin::serve(b, control.clone(), Plugins::default())).transpose() {
-        Ok(a) => a,
+        Ok(a) => Arc::new(Mutex::new(a)),
         Err(e) => {
             control.drain();
             return Err(e.into());
         }
     };
-    Ok(Running { listen, control, cores, control_thread, admin })
+    let inherited_seq = taken.as_ref().map(Taken::next_seq).unwrap_or_default();
+    // The session thread ends when the old process says Done or goes away; nothing waits for
+    // it (the process may exit while it still waits for an old process that hangs).
+    if let Some(Err(e)) = taken.map(|t| t.adopt_sessions(control.clone(), listen.len())) {
+        control.drain();
+        return Err(e.into());
+    }
+    let giver = match handover_socket {
+        Some(path) => {
+            let held = admin.clone();
+            let release_admin = Box::new(move || held.lock().take().map(AdminHandle::hand_over).unwrap_or_default());
+            match give::listen(GiveSetup { path, control: control.clone(), release_admin, inherited_seq }) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    control.drain();
+                    return Err(e.into());
+                }
+            }
+        }
+        None => None,
+    };
+    Ok(Running { listen, control, cores, control_thread, admin, giver })
 }
 
 /// Routes SIGTERM/SIGINT to a drain, SIGHUP to a reload and SIGUSR1 to reopening the log file,

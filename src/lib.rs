@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! L4  admin                         REST API and /metrics on its own thread
-//! L3  core        control           per-core assembly | control-plane thread
+//! L3  core        control  handover per-core assembly | control-plane thread | binary upgrade
 //! L2  session  bridge  pool  rt     data plane on rt's per-core io_uring event loops
 //! L1  routing                       pure decision engine
 //! L0  protocol  sql  config  metrics  auth   pure: no runtime, sockets, clocks or globals
@@ -46,6 +46,7 @@ pub mod config;
 pub mod control;
 pub mod core;
 pub mod error;
+pub mod handover;
 pub mod id;
 pub mod metrics;
 pub mod pool;

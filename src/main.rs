@@ -7,24 +7,29 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use querypilot::{app, config::Config};
 
-const USAGE: &str = "usage: querypilot [-c|--config FILE] [--check]
+const USAGE: &str = "usage: querypilot [-c|--config FILE] [--check] [--take-over SOCKET]
 
 Config file: --config/-c, else $QUERYPILOT_CONFIG, else ./querypilot.toml
-  --check    validate the configuration and exit (0 = valid; warnings go to stderr)";
+  --check              validate the configuration and exit (0 = valid; warnings go to stderr)
+  --take-over SOCKET   take the listeners and clients over from the router whose
+                       general.handover_socket is SOCKET (binary upgrade)";
 
 struct Args {
     config: PathBuf,
     check: bool,
+    take_over: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args> {
     let mut config = None;
     let mut check = false;
+    let mut take_over = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "-c" | "--config" => config = Some(PathBuf::from(it.next().context("--config needs a file")?)),
             "--check" => check = true,
+            "--take-over" => take_over = Some(PathBuf::from(it.next().context("--take-over needs a socket")?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -35,7 +40,7 @@ fn parse_args() -> Result<Args> {
     let config = config
         .or_else(|| std::env::var_os("QUERYPILOT_CONFIG").map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("querypilot.toml"));
-    Ok(Args { config, check })
+    Ok(Args { config, check, take_over })
 }
 
 fn load(path: &PathBuf) -> Result<Config> {
@@ -59,7 +64,7 @@ fn run() -> Result<()> {
     let log = app::LogSink::open(&config.general).context("cannot open general.log_file")?;
     log.install(&config.general, filter);
     quiet_caught_sqlparser_panics();
-    let running = app::start(config, Some(args.config.clone()), log.drops())?;
+    let running = app::start_taking_over(config, Some(args.config.clone()), log.drops(), args.take_over.as_deref())?;
     for addr in &running.listen {
         tracing::info!(%addr, "listening");
     }

@@ -29,6 +29,8 @@ fn allowed(module: &str) -> Option<&'static [&'static str]> {
         "bridge" => &["protocol", "sql", "routing", "pool", "metrics", "config", "rt", "error", "id"],
         "core" => &["session", "pool", "routing", "metrics", "config", "rt", "control", "id", "error"],
         "control" => &["routing", "config", "metrics", "error", "id", "auth"],
+        // Binary upgrade (#40): asks the cores through the control plane, never a core itself.
+        "handover" => &["control", "config", "error", "id"],
         // The admin console speaks the PostgreSQL wire protocol through the pure codecs.
         "admin" => &["control", "metrics", "config", "error", "id", "protocol"],
         "app" => return Some(ANYTHING),
@@ -72,6 +74,7 @@ const PURE_MODULES: &[&str] = &[
     "session::pg::exchange",
     "session::mysql::exchange",
     "session::engine",
+    "handover::wire",
 ];
 
 /// `module` is `entry` (`"session::pg::exchange"`) or lies below it.
@@ -116,7 +119,7 @@ fn crate_allowed(module: &str, krate: &str) -> bool {
     match krate {
         // The runtime: only `rt` names the ring and the task storage of the event loop.
         "io_uring" | "async_task" => module == "rt",
-        "crossbeam_channel" => matches!(module, "core" | "control" | "app" | "admin"),
+        "crossbeam_channel" => matches!(module, "core" | "control" | "app" | "admin" | "handover"),
         _ => true,
     }
 }

@@ -18,6 +18,7 @@ pub mod route;
 mod routing;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -91,8 +92,9 @@ fn bind_one(addr: SocketAddr) -> Result<TcpListener, AdminError> {
     TcpListener::bind(addr).map_err(|source| AdminError::Bind { addr, source })
 }
 
-/// Binds both ports when `[metrics] enabled`; `None` when disabled.
-pub fn bind(config: &Metrics) -> Result<Option<Bound>, AdminError> {
+/// Binds both ports when `[metrics] enabled`; `None` when disabled. With `inherited` (the
+/// `/metrics` and API sockets a former process handed over, #40) those are served instead.
+pub fn bind(config: &Metrics, inherited: Option<[OwnedFd; 2]>) -> Result<Option<Bound>, AdminError> {
     if !config.enabled {
         return Ok(None);
     }
@@ -100,8 +102,10 @@ pub fn bind(config: &Metrics) -> Result<Option<Bound>, AdminError> {
     if !api_addr.ip().to_canonical().is_loopback() && config.admin_token.is_none() {
         return Err(AdminError::TokenRequired(api_addr));
     }
-    let metrics = bind_one(config.bind)?;
-    let api = bind_one(api_addr)?;
+    let (metrics, api) = match inherited {
+        Some([metrics, api]) => (TcpListener::from(metrics), TcpListener::from(api)),
+        None => (bind_one(config.bind)?, bind_one(api_addr)?),
+    };
     Ok(Some(Bound { metrics, api, token: config.admin_token.clone() }))
 }
 
@@ -110,6 +114,8 @@ pub struct AdminHandle {
     stop: Arc<AtomicBool>,
     addrs: Vec<SocketAddr>,
     threads: Vec<JoinHandle<()>>,
+    /// Duplicates of the two sockets (`/metrics`, API), for [`AdminHandle::hand_over`].
+    sockets: Vec<OwnedFd>,
 }
 
 impl AdminHandle {
@@ -118,11 +124,19 @@ impl AdminHandle {
         self.shutdown();
     }
 
+    /// #40: stops serving and returns the `/metrics` and API sockets, still listening, for a
+    /// new binary: connections arriving meanwhile wait in their backlogs instead of being
+    /// refused.
+    pub fn hand_over(mut self) -> Vec<OwnedFd> {
+        self.shutdown();
+        std::mem::take(&mut self.sockets)
+    }
+
     fn shutdown(&mut self) {
         self.stop.store(true, Ordering::Release);
-        for addr in &self.addrs {
+        for addr in std::mem::take(&mut self.addrs) {
             // Wake the blocking accept; it sees the flag and returns.
-            let _ = TcpStream::connect_timeout(&wake_addr(*addr), Duration::from_millis(500));
+            let _ = TcpStream::connect_timeout(&wake_addr(addr), Duration::from_millis(500));
         }
         for t in self.threads.drain(..) {
             let _ = t.join();
@@ -150,10 +164,11 @@ pub fn serve(bound: Bound, control: ControlHandle, plugins: Plugins) -> Result<A
     let (metrics_addr, api_addr) = bound.addrs()?;
     let api = Arc::new(Api::new(control, bound.token.as_deref(), plugins));
     let stop = Arc::new(AtomicBool::new(false));
-    let mut handle = AdminHandle { stop: stop.clone(), addrs: Vec::new(), threads: Vec::new() };
+    let mut handle = AdminHandle { stop: stop.clone(), addrs: Vec::new(), threads: Vec::new(), sockets: Vec::new() };
     for (name, listener, port, addr) in
         [("qp-metrics", bound.metrics, Port::Metrics, metrics_addr), ("qp-admin", bound.api, Port::Api, api_addr)]
     {
+        handle.sockets.push(listener.try_clone().map_err(|source| AdminError::Bind { addr, source })?.into());
         let (api, stop) = (api.clone(), stop.clone());
         let t = std::thread::Builder::new()
             .name(name.into())
@@ -215,11 +230,11 @@ mod tests {
         bind_and_stop(&metrics("0.0.0.0:0", Some("t"))).expect("a token makes it acceptable");
         bind_and_stop(&metrics("127.0.0.1:0", None)).expect("loopback needs no token");
         let off = Metrics { enabled: false, ..metrics("0.0.0.0:0", None) };
-        assert!(bind(&off).expect("disabled").is_none());
+        assert!(bind(&off, None).expect("disabled").is_none());
     }
 
     fn bind_and_stop(config: &Metrics) -> Result<(), AdminError> {
-        let bound = bind(config)?.expect("enabled");
+        let bound = bind(config, None)?.expect("enabled");
         let (m, a) = bound.addrs()?;
         assert_eq!(m.ip(), a.ip(), "the API shares the metrics IP");
         Ok(())

@@ -126,6 +126,8 @@ mod tests {
             log_level: "info".into(),
             log_file: path,
             log_format: LogFormat::Text,
+            handover_socket: None,
+            handover_wait: std::time::Duration::from_secs(60),
         }
     }
 

@@ -91,6 +91,11 @@ pub(crate) fn general(ck: &mut Checker<'_>, raw: &RawGeneral) -> General {
             .map_or_else(|| "info".to_string(), |level| ck.non_empty(level, "general.log_level")),
         log_file: raw.log_file.as_ref().map(|path| PathBuf::from(ck.non_empty(path, "general.log_file"))),
         log_format: ck.keyword(&raw.log_format, "general.log_format", LogFormat::Text),
+        handover_socket: raw
+            .handover_socket
+            .as_ref()
+            .map(|path| PathBuf::from(ck.non_empty(path, "general.handover_socket"))),
+        handover_wait: ck.duration(&raw.handover_wait, "general.handover_wait", Duration::from_secs(60), Zero::Allowed),
     }
 }
 

@@ -27,6 +27,13 @@ pub struct General {
     pub log_file: Option<PathBuf>,
     /// Log line format. Restart only.
     pub log_format: LogFormat,
+    /// #40: the Unix socket a new binary started with `--take-over` connects to, to take the
+    /// listeners and the sessions; created mode 0600, only this user may use it. `None` = no
+    /// hand-over. Restart only.
+    pub handover_socket: Option<PathBuf>,
+    /// #40: during a hand-over, how long sessions busy in a transaction may take to become idle
+    /// and move; those still busy then are closed. Reload: yes (the next hand-over).
+    pub handover_wait: Duration,
 }
 
 /// One `[[listeners]]` entry: a socket clients connect to. Restart only, except `tls`.

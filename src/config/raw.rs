@@ -100,6 +100,8 @@ pub(crate) struct RawGeneral {
     pub log_level: Option<Sp<String>>,
     pub log_file: Option<Sp<String>>,
     pub log_format: Option<Sp<String>>,
+    pub handover_socket: Option<Sp<String>>,
+    pub handover_wait: Option<Sp<String>>,
 }
 
 /// One `[[listeners]]` entry.

@@ -115,6 +115,10 @@ fn general(config: &Config) -> Table {
         put_str(&mut table, "log_file", &path.display().to_string());
     }
     put_str(&mut table, "log_format", general.log_format.as_str());
+    if let Some(path) = &general.handover_socket {
+        put_str(&mut table, "handover_socket", &path.display().to_string());
+    }
+    put_duration(&mut table, "handover_wait", general.handover_wait);
     table
 }
 

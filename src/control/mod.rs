@@ -246,6 +246,26 @@ impl ControlHandle {
         rx.recv().map_err(|_| ControlError::Stopped)
     }
 
+    /// #40: asks every running core to hand over (see [`msg::HandOver`]): returns each core's
+    /// duplicated listeners once all answered (or the reply timeout passed); their sessions then
+    /// arrive on `sink`, each core's last message being [`msg::Moving::Stopped`].
+    pub fn hand_over(
+        &self,
+        sink: Sender<msg::Moving>,
+        wait: Duration,
+    ) -> Result<Vec<msg::CoreListeners>, ControlError> {
+        self.call(move |cp| cp.hand_over(sink, wait))
+    }
+
+    /// #40: gives a client a former process handed over to the core its key names (modulo the
+    /// core count: the former process may have had more).
+    pub fn adopt(&self, client: msg::MovingClient) -> Result<(), ControlError> {
+        self.call(move |cp| match cp.core_of(client.key) {
+            Some(core) => core.send(CoreCommand::Adopt(client)).map_err(|_| ControlError::Stopped),
+            None => Err(ControlError::Stopped),
+        })?
+    }
+
     /// Runs `f` on the control thread and returns its answer.
     fn call<T: Send + 'static>(
         &self,
@@ -376,8 +396,10 @@ impl ControlPlane {
             CoreEvent::Applied { .. } => {} // late acknowledgement of an older publish
             CoreEvent::Catalogs(catalogs) => self.set_catalogs(catalogs),
             CoreEvent::ForwardCancel(req, reply) => match &req.target {
+                // A client handed over by a process with more cores (#40) holds a key naming
+                // a core this one may not have: it lives on the core the key's number maps to.
                 KillTarget::Session(key) => {
-                    if let Some(core) = self.setup.cores.get(usize::from(key.core().0)) {
+                    if let Some(core) = self.core_of(*key) {
                         let _ = core.send(CoreCommand::Cancel(req, reply));
                     }
                 }
@@ -479,6 +501,29 @@ impl ControlPlane {
         } else {
             Err(ControlError::CoresSilent(silent))
         }
+    }
+
+    /// The inbox of the core that serves sessions with `key`.
+    fn core_of(&self, key: msg::CancelKey) -> Option<&CoreInbox> {
+        let n = self.setup.cores.len().max(1);
+        self.setup.cores.get(usize::from(key.core().0) % n)
+    }
+
+    fn hand_over(&mut self, sink: Sender<msg::Moving>, wait: Duration) -> Vec<msg::CoreListeners> {
+        let (tx, rx) = unbounded();
+        let deadline = Instant::now() + wait;
+        let expected = self
+            .send_running(|| CoreCommand::HandOver(msg::HandOver { sink: sink.clone(), deadline, reply: tx.clone() }));
+        let until = Instant::now() + CORE_REPLY_TIMEOUT;
+        let mut replies = Vec::with_capacity(expected);
+        while replies.len() < expected {
+            match rx.recv_deadline(until) {
+                Ok(r) => replies.push(r),
+                Err(_) => break,
+            }
+        }
+        replies.sort_by_key(|r| r.core);
+        replies
     }
 
     fn drain(&mut self) {

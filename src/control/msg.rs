@@ -1,9 +1,10 @@
 //! Plain `Send` messages between the control plane and the cores.
 
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::config::{Config, ConsoleRole, PatternRule, TranslationRule};
+use crate::config::{Config, ConsoleRole, PatternRule, Protocol, TranslationRule};
 pub use crate::id::{CancelKey, CoreId, KillRequest, KillTarget, RulesVersion};
 use crate::metrics::{CounterSnapshot, DigestSnapshot};
 use crate::routing::{Catalogs, RuleErrors, RuleSet};
@@ -131,6 +132,71 @@ pub enum CoreCommand {
         /// When remaining sessions are closed.
         deadline: Instant,
     },
+    /// #40: hand this core's listeners and sessions to a new binary (see [`HandOver`]).
+    HandOver(HandOver),
+    /// #40: serve a client the former process handed over.
+    Adopt(MovingClient),
+}
+
+/// #40: what a core does when the router hands over to a new binary: it answers `reply` with
+/// duplicates of its listening sockets and its cancel-key sequence, stops accepting, sends each
+/// session that moves to `sink` (busy ones once idle, until `deadline`), then ends like a drain
+/// and says [`Moving::Stopped`] on `sink`.
+#[derive(Debug)]
+pub struct HandOver {
+    /// Where the sessions go.
+    pub sink: crossbeam_channel::Sender<Moving>,
+    /// When the sessions still busy are closed.
+    pub deadline: Instant,
+    /// Where the listeners go.
+    pub reply: crossbeam_channel::Sender<CoreListeners>,
+}
+
+/// A core's listening sockets, duplicated for the new binary.
+#[derive(Debug)]
+pub struct CoreListeners {
+    /// Which core.
+    pub core: CoreId,
+    /// The first cancel-key sequence number this core will not issue (with room for the
+    /// sessions still logging in).
+    pub next_seq: u32,
+    /// Per listener (config index) the socket; a listener the core no longer accepts on is
+    /// missing.
+    pub listeners: Vec<(usize, OwnedFd)>,
+}
+
+/// #40: what a core of a new binary takes from the old process.
+#[derive(Debug, Default)]
+pub struct Inherited {
+    /// Per listener (config index) the sockets of the old process's cores this core accepts on;
+    /// a listener with none is bound by the core itself.
+    pub listeners: Vec<Vec<OwnedFd>>,
+    /// The first cancel-key sequence number this core may issue.
+    pub next_seq: Option<u32>,
+}
+
+/// What the cores of a router handing over send to the hand-over thread.
+#[derive(Debug)]
+pub enum Moving {
+    /// A session moving to the new binary.
+    Client(MovingClient),
+    /// The core has stopped: no more sessions come from it.
+    Stopped(CoreId),
+}
+
+/// A client connection between two processes, as plain data (the session's `HandedSession`).
+#[derive(Debug)]
+pub struct MovingClient {
+    /// Its listener's protocol.
+    pub protocol: Protocol,
+    /// Its listener, by config index.
+    pub listener: usize,
+    /// The cancel key the client holds.
+    pub key: CancelKey,
+    /// The session's own encoding of its state.
+    pub state: Vec<u8>,
+    /// The client's socket.
+    pub client: OwnedFd,
 }
 
 /// What a core tells the control plane.

@@ -7,18 +7,21 @@
 //!
 //! Never blocks on a channel, never touches `admin`.
 
+mod handover;
 mod pause;
 mod release;
 
+use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
-use crate::control::msg::{ConsoleClient, CoreCommand, CoreEvent, CoreReport, Snapshot};
+use crate::control::msg::{ConsoleClient, CoreCommand, CoreEvent, CoreReport, Inherited, Snapshot};
 use crate::id::{CoreId, RulesVersion};
 use crate::metrics::{CacheOp, DigestSnapshot};
 use crate::pool::health::Prober;
@@ -57,6 +60,8 @@ pub struct CoreSetup {
     pub console: Sender<ConsoleClient>,
     /// What every session of the process holds for its client (#33).
     pub buffers: Arc<crate::metrics::ClientBudget>,
+    /// What this core takes over from a former process (#40); empty otherwise.
+    pub inherited: Inherited,
 }
 
 /// Starts the core on its own pinned executor thread.
@@ -66,8 +71,22 @@ pub fn spawn(setup: CoreSetup) -> Result<CoreHandle, RtError> {
 }
 
 async fn run(setup: CoreSetup, queues: CoreQueues) {
-    let CoreSetup { id, cores, inbox, events, snapshot, listen, budgets, clients, bound, console, buffers, .. } = setup;
-    let listeners = match bind_all(&listen) {
+    let CoreSetup {
+        id,
+        cores,
+        inbox,
+        events,
+        snapshot,
+        listen,
+        budgets,
+        clients,
+        bound,
+        console,
+        buffers,
+        inherited,
+        ..
+    } = setup;
+    let listeners = match bind_all(&listen, inherited.listeners) {
         Ok(l) => l,
         Err(e) => {
             tracing::error!(core = id.0, error = %e, "cannot bind listeners");
@@ -79,7 +98,14 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
         }
     };
     if let Some(b) = bound {
-        let _ = b.send(Ok(listeners.iter().filter_map(|l| l.local_addr().ok()).collect()));
+        // The first socket of each listener (inherited ones may be several).
+        let mut addrs = Vec::with_capacity(listen.len());
+        for (index, l) in &listeners {
+            if addrs.len() == *index {
+                addrs.extend(l.local_addr().ok());
+            }
+        }
+        let _ = b.send(Ok(addrs));
     }
     let pools = PoolSet::build(&snapshot.config, &budgets, None);
     let fwd = events.clone();
@@ -108,8 +134,18 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
     ));
     session::install_cancel_delivery(&ctx);
     prewarm(&ctx, cores);
-    for (index, listener) in listeners.into_iter().enumerate() {
-        rt::spawn_guarded(queues.latency, accept_loop(ctx.clone(), listener, index, clients.clone()), |msg| {
+    if let Some(seq) = inherited.next_seq {
+        ctx.continue_sessions_from(seq); // before the first accept: no key a moved client holds
+    }
+    // The accept loops own their listeners; the core keeps a look at them for a hand-over,
+    // and does not stop while one still finishes (its last connection is not yet a session).
+    let mut watched = Vec::with_capacity(listeners.len());
+    let accepting = Rc::new(Cell::new(0usize));
+    for (index, listener) in listeners {
+        let listener = Rc::new(listener);
+        watched.push((index, Rc::downgrade(&listener)));
+        let task = accept_loop(ctx.clone(), listener, index, clients.clone(), Accepting::enter(&accepting));
+        rt::spawn_guarded(queues.latency, task, |msg| {
             tracing::error!(panic = %msg, "accept loop panicked");
         });
     }
@@ -129,12 +165,18 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
     let _ = events.send(CoreEvent::Applied { core: id, version });
     load_catalogs(&ctx, &events);
     let mut drain_deadline: Option<Instant> = None;
+    let mut handing_over = None;
     loop {
         loop {
             match inbox.try_recv() {
                 Ok(CoreCommand::ReleaseDatabase { database, deadline, reply }) => {
                     release::release(&ctx, prober.as_ref(), database, deadline, reply);
                 }
+                Ok(CoreCommand::HandOver(order)) => {
+                    drain_deadline = Some(handover::deadline(drain_deadline, order.deadline));
+                    handing_over = Some(handover::start(&ctx, &watched, order));
+                }
+                Ok(CoreCommand::Adopt(client)) => handover::adopt(&ctx, client, &clients),
                 Ok(cmd) => handle(&ctx, cmd, &events, &budgets, cores, &mut version, &mut drain_deadline),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
@@ -147,7 +189,7 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
         ctx.pools().maintain(rt::now());
         ctx.drop_unused_pools(); // #36: template pools nobody uses
         if let Some(deadline) = drain_deadline {
-            if ctx.counters.sessions_active() == 0 || rt::now() >= deadline {
+            if (ctx.counters.sessions_active() == 0 && accepting.get() == 0) || rt::now() >= deadline {
                 break;
             }
         }
@@ -155,6 +197,7 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
         rt::race(rt::notified(), rt::sleep(UPKEEP_TICK)).await;
     }
     tracing::info!(core = id.0, left = ctx.counters.sessions_active(), "core stopped");
+    handover::stopped(&ctx, handing_over);
     let _ = events.send(CoreEvent::Stopped(id));
 }
 
@@ -234,6 +277,8 @@ fn handle(
         CoreCommand::ReleaseDatabase { reply, .. } => {
             let _ = reply.unbounded_send(ctx.core);
         }
+        // Handled by the loop, which holds the listeners and the client slots.
+        CoreCommand::HandOver(_) | CoreCommand::Adopt(_) => {}
         CoreCommand::Drain { deadline } => {
             *drain_deadline = Some(deadline);
             ctx.drain.set();
@@ -289,14 +334,50 @@ fn load_catalogs(ctx: &Rc<CoreContext>, events: &Sender<CoreEvent>) {
     );
 }
 
-fn bind_all(addrs: &[SocketAddr]) -> io::Result<Vec<Listener>> {
-    addrs
-        .iter()
-        .map(|a| rt::bind_reuseport(*a).map_err(|e| io::Error::new(e.kind(), format!("bind {a}: {e}"))))
-        .collect()
+/// This core's listeners, by config index: the inherited sockets, else one bound here with
+/// SO_REUSEPORT.
+fn bind_all(addrs: &[SocketAddr], mut inherited: Vec<Vec<OwnedFd>>) -> io::Result<Vec<(usize, Listener)>> {
+    let mut out = Vec::with_capacity(addrs.len());
+    for (index, addr) in addrs.iter().enumerate() {
+        let fds = inherited.get_mut(index).map(std::mem::take).unwrap_or_default();
+        if fds.is_empty() {
+            let l = rt::bind_reuseport(*addr).map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
+            out.push((index, l));
+        }
+        for fd in fds {
+            let l = Listener::from_fd(fd)
+                .map_err(|e| io::Error::new(e.kind(), format!("listener {addr} handed over: {e}")))?;
+            out.push((index, l));
+        }
+    }
+    Ok(out)
 }
 
-async fn accept_loop(ctx: Rc<CoreContext>, listener: Listener, index: usize, clients: Arc<ClientSlots>) {
+/// Accepts on `listener` until the core drains, then takes an accept the kernel completed
+/// meanwhile instead of losing its connection.
+/// Counts an accept loop as running until dropped (see `run`).
+struct Accepting(Rc<Cell<usize>>);
+
+impl Accepting {
+    fn enter(count: &Rc<Cell<usize>>) -> Accepting {
+        count.set(count.get() + 1);
+        Accepting(count.clone())
+    }
+}
+
+impl Drop for Accepting {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
+}
+
+async fn accept_loop(
+    ctx: Rc<CoreContext>,
+    listener: Rc<Listener>,
+    index: usize,
+    clients: Arc<ClientSlots>,
+    _running: Accepting,
+) {
     loop {
         let accepted = rt::race(async { Some(listener.accept().await) }, async {
             ctx.drain.wait().await;
@@ -304,13 +385,22 @@ async fn accept_loop(ctx: Rc<CoreContext>, listener: Listener, index: usize, cli
         })
         .await;
         match accepted {
-            None => return, // draining: the listener closes when dropped here
+            None => break,
             Some(Ok(stream)) => session::spawn(&ctx, stream, index, clients.try_admit(index)),
             Some(Err(e)) => {
                 // EMFILE and friends: back off instead of spinning on a failing accept.
                 tracing::warn!(error = %e, "accept failed");
-                rt::sleep(Duration::from_millis(50)).await;
+                rt::sleep(std::time::Duration::from_millis(50)).await;
             }
         }
+    }
+    // Draining or handing over: a connection accepted at this moment is served like the
+    // others (it moves or is told the router is going away) rather than reset; the listener
+    // closes when the last `Rc` drops here.
+    if let Some(Ok(stream)) = listener.stop().await {
+        session::spawn(&ctx, stream, index, clients.try_admit(index));
+        // The session counts as active from its first poll, which comes before this task's
+        // next one: only then may the core see no session left and stop.
+        rt::yield_now().await;
     }
 }

@@ -141,7 +141,7 @@ pub async fn hand_off(stream: &mut Stream) -> io::Result<(std::os::fd::OwnedFd, 
     settle_if_needed(stream).await?;
     let mut got = Vec::new();
     if let Some(op) = &mut stream.recv {
-        op.cancel_and_keep();
+        op.cancel();
         let (res, keep) = op.await;
         stream.recv = None;
         match keep {

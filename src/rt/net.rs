@@ -173,6 +173,35 @@ impl Listener {
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         sock_addr(SockRef::from(&self.fd).local_addr()?)
     }
+
+    /// A listener on a listening TCP socket another process bound and handed over (#40).
+    pub fn from_fd(fd: OwnedFd) -> io::Result<Listener> {
+        let sock = SockRef::from(&fd);
+        if sock.r#type()? != Type::STREAM || !sock.is_listener()? {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a listening stream socket"));
+        }
+        sock_addr(sock.local_addr()?)?;
+        // Blocking at the descriptor level like every socket here (see the module header).
+        sock.set_nonblocking(false)?;
+        Ok(Listener { pending: Cell::new(None), fd })
+    }
+
+    /// A duplicate of the socket's descriptor, to hand it to another process (#40): the socket,
+    /// and the connections waiting in its backlog, outlive this listener.
+    pub fn dup_fd(&self) -> io::Result<OwnedFd> {
+        self.fd.try_clone()
+    }
+
+    /// Ends accepting: cancels an accept parked here and waits for it, so that a connection
+    /// the kernel handed to it meanwhile is returned instead of closed (#40).
+    pub async fn stop(&self) -> Option<io::Result<Stream>> {
+        let op = self.pending.take()?;
+        op.cancel();
+        match op.await {
+            (_, Keep::Fd(fd)) => Some(Stream::new(fd, true)),
+            _ => None,
+        }
+    }
 }
 
 /// Listen backlog per core and listener (the kernel caps it at `net.core.somaxconn`).

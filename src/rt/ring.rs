@@ -487,16 +487,18 @@ impl Op {
         .unwrap_or(false)
     }
 
-    /// Asks the kernel to cancel the operation while its owner keeps waiting for the completion,
-    /// which then says whether it was cancelled or finished first, with what it got.
-    pub(super) fn cancel_and_keep(&self) {
-        let Some(id) = self.id else { return };
-        with_core(|core| {
-            let mut ring = core.ring.borrow_mut();
-            if matches!(ring.slots.get(id), Some(Slot::Pending { .. })) {
-                ring.cancel(id);
-            }
-        });
+    /// Asks the kernel to cancel the operation while its future stays: awaiting it then gives
+    /// the cancellation's result, or the operation's own if it completed first (an accepted
+    /// connection, a received message, is then not lost to the cancel).
+    pub(super) fn cancel(&self) {
+        if let Some(id) = self.id {
+            with_core(|core| {
+                let mut ring = core.ring.borrow_mut();
+                if matches!(ring.slots.get(id), Some(Slot::Pending { .. })) {
+                    ring.cancel(id);
+                }
+            });
+        }
     }
 
     /// Whether the completion has arrived (the future would be ready).

@@ -46,6 +46,7 @@ mod faults_kill;
 mod foundation;
 mod frontdoor;
 mod frontdoor_backend;
+mod handover;
 mod harness;
 mod health;
 mod htap;

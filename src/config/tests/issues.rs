@@ -739,6 +739,26 @@ fn invalid_shutdown_drain() {
 }
 
 #[test]
+fn invalid_handover_wait() {
+    let text = format!("[general]\nhandover_wait = \"a minute\"\n{}", base());
+    expect(
+        &text,
+        "handover_wait",
+        "general.handover_wait",
+        "invalid duration \"a minute\": expected a number with a unit, e.g. \"250ms\", \"10s\", \"5m\", \"1h\"",
+    );
+}
+
+#[test]
+fn empty_handover_socket() {
+    let text = format!("[general]\nhandover_socket = \"\"\n{}", base());
+    expect(&text, "handover_socket", "general.handover_socket", "handover_socket must not be empty");
+    let set = parse_ok(&format!("[general]\nhandover_socket = \"/run/qp.sock\"\n{}", base()));
+    assert_eq!(set.general.handover_socket, Some(std::path::PathBuf::from("/run/qp.sock")));
+    assert_eq!(set.general.handover_wait, std::time::Duration::from_secs(60), "the default");
+}
+
+#[test]
 fn metrics_on_a_public_address_needs_an_admin_token() {
     let text = format!("{}[metrics]\nenabled = true\nbind = \"0.0.0.0:9090\"\n", base());
     expect(
