@@ -28,13 +28,13 @@ use crate::router::{pg_config, pg_pool};
 use crate::support::{dbs, eventually, free_port};
 
 /// One router process of a test, its log kept for failures.
-struct Proc {
+pub(crate) struct Proc {
     child: Child,
     log: PathBuf,
 }
 
 impl Proc {
-    fn start(dir: &Path, name: &str, toml: &str, take_over: Option<&Path>) -> Proc {
+    pub(crate) fn start(dir: &Path, name: &str, toml: &str, take_over: Option<&Path>) -> Proc {
         let config = dir.join(format!("{name}.toml"));
         std::fs::write(&config, toml).expect("write config");
         let log = dir.join(format!("{name}.log"));
@@ -47,12 +47,12 @@ impl Proc {
         Proc { child: cmd.spawn().expect("start the router"), log }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Waits for the process to exit, at most `limit`.
-    fn exit_within(&mut self, limit: Duration, what: &str) -> std::process::ExitStatus {
+    pub(crate) fn exit_within(&mut self, limit: Duration, what: &str) -> std::process::ExitStatus {
         let t = Instant::now();
         loop {
             if let Some(s) = self.child.try_wait().expect("wait") {

@@ -114,3 +114,4 @@ mod switchover;
 mod systemd;
 mod translation;
 mod unknown_database;
+mod upgrade;
