@@ -234,6 +234,10 @@ async fn move_out<W: Wire>(w: &mut W) -> bool {
     let mut leftover = io.buf.split_off(io.pos.min(io.buf.len()));
     leftover.extend_from_slice(&got);
     let Some(handed) = w.freeze(client, leftover) else { return false };
+    if handed.state.len() > super::handover::STATE_MAX {
+        tracing::warn!(bytes = handed.state.len(), "a session's state is too large to hand over; it ends here");
+        return false;
+    }
     w.io().1.move_session(handed)
 }
 

@@ -12,6 +12,12 @@ use crate::config::Protocol;
 use crate::id::CancelKey;
 use crate::session::{ClientSlot, CoreContext};
 
+/// The most a session's state may take: a session holding more (a client that prepared
+/// megabytes of statements, or sent a large message the handover caught half-read) stays to end
+/// here rather than fail the frame that would carry it, and with it the hand-over of the
+/// sessions after it.
+pub const STATE_MAX: usize = 4 << 20;
+
 /// One client connection on its way to the new process.
 pub struct HandedSession {
     /// The protocol its listener speaks.
