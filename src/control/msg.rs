@@ -197,6 +197,8 @@ pub struct MovingClient {
     pub state: Vec<u8>,
     /// The client's socket.
     pub client: OwnedFd,
+    /// The server connection the session owns, if it moves with one.
+    pub backend: Option<OwnedFd>,
 }
 
 /// What a core tells the control plane.

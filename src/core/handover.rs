@@ -46,6 +46,7 @@ pub(super) fn start(ctx: &Rc<CoreContext>, listeners: &[(usize, Weak<Listener>)]
                 key: h.key,
                 state: h.state,
                 client: h.client,
+                backend: h.backend,
             };
             // The hand-over thread outlives the cores; if it is gone the client closes here.
             let _ = sink.send(Moving::Client(moving));
@@ -63,6 +64,7 @@ pub(super) fn adopt(ctx: &Rc<CoreContext>, client: MovingClient, clients: &Arc<C
         key: client.key,
         state: client.state,
         client: client.client,
+        backend: client.backend,
     };
     session::adopt(ctx, handed, slot);
 }

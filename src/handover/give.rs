@@ -279,8 +279,12 @@ fn relay(channel: &mut Channel, rx: &Receiver<Moving>, cores: usize, deadline: I
                     listener: u32::try_from(c.listener).unwrap_or(u32::MAX),
                     key: c.key,
                     state: c.state,
+                    backend: c.backend.is_some(),
                 });
-                match channel.send(&frame, &[c.client.as_fd()]) {
+                // The client's socket first, then the server connection it owns, if any.
+                let fds: Vec<_> =
+                    std::iter::once(c.client.as_fd()).chain(c.backend.as_ref().map(|b| b.as_fd())).collect();
+                match channel.send(&frame, &fds) {
                     Ok(()) => moved += 1,
                     Err(e) => *alive = gone(&e),
                 }

@@ -184,13 +184,17 @@ fn receive(channel: &mut Channel, control: &ControlHandle, listeners: usize) {
     let mut adopted = 0usize;
     loop {
         match channel.recv() {
-            Ok((Frame::Session(s), mut fds)) => {
-                let (Some(client), Ok(listener)) = (fds.pop(), usize::try_from(s.listener)) else { continue };
+            Ok((Frame::Session(s), fds)) => {
+                // The client's socket, then the server connection the session owns, if any.
+                let mut fds = fds.into_iter();
+                let (Some(client), backend) = (fds.next(), fds.next()) else { continue };
+                let Ok(listener) = usize::try_from(s.listener) else { continue };
                 if listener >= listeners {
                     tracing::warn!(listener, "a handed-over client of a listener not configured here; closed");
                     continue;
                 }
-                let moving = MovingClient { protocol: s.protocol, listener, key: s.key, state: s.state, client };
+                let moving =
+                    MovingClient { protocol: s.protocol, listener, key: s.key, state: s.state, client, backend };
                 match control.adopt(moving) {
                     Ok(()) => adopted += 1,
                     Err(e) => tracing::warn!(error = %e, "a handed-over client could not be adopted; closed"),

@@ -253,6 +253,7 @@ mod tests {
             listener: 1,
             key: crate::id::CancelKey { pid: 1, secret: 2 },
             state: vec![7; 200_000],
+            backend: false,
         });
         tx.send(&session, &[fd1.as_fd()]).expect("send a frame larger than one read");
         tx.send(&Frame::Done, &[]).expect("send");
@@ -279,6 +280,7 @@ mod tests {
             listener: 0,
             key: crate::id::CancelKey { pid: 1, secret: 2 },
             state: vec![],
+            backend: false,
         });
         wire::encode(&session, &mut bytes).expect("encode");
         (&a).write_all(&bytes).expect("write without SCM_RIGHTS");

@@ -12,7 +12,8 @@
 //! old → new  Refuse { reason }                        (and the old process keeps serving)
 //!        or  Accept { pid }
 //!            Listeners { next_seq[], entries[], admin }   + one fd per entry, then admin fds
-//!            Session { protocol, listener, key, state }   + the client's fd     (repeated)
+//!            Session { protocol, listener, key, backend, state }   + the client's fd, then the
+//!                                                      server connection's if `backend` (repeated)
 //!            Done                                         (the old process has stopped)
 //! ```
 
@@ -25,7 +26,7 @@ pub const MAGIC: [u8; 8] = *b"QPHANDOV";
 
 /// This binary's format of the hand-over frames and of the session state they carry. Bumped
 /// whenever either changes: an old process refuses a new one speaking another version.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Largest frame body: a session's state (its prepared statements, settings) is far below it,
 /// and a garbled length is refused before anything is allocated for it.
@@ -100,6 +101,8 @@ pub struct Session {
     pub key: CancelKey,
     /// The session's own encoding of its state (opaque here).
     pub state: Vec<u8>,
+    /// The server connection the session owns rides along, after the client's socket.
+    pub backend: bool,
 }
 
 impl Frame {
@@ -107,7 +110,7 @@ impl Frame {
     pub fn fds(&self) -> usize {
         match self {
             Frame::Listeners(l) => l.entries.len() + if l.admin { 2 } else { 0 },
-            Frame::Session(_) => 1,
+            Frame::Session(s) => 1 + usize::from(s.backend),
             _ => 0,
         }
     }
@@ -148,6 +151,9 @@ pub enum WireError {
     /// A protocol number this version does not know.
     #[error("unknown protocol {0} in a hand-over session")]
     Protocol(u8),
+    /// A yes/no field that is neither.
+    #[error("hand-over session flag {0} is neither 0 nor 1")]
+    Flag(u8),
     /// More descriptors than one frame may carry, or a count over its field's width.
     #[error("a hand-over frame cannot carry {0} entries")]
     TooMany(usize),
@@ -202,6 +208,7 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) -> Result<(), WireError> {
             out.extend_from_slice(&s.listener.to_be_bytes());
             out.extend_from_slice(&s.key.pid.to_be_bytes());
             out.extend_from_slice(&s.key.secret.to_be_bytes());
+            out.push(u8::from(s.backend));
             put_bytes(out, &s.state)?;
         }
         Frame::Done => {}
@@ -288,8 +295,13 @@ fn session(r: &mut Reader<'_>) -> Result<Session, WireError> {
     };
     let listener = r.u32("listener")?;
     let key = CancelKey { pid: r.u32("key")? as i32, secret: r.u32("key")? as i32 };
+    let backend = match r.u8("backend")? {
+        0 => false,
+        1 => true,
+        other => return Err(WireError::Flag(other)),
+    };
     let state = r.bytes("state")?.to_vec();
-    Ok(Session { protocol, listener, key, state })
+    Ok(Session { protocol, listener, key, state, backend })
 }
 
 /// A cursor over a frame body whose every read is checked.
@@ -349,12 +361,14 @@ mod tests {
                 listener: 3,
                 key: CancelKey { pid: CancelKey::make_pid(crate::id::CoreId(1), 9), secret: -77 },
                 state: (0..=255).collect(),
+                backend: true,
             }),
             Frame::Session(Session {
                 protocol: Protocol::Postgres,
                 listener: 0,
                 key: CancelKey { pid: 1, secret: 2 },
                 state: Vec::new(),
+                backend: false,
             }),
             Frame::Done,
         ]
@@ -404,6 +418,7 @@ mod tests {
             listener: 0,
             key: CancelKey { pid: 1, secret: 1 },
             state: vec![0; MAX_FRAME],
+            backend: false,
         });
         let mut out = vec![9];
         assert!(matches!(encode(&big, &mut out), Err(WireError::TooLarge(_))));

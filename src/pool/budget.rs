@@ -31,6 +31,12 @@ impl Budget {
     }
 
     /// Gives one unit back (a connection closed).
+    /// Takes a unit whatever the limit: for a connection that exists already (one a former
+    /// process handed over, #40), which the server counts either way.
+    pub fn take(&self) {
+        self.used.fetch_add(1, Ordering::AcqRel);
+    }
+
     pub fn release(&self) {
         let _ = self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| u.checked_sub(1));
     }

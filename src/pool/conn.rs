@@ -46,7 +46,7 @@ pub struct PgInfo {
 
 /// What the backend told us about a MySQL/MariaDB connection at login, plus the router's
 /// bookkeeping of statements prepared on it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct MyInfo {
     /// Backend connection (thread) id, for `KILL QUERY`.
     pub thread_id: u32,

@@ -926,6 +926,26 @@ impl CorePool {
         }
     }
 
+    /// A server connection a former process of the router handed over with the session that
+    /// owns it (#40), lent to that session as if this core had opened it: it holds a unit of
+    /// its backend's budget (over the limit if need be: the server has the connection either
+    /// way) and is counted as checked out. `None` when no backend of this pool is at `addr`.
+    pub fn adopt(&self, stream: rt::Stream, addr: SocketAddr, info: ConnInfo, user: Option<&str>) -> Option<Conn> {
+        let index = self.backends.iter().position(|b| b.addr == addr)?;
+        let slot = self.backends.get(index)?;
+        slot.budget.take();
+        let user_budget = user.and_then(|u| self.user_budget(index, u));
+        if let Some(b) = &user_budget {
+            b.take();
+        }
+        let unit = conn::BudgetUnit::new(slot.budget.clone(), user_budget, self.waiters.clone());
+        let mut conn = self.stamped(Conn::new(stream, addr, index, info, unit));
+        conn.user = user.map(Rc::from);
+        slot.counters.checked_out();
+        slot.outstanding.set(slot.outstanding.get() + 1);
+        Some(conn)
+    }
+
     /// Returns a connection; a connection that is not `reusable` is closed instead, and so is
     /// one that another core is waiting for while nobody here is.
     pub fn checkin(&self, mut conn: Conn, reusable: bool) {

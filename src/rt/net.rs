@@ -59,6 +59,12 @@ impl Stream {
         Self::new(fd, true)
     }
 
+    /// A server connection another process of the router opened and handed over with the
+    /// session owning it (#40), used as if this core had opened it.
+    pub fn adopt_backend(fd: OwnedFd) -> io::Result<Self> {
+        Self::new(fd, false)
+    }
+
     /// The peer's address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         sock_addr(SockRef::from(&self.fd).peer_addr()?)

@@ -205,7 +205,7 @@ pub(super) trait Wire {
     /// The session for the new binary (#40), its client's socket `client` and `leftover` the
     /// bytes the client sent that no unit took yet; `None` when it cannot move (it holds a
     /// backend connection or state only this process has), and then it ends as a drain ends it.
-    fn freeze(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession>;
+    async fn freeze(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession>;
 }
 
 /// Serves one client from its login (`login`: `None` when it did not log in) to its close.
@@ -233,7 +233,7 @@ async fn move_out<W: Wire>(w: &mut W) -> bool {
     };
     let mut leftover = io.buf.split_off(io.pos.min(io.buf.len()));
     leftover.extend_from_slice(&got);
-    let Some(handed) = w.freeze(client, leftover) else { return false };
+    let Some(handed) = w.freeze(client, leftover).await else { return false };
     if handed.state.len() > super::handover::STATE_MAX {
         tracing::warn!(bytes = handed.state.len(), "a session's state is too large to hand over; it ends here");
         return false;

@@ -31,6 +31,8 @@ pub struct HandedSession {
     pub state: Vec<u8>,
     /// The client's socket.
     pub client: OwnedFd,
+    /// The server connection a session-mode or pinned session owns, which moves with it.
+    pub backend: Option<OwnedFd>,
 }
 
 /// Where a core's sessions go while the router hands over: called once per session that moves.
@@ -57,6 +59,9 @@ pub enum AdoptError {
     /// Its listener is not in this configuration, or speaks another protocol here.
     #[error("listener {0} of the former process is not a listener of that protocol here")]
     Listener(usize),
+    /// The server connection it owns is on a backend this configuration does not list.
+    #[error("its server connection is to {0}, which this router's pool does not list")]
+    Backend(std::net::SocketAddr),
     /// The socket could not join this core's loop.
     #[error("cannot serve the client's socket: {0}")]
     Socket(std::io::Error),

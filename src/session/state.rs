@@ -64,6 +64,8 @@ pub struct FrozenState {
     greeting: Vec<(String, String)>,
     reported: Vec<(String, (String, String))>,
     restore: bool,
+    /// What pins the session, when its connection moves with it.
+    pin: Option<String>,
 }
 
 /// Settings a client made, plus its pins.
@@ -258,10 +260,10 @@ impl SessionState {
     }
 
     /// The settings a session moving to a new binary takes along (#40); `None` while effects
-    /// are staged (mid-transaction) or the session is pinned to its backend connection: that
-    /// state is on the connection, which stays here.
-    pub fn freeze(&self) -> Option<FrozenState> {
-        if !self.staged.is_empty() || self.pin.reason().is_some() {
+    /// are staged (mid-transaction), or when the session is pinned and its connection, which
+    /// holds what pinned it, does not move `with_connection`.
+    pub fn freeze(&self, with_connection: bool) -> Option<FrozenState> {
+        if !self.staged.is_empty() || (self.pin.reason().is_some() && !with_connection) {
             return None;
         }
         Some(FrozenState {
@@ -270,6 +272,7 @@ impl SessionState {
             greeting: self.greeting.to_vec(),
             reported: self.reported.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             restore: self.restore,
+            pin: self.pin.reason().map(|r| r.as_str().to_owned()),
         })
     }
 
@@ -287,6 +290,11 @@ impl SessionState {
             restore: frozen.restore,
             ..SessionState::default()
         };
+        // Counted once, by the process the session was pinned in.
+        if let Some(r) = frozen.pin.as_deref().and_then(PinReason::parse) {
+            s.pin.set(r);
+            s.pin.take_uncounted();
+        }
         s.resign();
         s
     }
@@ -344,13 +352,13 @@ mod tests {
         let mut s = SessionState::from_startup([("application_name", "app"), ("search_path", "s1")].into_iter());
         s.greeted(Rc::new(vec![("DateStyle".into(), "ISO, MDY".into())]));
         s.stage_sql("SET work_mem = '8MB'");
-        assert!(s.freeze().is_none(), "a staged SET is the open transaction's");
+        assert!(s.freeze(false).is_none(), "a staged SET is the open transaction's");
         s.commit();
         s.report("DateStyle", "ISO, DMY");
         s.stage_sql("RESET search_path");
         s.commit();
         let shared = Rc::new(Vec::new());
-        let moved = SessionState::thaw(s.freeze().expect("idle"), |g| {
+        let moved = SessionState::thaw(s.freeze(false).expect("idle"), |g| {
             assert_eq!(g, vec![("DateStyle".to_string(), "ISO, MDY".to_string())]);
             shared.clone()
         });
@@ -360,7 +368,11 @@ mod tests {
         assert_eq!(moved.restore_pending(), s.restore_pending());
         assert!(Rc::ptr_eq(&moved.greeting, &shared), "the greeting is the shared copy");
         s.stage_sql("LISTEN chan");
-        assert!(s.pin().is_some() && s.freeze().is_none(), "a pinned session's state is on its connection");
+        assert!(s.pin().is_some() && s.freeze(false).is_none(), "a pinned session's state is on its connection");
+        s.commit();
+        let mut moved = SessionState::thaw(s.freeze(true).expect("with its connection"), Rc::new);
+        assert_eq!(moved.pin(), s.pin(), "the pin moves with the connection");
+        assert_eq!(moved.take_uncounted_pin(), None, "counted where it was taken");
     }
 
     #[test]

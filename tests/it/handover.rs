@@ -390,7 +390,7 @@ fn the_new_binary_serves_the_sockets_it_is_given_and_issues_keys_above_the_old_o
     // A client in flight: its socket goes to the core its key names, then Done ends it all.
     let (moved, peer) = tcp_pair();
     let key = CancelKey { pid: CancelKey::make_pid(CoreId(1), 7), secret: 42 };
-    let session = Session { protocol: Protocol::Postgres, listener: 0, key, state: Vec::new() };
+    let session = Session { protocol: Protocol::Postgres, listener: 0, key, state: Vec::new(), backend: false };
     channel.send(&Frame::Session(session), &[moved.as_fd()]).expect("Session");
     drop(moved);
     channel.send(&Frame::Done, &[]).expect("Done");

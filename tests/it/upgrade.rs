@@ -53,11 +53,11 @@ impl Upgrade {
         let socket = self.socket();
         let p = Proc::start(self.dir.path(), name, &self.toml, take_over.then_some(socket.as_path()));
         let port = self.port;
-        eventually(Duration::from_secs(30), "the router to listen", || {
+        eventually(Duration::from_secs(60), "the router to listen", || {
             std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
         });
         if !take_over {
-            eventually(Duration::from_secs(30), "the hand-over socket", || socket.exists());
+            eventually(Duration::from_secs(60), "the hand-over socket", || socket.exists());
         }
         p
     }
@@ -72,7 +72,7 @@ impl Upgrade {
         let took = started.elapsed();
         // The new process listens on the socket for the next hand-over.
         let socket = self.socket();
-        eventually(Duration::from_secs(30), "the new process's hand-over socket", || socket.exists());
+        eventually(Duration::from_secs(60), "the new process's hand-over socket", || socket.exists());
         (new, took)
     }
 }
@@ -110,6 +110,76 @@ fn a_postgresql_session_moves_with_its_settings_statements_and_cancel_key() {
     assert_eq!(err.code(), Some(&postgres::error::SqlState::QUERY_CANCELED), "{err}");
     assert!(started.elapsed() < Duration::from_secs(20), "cancelled, not run out");
     assert_eq!(c.query_one("SELECT 1", &[]).expect("goes on").get::<_, i32>(0), 1);
+}
+
+/// A session that owns its server connection — session mode, or a pin in transaction mode (a
+/// temporary table) — moves with it: the same server session (its backend pid, its temporary
+/// table) goes on in the new process, and a cancel by the key the client holds reaches it.
+#[test]
+fn a_postgresql_session_owning_its_server_connection_moves_with_it() {
+    let pools =
+        pg_pool("main", dbs().pg.primary_port, "session", 4) + &pg_pool("tx", dbs().pg.primary_port, "transaction", 4);
+    let up = Upgrade::new(&pg_config(&[0, 1], &pools, "main"));
+    let mut old = up.start("old", false);
+    let pg = &dbs().pg;
+    let mut session = pg_client(up.port);
+    let mut pinned =
+        pg.config(up.port, &pg.user, &pg.password).dbname("tx").connect(postgres::NoTls).expect("transaction pool");
+    let mut before = Vec::new();
+    for c in [&mut session, &mut pinned] {
+        c.batch_execute("CREATE TEMP TABLE moving (x int); INSERT INTO moving VALUES (7)").expect("temp table");
+        before.push(c.query_one("SELECT pg_backend_pid()", &[]).expect("pid").get::<_, i32>(0));
+    }
+    let cancel = session.cancel_token();
+
+    let (new, took) = up.hand_over(&mut old, "new");
+    eprintln!("[upgrade] two PostgreSQL clients owning their server connections: handed over in {took:?}");
+    for (c, pid) in [&mut session, &mut pinned].into_iter().zip(before) {
+        let row = c
+            .query_one("SELECT x, pg_backend_pid() FROM moving", &[])
+            .unwrap_or_else(|e| panic!("the temp table is still there: {e}\nold:\n{}\nnew:\n{}", old.log(), new.log()));
+        assert_eq!((row.get::<_, i32>(0), row.get::<_, i32>(1)), (7, pid), "the same server session");
+    }
+    let canceller = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(500));
+        cancel.cancel_query(postgres::NoTls).expect("cancel request")
+    });
+    let err = session.batch_execute("SELECT pg_sleep(30)").expect_err("cancelled");
+    canceller.join().expect("canceller");
+    assert_eq!(err.code(), Some(&postgres::error::SqlState::QUERY_CANCELED), "{err}");
+}
+
+/// As for PostgreSQL: a MariaDB session-mode client keeps its server session (its thread id,
+/// its user variable and temporary table), and `KILL QUERY` of the id it reads from
+/// `CONNECTION_ID()` reaches it in the new process.
+#[test]
+fn a_mysql_session_owning_its_server_connection_moves_with_it() {
+    let up = Upgrade::new(&my_config(&[0, 1], &my_pool("main", "session", 4), "main"));
+    let mut old = up.start("old", false);
+    let mut c = my_client(up.port);
+    c.query_drop("SET @moving = 5").expect("user variable");
+    c.query_drop("CREATE TEMPORARY TABLE moving (x int)").expect("temp table");
+    c.query_drop("INSERT INTO moving VALUES (7)").expect("insert");
+    let thread: Option<u64> = c.query_first("SELECT CONNECTION_ID()").expect("thread id");
+
+    let (_new, took) = up.hand_over(&mut old, "new");
+    eprintln!("[upgrade] one MariaDB session-mode client: handed over in {took:?}");
+    let row: Option<(i64, i64, u64)> =
+        c.query_first("SELECT x, @moving, CONNECTION_ID() FROM moving").expect("the server session goes on");
+    assert_eq!(row, Some((7, 5, thread.expect("an id"))), "the same server session");
+    let port = up.port;
+    let id = thread.expect("an id");
+    let killer = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(500));
+        my_client(port).query_drop(format!("KILL QUERY {id}")).expect("kill")
+    });
+    let slept: Result<Option<i64>, _> = c.query_first("SELECT SLEEP(30)");
+    killer.join().expect("killer");
+    match slept {
+        Ok(v) => assert_eq!(v, Some(1), "SLEEP reports the interruption"),
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1317, "query interrupted: {e:?}"),
+        Err(e) => panic!("the session survives the KILL QUERY: {e}"),
+    }
 }
 
 fn my_client(port: u16) -> mysql::Conn {

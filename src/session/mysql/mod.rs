@@ -231,6 +231,13 @@ impl Wire for Session {
         } else {
             release::idle_limit(self.holding(), self.seat.pool.config.timeouts.idle_transaction)
         };
+        // Holding its server connection between transactions (session mode, a pin), the
+        // session still hears a drain or a hand-over (#40), as an idle one does.
+        let between = self.tx.status & SERVER_STATUS_IN_TRANS == 0 && self.tx.cursor.is_none();
+        if !idle && limit.is_none() && between {
+            let (io, ctx) = (&mut self.io, &self.seat.ctx);
+            return io.read_idle(&ctx.drain).await.map(Some);
+        }
         driver::read_alone(self, idle, limit).await
     }
 
@@ -272,8 +279,12 @@ impl Wire for Session {
 
     /// Says goodbye where the router ended the session (a client's KILL is answered once the
     /// socket is closed), and gives back the backend connection and the cancel key.
-    fn freeze(&mut self, client: std::os::fd::OwnedFd, leftover: Vec<u8>) -> Option<crate::session::HandedSession> {
-        self.freeze_for_move(client, leftover)
+    async fn freeze(
+        &mut self,
+        client: std::os::fd::OwnedFd,
+        leftover: Vec<u8>,
+    ) -> Option<crate::session::HandedSession> {
+        self.freeze_for_move(client, leftover).await
     }
 
     async fn finish(&mut self, end: End) {

@@ -11,6 +11,7 @@ use super::prepared::{FrozenStatements, Statements};
 use super::state::{FrozenMyState, MyState};
 use super::{login, Session};
 use crate::config::Protocol;
+use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::routing::{FrozenRyw, RywState};
 use crate::session::driver::ClientIo;
 use crate::session::handover::{AdoptError, HandedSession};
@@ -37,23 +38,38 @@ struct Frozen {
     stmts: FrozenStatements,
     /// Bytes the client sent that no command took yet.
     leftover: Vec<u8>,
+    /// The server connection the session owns (session mode, a pin), if it moves with one.
+    backend: Option<FrozenConn>,
+}
+
+/// A server connection moving with its session.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FrozenConn {
+    addr: std::net::SocketAddr,
+    info: crate::pool::MyInfo,
+    /// The signature of the settings applied on it.
+    settings: u64,
+    /// Bytes the server sent that the session did not read yet.
+    unread: Vec<u8>,
 }
 
 impl Session {
-    /// The session for the new binary, or `None` when it cannot move.
-    pub(super) fn freeze_for_move(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
+    /// The session for the new binary, or `None` when it cannot move. A session holding its
+    /// server connection between transactions (session mode, a pin) takes it along.
+    pub(super) async fn freeze_for_move(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
         let t = &self.tx;
-        let idle = self.seat.conn.is_none() && t.cursor.is_none() && !t.sticky && !t.lost && t.deferred.is_none();
+        let between = t.status & SERVER_STATUS_IN_TRANS == 0 && t.cursor.is_none() && !t.lost && t.deferred.is_none();
         // A pass-through session's logins use the client's secret; a bridged one, or one with
         // statements on another protocol's pool, has state only this process holds.
         let here_only = self.seat.pass.is_some()
             || self.is_bridged()
             || !self.foreign.cross.is_empty()
             || self.foreign.bridge.has_statements();
-        if !idle || here_only {
+        let owned = self.seat.conn.as_ref().is_some_and(|c| !c.broken && c.user.is_none() && self.link.out.is_empty());
+        if !between || here_only || (self.seat.conn.is_some() && !owned) {
             return None;
         }
-        let frozen = Frozen {
+        let mut frozen = Frozen {
             user: self.client.user.clone(),
             home: self.client.home.clone(),
             named_pool: self.client.named_pool.clone(),
@@ -62,15 +78,57 @@ impl Session {
             scramble: self.client.scramble.to_vec(),
             status: self.tx.status,
             lex: self.routing.lex.to_bits(),
-            state: self.state.freeze()?,
+            state: self.state.freeze(owned)?,
             ryw: self.seat.ryw.freeze(crate::rt::now()),
             stmts: self.stmts.freeze()?,
             leftover,
+            backend: None,
+        };
+        let backend = match self.seat.conn.as_mut() {
+            Some(conn) => {
+                let (fd, frozen_conn) = hand_off_backend(conn, self.link.pos).await?;
+                frozen.backend = Some(frozen_conn);
+                // Closed here without a word: the server session goes on in the new process.
+                self.seat.cancel.slot.set_server(None);
+                crate::session::give_back::close(&self.seat.pool, self.seat.conn.take());
+                Some(fd)
+            }
+            None => None,
         };
         let state = serde_json::to_vec(&frozen).ok()?;
         let listener = usize::from(self.io.listener);
-        Some(HandedSession { protocol: Protocol::MySql, listener, key: self.seat.cancel.key, state, client })
+        Some(HandedSession { protocol: Protocol::MySql, listener, key: self.seat.cancel.key, state, client, backend })
     }
+}
+
+/// Takes `conn`'s socket out of this process (see [`crate::rt::hand_off`]), with what it holds
+/// past `pos` unread; `None` when it cannot move, and then the connection is marked broken: its
+/// parked receive was stopped.
+async fn hand_off_backend(conn: &mut crate::pool::Conn, pos: usize) -> Option<(OwnedFd, FrozenConn)> {
+    let crate::pool::ConnInfo::MySql(info) = &conn.info else { return None };
+    let info = info.clone();
+    match crate::rt::hand_off(&mut conn.stream).await {
+        Ok((fd, got)) => {
+            let mut unread = conn.rbuf.split_off(pos.min(conn.rbuf.len()));
+            unread.extend_from_slice(&got);
+            Some((fd, FrozenConn { addr: conn.addr, info, settings: conn.settings, unread }))
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "a session's server connection could not be handed over");
+            conn.broken = true;
+            None
+        }
+    }
+}
+
+/// The server connection `frozen` describes, on socket `fd`, lent to the session adopting it.
+fn thaw_conn(pool: &crate::pool::CorePool, frozen: FrozenConn, fd: OwnedFd) -> Result<crate::pool::Conn, AdoptError> {
+    let stream = crate::rt::Stream::adopt_backend(fd).map_err(AdoptError::Socket)?;
+    let info = crate::pool::ConnInfo::MySql(frozen.info);
+    let mut conn = pool.adopt(stream, frozen.addr, info, None).ok_or(AdoptError::Backend(frozen.addr))?;
+    conn.rbuf = frozen.unread;
+    conn.settings = frozen.settings;
+    Ok(conn)
 }
 
 /// The session a former process handed over, served on this core; on an error, the client's
@@ -91,6 +149,19 @@ pub(in crate::session) fn adopt(
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
+    let backend = match (frozen.backend, handed.backend) {
+        (Some(f), Some(fd)) => match thaw_conn(&pool, f, fd) {
+            Ok(conn) => Some(conn),
+            Err(e) => return Err((e, Some(handed.client))),
+        },
+        (None, None) => None,
+        // Its server session is gone: serving the client as if it had none would change what
+        // its statements see.
+        _ => {
+            let e = AdoptError::Garbled("a server connection without its state, or the other way".into());
+            return Err((e, Some(handed.client)));
+        }
+    };
     let stream = crate::rt::Stream::adopt(handed.client).map_err(|e| (AdoptError::Socket(e), None))?;
     let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
     let io = ClientIo::new(stream, frozen.leftover, handed.listener, max, held);
@@ -110,6 +181,15 @@ pub(in crate::session) fn adopt(
         causal: None,
     };
     let mut s = Session::new(ctx.clone(), io, greeted);
+    if let Some(conn) = &backend {
+        if let (crate::pool::ConnInfo::MySql(info), crate::config::PoolMode::Session) =
+            (&conn.info, s.seat.pool.config.mode)
+        {
+            // `KILL` of the id the client's `CONNECTION_ID()` shows finds the session here too.
+            s.seat.cancel.slot.set_server(Some((conn.addr, info.thread_id)));
+        }
+    }
+    s.seat.conn = backend;
     s.tx.status = frozen.status;
     s.routing.lex = SessionModes::from_bits(frozen.lex);
     s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());

@@ -25,6 +25,8 @@ pub fn setting_on(stmt: &str) -> bool {
 pub struct FrozenMyState {
     settings: Vec<(String, String)>,
     db: Option<String>,
+    /// What pins the session, when its connection moves with it.
+    pin: Option<String>,
 }
 
 /// Settings, default database and pins of one client.
@@ -138,16 +140,26 @@ impl MyState {
 
     /// The settings and database a session moving to a new binary takes along (#40); `None`
     /// for a pinned session, whose state is on its connection.
-    pub fn freeze(&self) -> Option<FrozenMyState> {
-        if self.pin.reason().is_some() {
+    /// `with_connection`: the connection, which holds what pinned the session, moves too.
+    pub fn freeze(&self, with_connection: bool) -> Option<FrozenMyState> {
+        if self.pin.reason().is_some() && !with_connection {
             return None;
         }
-        Some(FrozenMyState { settings: self.settings.clone().into_iter().collect(), db: self.db.clone() })
+        Some(FrozenMyState {
+            settings: self.settings.clone().into_iter().collect(),
+            db: self.db.clone(),
+            pin: self.pin.reason().map(|r| r.as_str().to_owned()),
+        })
     }
 
     /// The state [`MyState::freeze`] kept.
     pub fn thaw(frozen: FrozenMyState) -> Self {
         let mut s = Self { settings: frozen.settings.into_iter().collect(), db: frozen.db, ..Self::default() };
+        // Counted once, by the process the session was pinned in.
+        if let Some(r) = frozen.pin.as_deref().and_then(PinReason::parse) {
+            s.pin.set(r);
+            s.pin.take_uncounted();
+        }
         s.resign();
         s
     }
@@ -199,12 +211,15 @@ mod tests {
     fn settings_and_database_move_to_a_new_binary_unless_pinned() {
         let mut s = MyState::new(Some("shop".into()), Some("SET NAMES utf8mb4".into()));
         s.apply(&effects("SET SESSION sql_mode = 'ANSI_QUOTES'; SET autocommit = 0"), 2);
-        let moved = MyState::thaw(s.freeze().expect("not pinned"));
+        let moved = MyState::thaw(s.freeze(false).expect("not pinned"));
         assert_eq!(moved.replay_sql(), s.replay_sql());
         assert_eq!((moved.db(), moved.signature()), (Some("shop"), s.signature()));
         assert!(moved.autocommit_off());
         s.apply(&effects("LOCK TABLES t READ"), 1);
-        assert!(s.pin().is_some() && s.freeze().is_none(), "a pinned session's state is on its connection");
+        assert!(s.pin().is_some() && s.freeze(false).is_none(), "a pinned session's state is on its connection");
+        let mut moved = MyState::thaw(s.freeze(true).expect("with its connection"));
+        assert_eq!(moved.pin(), s.pin(), "the pin moves with the connection");
+        assert_eq!(moved.take_uncounted_pin(), None, "counted where it was taken");
     }
 
     #[test]

@@ -221,8 +221,12 @@ impl Wire for Session {
         End::Fatal
     }
 
-    fn freeze(&mut self, client: std::os::fd::OwnedFd, leftover: Vec<u8>) -> Option<crate::session::HandedSession> {
-        self.freeze_for_move(client, leftover)
+    async fn freeze(
+        &mut self,
+        client: std::os::fd::OwnedFd,
+        leftover: Vec<u8>,
+    ) -> Option<crate::session::HandedSession> {
+        self.freeze_for_move(client, leftover).await
     }
 
     /// The exchange's queue too, when it is empty.

@@ -36,6 +36,43 @@ struct Frozen {
     unnamed: FrozenUnnamed,
     /// Bytes the client sent that no message took yet.
     leftover: Vec<u8>,
+    /// The server connection the session owns (session mode, a pin), if it moves with one.
+    backend: Option<FrozenConn>,
+}
+
+/// A server connection moving with its session.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FrozenConn {
+    addr: std::net::SocketAddr,
+    pid: i32,
+    secret: i32,
+    params: Vec<(String, String)>,
+    /// The router's statements prepared on it.
+    prepared: Vec<u64>,
+    /// The signature of the settings applied on it.
+    settings: u64,
+    /// Bytes the server sent that the session did not read yet (a notice, a notification).
+    unread: Vec<u8>,
+}
+
+/// Takes `conn`'s socket out of this process (see [`crate::rt::hand_off`]); `None` when it
+/// cannot move, and then the connection is marked broken: its parked receive was stopped.
+async fn hand_off_backend(conn: &mut crate::pool::Conn) -> Option<(OwnedFd, FrozenConn)> {
+    let crate::pool::ConnInfo::Pg(info) = &conn.info else { return None };
+    let (pid, secret, params) = (info.pid, info.secret, info.params.clone());
+    match crate::rt::hand_off(&mut conn.stream).await {
+        Ok((fd, got)) => {
+            let mut unread = std::mem::take(&mut conn.rbuf);
+            unread.extend_from_slice(&got);
+            let (prepared, settings) = (conn.prepared.clone(), conn.settings);
+            Some((fd, FrozenConn { addr: conn.addr, pid, secret, params, prepared, settings, unread }))
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "a session's server connection could not be handed over");
+            conn.broken = true;
+            None
+        }
+    }
 }
 
 /// A named statement as the client prepared it.
@@ -51,13 +88,14 @@ struct FrozenStmt {
 }
 
 impl Session {
-    /// The session for the new binary, or `None` when it cannot move.
-    pub(super) fn freeze_for_move(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
-        let idle = self.seat.conn.is_none()
-            && self.progress.tx == TransactionStatus::Idle
+    /// The session for the new binary, or `None` when it cannot move. A session holding its
+    /// server connection between transactions (session mode, a pin) takes it along.
+    pub(super) async fn freeze_for_move(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
+        let between = self.progress.tx == TransactionStatus::Idle
             && self.progress.fresh.is_none()
             && self.progress.unseen == super::xact::Unseen::No
             && self.ex.expects().is_empty()
+            && self.ex.queued().is_empty()
             && !self.ex.awaiting()
             && self.batch.is_empty();
         // A pass-through session's backend logins use the client's secret, and a bridged one
@@ -66,23 +104,42 @@ impl Session {
             || self.is_bridged()
             || !self.bridge.is_empty()
             || !self.progress.tokens.is_empty();
-        if !idle || here_only {
+        let owned = self.seat.conn.as_ref().is_some_and(|c| !c.broken && c.user.is_none());
+        if !between || here_only || (self.seat.conn.is_some() && !owned) {
             return None;
         }
-        let frozen = Frozen {
+        let mut frozen = Frozen {
             user: self.identity.user.clone(),
             database: self.identity.database.clone(),
             home: self.identity.home.clone(),
             lex: self.identity.lex.to_bits(),
-            state: self.state.freeze()?,
+            state: self.state.freeze(owned)?,
             ryw: self.seat.ryw.freeze(crate::rt::now()),
             stmts: self.frozen_stmts()?,
             unnamed: self.progress.unnamed.freeze()?,
             leftover,
+            backend: None,
+        };
+        let backend = match self.seat.conn.as_mut() {
+            Some(conn) => {
+                let (fd, frozen_conn) = hand_off_backend(conn).await?;
+                frozen.backend = Some(frozen_conn);
+                // Closed here without a word: the server session goes on in the new process.
+                crate::session::give_back::close(&self.seat.pool, self.seat.conn.take());
+                Some(fd)
+            }
+            None => None,
         };
         let state = serde_json::to_vec(&frozen).ok()?;
         let listener = usize::from(self.io.listener);
-        Some(HandedSession { protocol: Protocol::Postgres, listener, key: self.seat.cancel.key, state, client })
+        Some(HandedSession {
+            protocol: Protocol::Postgres,
+            listener,
+            key: self.seat.cancel.key,
+            state,
+            client,
+            backend,
+        })
     }
 
     /// The named statements, each after those its text runs; `None` when one runs a
@@ -136,6 +193,21 @@ impl Session {
     }
 }
 
+/// The server connection `frozen` describes, on socket `fd`, lent to the session adopting it.
+fn thaw_conn(pool: &crate::pool::CorePool, frozen: FrozenConn, fd: OwnedFd) -> Result<crate::pool::Conn, AdoptError> {
+    let stream = crate::rt::Stream::adopt_backend(fd).map_err(AdoptError::Socket)?;
+    let info = crate::pool::ConnInfo::Pg(crate::pool::PgInfo {
+        pid: frozen.pid,
+        secret: frozen.secret,
+        params: frozen.params,
+    });
+    let mut conn = pool.adopt(stream, frozen.addr, info, None).ok_or(AdoptError::Backend(frozen.addr))?;
+    conn.rbuf = frozen.unread;
+    conn.prepared = frozen.prepared;
+    conn.settings = frozen.settings;
+    Ok(conn)
+}
+
 /// The session a former process handed over, served on this core; on an error, the client's
 /// socket back, to be told why.
 pub(in crate::session) fn adopt(
@@ -155,6 +227,19 @@ pub(in crate::session) fn adopt(
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
+    let backend = match (frozen.backend, handed.backend) {
+        (Some(f), Some(fd)) => match thaw_conn(&pool, f, fd) {
+            Ok(conn) => Some(conn),
+            Err(e) => return Err((e, Some(handed.client))),
+        },
+        (None, None) => None,
+        // Its server session is gone: serving the client as if it had none would change what
+        // its statements see.
+        _ => {
+            let e = AdoptError::Garbled("a server connection without its state, or the other way".into());
+            return Err((e, Some(handed.client)));
+        }
+    };
     let stream = crate::rt::Stream::adopt(handed.client).map_err(|e| (AdoptError::Socket(e), None))?;
     let state = SessionState::thaw(frozen.state, |shown| pool.share_params(shown));
     let identity = Identity {
@@ -167,6 +252,7 @@ pub(in crate::session) fn adopt(
     };
     let mut s =
         Session::new(ctx.clone(), stream, frozen.leftover, pool, state, handed.key, handed.listener, max, identity);
+    s.seat.conn = backend;
     s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
     s.progress.unnamed = Unnamed::thaw(frozen.unnamed);
     s.thaw_stmts(frozen.stmts);

@@ -62,6 +62,27 @@ pub enum PinReason {
 }
 
 impl PinReason {
+    /// Every reason.
+    pub const ALL: [PinReason; 12] = [
+        Self::TempObject,
+        Self::AdvisoryLock,
+        Self::Listen,
+        Self::SqlPrepare,
+        Self::HoldCursor,
+        Self::UntrackedSetting,
+        Self::Role,
+        Self::DoBlock,
+        Self::UserVariable,
+        Self::LockTables,
+        Self::LastInsertId,
+        Self::ClientEncoding,
+    ];
+
+    /// The reason [`PinReason::as_str`] names.
+    pub fn parse(name: &str) -> Option<PinReason> {
+        Self::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
     /// Metric label / log value.
     pub fn as_str(self) -> &'static str {
         match self {
