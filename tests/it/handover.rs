@@ -429,3 +429,34 @@ fn strip_colours(raw: &str) -> String {
     let first = parts.next().unwrap_or_default().to_string();
     parts.fold(first, |log, part| log + part.split_once('m').map_or(part, |(_, rest)| rest))
 }
+
+#[test]
+fn a_new_process_leaving_mid_way_crashes_nothing() {
+    let setup = Setup::new();
+    let mut old = setup.start("old", &[0], false);
+    setup.wait_serving(&mut old);
+    let mut c = postgres::Config::new();
+    c.host("127.0.0.1").port(setup.port).user("app").password("app").dbname("main");
+    let mut busy = c.connect(postgres::NoTls).expect("connect");
+    busy.batch_execute("BEGIN").expect("BEGIN");
+
+    // A taker that leaves once it holds the listeners.
+    let mut channel = Channel::new(UnixStream::connect(&setup.socket).expect("connect"));
+    channel.send(&Frame::Hello { magic: MAGIC, version: FORMAT_VERSION, pid: 1 }, &[]).expect("Hello");
+    assert!(matches!(channel.recv().expect("answer").0, Frame::Accept { .. }));
+    let (listeners, fds) = channel.recv().expect("Listeners");
+    assert!(matches!(&listeners, Frame::Listeners(l) if l.admin && !l.entries.is_empty()), "{listeners:?}");
+    assert_eq!(fds.len(), listeners.fds());
+    drop((channel, fds));
+
+    // The old process still answers the client it holds (the statement's result, or a drain's
+    // 57P01 once the session is idle: the session side's call), then exits as after a drain.
+    match busy.query_one("SELECT 1", &[]) {
+        Ok(row) => assert_eq!(row.get::<_, i32>(0), 1),
+        Err(e) => assert!(e.as_db_error().is_some(), "answered, not dropped: {e:?}\n{}", old.log()),
+    }
+    drop(busy);
+    let status = old.exit_within(Duration::from_secs(20), "the old router");
+    assert!(status.success(), "{status:?}\n{}", old.log());
+    assert!(old.log().contains("hand-over finished"), "{}", old.log());
+}
