@@ -157,11 +157,15 @@ pub fn start_taking_over(
     for warning in crate::routing::translation_warnings(config) {
         tracing::warn!("{warning}");
     }
-    let mut taken = match take_from {
-        Some(path) => Some(take::connect(path)?),
+    let mut taken = take_from.map(take::connect).transpose()?;
+    let n_cores = cpus.len();
+    let listen: Vec<SocketAddr> = snapshot.config.listeners.iter().map(|l| l.bind).collect();
+    // Taking over, the old process holds the ports (with SO_REUSEPORT) until it has stopped.
+    let mut inherited = match taken.as_mut() {
+        Some(t) => t.share(n_cores, &listen),
         None => {
             ensure_ports_free(config)?;
-            None
+            Vec::new()
         }
     };
     // Bound before any core starts: a taken port or a missing token fails the start cleanly.
@@ -175,11 +179,9 @@ pub fn start_taking_over(
     let buffers = crate::metrics::ClientBudget::new();
     let (events_tx, events_rx) = unbounded();
     let (console_tx, console_rx) = unbounded();
-    let mut listen: Vec<SocketAddr> = snapshot.config.listeners.iter().map(|l| l.bind).collect();
+    let mut listen = listen;
     let mut inboxes = Vec::with_capacity(cpus.len());
     let mut cores = Vec::with_capacity(cpus.len());
-    let n_cores = cpus.len();
-    let mut inherited = taken.as_mut().map(|t| t.share(n_cores, &listen)).unwrap_or_default();
     for (i, cpu) in cpus.into_iter().enumerate() {
         let (tx, rx) = unbounded();
         // The first core binds alone so that port 0 resolves once and the others join it.
