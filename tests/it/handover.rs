@@ -262,7 +262,7 @@ fn read_frame(s: &mut impl Read) -> Frame {
 }
 
 #[test]
-fn another_format_or_magic_is_refused_and_the_router_keeps_serving() {
+fn another_format_or_magic_is_refused_the_router_keeps_serving_and_then_hands_over_twice() {
     let setup = Setup::new();
     let mut old = setup.start("old", &[0], false);
     let metrics = setup.wait_serving(&mut old);
@@ -288,6 +288,15 @@ fn another_format_or_magic_is_refused_and_the_router_keeps_serving() {
         assert_eq!(setup.query().expect("served by the new router, on either socket"), 1);
     }
     assert!(new.child.try_wait().expect("wait").is_none(), "{}", new.log());
+
+    // A second upgrade in a row: the new router hands over in turn, its two sockets (inherited
+    // and own) to one core.
+    eventually(Duration::from_secs(5), "the new hand-over socket", || UnixStream::connect(&setup.socket).is_ok());
+    let mut third = setup.start("third", &[0], true);
+    let status = new.exit_within(Duration::from_secs(20), "the second router");
+    assert!(status.success(), "{status:?}\n{}", new.log());
+    assert_eq!(setup.query().expect("served by the third router"), 1);
+    assert!(third.child.try_wait().expect("wait").is_none(), "{}", third.log());
 }
 
 #[test]
