@@ -244,21 +244,27 @@ pub fn start_taking_over(
         control.drain();
         return Err(e.into());
     }
-    let giver = match handover_socket {
-        Some(path) => {
-            let held = admin.clone();
-            let release_admin = Box::new(move || held.lock().take().map(AdminHandle::hand_over).unwrap_or_default());
-            match give::listen(GiveSetup { path, control: control.clone(), release_admin, inherited_seq }) {
-                Ok(g) => Some(g),
-                Err(e) => {
-                    control.drain();
-                    return Err(e.into());
-                }
-            }
+    let giver = match handover_socket.map(|path| give_socket(path, &control, &admin, inherited_seq)).transpose() {
+        Ok(g) => g,
+        Err(e) => {
+            control.drain();
+            return Err(e.into());
         }
-        None => None,
     };
     Ok(Running { listen, control, cores, control_thread, admin, giver })
+}
+
+/// Listens on `general.handover_socket` (#40): a hand-over stops the admin server and passes
+/// its sockets on.
+fn give_socket(
+    path: PathBuf,
+    control: &ControlHandle,
+    admin: &Arc<Mutex<Option<AdminHandle>>>,
+    inherited_seq: Vec<u32>,
+) -> Result<Giver, GiveError> {
+    let held = admin.clone();
+    let release_admin = Box::new(move || held.lock().take().map(AdminHandle::hand_over).unwrap_or_default());
+    give::listen(GiveSetup { path, control: control.clone(), release_admin, inherited_seq })
 }
 
 /// Routes SIGTERM/SIGINT to a drain, SIGHUP to a reload and SIGUSR1 to reopening the log file,
