@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 
 use crate::admin::{self, AdminError, AdminHandle, Plugins};
 use crate::config::{Config, Protocol, TranslationRule};
-use crate::control::msg::{CoreInbox, Snapshot};
+use crate::control::msg::{CoreInbox, Inherited, Snapshot};
 use crate::control::view::{LiteralView, MappingView, TemplateView};
 use crate::control::{self, ControlHandle, ControlSetup, Endpoints};
 use crate::core::{self, CoreSetup};
@@ -157,20 +157,8 @@ pub fn start_taking_over(
     for warning in crate::routing::translation_warnings(config) {
         tracing::warn!("{warning}");
     }
-    let mut taken = take_from.map(take::connect).transpose()?;
     let n_cores = cpus.len();
-    let listen: Vec<SocketAddr> = snapshot.config.listeners.iter().map(|l| l.bind).collect();
-    // Taking over, the old process holds the ports (with SO_REUSEPORT) until it has stopped.
-    let mut inherited = match taken.as_mut() {
-        Some(t) => t.share(n_cores, &listen),
-        None => {
-            ensure_ports_free(config)?;
-            Vec::new()
-        }
-    };
-    // Bound before any core starts: a taken port or a missing token fails the start cleanly.
-    let inherited_admin = taken.as_mut().and_then(|t| t.admin(config.metrics.bind, config.metrics.admin_bind()));
-    let admin_bound = admin::bind(&config.metrics, inherited_admin)?;
+    let Sockets { taken, mut inherited, admin: admin_bound } = sockets(config, n_cores, take_from)?;
     let admin_addrs = admin_bound.as_ref().map(admin::Bound::addrs).transpose()?;
     let drain_window = config.general.shutdown_drain;
     let handover_socket = config.general.handover_socket.clone();
@@ -179,7 +167,7 @@ pub fn start_taking_over(
     let buffers = crate::metrics::ClientBudget::new();
     let (events_tx, events_rx) = unbounded();
     let (console_tx, console_rx) = unbounded();
-    let mut listen = listen;
+    let mut listen: Vec<SocketAddr> = config.listeners.iter().map(|l| l.bind).collect();
     let mut inboxes = Vec::with_capacity(cpus.len());
     let mut cores = Vec::with_capacity(cpus.len());
     for (i, cpu) in cpus.into_iter().enumerate() {
@@ -252,6 +240,34 @@ pub fn start_taking_over(
         }
     };
     Ok(Running { listen, control, cores, control_thread, admin, giver })
+}
+
+/// The sockets to serve, before any core starts (a taken port or a missing token fails the
+/// start cleanly): taken over from the router on `take_from` (#40), which holds the ports with
+/// SO_REUSEPORT until it stops, or checked free for the cores to bind; and the admin server's.
+fn sockets(config: &Config, cores: usize, take_from: Option<&Path>) -> Result<Sockets, StartError> {
+    let mut taken = take_from.map(take::connect).transpose()?;
+    let binds: Vec<SocketAddr> = config.listeners.iter().map(|l| l.bind).collect();
+    let inherited = match taken.as_mut() {
+        Some(t) => t.share(cores, &binds),
+        None => {
+            ensure_ports_free(config)?;
+            Vec::new()
+        }
+    };
+    let inherited_admin = taken.as_mut().and_then(|t| t.admin(config.metrics.bind, config.metrics.admin_bind()));
+    let admin = admin::bind(&config.metrics, inherited_admin)?;
+    Ok(Sockets { taken, inherited, admin })
+}
+
+/// What [`sockets`] found.
+struct Sockets {
+    /// The hand-over connection, when taking over.
+    taken: Option<Taken>,
+    /// Per core, what it takes over.
+    inherited: Vec<Inherited>,
+    /// The admin server's sockets, when `[metrics] enabled`.
+    admin: Option<admin::Bound>,
 }
 
 /// Listens on `general.handover_socket` (#40): a hand-over stops the admin server and passes
