@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 
 use crate::admin::{self, AdminError, AdminHandle, Plugins};
 use crate::config::{Config, Protocol, TranslationRule};
-use crate::control::msg::{CoreInbox, Snapshot};
+use crate::control::msg::{CoreInbox, Inherited, Snapshot};
 use crate::control::view::{LiteralView, MappingView, TemplateView};
 use crate::control::{self, ControlHandle, ControlSetup, Endpoints};
 use crate::core::{self, CoreSetup};
@@ -157,16 +157,8 @@ pub fn start_taking_over(
     for warning in crate::routing::translation_warnings(config) {
         tracing::warn!("{warning}");
     }
-    let mut taken = match take_from {
-        Some(path) => Some(take::connect(path)?),
-        None => {
-            ensure_ports_free(config)?;
-            None
-        }
-    };
-    // Bound before any core starts: a taken port or a missing token fails the start cleanly.
-    let inherited_admin = taken.as_mut().and_then(|t| t.admin(config.metrics.bind, config.metrics.admin_bind()));
-    let admin_bound = admin::bind(&config.metrics, inherited_admin)?;
+    let n_cores = cpus.len();
+    let Sockets { taken, mut inherited, admin: admin_bound } = sockets(config, n_cores, take_from)?;
     let admin_addrs = admin_bound.as_ref().map(admin::Bound::addrs).transpose()?;
     let drain_window = config.general.shutdown_drain;
     let handover_socket = config.general.handover_socket.clone();
@@ -175,11 +167,9 @@ pub fn start_taking_over(
     let buffers = crate::metrics::ClientBudget::new();
     let (events_tx, events_rx) = unbounded();
     let (console_tx, console_rx) = unbounded();
-    let mut listen: Vec<SocketAddr> = snapshot.config.listeners.iter().map(|l| l.bind).collect();
+    let mut listen: Vec<SocketAddr> = config.listeners.iter().map(|l| l.bind).collect();
     let mut inboxes = Vec::with_capacity(cpus.len());
     let mut cores = Vec::with_capacity(cpus.len());
-    let n_cores = cpus.len();
-    let mut inherited = taken.as_mut().map(|t| t.share(n_cores, &listen)).unwrap_or_default();
     for (i, cpu) in cpus.into_iter().enumerate() {
         let (tx, rx) = unbounded();
         // The first core binds alone so that port 0 resolves once and the others join it.
@@ -242,21 +232,55 @@ pub fn start_taking_over(
         control.drain();
         return Err(e.into());
     }
-    let giver = match handover_socket {
-        Some(path) => {
-            let held = admin.clone();
-            let release_admin = Box::new(move || held.lock().take().map(AdminHandle::hand_over).unwrap_or_default());
-            match give::listen(GiveSetup { path, control: control.clone(), release_admin, inherited_seq }) {
-                Ok(g) => Some(g),
-                Err(e) => {
-                    control.drain();
-                    return Err(e.into());
-                }
-            }
+    let giver = match handover_socket.map(|path| give_socket(path, &control, &admin, inherited_seq)).transpose() {
+        Ok(g) => g,
+        Err(e) => {
+            control.drain();
+            return Err(e.into());
         }
-        None => None,
     };
     Ok(Running { listen, control, cores, control_thread, admin, giver })
+}
+
+/// The sockets to serve, before any core starts (a taken port or a missing token fails the
+/// start cleanly): taken over from the router on `take_from` (#40), which holds the ports with
+/// SO_REUSEPORT until it stops, or checked free for the cores to bind; and the admin server's.
+fn sockets(config: &Config, cores: usize, take_from: Option<&Path>) -> Result<Sockets, StartError> {
+    let mut taken = take_from.map(take::connect).transpose()?;
+    let binds: Vec<SocketAddr> = config.listeners.iter().map(|l| l.bind).collect();
+    let inherited = match taken.as_mut() {
+        Some(t) => t.share(cores, &binds),
+        None => {
+            ensure_ports_free(config)?;
+            Vec::new()
+        }
+    };
+    let inherited_admin = taken.as_mut().and_then(|t| t.admin(config.metrics.bind, config.metrics.admin_bind()));
+    let admin = admin::bind(&config.metrics, inherited_admin)?;
+    Ok(Sockets { taken, inherited, admin })
+}
+
+/// What [`sockets`] found.
+struct Sockets {
+    /// The hand-over connection, when taking over.
+    taken: Option<Taken>,
+    /// Per core, what it takes over.
+    inherited: Vec<Inherited>,
+    /// The admin server's sockets, when `[metrics] enabled`.
+    admin: Option<admin::Bound>,
+}
+
+/// Listens on `general.handover_socket` (#40): a hand-over stops the admin server and passes
+/// its sockets on.
+fn give_socket(
+    path: PathBuf,
+    control: &ControlHandle,
+    admin: &Arc<Mutex<Option<AdminHandle>>>,
+    inherited_seq: Vec<u32>,
+) -> Result<Giver, GiveError> {
+    let held = admin.clone();
+    let release_admin = Box::new(move || held.lock().take().map(AdminHandle::hand_over).unwrap_or_default());
+    give::listen(GiveSetup { path, control: control.clone(), release_admin, inherited_seq })
 }
 
 /// Routes SIGTERM/SIGINT to a drain, SIGHUP to a reload and SIGUSR1 to reopening the log file,

@@ -1,7 +1,9 @@
 //! Per-core assembly: binds this core's listeners (SO_REUSEPORT), accepts connections and hands
 //! them to sessions, owns the core's only crossbeam receiver (drained with `try_recv` on the
 //! background queue), applies snapshots (config, pools, rules) and acknowledges them, reports
-//! counters and digests, and drains on request. Core 0 also loads the backends' function
+//! counters and digests, and drains on request. In a binary upgrade (#40, `handover.rs`) it hands
+//! its listeners and sessions to the new process, or accepts on the sockets and adopts the
+//! sessions the old one handed over. Core 0 also loads the backends' function
 //! catalogs after start and after each reload and hands them to the control plane, which sends
 //! them to every core.
 //!

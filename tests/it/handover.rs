@@ -262,7 +262,7 @@ fn read_frame(s: &mut impl Read) -> Frame {
 }
 
 #[test]
-fn another_format_or_magic_is_refused_and_the_router_keeps_serving() {
+fn another_format_or_magic_is_refused_the_router_keeps_serving_and_then_hands_over_twice() {
     let setup = Setup::new();
     let mut old = setup.start("old", &[0], false);
     let metrics = setup.wait_serving(&mut old);
@@ -288,6 +288,15 @@ fn another_format_or_magic_is_refused_and_the_router_keeps_serving() {
         assert_eq!(setup.query().expect("served by the new router, on either socket"), 1);
     }
     assert!(new.child.try_wait().expect("wait").is_none(), "{}", new.log());
+
+    // A second upgrade in a row: the new router hands over in turn, its two sockets (inherited
+    // and own) to one core.
+    eventually(Duration::from_secs(5), "the new hand-over socket", || UnixStream::connect(&setup.socket).is_ok());
+    let mut third = setup.start("third", &[0], true);
+    let status = new.exit_within(Duration::from_secs(20), "the second router");
+    assert!(status.success(), "{status:?}\n{}", new.log());
+    assert_eq!(setup.query().expect("served by the third router"), 1);
+    assert!(third.child.try_wait().expect("wait").is_none(), "{}", third.log());
 }
 
 #[test]
@@ -428,4 +437,35 @@ fn strip_colours(raw: &str) -> String {
     let mut parts = raw.split('\x1b');
     let first = parts.next().unwrap_or_default().to_string();
     parts.fold(first, |log, part| log + part.split_once('m').map_or(part, |(_, rest)| rest))
+}
+
+#[test]
+fn a_new_process_leaving_mid_way_crashes_nothing() {
+    let setup = Setup::new();
+    let mut old = setup.start("old", &[0], false);
+    setup.wait_serving(&mut old);
+    let mut c = postgres::Config::new();
+    c.host("127.0.0.1").port(setup.port).user("app").password("app").dbname("main");
+    let mut busy = c.connect(postgres::NoTls).expect("connect");
+    busy.batch_execute("BEGIN").expect("BEGIN");
+
+    // A taker that leaves once it holds the listeners.
+    let mut channel = Channel::new(UnixStream::connect(&setup.socket).expect("connect"));
+    channel.send(&Frame::Hello { magic: MAGIC, version: FORMAT_VERSION, pid: 1 }, &[]).expect("Hello");
+    assert!(matches!(channel.recv().expect("answer").0, Frame::Accept { .. }));
+    let (listeners, fds) = channel.recv().expect("Listeners");
+    assert!(matches!(&listeners, Frame::Listeners(l) if l.admin && !l.entries.is_empty()), "{listeners:?}");
+    assert_eq!(fds.len(), listeners.fds());
+    drop((channel, fds));
+
+    // The old process still answers the client it holds (the statement's result, or a drain's
+    // 57P01 once the session is idle: the session side's call), then exits as after a drain.
+    match busy.query_one("SELECT 1", &[]) {
+        Ok(row) => assert_eq!(row.get::<_, i32>(0), 1),
+        Err(e) => assert!(e.as_db_error().is_some(), "answered, not dropped: {e:?}\n{}", old.log()),
+    }
+    drop(busy);
+    let status = old.exit_within(Duration::from_secs(20), "the old router");
+    assert!(status.success(), "{status:?}\n{}", old.log());
+    assert!(old.log().contains("hand-over finished"), "{}", old.log());
 }
