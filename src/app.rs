@@ -35,6 +35,9 @@ pub mod notify;
 pub use log::LogSink;
 pub use notify::Notifier;
 
+// A session's state and its hand-over frame's other fields fit in one frame (#40).
+const _: () = assert!(crate::session::handover::STATE_MAX + 4096 < crate::handover::wire::MAX_FRAME);
+
 /// Why the router could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

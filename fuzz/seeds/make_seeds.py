@@ -167,11 +167,12 @@ put("mysql_exchange", "long_row", bytes([0x08 | 2, 1]) + my_op(1, b"\x01") + my_
 # --- handover_wire (#40): length-prefixed frames, a tag byte then the fields, big-endian
 def ho(body):
     return struct.pack(">I", len(body)) + body
-hello = ho(b"\x01" + b"QPHANDOV" + struct.pack(">II", 1, 4242))
+hello = ho(b"\x01" + b"QPHANDOV" + struct.pack(">II", 2, 4242))
 accept = ho(b"\x02" + struct.pack(">I", 17))
 refuse = ho(b"\x03" + struct.pack(">I", 5) + b"nope!")
 listeners = ho(b"\x04" + struct.pack(">HII", 2, 5, 70) + struct.pack(">HHHHH", 2, 0, 0, 1, 0) + b"\x01")
-session = ho(b"\x05" + b"\x00" + struct.pack(">Iii", 0, 0x01000007, 42) + struct.pack(">I", 3) + b"abc")
+# Format 2: a flag after the key says the session's server connection rides along.
+session = ho(b"\x05" + b"\x00" + struct.pack(">Iii", 0, 0x01000007, 42) + b"\x01" + struct.pack(">I", 3) + b"abc")
 done = ho(b"\x06")
 put("handover_wire", "exchange", hello + accept + listeners + session + done)
 put("handover_wire", "refused", hello + refuse)

@@ -13,9 +13,6 @@ use crate::control::msg::{CoreListeners, HandOver, Moving, MovingClient};
 use crate::rt::Listener;
 use crate::session::{self, ClientSlots, CoreContext, HandedSession};
 
-// A session's state and its frame's other fields fit in one hand-over frame.
-const _: () = assert!(session::handover::STATE_MAX + 4096 < crate::handover::wire::MAX_FRAME);
-
 /// Cancel-key sequence numbers a core reserves when it hands over, for the sessions still
 /// logging in (each takes its key once logged in) and the accepts still completing: the new
 /// binary issues keys above them.

@@ -474,14 +474,20 @@ mod tests {
         assert_eq!(
             frames,
             vec![
-                Frame::Hello { magic: MAGIC, version: 1, pid: 4242 },
+                Frame::Hello { magic: MAGIC, version: 2, pid: 4242 },
                 Frame::Accept { pid: 17 },
                 Frame::Listeners(Listeners {
                     next_seq: vec![5, 70],
                     entries: vec![ListenerEntry { core: 0, listener: 0 }, ListenerEntry { core: 1, listener: 0 }],
                     admin: true,
                 }),
-                Frame::Session(Session { protocol: Protocol::Postgres, listener: 0, key, state: b"abc".to_vec() }),
+                Frame::Session(Session {
+                    protocol: Protocol::Postgres,
+                    listener: 0,
+                    key,
+                    state: b"abc".to_vec(),
+                    backend: true,
+                }),
                 Frame::Done,
             ]
         );

@@ -45,12 +45,19 @@ pub struct CoreContext {
     pools: RefCell<Rc<PoolSet>>,
     router: RefCell<Router>,
     digests: RefCell<DigestTable>,
-    next_session: Cell<u32>,
-    /// Where idle sessions go while the router hands over to a new binary (#40).
-    moving: RefCell<Option<super::handover::HandOverSink>>,
+    /// Where this core's sessions come from and go to.
+    turnover: Turnover,
     links: CoreLinks,
     /// What this core's client logins share.
     logins: Logins,
+}
+
+/// The numbering of a core's sessions, and where they go at a binary upgrade.
+struct Turnover {
+    /// The sequence number of the next session's cancel key.
+    next_session: Cell<u32>,
+    /// Where idle sessions go while the router hands over to a new binary (#40).
+    moving: RefCell<Option<super::handover::HandOverSink>>,
 }
 
 /// What the client logins of one core share.
@@ -131,8 +138,7 @@ impl CoreContext {
             pools: RefCell::new(Rc::new(pools)),
             router: RefCell::new(Router::new(rules.for_core(), Catalogs::builtin())),
             digests: RefCell::default(),
-            next_session: Cell::new(1),
-            moving: RefCell::new(None),
+            turnover: Turnover { next_session: Cell::new(1), moving: RefCell::new(None) },
             logins: Logins { failures: login_failures, secrets, derivations: Derivations::new(queues.background) },
             links,
         }
@@ -395,27 +401,27 @@ impl CoreContext {
     /// The sequence number the next session's cancel key gets: a new binary taking over goes on
     /// from it, so no key it issues equals one a moved client holds (#40).
     pub fn next_session_seq(&self) -> u32 {
-        self.next_session.get()
+        self.turnover.next_session.get()
     }
 
     /// Issues keys from `seq` on (see [`Self::next_session_seq`]).
     pub fn continue_sessions_from(&self, seq: u32) {
-        self.next_session.set(seq);
+        self.turnover.next_session.set(seq);
     }
 
     /// Sends idle sessions to `sink` from now on (#40).
     pub(super) fn set_hand_over(&self, sink: super::handover::HandOverSink) {
-        *self.moving.borrow_mut() = Some(sink);
+        *self.turnover.moving.borrow_mut() = Some(sink);
     }
 
     /// Whether the router is handing its sessions over to a new binary.
     pub(super) fn handing_over(&self) -> bool {
-        self.moving.borrow().is_some()
+        self.turnover.moving.borrow().is_some()
     }
 
     /// Gives a session to the new binary; `false` when no hand-over runs.
     pub(super) fn move_session(&self, handed: super::handover::HandedSession) -> bool {
-        match self.moving.borrow().as_ref() {
+        match self.turnover.moving.borrow().as_ref() {
             Some(sink) => {
                 sink(handed);
                 true
@@ -426,8 +432,8 @@ impl CoreContext {
 
     /// A fresh cancel key for a new session of this core.
     pub fn new_cancel_key(&self) -> CancelKey {
-        let seq = self.next_session.get();
-        self.next_session.set(seq.wrapping_add(1));
+        let seq = self.turnover.next_session.get();
+        self.turnover.next_session.set(seq.wrapping_add(1));
         CancelKey { pid: CancelKey::make_pid(self.core, seq), secret: rand::random::<i32>() & i32::MAX }
     }
 
@@ -437,7 +443,10 @@ impl CoreContext {
     pub async fn kill(&self, req: KillRequest) -> bool {
         let (reply, mut found) = futures_channel::mpsc::unbounded();
         match &req.target {
-            KillTarget::Session(key) if key.core() == self.core => {
+            // A key issued by another process's core `n` lives on core `n % cores` here (#40).
+            KillTarget::Session(key)
+                if usize::from(key.core().0) % self.links.cores.max(1) == usize::from(self.core.0) =>
+            {
                 crate::session::answer_kill(self.cancels.act(*key, req.connection), reply)
             }
             _ => (self.links.forward_cancel)(req, reply),

@@ -67,6 +67,17 @@ pub enum AdoptError {
     Socket(std::io::Error),
 }
 
+/// A moved session's server connection: its state and its socket, both or neither (with one
+/// alone its server session is gone, and serving the client as if it had none would change
+/// what its statements see).
+pub(super) fn paired<F>(state: Option<F>, socket: Option<OwnedFd>) -> Result<Option<(F, OwnedFd)>, AdoptError> {
+    match (state, socket) {
+        (Some(f), Some(fd)) => Ok(Some((f, fd))),
+        (None, None) => Ok(None),
+        _ => Err(AdoptError::Garbled("a server connection without its state, or the other way".into())),
+    }
+}
+
 /// Serves a client a former process handed over, as the session it was, on this core; without
 /// a `slot` (the listener is full here) or when the session cannot be served here, the client
 /// is told why and closed.

@@ -112,6 +112,27 @@ fn a_postgresql_session_moves_with_its_settings_statements_and_cancel_key() {
     assert_eq!(c.query_one("SELECT 1", &[]).expect("goes on").get::<_, i32>(0), 1);
 }
 
+/// A transaction open when the hand-over starts finishes on the old process (which waits for
+/// it, up to `handover_wait`), commits, and the session then moves.
+#[test]
+fn a_transaction_open_at_the_hand_over_commits_and_then_moves() {
+    let up = Upgrade::new(&pg_config(&[0], &pg_pool("main", dbs().pg.primary_port, "transaction", 4), "main"));
+    let mut old = up.start("old", false);
+    let mut c = pg_client(up.port);
+    let table = unique_name("ho_tx");
+    c.batch_execute(&format!("CREATE TABLE {table} (x int)")).expect("table");
+    c.batch_execute(&format!("BEGIN; INSERT INTO {table} VALUES (1)")).expect("open transaction");
+    let new = up.start("new", true);
+    thread::sleep(Duration::from_millis(500));
+    assert!(old.running(), "the old process waits for the open transaction");
+    c.batch_execute(&format!("INSERT INTO {table} VALUES (2); COMMIT")).expect("the transaction commits");
+    let status = old.exit_within(EXIT, "the old router");
+    assert!(status.success(), "{status:?}\n{}", old.log());
+    let n: i64 = c.query_one(&format!("SELECT count(*) FROM {table}"), &[]).expect("moved").get(0);
+    assert_eq!(n, 2, "both rows committed; the session goes on in the new process:\n{}", new.log());
+    c.batch_execute(&format!("DROP TABLE {table}")).expect("drop");
+}
+
 /// A session that owns its server connection — session mode, or a pin in transaction mode (a
 /// temporary table) — moves with it: the same server session (its backend pid, its temporary
 /// table) goes on in the new process, and a cancel by the key the client holds reaches it.

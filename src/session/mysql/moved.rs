@@ -14,21 +14,14 @@ use crate::config::Protocol;
 use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::routing::{FrozenRyw, RywState};
 use crate::session::driver::ClientIo;
-use crate::session::handover::{AdoptError, HandedSession};
+use crate::session::handover::{paired, AdoptError, HandedSession};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
 
 /// Everything a MySQL session takes along.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Frozen {
-    user: String,
-    /// The pool the client logged in to.
-    home: String,
-    /// The pool its handshake database named.
-    named_pool: Option<String>,
-    caps: u64,
-    names: Option<String>,
-    scramble: Vec<u8>,
+    client: FrozenClient,
     /// Status flags of the last OK the client got (autocommit).
     status: u16,
     /// [`SessionModes::to_bits`].
@@ -42,6 +35,20 @@ struct Frozen {
     backend: Option<FrozenConn>,
 }
 
+/// Who the client is and how it logged in.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FrozenClient {
+    user: String,
+    /// The pool the client logged in to.
+    home: String,
+    /// The pool its handshake database named.
+    named_pool: Option<String>,
+    caps: u64,
+    names: Option<String>,
+    /// The login's scramble, which a later COM_CHANGE_USER answers.
+    scramble: Vec<u8>,
+}
+
 /// A server connection moving with its session.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct FrozenConn {
@@ -53,52 +60,50 @@ struct FrozenConn {
     unread: Vec<u8>,
 }
 
-impl Session {
-    /// The session for the new binary, or `None` when it cannot move. A session holding its
-    /// server connection between transactions (session mode, a pin) takes it along.
-    pub(super) async fn freeze_for_move(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
-        let t = &self.tx;
-        let between = t.status & SERVER_STATUS_IN_TRANS == 0 && t.cursor.is_none() && !t.lost && t.deferred.is_none();
-        // A pass-through session's logins use the client's secret; a bridged one, or one with
-        // statements on another protocol's pool, has state only this process holds.
-        let here_only = self.seat.pass.is_some()
-            || self.is_bridged()
-            || !self.foreign.cross.is_empty()
-            || self.foreign.bridge.has_statements();
-        let owned = self.seat.conn.as_ref().is_some_and(|c| !c.broken && c.user.is_none() && self.link.out.is_empty());
-        if !between || here_only || (self.seat.conn.is_some() && !owned) {
-            return None;
-        }
-        let mut frozen = Frozen {
-            user: self.client.user.clone(),
-            home: self.client.home.clone(),
-            named_pool: self.client.named_pool.clone(),
-            caps: self.client.caps,
-            names: self.client.names.clone(),
-            scramble: self.client.scramble.to_vec(),
-            status: self.tx.status,
-            lex: self.routing.lex.to_bits(),
-            state: self.state.freeze(owned)?,
-            ryw: self.seat.ryw.freeze(crate::rt::now()),
-            stmts: self.stmts.freeze()?,
-            leftover,
-            backend: None,
-        };
-        let backend = match self.seat.conn.as_mut() {
-            Some(conn) => {
-                let (fd, frozen_conn) = hand_off_backend(conn, self.link.pos).await?;
-                frozen.backend = Some(frozen_conn);
-                // Closed here without a word: the server session goes on in the new process.
-                self.seat.cancel.slot.set_server(None);
-                crate::session::give_back::close(&self.seat.pool, self.seat.conn.take());
-                Some(fd)
-            }
-            None => None,
-        };
-        let state = serde_json::to_vec(&frozen).ok()?;
-        let listener = usize::from(self.io.listener);
-        Some(HandedSession { protocol: Protocol::MySql, listener, key: self.seat.cancel.key, state, client, backend })
+/// The session for the new binary, or `None` when it cannot move. A session holding its
+/// server connection between transactions (session mode, a pin) takes it along.
+pub(super) async fn freeze(s: &mut Session, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
+    let t = &s.tx;
+    let between = t.status & SERVER_STATUS_IN_TRANS == 0 && t.cursor.is_none() && !t.lost && t.deferred.is_none();
+    // A pass-through session's logins use the client's secret; a bridged one, or one with
+    // statements on another protocol's pool, has state only this process holds.
+    let here_only =
+        s.seat.pass.is_some() || s.is_bridged() || !s.foreign.cross.is_empty() || s.foreign.bridge.has_statements();
+    let owned = s.seat.conn.as_ref().is_some_and(|c| !c.broken && c.user.is_none() && s.link.out.is_empty());
+    if !between || here_only || (s.seat.conn.is_some() && !owned) {
+        return None;
     }
+    let mut frozen = Frozen {
+        client: FrozenClient {
+            user: s.client.user.clone(),
+            home: s.client.home.clone(),
+            named_pool: s.client.named_pool.clone(),
+            caps: s.client.caps,
+            names: s.client.names.clone(),
+            scramble: s.client.scramble.to_vec(),
+        },
+        status: s.tx.status,
+        lex: s.routing.lex.to_bits(),
+        state: s.state.freeze(owned)?,
+        ryw: s.seat.ryw.freeze(crate::rt::now()),
+        stmts: s.stmts.freeze()?,
+        leftover,
+        backend: None,
+    };
+    let backend = match s.seat.conn.as_mut() {
+        Some(conn) => {
+            let (fd, frozen_conn) = hand_off_backend(conn, s.link.pos).await?;
+            frozen.backend = Some(frozen_conn);
+            // Closed here without a word: the server session goes on in the new process.
+            s.seat.cancel.slot.set_server(None);
+            crate::session::give_back::close(&s.seat.pool, s.seat.conn.take());
+            Some(fd)
+        }
+        None => None,
+    };
+    let state = serde_json::to_vec(&frozen).ok()?;
+    let listener = usize::from(s.io.listener);
+    Some(HandedSession { protocol: Protocol::MySql, listener, key: s.seat.cancel.key, state, client, backend })
 }
 
 /// Takes `conn`'s socket out of this process (see [`crate::rt::hand_off`]), with what it holds
@@ -141,26 +146,19 @@ pub(in crate::session) fn adopt(
         Ok(f) => f,
         Err(e) => return Err((AdoptError::Garbled(e.to_string()), Some(handed.client))),
     };
-    let Some(pool) = ctx.pools().get(&frozen.home).cloned() else {
-        return Err((AdoptError::NoPool(frozen.home), Some(handed.client)));
+    let Some(pool) = ctx.pools().get(&frozen.client.home).cloned() else {
+        return Err((AdoptError::NoPool(frozen.client.home), Some(handed.client)));
     };
-    let Ok(scramble) = <[u8; 20]>::try_from(frozen.scramble.as_slice()) else {
+    let Ok(scramble) = <[u8; 20]>::try_from(frozen.client.scramble.as_slice()) else {
         return Err((AdoptError::Garbled("the scramble is not 20 bytes".into()), Some(handed.client)));
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
-    let backend = match (frozen.backend, handed.backend) {
-        (Some(f), Some(fd)) => match thaw_conn(&pool, f, fd) {
-            Ok(conn) => Some(conn),
-            Err(e) => return Err((e, Some(handed.client))),
-        },
-        (None, None) => None,
-        // Its server session is gone: serving the client as if it had none would change what
-        // its statements see.
-        _ => {
-            let e = AdoptError::Garbled("a server connection without its state, or the other way".into());
-            return Err((e, Some(handed.client)));
-        }
+    let backend =
+        paired(frozen.backend, handed.backend).and_then(|p| p.map(|(f, fd)| thaw_conn(&pool, f, fd)).transpose());
+    let backend = match backend {
+        Ok(b) => b,
+        Err(e) => return Err((e, Some(handed.client))),
     };
     let stream = crate::rt::Stream::adopt(handed.client).map_err(|e| (AdoptError::Socket(e), None))?;
     let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
@@ -169,14 +167,14 @@ pub(in crate::session) fn adopt(
         pool,
         state: MyState::thaw(frozen.state),
         key: handed.key,
-        caps: frozen.caps,
-        names: frozen.names,
+        caps: frozen.client.caps,
+        names: frozen.client.names,
         scramble,
         // Read only by a bridged session's state, and bridged sessions do not move.
         version: String::new(),
         status: frozen.status,
-        user: frozen.user,
-        named_pool: frozen.named_pool,
+        user: frozen.client.user,
+        named_pool: frozen.client.named_pool,
         pass: None,
         causal: None,
     };

@@ -226,7 +226,7 @@ impl Wire for Session {
         client: std::os::fd::OwnedFd,
         leftover: Vec<u8>,
     ) -> Option<crate::session::HandedSession> {
-        self.freeze_for_move(client, leftover).await
+        moved::freeze(self, client, leftover).await
     }
 
     /// The exchange's queue too, when it is empty.

@@ -13,7 +13,7 @@ use super::{Identity, Session};
 use crate::config::Protocol;
 use crate::protocol::pg::TransactionStatus;
 use crate::routing::{FrozenRyw, RywState};
-use crate::session::handover::{AdoptError, HandedSession};
+use crate::session::handover::{paired, AdoptError, HandedSession};
 use crate::session::state::{FrozenState, SessionState};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
@@ -87,110 +87,98 @@ struct FrozenStmt {
     late: bool,
 }
 
-impl Session {
-    /// The session for the new binary, or `None` when it cannot move. A session holding its
-    /// server connection between transactions (session mode, a pin) takes it along.
-    pub(super) async fn freeze_for_move(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
-        let between = self.progress.tx == TransactionStatus::Idle
-            && self.progress.fresh.is_none()
-            && self.progress.unseen == super::xact::Unseen::No
-            && self.ex.expects().is_empty()
-            && self.ex.queued().is_empty()
-            && !self.ex.awaiting()
-            && self.batch.is_empty();
-        // A pass-through session's backend logins use the client's secret, and a bridged one
-        // keeps statements on a MySQL pool: neither leaves this process.
-        let here_only = self.seat.pass.is_some()
-            || self.is_bridged()
-            || !self.bridge.is_empty()
-            || !self.progress.tokens.is_empty();
-        let owned = self.seat.conn.as_ref().is_some_and(|c| !c.broken && c.user.is_none());
-        if !between || here_only || (self.seat.conn.is_some() && !owned) {
+/// The session for the new binary, or `None` when it cannot move. A session holding its
+/// server connection between transactions (session mode, a pin) takes it along.
+pub(super) async fn freeze(s: &mut Session, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
+    let between = s.progress.tx == TransactionStatus::Idle
+        && s.progress.fresh.is_none()
+        && s.progress.unseen == super::xact::Unseen::No
+        && s.ex.expects().is_empty()
+        && s.ex.queued().is_empty()
+        && !s.ex.awaiting()
+        && s.batch.is_empty();
+    // A pass-through session's backend logins use the client's secret, and a bridged one
+    // keeps statements on a MySQL pool: neither leaves this process.
+    let here_only = s.seat.pass.is_some() || s.is_bridged() || !s.bridge.is_empty() || !s.progress.tokens.is_empty();
+    let owned = s.seat.conn.as_ref().is_some_and(|c| !c.broken && c.user.is_none());
+    if !between || here_only || (s.seat.conn.is_some() && !owned) {
+        return None;
+    }
+    let mut frozen = Frozen {
+        user: s.identity.user.clone(),
+        database: s.identity.database.clone(),
+        home: s.identity.home.clone(),
+        lex: s.identity.lex.to_bits(),
+        state: s.state.freeze(owned)?,
+        ryw: s.seat.ryw.freeze(crate::rt::now()),
+        stmts: frozen_stmts(s)?,
+        unnamed: s.progress.unnamed.freeze()?,
+        leftover,
+        backend: None,
+    };
+    let backend = match s.seat.conn.as_mut() {
+        Some(conn) => {
+            let (fd, frozen_conn) = hand_off_backend(conn).await?;
+            frozen.backend = Some(frozen_conn);
+            // Closed here without a word: the server session goes on in the new process.
+            crate::session::give_back::close(&s.seat.pool, s.seat.conn.take());
+            Some(fd)
+        }
+        None => None,
+    };
+    let state = serde_json::to_vec(&frozen).ok()?;
+    let listener = usize::from(s.io.listener);
+    Some(HandedSession { protocol: Protocol::Postgres, listener, key: s.seat.cancel.key, state, client, backend })
+}
+
+/// The named statements, each after those its text runs; `None` when one runs a
+/// statement the client no longer has under that name (it could not be made again).
+fn frozen_stmts(s: &Session) -> Option<Vec<FrozenStmt>> {
+    let mut left: Vec<(&String, &Rc<Stmt>)> = s.stmts.iter().collect();
+    let mut done: Vec<&Rc<Stmt>> = Vec::with_capacity(left.len());
+    let mut out = Vec::with_capacity(left.len());
+    while !left.is_empty() {
+        let before = left.len();
+        left.retain(|(name, stmt)| {
+            let ready = stmt.executes.as_ref().is_none_or(|inner| done.iter().any(|d| Rc::ptr_eq(d, inner)));
+            if ready {
+                done.push(stmt);
+                out.push(FrozenStmt {
+                    name: (*name).clone(),
+                    query: stmt.query.clone(),
+                    types: stmt.sent.1.clone(),
+                    row_type: stmt.row_type.get(),
+                    late: stmt.late,
+                });
+            }
+            !ready
+        });
+        if left.len() == before {
             return None;
         }
-        let mut frozen = Frozen {
-            user: self.identity.user.clone(),
-            database: self.identity.database.clone(),
-            home: self.identity.home.clone(),
-            lex: self.identity.lex.to_bits(),
-            state: self.state.freeze(owned)?,
-            ryw: self.seat.ryw.freeze(crate::rt::now()),
-            stmts: self.frozen_stmts()?,
-            unnamed: self.progress.unnamed.freeze()?,
-            leftover,
-            backend: None,
-        };
-        let backend = match self.seat.conn.as_mut() {
-            Some(conn) => {
-                let (fd, frozen_conn) = hand_off_backend(conn).await?;
-                frozen.backend = Some(frozen_conn);
-                // Closed here without a word: the server session goes on in the new process.
-                crate::session::give_back::close(&self.seat.pool, self.seat.conn.take());
-                Some(fd)
-            }
-            None => None,
-        };
-        let state = serde_json::to_vec(&frozen).ok()?;
-        let listener = usize::from(self.io.listener);
-        Some(HandedSession {
-            protocol: Protocol::Postgres,
-            listener,
-            key: self.seat.cancel.key,
-            state,
-            client,
-            backend,
-        })
     }
+    Some(out)
+}
 
-    /// The named statements, each after those its text runs; `None` when one runs a
-    /// statement the client no longer has under that name (it could not be made again).
-    fn frozen_stmts(&self) -> Option<Vec<FrozenStmt>> {
-        let mut left: Vec<(&String, &Rc<Stmt>)> = self.stmts.iter().collect();
-        let mut done: Vec<&Rc<Stmt>> = Vec::with_capacity(left.len());
-        let mut out = Vec::with_capacity(left.len());
-        while !left.is_empty() {
-            let before = left.len();
-            left.retain(|(name, stmt)| {
-                let ready = stmt.executes.as_ref().is_none_or(|inner| done.iter().any(|d| Rc::ptr_eq(d, inner)));
-                if ready {
-                    done.push(stmt);
-                    out.push(FrozenStmt {
-                        name: (*name).clone(),
-                        query: stmt.query.clone(),
-                        types: stmt.sent.1.clone(),
-                        row_type: stmt.row_type.get(),
-                        late: stmt.late,
-                    });
-                }
-                !ready
-            });
-            if left.len() == before {
-                return None;
-            }
-        }
-        Some(out)
+/// Makes the client's named statements again, as its Parses made them here.
+fn thaw_stmts(s: &mut Session, stmts: Vec<FrozenStmt>) {
+    let mut held = 0u64;
+    for f in stmts {
+        let stmt = if f.late {
+            let mut stmt = Stmt::new(&f.query, None, &f.types, s.seat.pool.schema_generation());
+            stmt.route_key = Some(s.seat.ctx.statement_key(&f.query, Protocol::Postgres));
+            stmt.late = true;
+            stmt
+        } else {
+            s.client_stmt(&f.query, &f.types)
+        };
+        stmt.row_type.set(f.row_type);
+        held = held.saturating_add(f.query.len() as u64 * 3);
+        s.stmts.insert(f.name, Rc::new(stmt));
     }
-
-    /// Makes the client's named statements again, as its Parses made them here.
-    fn thaw_stmts(&mut self, stmts: Vec<FrozenStmt>) {
-        let mut held = 0u64;
-        for f in stmts {
-            let stmt = if f.late {
-                let mut stmt = Stmt::new(&f.query, None, &f.types, self.seat.pool.schema_generation());
-                stmt.route_key = Some(self.seat.ctx.statement_key(&f.query, Protocol::Postgres));
-                stmt.late = true;
-                stmt
-            } else {
-                self.client_stmt(&f.query, &f.types)
-            };
-            stmt.row_type.set(f.row_type);
-            held = held.saturating_add(f.query.len() as u64 * 3);
-            self.stmts.insert(f.name, Rc::new(stmt));
-        }
-        let budget = self.seat.ctx.config().limits.client_buffer_budget;
-        // Over a smaller budget here the statements stay: the client has them.
-        let _ = self.progress.stmts_held.resize(held, budget);
-    }
+    let budget = s.seat.ctx.config().limits.client_buffer_budget;
+    // Over a smaller budget here the statements stay: the client has them.
+    let _ = s.progress.stmts_held.resize(held, budget);
 }
 
 /// The server connection `frozen` describes, on socket `fd`, lent to the session adopting it.
@@ -227,18 +215,11 @@ pub(in crate::session) fn adopt(
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
-    let backend = match (frozen.backend, handed.backend) {
-        (Some(f), Some(fd)) => match thaw_conn(&pool, f, fd) {
-            Ok(conn) => Some(conn),
-            Err(e) => return Err((e, Some(handed.client))),
-        },
-        (None, None) => None,
-        // Its server session is gone: serving the client as if it had none would change what
-        // its statements see.
-        _ => {
-            let e = AdoptError::Garbled("a server connection without its state, or the other way".into());
-            return Err((e, Some(handed.client)));
-        }
+    let backend =
+        paired(frozen.backend, handed.backend).and_then(|p| p.map(|(f, fd)| thaw_conn(&pool, f, fd)).transpose());
+    let backend = match backend {
+        Ok(b) => b,
+        Err(e) => return Err((e, Some(handed.client))),
     };
     let stream = crate::rt::Stream::adopt(handed.client).map_err(|e| (AdoptError::Socket(e), None))?;
     let state = SessionState::thaw(frozen.state, |shown| pool.share_params(shown));
@@ -255,6 +236,6 @@ pub(in crate::session) fn adopt(
     s.seat.conn = backend;
     s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
     s.progress.unnamed = Unnamed::thaw(frozen.unnamed);
-    s.thaw_stmts(frozen.stmts);
+    thaw_stmts(&mut s, frozen.stmts);
     Ok(s)
 }
