@@ -39,9 +39,9 @@ pub struct HandedSession {
 pub type HandOverSink = Box<dyn Fn(HandedSession)>;
 
 /// Starts handing this core's sessions over: every idle session moves to `sink` (a busy one
-/// moves once its transaction ended); a session that cannot move (TLS, a session-mode backend
-/// it owns) ends as a drain ends it. Sets the core's drain: new clients are no longer accepted
-/// here.
+/// moves once its transaction ended, one owning its server connection takes it along); a
+/// session that cannot move (TLS, pass-through, bridged) ends as a drain ends it. Sets the
+/// core's drain: new clients are no longer accepted here.
 pub fn hand_over(ctx: &Rc<CoreContext>, sink: HandOverSink) {
     ctx.set_hand_over(sink);
     ctx.drain.set();

@@ -296,7 +296,7 @@ fn another_format_or_magic_is_refused_the_router_keeps_serving_and_then_hands_ov
 
     // A second upgrade in a row: the new router hands over in turn, its two sockets (inherited
     // and own) to one core.
-    eventually(Duration::from_secs(5), "the new hand-over socket", || UnixStream::connect(&setup.socket).is_ok());
+    eventually(Duration::from_secs(30), "the new hand-over socket", || UnixStream::connect(&setup.socket).is_ok());
     let mut third = setup.start("third", &[0], true);
     let status = new.exit_within(Duration::from_secs(20), "the second router");
     assert!(status.success(), "{status:?}\n{}", new.log());
