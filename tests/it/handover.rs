@@ -225,7 +225,7 @@ fn a_new_binary_takes_the_listeners_and_clients_keep_being_served() {
     assert!(new.log().contains("took the listeners over"), "new log:\n{}", new.log());
     assert!(new.log().contains("hand-over complete"), "the old process said Done:\n{}", new.log());
     // The new router listens on the hand-over socket in turn (the old one left it alone).
-    eventually(Duration::from_secs(5), "the new hand-over socket", || UnixStream::connect(&setup.socket).is_ok());
+    eventually(Duration::from_secs(30), "the new hand-over socket", || UnixStream::connect(&setup.socket).is_ok());
 }
 
 /// Connects, sends an SSLRequest and reads the router's answer: `N` (no TLS here) or, from a
