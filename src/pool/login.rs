@@ -35,6 +35,56 @@ pub enum BackendSecret {
     NativeStage1([u8; 20]),
 }
 
+/// A passed-through identity on its way to a new binary with its session (#40). It holds the
+/// secret: it travels only over the hand-over socket, which only the router's own user reaches.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct FrozenPass {
+    user: String,
+    secret: FrozenSecret,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+enum FrozenSecret {
+    Nothing,
+    Password(String),
+    Md5(String),
+    Scram { iterations: u32, salt: Vec<u8>, client_key: [u8; 32], server_key: [u8; 32] },
+    NativeStage1([u8; 20]),
+}
+
+impl PassThrough {
+    /// The identity for the new binary.
+    pub fn freeze(&self) -> FrozenPass {
+        let secret = match &self.secret {
+            BackendSecret::Nothing => FrozenSecret::Nothing,
+            BackendSecret::Password(p) => FrozenSecret::Password(p.clone()),
+            BackendSecret::Md5(m) => FrozenSecret::Md5(m.clone()),
+            BackendSecret::Scram(k) => FrozenSecret::Scram {
+                iterations: k.iterations,
+                salt: k.salt.clone(),
+                client_key: k.client_key,
+                server_key: k.server_key,
+            },
+            BackendSecret::NativeStage1(s) => FrozenSecret::NativeStage1(*s),
+        };
+        FrozenPass { user: self.user.to_string(), secret }
+    }
+
+    /// The identity [`PassThrough::freeze`] kept.
+    pub fn thaw(frozen: FrozenPass) -> PassThrough {
+        let secret = match frozen.secret {
+            FrozenSecret::Nothing => BackendSecret::Nothing,
+            FrozenSecret::Password(p) => BackendSecret::Password(p),
+            FrozenSecret::Md5(m) => BackendSecret::Md5(m),
+            FrozenSecret::Scram { iterations, salt, client_key, server_key } => {
+                BackendSecret::Scram(ScramKeys { iterations, salt, client_key, server_key })
+            }
+            FrozenSecret::NativeStage1(s) => BackendSecret::NativeStage1(s),
+        };
+        PassThrough { user: Rc::from(frozen.user), secret }
+    }
+}
+
 impl std::fmt::Debug for PassThrough {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PassThrough").field("user", &self.user).finish_non_exhaustive()

@@ -34,7 +34,7 @@ pub use budget::{Budget, BudgetRegistry};
 pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
 pub use health::{BackendHealth, Cause};
 pub use limit::{Over, Shape};
-pub use login::{BackendSecret, PassThrough};
+pub use login::{BackendSecret, FrozenPass, PassThrough};
 pub use mysql::{
     deliver_kill as deliver_mysql_kill, tracks_gtid, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES,
     TRACK_LAST_GTID,

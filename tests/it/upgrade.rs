@@ -203,6 +203,37 @@ fn a_mysql_session_owning_its_server_connection_moves_with_it() {
     }
 }
 
+/// A client logged in as itself on a pass-through pool (SCRAM, no password configured) moves
+/// with what its proof revealed: the new process logs in to the server as that role for its
+/// next transaction, and the role sees its own table, as before.
+#[test]
+fn a_pass_through_session_moves_with_its_identity() {
+    let roles = crate::passthrough::Roles::create("ho_pt", "scram-sha-256");
+    let file = tempfile::NamedTempFile::new().expect("auth file");
+    std::fs::write(file.path(), roles.userlist()).expect("write auth file");
+    let config = format!(
+        "[general]\ncores = [0, 1]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\n\
+         bind = \"127.0.0.1:0\"\nauth_method = \"scram-sha-256\"\n\n[pools.app]\nmode = \"transaction\"\n\
+         max_connections = 4\nacquire_timeout = \"20s\"\nbackends = [{{ host = \"127.0.0.1\", port = {} }}]\n\n\
+         [routing]\ndefault_pool = \"app\"\n\n[auth]\nfile = \"{}\"\n",
+        dbs().pg.primary_port,
+        file.path().display()
+    );
+    let up = Upgrade::new(&config);
+    let mut old = up.start("old", false);
+    let role = &roles.names[0];
+    let mut c = crate::passthrough::client(up.port, role, &format!("pw_{role}")).expect("log in as the role");
+    let who = |c: &mut postgres::Client| -> (String, String) {
+        let row =
+            c.query_one(&format!("SELECT current_user::text, owner FROM public.{role}_t"), &[]).expect("own table");
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(who(&mut c), (role.clone(), role.clone()));
+    let (_new, took) = up.hand_over(&mut old, "new");
+    eprintln!("[upgrade] one pass-through PostgreSQL client: handed over in {took:?}");
+    assert_eq!(who(&mut c), (role.clone(), role.clone()), "still itself, through a login the new process made");
+}
+
 fn my_client(port: u16) -> mysql::Conn {
     let my = &dbs().my;
     mysql::Conn::new(my.opts(port, &my.user, &my.password)).expect("connect through the router")

@@ -33,6 +33,8 @@ struct Frozen {
     leftover: Vec<u8>,
     /// The server connection the session owns (session mode, a pin), if it moves with one.
     backend: Option<FrozenConn>,
+    /// On a pass-through pool, who its backend connections log in as (#23).
+    pass: Option<crate::pool::FrozenPass>,
 }
 
 /// Who the client is and how it logged in.
@@ -65,11 +67,10 @@ struct FrozenConn {
 pub(super) async fn freeze(s: &mut Session, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
     let t = &s.tx;
     let between = t.status & SERVER_STATUS_IN_TRANS == 0 && t.cursor.is_none() && !t.lost && t.deferred.is_none();
-    // A pass-through session's logins use the client's secret; a bridged one, or one with
-    // statements on another protocol's pool, has state only this process holds.
-    let here_only =
-        s.seat.pass.is_some() || s.is_bridged() || !s.foreign.cross.is_empty() || s.foreign.bridge.has_statements();
-    let owned = s.seat.conn.as_ref().is_some_and(|c| !c.broken && c.user.is_none() && s.link.out.is_empty());
+    // A bridged session, or one with statements on another protocol's pool, has state only
+    // this process holds.
+    let here_only = s.is_bridged() || !s.foreign.cross.is_empty() || s.foreign.bridge.has_statements();
+    let owned = s.seat.conn.as_ref().is_some_and(|c| !c.broken && s.link.out.is_empty());
     if !between || here_only || (s.seat.conn.is_some() && !owned) {
         return None;
     }
@@ -89,6 +90,7 @@ pub(super) async fn freeze(s: &mut Session, client: OwnedFd, leftover: Vec<u8>) 
         stmts: s.stmts.freeze()?,
         leftover,
         backend: None,
+        pass: s.seat.pass.as_ref().map(|p| p.freeze()),
     };
     let backend = match s.seat.conn.as_mut() {
         Some(conn) => {
@@ -127,13 +129,31 @@ async fn hand_off_backend(conn: &mut crate::pool::Conn, pos: usize) -> Option<(O
 }
 
 /// The server connection `frozen` describes, on socket `fd`, lent to the session adopting it.
-fn thaw_conn(pool: &crate::pool::CorePool, frozen: FrozenConn, fd: OwnedFd) -> Result<crate::pool::Conn, AdoptError> {
+fn thaw_conn(
+    pool: &crate::pool::CorePool,
+    frozen: FrozenConn,
+    fd: OwnedFd,
+    user: Option<&str>,
+) -> Result<crate::pool::Conn, AdoptError> {
     let stream = crate::rt::Stream::adopt_backend(fd).map_err(AdoptError::Socket)?;
     let info = crate::pool::ConnInfo::MySql(frozen.info);
-    let mut conn = pool.adopt(stream, frozen.addr, info, None).ok_or(AdoptError::Backend(frozen.addr))?;
+    let mut conn = pool.adopt(stream, frozen.addr, info, user).ok_or(AdoptError::Backend(frozen.addr))?;
     conn.rbuf = frozen.unread;
     conn.settings = frozen.settings;
     Ok(conn)
+}
+
+/// Gives the session the server connection it owns again.
+fn attach_moved(s: &mut Session, backend: Option<crate::pool::Conn>) {
+    if let Some(conn) = &backend {
+        if let (crate::pool::ConnInfo::MySql(info), crate::config::PoolMode::Session) =
+            (&conn.info, s.seat.pool.config.mode)
+        {
+            // `KILL` of the id the client's `CONNECTION_ID()` shows finds the session here too.
+            s.seat.cancel.slot.set_server(Some((conn.addr, info.thread_id)));
+        }
+    }
+    s.seat.conn = backend;
 }
 
 /// The session a former process handed over, served on this core; on an error, the client's
@@ -154,8 +174,10 @@ pub(in crate::session) fn adopt(
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
+    let pass = frozen.pass.map(|p| Rc::new(crate::pool::PassThrough::thaw(p)));
+    let user = pass.as_ref().map(|p| &*p.user);
     let backend =
-        paired(frozen.backend, handed.backend).and_then(|p| p.map(|(f, fd)| thaw_conn(&pool, f, fd)).transpose());
+        paired(frozen.backend, handed.backend).and_then(|p| p.map(|(f, fd)| thaw_conn(&pool, f, fd, user)).transpose());
     let backend = match backend {
         Ok(b) => b,
         Err(e) => return Err((e, Some(handed.client))),
@@ -175,19 +197,11 @@ pub(in crate::session) fn adopt(
         status: frozen.status,
         user: frozen.client.user,
         named_pool: frozen.client.named_pool,
-        pass: None,
+        pass,
         causal: None,
     };
     let mut s = Session::new(ctx.clone(), io, greeted);
-    if let Some(conn) = &backend {
-        if let (crate::pool::ConnInfo::MySql(info), crate::config::PoolMode::Session) =
-            (&conn.info, s.seat.pool.config.mode)
-        {
-            // `KILL` of the id the client's `CONNECTION_ID()` shows finds the session here too.
-            s.seat.cancel.slot.set_server(Some((conn.addr, info.thread_id)));
-        }
-    }
-    s.seat.conn = backend;
+    attach_moved(&mut s, backend);
     s.tx.status = frozen.status;
     s.routing.lex = SessionModes::from_bits(frozen.lex);
     s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());

@@ -38,6 +38,8 @@ struct Frozen {
     leftover: Vec<u8>,
     /// The server connection the session owns (session mode, a pin), if it moves with one.
     backend: Option<FrozenConn>,
+    /// On a pass-through pool, who its backend connections log in as (#23).
+    pass: Option<crate::pool::FrozenPass>,
 }
 
 /// A server connection moving with its session.
@@ -97,10 +99,9 @@ pub(super) async fn freeze(s: &mut Session, client: OwnedFd, leftover: Vec<u8>) 
         && s.ex.queued().is_empty()
         && !s.ex.awaiting()
         && s.batch.is_empty();
-    // A pass-through session's backend logins use the client's secret, and a bridged one
-    // keeps statements on a MySQL pool: neither leaves this process.
-    let here_only = s.seat.pass.is_some() || s.is_bridged() || !s.bridge.is_empty() || !s.progress.tokens.is_empty();
-    let owned = s.seat.conn.as_ref().is_some_and(|c| !c.broken && c.user.is_none());
+    // A bridged session keeps statements on a MySQL pool, which stay in this process.
+    let here_only = s.is_bridged() || !s.bridge.is_empty() || !s.progress.tokens.is_empty();
+    let owned = s.seat.conn.as_ref().is_some_and(|c| !c.broken);
     if !between || here_only || (s.seat.conn.is_some() && !owned) {
         return None;
     }
@@ -115,6 +116,7 @@ pub(super) async fn freeze(s: &mut Session, client: OwnedFd, leftover: Vec<u8>) 
         unnamed: s.progress.unnamed.freeze()?,
         leftover,
         backend: None,
+        pass: s.seat.pass.as_ref().map(|p| p.freeze()),
     };
     let backend = match s.seat.conn.as_mut() {
         Some(conn) => {
@@ -182,14 +184,19 @@ fn thaw_stmts(s: &mut Session, stmts: Vec<FrozenStmt>) {
 }
 
 /// The server connection `frozen` describes, on socket `fd`, lent to the session adopting it.
-fn thaw_conn(pool: &crate::pool::CorePool, frozen: FrozenConn, fd: OwnedFd) -> Result<crate::pool::Conn, AdoptError> {
+fn thaw_conn(
+    pool: &crate::pool::CorePool,
+    frozen: FrozenConn,
+    fd: OwnedFd,
+    user: Option<&str>,
+) -> Result<crate::pool::Conn, AdoptError> {
     let stream = crate::rt::Stream::adopt_backend(fd).map_err(AdoptError::Socket)?;
     let info = crate::pool::ConnInfo::Pg(crate::pool::PgInfo {
         pid: frozen.pid,
         secret: frozen.secret,
         params: frozen.params,
     });
-    let mut conn = pool.adopt(stream, frozen.addr, info, None).ok_or(AdoptError::Backend(frozen.addr))?;
+    let mut conn = pool.adopt(stream, frozen.addr, info, user).ok_or(AdoptError::Backend(frozen.addr))?;
     conn.rbuf = frozen.unread;
     conn.prepared = frozen.prepared;
     conn.settings = frozen.settings;
@@ -215,8 +222,10 @@ pub(in crate::session) fn adopt(
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
+    let pass = frozen.pass.map(|p| Rc::new(crate::pool::PassThrough::thaw(p)));
+    let user = pass.as_ref().map(|p| &*p.user);
     let backend =
-        paired(frozen.backend, handed.backend).and_then(|p| p.map(|(f, fd)| thaw_conn(&pool, f, fd)).transpose());
+        paired(frozen.backend, handed.backend).and_then(|p| p.map(|(f, fd)| thaw_conn(&pool, f, fd, user)).transpose());
     let backend = match backend {
         Ok(b) => b,
         Err(e) => return Err((e, Some(handed.client))),
@@ -227,7 +236,7 @@ pub(in crate::session) fn adopt(
         user: frozen.user,
         database: frozen.database,
         lex: SessionModes::from_bits(frozen.lex),
-        pass: None,
+        pass: pass.clone(),
         causal: None,
         home: frozen.home,
     };
