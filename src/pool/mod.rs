@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub use budget::{Budget, BudgetRegistry};
 pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
@@ -148,12 +148,17 @@ impl ErrorCode for PoolError {
 /// Startup parameters a server reported, shared by the sessions greeted with them.
 pub type ServerParams = Rc<Vec<(String, String)>>;
 
-/// Upkeep ticks (5 ms each) another core must have been starved before an idle connection is
-/// given up for it.
-const STARVED_TICKS: u32 = 4;
+/// How long an idle connection must have gone unlent before this core gives it up for another
+/// core that waits for budget (#39). Idle connections are lent warmest first, so one left this
+/// long is more than this core's own checkouts need; a core whose checkouts keep its
+/// connections busy never gives one up, so two busy cores do not trade connections (each trade
+/// is a backend login on the other core) on every momentary imbalance.
+const SPARE_AFTER: Duration = Duration::from_millis(20);
 
-/// Marks every backend budget of a pool as wanted while a checkout waits, and counts the
-/// waiting checkouts of this core so it can tell its own demand from other cores'.
+/// Marks every backend budget of a pool as wanted by this core while any of its checkouts
+/// waits, and counts those checkouts. Only the first waiter and the last to leave touch the
+/// shared budgets (#39): a write to memory every core reads, once per wait, was the one shared
+/// write on the statement path under contention.
 struct Wanting<'a> {
     backends: &'a [BackendSlot],
     local: &'a Cell<u32>,
@@ -161,8 +166,10 @@ struct Wanting<'a> {
 
 impl<'a> Wanting<'a> {
     fn new(backends: &'a [BackendSlot], local: &'a Cell<u32>) -> Self {
-        for b in backends {
-            b.budget.want();
+        if local.get() == 0 {
+            for b in backends {
+                b.budget.want();
+            }
         }
         local.set(local.get() + 1);
         Self { backends, local }
@@ -171,10 +178,13 @@ impl<'a> Wanting<'a> {
 
 impl Drop for Wanting<'_> {
     fn drop(&mut self) {
-        for b in self.backends {
-            b.budget.unwant();
+        let left = self.local.get().saturating_sub(1);
+        self.local.set(left);
+        if left == 0 {
+            for b in self.backends {
+                b.budget.unwant();
+            }
         }
-        self.local.set(self.local.get().saturating_sub(1));
     }
 }
 
@@ -252,9 +262,6 @@ pub struct CorePool {
     waiters: Rc<Waiters>,
     /// Checkouts of this core currently waiting for budget.
     wanting_here: Cell<u32>,
-    /// Consecutive upkeep ticks during which another core waited while this one held idle
-    /// connections.
-    starved_ticks: Cell<u32>,
     /// What the servers reported at startup (PostgreSQL ParameterStatus), from the first
     /// connection opened: clients are greeted with it without borrowing a connection.
     server_params: RefCell<Option<ServerParams>>,
@@ -335,7 +342,6 @@ impl CorePool {
             idle: RefCell::new(Vec::new()),
             waiters: Rc::default(),
             wanting_here: Cell::new(0),
-            starved_ticks: Cell::new(0),
             server_params: RefCell::new(None),
             shown_last: RefCell::default(),
             counters,
@@ -524,8 +530,8 @@ impl CorePool {
     /// Whether another core waits for budget of `backend` (this core's own waiters take idle
     /// connections directly, so their demand must not close them).
     fn wanted_elsewhere(&self, backend: usize) -> bool {
-        let waiting_here = self.wanting_here.get();
-        self.backends.get(backend).is_some_and(|b| b.budget.wanted() > waiting_here)
+        let here = u32::from(self.wanting_here.get() > 0);
+        self.backends.get(backend).is_some_and(|b| b.budget.wanted() > here)
     }
 
     /// Whether `addr` is one of this pool's backends.
@@ -788,8 +794,20 @@ impl CorePool {
         let _wanting = Wanting::new(&self.backends, &self.wanting_here);
         slot.queue(); // metrics
         let mut waiting = Waiting::new(&self.waiters);
+        // One timer for the whole wait, not one per wake-up: arming one is an insert into the
+        // core's timer map, and a waiter is woken often (a unit another took first, the
+        // recheck for budget freed by another core) (#39).
+        let mut timer = rt::sleep_until(deadline);
         loop {
-            let timed_out = rt::with_deadline(deadline, waiting.wait()).await.is_err();
+            let waited = async {
+                waiting.wait().await;
+                false
+            };
+            let timed_out = rt::race(waited, async {
+                (&mut timer).await;
+                true
+            })
+            .await;
             if let Some(c) = self.take_idle(protocol, user, eligible) {
                 return Ok(Some(c));
             }
@@ -952,44 +970,56 @@ impl CorePool {
     }
 
     /// Periodic upkeep: closes connections idle since before `cutoff` (beyond this core's
-    /// share of `min_connections`) and those of unhealthy backends, and hands one idle
-    /// connection's budget to another core once that core has been starved for a few ticks in
-    /// a row. The hysteresis keeps two busy cores from trading connections (each trade costs a
-    /// backend login) on every momentary imbalance.
-    pub fn maintain(&self, cutoff: Instant) {
+    /// share of `min_connections`) and those of unhealthy backends, and gives up one spare
+    /// idle connection (unlent for [`SPARE_AFTER`]) whose budget another core waits for. Runs
+    /// on every upkeep tick, so the usual case (nothing idle, or nothing stale and nobody else
+    /// waiting) is a walk of the idle list without an allocation (#39). Returns whether an
+    /// idle connection is left that another core waits for: the next tick should come soon,
+    /// as that one may become spare.
+    pub fn maintain(&self, cutoff: Instant) -> bool {
+        if self.idle.borrow().is_empty() {
+            return false;
+        }
         let u = self.usable_now(); // health: close idle connections of unhealthy backends
+        let stale = self.idle.borrow().iter().any(|c| c.last_used < cutoff || !self.usable(c.backend, u));
+        if stale {
+            self.close_stale(cutoff, u);
+        }
+        let spare_before = rt::now().checked_sub(SPARE_AFTER);
+        let spare = spare_before.and_then(|before| {
+            self.idle.borrow().iter().position(|c| c.last_used < before && self.wanted_elsewhere(c.backend))
+        });
+        if let Some(i) = spare {
+            // In order: the idle list stays warmest last for `take_idle`.
+            let conn = self.idle.borrow_mut().remove(i);
+            drop(conn); // frees its budget unit for the waiting core
+        }
+        self.idle.borrow().iter().any(|c| self.wanted_elsewhere(c.backend))
+    }
+
+    /// Closes the idle connections of unusable backends, and those idle since before `cutoff`
+    /// beyond this core's share of `min_connections`.
+    fn close_stale(&self, cutoff: Instant, u: Usable) {
         let share = self.min_share.get() as usize;
         // Kept per (backend, user): on a pass-through pool each user keeps its own minimum.
         let mut kept: HashMap<(usize, Option<Rc<str>>), usize> = HashMap::new();
-        {
-            let mut idle = self.idle.borrow_mut();
-            // Most recently used last: walking backwards keeps the warmest as the minimum.
-            let keep: Vec<bool> = idle
-                .iter()
-                .rev()
-                .map(|c| {
-                    if !self.usable(c.backend, u) || c.backend >= self.backends.len() {
-                        return false;
-                    }
-                    let k = kept.entry((c.backend, c.user.clone())).or_default();
-                    let keep = c.last_used >= cutoff || *k < share;
-                    *k += usize::from(keep);
-                    keep
-                })
-                .collect();
-            let mut flags = keep.into_iter().rev();
-            idle.retain(|_| flags.next().unwrap_or(false));
-        }
-        let starved = self.idle.borrow().iter().position(|c| self.wanted_elsewhere(c.backend));
-        match starved {
-            Some(i) if self.starved_ticks.get() + 1 >= STARVED_TICKS => {
-                self.starved_ticks.set(0);
-                let conn = self.idle.borrow_mut().swap_remove(i);
-                drop(conn); // frees its budget unit for the waiting core
-            }
-            Some(_) => self.starved_ticks.set(self.starved_ticks.get() + 1),
-            None => self.starved_ticks.set(0),
-        }
+        let mut idle = self.idle.borrow_mut();
+        // Most recently used last: walking backwards keeps the warmest as the minimum.
+        let keep: Vec<bool> = idle
+            .iter()
+            .rev()
+            .map(|c| {
+                if !self.usable(c.backend, u) {
+                    return false;
+                }
+                let k = kept.entry((c.backend, c.user.clone())).or_default();
+                let keep = c.last_used >= cutoff || *k < share;
+                *k += usize::from(keep);
+                keep
+            })
+            .collect();
+        let mut flags = keep.into_iter().rev();
+        idle.retain(|_| flags.next().unwrap_or(false));
     }
 
     /// This core's share of a per-backend `min_connections` spread over `cores` cores: core
@@ -1091,10 +1121,13 @@ impl PoolSet {
         self.pools.values()
     }
 
-    /// Periodic upkeep of every pool (see [`CorePool::maintain`]).
-    pub fn maintain(&self, now: Instant) {
+    /// Periodic upkeep of every pool (see [`CorePool::maintain`]); whether some pool holds an
+    /// idle connection another core waits for.
+    pub fn maintain(&self, now: Instant) -> bool {
+        let mut wanted = false;
         for p in self.pools.values() {
-            p.maintain(now.checked_sub(p.config.timeouts.idle).unwrap_or(now));
+            wanted |= p.maintain(now.checked_sub(p.config.timeouts.idle).unwrap_or(now));
         }
+        wanted
     }
 }
