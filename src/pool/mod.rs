@@ -148,6 +148,14 @@ impl ErrorCode for PoolError {
 /// Startup parameters a server reported, shared by the sessions greeted with them.
 pub type ServerParams = Rc<Vec<(String, String)>>;
 
+/// How long a core leaves a budget unit it gave up to the other cores: longer than a waiting
+/// core takes to look for freed budget (`waiters::CROSS_CORE_RECHECK`, 2 ms).
+const YIELD_FOR: Duration = Duration::from_millis(10);
+
+/// Upkeep ticks in a row another core must have waited while this one held more than an even
+/// split of the budget (by less than one connection) before one is given up for it.
+const STARVED_TICKS: u32 = 4;
+
 /// How long an idle connection must have gone unlent before this core gives it up for another
 /// core that waits for budget (#39). Idle connections are lent warmest first, so one left this
 /// long is more than this core's own checkouts need; a core whose checkouts keep its
@@ -262,6 +270,15 @@ pub struct CorePool {
     waiters: Rc<Waiters>,
     /// Checkouts of this core currently waiting for budget.
     wanting_here: Cell<u32>,
+    /// Upkeep found this core over its part of a backend's budget while another core waits,
+    /// with no idle connection to give up: the next connection checked in on such a backend
+    /// is closed instead (#39).
+    owes: Cell<bool>,
+    /// Until when this core leaves a unit it gave up to the core it gave it up for.
+    yield_until: Cell<Option<Instant>>,
+    /// Consecutive upkeep ticks during which another core waited while this one held more than
+    /// an even split of the budget.
+    starved_ticks: Cell<u32>,
     /// What the servers reported at startup (PostgreSQL ParameterStatus), from the first
     /// connection opened: clients are greeted with it without borrowing a connection.
     server_params: RefCell<Option<ServerParams>>,
@@ -342,6 +359,9 @@ impl CorePool {
             idle: RefCell::new(Vec::new()),
             waiters: Rc::default(),
             wanting_here: Cell::new(0),
+            owes: Cell::new(false),
+            yield_until: Cell::new(None),
+            starved_ticks: Cell::new(0),
             server_params: RefCell::new(None),
             shown_last: RefCell::default(),
             counters,
@@ -530,8 +550,40 @@ impl CorePool {
     /// Whether another core waits for budget of `backend` (this core's own waiters take idle
     /// connections directly, so their demand must not close them).
     fn wanted_elsewhere(&self, backend: usize) -> bool {
+        self.cores_wanting_elsewhere(backend) > 0
+    }
+
+    /// How many other cores wait for budget of `backend`.
+    fn cores_wanting_elsewhere(&self, backend: usize) -> u32 {
         let here = u32::from(self.wanting_here.get() > 0);
-        self.backends.get(backend).is_some_and(|b| b.budget.wanted() > here)
+        self.backends.get(backend).map_or(0, |b| b.budget.wanted().saturating_sub(here))
+    }
+
+    /// Whether this core gave a connection up for another core so recently that it leaves the
+    /// unit to that core: its own waiters, woken by the close, would otherwise take it back
+    /// before the other core's periodic look for freed budget.
+    fn yielding(&self) -> bool {
+        self.yield_until.get().is_some_and(|until| rt::now() < until)
+    }
+
+    /// Closes `conn`, given up for another core (see [`CorePool::yielding`]).
+    fn give_up(&self, conn: Conn) {
+        self.yield_until.set(Some(rt::now() + YIELD_FOR));
+        drop(conn); // frees its budget unit for the waiting core
+    }
+
+    /// Whether this core holds more than `slack` beyond its part of `backend`'s budget in use
+    /// while other cores wait for it; the part is an even split between this core and the
+    /// waiting ones. Without it a core whose clients kept every connection busy kept them all,
+    /// and the other core's clients waited out their `acquire_timeout` (#39).
+    fn over_share(&self, backend: usize, slack: u32) -> bool {
+        let elsewhere = self.cores_wanting_elsewhere(backend);
+        let Some(b) = self.backends.get(backend).filter(|_| elsewhere > 0) else {
+            return false;
+        };
+        let idle = self.idle.borrow().iter().filter(|c| c.backend == backend).count();
+        let held = u32::try_from(idle).unwrap_or(u32::MAX) + b.outstanding.get();
+        held.saturating_mul(elsewhere + 1) > b.budget.used() + slack
     }
 
     /// Whether `addr` is one of this pool's backends.
@@ -640,7 +692,8 @@ impl CorePool {
         order.sort_by_key(|i| std::cmp::Reverse(self.backends.get(*i).map_or(0, |b| b.current.get())));
         for i in order {
             let b = self.backends.get(i)?;
-            if b.budget.try_acquire() {
+            // Not a unit just given up for another core.
+            if !self.yielding() && b.budget.try_acquire() {
                 b.current.set(b.current.get() - total);
                 return Some(i);
             }
@@ -772,7 +825,7 @@ impl CorePool {
             if let Some(c) = self.take_idle(protocol, user, &|b| b == i) {
                 return Ok(Some(c));
             }
-            if self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
+            if !self.yielding() && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
                 if let Some(picked) = self.with_user_unit(i, user) {
                     return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
                 }
@@ -945,9 +998,15 @@ impl CorePool {
     }
 
     /// Returns a connection; a connection that is not `reusable` is closed instead, and so is
-    /// one that another core is waiting for while nobody here is.
+    /// one upkeep found owed to another core (see [`CorePool::maintain`]).
     pub fn checkin(&self, mut conn: Conn, reusable: bool) {
         conn.lease.permit = None; // #41: the shape's permit is given back, its time learned from
+                                  // #39: upkeep found this core over its part of the budget another core waits for
+                                  // (counted with this connection still lent).
+        let owed = self.owes.get() && self.over_share(conn.backend, 0);
+        if owed {
+            self.owes.set(false);
+        }
         if let Some(b) = self.backends.get(conn.backend) {
             b.counters.checked_in(); // metrics
             b.outstanding.set(b.outstanding.get().saturating_sub(1));
@@ -958,7 +1017,9 @@ impl CorePool {
         // connection older than a RECONNECT is closed.
         let letting_go = self.letting_go_until.get().is_some_and(|until| rt::now() < until);
         let keep = !self.replaced.get() && !self.gate.is_paused() && conn.epoch == self.gate.epoch() && !letting_go;
-        if reusable && !conn.broken && healthy && keep {
+        if owed {
+            self.give_up(conn);
+        } else if reusable && !conn.broken && healthy && keep {
             // The kernel watches it while it sits idle: a server closing it or writing to it
             // completes this receive, which `take_idle` looks at without a system call.
             rt::watch(&mut conn.stream);
@@ -970,31 +1031,47 @@ impl CorePool {
     }
 
     /// Periodic upkeep: closes connections idle since before `cutoff` (beyond this core's
-    /// share of `min_connections`) and those of unhealthy backends, and gives up one spare
-    /// idle connection (unlent for [`SPARE_AFTER`]) whose budget another core waits for. Runs
-    /// on every upkeep tick, so the usual case (nothing idle, or nothing stale and nobody else
-    /// waiting) is a walk of the idle list without an allocation (#39). Returns whether an
-    /// idle connection is left that another core waits for: the next tick should come soon,
-    /// as that one may become spare.
+    /// share of `min_connections`) and those of unhealthy backends, and gives one connection up
+    /// for another core that waits for the budget: an idle one unlent for [`SPARE_AFTER`], or,
+    /// while this core holds more than its part (see [`CorePool::over_share`]), any idle one or
+    /// else the next one checked in. Runs on every upkeep tick, so the usual case (nothing
+    /// stale, nobody else waiting) walks the idle list without an allocation (#39). Returns
+    /// whether a connection is still to be given up soon (the next tick should be short).
     pub fn maintain(&self, cutoff: Instant) -> bool {
-        if self.idle.borrow().is_empty() {
-            return false;
+        if !self.idle.borrow().is_empty() {
+            let u = self.usable_now(); // health: close idle connections of unhealthy backends
+            let stale = self.idle.borrow().iter().any(|c| c.last_used < cutoff || !self.usable(c.backend, u));
+            if stale {
+                self.close_stale(cutoff, u);
+            }
         }
-        let u = self.usable_now(); // health: close idle connections of unhealthy backends
-        let stale = self.idle.borrow().iter().any(|c| c.last_used < cutoff || !self.usable(c.backend, u));
-        if stale {
-            self.close_stale(cutoff, u);
+        // Only when the budget is used up: with room, the waiting core opens its own.
+        let short = |i: usize| self.backends.get(i).is_some_and(|b| !b.budget.has_room());
+        let over = |slack: u32| (0..self.backends.len()).find(|&i| short(i) && self.over_share(i, slack));
+        // Past the even split by more than one: given up at once. By less (an odd split, a
+        // pool of one): only once the other core waited for STARVED_TICKS ticks in a row, so
+        // such a split trades a connection at that pace rather than every tick.
+        let uneven = over(0);
+        let starved = if uneven.is_some() { self.starved_ticks.get() + 1 } else { 0 };
+        self.starved_ticks.set(starved);
+        let over = over(1).or_else(|| uneven.filter(|_| starved >= STARVED_TICKS));
+        if over.is_some() {
+            self.starved_ticks.set(0);
         }
         let spare_before = rt::now().checked_sub(SPARE_AFTER);
-        let spare = spare_before.and_then(|before| {
-            self.idle.borrow().iter().position(|c| c.last_used < before && self.wanted_elsewhere(c.backend))
+        let give = self.idle.borrow().iter().position(|c| {
+            let spare = spare_before.is_some_and(|before| c.last_used < before) && self.wanted_elsewhere(c.backend);
+            spare || Some(c.backend) == over
         });
-        if let Some(i) = spare {
-            // In order: the idle list stays warmest last for `take_idle`.
-            let conn = self.idle.borrow_mut().remove(i);
-            drop(conn); // frees its budget unit for the waiting core
+        match give {
+            Some(i) => {
+                // In order: the idle list stays warmest last for `take_idle`.
+                let conn = self.idle.borrow_mut().remove(i);
+                self.give_up(conn);
+            }
+            None => self.owes.set(over.is_some()),
         }
-        self.idle.borrow().iter().any(|c| self.wanted_elsewhere(c.backend))
+        uneven.is_some() || self.idle.borrow().iter().any(|c| self.wanted_elsewhere(c.backend))
     }
 
     /// Closes the idle connections of unusable backends, and those idle since before `cutoff`
