@@ -27,17 +27,12 @@ use crate::routing::CacheStats;
 use crate::rt::{self, CoreHandle, CoreQueues, Listener, RtError};
 use crate::session::{self, ClientSlots, CoreContext, CoreLinks};
 
-/// How often a core runs pool upkeep (idle reaping, the health of idle connections, template
-/// pools nobody uses, noticing that another core waits for a connection this one holds idle)
-/// when no command woke it. Commands do not wait for it: each send notifies the core's loop.
-/// Every 5 ms, it was most of what an idle core executed, and under load a second core's ticks
-/// weighed on every transaction (#39).
-const UPKEEP_TICK: Duration = Duration::from_millis(50);
-
-/// The tick while it has work to follow closely: a pool holds an idle connection another core
-/// waits for (it is given up once spare, see `CorePool::maintain`), or the core drains (it
-/// stops once its last session ends).
-const SHORT_TICK: Duration = Duration::from_millis(5);
+/// How often a core runs pool upkeep and checks its drain when no command woke it. Commands do
+/// not wait for it: each send notifies the core's loop. (A 50 ms tick while nothing needs it
+/// was tried for #39: under callgrind the busy core then waited seconds at a time on
+/// valgrind's thread lock while the idle one sat in its ring, so `perf/percore.sh` could not
+/// measure two cores. Each tick is cheap now: `CorePool::maintain` allocates nothing.)
+const UPKEEP_TICK: Duration = Duration::from_millis(5);
 
 /// Everything a core needs to start.
 pub struct CoreSetup {
@@ -152,16 +147,15 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
                 }
             }
         }
-        let wanted = ctx.pools().maintain(rt::now());
+        ctx.pools().maintain(rt::now());
         ctx.drop_unused_pools(); // #36: template pools nobody uses
         if let Some(deadline) = drain_deadline {
             if ctx.counters.sessions_active() == 0 || rt::now() >= deadline {
                 break;
             }
         }
-        let tick = if wanted || drain_deadline.is_some() { SHORT_TICK } else { UPKEEP_TICK };
         // A command wakes the core at once (its sender notifies); the tick is for upkeep.
-        rt::race(rt::notified(), rt::sleep(tick)).await;
+        rt::race(rt::notified(), rt::sleep(UPKEEP_TICK)).await;
     }
     tracing::info!(core = id.0, left = ctx.counters.sessions_active(), "core stopped");
     let _ = events.send(CoreEvent::Stopped(id));

@@ -1035,9 +1035,8 @@ impl CorePool {
     /// for another core that waits for the budget: an idle one unlent for [`SPARE_AFTER`], or,
     /// while this core holds more than its part (see [`CorePool::over_share`]), any idle one or
     /// else the next one checked in. Runs on every upkeep tick, so the usual case (nothing
-    /// stale, nobody else waiting) walks the idle list without an allocation (#39). Returns
-    /// whether a connection is still to be given up soon (the next tick should be short).
-    pub fn maintain(&self, cutoff: Instant) -> bool {
+    /// stale, nobody else waiting) walks the idle list without an allocation (#39).
+    pub fn maintain(&self, cutoff: Instant) {
         if !self.idle.borrow().is_empty() {
             let u = self.usable_now(); // health: close idle connections of unhealthy backends
             let stale = self.idle.borrow().iter().any(|c| c.last_used < cutoff || !self.usable(c.backend, u));
@@ -1071,7 +1070,6 @@ impl CorePool {
             }
             None => self.owes.set(over.is_some()),
         }
-        uneven.is_some() || self.idle.borrow().iter().any(|c| self.wanted_elsewhere(c.backend))
     }
 
     /// Closes the idle connections of unusable backends, and those idle since before `cutoff`
@@ -1198,13 +1196,10 @@ impl PoolSet {
         self.pools.values()
     }
 
-    /// Periodic upkeep of every pool (see [`CorePool::maintain`]); whether some pool holds an
-    /// idle connection another core waits for.
-    pub fn maintain(&self, now: Instant) -> bool {
-        let mut wanted = false;
+    /// Periodic upkeep of every pool (see [`CorePool::maintain`]).
+    pub fn maintain(&self, now: Instant) {
         for p in self.pools.values() {
-            wanted |= p.maintain(now.checked_sub(p.config.timeouts.idle).unwrap_or(now));
+            p.maintain(now.checked_sub(p.config.timeouts.idle).unwrap_or(now));
         }
-        wanted
     }
 }
