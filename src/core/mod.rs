@@ -33,7 +33,10 @@ use crate::rt::{self, CoreHandle, CoreQueues, Listener, RtError};
 use crate::session::{self, ClientSlots, CoreContext, CoreLinks};
 
 /// How often a core runs pool upkeep and checks its drain when no command woke it. Commands do
-/// not wait for it: each send notifies the core's loop.
+/// not wait for it: each send notifies the core's loop. (A 50 ms tick while nothing needs it
+/// was tried for #39: under callgrind the busy core then waited seconds at a time on
+/// valgrind's thread lock while the idle one sat in its ring, so `perf/percore.sh` could not
+/// measure two cores. Each tick is cheap now: `CorePool::maintain` allocates nothing.)
 const UPKEEP_TICK: Duration = Duration::from_millis(5);
 
 /// Everything a core needs to start.

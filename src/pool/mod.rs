@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub use budget::{Budget, BudgetRegistry};
 pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
@@ -148,12 +148,26 @@ impl ErrorCode for PoolError {
 /// Startup parameters a server reported, shared by the sessions greeted with them.
 pub type ServerParams = Rc<Vec<(String, String)>>;
 
-/// Upkeep ticks (5 ms each) another core must have been starved before an idle connection is
-/// given up for it.
+/// How long a core leaves a budget unit it gave up to the other cores: longer than a waiting
+/// core takes to look for freed budget (`waiters::CROSS_CORE_RECHECK`, 2 ms).
+const YIELD_FOR: Duration = Duration::from_millis(10);
+
+/// Upkeep ticks in a row another core must have waited while this one held more than an even
+/// split of the budget (by less than one connection) before one is given up for it.
 const STARVED_TICKS: u32 = 4;
 
-/// Marks every backend budget of a pool as wanted while a checkout waits, and counts the
-/// waiting checkouts of this core so it can tell its own demand from other cores'.
+/// How long an idle connection must have gone unlent before this core gives it up for another
+/// core that waits for budget (#39), whatever the split: idle connections are lent warmest
+/// first, so one left this long is more than this core's own checkouts need. Long enough that
+/// a core's connections between two bursts are not traded away (each trade is a backend login,
+/// and the burst wants it back): at 20 ms, two cores under callgrind's slow pace still traded
+/// 24 connections in 3,200 transactions.
+const SPARE_AFTER: Duration = Duration::from_millis(500);
+
+/// Marks every backend budget of a pool as wanted by this core while any of its checkouts
+/// waits, and counts those checkouts. Only the first waiter and the last to leave touch the
+/// shared budgets (#39): a write to memory every core reads, once per wait, was the one shared
+/// write on the statement path under contention.
 struct Wanting<'a> {
     backends: &'a [BackendSlot],
     local: &'a Cell<u32>,
@@ -161,8 +175,10 @@ struct Wanting<'a> {
 
 impl<'a> Wanting<'a> {
     fn new(backends: &'a [BackendSlot], local: &'a Cell<u32>) -> Self {
-        for b in backends {
-            b.budget.want();
+        if local.get() == 0 {
+            for b in backends {
+                b.budget.want();
+            }
         }
         local.set(local.get() + 1);
         Self { backends, local }
@@ -171,10 +187,13 @@ impl<'a> Wanting<'a> {
 
 impl Drop for Wanting<'_> {
     fn drop(&mut self) {
-        for b in self.backends {
-            b.budget.unwant();
+        let left = self.local.get().saturating_sub(1);
+        self.local.set(left);
+        if left == 0 {
+            for b in self.backends {
+                b.budget.unwant();
+            }
         }
-        self.local.set(self.local.get().saturating_sub(1));
     }
 }
 
@@ -252,8 +271,14 @@ pub struct CorePool {
     waiters: Rc<Waiters>,
     /// Checkouts of this core currently waiting for budget.
     wanting_here: Cell<u32>,
-    /// Consecutive upkeep ticks during which another core waited while this one held idle
-    /// connections.
+    /// Upkeep found this core over its part of a backend's budget while another core waits,
+    /// with no idle connection to give up: the next connection checked in on such a backend
+    /// is closed instead (#39).
+    owes: Cell<bool>,
+    /// Until when this core leaves a unit it gave up to the core it gave it up for.
+    yield_until: Cell<Option<Instant>>,
+    /// Consecutive upkeep ticks during which another core waited while this one held more than
+    /// an even split of the budget.
     starved_ticks: Cell<u32>,
     /// What the servers reported at startup (PostgreSQL ParameterStatus), from the first
     /// connection opened: clients are greeted with it without borrowing a connection.
@@ -335,6 +360,8 @@ impl CorePool {
             idle: RefCell::new(Vec::new()),
             waiters: Rc::default(),
             wanting_here: Cell::new(0),
+            owes: Cell::new(false),
+            yield_until: Cell::new(None),
             starved_ticks: Cell::new(0),
             server_params: RefCell::new(None),
             shown_last: RefCell::default(),
@@ -524,8 +551,40 @@ impl CorePool {
     /// Whether another core waits for budget of `backend` (this core's own waiters take idle
     /// connections directly, so their demand must not close them).
     fn wanted_elsewhere(&self, backend: usize) -> bool {
-        let waiting_here = self.wanting_here.get();
-        self.backends.get(backend).is_some_and(|b| b.budget.wanted() > waiting_here)
+        self.cores_wanting_elsewhere(backend) > 0
+    }
+
+    /// How many other cores wait for budget of `backend`.
+    fn cores_wanting_elsewhere(&self, backend: usize) -> u32 {
+        let here = u32::from(self.wanting_here.get() > 0);
+        self.backends.get(backend).map_or(0, |b| b.budget.wanted().saturating_sub(here))
+    }
+
+    /// Whether this core gave a connection up for another core so recently that it leaves the
+    /// unit to that core: its own waiters, woken by the close, would otherwise take it back
+    /// before the other core's periodic look for freed budget.
+    fn yielding(&self) -> bool {
+        self.yield_until.get().is_some_and(|until| rt::now() < until)
+    }
+
+    /// Closes `conn`, given up for another core (see [`CorePool::yielding`]).
+    fn give_up(&self, conn: Conn) {
+        self.yield_until.set(Some(rt::now() + YIELD_FOR));
+        drop(conn); // frees its budget unit for the waiting core
+    }
+
+    /// Whether this core holds more than `slack` beyond its part of `backend`'s budget in use
+    /// while other cores wait for it; the part is an even split between this core and the
+    /// waiting ones. Without it a core whose clients kept every connection busy kept them all,
+    /// and the other core's clients waited out their `acquire_timeout` (#39).
+    fn over_share(&self, backend: usize, slack: u32) -> bool {
+        let elsewhere = self.cores_wanting_elsewhere(backend);
+        let Some(b) = self.backends.get(backend).filter(|_| elsewhere > 0) else {
+            return false;
+        };
+        let idle = self.idle.borrow().iter().filter(|c| c.backend == backend).count();
+        let held = u32::try_from(idle).unwrap_or(u32::MAX) + b.outstanding.get();
+        held.saturating_mul(elsewhere + 1) > b.budget.used() + slack
     }
 
     /// Whether `addr` is one of this pool's backends.
@@ -634,7 +693,8 @@ impl CorePool {
         order.sort_by_key(|i| std::cmp::Reverse(self.backends.get(*i).map_or(0, |b| b.current.get())));
         for i in order {
             let b = self.backends.get(i)?;
-            if b.budget.try_acquire() {
+            // Not a unit just given up for another core.
+            if !self.yielding() && b.budget.try_acquire() {
                 b.current.set(b.current.get() - total);
                 return Some(i);
             }
@@ -766,7 +826,7 @@ impl CorePool {
             if let Some(c) = self.take_idle(protocol, user, &|b| b == i) {
                 return Ok(Some(c));
             }
-            if self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
+            if !self.yielding() && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
                 if let Some(picked) = self.with_user_unit(i, user) {
                     return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
                 }
@@ -788,8 +848,20 @@ impl CorePool {
         let _wanting = Wanting::new(&self.backends, &self.wanting_here);
         slot.queue(); // metrics
         let mut waiting = Waiting::new(&self.waiters);
+        // One timer for the whole wait, not one per wake-up: arming one is an insert into the
+        // core's timer map, and a waiter is woken often (a unit another took first, the
+        // recheck for budget freed by another core) (#39).
+        let mut timer = rt::sleep_until(deadline);
         loop {
-            let timed_out = rt::with_deadline(deadline, waiting.wait()).await.is_err();
+            let waited = async {
+                waiting.wait().await;
+                false
+            };
+            let timed_out = rt::race(waited, async {
+                (&mut timer).await;
+                true
+            })
+            .await;
             if let Some(c) = self.take_idle(protocol, user, eligible) {
                 return Ok(Some(c));
             }
@@ -947,9 +1019,15 @@ impl CorePool {
     }
 
     /// Returns a connection; a connection that is not `reusable` is closed instead, and so is
-    /// one that another core is waiting for while nobody here is.
+    /// one upkeep found owed to another core (see [`CorePool::maintain`]).
     pub fn checkin(&self, mut conn: Conn, reusable: bool) {
         conn.lease.permit = None; // #41: the shape's permit is given back, its time learned from
+                                  // #39: upkeep found this core over its part of the budget another core waits for
+                                  // (counted with this connection still lent).
+        let owed = self.owes.get() && self.over_share(conn.backend, 0);
+        if owed {
+            self.owes.set(false);
+        }
         if let Some(b) = self.backends.get(conn.backend) {
             b.counters.checked_in(); // metrics
             b.outstanding.set(b.outstanding.get().saturating_sub(1));
@@ -960,7 +1038,9 @@ impl CorePool {
         // connection older than a RECONNECT is closed.
         let letting_go = self.letting_go_until.get().is_some_and(|until| rt::now() < until);
         let keep = !self.replaced.get() && !self.gate.is_paused() && conn.epoch == self.gate.epoch() && !letting_go;
-        if reusable && !conn.broken && healthy && keep {
+        if owed {
+            self.give_up(conn);
+        } else if reusable && !conn.broken && healthy && keep {
             // The kernel watches it while it sits idle: a server closing it or writing to it
             // completes this receive, which `take_idle` looks at without a system call.
             rt::watch(&mut conn.stream);
@@ -972,44 +1052,70 @@ impl CorePool {
     }
 
     /// Periodic upkeep: closes connections idle since before `cutoff` (beyond this core's
-    /// share of `min_connections`) and those of unhealthy backends, and hands one idle
-    /// connection's budget to another core once that core has been starved for a few ticks in
-    /// a row. The hysteresis keeps two busy cores from trading connections (each trade costs a
-    /// backend login) on every momentary imbalance.
+    /// share of `min_connections`) and those of unhealthy backends, and gives one connection up
+    /// for another core that waits for the budget: an idle one unlent for [`SPARE_AFTER`], or,
+    /// while this core holds more than its part (see [`CorePool::over_share`]), any idle one or
+    /// else the next one checked in. Runs on every upkeep tick, so the usual case (nothing
+    /// stale, nobody else waiting) walks the idle list without an allocation (#39).
     pub fn maintain(&self, cutoff: Instant) {
-        let u = self.usable_now(); // health: close idle connections of unhealthy backends
+        if !self.idle.borrow().is_empty() {
+            let u = self.usable_now(); // health: close idle connections of unhealthy backends
+            let stale = self.idle.borrow().iter().any(|c| c.last_used < cutoff || !self.usable(c.backend, u));
+            if stale {
+                self.close_stale(cutoff, u);
+            }
+        }
+        // Only when the budget is used up: with room, the waiting core opens its own.
+        let short = |i: usize| self.backends.get(i).is_some_and(|b| !b.budget.has_room());
+        let over = |slack: u32| (0..self.backends.len()).find(|&i| short(i) && self.over_share(i, slack));
+        // Past the even split by more than one: given up at once. By less (an odd split, a
+        // pool of one): only once the other core waited for STARVED_TICKS ticks in a row, so
+        // such a split trades a connection at that pace rather than every tick.
+        let uneven = over(0);
+        let starved = if uneven.is_some() { self.starved_ticks.get() + 1 } else { 0 };
+        self.starved_ticks.set(starved);
+        let over = over(1).or_else(|| uneven.filter(|_| starved >= STARVED_TICKS));
+        if over.is_some() {
+            self.starved_ticks.set(0);
+        }
+        let spare_before = rt::now().checked_sub(SPARE_AFTER);
+        let give = self.idle.borrow().iter().position(|c| {
+            let spare = spare_before.is_some_and(|before| c.last_used < before) && self.wanted_elsewhere(c.backend);
+            spare || Some(c.backend) == over
+        });
+        match give {
+            Some(i) => {
+                // In order: the idle list stays warmest last for `take_idle`.
+                let conn = self.idle.borrow_mut().remove(i);
+                self.give_up(conn);
+            }
+            None => self.owes.set(over.is_some()),
+        }
+    }
+
+    /// Closes the idle connections of unusable backends, and those idle since before `cutoff`
+    /// beyond this core's share of `min_connections`.
+    fn close_stale(&self, cutoff: Instant, u: Usable) {
         let share = self.min_share.get() as usize;
         // Kept per (backend, user): on a pass-through pool each user keeps its own minimum.
         let mut kept: HashMap<(usize, Option<Rc<str>>), usize> = HashMap::new();
-        {
-            let mut idle = self.idle.borrow_mut();
-            // Most recently used last: walking backwards keeps the warmest as the minimum.
-            let keep: Vec<bool> = idle
-                .iter()
-                .rev()
-                .map(|c| {
-                    if !self.usable(c.backend, u) || c.backend >= self.backends.len() {
-                        return false;
-                    }
-                    let k = kept.entry((c.backend, c.user.clone())).or_default();
-                    let keep = c.last_used >= cutoff || *k < share;
-                    *k += usize::from(keep);
-                    keep
-                })
-                .collect();
-            let mut flags = keep.into_iter().rev();
-            idle.retain(|_| flags.next().unwrap_or(false));
-        }
-        let starved = self.idle.borrow().iter().position(|c| self.wanted_elsewhere(c.backend));
-        match starved {
-            Some(i) if self.starved_ticks.get() + 1 >= STARVED_TICKS => {
-                self.starved_ticks.set(0);
-                let conn = self.idle.borrow_mut().swap_remove(i);
-                drop(conn); // frees its budget unit for the waiting core
-            }
-            Some(_) => self.starved_ticks.set(self.starved_ticks.get() + 1),
-            None => self.starved_ticks.set(0),
-        }
+        let mut idle = self.idle.borrow_mut();
+        // Most recently used last: walking backwards keeps the warmest as the minimum.
+        let keep: Vec<bool> = idle
+            .iter()
+            .rev()
+            .map(|c| {
+                if !self.usable(c.backend, u) {
+                    return false;
+                }
+                let k = kept.entry((c.backend, c.user.clone())).or_default();
+                let keep = c.last_used >= cutoff || *k < share;
+                *k += usize::from(keep);
+                keep
+            })
+            .collect();
+        let mut flags = keep.into_iter().rev();
+        idle.retain(|_| flags.next().unwrap_or(false));
     }
 
     /// This core's share of a per-backend `min_connections` spread over `cores` cores: core

@@ -235,39 +235,53 @@ type ScramCache = Vec<(ScramCacheKey, ([u8; 32], [u8; 32]))>;
 /// A cache entry's key: (SHA-256 of the password, salt, iterations); no plaintext is copied.
 type ScramCacheKey = ([u8; 32], Vec<u8>, u32);
 
-/// Distinct (password, salt, iterations) whose keys a core keeps: one per pool credential and
-/// backend is the common case.
+/// Distinct (password, salt, iterations) whose keys the process keeps: one per pool credential
+/// and backend is the common case.
 const SCRAM_CACHE: usize = 32;
 
-thread_local! {
-    /// Per core (each core is one thread): the derivation costs 4096 PBKDF2 rounds by default,
-    /// 90–200 ms of a debug build's core per login, which made health-probe logins overrun
-    /// their timeout. PostgreSQL salts a role's verifier once, so the same triple comes back.
-    static SCRAM_KEYS: std::cell::RefCell<ScramCache> = const { std::cell::RefCell::new(Vec::new()) };
-}
+/// Derived SCRAM keys by (password, salt, iterations). PostgreSQL salts a role's verifier
+/// once, so the same triple comes back: the derivation (4096 PBKDF2 rounds by default, 90–200
+/// ms of a debug build's core, ~29 million instructions) is done once per process.
+struct KeyCache(parking_lot::Mutex<ScramCache>);
 
-/// [`auth::scram_keys`] through the core's cache.
-fn cached_scram_keys(password: &str, salt: &[u8], iterations: u32) -> ([u8; 32], [u8; 32]) {
-    use sha2::Digest as _;
-    let key: ScramCacheKey = (sha2::Sha256::digest(password.as_bytes()).into(), salt.to_vec(), iterations);
-    let hit = SCRAM_KEYS.with(|c| {
-        let mut cache = c.borrow_mut();
-        let pos = cache.iter().position(|(k, _)| *k == key)?;
-        let entry = cache.remove(pos);
-        let keys = entry.1;
-        cache.insert(0, entry);
-        Some(keys)
-    });
-    if let Some(keys) = hit {
-        return keys;
+impl KeyCache {
+    const fn new() -> Self {
+        Self(parking_lot::const_mutex(Vec::new()))
     }
-    let keys = auth::scram_keys(password, salt, iterations);
-    SCRAM_KEYS.with(|c| {
-        let mut cache = c.borrow_mut();
+
+    /// [`auth::scram_keys`], derived only on a miss, outside the lock.
+    fn keys(&self, password: &str, salt: &[u8], iterations: u32) -> ([u8; 32], [u8; 32]) {
+        use sha2::Digest as _;
+        let key: ScramCacheKey = (sha2::Sha256::digest(password.as_bytes()).into(), salt.to_vec(), iterations);
+        let hit = {
+            let mut cache = self.0.lock();
+            cache.iter().position(|(k, _)| *k == key).map(|pos| {
+                let entry = cache.remove(pos);
+                let keys = entry.1;
+                cache.insert(0, entry);
+                keys
+            })
+        };
+        if let Some(keys) = hit {
+            return keys;
+        }
+        let keys = auth::scram_keys(password, salt, iterations);
+        let mut cache = self.0.lock();
         cache.insert(0, (key, keys));
         cache.truncate(SCRAM_CACHE);
-    });
-    keys
+        keys
+    }
+}
+
+/// Process-wide, locked only by backend logins (never by a statement): kept per core, each
+/// core's first login derived again what another core had (#39: in `perf/percore.sh`, the
+/// second core's first login was most of what a second core added per transaction), and
+/// health-probe logins that derive overran their timeout.
+static SCRAM_KEYS: KeyCache = KeyCache::new();
+
+/// [`auth::scram_keys`] through the process's cache.
+fn cached_scram_keys(password: &str, salt: &[u8], iterations: u32) -> ([u8; 32], [u8; 32]) {
+    SCRAM_KEYS.keys(password, salt, iterations)
 }
 
 /// Sends a CancelRequest for backend process `pid`/`secret` to `addr` and waits until the
@@ -306,25 +320,26 @@ pub(super) async fn deliver_cancel(
 mod tests {
     use super::*;
 
-    fn cached() -> usize {
-        SCRAM_KEYS.with(|c| c.borrow().len())
-    }
-
     #[test]
     fn cached_scram_keys_equal_derived_ones_and_are_derived_once_per_triple() {
+        // A cache of the test's own: the process's is shared with every other test's logins.
+        let cache = KeyCache::new();
+        let cached = || cache.0.lock().len();
         let derived = auth::scram_keys("pw", b"salt", 4096);
-        assert_eq!(cached_scram_keys("pw", b"salt", 4096), derived);
-        assert_eq!(cached_scram_keys("pw", b"salt", 4096), derived);
+        assert_eq!(cache.keys("pw", b"salt", 4096), derived);
+        assert_eq!(cache.keys("pw", b"salt", 4096), derived);
         assert_eq!(cached(), 1);
-        assert_ne!(cached_scram_keys("pw", b"other salt", 4096), derived);
-        assert_ne!(cached_scram_keys("pw", b"salt", 4097), derived);
-        assert_ne!(cached_scram_keys("other", b"salt", 4096), derived);
+        assert_ne!(cache.keys("pw", b"other salt", 4096), derived);
+        assert_ne!(cache.keys("pw", b"salt", 4097), derived);
+        assert_ne!(cache.keys("other", b"salt", 4096), derived);
         assert_eq!(cached(), 4);
         for i in 0..2 * SCRAM_CACHE {
-            cached_scram_keys("pw", &i.to_le_bytes(), 1);
+            cache.keys("pw", &i.to_le_bytes(), 1);
         }
         assert_eq!(cached(), SCRAM_CACHE);
         // The most recent entries survive, the oldest went.
-        assert_eq!(cached_scram_keys("pw", b"salt", 4096), derived);
+        assert_eq!(cache.keys("pw", b"salt", 4096), derived);
+        assert_eq!(cached(), SCRAM_CACHE);
+        assert_eq!(cached_scram_keys("pw", b"salt", 4096), derived, "the process's cache");
     }
 }

@@ -266,7 +266,7 @@ impl Core {
             let wait = if self.queued(LATENCY) + self.queued(BACKGROUND) > 0 {
                 Some(Duration::ZERO)
             } else {
-                self.timers.borrow().next().map(|t| t.saturating_duration_since(now))
+                self.timers.borrow_mut().next().map(|t| t.saturating_duration_since(now))
             };
             if self.ring.borrow_mut().turn(wait) {
                 self.take_remote();

@@ -1,7 +1,16 @@
-//! Core-local timers: an ordered map of deadlines. The loop fires what is due and then waits in
-//! `io_uring_enter` no longer than the nearest deadline, so no timer is ever armed in the kernel.
+//! Core-local timers: a binary heap of deadlines over a slab of wakers. The loop fires what is
+//! due and then waits in `io_uring_enter` no longer than the nearest deadline, so no timer is
+//! ever armed in the kernel.
+//!
+//! Most timers never fire: a checkout's or a read's deadline is dropped when the work finishes
+//! first. So arming is a slab slot and a heap push, a re-poll looks its slot up by index, and a
+//! cancel only frees the slot; the heap entry it leaves is skipped when it comes up, and the
+//! heap is compacted once such entries outnumber the live ones. (An ordered map cost a tree
+//! insert, a search per re-poll and a rebalancing removal per timer: #39 measured it among what
+//! a waiting checkout cost.)
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -10,44 +19,108 @@ use std::time::Instant;
 
 use super::executor::with_core;
 
-/// Deadline plus a sequence number: equal deadlines fire in the order they were armed.
-type Key = (Instant, u64);
+/// A timer's place: its slab slot and the sequence number it was armed with (a slot is reused,
+/// a sequence number never).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Key {
+    slot: usize,
+    seq: u64,
+}
+
+/// One heap entry: deadline, then sequence number, so equal deadlines fire in the order they
+/// were armed.
+type Entry = Reverse<(Instant, u64, usize)>;
+
+/// A slab slot: the waker of the timer armed with `seq`, `None` when free.
+#[derive(Default)]
+struct Slot {
+    seq: u64,
+    waker: Option<Waker>,
+}
+
+/// Heap entries tolerated beyond the live timers before a compaction, on top of as many again.
+const SLACK: usize = 64;
 
 /// The pending timers of one core.
 #[derive(Default)]
 pub(super) struct Timers {
-    map: BTreeMap<Key, Waker>,
+    heap: BinaryHeap<Entry>,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    live: usize,
     seq: u64,
 }
 
 impl Timers {
     fn insert(&mut self, deadline: Instant, waker: Waker) -> Key {
         self.seq += 1;
-        let key = (deadline, self.seq);
-        self.map.insert(key, waker);
-        key
+        let seq = self.seq;
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(Slot::default());
+            self.slots.len() - 1
+        });
+        if let Some(s) = self.slots.get_mut(slot) {
+            *s = Slot { seq, waker: Some(waker) };
+        }
+        self.live += 1;
+        if self.heap.len() >= 2 * self.live + SLACK {
+            self.compact();
+        }
+        self.heap.push(Reverse((deadline, seq, slot)));
+        Key { slot, seq }
+    }
+
+    /// The waker of a live timer, to refresh at a re-poll.
+    fn waker_mut(&mut self, key: Key) -> Option<&mut Waker> {
+        self.slots.get_mut(key.slot).filter(|s| s.seq == key.seq)?.waker.as_mut()
+    }
+
+    /// Cancels the timer `key` if it is still pending; returns its waker.
+    fn remove(&mut self, key: Key) -> Option<Waker> {
+        let slot = self.slots.get_mut(key.slot).filter(|s| s.seq == key.seq)?;
+        let waker = slot.waker.take()?;
+        self.free.push(key.slot);
+        self.live -= 1;
+        Some(waker)
+    }
+
+    /// Drops the heap entries of cancelled timers.
+    fn compact(&mut self) {
+        let slots = &self.slots;
+        self.heap
+            .retain(|Reverse((_, seq, slot))| slots.get(*slot).is_some_and(|s| s.seq == *seq && s.waker.is_some()));
     }
 
     /// Removes and returns the wakers of every timer due at `now`, in deadline order.
     pub(super) fn due(&mut self, now: Instant) -> Vec<Waker> {
         let mut fired = Vec::new();
-        while let Some(entry) = self.map.first_entry() {
-            if entry.key().0 > now {
+        while let Some(Reverse((deadline, seq, slot))) = self.heap.peek().copied() {
+            if deadline > now {
                 break;
             }
-            fired.push(entry.remove());
+            self.heap.pop();
+            fired.extend(self.remove(Key { slot, seq }));
         }
         fired
     }
 
-    /// The nearest deadline still pending.
-    pub(super) fn next(&self) -> Option<Instant> {
-        self.map.keys().next().map(|k| k.0)
+    /// The nearest deadline still pending (cancelled timers at the top are dropped first, so
+    /// the loop does not wake for them).
+    pub(super) fn next(&mut self) -> Option<Instant> {
+        while let Some(Reverse((deadline, seq, slot))) = self.heap.peek().copied() {
+            if self.slots.get(slot).is_some_and(|s| s.seq == seq && s.waker.is_some()) {
+                return Some(deadline);
+            }
+            self.heap.pop();
+        }
+        None
     }
 
-    /// Drops every waker (when the core ends).
-    pub(super) fn clear(&mut self) -> BTreeMap<Key, Waker> {
-        std::mem::take(&mut self.map)
+    /// Takes every pending waker out (when the core ends), to be dropped by the caller.
+    pub(super) fn clear(&mut self) -> Vec<Waker> {
+        let wakers = self.slots.iter_mut().filter_map(|s| s.waker.take()).collect();
+        *self = Self { seq: self.seq, ..Self::default() };
+        wakers
     }
 }
 
@@ -55,8 +128,8 @@ impl Timers {
 pub struct Sleep {
     deadline: Instant,
     key: Option<Key>,
-    /// `!Send` and `!Sync` by type: `key` names a timer in the map of the core that armed it,
-    /// and on another thread `with_core` would find another core's map (or none).
+    /// `!Send` and `!Sync` by type: `key` names a timer in the slab of the core that armed it,
+    /// and on another thread `with_core` would find another core's (or none).
     _core: PhantomData<*const ()>,
 }
 
@@ -68,7 +141,7 @@ impl Sleep {
 
     fn disarm(&mut self) -> Option<Waker> {
         let key = self.key.take()?;
-        with_core(|core| core.timers.borrow_mut().map.remove(&key)).flatten()
+        with_core(|core| core.timers.borrow_mut().remove(key)).flatten()
     }
 }
 
@@ -84,7 +157,7 @@ impl Future for Sleep {
         let key = self.key;
         let armed = with_core(|core| {
             let mut timers = core.timers.borrow_mut();
-            match key.and_then(|k| timers.map.get_mut(&k).map(|w| (k, w))) {
+            match key.and_then(|k| timers.waker_mut(k).map(|w| (k, w))) {
                 Some((k, w)) => {
                     if !w.will_wake(cx.waker()) {
                         *w = cx.waker().clone();
@@ -108,7 +181,53 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        // The waker is dropped after the timer map is released.
+        // The waker is dropped after the timer slab is released.
         drop(self.disarm());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn timers_fire_in_deadline_then_arming_order_and_cancelled_ones_never() {
+        let mut t = Timers::default();
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let a = t.insert(at(30), Waker::noop().clone());
+        let b = t.insert(at(10), Waker::noop().clone());
+        let c = t.insert(at(20), Waker::noop().clone());
+        let d = t.insert(at(10), Waker::noop().clone());
+        assert_eq!(t.next(), Some(at(10)));
+        assert!(t.remove(b).is_some());
+        assert!(t.remove(b).is_none(), "a timer is cancelled once");
+        assert_eq!(t.next(), Some(at(10)), "d is still due at 10");
+        assert_eq!(t.due(at(20)).len(), 2, "d and c");
+        assert!(t.remove(d).is_none() && t.remove(c).is_none(), "fired timers are gone");
+        // Slots are reused, and a stale key never reaches the new timer in its slot.
+        let e = t.insert(at(40), Waker::noop().clone());
+        assert!(t.waker_mut(b).is_none() && t.waker_mut(d).is_none() && t.waker_mut(e).is_some());
+        assert!(t.remove(a).is_some());
+        assert_eq!(t.next(), Some(at(40)));
+        assert_eq!(t.due(at(100)).len(), 1);
+        assert_eq!(t.next(), None);
+    }
+
+    #[test]
+    fn cancelled_timers_do_not_pile_up_in_the_heap() {
+        let mut t = Timers::default();
+        let far = Instant::now() + Duration::from_secs(3600);
+        let kept = t.insert(far, Waker::noop().clone());
+        for _ in 0..10_000 {
+            let k = t.insert(far, Waker::noop().clone());
+            t.remove(k);
+        }
+        assert!(t.heap.len() <= 2 * t.live + SLACK + 1, "{} entries for {} timers", t.heap.len(), t.live);
+        assert_eq!(t.slots.len(), 2, "a cancelled timer's slot is reused");
+        assert!(t.waker_mut(kept).is_some());
+        assert_eq!(t.clear().len(), 1);
+        assert_eq!(t.next(), None);
     }
 }

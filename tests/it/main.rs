@@ -97,6 +97,7 @@ mod pg_stream;
 mod pg_util;
 mod pool_protocol;
 mod pool_template;
+mod pool_trading;
 mod raw_passthrough;
 mod relay_errors;
 mod retry;
