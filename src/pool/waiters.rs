@@ -1,11 +1,58 @@
 //! The checkouts of one core waiting for a pool's connections: a FIFO of events, set by a
 //! checkin or a closing connection, and one waiter at a time looking periodically for budget
 //! another core freed.
+//!
+//! First come, first served (#41): a unit freed goes to the waiter first in line, and until that
+//! waiter has run and taken it (`owed`), a checkout arriving meanwhile queues behind it rather
+//! than taking the idle connection on the way in. And a checkout is told at once when the line
+//! ahead of it would outlast its deadline: the core measures how often a unit frees while
+//! checkouts wait (`Pace`), so the expected wait of the next in line is its place times that
+//! interval. Both are core-local and touched only when a checkout waits or a unit frees with
+//! waiters queued: the uncontended checkout reads two cells.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
+use super::limit::Over;
 use crate::rt::{self, Event};
+
+/// Weight of one interval in the moving average of the intervals between units freed.
+const PACE_WEIGHT: f64 = 1.0 / 16.0;
+/// Intervals measured before the expected wait is trusted to turn a checkout away.
+const PACE_SAMPLES: u32 = 8;
+
+/// How often a unit frees on this core while checkouts wait: a moving average of the intervals
+/// between consecutive frees within one stretch of waiting (an interval spanning a time with
+/// nobody waiting measures the clients' think time, not the pool's, and is not taken).
+#[derive(Debug, Default)]
+struct Pace {
+    last: Option<Instant>,
+    interval: f64,
+    samples: u32,
+}
+
+impl Pace {
+    /// A unit freed at `now` while a checkout waited.
+    fn freed(&mut self, now: Instant) {
+        if let Some(last) = self.last {
+            let gap = now.saturating_duration_since(last).as_secs_f64();
+            self.interval = if self.samples == 0 { gap } else { self.interval + PACE_WEIGHT * (gap - self.interval) };
+            self.samples = self.samples.saturating_add(1);
+        }
+        self.last = Some(now);
+    }
+
+    /// Nobody waits any more: the next interval starts with the next stretch of waiting.
+    fn idle(&mut self) {
+        self.last = None;
+    }
+
+    /// The expected wait of the checkout `place`-th in line (1: first), once measured.
+    fn expected(&self, place: usize) -> Option<Duration> {
+        (self.samples >= PACE_SAMPLES).then(|| Duration::from_secs_f64(self.interval * place as f64))
+    }
+}
 
 /// How often a waiting checkout looks for budget freed by another core.
 const CROSS_CORE_RECHECK: std::time::Duration = std::time::Duration::from_millis(2);
@@ -20,15 +67,58 @@ pub(crate) struct Waiters {
     /// core. One does: a unit freed elsewhere serves one waiter, and hundreds of waiters each
     /// waking every few milliseconds cost more than the statements they wait for.
     rechecking: Cell<bool>,
+    /// Waiters woken for a unit that have not run yet: the unit is theirs.
+    owed: Cell<u32>,
+    pace: RefCell<Pace>,
 }
 
 impl Waiters {
     /// Wakes the checkout first in line: a unit was freed on this core.
     pub(crate) fn wake_one(&self) {
+        self.wake(true);
+    }
+
+    /// Wakes the checkout first in line, for a unit freed (`freed`: measured by the pace) or to
+    /// hand it the recheck.
+    fn wake(&self, freed: bool) {
         let next = self.queue.borrow_mut().pop_front();
-        if let Some(ev) = next {
-            ev.set();
+        match next {
+            Some(ev) => {
+                if freed {
+                    self.pace.borrow_mut().freed(rt::now());
+                }
+                ev.set();
+                self.owed.set(self.owed.get() + 1);
+            }
+            None => self.pace.borrow_mut().idle(),
         }
+    }
+
+    /// Whether a waiter was woken for a unit freed here and has yet to take it: a checkout
+    /// arriving now must not take it first (it queues behind instead).
+    pub(super) fn owed(&self) -> bool {
+        self.owed.get() > 0
+    }
+
+    /// How long a checkout starting to wait now is expected to wait: its place in line (behind
+    /// every waiter queued or woken) times the measured interval between units freed; `None`
+    /// until measured.
+    fn expected_wait(&self) -> Option<Duration> {
+        let place = self.queue.borrow().len() + self.owed.get() as usize + 1;
+        self.pace.borrow().expected(place)
+    }
+
+    /// Why a checkout starting to wait at `now` should be turned away at once: the line ahead
+    /// of it is expected to outlast its `deadline` (it would wait all of it and fail anyway).
+    pub(super) fn beyond(&self, deadline: Instant, now: Instant) -> Option<Over> {
+        let expected = self.expected_wait()?;
+        let left = deadline.saturating_duration_since(now);
+        (expected > left).then_some(Over::Queue { expected_ms: expected.as_millis(), left_ms: left.as_millis() })
+    }
+
+    /// A woken waiter ran (or left): the unit it was woken for is anyone's again.
+    fn paid(&self) {
+        self.owed.set(self.owed.get().saturating_sub(1));
     }
 }
 
@@ -60,7 +150,9 @@ impl<'a> Waiting<'a> {
             self.ev.wait().await;
         }
         if self.ev.is_set() {
-            // Woken for a unit someone else took first: first in line again.
+            self.waiters.paid();
+            // First in line again until served (then dropped), or for the next unit if another
+            // core's checkout took this one first.
             self.ev = Event::new();
             self.waiters.queue.borrow_mut().push_front(self.ev.clone());
         }
@@ -75,12 +167,15 @@ impl Drop for Waiting<'_> {
             queue.pop_front();
         } else if !self.ev.is_set() {
             queue.retain(|e| !e.same(&self.ev));
+        } else {
+            // Woken, and gone before it ran (its deadline, or its client left).
+            self.waiters.paid();
         }
         drop(queue);
         if self.rechecks {
             self.waiters.rechecking.set(false);
             // The next waiter wakes, finds nothing and takes the recheck over.
-            self.waiters.wake_one();
+            self.waiters.wake(false);
         }
     }
 }
@@ -145,5 +240,56 @@ mod tests {
         drop(b);
         assert_eq!(queued(&waiters), 0);
         assert!(!waiters.rechecking.get());
+    }
+
+    #[test]
+    fn a_woken_waiter_is_owed_its_unit_until_it_runs_or_leaves() {
+        let waiters = Waiters::default();
+        let (mut a, b) = (Waiting::new(&waiters), Waiting::new(&waiters));
+        assert!(!waiters.owed());
+        waiters.wake_one();
+        assert!(waiters.owed(), "a checkout arriving now queues behind `a`");
+        assert!(poll_wait(&mut a).is_ready());
+        assert!(!waiters.owed(), "`a` ran: first in line again, nothing owed");
+        waiters.wake_one();
+        drop(a);
+        // `a` left before running; what it was owed is anyone's, and `b`, woken to take the
+        // recheck over, is owed until it runs.
+        assert!(waiters.owed() && b.ev.is_set());
+        drop(b);
+        assert!(!waiters.owed());
+        assert_eq!(queued(&waiters), 0);
+    }
+
+    #[test]
+    fn the_expected_wait_is_the_place_in_line_times_the_interval_between_units_freed() {
+        let t0 = Instant::now();
+        let mut pace = Pace::default();
+        assert_eq!(pace.expected(1), None, "nothing measured");
+        for i in 0..=PACE_SAMPLES {
+            pace.freed(t0 + Duration::from_millis(10 * u64::from(i)));
+        }
+        let ten = pace.expected(1).expect("measured");
+        assert!(ten.abs_diff(Duration::from_millis(10)) < Duration::from_micros(10), "{ten:?}");
+        assert!(pace.expected(30).expect("measured").abs_diff(Duration::from_millis(300)) < Duration::from_micros(300));
+        // A stretch with nobody waiting is not an interval of the pool's.
+        pace.idle();
+        pace.freed(t0 + Duration::from_secs(60));
+        assert!(pace.expected(1).expect("measured") < Duration::from_millis(11));
+    }
+
+    #[test]
+    fn a_checkout_is_turned_away_only_when_the_line_outlasts_its_deadline() {
+        let waiters = Waiters::default();
+        let t0 = Instant::now();
+        for i in 0..=PACE_SAMPLES {
+            waiters.pace.borrow_mut().freed(t0 + Duration::from_millis(10 * u64::from(i)));
+        }
+        let queued: Vec<Waiting<'_>> = (0..9).map(|_| Waiting::new(&waiters)).collect();
+        // Tenth in line: about 100 ms.
+        assert_eq!(waiters.beyond(t0 + Duration::from_millis(150), t0), None);
+        let over = waiters.beyond(t0 + Duration::from_millis(50), t0).expect("turned away");
+        assert!(matches!(over, Over::Queue { expected_ms: 99..=101, left_ms: 50 }), "{over:?}");
+        drop(queued);
     }
 }
