@@ -17,18 +17,26 @@ use std::time::{Duration, Instant};
 use super::limit::Over;
 use crate::rt::{self, Event};
 
-/// Weight of one interval in the moving average of the intervals between units freed.
-const PACE_WEIGHT: f64 = 1.0 / 16.0;
+/// How far back the pace looks: an interval weighs e^(-age / PACE_HORIZON). Long enough that a
+/// stall of the core (a busy host deschedules it for tens of milliseconds) moves the estimate of
+/// a pool freeing a unit every millisecond by about a tenth, not tenfold; short enough to follow
+/// a change of load within a second or two.
+const PACE_HORIZON: f64 = 1.0;
 /// Intervals measured before the expected wait is trusted to turn a checkout away.
 const PACE_SAMPLES: u32 = 8;
 
-/// How often a unit frees on this core while checkouts wait: a moving average of the intervals
-/// between consecutive frees within one stretch of waiting (an interval spanning a time with
-/// nobody waiting measures the clients' think time, not the pool's, and is not taken).
+/// How often a unit frees on this core while checkouts wait: the time between consecutive frees
+/// within one stretch of waiting over their number, both decayed with age (an interval spanning a
+/// time with nobody waiting measures the clients' think time, not the pool's, and is not taken).
+/// A ratio of sums rather than an average of intervals: one long interval among thousands of
+/// short ones weighs its length, not its count.
 #[derive(Debug, Default)]
 struct Pace {
     last: Option<Instant>,
-    interval: f64,
+    /// Decayed sum of the intervals, seconds.
+    time: f64,
+    /// Decayed count of the intervals.
+    frees: f64,
     samples: u32,
 }
 
@@ -37,7 +45,9 @@ impl Pace {
     fn freed(&mut self, now: Instant) {
         if let Some(last) = self.last {
             let gap = now.saturating_duration_since(last).as_secs_f64();
-            self.interval = if self.samples == 0 { gap } else { self.interval + PACE_WEIGHT * (gap - self.interval) };
+            let decay = (-gap / PACE_HORIZON).exp();
+            self.time = self.time * decay + gap;
+            self.frees = self.frees * decay + 1.0;
             self.samples = self.samples.saturating_add(1);
         }
         self.last = Some(now);
@@ -50,7 +60,8 @@ impl Pace {
 
     /// The expected wait of the checkout `place`-th in line (1: first), once measured.
     fn expected(&self, place: usize) -> Option<Duration> {
-        (self.samples >= PACE_SAMPLES).then(|| Duration::from_secs_f64(self.interval * place as f64))
+        (self.samples >= PACE_SAMPLES && self.frees > 0.0)
+            .then(|| Duration::from_secs_f64(self.time / self.frees * place as f64))
     }
 }
 
@@ -110,6 +121,8 @@ impl Waiters {
 
     /// Why a checkout starting to wait at `now` should be turned away at once: the line ahead
     /// of it is expected to outlast its `deadline` (it would wait all of it and fail anyway).
+    /// The pace is the past second's: a core slowed for a while (10,000 clients logging in while
+    /// others queued) refuses on it what it would have served a moment later (perf/RESULTS.md).
     pub(super) fn beyond(&self, deadline: Instant, now: Instant) -> Option<Over> {
         let expected = self.expected_wait()?;
         let left = deadline.saturating_duration_since(now);
@@ -272,10 +285,20 @@ mod tests {
         let ten = pace.expected(1).expect("measured");
         assert!(ten.abs_diff(Duration::from_millis(10)) < Duration::from_micros(10), "{ten:?}");
         assert!(pace.expected(30).expect("measured").abs_diff(Duration::from_millis(300)) < Duration::from_micros(300));
+        // One stall among many short intervals weighs its length, not its count.
+        let mut t = t0;
+        for _ in 0..1000 {
+            t += Duration::from_millis(1);
+            pace.freed(t);
+        }
+        t += Duration::from_millis(50);
+        pace.freed(t);
+        let after = pace.expected(1).expect("measured");
+        assert!(after < Duration::from_micros(1250), "{after:?}");
         // A stretch with nobody waiting is not an interval of the pool's.
         pace.idle();
-        pace.freed(t0 + Duration::from_secs(60));
-        assert!(pace.expected(1).expect("measured") < Duration::from_millis(11));
+        pace.freed(t + Duration::from_secs(60));
+        assert_eq!(pace.expected(1), Some(after));
     }
 
     #[test]

@@ -94,7 +94,7 @@ fn a_checkout_the_queue_would_keep_past_its_deadline_gets_53000_at_once_and_neve
     let sql = Arc::new(format!("SELECT nextval('{seq}'), pg_sleep(0.05)"));
     let port = router.port();
     // A first wave queues at once (the router learns how fast the line moves: one connection,
-    // 50 ms a statement); a second wave arrives behind it, most of it more than a second's
+    // 50 ms a statement); a second wave arrives behind it, most of it more than two seconds'
     // worth of statements back in line.
     let run_wave = |n: usize| {
         let gate = Arc::new(Barrier::new(n));
@@ -115,7 +115,7 @@ fn a_checkout_the_queue_would_keep_past_its_deadline_gets_53000_at_once_and_neve
     };
     let first = run_wave(20);
     thread::sleep(Duration::from_millis(700));
-    let second = run_wave(40);
+    let second = run_wave(60);
     let outcomes: Vec<_> = first.into_iter().chain(second).map(|h| h.join().expect("client thread")).collect();
 
     let ran = outcomes.iter().filter(|(e, _)| e.is_none()).count();
