@@ -814,6 +814,7 @@ impl CorePool {
                 return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
             }
             if timed_out {
+                self.waiters.deadline_hit(rt::now()); // #41: arms the early refusal
                 return Err(PoolError::Timeout {
                     pool: self.config.name.clone(),
                     waited_ms: started.elapsed().as_millis(),

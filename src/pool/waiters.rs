@@ -24,6 +24,11 @@ use crate::rt::{self, Event};
 const PACE_HORIZON: f64 = 1.0;
 /// Intervals measured before the expected wait is trusted to turn a checkout away.
 const PACE_SAMPLES: u32 = 8;
+/// How long after a checkout of this core waited out its whole deadline the expected wait may
+/// turn checkouts away. Only then: the pace is the past second's, and a core slowed for a while
+/// (10,000 clients logging in while others queued) read 111 s for waits that then took 1 to 8 s;
+/// refusing on it alone turned away thousands that would have been served (perf/RESULTS.md).
+const REFUSE_AFTER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How often a unit frees on this core while checkouts wait: the time between consecutive frees
 /// within one stretch of waiting over their number, both decayed with age (an interval spanning a
@@ -81,6 +86,8 @@ pub(crate) struct Waiters {
     /// Waiters woken for a unit that have not run yet: the unit is theirs.
     owed: Cell<u32>,
     pace: RefCell<Pace>,
+    /// When a checkout of this core last waited out its whole deadline.
+    deadline_hit: Cell<Option<Instant>>,
 }
 
 impl Waiters {
@@ -119,11 +126,19 @@ impl Waiters {
         self.pace.borrow().expected(place)
     }
 
+    /// A checkout waited out its whole deadline at `now`: the line is known to outlast deadlines.
+    pub(super) fn deadline_hit(&self, now: Instant) {
+        self.deadline_hit.set(Some(now));
+    }
+
     /// Why a checkout starting to wait at `now` should be turned away at once: the line ahead
-    /// of it is expected to outlast its `deadline` (it would wait all of it and fail anyway).
-    /// The pace is the past second's: a core slowed for a while (10,000 clients logging in while
-    /// others queued) refuses on it what it would have served a moment later (perf/RESULTS.md).
+    /// of it is expected to outlast its `deadline` (it would wait all of it and fail anyway),
+    /// and a checkout here did wait out its deadline lately ([`REFUSE_AFTER_TIMEOUT`]).
     pub(super) fn beyond(&self, deadline: Instant, now: Instant) -> Option<Over> {
+        let hit = self.deadline_hit.get()?;
+        if now.saturating_duration_since(hit) > REFUSE_AFTER_TIMEOUT {
+            return None;
+        }
         let expected = self.expected_wait()?;
         let left = deadline.saturating_duration_since(now);
         (expected > left).then_some(Over::Queue { expected_ms: expected.as_millis(), left_ms: left.as_millis() })
@@ -309,10 +324,14 @@ mod tests {
             waiters.pace.borrow_mut().freed(t0 + Duration::from_millis(10 * u64::from(i)));
         }
         let queued: Vec<Waiting<'_>> = (0..9).map(|_| Waiting::new(&waiters)).collect();
+        assert_eq!(waiters.beyond(t0 + Duration::from_millis(50), t0), None, "no deadline hit yet");
+        waiters.deadline_hit(t0);
         // Tenth in line: about 100 ms.
         assert_eq!(waiters.beyond(t0 + Duration::from_millis(150), t0), None);
         let over = waiters.beyond(t0 + Duration::from_millis(50), t0).expect("turned away");
         assert!(matches!(over, Over::Queue { expected_ms: 99..=101, left_ms: 50 }), "{over:?}");
+        let later = t0 + REFUSE_AFTER_TIMEOUT + Duration::from_secs(1);
+        assert_eq!(waiters.beyond(later + Duration::from_millis(50), later), None, "the hit is old");
         drop(queued);
     }
 }
