@@ -110,7 +110,7 @@ pub enum PoolError {
     #[error("pool \"{0}\" was replaced by a reload")]
     Replaced(String),
     /// The statement's shape was over its limit, or its user over its share of the pool, for
-    /// all of `limit_wait` (#41).
+    /// all of `limit_wait`; or the pool's queue would have kept it past its deadline (#41).
     #[error("{over} on pool \"{pool}\"; waited {waited_ms} ms for a turn")]
     Limited {
         /// The pool.
@@ -770,6 +770,7 @@ impl CorePool {
                 }
             }
             Err(PoolError::Timeout { .. }) => self.counters.acquire_timed_out(),
+            Err(PoolError::Limited { .. }) => self.counters.acquire_limited(), // the queue's (#41)
             Err(_) => {}
         }
         res
@@ -822,8 +823,10 @@ impl CorePool {
         eligible: &dyn Fn(usize) -> bool,
     ) -> Result<Option<Conn>, PoolError> {
         let user = self.key_of(who);
+        // #41: first come, first served: an idle connection a woken waiter has yet to take is its.
+        let fair = !self.waiters.owed();
         if let Some(i) = self.choose(eligible) {
-            if let Some(c) = self.take_idle(protocol, user, &|b| b == i) {
+            if let Some(c) = self.take_idle(protocol, user, &|b| fair && b == i) {
                 return Ok(Some(c));
             }
             if !self.yielding() && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
@@ -832,7 +835,7 @@ impl CorePool {
                 }
             }
         }
-        if let Some(c) = self.take_idle(protocol, user, eligible) {
+        if let Some(c) = self.take_idle(protocol, user, &|b| fair && eligible(b)) {
             return Ok(Some(c));
         }
         if let Some(picked) = self.pick_backend(user, eligible) {
@@ -845,6 +848,10 @@ impl CorePool {
             return Ok(None);
         }
         let started = rt::now();
+        if let Some(over) = self.waiters.beyond(deadline, started) {
+            // #41: the line ahead outlasts the deadline: turned away now, not at the deadline.
+            return Err(PoolError::Limited { pool: self.config.name.clone(), over, waited_ms: 0 });
+        }
         let _wanting = Wanting::new(&self.backends, &self.wanting_here);
         slot.queue(); // metrics
         let mut waiting = Waiting::new(&self.waiters);
@@ -879,6 +886,7 @@ impl CorePool {
                 return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
             }
             if timed_out {
+                self.waiters.deadline_hit(rt::now()); // #41: arms the early refusal
                 return Err(PoolError::Timeout {
                     pool: self.config.name.clone(),
                     waited_ms: started.elapsed().as_millis(),

@@ -96,6 +96,7 @@ mod pg_session_settings;
 mod pg_stream;
 mod pg_util;
 mod pool_protocol;
+mod pool_queue;
 mod pool_template;
 mod pool_trading;
 mod raw_passthrough;

@@ -96,6 +96,15 @@ pub enum Over {
         /// Its share, in connections.
         share: u32,
     },
+    /// The pool's queue for a connection: the checkouts ahead would keep this one waiting past
+    /// its deadline (`pool::waiters` measures how fast the line moves), so it is turned away at
+    /// once rather than at the deadline.
+    Queue {
+        /// The wait expected, in milliseconds.
+        expected_ms: u128,
+        /// What was left of the checkout's `acquire_timeout`, in milliseconds.
+        left_ms: u128,
+    },
 }
 
 impl fmt::Display for Over {
@@ -108,6 +117,11 @@ impl fmt::Display for Over {
             Over::Share { user, share } => {
                 write!(f, "user \"{user}\" holds its fair share of {share} connections while other users wait")
             }
+            Over::Queue { expected_ms, left_ms } => write!(
+                f,
+                "the queue for a connection would hold this statement about {expected_ms} ms, past the {left_ms} ms \
+                 left of its acquire_timeout"
+            ),
         }
     }
 }
