@@ -10,6 +10,8 @@ use std::rc::Rc;
 
 use crate::config::Protocol;
 use crate::id::CancelKey;
+use crate::pool::{Conn, PassThrough};
+use crate::rt::Stream;
 use crate::session::{ClientSlot, CoreContext};
 
 /// The most a session's state may take: a session holding more (a client that prepared
@@ -67,15 +69,44 @@ pub enum AdoptError {
     Socket(std::io::Error),
 }
 
-/// A moved session's server connection: its state and its socket, both or neither (with one
-/// alone its server session is gone, and serving the client as if it had none would change
-/// what its statements see).
-pub(super) fn paired<F>(state: Option<F>, socket: Option<OwnedFd>) -> Result<Option<(F, OwnedFd)>, AdoptError> {
-    match (state, socket) {
-        (Some(f), Some(fd)) => Ok(Some((f, fd))),
-        (None, None) => Ok(None),
-        _ => Err(AdoptError::Garbled("a server connection without its state, or the other way".into())),
-    }
+/// What a moved session's wire is built on: the client's socket joined to this core's loop,
+/// the server connection it owns made again by `thaw` (from its state and socket, both or
+/// neither: with one alone its server session is gone, and serving the client as if it had
+/// none would change what its statements see) and its pass-through identity; on an error, the
+/// client's socket back, to be told why.
+pub(super) fn sockets<F>(
+    client: OwnedFd,
+    pass: Option<crate::pool::FrozenPass>,
+    conn_state: Option<F>,
+    conn_socket: Option<OwnedFd>,
+    thaw: impl FnOnce(F, OwnedFd, Option<&str>) -> Result<Conn, AdoptError>,
+) -> Result<Sockets, Refused> {
+    let pass = pass.map(|p| Rc::new(PassThrough::thaw(p)));
+    let user = pass.as_ref().map(|p| &*p.user);
+    let backend = match (conn_state, conn_socket) {
+        (Some(f), Some(fd)) => match thaw(f, fd, user) {
+            Ok(conn) => Some(conn),
+            Err(e) => return Err((e, Some(client))),
+        },
+        (None, None) => None,
+        _ => {
+            let e = AdoptError::Garbled("a server connection without its state, or the other way".into());
+            return Err((e, Some(client)));
+        }
+    };
+    let stream = Stream::adopt(client).map_err(|e| (AdoptError::Socket(e), None))?;
+    Ok(Sockets { stream, backend, pass })
+}
+
+/// Why a handed-over session is not served, with the client's socket when it is still there to
+/// be told.
+pub(super) type Refused = (AdoptError, Option<OwnedFd>);
+
+/// What [`sockets`] makes.
+pub(super) struct Sockets {
+    pub stream: Stream,
+    pub backend: Option<Conn>,
+    pub pass: Option<Rc<PassThrough>>,
 }
 
 /// Serves a client a former process handed over, as the session it was, on this core; without

@@ -188,19 +188,7 @@ fn a_mysql_session_owning_its_server_connection_moves_with_it() {
     let row: Option<(i64, i64, u64)> =
         c.query_first("SELECT x, @moving, CONNECTION_ID() FROM moving").expect("the server session goes on");
     assert_eq!(row, Some((7, 5, thread.expect("an id"))), "the same server session");
-    let port = up.port;
-    let id = thread.expect("an id");
-    let killer = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(500));
-        my_client(port).query_drop(format!("KILL QUERY {id}")).expect("kill")
-    });
-    let slept: Result<Option<i64>, _> = c.query_first("SELECT SLEEP(30)");
-    killer.join().expect("killer");
-    match slept {
-        Ok(v) => assert_eq!(v, Some(1), "SLEEP reports the interruption"),
-        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1317, "query interrupted: {e:?}"),
-        Err(e) => panic!("the session survives the KILL QUERY: {e}"),
-    }
+    kill_query_interrupts(&mut c, up.port, thread.expect("an id"));
 }
 
 /// A client logged in as itself on a pass-through pool (SCRAM, no password configured) moves
@@ -255,7 +243,12 @@ fn a_mysql_session_moves_with_its_settings_statements_and_connection_id() {
     let row: (i64, i64) = c.exec_first(&stmt, (1,)).expect("the statement prepared before").expect("a row");
     assert_eq!(row, (2, 1234), "statement id and setting moved");
     // KILL QUERY with the connection id the old process greeted the client with.
-    let port = up.port;
+    kill_query_interrupts(&mut c, up.port, u64::from(id));
+}
+
+/// `KILL QUERY id`, sent from another connection through the router at `port`, interrupts
+/// the statement `c` runs, and `c`'s session goes on.
+fn kill_query_interrupts(c: &mut mysql::Conn, port: u16, id: u64) {
     let killer = thread::spawn(move || {
         thread::sleep(Duration::from_millis(500));
         my_client(port).query_drop(format!("KILL QUERY {id}")).expect("kill")

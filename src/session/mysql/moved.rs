@@ -14,7 +14,7 @@ use crate::config::Protocol;
 use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::routing::{FrozenRyw, RywState};
 use crate::session::driver::ClientIo;
-use crate::session::handover::{paired, AdoptError, HandedSession};
+use crate::session::handover::{sockets, AdoptError, HandedSession, Refused, Sockets};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
 
@@ -158,10 +158,7 @@ fn attach_moved(s: &mut Session, backend: Option<crate::pool::Conn>) {
 
 /// The session a former process handed over, served on this core; on an error, the client's
 /// socket back, to be told why.
-pub(in crate::session) fn adopt(
-    ctx: &Rc<CoreContext>,
-    handed: HandedSession,
-) -> Result<Session, (AdoptError, Option<OwnedFd>)> {
+pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, handed: HandedSession) -> Result<Session, Refused> {
     let frozen: Frozen = match serde_json::from_slice(&handed.state) {
         Ok(f) => f,
         Err(e) => return Err((AdoptError::Garbled(e.to_string()), Some(handed.client))),
@@ -174,15 +171,10 @@ pub(in crate::session) fn adopt(
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
-    let pass = frozen.pass.map(|p| Rc::new(crate::pool::PassThrough::thaw(p)));
-    let user = pass.as_ref().map(|p| &*p.user);
-    let backend =
-        paired(frozen.backend, handed.backend).and_then(|p| p.map(|(f, fd)| thaw_conn(&pool, f, fd, user)).transpose());
-    let backend = match backend {
-        Ok(b) => b,
-        Err(e) => return Err((e, Some(handed.client))),
-    };
-    let stream = crate::rt::Stream::adopt(handed.client).map_err(|e| (AdoptError::Socket(e), None))?;
+    let Sockets { stream, backend, pass } =
+        sockets(handed.client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| {
+            thaw_conn(&pool, f, fd, user)
+        })?;
     let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
     let io = ClientIo::new(stream, frozen.leftover, handed.listener, max, held);
     let greeted = login::Greeted {

@@ -13,7 +13,7 @@ use super::{Identity, Session};
 use crate::config::Protocol;
 use crate::protocol::pg::TransactionStatus;
 use crate::routing::{FrozenRyw, RywState};
-use crate::session::handover::{paired, AdoptError, HandedSession};
+use crate::session::handover::{sockets, AdoptError, HandedSession, Refused, Sockets};
 use crate::session::state::{FrozenState, SessionState};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
@@ -205,10 +205,7 @@ fn thaw_conn(
 
 /// The session a former process handed over, served on this core; on an error, the client's
 /// socket back, to be told why.
-pub(in crate::session) fn adopt(
-    ctx: &Rc<CoreContext>,
-    handed: HandedSession,
-) -> Result<Session, (AdoptError, Option<OwnedFd>)> {
+pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, handed: HandedSession) -> Result<Session, Refused> {
     let frozen: Frozen = match serde_json::from_slice(&handed.state) {
         Ok(f) => f,
         Err(e) => return Err((AdoptError::Garbled(e.to_string()), Some(handed.client))),
@@ -222,15 +219,10 @@ pub(in crate::session) fn adopt(
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
-    let pass = frozen.pass.map(|p| Rc::new(crate::pool::PassThrough::thaw(p)));
-    let user = pass.as_ref().map(|p| &*p.user);
-    let backend =
-        paired(frozen.backend, handed.backend).and_then(|p| p.map(|(f, fd)| thaw_conn(&pool, f, fd, user)).transpose());
-    let backend = match backend {
-        Ok(b) => b,
-        Err(e) => return Err((e, Some(handed.client))),
-    };
-    let stream = crate::rt::Stream::adopt(handed.client).map_err(|e| (AdoptError::Socket(e), None))?;
+    let Sockets { stream, backend, pass } =
+        sockets(handed.client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| {
+            thaw_conn(&pool, f, fd, user)
+        })?;
     let state = SessionState::thaw(frozen.state, |shown| pool.share_params(shown));
     let identity = Identity {
         user: frozen.user,
