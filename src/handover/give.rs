@@ -85,6 +85,9 @@ pub struct Giver {
     /// Device and inode of the socket file we created.
     file: (u64, u64),
     stop: Arc<AtomicBool>,
+    /// Set once a new process was accepted: the path is its from then on (it binds its own
+    /// socket there, which may even get the old file's inode number back on tmpfs).
+    given: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -103,7 +106,8 @@ impl Giver {
             }
             let _ = t.join();
         }
-        if std::fs::metadata(&self.path).is_ok_and(|m| (m.st_dev(), m.st_ino()) == self.file) {
+        let ours = std::fs::metadata(&self.path).is_ok_and(|m| (m.st_dev(), m.st_ino()) == self.file);
+        if ours && !self.given.load(Ordering::Acquire) {
             let _ = std::fs::remove_file(&self.path);
         }
     }
@@ -131,16 +135,17 @@ pub fn listen(setup: GiveSetup) -> Result<Giver, GiveError> {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
     let meta = std::fs::metadata(&path).map_err(err)?;
     let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
+    let given = Arc::new(AtomicBool::new(false));
+    let (flag, handed) = (stop.clone(), given.clone());
     let thread = std::thread::Builder::new()
         .name("qp-handover".into())
-        .spawn(move || serve(&listener, setup, &flag))
+        .spawn(move || serve(&listener, setup, &flag, &handed))
         .map_err(GiveError::Thread)?;
     tracing::info!(path = %path.display(), "hand-over socket listening");
-    Ok(Giver { path, file: (meta.st_dev(), meta.st_ino()), stop, thread: Some(thread) })
+    Ok(Giver { path, file: (meta.st_dev(), meta.st_ino()), stop, given, thread: Some(thread) })
 }
 
-fn serve(listener: &UnixListener, setup: GiveSetup, stop: &AtomicBool) {
+fn serve(listener: &UnixListener, setup: GiveSetup, stop: &AtomicBool, given: &AtomicBool) {
     let GiveSetup { control, release_admin, inherited_seq, .. } = setup;
     let mut release_admin = Some(release_admin);
     for conn in listener.incoming() {
@@ -158,6 +163,7 @@ fn serve(listener: &UnixListener, setup: GiveSetup, stop: &AtomicBool) {
             }
         };
         let Some(mut channel) = greet(sock, &control) else { continue };
+        given.store(true, Ordering::Release);
         let release = release_admin.take().unwrap_or_else(|| Box::new(Vec::new));
         give(&mut channel, &control, release, &inherited_seq);
         // One hand-over per process: the cores have stopped, nothing is left to give.
