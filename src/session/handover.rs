@@ -37,6 +37,20 @@ pub struct HandedSession {
     pub backend: Option<OwnedFd>,
 }
 
+/// The session `frozen` describes, as the new binary gets it, with the client's socket and
+/// the server connection's it owns, if any.
+pub(super) fn handed<T: serde::Serialize>(
+    frozen: &T,
+    protocol: Protocol,
+    seat: &super::placement::Seat,
+    listener: u16,
+    sockets: (OwnedFd, Option<OwnedFd>),
+) -> Option<HandedSession> {
+    let state = serde_json::to_vec(frozen).ok()?;
+    let (client, backend) = sockets;
+    Some(HandedSession { protocol, listener: usize::from(listener), key: seat.cancel.key, state, client, backend })
+}
+
 /// Where a core's sessions go while the router hands over: called once per session that moves.
 pub type HandOverSink = Box<dyn Fn(HandedSession)>;
 

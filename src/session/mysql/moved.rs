@@ -14,7 +14,7 @@ use crate::config::Protocol;
 use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::routing::{FrozenRyw, RywState};
 use crate::session::driver::ClientIo;
-use crate::session::handover::{sockets, AdoptError, HandedSession, Refused, Sockets};
+use crate::session::handover::{handed, sockets, AdoptError, HandedSession, Refused, Sockets};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
 
@@ -103,9 +103,7 @@ pub(super) async fn freeze(s: &mut Session, client: OwnedFd, leftover: Vec<u8>) 
         }
         None => None,
     };
-    let state = serde_json::to_vec(&frozen).ok()?;
-    let listener = usize::from(s.io.listener);
-    Some(HandedSession { protocol: Protocol::MySql, listener, key: s.seat.cancel.key, state, client, backend })
+    handed(&frozen, Protocol::MySql, &s.seat, s.io.listener, (client, backend))
 }
 
 /// Takes `conn`'s socket out of this process (see [`crate::rt::hand_off`]), with what it holds

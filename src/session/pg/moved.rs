@@ -13,7 +13,7 @@ use super::{Identity, Session};
 use crate::config::Protocol;
 use crate::protocol::pg::TransactionStatus;
 use crate::routing::{FrozenRyw, RywState};
-use crate::session::handover::{sockets, AdoptError, HandedSession, Refused, Sockets};
+use crate::session::handover::{handed, sockets, AdoptError, HandedSession, Refused, Sockets};
 use crate::session::state::{FrozenState, SessionState};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
@@ -128,9 +128,7 @@ pub(super) async fn freeze(s: &mut Session, client: OwnedFd, leftover: Vec<u8>) 
         }
         None => None,
     };
-    let state = serde_json::to_vec(&frozen).ok()?;
-    let listener = usize::from(s.io.listener);
-    Some(HandedSession { protocol: Protocol::Postgres, listener, key: s.seat.cancel.key, state, client, backend })
+    handed(&frozen, Protocol::Postgres, &s.seat, s.io.listener, (client, backend))
 }
 
 /// The named statements, each after those its text runs; `None` when one runs a
