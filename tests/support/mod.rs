@@ -38,7 +38,7 @@ mod script;
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -313,13 +313,28 @@ fn new_base_dir() -> PathBuf {
     PathBuf::from(format!("{parent}/qp-{}-{seq}-{:x}", std::process::id(), nanos >> 8))
 }
 
-/// A loopback TCP port that was free a moment ago (bind to port 0, read it, release it),
-/// for a router or fake backend under test. Comes from the kernel's ephemeral range, which
-/// `dbs.sh` never uses for the database servers.
+/// A loopback TCP port that was free a moment ago, for a router or fake backend under test
+/// that is started later. Taken from 10000..19999: below the kernel's ephemeral range, from
+/// which every outgoing connection of a running suite takes its local port (a port picked
+/// there could be some client socket's by the time the router binds it), and below `dbs.sh`'s
+/// 20000..32767. Each process walks the range from its own pid-derived start, one port per
+/// call, skipping ports something holds.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr of a bound listener").port()
+    const LOW: u32 = 10_000;
+    const SPAN: u32 = 10_000;
+    let start = (std::process::id() % 500) * 20;
+    for _ in 0..SPAN {
+        let n = PORTS.fetch_add(1, Ordering::Relaxed);
+        let port = u16::try_from(LOW + (start + n) % SPAN).expect("below 20000");
+        if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in 10000..19999");
 }
+
+/// How many ports this process has handed out (see [`free_port`]).
+static PORTS: AtomicU32 = AtomicU32::new(0);
 
 /// A table/database name unique across concurrent tests and across runs against the same
 /// servers (`QP_DBS_ENV`): `<prefix>_<pid>_<n>`. Keep `prefix` under 40 bytes (identifiers
