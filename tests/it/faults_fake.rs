@@ -288,10 +288,15 @@ fn lost_unanswered(sql: &str, seen: &Seen) -> bool {
 /// the fake backend and pool `real` on the shared PostgreSQL primary. Health probes are
 /// effectively off for the fake (one probe at start; its failure alone marks nothing down).
 fn pg_router(fake: &Fake, extra: &str) -> Router {
+    pg_router_in(fake, "transaction", extra)
+}
+
+/// [`pg_router`] with the fake pool in `mode`.
+fn pg_router_in(fake: &Fake, mode: &str, extra: &str) -> Router {
     let real = pg_pool("real", dbs().pg.primary_port, "transaction", 2);
     Router::start(&format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
-         [pools.fake]\nmode = \"transaction\"\nusername = \"app\"\npassword = \"app\"\ndatabase = \"fake\"\nmax_connections = 1\n\
+         [pools.fake]\nmode = \"{mode}\"\nusername = \"app\"\npassword = \"app\"\ndatabase = \"fake\"\nmax_connections = 1\n\
          acquire_timeout = \"10s\"\nconnect_timeout = \"1s\"\n{extra}\nbackends = [{{ host = \"127.0.0.1\", port = {} }}]\n\n\
          [pools.fake.health]\ninterval = \"1h\"\n\n{real}\n[routing]\ndefault_pool = \"real\"\n",
         fake.port
@@ -431,6 +436,22 @@ fn pg_a_lone_begin_lost_unanswered_goes_again_on_a_new_connection() {
     assert!(res.expect_err("not sent again").starts_with("08006"));
     eventually(Duration::from_secs(10), "the lost connection closed", || fake.closed() >= 1);
     assert!(fake.logins() <= before + 1, "a text with more than a BEGIN is sent once");
+
+    // A session-mode client's server session dies with its connection: its BEGIN is not sent
+    // on a new one, which would hide that; the client is told, as on a direct connection.
+    let fake = Fake::start(pg_serve, Login::Normal);
+    let r = pg_router_in(&fake, "session", "");
+    let c = r.pg("fake");
+    let before = fake.logins();
+    let (res, _c) = bounded("session mode", move || {
+        let mut c = c;
+        let res = c.simple_query("BEGIN /* fault_lost_once */").map(drop).map_err(|e| describe(&e));
+        (res, c)
+    });
+    // The session ends (FATAL 08006, which the driver may report as the close that follows).
+    let err = res.expect_err("not sent again in session mode");
+    assert!(err.starts_with("08006") || err == "connection closed", "{err}");
+    assert_eq!(fake.logins(), before, "no new connection was opened for it");
 }
 
 // ---------------------------------------------------------------- MySQL fake

@@ -58,7 +58,10 @@ impl Session {
     pub(super) async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
         if let LoneBegin::Armed { out_mark } = self.progress.begin {
             let unanswered = self.io.out.len() == out_mark as usize && self.progress.tx == TransactionStatus::Idle;
-            if unanswered {
+            // Only where the session goes on without the lost connection: a session-mode
+            // client's server session (or a pinned one's state) died with it, and a BEGIN on
+            // a new one would hide that.
+            if unanswered && self.after_loss().is_none() {
                 // Nothing of it reached the client: it goes again (see `on_lone_begin`).
                 self.drop_lost_backend(&cause);
                 self.progress.begin = LoneBegin::Lost;
