@@ -175,6 +175,18 @@ start_router() {
     wait_pg_port "$port" "see $BASE/router.log"
 }
 
+# start_base_router PORT: when QP_BASE names a router binary (a build before a change), runs it
+# beside the one under test on a port of its own, with $BASE/querypilot.toml's listener moved
+# there; sets BASE_PORT and BASE_PID and waits until it answers. Without QP_BASE does nothing.
+start_base_router() {
+    [ -n "${QP_BASE:-}" ] || return 0
+    BASE_PORT=$(free_port)
+    sed "s/127.0.0.1:$1/127.0.0.1:$BASE_PORT/" "$BASE/querypilot.toml" >"$BASE/base.toml"
+    "$QP_BASE" -c "$BASE/base.toml" >"$BASE/base.log" 2>&1 &
+    BASE_PID=$!
+    wait_pg_port "$BASE_PORT" "see $BASE/base.log"
+}
+
 # cpu_ticks PID: utime + stime (fields 14 and 15 of /proc/PID/stat, in clock ticks).
 cpu_ticks() {
     local s f

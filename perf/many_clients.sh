@@ -46,13 +46,7 @@ stop_all() {
     perf_cleanup
 }
 trap stop_all EXIT
-if [ -n "${QP_BASE:-}" ]; then
-    BASE_PORT=$(free_port)
-    sed "s/127.0.0.1:$PORT/127.0.0.1:$BASE_PORT/" "$BASE/querypilot.toml" >"$BASE/base.toml"
-    "$QP_BASE" -c "$BASE/base.toml" >"$BASE/base.log" 2>&1 &
-    BASE_PID=$!
-    wait_pg_port "$BASE_PORT" "see $BASE/base.log"
-fi
+start_base_router "$PORT"
 start_router "$BASE/querypilot.toml" "$PORT"
 echo "SELECT pg_sleep($SLEEP);" >"$BASE/sleep.sql"
 

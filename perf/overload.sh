@@ -41,13 +41,7 @@ PGB_EXTRA="max_client_conn = 5000
 query_wait_timeout = $acquire_s" start_pgbouncer "$BASE/pgbouncer" bench "$PGB_PORT" 8
 BASE_PID=""
 trap 'kill "$PGB_PID" $BASE_PID 2>/dev/null || true; perf_cleanup' EXIT
-if [ -n "${QP_BASE:-}" ]; then
-    BASE_PORT=$(free_port)
-    sed "s/127.0.0.1:$PORT/127.0.0.1:$BASE_PORT/" "$BASE/querypilot.toml" >"$BASE/base.toml"
-    "$QP_BASE" -c "$BASE/base.toml" >"$BASE/base.log" 2>&1 &
-    BASE_PID=$!
-    wait_pg_port "$BASE_PORT" "see $BASE/base.log"
-fi
+start_base_router "$PORT"
 start_router "$BASE/querypilot.toml" "$PORT"
 GEN=(/usr/bin/python3 "$ROOT/perf/overload.py")
 ARGS=(127.0.0.1 "$PG_USER" "$PGPASSWORD" bench --sql "$SQL" --seconds "$SECS")

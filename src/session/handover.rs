@@ -112,6 +112,24 @@ pub(super) fn sockets<F>(
     Ok(Sockets { stream, backend, pass })
 }
 
+/// A server connection a former process handed over on socket `fd`, to `addr`, lent to the
+/// session adopting it, with what the router knew of it: the bytes the server sent that were
+/// not read yet, and the signature of the settings applied on it.
+pub(super) fn adopt_conn(
+    pool: &crate::pool::CorePool,
+    fd: OwnedFd,
+    addr: std::net::SocketAddr,
+    info: crate::pool::ConnInfo,
+    user: Option<&str>,
+    (unread, settings): (Vec<u8>, u64),
+) -> Result<Conn, AdoptError> {
+    let stream = Stream::adopt_backend(fd).map_err(AdoptError::Socket)?;
+    let mut conn = pool.adopt(stream, addr, info, user).ok_or(AdoptError::Backend(addr))?;
+    conn.rbuf = unread;
+    conn.settings = settings;
+    Ok(conn)
+}
+
 /// Why a handed-over session is not served, with the client's socket when it is still there to
 /// be told.
 pub(super) type Refused = (AdoptError, Option<OwnedFd>);

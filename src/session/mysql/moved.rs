@@ -14,7 +14,7 @@ use crate::config::Protocol;
 use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::routing::{FrozenRyw, RywState};
 use crate::session::driver::ClientIo;
-use crate::session::handover::{handed, sockets, AdoptError, HandedSession, Refused, Sockets};
+use crate::session::handover::{adopt_conn, handed, sockets, AdoptError, HandedSession, Refused, Sockets};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
 
@@ -133,12 +133,8 @@ fn thaw_conn(
     fd: OwnedFd,
     user: Option<&str>,
 ) -> Result<crate::pool::Conn, AdoptError> {
-    let stream = crate::rt::Stream::adopt_backend(fd).map_err(AdoptError::Socket)?;
     let info = crate::pool::ConnInfo::MySql(frozen.info);
-    let mut conn = pool.adopt(stream, frozen.addr, info, user).ok_or(AdoptError::Backend(frozen.addr))?;
-    conn.rbuf = frozen.unread;
-    conn.settings = frozen.settings;
-    Ok(conn)
+    adopt_conn(pool, fd, frozen.addr, info, user, (frozen.unread, frozen.settings))
 }
 
 /// Gives the session the server connection it owns again.

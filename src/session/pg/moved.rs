@@ -13,7 +13,7 @@ use super::{Identity, Session};
 use crate::config::Protocol;
 use crate::protocol::pg::TransactionStatus;
 use crate::routing::{FrozenRyw, RywState};
-use crate::session::handover::{handed, sockets, AdoptError, HandedSession, Refused, Sockets};
+use crate::session::handover::{adopt_conn, handed, sockets, AdoptError, HandedSession, Refused, Sockets};
 use crate::session::state::{FrozenState, SessionState};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
@@ -188,16 +188,13 @@ fn thaw_conn(
     fd: OwnedFd,
     user: Option<&str>,
 ) -> Result<crate::pool::Conn, AdoptError> {
-    let stream = crate::rt::Stream::adopt_backend(fd).map_err(AdoptError::Socket)?;
     let info = crate::pool::ConnInfo::Pg(crate::pool::PgInfo {
         pid: frozen.pid,
         secret: frozen.secret,
         params: frozen.params,
     });
-    let mut conn = pool.adopt(stream, frozen.addr, info, user).ok_or(AdoptError::Backend(frozen.addr))?;
-    conn.rbuf = frozen.unread;
+    let mut conn = adopt_conn(pool, fd, frozen.addr, info, user, (frozen.unread, frozen.settings))?;
     conn.prepared = frozen.prepared;
-    conn.settings = frozen.settings;
     Ok(conn)
 }
 
