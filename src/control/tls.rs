@@ -93,6 +93,8 @@ fn server_config(
     // 6 h the only writer). A key per load: a reload forgets the tickets issued before it, so no
     // session resumes under a certificate, client CA or mode the listener no longer has.
     config.session_storage = Arc::new(NoServerSessionStorage {});
+    // A binary upgrade takes established sessions to the new process (#40, `rt::hand_off`).
+    config.enable_secret_extraction = true;
     if tls.resumption {
         config.ticketer = rustls::crypto::ring::Ticketer::new().map_err(|e| format!("tls_resumption: {e}"))?;
     } else {
@@ -144,6 +146,8 @@ fn client_config(tls: &BackendTls, digest: &mut Sha256) -> Result<ClientConfig, 
         }
         _ => builder.with_no_client_auth(),
     };
+    // A server connection owned by a session moves with it in a binary upgrade (#40).
+    config.enable_secret_extraction = true;
     // No session cache: PostgreSQL servers resume nothing (no tickets, no session cache), and
     // rustls' cache is one locked store per configuration that every core would write at each
     // handshake, where TLS state stays in the connection and its core (DESIGN.md). A full

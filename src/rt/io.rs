@@ -125,18 +125,30 @@ pub(super) async fn read_plain(stream: &mut Stream, buf: &mut Vec<u8>, chunk: us
     }
 }
 
-/// Takes a client connection out of this process for a new binary (#40): waits for a posted
-/// write to leave, stops a parked receive (the bytes it already took are returned: they are the
-/// client's next message, which the new process must read first) and duplicates the
-/// descriptor. The stream must not be used after; dropping it then closes only this process's
-/// descriptor, so the client notices nothing. Fails on an encrypted stream (its TLS session
-/// cannot move), a failed write, or a client that closed meanwhile.
-pub async fn hand_off(stream: &mut Stream) -> io::Result<(std::os::fd::OwnedFd, Vec<u8>)> {
+/// A connection on its way out of this process ([`hand_off`]).
+pub struct Handed {
+    /// A duplicate of its descriptor.
+    pub fd: std::os::fd::OwnedFd,
+    /// What the peer sent that nobody read yet, decrypted if the connection is encrypted: the
+    /// next process must read it first.
+    pub got: Vec<u8>,
+    /// Its TLS session's record protection, if it is encrypted (secret: it travels only to
+    /// another process of the router, over the hand-over socket).
+    pub tls: Option<Box<super::tls::FrozenTls>>,
+}
+
+/// Takes a connection out of this process for a new binary (#40): waits for a posted write to
+/// leave, stops a parked receive (the bytes it already took are the peer's next message, which
+/// the new process must read first), gives up the TLS session's keys if it is encrypted and
+/// duplicates the descriptor. The stream must not be used after; dropping it then closes only
+/// this process's descriptor, so the peer notices nothing. Fails on a failed write, a peer that
+/// closed meanwhile, or a TLS session that cannot move (in the middle of a record, or with a
+/// cipher the record layer here lacks); the stream is then unusable.
+pub async fn hand_off(stream: &mut Stream) -> io::Result<Handed> {
+    // Checked before anything is stopped: a session that cannot move goes on being served here
+    // as the drain serves it, its TLS session intact.
     if stream.tls.is_some() {
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "an encrypted connection cannot move to another process",
-        ));
+        super::tls::ready_to_move(stream).await?;
     }
     settle_if_needed(stream).await?;
     let mut got = Vec::new();
@@ -164,7 +176,19 @@ pub async fn hand_off(stream: &mut Stream) -> io::Result<(std::os::fd::OwnedFd, 
             return Err(io::Error::from_raw_os_error(-res));
         }
     }
-    Ok((stream.fd().try_clone()?, got))
+    let fd = stream.fd().try_clone()?;
+    match stream.tls.take() {
+        Some(tls) => match tls.freeze(&got) {
+            Ok((plain, frozen)) => Ok(Handed { fd, got: plain, tls: Some(Box::new(frozen)) }),
+            Err(e) => {
+                // The session's keys are gone with it: nothing more can be written that the
+                // peer could read, so the stream is broken for writing, as after a cut write.
+                stream.unsent = usize::MAX;
+                Err(e)
+            }
+        },
+        None => Ok(Handed { fd, got, tls: None }),
+    }
 }
 
 /// Settles a write that was abandoned or failed: awaits the send it left in flight (so bytes

@@ -28,12 +28,12 @@ pub use event::{unless_set, Event, EventWait, UnlessSet};
 pub use executor::{notified, spawn_core, CoreHandle, CoreQueues, Notified, Notifier, RtError, TaskQueue};
 pub use fair::{take_share, turn, yield_now, Share, YieldNow};
 pub use guard::{current_queue, spawn_guarded, spawn_local};
-pub use io::{hand_off, linger_close, read_some, watch, write_all};
+pub use io::{hand_off, linger_close, read_some, watch, write_all, Handed};
 pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now, Listener, Stream};
 pub use spare::{recycle, refill, spare_buffer};
 pub use time::{now, race, sleep, sleep_until, with_deadline, within, Deadline, Elapsed};
 pub use timer::Sleep;
-pub use tls::{accept_tls, peer_certificate, start_tls, Accepted};
+pub use tls::{accept_tls, peer_certificate, start_tls, Accepted, FrozenTls};
 
 /// Fails the build if a listed type is `Send`: these are core-local (an operation names a slot
 /// in its own core's ring, a sleep a timer in its core's map, a notification wait its core's

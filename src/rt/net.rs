@@ -54,15 +54,22 @@ impl Stream {
     }
 
     /// A client connection another process of the router accepted and handed over (#40),
-    /// served as if this core had accepted it.
-    pub fn adopt(fd: OwnedFd) -> io::Result<Self> {
-        Self::new(fd, true)
+    /// served as if this core had accepted it; `tls`, its TLS session if it is encrypted.
+    pub fn adopt(fd: OwnedFd, tls: Option<Box<super::FrozenTls>>) -> io::Result<Self> {
+        Self::new(fd, true)?.encrypted(tls)
     }
 
     /// A server connection another process of the router opened and handed over with the
     /// session owning it (#40), used as if this core had opened it.
-    pub fn adopt_backend(fd: OwnedFd) -> io::Result<Self> {
-        Self::new(fd, false)
+    pub fn adopt_backend(fd: OwnedFd, tls: Option<Box<super::FrozenTls>>) -> io::Result<Self> {
+        Self::new(fd, false)?.encrypted(tls)
+    }
+
+    fn encrypted(mut self, tls: Option<Box<super::FrozenTls>>) -> io::Result<Self> {
+        if let Some(frozen) = tls {
+            self.tls = Some(Box::new(super::tls::Tls::thaw(*frozen)?));
+        }
+        Ok(self)
     }
 
     /// The peer's address.

@@ -11,7 +11,6 @@
 use std::io;
 use std::time::Duration;
 
-use std::os::fd::OwnedFd;
 
 use crate::metrics::Charge;
 use crate::rt::{self, Event, Stream};
@@ -205,7 +204,7 @@ pub(super) trait Wire {
     /// The session for the new binary (#40), its client's socket `client` and `leftover` the
     /// bytes the client sent that no unit took yet; `None` when it cannot move (it holds a
     /// backend connection or state only this process has), and then it ends as a drain ends it.
-    async fn freeze(&mut self, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession>;
+    async fn freeze(&mut self, client: super::handover::Client, leftover: Vec<u8>) -> Option<HandedSession>;
 }
 
 /// Serves one client from its login (`login`: `None` when it did not log in) to its close.
@@ -224,7 +223,7 @@ pub(super) async fn serve<W: Wire, L: std::future::Future<Output = Option<W>>>(l
 /// Gives an idle session to the binary taking over (#40); `false`: it stays, to end here.
 async fn move_out<W: Wire>(w: &mut W) -> bool {
     let io = w.io().0;
-    let (client, got) = match rt::hand_off(&mut io.stream).await {
+    let rt::Handed { fd, got, tls } = match rt::hand_off(&mut io.stream).await {
         Ok(taken) => taken,
         Err(e) => {
             tracing::debug!(error = %e, "a session could not be handed over");
@@ -233,7 +232,7 @@ async fn move_out<W: Wire>(w: &mut W) -> bool {
     };
     let mut leftover = io.buf.split_off(io.pos.min(io.buf.len()));
     leftover.extend_from_slice(&got);
-    let Some(handed) = w.freeze(client, leftover).await else { return false };
+    let Some(handed) = w.freeze((fd, tls), leftover).await else { return false };
     if handed.state.len() > super::handover::STATE_MAX {
         tracing::warn!(bytes = handed.state.len(), "a session's state is too large to hand over; it ends here");
         return false;

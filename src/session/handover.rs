@@ -11,7 +11,7 @@ use std::rc::Rc;
 use crate::config::Protocol;
 use crate::id::CancelKey;
 use crate::pool::{Conn, PassThrough};
-use crate::rt::Stream;
+use crate::rt::{FrozenTls, Stream};
 use crate::session::{ClientSlot, CoreContext};
 
 /// The most a session's state may take: a session holding more (a client that prepared
@@ -29,12 +29,30 @@ pub struct HandedSession {
     /// The cancel key (PostgreSQL BackendKeyData, MySQL connection id) the client was given: the
     /// new process keeps honouring it.
     pub key: CancelKey,
-    /// What the session knows of its client, as the session encodes it.
+    /// What the session knows of its client, as the session encodes it (with the client's TLS
+    /// session, if it is encrypted).
     pub state: Vec<u8>,
     /// The client's socket.
     pub client: OwnedFd,
     /// The server connection a session-mode or pinned session owns, which moves with it.
     pub backend: Option<OwnedFd>,
+}
+
+/// A handed-over client's socket, with its TLS session if it is encrypted.
+pub(super) type Client = (OwnedFd, Option<Box<FrozenTls>>);
+
+/// What travels as a session's state: the wire's own, and its client's TLS session apart, so
+/// that a session the new process cannot serve is still told why in a record its client reads.
+#[derive(serde::Serialize)]
+struct Packed<'a, T> {
+    tls: Option<&'a FrozenTls>,
+    session: &'a T,
+}
+
+#[derive(serde::Deserialize)]
+struct Unpacked<T> {
+    tls: Option<Box<FrozenTls>>,
+    session: T,
 }
 
 /// The session `frozen` describes, as the new binary gets it, with the client's socket and
@@ -44,11 +62,22 @@ pub(super) fn handed<T: serde::Serialize>(
     protocol: Protocol,
     seat: &super::placement::Seat,
     listener: u16,
-    sockets: (OwnedFd, Option<OwnedFd>),
+    sockets: (Client, Option<OwnedFd>),
 ) -> Option<HandedSession> {
-    let state = serde_json::to_vec(frozen).ok()?;
-    let (client, backend) = sockets;
+    let ((client, tls), backend) = sockets;
+    let state = serde_json::to_vec(&Packed { tls: tls.as_deref(), session: frozen }).ok()?;
     Some(HandedSession { protocol, listener: usize::from(listener), key: seat.cancel.key, state, client, backend })
+}
+
+/// The wire's part of a handed-over session's `state`.
+pub(super) fn unpack<T: serde::de::DeserializeOwned>(state: &[u8]) -> Result<T, AdoptError> {
+    serde_json::from_slice::<Unpacked<T>>(state).map(|u| u.session).map_err(|e| AdoptError::Garbled(e.to_string()))
+}
+
+/// The client's TLS session in a handed-over session's `state`, if it was encrypted (`None`
+/// too when the state does not decode: the client is then closed without a word).
+fn client_tls(state: &[u8]) -> Option<Box<FrozenTls>> {
+    serde_json::from_slice::<Unpacked<serde::de::IgnoredAny>>(state).ok().and_then(|u| u.tls)
 }
 
 /// Where a core's sessions go while the router hands over: called once per session that moves.
@@ -56,7 +85,7 @@ pub type HandOverSink = Box<dyn Fn(HandedSession)>;
 
 /// Starts handing this core's sessions over: every idle session moves to `sink` (a busy one
 /// moves once its transaction ended, one owning its server connection takes it along); a
-/// session that cannot move (TLS, pass-through, bridged) ends as a drain ends it. Sets the
+/// session that cannot move (bridged, or in the middle of a TLS record) ends as a drain ends it. Sets the
 /// core's drain: new clients are no longer accepted here.
 pub fn hand_over(ctx: &Rc<CoreContext>, sink: HandOverSink) {
     ctx.set_hand_over(sink);
@@ -89,7 +118,7 @@ pub enum AdoptError {
 /// none would change what its statements see) and its pass-through identity; on an error, the
 /// client's socket back, to be told why.
 pub(super) fn sockets<F>(
-    client: OwnedFd,
+    client: Client,
     pass: Option<crate::pool::FrozenPass>,
     conn_state: Option<F>,
     conn_socket: Option<OwnedFd>,
@@ -108,7 +137,7 @@ pub(super) fn sockets<F>(
             return Err((e, Some(client)));
         }
     };
-    let stream = Stream::adopt(client).map_err(|e| (AdoptError::Socket(e), None))?;
+    let stream = Stream::adopt(client.0, client.1).map_err(|e| (AdoptError::Socket(e), None))?;
     Ok(Sockets { stream, backend, pass })
 }
 
@@ -121,9 +150,9 @@ pub(super) fn adopt_conn(
     addr: std::net::SocketAddr,
     info: crate::pool::ConnInfo,
     user: Option<&str>,
-    (unread, settings): (Vec<u8>, u64),
+    (unread, settings, tls): (Vec<u8>, u64, Option<Box<FrozenTls>>),
 ) -> Result<Conn, AdoptError> {
-    let stream = Stream::adopt_backend(fd).map_err(AdoptError::Socket)?;
+    let stream = Stream::adopt_backend(fd, tls).map_err(AdoptError::Socket)?;
     let mut conn = pool.adopt(stream, addr, info, user).ok_or(AdoptError::Backend(addr))?;
     conn.rbuf = unread;
     conn.settings = settings;
@@ -132,7 +161,7 @@ pub(super) fn adopt_conn(
 
 /// Why a handed-over session is not served, with the client's socket when it is still there to
 /// be told.
-pub(super) type Refused = (AdoptError, Option<OwnedFd>);
+pub(super) type Refused = (AdoptError, Option<Client>);
 
 /// What [`sockets`] makes.
 pub(super) struct Sockets {
@@ -147,6 +176,7 @@ pub(super) struct Sockets {
 pub fn adopt(ctx: &Rc<CoreContext>, handed: HandedSession, slot: Option<ClientSlot>) {
     let protocol = ctx.config().listeners.get(handed.listener).map(|l| l.protocol);
     let listener = handed.listener;
+    let tls = client_tls(&handed.state);
     let fut = {
         let ctx = ctx.clone();
         async move {
@@ -157,9 +187,9 @@ pub fn adopt(ctx: &Rc<CoreContext>, handed: HandedSession, slot: Option<ClientSl
                 (None, _) => AdoptError::Listener(listener),
                 (Some(_), None) => {
                     ctx.counters.client_refused(listener);
-                    return refuse(handed.protocol, handed.client, "sorry, too many clients already").await;
+                    return refuse(handed.protocol, (handed.client, tls), "sorry, too many clients already").await;
                 }
-                (Some(p), Some(slot)) => match adopt_wire(&ctx, p, handed) {
+                (Some(p), Some(slot)) => match adopt_wire(&ctx, p, handed, tls) {
                     Ok(session) => {
                         ctx.counters.client_connected(listener);
                         open.1 = Some((listener, slot));
@@ -179,7 +209,7 @@ pub fn adopt(ctx: &Rc<CoreContext>, handed: HandedSession, slot: Option<ClientSl
                 },
             };
             tracing::warn!(error = %refusal, "a handed-over session cannot be served here");
-            refuse(handed.protocol, handed.client, &refusal.to_string()).await;
+            refuse(handed.protocol, (handed.client, tls), &refusal.to_string()).await;
         }
     };
     super::spawn_session(ctx, fut);
@@ -195,16 +225,17 @@ fn adopt_wire(
     ctx: &Rc<CoreContext>,
     protocol: Protocol,
     handed: HandedSession,
-) -> Result<Adopted, (AdoptError, Option<OwnedFd>)> {
+    tls: Option<Box<FrozenTls>>,
+) -> Result<Adopted, Refused> {
     match protocol {
-        Protocol::Postgres => super::pg::moved::adopt(ctx, handed).map(Adopted::Pg),
-        Protocol::MySql => super::mysql::moved::adopt(ctx, handed).map(Adopted::MySql),
+        Protocol::Postgres => super::pg::moved::adopt(ctx, handed, tls).map(Adopted::Pg),
+        Protocol::MySql => super::mysql::moved::adopt(ctx, handed, tls).map(Adopted::MySql),
     }
 }
 
 /// Tells a handed-over client why it is not served, in its protocol, and closes it.
-async fn refuse(protocol: Protocol, client: OwnedFd, why: &str) {
-    let Ok(mut stream) = crate::rt::Stream::adopt(client) else { return };
+async fn refuse(protocol: Protocol, (client, tls): Client, why: &str) {
+    let Ok(mut stream) = crate::rt::Stream::adopt(client, tls) else { return };
     let mut out = Vec::new();
     match protocol {
         Protocol::Postgres => {

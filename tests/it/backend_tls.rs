@@ -23,7 +23,7 @@ use crate::support::{dbs, eventually, unique_name, PgTls};
 
 /// `[pools.NAME]` for backend `127.0.0.1:port` as `user`/`password` on database app, with the
 /// given TLS keys (and anything else) in `extra`.
-fn pool(name: &str, port: u16, user: &str, password: &str, extra: &str) -> String {
+pub(crate) fn pool(name: &str, port: u16, user: &str, password: &str, extra: &str) -> String {
     format!(
         "[pools.{name}]\nmode = \"session\"\nusername = \"{user}\"\npassword = \"{password}\"\ndatabase = \"app\"\n\
          max_connections = 8\nacquire_timeout = \"20s\"\nconnect_timeout = \"10s\"\n{extra}\n\
@@ -53,7 +53,7 @@ fn client(r: &Router, name: &str, user: &str, password: &str) -> Result<postgres
 }
 
 /// (the server port the session ran on, whether its connection is encrypted).
-fn where_and_ssl(c: &mut postgres::Client) -> (i32, bool) {
+pub(crate) fn where_and_ssl(c: &mut postgres::Client) -> (i32, bool) {
     let row = c
         .query_one("SELECT inet_server_port(), ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[])
         .expect("pg_stat_ssl");

@@ -96,7 +96,7 @@ pub(crate) fn tls_keys(mode: &str, server: &str, extra: &str) -> String {
 }
 
 /// Adds `keys` to the (only) listener of a config made by `pg_config` / `my_config`.
-fn with_listener_keys(toml: &str, keys: &str) -> String {
+pub(crate) fn with_listener_keys(toml: &str, keys: &str) -> String {
     toml.replacen("bind = \"127.0.0.1:0\"\n", &format!("bind = \"127.0.0.1:0\"\n{keys}\n"), 1)
 }
 

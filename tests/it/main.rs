@@ -117,3 +117,4 @@ mod systemd;
 mod translation;
 mod unknown_database;
 mod upgrade;
+mod upgrade_tls;

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
 
+use crate::client_tls::{tls_keys, with_listener_keys};
 use crate::handover::Proc;
 use crate::mysql_session::{my_config, my_pool};
 use crate::pg_pgbench::{number, Database};
@@ -25,15 +26,15 @@ use crate::support::{dbs, eventually, free_port, unique_name};
 const EXIT: Duration = Duration::from_secs(30);
 
 /// A router's config file and hand-over socket in a temporary directory.
-struct Upgrade {
+pub(crate) struct Upgrade {
     dir: tempfile::TempDir,
-    port: u16,
+    pub(crate) port: u16,
     toml: String,
 }
 
 impl Upgrade {
     /// `config` with the listener on a fixed free port and a hand-over socket.
-    fn new(config: &str) -> Upgrade {
+    pub(crate) fn new(config: &str) -> Upgrade {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let socket = dir.path().join("handover.sock");
@@ -49,7 +50,7 @@ impl Upgrade {
     }
 
     /// Starts a router process; `take_over`: from the one running.
-    fn start(&self, name: &str, take_over: bool) -> Proc {
+    pub(crate) fn start(&self, name: &str, take_over: bool) -> Proc {
         let socket = self.socket();
         let p = Proc::start(self.dir.path(), name, &self.toml, take_over.then_some(socket.as_path()));
         let port = self.port;
@@ -64,7 +65,7 @@ impl Upgrade {
 
     /// Hands `old` over to a new process named `name`, which is returned once `old` exited 0,
     /// with how long that took.
-    fn hand_over(&self, old: &mut Proc, name: &str) -> (Proc, Duration) {
+    pub(crate) fn hand_over(&self, old: &mut Proc, name: &str) -> (Proc, Duration) {
         let started = Instant::now();
         let new = self.start(name, true);
         let status = old.exit_within(EXIT, "the old router");
@@ -295,6 +296,17 @@ fn history_rows(db: &str) -> i64 {
 
 #[test]
 fn pgbench_tpcb_through_two_hand_overs_fails_and_loses_nothing() {
+    pgbench_through_two_hand_overs(false);
+}
+
+/// The same over TLS: every client's TLS session moves twice, the second time from a process
+/// that had itself taken it over (its records protected by the router, not rustls).
+#[test]
+fn pgbench_tpcb_over_tls_through_two_hand_overs_fails_and_loses_nothing() {
+    pgbench_through_two_hand_overs(true);
+}
+
+fn pgbench_through_two_hand_overs(tls: bool) {
     let db = Database::create();
     let pgbench = |port: u16, args: &[&str], database: &str, dir: &Path| {
         let mut cmd = Command::new("pgbench");
@@ -302,6 +314,7 @@ fn pgbench_tpcb_through_two_hand_overs_fails_and_loses_nothing() {
             .args(args)
             .arg(database)
             .env("PGPASSWORD", "app")
+            .env("PGSSLMODE", if tls && port != dbs().pg.primary_port { "require" } else { "disable" })
             .current_dir(dir);
         cmd
     };
@@ -311,7 +324,11 @@ fn pgbench_tpcb_through_two_hand_overs_fails_and_loses_nothing() {
     assert!(init.status.success(), "pgbench -i: {}", String::from_utf8_lossy(&init.stderr));
     let pools = pg_pool("pgb", dbs().pg.primary_port, "transaction", 8)
         .replace(&format!("database = \"{}\"", dbs().pg.database), &format!("database = \"{}\"", db.0));
-    let up = Upgrade::new(&pg_config(&[0, 1], &pools, "pgb"));
+    let mut config = pg_config(&[0, 1], &pools, "pgb");
+    if tls {
+        config = with_listener_keys(&config, &tls_keys("require", "server", ""));
+    }
+    let up = Upgrade::new(&config);
     let mut old = up.start("old", false);
 
     let bench =
@@ -332,8 +349,9 @@ fn pgbench_tpcb_through_two_hand_overs_fails_and_loses_nothing() {
     let rows = history_rows(&db.0);
     let stall = longest_stall(logs.path());
     eprintln!(
-        "[upgrade] pgbench TPC-B -M prepared, 16 clients, two hand-overs ({took1:?}, {took2:?}): {processed} \
-         transactions, pgbench_history {rows}, longest stall {stall:?}"
+        "[upgrade] pgbench TPC-B -M prepared, 16 clients{}, two hand-overs ({took1:?}, {took2:?}): {processed} \
+         transactions, pgbench_history {rows}, longest stall {stall:?}",
+        if tls { " over TLS" } else { "" }
     );
     assert!(out.status.success(), "pgbench failed:\n{report}\n{errors}");
     assert!(!errors.contains("error") && !errors.contains("aborted"), "a client saw an error:\n{errors}");

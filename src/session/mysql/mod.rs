@@ -277,16 +277,16 @@ impl Wire for Session {
         self.io.fatal().await
     }
 
-    /// Says goodbye where the router ended the session (a client's KILL is answered once the
-    /// socket is closed), and gives back the backend connection and the cancel key.
     async fn freeze(
         &mut self,
-        client: std::os::fd::OwnedFd,
+        client: crate::session::handover::Client,
         leftover: Vec<u8>,
     ) -> Option<crate::session::HandedSession> {
         moved::freeze(self, client, leftover).await
     }
 
+    /// Says goodbye where the router ended the session (a client's KILL is answered once the
+    /// socket is closed), and gives back the backend connection and the cancel key.
     async fn finish(&mut self, end: End) {
         // Ended while a statement ran on another protocol's pool: back to the session's own (#24).
         self.unpark();

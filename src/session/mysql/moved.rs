@@ -14,7 +14,7 @@ use crate::config::Protocol;
 use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::routing::{FrozenRyw, RywState};
 use crate::session::driver::ClientIo;
-use crate::session::handover::{adopt_conn, handed, sockets, AdoptError, HandedSession, Refused, Sockets};
+use crate::session::handover::{adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Refused, Sockets};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
 
@@ -58,13 +58,15 @@ struct FrozenConn {
     info: crate::pool::MyInfo,
     /// The signature of the settings applied on it.
     settings: u64,
+    /// Its TLS session, if it is encrypted.
+    tls: Option<Box<crate::rt::FrozenTls>>,
     /// Bytes the server sent that the session did not read yet.
     unread: Vec<u8>,
 }
 
 /// The session for the new binary, or `None` when it cannot move. A session holding its
 /// server connection between transactions (session mode, a pin) takes it along.
-pub(super) async fn freeze(s: &mut Session, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
+pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -> Option<HandedSession> {
     let t = &s.tx;
     let between = t.status & SERVER_STATUS_IN_TRANS == 0 && t.cursor.is_none() && !t.lost && t.deferred.is_none();
     // A bridged session, or one with statements on another protocol's pool, has state only
@@ -113,10 +115,10 @@ async fn hand_off_backend(conn: &mut crate::pool::Conn, pos: usize) -> Option<(O
     let crate::pool::ConnInfo::MySql(info) = &conn.info else { return None };
     let info = info.clone();
     match crate::rt::hand_off(&mut conn.stream).await {
-        Ok((fd, got)) => {
+        Ok(crate::rt::Handed { fd, got, tls }) => {
             let mut unread = conn.rbuf.split_off(pos.min(conn.rbuf.len()));
             unread.extend_from_slice(&got);
-            Some((fd, FrozenConn { addr: conn.addr, info, settings: conn.settings, unread }))
+            Some((fd, FrozenConn { addr: conn.addr, info, settings: conn.settings, tls, unread }))
         }
         Err(e) => {
             tracing::debug!(error = %e, "a session's server connection could not be handed over");
@@ -134,7 +136,7 @@ fn thaw_conn(
     user: Option<&str>,
 ) -> Result<crate::pool::Conn, AdoptError> {
     let info = crate::pool::ConnInfo::MySql(frozen.info);
-    adopt_conn(pool, fd, frozen.addr, info, user, (frozen.unread, frozen.settings))
+    adopt_conn(pool, fd, frozen.addr, info, user, (frozen.unread, frozen.settings, frozen.tls))
 }
 
 /// Gives the session the server connection it owns again.
@@ -152,21 +154,26 @@ fn attach_moved(s: &mut Session, backend: Option<crate::pool::Conn>) {
 
 /// The session a former process handed over, served on this core; on an error, the client's
 /// socket back, to be told why.
-pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, handed: HandedSession) -> Result<Session, Refused> {
-    let frozen: Frozen = match serde_json::from_slice(&handed.state) {
+pub(in crate::session) fn adopt(
+    ctx: &Rc<CoreContext>,
+    handed: HandedSession,
+    tls: Option<Box<crate::rt::FrozenTls>>,
+) -> Result<Session, Refused> {
+    let client = (handed.client, tls);
+    let frozen: Frozen = match unpack(&handed.state) {
         Ok(f) => f,
-        Err(e) => return Err((AdoptError::Garbled(e.to_string()), Some(handed.client))),
+        Err(e) => return Err((e, Some(client))),
     };
     let Some(pool) = ctx.pools().get(&frozen.client.home).cloned() else {
-        return Err((AdoptError::NoPool(frozen.client.home), Some(handed.client)));
+        return Err((AdoptError::NoPool(frozen.client.home), Some(client)));
     };
     let Ok(scramble) = <[u8; 20]>::try_from(frozen.client.scramble.as_slice()) else {
-        return Err((AdoptError::Garbled("the scramble is not 20 bytes".into()), Some(handed.client)));
+        return Err((AdoptError::Garbled("the scramble is not 20 bytes".into()), Some(client)));
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
     let Sockets { stream, backend, pass } =
-        sockets(handed.client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| {
+        sockets(client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| {
             thaw_conn(&pool, f, fd, user)
         })?;
     let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);

@@ -223,7 +223,7 @@ impl Wire for Session {
 
     async fn freeze(
         &mut self,
-        client: std::os::fd::OwnedFd,
+        client: crate::session::handover::Client,
         leftover: Vec<u8>,
     ) -> Option<crate::session::HandedSession> {
         moved::freeze(self, client, leftover).await

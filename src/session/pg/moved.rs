@@ -13,7 +13,7 @@ use super::{Identity, Session};
 use crate::config::Protocol;
 use crate::protocol::pg::TransactionStatus;
 use crate::routing::{FrozenRyw, RywState};
-use crate::session::handover::{adopt_conn, handed, sockets, AdoptError, HandedSession, Refused, Sockets};
+use crate::session::handover::{adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Refused, Sockets};
 use crate::session::state::{FrozenState, SessionState};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
@@ -53,6 +53,8 @@ struct FrozenConn {
     prepared: Vec<u64>,
     /// The signature of the settings applied on it.
     settings: u64,
+    /// Its TLS session, if it is encrypted.
+    tls: Option<Box<crate::rt::FrozenTls>>,
     /// Bytes the server sent that the session did not read yet (a notice, a notification).
     unread: Vec<u8>,
 }
@@ -63,11 +65,11 @@ async fn hand_off_backend(conn: &mut crate::pool::Conn) -> Option<(OwnedFd, Froz
     let crate::pool::ConnInfo::Pg(info) = &conn.info else { return None };
     let (pid, secret, params) = (info.pid, info.secret, info.params.clone());
     match crate::rt::hand_off(&mut conn.stream).await {
-        Ok((fd, got)) => {
+        Ok(crate::rt::Handed { fd, got, tls }) => {
             let mut unread = std::mem::take(&mut conn.rbuf);
             unread.extend_from_slice(&got);
             let (prepared, settings) = (conn.prepared.clone(), conn.settings);
-            Some((fd, FrozenConn { addr: conn.addr, pid, secret, params, prepared, settings, unread }))
+            Some((fd, FrozenConn { addr: conn.addr, pid, secret, params, prepared, settings, tls, unread }))
         }
         Err(e) => {
             tracing::debug!(error = %e, "a session's server connection could not be handed over");
@@ -91,7 +93,7 @@ struct FrozenStmt {
 
 /// The session for the new binary, or `None` when it cannot move. A session holding its
 /// server connection between transactions (session mode, a pin) takes it along.
-pub(super) async fn freeze(s: &mut Session, client: OwnedFd, leftover: Vec<u8>) -> Option<HandedSession> {
+pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -> Option<HandedSession> {
     let between = s.progress.tx == TransactionStatus::Idle
         && s.progress.fresh.is_none()
         && s.progress.unseen == super::xact::Unseen::No
@@ -193,29 +195,34 @@ fn thaw_conn(
         secret: frozen.secret,
         params: frozen.params,
     });
-    let mut conn = adopt_conn(pool, fd, frozen.addr, info, user, (frozen.unread, frozen.settings))?;
+    let mut conn = adopt_conn(pool, fd, frozen.addr, info, user, (frozen.unread, frozen.settings, frozen.tls))?;
     conn.prepared = frozen.prepared;
     Ok(conn)
 }
 
 /// The session a former process handed over, served on this core; on an error, the client's
 /// socket back, to be told why.
-pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, handed: HandedSession) -> Result<Session, Refused> {
-    let frozen: Frozen = match serde_json::from_slice(&handed.state) {
+pub(in crate::session) fn adopt(
+    ctx: &Rc<CoreContext>,
+    handed: HandedSession,
+    tls: Option<Box<crate::rt::FrozenTls>>,
+) -> Result<Session, Refused> {
+    let client = (handed.client, tls);
+    let frozen: Frozen = match unpack(&handed.state) {
         Ok(f) => f,
-        Err(e) => return Err((AdoptError::Garbled(e.to_string()), Some(handed.client))),
+        Err(e) => return Err((e, Some(client))),
     };
     let pool = match ctx.pools().get(&frozen.home) {
         Some(pool) => pool.clone(),
         None => match ctx.pool_for_database(&frozen.database) {
             Some(Ok(pool)) => pool,
-            _ => return Err((AdoptError::NoPool(frozen.home), Some(handed.client))),
+            _ => return Err((AdoptError::NoPool(frozen.home), Some(client))),
         },
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
     let Sockets { stream, backend, pass } =
-        sockets(handed.client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| {
+        sockets(client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| {
             thaw_conn(&pool, f, fd, user)
         })?;
     let state = SessionState::thaw(frozen.state, |shown| pool.share_params(shown));
