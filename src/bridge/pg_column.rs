@@ -12,7 +12,7 @@ use crate::protocol::mysql::column::{ColumnDefinition41, ColumnType, ValueType, 
 use crate::protocol::pg::backend::FieldDescription;
 
 /// How values of one result column are converted for a PostgreSQL client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PgKind {
     /// `int2`.
     Int2,

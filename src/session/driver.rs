@@ -11,7 +11,6 @@
 use std::io;
 use std::time::Duration;
 
-
 use crate::metrics::Charge;
 use crate::rt::{self, Event, Stream};
 use crate::session::{CoreContext, HandedSession};

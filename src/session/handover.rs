@@ -85,8 +85,8 @@ pub type HandOverSink = Box<dyn Fn(HandedSession)>;
 
 /// Starts handing this core's sessions over: every idle session moves to `sink` (a busy one
 /// moves once its transaction ended, one owning its server connection takes it along); a
-/// session that cannot move (bridged, or in the middle of a TLS record) ends as a drain ends it. Sets the
-/// core's drain: new clients are no longer accepted here.
+/// session that cannot move (one owning a connection of the other protocol, say) ends as a
+/// drain ends it. Sets the core's drain: new clients are no longer accepted here.
 pub fn hand_over(ctx: &Rc<CoreContext>, sink: HandOverSink) {
     ctx.set_hand_over(sink);
     ctx.drain.set();

@@ -117,4 +117,5 @@ mod systemd;
 mod translation;
 mod unknown_database;
 mod upgrade;
+mod upgrade_bridged;
 mod upgrade_tls;

@@ -22,7 +22,8 @@ fn tls_client_moves(kind: &str, config: &str, version: &str, setting: &str) {
     let up = Upgrade::new(config);
     let mut old = up.start("old", false);
     let ca = certs().path("ca.crt");
-    let client = Staged::start(&mut python_command("client_tls.py", &["moving", &up.port.to_string(), &ca, kind]), kind);
+    let client =
+        Staged::start(&mut python_command("client_tls.py", &["moving", &up.port.to_string(), &ca, kind]), kind);
     let (new, took) = up.hand_over(&mut old, "new");
     eprintln!("[upgrade] one idle {kind} client over TLS: handed over in {took:?}");
     let expected = format!("moving {kind} version={version} setting={setting} sent=300000 echoed=True");
@@ -54,7 +55,8 @@ fn a_mysql_client_keeps_its_tls_session_through_the_hand_over() {
 #[test]
 fn a_session_owned_encrypted_server_connection_moves_with_its_session() {
     let port = dbs().pg_tls().port;
-    let up = Upgrade::new(&pg_config(&[0, 1], &pool("tls_moves", port, "app", "app", "tls = \"require\""), "tls_moves"));
+    let up =
+        Upgrade::new(&pg_config(&[0, 1], &pool("tls_moves", port, "app", "app", "tls = \"require\""), "tls_moves"));
     let mut old = up.start("old", false);
     let mut c = postgres::Config::new()
         .host("127.0.0.1")

@@ -7,9 +7,11 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::pki_types::pem::PemObject as _;
-use rustls::{ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection, SupportedCipherSuite};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{
+    ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection, SupportedCipherSuite,
+};
 
 use super::records::{Opened, RecordCursor, RecordError, Records};
 use super::{extract, FrozenTls};
@@ -71,7 +73,10 @@ fn established(suite: SupportedCipherSuite) -> (ClientConnection, ServerConnecti
 }
 
 /// Moves what `from` has to send into `to`.
-fn pump(from: &mut impl std::ops::DerefMut<Target = rustls::ConnectionCommon<impl Sized>>, to: &mut impl std::ops::DerefMut<Target = rustls::ConnectionCommon<impl Sized>>) {
+fn pump(
+    from: &mut impl std::ops::DerefMut<Target = rustls::ConnectionCommon<impl Sized>>,
+    to: &mut impl std::ops::DerefMut<Target = rustls::ConnectionCommon<impl Sized>>,
+) {
     let mut wire = Vec::new();
     while from.wants_write() {
         from.write_tls(&mut wire).unwrap();
@@ -138,7 +143,8 @@ fn every_suite_continues_after_the_keys_move_and_again_after_a_second_move() {
         // Half of the client's records, then a second hand-over carrying the rest unread.
         let half = raw.len() / 2;
         let mut plain = open_in_steps(&mut moved, &raw[..half], 997);
-        let frozen: FrozenTls = serde_json::from_slice(&serde_json::to_vec(&moved.freeze(&raw[half..])).unwrap()).unwrap();
+        let frozen: FrozenTls =
+            serde_json::from_slice(&serde_json::to_vec(&moved.freeze(&raw[half..])).unwrap()).unwrap();
         let mut again = Records::thaw(frozen).expect("a record layer again");
         assert_eq!(again.open(&[], &mut plain), Ok(Opened::Data));
         assert!(plain == message, "{suite:?}: the client's records, {} bytes of {}", plain.len(), message.len());

@@ -1,8 +1,9 @@
 //! A MySQL session moving to a new binary (#40): who the client is, its capabilities and the
 //! scramble its login used (a later COM_CHANGE_USER answers it), its settings and database, its
 //! prepared statements under the ids it was given, its read-your-writes position and its
-//! connection id — written out by the old process and read back by the new one. Only an idle
-//! session moves; one whose state is on a connection or on another protocol's pool stays.
+//! connection id — written out by the old process and read back by the new one. Only a session
+//! between transactions moves; one owning its server connection takes it along, and a bridged
+//! one its statements on PostgreSQL pools.
 
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
@@ -14,7 +15,9 @@ use crate::config::Protocol;
 use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::routing::{FrozenRyw, RywState};
 use crate::session::driver::ClientIo;
-use crate::session::handover::{adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Refused, Sockets};
+use crate::session::handover::{
+    adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Refused, Sockets,
+};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
 
@@ -35,6 +38,8 @@ struct Frozen {
     backend: Option<FrozenConn>,
     /// On a pass-through pool, who its backend connections log in as (#23).
     pass: Option<crate::pool::FrozenPass>,
+    /// What a session served by a PostgreSQL pool (or with statements prepared on one) keeps.
+    bridge: super::bridged::FrozenBridge,
 }
 
 /// Who the client is and how it logged in.
@@ -69,11 +74,9 @@ struct FrozenConn {
 pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -> Option<HandedSession> {
     let t = &s.tx;
     let between = t.status & SERVER_STATUS_IN_TRANS == 0 && t.cursor.is_none() && !t.lost && t.deferred.is_none();
-    // A bridged session, or one with statements on another protocol's pool, has state only
-    // this process holds.
-    let here_only = s.is_bridged() || !s.foreign.cross.is_empty() || s.foreign.bridge.has_statements();
+    // A statement under way on another protocol's pool is this process's.
     let owned = s.seat.conn.as_ref().is_some_and(|c| !c.broken && s.link.out.is_empty());
-    if !between || here_only || (s.seat.conn.is_some() && !owned) {
+    if !between || !s.foreign.cross.is_empty() || (s.seat.conn.is_some() && !owned) {
         return None;
     }
     let mut frozen = Frozen {
@@ -93,6 +96,7 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
         leftover,
         backend: None,
         pass: s.seat.pass.as_ref().map(|p| p.freeze()),
+        bridge: s.foreign.bridge.freeze()?,
     };
     let backend = match s.seat.conn.as_mut() {
         Some(conn) => {
@@ -173,9 +177,7 @@ pub(in crate::session) fn adopt(
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
     let Sockets { stream, backend, pass } =
-        sockets(client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| {
-            thaw_conn(&pool, f, fd, user)
-        })?;
+        sockets(client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| thaw_conn(&pool, f, fd, user))?;
     let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
     let io = ClientIo::new(stream, frozen.leftover, handed.listener, max, held);
     let greeted = login::Greeted {
@@ -185,7 +187,7 @@ pub(in crate::session) fn adopt(
         caps: frozen.client.caps,
         names: frozen.client.names,
         scramble,
-        // Read only by a bridged session's state, and bridged sessions do not move.
+        // Read only by the bridge's state, which is thawed below.
         version: String::new(),
         status: frozen.status,
         user: frozen.client.user,
@@ -194,6 +196,7 @@ pub(in crate::session) fn adopt(
         causal: None,
     };
     let mut s = Session::new(ctx.clone(), io, greeted);
+    s.foreign.bridge = super::bridged::Bridge::thaw(frozen.bridge);
     attach_moved(&mut s, backend);
     s.tx.status = frozen.status;
     s.routing.lex = SessionModes::from_bits(frozen.lex);

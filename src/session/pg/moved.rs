@@ -2,8 +2,8 @@
 //! the router must keep honouring — who it is, its settings and reported parameters, its named
 //! and unnamed statements, its read-your-writes position, its cancel key — written out by the
 //! old process and read back by the new one, which serves the client as if it had logged in
-//! there. Only an idle session moves (no transaction, no backend connection, nothing held for
-//! a batch); one whose state lives on a connection or on a MySQL pool stays to end here.
+//! there. Only a session between transactions moves (nothing held for a batch); one that owns
+//! its server connection takes it along, and a bridged one its statements on MySQL pools.
 
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
@@ -13,7 +13,9 @@ use super::{Identity, Session};
 use crate::config::Protocol;
 use crate::protocol::pg::TransactionStatus;
 use crate::routing::{FrozenRyw, RywState};
-use crate::session::handover::{adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Refused, Sockets};
+use crate::session::handover::{
+    adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Refused, Sockets,
+};
 use crate::session::state::{FrozenState, SessionState};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
@@ -40,6 +42,9 @@ struct Frozen {
     backend: Option<FrozenConn>,
     /// On a pass-through pool, who its backend connections log in as (#23).
     pass: Option<crate::pool::FrozenPass>,
+    /// Statements prepared on a MySQL pool: the session's own, when it is bridged, or a native
+    /// session's routed across (#24).
+    bridge: Vec<(String, super::bridged::FrozenPrepared)>,
 }
 
 /// A server connection moving with its session.
@@ -101,10 +106,8 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
         && s.ex.queued().is_empty()
         && !s.ex.awaiting()
         && s.batch.is_empty();
-    // A bridged session keeps statements on a MySQL pool, which stay in this process.
-    let here_only = s.is_bridged() || !s.bridge.is_empty() || !s.progress.tokens.is_empty();
     let owned = s.seat.conn.as_ref().is_some_and(|c| !c.broken);
-    if !between || here_only || (s.seat.conn.is_some() && !owned) {
+    if !between || !s.progress.tokens.is_empty() || (s.seat.conn.is_some() && !owned) {
         return None;
     }
     let mut frozen = Frozen {
@@ -119,6 +122,7 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
         leftover,
         backend: None,
         pass: s.seat.pass.as_ref().map(|p| p.freeze()),
+        bridge: s.bridge.freeze()?,
     };
     let backend = match s.seat.conn.as_mut() {
         Some(conn) => {
@@ -222,9 +226,7 @@ pub(in crate::session) fn adopt(
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
     let Sockets { stream, backend, pass } =
-        sockets(client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| {
-            thaw_conn(&pool, f, fd, user)
-        })?;
+        sockets(client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| thaw_conn(&pool, f, fd, user))?;
     let state = SessionState::thaw(frozen.state, |shown| pool.share_params(shown));
     let identity = Identity {
         user: frozen.user,
@@ -239,6 +241,7 @@ pub(in crate::session) fn adopt(
     s.seat.conn = backend;
     s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
     s.progress.unnamed = Unnamed::thaw(frozen.unnamed);
+    s.bridge = super::bridged::Bridge::thaw(frozen.bridge);
     thaw_stmts(&mut s, frozen.stmts);
     Ok(s)
 }

@@ -79,10 +79,45 @@ pub(in crate::session::mysql) struct Bridge {
     unseen: io::Unseen,
 }
 
+/// The bridged part of a MySQL session's state as it moves to a new binary (#40).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(in crate::session::mysql) struct FrozenBridge {
+    autocommit: bool,
+    schema: Option<String>,
+    stmts: Vec<(u32, stmt::FrozenPgStmt)>,
+    next_stmt: u32,
+    version: String,
+    no_backslash_escapes: bool,
+}
+
 impl Bridge {
-    /// Whether a native session has statements prepared on another protocol's pool.
-    pub(in crate::session::mysql) fn has_statements(&self) -> bool {
-        !self.stmts.is_empty()
+    /// The state as it moves to a new binary; `None` while something of it lives only here:
+    /// a transaction or a statement under way on PostgreSQL, a connection carrying a routed
+    /// statement's settings, a statement holding long data or a translation waiting for
+    /// values. The last statement's warnings stay behind.
+    pub(in crate::session::mysql) fn freeze(&self) -> Option<FrozenBridge> {
+        if self.tx != TransactionStatus::Idle || self.dirty || self.rider || self.unseen != io::Unseen::No {
+            return None;
+        }
+        let stmts = self.stmts.iter().map(|(id, s)| s.freeze().map(|f| (*id, f))).collect::<Option<_>>()?;
+        Some(FrozenBridge {
+            autocommit: self.autocommit,
+            schema: self.schema.clone(),
+            stmts,
+            next_stmt: self.next_stmt,
+            version: self.version.clone(),
+            no_backslash_escapes: self.client_mode.no_backslash_escapes,
+        })
+    }
+
+    /// The state of a session a former process handed over.
+    pub(in crate::session::mysql) fn thaw(f: FrozenBridge) -> Self {
+        let mut bridge = Self::new(f.schema, f.version, 0);
+        bridge.autocommit = f.autocommit;
+        bridge.stmts = f.stmts.into_iter().map(|(id, s)| (id, stmt::PgStmt::thaw(s))).collect();
+        bridge.next_stmt = f.next_stmt;
+        bridge.client_mode.no_backslash_escapes = f.no_backslash_escapes;
+        bridge
     }
 
     /// Fresh state for a client whose login selected `schema` and who was greeted with status

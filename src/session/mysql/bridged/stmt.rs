@@ -42,6 +42,41 @@ pub(super) struct PgStmt {
     late: Option<LateTranslation>,
 }
 
+/// A client statement as it moves to a new binary (#40).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct FrozenPgStmt {
+    sql: String,
+    origin: Option<String>,
+    param_oids: Vec<u32>,
+    /// Each type's byte and whether it is unsigned.
+    types: Vec<(u8, bool)>,
+}
+
+impl PgStmt {
+    /// `None` while it holds what only this process has: long data sent for its next execute,
+    /// or a translation waiting for values (made from the rules of this process's config).
+    pub(super) fn freeze(&self) -> Option<FrozenPgStmt> {
+        if !self.long_data.is_empty() || self.late.is_some() {
+            return None;
+        }
+        Some(FrozenPgStmt {
+            sql: self.sql.clone(),
+            origin: self.origin.clone(),
+            param_oids: self.param_oids.clone(),
+            types: self.types.iter().map(|t| (t.column_type.0, t.unsigned)).collect(),
+        })
+    }
+
+    pub(super) fn thaw(f: FrozenPgStmt) -> Self {
+        let types = f
+            .types
+            .into_iter()
+            .map(|(t, unsigned)| ValueType { column_type: crate::protocol::mysql::ColumnType(t), unsigned })
+            .collect();
+        Self { sql: f.sql, origin: f.origin, param_oids: f.param_oids, types, long_data: Vec::new(), late: None }
+    }
+}
+
 /// One execution's statement text, parameter types and Bind parameters.
 struct Execution {
     sql: String,

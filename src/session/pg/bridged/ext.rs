@@ -54,6 +54,61 @@ pub(super) struct Prepared {
     pub(super) pool: Arc<str>,
 }
 
+/// A prepared statement as it moves to a new binary (#40).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(in crate::session::pg) struct FrozenPrepared {
+    sql: String,
+    order: Vec<u16>,
+    param_types: Vec<u32>,
+    columns: Vec<FrozenColumn>,
+    pool: String,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FrozenColumn {
+    name: String,
+    kind: crate::bridge::pg_column::PgKind,
+    typmod: i32,
+    /// MySQL's column type byte and whether it is unsigned.
+    value_type: (u8, bool),
+}
+
+impl Prepared {
+    pub(super) fn freeze(&self) -> FrozenPrepared {
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| FrozenColumn {
+                name: c.name.clone(),
+                kind: c.kind,
+                typmod: c.typmod,
+                value_type: (c.value_type.column_type.0, c.value_type.unsigned),
+            })
+            .collect();
+        let (sql, order, param_types) = (self.sql.clone(), self.order.clone(), self.param_types.clone());
+        FrozenPrepared { sql, order, param_types, columns, pool: self.pool.to_string() }
+    }
+
+    /// The statement again, in a process whose backend connections know it by the same key.
+    pub(super) fn thaw(f: FrozenPrepared) -> Self {
+        let columns = f
+            .columns
+            .into_iter()
+            .map(|c| PgColumn {
+                name: c.name,
+                kind: c.kind,
+                typmod: c.typmod,
+                value_type: crate::protocol::mysql::ValueType {
+                    column_type: crate::protocol::mysql::ColumnType(c.value_type.0),
+                    unsigned: c.value_type.1,
+                },
+            })
+            .collect();
+        let key = key_of(&f.sql);
+        Self { key, sql: f.sql, order: f.order, param_types: f.param_types, columns, pool: Arc::from(f.pool) }
+    }
+}
+
 /// A bound portal.
 #[derive(Debug)]
 pub(super) struct Portal {

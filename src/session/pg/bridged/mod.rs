@@ -17,6 +17,8 @@ pub(super) mod cross;
 mod ext;
 mod io;
 
+pub(super) use ext::FrozenPrepared;
+
 use crate::protocol::pg::tag::backend as server;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -62,10 +64,21 @@ pub(in crate::session::pg) struct Bridge {
 }
 
 impl Bridge {
-    /// Whether nothing of the session is on a MySQL pool: no statement, portal or parked
-    /// connection.
-    pub(in crate::session::pg) fn is_empty(&self) -> bool {
-        self.stmts.is_empty() && self.portals.is_empty() && self.crossed.is_none() && self.parked.is_none()
+    /// The client's statements on MySQL pools, as they move to a new binary (#40); `None`
+    /// while a statement is under way across (a pipeline, a parked connection). Portals stay
+    /// behind: a session moves between transactions, and PostgreSQL ends every portal with its
+    /// transaction.
+    pub(in crate::session::pg) fn freeze(&self) -> Option<Vec<(String, ext::FrozenPrepared)>> {
+        if self.crossed.is_some() || self.parked.is_some() {
+            return None;
+        }
+        Some(self.stmts.iter().map(|(name, stmt)| (name.clone(), stmt.freeze())).collect())
+    }
+
+    /// The bridge of a session a former process handed over.
+    pub(in crate::session::pg) fn thaw(stmts: Vec<(String, ext::FrozenPrepared)>) -> Self {
+        let stmts = stmts.into_iter().map(|(name, f)| (name, Rc::new(ext::Prepared::thaw(f)))).collect();
+        Self { stmts, ..Self::default() }
     }
 }
 

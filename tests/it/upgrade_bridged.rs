@@ -1,0 +1,61 @@
+//! Issue #40, binary upgrade of sessions served across protocols: a PostgreSQL client on a
+//! MariaDB pool (the bridge) and a MySQL client on a PostgreSQL pool keep their sessions, with
+//! the statements they prepared there, in the new process. Where the statements ran after the
+//! hand-over is the server's own word (`VERSION()`, `version()`).
+
+// Blocking test code driving child processes, not data-plane code.
+#![allow(clippy::disallowed_methods)]
+
+use crate::bridge_pg_mysql::bridge_router_toml;
+use crate::support::dbs;
+use crate::upgrade::Upgrade;
+
+#[test]
+fn a_bridged_postgresql_session_moves_with_its_statements_on_mariadb() {
+    let up = Upgrade::new(&bridge_router_toml("transaction"));
+    let mut old = up.start("old", false);
+    let mut c = postgres::Config::new()
+        .host("127.0.0.1")
+        .port(up.port)
+        .user("app")
+        .password("app")
+        .dbname(&dbs().my.database)
+        .connect(postgres::NoTls)
+        .expect("connect through the router");
+    let stmt = c.prepare("SELECT CONCAT(CAST($1 AS SIGNED) + 1), VERSION()").expect("a statement prepared on MariaDB");
+    let row = c.query_one(&stmt, &[&"41"]).expect("run it");
+    assert_eq!(row.get::<_, String>(0), "42");
+    let (new, took) = up.hand_over(&mut old, "new");
+    eprintln!("[upgrade] one bridged PostgreSQL client (a statement prepared on MariaDB): handed over in {took:?}");
+    let row = c
+        .query_one(&stmt, &[&"1"])
+        .unwrap_or_else(|e| panic!("the statement prepared before: {e}\nold:\n{}\nnew:\n{}", old.log(), new.log()));
+    assert_eq!(row.get::<_, String>(0), "2");
+    assert!(row.get::<_, String>(1).contains("MariaDB"), "ran on MariaDB: {}", row.get::<_, String>(1));
+    let n: String = c.query_one("SELECT CONCAT(40 + 2)", &[]).expect("a new statement").get(0);
+    assert_eq!(n, "42");
+}
+
+/// A MySQL client served by a PostgreSQL pool keeps its prepared statement (under the id it was
+/// given), its schema and autocommit mode in the new process; the statement runs on PostgreSQL.
+#[test]
+fn a_bridged_mysql_session_moves_with_its_statements_on_postgresql() {
+    use mysql::prelude::Queryable;
+    let pg = &dbs().pg;
+    let up = Upgrade::new(&crate::bridge_mysql_pg::bridge_router_toml("transaction", &pg.database));
+    let mut old = up.start("old", false);
+    let mut c = mysql::Conn::new(dbs().my.opts(up.port, &pg.user, &pg.password)).expect("connect through the bridge");
+    let stmt = c.prep("SELECT CAST(? AS int) + 1, version()").expect("a statement prepared on PostgreSQL");
+    let row: (i64, String) = c.exec_first(&stmt, (41,)).expect("run it").expect("a row");
+    assert_eq!(row.0, 42);
+    let (new, took) = up.hand_over(&mut old, "new");
+    eprintln!("[upgrade] one bridged MySQL client (a statement prepared on PostgreSQL): handed over in {took:?}");
+    let row: (i64, String) = c
+        .exec_first(&stmt, (1,))
+        .unwrap_or_else(|e| panic!("the statement prepared before: {e}\nold:\n{}\nnew:\n{}", old.log(), new.log()))
+        .expect("a row");
+    assert_eq!(row.0, 2);
+    assert!(row.1.starts_with("PostgreSQL"), "ran on PostgreSQL: {}", row.1);
+    let n: Option<i64> = c.query_first("SELECT 40 + 2").expect("a new statement");
+    assert_eq!(n, Some(42));
+}
