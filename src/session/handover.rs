@@ -41,6 +41,9 @@ pub struct HandedSession {
 /// A handed-over client's socket, with its TLS session if it is encrypted.
 pub(super) type Client = (OwnedFd, Option<Box<FrozenTls>>);
 
+/// A session on its way in, with its client's TLS session taken out of its state.
+pub(super) type Moving = (HandedSession, Option<Box<FrozenTls>>);
+
 /// What travels as a session's state: the wire's own, and its client's TLS session apart, so
 /// that a session the new process cannot serve is still told why in a record its client reads.
 #[derive(serde::Serialize)]
@@ -69,9 +72,13 @@ pub(super) fn handed<T: serde::Serialize>(
     Some(HandedSession { protocol, listener: usize::from(listener), key: seat.cancel.key, state, client, backend })
 }
 
-/// The wire's part of a handed-over session's `state`.
-pub(super) fn unpack<T: serde::de::DeserializeOwned>(state: &[u8]) -> Result<T, AdoptError> {
-    serde_json::from_slice::<Unpacked<T>>(state).map(|u| u.session).map_err(|e| AdoptError::Garbled(e.to_string()))
+/// The wire's part of a handed-over session's `state`, with its `client` passed through (back
+/// with the error, to be told why, when the state does not decode).
+pub(super) fn unpack<T: serde::de::DeserializeOwned>(state: &[u8], client: Client) -> Result<(T, Client), Refused> {
+    match serde_json::from_slice::<Unpacked<T>>(state) {
+        Ok(u) => Ok((u.session, client)),
+        Err(e) => Err((AdoptError::Garbled(e.to_string()), Some(client))),
+    }
 }
 
 /// The client's TLS session in a handed-over session's `state`, if it was encrypted (`None`
@@ -228,8 +235,8 @@ fn adopt_wire(
     tls: Option<Box<FrozenTls>>,
 ) -> Result<Adopted, Refused> {
     match protocol {
-        Protocol::Postgres => super::pg::moved::adopt(ctx, handed, tls).map(Adopted::Pg),
-        Protocol::MySql => super::mysql::moved::adopt(ctx, handed, tls).map(Adopted::MySql),
+        Protocol::Postgres => super::pg::moved::adopt(ctx, (handed, tls)).map(Adopted::Pg),
+        Protocol::MySql => super::mysql::moved::adopt(ctx, (handed, tls)).map(Adopted::MySql),
     }
 }
 

@@ -78,6 +78,13 @@ impl Upgrade {
     }
 }
 
+/// User app (password app) through the router on `port`, to database `database`.
+pub(crate) fn app_client(port: u16, database: &str) -> postgres::Client {
+    let mut c = postgres::Config::new();
+    c.host("127.0.0.1").port(port).user("app").password("app").dbname(database);
+    c.connect(postgres::NoTls).expect("connect through the router")
+}
+
 fn pg_client(port: u16) -> postgres::Client {
     let pg = &dbs().pg;
     pg.config(port, &pg.user, &pg.password).dbname("main").connect(postgres::NoTls).expect("connect through the router")

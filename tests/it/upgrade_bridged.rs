@@ -8,20 +8,13 @@
 
 use crate::bridge_pg_mysql::bridge_router_toml;
 use crate::support::dbs;
-use crate::upgrade::Upgrade;
+use crate::upgrade::{app_client, Upgrade};
 
 #[test]
 fn a_bridged_postgresql_session_moves_with_its_statements_on_mariadb() {
     let up = Upgrade::new(&bridge_router_toml("transaction"));
     let mut old = up.start("old", false);
-    let mut c = postgres::Config::new()
-        .host("127.0.0.1")
-        .port(up.port)
-        .user("app")
-        .password("app")
-        .dbname(&dbs().my.database)
-        .connect(postgres::NoTls)
-        .expect("connect through the router");
+    let mut c = app_client(up.port, &dbs().my.database);
     let stmt = c.prepare("SELECT CONCAT(CAST($1 AS SIGNED) + 1), VERSION()").expect("a statement prepared on MariaDB");
     let row = c.query_one(&stmt, &[&"41"]).expect("run it");
     assert_eq!(row.get::<_, String>(0), "42");

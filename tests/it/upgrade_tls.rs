@@ -13,7 +13,7 @@ use crate::mysql_session::{my_config, my_pool};
 use crate::router::pg_config;
 use crate::scripts::{python_command, Staged};
 use crate::support::dbs;
-use crate::upgrade::Upgrade;
+use crate::upgrade::{app_client, Upgrade};
 
 /// A client of `kind` (see `client_tls.py moving`) connected to the old process over TLS goes
 /// on, after the hand-over, on the same connection with the new one: its setting is there,
@@ -58,14 +58,7 @@ fn a_session_owned_encrypted_server_connection_moves_with_its_session() {
     let up =
         Upgrade::new(&pg_config(&[0, 1], &pool("tls_moves", port, "app", "app", "tls = \"require\""), "tls_moves"));
     let mut old = up.start("old", false);
-    let mut c = postgres::Config::new()
-        .host("127.0.0.1")
-        .port(up.port)
-        .user("app")
-        .password("app")
-        .dbname("tls_moves")
-        .connect(postgres::NoTls)
-        .expect("connect through the router");
+    let mut c = app_client(up.port, "tls_moves");
     assert_eq!(where_and_ssl(&mut c), (i32::from(port), true));
     let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).expect("pid").get(0);
     let (new, took) = up.hand_over(&mut old, "new");

@@ -16,7 +16,7 @@ use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::routing::{FrozenRyw, RywState};
 use crate::session::driver::ClientIo;
 use crate::session::handover::{
-    adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Refused, Sockets,
+    adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Moving, Refused, Sockets,
 };
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
@@ -158,16 +158,8 @@ fn attach_moved(s: &mut Session, backend: Option<crate::pool::Conn>) {
 
 /// The session a former process handed over, served on this core; on an error, the client's
 /// socket back, to be told why.
-pub(in crate::session) fn adopt(
-    ctx: &Rc<CoreContext>,
-    handed: HandedSession,
-    tls: Option<Box<crate::rt::FrozenTls>>,
-) -> Result<Session, Refused> {
-    let client = (handed.client, tls);
-    let frozen: Frozen = match unpack(&handed.state) {
-        Ok(f) => f,
-        Err(e) => return Err((e, Some(client))),
-    };
+pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) -> Result<Session, Refused> {
+    let (frozen, client): (Frozen, _) = unpack(&handed.state, (handed.client, tls))?;
     let Some(pool) = ctx.pools().get(&frozen.client.home).cloned() else {
         return Err((AdoptError::NoPool(frozen.client.home), Some(client)));
     };

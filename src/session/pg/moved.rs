@@ -14,7 +14,7 @@ use crate::config::Protocol;
 use crate::protocol::pg::TransactionStatus;
 use crate::routing::{FrozenRyw, RywState};
 use crate::session::handover::{
-    adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Refused, Sockets,
+    adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Moving, Refused, Sockets,
 };
 use crate::session::state::{FrozenState, SessionState};
 use crate::session::CoreContext;
@@ -206,16 +206,8 @@ fn thaw_conn(
 
 /// The session a former process handed over, served on this core; on an error, the client's
 /// socket back, to be told why.
-pub(in crate::session) fn adopt(
-    ctx: &Rc<CoreContext>,
-    handed: HandedSession,
-    tls: Option<Box<crate::rt::FrozenTls>>,
-) -> Result<Session, Refused> {
-    let client = (handed.client, tls);
-    let frozen: Frozen = match unpack(&handed.state) {
-        Ok(f) => f,
-        Err(e) => return Err((e, Some(client))),
-    };
+pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) -> Result<Session, Refused> {
+    let (frozen, client): (Frozen, _) = unpack(&handed.state, (handed.client, tls))?;
     let pool = match ctx.pools().get(&frozen.home) {
         Some(pool) => pool.clone(),
         None => match ctx.pool_for_database(&frozen.database) {
