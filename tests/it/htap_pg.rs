@@ -23,7 +23,7 @@ const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/connectors");
 const MY_PRIMARY: &str = "1";
 
 /// A MariaDB table with row 1 fully set and row 2 with NULLs.
-fn table() -> String {
+pub(crate) fn table() -> String {
     let t = unique_name("htap_pg");
     let mut my = dbs().my.primary_client();
     my.query_drop(format!(
@@ -38,7 +38,7 @@ fn table() -> String {
 }
 
 /// The PostgreSQL statement the rule rewrites, for row `id` (a literal or `$1`).
-fn original(t: &str, id: &str) -> String {
+pub(crate) fn original(t: &str, id: &str) -> String {
     format!("SELECT label FROM {t} WHERE id = {id}")
 }
 
@@ -46,8 +46,13 @@ fn original(t: &str, id: &str) -> String {
 /// `oltp_my` on the MariaDB primary (`protocol = "mysql"`), both in `mode`; one translation rule
 /// sends reads of `t` by id to MariaDB, another shows MariaDB's session time zone.
 fn router(t: &str, mode: &str) -> Router {
+    Router::start(&router_toml(t, mode))
+}
+
+/// The configuration of [`router`].
+pub(crate) fn router_toml(t: &str, mode: &str) -> String {
     let my = &dbs().my;
-    Router::start(&format!(
+    format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
          {main}\n[pools.oltp_my]\nprotocol = \"mysql\"\nmode = \"{mode}\"\nusername = \"{mu}\"\npassword = \"{mp}\"\n\
          database = \"{md}\"\nmax_connections = 2\nacquire_timeout = \"20s\"\n\
@@ -66,7 +71,7 @@ fn router(t: &str, mode: &str) -> Router {
         md = my.database,
         mport = my.primary_port,
         orig = original(t, "1"),
-    ))
+    )
 }
 
 /// The rows of a simple query, each column as text (`None` for NULL).
@@ -293,6 +298,6 @@ fn jdbc_runs_the_translated_statement_on_mysql() {
     cleanup(&t);
 }
 
-fn cleanup(t: &str) {
+pub(crate) fn cleanup(t: &str) {
     dbs().my.primary_client().query_drop(format!("DROP TABLE {t}")).expect("drop mariadb table");
 }

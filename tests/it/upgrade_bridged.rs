@@ -52,3 +52,27 @@ fn a_bridged_mysql_session_moves_with_its_statements_on_postgresql() {
     let n: Option<i64> = c.query_first("SELECT 40 + 2").expect("a new statement");
     assert_eq!(n, Some(42));
 }
+
+/// A native PostgreSQL session with a statement a translation rule sends to a MariaDB pool
+/// (#24) moves with it: after the hand-over the statement runs on MariaDB (its `@@server_id`)
+/// and the session's own statements on PostgreSQL (`pg_is_in_recovery()`, which MariaDB lacks).
+#[test]
+fn a_native_session_moves_with_its_statement_routed_to_mariadb() {
+    use crate::htap_pg::{cleanup, original, router_toml, table};
+    use postgres::types::Type;
+    let t = table();
+    let up = Upgrade::new(&router_toml(&t, "transaction"));
+    let mut old = up.start("old", false);
+    let mut c = app_client(up.port, &dbs().pg.database);
+    let stmt = c.prepare_typed(&original(&t, "$1"), &[Type::INT4]).expect("a statement routed to MariaDB");
+    assert_eq!(c.query_one(&stmt, &[&1i32]).expect("run it").get::<_, i64>(5), 1, "ran on MariaDB");
+    let (new, took) = up.hand_over(&mut old, "new");
+    eprintln!("[upgrade] a native PostgreSQL client with a statement routed to MariaDB: handed over in {took:?}");
+    let row = c
+        .query_one(&stmt, &[&2i32])
+        .unwrap_or_else(|e| panic!("the statement routed across: {e}\nold:\n{}\nnew:\n{}", old.log(), new.log()));
+    assert_eq!((row.get::<_, String>(0), row.get::<_, i64>(5)), ("two".to_owned(), 1), "on MariaDB after the move");
+    let in_recovery: bool = c.query_one("SELECT pg_is_in_recovery()", &[]).expect("native").get(0);
+    assert!(!in_recovery, "the session's own statements on the PostgreSQL primary");
+    cleanup(&t);
+}
