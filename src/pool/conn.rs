@@ -34,7 +34,7 @@ impl Drop for BudgetUnit {
 }
 
 /// What the backend told us about a PostgreSQL connection at startup.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct PgInfo {
     /// BackendKeyData process id (for cancel requests).
     pub pid: i32,
@@ -72,7 +72,7 @@ pub struct MyInfo {
 }
 
 /// Protocol-specific identity of a backend connection.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum ConnInfo {
     /// A PostgreSQL backend.
     Pg(PgInfo),

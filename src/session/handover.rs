@@ -119,22 +119,55 @@ pub enum AdoptError {
     Socket(std::io::Error),
 }
 
+/// A server connection moving with the session that owns it: what the router knows of it.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct FrozenConn {
+    addr: std::net::SocketAddr,
+    info: crate::pool::ConnInfo,
+    /// The router's statements prepared on it.
+    prepared: Vec<u64>,
+    /// The signature of the settings applied on it.
+    settings: u64,
+    /// Its TLS session, if it is encrypted.
+    tls: Option<Box<FrozenTls>>,
+    /// Bytes the server sent that the session did not read yet (a notice, a notification).
+    unread: Vec<u8>,
+}
+
+/// Takes `conn`'s socket out of this process (see [`crate::rt::hand_off`]), with what it holds
+/// from `from` in its read buffer on as unread; `None` when it cannot move, and then the
+/// connection is marked broken: its parked receive was stopped.
+pub(super) async fn hand_off_conn(conn: &mut Conn, from: usize) -> Option<(OwnedFd, FrozenConn)> {
+    match crate::rt::hand_off(&mut conn.stream).await {
+        Ok(crate::rt::Handed { fd, got, tls }) => {
+            let mut unread = conn.rbuf.split_off(from.min(conn.rbuf.len()));
+            unread.extend_from_slice(&got);
+            let (addr, info, prepared, settings) = (conn.addr, conn.info.clone(), conn.prepared.clone(), conn.settings);
+            Some((fd, FrozenConn { addr, info, prepared, settings, tls, unread }))
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "a session's server connection could not be handed over");
+            conn.broken = true;
+            None
+        }
+    }
+}
+
 /// What a moved session's wire is built on: the client's socket joined to this core's loop,
-/// the server connection it owns made again by `thaw` (from its state and socket, both or
+/// the server connection it owns lent again from `pool` (from its state and socket, both or
 /// neither: with one alone its server session is gone, and serving the client as if it had
 /// none would change what its statements see) and its pass-through identity; on an error, the
 /// client's socket back, to be told why.
-pub(super) fn sockets<F>(
+pub(super) fn sockets(
+    pool: &crate::pool::CorePool,
     client: Client,
     pass: Option<crate::pool::FrozenPass>,
-    conn_state: Option<F>,
-    conn_socket: Option<OwnedFd>,
-    thaw: impl FnOnce(F, OwnedFd, Option<&str>) -> Result<Conn, AdoptError>,
+    conn: (Option<FrozenConn>, Option<OwnedFd>),
 ) -> Result<Sockets, Refused> {
     let pass = pass.map(|p| Rc::new(PassThrough::thaw(p)));
     let user = pass.as_ref().map(|p| &*p.user);
-    let backend = match (conn_state, conn_socket) {
-        (Some(f), Some(fd)) => match thaw(f, fd, user) {
+    let backend = match conn {
+        (Some(f), Some(fd)) => match thaw_conn(pool, f, fd, user) {
             Ok(conn) => Some(conn),
             Err(e) => return Err((e, Some(client))),
         },
@@ -148,21 +181,19 @@ pub(super) fn sockets<F>(
     Ok(Sockets { stream, backend, pass })
 }
 
-/// A server connection a former process handed over on socket `fd`, to `addr`, lent to the
-/// session adopting it, with what the router knew of it: the bytes the server sent that were
-/// not read yet, and the signature of the settings applied on it.
-pub(super) fn adopt_conn(
+/// The server connection `frozen` describes, on socket `fd`, lent to the session adopting it
+/// (over its backend's budget if need be).
+fn thaw_conn(
     pool: &crate::pool::CorePool,
+    frozen: FrozenConn,
     fd: OwnedFd,
-    addr: std::net::SocketAddr,
-    info: crate::pool::ConnInfo,
     user: Option<&str>,
-    (unread, settings, tls): (Vec<u8>, u64, Option<Box<FrozenTls>>),
 ) -> Result<Conn, AdoptError> {
-    let stream = Stream::adopt_backend(fd, tls).map_err(AdoptError::Socket)?;
-    let mut conn = pool.adopt(stream, addr, info, user).ok_or(AdoptError::Backend(addr))?;
-    conn.rbuf = unread;
-    conn.settings = settings;
+    let stream = Stream::adopt_backend(fd, frozen.tls).map_err(AdoptError::Socket)?;
+    let mut conn = pool.adopt(stream, frozen.addr, frozen.info, user).ok_or(AdoptError::Backend(frozen.addr))?;
+    conn.rbuf = frozen.unread;
+    conn.settings = frozen.settings;
+    conn.prepared = frozen.prepared;
     Ok(conn)
 }
 

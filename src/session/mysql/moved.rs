@@ -5,7 +5,6 @@
 //! between transactions moves; one owning its server connection takes it along, and a bridged
 //! one its statements on PostgreSQL pools.
 
-use std::os::fd::OwnedFd;
 use std::rc::Rc;
 
 use super::prepared::{FrozenStatements, Statements};
@@ -16,7 +15,7 @@ use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::routing::{FrozenRyw, RywState};
 use crate::session::driver::ClientIo;
 use crate::session::handover::{
-    adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Moving, Refused, Sockets,
+    hand_off_conn, handed, sockets, unpack, AdoptError, Client, FrozenConn, HandedSession, Moving, Refused, Sockets,
 };
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
@@ -56,19 +55,6 @@ struct FrozenClient {
     scramble: Vec<u8>,
 }
 
-/// A server connection moving with its session.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct FrozenConn {
-    addr: std::net::SocketAddr,
-    info: crate::pool::MyInfo,
-    /// The signature of the settings applied on it.
-    settings: u64,
-    /// Its TLS session, if it is encrypted.
-    tls: Option<Box<crate::rt::FrozenTls>>,
-    /// Bytes the server sent that the session did not read yet.
-    unread: Vec<u8>,
-}
-
 /// The session for the new binary, or `None` when it cannot move. A session holding its
 /// server connection between transactions (session mode, a pin) takes it along.
 pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -> Option<HandedSession> {
@@ -100,7 +86,7 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
     };
     let backend = match s.seat.conn.as_mut() {
         Some(conn) => {
-            let (fd, frozen_conn) = hand_off_backend(conn, s.link.pos).await?;
+            let (fd, frozen_conn) = hand_off_conn(conn, s.link.pos).await?;
             frozen.backend = Some(frozen_conn);
             // Closed here without a word: the server session goes on in the new process.
             s.seat.cancel.slot.set_server(None);
@@ -110,37 +96,6 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
         None => None,
     };
     handed(&frozen, Protocol::MySql, &s.seat, s.io.listener, (client, backend))
-}
-
-/// Takes `conn`'s socket out of this process (see [`crate::rt::hand_off`]), with what it holds
-/// past `pos` unread; `None` when it cannot move, and then the connection is marked broken: its
-/// parked receive was stopped.
-async fn hand_off_backend(conn: &mut crate::pool::Conn, pos: usize) -> Option<(OwnedFd, FrozenConn)> {
-    let crate::pool::ConnInfo::MySql(info) = &conn.info else { return None };
-    let info = info.clone();
-    match crate::rt::hand_off(&mut conn.stream).await {
-        Ok(crate::rt::Handed { fd, got, tls }) => {
-            let mut unread = conn.rbuf.split_off(pos.min(conn.rbuf.len()));
-            unread.extend_from_slice(&got);
-            Some((fd, FrozenConn { addr: conn.addr, info, settings: conn.settings, tls, unread }))
-        }
-        Err(e) => {
-            tracing::debug!(error = %e, "a session's server connection could not be handed over");
-            conn.broken = true;
-            None
-        }
-    }
-}
-
-/// The server connection `frozen` describes, on socket `fd`, lent to the session adopting it.
-fn thaw_conn(
-    pool: &crate::pool::CorePool,
-    frozen: FrozenConn,
-    fd: OwnedFd,
-    user: Option<&str>,
-) -> Result<crate::pool::Conn, AdoptError> {
-    let info = crate::pool::ConnInfo::MySql(frozen.info);
-    adopt_conn(pool, fd, frozen.addr, info, user, (frozen.unread, frozen.settings, frozen.tls))
 }
 
 /// Gives the session the server connection it owns again.
@@ -168,8 +123,7 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
-    let Sockets { stream, backend, pass } =
-        sockets(client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| thaw_conn(&pool, f, fd, user))?;
+    let Sockets { stream, backend, pass } = sockets(&pool, client, frozen.pass, (frozen.backend, handed.backend))?;
     let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
     let io = ClientIo::new(stream, frozen.leftover, handed.listener, max, held);
     let greeted = login::Greeted {

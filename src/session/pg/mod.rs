@@ -149,14 +149,13 @@ impl Wire for Session {
         // then; notices; its own death), so watch it too. Inside a transaction only a dying
         // backend speaks, and the next statement finds that out: racing a second read there
         // would cost an io_uring cancellation per statement.
-        // A bridged MySQL connection has nothing unprompted to relay.
         // Mid-exchange (a pipeline past a Flush, an aborted batch, a COPY) the backend's next
         // words answer the client's next message, never an unprompted one.
-        let watch_backend = !idle
-            && self.ex.expects().is_empty()
-            && !self.ex.awaiting()
-            && self.progress.tx == TransactionStatus::Idle
-            && !self.is_bridged();
+        let between =
+            !idle && self.ex.expects().is_empty() && !self.ex.awaiting() && self.progress.tx == TransactionStatus::Idle;
+        // A bridged MySQL connection has nothing unprompted to relay: the session waits for its
+        // client as an idle one does, and a drain or a hand-over ends the wait.
+        let watch_backend = between && !self.is_bridged();
         // While the backend is held for this client alone (a transaction, a COPY, a batch),
         // a silent client may not keep it for ever.
         let limit = self.idle_transaction_timeout();
@@ -165,7 +164,7 @@ impl Wire for Session {
         if watch_backend || mid_batch {
             return Box::pin(self.wait_held(mid_batch, limit)).await;
         }
-        driver::read_alone(self, idle, limit).await
+        driver::read_alone(self, idle || between, limit).await
     }
 
     /// Handles the message and then every whole message already buffered behind it (an

@@ -5,7 +5,6 @@
 //! there. Only a session between transactions moves (nothing held for a batch); one that owns
 //! its server connection takes it along, and a bridged one its statements on MySQL pools.
 
-use std::os::fd::OwnedFd;
 use std::rc::Rc;
 
 use super::unnamed::{FrozenUnnamed, Unnamed};
@@ -14,7 +13,7 @@ use crate::config::Protocol;
 use crate::protocol::pg::TransactionStatus;
 use crate::routing::{FrozenRyw, RywState};
 use crate::session::handover::{
-    adopt_conn, handed, sockets, unpack, AdoptError, Client, HandedSession, Moving, Refused, Sockets,
+    hand_off_conn, handed, sockets, unpack, AdoptError, Client, FrozenConn, HandedSession, Moving, Refused, Sockets,
 };
 use crate::session::state::{FrozenState, SessionState};
 use crate::session::CoreContext;
@@ -45,43 +44,6 @@ struct Frozen {
     /// Statements prepared on a MySQL pool: the session's own, when it is bridged, or a native
     /// session's routed across (#24).
     bridge: Vec<(String, super::bridged::FrozenPrepared)>,
-}
-
-/// A server connection moving with its session.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct FrozenConn {
-    addr: std::net::SocketAddr,
-    pid: i32,
-    secret: i32,
-    params: Vec<(String, String)>,
-    /// The router's statements prepared on it.
-    prepared: Vec<u64>,
-    /// The signature of the settings applied on it.
-    settings: u64,
-    /// Its TLS session, if it is encrypted.
-    tls: Option<Box<crate::rt::FrozenTls>>,
-    /// Bytes the server sent that the session did not read yet (a notice, a notification).
-    unread: Vec<u8>,
-}
-
-/// Takes `conn`'s socket out of this process (see [`crate::rt::hand_off`]); `None` when it
-/// cannot move, and then the connection is marked broken: its parked receive was stopped.
-async fn hand_off_backend(conn: &mut crate::pool::Conn) -> Option<(OwnedFd, FrozenConn)> {
-    let crate::pool::ConnInfo::Pg(info) = &conn.info else { return None };
-    let (pid, secret, params) = (info.pid, info.secret, info.params.clone());
-    match crate::rt::hand_off(&mut conn.stream).await {
-        Ok(crate::rt::Handed { fd, got, tls }) => {
-            let mut unread = std::mem::take(&mut conn.rbuf);
-            unread.extend_from_slice(&got);
-            let (prepared, settings) = (conn.prepared.clone(), conn.settings);
-            Some((fd, FrozenConn { addr: conn.addr, pid, secret, params, prepared, settings, tls, unread }))
-        }
-        Err(e) => {
-            tracing::debug!(error = %e, "a session's server connection could not be handed over");
-            conn.broken = true;
-            None
-        }
-    }
 }
 
 /// A named statement as the client prepared it.
@@ -126,7 +88,7 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
     };
     let backend = match s.seat.conn.as_mut() {
         Some(conn) => {
-            let (fd, frozen_conn) = hand_off_backend(conn).await?;
+            let (fd, frozen_conn) = hand_off_conn(conn, 0).await?;
             frozen.backend = Some(frozen_conn);
             // Closed here without a word: the server session goes on in the new process.
             crate::session::give_back::close(&s.seat.pool, s.seat.conn.take());
@@ -187,23 +149,6 @@ fn thaw_stmts(s: &mut Session, stmts: Vec<FrozenStmt>) {
     let _ = s.progress.stmts_held.resize(held, budget);
 }
 
-/// The server connection `frozen` describes, on socket `fd`, lent to the session adopting it.
-fn thaw_conn(
-    pool: &crate::pool::CorePool,
-    frozen: FrozenConn,
-    fd: OwnedFd,
-    user: Option<&str>,
-) -> Result<crate::pool::Conn, AdoptError> {
-    let info = crate::pool::ConnInfo::Pg(crate::pool::PgInfo {
-        pid: frozen.pid,
-        secret: frozen.secret,
-        params: frozen.params,
-    });
-    let mut conn = adopt_conn(pool, fd, frozen.addr, info, user, (frozen.unread, frozen.settings, frozen.tls))?;
-    conn.prepared = frozen.prepared;
-    Ok(conn)
-}
-
 /// The session a former process handed over, served on this core; on an error, the client's
 /// socket back, to be told why.
 pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) -> Result<Session, Refused> {
@@ -217,8 +162,7 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
-    let Sockets { stream, backend, pass } =
-        sockets(client, frozen.pass, frozen.backend, handed.backend, |f, fd, user| thaw_conn(&pool, f, fd, user))?;
+    let Sockets { stream, backend, pass } = sockets(&pool, client, frozen.pass, (frozen.backend, handed.backend))?;
     let state = SessionState::thaw(frozen.state, |shown| pool.share_params(shown));
     let identity = Identity {
         user: frozen.user,
