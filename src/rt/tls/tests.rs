@@ -134,7 +134,10 @@ fn moved_server(server: ServerConnection, pending: &[u8]) -> Records {
 
 #[test]
 fn every_suite_continues_after_the_keys_move_and_again_after_a_second_move() {
-    for suite in suites() {
+    let all = suites();
+    let tls12 = all.iter().filter(|s| s.version() == &rustls::version::TLS12).count();
+    assert_eq!((all.len(), tls12), (6, 3), "AES-128-GCM, AES-256-GCM and ChaCha20 in TLS 1.3 and 1.2: {all:?}");
+    for suite in all {
         let (mut client, server) = established(suite);
         let mut moved = moved_server(server, &[]);
         let message = long_message();
@@ -238,4 +241,63 @@ fn the_cursor_knows_when_a_record_is_cut() {
         one_by_one.advance(std::slice::from_ref(b));
     }
     assert!(!one_by_one.between_records());
+}
+
+mod hostile {
+    //! What a peer sends after its session moved is read by code of ours, not rustls': whatever
+    //! the bytes, opening them ends in data or an error, never a panic, and records this layer
+    //! seals open again however the stream is cut.
+
+    use proptest::prelude::*;
+
+    use super::super::records::{Cipher, FrozenKeys, FrozenTls, Opened, Records, Version};
+
+    fn layer(version: Version, cipher: Cipher, tx: u8, rx: u8) -> Records {
+        let len = if cipher == Cipher::Aes128Gcm { 16 } else { 32 };
+        let keys = |b: u8, seq| FrozenKeys { key: vec![b; len], iv: [b ^ 0x5a; 12], seq };
+        let frozen =
+            FrozenTls { version, cipher, tx: keys(tx, 3), rx: keys(rx, 3), client: false, pending: Vec::new() };
+        Records::thaw(frozen).expect("a record layer")
+    }
+
+    fn kinds() -> impl Strategy<Value = (Version, Cipher)> {
+        let versions = prop_oneof![Just(Version::Tls12), Just(Version::Tls13)];
+        let ciphers = prop_oneof![Just(Cipher::Aes128Gcm), Just(Cipher::Aes256Gcm), Just(Cipher::Chacha20Poly1305)];
+        (versions, ciphers)
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_end_in_data_or_an_error(
+            (version, cipher) in kinds(),
+            pieces in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..20),
+        ) {
+            let mut tls = layer(version, cipher, 1, 2);
+            let mut plain = Vec::new();
+            for piece in pieces {
+                if tls.open(&piece, &mut plain).is_err() {
+                    break;
+                }
+            }
+            prop_assert!(plain.is_empty(), "nothing forged decrypts");
+        }
+
+        #[test]
+        fn sealed_records_open_however_the_stream_is_cut(
+            (version, cipher) in kinds(),
+            messages in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40_000), 1..4),
+            cut in 1usize..5_000,
+        ) {
+            let (mut ours, mut theirs) = (layer(version, cipher, 1, 2), layer(version, cipher, 2, 1));
+            let mut wire = Vec::new();
+            for m in &messages {
+                ours.seal(m, &mut wire).expect("sealed");
+            }
+            let mut plain = Vec::new();
+            for piece in wire.chunks(cut) {
+                prop_assert_eq!(theirs.open(piece, &mut plain), Ok(Opened::Data));
+            }
+            prop_assert_eq!(plain, messages.concat());
+        }
+    }
 }
