@@ -46,7 +46,7 @@ pub fn parse_token(token: &str) -> Result<Token, TokenError> {
 }
 
 /// A statement about the token, answered by the router itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TokenCommand {
     /// `SHOW querypilot.causal_token`.
     Show,

@@ -120,6 +120,31 @@ fn a_postgresql_session_moves_with_its_settings_statements_and_cancel_key() {
     assert_eq!(c.query_one("SELECT 1", &[]).expect("goes on").get::<_, i32>(0), 1);
 }
 
+/// Statements about the causal token (#34), which the router answers itself, move with the
+/// session: those prepared before the hand-over answer after it, with the position the session
+/// waited for before.
+#[test]
+fn a_postgresql_session_moves_with_its_causal_token_statements() {
+    let config = pg_config(&[0], &pg_pool("main", dbs().pg.primary_port, "transaction", 4), "main")
+        + "read_your_writes = \"causal\"\n";
+    let up = Upgrade::new(&config);
+    let mut old = up.start("old", false);
+    let mut c = pg_client(up.port);
+    let show = c.prepare("SHOW querypilot.causal_token").expect("a token statement");
+    let set = c.prepare("SET querypilot.causal_token = 'pg:0/2000'").expect("another");
+    c.execute(&set, &[]).expect("set the token");
+    let before: String = c.query_one(&show, &[]).expect("the token").get(0);
+    assert_eq!(before, "pg:0/2000");
+    let (new, took) = up.hand_over(&mut old, "new");
+    eprintln!("[upgrade] one PostgreSQL client with a prepared token statement: handed over in {took:?}");
+    let after: String = c
+        .query_one(&show, &[])
+        .unwrap_or_else(|e| panic!("the token statement: {e}\nold:\n{}\nnew:\n{}", old.log(), new.log()))
+        .get(0);
+    assert_eq!(after, before, "the same position after the move");
+    c.execute(&set, &[]).expect("the other token statement");
+}
+
 /// A transaction open when the hand-over starts finishes on the old process (which waits for
 /// it, up to `handover_wait`), commits, and the session then moves.
 #[test]

@@ -41,6 +41,8 @@ struct Frozen {
     backend: Option<FrozenConn>,
     /// On a pass-through pool, who its backend connections log in as (#23).
     pass: Option<crate::pool::FrozenPass>,
+    /// Statements about the causal token, which the router answers itself (#34).
+    tokens: Vec<(String, crate::routing::causal::TokenCommand)>,
     /// Statements prepared on a MySQL pool: the session's own, when it is bridged, or a native
     /// session's routed across (#24).
     bridge: Vec<(String, super::bridged::FrozenPrepared)>,
@@ -69,7 +71,7 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
         && !s.ex.awaiting()
         && s.batch.is_empty();
     let owned = s.seat.conn.as_ref().is_some_and(|c| !c.broken);
-    if !between || !s.progress.tokens.is_empty() || (s.seat.conn.is_some() && !owned) {
+    if !between || (s.seat.conn.is_some() && !owned) {
         return None;
     }
     let mut frozen = Frozen {
@@ -85,6 +87,7 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
         backend: None,
         pass: s.seat.pass.as_ref().map(|p| p.freeze()),
         bridge: s.bridge.freeze()?,
+        tokens: s.progress.tokens.freeze(),
     };
     let backend = match s.seat.conn.as_mut() {
         Some(conn) => {
@@ -178,6 +181,7 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
     s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
     s.progress.unnamed = Unnamed::thaw(frozen.unnamed);
     s.bridge = super::bridged::Bridge::thaw(frozen.bridge);
+    s.progress.tokens = super::token::TokenStatements::thaw(frozen.tokens);
     thaw_stmts(&mut s, frozen.stmts);
     Ok(s)
 }

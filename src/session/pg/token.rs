@@ -33,9 +33,15 @@ pub(super) struct TokenStatements {
 }
 
 impl TokenStatements {
-    /// Whether the client has none.
-    pub fn is_empty(&self) -> bool {
-        self.stmts.is_empty() && self.portals.is_empty()
+    /// The named and unnamed token statements as they move to a new binary (#40). Portals stay
+    /// behind: a session moves between transactions, and PostgreSQL ends portals with them.
+    pub fn freeze(&self) -> Vec<(String, TokenCommand)> {
+        self.stmts.iter().map(|(name, command)| (name.clone(), command.clone())).collect()
+    }
+
+    /// The token statements of a session a former process handed over.
+    pub fn thaw(stmts: Vec<(String, TokenCommand)>) -> Self {
+        Self { stmts: stmts.into_iter().collect(), portals: HashMap::default() }
     }
 }
 
