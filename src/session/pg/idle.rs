@@ -1,0 +1,39 @@
+//! What an idle PostgreSQL session gives back (#39): the exchange and the bridge's state are
+//! lent to the session while it works (`session::lend`) and parked when it waits for its client
+//! with nothing held, so an idle session's task does not carry them.
+
+use std::thread::LocalKey;
+
+use super::bridged::Bridge;
+use super::exchange::Exchange;
+use super::Session;
+use crate::session::lend::{Lend, Shelf};
+
+impl Lend for Exchange {
+    fn is_fresh(&self) -> bool {
+        Exchange::is_fresh(self)
+    }
+
+    fn shelf() -> &'static LocalKey<Shelf<Self>> {
+        thread_local!(static SHELF: Shelf<Exchange> = Shelf::new());
+        &SHELF
+    }
+}
+
+impl Lend for Bridge {
+    fn is_fresh(&self) -> bool {
+        self.is_empty()
+    }
+
+    fn shelf() -> &'static LocalKey<Shelf<Self>> {
+        thread_local!(static SHELF: Shelf<Bridge> = Shelf::new());
+        &SHELF
+    }
+}
+
+/// Parks what the session holds nothing in, before it waits idle for its client.
+pub(super) fn park(s: &mut Session) {
+    s.ex.park();
+    s.bridge.park();
+    s.seat.conn.park();
+}
