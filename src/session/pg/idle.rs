@@ -1,11 +1,13 @@
-//! What an idle PostgreSQL session gives back (#39): the exchange and the bridge's state are
-//! lent to the session while it works (`session::lend`) and parked when it waits for its client
-//! with nothing held, so an idle session's task does not carry them.
+//! What an idle PostgreSQL session gives back (#39): the exchange, the bridge's state, the
+//! token statements and the backend connection's slot are lent to the session while it works
+//! (`session::lend`) and parked when it waits for its client with nothing in them, so an idle
+//! session's task does not carry them.
 
 use std::thread::LocalKey;
 
 use super::bridged::Bridge;
 use super::exchange::Exchange;
+use super::token::TokenStatements;
 use super::Session;
 use crate::session::lend::{Lend, Shelf};
 
@@ -16,6 +18,17 @@ impl Lend for Exchange {
 
     fn shelf() -> &'static LocalKey<Shelf<Self>> {
         thread_local!(static SHELF: Shelf<Exchange> = Shelf::new());
+        &SHELF
+    }
+}
+
+impl Lend for TokenStatements {
+    fn is_fresh(&self) -> bool {
+        self.is_empty()
+    }
+
+    fn shelf() -> &'static LocalKey<Shelf<Self>> {
+        thread_local!(static SHELF: Shelf<TokenStatements> = Shelf::new());
         &SHELF
     }
 }
@@ -35,5 +48,6 @@ impl Lend for Bridge {
 pub(super) fn park(s: &mut Session) {
     s.ex.park();
     s.bridge.park();
+    s.progress.tokens.park();
     s.seat.conn.park();
 }

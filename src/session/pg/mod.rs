@@ -91,8 +91,9 @@ struct Progress {
     /// Bytes of text the client's named statements hold, at least, charged to the process's
     /// client buffer budget (see `statements_refusal`, #33).
     stmts_held: crate::metrics::Charge,
-    /// The client's token statements and portals, which the router answers itself (#34).
-    tokens: token::TokenStatements,
+    /// The client's token statements and portals, which the router answers itself (#34); lent
+    /// while it has any (#39).
+    tokens: Lent<token::TokenStatements>,
     /// The client's unnamed statement, which follows it across connections (#36).
     unnamed: unnamed::Unnamed,
     /// An autocommit read on the primary that may write unseen (#34).
@@ -314,7 +315,7 @@ impl Session {
                 read_only_tx: false,
                 fresh: None,
                 stmts_held,
-                tokens: token::TokenStatements::default(),
+                tokens: Lent::default(),
                 unnamed: unnamed::Unnamed::default(),
                 unseen: xact::Unseen::No,
                 begin: lost::LoneBegin::Off,
