@@ -78,10 +78,8 @@ pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize, slot: Optio
         ctx2.counters.client_connected(listener); // metrics
         let _open = OpenSession(ctx2.clone(), Some((listener, slot)));
         match protocol {
-            // Each wire's session boxed: in place, every session's task would be sized by the
-            // larger of the two wires' futures (#39).
-            Some(Protocol::Postgres) => Box::pin(driver::serve(Box::pin(pg::login(&ctx2, stream, listener)))).await,
-            Some(Protocol::MySql) => Box::pin(driver::serve(Box::pin(mysql::login(&ctx2, stream, listener)))).await,
+            Some(Protocol::Postgres) => driver::serve(Box::pin(pg::login(&ctx2, stream, listener))).await,
+            Some(Protocol::MySql) => driver::serve(Box::pin(mysql::login(&ctx2, stream, listener))).await,
             None => drop(stream),
         }
     };
