@@ -82,18 +82,27 @@ impl<T: Lend> Default for Lent<T> {
     }
 }
 
+// Inline: the wires reach their parts through these on every message.
 impl<T: Lend> Deref for Lent<T> {
     type Target = T;
 
+    #[inline]
     fn deref(&self) -> &T {
         self.held.as_deref().unwrap_or(self.empty)
     }
 }
 
 impl<T: Lend> DerefMut for Lent<T> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        self.held.get_or_insert_with(|| T::shelf().with(Shelf::lend))
+        self.held.get_or_insert_with(lend)
     }
+}
+
+/// A box from this core's shelf: once per unit of a session that went idle in between.
+#[cold]
+fn lend<T: Lend>() -> Box<T> {
+    T::shelf().with(Shelf::lend)
 }
 
 impl<T: Lend + std::fmt::Debug> std::fmt::Debug for Lent<T> {
