@@ -111,16 +111,24 @@ impl<T: Lend + std::fmt::Debug> std::fmt::Debug for Lent<T> {
     }
 }
 
-impl Lend for Option<crate::pool::Conn> {
-    fn is_fresh(&self) -> bool {
-        self.is_none()
-    }
+/// Makes `$part` lendable, fresh when `$fresh(&part)` says so, with a shelf of its own per core.
+macro_rules! lendable {
+    ($part:ty, $fresh:expr) => {
+        impl $crate::session::lend::Lend for $part {
+            fn is_fresh(&self) -> bool {
+                $fresh(self)
+            }
 
-    fn shelf() -> &'static LocalKey<Shelf<Self>> {
-        thread_local!(static SHELF: Shelf<Option<crate::pool::Conn>> = Shelf::new());
-        &SHELF
-    }
+            fn shelf() -> &'static std::thread::LocalKey<$crate::session::lend::Shelf<Self>> {
+                thread_local!(static SHELF: $crate::session::lend::Shelf<$part> = $crate::session::lend::Shelf::new());
+                &SHELF
+            }
+        }
+    };
 }
+pub(super) use lendable;
+
+lendable!(Option<crate::pool::Conn>, Option::is_none);
 
 #[cfg(test)]
 mod tests {
@@ -129,16 +137,7 @@ mod tests {
     #[derive(Default, Debug)]
     struct Part(Vec<u8>);
 
-    impl Lend for Part {
-        fn is_fresh(&self) -> bool {
-            self.0.is_empty()
-        }
-
-        fn shelf() -> &'static LocalKey<Shelf<Self>> {
-            thread_local!(static SHELF: Shelf<Part> = Shelf::new());
-            &SHELF
-        }
-    }
+    lendable!(Part, |p: &Part| p.0.is_empty());
 
     fn spares() -> usize {
         Part::shelf().with(Shelf::spares)

@@ -2,22 +2,11 @@
 //! while it has anything on another protocol's pool (`session::lend`), and the backend
 //! connection's box while it holds one; both are parked when it waits for its client.
 
-use std::thread::LocalKey;
-
 use super::bridged::cross::Cross;
 use super::Session;
-use crate::session::lend::{Lend, Shelf};
+use crate::session::lend::lendable;
 
-impl Lend for Cross {
-    fn is_fresh(&self) -> bool {
-        self.is_empty()
-    }
-
-    fn shelf() -> &'static LocalKey<Shelf<Self>> {
-        thread_local!(static SHELF: Shelf<Cross> = Shelf::new());
-        &SHELF
-    }
-}
+lendable!(Cross, Cross::is_empty);
 
 /// Parks what the session holds nothing in, before it waits idle for its client.
 pub(super) fn park(s: &mut Session) {
