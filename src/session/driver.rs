@@ -216,7 +216,9 @@ pub(super) async fn serve<W: Wire, L: std::future::Future<Output = Option<W>>>(l
     if matches!(end, End::Drained) && w.io().1.handing_over() && Box::pin(move_out(&mut w)).await {
         end = End::Moved;
     }
-    w.finish(end).await;
+    // Boxed: its state is larger than the loop's, and in place it would size every idle
+    // session's future (#39); one allocation per session, at its end.
+    Box::pin(w.finish(end)).await;
 }
 
 /// Gives an idle session to the binary taking over (#40); `false`: it stays, to end here.
@@ -253,7 +255,9 @@ pub(super) async fn read_alone<W: Wire>(
     }
     match w.io().0.read_within(limit).await {
         Ok(read) => Ok(Some(read)),
-        Err(_) => Err(w.idle_transaction_expired().await),
+        // Boxed where it is taken, at most once per session: in place, its state would be
+        // part of every idle session's wait (#39).
+        Err(_) => Err(Box::pin(w.idle_transaction_expired()).await),
     }
 }
 

@@ -25,6 +25,7 @@ mod engine;
 pub mod error;
 mod give_back;
 pub mod handover;
+mod lend;
 mod mysql;
 mod pg;
 mod placement;

@@ -16,6 +16,7 @@ use super::engine::digest::Timing;
 use super::engine::hold::Hold;
 use super::engine::route;
 use super::give_back::{close, moving_to};
+use super::lend::Lent;
 use crate::config::Protocol;
 use crate::id::{CancelKey, Position, Token};
 use crate::pool::{Conn, CorePool, PassThrough, PoolError, Shape};
@@ -27,8 +28,9 @@ pub(super) struct Seat {
     pub ctx: Rc<CoreContext>,
     /// The pool the session's statements run on now.
     pub pool: Rc<CorePool>,
-    /// The backend connection, while the session holds one.
-    pub conn: Option<Conn>,
+    /// The backend connection, while the session holds one; an idle session holds no box
+    /// for it (#39).
+    pub conn: Lent<Option<Conn>>,
     /// Read-your-writes: whether reads must stay on the primary after a write, or wait for a
     /// replica that caught up with the session's last commit.
     pub ryw: RywState,
@@ -64,7 +66,7 @@ impl Seat {
             ryw.adopt_token(token);
         }
         let cancel = CancelHandle { slot: ctx.cancels.register(key), key };
-        Self { ctx, pool, conn: None, ryw, pass, digest: Timing::default(), cancel }
+        Self { ctx, pool, conn: Lent::default(), ryw, pass, digest: Timing::default(), cancel }
     }
 
     /// Borrows a connection of the seat's pool whose backend speaks `protocol`, for the statement

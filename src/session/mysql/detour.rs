@@ -53,7 +53,7 @@ impl Session {
             self.release_backend(false).await;
         }
         self.seat.pool = pool;
-        self.seat.conn = backend;
+        *self.seat.conn = backend;
         self.tx = tx;
         self.link.seq = bseq;
         result

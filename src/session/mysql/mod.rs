@@ -13,6 +13,7 @@ mod bridged;
 mod causal;
 mod detour;
 pub mod exchange;
+mod idle;
 mod kill;
 mod large;
 mod login;
@@ -53,6 +54,7 @@ use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts, Unfit};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
+use crate::session::lend::Lent;
 use crate::session::placement::{Placed, Seat};
 use crate::session::CoreContext;
 use crate::sql::analyze::{session_effects, Effect, Effects, PinReason};
@@ -98,8 +100,8 @@ struct Foreign {
     /// State of a session served by a PostgreSQL pool, or of a native session's statements
     /// routed to one.
     bridge: bridged::Bridge,
-    /// A native session's statements on another protocol's pool.
-    cross: bridged::cross::Cross,
+    /// A native session's statements on another protocol's pool; lent while it has any (#39).
+    cross: Lent<bridged::cross::Cross>,
 }
 
 /// What the next statement's routing reads from the session's past.
@@ -207,7 +209,8 @@ impl Wire for Session {
             }
             Err(e) => MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, e.to_string()),
         };
-        self.fatal(refusal).await
+        // Boxed: in place, a refusal's state would be part of every idle session's wait (#39).
+        Box::pin(self.fatal(refusal)).await
     }
 
     fn io(&mut self) -> (&mut ClientIo, &CoreContext) {
@@ -217,7 +220,7 @@ impl Wire for Session {
     async fn over_budget(&mut self) -> Result<bool, End> {
         let refused = !self.charge_incoming();
         if refused {
-            self.refuse_incoming().await?;
+            Box::pin(self.refuse_incoming()).await?; // boxed as `take_unit`'s refusal is
         }
         Ok(refused)
     }
@@ -265,6 +268,7 @@ impl Wire for Session {
         if self.link.out.is_empty() {
             rt::recycle(&mut self.link.out);
         }
+        idle::park(self);
     }
 
     async fn idle_transaction_expired(&mut self) -> End {
@@ -375,7 +379,7 @@ impl Session {
                 home,
                 user: g.user,
             },
-            foreign: Foreign { bridge, cross: bridged::cross::Cross::default() },
+            foreign: Foreign { bridge, cross: Lent::default() },
             routing: RoutingFacts { lex, commit: causal::CommitGtid::default() },
             retry: RetryContext::default(),
         }
@@ -931,7 +935,7 @@ impl Placed for Session {
             // The connection is this client's for good: a KILL of its id finds the session.
             self.seat.cancel.slot.set_server(Some((conn.addr, info.thread_id)));
         }
-        self.seat.conn = Some(conn);
+        *self.seat.conn = Some(conn);
         Ok(())
     }
 

@@ -108,7 +108,7 @@ fn attach_moved(s: &mut Session, backend: Option<crate::pool::Conn>) {
             s.seat.cancel.slot.set_server(Some((conn.addr, info.thread_id)));
         }
     }
-    s.seat.conn = backend;
+    *s.seat.conn = backend;
 }
 
 /// The session a former process handed over, served on this core; on an error, the client's

@@ -126,6 +126,24 @@ impl Flight {
         self.replay = Some(Replay { stmt: mark.stmt, bytes: bytes.to_vec(), expects });
     }
 
+    /// Whether nothing is kept of the last batch nor learned of the connection.
+    pub fn is_fresh(&self) -> bool {
+        let Self { fatal, timed_out, mark, replay, healing, held, retry, flushed, rules, named, describing, aborting } =
+            self;
+        fatal.is_none()
+            && !timed_out
+            && mark.is_none()
+            && replay.is_none()
+            && healing.is_none()
+            && held.is_empty()
+            && retry.is_none()
+            && !flushed
+            && *rules == RulePolicy::default()
+            && named.is_empty()
+            && describing.is_empty()
+            && !aborting
+    }
+
     /// Forgets everything about the batch (at ReadyForQuery or when the connection goes).
     pub fn settle(&mut self) {
         self.timed_out = false;

@@ -161,7 +161,7 @@ pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, lis
                     max,
                     g.identity,
                 );
-                s.seat.conn = g.backend;
+                *s.seat.conn = g.backend;
                 return Some(s);
             }
             Err(end) => {

@@ -16,6 +16,7 @@ mod database;
 mod encoding;
 pub mod exchange;
 pub(super) mod flight;
+mod idle;
 mod large;
 mod late;
 mod login;
@@ -51,6 +52,7 @@ use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::release::{self, Release, ReleaseFacts};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
+use crate::session::lend::Lent;
 use crate::session::placement::{Placed, Seat};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
@@ -65,8 +67,9 @@ pub(super) struct Session {
     seat: Seat,
     state: SessionState,
     stmts: prepared::Stmts,
-    /// The batch queued for the backend, the responses it expects and the statement in flight.
-    ex: exchange::Exchange,
+    /// The batch queued for the backend, the responses it expects and the statement in flight;
+    /// lent while the session works (#39).
+    ex: Lent<exchange::Exchange>,
     /// Extended messages held until the batch can be routed as one unit (#19).
     batch: batch::Held,
     /// Where the client's statements stand: transaction, read-your-writes, timing.
@@ -74,8 +77,8 @@ pub(super) struct Session {
     /// Who the client is, for rules matching user and database.
     identity: Identity,
     /// Statements and portals of a session served by a MySQL pool, or of a native session's
-    /// statements routed to one (#24).
-    bridge: bridged::Bridge,
+    /// statements routed to one (#24); lent while it holds any (#39).
+    bridge: Lent<bridged::Bridge>,
 }
 
 /// Where the client's statements stand.
@@ -88,8 +91,9 @@ struct Progress {
     /// Bytes of text the client's named statements hold, at least, charged to the process's
     /// client buffer budget (see `statements_refusal`, #33).
     stmts_held: crate::metrics::Charge,
-    /// The client's token statements and portals, which the router answers itself (#34).
-    tokens: token::TokenStatements,
+    /// The client's token statements and portals, which the router answers itself (#34); lent
+    /// while it has any (#39).
+    tokens: Lent<token::TokenStatements>,
     /// The client's unnamed statement, which follows it across connections (#36).
     unnamed: unnamed::Unnamed,
     /// An autocommit read on the primary that may write unseen (#34).
@@ -121,18 +125,19 @@ impl Wire for Session {
     async fn take_unit(&mut self) -> Result<bool, End> {
         match self.take_client_frame() {
             Ok(taken) => Ok(taken),
-            Err(e) => Err(self.refuse_frame(e).await),
+            Err(e) => Err(Box::pin(self.refuse_frame(e)).await),
         }
     }
 
     /// A causal-token SET too long to hold a token is refused from its head, before the charge.
+    /// The refusals are boxed where they are taken, as `read_client`'s rare waits are.
     async fn over_budget(&mut self) -> Result<bool, End> {
         if let Some(len) = self.oversized_token_set() {
-            self.refuse_token_set(len).await?;
+            Box::pin(self.refuse_token_set(len)).await?;
             return Ok(true);
         }
         let Some((tag, len)) = self.charge_incoming() else { return Ok(false) };
-        self.refuse_incoming(tag, len).await?;
+        Box::pin(self.refuse_incoming(tag, len)).await?;
         Ok(true)
     }
 
@@ -228,18 +233,21 @@ impl Wire for Session {
         moved::freeze(self, client, leftover).await
     }
 
-    /// The exchange's queue too, when it is empty.
+    /// The exchange's queue too, when it is empty; and the parts only a busy session needs.
     fn release_idle_buffers(&mut self) {
         self.io.release_idle_buffers();
-        if let Some(buf) = self.ex.idle_buffer() {
+        if let Some(buf) = self.ex.held_mut().and_then(exchange::Exchange::idle_buffer) {
             rt::recycle(buf);
         }
+        idle::park(self);
     }
 }
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
 pub(super) async fn refuse(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
-    login::turn_away(&ctx, stream, listener).await;
+    // Boxed: its state (a startup packet's read) would otherwise size every session's task,
+    // the accepted ones' included, though few clients are ever refused (#39).
+    Box::pin(login::turn_away(&ctx, stream, listener)).await;
 }
 
 /// The server parameters a client of `pool` is greeted with, learned from a real backend
@@ -299,20 +307,20 @@ impl Session {
             seat: Seat::new(ctx, pool, key, pass, causal),
             state,
             stmts: prepared::Stmts::default(),
-            ex: exchange::Exchange::default(),
+            ex: Lent::default(),
             batch: batch::Held::default(),
             progress: Progress {
                 tx: TransactionStatus::Idle,
                 read_only_tx: false,
                 fresh: None,
                 stmts_held,
-                tokens: token::TokenStatements::default(),
+                tokens: Lent::default(),
                 unnamed: unnamed::Unnamed::default(),
                 unseen: xact::Unseen::No,
                 begin: lost::LoneBegin::Off,
             },
             identity,
-            bridge: bridged::Bridge::default(),
+            bridge: Lent::default(),
         }
     }
 
@@ -815,7 +823,7 @@ impl Placed for Session {
     /// replaying session settings on it.
     async fn attach(&mut self, conn: Conn) -> Result<(), PgClientError> {
         let stale = conn.settings != self.state.signature();
-        self.seat.conn = Some(conn);
+        *self.seat.conn = Some(conn);
         self.progress.unnamed.elsewhere();
         if stale {
             self.replay_settings().await?;

@@ -177,7 +177,7 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
     };
     let mut s =
         Session::new(ctx.clone(), stream, frozen.leftover, pool, state, handed.key, handed.listener, max, identity);
-    s.seat.conn = backend;
+    *s.seat.conn = backend;
     s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
     s.progress.unnamed = Unnamed::thaw(frozen.unnamed);
     s.bridge = super::bridged::Bridge::thaw(frozen.bridge);

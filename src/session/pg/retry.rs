@@ -105,9 +105,10 @@ impl Session {
         };
         let resendable = || aligned(self.ex.queued(), self.ex.expects());
         let Ok(policy) = retry::arm(&facts, rules, self.seat.pool.config.retry, resendable) else { return };
-        self.ex.keep_for_retry(Box::new(RetryBatch {
-            bytes: self.ex.queued().to_vec(),
-            expects: self.ex.expects().iter().copied().collect(),
+        let ex = &mut *self.ex;
+        ex.keep_for_retry(Box::new(RetryBatch {
+            bytes: ex.queued().to_vec(),
+            expects: ex.expects().iter().copied().collect(),
             out_mark: self.io.out.len(),
             relayed: false,
             attempts: Attempts::new(policy, rt::now()),

@@ -266,7 +266,7 @@ impl Session {
         let Some(p) = self.foreign.cross.parked.take() else { return };
         self.pg_release(false);
         self.seat.pool = p.pool;
-        self.seat.conn = p.backend;
+        *self.seat.conn = p.backend;
         self.tx = p.tx;
         self.link.pos = p.bpos;
     }

@@ -78,7 +78,7 @@ impl Session {
     pub(super) async fn pg_backend(&mut self) -> Result<(), MyClientError> {
         if self.seat.conn.is_none() {
             let conn = self.seat.checkout::<MyClientError>(Protocol::Postgres, false, &self.client.user).await?;
-            self.seat.conn = Some(conn);
+            *self.seat.conn = Some(conn);
         }
         let sig = self.foreign.bridge.signature();
         if self.seat.conn.as_ref().is_some_and(|c| c.settings != sig) {
@@ -452,7 +452,7 @@ impl Session {
         let wait = config.routing.causal_wait;
         let caught_up = self.seat.pool.checkout_caught_up(Protocol::Postgres, None, deadline, &position, wait);
         if let Some(conn) = caught_up.await.map_err(|e| MyClientError::from(&e))? {
-            self.seat.conn = Some(conn);
+            *self.seat.conn = Some(conn);
             return Ok(());
         }
         self.seat.pool = self.causal_fallback(wait, Some(Protocol::Postgres))?;

@@ -188,7 +188,7 @@ impl Session {
         }
         self.my_release(false);
         self.seat.pool = p.pool;
-        self.seat.conn = p.backend;
+        *self.seat.conn = p.backend;
         self.progress.tx = p.tx;
     }
 

@@ -37,7 +37,7 @@ impl Session {
         }
         let conn = self.seat.checkout::<PgClientError>(Protocol::MySql, false, &self.identity.user).await?;
         let fresh = conn.settings != BRIDGE_SETTINGS;
-        self.seat.conn = Some(conn);
+        *self.seat.conn = Some(conn);
         if fresh {
             let mut scratch = Vec::new();
             let mut w = PgResultWriter::new(vec!["SET"], false, false, &[], self.my_caps(), 0);

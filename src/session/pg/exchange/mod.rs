@@ -188,6 +188,15 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// Whether the exchange holds nothing the client's next message could need: nothing is
+    /// queued, owed or kept of the last batch (#39: an idle session then gives it back). The
+    /// last response's outcome does not count: each response starts a new one
+    /// ([`Exchange::begin_response`]) before anything reads it.
+    pub fn is_fresh(&self) -> bool {
+        let Self { expect, bout, flight, phase, outcome: _, answers } = self;
+        expect.is_empty() && bout.is_empty() && flight.is_fresh() && *phase == Phase::Idle && answers.is_empty()
+    }
+
     /// The responses expected from the backend (or the router's own), in order.
     pub fn expects(&self) -> &VecDeque<Expect> {
         &self.expect
