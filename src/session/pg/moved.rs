@@ -180,8 +180,8 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
     *s.seat.conn = backend;
     s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
     s.progress.unnamed = Unnamed::thaw(frozen.unnamed);
-    s.bridge = super::bridged::Bridge::thaw(frozen.bridge);
-    s.progress.tokens = super::token::TokenStatements::thaw(frozen.tokens);
+    *s.bridge = super::bridged::Bridge::thaw(frozen.bridge);
+    *s.progress.tokens = super::token::TokenStatements::thaw(frozen.tokens);
     thaw_stmts(&mut s, frozen.stmts);
     Ok(s)
 }

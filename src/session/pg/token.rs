@@ -33,6 +33,11 @@ pub(super) struct TokenStatements {
 }
 
 impl TokenStatements {
+    /// Whether the client has none.
+    pub fn is_empty(&self) -> bool {
+        self.stmts.is_empty() && self.portals.is_empty()
+    }
+
     /// The named and unnamed token statements as they move to a new binary (#40). Portals stay
     /// behind: a session moves between transactions, and PostgreSQL ends portals with them.
     pub fn freeze(&self) -> Vec<(String, TokenCommand)> {

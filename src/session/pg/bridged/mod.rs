@@ -64,6 +64,12 @@ pub(in crate::session::pg) struct Bridge {
 }
 
 impl Bridge {
+    /// Whether nothing of the session is on a MySQL pool: no statement, portal or parked
+    /// connection.
+    pub(in crate::session::pg) fn is_empty(&self) -> bool {
+        self.stmts.is_empty() && self.portals.is_empty() && self.crossed.is_none() && self.parked.is_none()
+    }
+
     /// The client's statements on MySQL pools, as they move to a new binary (#40); `None`
     /// while a statement is under way across (a pipeline, a parked connection). Portals stay
     /// behind: a session moves between transactions, and PostgreSQL ends every portal with its
