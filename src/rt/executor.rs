@@ -50,11 +50,13 @@ const BACKGROUND_PATIENCE: u32 = 16;
 /// the core does (timers bound the wait themselves): valgrind (3.19) holds its thread lock
 /// through `io_uring_enter`, so a core waiting without a bound stops every other core of the
 /// process under callgrind, and `perf/percore.sh` hung with a core's upkeep timer at 50 ms
-/// (#39). A loaded core finds work before the bound; an idle one wakes about 20 times a
-/// second, where its 5 ms upkeep tick used to wake it 200 times.
+/// (#39); a wait that found nothing then yields the CPU, so another core takes valgrind's lock
+/// (with 50 ms waits and no yield, an idle core held it for seconds). A loaded core finds work
+/// before the bound; an idle one wakes 50 times a second, where its 5 ms upkeep tick used to
+/// wake it 200 times.
 const FIRST_IDLE_WAIT: Duration = Duration::from_millis(5);
 /// See [`FIRST_IDLE_WAIT`].
-const LONGEST_IDLE_WAIT: Duration = Duration::from_millis(50);
+const LONGEST_IDLE_WAIT: Duration = Duration::from_millis(20);
 
 /// The task queues of one core: request work must never wait behind upkeep.
 #[derive(Clone, Copy)]
@@ -289,8 +291,16 @@ impl Core {
                 let next = self.timers.borrow_mut().next().map(|t| t.saturating_duration_since(now));
                 Some(next.map_or(cap, |n| n.min(cap)))
             };
-            if self.ring.borrow_mut().turn(wait) {
+            let woken = self.ring.borrow_mut().turn(wait);
+            if woken {
                 self.take_remote();
+            }
+            let idle = self.queued(LATENCY) + self.queued(BACKGROUND) == 0;
+            if idle && !woken && wait.is_some_and(|w| !w.is_zero()) {
+                // A wait that ended with nothing: valgrind lets the other cores run only at a
+                // system call it knows may block, and `io_uring_enter` is not one (see
+                // `FIRST_IDLE_WAIT`). Costs an idle core one system call per wake-up.
+                std::thread::yield_now();
             }
         }
     }
