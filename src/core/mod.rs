@@ -12,6 +12,7 @@
 mod handover;
 mod pause;
 mod release;
+mod upkeep;
 
 use std::cell::Cell;
 use std::io;
@@ -19,7 +20,7 @@ use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
@@ -31,13 +32,6 @@ use crate::pool::{BudgetRegistry, CorePool, PoolSet};
 use crate::routing::CacheStats;
 use crate::rt::{self, CoreHandle, CoreQueues, Listener, RtError};
 use crate::session::{self, ClientSlots, CoreContext, CoreLinks};
-
-/// How often a core runs pool upkeep and checks its drain when no command woke it. Commands do
-/// not wait for it: each send notifies the core's loop. (A 50 ms tick while nothing needs it
-/// was tried for #39: under callgrind the busy core then waited seconds at a time on
-/// valgrind's thread lock while the idle one sat in its ring, so `perf/percore.sh` could not
-/// measure two cores. Each tick is cheap now: `CorePool::maintain` allocates nothing.)
-const UPKEEP_TICK: Duration = Duration::from_millis(5);
 
 /// Everything a core needs to start.
 pub struct CoreSetup {
@@ -171,9 +165,13 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
     load_catalogs(&ctx, &events);
     let mut drain_deadline: Option<Instant> = None;
     let mut handing_over = None;
+    let mut upkeep = upkeep::Upkeep::start(rt::now());
     loop {
+        let mut commanded = false;
         loop {
-            match inbox.try_recv() {
+            let received = inbox.try_recv();
+            commanded |= received.is_ok();
+            match received {
                 Ok(CoreCommand::ReleaseDatabase { database, deadline, reply }) => {
                     release::release(&ctx, prober.as_ref(), database, deadline, reply);
                 }
@@ -191,15 +189,22 @@ async fn run(setup: CoreSetup, queues: CoreQueues) {
                 }
             }
         }
-        ctx.pools().maintain(rt::now());
-        ctx.drop_unused_pools(); // #36: template pools nobody uses
+        let now = rt::now();
+        if commanded || upkeep.due(now) {
+            let pools = ctx.pools();
+            let next = pools.maintain(now, cores);
+            if pools.iter().any(|p| p.is_on_demand()) {
+                ctx.drop_unused_pools(); // #36: template pools nobody uses
+            }
+            upkeep.ran(now, next, drain_deadline.is_some());
+        }
         if let Some(deadline) = drain_deadline {
-            if (ctx.counters.sessions_active() == 0 && accepting.get() == 0) || rt::now() >= deadline {
+            if (ctx.counters.sessions_active() == 0 && accepting.get() == 0) || now >= deadline {
                 break;
             }
         }
-        // A command wakes the core at once (its sender notifies); the tick is for upkeep.
-        rt::race(rt::notified(), rt::sleep(UPKEEP_TICK)).await;
+        // A command wakes the core at once (its sender notifies).
+        upkeep.wait().await;
     }
     tracing::info!(core = id.0, left = ctx.counters.sessions_active(), "core stopped");
     handover::stopped(&ctx, handing_over);

@@ -1101,6 +1101,45 @@ impl CorePool {
         }
     }
 
+    /// When upkeep must look at this pool again, `maintain` having run at `now` on one of
+    /// `cores` cores (#39: upkeep runs when something is due, not on a periodic tick).
+    fn next_upkeep(&self, now: Instant, cores: usize) -> NextUpkeep {
+        let timeouts = &self.config.timeouts;
+        // A connection checked in later is due after this: looking again then finds it.
+        let mut by = now + timeouts.idle;
+        let mut follow = self.owes.get() || self.starved_ticks.get() > 0;
+        {
+            let idle = self.idle.borrow();
+            if !idle.is_empty() {
+                by = by.min(now + self.config.health.interval); // health: idle ones of a backend gone down
+            }
+            let cutoff = now.checked_sub(timeouts.idle).unwrap_or(now);
+            for c in idle.iter() {
+                if c.last_used >= cutoff {
+                    by = by.min(c.last_used + timeouts.idle);
+                }
+                // An idle connection becomes spare for a core that waits (see `maintain`): at
+                // that moment, then as long as it stays spare, in case one starts waiting.
+                match c.last_used.checked_add(SPARE_AFTER) {
+                    Some(spare) if spare > now => by = by.min(spare),
+                    _ => follow = true,
+                }
+            }
+        }
+        // The trade: while another core waits for a backend, or could start to while this
+        // core holds more than an even split of a used-up budget, upkeep follows it closely.
+        let cores = u32::try_from(cores.max(1)).unwrap_or(u32::MAX);
+        let held = |i: usize, b: &BackendSlot| {
+            let idle = self.idle.borrow().iter().filter(|c| c.backend == i).count();
+            u32::try_from(idle).unwrap_or(u32::MAX).saturating_add(b.outstanding.get())
+        };
+        follow = follow
+            || self.backends.iter().enumerate().any(|(i, b)| {
+                self.wanted_elsewhere(i) || (!b.budget.has_room() && held(i, b).saturating_mul(cores) > b.budget.used())
+            });
+        NextUpkeep { by: Some(by), follow }
+    }
+
     /// Closes the idle connections of unusable backends, and those idle since before `cutoff`
     /// beyond this core's share of `min_connections`.
     fn close_stale(&self, cutoff: Instant, u: Usable) {
@@ -1225,10 +1264,65 @@ impl PoolSet {
         self.pools.values()
     }
 
-    /// Periodic upkeep of every pool (see [`CorePool::maintain`]).
-    pub fn maintain(&self, now: Instant) {
+    /// Upkeep of every pool (see [`CorePool::maintain`]) at `now` on one of `cores` cores;
+    /// returns when it must run again.
+    pub fn maintain(&self, now: Instant, cores: usize) -> NextUpkeep {
+        let mut next = NextUpkeep { by: None, follow: false };
         for p in self.pools.values() {
             p.maintain(now.checked_sub(p.config.timeouts.idle).unwrap_or(now));
+            let due = p.next_upkeep(now, cores);
+            let by = next.by.into_iter().chain(due.by).min();
+            next = NextUpkeep { by, follow: next.follow || due.follow || p.is_on_demand() };
         }
+        next
+    }
+}
+
+/// When a core's pool upkeep must run again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NextUpkeep {
+    /// At the latest: the first idle connection past its timeout, the next look at the health
+    /// of idle connections, the next idle connection to become spare (`None`: no pool).
+    pub by: Option<Instant>,
+    /// Meanwhile, also every [`NextUpkeep::FOLLOW`]: the trade between cores needs following
+    /// (another core waits, or could come to wait for a budget this core holds more than an
+    /// even split of), or a pool made from the template may be left unused (it is dropped at
+    /// the next upkeep).
+    pub follow: bool,
+}
+
+impl NextUpkeep {
+    /// How often upkeep follows what needs following (the former upkeep tick's period:
+    /// [`STARVED_TICKS`] counts these looks).
+    pub const FOLLOW: Duration = Duration::from_millis(5);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upkeep_is_next_due_at_the_idle_timeout_and_follows_the_trade_only_when_it_may_move() {
+        let text = "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\nusername = \"u\"\n\
+                    password = \"p\"\nmax_connections = 1\nidle_timeout = \"7s\"\n\
+                    backends = [{ host = \"127.0.0.1\", port = 5432 }]\n[routing]\ndefault_pool = \"main\"\n";
+        let config = Config::parse(text, "test.toml").expect("valid config");
+        let set = PoolSet::build(&config, &BudgetRegistry::default(), None);
+        let pool = set.get("main").expect("pool");
+        let slot = pool.backends.first().expect("a backend");
+        let now = rt::now();
+        // Nothing idle: a connection checked in later is due after `now + idle_timeout`.
+        assert_eq!(set.maintain(now, 2), NextUpkeep { by: Some(now + Duration::from_secs(7)), follow: false });
+        slot.budget.take(); // another core holds the only connection
+        assert!(!set.maintain(now, 2).follow, "nothing here to give up");
+        slot.outstanding.set(1); // this core lends it: another core may come to wait for it
+        assert!(set.maintain(now, 2).follow);
+        assert!(!set.maintain(now, 1).follow, "no other core");
+        slot.outstanding.set(0);
+        slot.budget.want(); // another core waits
+        assert!(set.maintain(now, 2).follow);
+        slot.budget.unwant();
+        assert!(!set.maintain(now, 2).follow);
+        assert_eq!(PoolSet::default().maintain(now, 2), NextUpkeep { by: None, follow: false });
     }
 }

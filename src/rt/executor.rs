@@ -45,6 +45,19 @@ const BACKGROUND: TaskQueue = TaskQueue(1);
 /// How many loop iterations ready background work may wait behind latency work.
 const BACKGROUND_PATIENCE: u32 = 16;
 
+/// The longest a loop waits in `io_uring_enter` after a turn that found work; each wait in a
+/// row that ends with nothing to do doubles it, up to [`LONGEST_IDLE_WAIT`]. Not for anything
+/// the core does (timers bound the wait themselves): valgrind (3.19) holds its thread lock
+/// through `io_uring_enter`, so a core waiting without a bound stops every other core of the
+/// process under callgrind, and `perf/percore.sh` hung with a core's upkeep timer at 50 ms
+/// (#39); a wait that found nothing then yields the CPU, so another core takes valgrind's lock
+/// (with 50 ms waits and no yield, an idle core held it for seconds). A loaded core finds work
+/// before the bound; an idle one wakes 50 times a second, where its 5 ms upkeep tick used to
+/// wake it 200 times.
+const FIRST_IDLE_WAIT: Duration = Duration::from_millis(5);
+/// See [`FIRST_IDLE_WAIT`].
+const LONGEST_IDLE_WAIT: Duration = Duration::from_millis(20);
+
 /// The task queues of one core: request work must never wait behind upkeep.
 #[derive(Clone, Copy)]
 pub struct CoreQueues {
@@ -110,6 +123,8 @@ pub(super) struct Core {
     notify_waiters: RefCell<Vec<Waker>>,
     /// Turns of the loop so far (see [`super::fair`]).
     turns: Cell<u64>,
+    /// The bound of the next wait with nothing ready (see [`FIRST_IDLE_WAIT`]).
+    idle_wait: Cell<Duration>,
     shared: Arc<Shared>,
 }
 
@@ -181,6 +196,7 @@ impl Core {
             notify_gen: Cell::new(0),
             notify_waiters: RefCell::default(),
             turns: Cell::new(0),
+            idle_wait: Cell::new(FIRST_IDLE_WAIT),
             shared,
         })
     }
@@ -261,15 +277,30 @@ impl Core {
             }
             self.prune();
             let now = Instant::now();
-            let due = self.timers.borrow_mut().due(now);
-            due.into_iter().for_each(Waker::wake);
+            loop {
+                // Taken out one at a time: what a wake-up runs must find the timers free.
+                let due = self.timers.borrow_mut().pop_due(now);
+                let Some(waker) = due else { break };
+                waker.wake();
+            }
             let wait = if self.queued(LATENCY) + self.queued(BACKGROUND) > 0 {
+                self.idle_wait.set(FIRST_IDLE_WAIT);
                 Some(Duration::ZERO)
             } else {
-                self.timers.borrow_mut().next().map(|t| t.saturating_duration_since(now))
+                let cap = self.idle_wait.replace((self.idle_wait.get() * 2).min(LONGEST_IDLE_WAIT));
+                let next = self.timers.borrow_mut().next().map(|t| t.saturating_duration_since(now));
+                Some(next.map_or(cap, |n| n.min(cap)))
             };
-            if self.ring.borrow_mut().turn(wait) {
+            let woken = self.ring.borrow_mut().turn(wait);
+            if woken {
                 self.take_remote();
+            }
+            let idle = self.queued(LATENCY) + self.queued(BACKGROUND) == 0;
+            if idle && !woken && wait.is_some_and(|w| !w.is_zero()) {
+                // A wait that ended with nothing: valgrind lets the other cores run only at a
+                // system call it knows may block, and `io_uring_enter` is not one (see
+                // `FIRST_IDLE_WAIT`). Costs an idle core one system call per wake-up.
+                std::thread::yield_now();
             }
         }
     }

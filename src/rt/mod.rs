@@ -3,7 +3,7 @@
 //! Each core runs one thread with one io_uring and a single-threaded executor of `!Send` tasks
 //! in two priority queues (latency, background). Socket I/O (accept, connect, recv, send) is
 //! submitted as ring operations whose buffers the ring owns until completion; timers live in a
-//! core-local map and bound the loop's one `io_uring_enter` per iteration; other threads wake a
+//! core-local heap and bound the loop's one `io_uring_enter` per iteration; other threads wake a
 //! core through its eventfd. It also owns SO_REUSEPORT listeners, the clock, and panic
 //! containment for session tasks. Everything above it (pool, session, core) sees plain
 //! functions and types from here. Must not depend on any other module of the crate.
@@ -31,7 +31,7 @@ pub use guard::{current_queue, spawn_guarded, spawn_local};
 pub use io::{hand_off, linger_close, read_some, watch, write_all, Handed};
 pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now, Listener, Stream};
 pub use spare::{recycle, refill, spare_buffer};
-pub use time::{now, race, sleep, sleep_until, with_deadline, within, Deadline, Elapsed};
+pub use time::{now, race, sleep, sleep_lazy_until, sleep_until, with_deadline, within, Deadline, Elapsed};
 pub use timer::Sleep;
 pub use tls::{accept_tls, peer_certificate, start_tls, Accepted, FrozenTls};
 

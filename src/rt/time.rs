@@ -27,6 +27,15 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep::new(deadline)
 }
 
+/// Completes at the first turn of the core's loop at or after `deadline` that something else
+/// caused (a completion, a wake-up, another timer): it never makes the loop wake or wait less
+/// itself. For periodic looks that need no precision and should cost nothing extra on a
+/// loaded core. An idle loop still turns every few tens of milliseconds, so it completes at
+/// most that late.
+pub fn sleep_lazy_until(deadline: Instant) -> Sleep {
+    Sleep::lazy(deadline)
+}
+
 pin_project_lite::pin_project! {
     /// Future of [`with_deadline`] and [`within`]: the work, polled first, raced against a
     /// timer. A hand-written future rather than an `async fn`: an `async fn` wrapper holds its
