@@ -150,7 +150,7 @@ fn waiters_on_two_cores_are_served_in_arrival_order_within_the_pool() {
     for i in 0..2 * PER_CORE {
         let mut client = if i % 2 == 0 { other.next() } else { held_core.next() }.expect("a client");
         let insert = format!("INSERT INTO {table} (who) VALUES ({i})");
-        waiters.push(thread::spawn(move || { let t = Instant::now(); let r = client.batch_execute(&insert); eprintln!("waiter {i}: {:?} {:?}", t.elapsed(), r.as_ref().err()); r }));
+        waiters.push(thread::spawn(move || client.batch_execute(&insert)));
         thread::sleep(Duration::from_millis(100));
     }
     lock.commit().expect("unlock");
@@ -165,7 +165,6 @@ fn waiters_on_two_cores_are_served_in_arrival_order_within_the_pool() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    eprintln!("served {served:?}");
     assert_eq!(served.len(), 2 * PER_CORE, "{served:?}");
     for (at, later) in served.iter().enumerate() {
         for earlier in served.iter().skip(at + 1) {
