@@ -353,7 +353,10 @@ impl CorePool {
             config: config.clone(),
             backends,
             idle: RefCell::new(Vec::new()),
-            waiters: Rc::new(Waiters::new(budgets.line(&config.name), max.saturating_mul(config.backends.len() as u32))),
+            waiters: Rc::new(Waiters::new(
+                budgets.line(&config.name),
+                max.saturating_mul(config.backends.len() as u32),
+            )),
             wanting_here: Cell::new(0),
             owes: Cell::new(false),
             starved_ticks: Cell::new(0),
@@ -1017,10 +1020,13 @@ impl CorePool {
     /// Returns a connection; a connection that is not `reusable` is closed instead, and so is
     /// one upkeep found owed to another core (see [`CorePool::maintain`]).
     pub fn checkin(&self, mut conn: Conn, reusable: bool) {
-        conn.lease.permit = None; // #41: the shape's permit is given back, its time learned from
-                                  // #39: upkeep found this core over its part of the budget another core waits for
-                                  // (counted with this connection still lent).
-        let owed = self.owes.get() && self.over_share(conn.backend, 0);
+        // #41: the shape's permit is given back, its time learned from.
+        conn.lease.permit = None;
+        // #39: upkeep found this core over its part of the budget another core waits for
+        // (counted with this connection still lent). Not while this core's checkouts wait too:
+        // then the line's order decides (#41, below), which an even split would undo a
+        // connection at a time.
+        let owed = self.owes.get() && !self.waiters.waiting() && self.over_share(conn.backend, 0);
         if owed {
             self.owes.set(false);
         }

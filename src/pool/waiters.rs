@@ -173,6 +173,11 @@ impl Waiters {
         self.giving.set(false);
     }
 
+    /// Whether a checkout of this core waits in line.
+    pub(super) fn waiting(&self) -> bool {
+        !self.queue.borrow().is_empty()
+    }
+
     /// Whether this core gave a connection up for another core so recently that it leaves the
     /// unit to that core: its own waiters would otherwise take it back first.
     pub(super) fn yielding(&self) -> bool {
