@@ -36,6 +36,11 @@ impl Line {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// How many tickets were taken so far.
+    pub(super) fn issued(&self) -> u64 {
+        self.next.load(Ordering::Relaxed)
+    }
+
     /// A seat for a new pool object of one core.
     pub(super) fn join(&self) -> Arc<Seat> {
         let seat = Arc::new(Seat::default());

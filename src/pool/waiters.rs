@@ -81,6 +81,15 @@ impl Pace {
 /// this core ends it sooner.
 const YIELD_FOR: Duration = Duration::from_millis(10);
 
+/// A waiter of another core may be overtaken by this share of the tickets taken since it
+/// started waiting (or by the pool's size, if that is more) before a connection checked in here
+/// goes to it: its wait is then at most about 1 + 1/8 of what one line across cores would give
+/// it, whatever the line's length. A fixed slack of the pool's size moved a connection between
+/// the cores every 23 ms with 10,000 clients queued (perf/RESULTS.md): the clients split unevenly
+/// between the cores, by tens, and an even split of 8 connections cannot follow a fraction of one
+/// but by moving one back and forth, a backend login each time.
+const OVERTAKEN_SHARE: u64 = 8;
+
 /// State shared between a pool and the connections it lent out, so a closing connection can
 /// wake a waiter (its budget unit is free again).
 pub(crate) struct Waiters {
@@ -100,9 +109,10 @@ pub(crate) struct Waiters {
     /// The other cores' seats, as of the line's generation `seen`.
     others: RefCell<Vec<Arc<Seat>>>,
     seen: Cell<Option<u64>>,
-    /// How many tickets a waiter of another core may be overtaken by before a connection
-    /// checked in here goes to it: the pool's size, so a move (a close here and a backend login
-    /// there) corrects an order that is off by more than a whole turn of the pool.
+    /// How many tickets a waiter of another core may be overtaken by at least before a
+    /// connection checked in here goes to it (see [`OVERTAKEN_SHARE`]): the pool's size, so a
+    /// move (a close here and a backend login there) corrects an order that is off by more than
+    /// a whole turn of the pool.
     slack: u64,
     /// A connection is being closed for another core: this core's waiters are not woken for it.
     giving: Cell<bool>,
@@ -185,16 +195,20 @@ impl Waiters {
     }
 
     /// Whether a connection checked in now should go to another core: one whose oldest waiter
-    /// is older than this core's by more than [`Waiters::slack`] tickets, and that has no unit
-    /// handed to it yet (claimed here). False at once while no checkout of this core waits.
+    /// is older than this core's by more than its slack (see [`OVERTAKEN_SHARE`]), and that has
+    /// no unit handed to it yet (claimed here). False at once while no checkout of this core
+    /// waits.
     pub(super) fn overtaken(&self) -> bool {
         let Some(mine) = self.queue.borrow().front().map(|(_, t)| *t) else {
             return false;
         };
         self.refresh();
         let others = self.others.borrow();
-        let oldest = others.iter().filter_map(|s| Some((s.head()?, s))).min_by_key(|(h, _)| *h);
-        oldest.is_some_and(|(h, s)| h.saturating_add(self.slack) < mine && s.grant())
+        let Some((oldest, seat)) = others.iter().filter_map(|s| Some((s.head()?, s))).min_by_key(|(h, _)| *h) else {
+            return false;
+        };
+        let slack = self.slack.max(self.line.issued().saturating_sub(oldest) / OVERTAKEN_SHARE);
+        oldest.saturating_add(slack) < mine && seat.grant()
     }
 
     /// Copies the other cores' seats if one joined or left since the last look.
@@ -447,6 +461,22 @@ mod tests {
         assert!(poll_wait(&mut old).is_ready());
         assert!(poll_wait(&mut old).is_pending());
         assert!(here.overtaken());
+    }
+
+    #[test]
+    fn a_waiter_may_be_overtaken_by_a_share_of_the_tickets_taken_since_it_started_waiting() {
+        let line = Arc::new(Line::default());
+        let (here, there) = (Waiters::new(line.clone(), 2), Waiters::new(line.clone(), 2));
+        let _old = Waiting::new(&there);
+        // Four tickets taken by checkouts served since `old` took 0.
+        (0..4).for_each(|_| drop(line.ticket()));
+        let _mine = Waiting::new(&here);
+        assert!(here.overtaken(), "5 is past 0 + the pool's 2 (6 tickets taken, an eighth is 0)");
+        there.seat.ungrant();
+        // A long line forms behind both: 81 tickets taken since `old`'s, so it may be overtaken
+        // by 10, and this core's first (5) is within that.
+        (0..75).for_each(|_| drop(line.ticket()));
+        assert!(!here.overtaken());
     }
 
     #[test]
