@@ -13,27 +13,51 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+
+use crate::rt;
 
 /// A seat's head while none of its core's checkouts waits.
 const NOBODY: u64 = u64::MAX;
 
+/// A waiting checkout's place in its pool's line: its number, in arrival order across cores,
+/// and when it arrived (nanoseconds since the line's epoch, so another core can read it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Ticket {
+    pub(super) number: u64,
+    at: u64,
+}
+
 /// One pool's line, shared by the pool objects of every core (and kept across reloads).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Line {
-    /// The next ticket.
+    /// The next ticket's number.
     next: AtomicU64,
     seats: Mutex<Vec<Arc<Seat>>>,
     /// Bumped when a seat joins or leaves: a core copies the others' seats once per change,
     /// not once per look.
     generation: AtomicU64,
+    epoch: Instant,
+}
+
+impl Default for Line {
+    fn default() -> Self {
+        Self { next: AtomicU64::new(0), seats: Mutex::default(), generation: AtomicU64::new(0), epoch: rt::now() }
+    }
 }
 
 impl Line {
-    /// A ticket for a checkout starting to wait now.
-    pub(super) fn ticket(&self) -> u64 {
-        self.next.fetch_add(1, Ordering::Relaxed)
+    /// A ticket for a checkout starting to wait at `at`.
+    pub(super) fn ticket(&self, at: Instant) -> Ticket {
+        let at = u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX);
+        Ticket { number: self.next.fetch_add(1, Ordering::Relaxed), at }
+    }
+
+    /// How long the checkout holding `ticket` has waited at `now`.
+    pub(super) fn waited(&self, ticket: Ticket, now: Instant) -> Duration {
+        now.saturating_duration_since(self.epoch).saturating_sub(Duration::from_nanos(ticket.at))
     }
 
     /// How many tickets were taken so far.
@@ -71,8 +95,10 @@ impl Line {
 #[derive(Debug)]
 #[repr(align(128))]
 pub(super) struct Seat {
-    /// The ticket of this core's oldest waiting checkout, [`NOBODY`] when none waits.
+    /// The number of this core's oldest waiting checkout's ticket, [`NOBODY`] when none waits.
     head: AtomicU64,
+    /// When that checkout arrived (see [`Ticket`]).
+    since: AtomicU64,
     /// Another core closed a connection for this one and has not seen it take a unit since:
     /// one move at a time per seat.
     granted: AtomicBool,
@@ -85,6 +111,7 @@ impl Default for Seat {
     fn default() -> Self {
         Self {
             head: AtomicU64::new(NOBODY),
+            since: AtomicU64::new(0),
             granted: AtomicBool::new(false),
             called: AtomicBool::new(false),
             waker: Mutex::new(None),
@@ -94,16 +121,20 @@ impl Default for Seat {
 
 impl Seat {
     /// Publishes the ticket of this core's oldest waiter (`None`: nobody waits).
-    pub(super) fn publish(&self, head: Option<u64>) {
-        let head = head.unwrap_or(NOBODY);
-        if self.head.load(Ordering::Relaxed) != head {
-            self.head.store(head, Ordering::Release);
+    pub(super) fn publish(&self, head: Option<Ticket>) {
+        let number = head.map_or(NOBODY, |t| t.number);
+        if self.head.load(Ordering::Relaxed) != number {
+            if let Some(t) = head {
+                self.since.store(t.at, Ordering::Relaxed);
+            }
+            self.head.store(number, Ordering::Release);
         }
     }
 
     /// The ticket of this core's oldest waiter, if one waits.
-    pub(super) fn head(&self) -> Option<u64> {
-        Some(self.head.load(Ordering::Acquire)).filter(|&h| h != NOBODY)
+    pub(super) fn head(&self) -> Option<Ticket> {
+        let number = self.head.load(Ordering::Acquire);
+        (number != NOBODY).then(|| Ticket { number, at: self.since.load(Ordering::Relaxed) })
     }
 
     /// Marks a unit handed to this seat; false if one is handed already and not taken yet.
@@ -169,8 +200,10 @@ mod tests {
         let line = Line::default();
         let (a, b) = (line.join(), line.join());
         assert_eq!(line.others(&a).len(), 1);
-        let (t0, t1) = (line.ticket(), line.ticket());
-        assert!(t0 < t1);
+        let now = rt::now();
+        let (t0, t1) = (line.ticket(now), line.ticket(now + Duration::from_millis(5)));
+        assert!(t0.number < t1.number);
+        assert_eq!(line.waited(t1, now + Duration::from_millis(8)), Duration::from_millis(3));
         assert_eq!(a.head(), None);
         a.publish(Some(t1));
         assert_eq!(a.head(), Some(t1));

@@ -1043,7 +1043,7 @@ impl CorePool {
         let reuse = reusable && !conn.broken && healthy && keep;
         // #41: or another core's waiter is older than this core's first by more than the pool:
         // the connection is closed for it, and the close calls it.
-        if owed || (reuse && self.waiters.overtaken()) {
+        if owed || (reuse && self.waiters.overtaken(rt::now())) {
             self.give_up(conn);
         } else if reuse {
             // The kernel watches it while it sits idle: a server closing it or writing to it

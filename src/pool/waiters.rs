@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::budget::Budget;
 use super::limit::Over;
-use super::line::{Line, Seat};
+use super::line::{Line, Seat, Ticket};
 use crate::rt::{self, Event};
 
 /// How far back the pace looks: an interval weighs e^(-age / PACE_HORIZON). Long enough that a
@@ -90,12 +90,20 @@ const YIELD_FOR: Duration = Duration::from_millis(10);
 /// but by moving one back and forth, a backend login each time.
 const OVERTAKEN_SHARE: u64 = 8;
 
+/// How long a waiter of another core must have waited before a connection is moved to it: a
+/// move costs a backend login (milliseconds, tens on a busy host) during which the unit serves
+/// nobody, more than a short wait loses to being overtaken. Without it, 10,000 clients at
+/// 2,000 transactions/s, queueing now and then for a moment on either core, moved connections
+/// back and forth 60 times a second and the logins made the queues they were moved for
+/// (perf/RESULTS.md).
+const MOVE_AFTER: Duration = Duration::from_millis(50);
+
 /// State shared between a pool and the connections it lent out, so a closing connection can
 /// wake a waiter (its budget unit is free again).
 pub(crate) struct Waiters {
     /// One event per waiting checkout with its ticket of the pool's line, in arrival order; an
     /// event is set only once popped.
-    queue: RefCell<VecDeque<(Event, u64)>>,
+    queue: RefCell<VecDeque<(Event, Ticket)>>,
     /// Whether a waiting checkout of this core answers calls from other cores. One does: a
     /// unit freed elsewhere serves one waiter.
     calling: Cell<bool>,
@@ -194,21 +202,22 @@ impl Waiters {
         self.yield_until.get().is_some_and(|until| rt::now() < until)
     }
 
-    /// Whether a connection checked in now should go to another core: one whose oldest waiter
-    /// is older than this core's by more than its slack (see [`OVERTAKEN_SHARE`]), and that has
-    /// no unit handed to it yet (claimed here). False at once while no checkout of this core
-    /// waits.
-    pub(super) fn overtaken(&self) -> bool {
-        let Some(mine) = self.queue.borrow().front().map(|(_, t)| *t) else {
+    /// Whether a connection checked in at `now` should go to another core: one whose oldest waiter
+    /// has waited [`MOVE_AFTER`] and is older than this core's by more than its slack (see
+    /// [`OVERTAKEN_SHARE`]), and that has no unit handed to it yet (claimed here). False at once
+    /// while no checkout of this core waits.
+    pub(super) fn overtaken(&self, now: Instant) -> bool {
+        let Some(mine) = self.queue.borrow().front().map(|(_, t)| t.number) else {
             return false;
         };
         self.refresh();
         let others = self.others.borrow();
-        let Some((oldest, seat)) = others.iter().filter_map(|s| Some((s.head()?, s))).min_by_key(|(h, _)| *h) else {
+        let oldest = others.iter().filter_map(|s| Some((s.head()?, s))).min_by_key(|(h, _)| h.number);
+        let Some((oldest, seat)) = oldest.filter(|(h, _)| self.line.waited(*h, now) >= MOVE_AFTER) else {
             return false;
         };
-        let slack = self.slack.max(self.line.issued().saturating_sub(oldest) / OVERTAKEN_SHARE);
-        oldest.saturating_add(slack) < mine && seat.grant()
+        let slack = self.slack.max(self.line.issued().saturating_sub(oldest.number) / OVERTAKEN_SHARE);
+        oldest.number.saturating_add(slack) < mine && seat.grant()
     }
 
     /// Copies the other cores' seats if one joined or left since the last look.
@@ -285,7 +294,7 @@ impl Waiters {
 pub(super) struct Waiting<'a> {
     waiters: &'a Waiters,
     ev: Event,
-    ticket: u64,
+    ticket: Ticket,
     calls: bool,
     /// The last wait ended on a call from another core: its unit was looked for since.
     was_called: bool,
@@ -294,7 +303,7 @@ pub(super) struct Waiting<'a> {
 impl<'a> Waiting<'a> {
     pub(super) fn new(waiters: &'a Waiters) -> Self {
         let ev = Event::new();
-        let ticket = waiters.line.ticket();
+        let ticket = waiters.line.ticket(rt::now());
         let first = {
             let mut queue = waiters.queue.borrow_mut();
             queue.push_back((ev.clone(), ticket));
@@ -445,22 +454,24 @@ mod tests {
     fn a_checkin_goes_to_the_core_whose_waiter_is_overtaken_by_more_than_the_pool() {
         let line = Arc::new(Line::default());
         let (here, there) = (Waiters::new(line.clone(), 2), Waiters::new(line.clone(), 2));
-        assert!(!here.overtaken(), "nobody waits here: nothing read");
+        // Looked at once every waiter below has waited long enough for a move to pay.
+        let later = rt::now() + MOVE_AFTER + Duration::from_secs(1);
+        assert!(!here.overtaken(later), "nobody waits here: nothing read");
         let mut old = Waiting::new(&there);
         let (first, second, _third) = (Waiting::new(&here), Waiting::new(&here), Waiting::new(&here));
         // `old` took ticket 0; here's oldest took 1: within the pool's two.
-        assert!(!here.overtaken());
+        assert!(!here.overtaken(later));
         drop(first);
-        assert!(!here.overtaken(), "2 is within two of 0");
+        assert!(!here.overtaken(later), "2 is within two of 0");
         drop(second);
         // Here's oldest is ticket 3: `old` (0) is overtaken by three, more than the pool's two.
-        assert!(here.overtaken(), "handed to the other core");
-        assert!(!here.overtaken(), "one move at a time");
+        assert!(here.overtaken(later), "handed to the other core");
+        assert!(!here.overtaken(later), "one move at a time");
         // The other core's calling waiter looks, then waits again: another may be handed.
         there.seat.call();
         assert!(poll_wait(&mut old).is_ready());
         assert!(poll_wait(&mut old).is_pending());
-        assert!(here.overtaken());
+        assert!(here.overtaken(later));
     }
 
     #[test]
@@ -469,14 +480,16 @@ mod tests {
         let (here, there) = (Waiters::new(line.clone(), 2), Waiters::new(line.clone(), 2));
         let _old = Waiting::new(&there);
         // Four tickets taken by checkouts served since `old` took 0.
-        (0..4).for_each(|_| drop(line.ticket()));
+        (0..4).for_each(|_| drop(line.ticket(rt::now())));
         let _mine = Waiting::new(&here);
-        assert!(here.overtaken(), "5 is past 0 + the pool's 2 (6 tickets taken, an eighth is 0)");
+        assert!(!here.overtaken(rt::now()), "`old` has not waited long enough for a move to pay");
+        let later = rt::now() + MOVE_AFTER;
+        assert!(here.overtaken(later), "5 is past 0 + the pool's 2 (6 tickets taken, an eighth is 0)");
         there.seat.ungrant();
         // A long line forms behind both: 81 tickets taken since `old`'s, so it may be overtaken
         // by 10, and this core's first (5) is within that.
-        (0..75).for_each(|_| drop(line.ticket()));
-        assert!(!here.overtaken());
+        (0..75).for_each(|_| drop(line.ticket(rt::now())));
+        assert!(!here.overtaken(later));
     }
 
     #[test]
