@@ -480,7 +480,9 @@ mod tests {
         let (here, there) = (Waiters::new(line.clone(), 2), Waiters::new(line.clone(), 2));
         let _old = Waiting::new(&there);
         // Four tickets taken by checkouts served since `old` took 0.
-        (0..4).for_each(|_| drop(line.ticket(rt::now())));
+        (0..4).for_each(|_| {
+            line.ticket(rt::now());
+        });
         let _mine = Waiting::new(&here);
         assert!(!here.overtaken(rt::now()), "`old` has not waited long enough for a move to pay");
         let later = rt::now() + MOVE_AFTER;
@@ -488,7 +490,9 @@ mod tests {
         there.seat.ungrant();
         // A long line forms behind both: 81 tickets taken since `old`'s, so it may be overtaken
         // by 10, and this core's first (5) is within that.
-        (0..75).for_each(|_| drop(line.ticket(rt::now())));
+        (0..75).for_each(|_| {
+            line.ticket(rt::now());
+        });
         assert!(!here.overtaken(later));
     }
 
