@@ -99,6 +99,8 @@ pub(super) struct Seat {
     head: AtomicU64,
     /// When that checkout arrived (see [`Ticket`]).
     since: AtomicU64,
+    /// How many checkouts of this core wait.
+    waiting: AtomicU64,
     /// Another core closed a connection for this one and has not seen it take a unit since:
     /// one move at a time per seat.
     granted: AtomicBool,
@@ -112,6 +114,7 @@ impl Default for Seat {
         Self {
             head: AtomicU64::new(NOBODY),
             since: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
             granted: AtomicBool::new(false),
             called: AtomicBool::new(false),
             waker: Mutex::new(None),
@@ -120,8 +123,12 @@ impl Default for Seat {
 }
 
 impl Seat {
-    /// Publishes the ticket of this core's oldest waiter (`None`: nobody waits).
-    pub(super) fn publish(&self, head: Option<Ticket>) {
+    /// Publishes how many checkouts of this core wait, and the ticket of the oldest (`None`:
+    /// nobody waits).
+    pub(super) fn publish(&self, waiting: u64, head: Option<Ticket>) {
+        if self.waiting.load(Ordering::Relaxed) != waiting {
+            self.waiting.store(waiting, Ordering::Relaxed);
+        }
         let number = head.map_or(NOBODY, |t| t.number);
         if self.head.load(Ordering::Relaxed) != number {
             if let Some(t) = head {
@@ -129,6 +136,11 @@ impl Seat {
             }
             self.head.store(number, Ordering::Release);
         }
+    }
+
+    /// How many checkouts of this core wait.
+    pub(super) fn waiting(&self) -> u64 {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     /// The ticket of this core's oldest waiter, if one waits.
@@ -205,10 +217,10 @@ mod tests {
         assert!(t0.number < t1.number);
         assert_eq!(line.waited(t1, now + Duration::from_millis(8)), Duration::from_millis(3));
         assert_eq!(a.head(), None);
-        a.publish(Some(t1));
-        assert_eq!(a.head(), Some(t1));
-        a.publish(None);
-        assert_eq!(a.head(), None);
+        a.publish(2, Some(t1));
+        assert_eq!((a.waiting(), a.head()), (2, Some(t1)));
+        a.publish(0, None);
+        assert_eq!((a.waiting(), a.head()), (0, None));
         let before = line.generation();
         line.leave(&b);
         assert!(line.generation() > before);

@@ -566,15 +566,22 @@ impl CorePool {
     /// Whether this core holds more than `slack` beyond its part of `backend`'s budget in use
     /// while other cores wait for it; the part is an even split between this core and the
     /// waiting ones. Without it a core whose clients kept every connection busy kept them all,
-    /// and the other core's clients waited out their `acquire_timeout` (#39).
+    /// and the other core's clients waited out their `acquire_timeout` (#39). While checkouts of
+    /// this core wait too, the part is in proportion to its share of all the waiting checkouts
+    /// (#41): 10,000 clients split unevenly between two cores then wait about as long on either,
+    /// where an even split of the connections made the core with more clients slower.
     fn over_share(&self, backend: usize, slack: u32) -> bool {
         let elsewhere = self.cores_wanting_elsewhere(backend);
         let Some(b) = self.backends.get(backend).filter(|_| elsewhere > 0) else {
             return false;
         };
         let idle = self.idle.borrow().iter().filter(|c| c.backend == backend).count();
-        let held = u32::try_from(idle).unwrap_or(u32::MAX) + b.outstanding.get();
-        held.saturating_mul(elsewhere + 1) > b.budget.used() + slack
+        let held = u64::try_from(idle).unwrap_or(u64::MAX) + u64::from(b.outstanding.get());
+        let (used, slack) = (u64::from(b.budget.used()), u64::from(slack));
+        match self.waiters.demand() {
+            Some((mine, all)) => held.saturating_mul(all) > used.saturating_mul(mine) + slack.saturating_mul(all),
+            None => held.saturating_mul(u64::from(elsewhere) + 1) > used + slack,
+        }
     }
 
     /// Whether `addr` is one of this pool's backends.
@@ -1023,10 +1030,8 @@ impl CorePool {
         // #41: the shape's permit is given back, its time learned from.
         conn.lease.permit = None;
         // #39: upkeep found this core over its part of the budget another core waits for
-        // (counted with this connection still lent). Not while this core's checkouts wait too:
-        // then the line's order decides (#41, below), which an even split would undo a
-        // connection at a time.
-        let owed = self.owes.get() && !self.waiters.waiting() && self.over_share(conn.backend, 0);
+        // (counted with this connection still lent).
+        let owed = self.owes.get() && self.over_share(conn.backend, 0);
         if owed {
             self.owes.set(false);
         }
@@ -1041,8 +1046,9 @@ impl CorePool {
         let letting_go = self.letting_go_until.get().is_some_and(|until| rt::now() < until);
         let keep = !self.replaced.get() && !self.gate.is_paused() && conn.epoch == self.gate.epoch() && !letting_go;
         let reuse = reusable && !conn.broken && healthy && keep;
-        // #41: or another core's waiter is older than this core's first by more than the pool:
-        // the connection is closed for it, and the close calls it.
+        // #41: or another core's waiter was overtaken by this core's by more than its slack
+        // (which the split by demand above keeps rare): the connection is closed for it, and
+        // the close calls it.
         if owed || (reuse && self.waiters.overtaken(rt::now())) {
             self.give_up(conn);
         } else if reuse {

@@ -191,11 +191,6 @@ impl Waiters {
         self.giving.set(false);
     }
 
-    /// Whether a checkout of this core waits in line.
-    pub(super) fn waiting(&self) -> bool {
-        !self.queue.borrow().is_empty()
-    }
-
     /// Whether this core gave a connection up for another core so recently that it leaves the
     /// unit to that core: its own waiters would otherwise take it back first.
     pub(super) fn yielding(&self) -> bool {
@@ -229,9 +224,19 @@ impl Waiters {
         }
     }
 
-    /// Publishes the ticket of the first in line (see [`Seat::publish`]).
+    /// Publishes how many wait here and the ticket of the first in line (see [`Seat::publish`]).
     fn publish(&self) {
-        self.seat.publish(self.queue.borrow().front().map(|(_, t)| *t));
+        let queue = self.queue.borrow();
+        self.seat.publish(queue.len() as u64 + u64::from(self.owed.get()), queue.front().map(|(_, t)| *t));
+    }
+
+    /// This core's checkouts waiting (queued or woken) and those of every core, while both are
+    /// some: the demand a core's part of the budget is weighed by (`CorePool::over_share`).
+    pub(super) fn demand(&self) -> Option<(u64, u64)> {
+        let mine = self.queue.borrow().len() as u64 + u64::from(self.owed.get());
+        self.refresh();
+        let others: u64 = self.others.borrow().iter().map(|s| s.waiting()).sum();
+        (mine > 0 && others > 0).then_some((mine, mine + others))
     }
 
     /// Wakes the checkout first in line, for a unit freed (`freed`: measured by the pace) or to
@@ -240,12 +245,12 @@ impl Waiters {
         let next = self.queue.borrow_mut().pop_front();
         match next {
             Some((ev, _)) => {
-                self.publish();
                 if freed {
                     self.pace.borrow_mut().freed(rt::now());
                 }
                 ev.set();
                 self.owed.set(self.owed.get() + 1);
+                self.publish();
             }
             None => self.pace.borrow_mut().idle(),
         }
@@ -304,14 +309,8 @@ impl<'a> Waiting<'a> {
     pub(super) fn new(waiters: &'a Waiters) -> Self {
         let ev = Event::new();
         let ticket = waiters.line.ticket(rt::now());
-        let first = {
-            let mut queue = waiters.queue.borrow_mut();
-            queue.push_back((ev.clone(), ticket));
-            queue.len() == 1
-        };
-        if first {
-            waiters.publish();
-        }
+        waiters.queue.borrow_mut().push_back((ev.clone(), ticket));
+        waiters.publish();
         Self { waiters, ev, ticket, calls: false, was_called: false }
     }
 
@@ -494,6 +493,22 @@ mod tests {
             line.ticket(rt::now());
         });
         assert!(!here.overtaken(later));
+    }
+
+    #[test]
+    fn the_demand_counts_the_waiters_here_and_on_every_core_while_both_wait() {
+        let line = Arc::new(Line::default());
+        let (here, there) = (Waiters::new(line.clone(), 8), Waiters::new(line.clone(), 8));
+        let mine: Vec<Waiting<'_>> = (0..2).map(|_| Waiting::new(&here)).collect();
+        assert_eq!(here.demand(), None, "nobody waits elsewhere");
+        let theirs: Vec<Waiting<'_>> = (0..3).map(|_| Waiting::new(&there)).collect();
+        assert_eq!(here.demand(), Some((2, 5)));
+        there.wake_one();
+        assert_eq!(here.demand(), Some((2, 5)), "a waiter woken is waiting until it ran");
+        drop(mine);
+        assert_eq!(here.demand(), None);
+        drop(theirs);
+        assert_eq!(there.seat.waiting(), 0);
     }
 
     #[test]
