@@ -568,8 +568,9 @@ impl CorePool {
     /// waiting ones. Without it a core whose clients kept every connection busy kept them all,
     /// and the other core's clients waited out their `acquire_timeout` (#39). While checkouts of
     /// this core wait too, the part is in proportion to its share of all the waiting checkouts
-    /// (#41): 10,000 clients split unevenly between two cores then wait about as long on either,
-    /// where an even split of the connections made the core with more clients slower.
+    /// (#41), by more than one connection: 10,000 clients split unevenly between two cores then
+    /// wait about as long on either, where an even split of the connections made the core with
+    /// more clients slower; without the connection of hysteresis they moved 40 times a second.
     fn over_share(&self, backend: usize, slack: u32) -> bool {
         let elsewhere = self.cores_wanting_elsewhere(backend);
         let Some(b) = self.backends.get(backend).filter(|_| elsewhere > 0) else {
@@ -579,7 +580,9 @@ impl CorePool {
         let held = u64::try_from(idle).unwrap_or(u64::MAX) + u64::from(b.outstanding.get());
         let (used, slack) = (u64::from(b.budget.used()), u64::from(slack));
         match self.waiters.demand() {
-            Some((mine, all)) => held.saturating_mul(all) > used.saturating_mul(mine) + slack.saturating_mul(all),
+            // One connection more of hysteresis: the waiting counts move all the time, and a
+            // part that is a fraction of a connection is not worth a backend login per tick.
+            Some((mine, all)) => held.saturating_mul(all) > used.saturating_mul(mine) + (slack + 1).saturating_mul(all),
             None => held.saturating_mul(u64::from(elsewhere) + 1) > used + slack,
         }
     }
