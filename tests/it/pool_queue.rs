@@ -35,6 +35,25 @@ fn router_on(cores: &[usize], acquire: &str) -> Router {
     Router::start(&toml)
 }
 
+/// A superuser client, a table recording who ran (a `who` column of type `who`) and a table
+/// for the test to lock: the client and the two tables' names.
+fn arrivals_and_gate(who: &str) -> (postgres::Client, String, String) {
+    let (table, gate) = (unique_name("arrivals"), unique_name("gate"));
+    let mut su = superuser();
+    su.batch_execute(&format!(
+        "CREATE TABLE {table} (id serial PRIMARY KEY, who {who}); CREATE TABLE {gate} (x int); \
+         GRANT ALL ON {table}, {table}_id_seq, {gate} TO PUBLIC"
+    ))
+    .expect("create");
+    (su, table, gate)
+}
+
+/// Who `table`'s rows were inserted by, in the order the statements ran.
+fn served_order<T: for<'a> postgres::types::FromSql<'a>>(su: &mut postgres::Client, table: &str) -> Vec<T> {
+    let rows = su.query(&format!("SELECT who FROM {table} ORDER BY id"), &[]).expect("order");
+    rows.iter().map(|r| r.get(0)).collect()
+}
+
 /// Sessions open on each core, in core order.
 fn sessions_per_core(router: &Router) -> Vec<u64> {
     let mut reports = router.control().collect().expect("collect");
@@ -72,14 +91,7 @@ fn waiting_on(table: &str) -> i64 {
 #[test]
 fn a_connection_given_back_goes_to_the_waiter_not_to_a_statement_arriving_as_it_frees() {
     let router = one_connection_router("20s");
-    let table = unique_name("arrivals");
-    let gate = unique_name("gate");
-    let mut su = superuser();
-    su.batch_execute(&format!(
-        "CREATE TABLE {table} (id serial PRIMARY KEY, who text); CREATE TABLE {gate} (x int); \
-         GRANT ALL ON {table}, {table}_id_seq, {gate} TO PUBLIC"
-    ))
-    .expect("create");
+    let (mut su, table, gate) = arrivals_and_gate("text");
     // The test holds the gate table: the holder's first statement, reading it, keeps the pool's
     // one connection (a plain lock wait: an advisory lock function would pin the session).
     let mut locker = superuser();
@@ -108,12 +120,7 @@ fn a_connection_given_back_goes_to_the_waiter_not_to_a_statement_arriving_as_it_
     assert_eq!(tags(&holder.until_ready()), "CZ", "the pipelined insert's answer");
     waiter.join().expect("waiter thread").expect("the waiter's insert");
 
-    let order: Vec<String> = su
-        .query(&format!("SELECT who FROM {table} ORDER BY id"), &[])
-        .expect("order")
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let order: Vec<String> = served_order(&mut su, &table);
     assert_eq!(order, ["waiter", "pipelined"], "the waiter queued first and is served first");
 }
 
@@ -126,14 +133,7 @@ fn waiters_on_two_cores_are_served_in_arrival_order_within_the_pool() {
     // pool's size (one) of its turn, one more for the move in flight.
     const PER_CORE: usize = 6;
     let router = router_on(&[0, 1], "20s");
-    let table = unique_name("order");
-    let gate = unique_name("gate");
-    let mut su = superuser();
-    su.batch_execute(&format!(
-        "CREATE TABLE {table} (id serial PRIMARY KEY, who int); CREATE TABLE {gate} (x int); \
-         GRANT ALL ON {table}, {table}_id_seq, {gate} TO PUBLIC"
-    ))
-    .expect("create");
+    let (mut su, table, gate) = arrivals_and_gate("int");
     let [on0, on1] = clients_on_each_core(&router, PER_CORE + 1);
     let mut locker = superuser();
     let mut lock = locker.transaction().expect("begin");
@@ -159,12 +159,7 @@ fn waiters_on_two_cores_are_served_in_arrival_order_within_the_pool() {
         w.join().expect("waiter thread").expect("every waiter served");
     }
 
-    let served: Vec<i32> = su
-        .query(&format!("SELECT who FROM {table} ORDER BY id"), &[])
-        .expect("order")
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let served: Vec<i32> = served_order(&mut su, &table);
     assert_eq!(served.len(), 2 * PER_CORE, "{served:?}");
     for (at, later) in served.iter().enumerate() {
         for earlier in served.iter().skip(at + 1) {
