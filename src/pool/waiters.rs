@@ -5,9 +5,10 @@
 //! First come, first served (#41): a unit freed goes to the waiter first in line, and until that
 //! waiter has run and taken it (`owed`), a checkout arriving meanwhile queues behind it rather
 //! than taking the idle connection on the way in. Across cores, each waiter holds a ticket of
-//! the pool's line (`pool::line`): a connection checked in here while a waiter of another core
-//! is older than this core's oldest by more than the pool's size goes to that core instead
-//! (closed here, opened there). And a checkout is told at once when the line ahead of it would
+//! the pool's line (`pool::line`): the cores split the budget by their numbers of waiters
+//! (`CorePool::over_share`), and a connection checked in here while a waiter of another core
+//! has been overtaken by this core's first beyond a bound ([`OVERTAKEN_SHARE`],
+//! [`MOVE_AFTER`]) goes to that core instead (closed here, opened there). And a checkout is told at once when the line ahead of it would
 //! outlast its deadline: the core measures how often a unit frees while checkouts wait
 //! (`Pace`), so the expected wait of the next in line is its place times that interval. The
 //! uncontended checkout reads two core-local cells; only a waiting checkout, a checkin while
