@@ -32,15 +32,21 @@ struct Frozen {
     lex: u16,
     state: FrozenState,
     ryw: FrozenRyw,
-    /// Named statements, each after the statements its text runs.
-    stmts: Vec<FrozenStmt>,
-    unnamed: FrozenUnnamed,
+    stmts: FrozenStatements,
     /// Bytes the client sent that no message took yet.
     leftover: Vec<u8>,
     /// The server connection the session owns (session mode, a pin), if it moves with one.
     backend: Option<FrozenConn>,
     /// On a pass-through pool, who its backend connections log in as (#23).
     pass: Option<crate::pool::FrozenPass>,
+}
+
+/// The client's statements, wherever they run.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FrozenStatements {
+    /// Named statements, each after the statements its text runs.
+    named: Vec<FrozenStmt>,
+    unnamed: FrozenUnnamed,
     /// Statements about the causal token, which the router answers itself (#34).
     tokens: Vec<(String, crate::routing::causal::TokenCommand)>,
     /// Statements prepared on a MySQL pool: the session's own, when it is bridged, or a native
@@ -81,13 +87,15 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
         lex: s.identity.lex.to_bits(),
         state: s.state.freeze(owned)?,
         ryw: s.seat.ryw.freeze(crate::rt::now()),
-        stmts: frozen_stmts(s)?,
-        unnamed: s.progress.unnamed.freeze()?,
+        stmts: FrozenStatements {
+            named: frozen_stmts(s)?,
+            unnamed: s.progress.unnamed.freeze()?,
+            tokens: s.progress.tokens.freeze(),
+            bridge: s.bridge.freeze()?,
+        },
         leftover,
         backend: None,
         pass: s.seat.pass.as_ref().map(|p| p.freeze()),
-        bridge: s.bridge.freeze()?,
-        tokens: s.progress.tokens.freeze(),
     };
     let backend = match s.seat.conn.as_mut() {
         Some(conn) => {
@@ -179,9 +187,9 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
         Session::new(ctx.clone(), stream, frozen.leftover, pool, state, handed.key, handed.listener, max, identity);
     *s.seat.conn = backend;
     s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
-    s.progress.unnamed = Unnamed::thaw(frozen.unnamed);
-    *s.bridge = super::bridged::Bridge::thaw(frozen.bridge);
-    *s.progress.tokens = super::token::TokenStatements::thaw(frozen.tokens);
-    thaw_stmts(&mut s, frozen.stmts);
+    s.progress.unnamed = Unnamed::thaw(frozen.stmts.unnamed);
+    *s.bridge = super::bridged::Bridge::thaw(frozen.stmts.bridge);
+    *s.progress.tokens = super::token::TokenStatements::thaw(frozen.stmts.tokens);
+    thaw_stmts(&mut s, frozen.stmts.named);
     Ok(s)
 }
