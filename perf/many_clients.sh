@@ -4,7 +4,9 @@
 # each run's latency p50 and p99 from pgbench's per-transaction log and their ratio (target
 # <= 3), the transactions that failed, pgbench's own CPU time per wall second (a load generator
 # polling thousands of sockets is itself a source of tail latency on a small host) and the load
-# average; then per target the median [min-max] over the rounds.
+# average, and the backend logins during the run (a connection moved between the router's cores
+# is a close on one and a login on the other, #41); then per target the median [min-max] over
+# the rounds.
 #
 #   perf/many_clients.sh [SECONDS] [CLIENTS] [RATE] [ROUNDS]     (defaults 20, 10000, 2000, 2)
 #
@@ -64,9 +66,18 @@ hold_idle() {
     log "port $1: $ready idle clients held"
 }
 
-# run PORT: pgbench through PORT; prints "p50_ms p99_ms failed transactions cpu_per_sec".
+# sessions: backend logins into the bench database so far (pg_stat_database, flushed by each
+# backend within a second or so; one more for this query's own).
+sessions() {
+    "$PG_BIN/psql" -X -Atq -h "$PG_HOST" -p "$PG_PRIMARY_PORT" -U "$PG_SUPERUSER" -d bench \
+        -c "SELECT pg_stat_force_next_flush(); SELECT sessions FROM pg_stat_database WHERE datname = 'bench'" | tail -n 1
+}
+
+# run PORT: pgbench through PORT; prints "p50_ms p99_ms failed transactions cpu_per_sec logins".
 run() {
     rm -f "$BASE"/pgb.*
+    local before
+    before=$(sessions)
     local work=(-S -R "$RATE") out
     [ "$MODE" = saturate ] && work=(-f "$BASE/sleep.sql")
     local start
@@ -81,24 +92,26 @@ run() {
     fi
     grep -q "^number of transactions actually processed" <<<"$out" || tail -n 3 <<<"$out" >&2
     cpu=$(awk '/^cpu /{printf "%.2f", ($2 + $3) / ($4 > 0 ? $4 : 1)}' <<<"$out")
+    sleep 2
+    local logins=$(($(sessions) - before - 1))
     # Column 3 is the latency in microseconds (schedule lag included), column 5 the epoch
     # second the transaction ended.
     cat "$BASE"/pgb.* | awk -v from=$((start + WARMUP)) '$5 >= from {print $3}' | sort -n |
-        awk -v f="${failed:-0}" -v c="$cpu" '{a[NR]=$1} END {printf "%.2f %.2f %s %d %s", a[int(NR*0.5)]/1000, a[int(NR*0.99)]/1000, f, NR, c}'
+        awk -v f="${failed:-0}" -v c="$cpu" -v l="$logins" '{a[NR]=$1} END {printf "%.2f %.2f %s %d %s %d", a[int(NR*0.5)]/1000, a[int(NR*0.99)]/1000, f, NR, c, l}'
 }
 
 port_of() { case $1 in pgbouncer) echo "$PGB_PORT" ;; base) echo "$BASE_PORT" ;; *) echo "$PORT" ;; esac; }
 for target in $TARGETS; do hold_idle "$(port_of "$target")"; done
 log "mode $MODE, $ACTIVE of $CLIENTS clients driven by pgbench"
 : >"$BASE/figures"
-printf '%-10s %9s %9s %7s %8s %12s %8s %s\n' target p50_ms p99_ms p99/p50 failed transactions pgb_cpu load
+printf '%-10s %9s %9s %7s %8s %12s %8s %7s %s\n' target p50_ms p99_ms p99/p50 failed transactions pgb_cpu logins load
 for r in $(seq "$ROUNDS"); do
     for target in $TARGETS; do
         port=$(port_of "$target")
-        read -r p50 p99 failed n cpu <<<"$(run "$port")"
+        read -r p50 p99 failed n cpu logins <<<"$(run "$port")"
         ratio=$(python3 -c "print(f'{$p99 / max($p50, 0.001):.2f}')")
         load=$(cut -d' ' -f1 /proc/loadavg)
-        printf '%-10s %9s %9s %7s %8s %12s %8s %s\n' "$target" "$p50" "$p99" "$ratio" "$failed" "$n" "$cpu" "$load"
+        printf '%-10s %9s %9s %7s %8s %12s %8s %7s %s\n' "$target" "$p50" "$p99" "$ratio" "$failed" "$n" "$cpu" "$logins" "$load"
         echo "$target $p50 $p99 $ratio" >>"$BASE/figures"
     done
 done
