@@ -356,6 +356,7 @@ impl CorePool {
             waiters: Rc::new(Waiters::new(
                 budgets.line(&config.name),
                 max.saturating_mul(config.backends.len() as u32),
+                Some(if config.username.is_none() { waiters::RECHECK_PER_USER } else { waiters::RECHECK_SHARED }),
             )),
             wanting_here: Cell::new(0),
             owes: Cell::new(false),
@@ -673,7 +674,7 @@ impl CorePool {
                 // The user is at its own cap here: give the pool-wide unit back.
                 if let Some(slot) = self.backends.get(index) {
                     slot.budget.release();
-                    self.waiters.unit_freed(&slot.budget);
+                    self.waiters.call_others(&slot.budget);
                 }
                 None
             }

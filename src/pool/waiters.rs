@@ -99,6 +99,19 @@ const OVERTAKEN_SHARE: u64 = 8;
 /// (perf/RESULTS.md).
 const MOVE_AFTER: Duration = Duration::from_millis(50);
 
+/// How often the waiter answering calls looks again without being woken, on a pool whose
+/// connections serve one user each (pass-through, #23): a connection checked in or closed there
+/// wakes the first waiter, which may be of another user or at its user's own cap, and an idle
+/// connection of another user (closed for a waiter after it waited a round) frees nothing until
+/// someone looks.
+pub(super) const RECHECK_PER_USER: Duration = Duration::from_millis(2);
+
+/// The same on a pool whose connections serve anyone: every unit freed wakes a waiter or calls
+/// another core's, so this is only the bound on a wake missed by design: a unit this core left
+/// to another core whose waiter went away meanwhile ([`YIELD_FOR`]), a backend becoming usable
+/// again, a unit taken and given back by another core in the instant this core looked.
+pub(super) const RECHECK_SHARED: Duration = Duration::from_millis(25);
+
 /// State shared between a pool and the connections it lent out, so a closing connection can
 /// wake a waiter (its budget unit is free again).
 pub(crate) struct Waiters {
@@ -127,11 +140,14 @@ pub(crate) struct Waiters {
     giving: Cell<bool>,
     /// Until when this core leaves a unit it gave up to the core it gave it up for.
     yield_until: Cell<Option<Instant>>,
+    /// How long the waiter answering calls waits before it looks again unwoken
+    /// ([`RECHECK_PER_USER`], [`RECHECK_SHARED`]); never where nobody waits (a health probe's).
+    recheck: Option<Duration>,
 }
 
 impl Default for Waiters {
     fn default() -> Self {
-        Self::new(Arc::default(), 1)
+        Self::new(Arc::default(), 1, None)
     }
 }
 
@@ -142,8 +158,9 @@ impl Drop for Waiters {
 }
 
 impl Waiters {
-    /// The waiters of one core's pool object of `capacity` connections, seated in `line`.
-    pub(crate) fn new(line: Arc<Line>, capacity: u32) -> Self {
+    /// The waiters of one core's pool object of `capacity` connections, seated in `line`, the
+    /// one answering calls looking again every `recheck`.
+    pub(crate) fn new(line: Arc<Line>, capacity: u32, recheck: Option<Duration>) -> Self {
         let seat = line.join();
         Self {
             queue: RefCell::default(),
@@ -158,6 +175,7 @@ impl Waiters {
             slack: u64::from(capacity.max(1)),
             giving: Cell::new(false),
             yield_until: Cell::new(None),
+            recheck,
         }
     }
 
@@ -173,6 +191,14 @@ impl Waiters {
         if !self.giving.get() {
             self.wake_one();
         }
+        self.call_others(budget);
+    }
+
+    /// Calls the other cores waiting for `budget`: a unit of it is free again. Alone (this
+    /// core's waiters not woken) for a unit taken and given back at once, as by a checkout whose
+    /// user is at its own cap: a waiter here woken for it would be the very checkout that gave
+    /// it back, and would wake itself again without end.
+    pub(crate) fn call_others(&self, budget: &Budget) {
         let here = u32::from(!self.queue.borrow().is_empty() || self.owed());
         if budget.wanted() > here {
             self.refresh();
@@ -337,7 +363,14 @@ impl<'a> Waiting<'a> {
                 self.ev.wait().await;
                 false
             };
-            self.was_called = rt::race(woken, called).await;
+            let rechecked = async {
+                match self.waiters.recheck {
+                    Some(every) => rt::sleep(every).await,
+                    None => std::future::pending().await,
+                }
+                false
+            };
+            self.was_called = rt::race(woken, rt::race(called, rechecked)).await;
             if self.was_called {
                 // Another core freed a unit for this one: whatever this core gave up before is
                 // taken, or the two cores handed units to each other and each would leave its own.
@@ -413,6 +446,16 @@ mod tests {
     }
 
     #[test]
+    fn the_waiter_answering_calls_looks_again_unwoken_on_a_pool_that_rechecks() {
+        let waiters = Waiters::new(Arc::default(), 1, Some(RECHECK_PER_USER));
+        let (mut a, mut b) = (Waiting::new(&waiters), Waiting::new(&waiters));
+        // Off a core a timer completes at once: the recheck returns at the first poll.
+        assert!(poll_wait(&mut a).is_ready() && !a.was_called);
+        assert!(poll_wait(&mut b).is_pending(), "only the waiter answering calls rechecks");
+        assert_eq!(queued(&waiters), 2, "neither left its place");
+    }
+
+    #[test]
     fn wake_one_serves_in_arrival_order_and_a_woken_waiter_missing_out_is_first_again() {
         let waiters = Waiters::default();
         let (a, b) = (Waiting::new(&waiters), Waiting::new(&waiters));
@@ -453,7 +496,7 @@ mod tests {
     #[test]
     fn a_checkin_goes_to_the_core_whose_waiter_is_overtaken_by_more_than_the_pool() {
         let line = Arc::new(Line::default());
-        let (here, there) = (Waiters::new(line.clone(), 2), Waiters::new(line.clone(), 2));
+        let (here, there) = (Waiters::new(line.clone(), 2, None), Waiters::new(line.clone(), 2, None));
         // Looked at once every waiter below has waited long enough for a move to pay.
         let later = rt::now() + MOVE_AFTER + Duration::from_secs(1);
         assert!(!here.overtaken(later), "nobody waits here: nothing read");
@@ -477,7 +520,7 @@ mod tests {
     #[test]
     fn a_waiter_may_be_overtaken_by_a_share_of_the_tickets_taken_since_it_started_waiting() {
         let line = Arc::new(Line::default());
-        let (here, there) = (Waiters::new(line.clone(), 2), Waiters::new(line.clone(), 2));
+        let (here, there) = (Waiters::new(line.clone(), 2, None), Waiters::new(line.clone(), 2, None));
         let _old = Waiting::new(&there);
         // Four tickets taken by checkouts served since `old` took 0.
         (0..4).for_each(|_| {
@@ -499,7 +542,7 @@ mod tests {
     #[test]
     fn the_demand_counts_the_waiters_here_and_on_every_core_while_both_wait() {
         let line = Arc::new(Line::default());
-        let (here, there) = (Waiters::new(line.clone(), 8), Waiters::new(line.clone(), 8));
+        let (here, there) = (Waiters::new(line.clone(), 8, None), Waiters::new(line.clone(), 8, None));
         let mine: Vec<Waiting<'_>> = (0..2).map(|_| Waiting::new(&here)).collect();
         assert_eq!(here.demand(), None, "nobody waits elsewhere");
         let theirs: Vec<Waiting<'_>> = (0..3).map(|_| Waiting::new(&there)).collect();
@@ -515,7 +558,7 @@ mod tests {
     #[test]
     fn a_unit_freed_calls_the_other_cores_waiting_for_the_budget_and_a_give_up_wakes_nobody_here() {
         let line = Arc::new(Line::default());
-        let (here, there) = (Waiters::new(line.clone(), 1), Waiters::new(line.clone(), 1));
+        let (here, there) = (Waiters::new(line.clone(), 1, None), Waiters::new(line.clone(), 1, None));
         let budget = crate::pool::BudgetRegistry::default().get("p", "h:1", 1);
         let mut theirs = Waiting::new(&there);
         assert!(poll_wait(&mut theirs).is_pending());

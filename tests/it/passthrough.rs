@@ -504,3 +504,51 @@ pub(crate) fn both_protocols_config(max: u32, auth: &str) -> String {
         myport = my.primary_port,
     )
 }
+
+/// A pass-through pool with room, a user at its own `max_user_connections`: the user's second
+/// statement waits for its first one's connection (never a second connection of its own), the
+/// core meanwhile serves another user, and the waiting statement runs once the first is done.
+#[test]
+fn a_user_at_its_own_cap_waits_for_its_connection_while_the_core_serves_the_others() {
+    use crate::shape_limit::{held_pg, lock_key, pg_waiting_on};
+    use std::sync::mpsc;
+    let roles = Roles::create("pt_cap", "scram-sha-256");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("userlist.txt");
+    std::fs::write(&file, roles.userlist()).expect("write auth file");
+    let toml = config_text(&file, "scram-sha-256", 4)
+        .replace("max_connections = 4\n", "max_connections = 4\nmax_user_connections = 1\n");
+    let router = Router::start(&toml);
+    let (alice, bob) = (&roles.names[0], &roles.names[1]);
+    let login =
+        |user: &str| client(router.port(), user, &format!("pw_{user}")).unwrap_or_else(|e| panic!("{user}: {e}"));
+    let (mut first, mut second, mut other) = (login(alice), login(alice), login(bob));
+    let key = lock_key();
+    let mut lock = superuser();
+    lock.execute("SELECT pg_advisory_lock($1)", &[&key]).expect("take the lock");
+    let held = held_pg(key);
+    let running = {
+        let held = held.clone();
+        std::thread::spawn(move || first.simple_query(&held).map(|_| ()))
+    };
+    crate::support::eventually(Duration::from_secs(20), "the first statement to wait on the lock", || {
+        pg_waiting_on(key) == 1
+    });
+    let waiting = std::thread::spawn(move || second.simple_query(&held).map(|_| ()));
+    // The second statement waits in the router for the user's one connection...
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(pg_waiting_on(key), 1, "{alice}'s second statement is not on a connection of its own");
+    // ...and the core goes on serving the others (a checkout spinning on its user's cap would
+    // hold the one core, and this would never answer).
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(other.simple_query("SELECT 1").map(|_| ())));
+    rx.recv_timeout(Duration::from_secs(20)).expect("the other user is answered").expect("SELECT 1");
+    let conns: i64 = superuser()
+        .query_one("SELECT count(*) FROM pg_stat_activity WHERE usename = $1", &[alice])
+        .expect("pg_stat_activity")
+        .get(0);
+    assert_eq!(conns, 1, "{alice} holds one server connection at most");
+    lock.execute("SELECT pg_advisory_unlock($1)", &[&key]).expect("let go");
+    running.join().expect("thread").expect("the first statement ran");
+    waiting.join().expect("thread").expect("the second statement ran after it");
+}

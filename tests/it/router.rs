@@ -57,11 +57,27 @@ impl Router {
     }
 }
 
+/// How long a router under test may take to stop: longer than any test's drain. A core that
+/// never comes back to its loop (a task that spins) would otherwise hang the whole test run
+/// until CI's own timeout, with no word of which test.
+const STOP_WITHIN: Duration = Duration::from_secs(120);
+
 impl Drop for Router {
     fn drop(&mut self) {
         if let Some(r) = self.running.take() {
             r.control.drain();
-            r.wait();
+            let (done, stopped) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                r.wait();
+                let _ = done.send(());
+            });
+            if stopped.recv_timeout(STOP_WITHIN).is_err() {
+                eprintln!(
+                    "the router did not stop within {STOP_WITHIN:?}: a core is stuck (test {:?})",
+                    std::thread::current().name()
+                );
+                std::process::abort();
+            }
         }
     }
 }

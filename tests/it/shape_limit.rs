@@ -30,13 +30,13 @@ use crate::router::{pg_config, pg_pool, Router};
 use crate::support::{dbs, eventually, unique_name};
 
 /// An advisory lock key no other test uses.
-fn lock_key() -> i64 {
+pub(crate) fn lock_key() -> i64 {
     let name = unique_name("k");
     name.bytes().fold(41_000_i64, |k, b| k.wrapping_mul(31).wrapping_add(i64::from(b))) & 0x7fff_ffff
 }
 
 /// A statement that runs until the test lets go of advisory lock `key`.
-fn held_pg(key: i64) -> String {
+pub(crate) fn held_pg(key: i64) -> String {
     format!("SELECT pg_advisory_lock_shared({key}), pg_advisory_unlock_shared({key})")
 }
 
@@ -65,7 +65,7 @@ fn api(router: &Router, path: &str) -> serde_json::Value {
 }
 
 /// Backends of the PostgreSQL primary waiting for advisory lock `key`.
-fn pg_waiting_on(key: i64) -> i64 {
+pub(crate) fn pg_waiting_on(key: i64) -> i64 {
     let sql = format!(
         "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%({key})%' \
          AND query NOT LIKE '%pg_stat_activity%'"
