@@ -24,7 +24,9 @@
 # CORES ("0, 1") the router's cores; ACTIVE (default CLIENTS) how many of the clients pgbench
 # drives, the others held connected and idle by perf/idle_clients.py (separates what 10,000
 # connections cost the proxy from what 10,000 sockets cost pgbench's two threads);
-# SLEEP (0.002) for MODE=saturate; WARMUP (5); TARGETS ("router pgbouncer"); QP_BASE=path
+# SLEEP (0.002) for MODE=saturate; WARMUP (5); TARGETS ("router pgbouncer"; "direct" runs the
+# ACTIVE clients straight to PostgreSQL, a server process each and no idle clients: the host's
+# and pgbench's own tail, with no proxy and no pool, for ACTIVE below the server's 600); QP_BASE=path
 # also runs that router binary as target "base" (e.g. a build before a change), same config.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -100,8 +102,9 @@ run() {
         awk -v f="${failed:-0}" -v c="$cpu" -v l="$logins" '{a[NR]=$1} END {printf "%.2f %.2f %s %d %s %d", a[int(NR*0.5)]/1000, a[int(NR*0.99)]/1000, f, NR, c, l}'
 }
 
-port_of() { case $1 in pgbouncer) echo "$PGB_PORT" ;; base) echo "$BASE_PORT" ;; *) echo "$PORT" ;; esac; }
-for target in $TARGETS; do hold_idle "$(port_of "$target")"; done
+port_of() { case $1 in pgbouncer) echo "$PGB_PORT" ;; base) echo "$BASE_PORT" ;; direct) echo "$PG_PRIMARY_PORT" ;; *) echo "$PORT" ;; esac; }
+# No idle clients on PostgreSQL itself: a server process each.
+for target in $TARGETS; do [ "$target" = direct ] || hold_idle "$(port_of "$target")"; done
 log "mode $MODE, $ACTIVE of $CLIENTS clients driven by pgbench"
 : >"$BASE/figures"
 printf '%-10s %9s %9s %7s %8s %12s %8s %7s %s\n' target p50_ms p99_ms p99/p50 failed transactions pgb_cpu logins load
