@@ -14,3 +14,5 @@ pub mod ryw;
 mod tests;
 #[cfg(test)]
 mod tests_release;
+#[cfg(test)]
+mod tests_target;

@@ -129,6 +129,18 @@ pub enum Gone {
     Step,
 }
 
+impl Gone {
+    /// What died, as both wires tell it after "the backend connection was lost".
+    pub fn wording(self) -> String {
+        match self {
+            Gone::Transaction => " inside a transaction; the transaction was rolled back".to_owned(),
+            Gone::State(pin) => format!("; the session's state ({}) is gone", pin.as_str()),
+            Gone::ServerSession => "; the server session is gone".to_owned(),
+            Gone::Step => "; the response was cut off".to_owned(),
+        }
+    }
+}
+
 /// The one loss rule: what ends the session, in the order a client is told why; `None`: the
 /// client hears the statement may not have completed, and its next one takes a new connection.
 pub fn after_loss(f: &LossFacts) -> Option<Gone> {
