@@ -76,6 +76,17 @@ impl<'a> RouteContext<'a> {
     }
 }
 
+/// Whether a session on `pool` (of `role`) sits on a replica, for `protocol` clients under
+/// `rules`: a replica-role pool, or the protocol's read pool of the split that is not also its
+/// primary. A held connection there takes only replica-safe statements, and an autocommit read
+/// there writes nothing a commit position must cover.
+pub fn on_replica(role: PoolRole, pool: &str, rules: &RuleSet, protocol: Protocol) -> bool {
+    let read = rules.read_pool(protocol).is_some_and(|r| **r == *pool);
+    role == PoolRole::Replica
+        || rules.is_replica(pool)
+        || (read && rules.primary_pool(protocol).is_none_or(|p| **p != *pool))
+}
+
 /// A statement routed while the session may hold a replica connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeldReplica {

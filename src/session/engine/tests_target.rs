@@ -5,8 +5,8 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use super::release::Gone;
-use super::route::{checked_target, target, Refusal, Refused, Target};
-use crate::config::Protocol;
+use super::route::{checked_target, on_replica, target, Refusal, Refused, Target};
+use crate::config::{PoolRole, Protocol};
 use crate::routing::{Catalogs, Decision, DecisionError, DecisionKind, Outcome, RouteInput, Router, RuleSet};
 use crate::sql::analyze::PinReason;
 
@@ -145,5 +145,36 @@ fn a_lost_connections_client_hears_what_died_with_it() {
     ];
     for (gone, want) in rows {
         assert_eq!(gone.wording(), want, "{gone:?}");
+    }
+}
+
+/// Rules with the split of both protocols reading from `read` and writing to `write`.
+fn split(read: &str, write: &str) -> RuleSet {
+    let config = CONFIG.replace(
+        "[routing]\ndefault_pool = \"w\"\n",
+        &format!("[routing]\nread_write_split = true\nread_pool = \"{read}\"\nwrite_pool = \"{write}\"\n"),
+    );
+    let config = crate::config::Config::parse(&config, "t.toml").expect("config");
+    RuleSet::build(&config, &[], &[]).expect("rules")
+}
+
+#[test]
+fn a_replica_is_a_replica_role_pool_or_a_read_pool_that_is_not_also_the_primary() {
+    let (plain, read_r, read_w) = (rules(), split("r", "w"), split("w", "w"));
+    let rows: [(&RuleSet, PoolRole, &str, bool); 7] = [
+        (&plain, PoolRole::Primary, "w", false),
+        (&plain, PoolRole::Replica, "r", true),
+        (&plain, PoolRole::Primary, "r", true), // the rules name its role
+        (&read_r, PoolRole::Primary, "r", true),
+        (&read_r, PoolRole::Primary, "w", false),
+        // One pool reads and writes: a transaction held there takes writes (#37: PostgreSQL
+        // sessions refused them while MySQL sessions did not).
+        (&read_w, PoolRole::Primary, "w", false),
+        (&read_w, PoolRole::Replica, "r", true),
+    ];
+    for protocol in BOTH {
+        for (i, (rules, role, pool, want)) in rows.iter().enumerate() {
+            assert_eq!(on_replica(*role, pool, rules, protocol), *want, "{protocol:?} row {i}");
+        }
     }
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use super::relay::Outcome as Relayed;
 use super::Session;
+use crate::config::PoolMode;
 use crate::config::Protocol;
-use crate::config::{PoolMode, PoolRole};
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT, ER_WRONG_ARGUMENTS};
 use crate::protocol::mysql::response::{
     SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
@@ -60,18 +60,6 @@ impl Session {
         self.holding().held()
     }
 
-    /// Whether the session's pool is a replica: a `role = "replica"` pool, or the MySQL read pool
-    /// of the split (and not also its primary). A connection held there must only see
-    /// replica-safe statements.
-    fn on_replica(&self) -> bool {
-        if self.seat.pool.config.role == PoolRole::Replica {
-            return true;
-        }
-        let rules = self.seat.ctx.rules();
-        let name = self.seat.pool.name();
-        rules.read_pool(Protocol::MySql) == Some(name) && rules.primary_pool(Protocol::MySql) != Some(name)
-    }
-
     /// Whether the next statement opens a transaction the client did not declare read-only:
     /// the server last reported autocommit off and no transaction open (so the statement opens
     /// one implicitly), and the session's transactions are not `READ ONLY`.
@@ -101,7 +89,7 @@ impl Session {
         }
         let s = MySqlSession {
             pool: &self.seat.pool.config.name,
-            on_replica: self.on_replica(),
+            on_replica: self.seat.on_replica(Protocol::MySql),
             hold,
             cursor_only: self.cursor_only(),
             opens_write_transaction,
@@ -179,7 +167,7 @@ impl Session {
     /// and attaches the connection a statement `sql` for it needs.
     async fn move_to(&mut self, target: &str, to_replica: bool, sql: &str) -> Result<(), MyClientError> {
         placement::move_to(self, target, to_replica, true).await?;
-        if !self.is_bridged() && self.on_replica() {
+        if !self.is_bridged() && self.seat.on_replica(Protocol::MySql) {
             self.keep_misread_off_the_replica(sql).await?;
         }
         Ok(())
