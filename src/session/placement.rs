@@ -162,9 +162,9 @@ impl Seat {
         self.pool.counters.idle_transaction_timed_out();
     }
 
-    /// Whether the session's pool is a replica for `protocol` clients ([`route::on_replica`]).
+    /// Whether the session's pool is a replica for `protocol` clients.
     pub fn on_replica(&self, protocol: Protocol) -> bool {
-        route::on_replica(self.pool.config.role, self.pool.name(), &self.ctx.rules(), protocol)
+        self.ctx.on_replica(self.pool.config.role, self.pool.name(), protocol)
     }
 }
 
