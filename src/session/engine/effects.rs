@@ -9,6 +9,13 @@ use std::hash::{Hash, Hasher};
 
 use crate::sql::analyze::{Effect, PinReason};
 
+/// Whether the replayable `SET SESSION name = <value>` sets a boolean on; any value the router
+/// cannot read (an expression, a variable, `DEFAULT`) counts as off.
+pub fn setting_on(stmt: &str) -> bool {
+    let value = stmt.rsplit_once('=').map_or("", |(_, v)| v).trim().trim_matches(|c| c == '\'' || c == '"');
+    ["1", "ON", "TRUE"].iter().any(|v| value.eq_ignore_ascii_case(v))
+}
+
 /// The settings a client made (name -> the statement that restores it), what pins it to its
 /// connection for good (the first reason wins), and whether `sqp_session_pins_total` counted it.
 #[derive(Debug, Default, Clone)]

@@ -7,15 +7,8 @@
 //! MySQL `SET` is not transactional: an effect applies once its statement succeeded, which the
 //! relay learns from the number of results that came back before any error.
 
-use crate::session::engine::effects::{FrozenSettings, Settings};
+use crate::session::engine::effects::{setting_on, FrozenSettings, Settings};
 use crate::sql::analyze::{Effect, PinReason, MYSQL_ACCESS_MODE};
-
-/// Whether the replayable `SET SESSION name = <value>` sets a boolean on; any value the router
-/// cannot read (an expression, a variable, `DEFAULT`) counts as off.
-pub fn setting_on(stmt: &str) -> bool {
-    let value = stmt.rsplit_once('=').map_or("", |(_, v)| v).trim().trim_matches(|c| c == '\'' || c == '"');
-    ["1", "ON", "TRUE"].iter().any(|v| value.eq_ignore_ascii_case(v))
-}
 
 /// A MySQL session's settings on their way to a new binary (#40).
 #[derive(serde::Serialize, serde::Deserialize)]
