@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::derive::Derivations;
 use crate::auth::{FailureLimiter, SecretCache};
-use crate::config::{Config, ConsoleRole, Protocol, ReadYourWrites};
+use crate::config::{Config, ConsoleRole, PoolRole, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId, KillRequest, KillTarget};
 use crate::metrics::{self, CausalOutcome, CoreCounters, DigestSnapshot, FallbackOutcome};
 use crate::pool::{Conn, CorePool, PassThrough, PoolError, PoolSet, Shape};
@@ -332,6 +332,12 @@ impl CoreContext {
     /// Whether `pool` is the read pool of `protocol`'s read/write split.
     pub fn is_read_pool(&self, protocol: Protocol, pool: &str) -> bool {
         self.router.borrow().rules().read_pool(protocol).is_some_and(|r| **r == *pool)
+    }
+
+    /// Whether `pool` (of `role`) is a replica for `protocol` clients under the rules in force
+    /// ([`crate::session::engine::route::on_replica`]).
+    pub fn on_replica(&self, role: PoolRole, pool: &str, protocol: Protocol) -> bool {
+        crate::session::engine::route::on_replica(role, pool, self.router.borrow().rules(), protocol)
     }
 
     /// Whether `pool` has the replica role in the rules in force.

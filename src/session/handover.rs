@@ -11,7 +11,9 @@ use std::rc::Rc;
 use crate::config::Protocol;
 use crate::id::CancelKey;
 use crate::pool::{Conn, PassThrough};
+use crate::routing::RywState;
 use crate::rt::{FrozenTls, Stream};
+use crate::session::placement::Seat;
 use crate::session::{ClientSlot, CoreContext};
 
 /// The most a session's state may take: a session holding more (a client that prepared
@@ -153,20 +155,48 @@ pub(super) async fn hand_off_conn(conn: &mut Conn, from: usize) -> Option<(Owned
     }
 }
 
+/// What every moving session takes along past its wire's own state, flattened into it.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct FrozenSeat {
+    ryw: crate::routing::FrozenRyw,
+    /// Bytes the client sent that nothing took yet.
+    leftover: Vec<u8>,
+    /// The server connection the session owns (session mode, a pin), if it moves with one.
+    backend: Option<FrozenConn>,
+    /// On a pass-through pool, who its backend connections log in as (#23).
+    pass: Option<crate::pool::FrozenPass>,
+}
+
+/// Freezes what `seat` holds, last (nothing may refuse the move after its connection left):
+/// the server connection it owns moves with what its read buffer holds from `from` on, and is
+/// closed here without a word, as its server session goes on in the new process.
+pub(super) async fn freeze_seat(
+    seat: &mut Seat,
+    leftover: Vec<u8>,
+    from: usize,
+) -> Option<(FrozenSeat, Option<OwnedFd>)> {
+    let (ryw, pass) = (seat.ryw.freeze(crate::rt::now()), seat.pass.as_ref().map(|p| p.freeze()));
+    let Some(conn) = seat.conn.as_mut() else { return Some((FrozenSeat { ryw, leftover, backend: None, pass }, None)) };
+    let (fd, backend) = hand_off_conn(conn, from).await?;
+    seat.cancel.slot.set_server(None);
+    super::give_back::close(&seat.pool, seat.conn.take());
+    Some((FrozenSeat { ryw, leftover, backend: Some(backend), pass }, Some(fd)))
+}
+
 /// What a moved session's wire is built on: the client's socket joined to this core's loop,
 /// the server connection it owns lent again from `pool` (from its state and socket, both or
 /// neither: with one alone its server session is gone, and serving the client as if it had
 /// none would change what its statements see) and its pass-through identity; on an error, the
 /// client's socket back, to be told why.
 pub(super) fn sockets(
+    ctx: &CoreContext,
     pool: &crate::pool::CorePool,
     client: Client,
-    pass: Option<crate::pool::FrozenPass>,
-    conn: (Option<FrozenConn>, Option<OwnedFd>),
+    (frozen, fd): (FrozenSeat, Option<OwnedFd>),
 ) -> Result<Sockets, Refused> {
-    let pass = pass.map(|p| Rc::new(PassThrough::thaw(p)));
+    let pass = frozen.pass.map(|p| Rc::new(PassThrough::thaw(p)));
     let user = pass.as_ref().map(|p| &*p.user);
-    let backend = match conn {
+    let backend = match (frozen.backend, fd) {
         (Some(f), Some(fd)) => match thaw_conn(pool, f, fd, user) {
             Ok(conn) => Some(conn),
             Err(e) => return Err((e, Some(client))),
@@ -178,7 +208,8 @@ pub(super) fn sockets(
         }
     };
     let stream = Stream::adopt(client.0, client.1).map_err(|e| (AdoptError::Socket(e), None))?;
-    Ok(Sockets { stream, backend, pass })
+    let ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
+    Ok(Sockets { stream, backend, pass, ryw, leftover: frozen.leftover })
 }
 
 /// The server connection `frozen` describes, on socket `fd`, lent to the session adopting it
@@ -206,6 +237,8 @@ pub(super) struct Sockets {
     pub stream: Stream,
     pub backend: Option<Conn>,
     pub pass: Option<Rc<PassThrough>>,
+    pub ryw: RywState,
+    pub leftover: Vec<u8>,
 }
 
 /// Serves a client a former process handed over, as the session it was, on this core; without

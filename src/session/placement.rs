@@ -161,6 +161,11 @@ impl Seat {
         }
         self.pool.counters.idle_transaction_timed_out();
     }
+
+    /// Whether the session's pool is a replica for `protocol` clients.
+    pub fn on_replica(&self, protocol: Protocol) -> bool {
+        self.ctx.on_replica(self.pool.config.role, self.pool.name(), protocol)
+    }
 }
 
 /// The pool a rule- or hint-routed read to `target` runs on: it skips unhealthy or lagging

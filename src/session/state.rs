@@ -15,9 +15,9 @@
 pub mod startup;
 
 use std::collections::BTreeMap;
-use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
+use crate::session::engine::effects::{FrozenSettings, Settings};
 use crate::sql::analyze::{session_effects, Effect, PinReason};
 use crate::sql::Dialect;
 
@@ -26,46 +26,15 @@ use crate::sql::Dialect;
 /// own identity, so this never fails for lack of privilege.
 const REPLAY_PREFIX: &str = "RESET SESSION AUTHORIZATION; RESET ROLE; RESET ALL";
 
-/// What pins a session to its backend connection for good (the first reason wins), and whether
-/// the session counted it in `sqp_session_pins_total` yet. Shared by both wires' session state.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Pin {
-    reason: Option<PinReason>,
-    counted: bool,
-}
-
-impl Pin {
-    /// Why the session is pinned, if it is.
-    pub fn reason(self) -> Option<PinReason> {
-        self.reason
-    }
-
-    /// Pins the session for `r`, unless something pinned it already.
-    pub fn set(&mut self, r: PinReason) {
-        self.reason.get_or_insert(r);
-    }
-
-    /// The reason, the first time it is asked after the session was pinned; then `None`. The
-    /// session counts each pin once with it (a pin is never lifted, only a whole state reset).
-    pub fn take_uncounted(&mut self) -> Option<PinReason> {
-        if self.counted {
-            return None;
-        }
-        self.counted = self.reason.is_some();
-        self.reason
-    }
-}
-
 /// A session's settings on their way to a new binary (#40).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FrozenState {
     startup: Vec<(String, String)>,
-    settings: Vec<(String, String)>,
     greeting: Vec<(String, String)>,
     reported: Vec<(String, (String, String))>,
     restore: bool,
-    /// What pins the session, when its connection moves with it.
-    pin: Option<String>,
+    #[serde(flatten)]
+    settings: FrozenSettings,
 }
 
 /// Settings a client made, plus its pins.
@@ -75,10 +44,9 @@ pub struct SessionState {
     /// by name. Fixed at login, so a tight slice rather than a map's nodes: most clients have
     /// one or two and every idle session keeps them.
     startup: Box<[(String, String)]>,
-    /// Settings the client changed since: name -> SET statement.
-    settings: BTreeMap<String, String>,
+    /// Settings the client changed since (name -> SET statement), and its pin.
+    settings: Settings,
     staged: Vec<Effect>,
-    pin: Pin,
     signature: u64,
     /// The parameters the client was greeted with (name, value), shared with every client that
     /// saw the same greeting: thousands of sessions keep one copy.
@@ -99,7 +67,7 @@ impl SessionState {
             let lower = name.to_ascii_lowercase();
             if lower == "role" || lower == "session_authorization" {
                 // A startup identity is the client's alone: never replayed onto shared connections.
-                s.pin.set(PinReason::Role);
+                s.settings.pin_for(PinReason::Role);
             }
             startup.insert(lower, set_stmt(name, value));
         }
@@ -114,7 +82,7 @@ impl SessionState {
             .iter()
             .any(|(name, value)| name.eq_ignore_ascii_case("client_encoding") && startup::ascii_unsafe_encoding(value));
         if unsafe_encoding {
-            self.pin_for(PinReason::ClientEncoding);
+            self.settings.pin_for(PinReason::ClientEncoding);
         }
         self.reported.clear();
         self.greeting = shown;
@@ -147,14 +115,10 @@ impl SessionState {
             match e {
                 // A pin holds even if the transaction rolls back: being conservative costs only
                 // a dedicated connection.
-                Effect::Pin(r) => self.pin_for(r),
+                Effect::Pin(r) => self.settings.pin_for(r),
                 other => self.staged.push(other),
             }
         }
-    }
-
-    fn pin_for(&mut self, r: PinReason) {
-        self.pin.set(r);
     }
 
     /// The server reported `name = value` (ParameterStatus) on this client's connection;
@@ -164,10 +128,10 @@ impl SessionState {
         let lower = name.to_ascii_lowercase();
         let changed = self.reported(&lower).is_none_or(|(_, v)| v != value);
         if changed && matches!(lower.as_str(), "session_authorization" | "is_superuser") {
-            self.pin_for(PinReason::Role);
+            self.settings.pin_for(PinReason::Role);
         }
         if lower == "client_encoding" && startup::ascii_unsafe_encoding(value) {
-            self.pin_for(PinReason::ClientEncoding);
+            self.settings.pin_for(PinReason::ClientEncoding);
         }
         if changed {
             self.reported.insert(lower, (name.to_owned(), value.to_owned()));
@@ -180,28 +144,21 @@ impl SessionState {
         if self.staged.is_empty() {
             return;
         }
-        for e in std::mem::take(&mut self.staged) {
-            match e {
+        for mut e in std::mem::take(&mut self.staged) {
+            match &mut e {
+                // A reported parameter is replayed as the whole value the server reported
+                // (`SET datestyle TO dmy` keeps the output style set before it).
                 Effect::Set { name, stmt } => {
-                    // A reported parameter is replayed as the whole value the server reported
-                    // (`SET datestyle TO dmy` keeps the output style set before it).
-                    let stmt = match self.reported(&name) {
-                        Some((n, v)) => set_stmt(n, v),
-                        None => stmt,
-                    };
-                    self.settings.insert(name, stmt);
+                    if let Some((n, v)) = self.reported(name) {
+                        *stmt = set_stmt(n, v);
+                    }
                 }
-                Effect::Reset(name) => {
-                    self.settings.remove(&name);
-                    self.restore |= self.startup.iter().any(|(k, _)| *k == name);
-                }
-                Effect::ResetAll => {
-                    self.settings.clear();
-                    self.restore |= !self.startup.is_empty();
-                }
+                Effect::Reset(name) => self.restore |= self.startup.iter().any(|(k, _)| k.as_str() == name.as_str()),
+                Effect::ResetAll => self.restore |= !self.startup.is_empty(),
                 // Pins were taken when staged; `USE` is MySQL's.
-                Effect::Pin(_) | Effect::Use(_) => {}
+                Effect::Pin(_) | Effect::Use(_) => continue,
             }
+            self.settings.apply(e);
         }
         self.resign();
     }
@@ -213,12 +170,12 @@ impl SessionState {
 
     /// Why the session is pinned, if it is.
     pub fn pin(&self) -> Option<PinReason> {
-        self.pin.reason()
+        self.settings.pin()
     }
 
-    /// A pin not counted in the metrics yet (see [`Pin::take_uncounted`]).
+    /// A pin not counted in the metrics yet (see [`Settings::take_uncounted_pin`]).
     pub fn take_uncounted_pin(&mut self) -> Option<PinReason> {
-        self.pin.take_uncounted()
+        self.settings.take_uncounted_pin()
     }
 
     /// Identifies the settings; 0 means "server defaults". Equal signatures need no replay.
@@ -239,8 +196,8 @@ impl SessionState {
     /// The settings in force that the client made: its startup values not changed since, then
     /// its committed `SET`s, as (lower-cased name, statement that restores it).
     pub fn settings(&self) -> impl Iterator<Item = (&str, &str)> {
-        let startup = self.startup.iter().filter(|(k, _)| !self.settings.contains_key(k)).map(|(k, v)| (k, v));
-        startup.chain(&self.settings).map(|(k, v)| (k.as_str(), v.as_str()))
+        let startup = self.startup.iter().filter(|(k, _)| self.settings.get(k).is_none());
+        startup.map(|(k, v)| (k.as_str(), v.as_str())).chain(self.settings.iter())
     }
 
     /// Whether a committed RESET still waits for the client's startup values to be put back.
@@ -255,7 +212,7 @@ impl SessionState {
             return None;
         }
         let stmts: Vec<&str> =
-            self.startup.iter().filter(|(k, _)| !self.settings.contains_key(k)).map(|(_, s)| s.as_str()).collect();
+            self.startup.iter().filter(|(k, _)| self.settings.get(k).is_none()).map(|(_, s)| s.as_str()).collect();
         (!stmts.is_empty()).then(|| stmts.join("; "))
     }
 
@@ -263,16 +220,15 @@ impl SessionState {
     /// are staged (mid-transaction), or when the session is pinned and its connection, which
     /// holds what pinned it, does not move `with_connection`.
     pub fn freeze(&self, with_connection: bool) -> Option<FrozenState> {
-        if !self.staged.is_empty() || (self.pin.reason().is_some() && !with_connection) {
+        if !self.staged.is_empty() {
             return None;
         }
         Some(FrozenState {
             startup: self.startup.to_vec(),
-            settings: self.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             greeting: self.greeting.to_vec(),
             reported: self.reported.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             restore: self.restore,
-            pin: self.pin.reason().map(|r| r.as_str().to_owned()),
+            settings: self.settings.freeze(with_connection)?,
         })
     }
 
@@ -284,30 +240,18 @@ impl SessionState {
     ) -> SessionState {
         let mut s = SessionState {
             startup: frozen.startup.into_boxed_slice(),
-            settings: frozen.settings.into_iter().collect(),
+            settings: Settings::thaw(frozen.settings),
             greeting: share(frozen.greeting),
             reported: frozen.reported.into_iter().collect(),
             restore: frozen.restore,
             ..SessionState::default()
         };
-        // Counted once, by the process the session was pinned in.
-        if let Some(r) = frozen.pin.as_deref().and_then(PinReason::parse) {
-            s.pin.set(r);
-            s.pin.take_uncounted();
-        }
         s.resign();
         s
     }
 
     fn resign(&mut self) {
-        self.signature = if self.settings.is_empty() && self.startup.is_empty() {
-            0
-        } else {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            self.startup.hash(&mut h);
-            self.settings.hash(&mut h);
-            h.finish() | 1
-        };
+        self.signature = self.settings.signature(&self.startup, self.startup.is_empty());
     }
 }
 

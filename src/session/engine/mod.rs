@@ -4,6 +4,7 @@
 //! parameter; nothing here reads a clock, a socket, a pool or a protocol frame.
 
 pub mod digest;
+pub mod effects;
 pub mod hold;
 pub mod release;
 pub mod retry;
@@ -14,3 +15,5 @@ pub mod ryw;
 mod tests;
 #[cfg(test)]
 mod tests_release;
+#[cfg(test)]
+mod tests_target;

@@ -4,15 +4,40 @@
 
 use std::time::Duration;
 
+use super::effects::setting_on;
 use super::hold::Hold;
 use crate::config::PoolMode;
-use crate::sql::analyze::PinReason;
+use crate::sql::analyze::{opens_transaction, session_effects, Effect, PinReason};
+use crate::sql::Dialect;
 
 /// Whether a statement that just ended leaves the session's connection to go back to the pool:
 /// in transaction and statement pooling whenever nothing holds it; in session pooling only when
 /// its backend is marked down and the session's state can follow it elsewhere (health).
 pub fn gives_back(mode: PoolMode, hold: Hold, move_off: bool) -> bool {
     !hold.held() && (mode != PoolMode::Session || move_off)
+}
+
+/// Why statement pooling cannot serve `sql` (each statement runs on whichever connection is
+/// free, so nothing may stay open between statements), or `None` when it can: a statement that
+/// opens a transaction (`BEGIN`, `START TRANSACTION`, MySQL's `XA START`) in either dialect, or
+/// MySQL's `SET autocommit` to anything but a plain "on" value (or back to the server's
+/// default, which may be off). What slips past is [`escaped_statement_pooling`].
+pub fn statement_pooling_refusal(sql: &str, dialect: Dialect) -> Option<String> {
+    if let Some(opener) = opens_transaction(sql, dialect) {
+        return Some(format!("{opener} opens a transaction"));
+    }
+    if dialect != Dialect::MySql {
+        return None; // PostgreSQL has no autocommit setting
+    }
+    session_effects(sql, dialect).into_effects().find_map(|e| match e {
+        Effect::Set { name, stmt } if name == "autocommit" && !setting_on(&stmt) => {
+            Some(format!("{stmt} makes every later statement part of a transaction"))
+        }
+        Effect::Reset(name) if name == "autocommit" => {
+            Some("SET autocommit = DEFAULT makes every later statement part of a transaction".into())
+        }
+        _ => None,
+    })
 }
 
 /// A transaction (or MySQL's autocommit = 0) that slipped past statement pooling's refusal: its
@@ -127,6 +152,18 @@ pub enum Gone {
     ServerSession,
     /// The client's place in the response.
     Step,
+}
+
+impl Gone {
+    /// What died, as both wires tell it after "the backend connection was lost".
+    pub fn wording(self) -> String {
+        match self {
+            Gone::Transaction => " inside a transaction; the transaction was rolled back".to_owned(),
+            Gone::State(pin) => format!("; the session's state ({}) is gone", pin.as_str()),
+            Gone::ServerSession => "; the server session is gone".to_owned(),
+            Gone::Step => "; the response was cut off".to_owned(),
+        }
+    }
 }
 
 /// The one loss rule: what ends the session, in the order a client is told why; `None`: the

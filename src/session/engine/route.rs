@@ -2,13 +2,16 @@
 //! two policies both sessions apply after the router decided — a held replica connection takes
 //! only replica-safe statements, and a session changes pools only when nothing holds it.
 
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::hold::Hold;
 use crate::config::{PoolRole, Protocol};
 use crate::id::Position;
-use crate::routing::{Decision, DecisionKind, RouteInput, RywState, SessionView, StatementKey};
+use crate::routing::{
+    Decision, DecisionError, DecisionKind, Outcome, RouteInput, RuleSet, RywState, SessionView, StatementKey,
+};
 use crate::sql::mode::SessionModes;
 
 /// What routing reads of a session, past the statement itself.
@@ -71,6 +74,17 @@ impl<'a> RouteContext<'a> {
             key,
         }
     }
+}
+
+/// Whether a session on `pool` (of `role`) sits on a replica, for `protocol` clients under
+/// `rules`: a replica-role pool, or the protocol's read pool of the split that is not also its
+/// primary. A held connection there takes only replica-safe statements, and an autocommit read
+/// there writes nothing a commit position must cover.
+pub fn on_replica(role: PoolRole, pool: &str, rules: &RuleSet, protocol: Protocol) -> bool {
+    let read = rules.read_pool(protocol).is_some_and(|r| **r == *pool);
+    role == PoolRole::Replica
+        || rules.is_replica(pool)
+        || (read && rules.primary_pool(protocol).is_none_or(|p| **p != *pool))
 }
 
 /// A statement routed while the session may hold a replica connection.
@@ -148,4 +162,83 @@ pub fn replica_read(d: &Decision) -> bool {
 pub fn causal_position(ryw: &RywState, replica_read: bool, hold: Hold, role: PoolRole) -> Option<&Position> {
     let waits = replica_read && !hold.held() && role == PoolRole::Replica;
     ryw.required_position().filter(|_| waits)
+}
+
+/// What a wire tells its client about a statement routing left nowhere to run; each wire has
+/// its own code for each kind and words nothing itself, so both say the same thing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// What refused it.
+    pub kind: Refused,
+    /// The text the client reads.
+    pub text: String,
+}
+
+/// What refused a statement before it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// A `reject` rule (a policy refusal).
+    Rule,
+    /// A hint the router cannot honour, or one it cannot read (`QP001` on both wires).
+    Hint,
+    /// The pool has the replica role and the statement is not replica-safe (#19).
+    ReplicaUnsafe,
+    /// No pool serves it.
+    NoPool,
+    /// A value a translation cannot carry (#35).
+    BadValue,
+}
+
+impl Refusal {
+    /// The refusal a routing error means.
+    pub fn of(e: &DecisionError) -> Refusal {
+        let kind = match e {
+            DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint => Refused::Hint,
+            DecisionError::ReplicaUnsafe { .. } => Refused::ReplicaUnsafe,
+            DecisionError::NoPool { .. } => Refused::NoPool,
+            DecisionError::TranslationValue { .. } => Refused::BadValue,
+        };
+        Refusal { kind, text: e.to_string() }
+    }
+}
+
+/// The pool a decided statement goes to, before replica reads and other protocols' pools are
+/// sorted out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The pool.
+    pub pool: Arc<str>,
+    /// It is the pool the client named as its database, kept because no rule and no split
+    /// decided (the `Default` step): its role was not checked by the router.
+    pub named: bool,
+}
+
+/// Where `d` sends its statement, or why it runs nowhere: a client that named a pool as its
+/// database (`named`, asked only when it matters) stays on that pool rather than the configured
+/// default when nothing else decided.
+pub fn target(d: &Decision, named: impl FnOnce() -> Option<Arc<str>>) -> Result<Target, Refusal> {
+    let pool = match &d.outcome {
+        Outcome::Route(pool) => pool,
+        Outcome::Reject(message) => return Err(Refusal { kind: Refused::Rule, text: message.to_string() }),
+        Outcome::Error(e) => return Err(Refusal::of(e)),
+    };
+    match (d.step == DecisionKind::Default).then(named).flatten() {
+        Some(own) => Ok(Target { pool: own, named: true }),
+        None => Ok(Target { pool: pool.clone(), named: false }),
+    }
+}
+
+/// [`target`], with the role check the router could not make for a named pool: a statement that
+/// is not replica-safe is refused on a replica-role pool the client named (`rules`: those in
+/// force, asked only then).
+pub fn checked_target<R: Deref<Target = RuleSet>>(
+    d: &Decision,
+    named: impl FnOnce() -> Option<Arc<str>>,
+    rules: impl FnOnce() -> R,
+) -> Result<Target, Refusal> {
+    let t = target(d, named)?;
+    match t.named.then(|| rules().replica_refusal(d, &t.pool)).flatten() {
+        Some(e) => Err(Refusal::of(&e)),
+        None => Ok(t),
+    }
 }

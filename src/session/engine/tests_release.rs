@@ -5,13 +5,15 @@
 
 use std::time::Duration;
 
+use super::effects::setting_on;
 use super::hold::{Hold, HoldFacts};
 use super::release::{
-    after_loss, escaped_statement_pooling, gives_back, idle_limit, release, Gone, LossFacts, Release, ReleaseFacts,
-    Unfit,
+    after_loss, escaped_statement_pooling, gives_back, idle_limit, release, statement_pooling_refusal, Gone, LossFacts,
+    Release, ReleaseFacts, Unfit,
 };
 use crate::config::PoolMode;
 use crate::sql::analyze::PinReason;
+use crate::sql::Dialect;
 
 const MODES: [PoolMode; 3] = [PoolMode::Session, PoolMode::Transaction, PoolMode::Statement];
 const PINS: [Option<PinReason>; 13] = [
@@ -737,5 +739,61 @@ fn a_connection_left_with_nothing_to_correct_goes_back_as_it_is() {
             };
             assert_eq!(release(Hold::Free, &ReleaseFacts::leaving(end, mode, broken)), want, "{mode:?} {end} {broken}");
         }
+    }
+}
+
+#[test]
+fn statement_pooling_refuses_transaction_openers_in_both_dialects() {
+    let rows = ["BEGIN", "begin work", "START TRANSACTION READ ONLY", "SELECT 1; START TRANSACTION", "SELECT 1; BEGIN"];
+    for dialect in [Dialect::Postgres, Dialect::MySql] {
+        for sql in rows {
+            let why = statement_pooling_refusal(sql, dialect).unwrap_or_default();
+            assert!(why.ends_with("opens a transaction"), "{dialect:?} {sql}: {why}");
+        }
+        for sql in ["SELECT 1", "UPDATE t SET a = 1", "SELECT 'BEGIN'", "COMMIT", "SET search_path = s"] {
+            assert_eq!(statement_pooling_refusal(sql, dialect), None, "{dialect:?} {sql}");
+        }
+    }
+}
+
+#[test]
+fn statement_pooling_refuses_mysql_autocommit_off_only() {
+    for sql in [
+        "XA START 'x'",
+        "SET autocommit=0",
+        "SET @@session.autocommit = OFF",
+        "set autocommit = false",
+        "SET SESSION autocommit = @v",
+        "SET autocommit = DEFAULT",
+        "SET time_zone = '+00:00', autocommit = 0",
+    ] {
+        assert!(statement_pooling_refusal(sql, Dialect::MySql).is_some(), "{sql}");
+    }
+    for sql in [
+        "SET autocommit = 1",
+        "SET autocommit=ON",
+        "SET @@autocommit = 'true'",
+        "UPDATE t SET autocommit = 0",
+        "BEGIN NOT ATOMIC SELECT 1; END",
+        "CREATE PROCEDURE p() BEGIN START TRANSACTION; SET autocommit = 0; END",
+        "SET STATEMENT max_statement_time = 1 FOR SELECT 1",
+    ] {
+        assert_eq!(statement_pooling_refusal(sql, Dialect::MySql), None, "{sql}");
+    }
+    let why = statement_pooling_refusal("SET autocommit = 0", Dialect::MySql).unwrap_or_default();
+    assert!(why.contains("SET SESSION autocommit = 0"), "{why}");
+    // PostgreSQL has no such setting: the server answers it, as it answers any unknown one.
+    assert_eq!(statement_pooling_refusal("SET autocommit = 0", Dialect::Postgres), None);
+}
+
+#[test]
+fn a_setting_is_on_only_when_its_value_reads_as_true() {
+    for stmt in
+        ["SET SESSION autocommit = 1", "SET SESSION autocommit = ON", "SET SESSION x = 'true'", "SET x = \"on\""]
+    {
+        assert!(setting_on(stmt), "{stmt}");
+    }
+    for stmt in ["SET SESSION autocommit = 0", "SET SESSION autocommit = @v", "SET SESSION x = DEFAULT", "SET x"] {
+        assert!(!setting_on(stmt), "{stmt}");
     }
 }

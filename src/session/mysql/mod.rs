@@ -844,19 +844,16 @@ impl Session {
 /// which libmariadb-based clients report as a malformed packet (#35); the connection closing
 /// after it is what such a client then sees as the lost server.
 fn lost_error(gone: Option<Gone>) -> MyClientError {
-    let lost = match gone {
-        None => {
-            return MyClientError::new(
-                ER_BACKEND_LOST,
-                "Lost connection to the backend server during query; the statement may not have completed",
-            )
-        }
-        Some(Gone::Transaction) => " inside a transaction; the transaction was rolled back".to_owned(),
-        Some(Gone::State(pin)) => format!("; the session's state ({}) is gone", pin.as_str()),
-        Some(Gone::ServerSession) => "; the server session is gone".to_owned(),
-        Some(Gone::Step) => "; the response was cut off".to_owned(),
-    };
-    MyClientError::new(ER_CONNECTION_KILLED, format!("Connection was killed: the backend connection was lost{lost}"))
+    match gone {
+        None => MyClientError::new(
+            ER_BACKEND_LOST,
+            "Lost connection to the backend server during query; the statement may not have completed",
+        ),
+        Some(gone) => MyClientError::new(
+            ER_CONNECTION_KILLED,
+            format!("Connection was killed: the backend connection was lost{}", gone.wording()),
+        ),
+    }
 }
 
 /// Whether any statement of `sql` is `LOAD DATA|XML ... LOCAL INFILE`.

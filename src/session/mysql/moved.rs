@@ -12,10 +12,9 @@ use super::state::{FrozenMyState, MyState};
 use super::{login, Session};
 use crate::config::Protocol;
 use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
-use crate::routing::{FrozenRyw, RywState};
 use crate::session::driver::ClientIo;
 use crate::session::handover::{
-    hand_off_conn, handed, sockets, unpack, AdoptError, Client, FrozenConn, HandedSession, Moving, Refused, Sockets,
+    freeze_seat, handed, sockets, unpack, AdoptError, Client, FrozenSeat, HandedSession, Moving, Refused, Sockets,
 };
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
@@ -29,14 +28,9 @@ struct Frozen {
     /// [`SessionModes::to_bits`].
     lex: u16,
     state: FrozenMyState,
-    ryw: FrozenRyw,
     stmts: FrozenStatements,
-    /// Bytes the client sent that no command took yet.
-    leftover: Vec<u8>,
-    /// The server connection the session owns (session mode, a pin), if it moves with one.
-    backend: Option<FrozenConn>,
-    /// On a pass-through pool, who its backend connections log in as (#23).
-    pass: Option<crate::pool::FrozenPass>,
+    #[serde(flatten)]
+    seat: FrozenSeat,
     /// What a session served by a PostgreSQL pool (or with statements prepared on one) keeps.
     bridge: super::bridged::FrozenBridge,
 }
@@ -65,36 +59,18 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
     if !between || !s.foreign.cross.is_empty() || (s.seat.conn.is_some() && !owned) {
         return None;
     }
-    let mut frozen = Frozen {
-        client: FrozenClient {
-            user: s.client.user.clone(),
-            home: s.client.home.clone(),
-            named_pool: s.client.named_pool.clone(),
-            caps: s.client.caps,
-            names: s.client.names.clone(),
-            scramble: s.client.scramble.to_vec(),
-        },
-        status: s.tx.status,
-        lex: s.routing.lex.to_bits(),
-        state: s.state.freeze(owned)?,
-        ryw: s.seat.ryw.freeze(crate::rt::now()),
-        stmts: s.stmts.freeze()?,
-        leftover,
-        backend: None,
-        pass: s.seat.pass.as_ref().map(|p| p.freeze()),
-        bridge: s.foreign.bridge.freeze()?,
+    let client_state = FrozenClient {
+        user: s.client.user.clone(),
+        home: s.client.home.clone(),
+        named_pool: s.client.named_pool.clone(),
+        caps: s.client.caps,
+        names: s.client.names.clone(),
+        scramble: s.client.scramble.to_vec(),
     };
-    let backend = match s.seat.conn.as_mut() {
-        Some(conn) => {
-            let (fd, frozen_conn) = hand_off_conn(conn, s.link.pos).await?;
-            frozen.backend = Some(frozen_conn);
-            // Closed here without a word: the server session goes on in the new process.
-            s.seat.cancel.slot.set_server(None);
-            crate::session::give_back::close(&s.seat.pool, s.seat.conn.take());
-            Some(fd)
-        }
-        None => None,
-    };
+    let (status, lex, state) = (s.tx.status, s.routing.lex.to_bits(), s.state.freeze(owned)?);
+    let (stmts, bridge) = (s.stmts.freeze()?, s.foreign.bridge.freeze()?);
+    let (seat, backend) = freeze_seat(&mut s.seat, leftover, s.link.pos).await?;
+    let frozen = Frozen { client: client_state, status, lex, state, stmts, seat, bridge };
     handed(&frozen, Protocol::MySql, &s.seat, s.io.listener, (client, backend))
 }
 
@@ -123,9 +99,9 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
-    let Sockets { stream, backend, pass } = sockets(&pool, client, frozen.pass, (frozen.backend, handed.backend))?;
+    let Sockets { stream, backend, pass, ryw, leftover } = sockets(ctx, &pool, client, (frozen.seat, handed.backend))?;
     let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
-    let io = ClientIo::new(stream, frozen.leftover, handed.listener, max, held);
+    let io = ClientIo::new(stream, leftover, handed.listener, max, held);
     let greeted = login::Greeted {
         pool,
         state: MyState::thaw(frozen.state),
@@ -146,7 +122,7 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
     attach_moved(&mut s, backend);
     s.tx.status = frozen.status;
     s.routing.lex = SessionModes::from_bits(frozen.lex);
-    s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
+    s.seat.ryw = ryw;
     let route_key = |text: &str| Some(ctx.statement_key(text, Protocol::MySql));
     s.stmts = Statements::thaw(frozen.stmts, route_key, ctx.client_budget(), config.limits.client_buffer_budget);
     Ok(s)

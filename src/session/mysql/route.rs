@@ -9,17 +9,17 @@ use std::sync::Arc;
 
 use super::relay::Outcome as Relayed;
 use super::Session;
+use crate::config::PoolMode;
 use crate::config::Protocol;
-use crate::config::{PoolMode, PoolRole};
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT, ER_WRONG_ARGUMENTS};
 use crate::protocol::mysql::response::{
     SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
 };
-use crate::routing::{Decision, DecisionError, DecisionKind, MySqlSession, Outcome, Settled, StatementKey};
+use crate::routing::{Decision, DecisionKind, MySqlSession, Outcome, Settled, StatementKey};
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::engine::retry::RulePolicy;
-use crate::session::engine::route::{self, RouteContext};
+use crate::session::engine::route::{self, Refusal, Refused, RouteContext};
 use crate::session::give_back::moving_to;
 use crate::session::placement::{self, Placed};
 use crate::sql::fingerprint::Fingerprint;
@@ -60,18 +60,6 @@ impl Session {
         self.holding().held()
     }
 
-    /// Whether the session's pool is a replica: a `role = "replica"` pool, or the MySQL read pool
-    /// of the split (and not also its primary). A connection held there must only see
-    /// replica-safe statements.
-    fn on_replica(&self) -> bool {
-        if self.seat.pool.config.role == PoolRole::Replica {
-            return true;
-        }
-        let rules = self.seat.ctx.rules();
-        let name = self.seat.pool.name();
-        rules.read_pool(Protocol::MySql) == Some(name) && rules.primary_pool(Protocol::MySql) != Some(name)
-    }
-
     /// Whether the next statement opens a transaction the client did not declare read-only:
     /// the server last reported autocommit off and no transaction open (so the statement opens
     /// one implicitly), and the session's transactions are not `READ ONLY`.
@@ -101,7 +89,7 @@ impl Session {
         }
         let s = MySqlSession {
             pool: &self.seat.pool.config.name,
-            on_replica: self.on_replica(),
+            on_replica: self.seat.on_replica(Protocol::MySql),
             hold,
             cursor_only: self.cursor_only(),
             opens_write_transaction,
@@ -143,9 +131,9 @@ impl Session {
         if let Some(free) = self.cross_decision(&decision, sql, key) {
             decision = free; // #24: the cross-protocol executor refuses it inside a transaction
         }
-        let (refusal, detour) = self.settle(&mut decision, sql);
+        let (held_refusal, detour) = self.settle(&mut decision, sql);
         self.seat.ctx.count_decision(&decision);
-        if let Some(text) = refusal {
+        if let Some(text) = held_refusal {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
         self.seat.ryw.observe(&decision, rt::now());
@@ -157,12 +145,8 @@ impl Session {
         if detour {
             return Ok(Routed { rewritten: None, fingerprint: decision.fingerprint, detour, cross: None });
         }
-        let (mut target, named) = self.decided_pool(&decision)?;
-        if named {
-            if let Some(e) = self.seat.ctx.rules().replica_refusal(&decision, &target) {
-                return Err(decision_error(&e));
-            }
-        }
+        let named = || self.named_pool();
+        let mut target = route::checked_target(&decision, named, || self.seat.ctx.rules()).map_err(refusal)?.pool;
         if let Some(pool) = self.cross_pool(&target) {
             // The session stays where it is; the statement borrows a connection there (#24).
             self.retry.rule = RulePolicy::Unrouted;
@@ -183,10 +167,15 @@ impl Session {
     /// and attaches the connection a statement `sql` for it needs.
     async fn move_to(&mut self, target: &str, to_replica: bool, sql: &str) -> Result<(), MyClientError> {
         placement::move_to(self, target, to_replica, true).await?;
-        if !self.is_bridged() && self.on_replica() {
+        if !self.is_bridged() && self.seat.on_replica(Protocol::MySql) {
             self.keep_misread_off_the_replica(sql).await?;
         }
         Ok(())
+    }
+
+    /// The pool the client named as its database, when it names one.
+    fn named_pool(&self) -> Option<Arc<str>> {
+        self.client.named_pool.as_deref().and_then(|n| self.seat.ctx.pools().get(n).map(|p| p.name().clone()))
     }
 
     /// For a session bridged to a PostgreSQL pool, a text statement (#24): the whole chain
@@ -194,33 +183,16 @@ impl Session {
     /// pools that speak PostgreSQL, and the session moves there when nothing holds it (no open
     /// transaction, as PostgreSQL reports it). Returns a translation's SQL and parameter order.
     /// A pool whose backends speak MySQL is refused: the bridged session cannot go there.
-    /// The pool `decision` sends the statement to, and whether it is the pool the client named as
-    /// its database: with no rule and no split deciding (the `Default` step), such a client
-    /// stays on its own pool rather than the configured default.
-    fn decided_pool(&self, decision: &Decision) -> Result<(Arc<str>, bool), MyClientError> {
-        let target = match &decision.outcome {
-            Outcome::Route(pool) => pool.clone(),
-            Outcome::Reject(message) => return Err(MyClientError::new(ER_REJECTED, message.to_string())),
-            Outcome::Error(e) => return Err(decision_error(e)),
-        };
-        if decision.step == DecisionKind::Default {
-            if let Some(own) = self.client.named_pool.as_deref().and_then(|n| self.seat.ctx.pools().get(n).cloned()) {
-                return Ok((own.name().clone(), true));
-            }
-        }
-        Ok((target, false))
-    }
-
     pub(super) fn bridged_route(&mut self, sql: &str) -> Result<Option<Rewrite>, MyClientError> {
         let mut decision = self.decide(sql, None);
-        let (refusal, _) = self.settle(&mut decision, sql);
+        let (held_refusal, _) = self.settle(&mut decision, sql);
         self.seat.ctx.count_decision(&decision);
-        if let Some(text) = refusal {
+        if let Some(text) = held_refusal {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
         self.bridged_unproven(sql, &decision); // #34
         self.seat.ryw.observe(&decision, rt::now());
-        let (mut target, _) = self.decided_pool(&decision)?;
+        let mut target = route::target(&decision, || self.named_pool()).map_err(refusal)?.pool;
         if route::replica_read(&decision) {
             target = self
                 .seat
@@ -269,21 +241,23 @@ impl Session {
     }
 }
 
-/// How a routing error reaches the client: hints that cannot be honored are 9001 / `QP001`.
-fn decision_error(e: &DecisionError) -> MyClientError {
-    match e {
-        DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint => {
-            MyClientError::new(ER_QP_ROUTE_HINT, e.to_string())
-        }
-        DecisionError::ReplicaUnsafe { .. } => MyClientError::new(ER_HELD_REPLICA, e.to_string()),
-        DecisionError::NoPool { .. } => MyClientError::new(ER_NO_POOL, e.to_string()),
-        DecisionError::TranslationValue { .. } => MyClientError::new(ER_WRONG_ARGUMENTS, e.to_string()),
-    }
+/// How a refused statement's error reaches the client: hints that cannot be honored are 9001 /
+/// `QP001`.
+fn refusal(r: Refusal) -> MyClientError {
+    let number = match r.kind {
+        Refused::Rule => ER_REJECTED,
+        Refused::Hint => ER_QP_ROUTE_HINT,
+        Refused::ReplicaUnsafe => ER_HELD_REPLICA,
+        Refused::NoPool => ER_NO_POOL,
+        Refused::BadValue => ER_WRONG_ARGUMENTS,
+    };
+    MyClientError::new(number, r.text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::routing::DecisionError;
 
     fn number(e: &MyClientError) -> (u16, [u8; 5]) {
         let mut out = Vec::new();
@@ -297,12 +271,12 @@ mod tests {
 
     #[test]
     fn hint_errors_are_9001_qp001_and_missing_pools_a_connection_error() {
-        let hint = decision_error(&DecisionError::HintNotHonored { reason: "row_lock".into() });
+        let hint = refusal(Refusal::of(&DecisionError::HintNotHonored { reason: "row_lock".into() }));
         assert_eq!(number(&hint), (9001, *b"QP001"));
-        assert_eq!(number(&decision_error(&DecisionError::InvalidHint)), (9001, *b"QP001"));
-        let none = decision_error(&DecisionError::NoPool { protocol: Protocol::MySql });
+        assert_eq!(number(&refusal(Refusal::of(&DecisionError::InvalidHint))), (9001, *b"QP001"));
+        let none = refusal(Refusal::of(&DecisionError::NoPool { protocol: Protocol::MySql }));
         assert_eq!(number(&none), (1105, *b"HY000"));
         let replica = DecisionError::ReplicaUnsafe { pool: "r".into(), chosen_by: "rule `x`".into(), reason: "write" };
-        assert_eq!(number(&decision_error(&replica)), (1792, *b"25006"));
+        assert_eq!(number(&refusal(Refusal::of(&replica))), (1792, *b"25006"));
     }
 }

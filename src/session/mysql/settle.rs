@@ -8,13 +8,14 @@
 
 use super::txguard;
 use crate::routing::{Decision, DecisionError, DecisionKind, Hold, MySqlSession, Outcome, Settled};
+use crate::session::engine::release;
 use crate::session::engine::route::{self, Guard, HeldReplica};
 use crate::sql::analyze::{session_effects, Operation};
 use crate::sql::Dialect;
 
 /// The refusal text of a statement statement pooling on `pool` cannot serve, if it cannot.
 pub fn statement_pooling_refusal(pool: &str, sql: &str) -> Option<String> {
-    let why = txguard::statement_pooling_refusal(sql)?;
+    let why = release::statement_pooling_refusal(sql, Dialect::MySql)?;
     Some(format!("pool \"{pool}\" uses statement pooling, which cannot serve a transaction spanning statements: {why}"))
 }
 
@@ -78,7 +79,7 @@ pub fn settle(decision: &mut Decision, sql: &str, s: &MySqlSession<'_>) -> Settl
 fn detourable(decision: &Decision, sql: &str) -> bool {
     matches!(decision.facts.operation, Operation::Read | Operation::Write | Operation::Ddl)
         && session_effects(sql, Dialect::MySql).list.is_empty()
-        && txguard::statement_pooling_refusal(sql).is_none()
+        && release::statement_pooling_refusal(sql, Dialect::MySql).is_none()
 }
 
 #[cfg(test)]

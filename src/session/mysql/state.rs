@@ -7,34 +7,22 @@
 //! MySQL `SET` is not transactional: an effect applies once its statement succeeded, which the
 //! relay learns from the number of results that came back before any error.
 
-use std::collections::BTreeMap;
-use std::hash::{Hash, Hasher};
-
-use crate::session::state::Pin;
+use crate::session::engine::effects::{setting_on, FrozenSettings, Settings};
 use crate::sql::analyze::{Effect, PinReason, MYSQL_ACCESS_MODE};
-
-/// Whether the replayable `SET SESSION name = <value>` sets a boolean on; any value the router
-/// cannot read (an expression, a variable, `DEFAULT`) counts as off.
-pub fn setting_on(stmt: &str) -> bool {
-    let value = stmt.rsplit_once('=').map_or("", |(_, v)| v).trim().trim_matches(|c| c == '\'' || c == '"');
-    ["1", "ON", "TRUE"].iter().any(|v| value.eq_ignore_ascii_case(v))
-}
 
 /// A MySQL session's settings on their way to a new binary (#40).
 #[derive(serde::Serialize, serde::Deserialize)]
 pub struct FrozenMyState {
-    settings: Vec<(String, String)>,
+    #[serde(flatten)]
+    settings: FrozenSettings,
     db: Option<String>,
-    /// What pins the session, when its connection moves with it.
-    pin: Option<String>,
 }
 
 /// Settings, default database and pins of one client.
 #[derive(Debug, Default, Clone)]
 pub struct MyState {
-    settings: BTreeMap<String, String>,
+    settings: Settings,
     db: Option<String>,
-    pin: Pin,
     signature: u64,
 }
 
@@ -44,38 +32,25 @@ impl MyState {
     pub fn new(db: Option<String>, names: Option<String>) -> Self {
         let mut s = Self { db, ..Self::default() };
         if let Some(stmt) = names {
-            s.settings.insert("names".into(), stmt);
+            s.settings.apply(Effect::Set { name: "names".into(), stmt });
         }
         s.resign();
         s
     }
 
     /// Applies the effects of the statements with index below `succeeded`; pins apply even for
-    /// failed statements (being conservative costs only a dedicated connection).
+    /// failed statements.
     pub fn apply(&mut self, effects: &[(usize, Effect)], succeeded: usize) {
         let mut changed = false;
         for (i, e) in effects {
             match e {
-                Effect::Pin(r) => self.pin.set(*r),
+                Effect::Pin(r) => self.settings.pin_for(*r),
                 _ if *i >= succeeded => {}
-                // Back to the server's default: nothing of the client's is left to carry (#35:
-                // `SET sql_select_limit = DEFAULT` must lift what the setting refused).
-                Effect::Reset(name) => {
-                    self.settings.remove(name);
-                    changed = true;
-                }
-                Effect::ResetAll => {
-                    self.settings.clear();
-                    changed = true;
-                }
-                Effect::Set { name, stmt } => {
-                    self.settings.insert(name.clone(), stmt.clone());
-                    changed = true;
-                }
                 Effect::Use(db) => {
                     self.db = Some(db.clone());
                     changed = true;
                 }
+                _ => changed |= self.settings.apply(e.clone()),
             }
         }
         if changed {
@@ -91,12 +66,12 @@ impl MyState {
 
     /// Why the session is pinned, if it is.
     pub fn pin(&self) -> Option<PinReason> {
-        self.pin.reason()
+        self.settings.pin()
     }
 
-    /// A pin not counted in the metrics yet (see [`Pin::take_uncounted`]).
+    /// A pin not counted in the metrics yet (see [`Settings::take_uncounted_pin`]).
     pub fn take_uncounted_pin(&mut self) -> Option<PinReason> {
-        self.pin.take_uncounted()
+        self.settings.take_uncounted_pin()
     }
 
     /// The database the client selected, if it differs from the pool's.
@@ -113,7 +88,7 @@ impl MyState {
     /// TRANSACTION READ ONLY`, `tx_read_only` / `transaction_read_only` on), so an implicitly
     /// opened transaction cannot write.
     pub fn read_only_transactions(&self) -> bool {
-        let Some(stmt) = self.settings.get(MYSQL_ACCESS_MODE).map(|s| s.to_ascii_uppercase()) else { return false };
+        let Some(stmt) = self.settings.get(MYSQL_ACCESS_MODE).map(str::to_ascii_uppercase) else { return false };
         match stmt.rsplit_once('=') {
             Some((_, value)) => matches!(value.trim().trim_matches('\''), "1" | "ON" | "TRUE"),
             None => stmt.ends_with("READ ONLY"),
@@ -122,7 +97,7 @@ impl MyState {
 
     /// The tracked settings: each one's name and the statement that restores it.
     pub fn settings(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.settings.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.settings.iter()
     }
 
     /// Whether the setting the router replays turns autocommit off.
@@ -135,44 +110,25 @@ impl MyState {
         if self.settings.is_empty() {
             return None;
         }
-        Some(self.settings.values().cloned().collect::<Vec<_>>().join("; "))
+        Some(self.settings.iter().map(|(_, stmt)| stmt).collect::<Vec<_>>().join("; "))
     }
 
     /// The settings and database a session moving to a new binary takes along (#40); `None`
     /// for a pinned session, whose state is on its connection.
     /// `with_connection`: the connection, which holds what pinned the session, moves too.
     pub fn freeze(&self, with_connection: bool) -> Option<FrozenMyState> {
-        if self.pin.reason().is_some() && !with_connection {
-            return None;
-        }
-        Some(FrozenMyState {
-            settings: self.settings.clone().into_iter().collect(),
-            db: self.db.clone(),
-            pin: self.pin.reason().map(|r| r.as_str().to_owned()),
-        })
+        Some(FrozenMyState { settings: self.settings.freeze(with_connection)?, db: self.db.clone() })
     }
 
     /// The state [`MyState::freeze`] kept.
     pub fn thaw(frozen: FrozenMyState) -> Self {
-        let mut s = Self { settings: frozen.settings.into_iter().collect(), db: frozen.db, ..Self::default() };
-        // Counted once, by the process the session was pinned in.
-        if let Some(r) = frozen.pin.as_deref().and_then(PinReason::parse) {
-            s.pin.set(r);
-            s.pin.take_uncounted();
-        }
+        let mut s = Self { settings: Settings::thaw(frozen.settings), db: frozen.db, signature: 0 };
         s.resign();
         s
     }
 
     fn resign(&mut self) {
-        self.signature = if self.settings.is_empty() && self.db.is_none() {
-            0
-        } else {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            self.settings.hash(&mut h);
-            self.db.hash(&mut h);
-            h.finish() | 1
-        };
+        self.signature = self.settings.signature(&self.db, self.db.is_none());
     }
 }
 

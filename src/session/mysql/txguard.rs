@@ -1,36 +1,16 @@
-//! Sans-IO checks of what a MySQL statement does to transactions, made before it runs (#19):
-//! which statements statement pooling must refuse because they would open a transaction that
-//! spans statements, and which statements may run on a replica connection the session holds
-//! (inside a transaction, with a cursor open, or pinned).
+//! Sans-IO check of what a MySQL statement does to transactions, made before it runs (#19):
+//! which statements may run on a replica connection the session holds (inside a transaction,
+//! with a cursor open, or pinned). Which ones statement pooling refuses is the engine's
+//! (`engine::release::statement_pooling_refusal`).
 //!
 //! Whether a transaction *is* open is never guessed here: the session learns it from the
 //! server's status flags. These checks only cover what must be decided before the server has
 //! seen the statement.
 
-use super::state;
 use crate::routing::Facts;
-use crate::sql::analyze::{opens_transaction, session_effects, Affinity, Effect, Operation, TxControl};
+use crate::sql::analyze::{session_effects, Affinity, Operation, TxControl};
 use crate::sql::volatility::Volatility;
 use crate::sql::Dialect;
-
-/// Why statement pooling cannot serve `sql` (each statement runs on whichever connection is
-/// free, so nothing may stay open between statements), or `None` when it can: `BEGIN`,
-/// `START TRANSACTION`, `XA START`, and `SET autocommit` to anything but a plain "on" value.
-pub(super) fn statement_pooling_refusal(sql: &str) -> Option<String> {
-    if let Some(opener) = opens_transaction(sql, Dialect::MySql) {
-        return Some(format!("{opener} opens a transaction"));
-    }
-    session_effects(sql, Dialect::MySql).into_effects().find_map(|e| match e {
-        Effect::Set { name, stmt } if name == "autocommit" && !state::setting_on(&stmt) => {
-            Some(format!("{stmt} makes every later statement part of a transaction"))
-        }
-        // The server's default may be off.
-        Effect::Reset(name) if name == "autocommit" => {
-            Some("SET autocommit = DEFAULT makes every later statement part of a transaction".into())
-        }
-        _ => None,
-    })
-}
 
 /// Why a statement may not run on the replica connection the session holds, or `None` when it
 /// may: a replica-safe read, a read about that very connection (`SHOW WARNINGS`: the held
@@ -70,40 +50,6 @@ pub(super) fn held_replica_refusal(facts: &Facts, sql: &str) -> Option<&'static 
 mod tests {
     use super::*;
     use crate::sql::analyze::{AffinitySet, LockClause, LockStrength, LockWait};
-
-    #[test]
-    fn statement_pooling_refuses_transaction_openers() {
-        for sql in [
-            "BEGIN",
-            "begin work",
-            "START TRANSACTION READ ONLY",
-            "SELECT 1; START TRANSACTION",
-            "XA START 'x'",
-            "SET autocommit=0",
-            "SET @@session.autocommit = OFF",
-            "set autocommit = false",
-            "SET SESSION autocommit = @v",
-            "SET autocommit = DEFAULT",
-            "SET time_zone = '+00:00', autocommit = 0",
-        ] {
-            assert!(statement_pooling_refusal(sql).is_some(), "{sql}");
-        }
-        for sql in [
-            "SELECT 1",
-            "SET autocommit = 1",
-            "SET autocommit=ON",
-            "SET @@autocommit = 'true'",
-            "UPDATE t SET autocommit = 0",
-            "SELECT 'BEGIN'",
-            "BEGIN NOT ATOMIC SELECT 1; END",
-            "CREATE PROCEDURE p() BEGIN START TRANSACTION; SET autocommit = 0; END",
-            "SET STATEMENT max_statement_time = 1 FOR SELECT 1",
-        ] {
-            assert_eq!(statement_pooling_refusal(sql), None, "{sql}");
-        }
-        let why = statement_pooling_refusal("SET autocommit = 0").unwrap_or_default();
-        assert!(why.contains("SET SESSION autocommit = 0"), "{why}");
-    }
 
     fn facts(operation: Operation, ineligibility: Option<&'static str>) -> Facts {
         Facts {

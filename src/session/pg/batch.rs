@@ -192,8 +192,7 @@ impl Session {
     /// pool (an open transaction, part of a pipeline already run there, pinned state): it must
     /// never be sent there, and cannot move either.
     pub(super) fn replica_hold_refusal(&self, d: &Decision) -> Option<PgClientError> {
-        let on_replica = self.seat.pool.config.role == crate::config::PoolRole::Replica
-            || self.seat.ctx.is_read_pool(Protocol::Postgres, self.seat.pool.name());
+        let on_replica = self.seat.on_replica(Protocol::Postgres);
         let read_only = self.progress.read_only_tx && d.facts.safe_when_read_only(); // #34
         let hold = self.holding();
         let unsafe_there = (!replica_safe(d) && !read_only).then(|| d.facts.ineligibility.unwrap_or("unanalyzable"));

@@ -9,8 +9,7 @@
 //! `SessionState::report`), so nothing it sends is tracked or moved.
 
 use super::prepared::Expect;
-use super::{begins_transaction, End, Session};
-use crate::config::PoolMode;
+use super::{End, Session};
 use crate::protocol::pg::tag::frontend as client;
 use crate::protocol::pg::{backend, sqlstate};
 use crate::session::client_error::PgClientError;
@@ -33,11 +32,8 @@ impl Session {
             return self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "malformed message")).await;
         };
         let text = String::from_utf8_lossy(query);
-        let refusal = if self.seat.pool.config.mode == PoolMode::Statement && begins_transaction(&text) {
-            Some(PgClientError::new(
-                sqlstate::FEATURE_NOT_SUPPORTED,
-                "transaction blocks are not allowed in statement pooling mode",
-            ))
+        let refusal = if let Some(e) = self.statement_pooling_refusal(&text) {
+            Some(e)
         } else if !name.is_empty() {
             // A named statement follows its client across connections under a name derived
             // from its text, which must be exact.

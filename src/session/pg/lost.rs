@@ -73,12 +73,7 @@ impl Session {
         self.progress.tx = TransactionStatus::Idle;
         self.state.rollback();
         if let Some(gone) = after {
-            let lost = match gone {
-                Gone::Transaction => " inside a transaction; the transaction was rolled back".to_owned(),
-                Gone::State(pin) => format!("; the session's state ({}) is gone", pin.as_str()),
-                Gone::ServerSession => "; the server session is gone".to_owned(),
-                Gone::Step => "; the response was cut off".to_owned(),
-            };
+            let lost = gone.wording();
             tracing::warn!("backend lost{why}{lost}");
             self.tell_fatal(said, &format!("the backend connection was lost{why}{lost}"));
             if self.io.flush().await.is_ok() {

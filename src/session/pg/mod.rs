@@ -483,12 +483,8 @@ impl Session {
     }
 
     async fn on_query(&mut self, sql: &str, raw: &[u8]) -> Result<(), End> {
-        if self.seat.pool.config.mode == PoolMode::Statement && begins_transaction(sql) {
-            PgClientError::new(
-                sqlstate::FEATURE_NOT_SUPPORTED,
-                "transaction blocks are not allowed in statement pooling mode",
-            )
-            .encode(&mut self.io.out);
+        if let Some(e) = self.statement_pooling_refusal(sql) {
+            e.encode(&mut self.io.out);
             backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
             return self.io.flush().await;
         }
@@ -552,11 +548,8 @@ impl Session {
     }
 
     async fn on_parse(&mut self, name: &str, query: &str, types: &[u32], raw: &[u8]) -> Result<(), End> {
-        if self.seat.pool.config.mode == PoolMode::Statement && begins_transaction(query) {
-            return self.fail_batch(PgClientError::new(
-                sqlstate::FEATURE_NOT_SUPPORTED,
-                "transaction blocks are not allowed in statement pooling mode",
-            ));
+        if let Some(e) = self.statement_pooling_refusal(query) {
+            return self.fail_batch(e);
         }
         if name.is_empty() {
             if let Some(done) = self.on_named_parse(query, types).await {
@@ -706,6 +699,15 @@ impl Session {
             return self.backend_lost(RelayError::BackendClosed(Some(e))).await;
         }
         Ok(())
+    }
+
+    /// Statement pooling's refusal of `sql` ([`release::statement_pooling_refusal`]), in the
+    /// words PgBouncer uses.
+    fn statement_pooling_refusal(&self, sql: &str) -> Option<PgClientError> {
+        let refused = self.seat.pool.config.mode == PoolMode::Statement
+            && release::statement_pooling_refusal(sql, crate::sql::Dialect::Postgres).is_some();
+        let text = "transaction blocks are not allowed in statement pooling mode";
+        refused.then(|| PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, text))
     }
 
     /// Gives the backend connection back when the pool mode says the client is done with it.

@@ -11,9 +11,8 @@ use super::unnamed::{FrozenUnnamed, Unnamed};
 use super::{Identity, Session};
 use crate::config::Protocol;
 use crate::protocol::pg::TransactionStatus;
-use crate::routing::{FrozenRyw, RywState};
 use crate::session::handover::{
-    hand_off_conn, handed, sockets, unpack, AdoptError, Client, FrozenConn, HandedSession, Moving, Refused, Sockets,
+    freeze_seat, handed, sockets, unpack, AdoptError, Client, FrozenSeat, HandedSession, Moving, Refused, Sockets,
 };
 use crate::session::state::{FrozenState, SessionState};
 use crate::session::CoreContext;
@@ -31,14 +30,9 @@ struct Frozen {
     /// [`SessionModes::to_bits`].
     lex: u16,
     state: FrozenState,
-    ryw: FrozenRyw,
     stmts: FrozenStatements,
-    /// Bytes the client sent that no message took yet.
-    leftover: Vec<u8>,
-    /// The server connection the session owns (session mode, a pin), if it moves with one.
-    backend: Option<FrozenConn>,
-    /// On a pass-through pool, who its backend connections log in as (#23).
-    pass: Option<crate::pool::FrozenPass>,
+    #[serde(flatten)]
+    seat: FrozenSeat,
 }
 
 /// The client's statements, wherever they run.
@@ -80,33 +74,16 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
     if !between || (s.seat.conn.is_some() && !owned) {
         return None;
     }
-    let mut frozen = Frozen {
-        user: s.identity.user.clone(),
-        database: s.identity.database.clone(),
-        home: s.identity.home.clone(),
-        lex: s.identity.lex.to_bits(),
-        state: s.state.freeze(owned)?,
-        ryw: s.seat.ryw.freeze(crate::rt::now()),
-        stmts: FrozenStatements {
-            named: frozen_stmts(s)?,
-            unnamed: s.progress.unnamed.freeze()?,
-            tokens: s.progress.tokens.freeze(),
-            bridge: s.bridge.freeze()?,
-        },
-        leftover,
-        backend: None,
-        pass: s.seat.pass.as_ref().map(|p| p.freeze()),
+    let (user, database, home) = (s.identity.user.clone(), s.identity.database.clone(), s.identity.home.clone());
+    let (state, lex) = (s.state.freeze(owned)?, s.identity.lex.to_bits());
+    let stmts = FrozenStatements {
+        named: frozen_stmts(s)?,
+        unnamed: s.progress.unnamed.freeze()?,
+        tokens: s.progress.tokens.freeze(),
+        bridge: s.bridge.freeze()?,
     };
-    let backend = match s.seat.conn.as_mut() {
-        Some(conn) => {
-            let (fd, frozen_conn) = hand_off_conn(conn, 0).await?;
-            frozen.backend = Some(frozen_conn);
-            // Closed here without a word: the server session goes on in the new process.
-            crate::session::give_back::close(&s.seat.pool, s.seat.conn.take());
-            Some(fd)
-        }
-        None => None,
-    };
+    let (seat, backend) = freeze_seat(&mut s.seat, leftover, 0).await?;
+    let frozen = Frozen { user, database, home, lex, state, stmts, seat };
     handed(&frozen, Protocol::Postgres, &s.seat, s.io.listener, (client, backend))
 }
 
@@ -173,7 +150,7 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
     };
     let config = ctx.config();
     let max = config.listeners.get(handed.listener).map_or(1 << 26, |l| l.max_message_size);
-    let Sockets { stream, backend, pass } = sockets(&pool, client, frozen.pass, (frozen.backend, handed.backend))?;
+    let Sockets { stream, backend, pass, ryw, leftover } = sockets(ctx, &pool, client, (frozen.seat, handed.backend))?;
     let state = SessionState::thaw(frozen.state, |shown| pool.share_params(shown));
     let identity = Identity {
         user: frozen.user,
@@ -183,10 +160,9 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
         causal: None,
         home: frozen.home,
     };
-    let mut s =
-        Session::new(ctx.clone(), stream, frozen.leftover, pool, state, handed.key, handed.listener, max, identity);
+    let mut s = Session::new(ctx.clone(), stream, leftover, pool, state, handed.key, handed.listener, max, identity);
     *s.seat.conn = backend;
-    s.seat.ryw = RywState::thaw(ctx.read_your_writes(), &frozen.ryw, crate::rt::now());
+    s.seat.ryw = ryw;
     s.progress.unnamed = Unnamed::thaw(frozen.stmts.unnamed);
     *s.bridge = super::bridged::Bridge::thaw(frozen.stmts.bridge);
     *s.progress.tokens = super::token::TokenStatements::thaw(frozen.stmts.tokens);

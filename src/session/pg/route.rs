@@ -10,12 +10,12 @@ use crate::pool::health::pg_commit_position;
 use crate::protocol::pg::backend::BackendMessage;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::causal::TOKEN_NAME;
-use crate::routing::{Decision, DecisionError, DecisionKind, Outcome, StatementKey};
+use crate::routing::{Decision, DecisionKind, Outcome, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::commit_io;
 use crate::session::engine::hold::{Hold, HoldFacts};
-use crate::session::engine::route::{self, RouteContext};
+use crate::session::engine::route::{self, Refusal, Refused, RouteContext};
 use crate::session::engine::ryw;
 use crate::session::placement::{self, Placed};
 use std::sync::Arc;
@@ -149,25 +149,14 @@ impl Session {
     /// The pool `decision` sends the statement to, and whether that is a replica read; an
     /// error when it was refused or the pool cannot take it.
     fn choose_target(&self, decision: &Decision, runs: bool) -> Result<(Arc<str>, bool), PgClientError> {
-        let mut target = match &decision.outcome {
-            Outcome::Route(pool) => pool.clone(),
-            Outcome::Reject(message) => return Err(PgClientError::new(REJECTED, message.to_string())),
-            Outcome::Error(e) => return Err(decision_error(e)),
-        };
-        if let Some(own) = self.seat.ctx.pools().get(&self.identity.database).filter(|p| p.is_on_demand()) {
+        let pools = self.seat.ctx.pools();
+        let own = pools.get(&self.identity.database);
+        let named = || own.filter(|p| !p.is_on_demand()).map(|p| p.name().clone());
+        let mut target = route::checked_target(decision, named, || self.seat.ctx.rules()).map_err(refusal)?.pool;
+        if let Some(own) = own.filter(|p| p.is_on_demand()) {
             // A pool made for the client's database (#36): every pool a rule or split names
             // serves another database.
             return Ok((own.name().clone(), false));
-        }
-        if decision.step == DecisionKind::Default {
-            // No rule and no split decided: a client that named a pool as its database stays on
-            // that pool rather than the configured default.
-            if let Some(own) = self.seat.ctx.pools().get(&self.identity.database) {
-                target = own.name().clone();
-                if let Some(e) = self.seat.ctx.rules().replica_refusal(decision, &target) {
-                    return Err(decision_error(&e));
-                }
-            }
         }
         if let Some(primary) = self.batch_override(decision, &target) {
             target = primary;
@@ -229,16 +218,14 @@ fn resets_session(sql: &str) -> bool {
     resets && second.is_some_and(|t| t.is_word("ALL")) && words.next().is_none()
 }
 
-/// How a routing error reaches the client: hints that cannot be honored are QP001.
-fn decision_error(e: &DecisionError) -> PgClientError {
-    match e {
-        DecisionError::HintNotHonored { .. } | DecisionError::InvalidHint => {
-            PgClientError::new(sqlstate::ROUTE_HINT_NOT_HONORED, e.to_string())
-        }
-        DecisionError::ReplicaUnsafe { .. } => PgClientError::new(REPLICA_UNSAFE, e.to_string()),
-        DecisionError::NoPool { .. } => {
-            PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, e.to_string())
-        }
-        DecisionError::TranslationValue { .. } => PgClientError::new(INVALID_PARAMETER_VALUE, e.to_string()),
-    }
+/// How a refused statement's error reaches the client: hints that cannot be honored are QP001.
+fn refusal(r: Refusal) -> PgClientError {
+    let code = match r.kind {
+        Refused::Rule => REJECTED,
+        Refused::Hint => sqlstate::ROUTE_HINT_NOT_HONORED,
+        Refused::ReplicaUnsafe => REPLICA_UNSAFE,
+        Refused::NoPool => sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+        Refused::BadValue => INVALID_PARAMETER_VALUE,
+    };
+    PgClientError::new(code, r.text)
 }

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use super::prepared::{self, Expect};
 use super::{relay, End, Session};
-use crate::config::{Engine, PoolRole};
+use crate::config::Engine;
 use crate::pool::health::{pg_read_xact_probe, PG_XACT_PROBE};
 use crate::protocol::pg::tag::{backend as server, frontend as client};
 use crate::protocol::pg::{frontend, Frame, FrontendMessage, RawFrames, TransactionStatus};
@@ -129,10 +129,7 @@ impl Session {
             return;
         }
         let read = !decision.writes && decision.facts.operation == Operation::Read;
-        let name = self.seat.pool.name();
-        let on_replica = self.seat.pool.config.role == PoolRole::Replica
-            || self.seat.ctx.is_replica_pool(name)
-            || self.seat.ctx.is_read_pool(crate::config::Protocol::Postgres, name);
+        let on_replica = self.seat.on_replica(crate::config::Protocol::Postgres);
         let causal = self.seat.ctx.read_your_writes() == crate::config::ReadYourWrites::Causal
             && self.seat.ctx.has_replica_reads();
         if !read
