@@ -175,10 +175,38 @@ impl Sink<'_> for HashSink {
     #[inline]
     fn text(&mut self, s: &str, fold: bool) {
         self.len = self.len.wrapping_add(s.len() as u64);
-        for &b in s.as_bytes() {
+        let mut bytes = s.as_bytes();
+        while self.nbuf != 0 {
+            let Some((&b, rest)) = bytes.split_first() else { return };
+            self.byte(if fold { b.to_ascii_lowercase() } else { b });
+            bytes = rest;
+        }
+        // Whole words while the buffer is empty: the same words `byte` would have gathered.
+        let mut words = bytes.chunks_exact(8);
+        for chunk in &mut words {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(chunk);
+            let w = u64::from_le_bytes(w);
+            self.absorb(if fold { lowercase_word(w) } else { w });
+        }
+        for &b in words.remainder() {
             self.byte(if fold { b.to_ascii_lowercase() } else { b });
         }
     }
+}
+
+/// `to_ascii_lowercase` of each of the eight bytes of `w` at once: an ASCII upper-case letter
+/// gets its 0x20 bit, every other byte (non-ASCII included) stays.
+fn lowercase_word(w: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Per byte, on its low seven bits (no carry crosses bytes): the high bit says >= b'A', and
+    // in the second sum > b'Z'.
+    let low = w & LOW7;
+    let from_a = low + 0x3f3f_3f3f_3f3f_3f3f;
+    let past_z = low + 0x2525_2525_2525_2525;
+    let upper = from_a & !past_z & !w & HIGH;
+    w | (upper >> 2)
 }
 
 struct TextSink(String);
@@ -214,41 +242,54 @@ const VALUE_KEYWORDS: &[&str] = &[
     "by", "having", "on", "case", "in", "distinct", "all", "any", "some", "escape", "interval",
 ];
 
-/// Words that keep a space before a following `(` (they are syntax, not function names).
-const SPACED_KEYWORDS: &[&str] = &[
-    "in",
-    "values",
-    "and",
-    "or",
-    "not",
-    "exists",
-    "as",
-    "on",
-    "from",
-    "join",
-    "where",
-    "select",
-    "using",
-    "when",
-    "then",
-    "else",
-    "into",
-    "set",
-    "over",
-    "by",
-    "lateral",
-    "with",
-    "union",
-    "except",
-    "intersect",
-    "having",
-    "returning",
-    "is",
-    "like",
-    "between",
-    "case",
-    "table",
-];
+/// Whether `t` is a word that keeps a space before a following `(` (syntax, not a function
+/// name). Asked for every word written: one lower-cased copy and a `match` on it, where a list
+/// took one comparison per entry.
+fn spaced_keyword(t: &Token<'_>) -> bool {
+    let text = t.text.as_bytes();
+    if t.kind != TokenKind::Word || !(2..=9).contains(&text.len()) {
+        return false;
+    }
+    let mut lower = [0u8; 9];
+    for (l, b) in lower.iter_mut().zip(text) {
+        *l = b.to_ascii_lowercase();
+    }
+    matches!(
+        lower.get(..text.len()).unwrap_or_default(),
+        b"in"
+            | b"values"
+            | b"and"
+            | b"or"
+            | b"not"
+            | b"exists"
+            | b"as"
+            | b"on"
+            | b"from"
+            | b"join"
+            | b"where"
+            | b"select"
+            | b"using"
+            | b"when"
+            | b"then"
+            | b"else"
+            | b"into"
+            | b"set"
+            | b"over"
+            | b"by"
+            | b"lateral"
+            | b"with"
+            | b"union"
+            | b"except"
+            | b"intersect"
+            | b"having"
+            | b"returning"
+            | b"is"
+            | b"like"
+            | b"between"
+            | b"case"
+            | b"table"
+    )
+}
 
 fn word_in(t: &Token<'_>, list: &[&str]) -> bool {
     t.kind == TokenKind::Word && list.iter().any(|k| t.text.eq_ignore_ascii_case(k))
@@ -321,9 +362,7 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
             Some(t) if matches!(t.kind, TokenKind::LParen | TokenKind::Dot) || t.text == "[" || t.text == "::" => {
                 Last::Tight
             }
-            Some(t) if matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdent) && !word_in(t, SPACED_KEYWORDS) => {
-                Last::Word
-            }
+            Some(t) if matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdent) && !spaced_keyword(t) => Last::Word,
             _ => Last::Other,
         };
     }
@@ -761,6 +800,26 @@ mod tests {
                 prop_assert_ne!(fingerprint(&q(&col, op), MY), fingerprint(&q(&col, op2), MY));
             }
             prop_assert_ne!(fingerprint(&q(&col, op), PG), fingerprint(&format!("{} ORDER BY 1", q(&col, op)), PG));
+        }
+
+        #[test]
+        fn word_hashing_equals_byte_hashing(parts in proptest::collection::vec(("[A-Za-z0-9_ @\\[]{0,20}|\\PC{0,20}", any::<bool>()), 0..8)) {
+            let mut words = HashSink::default();
+            let mut bytes = HashSink::default();
+            for (text, fold) in &parts {
+                words.text(text, *fold);
+                bytes.len = bytes.len.wrapping_add(text.len() as u64);
+                for &b in text.as_bytes() {
+                    bytes.byte(if *fold { b.to_ascii_lowercase() } else { b });
+                }
+            }
+            prop_assert_eq!(words.finish(), bytes.finish());
+        }
+
+        #[test]
+        fn lowercase_word_lowers_each_byte(w in any::<u64>()) {
+            let lowered = w.to_le_bytes().map(|b| b.to_ascii_lowercase());
+            prop_assert_eq!(lowercase_word(w), u64::from_le_bytes(lowered));
         }
 
         #[test]
