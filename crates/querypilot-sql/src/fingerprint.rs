@@ -142,17 +142,6 @@ impl Default for HashSink {
 
 impl HashSink {
     #[inline]
-    fn byte(&mut self, b: u8) {
-        self.buf |= u64::from(b) << (self.nbuf * 8);
-        self.nbuf += 1;
-        if self.nbuf == 8 {
-            self.absorb(self.buf);
-            self.buf = 0;
-            self.nbuf = 0;
-        }
-    }
-
-    #[inline]
     fn absorb(&mut self, w: u64) {
         self.acc = (self.acc ^ w).wrapping_mul(K1).rotate_left(29).wrapping_mul(K2);
     }
@@ -175,22 +164,25 @@ impl Sink<'_> for HashSink {
     #[inline]
     fn text(&mut self, s: &str, fold: bool) {
         self.len = self.len.wrapping_add(s.len() as u64);
+        // What `byte` would do for each byte, a word at a time: the bytes that fit in the buffer
+        // are gathered into one value (lower-cased together) and merged in with one shift.
         let mut bytes = s.as_bytes();
-        while self.nbuf != 0 {
-            let Some((&b, rest)) = bytes.split_first() else { return };
-            self.byte(if fold { b.to_ascii_lowercase() } else { b });
+        while !bytes.is_empty() {
+            let room = 8 - self.nbuf as usize;
+            let (head, rest) = bytes.split_at(room.min(bytes.len()));
+            let mut w = head.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b));
+            if fold {
+                w = lowercase_word(w);
+            }
+            // `room` is 1..=8, so the shift is 0..=56.
+            self.buf |= w << (self.nbuf * 8);
+            self.nbuf += head.len() as u32;
+            if self.nbuf == 8 {
+                self.absorb(self.buf);
+                self.buf = 0;
+                self.nbuf = 0;
+            }
             bytes = rest;
-        }
-        // Whole words while the buffer is empty: the same words `byte` would have gathered.
-        let mut words = bytes.chunks_exact(8);
-        for chunk in &mut words {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(chunk);
-            let w = u64::from_le_bytes(w);
-            self.absorb(if fold { lowercase_word(w) } else { w });
-        }
-        for &b in words.remainder() {
-            self.byte(if fold { b.to_ascii_lowercase() } else { b });
         }
     }
 }
@@ -242,53 +234,72 @@ const VALUE_KEYWORDS: &[&str] = &[
     "by", "having", "on", "case", "in", "distinct", "all", "any", "some", "escape", "interval",
 ];
 
-/// Whether `t` is a word that keeps a space before a following `(` (syntax, not a function
-/// name). Asked for every word written: one lower-cased copy and a `match` on it, where a list
-/// took one comparison per entry.
+/// Words that keep a space before a following `(` (they are syntax, not function names).
+const SPACED_KEYWORDS: &[&str] = &[
+    "in",
+    "values",
+    "and",
+    "or",
+    "not",
+    "exists",
+    "as",
+    "on",
+    "from",
+    "join",
+    "where",
+    "select",
+    "using",
+    "when",
+    "then",
+    "else",
+    "into",
+    "set",
+    "over",
+    "by",
+    "lateral",
+    "with",
+    "union",
+    "except",
+    "intersect",
+    "having",
+    "returning",
+    "is",
+    "like",
+    "between",
+    "case",
+    "table",
+];
+
+/// Per first letter (`a`..`z`): bit `n` set when a [`SPACED_KEYWORDS`] entry of `n` bytes starts
+/// with it. Every word written asks [`spaced_keyword`]; most are names this rules out at once.
+const SPACED_SHAPES: [u16; 26] = {
+    let mut shapes = [0u16; 26];
+    let mut i = 0;
+    while i < SPACED_KEYWORDS.len() {
+        let k = SPACED_KEYWORDS[i].as_bytes();
+        shapes[(k[0] - b'a') as usize] |= 1 << k.len();
+        i += 1;
+    }
+    shapes
+};
+
+/// Whether `t` is one of [`SPACED_KEYWORDS`].
 fn spaced_keyword(t: &Token<'_>) -> bool {
     let text = t.text.as_bytes();
-    if t.kind != TokenKind::Word || !(2..=9).contains(&text.len()) {
-        return false;
-    }
-    let mut lower = [0u8; 9];
-    for (l, b) in lower.iter_mut().zip(text) {
-        *l = b.to_ascii_lowercase();
-    }
-    matches!(
-        lower.get(..text.len()).unwrap_or_default(),
-        b"in"
-            | b"values"
-            | b"and"
-            | b"or"
-            | b"not"
-            | b"exists"
-            | b"as"
-            | b"on"
-            | b"from"
-            | b"join"
-            | b"where"
-            | b"select"
-            | b"using"
-            | b"when"
-            | b"then"
-            | b"else"
-            | b"into"
-            | b"set"
-            | b"over"
-            | b"by"
-            | b"lateral"
-            | b"with"
-            | b"union"
-            | b"except"
-            | b"intersect"
-            | b"having"
-            | b"returning"
-            | b"is"
-            | b"like"
-            | b"between"
-            | b"case"
-            | b"table"
-    )
+    let Some(first) = text.first().map(|b| b.to_ascii_lowercase()) else { return false };
+    let shapes = first.checked_sub(b'a').and_then(|i| SPACED_SHAPES.get(usize::from(i))).copied().unwrap_or(0);
+    let fits = text.len() < 16 && shapes & (1 << text.len()) != 0;
+    fits && word_in(t, SPACED_KEYWORDS)
+}
+
+/// Whether `t` is the punctuation `p` (`[` or `]`), by kind first: most tokens are not.
+fn is_punct(t: &Token<'_>, p: &str) -> bool {
+    t.kind == TokenKind::Punct && t.text == p
+}
+
+/// Whether `t` is the `::` cast operator, by kind first.
+fn is_double_colon(t: &Token<'_>) -> bool {
+    t.kind == TokenKind::Operator && t.text == "::"
 }
 
 fn word_in(t: &Token<'_>, list: &[&str]) -> bool {
@@ -349,8 +360,8 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
     fn emit(&mut self, s: &str, fold: bool, tok: Option<&Token<'a>>) {
         let kind = tok.map(|t| t.kind);
         let tight_before = matches!(kind, Some(TokenKind::RParen | TokenKind::Comma | TokenKind::Dot))
-            || tok.is_some_and(|t| t.text == "]" || t.text == "::")
-            || ((kind == Some(TokenKind::LParen) || tok.is_some_and(|t| t.text == "[")) && self.last == Last::Word);
+            || tok.is_some_and(|t| is_punct(t, "]") || is_double_colon(t))
+            || ((kind == Some(TokenKind::LParen) || tok.is_some_and(|t| is_punct(t, "["))) && self.last == Last::Word);
         let space = !matches!(self.last, Last::Nothing | Last::Tight) && !tight_before;
         if !self.mute {
             if space {
@@ -359,7 +370,9 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
             self.sink.text(s, fold);
         }
         self.last = match tok {
-            Some(t) if matches!(t.kind, TokenKind::LParen | TokenKind::Dot) || t.text == "[" || t.text == "::" => {
+            Some(t)
+                if matches!(t.kind, TokenKind::LParen | TokenKind::Dot) || is_punct(t, "[") || is_double_colon(t) =>
+            {
                 Last::Tight
             }
             Some(t) if matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdent) && !spaced_keyword(t) => Last::Word,
@@ -804,13 +817,21 @@ mod tests {
 
         #[test]
         fn word_hashing_equals_byte_hashing(parts in proptest::collection::vec(("[A-Za-z0-9_ @\\[]{0,20}|\\PC{0,20}", any::<bool>()), 0..8)) {
+            // The reference: one byte at a time into the buffer, absorbed when it holds eight.
             let mut words = HashSink::default();
             let mut bytes = HashSink::default();
             for (text, fold) in &parts {
                 words.text(text, *fold);
                 bytes.len = bytes.len.wrapping_add(text.len() as u64);
                 for &b in text.as_bytes() {
-                    bytes.byte(if *fold { b.to_ascii_lowercase() } else { b });
+                    let b = if *fold { b.to_ascii_lowercase() } else { b };
+                    bytes.buf |= u64::from(b) << (bytes.nbuf * 8);
+                    bytes.nbuf += 1;
+                    if bytes.nbuf == 8 {
+                        bytes.absorb(bytes.buf);
+                        bytes.buf = 0;
+                        bytes.nbuf = 0;
+                    }
                 }
             }
             prop_assert_eq!(words.finish(), bytes.finish());

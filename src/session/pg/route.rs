@@ -154,7 +154,9 @@ impl Session {
             Outcome::Reject(message) => return Err(PgClientError::new(REJECTED, message.to_string())),
             Outcome::Error(e) => return Err(decision_error(e)),
         };
-        if let Some(own) = self.seat.ctx.pools().get(&self.identity.database).filter(|p| p.is_on_demand()) {
+        let pools = self.seat.ctx.pools();
+        let own_pool = pools.get(&self.identity.database); // one lookup for both uses below
+        if let Some(own) = own_pool.filter(|p| p.is_on_demand()) {
             // A pool made for the client's database (#36): every pool a rule or split names
             // serves another database.
             return Ok((own.name().clone(), false));
@@ -162,7 +164,7 @@ impl Session {
         if decision.step == DecisionKind::Default {
             // No rule and no split decided: a client that named a pool as its database stays on
             // that pool rather than the configured default.
-            if let Some(own) = self.seat.ctx.pools().get(&self.identity.database) {
+            if let Some(own) = own_pool {
                 target = own.name().clone();
                 if let Some(e) = self.seat.ctx.rules().replica_refusal(decision, &target) {
                     return Err(decision_error(&e));

@@ -301,26 +301,31 @@ fn may_have_effects(sql: &str, dialect: Dialect) -> bool {
 }
 
 /// Whether `sql` contains one of `words` (any ASCII case; `initials` their first two bytes)
-/// anywhere. Every statement passes here: a word is compared only where both its first two
-/// bytes are, which letters as common as `s`, `d` or `a` alone made a dozen times a statement.
+/// anywhere. Every statement passes here two or three times: a word is compared only where both
+/// its first two bytes are, which letters as common as `s`, `d` or `a` alone made a dozen times a
+/// statement, and the scan is one pair of table loads per byte.
 fn mentions(sql: &str, words: &[&str], initials: &Initials) -> bool {
     let bytes = sql.as_bytes();
-    bytes.iter().enumerate().any(|(i, &b)| {
-        let first = initials.first[usize::from(b)];
-        if first == 0 {
-            return false;
-        }
-        let mut candidates = first & initials.second[usize::from(bytes.get(i + 1).copied().unwrap_or(0))];
+    let found = |at: usize, mut candidates: u16| {
         while candidates != 0 {
-            let at = candidates.trailing_zeros() as usize;
-            candidates &= candidates - 1;
-            let word = words.get(at).map_or(&[][..], |w| w.as_bytes());
-            if bytes.get(i..i + word.len()).is_some_and(|h| h.eq_ignore_ascii_case(word)) {
+            let word = words.get(candidates.trailing_zeros() as usize).map_or(&[][..], |w| w.as_bytes());
+            if bytes.get(at..at + word.len()).is_some_and(|h| h.eq_ignore_ascii_case(word)) {
                 return true;
             }
+            candidates &= candidates - 1;
         }
         false
-    })
+    };
+    let pair = |a: u8, b: u8| initials.first[usize::from(a)] & initials.second[usize::from(b)];
+    let inside = bytes.windows(2).enumerate().any(|(at, w)| match *w {
+        [a, b] => {
+            let candidates = pair(a, b);
+            candidates != 0 && found(at, candidates)
+        }
+        _ => false,
+    });
+    // The last byte has no second: a one-byte word may still be there.
+    inside || bytes.last().is_some_and(|&a| pair(a, 0) != 0 && found(bytes.len() - 1, pair(a, 0)))
 }
 
 /// Whether `t` is the keyword `kw`.
