@@ -270,26 +270,38 @@ const SPACED_KEYWORDS: &[&str] = &[
     "table",
 ];
 
-/// Per first letter (`a`..`z`): bit `n` set when a [`SPACED_KEYWORDS`] entry of `n` bytes starts
-/// with it. Every word written asks [`spaced_keyword`]; most are names this rules out at once.
-const SPACED_SHAPES: [u16; 26] = {
-    let mut shapes = [0u16; 26];
+/// Most [`SPACED_KEYWORDS`] entries sharing a first letter (`i`: in, into, intersect, is).
+const SPACED_PER_LETTER: usize = 4;
+
+/// Per first letter (`a`..`z`): the [`SPACED_KEYWORDS`] entries that start with it, as indexes
+/// (`u8::MAX` where none). Every word written asks [`spaced_keyword`], so it compares the word
+/// with at most four entries of its own first letter rather than with the whole list.
+const SPACED_BY_LETTER: [[u8; SPACED_PER_LETTER]; 26] = {
+    let mut table = [[u8::MAX; SPACED_PER_LETTER]; 26];
     let mut i = 0;
     while i < SPACED_KEYWORDS.len() {
-        let k = SPACED_KEYWORDS[i].as_bytes();
-        shapes[(k[0] - b'a') as usize] |= 1 << k.len();
+        let letter = (SPACED_KEYWORDS[i].as_bytes()[0] - b'a') as usize;
+        let mut slot = 0;
+        while table[letter][slot] != u8::MAX {
+            slot += 1;
+        }
+        table[letter][slot] = i as u8;
         i += 1;
     }
-    shapes
+    table
 };
 
 /// Whether `t` is one of [`SPACED_KEYWORDS`].
 fn spaced_keyword(t: &Token<'_>) -> bool {
-    let text = t.text.as_bytes();
-    let Some(first) = text.first().map(|b| b.to_ascii_lowercase()) else { return false };
-    let shapes = first.checked_sub(b'a').and_then(|i| SPACED_SHAPES.get(usize::from(i))).copied().unwrap_or(0);
-    let fits = text.len() < 16 && shapes & (1 << text.len()) != 0;
-    fits && word_in(t, SPACED_KEYWORDS)
+    if t.kind != TokenKind::Word {
+        return false;
+    }
+    let letter = t.text.as_bytes().first().and_then(|b| b.to_ascii_lowercase().checked_sub(b'a'));
+    let Some(entries) = letter.and_then(|l| SPACED_BY_LETTER.get(usize::from(l))) else { return false };
+    entries
+        .iter()
+        .filter_map(|&i| SPACED_KEYWORDS.get(usize::from(i)))
+        .any(|k| k.len() == t.text.len() && t.text.eq_ignore_ascii_case(k))
 }
 
 /// Whether `t` is the punctuation `p` (`[` or `]`), by kind first: most tokens are not.
@@ -835,6 +847,14 @@ mod tests {
                 }
             }
             prop_assert_eq!(words.finish(), bytes.finish());
+        }
+
+        #[test]
+        fn spaced_keyword_is_list_membership(word in "[a-zA-Z_]{1,10}|in|INTO|Intersect|is|where|WHEN|with|table") {
+            for kind in [TokenKind::Word, TokenKind::QuotedIdent] {
+                let t = Token { kind, text: &word, start: 0 };
+                prop_assert_eq!(spaced_keyword(&t), word_in(&t, SPACED_KEYWORDS), "{}", word);
+            }
         }
 
         #[test]
