@@ -183,7 +183,7 @@ impl<'a> Lexer<'a> {
     }
 
     fn skip_whitespace(&mut self) {
-        while is(self.at(self.pos), SPACE) {
+        while is(self.at(self.pos), Class::Space) {
             self.pos += 1;
         }
     }
@@ -533,7 +533,7 @@ impl<'a> Lexer<'a> {
             p += 1;
         }
         let run = self.bytes().get(start..p).unwrap_or(&[]);
-        let special = run.iter().any(|&c| is(c, OP_SPECIAL));
+        let special = run.iter().any(|&c| is(c, Class::OpSpecial));
         let mut end = p;
         while !special && end > start + 1 && matches!(self.at(end - 1), b'+' | b'-') {
             end -= 1;
@@ -563,7 +563,7 @@ impl<'a> Iterator for Lexer<'a> {
 /// (`BEGIN`, `SET`, `DISCARD`...).
 pub fn may_start_with(sql: &str, words: &[&str]) -> bool {
     let bytes = sql.as_bytes();
-    let Some(at) = bytes.iter().position(|&b| !is(b, SPACE)) else { return false };
+    let Some(at) = bytes.iter().position(|&b| !is(b, Class::Space)) else { return false };
     let rest = bytes.get(at..).unwrap_or_default();
     matches!(rest.first(), Some(b'-' | b'/' | b'#'))
         || words.iter().any(|w| rest.get(..w.len()).is_some_and(|h| h.eq_ignore_ascii_case(w.as_bytes())))
@@ -578,19 +578,23 @@ const MYSQL_CHARSETS: &[&str] = &[
     "gb2312", "gb18030", "sjis", "ujis", "euckr", "cp1250", "cp1251", "cp1252", "cp932", "latin2", "koi8r",
 ];
 
-/// Byte classes, one table lookup instead of a chain of range tests (the lexer runs several
-/// times over every statement).
-const IDENT_START: u8 = 1;
-/// `IDENT_START` plus digits.
-const IDENT_NO_DOLLAR: u8 = 2;
-/// `IDENT_NO_DOLLAR` plus `$`.
-const IDENT: u8 = 4;
-/// The characters PostgreSQL and MySQL operators are made of.
-const OP: u8 = 8;
-/// An operator character that keeps a PostgreSQL operator's trailing `+`/`-`.
-const OP_SPECIAL: u8 = 16;
-/// What the lexer skips between tokens.
-const SPACE: u8 = 32;
+/// Byte classes, bits of [`CLASS`]: one table lookup instead of a chain of range tests (the
+/// lexer runs several times over every statement).
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Class {
+    IdentStart = 1,
+    /// `IdentStart` plus digits.
+    IdentNoDollar = 2,
+    /// `IdentNoDollar` plus `$`.
+    Ident = 4,
+    /// The characters PostgreSQL and MySQL operators are made of.
+    Op = 8,
+    /// An operator character that keeps a PostgreSQL operator's trailing `+`/`-`.
+    OpSpecial = 16,
+    /// What the lexer skips between tokens.
+    Space = 32,
+}
 
 const CLASS: [u8; 256] = classes();
 
@@ -603,16 +607,16 @@ const fn classes() -> [u8; 256] {
         let no_dollar = start || c.is_ascii_digit();
         let mut class = 0;
         if start {
-            class |= IDENT_START;
+            class |= Class::IdentStart as u8;
         }
         if no_dollar {
-            class |= IDENT_NO_DOLLAR | IDENT;
+            class |= Class::IdentNoDollar as u8 | Class::Ident as u8;
         }
         if c == b'$' {
-            class |= IDENT;
+            class |= Class::Ident as u8;
         }
         if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
-            class |= SPACE;
+            class |= Class::Space as u8;
         }
         t[b] = class;
         b += 1;
@@ -620,36 +624,36 @@ const fn classes() -> [u8; 256] {
     let ops = b"+-*/<>=~!@#%^&|`?";
     let mut i = 0;
     while i < ops.len() {
-        t[ops[i] as usize] |= OP;
+        t[ops[i] as usize] |= Class::Op as u8;
         i += 1;
     }
     let special = b"~!@#%^&|`?";
     let mut i = 0;
     while i < special.len() {
-        t[special[i] as usize] |= OP_SPECIAL;
+        t[special[i] as usize] |= Class::OpSpecial as u8;
         i += 1;
     }
     t
 }
 
-fn is(b: u8, class: u8) -> bool {
-    CLASS[usize::from(b)] & class != 0
+fn is(b: u8, class: Class) -> bool {
+    CLASS[usize::from(b)] & class as u8 != 0
 }
 
 fn is_ident_start(b: u8) -> bool {
-    is(b, IDENT_START)
+    is(b, Class::IdentStart)
 }
 
 fn is_ident_char(b: u8) -> bool {
-    is(b, IDENT)
+    is(b, Class::Ident)
 }
 
 fn is_ident_char_no_dollar(b: u8) -> bool {
-    is(b, IDENT_NO_DOLLAR)
+    is(b, Class::IdentNoDollar)
 }
 
 fn is_op_char(b: u8) -> bool {
-    is(b, OP)
+    is(b, Class::Op)
 }
 
 #[cfg(test)]
