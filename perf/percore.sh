@@ -10,13 +10,16 @@
 # Environment (defaults): CALLGRIND_TX=200 (per client, 16 clients) MODES="simple extended
 # prepared" STRACE_TX=1250 (per client at 16 clients; ×16 for the one-client row) POOL=8
 # STRACES=1 (0: callgrind only) IDLE_SECONDS=5 CG_KEEP=DIR (keep each callgrind file there, for
-# `callgrind_annotate` and perf/cg_diff.py).
+# `callgrind_annotate` and perf/cg_diff.py) ONE_CORE=0 (1: the one-core rows only, for comparing
+# builds; the two-core columns print as "-").
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=perf/lib.sh
 . "$ROOT/perf/lib.sh"
 CALLGRIND_TX=${CALLGRIND_TX:-200} MODES=${MODES:-simple extended prepared} STRACE_TX=${STRACE_TX:-1250}
-POOL=${POOL:-8} STRACES=${STRACES:-1} IDLE_SECONDS=${IDLE_SECONDS:-5}
+POOL=${POOL:-8} STRACES=${STRACES:-1} IDLE_SECONDS=${IDLE_SECONDS:-5} ONE_CORE=${ONE_CORE:-0}
+CORE_SETS="0 0,1"
+[ "$ONE_CORE" = 0 ] || CORE_SETS=0
 
 if [ $# -eq 0 ]; then
     build_router
@@ -62,7 +65,8 @@ for arg in "$@"; do
     name=${arg%%=*} BIN=${arg#*=}
     for mode in $MODES; do
         declare -A ir=() bg=() logins=()
-        for cores in 0 0,1; do
+        ir[0,1]=- bg[0,1]=- logins[0,1]=-
+        for cores in $CORE_SETS; do
             port=$(free_port)
             md5_pool_config "$port" "$cores" "$DB" "$POOL" >"$BASE/router.toml"
             out="$BASE/cg/$name-$mode-${cores/,/}.out"
@@ -76,7 +80,8 @@ for arg in "$@"; do
             stop_router
             [ -z "${CG_KEEP:-}" ] || cp "$out"* "$CG_KEEP/"
         done
-        ratios=$(python3 -c "a, b, x, y = ${ir[0]}, ${ir[0,1]}, ${bg[0]}, ${bg[0,1]}; print(f'{b / max(a, 1):.3f} | {(b - y) / max(a - x, 1):.3f}')")
+        ratios="- | -"
+        [ "$ONE_CORE" = 1 ] || ratios=$(python3 -c "a, b, x, y = ${ir[0]}, ${ir[0,1]}, ${bg[0]}, ${bg[0,1]}; print(f'{b / max(a, 1):.3f} | {(b - y) / max(a - x, 1):.3f}')")
         echo "| $name | $mode | ${ir[0]} (${bg[0]}) | ${ir[0,1]} (${bg[0,1]}) | $ratios | ${logins[0]} / ${logins[0,1]} |"
     done
 done

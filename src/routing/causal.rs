@@ -152,7 +152,11 @@ pub fn oversized_token_set(head: &str, len: usize, dialect: Dialect) -> bool {
 /// lexed as `dialect` reads it: both protocols answer the same two statements.
 pub fn token_command(sql: &str, dialect: Dialect) -> Option<TokenCommand> {
     // Runs on every statement: it stops at the first word unless that is SHOW or SET, and at
-    // the eighth token (both forms are shorter), without allocating.
+    // the eighth token (both forms are shorter), without allocating; a text that starts with
+    // none of the three words is settled without the lexer.
+    if !crate::sql::lexer::may_start_with(sql, &["show", "set", "reset"]) {
+        return None;
+    }
     let mut text: SmallVec<[&str; TOKEN_COMMAND_MAX]> = SmallVec::new();
     for t in Lexer::new(sql, dialect).filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon)) {
         if text.len() == TOKEN_COMMAND_MAX || (text.is_empty() && !may_be_token_command(t.text)) {

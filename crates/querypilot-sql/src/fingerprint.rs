@@ -142,17 +142,6 @@ impl Default for HashSink {
 
 impl HashSink {
     #[inline]
-    fn byte(&mut self, b: u8) {
-        self.buf |= u64::from(b) << (self.nbuf * 8);
-        self.nbuf += 1;
-        if self.nbuf == 8 {
-            self.absorb(self.buf);
-            self.buf = 0;
-            self.nbuf = 0;
-        }
-    }
-
-    #[inline]
     fn absorb(&mut self, w: u64) {
         self.acc = (self.acc ^ w).wrapping_mul(K1).rotate_left(29).wrapping_mul(K2);
     }
@@ -175,10 +164,41 @@ impl Sink<'_> for HashSink {
     #[inline]
     fn text(&mut self, s: &str, fold: bool) {
         self.len = self.len.wrapping_add(s.len() as u64);
-        for &b in s.as_bytes() {
-            self.byte(if fold { b.to_ascii_lowercase() } else { b });
+        // What `byte` would do for each byte, a word at a time: the bytes that fit in the buffer
+        // are gathered into one value (lower-cased together) and merged in with one shift.
+        let mut bytes = s.as_bytes();
+        while !bytes.is_empty() {
+            let room = 8 - self.nbuf as usize;
+            let (head, rest) = bytes.split_at(room.min(bytes.len()));
+            let mut w = head.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b));
+            if fold {
+                w = lowercase_word(w);
+            }
+            // `room` is 1..=8, so the shift is 0..=56.
+            self.buf |= w << (self.nbuf * 8);
+            self.nbuf += head.len() as u32;
+            if self.nbuf == 8 {
+                self.absorb(self.buf);
+                self.buf = 0;
+                self.nbuf = 0;
+            }
+            bytes = rest;
         }
     }
+}
+
+/// `to_ascii_lowercase` of each of the eight bytes of `w` at once: an ASCII upper-case letter
+/// gets its 0x20 bit, every other byte (non-ASCII included) stays.
+fn lowercase_word(w: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Per byte, on its low seven bits (no carry crosses bytes): the high bit says >= b'A', and
+    // in the second sum > b'Z'.
+    let low = w & LOW7;
+    let from_a = low + 0x3f3f_3f3f_3f3f_3f3f;
+    let past_z = low + 0x2525_2525_2525_2525;
+    let upper = from_a & !past_z & !w & HIGH;
+    w | (upper >> 2)
 }
 
 struct TextSink(String);
@@ -250,6 +270,50 @@ const SPACED_KEYWORDS: &[&str] = &[
     "table",
 ];
 
+/// Most [`SPACED_KEYWORDS`] entries sharing a first letter (`i`: in, into, intersect, is).
+const SPACED_PER_LETTER: usize = 4;
+
+/// Per first letter (`a`..`z`): the [`SPACED_KEYWORDS`] entries that start with it, as indexes
+/// (`u8::MAX` where none). Every word written asks [`spaced_keyword`], so it compares the word
+/// with at most four entries of its own first letter rather than with the whole list.
+const SPACED_BY_LETTER: [[u8; SPACED_PER_LETTER]; 26] = {
+    let mut table = [[u8::MAX; SPACED_PER_LETTER]; 26];
+    let mut i = 0;
+    while i < SPACED_KEYWORDS.len() {
+        let letter = (SPACED_KEYWORDS[i].as_bytes()[0] - b'a') as usize;
+        let mut slot = 0;
+        while table[letter][slot] != u8::MAX {
+            slot += 1;
+        }
+        table[letter][slot] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// Whether `t` is one of [`SPACED_KEYWORDS`].
+fn spaced_keyword(t: &Token<'_>) -> bool {
+    if t.kind != TokenKind::Word {
+        return false;
+    }
+    let letter = t.text.as_bytes().first().and_then(|b| b.to_ascii_lowercase().checked_sub(b'a'));
+    let Some(entries) = letter.and_then(|l| SPACED_BY_LETTER.get(usize::from(l))) else { return false };
+    entries
+        .iter()
+        .filter_map(|&i| SPACED_KEYWORDS.get(usize::from(i)))
+        .any(|k| k.len() == t.text.len() && t.text.eq_ignore_ascii_case(k))
+}
+
+/// Whether `t` is the punctuation `p` (`[` or `]`), by kind first: most tokens are not.
+fn is_punct(t: &Token<'_>, p: &str) -> bool {
+    t.kind == TokenKind::Punct && t.text == p
+}
+
+/// Whether `t` is the `::` cast operator, by kind first.
+fn is_double_colon(t: &Token<'_>) -> bool {
+    t.kind == TokenKind::Operator && t.text == "::"
+}
+
 fn word_in(t: &Token<'_>, list: &[&str]) -> bool {
     t.kind == TokenKind::Word && list.iter().any(|k| t.text.eq_ignore_ascii_case(k))
 }
@@ -308,8 +372,8 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
     fn emit(&mut self, s: &str, fold: bool, tok: Option<&Token<'a>>) {
         let kind = tok.map(|t| t.kind);
         let tight_before = matches!(kind, Some(TokenKind::RParen | TokenKind::Comma | TokenKind::Dot))
-            || tok.is_some_and(|t| t.text == "]" || t.text == "::")
-            || ((kind == Some(TokenKind::LParen) || tok.is_some_and(|t| t.text == "[")) && self.last == Last::Word);
+            || tok.is_some_and(|t| is_punct(t, "]") || is_double_colon(t))
+            || ((kind == Some(TokenKind::LParen) || tok.is_some_and(|t| is_punct(t, "["))) && self.last == Last::Word);
         let space = !matches!(self.last, Last::Nothing | Last::Tight) && !tight_before;
         if !self.mute {
             if space {
@@ -318,12 +382,12 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
             self.sink.text(s, fold);
         }
         self.last = match tok {
-            Some(t) if matches!(t.kind, TokenKind::LParen | TokenKind::Dot) || t.text == "[" || t.text == "::" => {
+            Some(t)
+                if matches!(t.kind, TokenKind::LParen | TokenKind::Dot) || is_punct(t, "[") || is_double_colon(t) =>
+            {
                 Last::Tight
             }
-            Some(t) if matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdent) && !word_in(t, SPACED_KEYWORDS) => {
-                Last::Word
-            }
+            Some(t) if matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdent) && !spaced_keyword(t) => Last::Word,
             _ => Last::Other,
         };
     }
@@ -761,6 +825,42 @@ mod tests {
                 prop_assert_ne!(fingerprint(&q(&col, op), MY), fingerprint(&q(&col, op2), MY));
             }
             prop_assert_ne!(fingerprint(&q(&col, op), PG), fingerprint(&format!("{} ORDER BY 1", q(&col, op)), PG));
+        }
+
+        #[test]
+        fn word_hashing_equals_byte_hashing(parts in proptest::collection::vec(("[A-Za-z0-9_ @\\[]{0,20}|\\PC{0,20}", any::<bool>()), 0..8)) {
+            // The reference: one byte at a time into the buffer, absorbed when it holds eight.
+            let mut words = HashSink::default();
+            let mut bytes = HashSink::default();
+            for (text, fold) in &parts {
+                words.text(text, *fold);
+                bytes.len = bytes.len.wrapping_add(text.len() as u64);
+                for &b in text.as_bytes() {
+                    let b = if *fold { b.to_ascii_lowercase() } else { b };
+                    bytes.buf |= u64::from(b) << (bytes.nbuf * 8);
+                    bytes.nbuf += 1;
+                    if bytes.nbuf == 8 {
+                        bytes.absorb(bytes.buf);
+                        bytes.buf = 0;
+                        bytes.nbuf = 0;
+                    }
+                }
+            }
+            prop_assert_eq!(words.finish(), bytes.finish());
+        }
+
+        #[test]
+        fn spaced_keyword_is_list_membership(word in "[a-zA-Z_]{1,10}|in|INTO|Intersect|is|where|WHEN|with|table") {
+            for kind in [TokenKind::Word, TokenKind::QuotedIdent] {
+                let t = Token { kind, text: &word, start: 0 };
+                prop_assert_eq!(spaced_keyword(&t), word_in(&t, SPACED_KEYWORDS), "{}", word);
+            }
+        }
+
+        #[test]
+        fn lowercase_word_lowers_each_byte(w in any::<u64>()) {
+            let lowered = w.to_le_bytes().map(|b| b.to_ascii_lowercase());
+            prop_assert_eq!(lowercase_word(w), u64::from_le_bytes(lowered));
         }
 
         #[test]

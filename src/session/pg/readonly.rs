@@ -41,6 +41,10 @@ pub(super) enum TxStatement {
 /// a final `;` allowed) and the access mode it declares. A string of several statements is
 /// `None`: what follows could end the transaction.
 pub(super) fn transaction_statement(sql: &str) -> Option<(TxStatement, Option<Access>)> {
+    // Asked four times per statement: most begin with none of BEGIN, START or SET.
+    if !crate::sql::lexer::may_start_with(sql, &["begin", "start", "set"]) {
+        return None;
+    }
     let mut words = Lexer::new(sql, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment);
     let kind = match words.next() {
         Some(t) if t.is_word("BEGIN") => TxStatement::Begin,

@@ -209,7 +209,10 @@ impl Session {
 
 /// Whether `sql` is `DISCARD ALL` or `RESET ALL` alone: the client resets its whole session.
 fn resets_session(sql: &str) -> bool {
-    use crate::sql::lexer::{Lexer, TokenKind};
+    use crate::sql::lexer::{may_start_with, Lexer, TokenKind};
+    if !may_start_with(sql, &["discard", "reset"]) {
+        return false;
+    }
     let mut words = Lexer::new(sql, crate::sql::Dialect::Postgres)
         .filter(|t| !matches!(t.kind, TokenKind::Comment | TokenKind::Semicolon));
     let first = words.next();

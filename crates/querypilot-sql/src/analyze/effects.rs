@@ -161,11 +161,19 @@ impl Effects {
 pub fn session_effects(sql: &str, dialect: Dialect) -> Effects {
     // Most statements have no session effect and their text shows it: no second lexer pass
     // (the fingerprint made the first) for them, unless statements must be counted.
-    if may_have_effects(sql, dialect) || sql.trim_end_matches(|c: char| c == ';' || c.is_whitespace()).contains(';') {
+    if may_have_effects(sql, dialect) || may_hold_statements_after_one(sql) {
         scan(sql, dialect)
     } else {
         Effects { list: Vec::new(), statements: 1 }
     }
+}
+
+/// False only when no `;` comes before the text's trailing run of `;` and ASCII whitespace: one
+/// statement. Bytes, not chars: a trailing non-ASCII space merely sends the text to the scan.
+fn may_hold_statements_after_one(sql: &str) -> bool {
+    let bytes = sql.as_bytes();
+    let end = bytes.iter().rposition(|&b| b != b';' && !b.is_ascii_whitespace()).map_or(0, |i| i + 1);
+    memchr::memchr(b';', bytes.get(..end).unwrap_or_default()).is_some()
 }
 
 /// [`session_effects`] read from the tokens.
@@ -203,7 +211,7 @@ fn statements<'t, 'a>(tokens: &'t [Token<'a>], dialect: Dialect) -> Vec<&'t [Tok
 /// statements transactional (MySQL `autocommit`) are [`session_effects`]'.
 pub fn opens_transaction(sql: &str, dialect: Dialect) -> Option<&'static str> {
     // Every statement of a statement pool passes here: most name none of the words.
-    if !mentions(sql, OPENER_WORDS, &OPENER_STARTS) {
+    if !mentions(sql, OPENER_WORDS, &OPENER_INITIALS) {
         return None;
     }
     let tokens: Vec<Token<'_>> = Lexer::new(sql, dialect).filter(|t| t.kind != TokenKind::Comment).collect();
@@ -223,7 +231,6 @@ pub fn opens_transaction(sql: &str, dialect: Dialect) -> Option<&'static str> {
 
 /// The words a transaction opener needs one of (in any ASCII case).
 const OPENER_WORDS: &[&str] = &["begin", "start"];
-const OPENER_STARTS: [bool; 256] = starts(OPENER_WORDS);
 
 /// The words every session effect needs one of (in any ASCII case).
 /// PostgreSQL: a statement's first word (`SET`, `RESET`, `DISCARD`, `LISTEN`, `PREPARE`,
@@ -234,38 +241,91 @@ const PG_WORDS: &[&str] = &["set", "discard", "listen", "prepare", "declare", "c
 /// variable, `LAST_INSERT_ID`.
 const MYSQL_WORDS: &[&str] = &["set", "use", "prepare", "lock", "temporary", "@", "last_insert_id"];
 
-/// Per byte: whether a word of `words` starts with it (either case).
-const fn starts(words: &[&str]) -> [bool; 256] {
-    let mut table = [false; 256];
+/// Per byte: which of `words` (bit `i` for `words[i]`, at most 16) start with it, in either case.
+const fn starts(words: &[&str]) -> [u16; 256] {
+    let mut table = [0u16; 256];
     let mut i = 0;
     while i < words.len() {
         let first = words[i].as_bytes()[0];
-        table[first as usize] = true;
-        table[first.to_ascii_uppercase() as usize] = true;
+        table[first as usize] |= 1 << i;
+        table[first.to_ascii_uppercase() as usize] |= 1 << i;
         i += 1;
     }
     table
 }
 
-const PG_STARTS: [bool; 256] = starts(PG_WORDS);
-const MYSQL_STARTS: [bool; 256] = starts(MYSQL_WORDS);
+/// Per byte: which of `words` have it second, in either case; a one-byte word matches whatever
+/// follows it (the end of the text reads as byte 0).
+const fn seconds(words: &[&str]) -> [u16; 256] {
+    let mut table = [0u16; 256];
+    let mut i = 0;
+    while i < words.len() {
+        let word = words[i].as_bytes();
+        if word.len() == 1 {
+            let mut b = 0;
+            while b < 256 {
+                table[b] |= 1 << i;
+                b += 1;
+            }
+        } else {
+            table[word[1] as usize] |= 1 << i;
+            table[word[1].to_ascii_uppercase() as usize] |= 1 << i;
+        }
+        i += 1;
+    }
+    table
+}
+
+/// The first two bytes of a dialect's words, for [`mentions`].
+struct Initials {
+    first: [u16; 256],
+    second: [u16; 256],
+}
+
+impl Initials {
+    const fn of(words: &[&str]) -> Initials {
+        Initials { first: starts(words), second: seconds(words) }
+    }
+}
+
+const OPENER_INITIALS: Initials = Initials::of(OPENER_WORDS);
+const PG_INITIALS: Initials = Initials::of(PG_WORDS);
+const MYSQL_INITIALS: Initials = Initials::of(MYSQL_WORDS);
 
 /// False only when `sql` contains none of the dialect's effect words, so it has no effect.
 fn may_have_effects(sql: &str, dialect: Dialect) -> bool {
-    let (words, starts) = match dialect {
-        Dialect::Postgres => (PG_WORDS, &PG_STARTS),
-        Dialect::MySql => (MYSQL_WORDS, &MYSQL_STARTS),
-    };
-    mentions(sql, words, starts)
+    match dialect {
+        Dialect::Postgres => mentions(sql, PG_WORDS, &PG_INITIALS),
+        Dialect::MySql => mentions(sql, MYSQL_WORDS, &MYSQL_INITIALS),
+    }
 }
 
-/// Whether `sql` contains one of `words` (any ASCII case; `starts` their first bytes) anywhere.
-fn mentions(sql: &str, words: &[&str], starts: &[bool; 256]) -> bool {
+/// Whether `sql` contains one of `words` (any ASCII case; `initials` their first two bytes)
+/// anywhere. Every statement passes here two or three times: a word is compared only where both
+/// its first two bytes are, which letters as common as `s`, `d` or `a` alone made a dozen times a
+/// statement, and the scan is one pair of table loads per byte.
+fn mentions(sql: &str, words: &[&str], initials: &Initials) -> bool {
     let bytes = sql.as_bytes();
-    bytes.iter().enumerate().any(|(i, &b)| {
-        starts[usize::from(b)]
-            && words.iter().any(|w| bytes.get(i..i + w.len()).is_some_and(|h| h.eq_ignore_ascii_case(w.as_bytes())))
-    })
+    let found = |at: usize, mut candidates: u16| {
+        while candidates != 0 {
+            let word = words.get(candidates.trailing_zeros() as usize).map_or(&[][..], |w| w.as_bytes());
+            if bytes.get(at..at + word.len()).is_some_and(|h| h.eq_ignore_ascii_case(word)) {
+                return true;
+            }
+            candidates &= candidates - 1;
+        }
+        false
+    };
+    let pair = |a: u8, b: u8| initials.first[usize::from(a)] & initials.second[usize::from(b)];
+    let inside = bytes.windows(2).enumerate().any(|(at, w)| match *w {
+        [a, b] => {
+            let candidates = pair(a, b);
+            candidates != 0 && found(at, candidates)
+        }
+        _ => false,
+    });
+    // The last byte has no second: a one-byte word may still be there.
+    inside || bytes.last().is_some_and(|&a| pair(a, 0) != 0 && found(bytes.len() - 1, pair(a, 0)))
 }
 
 /// Whether `t` is the keyword `kw`.

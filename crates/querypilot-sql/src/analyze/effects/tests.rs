@@ -391,3 +391,25 @@ fn transaction_openers_in_any_position_on_both_dialects() {
         assert_eq!(opens_transaction(body, Dialect::MySql), None, "{body}");
     }
 }
+
+/// What [`mentions`] answers, by comparing every word at every offset.
+fn mentions_anywhere(sql: &str, words: &[&str]) -> bool {
+    let bytes = sql.as_bytes();
+    (0..bytes.len())
+        .any(|i| words.iter().any(|w| bytes.get(i..i + w.len()).is_some_and(|h| h.eq_ignore_ascii_case(w.as_bytes()))))
+}
+
+proptest::proptest! {
+    #[test]
+    fn the_prefilter_finds_what_a_full_comparison_finds(
+        sql in "([sSeEtTdDoOaAlLuU@_ ;]|lock|Temporary|last_insert_ID|advisory|discard|x){0,24}|\\PC{0,40}"
+    ) {
+        for (words, initials) in [
+            (PG_WORDS, &PG_INITIALS),
+            (MYSQL_WORDS, &MYSQL_INITIALS),
+            (OPENER_WORDS, &OPENER_INITIALS),
+        ] {
+            proptest::prop_assert_eq!(mentions(&sql, words, initials), mentions_anywhere(&sql, words), "{:?}", words);
+        }
+    }
+}
