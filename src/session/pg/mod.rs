@@ -245,9 +245,8 @@ impl Wire for Session {
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
 pub(super) async fn refuse(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
-    // Boxed: its state (a startup packet's read) would otherwise size every session's task,
-    // the accepted ones' included, though few clients are ever refused (#39).
-    Box::pin(login::turn_away(&ctx, stream, listener)).await;
+    // A refused client's task is its own (`session::spawn`), so its startup read sizes no other.
+    login::turn_away(&ctx, stream, listener).await;
 }
 
 /// The server parameters a client of `pool` is greeted with, learned from a real backend
