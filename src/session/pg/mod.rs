@@ -108,13 +108,18 @@ pub(super) struct Identity {
     pub database: String,
     /// How the server tokenizes this session's SQL (`standard_conforming_strings`, #19).
     pub lex: crate::sql::mode::SessionModes,
-    /// On a pass-through pool, who the session's backend connections log in as (#23); it moves
-    /// to the session's [`Seat`] when the session starts.
+    /// The pool the client logged in to: in session mode, the one whose server session it owns.
+    pub home: String,
+}
+
+/// What a login hands the session it starts: who the client is, and what the session's
+/// [`Seat`] takes at its start, kept apart so an idle session does not carry it (#39).
+pub(super) struct Arrival {
+    pub identity: Identity,
+    /// On a pass-through pool, who the session's backend connections log in as (#23).
     pub pass: Option<Rc<crate::pool::PassThrough>>,
     /// A causal token the client passed as startup parameter `querypilot.causal_token` (#22).
     pub causal: Option<crate::id::Token>,
-    /// The pool the client logged in to: in session mode, the one whose server session it owns.
-    pub home: String,
 }
 
 impl Wire for Session {
@@ -296,11 +301,11 @@ impl Session {
         key: CancelKey,
         listener: usize,
         max_msg: usize,
-        mut identity: Identity,
+        arrival: Arrival,
     ) -> Self {
         let stmts_held = ctx.client_budget().charge(crate::metrics::BufferKind::Statements);
         let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
-        let (pass, causal) = (identity.pass.take(), identity.causal.take());
+        let Arrival { identity, pass, causal } = arrival;
         Self {
             io: ClientIo::new(client, leftover, listener, max_msg, held),
             seat: Seat::new(ctx, pool, key, pass, causal),

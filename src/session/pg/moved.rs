@@ -8,7 +8,7 @@
 use std::rc::Rc;
 
 use super::unnamed::{FrozenUnnamed, Unnamed};
-use super::{Identity, Session};
+use super::{Arrival, Identity, Session};
 use crate::config::Protocol;
 use crate::protocol::pg::TransactionStatus;
 use crate::session::handover::{
@@ -156,11 +156,10 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
         user: frozen.user,
         database: frozen.database,
         lex: SessionModes::from_bits(frozen.lex),
-        pass: pass.clone(),
-        causal: None,
         home: frozen.home,
     };
-    let mut s = Session::new(ctx.clone(), stream, leftover, pool, state, handed.key, handed.listener, max, identity);
+    let arrival = Arrival { identity, pass: pass.clone(), causal: None };
+    let mut s = Session::new(ctx.clone(), stream, leftover, pool, state, handed.key, handed.listener, max, arrival);
     *s.seat.conn = backend;
     s.seat.ryw = ryw;
     s.progress.unnamed = Unnamed::thaw(frozen.stmts.unnamed);
