@@ -109,7 +109,7 @@ pub(super) struct Identity {
     /// How the server tokenizes this session's SQL (`standard_conforming_strings`, #19).
     pub lex: crate::sql::mode::SessionModes,
     /// The pool the client logged in to: in session mode, the one whose server session it owns.
-    pub home: String,
+    pub home: std::sync::Arc<str>,
 }
 
 /// What a login hands the session it starts: who the client is, and what the session's
