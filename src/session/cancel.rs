@@ -14,7 +14,7 @@
 //! statement while its cancel is still on the way and have that statement cancelled instead.
 //! A MySQL `KILL CONNECTION` of another session sets that session's *end* event.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -60,10 +60,12 @@ pub struct CancelSlot {
     /// Cancels on their way to the backend, with the statement each was sent for.
     delivering: RefCell<Vec<(u64, Event)>>,
     interrupt: RefCell<Option<Event>>,
-    /// Set by a `KILL CONNECTION` of this session.
-    end: Event,
+    /// Set by a `KILL CONNECTION` of this session. Made when first asked for: only a MySQL
+    /// session waits on it, and a PostgreSQL one would carry two events' allocations it never
+    /// uses while idle (#39).
+    end: OnceCell<Event>,
     /// Set by the session once a `KILL CONNECTION` closed its client's socket.
-    closed: Event,
+    closed: OnceCell<Event>,
     /// The MySQL server connection a session-mode session holds (backend, thread id), so that a
     /// `KILL` of the id its `CONNECTION_ID()` shows finds it.
     server: Cell<Option<(SocketAddr, u32)>>,
@@ -96,12 +98,12 @@ impl CancelSlot {
 
     /// The event a `KILL CONNECTION` of this session sets.
     pub fn end(&self) -> Event {
-        self.end.clone()
+        self.end.get_or_init(Event::new).clone()
     }
 
     /// Tells the KILL CONNECTION that ended this session that its client's socket is closed.
     pub fn mark_closed(&self) {
-        self.closed.set();
+        self.closed.get_or_init(Event::new).set();
     }
 
     /// A fresh event that the next cancel for this session sets (replacing any earlier one):
@@ -182,8 +184,8 @@ impl CancelRegistry {
         if connection {
             // Answered once the client's socket is closed, as the server closes a killed
             // connection before it answers the KILL: the client's next command finds it gone.
-            slot.end.set();
-            return Acted::Delivering(slot.closed.clone());
+            slot.end().set();
+            return Acted::Delivering(slot.closed.get_or_init(Event::new).clone());
         }
         if let Some(ev) = slot.interrupt.borrow().as_ref() {
             ev.set();

@@ -62,28 +62,44 @@ const FATAL_LINGER: Duration = Duration::from_secs(2);
 /// greeting) and closed.
 pub fn spawn(ctx: &Rc<CoreContext>, stream: Stream, listener: usize, slot: Option<ClientSlot>) {
     let protocol = ctx.config().listeners.get(listener).map(|l| l.protocol);
-    let ctx2 = ctx.clone();
-    let fut = async move {
-        ctx2.counters.session_opened();
-        let Some(slot) = slot else {
-            ctx2.counters.client_refused(listener); // metrics
-            let _open = OpenSession(ctx2.clone(), None);
+    ctx.counters.session_opened();
+    let Some(slot) = slot else {
+        ctx.counters.client_refused(listener); // metrics
+        let open = OpenSession(ctx.clone(), None);
+        let ctx2 = ctx.clone();
+        spawn_session(ctx, async move {
+            let _open = open;
             match protocol {
                 Some(Protocol::Postgres) => pg::refuse(ctx2, stream, listener).await,
                 Some(Protocol::MySql) => mysql::refuse(stream).await,
                 None => drop(stream),
             }
-            return;
-        };
-        ctx2.counters.client_connected(listener); // metrics
-        let _open = OpenSession(ctx2.clone(), Some((listener, slot)));
-        match protocol {
-            Some(Protocol::Postgres) => driver::serve(Box::pin(pg::login(&ctx2, stream, listener))).await,
-            Some(Protocol::MySql) => driver::serve(Box::pin(mysql::login(&ctx2, stream, listener))).await,
-            None => drop(stream),
-        }
+        });
+        return;
     };
-    spawn_session(ctx, fut);
+    ctx.counters.client_connected(listener); // metrics
+    let open = OpenSession(ctx.clone(), Some((listener, slot)));
+    // One task per wire, each sized by its own `serve`: in one task the larger (MySQL's) would
+    // size every PostgreSQL session too, and the client's stream and slot, moved on at the
+    // start, would stay in the task's every state (#39). The login, boxed, owns what it needs.
+    let ctx2 = ctx.clone();
+    match protocol {
+        Some(Protocol::Postgres) => {
+            let login = Box::pin(async move { pg::login(&ctx2, stream, listener).await });
+            spawn_session(ctx, async move {
+                driver::serve(login).await;
+                drop(open); // not rebound: a local would be a second copy beside the capture
+            });
+        }
+        Some(Protocol::MySql) => {
+            let login = Box::pin(async move { mysql::login(&ctx2, stream, listener).await });
+            spawn_session(ctx, async move {
+                driver::serve(login).await;
+                drop(open);
+            });
+        }
+        None => drop((open, stream)),
+    }
 }
 
 /// Runs a session's task on this core's latency queue; a panic closes only its connection.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use base64::Engine as _;
 
 use super::settings::{run_reporting, SettingsError};
-use super::{Identity, Session};
+use super::{Arrival, Identity, Session};
 use crate::auth::mock::scram_salt;
 use crate::auth::{Denial, Verifier, VerifierError};
 use crate::config::{
@@ -147,7 +147,7 @@ pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, lis
     let attempt = rt::with_deadline(rt::now() + LOGIN_TIMEOUT, run(ctx, &mut client, listener)).await;
     let end = match attempt {
         // The greeting waits for the pool, not for the client: `acquire_timeout` bounds it.
-        Ok(Ok(a)) => match greet(ctx, &mut client, &a.pool, a.params, a.identity).await {
+        Ok(Ok(a)) => match greet(ctx, &mut client, a).await {
             Ok(g) => {
                 let max = ctx.config().listeners.get(listener).map_or(1 << 26, |l| l.max_message_size);
                 let mut s = Session::new(
@@ -159,7 +159,7 @@ pub(in crate::session) async fn login(ctx: &Rc<CoreContext>, stream: Stream, lis
                     g.key,
                     listener,
                     max,
-                    g.identity,
+                    g.arrival,
                 );
                 *s.seat.conn = g.backend;
                 return Some(s);
@@ -328,7 +328,12 @@ struct Authenticated {
     /// The pool it connects to.
     pool: String,
     params: ClientParams,
-    identity: Identity,
+    user: String,
+    database: String,
+    /// On a pass-through pool, who its backend connections log in as (#23).
+    pass: Option<Rc<crate::pool::PassThrough>>,
+    /// The startup parameter `querypilot.causal_token` (#22).
+    causal: Option<crate::id::Token>,
 }
 
 /// The client's part of the login: startup packet and authentication.
@@ -375,9 +380,7 @@ async fn run(ctx: &Rc<CoreContext>, client: &mut Client, listener: usize) -> Res
         Some(p) => p.name.clone(),
         None => super::database::on_demand_pool(ctx, &database)?, // #36
     };
-    let lex = crate::sql::mode::SessionModes::default();
-    let home = pool.clone();
-    Ok(Authenticated { pool, params, identity: Identity { user, database, lex, pass, causal, home } })
+    Ok(Authenticated { pool, params, user, database, pass, causal })
 }
 
 /// The pool serving `database`, or `[pool_template]`'s pool when none does (#36). Without a
@@ -744,27 +747,22 @@ struct Greeted {
     pool: Rc<CorePool>,
     state: SessionState,
     key: CancelKey,
-    identity: Identity,
+    arrival: Arrival,
     /// A session-mode client's server connection, borrowed at login.
     backend: Option<Conn>,
 }
 
-async fn greet(
-    ctx: &Rc<CoreContext>,
-    client: &mut Client,
-    pool_name: &str,
-    client_params: ClientParams,
-    mut identity: Identity,
-) -> Result<Greeted, LoginEnd> {
+async fn greet(ctx: &Rc<CoreContext>, client: &mut Client, a: Authenticated) -> Result<Greeted, LoginEnd> {
+    let Authenticated { pool: pool_name, params: client_params, user, database, pass, causal } = a;
     let pools = ctx.pools();
     let pool = pools
-        .get(pool_name)
+        .get(&pool_name)
         .cloned()
         .ok_or_else(|| PgClientError::new(sqlstate::INVALID_CATALOG_NAME, "pool disappeared during login"))?;
-    let server_params = super::server_params(&pool, identity.pass.as_deref()).await.map_err(|e| {
-        super::database::refused_database(&pool, &e).unwrap_or_else(|| pool_refusal(&e, identity.pass.as_deref()))
+    let server_params = super::server_params(&pool, pass.as_deref()).await.map_err(|e| {
+        super::database::refused_database(&pool, &e).unwrap_or_else(|| pool_refusal(&e, pass.as_deref()))
     })?;
-    identity.lex = crate::sql::mode::SessionModes::pg_startup(
+    let lex = crate::sql::mode::SessionModes::pg_startup(
         client_params.values.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         server_params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
@@ -784,11 +782,11 @@ async fn greet(
     if postgres && pool.config.mode == PoolMode::Session {
         // A session-mode client has its server connection from login on, as directly: the
         // greeting can name that server's process.
-        backend = Some(attach(&pool, identity.pass.as_deref(), &state, &mut shown, check).await?);
+        backend = Some(attach(&pool, pass.as_deref(), &state, &mut shown, check).await?);
     } else if postgres && check {
         // The connection goes back carrying the client's settings: its first statement likely
         // finds it and needs no replay.
-        let conn = attach(&pool, identity.pass.as_deref(), &state, &mut shown, true).await?;
+        let conn = attach(&pool, pass.as_deref(), &state, &mut shown, true).await?;
         pool.checkin(conn, true);
     }
     let shown = pool.share_params(shown);
@@ -806,7 +804,9 @@ async fn greet(
         }
         return Err(e);
     }
-    Ok(Greeted { pool, state, key, identity, backend })
+    // The home pool's name is the pool's own, shared, not a copy per session (#39).
+    let identity = Identity { user, database, lex, home: pool.name().clone() };
+    Ok(Greeted { pool, state, key, arrival: Arrival { identity, pass, causal }, backend })
 }
 
 /// The real server's parameters as the client is shown them: overridden by what it asked for

@@ -108,13 +108,18 @@ pub(super) struct Identity {
     pub database: String,
     /// How the server tokenizes this session's SQL (`standard_conforming_strings`, #19).
     pub lex: crate::sql::mode::SessionModes,
-    /// On a pass-through pool, who the session's backend connections log in as (#23); it moves
-    /// to the session's [`Seat`] when the session starts.
+    /// The pool the client logged in to: in session mode, the one whose server session it owns.
+    pub home: std::sync::Arc<str>,
+}
+
+/// What a login hands the session it starts: who the client is, and what the session's
+/// [`Seat`] takes at its start, kept apart so an idle session does not carry it (#39).
+pub(super) struct Arrival {
+    pub identity: Identity,
+    /// On a pass-through pool, who the session's backend connections log in as (#23).
     pub pass: Option<Rc<crate::pool::PassThrough>>,
     /// A causal token the client passed as startup parameter `querypilot.causal_token` (#22).
     pub causal: Option<crate::id::Token>,
-    /// The pool the client logged in to: in session mode, the one whose server session it owns.
-    pub home: String,
 }
 
 impl Wire for Session {
@@ -245,9 +250,8 @@ impl Wire for Session {
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
 pub(super) async fn refuse(ctx: Rc<CoreContext>, stream: Stream, listener: usize) {
-    // Boxed: its state (a startup packet's read) would otherwise size every session's task,
-    // the accepted ones' included, though few clients are ever refused (#39).
-    Box::pin(login::turn_away(&ctx, stream, listener)).await;
+    // A refused client's task is its own (`session::spawn`), so its startup read sizes no other.
+    login::turn_away(&ctx, stream, listener).await;
 }
 
 /// The server parameters a client of `pool` is greeted with, learned from a real backend
@@ -297,11 +301,11 @@ impl Session {
         key: CancelKey,
         listener: usize,
         max_msg: usize,
-        mut identity: Identity,
+        arrival: Arrival,
     ) -> Self {
         let stmts_held = ctx.client_budget().charge(crate::metrics::BufferKind::Statements);
         let held = ctx.client_budget().charge(crate::metrics::BufferKind::Messages);
-        let (pass, causal) = (identity.pass.take(), identity.causal.take());
+        let Arrival { identity, pass, causal } = arrival;
         Self {
             io: ClientIo::new(client, leftover, listener, max_msg, held),
             seat: Seat::new(ctx, pool, key, pass, causal),

@@ -8,7 +8,7 @@
 use std::rc::Rc;
 
 use super::unnamed::{FrozenUnnamed, Unnamed};
-use super::{Identity, Session};
+use super::{Arrival, Identity, Session};
 use crate::config::Protocol;
 use crate::protocol::pg::TransactionStatus;
 use crate::session::handover::{
@@ -74,7 +74,7 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
     if !between || (s.seat.conn.is_some() && !owned) {
         return None;
     }
-    let (user, database, home) = (s.identity.user.clone(), s.identity.database.clone(), s.identity.home.clone());
+    let (user, database, home) = (s.identity.user.clone(), s.identity.database.clone(), s.identity.home.to_string());
     let (state, lex) = (s.state.freeze(owned)?, s.identity.lex.to_bits());
     let stmts = FrozenStatements {
         named: frozen_stmts(s)?,
@@ -156,11 +156,11 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
         user: frozen.user,
         database: frozen.database,
         lex: SessionModes::from_bits(frozen.lex),
-        pass: pass.clone(),
-        causal: None,
-        home: frozen.home,
+        // Its own name: a pool found by the database instead is not the client's home.
+        home: frozen.home.into(),
     };
-    let mut s = Session::new(ctx.clone(), stream, leftover, pool, state, handed.key, handed.listener, max, identity);
+    let arrival = Arrival { identity, pass: pass.clone(), causal: None };
+    let mut s = Session::new(ctx.clone(), stream, leftover, pool, state, handed.key, handed.listener, max, arrival);
     *s.seat.conn = backend;
     s.seat.ryw = ryw;
     s.progress.unnamed = Unnamed::thaw(frozen.stmts.unnamed);
