@@ -27,6 +27,7 @@ mod give_back;
 pub mod handover;
 mod lend;
 mod mysql;
+mod names;
 mod pg;
 mod placement;
 mod secret;

@@ -31,6 +31,7 @@ use crate::protocol::pg::{
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
 use crate::session::derive::Derivations;
+use crate::session::names;
 use crate::session::secret::{failure_of, login_failed, stored_secret, Stored};
 use crate::session::state::startup::{canonical_utf8, parse_options};
 use crate::session::state::SessionState;
@@ -805,6 +806,7 @@ async fn greet(ctx: &Rc<CoreContext>, client: &mut Client, a: Authenticated) -> 
         return Err(e);
     }
     // The home pool's name is the pool's own, shared, not a copy per session (#39).
+    let (user, database) = (names::shared(&user), names::shared(&database));
     let identity = Identity { user, database, lex, home: pool.name().clone() };
     Ok(Greeted { pool, state, key, arrival: Arrival { identity, pass, causal }, backend })
 }

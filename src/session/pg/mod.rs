@@ -104,8 +104,9 @@ struct Progress {
 
 /// The client's user and requested database.
 pub(super) struct Identity {
-    pub user: String,
-    pub database: String,
+    /// Both this core's shared copies (`session::names`): most clients of a pool give the same.
+    pub user: Rc<str>,
+    pub database: Rc<str>,
     /// How the server tokenizes this session's SQL (`standard_conforming_strings`, #19).
     pub lex: crate::sql::mode::SessionModes,
     /// The pool the client logged in to: in session mode, the one whose server session it owns.

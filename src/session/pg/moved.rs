@@ -14,6 +14,7 @@ use crate::protocol::pg::TransactionStatus;
 use crate::session::handover::{
     freeze_seat, handed, sockets, unpack, AdoptError, Client, FrozenSeat, HandedSession, Moving, Refused, Sockets,
 };
+use crate::session::names;
 use crate::session::state::{FrozenState, SessionState};
 use crate::session::CoreContext;
 use crate::sql::mode::SessionModes;
@@ -74,7 +75,8 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
     if !between || (s.seat.conn.is_some() && !owned) {
         return None;
     }
-    let (user, database, home) = (s.identity.user.clone(), s.identity.database.clone(), s.identity.home.to_string());
+    let (user, database, home) =
+        (s.identity.user.to_string(), s.identity.database.to_string(), s.identity.home.to_string());
     let (state, lex) = (s.state.freeze(owned)?, s.identity.lex.to_bits());
     let stmts = FrozenStatements {
         named: frozen_stmts(s)?,
@@ -153,8 +155,8 @@ pub(in crate::session) fn adopt(ctx: &Rc<CoreContext>, (handed, tls): Moving) ->
     let Sockets { stream, backend, pass, ryw, leftover } = sockets(ctx, &pool, client, (frozen.seat, handed.backend))?;
     let state = SessionState::thaw(frozen.state, |shown| pool.share_params(shown));
     let identity = Identity {
-        user: frozen.user,
-        database: frozen.database,
+        user: names::shared(&frozen.user),
+        database: names::shared(&frozen.database),
         lex: SessionModes::from_bits(frozen.lex),
         // Its own name: a pool found by the database instead is not the client's home.
         home: frozen.home.into(),
