@@ -247,6 +247,9 @@ mod tests {
             token_command("/* c */ SET SESSION querypilot.causal_token TO 'x'"),
             Some(TokenCommand::Set("x".into()))
         );
+        // An empty statement ahead of it is skipped, as the server skips it: the token is not
+        // passed to the server as a custom setting it would accept and ignore.
+        assert_eq!(token_command(" ; SHOW querypilot.causal_token"), Some(TokenCommand::Show));
         for other in [
             "SHOW work_mem",
             "SET querypilot.other = 'x'",

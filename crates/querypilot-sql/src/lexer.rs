@@ -557,15 +557,16 @@ impl<'a> Iterator for Lexer<'a> {
     }
 }
 
-/// False only when the first token of `sql` is neither a comment (in either dialect) nor a word
-/// that begins with one of `words` (ASCII, any case). A few instructions instead of a lexer
+/// False only when the first token of `sql` is neither a comment (in either dialect), nor a
+/// semicolon (callers that skip empty statements see the word after it), nor a word that begins
+/// with one of `words` (ASCII, any case). A few instructions instead of a lexer
 /// start, for callers that look on every statement for the few that begin with a given word
 /// (`BEGIN`, `SET`, `DISCARD`...).
 pub fn may_start_with(sql: &str, words: &[&str]) -> bool {
     let bytes = sql.as_bytes();
     let Some(at) = bytes.iter().position(|&b| !is(b, Class::Space)) else { return false };
     let rest = bytes.get(at..).unwrap_or_default();
-    matches!(rest.first(), Some(b'-' | b'/' | b'#'))
+    matches!(rest.first(), Some(b'-' | b'/' | b'#' | b';'))
         || words.iter().any(|w| rest.get(..w.len()).is_some_and(|h| h.eq_ignore_ascii_case(w.as_bytes())))
 }
 
