@@ -573,13 +573,9 @@ impl Session {
             self.arm_query_timeout();
             match self.send_and_relay(payload, grammar).await {
                 Ok(outcome) => break outcome,
-                // Only where the session goes on without the lost connection (not a session-mode
-                // client's server session, nor a pinned one's state).
+                // #40: a lone BEGIN lost unanswered goes again.
                 Err(e)
-                    if left > 1
-                        && self.io.out.len() == out_mark
-                        && self.tx.status & SERVER_STATUS_IN_TRANS == 0
-                        && release::after_loss(&self.loss_facts()).is_none() =>
+                    if left > 1 && release::resends_lone_begin(&self.loss_facts(), self.io.out.len() == out_mark) =>
                 {
                     left -= 1;
                     tracing::debug!(error = %e, "a lone BEGIN lost its connection unanswered; it goes again");

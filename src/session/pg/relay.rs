@@ -523,8 +523,9 @@ impl Session {
         }
     }
 
-    /// The statement's answer ended ([`after::statement`]): the wire's own state follows the
-    /// status, the staged settings commit or roll back, and a commit position is learned.
+    /// The statement's answer ended ([`crate::session::engine::after::statement`]): the wire's
+    /// own state follows the status, the staged settings commit or roll back, and a commit
+    /// position is learned.
     async fn on_ready(&mut self, status: Option<u8>) {
         let status = self.end_unseen_wrap(status).await; // causal reads (#34)
         self.progress.unseen = Unseen::No;
