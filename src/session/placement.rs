@@ -12,6 +12,7 @@ use std::time::Duration;
 use super::cancel::CancelSlot;
 use super::commit_io;
 use super::context::CoreContext;
+use super::engine::after::{self, AfterStatement, StatementEnd};
 use super::engine::digest::Timing;
 use super::engine::hold::Hold;
 use super::engine::route;
@@ -165,6 +166,19 @@ impl Seat {
     /// Whether the session's pool is a replica for `protocol` clients.
     pub fn on_replica(&self, protocol: Protocol) -> bool {
         self.ctx.on_replica(self.pool.config.role, self.pool.name(), protocol)
+    }
+
+    /// A client statement's answer ended as `end` says ([`after::statement`]): nothing runs
+    /// for cancels to find, and a connection a transaction escaped statement pooling on is
+    /// marked to close; the rest of what to do is the wire's.
+    pub fn statement_ended(&mut self, end: &StatementEnd) -> AfterStatement {
+        self.cancel.slot.set_running(None);
+        let ctx = &self.ctx;
+        let after = after::statement(&mut self.ryw, end, crate::rt::now(), || ctx.has_replica_reads());
+        if let Some(c) = self.conn.as_mut().filter(|_| after.break_connection) {
+            c.broken = true;
+        }
+        after
     }
 }
 

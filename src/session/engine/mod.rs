@@ -3,6 +3,7 @@
 //! the engine what they mean, so a policy change is made once and tested once. Time is a
 //! parameter; nothing here reads a clock, a socket, a pool or a protocol frame.
 
+pub mod after;
 pub mod digest;
 pub mod effects;
 pub mod hold;

@@ -180,6 +180,15 @@ pub fn after_loss(f: &LossFacts) -> Option<Gone> {
     }
 }
 
+/// Whether a lone `BEGIN` (or `START TRANSACTION`) whose connection was lost goes again on a new
+/// one (#40): only when none of its answer reached the client (`unanswered`), so nothing it
+/// started outlived the connection, and the session goes on without that connection
+/// ([`after_loss`] is `None`): a transaction, pinned state or a session-mode client's server
+/// session that died with it would be hidden by a BEGIN that succeeded elsewhere.
+pub fn resends_lone_begin(f: &LossFacts, unanswered: bool) -> bool {
+    unanswered && after_loss(f).is_none()
+}
+
 /// How long a client may stay silent while `hold` keeps the connection from everyone else: the
 /// pool's `idle_transaction_timeout` (`limit`); a free or merely pinned session is not timed.
 pub fn idle_limit(hold: Hold, limit: Option<Duration>) -> Option<Duration> {

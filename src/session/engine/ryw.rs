@@ -6,7 +6,7 @@ use crate::config::ReplicaFallback;
 use crate::id::Token;
 use crate::routing::causal::{parse_token, TokenError};
 use crate::routing::RywState;
-use crate::sql::lexer::{Lexer, TokenKind};
+use crate::sql::analyze::{transaction_statement, TxKind};
 use crate::sql::Dialect;
 
 /// Where a replica read goes when its replicas cannot serve it (no healthy backend, or none
@@ -28,17 +28,7 @@ pub fn probes_commit(ryw: &RywState, in_block: bool, replica_reads: bool) -> boo
 /// (`TRANSACTION` / `WORK` allowed; not `AND CHAIN`, which keeps a transaction open, nor
 /// `COMMIT PREPARED`, nor a text holding more statements): the commits a probe may precede.
 pub fn is_lone_commit(sql: &str) -> bool {
-    let mut words = Lexer::new(sql, Dialect::Postgres).filter(|t| !matches!(t.kind, TokenKind::Comment));
-    if !words.next().is_some_and(|t| t.is_word("COMMIT") || t.is_word("END")) {
-        return false;
-    }
-    let rest: Vec<_> = words.collect();
-    match rest.as_slice() {
-        [] => true,
-        [t] => t.kind == TokenKind::Semicolon || t.is_word("TRANSACTION") || t.is_word("WORK"),
-        [t, end] => (t.is_word("TRANSACTION") || t.is_word("WORK")) && end.kind == TokenKind::Semicolon,
-        _ => false,
-    }
+    transaction_statement(sql, Dialect::Postgres).is_some_and(|t| t.kind == TxKind::Commit && t.plain)
 }
 
 /// causal: `SET querypilot.causal_token = value` (or the startup parameter / connection

@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::effects::setting_on;
 use super::hold::{Hold, HoldFacts};
 use super::release::{
-    after_loss, escaped_statement_pooling, gives_back, idle_limit, release, statement_pooling_refusal, Gone, LossFacts,
-    Release, ReleaseFacts, Unfit,
+    after_loss, escaped_statement_pooling, gives_back, idle_limit, release, resends_lone_begin,
+    statement_pooling_refusal, Gone, LossFacts, Release, ReleaseFacts, Unfit,
 };
 use crate::config::PoolMode;
 use crate::sql::analyze::PinReason;
@@ -796,4 +796,35 @@ fn a_setting_is_on_only_when_its_value_reads_as_true() {
     for stmt in ["SET SESSION autocommit = 0", "SET SESSION autocommit = @v", "SET SESSION x = DEFAULT", "SET x"] {
         assert!(!setting_on(stmt), "{stmt}");
     }
+}
+
+/// #40 before #37, as each wire wrote it: PostgreSQL resent an unanswered lone BEGIN when no
+/// transaction was open and nothing ended the session; MySQL the same, its facts' `out_of_step`
+/// being any answer already buffered for the client.
+fn old_resends(f: &LossFacts, unanswered: bool) -> bool {
+    let ends = f.in_transaction || f.pin.is_some() || (f.mode == PoolMode::Session && f.home_pool) || f.out_of_step;
+    unanswered && !f.in_transaction && !ends
+}
+
+#[test]
+fn a_lone_begin_goes_again_exactly_when_both_wires_resent_it() {
+    for mode in MODES {
+        for pin in PINS {
+            for [home_pool, in_transaction, out_of_step, unanswered] in flags::<4>() {
+                let f = LossFacts { mode, home_pool, in_transaction, pin, out_of_step };
+                assert_eq!(resends_lone_begin(&f, unanswered), old_resends(&f, unanswered), "{f:?} {unanswered}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_lone_begin_goes_again_only_unanswered_and_with_nothing_lost() {
+    assert!(resends_lone_begin(&QUIET, true));
+    assert!(!resends_lone_begin(&QUIET, false), "part of its answer reached the client");
+    let session = LossFacts { mode: PoolMode::Session, ..QUIET };
+    assert!(!resends_lone_begin(&session, true), "a session-mode client's server session died");
+    assert!(resends_lone_begin(&LossFacts { home_pool: false, ..session }, true), "a routed pool holds none");
+    let pinned = LossFacts { pin: Some(PinReason::TempObject), ..QUIET };
+    assert!(!resends_lone_begin(&pinned, true), "its temporary table died");
 }

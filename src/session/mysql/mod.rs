@@ -50,6 +50,7 @@ use crate::protocol::mysql::{decode_payload, encode_packets, DecodeError};
 use crate::rt::{self, Stream};
 use crate::session::client_error::MyClientError;
 use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
+use crate::session::engine::after::{Commits, StatementEnd, TxMove};
 use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts, Unfit};
 use crate::session::error::RelayError;
@@ -57,7 +58,7 @@ use crate::session::give_back::{close, give_back};
 use crate::session::lend::Lent;
 use crate::session::placement::{Placed, Seat};
 use crate::session::CoreContext;
-use crate::sql::analyze::{session_effects, Effect, Effects, PinReason};
+use crate::sql::analyze::{session_effects, Effect, Effects};
 use crate::sql::Dialect;
 use relay::{Grammar, Outcome};
 use state::MyState;
@@ -572,13 +573,9 @@ impl Session {
             self.arm_query_timeout();
             match self.send_and_relay(payload, grammar).await {
                 Ok(outcome) => break outcome,
-                // Only where the session goes on without the lost connection (not a session-mode
-                // client's server session, nor a pinned one's state).
+                // #40: a lone BEGIN lost unanswered goes again.
                 Err(e)
-                    if left > 1
-                        && self.io.out.len() == out_mark
-                        && self.tx.status & SERVER_STATUS_IN_TRANS == 0
-                        && release::after_loss(&self.loss_facts()).is_none() =>
+                    if left > 1 && release::resends_lone_begin(&self.loss_facts(), self.io.out.len() == out_mark) =>
                 {
                     left -= 1;
                     tracing::debug!(error = %e, "a lone BEGIN lost its connection unanswered; it goes again");
@@ -603,7 +600,6 @@ impl Session {
     /// Bookkeeping after a relayed response: status flags, cursor, release.
     async fn after_response(&mut self, outcome: &Outcome) {
         self.link.deadline = None;
-        self.seat.cancel.slot.set_running(None);
         if let Some(s) = outcome.status {
             // The router's own tracking set the flag; its replies must not claim state.
             self.tx.status = s & !SERVER_SESSION_STATE_CHANGED;
@@ -616,35 +612,32 @@ impl Session {
                 self.routing.lex.mode = self.server_mode(self.seat.conn.as_ref());
             }
         }
-        let in_tx = self.tx.status & SERVER_STATUS_IN_TRANS != 0;
-        self.seat.ryw.statement_done(rt::now(), in_tx); // #19: window from commit
+        let off = self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
+        let after = self.seat.statement_ended(&StatementEnd {
+            mode: self.seat.pool.config.mode,
+            tx: TxMove { before: false, after: self.tx.status & SERVER_STATUS_IN_TRANS != 0, autocommit_off: off },
+            error: outcome.error,
+            commits: Commits::Carried { abandoned: outcome.abandoned },
+            insert_id: outcome.last_insert_id != 0,
+            autocommit_drift: outcome.status.is_some() && off != self.state.autocommit_off(),
+        });
         let seen = std::mem::take(&mut self.routing.commit);
-        if !outcome.abandoned && self.seat.ctx.has_replica_reads() {
+        if after.learn_position {
             self.learn_commit(seen, outcome.error && outcome.succeeded == 0).await;
             // causal reads (#22, #34)
         }
-        let open = in_tx || self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
-        if release::escaped_statement_pooling(self.seat.pool.config.mode, open) {
-            // A transaction or autocommit = 0 slipped past the refusal (a procedure, a spelling
-            // the check cannot read): closing the connection rolls it back rather than leaking
-            // it to another client, and the session ends at its next command, since what the
-            // client believes is open is gone and its COMMIT must never be answered OK (#19).
-            if let Some(c) = self.seat.conn.as_mut() {
-                c.broken = true;
-            }
+        if after.break_connection {
+            // What the client believes is open is gone with the connection: the session ends
+            // at its next command, whose COMMIT must never be answered OK (#19).
             self.tx.status = SERVER_STATUS_AUTOCOMMIT;
             self.tx.lost = true;
         }
-        let off = self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0;
-        if self.seat.pool.config.mode == PoolMode::Transaction
-            && outcome.status.is_some()
-            && off != self.state.autocommit_off()
-        {
+        if let Some(reason) = after.pin {
             // The server's autocommit is not what the router would replay (a procedure changed
             // it, say): the connection cannot be shared, so the session keeps it (#19).
-            self.state.apply(&[(0, Effect::Pin(PinReason::UntrackedSetting))], 0);
+            self.state.apply(&[(0, Effect::Pin(reason))], 0);
         }
-        self.tx.sticky = outcome.last_insert_id != 0 && !outcome.error;
+        self.tx.sticky = after.sticky;
         self.maybe_release().await;
     }
 

@@ -19,7 +19,7 @@ use crate::protocol::mysql::response::{
 };
 use crate::protocol::mysql::{encode_packets, OkPacket};
 use crate::session::client_error::MyClientError;
-use crate::sql::lexer::{Lexer, Token, TokenKind};
+use crate::sql::analyze::{transaction_statement, AccessMode, TxKind};
 use crate::sql::Dialect;
 
 /// A statement the router answered and holds back until the transaction's first statement.
@@ -62,55 +62,18 @@ enum Shape {
 /// split session passes here.
 const SHAPE_MAX: usize = 256;
 
-/// Reads one statement's shape (a trailing `;` allowed; more statements make it `Other`).
+/// Reads one statement's shape ([`transaction_statement`]): only what the router can say again
+/// in its own words is deferred; anything else goes to the server as it is.
 fn shape(sql: &str) -> Shape {
-    let head = sql.trim_start().as_bytes();
-    let word = |w: &[u8]| head.get(..w.len()).is_some_and(|h| h.eq_ignore_ascii_case(w));
-    let maybe = [&b"START"[..], b"BEGIN", b"SET", b"COMMIT", b"ROLLBACK", b"/*", b"#", b"--"].into_iter().any(word);
-    if !maybe || sql.len() > SHAPE_MAX {
+    if sql.len() > SHAPE_MAX {
         return Shape::Other;
     }
-    let tokens: Vec<Token<'_>> = Lexer::new(sql, Dialect::MySql).filter(|t| t.kind != TokenKind::Comment).collect();
-    let end = tokens.iter().position(|t| t.kind == TokenKind::Semicolon).unwrap_or(tokens.len());
-    if tokens.get(end + 1..).is_some_and(|rest| !rest.is_empty()) {
-        return Shape::Other;
-    }
-    let words: Vec<String> = match tokens.get(..end) {
-        Some(ts) if ts.iter().all(|t| matches!(t.kind, TokenKind::Word | TokenKind::Comma)) => {
-            ts.iter().filter(|t| t.kind == TokenKind::Word).map(|t| t.text.to_ascii_uppercase()).collect()
-        }
-        _ => return Shape::Other,
-    };
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    match words.as_slice() {
-        ["BEGIN"] | ["BEGIN", "WORK"] => Shape::Begin { read_only: None, snapshot: false },
-        ["START", "TRANSACTION", rest @ ..] => begin(rest),
-        ["SET", "TRANSACTION", "READ", "ONLY"] => Shape::NextReadOnly,
-        ["COMMIT"] | ["COMMIT", "WORK"] | ["ROLLBACK"] | ["ROLLBACK", "WORK"] => Shape::End,
-        _ => Shape::Other,
-    }
-}
-
-/// `START TRANSACTION` characteristics: `READ ONLY`, `READ WRITE`, `WITH CONSISTENT SNAPSHOT`.
-fn begin(mut rest: &[&str]) -> Shape {
-    let (mut read_only, mut snapshot) = (None, false);
-    loop {
-        rest = match rest {
-            [] => return Shape::Begin { read_only, snapshot },
-            ["READ", "ONLY", more @ ..] => {
-                read_only = Some(true);
-                more
-            }
-            ["READ", "WRITE", more @ ..] => {
-                read_only = Some(false);
-                more
-            }
-            ["WITH", "CONSISTENT", "SNAPSHOT", more @ ..] => {
-                snapshot = true;
-                more
-            }
-            _ => return Shape::Other,
-        };
+    let Some(t) = transaction_statement(sql, Dialect::MySql).filter(|t| t.plain) else { return Shape::Other };
+    match t.kind {
+        TxKind::Begin => Shape::Begin { read_only: t.access.map(|a| a == AccessMode::ReadOnly), snapshot: t.snapshot },
+        TxKind::SetTransaction if t.access == Some(AccessMode::ReadOnly) => Shape::NextReadOnly,
+        TxKind::SetTransaction => Shape::Other,
+        TxKind::Commit | TxKind::Rollback => Shape::End,
     }
 }
 

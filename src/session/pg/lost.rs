@@ -9,7 +9,7 @@ use crate::error::ErrorCode;
 use crate::protocol::pg::{backend, sqlstate, TransactionStatus};
 use crate::rt;
 use crate::session::client_error::PgClientError;
-use crate::session::engine::release::{self, Gone, LossFacts};
+use crate::session::engine::release::{self, LossFacts};
 use crate::session::error::RelayError;
 use crate::session::give_back::close;
 
@@ -57,18 +57,14 @@ impl Session {
     /// counted, never worded (the client hears what it always heard).
     pub(super) async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
         if let LoneBegin::Armed { out_mark } = self.progress.begin {
-            let unanswered = self.io.out.len() == out_mark as usize && self.progress.tx == TransactionStatus::Idle;
-            // Only where the session goes on without the lost connection: a session-mode
-            // client's server session (or a pinned one's state) died with it, and a BEGIN on
-            // a new one would hide that.
-            if unanswered && self.after_loss().is_none() {
-                // Nothing of it reached the client: it goes again (see `on_lone_begin`).
+            if release::resends_lone_begin(&self.loss_facts(), self.io.out.len() == out_mark as usize) {
+                // It goes again (see `on_lone_begin`).
                 self.drop_lost_backend(&cause);
                 self.progress.begin = LoneBegin::Lost;
                 return Ok(());
             }
         }
-        let after = self.after_loss();
+        let after = release::after_loss(&self.loss_facts());
         let (why, said) = self.drop_lost_backend(&cause);
         self.progress.tx = TransactionStatus::Idle;
         self.state.rollback();
@@ -98,7 +94,7 @@ impl Session {
     /// statements) the connection is dropped and the session goes on: its next statement
     /// takes a new one.
     pub(super) fn lost_while_idle(&mut self, cause: RelayError) -> Option<End> {
-        let after = self.after_loss();
+        let after = release::after_loss(&self.loss_facts());
         let (why, said) = self.drop_lost_backend(&cause);
         if after.is_none() {
             tracing::debug!("an idle backend connection of pool {} went away", self.seat.pool.name());
@@ -108,16 +104,16 @@ impl Session {
         Some(End::Fatal)
     }
 
-    /// What ends the session now that its connection broke, judged on its state before.
-    fn after_loss(&self) -> Option<Gone> {
-        release::after_loss(&LossFacts {
+    /// What the session loses with its backend connection, judged on its state before.
+    fn loss_facts(&self) -> LossFacts {
+        LossFacts {
             mode: self.seat.pool.config.mode,
             home_pool: **self.seat.pool.name() == *self.identity.home,
             in_transaction: self.progress.tx != TransactionStatus::Idle,
             pin: self.state.pin(),
             // An ErrorResponse ends any response: the client reads on to ReadyForQuery.
             out_of_step: false,
-        })
+        }
     }
 
     /// Gives the broken connection up and forgets what was in flight on it; counts the loss

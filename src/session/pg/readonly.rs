@@ -16,68 +16,27 @@ use crate::config::PoolRole;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::session::client_error::PgClientError;
 use crate::session::placement::Placed;
-use crate::sql::lexer::{Lexer, TokenKind};
+use crate::sql::analyze::{transaction_statement, AccessMode, TxKind, TxStatement};
 use crate::sql::Dialect;
 
-/// What a transaction statement declares about writing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Access {
-    /// `READ ONLY` among its modes (the last of `READ ONLY` / `READ WRITE` wins, as on the server).
-    ReadOnly,
-    /// `READ WRITE` among its modes.
-    ReadWrite,
-}
-
-/// The kind of transaction statement `sql` is, when it is one alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum TxStatement {
-    /// `BEGIN` / `START TRANSACTION`.
-    Begin,
-    /// `SET TRANSACTION` (the current transaction's modes).
-    SetTransaction,
-}
-
-/// Reads `sql` as one `BEGIN`, `START TRANSACTION` or `SET TRANSACTION` statement (comments and
-/// a final `;` allowed) and the access mode it declares. A string of several statements is
-/// `None`: what follows could end the transaction.
-pub(super) fn transaction_statement(sql: &str) -> Option<(TxStatement, Option<Access>)> {
-    // Asked four times per statement: most begin with none of BEGIN, START or SET.
-    if !crate::sql::lexer::may_start_with(sql, &["begin", "start", "set"]) {
-        return None;
-    }
-    let mut words = Lexer::new(sql, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment);
-    let kind = match words.next() {
-        Some(t) if t.is_word("BEGIN") => TxStatement::Begin,
-        Some(t) if t.is_word("START") && words.next().is_some_and(|t| t.is_word("TRANSACTION")) => TxStatement::Begin,
-        Some(t) if t.is_word("SET") && words.next().is_some_and(|t| t.is_word("TRANSACTION")) => {
-            TxStatement::SetTransaction
-        }
-        _ => return None,
-    };
-    let (mut access, mut read, mut ended) = (None, false, false);
-    for t in words {
-        if ended {
-            return None;
-        }
-        ended = t.kind == TokenKind::Semicolon;
-        if read && t.is_word("ONLY") {
-            access = Some(Access::ReadOnly);
-        } else if read && t.is_word("WRITE") {
-            access = Some(Access::ReadWrite);
-        }
-        read = t.is_word("READ");
-    }
-    Some((kind, access))
+/// `sql` read as one PostgreSQL transaction statement ([`transaction_statement`]).
+fn transaction(sql: &str) -> Option<TxStatement> {
+    transaction_statement(sql, Dialect::Postgres)
 }
 
 /// Whether `sql` is one `BEGIN` or `START TRANSACTION` and nothing else.
 pub(super) fn is_lone_begin(sql: &str) -> bool {
-    matches!(transaction_statement(sql), Some((TxStatement::Begin, _)))
+    transaction(sql).is_some_and(|t| t.kind == TxKind::Begin)
 }
 
 /// Whether `sql` opens or sets a `READ ONLY` transaction: nothing run in it changes data.
 pub(super) fn declares_read_only(sql: &str) -> bool {
-    transaction_statement(sql).is_some_and(|(_, a)| a == Some(Access::ReadOnly))
+    transaction(sql).is_some_and(|t| t.access == Some(AccessMode::ReadOnly))
+}
+
+/// The access mode `sql` declares when it is a lone `SET TRANSACTION` that declares one.
+fn set_transaction_access(sql: &str) -> Option<AccessMode> {
+    transaction(sql).filter(|t| t.kind == TxKind::SetTransaction).and_then(|t| t.access)
 }
 
 /// Whether `sql` opens a transaction block in any of its statements (`SELECT 1; BEGIN` too):
@@ -109,9 +68,9 @@ impl Session {
         if held || self.progress.tx != TransactionStatus::Idle {
             return false;
         }
-        match transaction_statement(sql) {
-            Some((TxStatement::Begin, Some(access))) => access == Access::ReadOnly,
-            Some((TxStatement::Begin, None)) => self.default_read_only(),
+        match transaction(sql) {
+            Some(TxStatement { kind: TxKind::Begin, access: Some(access), .. }) => access == AccessMode::ReadOnly,
+            Some(TxStatement { kind: TxKind::Begin, access: None, .. }) => self.default_read_only(),
             _ => false,
         }
     }
@@ -119,8 +78,7 @@ impl Session {
     /// Notes, for a statement that runs, whether it leaves a transaction in which nothing ran
     /// yet (a lone BEGIN from outside one), which [`Session::move_fresh_transaction`] may move.
     pub(super) fn note_fresh(&mut self, sql: &str) {
-        let begins = self.progress.tx == TransactionStatus::Idle
-            && matches!(transaction_statement(sql), Some((TxStatement::Begin, _)));
+        let begins = self.progress.tx == TransactionStatus::Idle && is_lone_begin(sql);
         self.progress.fresh = begins.then(|| sql.into());
     }
 
@@ -133,10 +91,10 @@ impl Session {
     /// enforces the mode (or refuses READ WRITE on a standby with its own error).
     pub(super) async fn move_fresh_transaction(&mut self, sql: &str) -> Result<(), PgClientError> {
         let Some(begin) = self.progress.fresh.take() else { return Ok(()) };
-        let Some((TxStatement::SetTransaction, Some(access))) = transaction_statement(sql) else { return Ok(()) };
+        let Some(access) = set_transaction_access(sql) else { return Ok(()) };
         let on_replica = self.seat.pool.config.role == PoolRole::Replica;
         let quiet = self.ex.expects().is_empty() && self.ex.queued().is_empty() && !self.ex.awaiting();
-        if (access == Access::ReadOnly) == on_replica
+        if (access == AccessMode::ReadOnly) == on_replica
             || !quiet
             || self.progress.tx != TransactionStatus::InBlock
             || self.state.pin().is_some()
@@ -158,10 +116,10 @@ impl Session {
         // Routed as the mode it declares, without counting it: the client's statement is
         // the SET TRANSACTION that follows.
         let as_declared = match access {
-            Access::ReadOnly => "BEGIN READ ONLY",
-            Access::ReadWrite => "BEGIN READ WRITE",
+            AccessMode::ReadOnly => "BEGIN READ ONLY",
+            AccessMode::ReadWrite => "BEGIN READ WRITE",
         };
-        self.progress.read_only_tx = access == Access::ReadOnly;
+        self.progress.read_only_tx = access == AccessMode::ReadOnly;
         // Boxed: routing is what called this (rarely taken, so the allocation is too).
         let routed = Box::pin(self.route_statement(as_declared, false, None)).await;
         let attached = match routed {
@@ -201,49 +159,6 @@ fn moved_error(cause: &PgClientError) -> PgClientError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn read_only_transactions_are_recognized() {
-        for sql in [
-            "BEGIN READ ONLY",
-            "begin transaction isolation level repeatable read, read only",
-            "START TRANSACTION READ ONLY",
-            "/* c */ SET TRANSACTION READ ONLY",
-            "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE",
-            "BEGIN READ ONLY;",
-            "BEGIN READ WRITE, READ ONLY",
-        ] {
-            assert!(declares_read_only(sql), "{sql}");
-        }
-        for sql in [
-            "BEGIN",
-            "BEGIN READ WRITE",
-            "BEGIN READ ONLY, READ WRITE",
-            "SELECT 'READ ONLY'",
-            "SET default_transaction_read_only = on",
-            "BEGIN READ ONLY; UPDATE t SET a = 1",
-            "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
-        ] {
-            assert!(!declares_read_only(sql), "{sql}");
-        }
-    }
-
-    #[test]
-    fn transaction_statements_and_their_modes() {
-        assert_eq!(transaction_statement("BEGIN"), Some((TxStatement::Begin, None)));
-        assert_eq!(transaction_statement("start transaction;"), Some((TxStatement::Begin, None)));
-        assert_eq!(
-            transaction_statement("SET TRANSACTION READ WRITE"),
-            Some((TxStatement::SetTransaction, Some(Access::ReadWrite)))
-        );
-        assert_eq!(
-            transaction_statement("set transaction isolation level serializable"),
-            Some((TxStatement::SetTransaction, None))
-        );
-        for other in ["SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", "BEGIN; SELECT 1", "COMMIT", "START"] {
-            assert_eq!(transaction_statement(other), None, "{other}");
-        }
-    }
 
     #[test]
     fn a_transaction_block_is_seen_in_any_statement_of_a_text() {

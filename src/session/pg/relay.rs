@@ -30,7 +30,7 @@ use crate::protocol::pg::{
 };
 use crate::rt;
 use crate::session::client_error::PgClientError;
-use crate::session::engine::release;
+use crate::session::engine::after::{Commits, Effects, StatementEnd, TxMove};
 use crate::session::error::RelayError;
 use crate::session::pg::prepared::Expect;
 
@@ -523,41 +523,46 @@ impl Session {
         }
     }
 
+    /// The statement's answer ended ([`crate::session::engine::after::statement`]): the wire's
+    /// own state follows the status, the staged settings commit or roll back, and a commit
+    /// position is learned.
     async fn on_ready(&mut self, status: Option<u8>) {
         let status = self.end_unseen_wrap(status).await; // causal reads (#34)
         self.progress.unseen = Unseen::No;
         let new = self.ex.ready(status);
         let outcome = self.ex.outcome();
         self.seat.record_digest(Protocol::Postgres);
-        let was = self.progress.tx;
+        let before = self.progress.tx != TransactionStatus::Idle;
         self.progress.tx = new;
-        self.seat.ryw.statement_done(rt::now(), new != TransactionStatus::Idle); // #19: window from commit
-        self.seat.cancel.slot.set_running(None);
+        let after = self.seat.statement_ended(&StatementEnd {
+            mode: self.seat.pool.config.mode,
+            tx: TxMove { before, after: new != TransactionStatus::Idle, autocommit_off: false },
+            error: outcome.error,
+            commits: Commits::Tagged {
+                last_end: outcome.last_tag_commit,
+                any_commit: outcome.any_commit,
+                ends_uncommitted: outcome.ends_uncommitted,
+                more_due: !self.ex.expects().is_empty(),
+            },
+            insert_id: false,
+            autocommit_drift: false,
+        });
+        match after.effects {
+            Effects::Keep => {}
+            Effects::Commit => self.state.commit(),
+            Effects::Rollback => self.state.rollback(),
+        }
         if new == TransactionStatus::Idle {
             self.progress.read_only_tx = false;
             self.progress.fresh = None;
-            let committed =
-                if was == TransactionStatus::Idle { !outcome.error } else { outcome.last_tag_commit == Some(true) };
-            if !outcome.any_commit && (outcome.error || outcome.ends_uncommitted) {
-                // Rolled back, failed or only prepared: no commit position to wait for (#34).
-                self.seat.ryw.nothing_committed();
-            }
-            if committed {
-                self.state.commit();
-            } else {
-                self.state.rollback();
-            }
             self.restore_startup_values().await; // session settings (#18)
-            if self.seat.ryw.position_due() && self.ex.expects().is_empty() && self.seat.ctx.has_replica_reads() {
-                self.learn_commit_position().await; // causal reads (#22)
-            }
         }
-        if release::escaped_statement_pooling(self.seat.pool.config.mode, new != TransactionStatus::Idle) {
-            // A transaction slipped past the BEGIN check (e.g. inside a function): closing the
-            // connection rolls it back rather than leaking it to another client.
-            if let Some(c) = self.seat.conn.as_mut() {
-                c.broken = true;
-            }
+        if after.learn_position {
+            self.learn_commit_position().await; // causal reads (#22)
+        }
+        if after.break_connection {
+            // A transaction slipped past the BEGIN check (e.g. inside a function): its
+            // connection closes, which rolls it back rather than leaking it to another client.
             self.progress.tx = TransactionStatus::Idle;
         }
         self.maybe_release().await;

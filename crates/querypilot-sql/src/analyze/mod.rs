@@ -33,6 +33,7 @@ mod fallback;
 mod session;
 mod statement;
 mod tokens;
+mod transaction;
 mod walker;
 
 #[cfg(test)]
@@ -44,6 +45,7 @@ pub use effects::{opens_transaction, session_effects, Effect, Effects, PinReason
 pub use facts::{
     Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, StatementFacts, TxControl,
 };
+pub use transaction::{transaction_statement, AccessMode, TxKind, TxStatement};
 
 use crate::parse;
 use crate::volatility::FunctionCatalog;

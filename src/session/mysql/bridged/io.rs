@@ -15,7 +15,7 @@ use crate::session::client_error::MyClientError;
 use crate::session::commit_io;
 use crate::session::engine::ryw;
 use crate::session::error::RelayError;
-use crate::sql::analyze::Operation;
+use crate::sql::analyze::{Operation, TxKind};
 
 use super::super::route::Rewrite;
 use super::super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
@@ -479,30 +479,12 @@ fn opens_transaction(sql: &str) -> bool {
 /// lone `ROLLBACK`/`ABORT` (not `ROLLBACK TO SAVEPOINT`, nor `ROLLBACK PREPARED`, nor `AND
 /// CHAIN`), or a lone COMMIT of a failed transaction.
 fn ends_uncommitted(sql: &str, tx: TransactionStatus) -> bool {
-    let words = first_words(sql);
-    let ends = |w: &str| w.eq_ignore_ascii_case("ROLLBACK") || w.eq_ignore_ascii_case("ABORT");
-    let noise = |w: &str| w.eq_ignore_ascii_case("WORK") || w.eq_ignore_ascii_case("TRANSACTION");
-    let rollback = match words.as_slice() {
-        [w] => ends(w),
-        [w, n] => ends(w) && noise(n),
+    match crate::sql::analyze::transaction_statement(sql, crate::sql::Dialect::Postgres) {
+        Some(t) if t.plain => {
+            t.kind == TxKind::Rollback || (t.kind == TxKind::Commit && tx == TransactionStatus::Failed)
+        }
         _ => false,
-    };
-    rollback || (tx == TransactionStatus::Failed && ryw::is_lone_commit(sql))
-}
-
-/// The tokens of `sql` without comments and a final `;` (at most four: enough for the checks
-/// above, which look at short texts).
-fn first_words(sql: &str) -> Vec<&str> {
-    use crate::sql::lexer::{Lexer, TokenKind};
-    let mut tokens: Vec<_> = Lexer::new(sql, crate::sql::Dialect::Postgres)
-        .filter(|t| t.kind != TokenKind::Comment)
-        .take(4)
-        .map(|t| (t.kind, t.text))
-        .collect();
-    if tokens.last().is_some_and(|(k, _)| *k == TokenKind::Semicolon) {
-        tokens.pop();
     }
-    tokens.into_iter().map(|(_, t)| t).collect()
 }
 
 #[cfg(test)]
