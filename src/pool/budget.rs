@@ -2,7 +2,8 @@
 //! the whole process, while the connections themselves stay core-local.
 //!
 //! A core draws one unit from the shared atomic to open a connection and returns it when the
-//! connection closes; only connection open/close touches it, never a statement.
+//! connection closes; only connection open/close touches it, never a statement. The registry
+//! also holds each pool's line of waiting checkouts across cores (`pool::line`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::health::BackendHealth;
+use super::line::Line;
 use super::schema::SchemaGeneration;
 
 /// One (pool, backend) budget shared by every core.
@@ -94,6 +96,8 @@ pub struct BudgetRegistry {
     /// Pools made from `[pool_template]` (#36), by name: how many core-local pool objects of
     /// each exist now, on every core and across reloads (see `pool::on_demand`).
     pub(super) on_demand: Arc<Mutex<HashMap<String, u32>>>,
+    /// Each pool's line of waiting checkouts across cores (see `pool::line`), by pool name.
+    lines: Arc<Mutex<HashMap<String, Arc<Line>>>>,
 }
 
 impl BudgetRegistry {
@@ -138,6 +142,12 @@ impl BudgetRegistry {
         out.retain(|e| e.1 > 0);
         out.sort();
         out
+    }
+
+    /// The line of `pool`'s waiting checkouts across cores (created on first use). Called only
+    /// when pools are (re)built.
+    pub(super) fn line(&self, pool: &str) -> Arc<Line> {
+        self.lines.lock().entry(pool.to_owned()).or_default().clone()
     }
 
     /// The health entry of `pool` on `backend` (created on first use; see
