@@ -15,7 +15,9 @@ use super::health::BackendHealth;
 use super::line::Line;
 use super::schema::SchemaGeneration;
 
-/// One (pool, backend) budget shared by every core.
+/// One (pool, backend) budget shared by every core. Its counts are sequentially consistent with
+/// the heads of the pool's line (`line::Seat`): a core that frees a unit and then reads who
+/// waits, and one that says it waits and then looks for a unit, cannot both miss the other.
 #[derive(Debug)]
 pub struct Budget {
     max: AtomicU32,
@@ -29,7 +31,7 @@ impl Budget {
     /// Takes one unit if any is left.
     pub fn try_acquire(&self) -> bool {
         let max = self.max.load(Ordering::Relaxed);
-        self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| (u < max).then_some(u + 1)).is_ok()
+        self.used.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| (u < max).then_some(u + 1)).is_ok()
     }
 
     /// Gives one unit back (a connection closed).
@@ -40,22 +42,22 @@ impl Budget {
     }
 
     pub fn release(&self) {
-        let _ = self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| u.checked_sub(1));
+        let _ = self.used.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| u.checked_sub(1));
     }
 
     /// A core starts waiting for a unit.
     pub fn want(&self) {
-        self.wanted.fetch_add(1, Ordering::AcqRel);
+        self.wanted.fetch_add(1, Ordering::SeqCst);
     }
 
     /// A core stopped waiting.
     pub fn unwant(&self) {
-        let _ = self.wanted.fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| w.checked_sub(1));
+        let _ = self.wanted.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| w.checked_sub(1));
     }
 
     /// How many checkouts, on all cores, are waiting for a unit of this budget.
     pub fn wanted(&self) -> u32 {
-        self.wanted.load(Ordering::Acquire)
+        self.wanted.load(Ordering::SeqCst)
     }
 
     /// Whether a unit is left now.

@@ -10,7 +10,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -104,8 +104,10 @@ pub(super) struct Seat {
     /// Another core closed a connection for this one and has not seen it take a unit since:
     /// one move at a time per seat.
     granted: AtomicBool,
-    /// Set by [`Seat::call`] until this core's calling waiter sees it.
-    called: AtomicBool,
+    /// Calls ([`Seat::call`]) this core's waiters have not answered yet: one per unit freed or
+    /// handed over elsewhere, so that each is looked for once (a flag would merge two, and the
+    /// second unit be looked for by nobody).
+    called: AtomicU32,
     waker: Mutex<Option<Waker>>,
 }
 
@@ -116,7 +118,7 @@ impl Default for Seat {
             since: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
             granted: AtomicBool::new(false),
-            called: AtomicBool::new(false),
+            called: AtomicU32::new(0),
             waker: Mutex::new(None),
         }
     }
@@ -125,6 +127,9 @@ impl Default for Seat {
 impl Seat {
     /// Publishes how many checkouts of this core wait, and the ticket of the oldest (`None`:
     /// nobody waits).
+    /// The head is sequentially consistent with the budget's counts (`Budget`) and the calls:
+    /// a core publishing its head and then looking at the budget, and a core freeing a unit and
+    /// then reading the heads, cannot both miss the other's write (as acquire/release allows).
     pub(super) fn publish(&self, waiting: u64, head: Option<Ticket>) {
         if self.waiting.load(Ordering::Relaxed) != waiting {
             self.waiting.store(waiting, Ordering::Relaxed);
@@ -134,7 +139,7 @@ impl Seat {
             if let Some(t) = head {
                 self.since.store(t.at, Ordering::Relaxed);
             }
-            self.head.store(number, Ordering::Release);
+            self.head.store(number, Ordering::SeqCst);
         }
     }
 
@@ -145,7 +150,7 @@ impl Seat {
 
     /// The ticket of this core's oldest waiter, if one waits.
     pub(super) fn head(&self) -> Option<Ticket> {
-        let number = self.head.load(Ordering::Acquire);
+        let number = self.head.load(Ordering::SeqCst);
         (number != NOBODY).then(|| Ticket { number, at: self.since.load(Ordering::Relaxed) })
     }
 
@@ -161,13 +166,31 @@ impl Seat {
         }
     }
 
-    /// Wakes this core's calling waiter (from any core): a unit of the budget is free.
-    pub(super) fn call(&self) {
-        self.called.store(true, Ordering::Release);
+    /// Wakes this core's calling waiter (from any core): a unit of the budget is free. False
+    /// when nobody waits here any more and the call was taken back: the caller must offer the
+    /// unit elsewhere. Either this sees the head gone, or the core's last waiter, leaving, sees
+    /// the call and passes it on ([`Seat::take_call`]); the swap gives the call to one of them.
+    pub(super) fn call(&self) -> bool {
+        self.called.fetch_add(1, Ordering::SeqCst);
+        if self.head.load(Ordering::SeqCst) == NOBODY && self.answer() {
+            return false;
+        }
         let waker = self.waker.lock().take();
         if let Some(w) = waker {
             w.wake();
         }
+        true
+    }
+
+    /// Takes the calls nobody answered, once this core's last waiter left (its head published
+    /// gone): whether there were any, for the leaving waiter to pass on.
+    pub(super) fn take_calls(&self) -> bool {
+        self.called.swap(0, Ordering::SeqCst) > 0
+    }
+
+    /// Takes one call, if one is left.
+    fn answer(&self) -> bool {
+        self.called.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1)).is_ok()
     }
 
     /// Completes once [`Seat::call`] was called since the last completion.
@@ -192,7 +215,7 @@ impl Future for Called<'_> {
         // Checked under the waker's lock: a call between the check and the store finds the
         // waker stored.
         let mut slot = self.0.waker.lock();
-        if self.0.called.swap(false, Ordering::AcqRel) {
+        if self.0.answer() {
             return Poll::Ready(());
         }
         if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
@@ -238,14 +261,33 @@ mod tests {
 
     #[test]
     fn a_call_completes_the_wait_once_whether_it_came_before_or_during_it() {
+        let line = Line::default();
         let seat = Seat::default();
+        seat.publish(1, Some(line.ticket(rt::now())));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(pin!(seat.called()).poll(&mut cx).is_pending());
-        seat.call();
+        assert!(seat.call());
         assert!(pin!(seat.called()).poll(&mut cx).is_ready());
         assert!(pin!(seat.called()).poll(&mut cx).is_pending(), "one call, one completion");
         seat.hang_up();
-        seat.call();
-        assert!(pin!(seat.called()).poll(&mut cx).is_ready(), "a call with nobody waiting is kept");
+        assert!(seat.call());
+        assert!(pin!(seat.called()).poll(&mut cx).is_ready(), "a call while the waiter answering is away is kept");
+    }
+
+    #[test]
+    fn a_call_nobody_waits_for_goes_back_to_the_caller_or_to_the_last_waiter_leaving() {
+        let line = Line::default();
+        let seat = Seat::default();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(!seat.call(), "nobody waits: taken back");
+        assert!(!seat.take_calls());
+        seat.publish(1, Some(line.ticket(rt::now())));
+        assert!(seat.call() && seat.call());
+        assert!(pin!(seat.called()).poll(&mut cx).is_ready(), "one call answered, one left");
+        // The core's last waiter leaves before it answered: it takes the call to pass it on.
+        seat.publish(0, None);
+        assert!(seat.take_calls());
+        assert!(!seat.take_calls(), "once");
+        assert!(pin!(seat.called()).poll(&mut cx).is_pending());
     }
 }

@@ -44,7 +44,7 @@ pub use on_demand::OnDemandError;
 pub use pause::PauseGate;
 pub use schema::SchemaGeneration;
 pub(crate) use waiters::Waiters;
-use waiters::Waiting;
+use waiters::{Waiting, Wake};
 use writable::{Floor, Standing};
 
 use crate::config::{Config, Pool as PoolConfig, PoolRole, Protocol};
@@ -826,7 +826,7 @@ impl CorePool {
     ) -> Result<Option<Conn>, PoolError> {
         let user = self.key_of(who);
         // #41: first come, first served: an idle connection a woken waiter has yet to take is its.
-        let fair = !self.waiters.owed();
+        let fair = self.waiters.unclaimed(self.idle.borrow().len());
         if let Some(i) = self.choose(eligible) {
             if let Some(c) = self.take_idle(protocol, user, &|b| fair && b == i) {
                 return Ok(Some(c));
@@ -854,46 +854,75 @@ impl CorePool {
             // #41: the line ahead outlasts the deadline: turned away now, not at the deadline.
             return Err(PoolError::Limited { pool: self.config.name.clone(), over, waited_ms: 0 });
         }
-        let _wanting = Wanting::new(&self.backends, &self.wanting_here);
         slot.queue(); // metrics
+        self.wait_in_line(protocol, who, deadline, eligible, started).await
+    }
+
+    /// [`CorePool::acquire`]'s wait: in this core's queue and the pool's line until a unit or
+    /// an idle connection is found, or `deadline`.
+    async fn wait_in_line(
+        &self,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        deadline: Instant,
+        eligible: &dyn Fn(usize) -> bool,
+        started: Instant,
+    ) -> Result<Option<Conn>, PoolError> {
+        let user = self.key_of(who);
+        let _wanting = Wanting::new(&self.backends, &self.wanting_here);
         let mut waiting = Waiting::new(&self.waiters);
         // One timer for the whole wait, not one per wake-up: arming one is an insert into the
         // core's timer map, and a waiter is woken often (a unit another took first, the
         // recheck for budget freed by another core) (#39).
         let mut timer = rt::sleep_until(deadline);
+        // The first look is right after queueing, before any wait: from then on a unit another
+        // core frees calls this core (it reads the line's heads after freeing it), and one freed
+        // before is found here (#41). Only the budget: nothing of this core changed meanwhile.
+        let mut woke = None;
         loop {
-            let waited = async {
-                waiting.wait().await;
-                false
-            };
-            let timed_out = rt::race(waited, async {
-                (&mut timer).await;
-                true
-            })
-            .await;
-            if let Some(c) = self.take_idle(protocol, user, eligible) {
-                return Ok(Some(c));
-            }
-            if self.awaits_failover() {
-                return Ok(None);
-            }
-            if let Some(user) = user {
-                // An idle connection of another user holds a unit this user may need: it goes
-                // once this user has waited a round, so users share the pool-wide cap.
-                self.close_idle_of_others(user);
+            if let Some(wake) = woke {
+                if let Some(c) = self.take_idle(protocol, user, eligible) {
+                    self.found(wake);
+                    return Ok(Some(c));
+                }
+                if self.awaits_failover() {
+                    return Ok(None);
+                }
+                if let Some(user) = user {
+                    // An idle connection of another user holds a unit this user may need: it
+                    // goes once this user has waited a round, so users share the pool-wide cap.
+                    self.close_idle_of_others(user);
+                }
             }
             if let Some(picked) = self.pick_backend(user, eligible) {
+                woke.into_iter().for_each(|wake| self.found(wake));
                 // Out of the queue before the connect: a unit freed meanwhile goes to the next waiter.
                 drop(waiting);
                 return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
             }
-            if timed_out {
+            if woke == Some(None) {
                 self.waiters.deadline_hit(rt::now()); // #41: arms the early refusal
                 return Err(PoolError::Timeout {
                     pool: self.config.name.clone(),
                     waited_ms: started.elapsed().as_millis(),
                 });
             }
+            let waited = async { Some(waiting.wait().await) };
+            woke = Some(
+                rt::race(waited, async {
+                    (&mut timer).await;
+                    None
+                })
+                .await,
+            );
+        }
+    }
+
+    /// A waiting checkout found a connection or a unit after `wake` (`None`: its deadline).
+    /// metrics: one found by the recheck alone was freed without a wake reaching it (#41).
+    fn found(&self, wake: Option<Wake>) {
+        if wake == Some(Wake::Rechecked) {
+            self.counters.found_by_recheck();
         }
     }
 
