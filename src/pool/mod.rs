@@ -561,7 +561,7 @@ impl CorePool {
     /// Closes `conn`, given up for another core: this core leaves the unit to the core it was
     /// given up for a while (see [`Waiters::giving`]).
     fn give_up(&self, conn: Conn) {
-        self.waiters.giving(|| drop(conn));
+        self.waiters.giving(rt::now(), || drop(conn));
     }
 
     /// Whether this core holds more than `slack` beyond its part of `backend`'s budget in use
@@ -696,7 +696,7 @@ impl CorePool {
         for i in order {
             let b = self.backends.get(i)?;
             // Not a unit just given up for another core.
-            if !self.waiters.yielding() && b.budget.try_acquire() {
+            if !self.waiters.yielding(rt::now()) && b.budget.try_acquire() {
                 b.current.set(b.current.get() - total);
                 return Some(i);
             }
@@ -825,13 +825,14 @@ impl CorePool {
         eligible: &dyn Fn(usize) -> bool,
     ) -> Result<Option<Conn>, PoolError> {
         let user = self.key_of(who);
-        // #41: first come, first served: an idle connection a woken waiter has yet to take is its.
+        // #41: first come, first served: the idle connections woken waiters have yet to take
+        // are theirs, the others anyone's (see `Waiters::unclaimed`).
         let fair = self.waiters.unclaimed(self.idle.borrow().len());
         if let Some(i) = self.choose(eligible) {
             if let Some(c) = self.take_idle(protocol, user, &|b| fair && b == i) {
                 return Ok(Some(c));
             }
-            if !self.waiters.yielding() && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
+            if !self.waiters.yielding(rt::now()) && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
                 if let Some(picked) = self.with_user_unit(i, user) {
                     return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
                 }

@@ -108,9 +108,11 @@ pub(super) const RECHECK_PER_USER: Duration = Duration::from_millis(2);
 
 /// The same on a pool whose connections serve anyone: every unit freed wakes a waiter or calls
 /// another core's, and a wake or call its waiter leaves unused goes on to the next
-/// ([`Waiters::left`]), so this is only a safety net, for a backend becoming usable again or a
-/// unit freed in the instant between its release and its call. A unit found by it is counted
-/// (`sqp_pool_recheck_finds_total`): the model below (`tests::model`) runs without it.
+/// ([`Waiters::left`]), so this is only a safety net: for a unit this core gave up to another
+/// that did not take it within [`YIELD_FOR`] (on a loaded host a core's thread is descheduled
+/// longer than that), a backend becoming usable again, a unit freed in the instant between its
+/// release and its call. A unit found by it is counted (`sqp_pool_recheck_finds_total`); the
+/// model below (`tests::model`) runs without it.
 pub(super) const RECHECK_SHARED: Duration = Duration::from_millis(25);
 
 /// State shared between a pool and the connections it lent out, so a closing connection can
@@ -242,8 +244,8 @@ impl Waiters {
     /// Runs `close`, which closes a connection given up for another core (see
     /// [`Waiters::unit_freed`]), and leaves the unit to that core for [`YIELD_FOR`]: this
     /// core's checkouts open no connection meanwhile (see [`Waiters::yielding`]).
-    pub(super) fn giving(&self, close: impl FnOnce()) {
-        self.yield_until.set(Some(rt::now() + YIELD_FOR));
+    pub(super) fn giving(&self, now: Instant, close: impl FnOnce()) {
+        self.yield_until.set(Some(now + YIELD_FOR));
         self.giving.set(true);
         close();
         self.giving.set(false);
@@ -254,8 +256,8 @@ impl Waiters {
     /// checkout of another core waits: one whose last waiter left calls this core
     /// ([`Waiters::left`]) if this core's head was published by then, and else this core's
     /// waiter, published first and looking after, sees that no one waits there.
-    pub(super) fn yielding(&self) -> bool {
-        self.yield_until.get().is_some_and(|until| rt::now() < until) && {
+    pub(super) fn yielding(&self, now: Instant) -> bool {
+        self.yield_until.get().is_some_and(|until| now < until) && {
             self.refresh();
             self.others.borrow().iter().any(|s| s.head().is_some())
         }
@@ -646,7 +648,7 @@ mod tests {
         // Both cores wait for the budget.
         budget.want();
         budget.want();
-        here.giving(|| here.unit_freed(&budget));
+        here.giving(rt::now(), || here.unit_freed(&budget));
         assert!(!mine.ev.is_set(), "closed for another core: not woken here");
         assert!(poll_wait(&mut theirs).is_ready() && theirs.was_called, "the other core is called");
         assert!(poll_wait(&mut theirs).is_pending());
@@ -773,11 +775,15 @@ mod tests {
             overtook: usize,
             /// When moves are looked at: every waiter has waited long enough for one.
             later: Instant,
+            /// The model's clock for yields: it stands still, so a unit given up to another core
+            /// is left to it until a call or that core's last waiter ends the yield, never by
+            /// time (the same interleavings on every run, and no rescue by expiry).
+            now: Instant,
         }
 
         impl<'a> World<'a> {
             fn unit(&self, core: usize) -> bool {
-                !self.cores[core].waiters.yielding() && self.budget.try_acquire()
+                !self.cores[core].waiters.yielding(self.now) && self.budget.try_acquire()
             }
 
             fn want(&self, core: usize) {
@@ -863,7 +869,7 @@ mod tests {
                 if !checkin {
                     self.close(core);
                 } else if c.waiters.overtaken(self.later) {
-                    c.waiters.giving(|| self.close(core));
+                    c.waiters.giving(self.now, || self.close(core));
                 } else {
                     c.idle.set(c.idle.get() + 1);
                     c.waiters.wake_one();
@@ -933,7 +939,7 @@ mod tests {
                 .collect();
             let budget = BudgetRegistry::default().get("p", "h:1", cap);
             let later = rt::now() + MOVE_AFTER + Duration::from_secs(1);
-            let mut world = World { cores: &cores, budget, clients: Vec::new(), overtook: 0, later };
+            let mut world = World { cores: &cores, budget, clients: Vec::new(), overtook: 0, later, now: rt::now() };
             for _ in 0..600 {
                 let (waiting, holding) = (world.indices(true), world.indices(false));
                 match rng.below(20) {
