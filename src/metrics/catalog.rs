@@ -220,6 +220,13 @@ metric!(
     "Checkouts that gave up at acquire_timeout."
 );
 metric!(
+    POOL_RECHECK_FINDS,
+    "sqp_pool_recheck_finds_total",
+    Counter,
+    ["core", "pool"],
+    "Waiting checkouts that found a connection or a budget unit only when their periodic recheck looked, with no wake for it: on a pool with a username, each is a wake lost between cores; on a pass-through pool a user at its own cap also counts here."
+);
+metric!(
     LIMIT_SHAPES,
     "sqp_limit_shapes_limited",
     Gauge,
@@ -356,6 +363,7 @@ pub const ALL: &[&MetricDef] = &[
     &POOL_QUEUE_DEPTH,
     &POOL_WAIT,
     &POOL_TIMEOUTS,
+    &POOL_RECHECK_FINDS,
     &POOL_UTILIZATION,
     &LIMIT_SHAPES,
     &LIMIT_IN_USE,

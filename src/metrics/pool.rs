@@ -87,6 +87,8 @@ pub struct PoolCounters {
     wait: Histogram,
     /// Checkouts refused by the shape limiter or the fair share (#41).
     limited: Cell<u64>,
+    /// Checkouts that found a connection or a unit only when their recheck looked (#41).
+    recheck_finds: Cell<u64>,
     decisions: [Cell<u64>; Decision::COUNT],
     retries: [Cell<u64>; RetryOutcome::COUNT],
     fallbacks: [Cell<u64>; FallbackOutcome::COUNT],
@@ -112,6 +114,7 @@ impl PoolCounters {
             waiting: Cell::default(),
             wait: Histogram::default(),
             limited: Cell::default(),
+            recheck_finds: Cell::default(),
             decisions: Default::default(),
             retries: Default::default(),
             fallbacks: Default::default(),
@@ -157,6 +160,12 @@ impl PoolCounters {
     /// The shape limiter or the fair share refused a checkout after `limit_wait` (#41).
     pub fn acquire_limited(&self) {
         bump(&self.limited);
+    }
+
+    /// A waiting checkout found a connection or a unit only when its periodic recheck looked:
+    /// nothing woke it for it (#41).
+    pub fn found_by_recheck(&self) {
+        bump(&self.recheck_finds);
     }
 
     /// How long one checkout took, whatever its outcome.
@@ -272,6 +281,7 @@ impl PoolCounters {
             users: Vec::new(),
             limits: Vec::new(),
             limit_rejections_total: self.limited.get(),
+            recheck_finds_total: self.recheck_finds.get(),
             limit_queue_depth: 0,
         }
     }
@@ -407,6 +417,8 @@ pub struct PoolSnapshot {
     pub limits: Vec<super::LimitRow>,
     /// Checkouts the limiter or the fair share refused (#41).
     pub limit_rejections_total: u64,
+    /// Checkouts that found a connection or a unit only when their recheck looked (#41).
+    pub recheck_finds_total: u64,
     /// Checkouts waiting for their shape's limit or their user's share now (#41).
     pub limit_queue_depth: u64,
 }
@@ -434,6 +446,7 @@ impl PoolSnapshot {
         self.acquires_total += other.acquires_total;
         self.timeouts_total += other.timeouts_total;
         self.limit_rejections_total += other.limit_rejections_total;
+        self.recheck_finds_total += other.recheck_finds_total;
         self.limit_queue_depth += other.limit_queue_depth;
         self.statements_total += other.statements_total;
         self.statement_duration.merge(&other.statement_duration);

@@ -2,7 +2,8 @@
 //! the whole process, while the connections themselves stay core-local.
 //!
 //! A core draws one unit from the shared atomic to open a connection and returns it when the
-//! connection closes; only connection open/close touches it, never a statement.
+//! connection closes; only connection open/close touches it, never a statement. The registry
+//! also holds each pool's line of waiting checkouts across cores (`pool::line`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -11,9 +12,12 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::health::BackendHealth;
+use super::line::Line;
 use super::schema::SchemaGeneration;
 
-/// One (pool, backend) budget shared by every core.
+/// One (pool, backend) budget shared by every core. Its counts are sequentially consistent with
+/// the heads of the pool's line (`line::Seat`): a core that frees a unit and then reads who
+/// waits, and one that says it waits and then looks for a unit, cannot both miss the other.
 #[derive(Debug)]
 pub struct Budget {
     max: AtomicU32,
@@ -27,7 +31,7 @@ impl Budget {
     /// Takes one unit if any is left.
     pub fn try_acquire(&self) -> bool {
         let max = self.max.load(Ordering::Relaxed);
-        self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| (u < max).then_some(u + 1)).is_ok()
+        self.used.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| (u < max).then_some(u + 1)).is_ok()
     }
 
     /// Gives one unit back (a connection closed).
@@ -38,22 +42,22 @@ impl Budget {
     }
 
     pub fn release(&self) {
-        let _ = self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| u.checked_sub(1));
+        let _ = self.used.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| u.checked_sub(1));
     }
 
     /// A core starts waiting for a unit.
     pub fn want(&self) {
-        self.wanted.fetch_add(1, Ordering::AcqRel);
+        self.wanted.fetch_add(1, Ordering::SeqCst);
     }
 
     /// A core stopped waiting.
     pub fn unwant(&self) {
-        let _ = self.wanted.fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| w.checked_sub(1));
+        let _ = self.wanted.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| w.checked_sub(1));
     }
 
     /// How many checkouts, on all cores, are waiting for a unit of this budget.
     pub fn wanted(&self) -> u32 {
-        self.wanted.load(Ordering::Acquire)
+        self.wanted.load(Ordering::SeqCst)
     }
 
     /// Whether a unit is left now.
@@ -94,6 +98,8 @@ pub struct BudgetRegistry {
     /// Pools made from `[pool_template]` (#36), by name: how many core-local pool objects of
     /// each exist now, on every core and across reloads (see `pool::on_demand`).
     pub(super) on_demand: Arc<Mutex<HashMap<String, u32>>>,
+    /// Each pool's line of waiting checkouts across cores (see `pool::line`), by pool name.
+    lines: Arc<Mutex<HashMap<String, Arc<Line>>>>,
 }
 
 impl BudgetRegistry {
@@ -138,6 +144,12 @@ impl BudgetRegistry {
         out.retain(|e| e.1 > 0);
         out.sort();
         out
+    }
+
+    /// The line of `pool`'s waiting checkouts across cores (created on first use). Called only
+    /// when pools are (re)built.
+    pub(super) fn line(&self, pool: &str) -> Arc<Line> {
+        self.lines.lock().entry(pool.to_owned()).or_default().clone()
     }
 
     /// The health entry of `pool` on `backend` (created on first use; see

@@ -10,7 +10,8 @@ use crate::config::Protocol;
 use crate::rt::Stream;
 
 /// One unit of a (pool, backend) budget, and on a pass-through pool of its (pool, backend, user)
-/// budget too; released, and a waiter woken, when dropped.
+/// budget too; released when dropped, and a waiter woken (on this core, and other cores waiting
+/// for the budget called: `Waiters::unit_freed`).
 pub(crate) struct BudgetUnit {
     budget: Arc<Budget>,
     user_budget: Option<Arc<Budget>>,
@@ -29,7 +30,7 @@ impl Drop for BudgetUnit {
         if let Some(b) = &self.user_budget {
             b.release();
         }
-        self.waiters.wake_one();
+        self.waiters.unit_freed(&self.budget);
     }
 }
 

@@ -13,6 +13,7 @@ mod conn;
 mod failover;
 pub mod health;
 mod limit;
+mod line;
 mod login;
 mod mysql;
 mod on_demand;
@@ -43,7 +44,7 @@ pub use on_demand::OnDemandError;
 pub use pause::PauseGate;
 pub use schema::SchemaGeneration;
 pub(crate) use waiters::Waiters;
-use waiters::Waiting;
+use waiters::{Waiting, Wake};
 use writable::{Floor, Standing};
 
 use crate::config::{Config, Pool as PoolConfig, PoolRole, Protocol};
@@ -147,10 +148,6 @@ impl ErrorCode for PoolError {
 
 /// Startup parameters a server reported, shared by the sessions greeted with them.
 pub type ServerParams = Rc<Vec<(String, String)>>;
-
-/// How long a core leaves a budget unit it gave up to the other cores: longer than a waiting
-/// core takes to look for freed budget (`waiters::CROSS_CORE_RECHECK`, 2 ms).
-const YIELD_FOR: Duration = Duration::from_millis(10);
 
 /// Upkeep ticks in a row another core must have waited while this one held more than an even
 /// split of the budget (by less than one connection) before one is given up for it.
@@ -275,8 +272,6 @@ pub struct CorePool {
     /// with no idle connection to give up: the next connection checked in on such a backend
     /// is closed instead (#39).
     owes: Cell<bool>,
-    /// Until when this core leaves a unit it gave up to the core it gave it up for.
-    yield_until: Cell<Option<Instant>>,
     /// Consecutive upkeep ticks during which another core waited while this one held more than
     /// an even split of the budget.
     starved_ticks: Cell<u32>,
@@ -358,10 +353,13 @@ impl CorePool {
             config: config.clone(),
             backends,
             idle: RefCell::new(Vec::new()),
-            waiters: Rc::default(),
+            waiters: Rc::new(Waiters::new(
+                budgets.line(&config.name),
+                max.saturating_mul(config.backends.len() as u32),
+                Some(if config.username.is_none() { waiters::RECHECK_PER_USER } else { waiters::RECHECK_SHARED }),
+            )),
             wanting_here: Cell::new(0),
             owes: Cell::new(false),
-            yield_until: Cell::new(None),
             starved_ticks: Cell::new(0),
             server_params: RefCell::new(None),
             shown_last: RefCell::default(),
@@ -560,31 +558,34 @@ impl CorePool {
         self.backends.get(backend).map_or(0, |b| b.budget.wanted().saturating_sub(here))
     }
 
-    /// Whether this core gave a connection up for another core so recently that it leaves the
-    /// unit to that core: its own waiters, woken by the close, would otherwise take it back
-    /// before the other core's periodic look for freed budget.
-    fn yielding(&self) -> bool {
-        self.yield_until.get().is_some_and(|until| rt::now() < until)
-    }
-
-    /// Closes `conn`, given up for another core (see [`CorePool::yielding`]).
+    /// Closes `conn`, given up for another core: this core leaves the unit to the core it was
+    /// given up for a while (see [`Waiters::giving`]).
     fn give_up(&self, conn: Conn) {
-        self.yield_until.set(Some(rt::now() + YIELD_FOR));
-        drop(conn); // frees its budget unit for the waiting core
+        self.waiters.giving(rt::now(), || drop(conn));
     }
 
     /// Whether this core holds more than `slack` beyond its part of `backend`'s budget in use
     /// while other cores wait for it; the part is an even split between this core and the
     /// waiting ones. Without it a core whose clients kept every connection busy kept them all,
-    /// and the other core's clients waited out their `acquire_timeout` (#39).
+    /// and the other core's clients waited out their `acquire_timeout` (#39). While checkouts of
+    /// this core wait too, the part is in proportion to its share of all the waiting checkouts
+    /// (#41), by more than one connection: 10,000 clients split unevenly between two cores then
+    /// wait about as long on either, where an even split of the connections made the core with
+    /// more clients slower; without the connection of hysteresis they moved 40 times a second.
     fn over_share(&self, backend: usize, slack: u32) -> bool {
         let elsewhere = self.cores_wanting_elsewhere(backend);
         let Some(b) = self.backends.get(backend).filter(|_| elsewhere > 0) else {
             return false;
         };
         let idle = self.idle.borrow().iter().filter(|c| c.backend == backend).count();
-        let held = u32::try_from(idle).unwrap_or(u32::MAX) + b.outstanding.get();
-        held.saturating_mul(elsewhere + 1) > b.budget.used() + slack
+        let held = u64::try_from(idle).unwrap_or(u64::MAX) + u64::from(b.outstanding.get());
+        let (used, slack) = (u64::from(b.budget.used()), u64::from(slack));
+        match self.waiters.demand() {
+            // One connection more of hysteresis: the waiting counts move all the time, and a
+            // part that is a fraction of a connection is not worth a backend login per tick.
+            Some((mine, all)) => held.saturating_mul(all) > used.saturating_mul(mine) + (slack + 1).saturating_mul(all),
+            None => held.saturating_mul(u64::from(elsewhere) + 1) > used + slack,
+        }
     }
 
     /// Whether `addr` is one of this pool's backends.
@@ -673,6 +674,7 @@ impl CorePool {
                 // The user is at its own cap here: give the pool-wide unit back.
                 if let Some(slot) = self.backends.get(index) {
                     slot.budget.release();
+                    self.waiters.call_others(&slot.budget);
                 }
                 None
             }
@@ -694,7 +696,7 @@ impl CorePool {
         for i in order {
             let b = self.backends.get(i)?;
             // Not a unit just given up for another core.
-            if !self.yielding() && b.budget.try_acquire() {
+            if !self.waiters.yielding(rt::now()) && b.budget.try_acquire() {
                 b.current.set(b.current.get() - total);
                 return Some(i);
             }
@@ -823,13 +825,14 @@ impl CorePool {
         eligible: &dyn Fn(usize) -> bool,
     ) -> Result<Option<Conn>, PoolError> {
         let user = self.key_of(who);
-        // #41: first come, first served: an idle connection a woken waiter has yet to take is its.
-        let fair = !self.waiters.owed();
+        // #41: first come, first served: the idle connections woken waiters have yet to take
+        // are theirs, the others anyone's (see `Waiters::unclaimed`).
+        let fair = self.waiters.unclaimed(self.idle.borrow().len());
         if let Some(i) = self.choose(eligible) {
             if let Some(c) = self.take_idle(protocol, user, &|b| fair && b == i) {
                 return Ok(Some(c));
             }
-            if !self.yielding() && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
+            if !self.waiters.yielding(rt::now()) && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
                 if let Some(picked) = self.with_user_unit(i, user) {
                     return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
                 }
@@ -852,46 +855,75 @@ impl CorePool {
             // #41: the line ahead outlasts the deadline: turned away now, not at the deadline.
             return Err(PoolError::Limited { pool: self.config.name.clone(), over, waited_ms: 0 });
         }
-        let _wanting = Wanting::new(&self.backends, &self.wanting_here);
         slot.queue(); // metrics
+        self.wait_in_line(protocol, who, deadline, eligible, started).await
+    }
+
+    /// [`CorePool::acquire`]'s wait: in this core's queue and the pool's line until a unit or
+    /// an idle connection is found, or `deadline`.
+    async fn wait_in_line(
+        &self,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        deadline: Instant,
+        eligible: &dyn Fn(usize) -> bool,
+        started: Instant,
+    ) -> Result<Option<Conn>, PoolError> {
+        let user = self.key_of(who);
+        let _wanting = Wanting::new(&self.backends, &self.wanting_here);
         let mut waiting = Waiting::new(&self.waiters);
         // One timer for the whole wait, not one per wake-up: arming one is an insert into the
         // core's timer map, and a waiter is woken often (a unit another took first, the
         // recheck for budget freed by another core) (#39).
         let mut timer = rt::sleep_until(deadline);
+        // The first look is right after queueing, before any wait: from then on a unit another
+        // core frees calls this core (it reads the line's heads after freeing it), and one freed
+        // before is found here (#41). Only the budget: nothing of this core changed meanwhile.
+        let mut woke = None;
         loop {
-            let waited = async {
-                waiting.wait().await;
-                false
-            };
-            let timed_out = rt::race(waited, async {
-                (&mut timer).await;
-                true
-            })
-            .await;
-            if let Some(c) = self.take_idle(protocol, user, eligible) {
-                return Ok(Some(c));
-            }
-            if self.awaits_failover() {
-                return Ok(None);
-            }
-            if let Some(user) = user {
-                // An idle connection of another user holds a unit this user may need: it goes
-                // once this user has waited a round, so users share the pool-wide cap.
-                self.close_idle_of_others(user);
+            if let Some(wake) = woke {
+                if let Some(c) = self.take_idle(protocol, user, eligible) {
+                    self.found(wake);
+                    return Ok(Some(c));
+                }
+                if self.awaits_failover() {
+                    return Ok(None);
+                }
+                if let Some(user) = user {
+                    // An idle connection of another user holds a unit this user may need: it
+                    // goes once this user has waited a round, so users share the pool-wide cap.
+                    self.close_idle_of_others(user);
+                }
             }
             if let Some(picked) = self.pick_backend(user, eligible) {
+                woke.into_iter().for_each(|wake| self.found(wake));
                 // Out of the queue before the connect: a unit freed meanwhile goes to the next waiter.
                 drop(waiting);
                 return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
             }
-            if timed_out {
+            if woke == Some(None) {
                 self.waiters.deadline_hit(rt::now()); // #41: arms the early refusal
                 return Err(PoolError::Timeout {
                     pool: self.config.name.clone(),
                     waited_ms: started.elapsed().as_millis(),
                 });
             }
+            let waited = async { Some(waiting.wait().await) };
+            woke = Some(
+                rt::race(waited, async {
+                    (&mut timer).await;
+                    None
+                })
+                .await,
+            );
+        }
+    }
+
+    /// A waiting checkout found a connection or a unit after `wake` (`None`: its deadline).
+    /// metrics: one found by the recheck alone was freed without a wake reaching it (#41).
+    fn found(&self, wake: Option<Wake>) {
+        if wake == Some(Wake::Rechecked) {
+            self.counters.found_by_recheck();
         }
     }
 
@@ -1029,9 +1061,10 @@ impl CorePool {
     /// Returns a connection; a connection that is not `reusable` is closed instead, and so is
     /// one upkeep found owed to another core (see [`CorePool::maintain`]).
     pub fn checkin(&self, mut conn: Conn, reusable: bool) {
-        conn.lease.permit = None; // #41: the shape's permit is given back, its time learned from
-                                  // #39: upkeep found this core over its part of the budget another core waits for
-                                  // (counted with this connection still lent).
+        // #41: the shape's permit is given back, its time learned from.
+        conn.lease.permit = None;
+        // #39: upkeep found this core over its part of the budget another core waits for
+        // (counted with this connection still lent).
         let owed = self.owes.get() && self.over_share(conn.backend, 0);
         if owed {
             self.owes.set(false);
@@ -1046,9 +1079,13 @@ impl CorePool {
         // connection older than a RECONNECT is closed.
         let letting_go = self.letting_go_until.get().is_some_and(|until| rt::now() < until);
         let keep = !self.replaced.get() && !self.gate.is_paused() && conn.epoch == self.gate.epoch() && !letting_go;
-        if owed {
+        let reuse = reusable && !conn.broken && healthy && keep;
+        // #41: or another core's waiter was overtaken by this core's by more than its slack
+        // (which the split by demand above keeps rare): the connection is closed for it, and
+        // the close calls it.
+        if owed || (reuse && self.waiters.overtaken(rt::now())) {
             self.give_up(conn);
-        } else if reusable && !conn.broken && healthy && keep {
+        } else if reuse {
             // The kernel watches it while it sits idle: a server closing it or writing to it
             // completes this receive, which `take_idle` looks at without a system call.
             rt::watch(&mut conn.stream);
