@@ -45,6 +45,9 @@ pub(super) struct Seat {
 
 lendable!(Timing, |t: &Timing| t.statement().is_none());
 
+/// Longest statement text whose buffer a timing keeps for the next statement.
+const KEPT_TEXT: usize = 4096;
+
 /// How a cancel or a KILL reaches the session's running statement.
 pub(super) struct CancelHandle {
     /// Where the session publishes what runs.
@@ -92,7 +95,12 @@ impl Seat {
     pub fn record_digest(&mut self, protocol: Protocol) {
         // A parked timing times nothing: lending a box to find that out would cost one.
         if let Some(timing) = self.digest.held_mut() {
+            let long = timing.statement().is_some_and(|(_, sql)| sql.len() > KEPT_TEXT);
             self.ctx.record_digest(timing, protocol, &self.pool);
+            if long {
+                // Its box goes to the core's spares: they must not keep one client's long text.
+                *timing = Timing::default();
+            }
         }
     }
 
