@@ -256,7 +256,7 @@ const fn starts(words: &[&str]) -> [u16; 256] {
 
 /// Per byte: which of `words` have it second, in either case; a one-byte word matches whatever
 /// follows it (the end of the text reads as byte 0).
-const fn seconds_of(words: &[&str]) -> [u16; 256] {
+const fn seconds(words: &[&str]) -> [u16; 256] {
     let mut table = [0u16; 256];
     let mut i = 0;
     while i < words.len() {
@@ -277,57 +277,44 @@ const fn seconds_of(words: &[&str]) -> [u16; 256] {
 }
 
 /// The first two bytes of a dialect's words, for [`mentions`]: per byte, which words have it
-/// first (`first`) or second (`second`, exact), and the distinct bytes (ASCII lower case or'd
-/// with 0x20, as [`hits`] compares them) that start a word (`F`), are second in one (`S`) or
-/// are a whole one-byte word (`O`).
-struct Initials<const F: usize, const S: usize, const O: usize> {
+/// first (`first`) or second (`second`), and its class (`class`: [`FIRST`], [`SECOND`],
+/// [`ONE`]), all in either ASCII case.
+struct Initials {
     first: [u16; 256],
     second: [u16; 256],
-    firsts: [u8; F],
-    seconds: [u8; S],
-    ones: [u8; O],
+    class: [u8; 256],
 }
 
-impl<const F: usize, const S: usize, const O: usize> Initials<F, S, O> {
-    /// Fails to compile unless `F`, `S` and `O` are the numbers of distinct such bytes.
-    const fn of(words: &[&str]) -> Self {
-        let (mut firsts, mut seconds, mut ones) = ([0u8; F], [0u8; S], [0u8; O]);
-        let (mut f, mut s, mut o) = (0, 0, 0);
+/// Class bits: the byte starts a word of two bytes or more; is the second byte of one; is a
+/// one-byte word.
+const FIRST: u8 = 1;
+const SECOND: u8 = 2;
+const ONE: u8 = 4;
+
+impl Initials {
+    const fn of(words: &[&str]) -> Initials {
+        let mut class = [0u8; 256];
         let mut i = 0;
         while i < words.len() {
             let word = words[i].as_bytes();
-            if word.len() == 1 {
-                o = add_distinct(&mut ones, o, word[0]);
-            } else {
-                f = add_distinct(&mut firsts, f, word[0]);
-                s = add_distinct(&mut seconds, s, word[1]);
+            let (lead, follow) = if word.len() == 1 { (ONE, 0) } else { (FIRST, SECOND) };
+            class[word[0] as usize] |= lead;
+            class[word[0].to_ascii_uppercase() as usize] |= lead;
+            if follow != 0 {
+                class[word[1] as usize] |= follow;
+                class[word[1].to_ascii_uppercase() as usize] |= follow;
             }
             i += 1;
         }
-        assert!(f == F && s == S && o == O, "the counts of distinct initials");
-        Initials { first: starts(words), second: seconds_of(words), firsts, seconds, ones }
+        // A text's last step is padded with byte 0: it must start or continue no word.
+        assert!(class[0] == 0, "a word with a NUL byte");
+        Initials { first: starts(words), second: seconds(words), class }
     }
 }
 
-/// Adds `b` (as [`hits`] compares it) to the first `n` bytes of `set` unless there; the new count.
-const fn add_distinct<const N: usize>(set: &mut [u8; N], n: usize, b: u8) -> usize {
-    // The padding of a text's last chunk (0, read as 0x20) must match no word.
-    assert!(b | 0x20 != 0x20, "a word of a space or NUL byte");
-    let mut i = 0;
-    while i < n {
-        if set[i] == b | 0x20 {
-            return n;
-        }
-        i += 1;
-    }
-    assert!(n < N, "more distinct initials than counted");
-    set[n] = b | 0x20;
-    n + 1
-}
-
-const OPENER_INITIALS: Initials<2, 2, 0> = Initials::of(OPENER_WORDS);
-const PG_INITIALS: Initials<7, 5, 0> = Initials::of(PG_WORDS);
-const MYSQL_INITIALS: Initials<5, 5, 1> = Initials::of(MYSQL_WORDS);
+const OPENER_INITIALS: Initials = Initials::of(OPENER_WORDS);
+const PG_INITIALS: Initials = Initials::of(PG_WORDS);
+const MYSQL_INITIALS: Initials = Initials::of(MYSQL_WORDS);
 
 /// False only when `sql` contains none of the dialect's effect words, so it has no effect.
 fn may_have_effects(sql: &str, dialect: Dialect) -> bool {
@@ -337,21 +324,17 @@ fn may_have_effects(sql: &str, dialect: Dialect) -> bool {
     }
 }
 
-/// Bytes of a text [`mentions`] looks at per step: 16 (one vector register), of which the last
-/// only as the second byte of a pair, so steps overlap by one.
+/// Bytes of a text [`mentions`] classifies per step, of which the last only as the second
+/// byte of a pair, so steps overlap by one.
 const CHUNK: usize = 16;
 
 /// Whether `sql` contains one of `words` (any ASCII case; `initials` their first two bytes)
 /// anywhere. Every statement passes here two or three times (#39): sixteen bytes at a time,
-/// the places where a word's first byte is followed by a word's second byte (or a one-byte
-/// word stands) are found with comparisons the compiler makes vector ones; only there are the
-/// exact tables and the words compared. Byte by byte, with a pair of table loads each, it was
-/// ~11 instructions a byte.
-fn mentions<const F: usize, const S: usize, const O: usize>(
-    sql: &str,
-    words: &[&str],
-    initials: &Initials<F, S, O>,
-) -> bool {
+/// each byte's class (one table load) is gathered into bit masks, so the places where a word's
+/// first byte is followed by a word's second byte (or a one-byte word stands) come out of a few
+/// word-wide operations; only there are the words compared. Byte by byte, with a pair of table
+/// loads and a test each, it was ~11 instructions a byte.
+fn mentions(sql: &str, words: &[&str], initials: &Initials) -> bool {
     let bytes = sql.as_bytes();
     let found = |at: usize| {
         let (a, b) = (bytes.get(at).copied().unwrap_or(0), bytes.get(at + 1).copied().unwrap_or(0));
@@ -370,12 +353,16 @@ fn mentions<const F: usize, const S: usize, const O: usize>(
         let mut chunk = [0u8; CHUNK];
         match bytes.get(at..at + CHUNK) {
             Some(whole) => chunk.copy_from_slice(whole),
+            // Past the end: byte 0, which no word has (its class is none).
             None => chunk[..bytes.len() - at].copy_from_slice(&bytes[at..]),
         }
+        let mut classes = [0u64; 2];
+        for (i, &b) in chunk.iter().enumerate() {
+            classes[i / 8] |= u64::from(initials.class[usize::from(b)]) << (i % 8 * 8);
+        }
+        let of = |bit: u8| gather(classes[0], bit) | gather(classes[1], bit) << 8;
         // Bit i: a word may start at `at + i`; the last byte's pair is the next step's.
-        let mut maybe = (hits(&chunk, &initials.firsts) & (hits(&chunk, &initials.seconds) >> 1)
-            | hits(&chunk, &initials.ones))
-            & ((1 << (CHUNK - 1)) - 1);
+        let mut maybe = (of(FIRST) & (of(SECOND) >> 1) | of(ONE)) & ((1 << (CHUNK - 1)) - 1);
         while maybe != 0 {
             if found(at + maybe.trailing_zeros() as usize) {
                 return true;
@@ -387,21 +374,12 @@ fn mentions<const F: usize, const S: usize, const O: usize>(
     false
 }
 
-/// Bit i set where `chunk[i] | 0x20` is one of `set` (bytes or'd with 0x20: either ASCII case
-/// of a letter, and a few other bytes [`mentions`] then rules out). Written so that the
-/// compiler compares all sixteen bytes at once and gathers the flags by multiplication.
-#[inline(always)]
-fn hits<const N: usize>(chunk: &[u8; CHUNK], set: &[u8; N]) -> u32 {
-    let mut flags = [0u8; CHUNK];
-    for (flag, &b) in flags.iter_mut().zip(chunk) {
-        *flag = set.iter().fold(0, |hit, &c| hit | u8::from(b | 0x20 == c));
-    }
-    // Eight 0/1 bytes times this put byte i's flag at bit 56 + i: the top byte is the mask.
+/// Bit i set where byte i of `classes` (eight class bytes) has `bit`.
+fn gather(classes: u64, bit: u8) -> u32 {
+    const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+    // Eight 0/1 bytes times this put byte i's at bit 56 + i: the top byte is the mask.
     const GATHER: u64 = 0x0102_0408_1020_4080;
-    let gather = |half: [u8; 8]| (u64::from_le_bytes(half).wrapping_mul(GATHER) >> 56) as u32;
-    let (low, high) = flags.split_at(CHUNK / 2);
-    let half = |h: &[u8]| h.try_into().unwrap_or([0; 8]);
-    gather(half(low)) | gather(half(high)) << 8
+    (((classes >> bit.trailing_zeros()) & LOW_BITS).wrapping_mul(GATHER) >> 56) as u32
 }
 
 /// Whether `t` is the keyword `kw`.

@@ -412,7 +412,7 @@ proptest::proptest! {
 
 /// Each of `words` at every offset of a 40-byte text, where the scan's 16-byte steps overlap by
 /// one, is found; cut short by its last byte, it is not.
-fn found_at_every_offset<const F: usize, const S: usize, const O: usize>(words: &[&str], initials: &Initials<F, S, O>) {
+fn found_at_every_offset(words: &[&str], initials: &Initials) {
     for word in words {
         for at in 0..40 {
             let upper = word.to_ascii_uppercase();
