@@ -276,39 +276,15 @@ const fn seconds(words: &[&str]) -> [u16; 256] {
     table
 }
 
-/// The first two bytes of a dialect's words, for [`mentions`]: per byte, which words have it
-/// first (`first`) or second (`second`), and its class (`class`: [`FIRST`], [`SECOND`],
-/// [`ONE`]), all in either ASCII case.
+/// The first two bytes of a dialect's words, for [`mentions`].
 struct Initials {
     first: [u16; 256],
     second: [u16; 256],
-    class: [u8; 256],
 }
-
-/// Class bits: the byte starts a word of two bytes or more; is the second byte of one; is a
-/// one-byte word.
-const FIRST: u8 = 1;
-const SECOND: u8 = 2;
-const ONE: u8 = 4;
 
 impl Initials {
     const fn of(words: &[&str]) -> Initials {
-        let mut class = [0u8; 256];
-        let mut i = 0;
-        while i < words.len() {
-            let word = words[i].as_bytes();
-            let (lead, follow) = if word.len() == 1 { (ONE, 0) } else { (FIRST, SECOND) };
-            class[word[0] as usize] |= lead;
-            class[word[0].to_ascii_uppercase() as usize] |= lead;
-            if follow != 0 {
-                class[word[1] as usize] |= follow;
-                class[word[1].to_ascii_uppercase() as usize] |= follow;
-            }
-            i += 1;
-        }
-        // A text's last step is padded with byte 0: it must start or continue no word.
-        assert!(class[0] == 0, "a word with a NUL byte");
-        Initials { first: starts(words), second: seconds(words), class }
+        Initials { first: starts(words), second: seconds(words) }
     }
 }
 
@@ -324,21 +300,13 @@ fn may_have_effects(sql: &str, dialect: Dialect) -> bool {
     }
 }
 
-/// Bytes of a text [`mentions`] classifies per step, of which the last only as the second
-/// byte of a pair, so steps overlap by one.
-const CHUNK: usize = 16;
-
 /// Whether `sql` contains one of `words` (any ASCII case; `initials` their first two bytes)
-/// anywhere. Every statement passes here two or three times (#39): sixteen bytes at a time,
-/// each byte's class (one table load) is gathered into bit masks, so the places where a word's
-/// first byte is followed by a word's second byte (or a one-byte word stands) come out of a few
-/// word-wide operations; only there are the words compared. Byte by byte, with a pair of table
-/// loads and a test each, it was ~11 instructions a byte.
+/// anywhere. Every statement passes here two or three times: a word is compared only where both
+/// its first two bytes are, which letters as common as `s`, `d` or `a` alone made a dozen times a
+/// statement, and the scan is one pair of table loads per byte.
 fn mentions(sql: &str, words: &[&str], initials: &Initials) -> bool {
     let bytes = sql.as_bytes();
-    let found = |at: usize| {
-        let (a, b) = (bytes.get(at).copied().unwrap_or(0), bytes.get(at + 1).copied().unwrap_or(0));
-        let mut candidates = initials.first[usize::from(a)] & initials.second[usize::from(b)];
+    let found = |at: usize, mut candidates: u16| {
         while candidates != 0 {
             let word = words.get(candidates.trailing_zeros() as usize).map_or(&[][..], |w| w.as_bytes());
             if bytes.get(at..at + word.len()).is_some_and(|h| h.eq_ignore_ascii_case(word)) {
@@ -348,38 +316,16 @@ fn mentions(sql: &str, words: &[&str], initials: &Initials) -> bool {
         }
         false
     };
-    let mut at = 0;
-    while at < bytes.len() {
-        let mut chunk = [0u8; CHUNK];
-        match bytes.get(at..at + CHUNK) {
-            Some(whole) => chunk.copy_from_slice(whole),
-            // Past the end: byte 0, which no word has (its class is none).
-            None => chunk[..bytes.len() - at].copy_from_slice(&bytes[at..]),
+    let pair = |a: u8, b: u8| initials.first[usize::from(a)] & initials.second[usize::from(b)];
+    let inside = bytes.windows(2).enumerate().any(|(at, w)| match *w {
+        [a, b] => {
+            let candidates = pair(a, b);
+            candidates != 0 && found(at, candidates)
         }
-        let mut classes = [0u64; 2];
-        for (i, &b) in chunk.iter().enumerate() {
-            classes[i / 8] |= u64::from(initials.class[usize::from(b)]) << (i % 8 * 8);
-        }
-        let of = |bit: u8| gather(classes[0], bit) | gather(classes[1], bit) << 8;
-        // Bit i: a word may start at `at + i`; the last byte's pair is the next step's.
-        let mut maybe = (of(FIRST) & (of(SECOND) >> 1) | of(ONE)) & ((1 << (CHUNK - 1)) - 1);
-        while maybe != 0 {
-            if found(at + maybe.trailing_zeros() as usize) {
-                return true;
-            }
-            maybe &= maybe - 1;
-        }
-        at += CHUNK - 1;
-    }
-    false
-}
-
-/// Bit i set where byte i of `classes` (eight class bytes) has `bit`.
-fn gather(classes: u64, bit: u8) -> u32 {
-    const LOW_BITS: u64 = 0x0101_0101_0101_0101;
-    // Eight 0/1 bytes times this put byte i's at bit 56 + i: the top byte is the mask.
-    const GATHER: u64 = 0x0102_0408_1020_4080;
-    (((classes >> bit.trailing_zeros()) & LOW_BITS).wrapping_mul(GATHER) >> 56) as u32
+        _ => false,
+    });
+    // The last byte has no second: a one-byte word may still be there.
+    inside || bytes.last().is_some_and(|&a| pair(a, 0) != 0 && found(bytes.len() - 1, pair(a, 0)))
 }
 
 /// Whether `t` is the keyword `kw`.
