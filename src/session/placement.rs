@@ -16,7 +16,7 @@ use super::engine::digest::Timing;
 use super::engine::hold::Hold;
 use super::engine::route;
 use super::give_back::{close, moving_to};
-use super::lend::{lendable, Lent};
+use super::lend::Lent;
 use crate::config::Protocol;
 use crate::id::{CancelKey, Position, Token};
 use crate::pool::{Conn, CorePool, PassThrough, PoolError, Shape};
@@ -36,17 +36,11 @@ pub(super) struct Seat {
     pub ryw: RywState,
     /// On a pass-through pool, who the session's backend connections log in as (#23).
     pub pass: Option<Rc<PassThrough>>,
-    /// The statement timed for per-shape statistics; an idle session, which times none, holds
-    /// no box for it nor the text buffer kept at its longest statement's size (#39).
-    pub digest: Lent<Timing>,
+    /// The statement timed for per-shape statistics.
+    pub digest: Timing,
     /// How a cancel or a KILL finds the statement the session runs.
     pub cancel: CancelHandle,
 }
-
-lendable!(Timing, |t: &Timing| t.statement().is_none());
-
-/// Longest statement text whose buffer a timing keeps for the next statement.
-const KEPT_TEXT: usize = 4096;
 
 /// How a cancel or a KILL reaches the session's running statement.
 pub(super) struct CancelHandle {
@@ -72,7 +66,7 @@ impl Seat {
             ryw.adopt_token(token);
         }
         let cancel = CancelHandle { slot: ctx.cancels.register(key), key };
-        Self { ctx, pool, conn: Lent::default(), ryw, pass, digest: Lent::default(), cancel }
+        Self { ctx, pool, conn: Lent::default(), ryw, pass, digest: Timing::default(), cancel }
     }
 
     /// Borrows a connection of the seat's pool whose backend speaks `protocol`, for the statement
@@ -93,22 +87,7 @@ impl Seat {
     /// Ends the statement being timed and records it on the session's pool (see
     /// [`CoreContext::record_digest`]).
     pub fn record_digest(&mut self, protocol: Protocol) {
-        // A parked timing times nothing: lending a box to find that out would cost one.
-        if let Some(timing) = self.digest.held_mut() {
-            let long = timing.statement().is_some_and(|(_, sql)| sql.len() > KEPT_TEXT);
-            self.ctx.record_digest(timing, protocol, &self.pool);
-            if long {
-                // Its box goes to the core's spares: they must not keep one client's long text.
-                *timing = Timing::default();
-            }
-        }
-    }
-
-    /// Parks the connection's slot and the timing when they hold nothing, before the session
-    /// waits idle for its client.
-    pub fn park(&mut self) {
-        self.conn.park();
-        self.digest.park();
+        self.ctx.record_digest(&mut self.digest, protocol, &self.pool);
     }
 
     /// Closes the connection, if the session has one: whatever was open on it rolls back.

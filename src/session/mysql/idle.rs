@@ -11,5 +11,5 @@ lendable!(Cross, Cross::is_empty);
 /// Parks what the session holds nothing in, before it waits idle for its client.
 pub(super) fn park(s: &mut Session) {
     s.foreign.cross.park();
-    s.seat.park();
+    s.seat.conn.park();
 }

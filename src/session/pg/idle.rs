@@ -18,5 +18,5 @@ pub(super) fn park(s: &mut Session) {
     s.ex.park();
     s.bridge.park();
     s.progress.tokens.park();
-    s.seat.park();
+    s.seat.conn.park();
 }
