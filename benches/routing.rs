@@ -8,7 +8,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use querypilot::config::{Config, Protocol};
 use querypilot::routing::{Catalogs, RouteInput, Router, RuleSet};
-use querypilot::sql::analyze::analyze;
+use querypilot::sql::analyze::{analyze, opens_transaction, session_effects};
 use querypilot::sql::fingerprint::{fingerprint, fingerprint_ast};
 use querypilot::sql::volatility::FunctionCatalog;
 use querypilot::sql::Dialect;
@@ -70,6 +70,23 @@ fn fingerprint_throughput(c: &mut Criterion) {
             b.iter(|| {
                 for sql in set {
                     black_box(fingerprint(black_box(sql), dialect));
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+/// The text prefilters every statement passes after its routing decision (#39): its session
+/// effects (none for these) and the transaction-opener check, which a pool asks twice.
+fn effect_prefilters(c: &mut Criterion) {
+    let mut group = c.benchmark_group("effect_prefilter");
+    for (name, set, dialect) in [("pgbench", PGBENCH, Dialect::Postgres), ("sysbench", SYSBENCH, Dialect::MySql)] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                for sql in set {
+                    black_box(session_effects(black_box(sql), dialect));
+                    black_box(opens_transaction(black_box(sql), dialect));
                 }
             })
         });
@@ -145,5 +162,12 @@ fn analysis_of_hostile_shapes(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, fingerprint_throughput, cache_hit_decision, analysis_on_miss, analysis_of_hostile_shapes);
+criterion_group!(
+    benches,
+    fingerprint_throughput,
+    effect_prefilters,
+    cache_hit_decision,
+    analysis_on_miss,
+    analysis_of_hostile_shapes
+);
 criterion_main!(benches);

@@ -1262,7 +1262,10 @@ struct Picked {
 /// All pools of one core, by name.
 #[derive(Default)]
 pub struct PoolSet {
-    pools: HashMap<String, Rc<CorePool>>,
+    /// Looked up per statement (the route's pool, its counters): ahash, not SipHash, as the
+    /// digest table (#39). Only the configuration's names are keys, so a client's names cannot
+    /// flood it.
+    pools: HashMap<String, Rc<CorePool>, ahash::RandomState>,
 }
 
 impl PoolSet {
