@@ -14,6 +14,11 @@ command -v mariadbd >/dev/null || missing+=(mariadb-server)
 command -v mariadb >/dev/null || missing+=(mariadb-client)
 command -v sysbench >/dev/null || missing+=(sysbench)
 command -v pgbouncer >/dev/null || missing+=(pgbouncer)
+# perf/run.sh: HAProxy in TCP mode is the MySQL line's floor (#39); strace and callgrind count
+# system calls and instructions per transaction.
+command -v haproxy >/dev/null || missing+=(haproxy)
+command -v strace >/dev/null || missing+=(strace)
+command -v valgrind >/dev/null || missing+=(valgrind)
 command -v promtool >/dev/null || missing+=(prometheus)   # promtool checks /metrics output
 # PgBouncer's exporter scrapes the admin console (tests/it/console.rs).
 command -v prometheus-pgbouncer-exporter >/dev/null || missing+=(prometheus-pgbouncer-exporter)

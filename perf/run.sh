@@ -16,7 +16,7 @@
 # the whole host's busy CPU per transaction (/proc/stat: load generator, database and proxy
 # together) and the proxy's RSS. Then system calls (strace) and user-space instructions
 # (callgrind) per transaction of each proxy on one core, the memory of idle clients held open
-# through the one-core router and its latency meanwhile, and issue #21's targets checked against
+# through the one-core router and its latency meanwhile, and issue #39's targets checked against
 # the medians. All of it goes into perf/RESULTS.md between the run.sh markers.
 # QP_BIN=PATH measures that binary instead of building one. Defaults: 3 rounds of 10 s, 10,000
 # idle clients (~25 minutes). --quick: one round of 3 s, 1,000 idle clients, no
@@ -234,16 +234,23 @@ if [ $COUNTS = 1 ]; then
         log "strace: $t"
         printf 'strace\t%s\t%s\n' "$t" "$(strace_count "${PID[$t]}" "${PORT[$t]}" "$DB" "$STRACE_TX" "$BASE/strace-$t.txt")" >>"$COUNTS_TSV"
     done
-    # User-space instructions per transaction: the router in simple and prepared mode, PgBouncer in
-    # simple mode, each a fresh process on one core under callgrind.
+    # User-space instructions per transaction, each a fresh process under callgrind: the router on
+    # one core and on two for the same load (#39: nothing shared on the per-statement path, so the
+    # second core adds no instructions), and PgBouncer in simple mode.
     mkdir -p "$BASE/cg"; chmod 777 "$BASE/cg"
-    log "callgrind: querypilot"
-    start_qp querypilot-cg 0 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$BASE/cg/querypilot.out"
-    for mode in simple prepared; do
-        printf 'callgrind\tquerypilot\t%s\t%s\n' "$mode" \
-            "$(callgrind_count "${PID[querypilot-cg]}" "${PORT[querypilot-cg]}" "$DB" "$mode" "$CALLGRIND_TX" "$BASE/cg/querypilot.out")" >>"$COUNTS_TSV"
+    for cores in 0 "0, 1"; do
+        label=querypilot-1c; [ "$cores" = 0 ] || label=querypilot-2c
+        log "callgrind: $label"
+        # Fair scheduling: valgrind runs one thread at a time, and with its default lock a core
+        # that keeps entering its ring starves the other.
+        start_qp querypilot-cg "$cores" valgrind --tool=callgrind --fair-sched=yes --instr-atstart=no \
+            --callgrind-out-file="$BASE/cg/$label.out"
+        for mode in simple extended prepared; do
+            printf 'callgrind\t%s\t%s\t%s\n' "$label" "$mode" \
+                "$(callgrind_count "${PID[querypilot-cg]}" "${PORT[querypilot-cg]}" "$DB" "$mode" "$CALLGRIND_TX" "$BASE/cg/$label.out")" >>"$COUNTS_TSV"
+        done
+        kill -TERM "${PID[querypilot-cg]}"; wait "${PID[querypilot-cg]}" 2>/dev/null || true
     done
-    kill -TERM "${PID[querypilot-cg]}"; wait "${PID[querypilot-cg]}" 2>/dev/null || true
     if [ -n "${PID[pgbouncer]:-}" ]; then
         log "callgrind: pgbouncer"
         port=$(free_port)
