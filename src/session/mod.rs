@@ -26,6 +26,7 @@ pub mod error;
 mod give_back;
 pub mod handover;
 mod lend;
+mod loss;
 mod mysql;
 mod names;
 mod pg;

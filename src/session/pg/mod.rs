@@ -223,8 +223,7 @@ impl Wire for Session {
     /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
     /// told why, and the backend connection is closed, which rolls its transaction back.
     async fn idle_transaction_expired(&mut self) -> End {
-        self.seat.drop_idle_transaction();
-        let ms = self.seat.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis();
+        let ms = self.seat.drop_idle_transaction();
         let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
         PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.io.out);
         let _ = self.io.flush().await;
@@ -275,15 +274,7 @@ pub(super) async fn server_params(
         pool.checkin(conn, true);
         return Ok(params);
     }
-    let params = match pool.server_params() {
-        Some(p) => p,
-        None => {
-            let deadline = rt::now() + pool.config.timeouts.acquire;
-            let conn = pool.checkout(protocol, None, deadline).await?;
-            pool.checkin(conn, true);
-            pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))?
-        }
-    };
+    let params = crate::session::placement::learned_params(pool, protocol).await?;
     if protocol == Protocol::Postgres {
         return Ok(params);
     }
@@ -816,10 +807,6 @@ impl Placed for Session {
         }
         let conn = self.seat.checkout::<PgClientError>(Protocol::Postgres, true, &self.identity.user).await?;
         self.attach(conn).await
-    }
-
-    fn behind(message: String) -> PgClientError {
-        Self::unplaced(message)
     }
 
     fn unplaced(message: String) -> PgClientError {
