@@ -3,10 +3,10 @@
 //! is closed and the loss counted, the session forgets what ran on it, and the client is told —
 //! a session that goes on hears that its statement may not have completed, one that cannot ends
 //! with its error as a direct connection would. Only the words and the bytes are the wire's,
-//! behind [`Lossy`].
+//! behind [`Placed`].
 
 use super::driver::{End, Wire};
-use super::engine::release::{self, Gone, LossFacts};
+use super::engine::release::{self, Gone};
 use super::error::RelayError;
 use super::placement::Placed;
 use crate::error::ErrorCode;
@@ -21,20 +21,9 @@ pub(super) struct Farewell {
     pub said: Option<Vec<u8>>,
 }
 
-/// A session's side of a lost backend connection.
-pub(super) trait Lossy: Placed + Wire {
-    /// What the session loses with its connection, judged on its state now.
-    fn loss_facts(&self) -> LossFacts;
-    /// Forgets what was in flight on the lost connection and what the server held for the
-    /// session (a transaction, staged settings, a cursor).
-    fn forget_lost(&mut self) -> Farewell;
-    /// Queues what the client is told: `gone`, the session ends for it; `None`, it goes on.
-    fn tell_lost(&mut self, gone: Option<Gone>, farewell: Farewell);
-}
-
 /// Closes the lost connection and forgets what ran on it; what died with it, if the session
 /// cannot go on without it, and what the connection said last.
-pub(super) fn drop_lost<S: Lossy>(session: &mut S, seen: &RelayError) -> (Option<Gone>, Farewell) {
+pub(super) fn drop_lost<S: Placed + Wire>(session: &mut S, seen: &RelayError) -> (Option<Gone>, Farewell) {
     let gone = release::after_loss(&session.loss_facts());
     let farewell = session.forget_lost();
     let seat = session.seat();
@@ -48,7 +37,7 @@ pub(super) fn drop_lost<S: Lossy>(session: &mut S, seen: &RelayError) -> (Option
 /// unless [`release::after_loss`] ends it (an open transaction rolled back, pinned state, a
 /// session-mode client's own server session, a client left mid-result). `cause` is counted,
 /// never worded.
-pub(super) async fn backend_lost<S: Lossy>(session: &mut S, cause: RelayError) -> Result<(), End> {
+pub(super) async fn backend_lost<S: Placed + Wire>(session: &mut S, cause: RelayError) -> Result<(), End> {
     tracing::debug!(error = %cause, "backend connection lost");
     let (gone, farewell) = drop_lost(session, &cause);
     if let Some(g) = gone {
@@ -66,7 +55,7 @@ pub(super) async fn backend_lost<S: Lossy>(session: &mut S, cause: RelayError) -
 /// (a server restart, a KILL, the server's idle timeout). When nothing the client relies on
 /// died with it, it is dropped unseen and the next statement takes a new one (`None`);
 /// otherwise the client is told and the session ends once that is sent.
-pub(super) fn lost_while_idle<S: Lossy>(session: &mut S, cause: RelayError) -> Option<End> {
+pub(super) fn lost_while_idle<S: Placed + Wire>(session: &mut S, cause: RelayError) -> Option<End> {
     let (gone, farewell) = drop_lost(session, &cause);
     if gone.is_none() {
         tracing::debug!("an idle backend connection of pool {} went away", session.seat().pool.name());

@@ -15,9 +15,11 @@ use super::context::CoreContext;
 use super::engine::after::{self, AfterStatement, StatementEnd};
 use super::engine::digest::Timing;
 use super::engine::hold::Hold;
+use super::engine::release::{Gone, LossFacts};
 use super::engine::route;
 use super::give_back::{close, moving_to};
 use super::lend::Lent;
+use super::loss::Farewell;
 use crate::config::Protocol;
 use crate::id::{CancelKey, Position, Token};
 use crate::pool::{Conn, CorePool, PassThrough, PoolError, Shape};
@@ -115,7 +117,7 @@ impl Seat {
     }
 }
 
-/// A session's side of [`move_to`]: its seat, and the ways of its wire.
+/// A session's side of [`move_to`] and of a lost connection: its seat, and the ways of its wire.
 pub(super) trait Placed {
     /// The client's error type, which every pool error can be worded as.
     type Error: for<'e> From<&'e PoolError>;
@@ -137,6 +139,13 @@ pub(super) trait Placed {
     async fn ensure_backend(&mut self) -> Result<(), Self::Error>;
     /// Makes `conn`, just borrowed from the session's pool, the session's connection.
     async fn attach(&mut self, conn: Conn) -> Result<(), Self::Error>;
+    /// What the session loses with its connection, judged on its state now ([`super::loss`]).
+    fn loss_facts(&self) -> LossFacts;
+    /// Forgets what was in flight on a lost connection and what the server held for the session
+    /// (a transaction, staged settings, a cursor).
+    fn forget_lost(&mut self) -> Farewell;
+    /// Queues what the client is told of a lost connection: `gone`, the session ends for it.
+    fn tell_lost(&mut self, gone: Option<Gone>, farewell: Farewell);
 }
 
 /// Moves `session` to pool `target` unless something holds it where it is, and attaches the

@@ -55,7 +55,7 @@ use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFac
 use crate::session::error::RelayError;
 use crate::session::give_back::give_back;
 use crate::session::lend::Lent;
-use crate::session::loss::{self, Farewell, Lossy};
+use crate::session::loss::{self, Farewell};
 use crate::session::placement::{Placed, Seat};
 use crate::session::CoreContext;
 use crate::sql::analyze::{session_effects, Effect, Effects};
@@ -777,51 +777,6 @@ fn loads_local_file(sql: &str) -> bool {
     })
 }
 
-impl Lossy for Session {
-    fn loss_facts(&self) -> LossFacts {
-        LossFacts {
-            mode: self.seat.pool.config.mode,
-            home_pool: self.seat.pool.config.name == self.client.home,
-            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
-            pin: self.state.pin(),
-            // Relayed packets of the broken response may have left the client mid-result: it
-            // cannot resynchronize.
-            out_of_step: !self.io.out.is_empty(),
-        }
-    }
-
-    fn forget_lost(&mut self) -> Farewell {
-        self.link.pos = 0;
-        self.link.deadline = None;
-        self.tx.status = SERVER_STATUS_AUTOCOMMIT;
-        self.tx.cursor = None;
-        self.tx.sticky = false;
-        Farewell::default()
-    }
-
-    /// A session that goes on hears that the statement may not have completed. One that ends
-    /// (`gone`) hears what MariaDB sends a client whose connection another one killed,
-    /// `ER_CONNECTION_KILLED` (1927, 70100): its server session did end under it, and that is
-    /// what its driver would raise on a direct connection. A server's number rather than the
-    /// client-side CR_SERVER_LOST (2013), which no server sends and which libmariadb-based
-    /// clients report as a malformed packet (#35); the connection closing after it is what
-    /// such a client then sees as the lost server.
-    fn tell_lost(&mut self, gone: Option<Gone>, _: Farewell) {
-        self.io.out.clear();
-        let e = match gone {
-            None => MyClientError::new(
-                ER_BACKEND_LOST,
-                "Lost connection to the backend server during query; the statement may not have completed",
-            ),
-            Some(gone) => MyClientError::new(
-                ER_CONNECTION_KILLED,
-                format!("Connection was killed: the backend connection was lost{}", gone.wording()),
-            ),
-        };
-        e.encode(1, &mut self.io.out);
-    }
-}
-
 impl Placed for Session {
     type Error = MyClientError;
     const PROTOCOL: Protocol = Protocol::MySql;
@@ -908,6 +863,49 @@ impl Placed for Session {
             pin: self.state.pin(),
             sticky: self.tx.sticky,
         })
+    }
+
+    fn loss_facts(&self) -> LossFacts {
+        LossFacts {
+            mode: self.seat.pool.config.mode,
+            home_pool: self.seat.pool.config.name == self.client.home,
+            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
+            pin: self.state.pin(),
+            // Relayed packets of the broken response may have left the client mid-result: it
+            // cannot resynchronize.
+            out_of_step: !self.io.out.is_empty(),
+        }
+    }
+
+    fn forget_lost(&mut self) -> Farewell {
+        self.link.pos = 0;
+        self.link.deadline = None;
+        self.tx.status = SERVER_STATUS_AUTOCOMMIT;
+        self.tx.cursor = None;
+        self.tx.sticky = false;
+        Farewell::default()
+    }
+
+    /// A session that goes on hears that the statement may not have completed. One that ends
+    /// (`gone`) hears what MariaDB sends a client whose connection another one killed,
+    /// `ER_CONNECTION_KILLED` (1927, 70100): its server session did end under it, and that is
+    /// what its driver would raise on a direct connection. A server's number rather than the
+    /// client-side CR_SERVER_LOST (2013), which no server sends and which libmariadb-based
+    /// clients report as a malformed packet (#35); the connection closing after it is what
+    /// such a client then sees as the lost server.
+    fn tell_lost(&mut self, gone: Option<Gone>, _: Farewell) {
+        self.io.out.clear();
+        let e = match gone {
+            None => MyClientError::new(
+                ER_BACKEND_LOST,
+                "Lost connection to the backend server during query; the statement may not have completed",
+            ),
+            Some(gone) => MyClientError::new(
+                ER_CONNECTION_KILLED,
+                format!("Connection was killed: the backend connection was lost{}", gone.wording()),
+            ),
+        };
+        e.encode(1, &mut self.io.out);
     }
 }
 

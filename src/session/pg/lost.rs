@@ -5,11 +5,10 @@
 //! connection; otherwise the router words the loss itself (`08006`), naming the cause.
 
 use super::{End, Session};
-use crate::protocol::pg::{backend, sqlstate, TransactionStatus};
-use crate::session::client_error::PgClientError;
-use crate::session::engine::release::{self, Gone, LossFacts, BEGIN_ATTEMPTS};
+use crate::session::engine::release::{self, BEGIN_ATTEMPTS};
 use crate::session::error::RelayError;
-use crate::session::loss::{self, Farewell, Lossy};
+use crate::session::loss;
+use crate::session::placement::Placed;
 
 /// A lone `BEGIN` outside a transaction, which may go again on a new connection when its own
 /// is lost before any of its answer reached the client (#40): whatever it started on the lost
@@ -61,45 +60,5 @@ impl Session {
     /// The held backend went away while the client was idle ([`loss::lost_while_idle`]).
     pub(super) fn lost_while_idle(&mut self, cause: RelayError) -> Option<End> {
         loss::lost_while_idle(self, cause)
-    }
-}
-
-impl Lossy for Session {
-    fn loss_facts(&self) -> LossFacts {
-        LossFacts {
-            mode: self.seat.pool.config.mode,
-            home_pool: **self.seat.pool.name() == *self.identity.home,
-            in_transaction: self.progress.tx != TransactionStatus::Idle,
-            pin: self.state.pin(),
-            // An ErrorResponse ends any response: the client reads on to ReadyForQuery.
-            out_of_step: false,
-        }
-    }
-
-    /// The flight's FATAL, when the server sent one before closing: the relay then saw only
-    /// the close that followed it.
-    fn forget_lost(&mut self) -> Farewell {
-        self.ex.lost();
-        self.progress.tx = TransactionStatus::Idle;
-        self.state.rollback();
-        self.ex.forget_flight().map_or_else(Farewell::default, |g| Farewell { cause: Some(g.cause), said: g.said })
-    }
-
-    /// A session that ends hears the server's own FATAL when it sent one, else the router's,
-    /// naming the cause; one that goes on hears the statement may not have completed.
-    fn tell_lost(&mut self, gone: Option<Gone>, farewell: Farewell) {
-        let why = farewell.cause.as_ref().and_then(|c| c.cause()).map(|m| format!(" ({m})")).unwrap_or_default();
-        let Some(gone) = gone else {
-            let text = format!("the backend connection was lost{why}; the statement may not have completed");
-            PgClientError::new(sqlstate::CONNECTION_FAILURE, text).encode(&mut self.io.out);
-            return backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.io.out);
-        };
-        match farewell.said {
-            Some(frame) => self.io.out.extend_from_slice(&frame),
-            None => {
-                let text = format!("the backend connection was lost{why}{}", gone.wording());
-                PgClientError::new(sqlstate::CONNECTION_FAILURE, text).encode_fatal(&mut self.io.out);
-            }
-        }
     }
 }

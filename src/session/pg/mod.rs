@@ -49,10 +49,11 @@ use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
 use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::hold::{Hold, HoldFacts};
-use crate::session::engine::release::{self, Release, ReleaseFacts};
+use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
 use crate::session::lend::Lent;
+use crate::session::loss::Farewell;
 use crate::session::placement::{Placed, Seat};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
@@ -823,5 +824,43 @@ impl Placed for Session {
             self.replay_settings().await?;
         }
         Ok(())
+    }
+
+    fn loss_facts(&self) -> LossFacts {
+        LossFacts {
+            mode: self.seat.pool.config.mode,
+            home_pool: **self.seat.pool.name() == *self.identity.home,
+            in_transaction: self.progress.tx != TransactionStatus::Idle,
+            pin: self.state.pin(),
+            // An ErrorResponse ends any response: the client reads on to ReadyForQuery.
+            out_of_step: false,
+        }
+    }
+
+    /// The flight's FATAL, when the server sent one before closing: the relay then saw only
+    /// the close that followed it.
+    fn forget_lost(&mut self) -> Farewell {
+        self.ex.lost();
+        self.progress.tx = TransactionStatus::Idle;
+        self.state.rollback();
+        self.ex.forget_flight().map_or_else(Farewell::default, |g| Farewell { cause: Some(g.cause), said: g.said })
+    }
+
+    /// A session that ends hears the server's own FATAL when it sent one, else the router's,
+    /// naming the cause; one that goes on hears the statement may not have completed.
+    fn tell_lost(&mut self, gone: Option<Gone>, farewell: Farewell) {
+        let why = farewell.cause.as_ref().and_then(|c| c.cause()).map(|m| format!(" ({m})")).unwrap_or_default();
+        let Some(gone) = gone else {
+            let text = format!("the backend connection was lost{why}; the statement may not have completed");
+            PgClientError::new(sqlstate::CONNECTION_FAILURE, text).encode(&mut self.io.out);
+            return backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.io.out);
+        };
+        match farewell.said {
+            Some(frame) => self.io.out.extend_from_slice(&frame),
+            None => {
+                let text = format!("the backend connection was lost{why}{}", gone.wording());
+                PgClientError::new(sqlstate::CONNECTION_FAILURE, text).encode_fatal(&mut self.io.out);
+            }
+        }
     }
 }
