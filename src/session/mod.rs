@@ -3,7 +3,8 @@
 //! `driver` is the one client loop both wires run (read a unit, hand it to the wire, end the
 //! session wherever it waits); `pg` and `mysql` are the wires it drives, each implementing
 //! `driver::Wire`; `placement` is the backend side both hold (`Seat`: pool, connection, cancel
-//! handle, read-your-writes) and the pool moves written once over it; `engine` is the
+//! handle, read-your-writes) and the pool moves written once over it; `loss` is the one
+//! sequence of a backend connection lost under either wire; `engine` is the
 //! protocol-neutral policy both use; `state` is the sans-IO session state
 //! (settings to replay, pins); `client_error` is the one place errors become wire errors;
 //! `cancel` tracks which statements a cancel may reach; `admission` caps client connections
@@ -26,6 +27,7 @@ pub mod error;
 mod give_back;
 pub mod handover;
 mod lend;
+mod loss;
 mod mysql;
 mod names;
 mod pg;

@@ -15,9 +15,11 @@ use super::context::CoreContext;
 use super::engine::after::{self, AfterStatement, StatementEnd};
 use super::engine::digest::Timing;
 use super::engine::hold::Hold;
+use super::engine::release::{Gone, LossFacts};
 use super::engine::route;
 use super::give_back::{close, moving_to};
 use super::lend::Lent;
+use super::loss::Farewell;
 use crate::config::Protocol;
 use crate::id::{CancelKey, Position, Token};
 use crate::pool::{Conn, CorePool, PassThrough, PoolError, Shape};
@@ -97,6 +99,17 @@ impl Seat {
         close(&self.pool, conn);
     }
 
+    /// Gives the connection back to the pool, kept for reuse when `clean` and not broken, else
+    /// closed (whatever was open on it rolls back).
+    pub fn check_in(&mut self, clean: bool) {
+        let Some(mut conn) = self.take_conn() else { return };
+        let clean = clean && !conn.broken;
+        if clean {
+            conn.last_used = crate::rt::now();
+        }
+        self.pool.checkin(conn, clean);
+    }
+
     /// Takes the connection off the session, which runs nothing on it any more.
     pub fn take_conn(&mut self) -> Option<Conn> {
         self.cancel.slot.set_running(None);
@@ -104,7 +117,7 @@ impl Seat {
     }
 }
 
-/// A session's side of [`move_to`]: its seat, and the ways of its wire.
+/// A session's side of [`move_to`] and of a lost connection: its seat, and the ways of its wire.
 pub(super) trait Placed {
     /// The client's error type, which every pool error can be worded as.
     type Error: for<'e> From<&'e PoolError>;
@@ -116,7 +129,9 @@ pub(super) trait Placed {
     /// The error a client gets when no pool can take its statement.
     fn unplaced(message: String) -> Self::Error;
     /// The error a causal read gets when no replica caught up and none may fall back.
-    fn behind(message: String) -> Self::Error;
+    fn behind(message: String) -> Self::Error {
+        Self::unplaced(message)
+    }
     /// Gives the connection back as the wire's release rules say; `session_end`: the client is
     /// gone, so state on the connection must not reach the next one.
     async fn release_backend(&mut self, session_end: bool);
@@ -124,6 +139,13 @@ pub(super) trait Placed {
     async fn ensure_backend(&mut self) -> Result<(), Self::Error>;
     /// Makes `conn`, just borrowed from the session's pool, the session's connection.
     async fn attach(&mut self, conn: Conn) -> Result<(), Self::Error>;
+    /// What the session loses with its connection, judged on its state now ([`super::loss`]).
+    fn loss_facts(&self) -> LossFacts;
+    /// Forgets what was in flight on a lost connection and what the server held for the session
+    /// (a transaction, staged settings, a cursor).
+    fn forget_lost(&mut self) -> Farewell;
+    /// Queues what the client is told of a lost connection: `gone`, the session ends for it.
+    fn tell_lost(&mut self, gone: Option<Gone>, farewell: Farewell);
 }
 
 /// Moves `session` to pool `target` unless something holds it where it is, and attaches the
@@ -155,12 +177,14 @@ pub(super) async fn move_to<S: Placed>(
 
 impl Seat {
     /// Gives up a connection left idle inside a transaction past `idle_transaction_timeout`:
-    /// marked broken, so releasing it closes it, which rolls its transaction back.
-    pub fn drop_idle_transaction(&mut self) {
+    /// marked broken, so releasing it closes it, which rolls its transaction back. Returns the
+    /// limit in milliseconds, for the client's error.
+    pub fn drop_idle_transaction(&mut self) -> u128 {
         if let Some(c) = self.conn.as_mut() {
             c.broken = true;
         }
         self.pool.counters.idle_transaction_timed_out();
+        self.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis()
     }
 
     /// Whether the session's pool is a replica for `protocol` clients.
@@ -216,6 +240,22 @@ async fn connect_causal<S: Placed>(session: &mut S, ctx: &CoreContext, position:
     };
     *pool = fallback;
     session.ensure_backend().await
+}
+
+/// The server parameters `pool` learned from its backends, from a connection borrowed (as the
+/// pool's own user) and given back for it when it learned none yet: both wires greet clients
+/// with them.
+pub(super) async fn learned_params(
+    pool: &Rc<CorePool>,
+    protocol: Protocol,
+) -> Result<Rc<Vec<(String, String)>>, PoolError> {
+    if let Some(p) = pool.server_params() {
+        return Ok(p);
+    }
+    let deadline = crate::rt::now() + pool.config.timeouts.acquire;
+    let conn = pool.checkout(protocol, None, deadline).await?;
+    pool.checkin(conn, true);
+    pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))
 }
 
 /// What a causal read is told when no backend of `pool` caught up within `wait` and

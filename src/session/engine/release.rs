@@ -180,6 +180,9 @@ pub fn after_loss(f: &LossFacts) -> Option<Gone> {
     }
 }
 
+/// How many times a lone BEGIN is sent before its lost connection is the client's error (#40).
+pub const BEGIN_ATTEMPTS: u8 = 3;
+
 /// Whether a lone `BEGIN` (or `START TRANSACTION`) whose connection was lost goes again on a new
 /// one (#40): only when none of its answer reached the client (`unanswered`), so nothing it
 /// started outlived the connection, and the session goes on without that connection

@@ -35,7 +35,6 @@ mod warning;
 use std::rc::Rc;
 
 use crate::config::{PoolMode, Protocol};
-use crate::error::ErrorCode;
 use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::mysql::command::*;
 use crate::protocol::mysql::errcode::{
@@ -54,8 +53,9 @@ use crate::session::engine::after::{Commits, StatementEnd, TxMove};
 use crate::session::engine::hold::{Hold, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts, Unfit};
 use crate::session::error::RelayError;
-use crate::session::give_back::{close, give_back};
+use crate::session::give_back::give_back;
 use crate::session::lend::Lent;
+use crate::session::loss::{self, Farewell};
 use crate::session::placement::{Placed, Seat};
 use crate::session::CoreContext;
 use crate::sql::analyze::{session_effects, Effect, Effects};
@@ -63,16 +63,13 @@ use crate::sql::Dialect;
 use relay::{Grammar, Outcome};
 use state::MyState;
 
-/// `ER_CONNECTION_KILLED`: the session was ended by an operator's KILL.
-/// How many times a lone BEGIN is sent before its lost connection is the client's error (#40).
-const BEGIN_ATTEMPTS: u8 = 3;
-
 /// Whether `sql`, one statement, is a `BEGIN` or `START TRANSACTION` (not `XA START`, whose
 /// transaction the client names and may resume elsewhere).
 fn is_lone_begin(sql: &str) -> bool {
     matches!(crate::sql::analyze::opens_transaction(sql, Dialect::MySql), Some("BEGIN" | "START TRANSACTION"))
 }
 
+/// `ER_CONNECTION_KILLED`: the session was ended by an operator's KILL.
 pub(super) const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, sql_state: *b"70100" };
 /// `ER_SERVER_SHUTDOWN`.
 pub(super) const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
@@ -273,10 +270,9 @@ impl Wire for Session {
     }
 
     async fn idle_transaction_expired(&mut self) -> End {
-        self.seat.drop_idle_transaction();
+        let ms = self.seat.drop_idle_transaction();
         let text = format!(
-            "The client was disconnected by the router because of inactivity inside a transaction (idle_transaction_timeout {} ms)",
-            self.seat.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis()
+            "The client was disconnected by the router because of inactivity inside a transaction (idle_transaction_timeout {ms} ms)"
         );
         MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text).encode(1, &mut self.io.out);
         self.io.fatal().await
@@ -330,16 +326,11 @@ pub(super) async fn refuse(mut stream: Stream) {
 
 /// The server parameters (version, charset) of `pool`, learned from a real backend connection.
 pub(super) async fn server_params(pool: &Rc<CorePool>) -> Result<Rc<Vec<(String, String)>>, PoolError> {
-    if let Some(p) = pool.server_params() {
-        return Ok(p);
+    let protocol = pool.config.backend_protocol(Protocol::MySql);
+    if pool.server_params().is_none() && pool.passes_through() && protocol == Protocol::MySql {
+        return pool.peek_mysql_params(rt::now() + pool.config.timeouts.acquire).await;
     }
-    let deadline = rt::now() + pool.config.timeouts.acquire;
-    if pool.passes_through() && pool.config.backend_protocol(Protocol::MySql) == Protocol::MySql {
-        return pool.peek_mysql_params(deadline).await;
-    }
-    let conn = pool.checkout(pool.config.backend_protocol(Protocol::MySql), None, deadline).await?;
-    pool.checkin(conn, true);
-    pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))
+    crate::session::placement::learned_params(pool, protocol).await
 }
 
 /// A new session's tokenizing mode (#19): the server's global `sql_mode` shows through the
@@ -516,7 +507,7 @@ impl Session {
         let outcome = match routed.rewritten {
             None if routed.detour => self.detour(payload, grammar).await?,
             None if count == 1 && self.tx.status & SERVER_STATUS_IN_TRANS == 0 && is_lone_begin(&sql) => {
-                self.run_command_sent(payload, grammar, effects, BEGIN_ATTEMPTS).await?
+                self.run_command_sent(payload, grammar, effects, release::BEGIN_ATTEMPTS).await?
                 // #40
             }
             None => self.run_command(payload, grammar, effects).await?,
@@ -579,9 +570,9 @@ impl Session {
                 {
                     left -= 1;
                     tracing::debug!(error = %e, "a lone BEGIN lost its connection unanswered; it goes again");
-                    self.drop_lost_backend(&e);
+                    loss::drop_lost(self, &e);
                 }
-                Err(e) => return self.backend_lost(e).await.map(|()| None),
+                Err(e) => return loss::backend_lost(self, e).await.map(|()| None),
             }
         };
         self.state.apply(&effects, outcome.succeeded);
@@ -641,56 +632,10 @@ impl Session {
         self.maybe_release().await;
     }
 
-    /// The backend connection broke: tell the client, drop the connection, stay alive — unless
-    /// [`release::after_loss`] ends the session: the server rolled back an open transaction (a
-    /// session that went on would run the client's next statements in autocommit and answer its
-    /// COMMIT with OK), state pinned to the connection is gone (a lock, a temporary table, user
-    /// variables: the next statements would run without them, #18), a session-mode client's
-    /// server session is gone, or the client was left mid-result. The session then ends after
-    /// the error, as a direct connection would. `cause` is counted, never worded.
-    async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
-        tracing::debug!(error = %cause, "backend connection lost");
-        let facts = self.loss_facts();
-        self.drop_lost_backend(&cause);
-        self.tx.status = SERVER_STATUS_AUTOCOMMIT;
-        self.tx.cursor = None;
-        self.tx.sticky = false;
-        self.io.out.clear();
-        let gone = release::after_loss(&facts);
-        lost_error(gone).encode(1, &mut self.io.out);
-        let _ = self.io.flush().await;
-        gone.map_or(Ok(()), |_| Err(End::Fatal))
-    }
-
-    /// Gives the broken connection up and forgets what was in flight on it; counts the loss.
-    fn drop_lost_backend(&mut self, cause: &RelayError) {
-        self.seat.ctx.counters.relay_failed(cause.code()); // metrics
-        self.seat.cancel.slot.set_server(None);
-        close(&self.seat.pool, self.seat.conn.take());
-        self.link.pos = 0;
-        self.link.deadline = None;
-        self.seat.cancel.slot.set_running(None);
-    }
-
-    /// What the session loses with its backend connection, judged on its state before.
-    fn loss_facts(&self) -> LossFacts {
-        LossFacts {
-            mode: self.seat.pool.config.mode,
-            home_pool: self.seat.pool.config.name == self.client.home,
-            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
-            pin: self.state.pin(),
-            // Relayed packets of the broken response may have left the client mid-result: it
-            // cannot resynchronize.
-            out_of_step: !self.io.out.is_empty(),
-        }
-    }
-
     /// Before command `code`: the connection the session holds between commands (pinned, in a
-    /// transaction, session pooling) may have died while the client was idle (a server restart,
-    /// a KILL, the server's idle timeout). As a PostgreSQL session does when it sees that
-    /// (#18): when nothing the client relies on died with it, it is dropped unseen and the
-    /// command takes a new one; otherwise the command is answered as [`Self::backend_lost`]
-    /// says and the session ends. Commands that get no answer leave that to the next one.
+    /// transaction, session pooling) may have died while the client was idle, as a PostgreSQL
+    /// session sees too (#18, [`loss::lost_while_idle`]). Commands that get no answer leave
+    /// that to the next one.
     async fn check_held_backend(&mut self, code: u8) -> Result<(), End> {
         let Some(conn) = self.seat.conn.as_ref() else { return Ok(()) };
         if rt::idle_stream_usable(&conn.stream) || matches!(code, COM_QUIT | COM_STMT_CLOSE | COM_STMT_SEND_LONG_DATA) {
@@ -698,18 +643,10 @@ impl Session {
         }
         // Answers to earlier commands go first: they are whole, and leave no one mid-result.
         self.io.flush().await?;
-        if release::after_loss(&self.loss_facts()).is_some() {
-            return self.backend_lost(RelayError::BackendClosed(None)).await;
+        match loss::lost_while_idle(self, RelayError::BackendClosed(None)) {
+            None => Ok(()),
+            Some(_) => Err(self.io.fatal().await),
         }
-        tracing::debug!("an idle backend connection of pool {} went away", self.seat.pool.name());
-        self.seat.ctx.counters.relay_failed(RelayError::BackendClosed(None).code()); // metrics
-        self.seat.cancel.slot.set_server(None);
-        close(&self.seat.pool, self.seat.conn.take());
-        self.link.pos = 0;
-        self.link.deadline = None;
-        self.tx.cursor = None;
-        self.tx.sticky = false;
-        Ok(())
     }
 
     /// Gives the backend connection back when the pool mode says the client is done with it:
@@ -829,26 +766,6 @@ impl Session {
     }
 }
 
-/// What a client whose backend connection broke is told. A session that goes on hears that the
-/// statement may not have completed. One that ends (`gone`) hears what MariaDB sends a client
-/// whose connection another one killed, `ER_CONNECTION_KILLED` (1927, 70100): its server
-/// session did end under it, and that is what its driver would raise on a direct connection. A
-/// server's number rather than the client-side CR_SERVER_LOST (2013), which no server sends and
-/// which libmariadb-based clients report as a malformed packet (#35); the connection closing
-/// after it is what such a client then sees as the lost server.
-fn lost_error(gone: Option<Gone>) -> MyClientError {
-    match gone {
-        None => MyClientError::new(
-            ER_BACKEND_LOST,
-            "Lost connection to the backend server during query; the statement may not have completed",
-        ),
-        Some(gone) => MyClientError::new(
-            ER_CONNECTION_KILLED,
-            format!("Connection was killed: the backend connection was lost{}", gone.wording()),
-        ),
-    }
-}
-
 /// Whether any statement of `sql` is `LOAD DATA|XML ... LOCAL INFILE`.
 fn loads_local_file(sql: &str) -> bool {
     use crate::sql::lexer::{Lexer, Token, TokenKind};
@@ -946,6 +863,49 @@ impl Placed for Session {
             pin: self.state.pin(),
             sticky: self.tx.sticky,
         })
+    }
+
+    fn loss_facts(&self) -> LossFacts {
+        LossFacts {
+            mode: self.seat.pool.config.mode,
+            home_pool: self.seat.pool.config.name == self.client.home,
+            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
+            pin: self.state.pin(),
+            // Relayed packets of the broken response may have left the client mid-result: it
+            // cannot resynchronize.
+            out_of_step: !self.io.out.is_empty(),
+        }
+    }
+
+    fn forget_lost(&mut self) -> Farewell {
+        self.link.pos = 0;
+        self.link.deadline = None;
+        self.tx.status = SERVER_STATUS_AUTOCOMMIT;
+        self.tx.cursor = None;
+        self.tx.sticky = false;
+        Farewell::default()
+    }
+
+    /// A session that goes on hears that the statement may not have completed. One that ends
+    /// (`gone`) hears what MariaDB sends a client whose connection another one killed,
+    /// `ER_CONNECTION_KILLED` (1927, 70100): its server session did end under it, and that is
+    /// what its driver would raise on a direct connection. A server's number rather than the
+    /// client-side CR_SERVER_LOST (2013), which no server sends and which libmariadb-based
+    /// clients report as a malformed packet (#35); the connection closing after it is what
+    /// such a client then sees as the lost server.
+    fn tell_lost(&mut self, gone: Option<Gone>, _: Farewell) {
+        self.io.out.clear();
+        let e = match gone {
+            None => MyClientError::new(
+                ER_BACKEND_LOST,
+                "Lost connection to the backend server during query; the statement may not have completed",
+            ),
+            Some(gone) => MyClientError::new(
+                ER_CONNECTION_KILLED,
+                format!("Connection was killed: the backend connection was lost{}", gone.wording()),
+            ),
+        };
+        e.encode(1, &mut self.io.out);
     }
 }
 

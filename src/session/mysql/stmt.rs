@@ -27,6 +27,7 @@ use crate::routing::StatementKey;
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::error::RelayError;
+use crate::session::loss;
 use crate::session::placement::Placed;
 use crate::sql::analyze::{session_effects, Effect, PinReason};
 use crate::sql::Dialect;
@@ -335,12 +336,12 @@ impl Session {
         let pins: Vec<(usize, Effect)> = effects.into_iter().filter(|(_, e)| matches!(e, Effect::Pin(_))).collect();
         let payload = [&[COM_STMT_PREPARE][..], &prepared].concat();
         if let Err(e) = self.send_command(&payload).await {
-            return self.backend_lost(e).await;
+            return loss::backend_lost(self, e).await;
         }
         let res = self.relay_prepare(prepared, origin.into(), route_key, order).await;
         self.compact();
         if let Err(e) = res {
-            return self.backend_lost(e).await;
+            return loss::backend_lost(self, e).await;
         }
         self.state.apply(&pins, 0);
         self.seat.cancel.slot.set_running(None);
@@ -518,7 +519,7 @@ impl Session {
         // Sends and relays, retrying a deadlock when its rule or pool opts in (#11).
         let outcome = match self.flush_and_relay(grammar, retryable).await {
             Ok(outcome) => outcome,
-            Err(e) => return self.backend_lost(e).await,
+            Err(e) => return loss::backend_lost(self, e).await,
         };
         if outcome.cursor {
             self.tx.cursor = Some((self.stmts.resolve(id), backend_id));
@@ -572,7 +573,7 @@ impl Session {
         }
         let Some(conn) = self.seat.conn.as_mut() else { return Ok(None) };
         match prepare_silently(conn, sql).await {
-            Err(e) => self.backend_lost(e).await.map(|()| None),
+            Err(e) => loss::backend_lost(self, e).await.map(|()| None),
             Ok(Err(err)) => {
                 encode_packets(&err, 1, &mut self.io.out);
                 self.maybe_release().await;
@@ -698,11 +699,11 @@ impl Session {
         }
         self.arm_query_timeout();
         if let Err(e) = self.send_command(&cmd).await {
-            return self.backend_lost(e).await;
+            return loss::backend_lost(self, e).await;
         }
         let outcome = match self.relay_response(Grammar::UntilEof).await {
             Ok(outcome) => outcome,
-            Err(e) => return self.backend_lost(e).await,
+            Err(e) => return loss::backend_lost(self, e).await,
         };
         if outcome.error || outcome.status.is_some_and(|s| s & SERVER_STATUS_LAST_ROW_SENT != 0) {
             self.close_cursor().await;

@@ -49,10 +49,11 @@ use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
 use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::hold::{Hold, HoldFacts};
-use crate::session::engine::release::{self, Release, ReleaseFacts};
+use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
 use crate::session::lend::Lent;
+use crate::session::loss::Farewell;
 use crate::session::placement::{Placed, Seat};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
@@ -223,8 +224,7 @@ impl Wire for Session {
     /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
     /// told why, and the backend connection is closed, which rolls its transaction back.
     async fn idle_transaction_expired(&mut self) -> End {
-        self.seat.drop_idle_transaction();
-        let ms = self.seat.pool.config.timeouts.idle_transaction.unwrap_or_default().as_millis();
+        let ms = self.seat.drop_idle_transaction();
         let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
         PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.io.out);
         let _ = self.io.flush().await;
@@ -275,15 +275,7 @@ pub(super) async fn server_params(
         pool.checkin(conn, true);
         return Ok(params);
     }
-    let params = match pool.server_params() {
-        Some(p) => p,
-        None => {
-            let deadline = rt::now() + pool.config.timeouts.acquire;
-            let conn = pool.checkout(protocol, None, deadline).await?;
-            pool.checkin(conn, true);
-            pool.server_params().ok_or_else(|| PoolError::NoBackend(pool.config.name.clone()))?
-        }
-    };
+    let params = crate::session::placement::learned_params(pool, protocol).await?;
     if protocol == Protocol::Postgres {
         return Ok(params);
     }
@@ -818,10 +810,6 @@ impl Placed for Session {
         self.attach(conn).await
     }
 
-    fn behind(message: String) -> PgClientError {
-        Self::unplaced(message)
-    }
-
     fn unplaced(message: String) -> PgClientError {
         PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, message)
     }
@@ -836,5 +824,43 @@ impl Placed for Session {
             self.replay_settings().await?;
         }
         Ok(())
+    }
+
+    fn loss_facts(&self) -> LossFacts {
+        LossFacts {
+            mode: self.seat.pool.config.mode,
+            home_pool: **self.seat.pool.name() == *self.identity.home,
+            in_transaction: self.progress.tx != TransactionStatus::Idle,
+            pin: self.state.pin(),
+            // An ErrorResponse ends any response: the client reads on to ReadyForQuery.
+            out_of_step: false,
+        }
+    }
+
+    /// The flight's FATAL, when the server sent one before closing: the relay then saw only
+    /// the close that followed it.
+    fn forget_lost(&mut self) -> Farewell {
+        self.ex.lost();
+        self.progress.tx = TransactionStatus::Idle;
+        self.state.rollback();
+        self.ex.forget_flight().map_or_else(Farewell::default, |g| Farewell { cause: Some(g.cause), said: g.said })
+    }
+
+    /// A session that ends hears the server's own FATAL when it sent one, else the router's,
+    /// naming the cause; one that goes on hears the statement may not have completed.
+    fn tell_lost(&mut self, gone: Option<Gone>, farewell: Farewell) {
+        let why = farewell.cause.as_ref().and_then(|c| c.cause()).map(|m| format!(" ({m})")).unwrap_or_default();
+        let Some(gone) = gone else {
+            let text = format!("the backend connection was lost{why}; the statement may not have completed");
+            PgClientError::new(sqlstate::CONNECTION_FAILURE, text).encode(&mut self.io.out);
+            return backend::encode_ready_for_query(TransactionStatus::Idle, &mut self.io.out);
+        };
+        match farewell.said {
+            Some(frame) => self.io.out.extend_from_slice(&frame),
+            None => {
+                let text = format!("the backend connection was lost{why}{}", gone.wording());
+                PgClientError::new(sqlstate::CONNECTION_FAILURE, text).encode_fatal(&mut self.io.out);
+            }
+        }
     }
 }

@@ -13,6 +13,7 @@ use crate::routing::Decision;
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::commit_io;
+use crate::session::engine::after::{self, Commits, StatementEnd, TxMove};
 use crate::session::engine::ryw;
 use crate::session::error::RelayError;
 use crate::sql::analyze::{Operation, TxKind};
@@ -236,16 +237,13 @@ impl Session {
     /// rolls it back); so is one carrying a `search_path` at session end, rather than handing
     /// the setting to another client.
     pub(in crate::session::mysql) fn pg_release(&mut self, session_end: bool) {
-        let Some(mut conn) = self.seat.take_conn() else { return };
-        let sig = self.foreign.bridge.signature();
-        let dirty = std::mem::take(&mut self.foreign.bridge.dirty);
-        let keeps_path = session_end && sig != 0;
-        let clean = self.foreign.bridge.tx == TransactionStatus::Idle && !conn.broken && !keeps_path && !dirty;
-        if clean {
-            // `conn.settings` already says what was replayed on it (set by `pg_backend`).
-            conn.last_used = rt::now();
+        if self.seat.conn.is_none() {
+            return;
         }
-        self.seat.pool.checkin(conn, clean);
+        let b = &mut self.foreign.bridge;
+        let (dirty, keeps_path) = (std::mem::take(&mut b.dirty), session_end && b.signature() != 0);
+        // `conn.settings` already says what was replayed on it (set by `pg_backend`).
+        self.seat.check_in(b.tx == TransactionStatus::Idle && !keeps_path && !dirty);
         self.foreign.bridge.tx = TransactionStatus::Idle;
         self.sync_status();
     }
@@ -404,10 +402,20 @@ impl Session {
         if self.foreign.cross.crossing() {
             return;
         }
-        let in_tx = self.foreign.bridge.tx != TransactionStatus::Idle;
-        self.seat.ryw.statement_done(rt::now(), in_tx);
+        // What committed nothing was recorded as its answer was read (`queue_xact_probe`,
+        // `read_unseen_end`, `bridged_set`): no tags are known here, and the bridge settles no
+        // staged effects and releases as PostgreSQL's status says (`pg_maybe_release`).
+        let end = StatementEnd {
+            mode: self.seat.pool.config.mode,
+            tx: TxMove { after: self.foreign.bridge.tx != TransactionStatus::Idle, ..TxMove::default() },
+            error: false,
+            commits: Commits::Tagged { last_end: None, any_commit: false, ends_uncommitted: false, more_due: false },
+            insert_id: false,
+            autocommit_drift: false,
+        };
+        let ctx = &self.seat.ctx;
+        let due = after::statement(&mut self.seat.ryw, &end, rt::now(), || ctx.has_replica_reads()).learn_position;
         let rode = std::mem::take(&mut self.foreign.bridge.rider);
-        let due = self.seat.ryw.position_due() && self.seat.ctx.has_replica_reads();
         if !due && !rode {
             return;
         }
@@ -488,30 +496,4 @@ fn ends_uncommitted(sql: &str, tx: TransactionStatus) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{ends_uncommitted, opens_transaction};
-    use crate::protocol::pg::TransactionStatus;
-
-    #[test]
-    fn rollbacks_and_commits_of_failed_transactions_commit_nothing() {
-        for sql in ["ROLLBACK", "abort;", "ROLLBACK WORK", "/* c */ ROLLBACK TRANSACTION"] {
-            assert!(ends_uncommitted(sql, TransactionStatus::InBlock), "{sql}");
-        }
-        for sql in ["ROLLBACK TO SAVEPOINT s", "ROLLBACK PREPARED 'x'", "ROLLBACK AND CHAIN", "COMMIT", "SELECT 1"] {
-            assert!(!ends_uncommitted(sql, TransactionStatus::InBlock), "{sql}");
-        }
-        assert!(ends_uncommitted("COMMIT", TransactionStatus::Failed), "a failed transaction's COMMIT rolls back");
-        assert!(!ends_uncommitted("COMMIT; SELECT 1", TransactionStatus::Failed), "not alone");
-    }
-
-    #[test]
-    fn transaction_starts_are_recognized() {
-        for sql in ["BEGIN", "begin work", "START TRANSACTION READ ONLY", "/* x */ BEGIN;"] {
-            assert!(opens_transaction(sql), "{sql}");
-        }
-        assert!(opens_transaction("SELECT 1; /* x */ BEGIN; SELECT 2; COMMIT"), "not first in a text");
-        for sql in ["COMMIT", "SELECT 'BEGIN'", "SET autocommit = 0", "SELECT begin FROM t"] {
-            assert!(!opens_transaction(sql), "{sql}");
-        }
-    }
-}
+mod tests;

@@ -32,6 +32,7 @@ use crate::protocol::mysql::response::{EofPacket, SERVER_STATUS_NO_BACKSLASH_ESC
 use crate::protocol::pg::{frontend, TransactionStatus};
 use crate::session::client_error::{requote_code, MyClientError};
 use crate::session::error::RelayError;
+use crate::session::loss;
 use crate::sql::mode::LexMode;
 use crate::sql::requote::{requote, RequoteError, Target};
 use crate::sql::Dialect;
@@ -456,7 +457,7 @@ impl Session {
             self.sync_status();
             return Ok(());
         }
-        let r = self.backend_lost(cause).await;
+        let r = loss::backend_lost(self, cause).await;
         // `backend_lost` resets the flags for a MySQL backend; keep the bridged ones.
         self.sync_status();
         r

@@ -168,14 +168,8 @@ impl Session {
     /// back); so is one at the end of a session-pooled session, whose session state (variables,
     /// temporary tables) must not reach another client.
     pub(in crate::session::pg) fn my_release(&mut self, session_end: bool) {
-        let Some(mut conn) = self.seat.take_conn() else { return };
-        let clean = self.progress.tx == TransactionStatus::Idle
-            && !conn.broken
-            && !(session_end && self.seat.pool.config.mode == PoolMode::Session);
-        if clean {
-            conn.last_used = rt::now();
-        }
-        self.seat.pool.checkin(conn, clean);
+        let keeps_state = session_end && self.seat.pool.config.mode == PoolMode::Session;
+        self.seat.check_in(self.progress.tx == TransactionStatus::Idle && !keeps_state);
         self.progress.tx = TransactionStatus::Idle;
     }
 }
