@@ -696,7 +696,7 @@ impl CorePool {
         for i in order {
             let b = self.backends.get(i)?;
             // Not a unit just given up for another core.
-            if !self.waiters.yielding(rt::now()) && b.budget.try_acquire() {
+            if !self.waiters.yielding(rt::now) && b.budget.try_acquire() {
                 b.current.set(b.current.get() - total);
                 return Some(i);
             }
@@ -832,7 +832,7 @@ impl CorePool {
             if let Some(c) = self.take_idle(protocol, user, &|b| fair && b == i) {
                 return Ok(Some(c));
             }
-            if !self.waiters.yielding(rt::now()) && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
+            if !self.waiters.yielding(rt::now) && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
                 if let Some(picked) = self.with_user_unit(i, user) {
                     return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
                 }
@@ -871,7 +871,7 @@ impl CorePool {
     ) -> Result<Option<Conn>, PoolError> {
         let user = self.key_of(who);
         let _wanting = Wanting::new(&self.backends, &self.wanting_here);
-        let mut waiting = Waiting::new(&self.waiters);
+        let mut waiting = Waiting::new(&self.waiters, started);
         // One timer for the whole wait, not one per wake-up: arming one is an insert into the
         // core's timer map, and a waiter is woken often (a unit another took first, the
         // recheck for budget freed by another core) (#39).
@@ -1078,12 +1078,13 @@ impl CorePool {
         // A replaced pool lends nothing again, a paused one gives its servers back, and a
         // connection older than a RECONNECT is closed.
         let letting_go = self.letting_go_until.get().is_some_and(|until| rt::now() < until);
-        let keep = !self.replaced.get() && !self.gate.is_paused() && conn.lease.epoch == self.gate.epoch() && !letting_go;
+        let keep =
+            !self.replaced.get() && !self.gate.is_paused() && conn.lease.epoch == self.gate.epoch() && !letting_go;
         let reuse = reusable && !conn.broken && healthy && keep;
         // #41: or another core's waiter was overtaken by this core's by more than its slack
         // (which the split by demand above keeps rare): the connection is closed for it, and
         // the close calls it.
-        if owed || (reuse && self.waiters.overtaken(rt::now())) {
+        if owed || (reuse && self.waiters.overtaken(rt::now)) {
             self.give_up(conn);
         } else if reuse {
             // The kernel watches it while it sits idle: a server closing it or writing to it
