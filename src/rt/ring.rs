@@ -473,6 +473,8 @@ impl Op {
     pub(super) fn start(sqe: squeue::Entry, keep: Keep) -> io::Result<Op> {
         let id = with_core(|core| core.ring.borrow_mut().start(sqe, keep))
             .ok_or_else(|| io::Error::other("not on a querypilot core"))?;
+        // A slot per operation in flight, each holding its resources: 2^32 of them cannot fit in
+        // memory, so the error below is never met (the operation would be left to the ring).
         let id = u32::try_from(id + 1).ok().and_then(NonZeroU32::new);
         Ok(Op { id: Some(id.ok_or_else(|| io::Error::other("too many operations in flight"))?), _core: PhantomData })
     }
