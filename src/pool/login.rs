@@ -151,7 +151,7 @@ impl Login<'_> {
             Ok(Ok((stream, rbuf, info))) => {
                 let mut c = Conn::new(stream, addr, backend, info, unit);
                 c.rbuf = rbuf;
-                c.user = self.who.filter(|_| self.cfg.username.is_none()).map(|w| w.user.clone());
+                c.lease.user = self.who.filter(|_| self.cfg.username.is_none()).map(|w| w.user.clone());
                 Ok(c)
             }
             Ok(Err(e)) => Err(e),

@@ -649,7 +649,7 @@ impl CorePool {
             return;
         }
         let mut idle = self.idle.borrow_mut();
-        if let Some(pos) = idle.iter().position(|c| c.user.as_deref() != Some(user)) {
+        if let Some(pos) = idle.iter().position(|c| c.lease.user.as_deref() != Some(user)) {
             let conn = idle.remove(pos);
             drop(idle);
             drop(conn); // its budget units wake a waiter
@@ -696,7 +696,7 @@ impl CorePool {
         for i in order {
             let b = self.backends.get(i)?;
             // Not a unit just given up for another core.
-            if !self.waiters.yielding(rt::now()) && b.budget.try_acquire() {
+            if !self.waiters.yielding(rt::now) && b.budget.try_acquire() {
                 b.current.set(b.current.get() - total);
                 return Some(i);
             }
@@ -832,7 +832,7 @@ impl CorePool {
             if let Some(c) = self.take_idle(protocol, user, &|b| fair && b == i) {
                 return Ok(Some(c));
             }
-            if !self.waiters.yielding(rt::now()) && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
+            if !self.waiters.yielding(rt::now) && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
                 if let Some(picked) = self.with_user_unit(i, user) {
                     return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
                 }
@@ -871,7 +871,7 @@ impl CorePool {
     ) -> Result<Option<Conn>, PoolError> {
         let user = self.key_of(who);
         let _wanting = Wanting::new(&self.backends, &self.wanting_here);
-        let mut waiting = Waiting::new(&self.waiters);
+        let mut waiting = Waiting::new(&self.waiters, started);
         // One timer for the whole wait, not one per wake-up: arming one is an insert into the
         // core's timer map, and a waiter is woken often (a unit another took first, the
         // recheck for budget freed by another core) (#39).
@@ -939,7 +939,7 @@ impl CorePool {
                 let mut idle = self.idle.borrow_mut();
                 let pos = idle.iter().rposition(|c| {
                     c.protocol() == protocol
-                        && c.user.as_deref() == user
+                        && c.lease.user.as_deref() == user
                         && self.usable(c.backend, u)
                         && eligible(c.backend)
                 })?;
@@ -984,7 +984,7 @@ impl CorePool {
 
     /// Marks a new connection with the pool's RECONNECT epoch.
     fn stamped(&self, mut conn: Conn) -> Conn {
-        conn.epoch = self.gate.epoch();
+        conn.lease.epoch = self.gate.epoch();
         conn
     }
 
@@ -1052,7 +1052,7 @@ impl CorePool {
         }
         let unit = conn::BudgetUnit::new(slot.budget.clone(), user_budget, self.waiters.clone());
         let mut conn = self.stamped(Conn::new(stream, addr, index, info, unit));
-        conn.user = user.map(Rc::from);
+        conn.lease.user = user.map(Rc::from);
         slot.counters.checked_out();
         slot.outstanding.set(slot.outstanding.get() + 1);
         Some(conn)
@@ -1078,12 +1078,13 @@ impl CorePool {
         // A replaced pool lends nothing again, a paused one gives its servers back, and a
         // connection older than a RECONNECT is closed.
         let letting_go = self.letting_go_until.get().is_some_and(|until| rt::now() < until);
-        let keep = !self.replaced.get() && !self.gate.is_paused() && conn.epoch == self.gate.epoch() && !letting_go;
+        let keep =
+            !self.replaced.get() && !self.gate.is_paused() && conn.lease.epoch == self.gate.epoch() && !letting_go;
         let reuse = reusable && !conn.broken && healthy && keep;
         // #41: or another core's waiter was overtaken by this core's by more than its slack
         // (which the split by demand above keeps rare): the connection is closed for it, and
         // the close calls it.
-        if owed || (reuse && self.waiters.overtaken(rt::now())) {
+        if owed || (reuse && self.waiters.overtaken(rt::now)) {
             self.give_up(conn);
         } else if reuse {
             // The kernel watches it while it sits idle: a server closing it or writing to it
@@ -1192,7 +1193,7 @@ impl CorePool {
                 if !self.usable(c.backend, u) {
                     return false;
                 }
-                let k = kept.entry((c.backend, c.user.clone())).or_default();
+                let k = kept.entry((c.backend, c.lease.user.clone())).or_default();
                 let keep = c.last_used >= cutoff || *k < share;
                 *k += usize::from(keep);
                 keep

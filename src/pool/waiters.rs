@@ -256,8 +256,9 @@ impl Waiters {
     /// checkout of another core waits: one whose last waiter left calls this core
     /// ([`Waiters::left`]) if this core's head was published by then, and else this core's
     /// waiter, published first and looking after, sees that no one waits there.
-    pub(super) fn yielding(&self, now: Instant) -> bool {
-        self.yield_until.get().is_some_and(|until| now < until) && {
+    /// The clock (`now`) is read only while a yield is set.
+    pub(super) fn yielding(&self, now: impl FnOnce() -> Instant) -> bool {
+        self.yield_until.get().is_some_and(|until| now() < until) && {
             self.refresh();
             self.others.borrow().iter().any(|s| s.head().is_some())
         }
@@ -266,11 +267,12 @@ impl Waiters {
     /// Whether a connection checked in at `now` should go to another core: one whose oldest waiter
     /// has waited [`MOVE_AFTER`] and is older than this core's by more than its slack (see
     /// [`OVERTAKEN_SHARE`]), and that has no unit handed to it yet (claimed here). False at once
-    /// while no checkout of this core waits.
-    pub(super) fn overtaken(&self, now: Instant) -> bool {
+    /// while no checkout of this core waits, without reading the clock (`now`).
+    pub(super) fn overtaken(&self, now: impl FnOnce() -> Instant) -> bool {
         let Some(mine) = self.queue.borrow().front().map(|(_, t)| t.number) else {
             return false;
         };
+        let now = now();
         self.refresh();
         let others = self.others.borrow();
         let oldest = others.iter().filter_map(|s| Some((s.head()?, s))).min_by_key(|(h, _)| h.number);
@@ -392,9 +394,10 @@ pub(super) struct Waiting<'a> {
 }
 
 impl<'a> Waiting<'a> {
-    pub(super) fn new(waiters: &'a Waiters) -> Self {
+    /// A checkout starting to wait at `now` (read by the caller, in the same turn).
+    pub(super) fn new(waiters: &'a Waiters, now: Instant) -> Self {
         let ev = Event::new();
-        let ticket = waiters.line.ticket(rt::now());
+        let ticket = waiters.line.ticket(now);
         waiters.queue.borrow_mut().push_back((ev.clone(), ticket));
         waiters.publish();
         Self { waiters, ev, ticket, calls: false, was_called: false }

@@ -10,6 +10,7 @@
 use std::future::Future;
 use std::io;
 use std::marker::PhantomData;
+use std::num::NonZeroU32;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -459,7 +460,9 @@ fn own_result(keep: Keep, res: i32, flags: u32) -> Keep {
 /// completion cancels the operation (IORING_OP_ASYNC_CANCEL); its resources stay with the ring
 /// until the completion arrives.
 pub(super) struct Op {
-    id: Option<usize>,
+    /// The slot's index plus one: four bytes, so that a stream's two operations and a
+    /// connection carrying them stay small (#39: connections move by value on every checkout).
+    id: Option<NonZeroU32>,
     /// `!Send` and `!Sync` by type: the slot `id` names is in the ring of the core that started
     /// the operation, and on another thread `with_core` would find another ring.
     _core: PhantomData<*const ()>,
@@ -468,16 +471,24 @@ pub(super) struct Op {
 impl Op {
     /// Submits `sqe` (which points into `keep`) on the current core's ring.
     pub(super) fn start(sqe: squeue::Entry, keep: Keep) -> io::Result<Op> {
-        with_core(|core| core.ring.borrow_mut().start(sqe, keep))
-            .map(|id| Op { id: Some(id), _core: PhantomData })
-            .ok_or_else(|| io::Error::other("not on a querypilot core"))
+        let id = with_core(|core| core.ring.borrow_mut().start(sqe, keep))
+            .ok_or_else(|| io::Error::other("not on a querypilot core"))?;
+        // A slot per operation in flight, each holding its resources: 2^32 of them cannot fit in
+        // memory, so the error below is never met (the operation would be left to the ring).
+        let id = u32::try_from(id + 1).ok().and_then(NonZeroU32::new);
+        Ok(Op { id: Some(id.ok_or_else(|| io::Error::other("too many operations in flight"))?), _core: PhantomData })
+    }
+
+    /// The index of its slot while it is in flight.
+    fn slot(&self) -> Option<usize> {
+        self.id.map(|id| id.get() as usize - 1)
     }
 
     /// Whether the kernel holds a buffer of ours for this operation (a provided one does not
     /// count).
     #[cfg(test)]
     pub(super) fn holds_buffer(&self) -> bool {
-        let Some(id) = self.id else { return false };
+        let Some(id) = self.slot() else { return false };
         with_core(|core| {
             matches!(
                 core.ring.borrow().slots.get(id),
@@ -491,7 +502,7 @@ impl Op {
     /// the cancellation's result, or the operation's own if it completed first (an accepted
     /// connection, a received message, is then not lost to the cancel).
     pub(super) fn cancel(&self) {
-        if let Some(id) = self.id {
+        if let Some(id) = self.slot() {
             with_core(|core| {
                 let mut ring = core.ring.borrow_mut();
                 if matches!(ring.slots.get(id), Some(Slot::Pending { .. })) {
@@ -503,7 +514,7 @@ impl Op {
 
     /// Whether the completion has arrived (the future would be ready).
     pub(super) fn is_done(&self) -> bool {
-        let Some(id) = self.id else { return true };
+        let Some(id) = self.slot() else { return true };
         with_core(|core| matches!(core.ring.borrow().slots.get(id), Some(Slot::Done { .. }))).unwrap_or(true)
     }
 }
@@ -512,7 +523,7 @@ impl Future for Op {
     type Output = (i32, Keep);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(i32, Keep)> {
-        let Some(id) = self.id else { return Poll::Ready((-libc::ECANCELED, Keep::Nothing)) };
+        let Some(id) = self.slot() else { return Poll::Ready((-libc::ECANCELED, Keep::Nothing)) };
         let polled = with_core(|core| {
             let mut ring = core.ring.borrow_mut();
             let slot = ring.slots.get_mut(id)?;
@@ -547,7 +558,8 @@ impl Future for Op {
 
 impl Drop for Op {
     fn drop(&mut self) {
-        let Some(id) = self.id.take() else { return };
+        let Some(id) = self.slot() else { return };
+        self.id = None;
         // The slot's old content (a waker, a completed accept's descriptor) is dropped after the
         // ring is released: dropping a waker may schedule a task.
         let _old = with_core(|core| {

@@ -16,7 +16,7 @@ fn queued(waiters: &Waiters) -> usize {
 #[test]
 fn one_waiter_answers_calls_from_other_cores_and_the_others_wait_to_be_woken() {
     let waiters = Waiters::default();
-    let (mut a, mut b) = (Waiting::new(&waiters), Waiting::new(&waiters));
+    let (mut a, mut b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
     assert!(poll_wait(&mut a).is_pending());
     assert!(poll_wait(&mut b).is_pending());
     assert!(a.calls && !b.calls && waiters.calling.get());
@@ -28,7 +28,7 @@ fn one_waiter_answers_calls_from_other_cores_and_the_others_wait_to_be_woken() {
 #[test]
 fn the_waiter_answering_calls_looks_again_unwoken_on_a_pool_that_rechecks() {
     let waiters = Waiters::new(Arc::default(), 1, Some(RECHECK_PER_USER));
-    let (mut a, mut b) = (Waiting::new(&waiters), Waiting::new(&waiters));
+    let (mut a, mut b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
     // Off a core a timer completes at once: the recheck returns at the first poll.
     assert!(poll_wait(&mut a).is_ready() && !a.was_called);
     assert!(poll_wait(&mut b).is_pending(), "only the waiter answering calls rechecks");
@@ -38,7 +38,7 @@ fn the_waiter_answering_calls_looks_again_unwoken_on_a_pool_that_rechecks() {
 #[test]
 fn wake_one_serves_in_arrival_order_and_a_woken_waiter_missing_out_is_first_again() {
     let waiters = Waiters::default();
-    let (a, b) = (Waiting::new(&waiters), Waiting::new(&waiters));
+    let (a, b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
     waiters.wake_one();
     assert!(a.ev.is_set() && !b.ev.is_set());
     let mut a = a;
@@ -55,8 +55,8 @@ fn wake_one_serves_in_arrival_order_and_a_woken_waiter_missing_out_is_first_agai
 #[test]
 fn a_dropped_waiter_leaves_nothing_queued_and_hands_the_calls_on() {
     let waiters = Waiters::default();
-    let mut a = Waiting::new(&waiters);
-    let (mut b, c) = (Waiting::new(&waiters), Waiting::new(&waiters));
+    let mut a = Waiting::new(&waiters, rt::now());
+    let (mut b, c) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
     assert!(poll_wait(&mut a).is_pending());
     assert!(poll_wait(&mut b).is_pending());
     drop(a);
@@ -79,55 +79,56 @@ fn a_checkin_goes_to_the_core_whose_waiter_is_overtaken_by_more_than_the_pool() 
     let (here, there) = (Waiters::new(line.clone(), 2, None), Waiters::new(line.clone(), 2, None));
     // Looked at once every waiter below has waited long enough for a move to pay.
     let later = rt::now() + MOVE_AFTER + Duration::from_secs(1);
-    assert!(!here.overtaken(later), "nobody waits here: nothing read");
-    let mut old = Waiting::new(&there);
-    let (first, second, mut third) = (Waiting::new(&here), Waiting::new(&here), Waiting::new(&here));
+    assert!(!here.overtaken(|| later), "nobody waits here: nothing read");
+    let mut old = Waiting::new(&there, rt::now());
+    let (first, second, mut third) =
+        (Waiting::new(&here, rt::now()), Waiting::new(&here, rt::now()), Waiting::new(&here, rt::now()));
     // The last answers calls here: the first two leave as served waiters do, waking nobody.
     assert!(poll_wait(&mut third).is_pending());
     // `old` took ticket 0; here's oldest took 1: within the pool's two.
-    assert!(!here.overtaken(later));
+    assert!(!here.overtaken(|| later));
     drop(first);
-    assert!(!here.overtaken(later), "2 is within two of 0");
+    assert!(!here.overtaken(|| later), "2 is within two of 0");
     drop(second);
     // Here's oldest is ticket 3: `old` (0) is overtaken by three, more than the pool's two.
-    assert!(here.overtaken(later), "handed to the other core");
-    assert!(!here.overtaken(later), "one move at a time");
+    assert!(here.overtaken(|| later), "handed to the other core");
+    assert!(!here.overtaken(|| later), "one move at a time");
     // The other core's calling waiter looks, then waits again: another may be handed.
     there.seat.call();
     assert!(poll_wait(&mut old).is_ready());
     assert!(poll_wait(&mut old).is_pending());
-    assert!(here.overtaken(later));
+    assert!(here.overtaken(|| later));
 }
 
 #[test]
 fn a_waiter_may_be_overtaken_by_a_share_of_the_tickets_taken_since_it_started_waiting() {
     let line = Arc::new(Line::default());
     let (here, there) = (Waiters::new(line.clone(), 2, None), Waiters::new(line.clone(), 2, None));
-    let _old = Waiting::new(&there);
+    let _old = Waiting::new(&there, rt::now());
     // Four tickets taken by checkouts served since `old` took 0.
     (0..4).for_each(|_| {
         line.ticket(rt::now());
     });
-    let _mine = Waiting::new(&here);
-    assert!(!here.overtaken(rt::now()), "`old` has not waited long enough for a move to pay");
+    let _mine = Waiting::new(&here, rt::now());
+    assert!(!here.overtaken(rt::now), "`old` has not waited long enough for a move to pay");
     let later = rt::now() + MOVE_AFTER;
-    assert!(here.overtaken(later), "5 is past 0 + the pool's 2 (6 tickets taken, an eighth is 0)");
+    assert!(here.overtaken(|| later), "5 is past 0 + the pool's 2 (6 tickets taken, an eighth is 0)");
     there.seat.ungrant();
     // A long line forms behind both: 81 tickets taken since `old`'s, so it may be overtaken
     // by 10, and this core's first (5) is within that.
     (0..75).for_each(|_| {
         line.ticket(rt::now());
     });
-    assert!(!here.overtaken(later));
+    assert!(!here.overtaken(|| later));
 }
 
 #[test]
 fn the_demand_counts_the_waiters_here_and_on_every_core_while_both_wait() {
     let line = Arc::new(Line::default());
     let (here, there) = (Waiters::new(line.clone(), 8, None), Waiters::new(line.clone(), 8, None));
-    let mine: Vec<Waiting<'_>> = (0..2).map(|_| Waiting::new(&here)).collect();
+    let mine: Vec<Waiting<'_>> = (0..2).map(|_| Waiting::new(&here, rt::now())).collect();
     assert_eq!(here.demand(), None, "nobody waits elsewhere");
-    let theirs: Vec<Waiting<'_>> = (0..3).map(|_| Waiting::new(&there)).collect();
+    let theirs: Vec<Waiting<'_>> = (0..3).map(|_| Waiting::new(&there, rt::now())).collect();
     assert_eq!(here.demand(), Some((2, 5)));
     there.wake_one();
     assert_eq!(here.demand(), Some((2, 5)), "a waiter woken is waiting until it ran");
@@ -142,9 +143,9 @@ fn a_unit_freed_calls_the_other_cores_waiting_for_the_budget_and_a_give_up_wakes
     let line = Arc::new(Line::default());
     let (here, there) = (Waiters::new(line.clone(), 1, None), Waiters::new(line.clone(), 1, None));
     let budget = crate::pool::BudgetRegistry::default().get("p", "h:1", 1);
-    let mut theirs = Waiting::new(&there);
+    let mut theirs = Waiting::new(&there, rt::now());
     assert!(poll_wait(&mut theirs).is_pending());
-    let mine = Waiting::new(&here);
+    let mine = Waiting::new(&here, rt::now());
     // Both cores wait for the budget.
     budget.want();
     budget.want();
@@ -171,7 +172,7 @@ fn a_unit_freed_calls_the_other_cores_waiting_for_the_budget_and_a_give_up_wakes
 #[test]
 fn a_woken_waiter_is_owed_its_unit_until_it_runs_or_leaves() {
     let waiters = Waiters::default();
-    let (mut a, b) = (Waiting::new(&waiters), Waiting::new(&waiters));
+    let (mut a, b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
     assert!(!waiters.owed());
     waiters.wake_one();
     assert!(waiters.owed(), "a checkout arriving now queues behind `a`");
@@ -221,7 +222,7 @@ fn a_checkout_is_turned_away_only_when_the_line_outlasts_its_deadline() {
     for i in 0..=PACE_SAMPLES {
         waiters.pace.borrow_mut().freed(t0 + Duration::from_millis(10 * u64::from(i)));
     }
-    let queued: Vec<Waiting<'_>> = (0..9).map(|_| Waiting::new(&waiters)).collect();
+    let queued: Vec<Waiting<'_>> = (0..9).map(|_| Waiting::new(&waiters, rt::now())).collect();
     assert_eq!(waiters.beyond(t0 + Duration::from_millis(50), t0), None, "no deadline hit yet");
     waiters.deadline_hit(t0);
     // Tenth in line: about 100 ms.
@@ -283,7 +284,7 @@ mod model {
 
     impl<'a> World<'a> {
         fn unit(&self, core: usize) -> bool {
-            !self.cores[core].waiters.yielding(self.now) && self.budget.try_acquire()
+            !self.cores[core].waiters.yielding(|| self.now) && self.budget.try_acquire()
         }
 
         fn want(&self, core: usize) {
@@ -312,7 +313,7 @@ mod model {
                 return self.clients.push(Client::Holding { core });
             }
             self.want(core);
-            let w = Waiting::new(&c.waiters);
+            let w = Waiting::new(&c.waiters, self.now);
             if self.unit(core) {
                 return self.serve(core, w);
             }
@@ -368,7 +369,7 @@ mod model {
             let c = &self.cores[core];
             if !checkin {
                 self.close(core);
-            } else if c.waiters.overtaken(self.later) {
+            } else if c.waiters.overtaken(|| self.later) {
                 c.waiters.giving(self.now, || self.close(core));
             } else {
                 c.idle.set(c.idle.get() + 1);

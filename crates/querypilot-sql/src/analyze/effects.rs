@@ -17,6 +17,7 @@
 //! body is code, not statements that run now. Statement splitting, the text prefilter, the
 //! function-call scan and pin bookkeeping are shared.
 
+mod mentions;
 mod mysql;
 mod pg;
 
@@ -26,6 +27,7 @@ mod tests;
 use crate::lexer::{Lexer, Token, TokenKind};
 use crate::split;
 use crate::Dialect;
+use mentions::{mentions, MYSQL_INITIALS, OPENER_INITIALS, PG_INITIALS};
 
 /// Why a client is pinned to its backend connection for the rest of its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,91 +243,12 @@ const PG_WORDS: &[&str] = &["set", "discard", "listen", "prepare", "declare", "c
 /// variable, `LAST_INSERT_ID`.
 const MYSQL_WORDS: &[&str] = &["set", "use", "prepare", "lock", "temporary", "@", "last_insert_id"];
 
-/// Per byte: which of `words` (bit `i` for `words[i]`, at most 16) start with it, in either case.
-const fn starts(words: &[&str]) -> [u16; 256] {
-    let mut table = [0u16; 256];
-    let mut i = 0;
-    while i < words.len() {
-        let first = words[i].as_bytes()[0];
-        table[first as usize] |= 1 << i;
-        table[first.to_ascii_uppercase() as usize] |= 1 << i;
-        i += 1;
-    }
-    table
-}
-
-/// Per byte: which of `words` have it second, in either case; a one-byte word matches whatever
-/// follows it (the end of the text reads as byte 0).
-const fn seconds(words: &[&str]) -> [u16; 256] {
-    let mut table = [0u16; 256];
-    let mut i = 0;
-    while i < words.len() {
-        let word = words[i].as_bytes();
-        if word.len() == 1 {
-            let mut b = 0;
-            while b < 256 {
-                table[b] |= 1 << i;
-                b += 1;
-            }
-        } else {
-            table[word[1] as usize] |= 1 << i;
-            table[word[1].to_ascii_uppercase() as usize] |= 1 << i;
-        }
-        i += 1;
-    }
-    table
-}
-
-/// The first two bytes of a dialect's words, for [`mentions`].
-struct Initials {
-    first: [u16; 256],
-    second: [u16; 256],
-}
-
-impl Initials {
-    const fn of(words: &[&str]) -> Initials {
-        Initials { first: starts(words), second: seconds(words) }
-    }
-}
-
-const OPENER_INITIALS: Initials = Initials::of(OPENER_WORDS);
-const PG_INITIALS: Initials = Initials::of(PG_WORDS);
-const MYSQL_INITIALS: Initials = Initials::of(MYSQL_WORDS);
-
 /// False only when `sql` contains none of the dialect's effect words, so it has no effect.
 fn may_have_effects(sql: &str, dialect: Dialect) -> bool {
     match dialect {
         Dialect::Postgres => mentions(sql, PG_WORDS, &PG_INITIALS),
         Dialect::MySql => mentions(sql, MYSQL_WORDS, &MYSQL_INITIALS),
     }
-}
-
-/// Whether `sql` contains one of `words` (any ASCII case; `initials` their first two bytes)
-/// anywhere. Every statement passes here two or three times: a word is compared only where both
-/// its first two bytes are, which letters as common as `s`, `d` or `a` alone made a dozen times a
-/// statement, and the scan is one pair of table loads per byte.
-fn mentions(sql: &str, words: &[&str], initials: &Initials) -> bool {
-    let bytes = sql.as_bytes();
-    let found = |at: usize, mut candidates: u16| {
-        while candidates != 0 {
-            let word = words.get(candidates.trailing_zeros() as usize).map_or(&[][..], |w| w.as_bytes());
-            if bytes.get(at..at + word.len()).is_some_and(|h| h.eq_ignore_ascii_case(word)) {
-                return true;
-            }
-            candidates &= candidates - 1;
-        }
-        false
-    };
-    let pair = |a: u8, b: u8| initials.first[usize::from(a)] & initials.second[usize::from(b)];
-    let inside = bytes.windows(2).enumerate().any(|(at, w)| match *w {
-        [a, b] => {
-            let candidates = pair(a, b);
-            candidates != 0 && found(at, candidates)
-        }
-        _ => false,
-    });
-    // The last byte has no second: a one-byte word may still be there.
-    inside || bytes.last().is_some_and(|&a| pair(a, 0) != 0 && found(bytes.len() - 1, pair(a, 0)))
 }
 
 /// Whether `t` is the keyword `kw`.

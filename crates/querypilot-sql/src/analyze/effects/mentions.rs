@@ -1,0 +1,210 @@
+//! The text prefilter of the effect and opener words: whether a statement names one of a short
+//! list of words anywhere, in any ASCII case. Every statement passes here two or three times
+//! (#39), so the scan looks at sixteen bytes at a time where the target has the instructions
+//! for it (SSE2, part of every x86-64), and compares a word only where both its first two bytes
+//! are.
+
+use super::{MYSQL_WORDS, OPENER_WORDS, PG_WORDS};
+
+/// Per byte: which of `words` (bit `i` for `words[i]`, at most 16) start with it, in either case.
+const fn starts(words: &[&str]) -> [u16; 256] {
+    let mut table = [0u16; 256];
+    let mut i = 0;
+    while i < words.len() {
+        let first = words[i].as_bytes()[0];
+        table[first as usize] |= 1 << i;
+        table[first.to_ascii_uppercase() as usize] |= 1 << i;
+        i += 1;
+    }
+    table
+}
+
+/// Per byte: which of `words` have it second, in either case; a one-byte word matches whatever
+/// follows it (the end of the text reads as byte 0).
+const fn seconds(words: &[&str]) -> [u16; 256] {
+    let mut table = [0u16; 256];
+    let mut i = 0;
+    while i < words.len() {
+        let word = words[i].as_bytes();
+        if word.len() == 1 {
+            let mut b = 0;
+            while b < 256 {
+                table[b] |= 1 << i;
+                b += 1;
+            }
+        } else {
+            table[word[1] as usize] |= 1 << i;
+            table[word[1].to_ascii_uppercase() as usize] |= 1 << i;
+        }
+        i += 1;
+    }
+    table
+}
+
+/// The first two bytes of a list's words, for [`mentions`]: per byte tables for the exact pair
+/// test, and for the sixteen-byte scan the `L` first bytes of the words longer than one byte,
+/// their `F` second bytes, and the byte of a one-byte word if there is one (ASCII letters in lower
+/// case: they match either case). Counted by hand in the type, checked when the constant is made.
+pub(super) struct Initials<const L: usize, const F: usize> {
+    first: [u16; 256],
+    second: [u16; 256],
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    leads: [u8; L],
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    follows: [u8; F],
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    lone: Option<u8>,
+}
+
+/// `set` with `b` (lower-cased) added in place `len` unless it is there already; the new length.
+const fn add<const N: usize>(set: &mut [u8; N], len: usize, b: u8) -> usize {
+    let b = b.to_ascii_lowercase();
+    let mut i = 0;
+    while i < len {
+        if set[i] == b {
+            return len;
+        }
+        i += 1;
+    }
+    assert!(len < N, "more distinct bytes than the type says");
+    set[len] = b;
+    len + 1
+}
+
+impl<const L: usize, const F: usize> Initials<L, F> {
+    const fn of(words: &[&str]) -> Self {
+        let (mut leads, mut follows, mut lone) = ([0u8; L], [0u8; F], None);
+        let (mut l, mut f) = (0, 0);
+        let mut i = 0;
+        while i < words.len() {
+            let word = words[i].as_bytes();
+            if word.len() == 1 {
+                assert!(lone.is_none(), "one one-byte word at most");
+                lone = Some(word[0]);
+            } else {
+                l = add(&mut leads, l, word[0]);
+                f = add(&mut follows, f, word[1]);
+            }
+            i += 1;
+        }
+        assert!(l == L && f == F, "fewer distinct bytes than the type says");
+        Initials { first: starts(words), second: seconds(words), leads, follows, lone }
+    }
+
+    /// Which of the words start at `a` followed by `b` (0 past the end), by their first two bytes.
+    fn pair(&self, a: u8, b: u8) -> u16 {
+        self.first[usize::from(a)] & self.second[usize::from(b)]
+    }
+}
+
+pub(super) const OPENER_INITIALS: Initials<2, 2> = Initials::of(OPENER_WORDS);
+pub(super) const PG_INITIALS: Initials<7, 5> = Initials::of(PG_WORDS);
+pub(super) const MYSQL_INITIALS: Initials<5, 5> = Initials::of(MYSQL_WORDS);
+
+/// Whether `sql` contains one of `words` (any ASCII case; `initials` theirs) anywhere. Inlined
+/// into each caller, where `initials` is a constant: the bytes to look for are then the scan's
+/// immediate operands rather than loaded and broadcast on every call.
+#[inline(always)]
+pub(super) fn mentions<const L: usize, const F: usize>(sql: &str, words: &[&str], initials: &Initials<L, F>) -> bool {
+    let bytes = sql.as_bytes();
+    // At `at`, the words `candidates` names, compared whole.
+    let found = |at: usize, mut candidates: u16| {
+        while candidates != 0 {
+            let word = words.get(candidates.trailing_zeros() as usize).map_or(&[][..], |w| w.as_bytes());
+            if bytes.get(at..at + word.len()).is_some_and(|h| h.eq_ignore_ascii_case(word)) {
+                return true;
+            }
+            candidates &= candidates - 1;
+        }
+        false
+    };
+    // The last byte has no second: a one-byte word may still be there.
+    let last =
+        || bytes.last().is_some_and(|&a| initials.pair(a, 0) != 0 && found(bytes.len() - 1, initials.pair(a, 0)));
+    let check = |at: usize| {
+        let candidates = initials.pair(bytes.get(at).copied().unwrap_or(0), bytes.get(at + 1).copied().unwrap_or(0));
+        candidates != 0 && found(at, candidates)
+    };
+    scan(bytes, initials, check) || last()
+}
+
+/// Whether `hit` holds at a position of `bytes` (but the last) where a first byte of the words sits
+/// with one of their second bytes after it (or a one-byte word's byte): sixteen positions a
+/// step, each window of seventeen bytes read whole; the last window overlaps the one before it
+/// and skips the positions that one looked at. A text shorter than a window is read from a copy
+/// padded with zero bytes, which no word's first byte is.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn scan<const L: usize, const F: usize>(
+    bytes: &[u8],
+    initials: &Initials<L, F>,
+    mut hit: impl FnMut(usize) -> bool,
+) -> bool {
+    let mut padded = [0u8; 17];
+    // The positions to look at, and the text whose windows hold them.
+    let (text, positions) = match bytes.len() {
+        n if n < 17 => {
+            padded[..n].copy_from_slice(bytes);
+            (&padded[..], 16)
+        }
+        n => (bytes, n - 1),
+    };
+    let last_start = text.len() - 17;
+    let mut next = 0;
+    while next < positions {
+        let start = next.min(last_start);
+        let Some(window) = text.get(start..).and_then(|t| t.first_chunk::<17>()) else {
+            return false;
+        };
+        // SAFETY: SSE2 is part of every x86-64 target, so the feature `sixteen` needs is there.
+        let mut candidates = unsafe { sixteen(window, initials) } & (u32::MAX << (next - start));
+        while candidates != 0 {
+            if hit(start + candidates.trailing_zeros() as usize) {
+                return true;
+            }
+            candidates &= candidates - 1;
+        }
+        next = start + 16;
+    }
+    false
+}
+
+/// The positions 0..16 of `window` where a lead byte is followed by a second byte of the
+/// words, or a one-byte word's byte is, as bits. Loose (a lead of one word followed by the second
+/// byte of another passes, and so does a byte that equals a needle but for bit 5, `` ` `` for
+/// `@`): the caller tests the exact pair.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn sixteen<const L: usize, const F: usize>(window: &[u8; 17], initials: &Initials<L, F>) -> u32 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_set_epi64x, _mm_setzero_si128,
+    };
+    let folded = |from: usize| {
+        let half = |at: usize| {
+            let mut h = [0u8; 8];
+            h.copy_from_slice(&window[at..at + 8]);
+            i64::from_le_bytes(h)
+        };
+        // Bit 5 set in every byte: an ASCII letter in either case reads as its lower case.
+        _mm_or_si128(_mm_set_epi64x(half(from + 8), half(from)), _mm_set1_epi8(0x20))
+    };
+    let any_of = |v: __m128i, set: &[u8]| {
+        set.iter()
+            .fold(_mm_setzero_si128(), |acc, &b| _mm_or_si128(acc, _mm_cmpeq_epi8(v, _mm_set1_epi8((b | 0x20) as i8))))
+    };
+    let mask = |m: __m128i| _mm_movemask_epi8(m) as u32;
+    let (here, after) = (folded(0), folded(1));
+    let pairs = mask(any_of(here, &initials.leads)) & mask(any_of(after, &initials.follows));
+    pairs | initials.lone.map_or(0, |b| mask(any_of(here, &[b])))
+}
+
+/// [`scan`] a byte at a time, where the target has no sixteen-byte instructions.
+#[cfg(not(target_arch = "x86_64"))]
+fn scan<const L: usize, const F: usize>(
+    bytes: &[u8],
+    initials: &Initials<L, F>,
+    mut hit: impl FnMut(usize) -> bool,
+) -> bool {
+    bytes.windows(2).enumerate().any(|(at, w)| initials.pair(w[0], w[1]) != 0 && hit(at))
+}
