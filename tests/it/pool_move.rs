@@ -69,3 +69,27 @@ fn a_mariadb_connection_given_up_for_another_core_moves_there_open_with_its_prep
     assert_eq!(session(&mut b), first, "core 1 was served by the server connection core 0 opened");
     assert_eq!(session(&mut a), first, "and core 0 again");
 }
+
+#[test]
+fn an_encrypted_connection_moves_with_its_tls_session() {
+    let pool = crate::backend_tls::pool("moving_tls", dbs().pg_tls().port, "app", "app", "tls = \"require\"")
+        .replace("mode = \"session\"", "mode = \"transaction\"")
+        .replace("max_connections = 8", "max_connections = 1");
+    let router = Router::start(&crate::router::pg_config(&[0, 1], &pool, "moving_tls"));
+    let connect = || {
+        let mut c = postgres::Config::new();
+        c.host("127.0.0.1").port(router.port()).user("app").password("app").dbname("moving_tls");
+        c.connect(postgres::NoTls).expect("login")
+    };
+    let [mut a, mut b] = one_on_each_core(&router, connect);
+    let who = "SELECT a.pid, a.backend_start::text, s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) \
+               WHERE a.pid = pg_backend_pid()";
+    let session = |c: &mut postgres::Client| -> (i32, String, bool) {
+        let row = c.query_one(who, &[]).expect("who serves");
+        (row.get(0), row.get(1), row.get(2))
+    };
+    let first = session(&mut a);
+    assert!(first.2, "the server connection is encrypted");
+    assert_eq!(session(&mut b), first, "core 1 was served through the TLS session core 0 opened");
+    assert_eq!(session(&mut a), first, "and core 0 again");
+}
