@@ -227,6 +227,13 @@ metric!(
     "Waiting checkouts that found a connection or a budget unit only when their periodic recheck looked, with no wake for it: on a pool with a username, each is a wake lost between cores; on a pass-through pool a user at its own cap also counts here."
 );
 metric!(
+    POOL_CONNECTIONS_MOVED,
+    "sqp_pool_connections_moved_total",
+    Counter,
+    ["core", "pool"],
+    "Server connections another core gave up for this core's waiting checkouts and this core took open, with no new login."
+);
+metric!(
     LIMIT_SHAPES,
     "sqp_limit_shapes_limited",
     Gauge,
@@ -364,6 +371,7 @@ pub const ALL: &[&MetricDef] = &[
     &POOL_WAIT,
     &POOL_TIMEOUTS,
     &POOL_RECHECK_FINDS,
+    &POOL_CONNECTIONS_MOVED,
     &POOL_UTILIZATION,
     &LIMIT_SHAPES,
     &LIMIT_IN_USE,

@@ -89,6 +89,8 @@ pub struct PoolCounters {
     limited: Cell<u64>,
     /// Checkouts that found a connection or a unit only when their recheck looked (#41).
     recheck_finds: Cell<u64>,
+    /// Server connections another core gave up open and this one took, with no login (#39).
+    moved_in: Cell<u64>,
     decisions: [Cell<u64>; Decision::COUNT],
     retries: [Cell<u64>; RetryOutcome::COUNT],
     fallbacks: [Cell<u64>; FallbackOutcome::COUNT],
@@ -115,6 +117,7 @@ impl PoolCounters {
             wait: Histogram::default(),
             limited: Cell::default(),
             recheck_finds: Cell::default(),
+            moved_in: Cell::default(),
             decisions: Default::default(),
             retries: Default::default(),
             fallbacks: Default::default(),
@@ -166,6 +169,11 @@ impl PoolCounters {
     /// nothing woke it for it (#41).
     pub fn found_by_recheck(&self) {
         bump(&self.recheck_finds);
+    }
+
+    /// A server connection another core gave up was taken here open, with no login (#39).
+    pub fn connection_moved_in(&self) {
+        bump(&self.moved_in);
     }
 
     /// How long one checkout took, whatever its outcome.
@@ -282,6 +290,7 @@ impl PoolCounters {
             limits: Vec::new(),
             limit_rejections_total: self.limited.get(),
             recheck_finds_total: self.recheck_finds.get(),
+            connections_moved_total: self.moved_in.get(),
             limit_queue_depth: 0,
         }
     }
@@ -419,6 +428,8 @@ pub struct PoolSnapshot {
     pub limit_rejections_total: u64,
     /// Checkouts that found a connection or a unit only when their recheck looked (#41).
     pub recheck_finds_total: u64,
+    /// Server connections taken open from another core (#39).
+    pub connections_moved_total: u64,
     /// Checkouts waiting for their shape's limit or their user's share now (#41).
     pub limit_queue_depth: u64,
 }
@@ -447,6 +458,7 @@ impl PoolSnapshot {
         self.timeouts_total += other.timeouts_total;
         self.limit_rejections_total += other.limit_rejections_total;
         self.recheck_finds_total += other.recheck_finds_total;
+        self.connections_moved_total += other.connections_moved_total;
         self.limit_queue_depth += other.limit_queue_depth;
         self.statements_total += other.statements_total;
         self.statement_duration.merge(&other.statement_duration);

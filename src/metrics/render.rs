@@ -360,12 +360,13 @@ fn pool_metrics(encoder: &mut DescriptorEncoder, cores: &Cores<'_>) -> fmt::Resu
             }
         }
     }
-    let per_pool: [(&'static MetricDef, PoolValue); 10] = [
+    let per_pool: [(&'static MetricDef, PoolValue); 11] = [
         (&cat::POOL_ACQUIRE, |p| Value::Count(p.acquires_total)),
         (&cat::POOL_QUEUE_DEPTH, |p| Value::Gauge(p.queue_depth)),
         (&cat::POOL_WAIT, |p| Value::Histogram(&p.wait)),
         (&cat::POOL_TIMEOUTS, |p| Value::Count(p.timeouts_total)),
         (&cat::POOL_RECHECK_FINDS, |p| Value::Count(p.recheck_finds_total)),
+        (&cat::POOL_CONNECTIONS_MOVED, |p| Value::Count(p.connections_moved_total)),
         (&cat::POOL_UTILIZATION, |p| Value::Ratio(p.utilization())),
         // #41: per pool; the shapes themselves are in the API and console views.
         (&cat::LIMIT_SHAPES, |p| {

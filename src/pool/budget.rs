@@ -8,12 +8,15 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
 use super::health::BackendHealth;
 use super::line::Line;
+use super::moving::Handed;
 use super::schema::SchemaGeneration;
+use crate::config::Pool as PoolConfig;
 
 /// One (pool, backend) budget shared by every core. Its counts are sequentially consistent with
 /// the heads of the pool's line (`line::Seat`): a core that frees a unit and then reads who
@@ -25,9 +28,53 @@ pub struct Budget {
     /// Cores currently waiting for a unit: while non-zero, other cores close connections they
     /// would otherwise keep idle, so a busy core is never starved by an idle one.
     wanted: AtomicU32,
+    /// Connections given up for another core and still open (#39), each beside the unit it
+    /// freed: the core taking a unit next uses one instead of logging in. Touched only when a
+    /// connection moves or opens, never per statement.
+    handed: Mutex<Vec<Handed>>,
 }
 
 impl Budget {
+    fn new(max: u32) -> Arc<Self> {
+        Arc::new(Budget {
+            max: AtomicU32::new(max),
+            used: AtomicU32::new(0),
+            wanted: AtomicU32::new(0),
+            handed: Mutex::default(),
+        })
+    }
+
+    /// Leaves `conn` open for the core that takes a unit of this budget next (see [`Handed`]);
+    /// called before the unit it held is given back, so no core takes that unit unaware of it.
+    pub(crate) fn hand(&self, conn: Handed) {
+        self.handed.lock().push(conn);
+    }
+
+    /// A connection handed over that a core of a pool configured as `config` at RECONNECT
+    /// `epoch` may use, newest first; the others are closed (their units are free, so leaving
+    /// them open would let the connections to the server outnumber the budget). Cheap when
+    /// nothing was handed: one uncontended lock per connection opened.
+    pub(crate) fn take_handed(&self, config: &PoolConfig, epoch: u64) -> Option<Handed> {
+        let mut handed = self.handed.lock();
+        let found = handed.iter().rposition(|h| h.fits(config, epoch)).map(|i| handed.swap_remove(i));
+        let unfit = std::mem::take(&mut *handed);
+        drop(handed);
+        drop(unfit);
+        found
+    }
+
+    /// Closes the connections handed over before `before` that no core took (the checkout they
+    /// were given up for went away, or found another): they hold no unit.
+    pub(crate) fn close_handed_before(&self, before: Instant) {
+        let mut handed = self.handed.lock();
+        if handed.iter().any(|h| !h.since(before)) {
+            let (keep, stale): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut *handed).into_iter().partition(|h| h.since(before));
+            *handed = keep;
+            drop(handed);
+            drop(stale);
+        }
+    }
     /// Takes one unit if any is left.
     pub fn try_acquire(&self) -> bool {
         let max = self.max.load(Ordering::Relaxed);
@@ -72,7 +119,7 @@ impl Budget {
 
     /// A budget that caps nothing, for connections outside every pool's budget (health probes).
     pub(crate) fn unlimited() -> Arc<Budget> {
-        Arc::new(Budget { max: AtomicU32::new(u32::MAX), used: AtomicU32::new(0), wanted: AtomicU32::new(0) })
+        Budget::new(u32::MAX)
     }
 }
 
@@ -107,12 +154,7 @@ impl BudgetRegistry {
     /// when pools are (re)built, never per statement.
     pub fn get(&self, pool: &str, backend: &str, max: u32) -> Arc<Budget> {
         let mut map = self.inner.lock();
-        let b = map
-            .entry((pool.to_owned(), backend.to_owned()))
-            .or_insert_with(|| {
-                Arc::new(Budget { max: AtomicU32::new(max), used: AtomicU32::new(0), wanted: AtomicU32::new(0) })
-            })
-            .clone();
+        let b = map.entry((pool.to_owned(), backend.to_owned())).or_insert_with(|| Budget::new(max)).clone();
         b.max.store(max, Ordering::Relaxed);
         b
     }
@@ -123,9 +165,7 @@ impl BudgetRegistry {
         let mut map = self.users.lock();
         let b = map
             .entry((pool.to_owned(), backend.to_owned(), user.to_owned()))
-            .or_insert_with(|| {
-                Arc::new(Budget { max: AtomicU32::new(max), used: AtomicU32::new(0), wanted: AtomicU32::new(0) })
-            })
+            .or_insert_with(|| Budget::new(max))
             .clone();
         b.max.store(max, Ordering::Relaxed);
         b

@@ -15,6 +15,7 @@ pub mod health;
 mod limit;
 mod line;
 mod login;
+mod moving;
 mod mysql;
 mod on_demand;
 mod pause;
@@ -36,6 +37,7 @@ pub use conn::{Conn, ConnInfo, MyInfo, PgInfo};
 pub use health::{BackendHealth, Cause};
 pub use limit::{Over, Shape};
 pub use login::{BackendSecret, FrozenPass, PassThrough};
+pub use moving::{freeze as freeze_conn, FrozenConn};
 pub use mysql::{
     deliver_kill as deliver_mysql_kill, tracks_gtid, BACKEND_CAPABILITIES as MYSQL_BACKEND_CAPABILITIES,
     TRACK_LAST_GTID,
@@ -160,6 +162,12 @@ const STARVED_TICKS: u32 = 4;
 /// and the burst wants it back): at 20 ms, two cores under callgrind's slow pace still traded
 /// 24 connections in 3,200 transactions.
 const SPARE_AFTER: Duration = Duration::from_millis(500);
+
+/// How long a connection given up for another core stays open for a core to take it (see
+/// [`moving::Handed`]): the core it was given up for is called at once and takes it within a
+/// loop turn or two; one that is not taken by then is closed at the next upkeep (the waiter went
+/// away, or found another connection). Long enough for a core slowed by a profiler.
+const HANDED_FOR: Duration = Duration::from_secs(5);
 
 /// Marks every backend budget of a pool as wanted by this core while any of its checkouts
 /// waits, and counts those checkouts. Only the first waiter and the last to leave touch the
@@ -558,10 +566,51 @@ impl CorePool {
         self.backends.get(backend).map_or(0, |b| b.budget.wanted().saturating_sub(here))
     }
 
-    /// Closes `conn`, given up for another core: this core leaves the unit to the core it was
-    /// given up for a while (see [`Waiters::giving`]).
+    /// Gives `conn` up for another core: this core leaves the unit to the core it was given up
+    /// for a while (see [`Waiters::giving`]). A connection that may move is handed over open
+    /// (see [`moving::Handed`]) before its unit is freed, so the core taking the unit uses it
+    /// rather than logging in (#39: a move was a close and a login, 150,000 instructions); the
+    /// others are closed. Its receive is stopped first, so it moves on the next loop turn.
     fn give_up(&self, conn: Conn) {
-        self.waiters.giving(rt::now(), || drop(conn));
+        let Some(budget) = self.backends.get(conn.backend).map(|b| b.budget.clone()).filter(|_| conn.user.is_none())
+        else {
+            return self.waiters.giving(rt::now(), || drop(conn));
+        };
+        let (waiters, config, epoch) = (self.waiters.clone(), self.config.clone(), self.gate.epoch());
+        rt::spawn_local(async move {
+            let mut conn = conn;
+            match moving::freeze(&mut conn, 0).await {
+                // Bytes the server sent while it sat idle (an error before it hung up, a notice):
+                // the next client must not read them, and an idle connection never keeps them.
+                Some((fd, frozen)) if frozen.unread.is_empty() => {
+                    budget.hand(moving::Handed::new(fd, frozen, config, epoch, rt::now()));
+                }
+                _ => {}
+            }
+            waiters.giving(rt::now(), || drop(conn));
+        });
+    }
+
+    /// A connection another core gave up for this pool's backend `index` (see
+    /// [`CorePool::give_up`]), joined to this core under `unit`; the unit back when there is
+    /// none to use (a login is due).
+    fn take_handed(&self, index: usize, unit: conn::BudgetUnit) -> Result<Conn, conn::BudgetUnit> {
+        let Some(slot) = self.backends.get(index) else { return Err(unit) };
+        let Some(handed) = slot.budget.take_handed(&self.config, self.gate.epoch()) else { return Err(unit) };
+        let (fd, mut frozen) = handed.into_parts();
+        match frozen.join(fd) {
+            Ok(stream) => {
+                let (addr, info, rest) = frozen.into_parts();
+                let mut conn = Conn::new(stream, addr, index, info, unit);
+                rest.apply(&mut conn);
+                self.counters.connection_moved_in(); // metrics
+                Ok(self.stamped(conn))
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "a server connection another core gave up could not join this one");
+                Err(unit)
+            }
+        }
     }
 
     /// Whether this core holds more than `slack` beyond its part of `backend`'s budget in use
@@ -1004,38 +1053,45 @@ impl CorePool {
         let _opening = Opening::new(&slot.outstanding);
         let guard = conn::BudgetUnit::new(slot.budget.clone(), user_budget, self.waiters.clone());
         let who = who.filter(|_| self.passes_through());
-        match protocol {
+        // #39: one another core gave up for this core's waiters, if any, rather than a login.
+        let guard = match who {
+            None => match self.take_handed(index, guard) {
+                Ok(conn) => return Ok(self.learned_from(conn, who)),
+                Err(guard) => guard,
+            },
+            Some(_) => guard,
+        };
+        let conn = match protocol {
             Protocol::Postgres => {
-                let conn = pg::connect(&self.config, slot.addr, &slot.label, index, guard, who, connect_deadline)
-                    .await
-                    .inspect_err(|e| slot.connect_failed(e, connect_deadline))?; // metrics, health
-                if self.server_params.borrow().is_none() && who.is_none() {
-                    if let ConnInfo::Pg(info) = &conn.info {
-                        *self.server_params.borrow_mut() = Some(Rc::new(info.params.clone()));
-                    }
-                }
-                Ok(self.stamped(conn))
+                pg::connect(&self.config, slot.addr, &slot.label, index, guard, who, connect_deadline).await
             }
             Protocol::MySql => {
-                let conn = mysql::connect(&self.config, slot.addr, &slot.label, index, guard, who, connect_deadline)
-                    .await
-                    .inspect_err(|e| slot.connect_failed(e, connect_deadline))?; // metrics, health
-                if self.server_params.borrow().is_none() {
-                    if let ConnInfo::MySql(info) = &conn.info {
-                        let params = vec![
-                            ("server_version".to_owned(), info.server_version.clone()),
-                            ("charset".to_owned(), info.charset.to_string()),
-                            // The login's status flags: NO_BACKSLASH_ESCAPES (and, on MariaDB,
-                            // ANSI_QUOTES) there is the server's global sql_mode, which sessions
-                            // start lexing in (#19).
-                            ("status".to_owned(), info.status.to_string()),
-                        ];
-                        *self.server_params.borrow_mut() = Some(Rc::new(params));
-                    }
-                }
-                Ok(self.stamped(conn))
+                mysql::connect(&self.config, slot.addr, &slot.label, index, guard, who, connect_deadline).await
             }
+        };
+        let conn = conn.inspect_err(|e| slot.connect_failed(e, connect_deadline))?; // metrics, health
+        Ok(self.learned_from(self.stamped(conn), who))
+    }
+
+    /// `conn`, the first this core opened or took, its server's startup parameters learned:
+    /// what logins to this pool are told (a pass-through login's own are not the pool's).
+    fn learned_from(&self, conn: Conn, who: Option<&PassThrough>) -> Conn {
+        if self.server_params.borrow().is_some() {
+            return conn;
         }
+        let params = match &conn.info {
+            ConnInfo::Pg(_) if who.is_some() => return conn,
+            ConnInfo::Pg(info) => info.params.clone(),
+            ConnInfo::MySql(info) => vec![
+                ("server_version".to_owned(), info.server_version.clone()),
+                ("charset".to_owned(), info.charset.to_string()),
+                // The login's status flags: NO_BACKSLASH_ESCAPES (and, on MariaDB, ANSI_QUOTES)
+                // there is the server's global sql_mode, which sessions start lexing in (#19).
+                ("status".to_owned(), info.status.to_string()),
+            ],
+        };
+        *self.server_params.borrow_mut() = Some(Rc::new(params));
+        conn
     }
 
     /// A server connection a former process of the router handed over with the session that
@@ -1104,6 +1160,9 @@ impl CorePool {
     /// else the next one checked in. Runs on every upkeep tick, so the usual case (nothing
     /// stale, nobody else waiting) walks the idle list without an allocation (#39).
     pub fn maintain(&self, cutoff: Instant) {
+        if let Some(before) = rt::now().checked_sub(HANDED_FOR) {
+            self.backends.iter().for_each(|b| b.budget.close_handed_before(before));
+        }
         if !self.idle.borrow().is_empty() {
             let u = self.usable_now(); // health: close idle connections of unhealthy backends
             let stale = self.idle.borrow().iter().any(|c| c.last_used < cutoff || !self.usable(c.backend, u));

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use crate::config::Protocol;
 use crate::id::CancelKey;
-use crate::pool::{Conn, PassThrough};
+use crate::pool::{Conn, FrozenConn, PassThrough};
 use crate::routing::RywState;
 use crate::rt::{FrozenTls, Stream};
 use crate::session::placement::Seat;
@@ -121,40 +121,6 @@ pub enum AdoptError {
     Socket(std::io::Error),
 }
 
-/// A server connection moving with the session that owns it: what the router knows of it.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub(super) struct FrozenConn {
-    addr: std::net::SocketAddr,
-    info: crate::pool::ConnInfo,
-    /// The router's statements prepared on it.
-    prepared: Vec<u64>,
-    /// The signature of the settings applied on it.
-    settings: u64,
-    /// Its TLS session, if it is encrypted.
-    tls: Option<Box<FrozenTls>>,
-    /// Bytes the server sent that the session did not read yet (a notice, a notification).
-    unread: Vec<u8>,
-}
-
-/// Takes `conn`'s socket out of this process (see [`crate::rt::hand_off`]), with what it holds
-/// from `from` in its read buffer on as unread; `None` when it cannot move, and then the
-/// connection is marked broken: its parked receive was stopped.
-pub(super) async fn hand_off_conn(conn: &mut Conn, from: usize) -> Option<(OwnedFd, FrozenConn)> {
-    match crate::rt::hand_off(&mut conn.stream).await {
-        Ok(crate::rt::Handed { fd, got, tls }) => {
-            let mut unread = conn.rbuf.split_off(from.min(conn.rbuf.len()));
-            unread.extend_from_slice(&got);
-            let (addr, info, prepared, settings) = (conn.addr, conn.info.clone(), conn.prepared.clone(), conn.settings);
-            Some((fd, FrozenConn { addr, info, prepared, settings, tls, unread }))
-        }
-        Err(e) => {
-            tracing::debug!(error = %e, "a session's server connection could not be handed over");
-            conn.broken = true;
-            None
-        }
-    }
-}
-
 /// What every moving session takes along past its wire's own state, flattened into it.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct FrozenSeat {
@@ -177,7 +143,7 @@ pub(super) async fn freeze_seat(
 ) -> Option<(FrozenSeat, Option<OwnedFd>)> {
     let (ryw, pass) = (seat.ryw.freeze(crate::rt::now()), seat.pass.as_ref().map(|p| p.freeze()));
     let Some(conn) = seat.conn.as_mut() else { return Some((FrozenSeat { ryw, leftover, backend: None, pass }, None)) };
-    let (fd, backend) = hand_off_conn(conn, from).await?;
+    let (fd, backend) = crate::pool::freeze_conn(conn, from).await?;
     seat.cancel.slot.set_server(None);
     super::give_back::close(&seat.pool, seat.conn.take());
     Some((FrozenSeat { ryw, leftover, backend: Some(backend), pass }, Some(fd)))
@@ -216,15 +182,14 @@ pub(super) fn sockets(
 /// (over its backend's budget if need be).
 fn thaw_conn(
     pool: &crate::pool::CorePool,
-    frozen: FrozenConn,
+    mut frozen: FrozenConn,
     fd: OwnedFd,
     user: Option<&str>,
 ) -> Result<Conn, AdoptError> {
-    let stream = Stream::adopt_backend(fd, frozen.tls).map_err(AdoptError::Socket)?;
-    let mut conn = pool.adopt(stream, frozen.addr, frozen.info, user).ok_or(AdoptError::Backend(frozen.addr))?;
-    conn.rbuf = frozen.unread;
-    conn.settings = frozen.settings;
-    conn.prepared = frozen.prepared;
+    let stream = frozen.join(fd).map_err(AdoptError::Socket)?;
+    let (addr, info, rest) = frozen.into_parts();
+    let mut conn = pool.adopt(stream, addr, info, user).ok_or(AdoptError::Backend(addr))?;
+    rest.apply(&mut conn);
     Ok(conn)
 }
 

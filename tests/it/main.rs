@@ -95,6 +95,7 @@ mod pg_session_mode;
 mod pg_session_settings;
 mod pg_stream;
 mod pg_util;
+mod pool_move;
 mod pool_protocol;
 mod pool_queue;
 mod pool_template;

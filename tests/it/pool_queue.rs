@@ -27,7 +27,7 @@ fn one_connection_router(acquire: &str) -> Router {
 }
 
 /// A router on `cores` with pool `main` of one connection (see [`one_connection_router`]).
-fn router_on(cores: &[usize], acquire: &str) -> Router {
+pub(crate) fn router_on(cores: &[usize], acquire: &str) -> Router {
     let pools = pg_pool("main", dbs().pg.primary_port, "transaction", 1)
         .replace("acquire_timeout = \"20s\"", &format!("acquire_timeout = \"{acquire}\""));
     let toml = pg_config(cores, &pools, "main")
@@ -55,7 +55,7 @@ fn served_order<T: for<'a> postgres::types::FromSql<'a>>(su: &mut postgres::Clie
 }
 
 /// Sessions open on each core, in core order.
-fn sessions_per_core(router: &Router) -> Vec<u64> {
+pub(crate) fn sessions_per_core(router: &Router) -> Vec<u64> {
     let mut reports = router.control().collect().expect("collect");
     reports.sort_by_key(|r| r.core);
     reports.iter().map(|r| r.counters.sessions_active).collect()
