@@ -572,11 +572,12 @@ impl CorePool {
     /// rather than logging in (#39: a move was a close and a login, 150,000 instructions); the
     /// others are closed. Its receive is stopped first, so it moves on the next loop turn.
     fn give_up(&self, conn: Conn) {
-        let Some(budget) = self.backends.get(conn.backend).map(|b| b.budget.clone()).filter(|_| conn.user.is_none())
+        let Some(budget) =
+            self.backends.get(conn.backend).map(|b| b.budget.clone()).filter(|_| conn.lease.user.is_none())
         else {
             return self.waiters.giving(rt::now(), || drop(conn));
         };
-        let (waiters, config, epoch) = (self.waiters.clone(), self.config.clone(), self.gate.epoch());
+        let (waiters, config, epoch) = (self.waiters.clone(), self.config.clone(), conn.lease.epoch);
         rt::spawn_local(async move {
             let mut conn = conn;
             match moving::freeze(&mut conn, 0).await {
