@@ -51,29 +51,24 @@ impl Budget {
     }
 
     /// A connection handed over that a core of a pool configured as `config` at RECONNECT
-    /// `epoch` may use, newest first; the others are closed (their units are free, so leaving
-    /// them open would let the connections to the server outnumber the budget). Cheap when
+    /// `epoch` may use, newest first. Those no core of this configuration and epoch may use are
+    /// closed (their units are free, so leaving them open would let the connections to the
+    /// server outnumber the budget); other fitting ones stay for the next unit taken. Cheap when
     /// nothing was handed: one uncontended lock per connection opened.
     pub(crate) fn take_handed(&self, config: &PoolConfig, epoch: u64) -> Option<Handed> {
         let mut handed = self.handed.lock();
         let found = handed.iter().rposition(|h| h.fits(config, epoch)).map(|i| handed.swap_remove(i));
-        let unfit = std::mem::take(&mut *handed);
+        let unfit = take_out(&mut handed, |h| !h.fits(config, epoch));
         drop(handed);
-        drop(unfit);
+        drop(unfit); // closed outside the lock
         found
     }
 
     /// Closes the connections handed over before `before` that no core took (the checkout they
     /// were given up for went away, or found another): they hold no unit.
     pub(crate) fn close_handed_before(&self, before: Instant) {
-        let mut handed = self.handed.lock();
-        if handed.iter().any(|h| !h.since(before)) {
-            let (keep, stale): (Vec<_>, Vec<_>) =
-                std::mem::take(&mut *handed).into_iter().partition(|h| h.since(before));
-            *handed = keep;
-            drop(handed);
-            drop(stale);
-        }
+        let stale = take_out(&mut self.handed.lock(), |h| !h.since(before));
+        drop(stale); // closed outside the lock
     }
     /// Takes one unit if any is left.
     pub fn try_acquire(&self) -> bool {
@@ -121,6 +116,17 @@ impl Budget {
     pub(crate) fn unlimited() -> Arc<Budget> {
         Budget::new(u32::MAX)
     }
+}
+
+/// The connections of `handed` that `out` picks, taken out of it (without a new list when there
+/// are none).
+fn take_out(handed: &mut Vec<Handed>, out: impl Fn(&Handed) -> bool) -> Vec<Handed> {
+    if !handed.iter().any(&out) {
+        return Vec::new();
+    }
+    let (taken, kept) = std::mem::take(handed).into_iter().partition(|h| out(h));
+    *handed = kept;
+    taken
 }
 
 /// Budgets by (pool name, backend `host:port`).

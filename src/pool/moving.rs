@@ -167,14 +167,19 @@ mod tests {
         let (old_epoch, mut p1) = handed(&config, 0, second, 1);
         let (other_config, mut p2) = handed(&other, 1, second, 2);
         let (fits, mut p3) = handed(&config, 1, second, 3);
+        let (fits_too, mut p4) = handed(&config, 1, second, 4);
         b.hand(old_epoch);
         b.hand(other_config);
         b.hand(fits);
+        b.hand(fits_too);
         let (_socket, taken) = b.take_handed(&config, 1).expect("the fitting one").into_parts();
-        assert_eq!(taken.prepared, [3], "what the router knew of it moves with it");
+        assert_eq!(taken.prepared, [4], "the newest first, and what the router knew of it moves with it");
         assert!(closed(&mut p1), "one opened before a RECONNECT is closed");
         assert!(closed(&mut p2), "one of another configuration is closed");
-        assert!(!closed(&mut p3), "the one taken stays open");
+        assert!(!closed(&mut p4), "the one taken stays open");
+        assert!(!closed(&mut p3), "another fitting one stays for the next unit taken");
+        let (_socket, next) = b.take_handed(&config, 1).expect("the other fitting one").into_parts();
+        assert_eq!(next.prepared, [3]);
         assert!(b.take_handed(&config, 1).is_none(), "nothing is left");
     }
 
