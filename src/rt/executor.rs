@@ -291,15 +291,17 @@ impl Core {
                 let next = self.timers.borrow_mut().next().map(|t| t.saturating_duration_since(now));
                 Some(next.map_or(cap, |n| n.min(cap)))
             };
-            let woken = self.ring.borrow_mut().turn(wait);
-            if woken {
+            let reaped = self.ring.borrow_mut().turn(wait);
+            if reaped.fired {
                 self.take_remote();
             }
-            let idle = self.queued(LATENCY) + self.queued(BACKGROUND) == 0;
-            if idle && !woken && wait.is_some_and(|w| !w.is_zero()) {
-                // A wait that ended with nothing: valgrind lets the other cores run only at a
+            if !reaped.any && wait.is_some_and(|w| !w.is_zero()) {
+                // A wait that ran out with nothing: valgrind lets the other cores run only at a
                 // system call it knows may block, and `io_uring_enter` is not one (see
-                // `FIRST_IDLE_WAIT`). Costs an idle core one system call per wake-up.
+                // `FIRST_IDLE_WAIT`). Costs an idle core one system call per wake-up. Not after
+                // a completion that woke no task (a queued client write's, once per request at
+                // one client): that wait did not run out, and a yield there hands the CPU to
+                // whatever else is runnable, an involuntary context switch per request (#39).
                 std::thread::yield_now();
             }
         }

@@ -90,6 +90,15 @@ enum Slot {
 /// freed. Only [`Ring::quiet`] makes one.
 pub(super) struct Quiet(());
 
+/// What one turn of the ring reaped.
+pub(super) struct Reaped {
+    /// The eventfd fired: another thread woke a task of this core or notified it.
+    pub fired: bool,
+    /// Some completion came, even one that woke no task (a queued client write's): the wait
+    /// did not end idle.
+    pub any: bool,
+}
+
 /// The ring, its operations in flight and the eventfd read.
 pub(super) struct Ring {
     ring: IoUring,
@@ -274,8 +283,8 @@ impl Ring {
 
     /// One `io_uring_enter`: submits every queued operation and waits up to `wait` (`None`:
     /// until something completes) for a completion. Then reaps every completion, waking their
-    /// tasks. Returns whether the eventfd fired.
-    pub(super) fn turn(&mut self, wait: Option<Duration>) -> bool {
+    /// tasks.
+    pub(super) fn turn(&mut self, wait: Option<Duration>) -> Reaped {
         // Completions set aside by `push` are ready already: do not wait for more.
         let wait = if self.reaped.is_empty() { wait } else { Some(Duration::ZERO) };
         let res = match wait {
@@ -307,12 +316,13 @@ impl Ring {
         self.flags_deferred && sq.is_empty() && !sq.taskrun() && !sq.cq_overflow()
     }
 
-    fn reap(&mut self) -> bool {
+    fn reap(&mut self) -> Reaped {
         let mut fired = false;
         self.set_aside();
         // Nothing below pushes (which may set completions aside) until `reaped` is back: the
         // rest of a short posted send is queued after the loop.
         let mut done = std::mem::take(&mut self.reaped);
+        let any = !done.is_empty();
         let mut rest = Vec::new();
         for (ud, res, flags) in done.drain(..) {
             if ud == EVENTFD_OP {
@@ -356,7 +366,7 @@ impl Ring {
         if fired {
             self.arm_eventfd();
         }
-        fired
+        Reaped { fired, any }
     }
 
     /// Proof that no operation is left in the kernel, if none is.
