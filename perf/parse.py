@@ -142,9 +142,10 @@ def targets(tab, counts, idle):
     q, h = m("sysbench-oltp_point_select", 16, "querypilot-1c", "cpu"), m("sysbench-oltp_point_select", 16, "haproxy", "cpu")
     check(cmp(q, h, lambda a, b: a <= b),
           f"MySQL, sysbench oltp_point_select, one core: router CPU {q:.1f} µs/query ≤ HAProxy's (TCP mode) {h:.1f}")
-    q, p = cg.get(("querypilot-1c", "simple")), cg.get(("pgbouncer", "simple"))
-    if q is not None and p is not None:
-        out.append(f"- for scale: user-space instructions, simple: {q:,}/tx against PgBouncer's {p:,} ({q / p:.2f}×)")
+    for mode in ("simple", "extended"):
+        q, p = cg.get(("querypilot-1c", mode)), cg.get(("pgbouncer", mode))
+        if q is not None and p is not None:
+            out.append(f"- for scale: user-space instructions, {mode}: {q:,}/tx against PgBouncer's {p:,} ({q / p:.2f}×)")
     st = {t: float(v) for kind, t, v, _ in (c for c in counts if c[0] == "strace")}
     q, p = st.get("querypilot-1c"), st.get("pgbouncer")
     if q is not None and p is not None:
