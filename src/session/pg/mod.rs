@@ -741,21 +741,20 @@ impl Placed for Session {
     const PROTOCOL: Protocol = Protocol::Postgres;
 
     /// A transaction, session state, or an extended-protocol exchange in progress (also after a
-    /// Flush sent part of a batch: its implicit transaction is open until ReadyForQuery).
+    /// Flush sent part of a batch: its implicit transaction is open until ReadyForQuery). A
+    /// PostgreSQL cursor lives in a transaction or is session state (WITH HOLD), and nothing a
+    /// statement leaves is read only from its own connection outside those.
     fn hold_facts(&self, counted: Exchange) -> HoldFacts {
         let ex = &self.ex;
         HoldFacts {
             connected: self.seat.conn.is_some(),
             in_transaction: self.progress.tx != TransactionStatus::Idle,
             read_only: self.progress.read_only_tx,
-            // A PostgreSQL cursor lives in a transaction, or is session state (WITH HOLD).
-            cursor: false,
             mid_exchange: !ex.expects().is_empty()
                 || (counted <= Exchange::Open && ex.awaiting())
                 || (counted == Exchange::Queued && !ex.queued().is_empty()),
             pin: self.state.pin(),
-            // Nothing a statement leaves is read only from its own connection outside those.
-            sticky: false,
+            ..HoldFacts::default()
         }
     }
 
