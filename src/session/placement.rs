@@ -14,8 +14,8 @@ use super::commit_io;
 use super::context::CoreContext;
 use super::engine::after::{self, AfterStatement, StatementEnd};
 use super::engine::digest::Timing;
-use super::engine::hold::Hold;
-use super::engine::release::{Gone, LossFacts};
+use super::engine::hold::{Exchange, Hold, HoldFacts};
+use super::engine::release::{self, Gone, LossFacts};
 use super::engine::route;
 use super::give_back::{close, moving_to};
 use super::lend::Lent;
@@ -24,6 +24,7 @@ use crate::config::Protocol;
 use crate::id::{CancelKey, Position, Token};
 use crate::pool::{Conn, CorePool, PassThrough, PoolError, Shape};
 use crate::routing::RywState;
+use crate::sql::analyze::PinReason;
 
 /// What a session holds on the backend side, the same for both wires: where it runs, on what
 /// connection, as whom, and what its reads must see.
@@ -123,8 +124,27 @@ pub(super) trait Placed {
     type Error: for<'e> From<&'e PoolError>;
     /// The protocol the session's backend connections speak.
     const PROTOCOL: Protocol;
-    /// What holds the session on its connection now.
-    fn holding(&self) -> Hold;
+    /// What the wire knows of what holds the session on its connection now; `counted`: the
+    /// part of an unfinished exchange that holds it for the rule asking.
+    fn hold_facts(&self, counted: Exchange) -> HoldFacts;
+    /// What holds the session on its connection now, as routing sees it.
+    fn holding(&self) -> Hold {
+        Hold::of(&self.hold_facts(Exchange::Queued))
+    }
+    /// A pin taken since the last call and not counted in the metrics yet.
+    fn take_uncounted_pin(&mut self) -> Option<PinReason>;
+    /// Gives the connection back when the end of a statement leaves nothing holding it that the
+    /// pool's mode keeps it for ([`release::gives_back`]). A pin taken since the last call is
+    /// counted here, where it starts to keep the connection.
+    async fn maybe_release(&mut self) {
+        let (pin, hold) = (self.take_uncounted_pin(), Hold::of(&self.hold_facts(Exchange::Due)));
+        let seat = self.seat();
+        seat.ctx.count_pin(pin); // metrics
+        let move_off = seat.conn.as_ref().is_some_and(|c| seat.pool.should_move_off(c.backend));
+        if release::gives_back(seat.pool.config.mode, hold, move_off) {
+            self.release_backend(false).await;
+        }
+    }
     fn seat(&mut self) -> &mut Seat;
     /// The error a client gets when no pool can take its statement.
     fn unplaced(message: String) -> Self::Error;

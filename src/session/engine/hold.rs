@@ -29,6 +29,20 @@ pub enum Hold {
     Sticky,
 }
 
+/// Which part of an unfinished exchange with the backend a rule counts as holding the
+/// connection, each counting those after it too: routing keeps even messages not sent yet
+/// together, the release and idle rules count a batch before its Sync or a response read
+/// part-way, and the end of a statement only answers still due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Exchange {
+    /// Messages queued for the backend and not sent yet (PostgreSQL).
+    Queued,
+    /// A batch before its Sync (PostgreSQL), a response read part-way (MySQL).
+    Open,
+    /// Answers still due from the backend.
+    Due,
+}
+
 /// The protocol-neutral facts each wire reads off its own state to compute its [`Hold`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HoldFacts {

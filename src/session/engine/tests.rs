@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::hold::{Hold, HoldFacts};
+use super::hold::{Exchange, Hold, HoldFacts};
 use super::route::{causal_position, guard, plan, replica_read, Guard, HeldReplica, Plan, RouteContext};
 use crate::config::{PoolRole, Protocol, ReadYourWrites};
 use crate::id::Position;
@@ -50,6 +50,16 @@ fn one_thing_holding_names_the_hold() {
     for (f, want) in rows {
         assert_eq!(Hold::of(&f), want, "{f:?}");
     }
+}
+
+/// The wires count an unfinished exchange by comparing parts: routing counts every part, the
+/// release and idle rules from an open batch or response on, a statement's end only answers due.
+#[test]
+fn each_rule_counts_the_parts_of_an_exchange_from_its_own_on() {
+    let counts = |rule: Exchange, part: Exchange| rule <= part;
+    assert!(counts(Exchange::Queued, Exchange::Queued) && counts(Exchange::Queued, Exchange::Due));
+    assert!(!counts(Exchange::Open, Exchange::Queued) && counts(Exchange::Open, Exchange::Open));
+    assert!(!counts(Exchange::Due, Exchange::Open) && counts(Exchange::Due, Exchange::Due));
 }
 
 #[test]

@@ -18,11 +18,12 @@ use super::{End, Session, READ_CHUNK};
 use crate::metrics::BufferKind;
 use crate::protocol::mysql::decode_packet_header;
 use crate::protocol::mysql::framer::{Frame, MAX_PACKET_PAYLOAD};
-use crate::protocol::mysql::response::SERVER_STATUS_IN_TRANS;
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::driver;
+use crate::session::engine::release;
 use crate::session::error::RelayError;
+use crate::session::placement::Placed;
 
 /// Payloads at least this long pass through in pieces; shorter ones are read whole.
 pub(super) use crate::session::driver::PIECEWISE_AT;
@@ -142,8 +143,7 @@ impl Session {
                 continue;
             }
             // Inside a transaction the backend waits for this client: not for ever.
-            let held = self.tx.status & SERVER_STATUS_IN_TRANS != 0 || self.tx.cursor.is_some();
-            let limit = self.seat.pool.config.timeouts.idle_transaction.filter(|_| held && self.seat.conn.is_some());
+            let limit = release::idle_limit(self.holding(), self.seat.pool.config.timeouts.idle_transaction);
             driver::read_more(self, limit).await?;
         }
     }

@@ -50,7 +50,7 @@ use crate::rt::{self, Stream};
 use crate::session::client_error::MyClientError;
 use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::after::{Commits, StatementEnd, TxMove};
-use crate::session::engine::hold::{Hold, HoldFacts};
+use crate::session::engine::hold::{Exchange, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts, Unfit};
 use crate::session::error::RelayError;
 use crate::session::give_back::give_back;
@@ -58,7 +58,7 @@ use crate::session::lend::Lent;
 use crate::session::loss::{self, Farewell};
 use crate::session::placement::{Placed, Seat};
 use crate::session::CoreContext;
-use crate::sql::analyze::{session_effects, Effect, Effects};
+use crate::sql::analyze::{session_effects, Effect, Effects, PinReason};
 use crate::sql::Dialect;
 use relay::{Grammar, Outcome};
 use state::MyState;
@@ -227,11 +227,7 @@ impl Wire for Session {
         let idle = self.seat.conn.is_none();
         // In a transaction or with a cursor open the backend is this client's alone, so a
         // silent client may not keep it for ever.
-        let limit = if idle {
-            None
-        } else {
-            release::idle_limit(self.holding(), self.seat.pool.config.timeouts.idle_transaction)
-        };
+        let limit = release::idle_limit(self.holding(), self.seat.pool.config.timeouts.idle_transaction);
         // Holding its server connection between transactions (session mode, a pin), the
         // session still hears a drain or a hand-over (#40), as an idle one does.
         let between = self.tx.status & SERVER_STATUS_IN_TRANS == 0 && self.tx.cursor.is_none();
@@ -649,25 +645,6 @@ impl Session {
         }
     }
 
-    /// Gives the backend connection back when the pool mode says the client is done with it:
-    /// nothing ties the client to it (no transaction, pin, open cursor or sticky state).
-    /// A pin taken since the last call is counted here, where it starts to keep the connection.
-    async fn maybe_release(&mut self) {
-        self.seat.ctx.count_pin(self.state.take_uncounted_pin()); // metrics
-        let hold = Hold::of(&HoldFacts {
-            connected: true,
-            in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
-            cursor: self.tx.cursor.is_some(),
-            pin: self.state.pin(),
-            sticky: self.tx.sticky,
-            ..HoldFacts::default()
-        });
-        let move_off = self.seat.conn.as_ref().is_some_and(|c| self.seat.pool.should_move_off(c.backend));
-        if release::gives_back(self.seat.pool.config.mode, hold, move_off) {
-            self.release_backend(false).await;
-        }
-    }
-
     async fn on_reset(&mut self) -> Result<(), End> {
         if self.is_bridged() {
             return self.bridged_reset();
@@ -850,19 +827,22 @@ impl Placed for Session {
         MyClientError::new(causal::ER_NO_CAUGHT_UP_REPLICA, message)
     }
 
-    /// What holds the session on its current backend connection: a transaction, a cursor,
-    /// a response read part-way, session state, or a statement that generated an insert id
-    /// (`LAST_INSERT_ID()` reads that connection).
-    fn holding(&self) -> Hold {
-        Hold::of(&HoldFacts {
+    /// A transaction, a cursor, a response read part-way, session state, or a statement that
+    /// generated an insert id (`LAST_INSERT_ID()` reads that connection).
+    fn hold_facts(&self, counted: Exchange) -> HoldFacts {
+        HoldFacts {
             connected: self.seat.conn.is_some(),
             in_transaction: self.tx.status & SERVER_STATUS_IN_TRANS != 0,
             read_only: self.tx.status & SERVER_STATUS_IN_TRANS_READONLY != 0,
             cursor: self.tx.cursor.is_some(),
-            mid_exchange: self.link.pos != 0,
+            mid_exchange: counted <= Exchange::Open && self.link.pos != 0,
             pin: self.state.pin(),
             sticky: self.tx.sticky,
-        })
+        }
+    }
+
+    fn take_uncounted_pin(&mut self) -> Option<PinReason> {
+        self.state.take_uncounted_pin()
     }
 
     fn loss_facts(&self) -> LossFacts {

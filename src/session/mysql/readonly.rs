@@ -19,6 +19,7 @@ use crate::protocol::mysql::response::{
 };
 use crate::protocol::mysql::{encode_packets, OkPacket};
 use crate::session::client_error::MyClientError;
+use crate::session::placement::Placed;
 use crate::sql::analyze::{transaction_statement, AccessMode, TxKind};
 use crate::sql::Dialect;
 
@@ -117,7 +118,7 @@ impl Session {
         self.tx.status & (SERVER_STATUS_IN_TRANS | SERVER_STATUS_AUTOCOMMIT) == SERVER_STATUS_AUTOCOMMIT
             && self.seat.pool.config.mode != PoolMode::Statement
             && !self.is_bridged()
-            && !self.held()
+            && !self.holding().held()
             && self.state.pin().is_none()
             && self.seat.ctx.splits_reads(Protocol::MySql)
     }

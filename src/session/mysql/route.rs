@@ -55,11 +55,6 @@ pub(super) struct Routed {
 }
 
 impl Session {
-    /// Whether the session must stay on its current backend connection (see [`Session::holding`]).
-    pub(super) fn held(&self) -> bool {
-        self.holding().held()
-    }
-
     /// Whether the next statement opens a transaction the client did not declare read-only:
     /// the server last reported autocommit off and no transaction open (so the statement opens
     /// one implicitly), and the session's transactions are not `READ ONLY`.
@@ -108,7 +103,7 @@ impl Session {
     /// needs to know whether a translation rewrites what is prepared). `key` is the statement's
     /// memoized routing key, if any.
     pub(super) fn decide(&self, sql: &str, key: Option<StatementKey>) -> Decision {
-        self.decide_held(sql, key, self.held())
+        self.decide_held(sql, key, self.holding().held())
     }
 
     /// [`Session::decide`] as if the session held its connection (`held`) or not.

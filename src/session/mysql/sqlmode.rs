@@ -53,7 +53,7 @@ impl Session {
             );
             MyClientError::new(ER_HELD_REPLICA, text)
         };
-        if self.held() {
+        if self.holding().held() {
             return Err(refuse("the session is held on that connection"));
         }
         let Some(primary) = self.primary_pool() else { return Err(refuse("there is no primary pool")) };

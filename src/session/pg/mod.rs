@@ -48,7 +48,7 @@ use crate::protocol::pg::{
 use crate::rt::{self, Stream};
 use crate::session::client_error::PgClientError;
 use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
-use crate::session::engine::hold::{Hold, HoldFacts};
+use crate::session::engine::hold::{Exchange, Hold, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts};
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
@@ -57,6 +57,7 @@ use crate::session::loss::Farewell;
 use crate::session::placement::{Placed, Seat};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
+use crate::sql::analyze::PinReason;
 use prepared::Expect;
 use readonly::begins_transaction;
 
@@ -368,7 +369,7 @@ impl Session {
     /// The pool's `idle_transaction_timeout` when the session holds its backend inside a
     /// transaction or mid-exchange (COPY, an extended batch awaiting Sync); `None` otherwise.
     fn idle_transaction_timeout(&self) -> Option<std::time::Duration> {
-        release::idle_limit(self.holding_for(true), self.seat.pool.config.timeouts.idle_transaction)
+        release::idle_limit(Hold::of(&self.hold_facts(Exchange::Open)), self.seat.pool.config.timeouts.idle_transaction)
     }
 
     async fn dispatch(&mut self) -> Result<(), End> {
@@ -707,16 +708,6 @@ impl Session {
         refused.then(|| PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, text))
     }
 
-    /// Gives the backend connection back when the pool mode says the client is done with it.
-    /// A pin taken since the last call is counted here, where it starts to keep the connection.
-    async fn maybe_release(&mut self) {
-        self.seat.ctx.count_pin(self.state.take_uncounted_pin()); // metrics
-        let move_off = self.seat.conn.as_ref().is_some_and(|c| self.seat.pool.should_move_off(c.backend));
-        if release::gives_back(self.seat.pool.config.mode, self.holding_for(false), move_off) {
-            self.release_backend(false).await;
-        }
-    }
-
     async fn replay_settings(&mut self) -> Result<(), PgClientError> {
         let sql = self.state.replay_sql();
         let sig = self.state.signature();
@@ -749,21 +740,26 @@ impl Placed for Session {
     type Error = PgClientError;
     const PROTOCOL: Protocol = Protocol::Postgres;
 
-    /// What holds the session on its current backend connection: a transaction, session state,
-    /// or an extended-protocol batch in progress (also after a Flush sent part of it: its
-    /// implicit transaction is open until ReadyForQuery).
-    fn holding(&self) -> Hold {
-        Hold::of(&HoldFacts {
+    /// A transaction, session state, or an extended-protocol exchange in progress (also after a
+    /// Flush sent part of a batch: its implicit transaction is open until ReadyForQuery). A
+    /// PostgreSQL cursor lives in a transaction or is session state (WITH HOLD), and nothing a
+    /// statement leaves is read only from its own connection outside those.
+    fn hold_facts(&self, counted: Exchange) -> HoldFacts {
+        let ex = &self.ex;
+        HoldFacts {
             connected: self.seat.conn.is_some(),
             in_transaction: self.progress.tx != TransactionStatus::Idle,
             read_only: self.progress.read_only_tx,
-            // A PostgreSQL cursor lives in a transaction, or is session state (WITH HOLD).
-            cursor: false,
-            mid_exchange: self.ex.awaiting() || !self.ex.expects().is_empty() || !self.ex.queued().is_empty(),
+            mid_exchange: !ex.expects().is_empty()
+                || (counted <= Exchange::Open && ex.awaiting())
+                || (counted == Exchange::Queued && !ex.queued().is_empty()),
             pin: self.state.pin(),
-            // Nothing a statement leaves is read only from its own connection outside those.
-            sticky: false,
-        })
+            ..HoldFacts::default()
+        }
+    }
+
+    fn take_uncounted_pin(&mut self) -> Option<PinReason> {
+        self.state.take_uncounted_pin()
     }
 
     fn seat(&mut self) -> &mut Seat {
@@ -779,7 +775,7 @@ impl Placed for Session {
         }
         self.seat.cancel.slot.set_running(None);
         self.seat.cancel.slot.settle().await;
-        let hold = self.holding_for(true);
+        let hold = Hold::of(&self.hold_facts(Exchange::Open));
         let Some(mut conn) = self.seat.conn.take() else { return };
         // The next client's replay starts with RESET ALL (see `replay_settings`), so no setting
         // lingers; DISCARD ALL is PostgreSQL's (#35): a generic engine's connection goes

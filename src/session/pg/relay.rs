@@ -33,6 +33,7 @@ use crate::session::client_error::PgClientError;
 use crate::session::engine::after::{Commits, Effects, StatementEnd, TxMove};
 use crate::session::error::RelayError;
 use crate::session::pg::prepared::Expect;
+use crate::session::placement::Placed;
 
 /// Largest backend message accepted (PostgreSQL's own limit on a field is 1 GiB).
 pub(super) const BACKEND_MAX: usize = (1 << 30) + 1024;

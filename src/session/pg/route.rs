@@ -14,7 +14,7 @@ use crate::routing::{Decision, DecisionKind, Outcome, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::commit_io;
-use crate::session::engine::hold::{Hold, HoldFacts};
+use crate::session::engine::hold::Hold;
 use crate::session::engine::route::{self, Refusal, Refused, RouteContext};
 use crate::session::engine::ryw;
 use crate::session::placement::{self, Placed};
@@ -28,18 +28,6 @@ pub(super) const INVALID_PARAMETER_VALUE: &str = "22023";
 const REPLICA_UNSAFE: &str = "25006";
 
 impl Session {
-    /// [`Session::holding`] as the release and idle rules read it: answers still due count,
-    /// and with `batch` a batch awaiting its Sync, but messages not sent yet do not.
-    pub(super) fn holding_for(&self, batch: bool) -> Hold {
-        Hold::of(&HoldFacts {
-            connected: self.seat.conn.is_some(),
-            in_transaction: self.progress.tx != TransactionStatus::Idle,
-            mid_exchange: !self.ex.expects().is_empty() || (batch && self.ex.awaiting()),
-            pin: self.state.pin(),
-            ..HoldFacts::default()
-        })
-    }
-
     /// Asks the router about `sql` without moving the session (for a named Parse, which only
     /// needs to know whether a translation rewrites it). `key` is the statement's routing key
     /// when computed before (a prepared statement's), sparing a fingerprint per execute.

@@ -16,6 +16,7 @@ use crate::session::commit_io;
 use crate::session::engine::after::{self, Commits, StatementEnd, TxMove};
 use crate::session::engine::ryw;
 use crate::session::error::RelayError;
+use crate::session::placement::Placed;
 use crate::sql::analyze::{Operation, TxKind};
 
 use super::super::route::Rewrite;
@@ -450,7 +451,7 @@ impl Session {
     pub(super) async fn bridged_causal(&mut self) -> Result<(), MyClientError> {
         let Some(position) = self.seat.ryw.required_position().cloned() else { return Ok(()) };
         // A transaction or a pin holds the session's connection where it is, as for a native one.
-        let free = self.foreign.bridge.tx == TransactionStatus::Idle && !self.held();
+        let free = self.foreign.bridge.tx == TransactionStatus::Idle && !self.holding().held();
         if self.seat.pool.config.role != PoolRole::Replica || !free || self.foreign.cross.crossing() {
             return Ok(());
         }
