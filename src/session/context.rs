@@ -388,6 +388,11 @@ impl CoreContext {
     /// statistics and to `pool`'s `sqp_statement_duration_seconds`. Cheap when the shape is known
     /// (no allocation unless the shape or its pool is new; the pool's counters are this core's).
     pub fn record_digest(&self, timing: &mut Timing, protocol: Protocol, pool: &CorePool) {
+        if timing.statement().is_none() {
+            // Asked again as the next statement is routed, the last one having ended with its
+            // response: nothing is timed, so the clock is not read.
+            return;
+        }
         if let Some(execution) = timing.finish(crate::rt::now(), protocol, &pool.config.name) {
             pool.counters.statement_finished(execution.elapsed);
             self.digests.borrow_mut().record(&execution);

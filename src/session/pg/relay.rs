@@ -96,6 +96,16 @@ enum Flow {
     Over,
 }
 
+/// Where a frame relayed without waiting left the pass.
+enum Landed {
+    /// As the flow says.
+    Flow(Flow),
+    /// At ReadyForQuery, with its status byte.
+    Ready(Option<u8>),
+    /// At CopyInResponse: the client's COPY data goes to the backend next.
+    CopyIn,
+}
+
 /// Whether a whole backend frame starts at `pos` of `rbuf`.
 fn has_frame(rbuf: &[u8], pos: usize) -> bool {
     frame_at(rbuf, pos).is_some()
@@ -104,6 +114,17 @@ fn has_frame(rbuf: &[u8], pos: usize) -> bool {
 /// The whole backend frame at `pos` of `rbuf`, if one is there.
 pub(super) fn frame_at(rbuf: &[u8], pos: usize) -> Option<RawFrame<'_>> {
     decode_raw_frame(rbuf.get(pos..)?, BACKEND_MAX).ok().flatten()
+}
+
+/// The tag and length of the whole frame at `pos` of `rbuf`, when one is there and may come
+/// after startup; anything else is left to [`next_frame_or_head`] and `read_frame`, which wait
+/// for more bytes or report what is wrong.
+fn buffered_frame(rbuf: &[u8], pos: usize) -> Option<(u8, usize)> {
+    let rest = rbuf.get(pos..)?;
+    match decode_header(rest, BACKEND_MAX) {
+        Ok(Some((tag, len))) if rest.len() >= len && is_after_startup(tag) => Some((tag, len)),
+        _ => None,
+    }
 }
 
 /// The run of complete DataRows at `pos` of `rbuf` (see [`data_row_run`]).
@@ -170,12 +191,31 @@ impl Session {
             if until == Until::Available && !has_frame(&conn.rbuf, pass.pos) && !rt::readable_now(&conn.stream) {
                 break;
             }
-            let Some((tag, len)) = self.read_frame(&mut pass).await? else { continue };
-            if !self.seat.conn.as_ref().is_some_and(|c| has_frame(&c.rbuf, pass.pos)) {
+            // A frame already whole in the buffer (most of a response's arrive in one read) is
+            // taken without a read's future and its deadline.
+            let buffered = self.seat.conn.as_ref().and_then(|c| buffered_frame(&c.rbuf, pass.pos));
+            let next = match buffered {
+                Some(frame) => Some(frame),
+                None => self.read_frame(&mut pass).await?,
+            };
+            let Some((tag, len)) = next else { continue };
+            // The header was decoded and checked: whether the frame is whole is a length's
+            // comparison, not a second decode.
+            if self.seat.conn.as_ref().is_none_or(|c| c.rbuf.len().saturating_sub(pass.pos) < len) {
                 self.pass_on_large(&mut pass, len).await?; // #33
                 continue;
             }
-            match self.on_frame(tag, len, &mut pass).await? {
+            let landed = if tag == server::DATA_ROW && self.passes_rows() {
+                Landed::Flow(self.on_rows(&mut pass).await?)
+            } else {
+                self.on_message(tag, len, &mut pass)
+            };
+            let flow = match landed {
+                Landed::Flow(flow) => flow,
+                Landed::Ready(status) => self.at_ready(status).await?,
+                Landed::CopyIn => self.on_copy_in(&mut pass).await?,
+            };
+            match flow {
                 Flow::Again => continue,
                 Flow::Next => {}
                 Flow::Stop => break,
@@ -237,26 +277,45 @@ impl Session {
         Ok(())
     }
 
-    /// Relays one backend frame of `len` bytes at the pass's position and moves past it.
-    async fn on_frame(&mut self, tag: u8, len: usize, pass: &mut Pass) -> Result<Flow, End> {
-        if tag == server::DATA_ROW && self.passes_rows() {
-            // Still read under the deadline above: query_timeout works as on the decoded path.
-            self.pass_rows(&mut pass.pos).await?;
-            let full = self.seat.conn.as_ref().is_some_and(|c| c.rbuf.len() >= READ_CHUNK);
-            pass.chunk = if full { PASS_READ_CHUNK } else { READ_CHUNK };
-            return Ok(Flow::Next);
+    /// Passes through the DataRows at the pass's position (`raw_passthrough`, #10), still read
+    /// under the deadline above: query_timeout works as on the decoded path.
+    async fn on_rows(&mut self, pass: &mut Pass) -> Result<Flow, End> {
+        self.pass_rows(&mut pass.pos).await?;
+        let full = self.seat.conn.as_ref().is_some_and(|c| c.rbuf.len() >= READ_CHUNK);
+        pass.chunk = if full { PASS_READ_CHUNK } else { READ_CHUNK };
+        Ok(Flow::Next)
+    }
+
+    /// CopyInResponse: the client's COPY data goes to the backend.
+    async fn on_copy_in(&mut self, pass: &mut Pass) -> Result<Flow, End> {
+        let extended = self.ex.expects().contains(&Expect::Sync);
+        if let CopyIn::Rejected = self.pump_copy_in().await? {
+            // The server took the batch's Sync as part of the COPY: the client's next Sync
+            // ends the batch.
+            pass.copy_rejected = extended;
         }
+        pass.deadline = self.query_deadline();
+        Ok(Flow::Next)
+    }
+
+    /// Relays the backend frame of `len` bytes at the pass's position on the decoded path and
+    /// moves past it: the exchange's decision, the frame to the client buffer. It waits for
+    /// nothing, so most frames cost no future of their own; ReadyForQuery and CopyInResponse
+    /// are left to their awaiting handlers.
+    fn on_message(&mut self, tag: u8, len: usize, pass: &mut Pass) -> Landed {
         pass.chunk = READ_CHUNK;
         self.retry_note(tag, len); // retry (#11)
         let forward = self.on_backend_message(pass.pos);
-        let Some(frame) = self.seat.conn.as_ref().and_then(|c| frame_at(&c.rbuf, pass.pos)) else {
-            return Ok(Flow::Over); // the connection went while the frame was looked at
+        // The frame at `pass.pos` is `len` bytes, as its header said: sliced, not decoded again.
+        let Some(bytes) = self.seat.conn.as_ref().and_then(|c| c.rbuf.get(pass.pos..pass.pos + len)) else {
+            return Landed::Flow(Flow::Over); // the connection went while the frame was looked at
         };
         if forward {
-            self.io.out.extend_from_slice(frame.bytes());
+            self.io.out.extend_from_slice(bytes);
         }
-        let status = (tag == server::READY_FOR_QUERY).then(|| frame.body().first().copied()).flatten();
-        pass.pos += frame.len();
+        // ReadyForQuery's status is the byte after its type and length.
+        let status = if tag == server::READY_FOR_QUERY { bytes.get(5).copied() } else { None };
+        pass.pos += len;
         if matches!(tag, server::READY_FOR_QUERY | server::COPY_IN_RESPONSE) {
             if let Some(conn) = self.seat.conn.as_mut() {
                 conn.rbuf.drain(..pass.pos);
@@ -264,23 +323,14 @@ impl Session {
             pass.pos = 0;
         }
         match tag {
-            server::READY_FOR_QUERY => self.at_ready(status).await,
-            server::COPY_IN_RESPONSE => {
-                let extended = self.ex.expects().contains(&Expect::Sync);
-                if let CopyIn::Rejected = self.pump_copy_in().await? {
-                    // The server took the batch's Sync as part of the COPY: the client's
-                    // next Sync ends the batch.
-                    pass.copy_rejected = extended;
-                }
-                pass.deadline = self.query_deadline();
-                Ok(Flow::Next)
-            }
+            server::READY_FOR_QUERY => Landed::Ready(status),
+            server::COPY_IN_RESPONSE => Landed::CopyIn,
             server::ERROR_RESPONSE if pass.until != Until::Ready || pass.copy_rejected => {
                 // Before Sync: the server now discards the client's messages up to Sync.
                 self.ex.abort_before_sync();
-                Ok(Flow::Stop)
+                Landed::Flow(Flow::Stop)
             }
-            _ => Ok(Flow::Next),
+            _ => Landed::Flow(Flow::Next),
         }
     }
 

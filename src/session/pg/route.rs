@@ -69,14 +69,16 @@ impl Session {
             return Err(e);
         }
         let now = rt::now();
+        // Both observe_statement and note_unseen ask: the text is scanned once.
+        let opens = runs && super::begins_transaction(sql);
         if runs {
-            self.observe_statement(sql, &decision, now);
+            self.observe_statement(sql, &decision, now, opens);
         }
         let (target, to_replica) = self.choose_target(&decision, runs)?;
         placement::move_to(self, &target, to_replica, runs).await?;
         self.ex.routed_by(decision.retry); // retry (#11)
         if runs {
-            self.note_unseen(sql, &decision); // causal reads (#34)
+            self.note_unseen(sql, &decision, opens); // causal reads (#34)
             self.seat.record_digest(Protocol::Postgres);
             self.seat.digest.begin(decision.fingerprint, sql, now);
         }
@@ -108,7 +110,8 @@ impl Session {
 
     /// What a statement that runs tells the session: a read-only transaction, a write or a
     /// reset for read-your-writes, a change of how its SQL is tokenized; and the decision counts.
-    fn observe_statement(&mut self, sql: &str, decision: &Decision, now: std::time::Instant) {
+    /// `opens`: whether the statement opens a transaction block ([`super::begins_transaction`]).
+    fn observe_statement(&mut self, sql: &str, decision: &Decision, now: std::time::Instant, opens: bool) {
         let in_transaction = self.progress.tx != TransactionStatus::Idle;
         if self.read_only_view(sql, self.holding().held())
             || (in_transaction && super::readonly::declares_read_only(sql))
@@ -116,7 +119,7 @@ impl Session {
             self.progress.read_only_tx = true;
         }
         self.note_fresh(sql);
-        let transaction = in_transaction || super::begins_transaction(sql);
+        let transaction = in_transaction || opens;
         let on_primary = decision.pool().is_some_and(|p| !self.seat.ctx.is_replica_pool(p));
         if transaction && !self.progress.read_only_tx && on_primary {
             self.seat.ryw.observe_unproven(); // #34

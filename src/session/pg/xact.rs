@@ -122,9 +122,10 @@ impl Session {
     }
 
     /// causal: notes a statement about to run on the session's connection (`decision` for
-    /// `sql`) that is an autocommit read on a PostgreSQL primary ([`Unseen`]).
-    pub(super) fn note_unseen(&mut self, sql: &str, decision: &Decision) {
-        if matches!(decision.facts.operation, Operation::TransactionControl(_)) || super::begins_transaction(sql) {
+    /// `sql`, which `opens` a transaction block or not) that is an autocommit read on a
+    /// PostgreSQL primary ([`Unseen`]).
+    pub(super) fn note_unseen(&mut self, sql: &str, decision: &Decision, opens: bool) {
+        if matches!(decision.facts.operation, Operation::TransactionControl(_)) || opens {
             self.progress.unseen = Unseen::Transaction;
             return;
         }
