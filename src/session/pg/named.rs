@@ -288,13 +288,9 @@ impl Session {
         let limit = self.seat.pool.config.limits.max_prepared_statements.get() as usize;
         let Some(conn) = self.seat.conn.as_mut() else { return Err(RelayError::BackendClosed(None)) };
         let mut out = Vec::with_capacity(stmt.parse_msg.len() + 32);
-        if conn.prepared.len() >= limit {
-            let cold = conn.prepared.remove(0);
-            let _ = frontend::encode_close(
-                crate::protocol::pg::Target::Statement,
-                &super::prepared::server_name(cold),
-                &mut out,
-            );
+        for cold in crate::session::engine::prepared::make_room(&mut conn.prepared, limit) {
+            let name = super::prepared::server_name(cold);
+            let _ = frontend::encode_close(crate::protocol::pg::Target::Statement, &name, &mut out);
         }
         out.extend_from_slice(&stmt.parse_msg);
         frontend::encode_sync(&mut out);

@@ -14,6 +14,7 @@ use super::Session;
 use crate::protocol::pg::{frontend, sqlstate};
 use crate::routing::StatementKey;
 use crate::session::client_error::PgClientError;
+use crate::session::engine::prepared::{self as engine, admission, Refusal};
 use crate::sql::analyze::{session_effects, Effect};
 use crate::sql::Dialect;
 
@@ -76,9 +77,7 @@ impl Stmt {
             late: false,
         }
     }
-}
 
-impl Stmt {
     /// Session effects of what backends prepare, worked out at the first Bind or `EXECUTE`:
     /// a statement that never runs is never scanned for them (a flood of named Parses costs
     /// no analysis of each text, #33).
@@ -160,37 +159,32 @@ impl Session {
     /// held for the session's statements. `None`: it may, and its bytes are counted.
     fn statements_refusal(&mut self, query: &str) -> Option<PgClientError> {
         let limits = self.seat.ctx.config().limits.clone();
-        let max = limits.session_prepared_statements.get();
-        if self.stmts.len() >= max as usize {
-            let text = format!(
-                "too many prepared statements: this session has {max} (querypilot limits.session_prepared_statements); \
-                 deallocate some first"
-            );
-            return Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text));
-        }
         // About three copies of the text (see `held_bytes`).
         let want = query.len().saturating_mul(3) as u64;
-        let (max, budget) = (limits.session_prepared_bytes as u64, limits.client_buffer_budget);
         let held = &mut self.progress.stmts_held;
-        let now = held.bytes().saturating_add(want);
-        if now <= max && held.resize(now, budget) {
-            return None;
+        let mut verdict = admission(&limits, self.stmts.len(), held.bytes(), want, |n, b| held.resize(n, b));
+        if matches!(verdict, Err(Refusal::Bytes(_) | Refusal::Budget)) {
+            // Closed statements are taken off by estimate as they go: the count is made exact here.
+            let exact: u64 = self.stmts.values().map(|s| s.held_bytes() as u64).sum();
+            held.resize(exact, limits.client_buffer_budget);
+            verdict = admission(&limits, self.stmts.len(), exact, want, |n, b| held.resize(n, b));
         }
-        // Closed statements are not taken off as they go: the count is made exact here.
-        let exact: u64 = self.stmts.values().map(|s| s.held_bytes() as u64).sum();
-        held.resize(exact, budget);
-        if exact.saturating_add(want) > max {
-            let text = format!(
+        let text = match verdict.err()? {
+            Refusal::Count(max) => format!(
+                "too many prepared statements: this session has {max} (querypilot limits.session_prepared_statements); \
+                 deallocate some first"
+            ),
+            Refusal::Bytes(max) => format!(
                 "out of memory for prepared statements: this session's would hold more than {max} bytes \
                  (querypilot limits.session_prepared_bytes); deallocate some first"
-            );
-            return Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text));
-        }
-        if !held.resize(exact.saturating_add(want), budget) {
-            let text = "out of memory: the router holds as much for its clients as limits.client_buffer_budget allows";
-            return Some(PgClientError::new(sqlstate::OUT_OF_MEMORY, text));
-        }
-        None
+            ),
+            Refusal::Budget => {
+                let text =
+                    "out of memory: the router holds as much for its clients as limits.client_buffer_budget allows";
+                return Some(PgClientError::new(sqlstate::OUT_OF_MEMORY, text));
+            }
+        };
+        Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text))
     }
 }
 
@@ -214,14 +208,9 @@ pub(super) fn server_name(key: u64) -> String {
     format!("qp_{key:016x}")
 }
 
-/// A fixed-seed hash: the same statement gets the same name on every core and connection.
+/// The key of a statement: its text, parameter types and schema generation.
 pub(super) fn statement_key(query: &str, types: &[u32], generation: u64) -> u64 {
-    use std::hash::{BuildHasher, Hash, Hasher};
-    let mut h = ahash::RandomState::with_seeds(0x5150, 0x9e37_79b9, 0x7f4a_7c15, 0x2545_f491).build_hasher();
-    query.hash(&mut h);
-    types.hash(&mut h);
-    generation.hash(&mut h);
-    h.finish()
+    engine::statement_key(0x5150, (query, types, generation))
 }
 
 /// The statement key in a server message naming one of the router's statements (`26000

@@ -229,11 +229,9 @@ impl Session {
 
     /// Sends `COM_STMT_PREPARE_OK` with parameter and column definitions.
     fn answer_prepare(&mut self, origin: Option<String>, sql: String, d: Described, late: Option<LateTranslation>) {
-        self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.wrapping_add(1).max(1);
-        while self.foreign.bridge.stmts.contains_key(&self.foreign.bridge.next_stmt) {
-            self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.wrapping_add(1).max(1);
-        }
-        let id = self.foreign.bridge.next_stmt;
+        let bridge = &mut self.foreign.bridge;
+        let id = crate::session::engine::prepared::next_id(bridge.next_stmt, |id| bridge.stmts.contains_key(&id));
+        bridge.next_stmt = id;
         let num_params = u16::try_from(d.params.len()).unwrap_or(u16::MAX);
         let num_columns = u16::try_from(d.columns.len()).unwrap_or(u16::MAX);
         let mut p = Vec::with_capacity(64);
