@@ -38,8 +38,7 @@ impl Session {
                 }
                 if let Some((name, stmt)) = self.ex.parse_not_run() {
                     if self.stmts.get(&name).is_some_and(|s| Rc::ptr_eq(s, &stmt)) {
-                        let gone = self.stmts.remove(&name);
-                        self.stmt_forgotten(gone);
+                        self.forget_stmt(&name);
                     }
                 }
             }

@@ -127,8 +127,7 @@ impl Session {
                 if self.progress.tx == TransactionStatus::Failed {
                     return None;
                 }
-                let gone = self.stmts.remove(&name)?;
-                self.stmt_forgotten(Some(gone));
+                self.forget_stmt(&name)?;
                 let _ = BackendMessage::CommandComplete("DEALLOCATE").encode(&mut self.io.out);
                 backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 Some(self.io.flush().await)
@@ -169,8 +168,7 @@ impl Session {
             // The server runs a real DEALLOCATE of a throwaway statement: its responses to
             // the client's Parse, Bind, Describe and Execute are the ones a direct DEALLOCATE
             // gets. The Close first clears one a failed batch may have left.
-            let gone = self.stmts.remove(&name);
-            self.stmt_forgotten(gone);
+            self.forget_stmt(&name);
             self.ex.close_on_backend(DEALLOCATE_STANDIN, None);
             let standin = |out: &mut Vec<u8>| frontend::encode_parse(DEALLOCATE_STANDIN, "SELECT 1", &[], out);
             let _ = self.ex.forward_encoded(standin, &[Expect::Parse { swallow: true, key: None }]);

@@ -118,9 +118,7 @@ impl Session {
         raw: &[u8],
     ) -> Result<(), super::End> {
         if kind == crate::protocol::pg::Target::Statement && !name.is_empty() {
-            // No hashing of the name when the session has no statement (a Close flood, #33).
-            let gone = if self.stmts.is_empty() { None } else { self.stmts.remove(name) };
-            self.stmt_forgotten(gone);
+            self.forget_stmt(name);
             self.ex.answer_here(crate::protocol::pg::tag::backend::CLOSE_COMPLETE);
             return Ok(());
         }
@@ -130,12 +128,13 @@ impl Session {
         self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
     }
 
-    /// Takes a statement the client no longer has off what the session holds (#33).
-    pub(super) fn stmt_forgotten(&mut self, stmt: Option<std::rc::Rc<Stmt>>) {
-        if let Some(stmt) = stmt {
-            let held = &mut self.progress.stmts_held;
-            held.resize(held.bytes().saturating_sub(stmt.query.len() as u64 * 3), 0);
-        }
+    /// Takes the client's statement `name` off its statements and what the session holds (#33).
+    pub(super) fn forget_stmt(&mut self, name: &str) -> Option<std::rc::Rc<Stmt>> {
+        // No hashing of the name when the session has no statement (a Close flood, #33).
+        let stmt = if self.stmts.is_empty() { None } else { self.stmts.remove(name) }?;
+        let held = &mut self.progress.stmts_held;
+        held.resize(held.bytes().saturating_sub(stmt.query.len() as u64 * 3), 0);
+        Some(stmt)
     }
 
     /// The client dropped all its statements: the session holds none (#33).
