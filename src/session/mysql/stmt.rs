@@ -33,8 +33,6 @@ use crate::session::placement::Placed;
 use crate::sql::analyze::{session_effects, Effect, PinReason};
 use crate::sql::Dialect;
 
-/// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
-const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
 /// `ER_OUT_OF_RESOURCES`.
 pub(super) const ER_OUT_OF_RESOURCES: ErrorNumber = ErrorNumber { code: 1041, sql_state: *b"HY000" };
 /// `ER_UNKNOWN_ERROR`: what MariaDB reports at execute for long data past `max_allowed_packet`.
@@ -258,6 +256,18 @@ fn long_data_refusal(stmt: &mut Stmt) -> Option<MyClientError> {
     })
 }
 
+/// The server's error past `max_prepared_stmt_count` statements (`max`), ER_MAX_PREPARED_STMT_COUNT_REACHED.
+pub(super) fn too_many_statements(max: impl std::fmt::Display) -> MyClientError {
+    let text = format!("Can't create more than max_prepared_stmt_count statements (current value: {max})");
+    MyClientError::new(ErrorNumber { code: 1461, sql_state: *b"42000" }, text)
+}
+
+/// The server's error for a statement id the client does not have.
+pub(super) fn unknown_stmt(id: u32) -> MyClientError {
+    let text = format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute");
+    MyClientError::new(ER_UNKNOWN_STMT_HANDLER, text)
+}
+
 /// The error for work refused because the process's client buffer budget is spent (#33).
 fn out_of_buffers() -> MyClientError {
     let text = "Out of memory: the router holds as much for its clients as limits.client_buffer_budget allows";
@@ -407,14 +417,6 @@ impl Session {
         Ok(())
     }
 
-    fn unknown_stmt(&mut self, id: u32, seq: u8) {
-        let e = MyClientError::new(
-            ER_UNKNOWN_STMT_HANDLER,
-            format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"),
-        );
-        e.encode(seq, &mut self.io.out);
-    }
-
     /// Why a client may not prepare one more statement of `len` bytes (#33): past
     /// `limits.session_prepared_statements`, as the server past `max_prepared_stmt_count`;
     /// past `limits.session_prepared_bytes` of text.
@@ -424,10 +426,7 @@ impl Session {
         // Each statement keeps its text about twice (as prepared and as the client sent it).
         let (count, held, want) = (self.stmts.len(), self.stmts.bytes() as u64, 2 * len as u64);
         match engine::admission(&limits, count, held, want, |n, b| self.stmts.charge(&budget, n as usize, b)).err()? {
-            Refusal::Count(max) => {
-                let text = format!("Can't create more than max_prepared_stmt_count statements (current value: {max})");
-                Some(MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, text))
-            }
+            Refusal::Count(max) => Some(too_many_statements(max)),
             Refusal::Bytes(max) => {
                 let text = format!(
                     "Out of memory: the session's prepared statements would hold more than {max} bytes of text \
@@ -442,7 +441,7 @@ impl Session {
     pub(super) async fn on_execute(&mut self, payload: &[u8]) -> Result<(), End> {
         let id = crate::protocol::mysql::stmt_id(payload).unwrap_or(0);
         let Some(stmt) = self.stmts.get_mut(id) else {
-            self.unknown_stmt(id, 1);
+            unknown_stmt(id).encode(1, &mut self.io.out);
             return Ok(());
         };
         if let Some(e) = long_data_refusal(stmt) {
@@ -641,7 +640,7 @@ impl Session {
     pub(super) async fn on_stmt_reset(&mut self, payload: &[u8]) -> Result<(), End> {
         let id = crate::protocol::mysql::stmt_id(payload).unwrap_or(0);
         let Some(stmt) = self.stmts.get_mut(id) else {
-            self.unknown_stmt(id, 1);
+            unknown_stmt(id).encode(1, &mut self.io.out);
             return Ok(());
         };
         stmt.long_data.clear();

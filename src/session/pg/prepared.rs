@@ -147,8 +147,7 @@ impl Session {
     /// server, the existing statement stays and the batch fails, #18), or a limit (#33).
     pub(super) fn named_parse_refusal(&mut self, name: &str, query: &str) -> Option<PgClientError> {
         if self.stmts.contains_key(name) {
-            let text = format!("prepared statement \"{name}\" already exists");
-            return Some(PgClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, text));
+            return Some(duplicate(name));
         }
         self.statements_refusal(query)
     }
@@ -185,6 +184,11 @@ impl Session {
         };
         Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text))
     }
+}
+
+/// The server's error for a Parse of a statement name the client has already (#18).
+pub(super) fn duplicate(name: &str) -> PgClientError {
+    PgClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, format!("prepared statement \"{name}\" already exists"))
 }
 
 /// Statements let go of between two yields of a session that ends holding many (#33): a

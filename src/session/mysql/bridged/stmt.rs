@@ -9,7 +9,7 @@ use crate::bridge::value::{bind_param, BindParam};
 use crate::bridge::RowFormat;
 use crate::protocol::mysql::capability::CLIENT_DEPRECATE_EOF;
 use crate::protocol::mysql::column::ValueType;
-use crate::protocol::mysql::errcode::{ErrorNumber, ER_UNKNOWN_STMT_HANDLER, ER_WRONG_ARGUMENTS};
+use crate::protocol::mysql::errcode::ER_WRONG_ARGUMENTS;
 use crate::protocol::mysql::response::{EofPacket, StmtPrepareOk};
 use crate::protocol::mysql::{decode_execute_params, encode_packets, BinaryValue, Command};
 use crate::protocol::pg::{frontend, BackendMessage, Frame, Target};
@@ -19,9 +19,6 @@ use crate::sql::template::{LateTranslation, ParamValue};
 
 use super::super::prepared::MAX_CLIENT_STATEMENTS;
 use super::super::{End, Session};
-
-/// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
-const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
 
 /// A client statement as PostgreSQL runs it.
 #[derive(Debug)]
@@ -132,10 +129,7 @@ fn bind_late(
 impl Session {
     pub(super) async fn bridged_prepare(&mut self, body: &[u8]) -> Result<(), End> {
         if self.foreign.bridge.stmts.len() >= MAX_CLIENT_STATEMENTS {
-            let msg = format!(
-                "Can't create more than max_prepared_stmt_count statements (current value: {MAX_CLIENT_STATEMENTS})"
-            );
-            MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, msg).encode(1, &mut self.io.out);
+            super::super::stmt::too_many_statements(MAX_CLIENT_STATEMENTS).encode(1, &mut self.io.out);
             return Ok(());
         }
         let text = String::from_utf8_lossy(body);
@@ -326,8 +320,7 @@ impl Session {
         };
         let Execution { sql, oids, binds } = match self.bind_params(stmt_id, params) {
             None => {
-                let msg = format!("Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute");
-                MyClientError::new(ER_UNKNOWN_STMT_HANDLER, msg).encode(1, &mut self.io.out);
+                super::super::stmt::unknown_stmt(stmt_id).encode(1, &mut self.io.out);
                 return Ok(());
             }
             Some(Err(e)) => {

@@ -151,10 +151,7 @@ impl Session {
         }
         if !name.is_empty() && self.bridge.stmts.contains_key(name) {
             // As PostgreSQL: the existing statement stays and the batch fails (#18).
-            return self.fail_batch(PgClientError::new(
-                sqlstate::DUPLICATE_PREPARED_STATEMENT,
-                format!("prepared statement \"{name}\" already exists"),
-            ));
+            return self.fail_batch(super::super::prepared::duplicate(name));
         }
         let carried = match self.my_backend().await.and_then(|()| self.for_mysql(query, translated)) {
             Ok(carried) => carried,
