@@ -287,9 +287,7 @@ impl Session {
         let evicted = info(conn).map(|i| engine::admit(&mut i.prepared, (key, id), limit)).unwrap_or_default();
         let mut out = Vec::new();
         for (_, old) in evicted {
-            let mut p = vec![COM_STMT_CLOSE];
-            put_u32(&mut p, old);
-            encode_packets(&p, 0, &mut out);
+            encode_packets(&[&[COM_STMT_CLOSE][..], &old.to_le_bytes()].concat(), 0, &mut out);
         }
         if !out.is_empty() && rt::write_all(&mut conn.stream, &out).await.is_err() {
             conn.broken = true;

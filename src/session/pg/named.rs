@@ -15,10 +15,10 @@
 use std::ops::Range;
 use std::rc::Rc;
 
-use super::prepared::{Expect, Stmt};
+use super::prepared::{server_name, Expect, Stmt};
 use super::{End, Session};
 use crate::config::Protocol;
-use crate::protocol::pg::{backend, frontend, BackendMessage, TransactionStatus};
+use crate::protocol::pg::{backend, frontend, BackendMessage, Target, TransactionStatus};
 use crate::session::client_error::PgClientError;
 use crate::session::error::RelayError;
 use crate::session::placement::Placed;
@@ -287,8 +287,7 @@ impl Session {
         let Some(conn) = self.seat.conn.as_mut() else { return Err(RelayError::BackendClosed(None)) };
         let mut out = Vec::with_capacity(stmt.parse_msg.len() + 32);
         for cold in crate::session::engine::prepared::make_room(&mut conn.prepared, limit) {
-            let name = super::prepared::server_name(cold);
-            let _ = frontend::encode_close(crate::protocol::pg::Target::Statement, &name, &mut out);
+            let _ = frontend::encode_close(Target::Statement, &server_name(cold), &mut out);
         }
         out.extend_from_slice(&stmt.parse_msg);
         frontend::encode_sync(&mut out);
