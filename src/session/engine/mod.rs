@@ -7,6 +7,7 @@ pub mod after;
 pub mod digest;
 pub mod effects;
 pub mod hold;
+pub mod prepared;
 pub mod release;
 pub mod retry;
 pub mod route;

@@ -72,10 +72,7 @@ pub(super) struct Statements {
 impl Statements {
     /// Registers a statement and returns its router-issued id.
     pub fn insert(&mut self, stmt: Stmt) -> u32 {
-        self.next_id = self.next_id.wrapping_add(1).max(1);
-        while self.by_id.contains_key(&self.next_id) {
-            self.next_id = self.next_id.wrapping_add(1).max(1);
-        }
+        self.next_id = crate::session::engine::prepared::next_id(self.next_id, |id| self.by_id.contains_key(&id));
         self.bytes += stmt.text_len();
         self.by_id.insert(self.next_id, stmt);
         self.last = self.next_id;
@@ -84,8 +81,7 @@ impl Statements {
 
     /// The statement with client id `id` (0xFFFFFFFF: the last prepared).
     pub fn get_mut(&mut self, id: u32) -> Option<&mut Stmt> {
-        let id = if id == u32::MAX { self.last } else { id };
-        self.by_id.get_mut(&id)
+        self.by_id.get_mut(&self.resolve(id))
     }
 
     /// Resolves 0xFFFFFFFF to the last prepared id.
@@ -183,18 +179,9 @@ impl Statements {
     ) -> Statements {
         let mut out = Statements { next_id: frozen.next_id, last: frozen.last, ..Statements::default() };
         for f in frozen.stmts {
-            let stmt = Stmt {
-                key: f.key,
-                route_key: route_key(&f.origin),
-                sql: f.sql,
-                origin: f.origin.into(),
-                params: f.params,
-                order: f.order.map(Rc::from),
-                types: f.types,
-                long_data: Vec::new(),
-                long_refused: None,
-                long_charge: None,
-            };
+            let mut stmt = Stmt::new(f.key, f.sql, f.origin.into(), f.params, f.order.map(Rc::from));
+            stmt.route_key = route_key(&stmt.origin);
+            stmt.types = f.types;
             out.bytes += stmt.text_len();
             out.by_id.insert(f.id, stmt);
         }
@@ -205,6 +192,14 @@ impl Statements {
 }
 
 impl Stmt {
+    /// Statement `key`, prepared on backends as `sql`, the client's `origin` text with `params`
+    /// parameters (and their `order` for a reordering translation); routed without a key and
+    /// with no types bound yet.
+    pub fn new(key: u64, sql: Vec<u8>, origin: Rc<str>, params: u16, order: Option<Rc<[u16]>>) -> Self {
+        let (types, long_data, long_refused, long_charge) = (Vec::new(), Vec::new(), None, None);
+        Stmt { key, sql, origin, route_key: None, params, order, types, long_data, long_refused, long_charge }
+    }
+
     /// Bytes of text the statement holds (what it prepares, and the client's text if another).
     fn text_len(&self) -> usize {
         self.sql.len() + self.origin.len()
@@ -213,19 +208,19 @@ impl Stmt {
 
 /// The backend key of a statement: its text and the database it was prepared in.
 pub(super) fn statement_key(sql: &[u8], db: Option<&str>) -> u64 {
-    use std::hash::{BuildHasher, Hash, Hasher};
-    let mut h = ahash::RandomState::with_seeds(0x6d79, 0x9e37_79b9, 0x7f4a_7c15, 0x2545_f491).build_hasher();
-    sql.hash(&mut h);
-    db.hash(&mut h);
-    h.finish()
+    crate::session::engine::prepared::statement_key(0x6d79, (sql, db))
 }
 
-/// A client's COM_STMT_EXECUTE payload past its command byte and statement id: its flags and
-/// iteration count (5 bytes) and the parameters after them; `None` when it is shorter.
-fn execute_parts(client: &[u8]) -> Option<(&[u8], &[u8])> {
+/// Writes to `out` the head of a COM_STMT_EXECUTE of backend statement `backend_id` with the
+/// flags and iteration count of the client's payload `client`; returns the client's parameters
+/// after them, `None` when it is shorter (`out` is then discarded).
+fn execute_head<'a>(client: &'a [u8], backend_id: u32, out: &mut Vec<u8>) -> Option<&'a [u8]> {
     // code(1) stmt_id(4) flags(1) iterations(4) before the parameters.
-    let (_, after_id) = client.split_at_checked(5)?;
-    after_id.split_at_checked(5)
+    let (flags_iterations, body) = client.split_at_checked(5)?.1.split_at_checked(5)?;
+    out.push(COM_STMT_EXECUTE);
+    put_u32(out, backend_id);
+    out.extend_from_slice(flags_iterations);
+    Some(body)
 }
 
 /// Writes a COM_STMT_EXECUTE payload for backend statement `backend_id` from the client's
@@ -239,10 +234,7 @@ pub(super) fn rewrite_execute(
     types: &mut Vec<u8>,
     out: &mut Vec<u8>,
 ) -> bool {
-    let Some((flags_iterations, body)) = execute_parts(client) else { return false };
-    out.push(COM_STMT_EXECUTE);
-    put_u32(out, backend_id);
-    out.extend_from_slice(flags_iterations);
+    let Some(body) = execute_head(client, backend_id, out) else { return false };
     let n = usize::from(params);
     if n == 0 {
         out.extend_from_slice(body);
@@ -284,7 +276,7 @@ pub(super) fn reorder_execute(
     types: &mut Vec<u8>,
     out: &mut Vec<u8>,
 ) -> bool {
-    let Some((flags_iterations, body)) = execute_parts(client) else { return false };
+    let Some(body) = execute_head(client, backend_id, out) else { return false };
     let prev: Vec<ValueType> = types
         .chunks_exact(2)
         .map(|pair| match *pair {
@@ -300,9 +292,6 @@ pub(super) fn reorder_execute(
         }
     }
     let Some(reordered) = decoded.reorder(order) else { return false };
-    out.push(COM_STMT_EXECUTE);
-    put_u32(out, backend_id);
-    out.extend_from_slice(flags_iterations);
     encode_execute_params(&reordered, out);
     true
 }

@@ -26,14 +26,13 @@ use crate::protocol::mysql::{decode_payload, encode_packets, StmtPrepareOk};
 use crate::routing::StatementKey;
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::engine::prepared::{self as engine, Refusal};
 use crate::session::error::RelayError;
 use crate::session::loss;
 use crate::session::placement::Placed;
 use crate::sql::analyze::{session_effects, Effect, PinReason};
 use crate::sql::Dialect;
 
-/// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
-const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
 /// `ER_OUT_OF_RESOURCES`.
 pub(super) const ER_OUT_OF_RESOURCES: ErrorNumber = ErrorNumber { code: 1041, sql_state: *b"HY000" };
 /// `ER_UNKNOWN_ERROR`: what MariaDB reports at execute for long data past `max_allowed_packet`.
@@ -81,8 +80,15 @@ async fn read_payload(conn: &mut Conn) -> Result<Vec<u8>, RelayError> {
     }
 }
 
-fn more_results(ok_or_eof: &[u8]) -> bool {
-    status(ok_or_eof).is_some_and(|s| s & SERVER_MORE_RESULTS_EXISTS != 0)
+/// Notes on `conn` what the OK or final EOF `end` of a silent command reports (`eof`: an
+/// EOF); whether more results follow. The connection's flags follow what a replayed SET or a
+/// reset did to its sql_mode, which decides how its next statement is lexed (#19).
+fn settled(conn: &mut Conn, end: &[u8], eof: bool) -> bool {
+    super::relay::note_status(conn, status(end));
+    if let Some(i) = info(conn) {
+        super::relay::note_owed(i, end, eof);
+    }
+    status(end).is_some_and(|s| s & SERVER_MORE_RESULTS_EXISTS != 0)
 }
 
 fn status(ok_or_eof: &[u8]) -> Option<u16> {
@@ -99,17 +105,8 @@ async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, Rela
         let first = read_payload(conn).await?;
         match first.first() {
             Some(0xFF) => return Ok(Some(first)),
-            Some(0x00) => {
-                // The connection's flags follow what a replayed SET or a reset did to its
-                // sql_mode, which decides how its next statement is lexed (#19).
-                super::relay::note_status(conn, status(&first));
-                if let Some(i) = info(conn) {
-                    super::relay::note_owed(i, &first, false);
-                }
-                if !more_results(&first) {
-                    return Ok(None);
-                }
-            }
+            Some(0x00) if !settled(conn, &first, false) => return Ok(None),
+            Some(0x00) => {}
             Some(&tag @ 0xFB) => return Err(RelayError::OutOfStep { tag }),
             None => return Err(RelayError::Malformed("an empty first payload".into())),
             Some(_) => {
@@ -122,14 +119,9 @@ async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, Rela
                     }
                     if p.first() == Some(&0xFE) && p.len() < 9 {
                         eofs += 1;
-                        if eofs == 2 {
-                            super::relay::note_status(conn, status(&p));
-                            if let Some(i) = info(conn) {
-                                super::relay::note_owed(i, &p, true);
-                            }
-                            if !more_results(&p) {
-                                return Ok(None);
-                            }
+                        if eofs == 2 && !settled(conn, &p, true) {
+                            return Ok(None);
+                        } else if eofs == 2 {
                             break;
                         }
                     }
@@ -264,6 +256,18 @@ fn long_data_refusal(stmt: &mut Stmt) -> Option<MyClientError> {
     })
 }
 
+/// The server's error past `max_prepared_stmt_count` statements (`max`), ER_MAX_PREPARED_STMT_COUNT_REACHED.
+pub(super) fn too_many_statements(max: impl std::fmt::Display) -> MyClientError {
+    let text = format!("Can't create more than max_prepared_stmt_count statements (current value: {max})");
+    MyClientError::new(ErrorNumber { code: 1461, sql_state: *b"42000" }, text)
+}
+
+/// The server's error for a statement id the client does not have.
+pub(super) fn unknown_stmt(id: u32) -> MyClientError {
+    let text = format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute");
+    MyClientError::new(ER_UNKNOWN_STMT_HANDLER, text)
+}
+
 /// The error for work refused because the process's client buffer budget is spent (#33).
 fn out_of_buffers() -> MyClientError {
     let text = "Out of memory: the router holds as much for its clients as limits.client_buffer_budget allows";
@@ -273,32 +277,17 @@ fn out_of_buffers() -> MyClientError {
 impl Session {
     /// The backend id of statement `key` on the attached connection (most recently used last).
     fn backend_stmt(&mut self, key: u64) -> Option<u32> {
-        let i = info(self.seat.conn.as_mut()?)?;
-        let pos = i.prepared.iter().position(|(k, _)| *k == key)?;
-        let entry = i.prepared.remove(pos);
-        i.prepared.push(entry);
-        Some(entry.1)
+        engine::touch(&mut info(self.seat.conn.as_mut()?)?.prepared, key).map(|(_, id)| id)
     }
 
     /// Records a backend statement, closing the coldest one past the pool's limit.
     async fn remember_backend_stmt(&mut self, key: u64, id: u32) {
         let limit = self.seat.pool.config.limits.max_prepared_statements.get() as usize;
         let Some(conn) = self.seat.conn.as_mut() else { return };
-        let mut evicted = Vec::new();
-        if let ConnInfo::MySql(i) = &mut conn.info {
-            if let Some(pos) = i.prepared.iter().position(|(k, _)| *k == key) {
-                evicted.push(i.prepared.remove(pos).1);
-            }
-            while i.prepared.len() >= limit.max(1) {
-                evicted.push(i.prepared.remove(0).1);
-            }
-            i.prepared.push((key, id));
-        }
+        let evicted = info(conn).map(|i| engine::admit(&mut i.prepared, (key, id), limit)).unwrap_or_default();
         let mut out = Vec::new();
-        for old in evicted {
-            let mut p = vec![COM_STMT_CLOSE];
-            put_u32(&mut p, old);
-            encode_packets(&p, 0, &mut out);
+        for (_, old) in evicted {
+            encode_packets(&[&[COM_STMT_CLOSE][..], &old.to_le_bytes()].concat(), 0, &mut out);
         }
         if !out.is_empty() && rt::write_all(&mut conn.stream, &out).await.is_err() {
             conn.broken = true;
@@ -364,19 +353,8 @@ impl Session {
         }
         let ok = StmtPrepareOk::decode(&first.head).map_err(|e| RelayError::Malformed(e.to_string()))?;
         let key = statement_key(&sql, self.state.db());
-        let route_key = Some(route_key);
-        let stmt = Stmt {
-            key,
-            sql,
-            origin,
-            route_key,
-            params: ok.num_params,
-            order,
-            types: Vec::new(),
-            long_data: Vec::new(),
-            long_refused: None,
-            long_charge: None,
-        };
+        let mut stmt = Stmt::new(key, sql, origin, ok.num_params, order);
+        stmt.route_key = Some(route_key);
         if stmt.order.is_some() {
             return self.relay_reordered_prepare(first.seq, ok, stmt).await;
         }
@@ -437,42 +415,31 @@ impl Session {
         Ok(())
     }
 
-    fn unknown_stmt(&mut self, id: u32, seq: u8) {
-        let e = MyClientError::new(
-            ER_UNKNOWN_STMT_HANDLER,
-            format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"),
-        );
-        e.encode(seq, &mut self.io.out);
-    }
-
     /// Why a client may not prepare one more statement of `len` bytes (#33): past
     /// `limits.session_prepared_statements`, as the server past `max_prepared_stmt_count`;
     /// past `limits.session_prepared_bytes` of text.
     fn statements_refusal(&mut self, len: usize) -> Option<MyClientError> {
         let limits = self.seat.ctx.config().limits.clone();
-        let max = limits.session_prepared_statements.get();
-        if self.stmts.len() >= max as usize {
-            let text = format!("Can't create more than max_prepared_stmt_count statements (current value: {max})");
-            return Some(MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, text));
-        }
-        // Each statement keeps its text about twice (as prepared and as the client sent it).
-        let max = limits.session_prepared_bytes;
-        let want = self.stmts.bytes().saturating_add(2 * len);
-        if want > max {
-            let text = format!(
-                "Out of memory: the session's prepared statements would hold more than {max} bytes of text \
-                 (querypilot limits.session_prepared_bytes); deallocate some first"
-            );
-            return Some(MyClientError::new(ER_OUT_OF_RESOURCES, text));
-        }
         let budget = self.seat.ctx.client_budget().clone();
-        (!self.stmts.charge(&budget, want, limits.client_buffer_budget)).then(out_of_buffers)
+        // Each statement keeps its text about twice (as prepared and as the client sent it).
+        let (count, held, want) = (self.stmts.len(), self.stmts.bytes() as u64, 2 * len as u64);
+        match engine::admission(&limits, count, held, want, |n, b| self.stmts.charge(&budget, n as usize, b)).err()? {
+            Refusal::Count(max) => Some(too_many_statements(max)),
+            Refusal::Bytes(max) => {
+                let text = format!(
+                    "Out of memory: the session's prepared statements would hold more than {max} bytes of text \
+                     (querypilot limits.session_prepared_bytes); deallocate some first"
+                );
+                Some(MyClientError::new(ER_OUT_OF_RESOURCES, text))
+            }
+            Refusal::Budget => Some(out_of_buffers()),
+        }
     }
 
     pub(super) async fn on_execute(&mut self, payload: &[u8]) -> Result<(), End> {
         let id = crate::protocol::mysql::stmt_id(payload).unwrap_or(0);
         let Some(stmt) = self.stmts.get_mut(id) else {
-            self.unknown_stmt(id, 1);
+            unknown_stmt(id).encode(1, &mut self.io.out);
             return Ok(());
         };
         if let Some(e) = long_data_refusal(stmt) {
@@ -671,7 +638,7 @@ impl Session {
     pub(super) async fn on_stmt_reset(&mut self, payload: &[u8]) -> Result<(), End> {
         let id = crate::protocol::mysql::stmt_id(payload).unwrap_or(0);
         let Some(stmt) = self.stmts.get_mut(id) else {
-            self.unknown_stmt(id, 1);
+            unknown_stmt(id).encode(1, &mut self.io.out);
             return Ok(());
         };
         stmt.long_data.clear();
@@ -732,14 +699,4 @@ fn executed_effects(sql: &[u8], params: u16) -> Vec<(usize, Effect)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{executed_effects, Effect, PinReason};
-
-    #[test]
-    fn prepared_settings_are_tracked_or_pin() {
-        let set = |name: &str, stmt: &str| Effect::Set { name: name.into(), stmt: stmt.into() };
-        assert_eq!(executed_effects(b"SET autocommit = 0", 0), [(0, set("autocommit", "SET SESSION autocommit = 0"))]);
-        assert_eq!(executed_effects(b"SET autocommit = ?", 1), [(0, Effect::Pin(PinReason::UntrackedSetting))]);
-        assert_eq!(executed_effects(b"SELECT ?", 1), []);
-    }
-}
+mod tests;

@@ -8,6 +8,7 @@ use super::flight;
 use super::prepared::{self, Expect, Stmt};
 use super::Session;
 use crate::protocol::pg::TransactionStatus;
+use crate::session::engine::prepared as engine;
 
 impl Session {
     /// Marks the message being queued as healable when it is the first of its batch to use a
@@ -17,16 +18,7 @@ impl Session {
     }
 
     pub(super) fn has_prepared(&mut self, key: u64) -> bool {
-        let Some(conn) = self.seat.conn.as_mut() else { return false };
-        match conn.prepared.iter().position(|k| *k == key) {
-            Some(i) => {
-                // Most recently used last, so eviction takes the coldest.
-                let k = conn.prepared.remove(i);
-                conn.prepared.push(k);
-                true
-            }
-            None => false,
-        }
+        self.seat.conn.as_mut().is_some_and(|conn| engine::touch(&mut conn.prepared, key).is_some())
     }
 
     /// Bookkeeping of a message the server did not run (it failed, or an earlier error of its
@@ -46,8 +38,7 @@ impl Session {
                 }
                 if let Some((name, stmt)) = self.ex.parse_not_run() {
                     if self.stmts.get(&name).is_some_and(|s| Rc::ptr_eq(s, &stmt)) {
-                        let gone = self.stmts.remove(&name);
-                        self.stmt_forgotten(gone);
+                        self.forget_stmt(&name);
                     }
                 }
             }
@@ -102,8 +93,7 @@ impl Session {
     pub(super) fn prepare_on_backend(&mut self, stmt: &Stmt, swallow: bool) {
         let limit = self.seat.pool.config.limits.max_prepared_statements.get() as usize;
         let Some(conn) = self.seat.conn.as_mut() else { return };
-        while conn.prepared.len() >= limit {
-            let cold = conn.prepared.remove(0);
+        for cold in engine::make_room(&mut conn.prepared, limit) {
             self.ex.close_on_backend(&prepared::server_name(cold), Some(cold));
         }
         self.ex.forward(&stmt.parse_msg, Expect::Parse { swallow, key: Some(stmt.key) });

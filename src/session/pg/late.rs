@@ -47,8 +47,7 @@ impl Session {
             FrontendMessage::Parse { name, query, ref param_types } => {
                 if name.is_empty() && self.stmts.get("").is_some_and(|s| s.late) {
                     // A new unnamed statement replaces the held one, as on the server.
-                    let gone = self.stmts.remove("");
-                    self.stmt_forgotten(gone);
+                    self.forget_stmt("");
                 }
                 self.late_parse(name, query, &param_types.iter().collect::<Vec<_>>())
             }
@@ -65,8 +64,7 @@ impl Session {
             }
             FrontendMessage::Close { kind: Target::Statement, name } => {
                 self.late_stmt(name)?;
-                let gone = self.stmts.remove(name);
-                self.stmt_forgotten(gone);
+                self.forget_stmt(name);
                 self.ex.answer_here(server::CLOSE_COMPLETE);
                 self.emit_synth();
                 Some(Ok(()))

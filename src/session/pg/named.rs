@@ -15,10 +15,10 @@
 use std::ops::Range;
 use std::rc::Rc;
 
-use super::prepared::{Expect, Stmt};
+use super::prepared::{server_name, Expect, Stmt};
 use super::{End, Session};
 use crate::config::Protocol;
-use crate::protocol::pg::{backend, frontend, BackendMessage, TransactionStatus};
+use crate::protocol::pg::{backend, frontend, BackendMessage, Target, TransactionStatus};
 use crate::session::client_error::PgClientError;
 use crate::session::error::RelayError;
 use crate::session::placement::Placed;
@@ -127,8 +127,7 @@ impl Session {
                 if self.progress.tx == TransactionStatus::Failed {
                     return None;
                 }
-                let gone = self.stmts.remove(&name)?;
-                self.stmt_forgotten(Some(gone));
+                self.forget_stmt(&name)?;
                 let _ = BackendMessage::CommandComplete("DEALLOCATE").encode(&mut self.io.out);
                 backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
                 Some(self.io.flush().await)
@@ -169,8 +168,7 @@ impl Session {
             // The server runs a real DEALLOCATE of a throwaway statement: its responses to
             // the client's Parse, Bind, Describe and Execute are the ones a direct DEALLOCATE
             // gets. The Close first clears one a failed batch may have left.
-            let gone = self.stmts.remove(&name);
-            self.stmt_forgotten(gone);
+            self.forget_stmt(&name);
             self.ex.close_on_backend(DEALLOCATE_STANDIN, None);
             let standin = |out: &mut Vec<u8>| frontend::encode_parse(DEALLOCATE_STANDIN, "SELECT 1", &[], out);
             let _ = self.ex.forward_encoded(standin, &[Expect::Parse { swallow: true, key: None }]);
@@ -288,13 +286,8 @@ impl Session {
         let limit = self.seat.pool.config.limits.max_prepared_statements.get() as usize;
         let Some(conn) = self.seat.conn.as_mut() else { return Err(RelayError::BackendClosed(None)) };
         let mut out = Vec::with_capacity(stmt.parse_msg.len() + 32);
-        if conn.prepared.len() >= limit {
-            let cold = conn.prepared.remove(0);
-            let _ = frontend::encode_close(
-                crate::protocol::pg::Target::Statement,
-                &super::prepared::server_name(cold),
-                &mut out,
-            );
+        for cold in crate::session::engine::prepared::make_room(&mut conn.prepared, limit) {
+            let _ = frontend::encode_close(Target::Statement, &server_name(cold), &mut out);
         }
         out.extend_from_slice(&stmt.parse_msg);
         frontend::encode_sync(&mut out);

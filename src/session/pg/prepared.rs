@@ -14,6 +14,7 @@ use super::Session;
 use crate::protocol::pg::{frontend, sqlstate};
 use crate::routing::StatementKey;
 use crate::session::client_error::PgClientError;
+use crate::session::engine::prepared::{self as engine, admission, Refusal};
 use crate::sql::analyze::{session_effects, Effect};
 use crate::sql::Dialect;
 
@@ -76,9 +77,7 @@ impl Stmt {
             late: false,
         }
     }
-}
 
-impl Stmt {
     /// Session effects of what backends prepare, worked out at the first Bind or `EXECUTE`:
     /// a statement that never runs is never scanned for them (a flood of named Parses costs
     /// no analysis of each text, #33).
@@ -119,9 +118,7 @@ impl Session {
         raw: &[u8],
     ) -> Result<(), super::End> {
         if kind == crate::protocol::pg::Target::Statement && !name.is_empty() {
-            // No hashing of the name when the session has no statement (a Close flood, #33).
-            let gone = if self.stmts.is_empty() { None } else { self.stmts.remove(name) };
-            self.stmt_forgotten(gone);
+            self.forget_stmt(name);
             self.ex.answer_here(crate::protocol::pg::tag::backend::CLOSE_COMPLETE);
             return Ok(());
         }
@@ -131,12 +128,13 @@ impl Session {
         self.forward_ext(raw, Expect::Close { swallow: false, key: None }).await
     }
 
-    /// Takes a statement the client no longer has off what the session holds (#33).
-    pub(super) fn stmt_forgotten(&mut self, stmt: Option<std::rc::Rc<Stmt>>) {
-        if let Some(stmt) = stmt {
-            let held = &mut self.progress.stmts_held;
-            held.resize(held.bytes().saturating_sub(stmt.query.len() as u64 * 3), 0);
-        }
+    /// Takes the client's statement `name` off its statements and what the session holds (#33).
+    pub(super) fn forget_stmt(&mut self, name: &str) -> Option<std::rc::Rc<Stmt>> {
+        // No hashing of the name when the session has no statement (a Close flood, #33).
+        let stmt = if self.stmts.is_empty() { None } else { self.stmts.remove(name) }?;
+        let held = &mut self.progress.stmts_held;
+        held.resize(held.bytes().saturating_sub(stmt.query.len() as u64 * 3), 0);
+        Some(stmt)
     }
 
     /// The client dropped all its statements: the session holds none (#33).
@@ -149,8 +147,7 @@ impl Session {
     /// server, the existing statement stays and the batch fails, #18), or a limit (#33).
     pub(super) fn named_parse_refusal(&mut self, name: &str, query: &str) -> Option<PgClientError> {
         if self.stmts.contains_key(name) {
-            let text = format!("prepared statement \"{name}\" already exists");
-            return Some(PgClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, text));
+            return Some(duplicate(name));
         }
         self.statements_refusal(query)
     }
@@ -160,38 +157,38 @@ impl Session {
     /// held for the session's statements. `None`: it may, and its bytes are counted.
     fn statements_refusal(&mut self, query: &str) -> Option<PgClientError> {
         let limits = self.seat.ctx.config().limits.clone();
-        let max = limits.session_prepared_statements.get();
-        if self.stmts.len() >= max as usize {
-            let text = format!(
-                "too many prepared statements: this session has {max} (querypilot limits.session_prepared_statements); \
-                 deallocate some first"
-            );
-            return Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text));
-        }
         // About three copies of the text (see `held_bytes`).
         let want = query.len().saturating_mul(3) as u64;
-        let (max, budget) = (limits.session_prepared_bytes as u64, limits.client_buffer_budget);
         let held = &mut self.progress.stmts_held;
-        let now = held.bytes().saturating_add(want);
-        if now <= max && held.resize(now, budget) {
-            return None;
+        let mut verdict = admission(&limits, self.stmts.len(), held.bytes(), want, |n, b| held.resize(n, b));
+        if matches!(verdict, Err(Refusal::Bytes(_) | Refusal::Budget)) {
+            // Closed statements are taken off by estimate as they go: the count is made exact here.
+            let exact: u64 = self.stmts.values().map(|s| s.held_bytes() as u64).sum();
+            held.resize(exact, limits.client_buffer_budget);
+            verdict = admission(&limits, self.stmts.len(), exact, want, |n, b| held.resize(n, b));
         }
-        // Closed statements are not taken off as they go: the count is made exact here.
-        let exact: u64 = self.stmts.values().map(|s| s.held_bytes() as u64).sum();
-        held.resize(exact, budget);
-        if exact.saturating_add(want) > max {
-            let text = format!(
+        let text = match verdict.err()? {
+            Refusal::Count(max) => format!(
+                "too many prepared statements: this session has {max} (querypilot limits.session_prepared_statements); \
+                 deallocate some first"
+            ),
+            Refusal::Bytes(max) => format!(
                 "out of memory for prepared statements: this session's would hold more than {max} bytes \
                  (querypilot limits.session_prepared_bytes); deallocate some first"
-            );
-            return Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text));
-        }
-        if !held.resize(exact.saturating_add(want), budget) {
-            let text = "out of memory: the router holds as much for its clients as limits.client_buffer_budget allows";
-            return Some(PgClientError::new(sqlstate::OUT_OF_MEMORY, text));
-        }
-        None
+            ),
+            Refusal::Budget => {
+                let text =
+                    "out of memory: the router holds as much for its clients as limits.client_buffer_budget allows";
+                return Some(PgClientError::new(sqlstate::OUT_OF_MEMORY, text));
+            }
+        };
+        Some(PgClientError::new(sqlstate::PROGRAM_LIMIT_EXCEEDED, text))
     }
+}
+
+/// The server's error for a Parse of a statement name the client has already (#18).
+pub(super) fn duplicate(name: &str) -> PgClientError {
+    PgClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, format!("prepared statement \"{name}\" already exists"))
 }
 
 /// Statements let go of between two yields of a session that ends holding many (#33): a
@@ -214,14 +211,9 @@ pub(super) fn server_name(key: u64) -> String {
     format!("qp_{key:016x}")
 }
 
-/// A fixed-seed hash: the same statement gets the same name on every core and connection.
+/// The key of a statement: its text, parameter types and schema generation.
 pub(super) fn statement_key(query: &str, types: &[u32], generation: u64) -> u64 {
-    use std::hash::{BuildHasher, Hash, Hasher};
-    let mut h = ahash::RandomState::with_seeds(0x5150, 0x9e37_79b9, 0x7f4a_7c15, 0x2545_f491).build_hasher();
-    query.hash(&mut h);
-    types.hash(&mut h);
-    generation.hash(&mut h);
-    h.finish()
+    engine::statement_key(0x5150, (query, types, generation))
 }
 
 /// The statement key in a server message naming one of the router's statements (`26000

@@ -80,8 +80,7 @@ impl Session {
             return Some(self.fail_token_batch(elsewhere()));
         }
         if !name.is_empty() && self.progress.tokens.stmts.contains_key(name) {
-            let text = format!("prepared statement \"{name}\" already exists");
-            return Some(self.fail_token_batch(PgClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, text)));
+            return Some(self.fail_token_batch(super::prepared::duplicate(name)));
         }
         let Some(command) = command else {
             // A new unnamed statement replaces a token statement of that name.

@@ -9,7 +9,7 @@ use crate::bridge::value::{bind_param, BindParam};
 use crate::bridge::RowFormat;
 use crate::protocol::mysql::capability::CLIENT_DEPRECATE_EOF;
 use crate::protocol::mysql::column::ValueType;
-use crate::protocol::mysql::errcode::{ErrorNumber, ER_UNKNOWN_STMT_HANDLER, ER_WRONG_ARGUMENTS};
+use crate::protocol::mysql::errcode::ER_WRONG_ARGUMENTS;
 use crate::protocol::mysql::response::{EofPacket, StmtPrepareOk};
 use crate::protocol::mysql::{decode_execute_params, encode_packets, BinaryValue, Command};
 use crate::protocol::pg::{frontend, BackendMessage, Frame, Target};
@@ -19,9 +19,6 @@ use crate::sql::template::{LateTranslation, ParamValue};
 
 use super::super::prepared::MAX_CLIENT_STATEMENTS;
 use super::super::{End, Session};
-
-/// `ER_MAX_PREPARED_STMT_COUNT_REACHED`.
-const ER_MAX_PREPARED_STMT_COUNT_REACHED: ErrorNumber = ErrorNumber { code: 1461, sql_state: *b"42000" };
 
 /// A client statement as PostgreSQL runs it.
 #[derive(Debug)]
@@ -132,10 +129,7 @@ fn bind_late(
 impl Session {
     pub(super) async fn bridged_prepare(&mut self, body: &[u8]) -> Result<(), End> {
         if self.foreign.bridge.stmts.len() >= MAX_CLIENT_STATEMENTS {
-            let msg = format!(
-                "Can't create more than max_prepared_stmt_count statements (current value: {MAX_CLIENT_STATEMENTS})"
-            );
-            MyClientError::new(ER_MAX_PREPARED_STMT_COUNT_REACHED, msg).encode(1, &mut self.io.out);
+            super::super::stmt::too_many_statements(MAX_CLIENT_STATEMENTS).encode(1, &mut self.io.out);
             return Ok(());
         }
         let text = String::from_utf8_lossy(body);
@@ -229,11 +223,9 @@ impl Session {
 
     /// Sends `COM_STMT_PREPARE_OK` with parameter and column definitions.
     fn answer_prepare(&mut self, origin: Option<String>, sql: String, d: Described, late: Option<LateTranslation>) {
-        self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.wrapping_add(1).max(1);
-        while self.foreign.bridge.stmts.contains_key(&self.foreign.bridge.next_stmt) {
-            self.foreign.bridge.next_stmt = self.foreign.bridge.next_stmt.wrapping_add(1).max(1);
-        }
-        let id = self.foreign.bridge.next_stmt;
+        let bridge = &mut self.foreign.bridge;
+        let id = crate::session::engine::prepared::next_id(bridge.next_stmt, |id| bridge.stmts.contains_key(&id));
+        bridge.next_stmt = id;
         let num_params = u16::try_from(d.params.len()).unwrap_or(u16::MAX);
         let num_columns = u16::try_from(d.columns.len()).unwrap_or(u16::MAX);
         let mut p = Vec::with_capacity(64);
@@ -328,8 +320,7 @@ impl Session {
         };
         let Execution { sql, oids, binds } = match self.bind_params(stmt_id, params) {
             None => {
-                let msg = format!("Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute");
-                MyClientError::new(ER_UNKNOWN_STMT_HANDLER, msg).encode(1, &mut self.io.out);
+                super::super::stmt::unknown_stmt(stmt_id).encode(1, &mut self.io.out);
                 return Ok(());
             }
             Some(Err(e)) => {

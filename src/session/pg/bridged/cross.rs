@@ -30,7 +30,7 @@ use crate::protocol::pg::{backend, sqlstate, FrontendMessage, Target, Transactio
 use crate::routing::{Decision, DecisionKind, Outcome};
 use crate::session::client_error::PgClientError;
 
-use super::super::prepared::Expect;
+use super::super::prepared::{duplicate, Expect};
 use super::super::{End, Session};
 
 /// `active_sql_transaction`: the statement would make a transaction span two pools.
@@ -392,11 +392,6 @@ impl Session {
         self.cross_unpark();
         r
     }
-}
-
-/// The server's error for a Parse of a name already taken.
-fn duplicate(name: &str) -> PgClientError {
-    PgClientError::new(sqlstate::DUPLICATE_PREPARED_STATEMENT, format!("prepared statement \"{name}\" already exists"))
 }
 
 #[cfg(test)]

@@ -4,8 +4,6 @@
 //! text and prepared again on whichever connection a later Execute lands on.
 
 use crate::protocol::pg::tag::backend as server;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -25,6 +23,7 @@ use crate::protocol::mysql::{encode_execute_params, ColumnDefinition41, Command,
 use crate::protocol::pg::backend::encode_row_description;
 use crate::protocol::pg::{sqlstate, BackendMessage};
 use crate::session::client_error::PgClientError;
+use crate::session::engine::prepared as engine;
 
 use super::super::{End, Session};
 use super::io::malformed;
@@ -129,10 +128,10 @@ struct PrepareOk {
     columns: Vec<PgColumn>,
 }
 
+/// The key of MySQL text `sql` on the connections of a bridged pool: fixed-seed, so a new
+/// binary's is the same (#40); a seed of its own keeps it apart from MySQL clients' keys.
 fn key_of(sql: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    sql.hash(&mut h);
-    h.finish()
+    engine::statement_key(0x6272, sql)
 }
 
 impl Session {
@@ -152,10 +151,7 @@ impl Session {
         }
         if !name.is_empty() && self.bridge.stmts.contains_key(name) {
             // As PostgreSQL: the existing statement stays and the batch fails (#18).
-            return self.fail_batch(PgClientError::new(
-                sqlstate::DUPLICATE_PREPARED_STATEMENT,
-                format!("prepared statement \"{name}\" already exists"),
-            ));
+            return self.fail_batch(super::super::prepared::duplicate(name));
         }
         let carried = match self.my_backend().await.and_then(|()| self.for_mysql(query, translated)) {
             Ok(carried) => carried,
@@ -197,19 +193,15 @@ impl Session {
         let Some(ConnInfo::MySql(info)) = self.seat.conn.as_mut().map(|c| &mut c.info) else {
             return Err(RelayError::BackendClosed(None));
         };
-        let mut stale = None;
-        if let Some(i) = info.prepared.iter().position(|(k, _)| *k == key) {
-            let entry = info.prepared.remove(i);
-            if !describe {
-                // Most recently used last, so eviction takes the coldest.
-                info.prepared.push(entry);
-                return Ok(Some((entry.1, None)));
+        if !describe {
+            if let Some((_, id)) = engine::touch(&mut info.prepared, key) {
+                return Ok(Some((id, None)));
             }
-            stale = Some(entry);
-        } else if info.prepared.len() >= limit && !info.prepared.is_empty() {
-            stale = Some(info.prepared.remove(0));
         }
-        if let Some((_, id)) = stale {
+        // Prepared afresh, to learn its columns: the older copy goes too.
+        let mut stale: Vec<_> = engine::forget(&mut info.prepared, key).into_iter().collect();
+        stale.extend(engine::make_room(&mut info.prepared, limit));
+        for (_, id) in stale {
             // COM_STMT_CLOSE has no response.
             self.my_send(&Command::StmtClose(id)).await?;
         }
