@@ -235,7 +235,7 @@ pub fn bind_reuseport(addr: SocketAddr) -> io::Result<Listener> {
 /// Connects to `addr`, failing with `TimedOut` once `deadline` has passed. The connect is a ring
 /// operation; at the deadline it is cancelled and its socket closed when the kernel lets go.
 pub async fn connect(addr: SocketAddr, deadline: Instant) -> io::Result<Stream> {
-    if Instant::now() >= deadline {
+    if super::now() >= deadline {
         return Err(io::Error::new(io::ErrorKind::TimedOut, "connect deadline already passed"));
     }
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), Some(Protocol::TCP))?;

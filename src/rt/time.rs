@@ -12,14 +12,15 @@ use super::timer::Sleep;
 #[error("deadline elapsed")]
 pub struct Elapsed;
 
-/// The current instant; the single clock source above this module.
+/// The current instant; the single clock source above this module. On a core, the instant of
+/// its loop's current turn (see `Core::clock`); elsewhere, the clock's.
 pub fn now() -> Instant {
-    Instant::now()
+    super::executor::with_core(super::executor::Core::clock).unwrap_or_else(Instant::now)
 }
 
 /// Sleeps for `d` without blocking the core.
 pub fn sleep(d: Duration) -> Sleep {
-    Sleep::new(Instant::now() + d)
+    Sleep::new(now() + d)
 }
 
 /// Sleeps until `deadline` (returns at once if it has passed).
@@ -70,7 +71,7 @@ pub fn with_deadline<F: Future>(deadline: Instant, fut: F) -> Deadline<F> {
 
 /// Runs `fut` for at most `limit` from now; without a limit, until it completes.
 pub fn within<F: Future>(limit: Option<Duration>, fut: F) -> Deadline<F> {
-    Deadline { work: fut, timer: limit.map(|l| sleep_until(Instant::now() + l)) }
+    Deadline { work: fut, timer: limit.map(|l| sleep_until(now() + l)) }
 }
 
 /// Polls both futures and returns the output of whichever completes first (the first on a tie).

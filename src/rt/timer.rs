@@ -175,9 +175,12 @@ impl Future for Sleep {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let (deadline, lazy, key) = (self.deadline, self.lazy, self.key);
-        // Only the first poll reads the clock: later, the timer's slot says whether it fired
-        // (it fires only once due), so a re-poll costs no clock read (#39).
-        if key.is_none() && Instant::now() >= deadline {
+        // Only the first poll looks at the clock: later, the timer's slot says whether it fired
+        // (it fires only once due), so a re-poll costs nothing (#39). The turn's clock, which
+        // the loop fires timers by: by the real one, a sleep could end in the very turn whose
+        // clock says it is not due yet, and a task that sleeps until its own check of the time
+        // passes would spin in that turn.
+        if key.is_none() && super::time::now() >= deadline {
             return Poll::Ready(());
         }
         let armed = with_core(|core| {
