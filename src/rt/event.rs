@@ -6,8 +6,6 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use smallvec::SmallVec;
-
 /// Cheap to clone; all clones observe the same flag. `!Send`: it never leaves its core.
 #[derive(Clone, Default)]
 pub struct Event {
@@ -23,17 +21,12 @@ struct EventInner {
 /// The wakers of the pending waits, each in a slot its wait owns until dropped: a poll updates
 /// its own slot and a drop frees it, so neither costs more with ten thousand idle sessions
 /// waiting on the same drain event, and a finished session leaves no waker (which would keep its
-/// task's memory alive) behind. Inline up to [`INLINE_WAITS`]: most events live for one or two
-/// waits (a checkout's place in its pool's queue is one per wait, #39), and three allocations
-/// per such event (the slots, the free list, the wakers `set` takes) cost more than the wait.
+/// task's memory alive) behind.
 #[derive(Default)]
 struct WakerSlots {
-    slots: SmallVec<[Option<Waker>; INLINE_WAITS]>,
-    free: SmallVec<[usize; INLINE_WAITS]>,
+    slots: Vec<Option<Waker>>,
+    free: Vec<usize>,
 }
-
-/// Waits an event holds without allocating.
-const INLINE_WAITS: usize = 2;
 
 impl WakerSlots {
     /// Stores `waker` in a free slot and returns its index.
@@ -65,7 +58,7 @@ impl WakerSlots {
     }
 
     /// Takes every stored waker; the slots stay owned by their waits.
-    fn take_all(&mut self) -> SmallVec<[Waker; INLINE_WAITS]> {
+    fn take_all(&mut self) -> Vec<Waker> {
         self.slots.iter_mut().filter_map(Option::take).collect()
     }
 }
