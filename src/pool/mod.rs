@@ -452,7 +452,7 @@ impl CorePool {
         let capacity = u64::from(self.config.limits.max_connections.get()) * self.backends.len() as u64;
         let count = |label: &str| {
             let index = self.backends.iter().position(|b| b.label == label);
-            idle.iter().filter(|c| Some(c.backend) == index).count() as u64
+            idle.iter().filter(|c| Some(c.backend()) == index).count() as u64
         };
         let mut snap = self.counters.snapshot(capacity, &count);
         if self.passes_through() {
@@ -573,7 +573,7 @@ impl CorePool {
     /// others are closed. Its receive is stopped first, so it moves on the next loop turn.
     fn give_up(&self, conn: Conn) {
         let Some(budget) =
-            self.backends.get(conn.backend).map(|b| b.budget.clone()).filter(|_| conn.lease.user.is_none())
+            self.backends.get(conn.backend()).map(|b| b.budget.clone()).filter(|_| conn.lease.user.is_none())
         else {
             return self.waiters.giving(rt::now(), || drop(conn));
         };
@@ -627,7 +627,7 @@ impl CorePool {
         let Some(b) = self.backends.get(backend).filter(|_| elsewhere > 0) else {
             return false;
         };
-        let idle = self.idle.borrow().iter().filter(|c| c.backend == backend).count();
+        let idle = self.idle.borrow().iter().filter(|c| c.backend() == backend).count();
         let held = u64::try_from(idle).unwrap_or(u64::MAX) + u64::from(b.outstanding.get());
         let (used, slack) = (u64::from(b.budget.used()), u64::from(slack));
         match self.waiters.demand() {
@@ -816,7 +816,7 @@ impl CorePool {
         match &mut res {
             Ok(c) => {
                 c.lease.permit = permit.map(admit::Permit::lent);
-                if let Some(b) = self.backends.get(c.backend) {
+                if let Some(b) = self.backends.get(c.backend()) {
                     b.counters.checked_out();
                     b.outstanding.set(b.outstanding.get() + 1);
                 }
@@ -990,8 +990,8 @@ impl CorePool {
                 let pos = idle.iter().rposition(|c| {
                     c.protocol() == protocol
                         && c.lease.user.as_deref() == user
-                        && self.usable(c.backend, u)
-                        && eligible(c.backend)
+                        && self.usable(c.backend(), u)
+                        && eligible(c.backend())
                 })?;
                 idle.swap_remove(pos)
             };
@@ -1080,7 +1080,7 @@ impl CorePool {
         if self.server_params.borrow().is_some() {
             return conn;
         }
-        let params = match &conn.info {
+        let params = match conn.info() {
             ConnInfo::Pg(_) if who.is_some() => return conn,
             ConnInfo::Pg(info) => info.params.clone(),
             ConnInfo::MySql(info) => vec![
@@ -1122,16 +1122,16 @@ impl CorePool {
         conn.lease.permit = None;
         // #39: upkeep found this core over its part of the budget another core waits for
         // (counted with this connection still lent).
-        let owed = self.owes.get() && self.over_share(conn.backend, 0);
+        let owed = self.owes.get() && self.over_share(conn.backend(), 0);
         if owed {
             self.owes.set(false);
         }
-        if let Some(b) = self.backends.get(conn.backend) {
+        if let Some(b) = self.backends.get(conn.backend()) {
             b.counters.checked_in(); // metrics
             b.outstanding.set(b.outstanding.get().saturating_sub(1));
         }
         // health, failover: the next checkout moves off a backend marked down or found read-only.
-        let healthy = self.usable(conn.backend, self.usable_now());
+        let healthy = self.usable(conn.backend(), self.usable_now());
         // A replaced pool lends nothing again, a paused one gives its servers back, and a
         // connection older than a RECONNECT is closed.
         let letting_go = self.letting_go_until.get().is_some_and(|until| rt::now() < until);
@@ -1166,7 +1166,7 @@ impl CorePool {
         }
         if !self.idle.borrow().is_empty() {
             let u = self.usable_now(); // health: close idle connections of unhealthy backends
-            let stale = self.idle.borrow().iter().any(|c| c.last_used < cutoff || !self.usable(c.backend, u));
+            let stale = self.idle.borrow().iter().any(|c| c.last_used < cutoff || !self.usable(c.backend(), u));
             if stale {
                 self.close_stale(cutoff, u);
             }
@@ -1186,8 +1186,8 @@ impl CorePool {
         }
         let spare_before = rt::now().checked_sub(SPARE_AFTER);
         let give = self.idle.borrow().iter().position(|c| {
-            let spare = spare_before.is_some_and(|before| c.last_used < before) && self.wanted_elsewhere(c.backend);
-            spare || Some(c.backend) == over
+            let spare = spare_before.is_some_and(|before| c.last_used < before) && self.wanted_elsewhere(c.backend());
+            spare || Some(c.backend()) == over
         });
         match give {
             Some(i) => {
@@ -1228,7 +1228,7 @@ impl CorePool {
         // core holds more than an even split of a used-up budget, upkeep follows it closely.
         let cores = u32::try_from(cores.max(1)).unwrap_or(u32::MAX);
         let held = |i: usize, b: &BackendSlot| {
-            let idle = self.idle.borrow().iter().filter(|c| c.backend == i).count();
+            let idle = self.idle.borrow().iter().filter(|c| c.backend() == i).count();
             u32::try_from(idle).unwrap_or(u32::MAX).saturating_add(b.outstanding.get())
         };
         follow = follow
@@ -1250,10 +1250,10 @@ impl CorePool {
             .iter()
             .rev()
             .map(|c| {
-                if !self.usable(c.backend, u) {
+                if !self.usable(c.backend(), u) {
                     return false;
                 }
-                let k = kept.entry((c.backend, c.lease.user.clone())).or_default();
+                let k = kept.entry((c.backend(), c.lease.user.clone())).or_default();
                 let keep = c.last_used >= cutoff || *k < share;
                 *k += usize::from(keep);
                 keep
@@ -1285,7 +1285,7 @@ impl CorePool {
         }
         let mut opened = 0;
         for (index, slot) in self.backends.iter().enumerate() {
-            let held = || self.idle.borrow().iter().filter(|c| c.backend == index).count();
+            let held = || self.idle.borrow().iter().filter(|c| c.backend() == index).count();
             while held() < share as usize {
                 if !slot.budget.try_acquire() {
                     break;

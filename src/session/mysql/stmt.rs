@@ -54,7 +54,7 @@ fn lost() -> MyClientError {
 }
 
 fn info(conn: &mut Conn) -> Option<&mut crate::pool::MyInfo> {
-    match &mut conn.info {
+    match conn.info_mut() {
         ConnInfo::MySql(i) => Some(i),
         ConnInfo::Pg(_) => None,
     }
@@ -285,7 +285,7 @@ impl Session {
         let limit = self.seat.pool.config.limits.max_prepared_statements.get() as usize;
         let Some(conn) = self.seat.conn.as_mut() else { return };
         let mut evicted = Vec::new();
-        if let ConnInfo::MySql(i) = &mut conn.info {
+        if let ConnInfo::MySql(i) = conn.info_mut() {
             if let Some(pos) = i.prepared.iter().position(|(k, _)| *k == key) {
                 evicted.push(i.prepared.remove(pos).1);
             }
