@@ -736,20 +736,27 @@ impl CorePool {
     /// an unhealthy backend takes no part (its credit is frozen) until it is healthy again.
     fn pick_backend_any(&self, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
         let u = self.usable_now();
-        let mut order: Vec<usize> = (0..self.backends.len()).filter(|i| self.usable(*i, u) && eligible(*i)).collect();
-        let eligible = || order.iter().filter_map(|i| self.backends.get(*i));
-        let total: i64 = eligible().map(|b| b.weight).sum();
-        for b in eligible() {
+        let takes_part = |i: &usize| self.usable(*i, u) && eligible(*i);
+        let eligible = || (0..self.backends.len()).filter(takes_part).filter_map(|i| Some((i, self.backends.get(i)?)));
+        let total: i64 = eligible().map(|(_, b)| b.weight).sum();
+        for (_, b) in eligible() {
             b.current.set(b.current.get() + b.weight);
         }
-        order.sort_by_key(|i| std::cmp::Reverse(self.backends.get(*i).map_or(0, |b| b.current.get())));
-        for i in order {
-            let b = self.backends.get(i)?;
+        // Highest credit first, the lower index first among equals; each next backend is the
+        // first after the last one tried in that order. Found by a scan per try rather than a
+        // sorted list: a waiting checkout picks at least twice (#39: the list was an
+        // allocation and a free each time), and a pool has a handful of backends.
+        let rank = |i: usize, b: &BackendSlot| (b.current.get(), std::cmp::Reverse(i));
+        let mut tried = None;
+        while let Some((i, b)) =
+            eligible().filter(|&(i, b)| tried.is_none_or(|t| rank(i, b) < t)).max_by_key(|&(i, b)| rank(i, b))
+        {
             // Not a unit just given up for another core.
             if !self.waiters.yielding(rt::now) && b.budget.try_acquire() {
                 b.current.set(b.current.get() - total);
                 return Some(i);
             }
+            tried = Some(rank(i, b));
         }
         None
     }
