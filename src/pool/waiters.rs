@@ -185,7 +185,13 @@ impl Waiters {
 
     /// Wakes the checkout first in line: a unit was freed on this core.
     pub(crate) fn wake_one(&self) {
-        self.wake(true);
+        self.wake(Some(&rt::now));
+    }
+
+    /// [`Waiters::wake_one`] for a caller that reads the clock anyway: `now` is read only if a
+    /// waiter is woken (the pace measures it), and a checkin's overtaking check shares it (#39).
+    pub(super) fn wake_one_at(&self, now: &dyn Fn() -> Instant) {
+        self.wake(Some(now));
     }
 
     /// A unit of `budget` was freed on this core (a connection closed): this core's first
@@ -232,10 +238,10 @@ impl Waiters {
     fn left(&self, woken: bool) {
         if self.calling.get() {
             if woken {
-                self.wake(false);
+                self.wake(None);
             }
         } else if !self.queue.borrow().is_empty() {
-            self.wake(false);
+            self.wake(None);
         } else if self.owed.get() == 0 {
             self.seat.take_calls();
             self.call_heads();
@@ -308,14 +314,14 @@ impl Waiters {
         (mine > 0 && others > 0).then_some((mine, mine + others))
     }
 
-    /// Wakes the checkout first in line, for a unit freed (`freed`: measured by the pace) or to
-    /// hand it the calls.
-    fn wake(&self, freed: bool) {
+    /// Wakes the checkout first in line, for a unit freed (`freed`: the clock, read for the
+    /// pace) or to hand it the calls.
+    fn wake(&self, freed: Option<&dyn Fn() -> Instant>) {
         let next = self.queue.borrow_mut().pop_front();
         match next {
             Some((ev, _)) => {
-                if freed {
-                    self.pace.borrow_mut().freed(rt::now());
+                if let Some(now) = freed {
+                    self.pace.borrow_mut().freed(now());
                 }
                 ev.set();
                 self.owed.set(self.owed.get() + 1);
@@ -432,7 +438,7 @@ impl<'a> Waiting<'a> {
             // The first in line looks for it, not this later waiter: first come, first served
             // across the cores' calls too.
             seat.ungrant();
-            self.waiters.wake(false);
+            self.waiters.wake(None);
         };
         if self.ev.is_set() {
             self.waiters.paid();
