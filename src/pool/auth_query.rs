@@ -39,7 +39,7 @@ impl CorePool {
         // A server error (say, no privilege) leaves the connection in step; anything else not.
         let reusable = !matches!(result, Err(ProbeError::Io(_) | ProbeError::Protocol(_)));
         conn.broken = !reusable;
-        let addr = conn.addr.to_string();
+        let addr = conn.addr().to_string();
         self.checkin(conn, reusable);
         result.map(|r| (r.columns, r.rows)).map_err(|e| PoolError::Auth {
             pool: self.config.name.clone(),

@@ -47,7 +47,7 @@ impl CorePool {
         self.counters.causal_waited(started.elapsed()); // metrics
         match applied {
             Ok(true) => {
-                if let Some(b) = self.backends.get(conn.backend) {
+                if let Some(b) = self.backends.get(conn.backend()) {
                     b.health.note_applied(position);
                 }
                 self.counters.causal_read(CausalOutcome::Waited); // metrics
@@ -75,7 +75,7 @@ impl CorePool {
     ) -> Result<bool, health::PositionError> {
         loop {
             let replayed = health::pg_replay_position(conn).await?;
-            if let Some(b) = self.backends.get(conn.backend) {
+            if let Some(b) = self.backends.get(conn.backend()) {
                 b.health.note_replayed(replayed);
             }
             if replayed >= position {

@@ -452,7 +452,7 @@ impl CorePool {
         let capacity = u64::from(self.config.limits.max_connections.get()) * self.backends.len() as u64;
         let count = |label: &str| {
             let index = self.backends.iter().position(|b| b.label == label);
-            idle.iter().filter(|c| Some(c.backend) == index).count() as u64
+            idle.iter().filter(|c| Some(c.backend()) == index).count() as u64
         };
         let mut snap = self.counters.snapshot(capacity, &count);
         if self.passes_through() {
@@ -573,7 +573,7 @@ impl CorePool {
     /// others are closed. Its receive is stopped first, so it moves on the next loop turn.
     fn give_up(&self, conn: Conn) {
         let Some(budget) =
-            self.backends.get(conn.backend).map(|b| b.budget.clone()).filter(|_| conn.lease.user.is_none())
+            self.backends.get(conn.backend()).map(|b| b.budget.clone()).filter(|_| conn.lease.user.is_none())
         else {
             return self.waiters.giving(rt::now(), || drop(conn));
         };
@@ -627,7 +627,7 @@ impl CorePool {
         let Some(b) = self.backends.get(backend).filter(|_| elsewhere > 0) else {
             return false;
         };
-        let idle = self.idle.borrow().iter().filter(|c| c.backend == backend).count();
+        let idle = self.idle.borrow().iter().filter(|c| c.backend() == backend).count();
         let held = u64::try_from(idle).unwrap_or(u64::MAX) + u64::from(b.outstanding.get());
         let (used, slack) = (u64::from(b.budget.used()), u64::from(slack));
         match self.waiters.demand() {
@@ -664,11 +664,10 @@ impl CorePool {
 
     /// The backend the next statement should use (#22): the pool's `balance` policy over the
     /// usable backends `eligible` accepts. One backend: no choice to make.
-    fn choose(&self, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
+    fn choose(&self, u: Usable, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
         if self.backends.len() < 2 {
             return None;
         }
-        let u = self.usable_now();
         let mut candidates: Vec<balance::Candidate> = self
             .backends
             .iter()
@@ -708,8 +707,8 @@ impl CorePool {
 
     /// A backend `eligible` accepts with budget for `user` (see [`CorePool::pick_backend_any`]):
     /// on a pass-through pool the user's own budget must have a unit too, which the pick then holds.
-    fn pick_backend(&self, user: Option<&str>, eligible: &dyn Fn(usize) -> bool) -> Option<Picked> {
-        let index = self.pick_backend_any(eligible)?;
+    fn pick_backend(&self, u: Usable, user: Option<&str>, eligible: &dyn Fn(usize) -> bool) -> Option<Picked> {
+        let index = self.pick_backend_any(u, eligible)?;
         self.with_user_unit(index, user)
     }
 
@@ -734,22 +733,28 @@ impl CorePool {
     /// Smooth weighted round-robin over the healthy backends that still have budget: each
     /// backend gets connections in proportion to its weight, interleaved rather than in bursts;
     /// an unhealthy backend takes no part (its credit is frozen) until it is healthy again.
-    fn pick_backend_any(&self, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
-        let u = self.usable_now();
-        let mut order: Vec<usize> = (0..self.backends.len()).filter(|i| self.usable(*i, u) && eligible(*i)).collect();
-        let eligible = || order.iter().filter_map(|i| self.backends.get(*i));
-        let total: i64 = eligible().map(|b| b.weight).sum();
-        for b in eligible() {
+    fn pick_backend_any(&self, u: Usable, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
+        let takes_part = |i: &usize| self.usable(*i, u) && eligible(*i);
+        let eligible = || (0..self.backends.len()).filter(takes_part).filter_map(|i| Some((i, self.backends.get(i)?)));
+        let total: i64 = eligible().map(|(_, b)| b.weight).sum();
+        for (_, b) in eligible() {
             b.current.set(b.current.get() + b.weight);
         }
-        order.sort_by_key(|i| std::cmp::Reverse(self.backends.get(*i).map_or(0, |b| b.current.get())));
-        for i in order {
-            let b = self.backends.get(i)?;
+        // Highest credit first, the lower index first among equals; each next backend is the
+        // first after the last one tried in that order. Found by a scan per try rather than a
+        // sorted list: a waiting checkout picks at least twice (#39: the list was an
+        // allocation and a free each time), and a pool has a handful of backends.
+        let rank = |i: usize, b: &BackendSlot| (b.current.get(), std::cmp::Reverse(i));
+        let mut tried = None;
+        while let Some((i, b)) =
+            eligible().filter(|&(i, b)| tried.is_none_or(|t| rank(i, b) < t)).max_by_key(|&(i, b)| rank(i, b))
+        {
             // Not a unit just given up for another core.
             if !self.waiters.yielding(rt::now) && b.budget.try_acquire() {
                 b.current.set(b.current.get() - total);
                 return Some(i);
             }
+            tried = Some(rank(i, b));
         }
         None
     }
@@ -816,7 +821,7 @@ impl CorePool {
         match &mut res {
             Ok(c) => {
                 c.lease.permit = permit.map(admit::Permit::lent);
-                if let Some(b) = self.backends.get(c.backend) {
+                if let Some(b) = self.backends.get(c.backend()) {
                     b.counters.checked_out();
                     b.outstanding.set(b.outstanding.get() + 1);
                 }
@@ -846,14 +851,16 @@ impl CorePool {
             if self.replaced.get() {
                 return Err(PoolError::Replaced(self.config.name.clone()));
             }
-            if self.awaits_failover() {
+            // health, failover: read once for the whole look (a few atomic loads each time).
+            let u = self.usable_now();
+            if u.floor == Floor::Nothing {
                 match wait.pause().await {
                     Some(waited) => deadline += waited,
                     None => return Err(wait.exhausted(&self.config.name, self.backend_list())),
                 }
                 continue;
             }
-            match self.acquire(protocol, who, deadline, slot, eligible).await {
+            match self.acquire(u, protocol, who, deadline, slot, eligible).await {
                 Ok(Some(conn)) => return Ok(conn),
                 Ok(None) => {}
                 Err(PoolError::Connect { .. }) if self.awaits_failover() && wait.has_time() => {}
@@ -864,10 +871,12 @@ impl CorePool {
 
     /// Lends a connection to a backend `eligible` accepts: first to the backend the balance
     /// policy chooses (an idle connection to it, else a new one if its budget allows), then to
-    /// any eligible backend, else waits. `None`: the pool awaits a failover (see
+    /// any eligible backend, else waits. `u`: what the caller read of the backends' health in
+    /// this same turn, with a writable backend to lend. `None`: the pool awaits a failover (see
     /// [`CorePool::acquire_writable`]).
     async fn acquire(
         self: &Rc<Self>,
+        u: Usable,
         protocol: Protocol,
         who: Option<&PassThrough>,
         deadline: Instant,
@@ -878,8 +887,8 @@ impl CorePool {
         // #41: first come, first served: the idle connections woken waiters have yet to take
         // are theirs, the others anyone's (see `Waiters::unclaimed`).
         let fair = self.waiters.unclaimed(self.idle.borrow().len());
-        if let Some(i) = self.choose(eligible) {
-            if let Some(c) = self.take_idle(protocol, user, &|b| fair && b == i) {
+        if let Some(i) = self.choose(u, eligible) {
+            if let Some(c) = self.take_idle(u, protocol, user, &|b| fair && b == i) {
                 return Ok(Some(c));
             }
             if !self.waiters.yielding(rt::now) && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
@@ -888,17 +897,14 @@ impl CorePool {
                 }
             }
         }
-        if let Some(c) = self.take_idle(protocol, user, &|b| fair && eligible(b)) {
+        if let Some(c) = self.take_idle(u, protocol, user, &|b| fair && eligible(b)) {
             return Ok(Some(c));
         }
-        if let Some(picked) = self.pick_backend(user, eligible) {
+        if let Some(picked) = self.pick_backend(u, user, eligible) {
             return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
         }
         if self.backends.is_empty() {
             return Err(PoolError::NoBackend(self.config.name.clone()));
-        }
-        if self.awaits_failover() {
-            return Ok(None);
         }
         let started = rt::now();
         if let Some(over) = self.waiters.beyond(deadline, started) {
@@ -906,13 +912,14 @@ impl CorePool {
             return Err(PoolError::Limited { pool: self.config.name.clone(), over, waited_ms: 0 });
         }
         slot.queue(); // metrics
-        self.wait_in_line(protocol, who, deadline, eligible, started).await
+        self.wait_in_line(u, protocol, who, deadline, eligible, started).await
     }
 
     /// [`CorePool::acquire`]'s wait: in this core's queue and the pool's line until a unit or
-    /// an idle connection is found, or `deadline`.
+    /// an idle connection is found, or `deadline`; `u` as [`CorePool::acquire`] read it.
     async fn wait_in_line(
         &self,
+        mut u: Usable,
         protocol: Protocol,
         who: Option<&PassThrough>,
         deadline: Instant,
@@ -932,11 +939,12 @@ impl CorePool {
         let mut woke = None;
         loop {
             if let Some(wake) = woke {
-                if let Some(c) = self.take_idle(protocol, user, eligible) {
+                u = self.usable_now(); // health, failover: once per look
+                if let Some(c) = self.take_idle(u, protocol, user, eligible) {
                     self.found(wake);
                     return Ok(Some(c));
                 }
-                if self.awaits_failover() {
+                if u.floor == Floor::Nothing {
                     return Ok(None);
                 }
                 if let Some(user) = user {
@@ -945,7 +953,7 @@ impl CorePool {
                     self.close_idle_of_others(user);
                 }
             }
-            if let Some(picked) = self.pick_backend(user, eligible) {
+            if let Some(picked) = self.pick_backend(u, user, eligible) {
                 woke.into_iter().for_each(|wake| self.found(wake));
                 // Out of the queue before the connect: a unit freed meanwhile goes to the next waiter.
                 drop(waiting);
@@ -982,16 +990,21 @@ impl CorePool {
     /// rather than lent, so a statement never goes down a dead connection it could have avoided.
     /// The check reads the state of the receive `checkin` posted (no system call); connections
     /// used within `idle_check_interval` skip it. On a pass-through pool only connections logged in as `user` are taken.
-    fn take_idle(&self, protocol: Protocol, user: Option<&str>, eligible: &dyn Fn(usize) -> bool) -> Option<Conn> {
-        let u = self.usable_now(); // health, failover
+    fn take_idle(
+        &self,
+        u: Usable,
+        protocol: Protocol,
+        user: Option<&str>,
+        eligible: &dyn Fn(usize) -> bool,
+    ) -> Option<Conn> {
         loop {
             let conn = {
                 let mut idle = self.idle.borrow_mut();
                 let pos = idle.iter().rposition(|c| {
                     c.protocol() == protocol
                         && c.lease.user.as_deref() == user
-                        && self.usable(c.backend, u)
-                        && eligible(c.backend)
+                        && self.usable(c.backend(), u)
+                        && eligible(c.backend())
                 })?;
                 idle.swap_remove(pos)
             };
@@ -1022,7 +1035,7 @@ impl CorePool {
             // rarely opens a connection (#21: it was most of the user-space instructions).
             match Box::pin(self.open(picked, protocol, who, deadline)).await {
                 Err(e @ PoolError::Connect { .. }) if self.marked_down(index) && self.has_healthy_backend() => {
-                    match self.pick_backend(self.key_of(who), &|_| true) {
+                    match self.pick_backend(self.usable_now(), self.key_of(who), &|_| true) {
                         Some(next) => picked = next,
                         None => return Err(e),
                     }
@@ -1080,7 +1093,7 @@ impl CorePool {
         if self.server_params.borrow().is_some() {
             return conn;
         }
-        let params = match &conn.info {
+        let params = match conn.info() {
             ConnInfo::Pg(_) if who.is_some() => return conn,
             ConnInfo::Pg(info) => info.params.clone(),
             ConnInfo::MySql(info) => vec![
@@ -1122,33 +1135,36 @@ impl CorePool {
         conn.lease.permit = None;
         // #39: upkeep found this core over its part of the budget another core waits for
         // (counted with this connection still lent).
-        let owed = self.owes.get() && self.over_share(conn.backend, 0);
+        let owed = self.owes.get() && self.over_share(conn.backend(), 0);
         if owed {
             self.owes.set(false);
         }
-        if let Some(b) = self.backends.get(conn.backend) {
+        if let Some(b) = self.backends.get(conn.backend()) {
             b.counters.checked_in(); // metrics
             b.outstanding.set(b.outstanding.get().saturating_sub(1));
         }
         // health, failover: the next checkout moves off a backend marked down or found read-only.
-        let healthy = self.usable(conn.backend, self.usable_now());
+        let healthy = self.usable(conn.backend(), self.usable_now());
         // A replaced pool lends nothing again, a paused one gives its servers back, and a
         // connection older than a RECONNECT is closed.
         let letting_go = self.letting_go_until.get().is_some_and(|until| rt::now() < until);
         let keep =
             !self.replaced.get() && !self.gate.is_paused() && conn.lease.epoch == self.gate.epoch() && !letting_go;
         let reuse = reusable && !conn.broken && healthy && keep;
+        // One clock read, if any, for the overtaking check and the pace of the wake below.
+        let now = std::cell::OnceCell::new();
+        let now = || *now.get_or_init(rt::now);
         // #41: or another core's waiter was overtaken by this core's by more than its slack
         // (which the split by demand above keeps rare): the connection is closed for it, and
         // the close calls it.
-        if owed || (reuse && self.waiters.overtaken(rt::now)) {
+        if owed || (reuse && self.waiters.overtaken(now)) {
             self.give_up(conn);
         } else if reuse {
             // The kernel watches it while it sits idle: a server closing it or writing to it
             // completes this receive, which `take_idle` looks at without a system call.
             rt::watch(&mut conn.stream);
             self.idle.borrow_mut().push(conn);
-            self.waiters.wake_one();
+            self.waiters.wake_one_at(&now);
         } else {
             drop(conn); // its budget unit wakes a waiter
         }
@@ -1166,7 +1182,7 @@ impl CorePool {
         }
         if !self.idle.borrow().is_empty() {
             let u = self.usable_now(); // health: close idle connections of unhealthy backends
-            let stale = self.idle.borrow().iter().any(|c| c.last_used < cutoff || !self.usable(c.backend, u));
+            let stale = self.idle.borrow().iter().any(|c| c.last_used < cutoff || !self.usable(c.backend(), u));
             if stale {
                 self.close_stale(cutoff, u);
             }
@@ -1186,8 +1202,8 @@ impl CorePool {
         }
         let spare_before = rt::now().checked_sub(SPARE_AFTER);
         let give = self.idle.borrow().iter().position(|c| {
-            let spare = spare_before.is_some_and(|before| c.last_used < before) && self.wanted_elsewhere(c.backend);
-            spare || Some(c.backend) == over
+            let spare = spare_before.is_some_and(|before| c.last_used < before) && self.wanted_elsewhere(c.backend());
+            spare || Some(c.backend()) == over
         });
         match give {
             Some(i) => {
@@ -1228,7 +1244,7 @@ impl CorePool {
         // core holds more than an even split of a used-up budget, upkeep follows it closely.
         let cores = u32::try_from(cores.max(1)).unwrap_or(u32::MAX);
         let held = |i: usize, b: &BackendSlot| {
-            let idle = self.idle.borrow().iter().filter(|c| c.backend == i).count();
+            let idle = self.idle.borrow().iter().filter(|c| c.backend() == i).count();
             u32::try_from(idle).unwrap_or(u32::MAX).saturating_add(b.outstanding.get())
         };
         follow = follow
@@ -1250,10 +1266,10 @@ impl CorePool {
             .iter()
             .rev()
             .map(|c| {
-                if !self.usable(c.backend, u) {
+                if !self.usable(c.backend(), u) {
                     return false;
                 }
-                let k = kept.entry((c.backend, c.lease.user.clone())).or_default();
+                let k = kept.entry((c.backend(), c.lease.user.clone())).or_default();
                 let keep = c.last_used >= cutoff || *k < share;
                 *k += usize::from(keep);
                 keep
@@ -1285,7 +1301,7 @@ impl CorePool {
         }
         let mut opened = 0;
         for (index, slot) in self.backends.iter().enumerate() {
-            let held = || self.idle.borrow().iter().filter(|c| c.backend == index).count();
+            let held = || self.idle.borrow().iter().filter(|c| c.backend() == index).count();
             while held() < share as usize {
                 if !slot.budget.try_acquire() {
                     break;

@@ -33,7 +33,8 @@ pub async fn freeze(conn: &mut Conn, from: usize) -> Option<(OwnedFd, FrozenConn
         Ok(crate::rt::Handed { fd, got, tls }) => {
             let mut unread = conn.rbuf.split_off(from.min(conn.rbuf.len()));
             unread.extend_from_slice(&got);
-            let (addr, info, prepared, settings) = (conn.addr, conn.info.clone(), conn.prepared.clone(), conn.settings);
+            let (addr, info, prepared, settings) =
+                (conn.addr(), conn.info().clone(), conn.prepared.clone(), conn.settings);
             Some((fd, FrozenConn { addr, info, prepared, settings, tls, unread }))
         }
         Err(e) => {

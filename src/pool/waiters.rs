@@ -1,4 +1,4 @@
-//! The checkouts of one core waiting for a pool's connections: a FIFO of events, set by a
+//! The checkouts of one core waiting for a pool's connections: a FIFO of signals, set by a
 //! checkin or a closing connection, and one waiter at a time answering calls from other cores
 //! that freed a unit of the budget or handed one over.
 //!
@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use super::budget::Budget;
 use super::limit::Over;
 use super::line::{Line, Seat, Ticket};
-use crate::rt::{self, Event};
+use crate::rt;
+use signal::Signal;
 
 /// How far back the pace looks: an interval weighs e^(-age / PACE_HORIZON). Long enough that a
 /// stall of the core (a busy host deschedules it for tens of milliseconds) moves the estimate of
@@ -118,9 +119,9 @@ pub(super) const RECHECK_SHARED: Duration = Duration::from_millis(25);
 /// State shared between a pool and the connections it lent out, so a closing connection can
 /// wake a waiter (its budget unit is free again).
 pub(crate) struct Waiters {
-    /// One event per waiting checkout with its ticket of the pool's line, in arrival order; an
-    /// event is set only once popped.
-    queue: RefCell<VecDeque<(Event, Ticket)>>,
+    /// One signal per waiting checkout with its ticket of the pool's line, in arrival order; a
+    /// signal is set only once popped.
+    queue: RefCell<VecDeque<(Signal, Ticket)>>,
     /// Whether a waiting checkout of this core answers calls from other cores. One does: a
     /// unit freed elsewhere serves one waiter.
     calling: Cell<bool>,
@@ -184,7 +185,13 @@ impl Waiters {
 
     /// Wakes the checkout first in line: a unit was freed on this core.
     pub(crate) fn wake_one(&self) {
-        self.wake(true);
+        self.wake(Some(&rt::now));
+    }
+
+    /// [`Waiters::wake_one`] for a caller that reads the clock anyway: `now` is read only if a
+    /// waiter is woken (the pace measures it), and a checkin's overtaking check shares it (#39).
+    pub(super) fn wake_one_at(&self, now: &dyn Fn() -> Instant) {
+        self.wake(Some(now));
     }
 
     /// A unit of `budget` was freed on this core (a connection closed): this core's first
@@ -231,10 +238,10 @@ impl Waiters {
     fn left(&self, woken: bool) {
         if self.calling.get() {
             if woken {
-                self.wake(false);
+                self.wake(None);
             }
         } else if !self.queue.borrow().is_empty() {
-            self.wake(false);
+            self.wake(None);
         } else if self.owed.get() == 0 {
             self.seat.take_calls();
             self.call_heads();
@@ -307,14 +314,14 @@ impl Waiters {
         (mine > 0 && others > 0).then_some((mine, mine + others))
     }
 
-    /// Wakes the checkout first in line, for a unit freed (`freed`: measured by the pace) or to
-    /// hand it the calls.
-    fn wake(&self, freed: bool) {
+    /// Wakes the checkout first in line, for a unit freed (`freed`: the clock, read for the
+    /// pace) or to hand it the calls.
+    fn wake(&self, freed: Option<&dyn Fn() -> Instant>) {
         let next = self.queue.borrow_mut().pop_front();
         match next {
             Some((ev, _)) => {
-                if freed {
-                    self.pace.borrow_mut().freed(rt::now());
+                if let Some(now) = freed {
+                    self.pace.borrow_mut().freed(now());
                 }
                 ev.set();
                 self.owed.set(self.owed.get() + 1);
@@ -382,11 +389,11 @@ pub(super) enum Wake {
 }
 
 /// A checkout's place in its pool's wait queue. Dropping it (served, timed out, or abandoned
-/// mid-wait) leaves no event behind, and hands on the calls it answered and a wake it had not
+/// mid-wait) leaves no signal behind, and hands on the calls it answered and a wake it had not
 /// run for yet (see [`Waiters::left`]).
 pub(super) struct Waiting<'a> {
     waiters: &'a Waiters,
-    ev: Event,
+    ev: Signal,
     ticket: Ticket,
     calls: bool,
     /// The last wait ended on a call from another core: its unit was looked for since.
@@ -396,7 +403,7 @@ pub(super) struct Waiting<'a> {
 impl<'a> Waiting<'a> {
     /// A checkout starting to wait at `now` (read by the caller, in the same turn).
     pub(super) fn new(waiters: &'a Waiters, now: Instant) -> Self {
-        let ev = Event::new();
+        let ev = Signal::default();
         let ticket = waiters.line.ticket(now);
         waiters.queue.borrow_mut().push_back((ev.clone(), ticket));
         waiters.publish();
@@ -431,14 +438,14 @@ impl<'a> Waiting<'a> {
             // The first in line looks for it, not this later waiter: first come, first served
             // across the cores' calls too.
             seat.ungrant();
-            self.waiters.wake(false);
+            self.waiters.wake(None);
         };
         if self.ev.is_set() {
             self.waiters.paid();
             // In line again by its ticket until served (then dropped), or for the next unit if
             // another core's checkout took this one first: first, unless a waiter woken with it
             // and not served either is back already.
-            self.ev = Event::new();
+            self.ev.rearm();
             let mut queue = self.waiters.queue.borrow_mut();
             let at = queue.partition_point(|(_, t)| t.number < self.ticket.number);
             queue.insert(at, (self.ev.clone(), self.ticket));
@@ -474,7 +481,7 @@ impl<'a> Waiting<'a> {
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        // An event is set only once popped, and replaced once the waiter ran.
+        // A signal is set only once popped, and unset again once the waiter ran.
         let woken = self.ev.is_set();
         let mut queue = self.waiters.queue.borrow_mut();
         if queue.front().is_some_and(|(e, _)| e.same(&self.ev)) {
@@ -499,5 +506,6 @@ impl Drop for Waiting<'_> {
     }
 }
 
+mod signal;
 #[cfg(test)]
 mod tests;

@@ -84,12 +84,12 @@ impl CancelSlot {
     /// Marks the statement about to be sent on `conn` as running there, when `conn` speaks
     /// `protocol` (the one the bytes being sent are in): each protocol is cancelled its own way.
     pub fn running_on(&self, conn: &Conn, protocol: Protocol) {
-        let kind = match (&conn.info, protocol) {
+        let kind = match (conn.info(), protocol) {
             (ConnInfo::Pg(info), Protocol::Postgres) => TargetKind::Pg { pid: info.pid, secret: info.secret },
             (ConnInfo::MySql(info), Protocol::MySql) => TargetKind::MySql { thread_id: info.thread_id },
             _ => return,
         };
-        self.set_running(Some(CancelTarget { addr: conn.addr, kind }));
+        self.set_running(Some(CancelTarget { addr: conn.addr(), kind }));
     }
 
     /// Records the MySQL server connection this session holds for good (session mode), or none.

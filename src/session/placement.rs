@@ -140,7 +140,7 @@ pub(super) trait Placed {
         let (pin, hold) = (self.take_uncounted_pin(), Hold::of(&self.hold_facts(Exchange::Due)));
         let seat = self.seat();
         seat.ctx.count_pin(pin); // metrics
-        let move_off = seat.conn.as_ref().is_some_and(|c| seat.pool.should_move_off(c.backend));
+        let move_off = seat.conn.as_ref().is_some_and(|c| seat.pool.should_move_off(c.backend()));
         if release::gives_back(seat.pool.config.mode, hold, move_off) {
             self.release_backend(false).await;
         }

@@ -479,7 +479,7 @@ impl Target {
             Protocol::MySql => {
                 // Doubles as the liveness query of a backend without a lag threshold. MariaDB
                 // also reports the GTID position it applied, for causal reads (#22).
-                let mariadb = matches!(&conn.info, ConnInfo::MySql(i) if i.server_version.contains("MariaDB"));
+                let mariadb = matches!(conn.info(), ConnInfo::MySql(i) if i.server_version.contains("MariaDB"));
                 // A server with either flag set refuses writes (#40: a write pool lends only
                 // servers with both off).
                 let sql = if mariadb {
@@ -500,7 +500,7 @@ impl Target {
                 if !has_lag_threshold(&self.backend) {
                     return Ok(Lag::UNKNOWN);
                 }
-                let sql = match &conn.info {
+                let sql = match conn.info() {
                     ConnInfo::MySql(info) => replica_status_sql(&info.server_version),
                     ConnInfo::Pg(_) => "SHOW SLAVE STATUS",
                 };

@@ -190,7 +190,7 @@ async fn mysql_payload(conn: &mut Conn) -> Result<Vec<u8>, String> {
 
 /// [`MYSQL_UDF_QUERY`] as `COM_QUERY`, up to the end of its result set.
 async fn mysql_rows(conn: &mut Conn) -> Result<Vec<UdfRow>, String> {
-    let caps = match &conn.info {
+    let caps = match conn.info() {
         ConnInfo::MySql(i) => i.capabilities,
         ConnInfo::Pg(_) => return Err("not a MySQL connection".into()),
     };

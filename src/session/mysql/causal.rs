@@ -134,7 +134,7 @@ impl Session {
     /// so the session's reads go to replicas that applied it. Outside `causal` mode nothing
     /// reads positions, and the round trip is not spent.
     pub(super) async fn settle_owed_gtid(&mut self, conn: &mut Conn) -> bool {
-        let owes = matches!(&conn.info, ConnInfo::MySql(i) if i.owes_gtid);
+        let owes = matches!(conn.info(), ConnInfo::MySql(i) if i.owes_gtid);
         if !owes || self.seat.ctx.read_your_writes() != ReadYourWrites::Causal {
             return true;
         }

@@ -52,7 +52,7 @@ impl Session {
 
     /// The server thread id of the connection a session-mode session holds.
     fn slot_server_thread(&self) -> Option<u32> {
-        match (self.seat.pool.config.mode, self.seat.conn.as_ref().map(|c| &c.info)) {
+        match (self.seat.pool.config.mode, self.seat.conn.as_ref().map(|c| c.info())) {
             (PoolMode::Session, Some(crate::pool::ConnInfo::MySql(info))) => Some(info.thread_id),
             _ => None,
         }

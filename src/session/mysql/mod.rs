@@ -815,9 +815,9 @@ impl Placed for Session {
             }
             conn.settings = self.state.signature();
         }
-        if let (PoolMode::Session, crate::pool::ConnInfo::MySql(info)) = (self.seat.pool.config.mode, &conn.info) {
+        if let (PoolMode::Session, crate::pool::ConnInfo::MySql(info)) = (self.seat.pool.config.mode, conn.info()) {
             // The connection is this client's for good: a KILL of its id finds the session.
-            self.seat.cancel.slot.set_server(Some((conn.addr, info.thread_id)));
+            self.seat.cancel.slot.set_server(Some((conn.addr(), info.thread_id)));
         }
         *self.seat.conn = Some(conn);
         Ok(())

@@ -78,10 +78,10 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
 fn attach_moved(s: &mut Session, backend: Option<crate::pool::Conn>) {
     if let Some(conn) = &backend {
         if let (crate::pool::ConnInfo::MySql(info), crate::config::PoolMode::Session) =
-            (&conn.info, s.seat.pool.config.mode)
+            (conn.info(), s.seat.pool.config.mode)
         {
             // `KILL` of the id the client's `CONNECTION_ID()` shows finds the session here too.
-            s.seat.cancel.slot.set_server(Some((conn.addr, info.thread_id)));
+            s.seat.cancel.slot.set_server(Some((conn.addr(), info.thread_id)));
         }
     }
     *s.seat.conn = backend;

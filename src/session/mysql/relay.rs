@@ -277,7 +277,8 @@ impl Session {
     /// is whether the connection owes one ([`note_owed`]).
     fn take_packet(&mut self, ex: &mut Exchange) -> Result<(Action, usize), RelayError> {
         let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
-        let WirePacket { packet, wire } = packet_at(&conn.rbuf, self.link.pos)?;
+        let (rbuf, conn_info) = conn.read_and_info_mut();
+        let WirePacket { packet, wire } = packet_at(rbuf, self.link.pos)?;
         let action = ex.on_backend(&packet)?;
         let mut len = packet.payload.len();
         match action {
@@ -285,7 +286,7 @@ impl Session {
                 return Err(RelayError::Malformed("an OK packet of 16 MiB or more".into()));
             }
             Action::ForwardOk => {
-                let ConnInfo::MySql(info) = &mut conn.info else {
+                let ConnInfo::MySql(info) = conn_info else {
                     return Err(RelayError::Malformed("a MySQL answer on a PostgreSQL connection".into()));
                 };
                 note_owed(info, packet.payload, false);
@@ -297,7 +298,7 @@ impl Session {
                 encode_packets(&ok, packet.seq, &mut self.io.out);
             }
             Action::Forward | Action::ForwardEnd | Action::SendFile => {
-                if let (ConnInfo::MySql(info), true) = (&mut conn.info, is_eof(packet.payload)) {
+                if let (ConnInfo::MySql(info), true) = (conn_info, is_eof(packet.payload)) {
                     note_owed(info, packet.payload, true);
                 }
                 self.io.out.extend_from_slice(wire);
@@ -521,7 +522,7 @@ pub(super) fn note_owed(info: &mut MyInfo, payload: &[u8], eof: bool) {
 
 /// Updates the connection's last known status flags.
 pub(super) fn note_status(conn: &mut Conn, status: Option<u16>) {
-    if let (ConnInfo::MySql(info), Some(s)) = (&mut conn.info, status) {
+    if let (ConnInfo::MySql(info), Some(s)) = (conn.info_mut(), status) {
         info.status = s;
     }
 }

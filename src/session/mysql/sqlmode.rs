@@ -23,7 +23,7 @@ impl Session {
     /// a replayed SET or a reset, or in its last answer); without a connection, the mode as it is.
     pub(super) fn server_mode(&self, conn: Option<&Conn>) -> LexMode {
         let mut mode = self.routing.lex.mode;
-        if let Some(ConnInfo::MySql(info)) = conn.map(|c| &c.info) {
+        if let Some(ConnInfo::MySql(info)) = conn.map(|c| c.info()) {
             let (no_backslash_escapes, ansi_quotes) = sql_mode_flags(info.status, &info.server_version);
             mode.follow_mysql_server(no_backslash_escapes, ansi_quotes);
         }

@@ -53,7 +53,7 @@ fn lost() -> MyClientError {
 }
 
 fn info(conn: &mut Conn) -> Option<&mut crate::pool::MyInfo> {
-    match &mut conn.info {
+    match conn.info_mut() {
         ConnInfo::MySql(i) => Some(i),
         ConnInfo::Pg(_) => None,
     }

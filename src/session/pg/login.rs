@@ -792,7 +792,7 @@ async fn greet(ctx: &Rc<CoreContext>, client: &mut Client, a: Authenticated) -> 
     }
     let shown = pool.share_params(shown);
     state.greeted(shown.clone());
-    let key = match backend.as_ref().map(|c| &c.info) {
+    let key = match backend.as_ref().map(|c| c.info()) {
         // Cancels still come to the router, which knows what the client runs.
         Some(ConnInfo::Pg(info)) => ctx.new_cancel_key().with_server_pid(info.pid),
         _ => ctx.new_cancel_key(),

@@ -269,7 +269,7 @@ pub(super) async fn server_params(
     if pool.passes_through() && protocol == Protocol::Postgres {
         let deadline = rt::now() + pool.config.timeouts.acquire;
         let conn = pool.checkout(protocol, who, deadline).await?;
-        let params = match &conn.info {
+        let params = match conn.info() {
             crate::pool::ConnInfo::Pg(info) => Rc::new(info.params.clone()),
             crate::pool::ConnInfo::MySql(_) => Rc::default(),
         };

@@ -95,7 +95,7 @@ impl Session {
     pub(super) fn own_notification_pid(&mut self, pos: usize) {
         let given = self.seat.cancel.key.pid;
         let Some(conn) = self.seat.conn.as_mut() else { return };
-        let ConnInfo::Pg(info) = &conn.info else { return };
+        let ConnInfo::Pg(info) = conn.info() else { return };
         let server = info.pid.to_be_bytes();
         let len = frame_at(&conn.rbuf, pos).map_or(0, |f| f.len());
         if len >= 9 && info.pid != given {

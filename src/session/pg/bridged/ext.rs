@@ -190,7 +190,7 @@ impl Session {
         describe: bool,
     ) -> Result<Option<(u32, Option<Vec<PgColumn>>)>, RelayError> {
         let limit = self.seat.pool.config.limits.max_prepared_statements.get() as usize;
-        let Some(ConnInfo::MySql(info)) = self.seat.conn.as_mut().map(|c| &mut c.info) else {
+        let Some(ConnInfo::MySql(info)) = self.seat.conn.as_mut().map(|c| c.info_mut()) else {
             return Err(RelayError::BackendClosed(None));
         };
         if !describe {
@@ -206,7 +206,7 @@ impl Session {
             self.my_send(&Command::StmtClose(id)).await?;
         }
         let Some(ok) = self.my_prepare(sql).await? else { return Ok(None) };
-        if let Some(ConnInfo::MySql(info)) = self.seat.conn.as_mut().map(|c| &mut c.info) {
+        if let Some(ConnInfo::MySql(info)) = self.seat.conn.as_mut().map(|c| c.info_mut()) {
             info.prepared.push((key, ok.id));
         }
         Ok(Some((ok.id, Some(ok.columns))))

@@ -62,7 +62,7 @@ impl Session {
 
     /// Capabilities of the attached MySQL connection.
     pub(super) fn my_caps(&self) -> u64 {
-        match self.seat.conn.as_ref().map(|c| &c.info) {
+        match self.seat.conn.as_ref().map(|c| c.info()) {
             Some(ConnInfo::MySql(info)) => info.capabilities,
             _ => 0,
         }
@@ -149,7 +149,7 @@ impl Session {
         if writer.errored {
             self.seat.pool.counters.backend_error(); // metrics: the client got an ErrorResponse
         }
-        if let Some(ConnInfo::MySql(info)) = self.seat.conn.as_mut().map(|c| &mut c.info) {
+        if let Some(ConnInfo::MySql(info)) = self.seat.conn.as_mut().map(|c| c.info_mut()) {
             info.status = writer.status;
         }
         self.progress.tx = writer.transaction_status();

@@ -203,7 +203,7 @@ impl Session {
 
     /// Status flags of the attached connection's last response.
     fn my_status(&self) -> u16 {
-        match self.seat.conn.as_ref().map(|c| &c.info) {
+        match self.seat.conn.as_ref().map(|c| c.info()) {
             Some(crate::pool::ConnInfo::MySql(info)) => info.status,
             _ => 0,
         }
