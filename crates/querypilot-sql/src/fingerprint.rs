@@ -42,6 +42,15 @@ pub fn fingerprint_in(sql: &str, dialect: Dialect, mode: LexMode) -> Fingerprint
     sink.finish()
 }
 
+/// [`fingerprint_in`], and whether the pass took a literal value out of the text (a bind
+/// parameter is not one). A text without values is the kind sent again byte for byte (a
+/// parameterized statement, `BEGIN`), so a caller may remember its fingerprint by the text.
+pub fn fingerprint_noting_values(sql: &str, dialect: Dialect, mode: LexMode) -> (Fingerprint, bool) {
+    let mut sink = HashSink::default();
+    Normalizer::in_mode(sql, dialect, mode, &mut sink).run();
+    (sink.finish(), sink.values)
+}
+
 /// [`normalize`] in a session's `mode`.
 pub fn normalize_in(sql: &str, dialect: Dialect, mode: LexMode) -> String {
     let mut sink = TextSink(String::with_capacity(sql.len()));
@@ -136,6 +145,8 @@ pub(crate) struct HashSink {
     buf: u64,
     nbuf: u32,
     len: u64,
+    /// A literal value (not a parameter) became `?`; not part of the hash.
+    values: bool,
 }
 
 const SEED: u64 = 0x243F_6A88_85A3_08D3;
@@ -144,7 +155,7 @@ const K2: u64 = 0xC2B2_AE3D_27D4_EB4F;
 
 impl Default for HashSink {
     fn default() -> Self {
-        HashSink { acc: SEED, buf: 0, nbuf: 0, len: 0 }
+        HashSink { acc: SEED, buf: 0, nbuf: 0, len: 0, values: false }
     }
 }
 
@@ -185,7 +196,11 @@ impl HashSink {
     }
 }
 
-impl Sink<'_> for HashSink {
+impl<'a> Sink<'a> for HashSink {
+    fn scalar(&mut self, _sign: Option<Token<'a>>, tok: Token<'a>) {
+        self.values |= !matches!(tok.kind, TokenKind::Param);
+    }
+
     #[inline]
     fn space(&mut self) {
         self.len = self.len.wrapping_add(1);
@@ -826,6 +841,28 @@ mod tests {
         for sql in ["SELECT 1", "insert into t values (1),(2)", "x in (1,2)", "", "  ;  ", "SELECT 'oops"] {
             for d in [PG, MY] {
                 assert_eq!(fingerprint(sql, d), hash_normalized(&normalize(sql, d)), "{sql}");
+            }
+        }
+    }
+
+    #[test]
+    fn values_are_noted_and_parameters_are_not() {
+        let mode = LexMode::default();
+        for (sql, values) in [
+            ("SELECT abalance FROM pgbench_accounts WHERE aid = $1", false),
+            ("SELECT a FROM t WHERE b = ? AND c IN (?, ?)", false),
+            ("BEGIN", false),
+            ("SELECT a FROM t WHERE b IS NULL AND c IS NOT TRUE", false),
+            ("SELECT abalance FROM pgbench_accounts WHERE aid = 12345;", true),
+            ("SELECT a FROM t WHERE b = NULL", true),
+            ("SELECT -1", true),
+            ("INSERT INTO t VALUES ($1, 'x'), ($2, 'y')", true),
+            ("SELECT * FROM t WHERE id IN ($1, 2)", true),
+        ] {
+            for d in [PG, MY] {
+                let (fp, noted) = fingerprint_noting_values(sql, d, mode);
+                assert_eq!(fp, fingerprint(sql, d), "{sql}");
+                assert_eq!(noted, values, "{sql}");
             }
         }
     }
