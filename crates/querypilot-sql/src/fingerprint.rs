@@ -417,6 +417,7 @@ const _: () = assert!(
 );
 
 /// The role bits of the unquoted word `text` (0 for most words: names).
+#[inline(always)]
 fn keyword(text: &str) -> u8 {
     let text = text.as_bytes();
     // Most words are names longer or shorter than every keyword: settled by length.
