@@ -336,7 +336,8 @@ impl<'a> Lexer<'a> {
         loop {
             let c = self.at(p);
             // The separator test only where a digit run stops: most numbers have none.
-            if !ok(c) && !(pg && c == b'_' && p > 0 && ok(self.at(p - 1)) && ok(self.at(p + 1))) {
+            let separator = || pg && c == b'_' && p > 0 && ok(self.at(p - 1)) && ok(self.at(p + 1));
+            if !(ok(c) || separator()) {
                 return p;
             }
             p += 1;
