@@ -100,6 +100,8 @@ fn cache_hit_decision(c: &mut Criterion) {
     for (name, sql, protocol) in [
         ("pgbench_select", PGBENCH[0], Protocol::Postgres),
         ("pgbench_update", PGBENCH[1], Protocol::Postgres),
+        // The extended protocol's text: no literal, so the router's key memo answers (#39).
+        ("pgbench_select_parameterized", "SELECT abalance FROM pgbench_accounts WHERE aid = $1", Protocol::Postgres),
         ("sysbench_point_select", SYSBENCH[0], Protocol::MySql),
         ("sysbench_range_order", SYSBENCH[3], Protocol::MySql),
     ] {

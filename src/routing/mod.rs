@@ -47,6 +47,7 @@ mod cache;
 pub mod causal;
 mod decision;
 mod held;
+mod memo;
 mod router;
 mod rules;
 mod ryw;
@@ -153,12 +154,19 @@ impl StatementKey {
     /// [`StatementKey::compute`] for a session in `mode`. The AST (sqlparser knows only the
     /// default mode) is not used for text the mode could make it misread.
     pub fn compute_in(sql: &str, protocol: Protocol, strategy: NormalizationStrategy, mode: LexMode) -> StatementKey {
+        StatementKey::compute_noting_values(sql, protocol, strategy, mode).0
+    }
+
+    /// [`StatementKey::compute_in`], and whether the lexer pass took a literal value out of
+    /// `sql` (a text without one is worth remembering by its bytes: see `memo`).
+    fn compute_noting_values(
+        sql: &str,
+        protocol: Protocol,
+        strategy: NormalizationStrategy,
+        mode: LexMode,
+    ) -> (StatementKey, bool) {
         let dialect = dialect(protocol);
-        let lexer = if mode.is_default() {
-            crate::sql::fingerprint::fingerprint(sql, dialect)
-        } else {
-            crate::sql::fingerprint::fingerprint_in(sql, dialect, mode)
-        };
+        let (lexer, values) = crate::sql::fingerprint::fingerprint_noting_values(sql, dialect, mode);
         let ast = match strategy {
             _ if mode.may_misread(sql, dialect) => None,
             NormalizationStrategy::String => None,
@@ -170,7 +178,7 @@ impl StatementKey {
             Some(fp) => (fp, KeySpace::Ast),
             None => (lexer, KeySpace::Lexer),
         };
-        StatementKey { fingerprint, lexer, space, strategy, protocol, mode }
+        (StatementKey { fingerprint, lexer, space, strategy, protocol, mode }, values)
     }
 }
 

@@ -12,6 +12,7 @@ use crate::sql::template::Translated;
 
 use super::cache::{CacheStats, Plan, PlanCache};
 use super::decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome, ReplicaCheck};
+use super::memo::KeyMemo;
 use super::rules::{RuleSet, Target};
 use super::{dialect, Catalogs, RouteInput, StatementKey};
 
@@ -23,6 +24,8 @@ pub struct Router {
     rules: Rc<RuleSet>,
     catalogs: Catalogs,
     cache: PlanCache,
+    /// Keys of texts without literal values, by their bytes (a driver's repeated statements).
+    memo: KeyMemo,
 }
 
 assert_not_send!(Router);
@@ -66,7 +69,7 @@ impl Router {
     /// A router over `rules`, analyzing with `catalogs`, with an empty cache.
     pub fn new(rules: Rc<RuleSet>, catalogs: Catalogs) -> Router {
         let cache = PlanCache::new(rules.cache_config().size.get());
-        Router { rules, catalogs, cache }
+        Router { rules, catalogs, cache, memo: KeyMemo::default() }
     }
 
     /// Switches to a new rule set; the cache is cleared (counted as an invalidation).
@@ -111,6 +114,23 @@ impl Router {
         }
     }
 
+    /// [`Router::key_for`] through the memo: a text sent before without literal values (the
+    /// same parameterized statement again) is not lexed again.
+    fn remembered_key(&mut self, input: &RouteInput<'_>) -> StatementKey {
+        let (protocol, strategy, mode) = (input.protocol, self.rules.strategy(), input.session.lex_mode);
+        if let Some(k) = input.key.filter(|k| k.protocol == protocol && k.strategy == strategy && k.mode == mode) {
+            return k;
+        }
+        if let Some(k) = self.memo.get(input.sql, protocol, strategy, mode) {
+            return k;
+        }
+        let (key, values) = StatementKey::compute_noting_values(input.sql, protocol, strategy, mode);
+        if !values {
+            self.memo.put(input.sql, key);
+        }
+        key
+    }
+
     fn analyze(&self, input: &RouteInput<'_>) -> StatementFacts {
         analyze(input.sql, dialect(input.protocol), self.catalogs.get(input.protocol))
     }
@@ -145,7 +165,7 @@ impl Router {
     /// Decides where `input` runs. Never fails: analysis problems send the statement to the
     /// primary; refusals are [`Outcome::Reject`] or [`Outcome::Error`].
     pub fn route(&mut self, input: &RouteInput<'_>) -> Decision {
-        let key = self.key_for(input);
+        let key = self.remembered_key(input);
         let base = match self.early(input, &key, || Arc::new(self.facts(input))) {
             Some(base) => base,
             None => {

@@ -42,6 +42,15 @@ pub fn fingerprint_in(sql: &str, dialect: Dialect, mode: LexMode) -> Fingerprint
     sink.finish()
 }
 
+/// [`fingerprint_in`], and whether the pass took a literal value out of the text (a bind
+/// parameter is not one). A text without values is the kind sent again byte for byte (a
+/// parameterized statement, `BEGIN`), so a caller may remember its fingerprint by the text.
+pub fn fingerprint_noting_values(sql: &str, dialect: Dialect, mode: LexMode) -> (Fingerprint, bool) {
+    let mut sink = HashSink::default();
+    Normalizer::in_mode(sql, dialect, mode, &mut sink).run();
+    (sink.finish(), sink.values)
+}
+
 /// [`normalize`] in a session's `mode`.
 pub fn normalize_in(sql: &str, dialect: Dialect, mode: LexMode) -> String {
     let mut sink = TextSink(String::with_capacity(sql.len()));
@@ -136,6 +145,8 @@ pub(crate) struct HashSink {
     buf: u64,
     nbuf: u32,
     len: u64,
+    /// A literal value (not a parameter) became `?`; not part of the hash.
+    values: bool,
 }
 
 const SEED: u64 = 0x243F_6A88_85A3_08D3;
@@ -144,7 +155,7 @@ const K2: u64 = 0xC2B2_AE3D_27D4_EB4F;
 
 impl Default for HashSink {
     fn default() -> Self {
-        HashSink { acc: SEED, buf: 0, nbuf: 0, len: 0 }
+        HashSink { acc: SEED, buf: 0, nbuf: 0, len: 0, values: false }
     }
 }
 
@@ -168,41 +179,41 @@ impl HashSink {
     }
 }
 
-impl Sink<'_> for HashSink {
+impl HashSink {
+    /// Appends the `n` (1..=8) low bytes of `w` (its other bytes zero): the buffer and `w`
+    /// side by side in one 128-bit value, whose low eight bytes are absorbed once they are full.
+    #[inline]
+    fn push(&mut self, w: u64, n: u32) {
+        let wide = u128::from(self.buf) | u128::from(w) << (self.nbuf * 8);
+        self.nbuf += n;
+        if self.nbuf >= 8 {
+            self.absorb(wide as u64);
+            self.buf = (wide >> 64) as u64;
+            self.nbuf -= 8;
+        } else {
+            self.buf = wide as u64;
+        }
+    }
+}
+
+impl<'a> Sink<'a> for HashSink {
+    fn scalar(&mut self, _sign: Option<Token<'a>>, tok: Token<'a>) {
+        self.values |= !matches!(tok.kind, TokenKind::Param);
+    }
+
     #[inline]
     fn space(&mut self) {
         self.len = self.len.wrapping_add(1);
-        self.buf |= u64::from(b' ') << (self.nbuf * 8);
-        self.nbuf += 1;
-        if self.nbuf == 8 {
-            self.absorb(self.buf);
-            self.buf = 0;
-            self.nbuf = 0;
-        }
+        self.push(u64::from(b' '), 1);
     }
 
     #[inline]
     fn text(&mut self, s: &str, fold: bool) {
         self.len = self.len.wrapping_add(s.len() as u64);
-        // What `byte` would do for each byte, a word at a time: the bytes that fit in the buffer
-        // are gathered into one value (lower-cased together) and merged in with one shift.
-        let mut bytes = s.as_bytes();
-        while !bytes.is_empty() {
-            let room = 8 - self.nbuf as usize;
-            let (head, rest) = bytes.split_at(room.min(bytes.len()));
-            let mut w = load_le(head);
-            if fold {
-                w = lowercase_word(w);
-            }
-            // `room` is 1..=8, so the shift is 0..=56.
-            self.buf |= w << (self.nbuf * 8);
-            self.nbuf += head.len() as u32;
-            if self.nbuf == 8 {
-                self.absorb(self.buf);
-                self.buf = 0;
-                self.nbuf = 0;
-            }
-            bytes = rest;
+        // What a byte at a time would do, eight bytes at a time (lower-cased together).
+        for chunk in s.as_bytes().chunks(8) {
+            let w = load_le(chunk);
+            self.push(if fold { lowercase_word(w) } else { w }, chunk.len() as u32);
         }
     }
 }
@@ -310,21 +321,44 @@ const SPACED_KEYWORDS: &[&str] = &[
     "table",
 ];
 
-/// Most [`SPACED_KEYWORDS`] entries sharing a first letter (`i`: in, into, intersect, is).
-const SPACED_PER_LETTER: usize = 4;
+/// What a word is to the normalizer, bits of [`keyword`]'s answer: which list it is on and which
+/// of the words `step` and the sign and `NULL` rules look for it is.
+const KW_SPACED: u8 = 1;
+const KW_VALUE: u8 = 2;
+const KW_IN: u8 = 4;
+const KW_ARRAY: u8 = 8;
+const KW_VALUES: u8 = 16;
+const KW_IS: u8 = 32;
+const KW_NOT: u8 = 64;
 
-/// A [`SPACED_KEYWORDS`] entry as [`spaced_keyword`] compares it: its first eight bytes as one
-/// little-endian word (zero-padded), its ninth byte (0: none) and its length (0: no entry).
+/// Every word with a role, and its bits: [`SPACED_KEYWORDS`], [`VALUE_KEYWORDS`] and the words
+/// `step` and the `NULL`/boolean rule compare with.
+const ROLES: &[(&[&str], u8)] = &[
+    (SPACED_KEYWORDS, KW_SPACED),
+    (VALUE_KEYWORDS, KW_VALUE),
+    (&["in"], KW_IN),
+    (&["array"], KW_ARRAY),
+    (&["values"], KW_VALUES),
+    (&["is"], KW_IS),
+    (&["not"], KW_NOT),
+];
+
+/// Most words with a role sharing a first letter (`i`: in, interval, into, intersect, is).
+const KEYWORDS_PER_LETTER: usize = 5;
+
+/// A word with a role as [`keyword`] compares it: its first eight bytes as one little-endian
+/// word (zero-padded), its ninth byte (0: none), its length (0: no entry) and its role bits.
 #[derive(Clone, Copy)]
 struct Packed {
     head: u64,
     ninth: u8,
     len: u8,
+    roles: u8,
 }
 
-const NO_ENTRY: Packed = Packed { head: 0, ninth: 0, len: 0 };
+const NO_ENTRY: Packed = Packed { head: 0, ninth: 0, len: 0, roles: 0 };
 
-const fn pack(k: &str) -> Packed {
+const fn pack(k: &str, roles: u8) -> Packed {
     let b = k.as_bytes();
     let mut head = 0u64;
     let mut i = 0;
@@ -332,70 +366,138 @@ const fn pack(k: &str) -> Packed {
         head |= (b[i] as u64) << (i * 8);
         i += 1;
     }
-    Packed { head, ninth: if b.len() > 8 { b[8] } else { 0 }, len: b.len() as u8 }
+    Packed { head, ninth: if b.len() > 8 { b[8] } else { 0 }, len: b.len() as u8, roles }
 }
 
-/// Per first letter (`a`..`z`): the [`SPACED_KEYWORDS`] entries that start with it. Every word
-/// written asks [`spaced_keyword`], so it compares the word, loaded as one word-sized value, with
-/// at most four entries of its own first letter rather than byte by byte with the whole list.
-const SPACED_BY_LETTER: [[Packed; SPACED_PER_LETTER]; 26] = {
-    let mut table = [[NO_ENTRY; SPACED_PER_LETTER]; 26];
-    let mut i = 0;
-    while i < SPACED_KEYWORDS.len() {
-        let letter = (SPACED_KEYWORDS[i].as_bytes()[0] - b'a') as usize;
-        let mut slot = 0;
-        while table[letter][slot].len != 0 {
-            slot += 1;
+/// Per first letter (`a`..`z`): the words of [`ROLES`] that start with it, each once with the
+/// union of its bits. Every word the normalizer meets asks [`keyword`] once, which compares it,
+/// loaded as one word-sized value, with at most five entries of its own first letter.
+const KEYWORDS_BY_LETTER: [[Packed; KEYWORDS_PER_LETTER]; 26] = {
+    let mut table = [[NO_ENTRY; KEYWORDS_PER_LETTER]; 26];
+    let mut r = 0;
+    while r < ROLES.len() {
+        let (words, bits) = ROLES[r];
+        let mut i = 0;
+        while i < words.len() {
+            let p = pack(words[i], bits);
+            let letter = (words[i].as_bytes()[0] - b'a') as usize;
+            let mut slot = 0;
+            while table[letter][slot].len != 0
+                && (table[letter][slot].head != p.head || table[letter][slot].ninth != p.ninth)
+            {
+                slot += 1;
+            }
+            table[letter][slot] = Packed { roles: table[letter][slot].roles | bits, ..p };
+            i += 1;
         }
-        table[letter][slot] = pack(SPACED_KEYWORDS[i]);
-        i += 1;
+        r += 1;
     }
     table
 };
 
-/// The shortest and the longest [`SPACED_KEYWORDS`] entry.
-const SPACED_MIN_LEN: usize = keyword_len(SPACED_KEYWORDS, false);
-const SPACED_MAX_LEN: usize = keyword_len(SPACED_KEYWORDS, true);
+/// The shortest and the longest word of [`ROLES`].
+const KEYWORD_MIN_LEN: usize = 2;
+const KEYWORD_MAX_LEN: usize = 9;
 // [`Packed`] holds nine bytes of an entry, and an empty slot must match no word.
-const _: () = assert!(SPACED_MAX_LEN <= 9 && SPACED_MIN_LEN > 0);
-
-const fn keyword_len(list: &[&str], longest: bool) -> usize {
-    let mut len = if longest { 0 } else { usize::MAX };
-    let mut i = 0;
-    while i < list.len() {
-        let l = list[i].len();
-        if (longest && l > len) || (!longest && l < len) {
-            len = l;
+const _: () = assert!(
+    KEYWORD_MIN_LEN > 0 && KEYWORD_MAX_LEN <= 9 && {
+        let mut ok = true;
+        let mut r = 0;
+        while r < ROLES.len() {
+            let mut i = 0;
+            while i < ROLES[r].0.len() {
+                let l = ROLES[r].0[i].len();
+                ok &= l >= KEYWORD_MIN_LEN && l <= KEYWORD_MAX_LEN;
+                i += 1;
+            }
+            r += 1;
         }
-        i += 1;
+        ok
     }
-    len
-}
+);
 
-/// Whether `t` is one of [`SPACED_KEYWORDS`].
-fn spaced_keyword(t: &Token<'_>) -> bool {
-    let text = t.text.as_bytes();
-    // Most words written are names longer or shorter than every entry: settled by length.
-    if t.kind != TokenKind::Word || !(SPACED_MIN_LEN..=SPACED_MAX_LEN).contains(&text.len()) {
-        return false;
+/// The role bits of the unquoted word `text` (0 for most words: names).
+#[inline(always)]
+fn keyword(text: &str) -> u8 {
+    let text = text.as_bytes();
+    // Most words are names longer or shorter than every keyword: settled by length.
+    if !(KEYWORD_MIN_LEN..=KEYWORD_MAX_LEN).contains(&text.len()) {
+        return 0;
     }
     let head = lowercase_word(load_le(text.get(..8).unwrap_or(text)));
     let letter = (head as u8).wrapping_sub(b'a');
-    let Some(entries) = SPACED_BY_LETTER.get(usize::from(letter)) else { return false };
+    let Some(entries) = KEYWORDS_BY_LETTER.get(usize::from(letter)) else { return 0 };
     let ninth = text.get(8).map_or(0, u8::to_ascii_lowercase);
-    entries.iter().any(|e| usize::from(e.len) == text.len() && e.head == head && e.ninth == ninth)
+    entries
+        .iter()
+        .find(|e| usize::from(e.len) == text.len() && e.head == head && e.ninth == ninth)
+        .map_or(0, |e| e.roles)
 }
 
-/// Whether `t` is the punctuation `p` (`[` or `]`), by kind first: most tokens are not.
-fn is_punct(t: &Token<'_>, p: &str) -> bool {
-    t.kind == TokenKind::Punct && t.text == p
+/// The role bits of token `t`: those of [`keyword`] for an unquoted word, none otherwise.
+fn roles(t: &Token<'_>) -> u8 {
+    if matches!(t.kind, TokenKind::Word) {
+        keyword(t.text)
+    } else {
+        0
+    }
 }
 
-/// Whether `t` is the `::` cast operator, by kind first.
-fn is_double_colon(t: &Token<'_>) -> bool {
-    t.kind == TokenKind::Operator && t.text == "::"
+/// How a token sits against its neighbours in the normalized text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Before {
+    /// A space after anything but `Nothing`/`Tight`.
+    Spaced,
+    /// No space before: `)`, `,`, `.`, `]`, `::`.
+    Tight,
+    /// No space after a name (a call's `(`, a subscript's `[`), a space otherwise.
+    AfterName,
 }
 
+/// The spacing rule's view of `t` (whose [`roles`] are `kw`): what goes before it, and what it
+/// leaves for the token after it. One `match` on the kind; only `[`, `]` and `::` need the text.
+#[inline(always)]
+fn spacing(t: &Token<'_>, kw: u8) -> (Before, Last) {
+    match t.kind {
+        TokenKind::Word if kw & KW_SPACED != 0 => (Before::Spaced, Last::Other),
+        TokenKind::Word | TokenKind::QuotedIdent => (Before::Spaced, Last::Word),
+        TokenKind::RParen | TokenKind::Comma => (Before::Tight, Last::Other),
+        TokenKind::Dot => (Before::Tight, Last::Tight),
+        TokenKind::LParen => (Before::AfterName, Last::Tight),
+        TokenKind::Punct => match t.text.as_bytes() {
+            b"[" => (Before::AfterName, Last::Tight),
+            b"]" => (Before::Tight, Last::Other),
+            _ => (Before::Spaced, Last::Other),
+        },
+        TokenKind::Operator if t.text.as_bytes() == b"::" => (Before::Tight, Last::Tight),
+        _ => (Before::Spaced, Last::Other),
+    }
+}
+
+/// What the sign and `NULL`/boolean rules need to know of a token once it is behind, bits of
+/// [`Normalizer::prev`].
+const PREV_SIGN: u8 = 1;
+const PREV_IS: u8 = 2;
+const PREV_NOT: u8 = 4;
+
+/// The [`Normalizer::prev`] bits `t` (with [`roles`] `kw`) leaves: whether a `-`/`+` after it
+/// starts a signed number (after an operator, `(`, `,`, `;`, punctuation other than `]`, or a
+/// [`VALUE_KEYWORDS`] word) and whether it is the word `IS` or `NOT`.
+#[inline(always)]
+fn prev_bits(t: &Token<'_>, kw: u8) -> u8 {
+    match t.kind {
+        TokenKind::Word => {
+            (if kw & KW_VALUE != 0 { PREV_SIGN } else { 0 })
+                | (if kw & KW_IS != 0 { PREV_IS } else { 0 })
+                | (if kw & KW_NOT != 0 { PREV_NOT } else { 0 })
+        }
+        TokenKind::Operator | TokenKind::LParen | TokenKind::Comma | TokenKind::Semicolon => PREV_SIGN,
+        TokenKind::Punct if t.text != "]" => PREV_SIGN,
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
 fn word_in(t: &Token<'_>, list: &[&str]) -> bool {
     t.kind == TokenKind::Word && list.iter().any(|k| t.text.eq_ignore_ascii_case(k))
 }
@@ -404,8 +506,9 @@ fn word_in(t: &Token<'_>, list: &[&str]) -> bool {
 pub(crate) struct Normalizer<'a, S> {
     lex: Lexer<'a>,
     sink: S,
-    /// Previous two significant input tokens (most recent first).
-    prev: [Option<Token<'a>>; 2],
+    /// [`prev_bits`] of the previous two significant input tokens (most recent first); before
+    /// the first one a sign starts a value.
+    prev: [u8; 2],
     last: Last,
     /// While set, text is suppressed but literal callbacks still fire (collapsed `VALUES` rows).
     mute: bool,
@@ -431,7 +534,7 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
         Normalizer {
             lex,
             sink,
-            prev: [None, None],
+            prev: [PREV_SIGN, 0],
             last: Last::Nothing,
             mute: false,
             in_row: false,
@@ -447,64 +550,69 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
         }
     }
 
-    fn shift(&mut self, t: Token<'a>) {
-        self.prev = [Some(t), self.prev[0]];
+    #[inline(always)]
+    fn shift(&mut self, bits: u8) {
+        self.prev = [bits, self.prev[0]];
     }
 
-    fn emit(&mut self, s: &str, fold: bool, tok: Option<&Token<'a>>) {
-        let kind = tok.map(|t| t.kind);
-        let tight_before = matches!(kind, Some(TokenKind::RParen | TokenKind::Comma | TokenKind::Dot))
-            || tok.is_some_and(|t| is_punct(t, "]") || is_double_colon(t))
-            || ((kind == Some(TokenKind::LParen) || tok.is_some_and(|t| is_punct(t, "["))) && self.last == Last::Word);
-        let space = !matches!(self.last, Last::Nothing | Last::Tight) && !tight_before;
+    /// Writes `s` after the space the spacing rule asks for: `before` is how the token sits
+    /// against what was written last, `after` what it leaves for the next one.
+    #[inline(always)]
+    fn emit(&mut self, s: &str, fold: bool, before: Before, after: Last) {
+        let space = match before {
+            Before::Spaced => !matches!(self.last, Last::Nothing | Last::Tight),
+            Before::Tight => false,
+            Before::AfterName => !matches!(self.last, Last::Nothing | Last::Tight | Last::Word),
+        };
         if !self.mute {
             if space {
                 self.sink.space();
             }
             self.sink.text(s, fold);
         }
-        self.last = match tok {
-            Some(t)
-                if matches!(t.kind, TokenKind::LParen | TokenKind::Dot) || is_punct(t, "[") || is_double_colon(t) =>
-            {
-                Last::Tight
-            }
-            Some(t) if matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdent) && !spaced_keyword(t) => Last::Word,
-            _ => Last::Other,
-        };
+        self.last = after;
+    }
+
+    /// Writes text that stands for no input token (`?`, a list marker): spaced like a value.
+    fn emit_other(&mut self, s: &str) {
+        self.emit(s, false, Before::Spaced, Last::Other);
     }
 
     fn step(&mut self, t: Token<'a>) {
         match t.kind {
+            TokenKind::Word => {
+                let kw = keyword(t.text);
+                self.plain_as(t, kw);
+                if kw & KW_IN != 0 {
+                    self.try_list(TokenKind::LParen, ")");
+                } else if kw & KW_ARRAY != 0 {
+                    self.try_list(TokenKind::Punct, "]");
+                } else if kw & KW_VALUES != 0 && !self.in_row {
+                    self.try_rows();
+                }
+            }
+            TokenKind::Number | TokenKind::String(_) | TokenKind::Param => self.placeholder(None, t),
+            TokenKind::Null if self.prev[0] & (PREV_IS | PREV_NOT) != 0 => self.plain(t),
+            TokenKind::Bool
+                if self.prev[0] & PREV_IS != 0 || (self.prev[0] & PREV_NOT != 0 && self.prev[1] & PREV_IS != 0) =>
+            {
+                self.plain(t)
+            }
+            TokenKind::Null | TokenKind::Bool => self.placeholder(None, t),
             TokenKind::Comment => {}
             TokenKind::Semicolon => self.semicolons(t),
-            TokenKind::Operator if matches!(t.text, "-" | "+") && self.sign_starts_value() => {
+            TokenKind::Operator if matches!(t.text, "-" | "+") && self.prev[0] & PREV_SIGN != 0 => {
                 match peek_sig(&self.lex) {
-                    Some(n) if n.kind == TokenKind::Number => {
+                    Some(n) if matches!(n.kind, TokenKind::Number) => {
                         next_sig(&mut self.lex);
                         self.placeholder(Some(t), n);
                     }
                     _ => self.plain(t),
                 }
             }
-            TokenKind::Null if self.prev_is("is") || self.prev_is("not") => self.plain(t),
-            TokenKind::Bool if self.prev_is("is") || (self.prev_is("not") && self.prev2_is("is")) => self.plain(t),
-            _ if t.is_literal() || t.kind == TokenKind::Param => self.placeholder(None, t),
-            TokenKind::Word if t.is_word("in") => {
-                self.plain(t);
-                self.try_list(TokenKind::LParen, ")");
-            }
-            TokenKind::Word if t.is_word("array") => {
-                self.plain(t);
-                self.try_list(TokenKind::Punct, "]");
-            }
-            TokenKind::Word if t.is_word("values") && !self.in_row => {
-                self.plain(t);
-                self.try_rows();
-            }
             TokenKind::Unterminated => {
-                self.emit("/*unterminated*/", false, None);
-                self.shift(t);
+                self.emit_other("/*unterminated*/");
+                self.shift(0);
             }
             _ => self.plain(t),
         }
@@ -517,7 +625,7 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
         loop {
             let mut step = probe.clone();
             match next_sig(&mut step) {
-                Some(t) if t.kind == TokenKind::Semicolon => {
+                Some(t) if matches!(t.kind, TokenKind::Semicolon) => {
                     run += 1;
                     probe = step;
                 }
@@ -537,40 +645,22 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
     }
 
     fn plain(&mut self, t: Token<'a>) {
+        self.plain_as(t, roles(&t));
+    }
+
+    /// [`Normalizer::plain`] of a token whose [`roles`] are known.
+    #[inline(always)]
+    fn plain_as(&mut self, t: Token<'a>, kw: u8) {
         let fold = matches!(t.kind, TokenKind::Word | TokenKind::Variable | TokenKind::Null | TokenKind::Bool);
-        self.emit(t.text, fold, Some(&t));
-        self.shift(t);
+        let (before, after) = spacing(&t, kw);
+        self.emit(t.text, fold, before, after);
+        self.shift(prev_bits(&t, kw));
     }
 
     fn placeholder(&mut self, sign: Option<Token<'a>>, t: Token<'a>) {
         self.sink.scalar(sign, t);
-        self.emit("?", false, None);
-        self.shift(t);
-    }
-
-    fn prev_is(&self, kw: &str) -> bool {
-        self.prev[0].is_some_and(|p| p.is_word(kw))
-    }
-
-    fn prev2_is(&self, kw: &str) -> bool {
-        self.prev[1].is_some_and(|p| p.is_word(kw))
-    }
-
-    fn sign_starts_value(&self) -> bool {
-        match self.prev[0] {
-            None => true,
-            Some(p) => {
-                matches!(
-                    p.kind,
-                    TokenKind::Operator
-                        | TokenKind::LParen
-                        | TokenKind::Comma
-                        | TokenKind::Semicolon
-                        | TokenKind::Punct
-                ) && p.text != "]"
-                    || word_in(&p, VALUE_KEYWORDS)
-            }
-        }
+        self.emit_other("?");
+        self.shift(0);
     }
 
     /// After `IN`/`ARRAY`: if `open`, then only (signed) literals or parameters separated by commas,
@@ -620,7 +710,7 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
         }
         self.mute = mute;
         self.sink.list(false);
-        self.emit(LIST_MARK, false, None);
+        self.emit_other(LIST_MARK);
         if let Some(c) = next_sig(&mut self.lex) {
             self.plain(c);
         }
@@ -673,7 +763,7 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
         }
         self.mute = mute;
         self.in_row = in_row;
-        self.emit(LIST_MARK, false, None);
+        self.emit_other(LIST_MARK);
     }
 
     /// Process one parenthesized group, through its matching `)` (or the end of input).
@@ -695,7 +785,7 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
 
 /// Next token that is not a comment.
 pub(crate) fn next_sig<'a>(lex: &mut Lexer<'a>) -> Option<Token<'a>> {
-    lex.find(|t| t.kind != TokenKind::Comment)
+    lex.find(|t| !matches!(t.kind, TokenKind::Comment))
 }
 
 fn peek_sig<'a>(lex: &Lexer<'a>) -> Option<Token<'a>> {
@@ -752,6 +842,28 @@ mod tests {
         for sql in ["SELECT 1", "insert into t values (1),(2)", "x in (1,2)", "", "  ;  ", "SELECT 'oops"] {
             for d in [PG, MY] {
                 assert_eq!(fingerprint(sql, d), hash_normalized(&normalize(sql, d)), "{sql}");
+            }
+        }
+    }
+
+    #[test]
+    fn values_are_noted_and_parameters_are_not() {
+        let mode = LexMode::default();
+        for (sql, values) in [
+            ("SELECT abalance FROM pgbench_accounts WHERE aid = $1", false),
+            ("SELECT a FROM t WHERE b = ? AND c IN (?, ?)", false),
+            ("BEGIN", false),
+            ("SELECT a FROM t WHERE b IS NULL AND c IS NOT TRUE", false),
+            ("SELECT abalance FROM pgbench_accounts WHERE aid = 12345;", true),
+            ("SELECT a FROM t WHERE b = NULL", true),
+            ("SELECT -1", true),
+            ("INSERT INTO t VALUES ($1, 'x'), ($2, 'y')", true),
+            ("SELECT * FROM t WHERE id IN ($1, 2)", true),
+        ] {
+            for d in [PG, MY] {
+                let (fp, noted) = fingerprint_noting_values(sql, d, mode);
+                assert_eq!(fp, fingerprint(sql, d), "{sql}");
+                assert_eq!(noted, values, "{sql}");
             }
         }
     }
@@ -937,10 +1049,16 @@ mod tests {
         }
 
         #[test]
-        fn spaced_keyword_is_list_membership(word in "[a-zA-Z_]{1,10}|in|INTO|Intersect|is|where|WHEN|with|table|RETURNING|returnin[gG_]|\\PC{1,10}") {
+        fn keyword_roles_are_list_membership(word in "[a-zA-Z_]{1,10}|in|INTO|Intersect|is|where|WHEN|with|table|RETURNING|returnin[gG_]|Array|vaLues|NOT|interval|escapE|\\PC{1,10}") {
             for kind in [TokenKind::Word, TokenKind::QuotedIdent] {
                 let t = Token { kind, text: &word, start: 0 };
-                prop_assert_eq!(spaced_keyword(&t), word_in(&t, SPACED_KEYWORDS), "{}", word);
+                let mut want = 0;
+                for (list, bit) in ROLES {
+                    if word_in(&t, list) {
+                        want |= bit;
+                    }
+                }
+                prop_assert_eq!(roles(&t), want, "{}", word);
             }
         }
 

@@ -335,8 +335,9 @@ impl<'a> Lexer<'a> {
         let pg = !self.mysql();
         loop {
             let c = self.at(p);
-            let separator = pg && c == b'_' && p > 0 && ok(self.at(p - 1)) && ok(self.at(p + 1));
-            if !(ok(c) || separator) {
+            // The separator test only where a digit run stops: most numbers have none.
+            let separator = || pg && c == b'_' && p > 0 && ok(self.at(p - 1)) && ok(self.at(p + 1));
+            if !(ok(c) || separator()) {
                 return p;
             }
             p += 1;
@@ -443,46 +444,50 @@ impl<'a> Lexer<'a> {
     }
 
     fn word_or_prefixed(&mut self, start: usize) -> Token<'a> {
-        let b = self.at(start) | 0x20;
         let next = self.at(start + 1);
-        let pg = !self.mysql();
-        if next == b'\'' {
-            let kind = match b {
-                b'e' if pg => Some(StringKind::Escaped),
-                b'b' => Some(StringKind::Bit),
-                b'x' => Some(StringKind::Hex),
-                b'n' => Some(self.default_string_kind()),
-                _ => None,
-            };
-            if let Some(kind) = kind {
-                return self.quoted(start, start + 1, b'\'', kind);
+        // Only a quote or `&` after the first letter can make a prefixed string or identifier.
+        if matches!(next, b'\'' | b'&') {
+            if let Some(t) = self.prefixed(start, next) {
+                return t;
             }
         }
-        if pg && b == b'u' && next == b'&' {
-            match self.at(start + 2) {
-                b'\'' => return self.quoted(start, start + 2, b'\'', StringKind::Unicode),
-                b'"' => {
-                    let t = self.quoted_ident(start + 2, b'"');
-                    return self.token(t.kind, start, t.end());
-                }
-                _ => {}
-            }
-        }
-        let end = self.ident_end(start);
+        // The first byte is an identifier start, so the word runs at least to the second.
+        let end = self.ident_end(start + 1);
         if self.mysql() && self.at(start) == b'_' {
             if let Some(t) = self.introducer(start, end) {
                 return t;
             }
         }
-        let text = self.src.get(start..end).unwrap_or("");
-        let kind = if text.eq_ignore_ascii_case("null") {
-            TokenKind::Null
-        } else if text.eq_ignore_ascii_case("true") || text.eq_ignore_ascii_case("false") {
-            TokenKind::Bool
-        } else {
-            TokenKind::Word
-        };
+        let kind = literal_word_kind(self.bytes().get(start..end).unwrap_or_default());
         self.token(kind, start, end)
+    }
+
+    /// A string or quoted identifier whose prefix (`E'`, `B'`, `X'`, `N'`, PostgreSQL `U&'`,
+    /// `U&"`) starts at `start`, where `next` follows the first letter.
+    fn prefixed(&mut self, start: usize, next: u8) -> Option<Token<'a>> {
+        let b = self.at(start) | 0x20;
+        let pg = !self.mysql();
+        if next == b'\'' {
+            let kind = match b {
+                b'e' if pg => StringKind::Escaped,
+                b'b' => StringKind::Bit,
+                b'x' => StringKind::Hex,
+                b'n' => self.default_string_kind(),
+                _ => return None,
+            };
+            return Some(self.quoted(start, start + 1, b'\'', kind));
+        }
+        if pg && b == b'u' {
+            match self.at(start + 2) {
+                b'\'' => return Some(self.quoted(start, start + 2, b'\'', StringKind::Unicode)),
+                b'"' => {
+                    let t = self.quoted_ident(start + 2, b'"');
+                    return Some(self.token(t.kind, start, t.end()));
+                }
+                _ => {}
+            }
+        }
+        None
     }
 
     /// MySQL `_charset'..'` (always) or `_charset '..'` (known character sets only).
@@ -635,6 +640,27 @@ const fn classes() -> [u8; 256] {
         i += 1;
     }
     t
+}
+
+/// `NULL`, `TRUE`/`FALSE` or a plain word, told by length first and then by one compare of the
+/// word's bytes with each letter's 0x20 bit set (exact: only `X`/`x` become `x`).
+fn literal_word_kind(word: &[u8]) -> TokenKind {
+    const fn le4(w: &[u8; 4]) -> u32 {
+        u32::from_le_bytes(*w)
+    }
+    const NULL: u32 = le4(b"null");
+    const TRUE: u32 = le4(b"true");
+    const FALS: u32 = le4(b"fals");
+    const LOWER: u32 = 0x2020_2020;
+    let Some(head) = word.get(..4).and_then(|h| <[u8; 4]>::try_from(h).ok()).map(|h| le4(&h) | LOWER) else {
+        return TokenKind::Word;
+    };
+    match (word.len(), head) {
+        (4, NULL) => TokenKind::Null,
+        (4, TRUE) => TokenKind::Bool,
+        (5, FALS) if word.get(4).is_some_and(|&e| e | 0x20 == b'e') => TokenKind::Bool,
+        _ => TokenKind::Word,
+    }
 }
 
 fn is(b: u8, class: Class) -> bool {

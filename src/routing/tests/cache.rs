@@ -134,6 +134,28 @@ fn a_memoized_key_is_used_only_when_it_fits() {
 }
 
 #[test]
+fn a_text_sent_again_is_keyed_as_the_first_time_in_its_own_mode() {
+    // Both texts are without literal values, so the router remembers their keys by their bytes.
+    let mut r = split_router("");
+    let sql = "SELECT a FROM t WHERE b = $1 AND c = '\\' || $2";
+    let mut input = RouteInput::new(sql, Protocol::Postgres, "app", "app");
+    let first = r.route(&input);
+    let again = r.route(&input);
+    assert_eq!(again.fingerprint, r.key(sql, Protocol::Postgres).fingerprint);
+    assert_eq!((again.fingerprint, again.kind, pool(&again)), (first.fingerprint, DecisionKind::Cache, "replicas"));
+    // The same bytes in another lexer mode are another shape, remembered or not.
+    input.session.lex_mode.backslash_strings = true;
+    let moded = r.route(&input);
+    assert_ne!(moded.fingerprint, first.fingerprint);
+    assert_eq!(r.route(&input).fingerprint, moded.fingerprint);
+    input.session.lex_mode.backslash_strings = false;
+    assert_eq!(r.route(&input).fingerprint, first.fingerprint);
+    // And for the other protocol's clients.
+    let mysql = RouteInput::new(sql, Protocol::MySql, "app", "app");
+    assert_eq!(r.route(&mysql).fingerprint, r.key(sql, Protocol::MySql).fingerprint);
+}
+
+#[test]
 fn ast_strategy_keys_selects_and_templates_by_their_syntax_tree() {
     let routing = format!("{SPLIT}\n[routing.cache]\nnormalization_strategy = \"ast\"");
     let tail = "[[routing.pattern_rules]]\nname = \"tpl\"\ntype = \"template\"\npattern = \"SELECT a FROM t WHERE id = 1\"\npool = \"analytics\"\n";

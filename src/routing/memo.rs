@@ -1,0 +1,124 @@
+//! The core-local key memo: statement text → [`StatementKey`], for texts without literal values.
+//!
+//! Drivers on the extended protocol (and MySQL prepared statements) send the same parameterized
+//! text again and again, byte for byte: its key is a pure function of the text, the protocol,
+//! the normalization strategy and the session's lexer mode, so a repeat can take it from here
+//! instead of lexing and hashing the whole statement again (#39). A text with literals in it is
+//! not remembered: its next execution has other values, so it would only fill a slot.
+//!
+//! Direct-mapped and bounded: [`SLOTS`] slots of at most [`MAX_TEXT`] bytes each, their buffers
+//! reused, so a flood of distinct texts overwrites slots and never grows the memo.
+
+use super::StatementKey;
+use crate::config::{NormalizationStrategy, Protocol};
+use crate::sql::mode::LexMode;
+
+/// Slots in the memo (a power of two).
+const SLOTS: usize = 64;
+/// The longest text remembered: longer ones cost more to keep than a repeat saves in
+/// proportion, and the bound keeps the memo within `SLOTS × MAX_TEXT` bytes a core.
+const MAX_TEXT: usize = 1024;
+
+#[derive(Debug)]
+struct Slot {
+    text: String,
+    key: StatementKey,
+}
+
+/// Remembered keys by text. Owned by one core's router.
+#[derive(Debug, Default)]
+pub(super) struct KeyMemo {
+    slots: Vec<Option<Slot>>,
+}
+
+impl KeyMemo {
+    /// The key remembered for `sql` when it was computed for the same protocol, strategy and mode.
+    pub(super) fn get(
+        &self,
+        sql: &str,
+        protocol: Protocol,
+        strategy: NormalizationStrategy,
+        mode: LexMode,
+    ) -> Option<StatementKey> {
+        let slot = self.slots.get(slot_of(sql))?.as_ref()?;
+        let k = slot.key;
+        (slot.text == sql && k.protocol == protocol && k.strategy == strategy && k.mode == mode).then_some(k)
+    }
+
+    /// Remembers `key` for `sql` (a text without literal values), replacing the slot's text.
+    pub(super) fn put(&mut self, sql: &str, key: StatementKey) {
+        if sql.len() > MAX_TEXT {
+            return;
+        }
+        if self.slots.is_empty() {
+            self.slots.resize_with(SLOTS, || None);
+        }
+        let Some(entry) = self.slots.get_mut(slot_of(sql)) else { return };
+        match entry {
+            Some(slot) => {
+                slot.text.clear();
+                slot.text.push_str(sql);
+                slot.key = key;
+            }
+            None => *entry = Some(Slot { text: sql.to_owned(), key }),
+        }
+    }
+}
+
+/// The slot of `sql`: its length and its first and last eight bytes mixed, so texts that differ
+/// in their length or at either end (the table, the last condition) spread over the slots.
+fn slot_of(sql: &str) -> usize {
+    let b = sql.as_bytes();
+    let word = |s: Option<&[u8]>| s.and_then(|s| <[u8; 8]>::try_from(s).ok()).map_or(0, u64::from_le_bytes);
+    let first = word(b.get(..8));
+    let last = word(b.len().checked_sub(8).and_then(|at| b.get(at..)));
+    let h = (first ^ last.rotate_left(29) ^ b.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> (64 - SLOTS.trailing_zeros())) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(sql: &str, protocol: Protocol, mode: LexMode) -> StatementKey {
+        StatementKey::compute_in(sql, protocol, NormalizationStrategy::String, mode)
+    }
+
+    #[test]
+    fn a_text_is_found_only_under_what_its_key_was_computed_for() {
+        let sql = "SELECT abalance FROM pgbench_accounts WHERE aid = $1";
+        let mode = LexMode::default();
+        let mut memo = KeyMemo::default();
+        assert_eq!(memo.get(sql, Protocol::Postgres, NormalizationStrategy::String, mode), None);
+        memo.put(sql, key(sql, Protocol::Postgres, mode));
+        let found = memo.get(sql, Protocol::Postgres, NormalizationStrategy::String, mode);
+        assert_eq!(found, Some(key(sql, Protocol::Postgres, mode)));
+        assert_eq!(memo.get(sql, Protocol::MySql, NormalizationStrategy::String, mode), None);
+        assert_eq!(memo.get(sql, Protocol::Postgres, NormalizationStrategy::Auto, mode), None);
+        let other = LexMode { backslash_strings: true, ..mode };
+        assert_eq!(memo.get(sql, Protocol::Postgres, NormalizationStrategy::String, other), None);
+        // Same length, same slot or not: another text is never answered with this key.
+        assert_eq!(memo.get(&sql.replace("$1", "$2"), Protocol::Postgres, NormalizationStrategy::String, mode), None);
+    }
+
+    #[test]
+    fn bounded_by_slots_and_text_length() {
+        let mode = LexMode::default();
+        let mut memo = KeyMemo::default();
+        let long = format!("SELECT {} FROM t", "a, ".repeat(MAX_TEXT));
+        memo.put(&long, key(&long, Protocol::Postgres, mode));
+        assert_eq!(memo.get(&long, Protocol::Postgres, NormalizationStrategy::String, mode), None);
+        let texts: Vec<String> = (0..10 * SLOTS).map(|i| format!("SELECT c{i} FROM t WHERE id = $1")).collect();
+        for t in &texts {
+            memo.put(t, key(t, Protocol::Postgres, mode));
+            assert_eq!(
+                memo.get(t, Protocol::Postgres, NormalizationStrategy::String, mode),
+                Some(key(t, Protocol::Postgres, mode))
+            );
+        }
+        assert_eq!(memo.slots.len(), SLOTS);
+        let kept =
+            texts.iter().filter(|t| memo.get(t, Protocol::Postgres, NormalizationStrategy::String, mode).is_some());
+        assert!(kept.count() <= SLOTS);
+    }
+}
