@@ -24,7 +24,7 @@ fn pg_router(limits: &str) -> Router {
 }
 
 /// `sqp_client_buffer_bytes{kind}` now.
-fn held(router: &Router, kind: &str) -> f64 {
+pub(crate) fn held(router: &Router, kind: &str) -> f64 {
     let (metrics, _) = addrs(router);
     let text = http(metrics, "GET", "/metrics", &[]).body;
     let (v, n) = sum(&text, "sqp_client_buffer_bytes", &[&format!("kind=\"{kind}\"")]);

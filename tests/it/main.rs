@@ -16,6 +16,7 @@ mod admin;
 mod auth;
 mod backend_tls;
 mod backend_tls_my;
+mod bridge_limits;
 mod bridge_mysql_pg;
 mod bridge_pg_mysql;
 mod bridge_values;

@@ -55,12 +55,17 @@ pub fn forget<E: OnConn>(prepared: &mut Vec<E>, key: u64) -> Option<E> {
     Some(prepared.remove(prepared.iter().position(|e| e.key() == key)?))
 }
 
-/// The id a client's new statement gets after `last` (MySQL's statement ids): never 0, nor
-/// one another of its statements has (`taken`), wrapping around.
+/// The id a client's new statement gets after `last` (MySQL's statement ids): never 0 (it
+/// names no statement) nor 0xFFFFFFFF (MariaDB's "the last statement prepared", since 10.2),
+/// nor one another of its statements has (`taken`), wrapping around.
 pub fn next_id(last: u32, taken: impl Fn(u32) -> bool) -> u32 {
-    let mut id = last.wrapping_add(1).max(1);
+    let after = |id: u32| match id.wrapping_add(1) {
+        0 | u32::MAX => 1,
+        next => next,
+    };
+    let mut id = after(last);
     while taken(id) {
-        id = id.wrapping_add(1).max(1);
+        id = after(id);
     }
     id
 }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::config::Limits;
 use crate::metrics::{BufferKind, Charge, ClientBudget};
 
 use crate::protocol::mysql::codec::put_u32;
@@ -15,10 +16,6 @@ use crate::protocol::mysql::command::COM_STMT_EXECUTE;
 use crate::protocol::mysql::execute::PARAM_UNSIGNED;
 use crate::protocol::mysql::{decode_execute_params, encode_execute_params, ColumnType, ValueType};
 use crate::routing::StatementKey;
-
-/// Most statements one client may keep prepared at once (MySQL's `max_prepared_stmt_count`
-/// default is the server-wide equivalent).
-pub(super) const MAX_CLIENT_STATEMENTS: usize = 16_382;
 
 /// One client statement.
 #[derive(Debug)]
@@ -54,6 +51,25 @@ pub(super) enum LongRefusal {
     TooLarge,
     /// The process's `limits.client_buffer_budget` was spent.
     Budget,
+}
+
+/// Whether a statement may hold `chunk` more bytes of long data for a parameter holding `held`
+/// (native and bridged sessions alike, #33/#37): within `limits.long_data`, the router's
+/// `max_allowed_packet`, then within the process's budget, which `charge` (what the
+/// statement's long data holds) grows from.
+pub(super) fn long_data_admission(
+    limits: &Limits,
+    held: usize,
+    chunk: usize,
+    charge: &mut Charge,
+) -> Result<(), LongRefusal> {
+    if held.saturating_add(chunk) > limits.long_data {
+        return Err(LongRefusal::TooLarge);
+    }
+    if !charge.resize(charge.bytes() + chunk as u64, limits.client_buffer_budget) {
+        return Err(LongRefusal::Budget);
+    }
+    Ok(())
 }
 
 /// A client's statements by router-issued id.

@@ -4,7 +4,9 @@
 use std::rc::Rc;
 
 use super::causal::CommitGtid;
-use super::prepared::{backend_params, reorder_execute, rewrite_execute, statement_key, LongRefusal, Stmt};
+use super::prepared::{
+    backend_params, long_data_admission, reorder_execute, rewrite_execute, statement_key, LongRefusal, Stmt,
+};
 use super::relay::Grammar;
 use super::route::Routed;
 use super::state::MyState;
@@ -250,14 +252,36 @@ fn long_data_refusal(stmt: &mut Stmt) -> Option<MyClientError> {
     let why = stmt.long_refused?;
     stmt.long_data.clear();
     stmt.long_charge = None;
-    Some(match why {
+    Some(long_data_error(why))
+}
+
+/// The error for an execute whose long data was dropped for `why`.
+pub(super) fn long_data_error(why: LongRefusal) -> MyClientError {
+    match why {
         LongRefusal::TooLarge => MyClientError::new(ER_UNKNOWN_ERROR, LONG_DATA_TOO_LARGE),
         LongRefusal::Budget => out_of_buffers(),
-    })
+    }
+}
+
+/// The error for a statement `why` refuses (#33): past `limits.session_prepared_statements`,
+/// as the server past `max_prepared_stmt_count`; past `limits.session_prepared_bytes` of text;
+/// past the process's budget.
+pub(super) fn statement_refusal_error(why: Refusal) -> MyClientError {
+    match why {
+        Refusal::Count(max) => too_many_statements(max),
+        Refusal::Bytes(max) => {
+            let text = format!(
+                "Out of memory: the session's prepared statements would hold more than {max} bytes of text \
+                 (querypilot limits.session_prepared_bytes); deallocate some first"
+            );
+            MyClientError::new(ER_OUT_OF_RESOURCES, text)
+        }
+        Refusal::Budget => out_of_buffers(),
+    }
 }
 
 /// The server's error past `max_prepared_stmt_count` statements (`max`), ER_MAX_PREPARED_STMT_COUNT_REACHED.
-pub(super) fn too_many_statements(max: impl std::fmt::Display) -> MyClientError {
+fn too_many_statements(max: impl std::fmt::Display) -> MyClientError {
     let text = format!("Can't create more than max_prepared_stmt_count statements (current value: {max})");
     MyClientError::new(ErrorNumber { code: 1461, sql_state: *b"42000" }, text)
 }
@@ -415,25 +439,15 @@ impl Session {
         Ok(())
     }
 
-    /// Why a client may not prepare one more statement of `len` bytes (#33): past
-    /// `limits.session_prepared_statements`, as the server past `max_prepared_stmt_count`;
-    /// past `limits.session_prepared_bytes` of text.
+    /// Why a client may not prepare one more statement of `len` bytes (#33), in
+    /// [`statement_refusal_error`]'s words.
     fn statements_refusal(&mut self, len: usize) -> Option<MyClientError> {
         let limits = self.seat.ctx.config().limits.clone();
         let budget = self.seat.ctx.client_budget().clone();
         // Each statement keeps its text about twice (as prepared and as the client sent it).
         let (count, held, want) = (self.stmts.len(), self.stmts.bytes() as u64, 2 * len as u64);
-        match engine::admission(&limits, count, held, want, |n, b| self.stmts.charge(&budget, n as usize, b)).err()? {
-            Refusal::Count(max) => Some(too_many_statements(max)),
-            Refusal::Bytes(max) => {
-                let text = format!(
-                    "Out of memory: the session's prepared statements would hold more than {max} bytes of text \
-                     (querypilot limits.session_prepared_bytes); deallocate some first"
-                );
-                Some(MyClientError::new(ER_OUT_OF_RESOURCES, text))
-            }
-            Refusal::Budget => Some(out_of_buffers()),
-        }
+        let verdict = engine::admission(&limits, count, held, want, |n, b| self.stmts.charge(&budget, n as usize, b));
+        verdict.err().map(statement_refusal_error)
     }
 
     pub(super) async fn on_execute(&mut self, payload: &[u8]) -> Result<(), End> {
@@ -607,13 +621,12 @@ impl Session {
         let chunk = r.rest();
         let held = stmt.long_data.iter().find(|(p, _)| *p == param).map_or(0, |(_, b)| b.len());
         let charge = stmt.long_charge.get_or_insert_with(|| budget.charge(BufferKind::LongData));
-        let fits = held.saturating_add(chunk.len()) <= limits.long_data;
-        if !fits || !charge.resize(charge.bytes() + chunk.len() as u64, limits.client_buffer_budget) {
+        if let Err(why) = long_data_admission(&limits, held, chunk.len(), charge) {
             // Past the router's max_allowed_packet or the process's budget (#33): nothing more
             // is held for the statement, and its execute reports it as the server would.
             stmt.long_data = Vec::new();
             stmt.long_charge = None;
-            stmt.long_refused = Some(if fits { LongRefusal::Budget } else { LongRefusal::TooLarge });
+            stmt.long_refused = Some(why);
             return Ok(());
         }
         match stmt.long_data.iter_mut().find(|(p, _)| *p == param) {

@@ -132,3 +132,12 @@ fn ids_skip_zero_and_those_in_use() {
     assert_eq!(next_id(4, |id| id == 5 || id == 6), 7, "a statement still holding an id keeps it");
     assert_eq!(next_id(u32::MAX, |_| false), 1, "after wrapping, never 0: it names no statement");
 }
+
+#[test]
+fn ids_never_take_the_last_statement_marker() {
+    // MariaDB clients send 0xFFFFFFFF to mean "the statement prepared last" (COM_STMT_EXECUTE
+    // after a pipelined COM_STMT_PREPARE): a statement holding it could never be named itself.
+    assert_eq!(next_id(u32::MAX - 1, |_| false), 1, "0xFFFFFFFF is skipped, and 0 after it");
+    assert_eq!(next_id(u32::MAX - 2, |_| false), u32::MAX - 1);
+    assert_eq!(next_id(u32::MAX - 2, |id| id == u32::MAX - 1 || id == 1), 2, "wrapping past taken ids");
+}

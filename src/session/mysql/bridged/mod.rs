@@ -17,7 +17,6 @@ pub(super) mod cross;
 mod io;
 mod stmt;
 
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
 use crate::bridge::emulated::{self, Emulation, VarContext, VarValue};
@@ -61,8 +60,9 @@ pub(in crate::session::mysql) struct Bridge {
     /// Notices of the last statement, for `SHOW WARNINGS`.
     warnings: Vec<Warning>,
     /// Prepared statements by client id (in a native session: those prepared on another
-    /// protocol's pool, #24).
-    stmts: HashMap<u32, stmt::PgStmt>,
+    /// protocol's pool, #24). Boxed: what bounds them (#37) would otherwise grow every MySQL
+    /// session, most of which never prepare one here.
+    stmts: Box<stmt::PgStmts>,
     next_stmt: u32,
     /// The version string the client was greeted with.
     version: String,
@@ -115,7 +115,7 @@ impl Bridge {
     pub(in crate::session::mysql) fn thaw(f: FrozenBridge) -> Self {
         let mut bridge = Self::new(f.schema, f.version, 0);
         bridge.autocommit = f.autocommit;
-        bridge.stmts = f.stmts.into_iter().map(|(id, s)| (id, stmt::PgStmt::thaw(s))).collect();
+        bridge.stmts = Box::new(f.stmts.into_iter().map(|(id, s)| (id, stmt::PgStmt::thaw(s))).collect());
         bridge.next_stmt = f.next_stmt;
         bridge.client_mode.no_backslash_escapes = f.no_backslash_escapes;
         bridge
@@ -130,7 +130,7 @@ impl Bridge {
             tx: TransactionStatus::Idle,
             schema,
             warnings: Vec::new(),
-            stmts: HashMap::new(),
+            stmts: Box::default(),
             next_stmt: 0,
             version,
             dirty: false,

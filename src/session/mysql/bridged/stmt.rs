@@ -3,10 +3,14 @@
 //! each `COM_STMT_EXECUTE` runs Parse/Bind/Describe/Execute/Sync on whichever connection the
 //! session holds, so a statement needs no per-connection bookkeeping in transaction pooling.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use crate::bridge::placeholder::number_placeholders;
 use crate::bridge::types::{map_type, oid};
 use crate::bridge::value::{bind_param, BindParam};
 use crate::bridge::RowFormat;
+use crate::metrics::{BufferKind, Charge, ClientBudget};
 use crate::protocol::mysql::capability::CLIENT_DEPRECATE_EOF;
 use crate::protocol::mysql::column::ValueType;
 use crate::protocol::mysql::errcode::ER_WRONG_ARGUMENTS;
@@ -17,7 +21,8 @@ use crate::session::client_error::MyClientError;
 use crate::session::error::RelayError;
 use crate::sql::template::{LateTranslation, ParamValue};
 
-use super::super::prepared::MAX_CLIENT_STATEMENTS;
+use super::super::prepared::{long_data_admission, LongRefusal};
+use super::super::stmt::{long_data_error, statement_refusal_error};
 use super::super::{End, Session};
 
 /// A client statement as PostgreSQL runs it.
@@ -35,6 +40,11 @@ pub(super) struct PgStmt {
     types: Vec<ValueType>,
     /// `COM_STMT_SEND_LONG_DATA` pieces per parameter, until the next execute.
     long_data: Vec<(u16, Vec<u8>)>,
+    /// What `long_data` holds against the process's client buffer budget.
+    long_charge: Option<Charge>,
+    /// Long data was dropped (#33): executes fail with this error until COM_STMT_RESET, as
+    /// on MariaDB and in a native session.
+    long_refused: Option<LongRefusal>,
     /// A translation that needs the values (#35): each execute runs `sql` with them written in.
     late: Option<LateTranslation>,
 }
@@ -53,7 +63,7 @@ impl PgStmt {
     /// `None` while it holds what only this process has: long data sent for its next execute,
     /// or a translation waiting for values (made from the rules of this process's config).
     pub(super) fn freeze(&self) -> Option<FrozenPgStmt> {
-        if !self.long_data.is_empty() || self.late.is_some() {
+        if !self.long_data.is_empty() || self.long_refused.is_some() || self.late.is_some() {
             return None;
         }
         Some(FrozenPgStmt {
@@ -70,7 +80,105 @@ impl PgStmt {
             .into_iter()
             .map(|(t, unsigned)| ValueType { column_type: crate::protocol::mysql::ColumnType(t), unsigned })
             .collect();
-        Self { sql: f.sql, origin: f.origin, param_oids: f.param_oids, types, long_data: Vec::new(), late: None }
+        Self::new(f.sql, f.origin, f.param_oids, types, None)
+    }
+
+    fn new(
+        sql: String,
+        origin: Option<String>,
+        param_oids: Vec<u32>,
+        types: Vec<ValueType>,
+        late: Option<LateTranslation>,
+    ) -> Self {
+        Self { sql, origin, param_oids, types, long_data: Vec::new(), long_charge: None, long_refused: None, late }
+    }
+
+    /// Bytes of text it holds (`limits.session_prepared_bytes`).
+    fn text_len(&self) -> usize {
+        self.sql.len() + self.origin.as_ref().map_or(0, String::len)
+    }
+
+    /// Drops its long data and what it holds of the budget, and any refusal of it.
+    pub(super) fn reset_long_data(&mut self) {
+        self.long_data = Vec::new();
+        self.long_charge = None;
+        self.long_refused = None;
+    }
+}
+
+/// A bridged client's statements by client id, bounded as a native session's are (#33, #37):
+/// their count and text by the session's limits, their text against the process's budget.
+#[derive(Debug, Default)]
+pub(super) struct PgStmts {
+    by_id: HashMap<u32, PgStmt>,
+    /// Bytes of statement text held.
+    bytes: usize,
+    /// What they hold against the process's client buffer budget.
+    charge: Option<Charge>,
+}
+
+impl PgStmts {
+    pub(super) fn get(&self, id: &u32) -> Option<&PgStmt> {
+        self.by_id.get(id)
+    }
+
+    pub(super) fn get_mut(&mut self, id: &u32) -> Option<&mut PgStmt> {
+        self.by_id.get_mut(id)
+    }
+
+    pub(super) fn contains_key(&self, id: &u32) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&u32, &PgStmt)> {
+        self.by_id.iter()
+    }
+
+    pub(super) fn insert(&mut self, id: u32, stmt: PgStmt) {
+        self.bytes += stmt.text_len();
+        if let Some(old) = self.by_id.insert(id, stmt) {
+            self.bytes -= old.text_len();
+        }
+    }
+
+    pub(super) fn remove(&mut self, id: &u32) {
+        if let Some(stmt) = self.by_id.remove(id) {
+            self.bytes -= stmt.text_len();
+            if let Some(c) = &mut self.charge {
+                c.resize(self.bytes as u64, 0); // shrinking always succeeds
+            }
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Whether the client may prepare one more statement of `len` bytes of text, by the
+    /// engine's admission (#37); the error a native session would send when not.
+    fn admission(
+        &mut self,
+        limits: &crate::config::Limits,
+        budget: &Arc<ClientBudget>,
+        len: usize,
+    ) -> Option<MyClientError> {
+        // Each statement keeps its text about twice (as prepared and as the client sent it).
+        let (count, held, want) = (self.by_id.len(), self.bytes as u64, 2 * len as u64);
+        let charge = &mut self.charge;
+        let verdict = crate::session::engine::prepared::admission(limits, count, held, want, |n, b| {
+            charge.get_or_insert_with(|| budget.charge(BufferKind::Statements)).resize(n, b)
+        });
+        verdict.err().map(statement_refusal_error)
+    }
+}
+
+impl FromIterator<(u32, PgStmt)> for PgStmts {
+    fn from_iter<I: IntoIterator<Item = (u32, PgStmt)>>(iter: I) -> Self {
+        let mut out = Self::default();
+        for (id, stmt) in iter {
+            out.insert(id, stmt);
+        }
+        out
     }
 }
 
@@ -128,8 +236,10 @@ fn bind_late(
 
 impl Session {
     pub(super) async fn bridged_prepare(&mut self, body: &[u8]) -> Result<(), End> {
-        if self.foreign.bridge.stmts.len() >= MAX_CLIENT_STATEMENTS {
-            super::super::stmt::too_many_statements(MAX_CLIENT_STATEMENTS).encode(1, &mut self.io.out);
+        let limits = self.seat.ctx.config().limits.clone();
+        let budget = self.seat.ctx.client_budget().clone();
+        if let Some(e) = self.foreign.bridge.stmts.admission(&limits, &budget, body.len()) {
+            e.encode(1, &mut self.io.out);
             return Ok(());
         }
         let text = String::from_utf8_lossy(body);
@@ -251,30 +361,48 @@ impl Session {
         let params = d.params.iter().map(|o| ("?".to_owned(), *o, -1)).collect();
         section(params, &mut seq, &mut self.io.out);
         section(d.columns, &mut seq, &mut self.io.out);
-        let stmt = PgStmt { sql, origin, param_oids: d.params, types: Vec::new(), long_data: Vec::new(), late };
+        let stmt = PgStmt::new(sql, origin, d.params, Vec::new(), late);
         self.foreign.bridge.stmts.insert(id, stmt);
     }
 
-    /// `COM_STMT_SEND_LONG_DATA`: buffered until the execute (no response, as on MySQL).
+    /// `COM_STMT_SEND_LONG_DATA`: buffered until the execute (no response, as on MySQL),
+    /// within the limits a native session's long data has.
     pub(super) fn stmt_long_data(&mut self, payload: &[u8]) {
-        if let Ok(Command::StmtSendLongData { stmt_id, param, data }) = Command::decode(payload, self.client.caps) {
-            if let Some(s) = self.foreign.bridge.stmts.get_mut(&stmt_id) {
-                s.long_data.push((param, data.to_vec()));
-            }
+        let Ok(Command::StmtSendLongData { stmt_id, param, data }) = Command::decode(payload, self.client.caps) else {
+            return;
+        };
+        let limits = self.seat.ctx.config().limits.clone();
+        let budget = self.seat.ctx.client_budget().clone();
+        let Some(s) = self.foreign.bridge.stmts.get_mut(&stmt_id) else { return };
+        if s.long_refused.is_some() {
+            return; // dropped: the execute fails anyway
         }
+        let held = s.long_data.iter().filter(|(p, _)| *p == param).map(|(_, d)| d.len()).sum();
+        let charge = s.long_charge.get_or_insert_with(|| budget.charge(BufferKind::LongData));
+        if let Err(why) = long_data_admission(&limits, held, data.len(), charge) {
+            s.reset_long_data();
+            s.long_refused = Some(why);
+            return;
+        }
+        s.long_data.push((param, data.to_vec()));
     }
 
     /// `COM_STMT_RESET`: drops buffered long data.
     pub(super) fn stmt_reset(&mut self, body: &[u8]) {
         let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
         if let Some(s) = self.foreign.bridge.stmts.get_mut(&id) {
-            s.long_data.clear();
+            s.reset_long_data();
         }
     }
 
     /// Decodes the execute's parameters into Bind parameters for statement `id`.
     fn bind_params(&mut self, id: u32, params: &[u8]) -> Option<Result<Execution, MyClientError>> {
         let stmt = self.foreign.bridge.stmts.get_mut(&id)?;
+        if let Some(why) = stmt.long_refused {
+            stmt.long_data = Vec::new();
+            stmt.long_charge = None;
+            return Some(Err(long_data_error(why)));
+        }
         let count = u16::try_from(stmt.param_oids.len()).unwrap_or(u16::MAX);
         let long: Vec<bool> = (0..count).map(|i| stmt.long_data.iter().any(|(p, _)| *p == i)).collect();
         let decoded = match decode_execute_params(params, count, &stmt.types, &long) {
@@ -290,6 +418,7 @@ impl Session {
             stmt.types = decoded.types.to_vec();
         }
         let long_data = std::mem::take(&mut stmt.long_data);
+        stmt.long_charge = None; // sent, or dropped with the execution
         if let Some(late) = &stmt.late {
             return Some(bind_late(late, &decoded.values, &long_data));
         }
