@@ -60,7 +60,7 @@ impl Gate {
             pool: pool.to_owned(),
             // Always named: the ticket was queued (not granted, as the claim above found).
             over: over.unwrap_or_else(|| Over::Share { user: shape.user.to_owned(), share: 0 }),
-            waited_ms: started.elapsed().as_millis(),
+            waited_ms: rt::since(started).as_millis(),
         })
     }
 

@@ -44,7 +44,7 @@ impl CorePool {
             // known to be applied here.
             _ => Ok(false),
         };
-        self.counters.causal_waited(started.elapsed()); // metrics
+        self.counters.causal_waited(rt::since(started)); // metrics
         match applied {
             Ok(true) => {
                 if let Some(b) = self.backends.get(conn.backend()) {

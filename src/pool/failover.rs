@@ -36,7 +36,8 @@ impl FailoverWait {
         }
         let started = rt::now();
         rt::sleep(POLL.min(left)).await;
-        let slept = started.elapsed();
+        // Both ends by the turn's clock (see `rt::since`): the pauses add up to the bound.
+        let slept = rt::since(started);
         self.waited += slept;
         Some(slept)
     }

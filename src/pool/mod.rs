@@ -799,7 +799,7 @@ impl CorePool {
         let held = self.gate.pass().await;
         let deadline = deadline + held;
         if self.replaced.get() {
-            self.counters.acquire_finished(started.elapsed());
+            self.counters.acquire_finished(rt::since(started));
             return Err(PoolError::Replaced(self.config.name.clone()));
         }
         // #41: the shape's permit first, so a statement held back holds no connection.
@@ -807,7 +807,7 @@ impl CorePool {
             Some(gate) => match gate.admit(shape, deadline, &self.config.name).await {
                 Ok(p) => Some(p),
                 Err(e) => {
-                    self.counters.acquire_finished(started.elapsed());
+                    self.counters.acquire_finished(rt::since(started));
                     self.counters.acquire_limited(); // metrics
                     return Err(e);
                 }
@@ -817,7 +817,7 @@ impl CorePool {
         let mut queueing = admit::Queueing::new(slot, self.limiter.as_deref(), shape);
         let mut res = self.acquire_writable(protocol, who, deadline, &mut queueing, eligible).await;
         drop(queueing);
-        self.counters.acquire_finished(started.elapsed());
+        self.counters.acquire_finished(rt::since(started));
         match &mut res {
             Ok(c) => {
                 c.lease.permit = permit.map(admit::Permit::lent);
@@ -963,7 +963,7 @@ impl CorePool {
                 self.waiters.deadline_hit(rt::now()); // #41: arms the early refusal
                 return Err(PoolError::Timeout {
                     pool: self.config.name.clone(),
-                    waited_ms: started.elapsed().as_millis(),
+                    waited_ms: rt::since(started).as_millis(),
                 });
             }
             let waited = async { Some(waiting.wait().await) };

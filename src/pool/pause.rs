@@ -75,6 +75,6 @@ impl PauseGate {
             let resumed = self.resumed.borrow().clone();
             resumed.wait().await;
         }
-        started.elapsed()
+        rt::since(started)
     }
 }

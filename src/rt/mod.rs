@@ -31,7 +31,7 @@ pub use guard::{current_queue, spawn_guarded, spawn_local};
 pub use io::{hand_off, linger_close, read_some, watch, write_all, Handed};
 pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now, Listener, Stream};
 pub use spare::{recycle, refill, spare_buffer};
-pub use time::{now, race, sleep, sleep_lazy_until, sleep_until, with_deadline, within, Deadline, Elapsed};
+pub use time::{now, race, since, sleep, sleep_lazy_until, sleep_until, with_deadline, within, Deadline, Elapsed};
 pub use timer::Sleep;
 pub use tls::{accept_tls, peer_certificate, start_tls, Accepted, FrozenTls};
 

@@ -18,6 +18,13 @@ pub fn now() -> Instant {
     super::executor::with_core(super::executor::Core::clock).unwrap_or_else(Instant::now)
 }
 
+/// How long ago `then`, an instant [`now`] gave, was by the same clock: `Instant::elapsed` reads
+/// the real clock, which against a turn's would also count how late in its turn `then` was
+/// taken, and a sum of such spans would run ahead of the time that passed.
+pub fn since(then: Instant) -> Duration {
+    now().saturating_duration_since(then)
+}
+
 /// Sleeps for `d` without blocking the core.
 pub fn sleep(d: Duration) -> Sleep {
     Sleep::new(now() + d)
