@@ -79,7 +79,7 @@ impl RetryBatch {
             expects: Vec::new(),
             out_mark: 0,
             relayed: false,
-            attempts: Attempts::new(policy, std::time::Instant::now()),
+            attempts: Attempts::new(policy, rt::now()),
             held: Some(error.to_vec()),
             code: "40001".into(),
             wait: Duration::ZERO,
