@@ -308,6 +308,8 @@ impl Core {
     }
 
     fn run_loop(&self, main: &async_task::Task<()>) {
+        // The first turn runs before any wait: its clock is now, not when the core was built.
+        self.read_clock();
         loop {
             self.turns.set(self.turns.get().wrapping_add(1));
             self.run_ready();
