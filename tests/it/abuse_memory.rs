@@ -318,41 +318,51 @@ fn an_oversized_causal_token_is_refused_from_its_head_before_any_charge() {
     assert_eq!(errors, ["22023"], "{seen:?}");
 }
 
-/// PyMySQL speaking the binary protocol by hand: prepares `SELECT LENGTH(?)`, sends `mib` MiB
-/// of COM_STMT_SEND_LONG_DATA for its parameter, executes; then the same with 1 MiB; then
-/// COM_STMT_RESET and 1 MiB again. Prints each execute's outcome.
+/// PyMySQL speaking the binary protocol by hand: prepares `SELECT LENGTH(?)`; for each count
+/// `n` in its third argument, sends `n` pieces of `kib` KiB of COM_STMT_SEND_LONG_DATA for the
+/// parameter and executes; then COM_STMT_RESET and one piece. Prints each execute's outcome.
 const LONG_DATA: &str = r#"
 import sys, struct, pymysql
 from pymysql.constants import COMMAND
-port, mib = int(sys.argv[1]), int(sys.argv[2])
-c = pymysql.connect(host="127.0.0.1", port=port, user=sys.argv[3], password=sys.argv[4], database=sys.argv[5])
+port, kib, before = int(sys.argv[1]), int(sys.argv[2]), [int(n) for n in sys.argv[3].split(",")]
+database = sys.argv[6] if len(sys.argv) > 6 else None
+c = pymysql.connect(host="127.0.0.1", port=port, user=sys.argv[4], password=sys.argv[5], database=database)
 c._execute_command(COMMAND.COM_STMT_PREPARE, "SELECT LENGTH(?)")
 ok = c._read_packet(); sid = struct.unpack("<I", ok._data[1:5])[0]
 params, cols = struct.unpack("<H", ok._data[7:9])[0], struct.unpack("<H", ok._data[5:7])[0]
 for _ in range(params + 1 + (cols + 1 if cols else 0)): c._read_packet()
 def run(n):
     for _ in range(n):
-        c._execute_command(COMMAND.COM_STMT_SEND_LONG_DATA, struct.pack("<IH", sid, 0) + b"x" * (1 << 20))
+        c._execute_command(COMMAND.COM_STMT_SEND_LONG_DATA, struct.pack("<IH", sid, 0) + b"x" * (kib << 10))
     c._execute_command(COMMAND.COM_STMT_EXECUTE, struct.pack("<IBI", sid, 0, 1) + b"\x00\x01\xfc\x00")
     try:
         c._read_packet(); c._read_packet(); c._read_packet()  # column count, definition, EOF
         row = c._read_packet(); print("ok", struct.unpack("<i", row._data[2:6])[0]); c._read_packet()
     except pymysql.err.MySQLError as e:
         print("error", e.args[0], e.args[1])
-run(mib)
-run(1)
+for n in before:
+    run(n)
 c._execute_command(COMMAND.COM_STMT_RESET, struct.pack("<I", sid)); c._read_packet()
 run(1)
 "#;
 
-fn long_data(port: u16, mib: usize) -> Vec<String> {
-    let my = &dbs().my;
+/// Runs [`LONG_DATA`] against `port` as `login` (user, password, and a database if given):
+/// pieces of `kib` KiB, `before` the reset as its counts. One line per execute.
+pub(crate) fn pymysql_long_data(port: u16, kib: usize, before: &[usize], login: &[&str]) -> Vec<String> {
+    let before = before.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
     let out = Command::new("/usr/bin/python3")
-        .args(["-c", LONG_DATA, &port.to_string(), &mib.to_string(), &my.user, &my.password, &my.database])
+        .args(["-c", LONG_DATA, &port.to_string(), &kib.to_string(), &before])
+        .args(login)
         .output()
         .unwrap_or_else(|e| panic!("run PyMySQL (installed by .ci/deps.sh): {e}"));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+}
+
+/// `mib` MiB for the parameter, then 1 MiB; COM_STMT_RESET, then 1 MiB again.
+fn long_data(port: u16, mib: usize) -> Vec<String> {
+    let my = &dbs().my;
+    pymysql_long_data(port, 1024, &[mib, 1], &[&my.user, &my.password, &my.database])
 }
 
 #[test]

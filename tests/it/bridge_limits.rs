@@ -4,11 +4,9 @@
 //! `session_prepared_bytes`, its `COM_STMT_SEND_LONG_DATA` by `long_data` and the process's
 //! `client_buffer_budget`, refused at the execute as MariaDB does.
 
-use std::process::Command;
-
 use mysql::prelude::Queryable;
 
-use crate::abuse_memory::held;
+use crate::abuse_memory::{held, pymysql_long_data};
 use crate::admin::with_metrics;
 use crate::bridge_mysql_pg::{bridge_router_toml, client};
 use crate::router::Router;
@@ -55,42 +53,10 @@ fn bridged_statement_text_is_capped_by_session_prepared_bytes() {
     assert_eq!(one, Some(1));
 }
 
-/// PyMySQL speaking the binary protocol by hand: prepares `SELECT LENGTH(?)`, sends `chunks`
-/// pieces of `kib` KiB of COM_STMT_SEND_LONG_DATA for its parameter and executes, twice; then
-/// COM_STMT_RESET and one piece. Prints each execute's outcome.
-const LONG_DATA: &str = r#"
-import sys, struct, pymysql
-from pymysql.constants import COMMAND
-port, kib, chunks = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-c = pymysql.connect(host="127.0.0.1", port=port, user=sys.argv[4], password=sys.argv[5])
-c._execute_command(COMMAND.COM_STMT_PREPARE, "SELECT LENGTH(?)")
-ok = c._read_packet(); sid = struct.unpack("<I", ok._data[1:5])[0]
-params, cols = struct.unpack("<H", ok._data[7:9])[0], struct.unpack("<H", ok._data[5:7])[0]
-for _ in range(params + 1 + (cols + 1 if cols else 0)): c._read_packet()
-def run(n):
-    for _ in range(n):
-        c._execute_command(COMMAND.COM_STMT_SEND_LONG_DATA, struct.pack("<IH", sid, 0) + b"x" * (kib << 10))
-    c._execute_command(COMMAND.COM_STMT_EXECUTE, struct.pack("<IBI", sid, 0, 1) + b"\x00\x01\xfc\x00")
-    try:
-        c._read_packet(); c._read_packet(); c._read_packet()  # column count, definition, EOF
-        row = c._read_packet(); print("ok", struct.unpack("<i", row._data[2:6])[0]); c._read_packet()
-    except pymysql.err.MySQLError as e:
-        print("error", e.args[0], e.args[1])
-run(chunks)
-run(0)
-c._execute_command(COMMAND.COM_STMT_RESET, struct.pack("<I", sid)); c._read_packet()
-run(1)
-"#;
-
+/// `chunks` pieces of `kib` KiB for the parameter, then none; COM_STMT_RESET, then one piece.
 fn long_data(router: &Router, kib: usize, chunks: usize) -> Vec<String> {
     let pg = &dbs().pg;
-    let out = Command::new("/usr/bin/python3")
-        .args(["-c", LONG_DATA, &router.port().to_string(), &kib.to_string(), &chunks.to_string()])
-        .args([&pg.user, &pg.password])
-        .output()
-        .unwrap_or_else(|e| panic!("run PyMySQL (installed by .ci/deps.sh): {e}"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+    pymysql_long_data(router.port(), kib, &[chunks, 0], &[&pg.user, &pg.password])
 }
 
 #[test]
