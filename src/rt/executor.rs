@@ -228,8 +228,9 @@ impl Core {
     /// The instant the tasks of this turn run at: read as the loop's wait ends and again before
     /// it looks for due timers, so every deadline set, timer armed and wait timed in one turn
     /// shares one clock read where each read its own, ~6 per transaction (#39). A turn's tasks
-    /// run within microseconds; a turn held up longer (thousands of sessions woken at once)
-    /// sets its deadlines that much early, never late.
+    /// run within microseconds; every unit of session work moves it forward to its own start
+    /// (`fair::take_share`), so a deadline is early by at most the part of one unit that ran
+    /// before it was set, never late.
     pub(super) fn clock(&self) -> Instant {
         self.clock.get()
     }
@@ -238,6 +239,13 @@ impl Core {
         let now = Instant::now();
         self.clock.set(now);
         now
+    }
+
+    /// The number of the loop's current turn, with the turn clock moved forward to `now`, a
+    /// later reading of the real clock.
+    pub(super) fn turn_at(&self, now: Instant) -> u64 {
+        self.clock.set(self.clock.get().max(now));
+        self.turns.get()
     }
 
     /// The number of the loop's current turn.

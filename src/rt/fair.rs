@@ -54,9 +54,13 @@ pub fn turn() -> u64 {
 }
 
 /// Counts one unit of work in `share` and, when the task has had its share of this turn,
-/// yields to the other ready tasks of its core.
+/// yields to the other ready tasks of its core. The clock reading it takes also brings the
+/// core's turn clock forward, so a turn that serves many sessions sets each one's deadlines
+/// from when that session's unit started, not from when the turn did.
 pub async fn take_share(share: &mut Share) {
-    if share.spend(turn(), Instant::now()) {
+    let now = Instant::now();
+    let turn = executor::with_core(|core| core.turn_at(now)).unwrap_or(0);
+    if share.spend(turn, now) {
         yield_now().await;
     }
 }
