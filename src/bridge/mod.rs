@@ -26,6 +26,7 @@ pub mod placeholder;
 pub mod response;
 pub mod session_map;
 pub mod tag;
+pub mod txn;
 pub mod types;
 pub mod value;
 

@@ -19,6 +19,7 @@ pub mod cancel;
 pub mod client_error;
 mod commit_io;
 mod context;
+mod cross;
 mod derive;
 pub mod digest;
 mod driver;

@@ -15,13 +15,14 @@ use std::sync::Arc;
 
 use crate::bridge::session_map::to_postgres;
 use crate::config::Protocol;
-use crate::pool::{Conn, CorePool};
+use crate::pool::CorePool;
 use crate::protocol::mysql::command::{COM_STMT_CLOSE, COM_STMT_EXECUTE, COM_STMT_RESET, COM_STMT_SEND_LONG_DATA};
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::protocol::pg::TransactionStatus;
 use crate::routing::{Decision, Outcome, StatementKey};
 use crate::session::client_error::{MyClientError, ER_BACKEND_UNAVAILABLE};
+use crate::session::cross as shared;
 use crate::sql::template::LateTranslation;
 
 use super::super::{End, Session, Tx};
@@ -61,13 +62,9 @@ impl Cross {
     }
 }
 
-/// What the session sets aside while one statement runs on another protocol's pool.
-struct Parked {
-    pool: Rc<CorePool>,
-    backend: Option<Conn>,
-    tx: Tx,
-    bpos: usize,
-}
+/// What the session sets aside while one statement runs on another protocol's pool: with its
+/// pool and connection, its transaction state and its place in the backend's buffer.
+type Parked = shared::Parked<(Tx, usize)>;
 
 impl Cross {
     /// Whether a native session's statement is running on another protocol's pool now.
@@ -146,25 +143,18 @@ impl Session {
 
     /// Why the statement routed to `pool` cannot run there now, if it cannot.
     fn cross_refusal(&self, pool: &CorePool, sql: &str) -> Option<MyClientError> {
-        let name = &pool.config.name;
         let why = if self.tx.status & SERVER_STATUS_IN_TRANS != 0 {
-            format!(
-                "a transaction is open on pool \"{}\" and a transaction never spans two pools; COMMIT or ROLLBACK first",
-                self.seat.pool.config.name
-            )
+            shared::open_transaction(&self.seat.pool.config.name)
         } else if self.tx.status & SERVER_STATUS_AUTOCOMMIT == 0 || self.state.autocommit_off() {
             "autocommit is off, so the statement would belong to a transaction on this session's pool; \
              SET autocommit = 1 first"
                 .to_owned()
         } else if super::controls_transaction(sql) {
-            "it controls a transaction, which a statement routed to another pool cannot do".to_owned()
+            shared::CONTROLS_TRANSACTION.to_owned()
         } else {
             return None;
         };
-        Some(MyClientError::new(
-            ER_QP_CROSS_PROTOCOL,
-            format!("Cannot run the statement on PostgreSQL pool \"{name}\" chosen by routing: {why}"),
-        ))
+        Some(MyClientError::new(ER_QP_CROSS_PROTOCOL, shared::refusal(true, "PostgreSQL", &pool.config.name, &why)))
     }
 
     /// Moves the session to `pool` for one statement (`sql`, as it will run there), with the
@@ -177,10 +167,7 @@ impl Session {
         let sets = match to_postgres(self.state.settings()) {
             Ok(sets) => sets,
             Err(e) => {
-                let text = format!(
-                    "Cannot run the statement on PostgreSQL pool \"{}\" chosen by routing: {e}",
-                    pool.config.name
-                );
+                let text = shared::refusal(true, "PostgreSQL", &pool.config.name, &e.to_string());
                 MyClientError::new(ER_QP_CROSS_STATE, text).encode(1, &mut self.io.out);
                 return Ok(false);
             }
@@ -218,13 +205,8 @@ impl Session {
     /// Sets the session's pool and MySQL connection aside and points the session at `pool`,
     /// with fresh bridge state (autocommit, no transaction, the pool's own database).
     fn park(&mut self, pool: Rc<CorePool>) {
-        let parked = Parked {
-            pool: std::mem::replace(&mut self.seat.pool, pool),
-            backend: self.seat.conn.take(),
-            tx: self.tx,
-            bpos: std::mem::take(&mut self.link.pos),
-        };
-        self.foreign.cross.parked = Some(parked);
+        let pos = std::mem::take(&mut self.link.pos);
+        self.foreign.cross.parked = Some(Parked::park(&mut self.seat, pool, (self.tx, pos)));
         self.foreign.cross.unsent_from = Some(self.io.out.len());
         self.foreign.bridge.autocommit = true;
         // The client quotes as its MariaDB told it to; the answer from across must not change
@@ -265,10 +247,7 @@ impl Session {
     pub(in crate::session::mysql) fn unpark(&mut self) {
         let Some(p) = self.foreign.cross.parked.take() else { return };
         self.pg_release(false);
-        self.seat.pool = p.pool;
-        *self.seat.conn = p.backend;
-        self.tx = p.tx;
-        self.link.pos = p.bpos;
+        (self.tx, self.link.pos) = p.restore(&mut self.seat);
     }
 
     /// Runs `sql` (the client's, or its translation when `translated`) on PostgreSQL-protocol
@@ -316,7 +295,7 @@ impl Session {
         if !matches!(code, COM_STMT_EXECUTE | COM_STMT_CLOSE | COM_STMT_RESET | COM_STMT_SEND_LONG_DATA) {
             return None;
         }
-        let id = body.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes)?;
+        let id = super::leading_id(body)?;
         let name = self.foreign.cross.stmts.get(&id)?.clone();
         Some(match code {
             COM_STMT_EXECUTE => match self.cross_pool(&name) {

@@ -3,6 +3,7 @@
 //! queries, giving the connection back, and the commit positions and caught-up standbys of
 //! causal reads.
 
+use crate::bridge::txn::{ends_uncommitted, opens_transaction};
 use crate::bridge::{status_flags, ResultWriter, Step};
 use crate::config::{PoolMode, PoolRole, Protocol, ReadYourWrites};
 use crate::id::Position;
@@ -13,17 +14,15 @@ use crate::routing::Decision;
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::commit_io;
+use crate::session::cross::{self, malformed, MAX_BACKEND_FRAME};
 use crate::session::engine::after::{self, Commits, StatementEnd, TxMove};
 use crate::session::engine::ryw;
 use crate::session::error::RelayError;
 use crate::session::placement::Placed;
-use crate::sql::analyze::{Operation, TxKind};
+use crate::sql::analyze::Operation;
 
 use super::super::route::Rewrite;
-use super::super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
-
-/// Largest backend message accepted (PostgreSQL's own limit for a field is 1 GiB).
-const MAX_BACKEND_MESSAGE: usize = 1 << 30;
+use super::super::{Session, CLIENT_FLUSH_AT};
 
 /// What a quiet helper query returned.
 pub(super) struct Quiet {
@@ -58,20 +57,6 @@ pub(super) fn quote_ident(name: &str) -> String {
 pub(super) fn quote_literal(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len() + 3);
     crate::sql::requote::encode(text, crate::sql::requote::Target::Postgres, &mut out).ok().map(|()| out)
-}
-
-/// A backend message that could not be decoded.
-fn malformed(e: impl std::fmt::Display) -> RelayError {
-    RelayError::Malformed(e.to_string())
-}
-
-/// Reads more of the backend's bytes into its buffer; a closed connection is lost.
-async fn read_more(conn: &mut crate::pool::Conn) -> Result<(), RelayError> {
-    match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
-        Ok(0) => Err(RelayError::BackendClosed(None)),
-        Ok(_) => Ok(()),
-        Err(e) => Err(RelayError::BackendClosed(Some(e))),
-    }
 }
 
 impl Session {
@@ -124,25 +109,27 @@ impl Session {
     pub(super) async fn pg_send(&mut self) -> Result<(), RelayError> {
         let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         self.seat.cancel.slot.running_on(conn, Protocol::Postgres);
-        let r = rt::write_all(&mut conn.stream, &self.link.out).await;
+        let r = cross::send(conn, &self.link.out).await;
         self.link.out.clear();
-        r.map_err(|e| RelayError::BackendClosed(Some(e)))
+        r
     }
 
-    /// Reads one whole message, returned as (tag, body) copies: for the small control paths.
-    pub(super) async fn pg_frame(&mut self) -> Result<(u8, Vec<u8>), RelayError> {
-        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+    /// Reads the response to what was sent, up to its ReadyForQuery (whose transaction state
+    /// the bridge takes), each message seen by `on` (with its tag) before the next is read.
+    pub(super) async fn pg_until_ready(
+        &mut self,
+        mut on: impl FnMut(u8, BackendMessage<'_>) -> Result<(), RelayError>,
+    ) -> Result<(), RelayError> {
         loop {
-            match decode_frame(&conn.rbuf, MAX_BACKEND_MESSAGE) {
-                Ok(Some(f)) => {
-                    let (tag, body, n) = (f.tag, f.body.to_vec(), f.total_len);
-                    conn.rbuf.drain(..n);
-                    return Ok((tag, body));
+            let (tag, body) = cross::pg_frame(self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
+            match BackendMessage::decode(&Frame::new(tag, &body)).map_err(malformed)? {
+                BackendMessage::ReadyForQuery(tx) => {
+                    self.foreign.bridge.tx = tx;
+                    self.seat.cancel.slot.set_running(None);
+                    return Ok(());
                 }
-                Ok(None) => {}
-                Err(e) => return Err(RelayError::Malformed(e.to_string())),
+                msg => on(tag, msg)?,
             }
-            read_more(conn).await?;
         }
     }
 
@@ -157,24 +144,21 @@ impl Session {
     /// the client anything.
     async fn pg_drain(&mut self) -> Result<Quiet, RelayError> {
         let mut q = Quiet { rows: 0, error: None, tag: None };
-        loop {
-            let (tag, body) = self.pg_frame().await?;
-            match BackendMessage::decode(&Frame::new(tag, &body)).map_err(malformed)? {
+        self.pg_until_ready(|tag, msg| {
+            match msg {
                 BackendMessage::DataRow(_) => q.rows += 1,
                 BackendMessage::CommandComplete(t) => q.tag = Some(t.to_owned()),
                 BackendMessage::ErrorResponse(f) => q.error = Some(f.get(field::MESSAGE).unwrap_or("error").to_owned()),
-                BackendMessage::ReadyForQuery(tx) => {
-                    self.foreign.bridge.tx = tx;
-                    self.sync_status();
-                    self.seat.cancel.slot.set_running(None);
-                    return Ok(q);
-                }
                 BackendMessage::CopyInResponse(_)
                 | BackendMessage::CopyOutResponse(_)
                 | BackendMessage::CopyBothResponse(_) => return Err(RelayError::OutOfStep { tag }),
                 _ => {}
             }
-        }
+            Ok(())
+        })
+        .await?;
+        self.sync_status();
+        Ok(q)
     }
 
     /// Streams the backend's response through `writer` into the client buffer until
@@ -186,7 +170,7 @@ impl Session {
             let mut rest = conn.rbuf.as_slice();
             let mut step = Step::More;
             while step == Step::More {
-                let Some(frame) = decode_frame(rest, MAX_BACKEND_MESSAGE).map_err(malformed)? else { break };
+                let Some(frame) = decode_frame(rest, MAX_BACKEND_FRAME).map_err(malformed)? else { break };
                 let msg = match BackendMessage::decode(&frame).map_err(malformed)? {
                     // Inside the router's BEGIN (#34) the client is told what it would be
                     // without it: no transaction.
@@ -215,7 +199,7 @@ impl Session {
                 let _ = self.io.flush().await;
                 self.cross_flushed();
             }
-            read_more(self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
+            cross::read_more(self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
         }
     }
 
@@ -468,33 +452,3 @@ impl Session {
         Ok(())
     }
 }
-
-/// A statement of `sql` (a MySQL client's text, one statement or several) opens a
-/// transaction: it starts with `BEGIN` or `START` (`START TRANSACTION`; any other `START` too:
-/// counting one more transaction unproven is only cautious).
-fn opens_transaction(sql: &str) -> bool {
-    use crate::sql::lexer::{Lexer, TokenKind};
-    let mut at_start = true;
-    for t in Lexer::new(sql, crate::sql::Dialect::MySql).filter(|t| t.kind != TokenKind::Comment) {
-        if at_start && (t.is_word("BEGIN") || t.is_word("START")) {
-            return true;
-        }
-        at_start = t.kind == TokenKind::Semicolon;
-    }
-    false
-}
-
-/// `sql` (PostgreSQL text) ends the transaction, whose state is `tx`, without committing: a
-/// lone `ROLLBACK`/`ABORT` (not `ROLLBACK TO SAVEPOINT`, nor `ROLLBACK PREPARED`, nor `AND
-/// CHAIN`), or a lone COMMIT of a failed transaction.
-fn ends_uncommitted(sql: &str, tx: TransactionStatus) -> bool {
-    match crate::sql::analyze::transaction_statement(sql, crate::sql::Dialect::Postgres) {
-        Some(t) if t.plain => {
-            t.kind == TxKind::Rollback || (t.kind == TxKind::Commit && tx == TransactionStatus::Failed)
-        }
-        _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests;

@@ -20,6 +20,7 @@ mod stmt;
 use std::hash::{Hash, Hasher};
 
 use crate::bridge::emulated::{self, Emulation, VarContext, VarValue};
+use crate::bridge::txn::{self, my_controls_transaction as controls_transaction};
 use crate::bridge::types::{map_type, oid};
 use crate::bridge::{encode_local_result, session_flags, ResultWriter, RowFormat, Step, Warning};
 use crate::config::{Config, Protocol};
@@ -197,34 +198,9 @@ fn requote_error(e: &RequoteError) -> MyClientError {
     MyClientError::new(number, format!("Statement not run on the PostgreSQL pool: {e}"))
 }
 
-/// Why the bridge refuses `sql` before it reaches PostgreSQL, which would answer a MySQL-only
-/// statement with a syntax error that names neither the statement nor what to use instead:
-/// `LOAD DATA` (the bridge carries no files) and XA (PostgreSQL's two-phase commit is
-/// `PREPARE TRANSACTION`, which passes through as written). `None` for anything else.
-fn uncarried(sql: &str) -> Option<MyClientError> {
-    use crate::sql::lexer::{Lexer, TokenKind};
-    let first = Lexer::new(sql, crate::sql::Dialect::MySql).find(|t| t.kind != TokenKind::Comment)?;
-    let refusal = |text| Some(MyClientError::new(ER_NOT_SUPPORTED_YET, text));
-    if first.is_word("LOAD") {
-        return refusal(
-            "LOAD DATA is not supported through a PostgreSQL pool (the bridge carries no files); \
-             insert the rows with INSERT instead",
-        );
-    }
-    if !first.is_word("XA") {
-        return None;
-    }
-    refusal(
-        "XA transactions are not supported through a PostgreSQL pool; use PostgreSQL's two-phase commit \
-         (BEGIN; ...; PREPARE TRANSACTION 'gid', then COMMIT PREPARED 'gid'), which passes through as written",
-    )
-}
-
-/// Whether a statement controls transactions itself (no emulated `BEGIN` before it).
-fn controls_transaction(sql: &str) -> bool {
-    use crate::sql::lexer::{Lexer, TokenKind};
-    let first = Lexer::new(sql, crate::sql::Dialect::MySql).find(|t| t.kind != TokenKind::Comment);
-    first.is_some_and(|t| ["BEGIN", "START", "COMMIT", "ROLLBACK", "END", "ABORT"].iter().any(|w| t.is_word(w)))
+/// The id (a statement's, a connection's) a command's `body` starts with.
+fn leading_id(body: &[u8]) -> Option<u32> {
+    body.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes)
 }
 
 impl Session {
@@ -258,10 +234,8 @@ impl Session {
             COM_RESET_CONNECTION => self.bridged_reset(),
             COM_CHANGE_USER => self.on_change_user(payload).await,
             COM_SET_OPTION => self.on_set_option(body),
-            COM_PROCESS_KILL => {
-                let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
-                self.kill(id, true).await // the whole connection, as `mysql_kill()` asks
-            }
+            // The whole connection, as `mysql_kill()` asks.
+            COM_PROCESS_KILL => self.kill(leading_id(body).unwrap_or(0), true).await,
             COM_STMT_PREPARE if self.refuses_token_prepare(body) => Ok(()), // #34
             COM_STMT_PREPARE => self.bridged_prepare(body).await,
             COM_STMT_EXECUTE => self.bridged_execute(payload).await,
@@ -270,8 +244,7 @@ impl Session {
                 Ok(())
             }
             COM_STMT_CLOSE => {
-                let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
-                self.foreign.bridge.stmts.remove(&id);
+                self.foreign.bridge.stmts.remove(&leading_id(body).unwrap_or(0));
                 Ok(())
             }
             _ => {
@@ -308,7 +281,8 @@ impl Session {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
-        if let Some(e) = self.statement_pooling_refusal(&sql).or_else(|| uncarried(&sql)) {
+        let uncarried = || txn::uncarried(&sql).map(|text| MyClientError::new(ER_NOT_SUPPORTED_YET, text));
+        if let Some(e) = self.statement_pooling_refusal(&sql).or_else(uncarried) {
             e.encode(1, &mut self.io.out);
             return Ok(());
         }
@@ -403,17 +377,33 @@ impl Session {
 
     /// Runs `sql` as a simple query and relays its results as text result sets.
     async fn bridged_simple(&mut self, sql: &str) -> Result<(), End> {
-        if let Err(e) = self.pg_backend().await {
-            e.encode(1, &mut self.io.out);
-            return Ok(());
-        }
-        if let Err(e) = self.begin_if_needed(sql).await {
-            return self.bridged_lost(e).await;
-        }
-        let probed = self.queue_xact_probe(sql); // #34: ahead of the COMMIT, same send
+        let probed = match self.pg_ready(sql).await {
+            Ok(probed) => probed,
+            Err(answered) => return answered,
+        };
         if let Err(e) = frontend::encode_query(sql, &mut self.link.out) {
             return self.bridged_lost(RelayError::Unsendable(e.to_string())).await;
         }
+        self.run_queued(probed, RowFormat::Text).await
+    }
+
+    /// Attaches a connection for `sql` (PostgreSQL text) and opens the emulated transaction it
+    /// needs; then queues the probe ahead of a COMMIT (#34: same send) and says whether it did.
+    /// `Err`: the statement cannot run, and the client was answered.
+    async fn pg_ready(&mut self, sql: &str) -> Result<bool, Result<(), End>> {
+        if let Err(e) = self.pg_backend().await {
+            e.encode(1, &mut self.io.out);
+            return Err(Ok(()));
+        }
+        if let Err(e) = self.begin_if_needed(sql).await {
+            return Err(self.bridged_lost(e).await);
+        }
+        Ok(self.queue_xact_probe(sql))
+    }
+
+    /// Sends the statement queued in `link.out` with what follows it (`probed`: the probe
+    /// [`Session::pg_ready`] queued ahead of it), and streams its response as `format` rows.
+    async fn run_queued(&mut self, probed: bool, format: RowFormat) -> Result<(), End> {
         self.queue_tail();
         if let Err(e) = self.pg_send().await {
             return self.bridged_lost(e).await;
@@ -421,7 +411,7 @@ impl Session {
         if probed {
             self.read_xact_probe().await;
         }
-        self.finish_response(RowFormat::Text).await
+        self.finish_response(format).await
     }
 
     /// Streams a response already requested from the backend, then updates the status and

@@ -16,7 +16,7 @@ use crate::protocol::mysql::column::ValueType;
 use crate::protocol::mysql::errcode::ER_WRONG_ARGUMENTS;
 use crate::protocol::mysql::response::{EofPacket, StmtPrepareOk};
 use crate::protocol::mysql::{decode_execute_params, encode_packets, BinaryValue, Command};
-use crate::protocol::pg::{frontend, BackendMessage, Frame, Target};
+use crate::protocol::pg::{frontend, BackendMessage, Target};
 use crate::session::client_error::MyClientError;
 use crate::session::error::RelayError;
 use crate::sql::template::{LateTranslation, ParamValue};
@@ -308,10 +308,8 @@ impl Session {
 
     async fn read_description(&mut self) -> Result<Described, RelayError> {
         let mut d = Described::default();
-        loop {
-            let (tag, body) = self.pg_frame().await?;
-            let message = BackendMessage::decode(&Frame::new(tag, &body));
-            match message.map_err(|e| RelayError::Malformed(e.to_string()))? {
+        self.pg_until_ready(|_, msg| {
+            match msg {
                 BackendMessage::ParameterDescription(oids) => d.params = oids.iter().collect(),
                 BackendMessage::RowDescription(rd) => {
                     d.columns = rd.iter().map(|f| (f.name.to_owned(), f.type_oid, f.type_modifier)).collect();
@@ -321,14 +319,12 @@ impl Session {
                     crate::bridge::errmap::encode_error(&f, 1, &mut out);
                     d.error = Some(out);
                 }
-                BackendMessage::ReadyForQuery(tx) => {
-                    self.foreign.bridge.tx = tx;
-                    self.seat.cancel.slot.set_running(None);
-                    return Ok(d);
-                }
                 _ => {}
             }
-        }
+            Ok(())
+        })
+        .await?;
+        Ok(d)
     }
 
     /// Sends `COM_STMT_PREPARE_OK` with parameter and column definitions.
@@ -389,8 +385,7 @@ impl Session {
 
     /// `COM_STMT_RESET`: drops buffered long data.
     pub(super) fn stmt_reset(&mut self, body: &[u8]) {
-        let id = body.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
-        if let Some(s) = self.foreign.bridge.stmts.get_mut(&id) {
+        if let Some(s) = self.foreign.bridge.stmts.get_mut(&super::leading_id(body).unwrap_or(0)) {
             s.reset_long_data();
         }
     }
@@ -465,14 +460,10 @@ impl Session {
                 return Ok(());
             }
         }
-        if let Err(e) = self.pg_backend().await {
-            e.encode(1, &mut self.io.out);
-            return Ok(());
-        }
-        if let Err(e) = self.begin_if_needed(&sql).await {
-            return self.bridged_lost(e).await;
-        }
-        let probed = self.queue_xact_probe(&sql); // #34: a prepared COMMIT, as a text one
+        let probed = match self.pg_ready(&sql).await {
+            Ok(probed) => probed, // #34: a prepared COMMIT, as a text one
+            Err(answered) => return answered,
+        };
         let formats: Vec<i16> = binds.iter().map(|b| b.format).collect();
         let values: Vec<Option<&[u8]>> = binds.iter().map(|b| b.value.as_deref()).collect();
         let encoded = frontend::encode_parse("", &sql, &oids, &mut self.link.out)
@@ -487,13 +478,6 @@ impl Session {
             return Ok(());
         }
         frontend::encode_sync(&mut self.link.out);
-        self.queue_tail();
-        if let Err(e) = self.pg_send().await {
-            return self.bridged_lost(e).await;
-        }
-        if probed {
-            self.read_xact_probe().await;
-        }
-        self.finish_response(RowFormat::Binary).await
+        self.run_queued(probed, RowFormat::Binary).await
     }
 }

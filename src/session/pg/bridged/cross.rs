@@ -21,14 +21,15 @@ use std::rc::Rc;
 
 use crate::bridge::pg_result::PgResultWriter;
 use crate::bridge::session_map::to_mysql;
-use crate::bridge::tag::statements;
+use crate::bridge::txn::pg_controls_transaction as controls_transaction;
 use crate::config::Protocol;
 use crate::error::ErrorCode;
-use crate::pool::{Conn, CorePool};
+use crate::pool::CorePool;
 use crate::protocol::mysql::Command;
 use crate::protocol::pg::{backend, sqlstate, FrontendMessage, Target, TransactionStatus};
 use crate::routing::{Decision, DecisionKind, Outcome};
 use crate::session::client_error::PgClientError;
+use crate::session::cross as shared;
 
 use super::super::prepared::{duplicate, Expect};
 use super::super::{End, Session};
@@ -36,26 +37,14 @@ use super::super::{End, Session};
 /// `active_sql_transaction`: the statement would make a transaction span two pools.
 const ACTIVE_SQL_TRANSACTION: &str = "25001";
 
-/// What the session sets aside while one statement runs on a MySQL pool.
-pub(in crate::session::pg) struct Parked {
-    pool: Rc<CorePool>,
-    backend: Option<Conn>,
-    tx: TransactionStatus,
-    /// The borrowed connection got the session's settings: it is closed afterwards.
-    dirty: bool,
-}
+/// What the session sets aside while one statement runs on a MySQL pool: with its pool and
+/// connection, its transaction state, and whether the borrowed connection got the session's
+/// settings (it is closed afterwards).
+pub(in crate::session::pg) type Parked = shared::Parked<(TransactionStatus, bool)>;
 
 /// Whether `pool`'s backends speak MySQL to a PostgreSQL session.
 pub(in crate::session::pg) fn speaks_mysql(pool: &CorePool) -> bool {
     pool.config.backend_protocol(Protocol::Postgres) == Protocol::MySql
-}
-
-/// Whether a statement controls a transaction (it cannot run on a connection borrowed for it).
-fn controls_transaction(sql: &str) -> bool {
-    use crate::sql::lexer::{Lexer, TokenKind};
-    let first = Lexer::new(sql, crate::sql::Dialect::Postgres).find(|t| t.kind != TokenKind::Comment);
-    let words = ["BEGIN", "START", "COMMIT", "ROLLBACK", "END", "ABORT", "SAVEPOINT", "RELEASE", "PREPARE"];
-    first.is_some_and(|t| words.iter().any(|w| t.is_word(w)))
 }
 
 impl Session {
@@ -97,21 +86,16 @@ impl Session {
     fn cross_ready(&mut self, pool: &str, sql: &str) -> Result<(), PgClientError> {
         let own = &self.seat.pool.config.name;
         let why = if self.progress.tx != TransactionStatus::Idle {
-            format!(
-                "a transaction is open on pool \"{own}\" and a transaction never spans two pools; COMMIT or ROLLBACK first"
-            )
+            shared::open_transaction(own)
         } else if self.native_pending() {
             format!("earlier statements of this pipeline run on pool \"{own}\" until Sync, and a pipeline never spans two pools")
         } else if controls_transaction(sql) {
-            "it controls a transaction, which a statement routed to another pool cannot do".to_owned()
+            shared::CONTROLS_TRANSACTION.to_owned()
         } else {
             self.emit_synth();
             return Ok(());
         };
-        Err(PgClientError::new(
-            ACTIVE_SQL_TRANSACTION,
-            format!("cannot run the statement on MySQL pool \"{pool}\" chosen by routing: {why}"),
-        ))
+        Err(PgClientError::new(ACTIVE_SQL_TRANSACTION, shared::refusal(false, "MySQL", pool, &why)))
     }
 
     /// Fails the pipeline with `e`. Messages of the session's own pool queued before it go out
@@ -133,20 +117,14 @@ impl Session {
         self.cross_ready(&pool.config.name, sql)?;
         let sets = if settle {
             to_mysql(self.state.settings()).map_err(|e| {
-                let text =
-                    format!("cannot run the statement on MySQL pool \"{}\" chosen by routing: {e}", pool.config.name);
+                let text = shared::refusal(false, "MySQL", &pool.config.name, &e.to_string());
                 PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, text)
             })?
         } else {
             Vec::new()
         };
-        let parked = Parked {
-            pool: std::mem::replace(&mut self.seat.pool, pool),
-            backend: self.seat.conn.take(),
-            tx: std::mem::replace(&mut self.progress.tx, TransactionStatus::Idle),
-            dirty: !sets.is_empty(),
-        };
-        self.bridge.parked = Some(Box::new(parked));
+        let tx = std::mem::replace(&mut self.progress.tx, TransactionStatus::Idle);
+        self.bridge.parked = Some(Box::new(Parked::park(&mut self.seat, pool, (tx, !sets.is_empty()))));
         let r = self.cross_settle(&sets).await;
         if r.is_err() {
             self.cross_unpark();
@@ -183,13 +161,11 @@ impl Session {
     /// called when the session ends, wherever it was.
     pub(in crate::session::pg) fn cross_unpark(&mut self) {
         let Some(p) = self.bridge.parked.take() else { return };
-        if let Some(c) = self.seat.conn.as_mut().filter(|_| p.dirty) {
+        if let Some(c) = self.seat.conn.as_mut().filter(|_| p.state.1) {
             c.broken = true;
         }
         self.my_release(false);
-        self.seat.pool = p.pool;
-        *self.seat.conn = p.backend;
-        self.progress.tx = p.tx;
+        (self.progress.tx, _) = p.restore(&mut self.seat);
     }
 
     /// Whether a MySQL connection is borrowed for one statement right now.
@@ -207,42 +183,17 @@ impl Session {
         match self.cross_enter(pool, &text, true).await {
             Err(e) => e.encode(&mut self.io.out),
             Ok(()) => {
-                self.cross_simple(&text, translated).await;
+                if let Err(e) = self.my_simple(&text, translated).await {
+                    self.seat.ctx.counters.relay_failed(e.code()); // metrics
+                    self.drop_my_backend();
+                    let why = "the MySQL backend connection was lost; the statement may not have completed";
+                    PgClientError::new(sqlstate::CONNECTION_FAILURE, why).encode(&mut self.io.out);
+                }
                 self.cross_unpark();
             }
         }
         backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
         Some(self.io.flush().await)
-    }
-
-    /// Runs `sql` (the client's, or a translation when `translated`) as `COM_QUERY`, each
-    /// result translated into `out`.
-    async fn cross_simple(&mut self, sql: &str, translated: bool) {
-        let parts = statements(sql);
-        if parts.is_empty() {
-            self.io.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
-            return;
-        }
-        let text = match self.my_backend().await.and_then(|()| self.for_mysql(sql, translated)) {
-            Ok(text) => text,
-            Err(e) => {
-                e.encode(&mut self.io.out);
-                return;
-            }
-        };
-        let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), self.my_status());
-        let mut out = std::mem::take(&mut self.io.out);
-        let r = self.my_run(&Command::Query(text.as_bytes()), &mut writer, &mut out, true).await;
-        self.io.out = out;
-        if let Err(e) = r {
-            self.seat.ctx.counters.relay_failed(e.code()); // metrics
-            self.drop_my_backend();
-            PgClientError::new(
-                sqlstate::CONNECTION_FAILURE,
-                "the MySQL backend connection was lost; the statement may not have completed",
-            )
-            .encode(&mut self.io.out);
-        }
     }
 
     /// An extended-protocol message of a statement routing sends to a MySQL pool (or of its
@@ -391,20 +342,5 @@ impl Session {
         let r = self.bridged_execute(portal, max_rows).await;
         self.cross_unpark();
         r
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::controls_transaction;
-
-    #[test]
-    fn transaction_control_is_recognized() {
-        for sql in ["BEGIN", "/* x */ start transaction", "COMMIT", "rollback to savepoint a", "SAVEPOINT a", "END"] {
-            assert!(controls_transaction(sql), "{sql}");
-        }
-        for sql in ["SELECT 1", "UPDATE t SET begin = 1", "", "WITH x AS (SELECT 1) SELECT * FROM x"] {
-            assert!(!controls_transaction(sql), "{sql}");
-        }
     }
 }

@@ -26,7 +26,7 @@ use crate::session::client_error::PgClientError;
 use crate::session::engine::prepared as engine;
 
 use super::super::{End, Session};
-use super::io::malformed;
+use crate::session::cross::malformed;
 use crate::session::error::RelayError;
 
 /// `invalid_sql_statement_name`.

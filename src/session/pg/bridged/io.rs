@@ -5,16 +5,15 @@
 use crate::bridge::pg_result::{PgResultWriter, PgStep};
 use crate::config::{PoolMode, Protocol};
 use crate::pool::ConnInfo;
-use crate::protocol::mysql::{decode_payload, encode_packets, Command};
+use crate::protocol::mysql::{encode_packets, Command};
 use crate::protocol::pg::TransactionStatus;
 use crate::rt;
 use crate::session::client_error::PgClientError;
+use crate::session::cross::{self, malformed};
 use crate::session::error::RelayError;
 
-use super::super::{Session, CLIENT_FLUSH_AT, READ_CHUNK};
+use super::super::{Session, CLIENT_FLUSH_AT};
 
-/// Largest backend payload accepted (MySQL's own `max_allowed_packet` ceiling).
-const MAX_BACKEND_PAYLOAD: usize = 1 << 30;
 /// `conn.settings` of a connection the bridge set up with [`BRIDGE_SETUP`] (any value but 0, so
 /// a native session resets the connection before using it).
 const BRIDGE_SETTINGS: u64 = 0x5150_7574_6638_6e62;
@@ -23,11 +22,6 @@ const BRIDGE_SETTINGS: u64 = 0x5150_7574_6638_6e62;
 /// connection reads backslashes as ordinary characters too (the server's other modes stay).
 const BRIDGE_SETUP: &[u8] =
     b"SET NAMES utf8mb4, sql_mode = CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'NO_BACKSLASH_ESCAPES')";
-
-/// A MySQL answer the bridge cannot read.
-pub(super) fn malformed(e: impl std::fmt::Display) -> RelayError {
-    RelayError::Malformed(e.to_string())
-}
 
 impl Session {
     /// Attaches a MySQL connection; a fresh one gets [`BRIDGE_SETUP`].
@@ -84,24 +78,12 @@ impl Session {
         let mut packets = Vec::with_capacity(payload.len() + 4);
         encode_packets(&payload, 0, &mut packets);
         self.ex.discard_queued();
-        let r = rt::write_all(&mut conn.stream, &packets).await;
-        r.map_err(|e| RelayError::BackendClosed(Some(e)))
+        cross::send(conn, &packets).await
     }
 
     /// Reads one logical payload and its last sequence id.
     pub(super) async fn my_payload(&mut self) -> Result<(Vec<u8>, u8), RelayError> {
-        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
-        loop {
-            if let Some(f) = decode_payload(&conn.rbuf, MAX_BACKEND_PAYLOAD).map_err(malformed)? {
-                let (payload, seq, n) = (f.payload.into_owned(), f.last_seq, f.consumed);
-                conn.rbuf.drain(..n);
-                return Ok((payload, seq));
-            }
-            let read = rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await;
-            if read.map_err(|e| RelayError::BackendClosed(Some(e)))? == 0 {
-                return Err(RelayError::BackendClosed(None));
-            }
-        }
+        cross::my_payload(self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await
     }
 
     /// Sends `cmd` and feeds its whole response through `writer` into `out`; with `flush`
@@ -134,7 +116,7 @@ impl Session {
                     let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
                     let mut empty = Vec::new();
                     encode_packets(&[], seq.wrapping_add(1), &mut empty);
-                    rt::write_all(&mut conn.stream, &empty).await.map_err(|e| RelayError::BackendClosed(Some(e)))?;
+                    cross::send(conn, &empty).await?;
                 }
             }
             if flush && out.len() >= CLIENT_FLUSH_AT {

@@ -128,13 +128,8 @@ impl Session {
             FrontendMessage::Terminate => Err(End::ClientGone),
             FrontendMessage::CopyData(_) | FrontendMessage::CopyDone | FrontendMessage::CopyFail(_) => Ok(()),
             FrontendMessage::FunctionCall(_) => {
-                PgClientError::new(
-                    sqlstate::FEATURE_NOT_SUPPORTED,
-                    "function calls are not supported through a cross-protocol pool",
-                )
-                .encode(&mut self.io.out);
-                backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-                self.io.flush().await
+                let why = "function calls are not supported through a cross-protocol pool";
+                self.refuse_query(PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why)).await
             }
             FrontendMessage::Password(_) => {
                 self.fatal(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, "unexpected password message")).await
@@ -142,44 +137,49 @@ impl Session {
         }
     }
 
+    /// Answers a simple Query or a FunctionCall with `e` and ReadyForQuery.
+    async fn refuse_query(&mut self, e: PgClientError) -> Result<(), End> {
+        e.encode(&mut self.io.out);
+        backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
+        self.io.flush().await
+    }
+
     /// A simple Query: `COM_QUERY` with the text as written, each result translated.
     async fn bridged_query(&mut self, sql: &str) -> Result<(), End> {
         if self.seat.pool.config.mode == PoolMode::Statement && super::begins_transaction(sql) {
-            PgClientError::new(
-                sqlstate::FEATURE_NOT_SUPPORTED,
-                "transaction blocks are not allowed in statement pooling mode",
-            )
-            .encode(&mut self.io.out);
-            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-            return self.io.flush().await;
+            let why = "transaction blocks are not allowed in statement pooling mode";
+            return self.refuse_query(PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why)).await;
         }
-        let parts = statements(sql);
-        if parts.is_empty() {
-            // MySQL refuses an empty query; PostgreSQL answers EmptyQueryResponse.
-            self.io.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
-            backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-            return self.io.flush().await;
-        }
-        let text = match self.my_backend().await.and_then(|()| self.for_mysql(sql, false)) {
-            Ok(text) => text,
-            Err(e) => {
-                e.encode(&mut self.io.out);
-                backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
-                self.my_maybe_release();
-                return self.io.flush().await;
-            }
-        };
-        let status = self.my_status();
-        let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), status);
-        let mut out = std::mem::take(&mut self.io.out);
-        let r = self.my_run(&Command::Query(text.as_bytes()), &mut writer, &mut out, true).await;
-        self.io.out = out;
-        if let Err(e) = r {
+        if let Err(e) = self.my_simple(sql, false).await {
             return self.bridged_lost(false, e).await;
         }
         backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
         self.my_maybe_release();
         self.io.flush().await
+    }
+
+    /// Runs `sql` (the client's, or a translation when `translated`) as `COM_QUERY`, each
+    /// result translated into the client buffer; an error before it runs is answered there. An
+    /// `Err` is the lost connection, for the caller to answer.
+    async fn my_simple(&mut self, sql: &str, translated: bool) -> Result<(), RelayError> {
+        let parts = statements(sql);
+        if parts.is_empty() {
+            // MySQL refuses an empty query; PostgreSQL answers EmptyQueryResponse.
+            self.io.out.extend_from_slice(&[server::EMPTY_QUERY_RESPONSE, 0, 0, 0, 4]);
+            return Ok(());
+        }
+        let text = match self.my_backend().await.and_then(|()| self.for_mysql(sql, translated)) {
+            Ok(text) => text,
+            Err(e) => {
+                e.encode(&mut self.io.out);
+                return Ok(());
+            }
+        };
+        let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), self.my_status());
+        let mut out = std::mem::take(&mut self.io.out);
+        let r = self.my_run(&Command::Query(text.as_bytes()), &mut writer, &mut out, true).await;
+        self.io.out = out;
+        r
     }
 
     /// How the attached MySQL connection reads strings (its last status flags say).
