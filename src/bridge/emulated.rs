@@ -18,6 +18,8 @@
 //! | `SHOW TABLES` | translated to a query of `information_schema.tables` in the current schema |
 //! | `COM_PING`, `COM_FIELD_LIST`, `COM_STATISTICS` | answered locally |
 
+use super::response::Warning;
+use super::types::{map_type, oid, Column};
 use crate::sql::lexer::{Lexer, Token, TokenKind};
 use crate::sql::split;
 use crate::sql::Dialect;
@@ -156,6 +158,56 @@ pub fn all_variables(ctx: &VarContext<'_>) -> Vec<(String, VarValue)> {
         FIXED.iter().map(|(n, _, _)| *n).chain(["autocommit", "version", "max_allowed_packet"]).collect();
     names.sort_unstable();
     names.into_iter().filter_map(|n| Some((n.to_owned(), variable(n, ctx)?))).collect()
+}
+
+/// Columns (name, type) and text rows of a result set the router answers itself.
+pub type LocalResult<'a> = (Vec<(&'a str, Column)>, Vec<Vec<Option<String>>>);
+
+impl VarValue {
+    /// The value as its result set's text.
+    #[must_use]
+    pub fn text(&self) -> String {
+        match self {
+            Self::Int(n) => n.to_string(),
+            Self::Str(s) => s.clone(),
+        }
+    }
+}
+
+/// The answer to `SELECT @@a AS x, ...` (`items`: column name, variable): one row, each value
+/// typed as it is; `Err` names the first variable not known.
+pub fn select_variables<'a>(items: &'a [(String, String)], ctx: &VarContext<'_>) -> Result<LocalResult<'a>, &'a str> {
+    let (mut columns, mut row) = (Vec::with_capacity(items.len()), Vec::with_capacity(items.len()));
+    for (column, name) in items {
+        let value = variable(name, ctx).ok_or(name.as_str())?;
+        let ty = if matches!(value, VarValue::Int(_)) { oid::INT8 } else { oid::TEXT };
+        columns.push((column.as_str(), map_type(ty, -1)));
+        row.push(Some(value.text()));
+    }
+    Ok((columns, vec![row]))
+}
+
+/// The answer to `SHOW VARIABLES`, with `LIKE` `patterns` (none: every variable).
+#[must_use]
+pub fn show_variables(patterns: &[String], ctx: &VarContext<'_>) -> LocalResult<'static> {
+    let rows = all_variables(ctx)
+        .into_iter()
+        .filter(|(name, _)| patterns.is_empty() || patterns.iter().any(|p| like(p, name)))
+        .map(|(name, v)| vec![Some(name), Some(v.text())])
+        .collect();
+    let text = map_type(oid::TEXT, -1);
+    (vec![("Variable_name", text), ("Value", text)], rows)
+}
+
+/// The answer to `SHOW WARNINGS`: the last statement's notices.
+#[must_use]
+pub fn show_warnings(warnings: &[Warning]) -> LocalResult<'static> {
+    let text = map_type(oid::TEXT, -1);
+    let rows = warnings
+        .iter()
+        .map(|w| vec![Some(w.level.to_owned()), Some(w.code.to_string()), Some(w.message.clone())])
+        .collect();
+    (vec![("Level", text), ("Code", map_type(oid::INT4, -1)), ("Message", text)], rows)
 }
 
 /// SQL `LIKE` matching (`%`, `_`, `\` escape), ASCII case-insensitive as MySQL's default

@@ -14,7 +14,7 @@ use crate::protocol::mysql::capability::CLIENT_DEPRECATE_EOF;
 use crate::protocol::mysql::codec::put_lenenc_int;
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::response::{
-    EofPacket, OkPacket, SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
+    EofPacket, OkPacket, StmtPrepareOk, SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS,
     SERVER_STATUS_NO_BACKSLASH_ESCAPES,
 };
 use crate::protocol::mysql::row::{encode_binary_row, encode_text_row};
@@ -271,6 +271,39 @@ impl ResultWriter {
                 self.payload.clear();
                 self.error(e.number(), &e.to_string(), out);
             }
+        }
+    }
+}
+
+/// Appends the `COM_STMT_PREPARE_OK` of statement `id`, as the MySQL client (`caps`) reads it:
+/// one `?` definition per parameter (PostgreSQL type `params`), then one per result column
+/// (name, PostgreSQL type, typmod), each non-empty section ending with an EOF unless the client
+/// deprecated it (`status` in it).
+pub fn encode_prepare_ok(
+    caps: u64,
+    id: u32,
+    params: &[u32],
+    columns: &[(String, u32, i32)],
+    status: u16,
+    out: &mut Vec<u8>,
+) {
+    let num_params = u16::try_from(params.len()).unwrap_or(u16::MAX);
+    let num_columns = u16::try_from(columns.len()).unwrap_or(u16::MAX);
+    let mut p = Vec::with_capacity(64);
+    StmtPrepareOk { stmt_id: id, num_columns, num_params, warnings: 0 }.encode(&mut p);
+    let mut seq = encode_packets(&p, 1, out);
+    let params: Vec<_> = params.iter().map(|o| ("?", *o, -1)).collect();
+    let columns: Vec<_> = columns.iter().map(|(name, o, typmod)| (name.as_str(), *o, *typmod)).collect();
+    for defs in [params, columns].iter().filter(|d| !d.is_empty()) {
+        for (name, oid, typmod) in defs {
+            p.clear();
+            map_type(*oid, *typmod).encode_definition(name.as_bytes(), &mut p);
+            seq = encode_packets(&p, seq, out);
+        }
+        if caps & CLIENT_DEPRECATE_EOF == 0 {
+            p.clear();
+            EofPacket { warnings: 0, status }.encode(&mut p);
+            seq = encode_packets(&p, seq, out);
         }
     }
 }

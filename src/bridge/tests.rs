@@ -216,3 +216,61 @@ fn variables_and_like() {
     assert!(like("_ersion", "version"));
     assert!(!like("version", "version_comment"));
 }
+
+/// The payloads of `out`, checking their sequence ids count up from 1.
+fn payloads(out: &[u8]) -> Vec<Vec<u8>> {
+    let (mut all, mut rest, mut seq) = (Vec::new(), out, 1u8);
+    while let Some(f) = decode_payload(rest, 1 << 30).unwrap() {
+        assert_eq!(f.first_seq, seq, "sequence ids are consecutive");
+        seq = f.last_seq.wrapping_add(1);
+        all.push(f.payload.into_owned());
+        rest = &rest[f.consumed..];
+    }
+    all
+}
+
+#[test]
+fn prepare_ok_describes_parameters_then_columns() {
+    let columns = [("n".to_owned(), oid::INT4, -1), ("t".to_owned(), oid::TEXT, -1)];
+    let mut out = Vec::new();
+    super::response::encode_prepare_ok(CAPS, 7, &[oid::INT8], &columns, SERVER_STATUS_AUTOCOMMIT, &mut out);
+    let p = payloads(&out);
+    assert_eq!(p.len(), 1 + 2 + 3, "OK, one parameter and an EOF, two columns and an EOF");
+    assert_eq!(p[0][..9], [0, 7, 0, 0, 0, 2, 0, 1, 0], "status, id, columns, parameters");
+    assert_eq!(ColumnDefinition41::decode(&p[1]).unwrap().name, b"?");
+    assert_eq!(p[2][0], 0xfe, "EOF after the parameters");
+    assert_eq!(ColumnDefinition41::decode(&p[4]).unwrap().name, b"t");
+
+    let mut out = Vec::new();
+    super::response::encode_prepare_ok(CAPS | CLIENT_DEPRECATE_EOF, 8, &[], &columns, 0, &mut out);
+    assert_eq!(payloads(&out).len(), 3, "no EOFs, no parameter section");
+    out.clear();
+    super::response::encode_prepare_ok(CAPS, 9, &[], &[], 0, &mut out);
+    assert_eq!(payloads(&out).len(), 1, "nothing to describe");
+}
+
+#[test]
+fn emulated_variables_answer_as_typed_result_sets() {
+    use super::emulated::{select_variables, show_variables, show_warnings};
+    use crate::bridge::{ValueKind, Warning};
+    let ctx = VarContext { autocommit: true, version: "8.0.36-x", max_allowed_packet: 1 << 26 };
+    let items = [("@@autocommit".to_owned(), "autocommit".to_owned()), ("v".to_owned(), "version".to_owned())];
+    let (columns, rows) = select_variables(&items, &ctx).unwrap();
+    assert_eq!(columns.iter().map(|c| c.0).collect::<Vec<_>>(), ["@@autocommit", "v"]);
+    assert_eq!(columns[0].1.kind, ValueKind::Int8, "a number");
+    assert_eq!(columns[1].1.kind, ValueKind::Text);
+    assert_eq!(rows, vec![vec![Some("1".to_owned()), Some("8.0.36-x".to_owned())]]);
+    let unknown = [("x".to_owned(), "autocommit".to_owned()), ("y".to_owned(), "no_such".to_owned())];
+    assert_eq!(select_variables(&unknown, &ctx).unwrap_err(), "no_such");
+
+    let (columns, rows) = show_variables(&["version%".to_owned()], &ctx);
+    assert_eq!(columns.iter().map(|c| c.0).collect::<Vec<_>>(), ["Variable_name", "Value"]);
+    assert_eq!(rows.first(), Some(&vec![Some("version".to_owned()), Some("8.0.36-x".to_owned())]));
+    assert!(rows.iter().all(|r| r[0].as_deref().is_some_and(|n| n.starts_with("version"))));
+    assert!(show_variables(&[], &ctx).1.len() > rows.len());
+
+    let warnings = [Warning { level: "Note", code: 1051, message: "gone".to_owned() }];
+    let (columns, rows) = show_warnings(&warnings);
+    assert_eq!(columns.len(), 3);
+    assert_eq!(rows, vec![vec![Some("Note".to_owned()), Some("1051".to_owned()), Some("gone".to_owned())]]);
+}

@@ -19,10 +19,10 @@ mod stmt;
 
 use std::hash::{Hash, Hasher};
 
-use crate::bridge::emulated::{self, Emulation, VarContext, VarValue};
+use crate::bridge::emulated::{self, Emulation, VarContext};
 use crate::bridge::txn::{self, my_controls_transaction as controls_transaction};
 use crate::bridge::types::{map_type, oid};
-use crate::bridge::{encode_local_result, session_flags, ResultWriter, RowFormat, Step, Warning};
+use crate::bridge::{encode_local_result, session_flags, Column, ResultWriter, RowFormat, Step, Warning};
 use crate::config::{Config, Protocol};
 use crate::error::ErrorCode;
 use crate::protocol::mysql::command::*;
@@ -300,24 +300,29 @@ impl Session {
                 }
             },
             Some(Emulation::Set(autocommit)) => self.bridged_set(autocommit).await,
-            Some(Emulation::SelectVariables(items)) => self.answer_variables(&items),
-            Some(Emulation::ShowVariables(patterns)) => self.answer_show_variables(&patterns),
-            Some(Emulation::ShowWarnings) => self.answer_warnings(),
+            Some(Emulation::SelectVariables(items)) => match emulated::select_variables(&items, &self.var_context()) {
+                Ok((columns, rows)) => self.answer_local(&columns, &rows),
+                Err(name) => {
+                    let text = format!("Unknown system variable '{name}'");
+                    MyClientError::new(ER_UNKNOWN_SYSTEM_VARIABLE, text).encode(1, &mut self.io.out);
+                    Ok(())
+                }
+            },
+            Some(Emulation::ShowVariables(patterns)) => {
+                let (columns, rows) = emulated::show_variables(&patterns, &self.var_context());
+                self.answer_local(&columns, &rows)
+            }
+            Some(Emulation::ShowWarnings) => {
+                let (columns, rows) = emulated::show_warnings(&self.foreign.bridge.warnings);
+                self.answer_local(&columns, &rows)
+            }
             Some(Emulation::Database) => {
                 let db = self.current_database();
-                self.answer_strings(&["DATABASE()"], &[vec![Some(db)]]);
-                Ok(())
+                self.answer_local(&[("DATABASE()", map_type(oid::TEXT, -1))], &[vec![Some(db)]])
             }
             Some(Emulation::ConnectionId) => {
-                let col = map_type(oid::INT8, -1);
-                encode_local_result(
-                    self.client.caps,
-                    &[("CONNECTION_ID()", col)],
-                    &[vec![Some(self.seat.cancel.key.pid.to_string())]],
-                    self.tx.status,
-                    &mut self.io.out,
-                );
-                Ok(())
+                let id = self.seat.cancel.key.pid.to_string();
+                self.answer_local(&[("CONNECTION_ID()", map_type(oid::INT8, -1))], &[vec![Some(id)]])
             }
             Some(Emulation::Use(db)) => self.bridged_use(db).await,
             Some(Emulation::ShowTables) => {
@@ -519,66 +524,9 @@ impl Session {
         VarContext { autocommit: b.autocommit, version: &b.version, max_allowed_packet: self.io.max_msg }
     }
 
-    fn answer_variables(&mut self, items: &[(String, String)]) -> Result<(), End> {
-        let ctx = self.var_context();
-        let mut values = Vec::with_capacity(items.len());
-        for (_, name) in items {
-            match emulated::variable(name, &ctx) {
-                Some(v) => values.push(v),
-                None => {
-                    MyClientError::new(ER_UNKNOWN_SYSTEM_VARIABLE, format!("Unknown system variable '{name}'"))
-                        .encode(1, &mut self.io.out);
-                    return Ok(());
-                }
-            }
-        }
-        let cols: Vec<(&str, crate::bridge::Column)> = items
-            .iter()
-            .zip(&values)
-            .map(|((col, _), v)| {
-                (col.as_str(), map_type(if matches!(v, VarValue::Int(_)) { oid::INT8 } else { oid::TEXT }, -1))
-            })
-            .collect();
-        let row: Vec<Option<String>> = values.iter().map(|v| Some(var_text(v))).collect();
-        encode_local_result(self.client.caps, &cols, &[row], self.tx.status, &mut self.io.out);
+    /// Answers with a result set the router computed.
+    fn answer_local(&mut self, columns: &[(&str, Column)], rows: &[Vec<Option<String>>]) -> Result<(), End> {
+        encode_local_result(self.client.caps, columns, rows, self.tx.status, &mut self.io.out);
         Ok(())
-    }
-
-    fn answer_show_variables(&mut self, patterns: &[String]) -> Result<(), End> {
-        let ctx = self.var_context();
-        let rows: Vec<Vec<Option<String>>> = emulated::all_variables(&ctx)
-            .into_iter()
-            .filter(|(name, _)| patterns.is_empty() || patterns.iter().any(|p| emulated::like(p, name)))
-            .map(|(name, v)| vec![Some(name), Some(var_text(&v))])
-            .collect();
-        self.answer_strings(&["Variable_name", "Value"], &rows);
-        Ok(())
-    }
-
-    fn answer_warnings(&mut self) -> Result<(), End> {
-        let text = map_type(oid::TEXT, -1);
-        let cols = [("Level", text), ("Code", map_type(oid::INT4, -1)), ("Message", text)];
-        let rows: Vec<Vec<Option<String>>> = self
-            .foreign
-            .bridge
-            .warnings
-            .iter()
-            .map(|w| vec![Some(w.level.to_owned()), Some(w.code.to_string()), Some(w.message.clone())])
-            .collect();
-        encode_local_result(self.client.caps, &cols, &rows, self.tx.status, &mut self.io.out);
-        Ok(())
-    }
-
-    fn answer_strings(&mut self, names: &[&str], rows: &[Vec<Option<String>>]) {
-        let text = map_type(oid::TEXT, -1);
-        let cols: Vec<(&str, crate::bridge::Column)> = names.iter().map(|n| (*n, text)).collect();
-        encode_local_result(self.client.caps, &cols, rows, self.tx.status, &mut self.io.out);
-    }
-}
-
-fn var_text(v: &VarValue) -> String {
-    match v {
-        VarValue::Int(n) => n.to_string(),
-        VarValue::Str(s) => s.clone(),
     }
 }

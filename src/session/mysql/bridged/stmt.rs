@@ -7,15 +7,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::bridge::placeholder::number_placeholders;
-use crate::bridge::types::{map_type, oid};
+use crate::bridge::response::encode_prepare_ok;
+use crate::bridge::types::oid;
 use crate::bridge::value::{bind_param, BindParam};
 use crate::bridge::RowFormat;
 use crate::metrics::{BufferKind, Charge, ClientBudget};
-use crate::protocol::mysql::capability::CLIENT_DEPRECATE_EOF;
 use crate::protocol::mysql::column::ValueType;
 use crate::protocol::mysql::errcode::ER_WRONG_ARGUMENTS;
-use crate::protocol::mysql::response::{EofPacket, StmtPrepareOk};
-use crate::protocol::mysql::{decode_execute_params, encode_packets, BinaryValue, Command};
+use crate::protocol::mysql::{decode_execute_params, BinaryValue, Command};
 use crate::protocol::pg::{frontend, BackendMessage, Target};
 use crate::session::client_error::MyClientError;
 use crate::session::error::RelayError;
@@ -332,31 +331,7 @@ impl Session {
         let bridge = &mut self.foreign.bridge;
         let id = crate::session::engine::prepared::next_id(bridge.next_stmt, |id| bridge.stmts.contains_key(&id));
         bridge.next_stmt = id;
-        let num_params = u16::try_from(d.params.len()).unwrap_or(u16::MAX);
-        let num_columns = u16::try_from(d.columns.len()).unwrap_or(u16::MAX);
-        let mut p = Vec::with_capacity(64);
-        StmtPrepareOk { stmt_id: id, num_columns, num_params, warnings: 0 }.encode(&mut p);
-        let mut seq = encode_packets(&p, 1, &mut self.io.out);
-        let eof = self.client.caps & CLIENT_DEPRECATE_EOF == 0;
-        let status = self.tx.status;
-        let mut section = |defs: Vec<(String, u32, i32)>, seq: &mut u8, out: &mut Vec<u8>| {
-            if defs.is_empty() {
-                return;
-            }
-            for (name, oid, typmod) in defs {
-                p.clear();
-                map_type(oid, typmod).encode_definition(name.as_bytes(), &mut p);
-                *seq = encode_packets(&p, *seq, out);
-            }
-            if eof {
-                p.clear();
-                EofPacket { warnings: 0, status }.encode(&mut p);
-                *seq = encode_packets(&p, *seq, out);
-            }
-        };
-        let params = d.params.iter().map(|o| ("?".to_owned(), *o, -1)).collect();
-        section(params, &mut seq, &mut self.io.out);
-        section(d.columns, &mut seq, &mut self.io.out);
+        encode_prepare_ok(self.client.caps, id, &d.params, &d.columns, self.tx.status, &mut self.io.out);
         let stmt = PgStmt::new(sql, origin, d.params, Vec::new(), late);
         self.foreign.bridge.stmts.insert(id, stmt);
     }
