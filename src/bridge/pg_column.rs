@@ -7,9 +7,11 @@
 //! set become `bytea`, every other string type (ENUM and SET included) `text`; MariaDB reports
 //! its JSON columns as text, MySQL's `JSON` type becomes `json`.
 
+use super::pg_result::format_of;
 use super::types::{oid, BINARY};
 use crate::protocol::mysql::column::{ColumnDefinition41, ColumnType, ValueType, UNSIGNED_FLAG};
-use crate::protocol::pg::backend::FieldDescription;
+use crate::protocol::pg::backend::{encode_row_description, FieldDescription};
+use crate::protocol::pg::tag::backend::{NO_DATA, PARAMETER_DESCRIPTION};
 
 /// How values of one result column are converted for a PostgreSQL client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -100,6 +102,34 @@ impl PgColumn {
             format,
         }
     }
+}
+
+/// Appends the ParameterDescription of a statement's `param_types` (0, unspecified, is
+/// described as text).
+pub fn encode_parameter_description(param_types: &[u32], out: &mut Vec<u8>) {
+    let start = out.len();
+    out.push(PARAMETER_DESCRIPTION);
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&u16::try_from(param_types.len()).unwrap_or(u16::MAX).to_be_bytes());
+    for ty in param_types {
+        out.extend_from_slice(&(if *ty == 0 { oid::TEXT } else { *ty }).to_be_bytes());
+    }
+    let len = u32::try_from(out.len() - start - 1).unwrap_or(u32::MAX);
+    if let Some(slot) = out.get_mut(start + 1..start + 5) {
+        slot.copy_from_slice(&len.to_be_bytes());
+    }
+}
+
+/// Appends the RowDescription of result `columns` sent in `formats`, or NoData when there are
+/// none.
+pub fn encode_described(columns: &[PgColumn], formats: &[i16], out: &mut Vec<u8>) {
+    if columns.is_empty() {
+        out.extend_from_slice(&[NO_DATA, 0, 0, 0, 4]);
+        return;
+    }
+    let fields: Vec<_> = columns.iter().enumerate().map(|(i, c)| c.field(format_of(formats, i))).collect();
+    // MySQL column names hold no NUL; an over-long description cannot be sent.
+    let _ = encode_row_description(&fields, out);
 }
 
 /// `numeric(p, s)` as a type modifier.
@@ -240,5 +270,25 @@ mod tests {
         let c = def(ColumnType::LONG, 0, BINARY, 11, 0);
         let f = c.field(1);
         assert_eq!((f.name, f.type_oid, f.type_size, f.format), ("c", oid::INT4, 4, 1));
+    }
+
+    #[test]
+    fn a_described_statement_has_parameter_types_and_columns_or_no_data() {
+        let mut out = Vec::new();
+        encode_parameter_description(&[0, oid::INT8], &mut out);
+        let mut want = vec![b't', 0, 0, 0, 14, 0, 2];
+        want.extend_from_slice(&oid::TEXT.to_be_bytes());
+        want.extend_from_slice(&oid::INT8.to_be_bytes());
+        assert_eq!(out, want, "an unspecified type is described as text");
+
+        out.clear();
+        encode_described(&[], &[1], &mut out);
+        assert_eq!(out, [b'n', 0, 0, 0, 4]);
+        out.clear();
+        let columns = [def(ColumnType::LONG, 0, BINARY, 11, 0), def(ColumnType::LONGLONG, 0, BINARY, 20, 0)];
+        encode_described(&columns, &[0, 1], &mut out);
+        let mut want = Vec::new();
+        encode_row_description(&[columns[0].field(0), columns[1].field(1)], &mut want).unwrap();
+        assert_eq!(out, want, "each column in its own format");
     }
 }

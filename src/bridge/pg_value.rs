@@ -485,6 +485,23 @@ impl MyParam {
     }
 }
 
+/// Converts a Bind's parameters (`values` in `formats`, of the statement's parameter `types`)
+/// into MySQL's `?` order: `order` names the parameter each `?` takes.
+pub fn my_params(
+    types: &[u32],
+    formats: &[i16],
+    values: &[Option<&[u8]>],
+    order: &[u16],
+) -> Result<Vec<MyParam>, ParamError> {
+    let converted = values
+        .iter()
+        .zip(types)
+        .enumerate()
+        .map(|(i, (v, ty))| my_param(*ty, super::pg_result::format_of(formats, i), *v))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(order.iter().filter_map(|i| converted.get(usize::from(*i)).cloned()).collect())
+}
+
 /// Converts one Bind parameter of type `type_oid` (as declared by Parse or described by the
 /// bridge; 0 = unspecified) in `format` (0 text, 1 binary). Text travels as a string MySQL
 /// converts itself, except bytea (hex decoded) and bool (0/1); binary values are decoded per type.
@@ -830,5 +847,16 @@ mod tests {
         assert!(my_param(oid::INT4, 1, Some(&[0, 1])).is_err());
         assert!(my_param(oid::DATE, 1, Some(&i32::MAX.to_be_bytes())).is_err());
         assert!(my_param(1007, 1, Some(&[0; 12])).is_err(), "int4[] in binary");
+    }
+
+    #[test]
+    fn bind_parameters_follow_the_question_marks() {
+        let types = [oid::INT8, 0];
+        let values: [Option<&[u8]>; 2] = [Some(b"7"), Some(b"x")];
+        let params = my_params(&types, &[0], &values, &[1, 0, 1]).unwrap();
+        let want = [my_param(0, 0, Some(b"x")), my_param(oid::INT8, 0, Some(b"7")), my_param(0, 0, Some(b"x"))];
+        assert_eq!(params, want.map(Result::unwrap), "reordered and repeated as MySQL needs them");
+        let short: [Option<&[u8]>; 1] = [Some(b"abc")];
+        assert!(my_params(&[oid::INT8], &[1], &short, &[0]).is_err(), "a binary int8 of three bytes");
     }
 }

@@ -10,17 +10,15 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use crate::bridge::errmap;
-use crate::bridge::pg_column::{pg_column, PgColumn};
+use crate::bridge::pg_column::{encode_described, encode_parameter_description, pg_column, PgColumn};
 use crate::bridge::pg_portal::{limit_rows, resume_rows};
-use crate::bridge::pg_result::{encode_error_fields, format_of, PgResultWriter};
-use crate::bridge::pg_value::{my_param, MyParam};
+use crate::bridge::pg_result::{encode_error_fields, PgResultWriter};
+use crate::bridge::pg_value::{my_params, MyParam};
 use crate::bridge::placeholder::question_placeholders;
-use crate::bridge::types::oid;
 use crate::config::PoolMode;
 use crate::pool::ConnInfo;
 use crate::protocol::mysql::response::{classify_response, ResponseKind, StmtPrepareOk};
 use crate::protocol::mysql::{encode_execute_params, ColumnDefinition41, Command, ErrPacket, ExecuteParams};
-use crate::protocol::pg::backend::encode_row_description;
 use crate::protocol::pg::{sqlstate, BackendMessage};
 use crate::session::client_error::PgClientError;
 use crate::session::engine::prepared as engine;
@@ -274,14 +272,10 @@ impl Session {
             );
             return self.fail_batch(PgClientError::new(sqlstate::PROTOCOL_VIOLATION, msg));
         }
-        let mut converted = Vec::with_capacity(values.len());
-        for (i, (v, ty)) in values.iter().zip(&stmt.param_types).enumerate() {
-            match my_param(*ty, format_of(formats, i), *v) {
-                Ok(p) => converted.push(p),
-                Err(e) => return self.fail_batch(PgClientError::new(INVALID_BINARY_REPRESENTATION, e.to_string())),
-            }
-        }
-        let params: Vec<MyParam> = stmt.order.iter().filter_map(|i| converted.get(usize::from(*i)).cloned()).collect();
+        let params = match my_params(&stmt.param_types, formats, values, &stmt.order) {
+            Ok(params) => params,
+            Err(e) => return self.fail_batch(PgClientError::new(INVALID_BINARY_REPRESENTATION, e.to_string())),
+        };
         self.bridge
             .portals
             .insert(portal.to_owned(), Portal { stmt, params, formats: result_formats, kept: None, done: false });
@@ -296,19 +290,8 @@ impl Session {
                 format!("prepared statement \"{name}\" does not exist"),
             ));
         };
-        let start = self.io.out.len();
-        self.io.out.push(server::PARAMETER_DESCRIPTION);
-        self.io.out.extend_from_slice(&[0; 4]);
-        self.io.out.extend_from_slice(&u16::try_from(stmt.param_types.len()).unwrap_or(u16::MAX).to_be_bytes());
-        for ty in &stmt.param_types {
-            let described = if *ty == 0 { oid::TEXT } else { *ty };
-            self.io.out.extend_from_slice(&described.to_be_bytes());
-        }
-        let len = u32::try_from(self.io.out.len() - start - 1).unwrap_or(u32::MAX);
-        if let Some(slot) = self.io.out.get_mut(start + 1..start + 5) {
-            slot.copy_from_slice(&len.to_be_bytes());
-        }
-        self.describe_rows(&stmt.columns, &[]);
+        encode_parameter_description(&stmt.param_types, &mut self.io.out);
+        encode_described(&stmt.columns, &[], &mut self.io.out);
         Ok(())
     }
 
@@ -317,20 +300,8 @@ impl Session {
             return self
                 .fail_batch(PgClientError::new(INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist")));
         };
-        let (stmt, formats) = (p.stmt.clone(), p.formats.clone());
-        self.describe_rows(&stmt.columns, &formats);
+        encode_described(&p.stmt.columns, &p.formats, &mut self.io.out);
         Ok(())
-    }
-
-    /// RowDescription of `columns` in `formats`, or NoData.
-    fn describe_rows(&mut self, columns: &[PgColumn], formats: &[i16]) {
-        if columns.is_empty() {
-            self.io.out.extend_from_slice(&[server::NO_DATA, 0, 0, 0, 4]);
-            return;
-        }
-        let fields: Vec<_> = columns.iter().enumerate().map(|(i, c)| c.field(format_of(formats, i))).collect();
-        // MySQL column names hold no NUL; an over-long description cannot be sent.
-        let _ = encode_row_description(&fields, &mut self.io.out);
     }
 
     pub(super) async fn bridged_execute(&mut self, portal: &str, max_rows: i32) -> Result<(), End> {
