@@ -76,7 +76,8 @@ impl PgKind {
 }
 
 /// The PostgreSQL description of one MySQL result column.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(from = "FrozenColumn", into = "FrozenColumn")]
 pub struct PgColumn {
     /// Column name (MySQL's alias).
     pub name: String,
@@ -86,6 +87,30 @@ pub struct PgColumn {
     pub typmod: i32,
     /// How MySQL encodes the column's values in binary rows.
     pub value_type: ValueType,
+}
+
+/// A column as it moves to a new binary (#40): MySQL's value type as its type byte and
+/// whether it is unsigned.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FrozenColumn {
+    name: String,
+    kind: PgKind,
+    typmod: i32,
+    value_type: (u8, bool),
+}
+
+impl From<FrozenColumn> for PgColumn {
+    fn from(c: FrozenColumn) -> Self {
+        let value_type = ValueType { column_type: ColumnType(c.value_type.0), unsigned: c.value_type.1 };
+        Self { name: c.name, kind: c.kind, typmod: c.typmod, value_type }
+    }
+}
+
+impl From<PgColumn> for FrozenColumn {
+    fn from(c: PgColumn) -> Self {
+        let value_type = (c.value_type.column_type.0, c.value_type.unsigned);
+        Self { name: c.name, kind: c.kind, typmod: c.typmod, value_type }
+    }
 }
 
 impl PgColumn {
@@ -290,5 +315,16 @@ mod tests {
         let mut want = Vec::new();
         encode_row_description(&[columns[0].field(0), columns[1].field(1)], &mut want).unwrap();
         assert_eq!(out, want, "each column in its own format");
+    }
+
+    #[test]
+    fn a_column_moves_to_a_new_binary_as_its_type_byte() {
+        let c = def(ColumnType::LONGLONG, UNSIGNED_FLAG, BINARY, 20, 0);
+        let json = serde_json::to_string(&c).unwrap();
+        let byte = ColumnType::LONGLONG.0;
+        let (kind, typmod) = (c.kind, c.typmod);
+        let want = format!(r#"{{"name":"c","kind":"{kind:?}","typmod":{typmod},"value_type":[{byte},true]}}"#);
+        assert_eq!(json, want);
+        assert_eq!(serde_json::from_str::<PgColumn>(&json).unwrap(), c);
     }
 }

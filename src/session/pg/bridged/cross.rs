@@ -19,13 +19,11 @@
 use crate::protocol::pg::tag::{backend as server, frontend as client};
 use std::rc::Rc;
 
-use crate::bridge::pg_result::PgResultWriter;
 use crate::bridge::session_map::to_mysql;
 use crate::bridge::txn::pg_controls_transaction as controls_transaction;
 use crate::config::Protocol;
 use crate::error::ErrorCode;
 use crate::pool::CorePool;
-use crate::protocol::mysql::Command;
 use crate::protocol::pg::{backend, sqlstate, FrontendMessage, Target, TransactionStatus};
 use crate::routing::{Decision, DecisionKind, Outcome};
 use crate::session::client_error::PgClientError;
@@ -139,10 +137,7 @@ impl Session {
         }
         self.my_backend().await?;
         for set in sets {
-            let mut scratch = Vec::new();
-            let mut w = PgResultWriter::new(vec!["SET"], false, false, &[], self.my_caps(), self.my_status());
-            let r = self.my_run(&Command::Query(set.as_bytes()), &mut w, &mut scratch, false).await;
-            if r.is_err() || w.errored {
+            if !self.my_quiet(set.as_bytes(), self.my_status()).await {
                 let zones = if set.contains("time_zone") { " (named zones need MySQL's time zone tables)" } else { "" };
                 return Err(PgClientError::new(
                     sqlstate::FEATURE_NOT_SUPPORTED,

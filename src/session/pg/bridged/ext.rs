@@ -57,52 +57,21 @@ pub(in crate::session::pg) struct FrozenPrepared {
     sql: String,
     order: Vec<u16>,
     param_types: Vec<u32>,
-    columns: Vec<FrozenColumn>,
+    columns: Vec<PgColumn>,
     pool: String,
-}
-
-#[derive(serde::Serialize, serde::Deserialize)]
-struct FrozenColumn {
-    name: String,
-    kind: crate::bridge::pg_column::PgKind,
-    typmod: i32,
-    /// MySQL's column type byte and whether it is unsigned.
-    value_type: (u8, bool),
 }
 
 impl Prepared {
     pub(super) fn freeze(&self) -> FrozenPrepared {
-        let columns = self
-            .columns
-            .iter()
-            .map(|c| FrozenColumn {
-                name: c.name.clone(),
-                kind: c.kind,
-                typmod: c.typmod,
-                value_type: (c.value_type.column_type.0, c.value_type.unsigned),
-            })
-            .collect();
         let (sql, order, param_types) = (self.sql.clone(), self.order.clone(), self.param_types.clone());
-        FrozenPrepared { sql, order, param_types, columns, pool: self.pool.to_string() }
+        FrozenPrepared { sql, order, param_types, columns: self.columns.clone(), pool: self.pool.to_string() }
     }
 
     /// The statement again, in a process whose backend connections know it by the same key.
     pub(super) fn thaw(f: FrozenPrepared) -> Self {
-        let columns = f
-            .columns
-            .into_iter()
-            .map(|c| PgColumn {
-                name: c.name,
-                kind: c.kind,
-                typmod: c.typmod,
-                value_type: crate::protocol::mysql::ValueType {
-                    column_type: crate::protocol::mysql::ColumnType(c.value_type.0),
-                    unsigned: c.value_type.1,
-                },
-            })
-            .collect();
         let key = key_of(&f.sql);
-        Self { key, sql: f.sql, order: f.order, param_types: f.param_types, columns, pool: Arc::from(f.pool) }
+        let (sql, order, param_types, columns) = (f.sql, f.order, f.param_types, f.columns);
+        Self { key, sql, order, param_types, columns, pool: Arc::from(f.pool) }
     }
 }
 
@@ -353,10 +322,7 @@ impl Session {
         let mut writer =
             PgResultWriter::new(vec![p.stmt.sql.as_str()], true, false, &p.formats, self.my_caps(), status);
         if max_rows == 0 {
-            let mut out = std::mem::take(&mut self.io.out);
-            let r = self.my_run(&cmd, &mut writer, &mut out, true).await;
-            self.io.out = out;
-            r?;
+            self.my_answer(&cmd, &mut writer).await?;
         } else {
             // Held whole: only the first `max_rows` rows go out now.
             let mut all = Vec::new();

@@ -33,25 +33,38 @@ impl Session {
         let fresh = conn.settings != BRIDGE_SETTINGS;
         *self.seat.conn = Some(conn);
         if fresh {
-            let mut scratch = Vec::new();
-            let mut w = PgResultWriter::new(vec!["SET"], false, false, &[], self.my_caps(), 0);
-            let ok = self.my_run(&Command::Query(BRIDGE_SETUP), &mut w, &mut scratch, false).await;
-            match ok {
-                Ok(()) if !w.errored => {
-                    if let Some(c) = self.seat.conn.as_mut() {
-                        c.settings = BRIDGE_SETTINGS;
-                    }
-                }
-                _ => {
-                    self.drop_my_backend();
-                    return Err(PgClientError::new(
-                        crate::protocol::pg::sqlstate::CONNECTION_FAILURE,
-                        "cannot set utf8mb4 and NO_BACKSLASH_ESCAPES on the MySQL backend connection",
-                    ));
-                }
+            if !self.my_quiet(BRIDGE_SETUP, 0).await {
+                self.drop_my_backend();
+                return Err(PgClientError::new(
+                    crate::protocol::pg::sqlstate::CONNECTION_FAILURE,
+                    "cannot set utf8mb4 and NO_BACKSLASH_ESCAPES on the MySQL backend connection",
+                ));
+            }
+            if let Some(c) = self.seat.conn.as_mut() {
+                c.settings = BRIDGE_SETTINGS;
             }
         }
         Ok(())
+    }
+
+    /// Runs `SET` statement `sql` without telling the client anything (`status`: the
+    /// connection's flags before it); whether it succeeded.
+    pub(super) async fn my_quiet(&mut self, sql: &[u8], status: u16) -> bool {
+        let mut w = PgResultWriter::new(vec!["SET"], false, false, &[], self.my_caps(), status);
+        let r = self.my_run(&Command::Query(sql), &mut w, &mut Vec::new(), false).await;
+        r.is_ok() && !w.errored
+    }
+
+    /// Sends `cmd` and feeds its whole response through `writer` to the client, in order.
+    pub(super) async fn my_answer(
+        &mut self,
+        cmd: &Command<'_>,
+        writer: &mut PgResultWriter<'_>,
+    ) -> Result<(), RelayError> {
+        let mut out = std::mem::take(&mut self.io.out);
+        let r = self.my_run(cmd, writer, &mut out, true).await;
+        self.io.out = out;
+        r
     }
 
     /// Capabilities of the attached MySQL connection.
@@ -96,16 +109,6 @@ impl Session {
         flush: bool,
     ) -> Result<(), RelayError> {
         self.my_send(cmd).await?;
-        self.my_stream(writer, out, flush).await
-    }
-
-    /// Feeds the response already requested through `writer` until it is complete.
-    async fn my_stream(
-        &mut self,
-        writer: &mut PgResultWriter<'_>,
-        out: &mut Vec<u8>,
-        flush: bool,
-    ) -> Result<(), RelayError> {
         loop {
             let (payload, seq) = self.my_payload().await?;
             match writer.on_payload(&payload, out).map_err(malformed)? {

@@ -176,10 +176,7 @@ impl Session {
             }
         };
         let mut writer = PgResultWriter::new(parts, false, true, &[], self.my_caps(), self.my_status());
-        let mut out = std::mem::take(&mut self.io.out);
-        let r = self.my_run(&Command::Query(text.as_bytes()), &mut writer, &mut out, true).await;
-        self.io.out = out;
-        r
+        self.my_answer(&Command::Query(text.as_bytes()), &mut writer).await
     }
 
     /// How the attached MySQL connection reads strings (its last status flags say).
