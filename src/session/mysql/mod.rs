@@ -57,7 +57,7 @@ use crate::session::give_back::give_back;
 use crate::session::lend::Lent;
 use crate::session::loss::{self, Farewell};
 use crate::session::placement::{Placed, Seat};
-use crate::session::CoreContext;
+use crate::session::{handover::Client, CoreContext, HandedSession};
 use crate::sql::analyze::{session_effects, Effect, Effects, PinReason};
 use crate::sql::Dialect;
 use relay::{Grammar, Outcome};
@@ -274,11 +274,7 @@ impl Wire for Session {
         self.io.fatal().await
     }
 
-    async fn freeze(
-        &mut self,
-        client: crate::session::handover::Client,
-        leftover: Vec<u8>,
-    ) -> Option<crate::session::HandedSession> {
+    async fn freeze(&mut self, client: Client, leftover: Vec<u8>) -> Option<HandedSession> {
         moved::freeze(self, client, leftover).await
     }
 

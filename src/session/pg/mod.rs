@@ -56,7 +56,7 @@ use crate::session::lend::Lent;
 use crate::session::loss::Farewell;
 use crate::session::placement::{Placed, Seat};
 use crate::session::state::SessionState;
-use crate::session::CoreContext;
+use crate::session::{handover::Client, CoreContext, HandedSession};
 use crate::sql::analyze::PinReason;
 use prepared::Expect;
 use readonly::begins_transaction;
@@ -232,11 +232,7 @@ impl Wire for Session {
         End::Fatal
     }
 
-    async fn freeze(
-        &mut self,
-        client: crate::session::handover::Client,
-        leftover: Vec<u8>,
-    ) -> Option<crate::session::HandedSession> {
+    async fn freeze(&mut self, client: Client, leftover: Vec<u8>) -> Option<HandedSession> {
         moved::freeze(self, client, leftover).await
     }
 
