@@ -14,6 +14,7 @@
 use super::types::{oid, Column, ValueKind};
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::value::{BinaryValue, DateTime, Time};
+use crate::sql::template::ParamValue;
 
 /// A result value the bridge will not send to a MySQL client: an error for the statement, never
 /// a guessed value (#35).
@@ -485,10 +486,32 @@ pub fn bind_param(value: &BinaryValue<'_>, target: u32) -> BindParam {
     }
 }
 
+/// A `COM_STMT_EXECUTE` parameter as a translation that waits for values writes it in (#35):
+/// strings, dates and times as text, any other value as a number, NULL as NULL.
+#[must_use]
+pub fn template_value(value: &BinaryValue<'_>) -> ParamValue {
+    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+    match (value, bind_param(value, oid::TEXT).value) {
+        (_, None) => ParamValue::Null,
+        (BinaryValue::Bytes(_) | BinaryValue::DateTime(_) | BinaryValue::Time(_), Some(b)) => ParamValue::Text(text(b)),
+        (_, Some(b)) => ParamValue::Number(text(b)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bridge::types::map_type;
+
+    #[test]
+    fn values_are_written_into_a_template_as_text_or_numbers() {
+        assert_eq!(template_value(&BinaryValue::Null), ParamValue::Null);
+        assert_eq!(template_value(&BinaryValue::I64(-5)), ParamValue::Number("-5".into()));
+        assert_eq!(template_value(&BinaryValue::Double(1.5)), ParamValue::Number("1.5".into()));
+        assert_eq!(template_value(&BinaryValue::Bytes(b"it's")), ParamValue::Text("it's".into()));
+        let day = DateTime { year: 2024, month: 2, day: 29, hour: 0, minute: 0, second: 0, micros: 0 };
+        assert_eq!(template_value(&BinaryValue::DateTime(day)), ParamValue::Text("2024-02-29 00:00:00.000000".into()));
+    }
 
     fn text_of(oid: u32, typmod: i32, pg: &[u8]) -> Vec<u8> {
         let mut scratch = Vec::new();

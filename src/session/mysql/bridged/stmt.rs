@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::bridge::placeholder::number_placeholders;
 use crate::bridge::response::encode_prepare_ok;
 use crate::bridge::types::oid;
-use crate::bridge::value::{bind_param, BindParam};
+use crate::bridge::value::{bind_param, template_value, BindParam};
 use crate::bridge::RowFormat;
 use crate::metrics::{BufferKind, Charge, ClientBudget};
 use crate::protocol::mysql::column::ValueType;
@@ -197,6 +197,11 @@ struct Described {
     error: Option<Vec<u8>>,
 }
 
+/// The long data sent for parameter `i`, in the order it came.
+fn long_value(long_data: &[(u16, Vec<u8>)], i: usize) -> Vec<u8> {
+    long_data.iter().filter(|(p, _)| usize::from(*p) == i).flat_map(|(_, d)| d.iter().copied()).collect()
+}
+
 /// An execution of a statement whose translation waits for its values: the values written into
 /// the translation as literals (no Bind parameters); a value the translation refuses is the
 /// client's error, and the statement runs nowhere.
@@ -208,20 +213,9 @@ fn bind_late(
     let params: Vec<ParamValue> = values
         .iter()
         .enumerate()
-        .map(|(i, v)| {
-            let text = |b: &[u8]| ParamValue::Text(String::from_utf8_lossy(b).into_owned());
-            match v {
-                None => {
-                    let bytes: Vec<u8> =
-                        long_data.iter().filter(|(p, _)| usize::from(*p) == i).flat_map(|(_, d)| d.clone()).collect();
-                    text(&bytes)
-                }
-                Some(v) => match (v, bind_param(v, oid::TEXT).value) {
-                    (_, None) => ParamValue::Null,
-                    (BinaryValue::Bytes(_) | BinaryValue::DateTime(_) | BinaryValue::Time(_), Some(b)) => text(&b),
-                    (_, Some(b)) => ParamValue::Number(String::from_utf8_lossy(&b).into_owned()),
-                },
-            }
+        .map(|(i, v)| match v {
+            Some(v) => template_value(v),
+            None => template_value(&BinaryValue::Bytes(&long_value(long_data, i))),
         })
         .collect();
     match late.bind(&params) {
@@ -399,14 +393,7 @@ impl Session {
             .enumerate()
             .map(|(i, (v, oid))| match v {
                 Some(v) => bind_param(v, *oid),
-                None => {
-                    let bytes: Vec<u8> = long_data
-                        .iter()
-                        .filter(|(p, _)| usize::from(*p) == i)
-                        .flat_map(|(_, d)| d.iter().copied())
-                        .collect();
-                    bind_param(&BinaryValue::Bytes(&bytes), *oid)
-                }
+                None => bind_param(&BinaryValue::Bytes(&long_value(&long_data, i)), *oid),
             })
             .collect();
         Some(Ok(Execution { sql: stmt.sql.clone(), oids: stmt.param_oids.clone(), binds }))
