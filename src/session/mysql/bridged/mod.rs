@@ -289,18 +289,25 @@ impl Session {
         if self.on_token_query(&sql) {
             return Ok(()); // #34: the router's own setting never reaches PostgreSQL
         }
-        match emulated::classify(&sql) {
+        let Some(emulation) = emulated::classify(&sql) else {
             // The whole routing chain, as for a native session (#24).
-            None => match self.bridged_routed(&sql).await {
+            return match self.bridged_routed(&sql).await {
                 Ok(Some((translated, _))) => self.bridged_statement(&translated, true).await,
                 Ok(None) => self.bridged_statement(&sql, false).await,
                 Err(e) => {
                     e.encode(1, &mut self.io.out);
                     Ok(())
                 }
-            },
-            Some(Emulation::Set(autocommit)) => self.bridged_set(autocommit).await,
-            Some(Emulation::SelectVariables(items)) => match emulated::select_variables(&items, &self.var_context()) {
+            };
+        };
+        self.bridged_emulated(emulation).await
+    }
+
+    /// Answers a session command the bridge emulates.
+    async fn bridged_emulated(&mut self, emulation: Emulation) -> Result<(), End> {
+        match emulation {
+            Emulation::Set(autocommit) => self.bridged_set(autocommit).await,
+            Emulation::SelectVariables(items) => match emulated::select_variables(&items, &self.var_context()) {
                 Ok((columns, rows)) => self.answer_local(&columns, &rows),
                 Err(name) => {
                     let text = format!("Unknown system variable '{name}'");
@@ -308,27 +315,25 @@ impl Session {
                     Ok(())
                 }
             },
-            Some(Emulation::ShowVariables(patterns)) => {
+            Emulation::ShowVariables(patterns) => {
                 let (columns, rows) = emulated::show_variables(&patterns, &self.var_context());
                 self.answer_local(&columns, &rows)
             }
-            Some(Emulation::ShowWarnings) => {
+            Emulation::ShowWarnings => {
                 let (columns, rows) = emulated::show_warnings(&self.foreign.bridge.warnings);
                 self.answer_local(&columns, &rows)
             }
-            Some(Emulation::Database) => {
+            Emulation::Database => {
                 let db = self.current_database();
                 self.answer_local(&[("DATABASE()", map_type(oid::TEXT, -1))], &[vec![Some(db)]])
             }
-            Some(Emulation::ConnectionId) => {
+            Emulation::ConnectionId => {
                 let id = self.seat.cancel.key.pid.to_string();
                 self.answer_local(&[("CONNECTION_ID()", map_type(oid::INT8, -1))], &[vec![Some(id)]])
             }
-            Some(Emulation::Use(db)) => self.bridged_use(db).await,
-            Some(Emulation::ShowTables) => {
-                self.bridged_simple(&emulated::show_tables_query(&self.current_database())).await
-            }
-            Some(Emulation::Translate(q)) => self.bridged_simple(&q).await,
+            Emulation::Use(db) => self.bridged_use(db).await,
+            Emulation::ShowTables => self.bridged_simple(&emulated::show_tables_query(&self.current_database())).await,
+            Emulation::Translate(q) => self.bridged_simple(&q).await,
         }
     }
 
