@@ -11,13 +11,15 @@
 # prepared" STRACE_TX=1250 (per client at 16 clients; ×16 for the one-client row) POOL=8
 # STRACES=1 (0: callgrind only) IDLE_SECONDS=5 CG_KEEP=DIR (keep each callgrind file there, for
 # `callgrind_annotate` and perf/cg_diff.py) ONE_CORE=0 (1: the one-core rows only, for comparing
-# builds; the two-core columns print as "-").
+# builds; the two-core columns print as "-") CLIENTS=16 (pgbench clients of the callgrind rows;
+# 1 with CALLGRIND_TX=3200 for the one-client path, where no checkout ever waits).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=perf/lib.sh
 . "$ROOT/perf/lib.sh"
 CALLGRIND_TX=${CALLGRIND_TX:-200} MODES=${MODES:-simple extended prepared} STRACE_TX=${STRACE_TX:-1250}
 POOL=${POOL:-8} STRACES=${STRACES:-1} IDLE_SECONDS=${IDLE_SECONDS:-5} ONE_CORE=${ONE_CORE:-0}
+CLIENTS=${CLIENTS:-16}
 CORE_SETS="0 0,1"
 [ "$ONE_CORE" = 0 ] || CORE_SETS=0
 
@@ -31,20 +33,20 @@ mkdir -p "$BASE/cg"
 chmod 777 "$BASE/cg"
 
 # count PORT MODE OUT: "instructions/tx<TAB>background/tx" for CALLGRIND_TX transactions per
-# client of `pgbench -S -M MODE -c 16` through PORT (after 20 uncounted ones). Background: what
+# client of `pgbench -S -M MODE -c CLIENTS` through PORT (after 20 uncounted ones). Background: what
 # the router executes per second with no load (upkeep ticks, the health prober; counted over
 # IDLE_SECONDS), times the counted run's wall-clock length, per transaction. Under callgrind a
 # transaction takes ~50x its normal time, so this share is far larger here than on a real run,
 # and a second core's ticks weigh as if they were per-transaction work.
 count() {
     local port=$1 mode=$2 out=$3 bench total idle t0 t1
-    bench=(pgbench -n -S -M "$mode" -c 16 -j 2 -h 127.0.0.1 -p "$port" -U "$PG_USER" "$DB")
+    bench=(pgbench -n -S -M "$mode" -c "$CLIENTS" -j "$(( CLIENTS > 1 ? 2 : 1 ))" -h 127.0.0.1 -p "$port" -U "$PG_USER" "$DB")
     "${bench[@]}" -t 20 >/dev/null 2>&1
     idle=$(callgrind_total "$ROUTER_PID" "$out" sleep "$IDLE_SECONDS")
     t0=$(date +%s.%N)
     total=$(callgrind_total "$ROUTER_PID" "$out" "${bench[@]}" -t "$CALLGRIND_TX")
     t1=$(date +%s.%N)
-    python3 -c "tx = 16 * $CALLGRIND_TX; print(f'{$total / tx:.0f}\t{$idle / $IDLE_SECONDS * ($t1 - $t0) / tx:.0f}')"
+    python3 -c "tx = $CLIENTS * $CALLGRIND_TX; print(f'{$total / tx:.0f}\t{$idle / $IDLE_SECONDS * ($t1 - $t0) / tx:.0f}')"
 }
 
 # Sessions PostgreSQL has opened on the database so far (PostgreSQL 14+).

@@ -102,6 +102,12 @@ impl Budget {
         self.wanted.load(Ordering::SeqCst)
     }
 
+    /// Whether every unit is taken now, read as a failing [`Budget::try_acquire`] reads it
+    /// (sequentially consistent with the line's heads) without attempting to take one.
+    pub(crate) fn full(&self) -> bool {
+        self.used.load(Ordering::SeqCst) >= self.max.load(Ordering::Relaxed)
+    }
+
     /// Whether a unit is left now.
     pub fn has_room(&self) -> bool {
         self.used.load(Ordering::Acquire) < self.max.load(Ordering::Relaxed)

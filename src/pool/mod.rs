@@ -735,6 +735,13 @@ impl CorePool {
     /// an unhealthy backend takes no part (its credit is frozen) until it is healthy again.
     fn pick_backend_any(&self, u: Usable, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
         let takes_part = |i: &usize| self.usable(*i, u) && eligible(*i);
+        // #39: a busy pool's budget is used up, and each waiting checkout asks at least twice
+        // (before it queues, and as it starts to wait): nothing to pick then, and the credits
+        // are left as they are rather than raised for a round nobody got (the scans below
+        // read every backend's health four times or more).
+        if self.backends.iter().enumerate().all(|(i, b)| b.budget.full() || !takes_part(&i)) {
+            return None;
+        }
         let eligible = || (0..self.backends.len()).filter(takes_part).filter_map(|i| Some((i, self.backends.get(i)?)));
         let total: i64 = eligible().map(|(_, b)| b.weight).sum();
         for (_, b) in eligible() {
@@ -793,8 +800,21 @@ impl CorePool {
         shape: &Shape<'_>,
     ) -> Result<Conn, PoolError> {
         // metrics: acquire count, queue depth while waiting, wait time, timeouts, lent connections.
-        let started = rt::now();
         let slot = self.counters.acquire_started();
+        // #39: the usual checkout finds a connection idle and is done here, in the turn it was
+        // asked in: no pause to pass, no permit to wait for, no queue, no clock read.
+        let first = match self.first_look(protocol, who, eligible) {
+            Some(Ok(mut conn)) => {
+                drop(slot);
+                // Nothing awaited since the request: by the turn's clock, no time passed.
+                self.counters.acquire_finished(Duration::ZERO);
+                self.lend(&mut conn, None);
+                return Ok(conn);
+            }
+            Some(Err(next)) => Some(next),
+            None => None,
+        };
+        let started = rt::now();
         // A paused pool holds the checkout; the pause does not count against its deadline.
         let held = self.gate.pass().await;
         let deadline = deadline + held;
@@ -815,17 +835,11 @@ impl CorePool {
             None => None,
         };
         let mut queueing = admit::Queueing::new(slot, self.limiter.as_deref(), shape);
-        let mut res = self.acquire_writable(protocol, who, deadline, &mut queueing, eligible).await;
+        let mut res = self.acquire_writable(protocol, who, deadline, &mut queueing, eligible, first).await;
         drop(queueing);
         self.counters.acquire_finished(rt::since(started));
         match &mut res {
-            Ok(c) => {
-                c.lease.permit = permit.map(admit::Permit::lent);
-                if let Some(b) = self.backends.get(c.backend()) {
-                    b.counters.checked_out();
-                    b.outstanding.set(b.outstanding.get() + 1);
-                }
-            }
+            Ok(c) => self.lend(c, permit),
             Err(PoolError::Timeout { .. }) => self.counters.acquire_timed_out(),
             Err(PoolError::Limited { .. }) => self.counters.acquire_limited(), // the queue's (#41)
             Err(_) => {}
@@ -833,10 +847,39 @@ impl CorePool {
         res
     }
 
+    /// A checkout's first look, taken before anything of it can wait: `None` when something
+    /// may hold it first (a pause, a reload, the shape limiter, a failover); else what it
+    /// found, for the slow path to go on from (its choice of a backend advanced the balance
+    /// credits, and an `Open` holds a budget unit).
+    fn first_look(
+        &self,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        eligible: &dyn Fn(usize) -> bool,
+    ) -> Option<Result<Conn, Next>> {
+        if self.gate.is_paused() || self.replaced.get() || self.limiter.is_some() {
+            return None;
+        }
+        let u = self.usable_now();
+        if u.floor == Floor::Nothing {
+            return None;
+        }
+        Some(self.look(u, protocol, who, eligible))
+    }
+
+    /// `conn` goes to the checkout, with the shape's `permit` if it took one (metrics).
+    fn lend(&self, conn: &mut Conn, permit: Option<admit::Permit>) {
+        conn.lease.permit = permit.map(admit::Permit::lent);
+        if let Some(b) = self.backends.get(conn.backend()) {
+            b.counters.checked_out();
+            b.outstanding.set(b.outstanding.get() + 1);
+        }
+    }
+
     /// failover (#40): [`CorePool::acquire`], waiting (up to `failover_wait`, on top of
     /// `deadline`) while the pool has no writable backend, also when the backend it chose was
     /// found down on connecting. Only a checkout waits and moves, never a statement: nothing
-    /// was sent anywhere yet.
+    /// was sent anywhere yet. `first`: the checkout's first look, if it took one.
     async fn acquire_writable(
         self: &Rc<Self>,
         protocol: Protocol,
@@ -844,6 +887,7 @@ impl CorePool {
         deadline: Instant,
         slot: &mut admit::Queueing<'_>,
         eligible: &dyn Fn(usize) -> bool,
+        mut first: Option<Next>,
     ) -> Result<Conn, PoolError> {
         let mut wait = failover::FailoverWait::new(self.config.timeouts.failover_wait);
         let mut deadline = deadline;
@@ -851,16 +895,25 @@ impl CorePool {
             if self.replaced.get() {
                 return Err(PoolError::Replaced(self.config.name.clone()));
             }
-            // health, failover: read once for the whole look (a few atomic loads each time).
-            let u = self.usable_now();
-            if u.floor == Floor::Nothing {
-                match wait.pause().await {
-                    Some(waited) => deadline += waited,
-                    None => return Err(wait.exhausted(&self.config.name, self.backend_list())),
+            let next = match first.take() {
+                Some(next) => next,
+                None => {
+                    // health, failover: read once for the whole look (a few atomic loads each time).
+                    let u = self.usable_now();
+                    if u.floor == Floor::Nothing {
+                        match wait.pause().await {
+                            Some(waited) => deadline += waited,
+                            None => return Err(wait.exhausted(&self.config.name, self.backend_list())),
+                        }
+                        continue;
+                    }
+                    match self.look(u, protocol, who, eligible) {
+                        Ok(conn) => return Ok(conn),
+                        Err(next) => next,
+                    }
                 }
-                continue;
-            }
-            match self.acquire(u, protocol, who, deadline, slot, eligible).await {
+            };
+            match self.acquire(next, protocol, who, deadline, slot, eligible).await {
                 Ok(Some(conn)) => return Ok(conn),
                 Ok(None) => {}
                 Err(PoolError::Connect { .. }) if self.awaits_failover() && wait.has_time() => {}
@@ -869,40 +922,56 @@ impl CorePool {
         }
     }
 
-    /// Lends a connection to a backend `eligible` accepts: first to the backend the balance
-    /// policy chooses (an idle connection to it, else a new one if its budget allows), then to
-    /// any eligible backend, else waits. `u`: what the caller read of the backends' health in
-    /// this same turn, with a writable backend to lend. `None`: the pool awaits a failover (see
-    /// [`CorePool::acquire_writable`]).
-    async fn acquire(
-        self: &Rc<Self>,
+    /// What a look finds without waiting: an idle connection, taken, else what the checkout does
+    /// next. First for the backend the balance policy chooses (an idle connection to it, else a
+    /// unit of its budget for a new one), then for any eligible backend. `u`: the backends'
+    /// health read in this same turn, with a writable backend to lend.
+    fn look(
+        &self,
         u: Usable,
         protocol: Protocol,
         who: Option<&PassThrough>,
-        deadline: Instant,
-        slot: &mut admit::Queueing<'_>,
         eligible: &dyn Fn(usize) -> bool,
-    ) -> Result<Option<Conn>, PoolError> {
+    ) -> Result<Conn, Next> {
         let user = self.key_of(who);
         // #41: first come, first served: the idle connections woken waiters have yet to take
         // are theirs, the others anyone's (see `Waiters::unclaimed`).
         let fair = self.waiters.unclaimed(self.idle.borrow().len());
         if let Some(i) = self.choose(u, eligible) {
             if let Some(c) = self.take_idle(u, protocol, user, &|b| fair && b == i) {
-                return Ok(Some(c));
+                return Ok(c);
             }
             if !self.waiters.yielding(rt::now) && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
                 if let Some(picked) = self.with_user_unit(i, user) {
-                    return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
+                    return Err(Next::Open(picked));
                 }
             }
         }
         if let Some(c) = self.take_idle(u, protocol, user, &|b| fair && eligible(b)) {
-            return Ok(Some(c));
+            return Ok(c);
         }
-        if let Some(picked) = self.pick_backend(u, user, eligible) {
-            return self.open_healthy(picked, protocol, who, deadline).await.map(Some);
+        match self.pick_backend(u, user, eligible) {
+            Some(picked) => Err(Next::Open(picked)),
+            None => Err(Next::Wait(u)),
         }
+    }
+
+    /// Lends a connection to a backend `eligible` accepts after a look in this same turn found
+    /// none idle (see [`CorePool::look`]): a new one, if `next` holds a unit for it, else one
+    /// waited for. `None`: the pool awaits a failover (see [`CorePool::acquire_writable`]).
+    async fn acquire(
+        self: &Rc<Self>,
+        next: Next,
+        protocol: Protocol,
+        who: Option<&PassThrough>,
+        deadline: Instant,
+        slot: &mut admit::Queueing<'_>,
+        eligible: &dyn Fn(usize) -> bool,
+    ) -> Result<Option<Conn>, PoolError> {
+        let u = match next {
+            Next::Open(picked) => return self.open_healthy(picked, protocol, who, deadline).await.map(Some),
+            Next::Wait(u) => u,
+        };
         if self.backends.is_empty() {
             return Err(PoolError::NoBackend(self.config.name.clone()));
         }
@@ -1008,8 +1077,11 @@ impl CorePool {
                 })?;
                 idle.swap_remove(pos)
             };
-            let fresh = rt::now().saturating_duration_since(conn.last_used) < self.config.timeouts.idle_check;
-            if fresh || rt::idle_stream_usable(&conn.stream) {
+            // The receive's state first: reading it is cheaper than the clock's arithmetic, and
+            // it answers for nearly every connection (#39).
+            if rt::idle_stream_usable(&conn.stream)
+                || rt::now().saturating_duration_since(conn.last_used) < self.config.timeouts.idle_check
+            {
                 return Some(conn);
             }
             drop(conn); // its budget unit wakes a waiter
@@ -1329,6 +1401,14 @@ fn limiter(config: &PoolConfig) -> Option<Rc<admit::Gate>> {
     (limits.any() && config.mode != crate::config::PoolMode::Session).then(|| admit::Gate::new(limits, capacity))
 }
 
+/// What a checkout that found no idle connection does next (see [`CorePool::look`]).
+enum Next {
+    /// Opens one on a backend, a unit of whose budget the look took.
+    Open(Picked),
+    /// Waits, by the health the look read.
+    Wait(Usable),
+}
+
 /// A backend chosen for a new connection, with the units taken for it (the pool-wide one in
 /// the backend's budget, the user's on a pass-through pool).
 struct Picked {
@@ -1417,6 +1497,9 @@ impl NextUpkeep {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::pin::{pin, Pin};
+    use std::sync::mpsc;
+    use std::task::{Context, Poll, Waker};
 
     #[test]
     fn upkeep_is_next_due_at_the_idle_timeout_and_follows_the_trade_only_when_it_may_move() {
@@ -1441,5 +1524,83 @@ mod tests {
         slot.budget.unwant();
         assert!(!set.maintain(now, 2).follow);
         assert_eq!(PoolSet::default().maintain(now, 2), NextUpkeep { by: None, follow: false });
+    }
+
+    /// Runs `main` with a pool `main` of one backend, `max_connections` 1, on a fresh core,
+    /// with a connection to that backend (a loopback socket whose far end stays open), and
+    /// returns what it sends.
+    fn on_core_with_conn<T, Fut>(main: impl FnOnce(Rc<CorePool>, Conn, mpsc::Sender<T>) -> Fut + Send + 'static) -> T
+    where
+        T: Send + 'static,
+        Fut: std::future::Future<Output = ()> + 'static,
+    {
+        let server = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = server.local_addr().expect("addr");
+        let client = std::net::TcpStream::connect(addr).expect("connect");
+        let (far_end, _) = server.accept().expect("accept");
+        let text = format!(
+            "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\nusername = \"u\"\n\
+             password = \"p\"\nmax_connections = 1\nbackends = [{{ host = \"127.0.0.1\", port = {} }}]\n\
+             [routing]\ndefault_pool = \"main\"\n",
+            addr.port()
+        );
+        let config = Config::parse(&text, "test.toml").expect("valid config");
+        let (tx, rx) = mpsc::channel();
+        let core = rt::spawn_core("pool-test", None, move |_| {
+            let set = PoolSet::build(&config, &BudgetRegistry::default(), None);
+            let pool = set.get("main").expect("pool").clone();
+            let stream = rt::Stream::adopt_backend(std::os::fd::OwnedFd::from(client), None).expect("adopt");
+            let conn = pool.adopt(stream, addr, ConnInfo::Pg(PgInfo::default()), None).expect("the pool's backend");
+            main(pool, conn, tx)
+        })
+        .expect("core starts");
+        let out = rx.recv_timeout(Duration::from_secs(10)).expect("the core answers in time");
+        core.join().expect("the core ends cleanly");
+        drop(far_end);
+        out
+    }
+
+    fn poll_once<T>(f: Pin<&mut impl std::future::Future<Output = T>>) -> Poll<T> {
+        f.poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    /// #39: a checkout that finds a connection idle has it at its first poll, in the turn it
+    /// asked in, without joining the wait queue.
+    #[test]
+    fn an_idle_connection_is_lent_at_the_first_poll_without_queueing() {
+        let out = on_core_with_conn(|pool, conn, tx| async move {
+            pool.checkin(conn, true);
+            let idle_before = pool.idle_count();
+            let deadline = rt::now() + Duration::from_secs(5);
+            let mut checkout = pin!(pool.checkout(Protocol::Postgres, None, deadline));
+            let lent = matches!(poll_once(checkout.as_mut()), Poll::Ready(Ok(_)));
+            let queued = pool.waiters.tickets_issued();
+            let _ = tx.send((idle_before, lent, queued, pool.idle_count(), pool.lent()));
+        });
+        assert_eq!(out, (1, true, 0, 0, 1));
+    }
+
+    /// #41 and the fast path: a connection checked in while a checkout waits is that
+    /// checkout's; one arriving before the woken waiter ran queues behind it, and is served by
+    /// the next checkin.
+    #[test]
+    fn a_waiter_woken_for_a_connection_is_not_overtaken_by_a_later_checkout() {
+        let out = on_core_with_conn(|pool, conn, tx| async move {
+            let deadline = rt::now() + Duration::from_secs(5);
+            let mut first = pin!(pool.checkout(Protocol::Postgres, None, deadline));
+            let first_waits = poll_once(first.as_mut()).is_pending();
+            pool.checkin(conn, true);
+            let mut later = pin!(pool.checkout(Protocol::Postgres, None, deadline));
+            let later_waits = poll_once(later.as_mut()).is_pending();
+            let Poll::Ready(Ok(conn)) = poll_once(first.as_mut()) else {
+                let _ = tx.send((first_waits, later_waits, false, false));
+                return;
+            };
+            let later_still_waits = poll_once(later.as_mut()).is_pending();
+            pool.checkin(conn, true);
+            let later_served = matches!(poll_once(later.as_mut()), Poll::Ready(Ok(_)));
+            let _ = tx.send((first_waits, later_waits, later_still_waits, later_served));
+        });
+        assert_eq!(out, (true, true, true, true));
     }
 }
