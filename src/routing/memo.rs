@@ -45,6 +45,25 @@ impl KeyMemo {
         (slot.text == sql && k.protocol == protocol && k.strategy == strategy && k.mode == mode).then_some(k)
     }
 
+    /// The key of `sql`: remembered, or computed and remembered when the text has no literal
+    /// values (the same rules for `Router::route` and `Router::key`).
+    pub(super) fn key(
+        &mut self,
+        sql: &str,
+        protocol: Protocol,
+        strategy: NormalizationStrategy,
+        mode: LexMode,
+    ) -> StatementKey {
+        if let Some(k) = self.get(sql, protocol, strategy, mode) {
+            return k;
+        }
+        let (key, values) = StatementKey::compute_noting_values(sql, protocol, strategy, mode);
+        if !values {
+            self.put(sql, key);
+        }
+        key
+    }
+
     /// Remembers `key` for `sql` (a text without literal values), replacing the slot's text.
     pub(super) fn put(&mut self, sql: &str, key: StatementKey) {
         if sql.len() > MAX_TEXT {
@@ -99,6 +118,22 @@ mod tests {
         assert_eq!(memo.get(sql, Protocol::Postgres, NormalizationStrategy::String, other), None);
         // Same length, same slot or not: another text is never answered with this key.
         assert_eq!(memo.get(&sql.replace("$1", "$2"), Protocol::Postgres, NormalizationStrategy::String, mode), None);
+    }
+
+    #[test]
+    fn keys_are_remembered_for_texts_without_values_only() {
+        let (mode, strategy) = (LexMode::default(), NormalizationStrategy::String);
+        let mut memo = KeyMemo::default();
+        for (sql, remembered) in [
+            ("SELECT abalance FROM pgbench_accounts WHERE aid = $1", true),
+            ("BEGIN", true),
+            ("SELECT abalance FROM pgbench_accounts WHERE aid = 12345", false),
+        ] {
+            for _ in 0..2 {
+                assert_eq!(memo.key(sql, Protocol::Postgres, strategy, mode), key(sql, Protocol::Postgres, mode));
+            }
+            assert_eq!(memo.get(sql, Protocol::Postgres, strategy, mode).is_some(), remembered, "{sql}");
+        }
     }
 
     #[test]

@@ -159,7 +159,7 @@ impl StatementKey {
 
     /// [`StatementKey::compute_in`], and whether the lexer pass took a literal value out of
     /// `sql` (a text without one is worth remembering by its bytes: see `memo`).
-    fn compute_noting_values(
+    pub(super) fn compute_noting_values(
         sql: &str,
         protocol: Protocol,
         strategy: NormalizationStrategy,

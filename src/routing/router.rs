@@ -2,12 +2,14 @@
 //! the function catalogs analysis uses. `route` serves traffic; `explain` is the same computation
 //! from a fresh analysis that leaves the cache alone.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::config::{Protocol, RetryPolicy};
 use crate::sql::analyze::{analyze, Evidence, Operation, StatementFacts, TxControl};
 use crate::sql::hint::{route_hint, RouteHint};
+use crate::sql::mode::LexMode;
 use crate::sql::template::Translated;
 
 use super::cache::{CacheStats, Plan, PlanCache};
@@ -25,7 +27,9 @@ pub struct Router {
     catalogs: Catalogs,
     cache: PlanCache,
     /// Keys of texts without literal values, by their bytes (a driver's repeated statements).
-    memo: KeyMemo,
+    /// In a cell because [`Router::key`] (a named Parse, which sessions ask through a shared
+    /// borrow of the router) uses it too; `route` reaches it through `get_mut`, no flag checked.
+    memo: RefCell<KeyMemo>,
 }
 
 assert_not_send!(Router);
@@ -69,7 +73,7 @@ impl Router {
     /// A router over `rules`, analyzing with `catalogs`, with an empty cache.
     pub fn new(rules: Rc<RuleSet>, catalogs: Catalogs) -> Router {
         let cache = PlanCache::new(rules.cache_config().size.get());
-        Router { rules, catalogs, cache, memo: KeyMemo::default() }
+        Router { rules, catalogs, cache, memo: RefCell::default() }
     }
 
     /// Switches to a new rule set; the cache is cleared (counted as an invalidation).
@@ -102,8 +106,14 @@ impl Router {
 
     /// The key of `sql` for `protocol` clients under the current strategy; a session may keep it
     /// with a prepared statement and pass it back in [`RouteInput::key`].
+    /// A parameterized text keyed before (the same named Parse again, or the text `route` saw)
+    /// is taken from the core's memo.
     pub fn key(&self, sql: &str, protocol: Protocol) -> StatementKey {
-        StatementKey::compute(sql, protocol, self.rules.strategy())
+        let (strategy, mode) = (self.rules.strategy(), LexMode::default());
+        match self.memo.try_borrow_mut() {
+            Ok(mut memo) => memo.key(sql, protocol, strategy, mode),
+            Err(_) => StatementKey::compute_in(sql, protocol, strategy, mode),
+        }
     }
 
     fn key_for(&self, input: &RouteInput<'_>) -> StatementKey {
@@ -121,14 +131,7 @@ impl Router {
         if let Some(k) = input.key.filter(|k| k.protocol == protocol && k.strategy == strategy && k.mode == mode) {
             return k;
         }
-        if let Some(k) = self.memo.get(input.sql, protocol, strategy, mode) {
-            return k;
-        }
-        let (key, values) = StatementKey::compute_noting_values(input.sql, protocol, strategy, mode);
-        if !values {
-            self.memo.put(input.sql, key);
-        }
-        key
+        self.memo.get_mut().key(input.sql, protocol, strategy, mode)
     }
 
     fn analyze(&self, input: &RouteInput<'_>) -> StatementFacts {

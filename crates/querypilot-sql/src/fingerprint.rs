@@ -17,6 +17,8 @@ use super::mode::LexMode;
 use super::Dialect;
 use std::ops::ControlFlow;
 
+mod fast;
+
 /// A statement's shape hash. Equal for statements that differ only in literal values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Fingerprint(pub u64);
@@ -29,40 +31,40 @@ impl std::fmt::Display for Fingerprint {
 
 /// Fingerprint of `sql`: one lexer pass hashed without allocating.
 pub fn fingerprint(sql: &str, dialect: Dialect) -> Fingerprint {
-    let mut sink = HashSink::default();
-    Normalizer::new(sql, dialect, &mut sink).run();
-    sink.finish()
+    hashed(sql, dialect, LexMode::default()).finish()
 }
 
 /// [`fingerprint`] of `sql` lexed as a session in `mode` would have its server read it (#19):
 /// the same text may be other tokens in another mode, so it is another shape.
 pub fn fingerprint_in(sql: &str, dialect: Dialect, mode: LexMode) -> Fingerprint {
-    let mut sink = HashSink::default();
-    Normalizer::in_mode(sql, dialect, mode, &mut sink).run();
-    sink.finish()
+    hashed(sql, dialect, mode).finish()
 }
 
 /// [`fingerprint_in`], and whether the pass took a literal value out of the text (a bind
 /// parameter is not one). A text without values is the kind sent again byte for byte (a
 /// parameterized statement, `BEGIN`), so a caller may remember its fingerprint by the text.
 pub fn fingerprint_noting_values(sql: &str, dialect: Dialect, mode: LexMode) -> (Fingerprint, bool) {
-    let mut sink = HashSink::default();
-    Normalizer::in_mode(sql, dialect, mode, &mut sink).run();
+    let sink = hashed(sql, dialect, mode);
     (sink.finish(), sink.values)
 }
 
 /// [`normalize`] in a session's `mode`.
 pub fn normalize_in(sql: &str, dialect: Dialect, mode: LexMode) -> String {
     let mut sink = TextSink(String::with_capacity(sql.len()));
-    Normalizer::in_mode(sql, dialect, mode, &mut sink).run();
+    fast::Pass::new(sql, dialect, mode, &mut sink).run();
     sink.0
 }
 
 /// The normalized text whose hash is [`fingerprint`]; for digests and the admin API.
 pub fn normalize(sql: &str, dialect: Dialect) -> String {
-    let mut sink = TextSink(String::with_capacity(sql.len()));
-    Normalizer::new(sql, dialect, &mut sink).run();
-    sink.0
+    normalize_in(sql, dialect, LexMode::default())
+}
+
+/// The normalized text of `sql` hashed, by the normalizer's own pass ([`fast`]).
+fn hashed(sql: &str, dialect: Dialect, mode: LexMode) -> HashSink {
+    let mut sink = HashSink::default();
+    fast::Pass::new(sql, dialect, mode, &mut sink).run();
+    sink
 }
 
 /// Hash of already normalized text (the output of [`normalize`] or of [`fingerprint_ast`]'s printer).
@@ -210,8 +212,19 @@ impl<'a> Sink<'a> for HashSink {
     #[inline]
     fn text(&mut self, s: &str, fold: bool) {
         self.len = self.len.wrapping_add(s.len() as u64);
+        let mut rest = s.as_bytes();
+        if self.nbuf == 0 {
+            // Nothing buffered (the buffer is zero then): whole words go straight in, as `push`
+            // would put them (the normalizer's own pass hands over its text so, in one piece).
+            let mut words = rest.chunks_exact(8);
+            for word in &mut words {
+                let w = word.try_into().map_or(0, u64::from_le_bytes);
+                self.absorb(if fold { lowercase_word(w) } else { w });
+            }
+            rest = words.remainder();
+        }
         // What a byte at a time would do, eight bytes at a time (lower-cased together).
-        for chunk in s.as_bytes().chunks(8) {
+        for chunk in rest.chunks(8) {
             let w = load_le(chunk);
             self.push(if fold { lowercase_word(w) } else { w }, chunk.len() as u32);
         }
@@ -522,10 +535,6 @@ pub(crate) struct Normalizer<'a, S> {
 }
 
 impl<'a, S: Sink<'a>> Normalizer<'a, S> {
-    pub(crate) fn new(sql: &'a str, dialect: Dialect, sink: S) -> Self {
-        Self::over(Lexer::new(sql, dialect), sink, sql.len().saturating_mul(2))
-    }
-
     pub(crate) fn in_mode(sql: &'a str, dialect: Dialect, mode: LexMode, sink: S) -> Self {
         Self::over(Lexer::new(sql, dialect).mode(mode), sink, sql.len().saturating_mul(2))
     }
@@ -868,6 +877,171 @@ mod tests {
         }
     }
 
+    /// The general pass alone: what [`fast`] must write whenever it does not give up.
+    fn general(sql: &str, d: Dialect, mode: LexMode) -> (String, Fingerprint, bool) {
+        let mut text = TextSink(String::new());
+        Normalizer::in_mode(sql, d, mode, &mut text).run();
+        let mut hash = HashSink::default();
+        Normalizer::in_mode(sql, d, mode, &mut hash).run();
+        (text.0, hash.finish(), hash.values)
+    }
+
+    fn both_passes_agree(sql: &str, d: Dialect, mode: LexMode) -> Result<(), TestCaseError> {
+        let (text, fp, values) = general(sql, d, mode);
+        prop_assert_eq!(normalize_in(sql, d, mode), text, "{:?} {:?} {:?}", sql, d, mode);
+        prop_assert_eq!(fingerprint_noting_values(sql, d, mode), (fp, values), "{:?} {:?} {:?}", sql, d, mode);
+        Ok(())
+    }
+
+    fn own_pass_takes(sql: &str, d: Dialect) -> bool {
+        let mut sink = HashSink::default();
+        !fast::Pass::new(sql, d, LexMode::default(), &mut sink).run()
+    }
+
+    #[test]
+    fn the_own_pass_takes_common_statements_and_hands_lists_over() {
+        for sql in [
+            "SELECT abalance FROM pgbench_accounts WHERE aid = 12345;",
+            "UPDATE pgbench_accounts SET abalance = abalance + -3201 WHERE aid = 48213;",
+            "SELECT c FROM sbtest1 WHERE id BETWEEN 5021 AND 5120 ORDER BY c",
+            "SELECT a FROM t WHERE b = 'x' AND c IS NOT NULL /* app */ LIMIT 1;;",
+            "SELECT $1::int",
+        ] {
+            for d in [PG, MY] {
+                assert!(own_pass_takes(sql, d), "{sql}");
+                both_passes_agree(sql, d, LexMode::default()).unwrap();
+            }
+        }
+        for sql in ["SELECT * FROM t WHERE id IN (1, 2)", "INSERT INTO t VALUES (1)", "SELECT ARRAY[1]"] {
+            assert!(!own_pass_takes(sql, PG), "{sql}");
+        }
+        assert!(!own_pass_takes("SELECT /*!40101 SQL_NO_CACHE */ 1", MY));
+    }
+
+    /// Pieces of statements in every lexical form both passes know, including the ones the own
+    /// pass leaves to the lexer or gives up on.
+    const PIECES: &[&str] = &[
+        "SELECT",
+        "select",
+        "FROM",
+        "WHERE",
+        "a",
+        "B",
+        "t_1",
+        "x$y",
+        "\"Q\"",
+        "\"a\"\"b\"",
+        "`q`",
+        "IS",
+        "is",
+        "NOT",
+        "NULL",
+        "null",
+        "TRUE",
+        "false",
+        "IN",
+        "ARRAY",
+        "VALUES",
+        "AND",
+        "OR",
+        "LIMIT",
+        "BETWEEN",
+        "count",
+        "=",
+        "<",
+        ">",
+        "<=",
+        "<>",
+        "!=",
+        "<=>",
+        "->>",
+        "-",
+        "+",
+        "*",
+        "/",
+        "%",
+        "||",
+        "@>",
+        "?|",
+        "::",
+        ":",
+        ":=",
+        ":n",
+        "(",
+        ")",
+        ",",
+        ";",
+        ";;",
+        ".",
+        "..",
+        "[",
+        "]",
+        "{",
+        "}",
+        "0",
+        "1",
+        "12345",
+        "1.5",
+        ".5",
+        "1.",
+        "0x1F",
+        "0b1",
+        "1e5",
+        "1e",
+        "1_000",
+        "1st",
+        "'x'",
+        "'it''s'",
+        "''",
+        "E'\\n'",
+        "e'x'",
+        "'a\\'b'",
+        "'\\'",
+        "_utf8'x'",
+        "_latin1 'y'",
+        "_c",
+        "N'z'",
+        "B'01'",
+        "X'1F'",
+        "U&'x'",
+        "U&\"x\"",
+        "$1",
+        "$2",
+        "$1_0",
+        "$",
+        "?",
+        "$$d$$",
+        "$q$x$q$",
+        "-- c\n",
+        "--c",
+        "/* c */",
+        "/* a /* b */ c */",
+        "/*! 1 */",
+        "/*!40101 x",
+        "/*!",
+        "*/",
+        "#c\n",
+        "@v",
+        "@@g.h",
+        "@'u'",
+        "'unterm",
+        "\"unterm",
+        "/* unterm",
+        "\\",
+        "é",
+        "ü1",
+        "→",
+        "\t",
+        "\n",
+    ];
+
+    fn soup() -> impl Strategy<Value = String> {
+        let piece = proptest::sample::select(PIECES);
+        let gap = proptest::sample::select(&["", " ", " ", "  ", "\n", "\t"][..]);
+        proptest::collection::vec((piece, gap), 0..24)
+            .prop_map(|parts| parts.iter().flat_map(|(p, g)| [*p, *g]).collect::<String>())
+    }
+
     #[test]
     fn hash_is_fixed_across_processes() {
         // Pinned values: a change here means every persisted fingerprint changes meaning.
@@ -945,6 +1119,7 @@ mod tests {
             for sql in g {
                 assert_eq!(fingerprint(sql, d), fp, "group split:\n{}\n{}", n(g[0], d), n(sql, d));
                 assert_eq!(hash_normalized(&normalize(sql, d)), fp);
+                both_passes_agree(sql, d, LexMode::default()).unwrap();
             }
             if let Some((_, other)) = seen.iter().find(|(f, _)| *f == fp) {
                 panic!("groups merged:\n{}\n{}", other, g[0]);
@@ -1066,6 +1241,18 @@ mod tests {
         fn lowercase_word_lowers_each_byte(w in any::<u64>()) {
             let lowered = w.to_le_bytes().map(|b| b.to_ascii_lowercase());
             prop_assert_eq!(lowercase_word(w), u64::from_le_bytes(lowered));
+        }
+
+        #[test]
+        fn the_own_pass_writes_what_the_general_pass_writes(
+            s in soup(),
+            bits in 0u8..16,
+            raw in "\\PC{0,40}|[-'\"`$/*#!?:@_a-z0-9 (),;\\\\\n.eExX&|]{0,40}",
+        ) {
+            for d in [PG, MY] {
+                both_passes_agree(&s, d, LexMode::from_bits(bits))?;
+                both_passes_agree(&raw, d, LexMode::from_bits(bits))?;
+            }
         }
 
         #[test]

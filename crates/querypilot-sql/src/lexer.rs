@@ -156,6 +156,13 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// Continue the scan at byte `pos`, a token boundary of a pass over the same text (no
+    /// `/*! .. */` open there): the normalizer's own pass asks for a token it does not read itself.
+    pub(crate) fn starting_at(mut self, pos: usize) -> Self {
+        self.pos = pos;
+        self
+    }
+
     /// Byte offset where the next token's scan starts.
     pub fn offset(&self) -> usize {
         self.pos
@@ -644,7 +651,7 @@ const fn classes() -> [u8; 256] {
 
 /// `NULL`, `TRUE`/`FALSE` or a plain word, told by length first and then by one compare of the
 /// word's bytes with each letter's 0x20 bit set (exact: only `X`/`x` become `x`).
-fn literal_word_kind(word: &[u8]) -> TokenKind {
+pub(crate) fn literal_word_kind(word: &[u8]) -> TokenKind {
     const fn le4(w: &[u8; 4]) -> u32 {
         u32::from_le_bytes(*w)
     }
@@ -667,11 +674,16 @@ fn is(b: u8, class: Class) -> bool {
     CLASS[usize::from(b)] & class as u8 != 0
 }
 
-fn is_ident_start(b: u8) -> bool {
+/// What the lexer skips between tokens.
+pub(crate) fn is_space(b: u8) -> bool {
+    is(b, Class::Space)
+}
+
+pub(crate) fn is_ident_start(b: u8) -> bool {
     is(b, Class::IdentStart)
 }
 
-fn is_ident_char(b: u8) -> bool {
+pub(crate) fn is_ident_char(b: u8) -> bool {
     is(b, Class::Ident)
 }
 
@@ -679,7 +691,7 @@ fn is_ident_char_no_dollar(b: u8) -> bool {
     is(b, Class::IdentNoDollar)
 }
 
-fn is_op_char(b: u8) -> bool {
+pub(crate) fn is_op_char(b: u8) -> bool {
     is(b, Class::Op)
 }
 

@@ -171,3 +171,25 @@ fn ast_strategy_keys_selects_and_templates_by_their_syntax_tree() {
     assert_eq!(pg(&mut r, variant).rule.as_deref(), Some("tpl"));
     assert_eq!(pool(&pg(&mut r, "UPDATE t SET a = 1")), "primary");
 }
+
+#[test]
+fn a_key_asked_for_again_is_a_fresh_computation_under_the_current_strategy() {
+    // `key` serves parameterized texts from the memo `route` fills, and the other way round.
+    let mut r = split_router("");
+    let texts = ["SELECT a FROM t WHERE id = $1", "SELECT a FROM t WHERE id = ?", READ, "BEGIN"];
+    for sql in texts {
+        for protocol in [Protocol::Postgres, Protocol::MySql] {
+            let fresh = StatementKey::compute(sql, protocol, r.rules().strategy());
+            assert_eq!(r.key(sql, protocol), fresh, "{sql}");
+            assert_eq!(r.key(sql, protocol), fresh, "{sql} again");
+            assert_eq!(r.route(&RouteInput::new(sql, protocol, "app", "app")).fingerprint, fresh.fingerprint);
+        }
+    }
+    let routing = format!("{SPLIT}\n[routing.cache]\nnormalization_strategy = \"ast\"");
+    r.set_rules(router_for(&config(&routing, "")).rules().clone());
+    for sql in texts {
+        let fresh = StatementKey::compute(sql, Protocol::Postgres, NormalizationStrategy::Ast);
+        assert_eq!(r.key(sql, Protocol::Postgres), fresh, "{sql} under ast");
+    }
+    assert_eq!(r.key(texts[0], Protocol::Postgres).space, KeySpace::Ast);
+}
