@@ -75,12 +75,16 @@ fn give(layout: Layout, block: NonNull<u8>) {
     }
 }
 
-/// `future` in a block of its own (`Box::pin`'s effect, the block reused across units).
-pub fn rebox<F: Future>(future: F) -> Reboxed<F> {
+/// The future `make` makes, in a block of its own (`Box::pin`'s effect, the block reused
+/// across units). Made once the block is there, the future may be written into it directly
+/// rather than made on the stack and copied (its full size, a few KB, whatever little of it
+/// a future that has not started yet holds).
+#[inline(always)]
+pub fn rebox<F: Future>(make: impl FnOnce() -> F) -> Reboxed<F> {
     let layout = Layout::new::<F>();
     let ptr = if layout.size() == 0 { NonNull::dangling() } else { take(layout).cast::<F>() };
     // SAFETY: the block is valid for a write of `F` and holds nothing.
-    unsafe { ptr.as_ptr().write(future) };
+    unsafe { ptr.as_ptr().write(make()) };
     Reboxed { ptr, _owns: PhantomData }
 }
 
@@ -131,13 +135,13 @@ mod tests {
     fn a_block_is_reused_and_values_are_dropped_in_it() {
         let drops = Rc::new(());
         let mut cx = Context::from_waker(std::task::Waker::noop());
-        let mut first = rebox(holding(drops.clone(), 7, false));
+        let mut first = rebox(|| holding(drops.clone(), 7, false));
         let at = first.ptr.cast::<u8>();
         assert_eq!(Pin::new(&mut first).poll(&mut cx), Poll::Ready(7));
         drop(first);
         assert_eq!(Rc::strong_count(&drops), 1);
         // Dropped before it ended: its value still goes, in its block.
-        let mut second = rebox(holding(drops.clone(), 8, true));
+        let mut second = rebox(|| holding(drops.clone(), 8, true));
         assert_eq!(second.ptr.cast::<u8>(), at, "the block given back is taken again");
         assert!(Pin::new(&mut second).poll(&mut cx).is_pending());
         assert_eq!(Rc::strong_count(&drops), 2);
@@ -147,7 +151,7 @@ mod tests {
 
     #[test]
     fn zero_sized_futures_take_no_block() {
-        let mut never = rebox(std::future::pending::<u8>());
+        let mut never = rebox(std::future::pending::<u8>);
         let mut cx = Context::from_waker(std::task::Waker::noop());
         assert!(Pin::new(&mut never).poll(&mut cx).is_pending());
     }
