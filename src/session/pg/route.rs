@@ -56,7 +56,7 @@ impl Session {
         self.seat.ctx.route(&seat.input(text.sql, key, held, self.read_only_view(text, held), rt::now()))
     }
 
-    /// Routes `sql` and moves the session to the decided pool when it may move. Returns the
+    /// Routes `text` and moves the session to the decided pool when it may move. Returns the
     /// rewritten SQL when a translation rule applied. Only a statement that `runs` is counted
     /// (decision metrics, digest, read-your-writes): a Describe routes too, to reach the pool
     /// its Bind will run on, but counting it would count one execution twice.
