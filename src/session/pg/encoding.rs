@@ -42,7 +42,7 @@ impl Session {
                 "a named prepared statement must be valid UTF-8 through the router; use the unnamed statement",
             ))
         } else {
-            match self.route_statement(&text, true, None).await {
+            match self.route_statement(&super::readonly::Text::new(&text), true, None).await {
                 Ok(None) => None,
                 Ok(Some(_)) => Some(PgClientError::new(
                     sqlstate::FEATURE_NOT_SUPPORTED,

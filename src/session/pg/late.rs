@@ -116,7 +116,7 @@ impl Session {
             Ok(sql) => sql,
             Err(e) => return self.fail_batch(e),
         };
-        let sql = match self.route_statement(&sql, true, None).await {
+        let sql = match self.route_statement(&super::readonly::Text::new(&sql), true, None).await {
             Ok(rewritten) => rewritten.unwrap_or(sql),
             Err(e) => return self.fail_batch(e),
         };
@@ -148,7 +148,7 @@ impl Session {
             Ok(sql) => sql,
             Err(e) => return self.fail_batch(inline_error(&e)),
         };
-        let sql = match self.route_statement(&sql, false, None).await {
+        let sql = match self.route_statement(&super::readonly::Text::new(&sql), false, None).await {
             Ok(rewritten) => rewritten.unwrap_or(sql),
             Err(e) => return self.fail_batch(e),
         };

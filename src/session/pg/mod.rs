@@ -491,7 +491,8 @@ impl Session {
         if let Some(done) = self.on_cross_query(sql).await {
             return done; // routed to a MySQL pool (#24)
         }
-        let rewritten = match self.route_statement(sql, true, None).await {
+        let text = readonly::Text::new(sql);
+        let rewritten = match self.route_statement(&text, true, None).await {
             Ok(r) => r,
             Err(e) => {
                 e.encode(&mut self.io.out);
@@ -504,7 +505,7 @@ impl Session {
             if self.commit_probe_due(sql) {
                 return self.on_probed_commit(raw).await; // #34
             }
-            if self.progress.tx == TransactionStatus::Idle && readonly::is_lone_begin(sql) {
+            if self.progress.tx == TransactionStatus::Idle && text.is_lone_begin() {
                 return self.on_lone_begin(raw).await; // #40
             }
             return self.on_simple(raw).await;
@@ -549,7 +550,7 @@ impl Session {
             if let Some(done) = self.on_named_parse(query, types).await {
                 return done;
             }
-            let rewritten = match self.route_statement(query, true, None).await {
+            let rewritten = match self.route_statement(&readonly::Text::new(query), true, None).await {
                 Ok(r) => r,
                 Err(e) => return self.fail_batch(e),
             };
@@ -598,7 +599,7 @@ impl Session {
             // Unknown to the router: let the server report it.
             return self.forward_ext(raw, Expect::Bind).await;
         };
-        if let Err(e) = self.route_statement(&stmt.query, true, stmt.route_key).await {
+        if let Err(e) = self.route_statement(&readonly::Text::new(&stmt.query), true, stmt.route_key).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {
@@ -645,7 +646,7 @@ impl Session {
             }
             return self.forward_ext(raw, expect).await;
         };
-        if let Err(e) = self.route_statement(&stmt.query, false, stmt.route_key).await {
+        if let Err(e) = self.route_statement(&readonly::Text::new(&stmt.query), false, stmt.route_key).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {

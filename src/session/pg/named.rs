@@ -157,7 +157,7 @@ impl Session {
         }
         let stmt = self.stmts.get(&name).cloned()?;
         if span.is_some() {
-            if let Err(e) = self.route_statement(query, true, None).await {
+            if let Err(e) = self.route_statement(&super::readonly::Text::new(query), true, None).await {
                 return Some(self.fail_batch(e));
             }
         }
@@ -201,7 +201,7 @@ impl Session {
             e.encode(&mut s.io.out);
             backend::encode_ready_for_query(s.progress.tx, &mut s.io.out);
         };
-        if let Err(e) = self.route_statement(sql, true, None).await {
+        if let Err(e) = self.route_statement(&super::readonly::Text::new(sql), true, None).await {
             ready(self, e);
             return self.io.flush().await;
         }

@@ -18,25 +18,39 @@ use crate::session::client_error::PgClientError;
 use crate::session::placement::Placed;
 use crate::sql::analyze::{transaction_statement, AccessMode, TxKind, TxStatement};
 use crate::sql::Dialect;
+use std::cell::OnceCell;
 
-/// `sql` read as one PostgreSQL transaction statement ([`transaction_statement`]).
-fn transaction(sql: &str) -> Option<TxStatement> {
-    transaction_statement(sql, Dialect::Postgres)
+/// A statement's text with its reading as one PostgreSQL transaction statement
+/// ([`transaction_statement`]), made at most once: routing a statement and what follows it ask
+/// up to four times (#39).
+pub(super) struct Text<'a> {
+    pub sql: &'a str,
+    tx: OnceCell<Option<TxStatement>>,
 }
 
-/// Whether `sql` is one `BEGIN` or `START TRANSACTION` and nothing else.
-pub(super) fn is_lone_begin(sql: &str) -> bool {
-    transaction(sql).is_some_and(|t| t.kind == TxKind::Begin)
-}
+impl<'a> Text<'a> {
+    pub fn new(sql: &'a str) -> Self {
+        Self { sql, tx: OnceCell::new() }
+    }
 
-/// Whether `sql` opens or sets a `READ ONLY` transaction: nothing run in it changes data.
-pub(super) fn declares_read_only(sql: &str) -> bool {
-    transaction(sql).is_some_and(|t| t.access == Some(AccessMode::ReadOnly))
-}
+    fn transaction(&self) -> Option<TxStatement> {
+        *self.tx.get_or_init(|| transaction_statement(self.sql, Dialect::Postgres))
+    }
 
-/// The access mode `sql` declares when it is a lone `SET TRANSACTION` that declares one.
-fn set_transaction_access(sql: &str) -> Option<AccessMode> {
-    transaction(sql).filter(|t| t.kind == TxKind::SetTransaction).and_then(|t| t.access)
+    /// Whether it is one `BEGIN` or `START TRANSACTION` and nothing else.
+    pub fn is_lone_begin(&self) -> bool {
+        self.transaction().is_some_and(|t| t.kind == TxKind::Begin)
+    }
+
+    /// Whether it opens or sets a `READ ONLY` transaction: nothing run in it changes data.
+    pub fn declares_read_only(&self) -> bool {
+        self.transaction().is_some_and(|t| t.access == Some(AccessMode::ReadOnly))
+    }
+
+    /// The access mode it declares when it is a lone `SET TRANSACTION` that declares one.
+    fn set_transaction_access(&self) -> Option<AccessMode> {
+        self.transaction().filter(|t| t.kind == TxKind::SetTransaction).and_then(|t| t.access)
+    }
 }
 
 /// Whether `sql` opens a transaction block in any of its statements (`SELECT 1; BEGIN` too):
@@ -61,14 +75,14 @@ impl Session {
 
     /// Whether routing may treat `sql` as part of a read-only transaction: inside one, or a
     /// statement that opens one (routed with it to a replica by `routing::Router::split`).
-    pub(super) fn read_only_view(&self, sql: &str, held: bool) -> bool {
+    pub(super) fn read_only_view(&self, text: &Text<'_>, held: bool) -> bool {
         if self.progress.read_only_tx {
             return true;
         }
         if held || self.progress.tx != TransactionStatus::Idle {
             return false;
         }
-        match transaction(sql) {
+        match text.transaction() {
             Some(TxStatement { kind: TxKind::Begin, access: Some(access), .. }) => access == AccessMode::ReadOnly,
             Some(TxStatement { kind: TxKind::Begin, access: None, .. }) => self.default_read_only(),
             _ => false,
@@ -77,9 +91,9 @@ impl Session {
 
     /// Notes, for a statement that runs, whether it leaves a transaction in which nothing ran
     /// yet (a lone BEGIN from outside one), which [`Session::move_fresh_transaction`] may move.
-    pub(super) fn note_fresh(&mut self, sql: &str) {
-        let begins = self.progress.tx == TransactionStatus::Idle && is_lone_begin(sql);
-        self.progress.fresh = begins.then(|| sql.into());
+    pub(super) fn note_fresh(&mut self, text: &Text<'_>) {
+        let begins = self.progress.tx == TransactionStatus::Idle && text.is_lone_begin();
+        self.progress.fresh = begins.then(|| text.sql.into());
     }
 
     /// `SET TRANSACTION READ ONLY` (or `READ WRITE`) as the first statement after a BEGIN that
@@ -89,9 +103,9 @@ impl Session {
     /// the primary for READ WRITE. Nothing ran in it, so nothing the client sees changes.
     /// Only between responses: with a batch in flight the transaction stays, and the server
     /// enforces the mode (or refuses READ WRITE on a standby with its own error).
-    pub(super) async fn move_fresh_transaction(&mut self, sql: &str) -> Result<(), PgClientError> {
+    pub(super) async fn move_fresh_transaction(&mut self, text: &Text<'_>) -> Result<(), PgClientError> {
         let Some(begin) = self.progress.fresh.take() else { return Ok(()) };
-        let Some(access) = set_transaction_access(sql) else { return Ok(()) };
+        let Some(access) = text.set_transaction_access() else { return Ok(()) };
         let on_replica = self.seat.pool.config.role == PoolRole::Replica;
         let quiet = self.ex.expects().is_empty() && self.ex.queued().is_empty() && !self.ex.awaiting();
         if (access == AccessMode::ReadOnly) == on_replica
@@ -121,7 +135,7 @@ impl Session {
         };
         self.progress.read_only_tx = access == AccessMode::ReadOnly;
         // Boxed: routing is what called this (rarely taken, so the allocation is too).
-        let routed = Box::pin(self.route_statement(as_declared, false, None)).await;
+        let routed = Box::pin(self.route_statement(&Text::new(as_declared), false, None)).await;
         let attached = match routed {
             Ok(_) => self.ensure_backend().await,
             Err(e) => Err(e),

@@ -3,6 +3,7 @@
 //! rejections and unhonorable hints as errors that never reach a backend.
 
 use super::bridged::cross::speaks_mysql;
+use super::readonly::Text;
 use super::Session;
 use crate::config::Protocol;
 use crate::id::Position;
@@ -32,12 +33,17 @@ impl Session {
     /// needs to know whether a translation rewrites it). `key` is the statement's routing key
     /// when computed before (a prepared statement's), sparing a fingerprint per execute.
     pub(super) fn decide(&mut self, sql: &str, key: Option<StatementKey>) -> Decision {
-        self.decide_as(sql, key, self.holding().held())
+        self.decide_text(&Text::new(sql), key, self.holding().held())
     }
 
     /// [`Session::decide`] as if the session were `held` on its connection or not: what a
     /// statement inside a transaction would be routed to outside it (#24).
     pub(super) fn decide_as(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
+        self.decide_text(&Text::new(sql), key, held)
+    }
+
+    /// [`Session::decide_as`] of a statement whose reading is kept for what follows routing.
+    fn decide_text(&self, text: &Text<'_>, key: Option<StatementKey>, held: bool) -> Decision {
         let who = &self.identity;
         let seat = RouteContext::new(
             Protocol::Postgres,
@@ -47,24 +53,25 @@ impl Session {
             &self.seat.ryw,
             &who.lex,
         );
-        self.seat.ctx.route(&seat.input(sql, key, held, self.read_only_view(sql, held), rt::now()))
+        self.seat.ctx.route(&seat.input(text.sql, key, held, self.read_only_view(text, held), rt::now()))
     }
 
-    /// Routes `sql` and moves the session to the decided pool when it may move. Returns the
+    /// Routes `text` and moves the session to the decided pool when it may move. Returns the
     /// rewritten SQL when a translation rule applied. Only a statement that `runs` is counted
     /// (decision metrics, digest, read-your-writes): a Describe routes too, to reach the pool
     /// its Bind will run on, but counting it would count one execution twice.
     /// `key` is the statement's routing key when computed before (see [`Session::decide`]).
     pub(super) async fn route_statement(
         &mut self,
-        sql: &str,
+        text: &Text<'_>,
         runs: bool,
         key: Option<StatementKey>,
     ) -> Result<Option<String>, PgClientError> {
+        let sql = text.sql;
         if runs {
-            self.move_fresh_transaction(sql).await?; // #34
+            self.move_fresh_transaction(text).await?; // #34
         }
-        let decision = self.decide_in_batch(sql, key);
+        let decision = self.decide_in_batch(text, key);
         if let Some(e) = self.replica_hold_refusal(&decision) {
             return Err(e);
         }
@@ -72,7 +79,7 @@ impl Session {
         // Both observe_statement and note_unseen ask: the text is scanned once.
         let opens = runs && super::begins_transaction(sql);
         if runs {
-            self.observe_statement(sql, &decision, now, opens);
+            self.observe_statement(text, &decision, now, opens);
         }
         let (target, to_replica) = self.choose_target(&decision, runs)?;
         placement::move_to(self, &target, to_replica, runs).await?;
@@ -92,13 +99,13 @@ impl Session {
     /// would outside the batch: it stays on its pool either way. asyncpg binds a statement in
     /// the batch that described it on its translation's pool (#35); untranslated, the client's
     /// text would run on an engine that cannot read it.
-    fn decide_in_batch(&mut self, sql: &str, key: Option<StatementKey>) -> Decision {
-        let decision = self.decide(sql, key);
+    fn decide_in_batch(&mut self, text: &Text<'_>, key: Option<StatementKey>) -> Decision {
+        let decision = self.decide_text(text, key, self.holding().held());
         let batch_only = self.holding() == Hold::MidBatch && self.state.pin().is_none();
         if !batch_only || decision.rewritten.is_some() || !self.seat.ctx.rules().has_translations() {
             return decision;
         }
-        let outside = self.decide_as(sql, key, false);
+        let outside = self.decide_text(text, key, false);
         let translated_here = outside.rewritten.is_some() && outside.pool() == Some(self.seat.pool.name());
         let refused = outside.kind == DecisionKind::Translation && matches!(outside.outcome, Outcome::Reject(_));
         if translated_here || refused {
@@ -111,14 +118,13 @@ impl Session {
     /// What a statement that runs tells the session: a read-only transaction, a write or a
     /// reset for read-your-writes, a change of how its SQL is tokenized; and the decision counts.
     /// `opens`: whether the statement opens a transaction block ([`super::begins_transaction`]).
-    fn observe_statement(&mut self, sql: &str, decision: &Decision, now: std::time::Instant, opens: bool) {
+    fn observe_statement(&mut self, text: &Text<'_>, decision: &Decision, now: std::time::Instant, opens: bool) {
+        let sql = text.sql;
         let in_transaction = self.progress.tx != TransactionStatus::Idle;
-        if self.read_only_view(sql, self.holding().held())
-            || (in_transaction && super::readonly::declares_read_only(sql))
-        {
+        if self.read_only_view(text, self.holding().held()) || (in_transaction && text.declares_read_only()) {
             self.progress.read_only_tx = true;
         }
-        self.note_fresh(sql);
+        self.note_fresh(text);
         let transaction = in_transaction || opens;
         let on_primary = decision.pool().is_some_and(|p| !self.seat.ctx.is_replica_pool(p));
         if transaction && !self.progress.read_only_tx && on_primary {
