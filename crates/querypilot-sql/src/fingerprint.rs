@@ -493,6 +493,17 @@ const PREV_SIGN: u8 = 1;
 const PREV_IS: u8 = 2;
 const PREV_NOT: u8 = 4;
 
+/// Whether a NULL or boolean literal, after the tokens `prev` describes, is syntax kept as
+/// written rather than a value: `IS NULL`, `NOT NULL`, `IS TRUE`, `IS NOT FALSE`.
+#[inline(always)]
+fn literal_is_syntax(kind: TokenKind, prev: [u8; 2]) -> bool {
+    match kind {
+        TokenKind::Null => prev[0] & (PREV_IS | PREV_NOT) != 0,
+        TokenKind::Bool => prev[0] & PREV_IS != 0 || (prev[0] & PREV_NOT != 0 && prev[1] & PREV_IS != 0),
+        _ => false,
+    }
+}
+
 /// The [`Normalizer::prev`] bits `t` (with [`roles`] `kw`) leaves: whether a `-`/`+` after it
 /// starts a signed number (after an operator, `(`, `,`, `;`, punctuation other than `]`, or a
 /// [`VALUE_KEYWORDS`] word) and whether it is the word `IS` or `NOT`.
@@ -534,6 +545,69 @@ pub(crate) struct Normalizer<'a, S> {
     limit: usize,
 }
 
+impl<'a, S: Sink<'a>> Writer<'a> for Normalizer<'a, S> {
+    #[inline(always)]
+    fn emit(&mut self, s: &str, fold: bool, before: Before, after: Last) {
+        if !self.mute {
+            if spaced(before, self.last) {
+                self.sink.space();
+            }
+            self.sink.text(s, fold);
+        }
+        self.last = after;
+    }
+
+    #[inline(always)]
+    fn shift(&mut self, bits: u8) {
+        self.prev = [bits, self.prev[0]];
+    }
+
+    fn scalar(&mut self, sign: Option<Token<'a>>, t: Token<'a>) {
+        self.sink.scalar(sign, t);
+    }
+}
+
+/// The writing half of both normalizing passes (this module's [`Normalizer`] and the fast pass):
+/// how a token kept as written, or a value's `?`, goes into the normalized text.
+trait Writer<'a> {
+    /// Writes `s`, after a space when it is [`spaced`] from what was written last; `after` is
+    /// what it leaves for the next token.
+    fn emit(&mut self, s: &str, fold: bool, before: Before, after: Last);
+    /// Notes the [`prev_bits`] of the token just behind.
+    fn shift(&mut self, bits: u8);
+    /// Tells the sink of a value that became `?` (with the sign folded into it, if any).
+    fn scalar(&mut self, sign: Option<Token<'a>>, t: Token<'a>);
+
+    fn plain(&mut self, t: Token<'a>) {
+        self.plain_as(t, roles(&t));
+    }
+
+    /// [`Writer::plain`] of a token whose [`roles`] are known.
+    #[inline(always)]
+    fn plain_as(&mut self, t: Token<'a>, kw: u8) {
+        let fold = matches!(t.kind, TokenKind::Word | TokenKind::Variable | TokenKind::Null | TokenKind::Bool);
+        let (before, after) = spacing(&t, kw);
+        self.emit(t.text, fold, before, after);
+        self.shift(prev_bits(&t, kw));
+    }
+
+    fn placeholder(&mut self, sign: Option<Token<'a>>, t: Token<'a>) {
+        self.scalar(sign, t);
+        self.emit("?", false, Before::Spaced, Last::Other);
+        self.shift(0);
+    }
+}
+
+/// Whether a token that sits `before` against what was written `last` is written after a space.
+#[inline(always)]
+fn spaced(before: Before, last: Last) -> bool {
+    match before {
+        Before::Spaced => !matches!(last, Last::Nothing | Last::Tight),
+        Before::Tight => false,
+        Before::AfterName => !matches!(last, Last::Nothing | Last::Tight | Last::Word),
+    }
+}
+
 impl<'a, S: Sink<'a>> Normalizer<'a, S> {
     pub(crate) fn in_mode(sql: &'a str, dialect: Dialect, mode: LexMode, sink: S) -> Self {
         Self::over(Lexer::new(sql, dialect).mode(mode), sink, sql.len().saturating_mul(2))
@@ -559,29 +633,6 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
         }
     }
 
-    #[inline(always)]
-    fn shift(&mut self, bits: u8) {
-        self.prev = [bits, self.prev[0]];
-    }
-
-    /// Writes `s` after the space the spacing rule asks for: `before` is how the token sits
-    /// against what was written last, `after` what it leaves for the next one.
-    #[inline(always)]
-    fn emit(&mut self, s: &str, fold: bool, before: Before, after: Last) {
-        let space = match before {
-            Before::Spaced => !matches!(self.last, Last::Nothing | Last::Tight),
-            Before::Tight => false,
-            Before::AfterName => !matches!(self.last, Last::Nothing | Last::Tight | Last::Word),
-        };
-        if !self.mute {
-            if space {
-                self.sink.space();
-            }
-            self.sink.text(s, fold);
-        }
-        self.last = after;
-    }
-
     /// Writes text that stands for no input token (`?`, a list marker): spaced like a value.
     fn emit_other(&mut self, s: &str) {
         self.emit(s, false, Before::Spaced, Last::Other);
@@ -601,12 +652,7 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
                 }
             }
             TokenKind::Number | TokenKind::String(_) | TokenKind::Param => self.placeholder(None, t),
-            TokenKind::Null if self.prev[0] & (PREV_IS | PREV_NOT) != 0 => self.plain(t),
-            TokenKind::Bool
-                if self.prev[0] & PREV_IS != 0 || (self.prev[0] & PREV_NOT != 0 && self.prev[1] & PREV_IS != 0) =>
-            {
-                self.plain(t)
-            }
+            TokenKind::Null | TokenKind::Bool if literal_is_syntax(t.kind, self.prev) => self.plain(t),
             TokenKind::Null | TokenKind::Bool => self.placeholder(None, t),
             TokenKind::Comment => {}
             TokenKind::Semicolon => self.semicolons(t),
@@ -651,25 +697,6 @@ impl<'a, S: Sink<'a>> Normalizer<'a, S> {
                 self.plain(t);
             }
         }
-    }
-
-    fn plain(&mut self, t: Token<'a>) {
-        self.plain_as(t, roles(&t));
-    }
-
-    /// [`Normalizer::plain`] of a token whose [`roles`] are known.
-    #[inline(always)]
-    fn plain_as(&mut self, t: Token<'a>, kw: u8) {
-        let fold = matches!(t.kind, TokenKind::Word | TokenKind::Variable | TokenKind::Null | TokenKind::Bool);
-        let (before, after) = spacing(&t, kw);
-        self.emit(t.text, fold, before, after);
-        self.shift(prev_bits(&t, kw));
-    }
-
-    fn placeholder(&mut self, sign: Option<Token<'a>>, t: Token<'a>) {
-        self.sink.scalar(sign, t);
-        self.emit_other("?");
-        self.shift(0);
     }
 
     /// After `IN`/`ARRAY`: if `open`, then only (signed) literals or parameters separated by commas,

@@ -11,8 +11,8 @@
 //! `/*! .. */` body — is handed over ([`Handover`]): the general pass continues from that token
 //! with this pass's state, which is the state it would have had there itself.
 
-use super::{keyword, load_le, lowercase_word, prev_bits, roles, spacing, Before, Last, Normalizer, Sink};
-use super::{KW_ARRAY, KW_IN, KW_VALUES, PREV_IS, PREV_NOT, PREV_SIGN};
+use super::{keyword, literal_is_syntax, load_le, lowercase_word, spaced, Before, Last, Normalizer, Sink, Writer};
+use super::{KW_ARRAY, KW_IN, KW_VALUES, PREV_SIGN};
 use crate::lexer::{is_ident_char, is_ident_start, is_op_char, is_space, literal_word_kind};
 use crate::lexer::{Lexer, StringKind, Token, TokenKind};
 use crate::mode::LexMode;
@@ -47,6 +47,43 @@ pub(super) struct Pass<'a, 's, S> {
     /// Normalized text not yet given to the sink: `out[..len]`.
     out: [u8; BUF],
     len: usize,
+}
+
+impl<'a, S: Sink<'a>> Writer<'a> for Pass<'a, '_, S> {
+    /// Into the buffer; never muted (no collapsed rows here).
+    #[inline(always)]
+    fn emit(&mut self, s: &str, fold: bool, before: Before, after: Last) {
+        let space = spaced(before, self.last);
+        self.last = after;
+        let need = s.len() + 1 + SLACK;
+        if self.len + need > BUF {
+            self.flush();
+            if need > BUF {
+                if space {
+                    self.sink.space();
+                }
+                self.sink.text(s, fold);
+                return;
+            }
+        }
+        if space {
+            self.put(b" ");
+        }
+        if fold {
+            self.put_folded(s.as_bytes());
+        } else {
+            self.put(s.as_bytes());
+        }
+    }
+
+    #[inline(always)]
+    fn shift(&mut self, bits: u8) {
+        self.prev = [bits, self.prev[0]];
+    }
+
+    fn scalar(&mut self, sign: Option<Token<'a>>, t: Token<'a>) {
+        self.sink.scalar(sign, t);
+    }
 }
 
 impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
@@ -207,12 +244,7 @@ impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
                 self.plain_as(t, kw);
             }
             TokenKind::Number | TokenKind::String(_) | TokenKind::Param => self.placeholder(None, t),
-            TokenKind::Null if self.prev[0] & (PREV_IS | PREV_NOT) != 0 => self.plain(t),
-            TokenKind::Bool
-                if self.prev[0] & PREV_IS != 0 || (self.prev[0] & PREV_NOT != 0 && self.prev[1] & PREV_IS != 0) =>
-            {
-                self.plain(t)
-            }
+            TokenKind::Null | TokenKind::Bool if literal_is_syntax(t.kind, self.prev) => self.plain(t),
             TokenKind::Null | TokenKind::Bool => self.placeholder(None, t),
             TokenKind::Comment => {}
             TokenKind::Semicolon => self.semicolon(t).ok_or(handover)?,
@@ -257,54 +289,6 @@ impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
         }
         self.plain(t);
         Some(())
-    }
-
-    fn plain(&mut self, t: Token<'a>) {
-        self.plain_as(t, roles(&t));
-    }
-
-    #[inline(always)]
-    fn plain_as(&mut self, t: Token<'a>, kw: u8) {
-        let fold = matches!(t.kind, TokenKind::Word | TokenKind::Variable | TokenKind::Null | TokenKind::Bool);
-        let (before, after) = spacing(&t, kw);
-        self.emit(t.text, fold, before, after);
-        self.prev = [prev_bits(&t, kw), self.prev[0]];
-    }
-
-    fn placeholder(&mut self, sign: Option<Token<'a>>, t: Token<'a>) {
-        self.sink.scalar(sign, t);
-        self.emit("?", false, Before::Spaced, Last::Other);
-        self.prev = [0, self.prev[0]];
-    }
-
-    /// [`super::Normalizer::emit`] (never muted: no collapsed rows here), into the buffer.
-    #[inline(always)]
-    fn emit(&mut self, s: &str, fold: bool, before: Before, after: Last) {
-        let space = match before {
-            Before::Spaced => !matches!(self.last, Last::Nothing | Last::Tight),
-            Before::Tight => false,
-            Before::AfterName => !matches!(self.last, Last::Nothing | Last::Tight | Last::Word),
-        };
-        self.last = after;
-        let need = s.len() + 1 + SLACK;
-        if self.len + need > BUF {
-            self.flush();
-            if need > BUF {
-                if space {
-                    self.sink.space();
-                }
-                self.sink.text(s, fold);
-                return;
-            }
-        }
-        if space {
-            self.put(b" ");
-        }
-        if fold {
-            self.put_folded(s.as_bytes());
-        } else {
-            self.put(s.as_bytes());
-        }
     }
 
     /// Appends `b`; the caller made room.
