@@ -55,6 +55,20 @@ sessions() {
         -c "SELECT sessions FROM pg_stat_database WHERE datname = '$DB'"
 }
 
+# Core 0 loads the function catalogs in the background once the router is up, and every core's
+# plan cache is cleared when they arrive. Under callgrind that can happen seconds after the port
+# answers, inside a counted run: on two cores it put two full parses (~670k instructions) into the
+# count. So counting starts only once the load has ended, one way or the other (its log line).
+export QUERYPILOT_LOG="warn,querypilot::session::context::udf=info"
+wait_catalogs() {
+    for _ in $(seq 1200); do
+        grep -q 'function volatility' "$BASE/router.log" && return
+        sleep 0.1
+    done
+    log "the router never reported loading its function catalogs; see $BASE/router.log"
+    exit 1
+}
+
 stop_router() {
     kill -TERM "$ROUTER_PID" 2>/dev/null || true
     wait "$ROUTER_PID" 2>/dev/null || true
@@ -76,6 +90,7 @@ for arg in "$@"; do
             # core that keeps entering its ring starves the other (two cores crawled, then hung).
             start_router "$BASE/router.toml" "$port" valgrind --tool=callgrind --fair-sched=yes --instr-atstart=no \
                 --callgrind-out-file="$out"
+            wait_catalogs
             s0=$(sessions)
             IFS=$'\t' read -r "ir[$cores]" "bg[$cores]" < <(count "$port" "$mode" "$out")
             logins[$cores]=$(($(sessions) - s0))
