@@ -34,13 +34,8 @@ DB=pgbench_split
 start_pg_pgbench qp-cpu-split "$DB" 10
 declare -A PORT PID
 TARGETS=()
-ROUTER_PIDS=()
-stop_all() {
-    for p in "${ROUTER_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${ROUTER_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    perf_cleanup
-}
-trap stop_all EXIT
+PIDS=()
+trap pids_then_perf_cleanup EXIT
 
 for arg in "$@"; do
     name=${arg%%=*} BIN=${arg#*=}
@@ -48,7 +43,7 @@ for arg in "$@"; do
     md5_pool_config "${PORT[$name]}" 0 "$DB" "$POOL" >"$BASE/$name.toml"
     start_router "$BASE/$name.toml" "${PORT[$name]}"
     PID[$name]=$ROUTER_PID
-    ROUTER_PIDS+=("$ROUTER_PID")
+    PIDS+=("$ROUTER_PID")
     ROUTER_PID=""
     TARGETS+=("$name")
 done
@@ -58,7 +53,7 @@ if [ "$PGBOUNCER" = 1 ]; then
     [ "$PIN_PGBOUNCER" = 1 ] && pin=(taskset -c 0)
     PGB_EXTRA="log_stats = 0" start_pgbouncer "$BASE/pgbouncer" "$DB" "${PORT[pgbouncer]}" "$POOL" "${pin[@]}"
     PID[pgbouncer]=$PGB_PID
-    ROUTER_PIDS+=("$PGB_PID")
+    PIDS+=("$PGB_PID")
     TARGETS+=(pgbouncer)
 fi
 
