@@ -38,6 +38,14 @@ perf_cleanup() {
     "$ROOT/tests/support/dbs.sh" down "$BASE" >/dev/null 2>&1 || true
 }
 
+# pids_then_perf_cleanup: an EXIT trap for scripts that run several proxies at once: stops the
+# processes in PIDS, then what perf_cleanup stops.
+pids_then_perf_cleanup() {
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    perf_cleanup
+}
+
 # start_mariadb_sysbench PREFIX TEST: a MariaDB primary and replica under a fresh
 # /tmp/PREFIX-XXXXXX (BASE) with sysbench TEST's tables prepared on the primary; exports MY_*
 # and SB_ARGS. Processes started later go in PIDS; an EXIT trap stops them and the databases.

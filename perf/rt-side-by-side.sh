@@ -37,12 +37,7 @@ MODES=${MODES:-simple extended prepared}
 DB=pgbench_rt
 start_pg_pgbench qp-rt "$DB" "$SCALE"
 PIDS=()
-cleanup_all() {
-    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    perf_cleanup
-}
-trap cleanup_all EXIT
+trap pids_then_perf_cleanup EXIT
 
 declare -A PORT PID
 TARGETS=(direct)

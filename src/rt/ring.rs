@@ -29,6 +29,11 @@ const CANCEL_OP: u64 = u64::MAX - 1;
 /// Submission queue size; the completion queue is twice that, and the kernel keeps overflowed
 /// completions (IORING_FEAT_NODROP) rather than losing them.
 const ENTRIES: u32 = 1024;
+/// The longest a wait that also counts on the completions of the posted sends it submits may
+/// last (see [`Ring::turn`]): such a send that finds its socket full completes only once the
+/// peer reads, and a real completion could otherwise wait for that or the loop's full wait.
+/// Unit tests wait longer, so that a peer thread's write comes within it on a loaded host.
+const QUIET_WAIT_MAX: Duration = if cfg!(test) { Duration::from_secs(1) } else { Duration::from_millis(1) };
 
 /// What the kernel may read or write while an operation is in flight; released only once the
 /// completion has arrived.
@@ -123,6 +128,8 @@ pub(super) struct Ring {
     /// (DEFER_TASKRUN with TASKRUN_FLAG): a turn that need not wait can then tell an enter that
     /// would do nothing, and skip it.
     flags_deferred: bool,
+    /// Posted sends queued since the last enter (see [`Ring::turn`]).
+    quiet_sends: u32,
     /// Stands in for a kernel before 5.19 in tests: a submission is refused with EBUSY while
     /// completions wait in the kernel's overflow list and the completion queue is full.
     #[cfg(test)]
@@ -171,6 +178,7 @@ impl Ring {
             efd_armed: false,
             reaped: Vec::new(),
             flags_deferred,
+            quiet_sends: 0,
             #[cfg(test)]
             refuse_while_overflowed: false,
         };
@@ -229,6 +237,7 @@ impl Ring {
 
     /// Queues `sqe` (its `user_data` is set here) with the resources it points into.
     fn start(&mut self, sqe: squeue::Entry, keep: Keep) -> usize {
+        let posted = matches!(keep, Keep::Posted { .. });
         let id = match self.free.pop() {
             Some(id) => id,
             None => {
@@ -242,8 +251,14 @@ impl Ring {
         }
         self.in_kernel += 1;
         let ud = self.user_data(id);
-        self.push(&sqe.user_data(ud));
+        self.push_counted(sqe.user_data(ud), posted);
         id
+    }
+
+    /// Queues `sqe`, counting it among the posted sends the next wait expects if it is one.
+    fn push_counted(&mut self, sqe: squeue::Entry, posted: bool) {
+        self.quiet_sends += u32::from(posted);
+        self.push(&sqe);
     }
 
     /// The slot index in the low half and the slot's generation in the high half, so a late
@@ -284,9 +299,21 @@ impl Ring {
     /// One `io_uring_enter`: submits every queued operation and waits up to `wait` (`None`:
     /// until something completes) for a completion. Then reaps every completion, waking their
     /// tasks.
+    ///
+    /// A posted send usually completes during the submission itself, and its completion wakes
+    /// no task: waiting for one completion would end the wait at once, for a turn with nothing
+    /// to do and a second enter (#39: one per request at one client). So a wait counts on
+    /// them: it ends at the first completion beyond the posted sends submitted. One that finds
+    /// its socket full holds that wait up to [`QUIET_WAIT_MAX`] at most.
     pub(super) fn turn(&mut self, wait: Option<Duration>) -> Reaped {
         // Completions set aside by `push` are ready already: do not wait for more.
         let wait = if self.reaped.is_empty() { wait } else { Some(Duration::ZERO) };
+        let quiet = std::mem::take(&mut self.quiet_sends);
+        let (want, wait) = match wait {
+            Some(d) if quiet > 0 && !d.is_zero() => (quiet.saturating_add(1), Some(d.min(QUIET_WAIT_MAX))),
+            None if quiet > 0 => (quiet.saturating_add(1), Some(QUIET_WAIT_MAX)),
+            other => (1, other),
+        };
         let res = match wait {
             // With TASKRUN_FLAG the kernel flags pending deferred completions and `submit` then
             // enters with GETEVENTS, which finishes them.
@@ -294,7 +321,7 @@ impl Ring {
             Some(d) if d.is_zero() => self.ring.submit(),
             Some(d) => {
                 let ts = types::Timespec::from(d);
-                self.ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts))
+                self.ring.submitter().submit_with_args(want as usize, &types::SubmitArgs::new().timespec(&ts))
             }
             None => self.ring.submit_and_wait(1),
         };
@@ -361,7 +388,7 @@ impl Ring {
         self.reaped = done;
         for (id, sqe) in rest {
             let ud = self.user_data(id);
-            self.push(&sqe.user_data(ud));
+            self.push_counted(sqe.user_data(ud), true);
         }
         if fired {
             self.arm_eventfd();

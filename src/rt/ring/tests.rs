@@ -89,3 +89,57 @@ fn a_burst_on_a_full_completion_queue_reaps_instead_of_spinning() {
     let done = rx.recv_timeout(Duration::from_secs(10)).expect("64 operations pushed through a 2-entry ring in time");
     assert_eq!(done, 64, "every operation completed, none lost in the overflow");
 }
+
+/// A ring with a posted send of `msg` and a receive into a buffer of its own queued on `socket`.
+fn posted_send_then_receive(efd: &OwnedFd, socket: &UnixStream, msg: &[u8]) -> (Ring, usize, usize) {
+    let mut ring = Ring::with_entries(efd.as_raw_fd(), 8).expect("io_uring");
+    let fd = socket.as_raw_fd();
+    let buf = msg.to_vec();
+    let sqe = opcode::Send::new(types::Fd(fd), buf.as_ptr(), buf.len() as u32).flags(libc::MSG_NOSIGNAL).build();
+    let send = ring.start(sqe, Keep::Posted { buf, sent: 0, fd });
+    let mut room = Vec::with_capacity(64);
+    let sqe = opcode::Recv::new(types::Fd(fd), room.as_mut_ptr(), 64).build();
+    let recv = ring.start(sqe, Keep::Buf(room));
+    (ring, send, recv)
+}
+
+#[test]
+fn a_wait_after_a_posted_send_ends_at_the_next_real_completion_not_at_the_sends() {
+    let efd = eventfd();
+    let (socket, peer) = UnixStream::pair().expect("socket pair");
+    let (mut ring, send, recv) = posted_send_then_receive(&efd, &socket, b"response");
+    // The peer, on a plain thread: sleeping there blocks no ring.
+    #[allow(clippy::disallowed_methods)]
+    let answer = std::thread::spawn(move || {
+        let mut got = [0u8; 8];
+        std::io::Read::read_exact(&mut &peer, &mut got).expect("the posted send arrives");
+        std::thread::sleep(Duration::from_millis(50));
+        std::io::Write::write_all(&mut &peer, b"next").expect("write");
+        (got, peer)
+    });
+    ring.turn(Some(Duration::from_secs(10)));
+    assert!(matches!(ring.slots.get(recv), Some(Slot::Done { res: 4, .. })), "one turn waited for the receive");
+    assert!(matches!(ring.slots.get(send), Some(Slot::Done { res: 8, .. })), "and reaped the send");
+    let (got, _peer) = answer.join().expect("peer");
+    assert_eq!(&got, b"response");
+    ring.shut_down(Duration::from_secs(5));
+}
+
+#[test]
+fn a_posted_send_that_finds_its_socket_full_holds_a_wait_only_briefly() {
+    let efd = eventfd();
+    let (socket, _peer) = UnixStream::pair().expect("socket pair");
+    socket.set_nonblocking(true).expect("nonblocking");
+    let chunk = [0u8; 4096];
+    while std::io::Write::write(&mut &socket, &chunk).is_ok() {}
+    // Blocking again, as every socket of the loop: the send below waits for room in the kernel.
+    socket.set_nonblocking(false).expect("blocking");
+    let (mut ring, send, recv) = posted_send_then_receive(&efd, &socket, b"stuck");
+    let t0 = std::time::Instant::now();
+    ring.turn(Some(Duration::from_secs(30)));
+    let waited = t0.elapsed();
+    assert!(waited < Duration::from_secs(10), "the wait was cut short, not held for the loop's 30 s: {waited:?}");
+    assert!(matches!(ring.slots.get(send), Some(Slot::Pending { .. })), "the send still waits for room");
+    assert!(matches!(ring.slots.get(recv), Some(Slot::Pending { .. })), "and the receive for bytes");
+    ring.shut_down(Duration::from_secs(5));
+}
