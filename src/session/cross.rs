@@ -36,11 +36,11 @@ pub(super) async fn send(conn: &mut Conn, bytes: &[u8]) -> Result<(), RelayError
     rt::write_all(&mut conn.stream, bytes).await.map_err(|e| RelayError::BackendClosed(Some(e)))
 }
 
-/// Reads one whole PostgreSQL message, returned as (tag, body) copies: for the small control
-/// paths.
-pub(super) async fn pg_frame(conn: &mut Conn) -> Result<(u8, Vec<u8>), RelayError> {
+/// Reads one whole PostgreSQL message of at most `max` bytes, returned as (tag, body) copies:
+/// for the small control paths.
+pub(super) async fn pg_frame(conn: &mut Conn, max: usize) -> Result<(u8, Vec<u8>), RelayError> {
     loop {
-        if let Some(f) = decode_frame(&conn.rbuf, MAX_BACKEND_FRAME).map_err(malformed)? {
+        if let Some(f) = decode_frame(&conn.rbuf, max).map_err(malformed)? {
             let (tag, body, n) = (f.tag, f.body.to_vec(), f.total_len);
             conn.rbuf.drain(..n);
             return Ok((tag, body));
@@ -49,10 +49,10 @@ pub(super) async fn pg_frame(conn: &mut Conn) -> Result<(u8, Vec<u8>), RelayErro
     }
 }
 
-/// Reads one logical MySQL payload and its last sequence id.
-pub(super) async fn my_payload(conn: &mut Conn) -> Result<(Vec<u8>, u8), RelayError> {
+/// Reads one logical MySQL payload of at most `max` bytes and its last sequence id.
+pub(super) async fn my_payload(conn: &mut Conn, max: usize) -> Result<(Vec<u8>, u8), RelayError> {
     loop {
-        if let Some(f) = decode_payload(&conn.rbuf, MAX_BACKEND_FRAME).map_err(malformed)? {
+        if let Some(f) = decode_payload(&conn.rbuf, max).map_err(malformed)? {
             let (payload, seq, n) = (f.payload.into_owned(), f.last_seq, f.consumed);
             conn.rbuf.drain(..n);
             return Ok((payload, seq));

@@ -121,7 +121,8 @@ impl Session {
         mut on: impl FnMut(u8, BackendMessage<'_>) -> Result<(), RelayError>,
     ) -> Result<(), RelayError> {
         loop {
-            let (tag, body) = cross::pg_frame(self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
+            let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+            let (tag, body) = cross::pg_frame(conn, MAX_BACKEND_FRAME).await?;
             match BackendMessage::decode(&Frame::new(tag, &body)).map_err(malformed)? {
                 BackendMessage::ReadyForQuery(tx) => {
                     self.foreign.bridge.tx = tx;

@@ -95,7 +95,8 @@ impl Session {
 
     /// Reads one logical payload and its last sequence id.
     pub(super) async fn my_payload(&mut self) -> Result<(Vec<u8>, u8), RelayError> {
-        cross::my_payload(self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await
+        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        cross::my_payload(conn, MAX_BACKEND_FRAME).await
     }
 
     /// Sends `cmd` and feeds its whole response through `writer` into `out`; with `flush`
