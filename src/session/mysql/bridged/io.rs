@@ -19,6 +19,7 @@ use crate::session::engine::after::{self, Commits, StatementEnd, TxMove};
 use crate::session::engine::ryw;
 use crate::session::error::RelayError;
 use crate::session::placement::Placed;
+use crate::session::state::quote_ident;
 use crate::sql::analyze::Operation;
 
 use super::super::route::Rewrite;
@@ -45,18 +46,6 @@ pub(super) enum Unseen {
     /// Sent as `BEGIN`, the statement, [`PG_XACT_PROBE`], `COMMIT`: one round trip, and the
     /// probe's answer says whether its commit leaves a position.
     Wrapped,
-}
-
-/// Double-quotes a PostgreSQL identifier.
-pub(super) fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// A PostgreSQL string literal read the same under either `standard_conforming_strings`; `None`
-/// for a NUL, which PostgreSQL text cannot hold.
-pub(super) fn quote_literal(text: &str) -> Option<String> {
-    let mut out = String::with_capacity(text.len() + 3);
-    crate::sql::requote::encode(text, crate::sql::requote::Target::Postgres, &mut out).ok().map(|()| out)
 }
 
 impl Session {
