@@ -30,6 +30,7 @@ use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::cross;
 use crate::session::engine::prepared::{self as engine, Refusal};
+use crate::session::engine::text::Text;
 use crate::session::error::RelayError;
 use crate::session::loss;
 use crate::session::placement::Placed;
@@ -445,7 +446,7 @@ impl Session {
         if let Some(e) = self.statement_pooling_refusal(&origin) {
             e.encode(1, &mut self.io.out);
             return Ok(());
-        } else if self.on_deferrable(&origin) {
+        } else if self.on_deferrable(&Text::mysql(&origin)) {
             return Ok(()); // a read-only start held back as its text form is (#34)
         }
         if self.tx.cursor.is_some() {
