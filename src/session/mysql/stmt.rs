@@ -220,7 +220,7 @@ async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec
     for n in [ok.num_params, ok.num_columns] {
         if n > 0 {
             for _ in 0..=n {
-                cross::my_payload(conn, SILENT_MAX).await?.0;
+                cross::my_payload(conn, SILENT_MAX).await?;
             }
         }
     }
