@@ -1,5 +1,6 @@
 //! Per-listener admission: how many client connections each listener holds, process-wide,
-//! against its `max_client_connections`.
+//! against its `max_client_connections`; and what its TLS settings demand of a client, for
+//! both wires to word.
 //!
 //! Like the pools' connection budgets this is one atomic per listener shared by every core:
 //! the cap is for the whole process while sessions stay on the core that accepted them, and
@@ -9,7 +10,39 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crate::config::Listener;
+use crate::config::{ClientTls, Config, Listener, TlsServer};
+use crate::rt::Accepted;
+use crate::session::CoreContext;
+
+/// The server configuration new handshakes on `listener` use: the current snapshot's, so a
+/// reloaded certificate serves the next handshake (#38). `None` when it terminates no TLS.
+pub(super) fn server_tls(ctx: &CoreContext, listener: usize) -> Option<TlsServer> {
+    ctx.config().listeners.get(listener).and_then(|l| l.tls.server.clone())
+}
+
+/// Why a listener's TLS settings (#38) turn a client away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TlsRefusal {
+    /// `tls = "require"`, and the connection is not encrypted.
+    Unencrypted,
+    /// `tls_client_cert_user`, and no client certificate has the user as its CN or a DNS SAN.
+    NoCertificate,
+}
+
+/// What `listener`'s TLS settings say of a client logging in as `user` over `tls` (`None`:
+/// unencrypted).
+pub(super) fn tls_refusal(config: &Config, listener: usize, tls: Option<&Accepted>, user: &str) -> Option<TlsRefusal> {
+    let settings = &config.listeners.get(listener)?.tls;
+    if settings.mode == ClientTls::Require && tls.is_none() {
+        return Some(TlsRefusal::Unencrypted);
+    }
+    let certificate = tls.and_then(|t| t.client_certificate.as_ref());
+    if settings.client_cert_user && !certificate.is_some_and(|c| crate::auth::certificate::names_user(c, user)) {
+        tracing::info!(user, "login refused: no client certificate naming the user");
+        return Some(TlsRefusal::NoCertificate);
+    }
+    None
+}
 
 /// The open-connection count and cap of every listener, in config order.
 #[derive(Debug)]

@@ -8,7 +8,8 @@ use std::rc::Rc;
 use crate::pool::{Conn, CorePool};
 use crate::protocol::mysql::decode_payload;
 use crate::protocol::pg::decode_frame;
-use crate::rt;
+use crate::rt::{self, Stream};
+use crate::session::driver::CLIENT_FLUSH_AT;
 use crate::session::error::RelayError;
 use crate::session::placement::Seat;
 
@@ -35,11 +36,11 @@ pub(super) async fn send(conn: &mut Conn, bytes: &[u8]) -> Result<(), RelayError
     rt::write_all(&mut conn.stream, bytes).await.map_err(|e| RelayError::BackendClosed(Some(e)))
 }
 
-/// Reads one whole PostgreSQL message, returned as (tag, body) copies: for the small control
-/// paths.
-pub(super) async fn pg_frame(conn: &mut Conn) -> Result<(u8, Vec<u8>), RelayError> {
+/// Reads one whole PostgreSQL message of at most `max` bytes, returned as (tag, body) copies:
+/// for the small control paths.
+pub(super) async fn pg_frame(conn: &mut Conn, max: usize) -> Result<(u8, Vec<u8>), RelayError> {
     loop {
-        if let Some(f) = decode_frame(&conn.rbuf, MAX_BACKEND_FRAME).map_err(malformed)? {
+        if let Some(f) = decode_frame(&conn.rbuf, max).map_err(malformed)? {
             let (tag, body, n) = (f.tag, f.body.to_vec(), f.total_len);
             conn.rbuf.drain(..n);
             return Ok((tag, body));
@@ -48,13 +49,77 @@ pub(super) async fn pg_frame(conn: &mut Conn) -> Result<(u8, Vec<u8>), RelayErro
     }
 }
 
-/// Reads one logical MySQL payload and its last sequence id.
-pub(super) async fn my_payload(conn: &mut Conn) -> Result<(Vec<u8>, u8), RelayError> {
+/// Reads one logical MySQL payload of at most `max` bytes and its last sequence id.
+pub(super) async fn my_payload(conn: &mut Conn, max: usize) -> Result<(Vec<u8>, u8), RelayError> {
     loop {
-        if let Some(f) = decode_payload(&conn.rbuf, MAX_BACKEND_FRAME).map_err(malformed)? {
+        if let Some(f) = decode_payload(&conn.rbuf, max).map_err(malformed)? {
             let (payload, seq, n) = (f.payload.into_owned(), f.last_seq, f.consumed);
             conn.rbuf.drain(..n);
             return Ok((payload, seq));
+        }
+        read_more(conn).await?;
+    }
+}
+
+/// The write half of a bridged result: what the client gets for the other protocol's backend
+/// units, which it cuts from the connection's bytes itself (the read half).
+pub(super) trait Translate {
+    /// What the result ended with.
+    type End;
+
+    /// Feeds the whole backend units at the front of `bytes` into `out`, stopping at the
+    /// result's end, or after a unit the backend waits for an answer to (put in `reply`).
+    /// Returns the bytes taken, and the end once reached.
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<u8>,
+        reply: &mut Vec<u8>,
+    ) -> Result<(usize, Option<Self::End>), RelayError>;
+
+    /// Whether the client was sent the backend's error.
+    fn errored(&self) -> bool;
+}
+
+/// Where a bridged result's client bytes go: `out`, written to `client` whenever it reaches
+/// [`CLIENT_FLUSH_AT`] when given one (then `out` is what the client gets next, in order).
+pub(super) struct Sink<'a> {
+    pub out: &'a mut Vec<u8>,
+    pub client: Option<&'a mut Stream>,
+    /// Whether some of `out` was written to the client.
+    pub flushed: bool,
+}
+
+/// Streams the result of what was sent on `seat`'s connection through `t` into `sink`, the one
+/// loop of both bridged directions; the statement is no longer cancellable once it ended.
+pub(super) async fn stream<T: Translate>(
+    seat: &mut Seat,
+    t: &mut T,
+    sink: &mut Sink<'_>,
+) -> Result<T::End, RelayError> {
+    let mut reply = Vec::new();
+    loop {
+        let conn = seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        let (taken, end) = t.feed(&conn.rbuf, sink.out, &mut reply)?;
+        conn.rbuf.drain(..taken);
+        if let Some(end) = end {
+            seat.cancel.slot.set_running(None);
+            if t.errored() {
+                seat.pool.counters.backend_error(); // metrics: the client got the error
+            }
+            return Ok(end);
+        }
+        if !reply.is_empty() {
+            send(conn, &reply).await?;
+            reply.clear();
+            continue;
+        }
+        if let Some(client) = sink.client.as_deref_mut().filter(|_| sink.out.len() >= CLIENT_FLUSH_AT) {
+            // A client that went away is noticed at its next read; the backend's response is
+            // still drained so the connection stays usable.
+            let _ = rt::write_all(client, sink.out).await;
+            sink.out.clear();
+            sink.flushed = true;
         }
         read_more(conn).await?;
     }

@@ -255,16 +255,23 @@ impl SessionState {
     }
 }
 
+/// `SET name TO value`. A value with a NUL, which neither a startup packet nor a ParameterStatus
+/// can carry, would be the server's default.
 fn set_stmt(name: &str, value: &str) -> String {
-    format!("SET {} TO {}", quote_ident(name), quote_literal(value))
+    let value = quote_literal(value).unwrap_or_else(|| "DEFAULT".to_owned());
+    format!("SET {} TO {value}", quote_ident(name))
 }
 
-fn quote_ident(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
+/// Double-quotes a PostgreSQL identifier.
+pub(super) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-fn quote_literal(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
+/// A PostgreSQL string literal read the same under either `standard_conforming_strings`; `None`
+/// for a NUL, which PostgreSQL text cannot hold.
+pub(super) fn quote_literal(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len() + 3);
+    crate::sql::requote::encode(text, crate::sql::requote::Target::Postgres, &mut out).ok().map(|()| out)
 }
 
 #[cfg(test)]

@@ -17,11 +17,12 @@ use crate::pool::{Conn, ConnInfo, CorePool};
 use crate::protocol::mysql::capability::CLIENT_DEPRECATE_EOF;
 use crate::protocol::mysql::command::COM_QUERY;
 use crate::protocol::mysql::response::{classify_response, classify_row, ResponseKind, RowKind};
-use crate::protocol::mysql::{decode_payload, decode_text_row, encode_packets, ErrPacket};
+use crate::protocol::mysql::{decode_text_row, encode_packets, ErrPacket};
 use crate::protocol::pg::notice::peek_sqlstate;
-use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame};
+use crate::protocol::pg::{frontend, BackendMessage, Frame};
 use crate::routing::{dialect, Catalogs};
 use crate::rt;
+use crate::session::cross;
 use crate::sql::volatility::{
     parse_mysql_udf_row, parse_pg_udf_row, FunctionCatalog, UdfRow, Volatility, MYSQL_UDF_QUERY, PG_UDF_QUERY,
 };
@@ -30,8 +31,6 @@ use crate::sql::volatility::{
 const LOAD_TIMEOUT: Duration = Duration::from_secs(15);
 /// Largest response message accepted (catalog rows are small).
 const MAX_MESSAGE: usize = 1 << 24;
-/// Bytes read from the socket at a time.
-const READ_CHUNK: usize = 16 * 1024;
 
 impl CoreContext {
     /// The built-in catalogs extended with the functions of each protocol's primary pool.
@@ -111,49 +110,24 @@ async fn load_rows(pool: &Rc<CorePool>, protocol: Protocol) -> Result<Vec<UdfRow
     res
 }
 
-/// Reads until `conn.rbuf[*pos..]` starts with a whole PostgreSQL message; returns its length.
-async fn pg_message(conn: &mut Conn, pos: &mut usize) -> Result<usize, String> {
-    loop {
-        match decode_frame(conn.rbuf.get(*pos..).unwrap_or_default(), MAX_MESSAGE) {
-            Ok(Some(f)) => return Ok(f.total_len),
-            Ok(None) => {}
-            Err(e) => return Err(format!("bad backend message: {e}")),
-        }
-        conn.rbuf.drain(..*pos);
-        *pos = 0;
-        match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
-            Ok(0) => return Err("backend closed the connection".into()),
-            Err(e) => return Err(e.to_string()),
-            Ok(_) => {}
-        }
-    }
-}
-
 /// [`PG_UDF_QUERY`] as a simple query, up to ReadyForQuery.
 async fn pg_rows(conn: &mut Conn) -> Result<Vec<UdfRow>, String> {
     let mut out = Vec::with_capacity(PG_UDF_QUERY.len() + 8);
     frontend::encode_query(PG_UDF_QUERY, &mut out).map_err(|e| e.to_string())?;
     rt::write_all(&mut conn.stream, &out).await.map_err(|e| e.to_string())?;
-    let (mut rows, mut failure, mut pos) = (Vec::new(), None, 0usize);
+    let (mut rows, mut failure) = (Vec::new(), None);
     loop {
-        let len = pg_message(conn, &mut pos).await?;
-        let bytes = conn.rbuf.get(pos..pos + len).unwrap_or_default();
-        if let Ok(Some(frame)) = decode_frame(bytes, MAX_MESSAGE) {
-            match frame.tag {
-                server::DATA_ROW => rows.extend(pg_udf_row(&frame)),
-                server::ERROR_RESPONSE => {
-                    let code = peek_sqlstate(frame.body).unwrap_or("XX000");
-                    failure = Some(format!("the catalog query failed (SQLSTATE {code})"));
-                }
-                server::READY_FOR_QUERY => {
-                    pos += len;
-                    conn.rbuf.drain(..pos);
-                    return failure.map_or(Ok(rows), Err);
-                }
-                _ => {}
+        let (tag, body) = cross::pg_frame(conn, MAX_MESSAGE).await.map_err(|e| e.to_string())?;
+        let frame = Frame::new(tag, &body);
+        match tag {
+            server::DATA_ROW => rows.extend(pg_udf_row(&frame)),
+            server::ERROR_RESPONSE => {
+                let code = peek_sqlstate(frame.body).unwrap_or("XX000");
+                failure = Some(format!("the catalog query failed (SQLSTATE {code})"));
             }
+            server::READY_FOR_QUERY => return failure.map_or(Ok(rows), Err),
+            _ => {}
         }
-        pos += len;
     }
 }
 
@@ -169,23 +143,7 @@ fn pg_udf_row(frame: &Frame<'_>) -> Option<UdfRow> {
 
 /// Reads one whole MySQL payload from `conn`.
 async fn mysql_payload(conn: &mut Conn) -> Result<Vec<u8>, String> {
-    loop {
-        match decode_payload(&conn.rbuf, MAX_MESSAGE) {
-            Ok(Some(f)) => {
-                let payload = f.payload.into_owned();
-                let n = f.consumed;
-                conn.rbuf.drain(..n);
-                return Ok(payload);
-            }
-            Ok(None) => {}
-            Err(e) => return Err(format!("bad backend packet: {e}")),
-        }
-        match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
-            Ok(0) => return Err("backend closed the connection".into()),
-            Err(e) => return Err(e.to_string()),
-            Ok(_) => {}
-        }
-    }
+    cross::my_payload(conn, MAX_MESSAGE).await.map(|(payload, _)| payload).map_err(|e| e.to_string())
 }
 
 /// [`MYSQL_UDF_QUERY`] as `COM_QUERY`, up to the end of its result set.

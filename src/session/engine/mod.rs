@@ -12,6 +12,7 @@ pub mod release;
 pub mod retry;
 pub mod route;
 pub mod ryw;
+pub mod text;
 
 #[cfg(test)]
 mod tests;

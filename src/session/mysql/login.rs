@@ -7,13 +7,12 @@
 use std::cell::Cell;
 use std::net::IpAddr;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::state::{names_for_collation, MyState};
 use super::Session;
 use crate::auth::{Denial, Verifier};
-use crate::config::{ClientTls, Config, Pool as PoolConfig, Protocol};
+use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::id::CancelKey;
 use crate::id::Token;
 use crate::metrics::AuthFailure;
@@ -31,6 +30,7 @@ use crate::protocol::mysql::{
 };
 use crate::routing::causal::{parse_token, TOKEN_NAME};
 use crate::rt::{self, Stream};
+use crate::session::admission::{server_tls, tls_refusal, TlsRefusal};
 use crate::session::client_error::MyClientError;
 use crate::session::driver::ClientIo;
 use crate::session::secret::{failure_of, login_failed, stored_secret, Source, Stored};
@@ -254,12 +254,6 @@ pub(super) fn causal_attribute(attrs: Option<&ConnectAttrs<'_>>) -> Result<Optio
         .map_err(|e| MyClientError::new(super::causal::ER_WRONG_VALUE_FOR_VAR, e.to_string()))
 }
 
-/// The server configuration new handshakes on `listener` use: the current snapshot's, so a
-/// reloaded certificate serves the next handshake (#38). `None` when it terminates no TLS.
-fn server_tls(ctx: &CoreContext, listener: usize) -> Option<Arc<rustls::ServerConfig>> {
-    ctx.config().listeners.get(listener).and_then(|l| l.tls.server.as_ref()).map(|s| s.config.clone())
-}
-
 /// The client's HandshakeResponse (protocol "Connection Phase"): the packet after the greeting,
 /// or, when that is an SSLRequest (the response's first 32 bytes with `CLIENT_SSL`) to a
 /// greeting that offered SSL, the packet after the TLS handshake that follows it, read over
@@ -271,7 +265,7 @@ async fn handshake_response(ctx: &Rc<CoreContext>, client: &mut Client, offered:
     if SslRequest::detect(&reply).is_none() {
         return Ok(reply);
     }
-    let server = if offered & CLIENT_SSL != 0 { server_tls(ctx, client.listener) } else { None };
+    let server = if offered & CLIENT_SSL != 0 { server_tls(ctx, client.listener).map(|s| s.config) } else { None };
     let Some(server) = server else {
         let message = "SSL is not supported on this listener (its tls is \"disable\"); connect without TLS (e.g. --skip-ssl / ssl-mode=DISABLED)";
         return Err(Some(MyClientError::new(ER_HANDSHAKE_ERROR, message)));
@@ -292,19 +286,14 @@ async fn handshake_response(ctx: &Rc<CoreContext>, client: &mut Client, offered:
 /// `require_secure_transport`), with `tls_client_cert_user` a client certificate whose CN or a
 /// DNS SAN is `user` (refused as a wrong password is).
 fn tls_admission(config: &Config, client: &Client, user: &str, token_empty: bool) -> Result<(), MyClientError> {
-    let Some(tls) = config.listeners.get(client.listener).map(|l| &l.tls) else { return Ok(()) };
-    if tls.mode == ClientTls::Require && client.tls.is_none() {
-        return Err(MyClientError::new(
+    match tls_refusal(config, client.listener, client.tls.as_ref(), user) {
+        Some(TlsRefusal::Unencrypted) => Err(MyClientError::new(
             ER_SECURE_TRANSPORT_REQUIRED,
             "Connections using insecure transport are prohibited while --require_secure_transport=ON.",
-        ));
+        )),
+        Some(TlsRefusal::NoCertificate) => Err(access_denied((user, client.peer_ip()), token_empty)),
+        None => Ok(()),
     }
-    let certificate = client.tls.as_ref().and_then(|t| t.client_certificate.as_ref());
-    if tls.client_cert_user && !certificate.is_some_and(|c| crate::auth::certificate::names_user(c, user)) {
-        tracing::info!(user, "login refused: no client certificate naming the user");
-        return Err(access_denied((user, client.peer_ip()), token_empty));
-    }
-    Ok(())
 }
 
 /// Sends the client the server's greeting, in the name of the default pool's backends.

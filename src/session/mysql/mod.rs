@@ -52,6 +52,7 @@ use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CH
 use crate::session::engine::after::{Commits, StatementEnd, TxMove};
 use crate::session::engine::hold::{Exchange, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts, Unfit};
+use crate::session::engine::text::Text;
 use crate::session::error::RelayError;
 use crate::session::give_back::give_back;
 use crate::session::lend::Lent;
@@ -62,12 +63,6 @@ use crate::sql::analyze::{session_effects, Effect, Effects, PinReason};
 use crate::sql::Dialect;
 use relay::{Grammar, Outcome};
 use state::MyState;
-
-/// Whether `sql`, one statement, is a `BEGIN` or `START TRANSACTION` (not `XA START`, whose
-/// transaction the client names and may resume elsewhere).
-fn is_lone_begin(sql: &str) -> bool {
-    matches!(crate::sql::analyze::opens_transaction(sql, Dialect::MySql), Some("BEGIN" | "START TRANSACTION"))
-}
 
 /// `ER_CONNECTION_KILLED`: the session was ended by an operator's KILL.
 pub(super) const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, sql_state: *b"70100" };
@@ -463,7 +458,9 @@ impl Session {
 
     async fn on_query(&mut self, payload: &[u8], body: &[u8]) -> Result<(), End> {
         let sql = String::from_utf8_lossy(body);
-        if self.on_token_query(&sql) || self.on_deferrable(&sql) {
+        // Read as a transaction statement once, for all that asks below (#39).
+        let text = Text::mysql(&sql);
+        if self.on_token_query(&sql) || self.on_deferrable(&text) {
             return Ok(()); // causal token (#22), read-only transaction start (#34)
         }
         if let Some((id, connection)) = kill::parse_kill(&sql) {
@@ -498,7 +495,7 @@ impl Session {
         self.seat.digest.begin(routed.fingerprint, &sql, rt::now());
         let outcome = match routed.rewritten {
             None if routed.detour => self.detour(payload, grammar).await?,
-            None if count == 1 && self.tx.status & SERVER_STATUS_IN_TRANS == 0 && is_lone_begin(&sql) => {
+            None if count == 1 && self.tx.status & SERVER_STATUS_IN_TRANS == 0 && text.is_lone_begin() => {
                 self.run_command_sent(payload, grammar, effects, release::BEGIN_ATTEMPTS).await?
                 // #40
             }

@@ -19,9 +19,9 @@ use crate::protocol::mysql::response::{
 };
 use crate::protocol::mysql::{encode_packets, OkPacket};
 use crate::session::client_error::MyClientError;
+use crate::session::engine::text::Text;
 use crate::session::placement::Placed;
-use crate::sql::analyze::{transaction_statement, AccessMode, TxKind};
-use crate::sql::Dialect;
+use crate::sql::analyze::{AccessMode, TxKind};
 
 /// A statement the router answered and holds back until the transaction's first statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,13 +63,13 @@ enum Shape {
 /// split session passes here.
 const SHAPE_MAX: usize = 256;
 
-/// Reads one statement's shape ([`transaction_statement`]): only what the router can say again
+/// Reads one statement's shape (its transaction reading): only what the router can say again
 /// in its own words is deferred; anything else goes to the server as it is.
-fn shape(sql: &str) -> Shape {
-    if sql.len() > SHAPE_MAX {
+fn shape(text: &Text<'_>) -> Shape {
+    if text.sql.len() > SHAPE_MAX {
         return Shape::Other;
     }
-    let Some(t) = transaction_statement(sql, Dialect::MySql).filter(|t| t.plain) else { return Shape::Other };
+    let Some(t) = text.transaction().filter(|t| t.plain) else { return Shape::Other };
     match t.kind {
         TxKind::Begin => Shape::Begin { read_only: t.access.map(|a| a == AccessMode::ReadOnly), snapshot: t.snapshot },
         TxKind::SetTransaction if t.access == Some(AccessMode::ReadOnly) => Shape::NextReadOnly,
@@ -80,14 +80,14 @@ fn shape(sql: &str) -> Shape {
 
 impl Session {
     /// Answers and holds back a read-only transaction start (see the module header), and the
-    /// `COMMIT`/`ROLLBACK` of one that ran nothing; `false` when `sql` is not one of those or
+    /// `COMMIT`/`ROLLBACK` of one that ran nothing; `false` when `text` is not one of those or
     /// the session cannot defer it, and the statement goes on as usual.
-    pub(super) fn on_deferrable(&mut self, sql: &str) -> bool {
+    pub(super) fn on_deferrable(&mut self, text: &Text<'_>) -> bool {
         let deferred = self.tx.deferred;
         if deferred.is_none() && !self.may_defer() {
             return false;
         }
-        let next = match (shape(sql), deferred) {
+        let next = match (shape(text), deferred) {
             // An empty transaction ends, or a `SET TRANSACTION` is spent by a COMMIT (as the
             // server resets one-shot characteristics there).
             (Shape::End, Some(_)) => None,

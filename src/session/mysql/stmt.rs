@@ -24,11 +24,13 @@ use crate::protocol::mysql::response::{
     SERVER_MORE_RESULTS_EXISTS, SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_LAST_ROW_SENT,
 };
 use crate::protocol::mysql::tracking::untrack_ok;
-use crate::protocol::mysql::{decode_payload, encode_packets, StmtPrepareOk};
+use crate::protocol::mysql::{encode_packets, StmtPrepareOk};
 use crate::routing::StatementKey;
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::cross;
 use crate::session::engine::prepared::{self as engine, Refusal};
+use crate::session::engine::text::Text;
 use crate::session::error::RelayError;
 use crate::session::loss;
 use crate::session::placement::Placed;
@@ -61,27 +63,6 @@ fn info(conn: &mut Conn) -> Option<&mut crate::pool::MyInfo> {
     }
 }
 
-/// Reads one logical payload from `conn` (drained from its buffer).
-async fn read_payload(conn: &mut Conn) -> Result<Vec<u8>, RelayError> {
-    loop {
-        match decode_payload(&conn.rbuf, SILENT_MAX) {
-            Ok(Some(f)) => {
-                let p = f.payload.into_owned();
-                let n = f.consumed;
-                conn.rbuf.drain(..n);
-                return Ok(p);
-            }
-            Ok(None) => {}
-            Err(e) => return Err(RelayError::Malformed(e.to_string())),
-        }
-        match rt::read_some(&mut conn.stream, &mut conn.rbuf, 16 * 1024).await {
-            Ok(0) => return Err(RelayError::BackendClosed(None)),
-            Err(e) => return Err(RelayError::BackendClosed(Some(e))),
-            Ok(_) => {}
-        }
-    }
-}
-
 /// Notes on `conn` what the OK or final EOF `end` of a silent command reports (`eof`: an
 /// EOF); whether more results follow. The connection's flags follow what a replayed SET or a
 /// reset did to its sql_mode, which decides how its next statement is lexed (#19).
@@ -102,9 +83,9 @@ fn status(ok_or_eof: &[u8]) -> Option<u16> {
 async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, RelayError> {
     let mut out = Vec::with_capacity(payload.len() + 4);
     encode_packets(payload, 0, &mut out);
-    rt::write_all(&mut conn.stream, &out).await.map_err(|e| RelayError::BackendClosed(Some(e)))?;
+    cross::send(conn, &out).await?;
     loop {
-        let first = read_payload(conn).await?;
+        let first = cross::my_payload(conn, SILENT_MAX).await?.0;
         match first.first() {
             Some(0xFF) => return Ok(Some(first)),
             Some(0x00) if !settled(conn, &first, false) => return Ok(None),
@@ -115,7 +96,7 @@ async fn silent(conn: &mut Conn, payload: &[u8]) -> Result<Option<Vec<u8>>, Rela
                 // A result set: skip column definitions and rows up to the final EOF.
                 let mut eofs = 0;
                 loop {
-                    let p = read_payload(conn).await?;
+                    let p = cross::my_payload(conn, SILENT_MAX).await?.0;
                     if p.first() == Some(&0xFF) {
                         return Ok(Some(p));
                     }
@@ -189,7 +170,7 @@ pub(super) async fn collect_owed_gtid(conn: &mut Conn, db: &str) -> Option<Commi
     let mut out = Vec::with_capacity(init.len() + 4);
     encode_packets(&init, 0, &mut out);
     rt::write_all(&mut conn.stream, &out).await.ok()?;
-    let ok = read_payload(conn).await.ok()?;
+    let ok = cross::my_payload(conn, SILENT_MAX).await.ok()?.0;
     let changed = status(&ok).is_some_and(|s| s & SERVER_SESSION_STATE_CHANGED != 0);
     let i = info(conn).filter(|_| changed && ok.first() == Some(&0x00))?;
     let gtid = untrack_ok(&ok, i.capabilities).ok()?.gtid;
@@ -230,8 +211,8 @@ async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec
     let payload = [&[COM_STMT_PREPARE][..], sql].concat();
     let mut out = Vec::with_capacity(payload.len() + 4);
     encode_packets(&payload, 0, &mut out);
-    rt::write_all(&mut conn.stream, &out).await.map_err(|e| RelayError::BackendClosed(Some(e)))?;
-    let first = read_payload(conn).await?;
+    cross::send(conn, &out).await?;
+    let first = cross::my_payload(conn, SILENT_MAX).await?.0;
     if first.first() == Some(&0xFF) {
         return Ok(Err(first));
     }
@@ -239,7 +220,7 @@ async fn prepare_silently(conn: &mut Conn, sql: &[u8]) -> Result<Result<u32, Vec
     for n in [ok.num_params, ok.num_columns] {
         if n > 0 {
             for _ in 0..=n {
-                read_payload(conn).await?;
+                cross::my_payload(conn, SILENT_MAX).await?;
             }
         }
     }
@@ -465,7 +446,7 @@ impl Session {
         if let Some(e) = self.statement_pooling_refusal(&origin) {
             e.encode(1, &mut self.io.out);
             return Ok(());
-        } else if self.on_deferrable(&origin) {
+        } else if self.on_deferrable(&Text::mysql(&origin)) {
             return Ok(()); // a read-only start held back as its text form is (#34)
         }
         if self.tx.cursor.is_some() {

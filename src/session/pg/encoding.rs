@@ -13,6 +13,7 @@ use super::{End, Session};
 use crate::protocol::pg::tag::frontend as client;
 use crate::protocol::pg::{backend, sqlstate};
 use crate::session::client_error::PgClientError;
+use crate::session::engine::text::Text;
 
 /// The NUL-terminated string at the start of `body`, and what follows it.
 fn cstr(body: &[u8]) -> Option<(&[u8], &[u8])> {
@@ -42,7 +43,7 @@ impl Session {
                 "a named prepared statement must be valid UTF-8 through the router; use the unnamed statement",
             ))
         } else {
-            match self.route_statement(&super::readonly::Text::new(&text), true, None).await {
+            match self.route_statement(&Text::pg(&text), true, None).await {
                 Ok(None) => None,
                 Ok(Some(_)) => Some(PgClientError::new(
                     sqlstate::FEATURE_NOT_SUPPORTED,

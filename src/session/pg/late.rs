@@ -32,6 +32,7 @@ use crate::config::Protocol;
 use crate::protocol::pg::tag::backend as server;
 use crate::protocol::pg::{frontend, sqlstate, EncodeError, FrontendMessage, Target};
 use crate::session::client_error::PgClientError;
+use crate::session::engine::text::Text;
 use crate::session::placement::Placed;
 use crate::sql::template::{InlineError, LateTranslation, LiteralKind};
 
@@ -116,7 +117,7 @@ impl Session {
             Ok(sql) => sql,
             Err(e) => return self.fail_batch(e),
         };
-        let sql = match self.route_statement(&super::readonly::Text::new(&sql), true, None).await {
+        let sql = match self.route_statement(&Text::pg(&sql), true, None).await {
             Ok(rewritten) => rewritten.unwrap_or(sql),
             Err(e) => return self.fail_batch(e),
         };
@@ -148,7 +149,7 @@ impl Session {
             Ok(sql) => sql,
             Err(e) => return self.fail_batch(inline_error(&e)),
         };
-        let sql = match self.route_statement(&super::readonly::Text::new(&sql), false, None).await {
+        let sql = match self.route_statement(&Text::pg(&sql), false, None).await {
             Ok(rewritten) => rewritten.unwrap_or(sql),
             Err(e) => return self.fail_batch(e),
         };

@@ -15,9 +15,7 @@ use super::settings::{run_reporting, SettingsError};
 use super::{Arrival, Identity, Session};
 use crate::auth::mock::scram_salt;
 use crate::auth::{Denial, Verifier, VerifierError};
-use crate::config::{
-    ClientAuth, ClientTls, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol, TlsServer,
-};
+use crate::config::{ClientAuth, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol, TlsServer};
 use crate::id::{CancelKey, KillRequest, KillTarget};
 use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, Conn, ConnInfo, CorePool, PassThrough, PoolError};
@@ -29,6 +27,7 @@ use crate::protocol::pg::{
     Authentication, Derivation, Negotiation, ScramKeys, ScramSecret, StartupPacket, TransactionStatus,
 };
 use crate::rt::{self, Stream};
+use crate::session::admission::{server_tls, tls_refusal, TlsRefusal};
 use crate::session::client_error::PgClientError;
 use crate::session::derive::Derivations;
 use crate::session::names;
@@ -254,12 +253,6 @@ async fn startup(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<Startup, 
     }
 }
 
-/// The server configuration new handshakes on `listener` use: the current snapshot's, so a
-/// reloaded certificate serves the next handshake (#38). `None` when it terminates no TLS.
-fn server_tls(ctx: &CoreContext, listener: usize) -> Option<TlsServer> {
-    ctx.config().listeners.get(listener).and_then(|l| l.tls.server.clone())
-}
-
 /// PostgreSQL 17's direct TLS (55.2.10, `sslnegotiation=direct`): a client whose first byte
 /// opens a TLS record gets the handshake at once, and must have negotiated ALPN `postgresql`.
 /// On a listener without TLS its bytes go to the startup decoder, which refuses them as before.
@@ -303,18 +296,16 @@ async fn ssl_request(ctx: &Rc<CoreContext>, client: &mut Client) -> Result<(), L
 /// `hostssl` rule admits; with `tls_client_cert_user` a client certificate whose CN or a DNS
 /// SAN is `user`; and the admin console, which runs on a plain thread, unencrypted.
 fn tls_admission(config: &Config, client: &Client, user: &str, database: &str) -> Result<(), PgClientError> {
-    let Some(tls) = config.listeners.get(client.listener).map(|l| &l.tls) else { return Ok(()) };
-    if tls.mode == ClientTls::Require && client.tls.is_none() {
-        let host = client.stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
-        let message = format!(
-            "no pg_hba.conf entry for host \"{host}\", user \"{user}\", database \"{database}\", no encryption"
-        );
-        return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, message));
-    }
-    let certificate = client.tls.as_ref().and_then(|t| t.client_certificate.as_ref());
-    if tls.client_cert_user && !certificate.is_some_and(|c| crate::auth::certificate::names_user(c, user)) {
-        tracing::info!(user, "login refused: no client certificate naming the user");
-        let message = format!("certificate authentication failed for user \"{user}\"");
+    if let Some(refusal) = tls_refusal(config, client.listener, client.tls.as_ref(), user) {
+        let message = match refusal {
+            TlsRefusal::Unencrypted => {
+                let host = client.stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+                format!(
+                    "no pg_hba.conf entry for host \"{host}\", user \"{user}\", database \"{database}\", no encryption"
+                )
+            }
+            TlsRefusal::NoCertificate => format!("certificate authentication failed for user \"{user}\""),
+        };
         return Err(PgClientError::new(sqlstate::INVALID_AUTHORIZATION_SPECIFICATION, message));
     }
     if client.tls.is_some() && config.console.is_console_database(database) {

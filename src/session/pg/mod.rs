@@ -50,6 +50,7 @@ use crate::session::client_error::PgClientError;
 use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::hold::{Exchange, Hold, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts};
+use crate::session::engine::text::Text;
 use crate::session::error::RelayError;
 use crate::session::give_back::{close, give_back};
 use crate::session::lend::Lent;
@@ -491,7 +492,7 @@ impl Session {
         if let Some(done) = self.on_cross_query(sql).await {
             return done; // routed to a MySQL pool (#24)
         }
-        let text = readonly::Text::new(sql);
+        let text = Text::pg(sql);
         let rewritten = match self.route_statement(&text, true, None).await {
             Ok(r) => r,
             Err(e) => {
@@ -550,7 +551,7 @@ impl Session {
             if let Some(done) = self.on_named_parse(query, types).await {
                 return done;
             }
-            let rewritten = match self.route_statement(&readonly::Text::new(query), true, None).await {
+            let rewritten = match self.route_statement(&Text::pg(query), true, None).await {
                 Ok(r) => r,
                 Err(e) => return self.fail_batch(e),
             };
@@ -599,7 +600,7 @@ impl Session {
             // Unknown to the router: let the server report it.
             return self.forward_ext(raw, Expect::Bind).await;
         };
-        if let Err(e) = self.route_statement(&readonly::Text::new(&stmt.query), true, stmt.route_key).await {
+        if let Err(e) = self.route_statement(&Text::pg(&stmt.query), true, stmt.route_key).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {
@@ -646,7 +647,7 @@ impl Session {
             }
             return self.forward_ext(raw, expect).await;
         };
-        if let Err(e) = self.route_statement(&readonly::Text::new(&stmt.query), false, stmt.route_key).await {
+        if let Err(e) = self.route_statement(&Text::pg(&stmt.query), false, stmt.route_key).await {
             return self.fail_batch(e);
         }
         if let Err(e) = self.ensure_backend().await {

@@ -20,6 +20,7 @@ use super::{End, Session};
 use crate::config::Protocol;
 use crate::protocol::pg::{backend, frontend, BackendMessage, Target, TransactionStatus};
 use crate::session::client_error::PgClientError;
+use crate::session::engine::text::Text;
 use crate::session::error::RelayError;
 use crate::session::placement::Placed;
 use crate::sql::lexer::{Lexer, Token, TokenKind};
@@ -157,7 +158,7 @@ impl Session {
         }
         let stmt = self.stmts.get(&name).cloned()?;
         if span.is_some() {
-            if let Err(e) = self.route_statement(&super::readonly::Text::new(query), true, None).await {
+            if let Err(e) = self.route_statement(&Text::pg(query), true, None).await {
                 return Some(self.fail_batch(e));
             }
         }
@@ -201,7 +202,7 @@ impl Session {
             e.encode(&mut s.io.out);
             backend::encode_ready_for_query(s.progress.tx, &mut s.io.out);
         };
-        if let Err(e) = self.route_statement(&super::readonly::Text::new(sql), true, None).await {
+        if let Err(e) = self.route_statement(&Text::pg(sql), true, None).await {
             ready(self, e);
             return self.io.flush().await;
         }

@@ -15,43 +15,10 @@ use super::Session;
 use crate::config::PoolRole;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::session::client_error::PgClientError;
+use crate::session::engine::text::Text;
 use crate::session::placement::Placed;
-use crate::sql::analyze::{transaction_statement, AccessMode, TxKind, TxStatement};
+use crate::sql::analyze::{AccessMode, TxKind, TxStatement};
 use crate::sql::Dialect;
-use std::cell::OnceCell;
-
-/// A statement's text with its reading as one PostgreSQL transaction statement
-/// ([`transaction_statement`]), made at most once: routing a statement and what follows it ask
-/// up to four times (#39).
-pub(super) struct Text<'a> {
-    pub sql: &'a str,
-    tx: OnceCell<Option<TxStatement>>,
-}
-
-impl<'a> Text<'a> {
-    pub fn new(sql: &'a str) -> Self {
-        Self { sql, tx: OnceCell::new() }
-    }
-
-    fn transaction(&self) -> Option<TxStatement> {
-        *self.tx.get_or_init(|| transaction_statement(self.sql, Dialect::Postgres))
-    }
-
-    /// Whether it is one `BEGIN` or `START TRANSACTION` and nothing else.
-    pub fn is_lone_begin(&self) -> bool {
-        self.transaction().is_some_and(|t| t.kind == TxKind::Begin)
-    }
-
-    /// Whether it opens or sets a `READ ONLY` transaction: nothing run in it changes data.
-    pub fn declares_read_only(&self) -> bool {
-        self.transaction().is_some_and(|t| t.access == Some(AccessMode::ReadOnly))
-    }
-
-    /// The access mode it declares when it is a lone `SET TRANSACTION` that declares one.
-    fn set_transaction_access(&self) -> Option<AccessMode> {
-        self.transaction().filter(|t| t.kind == TxKind::SetTransaction).and_then(|t| t.access)
-    }
-}
 
 /// Whether `sql` opens a transaction block in any of its statements (`SELECT 1; BEGIN` too):
 /// what statement pooling refuses, through the classifier MySQL sessions use as well (#37).
@@ -135,7 +102,7 @@ impl Session {
         };
         self.progress.read_only_tx = access == AccessMode::ReadOnly;
         // Boxed: routing is what called this (rarely taken, so the allocation is too).
-        let routed = Box::pin(self.route_statement(&Text::new(as_declared), false, None)).await;
+        let routed = Box::pin(self.route_statement(&Text::pg(as_declared), false, None)).await;
         let attached = match routed {
             Ok(_) => self.ensure_backend().await,
             Err(e) => Err(e),

@@ -3,7 +3,6 @@
 //! rejections and unhonorable hints as errors that never reach a backend.
 
 use super::bridged::cross::speaks_mysql;
-use super::readonly::Text;
 use super::Session;
 use crate::config::Protocol;
 use crate::id::Position;
@@ -18,6 +17,7 @@ use crate::session::commit_io;
 use crate::session::engine::hold::Hold;
 use crate::session::engine::route::{self, Refusal, Refused, RouteContext};
 use crate::session::engine::ryw;
+use crate::session::engine::text::Text;
 use crate::session::placement::{self, Placed};
 use std::sync::Arc;
 
@@ -33,13 +33,13 @@ impl Session {
     /// needs to know whether a translation rewrites it). `key` is the statement's routing key
     /// when computed before (a prepared statement's), sparing a fingerprint per execute.
     pub(super) fn decide(&mut self, sql: &str, key: Option<StatementKey>) -> Decision {
-        self.decide_text(&Text::new(sql), key, self.holding().held())
+        self.decide_text(&Text::pg(sql), key, self.holding().held())
     }
 
     /// [`Session::decide`] as if the session were `held` on its connection or not: what a
     /// statement inside a transaction would be routed to outside it (#24).
     pub(super) fn decide_as(&self, sql: &str, key: Option<StatementKey>, held: bool) -> Decision {
-        self.decide_text(&Text::new(sql), key, held)
+        self.decide_text(&Text::pg(sql), key, held)
     }
 
     /// [`Session::decide_as`] of a statement whose reading is kept for what follows routing.

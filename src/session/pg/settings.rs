@@ -4,11 +4,12 @@
 //! whose reports the caller needs (the login's probe of startup values).
 
 use super::relay::frame_at;
-use super::{Session, READ_CHUNK};
+use super::Session;
 use crate::pool::{Conn, ConnInfo};
 use crate::protocol::pg::tag::{backend as server, field};
-use crate::protocol::pg::{decode_frame, frontend, BackendMessage, Frame};
+use crate::protocol::pg::{frontend, BackendMessage, Frame};
 use crate::rt;
+use crate::session::cross;
 use crate::session::error::RelayError;
 
 /// Largest backend message a settings exchange accepts (its answers are small).
@@ -34,20 +35,8 @@ pub(super) async fn run_reporting(conn: &mut Conn, sql: &str) -> Result<Vec<(Str
     let mut reports = Vec::new();
     let mut failure = None;
     loop {
-        let (tag, len) = loop {
-            match decode_frame(&conn.rbuf, SETTINGS_MAX) {
-                Ok(Some(f)) => break (f.tag, f.total_len),
-                Ok(None) => {}
-                Err(e) => return Err(malformed(e)),
-            }
-            match rt::read_some(&mut conn.stream, &mut conn.rbuf, READ_CHUNK).await {
-                Ok(0) => return Err(SettingsError::Lost(RelayError::BackendClosed(None))),
-                Err(e) => return Err(SettingsError::Lost(RelayError::BackendClosed(Some(e)))),
-                Ok(_) => {}
-            }
-        };
-        let Some(frame) = frame_at(&conn.rbuf, 0) else { return Err(malformed("a frame vanished")) };
-        match BackendMessage::decode(&Frame::new(tag, frame.body())) {
+        let (tag, body) = cross::pg_frame(conn, SETTINGS_MAX).await.map_err(SettingsError::Lost)?;
+        match BackendMessage::decode(&Frame::new(tag, &body)) {
             Ok(BackendMessage::ParameterStatus { name, value }) => reports.push((name.to_owned(), value.to_owned())),
             Ok(BackendMessage::ErrorResponse(fields)) if failure.is_none() => {
                 failure = Some(SettingsError::Refused {
@@ -55,14 +44,10 @@ pub(super) async fn run_reporting(conn: &mut Conn, sql: &str) -> Result<Vec<(Str
                     message: fields.get(field::MESSAGE).unwrap_or("").to_owned(),
                 });
             }
-            Ok(BackendMessage::ReadyForQuery(_)) => {
-                conn.rbuf.drain(..len);
-                return failure.map_or(Ok(reports), Err);
-            }
+            Ok(BackendMessage::ReadyForQuery(_)) => return failure.map_or(Ok(reports), Err),
             Ok(_) => {}
             Err(e) => return Err(malformed(e)),
         }
-        conn.rbuf.drain(..len);
     }
 }
 

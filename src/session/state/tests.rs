@@ -49,6 +49,12 @@ fn settings_move_to_a_new_binary_as_they_are_and_a_pinned_or_mid_transaction_sta
 }
 
 #[test]
+fn a_startup_value_with_a_backslash_reads_the_same_under_either_string_mode() {
+    let s = SessionState::from_startup([("application_name", "a\\b")].into_iter());
+    assert_eq!(s.replay_sql(), format!("{REPLAY_PREFIX}; SET \"application_name\" TO E'a\\\\b'"));
+}
+
+#[test]
 fn startup_params_become_replayable_settings() {
     let s = SessionState::from_startup([("application_name", "it's"), ("TimeZone", "UTC")].into_iter());
     assert_eq!(

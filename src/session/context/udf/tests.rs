@@ -1,6 +1,7 @@
 use super::*;
 use crate::protocol::mysql::encode_text_row;
 use crate::protocol::pg::backend::encode_data_row;
+use crate::protocol::pg::decode_frame;
 
 fn pg_frame(values: &[Option<&[u8]>]) -> Vec<u8> {
     let mut out = Vec::new();

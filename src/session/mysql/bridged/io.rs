@@ -14,15 +14,16 @@ use crate::routing::Decision;
 use crate::rt;
 use crate::session::client_error::MyClientError;
 use crate::session::commit_io;
-use crate::session::cross::{self, malformed, MAX_BACKEND_FRAME};
+use crate::session::cross::{self, malformed, Sink, Translate, MAX_BACKEND_FRAME};
 use crate::session::engine::after::{self, Commits, StatementEnd, TxMove};
 use crate::session::engine::ryw;
 use crate::session::error::RelayError;
 use crate::session::placement::Placed;
+use crate::session::state::quote_ident;
 use crate::sql::analyze::Operation;
 
 use super::super::route::Rewrite;
-use super::super::{Session, CLIENT_FLUSH_AT};
+use super::super::Session;
 
 /// What a quiet helper query returned.
 pub(super) struct Quiet {
@@ -45,18 +46,6 @@ pub(super) enum Unseen {
     /// Sent as `BEGIN`, the statement, [`PG_XACT_PROBE`], `COMMIT`: one round trip, and the
     /// probe's answer says whether its commit leaves a position.
     Wrapped,
-}
-
-/// Double-quotes a PostgreSQL identifier.
-pub(super) fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// A PostgreSQL string literal read the same under either `standard_conforming_strings`; `None`
-/// for a NUL, which PostgreSQL text cannot hold.
-pub(super) fn quote_literal(text: &str) -> Option<String> {
-    let mut out = String::with_capacity(text.len() + 3);
-    crate::sql::requote::encode(text, crate::sql::requote::Target::Postgres, &mut out).ok().map(|()| out)
 }
 
 impl Session {
@@ -121,7 +110,8 @@ impl Session {
         mut on: impl FnMut(u8, BackendMessage<'_>) -> Result<(), RelayError>,
     ) -> Result<(), RelayError> {
         loop {
-            let (tag, body) = cross::pg_frame(self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
+            let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+            let (tag, body) = cross::pg_frame(conn, MAX_BACKEND_FRAME).await?;
             match BackendMessage::decode(&Frame::new(tag, &body)).map_err(malformed)? {
                 BackendMessage::ReadyForQuery(tx) => {
                     self.foreign.bridge.tx = tx;
@@ -164,43 +154,13 @@ impl Session {
     /// Streams the backend's response through `writer` into the client buffer until
     /// ReadyForQuery, flushing the client as the buffer fills.
     pub(super) async fn pg_stream(&mut self, writer: &mut ResultWriter) -> Result<Step, RelayError> {
-        let wrapped = self.foreign.bridge.unseen == Unseen::Wrapped;
-        loop {
-            let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
-            let mut rest = conn.rbuf.as_slice();
-            let mut step = Step::More;
-            while step == Step::More {
-                let Some(frame) = decode_frame(rest, MAX_BACKEND_FRAME).map_err(malformed)? else { break };
-                let msg = match BackendMessage::decode(&frame).map_err(malformed)? {
-                    // Inside the router's BEGIN (#34) the client is told what it would be
-                    // without it: no transaction.
-                    BackendMessage::ReadyForQuery(_) if wrapped => {
-                        BackendMessage::ReadyForQuery(TransactionStatus::Idle)
-                    }
-                    msg => msg,
-                };
-                step = writer.on_message(&msg, &mut self.io.out);
-                let (_, after) =
-                    rest.split_at_checked(frame.total_len).ok_or_else(|| malformed("a frame past its bytes"))?;
-                rest = after;
-            }
-            let consumed = conn.rbuf.len() - rest.len();
-            conn.rbuf.drain(..consumed);
-            if step != Step::More {
-                self.seat.cancel.slot.set_running(None);
-                if writer.errored() {
-                    self.seat.pool.counters.backend_error(); // metrics: the client got an ERR
-                }
-                return Ok(step);
-            }
-            if self.io.out.len() >= CLIENT_FLUSH_AT {
-                // A client that went away is noticed at its next read; the backend response
-                // is still drained so the connection stays usable.
-                let _ = self.io.flush().await;
-                self.cross_flushed();
-            }
-            cross::read_more(self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await?;
+        let mut answer = Answer { writer, wrapped: self.foreign.bridge.unseen == Unseen::Wrapped };
+        let mut sink = Sink { out: &mut self.io.out, client: Some(&mut self.io.stream), flushed: false };
+        let r = cross::stream(&mut self.seat, &mut answer, &mut sink).await;
+        if sink.flushed {
+            self.cross_flushed();
         }
+        r
     }
 
     /// Mirrors the PostgreSQL transaction state and autocommit mode into the MySQL status flags.
@@ -450,5 +410,41 @@ impl Session {
         }
         self.seat.pool = self.causal_fallback(wait, Some(Protocol::Postgres))?;
         Ok(())
+    }
+}
+
+/// A PostgreSQL response, read message by message, for a MySQL client.
+struct Answer<'a> {
+    writer: &'a mut ResultWriter,
+    /// Inside the router's `BEGIN` (#34): the client is told what it would be without it, no
+    /// transaction.
+    wrapped: bool,
+}
+
+impl Translate for Answer<'_> {
+    type End = Step;
+
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>, _: &mut Vec<u8>) -> Result<(usize, Option<Step>), RelayError> {
+        let mut taken = 0;
+        while let Some(frame) =
+            decode_frame(bytes.get(taken..).unwrap_or_default(), MAX_BACKEND_FRAME).map_err(malformed)?
+        {
+            taken += frame.total_len;
+            let msg = match BackendMessage::decode(&frame).map_err(malformed)? {
+                BackendMessage::ReadyForQuery(_) if self.wrapped => {
+                    BackendMessage::ReadyForQuery(TransactionStatus::Idle)
+                }
+                msg => msg,
+            };
+            match self.writer.on_message(&msg, out) {
+                Step::More => {}
+                end => return Ok((taken, Some(end))),
+            }
+        }
+        Ok((taken, None))
+    }
+
+    fn errored(&self) -> bool {
+        self.writer.errored()
     }
 }

@@ -499,7 +499,7 @@ impl Session {
                 return Ok(());
             }
             // A name PostgreSQL text cannot hold (NUL) names no schema: `= NULL` finds none.
-            let name = io::quote_literal(s).unwrap_or_else(|| "NULL".to_owned());
+            let name = crate::session::state::quote_literal(s).unwrap_or_else(|| "NULL".to_owned());
             let check = format!("SELECT 1 FROM pg_namespace WHERE nspname = {name}");
             match self.pg_quiet(&check).await {
                 Ok(q) if q.rows > 0 => {}

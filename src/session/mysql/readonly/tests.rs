@@ -1,5 +1,9 @@
 use super::*;
 
+fn shape(sql: &str) -> Shape {
+    super::shape(&Text::mysql(sql))
+}
+
 #[test]
 fn read_only_starts_and_their_ends_are_recognised_and_nothing_else() {
     let ro = |snapshot| Shape::Begin { read_only: Some(true), snapshot };

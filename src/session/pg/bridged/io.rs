@@ -5,14 +5,13 @@
 use crate::bridge::pg_result::{PgResultWriter, PgStep};
 use crate::config::{PoolMode, Protocol};
 use crate::pool::ConnInfo;
-use crate::protocol::mysql::{encode_packets, Command};
+use crate::protocol::mysql::{decode_payload, encode_packets, Command};
 use crate::protocol::pg::TransactionStatus;
-use crate::rt;
 use crate::session::client_error::PgClientError;
-use crate::session::cross::{self, malformed};
+use crate::session::cross::{self, malformed, Sink, Translate, MAX_BACKEND_FRAME};
 use crate::session::error::RelayError;
 
-use super::super::{Session, CLIENT_FLUSH_AT};
+use super::super::Session;
 
 /// `conn.settings` of a connection the bridge set up with [`BRIDGE_SETUP`] (any value but 0, so
 /// a native session resets the connection before using it).
@@ -96,7 +95,8 @@ impl Session {
 
     /// Reads one logical payload and its last sequence id.
     pub(super) async fn my_payload(&mut self) -> Result<(Vec<u8>, u8), RelayError> {
-        cross::my_payload(self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?).await
+        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        cross::my_payload(conn, MAX_BACKEND_FRAME).await
     }
 
     /// Sends `cmd` and feeds its whole response through `writer` into `out`; with `flush`
@@ -109,31 +109,8 @@ impl Session {
         flush: bool,
     ) -> Result<(), RelayError> {
         self.my_send(cmd).await?;
-        loop {
-            let (payload, seq) = self.my_payload().await?;
-            match writer.on_payload(&payload, out).map_err(malformed)? {
-                PgStep::More => {}
-                PgStep::Done => break,
-                PgStep::LocalInfile => {
-                    // No file: an empty packet ends the transfer; the server then answers.
-                    let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
-                    let mut empty = Vec::new();
-                    encode_packets(&[], seq.wrapping_add(1), &mut empty);
-                    cross::send(conn, &empty).await?;
-                }
-            }
-            if flush && out.len() >= CLIENT_FLUSH_AT {
-                // A vanished client is noticed at its next read; the response is still drained
-                // so the connection stays usable.
-                let r = rt::write_all(&mut self.io.stream, out).await;
-                out.clear();
-                let _ = r;
-            }
-        }
-        self.seat.cancel.slot.set_running(None);
-        if writer.errored {
-            self.seat.pool.counters.backend_error(); // metrics: the client got an ErrorResponse
-        }
+        let mut sink = Sink { out, client: flush.then_some(&mut self.io.stream), flushed: false };
+        cross::stream(&mut self.seat, writer, &mut sink).await?;
         if let Some(ConnInfo::MySql(info)) = self.seat.conn.as_mut().map(|c| c.info_mut()) {
             info.status = writer.status;
         }
@@ -156,5 +133,38 @@ impl Session {
         let keeps_state = session_end && self.seat.pool.config.mode == PoolMode::Session;
         self.seat.check_in(self.progress.tx == TransactionStatus::Idle && !keeps_state);
         self.progress.tx = TransactionStatus::Idle;
+    }
+}
+
+/// A MySQL result, read payload by payload, for a PostgreSQL client.
+impl Translate for PgResultWriter<'_> {
+    type End = ();
+
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<u8>,
+        reply: &mut Vec<u8>,
+    ) -> Result<(usize, Option<()>), RelayError> {
+        let mut taken = 0;
+        while let Some(f) =
+            decode_payload(bytes.get(taken..).unwrap_or_default(), MAX_BACKEND_FRAME).map_err(malformed)?
+        {
+            taken += f.consumed;
+            match self.on_payload(&f.payload, out).map_err(malformed)? {
+                PgStep::More => {}
+                PgStep::Done => return Ok((taken, Some(()))),
+                PgStep::LocalInfile => {
+                    // No file: an empty packet ends the transfer; the server then answers.
+                    encode_packets(&[], f.last_seq.wrapping_add(1), reply);
+                    break;
+                }
+            }
+        }
+        Ok((taken, None))
+    }
+
+    fn errored(&self) -> bool {
+        self.errored
     }
 }
