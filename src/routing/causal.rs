@@ -95,13 +95,19 @@ pub fn mentions_token(sql: &str) -> bool {
         return false;
     }
     let lower = sql.to_ascii_lowercase();
-    let mut compact = String::with_capacity(lower.len());
-    // Comments and quoting may split the name (`querypilot . "causal_token"`): compare its
-    // words with separators and quotes removed.
-    for t in Lexer::new(&lower, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment) {
+    // Read as either server would: a MySQL `#` comment or `/*! .. */` body is an operator or a
+    // comment to PostgreSQL, and the other way round.
+    [Dialect::Postgres, Dialect::MySql].into_iter().any(|d| compacted(&lower, d).contains(TOKEN_NAME))
+}
+
+/// `sql`'s tokens as `dialect` reads them, comments left out, with quotes and spaces removed:
+/// comments and quoting may split the name (`querypilot . "causal_token"`).
+fn compacted(sql: &str, dialect: Dialect) -> String {
+    let mut compact = String::with_capacity(sql.len());
+    for t in Lexer::new(sql, dialect).filter(|t| t.kind != TokenKind::Comment) {
         compact.extend(t.text.chars().filter(|c| !matches!(c, '"' | '`' | '\'' | ' ')));
     }
-    compact.contains(TOKEN_NAME)
+    compact
 }
 
 /// Text after `SET [SESSION] querypilot.causal_token =` that long is refused as too large
@@ -350,5 +356,40 @@ mod tests {
         assert!(mentions_token("show_x querypilot.CAUSAL_TOKEN"));
         assert!(mentions_token("current_setting('querypilot.causal_token')"));
         assert!(mentions_token("select 'é_ü', current_setting('querypilot.causal_token')"));
+    }
+
+    #[test]
+    fn the_token_is_found_through_comments_quotes_and_string_forms() {
+        for named in [
+            // Split by comments and whitespace between its words.
+            "set querypilot/* a */./* b */causal_token = 'x'",
+            "set querypilot -- a\n . causal_token = 'x'",
+            "SET querypilot # a\n.causal_token = 'x'",
+            // Quoted identifiers, whole or in parts, in either quoting.
+            "SET \"querypilot\".\"causal_token\" = 'x'",
+            "SET \"querypilot.causal_token\" TO 'x'",
+            "SET `querypilot`.`CAUSAL_TOKEN` = 'x'",
+            "set @@querypilot.`causal_token` = 1",
+            // Every string form the name can be passed in.
+            "select set_config($$querypilot.causal_token$$, 'x', false)",
+            "select set_config($q$QueryPilot.Causal_Token$q$, 'x', false)",
+            "select set_config(E'querypilot.causal_token', 'x', false)",
+            "select set_config(e'querypilot.causal_token', 'x', false)",
+            "select current_setting(N'querypilot.causal_token')",
+            "select current_setting(\"querypilot.causal_token\")",
+            // After an unterminated string or comment, and inside a MySQL executable comment.
+            "select 1 /*! , @@querypilot.causal_token */",
+            "/*!40101 SET querypilot.causal_token = 'x' */",
+            "select current_setting('querypilot.causal_token",
+        ] {
+            assert!(mentions_token(named), "{named}");
+        }
+        for other in [
+            "select 1 /* querypilot.causal_token */",
+            "select 1 -- querypilot.causal_token",
+            "select causal_token, querypilot from t",
+        ] {
+            assert!(!mentions_token(other), "{other}");
+        }
     }
 }
