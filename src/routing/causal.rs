@@ -81,23 +81,52 @@ pub const TOKEN_ELSEWHERE: &str = "querypilot.causal_token can only be read or s
 /// recognize must not reach a server: the server would keep a placeholder setting the router
 /// never sees, and leave it on the pooled connection for the next client.
 pub fn mentions_token(sql: &str) -> bool {
-    // Runs on every statement: a byte scan first, the lexer only when the name occurs. The
-    // scan looks only around the text's underscores, found with the memchr crate's vector
-    // search: comparing every window took a few instructions per byte of every statement (#33),
-    // and std's `match_indices` searcher ~350 a pgbench statement (#39).
-    const NAME: &[u8] = b"causal_token";
-    const UNDERSCORE: usize = 6;
-    let named = memchr::memchr_iter(b'_', sql.as_bytes()).any(|i| {
-        let window = i.checked_sub(UNDERSCORE).and_then(|start| sql.as_bytes().get(start..start + NAME.len()));
-        window.is_some_and(|w| w.eq_ignore_ascii_case(NAME))
-    });
-    if !named {
+    // Runs on every statement: a byte scan first, the lexer only when the name occurs.
+    if !names_token(sql.as_bytes()) {
         return false;
     }
     let lower = sql.to_ascii_lowercase();
     // Read as either server would: a MySQL `#` comment or `/*! .. */` body is an operator or a
     // comment to PostgreSQL, and the other way round.
     [Dialect::Postgres, Dialect::MySql].into_iter().any(|d| compacted(&lower, d).contains(TOKEN_NAME))
+}
+
+/// Whether `causal_token` occurs in `b`, in any case. Only the windows around the text's
+/// underscores are compared, the underscores found eight bytes a step: comparing every window
+/// took a few instructions per byte of every statement (#33), std's `match_indices` searcher
+/// ~350 a pgbench statement and the memchr crate's iterator ~144, most of it per call (#39).
+fn names_token(b: &[u8]) -> bool {
+    const NAME: &[u8] = b"causal_token";
+    const UNDERSCORE: usize = 6;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const UNDERSCORES: u64 = 0x5f5f_5f5f_5f5f_5f5f;
+    let window = |i: usize| {
+        let w = i.checked_sub(UNDERSCORE).and_then(|start| b.get(start..start + NAME.len()));
+        w.is_some_and(|w| w.eq_ignore_ascii_case(NAME))
+    };
+    // The eight bytes at `at` hold an underscore whose window is the name.
+    let named_at = |at: usize, word: &[u8]| {
+        let x = word.try_into().map_or(0, u64::from_le_bytes) ^ UNDERSCORES;
+        // The high bit of each byte of `x` that is zero (an underscore), exactly: no carry
+        // crosses a byte.
+        let mut hits = !(((x & LOW7) + LOW7) | x) & !LOW7;
+        while hits != 0 {
+            if window(at + hits.trailing_zeros() as usize / 8) {
+                return true;
+            }
+            hits &= hits - 1;
+        }
+        false
+    };
+    if b.len() < NAME.len() {
+        return false;
+    }
+    let words = b.chunks_exact(8);
+    // The last bytes as one more word, overlapping the one before: a window looked at twice is
+    // the same window.
+    let tail = (!words.remainder().is_empty()).then(|| b.len() - 8);
+    words.enumerate().any(|(i, w)| named_at(i * 8, w))
+        || tail.is_some_and(|at| b.get(at..).is_some_and(|w| named_at(at, w)))
 }
 
 /// `sql`'s tokens as `dialect` reads them, comments left out, with quotes and spaces removed:
@@ -356,6 +385,25 @@ mod tests {
         assert!(mentions_token("show_x querypilot.CAUSAL_TOKEN"));
         assert!(mentions_token("current_setting('querypilot.causal_token')"));
         assert!(mentions_token("select 'é_ü', current_setting('querypilot.causal_token')"));
+    }
+
+    #[test]
+    fn the_name_is_found_at_every_offset_and_length() {
+        // Every position in and across the eight-byte words the scan reads, every length of
+        // text around it, underscores before and after it.
+        for before in 0..20 {
+            for after in 0..20 {
+                for fill in ["x", "_", "é"] {
+                    let (head, tail) = (fill.repeat(before), fill.repeat(after));
+                    let text = format!("{head}CaUsAl_ToKeN{tail}");
+                    assert!(names_token(text.as_bytes()), "{text}");
+                    let near = format!("{head}causal_tokxn{tail}");
+                    assert!(!names_token(near.as_bytes()), "{near}");
+                }
+            }
+        }
+        assert!(!names_token(b"causal_toke"));
+        assert!(!names_token(b""));
     }
 
     #[test]
