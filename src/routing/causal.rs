@@ -92,41 +92,17 @@ pub fn mentions_token(sql: &str) -> bool {
 }
 
 /// Whether `causal_token` occurs in `b`, in any case. Only the windows around the text's
-/// underscores are compared, the underscores found eight bytes a step: comparing every window
-/// took a few instructions per byte of every statement (#33), std's `match_indices` searcher
-/// ~350 a pgbench statement and the memchr crate's iterator ~144, most of it per call (#39).
+/// underscores are compared, found with the memchr crate's vector search: comparing every
+/// window took a few instructions per byte of every statement (#33), std's `match_indices`
+/// searcher ~350 a pgbench statement (#39), and a search eight bytes a step (SWAR) 245 against
+/// memchr's 144 (#39, s18).
 fn names_token(b: &[u8]) -> bool {
     const NAME: &[u8] = b"causal_token";
     const UNDERSCORE: usize = 6;
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    const UNDERSCORES: u64 = 0x5f5f_5f5f_5f5f_5f5f;
-    let window = |i: usize| {
-        let w = i.checked_sub(UNDERSCORE).and_then(|start| b.get(start..start + NAME.len()));
-        w.is_some_and(|w| w.eq_ignore_ascii_case(NAME))
-    };
-    // The eight bytes at `at` hold an underscore whose window is the name.
-    let named_at = |at: usize, word: &[u8]| {
-        let x = word.try_into().map_or(0, u64::from_le_bytes) ^ UNDERSCORES;
-        // The high bit of each byte of `x` that is zero (an underscore), exactly: no carry
-        // crosses a byte.
-        let mut hits = !(((x & LOW7) + LOW7) | x) & !LOW7;
-        while hits != 0 {
-            if window(at + hits.trailing_zeros() as usize / 8) {
-                return true;
-            }
-            hits &= hits - 1;
-        }
-        false
-    };
-    if b.len() < NAME.len() {
-        return false;
-    }
-    let words = b.chunks_exact(8);
-    // The last bytes as one more word, overlapping the one before: a window looked at twice is
-    // the same window.
-    let tail = (!words.remainder().is_empty()).then(|| b.len() - 8);
-    words.enumerate().any(|(i, w)| named_at(i * 8, w))
-        || tail.is_some_and(|at| b.get(at..).is_some_and(|w| named_at(at, w)))
+    memchr::memchr_iter(b'_', b).any(|i| {
+        let window = i.checked_sub(UNDERSCORE).and_then(|start| b.get(start..start + NAME.len()));
+        window.is_some_and(|w| w.eq_ignore_ascii_case(NAME))
+    })
 }
 
 /// `sql`'s tokens as `dialect` reads them, comments left out, with quotes and spaces removed:
@@ -389,8 +365,8 @@ mod tests {
 
     #[test]
     fn the_name_is_found_at_every_offset_and_length() {
-        // Every position in and across the eight-byte words the scan reads, every length of
-        // text around it, underscores before and after it.
+        // Every position in the text, every length of text around it, underscores (each one a
+        // window the scan compares) before and after it.
         for before in 0..20 {
             for after in 0..20 {
                 for fill in ["x", "_", "é"] {
