@@ -81,27 +81,38 @@ pub const TOKEN_ELSEWHERE: &str = "querypilot.causal_token can only be read or s
 /// recognize must not reach a server: the server would keep a placeholder setting the router
 /// never sees, and leave it on the pooled connection for the next client.
 pub fn mentions_token(sql: &str) -> bool {
-    // Runs on every statement: a byte scan first, the lexer only when the name occurs. The
-    // scan looks only around the text's underscores, found with the memchr crate's vector
-    // search: comparing every window took a few instructions per byte of every statement (#33),
-    // and std's `match_indices` searcher ~350 a pgbench statement (#39).
-    const NAME: &[u8] = b"causal_token";
-    const UNDERSCORE: usize = 6;
-    let named = memchr::memchr_iter(b'_', sql.as_bytes()).any(|i| {
-        let window = i.checked_sub(UNDERSCORE).and_then(|start| sql.as_bytes().get(start..start + NAME.len()));
-        window.is_some_and(|w| w.eq_ignore_ascii_case(NAME))
-    });
-    if !named {
+    // Runs on every statement: a byte scan first, the lexer only when the name occurs.
+    if !names_token(sql.as_bytes()) {
         return false;
     }
     let lower = sql.to_ascii_lowercase();
-    let mut compact = String::with_capacity(lower.len());
-    // Comments and quoting may split the name (`querypilot . "causal_token"`): compare its
-    // words with separators and quotes removed.
-    for t in Lexer::new(&lower, Dialect::Postgres).filter(|t| t.kind != TokenKind::Comment) {
+    // Read as either server would: a MySQL `#` comment or `/*! .. */` body is an operator or a
+    // comment to PostgreSQL, and the other way round.
+    [Dialect::Postgres, Dialect::MySql].into_iter().any(|d| compacted(&lower, d).contains(TOKEN_NAME))
+}
+
+/// Whether `causal_token` occurs in `b`, in any case. Only the windows around the text's
+/// underscores are compared, found with the memchr crate's vector search: comparing every
+/// window took a few instructions per byte of every statement (#33), std's `match_indices`
+/// searcher ~350 a pgbench statement (#39), and a search eight bytes a step (SWAR) 245 against
+/// memchr's 144 (#39, s18).
+fn names_token(b: &[u8]) -> bool {
+    const NAME: &[u8] = b"causal_token";
+    const UNDERSCORE: usize = 6;
+    memchr::memchr_iter(b'_', b).any(|i| {
+        let window = i.checked_sub(UNDERSCORE).and_then(|start| b.get(start..start + NAME.len()));
+        window.is_some_and(|w| w.eq_ignore_ascii_case(NAME))
+    })
+}
+
+/// `sql`'s tokens as `dialect` reads them, comments left out, with quotes and spaces removed:
+/// comments and quoting may split the name (`querypilot . "causal_token"`).
+fn compacted(sql: &str, dialect: Dialect) -> String {
+    let mut compact = String::with_capacity(sql.len());
+    for t in Lexer::new(sql, dialect).filter(|t| t.kind != TokenKind::Comment) {
         compact.extend(t.text.chars().filter(|c| !matches!(c, '"' | '`' | '\'' | ' ')));
     }
-    compact.contains(TOKEN_NAME)
+    compact
 }
 
 /// Text after `SET [SESSION] querypilot.causal_token =` that long is refused as too large
@@ -350,5 +361,59 @@ mod tests {
         assert!(mentions_token("show_x querypilot.CAUSAL_TOKEN"));
         assert!(mentions_token("current_setting('querypilot.causal_token')"));
         assert!(mentions_token("select 'é_ü', current_setting('querypilot.causal_token')"));
+    }
+
+    #[test]
+    fn the_name_is_found_at_every_offset_and_length() {
+        // Every position in the text, every length of text around it, underscores (each one a
+        // window the scan compares) before and after it.
+        for before in 0..20 {
+            for after in 0..20 {
+                for fill in ["x", "_", "é"] {
+                    let (head, tail) = (fill.repeat(before), fill.repeat(after));
+                    let text = format!("{head}CaUsAl_ToKeN{tail}");
+                    assert!(names_token(text.as_bytes()), "{text}");
+                    let near = format!("{head}causal_tokxn{tail}");
+                    assert!(!names_token(near.as_bytes()), "{near}");
+                }
+            }
+        }
+        assert!(!names_token(b"causal_toke"));
+        assert!(!names_token(b""));
+    }
+
+    #[test]
+    fn the_token_is_found_through_comments_quotes_and_string_forms() {
+        for named in [
+            // Split by comments and whitespace between its words.
+            "set querypilot/* a */./* b */causal_token = 'x'",
+            "set querypilot -- a\n . causal_token = 'x'",
+            "SET querypilot # a\n.causal_token = 'x'",
+            // Quoted identifiers, whole or in parts, in either quoting.
+            "SET \"querypilot\".\"causal_token\" = 'x'",
+            "SET \"querypilot.causal_token\" TO 'x'",
+            "SET `querypilot`.`CAUSAL_TOKEN` = 'x'",
+            "set @@querypilot.`causal_token` = 1",
+            // Every string form the name can be passed in.
+            "select set_config($$querypilot.causal_token$$, 'x', false)",
+            "select set_config($q$QueryPilot.Causal_Token$q$, 'x', false)",
+            "select set_config(E'querypilot.causal_token', 'x', false)",
+            "select set_config(e'querypilot.causal_token', 'x', false)",
+            "select current_setting(N'querypilot.causal_token')",
+            "select current_setting(\"querypilot.causal_token\")",
+            // After an unterminated string or comment, and inside a MySQL executable comment.
+            "select 1 /*! , @@querypilot.causal_token */",
+            "/*!40101 SET querypilot.causal_token = 'x' */",
+            "select current_setting('querypilot.causal_token",
+        ] {
+            assert!(mentions_token(named), "{named}");
+        }
+        for other in [
+            "select 1 /* querypilot.causal_token */",
+            "select 1 -- querypilot.causal_token",
+            "select causal_token, querypilot from t",
+        ] {
+            assert!(!mentions_token(other), "{other}");
+        }
     }
 }

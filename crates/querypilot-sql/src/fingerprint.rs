@@ -15,6 +15,7 @@
 use super::lexer::{Lexer, Token, TokenKind};
 use super::mode::LexMode;
 use super::Dialect;
+use fast::OwnSink;
 use std::ops::ControlFlow;
 
 mod fast;
@@ -211,8 +212,17 @@ impl<'a> Sink<'a> for HashSink {
 
     #[inline]
     fn text(&mut self, s: &str, fold: bool) {
-        self.len = self.len.wrapping_add(s.len() as u64);
-        let mut rest = s.as_bytes();
+        self.bytes(s.as_bytes(), fold);
+    }
+}
+
+impl<'a> fast::OwnSink<'a> for HashSink {
+    /// Only hashed: the bytes never become a `str`, so they need no UTF-8 check (they are whole
+    /// characters of the input `str` anyway).
+    #[inline]
+    fn bytes(&mut self, b: &[u8], fold: bool) {
+        self.len = self.len.wrapping_add(b.len() as u64);
+        let mut rest = b;
         if self.nbuf == 0 {
             // Nothing buffered (the buffer is zero then): whole words go straight in, as `push`
             // would put them (the normalizer's own pass hands over its text so, in one piece).
@@ -228,6 +238,10 @@ impl<'a> Sink<'a> for HashSink {
             let w = load_le(chunk);
             self.push(if fold { lowercase_word(w) } else { w }, chunk.len() as u32);
         }
+    }
+
+    fn value(&mut self) {
+        self.values = true;
     }
 }
 
@@ -275,6 +289,15 @@ impl Sink<'_> for TextSink {
             self.0.push_str(s);
         }
     }
+}
+
+impl fast::OwnSink<'_> for TextSink {
+    /// Checked here, where the bytes become text (for the admin API, not on the hash path).
+    fn bytes(&mut self, b: &[u8], fold: bool) {
+        self.text(&String::from_utf8_lossy(b), fold);
+    }
+
+    fn value(&mut self) {}
 }
 
 /// Marker after the one element a collapsed list keeps; comments never survive normalization, so
@@ -433,11 +456,17 @@ const _: () = assert!(
 #[inline(always)]
 fn keyword(text: &str) -> u8 {
     let text = text.as_bytes();
+    keyword_of(lowercase_word(load_le(text.get(..8).unwrap_or(text))), text)
+}
+
+/// [`keyword`] of the word `text` whose first eight bytes, lower-cased and zero-padded, are
+/// `head` (the own pass has them loaded already).
+#[inline(always)]
+fn keyword_of(head: u64, text: &[u8]) -> u8 {
     // Most words are names longer or shorter than every keyword: settled by length.
     if !(KEYWORD_MIN_LEN..=KEYWORD_MAX_LEN).contains(&text.len()) {
         return 0;
     }
-    let head = lowercase_word(load_le(text.get(..8).unwrap_or(text)));
     let letter = (head as u8).wrapping_sub(b'a');
     let Some(entries) = KEYWORDS_BY_LETTER.get(usize::from(letter)) else { return 0 };
     let ninth = text.get(8).map_or(0, u8::to_ascii_lowercase);
@@ -510,15 +539,19 @@ fn literal_is_syntax(kind: TokenKind, prev: [u8; 2]) -> bool {
 #[inline(always)]
 fn prev_bits(t: &Token<'_>, kw: u8) -> u8 {
     match t.kind {
-        TokenKind::Word => {
-            (if kw & KW_VALUE != 0 { PREV_SIGN } else { 0 })
-                | (if kw & KW_IS != 0 { PREV_IS } else { 0 })
-                | (if kw & KW_NOT != 0 { PREV_NOT } else { 0 })
-        }
+        TokenKind::Word => word_bits(kw),
         TokenKind::Operator | TokenKind::LParen | TokenKind::Comma | TokenKind::Semicolon => PREV_SIGN,
         TokenKind::Punct if t.text != "]" => PREV_SIGN,
         _ => 0,
     }
+}
+
+/// [`prev_bits`] of an unquoted word with [`roles`] `kw`.
+#[inline(always)]
+fn word_bits(kw: u8) -> u8 {
+    (if kw & KW_VALUE != 0 { PREV_SIGN } else { 0 })
+        | (if kw & KW_IS != 0 { PREV_IS } else { 0 })
+        | (if kw & KW_NOT != 0 { PREV_NOT } else { 0 })
 }
 
 #[cfg(test)]
@@ -943,6 +976,24 @@ mod tests {
             assert!(!own_pass_takes(sql, PG), "{sql}");
         }
         assert!(!own_pass_takes("SELECT /*!40101 SQL_NO_CACHE */ 1", MY));
+    }
+
+    #[test]
+    fn the_own_pass_writes_words_longer_than_its_buffer_and_texts_in_pieces() {
+        let long = |c: &str, n: usize| c.repeat(n);
+        for sql in [
+            format!("SELECT {} FROM t WHERE a = 1", long("Ab", 200)),
+            format!("SELECT a FROM {} WHERE {} IS NOT NULL", long("T", 247), long("x", 248)),
+            format!("SELECT 'x' AS {}, \"{}\"", long("é", 130), long("Q", 300)),
+            format!("SELECT {}1", long("a, ", 200)),
+            format!("SELECT {}", long("LongerThanEight_ ", 40)),
+        ] {
+            for d in [PG, MY] {
+                for bits in 0u8..16 {
+                    both_passes_agree(&sql, d, LexMode::from_bits(bits)).unwrap();
+                }
+            }
+        }
     }
 
     /// Pieces of statements in every lexical form both passes know, including the ones the own

@@ -23,6 +23,11 @@ pub enum RouteHint {
 /// Recognizes `/* .. */` (first `*/` closes it), `-- ..` and `# ..` line comments before the first
 /// token. A MySQL `/*! .. */` executable comment is code and ends the search.
 pub fn route_hint(sql: &str) -> Option<RouteHint> {
+    // Most statements start with their first word, before which no comment can be: settled by
+    // one byte rather than the trimming below (~45 instructions a statement, #39).
+    if sql.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) {
+        return None;
+    }
     let mut rest = sql;
     loop {
         rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());

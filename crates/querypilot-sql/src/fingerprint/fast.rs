@@ -1,22 +1,38 @@
 //! The normalizer's own pass over the statements most traffic is made of (#39): one forward walk
 //! over the bytes that reads the common tokens itself — whitespace, words, plain numbers, `'..'`
-//! strings, `=`/`<`/`>` and punctuation, one byte-class lookup each — and asks the [`Lexer`] only
-//! for the rest, at the same offset, so every token is the one the lexer would yield. The rules
-//! are [`super::Normalizer`]'s, applied to the same tokens with the same helpers, so its output is
-//! byte for byte that pass's output. The output goes to a buffer on the stack (a word lower-cased
-//! eight bytes at a time, a literal replaced by `?` in place) and reaches the sink in one piece, so
-//! the hash takes eight bytes a step rather than a call per token.
+//! strings, `=`/`<`/`>` and punctuation — by byte offsets alone: a token is classified with the
+//! lexer's byte tables and written straight into the output, never made into a [`Token`]. The
+//! rest it asks the [`Lexer`] for, at the same offset, so every token is the one the lexer would
+//! yield. The rules are [`super::Normalizer`]'s (the same spacing, sign, `NULL`/boolean and
+//! keyword rules, from the same tables), so its output is byte for byte that pass's output.
+//!
+//! The output goes to a buffer on the stack, eight bytes a step (a word is loaded once, and that
+//! load is lower-cased, looked up as a keyword and stored), and reaches the sink in one piece, so
+//! the hash takes eight bytes a step rather than a call per token. Per pgbench SELECT a
+//! `Token` per token, moved through `Result<Option<_>>` and three rule lookups, cost ~230
+//! instructions a token.
 //!
 //! What needs the general pass's lookahead machinery — `IN`, `ARRAY` and `VALUES` lists, a MySQL
 //! `/*! .. */` body — is handed over ([`Handover`]): the general pass continues from that token
 //! with this pass's state, which is the state it would have had there itself.
 
-use super::{keyword, literal_is_syntax, load_le, lowercase_word, spaced, Before, Last, Normalizer, Sink, Writer};
-use super::{KW_ARRAY, KW_IN, KW_VALUES, PREV_SIGN};
-use crate::lexer::{is_ident_char, is_ident_start, is_op_char, is_space, literal_word_kind};
-use crate::lexer::{Lexer, StringKind, Token, TokenKind};
+use super::{
+    keyword, keyword_of, literal_is_syntax, load_le, lowercase_word, spaced, word_bits, Before, Last, Normalizer,
+};
+use super::{Sink, Writer, KW_ARRAY, KW_IN, KW_SPACED, KW_VALUES, PREV_SIGN};
+use crate::lexer::{is_ident_char, is_ident_start, is_op_char, is_space};
+use crate::lexer::{Lexer, Token, TokenKind};
 use crate::mode::LexMode;
 use crate::Dialect;
+
+/// What the own pass writes to besides a [`Sink`]'s calls: the normalized bytes as they are, and
+/// the literal values it takes out without making tokens of them.
+pub(crate) trait OwnSink<'a>: Sink<'a> {
+    /// [`Sink::text`] of bytes cut between tokens of the input `str` (whole characters).
+    fn bytes(&mut self, b: &[u8], fold: bool);
+    /// A literal value (not a parameter) became `?`.
+    fn value(&mut self);
+}
 
 /// Where the general pass takes over: lexing at `at`, after stepping through `first` (a token
 /// this pass read but leaves to it), if any.
@@ -28,8 +44,13 @@ pub(super) struct Handover<'a> {
 /// Bytes of normalized text kept before they go to the sink. Most statements fit whole; a longer
 /// one goes in pieces, each cut between two tokens.
 const BUF: usize = 256;
-/// Room past the written bytes: a word is lower-cased and stored eight bytes at a time.
+/// Room past the written bytes: text is stored eight bytes at a time.
 const SLACK: usize = 8;
+
+/// The first eight bytes of `null`, `true` and `false`, zero-padded, as [`Pass::word`] loads them.
+const NULL: u64 = u32::from_le_bytes(*b"null") as u64;
+const TRUE: u64 = u32::from_le_bytes(*b"true") as u64;
+const FALSE: u64 = u32::from_le_bytes(*b"fals") as u64 | (b'e' as u64) << 32;
 
 /// The pass over one text, writing to `sink`.
 pub(super) struct Pass<'a, 's, S> {
@@ -49,30 +70,14 @@ pub(super) struct Pass<'a, 's, S> {
     len: usize,
 }
 
-impl<'a, S: Sink<'a>> Writer<'a> for Pass<'a, '_, S> {
+impl<'a, S: OwnSink<'a>> Writer<'a> for Pass<'a, '_, S> {
     /// Into the buffer; never muted (no collapsed rows here).
     #[inline(always)]
     fn emit(&mut self, s: &str, fold: bool, before: Before, after: Last) {
-        let space = spaced(before, self.last);
-        self.last = after;
-        let need = s.len() + 1 + SLACK;
-        if self.len + need > BUF {
-            self.flush();
-            if need > BUF {
-                if space {
-                    self.sink.space();
-                }
-                self.sink.text(s, fold);
-                return;
-            }
-        }
-        if space {
-            self.put(b" ");
-        }
-        if fold {
-            self.put_folded(s.as_bytes());
+        if self.reserve(s.len(), before, after) {
+            self.put_from(s.as_bytes(), 0, s.len(), fold);
         } else {
-            self.put(s.as_bytes());
+            self.sink.text(s, fold);
         }
     }
 
@@ -86,7 +91,7 @@ impl<'a, S: Sink<'a>> Writer<'a> for Pass<'a, '_, S> {
     }
 }
 
-impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
+impl<'a, 's, S: OwnSink<'a>> Pass<'a, 's, S> {
     pub(super) fn new(sql: &'a str, dialect: Dialect, mode: LexMode, sink: &'s mut S) -> Self {
         let (prev, last) = ([PREV_SIGN, 0], Last::Nothing);
         Pass { sql, dialect, mode, sink, pos: 0, prev, last, statement_after: 0, out: [0; BUF], len: 0 }
@@ -109,71 +114,125 @@ impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
     }
 
     fn walk(&mut self) -> Result<(), Handover<'a>> {
-        while let Some(t) = self.next_token()? {
-            self.pos = t.end();
-            self.step(t)?;
+        let bytes = self.sql.as_bytes();
+        loop {
+            let mut p = self.pos;
+            while bytes.get(p).is_some_and(|&b| is_space(b)) {
+                p += 1;
+            }
+            self.pos = p;
+            let Some(&b) = bytes.get(p) else { return Ok(()) };
+            if self.own(b, p)? {
+                continue;
+            }
+            match self.lexed_at(p) {
+                Some(Some(t)) => {
+                    self.pos = t.end();
+                    self.step(t)?;
+                }
+                Some(None) => return Ok(()),
+                None => return Err(Handover { at: p, first: None }),
+            }
         }
-        Ok(())
     }
 
     fn at(&self, i: usize) -> u8 {
         self.sql.as_bytes().get(i).copied().unwrap_or(0)
     }
 
-    fn token(&self, kind: TokenKind, start: usize, end: usize) -> Option<Token<'a>> {
-        Some(Token { kind, text: self.sql.get(start..end)?, start })
-    }
-
-    /// The token at `self.pos` (whitespace skipped), comments included.
+    /// Reads and writes the token starting with byte `b` at `start` when it is one this pass
+    /// reads itself, and moves past it; `false` leaves it to the lexer. Each arm stops short of
+    /// every case the lexer reads otherwise, and writes what [`super::spacing`] and
+    /// [`super::prev_bits`] say of the token the lexer would have made.
     #[inline(always)]
-    fn next_token(&mut self) -> Result<Option<Token<'a>>, Handover<'a>> {
-        let bytes = self.sql.as_bytes();
-        while bytes.get(self.pos).is_some_and(|&b| is_space(b)) {
-            self.pos += 1;
-        }
-        let Some(&b) = bytes.get(self.pos) else { return Ok(None) };
-        match self.own_token(b, self.pos) {
-            Some(t) => Ok(Some(t)),
-            None => self.lexed_at(self.pos).ok_or(Handover { at: self.pos, first: None }),
-        }
-    }
-
-    /// The token starting with byte `b` at `start` when it is one this pass reads itself; `None`
-    /// leaves it to the lexer. Each arm stops short of every case the lexer reads otherwise.
-    #[inline(always)]
-    fn own_token(&self, b: u8, start: usize) -> Option<Token<'a>> {
-        let mysql = self.dialect == Dialect::MySql;
+    fn own(&mut self, b: u8, start: usize) -> Result<bool, Handover<'a>> {
         if is_ident_start(b) {
-            // A quote or `&` after the first letter may make a prefixed string; MySQL `_x` may
-            // be a character set introducer.
-            if matches!(self.at(start + 1), b'\'' | b'&') || (mysql && b == b'_') {
-                return None;
-            }
-            let end = self.run_of(start + 1, is_ident_char);
-            let kind = literal_word_kind(self.sql.as_bytes().get(start..end)?);
-            return self.token(kind, start, end);
+            return Ok(self.word(b, start));
         }
-        match b {
-            b'0'..=b'9' => {
-                // Decimals, exponents, radix prefixes, `_` separators and MySQL's digit-led
-                // names all continue with a `.` or a word character.
-                let end = self.run_of(start, |c| c.is_ascii_digit());
-                let next = self.at(end);
-                if next == b'.' || is_ident_char(next) {
-                    return None;
-                }
-                self.token(TokenKind::Number, start, end)
-            }
-            b'\'' => self.string(start),
-            b'(' => self.token(TokenKind::LParen, start, start + 1),
-            b')' => self.token(TokenKind::RParen, start, start + 1),
-            b',' => self.token(TokenKind::Comma, start, start + 1),
-            b';' => self.token(TokenKind::Semicolon, start, start + 1),
-            b'.' if !self.at(start + 1).is_ascii_digit() => self.token(TokenKind::Dot, start, start + 1),
+        let next = self.at(start + 1);
+        let (before, after, bits) = match b {
+            b'0'..=b'9' => return Ok(self.number(start)),
+            b'\'' => return Ok(self.string(start)),
+            b';' => return self.semicolon(start).map(|()| true),
+            b'(' => (Before::AfterName, Last::Tight, PREV_SIGN),
+            b')' => (Before::Tight, Last::Other, 0),
+            b',' => (Before::Tight, Last::Other, PREV_SIGN),
+            b'.' if !next.is_ascii_digit() => (Before::Tight, Last::Tight, 0),
             // Alone, these are one-byte operators in both dialects' operator rules.
-            b'=' | b'<' | b'>' if !is_op_char(self.at(start + 1)) => self.token(TokenKind::Operator, start, start + 1),
-            _ => None,
+            b'=' | b'<' | b'>' if !is_op_char(next) => (Before::Spaced, Last::Other, PREV_SIGN),
+            _ => return Ok(false),
+        };
+        self.put_span(start, start + 1, false, before, after);
+        self.shift(bits);
+        self.pos = start + 1;
+        Ok(true)
+    }
+
+    /// A word (or `NULL`, `TRUE`, `FALSE`) at `start`, which starts with `b`: its first eight
+    /// bytes are loaded once, lower-cased, and serve the literal check, the keyword lookup and
+    /// the output.
+    #[inline(always)]
+    fn word(&mut self, b: u8, start: usize) -> bool {
+        // MySQL `_x` may be a character set introducer.
+        if self.dialect == Dialect::MySql && b == b'_' {
+            return false;
         }
+        let end = self.run_of(start + 1, is_ident_char);
+        // A quote or `&` right after the first letter may make a prefixed string.
+        if end == start + 1 && matches!(self.at(end), b'\'' | b'&') {
+            return false;
+        }
+        let bytes = self.sql.as_bytes();
+        let n = end - start;
+        let lower = lowercase_word(word_at(bytes, start));
+        let head = if n >= 8 { lower } else { lower & ((1u64 << (n * 8)) - 1) };
+        let literal = match (n, head) {
+            (4, NULL) => TokenKind::Null,
+            (4, TRUE) | (5, FALSE) => TokenKind::Bool,
+            _ => TokenKind::Word,
+        };
+        match literal {
+            TokenKind::Word => {
+                let kw = keyword_of(head, bytes.get(start..end).unwrap_or_default());
+                if kw & (KW_IN | KW_ARRAY | KW_VALUES) != 0 {
+                    // Left to the lexer, whose token `step` hands over.
+                    return false;
+                }
+                let after = if kw & KW_SPACED != 0 { Last::Other } else { Last::Word };
+                self.put_word(lower, start, end, after);
+                self.shift(word_bits(kw));
+            }
+            _ if literal_is_syntax(literal, self.prev) => {
+                self.put_word(lower, start, end, Last::Other);
+                self.shift(0);
+            }
+            _ => self.value(),
+        }
+        self.pos = end;
+        true
+    }
+
+    /// A plain run of digits at `start`, as the lexer reads it: a value.
+    #[inline(always)]
+    fn number(&mut self, start: usize) -> bool {
+        // Decimals, exponents, radix prefixes, `_` separators and MySQL's digit-led names all
+        // continue with a `.` or a word character.
+        let end = self.run_of(start, |c| c.is_ascii_digit());
+        let next = self.at(end);
+        if next == b'.' || is_ident_char(next) {
+            return false;
+        }
+        self.value();
+        self.pos = end;
+        true
+    }
+
+    /// A literal value read by this pass: `?` in its place.
+    #[inline(always)]
+    fn value(&mut self) {
+        self.sink.value();
+        self.emit("?", false, Before::Spaced, Last::Other);
+        self.shift(0);
     }
 
     /// End of the run of bytes from `p` that `ok` accepts.
@@ -183,15 +242,12 @@ impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
         p + rest.iter().position(|&c| !ok(c)).unwrap_or(rest.len())
     }
 
-    /// A terminated `'..'` string at `start`, read as the lexer reads it in this mode.
-    fn string(&self, start: usize) -> Option<Token<'a>> {
-        let kind = match self.dialect {
-            Dialect::MySql if self.mode.no_backslash_escapes => StringKind::Standard,
-            Dialect::MySql => StringKind::Escaped,
-            Dialect::Postgres if self.mode.backslash_strings => StringKind::Escaped,
-            Dialect::Postgres => StringKind::Standard,
+    /// A terminated `'..'` string at `start`, read as the lexer reads it in this mode: a value.
+    fn string(&mut self, start: usize) -> bool {
+        let backslash = match self.dialect {
+            Dialect::MySql => !self.mode.no_backslash_escapes,
+            Dialect::Postgres => self.mode.backslash_strings,
         };
-        let backslash = kind == StringKind::Escaped;
         let bytes = self.sql.as_bytes();
         let mut p = start + 1;
         while let Some(&c) = bytes.get(p) {
@@ -199,7 +255,9 @@ impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
                 p += 2;
             } else if c == b'\'' {
                 if self.at(p + 1) != b'\'' {
-                    return self.token(TokenKind::String(kind), start, p + 1);
+                    self.value();
+                    self.pos = p + 1;
+                    return true;
                 }
                 p += 2;
             } else {
@@ -207,7 +265,7 @@ impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
             }
         }
         // Unterminated: the lexer's token.
-        None
+        false
     }
 
     /// The lexer's token at `p`. A token that does not start there (after whitespace) came from
@@ -231,8 +289,7 @@ impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
         }
     }
 
-    /// [`super::Normalizer::step`] for the tokens this pass takes on.
-    #[inline(always)]
+    /// [`super::Normalizer::step`] for the tokens the lexer read.
     fn step(&mut self, t: Token<'a>) -> Result<(), Handover<'a>> {
         let handover = Handover { at: t.end(), first: Some(t) };
         match t.kind {
@@ -247,7 +304,7 @@ impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
             TokenKind::Null | TokenKind::Bool if literal_is_syntax(t.kind, self.prev) => self.plain(t),
             TokenKind::Null | TokenKind::Bool => self.placeholder(None, t),
             TokenKind::Comment => {}
-            TokenKind::Semicolon => self.semicolon(t).ok_or(handover)?,
+            TokenKind::Semicolon => self.semicolon(t.start)?,
             TokenKind::Operator if matches!(t.text, "-" | "+") && self.prev[0] & PREV_SIGN != 0 => {
                 match self.significant_at(self.pos).ok_or(handover)? {
                     Some(n) if n.kind == TokenKind::Number => {
@@ -268,13 +325,24 @@ impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
         Ok(())
     }
 
-    /// A `;`: dropped with the rest of its run when nothing but `;` and comments follow it,
-    /// written otherwise. The run is scanned once: its other `;` know a statement follows.
-    fn semicolon(&mut self, t: Token<'a>) -> Option<()> {
-        if t.start >= self.statement_after {
-            let mut p = self.pos;
+    /// The `;` at `start`: dropped with the rest of its run when nothing but `;` and comments
+    /// follow it, written otherwise. The run is scanned once: its other `;` know a statement
+    /// follows.
+    fn semicolon(&mut self, start: usize) -> Result<(), Handover<'a>> {
+        let end = start + 1;
+        if start >= self.statement_after {
+            // Most often the text's last byte, or followed by whitespace alone.
+            if self.sql.as_bytes().get(end..).unwrap_or_default().iter().all(|&c| is_space(c)) {
+                self.pos = self.sql.len();
+                return Ok(());
+            }
+            let mut p = end;
             loop {
-                match self.significant_at(p)? {
+                let Some(next) = self.significant_at(p) else {
+                    let first = self.sql.get(start..end).map(|text| Token { kind: TokenKind::Semicolon, text, start });
+                    return Err(Handover { at: end, first });
+                };
+                match next {
                     Some(s) if s.kind == TokenKind::Semicolon => p = s.end(),
                     Some(s) => {
                         self.statement_after = s.start;
@@ -282,42 +350,111 @@ impl<'a, 's, S: Sink<'a>> Pass<'a, 's, S> {
                     }
                     None => {
                         self.pos = self.sql.len();
-                        return Some(());
+                        return Ok(());
                     }
                 }
             }
         }
-        self.plain(t);
-        Some(())
+        self.put_span(start, end, false, Before::Spaced, Last::Other);
+        self.shift(PREV_SIGN);
+        self.pos = end;
+        Ok(())
     }
 
-    /// Appends `b`; the caller made room.
+    /// Makes room for `n` bytes of text sitting `before` against what was written last, and
+    /// writes the space it needs; `false` when the text is too long for the buffer and goes to
+    /// the sink itself, after the space written there.
     #[inline(always)]
-    fn put(&mut self, b: &[u8]) {
-        if let Some(to) = self.out.get_mut(self.len..self.len + b.len()) {
-            to.copy_from_slice(b);
-            self.len += b.len();
-        }
-    }
-
-    /// Appends `b` lower-cased (ASCII), eight bytes at a time; the caller made room, slack included.
-    #[inline(always)]
-    fn put_folded(&mut self, b: &[u8]) {
-        for (i, chunk) in b.chunks(8).enumerate() {
-            let at = self.len + i * 8;
-            if let Some(to) = self.out.get_mut(at..at + 8) {
-                to.copy_from_slice(&lowercase_word(load_le(chunk)).to_le_bytes());
+    fn reserve(&mut self, n: usize, before: Before, after: Last) -> bool {
+        let space = spaced(before, self.last);
+        self.last = after;
+        let need = n + 1 + SLACK;
+        if self.len + need > BUF {
+            self.flush();
+            if need > BUF {
+                if space {
+                    self.sink.space();
+                }
+                return false;
             }
         }
-        self.len += b.len();
+        if space {
+            if let Some(o) = self.out.get_mut(self.len) {
+                *o = b' ';
+                self.len += 1;
+            }
+        }
+        true
     }
 
-    /// Gives the buffered text to the sink. It was cut between tokens, which sit next to ASCII
-    /// bytes, so it is whole characters.
-    fn flush(&mut self) {
-        if let Some(text) = self.out.get(..self.len).and_then(|b| std::str::from_utf8(b).ok()) {
-            self.sink.text(text, false);
+    /// Writes the input's bytes `start..end`.
+    #[inline(always)]
+    fn put_span(&mut self, start: usize, end: usize, fold: bool, before: Before, after: Last) {
+        let bytes = self.sql.as_bytes();
+        if self.reserve(end - start, before, after) {
+            self.put_from(bytes, start, end - start, fold);
+        } else {
+            self.sink.bytes(bytes.get(start..end).unwrap_or_default(), fold);
         }
-        self.len = 0;
+    }
+
+    /// Writes the word `start..end`, whose first eight bytes (and what follows it, if it is
+    /// shorter) are `lower`, lower-cased.
+    #[inline(always)]
+    fn put_word(&mut self, lower: u64, start: usize, end: usize, after: Last) {
+        let n = end - start;
+        if !self.reserve(n, Before::Spaced, after) {
+            self.sink.bytes(self.sql.as_bytes().get(start..end).unwrap_or_default(), true);
+            return;
+        }
+        if let Some(to) = self.out.get_mut(self.len..self.len + 8) {
+            to.copy_from_slice(&lower.to_le_bytes());
+        }
+        if n > 8 {
+            self.len += 8;
+            self.put_from(self.sql.as_bytes(), start + 8, n - 8, true);
+        } else {
+            self.len += n;
+        }
+    }
+
+    /// Appends the `n` bytes of `src` from `from` (lower-cased when `fold`), eight at a time; the
+    /// caller made room, slack included. Bytes past them may be stored too, in the slack.
+    #[inline(always)]
+    fn put_from(&mut self, src: &[u8], from: usize, n: usize, fold: bool) {
+        let mut i = 0;
+        while i < n {
+            let w = match src.get(from + i..from + i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+                Some(w) => u64::from_le_bytes(w),
+                None => load_le(src.get(from + i..from + n).unwrap_or_default()),
+            };
+            let w = if fold { lowercase_word(w) } else { w };
+            let at = self.len + i;
+            if let Some(to) = self.out.get_mut(at..at + 8) {
+                to.copy_from_slice(&w.to_le_bytes());
+            }
+            i += 8;
+        }
+        self.len += n;
+    }
+
+    /// Gives the buffered text to the sink.
+    fn flush(&mut self) {
+        if self.len > 0 {
+            if let Some(b) = self.out.get(..self.len) {
+                self.sink.bytes(b, false);
+            }
+            self.len = 0;
+        }
+    }
+}
+
+/// The eight bytes of `b` from `at` as a little-endian word; fewer when the text ends first
+/// (the rest zero).
+#[inline(always)]
+fn word_at(b: &[u8], at: usize) -> u64 {
+    match b.get(at..at + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        Some(w) => u64::from_le_bytes(w),
+        None => load_le(b.get(at..).unwrap_or_default()),
     }
 }
