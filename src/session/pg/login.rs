@@ -14,7 +14,7 @@ use base64::Engine as _;
 use super::settings::{run_reporting, SettingsError};
 use super::{Arrival, Identity, Session};
 use crate::auth::mock::scram_salt;
-use crate::auth::{Denial, Verifier, VerifierError};
+use crate::auth::{Denial, Refusal, Verifier, VerifierError};
 use crate::config::{ClientAuth, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol, TlsServer};
 use crate::id::{CancelKey, KillRequest, KillTarget};
 use crate::metrics::AuthFailure;
@@ -31,7 +31,7 @@ use crate::session::admission::{server_tls, tls_refusal, TlsRefusal};
 use crate::session::client_error::PgClientError;
 use crate::session::derive::Derivations;
 use crate::session::names;
-use crate::session::secret::{failure_of, login_failed, stored_secret, Stored};
+use crate::session::secret::{entry, failure, login_failed, stored_secret, Stored};
 use crate::session::state::startup::{
     causal_token, encode_greeting, greeting, startup_sqlstate, with_options, ClientParams, Greeting,
 };
@@ -461,47 +461,6 @@ async fn authenticate(
     verify(client, (pool_user, password), user, method, &config.auth.mock_seed).await.map(|()| None)
 }
 
-/// Why a pass-through login failed, for the log only: the client gets the same 28P01 for each.
-#[derive(Clone)]
-enum Refusal {
-    UnknownUser,
-    WrongPassword,
-    /// The user's secret cannot check this listener's exchange (an MD5 secret and a SCRAM
-    /// client, or a SCRAM verifier and an MD5 client) or is malformed.
-    UnusableSecret(&'static str),
-    /// The auth query could not answer (why, for the log).
-    QueryFailed(String),
-    /// The server would refuse the account whatever the client proves (#33).
-    Denied(Denial),
-}
-
-impl Refusal {
-    /// The `reason` it is counted under.
-    fn label(&self) -> AuthFailure {
-        match self {
-            Refusal::UnknownUser => AuthFailure::UnknownUser,
-            Refusal::WrongPassword => AuthFailure::WrongPassword,
-            Refusal::UnusableSecret(_) => AuthFailure::UnusableSecret,
-            Refusal::QueryFailed(_) => AuthFailure::AuthQueryFailed,
-            Refusal::Denied(d) => failure_of(d),
-        }
-    }
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::UnknownUser => f.write_str("no entry in the auth file or the auth query's answer"),
-            Refusal::QueryFailed(why) => write!(f, "the auth query failed: {why}"),
-            Refusal::WrongPassword => f.write_str("wrong password"),
-            Refusal::Denied(d) => d.fmt(f),
-            Refusal::UnusableSecret(kind) => {
-                write!(f, "the stored secret is a {kind}, which cannot check this listener's auth_method")
-            }
-        }
-    }
-}
-
 /// How a pass-through login is checked: the listener's exchange, whether it lets users
 /// without a secret in, and the mock salt key.
 struct How<'a> {
@@ -522,25 +481,20 @@ async fn pass_through(
     user: &str,
     how: How<'_>,
 ) -> Result<Rc<PassThrough>, (LoginEnd, AuthFailure)> {
-    let entry = stored.ok().and_then(|s| s.text.as_deref());
-    if entry.is_none() && how.anonymous && stored.is_ok_and(Stored::unknown) {
-        return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
-    }
-    let verifier = entry.map(Verifier::parse);
+    let verifier = match entry(stored) {
+        Err(why) if how.anonymous && why.lets_anonymous_in() => {
+            return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
+        }
+        found => found.map(Verifier::parse),
+    };
     // Every path runs the same exchange to its end, so which part was wrong is not revealed.
     let (expected, refusal) = match &verifier {
-        Some(v) => expected_for(&client.derivations, v.as_ref(), how.method, user, how.seed).await,
-        None => {
-            let why = match stored {
-                Err(e) => Refusal::QueryFailed(e.clone()),
-                Ok(s) => s.denial.clone().map_or(Refusal::UnknownUser, Refusal::Denied),
-            };
-            (Expected::unknowable(how.method, user, how.seed), Some(why))
-        }
+        Ok(v) => expected_for(&client.derivations, v.as_ref(), how.method, user, how.seed).await,
+        Err(why) => (Expected::unknowable(how.method, user, how.seed), Some(why.clone())),
     };
     let proof = exchange(client, &expected).await.map_err(|end| (end, AuthFailure::WrongPassword))?;
     let secret = match (&proof, refusal, &verifier, &expected) {
-        (Some(_), None, Some(Ok(Verifier::Plain(password))), _) => BackendSecret::Password(password.clone()),
+        (Some(_), None, Ok(Ok(Verifier::Plain(password))), _) => BackendSecret::Password(password.clone()),
         (Some(_), None, _, Expected::Md5(secret)) => BackendSecret::Md5(secret.clone()),
         (Some(p), None, _, Expected::Scram(secret)) => match p.client_key {
             Some(client_key) => BackendSecret::Scram(ScramKeys {
@@ -554,7 +508,7 @@ async fn pass_through(
         (_, refusal, _, _) => {
             let why = refusal.unwrap_or(Refusal::WrongPassword);
             tracing::info!(user, reason = %why, "pass-through login refused");
-            return Err((refuse(user), why.label()));
+            return Err((refuse(user), failure(&why)));
         }
     };
     if let Some(p) = proof {
@@ -613,7 +567,7 @@ async fn console_login(
     let verifier = console.passwords.get(&user).filter(|_| role.is_some()).map(|t| Verifier::parse(t));
     let (expected, refusal) = match &verifier {
         Some(v) => expected_for(&client.derivations, v.as_ref(), method, &user, seed).await,
-        None => (Expected::unknowable(method, &user, seed), Some(Refusal::UnknownUser)),
+        None => (Expected::unknowable(method, &user, seed), Some(Refusal::Denied(Denial::Unknown))),
     };
     let proof = match exchange(client, &expected).await {
         Ok(proof) => proof,
