@@ -74,6 +74,8 @@ const PURE_MODULES: &[&str] = &[
     "session::pg::exchange",
     "session::mysql::exchange",
     "session::engine",
+    "session::state",
+    "session::mysql::state",
     "handover::wire",
 ];
 

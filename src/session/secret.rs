@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crate::auth::account::{from_rows, has_host_column, verdict};
 use crate::auth::query::{bind_mysql, bind_pg};
-use crate::auth::{Account, Cached, Denial, Rules, Verdict, Verifier};
+use crate::auth::{Account, Cached, Denial, Refusal, Rules, Verdict, Verifier};
 use crate::config::{Config, Protocol, QuerySpec};
 use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, PassThrough};
@@ -58,11 +58,15 @@ impl Stored {
         };
         Stored { text, denial, no_login, source }
     }
+}
 
-    /// Whether an `allow_anonymous` listener may let the user in unchecked: the backend has
-    /// no account with a password for it (and the backend, trusting the router, decides).
-    pub fn unknown(&self) -> bool {
-        matches!(self.denial, Some(Denial::Unknown | Denial::NoPassword))
+/// The secret to check a client against, or why there is none (the auth query's failure
+/// when it could not answer).
+pub(crate) fn entry<'a>(stored: Result<&'a Stored, &String>) -> Result<&'a str, Refusal> {
+    match stored {
+        Ok(Stored { text: Some(text), .. }) => Ok(text),
+        Ok(s) => Err(Refusal::Denied(s.denial.clone().unwrap_or(Denial::Unknown))),
+        Err(query) => Err(Refusal::QueryFailed(query.clone())),
     }
 }
 
@@ -118,6 +122,16 @@ pub(crate) fn failure_of(denial: &Denial) -> AuthFailure {
         Denial::Unknown | Denial::NoPassword => AuthFailure::UnknownUser,
         Denial::Plugin(_) => AuthFailure::UnusableSecret,
         Denial::Expired | Denial::Host | Denial::Anonymous | Denial::Empty => AuthFailure::NotAdmitted,
+    }
+}
+
+/// The `reason` a pass-through refusal is counted under.
+pub(crate) fn failure(why: &Refusal) -> AuthFailure {
+    match why {
+        Refusal::WrongPassword => AuthFailure::WrongPassword,
+        Refusal::UnusableSecret(_) => AuthFailure::UnusableSecret,
+        Refusal::QueryFailed(_) => AuthFailure::AuthQueryFailed,
+        Refusal::Denied(d) => failure_of(d),
     }
 }
 

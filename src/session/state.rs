@@ -29,7 +29,7 @@ const REPLAY_PREFIX: &str = "RESET SESSION AUTHORIZATION; RESET ROLE; RESET ALL"
 /// A session's settings on their way to a new binary (#40).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FrozenState {
-    startup: Vec<(String, String)>,
+    startup: Startup,
     greeting: Vec<(String, String)>,
     reported: Vec<(String, (String, String))>,
     restore: bool,
@@ -37,17 +37,18 @@ pub struct FrozenState {
     settings: FrozenSettings,
 }
 
-/// Settings a client made, plus its pins.
+/// The client's startup values that differ from the server's: (name, SET statement), sorted by
+/// name. Fixed at login, so a tight slice rather than a map's nodes: most clients have one or
+/// two and every idle session keeps them.
+type Startup = Box<[(String, String)]>;
+
+/// Settings a client made, plus its pins; what both wires keep alike is its [`Settings`], which
+/// it derefs to.
 #[derive(Debug, Default, Clone)]
 pub struct SessionState {
-    /// The client's startup values that differ from the server's: (name, SET statement), sorted
-    /// by name. Fixed at login, so a tight slice rather than a map's nodes: most clients have
-    /// one or two and every idle session keeps them.
-    startup: Box<[(String, String)]>,
-    /// Settings the client changed since (name -> SET statement), and its pin.
-    settings: Settings,
+    /// The startup values, and the settings the client changed since (name -> SET statement).
+    settings: Settings<Startup>,
     staged: Vec<Effect>,
-    signature: u64,
     /// The parameters the client was greeted with (name, value), shared with every client that
     /// saw the same greeting: thousands of sessions keep one copy.
     greeting: Rc<Vec<(String, String)>>,
@@ -58,22 +59,35 @@ pub struct SessionState {
     restore: bool,
 }
 
+impl std::ops::Deref for SessionState {
+    type Target = Settings<Startup>;
+    fn deref(&self) -> &Self::Target {
+        &self.settings
+    }
+}
+
+impl std::ops::DerefMut for SessionState {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.settings
+    }
+}
+
 impl SessionState {
     /// Starts from the client's startup parameters that differ from the server defaults.
     pub fn from_startup<'a>(params: impl Iterator<Item = (&'a str, &'a str)>) -> Self {
-        let mut s = Self::default();
         let mut startup = BTreeMap::new();
+        let mut identity = false;
         for (name, value) in params {
             let lower = name.to_ascii_lowercase();
-            if lower == "role" || lower == "session_authorization" {
-                // A startup identity is the client's alone: never replayed onto shared connections.
-                s.settings.pin_for(PinReason::Role);
-            }
+            identity |= lower == "role" || lower == "session_authorization";
             startup.insert(lower, set_stmt(name, value));
         }
-        s.startup = startup.into_iter().collect();
-        s.resign();
-        s
+        let mut settings = Settings::new(startup.into_iter().collect());
+        if identity {
+            // A startup identity is the client's alone: never replayed onto shared connections.
+            settings.pin_for(PinReason::Role);
+        }
+        Self { settings, ..Self::default() }
     }
 
     /// Records the parameter values the client was greeted with (its view of ParameterStatus).
@@ -153,34 +167,18 @@ impl SessionState {
                         *stmt = set_stmt(n, v);
                     }
                 }
-                Effect::Reset(name) => self.restore |= self.startup.iter().any(|(k, _)| k.as_str() == name.as_str()),
-                Effect::ResetAll => self.restore |= !self.startup.is_empty(),
+                Effect::Reset(name) => self.restore |= self.own().iter().any(|(k, _)| k.as_str() == name.as_str()),
+                Effect::ResetAll => self.restore |= !self.own().is_empty(),
                 // Pins were taken when staged; `USE` is MySQL's.
                 Effect::Pin(_) | Effect::Use(_) => continue,
             }
             self.settings.apply(e);
         }
-        self.resign();
     }
 
     /// The staged effects were rolled back: forget them.
     pub fn rollback(&mut self) {
         self.staged.clear();
-    }
-
-    /// Why the session is pinned, if it is.
-    pub fn pin(&self) -> Option<PinReason> {
-        self.settings.pin()
-    }
-
-    /// A pin not counted in the metrics yet (see [`Settings::take_uncounted_pin`]).
-    pub fn take_uncounted_pin(&mut self) -> Option<PinReason> {
-        self.settings.take_uncounted_pin()
-    }
-
-    /// Identifies the settings; 0 means "server defaults". Equal signatures need no replay.
-    pub fn signature(&self) -> u64 {
-        self.signature
     }
 
     /// One query that turns any pooled connection's settings into this session's.
@@ -196,7 +194,7 @@ impl SessionState {
     /// The settings in force that the client made: its startup values not changed since, then
     /// its committed `SET`s, as (lower-cased name, statement that restores it).
     pub fn settings(&self) -> impl Iterator<Item = (&str, &str)> {
-        let startup = self.startup.iter().filter(|(k, _)| self.settings.get(k).is_none());
+        let startup = self.own().iter().filter(|(k, _)| self.get(k).is_none());
         startup.map(|(k, v)| (k.as_str(), v.as_str())).chain(self.settings.iter())
     }
 
@@ -212,7 +210,7 @@ impl SessionState {
             return None;
         }
         let stmts: Vec<&str> =
-            self.startup.iter().filter(|(k, _)| self.settings.get(k).is_none()).map(|(_, s)| s.as_str()).collect();
+            self.own().iter().filter(|(k, _)| self.get(k).is_none()).map(|(_, s)| s.as_str()).collect();
         (!stmts.is_empty()).then(|| stmts.join("; "))
     }
 
@@ -224,7 +222,7 @@ impl SessionState {
             return None;
         }
         Some(FrozenState {
-            startup: self.startup.to_vec(),
+            startup: self.own().clone(),
             greeting: self.greeting.to_vec(),
             reported: self.reported.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             restore: self.restore,
@@ -238,20 +236,13 @@ impl SessionState {
         frozen: FrozenState,
         share: impl FnOnce(Vec<(String, String)>) -> Rc<Vec<(String, String)>>,
     ) -> SessionState {
-        let mut s = SessionState {
-            startup: frozen.startup.into_boxed_slice(),
-            settings: Settings::thaw(frozen.settings),
+        SessionState {
+            settings: Settings::thaw(frozen.settings, frozen.startup),
             greeting: share(frozen.greeting),
             reported: frozen.reported.into_iter().collect(),
             restore: frozen.restore,
-            ..SessionState::default()
-        };
-        s.resign();
-        s
-    }
-
-    fn resign(&mut self) {
-        self.signature = self.settings.signature(&self.startup, self.startup.is_empty());
+            staged: Vec::new(),
+        }
     }
 }
 

@@ -16,13 +16,18 @@ pub fn setting_on(stmt: &str) -> bool {
     ["1", "ON", "TRUE"].iter().any(|v| value.eq_ignore_ascii_case(v))
 }
 
-/// The settings a client made (name -> the statement that restores it), what pins it to its
-/// connection for good (the first reason wins), and whether `sqp_session_pins_total` counted it.
+/// What a connection must carry for a client: the settings it made (name -> the statement that
+/// restores it) and the wire's own part `O` (PostgreSQL's startup values, MySQL's default
+/// database); what pins it to its connection for good (the first reason wins) and whether
+/// `sqp_session_pins_total` counted it; and the signature of what is carried, kept current by
+/// every change so a session never reads a stale one.
 #[derive(Debug, Default, Clone)]
-pub struct Settings {
+pub struct Settings<O = ()> {
     made: BTreeMap<String, String>,
+    own: O,
     pin: Option<PinReason>,
     counted: bool,
+    signature: u64,
 }
 
 /// [`Settings`] on their way to a new binary (#40); each dialect's frozen state flattens it in.
@@ -33,11 +38,18 @@ pub struct FrozenSettings {
     pin: Option<String>,
 }
 
-impl Settings {
-    /// Applies a setting's effect, or a pin's; whether the settings changed. A pin holds even
+impl<O: Hash + Default + PartialEq> Settings<O> {
+    /// No setting made yet, on top of the wire's own part.
+    pub fn new(own: O) -> Self {
+        let mut s = Self { own, ..Self::default() };
+        s.resign();
+        s
+    }
+
+    /// Applies a setting's effect, or a pin's. A pin holds even
     /// where its statement failed or rolled back: being conservative costs only a dedicated
-    /// connection. `USE` is the wire's to keep (MySQL's default database).
-    pub fn apply(&mut self, e: Effect) -> bool {
+    /// connection. `USE` is the wire's to keep (MySQL's default database, [`Settings::set_own`]).
+    pub fn apply(&mut self, e: Effect) {
         match e {
             Effect::Set { name, stmt } => {
                 self.made.insert(name, stmt);
@@ -48,13 +60,21 @@ impl Settings {
                 self.made.remove(&name);
             }
             Effect::ResetAll => self.made.clear(),
-            Effect::Pin(r) => {
-                self.pin_for(r);
-                return false;
-            }
-            Effect::Use(_) => return false,
+            Effect::Pin(r) => return self.pin_for(r),
+            Effect::Use(_) => return,
         }
-        true
+        self.resign();
+    }
+
+    /// The wire's own part of what is carried.
+    pub fn own(&self) -> &O {
+        &self.own
+    }
+
+    /// Replaces the wire's own part.
+    pub fn set_own(&mut self, own: O) {
+        self.own = own;
+        self.resign();
     }
 
     /// Pins the session for `r`, unless something pinned it already.
@@ -92,20 +112,14 @@ impl Settings {
         self.made.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
-    /// Identifies the settings plus the wire's own part of the state (`own`, `own_empty` when
-    /// it holds nothing); 0 means "connection defaults": equal signatures need no replay.
-    pub fn signature(&self, own: impl Hash, own_empty: bool) -> u64 {
-        if self.made.is_empty() && own_empty {
-            return 0;
-        }
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        own.hash(&mut h);
-        self.made.hash(&mut h);
-        h.finish() | 1
+    /// Identifies what is carried; 0 means "connection defaults": equal signatures need no
+    /// replay.
+    pub fn signature(&self) -> u64 {
+        self.signature
     }
 
-    /// What moves to a new binary; `None` for a pinned session whose connection, which holds
-    /// what pinned it, does not move `with_connection`.
+    /// What moves to a new binary besides the wire's own part; `None` for a pinned session
+    /// whose connection, which holds what pinned it, does not move `with_connection`.
     pub fn freeze(&self, with_connection: bool) -> Option<FrozenSettings> {
         if self.pin.is_some() && !with_connection {
             return None;
@@ -114,10 +128,25 @@ impl Settings {
         Some(FrozenSettings { settings, pin: self.pin.map(|r| r.as_str().to_owned()) })
     }
 
-    /// The settings [`Settings::freeze`] kept. A pin was counted by the process it began in.
-    pub fn thaw(frozen: FrozenSettings) -> Settings {
+    /// The settings [`Settings::freeze`] kept, on top of the wire's own part. A pin was counted
+    /// by the process it began in.
+    pub fn thaw(frozen: FrozenSettings, own: O) -> Self {
         let pin = frozen.pin.as_deref().and_then(PinReason::parse);
-        Settings { made: frozen.settings.into_iter().collect(), pin, counted: pin.is_some() }
+        let made = frozen.settings.into_iter().collect();
+        let mut s = Settings { made, own, pin, counted: pin.is_some(), signature: 0 };
+        s.resign();
+        s
+    }
+
+    fn resign(&mut self) {
+        self.signature = if self.made.is_empty() && self.own == O::default() {
+            0
+        } else {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            self.own.hash(&mut h);
+            self.made.hash(&mut h);
+            h.finish() | 1
+        };
     }
 }
 

@@ -162,7 +162,7 @@ impl Session {
         let _ = self.io.flush().await;
         let bridged = self.is_bridged();
         let clean = self.link.pos == 0;
-        let limited = self.state.settings().any(|(name, _)| name == "max_error_count");
+        let limited = self.state.iter().any(|(name, _)| name == "max_error_count");
         let Some(conn) = self.seat.conn.as_mut().filter(|_| !bridged && clean && !limited) else {
             self.seat.ryw.learned(None);
             return;

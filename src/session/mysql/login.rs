@@ -11,15 +11,14 @@ use std::time::Duration;
 
 use super::state::{names_for_collation, MyState};
 use super::Session;
-use crate::auth::{Denial, Verifier};
+use crate::auth::pass::{check_native, NativeSecret};
+use crate::auth::{Denial, Refusal};
 use crate::config::{Config, Pool as PoolConfig, Protocol};
 use crate::id::CancelKey;
 use crate::id::Token;
 use crate::metrics::AuthFailure;
 use crate::pool::{BackendSecret, CorePool, PassThrough, PoolError};
-use crate::protocol::mysql::auth::{
-    constant_time_eq, native_password_recover, native_password_verify, MYSQL_NATIVE_PASSWORD,
-};
+use crate::protocol::mysql::auth::{constant_time_eq, native_password_verify, MYSQL_NATIVE_PASSWORD};
 use crate::protocol::mysql::capability::*;
 use crate::protocol::mysql::errcode::{
     ErrorNumber, ER_ACCESS_DENIED_ERROR, ER_BAD_DB_ERROR, ER_NET_PACKETS_OUT_OF_ORDER,
@@ -33,7 +32,7 @@ use crate::rt::{self, Stream};
 use crate::session::admission::{server_tls, tls_refusal, TlsRefusal};
 use crate::session::client_error::MyClientError;
 use crate::session::driver::ClientIo;
-use crate::session::secret::{failure_of, login_failed, stored_secret, Source, Stored};
+use crate::session::secret::{entry, failure, login_failed, stored_secret, Stored};
 use crate::session::CoreContext;
 
 /// A slow or silent client gets this long to finish logging in.
@@ -488,9 +487,8 @@ pub(super) fn check_password(
     reason: &Cell<AuthFailure>,
 ) -> Result<Option<Rc<PassThrough>>, MyClientError> {
     if pool.username.is_none() {
-        let nothing = Stored { text: None, denial: Some(Denial::Unknown), no_login: false, source: Source::File };
-        let stored = stored.map_or(Ok(&nothing), Result::as_ref);
-        return pass_through(stored, (user, addr), (scramble, token), anonymous, reason).map(Some);
+        let found = stored.map_or(Err(Refusal::Denied(Denial::Unknown)), |s| entry(s.as_ref()));
+        return pass_through(found, (user, addr), (scramble, token), anonymous, reason).map(Some);
     }
     check_with(pool, (user, addr), token.is_empty(), anonymous, |password| {
         native_password_verify(password.as_bytes(), scramble, token)
@@ -509,65 +507,26 @@ pub(super) fn access_denied((user, addr): (&str, Option<IpAddr>), token_empty: b
     )
 }
 
-/// The pass-through check (#23): the response is verified against the user's stored
-/// `SHA1(SHA1(password))` (`*HEX` in the auth file, as `mysql.user` shows it), which recovers
-/// `SHA1(password)` to log in to the backend with; a plaintext entry is used as the password.
-/// A user without an entry is let through unchecked only on an `allow_anonymous` listener.
+/// The pass-through check (#23, [`check_native`]); a refusal is logged, counted under `reason`
+/// and answered as the server answers a wrong password.
 fn pass_through(
-    stored: Result<&Stored, &String>,
+    found: Result<&str, Refusal>,
     (user, addr): (&str, Option<IpAddr>),
     (scramble, token): (&[u8], &[u8]),
     anonymous: bool,
     reason: &Cell<AuthFailure>,
 ) -> Result<Rc<PassThrough>, MyClientError> {
-    let entry = stored.ok().and_then(|s| s.text.as_deref());
-    if entry.is_none() && anonymous && stored.is_ok_and(Stored::unknown) {
-        return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
-    }
-    let verifier = entry.map(Verifier::parse);
-    // A hash nobody's password matches, so every refusal costs the same hashing.
-    let unknowable: [u8; 20] = rand::random();
-    let denied: String;
-    let (secret, why, label) = match &verifier {
-        Some(Ok(Verifier::Native(hash))) => (
-            native_password_recover(hash, scramble, token).map(BackendSecret::NativeStage1),
-            "wrong password",
-            AuthFailure::WrongPassword,
-        ),
-        Some(Ok(Verifier::Plain(password))) => (
-            native_password_verify(password.as_bytes(), scramble, token)
-                .then(|| BackendSecret::Password(password.clone())),
-            "wrong password",
-            AuthFailure::WrongPassword,
-        ),
-        Some(Ok(other)) => {
-            let _ = native_password_recover(&unknowable, scramble, token);
-            (None, other.kind(), AuthFailure::UnusableSecret)
-        }
-        Some(Err(_)) => {
-            let _ = native_password_recover(&unknowable, scramble, token);
-            (None, "malformed secret", AuthFailure::UnusableSecret)
-        }
-        None => {
-            let _ = native_password_recover(&unknowable, scramble, token);
-            match stored {
-                Ok(Stored { denial: Some(d), .. }) => {
-                    denied = d.to_string();
-                    (None, denied.as_str(), failure_of(d))
-                }
-                Ok(_) => (None, "no entry in the auth file or the auth query's answer", AuthFailure::UnknownUser),
-                Err(query) => (None, query.as_str(), AuthFailure::AuthQueryFailed),
-            }
+    let secret = match check_native(found, (scramble, token), anonymous, &rand::random()) {
+        Ok(NativeSecret::Nothing) => BackendSecret::Nothing,
+        Ok(NativeSecret::Password(password)) => BackendSecret::Password(password),
+        Ok(NativeSecret::Stage1(stage1)) => BackendSecret::NativeStage1(stage1),
+        Err(why) => {
+            tracing::info!(user, reason = %why, "pass-through login refused");
+            reason.set(failure(&why));
+            return Err(access_denied((user, addr), token.is_empty()));
         }
     };
-    match secret {
-        Some(secret) => Ok(Rc::new(PassThrough { user: Rc::from(user), secret })),
-        None => {
-            tracing::info!(user, reason = why, "pass-through login refused");
-            reason.set(label);
-            Err(access_denied((user, addr), token.is_empty()))
-        }
-    }
+    Ok(Rc::new(PassThrough { user: Rc::from(user), secret }))
 }
 
 /// [`check_password`] with the token verification passed in (a seam for the tests, which count

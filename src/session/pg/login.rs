@@ -14,7 +14,7 @@ use base64::Engine as _;
 use super::settings::{run_reporting, SettingsError};
 use super::{Arrival, Identity, Session};
 use crate::auth::mock::scram_salt;
-use crate::auth::{Denial, Verifier, VerifierError};
+use crate::auth::{Denial, Refusal, Verifier, VerifierError};
 use crate::config::{ClientAuth, Config, Console, ConsoleRole, Pool as PoolConfig, PoolMode, Protocol, TlsServer};
 use crate::id::{CancelKey, KillRequest, KillTarget};
 use crate::metrics::AuthFailure;
@@ -24,15 +24,17 @@ use crate::protocol::pg::{
     challenge::{Challenge, Progress, Proof},
     decode_expected_frame, decode_startup_frame, sqlstate,
     startup::{is_protocol_option, ALPN, DIRECT_TLS_FIRST_BYTE, ENCRYPTION_ACCEPTED, ENCRYPTION_REFUSED},
-    Authentication, Derivation, Negotiation, ScramKeys, ScramSecret, StartupPacket, TransactionStatus,
+    Authentication, Derivation, Negotiation, ScramKeys, ScramSecret, StartupPacket,
 };
 use crate::rt::{self, Stream};
 use crate::session::admission::{server_tls, tls_refusal, TlsRefusal};
 use crate::session::client_error::PgClientError;
 use crate::session::derive::Derivations;
 use crate::session::names;
-use crate::session::secret::{failure_of, login_failed, stored_secret, Stored};
-use crate::session::state::startup::{canonical_utf8, parse_options};
+use crate::session::secret::{entry, failure, login_failed, stored_secret, Stored};
+use crate::session::state::startup::{
+    causal_token, encode_greeting, greeting, startup_sqlstate, with_options, ClientParams, Greeting,
+};
 use crate::session::state::SessionState;
 use crate::session::CoreContext;
 
@@ -459,47 +461,6 @@ async fn authenticate(
     verify(client, (pool_user, password), user, method, &config.auth.mock_seed).await.map(|()| None)
 }
 
-/// Why a pass-through login failed, for the log only: the client gets the same 28P01 for each.
-#[derive(Clone)]
-enum Refusal {
-    UnknownUser,
-    WrongPassword,
-    /// The user's secret cannot check this listener's exchange (an MD5 secret and a SCRAM
-    /// client, or a SCRAM verifier and an MD5 client) or is malformed.
-    UnusableSecret(&'static str),
-    /// The auth query could not answer (why, for the log).
-    QueryFailed(String),
-    /// The server would refuse the account whatever the client proves (#33).
-    Denied(Denial),
-}
-
-impl Refusal {
-    /// The `reason` it is counted under.
-    fn label(&self) -> AuthFailure {
-        match self {
-            Refusal::UnknownUser => AuthFailure::UnknownUser,
-            Refusal::WrongPassword => AuthFailure::WrongPassword,
-            Refusal::UnusableSecret(_) => AuthFailure::UnusableSecret,
-            Refusal::QueryFailed(_) => AuthFailure::AuthQueryFailed,
-            Refusal::Denied(d) => failure_of(d),
-        }
-    }
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::UnknownUser => f.write_str("no entry in the auth file or the auth query's answer"),
-            Refusal::QueryFailed(why) => write!(f, "the auth query failed: {why}"),
-            Refusal::WrongPassword => f.write_str("wrong password"),
-            Refusal::Denied(d) => d.fmt(f),
-            Refusal::UnusableSecret(kind) => {
-                write!(f, "the stored secret is a {kind}, which cannot check this listener's auth_method")
-            }
-        }
-    }
-}
-
 /// How a pass-through login is checked: the listener's exchange, whether it lets users
 /// without a secret in, and the mock salt key.
 struct How<'a> {
@@ -520,25 +481,20 @@ async fn pass_through(
     user: &str,
     how: How<'_>,
 ) -> Result<Rc<PassThrough>, (LoginEnd, AuthFailure)> {
-    let entry = stored.ok().and_then(|s| s.text.as_deref());
-    if entry.is_none() && how.anonymous && stored.is_ok_and(Stored::unknown) {
-        return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
-    }
-    let verifier = entry.map(Verifier::parse);
+    let verifier = match entry(stored) {
+        Err(why) if how.anonymous && why.lets_anonymous_in() => {
+            return Ok(Rc::new(PassThrough { user: Rc::from(user), secret: BackendSecret::Nothing }));
+        }
+        found => found.map(Verifier::parse),
+    };
     // Every path runs the same exchange to its end, so which part was wrong is not revealed.
     let (expected, refusal) = match &verifier {
-        Some(v) => expected_for(&client.derivations, v.as_ref(), how.method, user, how.seed).await,
-        None => {
-            let why = match stored {
-                Err(e) => Refusal::QueryFailed(e.clone()),
-                Ok(s) => s.denial.clone().map_or(Refusal::UnknownUser, Refusal::Denied),
-            };
-            (Expected::unknowable(how.method, user, how.seed), Some(why))
-        }
+        Ok(v) => expected_for(&client.derivations, v.as_ref(), how.method, user, how.seed).await,
+        Err(why) => (Expected::unknowable(how.method, user, how.seed), Some(why.clone())),
     };
     let proof = exchange(client, &expected).await.map_err(|end| (end, AuthFailure::WrongPassword))?;
     let secret = match (&proof, refusal, &verifier, &expected) {
-        (Some(_), None, Some(Ok(Verifier::Plain(password))), _) => BackendSecret::Password(password.clone()),
+        (Some(_), None, Ok(Ok(Verifier::Plain(password))), _) => BackendSecret::Password(password.clone()),
         (Some(_), None, _, Expected::Md5(secret)) => BackendSecret::Md5(secret.clone()),
         (Some(p), None, _, Expected::Scram(secret)) => match p.client_key {
             Some(client_key) => BackendSecret::Scram(ScramKeys {
@@ -552,7 +508,7 @@ async fn pass_through(
         (_, refusal, _, _) => {
             let why = refusal.unwrap_or(Refusal::WrongPassword);
             tracing::info!(user, reason = %why, "pass-through login refused");
-            return Err((refuse(user), why.label()));
+            return Err((refuse(user), failure(&why)));
         }
     };
     if let Some(p) = proof {
@@ -611,7 +567,7 @@ async fn console_login(
     let verifier = console.passwords.get(&user).filter(|_| role.is_some()).map(|t| Verifier::parse(t));
     let (expected, refusal) = match &verifier {
         Some(v) => expected_for(&client.derivations, v.as_ref(), method, &user, seed).await,
-        None => (Expected::unknowable(method, &user, seed), Some(Refusal::UnknownUser)),
+        None => (Expected::unknowable(method, &user, seed), Some(Refusal::Denied(Denial::Unknown))),
     };
     let proof = match exchange(client, &expected).await {
         Ok(proof) => proof,
@@ -758,18 +714,9 @@ async fn greet(ctx: &Rc<CoreContext>, client: &mut Client, a: Authenticated) -> 
         client_params.values.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         server_params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
-    let server_value =
-        |name: &str| server_params.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
-    // Only parameters that differ from the server's defaults need replaying on borrowed connections.
-    let differing: Vec<(String, String)> =
-        own_values(client_params.values).into_iter().filter(|(k, v)| server_value(k) != Some(v.as_str())).collect();
-    let mut state = SessionState::from_startup(differing.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let mut shown = shown_params(&server_params, &differing);
-    // ...in the server's own spelling, which only the server knows for most of them.
-    let unknown_spelling = differing.iter().any(|(k, v)| server_value(k).is_some() && !spelled_as_server(k, v));
+    let Greeting { mut state, mut shown, check } = greeting(client_params, &server_params);
     // A MySQL pool (the bridge) has no PostgreSQL settings to apply.
     let postgres = pool.config.backend_protocol(Protocol::Postgres) == Protocol::Postgres;
-    let check = client_params.options || unknown_spelling;
     let mut backend = None;
     if postgres && pool.config.mode == PoolMode::Session {
         // A session-mode client has its server connection from login on, as directly: the
@@ -800,85 +747,6 @@ async fn greet(ctx: &Rc<CoreContext>, client: &mut Client, a: Authenticated) -> 
     let (user, database) = (names::shared(&user), names::shared(&database));
     let identity = Identity { user, database, lex, home: pool.name().clone() };
     Ok(Greeted { pool, state, key, arrival: Arrival { identity, pass, causal }, backend })
-}
-
-/// The real server's parameters as the client is shown them: overridden by what it asked for
-/// itself.
-fn shown_params(server_params: &[(String, String)], differing: &[(String, String)]) -> Vec<(String, String)> {
-    server_params
-        .iter()
-        .map(|(name, value)| {
-            let own = differing.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v);
-            (name.clone(), own.unwrap_or(value).clone())
-        })
-        .collect()
-}
-
-/// The greeting after authentication: AuthenticationOk, the parameters shown, the client's
-/// cancel key and the first ReadyForQuery.
-fn encode_greeting(shown: &[(String, String)], key: CancelKey, out: &mut Vec<u8>) {
-    let _ = backend::encode_authentication(&Authentication::Ok, out);
-    for (name, value) in shown {
-        let _ = (backend::BackendMessage::ParameterStatus { name, value }).encode(out);
-    }
-    let _ = (backend::BackendMessage::BackendKeyData { pid: key.pid, key: key.secret }).encode(out);
-    backend::encode_ready_for_query(TransactionStatus::Idle, out);
-}
-
-/// Takes the causal token (#22) out of the startup parameters (a setting of the router, never
-/// sent to a server): `querypilot.causal_token` as a parameter of its own or in `options`
-/// (`-c querypilot.causal_token=...`). An invalid token refuses the login with 22023, as the
-/// server refuses an invalid value of a startup setting.
-fn causal_token(values: &mut Vec<(String, String)>) -> Result<Option<crate::id::Token>, PgClientError> {
-    use crate::routing::causal::{parse_token, TOKEN_NAME};
-    let Some(i) = values.iter().position(|(k, _)| k.eq_ignore_ascii_case(TOKEN_NAME)) else { return Ok(None) };
-    let (_, token) = values.remove(i);
-    values.retain(|(k, _)| !k.eq_ignore_ascii_case(TOKEN_NAME));
-    parse_token(&token).map(Some).map_err(|e| PgClientError::new(super::route::INVALID_PARAMETER_VALUE, e.to_string()))
-}
-
-/// The client's startup parameters, `options` settings included.
-struct ClientParams {
-    values: Vec<(String, String)>,
-    /// Whether `options` carried settings (they are checked by the server before the greeting).
-    options: bool,
-}
-
-/// Adds the settings of the `options` startup parameter before the other parameters, which
-/// win over them as on the server (`PGOPTIONS='-c x=1'` with `x=2` in the packet gives 2).
-fn with_options(params: Vec<(String, String)>, options: Option<&str>) -> Result<ClientParams, PgClientError> {
-    let from_options =
-        parse_options(options.unwrap_or("")).map_err(|e| PgClientError::new(e.sqlstate(), e.to_string()))?;
-    let has_options = !from_options.is_empty();
-    let mut values: Vec<(String, String)> =
-        from_options.into_iter().filter(|(k, _)| !params.iter().any(|(p, _)| p.eq_ignore_ascii_case(k))).collect();
-    values.extend(params);
-    Ok(ClientParams { values, options: has_options })
-}
-
-/// The client's own values: what it sent, with the UTF-8 client encoding in the server's
-/// spelling, and an empty `application_name` when it sent none (the router's connections carry
-/// the router's name, which is not the client's).
-fn own_values(mut values: Vec<(String, String)>) -> Vec<(String, String)> {
-    for (k, v) in values.iter_mut() {
-        if k.eq_ignore_ascii_case("client_encoding") {
-            if let Some(canonical) = canonical_utf8(v) {
-                *v = canonical.to_owned();
-            }
-        }
-    }
-    if !values.iter().any(|(k, _)| k.eq_ignore_ascii_case("application_name")) {
-        values.push(("application_name".to_owned(), String::new()));
-    }
-    values
-}
-
-/// Whether the server reports `value` of `name` exactly as the client spelled it.
-fn spelled_as_server(name: &str, value: &str) -> bool {
-    // The server keeps an application name of printable ASCII below NAMEDATALEN as given.
-    let plain_name = value.len() < 64 && value.bytes().all(|b| (b' '..=b'~').contains(&b));
-    (name.eq_ignore_ascii_case("application_name") && plain_name)
-        || (name.eq_ignore_ascii_case("client_encoding") && value == "UTF8")
 }
 
 /// Borrows a backend connection carrying the client's startup settings, applied when it does
@@ -924,13 +792,3 @@ async fn attach(
         }
     }
 }
-
-/// The SQLSTATE a refused startup setting is reported with: the server's, among those it
-/// raises for settings (an unknown one becomes invalid_parameter_value).
-fn startup_sqlstate(code: &str) -> &'static str {
-    const CODES: [&str; 7] = ["22023", "42704", "42501", "55P02", "22P02", "42601", "0A000"];
-    CODES.iter().find(|c| **c == code).copied().unwrap_or("22023")
-}
-
-#[cfg(test)]
-mod tests;

@@ -19,12 +19,11 @@ use crate::session::engine::route::{self, Refusal, Refused, RouteContext};
 use crate::session::engine::ryw;
 use crate::session::engine::text::Text;
 use crate::session::placement::{self, Placed};
+pub(super) use crate::session::state::startup::INVALID_PARAMETER_VALUE;
 use std::sync::Arc;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
 const REJECTED: &str = "42501";
-/// SQLSTATE for an invalid causal token (invalid_parameter_value), #22.
-pub(super) const INVALID_PARAMETER_VALUE: &str = "22023";
 /// SQLSTATE for a statement refused on a replica-role pool (read_only_sql_transaction), #19.
 const REPLICA_UNSAFE: &str = "25006";
 

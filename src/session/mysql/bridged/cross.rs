@@ -164,7 +164,7 @@ impl Session {
             e.encode(1, &mut self.io.out);
             return Ok(false);
         }
-        let sets = match to_postgres(self.state.settings()) {
+        let sets = match to_postgres(self.state.iter()) {
             Ok(sets) => sets,
             Err(e) => {
                 let text = shared::refusal(true, "PostgreSQL", &pool.config.name, &e.to_string());

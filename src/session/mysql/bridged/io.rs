@@ -153,7 +153,7 @@ impl Session {
 
     /// Streams the backend's response through `writer` into the client buffer until
     /// ReadyForQuery, flushing the client as the buffer fills.
-    pub(super) async fn pg_stream(&mut self, writer: &mut ResultWriter) -> Result<Step, RelayError> {
+    pub(super) async fn pg_stream(&mut self, writer: &mut ResultWriter) -> Result<Ended, RelayError> {
         let mut answer = Answer { writer, wrapped: self.foreign.bridge.unseen == Unseen::Wrapped };
         let mut sink = Sink { out: &mut self.io.out, client: Some(&mut self.io.stream), flushed: false };
         let r = cross::stream(&mut self.seat, &mut answer, &mut sink).await;
@@ -413,6 +413,14 @@ impl Session {
     }
 }
 
+/// How a bridged response ended: unlike the writer's [`Step`], never midway.
+pub(super) enum Ended {
+    /// ReadyForQuery arrived, with the backend's transaction status.
+    Ready(TransactionStatus),
+    /// The backend started COPY, which the bridge cannot carry ([`Step::Unsupported`]).
+    Copy,
+}
+
 /// A PostgreSQL response, read message by message, for a MySQL client.
 struct Answer<'a> {
     writer: &'a mut ResultWriter,
@@ -422,9 +430,9 @@ struct Answer<'a> {
 }
 
 impl Translate for Answer<'_> {
-    type End = Step;
+    type End = Ended;
 
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>, _: &mut Vec<u8>) -> Result<(usize, Option<Step>), RelayError> {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>, _: &mut Vec<u8>) -> Result<(usize, Option<Ended>), RelayError> {
         let mut taken = 0;
         while let Some(frame) =
             decode_frame(bytes.get(taken..).unwrap_or_default(), MAX_BACKEND_FRAME).map_err(malformed)?
@@ -438,7 +446,8 @@ impl Translate for Answer<'_> {
             };
             match self.writer.on_message(&msg, out) {
                 Step::More => {}
-                end => return Ok((taken, Some(end))),
+                Step::Done(tx) => return Ok((taken, Some(Ended::Ready(tx)))),
+                Step::Unsupported => return Ok((taken, Some(Ended::Copy))),
             }
         }
         Ok((taken, None))

@@ -22,7 +22,7 @@ use std::hash::{Hash, Hasher};
 use crate::bridge::emulated::{self, Emulation, VarContext};
 use crate::bridge::txn::{self, my_controls_transaction as controls_transaction};
 use crate::bridge::types::{map_type, oid};
-use crate::bridge::{encode_local_result, session_flags, Column, ResultWriter, RowFormat, Step, Warning};
+use crate::bridge::{encode_local_result, session_flags, Column, ResultWriter, RowFormat, Warning};
 use crate::config::{Config, Protocol};
 use crate::error::ErrorCode;
 use crate::protocol::mysql::command::*;
@@ -38,6 +38,7 @@ use crate::sql::requote::{requote, RequoteError, Target};
 use crate::sql::Dialect;
 
 use super::{End, Session};
+use io::Ended;
 
 /// Generic error for bridge failures that have no closer MySQL number (`ER_UNKNOWN_ERROR`).
 const ER_BRIDGE: ErrorNumber = ErrorNumber { code: 1105, sql_state: *b"HY000" };
@@ -433,9 +434,8 @@ impl Session {
         let b = &self.foreign.bridge;
         let mut writer = ResultWriter::new(self.client.caps, format, b.session_flags(), b.tx);
         match self.pg_stream(&mut writer).await {
-            Ok(Step::Done(tx)) => self.foreign.bridge.tx = tx,
-            Ok(Step::Unsupported) => self.drop_pg_backend(),
-            Ok(Step::More) => return self.bridged_lost(RelayError::Malformed("a response cut short".into())).await,
+            Ok(Ended::Ready(tx)) => self.foreign.bridge.tx = tx,
+            Ok(Ended::Copy) => self.drop_pg_backend(),
             Err(e) => return self.bridged_lost(e).await,
         }
         self.foreign.bridge.warnings = writer.warnings;

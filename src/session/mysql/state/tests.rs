@@ -1,5 +1,5 @@
 use super::*;
-use crate::sql::analyze::session_effects;
+use crate::sql::analyze::{session_effects, PinReason};
 use crate::sql::Dialect;
 
 /// The effects of `sql`, as the session applies them.
@@ -26,7 +26,7 @@ fn settings_and_database_move_to_a_new_binary_unless_pinned() {
 fn a_setting_set_back_to_default_is_forgotten() {
     let mut s = MyState::default();
     s.apply(&effects("SET sql_select_limit = 1"), 1);
-    assert_eq!(s.settings().count(), 1);
+    assert_eq!(s.iter().count(), 1);
     for back in [
         "SET sql_select_limit = DEFAULT",
         "SET SESSION sql_select_limit=default;",
@@ -34,7 +34,7 @@ fn a_setting_set_back_to_default_is_forgotten() {
     ] {
         s.apply(&effects("SET sql_select_limit = 1"), 1);
         s.apply(&effects(back), 1);
-        assert_eq!(s.settings().count(), 0, "{back}");
+        assert_eq!(s.iter().count(), 0, "{back}");
         assert_eq!(s.signature(), 0, "{back}");
     }
 }
