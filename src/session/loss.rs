@@ -6,10 +6,11 @@
 //! behind [`Placed`].
 
 use super::driver::{End, Wire};
-use super::engine::release::{self, Gone};
+use super::engine::release::{self, BeginLosses, Gone};
 use super::error::RelayError;
 use super::placement::Placed;
 use crate::error::ErrorCode;
+use crate::rt;
 
 /// What the wire learned of the loss from the lost connection itself.
 #[derive(Default)]
@@ -31,6 +32,31 @@ pub(super) fn drop_lost<S: Placed + Wire>(session: &mut S, seen: &RelayError) ->
     seat.cancel.slot.set_server(None);
     seat.close_conn();
     (gone, farewell)
+}
+
+/// The connection a lone BEGIN was sent on broke (#40), `unanswered`: none of its answer is in
+/// the client's buffer. When it goes again ([`BeginLosses::lost`]) the lost connection is
+/// dropped unseen; otherwise why not, with the loss's facts, goes to the debug log, and the
+/// caller tells the client as for any loss ([`backend_lost`]).
+pub(super) fn lone_begin_lost<S: Placed + Wire>(
+    session: &mut S,
+    losses: &mut BeginLosses,
+    cause: &RelayError,
+    unanswered: bool,
+) -> bool {
+    let facts = session.loss_facts();
+    let idle_since = session.seat().conn.as_ref().map(|c| c.last_used);
+    match losses.lost(&facts, unanswered, idle_since, rt::now()) {
+        Ok(()) => {
+            tracing::debug!(error = %cause, ?losses, "a lone BEGIN lost its connection unanswered; it goes again");
+            drop_lost(session, cause);
+            true
+        }
+        Err(kept) => {
+            tracing::debug!(error = %cause, ?kept, ?facts, unanswered, ?losses, "a lone BEGIN lost its connection; it is not sent again");
+            false
+        }
+    }
 }
 
 /// The backend connection broke mid-statement: the client is told, and the session goes on

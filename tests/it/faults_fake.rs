@@ -41,6 +41,9 @@ use crate::support::{dbs, eventually};
 
 /// Far beyond what any timeout below needs, so only a hang reaches it.
 const NO_HANG: Duration = Duration::from_secs(30);
+/// How long the fake takes over a `fault_slow` statement: clients sending theirs together hold
+/// a connection each meanwhile.
+const SLOW: Duration = Duration::from_millis(300);
 
 /// How a fake backend treats a new connection before any query.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,6 +67,8 @@ struct Seen {
     cancels: AtomicU32,
     /// A `fault_lost_once` statement was dropped unanswered.
     lost_once: std::sync::atomic::AtomicBool,
+    /// The logins before the first `fault_lost_old` statement: those connections died then.
+    lost_upto: AtomicU32,
 }
 
 /// A fake backend on an ephemeral loopback port; its threads end with the test binary.
@@ -262,8 +267,11 @@ fn pg_answer(sql: &str, conn: u32, seen: &Seen, out: &mut Vec<u8>) -> Then {
     if sql.contains("fault_stall") {
         return Then::Hold;
     }
-    if lost_unanswered(sql, seen) {
+    if lost_unanswered(sql, conn, seen) {
         return Then::Eof;
+    }
+    if sql.contains("fault_slow") {
+        thread::sleep(SLOW);
     }
     let upper = sql.trim_start().to_ascii_uppercase();
     if let Some(word) = ["SET", "RESET", "DISCARD"].iter().find(|w| upper.starts_with(*w)) {
@@ -277,9 +285,16 @@ fn pg_answer(sql: &str, conn: u32, seen: &Seen, out: &mut Vec<u8>) -> Then {
     Then::Serve
 }
 
-/// Whether the fake closes the connection `sql` came on without a word: the first time for
-/// `fault_lost_once`, every time for `fault_lost_always`.
-fn lost_unanswered(sql: &str, seen: &Seen) -> bool {
+/// Whether the fake closes connection `conn`, which `sql` came on, without a word: the first
+/// time for `fault_lost_once`, every time for `fault_lost_always`; for `fault_lost_old` on every
+/// connection logged in before the first such statement came (as a stopping server closes them
+/// all, the router seeing each close only once it sent something).
+fn lost_unanswered(sql: &str, conn: u32, seen: &Seen) -> bool {
+    if sql.contains("fault_lost_old") {
+        let _ =
+            seen.lost_upto.compare_exchange(0, seen.logins.load(Ordering::SeqCst), Ordering::SeqCst, Ordering::SeqCst);
+        return conn <= seen.lost_upto.load(Ordering::SeqCst);
+    }
     sql.contains("fault_lost_always")
         || (sql.contains("fault_lost_once") && !seen.lost_once.swap(true, Ordering::SeqCst))
 }
@@ -293,14 +308,19 @@ fn pg_router(fake: &Fake, extra: &str) -> Router {
 
 /// [`pg_router`] with the fake pool in `mode`.
 fn pg_router_in(fake: &Fake, mode: &str, extra: &str) -> Router {
+    Router::start(&pg_config_in(fake, mode, extra))
+}
+
+/// The config of [`pg_router_in`].
+fn pg_config_in(fake: &Fake, mode: &str, extra: &str) -> String {
     let real = pg_pool("real", dbs().pg.primary_port, "transaction", 2);
-    Router::start(&format!(
+    format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n\
          [pools.fake]\nmode = \"{mode}\"\nusername = \"app\"\npassword = \"app\"\ndatabase = \"fake\"\nmax_connections = 1\n\
          acquire_timeout = \"10s\"\nconnect_timeout = \"1s\"\n{extra}\nbackends = [{{ host = \"127.0.0.1\", port = {} }}]\n\n\
          [pools.fake.health]\ninterval = \"1h\"\n\n{real}\n[routing]\ndefault_pool = \"real\"\n",
         fake.port
-    ))
+    )
 }
 
 /// SQLSTATE and message of a PostgreSQL error.
@@ -454,6 +474,39 @@ fn pg_a_lone_begin_lost_unanswered_goes_again_on_a_new_connection() {
     assert_eq!(fake.logins(), before, "no new connection was opened for it");
 }
 
+/// #40 through a stopping server: every connection the pool held when a lone BEGIN's was lost
+/// died with it, their closes not yet seen by the router. The BEGIN goes again past all of them
+/// (more than three), as they do not count against its attempts, and succeeds on a new
+/// connection: the client, which had no transaction open, sees no error.
+#[test]
+fn pg_a_lone_begin_goes_past_every_connection_that_died_with_its_own() {
+    let fake = Fake::start(pg_serve, Login::Normal);
+    let r = Router::start(&pg_config_in(&fake, "transaction", "").replacen(
+        "max_connections = 1",
+        "max_connections = 4",
+        1,
+    ));
+    // Four statements at once: four connections, then idle in the pool.
+    let clients: Vec<_> = (0..4).map(|_| r.pg("fake")).collect();
+    let slow: Vec<_> = clients
+        .into_iter()
+        .map(|mut c| thread::spawn(move || c.simple_query("SELECT fault_slow").map(drop).map_err(|e| describe(&e))))
+        .collect();
+    for t in slow {
+        t.join().expect("client thread").expect("slow statement");
+    }
+    let old = fake.logins();
+    assert!(old >= 4, "four connections in the pool (and the health probe's at start): {old}");
+    let mut c = r.pg("fake");
+    let (res, mut c) = bounded("BEGIN past dead connections", move || {
+        let res = c.simple_query("BEGIN /* fault_lost_old */").map(drop).map_err(|e| describe(&e));
+        (res, c)
+    });
+    res.expect("the BEGIN went again past every dead connection");
+    assert_eq!(fake.seen.lost_upto.load(Ordering::SeqCst), old, "the pool's connections died");
+    assert_eq!(pg_conn(&mut c), old + 1, "the session goes on on a new connection");
+}
+
 // ---------------------------------------------------------------- MySQL fake
 
 const MY_CAPS: u64 = CLIENT_LONG_PASSWORD
@@ -533,7 +586,7 @@ fn my_serve(mut s: TcpStream, seen: &Seen, login: Login) {
         match cmd.first() {
             Some(0x01) => return, // COM_QUIT
             Some(0x03) if sql.contains("fault_stall") => return hold(&mut s, seen),
-            Some(0x03) if lost_unanswered(&sql, seen) => {
+            Some(0x03) if lost_unanswered(&sql, conn, seen) => {
                 let _ = s.shutdown(std::net::Shutdown::Write);
                 return hold(&mut s, seen);
             }
@@ -571,6 +624,9 @@ fn my_serve(mut s: TcpStream, seen: &Seen, login: Login) {
                 return hold(&mut s, seen);
             }
             _ => {
+                if sql.contains("fault_slow") {
+                    thread::sleep(SLOW);
+                }
                 if !my_send(&mut s, &my_ok(u64::from(conn)), 1) {
                     return;
                 }
@@ -582,8 +638,13 @@ fn my_serve(mut s: TcpStream, seen: &Seen, login: Login) {
 /// One core; MySQL pool `fake` (one connection) on the fake backend, pool `real` on the shared
 /// MariaDB primary; clients of database `fake` run their statements on the fake (a routing rule).
 fn my_router(fake: &Fake, extra: &str) -> Router {
+    Router::start(&my_config(fake, extra))
+}
+
+/// The config of [`my_router`].
+fn my_config(fake: &Fake, extra: &str) -> String {
     let my = &dbs().my;
-    Router::start(&format!(
+    format!(
         "[general]\ncores = [0]\nshutdown_drain = \"2s\"\n\n[[listeners]]\nprotocol = \"mysql\"\nbind = \"127.0.0.1:0\"\n\n\
          [pools.fake]\nmode = \"transaction\"\nusername = \"{u}\"\npassword = \"{p}\"\ndatabase = \"fake\"\nmax_connections = 1\n\
          acquire_timeout = \"10s\"\nconnect_timeout = \"1s\"\n{extra}\nbackends = [{{ host = \"127.0.0.1\", port = {fport} }}]\n\n\
@@ -597,7 +658,7 @@ fn my_router(fake: &Fake, extra: &str) -> Router {
         d = my.database,
         fport = fake.port,
         rport = my.primary_port,
-    ))
+    )
 }
 
 /// A MySQL client through the router into `db` (the pool of that name); `max_allowed_packet`
@@ -711,6 +772,33 @@ fn mysql_a_lone_begin_lost_unanswered_goes_again_on_a_new_connection() {
     });
     assert!(res.expect_err("not sent again").starts_with("1105 "));
     assert!(fake.logins() <= before + 1, "an XA START, which the client names, is sent once");
+}
+
+/// #40, as `pg_a_lone_begin_goes_past_every_connection_that_died_with_its_own` for MySQL.
+#[test]
+fn mysql_a_lone_begin_goes_past_every_connection_that_died_with_its_own() {
+    let fake = Fake::start(my_serve, Login::Normal);
+    let r = Router::start(&my_config(&fake, "").replacen("max_connections = 1", "max_connections = 4", 1));
+    let port = r.port();
+    // Four statements at once: four connections, then idle in the pool.
+    let clients: Vec<_> = (0..4).map(|_| my_connect(port, "fake").expect("fake pool")).collect();
+    let slow: Vec<_> = clients
+        .into_iter()
+        .map(|mut c| thread::spawn(move || c.query_drop("SELECT fault_slow").map_err(|e| my_error(&e))))
+        .collect();
+    for t in slow {
+        t.join().expect("client thread").expect("slow statement");
+    }
+    let old = fake.logins();
+    assert!(old >= 4, "four connections in the pool (and the health probe's at start): {old}");
+    let mut c = my_connect(port, "fake").expect("fake pool");
+    let (res, mut c) = bounded("BEGIN past dead connections", move || {
+        let res = c.query_drop("START TRANSACTION /* fault_lost_old */").map_err(|e| my_error(&e));
+        (res, c)
+    });
+    res.expect("the BEGIN went again past every dead connection");
+    assert_eq!(fake.seen.lost_upto.load(Ordering::SeqCst), old, "the pool's connections died");
+    assert_eq!(my_conn(&mut c), u64::from(old) + 1, "the session goes on on a new connection");
 }
 
 /// A server that asks for a local file (`/etc/passwd`, whatever the statement said), through a

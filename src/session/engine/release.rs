@@ -2,7 +2,7 @@
 //! a session does when that connection breaks under it; when a silent client is timed. The wires
 //! do the I/O (the reset, the checkin, the error the client hears); the choice is made here.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::effects::setting_on;
 use super::hold::Hold;
@@ -180,7 +180,8 @@ pub fn after_loss(f: &LossFacts) -> Option<Gone> {
     }
 }
 
-/// How many times a lone BEGIN is sent before its lost connection is the client's error (#40).
+/// How many of a lone BEGIN's lost connections count ([`BeginLosses`]) before the last is the
+/// client's error (#40).
 pub const BEGIN_ATTEMPTS: u8 = 3;
 
 /// Whether a lone `BEGIN` (or `START TRANSACTION`) whose connection was lost goes again on a new
@@ -190,6 +191,63 @@ pub const BEGIN_ATTEMPTS: u8 = 3;
 /// session that died with it would be hidden by a BEGIN that succeeded elsewhere.
 pub fn resends_lone_begin(f: &LossFacts, unanswered: bool) -> bool {
     unanswered && after_loss(f).is_none()
+}
+
+/// A lone BEGIN's lost connections (#40), counted against [`BEGIN_ATTEMPTS`]. The first loss
+/// counts, and so does that of a connection opened or given back to the pool after it; a
+/// connection that sat idle in the pool since before the first loss does not: whatever broke the
+/// first (a server stopping) broke it too, only its close had not reached the router when it was
+/// lent. A server shutting down closes all its connections within a few milliseconds, and a
+/// BEGIN racing that can meet several of them in a row. Such connections only get fewer (any
+/// other is given back later), so the sends stay bounded.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BeginLosses {
+    /// Losses counted against [`BEGIN_ATTEMPTS`].
+    counted: u8,
+    /// Losses of connections idle since before the first.
+    exposed: u32,
+    /// When the first loss was seen.
+    first: Option<Instant>,
+}
+
+/// Why a lone BEGIN whose connection was lost is not sent again: the client hears of the loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeginKept {
+    /// Part of its answer reached the client.
+    Answered,
+    /// The session cannot go on without the lost connection ([`after_loss`]).
+    Gone(Gone),
+    /// [`BEGIN_ATTEMPTS`] losses counted.
+    Exhausted,
+}
+
+impl BeginLosses {
+    /// The connection the BEGIN was last sent on was lost at `now`, facts `f`, `unanswered`
+    /// as for [`resends_lone_begin`]; it was given back to the pool or opened at `idle_since`
+    /// (`None`: not known, counted). `Ok`: the BEGIN goes again on another connection.
+    pub fn lost(
+        &mut self,
+        f: &LossFacts,
+        unanswered: bool,
+        idle_since: Option<Instant>,
+        now: Instant,
+    ) -> Result<(), BeginKept> {
+        if !resends_lone_begin(f, unanswered) {
+            return Err(after_loss(f).map_or(BeginKept::Answered, BeginKept::Gone));
+        }
+        let exposed = matches!((self.first, idle_since), (Some(first), Some(since)) if since <= first);
+        self.first.get_or_insert(now);
+        if exposed {
+            self.exposed = self.exposed.saturating_add(1);
+        } else {
+            self.counted = self.counted.saturating_add(1);
+        }
+        if self.counted >= BEGIN_ATTEMPTS {
+            Err(BeginKept::Exhausted)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// How long a client may stay silent while `hold` keeps the connection from everyone else: the

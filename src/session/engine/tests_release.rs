@@ -3,13 +3,13 @@
 //! restate those wires' conditions as they were written), over every combination of the facts
 //! that wire can report; the named scenarios pin the distinctions one by one.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::effects::setting_on;
 use super::hold::{Hold, HoldFacts};
 use super::release::{
     after_loss, escaped_statement_pooling, gives_back, idle_limit, release, resends_lone_begin,
-    statement_pooling_refusal, Gone, LossFacts, Release, ReleaseFacts, Unfit,
+    statement_pooling_refusal, BeginKept, BeginLosses, Gone, LossFacts, Release, ReleaseFacts, Unfit, BEGIN_ATTEMPTS,
 };
 use crate::config::PoolMode;
 use crate::sql::analyze::PinReason;
@@ -827,4 +827,39 @@ fn a_lone_begin_goes_again_only_unanswered_and_with_nothing_lost() {
     assert!(resends_lone_begin(&LossFacts { home_pool: false, ..session }, true), "a routed pool holds none");
     let pinned = LossFacts { pin: Some(PinReason::TempObject), ..QUIET };
     assert!(!resends_lone_begin(&pinned, true), "its temporary table died");
+}
+
+#[test]
+fn a_lone_begin_goes_past_connections_idle_since_its_first_loss_and_counts_the_others() {
+    let t0 = Instant::now();
+    let (first, later) = (t0 + Duration::from_millis(10), t0 + Duration::from_millis(20));
+    let mut losses = BeginLosses::default();
+    // The first loss counts, however long its connection sat idle.
+    assert_eq!(losses.lost(&QUIET, true, Some(t0), first), Ok(()));
+    // Connections idle since before it died with it: any number of them, none counted.
+    for _ in 0..100 {
+        assert_eq!(losses.lost(&QUIET, true, Some(t0), later), Ok(()));
+        assert_eq!(losses.lost(&QUIET, true, Some(first), later), Ok(()), "given back as the first was lost");
+    }
+    // Connections opened or given back since count, and end the resends at BEGIN_ATTEMPTS.
+    for _ in 2..BEGIN_ATTEMPTS {
+        assert_eq!(losses.lost(&QUIET, true, Some(later), later), Ok(()));
+    }
+    assert_eq!(losses.lost(&QUIET, true, Some(later), later), Err(BeginKept::Exhausted));
+    let mut unknown = BeginLosses::default();
+    for _ in 1..BEGIN_ATTEMPTS {
+        assert_eq!(unknown.lost(&QUIET, true, None, later), Ok(()));
+    }
+    assert_eq!(unknown.lost(&QUIET, true, None, later), Err(BeginKept::Exhausted), "not known: counted");
+}
+
+#[test]
+fn a_lone_begin_not_sent_again_says_why() {
+    let mut losses = BeginLosses::default();
+    assert_eq!(losses.lost(&QUIET, false, None, Instant::now()), Err(BeginKept::Answered));
+    let in_tx = LossFacts { in_transaction: true, ..QUIET };
+    assert_eq!(losses.lost(&in_tx, true, None, Instant::now()), Err(BeginKept::Gone(Gone::Transaction)));
+    let session = LossFacts { mode: PoolMode::Session, ..QUIET };
+    assert_eq!(losses.lost(&session, true, None, Instant::now()), Err(BeginKept::Gone(Gone::ServerSession)));
+    assert_eq!(losses, BeginLosses::default(), "a loss that ends the resends is not counted");
 }

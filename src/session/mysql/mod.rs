@@ -51,7 +51,7 @@ use crate::session::client_error::MyClientError;
 use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::after::{Commits, StatementEnd, TxMove};
 use crate::session::engine::hold::{Exchange, HoldFacts};
-use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts, Unfit};
+use crate::session::engine::release::{self, BeginLosses, Gone, LossFacts, Release, ReleaseFacts, Unfit};
 use crate::session::engine::text::Text;
 use crate::session::error::RelayError;
 use crate::session::give_back::give_back;
@@ -496,8 +496,7 @@ impl Session {
         let outcome = match routed.rewritten {
             None if routed.detour => self.detour(payload, grammar).await?,
             None if count == 1 && self.tx.status & SERVER_STATUS_IN_TRANS == 0 && text.is_lone_begin() => {
-                self.run_command_sent(payload, grammar, effects, release::BEGIN_ATTEMPTS).await?
-                // #40
+                self.run_command_sent(payload, grammar, effects, true).await? // #40
             }
             None => self.run_command(payload, grammar, effects).await?,
             Some(translated) => {
@@ -526,24 +525,24 @@ impl Session {
         grammar: Grammar,
         effects: Vec<(usize, Effect)>,
     ) -> Result<Option<Outcome>, End> {
-        self.run_command_sent(payload, grammar, effects, 1).await
+        self.run_command_sent(payload, grammar, effects, false).await
     }
 
-    /// [`Session::run_command`], sent up to `attempts` times while its connection is lost before
-    /// any of its answer reached the client and no transaction was open: for a lone BEGIN,
-    /// which started nothing that outlives the lost connection (#40).
+    /// [`Session::run_command`]; a `lone_begin` is sent again while its connection is lost
+    /// before any of its answer reached the client and no transaction was open, as
+    /// [`BeginLosses`] allows: it started nothing that outlives the lost connection (#40).
     async fn run_command_sent(
         &mut self,
         payload: &[u8],
         grammar: Grammar,
         effects: Vec<(usize, Effect)>,
-        attempts: u8,
+        lone_begin: bool,
     ) -> Result<Option<Outcome>, End> {
         if grammar == Grammar::LoadLocal && self.refuses_local_infile() {
             return Ok(None);
         }
         self.tx.sticky = false;
-        let (mut left, out_mark) = (attempts, self.io.out.len());
+        let (mut losses, out_mark) = (lone_begin.then(BeginLosses::default), self.io.out.len());
         // Sends and relays, retrying a deadlock when the pool opts in (#11).
         let outcome = loop {
             if let Err(e) = self.ensure_backend().await {
@@ -553,15 +552,16 @@ impl Session {
             self.arm_query_timeout();
             match self.send_and_relay(payload, grammar).await {
                 Ok(outcome) => break outcome,
-                // #40: a lone BEGIN lost unanswered goes again.
-                Err(e)
-                    if left > 1 && release::resends_lone_begin(&self.loss_facts(), self.io.out.len() == out_mark) =>
-                {
-                    left -= 1;
-                    tracing::debug!(error = %e, "a lone BEGIN lost its connection unanswered; it goes again");
-                    loss::drop_lost(self, &e);
+                Err(e) => {
+                    let unanswered = self.io.out.len() == out_mark;
+                    // #40: a lone BEGIN lost unanswered goes again.
+                    if let Some(losses) = losses.as_mut() {
+                        if loss::lone_begin_lost(self, losses, &e, unanswered) {
+                            continue;
+                        }
+                    }
+                    return loss::backend_lost(self, e).await.map(|()| None);
                 }
-                Err(e) => return loss::backend_lost(self, e).await.map(|()| None),
             }
         };
         self.state.apply(&effects, outcome.succeeded);

@@ -3,12 +3,13 @@
 //! connection relays the server's own FATAL when the server sent one before closing (`57P01`
 //! after `pg_terminate_backend`, #36), so the client's driver raises what it raises on a direct
 //! connection; otherwise the router words the loss itself (`08006`), naming the cause.
+//!
+//! [`release::after_loss`]: crate::session::engine::release::after_loss
 
 use super::{End, Session};
-use crate::session::engine::release::{self, BEGIN_ATTEMPTS};
+use crate::session::engine::release::BeginLosses;
 use crate::session::error::RelayError;
 use crate::session::loss;
-use crate::session::placement::Placed;
 
 /// A lone `BEGIN` outside a transaction, which may go again on a new connection when its own
 /// is lost before any of its answer reached the client (#40): whatever it started on the lost
@@ -16,41 +17,40 @@ use crate::session::placement::Placed;
 /// cuts such a BEGIN off, and the client, which had no transaction open, is owed none of that.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum LoneBegin {
-    /// Not such a statement, or the last attempt.
+    /// Not such a statement.
     Off,
-    /// Sent; the client's buffer held `out_mark` bytes before its answer.
-    Armed { out_mark: u32 },
+    /// Sent; the client's buffer held `out_mark` bytes before its answer; `losses` so far.
+    Armed { out_mark: u32, losses: BeginLosses },
     /// Its connection was lost unanswered: send it again.
-    Lost,
+    Lost(BeginLosses),
 }
 
 impl Session {
-    /// Runs a lone BEGIN (see [`LoneBegin`]): on a new connection again, up to
-    /// [`BEGIN_ATTEMPTS`] times, when its connection is lost before it was answered; the new
-    /// checkout waits for a writable primary as any checkout does (`failover_wait`).
+    /// Runs a lone BEGIN (see [`LoneBegin`]): on a new connection again while its connection
+    /// is lost before it was answered, as [`BeginLosses`] allows; the new checkout waits for a
+    /// writable primary as any checkout does (`failover_wait`).
     pub(super) async fn on_lone_begin(&mut self, raw: &[u8]) -> Result<(), End> {
-        for attempt in 1..=BEGIN_ATTEMPTS {
+        let mut losses = BeginLosses::default();
+        loop {
             self.progress.begin = match u32::try_from(self.io.out.len()) {
-                Ok(out_mark) if attempt < BEGIN_ATTEMPTS => LoneBegin::Armed { out_mark },
-                _ => LoneBegin::Off,
+                Ok(out_mark) => LoneBegin::Armed { out_mark, losses },
+                Err(_) => LoneBegin::Off,
             };
             let ran = self.on_simple(raw).await;
-            let lost = std::mem::replace(&mut self.progress.begin, LoneBegin::Off) == LoneBegin::Lost;
-            if !lost {
-                return ran;
+            match std::mem::replace(&mut self.progress.begin, LoneBegin::Off) {
+                LoneBegin::Lost(so_far) => losses = so_far,
+                LoneBegin::Off | LoneBegin::Armed { .. } => return ran,
             }
-            tracing::debug!(attempt, "a lone BEGIN lost its connection unanswered; it goes again");
         }
-        Ok(())
     }
 
     /// The backend connection broke ([`loss::backend_lost`]), unless it cut off a lone BEGIN
     /// that goes again (see `on_lone_begin`).
     pub(super) async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
-        if let LoneBegin::Armed { out_mark } = self.progress.begin {
-            if release::resends_lone_begin(&self.loss_facts(), self.io.out.len() == out_mark as usize) {
-                loss::drop_lost(self, &cause);
-                self.progress.begin = LoneBegin::Lost;
+        if let LoneBegin::Armed { out_mark, mut losses } = self.progress.begin {
+            let unanswered = self.io.out.len() == out_mark as usize;
+            if loss::lone_begin_lost(self, &mut losses, &cause, unanswered) {
+                self.progress.begin = LoneBegin::Lost(losses);
                 return Ok(());
             }
         }
