@@ -214,6 +214,28 @@ impl Drop for DropFlag {
 }
 
 #[test]
+fn a_panicked_task_is_dropped_before_its_panic_is_reported() {
+    let dropped_first = on_core(|queues, tx| async move {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let (flag, seen) = (DropFlag(dropped.clone()), dropped.clone());
+        let report = Rc::new(RefCell::new(None));
+        let reported = report.clone();
+        spawn_guarded(
+            queues.latency,
+            async move {
+                let _flag = flag;
+                sleep(Duration::from_millis(1)).await;
+                panic!("boom while holding state");
+            },
+            move |_| *reported.borrow_mut() = Some(seen.load(Ordering::SeqCst)),
+        );
+        sleep(Duration::from_millis(20)).await;
+        let _ = tx.send(*report.borrow());
+    });
+    assert_eq!(dropped_first, Some(true), "the panic was reported with the task's state still held");
+}
+
+#[test]
 fn tasks_still_pending_when_the_core_ends_are_dropped_on_it() {
     let dropped = Arc::new(AtomicBool::new(false));
     let flag = dropped.clone();
