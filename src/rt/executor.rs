@@ -139,7 +139,10 @@ thread_local! {
     static CORE: Cell<*const Core> = const { Cell::new(std::ptr::null()) };
 }
 
-/// Runs `f` with the current thread's core; `None` off a core.
+/// Runs `f` with the current thread's core; `None` off a core. Always inlined: it is a load and
+/// a test, and as a call of its own (~19 a transaction) each paid a prologue and epilogue of
+/// ~14 instructions around the closure it runs (#39).
+#[inline(always)]
 pub(super) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
     let core = CORE.with(Cell::get);
     // SAFETY: the pointer is non-null only while an `Entered` lives, and `run_core` keeps the
@@ -171,8 +174,7 @@ where
     F: Future<Output = ()> + 'static,
 {
     let spawned = with_core(|core| {
-        let shared = core.shared.clone();
-        let (runnable, task) = async_task::spawn_local(fut, move |r| schedule(&shared, queue, r));
+        let (runnable, task) = local_task(fut, queue, core.shared.clone());
         core.tasks.borrow_mut().push(task);
         runnable
     });
@@ -185,13 +187,31 @@ where
     }
 }
 
+/// A task of `fut` on the core `shared` belongs to. Not `async_task::spawn_local`: that wraps
+/// every future in a check of the thread's id at each poll and at its drop (a lazily set up
+/// thread-local: ~57 instructions a poll, #39), a check the loop makes true by construction.
+fn local_task<F>(fut: F, queue: TaskQueue, shared: Arc<Shared>) -> (Runnable, async_task::Task<()>)
+where
+    F: Future<Output = ()> + 'static,
+{
+    // SAFETY: `fut` may be `!Send`, so its `Runnable` must be run and dropped on this thread,
+    // the core's: only the core's loop runs them (`run_ready`) or drops them (`shut_down`);
+    // `schedule` hands one woken on another thread back to its core's list, and one woken once
+    // its core has ended is leaked, never dropped (`Shared::push_remote`). The task handle is
+    // kept and dropped by the core too (`Core::tasks`, `run_core`). `fut` is `'static` and the
+    // schedule function `Send + Sync + 'static`, so its wakers may go anywhere.
+    unsafe { async_task::spawn_unchecked(fut, move |r| schedule(&shared, queue, r)) }
+}
+
 /// A waker's way back: straight into the local queue on the core's own thread, through the
 /// shared list and the eventfd from any other.
 fn schedule(shared: &Arc<Shared>, queue: TaskQueue, runnable: Runnable) {
     let mut runnable = Some(runnable);
-    with_core(|core| match core.queues.get(queue.0) {
-        Some(q) if Arc::ptr_eq(&core.shared, shared) => q.borrow_mut().extend(runnable.take()),
-        _ => {}
+    with_core(|core| match (core.queues.get(queue.0), runnable.take()) {
+        // A push, not `extend` from the option: that went through VecDeque's general extend,
+        // ~45 instructions a wake-up where a push is a few (#39).
+        (Some(q), Some(r)) if Arc::ptr_eq(&core.shared, shared) => q.borrow_mut().push_back(r),
+        (_, r) => runnable = r,
     });
     // Off its own core (another core's thread, or this thread once its core has ended), the
     // task goes back through its core's shared list, which leaks it once that core has closed.
@@ -522,11 +542,8 @@ where
     Fut: Future<Output = ()> + 'static,
 {
     let entered = Entered::new(&core);
-    let shared = core.shared.clone();
     let (runnable, main_task) =
-        async_task::spawn_local(main(CoreQueues { latency: LATENCY, background: BACKGROUND }), move |r| {
-            schedule(&shared, LATENCY, r)
-        });
+        local_task(main(CoreQueues { latency: LATENCY, background: BACKGROUND }), LATENCY, core.shared.clone());
     runnable.schedule();
     let outcome = catch_unwind(AssertUnwindSafe(|| core.run_loop(&main_task)));
     drop(main_task);

@@ -7,23 +7,36 @@ use std::task::{Context, Poll};
 
 use super::executor::{self, TaskQueue};
 
-/// Polls the inner future inside `catch_unwind`, turning a panic into `Err(message)`.
-/// Boxing costs one allocation per session and keeps this free of `unsafe` pin projection.
-struct CatchUnwind<F> {
-    inner: Pin<Box<F>>,
+/// Polls the inner future inside `catch_unwind`; a panic drops it, then runs `on_panic` with
+/// the panic's message. One layer per poll, where an `async` block awaiting a `catch_unwind`
+/// wrapper made two (#39). Boxing costs one allocation per session and keeps this free of
+/// `unsafe` pin projection.
+struct Guarded<F, P> {
+    /// `None` once it panicked.
+    inner: Option<Pin<Box<F>>>,
+    on_panic: Option<P>,
 }
 
-impl<F: Future> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, String>;
+// Nothing in it is pinned in place: the future is in its box, and `on_panic` is only moved.
+impl<F, P> Unpin for Guarded<F, P> {}
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = self.inner.as_mut();
+impl<F: Future<Output = ()>, P: FnOnce(String)> Future for Guarded<F, P> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        let Some(inner) = this.inner.as_mut() else { return Poll::Ready(()) };
         // The session owns all state the future touches; after a panic that state is dropped
-        // with the future, so no broken invariant is observed later.
-        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(payload) => Poll::Ready(Err(panic_message(payload.as_ref()))),
+        // with the future (before `on_panic` runs), so no broken invariant is observed later.
+        match catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
+            Ok(polled) => polled,
+            Err(payload) => {
+                this.inner = None;
+                if let Some(on_panic) = this.on_panic.take() {
+                    on_panic(panic_message(payload.as_ref()));
+                }
+                Poll::Ready(())
+            }
         }
     }
 }
@@ -46,14 +59,9 @@ pub fn spawn_guarded<F>(queue: TaskQueue, fut: F, on_panic: impl FnOnce(String) 
 where
     F: Future<Output = ()> + 'static,
 {
-    // Boxed before the async block captures it: captured by value, the unstarted block would
-    // hold the whole session future inline and the task allocation would be as big as the box.
-    let inner = CatchUnwind { inner: Box::pin(fut) };
-    let guarded = async move {
-        if let Err(msg) = inner.await {
-            on_panic(msg);
-        }
-    };
+    // Boxed: held inline, the whole session future would be in the task's allocation, and the
+    // task as big as the box.
+    let guarded = Guarded { inner: Some(Box::pin(fut)), on_panic: Some(on_panic) };
     if !executor::spawn_on(queue, guarded) {
         tracing::error!("a task was spawned off a core and dropped");
     }

@@ -213,6 +213,41 @@ impl Drop for DropFlag {
     }
 }
 
+/// Holds its flag in a field of its own, around `inner`: a panic in `inner` unwinds through its
+/// poll without dropping the flag (an `async` block's locals would be dropped by the unwind).
+struct Holding<F> {
+    _flag: DropFlag,
+    inner: std::pin::Pin<Box<F>>,
+}
+
+impl<F: std::future::Future> std::future::Future for Holding<F> {
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        self.get_mut().inner.as_mut().poll(cx)
+    }
+}
+
+#[test]
+fn a_panicked_task_is_dropped_before_its_panic_is_reported() {
+    let dropped_first = on_core(|queues, tx| async move {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let seen = dropped.clone();
+        let report = Rc::new(RefCell::new(None));
+        let reported = report.clone();
+        let panicking = Box::pin(async {
+            sleep(Duration::from_millis(1)).await;
+            panic!("boom while holding state");
+        });
+        spawn_guarded(queues.latency, Holding { _flag: DropFlag(dropped), inner: panicking }, move |_| {
+            *reported.borrow_mut() = Some(seen.load(Ordering::SeqCst))
+        });
+        sleep(Duration::from_millis(20)).await;
+        let _ = tx.send(*report.borrow());
+    });
+    assert_eq!(dropped_first, Some(true), "the panic was reported with the task's state still held");
+}
+
 #[test]
 fn tasks_still_pending_when_the_core_ends_are_dropped_on_it() {
     let dropped = Arc::new(AtomicBool::new(false));

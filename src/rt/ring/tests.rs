@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use io_uring::{opcode, squeue, types};
 
-use super::{Keep, Ring, Slot};
+use super::{Keep, Ring, Slot, Stage};
 use crate::rt::provided;
 
 fn eventfd() -> OwnedFd {
@@ -82,7 +82,10 @@ fn a_burst_on_a_full_completion_queue_reaps_instead_of_spinning() {
             ring.turn(Some(Duration::ZERO));
             turns += 1;
         }
-        let done = ops.iter().filter(|&&id| matches!(ring.slots.get(id), Some(Slot::Done { res: 0, .. }))).count();
+        let done = ops
+            .iter()
+            .filter(|&&id| matches!(ring.slots.get(id), Some(Slot { stage: Stage::Done, res: 0, .. })))
+            .count();
         ring.shut_down(Duration::from_secs(5));
         let _ = tx.send(done);
     });
@@ -118,8 +121,11 @@ fn a_wait_after_a_posted_send_ends_at_the_next_real_completion_not_at_the_sends(
         (got, peer)
     });
     ring.turn(Some(Duration::from_secs(10)));
-    assert!(matches!(ring.slots.get(recv), Some(Slot::Done { res: 4, .. })), "one turn waited for the receive");
-    assert!(matches!(ring.slots.get(send), Some(Slot::Done { res: 8, .. })), "and reaped the send");
+    assert!(
+        matches!(ring.slots.get(recv), Some(Slot { stage: Stage::Done, res: 4, .. })),
+        "one turn waited for the receive"
+    );
+    assert!(matches!(ring.slots.get(send), Some(Slot { stage: Stage::Done, res: 8, .. })), "and reaped the send");
     let (got, _peer) = answer.join().expect("peer");
     assert_eq!(&got, b"response");
     ring.shut_down(Duration::from_secs(5));
@@ -139,7 +145,7 @@ fn a_posted_send_that_finds_its_socket_full_holds_a_wait_only_briefly() {
     ring.turn(Some(Duration::from_secs(30)));
     let waited = t0.elapsed();
     assert!(waited < Duration::from_secs(10), "the wait was cut short, not held for the loop's 30 s: {waited:?}");
-    assert!(matches!(ring.slots.get(send), Some(Slot::Pending { .. })), "the send still waits for room");
-    assert!(matches!(ring.slots.get(recv), Some(Slot::Pending { .. })), "and the receive for bytes");
+    assert!(matches!(ring.slots.get(send), Some(Slot { stage: Stage::Pending, .. })), "the send still waits for room");
+    assert!(matches!(ring.slots.get(recv), Some(Slot { stage: Stage::Pending, .. })), "and the receive for bytes");
     ring.shut_down(Duration::from_secs(5));
 }
