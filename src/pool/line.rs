@@ -198,6 +198,25 @@ impl Seat {
         Called(self)
     }
 
+    /// The role of answering calls passed to the waiting checkout `waker` wakes, without a wake:
+    /// a call from now on wakes it, and so does, at once, one nobody answered yet.
+    pub(super) fn listen(&self, waker: &Waker) {
+        let (before, unanswered) = {
+            let mut slot = self.waker.lock();
+            let before = match slot.as_ref() {
+                Some(w) if w.will_wake(waker) => None,
+                _ => slot.replace(waker.clone()),
+            };
+            // Read under the lock: a call before it finds the waker replaced, or leaves its
+            // count to be seen here.
+            (before, self.called.load(Ordering::SeqCst) > 0)
+        };
+        drop(before);
+        if unanswered {
+            waker.wake_by_ref();
+        }
+    }
+
     /// The calling waiter left: nothing to wake any more.
     pub(super) fn hang_up(&self) {
         let waker = self.waker.lock().take();
@@ -272,6 +291,29 @@ mod tests {
         seat.hang_up();
         assert!(seat.call());
         assert!(pin!(seat.called()).poll(&mut cx).is_ready(), "a call while the waiter answering is away is kept");
+    }
+
+    #[test]
+    fn the_waiter_the_calls_pass_to_is_woken_by_the_next_call_or_at_once_for_one_unanswered() {
+        struct Count(AtomicU32);
+        impl std::task::Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let line = Line::default();
+        let seat = Seat::default();
+        seat.publish(1, Some(line.ticket(rt::now())));
+        let count = Arc::new(Count(AtomicU32::new(0)));
+        let waker = Waker::from(count.clone());
+        seat.listen(&waker);
+        assert_eq!(count.0.load(Ordering::Relaxed), 0, "no call yet");
+        assert!(seat.call());
+        assert_eq!(count.0.load(Ordering::Relaxed), 1);
+        // The call is still unanswered when the role passes on again.
+        seat.listen(&waker);
+        assert_eq!(count.0.load(Ordering::Relaxed), 2);
+        assert!(pin!(seat.called()).poll(&mut Context::from_waker(&waker)).is_ready());
     }
 
     #[test]

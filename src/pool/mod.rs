@@ -1035,14 +1035,7 @@ impl CorePool {
                     waited_ms: rt::since(started).as_millis(),
                 });
             }
-            let waited = async { Some(waiting.wait().await) };
-            woke = Some(
-                rt::race(waited, async {
-                    (&mut timer).await;
-                    None
-                })
-                .await,
-            );
+            woke = Some(waiting.wait(Some(&mut timer)).await);
         }
     }
 

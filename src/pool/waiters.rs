@@ -16,7 +16,10 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use super::budget::Budget;
@@ -116,15 +119,77 @@ pub(super) const RECHECK_PER_USER: Duration = Duration::from_millis(2);
 /// model below (`tests::model`) runs without it.
 pub(super) const RECHECK_SHARED: Duration = Duration::from_millis(25);
 
+/// The recheck of the waiter answering calls: one timer for the core's waiters, not one per
+/// wait. It is due `every` after the waiter answering calls last started to wait (a wake or a
+/// call ended its last wait, or the role passed to it), as a timer armed per wait would be; the
+/// armed timer is moved later only when it fires before that. Under load, where that waiter is
+/// woken far more often than every `every`, it is armed about once per `every`, not at every
+/// wait (#39: an insert and a removal in the core's timers per waiting checkout).
+struct Recheck {
+    every: Duration,
+    /// When the waiter answering calls last started to wait.
+    from: Cell<Instant>,
+    timer: RefCell<Option<rt::Sleep>>,
+}
+
+impl Recheck {
+    fn new(every: Duration) -> Self {
+        Self { every, from: Cell::new(rt::now()), timer: RefCell::default() }
+    }
+
+    /// The waiter answering calls starts to wait now.
+    fn restart(&self) {
+        self.from.set(rt::now());
+    }
+
+    /// Whether the recheck is due, polled by the waiter answering calls; else the timer wakes
+    /// that waiter's task (`cx`) when it may be.
+    fn poll(&self, cx: &mut Context<'_>) -> bool {
+        let due = self.from.get() + self.every;
+        let mut timer = self.timer.borrow_mut();
+        let sleep = timer.get_or_insert_with(|| rt::sleep_until(due));
+        if Pin::new(&mut *sleep).poll(cx).is_pending() {
+            return false;
+        }
+        if rt::now() < due {
+            // Armed for a wait that restarted since: armed again for the one going on.
+            *sleep = rt::sleep_until(due);
+            if Pin::new(&mut *sleep).poll(cx).is_pending() {
+                return false;
+            }
+        }
+        *timer = None;
+        true
+    }
+
+    /// The role passed, without a wake, to the waiter whose task `waker` wakes: its wait starts
+    /// now, and the timer wakes it from now on (at once if it fired meanwhile).
+    fn passed(&self, waker: &Waker) {
+        self.restart();
+        let due = self.from.get() + self.every;
+        let mut timer = self.timer.borrow_mut();
+        let sleep = timer.get_or_insert_with(|| rt::sleep_until(due));
+        if Pin::new(sleep).poll(&mut Context::from_waker(waker)).is_ready() {
+            waker.wake_by_ref();
+        }
+    }
+
+    /// Nobody answers calls: nothing for the timer to wake.
+    fn stop(&self) {
+        let timer = self.timer.borrow_mut().take();
+        drop(timer);
+    }
+}
+
 /// State shared between a pool and the connections it lent out, so a closing connection can
 /// wake a waiter (its budget unit is free again).
 pub(crate) struct Waiters {
     /// One signal per waiting checkout with its ticket of the pool's line, in arrival order; a
     /// signal is set only once popped.
     queue: RefCell<VecDeque<(Signal, Ticket)>>,
-    /// Whether a waiting checkout of this core answers calls from other cores. One does: a
-    /// unit freed elsewhere serves one waiter.
-    calling: Cell<bool>,
+    /// The ticket number of the waiting checkout of this core that answers calls from other
+    /// cores, if one does: a unit freed elsewhere serves one waiter.
+    caller: Cell<Option<u64>>,
     /// Waiters woken for a unit that have not run yet: the unit is theirs.
     owed: Cell<u32>,
     pace: RefCell<Pace>,
@@ -144,9 +209,9 @@ pub(crate) struct Waiters {
     giving: Cell<bool>,
     /// Until when this core leaves a unit it gave up to the core it gave it up for.
     yield_until: Cell<Option<Instant>>,
-    /// How long the waiter answering calls waits before it looks again unwoken
-    /// ([`RECHECK_PER_USER`], [`RECHECK_SHARED`]); never where nobody waits (a health probe's).
-    recheck: Option<Duration>,
+    /// How the waiter answering calls looks again unwoken ([`RECHECK_PER_USER`],
+    /// [`RECHECK_SHARED`]); never where nobody waits (a health probe's).
+    recheck: Option<Recheck>,
 }
 
 impl Default for Waiters {
@@ -168,7 +233,7 @@ impl Waiters {
         let seat = line.join();
         Self {
             queue: RefCell::default(),
-            calling: Cell::new(false),
+            caller: Cell::new(None),
             owed: Cell::new(0),
             pace: RefCell::default(),
             deadline_hit: Cell::new(None),
@@ -179,7 +244,7 @@ impl Waiters {
             slack: u64::from(capacity.max(1)),
             giving: Cell::new(false),
             yield_until: Cell::new(None),
-            recheck,
+            recheck: recheck.map(Recheck::new),
         }
     }
 
@@ -228,23 +293,56 @@ impl Waiters {
         delivered
     }
 
-    /// A waiter left (`woken`: woken for a unit or to answer calls, and gone before it ran).
-    /// What it was woken for goes to the next in line, and so do the calls while nobody here
-    /// answers them: the next waiter wakes and looks, and answers calls once it waits again (or,
-    /// leaving too, passes them on in turn). So while checkouts wait here, one of them answers
-    /// calls or is woken to. The last waiter of the core to leave calls the cores still waiting:
-    /// a unit one of them left to this core ([`Waiters::giving`]), or a call nobody here
-    /// answered, is theirs again.
-    fn left(&self, woken: bool) {
-        if self.calling.get() {
+    /// A waiter left (`woken`: woken for a unit or to answer calls, and gone before it ran;
+    /// `answered`: it answered calls). What it was woken for goes to the next in line, who is
+    /// woken to look. The calls it answered, or that nobody here answered, go to the next in
+    /// line without a wake (#39: a wake only to pass the role on cost each waiting checkout a
+    /// second poll of another's task, which then waited again); it answers them from then on.
+    /// So while checkouts wait here, one of them answers calls or is woken to. The last waiter
+    /// of the core to leave calls the cores still waiting: a unit one of them left to this core
+    /// ([`Waiters::giving`]), or a call nobody here answered, is theirs again.
+    fn left(&self, woken: bool, answered: bool) {
+        if self.caller.get().is_some() {
             if woken {
                 self.wake(None);
             }
-        } else if !self.queue.borrow().is_empty() {
+            return;
+        }
+        let next = !self.queue.borrow().is_empty();
+        if next && !woken {
+            return self.pass_calls();
+        }
+        if answered {
+            self.seat.hang_up();
+            self.recheck.iter().for_each(Recheck::stop);
+        }
+        if next {
+            // It takes the calls once it waits again (see [`Waiting::wait`]).
             self.wake(None);
         } else if self.owed.get() == 0 {
             self.seat.take_calls();
             self.call_heads();
+        }
+    }
+
+    /// The first in line answers calls from now on, woken only by a call (one left unanswered,
+    /// at once) or its recheck. A waiter with no wait pending is running, and takes them up
+    /// when it waits next.
+    fn pass_calls(&self) {
+        let (number, waker) = match self.queue.borrow().front() {
+            Some((ev, t)) => (t.number, ev.waker()),
+            None => return,
+        };
+        self.caller.set(Some(number));
+        match waker {
+            Some(w) => {
+                self.seat.listen(&w);
+                self.recheck.iter().for_each(|r| r.passed(&w));
+            }
+            None => {
+                self.seat.hang_up();
+                self.recheck.iter().for_each(Recheck::stop);
+            }
         }
     }
 
@@ -401,7 +499,6 @@ pub(super) struct Waiting<'a> {
     waiters: &'a Waiters,
     ev: Signal,
     ticket: Ticket,
-    calls: bool,
     /// The last wait ended on a call from another core: its unit was looked for since.
     was_called: bool,
 }
@@ -413,16 +510,21 @@ impl<'a> Waiting<'a> {
         let ticket = waiters.line.ticket(now);
         waiters.queue.borrow_mut().push_back((ev.clone(), ticket));
         waiters.publish();
-        Self { waiters, ev, ticket, calls: false, was_called: false }
+        Self { waiters, ev, ticket, was_called: false }
+    }
+
+    /// Whether this checkout answers calls from other cores.
+    fn calls(&self) -> bool {
+        self.waiters.caller.get() == Some(self.ticket.number)
     }
 
     /// Waits until a unit is freed on this core, or, for the waiter answering calls, until
-    /// another core freed one or handed one over, or its recheck is due.
-    pub(super) async fn wait(&mut self) -> Wake {
+    /// another core freed one or handed one over, or its recheck is due; `None` when the
+    /// `deadline`'s timer fired first.
+    pub(super) async fn wait(&mut self, mut deadline: Option<&mut rt::Sleep>) -> Option<Wake> {
         let seat = &self.waiters.seat;
-        if !self.calls && !self.waiters.calling.get() {
-            self.waiters.calling.set(true);
-            self.calls = true;
+        if self.waiters.caller.get().is_none() {
+            self.waiters.caller.set(Some(self.ticket.number));
         }
         if self.was_called {
             // It looked for the unit handed over: another may be handed now.
@@ -430,7 +532,10 @@ impl<'a> Waiting<'a> {
         }
         self.was_called = false;
         let wake = loop {
-            let wake = self.woken().await;
+            if self.calls() {
+                self.waiters.recheck.iter().for_each(Recheck::restart);
+            }
+            let wake = Woken { waiting: self, ev: self.ev.wait(), deadline: deadline.as_deref_mut() }.await?;
             if wake != Wake::Called {
                 break wake;
             }
@@ -464,30 +569,41 @@ impl<'a> Waiting<'a> {
             drop(queue);
             self.waiters.publish();
         }
-        wake
+        Some(wake)
     }
-    /// What ends one wait: a wake, and for the waiter answering calls a call or its recheck.
-    async fn woken(&self) -> Wake {
-        if !self.calls {
-            self.ev.wait().await;
-            return Wake::Woken;
+}
+
+/// One wait of a [`Waiting`]: its wake, and for the waiter answering calls a call or its
+/// recheck, then the deadline's timer, polled in that order. One future rather than a race of
+/// three (#39: two nested races cost ~300 instructions a poll): and whether the waiter answers
+/// calls is read at each poll, so the role can pass to it while it waits, without a wake.
+struct Woken<'w, 'a> {
+    waiting: &'w Waiting<'a>,
+    ev: signal::Wait<'w>,
+    deadline: Option<&'w mut rt::Sleep>,
+}
+
+impl Future for Woken<'_, '_> {
+    type Output = Option<Wake>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Wake>> {
+        let this = &mut *self;
+        if Pin::new(&mut this.ev).poll(cx).is_ready() {
+            return Poll::Ready(Some(Wake::Woken));
         }
-        let called = async {
-            self.waiters.seat.called().await;
-            Wake::Called
-        };
-        let woken = async {
-            self.ev.wait().await;
-            Wake::Woken
-        };
-        let rechecked = async {
-            match self.waiters.recheck {
-                Some(every) => rt::sleep(every).await,
-                None => std::future::pending().await,
+        let waiters = this.waiting.waiters;
+        if this.waiting.calls() {
+            if Pin::new(&mut waiters.seat.called()).poll(cx).is_ready() {
+                return Poll::Ready(Some(Wake::Called));
             }
-            Wake::Rechecked
-        };
-        rt::race(woken, rt::race(called, rechecked)).await
+            if waiters.recheck.as_ref().is_some_and(|r| r.poll(cx)) {
+                return Poll::Ready(Some(Wake::Rechecked));
+            }
+        }
+        match this.deadline.as_deref_mut() {
+            Some(timer) => Pin::new(timer).poll(cx).map(|()| None),
+            None => Poll::Pending,
+        }
     }
 }
 
@@ -507,14 +623,14 @@ impl Drop for Waiting<'_> {
         }
         drop(queue);
         self.waiters.publish();
-        if self.calls {
-            self.waiters.seat.hang_up();
+        let answered = self.calls();
+        if answered {
             if self.was_called {
                 self.waiters.seat.ungrant();
             }
-            self.waiters.calling.set(false);
+            self.waiters.caller.set(None);
         }
-        self.waiters.left(woken);
+        self.waiters.left(woken, answered);
     }
 }
 

@@ -43,6 +43,15 @@ impl Signal {
         Rc::ptr_eq(&self.0, &other.0)
     }
 
+    /// The waker of the pending wait, if one is pending: the checkout's task, to wake for it
+    /// by other means than a set (see `Waiters::pass_calls`).
+    pub(super) fn waker(&self) -> Option<Waker> {
+        let waker = self.0.waker.take();
+        let copy = waker.clone();
+        self.0.waker.set(waker);
+        copy
+    }
+
     /// Unset for the next wait: in place when no clone is left (the one queued was popped to
     /// set it), else a new signal, so a clone still held never sees it unset.
     pub(super) fn rearm(&mut self) {

@@ -5,8 +5,8 @@ use std::task::{Context, Poll, Waker};
 
 /// Polls one wait once: pending until woken or, for the waiter answering calls, called.
 fn poll_wait(w: &mut Waiting<'_>) -> Poll<Wake> {
-    let fut = pin!(w.wait());
-    fut.poll(&mut Context::from_waker(Waker::noop()))
+    let fut = pin!(w.wait(None));
+    fut.poll(&mut Context::from_waker(Waker::noop())).map(|wake| wake.expect("no deadline"))
 }
 
 fn queued(waiters: &Waiters) -> usize {
@@ -19,7 +19,7 @@ fn one_waiter_answers_calls_from_other_cores_and_the_others_wait_to_be_woken() {
     let (mut a, mut b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
     assert!(poll_wait(&mut a).is_pending());
     assert!(poll_wait(&mut b).is_pending());
-    assert!(a.calls && !b.calls && waiters.calling.get());
+    assert!(a.calls() && !b.calls());
     waiters.seat.call();
     assert!(poll_wait(&mut a).is_ready() && a.was_called);
     assert_eq!(queued(&waiters), 2);
@@ -52,25 +52,119 @@ fn wake_one_serves_in_arrival_order_and_a_woken_waiter_missing_out_is_first_agai
     assert_eq!(waiters.seat.head(), Some(b.ticket), "the oldest still waiting");
 }
 
+/// Counts the wakes of a task.
+struct Count(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Count {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A waker counting its wakes, and the count so far.
+fn counting() -> (Waker, impl Fn() -> usize) {
+    let count = Arc::new(Count(Default::default()));
+    (Waker::from(count.clone()), move || count.0.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 #[test]
-fn a_dropped_waiter_leaves_nothing_queued_and_hands_the_calls_on() {
+fn a_dropped_waiter_leaves_nothing_queued_and_hands_the_calls_on_without_a_wake() {
     let waiters = Waiters::default();
+    let (waker, wakes) = counting();
+    let mut cx = Context::from_waker(&waker);
     let mut a = Waiting::new(&waiters, rt::now());
     let (mut b, c) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
     assert!(poll_wait(&mut a).is_pending());
-    assert!(poll_wait(&mut b).is_pending());
-    drop(a);
-    // The next in line is woken to answer calls from then on.
-    assert!(b.ev.is_set() && !c.ev.is_set());
-    assert!(!waiters.calling.get());
-    assert!(poll_wait(&mut b).is_ready());
-    assert!(poll_wait(&mut b).is_pending());
-    assert!(b.calls);
+    {
+        let mut wait = pin!(b.wait(None));
+        assert!(wait.as_mut().poll(&mut cx).is_pending());
+        drop(a);
+        // The next in line answers calls from then on, without being woken to take them (#39).
+        assert_eq!(wakes(), 0);
+        assert!(!waiters.owed());
+        assert!(waiters.seat.call());
+        assert_eq!(wakes(), 1, "a call wakes the waiter the calls passed to");
+        assert_eq!(wait.as_mut().poll(&mut cx), Poll::Ready(Some(Wake::Called)));
+    }
+    assert!(b.calls() && b.was_called);
     drop(c);
     drop(b);
     assert_eq!(queued(&waiters), 0);
-    assert!(!waiters.calling.get());
+    assert_eq!(waiters.caller.get(), None);
     assert_eq!(waiters.seat.head(), None);
+}
+
+#[test]
+fn a_call_left_unanswered_by_a_waiter_leaving_wakes_the_next_at_once() {
+    let waiters = Waiters::default();
+    let (waker, wakes) = counting();
+    let mut a = Waiting::new(&waiters, rt::now());
+    let mut b = Waiting::new(&waiters, rt::now());
+    assert!(poll_wait(&mut a).is_pending());
+    let mut wait = pin!(b.wait(None));
+    assert!(wait.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    // Called, and gone (its deadline) before it answered.
+    assert!(waiters.seat.call());
+    drop(a);
+    assert_eq!(wakes(), 1);
+    assert_eq!(wait.as_mut().poll(&mut Context::from_waker(&waker)), Poll::Ready(Some(Wake::Called)));
+}
+
+/// Runs `main` on a fresh core (where timers wait) and returns its output.
+fn on_core<T: Send + 'static, Fut: Future<Output = T> + 'static>(main: impl FnOnce() -> Fut + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let core = rt::spawn_core("waiters-test", None, move |_| async move {
+        let _ = tx.send(main().await);
+    })
+    .expect("core starts");
+    let out = rx.recv_timeout(Duration::from_secs(10)).expect("the core answers in time");
+    core.join().expect("the core ends cleanly");
+    out
+}
+
+#[test]
+fn the_recheck_is_due_its_interval_after_the_waiter_answering_calls_last_started_to_wait() {
+    let every = Duration::from_millis(40);
+    let (first, wake, waited) = on_core(move || async move {
+        let waiters = Waiters::new(Arc::default(), 1, Some(every));
+        let (mut a, _b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
+        let first = {
+            let mut wait = pin!(a.wait(None));
+            let _ = wait.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+            rt::sleep(every / 2).await;
+            waiters.wake_one();
+            wait.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+        };
+        // Its next wait starts the interval again: the timer armed for the first is not due
+        // for it (the core's one timer, armed again when it fires early).
+        let restarted = rt::now();
+        let wake = a.wait(None).await;
+        (first, wake, rt::since(restarted))
+    });
+    assert_eq!(first, Poll::Ready(Some(Wake::Woken)));
+    assert_eq!(wake, Some(Wake::Rechecked));
+    assert!(waited >= every, "rechecked {waited:?} into a wait, before {every:?}");
+}
+
+#[test]
+fn the_recheck_wakes_the_waiter_the_calls_passed_to() {
+    let every = Duration::from_millis(20);
+    let (at_pass, later, wake) = on_core(move || async move {
+        let waiters = Waiters::new(Arc::default(), 1, Some(every));
+        let (mut a, mut b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
+        assert!(poll_wait(&mut a).is_pending(), "answering calls, its recheck armed");
+        let (waker, wakes) = counting();
+        let mut cx = Context::from_waker(&waker);
+        let mut wait = pin!(b.wait(None));
+        let _ = wait.as_mut().poll(&mut cx);
+        drop(a);
+        let at_pass = wakes();
+        rt::sleep(every * 2).await;
+        (at_pass, wakes(), wait.as_mut().poll(&mut cx))
+    });
+    assert_eq!(at_pass, 0, "the calls passed on without a wake");
+    assert!(later >= 1, "the core's recheck timer wakes the waiter answering calls now");
+    assert_eq!(wake, Poll::Ready(Some(Wake::Rechecked)));
 }
 
 #[test]
