@@ -65,6 +65,16 @@ pub(super) struct ClientIo {
     pub share: rt::Share,
     /// A large unit being read and handled, charged to the process's budget (#33).
     pub held: Charge,
+    /// Writes to the client so far: a statement's answer began to reach it once this moved
+    /// ([`ClientIo::unanswered_since`], #40).
+    pub writes: u32,
+}
+
+/// Where the client's output stood when a statement was sent ([`ClientIo::mark`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct OutMark {
+    writes: u32,
+    buffered: usize,
 }
 
 impl ClientIo {
@@ -80,7 +90,24 @@ impl ClientIo {
             listener: listener as u16,
             share: rt::Share::default(),
             held,
+            writes: 0,
         }
+    }
+
+    /// Where the client's output stands now, for [`ClientIo::unanswered_since`].
+    pub fn mark(&self) -> OutMark {
+        OutMark { writes: self.writes, buffered: self.out.len() }
+    }
+
+    /// Whether nothing was written or buffered for the client since `mark`: no byte of what
+    /// came after reached it (#40).
+    pub fn unanswered_since(&self, mark: OutMark) -> bool {
+        self.writes == mark.writes && self.out.len() == mark.buffered
+    }
+
+    /// Counts a write to the client that went past its buffer.
+    pub fn wrote_through(&mut self) {
+        self.writes = self.writes.wrapping_add(1);
     }
 
     /// Writes and clears buffered client output.
@@ -88,6 +115,7 @@ impl ClientIo {
         if self.out.is_empty() {
             return Ok(());
         }
+        self.wrote_through();
         let r = rt::write_all(&mut self.stream, &self.out).await;
         self.out.clear();
         r.map_err(|_| End::ClientGone)

@@ -6,7 +6,7 @@
 //! behind [`Placed`].
 
 use super::driver::{End, Wire};
-use super::engine::release::{self, BeginLosses, Gone};
+use super::engine::release::{self, Gone, Resends};
 use super::error::RelayError;
 use super::placement::Placed;
 use crate::error::ErrorCode;
@@ -34,13 +34,14 @@ pub(super) fn drop_lost<S: Placed + Wire>(session: &mut S, seen: &RelayError) ->
     (gone, farewell)
 }
 
-/// The connection a lone BEGIN was sent on broke (#40), `unanswered`: none of its answer is in
-/// the client's buffer. When it goes again ([`BeginLosses::lost`]) the lost connection is
-/// dropped unseen; otherwise why not, with the loss's facts, goes to the debug log, and the
-/// caller tells the client as for any loss ([`backend_lost`]).
-pub(super) fn lone_begin_lost<S: Placed + Wire>(
+/// The connection a resendable statement was sent on broke (#40): a lone BEGIN or one without
+/// effect ([`release::without_effect`]), `unanswered`: none of its answer reached the client.
+/// When it goes again ([`Resends::lost`]) the lost connection is dropped unseen; otherwise why
+/// not, with the loss's facts, goes to the debug log, and the caller tells the client as for any
+/// loss ([`backend_lost`]).
+pub(super) fn resendable_lost<S: Placed + Wire>(
     session: &mut S,
-    losses: &mut BeginLosses,
+    losses: &mut Resends,
     cause: &RelayError,
     unanswered: bool,
 ) -> bool {
@@ -48,12 +49,12 @@ pub(super) fn lone_begin_lost<S: Placed + Wire>(
     let idle_since = session.seat().conn.as_ref().map(|c| c.last_used);
     match losses.lost(&facts, unanswered, idle_since, rt::now()) {
         Ok(()) => {
-            tracing::debug!(error = %cause, ?losses, "a lone BEGIN lost its connection unanswered; it goes again");
+            tracing::debug!(error = %cause, ?losses, "a statement without effect lost its connection unanswered; it goes again");
             drop_lost(session, cause);
             true
         }
         Err(kept) => {
-            tracing::debug!(error = %cause, ?kept, ?facts, unanswered, ?losses, "a lone BEGIN lost its connection; it is not sent again");
+            tracing::debug!(error = %cause, ?kept, ?facts, unanswered, ?losses, "a statement without effect lost its connection; it is not sent again");
             false
         }
     }

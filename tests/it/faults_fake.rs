@@ -25,7 +25,7 @@ use querypilot::protocol::mysql::capability::{
     CLIENT_CONNECT_WITH_DB, CLIENT_LONG_FLAG, CLIENT_LONG_PASSWORD, CLIENT_MULTI_RESULTS, CLIENT_MULTI_STATEMENTS,
     CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION, CLIENT_TRANSACTIONS,
 };
-use querypilot::protocol::mysql::response::SERVER_STATUS_AUTOCOMMIT;
+use querypilot::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use querypilot::protocol::mysql::{decode_packet, encode_packets, AuthSwitchRequest, HandshakeV10, OkPacket};
 use querypilot::protocol::pg::backend::{
     encode_data_row, encode_ready_for_query, encode_row_description, FieldDescription,
@@ -281,7 +281,9 @@ fn pg_answer(sql: &str, conn: u32, seen: &Seen, out: &mut Vec<u8>) -> Then {
         out.extend_from_slice(&data_row);
         pg_msg(BackendMessage::CommandComplete("SELECT 1"), out);
     }
-    encode_ready_for_query(TransactionStatus::Idle, out);
+    // `fault_in_tx` opens a transaction as far as the router can tell.
+    let status = if sql.contains("fault_in_tx") { TransactionStatus::InBlock } else { TransactionStatus::Idle };
+    encode_ready_for_query(status, out);
     Then::Serve
 }
 
@@ -507,6 +509,64 @@ fn pg_a_lone_begin_goes_past_every_connection_that_died_with_its_own() {
     assert_eq!(pg_conn(&mut c), old + 1, "the session goes on on a new connection");
 }
 
+/// #40 for a read: one statement outside a transaction that routing proved without effect,
+/// whose connection is lost before any of its answer reached the client, goes again on a new
+/// connection, and the client gets its rows from there; it had no transaction open, so a
+/// failover owes it no error.
+#[test]
+fn pg_a_read_lost_unanswered_gets_its_rows_from_a_new_connection() {
+    let fake = Fake::start(pg_serve, Login::Normal);
+    let r = pg_router(&fake, "");
+    let c = r.pg("fake");
+    let before = fake.logins();
+    let (res, _c) = bounded("lost read", move || {
+        let mut c = c;
+        let res = c.simple_query("SELECT conn /* fault_lost_once */").map_err(|e| describe(&e));
+        (res, c)
+    });
+    let rows: Vec<u32> = res
+        .expect("the read went again on a new connection")
+        .iter()
+        .filter_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse().ok()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rows, [before + 1], "its rows came from the new connection");
+}
+
+/// Statements lost unanswered that #40 must not send again on either wire: writes, a row lock,
+/// and a read inside an open transaction (the fake opens one for `fault_in_tx`; `; ` separates
+/// the statements a test sends one by one).
+const NOT_SENT_AGAIN: [&str; 4] = [
+    "INSERT INTO t VALUES (1) /* fault_lost_once */",
+    "UPDATE t SET a = 1 /* fault_lost_once */",
+    "SELECT conn FROM t FOR UPDATE /* fault_lost_once */",
+    "BEGIN /* fault_in_tx */; SELECT conn /* fault_lost_once */",
+];
+
+/// #40's limits: a statement that may have an effect (a write, a row lock, a volatile
+/// function), or a read inside an open transaction, is never sent twice: its client gets the
+/// loss as before.
+#[test]
+fn pg_a_statement_with_effect_lost_unanswered_is_not_sent_again() {
+    for sql in NOT_SENT_AGAIN.into_iter().chain(["SELECT nextval('s') /* fault_lost_once */"]) {
+        let fake = Fake::start(pg_serve, Login::Normal);
+        let r = pg_router(&fake, "");
+        let c = r.pg("fake");
+        let (res, _c) = bounded(sql, move || {
+            let mut c = c;
+            let res = sql.split("; ").try_for_each(|one| c.simple_query(one).map(drop).map_err(|e| describe(&e)));
+            (res, c)
+        });
+        let err = res.expect_err(sql);
+        // In a transaction the session ends with it (FATAL 08006, which the driver may report
+        // as the close that follows).
+        let ended = sql.contains("fault_in_tx") && err == "connection closed";
+        assert!(err.starts_with("08006") || ended, "{sql}: {err}");
+    }
+}
+
 // ---------------------------------------------------------------- MySQL fake
 
 const MY_CAPS: u64 = CLIENT_LONG_PASSWORD
@@ -533,8 +593,12 @@ fn my_read(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(u8, Vec<u8>)> {
 }
 
 fn my_ok(affected_rows: u64) -> Vec<u8> {
+    my_ok_with(affected_rows, SERVER_STATUS_AUTOCOMMIT)
+}
+
+fn my_ok_with(affected_rows: u64, status: u16) -> Vec<u8> {
     let mut out = Vec::new();
-    OkPacket { affected_rows, status: SERVER_STATUS_AUTOCOMMIT, ..OkPacket::default() }.encode(MY_CAPS, &mut out);
+    OkPacket { affected_rows, status, ..OkPacket::default() }.encode(MY_CAPS, &mut out);
     out
 }
 
@@ -627,7 +691,10 @@ fn my_serve(mut s: TcpStream, seen: &Seen, login: Login) {
                 if sql.contains("fault_slow") {
                     thread::sleep(SLOW);
                 }
-                if !my_send(&mut s, &my_ok(u64::from(conn)), 1) {
+                // `fault_in_tx` opens a transaction as far as the router can tell.
+                let status =
+                    SERVER_STATUS_AUTOCOMMIT | if sql.contains("fault_in_tx") { SERVER_STATUS_IN_TRANS } else { 0 };
+                if !my_send(&mut s, &my_ok_with(u64::from(conn), status), 1) {
                     return;
                 }
             }
@@ -799,6 +866,42 @@ fn mysql_a_lone_begin_goes_past_every_connection_that_died_with_its_own() {
     res.expect("the BEGIN went again past every dead connection");
     assert_eq!(fake.seen.lost_upto.load(Ordering::SeqCst), old, "the pool's connections died");
     assert_eq!(my_conn(&mut c), u64::from(old) + 1, "the session goes on on a new connection");
+}
+
+/// #40, as `pg_a_read_lost_unanswered_gets_its_rows_from_a_new_connection` for MySQL (the fake
+/// answers with the connection's number).
+#[test]
+fn mysql_a_read_lost_unanswered_gets_its_answer_from_a_new_connection() {
+    let fake = Fake::start(my_serve, Login::Normal);
+    let r = my_router(&fake, "");
+    let mut c = my_connect(r.port(), "fake").expect("fake pool");
+    my_conn(&mut c); // the pool's one connection, which the read then meets dead
+    let before = fake.logins();
+    let (res, c) = bounded("lost read", move || {
+        let res = c.query_drop("SELECT conn /* fault_lost_once */").map_err(|e| my_error(&e));
+        (res, c)
+    });
+    res.expect("the read went again on a new connection");
+    assert_eq!(c.affected_rows(), u64::from(before) + 1, "its answer came from the new connection");
+    assert_eq!(fake.logins(), before + 1, "one new connection");
+}
+
+/// #40's limits, as `pg_a_statement_with_effect_lost_unanswered_is_not_sent_again` for MySQL.
+#[test]
+fn mysql_a_statement_with_effect_lost_unanswered_is_not_sent_again() {
+    for sql in NOT_SENT_AGAIN.into_iter().chain(["SELECT RAND() /* fault_lost_once */"]) {
+        let fake = Fake::start(my_serve, Login::Normal);
+        let r = my_router(&fake, "");
+        let c = my_connect(r.port(), "fake").expect("fake pool");
+        let res = bounded(sql, move || {
+            let mut c = c;
+            sql.split("; ").try_for_each(|one| c.query_drop(one).map_err(|e| my_error(&e)))
+        });
+        let err = res.expect_err(sql);
+        // In a transaction the session ends with it (1927, or the close, as the driver reads it).
+        let ended = sql.contains("fault_in_tx") && (err.starts_with("1927 ") || err.starts_with("driver:"));
+        assert!(err.starts_with("1105 ") || ended, "{sql}: {err}");
+    }
 }
 
 /// A server that asks for a local file (`/etc/passwd`, whatever the statement said), through a

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::effects::setting_on;
 use super::hold::Hold;
 use crate::config::PoolMode;
+use crate::routing::Facts;
 use crate::sql::analyze::{opens_transaction, session_effects, Effect, PinReason};
 use crate::sql::Dialect;
 
@@ -180,29 +181,40 @@ pub fn after_loss(f: &LossFacts) -> Option<Gone> {
     }
 }
 
-/// How many of a lone BEGIN's lost connections count ([`BeginLosses`]) before the last is the
-/// client's error (#40).
-pub const BEGIN_ATTEMPTS: u8 = 3;
+/// How many of a resendable statement's lost connections count ([`Resends`]) before the last is
+/// the client's error (#40).
+pub const RESEND_ATTEMPTS: u8 = 3;
 
-/// Whether a lone `BEGIN` (or `START TRANSACTION`) whose connection was lost goes again on a new
-/// one (#40): only when none of its answer reached the client (`unanswered`), so nothing it
-/// started outlived the connection, and the session goes on without that connection
-/// ([`after_loss`] is `None`): a transaction, pinned state or a session-mode client's server
-/// session that died with it would be hidden by a BEGIN that succeeded elsewhere.
-pub fn resends_lone_begin(f: &LossFacts, unanswered: bool) -> bool {
+/// Whether a statement outside any transaction goes again on another connection when its own is
+/// lost unanswered (#40), by the facts routing proved of it (`facts`, of the text sent: `None`
+/// when a translation replaced it): one statement that routing found fit for a replica (a read
+/// without row locks, volatile or unknown functions, session effects or affinities), so running
+/// it twice changes nothing. A lone `BEGIN` is the other such statement; the wires know it by
+/// its text.
+pub fn without_effect(facts: Option<&Facts>) -> bool {
+    facts.is_some_and(|f| f.replica_eligible() && f.statement_count == 1)
+}
+
+/// Whether a statement without effect ([`without_effect`], or a lone `BEGIN`) whose connection
+/// was lost goes again on a new one (#40): only when none of its answer reached the client
+/// (`unanswered`), so nothing it started outlived the connection, and the session goes on
+/// without that connection ([`after_loss`] is `None`): a transaction, pinned state or a
+/// session-mode client's server session that died with it would be hidden by a statement that
+/// succeeded elsewhere.
+pub fn resends_unanswered(f: &LossFacts, unanswered: bool) -> bool {
     unanswered && after_loss(f).is_none()
 }
 
-/// A lone BEGIN's lost connections (#40), counted against [`BEGIN_ATTEMPTS`]. The first loss
-/// counts, and so does that of a connection opened or given back to the pool after it; a
-/// connection that sat idle in the pool since before the first loss does not: whatever broke the
-/// first (a server stopping) broke it too, only its close had not reached the router when it was
-/// lent. A server shutting down closes all its connections within a few milliseconds, and a
-/// BEGIN racing that can meet several of them in a row. Such connections only get fewer (any
+/// A resendable statement's lost connections (#40), counted against [`RESEND_ATTEMPTS`]. The
+/// first loss counts, and so does that of a connection opened or given back to the pool after it;
+/// a connection that sat idle in the pool since before the first loss does not: whatever broke
+/// the first (a server stopping) broke it too, only its close had not reached the router when it
+/// was lent. A server shutting down closes all its connections within a few milliseconds, and a
+/// statement racing that can meet several of them in a row. Such connections only get fewer (any
 /// other is given back later), so the sends stay bounded.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct BeginLosses {
-    /// Losses counted against [`BEGIN_ATTEMPTS`].
+pub struct Resends {
+    /// Losses counted against [`RESEND_ATTEMPTS`].
     counted: u8,
     /// Losses of connections idle since before the first.
     exposed: u32,
@@ -210,30 +222,30 @@ pub struct BeginLosses {
     first: Option<Instant>,
 }
 
-/// Why a lone BEGIN whose connection was lost is not sent again: the client hears of the loss.
+/// Why a statement whose connection was lost is not sent again: the client hears of the loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BeginKept {
+pub enum ResendKept {
     /// Part of its answer reached the client.
     Answered,
     /// The session cannot go on without the lost connection ([`after_loss`]).
     Gone(Gone),
-    /// [`BEGIN_ATTEMPTS`] losses counted.
+    /// [`RESEND_ATTEMPTS`] losses counted.
     Exhausted,
 }
 
-impl BeginLosses {
-    /// The connection the BEGIN was last sent on was lost at `now`, facts `f`, `unanswered`
-    /// as for [`resends_lone_begin`]; it was given back to the pool or opened at `idle_since`
-    /// (`None`: not known, counted). `Ok`: the BEGIN goes again on another connection.
+impl Resends {
+    /// The connection the statement was last sent on was lost at `now`, facts `f`, `unanswered`
+    /// as for [`resends_unanswered`]; it was given back to the pool or opened at `idle_since`
+    /// (`None`: not known, counted). `Ok`: the statement goes again on another connection.
     pub fn lost(
         &mut self,
         f: &LossFacts,
         unanswered: bool,
         idle_since: Option<Instant>,
         now: Instant,
-    ) -> Result<(), BeginKept> {
-        if !resends_lone_begin(f, unanswered) {
-            return Err(after_loss(f).map_or(BeginKept::Answered, BeginKept::Gone));
+    ) -> Result<(), ResendKept> {
+        if !resends_unanswered(f, unanswered) {
+            return Err(after_loss(f).map_or(ResendKept::Answered, ResendKept::Gone));
         }
         let exposed = matches!((self.first, idle_since), (Some(first), Some(since)) if since <= first);
         self.first.get_or_insert(now);
@@ -242,8 +254,8 @@ impl BeginLosses {
         } else {
             self.counted = self.counted.saturating_add(1);
         }
-        if self.counted >= BEGIN_ATTEMPTS {
-            Err(BeginKept::Exhausted)
+        if self.counted >= RESEND_ATTEMPTS {
+            Err(ResendKept::Exhausted)
         } else {
             Ok(())
         }

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use super::effects::setting_on;
 use super::hold::{Hold, HoldFacts};
 use super::release::{
-    after_loss, escaped_statement_pooling, gives_back, idle_limit, release, resends_lone_begin,
-    statement_pooling_refusal, BeginKept, BeginLosses, Gone, LossFacts, Release, ReleaseFacts, Unfit, BEGIN_ATTEMPTS,
+    after_loss, escaped_statement_pooling, gives_back, idle_limit, release, resends_unanswered,
+    statement_pooling_refusal, without_effect, Gone, LossFacts, Release, ReleaseFacts, ResendKept, Resends, Unfit,
+    RESEND_ATTEMPTS,
 };
 use crate::config::PoolMode;
 use crate::sql::analyze::PinReason;
@@ -812,7 +813,7 @@ fn a_lone_begin_goes_again_exactly_when_both_wires_resent_it() {
         for pin in PINS {
             for [home_pool, in_transaction, out_of_step, unanswered] in flags::<4>() {
                 let f = LossFacts { mode, home_pool, in_transaction, pin, out_of_step };
-                assert_eq!(resends_lone_begin(&f, unanswered), old_resends(&f, unanswered), "{f:?} {unanswered}");
+                assert_eq!(resends_unanswered(&f, unanswered), old_resends(&f, unanswered), "{f:?} {unanswered}");
             }
         }
     }
@@ -820,20 +821,20 @@ fn a_lone_begin_goes_again_exactly_when_both_wires_resent_it() {
 
 #[test]
 fn a_lone_begin_goes_again_only_unanswered_and_with_nothing_lost() {
-    assert!(resends_lone_begin(&QUIET, true));
-    assert!(!resends_lone_begin(&QUIET, false), "part of its answer reached the client");
+    assert!(resends_unanswered(&QUIET, true));
+    assert!(!resends_unanswered(&QUIET, false), "part of its answer reached the client");
     let session = LossFacts { mode: PoolMode::Session, ..QUIET };
-    assert!(!resends_lone_begin(&session, true), "a session-mode client's server session died");
-    assert!(resends_lone_begin(&LossFacts { home_pool: false, ..session }, true), "a routed pool holds none");
+    assert!(!resends_unanswered(&session, true), "a session-mode client's server session died");
+    assert!(resends_unanswered(&LossFacts { home_pool: false, ..session }, true), "a routed pool holds none");
     let pinned = LossFacts { pin: Some(PinReason::TempObject), ..QUIET };
-    assert!(!resends_lone_begin(&pinned, true), "its temporary table died");
+    assert!(!resends_unanswered(&pinned, true), "its temporary table died");
 }
 
 #[test]
 fn a_lone_begin_goes_past_connections_idle_since_its_first_loss_and_counts_the_others() {
     let t0 = Instant::now();
     let (first, later) = (t0 + Duration::from_millis(10), t0 + Duration::from_millis(20));
-    let mut losses = BeginLosses::default();
+    let mut losses = Resends::default();
     // The first loss counts, however long its connection sat idle.
     assert_eq!(losses.lost(&QUIET, true, Some(t0), first), Ok(()));
     // Connections idle since before it died with it: any number of them, none counted.
@@ -841,25 +842,52 @@ fn a_lone_begin_goes_past_connections_idle_since_its_first_loss_and_counts_the_o
         assert_eq!(losses.lost(&QUIET, true, Some(t0), later), Ok(()));
         assert_eq!(losses.lost(&QUIET, true, Some(first), later), Ok(()), "given back as the first was lost");
     }
-    // Connections opened or given back since count, and end the resends at BEGIN_ATTEMPTS.
-    for _ in 2..BEGIN_ATTEMPTS {
+    // Connections opened or given back since count, and end the resends at RESEND_ATTEMPTS.
+    for _ in 2..RESEND_ATTEMPTS {
         assert_eq!(losses.lost(&QUIET, true, Some(later), later), Ok(()));
     }
-    assert_eq!(losses.lost(&QUIET, true, Some(later), later), Err(BeginKept::Exhausted));
-    let mut unknown = BeginLosses::default();
-    for _ in 1..BEGIN_ATTEMPTS {
+    assert_eq!(losses.lost(&QUIET, true, Some(later), later), Err(ResendKept::Exhausted));
+    let mut unknown = Resends::default();
+    for _ in 1..RESEND_ATTEMPTS {
         assert_eq!(unknown.lost(&QUIET, true, None, later), Ok(()));
     }
-    assert_eq!(unknown.lost(&QUIET, true, None, later), Err(BeginKept::Exhausted), "not known: counted");
+    assert_eq!(unknown.lost(&QUIET, true, None, later), Err(ResendKept::Exhausted), "not known: counted");
 }
 
 #[test]
 fn a_lone_begin_not_sent_again_says_why() {
-    let mut losses = BeginLosses::default();
-    assert_eq!(losses.lost(&QUIET, false, None, Instant::now()), Err(BeginKept::Answered));
+    let mut losses = Resends::default();
+    assert_eq!(losses.lost(&QUIET, false, None, Instant::now()), Err(ResendKept::Answered));
     let in_tx = LossFacts { in_transaction: true, ..QUIET };
-    assert_eq!(losses.lost(&in_tx, true, None, Instant::now()), Err(BeginKept::Gone(Gone::Transaction)));
+    assert_eq!(losses.lost(&in_tx, true, None, Instant::now()), Err(ResendKept::Gone(Gone::Transaction)));
     let session = LossFacts { mode: PoolMode::Session, ..QUIET };
-    assert_eq!(losses.lost(&session, true, None, Instant::now()), Err(BeginKept::Gone(Gone::ServerSession)));
-    assert_eq!(losses, BeginLosses::default(), "a loss that ends the resends is not counted");
+    assert_eq!(losses.lost(&session, true, None, Instant::now()), Err(ResendKept::Gone(Gone::ServerSession)));
+    assert_eq!(losses, Resends::default(), "a loss that ends the resends is not counted");
+}
+
+#[test]
+fn only_one_read_routing_found_fit_for_a_replica_is_without_effect() {
+    use crate::routing::Facts;
+    use crate::sql::analyze::analyze;
+    use crate::sql::volatility::FunctionCatalog;
+    let facts =
+        |sql: &str, dialect: Dialect| Facts::from_analysis(&analyze(sql, dialect, &FunctionCatalog::builtin(dialect)));
+    for (sql, dialect, want) in [
+        ("SELECT a FROM t WHERE id = 1", Dialect::Postgres, true),
+        ("SELECT @@max_allowed_packet", Dialect::MySql, true),
+        ("INSERT INTO t VALUES (1)", Dialect::Postgres, false),
+        ("UPDATE t SET a = 1", Dialect::MySql, false),
+        ("SELECT a FROM t FOR UPDATE", Dialect::Postgres, false),
+        ("SELECT nextval('s')", Dialect::Postgres, false),
+        ("SELECT RAND()", Dialect::MySql, false),
+        ("SELECT set_config('a', 'b', false)", Dialect::Postgres, false),
+        ("SELECT 1; SELECT 2", Dialect::Postgres, false),
+        // A read like any other: lost unanswered, no CopyOutResponse reached the client.
+        ("COPY t TO STDOUT", Dialect::Postgres, true),
+        ("COPY t FROM STDIN", Dialect::Postgres, false),
+        ("LOAD DATA LOCAL INFILE 'f' INTO TABLE t", Dialect::MySql, false),
+    ] {
+        assert_eq!(without_effect(Some(&facts(sql, dialect))), want, "{sql}");
+    }
+    assert!(!without_effect(None), "a translation's text was not what routing analysed");
 }

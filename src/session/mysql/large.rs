@@ -88,6 +88,7 @@ impl Session {
             // At most one read: the budget only shows it (a row already begun cannot be
             // refused in the middle).
             held.resize(piece as u64, u64::MAX);
+            self.io.wrote_through();
             let written = rt::write_all(&mut self.io.stream, conn.rbuf.get(pos..pos + piece).unwrap_or_default()).await;
             conn.rbuf.drain(..pos + piece);
             self.link.pos = 0;

@@ -51,7 +51,7 @@ use crate::session::client_error::MyClientError;
 use crate::session::driver::{self, ClientIo, End, Wire, CLIENT_FLUSH_AT, READ_CHUNK};
 use crate::session::engine::after::{Commits, StatementEnd, TxMove};
 use crate::session::engine::hold::{Exchange, HoldFacts};
-use crate::session::engine::release::{self, BeginLosses, Gone, LossFacts, Release, ReleaseFacts, Unfit};
+use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts, Resends, Unfit};
 use crate::session::engine::text::Text;
 use crate::session::error::RelayError;
 use crate::session::give_back::give_back;
@@ -495,7 +495,7 @@ impl Session {
         self.seat.digest.begin(routed.fingerprint, &sql, rt::now());
         let outcome = match routed.rewritten {
             None if routed.detour => self.detour(payload, grammar).await?,
-            None if count == 1 && self.tx.status & SERVER_STATUS_IN_TRANS == 0 && text.is_lone_begin() => {
+            None if count == 1 && self.resendable(&routed, grammar, &text) => {
                 self.run_command_sent(payload, grammar, effects, true).await? // #40
             }
             None => self.run_command(payload, grammar, effects).await?,
@@ -528,21 +528,29 @@ impl Session {
         self.run_command_sent(payload, grammar, effects, false).await
     }
 
-    /// [`Session::run_command`]; a `lone_begin` is sent again while its connection is lost
-    /// before any of its answer reached the client and no transaction was open, as
-    /// [`BeginLosses`] allows: it started nothing that outlives the lost connection (#40).
+    /// Whether a statement goes again on a new connection when its own is lost unanswered
+    /// (#40): outside a transaction, a lone BEGIN or a query routing proved without effect on a
+    /// session nothing holds.
+    fn resendable(&self, routed: &route::Routed, grammar: Grammar, text: &Text<'_>) -> bool {
+        let without_effect = routed.no_effect && grammar == Grammar::Query && !self.holding().held();
+        self.tx.status & SERVER_STATUS_IN_TRANS == 0 && (without_effect || text.is_lone_begin())
+    }
+
+    /// [`Session::run_command`]; a `resendable` statement is sent again while its connection is
+    /// lost before any of its answer reached the client and no transaction was open, as
+    /// [`Resends`] allows: it started nothing that outlives the lost connection (#40).
     async fn run_command_sent(
         &mut self,
         payload: &[u8],
         grammar: Grammar,
         effects: Vec<(usize, Effect)>,
-        lone_begin: bool,
+        resendable: bool,
     ) -> Result<Option<Outcome>, End> {
         if grammar == Grammar::LoadLocal && self.refuses_local_infile() {
             return Ok(None);
         }
         self.tx.sticky = false;
-        let (mut losses, out_mark) = (lone_begin.then(BeginLosses::default), self.io.out.len());
+        let (mut losses, mark) = (resendable.then(Resends::default), self.io.mark());
         // Sends and relays, retrying a deadlock when the pool opts in (#11).
         let outcome = loop {
             if let Err(e) = self.ensure_backend().await {
@@ -553,10 +561,10 @@ impl Session {
             match self.send_and_relay(payload, grammar).await {
                 Ok(outcome) => break outcome,
                 Err(e) => {
-                    let unanswered = self.io.out.len() == out_mark;
-                    // #40: a lone BEGIN lost unanswered goes again.
+                    let unanswered = self.io.unanswered_since(mark);
+                    // #40: a statement without effect lost unanswered goes again.
                     if let Some(losses) = losses.as_mut() {
-                        if loss::lone_begin_lost(self, losses, &e, unanswered) {
+                        if loss::resendable_lost(self, losses, &e, unanswered) {
                             continue;
                         }
                     }

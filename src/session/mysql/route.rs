@@ -18,6 +18,7 @@ use crate::protocol::mysql::response::{
 use crate::routing::{Decision, DecisionKind, MySqlSession, Outcome, Settled, StatementKey};
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::engine::release;
 use crate::session::engine::retry::RulePolicy;
 use crate::session::engine::route::{self, Refusal, Refused, RouteContext};
 use crate::session::give_back::moving_to;
@@ -52,6 +53,9 @@ pub(super) struct Routed {
     /// Run it on this PostgreSQL-protocol pool through the bridge, the session staying on its
     /// own pool (#24).
     pub cross: Option<std::rc::Rc<crate::pool::CorePool>>,
+    /// Routing proved it without effect ([`release::without_effect`]): it may go again when its
+    /// connection is lost unanswered (#40).
+    pub no_effect: bool,
 }
 
 impl Session {
@@ -138,7 +142,13 @@ impl Session {
             self.routing.lex.observe(sql, crate::sql::Dialect::MySql, false);
         }
         if detour {
-            return Ok(Routed { rewritten: None, fingerprint: decision.fingerprint, detour, cross: None });
+            return Ok(Routed {
+                rewritten: None,
+                fingerprint: decision.fingerprint,
+                detour,
+                cross: None,
+                no_effect: false,
+            });
         }
         let named = || self.named_pool();
         let mut target = route::checked_target(&decision, named, || self.seat.ctx.rules()).map_err(refusal)?.pool;
@@ -146,7 +156,13 @@ impl Session {
             // The session stays where it is; the statement borrows a connection there (#24).
             self.retry.rule = RulePolicy::Unrouted;
             let rewritten = decision.rewritten.map(|t| t.sql);
-            return Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: Some(pool) });
+            return Ok(Routed {
+                rewritten,
+                fingerprint: decision.fingerprint,
+                detour: false,
+                cross: Some(pool),
+                no_effect: false,
+            });
         }
         let to_replica = route::replica_read(&decision);
         if to_replica {
@@ -154,8 +170,9 @@ impl Session {
         }
         self.move_to(&target, to_replica, sql).await?;
         self.retry.rule = RulePolicy::Same(decision.retry); // retry (#11)
+        let no_effect = release::without_effect(decision.rewritten.is_none().then_some(&*decision.facts));
         let rewritten = decision.rewritten.map(|t| t.sql);
-        Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: None })
+        Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: None, no_effect })
     }
 
     /// Moves the session to pool `target` (unless a transaction or pin holds it where it is)

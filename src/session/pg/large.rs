@@ -70,6 +70,7 @@ impl Session {
                 // begun would leave the client nothing to resume from).
                 held.resize(piece as u64, u64::MAX);
                 let bytes = conn.rbuf.get(pass.pos..pass.pos + piece).unwrap_or_default();
+                self.io.wrote_through();
                 let written = rt::write_all(&mut self.io.stream, bytes).await;
                 conn.rbuf.drain(..pass.pos + piece);
                 pass.pos = 0;

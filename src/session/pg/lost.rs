@@ -7,50 +7,51 @@
 //! [`release::after_loss`]: crate::session::engine::release::after_loss
 
 use super::{End, Session};
-use crate::session::engine::release::BeginLosses;
+use crate::session::driver::OutMark;
+use crate::session::engine::release::Resends;
 use crate::session::error::RelayError;
 use crate::session::loss;
 
-/// A lone `BEGIN` outside a transaction, which may go again on a new connection when its own
-/// is lost before any of its answer reached the client (#40): whatever it started on the lost
-/// connection ended with it, so nothing ran. A primary stopping for a switchover or failover
-/// cuts such a BEGIN off, and the client, which had no transaction open, is owed none of that.
+/// A statement outside a transaction that may go again on a new connection when its own is lost
+/// before any of its answer reached the client (#40): a lone `BEGIN`, or a read routing proved
+/// without effect ([`release::without_effect`]). Whatever it started on the lost connection ended
+/// with it, and running it again changes nothing. A primary stopping for a switchover or failover
+/// cuts such a statement off, and the client, which had no transaction open, is owed none of that.
+///
+/// [`release::without_effect`]: crate::session::engine::release::without_effect
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum LoneBegin {
+pub(super) enum Resend {
     /// Not such a statement.
     Off,
-    /// Sent; the client's buffer held `out_mark` bytes before its answer; `losses` so far.
-    Armed { out_mark: u32, losses: BeginLosses },
+    /// Sent when the client's output stood at `mark`; `losses` so far.
+    Armed { mark: OutMark, losses: Resends },
     /// Its connection was lost unanswered: send it again.
-    Lost(BeginLosses),
+    Lost(Resends),
 }
 
 impl Session {
-    /// Runs a lone BEGIN (see [`LoneBegin`]): on a new connection again while its connection
-    /// is lost before it was answered, as [`BeginLosses`] allows; the new checkout waits for a
-    /// writable primary as any checkout does (`failover_wait`).
-    pub(super) async fn on_lone_begin(&mut self, raw: &[u8]) -> Result<(), End> {
-        let mut losses = BeginLosses::default();
+    /// Runs a resendable statement (see [`Resend`]): on a new connection again while its
+    /// connection is lost before it was answered, as [`Resends`] allows; the new checkout waits
+    /// for a writable primary as any checkout does (`failover_wait`).
+    pub(super) async fn on_resendable(&mut self, raw: &[u8]) -> Result<(), End> {
+        let mut losses = Resends::default();
         loop {
-            self.progress.begin = match u32::try_from(self.io.out.len()) {
-                Ok(out_mark) => LoneBegin::Armed { out_mark, losses },
-                Err(_) => LoneBegin::Off,
-            };
+            self.progress.resend = Resend::Armed { mark: self.io.mark(), losses };
             let ran = self.on_simple(raw).await;
-            match std::mem::replace(&mut self.progress.begin, LoneBegin::Off) {
-                LoneBegin::Lost(so_far) => losses = so_far,
-                LoneBegin::Off | LoneBegin::Armed { .. } => return ran,
+            match std::mem::replace(&mut self.progress.resend, Resend::Off) {
+                Resend::Lost(so_far) => losses = so_far,
+                Resend::Off | Resend::Armed { .. } => return ran,
             }
         }
     }
 
     /// The backend connection broke ([`loss::backend_lost`]), unless it cut off a lone BEGIN
-    /// that goes again (see `on_lone_begin`).
+    /// that goes again (see `on_resendable`).
     pub(super) async fn backend_lost(&mut self, cause: RelayError) -> Result<(), End> {
-        if let LoneBegin::Armed { out_mark, mut losses } = self.progress.begin {
-            let unanswered = self.io.out.len() == out_mark as usize;
-            if loss::lone_begin_lost(self, &mut losses, &cause, unanswered) {
-                self.progress.begin = LoneBegin::Lost(losses);
+        if let Resend::Armed { mark, mut losses } = self.progress.resend {
+            let unanswered = self.io.unanswered_since(mark);
+            if loss::resendable_lost(self, &mut losses, &cause, unanswered) {
+                self.progress.resend = Resend::Lost(losses);
                 return Ok(());
             }
         }

@@ -101,8 +101,10 @@ struct Progress {
     unnamed: unnamed::Unnamed,
     /// An autocommit read on the primary that may write unseen (#34).
     unseen: xact::Unseen,
-    /// A lone BEGIN that goes again if its connection is lost before it was answered (#40).
-    begin: lost::LoneBegin,
+    /// A statement that goes again if its connection is lost before it was answered (#40).
+    resend: lost::Resend,
+    /// Routing proved the last statement it routed without effect (`release::without_effect`).
+    no_effect: bool,
 }
 
 /// The client's user and requested database.
@@ -312,7 +314,8 @@ impl Session {
                 tokens: Lent::default(),
                 unnamed: unnamed::Unnamed::default(),
                 unseen: xact::Unseen::No,
-                begin: lost::LoneBegin::Off,
+                resend: lost::Resend::Off,
+                no_effect: false,
             },
             identity,
             bridge: Lent::default(),
@@ -506,8 +509,10 @@ impl Session {
             if self.commit_probe_due(sql) {
                 return self.on_probed_commit(raw).await; // #34
             }
-            if self.progress.tx == TransactionStatus::Idle && text.is_lone_begin() {
-                return self.on_lone_begin(raw).await; // #40
+            if self.progress.tx == TransactionStatus::Idle
+                && ((self.progress.no_effect && !self.holding().held()) || text.is_lone_begin())
+            {
+                return self.on_resendable(raw).await; // #40
             }
             return self.on_simple(raw).await;
         };

@@ -399,6 +399,7 @@ impl Session {
         }
         self.io.flush().await?;
         let Some(rows) = self.seat.conn.as_ref().and_then(|c| row_run(&c.rbuf, *pos)) else { return Ok(()) };
+        self.io.wrote_through();
         let written = rt::write_all(&mut self.io.stream, rows).await;
         *pos += run;
         written.map_err(|_| End::ClientGone)

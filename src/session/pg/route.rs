@@ -15,6 +15,7 @@ use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::commit_io;
 use crate::session::engine::hold::Hold;
+use crate::session::engine::release;
 use crate::session::engine::route::{self, Refusal, Refused, RouteContext};
 use crate::session::engine::ryw;
 use crate::session::engine::text::Text;
@@ -83,6 +84,7 @@ impl Session {
         let (target, to_replica) = self.choose_target(&decision, runs)?;
         placement::move_to(self, &target, to_replica, runs).await?;
         self.ex.routed_by(decision.retry); // retry (#11)
+        self.progress.no_effect = release::without_effect(decision.rewritten.is_none().then_some(&*decision.facts));
         if runs {
             self.note_unseen(sql, &decision, opens); // causal reads (#34)
             self.seat.record_digest(Protocol::Postgres);
