@@ -532,7 +532,8 @@ fn pg_a_read_lost_unanswered_gets_its_rows_from_a_new_connection() {
             _ => None,
         })
         .collect();
-    assert_eq!(rows, [before + 1], "its rows came from the new connection");
+    // As for MySQL: any connection opened after the loss; the prober's login may come first.
+    assert!(matches!(rows[..], [n] if n > before), "its rows came from a new connection: {rows:?}");
 }
 
 /// Statements lost unanswered that #40 must not send again on either wire: writes, a row lock,
@@ -875,15 +876,20 @@ fn mysql_a_read_lost_unanswered_gets_its_answer_from_a_new_connection() {
     let fake = Fake::start(my_serve, Login::Normal);
     let r = my_router(&fake, "");
     let mut c = my_connect(r.port(), "fake").expect("fake pool");
-    my_conn(&mut c); // the pool's one connection, which the read then meets dead
+    let lost = my_conn(&mut c); // the pool's one connection, which the read then meets dead
     let before = fake.logins();
     let (res, c) = bounded("lost read", move || {
         let res = c.query_drop("SELECT conn /* fault_lost_once */").map_err(|e| my_error(&e));
         (res, c)
     });
     res.expect("the read went again on a new connection");
-    assert_eq!(c.affected_rows(), u64::from(before) + 1, "its answer came from the new connection");
-    assert_eq!(fake.logins(), before + 1, "one new connection");
+    // The health prober's own login may fall in between on a loaded host: the
+    // answer comes from a connection opened after the loss, not necessarily the next one.
+    assert!(
+        c.affected_rows() > u64::from(before).max(lost),
+        "its answer came from a new connection: {}",
+        c.affected_rows()
+    );
 }
 
 /// #40's limits, as `pg_a_statement_with_effect_lost_unanswered_is_not_sent_again` for MySQL.
