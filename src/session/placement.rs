@@ -12,6 +12,7 @@ use std::time::Duration;
 use super::cancel::CancelSlot;
 use super::commit_io;
 use super::context::CoreContext;
+use super::driver::ClientIo;
 use super::engine::after::{self, AfterStatement, StatementEnd};
 use super::engine::digest::Timing;
 use super::engine::hold::{Exchange, Hold, HoldFacts};
@@ -145,7 +146,12 @@ pub(super) trait Placed {
             self.release_backend(false).await;
         }
     }
-    fn seat(&mut self) -> &mut Seat;
+    /// The client's socket and buffers, and the session's seat.
+    fn parts(&mut self) -> (&mut ClientIo, &mut Seat);
+    /// What the session holds on the backend side.
+    fn seat(&mut self) -> &mut Seat {
+        self.parts().1
+    }
     /// The error a client gets when no pool can take its statement.
     fn unplaced(message: String) -> Self::Error;
     /// The error a causal read gets when no replica caught up and none may fall back.

@@ -129,9 +129,8 @@ pub(super) struct Arrival {
 }
 
 impl Wire for Session {
-    fn io(&mut self) -> (&mut ClientIo, &CoreContext) {
-        (&mut self.io, &self.seat.ctx)
-    }
+    const CLIENT_KILLS: bool = false;
+    const TIMEOUT_LINGERS: bool = false;
 
     async fn take_unit(&mut self) -> Result<bool, End> {
         match self.take_client_frame() {
@@ -198,53 +197,33 @@ impl Wire for Session {
         }
     }
 
-    fn kills(&self) -> (rt::Event, Option<rt::Event>) {
-        (self.seat.pool.gate().killed(), None)
-    }
-
-    /// Says goodbye where the router ended the session, and gives back what it held: the
-    /// backend connection, the cancel key, the named statements (in slices, #33).
-    async fn finish(&mut self, end: End) {
-        if let (End::Killed, Some(conn)) = (&end, self.seat.conn.as_mut()) {
-            // Killed wherever it was: a response may still be on its way, so the connection goes.
-            conn.broken = true;
-        }
-        let goodbye = match end {
-            End::Drained => Some("terminating connection: the router is shutting down"),
-            End::Killed => Some("terminating connection due to administrator command (KILL of its pool)"),
-            End::ClientGone | End::Fatal | End::KilledByClient | End::Moved => None,
-        };
-        if let Some(message) = goodbye {
-            let mut out = Vec::new();
-            PgClientError::new(sqlstate::ADMIN_SHUTDOWN, message).encode_fatal(&mut out);
-            let _ = rt::write_all(&mut self.io.stream, &out).await;
-        }
+    /// The client's statements go in slices (#33).
+    async fn leave(&mut self) {
         self.cross_unpark();
-        self.release_backend(true).await;
-        self.seat.ctx.cancels.remove(self.seat.cancel.key);
-        prepared::drop_in_slices(std::mem::take(&mut self.stmts)).await; // #33
+        prepared::drop_in_slices(std::mem::take(&mut self.stmts)).await;
     }
 
-    /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
-    /// told why, and the backend connection is closed, which rolls its transaction back.
-    async fn idle_transaction_expired(&mut self) -> End {
-        let ms = self.seat.drop_idle_transaction();
+    /// Said where the session stands: what was queued for the client mid-response is dropped.
+    fn goodbye(&mut self, killed: bool) {
+        let message = if killed {
+            "terminating connection due to administrator command (KILL of its pool)"
+        } else {
+            "terminating connection: the router is shutting down"
+        };
+        self.io.out.clear();
+        PgClientError::new(sqlstate::ADMIN_SHUTDOWN, message).encode_fatal(&mut self.io.out);
+    }
+
+    fn tell_idle_expired(&mut self, ms: u128) {
         let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
         PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.io.out);
-        let _ = self.io.flush().await;
-        End::Fatal
     }
 
     async fn freeze(&mut self, client: Client, leftover: Vec<u8>) -> Option<HandedSession> {
         moved::freeze(self, client, leftover).await
     }
 
-    /// The exchange's queue too, when it is empty; and the parts only a busy session needs.
-    fn release_idle_buffers(&mut self) {
-        self.io.release_idle_buffers();
-        if let Some(buf) = self.ex.held_mut().and_then(exchange::Exchange::idle_buffer) {
-            rt::recycle(buf);
-        }
+    fn park(&mut self) {
         idle::park(self);
     }
 }
@@ -765,8 +744,8 @@ impl Placed for Session {
         self.state.take_uncounted_pin()
     }
 
-    fn seat(&mut self) -> &mut Seat {
-        &mut self.seat
+    fn parts(&mut self) -> (&mut ClientIo, &mut Seat) {
+        (&mut self.io, &mut self.seat)
     }
 
     /// Returns the backend to the pool as [`release::release`] says (cleaning it when the
