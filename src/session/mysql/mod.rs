@@ -34,7 +34,7 @@ mod warning;
 
 use std::rc::Rc;
 
-use crate::config::{PoolMode, Protocol};
+use crate::config::Protocol;
 use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::mysql::command::*;
 use crate::protocol::mysql::errcode::{
@@ -765,36 +765,29 @@ impl Placed for Session {
         MyClientError::new(route::ER_NO_POOL, message)
     }
 
-    /// Makes sure a backend connection is attached, replaying session state on it.
-    async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
-        if self.seat.conn.is_none() {
-            let conn = self.seat.checkout::<MyClientError>(Protocol::MySql, true, &self.client.user).await?;
-            self.attach(conn).await?;
-        }
-        self.run_deferred().await // #34: where the transaction's first statement runs
+    /// A read-only transaction's start held back until its first statement runs (#34).
+    async fn ready(&mut self) -> Result<(), MyClientError> {
+        self.run_deferred().await
+    }
+
+    fn seat_and_user(&mut self) -> (&mut Seat, &str) {
+        (&mut self.seat, &self.client.user)
+    }
+
+    fn signature(&self) -> u64 {
+        self.state.signature()
+    }
+
+    async fn replay(&mut self, conn: &mut Conn) -> Result<(), MyClientError> {
+        stmt::replay(conn, &self.state, &self.seat.pool.config.database).await
+    }
+
+    fn attaching(&mut self) {
+        self.link.pos = 0;
     }
 
     fn parts(&mut self) -> (&mut ClientIo, &mut Seat) {
         (&mut self.io, &mut self.seat)
-    }
-
-    /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,
-    /// replaying session state on it.
-    async fn attach(&mut self, mut conn: Conn) -> Result<(), MyClientError> {
-        self.link.pos = 0;
-        if conn.settings != self.state.signature() {
-            if let Err(e) = stmt::replay(&mut conn, &self.state, &self.seat.pool.config.database).await {
-                self.seat.pool.checkin(conn, false);
-                return Err(e);
-            }
-            conn.settings = self.state.signature();
-        }
-        if let (PoolMode::Session, crate::pool::ConnInfo::MySql(info)) = (self.seat.pool.config.mode, conn.info()) {
-            // The connection is this client's for good: a KILL of its id finds the session.
-            self.seat.cancel.slot.set_server(Some((conn.addr(), info.thread_id)));
-        }
-        *self.seat.conn = Some(conn);
-        Ok(())
     }
 
     fn behind(message: String) -> MyClientError {

@@ -52,7 +52,7 @@ use crate::session::engine::hold::{Exchange, Hold, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts};
 use crate::session::engine::text::Text;
 use crate::session::error::RelayError;
-use crate::session::give_back::{close, give_back};
+use crate::session::give_back::give_back;
 use crate::session::lend::Lent;
 use crate::session::loss::Farewell;
 use crate::session::placement::{Placed, Seat};
@@ -689,28 +689,6 @@ impl Session {
         let text = "transaction blocks are not allowed in statement pooling mode";
         refused.then(|| PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, text))
     }
-
-    async fn replay_settings(&mut self) -> Result<(), PgClientError> {
-        let sql = self.state.replay_sql();
-        let sig = self.state.signature();
-        let Some(conn) = self.seat.conn.as_mut() else { return Ok(()) };
-        if self.seat.pool.config.engine == Engine::Generic {
-            // RESET SESSION AUTHORIZATION / RESET ROLE / RESET ALL are PostgreSQL's (#35): a
-            // generic engine's connections carry only what clients sent on them.
-            conn.settings = sig;
-            return Ok(());
-        }
-        match relay::run_silently(conn, &sql).await {
-            Ok(()) => {
-                conn.settings = sig;
-                Ok(())
-            }
-            Err(e) => {
-                close(&self.seat.pool, self.seat.conn.take());
-                Err(e)
-            }
-        }
-    }
 }
 
 /// The body of `raw`, a whole client message the session framed itself.
@@ -759,7 +737,7 @@ impl Placed for Session {
         self.seat.cancel.slot.settle().await;
         let hold = Hold::of(&self.hold_facts(Exchange::Open));
         let Some(mut conn) = self.seat.conn.take() else { return };
-        // The next client's replay starts with RESET ALL (see `replay_settings`), so no setting
+        // The next client's replay starts with RESET ALL (see `replay`), so no setting
         // lingers; DISCARD ALL is PostgreSQL's (#35): a generic engine's connection goes
         // instead; the client's startup values may be RESET on it and not yet put back (#18).
         let verdict = release::release(
@@ -779,29 +757,29 @@ impl Placed for Session {
         give_back(&self.seat.pool, conn, verdict, reset, self.state.signature());
     }
 
-    /// Makes sure a backend connection is attached, replaying session settings on it.
-    async fn ensure_backend(&mut self) -> Result<(), PgClientError> {
-        if self.seat.conn.is_some() {
-            return Ok(());
-        }
-        let conn = self.seat.checkout::<PgClientError>(Protocol::Postgres, true, &self.identity.user).await?;
-        self.attach(conn).await
-    }
-
     fn unplaced(message: String) -> PgClientError {
         PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, message)
     }
 
-    /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,
-    /// replaying session settings on it.
-    async fn attach(&mut self, conn: Conn) -> Result<(), PgClientError> {
-        let stale = conn.settings != self.state.signature();
-        *self.seat.conn = Some(conn);
-        self.progress.unnamed.elsewhere();
-        if stale {
-            self.replay_settings().await?;
+    fn seat_and_user(&mut self) -> (&mut Seat, &str) {
+        (&mut self.seat, &self.identity.user)
+    }
+
+    fn signature(&self) -> u64 {
+        self.state.signature()
+    }
+
+    /// Starts with RESET ALL and friends, PostgreSQL's (#35): a generic engine's connections
+    /// carry only what clients sent on them.
+    async fn replay(&mut self, conn: &mut Conn) -> Result<(), PgClientError> {
+        if self.seat.pool.config.engine == Engine::Generic {
+            return Ok(());
         }
-        Ok(())
+        relay::run_silently(conn, &self.state.replay_sql()).await
+    }
+
+    fn attaching(&mut self) {
+        self.progress.unnamed.elsewhere();
     }
 
     fn loss_facts(&self) -> LossFacts {
