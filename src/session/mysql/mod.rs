@@ -774,12 +774,12 @@ impl Placed for Session {
         (&mut self.seat, &self.client.user)
     }
 
-    fn signature(&self) -> u64 {
-        self.state.signature()
-    }
-
     async fn replay(&mut self, conn: &mut Conn) -> Result<(), MyClientError> {
         stmt::replay(conn, &self.state, &self.seat.pool.config.database).await
+    }
+
+    fn signature(&self) -> u64 {
+        self.state.signature()
     }
 
     fn attaching(&mut self) {

@@ -129,9 +129,6 @@ pub(super) struct Arrival {
 }
 
 impl Wire for Session {
-    const CLIENT_KILLS: bool = false;
-    const TIMEOUT_LINGERS: bool = false;
-
     async fn take_unit(&mut self) -> Result<bool, End> {
         match self.take_client_frame() {
             Ok(taken) => Ok(taken),
@@ -226,6 +223,9 @@ impl Wire for Session {
     fn park(&mut self) {
         idle::park(self);
     }
+
+    const CLIENT_KILLS: bool = false;
+    const TIMEOUT_LINGERS: bool = false;
 }
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
