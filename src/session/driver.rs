@@ -5,7 +5,8 @@
 //! and how a unit is handled; [`ClientIo`] is the client's socket and buffers for both.
 //!
 //! Owns: the client socket's reads and writes between units, the idle read, the
-//! idle-in-transaction limit's read, a fatal error's linger, and large units' buffer release.
+//! idle-in-transaction limit's read and expiry, a fatal error's linger, large units' buffer
+//! release, and the session's end (KILLs, the goodbye, what it held given back).
 //! Must not know either protocol's framing.
 
 use std::io;
@@ -13,7 +14,8 @@ use std::time::Duration;
 
 use crate::metrics::Charge;
 use crate::rt::{self, Event, Stream};
-use crate::session::{CoreContext, HandedSession};
+use crate::session::placement::Placed;
+use crate::session::HandedSession;
 
 /// Bytes buffered for the client before they are written out mid-result.
 pub(super) const CLIENT_FLUSH_AT: usize = 64 * 1024;
@@ -201,10 +203,13 @@ pub(super) fn shrink_from(buf: &mut Vec<u8>, at: usize) {
     }
 }
 
-/// What a wire supplies to the loop.
-pub(super) trait Wire {
-    /// The client's socket and buffers, with the core the session runs on.
-    fn io(&mut self) -> (&mut ClientIo, &CoreContext);
+/// What a wire supplies to the loop, beside its backend side ([`Placed`]).
+pub(super) trait Wire: Placed {
+    /// Whether a client of the wire can KILL another's session (MySQL's `KILL CONNECTION`, #18).
+    const CLIENT_KILLS: bool;
+    /// Whether the router's error ending a session lingers for the client's close
+    /// ([`ClientIo::fatal`]) or the session closes once it is written.
+    const TIMEOUT_LINGERS: bool;
     /// Moves the client's next whole unit into `io.unit` (`false`: not whole yet). A unit that
     /// cannot be framed ends the session (`Err`), the client told why.
     async fn take_unit(&mut self) -> Result<bool, End>;
@@ -216,22 +221,62 @@ pub(super) trait Wire {
     async fn read_client(&mut self) -> Result<Option<io::Result<usize>>, End>;
     /// Handles the unit in `io.unit` (and whatever it decides to handle with it).
     async fn handle(&mut self) -> Result<(), End>;
-    /// The KILL of the session's pool (#25), and a client's KILL of this session where the
-    /// wire has one (#18).
-    fn kills(&self) -> (Event, Option<Event>);
-    /// [`ClientIo::release_idle_buffers`] and the wire's own buffers that may be empty.
-    fn release_idle_buffers(&mut self);
-    /// Ends a session whose client stayed silent past `idle_transaction_timeout` while holding
-    /// its backend connection, which is closed (rolling the transaction back); the client is
-    /// told why.
-    async fn idle_transaction_expired(&mut self) -> End;
-    /// Ends the session as `end` says: the goodbye the client is owed, and everything the
-    /// session held given back.
-    async fn finish(&mut self, end: End);
+    /// Hands the wire's own empty buffers to the core's spares and parks what it holds nothing
+    /// in (`session::lend`), before the session waits idle.
+    fn park(&mut self);
+    /// Queues the error of a session whose client stayed silent `ms` milliseconds inside a
+    /// transaction.
+    fn tell_idle_expired(&mut self, ms: u128);
+    /// Queues the error a session the router ends is told: `killed`, by an operator's KILL of
+    /// its pool; else the router drains.
+    fn goodbye(&mut self, killed: bool);
+    /// Gives back what the session holds beside its seat as it ends: a statement's connection
+    /// on another protocol's pool, the client's statements.
+    async fn leave(&mut self);
     /// The session for the new binary (#40), its client's socket `client` and `leftover` the
     /// bytes the client sent that no unit took yet; `None` when it cannot move (it holds a
     /// backend connection or state only this process has), and then it ends as a drain ends it.
     async fn freeze(&mut self, client: super::handover::Client, leftover: Vec<u8>) -> Option<HandedSession>;
+}
+
+/// Ends a session whose client stayed silent past `idle_transaction_timeout` while holding its
+/// backend connection, which is closed (rolling the transaction back); the client is told why.
+pub(super) async fn idle_transaction_expired<W: Wire>(w: &mut W) -> End {
+    let ms = w.seat().drop_idle_transaction();
+    w.tell_idle_expired(ms);
+    let io = w.parts().0;
+    if W::TIMEOUT_LINGERS {
+        return io.fatal().await;
+    }
+    let _ = io.flush().await;
+    End::Fatal
+}
+
+/// Ends the session as `end` says: the goodbye the client is owed, and everything the session
+/// held given back, the cancel key last. A KILL closes the connection in use wherever it was
+/// (on another protocol's pool too), before the session returns to its own.
+async fn finish<W: Wire>(w: &mut W, end: End) {
+    let (io, seat) = w.parts();
+    if let End::KilledByClient = end {
+        // The killer is answered once the client's socket is closed, as on the server.
+        let _ = io.stream.shutdown(std::net::Shutdown::Both).await;
+        seat.cancel.slot.mark_closed();
+    }
+    if let (End::Killed | End::KilledByClient, Some(conn)) = (&end, seat.conn.as_mut()) {
+        // Killed wherever it was: a response may still be on its way, and a killed server
+        // connection is gone on the server too, so the connection goes.
+        conn.broken = true;
+    }
+    // The other ends owe no word: the client left, was told, was handed over, or was killed by
+    // another client (closed without a word, as on the server).
+    if matches!(end, End::Drained | End::Killed) {
+        w.goodbye(matches!(end, End::Killed));
+        let _ = w.parts().0.flush().await;
+    }
+    w.leave().await;
+    w.release_backend(true).await;
+    let seat = w.seat();
+    seat.ctx.cancels.remove(seat.cancel.key);
 }
 
 /// Serves one client from its login (`login`: `None` when it did not log in) to its close.
@@ -241,17 +286,17 @@ pub(super) async fn serve<W: Wire, L: std::future::Future<Output = Option<W>>>(l
     // session's included (3.7 KB of a PostgreSQL session's 9.2, #39).
     let Some(mut w) = login.await else { return };
     let mut end = run(&mut w).await;
-    if matches!(end, End::Drained) && w.io().1.handing_over() && Box::pin(move_out(&mut w)).await {
+    if matches!(end, End::Drained) && w.seat().ctx.handing_over() && Box::pin(move_out(&mut w)).await {
         end = End::Moved;
     }
     // Boxed: its state is larger than the loop's, and in place it would size every idle
     // session's future (#39); one allocation per session, at its end.
-    Box::pin(w.finish(end)).await;
+    Box::pin(finish(&mut w, end)).await;
 }
 
 /// Gives an idle session to the binary taking over (#40); `false`: it stays, to end here.
 async fn move_out<W: Wire>(w: &mut W) -> bool {
-    let io = w.io().0;
+    let io = w.parts().0;
     let rt::Handed { fd, got, tls } = match rt::hand_off(&mut io.stream).await {
         Ok(taken) => taken,
         Err(e) => {
@@ -266,7 +311,7 @@ async fn move_out<W: Wire>(w: &mut W) -> bool {
         tracing::warn!(bytes = handed.state.len(), "a session's state is too large to hand over; it ends here");
         return false;
     }
-    w.io().1.move_session(handed)
+    w.seat().ctx.move_session(handed)
 }
 
 /// Waits for the client of a session whose backend says nothing meanwhile: idle (no backend),
@@ -277,25 +322,28 @@ pub(super) async fn read_alone<W: Wire>(
     limit: Option<Duration>,
 ) -> Result<Option<io::Result<usize>>, End> {
     if idle {
-        w.release_idle_buffers();
-        let (io, ctx) = w.io();
-        return io.read_idle(&ctx.drain).await.map(Some);
+        let (io, seat) = w.parts();
+        io.release_idle_buffers();
+        seat.conn.park();
+        w.park();
+        let (io, seat) = w.parts();
+        return io.read_idle(&seat.ctx.drain).await.map(Some);
     }
-    match w.io().0.read_within(limit).await {
+    match w.parts().0.read_within(limit).await {
         Ok(read) => Ok(Some(read)),
         // Boxed where it is taken, at most once per session: in place, its state would be
         // part of every idle session's wait (#39).
-        Err(_) => Err(Box::pin(w.idle_transaction_expired()).await),
+        Err(_) => Err(Box::pin(idle_transaction_expired(w)).await),
     }
 }
 
 /// Reads more of a unit being dropped or passed on: a client that closes mid-unit ends the
 /// session, and so does one silent past `limit`.
 pub(super) async fn read_more<W: Wire>(w: &mut W, limit: Option<Duration>) -> Result<(), End> {
-    match w.io().0.read_within(limit).await {
+    match w.parts().0.read_within(limit).await {
         Ok(Ok(n)) if n > 0 => Ok(()),
         Ok(_) => Err(End::ClientGone),
-        Err(_) => Err(w.idle_transaction_expired().await),
+        Err(_) => Err(idle_transaction_expired(w).await),
     }
 }
 
@@ -304,7 +352,8 @@ pub(super) async fn run<W: Wire>(w: &mut W) -> End {
     loop {
         // A KILL ends the session wherever it waits; whatever was in flight is dropped with its
         // backend connection, which the release then closes.
-        let (pool, client) = w.kills();
+        let seat = w.seat();
+        let (pool, client) = (seat.pool.gate().killed(), W::CLIENT_KILLS.then(|| seat.cancel.slot.end()));
         let stepped = match client {
             Some(client) => rt::unless_set(&pool, rt::unless_set(&client, step(w)))
                 .await
@@ -338,12 +387,12 @@ async fn next_unit<W: Wire>(w: &mut W) -> Result<bool, End> {
         if w.take_unit().await? {
             return Ok(true);
         }
-        let io = w.io().0;
+        let io = w.parts().0;
         io.buf.drain(..std::mem::take(&mut io.pos));
         if w.over_budget().await? {
             continue; // #33
         }
-        w.io().0.flush().await?;
+        w.parts().0.flush().await?;
         if let Some(read) = w.read_client().await? {
             if matches!(read, Ok(0) | Err(_)) {
                 return Ok(false);

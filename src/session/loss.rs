@@ -3,12 +3,11 @@
 //! is closed and the loss counted, the session forgets what ran on it, and the client is told —
 //! a session that goes on hears that its statement may not have completed, one that cannot ends
 //! with its error as a direct connection would. Only the words and the bytes are the wire's,
-//! behind [`Placed`].
+//! behind [`Placed`](super::placement::Placed).
 
 use super::driver::{End, Wire};
 use super::engine::release::{self, Gone, Resends};
 use super::error::RelayError;
-use super::placement::Placed;
 use crate::error::ErrorCode;
 use crate::rt;
 
@@ -24,7 +23,7 @@ pub(super) struct Farewell {
 
 /// Closes the lost connection and forgets what ran on it; what died with it, if the session
 /// cannot go on without it, and what the connection said last.
-pub(super) fn drop_lost<S: Placed + Wire>(session: &mut S, seen: &RelayError) -> (Option<Gone>, Farewell) {
+pub(super) fn drop_lost<S: Wire>(session: &mut S, seen: &RelayError) -> (Option<Gone>, Farewell) {
     let gone = release::after_loss(&session.loss_facts());
     let farewell = session.forget_lost();
     let seat = session.seat();
@@ -39,7 +38,7 @@ pub(super) fn drop_lost<S: Placed + Wire>(session: &mut S, seen: &RelayError) ->
 /// When it goes again ([`Resends::lost`]) the lost connection is dropped unseen; otherwise why
 /// not, with the loss's facts, goes to the debug log, and the caller tells the client as for any
 /// loss ([`backend_lost`]).
-pub(super) fn resendable_lost<S: Placed + Wire>(
+pub(super) fn resendable_lost<S: Wire>(
     session: &mut S,
     losses: &mut Resends,
     cause: &RelayError,
@@ -64,14 +63,14 @@ pub(super) fn resendable_lost<S: Placed + Wire>(
 /// unless [`release::after_loss`] ends it (an open transaction rolled back, pinned state, a
 /// session-mode client's own server session, a client left mid-result). `cause` is counted,
 /// never worded.
-pub(super) async fn backend_lost<S: Placed + Wire>(session: &mut S, cause: RelayError) -> Result<(), End> {
+pub(super) async fn backend_lost<S: Wire>(session: &mut S, cause: RelayError) -> Result<(), End> {
     tracing::debug!(error = %cause, "backend connection lost");
     let (gone, farewell) = drop_lost(session, &cause);
     if let Some(g) = gone {
         tracing::warn!("backend lost{}", g.wording());
     }
     session.tell_lost(gone, farewell);
-    let (io, _) = session.io();
+    let (io, _) = session.parts();
     match gone {
         Some(_) => Err(io.fatal().await),
         None => io.flush().await,
@@ -82,7 +81,7 @@ pub(super) async fn backend_lost<S: Placed + Wire>(session: &mut S, cause: Relay
 /// (a server restart, a KILL, the server's idle timeout). When nothing the client relies on
 /// died with it, it is dropped unseen and the next statement takes a new one (`None`);
 /// otherwise the client is told and the session ends once that is sent.
-pub(super) fn lost_while_idle<S: Placed + Wire>(session: &mut S, cause: RelayError) -> Option<End> {
+pub(super) fn lost_while_idle<S: Wire>(session: &mut S, cause: RelayError) -> Option<End> {
     let (gone, farewell) = drop_lost(session, &cause);
     if gone.is_none() {
         tracing::debug!("an idle backend connection of pool {} went away", session.seat().pool.name());

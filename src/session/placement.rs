@@ -12,6 +12,7 @@ use std::time::Duration;
 use super::cancel::CancelSlot;
 use super::commit_io;
 use super::context::CoreContext;
+use super::driver::ClientIo;
 use super::engine::after::{self, AfterStatement, StatementEnd};
 use super::engine::digest::Timing;
 use super::engine::hold::{Exchange, Hold, HoldFacts};
@@ -20,9 +21,9 @@ use super::engine::route;
 use super::give_back::{close, moving_to};
 use super::lend::Lent;
 use super::loss::Farewell;
-use crate::config::Protocol;
+use crate::config::{PoolMode, Protocol};
 use crate::id::{CancelKey, Position, Token};
-use crate::pool::{Conn, CorePool, PassThrough, PoolError, Shape};
+use crate::pool::{Conn, ConnInfo, CorePool, PassThrough, PoolError, Shape};
 use crate::routing::RywState;
 use crate::sql::analyze::PinReason;
 
@@ -145,7 +146,12 @@ pub(super) trait Placed {
             self.release_backend(false).await;
         }
     }
-    fn seat(&mut self) -> &mut Seat;
+    /// The client's socket and buffers, and the session's seat.
+    fn parts(&mut self) -> (&mut ClientIo, &mut Seat);
+    /// What the session holds on the backend side.
+    fn seat(&mut self) -> &mut Seat {
+        self.parts().1
+    }
     /// The error a client gets when no pool can take its statement.
     fn unplaced(message: String) -> Self::Error;
     /// The error a causal read gets when no replica caught up and none may fall back.
@@ -155,10 +161,47 @@ pub(super) trait Placed {
     /// Gives the connection back as the wire's release rules say; `session_end`: the client is
     /// gone, so state on the connection must not reach the next one.
     async fn release_backend(&mut self, session_end: bool);
+    /// The session's seat, and the client's user name for the pool's fair share (#41).
+    fn seat_and_user(&mut self) -> (&mut Seat, &str);
+    /// Names the session's settings, as a connection records those it carries.
+    fn signature(&self) -> u64;
+    /// Sends the session's settings to `conn`, just borrowed, which does not carry them.
+    async fn replay(&mut self, conn: &mut Conn) -> Result<(), Self::Error>;
+    /// Forgets where the session read its last connection: the next one starts afresh.
+    fn attaching(&mut self);
+    /// Readies the attached connection for the statement that needed it, beyond its settings.
+    async fn ready(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
     /// Borrows a connection of the session's pool unless one is attached.
-    async fn ensure_backend(&mut self) -> Result<(), Self::Error>;
-    /// Makes `conn`, just borrowed from the session's pool, the session's connection.
-    async fn attach(&mut self, conn: Conn) -> Result<(), Self::Error>;
+    async fn ensure_backend(&mut self) -> Result<(), Self::Error> {
+        if self.seat().conn.is_none() {
+            let (seat, user) = self.seat_and_user();
+            let conn = seat.checkout::<Self::Error>(Self::PROTOCOL, true, user).await?;
+            self.attach(conn).await?;
+        }
+        self.ready().await
+    }
+    /// Makes `conn`, just borrowed from the session's pool, the session's connection, with
+    /// the session's settings; a connection the replay failed on is closed.
+    async fn attach(&mut self, mut conn: Conn) -> Result<(), Self::Error> {
+        self.attaching();
+        let signature = self.signature();
+        if conn.settings != signature {
+            if let Err(e) = self.replay(&mut conn).await {
+                self.seat().pool.checkin(conn, false);
+                return Err(e);
+            }
+            conn.settings = signature;
+        }
+        let seat = self.seat();
+        if let (PoolMode::Session, ConnInfo::MySql(info)) = (seat.pool.config.mode, conn.info()) {
+            // The connection is this client's for good: a KILL of its server id finds the session.
+            seat.cancel.slot.set_server(Some((conn.addr(), info.thread_id)));
+        }
+        *seat.conn = Some(conn);
+        Ok(())
+    }
     /// What the session loses with its connection, judged on its state now ([`super::loss`]).
     fn loss_facts(&self) -> LossFacts;
     /// Forgets what was in flight on a lost connection and what the server held for the session

@@ -8,8 +8,11 @@ use crate::session::lend::lendable;
 
 lendable!(Cross, Cross::is_empty);
 
-/// Parks what the session holds nothing in, before it waits idle for its client.
+/// Parks what the session holds nothing in, before it waits idle for its client; the backend
+/// link's output goes to the core's spares when it is empty.
 pub(super) fn park(s: &mut Session) {
+    if s.link.out.is_empty() {
+        crate::rt::recycle(&mut s.link.out);
+    }
     s.foreign.cross.park();
-    s.seat.conn.park();
 }

@@ -34,7 +34,7 @@ mod warning;
 
 use std::rc::Rc;
 
-use crate::config::{PoolMode, Protocol};
+use crate::config::Protocol;
 use crate::pool::{Conn, CorePool, PoolError};
 use crate::protocol::mysql::command::*;
 use crate::protocol::mysql::errcode::{
@@ -176,6 +176,9 @@ pub(super) struct Session {
 }
 
 impl Wire for Session {
+    const CLIENT_KILLS: bool = true;
+    const TIMEOUT_LINGERS: bool = true;
+
     /// Takes the next command's payload; malformed framing gets an ERR and ends the session.
     async fn take_unit(&mut self) -> Result<bool, End> {
         let io = &mut self.io;
@@ -204,10 +207,6 @@ impl Wire for Session {
         };
         // Boxed: in place, a refusal's state would be part of every idle session's wait (#39).
         Box::pin(self.fatal(refusal)).await
-    }
-
-    fn io(&mut self) -> (&mut ClientIo, &CoreContext) {
-        (&mut self.io, &self.seat.ctx)
     }
 
     async fn over_budget(&mut self) -> Result<bool, End> {
@@ -246,60 +245,34 @@ impl Wire for Session {
         self.io.flush().await
     }
 
-    /// A client's KILL CONNECTION of this session (#18) ends it too.
-    fn kills(&self) -> (rt::Event, Option<rt::Event>) {
-        (self.seat.pool.gate().killed(), Some(self.seat.cancel.slot.end()))
-    }
-
-    /// The backend link's output too, when it is empty.
-    fn release_idle_buffers(&mut self) {
-        self.io.release_idle_buffers();
-        if self.link.out.is_empty() {
-            rt::recycle(&mut self.link.out);
-        }
+    fn park(&mut self) {
         idle::park(self);
     }
 
-    async fn idle_transaction_expired(&mut self) -> End {
-        let ms = self.seat.drop_idle_transaction();
+    fn tell_idle_expired(&mut self, ms: u128) {
         let text = format!(
             "The client was disconnected by the router because of inactivity inside a transaction (idle_transaction_timeout {ms} ms)"
         );
         MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text).encode(1, &mut self.io.out);
-        self.io.fatal().await
     }
 
     async fn freeze(&mut self, client: Client, leftover: Vec<u8>) -> Option<HandedSession> {
         moved::freeze(self, client, leftover).await
     }
 
-    /// Says goodbye where the router ended the session (a client's KILL is answered once the
-    /// socket is closed), and gives back the backend connection and the cancel key.
-    async fn finish(&mut self, end: End) {
-        // Ended while a statement ran on another protocol's pool: back to the session's own (#24).
+    /// Ended while a statement ran on another protocol's pool: back to the session's own (#24).
+    async fn leave(&mut self) {
         self.unpark();
-        if let End::KilledByClient = end {
-            // The killer is answered once the client's socket is closed, as on the server.
-            let _ = self.io.stream.shutdown(std::net::Shutdown::Both).await;
-            self.seat.cancel.slot.mark_closed();
-        }
-        if let (End::Killed | End::KilledByClient, Some(conn)) = (&end, self.seat.conn.as_mut()) {
-            // Killed wherever it was: a response may still be on its way, and a killed server
-            // connection is gone on the server too, so the connection goes.
-            conn.broken = true;
-        }
-        let goodbye = match end {
-            End::Drained => Some((ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining")),
-            End::Killed => Some((ER_CONNECTION_KILLED, "Connection was killed (KILL of its pool)")),
-            // As the server does, a connection killed by another client is closed without a word.
-            End::ClientGone | End::Fatal | End::KilledByClient | End::Moved => None,
+    }
+
+    /// Said after whatever was queued for the client.
+    fn goodbye(&mut self, killed: bool) {
+        let (number, message) = if killed {
+            (ER_CONNECTION_KILLED, "Connection was killed (KILL of its pool)")
+        } else {
+            (ER_SERVER_SHUTDOWN, "Server shutdown in progress: the router is draining")
         };
-        if let Some((number, message)) = goodbye {
-            MyClientError::new(number, message).encode(0, &mut self.io.out);
-            let _ = self.io.flush().await;
-        }
-        self.release_backend(true).await;
-        self.seat.ctx.cancels.remove(self.seat.cancel.key);
+        MyClientError::new(number, message).encode(0, &mut self.io.out);
     }
 }
 
@@ -792,36 +765,29 @@ impl Placed for Session {
         MyClientError::new(route::ER_NO_POOL, message)
     }
 
-    /// Makes sure a backend connection is attached, replaying session state on it.
-    async fn ensure_backend(&mut self) -> Result<(), MyClientError> {
-        if self.seat.conn.is_none() {
-            let conn = self.seat.checkout::<MyClientError>(Protocol::MySql, true, &self.client.user).await?;
-            self.attach(conn).await?;
-        }
-        self.run_deferred().await // #34: where the transaction's first statement runs
+    /// A read-only transaction's start held back until its first statement runs (#34).
+    async fn ready(&mut self) -> Result<(), MyClientError> {
+        self.run_deferred().await
     }
 
-    fn seat(&mut self) -> &mut Seat {
-        &mut self.seat
+    fn seat_and_user(&mut self) -> (&mut Seat, &str) {
+        (&mut self.seat, &self.client.user)
     }
 
-    /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,
-    /// replaying session state on it.
-    async fn attach(&mut self, mut conn: Conn) -> Result<(), MyClientError> {
+    async fn replay(&mut self, conn: &mut Conn) -> Result<(), MyClientError> {
+        stmt::replay(conn, &self.state, &self.seat.pool.config.database).await
+    }
+
+    fn signature(&self) -> u64 {
+        self.state.signature()
+    }
+
+    fn attaching(&mut self) {
         self.link.pos = 0;
-        if conn.settings != self.state.signature() {
-            if let Err(e) = stmt::replay(&mut conn, &self.state, &self.seat.pool.config.database).await {
-                self.seat.pool.checkin(conn, false);
-                return Err(e);
-            }
-            conn.settings = self.state.signature();
-        }
-        if let (PoolMode::Session, crate::pool::ConnInfo::MySql(info)) = (self.seat.pool.config.mode, conn.info()) {
-            // The connection is this client's for good: a KILL of its id finds the session.
-            self.seat.cancel.slot.set_server(Some((conn.addr(), info.thread_id)));
-        }
-        *self.seat.conn = Some(conn);
-        Ok(())
+    }
+
+    fn parts(&mut self) -> (&mut ClientIo, &mut Seat) {
+        (&mut self.io, &mut self.seat)
     }
 
     fn behind(message: String) -> MyClientError {

@@ -142,7 +142,7 @@ impl Session {
                 None => rt::within(limit, from_client).await,
             };
             match woke {
-                Err(_) => return Err(self.idle_transaction_expired().await),
+                Err(_) => return Err(crate::session::driver::idle_transaction_expired(self).await),
                 Ok(Woke::ClientBytes) => {}
                 Ok(other) => return Ok(other),
             }

@@ -13,10 +13,13 @@ lendable!(Exchange, Exchange::is_fresh);
 lendable!(TokenStatements, TokenStatements::is_empty);
 lendable!(Bridge, Bridge::is_empty);
 
-/// Parks what the session holds nothing in, before it waits idle for its client.
+/// Parks what the session holds nothing in, before it waits idle for its client; the
+/// exchange's queue goes to the core's spares when it is empty.
 pub(super) fn park(s: &mut Session) {
+    if let Some(buf) = s.ex.held_mut().and_then(Exchange::idle_buffer) {
+        crate::rt::recycle(buf);
+    }
     s.ex.park();
     s.bridge.park();
     s.progress.tokens.park();
-    s.seat.conn.park();
 }

@@ -26,7 +26,7 @@ use crate::protocol::pg::{backend, decode_header, sqlstate};
 use crate::routing::causal::{oversized_token_set, TokenError};
 use crate::rt;
 use crate::session::client_error::PgClientError;
-use crate::session::driver::{self, Wire as _};
+use crate::session::driver;
 use crate::session::error::RelayError;
 use crate::sql::Dialect;
 
@@ -138,7 +138,7 @@ impl Session {
                     }
                     return Err(End::ClientGone);
                 }
-                Err(_) => return Err(self.idle_transaction_expired().await),
+                Err(_) => return Err(crate::session::driver::idle_transaction_expired(self).await),
             }
         }
         Ok(())

@@ -52,7 +52,7 @@ use crate::session::engine::hold::{Exchange, Hold, HoldFacts};
 use crate::session::engine::release::{self, Gone, LossFacts, Release, ReleaseFacts};
 use crate::session::engine::text::Text;
 use crate::session::error::RelayError;
-use crate::session::give_back::{close, give_back};
+use crate::session::give_back::give_back;
 use crate::session::lend::Lent;
 use crate::session::loss::Farewell;
 use crate::session::placement::{Placed, Seat};
@@ -129,10 +129,6 @@ pub(super) struct Arrival {
 }
 
 impl Wire for Session {
-    fn io(&mut self) -> (&mut ClientIo, &CoreContext) {
-        (&mut self.io, &self.seat.ctx)
-    }
-
     async fn take_unit(&mut self) -> Result<bool, End> {
         match self.take_client_frame() {
             Ok(taken) => Ok(taken),
@@ -198,55 +194,38 @@ impl Wire for Session {
         }
     }
 
-    fn kills(&self) -> (rt::Event, Option<rt::Event>) {
-        (self.seat.pool.gate().killed(), None)
-    }
-
-    /// Says goodbye where the router ended the session, and gives back what it held: the
-    /// backend connection, the cancel key, the named statements (in slices, #33).
-    async fn finish(&mut self, end: End) {
-        if let (End::Killed, Some(conn)) = (&end, self.seat.conn.as_mut()) {
-            // Killed wherever it was: a response may still be on its way, so the connection goes.
-            conn.broken = true;
-        }
-        let goodbye = match end {
-            End::Drained => Some("terminating connection: the router is shutting down"),
-            End::Killed => Some("terminating connection due to administrator command (KILL of its pool)"),
-            End::ClientGone | End::Fatal | End::KilledByClient | End::Moved => None,
-        };
-        if let Some(message) = goodbye {
-            let mut out = Vec::new();
-            PgClientError::new(sqlstate::ADMIN_SHUTDOWN, message).encode_fatal(&mut out);
-            let _ = rt::write_all(&mut self.io.stream, &out).await;
-        }
+    /// The client's statements go in slices (#33).
+    async fn leave(&mut self) {
         self.cross_unpark();
-        self.release_backend(true).await;
-        self.seat.ctx.cancels.remove(self.seat.cancel.key);
-        prepared::drop_in_slices(std::mem::take(&mut self.stmts)).await; // #33
+        prepared::drop_in_slices(std::mem::take(&mut self.stmts)).await;
     }
 
-    /// Ends a session whose client stayed silent past `idle_transaction_timeout`: the client is
-    /// told why, and the backend connection is closed, which rolls its transaction back.
-    async fn idle_transaction_expired(&mut self) -> End {
-        let ms = self.seat.drop_idle_transaction();
+    /// Said where the session stands: what was queued for the client mid-response is dropped.
+    fn goodbye(&mut self, killed: bool) {
+        let message = if killed {
+            "terminating connection due to administrator command (KILL of its pool)"
+        } else {
+            "terminating connection: the router is shutting down"
+        };
+        self.io.out.clear();
+        PgClientError::new(sqlstate::ADMIN_SHUTDOWN, message).encode_fatal(&mut self.io.out);
+    }
+
+    fn tell_idle_expired(&mut self, ms: u128) {
         let text = format!("terminating connection due to idle_transaction_timeout ({ms} ms)");
         PgClientError::new(sqlstate::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, text).encode_fatal(&mut self.io.out);
-        let _ = self.io.flush().await;
-        End::Fatal
     }
 
     async fn freeze(&mut self, client: Client, leftover: Vec<u8>) -> Option<HandedSession> {
         moved::freeze(self, client, leftover).await
     }
 
-    /// The exchange's queue too, when it is empty; and the parts only a busy session needs.
-    fn release_idle_buffers(&mut self) {
-        self.io.release_idle_buffers();
-        if let Some(buf) = self.ex.held_mut().and_then(exchange::Exchange::idle_buffer) {
-            rt::recycle(buf);
-        }
+    fn park(&mut self) {
         idle::park(self);
     }
+
+    const CLIENT_KILLS: bool = false;
+    const TIMEOUT_LINGERS: bool = false;
 }
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
@@ -710,28 +689,6 @@ impl Session {
         let text = "transaction blocks are not allowed in statement pooling mode";
         refused.then(|| PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, text))
     }
-
-    async fn replay_settings(&mut self) -> Result<(), PgClientError> {
-        let sql = self.state.replay_sql();
-        let sig = self.state.signature();
-        let Some(conn) = self.seat.conn.as_mut() else { return Ok(()) };
-        if self.seat.pool.config.engine == Engine::Generic {
-            // RESET SESSION AUTHORIZATION / RESET ROLE / RESET ALL are PostgreSQL's (#35): a
-            // generic engine's connections carry only what clients sent on them.
-            conn.settings = sig;
-            return Ok(());
-        }
-        match relay::run_silently(conn, &sql).await {
-            Ok(()) => {
-                conn.settings = sig;
-                Ok(())
-            }
-            Err(e) => {
-                close(&self.seat.pool, self.seat.conn.take());
-                Err(e)
-            }
-        }
-    }
 }
 
 /// The body of `raw`, a whole client message the session framed itself.
@@ -765,8 +722,8 @@ impl Placed for Session {
         self.state.take_uncounted_pin()
     }
 
-    fn seat(&mut self) -> &mut Seat {
-        &mut self.seat
+    fn parts(&mut self) -> (&mut ClientIo, &mut Seat) {
+        (&mut self.io, &mut self.seat)
     }
 
     /// Returns the backend to the pool as [`release::release`] says (cleaning it when the
@@ -780,7 +737,7 @@ impl Placed for Session {
         self.seat.cancel.slot.settle().await;
         let hold = Hold::of(&self.hold_facts(Exchange::Open));
         let Some(mut conn) = self.seat.conn.take() else { return };
-        // The next client's replay starts with RESET ALL (see `replay_settings`), so no setting
+        // The next client's replay starts with RESET ALL (see `replay`), so no setting
         // lingers; DISCARD ALL is PostgreSQL's (#35): a generic engine's connection goes
         // instead; the client's startup values may be RESET on it and not yet put back (#18).
         let verdict = release::release(
@@ -800,29 +757,29 @@ impl Placed for Session {
         give_back(&self.seat.pool, conn, verdict, reset, self.state.signature());
     }
 
-    /// Makes sure a backend connection is attached, replaying session settings on it.
-    async fn ensure_backend(&mut self) -> Result<(), PgClientError> {
-        if self.seat.conn.is_some() {
-            return Ok(());
-        }
-        let conn = self.seat.checkout::<PgClientError>(Protocol::Postgres, true, &self.identity.user).await?;
-        self.attach(conn).await
-    }
-
     fn unplaced(message: String) -> PgClientError {
         PgClientError::new(sqlstate::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, message)
     }
 
-    /// Makes `conn`, just borrowed from the session's pool, the session's backend connection,
-    /// replaying session settings on it.
-    async fn attach(&mut self, conn: Conn) -> Result<(), PgClientError> {
-        let stale = conn.settings != self.state.signature();
-        *self.seat.conn = Some(conn);
-        self.progress.unnamed.elsewhere();
-        if stale {
-            self.replay_settings().await?;
+    fn seat_and_user(&mut self) -> (&mut Seat, &str) {
+        (&mut self.seat, &self.identity.user)
+    }
+
+    fn signature(&self) -> u64 {
+        self.state.signature()
+    }
+
+    /// Starts with RESET ALL and friends, PostgreSQL's (#35): a generic engine's connections
+    /// carry only what clients sent on them.
+    async fn replay(&mut self, conn: &mut Conn) -> Result<(), PgClientError> {
+        if self.seat.pool.config.engine == Engine::Generic {
+            return Ok(());
         }
-        Ok(())
+        relay::run_silently(conn, &self.state.replay_sql()).await
+    }
+
+    fn attaching(&mut self) {
+        self.progress.unnamed.elsewhere();
     }
 
     fn loss_facts(&self) -> LossFacts {

@@ -21,7 +21,6 @@ use crate::protocol::pg::backend;
 use crate::protocol::pg::tag::frontend as client;
 use crate::rt;
 use crate::session::client_error::PgClientError;
-use crate::session::driver::Wire as _;
 
 /// Bytes of an extended batch queued for the backend before they are sent ahead of its Sync
 /// or Flush (larger than the batches kept for healing and retries, which are never streamed).
@@ -179,7 +178,7 @@ impl Session {
             }
         };
         let Ok(waited) = rt::within(limit, wait).await else {
-            return Err(self.idle_transaction_expired().await);
+            return Err(crate::session::driver::idle_transaction_expired(self).await);
         };
         waited
     }

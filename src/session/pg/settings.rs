@@ -1,4 +1,4 @@
-//! Session settings on backend connections, beyond the replay on checkout (`replay_settings`):
+//! Session settings on backend connections, beyond the replay on checkout (`Placed::replay`):
 //! following what the server reports (ParameterStatus) during a client's statements, putting a
 //! client's own startup values back after it RESETs them, and running settings statements
 //! whose reports the caller needs (the login's probe of startup values).
