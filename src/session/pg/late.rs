@@ -50,7 +50,7 @@ impl Session {
                     // A new unnamed statement replaces the held one, as on the server.
                     self.forget_stmt("");
                 }
-                self.late_parse(name, query, &param_types.iter().collect::<Vec<_>>())
+                self.late_parse(name, query, || param_types.iter().collect())
             }
             FrontendMessage::Bind { portal, statement, ref param_formats, ref params, ref result_formats } => {
                 let stmt = self.late_stmt(statement)?;
@@ -79,8 +79,9 @@ impl Session {
     }
 
     /// A Parse of a translation's shape with a `$n` in a JSON-array slot: held, its
-    /// ParseComplete synthesized in order.
-    fn late_parse(&mut self, name: &str, query: &str, types: &[u32]) -> Option<Result<(), End>> {
+    /// ParseComplete synthesized in order. `types` lists the declared parameter types, only
+    /// for a Parse held here: every other one would allocate them for nothing.
+    fn late_parse(&mut self, name: &str, query: &str, types: impl FnOnce() -> Vec<u32>) -> Option<Result<(), End>> {
         let rules = self.seat.ctx.rules();
         if !rules.has_translations() || !query.contains('$') {
             return None; // the common case pays no fingerprint
@@ -92,7 +93,7 @@ impl Session {
                 return Some(self.fail_batch(e));
             }
         }
-        let mut stmt = Stmt::new(query, None, types, self.seat.pool.schema_generation());
+        let mut stmt = Stmt::new(query, None, &types(), self.seat.pool.schema_generation());
         stmt.route_key = Some(key);
         stmt.late = true;
         self.stmts.insert(name.to_owned(), Rc::new(stmt));

@@ -594,12 +594,16 @@ impl Session {
         if let Some(inner) = &stmt.executes {
             self.prepare_executed(inner);
         }
-        if !self.has_prepared(stmt.key) {
+        // Asked again only after `check_moved`, which may prepare it: a connection's statements
+        // are a list, each look a search and a move to its front.
+        let mut prepared = self.has_prepared(stmt.key);
+        if !prepared {
             if let Err(e) = self.check_moved(&stmt).await {
                 return self.fail_batch(e);
             }
+            prepared = self.has_prepared(stmt.key);
         }
-        if !self.has_prepared(stmt.key) {
+        if !prepared {
             self.prepare_on_backend(&stmt, true);
         } else {
             self.mark_healable(&stmt, true);
@@ -659,8 +663,12 @@ impl Session {
 
     /// Queues an extended-protocol message unchanged for the backend.
     async fn forward_ext(&mut self, raw: &[u8], expect: Expect) -> Result<(), End> {
-        if let Err(e) = self.ensure_backend().await {
-            return self.fail_batch(e);
+        // Most messages of a batch find the connection its first one took: no checkout's
+        // future is made for them (#39).
+        if self.seat.conn.is_none() {
+            if let Err(e) = self.ensure_backend().await {
+                return self.fail_batch(e);
+            }
         }
         self.ex.forward(raw, expect);
         Ok(())
