@@ -33,7 +33,9 @@ pub fn spare_buffer() -> Vec<u8> {
 }
 
 /// Moves `buf`'s allocation (its contents dropped) to the core's spares, leaving `buf` empty
-/// and without capacity.
+/// and without capacity. Inlined: a few loads and a push, called ~5 times a transaction, and
+/// out of line each call paid a frame around them (#39).
+#[inline]
 pub fn recycle(buf: &mut Vec<u8>) {
     let buf = std::mem::take(buf);
     let _ = with_core(|core| core.spares.borrow_mut().give(buf));

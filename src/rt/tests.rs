@@ -69,6 +69,17 @@ fn a_dropped_timer_never_fires_and_a_deadline_cuts_work_short() {
 }
 
 #[test]
+fn a_task_woken_by_its_timer_runs_in_the_turn_its_wait_ended_in() {
+    // Alone on its core: the loop's one wait ends at the deadline, and nothing else turns it.
+    let turns = on_core(|_, tx| async move {
+        let armed = turn();
+        sleep(Duration::from_millis(1)).await;
+        let _ = tx.send(turn() - armed);
+    });
+    assert_eq!(turns, 1, "the timer fired and its task ran in the turn after the one that armed it");
+}
+
+#[test]
 fn an_abandoned_recv_stays_parked_and_loses_no_byte() {
     let got = on_core(|_, tx| async move {
         let (mut client, mut server) = pair().await;

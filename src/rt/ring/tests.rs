@@ -39,7 +39,7 @@ fn ring_with_waiting_receive(efd: &OwnedFd, socket: &UnixStream) -> (Ring, (*con
         .flags(squeue::Flags::BUFFER_SELECT);
     ring.start(sqe, Keep::Select);
     ring.turn(Some(Duration::ZERO));
-    assert_eq!(ring.in_kernel, 1, "the receive waits in the kernel");
+    assert_eq!(ring.ops.in_kernel, 1, "the receive waits in the kernel");
     (ring, mapping)
 }
 
@@ -78,13 +78,13 @@ fn a_burst_on_a_full_completion_queue_reaps_instead_of_spinning() {
         ring.refuse_while_overflowed = true;
         let ops: Vec<usize> = (0..64).map(|_| ring.start(opcode::Nop::new().build(), Keep::Nothing)).collect();
         let mut turns = 0;
-        while ring.in_kernel > 0 && turns < 1000 {
+        while ring.ops.in_kernel > 0 && turns < 1000 {
             ring.turn(Some(Duration::ZERO));
             turns += 1;
         }
         let done = ops
             .iter()
-            .filter(|&&id| matches!(ring.slots.get(id), Some(Slot { stage: Stage::Done, res: 0, .. })))
+            .filter(|&&id| matches!(ring.ops.slots.get(id), Some(Slot { stage: Stage::Done, res: 0, .. })))
             .count();
         ring.shut_down(Duration::from_secs(5));
         let _ = tx.send(done);
@@ -122,10 +122,10 @@ fn a_wait_after_a_posted_send_ends_at_the_next_real_completion_not_at_the_sends(
     });
     ring.turn(Some(Duration::from_secs(10)));
     assert!(
-        matches!(ring.slots.get(recv), Some(Slot { stage: Stage::Done, res: 4, .. })),
+        matches!(ring.ops.slots.get(recv), Some(Slot { stage: Stage::Done, res: 4, .. })),
         "one turn waited for the receive"
     );
-    assert!(matches!(ring.slots.get(send), Some(Slot { stage: Stage::Done, res: 8, .. })), "and reaped the send");
+    assert!(matches!(ring.ops.slots.get(send), Some(Slot { stage: Stage::Done, res: 8, .. })), "and reaped the send");
     let (got, _peer) = answer.join().expect("peer");
     assert_eq!(&got, b"response");
     ring.shut_down(Duration::from_secs(5));
@@ -145,7 +145,10 @@ fn a_posted_send_that_finds_its_socket_full_holds_a_wait_only_briefly() {
     ring.turn(Some(Duration::from_secs(30)));
     let waited = t0.elapsed();
     assert!(waited < Duration::from_secs(10), "the wait was cut short, not held for the loop's 30 s: {waited:?}");
-    assert!(matches!(ring.slots.get(send), Some(Slot { stage: Stage::Pending, .. })), "the send still waits for room");
-    assert!(matches!(ring.slots.get(recv), Some(Slot { stage: Stage::Pending, .. })), "and the receive for bytes");
+    assert!(
+        matches!(ring.ops.slots.get(send), Some(Slot { stage: Stage::Pending, .. })),
+        "the send still waits for room"
+    );
+    assert!(matches!(ring.ops.slots.get(recv), Some(Slot { stage: Stage::Pending, .. })), "and the receive for bytes");
     ring.shut_down(Duration::from_secs(5));
 }
