@@ -876,7 +876,8 @@ impl CorePool {
         }
     }
 
-    /// failover (#40): [`CorePool::acquire`], waiting (up to `failover_wait`, on top of
+    /// After a look found nothing to take: a new connection if the look holds a unit for one,
+    /// else one waited for; and, failover (#40), waiting (up to `failover_wait`, on top of
     /// `deadline`) while the pool has no writable backend, also when the backend it chose was
     /// found down on connecting. Only a checkout waits and moves, never a statement: nothing
     /// was sent anywhere yet. `first`: the checkout's first look, if it took one.
@@ -913,7 +914,16 @@ impl CorePool {
                     }
                 }
             };
-            match self.acquire(next, protocol, who, deadline, slot, eligible).await {
+            // #39: the open and the wait awaited here, not through a layer of their own that
+            // every poll of a waiting checkout would pass twice.
+            let got = match next {
+                Next::Open(picked) => self.open_healthy(picked, protocol, who, deadline).await.map(Some),
+                Next::Wait(u) => match self.queue(deadline, slot) {
+                    Ok(started) => self.wait_in_line(u, protocol, who, deadline, eligible, started).await,
+                    Err(e) => Err(e),
+                },
+            };
+            match got {
                 Ok(Some(conn)) => return Ok(conn),
                 Ok(None) => {}
                 Err(PoolError::Connect { .. }) if self.awaits_failover() && wait.has_time() => {}
@@ -956,22 +966,9 @@ impl CorePool {
         }
     }
 
-    /// Lends a connection to a backend `eligible` accepts after a look in this same turn found
-    /// none idle (see [`CorePool::look`]): a new one, if `next` holds a unit for it, else one
-    /// waited for. `None`: the pool awaits a failover (see [`CorePool::acquire_writable`]).
-    async fn acquire(
-        self: &Rc<Self>,
-        next: Next,
-        protocol: Protocol,
-        who: Option<&PassThrough>,
-        deadline: Instant,
-        slot: &mut admit::Queueing<'_>,
-        eligible: &dyn Fn(usize) -> bool,
-    ) -> Result<Option<Conn>, PoolError> {
-        let u = match next {
-            Next::Open(picked) => return self.open_healthy(picked, protocol, who, deadline).await.map(Some),
-            Next::Wait(u) => u,
-        };
+    /// A checkout whose look in this same turn found nothing to take joins the line at the
+    /// instant returned, unless nothing can serve it or the line ahead outlasts its `deadline`.
+    fn queue(&self, deadline: Instant, slot: &mut admit::Queueing<'_>) -> Result<Instant, PoolError> {
         if self.backends.is_empty() {
             return Err(PoolError::NoBackend(self.config.name.clone()));
         }
@@ -981,11 +978,13 @@ impl CorePool {
             return Err(PoolError::Limited { pool: self.config.name.clone(), over, waited_ms: 0 });
         }
         slot.queue(); // metrics
-        self.wait_in_line(u, protocol, who, deadline, eligible, started).await
+        Ok(started)
     }
 
-    /// [`CorePool::acquire`]'s wait: in this core's queue and the pool's line until a unit or
-    /// an idle connection is found, or `deadline`; `u` as [`CorePool::acquire`] read it.
+    /// A wait in this core's queue and the pool's line, from `started` (see
+    /// [`CorePool::queue`]), until a unit or an idle connection is found, or `deadline`; `u`:
+    /// the backends' health as the look that found nothing read it. `None`: the pool awaits a
+    /// failover (see [`CorePool::acquire_writable`]).
     async fn wait_in_line(
         &self,
         mut u: Usable,
@@ -997,10 +996,11 @@ impl CorePool {
     ) -> Result<Option<Conn>, PoolError> {
         let user = self.key_of(who);
         let _wanting = Wanting::new(&self.backends, &self.wanting_here);
-        let mut waiting = Waiting::new(&self.waiters, started);
+        let mut waiting = Waiting::new(&self.waiters, started, Some(deadline));
         // One timer for the whole wait, not one per wake-up: arming one is an insert into the
         // core's timer map, and a waiter is woken often (a unit another took first, the
-        // recheck for budget freed by another core) (#39).
+        // recheck for budget freed by another core) (#39). Armed only if the core's recheck
+        // timer does not watch the deadline (see `waiters::Waiting::wait`).
         let mut timer = rt::sleep_until(deadline);
         // The first look is right after queueing, before any wait: from then on a unit another
         // core frees calls this core (it reads the line's heads after freeing it), and one freed

@@ -26,7 +26,7 @@ use super::budget::Budget;
 use super::limit::Over;
 use super::line::{Line, Seat, Ticket};
 use crate::rt;
-use signal::Signal;
+use signal::{Signal, Spares};
 
 /// How far back the pace looks: an interval weighs e^(-age / PACE_HORIZON). Long enough that a
 /// stall of the core (a busy host deschedules it for tens of milliseconds) moves the estimate of
@@ -61,7 +61,7 @@ impl Pace {
     fn freed(&mut self, now: Instant) {
         if let Some(last) = self.last {
             let gap = now.saturating_duration_since(last).as_secs_f64();
-            let decay = (-gap / PACE_HORIZON).exp();
+            let decay = decay(gap / PACE_HORIZON);
             self.time = self.time * decay + gap;
             self.frees = self.frees * decay + 1.0;
             self.samples = self.samples.saturating_add(1);
@@ -78,6 +78,17 @@ impl Pace {
     fn expected(&self, place: usize) -> Option<Duration> {
         (self.samples >= PACE_SAMPLES && self.frees > 0.0)
             .then(|| Duration::from_secs_f64(self.time / self.frees * place as f64))
+    }
+}
+
+/// e^(-x), x ≥ 0: three terms of its series below 1/128, within 1e-7 of it there, where the
+/// gaps between units freed under load lie (tens to hundreds of microseconds against a horizon
+/// of a second); the library's `exp` otherwise (#39: ~40 instructions per unit freed).
+fn decay(x: f64) -> f64 {
+    if x < 1.0 / 128.0 {
+        1.0 - x * (1.0 - x * 0.5)
+    } else {
+        (-x).exp()
     }
 }
 
@@ -125,16 +136,27 @@ pub(super) const RECHECK_SHARED: Duration = Duration::from_millis(25);
 /// armed timer is moved later only when it fires before that. Under load, where that waiter is
 /// woken far more often than every `every`, it is armed about once per `every`, not at every
 /// wait (#39: an insert and a removal in the core's timers per waiting checkout).
+///
+/// The same timer watches the deadlines of the waiters queued: it is never armed later than
+/// the nearest of them, and when it fires it wakes those whose deadline passed, so a wait it
+/// covers (see [`Recheck::covers`]) arms no timer of its own (#39: ~240 instructions of each
+/// waiting checkout, for a timer that under load never fires).
 struct Recheck {
     every: Duration,
     /// When the waiter answering calls last started to wait.
     from: Cell<Instant>,
     timer: RefCell<Option<rt::Sleep>>,
+    /// When the armed timer fires, while one is armed.
+    armed: Cell<Option<Instant>>,
 }
+
+/// A core's queue of waiting checkouts: each one's signal, ticket of the pool's line and
+/// deadline, in arrival order.
+type Queue = VecDeque<(Signal, Ticket, Option<Instant>)>;
 
 impl Recheck {
     fn new(every: Duration) -> Self {
-        Self { every, from: Cell::new(rt::now()), timer: RefCell::default() }
+        Self { every, from: Cell::new(rt::now()), timer: RefCell::default(), armed: Cell::new(None) }
     }
 
     /// The waiter answering calls starts to wait now.
@@ -142,40 +164,62 @@ impl Recheck {
         self.from.set(rt::now());
     }
 
-    /// Whether the recheck is due, polled by the waiter answering calls; else the timer wakes
-    /// that waiter's task (`cx`) when it may be.
-    fn poll(&self, cx: &mut Context<'_>) -> bool {
+    /// Whether a wait whose deadline is `deadline` may leave it to this timer: it is armed no
+    /// later, and its firing wakes the waiters queued then whose deadline passed.
+    fn covers(&self, deadline: Instant) -> bool {
+        self.armed.get().is_some_and(|at| at <= deadline)
+    }
+
+    /// A timer for the recheck due `every` after `from`, or the nearest deadline of `queue` if
+    /// sooner: at once for one that passed while no timer was armed, but for those up to
+    /// `swept`, whose waiters were just woken.
+    fn arm(&self, queue: &Queue, swept: Option<Instant>) -> rt::Sleep {
         let due = self.from.get() + self.every;
+        let left = |d: &Instant| swept.is_none_or(|s| *d > s);
+        let at = queue.iter().filter_map(|(_, _, d)| d.filter(left)).fold(due, Instant::min);
+        self.armed.set(Some(at));
+        rt::sleep_until(at)
+    }
+
+    /// Whether the recheck is due, polled by the waiter answering calls; else the timer wakes
+    /// that waiter's task (`cx`) when it may be, or when a deadline of `queue` passes. A firing
+    /// wakes the waiters of `queue` whose deadline passed.
+    fn poll(&self, cx: &mut Context<'_>, queue: &Queue) -> bool {
         let mut timer = self.timer.borrow_mut();
-        let sleep = timer.get_or_insert_with(|| rt::sleep_until(due));
+        let sleep = timer.get_or_insert_with(|| self.arm(queue, None));
         if Pin::new(&mut *sleep).poll(cx).is_pending() {
             return false;
         }
-        if rt::now() < due {
-            // Armed for a wait that restarted since: armed again for the one going on.
-            *sleep = rt::sleep_until(due);
+        let now = rt::now();
+        queue.iter().filter(|(_, _, d)| d.is_some_and(|d| d <= now)).for_each(|(ev, _, _)| ev.nudge());
+        if now < self.from.get() + self.every {
+            // Armed for a wait that restarted since, or for a deadline: armed again for what
+            // comes next.
+            *sleep = self.arm(queue, Some(now));
             if Pin::new(&mut *sleep).poll(cx).is_pending() {
                 return false;
             }
         }
         *timer = None;
+        self.armed.set(None);
         true
     }
 
     /// The role passed, without a wake, to the waiter whose task `waker` wakes: its wait starts
     /// now, and the timer wakes it from now on (at once if it fired meanwhile).
-    fn passed(&self, waker: &Waker) {
+    fn passed(&self, waker: &Waker, queue: &Queue) {
         self.restart();
-        let due = self.from.get() + self.every;
         let mut timer = self.timer.borrow_mut();
-        let sleep = timer.get_or_insert_with(|| rt::sleep_until(due));
+        let sleep = timer.get_or_insert_with(|| self.arm(queue, None));
         if Pin::new(sleep).poll(&mut Context::from_waker(waker)).is_ready() {
             waker.wake_by_ref();
         }
     }
 
-    /// Nobody answers calls: nothing for the timer to wake.
+    /// Nobody answers calls: nothing for the timer to wake. The waiter the calls go to next
+    /// arms it again when it waits (a waiter that waits meanwhile arms its own).
     fn stop(&self) {
+        self.armed.set(None);
         let timer = self.timer.borrow_mut().take();
         drop(timer);
     }
@@ -186,7 +230,9 @@ impl Recheck {
 pub(crate) struct Waiters {
     /// One signal per waiting checkout with its ticket of the pool's line, in arrival order; a
     /// signal is set only once popped.
-    queue: RefCell<VecDeque<(Signal, Ticket)>>,
+    queue: RefCell<Queue>,
+    /// Signals of ended waits, for the next.
+    spares: Spares,
     /// The ticket number of the waiting checkout of this core that answers calls from other
     /// cores, if one does: a unit freed elsewhere serves one waiter.
     caller: Cell<Option<u64>>,
@@ -233,6 +279,7 @@ impl Waiters {
         let seat = line.join();
         Self {
             queue: RefCell::default(),
+            spares: Spares::default(),
             caller: Cell::new(None),
             owed: Cell::new(0),
             pace: RefCell::default(),
@@ -330,14 +377,15 @@ impl Waiters {
     /// when it waits next.
     fn pass_calls(&self) {
         let (number, waker) = match self.queue.borrow().front() {
-            Some((ev, t)) => (t.number, ev.waker()),
+            Some((ev, t, _)) => (t.number, ev.waker()),
             None => return,
         };
         self.caller.set(Some(number));
         match waker {
             Some(w) => {
                 self.seat.listen(&w);
-                self.recheck.iter().for_each(|r| r.passed(&w));
+                let queue = self.queue.borrow();
+                self.recheck.iter().for_each(|r| r.passed(&w, &queue));
             }
             None => {
                 self.seat.hang_up();
@@ -374,7 +422,7 @@ impl Waiters {
     /// [`OVERTAKEN_SHARE`]), and that has no unit handed to it yet (claimed here). False at once
     /// while no checkout of this core waits, without reading the clock (`now`).
     pub(super) fn overtaken(&self, now: impl FnOnce() -> Instant) -> bool {
-        let Some(mine) = self.queue.borrow().front().map(|(_, t)| t.number) else {
+        let Some(mine) = self.queue.borrow().front().map(|(_, t, _)| t.number) else {
             return false;
         };
         let now = now();
@@ -400,7 +448,7 @@ impl Waiters {
     /// Publishes how many wait here and the ticket of the first in line (see [`Seat::publish`]).
     fn publish(&self) {
         let queue = self.queue.borrow();
-        self.seat.publish(queue.len() as u64 + u64::from(self.owed.get()), queue.front().map(|(_, t)| *t));
+        self.seat.publish(queue.len() as u64 + u64::from(self.owed.get()), queue.front().map(|(_, t, _)| *t));
     }
 
     /// This core's checkouts waiting (queued or woken) and those of every core, while both are
@@ -417,7 +465,7 @@ impl Waiters {
     fn wake(&self, freed: Option<&dyn Fn() -> Instant>) {
         let next = self.queue.borrow_mut().pop_front();
         match next {
-            Some((ev, _)) => {
+            Some((ev, _, _)) => {
                 if let Some(now) = freed {
                     self.pace.borrow_mut().freed(now());
                 }
@@ -499,18 +547,21 @@ pub(super) struct Waiting<'a> {
     waiters: &'a Waiters,
     ev: Signal,
     ticket: Ticket,
+    /// When its waits end unwoken, if ever.
+    deadline: Option<Instant>,
     /// The last wait ended on a call from another core: its unit was looked for since.
     was_called: bool,
 }
 
 impl<'a> Waiting<'a> {
-    /// A checkout starting to wait at `now` (read by the caller, in the same turn).
-    pub(super) fn new(waiters: &'a Waiters, now: Instant) -> Self {
-        let ev = Signal::default();
+    /// A checkout starting to wait at `now` (read by the caller, in the same turn), until
+    /// `deadline` if it has one (see [`Waiting::wait`]).
+    pub(super) fn new(waiters: &'a Waiters, now: Instant, deadline: Option<Instant>) -> Self {
+        let ev = waiters.spares.take();
         let ticket = waiters.line.ticket(now);
-        waiters.queue.borrow_mut().push_back((ev.clone(), ticket));
+        waiters.queue.borrow_mut().push_back((ev.clone(), ticket, deadline));
         waiters.publish();
-        Self { waiters, ev, ticket, was_called: false }
+        Self { waiters, ev, ticket, deadline, was_called: false }
     }
 
     /// Whether this checkout answers calls from other cores.
@@ -519,9 +570,10 @@ impl<'a> Waiting<'a> {
     }
 
     /// Waits until a unit is freed on this core, or, for the waiter answering calls, until
-    /// another core freed one or handed one over, or its recheck is due; `None` when the
-    /// `deadline`'s timer fired first.
-    pub(super) async fn wait(&mut self, mut deadline: Option<&mut rt::Sleep>) -> Option<Wake> {
+    /// another core freed one or handed one over, or its recheck is due; `None` once its
+    /// deadline passed. `timer`, a timer for that deadline, is armed only when the core's
+    /// recheck does not cover it (see [`Recheck::covers`]).
+    pub(super) async fn wait(&mut self, mut timer: Option<&mut rt::Sleep>) -> Option<Wake> {
         let seat = &self.waiters.seat;
         if self.waiters.caller.get().is_none() {
             self.waiters.caller.set(Some(self.ticket.number));
@@ -535,14 +587,14 @@ impl<'a> Waiting<'a> {
             if self.calls() {
                 self.waiters.recheck.iter().for_each(Recheck::restart);
             }
-            let wake = Woken { waiting: self, ev: self.ev.wait(), deadline: deadline.as_deref_mut() }.await?;
+            let wake = Woken { waiting: self, ev: self.ev.wait(), timer: timer.as_deref_mut() }.await?;
             if wake != Wake::Called {
                 break wake;
             }
             // Another core freed a unit for this one: whatever this core gave up before is
             // taken, or the two cores handed units to each other and each would leave its own.
             self.waiters.yield_until.set(None);
-            if self.waiters.queue.borrow().front().is_some_and(|(e, _)| e.same(&self.ev)) {
+            if self.waiters.queue.borrow().front().is_some_and(|(e, _, _)| e.same(&self.ev)) {
                 self.was_called = true;
                 break wake;
             }
@@ -558,13 +610,13 @@ impl<'a> Waiting<'a> {
             // and not served either is back already.
             self.ev.rearm();
             let mut queue = self.waiters.queue.borrow_mut();
-            let at = queue.partition_point(|(_, t)| t.number < self.ticket.number);
+            let at = queue.partition_point(|(_, t, _)| t.number < self.ticket.number);
             // Nearly always first again: `insert`'s general shifting cost more than the rest of
             // the requeue (#39).
             if at == 0 {
-                queue.push_front((self.ev.clone(), self.ticket));
+                queue.push_front((self.ev.clone(), self.ticket, self.deadline));
             } else {
-                queue.insert(at, (self.ev.clone(), self.ticket));
+                queue.insert(at, (self.ev.clone(), self.ticket, self.deadline));
             }
             drop(queue);
             self.waiters.publish();
@@ -574,13 +626,13 @@ impl<'a> Waiting<'a> {
 }
 
 /// One wait of a [`Waiting`]: its wake, and for the waiter answering calls a call or its
-/// recheck, then the deadline's timer, polled in that order. One future rather than a race of
-/// three (#39: two nested races cost ~300 instructions a poll): and whether the waiter answers
-/// calls is read at each poll, so the role can pass to it while it waits, without a wake.
+/// recheck, then the deadline, polled in that order. One future rather than a race of three
+/// (#39: two nested races cost ~300 instructions a poll): and whether the waiter answers calls
+/// is read at each poll, so the role can pass to it while it waits, without a wake.
 struct Woken<'w, 'a> {
     waiting: &'w Waiting<'a>,
     ev: signal::Wait<'w>,
-    deadline: Option<&'w mut rt::Sleep>,
+    timer: Option<&'w mut rt::Sleep>,
 }
 
 impl Future for Woken<'_, '_> {
@@ -596,13 +648,16 @@ impl Future for Woken<'_, '_> {
             if Pin::new(&mut waiters.seat.called()).poll(cx).is_ready() {
                 return Poll::Ready(Some(Wake::Called));
             }
-            if waiters.recheck.as_ref().is_some_and(|r| r.poll(cx)) {
+            if waiters.recheck.as_ref().is_some_and(|r| r.poll(cx, &waiters.queue.borrow())) {
                 return Poll::Ready(Some(Wake::Rechecked));
             }
         }
-        match this.deadline.as_deref_mut() {
-            Some(timer) => Pin::new(timer).poll(cx).map(|()| None),
-            None => Poll::Pending,
+        match (this.waiting.deadline, this.timer.as_deref_mut()) {
+            (Some(deadline), _) if rt::now() >= deadline => Poll::Ready(None),
+            // The core's one timer fires by then and wakes this wait (#39).
+            (Some(deadline), _) if waiters.recheck.as_ref().is_some_and(|r| r.covers(deadline)) => Poll::Pending,
+            (_, Some(timer)) => Pin::new(timer).poll(cx).map(|()| None),
+            (_, None) => Poll::Pending,
         }
     }
 }
@@ -612,11 +667,11 @@ impl Drop for Waiting<'_> {
         // A signal is set only once popped, and unset again once the waiter ran.
         let woken = self.ev.is_set();
         let mut queue = self.waiters.queue.borrow_mut();
-        if queue.front().is_some_and(|(e, _)| e.same(&self.ev)) {
+        if queue.front().is_some_and(|(e, _, _)| e.same(&self.ev)) {
             // The usual case: woken, put first in line again, then served.
             queue.pop_front();
         } else if !self.ev.is_set() {
-            queue.retain(|(e, _)| !e.same(&self.ev));
+            queue.retain(|(e, _, _)| !e.same(&self.ev));
         } else {
             // Woken, and gone before it ran (its deadline, or its client left).
             self.waiters.paid();
@@ -631,6 +686,8 @@ impl Drop for Waiting<'_> {
             self.waiters.caller.set(None);
         }
         self.waiters.left(woken, answered);
+        // Out of the queue: this clone is the last once the field drops.
+        self.waiters.spares.keep(&self.ev);
     }
 }
 

@@ -1,6 +1,7 @@
 use super::*;
 use std::future::Future;
 use std::pin::pin;
+use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 /// Polls one wait once: pending until woken or, for the waiter answering calls, called.
@@ -16,7 +17,7 @@ fn queued(waiters: &Waiters) -> usize {
 #[test]
 fn one_waiter_answers_calls_from_other_cores_and_the_others_wait_to_be_woken() {
     let waiters = Waiters::default();
-    let (mut a, mut b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
+    let (mut a, mut b) = (Waiting::new(&waiters, rt::now(), None), Waiting::new(&waiters, rt::now(), None));
     assert!(poll_wait(&mut a).is_pending());
     assert!(poll_wait(&mut b).is_pending());
     assert!(a.calls() && !b.calls());
@@ -28,7 +29,7 @@ fn one_waiter_answers_calls_from_other_cores_and_the_others_wait_to_be_woken() {
 #[test]
 fn the_waiter_answering_calls_looks_again_unwoken_on_a_pool_that_rechecks() {
     let waiters = Waiters::new(Arc::default(), 1, Some(RECHECK_PER_USER));
-    let (mut a, mut b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
+    let (mut a, mut b) = (Waiting::new(&waiters, rt::now(), None), Waiting::new(&waiters, rt::now(), None));
     // Off a core a timer completes at once: the recheck returns at the first poll.
     assert!(poll_wait(&mut a).is_ready() && !a.was_called);
     assert!(poll_wait(&mut b).is_pending(), "only the waiter answering calls rechecks");
@@ -38,14 +39,14 @@ fn the_waiter_answering_calls_looks_again_unwoken_on_a_pool_that_rechecks() {
 #[test]
 fn wake_one_serves_in_arrival_order_and_a_woken_waiter_missing_out_is_first_again() {
     let waiters = Waiters::default();
-    let (a, b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
+    let (a, b) = (Waiting::new(&waiters, rt::now(), None), Waiting::new(&waiters, rt::now(), None));
     waiters.wake_one();
     assert!(a.ev.is_set() && !b.ev.is_set());
     let mut a = a;
     assert!(poll_wait(&mut a).is_ready());
     // Woken for a unit it did not get: back in the queue, ahead of `b`, with its ticket.
     assert!(!a.ev.is_set());
-    assert!(waiters.queue.borrow().front().is_some_and(|(e, t)| e.same(&a.ev) && *t == a.ticket));
+    assert!(waiters.queue.borrow().front().is_some_and(|(e, t, _)| e.same(&a.ev) && *t == a.ticket));
     assert_eq!(waiters.seat.head(), Some(a.ticket));
     waiters.wake_one();
     assert!(a.ev.is_set() && !b.ev.is_set());
@@ -72,8 +73,8 @@ fn a_dropped_waiter_leaves_nothing_queued_and_hands_the_calls_on_without_a_wake(
     let waiters = Waiters::default();
     let (waker, wakes) = counting();
     let mut cx = Context::from_waker(&waker);
-    let mut a = Waiting::new(&waiters, rt::now());
-    let (mut b, c) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
+    let mut a = Waiting::new(&waiters, rt::now(), None);
+    let (mut b, c) = (Waiting::new(&waiters, rt::now(), None), Waiting::new(&waiters, rt::now(), None));
     assert!(poll_wait(&mut a).is_pending());
     {
         let mut wait = pin!(b.wait(None));
@@ -98,8 +99,8 @@ fn a_dropped_waiter_leaves_nothing_queued_and_hands_the_calls_on_without_a_wake(
 fn a_call_left_unanswered_by_a_waiter_leaving_wakes_the_next_at_once() {
     let waiters = Waiters::default();
     let (waker, wakes) = counting();
-    let mut a = Waiting::new(&waiters, rt::now());
-    let mut b = Waiting::new(&waiters, rt::now());
+    let mut a = Waiting::new(&waiters, rt::now(), None);
+    let mut b = Waiting::new(&waiters, rt::now(), None);
     assert!(poll_wait(&mut a).is_pending());
     let mut wait = pin!(b.wait(None));
     assert!(wait.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
@@ -127,7 +128,7 @@ fn the_recheck_is_due_its_interval_after_the_waiter_answering_calls_last_started
     let every = Duration::from_millis(40);
     let (first, wake, waited) = on_core(move || async move {
         let waiters = Waiters::new(Arc::default(), 1, Some(every));
-        let (mut a, _b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
+        let (mut a, _b) = (Waiting::new(&waiters, rt::now(), None), Waiting::new(&waiters, rt::now(), None));
         let first = {
             let mut wait = pin!(a.wait(None));
             let _ = wait.as_mut().poll(&mut Context::from_waker(Waker::noop()));
@@ -151,7 +152,7 @@ fn the_recheck_wakes_the_waiter_the_calls_passed_to() {
     let every = Duration::from_millis(20);
     let (at_pass, later, wake) = on_core(move || async move {
         let waiters = Waiters::new(Arc::default(), 1, Some(every));
-        let (mut a, mut b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
+        let (mut a, mut b) = (Waiting::new(&waiters, rt::now(), None), Waiting::new(&waiters, rt::now(), None));
         assert!(poll_wait(&mut a).is_pending(), "answering calls, its recheck armed");
         let (waker, wakes) = counting();
         let mut cx = Context::from_waker(&waker);
@@ -167,6 +168,83 @@ fn the_recheck_wakes_the_waiter_the_calls_passed_to() {
     assert_eq!(wake, Poll::Ready(Some(Wake::Rechecked)));
 }
 
+/// A waiter's wait in a task of its own on the current core, with no timer of its own; how
+/// it ended, once it did.
+fn waiting_alone(waiters: &'static Waiters, deadline: Instant) -> Rc<Cell<Option<Option<Wake>>>> {
+    let out = Rc::new(Cell::new(None));
+    let mut w = Waiting::new(waiters, rt::now(), Some(deadline));
+    let set = out.clone();
+    rt::spawn_local(async move { set.set(Some(w.wait(None).await)) });
+    out
+}
+
+/// Polls `first`'s wait in this task (so its timer wakes this task) until `done` has ended,
+/// for at most two seconds; whether it did.
+async fn answering_until(first: &mut Waiting<'_>, done: &Cell<Option<Option<Wake>>>) -> Option<Option<Wake>> {
+    let ended = async {
+        for _ in 0..400 {
+            if let Some(end) = done.get() {
+                return Some(end);
+            }
+            rt::sleep(Duration::from_millis(5)).await;
+        }
+        None
+    };
+    let answering = async {
+        loop {
+            let _ = first.wait(None).await;
+        }
+    };
+    rt::race(answering, ended).await
+}
+
+#[test]
+fn the_core_s_recheck_timer_ends_the_waits_whose_deadline_passed_without_timers_of_their_own() {
+    let end = on_core(|| async {
+        let waiters: &'static Waiters =
+            Box::leak(Box::new(Waiters::new(Arc::default(), 1, Some(Duration::from_secs(3600)))));
+        let mut first = Waiting::new(waiters, rt::now(), None);
+        // Queued before the waiter answering calls arms the core's timer: it is armed for
+        // this deadline, not the recheck an hour away.
+        let done = waiting_alone(waiters, rt::now() + Duration::from_millis(30));
+        answering_until(&mut first, &done).await
+    });
+    assert_eq!(end, Some(None), "the wait ended on its deadline");
+}
+
+#[test]
+fn a_deadline_that_passed_while_nobody_answered_calls_ends_its_wait_when_the_timer_is_armed_again() {
+    let end = on_core(|| async {
+        let waiters: &'static Waiters =
+            Box::leak(Box::new(Waiters::new(Arc::default(), 1, Some(Duration::from_secs(3600)))));
+        let (mut first, mut next) = (Waiting::new(waiters, rt::now(), None), Waiting::new(waiters, rt::now(), None));
+        let done = waiting_alone(waiters, rt::now() + Duration::from_millis(30));
+        assert!(poll_wait(&mut first).is_pending(), "answering calls, the core's timer armed for the third's deadline");
+        rt::yield_now().await; // the third waits, its deadline covered by that timer
+                               // Woken and gone before it ran: nobody answers calls, the timer goes, the next is woken.
+        waiters.wake_one();
+        drop(first);
+        rt::sleep(Duration::from_millis(60)).await;
+        assert_eq!(done.get(), None, "nothing watched the third's deadline meanwhile");
+        answering_until(&mut next, &done).await
+    });
+    assert_eq!(end, Some(None), "the wait ended on its deadline once the timer was armed again");
+}
+
+#[test]
+fn a_wait_whose_deadline_comes_before_the_core_s_timer_arms_its_own() {
+    let end = on_core(|| async {
+        let waiters = Waiters::new(Arc::default(), 1, Some(Duration::from_secs(3600)));
+        let mut first = Waiting::new(&waiters, rt::now(), None);
+        assert!(poll_wait(&mut first).is_pending(), "answering calls, the core's timer armed for an hour");
+        let deadline = rt::now() + Duration::from_millis(30);
+        let mut late = Waiting::new(&waiters, rt::now(), Some(deadline));
+        let mut timer = rt::sleep_until(deadline);
+        late.wait(Some(&mut timer)).await
+    });
+    assert_eq!(end, None, "its own timer ended it");
+}
+
 #[test]
 fn a_checkin_goes_to_the_core_whose_waiter_is_overtaken_by_more_than_the_pool() {
     let line = Arc::new(Line::default());
@@ -174,9 +252,12 @@ fn a_checkin_goes_to_the_core_whose_waiter_is_overtaken_by_more_than_the_pool() 
     // Looked at once every waiter below has waited long enough for a move to pay.
     let later = rt::now() + MOVE_AFTER + Duration::from_secs(1);
     assert!(!here.overtaken(|| later), "nobody waits here: nothing read");
-    let mut old = Waiting::new(&there, rt::now());
-    let (first, second, mut third) =
-        (Waiting::new(&here, rt::now()), Waiting::new(&here, rt::now()), Waiting::new(&here, rt::now()));
+    let mut old = Waiting::new(&there, rt::now(), None);
+    let (first, second, mut third) = (
+        Waiting::new(&here, rt::now(), None),
+        Waiting::new(&here, rt::now(), None),
+        Waiting::new(&here, rt::now(), None),
+    );
     // The last answers calls here: the first two leave as served waiters do, waking nobody.
     assert!(poll_wait(&mut third).is_pending());
     // `old` took ticket 0; here's oldest took 1: within the pool's two.
@@ -198,12 +279,12 @@ fn a_checkin_goes_to_the_core_whose_waiter_is_overtaken_by_more_than_the_pool() 
 fn a_waiter_may_be_overtaken_by_a_share_of_the_tickets_taken_since_it_started_waiting() {
     let line = Arc::new(Line::default());
     let (here, there) = (Waiters::new(line.clone(), 2, None), Waiters::new(line.clone(), 2, None));
-    let _old = Waiting::new(&there, rt::now());
+    let _old = Waiting::new(&there, rt::now(), None);
     // Four tickets taken by checkouts served since `old` took 0.
     (0..4).for_each(|_| {
         line.ticket(rt::now());
     });
-    let _mine = Waiting::new(&here, rt::now());
+    let _mine = Waiting::new(&here, rt::now(), None);
     assert!(!here.overtaken(rt::now), "`old` has not waited long enough for a move to pay");
     let later = rt::now() + MOVE_AFTER;
     assert!(here.overtaken(|| later), "5 is past 0 + the pool's 2 (6 tickets taken, an eighth is 0)");
@@ -220,9 +301,9 @@ fn a_waiter_may_be_overtaken_by_a_share_of_the_tickets_taken_since_it_started_wa
 fn the_demand_counts_the_waiters_here_and_on_every_core_while_both_wait() {
     let line = Arc::new(Line::default());
     let (here, there) = (Waiters::new(line.clone(), 8, None), Waiters::new(line.clone(), 8, None));
-    let mine: Vec<Waiting<'_>> = (0..2).map(|_| Waiting::new(&here, rt::now())).collect();
+    let mine: Vec<Waiting<'_>> = (0..2).map(|_| Waiting::new(&here, rt::now(), None)).collect();
     assert_eq!(here.demand(), None, "nobody waits elsewhere");
-    let theirs: Vec<Waiting<'_>> = (0..3).map(|_| Waiting::new(&there, rt::now())).collect();
+    let theirs: Vec<Waiting<'_>> = (0..3).map(|_| Waiting::new(&there, rt::now(), None)).collect();
     assert_eq!(here.demand(), Some((2, 5)));
     there.wake_one();
     assert_eq!(here.demand(), Some((2, 5)), "a waiter woken is waiting until it ran");
@@ -237,9 +318,9 @@ fn a_unit_freed_calls_the_other_cores_waiting_for_the_budget_and_a_give_up_wakes
     let line = Arc::new(Line::default());
     let (here, there) = (Waiters::new(line.clone(), 1, None), Waiters::new(line.clone(), 1, None));
     let budget = crate::pool::BudgetRegistry::default().get("p", "h:1", 1);
-    let mut theirs = Waiting::new(&there, rt::now());
+    let mut theirs = Waiting::new(&there, rt::now(), None);
     assert!(poll_wait(&mut theirs).is_pending());
-    let mine = Waiting::new(&here, rt::now());
+    let mine = Waiting::new(&here, rt::now(), None);
     // Both cores wait for the budget.
     budget.want();
     budget.want();
@@ -266,7 +347,7 @@ fn a_unit_freed_calls_the_other_cores_waiting_for_the_budget_and_a_give_up_wakes
 #[test]
 fn a_woken_waiter_is_owed_its_unit_until_it_runs_or_leaves() {
     let waiters = Waiters::default();
-    let (mut a, b) = (Waiting::new(&waiters, rt::now()), Waiting::new(&waiters, rt::now()));
+    let (mut a, b) = (Waiting::new(&waiters, rt::now(), None), Waiting::new(&waiters, rt::now(), None));
     assert!(!waiters.owed());
     waiters.wake_one();
     assert!(waiters.owed(), "a checkout arriving now queues behind `a`");
@@ -310,13 +391,42 @@ fn the_expected_wait_is_the_place_in_line_times_the_interval_between_units_freed
 }
 
 #[test]
+fn the_pace_s_decay_follows_the_exponential_on_both_sides_of_its_series() {
+    for i in 0..=4096 {
+        let x = f64::from(i) / 65536.0 * 4.0; // 0 to 1/4, across 1/128
+        let (got, want) = (decay(x), (-x).exp());
+        assert!((got - want).abs() < 1e-7, "e^-{x}: {got} against {want}");
+    }
+    assert!((decay(3.0) - (-3.0f64).exp()).abs() < 1e-12);
+}
+
+#[test]
+fn a_waiter_s_signal_serves_the_next_waiter_of_the_core_once_it_left_and_starts_unset() {
+    let waiters = Waiters::default();
+    let first = Waiting::new(&waiters, rt::now(), None);
+    let mut second = Waiting::new(&waiters, rt::now(), None);
+    waiters.wake_one();
+    let used = first.ev.id();
+    // Woken and gone before it ran: its wake goes on to the second.
+    drop(first);
+    // Were the first's signal freed, this would take its memory: the third's is then another.
+    let decoy = Signal::default();
+    let third = Waiting::new(&waiters, rt::now(), None);
+    assert_eq!(third.ev.id(), used, "the first's signal, reused");
+    assert!(!third.ev.is_set(), "unset for its new wait, though the first's was set");
+    assert_eq!(poll_wait(&mut second), Poll::Ready(Wake::Woken));
+    drop((second, third, decoy));
+    assert_eq!(queued(&waiters), 0);
+}
+
+#[test]
 fn a_checkout_is_turned_away_only_when_the_line_outlasts_its_deadline() {
     let waiters = Waiters::default();
     let t0 = Instant::now();
     for i in 0..=PACE_SAMPLES {
         waiters.pace.borrow_mut().freed(t0 + Duration::from_millis(10 * u64::from(i)));
     }
-    let queued: Vec<Waiting<'_>> = (0..9).map(|_| Waiting::new(&waiters, rt::now())).collect();
+    let queued: Vec<Waiting<'_>> = (0..9).map(|_| Waiting::new(&waiters, rt::now(), None)).collect();
     assert_eq!(waiters.beyond(t0 + Duration::from_millis(50), t0), None, "no deadline hit yet");
     waiters.deadline_hit(t0);
     // Tenth in line: about 100 ms.
@@ -407,7 +517,7 @@ mod model {
                 return self.clients.push(Client::Holding { core });
             }
             self.want(core);
-            let w = Waiting::new(&c.waiters, self.now);
+            let w = Waiting::new(&c.waiters, self.now, None);
             if self.unit(core) {
                 return self.serve(core, w);
             }
@@ -417,7 +527,7 @@ mod model {
 
         fn serve(&mut self, core: usize, w: Waiting<'a>) {
             let queue = self.cores[core].waiters.queue.borrow();
-            let ahead = queue.iter().filter(|(_, t)| t.number < w.ticket.number).count();
+            let ahead = queue.iter().filter(|(_, t, _)| t.number < w.ticket.number).count();
             drop(queue);
             self.overtook = self.overtook.max(ahead);
             drop(w);
