@@ -31,6 +31,7 @@ use crate::protocol::mysql::auth::{
     rsa_public_key, CACHING_SHA2_PASSWORD, MYSQL_CLEAR_PASSWORD, MYSQL_NATIVE_PASSWORD,
 };
 use crate::protocol::mysql::capability::*;
+use crate::protocol::mysql::errcode::ER_SERVER_SHUTDOWN;
 use crate::protocol::mysql::handshake::{
     CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PERFORM_FULL_AUTH, CACHING_SHA2_REQUEST_PUBLIC_KEY, SSL_REQUEST_LEN,
 };
@@ -344,7 +345,15 @@ async fn handshake(
             }
             AuthReply::Err(e) => {
                 let state = e.sql_state.map(|s| String::from_utf8_lossy(&s).into_owned()).unwrap_or_default();
-                return Err(login.auth_err(format!("{} ({state}): {}", e.code, String::from_utf8_lossy(e.message))));
+                let reason = format!("{} ({state}): {}", e.code, String::from_utf8_lossy(e.message));
+                // A server shutting down refuses every login, as PostgreSQL's class 57 does: the
+                // backend is down, not the credentials wrong, so the pool may fail over and the
+                // client is not told "access denied" (#40).
+                return Err(if e.code == ER_SERVER_SHUTDOWN.code {
+                    login.connect_err(reason)
+                } else {
+                    login.auth_err(reason)
+                });
             }
             AuthReply::Switch(sw) => {
                 awaiting_key = false;

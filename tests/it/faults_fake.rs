@@ -26,7 +26,9 @@ use querypilot::protocol::mysql::capability::{
     CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION, CLIENT_TRANSACTIONS,
 };
 use querypilot::protocol::mysql::response::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
-use querypilot::protocol::mysql::{decode_packet, encode_packets, AuthSwitchRequest, HandshakeV10, OkPacket};
+use querypilot::protocol::mysql::{
+    decode_packet, encode_packets, AuthSwitchRequest, ErrorNumber, HandshakeV10, OkPacket,
+};
 use querypilot::protocol::pg::backend::{
     encode_data_row, encode_ready_for_query, encode_row_description, FieldDescription,
 };
@@ -54,6 +56,8 @@ enum Login {
     Silent,
     /// Asks for a password again after every answer (PostgreSQL MD5, MySQL auth switch).
     Endless,
+    /// Refuses the login as a server shutting down does (PostgreSQL 57P03, MariaDB 1053).
+    ShuttingDown,
 }
 
 /// What a fake backend saw.
@@ -173,6 +177,11 @@ fn pg_serve(mut s: TcpStream, seen: &Seen, login: Login) {
             };
             buf.drain(..n);
         },
+        Login::ShuttingDown => {
+            encode_error(Severity::Fatal, "57P03", "the database system is shutting down", &mut out);
+            let _ = s.write_all(&out);
+            return;
+        }
         Login::Normal => {}
     }
     let conn = seen.logins.fetch_add(1, Ordering::SeqCst) + 1;
@@ -270,6 +279,10 @@ fn pg_answer(sql: &str, conn: u32, seen: &Seen, out: &mut Vec<u8>) -> Then {
     if lost_unanswered(sql, conn, seen) {
         return Then::Eof;
     }
+    if shuts_down(sql, seen) {
+        encode_error(Severity::Fatal, "57P01", "terminating connection due to administrator command", out);
+        return Then::Eof;
+    }
     if sql.contains("fault_slow") {
         thread::sleep(SLOW);
     }
@@ -285,6 +298,13 @@ fn pg_answer(sql: &str, conn: u32, seen: &Seen, out: &mut Vec<u8>) -> Then {
     let status = if sql.contains("fault_in_tx") { TransactionStatus::InBlock } else { TransactionStatus::Idle };
     encode_ready_for_query(status, out);
     Then::Serve
+}
+
+/// Whether the fake answers `sql` as a MariaDB shutting down does (1053, then the close): the
+/// first time for `fault_shutdown_once`, every time for `fault_shutdown_always`.
+fn shuts_down(sql: &str, seen: &Seen) -> bool {
+    sql.contains("fault_shutdown_always")
+        || (sql.contains("fault_shutdown_once") && !seen.lost_once.swap(true, Ordering::SeqCst))
 }
 
 /// Whether the fake closes connection `conn`, which `sql` came on, without a word: the first
@@ -374,6 +394,20 @@ fn pg_backend_that_never_answers_the_login_is_bounded_by_connect_timeout() {
         // The router gave up on the connection: the fake sees it closed.
         eventually(Duration::from_secs(10), "the router to close the stuck login", || fake.closed() >= 1);
     }
+}
+
+/// A backend that refuses every login because it is shutting down is unavailable, as if it had
+/// refused the TCP connection: the client is not told its credentials are wrong (#40).
+#[test]
+fn pg_a_backend_shutting_down_is_unavailable_not_a_refusal_of_the_password() {
+    let fake = Fake::start(pg_serve, Login::ShuttingDown);
+    let r = pg_router(&fake, "");
+    let mut real = r.pg("real");
+    let port = r.port();
+    let res = bounded("login", move || connect(port, "fake", "app").map(drop).map_err(|e| describe(&e)));
+    let err = res.expect_err("no backend login, no session");
+    assert!(err.starts_with("08001") && err.contains("57P03"), "{err}");
+    pg_real_works(&mut real);
 }
 
 #[test]
@@ -624,6 +658,16 @@ fn my_serve(mut s: TcpStream, seen: &Seen, login: Login) {
     }
     let mut buf = Vec::new();
     let Some((mut seq, _response)) = my_read(&mut s, &mut buf) else { return };
+    if login == Login::ShuttingDown {
+        let mut refusal = Vec::new();
+        ErrorNumber { code: 1053, sql_state: *b"08S01" }.encode(
+            b"Server shutdown in progress",
+            seq.wrapping_add(1),
+            &mut refusal,
+        );
+        let _ = s.write_all(&refusal);
+        return;
+    }
     if login == Login::Endless {
         let mut switch = Vec::new();
         AuthSwitchRequest { plugin: b"mysql_native_password", data: &[9; 21] }.encode(&mut switch);
@@ -652,6 +696,13 @@ fn my_serve(mut s: TcpStream, seen: &Seen, login: Login) {
             Some(0x01) => return, // COM_QUIT
             Some(0x03) if sql.contains("fault_stall") => return hold(&mut s, seen),
             Some(0x03) if lost_unanswered(&sql, conn, seen) => {
+                let _ = s.shutdown(std::net::Shutdown::Write);
+                return hold(&mut s, seen);
+            }
+            Some(0x03) if shuts_down(&sql, seen) => {
+                let mut said = Vec::new();
+                ErrorNumber { code: 1053, sql_state: *b"08S01" }.encode(b"Server shutdown in progress", 1, &mut said);
+                let _ = s.write_all(&said);
                 let _ = s.shutdown(std::net::Shutdown::Write);
                 return hold(&mut s, seen);
             }
@@ -773,6 +824,22 @@ fn mysql_backend_that_never_answers_the_login_is_bounded_by_connect_timeout() {
     }
 }
 
+/// The MySQL half of [`pg_a_backend_shutting_down_is_unavailable_not_a_refusal_of_the_password`].
+#[test]
+fn mysql_a_backend_shutting_down_is_unavailable_not_a_refusal_of_the_password() {
+    let fake = Fake::start(my_serve, Login::ShuttingDown);
+    let r = my_router(&fake, "");
+    let mut real = my_connect(r.port(), &dbs().my.database).expect("real pool");
+    let port = r.port();
+    let res = bounded("login", move || {
+        let mut c = my_connect(port, "fake").map_err(|e| my_error(&e))?;
+        c.query_drop("SELECT 1").map_err(|e| my_error(&e))
+    });
+    let err = res.expect_err("no backend login, no statement");
+    assert!(err.starts_with("1105 ") && err.contains("1053"), "{err}");
+    my_real_works(&mut real);
+}
+
 #[test]
 fn mysql_backend_that_stops_answering_mid_query_is_bounded_by_query_timeout() {
     let fake = Fake::start(my_serve, Login::Normal);
@@ -840,6 +907,57 @@ fn mysql_a_lone_begin_lost_unanswered_goes_again_on_a_new_connection() {
     });
     assert!(res.expect_err("not sent again").starts_with("1105 "));
     assert!(fake.logins() <= before + 1, "an XA START, which the client names, is sent once");
+}
+
+/// #40: a PostgreSQL shutting down answers a statement with FATAL 57P01 and closes the
+/// connection: a lone BEGIN goes again on a new connection; a write is reported as lost, maybe
+/// not completed, and the session goes on.
+#[test]
+fn pg_a_server_shutting_down_under_a_statement_is_its_connections_loss() {
+    let fake = Fake::start(pg_serve, Login::Normal);
+    let r = pg_router(&fake, "");
+    let mut c = r.pg("fake");
+    let first = pg_conn(&mut c);
+    let (res, mut c) = bounded("BEGIN at shutdown", move || {
+        let res = c.simple_query("BEGIN /* fault_shutdown_once */").map(drop).map_err(|e| describe(&e));
+        (res, c)
+    });
+    res.expect("the BEGIN went again on a new connection");
+    assert!(pg_conn(&mut c) > first, "the session goes on on a new connection");
+    c.simple_query("COMMIT").expect("COMMIT");
+    let (res, mut c) = bounded("write at shutdown", move || {
+        let res = c.simple_query("UPDATE t SET a = 1 /* fault_shutdown_always */").map(drop).map_err(|e| describe(&e));
+        (res, c)
+    });
+    let err = res.expect_err("the write's connection was lost");
+    assert!(err.starts_with("08006") && err.contains("may not have completed"), "{err}");
+    pg_conn(&mut c);
+}
+
+/// #40: a MariaDB shutting down answers a statement with 1053 and closes the connection, as
+/// PostgreSQL sends FATAL 57P01: the connection's loss, not the statement's error. A lone BEGIN
+/// goes again on a new connection; a write is reported as lost, maybe not completed, and the
+/// session goes on.
+#[test]
+fn mysql_a_server_shutting_down_under_a_statement_is_its_connections_loss() {
+    let fake = Fake::start(my_serve, Login::Normal);
+    let r = my_router(&fake, "");
+    let mut c = my_connect(r.port(), "fake").expect("fake pool");
+    let first = my_conn(&mut c);
+    let (res, mut c) = bounded("BEGIN at shutdown", move || {
+        let res = c.query_drop("START TRANSACTION /* fault_shutdown_once */").map_err(|e| my_error(&e));
+        (res, c)
+    });
+    res.expect("the BEGIN went again on a new connection");
+    assert!(my_conn(&mut c) > first, "the session goes on on a new connection");
+    c.query_drop("COMMIT").expect("COMMIT");
+    let (res, mut c) = bounded("write at shutdown", move || {
+        let res = c.query_drop("UPDATE t SET a = 1 /* fault_shutdown_always */").map_err(|e| my_error(&e));
+        (res, c)
+    });
+    let err = res.expect_err("the write's connection was lost");
+    assert!(err.starts_with("1105 ") && err.contains("may not have completed"), "{err}");
+    my_conn(&mut c);
 }
 
 /// #40, as `pg_a_lone_begin_goes_past_every_connection_that_died_with_its_own` for MySQL.

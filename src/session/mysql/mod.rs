@@ -66,8 +66,7 @@ use state::MyState;
 
 /// `ER_CONNECTION_KILLED`: the session was ended by an operator's KILL.
 pub(super) const ER_CONNECTION_KILLED: ErrorNumber = ErrorNumber { code: 1927, sql_state: *b"70100" };
-/// `ER_SERVER_SHUTDOWN`.
-pub(super) const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
+pub(super) use crate::protocol::mysql::errcode::ER_SERVER_SHUTDOWN;
 // A backend lost mid-command: the number clients show for a lost server.
 use crate::session::client_error::ER_BACKEND_UNAVAILABLE as ER_BACKEND_LOST;
 /// `ER_PARSE_ERROR` for multi-statement text from a client that did not enable them.

@@ -29,6 +29,9 @@ pub const ER_ACCESS_DENIED_ERROR: ErrorNumber = ErrorNumber { code: 1045, sql_st
 pub const ER_BAD_DB_ERROR: ErrorNumber = ErrorNumber { code: 1049, sql_state: *b"42000" };
 /// Too many connections.
 pub const ER_CON_COUNT_ERROR: ErrorNumber = ErrorNumber { code: 1040, sql_state: *b"08004" };
+/// The server is shutting down: its answer on each connection it closes, and the router's while
+/// it drains.
+pub const ER_SERVER_SHUTDOWN: ErrorNumber = ErrorNumber { code: 1053, sql_state: *b"08S01" };
 /// Unknown command.
 pub const ER_UNKNOWN_COM_ERROR: ErrorNumber = ErrorNumber { code: 1047, sql_state: *b"08S01" };
 /// The command is not allowed (e.g. `LOAD DATA LOCAL INFILE` through the router).

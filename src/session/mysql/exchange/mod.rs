@@ -16,12 +16,29 @@
 mod tests;
 
 use crate::protocol::mysql::codec::Reader;
+use crate::protocol::mysql::errcode::ER_SERVER_SHUTDOWN;
 use crate::protocol::mysql::infile::{FileStream, LOCAL_INFILE_REQUEST};
 use crate::protocol::mysql::response::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_CURSOR_EXISTS};
 use crate::protocol::mysql::ErrPacket;
 use crate::protocol::mysql::{DecodeError, Packet, MAX_PACKET_PAYLOAD};
 use crate::session::engine::retry::{Failure, ServerError};
 use crate::session::error::RelayError;
+
+/// MariaDB's answer on each connection as it shuts down (`ER_SERVER_SHUTDOWN`): the connection
+/// closes after it, so it is the connection's loss, judged as PostgreSQL's FATAL before a close
+/// is (a statement that started nothing goes again on a new connection, #40), not the
+/// statement's own error. An operator's KILL (`ER_CONNECTION_KILLED`) stays the statement's
+/// error, as on a direct connection: sending it again would undo the KILL.
+fn shutting_down(payload: &[u8]) -> Option<RelayError> {
+    if payload.first() != Some(&ERR_HEADER) {
+        return None;
+    }
+    let e = ErrPacket::decode(payload).ok().filter(|e| e.code == ER_SERVER_SHUTDOWN.code)?;
+    Some(RelayError::BackendFatal {
+        code: e.code.to_string(),
+        message: String::from_utf8_lossy(e.message).into_owned(),
+    })
+}
 
 /// First byte of an OK packet.
 const OK_HEADER: u8 = 0x00;
@@ -195,7 +212,12 @@ impl Exchange {
         self.seq = Some(p.seq.wrapping_add(1));
         let action = match self.continued {
             Some(action) => action,
-            None => self.step(p.payload)?,
+            None => {
+                if let Some(fatal) = shutting_down(p.payload) {
+                    return Err(fatal);
+                }
+                self.step(p.payload)?
+            }
         };
         self.continued = p.is_continued().then_some(action);
         self.forwarded |= matches!(action, Action::Forward | Action::ForwardEnd | Action::ForwardOk | Action::SendFile);

@@ -90,6 +90,22 @@ fn an_err_ends_the_response_as_an_error() {
 }
 
 #[test]
+fn a_server_shutting_down_is_the_connections_loss_wherever_it_answers() {
+    use crate::protocol::mysql::response::SERVER_MORE_RESULTS_EXISTS as MORE;
+    let at_once = recorded(1, &[err(1053, b"08S01")]);
+    let mid_rows = recorded(1, &[vec![1], column("a"), eof(AUTOCOMMIT), row("1"), err(1053, b"08S01")]);
+    let later_result = recorded(1, &[ok(0, 0, MORE), err(1053, b"08S01")]);
+    for wire in [at_once, mid_rows, later_result] {
+        let mut ex = Exchange::new(Grammar::Query, Some(1), false);
+        let e = replay(&mut ex, &wire).expect_err("a loss, not an answer");
+        assert!(matches!(e, RelayError::BackendFatal { ref code, .. } if code == "1053"), "{e:?}");
+    }
+    // An operator's KILL of the connection is the statement's error, relayed as it came.
+    let mut ex = Exchange::new(Grammar::Query, Some(1), false);
+    assert_eq!(replay(&mut ex, &recorded(1, &[err(1927, b"70100")])).expect("in step"), [Forward]);
+}
+
+#[test]
 fn a_result_set_with_eof_packets_is_followed_to_its_last_eof() {
     let mut ex = Exchange::new(Grammar::Query, Some(1), false);
     let payloads = [vec![2], column("a"), column("b"), eof(AUTOCOMMIT), row("1"), row("2"), eof(AUTOCOMMIT)];
