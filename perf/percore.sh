@@ -30,6 +30,7 @@ fi
 DB=pgbench_percore
 start_pg_pgbench qp-percore "$DB" 10
 mkdir -p "$BASE/cg"
+[ -z "${CG_KEEP:-}" ] || mkdir -p "$CG_KEEP"
 chmod 777 "$BASE/cg"
 
 # count PORT MODE OUT: "instructions/tx<TAB>background/tx" for CALLGRIND_TX transactions per
