@@ -127,13 +127,14 @@ mod tests {
     fn the_clock_is_read_as_a_turn_starts_and_every_few_units_after() {
         let t0 = Instant::now();
         let mut share = Share::default();
-        let mut reads = 0;
-        for _ in 0..4 * CLOCK_EVERY {
+        let (mut reads, units) = (0, 4 * CLOCK_EVERY);
+        for _ in 0..units {
             share.start(1, || {
                 reads += 1;
                 t0
             });
         }
+        assert!(reads < units, "not a reading per unit: {reads} for {units}");
         assert_eq!(reads, 4, "one reading as the turn's first unit starts, then one every {CLOCK_EVERY} units");
         share.start(2, || {
             reads += 1;
