@@ -127,6 +127,9 @@ pub(super) struct Core {
     idle_wait: Cell<Duration>,
     /// The clock as this turn's tasks see it (see [`clock`]).
     clock: Cell<Instant>,
+    /// Nothing ran and nothing asked since `clock` was read from the real clock (see
+    /// [`Core::read_now`]).
+    clock_fresh: Cell<bool>,
     shared: Arc<Shared>,
 }
 
@@ -241,6 +244,7 @@ impl Core {
             turns: Cell::new(0),
             idle_wait: Cell::new(FIRST_IDLE_WAIT),
             clock: Cell::new(Instant::now()),
+            clock_fresh: Cell::new(false),
             shared,
         })
     }
@@ -248,22 +252,36 @@ impl Core {
     /// The instant the tasks of this turn run at: read once a turn, as the loop's wait ends, so
     /// every deadline set, timer fired or armed and wait timed in one turn shares one clock read
     /// where each read its own (#39: ~6 a transaction, then 2 a turn). A turn's tasks run within
-    /// microseconds; every unit of session work moves it forward to its own start
-    /// (`fair::take_share`), so a deadline is early by at most the part of one unit that ran
-    /// before it was set, never late.
+    /// microseconds; a session's first unit of work in a turn, and every
+    /// `fair::CLOCK_EVERY`-th after it, moves it forward to that unit's start
+    /// (`fair::take_share`), so a deadline is early by at most the few units that ran before it
+    /// was set, never late.
     pub(super) fn clock(&self) -> Instant {
         self.clock.get()
     }
 
     fn read_clock(&self) {
         self.clock.set(Instant::now());
+        self.clock_fresh.set(true);
     }
 
-    /// The number of the loop's current turn, with the turn clock moved forward to `now`, a
-    /// later reading of the real clock.
-    pub(super) fn turn_at(&self, now: Instant) -> u64 {
+    /// Runs one task; the turn clock is then as old as its work.
+    fn run_task(&self, r: Runnable, queue: TaskQueue) {
+        self.current.set(queue);
+        r.run();
+        self.clock_fresh.set(false);
+    }
+
+    /// The time now, the turn clock moved forward to it: the turn's own reading when nothing
+    /// ran and nothing asked since it was taken (the first unit of work a turn runs reads
+    /// nothing; at one client that is the session's, #39), else a reading of the real clock.
+    pub(super) fn read_now(&self) -> Instant {
+        if self.clock_fresh.replace(false) {
+            return self.clock.get();
+        }
+        let now = Instant::now();
         self.clock.set(self.clock.get().max(now));
-        self.turns.get()
+        now
     }
 
     /// The number of the loop's current turn.
@@ -285,8 +303,7 @@ impl Core {
     fn run_ready(&self) {
         for _ in 0..self.queued(LATENCY) {
             let Some(r) = self.pop(LATENCY) else { break };
-            self.current.set(LATENCY);
-            r.run();
+            self.run_task(r, LATENCY);
         }
         let waiting = self.queued(BACKGROUND);
         let background = if self.queued(LATENCY) == 0 {
@@ -302,8 +319,7 @@ impl Core {
         }
         for _ in 0..background {
             let Some(r) = self.pop(BACKGROUND) else { break };
-            self.current.set(BACKGROUND);
-            r.run();
+            self.run_task(r, BACKGROUND);
         }
     }
 

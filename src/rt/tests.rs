@@ -388,8 +388,8 @@ fn a_task_that_took_its_share_lets_the_others_run_before_it_goes_on() {
             async move {
                 let mut share = Share::default();
                 for _ in 0..3 * fair::SHARE_MESSAGES {
-                    o.borrow_mut().push('f');
                     take_share(&mut share).await;
+                    o.borrow_mut().push('f');
                 }
                 d.fetch_add(1, Ordering::Relaxed);
             },

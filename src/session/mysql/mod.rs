@@ -232,15 +232,15 @@ impl Wire for Session {
     }
 
     async fn handle(&mut self) -> Result<(), End> {
+        // Commands answered without a wait (pipelined COM_STMT_CLOSE, COM_PING) must not hold
+        // the core: past the client's share of this turn, the other sessions go first (#33).
+        rt::take_share(&mut self.io.share).await;
         let mut payload = std::mem::take(&mut self.io.unit);
         let done = self.dispatch(&payload).await;
         payload.clear(); // so that an idle session hands it to the core's spares
         self.io.unit = payload;
         self.release_command(); // #33
         done?;
-        // Commands answered without a wait (pipelined COM_STMT_CLOSE, COM_PING) must not hold
-        // the core: past the client's share of this turn, the other sessions go first (#33).
-        rt::take_share(&mut self.io.share).await;
         self.io.flush().await
     }
 

@@ -35,7 +35,7 @@ use crate::sql::Dialect;
 pub(super) use crate::session::driver::PIECEWISE_AT;
 
 /// A message's tag byte and length field.
-const HEADER: usize = 5;
+pub(super) const HEADER: usize = 5;
 
 /// How much of a Query's text is looked at for a causal-token SET before its body arrives:
 /// ample for `SET SESSION querypilot.causal_token =` and a comment, and bounded, since it is

@@ -184,10 +184,11 @@ impl Wire for Session {
     /// boxing copies the future's full size, once per read rather than once per message.
     async fn handle(&mut self) -> Result<(), End> {
         loop {
-            self.dispatch().await?;
             // A client pipelining thousands of messages must not hold the core: past its share
-            // of this turn, the other sessions go first (#33).
+            // of this turn, the other sessions go first (#33). Taken before each message, the
+            // clock is read as the first starts, not after the last, which waits for the client.
             rt::take_share(&mut self.io.share).await;
+            self.dispatch().await?;
             if !self.take_unit().await? {
                 return Ok(());
             }
@@ -321,8 +322,9 @@ impl Session {
             self.release_message();
         };
         let len = f.len();
-        if self.io.pos == 0 && len == rest.len() && len >= large::PIECEWISE_AT {
-            // A large message alone in the buffer becomes the message, not a copy of it (#33).
+        if self.io.pos == 0 && len == rest.len() {
+            // A message alone in the buffer becomes the message, not a copy of it: a large one
+            // (#33), and most reads of a client awaiting each answer bring one (#39).
             std::mem::swap(&mut self.io.unit, &mut self.io.buf);
             self.io.buf.clear();
             return Ok(true);
@@ -362,7 +364,10 @@ impl Session {
         self.io.unit = msg;
         self.release_message(); // #33
         res?;
-        self.stream_batch().await
+        if self.streams_batch() {
+            self.stream_batch().await?;
+        }
+        Ok(())
     }
 
     async fn dispatch_msg(&mut self, tag: u8, raw: &[u8]) -> Result<(), End> {
@@ -699,9 +704,10 @@ impl Session {
     }
 }
 
-/// The body of `raw`, a whole client message the session framed itself.
+/// The body of `raw`, a whole client message the session framed itself (`take_client_frame`,
+/// a held batch's frames): its length was checked there, and is not decoded again (#39).
 fn body_of(raw: &[u8]) -> Option<&[u8]> {
-    decode_raw_frame(raw, usize::MAX).ok().flatten().map(|f| f.body())
+    raw.get(large::HEADER..)
 }
 
 impl Placed for Session {

@@ -96,6 +96,12 @@ impl Session {
         self.io.flush().await
     }
 
+    /// Whether the batch grew long enough that [`Session::stream_batch`] may have something to
+    /// do: looked at before its future is made, once per client message (#39).
+    pub(super) fn streams_batch(&self) -> bool {
+        self.ex.expects().len() >= BACKLOG || self.ex.queued().len() >= STREAM_AT
+    }
+
     /// Sends a long extended batch on before its Sync, so that the router holds a bounded part
     /// of it, and relays what the backend answered so far: an error reaches the client while
     /// it is still sending (the server reports it at once and skips to Sync), and the answers

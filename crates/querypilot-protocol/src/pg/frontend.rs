@@ -111,7 +111,7 @@ impl<'a> FrontendMessage<'a> {
     pub fn decode(frame: &Frame<'a>) -> Result<Self, DecodeError> {
         let mut r = Reader::new(frame.body);
         let msg = match frame.tag {
-            b'Q' => Self::Query(r.cstr("query")?),
+            b'Q' => Self::Query(r.text("query")?),
             b'P' => decode_parse(&mut r)?,
             b'B' => decode_bind(&mut r)?,
             b'D' => {
@@ -201,7 +201,7 @@ impl<'a> FrontendMessage<'a> {
 
 fn decode_parse<'a>(r: &mut Reader<'a>) -> Result<FrontendMessage<'a>, DecodeError> {
     let name = r.cstr("statement name")?;
-    let query = r.cstr("query")?;
+    let query = r.text("query")?;
     let param_types = OidList::read(r, "parameter types")?;
     Ok(FrontendMessage::Parse { name, query, param_types })
 }
