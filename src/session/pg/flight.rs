@@ -25,6 +25,10 @@ use crate::session::error::RelayError;
 /// Largest batch kept for a heal retry; bigger batches (large parameters) are not retried.
 const REPLAY_MAX: usize = 64 * 1024;
 
+/// Largest kept batch whose allocations the next one reuses: a few messages with small
+/// parameters; a bigger one is freed, not carried by the exchange's box on its shelf.
+const SPARE_MAX: usize = 1024;
+
 /// The server's text for a prepared statement whose result type changed.
 const STALE_PLAN: &str = "cached plan must not change result type";
 
@@ -87,6 +91,9 @@ pub struct Flight {
     pub(super) mark: Option<HealMark>,
     /// The batch sent last, while its first Bind may still fail with a stale plan.
     pub(super) replay: Option<Replay>,
+    /// The allocations of the last `replay`, emptied, for the next Sync's (#39: a prepared
+    /// batch armed at every Sync and dropped at its BindComplete allocated twice).
+    spare: (Vec<u8>, Vec<Expect>),
     /// The stale-plan error was swallowed: resend `replay` at ReadyForQuery.
     pub(super) healing: Option<Replay>,
     /// ParameterDescription of a healable Describe, held until its RowDescription shows the
@@ -112,24 +119,52 @@ pub struct Flight {
 impl Flight {
     /// At Sync: keeps the batch from the healable Bind on, if there is one and it is small.
     pub fn arm(&mut self, bout: &[u8], expect: &std::collections::VecDeque<Expect>) {
-        self.replay = None;
+        self.disarm();
         let Some(mark) = self.mark.take() else { return };
         let Some(bytes) = bout.get(mark.bout..) else { return };
         if bytes.len() > REPLAY_MAX {
             return;
         }
-        let expects: Vec<Expect> = expect.iter().skip(mark.expect).copied().collect();
-        let described = expects.iter().take_while(|e| **e != Expect::Execute).any(|e| *e == Expect::DescribePortal);
+        let batch = || expect.iter().skip(mark.expect).copied();
+        let described = batch().take_while(|e| *e != Expect::Execute).any(|e| e == Expect::DescribePortal);
         if mark.bind && !described {
             return;
         }
-        self.replay = Some(Replay { stmt: mark.stmt, bytes: bytes.to_vec(), expects });
+        let (mut kept, mut expects) = std::mem::take(&mut self.spare);
+        kept.extend_from_slice(bytes);
+        expects.extend(batch());
+        self.replay = Some(Replay { stmt: mark.stmt, bytes: kept, expects });
+    }
+
+    /// The last batch can no longer be healed: forgets it, keeping its allocations for the
+    /// next one when they are small.
+    pub fn disarm(&mut self) {
+        let Some(Replay { mut bytes, mut expects, .. }) = self.replay.take() else { return };
+        if bytes.capacity() <= SPARE_MAX {
+            bytes.clear();
+            expects.clear();
+            self.spare = (bytes, expects);
+        }
     }
 
     /// Whether nothing is kept of the last batch nor learned of the connection.
     pub fn is_fresh(&self) -> bool {
-        let Self { fatal, timed_out, mark, replay, healing, held, retry, flushed, rules, named, describing, aborting } =
-            self;
+        // The spare allocations hold nothing a later batch could read.
+        let Self {
+            fatal,
+            timed_out,
+            mark,
+            replay,
+            spare: _,
+            healing,
+            held,
+            retry,
+            flushed,
+            rules,
+            named,
+            describing,
+            aborting,
+        } = self;
         fatal.is_none()
             && !timed_out
             && mark.is_none()
@@ -148,7 +183,7 @@ impl Flight {
     pub fn settle(&mut self) {
         self.timed_out = false;
         self.mark = None;
-        self.replay = None;
+        self.disarm();
         self.healing = None;
         self.held.clear();
         self.retry = None;

@@ -201,7 +201,8 @@ impl Session {
         let done = self.cross_message(msg).await;
         match msg {
             // The pipeline's implicit transaction ends: so do the portals bound in it.
-            FrontendMessage::Sync => {
+            // Only when there is something to end: writing lends the session a box (#39).
+            FrontendMessage::Sync if self.bridge.crossed.is_some() || !self.bridge.portals.is_empty() => {
                 self.bridge.crossed = None;
                 self.bridge.portals.clear();
             }
@@ -247,6 +248,11 @@ impl Session {
         match *msg {
             FrontendMessage::Parse { name, query, ref param_types } => {
                 let Some((pool, d)) = self.cross_target(query) else {
+                    // Nearly every session has no cross statement: removing would hash the name
+                    // even from an empty table, and lend the session a box for the bridge (#39).
+                    if self.bridge.stmts.is_empty() {
+                        return None;
+                    }
                     if name.is_empty() {
                         self.bridge.stmts.remove("");
                     } else if self.bridge.stmts.contains_key(name) {
@@ -258,7 +264,9 @@ impl Session {
             }
             FrontendMessage::Bind { portal, statement, ref param_formats, ref params, ref result_formats } => {
                 let Some(pool) = self.bridge.stmts.get(statement).map(|s| s.pool.clone()) else {
-                    self.bridge.portals.remove(portal);
+                    if !self.bridge.portals.is_empty() {
+                        self.bridge.portals.remove(portal); // as at Parse (#39)
+                    }
                     return None;
                 };
                 if let Err(e) = self.cross_ready(&pool, "") {
@@ -288,7 +296,7 @@ impl Session {
                 let known = match kind {
                     // No hashing of the name when there is none (a Close flood, #33).
                     Target::Statement => !self.bridge.stmts.is_empty() && self.bridge.stmts.remove(name).is_some(),
-                    Target::Portal => self.bridge.portals.remove(name).is_some(),
+                    Target::Portal => !self.bridge.portals.is_empty() && self.bridge.portals.remove(name).is_some(),
                 };
                 // Answered in turn with whatever the session's pool answers before it.
                 known.then(|| {

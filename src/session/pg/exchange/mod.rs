@@ -694,7 +694,7 @@ impl Exchange {
     fn keep_order(&mut self, step: &mut Step) {
         match step.action {
             Action::Forward => {
-                self.flight.replay = None;
+                self.flight.disarm();
                 step.action = self.release_held();
             }
             Action::Replace(_) => self.flight.held.clear(),
@@ -727,7 +727,7 @@ impl Exchange {
                     self.expect.pop_front();
                 }
                 // The batch's first Bind succeeded: no stale plan to heal in this batch.
-                self.flight.replay = None;
+                self.flight.disarm();
                 Step::new(Action::Forward)
             }
             server::ROW_DESCRIPTION | server::NO_DATA => self.on_row_type(front),
@@ -778,7 +778,7 @@ impl Exchange {
             self.expect.pop_front();
         }
         // The Describe got past revalidation: release what was held, no healing.
-        self.flight.replay = None;
+        self.flight.disarm();
         Step::noting(self.release_held(), note)
     }
 

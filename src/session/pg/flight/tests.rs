@@ -68,3 +68,26 @@ fn arms_only_small_marked_batches() {
     f.arm(&vec![0u8; REPLAY_MAX + 1], &expect);
     assert!(f.replay.is_none(), "too big to keep");
 }
+
+#[test]
+fn arming_reuses_the_last_batchs_allocations() {
+    let mut f = Flight::default();
+    let stmt = Rc::new(Stmt::new("SELECT 1", None, &[], 0));
+    let expect: std::collections::VecDeque<Expect> = [Expect::Bind, Expect::DescribePortal, Expect::Execute].into();
+    let arm = |f: &mut Flight, batch: &[u8]| {
+        f.mark = Some(HealMark { bout: 0, expect: 0, stmt: stmt.clone(), bind: true });
+        f.arm(batch, &expect);
+        f.replay.as_ref().map(|r| (r.bytes.clone(), r.bytes.capacity(), r.expects.capacity()))
+    };
+    let (_, wide, _) = arm(&mut f, &[b'B'; 600]).expect("armed");
+    f.disarm(); // its BindComplete
+    let (bytes, kept, expects) = arm(&mut f, b"BBBBDDDDEEEE").expect("armed");
+    assert_eq!((bytes.as_slice(), kept), (&b"BBBBDDDDEEEE"[..], wide), "the first batch's buffer, refilled");
+    assert!(expects >= 3);
+    f.settle();
+    assert!(f.is_fresh(), "kept allocations are nothing to read");
+    // A large batch's buffer is not kept for the next one.
+    arm(&mut f, &[b'B'; SPARE_MAX + 1]).expect("armed");
+    f.disarm();
+    assert!(arm(&mut f, b"BBBB").is_some_and(|(_, capacity, _)| capacity < SPARE_MAX));
+}
