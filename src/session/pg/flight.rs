@@ -79,6 +79,14 @@ pub struct Replay {
     pub expects: Vec<Expect>,
 }
 
+/// The allocations of a forgotten [`Replay`], emptied, for the next Sync's (#39: a prepared
+/// batch armed at every Sync and dropped at its BindComplete allocated twice a transaction).
+#[derive(Debug, Default)]
+pub struct Spare {
+    bytes: Vec<u8>,
+    expects: Vec<Expect>,
+}
+
 /// The in-flight statement's state on the current backend connection.
 #[derive(Debug, Default)]
 pub struct Flight {
@@ -91,9 +99,6 @@ pub struct Flight {
     pub(super) mark: Option<HealMark>,
     /// The batch sent last, while its first Bind may still fail with a stale plan.
     pub(super) replay: Option<Replay>,
-    /// The allocations of the last `replay`, emptied, for the next Sync's (#39: a prepared
-    /// batch armed at every Sync and dropped at its BindComplete allocated twice).
-    spare: (Vec<u8>, Vec<Expect>),
     /// The stale-plan error was swallowed: resend `replay` at ReadyForQuery.
     pub(super) healing: Option<Replay>,
     /// ParameterDescription of a healable Describe, held until its RowDescription shows the
@@ -118,8 +123,8 @@ pub struct Flight {
 
 impl Flight {
     /// At Sync: keeps the batch from the healable Bind on, if there is one and it is small.
-    pub fn arm(&mut self, bout: &[u8], expect: &std::collections::VecDeque<Expect>) {
-        self.disarm();
+    pub fn arm(&mut self, bout: &[u8], expect: &std::collections::VecDeque<Expect>, spare: &mut Spare) {
+        self.disarm(spare);
         let Some(mark) = self.mark.take() else { return };
         let Some(bytes) = bout.get(mark.bout..) else { return };
         if bytes.len() > REPLAY_MAX {
@@ -130,41 +135,27 @@ impl Flight {
         if mark.bind && !described {
             return;
         }
-        let (mut kept, mut expects) = std::mem::take(&mut self.spare);
+        let Spare { bytes: mut kept, mut expects } = std::mem::take(spare);
         kept.extend_from_slice(bytes);
         expects.extend(batch());
         self.replay = Some(Replay { stmt: mark.stmt, bytes: kept, expects });
     }
 
-    /// The last batch can no longer be healed: forgets it, keeping its allocations for the
-    /// next one when they are small.
-    pub fn disarm(&mut self) {
+    /// The last batch can no longer be healed: forgets it, its allocations kept in `spare`
+    /// when they are small.
+    pub fn disarm(&mut self, spare: &mut Spare) {
         let Some(Replay { mut bytes, mut expects, .. }) = self.replay.take() else { return };
         if bytes.capacity() <= SPARE_MAX {
             bytes.clear();
             expects.clear();
-            self.spare = (bytes, expects);
+            *spare = Spare { bytes, expects };
         }
     }
 
     /// Whether nothing is kept of the last batch nor learned of the connection.
     pub fn is_fresh(&self) -> bool {
-        // The spare allocations hold nothing a later batch could read.
-        let Self {
-            fatal,
-            timed_out,
-            mark,
-            replay,
-            spare: _,
-            healing,
-            held,
-            retry,
-            flushed,
-            rules,
-            named,
-            describing,
-            aborting,
-        } = self;
+        let Self { fatal, timed_out, mark, replay, healing, held, retry, flushed, rules, named, describing, aborting } =
+            self;
         fatal.is_none()
             && !timed_out
             && mark.is_none()
@@ -180,10 +171,10 @@ impl Flight {
     }
 
     /// Forgets everything about the batch (at ReadyForQuery or when the connection goes).
-    pub fn settle(&mut self) {
+    pub fn settle(&mut self, spare: &mut Spare) {
         self.timed_out = false;
         self.mark = None;
-        self.disarm();
+        self.disarm(spare);
         self.healing = None;
         self.held.clear();
         self.retry = None;

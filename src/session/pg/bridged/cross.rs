@@ -247,19 +247,7 @@ impl Session {
     async fn cross_message(&mut self, msg: &FrontendMessage<'_>) -> Option<Result<(), End>> {
         match *msg {
             FrontendMessage::Parse { name, query, ref param_types } => {
-                let Some((pool, d)) = self.cross_target(query) else {
-                    // Nearly every session has no cross statement: removing would hash the name
-                    // even from an empty table, and lend the session a box for the bridge (#39).
-                    if self.bridge.stmts.is_empty() {
-                        return None;
-                    }
-                    if name.is_empty() {
-                        self.bridge.stmts.remove("");
-                    } else if self.bridge.stmts.contains_key(name) {
-                        return Some(self.fail_batch(duplicate(name)));
-                    }
-                    return None;
-                };
+                let Some((pool, d)) = self.cross_target(query) else { return self.own_parse(name) };
                 Some(self.cross_parse(pool, d, name, query, param_types.iter().collect()).await)
             }
             FrontendMessage::Bind { portal, statement, ref param_formats, ref params, ref result_formats } => {
@@ -306,6 +294,22 @@ impl Session {
             }
             _ => None,
         }
+    }
+
+    /// A Parse of the session's own statement `name`: an unnamed one replaces the cross unnamed
+    /// statement; a named one fails the batch when a cross statement has its name.
+    fn own_parse(&mut self, name: &str) -> Option<Result<(), End>> {
+        // Nearly every session has no cross statement: removing would hash the name even from
+        // an empty table, and lend the session a box for the bridge (#39).
+        if self.bridge.stmts.is_empty() {
+            return None;
+        }
+        if name.is_empty() {
+            self.bridge.stmts.remove("");
+        } else if self.bridge.stmts.contains_key(name) {
+            return Some(self.fail_batch(duplicate(name)));
+        }
+        None
     }
 
     /// Parse of a statement routed to MySQL pool `pool`: prepared there (so errors and result
