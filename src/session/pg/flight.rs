@@ -130,14 +130,22 @@ impl Flight {
         if bytes.len() > REPLAY_MAX {
             return;
         }
-        let batch = || expect.iter().skip(mark.expect).copied();
-        let described = batch().take_while(|e| *e != Expect::Execute).any(|e| e == Expect::DescribePortal);
+        // The batch's expectations as the deque's two slices: copied whole, not one at a time
+        // through an iterator (#39).
+        let (front, back) = expect.as_slices();
+        let (front, back) = match front.get(mark.expect..) {
+            Some(front) => (front, back),
+            None => (&[][..], back.get(mark.expect - front.len()..).unwrap_or_default()),
+        };
+        let described =
+            front.iter().chain(back).take_while(|e| **e != Expect::Execute).any(|e| *e == Expect::DescribePortal);
         if mark.bind && !described {
             return;
         }
         let Spare { bytes: mut kept, mut expects } = std::mem::take(spare);
         kept.extend_from_slice(bytes);
-        expects.extend(batch());
+        expects.extend_from_slice(front);
+        expects.extend_from_slice(back);
         self.replay = Some(Replay { stmt: mark.stmt, bytes: kept, expects });
     }
 
