@@ -25,6 +25,10 @@ use crate::session::error::RelayError;
 /// Largest batch kept for a heal retry; bigger batches (large parameters) are not retried.
 const REPLAY_MAX: usize = 64 * 1024;
 
+/// Largest kept batch whose allocations the next one reuses: a few messages with small
+/// parameters; a bigger one is freed, not carried by the exchange's box on its shelf.
+const SPARE_MAX: usize = 1024;
+
 /// The server's text for a prepared statement whose result type changed.
 const STALE_PLAN: &str = "cached plan must not change result type";
 
@@ -75,6 +79,14 @@ pub struct Replay {
     pub expects: Vec<Expect>,
 }
 
+/// The allocations of a forgotten [`Replay`], emptied, for the next Sync's (#39: a prepared
+/// batch armed at every Sync and dropped at its BindComplete allocated twice a transaction).
+#[derive(Debug, Default)]
+pub struct Spare {
+    bytes: Vec<u8>,
+    expects: Vec<Expect>,
+}
+
 /// The in-flight statement's state on the current backend connection.
 #[derive(Debug, Default)]
 pub struct Flight {
@@ -111,19 +123,41 @@ pub struct Flight {
 
 impl Flight {
     /// At Sync: keeps the batch from the healable Bind on, if there is one and it is small.
-    pub fn arm(&mut self, bout: &[u8], expect: &std::collections::VecDeque<Expect>) {
-        self.replay = None;
+    pub fn arm(&mut self, bout: &[u8], expect: &std::collections::VecDeque<Expect>, spare: &mut Spare) {
+        self.disarm(spare);
         let Some(mark) = self.mark.take() else { return };
         let Some(bytes) = bout.get(mark.bout..) else { return };
         if bytes.len() > REPLAY_MAX {
             return;
         }
-        let expects: Vec<Expect> = expect.iter().skip(mark.expect).copied().collect();
-        let described = expects.iter().take_while(|e| **e != Expect::Execute).any(|e| *e == Expect::DescribePortal);
+        // The batch's expectations as the deque's two slices: copied whole, not one at a time
+        // through an iterator (#39).
+        let (front, back) = expect.as_slices();
+        let (front, back) = match front.get(mark.expect..) {
+            Some(front) => (front, back),
+            None => (&[][..], back.get(mark.expect - front.len()..).unwrap_or_default()),
+        };
+        let described =
+            front.iter().chain(back).take_while(|e| **e != Expect::Execute).any(|e| *e == Expect::DescribePortal);
         if mark.bind && !described {
             return;
         }
-        self.replay = Some(Replay { stmt: mark.stmt, bytes: bytes.to_vec(), expects });
+        let Spare { bytes: mut kept, mut expects } = std::mem::take(spare);
+        kept.extend_from_slice(bytes);
+        expects.extend_from_slice(front);
+        expects.extend_from_slice(back);
+        self.replay = Some(Replay { stmt: mark.stmt, bytes: kept, expects });
+    }
+
+    /// The last batch can no longer be healed: forgets it, its allocations kept in `spare`
+    /// when they are small.
+    pub fn disarm(&mut self, spare: &mut Spare) {
+        let Some(Replay { mut bytes, mut expects, .. }) = self.replay.take() else { return };
+        if bytes.capacity() <= SPARE_MAX {
+            bytes.clear();
+            expects.clear();
+            *spare = Spare { bytes, expects };
+        }
     }
 
     /// Whether nothing is kept of the last batch nor learned of the connection.
@@ -145,10 +179,10 @@ impl Flight {
     }
 
     /// Forgets everything about the batch (at ReadyForQuery or when the connection goes).
-    pub fn settle(&mut self) {
+    pub fn settle(&mut self, spare: &mut Spare) {
         self.timed_out = false;
         self.mark = None;
-        self.replay = None;
+        self.disarm(spare);
         self.healing = None;
         self.held.clear();
         self.retry = None;

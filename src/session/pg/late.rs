@@ -46,7 +46,7 @@ impl Session {
     pub(super) async fn on_late_message(&mut self, msg: &FrontendMessage<'_>) -> Option<Result<(), End>> {
         match *msg {
             FrontendMessage::Parse { name, query, ref param_types } => {
-                if name.is_empty() && self.stmts.get("").is_some_and(|s| s.late) {
+                if name.is_empty() && self.late_stmt("").is_some() {
                     // A new unnamed statement replaces the held one, as on the server.
                     self.forget_stmt("");
                 }
@@ -75,6 +75,9 @@ impl Session {
     }
 
     fn late_stmt(&self, name: &str) -> Option<Rc<Stmt>> {
+        if !self.progress.late_held {
+            return None;
+        }
         self.stmts.get(name).filter(|s| s.late).cloned()
     }
 
@@ -97,6 +100,7 @@ impl Session {
         stmt.route_key = Some(key);
         stmt.late = true;
         self.stmts.insert(name.to_owned(), Rc::new(stmt));
+        self.progress.late_held = true;
         self.ex.answer_here(server::PARSE_COMPLETE);
         // Answered now when nothing is ahead of it: a pending answer would hold the session on
         // its connection, where the Bind's statement could not be translated onto its pool.

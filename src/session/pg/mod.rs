@@ -105,6 +105,9 @@ struct Progress {
     resend: lost::Resend,
     /// Routing proved the last statement it routed without effect (`release::without_effect`).
     no_effect: bool,
+    /// A statement held for a late translation (#35) may be among `stmts`; until the first
+    /// one, a Bind or Describe does not look there for one (#39: a hash per message).
+    late_held: bool,
 }
 
 /// The client's user and requested database.
@@ -296,6 +299,7 @@ impl Session {
                 unseen: xact::Unseen::No,
                 resend: lost::Resend::Off,
                 no_effect: false,
+                late_held: false,
             },
             identity,
             bridge: Lent::default(),

@@ -126,6 +126,7 @@ fn thaw_stmts(s: &mut Session, stmts: Vec<FrozenStmt>) {
             let mut stmt = Stmt::new(&f.query, None, &f.types, s.seat.pool.schema_generation());
             stmt.route_key = Some(s.seat.ctx.statement_key(&f.query, Protocol::Postgres));
             stmt.late = true;
+            s.progress.late_held = true;
             stmt
         } else {
             s.client_stmt(&f.query, &f.types)

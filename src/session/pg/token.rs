@@ -83,8 +83,12 @@ impl Session {
             return Some(self.fail_token_batch(super::prepared::duplicate(name)));
         }
         let Some(command) = command else {
-            // A new unnamed statement replaces a token statement of that name.
-            self.progress.tokens.stmts.remove(name);
+            // A new unnamed statement replaces a token statement of that name. Looked for only
+            // when there are any: removing hashes the name even from an empty map, and lends
+            // the session a box for the statements (#39).
+            if !self.progress.tokens.stmts.is_empty() {
+                self.progress.tokens.stmts.remove(name);
+            }
             return None;
         };
         if self.stmts.contains_key(name) {
@@ -99,7 +103,9 @@ impl Session {
     /// of another statement replaces a token portal of the same name.
     pub(super) fn on_token_bind(&mut self, portal: &str, statement: &str) -> Option<Result<(), End>> {
         let Some(command) = self.progress.tokens.stmts.get(statement).cloned() else {
-            self.progress.tokens.portals.remove(portal);
+            if !self.progress.tokens.portals.is_empty() {
+                self.progress.tokens.portals.remove(portal); // as at Parse (#39)
+            }
             return None;
         };
         self.progress.tokens.portals.insert(portal.to_owned(), command);

@@ -201,7 +201,8 @@ impl Session {
         let done = self.cross_message(msg).await;
         match msg {
             // The pipeline's implicit transaction ends: so do the portals bound in it.
-            FrontendMessage::Sync => {
+            // Only when there is something to end: writing lends the session a box (#39).
+            FrontendMessage::Sync if self.bridge.crossed.is_some() || !self.bridge.portals.is_empty() => {
                 self.bridge.crossed = None;
                 self.bridge.portals.clear();
             }
@@ -246,19 +247,14 @@ impl Session {
     async fn cross_message(&mut self, msg: &FrontendMessage<'_>) -> Option<Result<(), End>> {
         match *msg {
             FrontendMessage::Parse { name, query, ref param_types } => {
-                let Some((pool, d)) = self.cross_target(query) else {
-                    if name.is_empty() {
-                        self.bridge.stmts.remove("");
-                    } else if self.bridge.stmts.contains_key(name) {
-                        return Some(self.fail_batch(duplicate(name)));
-                    }
-                    return None;
-                };
+                let Some((pool, d)) = self.cross_target(query) else { return self.own_parse(name) };
                 Some(self.cross_parse(pool, d, name, query, param_types.iter().collect()).await)
             }
             FrontendMessage::Bind { portal, statement, ref param_formats, ref params, ref result_formats } => {
                 let Some(pool) = self.bridge.stmts.get(statement).map(|s| s.pool.clone()) else {
-                    self.bridge.portals.remove(portal);
+                    if !self.bridge.portals.is_empty() {
+                        self.bridge.portals.remove(portal); // as at Parse (#39)
+                    }
                     return None;
                 };
                 if let Err(e) = self.cross_ready(&pool, "") {
@@ -288,7 +284,7 @@ impl Session {
                 let known = match kind {
                     // No hashing of the name when there is none (a Close flood, #33).
                     Target::Statement => !self.bridge.stmts.is_empty() && self.bridge.stmts.remove(name).is_some(),
-                    Target::Portal => self.bridge.portals.remove(name).is_some(),
+                    Target::Portal => !self.bridge.portals.is_empty() && self.bridge.portals.remove(name).is_some(),
                 };
                 // Answered in turn with whatever the session's pool answers before it.
                 known.then(|| {
@@ -298,6 +294,22 @@ impl Session {
             }
             _ => None,
         }
+    }
+
+    /// A Parse of the session's own statement `name`: an unnamed one replaces the cross unnamed
+    /// statement; a named one fails the batch when a cross statement has its name.
+    fn own_parse(&mut self, name: &str) -> Option<Result<(), End>> {
+        // Nearly every session has no cross statement: removing would hash the name even from
+        // an empty table, and lend the session a box for the bridge (#39).
+        if self.bridge.stmts.is_empty() {
+            return None;
+        }
+        if name.is_empty() {
+            self.bridge.stmts.remove("");
+        } else if self.bridge.stmts.contains_key(name) {
+            return Some(self.fail_batch(duplicate(name)));
+        }
+        None
     }
 
     /// Parse of a statement routed to MySQL pool `pool`: prepared there (so errors and result

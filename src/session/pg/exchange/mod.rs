@@ -11,7 +11,7 @@ use crate::protocol::pg::tag::{backend as server, frontend as frontend_tag, tx_s
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use super::flight::{classify_error, ErrorKind, Flight, Gone, HealMark, Replay};
+use super::flight::{classify_error, ErrorKind, Flight, Gone, HealMark, Replay, Spare};
 use super::prepared::{Expect, Stmt};
 use super::retry::RetryBatch;
 use crate::protocol::pg::{frontend, sqlstate, FrontendMessage, RawFrame, Target, TransactionStatus};
@@ -179,6 +179,8 @@ pub struct Exchange {
     bout: Vec<u8>,
     /// The statement in flight: FATAL seen, timeout fired, stale-plan healing, retry.
     flight: Flight,
+    /// What the flight's heal replay reuses at each Sync.
+    spare: Spare,
     phase: Phase,
     outcome: Outcome,
     /// The messages of each synthesized response that has a body (the router's own answers to
@@ -193,7 +195,8 @@ impl Exchange {
     /// last response's outcome does not count: each response starts a new one
     /// ([`Exchange::begin_response`]) before anything reads it.
     pub fn is_fresh(&self) -> bool {
-        let Self { expect, bout, flight, phase, outcome: _, answers } = self;
+        // Nor does the replay's spare allocation, which holds nothing.
+        let Self { expect, bout, flight, spare: _, phase, outcome: _, answers } = self;
         expect.is_empty() && bout.is_empty() && flight.is_fresh() && *phase == Phase::Idle && answers.is_empty()
     }
 
@@ -469,14 +472,14 @@ impl Exchange {
 
     /// The response ended (ReadyForQuery): nothing of the batch is in flight any more.
     pub fn response_done(&mut self) {
-        self.flight.settle();
+        self.flight.settle(&mut self.spare);
     }
 
     /// The connection was found lost: nothing of the batch is in flight any more; returns why
     /// it went, when that is known.
     pub fn forget_flight(&mut self) -> Option<Gone> {
         let gone = self.flight.fatal.take();
-        self.flight.settle();
+        self.flight.settle(&mut self.spare);
         gone
     }
 
@@ -584,7 +587,7 @@ impl Exchange {
         }
         self.bout.extend_from_slice(raw);
         self.expect.push_back(Expect::Sync);
-        self.flight.arm(&self.bout, &self.expect);
+        self.flight.arm(&self.bout, &self.expect, &mut self.spare);
         SyncStep::Send { retry: true }
     }
 
@@ -694,7 +697,7 @@ impl Exchange {
     fn keep_order(&mut self, step: &mut Step) {
         match step.action {
             Action::Forward => {
-                self.flight.replay = None;
+                self.flight.disarm(&mut self.spare);
                 step.action = self.release_held();
             }
             Action::Replace(_) => self.flight.held.clear(),
@@ -727,7 +730,7 @@ impl Exchange {
                     self.expect.pop_front();
                 }
                 // The batch's first Bind succeeded: no stale plan to heal in this batch.
-                self.flight.replay = None;
+                self.flight.disarm(&mut self.spare);
                 Step::new(Action::Forward)
             }
             server::ROW_DESCRIPTION | server::NO_DATA => self.on_row_type(front),
@@ -778,7 +781,7 @@ impl Exchange {
             self.expect.pop_front();
         }
         // The Describe got past revalidation: release what was held, no healing.
-        self.flight.replay = None;
+        self.flight.disarm(&mut self.spare);
         Step::noting(self.release_held(), note)
     }
 

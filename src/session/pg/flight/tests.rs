@@ -48,23 +48,42 @@ fn renames_one_statement_in_a_batch() {
 
 #[test]
 fn arms_only_small_marked_batches() {
-    let mut f = Flight::default();
+    let (mut f, mut spare) = (Flight::default(), Spare::default());
     let stmt = Rc::new(Stmt::new("SELECT 1", None, &[], 0));
     let bare: std::collections::VecDeque<Expect> =
         [Expect::Synth(server::PARSE_COMPLETE), Expect::Bind, Expect::Execute, Expect::Sync].into();
-    f.arm(b"PPPPBBBBEEEESSSS", &bare);
+    f.arm(b"PPPPBBBBEEEESSSS", &bare, &mut spare);
     assert!(f.replay.is_none(), "no mark, nothing to replay");
     f.mark = Some(HealMark { bout: 4, expect: 1, stmt: stmt.clone(), bind: true });
-    f.arm(b"PPPPBBBBEEEESSSS", &bare);
+    f.arm(b"PPPPBBBBEEEESSSS", &bare, &mut spare);
     assert!(f.replay.is_none(), "a Bind without a portal Describe is not healed");
     let expect: std::collections::VecDeque<Expect> =
         [Expect::Synth(server::PARSE_COMPLETE), Expect::Bind, Expect::DescribePortal, Expect::Execute, Expect::Sync]
             .into();
     f.mark = Some(HealMark { bout: 4, expect: 1, stmt: stmt.clone(), bind: true });
-    f.arm(b"PPPPBBBBDDDDEEEESSSS", &expect);
+    f.arm(b"PPPPBBBBDDDDEEEESSSS", &expect, &mut spare);
     let r = f.replay.as_ref().expect("armed");
     assert_eq!((r.stmt.key, r.bytes.as_slice(), r.expects.len()), (stmt.key, &b"BBBBDDDDEEEESSSS"[..], 4));
     f.mark = Some(HealMark { bout: 0, expect: 0, stmt: stmt.clone(), bind: false });
-    f.arm(&vec![0u8; REPLAY_MAX + 1], &expect);
+    f.arm(&vec![0u8; REPLAY_MAX + 1], &expect, &mut spare);
     assert!(f.replay.is_none(), "too big to keep");
+}
+
+#[test]
+fn arming_reuses_the_last_batchs_allocations() {
+    let (mut f, mut spare) = (Flight::default(), Spare::default());
+    let stmt = Rc::new(Stmt::new("SELECT 1", None, &[], 0));
+    let expect: std::collections::VecDeque<Expect> = [Expect::Bind, Expect::DescribePortal, Expect::Execute].into();
+    let mut arm = |f: &mut Flight, batch: &[u8]| {
+        f.mark = Some(HealMark { bout: 0, expect: 0, stmt: stmt.clone(), bind: true });
+        f.arm(batch, &expect, &mut spare);
+        f.replay.as_ref().map(|r| (r.bytes.clone(), r.bytes.capacity(), r.expects.capacity()))
+    };
+    let (_, wide, _) = arm(&mut f, &[0; 600]).expect("armed");
+    let (bytes, kept, expects) = arm(&mut f, b"BBBBDDDDEEEE").expect("armed");
+    assert_eq!((bytes.as_slice(), kept), (&b"BBBBDDDDEEEE"[..], wide), "the first batch's buffer, refilled");
+    assert!(expects >= 3);
+    // A large batch's buffer is not kept for the next one.
+    arm(&mut f, &[0; SPARE_MAX + 1]).expect("armed");
+    assert!(arm(&mut f, b"BBBB").is_some_and(|(_, capacity, _)| capacity < SPARE_MAX));
 }
