@@ -6,11 +6,17 @@
 //! instead of lexing and hashing the whole statement again (#39). A text with literals in it is
 //! not remembered: its next execution has other values, so it would only fill a slot.
 //!
+//! The same repeat is staged for its session effects after it runs: a slot also keeps the text's
+//! [`Effects`], read on the first ask, so a repeat is not scanned for them again either.
+//!
 //! Direct-mapped and bounded: [`SLOTS`] slots of at most [`MAX_TEXT`] bytes each, their buffers
 //! reused, so a flood of distinct texts overwrites slots and never grows the memo.
 
-use super::StatementKey;
+use std::cell::OnceCell;
+
+use super::{dialect, StatementKey};
 use crate::config::{NormalizationStrategy, Protocol};
+use crate::sql::analyze::{session_effects, Effects};
 use crate::sql::mode::LexMode;
 
 /// Slots in the memo (a power of two).
@@ -23,6 +29,8 @@ const MAX_TEXT: usize = 1024;
 struct Slot {
     text: String,
     key: StatementKey,
+    /// `session_effects(text)` in the key's dialect, once asked.
+    effects: OnceCell<Effects>,
 }
 
 /// Remembered keys by text. Owned by one core's router.
@@ -78,8 +86,19 @@ impl KeyMemo {
                 slot.text.clear();
                 slot.text.push_str(sql);
                 slot.key = key;
+                slot.effects = OnceCell::new();
             }
-            None => *entry = Some(Slot { text: sql.to_owned(), key }),
+            None => *entry = Some(Slot { text: sql.to_owned(), key, effects: OnceCell::new() }),
+        }
+    }
+
+    /// The session effects of `sql` in `protocol`'s dialect: a remembered text's kept with it
+    /// (a function of the text alone, whatever the strategy or mode its key was computed in).
+    pub(super) fn effects(&self, sql: &str, protocol: Protocol) -> Effects {
+        let slot = self.slots.get(slot_of(sql)).and_then(Option::as_ref);
+        match slot.filter(|s| s.key.protocol == protocol && s.text == sql) {
+            Some(s) => s.effects.get_or_init(|| session_effects(sql, dialect(protocol))).clone(),
+            None => session_effects(sql, dialect(protocol)),
         }
     }
 }
@@ -98,6 +117,7 @@ fn slot_of(sql: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::Dialect;
 
     fn key(sql: &str, protocol: Protocol, mode: LexMode) -> StatementKey {
         StatementKey::compute_in(sql, protocol, NormalizationStrategy::String, mode)
@@ -134,6 +154,52 @@ mod tests {
             }
             assert_eq!(memo.get(sql, Protocol::Postgres, strategy, mode).is_some(), remembered, "{sql}");
         }
+    }
+
+    /// Texts with and without session effects in either dialect, each one statement or more.
+    const EFFECT_TEXTS: &[&str] = &[
+        "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+        "SET application_name TO DEFAULT",
+        "SET @x = ?",
+        "LISTEN jobs",
+        "SELECT pg_advisory_lock($1)",
+        "BEGIN; SET LOCAL lock_timeout TO '1s'; SET search_path TO pg_temp, public",
+        "CREATE TEMPORARY TABLE t (a int)",
+        "USE app",
+    ];
+
+    #[test]
+    fn kept_effects_are_the_scans_in_either_protocol() {
+        let (mode, strategy) = (LexMode::default(), NormalizationStrategy::String);
+        for protocol in [Protocol::Postgres, Protocol::MySql] {
+            let mut memo = KeyMemo::default();
+            for sql in EFFECT_TEXTS {
+                memo.put(sql, StatementKey::compute_in(sql, protocol, strategy, mode));
+                for other in [protocol, Protocol::Postgres, Protocol::MySql] {
+                    // First ask fills the slot, the second reads it; a text kept for the other
+                    // protocol is its own dialect's scan.
+                    for _ in 0..2 {
+                        assert_eq!(memo.effects(sql, other), session_effects(sql, dialect(other)), "{sql} {other:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_slot_given_to_another_text_forgets_the_effects_it_kept() {
+        let (mode, strategy) = (LexMode::default(), NormalizationStrategy::String);
+        let listen = "LISTEN jobs";
+        let quiet = (0..)
+            .map(|i| format!("SELECT c{i} FROM t WHERE id = $1"))
+            .find(|t| slot_of(t) == slot_of(listen))
+            .unwrap_or_default();
+        let mut memo = KeyMemo::default();
+        memo.put(listen, key(listen, Protocol::Postgres, mode));
+        assert!(memo.effects(listen, Protocol::Postgres).pins());
+        memo.put(&quiet, StatementKey::compute_in(&quiet, Protocol::Postgres, strategy, mode));
+        assert_eq!(memo.effects(&quiet, Protocol::Postgres), session_effects(&quiet, Dialect::Postgres));
+        assert!(memo.effects(&quiet, Protocol::Postgres).list.is_empty());
     }
 
     #[test]

@@ -92,6 +92,14 @@ impl Session {
         }
         Ok(decision.rewritten.map(|t| t.sql))
     }
+
+    /// Stages the session effects of a routed text the client sent as it is: a repeated
+    /// parameterized text (pgbench's, any driver's unnamed Parse) is read from the router's
+    /// memo rather than scanned again (#39).
+    pub(super) fn stage_routed(&mut self, sql: &str) {
+        let effects = self.seat.ctx.session_effects(sql, Protocol::Postgres);
+        self.state.stage(effects.into_effects());
+    }
 }
 
 impl Session {
