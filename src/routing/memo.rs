@@ -6,8 +6,9 @@
 //! instead of lexing and hashing the whole statement again (#39). A text with literals in it is
 //! not remembered: its next execution has other values, so it would only fill a slot.
 //!
-//! The same repeat is staged for its session effects after it runs: a slot also keeps the text's
-//! [`Effects`], read on the first ask, so a repeat is not scanned for them again either.
+//! The session reads the same repeat again once it runs it, for the transaction block it opens
+//! and the session effects it stages: a slot keeps those too ([`Reading`], read on the first
+//! ask), so a repeat is not scanned for them either.
 //!
 //! Direct-mapped and bounded: [`SLOTS`] slots of at most [`MAX_TEXT`] bytes each, their buffers
 //! reused, so a flood of distinct texts overwrites slots and never grows the memo.
@@ -16,8 +17,9 @@ use std::cell::OnceCell;
 
 use super::{dialect, StatementKey};
 use crate::config::{NormalizationStrategy, Protocol};
-use crate::sql::analyze::{session_effects, Effects};
+use crate::sql::analyze::{opens_transaction, session_effects, Effects};
 use crate::sql::mode::LexMode;
+use crate::sql::Dialect;
 
 /// Slots in the memo (a power of two).
 const SLOTS: usize = 64;
@@ -29,8 +31,22 @@ const MAX_TEXT: usize = 1024;
 struct Slot {
     text: String,
     key: StatementKey,
-    /// `session_effects(text)` in the key's dialect, once asked.
-    effects: OnceCell<Effects>,
+    /// The text's reading in the key's dialect, once asked.
+    reading: OnceCell<Reading>,
+}
+
+/// What the session reads from a text besides its key: functions of the text and dialect alone,
+/// whatever strategy or mode its key was computed in.
+#[derive(Debug)]
+struct Reading {
+    effects: Effects,
+    opens: Option<&'static str>,
+}
+
+impl Reading {
+    fn of(sql: &str, dialect: Dialect) -> Reading {
+        Reading { effects: session_effects(sql, dialect), opens: opens_transaction(sql, dialect) }
+    }
 }
 
 /// Remembered keys by text. Owned by one core's router.
@@ -86,20 +102,33 @@ impl KeyMemo {
                 slot.text.clear();
                 slot.text.push_str(sql);
                 slot.key = key;
-                slot.effects = OnceCell::new();
+                slot.reading = OnceCell::new();
             }
-            None => *entry = Some(Slot { text: sql.to_owned(), key, effects: OnceCell::new() }),
+            None => *entry = Some(Slot { text: sql.to_owned(), key, reading: OnceCell::new() }),
         }
     }
 
-    /// The session effects of `sql` in `protocol`'s dialect: a remembered text's kept with it
-    /// (a function of the text alone, whatever the strategy or mode its key was computed in).
+    /// [`session_effects`] of `sql` in `protocol`'s dialect, kept for a remembered text.
     pub(super) fn effects(&self, sql: &str, protocol: Protocol) -> Effects {
-        let slot = self.slots.get(slot_of(sql)).and_then(Option::as_ref);
-        match slot.filter(|s| s.key.protocol == protocol && s.text == sql) {
-            Some(s) => s.effects.get_or_init(|| session_effects(sql, dialect(protocol))).clone(),
+        match self.reading(sql, protocol) {
+            Some(r) => r.effects.clone(),
             None => session_effects(sql, dialect(protocol)),
         }
+    }
+
+    /// [`opens_transaction`] of `sql` in `protocol`'s dialect, kept for a remembered text.
+    pub(super) fn opens_transaction(&self, sql: &str, protocol: Protocol) -> Option<&'static str> {
+        match self.reading(sql, protocol) {
+            Some(r) => r.opens,
+            None => opens_transaction(sql, dialect(protocol)),
+        }
+    }
+
+    /// The reading of `sql` when it is remembered for `protocol`, read now if not yet.
+    fn reading(&self, sql: &str, protocol: Protocol) -> Option<&Reading> {
+        let slot = self.slots.get(slot_of(sql))?.as_ref()?;
+        let kept = slot.key.protocol == protocol && slot.text == sql;
+        kept.then(|| slot.reading.get_or_init(|| Reading::of(sql, dialect(protocol))))
     }
 }
 
@@ -117,7 +146,6 @@ fn slot_of(sql: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::Dialect;
 
     fn key(sql: &str, protocol: Protocol, mode: LexMode) -> StatementKey {
         StatementKey::compute_in(sql, protocol, NormalizationStrategy::String, mode)
@@ -166,10 +194,14 @@ mod tests {
         "BEGIN; SET LOCAL lock_timeout TO '1s'; SET search_path TO pg_temp, public",
         "CREATE TEMPORARY TABLE t (a int)",
         "USE app",
+        "BEGIN",
+        "SELECT 1; START TRANSACTION READ ONLY",
+        "XA START 'x'",
+        "BEGIN NOT ATOMIC SELECT 1; END",
     ];
 
     #[test]
-    fn kept_effects_are_the_scans_in_either_protocol() {
+    fn kept_readings_are_the_scans_in_either_protocol() {
         let (mode, strategy) = (LexMode::default(), NormalizationStrategy::String);
         for protocol in [Protocol::Postgres, Protocol::MySql] {
             let mut memo = KeyMemo::default();
@@ -180,6 +212,8 @@ mod tests {
                     // protocol is its own dialect's scan.
                     for _ in 0..2 {
                         assert_eq!(memo.effects(sql, other), session_effects(sql, dialect(other)), "{sql} {other:?}");
+                        let opens = opens_transaction(sql, dialect(other));
+                        assert_eq!(memo.opens_transaction(sql, other), opens, "{sql} {other:?}");
                     }
                 }
             }
@@ -187,9 +221,9 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_given_to_another_text_forgets_the_effects_it_kept() {
+    fn a_slot_given_to_another_text_forgets_what_it_kept() {
         let (mode, strategy) = (LexMode::default(), NormalizationStrategy::String);
-        let listen = "LISTEN jobs";
+        let listen = "BEGIN; LISTEN jobs";
         let quiet = (0..)
             .map(|i| format!("SELECT c{i} FROM t WHERE id = $1"))
             .find(|t| slot_of(t) == slot_of(listen))
@@ -197,9 +231,11 @@ mod tests {
         let mut memo = KeyMemo::default();
         memo.put(listen, key(listen, Protocol::Postgres, mode));
         assert!(memo.effects(listen, Protocol::Postgres).pins());
+        assert_eq!(memo.opens_transaction(listen, Protocol::Postgres), Some("BEGIN"));
         memo.put(&quiet, StatementKey::compute_in(&quiet, Protocol::Postgres, strategy, mode));
         assert_eq!(memo.effects(&quiet, Protocol::Postgres), session_effects(&quiet, Dialect::Postgres));
         assert!(memo.effects(&quiet, Protocol::Postgres).list.is_empty());
+        assert_eq!(memo.opens_transaction(&quiet, Protocol::Postgres), None);
     }
 
     #[test]

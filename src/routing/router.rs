@@ -7,7 +7,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::config::{Protocol, RetryPolicy};
-use crate::sql::analyze::{analyze, session_effects, Effects, Evidence, Operation, StatementFacts, TxControl};
+use crate::sql::analyze::{
+    analyze, opens_transaction, session_effects, Effects, Evidence, Operation, StatementFacts, TxControl,
+};
 use crate::sql::hint::{route_hint, RouteHint};
 use crate::sql::mode::LexMode;
 use crate::sql::template::Translated;
@@ -122,6 +124,15 @@ impl Router {
         match self.memo.try_borrow() {
             Ok(memo) => memo.effects(sql, protocol),
             Err(_) => session_effects(sql, dialect(protocol)),
+        }
+    }
+
+    /// Which transaction block `sql` opens for `protocol` clients
+    /// ([`crate::sql::analyze::opens_transaction`]), read once for a text the memo keeps.
+    pub fn opens_transaction(&self, sql: &str, protocol: Protocol) -> Option<&'static str> {
+        match self.memo.try_borrow() {
+            Ok(memo) => memo.opens_transaction(sql, protocol),
+            Err(_) => opens_transaction(sql, dialect(protocol)),
         }
     }
 

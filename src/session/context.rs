@@ -270,6 +270,12 @@ impl CoreContext {
         self.router.borrow().session_effects(sql, protocol)
     }
 
+    /// Which transaction block `sql` opens ([`Router::opens_transaction`]: a repeated
+    /// parameterized text is not scanned again).
+    pub fn opens_transaction(&self, sql: &str, protocol: Protocol) -> Option<&'static str> {
+        self.router.borrow().opens_transaction(sql, protocol)
+    }
+
     /// Applies `routing.replica_fallback` to a read/write-split decision for `target`: the
     /// pool to use, or the reason reads must fail. A read pool with no healthy backend sends
     /// reads to the write pool ("primary") or fails them ("error"); health is a few atomic loads.
