@@ -91,6 +91,17 @@ fn effect_prefilters(c: &mut Criterion) {
             })
         });
     }
+    // A parameterized text sent again (an unnamed Parse): scanned, and as the router keeps its
+    // effects beside its remembered key once it routed it (#39).
+    let sql = "SELECT abalance FROM pgbench_accounts WHERE aid = $1";
+    group.bench_function("pgbench_parameterized_scan", |b| {
+        b.iter(|| black_box(session_effects(black_box(sql), Dialect::Postgres)))
+    });
+    let mut r = router();
+    r.route(&RouteInput::new(sql, Protocol::Postgres, "app", "app"));
+    group.bench_function("pgbench_parameterized_kept", |b| {
+        b.iter(|| black_box(r.session_effects(black_box(sql), Protocol::Postgres)))
+    });
     group.finish();
 }
 

@@ -6,12 +6,20 @@
 //! instead of lexing and hashing the whole statement again (#39). A text with literals in it is
 //! not remembered: its next execution has other values, so it would only fill a slot.
 //!
+//! The session reads the same repeat again once it runs it, for the transaction block it opens
+//! and the session effects it stages: a slot keeps those too ([`Reading`], read on the first
+//! ask), so a repeat is not scanned for them either.
+//!
 //! Direct-mapped and bounded: [`SLOTS`] slots of at most [`MAX_TEXT`] bytes each, their buffers
 //! reused, so a flood of distinct texts overwrites slots and never grows the memo.
 
-use super::StatementKey;
+use std::cell::OnceCell;
+
+use super::{dialect, StatementKey};
 use crate::config::{NormalizationStrategy, Protocol};
+use crate::sql::analyze::{opens_transaction, session_effects, Effects};
 use crate::sql::mode::LexMode;
+use crate::sql::Dialect;
 
 /// Slots in the memo (a power of two).
 const SLOTS: usize = 64;
@@ -23,6 +31,22 @@ const MAX_TEXT: usize = 1024;
 struct Slot {
     text: String,
     key: StatementKey,
+    /// The text's reading in the key's dialect, once asked.
+    reading: OnceCell<Reading>,
+}
+
+/// What the session reads from a text besides its key: functions of the text and dialect alone,
+/// whatever strategy or mode its key was computed in.
+#[derive(Debug)]
+struct Reading {
+    effects: Effects,
+    opens: Option<&'static str>,
+}
+
+impl Reading {
+    fn of(sql: &str, dialect: Dialect) -> Reading {
+        Reading { effects: session_effects(sql, dialect), opens: opens_transaction(sql, dialect) }
+    }
 }
 
 /// Remembered keys by text. Owned by one core's router.
@@ -78,9 +102,33 @@ impl KeyMemo {
                 slot.text.clear();
                 slot.text.push_str(sql);
                 slot.key = key;
+                slot.reading = OnceCell::new();
             }
-            None => *entry = Some(Slot { text: sql.to_owned(), key }),
+            None => *entry = Some(Slot { text: sql.to_owned(), key, reading: OnceCell::new() }),
         }
+    }
+
+    /// [`session_effects`] of `sql` in `protocol`'s dialect, kept for a remembered text.
+    pub(super) fn effects(&self, sql: &str, protocol: Protocol) -> Effects {
+        match self.reading(sql, protocol) {
+            Some(r) => r.effects.clone(),
+            None => session_effects(sql, dialect(protocol)),
+        }
+    }
+
+    /// [`opens_transaction`] of `sql` in `protocol`'s dialect, kept for a remembered text.
+    pub(super) fn opens_transaction(&self, sql: &str, protocol: Protocol) -> Option<&'static str> {
+        match self.reading(sql, protocol) {
+            Some(r) => r.opens,
+            None => opens_transaction(sql, dialect(protocol)),
+        }
+    }
+
+    /// The reading of `sql` when it is remembered for `protocol`, read now if not yet.
+    fn reading(&self, sql: &str, protocol: Protocol) -> Option<&Reading> {
+        let slot = self.slots.get(slot_of(sql))?.as_ref()?;
+        let kept = slot.key.protocol == protocol && slot.text == sql;
+        kept.then(|| slot.reading.get_or_init(|| Reading::of(sql, dialect(protocol))))
     }
 }
 
@@ -134,6 +182,62 @@ mod tests {
             }
             assert_eq!(memo.get(sql, Protocol::Postgres, strategy, mode).is_some(), remembered, "{sql}");
         }
+    }
+
+    /// Texts with and without session effects in either dialect, each one statement or more.
+    const EFFECT_TEXTS: &[&str] = &[
+        "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+        "SET application_name TO DEFAULT",
+        "SET @x = ?",
+        "LISTEN jobs",
+        "SELECT pg_advisory_lock($1)",
+        "BEGIN; SET LOCAL lock_timeout TO '1s'; SET search_path TO pg_temp, public",
+        "CREATE TEMPORARY TABLE t (a int)",
+        "USE app",
+        "BEGIN",
+        "SELECT 1; START TRANSACTION READ ONLY",
+        "XA START 'x'",
+        "BEGIN NOT ATOMIC SELECT 1; END",
+    ];
+
+    #[test]
+    fn kept_readings_are_the_scans_in_either_protocol() {
+        let (mode, strategy) = (LexMode::default(), NormalizationStrategy::String);
+        for protocol in [Protocol::Postgres, Protocol::MySql] {
+            let mut memo = KeyMemo::default();
+            for sql in EFFECT_TEXTS {
+                memo.put(sql, StatementKey::compute_in(sql, protocol, strategy, mode));
+                for other in [protocol, Protocol::Postgres, Protocol::MySql] {
+                    // First ask fills the slot, the second reads it; a text kept for the other
+                    // protocol is its own dialect's scan.
+                    for _ in 0..2 {
+                        assert_eq!(memo.effects(sql, other), session_effects(sql, dialect(other)), "{sql} {other:?}");
+                        let opens = opens_transaction(sql, dialect(other));
+                        assert_eq!(memo.opens_transaction(sql, other), opens, "{sql} {other:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_slot_given_to_another_text_forgets_what_it_kept() {
+        let (mode, strategy) = (LexMode::default(), NormalizationStrategy::String);
+        let listen = "BEGIN; LISTEN jobs";
+        // Texts that differ at their end spread over the slots: one shares the listener's.
+        let quiet = (0..10_000)
+            .map(|i| format!("SELECT c FROM t WHERE id = ${i}"))
+            .find(|t| slot_of(t) == slot_of(listen))
+            .unwrap_or_default();
+        assert_eq!(slot_of(&quiet), slot_of(listen));
+        let mut memo = KeyMemo::default();
+        memo.put(listen, key(listen, Protocol::Postgres, mode));
+        assert!(memo.effects(listen, Protocol::Postgres).pins());
+        assert_eq!(memo.opens_transaction(listen, Protocol::Postgres), Some("BEGIN"));
+        memo.put(&quiet, StatementKey::compute_in(&quiet, Protocol::Postgres, strategy, mode));
+        assert_eq!(memo.effects(&quiet, Protocol::Postgres), session_effects(&quiet, Dialect::Postgres));
+        assert!(memo.effects(&quiet, Protocol::Postgres).list.is_empty());
+        assert_eq!(memo.opens_transaction(&quiet, Protocol::Postgres), None);
     }
 
     #[test]

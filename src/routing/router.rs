@@ -7,7 +7,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::config::{Protocol, RetryPolicy};
-use crate::sql::analyze::{analyze, Evidence, Operation, StatementFacts, TxControl};
+use crate::sql::analyze::{
+    analyze, opens_transaction, session_effects, Effects, Evidence, Operation, StatementFacts, TxControl,
+};
 use crate::sql::hint::{route_hint, RouteHint};
 use crate::sql::mode::LexMode;
 use crate::sql::template::Translated;
@@ -113,6 +115,24 @@ impl Router {
         match self.memo.try_borrow_mut() {
             Ok(mut memo) => memo.key(sql, protocol, strategy, mode),
             Err(_) => StatementKey::compute_in(sql, protocol, strategy, mode),
+        }
+    }
+
+    /// The session effects of `sql` for `protocol` clients ([`crate::sql::analyze::session_effects`]):
+    /// a parameterized text the memo keeps is scanned for them once, not at every repeat (#39).
+    pub fn session_effects(&self, sql: &str, protocol: Protocol) -> Effects {
+        match self.memo.try_borrow() {
+            Ok(memo) => memo.effects(sql, protocol),
+            Err(_) => session_effects(sql, dialect(protocol)),
+        }
+    }
+
+    /// Which transaction block `sql` opens for `protocol` clients
+    /// ([`crate::sql::analyze::opens_transaction`]), read once for a text the memo keeps.
+    pub fn opens_transaction(&self, sql: &str, protocol: Protocol) -> Option<&'static str> {
+        match self.memo.try_borrow() {
+            Ok(memo) => memo.opens_transaction(sql, protocol),
+            Err(_) => opens_transaction(sql, dialect(protocol)),
         }
     }
 

@@ -27,7 +27,7 @@ use crate::session::cancel::CancelRegistry;
 use crate::session::digest::DigestTable;
 use crate::session::engine::digest::Timing;
 use crate::session::engine::ryw;
-use crate::sql::analyze::Operation;
+use crate::sql::analyze::{Effects, Operation};
 
 /// Core-local state shared by the sessions of one core.
 pub struct CoreContext {
@@ -262,6 +262,18 @@ impl CoreContext {
     /// prepared statement and pass back in [`RouteInput::key`].
     pub fn statement_key(&self, sql: &str, protocol: Protocol) -> StatementKey {
         self.router.borrow().key(sql, protocol)
+    }
+
+    /// The session effects of `sql` ([`Router::session_effects`]: a repeated parameterized text
+    /// is not scanned again).
+    pub fn session_effects(&self, sql: &str, protocol: Protocol) -> Effects {
+        self.router.borrow().session_effects(sql, protocol)
+    }
+
+    /// Which transaction block `sql` opens ([`Router::opens_transaction`]: a repeated
+    /// parameterized text is not scanned again).
+    pub fn opens_transaction(&self, sql: &str, protocol: Protocol) -> Option<&'static str> {
+        self.router.borrow().opens_transaction(sql, protocol)
     }
 
     /// Applies `routing.replica_fallback` to a read/write-split decision for `target`: the

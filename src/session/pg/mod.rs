@@ -493,7 +493,7 @@ impl Session {
             }
         };
         let Some(sql) = rewritten else {
-            self.state.stage_sql(sql);
+            self.stage_routed(sql);
             if self.commit_probe_due(sql) {
                 return self.on_probed_commit(raw).await; // #34
             }
@@ -549,7 +549,7 @@ impl Session {
                 Err(e) => return self.fail_batch(e),
             };
             let Some(sql) = rewritten else {
-                self.state.stage_sql(query);
+                self.stage_routed(query);
                 return self.forward_unnamed_parse(raw, None).await;
             };
             self.state.stage_sql(&sql);

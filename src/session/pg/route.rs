@@ -76,8 +76,9 @@ impl Session {
             return Err(e);
         }
         let now = rt::now();
-        // Both observe_statement and note_unseen ask: the text is scanned once.
-        let opens = runs && super::begins_transaction(sql);
+        // Both observe_statement and note_unseen ask: the text is read once, a repeated
+        // parameterized one not even that (the router's memo keeps the answer, #39).
+        let opens = runs && self.seat.ctx.opens_transaction(sql, Protocol::Postgres).is_some();
         if runs {
             self.observe_statement(text, &decision, now, opens);
         }
@@ -91,6 +92,14 @@ impl Session {
             self.seat.digest.begin(decision.fingerprint, sql, now);
         }
         Ok(decision.rewritten.map(|t| t.sql))
+    }
+
+    /// Stages the session effects of a routed text the client sent as it is: a repeated
+    /// parameterized text (pgbench's, any driver's unnamed Parse) is read from the router's
+    /// memo rather than scanned again (#39).
+    pub(super) fn stage_routed(&mut self, sql: &str) {
+        let effects = self.seat.ctx.session_effects(sql, Protocol::Postgres);
+        self.state.stage(effects.into_effects());
     }
 }
 
@@ -118,7 +127,7 @@ impl Session {
 
     /// What a statement that runs tells the session: a read-only transaction, a write or a
     /// reset for read-your-writes, a change of how its SQL is tokenized; and the decision counts.
-    /// `opens`: whether the statement opens a transaction block ([`super::begins_transaction`]).
+    /// `opens`: whether the statement opens a transaction block (`sql::analyze::opens_transaction`).
     fn observe_statement(&mut self, text: &Text<'_>, decision: &Decision, now: std::time::Instant, opens: bool) {
         let sql = text.sql;
         let in_transaction = self.progress.tx != TransactionStatus::Idle;
