@@ -115,15 +115,16 @@ pub struct ResultWriter {
 
 impl ResultWriter {
     /// A writer for a client with capabilities `caps`; `tx` is the transaction state before the
-    /// statement (used for intermediate results of a multi-statement query).
+    /// statement (used for intermediate results of a multi-statement query); `seq`, the sequence
+    /// id after the command's last packet.
     #[must_use]
-    pub fn new(caps: u64, format: RowFormat, session: u16, tx: TransactionStatus) -> Self {
+    pub fn new(caps: u64, format: RowFormat, session: u16, tx: TransactionStatus, seq: u8) -> Self {
         Self {
             caps,
             format,
             session,
             tx,
-            seq: 1,
+            seq,
             columns: Vec::new(),
             in_rows: false,
             pending: None,
@@ -309,16 +310,17 @@ pub fn encode_prepare_ok(
 }
 
 /// Appends a complete text result set computed by the router (emulated session commands):
-/// columns of `(name, column)` and rows of optional text values, ending with `status`.
+/// columns of `(name, column)` and rows of optional text values, ending with `status`, framed from
+/// sequence id `seq`.
 pub fn encode_local_result(
     caps: u64,
+    mut seq: u8,
     columns: &[(&str, Column)],
     rows: &[Vec<Option<String>>],
     status: u16,
     out: &mut Vec<u8>,
 ) {
     let mut payload = Vec::with_capacity(128);
-    let mut seq = 1;
     put_lenenc_int(&mut payload, columns.len() as u64);
     seq = encode_packets(&payload, seq, out);
     for (name, c) in columns {

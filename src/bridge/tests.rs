@@ -57,7 +57,7 @@ fn text_result_set_with_eof_packets() {
     encode_data_row(&[None, Some(b"f"), None], &mut pg).unwrap();
     command_complete("SELECT 2", &mut pg);
     encode_ready_for_query(TransactionStatus::Idle, &mut pg);
-    let mut w = ResultWriter::new(CAPS, RowFormat::Text, session_flags(true, true), TransactionStatus::Idle);
+    let mut w = ResultWriter::new(CAPS, RowFormat::Text, session_flags(true, true), TransactionStatus::Idle, 1);
     let (p, step) = run(&mut w, &pg);
     assert_eq!(step, Step::Done(TransactionStatus::Idle));
     assert_eq!(p.len(), 1 + 3 + 1 + 2 + 1);
@@ -79,7 +79,7 @@ fn binary_rows_and_deprecate_eof() {
     command_complete("SELECT 1", &mut pg);
     encode_ready_for_query(TransactionStatus::InBlock, &mut pg);
     let caps = CAPS | CLIENT_DEPRECATE_EOF;
-    let mut w = ResultWriter::new(caps, RowFormat::Binary, session_flags(false, true), TransactionStatus::InBlock);
+    let mut w = ResultWriter::new(caps, RowFormat::Binary, session_flags(false, true), TransactionStatus::InBlock, 1);
     let (p, _) = run(&mut w, &pg);
     assert_eq!(p.len(), 1 + 2 + 1 + 1, "no EOF after the column definitions");
     let types = [
@@ -102,7 +102,7 @@ fn multi_statement_ok_packets_and_errors() {
     command_complete("UPDATE 2", &mut pg);
     encode_error(Severity::Error, "23505", "duplicate key value violates unique constraint \"t_pkey\"", &mut pg);
     encode_ready_for_query(TransactionStatus::Idle, &mut pg);
-    let mut w = ResultWriter::new(CAPS, RowFormat::Text, session_flags(true, true), TransactionStatus::Idle);
+    let mut w = ResultWriter::new(CAPS, RowFormat::Text, session_flags(true, true), TransactionStatus::Idle, 1);
     let (p, step) = run(&mut w, &pg);
     assert_eq!(step, Step::Done(TransactionStatus::Idle));
     assert!(w.errored());
@@ -131,13 +131,13 @@ fn empty_response_is_an_ok_and_empty_query_an_error() {
     let mut pg = Vec::new();
     encode_ready_for_query(TransactionStatus::Idle, &mut pg);
     let (p, _) =
-        run(&mut ResultWriter::new(CAPS, RowFormat::Text, session_flags(true, true), TransactionStatus::Idle), &pg);
+        run(&mut ResultWriter::new(CAPS, RowFormat::Text, session_flags(true, true), TransactionStatus::Idle, 1), &pg);
     assert_eq!(OkPacket::decode(&p[0], CAPS).unwrap().affected_rows, 0);
     let mut pg = Vec::new();
     BackendMessage::EmptyQueryResponse.encode(&mut pg).unwrap();
     encode_ready_for_query(TransactionStatus::Idle, &mut pg);
     let (p, _) =
-        run(&mut ResultWriter::new(CAPS, RowFormat::Text, session_flags(true, true), TransactionStatus::Idle), &pg);
+        run(&mut ResultWriter::new(CAPS, RowFormat::Text, session_flags(true, true), TransactionStatus::Idle, 1), &pg);
     assert_eq!(ErrPacket::decode(&p[0]).unwrap().code, 1065);
 }
 

@@ -63,6 +63,7 @@ mod mysql_commands;
 mod mysql_fidelity;
 mod mysql_infile;
 mod mysql_kill;
+mod mysql_long_commands;
 mod mysql_probe;
 mod mysql_routing;
 mod mysql_safety;

@@ -204,7 +204,7 @@ impl Session {
             if !mentions_token(sql) {
                 return false;
             }
-            MyClientError::new(ER_NOT_SUPPORTED_YET, TOKEN_ELSEWHERE).encode(1, &mut self.io.out);
+            MyClientError::new(ER_NOT_SUPPORTED_YET, TOKEN_ELSEWHERE).encode(self.client.reply_seq, &mut self.io.out);
             return true;
         };
         let status = self.tx.status;
@@ -230,11 +230,12 @@ impl Session {
                 crate::protocol::mysql::EofPacket { warnings: 0, status }.encode(&mut eof);
                 let mut row = Vec::with_capacity(value.len() + 2);
                 encode_text_row(&[Some(value.as_bytes())], &mut row);
-                encode_result([&[1u8][..], &def, &eof, &row], status, &mut self.io.out);
+                encode_result(self.client.reply_seq, [&[1u8][..], &def, &eof, &row], status, &mut self.io.out);
             }
             TokenCommand::Set(value) => match ryw::set_token(&mut self.seat.ryw, &value) {
                 Ok(()) => self.token_ok(),
-                Err(e) => MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string()).encode(1, &mut self.io.out),
+                Err(e) => MyClientError::new(ER_WRONG_VALUE_FOR_VAR, e.to_string())
+                    .encode(self.client.reply_seq, &mut self.io.out),
             },
             TokenCommand::Default { .. } => self.token_ok(),
         }
@@ -253,7 +254,7 @@ impl Session {
             return false;
         }
         let text = "querypilot.causal_token cannot be prepared (COM_STMT_PREPARE): send SHOW or SET querypilot.causal_token as a text query, which the router answers itself";
-        MyClientError::new(ER_NOT_SUPPORTED_YET, text).encode(1, &mut self.io.out);
+        MyClientError::new(ER_NOT_SUPPORTED_YET, text).encode(self.client.reply_seq, &mut self.io.out);
         true
     }
 
@@ -275,7 +276,7 @@ impl Session {
         }
         let text = "session_track_system_variables is kept by the router for causal reads (it tracks last_gtid), \
                     and the router offers no CLIENT_SESSION_TRACK to clients, so the setting has no effect to give";
-        MyClientError::new(ER_NOT_SUPPORTED_YET, text).encode(1, &mut self.io.out);
+        MyClientError::new(ER_NOT_SUPPORTED_YET, text).encode(self.client.reply_seq, &mut self.io.out);
         true
     }
 
@@ -283,6 +284,6 @@ impl Session {
     fn token_ok(&mut self) {
         let mut ok = Vec::with_capacity(16);
         OkPacket { status: self.tx.status, ..OkPacket::default() }.encode(self.client.caps, &mut ok);
-        encode_packets(&ok, 1, &mut self.io.out);
+        encode_packets(&ok, self.client.reply_seq, &mut self.io.out);
     }
 }

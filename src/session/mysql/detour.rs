@@ -38,7 +38,7 @@ impl Session {
     pub(super) async fn detour(&mut self, payload: &[u8], grammar: Grammar) -> Result<Option<Outcome>, End> {
         let Some(primary) = self.primary_pool() else {
             MyClientError::new(super::route::ER_HELD_REPLICA, "no primary pool to run the statement on")
-                .encode(1, &mut self.io.out);
+                .encode(self.client.reply_seq, &mut self.io.out);
             return Ok(None);
         };
         let pool = std::mem::replace(&mut self.seat.pool, primary);

@@ -32,7 +32,7 @@ impl Session {
                 true => (ER_CONNECTION_KILLED, "Connection was killed"),
                 false => (ER_QUERY_INTERRUPTED, "Query execution was interrupted"),
             };
-            MyClientError::new(number, text).encode(1, &mut self.io.out);
+            MyClientError::new(number, text).encode(self.client.reply_seq, &mut self.io.out);
             if connection {
                 let _ = self.io.flush().await;
                 return Err(End::KilledByClient);
@@ -46,7 +46,7 @@ impl Session {
             "Unknown thread id: {id} (through the router, KILL takes the id a client was greeted with, or \
              the server id of a session-mode client's connection)"
         );
-        MyClientError::new(ER_NO_SUCH_THREAD, text).encode(1, &mut self.io.out);
+        MyClientError::new(ER_NO_SUCH_THREAD, text).encode(self.client.reply_seq, &mut self.io.out);
         Ok(())
     }
 

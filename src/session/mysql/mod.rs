@@ -145,6 +145,9 @@ struct ClientInfo {
     home: String,
     /// The client's user name, for rules matching users.
     user: String,
+    /// The sequence id the router's own answer to the command being handled starts at: one past
+    /// its last packet's, which is 1 unless the command spanned packets of 16 MiB.
+    reply_seq: u8,
 }
 
 /// The `query_timeout` of the statement being relayed: when it fires, and whether it fired
@@ -186,10 +189,12 @@ impl Wire for Session {
                 MyClientError::new(ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order")
             }
             Ok(Some(f)) if large::alone(&f, &io.buf) => {
+                self.client.reply_seq = f.last_seq.wrapping_add(1);
                 io.unit = large::take_alone(&mut io.buf);
                 return Ok(true);
             }
             Ok(Some(f)) => {
+                self.client.reply_seq = f.last_seq.wrapping_add(1);
                 io.unit.clear();
                 rt::refill(&mut io.unit);
                 io.unit.extend_from_slice(&f.payload);
@@ -252,6 +257,8 @@ impl Wire for Session {
         let text = format!(
             "The client was disconnected by the router because of inactivity inside a transaction (idle_transaction_timeout {ms} ms)"
         );
+        // Unsolicited, read by the client as the answer to its next command, which it sends
+        // from sequence id 0.
         MyClientError::new(ER_CLIENT_INTERACTION_TIMEOUT, text).encode(1, &mut self.io.out);
     }
 
@@ -329,6 +336,7 @@ impl Session {
                 named_pool: g.named_pool,
                 home,
                 user: g.user,
+                reply_seq: 1,
             },
             foreign: Foreign { bridge, cross: Lent::default() },
             routing: RoutingFacts { lex, commit: causal::CommitGtid::default() },
@@ -344,7 +352,7 @@ impl Session {
     /// Tells the client why its session ends, in a way the error survives (see
     /// [`ClientIo::fatal`]): the client may still be sending the packet that was refused.
     async fn fatal<T>(&mut self, e: MyClientError) -> Result<T, End> {
-        e.encode(1, &mut self.io.out);
+        e.encode(self.client.reply_seq, &mut self.io.out);
         Err(self.io.fatal().await)
     }
 
@@ -399,7 +407,7 @@ impl Session {
             COM_STMT_FETCH => self.on_fetch(payload).await,
             _ => {
                 MyClientError::new(ER_UNKNOWN_COM_ERROR, format!("Unknown command {code:#04x}"))
-                    .encode(1, &mut self.io.out);
+                    .encode(self.client.reply_seq, &mut self.io.out);
                 Ok(())
             }
         }
@@ -409,7 +417,7 @@ impl Session {
     fn ok_local(&mut self) -> Result<(), End> {
         let mut payload = Vec::with_capacity(16);
         OkPacket { status: self.tx.status, ..OkPacket::default() }.encode(self.client.caps, &mut payload);
-        encode_packets(&payload, 1, &mut self.io.out);
+        encode_packets(&payload, self.client.reply_seq, &mut self.io.out);
         Ok(())
     }
 
@@ -418,13 +426,14 @@ impl Session {
             [0, 0] => self.client.multi_statements = true,
             [1, 0] => self.client.multi_statements = false,
             _ => {
-                MyClientError::new(ER_UNKNOWN_COM_ERROR, "Unknown COM_SET_OPTION value").encode(1, &mut self.io.out);
+                MyClientError::new(ER_UNKNOWN_COM_ERROR, "Unknown COM_SET_OPTION value")
+                    .encode(self.client.reply_seq, &mut self.io.out);
                 return Ok(());
             }
         }
         let mut payload = Vec::with_capacity(8);
         EofPacket { warnings: 0, status: self.tx.status }.encode(&mut payload);
-        encode_packets(&payload, 1, &mut self.io.out);
+        encode_packets(&payload, self.client.reply_seq, &mut self.io.out);
         Ok(())
     }
 
@@ -444,19 +453,19 @@ impl Session {
                 ER_PARSE_ERROR,
                 "You have an error in your SQL syntax: multiple statements are not enabled for this connection",
             );
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
         // May it run? Asked in `run_command`, once routing chose its pool.
         let grammar = if loads_local_file(&sql) { Grammar::LoadLocal } else { Grammar::Query };
         if let Some(e) = self.statement_pooling_refusal(&sql) {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
         let routed = match self.route_statement(&sql, None).await {
             Ok(r) => r,
             Err(e) => {
-                e.encode(1, &mut self.io.out);
+                e.encode(self.client.reply_seq, &mut self.io.out);
                 return Ok(());
             }
         };
@@ -526,7 +535,7 @@ impl Session {
         // Sends and relays, retrying a deadlock when the pool opts in (#11).
         let outcome = loop {
             if let Err(e) = self.ensure_backend().await {
-                e.encode(1, &mut self.io.out);
+                e.encode(self.client.reply_seq, &mut self.io.out);
                 return Ok(None);
             }
             self.arm_query_timeout();
@@ -851,7 +860,7 @@ impl Placed for Session {
                 format!("Connection was killed: the backend connection was lost{}", gone.wording()),
             ),
         };
-        e.encode(1, &mut self.io.out);
+        e.encode(self.client.reply_seq, &mut self.io.out);
     }
 }
 

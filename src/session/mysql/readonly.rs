@@ -109,7 +109,7 @@ impl Session {
         }
         let mut ok = Vec::with_capacity(16);
         OkPacket { status, ..OkPacket::default() }.encode(self.client.caps, &mut ok);
-        encode_packets(&ok, 1, &mut self.io.out);
+        encode_packets(&ok, self.client.reply_seq, &mut self.io.out);
         true
     }
 

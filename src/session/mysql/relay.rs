@@ -335,7 +335,7 @@ impl Session {
     /// version" (#4); the write it was routed as never ran. `false` when it may run.
     pub(super) fn refuses_local_infile(&mut self) -> bool {
         let Some(e) = self.local_infile_refusal() else { return false };
-        e.encode(1, &mut self.io.out);
+        e.encode(self.client.reply_seq, &mut self.io.out);
         self.seat.ryw.nothing_committed();
         true
     }

@@ -301,7 +301,7 @@ impl Session {
 
     pub(super) async fn on_prepare(&mut self, sql: &[u8]) -> Result<(), End> {
         if let Some(e) = self.statements_refusal(sql.len()) {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
         if let Some(pool) = self.cross_prepare_pool(&String::from_utf8_lossy(sql)) {
@@ -314,7 +314,7 @@ impl Session {
         let attached = self.ensure_backend().await;
         self.tx.deferred = deferred;
         if let Err(e) = attached {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
         // Routed at every execute; here only a translation matters, since it changes what is
@@ -434,17 +434,17 @@ impl Session {
     pub(super) async fn on_execute(&mut self, payload: &[u8]) -> Result<(), End> {
         let id = crate::protocol::mysql::stmt_id(payload).unwrap_or(0);
         let Some(stmt) = self.stmts.get_mut(id) else {
-            unknown_stmt(id).encode(1, &mut self.io.out);
+            unknown_stmt(id).encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         };
         if let Some(e) = long_data_refusal(stmt) {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
         let (key, sql, params) = (stmt.key, stmt.sql.clone(), stmt.params);
         let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
         if let Some(e) = self.statement_pooling_refusal(&origin) {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         } else if self.on_deferrable(&Text::mysql(&origin)) {
             return Ok(()); // a read-only start held back as its text form is (#34)
@@ -463,7 +463,7 @@ impl Session {
         self.tx.sticky = false;
         self.seat.digest.begin(routed.fingerprint, &origin, rt::now());
         if let Err(e) = self.ensure_backend().await {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
         self.close_cursor().await;
@@ -473,7 +473,7 @@ impl Session {
         let retryable = long_data.is_empty();
         if !self.queue_execute(payload, id, backend_id, long_data) {
             MyClientError::new(ER_WRONG_ARGUMENTS, "Incorrect arguments to mysqld_stmt_execute")
-                .encode(1, &mut self.io.out);
+                .encode(self.client.reply_seq, &mut self.io.out);
             self.maybe_release().await;
             return Ok(());
         }
@@ -508,7 +508,7 @@ impl Session {
                     s.long_data.clear();
                     s.long_charge = None;
                 }
-                e.encode(1, &mut self.io.out);
+                e.encode(self.client.reply_seq, &mut self.io.out);
                 return None;
             }
         };
@@ -519,7 +519,8 @@ impl Session {
                  prepare it again",
                 self.seat.pool.config.name, pool.config.name
             );
-            MyClientError::new(super::bridged::cross::ER_QP_CROSS_PROTOCOL, text).encode(1, &mut self.io.out);
+            MyClientError::new(super::bridged::cross::ER_QP_CROSS_PROTOCOL, text)
+                .encode(self.client.reply_seq, &mut self.io.out);
             return None;
         }
         let grammar = self.execute_grammar(origin)?;
@@ -537,7 +538,7 @@ impl Session {
         match prepare_silently(conn, sql).await {
             Err(e) => loss::backend_lost(self, e).await.map(|()| None),
             Ok(Err(err)) => {
-                encode_packets(&err, 1, &mut self.io.out);
+                encode_packets(&err, self.client.reply_seq, &mut self.io.out);
                 self.maybe_release().await;
                 Ok(None)
             }
@@ -632,7 +633,7 @@ impl Session {
     pub(super) async fn on_stmt_reset(&mut self, payload: &[u8]) -> Result<(), End> {
         let id = crate::protocol::mysql::stmt_id(payload).unwrap_or(0);
         let Some(stmt) = self.stmts.get_mut(id) else {
-            unknown_stmt(id).encode(1, &mut self.io.out);
+            unknown_stmt(id).encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         };
         stmt.long_data.clear();
@@ -649,7 +650,7 @@ impl Session {
         let id = self.stmts.resolve(crate::protocol::mysql::stmt_id(payload).unwrap_or(0));
         let Some((_, backend_id)) = self.tx.cursor.filter(|(c, _)| *c == id) else {
             MyClientError::new(ER_STMT_HAS_NO_OPEN_CURSOR, "The statement has no open cursor")
-                .encode(1, &mut self.io.out);
+                .encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         };
         let mut cmd = Vec::with_capacity(payload.len());

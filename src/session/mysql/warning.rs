@@ -83,9 +83,13 @@ fn question(sql: &str) -> Option<Question> {
     }
 }
 
-/// Appends `payloads` framed with consecutive sequence ids from 1, then an EOF with `status`.
-pub(super) fn encode_result(payloads: impl IntoIterator<Item = impl AsRef<[u8]>>, status: u16, out: &mut Vec<u8>) {
-    let mut seq = 1u8;
+/// Appends `payloads` framed with consecutive sequence ids from `seq`, then an EOF with `status`.
+pub(super) fn encode_result(
+    mut seq: u8,
+    payloads: impl IntoIterator<Item = impl AsRef<[u8]>>,
+    status: u16,
+    out: &mut Vec<u8>,
+) {
     for p in payloads {
         seq = encode_packets(p.as_ref(), seq, out);
     }
@@ -95,7 +99,7 @@ pub(super) fn encode_result(payloads: impl IntoIterator<Item = impl AsRef<[u8]>>
 }
 
 /// The one-column result set of a warning count.
-fn encode_count(name: &str, count: u64, status: u16, out: &mut Vec<u8>) {
+fn encode_count(seq: u8, name: &str, count: u64, status: u16, out: &mut Vec<u8>) {
     let column = ColumnDefinition41 {
         catalog: b"def",
         schema: b"",
@@ -115,7 +119,7 @@ fn encode_count(name: &str, count: u64, status: u16, out: &mut Vec<u8>) {
     EofPacket { warnings: 0, status }.encode(&mut eof);
     let mut row = Vec::with_capacity(8);
     encode_text_row(&[Some(count.to_string().as_bytes())], &mut row);
-    encode_result([&[1u8][..], &def, &eof, &row], status, out);
+    encode_result(seq, [&[1u8][..], &def, &eof, &row], status, out);
 }
 
 impl Session {
@@ -207,9 +211,11 @@ impl Session {
         match question(&String::from_utf8_lossy(body)) {
             Some(Question::List) => {
                 let payloads = pending.head.iter().chain(std::iter::once(&pending.note)).chain(&pending.rows);
-                encode_result(payloads, status, &mut self.io.out);
+                encode_result(self.client.reply_seq, payloads, status, &mut self.io.out);
             }
-            Some(Question::Count(name)) => encode_count(name, pending.rows.len() as u64 + 1, status, &mut self.io.out),
+            Some(Question::Count(name)) => {
+                encode_count(self.client.reply_seq, name, pending.rows.len() as u64 + 1, status, &mut self.io.out)
+            }
             None => return false,
         }
         true

@@ -161,14 +161,14 @@ impl Session {
     /// session's settings carried over; `false` when it must not run there (the client was told).
     async fn enter(&mut self, pool: Rc<CorePool>, sql: &str) -> Result<bool, End> {
         if let Some(e) = self.cross_refusal(&pool, sql) {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(false);
         }
         let sets = match to_postgres(self.state.iter()) {
             Ok(sets) => sets,
             Err(e) => {
                 let text = shared::refusal(true, "PostgreSQL", &pool.config.name, &e.to_string());
-                MyClientError::new(ER_QP_CROSS_STATE, text).encode(1, &mut self.io.out);
+                MyClientError::new(ER_QP_CROSS_STATE, text).encode(self.client.reply_seq, &mut self.io.out);
                 return Ok(false);
             }
         };
@@ -177,7 +177,7 @@ impl Session {
             return Ok(true);
         }
         if let Err(e) = self.pg_backend().await {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             self.unpark();
             return Ok(false);
         }
@@ -188,7 +188,7 @@ impl Session {
                 Ok(Quiet { error: None, .. }) => {}
                 Ok(Quiet { error: Some(m), .. }) => {
                     let text = format!("PostgreSQL refused the session's setting ({set}): {m}");
-                    MyClientError::new(ER_QP_CROSS_STATE, text).encode(1, &mut self.io.out);
+                    MyClientError::new(ER_QP_CROSS_STATE, text).encode(self.client.reply_seq, &mut self.io.out);
                     self.unpark();
                     return Ok(false);
                 }
@@ -237,7 +237,7 @@ impl Session {
             "Lost the connection to pool \"{}\" during the statement; it did not complete there, and this session goes on",
             self.seat.pool.config.name
         );
-        MyClientError::new(ER_BACKEND_UNAVAILABLE, text).encode(1, &mut self.io.out);
+        MyClientError::new(ER_BACKEND_UNAVAILABLE, text).encode(self.client.reply_seq, &mut self.io.out);
         true
     }
 
@@ -302,7 +302,7 @@ impl Session {
                 Some(pool) => self.cross_execute(pool, payload).await,
                 None => {
                     let text = format!("pool \"{name}\", where statement {id} was prepared, is no longer configured");
-                    MyClientError::new(super::ER_BRIDGE, text).encode(1, &mut self.io.out);
+                    MyClientError::new(super::ER_BRIDGE, text).encode(self.client.reply_seq, &mut self.io.out);
                     Ok(())
                 }
             },

@@ -225,11 +225,11 @@ impl Session {
             COM_FIELD_LIST => {
                 let mut p = Vec::new();
                 EofPacket { warnings: 0, status: self.tx.status }.encode(&mut p);
-                encode_packets(&p, 1, &mut self.io.out);
+                encode_packets(&p, self.client.reply_seq, &mut self.io.out);
                 Ok(())
             }
             COM_STATISTICS => {
-                encode_packets(b"QueryPilot bridge to PostgreSQL", 1, &mut self.io.out);
+                encode_packets(b"QueryPilot bridge to PostgreSQL", self.client.reply_seq, &mut self.io.out);
                 Ok(())
             }
             COM_RESET_CONNECTION => self.bridged_reset(),
@@ -250,7 +250,7 @@ impl Session {
             }
             _ => {
                 let msg = format!("Command {code:#04x} is not supported through a cross-protocol pool");
-                MyClientError::new(ER_UNKNOWN_COM_ERROR, msg).encode(1, &mut self.io.out);
+                MyClientError::new(ER_UNKNOWN_COM_ERROR, msg).encode(self.client.reply_seq, &mut self.io.out);
                 Ok(())
             }
         }
@@ -279,12 +279,12 @@ impl Session {
                 super::ER_PARSE_ERROR,
                 "You have an error in your SQL syntax: multiple statements are not enabled for this connection",
             );
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
         let uncarried = || txn::uncarried(&sql).map(|text| MyClientError::new(ER_NOT_SUPPORTED_YET, text));
         if let Some(e) = self.statement_pooling_refusal(&sql).or_else(uncarried) {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
         if self.on_token_query(&sql) {
@@ -296,7 +296,7 @@ impl Session {
                 Ok(Some((translated, _))) => self.bridged_statement(&translated, true).await,
                 Ok(None) => self.bridged_statement(&sql, false).await,
                 Err(e) => {
-                    e.encode(1, &mut self.io.out);
+                    e.encode(self.client.reply_seq, &mut self.io.out);
                     Ok(())
                 }
             };
@@ -312,7 +312,8 @@ impl Session {
                 Ok((columns, rows)) => self.answer_local(&columns, &rows),
                 Err(name) => {
                     let text = format!("Unknown system variable '{name}'");
-                    MyClientError::new(ER_UNKNOWN_SYSTEM_VARIABLE, text).encode(1, &mut self.io.out);
+                    MyClientError::new(ER_UNKNOWN_SYSTEM_VARIABLE, text)
+                        .encode(self.client.reply_seq, &mut self.io.out);
                     Ok(())
                 }
             },
@@ -380,7 +381,7 @@ impl Session {
         match self.for_postgres(sql, translated) {
             Ok(text) => self.bridged_simple(&text).await,
             Err(e) => {
-                e.encode(1, &mut self.io.out);
+                e.encode(self.client.reply_seq, &mut self.io.out);
                 Ok(())
             }
         }
@@ -403,7 +404,7 @@ impl Session {
     /// `Err`: the statement cannot run, and the client was answered.
     async fn pg_ready(&mut self, sql: &str) -> Result<bool, Result<(), End>> {
         if let Err(e) = self.pg_backend().await {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Err(Ok(()));
         }
         if let Err(e) = self.begin_if_needed(sql).await {
@@ -432,7 +433,7 @@ impl Session {
             return self.bridged_lost(e).await;
         }
         let b = &self.foreign.bridge;
-        let mut writer = ResultWriter::new(self.client.caps, format, b.session_flags(), b.tx);
+        let mut writer = ResultWriter::new(self.client.caps, format, b.session_flags(), b.tx, self.client.reply_seq);
         match self.pg_stream(&mut writer).await {
             Ok(Ended::Ready(tx)) => self.foreign.bridge.tx = tx,
             Ok(Ended::Copy) => self.drop_pg_backend(),
@@ -475,7 +476,7 @@ impl Session {
                 }
                 Ok(q) => {
                     let msg = q.error.unwrap_or_default();
-                    MyClientError::new(ER_BRIDGE, msg).encode(1, &mut self.io.out);
+                    MyClientError::new(ER_BRIDGE, msg).encode(self.client.reply_seq, &mut self.io.out);
                     return Ok(());
                 }
                 Err(e) => return self.bridged_lost(e).await,
@@ -495,7 +496,7 @@ impl Session {
         let schema = (db != self.seat.pool.config.database).then_some(db.clone());
         if let Some(s) = &schema {
             if let Err(e) = self.pg_backend().await {
-                e.encode(1, &mut self.io.out);
+                e.encode(self.client.reply_seq, &mut self.io.out);
                 return Ok(());
             }
             // A name PostgreSQL text cannot hold (NUL) names no schema: `= NULL` finds none.
@@ -508,7 +509,7 @@ impl Session {
                         ER_BAD_DB_ERROR,
                         format!("Unknown database '{db}' (no such schema on the PostgreSQL backend)"),
                     )
-                    .encode(1, &mut self.io.out);
+                    .encode(self.client.reply_seq, &mut self.io.out);
                     self.pg_maybe_release();
                     return Ok(());
                 }
@@ -531,7 +532,7 @@ impl Session {
 
     /// Answers with a result set the router computed.
     fn answer_local(&mut self, columns: &[(&str, Column)], rows: &[Vec<Option<String>>]) -> Result<(), End> {
-        encode_local_result(self.client.caps, columns, rows, self.tx.status, &mut self.io.out);
+        encode_local_result(self.client.caps, self.client.reply_seq, columns, rows, self.tx.status, &mut self.io.out);
         Ok(())
     }
 }

@@ -232,19 +232,19 @@ impl Session {
         let limits = self.seat.ctx.config().limits.clone();
         let budget = self.seat.ctx.client_budget().clone();
         if let Some(e) = self.foreign.bridge.stmts.admission(&limits, &budget, body.len()) {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
         let text = String::from_utf8_lossy(body);
         let (sql, late, translated) = match self.prepared_text(&text) {
             Ok(prepared) => prepared,
             Err(e) => {
-                e.encode(1, &mut self.io.out);
+                e.encode(self.client.reply_seq, &mut self.io.out);
                 return Ok(());
             }
         };
         if let Err(e) = self.pg_backend().await {
-            e.encode(1, &mut self.io.out);
+            e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
         let encoded = frontend::encode_parse("", &sql, &[], &mut self.link.out)
@@ -255,7 +255,7 @@ impl Session {
                 ER_WRONG_ARGUMENTS,
                 "statement text cannot be sent to PostgreSQL (NUL byte or too long)",
             )
-            .encode(1, &mut self.io.out);
+            .encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
         frontend::encode_sync(&mut self.link.out);
@@ -301,6 +301,7 @@ impl Session {
 
     async fn read_description(&mut self) -> Result<Described, RelayError> {
         let mut d = Described::default();
+        let seq = self.client.reply_seq;
         self.pg_until_ready(|_, msg| {
             match msg {
                 BackendMessage::ParameterDescription(oids) => d.params = oids.iter().collect(),
@@ -309,7 +310,7 @@ impl Session {
                 }
                 BackendMessage::ErrorResponse(f) => {
                     let mut out = Vec::new();
-                    crate::bridge::errmap::encode_error(&f, 1, &mut out);
+                    crate::bridge::errmap::encode_error(&f, seq, &mut out);
                     d.error = Some(out);
                 }
                 _ => {}
@@ -401,16 +402,17 @@ impl Session {
 
     pub(super) async fn bridged_execute(&mut self, payload: &[u8]) -> Result<(), End> {
         let Ok(Command::StmtExecute { stmt_id, params, .. }) = Command::decode(payload, self.client.caps) else {
-            MyClientError::new(ER_WRONG_ARGUMENTS, "malformed COM_STMT_EXECUTE").encode(1, &mut self.io.out);
+            MyClientError::new(ER_WRONG_ARGUMENTS, "malformed COM_STMT_EXECUTE")
+                .encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         };
         let Execution { sql, oids, binds } = match self.bind_params(stmt_id, params) {
             None => {
-                super::super::stmt::unknown_stmt(stmt_id).encode(1, &mut self.io.out);
+                super::super::stmt::unknown_stmt(stmt_id).encode(self.client.reply_seq, &mut self.io.out);
                 return Ok(());
             }
             Some(Err(e)) => {
-                e.encode(1, &mut self.io.out);
+                e.encode(self.client.reply_seq, &mut self.io.out);
                 return Ok(());
             }
             Some(Ok(parts)) => parts,
@@ -418,7 +420,7 @@ impl Session {
         let origin = self.foreign.bridge.stmts.get(&stmt_id).and_then(|s| s.origin.clone());
         if let Some(o) = origin {
             if let Err(e) = self.bridged_routed(&o).await {
-                e.encode(1, &mut self.io.out);
+                e.encode(self.client.reply_seq, &mut self.io.out);
                 return Ok(());
             }
         }
@@ -435,7 +437,7 @@ impl Session {
         if encoded.is_err() {
             self.link.out.clear();
             MyClientError::new(ER_WRONG_ARGUMENTS, "parameters cannot be sent to PostgreSQL (too many or too large)")
-                .encode(1, &mut self.io.out);
+                .encode(self.client.reply_seq, &mut self.io.out);
             self.pg_maybe_release();
             return Ok(());
         }

@@ -26,7 +26,7 @@ fn frames(mut bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
 #[test]
 fn a_count_is_a_one_row_result_set_with_consecutive_sequence_ids() {
     let mut out = Vec::new();
-    encode_count("@@warning_count", 3, 0x0002, &mut out);
+    encode_count(1, "@@warning_count", 3, 0x0002, &mut out);
     let f = frames(&out);
     let seqs: Vec<u8> = f.iter().map(|(s, _)| *s).collect();
     assert_eq!(seqs, [1, 2, 3, 4, 5]);
