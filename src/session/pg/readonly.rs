@@ -78,6 +78,17 @@ impl Session {
         self.progress.fresh = begins.then(|| text.sql.into());
     }
 
+    /// The fresh transaction's BEGIN and the access mode `text` declares for it, if it does; a
+    /// statement that runs ends the transaction's freshness either way.
+    fn fresh_declaration(&mut self, text: &Text<'_>) -> Option<(String, AccessMode)> {
+        let step = self.progress.fresh.is_some().then(|| self.read_only_step(text));
+        let begin = self.progress.fresh.take()?;
+        match step {
+            Some(Step::Declare { access, fresh: true }) => Some((begin, access)),
+            _ => None,
+        }
+    }
+
     /// `SET TRANSACTION READ ONLY` (or `READ WRITE`) as the first statement after a BEGIN that
     /// went to the other role: the empty transaction is rolled back there and opened again,
     /// with the client's own BEGIN, where the declared access mode belongs — a replica that
@@ -86,12 +97,7 @@ impl Session {
     /// Only between responses: with a batch in flight the transaction stays, and the server
     /// enforces the mode (or refuses READ WRITE on a standby with its own error).
     pub(super) async fn move_fresh_transaction(&mut self, text: &Text<'_>) -> Result<(), PgClientError> {
-        if self.progress.fresh.is_none() {
-            return Ok(());
-        }
-        let step = self.read_only_step(text);
-        let Some(begin) = self.progress.fresh.take() else { return Ok(()) };
-        let Step::Declare { access, fresh: true } = step else { return Ok(()) };
+        let Some((begin, access)) = self.fresh_declaration(text) else { return Ok(()) };
         let on_replica = self.seat.pool.config.role == PoolRole::Replica;
         let quiet = self.ex.expects().is_empty() && self.ex.queued().is_empty() && !self.ex.awaiting();
         if (access == AccessMode::ReadOnly) == on_replica
