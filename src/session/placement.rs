@@ -169,7 +169,13 @@ pub(super) trait Placed {
     async fn replay(&mut self, conn: &mut Conn) -> Result<(), Self::Error>;
     /// Forgets where the session read its last connection: the next one starts afresh.
     fn attaching(&mut self);
-    /// Readies the attached connection for the statement that needed it, beyond its settings.
+    /// Whether the attached connection needs readying ([`Placed::ready`]) for the next
+    /// statement: asked first, so a wire with nothing to ready never builds that future (#39).
+    fn needs_ready(&self) -> bool {
+        false
+    }
+    /// Readies the attached connection for the statement that needed it, beyond its settings;
+    /// called only when [`Placed::needs_ready`] says so.
     async fn ready(&mut self) -> Result<(), Self::Error> {
         Ok(())
     }
@@ -180,7 +186,10 @@ pub(super) trait Placed {
             let conn = seat.checkout::<Self::Error>(Self::PROTOCOL, true, user).await?;
             self.attach(conn).await?;
         }
-        self.ready().await
+        if self.needs_ready() {
+            self.ready().await?;
+        }
+        Ok(())
     }
     /// Makes `conn`, just borrowed from the session's pool, the session's connection, with
     /// the session's settings; a connection the replay failed on is closed.

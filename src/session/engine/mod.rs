@@ -8,6 +8,7 @@ pub mod digest;
 pub mod effects;
 pub mod hold;
 pub mod prepared;
+pub mod readonly;
 pub mod release;
 pub mod retry;
 pub mod route;

@@ -4,7 +4,7 @@
 
 use std::cell::OnceCell;
 
-use crate::sql::analyze::{transaction_statement, AccessMode, TxKind, TxStatement};
+use crate::sql::analyze::{transaction_statement, TxKind, TxStatement};
 use crate::sql::Dialect;
 
 /// A statement's text in its client's dialect, read as a transaction statement on first ask.
@@ -25,6 +25,11 @@ impl<'a> Text<'a> {
         Self { sql, dialect: Dialect::MySql, tx: OnceCell::new() }
     }
 
+    /// The dialect it is written in.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
     /// Its reading as one transaction statement ([`transaction_statement`]).
     pub fn transaction(&self) -> Option<TxStatement> {
         *self.tx.get_or_init(|| transaction_statement(self.sql, self.dialect))
@@ -34,16 +39,6 @@ impl<'a> Text<'a> {
     /// no options: one with some is MariaDB's `BEGIN NOT ATOMIC` block, which opens none.
     pub fn is_lone_begin(&self) -> bool {
         self.transaction().is_some_and(|t| t.kind == TxKind::Begin && (t.plain || self.dialect == Dialect::Postgres))
-    }
-
-    /// Whether it opens or sets a `READ ONLY` transaction: nothing run in it changes data.
-    pub fn declares_read_only(&self) -> bool {
-        self.transaction().is_some_and(|t| t.access == Some(AccessMode::ReadOnly))
-    }
-
-    /// The access mode it declares when it is a lone `SET TRANSACTION` that declares one.
-    pub fn set_transaction_access(&self) -> Option<AccessMode> {
-        self.transaction().filter(|t| t.kind == TxKind::SetTransaction).and_then(|t| t.access)
     }
 }
 
@@ -63,14 +58,5 @@ mod tests {
             assert!(!Text::mysql(sql).is_lone_begin(), "{sql}");
         }
         assert!(!Text::mysql("BEGIN NOT ATOMIC END").is_lone_begin(), "a compound block");
-    }
-
-    #[test]
-    fn access_modes_are_read_from_the_one_reading() {
-        let text = Text::mysql("SET TRANSACTION READ ONLY");
-        assert_eq!(text.set_transaction_access(), Some(AccessMode::ReadOnly));
-        assert!(text.declares_read_only() && !text.is_lone_begin());
-        assert_eq!(Text::pg("BEGIN READ WRITE").set_transaction_access(), None, "a BEGIN, not a SET");
-        assert!(!Text::pg("START TRANSACTION READ WRITE").declares_read_only());
     }
 }

@@ -773,7 +773,12 @@ impl Placed for Session {
         MyClientError::new(route::ER_NO_POOL, message)
     }
 
-    /// A read-only transaction's start held back until its first statement runs (#34).
+    /// A read-only transaction's start is held back until its first statement runs (#34).
+    fn needs_ready(&self) -> bool {
+        self.tx.deferred.is_some()
+    }
+
+    /// Runs the held-back start (#34).
     async fn ready(&mut self) -> Result<(), MyClientError> {
         self.run_deferred().await
     }

@@ -10,18 +10,23 @@
 //!
 //! Only with a read pool to use, outside a transaction, with autocommit on, on a connection
 //! nothing pins, and not under statement pooling (which refuses transactions).
+//!
+//! Which statement opens, ends or is refused is [`readonly::step`]'s, the rule PostgreSQL
+//! sessions follow too; this owns MySQL's way of carrying it out: answering, holding back and
+//! running the held-back statement.
 
 use super::Session;
 use crate::config::{PoolMode, Protocol};
 use crate::protocol::mysql::command::COM_QUERY;
+use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::response::{
     SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
 };
 use crate::protocol::mysql::{encode_packets, OkPacket};
 use crate::session::client_error::MyClientError;
+use crate::session::engine::readonly::{self, Facts, Step, Tx};
 use crate::session::engine::text::Text;
 use crate::session::placement::Placed;
-use crate::sql::analyze::{AccessMode, TxKind};
 
 /// A statement the router answered and holds back until the transaction's first statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,62 +50,46 @@ impl Deferred {
     }
 }
 
-/// What a statement is, as far as deferring goes.
-#[derive(Debug, PartialEq, Eq)]
-enum Shape {
-    /// `START TRANSACTION [characteristics]` / `BEGIN [WORK]`: read-only declared (`Some(true)`),
-    /// read-write declared (`Some(false)`) or neither; and whether a snapshot was asked for.
-    Begin { read_only: Option<bool>, snapshot: bool },
-    /// `SET TRANSACTION READ ONLY`.
-    NextReadOnly,
-    /// `COMMIT [WORK]` / `ROLLBACK [WORK]` without options.
-    End,
-    /// Anything else.
-    Other,
-}
+/// The server's refusal of `SET TRANSACTION` inside a transaction.
+const ER_CANT_CHANGE_TX_CHARACTERISTICS: ErrorNumber = ErrorNumber { code: 1568, sql_state: *b"25001" };
 
-/// Longest text read for its shape: a transaction start is short, and every text query of a
+/// Longest text read for the rule: a transaction start is short, and every text query of a
 /// split session passes here.
 const SHAPE_MAX: usize = 256;
 
-/// Reads one statement's shape (its transaction reading): only what the router can say again
-/// in its own words is deferred; anything else goes to the server as it is.
-fn shape(text: &Text<'_>) -> Shape {
-    if text.sql.len() > SHAPE_MAX {
-        return Shape::Other;
-    }
-    let Some(t) = text.transaction().filter(|t| t.plain) else { return Shape::Other };
-    match t.kind {
-        TxKind::Begin => Shape::Begin { read_only: t.access.map(|a| a == AccessMode::ReadOnly), snapshot: t.snapshot },
-        TxKind::SetTransaction if t.access == Some(AccessMode::ReadOnly) => Shape::NextReadOnly,
-        TxKind::SetTransaction => Shape::Other,
-        TxKind::Commit | TxKind::Rollback => Shape::End,
-    }
-}
-
 impl Session {
     /// Answers and holds back a read-only transaction start (see the module header), and the
-    /// `COMMIT`/`ROLLBACK` of one that ran nothing; `false` when `text` is not one of those or
-    /// the session cannot defer it, and the statement goes on as usual.
+    /// `COMMIT`/`ROLLBACK` of one that ran nothing or a `SET TRANSACTION` in it; `false` when
+    /// `text` is not one of those or the session cannot defer it, and the statement goes on.
     pub(super) fn on_deferrable(&mut self, text: &Text<'_>) -> bool {
         let deferred = self.tx.deferred;
-        if deferred.is_none() && !self.may_defer() {
+        if text.sql.len() > SHAPE_MAX {
             return false;
         }
-        let next = match (shape(text), deferred) {
+        let facts = || Facts {
+            tx: match deferred {
+                Some(Deferred::Begin { .. }) => Tx::Fresh,
+                _ if self.tx.status & SERVER_STATUS_IN_TRANS != 0 => Tx::Open,
+                _ => Tx::Idle,
+            },
+            default_read_only: self.state.read_only_transactions(),
+            next_read_only: deferred == Some(Deferred::NextReadOnly),
+            placeable: deferred.is_some() || self.may_defer(),
+            restates: true,
+        };
+        let next = match readonly::step(text, facts) {
+            Step::Open { snapshot } => Some(Deferred::Begin { snapshot }),
+            Step::Next => Some(Deferred::NextReadOnly),
             // An empty transaction ends, or a `SET TRANSACTION` is spent by a COMMIT (as the
             // server resets one-shot characteristics there).
-            (Shape::End, Some(_)) => None,
-            (Shape::Begin { read_only: Some(false), .. }, _) | (Shape::End | Shape::Other, _) => return false,
-            (Shape::Begin { read_only, snapshot }, d) => {
-                let declared =
-                    read_only == Some(true) || d == Some(Deferred::NextReadOnly) || self.state.read_only_transactions();
-                if !declared {
-                    return false;
-                }
-                Some(Deferred::Begin { snapshot })
+            Step::EndEmpty => None,
+            Step::Refuse => {
+                let text = "Transaction characteristics can't be changed while a transaction is in progress";
+                MyClientError::new(ER_CANT_CHANGE_TX_CHARACTERISTICS, text)
+                    .encode(self.client.reply_seq, &mut self.io.out);
+                return true;
             }
-            (Shape::NextReadOnly, _) => Some(Deferred::NextReadOnly),
+            Step::Pass | Step::Declare { .. } => return false,
         };
         self.tx.deferred = next;
         let mut status = SERVER_STATUS_AUTOCOMMIT;
@@ -132,6 +121,3 @@ impl Session {
         super::stmt::run_silently(conn, &payload).await
     }
 }
-
-#[cfg(test)]
-mod tests;

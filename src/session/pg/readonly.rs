@@ -7,17 +7,20 @@
 //! router alone deems unsafe inside such a transaction is refused on the replica (25006,
 //! `routing::Router`'s role check), never split onto another server.
 //!
-//! Owns the reading of those statements (pure) and the move of a transaction in which nothing
-//! ran yet; the routing itself is `routing::Router::split`'s.
+//! The rule (which statement opens, declares or ends what) is [`readonly::step`]'s, the same as
+//! MySQL sessions'; this owns PostgreSQL's way of carrying it out: the session's facts for it,
+//! and the move of a transaction in which nothing ran yet. The routing itself is
+//! `routing::Router::split`'s.
 
 use super::relay::run_silently;
 use super::Session;
 use crate::config::PoolRole;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::session::client_error::PgClientError;
+use crate::session::engine::readonly::{self, Facts, Step, Tx};
 use crate::session::engine::text::Text;
 use crate::session::placement::Placed;
-use crate::sql::analyze::{AccessMode, TxKind, TxStatement};
+use crate::sql::analyze::AccessMode;
 use crate::sql::Dialect;
 
 /// Whether `sql` opens a transaction block in any of its statements (`SELECT 1; BEGIN` too):
@@ -40,20 +43,32 @@ impl Session {
         self.state.reported_value("default_transaction_read_only").is_some_and(is_on)
     }
 
-    /// Whether routing may treat `sql` as part of a read-only transaction: inside one, or a
+    /// What the read-only rule reads of the session ([`readonly::step`]), as if it were `held`
+    /// on its connection or not.
+    fn read_only_facts(&self, held: bool) -> Facts {
+        let tx = match (self.progress.tx, &self.progress.fresh) {
+            (TransactionStatus::Idle, _) => Tx::Idle,
+            (_, Some(_)) => Tx::Fresh,
+            (_, None) => Tx::Open,
+        };
+        Facts {
+            tx,
+            default_read_only: self.default_read_only(),
+            next_read_only: false,
+            placeable: !held,
+            restates: false,
+        }
+    }
+
+    /// What the read-only rule makes of `text` now.
+    pub(super) fn read_only_step(&self, text: &Text<'_>) -> Step {
+        readonly::step(text, || self.read_only_facts(self.holding().held()))
+    }
+
+    /// Whether routing may treat `text` as part of a read-only transaction: inside one, or a
     /// statement that opens one (routed with it to a replica by `routing::Router::split`).
     pub(super) fn read_only_view(&self, text: &Text<'_>, held: bool) -> bool {
-        if self.progress.read_only_tx {
-            return true;
-        }
-        if held || self.progress.tx != TransactionStatus::Idle {
-            return false;
-        }
-        match text.transaction() {
-            Some(TxStatement { kind: TxKind::Begin, access: Some(access), .. }) => access == AccessMode::ReadOnly,
-            Some(TxStatement { kind: TxKind::Begin, access: None, .. }) => self.default_read_only(),
-            _ => false,
-        }
+        self.progress.read_only_tx || matches!(readonly::step(text, || self.read_only_facts(held)), Step::Open { .. })
     }
 
     /// Notes, for a statement that runs, whether it leaves a transaction in which nothing ran
@@ -61,6 +76,17 @@ impl Session {
     pub(super) fn note_fresh(&mut self, text: &Text<'_>) {
         let begins = self.progress.tx == TransactionStatus::Idle && text.is_lone_begin();
         self.progress.fresh = begins.then(|| text.sql.into());
+    }
+
+    /// The fresh transaction's BEGIN and the access mode `text` declares for it, if it does; a
+    /// statement that runs ends the transaction's freshness either way.
+    fn fresh_declaration(&mut self, text: &Text<'_>) -> Option<(String, AccessMode)> {
+        let step = self.progress.fresh.is_some().then(|| self.read_only_step(text));
+        let begin = self.progress.fresh.take()?;
+        match step {
+            Some(Step::Declare { access, fresh: true }) => Some((begin, access)),
+            _ => None,
+        }
     }
 
     /// `SET TRANSACTION READ ONLY` (or `READ WRITE`) as the first statement after a BEGIN that
@@ -71,8 +97,7 @@ impl Session {
     /// Only between responses: with a batch in flight the transaction stays, and the server
     /// enforces the mode (or refuses READ WRITE on a standby with its own error).
     pub(super) async fn move_fresh_transaction(&mut self, text: &Text<'_>) -> Result<(), PgClientError> {
-        let Some(begin) = self.progress.fresh.take() else { return Ok(()) };
-        let Some(access) = text.set_transaction_access() else { return Ok(()) };
+        let Some((begin, access)) = self.fresh_declaration(text) else { return Ok(()) };
         let on_replica = self.seat.pool.config.role == PoolRole::Replica;
         let quiet = self.ex.expects().is_empty() && self.ex.queued().is_empty() && !self.ex.awaiting();
         if (access == AccessMode::ReadOnly) == on_replica

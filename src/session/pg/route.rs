@@ -15,12 +15,14 @@ use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::commit_io;
 use crate::session::engine::hold::Hold;
+use crate::session::engine::readonly::Step;
 use crate::session::engine::release;
 use crate::session::engine::route::{self, Refusal, Refused, RouteContext};
 use crate::session::engine::ryw;
 use crate::session::engine::text::Text;
 use crate::session::placement::{self, Placed};
 pub(super) use crate::session::state::startup::INVALID_PARAMETER_VALUE;
+use crate::sql::analyze::AccessMode;
 use std::sync::Arc;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
@@ -131,8 +133,10 @@ impl Session {
     fn observe_statement(&mut self, text: &Text<'_>, decision: &Decision, now: std::time::Instant, opens: bool) {
         let sql = text.sql;
         let in_transaction = self.progress.tx != TransactionStatus::Idle;
-        if self.read_only_view(text, self.holding().held()) || (in_transaction && text.declares_read_only()) {
-            self.progress.read_only_tx = true;
+        match self.read_only_step(text) {
+            Step::Open { .. } => self.progress.read_only_tx = true,
+            Step::Declare { access, .. } => self.progress.read_only_tx = access == AccessMode::ReadOnly,
+            Step::Pass | Step::Next | Step::EndEmpty | Step::Refuse => {}
         }
         self.note_fresh(text);
         let transaction = in_transaction || opens;

@@ -84,6 +84,8 @@ pub enum Sql {
     Count(u32),
     /// Opens a transaction, read-only or not.
     Begin { read_only: bool },
+    /// `SET TRANSACTION READ ONLY`.
+    SetTransactionReadOnly,
     /// Commits.
     Commit,
     /// Rolls back.
@@ -125,6 +127,8 @@ pub enum Class {
     UndefinedTable,
     /// A token statement on a route the router refuses it on (MySQL prepare: 1235).
     TokenRoute,
+    /// Transaction characteristics changed inside a transaction (25001 / 1568).
+    InTransaction,
 }
 
 /// What must come of a statement.
@@ -395,6 +399,7 @@ fn caught_up<R: Runner>(env: &Dbs) {
 fn render<R: Runner>(t: &str, sql: &Sql, ctx: &Ctx) -> String {
     match sql {
         Sql::Insert(id) => format!("INSERT INTO {t} VALUES ({})", ctx.base + id),
+        Sql::SetTransactionReadOnly => "SET TRANSACTION READ ONLY".into(),
         Sql::Commit => "COMMIT".into(),
         Sql::Rollback => "ROLLBACK".into(),
         Sql::ShowToken => "SHOW querypilot.causal_token".into(),

@@ -167,6 +167,7 @@ impl Runner for My {
             Class::ReadOnlyTransaction => "1792",
             Class::Serialization => "1213",
             Class::UndefinedTable => "1146",
+            Class::InTransaction => "1568",
         }
     }
 

@@ -185,6 +185,7 @@ impl Runner for Pg {
             Class::ReadOnlyTransaction => "25006",
             Class::Serialization => "40001",
             Class::UndefinedTable => "42P01",
+            Class::InTransaction => "25001",
         }
     }
 

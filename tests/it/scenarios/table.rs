@@ -39,6 +39,7 @@ pub fn table() -> Vec<Scenario> {
     let mut all = vec![ryw_window()];
     all.extend(ROUTES.iter().map(|r| causal_token(*r)));
     all.extend(ROUTES.iter().map(|r| begin_read_only(*r)));
+    all.push(set_transaction_in_read_only());
     all.extend([retry(true), retry(false), statement_pooling(), statement_pooling_trailing_begin()]);
     all.extend(
         [PinKind::TempTable, PinKind::AdvisoryLock, PinKind::Cursor, PinKind::Listen, PinKind::UserVariable].map(pin),
@@ -140,6 +141,33 @@ fn begin_read_only(route: Route) -> Scenario {
     ]);
     Scenario {
         name: format!("begin_read_only_{route:?}"),
+        setup: setup(TRANSACTION, "causal", false),
+        known: None,
+        steps,
+    }
+}
+
+/// `SET TRANSACTION READ ONLY` in a declared read-only transaction that ran nothing yet is a
+/// statement inside it on both wires, each as its server makes it: PostgreSQL's declares the
+/// mode the transaction has, MySQL's is refused (1568) while the router still holds the start
+/// back. Either way the transaction stays open and runs whole on the replica (#37).
+fn set_transaction_in_read_only() -> Scenario {
+    let set = Sql::SetTransactionReadOnly;
+    let steps = vec![
+        ok(0, Text, Sql::Begin { read_only: true }),
+        only(Wire::Pg, "PostgreSQL's SET TRANSACTION sets the open transaction's mode", ok(0, Text, set.clone())),
+        only(
+            Wire::My,
+            "MySQL's server refuses SET TRANSACTION inside a transaction (1568)",
+            refused(0, Text, set, Class::InTransaction),
+        ),
+        count(0, Text, 1, Some(false), Replica),
+        refused(0, Text, Sql::Insert(1), Class::ReadOnlyTransaction),
+        ok(0, Text, Sql::Rollback),
+        count(0, Text, 1, Some(false), Replica),
+    ];
+    Scenario {
+        name: "set_transaction_in_read_only".into(),
         setup: setup(TRANSACTION, "causal", false),
         known: None,
         steps,
