@@ -806,20 +806,26 @@ fn my_error(e: &mysql::Error) -> String {
     }
 }
 
+/// What a client logging in to the fake pool and running a statement is told; a session on the
+/// healthy pool of the same router works meanwhile. The router is returned still running.
+fn my_fake_login_error(fake: &Fake) -> (String, Router) {
+    let r = my_router(fake, "");
+    let mut real = my_connect(r.port(), &dbs().my.database).expect("real pool");
+    let port = r.port();
+    let res = bounded("login", move || {
+        let mut c = my_connect(port, "fake").map_err(|e| my_error(&e))?;
+        c.query_drop("SELECT 1").map_err(|e| my_error(&e))
+    });
+    my_real_works(&mut real);
+    (res.expect_err("no backend login, no statement"), r)
+}
+
 #[test]
 fn mysql_backend_that_never_answers_the_login_is_bounded_by_connect_timeout() {
     for login in [Login::Silent, Login::Endless] {
         let fake = Fake::start(my_serve, login);
-        let r = my_router(&fake, "");
-        let mut real = my_connect(r.port(), &dbs().my.database).expect("real pool");
-        let port = r.port();
-        let res = bounded("login", move || {
-            let mut c = my_connect(port, "fake").map_err(|e| my_error(&e))?;
-            c.query_drop("SELECT 1").map_err(|e| my_error(&e))
-        });
-        let err = res.expect_err("no backend login, no statement");
+        let (err, _r) = my_fake_login_error(&fake);
         assert!(err.starts_with("1105 ") && err.contains("connect_timeout"), "{err}");
-        my_real_works(&mut real);
         eventually(Duration::from_secs(10), "the router to close the stuck login", || fake.closed() >= 1);
     }
 }
@@ -827,17 +833,8 @@ fn mysql_backend_that_never_answers_the_login_is_bounded_by_connect_timeout() {
 /// The MySQL half of [`pg_a_backend_shutting_down_is_unavailable_not_a_refusal_of_the_password`].
 #[test]
 fn mysql_a_backend_shutting_down_is_unavailable_not_a_refusal_of_the_password() {
-    let fake = Fake::start(my_serve, Login::ShuttingDown);
-    let r = my_router(&fake, "");
-    let mut real = my_connect(r.port(), &dbs().my.database).expect("real pool");
-    let port = r.port();
-    let res = bounded("login", move || {
-        let mut c = my_connect(port, "fake").map_err(|e| my_error(&e))?;
-        c.query_drop("SELECT 1").map_err(|e| my_error(&e))
-    });
-    let err = res.expect_err("no backend login, no statement");
+    let (err, _r) = my_fake_login_error(&Fake::start(my_serve, Login::ShuttingDown));
     assert!(err.starts_with("1105 ") && err.contains("1053"), "{err}");
-    my_real_works(&mut real);
 }
 
 #[test]
@@ -909,55 +906,43 @@ fn mysql_a_lone_begin_lost_unanswered_goes_again_on_a_new_connection() {
     assert!(fake.logins() <= before + 1, "an XA START, which the client names, is sent once");
 }
 
-/// #40: a PostgreSQL shutting down answers a statement with FATAL 57P01 and closes the
-/// connection: a lone BEGIN goes again on a new connection; a write is reported as lost, maybe
-/// not completed, and the session goes on.
+/// #40: a server shutting down answers a statement with its last words (PostgreSQL's FATAL
+/// 57P01, MariaDB's 1053) and closes the connection: the connection's loss, not the statement's
+/// error. A lone BEGIN goes again on a new connection; a write is reported as lost, maybe not
+/// completed (`lost`: the error's code), and the session goes on. `run` sends a statement,
+/// `conn` names the fake's connection the session is on.
+fn shutdown_under_a_statement_is_a_loss<C: Send + 'static>(
+    mut c: C,
+    run: fn(&mut C, &str) -> Result<(), String>,
+    conn: fn(&mut C) -> u64,
+    lost: &str,
+) {
+    let first = conn(&mut c);
+    let (res, mut c) = bounded("BEGIN at shutdown", move || (run(&mut c, "BEGIN /* fault_shutdown_once */"), c));
+    res.expect("the BEGIN went again on a new connection");
+    assert!(conn(&mut c) > first, "the session goes on on a new connection");
+    run(&mut c, "COMMIT").expect("COMMIT");
+    let (res, mut c) =
+        bounded("write at shutdown", move || (run(&mut c, "UPDATE t SET a = 1 /* fault_shutdown_always */"), c));
+    let err = res.expect_err("the write's connection was lost");
+    assert!(err.starts_with(lost) && err.contains("may not have completed"), "{err}");
+    conn(&mut c);
+}
+
 #[test]
 fn pg_a_server_shutting_down_under_a_statement_is_its_connections_loss() {
     let fake = Fake::start(pg_serve, Login::Normal);
     let r = pg_router(&fake, "");
-    let mut c = r.pg("fake");
-    let first = pg_conn(&mut c);
-    let (res, mut c) = bounded("BEGIN at shutdown", move || {
-        let res = c.simple_query("BEGIN /* fault_shutdown_once */").map(drop).map_err(|e| describe(&e));
-        (res, c)
-    });
-    res.expect("the BEGIN went again on a new connection");
-    assert!(pg_conn(&mut c) > first, "the session goes on on a new connection");
-    c.simple_query("COMMIT").expect("COMMIT");
-    let (res, mut c) = bounded("write at shutdown", move || {
-        let res = c.simple_query("UPDATE t SET a = 1 /* fault_shutdown_always */").map(drop).map_err(|e| describe(&e));
-        (res, c)
-    });
-    let err = res.expect_err("the write's connection was lost");
-    assert!(err.starts_with("08006") && err.contains("may not have completed"), "{err}");
-    pg_conn(&mut c);
+    let run = |c: &mut postgres::Client, sql: &str| c.simple_query(sql).map(drop).map_err(|e| describe(&e));
+    shutdown_under_a_statement_is_a_loss(r.pg("fake"), run, |c| u64::from(pg_conn(c)), "08006");
 }
 
-/// #40: a MariaDB shutting down answers a statement with 1053 and closes the connection, as
-/// PostgreSQL sends FATAL 57P01: the connection's loss, not the statement's error. A lone BEGIN
-/// goes again on a new connection; a write is reported as lost, maybe not completed, and the
-/// session goes on.
 #[test]
 fn mysql_a_server_shutting_down_under_a_statement_is_its_connections_loss() {
     let fake = Fake::start(my_serve, Login::Normal);
     let r = my_router(&fake, "");
-    let mut c = my_connect(r.port(), "fake").expect("fake pool");
-    let first = my_conn(&mut c);
-    let (res, mut c) = bounded("BEGIN at shutdown", move || {
-        let res = c.query_drop("START TRANSACTION /* fault_shutdown_once */").map_err(|e| my_error(&e));
-        (res, c)
-    });
-    res.expect("the BEGIN went again on a new connection");
-    assert!(my_conn(&mut c) > first, "the session goes on on a new connection");
-    c.query_drop("COMMIT").expect("COMMIT");
-    let (res, mut c) = bounded("write at shutdown", move || {
-        let res = c.query_drop("UPDATE t SET a = 1 /* fault_shutdown_always */").map_err(|e| my_error(&e));
-        (res, c)
-    });
-    let err = res.expect_err("the write's connection was lost");
-    assert!(err.starts_with("1105 ") && err.contains("may not have completed"), "{err}");
-    my_conn(&mut c);
+    let run = |c: &mut mysql::Conn, sql: &str| c.query_drop(sql).map_err(|e| my_error(&e));
+    shutdown_under_a_statement_is_a_loss(my_connect(r.port(), "fake").expect("fake pool"), run, my_conn, "1105 ");
 }
 
 /// #40, as `pg_a_lone_begin_goes_past_every_connection_that_died_with_its_own` for MySQL.
