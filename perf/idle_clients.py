@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Opens N idle PostgreSQL client connections through a router listener (MD5 auth) and holds
-them until stdin closes or SIGTERM. Prints 'ready N' once every connection finished its login.
+them until stdin closes or SIGTERM. Prints 'ready N' once every connection finished its login
+(and its one QUERY, when given: a client that ran a statement before it went idle).
+
+    perf/idle_clients.py HOST PORT USER PASSWORD DATABASE N [QUERY]
 
 Used by perf/run.sh to measure router memory per idle client. Standard library only."""
 import asyncio
@@ -23,7 +26,16 @@ async def read_msg(reader):
     return tag, await reader.readexactly(length - 4)
 
 
-async def login(host, port, user, password, database, held):
+async def until_ready(reader):
+    while True:
+        tag, body = await read_msg(reader)
+        if tag == b"E":
+            raise RuntimeError(body.decode(errors="replace"))
+        if tag == b"Z":
+            return
+
+
+async def login(host, port, user, password, database, held, query):
     reader, writer = await asyncio.open_connection(host, port)
     writer.write(startup(user, database))
     while True:
@@ -40,18 +52,23 @@ async def login(host, port, user, password, database, held):
         elif tag == b"E":
             raise RuntimeError(body.decode(errors="replace"))
         elif tag == b"Z":
+            if query:
+                sql = query.encode() + b"\0"
+                writer.write(b"Q" + struct.pack("!I", len(sql) + 4) + sql)
+                await until_ready(reader)
             held.append(writer)
             return
 
 
 async def main():
     host, port, user, password, database, count = sys.argv[1:7]
+    query = sys.argv[7] if len(sys.argv) > 7 else ""
     held = []
     sem = asyncio.Semaphore(200)
 
     async def one():
         async with sem:
-            await login(host, int(port), user, password, database, held)
+            await login(host, int(port), user, password, database, held, query)
 
     await asyncio.gather(*(one() for _ in range(int(count))))
     print(f"ready {len(held)}", flush=True)

@@ -6,6 +6,7 @@
 #   perf/idle_memory.sh [N] [NAME=BINARY ...]   (defaults: 10000, built=<a release build>)
 #
 # Environment: SECONDS_PER_RUN=10 (each pgbench run); ROUNDS=3 (pgbench without/with, alternated);
+# IDLE_QUERY (each idle client runs it once before it goes idle, e.g. "SELECT 1");
 # MASSIF=DIR also runs the router under valgrind's massif with N/10 idle clients and writes its
 # report (`ms_print`: the heap's allocation sites at its peak, with the clients held) to DIR.
 set -euo pipefail
@@ -39,7 +40,7 @@ for arg in "$@"; do
     without=()
     for _ in $(seq "$ROUNDS"); do without+=("$(tps "$port")"); done
     rss0=$(rss_kib "$ROUTER_PID")
-    coproc IDLERS { python3 "$ROOT/perf/idle_clients.py" 127.0.0.1 "$port" "$PG_USER" "$PGPASSWORD" "$DB" "$N" 2>&1; }
+    coproc IDLERS { python3 "$ROOT/perf/idle_clients.py" 127.0.0.1 "$port" "$PG_USER" "$PGPASSWORD" "$DB" "$N" "${IDLE_QUERY:-}" 2>&1; }
     read -r _ ready <&"${IDLERS[0]}" || ready=0
     sleep 2
     rss1=$(rss_kib "$ROUTER_PID")

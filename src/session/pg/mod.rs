@@ -363,8 +363,11 @@ impl Session {
         if let Some(buf) = self.ex.idle_buffer() {
             rt::refill(buf); // an allocation-less buffer is empty
         }
-        let msg = std::mem::take(&mut self.io.unit);
+        let mut msg = std::mem::take(&mut self.io.unit);
         let res = self.dispatch_msg(tag, &msg).await;
+        // Emptied, so that a session going idle hands the buffer to the core's spares rather
+        // than keep its last message (a read's worth, when it was taken whole) while idle (#39).
+        msg.clear();
         self.io.unit = msg;
         self.release_message(); // #33
         res?;
