@@ -173,6 +173,9 @@ impl Seat {
     pub(super) fn call(&self) -> bool {
         self.called.fetch_add(1, Ordering::SeqCst);
         if self.head.load(Ordering::SeqCst) == NOBODY && self.answer() {
+            // Nobody here will look for a unit handed over: a grant kept would stop every
+            // later move to this core (#39).
+            self.ungrant();
             return false;
         }
         let waker = self.waker.lock().take();
@@ -183,8 +186,10 @@ impl Seat {
     }
 
     /// Takes the calls nobody answered, once this core's last waiter left (its head published
-    /// gone): whether there were any, for the leaving waiter to pass on.
+    /// gone): whether there were any, for the leaving waiter to pass on. A unit handed over and
+    /// not looked for is no longer this core's either: its grant ends (see [`Seat::call`]).
     pub(super) fn take_calls(&self) -> bool {
+        self.ungrant();
         self.called.swap(0, Ordering::SeqCst) > 0
     }
 

@@ -682,3 +682,40 @@ mod model {
         (0..400).for_each(play);
     }
 }
+
+/// A waiter of `there` that `here`'s next checkin overtakes (a move granted to it), and the
+/// waiter of `here` that overtook it.
+fn overtaken_there<'a>(here: &'a Waiters, there: &'a Waiters, later: Instant) -> (Waiting<'a>, Waiting<'a>) {
+    let old = Waiting::new(there, rt::now(), None);
+    (0..4).for_each(|_| {
+        here.line.ticket(rt::now());
+    });
+    let mine = Waiting::new(here, rt::now(), None);
+    assert!(here.overtaken(|| later), "handed to the other core");
+    assert!(!here.overtaken(|| later), "one move at a time");
+    (old, mine)
+}
+
+#[test]
+fn a_move_granted_to_a_core_whose_waiters_all_left_does_not_stop_the_next() {
+    let line = Arc::new(Line::default());
+    let (here, there) = (Waiters::new(line.clone(), 1, None), Waiters::new(line.clone(), 1, None));
+    let budget = crate::pool::BudgetRegistry::default().get("p", "h:1", 1);
+    let later = rt::now() + MOVE_AFTER + Duration::from_secs(1);
+    // The waiter there leaves (its client went away, its deadline passed) before the
+    // connection closed for it frees its unit: the call finds nobody.
+    let (old, mine) = overtaken_there(&here, &there, later);
+    drop(old);
+    budget.want();
+    budget.want();
+    here.giving(rt::now(), || here.unit_freed(&budget));
+    drop(mine);
+    // Kept, that grant stopped every later move there: a pool of one connection whose cores
+    // both had waiters then never moved it again, and the waiters there timed out (#39).
+    let (old, mine) = overtaken_there(&here, &there, later);
+    // Or the call reached it, and it left before looking: as the last waiter there, it takes
+    // the grant back with the calls.
+    there.seat.call();
+    drop((old, mine));
+    drop(overtaken_there(&here, &there, later));
+}
