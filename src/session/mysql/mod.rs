@@ -29,7 +29,6 @@ mod sqlmode;
 mod state;
 mod stmt;
 mod template;
-mod txguard;
 mod warning;
 
 use std::rc::Rc;
