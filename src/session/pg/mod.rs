@@ -228,7 +228,6 @@ impl Wire for Session {
     }
 
     const CLIENT_KILLS: bool = false;
-    const TIMEOUT_LINGERS: bool = false;
 }
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
