@@ -207,9 +207,6 @@ pub(super) fn shrink_from(buf: &mut Vec<u8>, at: usize) {
 pub(super) trait Wire: Placed {
     /// Whether a client of the wire can KILL another's session (MySQL's `KILL CONNECTION`, #18).
     const CLIENT_KILLS: bool;
-    /// Whether the router's error ending a session lingers for the client's close
-    /// ([`ClientIo::fatal`]) or the session closes once it is written.
-    const TIMEOUT_LINGERS: bool;
     /// Moves the client's next whole unit into `io.unit` (`false`: not whole yet). A unit that
     /// cannot be framed ends the session (`Err`), the client told why.
     async fn take_unit(&mut self) -> Result<bool, End>;
@@ -240,16 +237,12 @@ pub(super) trait Wire: Placed {
 }
 
 /// Ends a session whose client stayed silent past `idle_transaction_timeout` while holding its
-/// backend connection, which is closed (rolling the transaction back); the client is told why.
+/// backend connection, which is closed (rolling the transaction back); the client is told why,
+/// on either wire in a way the error survives a client that sends meanwhile (#37).
 pub(super) async fn idle_transaction_expired<W: Wire>(w: &mut W) -> End {
     let ms = w.seat().drop_idle_transaction();
     w.tell_idle_expired(ms);
-    let io = w.parts().0;
-    if W::TIMEOUT_LINGERS {
-        return io.fatal().await;
-    }
-    let _ = io.flush().await;
-    End::Fatal
+    w.parts().0.fatal().await
 }
 
 /// Ends the session as `end` says: the goodbye the client is owed, and everything the session

@@ -97,4 +97,13 @@ impl Hold {
             Hold::MidBatch | Hold::Pin(_) | Hold::Sticky => Some(routing::Hold::Pin),
         }
     }
+
+    /// What holds the session, in the words of a refusal ([`super::replica::refusal`]): the
+    /// dry-run's, but for a batch in flight, whose earlier statements ran there.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Hold::MidBatch => "earlier statements of the batch ran there and hold it until its end",
+            _ => self.kind().map_or("nothing holds it", routing::Hold::describe),
+        }
+    }
 }

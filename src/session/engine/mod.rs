@@ -10,6 +10,7 @@ pub mod hold;
 pub mod prepared;
 pub mod readonly;
 pub mod release;
+pub mod replica;
 pub mod retry;
 pub mod route;
 pub mod ryw;

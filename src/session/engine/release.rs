@@ -18,24 +18,26 @@ pub fn gives_back(mode: PoolMode, hold: Hold, move_off: bool) -> bool {
     !hold.held() && (mode != PoolMode::Session || move_off)
 }
 
-/// Why statement pooling cannot serve `sql` (each statement runs on whichever connection is
-/// free, so nothing may stay open between statements), or `None` when it can: a statement that
-/// opens a transaction (`BEGIN`, `START TRANSACTION`, MySQL's `XA START`) in either dialect, or
-/// MySQL's `SET autocommit` to anything but a plain "on" value (or back to the server's
-/// default, which may be off). What slips past is [`escaped_statement_pooling`].
+/// What a client of either wire is told when statement pooling cannot serve `sql` (each
+/// statement runs on whichever connection is free, so nothing may stay open between
+/// statements), or `None` when it can: a statement that opens a transaction (`BEGIN`, `START
+/// TRANSACTION`, MySQL's `XA START`) in either dialect, or MySQL's `SET autocommit` to anything
+/// but a plain "on" value (or back to the server's default, which may be off). The words are
+/// PgBouncer's, and why. What slips past is [`escaped_statement_pooling`].
 pub fn statement_pooling_refusal(sql: &str, dialect: Dialect) -> Option<String> {
+    const REFUSED: &str = "transaction blocks are not allowed in statement pooling mode";
     if let Some(opener) = opens_transaction(sql, dialect) {
-        return Some(format!("{opener} opens a transaction"));
+        return Some(format!("{REFUSED}: {opener} opens a transaction"));
     }
     if dialect != Dialect::MySql {
         return None; // PostgreSQL has no autocommit setting
     }
     session_effects(sql, dialect).into_effects().find_map(|e| match e {
         Effect::Set { name, stmt } if name == "autocommit" && !setting_on(&stmt) => {
-            Some(format!("{stmt} makes every later statement part of a transaction"))
+            Some(format!("{REFUSED}: {stmt} makes every later statement part of a transaction"))
         }
         Effect::Reset(name) if name == "autocommit" => {
-            Some("SET autocommit = DEFAULT makes every later statement part of a transaction".into())
+            Some(format!("{REFUSED}: SET autocommit = DEFAULT makes every later statement part of a transaction"))
         }
         _ => None,
     })

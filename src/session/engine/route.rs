@@ -1,6 +1,6 @@
-//! Routing from engine state, for both wires: the router's input built in one place, and the
-//! two policies both sessions apply after the router decided — a held replica connection takes
-//! only replica-safe statements, and a session changes pools only when nothing holds it.
+//! Routing from engine state, for both wires: the router's input built in one place, and what
+//! both sessions apply after the router decided — a session changes pools only when nothing
+//! holds it (what a held replica connection may take is [`super::replica`]'s).
 
 use std::ops::Deref;
 use std::sync::Arc;
@@ -85,49 +85,6 @@ pub fn on_replica(role: PoolRole, pool: &str, rules: &RuleSet, protocol: Protoco
     role == PoolRole::Replica
         || rules.is_replica(pool)
         || (read && rules.primary_pool(protocol).is_none_or(|p| **p != *pool))
-}
-
-/// A statement routed while the session may hold a replica connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeldReplica {
-    /// Something holds the session on its connection.
-    pub held: bool,
-    /// That connection is to a replica (by role, or the protocol's read pool).
-    pub on_replica: bool,
-    /// Why the statement may not run on a held replica connection, if it may not. Each wire
-    /// judges this itself on purpose: a PostgreSQL standby refuses writes and locks by itself
-    /// and only those are kept from it, while a MySQL replica would run them (and session state
-    /// would then pin the session there), so MySQL refuses more.
-    pub unsafe_there: Option<&'static str>,
-    /// The statement may run on the primary on a connection of its own while this one waits
-    /// (MySQL: only a cursor holds it and the statement means the same on any connection).
-    pub may_detour: bool,
-}
-
-/// What becomes of a statement on a held replica connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Guard {
-    /// It may run where the router sent it.
-    Pass,
-    /// It runs on the primary, the held connection untouched.
-    Detour,
-    /// It is refused before anything runs, for this reason.
-    Refuse(&'static str),
-}
-
-/// Replica safety while held: a statement that is not replica-safe never reaches a held
-/// replica connection, and cannot move either; it detours when it may.
-pub fn guard(s: &HeldReplica) -> Guard {
-    match s.unsafe_there {
-        Some(why) if s.held && s.on_replica => {
-            if s.may_detour {
-                Guard::Detour
-            } else {
-                Guard::Refuse(why)
-            }
-        }
-        _ => Guard::Pass,
-    }
 }
 
 /// Where the session goes for a statement routed to pool `target`.

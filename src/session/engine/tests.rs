@@ -5,12 +5,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::hold::{Exchange, Hold, HoldFacts};
-use super::route::{causal_position, guard, plan, replica_read, Guard, HeldReplica, Plan, RouteContext};
+use super::replica::{guard, Guard, HeldReplica};
+use super::route::{causal_position, plan, replica_read, Plan, RouteContext};
 use crate::config::{PoolRole, Protocol, ReadYourWrites};
 use crate::id::Position;
 use crate::routing::{self, Catalogs, RouteInput, Router, RuleSet, RywState};
 use crate::sql::analyze::PinReason;
 use crate::sql::mode::SessionModes;
+use crate::sql::Dialect;
 
 const CONNECTED: HoldFacts = HoldFacts {
     connected: true,
@@ -153,34 +155,6 @@ fn the_dry_run_names_what_the_mysql_session_reported_before() {
     ];
     for (f, name) in rows {
         assert_eq!(Hold::of(&f).kind().map(routing::Hold::as_str), Some(name), "{f:?}");
-    }
-}
-
-/// A held-replica question with everything permissive but what the row sets.
-fn exposed(held: bool, on_replica: bool, unsafe_there: Option<&'static str>, may_detour: bool) -> Guard {
-    guard(&HeldReplica { held, on_replica, unsafe_there, may_detour })
-}
-
-#[test]
-fn replica_safety_while_held() {
-    let rows = [
-        // held, on replica, why unsafe, may detour -> guard
-        (true, true, Some("write"), false, Guard::Refuse("write")),
-        (true, true, Some("row_lock"), false, Guard::Refuse("row_lock")),
-        (true, true, Some("session_pin"), false, Guard::Refuse("session_pin")),
-        (true, true, Some("unanalyzable"), false, Guard::Refuse("unanalyzable")),
-        (true, true, Some("write"), true, Guard::Detour),
-        (true, true, None, false, Guard::Pass),
-        (true, true, None, true, Guard::Pass),
-        (false, true, Some("write"), false, Guard::Pass),
-        (false, true, Some("write"), true, Guard::Pass),
-        (true, false, Some("write"), false, Guard::Pass),
-        (true, false, Some("write"), true, Guard::Pass),
-        (false, false, Some("write"), false, Guard::Pass),
-        (false, false, None, false, Guard::Pass),
-    ];
-    for (held, on_replica, why, detour, want) in rows {
-        assert_eq!(exposed(held, on_replica, why, detour), want, "{held} {on_replica} {why:?} {detour}");
     }
 }
 
@@ -477,31 +451,37 @@ fn a_read_only_transaction_reports_itself_only_inside_a_transaction() {
     }
 }
 
+/// [`guard`] of a write for a session in the hold `hold` on a replica connection or not, in
+/// `dialect`.
+fn write_guard(hold: Hold, on_replica: bool, dialect: Dialect, may_detour: bool) -> Guard {
+    let protocol = if dialect == Dialect::Postgres { Protocol::Postgres } else { Protocol::MySql };
+    let sql = "UPDATE t SET a = 1";
+    let facts = decided(protocol, sql, false).facts;
+    let read_only_tx = matches!(hold, Hold::Tx { read_only: true });
+    guard(&HeldReplica { held: hold.held(), on_replica, dialect, read_only_tx }, &facts, sql, || may_detour)
+}
+
 #[test]
 fn an_unsafe_statement_is_refused_on_a_replica_in_every_held_state() {
-    for f in every_state() {
-        let hold = Hold::of(&f);
-        let g =
-            guard(&HeldReplica { held: hold.held(), on_replica: true, unsafe_there: Some("write"), may_detour: false });
-        assert_eq!(g == Guard::Refuse("write"), hold.held(), "{f:?}");
-        let off = guard(&HeldReplica {
-            held: hold.held(),
-            on_replica: false,
-            unsafe_there: Some("write"),
-            may_detour: false,
-        });
-        assert_eq!(off, Guard::Pass, "not a replica: {f:?}");
+    for dialect in [Dialect::Postgres, Dialect::MySql] {
+        for f in every_state() {
+            let hold = Hold::of(&f);
+            let g = write_guard(hold, true, dialect, false);
+            assert_eq!(g == Guard::Refuse("write"), hold.held(), "{dialect:?} {f:?}");
+            assert_eq!(write_guard(hold, false, dialect, false), Guard::Pass, "not a replica: {dialect:?} {f:?}");
+        }
     }
 }
 
 #[test]
 fn a_session_that_may_move_is_never_refused_for_its_hold() {
-    for f in every_state() {
-        let hold = Hold::of(&f);
-        let moves = plan(hold, "r", "w") == Plan::Move;
-        let g =
-            guard(&HeldReplica { held: hold.held(), on_replica: true, unsafe_there: Some("write"), may_detour: true });
-        assert_eq!(moves, g == Guard::Pass, "moving and being held exclude each other: {f:?}");
+    for dialect in [Dialect::Postgres, Dialect::MySql] {
+        for f in every_state() {
+            let hold = Hold::of(&f);
+            let moves = plan(hold, "r", "w") == Plan::Move;
+            let g = write_guard(hold, true, dialect, true);
+            assert_eq!(moves, g == Guard::Pass, "moving and being held exclude each other: {dialect:?} {f:?}");
+        }
     }
 }
 

@@ -750,10 +750,38 @@ fn statement_pooling_refuses_transaction_openers_in_both_dialects() {
         for sql in rows {
             let why = statement_pooling_refusal(sql, dialect).unwrap_or_default();
             assert!(why.ends_with("opens a transaction"), "{dialect:?} {sql}: {why}");
+            // Both wires say it in the same words (PgBouncer's, which clients know, and why).
+            assert!(why.starts_with("transaction blocks are not allowed in statement pooling mode: "), "{why}");
         }
         for sql in ["SELECT 1", "UPDATE t SET a = 1", "SELECT 'BEGIN'", "COMMIT", "SET search_path = s"] {
             assert_eq!(statement_pooling_refusal(sql, dialect), None, "{dialect:?} {sql}");
         }
+    }
+}
+
+#[test]
+fn statement_pooling_sees_a_postgresql_transaction_block_in_any_statement_of_a_text() {
+    for sql in [
+        "BEGIN",
+        "begin isolation level serializable",
+        "START TRANSACTION READ ONLY",
+        "/* app */ start transaction",
+        "SELECT 1; BEGIN",
+        "SELECT 1;BEGIN READ ONLY;",
+        "SELECT 1; -- x\n START TRANSACTION; SELECT 2",
+    ] {
+        assert!(statement_pooling_refusal(sql, Dialect::Postgres).is_some(), "{sql}");
+    }
+    for sql in [
+        "SELECT 1",
+        "SELECT 'BEGIN'",
+        "SELECT 1; SELECT 'START TRANSACTION'",
+        "SELECT begin FROM t",
+        "COMMIT; SELECT 1",
+        "START",
+        "SET x = 'BEGIN'; -- BEGIN",
+    ] {
+        assert!(statement_pooling_refusal(sql, Dialect::Postgres).is_none(), "{sql}");
     }
 }
 

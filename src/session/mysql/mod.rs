@@ -29,7 +29,6 @@ mod sqlmode;
 mod state;
 mod stmt;
 mod template;
-mod txguard;
 mod warning;
 
 use std::rc::Rc;
@@ -179,7 +178,6 @@ pub(super) struct Session {
 
 impl Wire for Session {
     const CLIENT_KILLS: bool = true;
-    const TIMEOUT_LINGERS: bool = true;
 
     /// Takes the next command's payload; malformed framing gets an ERR and ends the session.
     async fn take_unit(&mut self) -> Result<bool, End> {

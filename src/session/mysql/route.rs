@@ -72,7 +72,7 @@ impl Session {
         if self.seat.pool.config.mode != PoolMode::Statement {
             return None;
         }
-        let text = super::settle::statement_pooling_refusal(&self.seat.pool.config.name, sql)?;
+        let text = release::statement_pooling_refusal(sql, crate::sql::Dialect::MySql)?;
         Some(MyClientError::new(ER_STATEMENT_POOLING, text))
     }
 

@@ -6,24 +6,17 @@
 //! The session calls [`settle`] for every statement that needs it; the dry-run calls the same
 //! function with the state it is asked to assume.
 
-use super::txguard;
 use crate::routing::{Decision, DecisionError, DecisionKind, Hold, MySqlSession, Outcome, Settled};
 use crate::session::engine::release;
-use crate::session::engine::route::{self, Guard, HeldReplica};
+use crate::session::engine::replica::{self, Guard, HeldReplica};
 use crate::sql::analyze::{session_effects, Operation};
 use crate::sql::Dialect;
-
-/// The refusal text of a statement statement pooling on `pool` cannot serve, if it cannot.
-pub fn statement_pooling_refusal(pool: &str, sql: &str) -> Option<String> {
-    let why = release::statement_pooling_refusal(sql, Dialect::MySql)?;
-    Some(format!("pool \"{pool}\" uses statement pooling, which cannot serve a transaction spanning statements: {why}"))
-}
 
 /// Settles `decision` for a session in state `s`; the decision's outcome then says where the
 /// statement goes (the primary for a detour or a write transaction, a reject for a refusal).
 pub fn settle(decision: &mut Decision, sql: &str, s: &MySqlSession<'_>) -> Settled {
     if s.statement_pooling {
-        if let Some(text) = statement_pooling_refusal(s.pool, sql) {
+        if let Some(text) = release::statement_pooling_refusal(sql, Dialect::MySql) {
             decision.outcome = Outcome::Reject(text.as_str().into());
             return Settled::StatementPooling(text);
         }
@@ -36,12 +29,11 @@ pub fn settle(decision: &mut Decision, sql: &str, s: &MySqlSession<'_>) -> Settl
     if !matches!(decision.outcome, Outcome::Route(_)) && !held_refusal {
         return Settled::AsRouted; // a rule's reject or a hint's error stands as the router said
     }
-    // Asked only when it matters: the check reads the statement's session effects.
-    let unsafe_there =
-        s.hold.filter(|_| s.on_replica).and_then(|_| txguard::held_replica_refusal(&decision.facts, sql));
     let elsewhere = s.primary.clone().filter(|p| **p != *s.pool);
-    let may_detour = unsafe_there.is_some() && elsewhere.is_some() && s.cursor_only && detourable(decision, sql);
-    match route::guard(&HeldReplica { held: s.hold.is_some(), on_replica: s.on_replica, unsafe_there, may_detour }) {
+    let h =
+        HeldReplica { held: s.hold.is_some(), on_replica: s.on_replica, dialect: Dialect::MySql, read_only_tx: false };
+    let may_detour = || elsewhere.is_some() && s.cursor_only && detourable(decision, sql);
+    match replica::guard(&h, &decision.facts, sql, may_detour) {
         Guard::Pass => {}
         Guard::Detour => {
             if let Some(p) = elsewhere {
@@ -50,12 +42,7 @@ pub fn settle(decision: &mut Decision, sql: &str, s: &MySqlSession<'_>) -> Settl
             return Settled::Detour;
         }
         Guard::Refuse(why) => {
-            let text = format!(
-                "Cannot execute statement: the session holds a connection to replica pool \"{}\" ({}) and the \
-                 statement is not replica-safe ({why}); end the transaction or close the cursor first",
-                s.pool,
-                s.hold.map(Hold::describe).unwrap_or_default()
-            );
+            let text = replica::refusal(s.pool, why, s.hold.map(Hold::describe).unwrap_or_default());
             decision.outcome = Outcome::Reject(text.as_str().into());
             return Settled::HeldReplica(text);
         }

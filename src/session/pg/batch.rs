@@ -15,9 +15,9 @@ use crate::protocol::pg::tag::frontend as client;
 use crate::protocol::pg::{sqlstate, Frame, FrontendMessage, RawFrames, Target};
 use crate::routing::{Decision, DecisionKind, Outcome, StatementKey};
 use crate::session::client_error::PgClientError;
-use crate::session::engine::hold::Hold;
-use crate::session::engine::route::{guard, Guard, HeldReplica};
+use crate::session::engine::replica::{self, Guard, HeldReplica};
 use crate::session::placement::Placed;
+use crate::sql::Dialect;
 
 /// Bytes of client messages held for one batch (a larger batch goes to the primary).
 const HOLD_BYTES: usize = 64 * 1024;
@@ -85,12 +85,6 @@ pub(super) fn statements(bytes: &[u8], known: &Stmts) -> Vec<(String, Option<Sta
         }
     }
     out
-}
-
-/// Whether a statement cannot change data or lock rows where it runs (what a held replica
-/// connection may still be given).
-fn replica_safe(d: &Decision) -> bool {
-    !d.facts.changes_data && d.facts.locking.is_none()
 }
 
 impl Session {
@@ -191,25 +185,18 @@ impl Session {
     /// The error for a statement that is not replica-safe while the session is held on the read
     /// pool (an open transaction, part of a pipeline already run there, pinned state): it must
     /// never be sent there, and cannot move either.
-    pub(super) fn replica_hold_refusal(&self, d: &Decision) -> Option<PgClientError> {
-        let on_replica = self.seat.on_replica(Protocol::Postgres);
-        let read_only = self.progress.read_only_tx && d.facts.safe_when_read_only(); // #34
+    pub(super) fn replica_hold_refusal(&self, d: &Decision, sql: &str) -> Option<PgClientError> {
         let hold = self.holding();
-        let unsafe_there = (!replica_safe(d) && !read_only).then(|| d.facts.ineligibility.unwrap_or("unanalyzable"));
-        let Guard::Refuse(why) = guard(&HeldReplica { held: hold.held(), on_replica, unsafe_there, may_detour: false })
-        else {
-            return None;
+        let on_replica = self.seat.on_replica(Protocol::Postgres);
+        let s = HeldReplica {
+            held: hold.held(),
+            on_replica,
+            dialect: Dialect::Postgres,
+            read_only_tx: self.progress.read_only_tx,
         };
-        let hold = match hold {
-            Hold::Tx { .. } => "the open transaction runs there",
-            Hold::MidBatch => "earlier statements of this pipeline ran there and hold it until Sync",
-            _ => "session state pins the session there",
-        };
-        let pool = self.seat.pool.name();
-        Some(PgClientError::new(
-            sqlstate::READ_ONLY_SQL_TRANSACTION,
-            format!("cannot run a statement that is not replica-safe ({why}) on read pool \"{pool}\": {hold}"),
-        ))
+        let Guard::Refuse(why) = replica::guard(&s, &d.facts, sql, || false) else { return None };
+        let text = replica::refusal(self.seat.pool.name(), why, hold.describe());
+        Some(PgClientError::new(sqlstate::READ_ONLY_SQL_TRANSACTION, text))
     }
 
     /// The write pool, when the batch being released must not use the read pool.

@@ -60,7 +60,6 @@ use crate::session::state::SessionState;
 use crate::session::{handover::Client, CoreContext, HandedSession};
 use crate::sql::analyze::PinReason;
 use prepared::Expect;
-use readonly::begins_transaction;
 
 /// One PostgreSQL client connection.
 pub(super) struct Session {
@@ -229,7 +228,6 @@ impl Wire for Session {
     }
 
     const CLIENT_KILLS: bool = false;
-    const TIMEOUT_LINGERS: bool = false;
 }
 
 /// Turns away a client over its listener's `max_client_connections` (see [`login::turn_away`]).
@@ -701,13 +699,11 @@ impl Session {
         Ok(())
     }
 
-    /// Statement pooling's refusal of `sql` ([`release::statement_pooling_refusal`]), in the
-    /// words PgBouncer uses.
+    /// Statement pooling's refusal of `sql` ([`release::statement_pooling_refusal`]).
     fn statement_pooling_refusal(&self, sql: &str) -> Option<PgClientError> {
-        let refused = self.seat.pool.config.mode == PoolMode::Statement
-            && release::statement_pooling_refusal(sql, crate::sql::Dialect::Postgres).is_some();
-        let text = "transaction blocks are not allowed in statement pooling mode";
-        refused.then(|| PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, text))
+        let text = (self.seat.pool.config.mode == PoolMode::Statement)
+            .then(|| release::statement_pooling_refusal(sql, crate::sql::Dialect::Postgres))??;
+        Some(PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, text))
     }
 }
 

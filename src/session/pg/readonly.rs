@@ -21,13 +21,6 @@ use crate::session::engine::readonly::{self, Facts, Step, Tx};
 use crate::session::engine::text::Text;
 use crate::session::placement::Placed;
 use crate::sql::analyze::AccessMode;
-use crate::sql::Dialect;
-
-/// Whether `sql` opens a transaction block in any of its statements (`SELECT 1; BEGIN` too):
-/// what statement pooling refuses, through the classifier MySQL sessions use as well (#37).
-pub(super) fn begins_transaction(sql: &str) -> bool {
-    crate::sql::analyze::opens_transaction(sql, Dialect::Postgres).is_some()
-}
 
 /// Whether a parameter's text value is a true boolean, as PostgreSQL reads one.
 fn is_on(value: &str) -> bool {

@@ -74,7 +74,7 @@ impl Session {
             self.move_fresh_transaction(text).await?; // #34
         }
         let decision = self.decide_in_batch(text, key);
-        if let Some(e) = self.replica_hold_refusal(&decision) {
+        if let Some(e) = self.replica_hold_refusal(&decision, sql) {
             return Err(e);
         }
         let now = rt::now();

@@ -15,7 +15,6 @@ use crate::bridge::pg_portal::{limit_rows, resume_rows};
 use crate::bridge::pg_result::{encode_error_fields, PgResultWriter};
 use crate::bridge::pg_value::{my_params, MyParam};
 use crate::bridge::placeholder::question_placeholders;
-use crate::config::PoolMode;
 use crate::pool::ConnInfo;
 use crate::protocol::mysql::response::{classify_response, ResponseKind, StmtPrepareOk};
 use crate::protocol::mysql::{encode_execute_params, ColumnDefinition41, Command, ErrPacket, ExecuteParams};
@@ -110,11 +109,8 @@ impl Session {
         mut types: Vec<u32>,
         translated: bool,
     ) -> Result<(), End> {
-        if self.seat.pool.config.mode == PoolMode::Statement && super::super::begins_transaction(query) {
-            return self.fail_batch(PgClientError::new(
-                sqlstate::FEATURE_NOT_SUPPORTED,
-                "transaction blocks are not allowed in statement pooling mode",
-            ));
+        if let Some(e) = self.statement_pooling_refusal(query) {
+            return self.fail_batch(e);
         }
         if !name.is_empty() && self.bridge.stmts.contains_key(name) {
             // As PostgreSQL: the existing statement stays and the batch fails (#18).

@@ -146,9 +146,8 @@ impl Session {
 
     /// A simple Query: `COM_QUERY` with the text as written, each result translated.
     async fn bridged_query(&mut self, sql: &str) -> Result<(), End> {
-        if self.seat.pool.config.mode == PoolMode::Statement && super::begins_transaction(sql) {
-            let why = "transaction blocks are not allowed in statement pooling mode";
-            return self.refuse_query(PgClientError::new(sqlstate::FEATURE_NOT_SUPPORTED, why)).await;
+        if let Some(e) = self.statement_pooling_refusal(sql) {
+            return self.refuse_query(e).await;
         }
         if let Err(e) = self.my_simple(sql, false).await {
             return self.bridged_lost(false, e).await;
