@@ -340,12 +340,12 @@ impl Session {
         true
     }
 
-    /// The grammar of an execute of the statement prepared from `origin`, already routed:
-    /// MariaDB prepares `LOAD DATA LOCAL INFILE` too, and its execute asks for the file as the
-    /// text query does (#34), so it is relayed under the same conditions; `None` when it was
-    /// refused.
-    pub(super) fn execute_grammar(&mut self, origin: &str) -> Option<Grammar> {
-        if !super::loads_local_file(origin) {
+    /// The grammar of an execute of a prepared statement, already routed, that
+    /// `loads_local_file`: MariaDB prepares `LOAD DATA LOCAL INFILE` too, and its execute asks
+    /// for the file as the text query does (#34), so it is relayed under the same conditions;
+    /// `None` when it was refused.
+    pub(super) fn execute_grammar(&mut self, loads_local_file: bool) -> Option<Grammar> {
+        if !loads_local_file {
             Some(Grammar::Execute)
         } else if self.refuses_local_infile() {
             None

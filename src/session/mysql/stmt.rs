@@ -34,7 +34,7 @@ use crate::session::engine::text::Text;
 use crate::session::error::RelayError;
 use crate::session::loss;
 use crate::session::placement::Placed;
-use crate::sql::analyze::{session_effects, Effect, PinReason};
+use crate::sql::analyze::{session_effects, Effect};
 use crate::sql::Dialect;
 
 /// `ER_OUT_OF_RESOURCES`.
@@ -322,9 +322,9 @@ impl Session {
         let origin = String::from_utf8_lossy(sql).into_owned();
         let route_key = self.seat.ctx.statement_key(&origin, Protocol::MySql);
         let decision = self.decide(&origin, Some(route_key));
-        let (prepared, order) = match decision.rewritten {
-            Some(t) => (t.sql.into_bytes(), t.param_order.map(Rc::from)),
-            None => (sql.to_vec(), None),
+        let (prepared, order): (Rc<[u8]>, _) = match decision.rewritten {
+            Some(t) => (t.sql.into_bytes().into(), t.param_order.map(Rc::from)),
+            None => (sql.into(), None),
         };
         let effects = session_effects(&String::from_utf8_lossy(&prepared), Dialect::MySql).list;
         let pins: Vec<(usize, Effect)> = effects.into_iter().filter(|(_, e)| matches!(e, Effect::Pin(_))).collect();
@@ -346,7 +346,7 @@ impl Session {
     /// Relays a prepare response under a router-issued statement id.
     async fn relay_prepare(
         &mut self,
-        sql: Vec<u8>,
+        sql: Rc<[u8]>,
         origin: Rc<str>,
         route_key: StatementKey,
         order: Option<Rc<[u16]>>,
@@ -441,8 +441,8 @@ impl Session {
             e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
-        let (key, sql, params) = (stmt.key, stmt.sql.clone(), stmt.params);
-        let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
+        let (key, sql, origin, route_key) = (stmt.key, stmt.sql.clone(), stmt.origin.clone(), stmt.route_key);
+        let reading = stmt.reading();
         if let Some(e) = self.statement_pooling_refusal(&origin) {
             e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
@@ -456,7 +456,9 @@ impl Session {
             self.close_cursor().await;
             self.maybe_release().await;
         }
-        let Some((routed, grammar)) = self.route_execute(id, &origin, route_key).await else { return Ok(()) };
+        let Some((routed, grammar)) = self.route_execute(id, &origin, route_key, reading.loads_local_file).await else {
+            return Ok(());
+        };
         let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
         let long_data = std::mem::take(&mut stmt.long_data);
         stmt.long_charge = None; // sent or dropped below
@@ -486,19 +488,20 @@ impl Session {
         if outcome.cursor {
             self.tx.cursor = Some((self.stmts.resolve(id), backend_id));
         }
-        self.state.apply(&executed_effects(&sql, params), outcome.succeeded);
+        self.state.apply(&reading.effects, outcome.succeeded);
         self.record(&outcome);
         self.after_response(&outcome).await;
         Ok(())
     }
 
-    /// Routes an execute of statement `id` (client text `origin`), with the grammar of its
-    /// response; `None` when it runs nowhere (the client was told).
+    /// Routes an execute of statement `id` (client text `origin`, which `loads_local_file`),
+    /// with the grammar of its response; `None` when it runs nowhere (the client was told).
     async fn route_execute(
         &mut self,
         id: u32,
         origin: &str,
         route_key: Option<StatementKey>,
+        loads_local_file: bool,
     ) -> Option<(Routed, Grammar)> {
         let routed = match self.route_statement(origin, route_key).await {
             Ok(r) => r,
@@ -523,7 +526,7 @@ impl Session {
                 .encode(self.client.reply_seq, &mut self.io.out);
             return None;
         }
-        let grammar = self.execute_grammar(origin)?;
+        let grammar = self.execute_grammar(loads_local_file)?;
         Some((routed, grammar))
     }
 
@@ -676,22 +679,3 @@ impl Session {
         Ok(())
     }
 }
-
-/// The session effects of executing prepared `sql` with `params` parameters: a prepared `SET`
-/// or `USE` changes the session as a text one does (a prepared `SET autocommit = 0` included,
-/// #19). With parameters the value is not in the text, so the setting cannot be replayed and
-/// pins the session instead.
-fn executed_effects(sql: &[u8], params: u16) -> Vec<(usize, Effect)> {
-    let mut effects = session_effects(&String::from_utf8_lossy(sql), Dialect::MySql).list;
-    if params > 0 {
-        for (_, e) in &mut effects {
-            if !matches!(e, Effect::Pin(_)) {
-                *e = Effect::Pin(PinReason::UntrackedSetting);
-            }
-        }
-    }
-    effects
-}
-
-#[cfg(test)]
-mod tests;
