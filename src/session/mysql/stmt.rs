@@ -20,6 +20,7 @@ use crate::protocol::mysql::command::{
     COM_STMT_SEND_LONG_DATA,
 };
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_UNKNOWN_STMT_HANDLER, ER_WRONG_ARGUMENTS};
+use crate::protocol::mysql::framer::encode_framed;
 use crate::protocol::mysql::response::{
     SERVER_MORE_RESULTS_EXISTS, SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_LAST_ROW_SENT,
 };
@@ -556,21 +557,14 @@ impl Session {
     /// `backend_id`, after its long data; `false` when its parameters do not fit the statement.
     fn queue_execute(&mut self, payload: &[u8], id: u32, backend_id: u32, long_data: Vec<(u16, Vec<u8>)>) -> bool {
         let Some(stmt) = self.stmts.get_mut(id) else { return false };
-        let (params, order) = (stmt.params, stmt.order.clone());
-        let mut cmd = Vec::with_capacity(payload.len() + 16);
-        let valid = match order.as_deref() {
-            None => rewrite_execute(payload, backend_id, params, &mut stmt.types, &mut cmd),
-            Some(order) => {
-                let long: Vec<bool> = (0..params).map(|i| long_data.iter().any(|(p, _)| *p == i)).collect();
-                reorder_execute(payload, backend_id, params, order, &long, &mut stmt.types, &mut cmd)
-            }
+        let (params, order) = (stmt.params, stmt.order.as_deref());
+        let long: Vec<bool> = match order {
+            None => Vec::new(),
+            Some(_) => (0..params).map(|i| long_data.iter().any(|(p, _)| *p == i)).collect(),
         };
-        if !valid {
-            return false;
-        }
         self.link.out.clear();
         for (param, data) in long_data {
-            for target in backend_params(order.as_deref(), param) {
+            for target in backend_params(order, param) {
                 let mut p = Vec::with_capacity(data.len() + 7);
                 p.push(COM_STMT_SEND_LONG_DATA);
                 put_u32(&mut p, backend_id);
@@ -579,7 +573,19 @@ impl Session {
                 encode_packets(&p, 0, &mut self.link.out);
             }
         }
-        self.link.seq = Some(encode_packets(&cmd, 0, &mut self.link.out));
+        // Written where it is sent from, not built apart and copied there (#39).
+        let mut valid = false;
+        let seq = encode_framed(0, &mut self.link.out, |cmd| {
+            valid = match order {
+                None => rewrite_execute(payload, backend_id, params, &mut stmt.types, cmd),
+                Some(order) => reorder_execute(payload, backend_id, params, order, &long, &mut stmt.types, cmd),
+            };
+        });
+        if !valid {
+            self.link.out.clear();
+            return false;
+        }
+        self.link.seq = Some(seq);
         true
     }
 
