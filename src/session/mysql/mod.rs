@@ -742,11 +742,16 @@ fn loads_local_file(sql: &str) -> bool {
     })
 }
 
+/// The word [`names_infile`] looks for.
+const INFILE: [u8; 6] = *b"infile";
+
 /// Whether `infile` occurs in `b`, in any case: only the windows around its `f`s, found with
 /// memchr's vector search, are compared.
 fn names_infile(b: &[u8]) -> bool {
-    memchr::memchr2_iter(b'f', b'F', b).any(|f| {
-        f.checked_sub(2).and_then(|start| b.get(start..start + 6)).is_some_and(|w| w.eq_ignore_ascii_case(b"infile"))
+    let [_, _, f, ..] = INFILE;
+    memchr::memchr2_iter(f, f.to_ascii_uppercase(), b).any(|at| {
+        let window = at.checked_sub(2).and_then(|start| b.get(start..start + INFILE.len()));
+        window.is_some_and(|w| w.eq_ignore_ascii_case(&INFILE))
     })
 }
 

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use super::causal::CommitGtid;
 use super::prepared::{
-    backend_params, long_data_admission, reorder_execute, rewrite_execute, statement_key, LongRefusal, Stmt,
+    backend_params, long_data_admission, reorder_execute, rewrite_execute, statement_key, LongRefusal, Reading, Stmt,
 };
 use super::relay::Grammar;
 use super::route::Routed;
@@ -457,9 +457,7 @@ impl Session {
             self.close_cursor().await;
             self.maybe_release().await;
         }
-        let Some((routed, grammar)) = self.route_execute(id, &origin, route_key, reading.loads_local_file).await else {
-            return Ok(());
-        };
+        let Some((routed, grammar)) = self.route_execute(id, &origin, route_key, &reading).await else { return Ok(()) };
         let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
         let long_data = std::mem::take(&mut stmt.long_data);
         stmt.long_charge = None; // sent or dropped below
@@ -495,14 +493,14 @@ impl Session {
         Ok(())
     }
 
-    /// Routes an execute of statement `id` (client text `origin`, which `loads_local_file`),
-    /// with the grammar of its response; `None` when it runs nowhere (the client was told).
+    /// Routes an execute of statement `id` (client text `origin`, read as `reading`), with the
+    /// grammar of its response; `None` when it runs nowhere (the client was told).
     async fn route_execute(
         &mut self,
         id: u32,
         origin: &str,
         route_key: Option<StatementKey>,
-        loads_local_file: bool,
+        reading: &Reading,
     ) -> Option<(Routed, Grammar)> {
         let routed = match self.route_statement(origin, route_key).await {
             Ok(r) => r,
@@ -527,7 +525,7 @@ impl Session {
                 .encode(self.client.reply_seq, &mut self.io.out);
             return None;
         }
-        let grammar = self.execute_grammar(loads_local_file)?;
+        let grammar = self.execute_grammar(reading.loads_local_file)?;
         Some((routed, grammar))
     }
 
