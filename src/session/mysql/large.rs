@@ -77,7 +77,7 @@ impl Session {
         let mut held = self.seat.ctx.client_budget().charge(BufferKind::Rows);
         let mut left = HEADER_LEN + len;
         while left > 0 {
-            let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+            let conn = self.seat.conn.as_mut().ok_or_else(super::relay::no_backend)?;
             let pos = self.link.pos;
             let piece = conn.rbuf.len().saturating_sub(pos).min(left);
             if piece == 0 {

@@ -4,6 +4,7 @@
 //! them to a connection that never saw them), long data buffered until the execute, and the
 //! reordering of parameters for a translation that moves or repeats the client's `?`.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -16,14 +17,17 @@ use crate::protocol::mysql::command::COM_STMT_EXECUTE;
 use crate::protocol::mysql::execute::PARAM_UNSIGNED;
 use crate::protocol::mysql::{decode_execute_params, encode_execute_params, ColumnType, ValueType};
 use crate::routing::StatementKey;
+use crate::sql::analyze::{session_effects, Effect, PinReason};
+use crate::sql::Dialect;
 
 /// One client statement.
 #[derive(Debug)]
 pub(super) struct Stmt {
     /// Identity of text + default database; names the statement on backend connections.
     pub key: u64,
-    /// The statement text prepared on backends (a translation rule's rewrite, if one applied).
-    pub sql: Vec<u8>,
+    /// The statement text prepared on backends (a translation rule's rewrite, if one applied);
+    /// shared with each execute, which may prepare it again after awaiting a connection.
+    pub sql: Rc<[u8]>,
     /// The client's original text: what the statement is routed by at every execute.
     pub origin: Rc<str>,
     /// The routing key of `origin`, computed once at prepare.
@@ -33,6 +37,9 @@ pub(super) struct Stmt {
     /// For a translation that moves or repeats the `?` parameters: for each `?` of `sql`, the
     /// client parameter it takes (from the routing decision at prepare).
     pub order: Option<Rc<[u16]>>,
+    /// What executing it does beyond its result, read from its texts at its first execute (once
+    /// `params` is final) rather than at every one (#39); see [`Stmt::reading`].
+    reading: OnceCell<Rc<Reading>>,
     /// Parameter types (2 bytes each) from the last execute that bound them.
     pub types: Vec<u8>,
     /// `COM_STMT_SEND_LONG_DATA` chunks waiting for the next execute: (parameter, bytes).
@@ -72,10 +79,21 @@ pub(super) fn long_data_admission(
     Ok(())
 }
 
-/// A client's statements by router-issued id.
+/// What an execute of a statement needs read from its texts: the same at every execute.
+#[derive(Debug, PartialEq)]
+pub(super) struct Reading {
+    /// The session effects of executing it ([`executed_effects`] of what backends prepare).
+    pub effects: Vec<(usize, Effect)>,
+    /// The client's text is a `LOAD DATA LOCAL INFILE`, whose execute asks for the client's
+    /// file (#34).
+    pub loads_local_file: bool,
+}
+
+/// A client's statements by router-issued id. ahash rather than std's SipHash: every execute
+/// looks its statement up (#39); its keys are random per map as SipHash's are.
 #[derive(Debug, Default)]
 pub(super) struct Statements {
-    by_id: HashMap<u32, Stmt>,
+    by_id: HashMap<u32, Stmt, ahash::RandomState>,
     /// Bytes of statement text held (`limits.session_prepared_bytes`, #33).
     bytes: usize,
     /// What they hold against the process's client buffer budget.
@@ -175,7 +193,7 @@ impl Statements {
             stmts.push(FrozenStmt {
                 id: *id,
                 key: s.key,
-                sql: s.sql.clone(),
+                sql: s.sql.to_vec(),
                 origin: s.origin.to_string(),
                 params: s.params,
                 order: s.order.as_deref().map(<[u16]>::to_vec),
@@ -195,7 +213,7 @@ impl Statements {
     ) -> Statements {
         let mut out = Statements { next_id: frozen.next_id, last: frozen.last, ..Statements::default() };
         for f in frozen.stmts {
-            let mut stmt = Stmt::new(f.key, f.sql, f.origin.into(), f.params, f.order.map(Rc::from));
+            let mut stmt = Stmt::new(f.key, f.sql.into(), f.origin.into(), f.params, f.order.map(Rc::from));
             stmt.route_key = route_key(&stmt.origin);
             stmt.types = f.types;
             out.bytes += stmt.text_len();
@@ -211,15 +229,44 @@ impl Stmt {
     /// Statement `key`, prepared on backends as `sql`, the client's `origin` text with `params`
     /// parameters (and their `order` for a reordering translation); routed without a key and
     /// with no types bound yet.
-    pub fn new(key: u64, sql: Vec<u8>, origin: Rc<str>, params: u16, order: Option<Rc<[u16]>>) -> Self {
-        let (types, long_data, long_refused, long_charge) = (Vec::new(), Vec::new(), None, None);
-        Stmt { key, sql, origin, route_key: None, params, order, types, long_data, long_refused, long_charge }
+    pub fn new(key: u64, sql: Rc<[u8]>, origin: Rc<str>, params: u16, order: Option<Rc<[u16]>>) -> Self {
+        let (reading, types, long_data, long_refused, long_charge) =
+            (OnceCell::new(), Vec::new(), Vec::new(), None, None);
+        let route_key = None;
+        Stmt { key, sql, origin, route_key, params, order, reading, types, long_data, long_refused, long_charge }
+    }
+
+    /// What executing the statement does to the session and whether it loads a local file,
+    /// read from `sql`, `params` and `origin` at the first call.
+    pub fn reading(&self) -> Rc<Reading> {
+        self.reading
+            .get_or_init(|| {
+                let effects = executed_effects(&self.sql, self.params);
+                Rc::new(Reading { effects, loads_local_file: super::loads_local_file(&self.origin) })
+            })
+            .clone()
     }
 
     /// Bytes of text the statement holds (what it prepares, and the client's text if another).
     fn text_len(&self) -> usize {
         self.sql.len() + self.origin.len()
     }
+}
+
+/// The session effects of executing prepared `sql` with `params` parameters: a prepared `SET`
+/// or `USE` changes the session as a text one does (a prepared `SET autocommit = 0` included,
+/// #19). With parameters the value is not in the text, so the setting cannot be replayed and
+/// pins the session instead.
+pub(super) fn executed_effects(sql: &[u8], params: u16) -> Vec<(usize, Effect)> {
+    let mut effects = session_effects(&String::from_utf8_lossy(sql), Dialect::MySql).list;
+    if params > 0 {
+        for (_, e) in &mut effects {
+            if !matches!(e, Effect::Pin(_)) {
+                *e = Effect::Pin(PinReason::UntrackedSetting);
+            }
+        }
+    }
+    effects
 }
 
 /// The backend key of a statement: its text and the database it was prepared in.

@@ -113,7 +113,7 @@ impl Session {
 
     /// When the first packet of the response (unread) is an ERR: the failure and its wire length.
     fn first_failure(&self, ex: &Exchange) -> Result<Option<(Failure, usize)>, RelayError> {
-        let conn = self.seat.conn.as_ref().ok_or(RelayError::BackendClosed(None))?;
+        let conn = self.seat.conn.as_ref().ok_or_else(super::relay::no_backend)?;
         let first = packet_at(&conn.rbuf, self.link.pos)?;
         Ok(ex.failure(&first.packet).map(|f| (f, first.wire.len())))
     }

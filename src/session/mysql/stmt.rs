@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use super::causal::CommitGtid;
 use super::prepared::{
-    backend_params, long_data_admission, reorder_execute, rewrite_execute, statement_key, LongRefusal, Stmt,
+    backend_params, long_data_admission, reorder_execute, rewrite_execute, statement_key, LongRefusal, Reading, Stmt,
 };
 use super::relay::Grammar;
 use super::route::Routed;
@@ -20,6 +20,7 @@ use crate::protocol::mysql::command::{
     COM_STMT_SEND_LONG_DATA,
 };
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_UNKNOWN_STMT_HANDLER, ER_WRONG_ARGUMENTS};
+use crate::protocol::mysql::framer::encode_framed;
 use crate::protocol::mysql::response::{
     SERVER_MORE_RESULTS_EXISTS, SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_LAST_ROW_SENT,
 };
@@ -34,7 +35,7 @@ use crate::session::engine::text::Text;
 use crate::session::error::RelayError;
 use crate::session::loss;
 use crate::session::placement::Placed;
-use crate::sql::analyze::{session_effects, Effect, PinReason};
+use crate::sql::analyze::{session_effects, Effect};
 use crate::sql::Dialect;
 
 /// `ER_OUT_OF_RESOURCES`.
@@ -322,9 +323,9 @@ impl Session {
         let origin = String::from_utf8_lossy(sql).into_owned();
         let route_key = self.seat.ctx.statement_key(&origin, Protocol::MySql);
         let decision = self.decide(&origin, Some(route_key));
-        let (prepared, order) = match decision.rewritten {
-            Some(t) => (t.sql.into_bytes(), t.param_order.map(Rc::from)),
-            None => (sql.to_vec(), None),
+        let (prepared, order): (Rc<[u8]>, _) = match decision.rewritten {
+            Some(t) => (t.sql.into_bytes().into(), t.param_order.map(Rc::from)),
+            None => (sql.into(), None),
         };
         let effects = session_effects(&String::from_utf8_lossy(&prepared), Dialect::MySql).list;
         let pins: Vec<(usize, Effect)> = effects.into_iter().filter(|(_, e)| matches!(e, Effect::Pin(_))).collect();
@@ -346,7 +347,7 @@ impl Session {
     /// Relays a prepare response under a router-issued statement id.
     async fn relay_prepare(
         &mut self,
-        sql: Vec<u8>,
+        sql: Rc<[u8]>,
         origin: Rc<str>,
         route_key: StatementKey,
         order: Option<Rc<[u16]>>,
@@ -441,8 +442,8 @@ impl Session {
             e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
-        let (key, sql, params) = (stmt.key, stmt.sql.clone(), stmt.params);
-        let (origin, route_key) = (stmt.origin.clone(), stmt.route_key);
+        let (key, sql, origin, route_key) = (stmt.key, stmt.sql.clone(), stmt.origin.clone(), stmt.route_key);
+        let reading = stmt.reading();
         if let Some(e) = self.statement_pooling_refusal(&origin) {
             e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
@@ -456,7 +457,7 @@ impl Session {
             self.close_cursor().await;
             self.maybe_release().await;
         }
-        let Some((routed, grammar)) = self.route_execute(id, &origin, route_key).await else { return Ok(()) };
+        let Some((routed, grammar)) = self.route_execute(id, &origin, route_key, &reading).await else { return Ok(()) };
         let Some(stmt) = self.stmts.get_mut(id) else { return Ok(()) };
         let long_data = std::mem::take(&mut stmt.long_data);
         stmt.long_charge = None; // sent or dropped below
@@ -486,19 +487,20 @@ impl Session {
         if outcome.cursor {
             self.tx.cursor = Some((self.stmts.resolve(id), backend_id));
         }
-        self.state.apply(&executed_effects(&sql, params), outcome.succeeded);
+        self.state.apply(&reading.effects, outcome.succeeded);
         self.record(&outcome);
         self.after_response(&outcome).await;
         Ok(())
     }
 
-    /// Routes an execute of statement `id` (client text `origin`), with the grammar of its
-    /// response; `None` when it runs nowhere (the client was told).
+    /// Routes an execute of statement `id` (client text `origin`, read as `reading`), with the
+    /// grammar of its response; `None` when it runs nowhere (the client was told).
     async fn route_execute(
         &mut self,
         id: u32,
         origin: &str,
         route_key: Option<StatementKey>,
+        reading: &Reading,
     ) -> Option<(Routed, Grammar)> {
         let routed = match self.route_statement(origin, route_key).await {
             Ok(r) => r,
@@ -523,7 +525,7 @@ impl Session {
                 .encode(self.client.reply_seq, &mut self.io.out);
             return None;
         }
-        let grammar = self.execute_grammar(origin)?;
+        let grammar = self.execute_grammar(reading.loads_local_file)?;
         Some((routed, grammar))
     }
 
@@ -553,21 +555,14 @@ impl Session {
     /// `backend_id`, after its long data; `false` when its parameters do not fit the statement.
     fn queue_execute(&mut self, payload: &[u8], id: u32, backend_id: u32, long_data: Vec<(u16, Vec<u8>)>) -> bool {
         let Some(stmt) = self.stmts.get_mut(id) else { return false };
-        let (params, order) = (stmt.params, stmt.order.clone());
-        let mut cmd = Vec::with_capacity(payload.len() + 16);
-        let valid = match order.as_deref() {
-            None => rewrite_execute(payload, backend_id, params, &mut stmt.types, &mut cmd),
-            Some(order) => {
-                let long: Vec<bool> = (0..params).map(|i| long_data.iter().any(|(p, _)| *p == i)).collect();
-                reorder_execute(payload, backend_id, params, order, &long, &mut stmt.types, &mut cmd)
-            }
+        let (params, order) = (stmt.params, stmt.order.as_deref());
+        let long: Vec<bool> = match order {
+            None => Vec::new(),
+            Some(_) => (0..params).map(|i| long_data.iter().any(|(p, _)| *p == i)).collect(),
         };
-        if !valid {
-            return false;
-        }
         self.link.out.clear();
         for (param, data) in long_data {
-            for target in backend_params(order.as_deref(), param) {
+            for target in backend_params(order, param) {
                 let mut p = Vec::with_capacity(data.len() + 7);
                 p.push(COM_STMT_SEND_LONG_DATA);
                 put_u32(&mut p, backend_id);
@@ -576,7 +571,19 @@ impl Session {
                 encode_packets(&p, 0, &mut self.link.out);
             }
         }
-        self.link.seq = Some(encode_packets(&cmd, 0, &mut self.link.out));
+        // Written where it is sent from, not built apart and copied there (#39).
+        let mut valid = false;
+        let seq = encode_framed(0, &mut self.link.out, |cmd| {
+            valid = match order {
+                None => rewrite_execute(payload, backend_id, params, &mut stmt.types, cmd),
+                Some(order) => reorder_execute(payload, backend_id, params, order, &long, &mut stmt.types, cmd),
+            };
+        });
+        if !valid {
+            self.link.out.clear();
+            return false;
+        }
+        self.link.seq = Some(seq);
         true
     }
 
@@ -676,22 +683,3 @@ impl Session {
         Ok(())
     }
 }
-
-/// The session effects of executing prepared `sql` with `params` parameters: a prepared `SET`
-/// or `USE` changes the session as a text one does (a prepared `SET autocommit = 0` included,
-/// #19). With parameters the value is not in the text, so the setting cannot be replayed and
-/// pins the session instead.
-fn executed_effects(sql: &[u8], params: u16) -> Vec<(usize, Effect)> {
-    let mut effects = session_effects(&String::from_utf8_lossy(sql), Dialect::MySql).list;
-    if params > 0 {
-        for (_, e) in &mut effects {
-            if !matches!(e, Effect::Pin(_)) {
-                *e = Effect::Pin(PinReason::UntrackedSetting);
-            }
-        }
-    }
-    effects
-}
-
-#[cfg(test)]
-mod tests;

@@ -96,7 +96,7 @@ impl Session {
 
     /// Writes `self.link.out` to the backend and marks the statement cancellable.
     pub(super) async fn pg_send(&mut self) -> Result<(), RelayError> {
-        let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+        let conn = self.seat.conn.as_mut().ok_or_else(super::super::relay::no_backend)?;
         self.seat.cancel.slot.running_on(conn, Protocol::Postgres);
         let r = cross::send(conn, &self.link.out).await;
         self.link.out.clear();
@@ -110,7 +110,7 @@ impl Session {
         mut on: impl FnMut(u8, BackendMessage<'_>) -> Result<(), RelayError>,
     ) -> Result<(), RelayError> {
         loop {
-            let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
+            let conn = self.seat.conn.as_mut().ok_or_else(super::super::relay::no_backend)?;
             let (tag, body) = cross::pg_frame(conn, MAX_BACKEND_FRAME).await?;
             match BackendMessage::decode(&Frame::new(tag, &body)).map_err(malformed)? {
                 BackendMessage::ReadyForQuery(tx) => {

@@ -3,17 +3,10 @@ use super::*;
 #[test]
 fn statements_move_to_a_new_binary_under_their_ids_unless_long_data_waits() {
     let mut s = Statements::default();
-    let mk = |sql: &str, order: Option<Rc<[u16]>>| Stmt {
-        key: 9,
-        sql: sql.as_bytes().to_vec(),
-        origin: "SELECT ?, ?".into(),
-        route_key: None,
-        params: 2,
-        order,
-        types: vec![8, 0, 253, 0],
-        long_data: Vec::new(),
-        long_refused: None,
-        long_charge: None,
+    let mk = |sql: &str, order: Option<Rc<[u16]>>| {
+        let mut stmt = Stmt::new(9, sql.as_bytes().into(), "SELECT ?, ?".into(), 2, order);
+        stmt.types = vec![8, 0, 253, 0];
+        stmt
     };
     let a = s.insert(mk("SELECT ?, ?", None));
     let b = s.insert(mk("SELECT ? + ?", Some(Rc::from(vec![1u16, 0]))));
@@ -32,7 +25,7 @@ fn statements_move_to_a_new_binary_under_their_ids_unless_long_data_waits() {
     assert_eq!(routed, ["SELECT ?, ?"], "each statement is routed by the client's text");
     assert_eq!((moved.len(), moved.resolve(u32::MAX), moved.bytes()), (1, b, s.bytes()));
     let stmt = moved.get_mut(b).expect("kept under its id");
-    assert_eq!((stmt.sql.as_slice(), stmt.types.as_slice()), (&b"SELECT ? + ?"[..], &[8, 0, 253, 0][..]));
+    assert_eq!((&stmt.sql[..], stmt.types.as_slice()), (&b"SELECT ? + ?"[..], &[8, 0, 253, 0][..]));
     assert_eq!(stmt.order.as_deref(), Some(&[1u16, 0][..]));
     assert_ne!(moved.insert(mk("SELECT 1", None)), b, "new ids never reuse a moved one");
     s.get_mut(b).expect("kept").long_data.push((0, b"x".to_vec()));
@@ -42,18 +35,7 @@ fn statements_move_to_a_new_binary_under_their_ids_unless_long_data_waits() {
 #[test]
 fn ids_are_issued_and_last_resolves() {
     let mut s = Statements::default();
-    let mk = || Stmt {
-        key: 1,
-        sql: b"SELECT ?".to_vec(),
-        origin: "SELECT ?".into(),
-        route_key: None,
-        params: 1,
-        order: None,
-        types: Vec::new(),
-        long_data: Vec::new(),
-        long_refused: None,
-        long_charge: None,
-    };
+    let mk = || Stmt::new(1, b"SELECT ?"[..].into(), "SELECT ?".into(), 1, None);
     let a = s.insert(mk());
     let b = s.insert(mk());
     assert_eq!((a, b), (1, 2));
@@ -149,4 +131,66 @@ fn execute_rewrite_binds_remembered_types() {
     assert_eq!(out2, want);
     assert!(!rewrite_execute(&[0x17, 1], 3, 2, &mut types, &mut Vec::new()));
     assert!(!rewrite_execute(&[0x17, 5, 0, 0, 0, 0, 1, 0, 0, 0], 3, 2, &mut types, &mut Vec::new()));
+}
+
+#[test]
+fn prepared_settings_are_tracked_or_pin() {
+    let set = |name: &str, stmt: &str| Effect::Set { name: name.into(), stmt: stmt.into() };
+    assert_eq!(executed_effects(b"SET autocommit = 0", 0), [(0, set("autocommit", "SET SESSION autocommit = 0"))]);
+    assert_eq!(executed_effects(b"SET autocommit = ?", 1), [(0, Effect::Pin(PinReason::UntrackedSetting))]);
+    assert_eq!(executed_effects(b"SELECT ?", 1), []);
+}
+
+/// A statement's reading, kept from its first execute (#39), is what reading its texts afresh
+/// at every execute gives, as the router did before: the effects of what backends prepare with
+/// the client's final parameter count, and the client's own text's `LOCAL INFILE`; kept alike
+/// across the executes, ids and a move to a new binary.
+#[test]
+fn kept_reading_is_a_fresh_reading() {
+    // (what backends prepare, the client's text): every kind of session effect, a translation
+    // whose rewrite alone has one, and a local file load.
+    let texts = [
+        ("SET autocommit = 0", "SET autocommit = 0"),
+        ("SET NAMES utf8mb4", "SET NAMES utf8mb4"),
+        ("SET SESSION TRANSACTION READ ONLY", "SET SESSION TRANSACTION READ ONLY"),
+        ("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+        ("SET @x = 1", "SET @x = 1"),
+        ("SET sql_mode = DEFAULT", "SET sql_mode = DEFAULT"),
+        ("USE other", "USE other"),
+        ("CREATE TEMPORARY TABLE t (a INT)", "CREATE TEMPORARY TABLE t (a INT)"),
+        ("LOCK TABLES t READ", "LOCK TABLES t READ"),
+        ("SELECT GET_LOCK('a', 1)", "SELECT GET_LOCK('a', 1)"),
+        ("SET autocommit = 1", "SELECT 'translated'"),
+        ("LOAD DATA LOCAL INFILE 'x' INTO TABLE t", "LOAD DATA LOCAL INFILE 'x' INTO TABLE t"),
+        ("SELECT c FROM t WHERE id = 1", "SELECT c FROM t WHERE id = 1"),
+    ];
+    let fresh = |sql: &str, origin: &str, params| Reading {
+        effects: executed_effects(sql.as_bytes(), params),
+        loads_local_file: super::super::loads_local_file(origin),
+    };
+    let budget = Arc::new(ClientBudget::new());
+    for params in [0, 1] {
+        let mut s = Statements::default();
+        let ids: Vec<u32> = texts
+            .iter()
+            .map(|(sql, origin)| {
+                // As a reordering translation does, the client's count is set after the server's.
+                let mut stmt = Stmt::new(1, sql.as_bytes().into(), (*origin).into(), 1 - params, None);
+                stmt.params = params;
+                s.insert(stmt)
+            })
+            .collect();
+        let moved = Statements::thaw(s.freeze().expect("no long data"), |_| None, &budget, 0);
+        for (id, (sql, origin)) in ids.into_iter().zip(texts) {
+            let want = fresh(sql, origin, params);
+            let kept = s.get_mut(id).expect("kept").reading();
+            assert_eq!(*kept, want, "{sql} with {params} parameters");
+            assert_eq!(*s.get_mut(id).expect("kept").reading(), want, "{sql}, executed again");
+            assert_eq!(*moved.by_id[&id].reading(), want, "{sql}, moved to a new binary");
+        }
+    }
+    // Each kind above has its effect (or loads a file): the comparisons are not of empty readings.
+    let read: Vec<Reading> = texts.iter().map(|(sql, origin)| fresh(sql, origin, 0)).collect();
+    assert!(read[..texts.len() - 1].iter().all(|r| !r.effects.is_empty() || r.loads_local_file), "{read:?}");
+    assert!(read[texts.len() - 2].loads_local_file);
 }
