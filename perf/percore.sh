@@ -20,6 +20,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CALLGRIND_TX=${CALLGRIND_TX:-200} MODES=${MODES:-simple extended prepared} STRACE_TX=${STRACE_TX:-1250}
 POOL=${POOL:-8} STRACES=${STRACES:-1} IDLE_SECONDS=${IDLE_SECONDS:-5} ONE_CORE=${ONE_CORE:-0}
 CLIENTS=${CLIENTS:-16}
+# pgbench's built-in script option: -S (select-only, the default), -N (simple-update), or
+# "-b tpcb-like" (its default transaction, three UPDATEs among five statements in BEGIN/END).
+WORKLOAD=${WORKLOAD:--S}
 CORE_SETS="0 0,1"
 [ "$ONE_CORE" = 0 ] || CORE_SETS=0
 
@@ -34,14 +37,15 @@ mkdir -p "$BASE/cg"
 chmod 777 "$BASE/cg"
 
 # count PORT MODE OUT: "instructions/tx<TAB>background/tx" for CALLGRIND_TX transactions per
-# client of `pgbench -S -M MODE -c CLIENTS` through PORT (after 20 uncounted ones). Background: what
+# client of `pgbench $WORKLOAD -M MODE -c CLIENTS` through PORT (after 20 uncounted ones). Background: what
 # the router executes per second with no load (upkeep ticks, the health prober; counted over
 # IDLE_SECONDS), times the counted run's wall-clock length, per transaction. Under callgrind a
 # transaction takes ~50x its normal time, so this share is far larger here than on a real run,
 # and a second core's ticks weigh as if they were per-transaction work.
 count() {
     local port=$1 mode=$2 out=$3 bench total idle t0 t1
-    bench=(pgbench -n -S -M "$mode" -c "$CLIENTS" -j "$(( CLIENTS > 1 ? 2 : 1 ))" -h 127.0.0.1 -p "$port" -U "$PG_USER" "$DB")
+    # shellcheck disable=SC2086 # WORKLOAD is words: "-b tpcb-like"
+    bench=(pgbench -n $WORKLOAD -M "$mode" -c "$CLIENTS" -j "$(( CLIENTS > 1 ? 2 : 1 ))" -h 127.0.0.1 -p "$port" -U "$PG_USER" "$DB")
     "${bench[@]}" -t 20 >/dev/null 2>&1
     idle=$(callgrind_total "$ROUTER_PID" "$out" sleep "$IDLE_SECONDS")
     t0=$(date +%s.%N)
