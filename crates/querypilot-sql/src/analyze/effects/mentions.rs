@@ -1,8 +1,9 @@
 //! The text prefilter of the effect and opener words: whether a statement names one of a short
-//! list of words anywhere, in any ASCII case. Every statement passes here two or three times
-//! (#39), so the scan looks at sixteen bytes at a time where the target has the instructions
-//! for it (SSE2, part of every x86-64), and compares a word only where both its first two bytes
-//! are.
+//! list of words anywhere, in any ASCII case. Every statement passes here (#39), so the scan
+//! looks at sixteen bytes at a time where the target has the instructions for it (SSE2, part of
+//! every x86-64), and compares a word only where both its first two bytes are. [`mentioned`]
+//! reads which of up to sixteen words a text names in one pass, so a caller that asks several
+//! prefilters of one text (the router: effects, opener, its own setting's name) reads it once.
 
 use super::{MYSQL_WORDS, OPENER_WORDS, PG_WORDS};
 
@@ -41,11 +42,12 @@ const fn seconds(words: &[&str]) -> [u16; 256] {
     table
 }
 
-/// The first two bytes of a list's words, for [`mentions`]: per byte tables for the exact pair
+/// The first two bytes of a list's words, for [`mentions`] and [`mentioned`]: per byte tables for the exact pair
 /// test, and for the sixteen-byte scan the `L` first bytes of the words longer than one byte,
 /// their `F` second bytes, and the byte of a one-byte word if there is one (ASCII letters in lower
 /// case: they match either case). Counted by hand in the type, checked when the constant is made.
-pub(super) struct Initials<const L: usize, const F: usize> {
+#[derive(Debug)]
+pub struct Initials<const L: usize, const F: usize> {
     first: [u16; 256],
     second: [u16; 256],
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -72,7 +74,10 @@ const fn add<const N: usize>(set: &mut [u8; N], len: usize, b: u8) -> usize {
 }
 
 impl<const L: usize, const F: usize> Initials<L, F> {
-    const fn of(words: &[&str]) -> Self {
+    /// The initials of `words` (at most sixteen, lower case; `L` and `F` their distinct first
+    /// and second bytes, one one-byte word at most): evaluated in a constant, where a wrong
+    /// count fails the build.
+    pub const fn of(words: &[&str]) -> Self {
         let (mut leads, mut follows, mut lone) = ([0u8; L], [0u8; F], None);
         let (mut l, mut f) = (0, 0);
         let mut i = 0;
@@ -97,7 +102,7 @@ impl<const L: usize, const F: usize> Initials<L, F> {
     }
 }
 
-pub(super) const OPENER_INITIALS: Initials<2, 2> = Initials::of(OPENER_WORDS);
+pub(super) const OPENER_INITIALS: Initials<2, 2> = Initials::of(&OPENER_WORDS);
 pub(super) const PG_INITIALS: Initials<7, 5> = Initials::of(PG_WORDS);
 pub(super) const MYSQL_INITIALS: Initials<5, 5> = Initials::of(MYSQL_WORDS);
 
@@ -107,25 +112,48 @@ pub(super) const MYSQL_INITIALS: Initials<5, 5> = Initials::of(MYSQL_WORDS);
 #[inline(always)]
 pub(super) fn mentions<const L: usize, const F: usize>(sql: &str, words: &[&str], initials: &Initials<L, F>) -> bool {
     let bytes = sql.as_bytes();
-    // At `at`, the words `candidates` names, compared whole.
-    let found = |at: usize, mut candidates: u16| {
-        while candidates != 0 {
-            let word = words.get(candidates.trailing_zeros() as usize).map_or(&[][..], |w| w.as_bytes());
-            if bytes.get(at..at + word.len()).is_some_and(|h| h.eq_ignore_ascii_case(word)) {
-                return true;
-            }
-            candidates &= candidates - 1;
-        }
-        false
-    };
     // The last byte has no second: a one-byte word may still be there.
-    let last =
-        || bytes.last().is_some_and(|&a| initials.pair(a, 0) != 0 && found(bytes.len() - 1, initials.pair(a, 0)));
-    let check = |at: usize| {
-        let candidates = initials.pair(bytes.get(at).copied().unwrap_or(0), bytes.get(at + 1).copied().unwrap_or(0));
-        candidates != 0 && found(at, candidates)
-    };
-    scan(bytes, initials, check) || last()
+    let last = || bytes.last().is_some_and(|&a| at(bytes, words, bytes.len() - 1, initials.pair(a, 0)) != 0);
+    scan(bytes, initials, |i| at(bytes, words, i, pair_at(bytes, initials, i)) != 0) || last()
+}
+
+/// Which of `words` (bit `i` for `words[i]`; `initials` theirs) `sql` contains anywhere, in any
+/// ASCII case: [`mentions`] for each word at once, in one pass that stops only when every word
+/// was found. Inlined as [`mentions`] is.
+#[inline(always)]
+pub fn mentioned<const L: usize, const F: usize>(sql: &str, words: &[&str], initials: &Initials<L, F>) -> u16 {
+    let bytes = sql.as_bytes();
+    let all = u16::MAX >> 16usize.saturating_sub(words.len());
+    let mut seen = 0;
+    scan(bytes, initials, |i| {
+        seen |= at(bytes, words, i, pair_at(bytes, initials, i) & !seen);
+        seen == all
+    });
+    if let Some(&a) = bytes.last() {
+        seen |= at(bytes, words, bytes.len() - 1, initials.pair(a, 0) & !seen);
+    }
+    seen
+}
+
+/// The words whose first two bytes are at `i` in `bytes` (the end reads as byte 0).
+#[inline(always)]
+fn pair_at<const L: usize, const F: usize>(bytes: &[u8], initials: &Initials<L, F>, i: usize) -> u16 {
+    initials.pair(bytes.get(i).copied().unwrap_or(0), bytes.get(i + 1).copied().unwrap_or(0))
+}
+
+/// Of the `candidates` among `words`, those that start at `i` in `bytes`, compared whole.
+#[inline(always)]
+fn at(bytes: &[u8], words: &[&str], i: usize, mut candidates: u16) -> u16 {
+    let mut found = 0;
+    while candidates != 0 {
+        let bit = candidates.trailing_zeros();
+        let word = words.get(bit as usize).map_or(&[][..], |w| w.as_bytes());
+        if bytes.get(i..i + word.len()).is_some_and(|h| h.eq_ignore_ascii_case(word)) {
+            found |= 1 << bit;
+        }
+        candidates &= candidates - 1;
+    }
+    found
 }
 
 /// Whether `hit` holds at a position of `bytes` (but the last) where a first byte of the words sits
