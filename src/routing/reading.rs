@@ -39,8 +39,8 @@ const fn words<const E: usize, const N: usize>(effects: [&'static str; E]) -> [&
 
 const PG_WORDS: [&str; 12] = words(PG_EFFECT_WORDS);
 const MYSQL_WORDS: [&str; 10] = words(MYSQL_EFFECT_WORDS);
-const PG_INITIALS: Initials<8, 7> = Initials::of(&PG_WORDS);
-const MYSQL_INITIALS: Initials<7, 6> = Initials::of(&MYSQL_WORDS);
+const PG_INITIALS: Initials<12> = Initials::of(&PG_WORDS);
+const MYSQL_INITIALS: Initials<9> = Initials::of(&MYSQL_WORDS);
 
 /// Which prefilters a text passes: whether it names an effect word of its dialect, an opener
 /// word, the token's word.
