@@ -220,7 +220,10 @@ fn sixteen<const P: usize>(window: &[u8; 17], initials: &Initials<P>) -> u32 {
         .pairs
         .iter()
         .fold(_mm_setzero_si128(), |acc, &[a, b]| _mm_or_si128(acc, _mm_and_si128(is(here, a), is(after, b))));
-    let lone = initials.lone.map_or(_mm_setzero_si128(), |b| is(here, b));
+    let lone = match initials.lone {
+        Some(b) => is(here, b),
+        None => _mm_setzero_si128(),
+    };
     _mm_movemask_epi8(_mm_or_si128(pairs, lone)) as u32
 }
 
