@@ -12,7 +12,8 @@
 //! that is not kept is read once for all three while it is handled ([`Last`]).
 //!
 //! Direct-mapped and bounded: [`SLOTS`] slots of at most [`MAX_TEXT`] bytes each, their buffers
-//! reused, so a flood of distinct texts overwrites slots and never grows the memo.
+//! reused, so a flood of distinct texts overwrites slots and never grows the memo; [`Last`]
+//! holds one more text of at most [`MAX_TEXT`] bytes.
 
 use std::cell::OnceCell;
 
