@@ -7,6 +7,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use querypilot::config::{Config, Protocol};
+use querypilot::routing::causal::token_use;
 use querypilot::routing::{Catalogs, RouteInput, Router, RuleSet};
 use querypilot::sql::analyze::{analyze, opens_transaction, session_effects};
 use querypilot::sql::fingerprint::{fingerprint, fingerprint_ast};
@@ -101,6 +102,27 @@ fn effect_prefilters(c: &mut Criterion) {
     r.route(&RouteInput::new(sql, Protocol::Postgres, "app", "app"));
     group.bench_function("pgbench_parameterized_kept", |b| {
         b.iter(|| black_box(r.session_effects(black_box(sql), Protocol::Postgres)))
+    });
+    // What a PostgreSQL session asks of each simple-protocol text (literals in it, so the memo
+    // keeps none): its causal-token use, its opener and its effects, as three separate scans and
+    // as the router answers them from one pass over the text (#39).
+    group.bench_function("pgbench_three_asks_separate", |b| {
+        b.iter(|| {
+            for sql in PGBENCH {
+                black_box(token_use(black_box(sql), Dialect::Postgres));
+                black_box(opens_transaction(black_box(sql), Dialect::Postgres));
+                black_box(session_effects(black_box(sql), Dialect::Postgres));
+            }
+        })
+    });
+    group.bench_function("pgbench_three_asks_router", |b| {
+        b.iter(|| {
+            for sql in PGBENCH {
+                black_box(r.token_use(black_box(sql), Protocol::Postgres));
+                black_box(r.opens_transaction(black_box(sql), Protocol::Postgres));
+                black_box(r.session_effects(black_box(sql), Protocol::Postgres));
+            }
+        })
     });
     group.finish();
 }

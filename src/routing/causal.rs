@@ -82,13 +82,48 @@ pub const TOKEN_ELSEWHERE: &str = "querypilot.causal_token can only be read or s
 /// never sees, and leave it on the pooled connection for the next client.
 pub fn mentions_token(sql: &str) -> bool {
     // Runs on every statement: a byte scan first, the lexer only when the name occurs.
-    if !names_token(sql.as_bytes()) {
-        return false;
-    }
+    names_token(sql.as_bytes()) && names_token_when_read(sql)
+}
+
+/// [`mentions_token`] of a text that contains [`TOKEN_WORD`]: whether either server reads it
+/// as the token's name rather than, say, a comment.
+fn names_token_when_read(sql: &str) -> bool {
     let lower = sql.to_ascii_lowercase();
     // Read as either server would: a MySQL `#` comment or `/*! .. */` body is an operator or a
     // comment to PostgreSQL, and the other way round.
     [Dialect::Postgres, Dialect::MySql].into_iter().any(|d| compacted(&lower, d).contains(TOKEN_NAME))
+}
+
+/// The word every statement naming the token contains, in some ASCII case: the byte prefilter
+/// of [`token_use`] (and, read with other words in one pass, of the router's `reading`).
+pub(super) const TOKEN_WORD: &str = "causal_token";
+
+/// What a statement is to the token, `None` when it does not name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenUse {
+    /// A statement the router answers ([`token_command`]).
+    Command(TokenCommand),
+    /// Names the token otherwise ([`mentions_token`]): refused with [`TOKEN_ELSEWHERE`].
+    Elsewhere,
+}
+
+/// [`token_command`], or [`TokenUse::Elsewhere`] when `sql` [`mentions_token`] without being one.
+pub fn token_use(sql: &str, dialect: Dialect) -> Option<TokenUse> {
+    token_use_named(sql, dialect, names_token(sql.as_bytes()))
+}
+
+/// [`token_use`] of a text whose byte prefilter was read with others: `named` is whether `sql`
+/// contains [`TOKEN_WORD`] in any ASCII case.
+pub(super) fn token_use_named(sql: &str, dialect: Dialect, named: bool) -> Option<TokenUse> {
+    // A token statement spells the name too (its `causal_token` word), so a text without the
+    // word is neither, settled without the lexer.
+    if !named {
+        return None;
+    }
+    match token_command(sql, dialect) {
+        Some(command) => Some(TokenUse::Command(command)),
+        None => names_token_when_read(sql).then_some(TokenUse::Elsewhere),
+    }
 }
 
 /// Whether `causal_token` occurs in `b`, in any case. Only the windows around the text's
@@ -97,7 +132,7 @@ pub fn mentions_token(sql: &str) -> bool {
 /// searcher ~350 a pgbench statement (#39), and a search eight bytes a step (SWAR) 245 against
 /// memchr's 144 (#39, s18).
 fn names_token(b: &[u8]) -> bool {
-    const NAME: &[u8] = b"causal_token";
+    const NAME: &[u8] = TOKEN_WORD.as_bytes();
     const UNDERSCORE: usize = 6;
     memchr::memchr_iter(b'_', b).any(|i| {
         let window = i.checked_sub(UNDERSCORE).and_then(|start| b.get(start..start + NAME.len()));

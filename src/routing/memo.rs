@@ -6,20 +6,23 @@
 //! instead of lexing and hashing the whole statement again (#39). A text with literals in it is
 //! not remembered: its next execution has other values, so it would only fill a slot.
 //!
-//! The session reads the same repeat again once it runs it, for the transaction block it opens
-//! and the session effects it stages: a slot keeps those too ([`Reading`], read on the first
-//! ask), so a repeat is not scanned for them either.
+//! The session reads the same repeat again once it runs it, for the transaction block it opens,
+//! the session effects it stages and whether it is about the causal token: a slot keeps those
+//! too ([`Reading`], read on the first ask), so a repeat is not scanned for them either. A text
+//! that is not kept is read once for all three while it is handled ([`Last`]).
 //!
 //! Direct-mapped and bounded: [`SLOTS`] slots of at most [`MAX_TEXT`] bytes each, their buffers
-//! reused, so a flood of distinct texts overwrites slots and never grows the memo.
+//! reused, so a flood of distinct texts overwrites slots and never grows the memo; [`Last`]
+//! holds one more text of at most [`MAX_TEXT`] bytes.
 
 use std::cell::OnceCell;
 
-use super::{dialect, StatementKey};
+use super::causal::TokenUse;
+use super::reading::{Last, Reading};
+use super::StatementKey;
 use crate::config::{NormalizationStrategy, Protocol};
-use crate::sql::analyze::{opens_transaction, session_effects, Effects};
+use crate::sql::analyze::Effects;
 use crate::sql::mode::LexMode;
-use crate::sql::Dialect;
 
 /// Slots in the memo (a power of two).
 const SLOTS: usize = 64;
@@ -35,24 +38,12 @@ struct Slot {
     reading: OnceCell<Reading>,
 }
 
-/// What the session reads from a text besides its key: functions of the text and dialect alone,
-/// whatever strategy or mode its key was computed in.
-#[derive(Debug)]
-struct Reading {
-    effects: Effects,
-    opens: Option<&'static str>,
-}
-
-impl Reading {
-    fn of(sql: &str, dialect: Dialect) -> Reading {
-        Reading { effects: session_effects(sql, dialect), opens: opens_transaction(sql, dialect) }
-    }
-}
-
 /// Remembered keys by text. Owned by one core's router.
 #[derive(Debug, Default)]
 pub(super) struct KeyMemo {
     slots: Vec<Option<Slot>>,
+    /// The words of the last text read that no slot keeps.
+    last: Last,
 }
 
 impl KeyMemo {
@@ -108,19 +99,27 @@ impl KeyMemo {
         }
     }
 
-    /// [`session_effects`] of `sql` in `protocol`'s dialect, kept for a remembered text.
-    pub(super) fn effects(&self, sql: &str, protocol: Protocol) -> Effects {
+    /// `session_effects` of `sql` in `protocol`'s dialect, kept for a remembered text.
+    pub(super) fn effects(&mut self, sql: &str, protocol: Protocol) -> Effects {
         match self.reading(sql, protocol) {
             Some(r) => r.effects.clone(),
-            None => session_effects(sql, dialect(protocol)),
+            None => self.last.words(sql, protocol, MAX_TEXT).effects(sql, protocol),
         }
     }
 
-    /// [`opens_transaction`] of `sql` in `protocol`'s dialect, kept for a remembered text.
-    pub(super) fn opens_transaction(&self, sql: &str, protocol: Protocol) -> Option<&'static str> {
+    /// `opens_transaction` of `sql` in `protocol`'s dialect, kept for a remembered text.
+    pub(super) fn opens_transaction(&mut self, sql: &str, protocol: Protocol) -> Option<&'static str> {
         match self.reading(sql, protocol) {
             Some(r) => r.opens,
-            None => opens_transaction(sql, dialect(protocol)),
+            None => self.last.words(sql, protocol, MAX_TEXT).opens(sql, protocol),
+        }
+    }
+
+    /// `causal::token_use` of `sql` in `protocol`'s dialect, kept for a remembered text.
+    pub(super) fn token_use(&mut self, sql: &str, protocol: Protocol) -> Option<TokenUse> {
+        match self.reading(sql, protocol) {
+            Some(r) => r.token.clone(),
+            None => self.last.words(sql, protocol, MAX_TEXT).token(sql, protocol),
         }
     }
 
@@ -128,7 +127,7 @@ impl KeyMemo {
     fn reading(&self, sql: &str, protocol: Protocol) -> Option<&Reading> {
         let slot = self.slots.get(slot_of(sql))?.as_ref()?;
         let kept = slot.key.protocol == protocol && slot.text == sql;
-        kept.then(|| slot.reading.get_or_init(|| Reading::of(sql, dialect(protocol))))
+        kept.then(|| slot.reading.get_or_init(|| Reading::of(sql, protocol)))
     }
 }
 
@@ -146,6 +145,10 @@ fn slot_of(sql: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::routing::causal::token_use;
+    use crate::routing::dialect;
+    use crate::sql::analyze::{opens_transaction, session_effects};
+    use crate::sql::Dialect;
 
     fn key(sql: &str, protocol: Protocol, mode: LexMode) -> StatementKey {
         StatementKey::compute_in(sql, protocol, NormalizationStrategy::String, mode)
@@ -198,6 +201,8 @@ mod tests {
         "SELECT 1; START TRANSACTION READ ONLY",
         "XA START 'x'",
         "BEGIN NOT ATOMIC SELECT 1; END",
+        "SHOW querypilot.causal_token",
+        "SELECT current_setting('querypilot.causal_token')",
     ];
 
     #[test]
@@ -214,6 +219,7 @@ mod tests {
                         assert_eq!(memo.effects(sql, other), session_effects(sql, dialect(other)), "{sql} {other:?}");
                         let opens = opens_transaction(sql, dialect(other));
                         assert_eq!(memo.opens_transaction(sql, other), opens, "{sql} {other:?}");
+                        assert_eq!(memo.token_use(sql, other), token_use(sql, dialect(other)), "{sql} {other:?}");
                     }
                 }
             }

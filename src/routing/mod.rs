@@ -48,6 +48,7 @@ pub mod causal;
 mod decision;
 mod held;
 mod memo;
+mod reading;
 mod router;
 mod rules;
 mod ryw;

@@ -15,6 +15,7 @@ use crate::sql::mode::LexMode;
 use crate::sql::template::Translated;
 
 use super::cache::{CacheStats, Plan, PlanCache};
+use super::causal::{token_use, TokenUse};
 use super::decision::{Decision, DecisionError, DecisionKind, Explanation, Facts, Outcome, ReplicaCheck};
 use super::memo::KeyMemo;
 use super::rules::{RuleSet, Target};
@@ -119,20 +120,30 @@ impl Router {
     }
 
     /// The session effects of `sql` for `protocol` clients ([`crate::sql::analyze::session_effects`]):
-    /// a parameterized text the memo keeps is scanned for them once, not at every repeat (#39).
+    /// a parameterized text the memo keeps is scanned for them once, not at every repeat (#39),
+    /// and another text once for its effects, opener and token together.
     pub fn session_effects(&self, sql: &str, protocol: Protocol) -> Effects {
-        match self.memo.try_borrow() {
-            Ok(memo) => memo.effects(sql, protocol),
+        match self.memo.try_borrow_mut() {
+            Ok(mut memo) => memo.effects(sql, protocol),
             Err(_) => session_effects(sql, dialect(protocol)),
         }
     }
 
     /// Which transaction block `sql` opens for `protocol` clients
-    /// ([`crate::sql::analyze::opens_transaction`]), read once for a text the memo keeps.
+    /// ([`crate::sql::analyze::opens_transaction`]), read as [`Router::session_effects`] is.
     pub fn opens_transaction(&self, sql: &str, protocol: Protocol) -> Option<&'static str> {
-        match self.memo.try_borrow() {
-            Ok(memo) => memo.opens_transaction(sql, protocol),
+        match self.memo.try_borrow_mut() {
+            Ok(mut memo) => memo.opens_transaction(sql, protocol),
             Err(_) => opens_transaction(sql, dialect(protocol)),
+        }
+    }
+
+    /// What `sql` is to the causal token for `protocol` clients ([`token_use`]), read as
+    /// [`Router::session_effects`] is.
+    pub fn token_use(&self, sql: &str, protocol: Protocol) -> Option<TokenUse> {
+        match self.memo.try_borrow_mut() {
+            Ok(mut memo) => memo.token_use(sql, protocol),
+            Err(_) => token_use(sql, dialect(protocol)),
         }
     }
 

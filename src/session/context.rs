@@ -19,6 +19,7 @@ use crate::config::{Config, ConsoleRole, PoolRole, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId, KillRequest, KillTarget};
 use crate::metrics::{self, CausalOutcome, CoreCounters, DigestSnapshot, FallbackOutcome};
 use crate::pool::{Conn, CorePool, PassThrough, PoolError, PoolSet, Shape};
+use crate::routing::causal::TokenUse;
 use crate::routing::{
     CacheStats, Catalogs, Decision, DecisionKind, Outcome, RouteInput, Router, RuleSet, StatementKey,
 };
@@ -274,6 +275,12 @@ impl CoreContext {
     /// parameterized text is not scanned again).
     pub fn opens_transaction(&self, sql: &str, protocol: Protocol) -> Option<&'static str> {
         self.router.borrow().opens_transaction(sql, protocol)
+    }
+
+    /// What `sql` is to the causal token ([`Router::token_use`]: read with its effects and
+    /// opener in one pass, a repeated parameterized text not again).
+    pub fn token_use(&self, sql: &str, protocol: Protocol) -> Option<TokenUse> {
+        self.router.borrow().token_use(sql, protocol)
     }
 
     /// Applies `routing.replica_fallback` to a read/write-split decision for `target`: the

@@ -10,13 +10,13 @@ use std::collections::HashMap;
 
 use super::route::INVALID_PARAMETER_VALUE;
 use super::{End, Session};
+use crate::config::Protocol;
 use crate::protocol::pg::backend::{self, BackendMessage, FieldDescription};
 use crate::protocol::pg::tag::backend as server;
 use crate::protocol::pg::{sqlstate, Target};
-use crate::routing::causal::{mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
+use crate::routing::causal::{TokenCommand, TokenUse, TOKEN_ELSEWHERE, TOKEN_NAME};
 use crate::session::client_error::PgClientError;
 use crate::session::engine::ryw;
-use crate::sql::Dialect;
 
 /// OID of `text`, the causal token's type in `SHOW querypilot.causal_token`.
 const TEXT_OID: u32 = 25;
@@ -52,10 +52,11 @@ impl TokenStatements {
 
 impl Session {
     /// A simple Query naming the token: answered here (`SHOW`/`SET`/`RESET` alone) or refused;
-    /// `None` when `sql` does not name it.
+    /// `None` when `sql` does not name it. Asked of the router, which reads the text for this,
+    /// its opener and its effects in one pass (#39).
     pub(super) async fn on_token_query(&mut self, sql: &str) -> Option<Result<(), End>> {
-        match token_command(sql, Dialect::Postgres) {
-            Some(command) => {
+        match self.seat.ctx.token_use(sql, Protocol::Postgres)? {
+            TokenUse::Command(command) => {
                 if command == TokenCommand::Show {
                     row_type(&command, &mut self.io.out);
                 }
@@ -65,8 +66,7 @@ impl Session {
                 }
                 self.io.out = out;
             }
-            None if mentions_token(sql) => elsewhere().encode(&mut self.io.out),
-            None => return None,
+            TokenUse::Elsewhere => elsewhere().encode(&mut self.io.out),
         }
         backend::encode_ready_for_query(self.progress.tx, &mut self.io.out);
         Some(self.io.flush().await)
@@ -74,11 +74,13 @@ impl Session {
 
     /// A Parse: a token statement is kept by the router (ParseComplete in its place), one that
     /// names the token otherwise fails the batch; `None`: an ordinary statement.
+    /// A repeated unnamed Parse's text is kept with its answer in the router's memo (#39).
     pub(super) fn on_token_parse(&mut self, name: &str, query: &str) -> Option<Result<(), End>> {
-        let command = token_command(query, Dialect::Postgres);
-        if command.is_none() && mentions_token(query) {
-            return Some(self.fail_token_batch(elsewhere()));
-        }
+        let command = match self.seat.ctx.token_use(query, Protocol::Postgres) {
+            Some(TokenUse::Command(command)) => Some(command),
+            Some(TokenUse::Elsewhere) => return Some(self.fail_token_batch(elsewhere())),
+            None => None,
+        };
         if !name.is_empty() && self.progress.tokens.stmts.contains_key(name) {
             return Some(self.fail_token_batch(super::prepared::duplicate(name)));
         }

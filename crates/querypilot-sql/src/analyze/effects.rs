@@ -27,6 +27,7 @@ mod tests;
 use crate::lexer::{Lexer, Token, TokenKind};
 use crate::split;
 use crate::Dialect;
+pub use mentions::{mentioned, Initials};
 use mentions::{mentions, MYSQL_INITIALS, OPENER_INITIALS, PG_INITIALS};
 
 /// Why a client is pinned to its backend connection for the rest of its session.
@@ -161,9 +162,16 @@ impl Effects {
 
 /// Classifies the session effects of `sql`, written in `dialect`.
 pub fn session_effects(sql: &str, dialect: Dialect) -> Effects {
+    session_effects_named(sql, dialect, may_have_effects(sql, dialect))
+}
+
+/// [`session_effects`] of a text whose prefilter was read with others: `named` is whether `sql`
+/// names one of the dialect's effect words ([`PG_EFFECT_WORDS`], [`MYSQL_EFFECT_WORDS`]) anywhere,
+/// in any ASCII case, as [`mentioned`] reads it.
+pub fn session_effects_named(sql: &str, dialect: Dialect, named: bool) -> Effects {
     // Most statements have no session effect and their text shows it: no second lexer pass
     // (the fingerprint made the first) for them, unless statements must be counted.
-    if may_have_effects(sql, dialect) || may_hold_statements_after_one(sql) {
+    if named || may_hold_statements_after_one(sql) {
         scan(sql, dialect)
     } else {
         Effects { list: Vec::new(), statements: 1 }
@@ -212,8 +220,14 @@ fn statements<'t, 'a>(tokens: &'t [Token<'a>], dialect: Dialect) -> Vec<&'t [Tok
 /// (MySQL) and MariaDB's `BEGIN NOT ATOMIC` block open none. Settings that make later
 /// statements transactional (MySQL `autocommit`) are [`session_effects`]'.
 pub fn opens_transaction(sql: &str, dialect: Dialect) -> Option<&'static str> {
+    opens_transaction_named(sql, dialect, mentions(sql, &OPENER_WORDS, &OPENER_INITIALS))
+}
+
+/// [`opens_transaction`] of a text whose prefilter was read with others: `named` is whether
+/// `sql` names one of [`OPENER_WORDS`] anywhere, in any ASCII case, as [`mentioned`] reads it.
+pub fn opens_transaction_named(sql: &str, dialect: Dialect, named: bool) -> Option<&'static str> {
     // Every statement of a statement pool passes here: most name none of the words.
-    if !mentions(sql, OPENER_WORDS, &OPENER_INITIALS) {
+    if !named {
         return None;
     }
     let tokens: Vec<Token<'_>> = Lexer::new(sql, dialect).filter(|t| t.kind != TokenKind::Comment).collect();
@@ -232,16 +246,19 @@ pub fn opens_transaction(sql: &str, dialect: Dialect) -> Option<&'static str> {
 }
 
 /// The words a transaction opener needs one of (in any ASCII case).
-const OPENER_WORDS: &[&str] = &["begin", "start"];
+pub const OPENER_WORDS: [&str; 2] = ["begin", "start"];
 
 /// The words every session effect needs one of (in any ASCII case).
 /// PostgreSQL: a statement's first word (`SET`, `RESET`, `DISCARD`, `LISTEN`, `PREPARE`,
 /// `DECLARE`, `CREATE`, `DO`), `TEMP` / `TEMPORARY` / `pg_temp`, or part of a function's name
 /// (`pg_advisory_lock`..., `set_config`).
-const PG_WORDS: &[&str] = &["set", "discard", "listen", "prepare", "declare", "create", "do", "temp", "advisory"];
+pub const PG_EFFECT_WORDS: [&str; 9] =
+    ["set", "discard", "listen", "prepare", "declare", "create", "do", "temp", "advisory"];
+const PG_WORDS: &[&str] = &PG_EFFECT_WORDS;
 /// MySQL: `SET`, `USE`, `PREPARE`, `LOCK TABLES` / `GET_LOCK`, `CREATE TEMPORARY`, `@` of a
 /// variable, `LAST_INSERT_ID`.
-const MYSQL_WORDS: &[&str] = &["set", "use", "prepare", "lock", "temporary", "@", "last_insert_id"];
+pub const MYSQL_EFFECT_WORDS: [&str; 7] = ["set", "use", "prepare", "lock", "temporary", "@", "last_insert_id"];
+const MYSQL_WORDS: &[&str] = &MYSQL_EFFECT_WORDS;
 
 /// False only when `sql` contains none of the dialect's effect words, so it has no effect.
 fn may_have_effects(sql: &str, dialect: Dialect) -> bool {

@@ -41,7 +41,10 @@ mod quoted_tests;
 #[cfg(test)]
 mod tests;
 
-pub use effects::{opens_transaction, session_effects, Effect, Effects, PinReason, MYSQL_ACCESS_MODE, MYSQL_ISOLATION};
+pub use effects::{
+    mentioned, opens_transaction, opens_transaction_named, session_effects, session_effects_named, Effect, Effects,
+    Initials, PinReason, MYSQL_ACCESS_MODE, MYSQL_EFFECT_WORDS, MYSQL_ISOLATION, OPENER_WORDS, PG_EFFECT_WORDS,
+};
 pub use facts::{
     Affinity, AffinitySet, Evidence, LockClause, LockStrength, LockWait, Operation, StatementFacts, TxControl,
 };

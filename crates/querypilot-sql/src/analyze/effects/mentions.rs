@@ -1,8 +1,9 @@
 //! The text prefilter of the effect and opener words: whether a statement names one of a short
-//! list of words anywhere, in any ASCII case. Every statement passes here two or three times
-//! (#39), so the scan looks at sixteen bytes at a time where the target has the instructions
-//! for it (SSE2, part of every x86-64), and compares a word only where both its first two bytes
-//! are.
+//! list of words anywhere, in any ASCII case. Every statement passes here (#39), so the scan
+//! looks at sixteen bytes at a time where the target has the instructions for it (SSE2, part of
+//! every x86-64), and compares a word only where both its first two bytes are. [`mentioned`]
+//! reads which of up to sixteen words a text names in one pass, so a caller that asks several
+//! prefilters of one text (the router: effects, opener, its own setting's name) reads it once.
 
 use super::{MYSQL_WORDS, OPENER_WORDS, PG_WORDS};
 
@@ -41,40 +42,44 @@ const fn seconds(words: &[&str]) -> [u16; 256] {
     table
 }
 
-/// The first two bytes of a list's words, for [`mentions`]: per byte tables for the exact pair
-/// test, and for the sixteen-byte scan the `L` first bytes of the words longer than one byte,
-/// their `F` second bytes, and the byte of a one-byte word if there is one (ASCII letters in lower
-/// case: they match either case). Counted by hand in the type, checked when the constant is made.
-pub(super) struct Initials<const L: usize, const F: usize> {
+/// The first two bytes of a list's words, for [`mentions`] and [`mentioned`]: per byte tables for
+/// the exact pair test, and for the sixteen-byte scan the `P` distinct first-two-byte pairs of
+/// the words longer than one byte and the byte of a one-byte word if there is one (ASCII letters
+/// in lower case: they match either case). Counted by hand in the type, checked when the
+/// constant is made.
+#[derive(Debug)]
+pub struct Initials<const P: usize> {
     first: [u16; 256],
     second: [u16; 256],
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    leads: [u8; L],
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    follows: [u8; F],
+    pairs: [[u8; 2]; P],
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     lone: Option<u8>,
 }
 
-/// `set` with `b` (lower-cased) added in place `len` unless it is there already; the new length.
-const fn add<const N: usize>(set: &mut [u8; N], len: usize, b: u8) -> usize {
-    let b = b.to_ascii_lowercase();
+/// `set` with the pair `a`, `b` (lower-cased) added in place `len` unless it is there already;
+/// the new length.
+const fn add<const N: usize>(set: &mut [[u8; 2]; N], len: usize, a: u8, b: u8) -> usize {
+    let pair = [a.to_ascii_lowercase(), b.to_ascii_lowercase()];
     let mut i = 0;
     while i < len {
-        if set[i] == b {
+        if set[i][0] == pair[0] && set[i][1] == pair[1] {
             return len;
         }
         i += 1;
     }
-    assert!(len < N, "more distinct bytes than the type says");
-    set[len] = b;
+    assert!(len < N, "more distinct pairs than the type says");
+    set[len] = pair;
     len + 1
 }
 
-impl<const L: usize, const F: usize> Initials<L, F> {
-    const fn of(words: &[&str]) -> Self {
-        let (mut leads, mut follows, mut lone) = ([0u8; L], [0u8; F], None);
-        let (mut l, mut f) = (0, 0);
+impl<const P: usize> Initials<P> {
+    /// The initials of `words` (at most sixteen, lower case; `P` the distinct pairs of their
+    /// first two bytes, one one-byte word at most): evaluated in a constant, where a wrong
+    /// count fails the build.
+    pub const fn of(words: &[&str]) -> Self {
+        let (mut pairs, mut lone) = ([[0u8; 2]; P], None);
+        let mut p = 0;
         let mut i = 0;
         while i < words.len() {
             let word = words[i].as_bytes();
@@ -82,13 +87,12 @@ impl<const L: usize, const F: usize> Initials<L, F> {
                 assert!(lone.is_none(), "one one-byte word at most");
                 lone = Some(word[0]);
             } else {
-                l = add(&mut leads, l, word[0]);
-                f = add(&mut follows, f, word[1]);
+                p = add(&mut pairs, p, word[0], word[1]);
             }
             i += 1;
         }
-        assert!(l == L && f == F, "fewer distinct bytes than the type says");
-        Initials { first: starts(words), second: seconds(words), leads, follows, lone }
+        assert!(p == P, "fewer distinct pairs than the type says");
+        Initials { first: starts(words), second: seconds(words), pairs, lone }
     }
 
     /// Which of the words start at `a` followed by `b` (0 past the end), by their first two bytes.
@@ -97,49 +101,68 @@ impl<const L: usize, const F: usize> Initials<L, F> {
     }
 }
 
-pub(super) const OPENER_INITIALS: Initials<2, 2> = Initials::of(OPENER_WORDS);
-pub(super) const PG_INITIALS: Initials<7, 5> = Initials::of(PG_WORDS);
-pub(super) const MYSQL_INITIALS: Initials<5, 5> = Initials::of(MYSQL_WORDS);
+pub(super) const OPENER_INITIALS: Initials<2> = Initials::of(&OPENER_WORDS);
+pub(super) const PG_INITIALS: Initials<9> = Initials::of(PG_WORDS);
+pub(super) const MYSQL_INITIALS: Initials<6> = Initials::of(MYSQL_WORDS);
 
 /// Whether `sql` contains one of `words` (any ASCII case; `initials` theirs) anywhere. Inlined
 /// into each caller, where `initials` is a constant: the bytes to look for are then the scan's
 /// immediate operands rather than loaded and broadcast on every call.
 #[inline(always)]
-pub(super) fn mentions<const L: usize, const F: usize>(sql: &str, words: &[&str], initials: &Initials<L, F>) -> bool {
+pub(super) fn mentions<const P: usize>(sql: &str, words: &[&str], initials: &Initials<P>) -> bool {
     let bytes = sql.as_bytes();
-    // At `at`, the words `candidates` names, compared whole.
-    let found = |at: usize, mut candidates: u16| {
-        while candidates != 0 {
-            let word = words.get(candidates.trailing_zeros() as usize).map_or(&[][..], |w| w.as_bytes());
-            if bytes.get(at..at + word.len()).is_some_and(|h| h.eq_ignore_ascii_case(word)) {
-                return true;
-            }
-            candidates &= candidates - 1;
-        }
-        false
-    };
     // The last byte has no second: a one-byte word may still be there.
-    let last =
-        || bytes.last().is_some_and(|&a| initials.pair(a, 0) != 0 && found(bytes.len() - 1, initials.pair(a, 0)));
-    let check = |at: usize| {
-        let candidates = initials.pair(bytes.get(at).copied().unwrap_or(0), bytes.get(at + 1).copied().unwrap_or(0));
-        candidates != 0 && found(at, candidates)
-    };
-    scan(bytes, initials, check) || last()
+    let last = || bytes.last().is_some_and(|&a| at(bytes, words, bytes.len() - 1, initials.pair(a, 0)) != 0);
+    scan(bytes, initials, |i| at(bytes, words, i, pair_at(bytes, initials, i)) != 0) || last()
 }
 
-/// Whether `hit` holds at a position of `bytes` (but the last) where a first byte of the words sits
-/// with one of their second bytes after it (or a one-byte word's byte): sixteen positions a
+/// Which of `words` (bit `i` for `words[i]`; `initials` theirs) `sql` contains anywhere, in any
+/// ASCII case: [`mentions`] for each word at once, in one pass that stops only when every word
+/// was found. Inlined as [`mentions`] is.
+#[inline(always)]
+pub fn mentioned<const P: usize>(sql: &str, words: &[&str], initials: &Initials<P>) -> u16 {
+    let bytes = sql.as_bytes();
+    let all = u16::MAX >> 16usize.saturating_sub(words.len());
+    let mut seen = 0;
+    scan(bytes, initials, |i| {
+        seen |= at(bytes, words, i, pair_at(bytes, initials, i) & !seen);
+        seen == all
+    });
+    if let Some(&a) = bytes.last() {
+        seen |= at(bytes, words, bytes.len() - 1, initials.pair(a, 0) & !seen);
+    }
+    seen
+}
+
+/// The words whose first two bytes are at `i` in `bytes` (the end reads as byte 0).
+#[inline(always)]
+fn pair_at<const P: usize>(bytes: &[u8], initials: &Initials<P>, i: usize) -> u16 {
+    initials.pair(bytes.get(i).copied().unwrap_or(0), bytes.get(i + 1).copied().unwrap_or(0))
+}
+
+/// Of the `candidates` among `words`, those that start at `i` in `bytes`, compared whole.
+#[inline(always)]
+fn at(bytes: &[u8], words: &[&str], i: usize, mut candidates: u16) -> u16 {
+    let mut found = 0;
+    while candidates != 0 {
+        let bit = candidates.trailing_zeros();
+        let word = words.get(bit as usize).map_or(&[][..], |w| w.as_bytes());
+        if bytes.get(i..i + word.len()).is_some_and(|h| h.eq_ignore_ascii_case(word)) {
+            found |= 1 << bit;
+        }
+        candidates &= candidates - 1;
+    }
+    found
+}
+
+/// Whether `hit` holds at a position of `bytes` (but the last) where the first two bytes of one
+/// of the words are (or a one-byte word's byte): sixteen positions a
 /// step, each window of seventeen bytes read whole; the last window overlaps the one before it
 /// and skips the positions that one looked at. A text shorter than a window is read from a copy
 /// padded with zero bytes, which no word's first byte is.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn scan<const L: usize, const F: usize>(
-    bytes: &[u8],
-    initials: &Initials<L, F>,
-    mut hit: impl FnMut(usize) -> bool,
-) -> bool {
+fn scan<const P: usize>(bytes: &[u8], initials: &Initials<P>, mut hit: impl FnMut(usize) -> bool) -> bool {
     let mut padded = [0u8; 17];
     // The positions to look at, and the text whose windows hold them.
     let (text, positions) = match bytes.len() {
@@ -169,16 +192,18 @@ fn scan<const L: usize, const F: usize>(
     false
 }
 
-/// The positions 0..16 of `window` where a lead byte is followed by a second byte of the
-/// words, or a one-byte word's byte is, as bits. Loose (a lead of one word followed by the second
-/// byte of another passes, and so does a byte that equals a needle but for bit 5, `` ` `` for
-/// `@`): the caller tests the exact pair.
+/// The positions 0..16 of `window` where one of the words' first-two-byte pairs is, or a
+/// one-byte word's byte, as bits. Each pair is compared as a pair (its first byte here, its
+/// second at the next position), so a text full of the words' first and second bytes in other
+/// pairs passes few positions; loose only in case and bit 5 (`` ` `` for `@`): the caller tests
+/// the exact pair.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
 #[inline]
-fn sixteen<const L: usize, const F: usize>(window: &[u8; 17], initials: &Initials<L, F>) -> u32 {
+fn sixteen<const P: usize>(window: &[u8; 17], initials: &Initials<P>) -> u32 {
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_set_epi64x, _mm_setzero_si128,
+        _mm_and_si128, _mm_cmpeq_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_set_epi64x,
+        _mm_setzero_si128,
     };
     let folded = |from: usize| {
         let half = |at: usize| {
@@ -189,22 +214,21 @@ fn sixteen<const L: usize, const F: usize>(window: &[u8; 17], initials: &Initial
         // Bit 5 set in every byte: an ASCII letter in either case reads as its lower case.
         _mm_or_si128(_mm_set_epi64x(half(from + 8), half(from)), _mm_set1_epi8(0x20))
     };
-    let any_of = |v: __m128i, set: &[u8]| {
-        set.iter()
-            .fold(_mm_setzero_si128(), |acc, &b| _mm_or_si128(acc, _mm_cmpeq_epi8(v, _mm_set1_epi8((b | 0x20) as i8))))
-    };
-    let mask = |m: __m128i| _mm_movemask_epi8(m) as u32;
     let (here, after) = (folded(0), folded(1));
-    let pairs = mask(any_of(here, &initials.leads)) & mask(any_of(after, &initials.follows));
-    pairs | initials.lone.map_or(0, |b| mask(any_of(here, &[b])))
+    let is = |v, b: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8((b | 0x20) as i8));
+    let pairs = initials
+        .pairs
+        .iter()
+        .fold(_mm_setzero_si128(), |acc, &[a, b]| _mm_or_si128(acc, _mm_and_si128(is(here, a), is(after, b))));
+    let lone = match initials.lone {
+        Some(b) => is(here, b),
+        None => _mm_setzero_si128(),
+    };
+    _mm_movemask_epi8(_mm_or_si128(pairs, lone)) as u32
 }
 
 /// [`scan`] a byte at a time, where the target has no sixteen-byte instructions.
 #[cfg(not(target_arch = "x86_64"))]
-fn scan<const L: usize, const F: usize>(
-    bytes: &[u8],
-    initials: &Initials<L, F>,
-    mut hit: impl FnMut(usize) -> bool,
-) -> bool {
+fn scan<const P: usize>(bytes: &[u8], initials: &Initials<P>, mut hit: impl FnMut(usize) -> bool) -> bool {
     bytes.windows(2).enumerate().any(|(at, w)| initials.pair(w[0], w[1]) != 0 && hit(at))
 }

@@ -392,11 +392,20 @@ fn transaction_openers_in_any_position_on_both_dialects() {
     }
 }
 
-/// That [`mentions`] answers for `sql` what comparing every word at every offset does, for each list.
+/// That [`mentions`] answers for `sql` what comparing every word at every offset does, for each
+/// list, and [`mentioned`] the same for each word of the list.
 fn agree(sql: &str) {
     assert_eq!(mentions(sql, PG_WORDS, &PG_INITIALS), mentions_anywhere(sql, PG_WORDS), "{sql:?}");
     assert_eq!(mentions(sql, MYSQL_WORDS, &MYSQL_INITIALS), mentions_anywhere(sql, MYSQL_WORDS), "{sql:?}");
-    assert_eq!(mentions(sql, OPENER_WORDS, &OPENER_INITIALS), mentions_anywhere(sql, OPENER_WORDS), "{sql:?}");
+    assert_eq!(mentions(sql, &OPENER_WORDS, &OPENER_INITIALS), mentions_anywhere(sql, &OPENER_WORDS), "{sql:?}");
+    assert_eq!(mentioned(sql, PG_WORDS, &PG_INITIALS), each_anywhere(sql, PG_WORDS), "{sql:?}");
+    assert_eq!(mentioned(sql, MYSQL_WORDS, &MYSQL_INITIALS), each_anywhere(sql, MYSQL_WORDS), "{sql:?}");
+    assert_eq!(mentioned(sql, &OPENER_WORDS, &OPENER_INITIALS), each_anywhere(sql, &OPENER_WORDS), "{sql:?}");
+}
+
+/// What [`mentioned`] answers: bit `i` when `words[i]` is anywhere, by [`mentions_anywhere`].
+fn each_anywhere(sql: &str, words: &[&str]) -> u16 {
+    words.iter().enumerate().filter(|(_, w)| mentions_anywhere(sql, &[w])).fold(0, |bits, (i, _)| bits | 1 << i)
 }
 
 /// What [`mentions`] answers, by comparing every word at every offset.
@@ -426,7 +435,7 @@ proptest::proptest! {
 
 #[test]
 fn the_prefilter_finds_each_word_at_every_offset() {
-    for word in PG_WORDS.iter().chain(MYSQL_WORDS).chain(OPENER_WORDS) {
+    for word in PG_WORDS.iter().chain(MYSQL_WORDS).chain(&OPENER_WORDS) {
         for len in 0..70 {
             for at in 0..=len {
                 let mut sql = "x".repeat(len);
