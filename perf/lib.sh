@@ -271,6 +271,18 @@ callgrind_count() {
     echo $((ir / (tx * 16)))
 }
 
+# wait_catalogs: waits until the router logging to $BASE/router.log (started with
+# QUERYPILOT_LOG naming `querypilot::session::context::udf=info`) reports its function catalogs
+# loaded (2 minutes at most): a load inside a counted run puts whole parses into the count.
+wait_catalogs() {
+    for _ in $(seq 1200); do
+        grep -q 'function volatility' "$BASE/router.log" && return
+        sleep 0.1
+    done
+    log "the router never reported loading its function catalogs; see $BASE/router.log"
+    exit 1
+}
+
 # wait_pg_port PORT [HINT]: waits until a PostgreSQL listener answers on PORT (60 s at most);
 # exits with HINT in the message otherwise.
 wait_pg_port() {

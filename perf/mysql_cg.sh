@@ -54,14 +54,6 @@ wait_my_port() {
     exit 1
 }
 
-wait_catalogs() {
-    for _ in $(seq 1200); do
-        grep -q 'function volatility' "$BASE/router.log" && return
-        sleep 0.1
-    done
-    log "the router never reported loading its function catalogs; see $BASE/router.log"
-    exit 1
-}
 
 echo "| build | sysbench --db-ps-mode | instructions/query (background) |"
 echo "|---|---|---:|"

@@ -65,14 +65,6 @@ sessions() {
 # answers, inside a counted run: on two cores it put two full parses (~670k instructions) into the
 # count. So counting starts only once the load has ended, one way or the other (its log line).
 export QUERYPILOT_LOG="warn,querypilot::session::context::udf=info"
-wait_catalogs() {
-    for _ in $(seq 1200); do
-        grep -q 'function volatility' "$BASE/router.log" && return
-        sleep 0.1
-    done
-    log "the router never reported loading its function catalogs; see $BASE/router.log"
-    exit 1
-}
 
 stop_router() {
     kill -TERM "$ROUTER_PID" 2>/dev/null || true
