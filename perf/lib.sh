@@ -110,6 +110,29 @@ default_pool = "bench"
 CONF
 }
 
+# my_bench_config PORT MAX_CONNECTIONS [GENERAL_LINES]: a router on core 0 in front of the
+# started MariaDB primary: GENERAL_LINES added to [general], one mysql listener on PORT, pool
+# `my_primary` in transaction mode with MAX_CONNECTIONS connections, the MySQL default pool.
+my_bench_config() {
+    cat <<CONF
+[general]
+cores = [0]
+${3:-}
+[[listeners]]
+protocol = "mysql"
+bind = "127.0.0.1:$1"
+[pools.my_primary]
+mode = "transaction"
+username = "$MY_USER"
+password = "$MY_PASSWORD"
+database = "$MY_DATABASE"
+max_connections = $2
+backends = [{ host = "127.0.0.1", port = $MY_PRIMARY_PORT }]
+[routing]
+mysql_default_pool = "my_primary"
+CONF
+}
+
 # abuse_config PORT: the router #33's abuse scripts measure: one core, pool `bench` on the
 # primary in transaction mode, a 64 MiB client buffer budget.
 abuse_config() {

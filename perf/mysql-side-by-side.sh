@@ -34,26 +34,7 @@ for arg in "$@"; do
     name=${arg%%=*}
     bin=${arg#*=}
     port=$(free_port)
-    cat >"$BASE/$name.toml" <<TOML
-[general]
-cores = [0]
-log_level = "warn"
-
-[[listeners]]
-protocol = "mysql"
-bind = "127.0.0.1:$port"
-
-[pools.my_primary]
-mode = "transaction"
-username = "$MY_USER"
-password = "$MY_PASSWORD"
-database = "$MY_DATABASE"
-max_connections = $POOL
-backends = [{ host = "127.0.0.1", port = $MY_PRIMARY_PORT }]
-
-[routing]
-mysql_default_pool = "my_primary"
-TOML
+    my_bench_config "$port" "$POOL" 'log_level = "warn"' >"$BASE/$name.toml"
     "$bin" -c "$BASE/$name.toml" >"$BASE/$name.log" 2>&1 &
     PID[$name]=$!
     PIDS+=("$!")

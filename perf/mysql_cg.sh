@@ -61,22 +61,7 @@ for arg in "$@"; do
     name=${arg%%=*} BIN=${arg#*=}
     for mode in $PS_MODES; do
         port=$(free_port)
-        cat >"$BASE/router.toml" <<TOML
-[general]
-cores = [0]
-[[listeners]]
-protocol = "mysql"
-bind = "127.0.0.1:$port"
-[pools.my_primary]
-mode = "transaction"
-username = "$MY_USER"
-password = "$MY_PASSWORD"
-database = "$MY_DATABASE"
-max_connections = 4
-backends = [{ host = "127.0.0.1", port = $MY_PRIMARY_PORT }]
-[routing]
-mysql_default_pool = "my_primary"
-TOML
+        my_bench_config "$port" 4 >"$BASE/router.toml"
         out="$BASE/cg/$name-$mode.out"
         valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
             "$BIN" -c "$BASE/router.toml" >"$BASE/router.log" 2>&1 &
