@@ -12,6 +12,9 @@
 //! Whoever asked for a cancel is answered only once it was delivered (the cancel connection of
 //! a PostgreSQL client is closed then, as the server does), so the client cannot send its next
 //! statement while its cancel is still on the way and have that statement cancelled instead.
+//! Not every client waits for that answer (tokio-postgres does not), so a session also sends
+//! nothing to a backend while a cancel is still on its way: the PostgreSQL server signals a
+//! cancelled backend twice, and the second signal may come late.
 //! A MySQL `KILL CONNECTION` of another session sets that session's *end* event.
 
 use std::cell::{Cell, OnceCell, RefCell};
@@ -125,7 +128,8 @@ impl CancelSlot {
     }
 
     /// Waits until every cancel forwarded for this session has been delivered, so the backend
-    /// connection can be handed to another client safely.
+    /// connection can be handed to another client safely, and so that the session's next
+    /// statement on a connection it holds is not the one a late cancel reaches.
     pub async fn settle(&self) {
         let pending = std::mem::take(&mut *self.delivering.borrow_mut());
         if pending.is_empty() {

@@ -156,3 +156,91 @@ fn a_cancel_whose_client_hangs_up_at_once_is_still_delivered() {
         assert_eq!(crate::pg_raw::code(&got[got.len() - 2].1), "57014", "{mode}");
     }
 }
+
+/// A relay to the server on `upstream` that passes connections through but delivers each
+/// CancelRequest twice, the second time `late` after the first, and closes the cancel connection
+/// only then: what the postmaster does on a busy host (it signals the backend's process, then its
+/// process group, and the second signal can come well after the first).
+fn twice_cancelling_relay(upstream: u16, late: Duration) -> u16 {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind relay");
+    let port = listener.local_addr().expect("relay address").port();
+    thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            thread::spawn(move || relay_twice(client, upstream, late));
+        }
+    });
+    port
+}
+
+fn relay_twice(mut client: std::net::TcpStream, upstream: u16, late: Duration) {
+    use std::io::{Read, Write};
+    const CANCEL_REQUEST: [u8; 8] = [0, 0, 0, 16, 0x04, 0xd2, 0x16, 0x2e];
+    let connect = || std::net::TcpStream::connect(("127.0.0.1", upstream)).expect("connect upstream");
+    let mut head = [0u8; 8];
+    if client.read_exact(&mut head).is_err() {
+        return;
+    }
+    if head == CANCEL_REQUEST {
+        let mut packet = head.to_vec();
+        packet.resize(16, 0);
+        if client.read_exact(&mut packet[8..]).is_err() {
+            return;
+        }
+        for delay in [Duration::ZERO, late] {
+            thread::sleep(delay);
+            let mut server = connect();
+            server.write_all(&packet).expect("forward cancel");
+            let _ = server.read_to_end(&mut Vec::new()); // the server closes once it signalled
+        }
+        return; // closing the router's cancel connection only now
+    }
+    let mut server = connect();
+    server.write_all(&head).expect("forward startup");
+    let (mut from_server, mut to_client) = (server.try_clone().expect("clone"), client.try_clone().expect("clone"));
+    thread::spawn(move || {
+        let _ = std::io::copy(&mut from_server, &mut to_client);
+        let _ = to_client.shutdown(std::net::Shutdown::Write);
+    });
+    let _ = std::io::copy(&mut client, &mut server);
+    let _ = server.shutdown(std::net::Shutdown::Write);
+}
+
+/// #18 whatever the client library: tokio-postgres sends its next statement as soon as the
+/// cancelled one ended, without waiting for its cancel connection to close as libpq and asyncpg
+/// do, so a second signal of the same cancel could end that statement. The router holds a
+/// statement for a connection while a cancel is still on its way to it. The relay puts 600 ms
+/// between the two deliveries; the next statement runs 1.5 s, so without the hold it would be
+/// cancelled. Transaction pooling outside a transaction already waited in the release between the
+/// two statements; a held connection (session pooling, an open transaction) did not.
+#[test]
+fn a_late_second_delivery_of_a_cancel_does_not_reach_the_next_statement() {
+    let relay = twice_cancelling_relay(dbs().pg.primary_port, Duration::from_millis(600));
+    // (pool mode, next statement in the extended protocol, inside a transaction)
+    for (mode, extended, in_tx) in [("session", false, false), ("session", true, false), ("transaction", false, true)] {
+        let case = format!("{mode}, extended {extended}, in a transaction {in_tx}");
+        let r = Router::start(&pg_config(&[0], &pg_pool("main", relay, mode, 2), "main"));
+        let mut c = r.pg("main");
+        if in_tx {
+            c.batch_execute("BEGIN; SAVEPOINT before_cancel").expect("begin");
+        }
+        let marker = unique_name("twice");
+        let token = c.cancel_token();
+        let m = marker.clone();
+        let canceller = thread::spawn(move || {
+            wait_running(&m);
+            token.cancel_query(postgres::NoTls).expect("send cancel");
+        });
+        let e = c.batch_execute(&format!("SELECT pg_sleep(30) /* {marker} */")).expect_err("canceled");
+        assert_eq!(sqlstate(&e), "57014", "{case}: {e}");
+        canceller.join().expect("canceller");
+        if in_tx {
+            c.batch_execute("ROLLBACK TO SAVEPOINT before_cancel").expect("rollback to savepoint");
+        }
+        let next = if extended {
+            c.query("SELECT pg_sleep(1.5)", &[]).map(drop)
+        } else {
+            c.batch_execute("SELECT pg_sleep(1.5)")
+        };
+        next.unwrap_or_else(|e| panic!("{case}: the next statement was hit: {e}"));
+    }
+}

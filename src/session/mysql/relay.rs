@@ -504,6 +504,7 @@ impl Session {
 
     /// Writes `self.link.out` to the backend.
     pub(super) async fn flush_backend(&mut self) -> Result<(), RelayError> {
+        self.seat.cancel.slot.settle().await; // an earlier statement's KILL must not reach this one
         let conn = self.seat.conn.as_mut().ok_or_else(no_backend)?;
         self.seat.cancel.slot.running_on(conn, crate::config::Protocol::MySql);
         let r = rt::write_all(&mut conn.stream, &self.link.out).await;

@@ -686,6 +686,14 @@ impl Session {
 
     /// Sends everything queued for the backend and marks the session's statement cancellable.
     async fn send_backend(&mut self) -> Result<(), End> {
+        if self.seat.conn.is_none() {
+            return Ok(());
+        }
+        // A cancel still on its way for an earlier statement must not reach this one. The server
+        // signals the backend twice for one CancelRequest (its process, then its process group),
+        // and a client that does not wait for its cancel connection to close (tokio-postgres)
+        // can send its next statement between the two; on a held connection no release waits.
+        self.seat.cancel.slot.settle().await;
         let Some(conn) = self.seat.conn.as_mut() else { return Ok(()) };
         self.seat.cancel.slot.running_on(conn, Protocol::Postgres);
         // Until its ReadyForQuery arrives the connection carries this client's response: it must

@@ -96,6 +96,9 @@ impl Session {
 
     /// Writes `self.link.out` to the backend and marks the statement cancellable.
     pub(super) async fn pg_send(&mut self) -> Result<(), RelayError> {
+        // The server may signal a cancelled statement's backend twice: the second must not
+        // reach this statement (see the PostgreSQL session's `send_backend`).
+        self.seat.cancel.slot.settle().await;
         let conn = self.seat.conn.as_mut().ok_or_else(super::super::relay::no_backend)?;
         self.seat.cancel.slot.running_on(conn, Protocol::Postgres);
         let r = cross::send(conn, &self.link.out).await;

@@ -83,6 +83,7 @@ impl Session {
     /// Sends `cmd` (sequence 0), marking the statement cancellable by `KILL QUERY`.
     pub(super) async fn my_send(&mut self, cmd: &Command<'_>) -> Result<(), RelayError> {
         let caps = self.my_caps();
+        self.seat.cancel.slot.settle().await; // an earlier statement's KILL must not reach this one
         let conn = self.seat.conn.as_mut().ok_or(RelayError::BackendClosed(None))?;
         self.seat.cancel.slot.running_on(conn, Protocol::MySql);
         let mut payload = Vec::with_capacity(64);
