@@ -272,6 +272,8 @@ pub struct CorePool {
     /// The pool's configuration.
     pub config: PoolConfig,
     backends: Vec<BackendSlot>,
+    /// What [`CorePool::usable_now`] read last, and the backends' health changes it read it at.
+    usable_read: Cell<Option<(u64, Usable)>>,
     idle: RefCell<Vec<Conn>>,
     waiters: Rc<Waiters>,
     /// Checkouts of this core currently waiting for budget.
@@ -360,6 +362,7 @@ impl CorePool {
         Self {
             config: config.clone(),
             backends,
+            usable_read: Cell::new(None),
             idle: RefCell::new(Vec::new()),
             waiters: Rc::new(Waiters::new(
                 budgets.line(&config.name),
@@ -479,6 +482,19 @@ impl CorePool {
     /// What new work may use now (see [`Usable`]). A primary-role pool lends only its
     /// writable backends while it has any (#40); a replica-role pool any healthy one.
     fn usable_now(&self) -> Usable {
+        // #39: read at every checkout, checkin and transaction's end, and it seldom moves: what
+        // was worked out stands while no backend's health changed (counts that only grow).
+        let changes = self.backends.iter().fold(0u64, |n, b| n.wrapping_add(b.health.changes()));
+        if let Some((_, u)) = self.usable_read.get().filter(|(at, _)| *at == changes) {
+            return u;
+        }
+        let u = self.read_usable();
+        self.usable_read.set(Some((changes, u)));
+        u
+    }
+
+    /// [`CorePool::usable_now`], read from the shared health.
+    fn read_usable(&self) -> Usable {
         let any_healthy = self.has_healthy_backend();
         if self.config.role != PoolRole::Primary {
             return Usable { any_healthy, floor: Floor::Any, strict: false };
@@ -1552,6 +1568,29 @@ mod tests {
         slot.budget.unwant();
         assert!(!set.maintain(now, 2).follow);
         assert_eq!(PoolSet::default().maintain(now, 2), NextUpkeep { by: None, follow: false });
+    }
+
+    /// #39: what a pool worked out of its backends' health stands only until the health moves:
+    /// a backend found writable, or every one marked down, is seen at the next read.
+    #[test]
+    fn the_health_a_pool_read_is_read_again_once_it_moved() {
+        let text = "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\nusername = \"u\"\n\
+                    password = \"p\"\nbackends = [{ host = \"127.0.0.1\", port = 5432 }, { host = \"127.0.0.1\", port = 5433 }]\n\
+                    [routing]\ndefault_pool = \"main\"\n";
+        let config = Config::parse(text, "test.toml").expect("valid config");
+        let set = PoolSet::build(&config, &BudgetRegistry::default(), None);
+        let pool = set.get("main").expect("pool");
+        let usable = || {
+            let u = pool.usable_now();
+            [pool.usable(0, u), pool.usable(1, u)]
+        };
+        let health = |i: usize| pool.backends.get(i).map(|b| b.health.clone()).expect("a backend");
+        assert_eq!(usable(), [true, true], "neither role read yet");
+        assert!(health(0).set_role_mismatch(false), "the first is the primary");
+        assert_eq!(usable(), [true, false], "the unverified one is not lent beside the writable one");
+        health(0).connect_failed();
+        health(1).connect_failed();
+        assert_eq!(usable(), [true, true], "all down: the pool fails open");
     }
 
     /// Runs `main` with a pool `main` of one backend, `max_connections` 1, on a fresh core,
