@@ -33,7 +33,7 @@ impl CorePool {
         let u = self.usable_now();
         if (0..self.backends.len()).any(|i| self.usable(i, u) && caught_up(i)) {
             self.counters.causal_read(CausalOutcome::ServedByReplica); // metrics
-            return self.checkout_where(protocol, who, deadline, &caught_up, &Shape::default()).await.map(Some);
+            return self.checkout_where(protocol, who, deadline, &caught_up, &Shape::default(), None).await.map(Some);
         }
         let started = rt::now();
         let mut conn = self.checkout(protocol, who, deadline).await?;

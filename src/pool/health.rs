@@ -103,6 +103,9 @@ pub struct BackendHealth {
     /// switchover: a PostgreSQL server's `pg_last_wal_replay_lsn()`, also once promoted (it
     /// then stays where recovery ended), or [`UNKNOWN`].
     recovered: AtomicU64,
+    /// Raised after each change of `up` or `role`: a core keeps what it worked out of them
+    /// while this stays where it was (#39: read at every checkout, checkin and transaction end).
+    changes: AtomicU64,
 }
 
 /// `BackendHealth::role`: no probe has read the server's role yet.
@@ -127,7 +130,21 @@ impl BackendHealth {
             applied_gtid: Mutex::new(None),
             written: Mutex::new(None),
             recovered: AtomicU64::new(UNKNOWN),
+            changes: AtomicU64::new(0),
         }
+    }
+
+    /// How many times the health or the role changed so far: equal at two reads, what was
+    /// read of them at the first still holds (all but for a change still being made, as if
+    /// read just before it).
+    pub(crate) fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
+    }
+
+    /// The health or the role changed: published after the change, so a core that sees the
+    /// count move reads the new state.
+    fn changed(&self) {
+        self.changes.fetch_add(1, Ordering::Release);
     }
 
     /// switchover: a probe read the position of the server's own writes (`None`: not
@@ -155,7 +172,11 @@ impl BackendHealth {
     /// is logged once when it appears, not every probe).
     pub fn set_role_mismatch(&self, mismatch: bool) -> bool {
         let next = if mismatch { ROLE_MISMATCH } else { ROLE_MATCHES };
-        self.role.swap(next, Ordering::Relaxed) != next
+        let changed = self.role.swap(next, Ordering::Relaxed) != next;
+        if changed {
+            self.changed();
+        }
+        changed
     }
 
     /// Whether the last probe that read the server's role found what the pool's role says
@@ -236,7 +257,9 @@ impl BackendHealth {
     /// now rather than after the next probe; only probes bring it back.
     pub fn connect_failed(&self) {
         self.cause.store(Cause::Connect as u8, Ordering::Relaxed);
-        self.up.store(0, Ordering::Release);
+        if self.up.swap(0, Ordering::AcqRel) != 0 {
+            self.changed();
+        }
     }
 
     /// Moves from `from` to `to` unless someone else changed the state meanwhile (a passive
@@ -244,6 +267,9 @@ impl BackendHealth {
     fn transition(&self, from: bool, to: bool, cause: Cause) -> bool {
         let moved = to == from
             || self.up.compare_exchange(u8::from(from), u8::from(to), Ordering::AcqRel, Ordering::Acquire).is_ok();
+        if moved && to != from {
+            self.changed();
+        }
         // While down, the cause follows the latest failure (a passing check keeps the last one).
         if moved && !to && cause != Cause::None {
             self.cause.store(cause as u8, Ordering::Relaxed);

@@ -272,6 +272,8 @@ pub struct CorePool {
     /// The pool's configuration.
     pub config: PoolConfig,
     backends: Vec<BackendSlot>,
+    /// What [`CorePool::usable_now`] read last, and the backends' health changes it read it at.
+    usable_read: Cell<Option<(u64, Usable)>>,
     idle: RefCell<Vec<Conn>>,
     waiters: Rc<Waiters>,
     /// Checkouts of this core currently waiting for budget.
@@ -360,6 +362,7 @@ impl CorePool {
         Self {
             config: config.clone(),
             backends,
+            usable_read: Cell::new(None),
             idle: RefCell::new(Vec::new()),
             waiters: Rc::new(Waiters::new(
                 budgets.line(&config.name),
@@ -479,6 +482,19 @@ impl CorePool {
     /// What new work may use now (see [`Usable`]). A primary-role pool lends only its
     /// writable backends while it has any (#40); a replica-role pool any healthy one.
     fn usable_now(&self) -> Usable {
+        // #39: read at every checkout, checkin and transaction's end, and it seldom moves: what
+        // was worked out stands while no backend's health changed (counts that only grow).
+        let changes = self.backends.iter().fold(0u64, |n, b| n.wrapping_add(b.health.changes()));
+        if let Some((_, u)) = self.usable_read.get().filter(|(at, _)| *at == changes) {
+            return u;
+        }
+        let u = self.read_usable();
+        self.usable_read.set(Some((changes, u)));
+        u
+    }
+
+    /// [`CorePool::usable_now`], read from the shared health.
+    fn read_usable(&self) -> Usable {
         let any_healthy = self.has_healthy_backend();
         if self.config.role != PoolRole::Primary {
             return Usable { any_healthy, floor: Floor::Any, strict: false };
@@ -714,17 +730,16 @@ impl CorePool {
 
     /// Adds `user`'s unit to backend `index`, whose pool-wide unit the caller holds.
     fn with_user_unit(&self, index: usize, user: Option<&str>) -> Option<Picked> {
+        let slot = self.backends.get(index)?;
         let Some(user) = user else {
-            return Some(Picked { index, user_budget: None });
+            return Some(Picked::new(index, slot, None, &self.waiters));
         };
         match self.user_budget(index, user) {
-            Some(b) if b.try_acquire() => Some(Picked { index, user_budget: Some(b) }),
+            Some(b) if b.try_acquire() => Some(Picked::new(index, slot, Some(b), &self.waiters)),
             _ => {
                 // The user is at its own cap here: give the pool-wide unit back.
-                if let Some(slot) = self.backends.get(index) {
-                    slot.budget.release();
-                    self.waiters.call_others(&slot.budget);
-                }
+                slot.budget.release();
+                self.waiters.call_others(&slot.budget);
                 None
             }
         }
@@ -775,22 +790,36 @@ impl CorePool {
         who: Option<&PassThrough>,
         deadline: Instant,
     ) -> Result<Conn, PoolError> {
-        self.checkout_where(protocol, who, deadline, &|_| true, &Shape::default()).await
+        self.checkout_where(protocol, who, deadline, &|_| true, &Shape::default(), None).await
+    }
+
+    /// A checkout's first look taken before any future of it is built (#39): a connection idle
+    /// on a usable backend is lent here, in the turn it was asked for, and the checkout is
+    /// done; else what the look found goes on to [`CorePool::checkout_shaped`].
+    pub fn lend_now(&self, protocol: Protocol, who: Option<&PassThrough>) -> Result<Conn, Looked> {
+        match self.first_look(protocol, who, &|_| true) {
+            Some(Ok(conn)) => Ok(self.lent_at_once(conn)),
+            Some(Err(next)) => Err(Looked(Some(next))),
+            None => Err(Looked(None)),
+        }
     }
 
     /// [`CorePool::checkout`] for a statement of `shape`, which the pool's limiter may hold
     /// back (#41): the permit it takes rides with the connection until its checkin or close.
+    /// `looked`: what [`CorePool::lend_now`] found on this pool, in this same turn.
     pub async fn checkout_shaped(
         self: &Rc<Self>,
         protocol: Protocol,
         who: Option<&PassThrough>,
         deadline: Instant,
         shape: &Shape<'_>,
+        looked: Option<Looked>,
     ) -> Result<Conn, PoolError> {
-        self.checkout_where(protocol, who, deadline, &|_| true, shape).await
+        self.checkout_where(protocol, who, deadline, &|_| true, shape, looked).await
     }
 
-    /// Borrows a connection to a backend `eligible` accepts (see [`CorePool::checkout`]).
+    /// Borrows a connection to a backend `eligible` accepts (see [`CorePool::checkout`]);
+    /// `looked`: the checkout's first look, taken with an `eligible` that accepts any backend.
     async fn checkout_where(
         self: &Rc<Self>,
         protocol: Protocol,
@@ -798,22 +827,20 @@ impl CorePool {
         deadline: Instant,
         eligible: &dyn Fn(usize) -> bool,
         shape: &Shape<'_>,
+        looked: Option<Looked>,
     ) -> Result<Conn, PoolError> {
-        // metrics: acquire count, queue depth while waiting, wait time, timeouts, lent connections.
-        let slot = self.counters.acquire_started();
         // #39: the usual checkout finds a connection idle and is done here, in the turn it was
         // asked in: no pause to pass, no permit to wait for, no queue, no clock read.
-        let first = match self.first_look(protocol, who, eligible) {
-            Some(Ok(mut conn)) => {
-                drop(slot);
-                // Nothing awaited since the request: by the turn's clock, no time passed.
-                self.counters.acquire_finished(Duration::ZERO);
-                self.lend(&mut conn, None);
-                return Ok(conn);
-            }
-            Some(Err(next)) => Some(next),
-            None => None,
+        let first = match looked {
+            Some(Looked(first)) => first,
+            None => match self.first_look(protocol, who, eligible) {
+                Some(Ok(conn)) => return Ok(self.lent_at_once(conn)),
+                Some(Err(next)) => Some(next),
+                None => None,
+            },
         };
+        // metrics: acquire count, queue depth while waiting, wait time, timeouts, lent connections.
+        let slot = self.counters.acquire_started();
         let started = rt::now();
         // A paused pool holds the checkout; the pause does not count against its deadline.
         let held = self.gate.pass().await;
@@ -865,6 +892,16 @@ impl CorePool {
             return None;
         }
         Some(self.look(u, protocol, who, eligible))
+    }
+
+    /// `conn`, found by a checkout's first look, goes to it (metrics: an acquire that waited
+    /// for nothing).
+    fn lent_at_once(&self, mut conn: Conn) -> Conn {
+        drop(self.counters.acquire_started());
+        // Nothing awaited since the request: by the turn's clock, no time passed.
+        self.counters.acquire_finished(Duration::ZERO);
+        self.lend(&mut conn, None);
+        conn
     }
 
     /// `conn` goes to the checkout, with the shape's `permit` if it took one (metrics).
@@ -1124,13 +1161,12 @@ impl CorePool {
         who: Option<&PassThrough>,
         deadline: Instant,
     ) -> Result<Conn, PoolError> {
-        let Picked { index, user_budget } = picked;
+        let Picked { index, unit: guard } = picked;
         let Some(slot) = self.backends.get(index) else {
             return Err(PoolError::NoBackend(self.config.name.clone()));
         };
         let connect_deadline = deadline.min(rt::now() + self.config.timeouts.connect);
         let _opening = Opening::new(&slot.outstanding);
-        let guard = conn::BudgetUnit::new(slot.budget.clone(), user_budget, self.waiters.clone());
         let who = who.filter(|_| self.passes_through());
         // #39: one another core gave up for this core's waiters, if any, rather than a login.
         let guard = match who {
@@ -1372,7 +1408,7 @@ impl CorePool {
                     break;
                 }
                 let before = held();
-                let picked = Picked { index, user_budget: None };
+                let picked = Picked::new(index, slot, None, &self.waiters);
                 let conn = self.open(picked, protocol, None, rt::now() + self.config.timeouts.connect).await?;
                 self.checkin(conn, true);
                 if held() <= before {
@@ -1394,6 +1430,12 @@ fn limiter(config: &PoolConfig) -> Option<Rc<admit::Gate>> {
     (limits.any() && config.mode != crate::config::PoolMode::Session).then(|| admit::Gate::new(limits, capacity))
 }
 
+/// What a checkout's first look ([`CorePool::lend_now`]) found short of a connection, for the
+/// rest of the checkout ([`CorePool::checkout_shaped`]) to go on from: a unit held for a new
+/// connection (given back if this is dropped), the health read for a wait, or nothing when
+/// something may hold the checkout first (a pause, a reload, the shape limiter, a failover).
+pub struct Looked(Option<Next>);
+
 /// What a checkout that found no idle connection does next (see [`CorePool::look`]).
 enum Next {
     /// Opens one on a backend, a unit of whose budget the look took.
@@ -1403,10 +1445,19 @@ enum Next {
 }
 
 /// A backend chosen for a new connection, with the units taken for it (the pool-wide one in
-/// the backend's budget, the user's on a pass-through pool).
+/// the backend's budget, the user's on a pass-through pool), held as the connection will hold
+/// them: a pick dropped unused (a [`Looked`] never finished) gives them back.
 struct Picked {
     index: usize,
-    user_budget: Option<Arc<Budget>>,
+    unit: conn::BudgetUnit,
+}
+
+impl Picked {
+    /// Backend `index` (`slot`), whose pool-wide unit the caller took, with `user_budget`'s unit
+    /// if any.
+    fn new(index: usize, slot: &BackendSlot, user_budget: Option<Arc<Budget>>, waiters: &Rc<Waiters>) -> Self {
+        Self { index, unit: conn::BudgetUnit::new(slot.budget.clone(), user_budget, waiters.clone()) }
+    }
 }
 
 /// All pools of one core, by name.
@@ -1519,6 +1570,29 @@ mod tests {
         assert_eq!(PoolSet::default().maintain(now, 2), NextUpkeep { by: None, follow: false });
     }
 
+    /// #39: what a pool worked out of its backends' health stands only until the health moves:
+    /// a backend found writable, or every one marked down, is seen at the next read.
+    #[test]
+    fn the_health_a_pool_read_is_read_again_once_it_moved() {
+        let text = "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\nusername = \"u\"\n\
+                    password = \"p\"\nbackends = [{ host = \"127.0.0.1\", port = 5432 }, { host = \"127.0.0.1\", port = 5433 }]\n\
+                    [routing]\ndefault_pool = \"main\"\n";
+        let config = Config::parse(text, "test.toml").expect("valid config");
+        let set = PoolSet::build(&config, &BudgetRegistry::default(), None);
+        let pool = set.get("main").expect("pool");
+        let usable = || {
+            let u = pool.usable_now();
+            [pool.usable(0, u), pool.usable(1, u)]
+        };
+        let health = |i: usize| pool.backends.get(i).map(|b| b.health.clone()).expect("a backend");
+        assert_eq!(usable(), [true, true], "neither role read yet");
+        assert!(health(0).set_role_mismatch(false), "the first is the primary");
+        assert_eq!(usable(), [true, false], "the unverified one is not lent beside the writable one");
+        health(0).connect_failed();
+        health(1).connect_failed();
+        assert_eq!(usable(), [true, true], "all down: the pool fails open");
+    }
+
     /// Runs `main` with a pool `main` of one backend, `max_connections` 1, on a fresh core,
     /// with a connection to that backend (a loopback socket whose far end stays open), and
     /// returns what it sends.
@@ -1595,5 +1669,76 @@ mod tests {
             let _ = tx.send((first_waits, later_waits, later_still_waits, later_served));
         });
         assert_eq!(out, (true, true, true, true));
+    }
+
+    /// #39: the first look taken before the checkout's futures lends an idle connection as the
+    /// checkout's first poll did, and lends nothing a pause holds back: the checkout it goes on
+    /// to waits for the resume. One acquire is counted per checkout either way.
+    #[test]
+    fn a_look_before_the_checkout_lends_an_idle_connection_but_not_through_a_pause() {
+        let out = on_core_with_conn(|pool, conn, tx| async move {
+            let figures = |pool: &CorePool| {
+                let snap = pool.metrics_snapshot();
+                (pool.idle_count(), pool.lent(), snap.acquires_total, snap.wait.count())
+            };
+            pool.checkin(conn, true);
+            let Ok(conn) = pool.lend_now(Protocol::Postgres, None) else {
+                let _ = tx.send(None);
+                return;
+            };
+            let lent = figures(&pool);
+            pool.checkin(conn, true);
+            pool.gate().pause();
+            let Err(looked) = pool.lend_now(Protocol::Postgres, None) else {
+                let _ = tx.send(None);
+                return;
+            };
+            let deadline = rt::now() + Duration::from_secs(5);
+            let shape = Shape::default();
+            let mut checkout = pin!(pool.checkout_shaped(Protocol::Postgres, None, deadline, &shape, Some(looked)));
+            let held = poll_once(checkout.as_mut()).is_pending();
+            let paused = figures(&pool);
+            pool.gate().resume();
+            let served = matches!(poll_once(checkout.as_mut()), Poll::Ready(Ok(_)));
+            let _ = tx.send(Some((lent, held, paused, served, figures(&pool))));
+        });
+        assert_eq!(out, Some(((0, 1, 1, 1), true, (1, 0, 2, 1), true, (0, 1, 2, 2))));
+    }
+
+    /// #41 and #39: a checkout going on from a look that found the budget used up waits, and
+    /// a later look does not take the connection it was woken for: first come, first served.
+    #[test]
+    fn a_look_before_the_checkout_does_not_overtake_a_woken_waiter() {
+        let out = on_core_with_conn(|pool, conn, tx| async move {
+            let Err(looked) = pool.lend_now(Protocol::Postgres, None) else {
+                let _ = tx.send(None);
+                return;
+            };
+            let (deadline, shape) = (rt::now() + Duration::from_secs(5), Shape::default());
+            let mut first = pin!(pool.checkout_shaped(Protocol::Postgres, None, deadline, &shape, Some(looked)));
+            let first_waits = poll_once(first.as_mut()).is_pending();
+            pool.checkin(conn, true);
+            let later_lent = pool.lend_now(Protocol::Postgres, None).is_ok();
+            let first_served = matches!(poll_once(first.as_mut()), Poll::Ready(Ok(_)));
+            let _ = tx.send(Some((first_waits, later_lent, first_served)));
+        });
+        assert_eq!(out, Some((true, false, true)));
+    }
+
+    /// The exact budget (#39): a look that took a unit for a new connection and is dropped
+    /// before a checkout goes on from it gives the unit back.
+    #[test]
+    fn a_look_holding_a_unit_gives_it_back_when_dropped() {
+        let out = on_core_with_conn(|pool, conn, tx| async move {
+            let budget = pool.backends.first().map(|b| b.budget.clone()).expect("a backend");
+            pool.checkin(conn, false); // closed: its unit is free, nothing is idle
+            let freed = budget.used();
+            let looked = pool.lend_now(Protocol::Postgres, None);
+            let held = budget.used();
+            let opens = matches!(&looked, Err(Looked(Some(Next::Open(_)))));
+            drop(looked);
+            let _ = tx.send((freed, held, opens, budget.used()));
+        });
+        assert_eq!(out, (0, 1, true, 0));
     }
 }

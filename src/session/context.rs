@@ -18,7 +18,7 @@ use crate::auth::{FailureLimiter, SecretCache};
 use crate::config::{Config, ConsoleRole, PoolRole, Protocol, ReadYourWrites};
 use crate::id::{CancelKey, CoreId, KillRequest, KillTarget};
 use crate::metrics::{self, CausalOutcome, CoreCounters, DigestSnapshot, FallbackOutcome};
-use crate::pool::{Conn, CorePool, PassThrough, PoolError, PoolSet, Shape};
+use crate::pool::{Conn, CorePool, Looked, PassThrough, PoolError, PoolSet, Shape};
 use crate::routing::causal::TokenUse;
 use crate::routing::{
     CacheStats, Catalogs, Decision, DecisionKind, Outcome, RouteInput, Router, RuleSet, StatementKey,
@@ -200,8 +200,9 @@ impl CoreContext {
         protocol: Protocol,
         who: Option<&PassThrough>,
         shape: &Shape<'_>,
+        looked: Option<Looked>,
     ) -> Result<Conn, E> {
-        self.checkout(pool, protocol, who, shape).await.map_err(|e| E::from(&e))
+        self.checkout(pool, protocol, who, shape, looked).await.map_err(|e| E::from(&e))
     }
 
     /// Borrows a connection of `pool` speaking `protocol`, waiting up to the pool's `acquire`
@@ -210,22 +211,26 @@ impl CoreContext {
     /// current pool set, also when the reload happened while the checkout waited (between PAUSE
     /// and RESUME), so a new transaction always runs on the configuration in force. `shape` is
     /// the statement the connection is for, which the pool's limiter may hold back (#41).
+    /// `looked`: the checkout's first look on `pool` ([`CorePool::lend_now`]), in this turn.
     pub async fn checkout(
         &self,
         pool: &mut Rc<CorePool>,
         protocol: Protocol,
         who: Option<&PassThrough>,
         shape: &Shape<'_>,
+        mut looked: Option<Looked>,
     ) -> Result<Conn, PoolError> {
         let deadline = crate::rt::now() + pool.config.timeouts.acquire;
         loop {
             if pool.is_replaced() {
+                // A look on the pool replaced is none on its successor; a unit it held goes back.
+                looked = None;
                 let Some(successor) = self.pools().get(pool.config.name.as_str()).cloned() else {
                     return Err(PoolError::NoBackend(pool.config.name.clone()));
                 };
                 *pool = successor;
             }
-            match pool.checkout_shaped(protocol, who, deadline, shape).await {
+            match pool.checkout_shaped(protocol, who, deadline, shape, looked.take()).await {
                 Err(PoolError::Replaced(_)) => continue,
                 other => return other,
             }

@@ -23,7 +23,7 @@ use super::lend::Lent;
 use super::loss::Farewell;
 use crate::config::{PoolMode, Protocol};
 use crate::id::{CancelKey, Position, Token};
-use crate::pool::{Conn, ConnInfo, CorePool, PassThrough, PoolError, Shape};
+use crate::pool::{Conn, ConnInfo, CorePool, Looked, PassThrough, PoolError, Shape};
 use crate::routing::RywState;
 use crate::sql::analyze::PinReason;
 
@@ -84,9 +84,27 @@ impl Seat {
         as_client: bool,
         user: &str,
     ) -> Result<Conn, E> {
+        self.checkout_looked(None, protocol, as_client, user).await
+    }
+
+    /// [`Seat::checkout`] without building its future when a connection is idle (#39: the
+    /// layers of the checkout's futures, polled once to lend it, cost more than the look): the
+    /// connection, else what the look found for [`Seat::checkout_looked`] to go on from.
+    pub fn lend_now(&self, protocol: Protocol, as_client: bool) -> Result<Conn, Looked> {
+        self.pool.lend_now(protocol, self.pass.as_deref().filter(|_| as_client))
+    }
+
+    /// [`Seat::checkout`] going on from `looked`, the look [`Seat::lend_now`] took in this turn.
+    pub async fn checkout_looked<E: for<'e> From<&'e PoolError>>(
+        &mut self,
+        looked: Option<Looked>,
+        protocol: Protocol,
+        as_client: bool,
+        user: &str,
+    ) -> Result<Conn, E> {
         let shape = Shape::new(self.digest.statement(), user);
-        let who = if as_client { self.pass.as_deref() } else { None };
-        self.ctx.checkout_for::<E>(&mut self.pool, protocol, who, &shape).await
+        let who = self.pass.as_deref().filter(|_| as_client);
+        self.ctx.checkout_for::<E>(&mut self.pool, protocol, who, &shape, looked).await
     }
 
     /// Ends the statement being timed and records it on the session's pool (see
@@ -182,8 +200,13 @@ pub(super) trait Placed {
     /// Borrows a connection of the session's pool unless one is attached.
     async fn ensure_backend(&mut self) -> Result<(), Self::Error> {
         if self.seat().conn.is_none() {
-            let (seat, user) = self.seat_and_user();
-            let conn = seat.checkout::<Self::Error>(Self::PROTOCOL, true, user).await?;
+            let conn = match self.seat().lend_now(Self::PROTOCOL, true) {
+                Ok(conn) => conn,
+                Err(looked) => {
+                    let (seat, user) = self.seat_and_user();
+                    seat.checkout_looked::<Self::Error>(Some(looked), Self::PROTOCOL, true, user).await?
+                }
+            };
             self.attach(conn).await?;
         }
         if self.needs_ready() {
