@@ -72,9 +72,11 @@ enum Seen {
 const ATOMIC: [&str; 8] = ["SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE", "WITH", "VALUES", "TABLE"];
 
 impl CommitGtid {
-    /// Before `sql` (of `statements` statements) is sent: nothing seen yet.
-    pub(super) fn expecting(sql: &str, statements: u16) -> CommitGtid {
-        CommitGtid { seen: Seen::None, atomic: statements == 1 && opens_with_atomic_word(sql) }
+    /// Before `sql` (of `statements` statements) is sent: nothing seen yet. `atomic_word`:
+    /// [`opens_with_atomic_word`] of `sql` when the caller kept it.
+    pub(super) fn expecting(sql: &str, statements: u16, atomic_word: Option<bool>) -> CommitGtid {
+        let atomic = statements == 1 && atomic_word.unwrap_or_else(|| opens_with_atomic_word(sql));
+        CommitGtid { seen: Seen::None, atomic }
     }
 
     /// Takes one OK packet's report; `last` is the connection's last known `last_gtid`.
@@ -106,7 +108,7 @@ impl CommitGtid {
 /// its bytes settle; anything else (a comment first, a word run into punctuation, digits or a
 /// non-ASCII letter) goes to the lexer, whose start and eight word compares were ~270
 /// instructions a statement (#39).
-fn opens_with_atomic_word(sql: &str) -> bool {
+pub(super) fn opens_with_atomic_word(sql: &str) -> bool {
     const fn space(b: u8) -> bool {
         matches!(b, b' ' | b'\t' | b'\n' | b'\r')
     }
@@ -122,7 +124,7 @@ fn opens_with_atomic_word(sql: &str) -> bool {
 }
 
 /// [`opens_with_atomic_word`] read by the lexer.
-fn first_word_lexed_atomic(sql: &str) -> bool {
+pub(super) fn first_word_lexed_atomic(sql: &str) -> bool {
     let first = Lexer::new(sql, Dialect::MySql).find(|t| t.kind != TokenKind::Comment);
     first.is_some_and(|t| ATOMIC.iter().any(|w| t.is_word(w)))
 }

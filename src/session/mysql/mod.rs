@@ -461,7 +461,7 @@ impl Session {
             e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         }
-        let routed = match self.route_statement(&sql, None).await {
+        let routed = match self.route_statement(&sql, None, None).await {
             Ok(r) => r,
             Err(e) => {
                 e.encode(self.client.reply_seq, &mut self.io.out);

@@ -61,11 +61,16 @@ fn the_first_word_read_from_bytes_is_the_lexers() {
     }
 }
 
+/// A commit's expectation: the first word, read or kept by the caller, of a text of one
+/// statement; never for several.
 #[test]
 fn only_one_statement_is_expected_atomic() {
     for &(sql, atomic) in FIRST_WORDS {
-        assert_eq!(CommitGtid::expecting(sql, 1).atomic, atomic, "{sql:?}");
-        assert!(!CommitGtid::expecting(sql, 2).atomic, "{sql:?}");
-        assert!(!CommitGtid::expecting(sql, 0).atomic, "{sql:?}");
+        assert_eq!(CommitGtid::expecting(sql, 1, None).atomic, atomic, "{sql:?}");
+        assert_eq!(CommitGtid::expecting(sql, 1, Some(atomic)).atomic, atomic, "{sql:?} kept");
+        for kept in [None, Some(atomic)] {
+            assert!(!CommitGtid::expecting(sql, 2, kept).atomic, "{sql:?}");
+            assert!(!CommitGtid::expecting(sql, 0, kept).atomic, "{sql:?}");
+        }
     }
 }
