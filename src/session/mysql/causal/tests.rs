@@ -74,3 +74,36 @@ fn only_one_statement_is_expected_atomic() {
         }
     }
 }
+
+/// The underscores' windows find the tracking setting's name wherever every window finds it:
+/// at either end, in any case, after underscores too close to the start for a window, beside
+/// near misses.
+#[test]
+fn the_tracking_setting_is_found_by_its_underscores() {
+    let every_window =
+        |b: &[u8]| b.windows(TRACKING_SETTING.len()).any(|w| w.eq_ignore_ascii_case(TRACKING_SETTING.as_bytes()));
+    let texts = [
+        "SET session_track_system_variables = ''",
+        "session_track_system_variables",
+        "SET @@SESSION.Session_Track_System_Variables = DEFAULT",
+        "a_b SET SESSION_TRACK_SYSTEM_VARIABLES='x'",
+        "_session_track_system_variables_",
+        "__session_track_system_variables",
+        "SET x = 1; SET session_track_system_variables = 'last_gtid'",
+        "SELECT 'session_track_system_variables'",
+        "SELECT c FROM sbtest1 WHERE id=5017",
+        "SET session_track_system_variable = ''",
+        "SET sessions_track_system_variables = ''",
+        "SET session_track_state_change = 1",
+        "session_",
+        "_",
+        "",
+    ];
+    let mut found = 0;
+    for sql in texts {
+        let named = names_tracking_setting(sql.as_bytes());
+        assert_eq!(named, every_window(sql.as_bytes()), "{sql:?}");
+        found += usize::from(named);
+    }
+    assert_eq!(found, 8, "the name is in the first eight texts");
+}
