@@ -24,7 +24,7 @@ use crate::pool::{Conn, ConnInfo, CorePool};
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::tracking::GtidChange;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
-use crate::routing::causal::{mentions_token, TokenCommand, TokenUse, TOKEN_ELSEWHERE, TOKEN_NAME};
+use crate::routing::causal::{mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
 use crate::session::client_error::MyClientError;
 use crate::session::engine::ryw;
 use crate::session::placement;
@@ -242,16 +242,12 @@ impl Session {
         if self.refuses_tracking_change(sql) {
             return true;
         }
-        // Asked of the router, which reads the text's token word with its effect words in one
-        // pass, as for PostgreSQL clients (#39).
-        let command = match self.seat.ctx.token_use(sql, Protocol::MySql) {
-            None => return false,
-            Some(TokenUse::Command(command)) => command,
-            Some(TokenUse::Elsewhere) => {
-                let e = MyClientError::new(ER_NOT_SUPPORTED_YET, TOKEN_ELSEWHERE);
-                e.encode(self.client.reply_seq, &mut self.io.out);
-                return true;
+        let Some(command) = token_command(sql, Dialect::MySql) else {
+            if !mentions_token(sql) {
+                return false;
             }
+            MyClientError::new(ER_NOT_SUPPORTED_YET, TOKEN_ELSEWHERE).encode(self.client.reply_seq, &mut self.io.out);
+            return true;
         };
         let status = self.tx.status;
         match command {

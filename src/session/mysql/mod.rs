@@ -446,8 +446,7 @@ impl Session {
         if let Some((id, connection)) = kill::parse_kill(&sql) {
             return self.kill(id, connection).await;
         }
-        // The router's: read with the token's word above, in one pass (#39).
-        let Effects { list: effects, statements: count } = self.seat.ctx.session_effects(&sql, Protocol::MySql);
+        let Effects { list: effects, statements: count } = session_effects(&sql, Dialect::MySql);
         if count > 1 && !self.client.multi_statements {
             let e = MyClientError::new(
                 ER_PARSE_ERROR,
