@@ -24,7 +24,9 @@ use crate::pool::{Conn, ConnInfo, CorePool};
 use crate::protocol::mysql::errcode::ErrorNumber;
 use crate::protocol::mysql::tracking::GtidChange;
 use crate::protocol::mysql::{encode_packets, encode_text_row, ColumnDefinition41, ColumnType, OkPacket};
-use crate::routing::causal::{mentions_token, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME};
+use crate::routing::causal::{
+    mentions_token, names_underscored, token_command, TokenCommand, TOKEN_ELSEWHERE, TOKEN_NAME,
+};
 use crate::session::client_error::MyClientError;
 use crate::session::engine::ryw;
 use crate::session::placement;
@@ -133,16 +135,10 @@ pub(super) fn first_word_lexed_atomic(sql: &str) -> bool {
 const TRACKING_SETTING: &str = "session_track_system_variables";
 
 /// Whether `b` spells [`TRACKING_SETTING`] in any ASCII case. Asked of every text query (causal
-/// reads are the default): only the windows whose first underscore falls on one of the text's,
-/// found with memchr's vector search, are compared; comparing every window was ~240
-/// instructions of a sysbench point select (#39).
+/// reads are the default): found by the text's underscores, as the causal token's name is;
+/// comparing every window was ~240 instructions of a sysbench point select (#39).
 fn names_tracking_setting(b: &[u8]) -> bool {
-    const NAME: &[u8] = TRACKING_SETTING.as_bytes();
-    const UNDERSCORE: usize = 7;
-    memchr::memchr_iter(b'_', b).any(|i| {
-        let window = i.checked_sub(UNDERSCORE).and_then(|start| b.get(start..start + NAME.len()));
-        window.is_some_and(|w| w.eq_ignore_ascii_case(NAME))
-    })
+    names_underscored(b, TRACKING_SETTING.as_bytes(), 7)
 }
 
 impl Session {
