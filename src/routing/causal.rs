@@ -132,11 +132,17 @@ pub(super) fn token_use_named(sql: &str, dialect: Dialect, named: bool) -> Optio
 /// searcher ~350 a pgbench statement (#39), and a search eight bytes a step (SWAR) 245 against
 /// memchr's 144 (#39, s18).
 fn names_token(b: &[u8]) -> bool {
-    const NAME: &[u8] = TOKEN_WORD.as_bytes();
-    const UNDERSCORE: usize = 6;
+    names_underscored(b, TOKEN_WORD.as_bytes(), 6)
+}
+
+/// Whether `word`, whose first underscore is `underscore` bytes in, occurs in `b` in any ASCII
+/// case: only the windows whose first underscore falls on one of the text's are compared (see
+/// [`names_token`]; MySQL sessions look for `session_track_system_variables` so too).
+#[inline]
+pub(crate) fn names_underscored(b: &[u8], word: &[u8], underscore: usize) -> bool {
     memchr::memchr_iter(b'_', b).any(|i| {
-        let window = i.checked_sub(UNDERSCORE).and_then(|start| b.get(start..start + NAME.len()));
-        window.is_some_and(|w| w.eq_ignore_ascii_case(NAME))
+        let window = i.checked_sub(underscore).and_then(|start| b.get(start..start + word.len()));
+        window.is_some_and(|w| w.eq_ignore_ascii_case(word))
     })
 }
 

@@ -17,7 +17,7 @@ use crate::protocol::mysql::command::COM_STMT_EXECUTE;
 use crate::protocol::mysql::execute::PARAM_UNSIGNED;
 use crate::protocol::mysql::{decode_execute_params, encode_execute_params, ColumnType, ValueType};
 use crate::routing::StatementKey;
-use crate::sql::analyze::{session_effects, Effect, PinReason};
+use crate::sql::analyze::{session_effects, transaction_statement, Effect, PinReason};
 use crate::sql::Dialect;
 
 /// One client statement.
@@ -87,6 +87,13 @@ pub(super) struct Reading {
     /// The client's text is a `LOAD DATA LOCAL INFILE`, whose execute asks for the client's
     /// file (#34).
     pub loads_local_file: bool,
+    /// The client's text is a transaction statement ([`transaction_statement`]): only such a
+    /// text may be a read-only start the session holds back (#34).
+    pub transaction: bool,
+    /// The client's text begins with a word of a statement that commits nothing before it
+    /// fails ([`super::causal::opens_with_atomic_word`]), for each execute's commit
+    /// expectation.
+    pub atomic_word: bool,
 }
 
 /// A client's statements by router-issued id. ahash rather than std's SipHash: every execute
@@ -236,13 +243,18 @@ impl Stmt {
         Stmt { key, sql, origin, route_key, params, order, reading, types, long_data, long_refused, long_charge }
     }
 
-    /// What executing the statement does to the session and whether it loads a local file,
-    /// read from `sql`, `params` and `origin` at the first call.
+    /// What executing the statement does to the session, whether it loads a local file and
+    /// how its first word reads, from `sql`, `params` and `origin` at the first call.
     pub fn reading(&self) -> Rc<Reading> {
         self.reading
             .get_or_init(|| {
                 let effects = executed_effects(&self.sql, self.params);
-                Rc::new(Reading { effects, loads_local_file: super::loads_local_file(&self.origin) })
+                Rc::new(Reading {
+                    effects,
+                    loads_local_file: super::loads_local_file(&self.origin),
+                    transaction: transaction_statement(&self.origin, Dialect::MySql).is_some(),
+                    atomic_word: super::causal::opens_with_atomic_word(&self.origin),
+                })
             })
             .clone()
     }

@@ -120,11 +120,14 @@ impl Session {
         self.seat.ctx.route(&seat.input(sql, key, held, read_only, rt::now()))
     }
 
-    /// Routes `sql` and moves the session to the decided pool when it may move.
+    /// Routes `sql` and moves the session to the decided pool when it may move. `atomic_word`:
+    /// whether `sql` begins with a word of an atomic statement, when the caller kept it
+    /// ([`super::causal::CommitGtid::expecting`]).
     pub(super) async fn route_statement(
         &mut self,
         sql: &str,
         key: Option<StatementKey>,
+        atomic_word: Option<bool>,
     ) -> Result<Routed, MyClientError> {
         let mut decision = self.decide(sql, key);
         if let Some(free) = self.cross_decision(&decision, sql, key) {
@@ -136,7 +139,7 @@ impl Session {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
         self.seat.ryw.observe(&decision, rt::now());
-        self.routing.commit = super::causal::CommitGtid::expecting(sql, decision.facts.statement_count);
+        self.routing.commit = super::causal::CommitGtid::expecting(sql, decision.facts.statement_count, atomic_word);
         if decision.facts.may_change_session() {
             // MySQL sql_mode does not roll back with a transaction.
             self.routing.lex.observe(sql, crate::sql::Dialect::MySql, false);

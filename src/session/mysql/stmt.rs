@@ -447,8 +447,10 @@ impl Session {
         if let Some(e) = self.statement_pooling_refusal(&origin) {
             e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
-        } else if self.on_deferrable(&Text::mysql(&origin)) {
-            return Ok(()); // a read-only start held back as its text form is (#34)
+        } else if reading.transaction && self.on_deferrable(&Text::mysql(&origin)) {
+            // A read-only start held back as its text form is (#34); no other text can be
+            // one, and reading it again was ~180 instructions an execute (#39).
+            return Ok(());
         }
         if self.tx.cursor.is_some() {
             // An execute closes the open cursor anyway (below); closing it first frees a
@@ -502,7 +504,7 @@ impl Session {
         route_key: Option<StatementKey>,
         reading: &Reading,
     ) -> Option<(Routed, Grammar)> {
-        let routed = match self.route_statement(origin, route_key).await {
+        let routed = match self.route_statement(origin, route_key, Some(reading.atomic_word)).await {
             Ok(r) => r,
             Err(e) => {
                 // The statement runs nowhere: its buffered long data goes with it.

@@ -1,4 +1,6 @@
 use super::*;
+use crate::session::engine::text::Text;
+use crate::session::mysql::causal::first_word_lexed_atomic;
 
 #[test]
 fn statements_move_to_a_new_binary_under_their_ids_unless_long_data_waits() {
@@ -167,6 +169,8 @@ fn kept_reading_is_a_fresh_reading() {
     let fresh = |sql: &str, origin: &str, params| Reading {
         effects: executed_effects(sql.as_bytes(), params),
         loads_local_file: super::super::loads_local_file(origin),
+        transaction: Text::mysql(origin).transaction().is_some(),
+        atomic_word: first_word_lexed_atomic(origin),
     };
     let budget = Arc::new(ClientBudget::new());
     for params in [0, 1] {
@@ -193,4 +197,52 @@ fn kept_reading_is_a_fresh_reading() {
     let read: Vec<Reading> = texts.iter().map(|(sql, origin)| fresh(sql, origin, 0)).collect();
     assert!(read[..texts.len() - 1].iter().all(|r| !r.effects.is_empty() || r.loads_local_file), "{read:?}");
     assert!(read[texts.len() - 2].loads_local_file);
+}
+
+/// The first-word answers a statement's reading keeps (#39) are those its client's text gives
+/// read afresh by the lexer, as each execute asked before: whether it is a transaction
+/// statement (held back when read-only), and whether it begins with the word of a statement
+/// that commits nothing before it fails.
+#[test]
+fn kept_first_words_are_fresh_readings() {
+    let texts = [
+        "SELECT c FROM sbtest1 WHERE id=?",
+        "select c from t where id = ?",
+        "/* app */ SELECT ?",
+        "# note\nINSERT INTO t VALUES (?)",
+        "REPLACE INTO t VALUES (?)",
+        "UPDATE t SET a = ? WHERE id = ?",
+        "DELETE FROM t WHERE id = ?",
+        "WITH x AS (SELECT ?) SELECT * FROM x",
+        "VALUES (?)",
+        "TABLE t",
+        "SELECT(?)",
+        "/*!SELECT ?*/",
+        "SELECT_x FROM t",
+        "SELECT1",
+        "CALL p(?)",
+        "CREATE TABLE t (a INT)",
+        "DO ?",
+        "START TRANSACTION READ ONLY",
+        "/* app */ START TRANSACTION",
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+        "SET TRANSACTION READ ONLY",
+        "SET @x = ?",
+        "--x\nSELECT 1",
+    ];
+    let mut s = Statements::default();
+    let mut seen = [[false; 2]; 2];
+    for origin in texts {
+        let id = s.insert(Stmt::new(1, origin.as_bytes().into(), origin.into(), 0, None));
+        for _ in 0..2 {
+            let kept = s.get_mut(id).expect("kept").reading();
+            assert_eq!(kept.transaction, Text::mysql(origin).transaction().is_some(), "{origin:?}");
+            assert_eq!(kept.atomic_word, first_word_lexed_atomic(origin), "{origin:?}");
+            seen[0][usize::from(kept.transaction)] = true;
+            seen[1][usize::from(kept.atomic_word)] = true;
+        }
+    }
+    assert_eq!(seen, [[true; 2]; 2], "each answer is both true and false for some text");
 }
