@@ -1258,14 +1258,19 @@ impl CorePool {
         // #41: or another core's waiter was overtaken by this core's by more than its slack
         // (which the split by demand above keeps rare): the connection is closed for it, and
         // the close calls it.
-        if owed || (reuse && self.waiters.overtaken(now)) {
+        let queued = self.waiters.queued();
+        if owed || (reuse && queued && self.waiters.overtaken(now)) {
             self.give_up(conn);
         } else if reuse {
             // The kernel watches it while it sits idle: a server closing it or writing to it
             // completes this receive, which `take_idle` looks at without a system call.
             rt::watch(&mut conn.stream);
             self.idle.borrow_mut().push(conn);
-            self.waiters.wake_one_at(&now);
+            if queued {
+                self.waiters.wake_one_at(&now);
+            } else {
+                self.waiters.freed_unqueued();
+            }
         } else {
             drop(conn); // its budget unit wakes a waiter
         }
@@ -1723,6 +1728,28 @@ mod tests {
             let _ = tx.send(Some((first_waits, later_lent, first_served)));
         });
         assert_eq!(out, Some((true, false, true)));
+    }
+
+    /// #39: a checkin that finds nobody queued skips the wake, yet ends the pace's stretch of
+    /// waiting as the wake did: the time until a checkout next waits is the clients', not an
+    /// interval between units freed.
+    #[test]
+    fn a_checkin_with_nobody_queued_ends_the_pace_s_stretch_of_waiting() {
+        let out = on_core_with_conn(|pool, conn, tx| async move {
+            let mut waiting = pin!(pool.checkout(Protocol::Postgres, None, rt::now() + Duration::from_secs(5)));
+            let waits = poll_once(waiting.as_mut()).is_pending();
+            pool.checkin(conn, true);
+            let paced = pool.waiters.pacing();
+            let served = match poll_once(waiting.as_mut()) {
+                Poll::Ready(Ok(conn)) => {
+                    pool.checkin(conn, true);
+                    true
+                }
+                _ => false,
+            };
+            let _ = tx.send((waits, paced, served, pool.waiters.pacing(), pool.idle_count()));
+        });
+        assert_eq!(out, (true, true, true, false, 1));
     }
 
     /// The exact budget (#39): a look that took a unit for a new connection and is dropped
