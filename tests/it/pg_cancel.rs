@@ -25,16 +25,20 @@ fn wait_running(marker: &str) {
     });
 }
 
+/// Sends `token`'s cancel from another thread once a statement containing `marker` runs.
+fn cancel_when_running(token: postgres::CancelToken, marker: &str) -> thread::JoinHandle<()> {
+    let marker = marker.to_owned();
+    thread::spawn(move || {
+        wait_running(&marker);
+        token.cancel_query(postgres::NoTls).expect("send cancel");
+    })
+}
+
 /// Runs `SELECT pg_sleep(30)` on `client`, cancels it through the router and checks that it
 /// ends with 57014 quickly and the client stays usable.
 fn cancel_round(client: &mut postgres::Client) {
     let marker = unique_name("cancel_me");
-    let token = client.cancel_token();
-    let m = marker.clone();
-    let canceller = thread::spawn(move || {
-        wait_running(&m);
-        token.cancel_query(postgres::NoTls).expect("send cancel");
-    });
+    let canceller = cancel_when_running(client.cancel_token(), &marker);
     let t0 = Instant::now();
     let e = client.batch_execute(&format!("SELECT pg_sleep(30) /* {marker} */")).expect_err("canceled");
     assert_eq!(sqlstate(&e), "57014", "{e}");
@@ -224,12 +228,7 @@ fn a_late_second_delivery_of_a_cancel_does_not_reach_the_next_statement() {
             c.batch_execute("BEGIN; SAVEPOINT before_cancel").expect("begin");
         }
         let marker = unique_name("twice");
-        let token = c.cancel_token();
-        let m = marker.clone();
-        let canceller = thread::spawn(move || {
-            wait_running(&m);
-            token.cancel_query(postgres::NoTls).expect("send cancel");
-        });
+        let canceller = cancel_when_running(c.cancel_token(), &marker);
         let e = c.batch_execute(&format!("SELECT pg_sleep(30) /* {marker} */")).expect_err("canceled");
         assert_eq!(sqlstate(&e), "57014", "{case}: {e}");
         canceller.join().expect("canceller");

@@ -448,14 +448,11 @@ impl Session {
             e.encode(self.client.reply_seq, &mut self.io.out);
             return Ok(());
         } else if reading.transaction && self.on_deferrable(&Text::mysql(&origin)) {
-            // A read-only start held back as its text form is (#34); no other text can be
-            // one, and reading it again was ~180 instructions an execute (#39).
-            return Ok(());
+            return Ok(()); // a read-only start, held back as its text form is (#34)
         }
         if self.tx.cursor.is_some() {
-            // An execute closes the open cursor anyway (below); closing it first frees a
-            // connection it alone held, so this statement is routed on its own merits instead
-            // of following the cursor to its server (#19).
+            // An execute closes the open cursor anyway (below); closing it first frees a connection
+            // it alone held, so this statement is routed on its own merits (#19).
             self.close_cursor().await;
             self.maybe_release().await;
         }
