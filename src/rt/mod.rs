@@ -29,7 +29,7 @@ pub use event::{unless_set, Event, EventWait, UnlessSet};
 pub use executor::{notified, spawn_core, CoreHandle, CoreQueues, Notified, Notifier, RtError, TaskQueue};
 pub use fair::{take_share, turn, yield_now, Share, YieldNow};
 pub use guard::{current_queue, spawn_guarded, spawn_local};
-pub use io::{hand_off, linger_close, read_some, watch, write_all, Handed};
+pub use io::{hand_off, linger_close, read_some, watch, write_all, write_for_answer, Handed};
 pub use net::{bind_reuseport, connect, detach, idle_stream_usable, readable_now, Listener, Stream};
 pub use reboxed::{rebox, Reboxed};
 pub use spare::{recycle, refill, spare_buffer};

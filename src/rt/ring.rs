@@ -248,9 +248,11 @@ impl Ring {
         self.efd_armed = true;
     }
 
-    /// Queues `sqe` (its `user_data` is set here) with the resources it points into.
-    fn start(&mut self, sqe: squeue::Entry, keep: Keep) -> usize {
-        let posted = matches!(keep, Keep::Posted { .. });
+    /// Queues `sqe` (its `user_data` is set here) with the resources it points into. `answered`:
+    /// a send whose completion, like a posted one's, need not end the next wait by itself (see
+    /// [`Op::start_answered`]).
+    fn start(&mut self, sqe: squeue::Entry, keep: Keep, answered: bool) -> usize {
+        let posted = answered || matches!(keep, Keep::Posted { .. });
         let ops = &mut self.ops;
         let id = match ops.free.pop() {
             Some(id) => id,
@@ -577,7 +579,21 @@ pub(super) struct Op {
 impl Op {
     /// Submits `sqe` (which points into `keep`) on the current core's ring.
     pub(super) fn start(sqe: squeue::Entry, keep: Keep) -> io::Result<Op> {
-        let id = with_core(|core| core.ring.borrow_mut().start(sqe, keep))
+        Op::submit(sqe, keep, false)
+    }
+
+    /// Submits `sqe`, a send whose peer answers into a receive already in the kernel, on the
+    /// current core's ring. Its completion comes during the submission that carries it, and
+    /// waking its task then would cost a loop turn (and an enter) before the task awaits the
+    /// answer it was going to await anyway (#39: one per statement at one client); so, like a
+    /// posted send, it does not end the next wait by itself, which ends with the answer's
+    /// receive (or any other completion, a timer, or [`QUIET_WAIT_MAX`]).
+    pub(super) fn start_answered(sqe: squeue::Entry, keep: Keep) -> io::Result<Op> {
+        Op::submit(sqe, keep, true)
+    }
+
+    fn submit(sqe: squeue::Entry, keep: Keep, answered: bool) -> io::Result<Op> {
+        let id = with_core(|core| core.ring.borrow_mut().start(sqe, keep, answered))
             .ok_or_else(|| io::Error::other("not on a querypilot core"))?;
         // A slot per operation in flight, each holding its resources: 2^32 of them cannot fit in
         // memory, so the error below is never met (the operation would be left to the ring).

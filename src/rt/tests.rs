@@ -541,3 +541,71 @@ fn a_posted_write_leaves_before_its_stream_closes_and_a_failed_one_fails_the_nex
     });
     assert_eq!(out, (b"bye".to_vec(), true));
 }
+
+/// A peer on its own thread that answers each message it reads with `answer` (after sending
+/// `first` unasked, if given), until the router's end closes.
+fn answering_peer(first: Option<&'static [u8]>, answer: &'static [u8]) -> SocketAddr {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut conn, _) = listener.accept().expect("accept");
+        if let Some(first) = first {
+            conn.write_all(first).expect("unasked bytes");
+        }
+        let mut buf = [0u8; 64];
+        while matches!(conn.read(&mut buf), Ok(1..)) {
+            if conn.write_all(answer).is_err() {
+                return;
+            }
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_write_for_an_answer_returns_with_the_answer_already_received() {
+    let out = on_core(|_, tx| async move {
+        let addr = answering_peer(None, b"pong");
+        let mut stream = connect(addr, Instant::now() + Duration::from_secs(5)).await.expect("connect");
+        let mut got = Vec::new();
+        let mut turns = Vec::new();
+        for _ in 0..3 {
+            let written = write_for_answer(&mut stream, b"ping").await.is_ok();
+            let after_write = turn();
+            got.clear();
+            let read = read_some(&mut stream, &mut got, 64).await.unwrap_or(0);
+            // The task woke once, with the answer in: reading it needs no turn of its own.
+            turns.push((written, read, turn() - after_write));
+        }
+        let _ = tx.send((turns, got));
+    });
+    assert_eq!(
+        out,
+        (vec![(true, 4, 0); 3], b"pong".to_vec()),
+        "(written, bytes read, turns the read took) per message"
+    );
+}
+
+#[test]
+fn a_write_for_an_answer_after_unread_bytes_loses_none_of_them() {
+    let out = on_core(|_, tx| async move {
+        let addr = answering_peer(Some(b"early"), b"pong");
+        let mut stream = connect(addr, Instant::now() + Duration::from_secs(5)).await.expect("connect");
+        watch(&mut stream);
+        // The parked receive takes the unasked bytes; the write cannot count on it for the answer.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !readable_now(&stream) && Instant::now() < deadline {
+            yield_now().await;
+        }
+        let written = write_for_answer(&mut stream, b"ping").await.is_ok();
+        let mut got = Vec::new();
+        while got.len() < b"earlypong".len() {
+            if read_some(&mut stream, &mut got, 64).await.unwrap_or(0) == 0 {
+                break;
+            }
+        }
+        let _ = tx.send((written, got));
+    });
+    assert_eq!(out, (true, b"earlypong".to_vec()));
+}

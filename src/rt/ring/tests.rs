@@ -37,7 +37,7 @@ fn ring_with_waiting_receive(efd: &OwnedFd, socket: &UnixStream) -> (Ring, (*con
         .buf_group(provided::GROUP)
         .build()
         .flags(squeue::Flags::BUFFER_SELECT);
-    ring.start(sqe, Keep::Select);
+    ring.start(sqe, Keep::Select, false);
     ring.turn(Some(Duration::ZERO));
     assert_eq!(ring.ops.in_kernel, 1, "the receive waits in the kernel");
     (ring, mapping)
@@ -76,7 +76,7 @@ fn a_burst_on_a_full_completion_queue_reaps_instead_of_spinning() {
         // Two submission entries, four completion entries: 64 operations overflow it many times.
         let mut ring = Ring::with_entries(efd.as_raw_fd(), 2).expect("io_uring");
         ring.refuse_while_overflowed = true;
-        let ops: Vec<usize> = (0..64).map(|_| ring.start(opcode::Nop::new().build(), Keep::Nothing)).collect();
+        let ops: Vec<usize> = (0..64).map(|_| ring.start(opcode::Nop::new().build(), Keep::Nothing, false)).collect();
         let mut turns = 0;
         while ring.ops.in_kernel > 0 && turns < 1000 {
             ring.turn(Some(Duration::ZERO));
@@ -99,10 +99,10 @@ fn posted_send_then_receive(efd: &OwnedFd, socket: &UnixStream, msg: &[u8]) -> (
     let fd = socket.as_raw_fd();
     let buf = msg.to_vec();
     let sqe = opcode::Send::new(types::Fd(fd), buf.as_ptr(), buf.len() as u32).flags(libc::MSG_NOSIGNAL).build();
-    let send = ring.start(sqe, Keep::Posted { buf, sent: 0, fd });
+    let send = ring.start(sqe, Keep::Posted { buf, sent: 0, fd }, false);
     let mut room = Vec::with_capacity(64);
     let sqe = opcode::Recv::new(types::Fd(fd), room.as_mut_ptr(), 64).build();
-    let recv = ring.start(sqe, Keep::Buf(room));
+    let recv = ring.start(sqe, Keep::Buf(room), false);
     (ring, send, recv)
 }
 

@@ -519,12 +519,13 @@ impl Session {
         self.flush_backend().await
     }
 
-    /// Writes `self.link.out` to the backend.
+    /// Writes `self.link.out`, a command the backend answers, read next, to the backend: the
+    /// answer's receive goes in with the send (`rt::write_for_answer`, #39).
     pub(super) async fn flush_backend(&mut self) -> Result<(), RelayError> {
         self.seat.cancel.slot.settle().await; // an earlier statement's KILL must not reach this one
         let conn = self.seat.conn.as_mut().ok_or_else(no_backend)?;
         self.seat.cancel.slot.running_on(conn, crate::config::Protocol::MySql);
-        let r = rt::write_all(&mut conn.stream, &self.link.out).await;
+        let r = rt::write_for_answer(&mut conn.stream, &self.link.out).await;
         self.link.out.clear();
         r.map_err(lost)
     }

@@ -528,7 +528,7 @@ impl Session {
         self.ex.forward_unanswered(raw);
         self.arm_retry(); // retry (#11)
         self.wrap_unseen_query(raw); // causal reads (#34)
-        self.send_backend().await?;
+        self.send_backend_answered().await?;
         self.read_unseen_begin().await;
         let relayed = self.relay(relay::Until::Ready).await;
         // A connection lost before the wrapped Query's ReadyForQuery ends the wrap with it: no
@@ -686,6 +686,17 @@ impl Session {
 
     /// Sends everything queued for the backend and marks the session's statement cancellable.
     async fn send_backend(&mut self) -> Result<(), End> {
+        self.send_queued(false).await
+    }
+
+    /// [`Session::send_backend`] of what ends in a message the backend always answers with
+    /// ReadyForQuery (a Query, a Sync), read next: the answer's receive goes in with the send
+    /// (`rt::write_for_answer`, #39).
+    async fn send_backend_answered(&mut self) -> Result<(), End> {
+        self.send_queued(true).await
+    }
+
+    async fn send_queued(&mut self, answered: bool) -> Result<(), End> {
         if self.seat.conn.is_none() {
             return Ok(());
         }
@@ -699,7 +710,11 @@ impl Session {
         // Until its ReadyForQuery arrives the connection carries this client's response: it must
         // never be handed to anyone else (the client may vanish mid-result).
         self.ex.sent();
-        let r = rt::write_all(&mut conn.stream, self.ex.queued()).await;
+        let r = if answered {
+            rt::write_for_answer(&mut conn.stream, self.ex.queued()).await
+        } else {
+            rt::write_all(&mut conn.stream, self.ex.queued()).await
+        };
         self.ex.written();
         if let Err(e) = r {
             return self.backend_lost(RelayError::BackendClosed(Some(e))).await;

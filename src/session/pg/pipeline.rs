@@ -76,7 +76,7 @@ impl Session {
         if self.sync_probe_due() {
             return self.on_probed_sync().await; // causal reads (#34)
         }
-        self.send_backend().await?;
+        self.send_backend_answered().await?;
         self.relay(relay::Until::Ready).await
     }
 
