@@ -84,7 +84,8 @@ if [ "$FLOOR" = 1 ]; then
     PIDS+=("$!")
     wait_pg_port "${PORT[rt-forward]}" "see $BASE/rt-forward.log"
     PORT[haproxy]=$(free_port)
-    start_haproxy_pg "$BASE/haproxy" "${PORT[haproxy]}" "${pin[@]}"
+    start_haproxy_tcp "$BASE/haproxy" "${PORT[haproxy]}" "$PG_HOST:$PG_PRIMARY_PORT" "${pin[@]}"
+    wait_pg_port "${PORT[haproxy]}" "see $BASE/haproxy/haproxy.log"
     PID[haproxy]=$HAPROXY_PID
     PIDS+=("$HAPROXY_PID")
     TARGETS+=(rt-forward haproxy)

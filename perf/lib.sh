@@ -365,13 +365,13 @@ build_example() {
     [ -x "$EXAMPLE_BIN" ] || { log "no $EXAMPLE_BIN: build it first"; exit 1; }
 }
 
-# start_haproxy_pg DIR PORT [LAUNCHER...]: HAProxy in TCP mode on one thread (the field's byte
-# copier on epoll, nothing parsed) on PORT, forwarding each client to its own connection to the
-# started PostgreSQL primary; its files under DIR, run under LAUNCHER (e.g. taskset) when given.
-# Sets HAPROXY_PID and waits until PORT answers.
-start_haproxy_pg() {
-    local dir=$1 port=$2
-    shift 2
+# start_haproxy_tcp DIR PORT SERVER [LAUNCHER...]: HAProxy in TCP mode on one thread (the field's
+# byte copier on epoll, nothing parsed) on PORT, forwarding each client to its own connection to
+# SERVER (HOST:PORT); its files under DIR, run under LAUNCHER (e.g. taskset) when given. Sets
+# HAPROXY_PID; does not wait for it (the caller knows what answers on PORT).
+start_haproxy_tcp() {
+    local dir=$1 port=$2 server=$3
+    shift 3
     mkdir -p "$dir"
     cat >"$dir/haproxy.cfg" <<CFG
 global
@@ -382,11 +382,10 @@ defaults
     timeout connect 5s
     timeout client 1h
     timeout server 1h
-listen postgres
+listen forward
     bind 127.0.0.1:$port
-    server primary $PG_HOST:$PG_PRIMARY_PORT
+    server backend $server
 CFG
     "$@" haproxy -db -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
     HAPROXY_PID=$!
-    wait_pg_port "$port" "see $dir/haproxy.log"
 }
