@@ -26,7 +26,8 @@
 # extended:16 simple:1 extended:1" PGBOUNCER=1 (0: routers only) COUNTS=1 (0: no counting pass)
 # PIN_PGBOUNCER=1 (run PgBouncer, and HAProxy, under `taskset -c 0`, the CPU the routers'
 # `cores = [0]` pins their loop to) FLOOR=0 (1: add rt-forward and haproxy) FLOOR_BIN (an
-# rt_forward binary; default: `cargo build --release --example rt_forward` of this tree).
+# rt_forward binary; default: `cargo build --release --example rt_forward` of this tree)
+# RAW_KEEP (a file to keep the raw figures in, one row per pgbench run, for pooling runs).
 # The 1-minute load average is sampled before each pgbench run and reported (min–max): the
 # host's other work shows in the µs figures, not in the counts.
 set -euo pipefail
@@ -122,7 +123,7 @@ for round in $(seq 1 "$ROUNDS"); do
             IFS=$'\t' read -r u0 s0 < <(split_ticks "${PID[$t]}")
             IFS=$'\t' read -r tx tps < <(bench "$t" "$load")
             IFS=$'\t' read -r u1 s1 < <(split_ticks "${PID[$t]}")
-            printf 'cpu\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$load" "$tx" "$tps" $((u1 - u0)) $((s1 - s0)) >>"$RAW"
+            printf 'cpu\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$load" "$tx" "$tps" $((u1 - u0)) $((s1 - s0)) "$round" >>"$RAW"
         done
     done
 done
@@ -143,11 +144,12 @@ if [ "$COUNTS" = 1 ]; then
     done
 fi
 
+[ -z "${RAW_KEEP:-}" ] || cp "$RAW" "$RAW_KEEP"
 python3 - "$RAW" "$(getconf CLK_TCK)" "$POOL" "${ONE_TO_ONE[*]}" <<'PY'
 import statistics, sys
 raw, hz, pool = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 one_to_one = set(sys.argv[4].split())
-cpu, counts, order, loadavg = {}, {}, [], []
+cpu, counts, order, loadavg, by_round = {}, {}, [], [], {}
 for line in open(raw):
     f = line.rstrip("\n").split("\t")
     if f[0] == "load":
@@ -160,6 +162,7 @@ for line in open(raw):
         tx = int(f[3])
         us = 1e6 / hz / tx
         cpu.setdefault(key, []).append((float(f[4]), int(f[5]) * us, int(f[6]) * us))
+        by_round.setdefault(key, {})[f[7]] = (int(f[5]) + int(f[6])) * us
     elif f[0] == "count" and int(f[3]) > 0:
         counts.setdefault(key, {})[f[4]] = int(f[5]) / int(f[3])
 
@@ -177,6 +180,13 @@ def conns(target, load):
 
 def ratio(a, b):
     return f"{a / b:.2f}" if a is not None and b else "-"
+
+def paired(target, load):
+    """TARGET's CPU per transaction over PgBouncer's in the same round, median (min–max): the
+    two ran minutes apart at most, so a host load that drifts between rounds cancels out."""
+    a, b = by_round.get((target, load), {}), by_round.get(("pgbouncer", load), {})
+    v = [a[r] / b[r] for r in a if b.get(r)]
+    return span(v, "{:.2f}") if v else "-"
 
 loads = list(dict.fromkeys(k[1] for k in order))
 floor = any(k[0] == "rt-forward" for k in cpu)
@@ -199,16 +209,16 @@ if floor and routers and any(k[0] == "pgbouncer" for k in cpu):
     # roughly.
     print()
     print("| load | router | router − PgBouncer µs/tx | rt-forward − PgBouncer | router − rt-forward (own work) "
-          "| rt-forward ÷ PgBouncer | haproxy ÷ PgBouncer |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+          "| ÷ PgBouncer, same round: router | rt-forward | haproxy |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for load in loads:
         pgb, fwd = total("pgbouncer", load), total("rt-forward", load)
         for r in routers:
             own = total(r, load)
             if None in (pgb, fwd, own):
                 continue
-            print(f"| {load} | {r} | {own - pgb:+.1f} | {fwd - pgb:+.1f} | {own - fwd:+.1f} | {ratio(fwd, pgb)} "
-                  f"| {ratio(total('haproxy', load), pgb)} |")
+            print(f"| {load} | {r} | {own - pgb:+.1f} | {fwd - pgb:+.1f} | {own - fwd:+.1f} | {paired(r, load)} "
+                  f"| {paired('rt-forward', load)} | {paired('haproxy', load)} |")
 if loadavg:
     print()
     print(f"1-minute load average before each pgbench run: median {statistics.median(loadavg):.2f} "
