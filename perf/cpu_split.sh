@@ -14,21 +14,41 @@
 # thread (queue_async_work) and a receive or send that found the socket not ready and armed a
 # poll (poll_arm) — from `perf stat` on the process's tracepoints.
 #
+# With FLOOR=1, two proxies that do no work join them, the floors of #39's CPU lines: `rt-forward`
+# (examples/rt_forward.rs: the router's own io_uring runtime on CPU 0, copying bytes between each
+# client and a backend connection of its own) and `haproxy` (HAProxy in TCP mode, one thread, the
+# field's byte copier on epoll). Both forward 1:1: at 16 clients they hold 16 server connections,
+# where the routers and PgBouncer share a pool of POOL; the table's `server conns` column says
+# which. The router's CPU per transaction minus rt-forward's is the router's own work on top of
+# its runtime and the kernel's loopback path.
+#
 # Environment (defaults): ROUNDS=3 SECS=5 (per pgbench run) POOL=8 LOADS="simple:16
 # extended:16 simple:1 extended:1" PGBOUNCER=1 (0: routers only) COUNTS=1 (0: no counting pass)
-# PIN_PGBOUNCER=1 (run PgBouncer under `taskset -c 0`, the CPU the routers' `cores = [0]` pins
-# their loop to).
+# PIN_PGBOUNCER=1 (run PgBouncer, and HAProxy, under `taskset -c 0`, the CPU the routers'
+# `cores = [0]` pins their loop to) FLOOR=0 (1: add rt-forward and haproxy) FLOOR_BIN (an
+# rt_forward binary; default: `cargo build --release --example rt_forward` of this tree)
+# RAW_KEEP (a file to keep the raw figures in, one row per pgbench run, for pooling runs).
+# The 1-minute load average is sampled before each pgbench run and reported (min–max): the
+# host's other work shows in the µs figures, not in the counts.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=perf/lib.sh
 . "$ROOT/perf/lib.sh"
-ROUNDS=${ROUNDS:-3} SECS=${SECS:-5} POOL=${POOL:-8} PGBOUNCER=${PGBOUNCER:-1} COUNTS=${COUNTS:-1}
+ROUNDS=${ROUNDS:-3} SECS=${SECS:-5} POOL=${POOL:-8} PGBOUNCER=${PGBOUNCER:-1} COUNTS=${COUNTS:-1} FLOOR=${FLOOR:-0}
 LOADS=${LOADS:-simple:16 extended:16 simple:1 extended:1} PIN_PGBOUNCER=${PIN_PGBOUNCER:-1}
 EVENTS=raw_syscalls:sys_enter,syscalls:sys_enter_io_uring_enter,context-switches,io_uring:io_uring_queue_async_work,io_uring:io_uring_poll_arm
 
 if [ $# -eq 0 ]; then
     build_router
     set -- "built=$BIN"
+fi
+if [ "$FLOOR" = 1 ]; then
+    if [ -n "${FLOOR_BIN:-}" ]; then
+        EXAMPLE_BIN=$FLOOR_BIN
+    else
+        build_example rt_forward
+    fi
+    FORWARD_BIN=$EXAMPLE_BIN
 fi
 DB=pgbench_split
 start_pg_pgbench qp-cpu-split "$DB" 10
@@ -47,14 +67,30 @@ for arg in "$@"; do
     ROUTER_PID=""
     TARGETS+=("$name")
 done
+pin=()
+[ "$PIN_PGBOUNCER" = 1 ] && pin=(taskset -c 0)
 if [ "$PGBOUNCER" = 1 ]; then
     PORT[pgbouncer]=$(free_port)
-    pin=()
-    [ "$PIN_PGBOUNCER" = 1 ] && pin=(taskset -c 0)
     PGB_EXTRA="log_stats = 0" start_pgbouncer "$BASE/pgbouncer" "$DB" "${PORT[pgbouncer]}" "$POOL" "${pin[@]}"
     PID[pgbouncer]=$PGB_PID
     PIDS+=("$PGB_PID")
     TARGETS+=(pgbouncer)
+fi
+# Targets that hold one server connection per client (no pool).
+ONE_TO_ONE=()
+if [ "$FLOOR" = 1 ]; then
+    PORT[rt-forward]=$(free_port)
+    "$FORWARD_BIN" "127.0.0.1:${PORT[rt-forward]}" "$PG_HOST:$PG_PRIMARY_PORT" 0 >"$BASE/rt-forward.log" 2>&1 &
+    PID[rt-forward]=$!
+    PIDS+=("$!")
+    wait_pg_port "${PORT[rt-forward]}" "see $BASE/rt-forward.log"
+    PORT[haproxy]=$(free_port)
+    start_haproxy_tcp "$BASE/haproxy" "${PORT[haproxy]}" "$PG_HOST:$PG_PRIMARY_PORT" "${pin[@]}"
+    wait_pg_port "${PORT[haproxy]}" "see $BASE/haproxy/haproxy.log"
+    PID[haproxy]=$HAPROXY_PID
+    PIDS+=("$HAPROXY_PID")
+    TARGETS+=(rt-forward haproxy)
+    ONE_TO_ONE+=(rt-forward haproxy)
 fi
 
 # utime and stime of PID in clock ticks (fields 14 and 15 of /proc/PID/stat), tab-separated.
@@ -83,10 +119,11 @@ for round in $(seq 1 "$ROUNDS"); do
         for i in $(seq 0 $((n - 1))); do
             t=${TARGETS[$(((i + round) % n))]}
             log "round $round/$ROUNDS: $load, $t"
+            printf 'load\t%s\n' "$(cut -d' ' -f1 /proc/loadavg)" >>"$RAW"
             IFS=$'\t' read -r u0 s0 < <(split_ticks "${PID[$t]}")
             IFS=$'\t' read -r tx tps < <(bench "$t" "$load")
             IFS=$'\t' read -r u1 s1 < <(split_ticks "${PID[$t]}")
-            printf 'cpu\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$load" "$tx" "$tps" $((u1 - u0)) $((s1 - s0)) >>"$RAW"
+            printf 'cpu\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$load" "$tx" "$tps" $((u1 - u0)) $((s1 - s0)) "$round" >>"$RAW"
         done
     done
 done
@@ -107,12 +144,17 @@ if [ "$COUNTS" = 1 ]; then
     done
 fi
 
-python3 - "$RAW" "$(getconf CLK_TCK)" <<'PY'
+[ -z "${RAW_KEEP:-}" ] || cp "$RAW" "$RAW_KEEP"
+python3 - "$RAW" "$(getconf CLK_TCK)" "$POOL" "${ONE_TO_ONE[*]}" <<'PY'
 import statistics, sys
-raw, hz = sys.argv[1], int(sys.argv[2])
-cpu, counts, order = {}, {}, []
+raw, hz, pool = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+one_to_one = set(sys.argv[4].split())
+cpu, counts, order, loadavg, by_round = {}, {}, [], [], {}
 for line in open(raw):
     f = line.rstrip("\n").split("\t")
+    if f[0] == "load":
+        loadavg.append(float(f[1]))
+        continue
     key = (f[1], f[2])
     if key not in order:
         order.append(key)
@@ -120,23 +162,67 @@ for line in open(raw):
         tx = int(f[3])
         us = 1e6 / hz / tx
         cpu.setdefault(key, []).append((float(f[4]), int(f[5]) * us, int(f[6]) * us))
+        by_round.setdefault(key, {})[f[7]] = (int(f[5]) + int(f[6])) * us
     elif f[0] == "count" and int(f[3]) > 0:
         counts.setdefault(key, {})[f[4]] = int(f[5]) / int(f[3])
 
 def span(v, fmt):
     return f"{fmt.format(statistics.median(v))} ({fmt.format(min(v))}–{fmt.format(max(v))})"
 
-print("| load | target | TPS | utime µs/tx | stime µs/tx | CPU µs/tx | ÷ PgBouncer |")
-print("|---|---|---:|---:|---:|---:|---:|")
-for load in dict.fromkeys(k[1] for k in order):
-    pgb = cpu.get(("pgbouncer", load))
-    base = statistics.median(u + s for _, u, s in pgb) if pgb else None
+def total(target, load):
+    """Median CPU µs per transaction of TARGET under LOAD, or None if it was not measured."""
+    rows = cpu.get((target, load))
+    return statistics.median(u + s for _, u, s in rows) if rows else None
+
+def conns(target, load):
+    clients = int(load.split(":")[1])
+    return f"1:1 ({clients})" if target in one_to_one else f"pool {pool}"
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a is not None and b else "-"
+
+def paired(target, load):
+    """TARGET's CPU per transaction over PgBouncer's in the same round, median (min–max): the
+    two ran minutes apart at most, so a host load that drifts between rounds cancels out."""
+    a, b = by_round.get((target, load), {}), by_round.get(("pgbouncer", load), {})
+    v = [a[r] / b[r] for r in a if b.get(r)]
+    return span(v, "{:.2f}") if v else "-"
+
+loads = list(dict.fromkeys(k[1] for k in order))
+floor = any(k[0] == "rt-forward" for k in cpu)
+print("| load | target | server conns | TPS | utime µs/tx | stime µs/tx | CPU µs/tx | ÷ PgBouncer |"
+      + (" ÷ rt-forward |" if floor else ""))
+print("|---|---|---|---:|---:|---:|---:|---:|" + ("---:|" if floor else ""))
+for load in loads:
     for key in [k for k in order if k[1] == load and k in cpu]:
         rows = cpu[key]
-        total = [u + s for _, u, s in rows]
-        ratio = f"{statistics.median(total) / base:.2f}" if base else "-"
-        print(f"| {load} | {key[0]} | {span([r[0] for r in rows], '{:.0f}')} | {span([r[1] for r in rows], '{:.1f}')} "
-              f"| {span([r[2] for r in rows], '{:.1f}')} | {span(total, '{:.1f}')} | {ratio} |")
+        cells = [load, key[0], conns(key[0], load), span([r[0] for r in rows], "{:.0f}"),
+                 span([r[1] for r in rows], "{:.1f}"), span([r[2] for r in rows], "{:.1f}"),
+                 span([u + s for _, u, s in rows], "{:.1f}"), ratio(total(*key), total("pgbouncer", load))]
+        if floor:
+            cells.append(ratio(total(*key), total("rt-forward", load)))
+        print("| " + " | ".join(cells) + " |")
+routers = [t for t in dict.fromkeys(k[0] for k in order) if t != "pgbouncer" and t not in one_to_one]
+if floor and routers and any(k[0] == "pgbouncer" for k in cpu):
+    # The router's gap to PgBouncer = (floor − PgBouncer: the runtime and kernel path any proxy
+    # on it pays) + (router − floor: the router's own work). Medians, so the terms add up only
+    # roughly.
+    print()
+    print("| load | router | router − PgBouncer µs/tx | rt-forward − PgBouncer | router − rt-forward (own work) "
+          "| ÷ PgBouncer, same round: router | rt-forward | haproxy |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for load in loads:
+        pgb, fwd = total("pgbouncer", load), total("rt-forward", load)
+        for r in routers:
+            own = total(r, load)
+            if None in (pgb, fwd, own):
+                continue
+            print(f"| {load} | {r} | {own - pgb:+.1f} | {fwd - pgb:+.1f} | {own - fwd:+.1f} | {paired(r, load)} "
+                  f"| {paired('rt-forward', load)} | {paired('haproxy', load)} |")
+if loadavg:
+    print()
+    print(f"1-minute load average before each pgbench run: median {statistics.median(loadavg):.2f} "
+          f"({min(loadavg):.2f}–{max(loadavg):.2f})")
 if counts:
     names = [("raw_syscalls:sys_enter", "syscalls"), ("syscalls:sys_enter_io_uring_enter", "io_uring_enter"),
              ("context-switches", "context switches"), ("io_uring:io_uring_queue_async_work", "io-wq punts"),

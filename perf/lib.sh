@@ -353,3 +353,39 @@ INI
     PGB_PID=$!
     wait_pg_port "$port"
 }
+
+# build_example NAME: `cargo build --release --example NAME` unless $2 is 0; sets EXAMPLE_BIN
+# (under $CARGO_TARGET_DIR when that is set, as cargo builds it there).
+build_example() {
+    if [ "${2:-1}" != 0 ]; then
+        log "cargo build --release --example $1"
+        (cd "$ROOT" && cargo build --release --locked --quiet --example "$1")
+    fi
+    EXAMPLE_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/$1"
+    [ -x "$EXAMPLE_BIN" ] || { log "no $EXAMPLE_BIN: build it first"; exit 1; }
+}
+
+# start_haproxy_tcp DIR PORT SERVER [LAUNCHER...]: HAProxy in TCP mode on one thread (the field's
+# byte copier on epoll, nothing parsed) on PORT, forwarding each client to its own connection to
+# SERVER (HOST:PORT); its files under DIR, run under LAUNCHER (e.g. taskset) when given. Sets
+# HAPROXY_PID; does not wait for it (the caller knows what answers on PORT).
+start_haproxy_tcp() {
+    local dir=$1 port=$2 server=$3
+    shift 3
+    mkdir -p "$dir"
+    cat >"$dir/haproxy.cfg" <<CFG
+global
+    nbthread 1
+    maxconn 4000
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+listen forward
+    bind 127.0.0.1:$port
+    server backend $server
+CFG
+    "$@" haproxy -db -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
+    HAPROXY_PID=$!
+}

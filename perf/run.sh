@@ -147,22 +147,9 @@ if command -v pgbouncer >/dev/null; then
 fi
 if [ $MYSQL = 1 ] && command -v haproxy >/dev/null; then
     MYPORT[haproxy]=$(free_port)
-    cat >"$BASE/haproxy.cfg" <<CFG
-global
-    nbthread 1
-    maxconn 4000
-defaults
-    mode tcp
-    timeout connect 5s
-    timeout client 1h
-    timeout server 1h
-listen mariadb
-    bind 127.0.0.1:${MYPORT[haproxy]}
-    server primary 127.0.0.1:$MY_PRIMARY_PORT
-CFG
-    haproxy -db -f "$BASE/haproxy.cfg" >"$BASE/haproxy.log" 2>&1 &
-    PID[haproxy]=$!
-    PIDS+=("$!")
+    start_haproxy_tcp "$BASE/haproxy" "${MYPORT[haproxy]}" "127.0.0.1:$MY_PRIMARY_PORT"
+    PID[haproxy]=$HAPROXY_PID
+    PIDS+=("$HAPROXY_PID")
     MY_TARGETS+=(haproxy)
 fi
 
