@@ -5,7 +5,7 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::{health, Conn, CorePool, PassThrough, PoolError, Shape};
+use super::{health, Conn, CorePool, Eligible, PassThrough, PoolError, Shape};
 use crate::config::Protocol;
 use crate::id::Position;
 use crate::metrics::CausalOutcome;
@@ -33,7 +33,10 @@ impl CorePool {
         let u = self.usable_now();
         if (0..self.backends.len()).any(|i| self.usable(i, u) && caught_up(i)) {
             self.counters.causal_read(CausalOutcome::ServedByReplica); // metrics
-            return self.checkout_where(protocol, who, deadline, &caught_up, &Shape::default(), None).await.map(Some);
+            return self
+                .checkout_where(protocol, who, deadline, Eligible(Some(&caught_up)), &Shape::default(), None)
+                .await
+                .map(Some);
         }
         let started = rt::now();
         let mut conn = self.checkout(protocol, who, deadline).await?;

@@ -459,7 +459,9 @@ mod tests {
     fn picks(p: &crate::pool::CorePool, n: usize) -> Vec<usize> {
         let mut counts = vec![0; p.backends.len()];
         for _ in 0..n {
-            if let Some(c) = p.pick_backend_any(p.usable_now(), &|_| true).and_then(|i| counts.get_mut(i)) {
+            if let Some(c) =
+                p.pick_backend_any(p.usable_now(), crate::pool::Eligible::ANY).and_then(|i| counts.get_mut(i))
+            {
                 *c += 1;
             }
         }

@@ -265,6 +265,25 @@ struct Usable {
     floor: Floor,
     /// failover: an unread role counts as unfit (see [`Standing::of`]).
     strict: bool,
+    /// Every backend is usable, as the rest says (#39: known once per health change, not read
+    /// again for each connection looked at).
+    every: bool,
+}
+
+/// The backends a checkout may be lent a connection of: any (nearly every checkout, known
+/// without a call per backend or connection, #39), or those a predicate accepts (a causal
+/// read's, caught up with the session's last write; the balance policy's choice).
+#[derive(Clone, Copy)]
+struct Eligible<'a>(Option<&'a dyn Fn(usize) -> bool>);
+
+impl Eligible<'_> {
+    /// Any backend.
+    const ANY: Self = Eligible(None);
+
+    /// Whether backend `i` is eligible.
+    fn admits(self, i: usize) -> bool {
+        self.0.is_none_or(|f| f(i))
+    }
 }
 
 /// A pool's core-local slice.
@@ -496,15 +515,18 @@ impl CorePool {
     /// [`CorePool::usable_now`], read from the shared health.
     fn read_usable(&self) -> Usable {
         let any_healthy = self.has_healthy_backend();
-        if self.config.role != PoolRole::Primary {
-            return Usable { any_healthy, floor: Floor::Any, strict: false };
-        }
-        let waits = !self.config.timeouts.failover_wait.is_zero();
-        // Only probes that log in read roles: a pass-through or generic pool's never will.
-        let reads_roles = self.config.username.is_some() && self.config.engine != crate::config::Engine::Generic;
-        let strict = waits && reads_roles;
-        let floor = Floor::of(self.backends.iter().map(|b| b.standing(strict)), waits);
-        Usable { any_healthy, floor, strict }
+        let (floor, strict) = if self.config.role == PoolRole::Primary {
+            let waits = !self.config.timeouts.failover_wait.is_zero();
+            // Only probes that log in read roles: a pass-through or generic pool's never will.
+            let reads_roles = self.config.username.is_some() && self.config.engine != crate::config::Engine::Generic;
+            let strict = waits && reads_roles;
+            (Floor::of(self.backends.iter().map(|b| b.standing(strict)), waits), strict)
+        } else {
+            (Floor::Any, false)
+        };
+        let mut u = Usable { any_healthy, floor, strict, every: false };
+        u.every = (0..self.backends.len()).all(|i| self.usable(i, u));
+        u
     }
 
     /// Whether backend `i` may get (or keep lending) connections under `u`: healthy, or every
@@ -513,9 +535,9 @@ impl CorePool {
     /// [`CorePool::has_healthy_backend`]) — and, on a primary-role pool, of the standing its
     /// floor asks for.
     fn usable(&self, i: usize, u: Usable) -> bool {
-        self.backends
-            .get(i)
-            .is_some_and(|b| (!u.any_healthy || b.health.is_healthy()) && u.floor.admits(b.standing(u.strict)))
+        self.backends.get(i).is_some_and(|b| {
+            u.every || ((!u.any_healthy || b.health.is_healthy()) && u.floor.admits(b.standing(u.strict)))
+        })
     }
 
     fn marked_down(&self, i: usize) -> bool {
@@ -680,7 +702,7 @@ impl CorePool {
 
     /// The backend the next statement should use (#22): the pool's `balance` policy over the
     /// usable backends `eligible` accepts. One backend: no choice to make.
-    fn choose(&self, u: Usable, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
+    fn choose(&self, u: Usable, eligible: Eligible<'_>) -> Option<usize> {
         if self.backends.len() < 2 {
             return None;
         }
@@ -688,7 +710,7 @@ impl CorePool {
             .backends
             .iter()
             .enumerate()
-            .filter(|(i, _)| self.usable(*i, u) && eligible(*i))
+            .filter(|(i, _)| self.usable(*i, u) && eligible.admits(*i))
             .map(|(index, b)| balance::Candidate {
                 index,
                 weight: b.weight,
@@ -723,7 +745,7 @@ impl CorePool {
 
     /// A backend `eligible` accepts with budget for `user` (see [`CorePool::pick_backend_any`]):
     /// on a pass-through pool the user's own budget must have a unit too, which the pick then holds.
-    fn pick_backend(&self, u: Usable, user: Option<&str>, eligible: &dyn Fn(usize) -> bool) -> Option<Picked> {
+    fn pick_backend(&self, u: Usable, user: Option<&str>, eligible: Eligible<'_>) -> Option<Picked> {
         let index = self.pick_backend_any(u, eligible)?;
         self.with_user_unit(index, user)
     }
@@ -748,8 +770,8 @@ impl CorePool {
     /// Smooth weighted round-robin over the healthy backends that still have budget: each
     /// backend gets connections in proportion to its weight, interleaved rather than in bursts;
     /// an unhealthy backend takes no part (its credit is frozen) until it is healthy again.
-    fn pick_backend_any(&self, u: Usable, eligible: &dyn Fn(usize) -> bool) -> Option<usize> {
-        let takes_part = |i: &usize| self.usable(*i, u) && eligible(*i);
+    fn pick_backend_any(&self, u: Usable, eligible: Eligible<'_>) -> Option<usize> {
+        let takes_part = |i: &usize| self.usable(*i, u) && eligible.admits(*i);
         // #39: a busy pool's budget is used up, and each waiting checkout asks at least twice
         // (before it queues, and as it starts to wait): nothing to pick then, and the credits
         // are left as they are rather than raised for a round nobody got (the scans below
@@ -790,14 +812,14 @@ impl CorePool {
         who: Option<&PassThrough>,
         deadline: Instant,
     ) -> Result<Conn, PoolError> {
-        self.checkout_where(protocol, who, deadline, &|_| true, &Shape::default(), None).await
+        self.checkout_where(protocol, who, deadline, Eligible::ANY, &Shape::default(), None).await
     }
 
     /// A checkout's first look taken before any future of it is built (#39): a connection idle
     /// on a usable backend is lent here, in the turn it was asked for, and the checkout is
     /// done; else what the look found goes on to [`CorePool::checkout_shaped`].
     pub fn lend_now(&self, protocol: Protocol, who: Option<&PassThrough>) -> Result<Conn, Looked> {
-        match self.first_look(protocol, who, &|_| true) {
+        match self.first_look(protocol, who, Eligible::ANY) {
             Some(Ok(conn)) => Ok(self.lent_at_once(conn)),
             Some(Err(next)) => Err(Looked(Some(next))),
             None => Err(Looked(None)),
@@ -815,7 +837,7 @@ impl CorePool {
         shape: &Shape<'_>,
         looked: Option<Looked>,
     ) -> Result<Conn, PoolError> {
-        self.checkout_where(protocol, who, deadline, &|_| true, shape, looked).await
+        self.checkout_where(protocol, who, deadline, Eligible::ANY, shape, looked).await
     }
 
     /// Borrows a connection to a backend `eligible` accepts (see [`CorePool::checkout`]);
@@ -825,7 +847,7 @@ impl CorePool {
         protocol: Protocol,
         who: Option<&PassThrough>,
         deadline: Instant,
-        eligible: &dyn Fn(usize) -> bool,
+        eligible: Eligible<'_>,
         shape: &Shape<'_>,
         looked: Option<Looked>,
     ) -> Result<Conn, PoolError> {
@@ -882,7 +904,7 @@ impl CorePool {
         &self,
         protocol: Protocol,
         who: Option<&PassThrough>,
-        eligible: &dyn Fn(usize) -> bool,
+        eligible: Eligible<'_>,
     ) -> Option<Result<Conn, Next>> {
         if self.gate.is_paused() || self.replaced.get() || self.limiter.is_some() {
             return None;
@@ -924,7 +946,7 @@ impl CorePool {
         who: Option<&PassThrough>,
         deadline: Instant,
         slot: &mut admit::Queueing<'_>,
-        eligible: &dyn Fn(usize) -> bool,
+        eligible: Eligible<'_>,
         mut first: Option<Next>,
     ) -> Result<Conn, PoolError> {
         let mut wait = failover::FailoverWait::new(self.config.timeouts.failover_wait);
@@ -978,14 +1000,16 @@ impl CorePool {
         u: Usable,
         protocol: Protocol,
         who: Option<&PassThrough>,
-        eligible: &dyn Fn(usize) -> bool,
+        eligible: Eligible<'_>,
     ) -> Result<Conn, Next> {
         let user = self.key_of(who);
         // #41: first come, first served: the idle connections woken waiters have yet to take
-        // are theirs, the others anyone's (see `Waiters::unclaimed`).
+        // are theirs, the others anyone's (see `Waiters::unclaimed`); while they wait for
+        // them, a look takes none.
         let fair = self.waiters.unclaimed(self.idle.borrow().len());
+        let take = |eligible: Eligible<'_>| if fair { self.take_idle(u, protocol, user, eligible) } else { None };
         if let Some(i) = self.choose(u, eligible) {
-            if let Some(c) = self.take_idle(u, protocol, user, &|b| fair && b == i) {
+            if let Some(c) = take(Eligible(Some(&|b| b == i))) {
                 return Ok(c);
             }
             if !self.waiters.yielding(rt::now) && self.backends.get(i).is_some_and(|b| b.budget.try_acquire()) {
@@ -994,7 +1018,7 @@ impl CorePool {
                 }
             }
         }
-        if let Some(c) = self.take_idle(u, protocol, user, &|b| fair && eligible(b)) {
+        if let Some(c) = take(eligible) {
             return Ok(c);
         }
         match self.pick_backend(u, user, eligible) {
@@ -1028,7 +1052,7 @@ impl CorePool {
         protocol: Protocol,
         who: Option<&PassThrough>,
         deadline: Instant,
-        eligible: &dyn Fn(usize) -> bool,
+        eligible: Eligible<'_>,
         started: Instant,
     ) -> Result<Option<Conn>, PoolError> {
         let user = self.key_of(who);
@@ -1089,23 +1113,25 @@ impl CorePool {
     /// rather than lent, so a statement never goes down a dead connection it could have avoided.
     /// The check reads the state of the receive `checkin` posted (no system call); connections
     /// used within `idle_check_interval` skip it. On a pass-through pool only connections logged in as `user` are taken.
-    fn take_idle(
-        &self,
-        u: Usable,
-        protocol: Protocol,
-        user: Option<&str>,
-        eligible: &dyn Fn(usize) -> bool,
-    ) -> Option<Conn> {
+    fn take_idle(&self, u: Usable, protocol: Protocol, user: Option<&str>, eligible: Eligible<'_>) -> Option<Conn> {
         loop {
             let conn = {
                 let mut idle = self.idle.borrow_mut();
+                // #39: with every backend usable and any eligible (nearly every checkout), a
+                // connection fits by its protocol and user alone: nothing is called for it.
                 let pos = idle.iter().rposition(|c| {
                     c.protocol() == protocol
                         && c.lease.user.as_deref() == user
                         && self.usable(c.backend(), u)
-                        && eligible(c.backend())
+                        && eligible.admits(c.backend())
                 })?;
-                idle.swap_remove(pos)
+                // The warmest fits nearly always: popped. Another is removed in order, so the
+                // list stays warmest last.
+                if pos + 1 == idle.len() {
+                    idle.pop()?
+                } else {
+                    idle.remove(pos)
+                }
             };
             // The receive's state first: reading it is cheaper than the clock's arithmetic, and
             // it answers for nearly every connection (#39).
@@ -1137,7 +1163,7 @@ impl CorePool {
             // rarely opens a connection (#21: it was most of the user-space instructions).
             match Box::pin(self.open(picked, protocol, who, deadline)).await {
                 Err(e @ PoolError::Connect { .. }) if self.marked_down(index) && self.has_healthy_backend() => {
-                    match self.pick_backend(self.usable_now(), self.key_of(who), &|_| true) {
+                    match self.pick_backend(self.usable_now(), self.key_of(who), Eligible::ANY) {
                         Some(next) => picked = next,
                         None => return Err(e),
                     }
@@ -1606,14 +1632,31 @@ mod tests {
         T: Send + 'static,
         Fut: std::future::Future<Output = ()> + 'static,
     {
+        on_core_with_conns(vec![ConnInfo::Pg(PgInfo::default())], |pool, mut conns, tx| {
+            let conn = conns.pop().expect("one connection");
+            main(pool, conn, tx)
+        })
+    }
+
+    /// [`on_core_with_conn`] with a connection per entry of `infos`, in order, and
+    /// `max_connections` as many.
+    fn on_core_with_conns<T, Fut>(
+        infos: Vec<ConnInfo>,
+        main: impl FnOnce(Rc<CorePool>, Vec<Conn>, mpsc::Sender<T>) -> Fut + Send + 'static,
+    ) -> T
+    where
+        T: Send + 'static,
+        Fut: std::future::Future<Output = ()> + 'static,
+    {
         let server = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = server.local_addr().expect("addr");
-        let client = std::net::TcpStream::connect(addr).expect("connect");
-        let (far_end, _) = server.accept().expect("accept");
+        let clients: Vec<_> = infos.iter().map(|_| std::net::TcpStream::connect(addr).expect("connect")).collect();
+        let far_ends: Vec<_> = clients.iter().map(|_| server.accept().expect("accept")).collect();
         let text = format!(
             "[[listeners]]\nprotocol = \"postgres\"\nbind = \"127.0.0.1:0\"\n\n[pools.main]\nusername = \"u\"\n\
-             password = \"p\"\nmax_connections = 1\nbackends = [{{ host = \"127.0.0.1\", port = {} }}]\n\
+             password = \"p\"\nmax_connections = {}\nbackends = [{{ host = \"127.0.0.1\", port = {} }}]\n\
              [routing]\ndefault_pool = \"main\"\n",
+            infos.len(),
             addr.port()
         );
         let config = Config::parse(&text, "test.toml").expect("valid config");
@@ -1621,14 +1664,20 @@ mod tests {
         let core = rt::spawn_core("pool-test", None, move |_| {
             let set = PoolSet::build(&config, &BudgetRegistry::default(), None);
             let pool = set.get("main").expect("pool").clone();
-            let stream = rt::Stream::adopt_backend(std::os::fd::OwnedFd::from(client), None).expect("adopt");
-            let conn = pool.adopt(stream, addr, ConnInfo::Pg(PgInfo::default()), None).expect("the pool's backend");
-            main(pool, conn, tx)
+            let conns = clients
+                .into_iter()
+                .zip(infos)
+                .map(|(client, info)| {
+                    let stream = rt::Stream::adopt_backend(std::os::fd::OwnedFd::from(client), None).expect("adopt");
+                    pool.adopt(stream, addr, info, None).expect("the pool's backend")
+                })
+                .collect();
+            main(pool, conns, tx)
         })
         .expect("core starts");
         let out = rx.recv_timeout(Duration::from_secs(10)).expect("the core answers in time");
         core.join().expect("the core ends cleanly");
-        drop(far_end);
+        drop(far_ends);
         out
     }
 
@@ -1767,5 +1816,26 @@ mod tests {
             let _ = tx.send((freed, held, opens, budget.used()));
         });
         assert_eq!(out, (0, 1, true, 0));
+    }
+
+    /// #39: a connection taken from under the warmest (another protocol's) leaves the idle
+    /// list warmest last, so each protocol's next checkout still gets its warmest connection.
+    #[test]
+    fn a_connection_taken_from_under_the_warmest_keeps_the_rest_warmest_last() {
+        let pg = |n: u8| ConnInfo::Pg(PgInfo { pid: i32::from(n), ..PgInfo::default() });
+        let my = |n: u8| ConnInfo::MySql(MyInfo { thread_id: u32::from(n), ..MyInfo::default() });
+        let out = on_core_with_conns(vec![pg(1), pg(2), my(3), my(4)], |pool, conns, tx| async move {
+            conns.into_iter().for_each(|c| pool.checkin(c, true)); // warmest last: 1, 2, 3, 4
+            let mut order = Vec::new();
+            for protocol in [Protocol::Postgres, Protocol::MySql, Protocol::MySql, Protocol::Postgres] {
+                let Ok(conn) = pool.lend_now(protocol, None) else { break };
+                order.push(match conn.info() {
+                    ConnInfo::Pg(i) => i64::from(i.pid),
+                    ConnInfo::MySql(i) => i64::from(i.thread_id),
+                });
+            }
+            let _ = tx.send(order);
+        });
+        assert_eq!(out, [2, 4, 3, 1]);
     }
 }

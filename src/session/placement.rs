@@ -130,6 +130,16 @@ impl Seat {
         self.pool.checkin(conn, clean);
     }
 
+    /// Makes `conn`, ready for the session's statements (its settings applied), the session's
+    /// connection.
+    pub fn hold(&mut self, conn: Conn) {
+        if let (PoolMode::Session, ConnInfo::MySql(info)) = (self.pool.config.mode, conn.info()) {
+            // The connection is this client's for good: a KILL of its server id finds the session.
+            self.cancel.slot.set_server(Some((conn.addr(), info.thread_id)));
+        }
+        *self.conn = Some(conn);
+    }
+
     /// Takes the connection off the session, which runs nothing on it any more.
     pub fn take_conn(&mut self) -> Option<Conn> {
         self.cancel.slot.set_running(None);
@@ -207,7 +217,11 @@ pub(super) trait Placed {
                     seat.checkout_looked::<Self::Error>(Some(looked), Self::PROTOCOL, true, user).await?
                 }
             };
-            self.attach(conn).await?;
+            // #39: a connection carrying the session's settings (nearly every one) is seated
+            // here, without building the replay's future.
+            if let Some(conn) = self.attach_now(conn) {
+                self.attach_replayed(conn).await?;
+            }
         }
         if self.needs_ready() {
             self.ready().await?;
@@ -216,22 +230,32 @@ pub(super) trait Placed {
     }
     /// Makes `conn`, just borrowed from the session's pool, the session's connection, with
     /// the session's settings; a connection the replay failed on is closed.
-    async fn attach(&mut self, mut conn: Conn) -> Result<(), Self::Error> {
+    async fn attach(&mut self, conn: Conn) -> Result<(), Self::Error> {
+        match self.attach_now(conn) {
+            Some(conn) => self.attach_replayed(conn).await,
+            None => Ok(()),
+        }
+    }
+    /// [`Placed::attach`]'s synchronous part (#39): `conn` is seated if it carries the
+    /// session's settings, else handed back for [`Placed::attach_replayed`].
+    fn attach_now(&mut self, conn: Conn) -> Option<Conn> {
         self.attaching();
+        if conn.settings != self.signature() {
+            return Some(conn);
+        }
+        self.seat().hold(conn);
+        None
+    }
+    /// Sends the session's settings to `conn`, which [`Placed::attach_now`] handed back, and
+    /// seats it; a connection the replay failed on is closed.
+    async fn attach_replayed(&mut self, mut conn: Conn) -> Result<(), Self::Error> {
         let signature = self.signature();
-        if conn.settings != signature {
-            if let Err(e) = self.replay(&mut conn).await {
-                self.seat().pool.checkin(conn, false);
-                return Err(e);
-            }
-            conn.settings = signature;
+        if let Err(e) = self.replay(&mut conn).await {
+            self.seat().pool.checkin(conn, false);
+            return Err(e);
         }
-        let seat = self.seat();
-        if let (PoolMode::Session, ConnInfo::MySql(info)) = (seat.pool.config.mode, conn.info()) {
-            // The connection is this client's for good: a KILL of its server id finds the session.
-            seat.cancel.slot.set_server(Some((conn.addr(), info.thread_id)));
-        }
-        *seat.conn = Some(conn);
+        conn.settings = signature;
+        self.seat().hold(conn);
         Ok(())
     }
     /// What the session loses with its connection, judged on its state now ([`super::loss`]).

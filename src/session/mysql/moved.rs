@@ -74,17 +74,12 @@ pub(super) async fn freeze(s: &mut Session, client: Client, leftover: Vec<u8>) -
     handed(&frozen, Protocol::MySql, &s.seat, s.io.listener, (client, backend))
 }
 
-/// Gives the session the server connection it owns again.
+/// Gives the session the server connection it owns again, with what it set there: `KILL` of
+/// the id the client's `CONNECTION_ID()` shows finds the session here too (`Seat::hold`).
 fn attach_moved(s: &mut Session, backend: Option<crate::pool::Conn>) {
-    if let Some(conn) = &backend {
-        if let (crate::pool::ConnInfo::MySql(info), crate::config::PoolMode::Session) =
-            (conn.info(), s.seat.pool.config.mode)
-        {
-            // `KILL` of the id the client's `CONNECTION_ID()` shows finds the session here too.
-            s.seat.cancel.slot.set_server(Some((conn.addr(), info.thread_id)));
-        }
+    if let Some(conn) = backend {
+        s.seat.hold(conn);
     }
-    *s.seat.conn = backend;
 }
 
 /// The session a former process handed over, served on this core; on an error, the client's
