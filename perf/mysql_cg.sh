@@ -34,8 +34,10 @@ export QUERYPILOT_LOG="warn,querypilot::session::context::udf=info"
 # sysbench thread through PORT (after 50 uncounted ones, which warm the plan cache and the pool).
 count() {
     local port=$1 mode=$2 out=$3 total idle t0 t1 bench
+    # --time=0: the run ends after its events, not after sysbench's default 10 s, which a
+    # loaded host under callgrind reaches first (the count would divide too few queries).
     bench=(sysbench oltp_point_select "${SB_ARGS[@]}" --mysql-port="$port" --threads=1 --db-ps-mode="$mode"
-        --rand-seed=1 run)
+        --rand-seed=1 --time=0 run)
     "${bench[@]}" --events=50 >/dev/null 2>&1 || log "warm-up sysbench through port $port failed"
     idle=$(callgrind_total "$ROUTER_PID" "$out" sleep "$IDLE_SECONDS")
     t0=$(date +%s.%N)
