@@ -121,6 +121,42 @@ fn packet_of(rbuf: &[u8], pos: usize, head: Head) -> Result<WirePacket<'_>, Rela
     Ok(WirePacket { packet: Packet { seq: head.seq, payload }, wire })
 }
 
+/// Hands `ex` the packets buffered whole in `rbuf` from `*pos` on, the first of `head`, moving
+/// `*pos` past each it says to forward unchanged (noting an EOF's state change in `info`, see
+/// [`note_owed`]), so that the caller relays them as one copy: a result's column count,
+/// definitions and rows mostly arrive in one read, and taking them packet by packet back
+/// through `drive` was ~90 instructions a packet (#39). Stops at the first packet that asks for
+/// more than that (an OK, a file request or refusal: `*pos` stays before it), after one that
+/// ends a result or the response, before a packet not buffered whole, or once `room` bytes
+/// were forwarded (the client output is then due to be written). Returns the last packet
+/// taken and its action.
+fn take_run<'b>(
+    rbuf: &'b [u8],
+    pos: &mut usize,
+    mut head: Head,
+    ex: &mut Exchange,
+    mut info: Option<&mut MyInfo>,
+    room: usize,
+) -> Result<(Action, Packet<'b>), RelayError> {
+    let from = *pos;
+    loop {
+        let WirePacket { packet, wire } = packet_of(rbuf, *pos, head)?;
+        let action = ex.on_backend(&packet)?;
+        if !matches!(action, Action::Forward | Action::ForwardEnd | Action::SendFile) {
+            return Ok((action, packet));
+        }
+        if let (Some(info), true) = (info.as_deref_mut(), is_eof(packet.payload)) {
+            note_owed(info, packet.payload, true);
+        }
+        *pos += wire.len();
+        let more = action == Action::Forward && !ex.done() && *pos - from < room;
+        match head_at(rbuf.get(*pos..).unwrap_or_default(), large::PIECEWISE_AT).filter(|h| more && h.whole) {
+            Some(next) => head = next,
+            None => return Ok((action, packet)),
+        }
+    }
+}
+
 /// The session has no backend connection to read or write: built only then, since a
 /// `RelayError` made ready for every packet and dropped unused was ~2.5% of a point select's
 /// work (#39).
@@ -310,7 +346,7 @@ impl Session {
                 }
                 head = self.next_backend_packet().await?;
             }
-            let (action, len) = self.take_packet(ex, head)?;
+            let (action, len) = self.take_packets(ex, head)?;
             match action {
                 Action::Forward => {}
                 Action::ForwardEnd | Action::ForwardOk => self.bump_final(len, ex.outcome().status),
@@ -326,22 +362,31 @@ impl Session {
         Ok(())
     }
 
-    /// Hands the backend packet at `self.link.pos`, of `head`, to `ex` and relays it when it says so; returns
-    /// the action and the length of the payload relayed. An OK goes out as the client's
-    /// capabilities want it, and the `last_gtid` it reported is kept for causal reads (#34), as
-    /// is whether the connection owes one ([`note_owed`]).
-    fn take_packet(&mut self, ex: &mut Exchange, head: Head) -> Result<(Action, usize), RelayError> {
+    /// Hands `ex` the backend packets buffered whole from `self.link.pos` on, the first of
+    /// `head`, and relays them as it says ([`take_run`]): the run it forwards unchanged as one
+    /// copy. Returns the last packet's action and the length of the payload relayed for it. An
+    /// OK goes out as the client's capabilities want it, and the `last_gtid` it reported is
+    /// kept for causal reads (#34), as is whether the connection owes one ([`note_owed`]).
+    fn take_packets(&mut self, ex: &mut Exchange, head: Head) -> Result<(Action, usize), RelayError> {
         let conn = self.seat.conn.as_mut().ok_or_else(no_backend)?;
         let (rbuf, conn_info) = conn.read_and_info_mut();
-        let WirePacket { packet, wire } = packet_of(rbuf, self.link.pos, head)?;
-        let action = ex.on_backend(&packet)?;
-        let mut len = packet.payload.len();
-        match action {
+        let mut info = match conn_info {
+            ConnInfo::MySql(info) => Some(info),
+            ConnInfo::Pg(_) => None,
+        };
+        let (from, room) = (self.link.pos, CLIENT_FLUSH_AT.saturating_sub(self.io.out.len()));
+        let taken = take_run(rbuf, &mut self.link.pos, head, ex, info.as_deref_mut(), room);
+        // What was forwarded goes out even when a later packet broke the response, as it did
+        // packet by packet.
+        self.io.out.extend_from_slice(rbuf.get(from..self.link.pos).unwrap_or_default());
+        let (action, packet) = taken?;
+        let len = match action {
+            Action::Forward | Action::ForwardEnd | Action::SendFile => return Ok((action, packet.payload.len())),
             Action::ForwardOk if packet.is_continued() => {
                 return Err(RelayError::Malformed("an OK packet of 16 MiB or more".into()));
             }
             Action::ForwardOk => {
-                let ConnInfo::MySql(info) = conn_info else {
+                let Some(info) = info else {
                     return Err(RelayError::Malformed("a MySQL answer on a PostgreSQL connection".into()));
                 };
                 note_owed(info, packet.payload, false);
@@ -349,18 +394,12 @@ impl Session {
                 let gtid = relay_ok(packet.payload, info.capabilities, self.client.caps, &mut ok)
                     .map_err(|e| RelayError::Malformed(format!("OK packet: {e}")))?;
                 self.routing.commit.note(gtid, &mut info.last_gtid);
-                len = ok.len();
                 encode_packets(&ok, packet.seq, &mut self.io.out);
+                ok.len()
             }
-            Action::Forward | Action::ForwardEnd | Action::SendFile => {
-                if let (ConnInfo::MySql(info), true) = (conn_info, is_eof(packet.payload)) {
-                    note_owed(info, packet.payload, true);
-                }
-                self.io.out.extend_from_slice(wire);
-            }
-            Action::RefuseFile { .. } | Action::Refused { .. } => {}
-        }
-        self.link.pos += wire.len();
+            Action::RefuseFile { .. } | Action::Refused { .. } => packet.payload.len(),
+        };
+        self.link.pos += packet.wire_len();
         Ok((action, len))
     }
 
