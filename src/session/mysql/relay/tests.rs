@@ -102,8 +102,12 @@ fn point_select() -> (Vec<u8>, Vec<usize>) {
     (wire, ends)
 }
 
+/// What `take_run` took (its last packet's action and payload), where it left the read
+/// position, and the exchange it fed.
+type Ran = (Result<(Action, Vec<u8>), RelayError>, usize, Exchange);
+
 /// `take_run` over `wire` from its start, with `room` bytes the client output may take.
-fn run(wire: &[u8], room: usize, info: &mut MyInfo) -> (Result<(Action, Vec<u8>), RelayError>, usize, Exchange) {
+fn run(wire: &[u8], room: usize, info: &mut MyInfo) -> Ran {
     let mut ex = Exchange::new(Grammar::Execute, Some(1), false);
     let mut pos = 0;
     let head = head_at(wire, large::PIECEWISE_AT).expect("a first packet");
