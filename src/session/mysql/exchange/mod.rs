@@ -428,8 +428,8 @@ pub(in crate::session::mysql) fn is_eof(payload: &[u8]) -> bool {
 }
 
 /// Status flags and last insert id of an OK packet, or status of an EOF packet. An EOF's status
-/// is read by position (header, warnings, status): through a `Reader` it was ~20 instructions,
-/// twice for each of a result set's two EOFs (#39).
+/// is read by position (header, warnings, status) rather than through a `Reader`: it is read
+/// twice for each of a result set's two EOFs, here and by the relay's `note_owed` (#39).
 pub(in crate::session::mysql) fn status_of(payload: &[u8]) -> (Option<u16>, u64) {
     match payload {
         [EOF_HEADER, _, _, lo, hi, ..] if payload.len() < EOF_MAX_LEN => (Some(u16::from_le_bytes([*lo, *hi])), 0),
