@@ -332,3 +332,33 @@ fn affected_row_counts_past_u64_saturate() {
     assert!(ex.done());
     assert_eq!(ex.outcome().rows, u64::MAX);
 }
+
+/// `status_of` as a `Reader` reads it field by field: what the positional EOF read must equal.
+fn status_by_fields(payload: &[u8]) -> (Option<u16>, u64) {
+    let mut r = Reader::new(payload);
+    match r.u8("header") {
+        Ok(EOF_HEADER) if payload.len() < EOF_MAX_LEN => {
+            let _ = r.u16("warnings");
+            (r.u16("status").ok(), 0)
+        }
+        Ok(OK_HEADER | EOF_HEADER) => ok_fields(&mut r),
+        _ => (None, 0),
+    }
+}
+
+#[test]
+fn a_status_read_by_position_is_the_one_read_field_by_field() {
+    // Every length an EOF can have and past it (a 0xFE row or OK), cut short or whole, and
+    // OKs, ERRs, rows and the empty payload.
+    let full = [0x11u8, 0x22, 0x33, 0x44, 0x05, 0x66, 0x77, 0x88, 0x99, 0xAA];
+    let mut payloads: Vec<Vec<u8>> = (0..=full.len()).map(|n| [&[EOF_HEADER][..], &full[..n]].concat()).collect();
+    payloads.extend([vec![], ok(3, 7, AUTOCOMMIT), ok(0, 0, 0x4002), vec![OK_HEADER], err(1213, b"40001"), row("x")]);
+    payloads.extend([eof(AUTOCOMMIT), eof(0x4000 | AUTOCOMMIT), vec![EOF_HEADER, 0xFC, 1, 0, 2, 0, 0x22, 0]]);
+    let mut statuses = std::collections::HashSet::new();
+    for p in &payloads {
+        let read = status_of(p);
+        assert_eq!(read, status_by_fields(p), "{p:02x?}");
+        statuses.insert(read.0.is_some());
+    }
+    assert_eq!(statuses.len(), 2, "some payloads carry a status, some do not");
+}
