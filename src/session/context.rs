@@ -6,6 +6,7 @@
 //! `RefCell` here is borrowed only inside one synchronous call, never across an `.await`.
 
 mod database;
+mod in_force;
 mod udf;
 
 use std::cell::{Cell, RefCell};
@@ -13,6 +14,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use self::in_force::InForce;
 use super::derive::Derivations;
 use crate::auth::{FailureLimiter, SecretCache};
 use crate::config::{Config, ConsoleRole, PoolRole, Protocol, ReadYourWrites};
@@ -30,6 +32,15 @@ use crate::session::engine::digest::Timing;
 use crate::session::engine::ryw;
 use crate::sql::analyze::{Effects, Operation};
 
+/// A pool a statement goes to, found once for the statement (#39).
+#[derive(Clone)]
+pub struct Chosen {
+    /// The pool's name, as routing (or the session) chose it.
+    pub name: Arc<str>,
+    /// The pool of that name in force; `None` when there is none.
+    pub pool: Option<Rc<CorePool>>,
+}
+
 /// Core-local state shared by the sessions of one core.
 pub struct CoreContext {
     /// The core this context belongs to.
@@ -43,7 +54,7 @@ pub struct CoreContext {
     /// Sessions of this core that can be cancelled, by router-issued key.
     pub cancels: CancelRegistry,
     config: RefCell<LocalConfig>,
-    pools: RefCell<Rc<PoolSet>>,
+    pools: RefCell<InForce>,
     router: RefCell<Router>,
     digests: RefCell<DigestTable>,
     /// Where this core's sessions come from and go to.
@@ -136,7 +147,7 @@ impl CoreContext {
             drain: Event::new(),
             cancels: CancelRegistry::default(),
             config: RefCell::new(LocalConfig::of(config)),
-            pools: RefCell::new(Rc::new(pools)),
+            pools: RefCell::new(InForce::new(pools)),
             router: RefCell::new(Router::new(rules.for_core(), Catalogs::builtin())),
             digests: RefCell::default(),
             turnover: Turnover { next_session: Cell::new(1), moving: RefCell::new(None) },
@@ -190,7 +201,25 @@ impl CoreContext {
 
     /// The pools in force now.
     pub fn pools(&self) -> Rc<PoolSet> {
-        self.pools.borrow().clone()
+        self.pools.borrow().set().clone()
+    }
+
+    /// The pool called `name` in force, found once for a statement and passed on (#39):
+    /// `current`, the session's own pool, when it is that pool (no lookup), else the pool set's.
+    pub fn pool_named(&self, name: &str, current: &Rc<CorePool>) -> Option<Rc<CorePool>> {
+        self.pools.borrow().named(name, current)
+    }
+
+    /// The pool called `name` ([`Self::pool_named`]), with its name.
+    pub fn choose(&self, name: Arc<str>, current: &Rc<CorePool>) -> Chosen {
+        let pool = self.pool_named(&name, current);
+        Chosen { name, pool }
+    }
+
+    /// The pool `d` sends its statement to ([`Self::pool_named`]), if it runs and that pool
+    /// exists.
+    pub fn decided_pool(&self, d: &Decision, current: &Rc<CorePool>) -> Option<Rc<CorePool>> {
+        d.pool().and_then(|name| self.pool_named(name, current))
     }
 
     /// [`Self::checkout`], its error worded as client error type `E` words it.
@@ -244,7 +273,7 @@ impl CoreContext {
         *self.logins.failures.borrow_mut() = limiter(&config);
         *self.logins.secrets.borrow_mut() = secret_cache(&config);
         *self.config.borrow_mut() = LocalConfig::of(config);
-        *self.pools.borrow_mut() = Rc::new(pools);
+        self.pools.borrow_mut().swap(pools);
         self.router.borrow_mut().set_rules(rules.for_core());
     }
 
@@ -393,13 +422,14 @@ impl CoreContext {
     }
 
     /// Counts a decision in the metrics: `sqp_routing_decisions_total{decision,pool}` on the
-    /// chosen pool (a statement that runs nowhere, rejected by a rule or refused because of a
-    /// hint, counts as `reject` without a pool) and `sqp_statement_operations_total{operation}`.
-    pub fn count_decision(&self, d: &Decision) {
+    /// chosen pool, `decided` ([`Self::decided_pool`]: none when no pool has the name routing
+    /// chose; a statement that runs nowhere, rejected by a rule or refused because of a hint,
+    /// counts as `reject` without a pool) and `sqp_statement_operations_total{operation}`.
+    pub fn count_decision(&self, d: &Decision, decided: Option<&CorePool>) {
         self.counters.operation(operation_label(d.facts.operation));
         match &d.outcome {
-            Outcome::Route(pool) => {
-                if let Some(p) = self.pools.borrow().get(pool) {
+            Outcome::Route(_) => {
+                if let Some(p) = decided {
                     p.counters.decided(decision_label(d.kind));
                     p.counters.statement();
                 }

@@ -4,10 +4,10 @@
 
 use std::rc::Rc;
 
+use super::context::Chosen;
 use super::engine::hold::Hold;
 use super::engine::release::Release;
 use super::engine::route::{self, Plan};
-use super::CoreContext;
 use crate::pool::{Conn, CorePool};
 use crate::rt;
 
@@ -28,18 +28,14 @@ pub(super) fn give_back(pool: &CorePool, mut conn: Conn, verdict: Release, reset
 }
 
 /// The pool a session gives its idle connection back for, when [`route::plan`] moves it to
-/// `target`; `Err` with what the client is told when routing named a pool that does not exist.
-pub(super) fn moving_to(
-    ctx: &CoreContext,
-    hold: Hold,
-    current: &str,
-    target: &str,
-) -> Result<Option<Rc<CorePool>>, String> {
-    if route::plan(hold, current, target) == Plan::Stay {
+/// `target` (found for the statement already, #39); `Err` with what the client is told when
+/// routing named a pool that does not exist.
+pub(super) fn moving_to(hold: Hold, current: &str, target: &Chosen) -> Result<Option<Rc<CorePool>>, String> {
+    if route::plan(hold, current, &target.name) == Plan::Stay {
         return Ok(None);
     }
-    let pool = ctx.pools().get(target).cloned();
-    pool.map(Some).ok_or_else(|| format!("routing chose pool \"{target}\", which does not exist"))
+    let pool = target.pool.clone();
+    pool.map(Some).ok_or_else(|| format!("routing chose pool \"{}\", which does not exist", target.name))
 }
 
 /// Closes `conn`, if the session has one: a connection checked in as not reusable is dropped,

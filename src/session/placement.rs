@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::cancel::CancelSlot;
 use super::commit_io;
-use super::context::CoreContext;
+use super::context::{Chosen, CoreContext};
 use super::driver::ClientIo;
 use super::engine::after::{self, AfterStatement, StatementEnd};
 use super::engine::digest::Timing;
@@ -272,12 +272,12 @@ pub(super) trait Placed {
 /// read pool's (`to_replica`), falling back when it has none. `count`: the fallback is counted.
 pub(super) async fn move_to<S: Placed>(
     session: &mut S,
-    target: &str,
+    target: Chosen,
     to_replica: bool,
     count: bool,
 ) -> Result<(), S::Error> {
     let ctx = session.seat().ctx.clone();
-    let moving = moving_to(&ctx, session.holding(), &session.seat().pool.config.name, target);
+    let moving = moving_to(session.holding(), &session.seat().pool.config.name, &target);
     if let Some(pool) = moving.map_err(S::unplaced)? {
         session.release_backend(false).await;
         session.seat().pool = pool;

@@ -33,7 +33,7 @@ impl CoreContext {
         let config = self.config();
         let made = pools.with_on_demand(&config, database, &self.links.budgets)?;
         Some(made.map(|(set, pool)| {
-            *self.pools.borrow_mut() = Rc::new(set);
+            self.pools.borrow_mut().swap(set);
             tracing::info!(database, "made a pool from the pool template");
             pool
         }))
@@ -41,9 +41,9 @@ impl CoreContext {
 
     /// Drops the template pools nobody on this core uses (core upkeep).
     pub fn drop_unused_pools(&self) {
-        let smaller: Option<PoolSet> = self.pools.borrow().without_unused();
+        let smaller: Option<PoolSet> = self.pools.borrow().set().without_unused();
         if let Some(set) = smaller {
-            *self.pools.borrow_mut() = Rc::new(set);
+            self.pools.borrow_mut().swap(set);
         }
     }
 

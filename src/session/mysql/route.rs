@@ -5,12 +5,13 @@
 //! outside a transaction and when nothing pins the connection), reports rejections and
 //! unhonorable hints as ERR packets that never reach a backend, and records digest statistics.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use super::relay::Outcome as Relayed;
 use super::Session;
 use crate::config::PoolMode;
 use crate::config::Protocol;
+use crate::pool::CorePool;
 use crate::protocol::mysql::errcode::{ErrorNumber, ER_QP_ROUTE_HINT, ER_WRONG_ARGUMENTS};
 use crate::protocol::mysql::response::{
     SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
@@ -18,6 +19,7 @@ use crate::protocol::mysql::response::{
 use crate::routing::{Decision, DecisionKind, MySqlSession, Outcome, Settled, StatementKey};
 use crate::rt;
 use crate::session::client_error::MyClientError;
+use crate::session::context::Chosen;
 use crate::session::engine::release;
 use crate::session::engine::retry::RulePolicy;
 use crate::session::engine::route::{self, Refusal, Refused, RouteContext};
@@ -52,7 +54,7 @@ pub(super) struct Routed {
     pub detour: bool,
     /// Run it on this PostgreSQL-protocol pool through the bridge, the session staying on its
     /// own pool (#24).
-    pub cross: Option<std::rc::Rc<crate::pool::CorePool>>,
+    pub cross: Option<Rc<CorePool>>,
     /// Routing proved it without effect ([`release::without_effect`]): it may go again when its
     /// connection is lost unanswered (#40).
     pub no_effect: bool,
@@ -134,7 +136,8 @@ impl Session {
             decision = free; // #24: the cross-protocol executor refuses it inside a transaction
         }
         let (held_refusal, detour) = self.settle(&mut decision, sql);
-        self.seat.ctx.count_decision(&decision);
+        let decided = self.seat.ctx.decided_pool(&decision, &self.seat.pool);
+        self.seat.ctx.count_decision(&decision, decided.as_deref());
         if let Some(text) = held_refusal {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
@@ -153,9 +156,8 @@ impl Session {
                 no_effect: false,
             });
         }
-        let named = || self.named_pool();
-        let mut target = route::checked_target(&decision, named, || self.seat.ctx.rules()).map_err(refusal)?.pool;
-        if let Some(pool) = self.cross_pool(&target) {
+        let target = self.target(&decision, decided)?;
+        if let Some(pool) = self.crossing_to(target.pool.clone()) {
             // The session stays where it is; the statement borrows a connection there (#24).
             self.retry.rule = RulePolicy::Unrouted;
             let rewritten = decision.rewritten.map(|t| t.sql);
@@ -168,19 +170,36 @@ impl Session {
             });
         }
         let to_replica = route::replica_read(&decision);
-        if to_replica {
-            target = placement::replica_target::<Self>(&self.seat, target, true)?;
-        }
-        self.move_to(&target, to_replica, sql).await?;
+        let target = if to_replica { self.replica(target)? } else { target };
+        self.move_to(target, to_replica, sql).await?;
         self.retry.rule = RulePolicy::Same(decision.retry); // retry (#11)
         let no_effect = release::without_effect(decision.rewritten.is_none().then_some(&*decision.facts));
         let rewritten = decision.rewritten.map(|t| t.sql);
         Ok(Routed { rewritten, fingerprint: decision.fingerprint, detour: false, cross: None, no_effect })
     }
 
+    /// Where `decision` sends its statement, with the pool of that name found once for it
+    /// (#39): `decided`, the decision's own, unless the pool the client named stands in.
+    fn target(&self, decision: &Decision, decided: Option<Rc<CorePool>>) -> Result<Chosen, MyClientError> {
+        let mut named = None;
+        let name = || {
+            named = self.named_pool();
+            named.as_ref().map(|p| p.name().clone())
+        };
+        let t = route::checked_target(decision, name, || self.seat.ctx.rules()).map_err(refusal)?;
+        Ok(Chosen { name: t.pool, pool: if t.named { named } else { decided } })
+    }
+
+    /// The pool a read routed to `target` runs on, past unhealthy replicas: looked up only
+    /// when it is another one.
+    fn replica(&self, target: Chosen) -> Result<Chosen, MyClientError> {
+        let read = placement::replica_target::<Self>(&self.seat, target.name.clone(), true)?;
+        Ok(if read == target.name { target } else { self.seat.ctx.choose(read, &self.seat.pool) })
+    }
+
     /// Moves the session to pool `target` (unless a transaction or pin holds it where it is)
     /// and attaches the connection a statement `sql` for it needs.
-    async fn move_to(&mut self, target: &str, to_replica: bool, sql: &str) -> Result<(), MyClientError> {
+    async fn move_to(&mut self, target: Chosen, to_replica: bool, sql: &str) -> Result<(), MyClientError> {
         placement::move_to(self, target, to_replica, true).await?;
         if !self.is_bridged() && self.seat.on_replica(Protocol::MySql) {
             self.keep_misread_off_the_replica(sql).await?;
@@ -189,8 +208,8 @@ impl Session {
     }
 
     /// The pool the client named as its database, when it names one.
-    fn named_pool(&self) -> Option<Arc<str>> {
-        self.client.named_pool.as_deref().and_then(|n| self.seat.ctx.pools().get(n).map(|p| p.name().clone()))
+    fn named_pool(&self) -> Option<Rc<CorePool>> {
+        self.client.named_pool.as_deref().and_then(|n| self.seat.ctx.pool_named(n, &self.seat.pool))
     }
 
     /// For a session bridged to a PostgreSQL pool, a text statement (#24): the whole chain
@@ -201,13 +220,15 @@ impl Session {
     pub(super) fn bridged_route(&mut self, sql: &str) -> Result<Option<Rewrite>, MyClientError> {
         let mut decision = self.decide(sql, None);
         let (held_refusal, _) = self.settle(&mut decision, sql);
-        self.seat.ctx.count_decision(&decision);
+        let decided = self.seat.ctx.decided_pool(&decision, &self.seat.pool);
+        self.seat.ctx.count_decision(&decision, decided.as_deref());
         if let Some(text) = held_refusal {
             return Err(MyClientError::new(ER_HELD_REPLICA, text));
         }
         self.bridged_unproven(sql, &decision); // #34
         self.seat.ryw.observe(&decision, rt::now());
-        let mut target = route::target(&decision, || self.named_pool()).map_err(refusal)?.pool;
+        let named = || self.named_pool().map(|p| p.name().clone());
+        let mut target = route::target(&decision, named).map_err(refusal)?.pool;
         if route::replica_read(&decision) {
             target = self
                 .seat
@@ -215,13 +236,14 @@ impl Session {
                 .replica_fallback(Protocol::MySql, target, true)
                 .map_err(|m| MyClientError::new(ER_NO_POOL, m))?;
         }
-        let moving = moving_to(&self.seat.ctx, self.holding(), &self.seat.pool.config.name, &target);
+        let target = self.seat.ctx.choose(target, &self.seat.pool);
+        let moving = moving_to(self.holding(), &self.seat.pool.config.name, &target);
         if let Some(pool) = moving.map_err(|m| MyClientError::new(ER_NO_POOL, m))? {
             if pool.config.backend_protocol(Protocol::MySql) != Protocol::Postgres {
                 let text = format!(
-                    "routing chose pool \"{target}\", whose backends speak MySQL; this session is bridged to \
+                    "routing chose pool \"{}\", whose backends speak MySQL; this session is bridged to \
                      PostgreSQL pool \"{}\" and stays on PostgreSQL pools",
-                    self.seat.pool.config.name
+                    target.name, self.seat.pool.config.name
                 );
                 return Err(MyClientError::new(ER_NO_POOL, text));
             }
@@ -243,7 +265,7 @@ impl Session {
         if d.step != DecisionKind::Translation || !own_pool {
             return None;
         }
-        self.seat.ctx.count_decision(&d);
+        self.seat.ctx.count_decision(&d, self.seat.ctx.decided_pool(&d, &self.seat.pool).as_deref());
         d.rewritten.map(|t| (t.sql, t.param_order))
     }
 

@@ -7,6 +7,7 @@ use super::Session;
 use crate::config::Protocol;
 use crate::id::Position;
 use crate::pool::health::pg_commit_position;
+use crate::pool::CorePool;
 use crate::protocol::pg::backend::BackendMessage;
 use crate::protocol::pg::{sqlstate, TransactionStatus};
 use crate::routing::causal::TOKEN_NAME;
@@ -14,6 +15,7 @@ use crate::routing::{Decision, DecisionKind, Outcome, StatementKey};
 use crate::rt;
 use crate::session::client_error::PgClientError;
 use crate::session::commit_io;
+use crate::session::context::Chosen;
 use crate::session::engine::hold::Hold;
 use crate::session::engine::readonly::Step;
 use crate::session::engine::release;
@@ -23,7 +25,7 @@ use crate::session::engine::text::Text;
 use crate::session::placement::{self, Placed};
 pub(super) use crate::session::state::startup::INVALID_PARAMETER_VALUE;
 use crate::sql::analyze::AccessMode;
-use std::sync::Arc;
+use std::rc::Rc;
 
 /// SQLSTATE for statements a `reject` rule refuses (insufficient_privilege: a policy refusal).
 const REJECTED: &str = "42501";
@@ -81,11 +83,12 @@ impl Session {
         // Both observe_statement and note_unseen ask: the text is read once, a repeated
         // parameterized one not even that (the router's memo keeps the answer, #39).
         let opens = runs && self.seat.ctx.opens_transaction(sql, Protocol::Postgres).is_some();
+        let decided = self.seat.ctx.decided_pool(&decision, &self.seat.pool); // once (#39)
         if runs {
-            self.observe_statement(text, &decision, now, opens);
+            self.observe_statement(text, &decision, decided.as_deref(), now, opens);
         }
-        let (target, to_replica) = self.choose_target(&decision, runs)?;
-        placement::move_to(self, &target, to_replica, runs).await?;
+        let (target, to_replica) = self.choose_target(&decision, decided, runs)?;
+        placement::move_to(self, target, to_replica, runs).await?;
         self.ex.routed_by(decision.retry); // retry (#11)
         self.progress.no_effect = release::without_effect(decision.rewritten.is_none().then_some(&*decision.facts));
         if runs {
@@ -129,8 +132,16 @@ impl Session {
 
     /// What a statement that runs tells the session: a read-only transaction, a write or a
     /// reset for read-your-writes, a change of how its SQL is tokenized; and the decision counts.
-    /// `opens`: whether the statement opens a transaction block (`sql::analyze::opens_transaction`).
-    fn observe_statement(&mut self, text: &Text<'_>, decision: &Decision, now: std::time::Instant, opens: bool) {
+    /// `decided`: the decision's pool ([`crate::session::CoreContext::decided_pool`]); `opens`:
+    /// whether the statement opens a transaction block (`sql::analyze::opens_transaction`).
+    fn observe_statement(
+        &mut self,
+        text: &Text<'_>,
+        decision: &Decision,
+        decided: Option<&CorePool>,
+        now: std::time::Instant,
+        opens: bool,
+    ) {
         let sql = text.sql;
         let in_transaction = self.progress.tx != TransactionStatus::Idle;
         match self.read_only_step(text) {
@@ -150,7 +161,7 @@ impl Session {
             // reset itself is no write to wait for).
             self.seat.ryw.reset();
         }
-        self.seat.ctx.count_decision(decision);
+        self.seat.ctx.count_decision(decision, decided);
         if decision.facts.may_change_session() {
             let in_transaction = self.progress.tx != TransactionStatus::Idle;
             self.identity.lex.observe(sql, crate::sql::Dialect::Postgres, in_transaction);
@@ -158,33 +169,43 @@ impl Session {
     }
 
     /// The pool `decision` sends the statement to, and whether that is a replica read; an
-    /// error when it was refused or the pool cannot take it.
-    fn choose_target(&self, decision: &Decision, runs: bool) -> Result<(Arc<str>, bool), PgClientError> {
-        let pools = self.seat.ctx.pools();
-        let own = pools.get(&self.identity.database);
-        let named = || own.filter(|p| !p.is_on_demand()).map(|p| p.name().clone());
-        let mut target = route::checked_target(decision, named, || self.seat.ctx.rules()).map_err(refusal)?.pool;
-        if let Some(own) = own.filter(|p| p.is_on_demand()) {
+    /// error when it was refused or the pool cannot take it. `decided`: the decision's pool,
+    /// found once for the statement (#39), as every pool here is.
+    fn choose_target(
+        &self,
+        decision: &Decision,
+        decided: Option<Rc<CorePool>>,
+        runs: bool,
+    ) -> Result<(Chosen, bool), PgClientError> {
+        let ctx = &self.seat.ctx;
+        let own = ctx.pool_named(&self.identity.database, &self.seat.pool);
+        let named = || own.as_ref().filter(|p| !p.is_on_demand()).map(|p| p.name().clone());
+        let t = route::checked_target(decision, named, || ctx.rules()).map_err(refusal)?;
+        if let Some(own) = own.as_ref().filter(|p| p.is_on_demand()) {
             // A pool made for the client's database (#36): every pool a rule or split names
             // serves another database.
-            return Ok((own.name().clone(), false));
+            return Ok((Chosen { name: own.name().clone(), pool: Some(own.clone()) }, false));
         }
-        if let Some(primary) = self.batch_override(decision, &target) {
-            target = primary;
+        let mut target = Chosen { pool: if t.named { own } else { decided }, name: t.pool };
+        if let Some(primary) = self.batch_override(decision, &target.name) {
+            target = ctx.choose(primary, &self.seat.pool);
         }
         let to_replica = route::replica_read(decision);
         if to_replica {
-            target = placement::replica_target::<Self>(&self.seat, target, runs)?;
+            let read = placement::replica_target::<Self>(&self.seat, target.name.clone(), runs)?;
+            if read != target.name {
+                target = ctx.choose(read, &self.seat.pool);
+            }
         }
-        if *target != *self.seat.pool.config.name && self.seat.ctx.pools().get(&target).is_some_and(|p| speaks_mysql(p))
-        {
+        if *target.name != *self.seat.pool.config.name && target.pool.as_ref().is_some_and(|p| speaks_mysql(p)) {
             // Statements routed to a MySQL pool run there through `bridged::cross` (#24), which
             // sees them first; those reaching here (SQL-level EXECUTE, the default pool) cannot.
             return Err(PgClientError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 format!(
-                    "routing chose pool \"{target}\", whose backends speak MySQL; this statement cannot run there \
-                     (simple queries and the extended protocol can; or log in to that pool to be bridged to it)"
+                    "routing chose pool \"{}\", whose backends speak MySQL; this statement cannot run there \
+                     (simple queries and the extended protocol can; or log in to that pool to be bridged to it)",
+                    target.name
                 ),
             ));
         }

@@ -80,7 +80,12 @@ impl Session {
         if self.is_bridged() {
             return None;
         }
-        let pool = self.seat.ctx.pools().get(target).cloned()?;
+        self.crossing_to(self.seat.ctx.pool_named(target, &self.seat.pool))
+    }
+
+    /// [`Session::cross_pool`] of a pool found already for the statement (#39: once).
+    pub(in crate::session::mysql) fn crossing_to(&self, pool: Option<Rc<CorePool>>) -> Option<Rc<CorePool>> {
+        let pool = pool.filter(|_| !self.is_bridged())?;
         (pool.config.backend_protocol(Protocol::MySql) == Protocol::Postgres).then_some(pool)
     }
 

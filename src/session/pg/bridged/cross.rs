@@ -172,7 +172,7 @@ impl Session {
     /// it stays on the session's side.
     pub(in crate::session::pg) async fn on_cross_query(&mut self, sql: &str) -> Option<Result<(), End>> {
         let (pool, d) = self.cross_target(sql)?;
-        self.seat.ctx.count_decision(&d);
+        self.seat.ctx.count_decision(&d, Some(&*pool));
         let translated = d.rewritten.is_some();
         let text = d.rewritten.map_or_else(|| sql.to_owned(), |t| t.sql);
         match self.cross_enter(pool, &text, true).await {
@@ -325,7 +325,7 @@ impl Session {
         if !name.is_empty() && self.stmts.contains_key(name) {
             return self.fail_batch(duplicate(name));
         }
-        self.seat.ctx.count_decision(&d);
+        self.seat.ctx.count_decision(&d, Some(&*pool));
         let translated = d.rewritten.is_some();
         let sql = d.rewritten.map_or_else(|| query.to_owned(), |t| t.sql);
         if let Err(e) = self.cross_enter(pool, &sql, false).await {
